@@ -1,0 +1,241 @@
+// Turns a bundled OpenAPI 3.1 document into the zod schemas and `createRoute` definitions that
+// @hono/zod-openapi needs, as TypeScript source. It covers the JSON Schema subset our documents
+// use (see README, "Architecture"); anything else fails generation loudly rather than silently.
+
+type Json = Record<string, any>;
+
+const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
+
+export interface EmitOptions {
+  /** Written in the header, e.g. "openapi/openapi.yaml". */
+  source: string;
+}
+
+function refName(ref: string, kind: string): string {
+  const prefix = `#/components/${kind}/`;
+  if (!ref.startsWith(prefix)) throw new Error(`unsupported $ref ${ref} (expected ${prefix}...)`);
+  return ref.slice(prefix.length);
+}
+
+function resolve(doc: Json, value: Json, kind: string): Json {
+  return value.$ref ? resolve(doc, doc.components[kind][refName(value.$ref, kind)], kind) : value;
+}
+
+const literal = (v: unknown) => JSON.stringify(v);
+const propertyKey = (k: string) => (IDENTIFIER.test(k) ? k : literal(k));
+const schemaConst = (name: string) => `${name}Schema`;
+
+function regex(pattern: string): string {
+  return `new RegExp(${literal(pattern)})`;
+}
+
+/** Merges allOf members (after resolving $refs) into one object schema. */
+function mergeAllOf(doc: Json, schema: Json): Json {
+  const merged: Json = { type: 'object', properties: {}, required: [] };
+  for (const member of schema.allOf as Json[]) {
+    const part = member.$ref ? doc.components.schemas[refName(member.$ref, 'schemas')] : member;
+    const flat = part.allOf ? mergeAllOf(doc, part) : part;
+    Object.assign(merged.properties, flat.properties ?? {});
+    merged.required = [...new Set([...merged.required, ...(flat.required ?? [])])];
+    if (flat.additionalProperties !== undefined) merged.additionalProperties = flat.additionalProperties;
+  }
+  const { allOf: _allOf, ...rest } = schema;
+  return { ...rest, ...merged };
+}
+
+function types(schema: Json): { types: string[]; nullable: boolean } {
+  const list: string[] = Array.isArray(schema.type) ? schema.type : schema.type ? [schema.type] : [];
+  const nullable = list.includes('null') || (Array.isArray(schema.enum) && schema.enum.includes(null));
+  return { types: list.filter((t) => t !== 'null'), nullable };
+}
+
+/** zod source for a JSON Schema describing a JSON value (bodies and responses). */
+export function zodForSchema(doc: Json, schema: Json): string {
+  if (schema.$ref) return schemaConst(refName(schema.$ref, 'schemas'));
+  if (schema.allOf) return zodForSchema(doc, mergeAllOf(doc, schema));
+  for (const unsupported of ['oneOf', 'anyOf', 'not', 'if', 'discriminator', 'nullable']) {
+    if (unsupported in schema) throw new Error(`unsupported keyword ${unsupported}`);
+  }
+  const { types: kinds, nullable } = types(schema);
+  let out: string;
+  if (schema.const !== undefined) {
+    out = `z.literal(${literal(schema.const)})`;
+  } else if (schema.enum) {
+    const values = (schema.enum as unknown[]).filter((v) => v !== null);
+    out = values.every((v) => typeof v === 'string')
+      ? `z.enum(${literal(values)})`
+      : `z.union([${values.map((v) => `z.literal(${literal(v)})`).join(', ')}])`;
+  } else if (kinds.length !== 1) {
+    throw new Error(`a schema needs exactly one non-null type, got ${literal(schema.type)}`);
+  } else {
+    out = zodForType(doc, kinds[0]!, schema);
+  }
+  if (nullable) out += '.nullable()';
+  return out;
+}
+
+function zodForType(doc: Json, kind: string, schema: Json): string {
+  switch (kind) {
+    case 'string': {
+      let out = 'z.string()';
+      if (schema.format === 'date-time') out = 'z.iso.datetime({ offset: true })';
+      else if (schema.format === 'email') out = 'z.email()';
+      else if (schema.format === 'uri') out = 'z.url()';
+      if (schema.minLength !== undefined) out += `.min(${schema.minLength})`;
+      if (schema.maxLength !== undefined) out += `.max(${schema.maxLength})`;
+      if (schema.pattern) out += `.regex(${regex(schema.pattern)})`;
+      return out;
+    }
+    case 'integer':
+    case 'number': {
+      let out = kind === 'integer' ? 'z.number().int()' : 'z.number()';
+      if (schema.minimum !== undefined) out += `.min(${schema.minimum})`;
+      if (schema.maximum !== undefined) out += `.max(${schema.maximum})`;
+      if (schema.exclusiveMinimum !== undefined) out += `.gt(${schema.exclusiveMinimum})`;
+      return out;
+    }
+    case 'boolean':
+      return 'z.boolean()';
+    case 'array': {
+      let out = `z.array(${zodForSchema(doc, schema.items ?? {})})`;
+      if (schema.minItems !== undefined) out += `.min(${schema.minItems})`;
+      if (schema.maxItems !== undefined) out += `.max(${schema.maxItems})`;
+      return out;
+    }
+    case 'object':
+      return zodForObject(doc, schema);
+    default:
+      throw new Error(`unsupported type ${kind}`);
+  }
+}
+
+function zodForObject(doc: Json, schema: Json): string {
+  const properties: Json = schema.properties ?? {};
+  const required = new Set<string>(schema.required ?? []);
+  const additional = schema.additionalProperties;
+  if (Object.keys(properties).length === 0 && additional && typeof additional === 'object') {
+    const keySchema = schema.propertyNames ? zodForSchema(doc, { type: 'string', ...schema.propertyNames }) : 'z.string()';
+    let out = `z.record(${keySchema}, ${zodForSchema(doc, additional)})`;
+    if (schema.maxProperties !== undefined) out += `.refine((o) => Object.keys(o).length <= ${schema.maxProperties}, { error: 'too many properties (at most ${schema.maxProperties})' })`;
+    return out;
+  }
+  const fields = Object.entries(properties).map(([key, value]) => {
+    let field = zodForSchema(doc, value as Json);
+    if (!required.has(key)) field += (value as Json).default !== undefined ? `.default(${literal((value as Json).default)})` : '.optional()';
+    return `${propertyKey(key)}: ${field}`;
+  });
+  const body = `{ ${fields.join(', ')} }`;
+  if (additional === false) return `z.strictObject(${body})`;
+  if (additional && typeof additional === 'object') return `z.object(${body}).catchall(${zodForSchema(doc, additional)})`;
+  return `z.looseObject(${body})`;
+}
+
+/** zod source for a parameter, which arrives as text and is converted to its schema's type. */
+export function zodForParameter(doc: Json, parameter: Json): string {
+  const schema = parameter.schema?.$ref ? doc.components.schemas[refName(parameter.schema.$ref, 'schemas')] : parameter.schema ?? {};
+  const { types: kinds } = types(schema);
+  const kind = kinds[0] ?? 'string';
+  let out: string;
+  if (kind === 'integer' || kind === 'number') {
+    const pattern = kind === 'integer' ? '^-?[0-9]{1,16}$' : '^-?[0-9]{1,16}(\\.[0-9]+)?$';
+    let target = kind === 'integer' ? 'z.number().int()' : 'z.number()';
+    if (schema.minimum !== undefined) target += `.min(${schema.minimum}, { error: 'must be at least ${schema.minimum}' })`;
+    if (schema.maximum !== undefined) target += `.max(${schema.maximum}, { error: 'must be at most ${schema.maximum}' })`;
+    else target += `.max(Number.MAX_SAFE_INTEGER, { error: 'is too large' })`;
+    out = `z.string().regex(${regex(pattern)}, { error: 'must be ${kind === 'integer' ? 'an integer' : 'a number'}' }).transform(Number).pipe(${target})`;
+  } else if (kind === 'boolean') {
+    out = `z.enum(['true', 'false']).transform((v) => v === 'true')`;
+  } else if (kind === 'array') {
+    const item = zodForParameter(doc, { schema: schema.items ?? {} });
+    let list = `z.array(${item})`;
+    if (schema.minItems !== undefined) list += `.min(${schema.minItems}, { error: 'must list at least ${schema.minItems}' })`;
+    if (schema.maxItems !== undefined) list += `.max(${schema.maxItems}, { error: 'must list at most ${schema.maxItems}' })`;
+    out = `z.string().transform((v) => v.split(',')).pipe(${list})`;
+  } else if (kind === 'string') {
+    out = zodForSchema(doc, { ...schema, type: 'string' });
+    if (schema.pattern) out = out.replace(`.regex(${regex(schema.pattern)})`, `.regex(${regex(schema.pattern)}, { error: ${literal(`must match ${schema.pattern}`)} })`);
+  } else {
+    throw new Error(`unsupported parameter type ${kind} for ${parameter.name}`);
+  }
+  if (schema.default !== undefined) out += `.default(${literal(schema.default)})`;
+  else if (!parameter.required) out += '.optional()';
+  return out;
+}
+
+function componentOrder(doc: Json): string[] {
+  const schemas: Json = doc.components?.schemas ?? {};
+  const order: string[] = [];
+  const state = new Map<string, 'visiting' | 'done'>();
+  const visit = (name: string) => {
+    if (state.get(name) === 'done') return;
+    if (state.get(name) === 'visiting') throw new Error(`schema cycle through ${name} is not supported`);
+    state.set(name, 'visiting');
+    const text = JSON.stringify(schemas[name]);
+    for (const m of text.matchAll(/"#\/components\/schemas\/([^"]+)"/g)) visit(m[1]!);
+    state.set(name, 'done');
+    order.push(name);
+  };
+  Object.keys(schemas).sort().forEach(visit);
+  return order;
+}
+
+const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options'];
+
+function emitRoute(doc: Json, path: string, method: string, operation: Json, pathItem: Json): string {
+  const parameters = [...(pathItem.parameters ?? []), ...(operation.parameters ?? [])].map((p: Json) => resolve(doc, p, 'parameters'));
+  const request: string[] = [];
+  for (const location of ['path', 'query', 'header']) {
+    const own = parameters.filter((p) => p.in === location);
+    if (own.length === 0) continue;
+    const fields = own.map((p) => `${propertyKey(location === 'header' ? p.name.toLowerCase() : p.name)}: ${zodForParameter(doc, p)}`);
+    request.push(`${location === 'path' ? 'params' : location === 'query' ? 'query' : 'headers'}: z.object({ ${fields.join(', ')} })`);
+  }
+  if (operation.requestBody) {
+    const body = resolve(doc, operation.requestBody, 'requestBodies');
+    const content = Object.entries(body.content as Json).map(([type, media]) =>
+      `${literal(type)}: { schema: ${type.includes('json') ? zodForSchema(doc, (media as Json).schema) : 'z.string()'} }`);
+    request.push(`body: { required: ${Boolean(body.required)}, content: { ${content.join(', ')} } }`);
+  }
+  const responses = Object.entries(operation.responses as Json).map(([status, value]) => {
+    const response = resolve(doc, value as Json, 'responses');
+    const content = response.content
+      ? `, content: { ${Object.entries(response.content as Json).map(([type, media]) =>
+        `${literal(type)}: { schema: ${zodForSchema(doc, (media as Json).schema ?? {})} }`).join(', ')} }`
+      : '';
+    return `${/^[0-9]+$/.test(status) ? status : literal(status)}: { description: ${literal(response.description ?? '')}${content} }`;
+  });
+  return [
+    `export const ${operation.operationId}Route = createRoute({`,
+    `  operationId: ${literal(operation.operationId)},`,
+    `  method: ${literal(method)},`,
+    `  path: ${literal(path)},`,
+    request.length ? `  request: { ${request.join(', ')} },` : '',
+    `  responses: { ${responses.join(', ')} },`,
+    '});',
+  ].filter(Boolean).join('\n');
+}
+
+/** The whole generated module for one bundled document. */
+export function emitZodModule(doc: Json, options: EmitOptions): string {
+  const lines = [
+    `// Generated by scripts/generate.ts from ${options.source}: do not edit. Run \`npm run generate\`.`,
+    "import { createRoute, z } from '@hono/zod-openapi';",
+    '',
+  ];
+  for (const name of componentOrder(doc)) {
+    lines.push(`export const ${schemaConst(name)} = ${zodForSchema(doc, doc.components.schemas[name])};`);
+  }
+  lines.push('');
+  const operations: string[] = [];
+  for (const [path, pathItem] of Object.entries(doc.paths ?? {}) as [string, Json][]) {
+    for (const method of HTTP_METHODS) {
+      const operation = pathItem[method];
+      if (!operation) continue;
+      lines.push(emitRoute(doc, path, method, operation, pathItem), '');
+      operations.push(operation.operationId);
+    }
+  }
+  lines.push(`/** Every operation of ${options.source}, by operationId. */`);
+  lines.push(`export const routes = { ${operations.map((id) => `${id}: ${id}Route`).join(', ')} } as const;`, '');
+  return lines.join('\n');
+}

@@ -1,0 +1,91 @@
+// Bulk NDJSON import (admin `importProducts`, CLI `import`): one operation per line. The whole
+// file is validated first; a bad line rejects the import with every problem listed and nothing
+// applied. A valid file is applied in chunks, each chunk one transaction with its publishing.
+import { z } from '@hono/zod-openapi';
+import { ProductSourceInputSchema, ProductSourceSchema } from '../generated/admin-routes.js';
+import type { ProductSourceDocument } from '../catalog/model.js';
+import { ProblemError, type InvalidParam } from '../http/problem.js';
+import { normalizeSource, type CatalogAdmin } from './catalog-admin.js';
+
+const ImportLineSchema = z.discriminatedUnion('op', [
+  z.strictObject({ op: z.literal('upsert_product'), product: ProductSourceInputSchema.extend({ ref: ProductSourceSchema.shape.ref }) }),
+  z.strictObject({ op: z.literal('delete_product'), ref: ProductSourceSchema.shape.ref }),
+]);
+
+type Operation = { op: 'upsert_product'; ref: string; source: ProductSourceDocument } | { op: 'delete_product'; ref: string };
+
+/** At most this many problems are listed in one rejection. */
+const MAX_LISTED_PROBLEMS = 100;
+
+export interface ImportResult {
+  lines: number;
+  upserted: number;
+  deleted: number;
+}
+
+export interface ImportOptions {
+  chunkSize?: number;
+  onStart?: (operations: number) => void;
+  onProgress?: (applied: number) => void;
+}
+
+function pointer(path: PropertyKey[]): string {
+  return path.length ? `/${path.map(String).join('/')}` : '';
+}
+
+/** Parses and checks every line; throws the 400 problem listing each bad line. */
+export function parseImport(admin: CatalogAdmin, merchantId: number, text: string): Operation[] {
+  const problems: InvalidParam[] = [];
+  const operations: Operation[] = [];
+  const lines = text.split('\n');
+  lines.forEach((raw, index) => {
+    const line = raw.trim();
+    if (!line) return;
+    const name = `line ${index + 1}`;
+    let json: unknown;
+    try {
+      json = JSON.parse(line);
+    } catch {
+      problems.push({ name, in: 'body', reason: 'is not valid JSON' });
+      return;
+    }
+    const parsed = ImportLineSchema.safeParse(json);
+    if (!parsed.success) {
+      for (const issue of parsed.error.issues) problems.push({ name, in: 'body', reason: `${pointer(issue.path)} ${issue.message}`.trim() });
+      return;
+    }
+    if (parsed.data.op === 'delete_product') {
+      operations.push({ op: 'delete_product', ref: parsed.data.ref });
+      return;
+    }
+    const { ref, ...input } = parsed.data.product;
+    const source = normalizeSource(input);
+    for (const problem of admin.sourceProblems(merchantId, source, '/product')) {
+      problems.push({ name, in: 'body', reason: `${problem.name} ${problem.reason}` });
+    }
+    operations.push({ op: 'upsert_product', ref, source });
+  });
+  if (problems.length) {
+    const listed = problems.slice(0, MAX_LISTED_PROBLEMS);
+    const more = problems.length > listed.length ? ` (first ${listed.length} of ${problems.length} listed)` : '';
+    throw new ProblemError('invalid_body', `The import has ${problems.length} problem(s)${more}; nothing was applied.`, listed);
+  }
+  return operations;
+}
+
+export function importNdjson(
+  admin: CatalogAdmin, merchantId: number, text: string, options: ImportOptions = {},
+): ImportResult {
+  admin.merchant(merchantId);
+  const operations = parseImport(admin, merchantId, text);
+  const chunkSize = options.chunkSize ?? 1000;
+  options.onStart?.(operations.length);
+  const result = { lines: operations.length, upserted: 0, deleted: 0 };
+  for (let i = 0; i < operations.length; i += chunkSize) {
+    const applied = admin.applyProductBatch(merchantId, operations.slice(i, i + chunkSize));
+    result.upserted += applied.upserted;
+    result.deleted += applied.deleted;
+    options.onProgress?.(Math.min(operations.length, i + chunkSize));
+  }
+  return result;
+}

@@ -1,0 +1,83 @@
+// Read queries of the public API (spec 4.1-4.3). Payloads are served as stored: a page is one
+// range scan over the (store, product) key, located through an in-memory index of the store's
+// product ids that is rebuilt only when the set of published products changes
+// (stores.catalog_version). No OFFSET over wide rows, no count per request.
+import type { Store, StoreRecord } from './model.js';
+import type { CatalogStorage } from '../storage/port.js';
+
+export const PER_PAGE_DEFAULT = 50;
+export const PER_PAGE_MAX = 200;
+
+/** spec 4.1: per_page is clamped to 1..200. */
+export function clampPerPage(perPage: number): number {
+  return Math.min(PER_PAGE_MAX, Math.max(1, perPage));
+}
+
+export interface PageMeta {
+  current_page: number;
+  per_page: number;
+  last_page: number;
+  total: number;
+}
+
+export interface ProductPage {
+  /** JSON array text of the page's products. */
+  data: string;
+  meta: PageMeta;
+}
+
+export function toPublicStore(store: StoreRecord): Store {
+  return {
+    id: store.id,
+    slug: store.slug,
+    name: store.name,
+    locale: store.locale,
+    currency: store.currency,
+    is_default: store.is_default,
+  };
+}
+
+export class CatalogReads {
+  private readonly idIndex = new Map<number, { version: number; ids: Float64Array | number[] }>();
+
+  constructor(private readonly storage: CatalogStorage) {}
+
+  /** spec 4.3: the merchant's active stores, default store first. */
+  activeStores(merchantId: number): StoreRecord[] {
+    return this.storage.listStores(merchantId).filter((s) => s.active);
+  }
+
+  /** The active store named by slug, or the default store when slug is omitted. */
+  findActiveStore(merchantId: number, slug: string | undefined): StoreRecord | undefined {
+    const store = slug === undefined
+      ? this.storage.findDefaultStore(merchantId)
+      : this.storage.findStore(merchantId, slug);
+    return store?.active ? store : undefined;
+  }
+
+  /** The payload of one product in the store, or undefined outside the merchant's catalog. */
+  product(store: StoreRecord, productId: number): string | undefined {
+    return this.storage.publishedPayload(store.id, productId);
+  }
+
+  /** spec 4.1: a page of the store's products, ordered by id. */
+  productPage(store: StoreRecord, page: number, perPage: number): ProductPage {
+    const ids = this.productIds(store);
+    const total = ids.length;
+    const lastPage = Math.max(1, Math.ceil(total / perPage));
+    const start = (page - 1) * perPage;
+    const meta = { current_page: page, per_page: perPage, last_page: lastPage, total };
+    if (start >= total) return { data: '[]', meta };
+    const end = Math.min(total, start + perPage) - 1;
+    const payloads = this.storage.publishedPayloadRange(store.id, ids[start]!, ids[end]!);
+    return { data: `[${payloads.join(',')}]`, meta };
+  }
+
+  private productIds(store: StoreRecord): Float64Array | number[] {
+    const cached = this.idIndex.get(store.id);
+    if (cached && cached.version === store.catalog_version) return cached.ids;
+    const ids = Float64Array.from(this.storage.publishedProductIds(store.id));
+    this.idIndex.set(store.id, { version: store.catalog_version, ids });
+    return ids;
+  }
+}

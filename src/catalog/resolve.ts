@@ -1,0 +1,249 @@
+// Resolution of one product for one store: spec 2.1-2.3 with the product decisions.
+// Pure functions: no storage, no HTTP. The publisher (catalog/publish.ts) runs them on writes.
+import { createHash } from 'node:crypto';
+import {
+  divide, formatMinorUnits, multiply, parseDecimal, roundHalfAwayFromZero, toMinorUnits,
+  type Ratio,
+} from './money.js';
+import type {
+  ExclusionReason, ImageMirrorRecord, MerchantContext, OfferSource, PricingRuleRecord,
+  ProductRecord, StoreRecord,
+} from './model.js';
+
+/** Converts a decimal amount of `from` into minor units of `to`, or null when no rate is known. */
+export function convertToMinorUnits(
+  amount: string, from: string, to: string, context: Pick<MerchantContext, 'exchangeRates'>,
+): number | null {
+  const value = parseDecimal(amount);
+  if (from === to) return toMinorUnits(value, to);
+  const direct = context.exchangeRates.find((r) => r.base === from && r.quote === to);
+  if (direct) return toMinorUnits(multiply(value, parseDecimal(direct.rate)), to);
+  const inverse = context.exchangeRates.find((r) => r.base === to && r.quote === from);
+  if (inverse) return toMinorUnits(divide(value, parseDecimal(inverse.rate)), to);
+  return null;
+}
+
+/** An offer usable in the store: its cost converted to the store currency. */
+export interface PricedOffer {
+  supplierId: number;
+  quantity: number;
+  costMinor: number;
+  offer: OfferSource;
+}
+
+/** Offers whose supplier is known and whose cost converts to the store currency. */
+export function pricedOffers(
+  product: ProductRecord, store: StoreRecord, context: MerchantContext,
+): PricedOffer[] {
+  const priced: PricedOffer[] = [];
+  for (const offer of product.source.offers) {
+    const supplier = context.suppliersByRef.get(offer.supplier_ref);
+    if (!supplier) continue;
+    const costMinor = convertToMinorUnits(offer.cost, offer.currency, store.currency, context);
+    if (costMinor === null) continue;
+    priced.push({ supplierId: supplier.id, quantity: offer.quantity, costMinor, offer });
+  }
+  return priced;
+}
+
+function offerOrder(a: PricedOffer, b: PricedOffer): number {
+  return a.costMinor - b.costMinor || b.quantity - a.quantity || a.supplierId - b.supplierId;
+}
+
+/**
+ * Best supplier: the in-stock offer with the lowest cost; ties go to the larger quantity, then
+ * the lower supplier id. With no offer in stock, the lowest-cost offer (same ties).
+ */
+export function bestSupplierOffer(offers: PricedOffer[]): PricedOffer | null {
+  const sorted = [...offers].sort(offerOrder);
+  return sorted.find((o) => o.quantity > 0) ?? sorted[0] ?? null;
+}
+
+/** spec 2.1 stock rules 1-3. */
+export function sellableStock(product: ProductRecord, best: PricedOffer | null): number {
+  const supplierQuantity = best?.quantity ?? 0;
+  const own = product.source.own_stock;
+  return own ? own.quantity + supplierQuantity : supplierQuantity;
+}
+
+/** Base cost in store minor units: the best offer's cost, else own stock's cost, else 0. */
+export function baseCost(
+  product: ProductRecord, best: PricedOffer | null, store: StoreRecord, context: MerchantContext,
+): number {
+  if (best) return best.costMinor;
+  const own = product.source.own_stock;
+  if (own?.cost != null && own.currency != null) {
+    return convertToMinorUnits(own.cost, own.currency, store.currency, context) ?? 0;
+  }
+  return 0;
+}
+
+function ruleMatches(
+  rule: PricingRuleRecord, groupId: number, store: StoreRecord, manufacturer: string | null,
+  baseMinor: number,
+): boolean {
+  if (rule.customer_group_id !== null && rule.customer_group_id !== groupId) return false;
+  if (rule.store_id !== null && rule.store_id !== store.id) return false;
+  if (rule.manufacturer !== null && rule.manufacturer !== manufacturer) return false;
+  if (rule.min_cost !== null && baseMinor < toMinorUnits(parseDecimal(rule.min_cost), store.currency)) return false;
+  if (rule.max_cost !== null && baseMinor > toMinorUnits(parseDecimal(rule.max_cost), store.currency)) return false;
+  return true;
+}
+
+/** The first rule, by priority then id, that matches; the catch-all guarantees one exists. */
+export function applicablePricingRule(
+  rules: PricingRuleRecord[], groupId: number, store: StoreRecord, manufacturer: string | null,
+  baseMinor: number,
+): PricingRuleRecord {
+  const rule = rules.find((r) => ruleMatches(r, groupId, store, manufacturer, baseMinor));
+  if (!rule) throw new Error('no pricing rule matched: the catch-all rule is missing');
+  return rule;
+}
+
+/** Raises a price to the next amount whose last digits are `ending` (e.g. 99 -> x.99). */
+export function applyPriceEnding(priceMinor: number, ending: number | null): number {
+  // A zero price (nothing to price) stays zero rather than becoming 0.99.
+  if (ending === null || priceMinor === 0) return priceMinor;
+  const modulus = 10 ** String(ending).length;
+  const candidate = priceMinor - (priceMinor % modulus) + ending;
+  return candidate >= priceMinor ? candidate : candidate + modulus;
+}
+
+/** computed = round(base × (1 + markup%/100)) + markup amount, never negative, then the ending. */
+export function computedPrice(baseMinor: number, rule: PricingRuleRecord, currency: string): number {
+  const percent = parseDecimal(rule.markup_percent);
+  const factor: Ratio = { n: percent.d * 100n + percent.n, d: percent.d * 100n };
+  const marked = multiply({ n: BigInt(baseMinor), d: 1n }, factor);
+  const withAmount = Number(roundHalfAwayFromZero(marked)) + toMinorUnits(parseDecimal(rule.markup_amount), currency);
+  return applyPriceEnding(Math.max(0, withAmount), rule.price_ending);
+}
+
+/** Content for the store's locale exactly, else for its language (de-DE -> de). */
+export function localizedContent(product: ProductRecord, locale: string) {
+  const content = product.source.content;
+  return content[locale] ?? content[locale.split('-')[0] ?? locale] ?? null;
+}
+
+function localizedLabel(labels: Record<string, string>, locale: string): string | undefined {
+  return labels[locale] ?? labels[locale.split('-')[0] ?? locale];
+}
+
+/** Merchant overrides win over the best supplier's values, which win over other suppliers'. */
+export function resolvedAttributes(
+  product: ProductRecord, best: PricedOffer | null, store: StoreRecord, context: MerchantContext,
+): { key: string; label: string; value: string }[] {
+  const bestSupplierRef = best?.offer.supplier_ref;
+  const supplierId = (ref: string) => context.suppliersByRef.get(ref)?.id ?? Number.MAX_SAFE_INTEGER;
+  const bySupplier = [...product.source.supplier_attributes].sort((a, b) => {
+    const aBest = a.supplier_ref === bestSupplierRef ? 0 : 1;
+    const bBest = b.supplier_ref === bestSupplierRef ? 0 : 1;
+    return aBest - bBest || supplierId(a.supplier_ref) - supplierId(b.supplier_ref);
+  });
+  const values = new Map<string, string>();
+  for (const { key, value } of bySupplier) if (!values.has(key)) values.set(key, value);
+  for (const [key, value] of Object.entries(product.source.overrides)) values.set(key, value);
+  return [...values.keys()].sort().map((key) => {
+    const definition = context.attributeDefinitions.get(key);
+    const name = (definition && localizedLabel(definition.labels, store.locale)) ?? key;
+    const label = definition?.unit ? `${name} (${definition.unit})` : name;
+    return { key, label, value: values.get(key)! };
+  });
+}
+
+/** spec 2.1 image rules: mirrored -> hosted copy, not mirrored -> source URL, dead -> omitted. */
+export function resolvedImages(product: ProductRecord, mirrors: Map<string, ImageMirrorRecord>): string[] {
+  const urls: string[] = [];
+  for (const { url } of product.source.images) {
+    const mirror = mirrors.get(url);
+    if (mirror?.state === 'dead') continue;
+    urls.push(mirror?.state === 'mirrored' && mirror.mirrored_url ? mirror.mirrored_url : url);
+  }
+  return urls;
+}
+
+/** The merchant's SKU pattern filled in; null without a pattern or when a token has no value. */
+export function exportedSku(pattern: string | null, product: ProductRecord): string | null {
+  if (!pattern) return null;
+  const tokens: Record<string, string | null> = {
+    id: String(product.id),
+    ref: product.ref,
+    ean: product.source.eans[0] ?? null,
+    manufacturer: product.source.manufacturer,
+  };
+  let missing = false;
+  const sku = pattern.replace(/\{([a-z_]+)\}/g, (_, token: string) => {
+    const value = tokens[token];
+    if (value === null || value === undefined || value === '') missing = true;
+    return value ?? '';
+  });
+  return missing ? null : sku;
+}
+
+/** Exclusion reasons, first match wins: manual, missing_title, no_offers, out_of_stock. */
+export function exclusionReason(
+  product: ProductRecord, store: StoreRecord, title: string | null, stock: number,
+): ExclusionReason | null {
+  if (product.source.excluded_stores.includes(store.slug)) return 'manual';
+  if (!title) return 'missing_title';
+  if (product.source.offers.length === 0 && !product.source.own_stock) return 'no_offers';
+  if (stock === 0 && store.exclude_out_of_stock) return 'out_of_stock';
+  return null;
+}
+
+/** A product resolved for a store: the payload bytes served as they are, and what changed. */
+export interface ResolvedProduct {
+  productId: number;
+  /** JSON of the Product (spec 2.1) with amounts at the currency's exact precision. */
+  payload: string;
+  /** Hash of the `prices` part: a different value is a `price` change. */
+  priceHash: string;
+  /** Hash of every other field: a different value is a `content` change. */
+  contentHash: string;
+}
+
+const hash = (text: string) => createHash('sha1').update(text).digest('base64url');
+
+export function resolveProduct(
+  product: ProductRecord, store: StoreRecord, context: MerchantContext,
+  mirrors: Map<string, ImageMirrorRecord>,
+): ResolvedProduct {
+  const offers = pricedOffers(product, store, context);
+  const best = bestSupplierOffer(offers);
+  const stock = sellableStock(product, best);
+  const content = localizedContent(product, store.locale);
+  const title = content?.title ?? null;
+  const reason = exclusionReason(product, store, title, stock);
+  const baseMinor = baseCost(product, best, store, context);
+  const base = formatMinorUnits(baseMinor, store.currency);
+  const currency = JSON.stringify(store.currency);
+  const prices = context.customerGroups.map((group) => {
+    const rule = applicablePricingRule(
+      context.pricingRules, group.id, store, product.source.manufacturer, baseMinor,
+    );
+    const price = formatMinorUnits(computedPrice(baseMinor, rule, store.currency), store.currency);
+    // Built by hand so amounts keep the currency's exact precision (12.30, not 12.3).
+    return `{"customer_group_id":${group.id},"customer_group":${JSON.stringify(group.name)},` +
+      `"base_cost":${base},"computed_price":${price},"currency":${currency},"applied_rule_id":${rule.id}}`;
+  });
+  const pricesJson = `[${prices.join(',')}]`;
+  const head = JSON.stringify({
+    id: product.id,
+    sku: exportedSku(context.skuPattern, product),
+    ean: product.source.eans[0] ?? null,
+    title,
+    description: content?.description ?? null,
+    manufacturer: product.source.manufacturer,
+    images: resolvedImages(product, mirrors),
+    store: store.slug,
+    excluded: reason !== null,
+    exclusion_reason: reason,
+    attributes: resolvedAttributes(product, best, store, context),
+  });
+  const contentJson = `${head.slice(0, -1)},"stock":${stock}}`;
+  return {
+    productId: product.id,
+    payload: `${head.slice(0, -1)},"prices":${pricesJson},"stock":${stock}}`,
+    priceHash: hash(pricesJson),
+    contentHash: hash(contentJson),
+  };
+}

@@ -1,0 +1,127 @@
+#!/usr/bin/env node
+// The command line: serve, import, keys, demo. `catalog-publishing-service --help` lists them.
+import fs from 'node:fs';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { SingleBar, Presets } from 'cli-progress';
+import { issueApiKey } from './admin/api-keys.js';
+import { CatalogAdmin } from './admin/catalog-admin.js';
+import { buildDemoCatalog } from './admin/demo.js';
+import { importNdjson } from './admin/import.js';
+import { loadConfig } from './config.js';
+import { ProblemError } from './http/problem.js';
+import { startServer } from './server.js';
+import { openSqliteStorage } from './storage/sqlite.js';
+
+const USAGE = `Usage: catalog-publishing-service <command> [options]
+
+Commands:
+  serve                               run the HTTP service (configuration from CPS_* variables)
+  import FILE --merchant ID           bulk-import an NDJSON file of product operations
+  keys create --merchant ID [--name N] issue an API key (printed once)
+  demo [--db FILE] [--products N] [--json]
+                                      build the deterministic demo catalog into a database
+
+Common option: --db FILE (default: CPS_DB_PATH or ./data/catalog.db)`;
+
+function fail(message: string): never {
+  console.error(message);
+  process.exit(2);
+}
+
+function positiveInt(value: string | undefined, name: string): number {
+  if (!value || !/^[1-9][0-9]*$/.test(value)) fail(`--${name} must be a positive integer`);
+  return Number(value);
+}
+
+async function main(argv: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      db: { type: 'string' },
+      merchant: { type: 'string' },
+      name: { type: 'string' },
+      products: { type: 'string' },
+      json: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  const [command, ...rest] = positionals;
+  if (values.help || !command) {
+    console.log(USAGE);
+    return;
+  }
+  const config = loadConfig(process.env, values.db ? { databasePath: path.resolve(values.db) } : {});
+
+  if (command === 'serve') return serveCommand(config);
+
+  const storage = openSqliteStorage(config.databasePath);
+  const admin = new CatalogAdmin(storage, () => new Date(), config.limits.publishChunk);
+  try {
+    if (command === 'demo') {
+      const products = values.products ? positiveInt(values.products, 'products') : config.demoProducts;
+      const bar = values.json ? undefined : new SingleBar({ format: 'demo catalog [{bar}] {value}/{total} products' }, Presets.shades_classic);
+      bar?.start(products, 0);
+      const result = buildDemoCatalog(admin, products, (done) => bar?.update(done));
+      bar?.stop();
+      console.log(values.json ? JSON.stringify(result) : `merchant ${result.merchant_id}, API key ${result.api_key}`);
+    } else if (command === 'keys' && rest[0] === 'create') {
+      const merchantId = positiveInt(values.merchant, 'merchant');
+      admin.merchant(merchantId);
+      const key = issueApiKey(storage, merchantId, values.name ?? 'cli', new Date());
+      console.log(values.json ? JSON.stringify(key) : `API key for merchant ${merchantId} (shown once): ${key.key}`);
+    } else if (command === 'import') {
+      const file = rest[0] ?? fail('import needs a FILE');
+      const merchantId = positiveInt(values.merchant, 'merchant');
+      const text = fs.readFileSync(file, 'utf8');
+      const bar = new SingleBar({ format: 'import [{bar}] {value}/{total} lines' }, Presets.shades_classic);
+      const result = importNdjson(admin, merchantId, text, {
+        onStart: (total) => bar.start(total, 0),
+        onProgress: (done) => bar.update(done),
+      });
+      bar.stop();
+      console.log(JSON.stringify(result));
+    } else {
+      fail(`unknown command "${[command, ...rest].join(' ')}"\n\n${USAGE}`);
+    }
+  } catch (error) {
+    if (error instanceof ProblemError) {
+      const lines = error.invalidParams?.map((p) => `  ${p.name}: ${p.reason}`) ?? [];
+      fail([`error: ${error.detail}`, ...lines].join('\n'));
+    }
+    throw error;
+  } finally {
+    storage.close();
+  }
+}
+
+async function serveCommand(config: ReturnType<typeof loadConfig>): Promise<void> {
+  const storage = openSqliteStorage(config.databasePath);
+  const admin = new CatalogAdmin(storage, () => new Date(), config.limits.publishChunk);
+  const credentialsFile = path.join(path.dirname(config.databasePath), 'demo-credentials.json');
+  if (config.demoOnEmpty && storage.countMerchants() === 0) {
+    console.log(`Empty database: building the demo catalog (${config.demoProducts} products) ...`);
+    const demo = buildDemoCatalog(admin, config.demoProducts);
+    fs.writeFileSync(credentialsFile, `${JSON.stringify(demo, null, 2)}\n`, { mode: 0o600 });
+  }
+  const server = await startServer(storage, config);
+  const demo = fs.existsSync(credentialsFile) ? JSON.parse(fs.readFileSync(credentialsFile, 'utf8')) : undefined;
+  const base = config.publicBaseUrl;
+  console.log([
+    `Catalog publishing service listening on ${server.url} (database ${config.databasePath})`,
+    `  API reference:  ${base}/docs   (document: ${base}/openapi.json, admin: ${base}/admin/openapi.json)`,
+    demo ? `  Demo API key:   ${demo.api_key}   (merchant ${demo.merchant_id}; also in ${credentialsFile})` : '',
+    demo ? `  Try:            curl -H "Authorization: Bearer ${demo.api_key}" "${base}/v1/products?store=pl&per_page=2"` : '',
+    `  Admin token:    ${config.adminToken}${config.adminTokenConfigured ? '' : '   (generated for this run; set CPS_ADMIN_TOKEN to fix it)'}`,
+  ].filter(Boolean).join('\n'));
+  const stop = async () => {
+    await server.close();
+    storage.close();
+    process.exit(0);
+  };
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+}
+
+await main(process.argv.slice(2));

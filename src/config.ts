@@ -1,0 +1,72 @@
+// One typed configuration object, read once at start (style: no process.env reads elsewhere).
+// Every default is the product decision's value (../shared/spec/product-decisions.md).
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+
+export interface Config {
+  /** TCP port the HTTP server listens on. */
+  port: number;
+  /** Interface the HTTP server binds to. */
+  host: string;
+  /** SQLite database file (created with its folder when missing). */
+  databasePath: string;
+  /** Bearer token of the admin API (`/admin/v1`). Generated per start when not configured. */
+  adminToken: string;
+  /** True when adminToken came from the environment rather than being generated. */
+  adminTokenConfigured: boolean;
+  /** Base URL clients reach this service at; used in printed examples and hosted URLs. */
+  publicBaseUrl: string;
+  /** Build the demo catalog on start when the database holds no merchant. */
+  demoOnEmpty: boolean;
+  /** Products in the demo catalog built on first start. */
+  demoProducts: number;
+  limits: {
+    // per_page's default (50) and range (1..200) are the spec's contract (spec 8), not configuration.
+    /** Largest admin request body accepted (bytes); the NDJSON import has its own limit. */
+    adminBodyBytes: number;
+    /** Largest NDJSON import accepted (bytes). */
+    importBodyBytes: number;
+    /** Products resolved and written per transaction by bulk re-publishing and imports. */
+    publishChunk: number;
+  };
+}
+
+type Env = Record<string, string | undefined>;
+
+function int(env: Env, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^[0-9]+$/.test(raw)) throw new Error(`${name} must be a non-negative integer, got "${raw}"`);
+  return Number(raw);
+}
+
+function bool(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (['1', 'true', 'yes'].includes(raw.toLowerCase())) return true;
+  if (['0', 'false', 'no'].includes(raw.toLowerCase())) return false;
+  throw new Error(`${name} must be true or false, got "${raw}"`);
+}
+
+/** Reads the configuration from environment variables; the README lists them with their defaults. */
+export function loadConfig(env: Env = process.env, overrides: Partial<Config> = {}): Config {
+  const port = int(env, 'CPS_PORT', 8080);
+  const host = env.CPS_HOST || '127.0.0.1';
+  const adminToken = env.CPS_ADMIN_TOKEN || `adm_${randomBytes(24).toString('base64url')}`;
+  const config: Config = {
+    port,
+    host,
+    databasePath: path.resolve(env.CPS_DB_PATH || './data/catalog.db'),
+    adminToken,
+    adminTokenConfigured: Boolean(env.CPS_ADMIN_TOKEN),
+    publicBaseUrl: (env.CPS_PUBLIC_BASE_URL || `http://${host}:${port}`).replace(/\/+$/, ''),
+    demoOnEmpty: bool(env, 'CPS_DEMO_ON_EMPTY', true),
+    demoProducts: int(env, 'CPS_DEMO_PRODUCTS', 500),
+    limits: {
+      adminBodyBytes: int(env, 'CPS_ADMIN_BODY_BYTES', 1024 * 1024),
+      importBodyBytes: int(env, 'CPS_IMPORT_BODY_BYTES', 256 * 1024 * 1024),
+      publishChunk: int(env, 'CPS_PUBLISH_CHUNK', 2000),
+    },
+  };
+  return { ...config, ...overrides, limits: { ...config.limits, ...overrides.limits } };
+}

@@ -1,0 +1,44 @@
+// App assembly: the public API, the admin API, the served documents and docs, one error shape.
+import fs from 'node:fs';
+import { Hono } from 'hono';
+import { CatalogAdmin } from '../admin/catalog-admin.js';
+import { CatalogReads } from '../catalog/reads.js';
+import type { Config } from '../config.js';
+import adminDocument from '../generated/admin-openapi.json' with { type: 'json' };
+import publicDocument from '../generated/public-openapi.json' with { type: 'json' };
+import type { CatalogStorage } from '../storage/port.js';
+import { adminApi } from './admin-api.js';
+import { notFound, renderError } from './errors.js';
+import { publicApi } from './public-api.js';
+
+export interface AppDependencies {
+  storage: CatalogStorage;
+  config: Config;
+  now?: () => Date;
+  /** Built HTML docs of the public API (`npm run build:docs`); /docs serves it when present. */
+  docsFile?: string;
+}
+
+const publicJson = JSON.stringify(publicDocument);
+const adminJson = JSON.stringify(adminDocument);
+
+export function createApp({ storage, config, now = () => new Date(), docsFile }: AppDependencies) {
+  const admin = new CatalogAdmin(storage, now, config.limits.publishChunk);
+  const app = new Hono();
+  app.onError(renderError);
+  app.notFound(notFound);
+
+  // The authored, bundled documents, exactly as committed (not rebuilt from code).
+  app.get('/openapi.json', (c) => c.body(publicJson, 200, { 'Content-Type': 'application/json' }));
+  app.get('/admin/openapi.json', (c) => c.body(adminJson, 200, { 'Content-Type': 'application/json' }));
+  app.get('/docs', (c) => {
+    if (!docsFile || !fs.existsSync(docsFile)) {
+      return c.text('The HTML docs are not built: run `npm run build:docs`. The document itself is at /openapi.json.', 404);
+    }
+    return c.html(fs.readFileSync(docsFile, 'utf8'));
+  });
+
+  app.route('/', publicApi(storage, new CatalogReads(storage)));
+  app.route('/', adminApi(admin, config));
+  return app;
+}

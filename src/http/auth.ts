@@ -1,0 +1,44 @@
+// Bearer authentication (spec 5): the public API by merchant API key, the admin API by the
+// configured admin token. Missing, malformed or unknown credentials: 401 with WWW-Authenticate.
+import { timingSafeEqual, createHash } from 'node:crypto';
+import type { MiddlewareHandler } from 'hono';
+import { merchantForApiKey } from '../admin/api-keys.js';
+import type { CatalogStorage } from '../storage/port.js';
+import { ProblemError } from './problem.js';
+
+export type PublicEnv = { Variables: { merchantId: number } };
+
+function bearer(header: string | undefined): string | undefined {
+  const match = /^Bearer +([^ ]+) *$/i.exec(header ?? '');
+  return match?.[1];
+}
+
+function unauthorized(realm: string, detail: string, presented: boolean): ProblemError {
+  const challenge = presented ? `Bearer realm="${realm}", error="invalid_token"` : `Bearer realm="${realm}"`;
+  return new ProblemError('unauthorized', detail, undefined, { 'WWW-Authenticate': challenge });
+}
+
+/** Resolves the merchant of the request's API key into `c.var.merchantId`. */
+export function apiKeyAuth(storage: CatalogStorage): MiddlewareHandler<PublicEnv> {
+  return async (c, next) => {
+    const key = bearer(c.req.header('Authorization'));
+    if (!key) throw unauthorized('catalog', 'Send your API key as `Authorization: Bearer <API_KEY>`.', false);
+    const merchantId = merchantForApiKey(storage, key);
+    if (merchantId === undefined) throw unauthorized('catalog', 'The API key is invalid or has been revoked.', true);
+    c.set('merchantId', merchantId);
+    await next();
+  };
+}
+
+const digest = (text: string) => createHash('sha256').update(text).digest();
+
+/** Admin API: the one token from configuration, compared in constant time. */
+export function adminTokenAuth(adminToken: string): MiddlewareHandler {
+  const expected = digest(adminToken);
+  return async (c, next) => {
+    const token = bearer(c.req.header('Authorization'));
+    if (!token) throw unauthorized('admin', 'Send the admin token as `Authorization: Bearer <ADMIN_TOKEN>`.', false);
+    if (!timingSafeEqual(digest(token), expected)) throw unauthorized('admin', 'The admin token is invalid.', true);
+    await next();
+  };
+}

@@ -1,0 +1,50 @@
+// The public read API (spec 4.1-4.3): each handler reads validated input, calls one catalog
+// read, and returns the stored payload bytes as they are.
+import { OpenAPIHono } from '@hono/zod-openapi';
+import { CatalogReads, clampPerPage, toPublicStore } from '../catalog/reads.js';
+import type { StoreRecord } from '../catalog/model.js';
+import { routes } from '../generated/public-routes.js';
+import type { CatalogStorage } from '../storage/port.js';
+import { apiKeyAuth, type PublicEnv } from './auth.js';
+import { renderError } from './errors.js';
+import { ProblemError } from './problem.js';
+import { validationHook } from './validation.js';
+
+const JSON_TYPE = { 'Content-Type': 'application/json' };
+
+function storeOrNotFound(reads: CatalogReads, merchantId: number, slug: string | undefined): StoreRecord {
+  const store = reads.findActiveStore(merchantId, slug);
+  if (store) return store;
+  throw slug === undefined
+    ? new ProblemError('store_not_found', 'The merchant has no active default store.')
+    : new ProblemError('store_not_found', `No active store with slug "${slug}".`);
+}
+
+export function publicApi(storage: CatalogStorage, reads = new CatalogReads(storage)) {
+  const app = new OpenAPIHono<PublicEnv>({ defaultHook: validationHook });
+  app.onError(renderError);
+  app.use('/v1/*', apiKeyAuth(storage));
+
+  app.openapi(routes.listProducts, (c) => {
+    const query = c.req.valid('query');
+    const store = storeOrNotFound(reads, c.var.merchantId, query.store);
+    const page = reads.productPage(store, query.page, clampPerPage(query.per_page));
+    const body = `{"data":${page.data},"store":${JSON.stringify(store.slug)},"meta":${JSON.stringify(page.meta)}}`;
+    return c.body(body, 200, JSON_TYPE) as never;
+  });
+
+  app.openapi(routes.getProduct, (c) => {
+    const { id } = c.req.valid('param');
+    const store = storeOrNotFound(reads, c.var.merchantId, c.req.valid('query').store);
+    const payload = reads.product(store, id);
+    // spec 4.2: outside the merchant's catalog (including another merchant's id) is 404.
+    if (payload === undefined) throw new ProblemError('not_found', `Product ${id} is not in the catalog.`);
+    return c.body(`{"data":${payload}}`, 200, JSON_TYPE) as never;
+  });
+
+  app.openapi(routes.listStores, (c) => {
+    return c.json({ data: reads.activeStores(c.var.merchantId).map(toPublicStore) }, 200);
+  });
+
+  return app;
+}

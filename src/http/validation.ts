@@ -1,0 +1,28 @@
+// Turns a failed zod validation of @hono/zod-openapi into the 400 problem naming the parameter.
+import type { Hook } from '@hono/zod-openapi';
+import { invalidInput, problemResponse, type InvalidParam } from './problem.js';
+
+const LOCATIONS: Record<string, InvalidParam['in']> = {
+  query: 'query', param: 'path', header: 'header', json: 'body', form: 'body',
+};
+
+interface ZodIssueLike { path: PropertyKey[]; message: string; code?: string; keys?: string[] }
+
+/** The defaultHook of every OpenAPIHono app: bad input never reaches a handler. */
+export const validationHook: Hook<any, any, any, any> = (result, c) => {
+  if (result.success) return;
+  const location = LOCATIONS[result.target] ?? 'body';
+  const issues = (result.error as unknown as { issues: ZodIssueLike[] }).issues;
+  const params = issues.flatMap((issue): InvalidParam[] => {
+    if (issue.code === 'unrecognized_keys' && issue.keys) {
+      return issue.keys.map((key) => ({ name: pointer(location, [...issue.path, key]), in: location, reason: 'is not a known field' }));
+    }
+    return [{ name: pointer(location, issue.path), in: location, reason: issue.message }];
+  });
+  return problemResponse(invalidInput(location, params), new URL(c.req.url).pathname);
+};
+
+function pointer(location: InvalidParam['in'], path: PropertyKey[]): string {
+  if (location !== 'body') return String(path[0] ?? '');
+  return `/${path.map((p) => String(p).replace(/~/g, '~0').replace(/\//g, '~1')).join('/')}`;
+}

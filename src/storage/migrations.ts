@@ -1,0 +1,131 @@
+// Forward-only schema migrations, applied in order at start (storage/sqlite.ts).
+// Never edit a released migration: add a new one.
+
+export const migrations: readonly { id: number; name: string; sql: string }[] = [
+  {
+    id: 1,
+    name: 'catalog',
+    sql: `
+CREATE TABLE merchants (
+  id INTEGER PRIMARY KEY,
+  name TEXT NOT NULL,
+  sku_pattern TEXT,
+  owner_emails TEXT NOT NULL DEFAULT '[]',
+  created_at TEXT NOT NULL
+);
+
+CREATE TABLE api_keys (
+  id INTEGER PRIMARY KEY,
+  merchant_id INTEGER NOT NULL REFERENCES merchants(id),
+  name TEXT NOT NULL,
+  prefix TEXT NOT NULL,
+  key_hash BLOB NOT NULL UNIQUE,
+  created_at TEXT NOT NULL,
+  revoked_at TEXT
+);
+CREATE INDEX api_keys_merchant ON api_keys(merchant_id);
+
+CREATE TABLE stores (
+  id INTEGER PRIMARY KEY,
+  merchant_id INTEGER NOT NULL REFERENCES merchants(id),
+  slug TEXT NOT NULL,
+  name TEXT NOT NULL,
+  locale TEXT NOT NULL,
+  currency TEXT NOT NULL,
+  is_default INTEGER NOT NULL DEFAULT 0,
+  active INTEGER NOT NULL DEFAULT 1,
+  exclude_out_of_stock INTEGER NOT NULL DEFAULT 0,
+  -- bumped whenever the set of products published for the store changes (read-side id index)
+  catalog_version INTEGER NOT NULL DEFAULT 0,
+  UNIQUE (merchant_id, slug)
+);
+
+CREATE TABLE customer_groups (
+  id INTEGER PRIMARY KEY,
+  merchant_id INTEGER NOT NULL REFERENCES merchants(id),
+  name TEXT NOT NULL,
+  UNIQUE (merchant_id, name)
+);
+
+CREATE TABLE exchange_rates (
+  merchant_id INTEGER NOT NULL REFERENCES merchants(id),
+  base TEXT NOT NULL,
+  quote TEXT NOT NULL,
+  rate TEXT NOT NULL,
+  PRIMARY KEY (merchant_id, base, quote)
+);
+
+CREATE TABLE suppliers (
+  id INTEGER PRIMARY KEY,
+  merchant_id INTEGER NOT NULL REFERENCES merchants(id),
+  ref TEXT NOT NULL,
+  name TEXT NOT NULL,
+  UNIQUE (merchant_id, ref)
+);
+
+CREATE TABLE attribute_definitions (
+  merchant_id INTEGER NOT NULL REFERENCES merchants(id),
+  key TEXT NOT NULL,
+  unit TEXT,
+  labels TEXT NOT NULL DEFAULT '{}',
+  PRIMARY KEY (merchant_id, key)
+);
+
+CREATE TABLE pricing_rules (
+  id INTEGER PRIMARY KEY,
+  merchant_id INTEGER NOT NULL REFERENCES merchants(id),
+  priority INTEGER NOT NULL,
+  customer_group_id INTEGER REFERENCES customer_groups(id) ON DELETE CASCADE,
+  store_id INTEGER REFERENCES stores(id) ON DELETE CASCADE,
+  manufacturer TEXT,
+  min_cost TEXT,
+  max_cost TEXT,
+  markup_percent TEXT NOT NULL DEFAULT '0',
+  markup_amount TEXT NOT NULL DEFAULT '0',
+  price_ending INTEGER,
+  is_catch_all INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX pricing_rules_merchant ON pricing_rules(merchant_id, priority, id);
+
+-- The merchant's source document of a product (admin ProductSourceInput), kept whole.
+CREATE TABLE products (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  merchant_id INTEGER NOT NULL REFERENCES merchants(id),
+  ref TEXT NOT NULL,
+  source TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  UNIQUE (merchant_id, ref)
+);
+
+-- Mirroring state per image source URL (spec 2.1 image rules); no row = not mirrored yet.
+CREATE TABLE image_mirrors (
+  merchant_id INTEGER NOT NULL REFERENCES merchants(id),
+  url TEXT NOT NULL,
+  state TEXT NOT NULL CHECK (state IN ('pending', 'mirrored', 'dead')),
+  mirrored_url TEXT,
+  updated_at TEXT NOT NULL,
+  PRIMARY KEY (merchant_id, url)
+);
+
+-- The resolved payload per (store, product): reads serve these bytes as they are.
+CREATE TABLE published_products (
+  store_id INTEGER NOT NULL REFERENCES stores(id) ON DELETE CASCADE,
+  product_id INTEGER NOT NULL,
+  payload TEXT NOT NULL,
+  price_hash TEXT NOT NULL,
+  content_hash TEXT NOT NULL,
+  PRIMARY KEY (store_id, product_id)
+);
+
+-- One row per detected change of a published payload (spec 2.6, 6).
+CREATE TABLE changes (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  store_id INTEGER NOT NULL REFERENCES stores(id) ON DELETE CASCADE,
+  product_id INTEGER NOT NULL,
+  change_type TEXT NOT NULL CHECK (change_type IN ('price', 'content', 'removed')),
+  created_at TEXT NOT NULL
+);
+CREATE INDEX changes_store ON changes(store_id, id);
+`,
+  },
+];

@@ -1,0 +1,121 @@
+// The storage port: everything the domain asks of a database, and nothing about SQL.
+// storage/sqlite.ts implements it on better-sqlite3; another engine implements this interface
+// and the domain (catalog/, admin/, changes/) does not change. The port is synchronous because
+// resolution and change recording must commit in one transaction with the write that caused them.
+import type {
+  AttributeDefinitionRecord, CustomerGroupRecord, ExchangeRateRecord, ImageMirrorRecord,
+  PricingRuleRecord, ProductRecord, ProductSourceDocument, StoreRecord, SupplierRecord,
+} from '../catalog/model.js';
+
+export interface MerchantRecord {
+  id: number;
+  name: string;
+  sku_pattern: string | null;
+  owner_emails: string[];
+  created_at: string;
+}
+
+export interface ApiKeyRecord {
+  id: number;
+  merchant_id: number;
+  name: string;
+  prefix: string;
+  created_at: string;
+  revoked_at: string | null;
+}
+
+export interface StoreInputRecord {
+  name: string;
+  locale: string;
+  currency: string;
+  is_default: boolean;
+  active: boolean;
+  exclude_out_of_stock: boolean;
+}
+
+export type PricingRuleInputRecord = Omit<PricingRuleRecord, 'id' | 'is_catch_all'>;
+
+export interface PublishedRow {
+  productId: number;
+  payload: string;
+  priceHash: string;
+  contentHash: string;
+}
+
+export type ChangeType = 'price' | 'content' | 'removed';
+
+export interface ChangeRow {
+  storeId: number;
+  productId: number;
+  changeType: ChangeType;
+  createdAt: string;
+}
+
+export interface CatalogStorage {
+  /** Runs fn in one transaction (nested calls join the outer one). */
+  transaction<T>(fn: () => T): T;
+  close(): void;
+
+  // Merchants and keys
+  createMerchant(input: Omit<MerchantRecord, 'id'>): MerchantRecord;
+  listMerchants(): MerchantRecord[];
+  getMerchant(id: number): MerchantRecord | undefined;
+  updateMerchant(id: number, patch: Partial<Omit<MerchantRecord, 'id' | 'created_at'>>): MerchantRecord | undefined;
+  countMerchants(): number;
+  insertApiKey(input: Omit<ApiKeyRecord, 'id' | 'revoked_at'> & { key_hash: Buffer }): ApiKeyRecord;
+  listApiKeys(merchantId: number): ApiKeyRecord[];
+  revokeApiKey(merchantId: number, keyId: number, at: string): boolean;
+  /** The key with this hash that is not revoked, with its stored hash for a constant-time check. */
+  findActiveApiKey(keyHash: Buffer): { merchant_id: number; key_hash: Buffer } | undefined;
+
+  // Stores
+  listStores(merchantId: number): StoreRecord[];
+  findStore(merchantId: number, slug: string): StoreRecord | undefined;
+  findDefaultStore(merchantId: number): StoreRecord | undefined;
+  upsertStore(merchantId: number, slug: string, input: StoreInputRecord): StoreRecord;
+  deleteStore(storeId: number): void;
+  /** Marks the set of products published for these stores as changed (read-side index). */
+  bumpCatalogVersion(storeIds: number[]): void;
+
+  // Customer groups, exchange rates, pricing rules, suppliers, attribute definitions
+  listCustomerGroups(merchantId: number): CustomerGroupRecord[];
+  createCustomerGroup(merchantId: number, name: string): CustomerGroupRecord;
+  updateCustomerGroup(merchantId: number, id: number, name: string): CustomerGroupRecord | undefined;
+  deleteCustomerGroup(merchantId: number, id: number): boolean;
+  listExchangeRates(merchantId: number): ExchangeRateRecord[];
+  upsertExchangeRate(merchantId: number, rate: ExchangeRateRecord): ExchangeRateRecord;
+  deleteExchangeRate(merchantId: number, base: string, quote: string): boolean;
+  listPricingRules(merchantId: number): PricingRuleRecord[];
+  createPricingRule(merchantId: number, input: PricingRuleInputRecord, isCatchAll?: boolean): PricingRuleRecord;
+  updatePricingRule(merchantId: number, id: number, input: PricingRuleInputRecord): PricingRuleRecord | undefined;
+  deletePricingRule(merchantId: number, id: number): boolean;
+  getPricingRule(merchantId: number, id: number): PricingRuleRecord | undefined;
+  listSuppliers(merchantId: number): SupplierRecord[];
+  upsertSupplier(merchantId: number, ref: string, name: string): SupplierRecord;
+  deleteSupplier(merchantId: number, ref: string): boolean;
+  isSupplierReferenced(merchantId: number, ref: string): boolean;
+  listAttributeDefinitions(merchantId: number): AttributeDefinitionRecord[];
+  upsertAttributeDefinition(merchantId: number, definition: AttributeDefinitionRecord): AttributeDefinitionRecord;
+  deleteAttributeDefinition(merchantId: number, key: string): boolean;
+
+  // Product sources
+  findProductByRef(merchantId: number, ref: string): ProductRecord | undefined;
+  /** Inserts or replaces the source; returns the product id and whether it was created. */
+  upsertProductSource(merchantId: number, ref: string, source: ProductSourceDocument, at: string): { id: number; created: boolean };
+  deleteProduct(merchantId: number, productId: number): void;
+  /** Products with id > afterId, ascending, at most `limit` (bulk re-publishing walks these). */
+  productsAfter(merchantId: number, afterId: number, limit: number): ProductRecord[];
+  productsByIds(merchantId: number, ids: number[]): ProductRecord[];
+  imageMirrors(merchantId: number, urls: string[]): Map<string, ImageMirrorRecord>;
+
+  // Published payloads and changes
+  publishedHashes(storeId: number, productIds: number[]): Map<number, { priceHash: string; contentHash: string }>;
+  upsertPublished(storeId: number, rows: PublishedRow[]): void;
+  deletePublished(storeId: number, productIds: number[]): void;
+  publishedPayload(storeId: number, productId: number): string | undefined;
+  /** Payloads of the store's products with fromId <= id <= toId, ascending. */
+  publishedPayloadRange(storeId: number, fromId: number, toId: number): string[];
+  /** Every product id published for the store, ascending. */
+  publishedProductIds(storeId: number): Float64Array | number[];
+  recordChanges(rows: ChangeRow[]): void;
+}

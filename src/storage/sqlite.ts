@@ -1,0 +1,400 @@
+// The storage port on better-sqlite3: WAL, forward-only migrations at open, prepared statements.
+import fs from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import type {
+  AttributeDefinitionRecord, CustomerGroupRecord, ExchangeRateRecord, ImageMirrorRecord,
+  PricingRuleRecord, ProductRecord, ProductSourceDocument, StoreRecord, SupplierRecord,
+} from '../catalog/model.js';
+import { migrations } from './migrations.js';
+import type {
+  ApiKeyRecord, CatalogStorage, ChangeRow, MerchantRecord, PricingRuleInputRecord, PublishedRow,
+  StoreInputRecord,
+} from './port.js';
+
+type Row = Record<string, unknown>;
+
+const toStore = (r: Row): StoreRecord => ({
+  id: r.id as number,
+  merchant_id: r.merchant_id as number,
+  slug: r.slug as string,
+  name: r.name as string,
+  locale: r.locale as string,
+  currency: r.currency as string,
+  is_default: r.is_default === 1,
+  active: r.active === 1,
+  exclude_out_of_stock: r.exclude_out_of_stock === 1,
+  catalog_version: r.catalog_version as number,
+});
+
+const toMerchant = (r: Row): MerchantRecord => ({
+  id: r.id as number,
+  name: r.name as string,
+  sku_pattern: (r.sku_pattern as string | null) ?? null,
+  owner_emails: JSON.parse(r.owner_emails as string) as string[],
+  created_at: r.created_at as string,
+});
+
+const toRule = (r: Row): PricingRuleRecord => ({
+  id: r.id as number,
+  priority: r.priority as number,
+  customer_group_id: (r.customer_group_id as number | null) ?? null,
+  store_id: (r.store_id as number | null) ?? null,
+  manufacturer: (r.manufacturer as string | null) ?? null,
+  min_cost: (r.min_cost as string | null) ?? null,
+  max_cost: (r.max_cost as string | null) ?? null,
+  markup_percent: r.markup_percent as string,
+  markup_amount: r.markup_amount as string,
+  price_ending: (r.price_ending as number | null) ?? null,
+  is_catch_all: r.is_catch_all === 1,
+});
+
+const toProduct = (r: Row): ProductRecord => ({
+  id: r.id as number,
+  ref: r.ref as string,
+  source: JSON.parse(r.source as string) as ProductSourceDocument,
+});
+
+const API_KEY_COLUMNS = 'id, merchant_id, name, prefix, created_at, revoked_at';
+
+/** Opens (creating when missing) the database file and applies pending migrations. */
+export function openSqliteStorage(file: string): SqliteStorage {
+  if (file !== ':memory:') fs.mkdirSync(path.dirname(file), { recursive: true });
+  const db = new Database(file);
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = NORMAL');
+  db.pragma('foreign_keys = ON');
+  db.pragma('busy_timeout = 5000');
+  migrate(db);
+  return new SqliteStorage(db);
+}
+
+function migrate(db: Database.Database): void {
+  db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)');
+  const applied = new Set(
+    (db.prepare('SELECT id FROM schema_migrations').all() as { id: number }[]).map((r) => r.id),
+  );
+  for (const migration of migrations) {
+    if (applied.has(migration.id)) continue;
+    db.transaction(() => {
+      db.exec(migration.sql);
+      db.prepare('INSERT INTO schema_migrations (id, name, applied_at) VALUES (?, ?, ?)')
+        .run(migration.id, migration.name, new Date().toISOString());
+    })();
+  }
+}
+
+export class SqliteStorage implements CatalogStorage {
+  private readonly statements = new Map<string, Database.Statement>();
+
+  constructor(readonly db: Database.Database) {}
+
+  private stmt(sql: string): Database.Statement {
+    let statement = this.statements.get(sql);
+    if (!statement) {
+      statement = this.db.prepare(sql);
+      this.statements.set(sql, statement);
+    }
+    return statement;
+  }
+
+  transaction<T>(fn: () => T): T {
+    return this.db.inTransaction ? fn() : this.db.transaction(fn).immediate();
+  }
+
+  close(): void {
+    this.db.close();
+  }
+
+  // Merchants and keys
+
+  createMerchant(input: Omit<MerchantRecord, 'id'>): MerchantRecord {
+    const info = this.stmt('INSERT INTO merchants (name, sku_pattern, owner_emails, created_at) VALUES (?, ?, ?, ?)')
+      .run(input.name, input.sku_pattern, JSON.stringify(input.owner_emails), input.created_at);
+    return this.getMerchant(Number(info.lastInsertRowid))!;
+  }
+
+  listMerchants(): MerchantRecord[] {
+    return (this.stmt('SELECT * FROM merchants ORDER BY id').all() as Row[]).map(toMerchant);
+  }
+
+  getMerchant(id: number): MerchantRecord | undefined {
+    const row = this.stmt('SELECT * FROM merchants WHERE id = ?').get(id) as Row | undefined;
+    return row && toMerchant(row);
+  }
+
+  updateMerchant(id: number, patch: Partial<Omit<MerchantRecord, 'id' | 'created_at'>>): MerchantRecord | undefined {
+    const current = this.getMerchant(id);
+    if (!current) return undefined;
+    const next = { ...current, ...patch };
+    this.stmt('UPDATE merchants SET name = ?, sku_pattern = ?, owner_emails = ? WHERE id = ?')
+      .run(next.name, next.sku_pattern, JSON.stringify(next.owner_emails), id);
+    return this.getMerchant(id);
+  }
+
+  countMerchants(): number {
+    return (this.stmt('SELECT count(*) AS n FROM merchants').get() as { n: number }).n;
+  }
+
+  insertApiKey(input: Omit<ApiKeyRecord, 'id' | 'revoked_at'> & { key_hash: Buffer }): ApiKeyRecord {
+    const info = this.stmt('INSERT INTO api_keys (merchant_id, name, prefix, key_hash, created_at) VALUES (?, ?, ?, ?, ?)')
+      .run(input.merchant_id, input.name, input.prefix, input.key_hash, input.created_at);
+    return this.stmt(`SELECT ${API_KEY_COLUMNS} FROM api_keys WHERE id = ?`).get(info.lastInsertRowid) as ApiKeyRecord;
+  }
+
+  listApiKeys(merchantId: number): ApiKeyRecord[] {
+    return this.stmt(`SELECT ${API_KEY_COLUMNS} FROM api_keys WHERE merchant_id = ? ORDER BY id`).all(merchantId) as ApiKeyRecord[];
+  }
+
+  revokeApiKey(merchantId: number, keyId: number, at: string): boolean {
+    const info = this.stmt('UPDATE api_keys SET revoked_at = coalesce(revoked_at, ?) WHERE merchant_id = ? AND id = ?')
+      .run(at, merchantId, keyId);
+    return info.changes > 0;
+  }
+
+  findActiveApiKey(keyHash: Buffer): { merchant_id: number; key_hash: Buffer } | undefined {
+    return this.stmt('SELECT merchant_id, key_hash FROM api_keys WHERE key_hash = ? AND revoked_at IS NULL')
+      .get(keyHash) as { merchant_id: number; key_hash: Buffer } | undefined;
+  }
+
+  // Stores
+
+  listStores(merchantId: number): StoreRecord[] {
+    return (this.stmt('SELECT * FROM stores WHERE merchant_id = ? ORDER BY is_default DESC, id').all(merchantId) as Row[]).map(toStore);
+  }
+
+  findStore(merchantId: number, slug: string): StoreRecord | undefined {
+    const row = this.stmt('SELECT * FROM stores WHERE merchant_id = ? AND slug = ?').get(merchantId, slug) as Row | undefined;
+    return row && toStore(row);
+  }
+
+  findDefaultStore(merchantId: number): StoreRecord | undefined {
+    const row = this.stmt('SELECT * FROM stores WHERE merchant_id = ? AND is_default = 1').get(merchantId) as Row | undefined;
+    return row && toStore(row);
+  }
+
+  upsertStore(merchantId: number, slug: string, input: StoreInputRecord): StoreRecord {
+    return this.transaction(() => {
+      if (input.is_default) this.stmt('UPDATE stores SET is_default = 0 WHERE merchant_id = ? AND slug <> ?').run(merchantId, slug);
+      this.stmt(`INSERT INTO stores (merchant_id, slug, name, locale, currency, is_default, active, exclude_out_of_stock)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+        ON CONFLICT (merchant_id, slug) DO UPDATE SET name = excluded.name, locale = excluded.locale,
+          currency = excluded.currency, is_default = excluded.is_default, active = excluded.active,
+          exclude_out_of_stock = excluded.exclude_out_of_stock`)
+        .run(merchantId, slug, input.name, input.locale, input.currency, input.is_default ? 1 : 0,
+          input.active ? 1 : 0, input.exclude_out_of_stock ? 1 : 0);
+      return this.findStore(merchantId, slug)!;
+    });
+  }
+
+  deleteStore(storeId: number): void {
+    this.transaction(() => {
+      this.stmt('DELETE FROM published_products WHERE store_id = ?').run(storeId);
+      this.stmt('DELETE FROM changes WHERE store_id = ?').run(storeId);
+      this.stmt('DELETE FROM pricing_rules WHERE store_id = ?').run(storeId);
+      this.stmt('DELETE FROM stores WHERE id = ?').run(storeId);
+    });
+  }
+
+  bumpCatalogVersion(storeIds: number[]): void {
+    const bump = this.stmt('UPDATE stores SET catalog_version = catalog_version + 1 WHERE id = ?');
+    for (const id of storeIds) bump.run(id);
+  }
+
+  // Customer groups
+
+  listCustomerGroups(merchantId: number): CustomerGroupRecord[] {
+    return this.stmt('SELECT id, name FROM customer_groups WHERE merchant_id = ? ORDER BY id').all(merchantId) as CustomerGroupRecord[];
+  }
+
+  createCustomerGroup(merchantId: number, name: string): CustomerGroupRecord {
+    const info = this.stmt('INSERT INTO customer_groups (merchant_id, name) VALUES (?, ?)').run(merchantId, name);
+    return { id: Number(info.lastInsertRowid), name };
+  }
+
+  updateCustomerGroup(merchantId: number, id: number, name: string): CustomerGroupRecord | undefined {
+    const info = this.stmt('UPDATE customer_groups SET name = ? WHERE merchant_id = ? AND id = ?').run(name, merchantId, id);
+    return info.changes > 0 ? { id, name } : undefined;
+  }
+
+  deleteCustomerGroup(merchantId: number, id: number): boolean {
+    return this.stmt('DELETE FROM customer_groups WHERE merchant_id = ? AND id = ?').run(merchantId, id).changes > 0;
+  }
+
+  // Exchange rates
+
+  listExchangeRates(merchantId: number): ExchangeRateRecord[] {
+    return this.stmt('SELECT base, quote, rate FROM exchange_rates WHERE merchant_id = ? ORDER BY base, quote').all(merchantId) as ExchangeRateRecord[];
+  }
+
+  upsertExchangeRate(merchantId: number, rate: ExchangeRateRecord): ExchangeRateRecord {
+    this.stmt(`INSERT INTO exchange_rates (merchant_id, base, quote, rate) VALUES (?, ?, ?, ?)
+      ON CONFLICT (merchant_id, base, quote) DO UPDATE SET rate = excluded.rate`)
+      .run(merchantId, rate.base, rate.quote, rate.rate);
+    return rate;
+  }
+
+  deleteExchangeRate(merchantId: number, base: string, quote: string): boolean {
+    return this.stmt('DELETE FROM exchange_rates WHERE merchant_id = ? AND base = ? AND quote = ?').run(merchantId, base, quote).changes > 0;
+  }
+
+  // Pricing rules
+
+  listPricingRules(merchantId: number): PricingRuleRecord[] {
+    return (this.stmt('SELECT * FROM pricing_rules WHERE merchant_id = ? ORDER BY priority, id').all(merchantId) as Row[]).map(toRule);
+  }
+
+  getPricingRule(merchantId: number, id: number): PricingRuleRecord | undefined {
+    const row = this.stmt('SELECT * FROM pricing_rules WHERE merchant_id = ? AND id = ?').get(merchantId, id) as Row | undefined;
+    return row && toRule(row);
+  }
+
+  createPricingRule(merchantId: number, input: PricingRuleInputRecord, isCatchAll = false): PricingRuleRecord {
+    const info = this.stmt(`INSERT INTO pricing_rules (merchant_id, priority, customer_group_id, store_id, manufacturer,
+        min_cost, max_cost, markup_percent, markup_amount, price_ending, is_catch_all)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+      .run(merchantId, input.priority, input.customer_group_id, input.store_id, input.manufacturer, input.min_cost,
+        input.max_cost, input.markup_percent, input.markup_amount, input.price_ending, isCatchAll ? 1 : 0);
+    return this.getPricingRule(merchantId, Number(info.lastInsertRowid))!;
+  }
+
+  updatePricingRule(merchantId: number, id: number, input: PricingRuleInputRecord): PricingRuleRecord | undefined {
+    const info = this.stmt(`UPDATE pricing_rules SET priority = ?, customer_group_id = ?, store_id = ?, manufacturer = ?,
+        min_cost = ?, max_cost = ?, markup_percent = ?, markup_amount = ?, price_ending = ?
+      WHERE merchant_id = ? AND id = ?`)
+      .run(input.priority, input.customer_group_id, input.store_id, input.manufacturer, input.min_cost, input.max_cost,
+        input.markup_percent, input.markup_amount, input.price_ending, merchantId, id);
+    return info.changes > 0 ? this.getPricingRule(merchantId, id) : undefined;
+  }
+
+  deletePricingRule(merchantId: number, id: number): boolean {
+    return this.stmt('DELETE FROM pricing_rules WHERE merchant_id = ? AND id = ? AND is_catch_all = 0').run(merchantId, id).changes > 0;
+  }
+
+  // Suppliers
+
+  listSuppliers(merchantId: number): SupplierRecord[] {
+    return this.stmt('SELECT id, ref, name FROM suppliers WHERE merchant_id = ? ORDER BY id').all(merchantId) as SupplierRecord[];
+  }
+
+  upsertSupplier(merchantId: number, ref: string, name: string): SupplierRecord {
+    this.stmt(`INSERT INTO suppliers (merchant_id, ref, name) VALUES (?, ?, ?)
+      ON CONFLICT (merchant_id, ref) DO UPDATE SET name = excluded.name`).run(merchantId, ref, name);
+    return this.stmt('SELECT id, ref, name FROM suppliers WHERE merchant_id = ? AND ref = ?').get(merchantId, ref) as SupplierRecord;
+  }
+
+  deleteSupplier(merchantId: number, ref: string): boolean {
+    return this.stmt('DELETE FROM suppliers WHERE merchant_id = ? AND ref = ?').run(merchantId, ref).changes > 0;
+  }
+
+  isSupplierReferenced(merchantId: number, ref: string): boolean {
+    return this.stmt(`SELECT 1 FROM products, json_each(products.source, '$.offers') AS offer
+      WHERE products.merchant_id = ? AND json_extract(offer.value, '$.supplier_ref') = ? LIMIT 1`).get(merchantId, ref) !== undefined;
+  }
+
+  // Attribute definitions
+
+  listAttributeDefinitions(merchantId: number): AttributeDefinitionRecord[] {
+    return (this.stmt('SELECT key, unit, labels FROM attribute_definitions WHERE merchant_id = ? ORDER BY key').all(merchantId) as Row[])
+      .map((r) => ({ key: r.key as string, unit: (r.unit as string | null) ?? null, labels: JSON.parse(r.labels as string) }));
+  }
+
+  upsertAttributeDefinition(merchantId: number, definition: AttributeDefinitionRecord): AttributeDefinitionRecord {
+    this.stmt(`INSERT INTO attribute_definitions (merchant_id, key, unit, labels) VALUES (?, ?, ?, ?)
+      ON CONFLICT (merchant_id, key) DO UPDATE SET unit = excluded.unit, labels = excluded.labels`)
+      .run(merchantId, definition.key, definition.unit, JSON.stringify(definition.labels));
+    return definition;
+  }
+
+  deleteAttributeDefinition(merchantId: number, key: string): boolean {
+    return this.stmt('DELETE FROM attribute_definitions WHERE merchant_id = ? AND key = ?').run(merchantId, key).changes > 0;
+  }
+
+  // Product sources
+
+  findProductByRef(merchantId: number, ref: string): ProductRecord | undefined {
+    const row = this.stmt('SELECT id, ref, source FROM products WHERE merchant_id = ? AND ref = ?').get(merchantId, ref) as Row | undefined;
+    return row && toProduct(row);
+  }
+
+  upsertProductSource(merchantId: number, ref: string, source: ProductSourceDocument, at: string): { id: number; created: boolean } {
+    const json = JSON.stringify(source);
+    const existing = this.stmt('SELECT id FROM products WHERE merchant_id = ? AND ref = ?').get(merchantId, ref) as { id: number } | undefined;
+    if (existing) {
+      this.stmt('UPDATE products SET source = ?, updated_at = ? WHERE id = ?').run(json, at, existing.id);
+      return { id: existing.id, created: false };
+    }
+    const info = this.stmt('INSERT INTO products (merchant_id, ref, source, updated_at) VALUES (?, ?, ?, ?)').run(merchantId, ref, json, at);
+    return { id: Number(info.lastInsertRowid), created: true };
+  }
+
+  deleteProduct(merchantId: number, productId: number): void {
+    this.stmt('DELETE FROM products WHERE merchant_id = ? AND id = ?').run(merchantId, productId);
+  }
+
+  productsAfter(merchantId: number, afterId: number, limit: number): ProductRecord[] {
+    return (this.stmt('SELECT id, ref, source FROM products WHERE merchant_id = ? AND id > ? ORDER BY id LIMIT ?')
+      .all(merchantId, afterId, limit) as Row[]).map(toProduct);
+  }
+
+  productsByIds(merchantId: number, ids: number[]): ProductRecord[] {
+    if (ids.length === 0) return [];
+    return (this.stmt(`SELECT id, ref, source FROM products
+      WHERE merchant_id = ? AND id IN (SELECT value FROM json_each(?)) ORDER BY id`)
+      .all(merchantId, JSON.stringify(ids)) as Row[]).map(toProduct);
+  }
+
+  imageMirrors(merchantId: number, urls: string[]): Map<string, ImageMirrorRecord> {
+    const mirrors = new Map<string, ImageMirrorRecord>();
+    if (urls.length === 0) return mirrors;
+    const rows = this.stmt(`SELECT url, state, mirrored_url FROM image_mirrors
+      WHERE merchant_id = ? AND url IN (SELECT value FROM json_each(?))`).all(merchantId, JSON.stringify(urls)) as ImageMirrorRecord[];
+    for (const row of rows) mirrors.set(row.url, row);
+    return mirrors;
+  }
+
+  // Published payloads and changes
+
+  publishedHashes(storeId: number, productIds: number[]): Map<number, { priceHash: string; contentHash: string }> {
+    const hashes = new Map<number, { priceHash: string; contentHash: string }>();
+    if (productIds.length === 0) return hashes;
+    const rows = this.stmt(`SELECT product_id, price_hash, content_hash FROM published_products
+      WHERE store_id = ? AND product_id IN (SELECT value FROM json_each(?))`).all(storeId, JSON.stringify(productIds)) as Row[];
+    for (const r of rows) hashes.set(r.product_id as number, { priceHash: r.price_hash as string, contentHash: r.content_hash as string });
+    return hashes;
+  }
+
+  upsertPublished(storeId: number, rows: PublishedRow[]): void {
+    const upsert = this.stmt(`INSERT INTO published_products (store_id, product_id, payload, price_hash, content_hash)
+      VALUES (?, ?, ?, ?, ?)
+      ON CONFLICT (store_id, product_id) DO UPDATE SET payload = excluded.payload,
+        price_hash = excluded.price_hash, content_hash = excluded.content_hash`);
+    for (const row of rows) upsert.run(storeId, row.productId, row.payload, row.priceHash, row.contentHash);
+  }
+
+  deletePublished(storeId: number, productIds: number[]): void {
+    if (productIds.length === 0) return;
+    this.stmt('DELETE FROM published_products WHERE store_id = ? AND product_id IN (SELECT value FROM json_each(?))')
+      .run(storeId, JSON.stringify(productIds));
+  }
+
+  publishedPayload(storeId: number, productId: number): string | undefined {
+    return this.stmt('SELECT payload FROM published_products WHERE store_id = ? AND product_id = ?')
+      .pluck().get(storeId, productId) as string | undefined;
+  }
+
+  publishedPayloadRange(storeId: number, fromId: number, toId: number): string[] {
+    return this.stmt(`SELECT payload FROM published_products
+      WHERE store_id = ? AND product_id BETWEEN ? AND ? ORDER BY product_id`).pluck().all(storeId, fromId, toId) as string[];
+  }
+
+  publishedProductIds(storeId: number): number[] {
+    return this.stmt('SELECT product_id FROM published_products WHERE store_id = ? ORDER BY product_id')
+      .pluck().all(storeId) as number[];
+  }
+
+  recordChanges(rows: ChangeRow[]): void {
+    const insert = this.stmt('INSERT INTO changes (store_id, product_id, change_type, created_at) VALUES (?, ?, ?, ?)');
+    for (const row of rows) insert.run(row.storeId, row.productId, row.changeType, row.createdAt);
+  }
+}

@@ -64,7 +64,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     demoProducts: int(env, 'CPS_DEMO_PRODUCTS', 500),
     limits: {
       adminBodyBytes: int(env, 'CPS_ADMIN_BODY_BYTES', 1024 * 1024),
-      importBodyBytes: int(env, 'CPS_IMPORT_BODY_BYTES', 256 * 1024 * 1024),
+      importBodyBytes: int(env, 'CPS_IMPORT_BODY_BYTES', 64 * 1024 * 1024),
       publishChunk: int(env, 'CPS_PUBLISH_CHUNK', 2000),
     },
   };

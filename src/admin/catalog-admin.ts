@@ -4,6 +4,7 @@
 import type {
   AttributeDefinitionRecord, ExchangeRateRecord, ProductRecord, ProductSourceDocument, StoreRecord,
 } from '../catalog/model.js';
+import { parseDecimal } from '../catalog/money.js';
 import { CatalogPublisher, type PublishSummary } from '../catalog/publish.js';
 import { ProblemError, invalidInput, type InvalidParam } from '../http/problem.js';
 import type {
@@ -41,6 +42,13 @@ export function normalizeSource(input: ProductSourceInput): ProductSourceDocumen
     overrides: input.overrides ?? {},
     excluded_stores: input.excluded_stores ?? [],
   };
+}
+
+function compareDecimals(a: string, b: string): number {
+  const x = parseDecimal(a);
+  const y = parseDecimal(b);
+  const difference = x.n * y.d - y.n * x.d;
+  return difference === 0n ? 0 : difference > 0n ? 1 : -1;
 }
 
 const notFound = (what: string) => new ProblemError('not_found', `${what} does not exist.`);
@@ -109,7 +117,7 @@ export class CatalogAdmin {
         throw new ProblemError('conflict', `Store "${slug}" is the default store: make another store the default first.`);
       }
       if (isDefault && !input.active) {
-        throw invalidInput('body', [{ name: '/active', in: 'body', reason: 'the default store must be active' }]);
+        throw new ProblemError('conflict', `Store "${slug}" is (or becomes) the default store, which must stay active.`);
       }
       const store = this.storage.upsertStore(merchantId, slug, { ...input, is_default: isDefault });
       this.publisher.publishAll(merchantId, [store.id]);
@@ -122,7 +130,17 @@ export class CatalogAdmin {
     const store = this.storage.findStore(merchantId, slug);
     if (!store) throw notFound(`Store "${slug}"`);
     if (store.is_default) throw new ProblemError('conflict', `Store "${slug}" is the default store and cannot be deleted.`);
-    this.storage.deleteStore(store.id);
+    if (this.storage.listPricingRules(merchantId).some((r) => r.store_id === store.id)) {
+      throw new ProblemError('conflict', `Pricing rules still refer to store "${slug}"; change or delete them first.`);
+    }
+    this.storage.transaction(() => {
+      // The slug may be taken again later: a deleted store leaves no exclusions behind.
+      for (const product of this.storage.productsExcludedFrom(merchantId, slug)) {
+        const source = { ...product.source, excluded_stores: product.source.excluded_stores.filter((s) => s !== slug) };
+        this.storage.upsertProductSource(merchantId, product.ref, source, this.at());
+      }
+      this.storage.deleteStore(store.id);
+    });
   }
 
   // Customer groups
@@ -149,6 +167,9 @@ export class CatalogAdmin {
 
   deleteCustomerGroup(merchantId: number, id: number): void {
     this.merchant(merchantId);
+    if (this.storage.listPricingRules(merchantId).some((r) => r.customer_group_id === id)) {
+      throw new ProblemError('conflict', `Pricing rules still refer to customer group ${id}; change or delete them first.`);
+    }
     this.writeAndRepublish(merchantId, () => {
       if (!this.storage.deleteCustomerGroup(merchantId, id)) throw notFound(`Customer group ${id}`);
     });
@@ -182,6 +203,9 @@ export class CatalogAdmin {
     if (input.store_id !== null && !this.storage.listStores(merchantId).some((s) => s.id === input.store_id)) {
       problems.push({ name: '/store_id', in: 'body', reason: 'is not a store of this merchant' });
     }
+    if (input.min_cost !== null && input.max_cost !== null && compareDecimals(input.min_cost, input.max_cost) > 0) {
+      problems.push({ name: '/min_cost', in: 'body', reason: 'must not exceed max_cost' });
+    }
     if (problems.length) throw invalidInput('body', problems);
   }
 
@@ -199,11 +223,16 @@ export class CatalogAdmin {
     const current = this.storage.getPricingRule(merchantId, id);
     if (!current) throw notFound(`Pricing rule ${id}`);
     // The catch-all keeps matching everything and running last; only its markup and ending change.
-    const next = current.is_catch_all
-      ? { ...input, priority: CATCH_ALL_PRIORITY, customer_group_id: null, store_id: null, manufacturer: null, min_cost: null, max_cost: null }
-      : input;
-    this.checkRuleReferences(merchantId, next);
-    return this.writeAndRepublish(merchantId, () => this.storage.updatePricingRule(merchantId, id, next)!);
+    if (current.is_catch_all) {
+      const conditions = [input.customer_group_id, input.store_id, input.manufacturer, input.min_cost, input.max_cost];
+      if (input.priority !== CATCH_ALL_PRIORITY || conditions.some((c) => c !== null)) {
+        throw new ProblemError('conflict', `The catch-all rule keeps priority ${CATCH_ALL_PRIORITY} and no conditions; only its markups and price ending change.`);
+      }
+    } else if (input.priority >= CATCH_ALL_PRIORITY) {
+      throw invalidInput('body', [{ name: '/priority', in: 'body', reason: `must be below ${CATCH_ALL_PRIORITY} (the catch-all rule runs last)` }]);
+    }
+    this.checkRuleReferences(merchantId, input);
+    return this.writeAndRepublish(merchantId, () => this.storage.updatePricingRule(merchantId, id, input)!);
   }
 
   deletePricingRule(merchantId: number, id: number): void {
@@ -254,8 +283,15 @@ export class CatalogAdmin {
       if (seen.has(offer.supplier_ref)) problems.push({ name: `${base}/offers/${i}/supplier_ref`, in: 'body', reason: 'one offer per supplier' });
       seen.add(offer.supplier_ref);
     });
+    const seenValues = new Set<string>();
     source.supplier_attributes.forEach((value, i) => {
       if (!suppliers.has(value.supplier_ref)) problems.push({ name: `${base}/supplier_attributes/${i}/supplier_ref`, in: 'body', reason: `unknown supplier "${value.supplier_ref}"` });
+      const pair = `${value.supplier_ref}\u0000${value.key}`;
+      if (seenValues.has(pair)) problems.push({ name: `${base}/supplier_attributes/${i}/key`, in: 'body', reason: 'one value per supplier and key' });
+      seenValues.add(pair);
+    });
+    source.eans.forEach((ean, i) => {
+      if (source.eans.indexOf(ean) !== i) problems.push({ name: `${base}/eans/${i}`, in: 'body', reason: 'is listed twice' });
     });
     source.excluded_stores.forEach((slug, i) => {
       if (!stores.has(slug)) problems.push({ name: `${base}/excluded_stores/${i}`, in: 'body', reason: `unknown store "${slug}"` });

@@ -29,18 +29,18 @@ function productSource(admin: CatalogAdmin, merchantId: number, product: Product
   };
 }
 
-function tooLarge(): never {
-  throw new ProblemError('payload_too_large', 'The request body exceeds the configured size limit.');
-}
+const tooLarge = (limit: number) => (): never => {
+  throw new ProblemError('payload_too_large', `The request body exceeds the limit of ${limit} bytes.`);
+};
 
 export function adminApi(admin: CatalogAdmin, config: Config) {
   const app = new OpenAPIHono({ defaultHook: validationHook });
   app.onError(renderError);
   app.use('/admin/v1/*', adminTokenAuth(config.adminToken));
-  app.use('/admin/v1/merchants/:merchant_id/imports', bodyLimit({ maxSize: config.limits.importBodyBytes, onError: tooLarge }));
+  app.use('/admin/v1/merchants/:merchant_id/imports', bodyLimit({ maxSize: config.limits.importBodyBytes, onError: tooLarge(config.limits.importBodyBytes) }));
   app.use('/admin/v1/*', async (c, next) => {
     if (c.req.path.endsWith('/imports')) return next();
-    return bodyLimit({ maxSize: config.limits.adminBodyBytes, onError: tooLarge })(c, next);
+    return bodyLimit({ maxSize: config.limits.adminBodyBytes, onError: tooLarge(config.limits.adminBodyBytes) })(c, next);
   });
 
   // Merchants and keys

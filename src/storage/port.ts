@@ -103,6 +103,8 @@ export interface CatalogStorage {
   /** Inserts or replaces the source; returns the product id and whether it was created. */
   upsertProductSource(merchantId: number, ref: string, source: ProductSourceDocument, at: string): { id: number; created: boolean };
   deleteProduct(merchantId: number, productId: number): void;
+  /** Products whose source excludes them from the store with this slug. */
+  productsExcludedFrom(merchantId: number, slug: string): ProductRecord[];
   /** Products with id > afterId, ascending, at most `limit` (bulk re-publishing walks these). */
   productsAfter(merchantId: number, afterId: number, limit: number): ProductRecord[];
   productsByIds(merchantId: number, ids: number[]): ProductRecord[];

@@ -191,7 +191,6 @@ export class SqliteStorage implements CatalogStorage {
     this.transaction(() => {
       this.stmt('DELETE FROM published_products WHERE store_id = ?').run(storeId);
       this.stmt('DELETE FROM changes WHERE store_id = ?').run(storeId);
-      this.stmt('DELETE FROM pricing_rules WHERE store_id = ?').run(storeId);
       this.stmt('DELETE FROM stores WHERE id = ?').run(storeId);
     });
   }
@@ -289,7 +288,11 @@ export class SqliteStorage implements CatalogStorage {
 
   isSupplierReferenced(merchantId: number, ref: string): boolean {
     return this.stmt(`SELECT 1 FROM products, json_each(products.source, '$.offers') AS offer
-      WHERE products.merchant_id = ? AND json_extract(offer.value, '$.supplier_ref') = ? LIMIT 1`).get(merchantId, ref) !== undefined;
+        WHERE products.merchant_id = ?1 AND json_extract(offer.value, '$.supplier_ref') = ?2
+      UNION ALL
+      SELECT 1 FROM products, json_each(products.source, '$.supplier_attributes') AS value
+        WHERE products.merchant_id = ?1 AND json_extract(value.value, '$.supplier_ref') = ?2
+      LIMIT 1`).get(merchantId, ref) !== undefined;
   }
 
   // Attribute definitions
@@ -330,6 +333,12 @@ export class SqliteStorage implements CatalogStorage {
 
   deleteProduct(merchantId: number, productId: number): void {
     this.stmt('DELETE FROM products WHERE merchant_id = ? AND id = ?').run(merchantId, productId);
+  }
+
+  productsExcludedFrom(merchantId: number, slug: string): ProductRecord[] {
+    return (this.stmt(`SELECT id, ref, source FROM products WHERE merchant_id = ? AND EXISTS
+      (SELECT 1 FROM json_each(products.source, '$.excluded_stores') WHERE value = ?) ORDER BY id`)
+      .all(merchantId, slug) as Row[]).map(toProduct);
   }
 
   productsAfter(merchantId: number, afterId: number, limit: number): ProductRecord[] {

@@ -1,0 +1,92 @@
+// A real service for tests: a fresh SQLite file, the real server on 127.0.0.1 (port 0), and
+// request helpers whose every response passes through the contract harness.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { CatalogAdmin } from '../../src/admin/catalog-admin.js';
+import { issueApiKey } from '../../src/admin/api-keys.js';
+import { loadConfig, type Config } from '../../src/config.js';
+import { startServer, type RunningServer } from '../../src/server.js';
+import { openSqliteStorage, type SqliteStorage } from '../../src/storage/sqlite.js';
+import { contractFetch } from './contract.js';
+
+export const ADMIN_TOKEN = 'adm_test_token_0123456789abcdef';
+
+export interface TestService {
+  url: string;
+  dir: string;
+  config: Config;
+  storage: SqliteStorage;
+  admin: CatalogAdmin;
+  server: RunningServer;
+  /** fetch with contract validation of every response. */
+  fetch: typeof fetch;
+  /** GET/POST/... against the public API with an API key; returns status, headers and parsed JSON. */
+  api(pathAndQuery: string, key: string | null, init?: RequestInit): Promise<TestResponse>;
+  /** A request against the admin API with the admin token. */
+  adminApi(method: string, pathAndQuery: string, body?: unknown, init?: RequestInit): Promise<TestResponse>;
+  /** Issues an API key for a merchant directly in storage. */
+  keyFor(merchantId: number): string;
+  close(): Promise<void>;
+}
+
+export interface TestResponse {
+  status: number;
+  headers: Headers;
+  body: any;
+  text: string;
+}
+
+export async function startTestService(options: { now?: () => Date; config?: Partial<Config> } = {}): Promise<TestService> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cps-test-'));
+  const config = loadConfig({}, {
+    port: 0, host: '127.0.0.1', databasePath: path.join(dir, 'catalog.db'), adminToken: ADMIN_TOKEN,
+    adminTokenConfigured: true, demoOnEmpty: false, ...options.config,
+  });
+  const storage = openSqliteStorage(config.databasePath);
+  const now = options.now ?? (() => new Date());
+  const server = await startServer(storage, config, { now, docsFile: path.join(dir, 'no-docs.html') });
+  const validatingFetch = contractFetch();
+  const admin = new CatalogAdmin(storage, now, config.limits.publishChunk);
+
+  async function call(pathAndQuery: string, init: RequestInit): Promise<TestResponse> {
+    const response = await validatingFetch(`${server.url}${pathAndQuery}`, init);
+    const text = await response.text();
+    let body: unknown;
+    try {
+      body = text ? JSON.parse(text) : undefined;
+    } catch {
+      body = undefined;
+    }
+    return { status: response.status, headers: response.headers, body, text };
+  }
+
+  return {
+    url: server.url,
+    dir,
+    config,
+    storage,
+    admin,
+    server,
+    fetch: validatingFetch,
+    api: (pathAndQuery, key, init = {}) => call(pathAndQuery, {
+      ...init, headers: { ...(key ? { Authorization: `Bearer ${key}` } : {}), ...(init.headers as Record<string, string>) },
+    }),
+    adminApi: (method, pathAndQuery, body, init = {}) => call(pathAndQuery, {
+      ...init,
+      method,
+      headers: {
+        Authorization: `Bearer ${ADMIN_TOKEN}`,
+        ...(body !== undefined && typeof body !== 'string' ? { 'Content-Type': 'application/json' } : {}),
+        ...(init.headers as Record<string, string>),
+      },
+      body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+    }),
+    keyFor: (merchantId) => issueApiKey(storage, merchantId, 'test', new Date()).key,
+    close: async () => {
+      await server.close();
+      storage.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}

@@ -21,8 +21,8 @@ export interface PageMeta {
 }
 
 export interface ProductPage {
-  /** JSON array text of the page's products. */
-  data: string;
+  /** The page's product payloads as UTF-8 JSON, comma-separated (the inside of `data: [...]`). */
+  data: Uint8Array;
   meta: PageMeta;
 }
 
@@ -56,7 +56,7 @@ export class CatalogReads {
   }
 
   /** The payload of one product in the store, or undefined outside the merchant's catalog. */
-  product(store: StoreRecord, productId: number): string | undefined {
+  product(store: StoreRecord, productId: number): Uint8Array | undefined {
     return this.storage.publishedPayload(store.id, productId);
   }
 
@@ -67,10 +67,9 @@ export class CatalogReads {
     const lastPage = Math.max(1, Math.ceil(total / perPage));
     const start = (page - 1) * perPage;
     const meta = { current_page: page, per_page: perPage, last_page: lastPage, total };
-    if (start >= total) return { data: '[]', meta };
+    if (start >= total) return { data: new Uint8Array(0), meta };
     const end = Math.min(total, start + perPage) - 1;
-    const payloads = this.storage.publishedPayloadRange(store.id, ids[start]!, ids[end]!);
-    return { data: `[${payloads.join(',')}]`, meta };
+    return { data: this.storage.publishedPageBytes(store.id, ids[start]!, ids[end]!), meta };
   }
 
   private productIds(store: StoreRecord): Float64Array | number[] {

@@ -11,6 +11,9 @@ import { ProblemError } from './problem.js';
 import { validationHook } from './validation.js';
 
 const JSON_TYPE = { 'Content-Type': 'application/json' };
+const DATA_OPEN = Buffer.from('{"data":[');
+const DATA_OPEN_SINGLE = Buffer.from('{"data":');
+const OBJECT_CLOSE = Buffer.from('}');
 
 function storeOrNotFound(reads: CatalogReads, merchantId: number, slug: string | undefined): StoreRecord {
   const store = reads.findActiveStore(merchantId, slug);
@@ -29,8 +32,9 @@ export function publicApi(storage: CatalogStorage, reads = new CatalogReads(stor
     const query = c.req.valid('query');
     const store = storeOrNotFound(reads, c.var.merchantId, query.store);
     const page = reads.productPage(store, query.page, clampPerPage(query.per_page));
-    const body = `{"data":${page.data},"store":${JSON.stringify(store.slug)},"meta":${JSON.stringify(page.meta)}}`;
-    return c.body(body, 200, JSON_TYPE) as never;
+    // The stored payload bytes go out as they are, framed by the page envelope.
+    const tail = `],"store":${JSON.stringify(store.slug)},"meta":${JSON.stringify(page.meta)}}`;
+    return c.body(Buffer.concat([DATA_OPEN, page.data, Buffer.from(tail)]), 200, JSON_TYPE) as never;
   });
 
   app.openapi(routes.getProduct, (c) => {
@@ -39,7 +43,7 @@ export function publicApi(storage: CatalogStorage, reads = new CatalogReads(stor
     const payload = reads.product(store, id);
     // spec 4.2: outside the merchant's catalog (including another merchant's id) is 404.
     if (payload === undefined) throw new ProblemError('not_found', `Product ${id} is not in the catalog.`);
-    return c.body(`{"data":${payload}}`, 200, JSON_TYPE) as never;
+    return c.body(Buffer.concat([DATA_OPEN_SINGLE, payload, OBJECT_CLOSE]), 200, JSON_TYPE) as never;
   });
 
   app.openapi(routes.listStores, (c) => {

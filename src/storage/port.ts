@@ -114,9 +114,10 @@ export interface CatalogStorage {
   publishedHashes(storeId: number, productIds: number[]): Map<number, { priceHash: string; contentHash: string }>;
   upsertPublished(storeId: number, rows: PublishedRow[]): void;
   deletePublished(storeId: number, productIds: number[]): void;
-  publishedPayload(storeId: number, productId: number): string | undefined;
-  /** Payloads of the store's products with fromId <= id <= toId, ascending. */
-  publishedPayloadRange(storeId: number, fromId: number, toId: number): string[];
+  /** The stored payload (UTF-8 JSON) of one product in the store. */
+  publishedPayload(storeId: number, productId: number): Uint8Array | undefined;
+  /** Payloads of the store's products with fromId <= id <= toId, ascending, joined by commas. */
+  publishedPageBytes(storeId: number, fromId: number, toId: number): Uint8Array;
   /** Every product id published for the store, ascending. */
   publishedProductIds(storeId: number): Float64Array | number[];
   recordChanges(rows: ChangeRow[]): void;

@@ -387,14 +387,16 @@ export class SqliteStorage implements CatalogStorage {
       .run(storeId, JSON.stringify(productIds));
   }
 
-  publishedPayload(storeId: number, productId: number): string | undefined {
-    return this.stmt('SELECT payload FROM published_products WHERE store_id = ? AND product_id = ?')
-      .pluck().get(storeId, productId) as string | undefined;
+  publishedPayload(storeId: number, productId: number): Uint8Array | undefined {
+    return this.stmt('SELECT CAST(payload AS BLOB) FROM published_products WHERE store_id = ? AND product_id = ?')
+      .pluck().get(storeId, productId) as Uint8Array | undefined;
   }
 
-  publishedPayloadRange(storeId: number, fromId: number, toId: number): string[] {
-    return this.stmt(`SELECT payload FROM published_products
-      WHERE store_id = ? AND product_id BETWEEN ? AND ? ORDER BY product_id`).pluck().all(storeId, fromId, toId) as string[];
+  publishedPageBytes(storeId: number, fromId: number, toId: number): Uint8Array {
+    // One UTF-8 buffer built by SQLite: no per-row strings, no re-encoding on the way out.
+    return this.stmt(`SELECT CAST(coalesce(group_concat(payload, ','), '') AS BLOB) FROM
+      (SELECT payload FROM published_products WHERE store_id = ? AND product_id BETWEEN ? AND ? ORDER BY product_id)`)
+      .pluck().get(storeId, fromId, toId) as Uint8Array;
   }
 
   publishedProductIds(storeId: number): number[] {

@@ -60,6 +60,11 @@ export class CatalogReads {
     return this.storage.publishedPayload(store.id, productId);
   }
 
+  /** Runs several reads on one snapshot, so a page never mixes two versions of the catalog. */
+  consistent<T>(fn: () => T): T {
+    return this.storage.snapshot(fn);
+  }
+
   /** spec 4.1: a page of the store's products, ordered by id. */
   productPage(store: StoreRecord, page: number, perPage: number): ProductPage {
     const ids = this.productIds(store);

@@ -30,8 +30,10 @@ export function publicApi(storage: CatalogStorage, reads = new CatalogReads(stor
 
   app.openapi(routes.listProducts, (c) => {
     const query = c.req.valid('query');
-    const store = storeOrNotFound(reads, c.var.merchantId, query.store);
-    const page = reads.productPage(store, query.page, clampPerPage(query.per_page));
+    const { store, page } = reads.consistent(() => {
+      const store = storeOrNotFound(reads, c.var.merchantId, query.store);
+      return { store, page: reads.productPage(store, query.page, clampPerPage(query.per_page)) };
+    });
     // The stored payload bytes go out as they are, framed by the page envelope.
     const tail = `],"store":${JSON.stringify(store.slug)},"meta":${JSON.stringify(page.meta)}}`;
     return c.body(Buffer.concat([DATA_OPEN, page.data, Buffer.from(tail)]), 200, JSON_TYPE) as never;

@@ -52,8 +52,10 @@ export interface ChangeRow {
 }
 
 export interface CatalogStorage {
-  /** Runs fn in one transaction (nested calls join the outer one). */
+  /** Runs fn in one write transaction (nested calls join the outer one). */
   transaction<T>(fn: () => T): T;
+  /** Runs fn on one consistent snapshot of the data (a read transaction). */
+  snapshot<T>(fn: () => T): T;
   close(): void;
 
   // Merchants and keys

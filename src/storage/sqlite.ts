@@ -102,6 +102,10 @@ export class SqliteStorage implements CatalogStorage {
     return this.db.inTransaction ? fn() : this.db.transaction(fn).immediate();
   }
 
+  snapshot<T>(fn: () => T): T {
+    return this.db.inTransaction ? fn() : this.db.transaction(fn).deferred();
+  }
+
   close(): void {
     this.db.close();
   }

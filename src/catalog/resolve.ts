@@ -2,8 +2,8 @@
 // Pure functions: no storage, no HTTP. The publisher (catalog/publish.ts) runs them on writes.
 import { createHash } from 'node:crypto';
 import {
-  divide, formatMinorUnits, multiply, parseDecimal, roundHalfAwayFromZero, toMinorUnits,
-  type Ratio,
+  currencyExponent, divide, formatMinorUnits, multiply, parseDecimal, roundHalfAwayFromZero,
+  toMinorUnits, type Ratio,
 } from './money.js';
 import type {
   ExclusionReason, ImageMirrorRecord, MerchantContext, OfferSource, PricingRuleRecord,
@@ -78,6 +78,14 @@ export function baseCost(
   return 0;
 }
 
+/** Sign of (minor units of `currency`) - (decimal bound), exactly: a bound is never rounded. */
+function compareWithBound(minor: number, bound: string, currency: string): number {
+  const { n, d } = parseDecimal(bound);
+  const left = BigInt(minor) * d;
+  const right = n * 10n ** BigInt(currencyExponent(currency));
+  return left < right ? -1 : left > right ? 1 : 0;
+}
+
 function ruleMatches(
   rule: PricingRuleRecord, groupId: number, store: StoreRecord, manufacturer: string | null,
   baseMinor: number,
@@ -85,8 +93,9 @@ function ruleMatches(
   if (rule.customer_group_id !== null && rule.customer_group_id !== groupId) return false;
   if (rule.store_id !== null && rule.store_id !== store.id) return false;
   if (rule.manufacturer !== null && rule.manufacturer !== manufacturer) return false;
-  if (rule.min_cost !== null && baseMinor < toMinorUnits(parseDecimal(rule.min_cost), store.currency)) return false;
-  if (rule.max_cost !== null && baseMinor > toMinorUnits(parseDecimal(rule.max_cost), store.currency)) return false;
+  // Inclusive bounds compared exactly: 1501 JPY is above a max_cost of 1500.5.
+  if (rule.min_cost !== null && compareWithBound(baseMinor, rule.min_cost, store.currency) < 0) return false;
+  if (rule.max_cost !== null && compareWithBound(baseMinor, rule.max_cost, store.currency) > 0) return false;
   return true;
 }
 
@@ -118,10 +127,15 @@ export function computedPrice(baseMinor: number, rule: PricingRuleRecord, curren
   return applyPriceEnding(Math.max(0, withAmount), rule.price_ending);
 }
 
-/** Content for the store's locale exactly, else for its language (de-DE -> de). */
-export function localizedContent(product: ProductRecord, locale: string) {
+/** Title and description for the store's locale exactly, else for its language (de-DE -> de), per field. */
+export function localizedContent(product: ProductRecord, locale: string): { title: string | null; description: string | null } {
   const content = product.source.content;
-  return content[locale] ?? content[locale.split('-')[0] ?? locale] ?? null;
+  const exact = content[locale];
+  const language = content[locale.split('-')[0] ?? locale];
+  return {
+    title: exact?.title ?? language?.title ?? null,
+    description: exact?.description ?? language?.description ?? null,
+  };
 }
 
 function localizedLabel(labels: Record<string, string>, locale: string): string | undefined {
@@ -179,13 +193,17 @@ export function exportedSku(pattern: string | null, product: ProductRecord): str
   return missing ? null : sku;
 }
 
-/** Exclusion reasons, first match wins: manual, missing_title, no_offers, out_of_stock. */
+/**
+ * Exclusion reasons, first match wins: manual, missing_title, no_offers, out_of_stock.
+ * `offers` are the offers usable in the store: one that cannot be converted is ignored there.
+ */
 export function exclusionReason(
   product: ProductRecord, store: StoreRecord, title: string | null, stock: number,
+  offers: PricedOffer[],
 ): ExclusionReason | null {
   if (product.source.excluded_stores.includes(store.slug)) return 'manual';
   if (!title) return 'missing_title';
-  if (product.source.offers.length === 0 && !product.source.own_stock) return 'no_offers';
+  if (offers.length === 0 && !product.source.own_stock) return 'no_offers';
   if (stock === 0 && store.exclude_out_of_stock) return 'out_of_stock';
   return null;
 }
@@ -211,8 +229,8 @@ export function resolveProduct(
   const best = bestSupplierOffer(offers);
   const stock = sellableStock(product, best);
   const content = localizedContent(product, store.locale);
-  const title = content?.title ?? null;
-  const reason = exclusionReason(product, store, title, stock);
+  const title = content.title;
+  const reason = exclusionReason(product, store, title, stock, offers);
   const baseMinor = baseCost(product, best, store, context);
   const base = formatMinorUnits(baseMinor, store.currency);
   const currency = JSON.stringify(store.currency);
@@ -231,7 +249,7 @@ export function resolveProduct(
     sku: exportedSku(context.skuPattern, product),
     ean: product.source.eans[0] ?? null,
     title,
-    description: content?.description ?? null,
+    description: content.description,
     manufacturer: product.source.manufacturer,
     images: resolvedImages(product, mirrors),
     store: store.slug,

@@ -345,8 +345,9 @@ export interface components {
          *
          *     Money is computed in integer minor units of the currency and returned as a JSON number with
          *     exactly the currency's ISO 4217 precision: 2 decimals for EUR, USD and PLN (`89.99`), 0 for JPY
-         *     (`12800`), 3 for KWD (`12.345`). Trailing zeros are not written (`54.2` is 54.20 EUR), so never
-         *     compare amounts as strings; multiply by 10^precision and round to get minor units.
+         *     (`12800`), 3 for KWD (`12.345`). Amounts are written with all their decimals, trailing zeros
+         *     included (`54.20`); a JSON parser reads them as ordinary numbers, so to get exact minor units
+         *     multiply by 10^precision and round rather than relying on floating-point arithmetic.
          */
         PriceEntry: {
             /**

@@ -33,25 +33,30 @@ function pointer(path: PropertyKey[]): string {
   return path.length ? `/${path.map(String).join('/')}` : '';
 }
 
+/** A line's problem reason: the JSON Pointer of the offending member first, when there is one. */
+const located = (at: string, reason: string) => (at ? `${at}: ${reason}` : reason);
+
 /** Parses and checks every line; throws the 400 problem listing each bad line. */
 export function parseImport(admin: CatalogAdmin, merchantId: number, text: string): Operation[] {
   const problems: InvalidParam[] = [];
   const operations: Operation[] = [];
   const lines = text.split('\n');
+  let counted = 0;
   lines.forEach((raw, index) => {
     const line = raw.trim();
     if (!line) return;
+    counted++;
     const name = `line ${index + 1}`;
     let json: unknown;
     try {
       json = JSON.parse(line);
-    } catch {
-      problems.push({ name, in: 'body', reason: 'is not valid JSON' });
+    } catch (error) {
+      problems.push({ name, in: 'body', reason: `not valid JSON: ${(error as Error).message}` });
       return;
     }
     const parsed = ImportLineSchema.safeParse(json);
     if (!parsed.success) {
-      for (const issue of parsed.error.issues) problems.push({ name, in: 'body', reason: `${pointer(issue.path)} ${issue.message}`.trim() });
+      for (const issue of parsed.error.issues) problems.push({ name, in: 'body', reason: located(pointer(issue.path), issue.message) });
       return;
     }
     if (parsed.data.op === 'delete_product') {
@@ -61,14 +66,15 @@ export function parseImport(admin: CatalogAdmin, merchantId: number, text: strin
     const { ref, ...input } = parsed.data.product;
     const source = normalizeSource(input);
     for (const problem of admin.sourceProblems(merchantId, source, '/product')) {
-      problems.push({ name, in: 'body', reason: `${problem.name} ${problem.reason}` });
+      problems.push({ name, in: 'body', reason: located(problem.name, problem.reason) });
     }
     operations.push({ op: 'upsert_product', ref, source });
   });
   if (problems.length) {
     const listed = problems.slice(0, MAX_LISTED_PROBLEMS);
     const more = problems.length > listed.length ? ` (first ${listed.length} of ${problems.length} listed)` : '';
-    throw new ProblemError('invalid_body', `The import has ${problems.length} problem(s)${more}; nothing was applied.`, listed);
+    const badLines = new Set(problems.map((p) => p.name)).size;
+    throw new ProblemError('invalid_body', `${badLines} of ${counted} lines are invalid${more}; nothing was applied.`, listed);
   }
   return operations;
 }

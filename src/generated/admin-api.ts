@@ -233,7 +233,8 @@ export interface paths {
          * Create a customer group
          * @description Creates a customer group. Every product of the merchant gains a price entry for it in every
          *     store (computed by the first matching pricing rule, at worst the catch-all rule); the
-         *     products are re-resolved in the same transaction.
+         *     products are re-resolved in the same transaction. Names are unique per merchant: a name
+         *     another customer group already has answers `409`.
          */
         post: operations["createCustomerGroup"];
         delete?: never;
@@ -264,7 +265,8 @@ export interface paths {
         /**
          * Rename a customer group
          * @description Replaces the customer group's name (published as `customer_group` in price entries); its id
-         *     stays. The products are re-resolved in the same transaction.
+         *     stays. The products are re-resolved in the same transaction. Names are unique per merchant: a name
+         *     another customer group already has answers `409`.
          */
         put: operations["updateCustomerGroup"];
         post?: never;
@@ -2020,6 +2022,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
         };
     };
@@ -2055,6 +2058,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
         };
     };

@@ -627,7 +627,10 @@ export interface components {
         };
         /** @description The merchant's active stores, default store first, then by `id`. */
         StoreList: {
-            /** @description Active stores; the first entry is always the default store. */
+            /**
+             * @description Active stores; the first entry is always the default store. Empty only for a merchant that
+             *     has no store yet.
+             */
             data: components["schemas"]["Store"][];
         };
         /**
@@ -849,7 +852,10 @@ export interface components {
     };
     requestBodies: never;
     headers: {
-        /** @description Authentication challenge (RFC 6750). The service sends exactly `Bearer realm="catalog"`. */
+        /**
+         * @description Authentication challenge (RFC 6750): `Bearer realm="catalog"` when no key was sent, and
+         *     `Bearer realm="catalog", error="invalid_token"` when the key sent is malformed, unknown or revoked.
+         */
         "WWW-Authenticate": string;
     };
     pathItems: never;

@@ -17,7 +17,7 @@ export const ProductPageSchema = z.strictObject({ data: z.array(ProductSchema).m
 export const ProductResponseSchema = z.strictObject({ data: ProductSchema });
 export const RemovedWebhookPayloadSchema = z.strictObject({ event: z.literal("removed"), store_id: z.number().int().min(1).nullable(), product_ids: z.array(z.number().int().min(1)).min(1).max(100), occurred_at: z.iso.datetime({ offset: true }) });
 export const StoreSchema = z.strictObject({ id: z.number().int().min(1), slug: z.string().regex(new RegExp("^[a-z0-9][a-z0-9-]{0,62}$")), name: z.string().min(1), locale: z.string().regex(new RegExp("^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$")), currency: z.string().regex(new RegExp("^[A-Z]{3}$")), is_default: z.boolean() });
-export const StoreListSchema = z.strictObject({ data: z.array(StoreSchema).min(1) });
+export const StoreListSchema = z.strictObject({ data: z.array(StoreSchema) });
 
 export const listProductsRoute = createRoute({
   operationId: "listProducts",

@@ -11,7 +11,7 @@ import { routes } from '../generated/admin-routes.js';
 import type { ApiKeyRecord } from '../storage/port.js';
 import { adminTokenAuth } from './auth.js';
 import { renderError } from './errors.js';
-import { ProblemError } from './problem.js';
+import { ProblemError, invalidInput } from './problem.js';
 import { validationHook } from './validation.js';
 
 const adminStore = ({ merchant_id: _m, catalog_version: _v, ...store }: StoreRecord) => store;
@@ -29,6 +29,8 @@ function productSource(admin: CatalogAdmin, merchantId: number, product: Product
   };
 }
 
+const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
+
 const tooLarge = (limit: number) => (): never => {
   throw new ProblemError('payload_too_large', `The request body exceeds the limit of ${limit} bytes.`);
 };
@@ -41,6 +43,15 @@ export function adminApi(admin: CatalogAdmin, config: Config) {
   app.use('/admin/v1/*', async (c, next) => {
     if (c.req.path.endsWith('/imports')) return next();
     return bodyLimit({ maxSize: config.limits.adminBodyBytes, onError: tooLarge(config.limits.adminBodyBytes) })(c, next);
+  });
+
+  // Every JSON request body is required (admin.yaml): without a Content-Type the validator would
+  // read a missing body as `{}`, and a PUT would reset a whole document to its defaults.
+  app.use('/admin/v1/*', async (c, next) => {
+    if (BODY_METHODS.has(c.req.method) && !c.req.path.endsWith('/imports') && !c.req.header('Content-Type')) {
+      throw invalidInput('body', [{ name: '/', in: 'body', reason: 'is required: send JSON with Content-Type: application/json' }]);
+    }
+    return next();
   });
 
   // Merchants and keys

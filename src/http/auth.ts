@@ -13,18 +13,23 @@ function bearer(header: string | undefined): string | undefined {
   return match?.[1];
 }
 
-function unauthorized(realm: string, detail: string, presented: boolean): ProblemError {
-  const challenge = presented ? `Bearer realm="${realm}", error="invalid_token"` : `Bearer realm="${realm}"`;
+function unauthorized(challenge: string, detail: string): ProblemError {
   return new ProblemError('unauthorized', detail, undefined, { 'WWW-Authenticate': challenge });
 }
+
+const CATALOG_CHALLENGE = 'Bearer realm="catalog"';
+// RFC 6750: a presented but unusable key also gets error="invalid_token".
+const CATALOG_INVALID_TOKEN = 'Bearer realm="catalog", error="invalid_token"';
+// admin.yaml: the admin challenge is always exactly this.
+const ADMIN_CHALLENGE = 'Bearer realm="admin"';
 
 /** Resolves the merchant of the request's API key into `c.var.merchantId`. */
 export function apiKeyAuth(storage: CatalogStorage): MiddlewareHandler<PublicEnv> {
   return async (c, next) => {
     const key = bearer(c.req.header('Authorization'));
-    if (!key) throw unauthorized('catalog', 'Send your API key as `Authorization: Bearer <API_KEY>`.', false);
+    if (!key) throw unauthorized(CATALOG_CHALLENGE, 'Send your API key as `Authorization: Bearer <API_KEY>`.');
     const merchantId = merchantForApiKey(storage, key);
-    if (merchantId === undefined) throw unauthorized('catalog', 'The API key is invalid or has been revoked.', true);
+    if (merchantId === undefined) throw unauthorized(CATALOG_INVALID_TOKEN, 'The API key is invalid or has been revoked.');
     c.set('merchantId', merchantId);
     await next();
   };
@@ -37,8 +42,8 @@ export function adminTokenAuth(adminToken: string): MiddlewareHandler {
   const expected = digest(adminToken);
   return async (c, next) => {
     const token = bearer(c.req.header('Authorization'));
-    if (!token) throw unauthorized('admin', 'Send the admin token as `Authorization: Bearer <ADMIN_TOKEN>`.', false);
-    if (!timingSafeEqual(digest(token), expected)) throw unauthorized('admin', 'The admin token is invalid.', true);
+    if (!token) throw unauthorized(ADMIN_CHALLENGE, 'Send the admin token as `Authorization: Bearer <ADMIN_TOKEN>`.');
+    if (!timingSafeEqual(digest(token), expected)) throw unauthorized(ADMIN_CHALLENGE, 'The admin token is invalid.');
     await next();
   };
 }

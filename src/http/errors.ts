@@ -2,7 +2,7 @@
 // answered with a generic 500 problem that reveals nothing internal.
 import type { Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';
-import { ProblemError, problemResponse } from './problem.js';
+import { ProblemError, invalidInput, problemResponse } from './problem.js';
 
 export function renderError(error: Error, c: Context): Response {
   const instance = new URL(c.req.url).pathname;
@@ -11,7 +11,10 @@ export function renderError(error: Error, c: Context): Response {
     return problemResponse(new ProblemError('payload_too_large', 'The request body is too large.'), instance);
   }
   if (error instanceof HTTPException && error.status < 500) {
-    return problemResponse(new ProblemError('invalid_body', error.message || 'The request is malformed.'), instance);
+    // Thrown by the body validators (unparsable JSON, a media type other than JSON): the whole body is named.
+    const reason = error.status === 415 ? 'must be sent as Content-Type: application/json'
+      : /malformed json/i.test(error.message) ? 'is not valid JSON' : error.message || 'is malformed';
+    return problemResponse(invalidInput('body', [{ name: '/', in: 'body', reason }]), instance);
   }
   console.error(`unhandled error on ${c.req.method} ${instance}:`, error);
   return problemResponse(new ProblemError('internal_error', 'An unexpected error occurred.'), instance);

@@ -128,4 +128,15 @@ CREATE TABLE changes (
 CREATE INDEX changes_store ON changes(store_id, id);
 `,
   },
+  {
+    id: 2,
+    name: 'store_id_sequence',
+    sql: `
+-- Store ids are never reused: webhook payloads carry them as store_id, and the read-side index of a
+-- store's products is keyed on them. SQLite hands out max(id) + 1, which reuses the id of a
+-- deleted newest store, so the high-water mark is kept here.
+CREATE TABLE store_id_sequence (last_id INTEGER NOT NULL);
+INSERT INTO store_id_sequence (last_id) SELECT coalesce(max(id), 0) FROM stores;
+`,
+  },
 ];

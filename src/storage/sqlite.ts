@@ -180,13 +180,16 @@ export class SqliteStorage implements CatalogStorage {
   upsertStore(merchantId: number, slug: string, input: StoreInputRecord): StoreRecord {
     return this.transaction(() => {
       if (input.is_default) this.stmt('UPDATE stores SET is_default = 0 WHERE merchant_id = ? AND slug <> ?').run(merchantId, slug);
-      this.stmt(`INSERT INTO stores (merchant_id, slug, name, locale, currency, is_default, active, exclude_out_of_stock)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-        ON CONFLICT (merchant_id, slug) DO UPDATE SET name = excluded.name, locale = excluded.locale,
-          currency = excluded.currency, is_default = excluded.is_default, active = excluded.active,
-          exclude_out_of_stock = excluded.exclude_out_of_stock`)
-        .run(merchantId, slug, input.name, input.locale, input.currency, input.is_default ? 1 : 0,
-          input.active ? 1 : 0, input.exclude_out_of_stock ? 1 : 0);
+      const flags = [input.is_default ? 1 : 0, input.active ? 1 : 0, input.exclude_out_of_stock ? 1 : 0];
+      if (this.findStore(merchantId, slug)) {
+        this.stmt(`UPDATE stores SET name = ?, locale = ?, currency = ?, is_default = ?, active = ?, exclude_out_of_stock = ?
+          WHERE merchant_id = ? AND slug = ?`).run(input.name, input.locale, input.currency, ...flags, merchantId, slug);
+      } else {
+        // A new store takes the next id never handed out (migration 2), not SQLite's max(id) + 1.
+        const id = this.stmt('UPDATE store_id_sequence SET last_id = last_id + 1 RETURNING last_id').pluck().get() as number;
+        this.stmt(`INSERT INTO stores (id, merchant_id, slug, name, locale, currency, is_default, active, exclude_out_of_stock)
+          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`).run(id, merchantId, slug, input.name, input.locale, input.currency, ...flags);
+      }
       return this.findStore(merchantId, slug)!;
     });
   }
@@ -291,12 +294,13 @@ export class SqliteStorage implements CatalogStorage {
   }
 
   isSupplierReferenced(merchantId: number, ref: string): boolean {
+    // Named parameters: better-sqlite3 rejects positional values for a repeated `?1`.
     return this.stmt(`SELECT 1 FROM products, json_each(products.source, '$.offers') AS offer
-        WHERE products.merchant_id = ?1 AND json_extract(offer.value, '$.supplier_ref') = ?2
+        WHERE products.merchant_id = @merchantId AND json_extract(offer.value, '$.supplier_ref') = @ref
       UNION ALL
       SELECT 1 FROM products, json_each(products.source, '$.supplier_attributes') AS value
-        WHERE products.merchant_id = ?1 AND json_extract(value.value, '$.supplier_ref') = ?2
-      LIMIT 1`).get(merchantId, ref) !== undefined;
+        WHERE products.merchant_id = @merchantId AND json_extract(value.value, '$.supplier_ref') = @ref
+      LIMIT 1`).get({ merchantId, ref }) !== undefined;
   }
 
   // Attribute definitions

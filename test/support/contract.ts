@@ -77,8 +77,9 @@ export class Contract {
       const spec = this.resolve(header);
       const value = headers.get(name);
       if (spec.required && value === null) throw new ContractViolation(`${where}: missing header ${name}`);
-      if (value !== null && spec.schema?.pattern && !new RegExp(spec.schema.pattern).test(value)) {
-        throw new ContractViolation(`${where}: header ${name}: "${value}" does not match ${spec.schema.pattern}`);
+      if (value !== null && spec.schema) {
+        const validate = this.ajv.compile(this.resolve(spec.schema));
+        if (!validate(value)) throw new ContractViolation(`${where}: header ${name}: "${value}" ${this.ajv.errorsText(validate.errors)}`);
       }
     }
     if (!response.content) {

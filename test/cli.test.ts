@@ -1,0 +1,129 @@
+// The command line (`catalog-publishing-service demo|keys|import`) against a real SQLite file,
+// checked through the real public API served from that file.
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../src/config.js';
+import { startServer } from '../src/server.js';
+import { openSqliteStorage } from '../src/storage/sqlite.js';
+import { contractFetch } from './support/contract.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const run = promisify(execFile);
+
+let dir: string;
+let db: string;
+
+beforeAll(() => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cps-cli-'));
+  db = path.join(dir, 'catalog.db');
+});
+afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+/** Runs the CLI; resolves with its exit code and output (never rejects on a non-zero exit). */
+async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await run('npx', ['tsx', 'src/cli.ts', ...args], {
+      cwd: ROOT, env: { ...process.env, CPS_DB_PATH: path.join(dir, 'unused.db') },
+    });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const failed = error as { code?: number; stdout?: string; stderr?: string };
+    return { code: typeof failed.code === 'number' ? failed.code : -1, stdout: failed.stdout ?? '', stderr: failed.stderr ?? '' };
+  }
+}
+
+/** GETs a public path from a server started on the CLI's database file, then stops it. */
+async function publicGet(pathAndQuery: string, key: string): Promise<{ status: number; body: any }> {
+  const storage = openSqliteStorage(db);
+  const server = await startServer(storage, loadConfig({}, {
+    port: 0, host: '127.0.0.1', databasePath: db, adminToken: 'adm_cli_test_token', adminTokenConfigured: true, demoOnEmpty: false,
+  }), { docsFile: path.join(dir, 'no-docs.html') });
+  try {
+    const response = await contractFetch()(`${server.url}${pathAndQuery}`, { headers: { Authorization: `Bearer ${key}` } });
+    return { status: response.status, body: await response.json() };
+  } finally {
+    await server.close();
+    storage.close();
+  }
+}
+
+describe('the command line', () => {
+  let demoKey: string;
+
+  it('demo --db FILE --products 50 --json prints one JSON object with merchant_id and api_key', async () => {
+    const result = await cli('demo', '--db', db, '--products', '50', '--json');
+    expect(result.code, result.stderr).toBe(0);
+    const lines = result.stdout.trim().split('\n');
+    expect(lines).toHaveLength(1);
+    const demo = JSON.parse(lines[0]!);
+    expect(demo).toEqual({ merchant_id: 1, api_key: expect.stringMatching(/^cps_[A-Za-z0-9_-]{43}$/), stores: ['de', 'pl', 'uk'], products: 50 });
+    demoKey = demo.api_key;
+    expect(fs.existsSync(db)).toBe(true);
+    expect(fs.existsSync(path.join(dir, 'unused.db'))).toBe(false);
+    const page = await publicGet('/v1/products?per_page=200', demoKey);
+    expect(page.status).toBe(200);
+    expect(page.body.meta).toEqual({ current_page: 1, per_page: 200, last_page: 1, total: 50 });
+    const stores = await publicGet('/v1/stores', demoKey);
+    expect(stores.body.data.map((s: { slug: string }) => s.slug)).toEqual(['de', 'pl', 'uk']);
+  });
+
+  it('keys create --merchant 1 --db FILE prints a key that works on the public API', async () => {
+    const result = await cli('keys', 'create', '--merchant', '1', '--db', db);
+    expect(result.code, result.stderr).toBe(0);
+    const key = /cps_[A-Za-z0-9_-]{43}/.exec(result.stdout)?.[0];
+    expect(key).toBeDefined();
+    expect(key).not.toBe(demoKey);
+    const stores = await publicGet('/v1/stores', key!);
+    expect(stores.status).toBe(200);
+    expect(stores.body.data[0]).toMatchObject({ slug: 'de', is_default: true });
+  });
+
+  it('keys create for an unknown merchant exits non-zero and issues nothing', async () => {
+    const result = await cli('keys', 'create', '--merchant', '99', '--db', db);
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toMatch(/Merchant 99/);
+    expect(result.stdout).not.toMatch(/cps_/);
+  });
+
+  it('import FILE --merchant 1 --db FILE applies an NDJSON file', async () => {
+    const file = path.join(dir, 'products.ndjson');
+    fs.writeFileSync(file, [
+      { op: 'upsert_product', product: { ref: 'CLI-1', content: { de: { title: 'Kommandozeilen-Zelt' } }, offers: [{ supplier_ref: 'alpine-wholesale', quantity: 3, cost: '99.00', currency: 'EUR' }] } },
+      { op: 'upsert_product', product: { ref: 'CLI-2', content: { de: { title: 'Zweites Produkt' } } } },
+      { op: 'delete_product', ref: 'DEMO-000001' },
+    ].map((line) => JSON.stringify(line)).join('\n'));
+    const result = await cli('import', file, '--merchant', '1', '--db', db);
+    expect(result.code, result.stderr).toBe(0);
+    expect(JSON.parse(result.stdout.trim().split('\n').at(-1)!)).toEqual({ lines: 3, upserted: 2, deleted: 1 });
+    const page = await publicGet('/v1/products?per_page=200', demoKey);
+    expect(page.body.meta.total).toBe(51);
+    const ids = page.body.data.map((p: { id: number }) => p.id);
+    expect(ids).not.toContain(1);
+    const imported = page.body.data.filter((p: { title: string }) => ['Kommandozeilen-Zelt', 'Zweites Produkt'].includes(p.title));
+    expect(imported.map((p: { id: number; stock: number; exclusion_reason: string | null }) => [p.id, p.stock, p.exclusion_reason]))
+      .toEqual([[51, 3, null], [52, 0, 'no_offers']]);
+    expect((await publicGet('/v1/products/1', demoKey)).status).toBe(404);
+  });
+
+  it('exits non-zero naming the bad line of an invalid import, and applies nothing', async () => {
+    const file = path.join(dir, 'bad.ndjson');
+    fs.writeFileSync(file, [
+      JSON.stringify({ op: 'upsert_product', product: { ref: 'CLI-3', content: { de: { title: 'Gut' } } } }),
+      JSON.stringify({ op: 'upsert_product', product: { ref: 'CLI-4', offers: [{ supplier_ref: 'nobody', quantity: 1, cost: '1.00', currency: 'EUR' }] } }),
+      JSON.stringify({ op: 'delete_product', ref: 'DEMO-000002' }),
+    ].join('\n'));
+    const result = await cli('import', file, '--merchant', '1', '--db', db);
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toContain('line 2');
+    expect(result.stderr).toContain('unknown supplier "nobody"');
+    expect(result.stderr).not.toContain('line 1');
+    const page = await publicGet('/v1/products?per_page=200', demoKey);
+    expect(page.body.meta.total).toBe(51);
+    expect(page.body.data.map((p: { id: number }) => p.id)).toContain(2);
+  });
+});

@@ -24,14 +24,7 @@ export interface ApiKeyRecord {
   revoked_at: string | null;
 }
 
-export interface StoreInputRecord {
-  name: string;
-  locale: string;
-  currency: string;
-  is_default: boolean;
-  active: boolean;
-  exclude_out_of_stock: boolean;
-}
+export type StoreInputRecord = Pick<StoreRecord, 'name' | 'locale' | 'currency' | 'is_default' | 'active' | 'exclude_out_of_stock'>;
 
 export type PricingRuleInputRecord = Omit<PricingRuleRecord, 'id' | 'is_catch_all'>;
 

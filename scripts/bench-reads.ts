@@ -48,21 +48,35 @@ async function main(): Promise<void> {
       page1: `${base}/v1/products?per_page=200`,
       last: `${base}/v1/products?per_page=200&page=${lastPage}`,
     };
-    const results: Record<keyof typeof targets, number[]> = { static: [], page1: [], last: [] };
-    for (let round = 1; round <= ROUNDS; round++) {
+    const serverCpu = (): Promise<number> => new Promise((resolve) => {
+      child.once('message', (m: { cpu: { user: number; system: number } }) => resolve(m.cpu.user + m.cpu.system));
+      child.send('cpu');
+    });
+    const results: Record<keyof typeof targets, { rps: number[]; cpu: number[] }> = {
+      static: { rps: [], cpu: [] }, page1: { rps: [], cpu: [] }, last: { rps: [], cpu: [] },
+    };
+    // Round 0 warms the JIT and the page cache and is not counted.
+    for (let round = 0; round <= ROUNDS; round++) {
       for (const [name, url] of Object.entries(targets) as [keyof typeof targets, string][]) {
-        const run = await autocannon({ url, headers, connections: CONNECTIONS, duration: SECONDS });
+        const cpuBefore = await serverCpu();
+        const run = await autocannon({ url, headers, connections: CONNECTIONS, duration: round === 0 ? 2 : SECONDS });
+        const cpuPerRequest = (await serverCpu() - cpuBefore) / run.requests.total;
         if (run.non2xx || run.errors) throw new Error(`${name}: ${run.non2xx} non-2xx, ${run.errors} errors`);
-        results[name].push(run.requests.average);
-        console.log(`round ${round} ${name.padEnd(6)} ${run.requests.average.toFixed(0)} req/s  p99 ${run.latency.p99} ms`);
+        if (round === 0) continue;
+        results[name].rps.push(run.requests.average);
+        results[name].cpu.push(cpuPerRequest);
+        console.log(`round ${round} ${name.padEnd(6)} ${run.requests.average.toFixed(0).padStart(6)} req/s  p99 ${run.latency.p99} ms  server CPU ${cpuPerRequest.toFixed(0)} us/request`);
       }
     }
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-    const [s, p, l] = [median(results.static), median(results.page1), median(results.last)];
+    const [s, p, l] = [median(results.static.rps), median(results.page1.rps), median(results.last.rps)];
+    const [cs, cp, cl] = [median(results.static.cpu), median(results.page1.cpu), median(results.last.cpu)];
     console.log('');
     console.log(`median req/s: static ${s.toFixed(0)}, page 1 ${p.toFixed(0)}, last page ${l.toFixed(0)}`);
     console.log(`page 1 / static    = ${(p / s).toFixed(2)}  (target >= 0.60)`);
     console.log(`last page / page 1 = ${(l / p).toFixed(2)}  (target >= 0.90)`);
+    console.log(`median server CPU per request: static ${cs.toFixed(0)} us, page 1 ${cp.toFixed(0)} us, last page ${cl.toFixed(0)} us`);
+    console.log(`as throughput (1/CPU): page 1 / static = ${(cs / cp).toFixed(2)}, last page / page 1 = ${(cp / cl).toFixed(2)}`);
   } finally {
     child.kill();
     fs.rmSync(dir, { recursive: true, force: true });

@@ -37,7 +37,7 @@ export interface TestResponse {
   text: string;
 }
 
-export async function startTestService(options: { now?: () => Date; config?: Partial<Config> } = {}): Promise<TestService> {
+export async function startTestService(options: { now?: () => Date; config?: Partial<Config>; docsFile?: string } = {}): Promise<TestService> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cps-test-'));
   const config = loadConfig({}, {
     port: 0, host: '127.0.0.1', databasePath: path.join(dir, 'catalog.db'), adminToken: ADMIN_TOKEN,
@@ -45,7 +45,7 @@ export async function startTestService(options: { now?: () => Date; config?: Par
   });
   const storage = openSqliteStorage(config.databasePath);
   const now = options.now ?? (() => new Date());
-  const server = await startServer(storage, config, { now, docsFile: path.join(dir, 'no-docs.html') });
+  const server = await startServer(storage, config, { now, docsFile: options.docsFile ?? path.join(dir, 'no-docs.html') });
   const validatingFetch = contractFetch();
   const admin = new CatalogAdmin(storage, now, config.limits.publishChunk);
 

@@ -146,7 +146,7 @@ export function zodForParameter(doc: Json, parameter: Json): string {
   } else if (kind === 'boolean') {
     out = `z.enum(['true', 'false']).transform((v) => v === 'true')`;
   } else if (kind === 'array') {
-    const item = zodForParameter(doc, { schema: schema.items ?? {} });
+    const item = zodForParameter(doc, { schema: schema.items ?? {}, required: true });
     let list = `z.array(${item})`;
     if (schema.minItems !== undefined) list += `.min(${schema.minItems}, { error: 'must list at least ${schema.minItems}' })`;
     if (schema.maxItems !== undefined) list += `.max(${schema.maxItems}, { error: 'must list at most ${schema.maxItems}' })`;

@@ -8,6 +8,7 @@ import { issueApiKey } from './admin/api-keys.js';
 import { CatalogAdmin } from './admin/catalog-admin.js';
 import { buildDemoCatalog } from './admin/demo.js';
 import { importNdjson } from './admin/import.js';
+import { schedulePruning } from './changes/retention.js';
 import { loadConfig } from './config.js';
 import { ProblemError } from './http/problem.js';
 import { startServer } from './server.js';
@@ -106,6 +107,7 @@ async function serveCommand(config: ReturnType<typeof loadConfig>): Promise<void
     fs.writeFileSync(credentialsFile, `${JSON.stringify(demo, null, 2)}\n`, { mode: 0o600 });
   }
   const server = await startServer(storage, config);
+  const stopPruning = schedulePruning(storage, () => new Date(), config.changes.retentionDays, config.changes.pruneIntervalSeconds);
   const demo = fs.existsSync(credentialsFile) ? JSON.parse(fs.readFileSync(credentialsFile, 'utf8')) : undefined;
   const base = config.publicBaseUrl;
   console.log([
@@ -116,6 +118,7 @@ async function serveCommand(config: ReturnType<typeof loadConfig>): Promise<void
     `  Admin token:    ${config.adminToken}${config.adminTokenConfigured ? '' : '   (generated for this run; set CPS_ADMIN_TOKEN to fix it)'}`,
   ].filter(Boolean).join('\n'));
   const stop = async () => {
+    stopPruning();
     await server.close();
     storage.close();
     process.exit(0);

@@ -29,6 +29,14 @@ export interface Config {
     /** Products resolved and written per transaction by bulk re-publishing and imports. */
     publishChunk: number;
   };
+  changes: {
+    /** spec 4.4: recorded changes one `GET /v1/changes` response covers at most (1..1000). */
+    feedWindow: number;
+    /** Feed history kept at least this long; older changes are deleted. */
+    retentionDays: number;
+    /** How often the serving process deletes changes older than the retention. */
+    pruneIntervalSeconds: number;
+  };
 }
 
 type Env = Record<string, string | undefined>;
@@ -67,6 +75,15 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
       importBodyBytes: int(env, 'CPS_IMPORT_BODY_BYTES', 64 * 1024 * 1024),
       publishChunk: int(env, 'CPS_PUBLISH_CHUNK', 2000),
     },
+    changes: {
+      feedWindow: Math.min(1000, Math.max(1, int(env, 'CPS_FEED_WINDOW', 1000))),
+      retentionDays: Math.max(1, int(env, 'CPS_CHANGE_RETENTION_DAYS', 30)),
+      pruneIntervalSeconds: Math.max(1, int(env, 'CPS_CHANGE_PRUNE_INTERVAL_SECONDS', 3600)),
+    },
   };
-  return { ...config, ...overrides, limits: { ...config.limits, ...overrides.limits } };
+  return {
+    ...config, ...overrides,
+    limits: { ...config.limits, ...overrides.limits },
+    changes: { ...config.changes, ...overrides.changes },
+  };
 }

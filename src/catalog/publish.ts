@@ -4,7 +4,8 @@
 // and a change is never recorded without its data, nor data without its change.
 import type { MerchantContext, ProductRecord, StoreRecord } from './model.js';
 import { resolveProduct } from './resolve.js';
-import type { CatalogStorage, ChangeRow, PublishedRow } from '../storage/port.js';
+import { ChangeRecorder, type DetectedChange } from '../changes/recorder.js';
+import type { CatalogStorage, PublishedRow } from '../storage/port.js';
 
 export interface PublishSummary {
   resolved: number;
@@ -12,12 +13,16 @@ export interface PublishSummary {
 }
 
 export class CatalogPublisher {
+  private readonly changes: ChangeRecorder;
+
   constructor(
     private readonly storage: CatalogStorage,
-    private readonly now: () => Date,
+    now: () => Date,
     /** Products resolved per bounded step of a bulk re-publish. */
     private readonly chunkSize = 2000,
-  ) {}
+  ) {
+    this.changes = new ChangeRecorder(storage, now);
+  }
 
   /** Everything merchant-wide that resolution reads, loaded once per publish. */
   loadContext(merchantId: number): MerchantContext {
@@ -72,16 +77,13 @@ export class CatalogPublisher {
   /** Removes products from every store's catalog: a `removed` change where one was published. */
   unpublishProducts(merchantId: number, productIds: number[]): PublishSummary {
     return this.storage.transaction(() => {
-      const createdAt = this.now().toISOString();
       const summary = { resolved: 0, changes: 0 };
       const touched: number[] = [];
       for (const store of this.storage.listStores(merchantId)) {
         const published = [...this.storage.publishedHashes(store.id, productIds).keys()];
         if (published.length === 0) continue;
         this.storage.deletePublished(store.id, published);
-        this.storage.recordChanges(published.map((productId) => ({
-          storeId: store.id, productId, changeType: 'removed' as const, createdAt,
-        })));
+        this.changes.record(published.map((productId) => ({ storeId: store.id, productId, changeType: 'removed' as const })));
         summary.changes += published.length;
         touched.push(store.id);
       }
@@ -98,11 +100,10 @@ export class CatalogPublisher {
     const mirrors = this.storage.imageMirrors(context.merchantId, [
       ...new Set(products.flatMap((p) => p.source.images.map((i) => i.url))),
     ]);
-    const createdAt = this.now().toISOString();
     for (const store of stores) {
       const previous = this.storage.publishedHashes(store.id, ids);
       const rows: PublishedRow[] = [];
-      const changes: ChangeRow[] = [];
+      const changes: DetectedChange[] = [];
       let added = false;
       for (const product of products) {
         const resolved = resolveProduct(product, store, context, mirrors);
@@ -111,16 +112,18 @@ export class CatalogPublisher {
         if (!before) added = true;
         if (before && before.priceHash === resolved.priceHash && before.contentHash === resolved.contentHash) continue;
         rows.push(resolved);
-        // A product new to the store is announced as content (and price): clients fetch it.
-        if (!before || before.contentHash !== resolved.contentHash) {
-          changes.push({ storeId: store.id, productId: product.id, changeType: 'content', createdAt });
-        }
+        // Price first, content last: when the feed collapses both into the latest change of the
+        // product, the survivor is `content`, which tells a client to fetch the whole product.
+        // A product new to the store is announced as both.
         if (!before || before.priceHash !== resolved.priceHash) {
-          changes.push({ storeId: store.id, productId: product.id, changeType: 'price', createdAt });
+          changes.push({ storeId: store.id, productId: product.id, changeType: 'price' });
+        }
+        if (!before || before.contentHash !== resolved.contentHash) {
+          changes.push({ storeId: store.id, productId: product.id, changeType: 'content' });
         }
       }
       this.storage.upsertPublished(store.id, rows);
-      this.storage.recordChanges(changes);
+      this.changes.record(changes);
       summary.changes += changes.length;
       if (added) this.storage.bumpCatalogVersion([store.id]);
     }

@@ -77,6 +77,16 @@ export class CatalogReads {
     return { data: this.storage.publishedPageBytes(store.id, ids[start]!, ids[end]!), meta };
   }
 
+  /** Some products of the store by id (ids outside the catalog are absent), ascending. */
+  productsByIds(store: StoreRecord, ids: number[]): { bytes: Uint8Array; count: number } {
+    return this.storage.publishedPayloadsByIds(store.id, ids);
+  }
+
+  /** `id` and `prices` of some products of the store, ascending. */
+  pricesByIds(store: StoreRecord, ids: number[]): Uint8Array {
+    return this.storage.publishedPricesByIds(store.id, ids);
+  }
+
   private productIds(store: StoreRecord): Float64Array | number[] {
     const cached = this.idIndex.get(store.id);
     if (cached && cached.version === store.catalog_version) return cached.ids;

@@ -31,6 +31,10 @@ export interface paths {
          *     the list (and counted in `meta.total`) with `excluded: true` and an `exclusion_reason`;
          *     filter on `excluded` if you only want exportable products.
          *
+         *     **Some products by id.** `ids=1042,1043` (at most 200) returns only those products, in the
+         *     same page shape: the products a webhook delivery or a change-feed window names, in one
+         *     request. Ids outside the catalog are simply absent.
+         *
          *     **Full sync.** For a complete copy of a store, take a change-feed cursor first (see
          *     `GET /v1/changes`), then page through this endpoint with `per_page=200`, then apply the
          *     changes recorded since that cursor. Products that change, appear or disappear while you page
@@ -71,6 +75,36 @@ export interface paths {
          *     `invalid_parameter`.
          */
         get: operations["getProduct"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/prices": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read the prices of some products
+         * @description Returns only `id` and `prices` of the listed products, resolved for the store: the place to
+         *     fetch new prices after a `price` webhook or `price` change-feed entry, cheaper than the full
+         *     products. The entries are exactly the `prices` of `GET /v1/products/{id}` (one per customer
+         *     group, in the store's currency, with the currency's exact precision).
+         *
+         *     **Store.** `store` selects the store by slug; omitted, the merchant's default store is used.
+         *     An unknown or inactive slug answers 404 with code `store_not_found`.
+         *
+         *     **Ids.** `ids` is required: comma-separated product ids, at most 200. Ids outside the store's
+         *     catalog (removed, never there, or another merchant's) are absent from `data`; a malformed
+         *     list, more than 200 ids or a non-positive id answers 400 `invalid_parameter` naming `ids`.
+         */
+        get: operations["listPrices"];
         put?: never;
         post?: never;
         delete?: never;
@@ -157,10 +191,15 @@ export interface paths {
          *     `changes` is empty never sees 410. A cursor after which nothing was deleted stays valid
          *     however old it is (a store without changes does not expire its clients' cursors).
          *
-         *     **Initial sync, and resync after 410.** (1) Poll without a cursor and follow the cursors
-         *     until `changes` is empty, ignoring the entries; keep the final cursor. (2) Read the whole
-         *     store from `GET /v1/products`. (3) From then on poll with the kept cursor. Changes made
-         *     during step 2 are reported again in step 3; re-fetching a product is harmless.
+         *     **Initial sync, and resync after 410.** (1) Take the `Date` header of any response of the
+         *     service (for example of `GET /v1/stores`) as your starting cursor: `since` is that instant in
+         *     RFC 3339 (`Fri, 14 Mar 2025 09:26:53 GMT` is `2025-03-14T09:26:53Z`) and `since_id` is 0.
+         *     Every change recorded after that response has a `created_at` at or after it, even across
+         *     clock corrections. (2) Read the whole store from `GET /v1/products`. (3) From then on poll
+         *     with the kept cursor. Changes made during step 2 are reported again in step 3; re-fetching a
+         *     product is harmless. (Polling without a cursor and following the cursors until `changes` is
+         *     empty also ends on a current cursor, but reads the whole retained history on the way.) The
+         *     typed client's `syncStore` helper does exactly this.
          *
          *     **Worked example.** Your cursor is `since=2025-03-14T09:20:00Z`, `since_id=47000`. At
          *     09:26:53 a price import changes 1500 products of store `de`, recorded as sequence numbers
@@ -589,6 +628,27 @@ export interface components {
         ProductResponse: {
             data: components["schemas"]["Product"];
         };
+        /** @description The prices of one product in one store (the `id` and `prices` of its Product). */
+        ProductPrices: {
+            /**
+             * Format: int64
+             * @description The service's product ID.
+             * @example 1042
+             */
+            id: number;
+            /** @description One entry per customer group, exactly as in the product's `prices`. */
+            prices: components["schemas"]["PriceEntry"][];
+        };
+        /** @description The prices of the requested products in one store, in id order. */
+        PriceList: {
+            /** @description One entry per requested product found in the store's catalog. */
+            data: components["schemas"]["ProductPrices"][];
+            /**
+             * @description Slug of the store the prices were resolved for.
+             * @example de
+             */
+            store: string;
+        };
         /**
          * @description One of the merchant's active stores. `id` is additive to the published interface: webhook
          *     payloads carry `store_id`, and this is how you map it to a `slug`.
@@ -822,8 +882,22 @@ export interface components {
          *     `invalid_parameter`.
          */
         PageParam: number;
+        /**
+         * @description Comma-separated product ids (`ids=1042,1043,1051`), at most 200. When given, the response holds
+         *     only those products of the store's catalog, in id order; ids outside the catalog (removed,
+         *     never there, or another merchant's) are simply absent. One webhook delivery or one change-feed
+         *     window thus becomes one request. With `ids`, `page` and `per_page` must not be sent (400), and
+         *     `meta` describes the single page returned: `current_page` 1, `last_page` 1, `per_page` the
+         *     number of distinct ids asked for, `total` the number of products found.
+         */
+        IdsParam: number[];
         /** @description The product's `id`. A value that is not a positive integer answers 400 `invalid_parameter`. */
         ProductIdParam: number;
+        /**
+         * @description Comma-separated product ids (`ids=1042,1043`), at most 200. Ids outside the store's catalog
+         *     are simply absent from the response.
+         */
+        PriceIdsParam: number[];
         /**
          * @description First half of the cursor: the previous response's `next_since`, sent back unchanged. Omit it
          *     (and `since_id`) on the first poll. Any RFC 3339 date-time with an offset is accepted and
@@ -884,6 +958,15 @@ export interface operations {
                  *     `invalid_parameter`.
                  */
                 page?: components["parameters"]["PageParam"];
+                /**
+                 * @description Comma-separated product ids (`ids=1042,1043,1051`), at most 200. When given, the response holds
+                 *     only those products of the store's catalog, in id order; ids outside the catalog (removed,
+                 *     never there, or another merchant's) are simply absent. One webhook delivery or one change-feed
+                 *     window thus becomes one request. With `ids`, `page` and `per_page` must not be sent (400), and
+                 *     `meta` describes the single page returned: `current_page` 1, `last_page` 1, `per_page` the
+                 *     number of distinct ids asked for, `total` the number of products found.
+                 */
+                ids?: components["parameters"]["IdsParam"];
             };
             header?: never;
             path?: never;
@@ -932,6 +1015,42 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ProductResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+        };
+    };
+    listPrices: {
+        parameters: {
+            query: {
+                /**
+                 * @description Slug of the store to read (see `GET /v1/stores`). Omitted means the merchant's default store;
+                 *     the response's `store` field says which store was used. An unknown or inactive slug answers
+                 *     404 with code `store_not_found`; a value that is not a well-formed slug answers 400
+                 *     `invalid_parameter`.
+                 */
+                store?: components["parameters"]["StoreParam"];
+                /**
+                 * @description Comma-separated product ids (`ids=1042,1043`), at most 200. Ids outside the store's catalog
+                 *     are simply absent from the response.
+                 */
+                ids: components["parameters"]["PriceIdsParam"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The prices of the requested products found in the store's catalog. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PriceList"];
                 };
             };
             400: components["responses"]["BadRequest"];

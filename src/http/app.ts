@@ -38,7 +38,7 @@ export function createApp({ storage, config, now = () => new Date(), docsFile }:
     return c.html(fs.readFileSync(docsFile, 'utf8'));
   });
 
-  app.route('/', publicApi(storage, new CatalogReads(storage)));
+  app.route('/', publicApi(storage, config.changes.feedWindow, new CatalogReads(storage)));
   app.route('/', adminApi(admin, config));
   return app;
 }

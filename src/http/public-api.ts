@@ -7,7 +7,8 @@ import { routes } from '../generated/public-routes.js';
 import type { CatalogStorage } from '../storage/port.js';
 import { apiKeyAuth, type PublicEnv } from './auth.js';
 import { renderError } from './errors.js';
-import { ProblemError } from './problem.js';
+import { ProblemError, invalidInput } from './problem.js';
+import { readChangeFeed } from '../changes/feed.js';
 import { validationHook } from './validation.js';
 
 const JSON_TYPE = { 'Content-Type': 'application/json' };
@@ -23,13 +24,25 @@ function storeOrNotFound(reads: CatalogReads, merchantId: number, slug: string |
     : new ProblemError('store_not_found', `No active store with slug "${slug}".`);
 }
 
-export function publicApi(storage: CatalogStorage, reads = new CatalogReads(storage)) {
+export function publicApi(storage: CatalogStorage, feedWindow: number, reads = new CatalogReads(storage)) {
   const app = new OpenAPIHono<PublicEnv>({ defaultHook: validationHook });
   app.onError(renderError);
   app.use('/v1/*', apiKeyAuth(storage));
 
   app.openapi(routes.listProducts, (c) => {
     const query = c.req.valid('query');
+    if (query.ids) {
+      const paging = ['page', 'per_page'].filter((name) => c.req.query(name) !== undefined);
+      if (paging.length) {
+        throw invalidInput('query', paging.map((name) => ({ name, in: 'query' as const, reason: 'cannot be combined with ids' })));
+      }
+      const ids = [...new Set(query.ids)];
+      const store = storeOrNotFound(reads, c.var.merchantId, query.store);
+      const found = reads.productsByIds(store, ids);
+      const meta = { current_page: 1, per_page: ids.length, last_page: 1, total: found.count };
+      const tail = `],"store":${JSON.stringify(store.slug)},"meta":${JSON.stringify(meta)}}`;
+      return c.body(Buffer.concat([DATA_OPEN, found.bytes, Buffer.from(tail)]), 200, JSON_TYPE) as never;
+    }
     const { store, page } = reads.consistent(() => {
       const store = storeOrNotFound(reads, c.var.merchantId, query.store);
       return { store, page: reads.productPage(store, query.page, clampPerPage(query.per_page)) };
@@ -46,6 +59,25 @@ export function publicApi(storage: CatalogStorage, reads = new CatalogReads(stor
     // spec 4.2: outside the merchant's catalog (including another merchant's id) is 404.
     if (payload === undefined) throw new ProblemError('not_found', `Product ${id} is not in the catalog.`);
     return c.body(Buffer.concat([DATA_OPEN_SINGLE, payload, OBJECT_CLOSE]), 200, JSON_TYPE) as never;
+  });
+
+  app.openapi(routes.listPrices, (c) => {
+    const query = c.req.valid('query');
+    const store = storeOrNotFound(reads, c.var.merchantId, query.store);
+    const prices = reads.pricesByIds(store, [...new Set(query.ids)]);
+    const tail = `],"store":${JSON.stringify(store.slug)}}`;
+    return c.body(Buffer.concat([DATA_OPEN, prices, Buffer.from(tail)]), 200, JSON_TYPE) as never;
+  });
+
+  app.openapi(routes.listChanges, (c) => {
+    const query = c.req.valid('query');
+    // spec 4.4 cursor rule 1: the two halves travel together.
+    if (query.since === undefined && c.req.query('since_id') !== undefined) {
+      throw invalidInput('query', [{ name: 'since_id', in: 'query', reason: 'must be sent together with since' }]);
+    }
+    const store = storeOrNotFound(reads, c.var.merchantId, query.store);
+    const window = readChangeFeed(storage, store, { since: query.since, sinceId: query.since_id }, feedWindow);
+    return c.json({ ...window, store: store.slug }, 200);
   });
 
   app.openapi(routes.listStores, (c) => {

@@ -139,4 +139,25 @@ CREATE TABLE store_id_sequence (last_id INTEGER NOT NULL);
 INSERT INTO store_id_sequence (last_id) SELECT coalesce(max(id), 0) FROM stores;
 `,
   },
+  {
+    id: 3,
+    name: 'change_feed',
+    sql: `
+-- Change timestamps are whole UTC seconds and never go back (spec 4.4): the last one handed out.
+CREATE TABLE change_clock (id INTEGER PRIMARY KEY CHECK (id = 1), last_at TEXT NOT NULL);
+UPDATE changes SET created_at = substr(created_at, 1, 19) || 'Z' WHERE length(created_at) > 20;
+INSERT INTO change_clock (id, last_at) SELECT 1, max(created_at) FROM changes HAVING count(*) > 0;
+
+-- Per store, the position of the newest change deleted by retention: a cursor before it is expired.
+CREATE TABLE change_horizons (
+  store_id INTEGER PRIMARY KEY REFERENCES stores(id) ON DELETE CASCADE,
+  created_at TEXT NOT NULL,
+  change_id INTEGER NOT NULL
+);
+
+DROP INDEX changes_store;
+CREATE INDEX changes_feed ON changes(store_id, created_at, id);
+CREATE INDEX changes_created ON changes(created_at);
+`,
+  },
 ];

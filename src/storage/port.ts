@@ -115,5 +115,27 @@ export interface CatalogStorage {
   publishedPageBytes(storeId: number, fromId: number, toId: number): Uint8Array;
   /** Every product id published for the store, ascending. */
   publishedProductIds(storeId: number): Float64Array | number[];
+  /** Payloads of the listed products found in the store, ascending, joined by commas, and their count. */
+  publishedPayloadsByIds(storeId: number, productIds: number[]): { bytes: Uint8Array; count: number };
+  /** `{"id":…,"prices":[…]}` of the listed products found in the store, ascending, joined by commas. */
+  publishedPricesByIds(storeId: number, productIds: number[]): Uint8Array;
+
+  // Changes (spec 2.6, 4.4)
   recordChanges(rows: ChangeRow[]): void;
+  /** The newest change timestamp handed out (the monotonic clock's state). */
+  lastChangeAt(): string | undefined;
+  setLastChangeAt(at: string): void;
+  /** The store's changes strictly after the position (at, id), in position order, at most `limit`. */
+  changesAfter(storeId: number, at: string, id: number, limit: number): StoredChange[];
+  /** The position of the newest change of the store deleted by retention. */
+  changeHorizon(storeId: number): { at: string; id: number } | undefined;
+  /** Deletes changes created before `cutoff` (in bounded batches), moving horizons; returns the count. */
+  pruneChangesBefore(cutoff: string): number;
+}
+
+export interface StoredChange {
+  id: number;
+  product_id: number;
+  change_type: ChangeType;
+  created_at: string;
 }

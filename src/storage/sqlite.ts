@@ -8,7 +8,7 @@ import type {
 } from '../catalog/model.js';
 import { migrations } from './migrations.js';
 import type {
-  ApiKeyRecord, CatalogStorage, ChangeRow, MerchantRecord, PricingRuleInputRecord, PublishedRow,
+  ApiKeyRecord, CatalogStorage, ChangeRow, StoredChange, MerchantRecord, PricingRuleInputRecord, PublishedRow,
   StoreInputRecord,
 } from './port.js';
 
@@ -412,8 +412,64 @@ export class SqliteStorage implements CatalogStorage {
       .pluck().all(storeId) as number[];
   }
 
+  publishedPayloadsByIds(storeId: number, productIds: number[]): { bytes: Uint8Array; count: number } {
+    const row = this.stmt(`SELECT CAST(coalesce(group_concat(payload, ','), '') AS BLOB) AS bytes, count(*) AS count FROM
+      (SELECT payload FROM published_products
+        WHERE store_id = ? AND product_id IN (SELECT value FROM json_each(?)) ORDER BY product_id)`)
+      .get(storeId, JSON.stringify(productIds)) as { bytes: Uint8Array; count: number };
+    return row;
+  }
+
+  publishedPricesByIds(storeId: number, productIds: number[]): Uint8Array {
+    // json() keeps the stored number literals, so amounts keep the currency's exact precision.
+    return this.stmt(`SELECT CAST(coalesce(group_concat(json_object('id', product_id, 'prices', json(json_extract(payload, '$.prices'))), ','), '') AS BLOB)
+      FROM (SELECT product_id, payload FROM published_products
+        WHERE store_id = ? AND product_id IN (SELECT value FROM json_each(?)) ORDER BY product_id)`)
+      .pluck().get(storeId, JSON.stringify(productIds)) as Uint8Array;
+  }
+
   recordChanges(rows: ChangeRow[]): void {
     const insert = this.stmt('INSERT INTO changes (store_id, product_id, change_type, created_at) VALUES (?, ?, ?, ?)');
     for (const row of rows) insert.run(row.storeId, row.productId, row.changeType, row.createdAt);
+  }
+
+  lastChangeAt(): string | undefined {
+    return this.stmt('SELECT last_at FROM change_clock WHERE id = 1').pluck().get() as string | undefined;
+  }
+
+  setLastChangeAt(at: string): void {
+    this.stmt('INSERT INTO change_clock (id, last_at) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET last_at = excluded.last_at').run(at);
+  }
+
+  changesAfter(storeId: number, at: string, id: number, limit: number): StoredChange[] {
+    return this.stmt(`SELECT id, product_id, change_type, created_at FROM changes
+      WHERE store_id = ? AND (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT ?`)
+      .all(storeId, at, id, limit) as StoredChange[];
+  }
+
+  changeHorizon(storeId: number): { at: string; id: number } | undefined {
+    return this.stmt('SELECT created_at AS at, change_id AS id FROM change_horizons WHERE store_id = ?')
+      .get(storeId) as { at: string; id: number } | undefined;
+  }
+
+  pruneChangesBefore(cutoff: string): number {
+    let deleted = 0;
+    // Bounded batches, each its own transaction, so pruning never holds the write lock for long.
+    for (;;) {
+      const batch = this.transaction(() => {
+        const ids = this.stmt('SELECT id FROM changes WHERE created_at < ? ORDER BY created_at, id LIMIT 10000')
+          .pluck().all(cutoff) as number[];
+        if (ids.length === 0) return 0;
+        const list = JSON.stringify(ids);
+        this.stmt(`INSERT INTO change_horizons (store_id, created_at, change_id)
+            SELECT store_id, created_at, max(id) FROM changes WHERE id IN (SELECT value FROM json_each(?)) GROUP BY store_id
+          ON CONFLICT (store_id) DO UPDATE SET created_at = excluded.created_at, change_id = excluded.change_id
+            WHERE (excluded.created_at, excluded.change_id) > (change_horizons.created_at, change_horizons.change_id)`).run(list);
+        this.stmt('DELETE FROM changes WHERE id IN (SELECT value FROM json_each(?))').run(list);
+        return ids.length;
+      });
+      deleted += batch;
+      if (batch === 0) return deleted;
+    }
   }
 }

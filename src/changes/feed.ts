@@ -1,0 +1,69 @@
+// The change feed (spec 4.4): the latest change per product in a window after an exact two-part
+// cursor. Positions are (created_at, id); timestamps never go back (clock.ts), so positions grow
+// with the id and a cursor resumes exactly where the previous window ended, whatever one second
+// holds.
+import type { StoreRecord } from '../catalog/model.js';
+import { ProblemError } from '../http/problem.js';
+import type { CatalogStorage, ChangeType } from '../storage/port.js';
+
+export interface ChangeEntry {
+  product_id: number;
+  change_type: ChangeType;
+  created_at: string;
+}
+
+export interface ChangeWindow {
+  changes: ChangeEntry[];
+  next_since: string;
+  next_id: number;
+}
+
+/** A position in a store's feed: a whole UTC second and a change id. */
+export interface FeedPosition {
+  at: string;
+  id: number;
+}
+
+/** The position before every change: where a feed with nothing deleted starts. */
+export const FEED_START: FeedPosition = { at: '1970-01-01T00:00:00Z', id: 0 };
+
+const before = (a: FeedPosition, b: FeedPosition) => a.at < b.at || (a.at === b.at && a.id < b.id);
+
+/**
+ * The position a client's cursor names. `since` is any RFC 3339 instant; changes carry whole
+ * seconds, so a fractional `since` means "from the next whole second on" (cursor rule 2 holds for
+ * every cursor the feed itself hands out, which are whole seconds).
+ */
+export function cursorPosition(since: string, sinceId: number): FeedPosition {
+  const ms = Date.parse(since);
+  const second = Math.floor(ms / 1000) * 1000;
+  if (ms !== second) return { at: `${new Date(second + 1000).toISOString().slice(0, 19)}Z`, id: 0 };
+  return { at: `${new Date(second).toISOString().slice(0, 19)}Z`, id: sinceId };
+}
+
+export function readChangeFeed(
+  storage: CatalogStorage, store: StoreRecord, cursor: { since?: string; sinceId?: number }, window: number,
+): ChangeWindow {
+  const horizon = storage.changeHorizon(store.id);
+  let from: FeedPosition;
+  if (cursor.since === undefined) {
+    // cursor rule 3: the first poll starts at the beginning of the retained history.
+    from = horizon ?? FEED_START;
+  } else {
+    from = cursorPosition(cursor.since, cursor.sinceId ?? 0);
+    if (horizon && before(from, horizon)) {
+      throw new ProblemError('cursor_expired',
+        'Changes after this cursor were deleted by retention. Resync the store from /v1/products, then poll with a new cursor.');
+    }
+  }
+  const rows = storage.changesAfter(store.id, from.at, from.id, window);
+  if (rows.length === 0) return { changes: [], next_since: from.at, next_id: from.id };
+  // spec 6 rule 3: only the latest change per product in the window, in position order.
+  const latest = new Map<number, ChangeEntry>();
+  for (const row of rows) {
+    latest.delete(row.product_id);
+    latest.set(row.product_id, { product_id: row.product_id, change_type: row.change_type, created_at: row.created_at });
+  }
+  const last = rows[rows.length - 1]!;
+  return { changes: [...latest.values()], next_since: last.created_at, next_id: last.id };
+}

@@ -1,0 +1,29 @@
+// Feed retention (product decisions, "Changes and the feed"): changes older than the retention
+// period are deleted, and each store remembers the newest deleted position so that a cursor
+// before it answers 410 instead of silently skipping what was deleted.
+import type { CatalogStorage } from '../storage/port.js';
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+/** Deletes changes recorded before now - retentionDays; returns how many were deleted. */
+export function pruneExpiredChanges(storage: CatalogStorage, now: Date, retentionDays: number): number {
+  const cutoff = `${new Date(now.getTime() - retentionDays * DAY_MS).toISOString().slice(0, 19)}Z`;
+  return storage.pruneChangesBefore(cutoff);
+}
+
+/** Runs the pruning now and then every interval, in the serving process; returns a stop function. */
+export function schedulePruning(
+  storage: CatalogStorage, now: () => Date, retentionDays: number, intervalSeconds: number,
+): () => void {
+  const run = () => {
+    try {
+      pruneExpiredChanges(storage, now(), retentionDays);
+    } catch (error) {
+      console.error('pruning expired changes failed:', error);
+    }
+  };
+  run();
+  const timer = setInterval(run, intervalSeconds * 1000);
+  timer.unref();
+  return () => clearInterval(timer);
+}

@@ -3,8 +3,8 @@
 //    rows of history and one with 1M, served by the real server in a child process; the latency
 //    of one full feed window (1000 changes) from a cursor in the middle of each history,
 //    interleaved. Target (issue #3): 1M / 10k <= 1.3 (the cost follows the window, not the history).
-// 2. An exchange-rate change that re-prices 100k products in 3 stores and records their changes,
-//    in one transaction. Target: <= 30 s here.
+// 2. An exchange-rate change that re-prices 100k products (in the stores priced in either of its
+//    currencies) and records their changes, in one transaction. Target: <= 30 s here.
 import { fork } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -93,7 +93,8 @@ function exchangeRateRepricing(dir: string): void {
   admin.upsertExchangeRate(merchantId, { base: 'EUR', quote: 'PLN', rate: '4.3120' });
   const seconds = (performance.now() - started) / 1000;
   const recorded = (storage.db.prepare('SELECT count(*) FROM changes').pluck().get() as number) - before;
-  console.log(`exchange-rate change EUR/PLN: re-resolved ${PRODUCTS} products x 3 stores and recorded ${recorded} changes in ${seconds.toFixed(1)} s (target <= 30 s)`);
+  const stores = storage.listStores(merchantId).filter((s) => ['EUR', 'PLN'].includes(s.currency)).length;
+  console.log(`exchange-rate change EUR/PLN: re-resolved ${PRODUCTS} products in the ${stores} stores priced in EUR or PLN and recorded ${recorded} changes in ${seconds.toFixed(1)} s (target <= 30 s)`);
   storage.close();
 }
 

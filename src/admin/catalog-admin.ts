@@ -183,14 +183,20 @@ export class CatalogAdmin {
       throw invalidInput('path', [{ name: 'quote', in: 'path', reason: 'must differ from base' }]);
     }
     if (!/[1-9]/.test(rate.rate)) throw invalidInput('body', [{ name: '/rate', in: 'body', reason: 'must be greater than 0' }]);
-    return this.writeAndRepublish(merchantId, () => this.storage.upsertExchangeRate(merchantId, rate));
+    return this.writeAndRepublish(merchantId, () => this.storage.upsertExchangeRate(merchantId, rate),
+      () => this.storesPricedIn(merchantId, rate.base, rate.quote));
+  }
+
+  /** A rate converts only between its two currencies (directly or inverted), so only stores in them can change. */
+  private storesPricedIn(merchantId: number, ...currencies: string[]): number[] {
+    return this.storage.listStores(merchantId).filter((s) => currencies.includes(s.currency)).map((s) => s.id);
   }
 
   deleteExchangeRate(merchantId: number, base: string, quote: string): void {
     this.merchant(merchantId);
     this.writeAndRepublish(merchantId, () => {
       if (!this.storage.deleteExchangeRate(merchantId, base, quote)) throw notFound(`Exchange rate ${base}/${quote}`);
-    });
+    }, () => this.storesPricedIn(merchantId, base, quote));
   }
 
   // Pricing rules

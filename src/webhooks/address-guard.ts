@@ -1,0 +1,64 @@
+// SSRF guard for outgoing webhook (and image) requests: `https://` only, and never to loopback,
+// private, link-local, unique-local, CGNAT, multicast, unspecified or IPv4-mapped addresses of
+// those. Checked at registration and again at connection time, after DNS resolution, so a name
+// that later resolves to an internal address is still refused. Operators opt hosts in explicitly
+// (CPS_WEBHOOK_ALLOW_HOSTS) for local development and tests.
+import { BlockList, isIP } from 'node:net';
+
+const blocked = new BlockList();
+for (const [network, prefix] of [
+  ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16],
+  ['172.16.0.0', 12], ['192.0.0.0', 24], ['192.0.2.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15],
+  ['198.51.100.0', 24], ['203.0.113.0', 24], ['224.0.0.0', 4], ['240.0.0.0', 4],
+] as const) blocked.addSubnet(network, prefix, 'ipv4');
+for (const [network, prefix] of [
+  ['::', 128], ['::1', 128], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8], ['64:ff9b::', 96], ['2001:db8::', 32],
+] as const) blocked.addSubnet(network, prefix, 'ipv6');
+
+/** True when an IP address must never be the target of an outgoing request. */
+export function isBlockedAddress(address: string): boolean {
+  const family = isIP(address);
+  if (family === 4) return blocked.check(address, 'ipv4');
+  if (family !== 6) return true;
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  if (mapped) return isBlockedAddress(mapped[1]!);
+  return blocked.check(address, 'ipv6');
+}
+
+export class AddressGuard {
+  private readonly allowed: Set<string>;
+
+  /** `allowHosts`: hostnames or IP addresses exempt from the guard (and allowed over http). */
+  constructor(allowHosts: readonly string[] = []) {
+    this.allowed = new Set(allowHosts.map((h) => h.toLowerCase().replace(/^\[|\]$/g, '')));
+  }
+
+  isAllowedHost(hostname: string): boolean {
+    return this.allowed.has(hostname.toLowerCase().replace(/^\[|\]$/g, ''));
+  }
+
+  /** Why a receiver URL is refused at registration, or null when it is acceptable. */
+  urlProblem(url: string): string | null {
+    let parsed: URL;
+    try {
+      parsed = new URL(url);
+    } catch {
+      return 'is not a valid URL';
+    }
+    if (parsed.username || parsed.password) return 'must not carry credentials';
+    const host = parsed.hostname.replace(/^\[|\]$/g, '');
+    if (this.isAllowedHost(host)) {
+      return parsed.protocol === 'https:' || parsed.protocol === 'http:' ? null : 'must use https://';
+    }
+    if (parsed.protocol !== 'https:') return 'must use https://';
+    if (host === 'localhost' || host.endsWith('.localhost')) return 'must not point at this machine';
+    if (isIP(host) && isBlockedAddress(host)) return 'must not point at a loopback, private or link-local address';
+    return null;
+  }
+
+  /** Checked at connection time on every address DNS returned. */
+  isBlockedConnection(hostname: string, address: string): boolean {
+    if (this.isAllowedHost(hostname) || this.isAllowedHost(address)) return false;
+    return isBlockedAddress(address);
+  }
+}

@@ -29,6 +29,34 @@ export interface Config {
     /** Products resolved and written per transaction by bulk re-publishing and imports. */
     publishChunk: number;
   };
+  webhooks: {
+    /** Hosts (names or IPs) exempt from the SSRF guard and allowed over http:// (local development, tests). */
+    allowHosts: string[];
+    /** Per-request time-out of a delivery. */
+    timeoutMs: number;
+    /** Changes of one event kind for one endpoint and store wait at most this long to be batched ... */
+    coalesceMs: number;
+    /** ... or until this many product ids are waiting. */
+    batchSize: number;
+    /** Deliveries in flight at once to one endpoint, and overall. */
+    perEndpointConcurrency: number;
+    overallConcurrency: number;
+    /** Waits before retry 1, 2, ... of a failed delivery (jittered ±20%); then it is given up. */
+    backoffSeconds: number[];
+    /** Consecutive failed attempts after which the merchant's owners are notified. */
+    notifyAfterFailures: number;
+    /** Owners are notified again for one failure streak at most this often. */
+    renotifyHours: number;
+    /** Consecutive failed attempts, spanning at least pauseMinStreakMinutes, that pause an endpoint ... */
+    pauseAfterFailures: number;
+    pauseMinStreakMinutes: number;
+    /** ... for this cooldown. */
+    cooldownMinutes: number;
+    /** How often the dispatcher looks for work. */
+    pollIntervalMs: number;
+  };
+  /** Owners' notifications by e-mail, in addition to the notifications table. */
+  smtp: { url: string | null; from: string };
   changes: {
     /** spec 4.4: recorded changes one `GET /v1/changes` response covers at most (1..1000). */
     feedWindow: number;
@@ -75,6 +103,25 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
       importBodyBytes: int(env, 'CPS_IMPORT_BODY_BYTES', 64 * 1024 * 1024),
       publishChunk: int(env, 'CPS_PUBLISH_CHUNK', 2000),
     },
+    webhooks: {
+      allowHosts: (env.CPS_WEBHOOK_ALLOW_HOSTS ?? '').split(',').map((h) => h.trim()).filter(Boolean),
+      timeoutMs: int(env, 'CPS_WEBHOOK_TIMEOUT_MS', 10_000),
+      coalesceMs: int(env, 'CPS_WEBHOOK_COALESCE_MS', 2000),
+      batchSize: Math.min(100, Math.max(1, int(env, 'CPS_WEBHOOK_BATCH_SIZE', 100))),
+      perEndpointConcurrency: Math.max(1, int(env, 'CPS_WEBHOOK_ENDPOINT_CONCURRENCY', 4)),
+      overallConcurrency: Math.max(1, int(env, 'CPS_WEBHOOK_CONCURRENCY', 32)),
+      backoffSeconds: (env.CPS_WEBHOOK_BACKOFF_SECONDS ?? '30,120,600,3600,21600').split(',').map((v) => {
+        if (!/^\d+$/.test(v.trim())) throw new Error(`CPS_WEBHOOK_BACKOFF_SECONDS must list whole seconds, got "${v}"`);
+        return Number(v.trim());
+      }),
+      notifyAfterFailures: Math.max(1, int(env, 'CPS_WEBHOOK_NOTIFY_AFTER_FAILURES', 5)),
+      renotifyHours: int(env, 'CPS_WEBHOOK_RENOTIFY_HOURS', 24),
+      pauseAfterFailures: Math.max(1, int(env, 'CPS_WEBHOOK_PAUSE_AFTER_FAILURES', 20)),
+      pauseMinStreakMinutes: int(env, 'CPS_WEBHOOK_PAUSE_MIN_STREAK_MINUTES', 60),
+      cooldownMinutes: int(env, 'CPS_WEBHOOK_COOLDOWN_MINUTES', 60),
+      pollIntervalMs: Math.max(10, int(env, 'CPS_WEBHOOK_POLL_INTERVAL_MS', 250)),
+    },
+    smtp: { url: env.CPS_SMTP_URL || null, from: env.CPS_SMTP_FROM || 'catalog-publishing@localhost' },
     changes: {
       feedWindow: Math.min(1000, Math.max(1, int(env, 'CPS_FEED_WINDOW', 1000))),
       retentionDays: Math.max(1, int(env, 'CPS_CHANGE_RETENTION_DAYS', 30)),
@@ -85,5 +132,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     ...config, ...overrides,
     limits: { ...config.limits, ...overrides.limits },
     changes: { ...config.changes, ...overrides.changes },
+    webhooks: { ...config.webhooks, ...overrides.webhooks },
+    smtp: { ...config.smtp, ...overrides.smtp },
   };
 }

@@ -83,7 +83,7 @@ export class CatalogPublisher {
         const published = [...this.storage.publishedHashes(store.id, productIds).keys()];
         if (published.length === 0) continue;
         this.storage.deletePublished(store.id, published);
-        this.changes.record(published.map((productId) => ({ storeId: store.id, productId, changeType: 'removed' as const })));
+        this.changes.record(merchantId, published.map((productId) => ({ storeId: store.id, productId, changeType: 'removed' as const })));
         summary.changes += published.length;
         touched.push(store.id);
       }
@@ -123,7 +123,7 @@ export class CatalogPublisher {
         }
       }
       this.storage.upsertPublished(store.id, rows);
-      this.changes.record(changes);
+      this.changes.record(context.merchantId, changes);
       summary.changes += changes.length;
       if (added) this.storage.bumpCatalogVersion([store.id]);
     }

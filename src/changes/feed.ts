@@ -37,11 +37,21 @@ const before = (a: FeedPosition, b: FeedPosition) => a.at < b.at || (a.at === b.
 export function cursorPosition(since: string, sinceId: number): FeedPosition {
   const ms = Date.parse(since);
   const second = Math.floor(ms / 1000) * 1000;
-  if (ms !== second) return { at: `${new Date(second + 1000).toISOString().slice(0, 19)}Z`, id: 0 };
+  // Date.parse keeps milliseconds only: 09:26:53.0001Z is still an instant after 09:26:53.
+  const fraction = /^[^.]*\.([0-9]+)/.exec(since)?.[1] ?? '';
+  if (ms !== second || /[1-9]/.test(fraction)) return { at: `${new Date(second + 1000).toISOString().slice(0, 19)}Z`, id: 0 };
   return { at: `${new Date(second).toISOString().slice(0, 19)}Z`, id: sinceId };
 }
 
 export function readChangeFeed(
+  storage: CatalogStorage, store: StoreRecord, cursor: { since?: string; sinceId?: number }, window: number,
+): ChangeWindow {
+  // One snapshot: pruning committed (by another process) between reading the horizon and reading
+  // the window would otherwise let a cursor it just expired skip the deleted changes without a 410.
+  return storage.snapshot(() => readWindow(storage, store, cursor, window));
+}
+
+function readWindow(
   storage: CatalogStorage, store: StoreRecord, cursor: { since?: string; sinceId?: number }, window: number,
 ): ChangeWindow {
   const horizon = storage.changeHorizon(store.id);

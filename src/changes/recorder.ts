@@ -1,5 +1,6 @@
-// Records detected changes (spec 6) with a monotonic timestamp, inside the caller's transaction.
-import type { CatalogStorage, ChangeType } from '../storage/port.js';
+// Records detected changes (spec 6) with a monotonic timestamp, inside the caller's transaction,
+// together with the webhook outbox rows they cause: a crash can lose neither without the other.
+import type { CatalogStorage, ChangeType, OutboxRow } from '../storage/port.js';
 import { nextChangeTimestamp } from './clock.js';
 
 export interface DetectedChange {
@@ -11,11 +12,31 @@ export interface DetectedChange {
 export class ChangeRecorder {
   constructor(private readonly storage: CatalogStorage, private readonly now: () => Date) {}
 
-  /** Writes the changes; must run inside the transaction of the data change that caused them. */
-  record(changes: DetectedChange[]): void {
+  /** Writes the merchant's changes; must run inside the transaction of the data change that caused them. */
+  record(merchantId: number, changes: DetectedChange[]): void {
     if (changes.length === 0) return;
-    const createdAt = nextChangeTimestamp(this.now(), this.storage.lastChangeAt());
+    const now = this.now();
+    const createdAt = nextChangeTimestamp(now, this.storage.lastChangeAt());
     this.storage.setLastChangeAt(createdAt);
     this.storage.recordChanges(changes.map((change) => ({ ...change, createdAt })));
+    this.storage.insertOutbox(this.outboxRows(merchantId, changes, now.toISOString()));
+  }
+
+  /** One outbox row per (subscribed endpoint, change): scope and event filters (docs/WEBHOOKS.md). */
+  private outboxRows(merchantId: number, changes: DetectedChange[], createdAt: string): OutboxRow[] {
+    const endpoints = this.storage.listWebhookEndpoints(merchantId).filter((e) => e.status !== 'disabled');
+    if (endpoints.length === 0) return [];
+    const rows: OutboxRow[] = [];
+    for (const change of changes) {
+      for (const endpoint of endpoints) {
+        if (endpoint.store_id !== null && endpoint.store_id !== change.storeId) continue;
+        if (!endpoint.events.includes(change.changeType)) continue;
+        // spec 2.7: store_id is null for all-stores endpoints when the change is not store-specific;
+        // a removal takes the product out of every store at once.
+        const storeId = endpoint.store_id === null && change.changeType === 'removed' ? null : change.storeId;
+        rows.push({ endpointId: endpoint.id, event: change.changeType, storeId, productId: change.productId, createdAt });
+      }
+    }
+    return rows;
   }
 }

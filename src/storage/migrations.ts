@@ -160,4 +160,79 @@ CREATE INDEX changes_feed ON changes(store_id, created_at, id);
 CREATE INDEX changes_created ON changes(created_at);
 `,
   },
+  {
+    id: 4,
+    name: 'webhooks',
+    sql: `
+-- Receiver endpoints (spec 3, 4.5) with their health.
+CREATE TABLE webhook_endpoints (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  merchant_id INTEGER NOT NULL REFERENCES merchants(id),
+  url TEXT NOT NULL,
+  store_id INTEGER REFERENCES stores(id) ON DELETE CASCADE,
+  events TEXT NOT NULL,
+  secret TEXT NOT NULL,
+  status TEXT NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'paused', 'disabled')),
+  consecutive_failures INTEGER NOT NULL DEFAULT 0,
+  failure_streak_started_at TEXT,
+  paused_until TEXT,
+  owners_notified_at TEXT,
+  disabled_reason TEXT,
+  last_success_at TEXT,
+  last_failure_at TEXT,
+  created_at TEXT NOT NULL
+);
+CREATE INDEX webhook_endpoints_merchant ON webhook_endpoints(merchant_id);
+
+-- The durable outbox: one row per (endpoint, change), written with the change.
+CREATE TABLE webhook_outbox (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  endpoint_id INTEGER NOT NULL REFERENCES webhook_endpoints(id) ON DELETE CASCADE,
+  event TEXT NOT NULL,
+  store_id INTEGER,
+  product_id INTEGER NOT NULL,
+  created_at TEXT NOT NULL
+);
+CREATE INDEX webhook_outbox_group ON webhook_outbox(endpoint_id, event, store_id, id);
+
+CREATE TABLE webhook_deliveries (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  endpoint_id INTEGER NOT NULL REFERENCES webhook_endpoints(id) ON DELETE CASCADE,
+  event TEXT NOT NULL,
+  store_id INTEGER,
+  product_ids TEXT NOT NULL,
+  occurred_at TEXT,
+  status TEXT NOT NULL CHECK (status IN ('pending', 'succeeded', 'failed', 'given_up', 'dropped')),
+  attempts INTEGER NOT NULL DEFAULT 0,
+  next_attempt_at TEXT,
+  created_at TEXT NOT NULL
+);
+CREATE INDEX webhook_deliveries_due ON webhook_deliveries(next_attempt_at) WHERE status IN ('pending', 'failed');
+CREATE INDEX webhook_deliveries_endpoint ON webhook_deliveries(endpoint_id, id);
+
+CREATE TABLE webhook_attempts (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  delivery_id INTEGER NOT NULL REFERENCES webhook_deliveries(id) ON DELETE CASCADE,
+  at TEXT NOT NULL,
+  status_code INTEGER,
+  error TEXT,
+  latency_ms INTEGER NOT NULL,
+  response_snippet TEXT
+);
+CREATE INDEX webhook_attempts_delivery ON webhook_attempts(delivery_id, id);
+
+-- The owners' notifier outbox: always written; e-mailed when SMTP is configured.
+CREATE TABLE notifications (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  merchant_id INTEGER NOT NULL REFERENCES merchants(id),
+  endpoint_id INTEGER,
+  kind TEXT NOT NULL,
+  subject TEXT NOT NULL,
+  body TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  emailed_at TEXT
+);
+CREATE INDEX notifications_merchant ON notifications(merchant_id, id);
+`,
+  },
 ];

@@ -2,6 +2,7 @@
 // storage/sqlite.ts implements it on better-sqlite3; another engine implements this interface
 // and the domain (catalog/, admin/, changes/) does not change. The port is synchronous because
 // resolution and change recording must commit in one transaction with the write that caused them.
+import type { EndpointHealth } from '../webhooks/health.js';
 import type {
   AttributeDefinitionRecord, CustomerGroupRecord, ExchangeRateRecord, ImageMirrorRecord,
   PricingRuleRecord, ProductRecord, ProductSourceDocument, StoreRecord, SupplierRecord,
@@ -131,6 +132,98 @@ export interface CatalogStorage {
   changeHorizon(storeId: number): { at: string; id: number } | undefined;
   /** Deletes changes created before `cutoff` (in bounded batches), moving horizons; returns the count. */
   pruneChangesBefore(cutoff: string): number;
+
+  // Webhooks (spec 3, 4.5)
+  createWebhookEndpoint(input: WebhookEndpointInputRecord): WebhookEndpointRecord;
+  listWebhookEndpoints(merchantId: number): WebhookEndpointRecord[];
+  /** An endpoint by id, of any merchant when merchantId is undefined. */
+  getWebhookEndpoint(id: number, merchantId?: number): WebhookEndpointRecord | undefined;
+  updateWebhookEndpoint(id: number, patch: Partial<Omit<WebhookEndpointRecord, 'id' | 'merchant_id' | 'created_at'>>): void;
+  deleteWebhookEndpoint(id: number): void;
+  insertOutbox(rows: OutboxRow[]): void;
+  /** Waiting outbox rows per (endpoint, event, store), with their count and oldest time. */
+  outboxGroups(): OutboxGroup[];
+  /** The group's rows in arrival order, at most `limit`. */
+  outboxRows(group: Pick<OutboxGroup, 'endpointId' | 'event' | 'storeId'>, limit: number): { id: number; productId: number }[];
+  deleteOutboxRows(ids: number[]): void;
+  insertDelivery(input: Omit<DeliveryRecord, 'id'>): DeliveryRecord;
+  getDelivery(id: number): DeliveryRecord | undefined;
+  /** Pending or failed deliveries whose next attempt is due, of endpoints that are active. */
+  dueDeliveries(now: string, limit: number): DeliveryRecord[];
+  updateDelivery(id: number, patch: Partial<Omit<DeliveryRecord, 'id' | 'endpoint_id'>>): void;
+  /** Marks the endpoint's pending and failed deliveries dropped; returns how many. */
+  dropPendingDeliveries(endpointId: number): number;
+  recordAttempt(deliveryId: number, attempt: AttemptRecord): void;
+  listDeliveries(endpointId: number, filter: { status?: DeliveryStatus; limit: number; beforeId?: number }): DeliveryRecord[];
+  listAttempts(deliveryId: number): AttemptRecord[];
+  /** Failed, given-up or dropped deliveries of the endpoint created at or after `since`. */
+  unsuccessfulDeliveriesSince(endpointId: number, since: string): DeliveryRecord[];
+  insertNotification(input: Omit<NotificationRecord, 'id' | 'emailed_at'>): NotificationRecord;
+  listNotifications(merchantId: number, limit: number): NotificationRecord[];
+  markNotificationEmailed(id: number, at: string): void;
+}
+
+export interface WebhookEndpointRecord extends EndpointHealth {
+  id: number;
+  merchant_id: number;
+  url: string;
+  /** null: every store of the merchant. */
+  store_id: number | null;
+  events: ChangeType[];
+  secret: string;
+  created_at: string;
+}
+
+export type WebhookEndpointInputRecord = Pick<WebhookEndpointRecord, 'merchant_id' | 'url' | 'store_id' | 'events' | 'secret' | 'created_at'>;
+
+export interface OutboxRow {
+  endpointId: number;
+  event: ChangeType;
+  storeId: number | null;
+  productId: number;
+  createdAt: string;
+}
+
+export interface OutboxGroup {
+  endpointId: number;
+  event: ChangeType;
+  storeId: number | null;
+  count: number;
+  oldestAt: string;
+}
+
+export type DeliveryStatus = 'pending' | 'succeeded' | 'failed' | 'given_up' | 'dropped';
+
+export interface DeliveryRecord {
+  id: number;
+  endpoint_id: number;
+  event: ChangeType;
+  store_id: number | null;
+  product_ids: number[];
+  occurred_at: string | null;
+  status: DeliveryStatus;
+  attempts: number;
+  next_attempt_at: string | null;
+  created_at: string;
+}
+
+export interface AttemptRecord {
+  at: string;
+  status_code: number | null;
+  error: string | null;
+  latency_ms: number;
+  response_snippet: string | null;
+}
+
+export interface NotificationRecord {
+  id: number;
+  merchant_id: number;
+  endpoint_id: number | null;
+  kind: 'failing' | 'paused' | 'disabled';
+  subject: string;
+  body: string;
+  created_at: string;
+  emailed_at: string | null;
 }
 
 export interface StoredChange {

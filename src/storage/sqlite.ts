@@ -8,6 +8,8 @@ import type {
 } from '../catalog/model.js';
 import { migrations } from './migrations.js';
 import type {
+  AttemptRecord, DeliveryRecord, DeliveryStatus, NotificationRecord, OutboxGroup, OutboxRow,
+  WebhookEndpointInputRecord, WebhookEndpointRecord,
   ApiKeyRecord, CatalogStorage, ChangeRow, StoredChange, MerchantRecord, PricingRuleInputRecord, PublishedRow,
   StoreInputRecord,
 } from './port.js';
@@ -54,6 +56,20 @@ const toProduct = (r: Row): ProductRecord => ({
   ref: r.ref as string,
   source: JSON.parse(r.source as string) as ProductSourceDocument,
 });
+
+const toEndpoint = (r: Row): WebhookEndpointRecord => ({
+  ...(r as unknown as WebhookEndpointRecord),
+  events: JSON.parse(r.events as string),
+});
+
+const toDelivery = (r: Row): DeliveryRecord => ({
+  ...(r as unknown as DeliveryRecord),
+  product_ids: JSON.parse(r.product_ids as string),
+});
+
+const ENDPOINT_FIELDS = ['url', 'store_id', 'events', 'secret', 'status', 'consecutive_failures', 'failure_streak_started_at',
+  'paused_until', 'owners_notified_at', 'disabled_reason', 'last_success_at', 'last_failure_at'] as const;
+const DELIVERY_FIELDS = ['event', 'store_id', 'product_ids', 'occurred_at', 'status', 'attempts', 'next_attempt_at', 'created_at'] as const;
 
 const API_KEY_COLUMNS = 'id, merchant_id, name, prefix, created_at, revoked_at';
 
@@ -471,5 +487,120 @@ export class SqliteStorage implements CatalogStorage {
       deleted += batch;
       if (batch === 0) return deleted;
     }
+  }
+
+  // Webhooks
+
+  createWebhookEndpoint(input: WebhookEndpointInputRecord): WebhookEndpointRecord {
+    const info = this.stmt(`INSERT INTO webhook_endpoints (merchant_id, url, store_id, events, secret, created_at)
+      VALUES (?, ?, ?, ?, ?, ?)`).run(input.merchant_id, input.url, input.store_id, JSON.stringify(input.events), input.secret, input.created_at);
+    return this.getWebhookEndpoint(Number(info.lastInsertRowid))!;
+  }
+
+  listWebhookEndpoints(merchantId: number): WebhookEndpointRecord[] {
+    return (this.stmt('SELECT * FROM webhook_endpoints WHERE merchant_id = ? ORDER BY id').all(merchantId) as Row[]).map(toEndpoint);
+  }
+
+  getWebhookEndpoint(id: number, merchantId?: number): WebhookEndpointRecord | undefined {
+    const row = this.stmt('SELECT * FROM webhook_endpoints WHERE id = ? AND merchant_id = coalesce(?, merchant_id)')
+      .get(id, merchantId ?? null) as Row | undefined;
+    return row && toEndpoint(row);
+  }
+
+  updateWebhookEndpoint(id: number, patch: Partial<Omit<WebhookEndpointRecord, 'id' | 'merchant_id' | 'created_at'>>): void {
+    const fields = ENDPOINT_FIELDS.filter((f) => f in patch);
+    if (fields.length === 0) return;
+    const values = fields.map((f) => (f === 'events' ? JSON.stringify(patch.events) : (patch[f] as unknown)));
+    this.db.prepare(`UPDATE webhook_endpoints SET ${fields.map((f) => `${f} = ?`).join(', ')} WHERE id = ?`).run(...values, id);
+  }
+
+  deleteWebhookEndpoint(id: number): void {
+    this.stmt('DELETE FROM webhook_endpoints WHERE id = ?').run(id);
+  }
+
+  insertOutbox(rows: OutboxRow[]): void {
+    const insert = this.stmt('INSERT INTO webhook_outbox (endpoint_id, event, store_id, product_id, created_at) VALUES (?, ?, ?, ?, ?)');
+    for (const row of rows) insert.run(row.endpointId, row.event, row.storeId, row.productId, row.createdAt);
+  }
+
+  outboxGroups(): OutboxGroup[] {
+    return this.stmt(`SELECT endpoint_id AS endpointId, event, store_id AS storeId, count(*) AS count, min(created_at) AS oldestAt
+      FROM webhook_outbox GROUP BY endpoint_id, event, store_id ORDER BY min(id)`).all() as OutboxGroup[];
+  }
+
+  outboxRows(group: Pick<OutboxGroup, 'endpointId' | 'event' | 'storeId'>, limit: number): { id: number; productId: number }[] {
+    return this.stmt(`SELECT id, product_id AS productId FROM webhook_outbox
+      WHERE endpoint_id = ? AND event = ? AND store_id IS ? ORDER BY id LIMIT ?`)
+      .all(group.endpointId, group.event, group.storeId, limit) as { id: number; productId: number }[];
+  }
+
+  deleteOutboxRows(ids: number[]): void {
+    if (ids.length === 0) return;
+    this.stmt('DELETE FROM webhook_outbox WHERE id IN (SELECT value FROM json_each(?))').run(JSON.stringify(ids));
+  }
+
+  insertDelivery(input: Omit<DeliveryRecord, 'id'>): DeliveryRecord {
+    const info = this.stmt(`INSERT INTO webhook_deliveries (endpoint_id, event, store_id, product_ids, occurred_at, status, attempts, next_attempt_at, created_at)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`).run(input.endpoint_id, input.event, input.store_id, JSON.stringify(input.product_ids),
+      input.occurred_at, input.status, input.attempts, input.next_attempt_at, input.created_at);
+    return this.getDelivery(Number(info.lastInsertRowid))!;
+  }
+
+  getDelivery(id: number): DeliveryRecord | undefined {
+    const row = this.stmt('SELECT * FROM webhook_deliveries WHERE id = ?').get(id) as Row | undefined;
+    return row && toDelivery(row);
+  }
+
+  dueDeliveries(now: string, limit: number): DeliveryRecord[] {
+    return (this.stmt(`SELECT d.* FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+      WHERE d.status IN ('pending', 'failed') AND d.next_attempt_at <= ? AND e.status = 'active'
+      ORDER BY d.next_attempt_at, d.id LIMIT ?`).all(now, limit) as Row[]).map(toDelivery);
+  }
+
+  updateDelivery(id: number, patch: Partial<Omit<DeliveryRecord, 'id' | 'endpoint_id'>>): void {
+    const fields = DELIVERY_FIELDS.filter((f) => f in patch);
+    if (fields.length === 0) return;
+    const values = fields.map((f) => (f === 'product_ids' ? JSON.stringify(patch.product_ids) : (patch[f] as unknown)));
+    this.db.prepare(`UPDATE webhook_deliveries SET ${fields.map((f) => `${f} = ?`).join(', ')} WHERE id = ?`).run(...values, id);
+  }
+
+  dropPendingDeliveries(endpointId: number): number {
+    return this.stmt(`UPDATE webhook_deliveries SET status = 'dropped', next_attempt_at = NULL
+      WHERE endpoint_id = ? AND status IN ('pending', 'failed')`).run(endpointId).changes;
+  }
+
+  recordAttempt(deliveryId: number, attempt: AttemptRecord): void {
+    this.stmt(`INSERT INTO webhook_attempts (delivery_id, at, status_code, error, latency_ms, response_snippet)
+      VALUES (?, ?, ?, ?, ?, ?)`).run(deliveryId, attempt.at, attempt.status_code, attempt.error, attempt.latency_ms, attempt.response_snippet);
+  }
+
+  listDeliveries(endpointId: number, filter: { status?: DeliveryStatus; limit: number; beforeId?: number }): DeliveryRecord[] {
+    return (this.stmt(`SELECT * FROM webhook_deliveries WHERE endpoint_id = ? AND status = coalesce(?, status)
+      AND id < coalesce(?, 9223372036854775807) ORDER BY id DESC LIMIT ?`)
+      .all(endpointId, filter.status ?? null, filter.beforeId ?? null, filter.limit) as Row[]).map(toDelivery);
+  }
+
+  listAttempts(deliveryId: number): AttemptRecord[] {
+    return this.stmt('SELECT at, status_code, error, latency_ms, response_snippet FROM webhook_attempts WHERE delivery_id = ? ORDER BY id')
+      .all(deliveryId) as AttemptRecord[];
+  }
+
+  unsuccessfulDeliveriesSince(endpointId: number, since: string): DeliveryRecord[] {
+    return (this.stmt(`SELECT * FROM webhook_deliveries WHERE endpoint_id = ? AND created_at >= ?
+      AND status IN ('failed', 'given_up', 'dropped') ORDER BY id`).all(endpointId, since) as Row[]).map(toDelivery);
+  }
+
+  insertNotification(input: Omit<NotificationRecord, 'id' | 'emailed_at'>): NotificationRecord {
+    const info = this.stmt(`INSERT INTO notifications (merchant_id, endpoint_id, kind, subject, body, created_at)
+      VALUES (?, ?, ?, ?, ?, ?)`).run(input.merchant_id, input.endpoint_id, input.kind, input.subject, input.body, input.created_at);
+    return this.stmt('SELECT * FROM notifications WHERE id = ?').get(info.lastInsertRowid) as NotificationRecord;
+  }
+
+  listNotifications(merchantId: number, limit: number): NotificationRecord[] {
+    return this.stmt('SELECT * FROM notifications WHERE merchant_id = ? ORDER BY id DESC LIMIT ?').all(merchantId, limit) as NotificationRecord[];
+  }
+
+  markNotificationEmailed(id: number, at: string): void {
+    this.stmt('UPDATE notifications SET emailed_at = ? WHERE id = ?').run(at, id);
   }
 }

@@ -1,0 +1,216 @@
+// The webhook dispatcher (spec 3, 4.5; product decisions, "Webhook delivery"): turns outbox rows
+// into coalesced deliveries, sends the due ones with bounded concurrency, retries with backoff,
+// and drives each endpoint's health. Runs in `serve` and alone as `worker`; all state is in the
+// database, so a crash at any point loses nothing and at worst re-sends (at-least-once).
+import type { Config } from '../config.js';
+import type { CatalogStorage, DeliveryRecord, OutboxGroup, WebhookEndpointRecord } from '../storage/port.js';
+import {
+  afterFailure, afterGone, afterSuccess, onChange, type EndpointHealth, type HealthPolicy,
+} from './health.js';
+import type { Notifier } from './notifier.js';
+import { nextAttemptAt, parseRetryAfter } from './retry.js';
+import type { DeliverySender } from './sender.js';
+import { signedHeaders } from './signing.js';
+
+export type WebhookConfig = Config['webhooks'];
+
+export interface DispatcherDependencies {
+  now: () => Date;
+  sender: DeliverySender;
+  notifier: Notifier;
+  random?: () => number;
+}
+
+/** A claimed delivery is re-sent after this much more than the time-out if its process died. */
+const LEASE_MARGIN_MS = 30_000;
+
+export function healthPolicy(config: WebhookConfig): HealthPolicy {
+  return {
+    notifyAfterFailures: config.notifyAfterFailures,
+    renotifyAfterMs: config.renotifyHours * 3600_000,
+    pauseAfterFailures: config.pauseAfterFailures,
+    pauseMinStreakMs: config.pauseMinStreakMinutes * 60_000,
+    cooldownMs: config.cooldownMinutes * 60_000,
+  };
+}
+
+const healthOf = (e: WebhookEndpointRecord): EndpointHealth => ({
+  status: e.status,
+  consecutive_failures: e.consecutive_failures,
+  failure_streak_started_at: e.failure_streak_started_at,
+  paused_until: e.paused_until,
+  owners_notified_at: e.owners_notified_at,
+  disabled_reason: e.disabled_reason,
+  last_success_at: e.last_success_at,
+  last_failure_at: e.last_failure_at,
+});
+
+/** The JSON body of a delivery (spec 2.7), in the spec's field order. */
+export function deliveryBody(delivery: Pick<DeliveryRecord, 'event' | 'store_id' | 'product_ids'>, occurredAt: string): string {
+  return JSON.stringify({ event: delivery.event, store_id: delivery.store_id, product_ids: delivery.product_ids, occurred_at: occurredAt });
+}
+
+export class WebhookDispatcher {
+  private readonly inflightByEndpoint = new Map<number, number>();
+  private readonly inflight = new Map<number, Promise<void>>();
+  private readonly policy: HealthPolicy;
+  private timer: NodeJS.Timeout | null = null;
+  private ticking: Promise<void> | null = null;
+
+  constructor(
+    private readonly storage: CatalogStorage,
+    private readonly config: WebhookConfig,
+    private readonly deps: DispatcherDependencies,
+  ) {
+    this.policy = healthPolicy(config);
+  }
+
+  /** One round: coalesce waiting changes, then send what is due; resolves when those sends ended. */
+  async tick(): Promise<void> {
+    this.coalesce();
+    await this.sendDue();
+  }
+
+  /** Polls for work every pollIntervalMs until stop(). */
+  start(): void {
+    if (this.timer) return;
+    this.timer = setInterval(() => {
+      if (this.ticking) return;
+      this.ticking = this.tick()
+        .catch((error: unknown) => console.error('webhook dispatcher round failed:', error))
+        .finally(() => { this.ticking = null; });
+    }, this.config.pollIntervalMs);
+  }
+
+  /** Stops polling and waits for deliveries in flight. */
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await this.ticking;
+    await Promise.all(this.inflight.values());
+    await this.deps.notifier.flush();
+  }
+
+  /**
+   * Coalescing: changes of one event kind for one endpoint and store are batched for up to
+   * coalesceMs or batchSize product ids, whichever comes first. Returns the deliveries created.
+   */
+  coalesce(): number {
+    const now = this.deps.now();
+    return this.storage.transaction(() => {
+      let created = 0;
+      for (const group of this.storage.outboxGroups()) created += this.coalesceGroup(group, now);
+      return created;
+    });
+  }
+
+  private coalesceGroup(group: OutboxGroup, now: Date): number {
+    const waitedMs = now.getTime() - Date.parse(group.oldestAt);
+    const timeIsUp = waitedMs >= this.config.coalesceMs;
+    if (!timeIsUp && group.count < this.config.batchSize) return 0;
+    const endpoint = this.storage.getWebhookEndpoint(group.endpointId);
+    const rows = this.storage.outboxRows(group, Math.max(group.count, 1));
+    if (!endpoint) {
+      this.storage.deleteOutboxRows(rows.map((r) => r.id));
+      return 0;
+    }
+    // spec 3: a change after the cooldown resumes a paused endpoint; during it, nothing is sent.
+    const { health, deliver } = onChange(healthOf(endpoint), now);
+    if (health.status !== endpoint.status) this.storage.updateWebhookEndpoint(endpoint.id, health);
+    if (!deliver) {
+      this.storage.deleteOutboxRows(rows.map((r) => r.id));
+      return 0;
+    }
+    const batches: { rowIds: number[]; productIds: number[] }[] = [];
+    let current = { rowIds: [] as number[], productIds: [] as number[] };
+    for (const row of rows) {
+      if (!current.productIds.includes(row.productId)) {
+        if (current.productIds.length === this.config.batchSize) {
+          batches.push(current);
+          current = { rowIds: [], productIds: [] };
+        }
+        current.productIds.push(row.productId);
+      }
+      current.rowIds.push(row.id);
+    }
+    // A partial batch waits for more ids until its time is up.
+    if (current.productIds.length === this.config.batchSize || (timeIsUp && current.productIds.length > 0)) batches.push(current);
+    const createdAt = now.toISOString();
+    for (const batch of batches) {
+      this.storage.insertDelivery({
+        endpoint_id: endpoint.id, event: group.event, store_id: group.storeId, product_ids: batch.productIds.sort((a, b) => a - b),
+        occurred_at: null, status: 'pending', attempts: 0, next_attempt_at: createdAt, created_at: createdAt,
+      });
+      this.storage.deleteOutboxRows(batch.rowIds);
+    }
+    return batches.length;
+  }
+
+  /** Sends every due delivery within the concurrency bounds; resolves when they finished. */
+  async sendDue(): Promise<number> {
+    const now = this.deps.now();
+    const free = this.config.overallConcurrency - this.inflight.size;
+    if (free <= 0) return 0;
+    const due = this.storage.dueDeliveries(now.toISOString(), free + this.inflight.size);
+    const started: Promise<void>[] = [];
+    for (const delivery of due) {
+      if (this.inflight.size >= this.config.overallConcurrency) break;
+      if (this.inflight.has(delivery.id)) continue;
+      const busy = this.inflightByEndpoint.get(delivery.endpoint_id) ?? 0;
+      if (busy >= this.config.perEndpointConcurrency) continue;
+      this.inflightByEndpoint.set(delivery.endpoint_id, busy + 1);
+      const sending = this.attempt(delivery).finally(() => {
+        this.inflight.delete(delivery.id);
+        this.inflightByEndpoint.set(delivery.endpoint_id, (this.inflightByEndpoint.get(delivery.endpoint_id) ?? 1) - 1);
+      });
+      this.inflight.set(delivery.id, sending);
+      started.push(sending);
+    }
+    await Promise.all(started);
+    return started.length;
+  }
+
+  private async attempt(delivery: DeliveryRecord): Promise<void> {
+    const endpoint = this.storage.getWebhookEndpoint(delivery.endpoint_id);
+    if (!endpoint || endpoint.status !== 'active') return;
+    const now = this.deps.now();
+    // spec 6 rule 2: occurred_at is the dispatch time, kept on retries so receivers can deduplicate.
+    const occurredAt = delivery.occurred_at ?? `${now.toISOString().slice(0, 19)}Z`;
+    const body = deliveryBody(delivery, occurredAt);
+    // Claim it: should this process die mid-send, the lease expires and the delivery is re-sent.
+    this.storage.updateDelivery(delivery.id, {
+      occurred_at: occurredAt, next_attempt_at: new Date(now.getTime() + this.config.timeoutMs + LEASE_MARGIN_MS).toISOString(),
+    });
+    const result = await this.deps.sender.send(endpoint.url, signedHeaders(endpoint.secret, body, now), body);
+    const at = this.deps.now();
+    this.storage.transaction(() => {
+      this.storage.recordAttempt(delivery.id, {
+        at: at.toISOString(), status_code: result.statusCode, error: result.error, latency_ms: result.latencyMs,
+        response_snippet: result.responseSnippet,
+      });
+      const attempts = delivery.attempts + 1;
+      const current = this.storage.getWebhookEndpoint(endpoint.id);
+      if (!current) return;
+      const health = healthOf(current);
+      if (result.error === null) {
+        this.storage.updateDelivery(delivery.id, { status: 'succeeded', attempts, next_attempt_at: null });
+        this.storage.updateWebhookEndpoint(current.id, afterSuccess(health, at));
+        return;
+      }
+      // A receiver that answers 410 Gone asks for no more deliveries.
+      const transition = result.statusCode === 410 ? afterGone(health, at) : afterFailure(health, at, this.policy);
+      this.storage.updateWebhookEndpoint(current.id, transition.health);
+      if (transition.notify) this.deps.notifier.notify({ ...current, ...transition.health }, transition.notify);
+      if (transition.dropPending) {
+        this.storage.updateDelivery(delivery.id, { status: 'dropped', attempts, next_attempt_at: null });
+        this.storage.dropPendingDeliveries(current.id);
+        return;
+      }
+      const retryAfter = result.statusCode === 429 || result.statusCode === 503 ? parseRetryAfter(result.retryAfter, at) : null;
+      const next = nextAttemptAt(attempts, at, this.config.backoffSeconds, retryAfter, this.deps.random);
+      this.storage.updateDelivery(delivery.id, next
+        ? { status: 'failed', attempts, next_attempt_at: next.toISOString() }
+        : { status: 'given_up', attempts, next_attempt_at: null });
+    });
+  }
+}

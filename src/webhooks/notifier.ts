@@ -1,0 +1,72 @@
+// Owners' notifications (spec 3: "the merchant's account owners are notified"): always written to
+// the notifications table an operator can read, and e-mailed when SMTP is configured.
+import nodemailer, { type Transporter } from 'nodemailer';
+import type { CatalogStorage, NotificationRecord, WebhookEndpointRecord } from '../storage/port.js';
+
+export type NotificationKind = NotificationRecord['kind'];
+
+export interface Notifier {
+  /** Records the notification (inside the caller's transaction) and schedules its e-mail. */
+  notify(endpoint: WebhookEndpointRecord, kind: NotificationKind): NotificationRecord;
+  /** Waits for e-mails still being sent. */
+  flush(): Promise<void>;
+}
+
+function message(endpoint: WebhookEndpointRecord, kind: NotificationKind): { subject: string; body: string } {
+  const where = `webhook endpoint #${endpoint.id} (${endpoint.url})`;
+  switch (kind) {
+    case 'failing':
+      return {
+        subject: `Webhook deliveries to ${endpoint.url} are failing`,
+        body: `The last ${endpoint.consecutive_failures} delivery attempts to ${where} failed (last failure at ${endpoint.last_failure_at}). ` +
+          'Deliveries are retried with backoff; if failures continue the endpoint will be paused. ' +
+          'Changes stay available from the change feed (GET /v1/changes).',
+      };
+    case 'paused':
+      return {
+        subject: `Webhook endpoint ${endpoint.url} is paused`,
+        body: `After ${endpoint.consecutive_failures} consecutive failed attempts, ${where} is paused until ${endpoint.paused_until}. ` +
+          'Nothing is sent while paused and pending retries were dropped; the next change after the cooldown resumes deliveries. ' +
+          'Catch up on missed changes from the change feed (GET /v1/changes).',
+      };
+    case 'disabled':
+      return {
+        subject: `Webhook endpoint ${endpoint.url} was disabled`,
+        body: `${where} answered 410 Gone, so it was disabled and pending deliveries were dropped. ` +
+          'Re-enable it through the admin API (PATCH status=active) once the receiver is back.',
+      };
+  }
+}
+
+export class OwnerNotifier implements Notifier {
+  private readonly transport: Transporter | null;
+  private readonly pending = new Set<Promise<void>>();
+
+  constructor(
+    private readonly storage: CatalogStorage,
+    private readonly smtp: { url: string | null; from: string },
+    private readonly now: () => Date,
+  ) {
+    this.transport = smtp.url ? nodemailer.createTransport(smtp.url) : null;
+  }
+
+  notify(endpoint: WebhookEndpointRecord, kind: NotificationKind): NotificationRecord {
+    const { subject, body } = message(endpoint, kind);
+    const notification = this.storage.insertNotification({
+      merchant_id: endpoint.merchant_id, endpoint_id: endpoint.id, kind, subject, body, created_at: this.now().toISOString(),
+    });
+    const owners = this.storage.getMerchant(endpoint.merchant_id)?.owner_emails ?? [];
+    if (this.transport && owners.length > 0) {
+      const sending = this.transport.sendMail({ from: this.smtp.from, to: owners, subject, text: body })
+        .then(() => this.storage.markNotificationEmailed(notification.id, this.now().toISOString()))
+        .catch((error: unknown) => console.error(`e-mailing notification ${notification.id} failed:`, error))
+        .finally(() => this.pending.delete(sending));
+      this.pending.add(sending);
+    }
+    return notification;
+  }
+
+  async flush(): Promise<void> {
+    await Promise.all(this.pending);
+  }
+}

@@ -10,6 +10,7 @@ import { buildDemoCatalog } from './admin/demo.js';
 import { importNdjson } from './admin/import.js';
 import { schedulePruning } from './changes/retention.js';
 import { loadConfig } from './config.js';
+import { createWebhookDispatcher } from './webhooks/dispatcher.js';
 import { ProblemError } from './http/problem.js';
 import { startServer } from './server.js';
 import { openSqliteStorage } from './storage/sqlite.js';
@@ -17,7 +18,8 @@ import { openSqliteStorage } from './storage/sqlite.js';
 const USAGE = `Usage: catalog-publishing-service <command> [options]
 
 Commands:
-  serve                               run the HTTP service (configuration from CPS_* variables)
+  serve                               run the HTTP service and the webhook dispatcher (CPS_* variables)
+  worker                              run only the webhook dispatcher (beside a serve with CPS_WEBHOOK_DISPATCHER=false)
   import FILE --merchant ID           bulk-import an NDJSON file of product operations
   keys create --merchant ID [--name N] issue an API key (printed once)
   demo [--db FILE] [--products N] [--json]
@@ -56,6 +58,7 @@ async function main(argv: string[]): Promise<void> {
   const config = loadConfig(process.env, values.db ? { databasePath: path.resolve(values.db) } : {});
 
   if (command === 'serve') return serveCommand(config);
+  if (command === 'worker') return workerCommand(config);
 
   const storage = openSqliteStorage(config.databasePath);
   const admin = new CatalogAdmin(storage, () => new Date(), config.limits.publishChunk);
@@ -108,6 +111,8 @@ async function serveCommand(config: ReturnType<typeof loadConfig>): Promise<void
   }
   const server = await startServer(storage, config);
   const stopPruning = schedulePruning(storage, () => new Date(), config.changes.retentionDays, config.changes.pruneIntervalSeconds);
+  const dispatcher = config.webhookDispatcher ? createWebhookDispatcher(storage, config) : null;
+  dispatcher?.start();
   const demo = fs.existsSync(credentialsFile) ? JSON.parse(fs.readFileSync(credentialsFile, 'utf8')) : undefined;
   const base = config.publicBaseUrl;
   console.log([
@@ -120,6 +125,21 @@ async function serveCommand(config: ReturnType<typeof loadConfig>): Promise<void
   const stop = async () => {
     stopPruning();
     await server.close();
+    await dispatcher?.stop();
+    storage.close();
+    process.exit(0);
+  };
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+}
+
+async function workerCommand(config: ReturnType<typeof loadConfig>): Promise<void> {
+  const storage = openSqliteStorage(config.databasePath);
+  const dispatcher = createWebhookDispatcher(storage, config);
+  dispatcher.start();
+  console.log(`Webhook dispatcher running on ${config.databasePath}`);
+  const stop = async () => {
+    await dispatcher.stop();
     storage.close();
     process.exit(0);
   };

@@ -55,6 +55,8 @@ export interface Config {
     /** How often the dispatcher looks for work. */
     pollIntervalMs: number;
   };
+  /** Run the webhook dispatcher inside `serve` (turn off when a separate `worker` runs it). */
+  webhookDispatcher: boolean;
   /** Owners' notifications by e-mail, in addition to the notifications table. */
   smtp: { url: string | null; from: string };
   changes: {
@@ -121,6 +123,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
       cooldownMinutes: int(env, 'CPS_WEBHOOK_COOLDOWN_MINUTES', 60),
       pollIntervalMs: Math.max(10, int(env, 'CPS_WEBHOOK_POLL_INTERVAL_MS', 250)),
     },
+    webhookDispatcher: bool(env, 'CPS_WEBHOOK_DISPATCHER', true),
     smtp: { url: env.CPS_SMTP_URL || null, from: env.CPS_SMTP_FROM || 'catalog-publishing@localhost' },
     changes: {
       feedWindow: Math.min(1000, Math.max(1, int(env, 'CPS_FEED_WINDOW', 1000))),

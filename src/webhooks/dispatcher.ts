@@ -7,9 +7,10 @@ import type { CatalogStorage, DeliveryRecord, OutboxGroup, WebhookEndpointRecord
 import {
   afterFailure, afterGone, afterSuccess, onChange, type EndpointHealth, type HealthPolicy,
 } from './health.js';
-import type { Notifier } from './notifier.js';
+import { AddressGuard } from './address-guard.js';
+import { OwnerNotifier, type Notifier } from './notifier.js';
 import { nextAttemptAt, parseRetryAfter } from './retry.js';
-import type { DeliverySender } from './sender.js';
+import { HttpDeliverySender, type DeliverySender } from './sender.js';
 import { signedHeaders } from './signing.js';
 
 export type WebhookConfig = Config['webhooks'];
@@ -82,13 +83,14 @@ export class WebhookDispatcher {
     }, this.config.pollIntervalMs);
   }
 
-  /** Stops polling and waits for deliveries in flight. */
+  /** Stops polling, waits for deliveries in flight and e-mails being sent, and closes connections. */
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
     await this.ticking;
     await Promise.all(this.inflight.values());
     await this.deps.notifier.flush();
+    await this.deps.sender.close();
   }
 
   /**
@@ -213,4 +215,14 @@ export class WebhookDispatcher {
         : { status: 'given_up', attempts, next_attempt_at: null });
     });
   }
+}
+
+/** The dispatcher as `serve` and `worker` run it: real HTTP sender, SSRF guard, owner notifier. */
+export function createWebhookDispatcher(
+  storage: CatalogStorage, config: Config, now: () => Date = () => new Date(),
+): WebhookDispatcher {
+  const guard = new AddressGuard(config.webhooks.allowHosts);
+  const sender = new HttpDeliverySender(guard, { timeoutMs: config.webhooks.timeoutMs, connectionsPerOrigin: config.webhooks.perEndpointConcurrency });
+  const notifier = new OwnerNotifier(storage, config.smtp, now);
+  return new WebhookDispatcher(storage, config.webhooks, { now, sender, notifier });
 }

@@ -130,6 +130,9 @@ export class CatalogAdmin {
     const store = this.storage.findStore(merchantId, slug);
     if (!store) throw notFound(`Store "${slug}"`);
     if (store.is_default) throw new ProblemError('conflict', `Store "${slug}" is the default store and cannot be deleted.`);
+    if (this.storage.listWebhookEndpoints(merchantId).some((e) => e.store_id === store.id)) {
+      throw new ProblemError('conflict', `Webhook endpoints are scoped to store "${slug}"; change or delete them first.`);
+    }
     if (this.storage.listPricingRules(merchantId).some((r) => r.store_id === store.id)) {
       throw new ProblemError('conflict', `Pricing rules still refer to store "${slug}"; change or delete them first.`);
     }

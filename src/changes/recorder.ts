@@ -24,7 +24,8 @@ export class ChangeRecorder {
 
   /** One outbox row per (subscribed endpoint, change): scope and event filters (docs/WEBHOOKS.md). */
   private outboxRows(merchantId: number, changes: DetectedChange[], createdAt: string): OutboxRow[] {
-    const endpoints = this.storage.listWebhookEndpoints(merchantId).filter((e) => e.status !== 'disabled');
+    // Paused and disabled endpoints get rows too: the dispatcher records them as dropped deliveries.
+    const endpoints = this.storage.listWebhookEndpoints(merchantId);
     if (endpoints.length === 0) return [];
     const rows: OutboxRow[] = [];
     for (const change of changes) {

@@ -198,7 +198,8 @@ export interface paths {
          * Delete a store
          * @description Deletes the store. The default store cannot be deleted (`409`; make another store the
          *     default first), nor a store that pricing rules still reference through `store_id` (`409`;
-         *     change or delete those rules first). The slug is removed from every product's
+         *     change or delete those rules first), nor a store that webhook endpoints are scoped to
+         *     through `store` (`409`; change or delete those endpoints first). The slug is removed from every product's
          *     `excluded_stores` in the same transaction. The store's change history goes with it: to take
          *     a store out of service while integrators may still read its feed, set `active: false`
          *     instead.
@@ -664,6 +665,382 @@ export interface paths {
          *     line is applied.
          */
         post: operations["importProducts"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/merchants/{merchant_id}/webhook-endpoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
+                 * @example 1
+                 */
+                merchant_id: components["parameters"]["MerchantId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List a merchant's webhook endpoints
+         * @description Returns the merchant's webhook receiver endpoints with their health (`status`,
+         *     `consecutive_failures`, `paused_until`, `disabled_reason`, last success and failure),
+         *     ordered by id. Only the `secret_prefix` of each signing secret is shown.
+         */
+        get: operations["listWebhookEndpoints"];
+        put?: never;
+        /**
+         * Register a webhook endpoint
+         * @description Registers a receiver URL for the merchant's change notifications. `store` limits the
+         *     deliveries to one store (default `null`: all stores) and `events` to some event kinds
+         *     (default all three: `price`, `content`, `removed`). Changes recorded from this response on
+         *     are delivered; earlier changes are not (read them from `GET /v1/changes`).
+         *
+         *     The URL must be `https://`, must not carry credentials (`user:pass@`), and its host must not
+         *     be `localhost` or a literal loopback, private, link-local, unique-local, CGNAT, multicast or
+         *     unspecified address (IPv4-mapped IPv6 forms included). A refused URL answers
+         *     `400 invalid_body` naming `/url`. Host names are resolved when connecting, and every
+         *     resolved address is checked again then. Hosts listed in the operator allowlist
+         *     `CPS_WEBHOOK_ALLOW_HOSTS` are exempt from both checks and may use `http://`.
+         *
+         *     An unknown store slug answers `400 invalid_body` naming `/store`; a repeated event kind
+         *     answers `400 invalid_body` naming `/events`.
+         *
+         *     The response carries the signing `secret` (`whsec_` followed by 43 base64url characters,
+         *     32 random bytes). It is shown **only in this response**: hand it to the receiver's
+         *     operator securely. The receiver verifies each delivery's `X-Service-Signature` with it; see
+         *     the public API's webhooks. A lost secret cannot be retrieved; rotate it with
+         *     `POST .../rotate-secret`.
+         */
+        post: operations["createWebhookEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/merchants/{merchant_id}/webhook-endpoints/{endpoint_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
+                 * @example 1
+                 */
+                merchant_id: components["parameters"]["MerchantId"];
+                /**
+                 * @description Id of the webhook endpoint (from the creation response or the listing). An id of another merchant answers `404`.
+                 * @example 4
+                 */
+                endpoint_id: components["parameters"]["EndpointId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a webhook endpoint
+         * @description Returns one webhook endpoint with its health. A `paused` endpoint whose `paused_until` has
+         *     passed resumes with the next change; a `disabled` endpoint stays disabled until re-enabled.
+         */
+        get: operations["getWebhookEndpoint"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a webhook endpoint
+         * @description Deletes the endpoint together with its queued and past deliveries and their attempts.
+         *     Nothing more is sent to it once this response is returned (an attempt already in flight may
+         *     still complete). The merchant's notifications about it are kept, with `endpoint_id` set to
+         *     `null`. Deletion cannot be undone; registering the URL again creates a new endpoint with a
+         *     new id and a new secret.
+         */
+        delete: operations["deleteWebhookEndpoint"];
+        options?: never;
+        head?: never;
+        /**
+         * Update or re-enable a webhook endpoint
+         * @description Changes the fields present in the body (any of `url`, `store`, `events`, `status`) and
+         *     leaves the others as they are. `url`, `store` and `events` follow the rules of creation
+         *     (`400 invalid_body` naming the field). A new `url` is used from the next attempt on, also
+         *     for deliveries already queued; new `store` and `events` apply to changes recorded from now
+         *     on, while queued deliveries are still sent.
+         *
+         *     `status: active` re-enables a `paused` or `disabled` endpoint at once: the failure count is
+         *     reset to `0`, `paused_until` and `disabled_reason` are cleared and the failure streak ends.
+         *     Deliveries dropped while the endpoint was paused or disabled are not re-sent by this; use
+         *     `POST .../recover`. Changing the URL alone does not re-enable an endpoint. The signing
+         *     secret is not changed (see `POST .../rotate-secret`).
+         */
+        patch: operations["updateWebhookEndpoint"];
+        trace?: never;
+    };
+    "/admin/v1/merchants/{merchant_id}/webhook-endpoints/{endpoint_id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
+                 * @example 1
+                 */
+                merchant_id: components["parameters"]["MerchantId"];
+                /**
+                 * @description Id of the webhook endpoint (from the creation response or the listing). An id of another merchant answers `404`.
+                 * @example 4
+                 */
+                endpoint_id: components["parameters"]["EndpointId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate a webhook endpoint's signing secret
+         * @description Replaces the endpoint's signing secret with a new random one and returns it, **shown once**
+         *     like at creation. The old secret stops signing immediately: every attempt from this
+         *     response on, including retries of deliveries already queued, is signed with the new
+         *     secret. There is no overlap period, so deliveries the receiver rejects until it has the new
+         *     secret fail and are retried on the usual schedule; install the new secret on the receiver
+         *     promptly (or let it accept either secret for a moment). No request body is needed.
+         */
+        post: operations["rotateWebhookSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/merchants/{merchant_id}/webhook-endpoints/{endpoint_id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
+                 * @example 1
+                 */
+                merchant_id: components["parameters"]["MerchantId"];
+                /**
+                 * @description Id of the webhook endpoint (from the creation response or the listing). An id of another merchant answers `404`.
+                 * @example 4
+                 */
+                endpoint_id: components["parameters"]["EndpointId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a test delivery
+         * @description Queues a delivery to check that the receiver is reachable and verifies signatures. There is
+         *     no `test` event kind: the test is an ordinary, signed `content` delivery whose
+         *     `product_ids` hold one id (the merchant's smallest product id, or `1` when the merchant
+         *     has no products) and whose `store_id` is the endpoint's store (for an endpoint of all
+         *     stores, the merchant's default store; `null` when the merchant has no store). It is sent
+         *     whatever the endpoint's `events`, without waiting for coalescing, and otherwise behaves
+         *     like any delivery: its attempts count for the endpoint's health and a failure is retried.
+         *     Follow it with `GET .../deliveries/{delivery_id}`.
+         *
+         *     The endpoint must be `active`; a `paused` or `disabled` endpoint answers `409 conflict`
+         *     (re-enable it first with `PATCH` `status: active`). No request body is needed.
+         */
+        post: operations["sendTestWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/merchants/{merchant_id}/webhook-endpoints/{endpoint_id}/recover": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
+                 * @example 1
+                 */
+                merchant_id: components["parameters"]["MerchantId"];
+                /**
+                 * @description Id of the webhook endpoint (from the creation response or the listing). An id of another merchant answers `404`.
+                 * @example 4
+                 */
+                endpoint_id: components["parameters"]["EndpointId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Re-send undelivered deliveries
+         * @description After an outage of the receiver, re-sends every delivery of this endpoint that is `failed`,
+         *     `given_up` or `dropped` and was created at or after `since`. Each one is re-sent exactly as
+         *     `POST .../deliveries/{delivery_id}/resend` would: a new delivery with the same event, store
+         *     and product ids, queued for immediate dispatch, its `occurred_at` set when it is first
+         *     sent. The original deliveries keep their status (a `failed` one also keeps its own retry
+         *     schedule, so the receiver may see that change twice; receivers are idempotent). The
+         *     response tells how many deliveries were created; list them with
+         *     `GET .../deliveries?status=pending`.
+         *
+         *     The endpoint must be `active`; a `paused` or `disabled` endpoint answers `409 conflict`
+         *     (re-enable it first with `PATCH` `status: active`). For changes older than the delivery
+         *     log, integrators catch up from the change feed (`GET /v1/changes`).
+         */
+        post: operations["recoverWebhookDeliveries"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/merchants/{merchant_id}/webhook-endpoints/{endpoint_id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
+                 * @example 1
+                 */
+                merchant_id: components["parameters"]["MerchantId"];
+                /**
+                 * @description Id of the webhook endpoint (from the creation response or the listing). An id of another merchant answers `404`.
+                 * @example 4
+                 */
+                endpoint_id: components["parameters"]["EndpointId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List an endpoint's deliveries
+         * @description Returns the endpoint's deliveries, newest first (by descending `id`), optionally only those
+         *     in one `status`. Each entry shows the payload it carries (`event`, `store_id`,
+         *     `product_ids`, `occurred_at`), its state, the number of attempts and when the next one is
+         *     due; `GET .../deliveries/{delivery_id}` adds every attempt with the receiver's answer.
+         *
+         *     Paging: the first request omits `before_id`; each further request sends the `id` of the
+         *     last entry received as `before_id`. A page with fewer than `limit` entries is the last one.
+         *     New deliveries never shift the pages already read.
+         */
+        get: operations["listWebhookDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/merchants/{merchant_id}/webhook-endpoints/{endpoint_id}/deliveries/{delivery_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
+                 * @example 1
+                 */
+                merchant_id: components["parameters"]["MerchantId"];
+                /**
+                 * @description Id of the webhook endpoint (from the creation response or the listing). An id of another merchant answers `404`.
+                 * @example 4
+                 */
+                endpoint_id: components["parameters"]["EndpointId"];
+                /**
+                 * @description Id of the delivery (from the delivery listing). A delivery of another endpoint answers `404`.
+                 * @example 90211
+                 */
+                delivery_id: components["parameters"]["DeliveryId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a delivery with its attempts
+         * @description Returns one delivery with every attempt made so far, oldest first: when it was made, the
+         *     receiver's HTTP status (`null` when no response arrived), the failure `error` (`null` on
+         *     success), the latency and the first 4 KiB of the response body. Use it to see why a
+         *     receiver rejects deliveries, for example a `400` from a signature check after a secret
+         *     rotation.
+         */
+        get: operations["getWebhookDelivery"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/merchants/{merchant_id}/webhook-endpoints/{endpoint_id}/deliveries/{delivery_id}/resend": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
+                 * @example 1
+                 */
+                merchant_id: components["parameters"]["MerchantId"];
+                /**
+                 * @description Id of the webhook endpoint (from the creation response or the listing). An id of another merchant answers `404`.
+                 * @example 4
+                 */
+                endpoint_id: components["parameters"]["EndpointId"];
+                /**
+                 * @description Id of the delivery (from the delivery listing). A delivery of another endpoint answers `404`.
+                 * @example 90211
+                 */
+                delivery_id: components["parameters"]["DeliveryId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Re-send a delivery
+         * @description Creates a new delivery with the same `event`, `store_id` and `product_ids` as this one,
+         *     queued for immediate dispatch and going through the full retry schedule; its
+         *     `occurred_at` is set when it is first sent. The original delivery is left as it is. Any
+         *     delivery can be re-sent, whatever its status; receivers deduplicate on `event` plus
+         *     `product_ids`.
+         *
+         *     The endpoint must be `active`; a `paused` or `disabled` endpoint answers `409 conflict`
+         *     (re-enable it first with `PATCH` `status: active`). No request body is needed.
+         */
+        post: operations["resendWebhookDelivery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/merchants/{merchant_id}/notifications": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
+                 * @example 1
+                 */
+                merchant_id: components["parameters"]["MerchantId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List the owners' notifications
+         * @description Returns the most recent notifications to the merchant's account owners about webhook
+         *     endpoint health, newest first (by descending `id`): `failing` at the repeated-failures
+         *     threshold (once per failure streak, again at most every re-notify period), `paused` when an
+         *     endpoint is paused, `disabled` when a receiver answered `410 Gone`. Every notification is
+         *     recorded here whether or not email is configured; `emailed_at` tells whether and when it
+         *     was also emailed to the merchant's `owner_emails`.
+         */
+        get: operations["listNotifications"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1457,6 +1834,448 @@ export interface components {
              */
             deleted: number;
         };
+        /**
+         * @description Kind of a change, used as `change_type` in the change feed and as `event` in webhook deliveries.
+         *
+         *     - `price`: the product's prices changed (nothing else).
+         *     - `content`: the title, description, attributes, images or the `excluded` flag changed.
+         *     - `removed`: the product left the store's catalog; `GET /v1/products/{id}` now answers 404.
+         *
+         *     A change of both prices and content is recorded as both a `price` and a `content` change. No
+         *     change is recorded when the resolved payload did not change.
+         * @example price
+         * @enum {string}
+         */
+        ChangeType: "price" | "content" | "removed";
+        /**
+         * @description A webhook receiver endpoint of the merchant, with its health. The signing secret itself is
+         *     never returned again after creation or rotation; `secret_prefix` tells secrets apart.
+         */
+        WebhookEndpoint: {
+            /**
+             * @description Service-assigned endpoint id, used as `endpoint_id` in admin URLs.
+             * @example 4
+             */
+            id: number;
+            /**
+             * Format: uri
+             * @description The receiver URL deliveries are POSTed to, as registered.
+             * @example https://shop.example.com/hooks/catalog
+             */
+            url: string;
+            /**
+             * @description Slug of the only store whose changes are delivered, or `null` for all of the merchant's
+             *     stores.
+             * @example de
+             */
+            store: string | null;
+            /**
+             * @description The event kinds delivered to this endpoint, in the order `price`, `content`, `removed`.
+             * @example [
+             *       "price",
+             *       "content",
+             *       "removed"
+             *     ]
+             */
+            events: components["schemas"]["ChangeType"][];
+            /**
+             * @description Health state of the endpoint:
+             *
+             *     - `active`: deliveries are sent.
+             *     - `paused`: sustained failures paused the endpoint until `paused_until`. Nothing is sent;
+             *       pending deliveries were dropped and changes arriving meanwhile are recorded as `dropped`
+             *       deliveries. The first change after `paused_until` resumes the endpoint, so the status
+             *       stays `paused` (with `paused_until` in the past) until that change occurs.
+             *       `PATCH` with `status: active` resumes it at once.
+             *     - `disabled`: the receiver answered `410 Gone` (see `disabled_reason`). Nothing is sent
+             *       until an operator re-enables the endpoint with `PATCH` `status: active`.
+             * @example active
+             * @enum {string}
+             */
+            status: "active" | "paused" | "disabled";
+            /**
+             * @description Failed attempts since the last successful (2xx) attempt or the last re-enable. Owners are
+             *     notified and the endpoint is paused at the configured thresholds (see the tag description).
+             * @example 0
+             */
+            consecutive_failures: number;
+            /**
+             * Format: date-time
+             * @description End of the cooldown while `status` is `paused`; `null` otherwise.
+             * @example null
+             */
+            paused_until: string | null;
+            /**
+             * @description Why the endpoint is `disabled`; `null` otherwise. Currently always `gone` (the receiver
+             *     answered `410 Gone`); treat other values the same way.
+             * @example null
+             */
+            disabled_reason: string | null;
+            /**
+             * Format: date-time
+             * @description When an attempt last succeeded (2xx); `null` if none has yet.
+             * @example 2025-03-14T09:26:55Z
+             */
+            last_success_at: string | null;
+            /**
+             * Format: date-time
+             * @description When an attempt last failed; `null` if none has yet.
+             * @example 2025-03-02T17:04:12Z
+             */
+            last_failure_at: string | null;
+            /**
+             * @description The first 12 characters of the current signing secret, to recognise it.
+             * @example whsec_1kySdj
+             */
+            secret_prefix: string;
+            /**
+             * Format: date-time
+             * @description When the endpoint was registered.
+             * @example 2025-02-03T10:15:00Z
+             */
+            created_at: string;
+        };
+        /** @description The merchant's webhook endpoints, ordered by id. */
+        WebhookEndpointList: {
+            data: components["schemas"]["WebhookEndpoint"][];
+        };
+        /** @description A new webhook receiver endpoint. */
+        WebhookEndpointInput: {
+            /**
+             * Format: uri
+             * @description Receiver URL. Must be `https://`, carry no credentials, and not point at a loopback,
+             *     private, link-local, unique-local, CGNAT, multicast or unspecified address, unless its
+             *     host is in the operator allowlist `CPS_WEBHOOK_ALLOW_HOSTS` (which also permits
+             *     `http://`). A refused URL answers `400 invalid_body` naming `/url`.
+             */
+            url: string;
+            /**
+             * @description Slug of the only store whose changes are delivered, or `null` (the default) for all of the
+             *     merchant's stores. An unknown slug answers `400 invalid_body` naming `/store`.
+             * @default null
+             */
+            store: string | null;
+            /**
+             * @description The event kinds to deliver; default all three. No duplicates (a repeated value answers
+             *     `400 invalid_body` naming `/events`).
+             * @default [
+             *       "price",
+             *       "content",
+             *       "removed"
+             *     ]
+             */
+            events: components["schemas"]["ChangeType"][];
+        };
+        /**
+         * @description A webhook endpoint including its signing `secret`, as returned by creation and by secret
+         *     rotation. This is the only time the secret is shown.
+         */
+        CreatedWebhookEndpoint: {
+            /** @description Service-assigned endpoint id, used as `endpoint_id` in admin URLs. */
+            id: number;
+            /**
+             * Format: uri
+             * @description The receiver URL deliveries are POSTed to, as registered.
+             */
+            url: string;
+            /** @description Slug of the only store whose changes are delivered, or `null` for all stores. */
+            store: string | null;
+            /** @description The event kinds delivered to this endpoint, in the order `price`, `content`, `removed`. */
+            events: components["schemas"]["ChangeType"][];
+            /**
+             * @description Health state; `active` for a new endpoint (see `WebhookEndpoint`).
+             * @enum {string}
+             */
+            status: "active" | "paused" | "disabled";
+            /** @description Failed attempts since the last success or re-enable; `0` for a new endpoint. */
+            consecutive_failures: number;
+            /**
+             * Format: date-time
+             * @description End of the cooldown while `status` is `paused`; `null` otherwise.
+             */
+            paused_until: string | null;
+            /** @description Why the endpoint is `disabled` (`gone`); `null` otherwise. */
+            disabled_reason: string | null;
+            /**
+             * Format: date-time
+             * @description When an attempt last succeeded (2xx); `null` if none has yet.
+             */
+            last_success_at: string | null;
+            /**
+             * Format: date-time
+             * @description When an attempt last failed; `null` if none has yet.
+             */
+            last_failure_at: string | null;
+            /** @description The first 12 characters of `secret`. */
+            secret_prefix: string;
+            /**
+             * Format: date-time
+             * @description When the endpoint was registered.
+             */
+            created_at: string;
+            /**
+             * @description The signing secret: `whsec_` followed by 43 base64url characters (32 random bytes). The
+             *     receiver verifies `X-Service-Signature` with it (HMAC-SHA256 over
+             *     `{X-Service-Timestamp}.{raw body}`). Shown once; hand it to the receiver's operator
+             *     securely. If it is lost, rotate it.
+             */
+            secret: string;
+        };
+        /**
+         * @description Partial update of a webhook endpoint: only the fields present are changed; an empty object
+         *     changes nothing. Changes of `url`, `store` and `events` apply to changes recorded from now on
+         *     and to the next attempt of queued deliveries.
+         */
+        WebhookEndpointUpdate: {
+            /**
+             * Format: uri
+             * @description New receiver URL, under the same rules as at creation (`400 invalid_body` naming `/url`
+             *     when refused). Does not change `status`: send `status: active` as well to re-enable a
+             *     disabled endpoint.
+             */
+            url?: string;
+            /** @description Slug of the only store to deliver, or `null` for all stores. An unknown slug answers `400`. */
+            store?: string | null;
+            /** @description Replaces the event kinds to deliver. No duplicates (`400 invalid_body` naming `/events`). */
+            events?: components["schemas"]["ChangeType"][];
+            /**
+             * @description `active` re-enables a paused or disabled endpoint: `status` becomes `active`,
+             *     `consecutive_failures` `0`, `paused_until` and `disabled_reason` `null`, and the failure
+             *     streak ends (owners are notified again only after a new streak reaches the threshold).
+             *     On an active endpoint it only resets the failure count. Deliveries dropped earlier are not
+             *     re-sent; use `POST .../recover` for that.
+             * @enum {string}
+             */
+            status?: "active";
+        };
+        /**
+         * @description State of a webhook delivery:
+         *
+         *     - `pending`: created and due at `next_attempt_at`; no attempt has completed yet.
+         *     - `succeeded`: an attempt was answered with a 2xx status. Final.
+         *     - `failed`: the last attempt failed; a retry is scheduled at `next_attempt_at`.
+         *     - `given_up`: the sixth attempt failed too, so no further attempt is made. Final;
+         *       `POST .../resend` or `POST .../recover` sends the same change again as a new delivery.
+         *     - `dropped`: discarded without further attempts because the endpoint was paused or
+         *       disabled, either while it was queued or because the change occurred while the endpoint was
+         *       paused or disabled. Final; can be re-sent like a given-up delivery.
+         * @example succeeded
+         * @enum {string}
+         */
+        DeliveryStatus: "pending" | "succeeded" | "failed" | "given_up" | "dropped";
+        /**
+         * @description One webhook delivery: a payload (one event kind, one store or all stores, up to 100 product
+         *     ids) and its progress through the retry schedule.
+         */
+        Delivery: {
+            /**
+             * Format: int64
+             * @description Service-assigned delivery id, used as `delivery_id`; increases with creation.
+             * @example 90211
+             */
+            id: number;
+            /**
+             * @description The endpoint the delivery is for.
+             * @example 4
+             */
+            endpoint_id: number;
+            event: components["schemas"]["ChangeType"];
+            /**
+             * @description `store_id` of the payload: the store's `id`, or `null` for a `removed` event of an
+             *     endpoint scoped to all stores.
+             * @example 1
+             */
+            store_id: number | null;
+            /**
+             * @description `product_ids` of the payload.
+             * @example [
+             *       1042,
+             *       1043
+             *     ]
+             */
+            product_ids: number[];
+            /**
+             * Format: date-time
+             * @description `occurred_at` of the payload: when the delivery was first dispatched; every retry sends
+             *     the same value. `null` until the first attempt is made.
+             * @example 2025-03-14T09:26:55Z
+             */
+            occurred_at: string | null;
+            status: components["schemas"]["DeliveryStatus"];
+            /**
+             * @description Number of attempts made so far (at most 6).
+             * @example 1
+             */
+            attempts: number;
+            /**
+             * Format: date-time
+             * @description When the next attempt is due (`pending` and `failed`); `null` once the delivery is
+             *     `succeeded`, `given_up` or `dropped`.
+             * @example null
+             */
+            next_attempt_at: string | null;
+            /**
+             * Format: date-time
+             * @description When the delivery was created: when coalescing closed the batch, or when a test, resend
+             *     or recover request created it.
+             * @example 2025-03-14T09:26:55Z
+             */
+            created_at: string;
+        };
+        /** @description Which deliveries to re-send. */
+        RecoverDeliveriesInput: {
+            /**
+             * Format: date-time
+             * @description Re-send the endpoint's `failed`, `given_up` and `dropped` deliveries created at or after
+             *     this instant (RFC 3339 with offset).
+             */
+            since: string;
+        };
+        /** @description Outcome of a recover request. */
+        RecoverDeliveriesResult: {
+            /**
+             * @description Number of new deliveries created (one per re-sent delivery); `0` when none matched.
+             * @example 12
+             */
+            resent: number;
+        };
+        /**
+         * @description A page of an endpoint's deliveries, newest (highest `id`) first. Fewer than `limit` entries
+         *     means there are no older ones.
+         */
+        DeliveryList: {
+            data: components["schemas"]["Delivery"][];
+        };
+        /** @description One attempt to deliver a webhook, with what the receiver answered. */
+        Attempt: {
+            /**
+             * Format: date-time
+             * @description When the attempt was made (the request was signed and sent).
+             * @example 2025-03-14T09:26:55Z
+             */
+            at: string;
+            /**
+             * @description HTTP status of the receiver's response; `null` when no response was received.
+             * @example 503
+             */
+            status_code: number | null;
+            /**
+             * @description `null` for a successful (2xx) attempt; otherwise why it failed:
+             *
+             *     | value | meaning |
+             *     |---|---|
+             *     | `timeout` | no complete response within the delivery time-out (default 10 s) |
+             *     | `connection_refused` | the receiver refused the connection |
+             *     | `connection_error` | DNS, TLS or another network failure, or the connection was reset |
+             *     | `blocked_address` | the host resolved to a blocked address (SSRF rules); nothing was sent |
+             *     | `redirect` | the receiver answered 3xx; redirects are not followed |
+             *     | `http_status` | the receiver answered another non-2xx status (see `status_code`) |
+             *
+             *     More values may be added; treat an unknown value as a generic failure.
+             * @example http_status
+             */
+            error: string | null;
+            /**
+             * @description Milliseconds from sending the request to the response or the failure.
+             * @example 412
+             */
+            latency_ms: number;
+            /**
+             * @description The start of the response body (at most 4 KiB, decoded as UTF-8, so at most 4096
+             *     characters); an empty string for an empty body, `null` when no response was received.
+             * @example Service Unavailable
+             */
+            response_snippet: string | null;
+        };
+        /** @description A webhook delivery with every attempt made so far, oldest first. */
+        DeliveryDetail: {
+            /**
+             * Format: int64
+             * @description Service-assigned delivery id.
+             */
+            id: number;
+            /** @description The endpoint the delivery is for. */
+            endpoint_id: number;
+            event: components["schemas"]["ChangeType"];
+            /** @description `store_id` of the payload. */
+            store_id: number | null;
+            /** @description `product_ids` of the payload. */
+            product_ids: number[];
+            /**
+             * Format: date-time
+             * @description `occurred_at` of the payload; `null` until the first attempt is made.
+             */
+            occurred_at: string | null;
+            status: components["schemas"]["DeliveryStatus"];
+            /**
+             * @description The attempts made so far, oldest first: with the default retry schedule at most 6 (the
+             *     first and 5 retries). (In `Delivery` listings, `attempts` is only their number.)
+             */
+            attempts: components["schemas"]["Attempt"][];
+            /**
+             * Format: date-time
+             * @description When the next attempt is due (`pending` and `failed`); `null` otherwise.
+             */
+            next_attempt_at: string | null;
+            /**
+             * Format: date-time
+             * @description When the delivery was created.
+             */
+            created_at: string;
+        };
+        /**
+         * @description A message to the merchant's account owners (`owner_emails`) about a webhook endpoint's
+         *     health, as kept in the notifier outbox.
+         */
+        Notification: {
+            /**
+             * @description Service-assigned notification id; increases with creation.
+             * @example 31
+             */
+            id: number;
+            /**
+             * @description The endpoint the notification is about; `null` once that endpoint has been deleted.
+             * @example 4
+             */
+            endpoint_id: number | null;
+            /**
+             * @description - `failing`: the endpoint reached the "repeated failures" threshold (default 5
+             *       consecutive failed attempts); sent once per failure streak, then at most every
+             *       re-notify period (default 24 h) while the streak lasts.
+             *     - `paused`: sustained failures paused the endpoint for the cooldown.
+             *     - `disabled`: the receiver answered `410 Gone` and the endpoint was disabled.
+             * @example failing
+             * @enum {string}
+             */
+            kind: "failing" | "paused" | "disabled";
+            /**
+             * @description Subject line of the message (also the email subject).
+             * @example Webhook endpoint 4 is failing: https://shop.example.com/hooks/catalog
+             */
+            subject: string;
+            /**
+             * @description Plain-text body of the message (also the email body).
+             * @example 5 consecutive deliveries to https://shop.example.com/hooks/catalog have failed.
+             */
+            body: string;
+            /**
+             * Format: date-time
+             * @description When the notification was recorded.
+             * @example 2025-03-02T17:04:12Z
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description When it was emailed to the owners; `null` when SMTP is not configured, the merchant has
+             *     no owner emails, or it has not been sent yet.
+             * @example null
+             */
+            emailed_at: string | null;
+        };
+        /** @description The merchant's most recent notifications, newest first. */
+        NotificationList: {
+            data: components["schemas"]["Notification"][];
+        };
     };
     responses: {
         /**
@@ -1474,8 +2293,8 @@ export interface components {
             };
         };
         /**
-         * @description Invalid input. `invalid_parameter`: a path parameter does not match its schema (named in
-         *     `invalid_params` with `in: path`). `invalid_body`: the body is not JSON, does not match the
+         * @description Invalid input. `invalid_parameter`: a path or query parameter does not match its schema
+         *     (named in `invalid_params` with `in: path` or `in: query`). `invalid_body`: the body is not JSON, does not match the
          *     schema, or breaks a referential rule; every offending member is listed in `invalid_params`
          *     with `in: body` and a JSON Pointer as `name`. Nothing was changed.
          */
@@ -1588,6 +2407,35 @@ export interface components {
          * @example BP-40-GRN
          */
         ProductRef: string;
+        /**
+         * @description Id of the webhook endpoint (from the creation response or the listing). An id of another merchant answers `404`.
+         * @example 4
+         */
+        EndpointId: number;
+        /**
+         * @description Only deliveries in this state; omitted, all states. Any other value answers `400 invalid_parameter`.
+         * @example given_up
+         */
+        DeliveryStatusFilter: components["schemas"]["DeliveryStatus"];
+        /**
+         * @description Maximum number of entries to return, 1 to 200; default 50. Unlike `per_page` on the public
+         *     API, a value outside the range (or not an integer) is not clamped but answers
+         *     `400 invalid_parameter`.
+         * @example 100
+         */
+        Limit: number;
+        /**
+         * @description Return only deliveries with an `id` lower than this one. To page back through the log, send
+         *     the `id` of the last (oldest) entry of the previous page; omit it for the newest entries.
+         *     A value that is not a positive integer answers `400 invalid_parameter`.
+         * @example 90187
+         */
+        BeforeId: number;
+        /**
+         * @description Id of the delivery (from the delivery listing). A delivery of another endpoint answers `404`.
+         * @example 90211
+         */
+        DeliveryId: number;
     };
     requestBodies: {
         /** @description The new merchant. */
@@ -1666,6 +2514,24 @@ export interface components {
         ImportProducts: {
             content: {
                 "application/x-ndjson": string;
+            };
+        };
+        /** @description The receiver URL and, optionally, the store and event kinds to deliver. */
+        CreateWebhookEndpoint: {
+            content: {
+                "application/json": components["schemas"]["WebhookEndpointInput"];
+            };
+        };
+        /** @description The fields to change. */
+        UpdateWebhookEndpoint: {
+            content: {
+                "application/json": components["schemas"]["WebhookEndpointUpdate"];
+            };
+        };
+        /** @description From when on to re-send undelivered deliveries. */
+        RecoverWebhookDeliveries: {
+            content: {
+                "application/json": components["schemas"]["RecoverDeliveriesInput"];
             };
         };
     };
@@ -2654,6 +3520,441 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
+        };
+    };
+    listWebhookEndpoints: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
+                 * @example 1
+                 */
+                merchant_id: components["parameters"]["MerchantId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The merchant's webhook endpoints. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+        };
+    };
+    createWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
+                 * @example 1
+                 */
+                merchant_id: components["parameters"]["MerchantId"];
+            };
+            cookie?: never;
+        };
+        requestBody: components["requestBodies"]["CreateWebhookEndpoint"];
+        responses: {
+            /** @description The new endpoint, including the signing `secret` (shown once). */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreatedWebhookEndpoint"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+        };
+    };
+    getWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
+                 * @example 1
+                 */
+                merchant_id: components["parameters"]["MerchantId"];
+                /**
+                 * @description Id of the webhook endpoint (from the creation response or the listing). An id of another merchant answers `404`.
+                 * @example 4
+                 */
+                endpoint_id: components["parameters"]["EndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The webhook endpoint. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpoint"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+        };
+    };
+    deleteWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
+                 * @example 1
+                 */
+                merchant_id: components["parameters"]["MerchantId"];
+                /**
+                 * @description Id of the webhook endpoint (from the creation response or the listing). An id of another merchant answers `404`.
+                 * @example 4
+                 */
+                endpoint_id: components["parameters"]["EndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint is deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+        };
+    };
+    updateWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
+                 * @example 1
+                 */
+                merchant_id: components["parameters"]["MerchantId"];
+                /**
+                 * @description Id of the webhook endpoint (from the creation response or the listing). An id of another merchant answers `404`.
+                 * @example 4
+                 */
+                endpoint_id: components["parameters"]["EndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody: components["requestBodies"]["UpdateWebhookEndpoint"];
+        responses: {
+            /** @description The updated endpoint. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpoint"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+        };
+    };
+    rotateWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
+                 * @example 1
+                 */
+                merchant_id: components["parameters"]["MerchantId"];
+                /**
+                 * @description Id of the webhook endpoint (from the creation response or the listing). An id of another merchant answers `404`.
+                 * @example 4
+                 */
+                endpoint_id: components["parameters"]["EndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint with its new signing `secret` (shown once). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreatedWebhookEndpoint"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+        };
+    };
+    sendTestWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
+                 * @example 1
+                 */
+                merchant_id: components["parameters"]["MerchantId"];
+                /**
+                 * @description Id of the webhook endpoint (from the creation response or the listing). An id of another merchant answers `404`.
+                 * @example 4
+                 */
+                endpoint_id: components["parameters"]["EndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The test delivery, queued for immediate dispatch. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Delivery"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+        };
+    };
+    recoverWebhookDeliveries: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
+                 * @example 1
+                 */
+                merchant_id: components["parameters"]["MerchantId"];
+                /**
+                 * @description Id of the webhook endpoint (from the creation response or the listing). An id of another merchant answers `404`.
+                 * @example 4
+                 */
+                endpoint_id: components["parameters"]["EndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody: components["requestBodies"]["RecoverWebhookDeliveries"];
+        responses: {
+            /** @description The number of deliveries queued again. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecoverDeliveriesResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+        };
+    };
+    listWebhookDeliveries: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only deliveries in this state; omitted, all states. Any other value answers `400 invalid_parameter`.
+                 * @example given_up
+                 */
+                status?: components["parameters"]["DeliveryStatusFilter"];
+                /**
+                 * @description Maximum number of entries to return, 1 to 200; default 50. Unlike `per_page` on the public
+                 *     API, a value outside the range (or not an integer) is not clamped but answers
+                 *     `400 invalid_parameter`.
+                 * @example 100
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Return only deliveries with an `id` lower than this one. To page back through the log, send
+                 *     the `id` of the last (oldest) entry of the previous page; omit it for the newest entries.
+                 *     A value that is not a positive integer answers `400 invalid_parameter`.
+                 * @example 90187
+                 */
+                before_id?: components["parameters"]["BeforeId"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
+                 * @example 1
+                 */
+                merchant_id: components["parameters"]["MerchantId"];
+                /**
+                 * @description Id of the webhook endpoint (from the creation response or the listing). An id of another merchant answers `404`.
+                 * @example 4
+                 */
+                endpoint_id: components["parameters"]["EndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the endpoint's deliveries, newest first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeliveryList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+        };
+    };
+    getWebhookDelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
+                 * @example 1
+                 */
+                merchant_id: components["parameters"]["MerchantId"];
+                /**
+                 * @description Id of the webhook endpoint (from the creation response or the listing). An id of another merchant answers `404`.
+                 * @example 4
+                 */
+                endpoint_id: components["parameters"]["EndpointId"];
+                /**
+                 * @description Id of the delivery (from the delivery listing). A delivery of another endpoint answers `404`.
+                 * @example 90211
+                 */
+                delivery_id: components["parameters"]["DeliveryId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The delivery and its attempts. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeliveryDetail"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+        };
+    };
+    resendWebhookDelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
+                 * @example 1
+                 */
+                merchant_id: components["parameters"]["MerchantId"];
+                /**
+                 * @description Id of the webhook endpoint (from the creation response or the listing). An id of another merchant answers `404`.
+                 * @example 4
+                 */
+                endpoint_id: components["parameters"]["EndpointId"];
+                /**
+                 * @description Id of the delivery (from the delivery listing). A delivery of another endpoint answers `404`.
+                 * @example 90211
+                 */
+                delivery_id: components["parameters"]["DeliveryId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new delivery, queued. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Delivery"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+        };
+    };
+    listNotifications: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Maximum number of entries to return, 1 to 200; default 50. Unlike `per_page` on the public
+                 *     API, a value outside the range (or not an integer) is not clamped but answers
+                 *     `400 invalid_parameter`.
+                 * @example 100
+                 */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
+                 * @example 1
+                 */
+                merchant_id: components["parameters"]["MerchantId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The most recent notifications, newest first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotificationList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
         };
     };
 }

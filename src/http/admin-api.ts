@@ -13,6 +13,9 @@ import { adminTokenAuth } from './auth.js';
 import { renderError } from './errors.js';
 import { ProblemError, invalidInput } from './problem.js';
 import { validationHook } from './validation.js';
+import { registerWebhookRoutes } from './webhooks-api.js';
+import { AddressGuard } from '../webhooks/address-guard.js';
+import { WebhookEndpoints } from '../webhooks/endpoints.js';
 
 const adminStore = ({ merchant_id: _m, catalog_version: _v, ...store }: StoreRecord) => store;
 const apiKey = ({ merchant_id: _m, ...key }: ApiKeyRecord) => key;
@@ -196,5 +199,6 @@ export function adminApi(admin: CatalogAdmin, config: Config) {
     return c.json(importNdjson(admin, merchant_id, await c.req.text(), { chunkSize: config.limits.publishChunk }), 200);
   });
 
+  registerWebhookRoutes(app, new WebhookEndpoints(admin.storage, new AddressGuard(config.webhooks.allowHosts), admin.now), admin.storage);
   return app;
 }

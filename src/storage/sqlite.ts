@@ -515,7 +515,11 @@ export class SqliteStorage implements CatalogStorage {
   }
 
   deleteWebhookEndpoint(id: number): void {
-    this.stmt('DELETE FROM webhook_endpoints WHERE id = ?').run(id);
+    this.transaction(() => {
+      // Its deliveries and attempts go with it; the owners' notifications about it stay.
+      this.stmt('UPDATE notifications SET endpoint_id = NULL WHERE endpoint_id = ?').run(id);
+      this.stmt('DELETE FROM webhook_endpoints WHERE id = ?').run(id);
+    });
   }
 
   insertOutbox(rows: OutboxRow[]): void {

@@ -116,13 +116,10 @@ export class WebhookDispatcher {
       this.storage.deleteOutboxRows(rows.map((r) => r.id));
       return 0;
     }
-    // spec 3: a change after the cooldown resumes a paused endpoint; during it, nothing is sent.
+    // spec 3: a change after the cooldown resumes a paused endpoint; during it, nothing is sent:
+    // the changes become `dropped` deliveries, which an operator can recover.
     const { health, deliver } = onChange(healthOf(endpoint), now);
     if (health.status !== endpoint.status) this.storage.updateWebhookEndpoint(endpoint.id, health);
-    if (!deliver) {
-      this.storage.deleteOutboxRows(rows.map((r) => r.id));
-      return 0;
-    }
     const batches: { rowIds: number[]; productIds: number[] }[] = [];
     let current = { rowIds: [] as number[], productIds: [] as number[] };
     for (const row of rows) {
@@ -141,7 +138,8 @@ export class WebhookDispatcher {
     for (const batch of batches) {
       this.storage.insertDelivery({
         endpoint_id: endpoint.id, event: group.event, store_id: group.storeId, product_ids: batch.productIds.sort((a, b) => a - b),
-        occurred_at: null, status: 'pending', attempts: 0, next_attempt_at: createdAt, created_at: createdAt,
+        occurred_at: null, status: deliver ? 'pending' : 'dropped', attempts: 0, next_attempt_at: deliver ? createdAt : null,
+        created_at: createdAt,
       });
       this.storage.deleteOutboxRows(batch.rowIds);
     }

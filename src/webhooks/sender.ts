@@ -89,7 +89,7 @@ export class HttpDeliverySender implements DeliverySender {
 }
 
 /** Reads at most `limit` bytes of a body as UTF-8 and discards the rest. */
-async function readSnippet(body: AsyncIterable<Uint8Array> & { destroy?: () => void }, limit: number): Promise<string | null> {
+async function readSnippet(body: AsyncIterable<Uint8Array> & { destroy?: () => void }, limit: number): Promise<string> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of body) {
@@ -100,5 +100,5 @@ async function readSnippet(body: AsyncIterable<Uint8Array> & { destroy?: () => v
       break;
     }
   }
-  return size === 0 ? null : Buffer.concat(chunks).toString('utf8');
+  return Buffer.concat(chunks).toString('utf8');
 }

@@ -86,8 +86,19 @@ function bool(env: Env, name: string, fallback: boolean): boolean {
   throw new Error(`${name} must be true or false, got "${raw}"`);
 }
 
+/** Product decisions set floors some settings may not go below (e.g. feed history >= 30 days). */
+function atLeast(value: number, floor: number, name: string): number {
+  if (value < floor) throw new Error(`${name} must be at least ${floor}, got ${value}`);
+  return value;
+}
+
 /** Reads the configuration from environment variables; the README lists them with their defaults. */
-export function loadConfig(env: Env = process.env, overrides: Partial<Config> = {}): Config {
+/** Overrides for tests and embedding: any top-level value, or some fields of a group. */
+export type ConfigOverrides = {
+  [K in keyof Config]?: Config[K] extends unknown[] ? Config[K] : Config[K] extends object ? Partial<Config[K]> : Config[K];
+};
+
+export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = {}): Config {
   const port = int(env, 'CPS_PORT', 8080);
   const host = env.CPS_HOST || '127.0.0.1';
   const adminToken = env.CPS_ADMIN_TOKEN || `adm_${randomBytes(24).toString('base64url')}`;
@@ -127,7 +138,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     smtp: { url: env.CPS_SMTP_URL || null, from: env.CPS_SMTP_FROM || 'catalog-publishing@localhost' },
     changes: {
       feedWindow: Math.min(1000, Math.max(1, int(env, 'CPS_FEED_WINDOW', 1000))),
-      retentionDays: Math.max(1, int(env, 'CPS_CHANGE_RETENTION_DAYS', 30)),
+      retentionDays: atLeast(int(env, 'CPS_CHANGE_RETENTION_DAYS', 30), 30, 'CPS_CHANGE_RETENTION_DAYS'),
       pruneIntervalSeconds: Math.max(1, int(env, 'CPS_CHANGE_PRUNE_INTERVAL_SECONDS', 3600)),
     },
   };

@@ -192,14 +192,16 @@ export interface paths {
          *     however old it is (a store without changes does not expire its clients' cursors).
          *
          *     **Initial sync, and resync after 410.** (1) Take the `Date` header of any response of the
-         *     service (for example of `GET /v1/stores`) as your starting cursor: `since` is that instant in
-         *     RFC 3339 (`Fri, 14 Mar 2025 09:26:53 GMT` is `2025-03-14T09:26:53Z`) and `since_id` is 0.
-         *     Every change recorded after that response has a `created_at` at or after it, even across
-         *     clock corrections. (2) Read the whole store from `GET /v1/products`. (3) From then on poll
-         *     with the kept cursor. Changes made during step 2 are reported again in step 3; re-fetching a
-         *     product is harmless. (Polling without a cursor and following the cursors until `changes` is
-         *     empty also ends on a current cursor, but reads the whole retained history on the way.) The
-         *     typed client's `syncStore` helper does exactly this.
+         *     service (for example of `GET /v1/stores`), minus a safety margin of a few minutes, as your
+         *     starting cursor: `since` is that instant in RFC 3339 (`Fri, 14 Mar 2025 09:26:53 GMT` minus
+         *     5 minutes is `2025-03-14T09:21:53Z`) and `since_id` is 0. Every change recorded after that
+         *     response has a `created_at` at or after it, unless the server's clock is corrected backwards
+         *     by more than the margin. (2) Read the whole store from `GET /v1/products`. (3) From then on
+         *     poll with the kept cursor. Changes made during the margin and during step 2 are reported
+         *     again in step 3; re-fetching a product is harmless. (Polling without a cursor and following
+         *     the cursors until `changes` is empty also ends on a current cursor, with no margin needed, but
+         *     reads the whole retained history on the way.) The typed client's `syncStore` helper does
+         *     exactly this, with a 5-minute margin.
          *
          *     **Worked example.** Your cursor is `since=2025-03-14T09:20:00Z`, `since_id=47000`. At
          *     09:26:53 a price import changes 1500 products of store `de`, recorded as sequence numbers

@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { CatalogAdmin } from '../../src/admin/catalog-admin.js';
 import { issueApiKey } from '../../src/admin/api-keys.js';
-import { loadConfig, type Config } from '../../src/config.js';
+import { loadConfig, type Config, type ConfigOverrides } from '../../src/config.js';
 import { startServer, type RunningServer } from '../../src/server.js';
 import { openSqliteStorage, type SqliteStorage } from '../../src/storage/sqlite.js';
 import { contractFetch } from './contract.js';
@@ -37,7 +37,7 @@ export interface TestResponse {
   text: string;
 }
 
-export async function startTestService(options: { now?: () => Date; config?: Partial<Config>; docsFile?: string } = {}): Promise<TestService> {
+export async function startTestService(options: { now?: () => Date; config?: ConfigOverrides; docsFile?: string } = {}): Promise<TestService> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cps-test-'));
   const config = loadConfig({}, {
     port: 0, host: '127.0.0.1', databasePath: path.join(dir, 'catalog.db'), adminToken: ADMIN_TOKEN,

@@ -10,7 +10,10 @@ import { buildDemoCatalog } from './admin/demo.js';
 import { importNdjson } from './admin/import.js';
 import { schedulePruning } from './changes/retention.js';
 import { loadConfig } from './config.js';
+import type { ChangeType, DeliveryStatus } from './storage/port.js';
+import { AddressGuard } from './webhooks/address-guard.js';
 import { createWebhookDispatcher } from './webhooks/dispatcher.js';
+import { EVENTS, WebhookEndpoints, endpointView } from './webhooks/endpoints.js';
 import { ProblemError } from './http/problem.js';
 import { startServer } from './server.js';
 import { openSqliteStorage } from './storage/sqlite.js';
@@ -24,6 +27,14 @@ Commands:
   keys create --merchant ID [--name N] issue an API key (printed once)
   demo [--db FILE] [--products N] [--json]
                                       build the deterministic demo catalog into a database
+  webhooks create --merchant ID --url URL [--store SLUG] [--events price,content,removed]
+  webhooks list --merchant ID         endpoints with their health
+  webhooks rotate|delete|test --merchant ID --endpoint ID
+  webhooks enable --merchant ID --endpoint ID   re-enable a paused or disabled endpoint
+  webhooks deliveries --merchant ID --endpoint ID [--status S]   the attempt log, newest first
+  webhooks resend --merchant ID --endpoint ID --delivery ID
+  webhooks recover --merchant ID --endpoint ID --since ISO-TIME  re-send failed deliveries since then
+  webhooks notifications --merchant ID
 
 Common option: --db FILE (default: CPS_DB_PATH or ./data/catalog.db)`;
 
@@ -46,6 +57,13 @@ async function main(argv: string[]): Promise<void> {
       merchant: { type: 'string' },
       name: { type: 'string' },
       products: { type: 'string' },
+      url: { type: 'string' },
+      store: { type: 'string' },
+      events: { type: 'string' },
+      endpoint: { type: 'string' },
+      delivery: { type: 'string' },
+      since: { type: 'string' },
+      status: { type: 'string' },
       json: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -75,6 +93,8 @@ async function main(argv: string[]): Promise<void> {
       admin.merchant(merchantId);
       const key = issueApiKey(storage, merchantId, values.name ?? 'cli', new Date());
       console.log(values.json ? JSON.stringify(key) : `API key for merchant ${merchantId} (shown once): ${key.key}`);
+    } else if (command === 'webhooks') {
+      webhooksCommand(storage, config, rest[0], values);
     } else if (command === 'import') {
       const file = rest[0] ?? fail('import needs a FILE');
       const merchantId = positiveInt(values.merchant, 'merchant');
@@ -131,6 +151,58 @@ async function serveCommand(config: ReturnType<typeof loadConfig>): Promise<void
   };
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
+}
+
+function webhooksCommand(
+  storage: ReturnType<typeof openSqliteStorage>, config: ReturnType<typeof loadConfig>, action: string | undefined,
+  values: Record<string, string | boolean | undefined>,
+): void {
+  const endpoints = new WebhookEndpoints(storage, new AddressGuard(config.webhooks.allowHosts), () => new Date());
+  const merchantId = positiveInt(values.merchant as string | undefined, 'merchant');
+  const endpointId = () => positiveInt(values.endpoint as string | undefined, 'endpoint');
+  const print = (value: unknown) => console.log(JSON.stringify(value, null, values.json ? undefined : 2));
+  const view = (e: Parameters<typeof endpointView>[1]) => endpointView(storage, e);
+  switch (action) {
+    case 'create': {
+      const events = typeof values.events === 'string' ? values.events.split(',') as ChangeType[] : undefined;
+      const bad = events?.find((e) => !EVENTS.includes(e));
+      if (bad) fail(`--events: unknown event "${bad}" (price, content, removed)`);
+      const store = typeof values.store === 'string' ? values.store : null;
+      const endpoint = endpoints.create(merchantId, { url: values.url as string ?? fail('--url is required'), store, events });
+      print({ ...view(endpoint), secret: endpoint.secret });
+      if (!values.json) console.log('The signing secret is shown once: store it now.');
+      return;
+    }
+    case 'list':
+      return print(endpoints.list(merchantId).map(view));
+    case 'rotate': {
+      const endpoint = endpoints.rotateSecret(merchantId, endpointId());
+      return print({ ...view(endpoint), secret: endpoint.secret });
+    }
+    case 'delete':
+      endpoints.delete(merchantId, endpointId());
+      return console.log('deleted');
+    case 'enable':
+      return print(view(endpoints.update(merchantId, endpointId(), { status: 'active' })));
+    case 'test':
+      return print(endpoints.sendTest(merchantId, endpointId()));
+    case 'deliveries': {
+      const status = values.status as DeliveryStatus | undefined;
+      const list = endpoints.deliveries(merchantId, endpointId(), { status, limit: 50 });
+      return print(list.map((d) => ({ ...d, attempt_log: storage.listAttempts(d.id) })));
+    }
+    case 'resend':
+      return print(endpoints.resend(merchantId, endpointId(), positiveInt(values.delivery as string | undefined, 'delivery')));
+    case 'recover': {
+      const since = values.since as string | undefined;
+      if (!since || Number.isNaN(Date.parse(since))) fail('--since must be an ISO 8601 time');
+      return print({ resent: endpoints.recover(merchantId, endpointId(), since) });
+    }
+    case 'notifications':
+      return print(storage.listNotifications(merchantId, 50));
+    default:
+      fail(`unknown webhooks action "${action ?? ''}"\n\n${USAGE}`);
+  }
 }
 
 async function workerCommand(config: ReturnType<typeof loadConfig>): Promise<void> {

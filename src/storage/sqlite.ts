@@ -511,7 +511,7 @@ export class SqliteStorage implements CatalogStorage {
     const fields = ENDPOINT_FIELDS.filter((f) => f in patch);
     if (fields.length === 0) return;
     const values = fields.map((f) => (f === 'events' ? JSON.stringify(patch.events) : (patch[f] as unknown)));
-    this.db.prepare(`UPDATE webhook_endpoints SET ${fields.map((f) => `${f} = ?`).join(', ')} WHERE id = ?`).run(...values, id);
+    this.stmt(`UPDATE webhook_endpoints SET ${fields.map((f) => `${f} = ?`).join(', ')} WHERE id = ?`).run(...values, id);
   }
 
   deleteWebhookEndpoint(id: number): void {
@@ -565,7 +565,7 @@ export class SqliteStorage implements CatalogStorage {
     const fields = DELIVERY_FIELDS.filter((f) => f in patch);
     if (fields.length === 0) return;
     const values = fields.map((f) => (f === 'product_ids' ? JSON.stringify(patch.product_ids) : (patch[f] as unknown)));
-    this.db.prepare(`UPDATE webhook_deliveries SET ${fields.map((f) => `${f} = ?`).join(', ')} WHERE id = ?`).run(...values, id);
+    this.stmt(`UPDATE webhook_deliveries SET ${fields.map((f) => `${f} = ?`).join(', ')} WHERE id = ?`).run(...values, id);
   }
 
   dropPendingDeliveries(endpointId: number): number {

@@ -146,28 +146,37 @@ export class WebhookDispatcher {
     return batches.length;
   }
 
-  /** Sends every due delivery within the concurrency bounds; resolves when they finished. */
+  /**
+   * Sends the due deliveries with a pool of workers: at most overallConcurrency in flight, at most
+   * perEndpointConcurrency per endpoint; a worker takes the next delivery as soon as it is free.
+   * Resolves when the batch of due deliveries read at the start is done; returns how many were sent.
+   */
   async sendDue(): Promise<number> {
     const now = this.deps.now();
     const free = this.config.overallConcurrency - this.inflight.size;
     if (free <= 0) return 0;
-    const due = this.storage.dueDeliveries(now.toISOString(), free + this.inflight.size);
-    const started: Promise<void>[] = [];
-    for (const delivery of due) {
-      if (this.inflight.size >= this.config.overallConcurrency) break;
-      if (this.inflight.has(delivery.id)) continue;
-      const busy = this.inflightByEndpoint.get(delivery.endpoint_id) ?? 0;
-      if (busy >= this.config.perEndpointConcurrency) continue;
-      this.inflightByEndpoint.set(delivery.endpoint_id, busy + 1);
-      const sending = this.attempt(delivery).finally(() => {
-        this.inflight.delete(delivery.id);
-        this.inflightByEndpoint.set(delivery.endpoint_id, (this.inflightByEndpoint.get(delivery.endpoint_id) ?? 1) - 1);
-      });
-      this.inflight.set(delivery.id, sending);
-      started.push(sending);
-    }
-    await Promise.all(started);
-    return started.length;
+    const queue = this.storage.dueDeliveries(now.toISOString(), this.config.overallConcurrency * 16)
+      .filter((d) => !this.inflight.has(d.id));
+    let sent = 0;
+    const worker = async (): Promise<void> => {
+      for (;;) {
+        const index = queue.findIndex((d) => (this.inflightByEndpoint.get(d.endpoint_id) ?? 0) < this.config.perEndpointConcurrency);
+        if (index < 0) return;
+        const delivery = queue.splice(index, 1)[0]!;
+        this.inflightByEndpoint.set(delivery.endpoint_id, (this.inflightByEndpoint.get(delivery.endpoint_id) ?? 0) + 1);
+        const sending = this.attempt(delivery);
+        this.inflight.set(delivery.id, sending);
+        try {
+          await sending;
+          sent++;
+        } finally {
+          this.inflight.delete(delivery.id);
+          this.inflightByEndpoint.set(delivery.endpoint_id, (this.inflightByEndpoint.get(delivery.endpoint_id) ?? 1) - 1);
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(free, queue.length) }, worker));
+    return sent;
   }
 
   private async attempt(delivery: DeliveryRecord): Promise<void> {

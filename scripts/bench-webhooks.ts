@@ -1,0 +1,100 @@
+// `npm run bench:webhooks`: signed webhook deliveries per second to a keep-alive loopback receiver
+// (the whole dispatcher path: due query, claim, signing, POST, attempt log, health update), beside
+// the raw POST rate of the same HTTP client to the same receiver, interleaved in one run.
+// Target (issue #4): >= 2,000 deliveries/s here.
+import { fork } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { CatalogAdmin } from '../src/admin/catalog-admin.js';
+import { loadConfig } from '../src/config.js';
+import { openSqliteStorage } from '../src/storage/sqlite.js';
+import { AddressGuard } from '../src/webhooks/address-guard.js';
+import { WebhookDispatcher } from '../src/webhooks/dispatcher.js';
+import { WebhookEndpoints } from '../src/webhooks/endpoints.js';
+import { OwnerNotifier } from '../src/webhooks/notifier.js';
+import { HttpDeliverySender } from '../src/webhooks/sender.js';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const DELIVERIES = Number(process.env.BENCH_DELIVERIES ?? 10_000);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+
+const config = loadConfig({ CPS_WEBHOOK_ALLOW_HOSTS: '127.0.0.1' });
+const receiver = fork(path.join(here, 'bench-receiver.ts'), [], { execArgv: ['--import', 'tsx'], stdio: 'inherit' });
+const port: number = await new Promise((resolve) => receiver.once('message', (m: { port: number }) => resolve(m.port)));
+const url = `http://127.0.0.1:${port}/hooks/catalog`;
+const guard = new AddressGuard(config.webhooks.allowHosts);
+const concurrency = config.webhooks.perEndpointConcurrency;
+
+const body = JSON.stringify({ event: 'price', store_id: 1, product_ids: Array.from({ length: 50 }, (_, i) => 1000 + i), occurred_at: '2026-11-25T12:00:00Z' });
+
+/** The same client (undici keep-alive agent) posting a fixed body, `concurrency` at a time. */
+async function rawPostRate(): Promise<number> {
+  const sender = new HttpDeliverySender(guard, { timeoutMs: config.webhooks.timeoutMs, connectionsPerOrigin: concurrency });
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(Array.from({ length: concurrency }, async () => {
+    while (next++ < DELIVERIES) {
+      const result = await sender.send(url, { 'Content-Type': 'application/json' }, body);
+      if (result.error) throw new Error(`raw POST failed: ${result.error}`);
+    }
+  }));
+  const rate = DELIVERIES / ((performance.now() - started) / 1000);
+  await sender.close();
+  return rate;
+}
+
+/** The dispatcher sending DELIVERIES pending deliveries of one endpoint, from a fresh database. */
+async function signedDeliveryRate(dir: string, round: number): Promise<number> {
+  const storage = openSqliteStorage(path.join(dir, `deliveries-${round}.db`));
+  const admin = new CatalogAdmin(storage);
+  const merchant = admin.createMerchant({ name: 'Webhook bench' });
+  const endpoint = new WebhookEndpoints(storage, guard, () => new Date()).create(merchant.id, { url });
+  const at = new Date().toISOString();
+  storage.transaction(() => {
+    for (let i = 0; i < DELIVERIES; i++) {
+      storage.insertDelivery({
+        endpoint_id: endpoint.id, event: 'price', store_id: null, product_ids: Array.from({ length: 50 }, (_, k) => 1000 + k),
+        occurred_at: null, status: 'pending', attempts: 0, next_attempt_at: at, created_at: at,
+      });
+    }
+  });
+  const now = () => new Date();
+  const sender = new HttpDeliverySender(guard, { timeoutMs: config.webhooks.timeoutMs, connectionsPerOrigin: concurrency });
+  const dispatcher = new WebhookDispatcher(storage, config.webhooks, { now, sender, notifier: new OwnerNotifier(storage, config.smtp, now) });
+  const started = performance.now();
+  let sent = 0;
+  while (sent < DELIVERIES) {
+    const n = await dispatcher.sendDue();
+    if (n === 0) throw new Error(`stalled after ${sent} deliveries`);
+    sent += n;
+  }
+  const rate = DELIVERIES / ((performance.now() - started) / 1000);
+  const succeeded = storage.db.prepare("SELECT count(*) FROM webhook_deliveries WHERE status = 'succeeded'").pluck().get();
+  if (succeeded !== DELIVERIES) throw new Error(`${succeeded} of ${DELIVERIES} succeeded`);
+  await dispatcher.stop();
+  storage.close();
+  return rate;
+}
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cps-bench-webhooks-'));
+try {
+  const raw: number[] = [];
+  const signed: number[] = [];
+  await rawPostRate(); // warm-up
+  for (let round = 1; round <= ROUNDS; round++) {
+    raw.push(await rawPostRate());
+    signed.push(await signedDeliveryRate(dir, round));
+    console.log(`round ${round}: raw POST ${raw.at(-1)!.toFixed(0)}/s, signed deliveries ${signed.at(-1)!.toFixed(0)}/s`);
+  }
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+  console.log('');
+  console.log(`${DELIVERIES} deliveries per round, ${concurrency} in flight (per-endpoint concurrency), keep-alive loopback receiver:`);
+  console.log(`median raw POST rate          ${median(raw).toFixed(0)}/s`);
+  console.log(`median signed delivery rate   ${median(signed).toFixed(0)}/s  (target >= 2000/s)`);
+  console.log(`signed / raw = ${(median(signed) / median(raw)).toFixed(2)}`);
+} finally {
+  receiver.kill();
+  fs.rmSync(dir, { recursive: true, force: true });
+}

@@ -71,7 +71,7 @@ export async function* pollChanges(
 export function cursorFromDateHeader(date: string | null | undefined): ChangeCursor | undefined {
   const ms = date ? Date.parse(date) : Number.NaN;
   if (Number.isNaN(ms)) return undefined;
-  return { since: `${new Date(ms + 1000).toISOString().slice(0, 19)}Z`, since_id: 0 };
+  return { since: `${new Date(ms).toISOString().slice(0, 19)}Z`, since_id: 0 };
 }
 
 /** The local copy of one store's catalog that syncStore keeps, implemented by the caller (one per store). */

@@ -168,11 +168,15 @@ describe('the built client', () => {
       // The client pulls in no server code: only its own modules and the (type-only) generated document.
       const emitted = fs.readdirSync(path.join(installed, 'dist'), { recursive: true, encoding: 'utf8' })
         .filter((f) => f.endsWith('.js')).map((f) => f.split(path.sep).join('/')).sort();
-      expect(emitted).toEqual(['src/client/errors.js', 'src/client/index.js', 'src/generated/public-api.js']);
+      expect(emitted).toEqual([
+        'src/client/changes.js', 'src/client/errors.js', 'src/client/index.js', 'src/client/reads.js', 'src/generated/public-api.js',
+      ]);
       expect(fs.existsSync(path.join(installed, 'dist/src/client/index.d.ts'))).toBe(true);
 
       fs.writeFileSync(path.join(dir, 'consumer.mjs'), `
-        import { createCatalogClient, iterateProducts, listStores, CatalogApiError } from 'catalog-publishing-service/client';
+        import {
+          createCatalogClient, fetchProductsByIds, iterateProducts, listStores, mapReplica, pollChanges, syncStore, CatalogApiError,
+        } from 'catalog-publishing-service/client';
         const client = createCatalogClient({ baseUrl: process.env.BASE_URL, apiKey: process.env.API_KEY });
         const stores = await listStores(client);
         const raw = await client.GET('/v1/stores');
@@ -180,15 +184,24 @@ describe('the built client', () => {
         for await (const product of iterateProducts(client, { store: 'uk', perPage: 2 })) { first = product; break; }
         const bad = createCatalogClient({ baseUrl: process.env.BASE_URL, apiKey: 'cps_nope' });
         const failure = await listStores(bad).catch((e) => e);
+        const byIds = await fetchProductsByIds(client, [3, 1, 3], { store: 'uk' });
+        const window = (await pollChanges(client, { store: 'uk' }).next()).value;
+        const replica = mapReplica();
+        const cursor = await syncStore(client, { store: 'uk', replica });
         console.log(JSON.stringify({
           slugs: stores.map((s) => s.slug), status: raw.response.status, first: first.id,
           failure: failure instanceof CatalogApiError ? failure.problem.code : String(failure),
+          byIds: byIds.map((p) => p.id), windowStore: window.store, replicaSize: replica.products.size,
+          cursor: typeof cursor.since === 'string' && Number.isInteger(cursor.since_id),
         }));
       `);
       const { stdout } = await run(process.execPath, ['consumer.mjs'], {
         cwd: dir, env: { ...process.env, BASE_URL: service.url, API_KEY: key },
       });
-      expect(JSON.parse(stdout)).toEqual({ slugs: ['de', 'pl', 'uk'], status: 200, first: 1, failure: 'unauthorized' });
+      expect(JSON.parse(stdout)).toEqual({
+        slugs: ['de', 'pl', 'uk'], status: 200, first: 1, failure: 'unauthorized',
+        byIds: [1, 3], windowStore: 'uk', replicaSize: 450, cursor: true,
+      });
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }

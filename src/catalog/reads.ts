@@ -77,6 +77,25 @@ export class CatalogReads {
     return { data: this.storage.publishedPageBytes(store.id, ids[start]!, ids[end]!), meta };
   }
 
+  /**
+   * Keyset paging: the store's products with id > afterId, at most perPage. meta.current_page is
+   * the page the last returned product is on, and equals last_page exactly when the response
+   * reaches the end of the store (so the spec's paging rule still ends the loop).
+   */
+  productPageAfter(store: StoreRecord, afterId: number, perPage: number): ProductPage {
+    const ids = this.productIds(store);
+    const total = ids.length;
+    const lastPage = Math.max(1, Math.ceil(total / perPage));
+    const start = firstGreater(ids, afterId);
+    if (start >= total) return { data: new Uint8Array(0), meta: { current_page: lastPage, per_page: perPage, last_page: lastPage, total } };
+    const end = Math.min(total, start + perPage) - 1;
+    const currentPage = end === total - 1 ? lastPage : Math.min(lastPage - 1, Math.floor(end / perPage) + 1);
+    return {
+      data: this.storage.publishedPageBytes(store.id, ids[start]!, ids[end]!),
+      meta: { current_page: currentPage, per_page: perPage, last_page: lastPage, total },
+    };
+  }
+
   /** Some products of the store by id (ids outside the catalog are absent), ascending. */
   productsByIds(store: StoreRecord, ids: number[]): { bytes: Uint8Array; count: number } {
     return this.storage.publishedPayloadsByIds(store.id, ids);
@@ -94,4 +113,16 @@ export class CatalogReads {
     this.idIndex.set(store.id, { version: store.catalog_version, ids });
     return ids;
   }
+}
+
+/** Index of the first id greater than `id` in an ascending list (binary search). */
+function firstGreater(ids: Float64Array | number[], id: number): number {
+  let low = 0;
+  let high = ids.length;
+  while (low < high) {
+    const middle = (low + high) >>> 1;
+    if (ids[middle]! <= id) low = middle + 1;
+    else high = middle;
+  }
+  return low;
 }

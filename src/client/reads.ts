@@ -28,20 +28,27 @@ export async function listProducts(
 }
 
 /**
- * Every product of a store, in id order. Follows the paging rule of spec 4.1: request page = 1, 2,
- * 3, ... until `meta.current_page` equals `meta.last_page` (at least 1, so an empty store ends after
- * one request). Throws CatalogApiError on an error response.
+ * Every product of a store, in id order, until `meta.current_page` equals `meta.last_page` (the
+ * paging rule of spec 4.1; at least 1, so an empty store ends after one request). By default it
+ * pages with `after_id` (keyset: send the last id read), which never skips a product when another
+ * one is removed meanwhile; `paging: 'page'` requests page = 1, 2, 3, ... as the spec describes.
+ * Throws CatalogApiError on an error response.
  */
 export async function* iterateProducts(
-  client: CatalogClient, { store, perPage = 200 }: StoreOption & { perPage?: number } = {},
+  client: CatalogClient,
+  { store, perPage = 200, paging = 'after_id' }: StoreOption & { perPage?: number; paging?: 'after_id' | 'page' } = {},
 ): AsyncGenerator<Product, void, undefined> {
+  let afterId = 0;
   for (let page = 1; ; page++) {
-    const result = await listProducts(client, { store, page, perPage });
+    const result = paging === 'page'
+      ? await listProducts(client, { store, page, perPage })
+      : await unwrap(client.GET('/v1/products', { params: { query: { store, after_id: afterId, per_page: perPage } } }));
     yield* result.data;
-    // `>=` rather than `===`: if products are deleted while paging, last_page can drop below the
-    // page just read, and the loop must still end.
-    if (result.meta.current_page >= result.meta.last_page) return;
-    // Stay on the store page 1 was read from, even if the merchant's default store changes meanwhile.
+    // `>=` rather than `===`: if products are deleted while paging by page number, last_page can
+    // drop below the page just read, and the loop must still end.
+    if (result.meta.current_page >= result.meta.last_page || result.data.length === 0) return;
+    afterId = result.data[result.data.length - 1]!.id;
+    // Stay on the store the first response was read from, even if the default store changes meanwhile.
     store = result.store;
   }
 }

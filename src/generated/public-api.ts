@@ -36,9 +36,12 @@ export interface paths {
          *     request. Ids outside the catalog are simply absent.
          *
          *     **Full sync.** For a complete copy of a store, take a change-feed cursor first (see
-         *     `GET /v1/changes`), then page through this endpoint with `per_page=200`, then apply the
-         *     changes recorded since that cursor. Products that change, appear or disappear while you page
-         *     are then caught by the feed. A full sync at 200 per page is never throttled on its own.
+         *     `GET /v1/changes`), then page through this endpoint with `per_page=200` and `after_id`
+         *     (keyset paging: send the last id of the previous response), then apply the changes recorded
+         *     since that cursor. Products that change, appear or disappear while you page are then caught
+         *     by the feed, and keyset paging never skips a product because another one disappeared. (With
+         *     `page`, a product removed from an earlier page shifts the later ones, and one product can be
+         *     missed by a full read.) A full sync at 200 per page is never throttled on its own.
          */
         get: operations["listProducts"];
         put?: never;
@@ -893,6 +896,17 @@ export interface components {
          *     number of distinct ids asked for, `total` the number of products found.
          */
         IdsParam: number[];
+        /**
+         * @description Keyset paging, drift-free under concurrent writes: returns the store's products with an id
+         *     greater than `after_id`, at most `per_page` of them, in id order. Send the last `id` of the
+         *     previous response to continue (start with `after_id=0`). Unlike `page`, a product added or
+         *     removed while you page never shifts the others, so none is skipped or returned twice. With
+         *     `after_id`, `meta.current_page` is the page the last returned product is on, and equals
+         *     `meta.last_page` exactly when the response reaches the end of the store, so the paging rule
+         *     (stop when `current_page` equals `last_page`) works unchanged. Cannot be combined with `page`
+         *     or `ids` (400).
+         */
+        AfterIdParam: number;
         /** @description The product's `id`. A value that is not a positive integer answers 400 `invalid_parameter`. */
         ProductIdParam: number;
         /**
@@ -969,6 +983,17 @@ export interface operations {
                  *     number of distinct ids asked for, `total` the number of products found.
                  */
                 ids?: components["parameters"]["IdsParam"];
+                /**
+                 * @description Keyset paging, drift-free under concurrent writes: returns the store's products with an id
+                 *     greater than `after_id`, at most `per_page` of them, in id order. Send the last `id` of the
+                 *     previous response to continue (start with `after_id=0`). Unlike `page`, a product added or
+                 *     removed while you page never shifts the others, so none is skipped or returned twice. With
+                 *     `after_id`, `meta.current_page` is the page the last returned product is on, and equals
+                 *     `meta.last_page` exactly when the response reaches the end of the store, so the paging rule
+                 *     (stop when `current_page` equals `last_page`) works unchanged. Cannot be combined with `page`
+                 *     or `ids` (400).
+                 */
+                after_id?: components["parameters"]["AfterIdParam"];
             };
             header?: never;
             path?: never;

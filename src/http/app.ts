@@ -27,6 +27,12 @@ export function createApp({ storage, config, now = () => new Date(), docsFile }:
   const app = new Hono();
   app.onError(renderError);
   app.notFound(notFound);
+  // The Date header comes from the same clock as change timestamps: clients take it as a
+  // starting cursor for the change feed (listChanges, "Initial sync").
+  app.use('*', async (c, next) => {
+    await next();
+    c.res.headers.set('Date', now().toUTCString());
+  });
 
   // The authored, bundled documents, exactly as committed (not rebuilt from code).
   app.get('/openapi.json', (c) => c.body(publicJson, 200, { 'Content-Type': 'application/json' }));

@@ -32,7 +32,7 @@ export function publicApi(storage: CatalogStorage, feedWindow: number, reads = n
   app.openapi(routes.listProducts, (c) => {
     const query = c.req.valid('query');
     if (query.ids) {
-      const paging = ['page', 'per_page'].filter((name) => c.req.query(name) !== undefined);
+      const paging = ['page', 'per_page', 'after_id'].filter((name) => c.req.query(name) !== undefined);
       if (paging.length) {
         throw invalidInput('query', paging.map((name) => ({ name, in: 'query' as const, reason: 'cannot be combined with ids' })));
       }
@@ -43,9 +43,18 @@ export function publicApi(storage: CatalogStorage, feedWindow: number, reads = n
       const tail = `],"store":${JSON.stringify(store.slug)},"meta":${JSON.stringify(meta)}}`;
       return c.body(Buffer.concat([DATA_OPEN, found.bytes, Buffer.from(tail)]), 200, JSON_TYPE) as never;
     }
+    if (query.after_id !== undefined && c.req.query('page') !== undefined) {
+      throw invalidInput('query', [{ name: 'page', in: 'query', reason: 'cannot be combined with after_id' }]);
+    }
     const { store, page } = reads.consistent(() => {
       const store = storeOrNotFound(reads, c.var.merchantId, query.store);
-      return { store, page: reads.productPage(store, query.page, clampPerPage(query.per_page)) };
+      const perPage = clampPerPage(query.per_page);
+      return {
+        store,
+        page: query.after_id === undefined
+          ? reads.productPage(store, query.page, perPage)
+          : reads.productPageAfter(store, query.after_id, perPage),
+      };
     });
     // The stored payload bytes go out as they are, framed by the page envelope.
     const tail = `],"store":${JSON.stringify(store.slug)},"meta":${JSON.stringify(page.meta)}}`;

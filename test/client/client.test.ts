@@ -99,7 +99,7 @@ describe('iterateProducts', () => {
   it('yields every product of a 450-product store once, in id order, in exactly 3 requests of 200', async () => {
     const { client, requests } = recordingClient();
     const products: Product[] = [];
-    for await (const product of iterateProducts(client, { store: 'pl', perPage: 200 })) products.push(product);
+    for await (const product of iterateProducts(client, { store: 'pl', perPage: 200, paging: 'page' })) products.push(product);
 
     const ids = products.map((p) => p.id);
     expect(ids).toHaveLength(450);
@@ -113,6 +113,34 @@ describe('iterateProducts', () => {
     ]);
     const { meta } = await listProducts(client, { store: 'pl', perPage: 1 });
     expect(meta.total).toBe(450);
+  });
+
+  it('pages with after_id by default: 3 requests, each continuing after the last id read', async () => {
+    const { client, requests } = recordingClient();
+    const ids: number[] = [];
+    for await (const product of iterateProducts(client, { store: 'pl' })) ids.push(product.id);
+    expect(ids).toHaveLength(450);
+    expect(new Set(ids).size).toBe(450);
+    expect(requests.map((r) => Object.fromEntries(new URL(r.url).searchParams))).toEqual([
+      { store: 'pl', after_id: '0', per_page: '200' },
+      { store: 'pl', after_id: String(ids[199]), per_page: '200' },
+      { store: 'pl', after_id: String(ids[399]), per_page: '200' },
+    ]);
+  });
+
+  it('misses no product when another is deleted while paging with after_id', async () => {
+    const merchant = service.admin.createMerchant({ name: 'Deletes while paging' });
+    service.admin.upsertStore(merchant.id, 'x', { name: 'X', locale: 'en-GB', currency: 'EUR', is_default: true, active: true, exclude_out_of_stock: false });
+    for (let n = 1; n <= 30; n++) service.admin.upsertProduct(merchant.id, `P${n}`, { content: { en: { title: `P${n}` } } });
+    const own = createCatalogClient({ baseUrl: service.url, apiKey: service.keyFor(merchant.id), fetch: service.fetch });
+    const all = (await listProducts(own, { perPage: 200 })).data.map((p) => p.id);
+    const seen: number[] = [];
+    for await (const product of iterateProducts(own, { perPage: 10 })) {
+      seen.push(product.id);
+      // After the first page, the first product leaves the catalog: page numbers would shift.
+      if (seen.length === 10) service.admin.deleteProduct(merchant.id, 'P1');
+    }
+    expect(seen).toEqual(all);
   });
 
   it('reads the default store when no store is given, and stays on it for the later pages', async () => {

@@ -251,7 +251,7 @@ describe('client feed helpers', () => {
       const cursor = await syncStore(client, { store: 'b', replica });
       // GET /v1/stores for the Date, the full read, then per window the changes and the products by id.
       expect(requests.map((r) => `${r.pathname} ${Object.keys(query(r))}`).join('\n')).toMatch(
-        /^\/v1\/stores \n\/v1\/products store,page,per_page(\n\/v1\/changes store,since,since_id\n\/v1\/products store,ids)+\n\/v1\/changes store,since,since_id$/);
+        /^\/v1\/stores \n\/v1\/products store,after_id,per_page(\n\/v1\/changes store,since,since_id\n\/v1\/products store,ids)+\n\/v1\/changes store,since,since_id$/);
       // Changes recorded in the second of the Date header (before the full read) are applied again.
       expect(query(requests[2]!)).toEqual({ store: 'b', since: '2025-03-14T09:26:53Z', since_id: '0' });
       expect(replica.products).toEqual(await catalogOf(client, 'b'));

@@ -120,6 +120,39 @@ describe('GET /v1/products (spec 4.1)', () => {
   });
 });
 
+describe('GET /v1/products with after_id (keyset paging)', () => {
+  it('returns the products after the id, in id order, and continues from the last id read', async () => {
+    const first = await service.api('/v1/products?after_id=0&per_page=50', key);
+    expect(ids(first.body)).toEqual(allIds.slice(0, 50));
+    expect(first.body.meta).toEqual({ current_page: 1, per_page: 50, last_page: 3, total: TOTAL });
+    const second = await service.api(`/v1/products?after_id=${allIds[49]}&per_page=50`, key);
+    expect(ids(second.body)).toEqual(allIds.slice(50, 100));
+    expect(second.body.meta.current_page).toBe(2);
+  });
+
+  it('reports current_page equal to last_page exactly when the response reaches the end', async () => {
+    // Starting mid-page: the 50 products end on page 3 but not at the end of the store.
+    const midway = await service.api(`/v1/products?after_id=${allIds[59]}&per_page=50`, key);
+    expect(ids(midway.body)).toEqual(allIds.slice(60, 110));
+    expect(midway.body.meta.current_page).toBe(2);
+    const end = await service.api(`/v1/products?after_id=${allIds[109]}&per_page=50`, key);
+    expect(ids(end.body)).toEqual(allIds.slice(110));
+    expect(end.body.meta.current_page).toBe(end.body.meta.last_page);
+    const past = await service.api(`/v1/products?after_id=${allIds[TOTAL - 1]}`, key);
+    expect(past.body.data).toEqual([]);
+    expect(past.body.meta.current_page).toBe(past.body.meta.last_page);
+  });
+
+  it('answers 400 naming page when after_id and page are combined, and for a negative after_id', async () => {
+    const combined = await service.api('/v1/products?after_id=0&page=2', key);
+    expect(combined.status).toBe(400);
+    expect(combined.body.invalid_params).toEqual([{ name: 'page', in: 'query', reason: 'cannot be combined with after_id' }]);
+    const negative = await service.api('/v1/products?after_id=-1', key);
+    expect(negative.status).toBe(400);
+    expect(negative.body.invalid_params[0].name).toBe('after_id');
+  });
+});
+
 describe('GET /v1/products/{id} (spec 4.2)', () => {
   it('resolves a product for the default store: prices per customer group, stock, locale, attribute labels', async () => {
     const { backpack } = catalog.products;

@@ -1,0 +1,118 @@
+// The receiver kit: verifyWebhook checks a delivery exactly as spec 5 says, and the example
+// receiver of the README (400 on a bad signature, deduplication on event + product ids) works
+// against real signed requests over HTTP.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { verifyWebhook, WebhookVerificationError, type WebhookPayload } from '../../src/client/webhooks.js';
+import { signedHeaders } from '../../src/webhooks/signing.js';
+
+// The test vector published in the document (openapi/openapi.yaml, "Verifying a delivery").
+const SECRET = 'whsec_4cG9t2VnQx8LrW7bYh3KpZ5mJd6FsA1e';
+const TIMESTAMP = '1741944415';
+const BODY = '{"event":"price","store_id":1,"product_ids":[1042,1043],"occurred_at":"2025-03-14T09:26:55Z"}';
+const SIGNATURE = 'sha256=06cd5f65b57f194271ad2d43c750e5f544986e637b59150c440ea72ba5e20d7b';
+const signedAt = () => new Date(Number(TIMESTAMP) * 1000 + 10_000);
+
+const headers = (overrides: Record<string, string | undefined> = {}) => ({
+  'content-type': 'application/json', 'x-service-timestamp': TIMESTAMP, 'x-service-signature': SIGNATURE, ...overrides,
+});
+
+describe('verifyWebhook', () => {
+  it('accepts the published test vector and returns the typed payload', () => {
+    const payload = verifyWebhook({ secret: SECRET, headers: headers(), rawBody: BODY, now: signedAt });
+    expect(payload).toEqual({ event: 'price', store_id: 1, product_ids: [1042, 1043], occurred_at: '2025-03-14T09:26:55Z' });
+  });
+
+  it('accepts Fetch Headers and a raw body given as bytes', () => {
+    const payload = verifyWebhook({
+      secret: SECRET, headers: new Headers(headers()), rawBody: new TextEncoder().encode(BODY), now: signedAt,
+    });
+    expect(payload.event).toBe('price');
+  });
+
+  it.each([
+    ['a body changed by one byte', { rawBody: BODY.replace('1043', '1044') }, 'signature_mismatch'],
+    ['the same body re-serialized', { rawBody: JSON.stringify(JSON.parse(BODY), null, 1) }, 'signature_mismatch'],
+    ['another secret', { secret: 'whsec_another' }, 'signature_mismatch'],
+    ['a timestamp other than the signed one', { headers: headers({ 'x-service-timestamp': String(Number(TIMESTAMP) + 1) }) }, 'signature_mismatch'],
+    ['no signature header', { headers: headers({ 'x-service-signature': undefined }) }, 'missing_header'],
+    ['no timestamp header', { headers: headers({ 'x-service-timestamp': undefined }) }, 'missing_header'],
+    ['an uppercase hex signature', { headers: headers({ 'x-service-signature': SIGNATURE.toUpperCase().replace('SHA256', 'sha256') }) }, 'malformed_header'],
+    ['a timestamp in milliseconds form', { headers: headers({ 'x-service-timestamp': '1741944415.5' }) }, 'malformed_header'],
+  ] as const)('rejects %s', (_name, change, reason) => {
+    const attempt = () => verifyWebhook({ secret: SECRET, headers: headers(), rawBody: BODY, now: signedAt, ...change });
+    expect(attempt).toThrow(WebhookVerificationError);
+    try {
+      attempt();
+    } catch (error) {
+      expect((error as WebhookVerificationError).reason).toBe(reason);
+    }
+  });
+
+  it('rejects a timestamp older than the tolerance (300 s by default), and one as far in the future', () => {
+    const at = (seconds: number) => () => new Date((Number(TIMESTAMP) + seconds) * 1000);
+    expect(verifyWebhook({ secret: SECRET, headers: headers(), rawBody: BODY, now: at(300) }).event).toBe('price');
+    for (const seconds of [301, -301]) {
+      expect(() => verifyWebhook({ secret: SECRET, headers: headers(), rawBody: BODY, now: at(seconds) }))
+        .toThrow(expect.objectContaining({ reason: 'timestamp_out_of_tolerance' }));
+    }
+    expect(verifyWebhook({ secret: SECRET, headers: headers(), rawBody: BODY, now: at(900), toleranceSeconds: 1000 }).event).toBe('price');
+  });
+
+  it('rejects a correctly signed body that is not a delivery payload', () => {
+    const body = '{"event":"deleted","product_ids":[1]}';
+    const signed = signedHeaders(SECRET, body, new Date());
+    expect(() => verifyWebhook({ secret: SECRET, headers: signed, rawBody: body }))
+      .toThrow(expect.objectContaining({ reason: 'invalid_payload' }));
+  });
+});
+
+describe('the example receiver', () => {
+  // As in the README: verify, answer 400 on a bad signature, deduplicate on event + product ids.
+  const processed: WebhookPayload[] = [];
+  const seen = new Set<string>();
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      try {
+        const payload = verifyWebhook({ secret: SECRET, headers: req.headers, rawBody: Buffer.concat(chunks) });
+        const key = `${payload.event}:${payload.store_id}:${[...payload.product_ids].sort((a, b) => a - b).join(',')}`;
+        if (!seen.has(key)) {
+          seen.add(key);
+          processed.push(payload);
+        }
+        res.writeHead(204).end();
+      } catch (error) {
+        if (!(error instanceof WebhookVerificationError)) throw error;
+        res.writeHead(400, { 'Content-Type': 'application/json' }).end(JSON.stringify({ error: error.reason }));
+      }
+    });
+  });
+  let url: string;
+  beforeAll(() => new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => {
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`;
+    resolve();
+  })));
+  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+  const post = (body: string, extra: Record<string, string> = {}) =>
+    fetch(url, { method: 'POST', headers: { ...signedHeaders(SECRET, body, new Date()), ...extra }, body });
+
+  it('acknowledges a signed delivery, and processes a re-sent one only once', async () => {
+    const body = '{"event":"content","store_id":2,"product_ids":[7,3],"occurred_at":"2026-11-25T10:00:00Z"}';
+    expect((await post(body)).status).toBe(204);
+    expect((await post(body)).status).toBe(204);
+    expect(processed.filter((p) => p.event === 'content')).toHaveLength(1);
+  });
+
+  it('answers 400 to a bad signature and processes nothing', async () => {
+    const before = processed.length;
+    const body = '{"event":"price","store_id":1,"product_ids":[9],"occurred_at":"2026-11-25T10:00:00Z"}';
+    const response = await post(body, { 'X-Service-Signature': `sha256=${'0'.repeat(64)}` });
+    expect(response.status).toBe(400);
+    expect(await response.json()).toEqual({ error: 'signature_mismatch' });
+    expect(processed).toHaveLength(before);
+  });
+});

@@ -771,7 +771,8 @@ export interface components {
             event: components["schemas"]["ChangeType"];
             /**
              * @description `id` of the store the change relates to (map it to a slug with `GET /v1/stores`). `null`
-             *     only for receiver endpoints scoped to all stores, when the change is not store-specific.
+             *     only for receiver endpoints scoped to all stores, when the change is not store-specific:
+             *     a `removed` event (a product deleted from the catalog leaves every store at once).
              * @example 1
              */
             store_id: number | null;

@@ -1,0 +1,75 @@
+// Owners' notifications: always in the notifications table, and e-mailed to the merchant's owner
+// addresses when SMTP is configured — here to a real SMTP server on 127.0.0.1.
+import type { AddressInfo } from 'node:net';
+import { SMTPServer } from 'smtp-server';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { OwnerNotifier } from '../../src/webhooks/notifier.js';
+import { startTestService, type TestService } from '../support/service.js';
+
+interface Mail { from: string; to: string[]; data: string }
+
+let service: TestService;
+let smtp: SMTPServer;
+let port: number;
+const mails: Mail[] = [];
+
+beforeAll(async () => {
+  service = await startTestService();
+  smtp = new SMTPServer({
+    authOptional: true,
+    disabledCommands: ['STARTTLS'],
+    onData(stream, session, callback) {
+      let data = '';
+      stream.on('data', (chunk: Buffer) => { data += chunk.toString('utf8'); });
+      stream.on('end', () => {
+        mails.push({
+          from: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
+          to: session.envelope.rcptTo.map((r) => r.address),
+          data,
+        });
+        callback();
+      });
+    },
+  });
+  await new Promise<void>((resolve) => smtp.listen(0, '127.0.0.1', () => resolve()));
+  port = (smtp.server.address() as AddressInfo).port;
+});
+afterAll(async () => {
+  await new Promise<void>((resolve) => smtp.close(() => resolve()));
+  await service.close();
+});
+
+describe('owners\' notifications', () => {
+  it('records the notification and e-mails every owner when SMTP is configured', async () => {
+    const merchant = service.admin.createMerchant({ name: 'Mail merchant', owner_emails: ['ops@shop.test', 'cto@shop.test'] });
+    const endpoint = service.storage.createWebhookEndpoint({
+      merchant_id: merchant.id, url: 'https://shop.test/hooks', store_id: null, events: ['price'],
+      secret: 'whsec_x', created_at: new Date().toISOString(),
+    });
+    const notifier = new OwnerNotifier(service.storage, { url: `smtp://127.0.0.1:${port}`, from: 'catalog@service.test' }, () => new Date());
+    const notification = notifier.notify({ ...endpoint, consecutive_failures: 5, last_failure_at: new Date().toISOString() }, 'failing');
+    await notifier.flush();
+    expect(mails).toHaveLength(1);
+    expect(mails[0]!.from).toBe('catalog@service.test');
+    expect(mails[0]!.to.sort()).toEqual(['cto@shop.test', 'ops@shop.test']);
+    expect(mails[0]!.data).toContain(`Subject: ${notification.subject}`);
+    const [stored] = service.storage.listNotifications(merchant.id, 10);
+    expect(stored).toMatchObject({ id: notification.id, kind: 'failing', endpoint_id: endpoint.id });
+    expect(stored!.emailed_at).not.toBeNull();
+  });
+
+  it('records the notification without e-mail when SMTP is not configured', async () => {
+    const merchant = service.admin.createMerchant({ name: 'No mail merchant', owner_emails: ['ops@quiet.test'] });
+    const endpoint = service.storage.createWebhookEndpoint({
+      merchant_id: merchant.id, url: 'https://quiet.test/hooks', store_id: null, events: ['price'],
+      secret: 'whsec_y', created_at: new Date().toISOString(),
+    });
+    const before = mails.length;
+    const notifier = new OwnerNotifier(service.storage, { url: null, from: 'catalog@service.test' }, () => new Date());
+    notifier.notify({ ...endpoint, paused_until: new Date().toISOString() }, 'paused');
+    await notifier.flush();
+    expect(mails).toHaveLength(before);
+    const [stored] = service.storage.listNotifications(merchant.id, 10);
+    expect(stored).toMatchObject({ kind: 'paused', emailed_at: null });
+  });
+});

@@ -54,6 +54,8 @@ export interface Config {
     cooldownMinutes: number;
     /** How often the dispatcher looks for work. */
     pollIntervalMs: number;
+    /** A delivery claimed by a process that died is re-sent this long after its time-out. */
+    leaseMarginMs: number;
   };
   /** Run the webhook dispatcher inside `serve` (turn off when a separate `worker` runs it). */
   webhookDispatcher: boolean;
@@ -133,6 +135,7 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
       pauseMinStreakMinutes: int(env, 'CPS_WEBHOOK_PAUSE_MIN_STREAK_MINUTES', 60),
       cooldownMinutes: int(env, 'CPS_WEBHOOK_COOLDOWN_MINUTES', 60),
       pollIntervalMs: Math.max(10, int(env, 'CPS_WEBHOOK_POLL_INTERVAL_MS', 250)),
+      leaseMarginMs: int(env, 'CPS_WEBHOOK_LEASE_MARGIN_MS', 30_000),
     },
     webhookDispatcher: bool(env, 'CPS_WEBHOOK_DISPATCHER', true),
     smtp: { url: env.CPS_SMTP_URL || null, from: env.CPS_SMTP_FROM || 'catalog-publishing@localhost' },

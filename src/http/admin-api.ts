@@ -7,6 +7,7 @@ import type { CatalogAdmin } from '../admin/catalog-admin.js';
 import { importNdjson } from '../admin/import.js';
 import type { ProductRecord, StoreRecord } from '../catalog/model.js';
 import type { Config } from '../config.js';
+import adminDocument from '../generated/admin-openapi.json' with { type: 'json' };
 import { routes } from '../generated/admin-routes.js';
 import type { ApiKeyRecord } from '../storage/port.js';
 import { adminTokenAuth } from './auth.js';
@@ -38,6 +39,16 @@ const tooLarge = (limit: number) => (): never => {
   throw new ProblemError('payload_too_large', `The request body exceeds the limit of ${limit} bytes.`);
 };
 
+/** The operations of the admin document whose request body is JSON, as (method, path pattern). */
+const JSON_BODY_OPERATIONS = Object.entries(adminDocument.paths as Record<string, Record<string, { requestBody?: { content?: object } }>>)
+  .flatMap(([template, item]) => Object.entries(item)
+    .filter(([, operation]) => operation?.requestBody && 'application/json' in (operation.requestBody.content ?? {}))
+    .map(([method]) => ({ method: method.toUpperCase(), pattern: new RegExp(`^${template.replace(/\{[^}]+\}/g, '[^/]+')}$`) })));
+
+function takesJsonBody(method: string, path: string): boolean {
+  return JSON_BODY_OPERATIONS.some((o) => o.method === method && o.pattern.test(path));
+}
+
 export function adminApi(admin: CatalogAdmin, config: Config) {
   const app = new OpenAPIHono({ defaultHook: validationHook });
   app.onError(renderError);
@@ -50,8 +61,9 @@ export function adminApi(admin: CatalogAdmin, config: Config) {
 
   // Every JSON request body is required (admin.yaml): without a Content-Type the validator would
   // read a missing body as `{}`, and a PUT would reset a whole document to its defaults.
+  // Operations without a request body (test, resend, rotate-secret) take none.
   app.use('/admin/v1/*', async (c, next) => {
-    if (BODY_METHODS.has(c.req.method) && !c.req.path.endsWith('/imports') && !c.req.header('Content-Type')) {
+    if (BODY_METHODS.has(c.req.method) && takesJsonBody(c.req.method, c.req.path) && !c.req.header('Content-Type')) {
       throw invalidInput('body', [{ name: '/', in: 'body', reason: 'is required: send JSON with Content-Type: application/json' }]);
     }
     return next();

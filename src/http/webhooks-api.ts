@@ -55,6 +55,8 @@ export function registerWebhookRoutes(app: OpenAPIHono, endpoints: WebhookEndpoi
   app.openapi(routes.listNotifications, (c) => {
     const { merchant_id } = c.req.valid('param');
     endpoints.list(merchant_id);
-    return c.json({ data: storage.listNotifications(merchant_id, c.req.valid('query').limit) }, 200);
+    // The admin shape of a notification: the merchant is the one in the path.
+    const data = storage.listNotifications(merchant_id, c.req.valid('query').limit).map(({ merchant_id: _, ...notification }) => notification);
+    return c.json({ data }, 200);
   });
 }

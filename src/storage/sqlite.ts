@@ -70,6 +70,7 @@ const toDelivery = (r: Row): DeliveryRecord => ({
 const ENDPOINT_FIELDS = ['url', 'store_id', 'events', 'secret', 'status', 'consecutive_failures', 'failure_streak_started_at',
   'paused_until', 'owners_notified_at', 'disabled_reason', 'last_success_at', 'last_failure_at'] as const;
 const DELIVERY_FIELDS = ['event', 'store_id', 'product_ids', 'occurred_at', 'status', 'attempts', 'next_attempt_at', 'created_at'] as const;
+const DELIVERY_COLUMNS = `id, endpoint_id, ${DELIVERY_FIELDS.join(', ')}`;
 
 const API_KEY_COLUMNS = 'id, merchant_id, name, prefix, created_at, revoked_at';
 
@@ -556,9 +557,13 @@ export class SqliteStorage implements CatalogStorage {
   }
 
   dueDeliveries(now: string, limit: number): DeliveryRecord[] {
-    return (this.stmt(`SELECT d.* FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
-      WHERE d.status IN ('pending', 'failed') AND d.next_attempt_at <= ? AND e.status = 'active'
-      ORDER BY d.next_attempt_at, d.id LIMIT ?`).all(now, limit) as Row[]).map(toDelivery);
+    // Endpoints take turns (each one's oldest due first, then each one's second, ...), so a
+    // backlog at one endpoint never fills the whole batch and holds the others back.
+    return (this.stmt(`SELECT ${DELIVERY_COLUMNS} FROM (
+        SELECT d.*, row_number() OVER (PARTITION BY d.endpoint_id ORDER BY d.next_attempt_at, d.id) AS turn
+        FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+        WHERE d.status IN ('pending', 'failed') AND d.next_attempt_at <= ? AND e.status = 'active')
+      ORDER BY turn, next_attempt_at, id LIMIT ?`).all(now, limit) as Row[]).map(toDelivery);
   }
 
   updateDelivery(id: number, patch: Partial<Omit<DeliveryRecord, 'id' | 'endpoint_id'>>): void {

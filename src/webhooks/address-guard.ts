@@ -12,7 +12,8 @@ for (const [network, prefix] of [
   ['198.51.100.0', 24], ['203.0.113.0', 24], ['224.0.0.0', 4], ['240.0.0.0', 4],
 ] as const) blocked.addSubnet(network, prefix, 'ipv4');
 for (const [network, prefix] of [
-  ['::', 128], ['::1', 128], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8], ['64:ff9b::', 96], ['2001:db8::', 32],
+  // ::/96 holds ::, ::1 and the deprecated IPv4-compatible ::a.b.c.d.
+  ['::', 96], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8], ['64:ff9b::', 96], ['2001:db8::', 32],
 ] as const) blocked.addSubnet(network, prefix, 'ipv6');
 
 /** True when an IP address must never be the target of an outgoing request. */
@@ -51,7 +52,9 @@ export class AddressGuard {
       return parsed.protocol === 'https:' || parsed.protocol === 'http:' ? null : 'must use https://';
     }
     if (parsed.protocol !== 'https:') return 'must use https://';
-    if (host === 'localhost' || host.endsWith('.localhost')) return 'must not point at this machine';
+    // A fully qualified name (`localhost.`) is the same host as without the trailing dot.
+    const name = host.toLowerCase().replace(/\.$/, '');
+    if (name === 'localhost' || name.endsWith('.localhost')) return 'must not point at this machine';
     if (isIP(host) && isBlockedAddress(host)) return 'must not point at a loopback, private or link-local address';
     return null;
   }

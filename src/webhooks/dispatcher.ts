@@ -22,9 +22,6 @@ export interface DispatcherDependencies {
   random?: () => number;
 }
 
-/** A claimed delivery is re-sent after this much more than the time-out if its process died. */
-const LEASE_MARGIN_MS = 30_000;
-
 export function healthPolicy(config: WebhookConfig): HealthPolicy {
   return {
     notifyAfterFailures: config.notifyAfterFailures,
@@ -55,8 +52,10 @@ export class WebhookDispatcher {
   private readonly inflightByEndpoint = new Map<number, number>();
   private readonly inflight = new Map<number, Promise<void>>();
   private readonly policy: HealthPolicy;
+  /** Deliveries some round has read to send and not finished: no other round takes them. */
+  private readonly queued = new Set<number>();
+  private readonly rounds = new Set<Promise<unknown>>();
   private timer: NodeJS.Timeout | null = null;
-  private ticking: Promise<void> | null = null;
 
   constructor(
     private readonly storage: CatalogStorage,
@@ -72,14 +71,24 @@ export class WebhookDispatcher {
     await this.sendDue();
   }
 
-  /** Polls for work every pollIntervalMs until stop(). */
+  /**
+   * Polls for work every pollIntervalMs until stop(). A poll does not wait for the previous round's
+   * sends: a receiver that hangs until the time-out holds its workers, not every other endpoint.
+   */
   start(): void {
     if (this.timer) return;
     this.timer = setInterval(() => {
-      if (this.ticking) return;
-      this.ticking = this.tick()
+      try {
+        this.coalesce();
+      } catch (error) {
+        console.error('webhook dispatcher round failed:', error);
+        return;
+      }
+      if (this.inflight.size >= this.config.overallConcurrency) return;
+      const round: Promise<unknown> = this.sendDue()
         .catch((error: unknown) => console.error('webhook dispatcher round failed:', error))
-        .finally(() => { this.ticking = null; });
+        .finally(() => this.rounds.delete(round));
+      this.rounds.add(round);
     }, this.config.pollIntervalMs);
   }
 
@@ -87,7 +96,7 @@ export class WebhookDispatcher {
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
-    await this.ticking;
+    await Promise.all(this.rounds);
     await Promise.all(this.inflight.values());
     await this.deps.notifier.flush();
     await this.deps.sender.close();
@@ -156,7 +165,9 @@ export class WebhookDispatcher {
     const free = this.config.overallConcurrency - this.inflight.size;
     if (free <= 0) return 0;
     const queue = this.storage.dueDeliveries(now.toISOString(), this.config.overallConcurrency * 16)
-      .filter((d) => !this.inflight.has(d.id));
+      .filter((d) => !this.queued.has(d.id));
+    for (const delivery of queue) this.queued.add(delivery.id);
+    const taken = [...queue];
     let sent = 0;
     const worker = async (): Promise<void> => {
       for (;;) {
@@ -171,11 +182,17 @@ export class WebhookDispatcher {
           sent++;
         } finally {
           this.inflight.delete(delivery.id);
+          this.queued.delete(delivery.id);
           this.inflightByEndpoint.set(delivery.endpoint_id, (this.inflightByEndpoint.get(delivery.endpoint_id) ?? 1) - 1);
         }
       }
     };
-    await Promise.all(Array.from({ length: Math.min(free, queue.length) }, worker));
+    try {
+      await Promise.all(Array.from({ length: Math.min(free, queue.length) }, worker));
+    } finally {
+      // What this round could not take (its endpoints were at their bound) is free for the next.
+      for (const delivery of taken) this.queued.delete(delivery.id);
+    }
     return sent;
   }
 
@@ -188,7 +205,7 @@ export class WebhookDispatcher {
     const body = deliveryBody(delivery, occurredAt);
     // Claim it: should this process die mid-send, the lease expires and the delivery is re-sent.
     this.storage.updateDelivery(delivery.id, {
-      occurred_at: occurredAt, next_attempt_at: new Date(now.getTime() + this.config.timeoutMs + LEASE_MARGIN_MS).toISOString(),
+      occurred_at: occurredAt, next_attempt_at: new Date(now.getTime() + this.config.timeoutMs + this.config.leaseMarginMs).toISOString(),
     });
     const result = await this.deps.sender.send(endpoint.url, signedHeaders(endpoint.secret, body, now), body);
     const at = this.deps.now();
@@ -210,9 +227,11 @@ export class WebhookDispatcher {
       const transition = result.statusCode === 410 ? afterGone(health, at) : afterFailure(health, at, this.policy);
       this.storage.updateWebhookEndpoint(current.id, transition.health);
       if (transition.notify) this.deps.notifier.notify({ ...current, ...transition.health }, transition.notify);
-      if (transition.dropPending) {
+      // Paused or disabled (by this attempt, or by another one that ended while this was in
+      // flight): no retry; pending retries are dropped (spec 3: nothing sent during the cooldown).
+      if (transition.dropPending || transition.health.status !== 'active') {
         this.storage.updateDelivery(delivery.id, { status: 'dropped', attempts, next_attempt_at: null });
-        this.storage.dropPendingDeliveries(current.id);
+        if (transition.dropPending) this.storage.dropPendingDeliveries(current.id);
         return;
       }
       const retryAfter = result.statusCode === 429 || result.statusCode === 503 ? parseRetryAfter(result.retryAfter, at) : null;

@@ -75,14 +75,17 @@ export function afterFailure(health: EndpointHealth, now: Date, policy: HealthPo
 
 /** The receiver answered 410 Gone: it asks for no more deliveries. */
 export function afterGone(health: EndpointHealth, now: Date): HealthTransition {
+  // Attempts in flight when the endpoint was disabled may answer 410 too: the owners hear it once.
+  const alreadyDisabled = health.status === 'disabled';
   return {
     health: {
       ...health, status: 'disabled', disabled_reason: 'gone', paused_until: null, last_failure_at: iso(now),
-      consecutive_failures: health.consecutive_failures + 1, owners_notified_at: iso(now),
+      consecutive_failures: health.consecutive_failures + 1,
+      owners_notified_at: alreadyDisabled ? health.owners_notified_at : iso(now),
       failure_streak_started_at: health.failure_streak_started_at ?? iso(now),
     },
-    notify: 'disabled',
-    dropPending: true,
+    notify: alreadyDisabled ? null : 'disabled',
+    dropPending: !alreadyDisabled,
   };
 }
 

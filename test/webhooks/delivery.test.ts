@@ -1,0 +1,250 @@
+// Webhook delivery (spec 2.7, 4.5, 6; product decisions, "Webhook delivery"): what a change sends
+// to which endpoint, coalescing, and the payload's dispatch time. Every request the receivers get
+// is checked against the `webhooks:` section and its signature verified (test/support/receiver.ts).
+import { afterEach, describe, expect, it } from 'vitest';
+import { importNdjson, simpleProduct } from '../support/admin-http.js';
+import { answers } from '../support/receiver.js';
+import type { WebhookPayload } from '../support/receiver.js';
+import { SECOND, startWebhookWorld, type WebhookWorld } from './harness.js';
+
+let world: WebhookWorld;
+afterEach(async () => {
+  await world?.close();
+});
+
+/** Payloads without occurred_at, in a stable order, for comparisons. */
+const summary = (payloads: WebhookPayload[]) => payloads
+  .map(({ event, store_id, product_ids }) => ({ event, store_id, product_ids }))
+  .sort((a, b) => `${a.event}:${a.store_id}`.localeCompare(`${b.event}:${b.store_id}`));
+
+describe('what a change delivers', () => {
+  it('delivers a product upsert as signed price and content deliveries carrying each store\'s id to an all-stores endpoint', async () => {
+    world = await startWebhookWorld({ stores: ['de', 'pl'] });
+    const receiver = await world.receiver();
+    await world.register(receiver);
+    const id = await world.putProduct('BP-40');
+    await world.after(2 * SECOND);
+
+    const { de, pl } = world.stores;
+    expect(summary(receiver.payloads)).toEqual(summary([
+      { event: 'price', store_id: de!.id, product_ids: [id], occurred_at: '' },
+      { event: 'content', store_id: de!.id, product_ids: [id], occurred_at: '' },
+      { event: 'price', store_id: pl!.id, product_ids: [id], occurred_at: '' },
+      { event: 'content', store_id: pl!.id, product_ids: [id], occurred_at: '' },
+    ]));
+    for (const request of receiver.requests) {
+      expect(request.headers['content-type']).toBe('application/json');
+      expect(request.timestamp).toBe(String(Math.floor(world.clock.ms / 1000)));
+    }
+    // The store ids are the ones the public API lists for the merchant.
+    const stores = await world.service.api('/v1/stores', world.merchant.key);
+    expect(stores.body.data.map((s: { id: number }) => s.id).sort()).toEqual([de!.id, pl!.id].sort());
+  });
+
+  it('delivers a product delete as one `removed` delivery with store_id null to an all-stores endpoint and with the store\'s id to a store-scoped one', async () => {
+    world = await startWebhookWorld({ stores: ['de', 'pl'] });
+    const allStores = await world.receiver();
+    const plOnly = await world.receiver();
+    await world.register(allStores);
+    await world.register(plOnly, { store: 'pl' });
+    const id = await world.putProduct('BP-40');
+    await world.after(2 * SECOND);
+    const before = { all: allStores.count, pl: plOnly.count };
+
+    await world.deleteProduct('BP-40');
+    await world.after(2 * SECOND);
+    expect(summary(allStores.payloads.slice(before.all))).toEqual([{ event: 'removed', store_id: null, product_ids: [id] }]);
+    expect(summary(plOnly.payloads.slice(before.pl))).toEqual([{ event: 'removed', store_id: world.stores.pl!.id, product_ids: [id] }]);
+  });
+
+  it('sends a store-scoped endpoint only the changes of its store', async () => {
+    world = await startWebhookWorld({ stores: ['de', 'pl', 'cz'] });
+    const receiver = await world.receiver();
+    const endpoint = await world.register(receiver, { store: 'de' });
+    expect(endpoint.store).toBe('de');
+    const first = await world.putProduct('A');
+    const second = await world.putProduct('B');
+    await world.after(2 * SECOND);
+    expect(summary(receiver.payloads)).toEqual([
+      { event: 'content', store_id: world.stores.de!.id, product_ids: [first, second] },
+      { event: 'price', store_id: world.stores.de!.id, product_ids: [first, second] },
+    ]);
+  });
+
+  it('sends an endpoint only the events it subscribed to', async () => {
+    world = await startWebhookWorld({ stores: ['de'] });
+    const prices = await world.receiver();
+    const removals = await world.receiver();
+    await world.register(prices, { events: ['price'] });
+    await world.register(removals, { events: ['removed'] });
+    const de = world.stores.de!.id;
+
+    const id = await world.putProduct('A');
+    await world.after(2 * SECOND);
+    await world.putProduct('A', { title: 'A new title' });
+    await world.after(2 * SECOND);
+    await world.putProduct('A', { title: 'A new title', cost: '12.00' });
+    await world.after(2 * SECOND);
+    await world.deleteProduct('A');
+    await world.after(2 * SECOND);
+
+    expect(prices.payloads.map(({ event, store_id, product_ids }) => ({ event, store_id, product_ids }))).toEqual([
+      { event: 'price', store_id: de, product_ids: [id] },
+      { event: 'price', store_id: de, product_ids: [id] },
+    ]);
+    expect(summary(removals.payloads)).toEqual([{ event: 'removed', store_id: null, product_ids: [id] }]);
+  });
+
+  it.each([200, 202, 204])('takes a %i answer as success', async (status) => {
+    world = await startWebhookWorld({ stores: ['de'] });
+    const receiver = await world.receiver({ behaviour: { status } });
+    const endpoint = await world.register(receiver, { events: ['price'] });
+    await world.putProduct('A');
+    await world.after(2 * SECOND);
+    const [delivery] = await world.deliveries(endpoint.id);
+    expect(delivery).toMatchObject({ status: 'succeeded', attempts: 1, next_attempt_at: null });
+    expect(await world.endpoint(endpoint.id)).toMatchObject({
+      status: 'active', consecutive_failures: 0, last_success_at: world.clock.now().toISOString(), last_failure_at: null,
+    });
+  });
+
+  it('records nothing to deliver for changes made before the endpoint was registered', async () => {
+    world = await startWebhookWorld({ stores: ['de'] });
+    await world.putProduct('EARLY');
+    const receiver = await world.receiver();
+    await world.register(receiver);
+    await world.after(10 * SECOND);
+    expect(receiver.count).toBe(0);
+  });
+});
+
+describe('coalescing (product decisions: up to 2 s or 100 product ids)', () => {
+  it('batches 150 product changes into deliveries of at most 100 ids per event and store', async () => {
+    world = await startWebhookWorld({ stores: ['de', 'pl'] });
+    const receiver = await world.receiver();
+    await world.register(receiver);
+    const imported = await importNdjson(world.service, world.merchant.id, Array.from({ length: 150 }, (_, i) => simpleProduct(`P-${i}`)));
+    expect(imported.status, imported.text).toBe(200);
+
+    // 100 ids are waiting in each (event, store): those leave at once, without waiting.
+    await world.deliverDue();
+    expect(receiver.count).toBe(4);
+    expect(receiver.payloads.every((p) => p.product_ids.length === 100)).toBe(true);
+    // The remaining 50 per group wait for the window ...
+    await world.after(2 * SECOND - 1);
+    expect(receiver.count).toBe(4);
+    // ... and leave when it has elapsed.
+    await world.after(1);
+    expect(receiver.count).toBe(8);
+
+    const ids = new Map<string, number[]>();
+    for (const payload of receiver.payloads) {
+      expect(payload.product_ids.length).toBeLessThanOrEqual(100);
+      const key = `${payload.event}:${payload.store_id}`;
+      ids.set(key, [...(ids.get(key) ?? []), ...payload.product_ids]);
+    }
+    const { de, pl } = world.stores;
+    expect([...ids.keys()].sort()).toEqual([`content:${de!.id}`, `content:${pl!.id}`, `price:${de!.id}`, `price:${pl!.id}`].sort());
+    const products = (await world.service.api('/v1/products?per_page=200', world.merchant.key)).body.data.map((p: { id: number }) => p.id);
+    expect(products).toHaveLength(150);
+    for (const group of ids.values()) expect([...group].sort((a, b) => a - b)).toEqual(products);
+  });
+
+  it('holds a change until the coalescing window has elapsed', async () => {
+    world = await startWebhookWorld({ stores: ['de'] });
+    const receiver = await world.receiver();
+    await world.register(receiver, { events: ['price'] });
+    const first = await world.putProduct('A');
+    await world.deliverDue();
+    await world.after(SECOND);
+    const second = await world.putProduct('B');
+    await world.after(SECOND - 1);
+    expect(receiver.count).toBe(0);
+    // 2 s after the oldest waiting change, both leave in one delivery.
+    await world.after(1);
+    expect(receiver.payloads.map((p) => p.product_ids)).toEqual([[first, second]]);
+  });
+});
+
+describe('occurred_at (spec 6 rule 2: the dispatch time)', () => {
+  it('is the time of the first dispatch and stays the same on a retry, which is signed anew', async () => {
+    world = await startWebhookWorld({ stores: ['de'], start: '2025-03-14T09:00:00.250Z' });
+    const receiver = await world.receiver({ behaviour: answers.serverError });
+    const endpoint = await world.register(receiver, { events: ['price'] });
+    await world.putProduct('A');
+    await world.after(2 * SECOND);
+    receiver.answer(answers.ok);
+    await world.after(30 * SECOND);
+
+    const [first, retry] = receiver.requests;
+    expect(first!.payload.occurred_at).toBe('2025-03-14T09:00:02Z');
+    expect(retry!.payload).toEqual(first!.payload);
+    expect(Number(retry!.timestamp) - Number(first!.timestamp)).toBe(30);
+    const [delivery] = await world.deliveries(endpoint.id);
+    expect(delivery).toMatchObject({ status: 'succeeded', attempts: 2, occurred_at: '2025-03-14T09:00:02Z' });
+  });
+});
+
+describe('connections and concurrency', () => {
+  it('reuses one keep-alive connection for consecutive deliveries to a receiver', async () => {
+    world = await startWebhookWorld({ stores: ['de'] });
+    const receiver = await world.receiver();
+    await world.register(receiver, { events: ['price'] });
+    for (const cost of ['11.00', '12.00', '13.00']) {
+      await world.putProduct('A', { cost });
+      await world.after(2 * SECOND);
+    }
+    expect(receiver.count).toBe(3);
+    expect(new Set(receiver.requests.map((r) => r.remotePort)).size).toBe(1);
+  });
+
+  it('sends at most 4 deliveries at once to one endpoint', async () => {
+    world = await startWebhookWorld({ stores: ['de'] });
+    const receiver = await world.receiver({ behaviour: { status: 204, delayMs: 50 } });
+    const endpoint = await world.register(receiver);
+    await world.putProduct('A');
+    for (let i = 0; i < 10; i++) {
+      const queued = await world.post(`/webhook-endpoints/${endpoint.id}/test`);
+      expect(queued.status).toBe(202);
+    }
+    await world.deliverDue();
+    expect(receiver.count).toBe(10);
+    expect(receiver.maxInFlight).toBe(4);
+  });
+
+  it('does not hold back other endpoints behind one endpoint\'s backlog', async () => {
+    // Small bounds, so that the backlog is larger than what one round reads (16 x overall).
+    world = await startWebhookWorld({ stores: ['de', 'pl'], webhooks: { overallConcurrency: 2, perEndpointConcurrency: 1 } });
+    const busy = await world.receiver({ behaviour: { status: 204, delayMs: 20 } });
+    const other = await world.receiver();
+    const backlogged = await world.register(busy, { store: 'de' });
+    await world.register(other, { store: 'pl' });
+    await world.putProduct('A');
+    for (let i = 0; i < 40; i++) expect((await world.post(`/webhook-endpoints/${backlogged.id}/test`)).status).toBe(202);
+    world.clock.advance(2 * SECOND);
+    await world.dispatcher.tick();
+    // The other endpoint's deliveries are not queued behind the backlog.
+    expect(busy.count).toBeGreaterThan(0);
+    expect(busy.maxInFlight).toBe(1);
+    expect(other.payloads.map((p) => p.event).sort()).toEqual(['content', 'price']);
+    const backlogDone = busy.requests.at(-1)!.receivedAt;
+    for (const request of other.requests) expect(request.receivedAt).toBeLessThan(backlogDone);
+  });
+
+  it('keeps delivering to other endpoints while one receiver hangs until the time-out', async () => {
+    world = await startWebhookWorld({ stores: ['de', 'pl'], webhooks: { coalesceMs: 0, pollIntervalMs: 10, timeoutMs: 3000 } });
+    const hanging = await world.receiver({ behaviour: answers.hang });
+    const other = await world.receiver();
+    await world.register(hanging, { store: 'de', events: ['price'] });
+    await world.register(other, { store: 'pl', events: ['price'] });
+    world.dispatcher.start();
+    await world.putProduct('A');
+    await hanging.waitFor(1, 2000);
+    await other.waitFor(1, 2000);
+    // While the first receiver still hangs, the next change reaches the other one promptly.
+    const started = Date.now();
+    await world.putProduct('A', { cost: '11.00' });
+    await other.waitFor(2, 2000);
+    expect(Date.now() - started).toBeLessThan(1000);
+  });
+});

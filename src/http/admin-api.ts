@@ -40,9 +40,12 @@ const tooLarge = (limit: number) => (): never => {
 };
 
 /** The operations of the admin document whose request body is JSON, as (method, path pattern). */
-const JSON_BODY_OPERATIONS = Object.entries(adminDocument.paths as Record<string, Record<string, { requestBody?: { content?: object } }>>)
+type RequestBody = { $ref?: string; content?: Record<string, unknown> };
+const requestBodies = (adminDocument.components as { requestBodies?: Record<string, RequestBody> }).requestBodies ?? {};
+const resolveBody = (body: RequestBody): RequestBody => (body.$ref ? requestBodies[body.$ref.split('/').pop()!] ?? {} : body);
+const JSON_BODY_OPERATIONS = Object.entries(adminDocument.paths as Record<string, Record<string, { requestBody?: RequestBody }>>)
   .flatMap(([template, item]) => Object.entries(item)
-    .filter(([, operation]) => operation?.requestBody && 'application/json' in (operation.requestBody.content ?? {}))
+    .filter(([, operation]) => operation?.requestBody && 'application/json' in (resolveBody(operation.requestBody).content ?? {}))
     .map(([method]) => ({ method: method.toUpperCase(), pattern: new RegExp(`^${template.replace(/\{[^}]+\}/g, '[^/]+')}$`) })));
 
 function takesJsonBody(method: string, path: string): boolean {

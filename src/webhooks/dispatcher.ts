@@ -3,6 +3,7 @@
 // and drives each endpoint's health. Runs in `serve` and alone as `worker`; all state is in the
 // database, so a crash at any point loses nothing and at worst re-sends (at-least-once).
 import type { Config } from '../config.js';
+import type { components } from '../generated/public-api.js';
 import type { CatalogStorage, DeliveryRecord, OutboxGroup, WebhookEndpointRecord } from '../storage/port.js';
 import {
   afterFailure, afterGone, afterSuccess, onChange, type EndpointHealth, type HealthPolicy,
@@ -45,8 +46,12 @@ const healthOf = (e: WebhookEndpointRecord): EndpointHealth => ({
 
 /** The JSON body of a delivery (spec 2.7), in the spec's field order. */
 export function deliveryBody(delivery: Pick<DeliveryRecord, 'event' | 'store_id' | 'product_ids'>, occurredAt: string): string {
-  return JSON.stringify({ event: delivery.event, store_id: delivery.store_id, product_ids: delivery.product_ids, occurred_at: occurredAt });
+  const payload: WebhookPayload = { event: delivery.event, store_id: delivery.store_id, product_ids: delivery.product_ids, occurred_at: occurredAt };
+  return JSON.stringify(payload);
 }
+
+/** The delivery payload as the spec's `webhooks:` section types it (generated). */
+type WebhookPayload = components['schemas']['WebhookPayload'];
 
 export class WebhookDispatcher {
   private readonly inflightByEndpoint = new Map<number, number>();

@@ -1,5 +1,9 @@
 // Webhook authenticity (spec 5): `sha256=` + hex(HMAC_SHA256(secret, `${timestamp}.${raw_body}`)).
 import { createHmac, randomBytes } from 'node:crypto';
+import type { operations } from '../generated/public-api.js';
+
+/** The delivery headers the spec's `webhooks:` section declares (same for the three events). */
+export type DeliveryHeaders = operations['priceWebhook']['parameters']['header'] & { 'Content-Type': 'application/json' };
 
 export const SECRET_PREFIX = 'whsec_';
 
@@ -17,7 +21,7 @@ export function signatureFor(secret: string, timestamp: string, rawBody: string 
 }
 
 /** The headers of a delivery signed now (spec 4.5). */
-export function signedHeaders(secret: string, body: string, now: Date): Record<string, string> {
+export function signedHeaders(secret: string, body: string, now: Date): DeliveryHeaders {
   const timestamp = String(Math.floor(now.getTime() / 1000));
   return {
     'Content-Type': 'application/json',

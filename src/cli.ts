@@ -12,6 +12,7 @@ import { schedulePruning } from './changes/retention.js';
 import { loadConfig } from './config.js';
 import type { ChangeType, DeliveryStatus } from './storage/port.js';
 import { AddressGuard } from './webhooks/address-guard.js';
+import { createImageMirror, retryDeadImages } from './images/mirror.js';
 import { createWebhookDispatcher } from './webhooks/dispatcher.js';
 import { EVENTS, WebhookEndpoints, endpointView } from './webhooks/endpoints.js';
 import { ProblemError } from './http/problem.js';
@@ -21,8 +22,11 @@ import { openSqliteStorage } from './storage/sqlite.js';
 const USAGE = `Usage: catalog-publishing-service <command> [options]
 
 Commands:
-  serve                               run the HTTP service and the webhook dispatcher (CPS_* variables)
-  worker                              run only the webhook dispatcher (beside a serve with CPS_WEBHOOK_DISPATCHER=false)
+  serve                               run the HTTP service, the webhook dispatcher and image mirroring (CPS_* variables)
+  worker                              run only the webhook dispatcher and image mirroring (beside a serve
+                                      with CPS_WEBHOOK_DISPATCHER=false CPS_IMAGE_MIRRORING=false)
+  images status --merchant ID         mirroring progress: images per state, the dead ones with their errors
+  images retry-dead --merchant ID     fetch every dead image of the merchant again
   import FILE --merchant ID           bulk-import an NDJSON file of product operations
   keys create --merchant ID [--name N] issue an API key (printed once)
   demo [--db FILE] [--products N] [--json]
@@ -93,6 +97,15 @@ async function main(argv: string[]): Promise<void> {
       admin.merchant(merchantId);
       const key = issueApiKey(storage, merchantId, values.name ?? 'cli', new Date());
       console.log(values.json ? JSON.stringify(key) : `API key for merchant ${merchantId} (shown once): ${key.key}`);
+    } else if (command === 'images' && rest[0] === 'status') {
+      const merchantId = positiveInt(values.merchant, 'merchant');
+      admin.merchant(merchantId);
+      const dead = storage.deadImages(merchantId, 100).map(({ url, last_error, first_failure_at, updated_at }) => ({ url, last_error, first_failure_at, updated_at }));
+      console.log(JSON.stringify({ ...storage.imageStateCounts(merchantId), dead_images: dead }, null, values.json ? undefined : 2));
+    } else if (command === 'images' && rest[0] === 'retry-dead') {
+      const merchantId = positiveInt(values.merchant, 'merchant');
+      admin.merchant(merchantId);
+      console.log(JSON.stringify({ retried: retryDeadImages(storage, merchantId, new Date(), config.limits.publishChunk) }));
     } else if (command === 'webhooks') {
       webhooksCommand(storage, config, rest[0], values);
     } else if (command === 'import') {
@@ -133,6 +146,8 @@ async function serveCommand(config: ReturnType<typeof loadConfig>): Promise<void
   const stopPruning = schedulePruning(storage, () => new Date(), config.changes.retentionDays, config.changes.pruneIntervalSeconds);
   const dispatcher = config.webhookDispatcher ? createWebhookDispatcher(storage, config) : null;
   dispatcher?.start();
+  const mirror = config.images.mirrorInServe ? createImageMirror(storage, config) : null;
+  mirror?.start();
   const demo = fs.existsSync(credentialsFile) ? JSON.parse(fs.readFileSync(credentialsFile, 'utf8')) : undefined;
   const base = config.publicBaseUrl;
   console.log([
@@ -146,6 +161,7 @@ async function serveCommand(config: ReturnType<typeof loadConfig>): Promise<void
     stopPruning();
     await server.close();
     await dispatcher?.stop();
+    await mirror?.stop();
     storage.close();
     process.exit(0);
   };
@@ -209,9 +225,12 @@ async function workerCommand(config: ReturnType<typeof loadConfig>): Promise<voi
   const storage = openSqliteStorage(config.databasePath);
   const dispatcher = createWebhookDispatcher(storage, config);
   dispatcher.start();
-  console.log(`Webhook dispatcher running on ${config.databasePath}`);
+  const mirror = createImageMirror(storage, config);
+  mirror.start();
+  console.log(`Webhook dispatcher and image mirroring running on ${config.databasePath}`);
   const stop = async () => {
     await dispatcher.stop();
+    await mirror.stop();
     storage.close();
     process.exit(0);
   };

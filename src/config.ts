@@ -57,6 +57,24 @@ export interface Config {
     /** A delivery claimed by a process that died is re-sent this long after its time-out. */
     leaseMarginMs: number;
   };
+  images: {
+    /** Run the image mirroring worker inside `serve` (turn off when a separate `worker` runs it). */
+    mirrorInServe: boolean;
+    /** Folder of the local media store (mirrored copies). */
+    mediaDir: string;
+    /** Per-request time-out of an image fetch. */
+    timeoutMs: number;
+    /** Largest image accepted. */
+    maxBytes: number;
+    /** Images fetched at once. */
+    concurrency: number;
+    /** Waits before retry 1, 2, ... of a failing source; the last one repeats. */
+    retrySeconds: number[];
+    /** A source failing (other than 404/410) for this long is dead. */
+    deadAfterHours: number;
+    /** How often the worker looks for work. */
+    pollIntervalMs: number;
+  };
   /** Run the webhook dispatcher inside `serve` (turn off when a separate `worker` runs it). */
   webhookDispatcher: boolean;
   /** Owners' notifications by e-mail, in addition to the notifications table. */
@@ -138,6 +156,19 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
       leaseMarginMs: int(env, 'CPS_WEBHOOK_LEASE_MARGIN_MS', 30_000),
     },
     webhookDispatcher: bool(env, 'CPS_WEBHOOK_DISPATCHER', true),
+    images: {
+      mirrorInServe: bool(env, 'CPS_IMAGE_MIRRORING', true),
+      mediaDir: path.resolve(env.CPS_MEDIA_DIR || path.join(path.dirname(path.resolve(env.CPS_DB_PATH || './data/catalog.db')), 'media')),
+      timeoutMs: int(env, 'CPS_IMAGE_TIMEOUT_MS', 15_000),
+      maxBytes: int(env, 'CPS_IMAGE_MAX_BYTES', 10 * 1024 * 1024),
+      concurrency: Math.max(1, int(env, 'CPS_IMAGE_CONCURRENCY', 4)),
+      retrySeconds: (env.CPS_IMAGE_RETRY_SECONDS ?? '60,300,1800,7200,21600,43200').split(',').map((v) => {
+        if (!/^\d+$/.test(v.trim())) throw new Error(`CPS_IMAGE_RETRY_SECONDS must list whole seconds, got "${v}"`);
+        return Number(v.trim());
+      }),
+      deadAfterHours: int(env, 'CPS_IMAGE_DEAD_AFTER_HOURS', 72),
+      pollIntervalMs: Math.max(10, int(env, 'CPS_IMAGE_POLL_INTERVAL_MS', 1000)),
+    },
     smtp: { url: env.CPS_SMTP_URL || null, from: env.CPS_SMTP_FROM || 'catalog-publishing@localhost' },
     changes: {
       feedWindow: Math.min(1000, Math.max(1, int(env, 'CPS_FEED_WINDOW', 1000))),
@@ -151,5 +182,6 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
     changes: { ...config.changes, ...overrides.changes },
     webhooks: { ...config.webhooks, ...overrides.webhooks },
     smtp: { ...config.smtp, ...overrides.smtp },
+    images: { ...config.images, ...overrides.images },
   };
 }

@@ -326,6 +326,8 @@ export class CatalogAdmin {
     if (problems.length) throw invalidInput('body', problems);
     return this.storage.transaction(() => {
       const { id, created } = this.storage.upsertProductSource(merchantId, ref, source, this.at());
+      // The mirror learns of new image sources with the write (state is per source URL).
+      this.storage.ensureImageMirrors(merchantId, source.images.map((i) => i.url), this.at());
       this.publisher.publishProducts(merchantId, [id]);
       return { id, ref, source, created };
     });
@@ -351,6 +353,7 @@ export class CatalogAdmin {
       for (const operation of operations) {
         if (operation.op === 'upsert_product') {
           upsertedIds.push(this.storage.upsertProductSource(merchantId, operation.ref, operation.source, at).id);
+          this.storage.ensureImageMirrors(merchantId, operation.source.images.map((i) => i.url), at);
         } else {
           const existing = this.storage.findProductByRef(merchantId, operation.ref);
           if (!existing) continue;

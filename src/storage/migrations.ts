@@ -235,4 +235,21 @@ CREATE TABLE notifications (
 CREATE INDEX notifications_merchant ON notifications(merchant_id, id);
 `,
   },
+  {
+    id: 5,
+    name: 'image_mirroring',
+    sql: `
+-- Mirroring state per image source URL (spec 2.1 image rules, 3 image state): retries and why.
+ALTER TABLE image_mirrors ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE image_mirrors ADD COLUMN first_failure_at TEXT;
+ALTER TABLE image_mirrors ADD COLUMN next_attempt_at TEXT;
+ALTER TABLE image_mirrors ADD COLUMN last_error TEXT;
+CREATE INDEX image_mirrors_due ON image_mirrors(next_attempt_at) WHERE state = 'pending';
+
+-- Every image source of every product is known to the mirror from the moment it is imported.
+INSERT OR IGNORE INTO image_mirrors (merchant_id, url, state, updated_at, next_attempt_at)
+  SELECT products.merchant_id, json_extract(image.value, '$.url'), 'pending', products.updated_at, products.updated_at
+  FROM products, json_each(products.source, '$.images') AS image;
+`,
+  },
 ];

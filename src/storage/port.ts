@@ -105,6 +105,16 @@ export interface CatalogStorage {
   productsAfter(merchantId: number, afterId: number, limit: number): ProductRecord[];
   productsByIds(merchantId: number, ids: number[]): ProductRecord[];
   imageMirrors(merchantId: number, urls: string[]): Map<string, ImageMirrorRecord>;
+  /** Adds the URLs not known yet as `pending`, due at once. */
+  ensureImageMirrors(merchantId: number, urls: string[], at: string): void;
+  /** Pending images whose next attempt is due, oldest first. */
+  dueImageMirrors(now: string, limit: number): ImageMirrorWork[];
+  updateImageMirror(merchantId: number, url: string, patch: Partial<Omit<ImageMirrorWork, 'merchant_id' | 'url'>>): void;
+  /** Ids of the merchant's products whose source lists the image URL. */
+  productIdsWithImage(merchantId: number, url: string): number[];
+  imageStateCounts(merchantId: number): Record<'pending' | 'mirrored' | 'dead', number>;
+  /** The merchant's dead images, newest first. */
+  deadImages(merchantId: number, limit: number): ImageMirrorWork[];
 
   // Published payloads and changes
   publishedHashes(storeId: number, productIds: number[]): Map<number, { priceHash: string; contentHash: string }>;
@@ -161,6 +171,16 @@ export interface CatalogStorage {
   insertNotification(input: Omit<NotificationRecord, 'id' | 'emailed_at'>): NotificationRecord;
   listNotifications(merchantId: number, limit: number): NotificationRecord[];
   markNotificationEmailed(id: number, at: string): void;
+}
+
+/** An image source's mirroring state with its retry bookkeeping. */
+export interface ImageMirrorWork extends ImageMirrorRecord {
+  merchant_id: number;
+  attempts: number;
+  first_failure_at: string | null;
+  next_attempt_at: string | null;
+  last_error: string | null;
+  updated_at: string;
 }
 
 export interface WebhookEndpointRecord extends EndpointHealth {

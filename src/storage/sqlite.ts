@@ -8,6 +8,7 @@ import type {
 } from '../catalog/model.js';
 import { migrations } from './migrations.js';
 import type {
+  ImageMirrorWork,
   AttemptRecord, DeliveryRecord, DeliveryStatus, NotificationRecord, OutboxGroup, OutboxRow,
   WebhookEndpointInputRecord, WebhookEndpointRecord,
   ApiKeyRecord, CatalogStorage, ChangeRow, StoredChange, MerchantRecord, PricingRuleInputRecord, PublishedRow,
@@ -71,6 +72,8 @@ const ENDPOINT_FIELDS = ['url', 'store_id', 'events', 'secret', 'status', 'conse
   'paused_until', 'owners_notified_at', 'disabled_reason', 'last_success_at', 'last_failure_at'] as const;
 const DELIVERY_FIELDS = ['event', 'store_id', 'product_ids', 'occurred_at', 'status', 'attempts', 'next_attempt_at', 'created_at'] as const;
 const DELIVERY_COLUMNS = `id, endpoint_id, ${DELIVERY_FIELDS.join(', ')}`;
+
+const IMAGE_FIELDS = ['state', 'mirrored_url', 'attempts', 'first_failure_at', 'next_attempt_at', 'last_error', 'updated_at'] as const;
 
 const API_KEY_COLUMNS = 'id, merchant_id, name, prefix, created_at, revoked_at';
 
@@ -385,6 +388,43 @@ export class SqliteStorage implements CatalogStorage {
       WHERE merchant_id = ? AND url IN (SELECT value FROM json_each(?))`).all(merchantId, JSON.stringify(urls)) as ImageMirrorRecord[];
     for (const row of rows) mirrors.set(row.url, row);
     return mirrors;
+  }
+
+  ensureImageMirrors(merchantId: number, urls: string[], at: string): void {
+    if (urls.length === 0) return;
+    this.stmt(`INSERT OR IGNORE INTO image_mirrors (merchant_id, url, state, updated_at, next_attempt_at)
+      SELECT ?, value, 'pending', ?, ? FROM json_each(?)`).run(merchantId, at, at, JSON.stringify(urls));
+  }
+
+  dueImageMirrors(now: string, limit: number): ImageMirrorWork[] {
+    return this.stmt(`SELECT * FROM image_mirrors WHERE state = 'pending' AND next_attempt_at <= ?
+      ORDER BY next_attempt_at LIMIT ?`).all(now, limit) as ImageMirrorWork[];
+  }
+
+  updateImageMirror(merchantId: number, url: string, patch: Partial<Omit<ImageMirrorWork, 'merchant_id' | 'url'>>): void {
+    const fields = IMAGE_FIELDS.filter((f) => f in patch);
+    if (fields.length === 0) return;
+    this.stmt(`UPDATE image_mirrors SET ${fields.map((f) => `${f} = ?`).join(', ')} WHERE merchant_id = ? AND url = ?`)
+      .run(...fields.map((f) => patch[f] as unknown), merchantId, url);
+  }
+
+  productIdsWithImage(merchantId: number, url: string): number[] {
+    return this.stmt(`SELECT id FROM products WHERE merchant_id = ? AND EXISTS
+      (SELECT 1 FROM json_each(products.source, '$.images') WHERE json_extract(value, '$.url') = ?) ORDER BY id`)
+      .pluck().all(merchantId, url) as number[];
+  }
+
+  imageStateCounts(merchantId: number): Record<'pending' | 'mirrored' | 'dead', number> {
+    const counts = { pending: 0, mirrored: 0, dead: 0 };
+    for (const row of this.stmt('SELECT state, count(*) AS n FROM image_mirrors WHERE merchant_id = ? GROUP BY state').all(merchantId) as { state: keyof typeof counts; n: number }[]) {
+      counts[row.state] = row.n;
+    }
+    return counts;
+  }
+
+  deadImages(merchantId: number, limit: number): ImageMirrorWork[] {
+    return this.stmt(`SELECT * FROM image_mirrors WHERE merchant_id = ? AND state = 'dead' ORDER BY updated_at DESC, url LIMIT ?`)
+      .all(merchantId, limit) as ImageMirrorWork[];
   }
 
   // Published payloads and changes

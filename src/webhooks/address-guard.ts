@@ -59,6 +59,16 @@ export class AddressGuard {
     return null;
   }
 
+  /**
+   * Names reserved for tests and documentation (RFC 2606, 6761) never resolve publicly: they are
+   * refused before any DNS query, unless allowlisted.
+   */
+  isReservedName(hostname: string): boolean {
+    const host = hostname.toLowerCase().replace(/\.$/, '');
+    if (this.isAllowedHost(host)) return false;
+    return /(^|\.)(test|example|invalid|localhost)$/.test(host) || /(^|\.)example\.(com|net|org)$/.test(host);
+  }
+
   /** Checked at connection time on every address DNS returned. */
   isBlockedConnection(hostname: string, address: string): boolean {
     if (this.isAllowedHost(hostname) || this.isAllowedHost(address)) return false;

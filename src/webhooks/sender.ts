@@ -25,8 +25,31 @@ class BlockedAddressError extends Error {
   readonly code = 'BLOCKED_ADDRESS';
 }
 
+/**
+ * A keep-alive undici Agent whose connections pass the SSRF guard: every address DNS returns is
+ * checked at connection time, and names the guard refuses never reach DNS.
+ */
+export function createGuardedAgent(guard: AddressGuard, options: { timeoutMs: number; connections: number }): Agent {
+  const guardedLookup: LookupFunction = (hostname, lookupOptions, callback) => {
+    if (guard.isReservedName(hostname)) return callback(new BlockedAddressError(`${hostname} is a reserved name`), '', 0);
+    dns.lookup(hostname, { ...lookupOptions, all: true }, (error, addresses) => {
+      if (error) return callback(error, '', 0);
+      const list = addresses as unknown as dns.LookupAddress[];
+      const refused = list.find((a) => guard.isBlockedConnection(hostname, a.address));
+      if (refused) return callback(new BlockedAddressError(`${hostname} resolves to ${refused.address}`), '', 0);
+      if ((lookupOptions as { all?: boolean }).all) return (callback as unknown as (e: null, a: dns.LookupAddress[]) => void)(null, list);
+      return callback(null, list[0]!.address, list[0]!.family);
+    });
+  };
+  return new Agent({
+    keepAliveTimeout: 30_000,
+    connections: options.connections,
+    connect: { lookup: guardedLookup, timeout: options.timeoutMs },
+  });
+}
+
 /** What `error` an attempt log shows for a failure without a usable response. */
-function errorKind(error: unknown): string {
+export function errorKind(error: unknown): string {
   const e = error as { code?: string; name?: string; cause?: { code?: string } };
   const code = e.code ?? e.cause?.code;
   if (code === 'BLOCKED_ADDRESS' || error instanceof BlockedAddressError) return 'blocked_address';
@@ -42,21 +65,7 @@ export class HttpDeliverySender implements DeliverySender {
     private readonly guard: AddressGuard,
     private readonly options: { timeoutMs: number; snippetBytes?: number; connectionsPerOrigin?: number },
   ) {
-    const guardedLookup: LookupFunction = (hostname, lookupOptions, callback) => {
-      dns.lookup(hostname, { ...lookupOptions, all: true }, (error, addresses) => {
-        if (error) return callback(error, '', 0);
-        const list = addresses as unknown as dns.LookupAddress[];
-        const refused = list.find((a) => guard.isBlockedConnection(hostname, a.address));
-        if (refused) return callback(new BlockedAddressError(`${hostname} resolves to ${refused.address}`), '', 0);
-        if ((lookupOptions as { all?: boolean }).all) return (callback as unknown as (e: null, a: dns.LookupAddress[]) => void)(null, list);
-        return callback(null, list[0]!.address, list[0]!.family);
-      });
-    };
-    this.agent = new Agent({
-      keepAliveTimeout: 30_000,
-      connections: options.connectionsPerOrigin ?? 8,
-      connect: { lookup: guardedLookup, timeout: options.timeoutMs },
-    });
+    this.agent = createGuardedAgent(guard, { timeoutMs: options.timeoutMs, connections: options.connectionsPerOrigin ?? 8 });
   }
 
   async send(url: string, headers: Record<string, string>, body: string): Promise<SendResult> {

@@ -1,0 +1,201 @@
+// The image mirroring worker (spec 2.1 image rules, 3 image state; product decisions, "Images"):
+// copies each not-yet-mirrored supplier image into the media store through the SSRF guard, with
+// bounded concurrency, a time-out, a size limit and an image content-type check. A 404 or 410
+// makes a source dead at once; other failures are retried with backoff until deadAfterHours have
+// passed since the first one. Every transition re-resolves the products showing the image in
+// every store, in one transaction with the state change, so it is recorded as a `content` change.
+import { createHash } from 'node:crypto';
+import { isIP } from 'node:net';
+import { request, type Agent } from 'undici';
+import { CatalogPublisher } from '../catalog/publish.js';
+import type { Config } from '../config.js';
+import type { CatalogStorage, ImageMirrorWork } from '../storage/port.js';
+import { AddressGuard } from '../webhooks/address-guard.js';
+import { createGuardedAgent, errorKind } from '../webhooks/sender.js';
+import { IMAGE_TYPES, LocalFolderMediaStore, type MediaStore } from './media-store.js';
+
+export type ImageConfig = Config['images'];
+
+/** What fetching a source gave: the copy, or why not (and whether that is final). */
+export type FetchOutcome =
+  | { ok: true; bytes: Buffer; contentType: string }
+  | { ok: false; error: string; permanent: boolean };
+
+export interface ImageFetcher {
+  fetch(url: string): Promise<FetchOutcome>;
+  close(): Promise<void>;
+}
+
+export class HttpImageFetcher implements ImageFetcher {
+  private readonly agent: Agent;
+
+  constructor(private readonly guard: AddressGuard, private readonly config: Pick<ImageConfig, 'timeoutMs' | 'maxBytes' | 'concurrency'>) {
+    this.agent = createGuardedAgent(guard, { timeoutMs: config.timeoutMs, connections: config.concurrency });
+  }
+
+  async fetch(url: string): Promise<FetchOutcome> {
+    const parsed = new URL(url);
+    if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') return { ok: false, error: 'unsupported_scheme', permanent: false };
+    // Supplier images may be http:// (https-only is the webhooks' rule), but never an internal
+    // address: IP literals are checked here, names at connection time after DNS.
+    const host = parsed.hostname.replace(/^\[|\]$/g, '');
+    if (isIP(host) && this.guard.isBlockedConnection(host, host)) return { ok: false, error: 'blocked_address', permanent: false };
+    try {
+      const response = await request(url, {
+        method: 'GET', dispatcher: this.agent, signal: AbortSignal.timeout(this.config.timeoutMs),
+        headersTimeout: this.config.timeoutMs, bodyTimeout: this.config.timeoutMs,
+        headers: { Accept: Object.keys(IMAGE_TYPES).join(', ') },
+      });
+      if (response.statusCode === 404 || response.statusCode === 410) {
+        response.body.destroy();
+        return { ok: false, error: `http_${response.statusCode}`, permanent: true };
+      }
+      if (response.statusCode < 200 || response.statusCode >= 300) {
+        response.body.destroy();
+        return { ok: false, error: `http_${response.statusCode}`, permanent: false };
+      }
+      const contentType = String(response.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+      if (!IMAGE_TYPES[contentType]) {
+        response.body.destroy();
+        return { ok: false, error: `not_an_image (${contentType || 'no content type'})`, permanent: false };
+      }
+      const declared = Number(response.headers['content-length'] ?? 0);
+      if (declared > this.config.maxBytes) {
+        response.body.destroy();
+        return { ok: false, error: 'too_large', permanent: false };
+      }
+      const chunks: Buffer[] = [];
+      let size = 0;
+      for await (const chunk of response.body) {
+        size += chunk.length;
+        if (size > this.config.maxBytes) {
+          response.body.destroy();
+          return { ok: false, error: 'too_large', permanent: false };
+        }
+        chunks.push(Buffer.from(chunk));
+      }
+      return { ok: true, bytes: Buffer.concat(chunks), contentType };
+    } catch (error) {
+      return { ok: false, error: errorKind(error), permanent: false };
+    }
+  }
+
+  close(): Promise<void> {
+    return this.agent.close();
+  }
+}
+
+/** The media key of a copy: the sha-256 of its bytes and the extension of its type. */
+export function mediaKey(bytes: Uint8Array, contentType: string): string {
+  return `${createHash('sha256').update(bytes).digest('hex')}.${IMAGE_TYPES[contentType]}`;
+}
+
+export class ImageMirror {
+  private readonly publisher: CatalogPublisher;
+  private timer: NodeJS.Timeout | null = null;
+  private round: Promise<unknown> | null = null;
+
+  constructor(
+    private readonly storage: CatalogStorage,
+    private readonly media: MediaStore,
+    private readonly fetcher: ImageFetcher,
+    private readonly config: ImageConfig,
+    /** Where mirrored copies are served: `${publicBaseUrl}/media/{key}`. */
+    private readonly publicBaseUrl: string,
+    private readonly now: () => Date,
+    publishChunk = 2000,
+  ) {
+    this.publisher = new CatalogPublisher(storage, now, publishChunk);
+  }
+
+  /** Mirrors the due images (up to a bounded batch); resolves when they are done; returns how many were tried. */
+  async tick(): Promise<number> {
+    const due = this.storage.dueImageMirrors(this.now().toISOString(), this.config.concurrency * 8);
+    let next = 0;
+    await Promise.all(Array.from({ length: Math.min(this.config.concurrency, due.length) }, async () => {
+      while (next < due.length) await this.mirror(due[next++]!);
+    }));
+    return due.length;
+  }
+
+  start(): void {
+    if (this.timer) return;
+    this.timer = setInterval(() => {
+      if (this.round) return;
+      this.round = this.tick()
+        .catch((error: unknown) => console.error('image mirroring round failed:', error))
+        .finally(() => { this.round = null; });
+    }, this.config.pollIntervalMs);
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await this.round;
+    await this.fetcher.close();
+  }
+
+  private async mirror(image: ImageMirrorWork): Promise<void> {
+    const outcome = await this.fetcher.fetch(image.url);
+    const now = this.now();
+    const at = now.toISOString();
+    if (outcome.ok) {
+      const key = mediaKey(outcome.bytes, outcome.contentType);
+      await this.media.put(key, outcome.bytes);
+      this.transition(image, {
+        state: 'mirrored', mirrored_url: `${this.publicBaseUrl}/media/${key}`, attempts: image.attempts + 1,
+        first_failure_at: null, next_attempt_at: null, last_error: null, updated_at: at,
+      });
+      return;
+    }
+    const firstFailure = image.first_failure_at ?? at;
+    const failingFor = now.getTime() - Date.parse(firstFailure);
+    if (outcome.permanent || failingFor >= this.config.deadAfterHours * 3600_000) {
+      this.transition(image, {
+        state: 'dead', attempts: image.attempts + 1, first_failure_at: firstFailure, next_attempt_at: null,
+        last_error: outcome.error, updated_at: at,
+      });
+      return;
+    }
+    const waits = this.config.retrySeconds;
+    const wait = waits[Math.min(image.attempts, waits.length - 1)] ?? 3600;
+    // Still not mirrored: the supplier URL stays in the payloads, nothing to re-publish.
+    this.storage.updateImageMirror(image.merchant_id, image.url, {
+      attempts: image.attempts + 1, first_failure_at: firstFailure, last_error: outcome.error,
+      next_attempt_at: new Date(now.getTime() + wait * 1000).toISOString(), updated_at: at,
+    });
+  }
+
+  /** A state change and the re-publishing it causes, in one transaction (a `content` change). */
+  private transition(image: ImageMirrorWork, patch: Partial<ImageMirrorWork>): void {
+    this.storage.transaction(() => {
+      this.storage.updateImageMirror(image.merchant_id, image.url, patch);
+      this.publisher.publishProducts(image.merchant_id, this.storage.productIdsWithImage(image.merchant_id, image.url));
+    });
+  }
+}
+
+/** Dead images go back to pending and are fetched again; their products show the supplier URL again. */
+export function retryDeadImages(storage: CatalogStorage, merchantId: number, now: Date, publishChunk = 2000): number {
+  const publisher = new CatalogPublisher(storage, () => now, publishChunk);
+  return storage.transaction(() => {
+    const dead = storage.deadImages(merchantId, Number.MAX_SAFE_INTEGER);
+    const at = now.toISOString();
+    const productIds = new Set<number>();
+    for (const image of dead) {
+      storage.updateImageMirror(merchantId, image.url, {
+        state: 'pending', attempts: 0, first_failure_at: null, next_attempt_at: at, last_error: null, updated_at: at,
+      });
+      for (const id of storage.productIdsWithImage(merchantId, image.url)) productIds.add(id);
+    }
+    publisher.publishProducts(merchantId, [...productIds]);
+    return dead.length;
+  });
+}
+
+/** The worker as `serve` and `worker` run it: local media folder, guarded HTTP fetcher. */
+export function createImageMirror(storage: CatalogStorage, config: Config, now: () => Date = () => new Date()): ImageMirror {
+  const fetcher = new HttpImageFetcher(new AddressGuard(config.webhooks.allowHosts), config.images);
+  return new ImageMirror(storage, new LocalFolderMediaStore(config.images.mediaDir), fetcher, config.images,
+    config.publicBaseUrl, now, config.limits.publishChunk);
+}

@@ -671,6 +671,74 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/v1/merchants/{merchant_id}/images": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
+                 * @example 1
+                 */
+                merchant_id: components["parameters"]["MerchantId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Show image mirroring progress
+         * @description Returns how many of the merchant's image source URLs are `pending` (not mirrored yet, or
+         *     being retried), `mirrored` and `dead`, and the 100 most recently dead images with the error
+         *     of their last fetch, newest first. The state of a single product's images is shown by
+         *     `GET .../products/{product_ref}` (`images[].state`).
+         *
+         *     Dead images are omitted from the public API. When the cause is fixed on the supplier's side,
+         *     fetch them again with `POST .../images/retry-dead`; an image whose source URL changes in a
+         *     later import starts over by itself.
+         */
+        get: operations["getImageMirroring"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/merchants/{merchant_id}/images/retry-dead": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
+                 * @example 1
+                 */
+                merchant_id: components["parameters"]["MerchantId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Fetch the dead images again
+         * @description Sets every dead image of the merchant back to `pending`, with its failure history cleared,
+         *     and queues it for an immediate fetch. In the same transaction the products showing these
+         *     images are re-resolved in every store: they show the supplier URL again, which is recorded
+         *     as a `content` change (and so a webhook delivery). From then on each image goes through the
+         *     normal rules: once mirrored, its products get the service URL (another `content` change); a
+         *     404 or 410 makes it dead again at once; other failures are retried until the dead-after
+         *     period (default 72 h) has passed again.
+         *
+         *     Use it after a supplier has fixed its image host. No request body is needed. The response
+         *     tells how many images were set back; follow their progress with `GET .../images`.
+         */
+        post: operations["retryDeadImages"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/v1/merchants/{merchant_id}/webhook-endpoints": {
         parameters: {
             query?: never;
@@ -1601,17 +1669,19 @@ export interface components {
              */
             url: string;
             /**
-             * @description `pending`: not mirrored yet, the public API serves `url`. `mirrored`: the public API serves
-             *     `mirrored_url`. `dead`: the source answered 404/410 or kept failing past the configured
-             *     period (default 72 h); the image is omitted from the public API.
+             * @description `pending`: not mirrored yet (or being retried after failures), the public API serves `url`.
+             *     `mirrored`: the public API serves `mirrored_url`. `dead`: the source answered 404/410 or
+             *     kept failing past the configured period (default 72 h); the image is omitted from the
+             *     public API. State is kept per source URL (see the *Images* tag).
              * @example mirrored
              * @enum {string}
              */
             state: "pending" | "mirrored" | "dead";
             /**
              * Format: uri
-             * @description URL of the service-hosted copy; `null` unless `state` is `mirrored`.
-             * @example http://127.0.0.1:8080/media/1/5f2c0e7a.jpg
+             * @description URL of the service-hosted copy, `{public base URL}/media/{sha256}.{ext}` (content-addressed,
+             *     immutable, served without an API key); `null` unless `state` is `mirrored`.
+             * @example http://127.0.0.1:8080/media/0a7558e12180a7e66bbbf1d82c7d63a51c820f899ede0aaa90bb185c647c39c5.jpg
              */
             mirrored_url: string | null;
         };
@@ -1833,6 +1903,83 @@ export interface components {
              * @example 1
              */
             deleted: number;
+        };
+        /** @description A source image that is dead (omitted from the public API), with why. */
+        DeadImage: {
+            /**
+             * Format: uri
+             * @description The source (supplier) URL, as supplied in the product sources.
+             * @example https://cdn.nordwind.test/img/84021-back.jpg
+             */
+            url: string;
+            /**
+             * @description Why the last fetch failed:
+             *
+             *     | value | meaning |
+             *     |---|---|
+             *     | `http_404`, `http_410` | the source answered 404 or 410: dead at once |
+             *     | `http_{status}` | another non-2xx status, for example `http_503` or `http_301` (redirects are not followed) |
+             *     | `not_an_image ({content type})` | the `Content-Type` is not `image/jpeg`, `image/png`, `image/gif`, `image/webp` or `image/avif` (SVG included) |
+             *     | `too_large` | the image exceeds the size limit (default 10 MiB) |
+             *     | `timeout` | no complete response within the time-out (default 15 s) |
+             *     | `connection_refused` | the source host refused the connection |
+             *     | `connection_error` | DNS, TLS or another network failure, or the connection was reset |
+             *     | `blocked_address` | the host is reserved or resolves to a blocked address (SSRF rules); nothing was fetched |
+             *
+             *     `null` only if no failure was recorded. More values may be added; treat an unknown value
+             *     as a generic failure.
+             * @example http_404
+             */
+            last_error: string | null;
+            /**
+             * Format: date-time
+             * @description When the first failed fetch of the current streak happened; the dead-after period (default
+             *     72 h) counts from here. Equal to `updated_at` for a source that was dead at once (404 or
+             *     410). `null` only if no failure was recorded.
+             * @example 2025-03-14T09:31:02Z
+             */
+            first_failure_at: string | null;
+            /**
+             * Format: date-time
+             * @description When the image became dead (its last state change).
+             * @example 2025-03-14T09:31:02Z
+             */
+            updated_at: string;
+        };
+        /**
+         * @description Mirroring progress of a merchant's images. State is kept per distinct source URL, so an image
+         *     that several products share counts once.
+         */
+        ImageMirroringStatus: {
+            /**
+             * @description Source URLs not mirrored yet, whether never fetched or being retried after failures; the
+             *     public API serves their supplier URL.
+             * @example 12
+             */
+            pending: number;
+            /**
+             * @description Source URLs mirrored; the public API serves the service-hosted copy.
+             * @example 4815
+             */
+            mirrored: number;
+            /**
+             * @description Source URLs that are dead; the public API omits them.
+             * @example 3
+             */
+            dead: number;
+            /**
+             * @description The most recently dead images, newest first (by descending `updated_at`), at most 100;
+             *     `dead` tells how many there are in all.
+             */
+            dead_images: components["schemas"]["DeadImage"][];
+        };
+        /** @description Outcome of a retry of the merchant's dead images. */
+        RetryDeadImagesResult: {
+            /**
+             * @description Number of dead images set back to pending (one per source URL); `0` when there were none.
+             * @example 3
+             */
+            retried: number;
         };
         /**
          * @description Kind of a change, used as `change_type` in the change feed and as `event` in webhook deliveries.
@@ -3520,6 +3667,64 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
+        };
+    };
+    getImageMirroring: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
+                 * @example 1
+                 */
+                merchant_id: components["parameters"]["MerchantId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The merchant's mirroring progress. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ImageMirroringStatus"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+        };
+    };
+    retryDeadImages: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
+                 * @example 1
+                 */
+                merchant_id: components["parameters"]["MerchantId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The number of dead images set back to pending. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RetryDeadImagesResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
         };
     };
     listWebhookEndpoints: {

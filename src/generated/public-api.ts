@@ -236,6 +236,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/media/{key}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a mirrored image
+         * @description Returns the bytes of a service-hosted copy of a supplier image. You do not build these URLs:
+         *     they appear in a product's `images` once the image has been mirrored, in the form
+         *     `{base_url}/media/{sha256}.{ext}` (the SHA-256 hex of the image bytes and the extension of
+         *     its content type).
+         *
+         *     **No API key.** Media URLs are public, so they can be handed to browsers, shop front-ends
+         *     and CDNs as they are; an `Authorization` header is ignored. Knowing a key reveals nothing but
+         *     the image itself.
+         *
+         *     **Immutable.** A media URL is content-addressed: its bytes never change, and a changed image
+         *     gets a new URL (and a `content` change of the products that show it). Every `200` carries a
+         *     strong `ETag` (the quoted SHA-256 hex) and `Cache-Control: public, max-age=31536000,
+         *     immutable`, so caches keep it for a year without revalidating. A conditional request whose
+         *     `If-None-Match` matches the `ETag` answers `304 Not Modified` without a body.
+         *
+         *     **Content type.** `Content-Type` is the image's type as checked when it was mirrored
+         *     (`image/jpeg`, `image/png`, `image/gif`, `image/webp` or `image/avif`, matching the key's
+         *     extension). SVG is never mirrored.
+         *
+         *     **Not found.** A key that no mirrored image has, or that is not of the form above, answers
+         *     404 `not_found`. URLs returned in `images` are expected to stay reachable.
+         */
+        get: operations["getMedia"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface webhooks {
     price: {
@@ -474,15 +514,22 @@ export interface components {
              */
             manufacturer: string | null;
             /**
-             * @description Ordered list of image URLs. Image rules:
+             * @description Ordered list of image URLs, in the order the merchant supplied the images. Image rules:
              *
-             *     1. Once an image has been mirrored, its URL points at a service-hosted copy.
+             *     1. Once an image has been mirrored, its URL points at a service-hosted copy:
+             *        `{base_url}/media/{sha256}.{ext}` (SHA-256 hex of the image bytes, extension of its
+             *        content type: `jpg`, `png`, `gif`, `webp` or `avif`). These URLs are content-addressed
+             *        (a changed image gets a new URL), immutable and served without an API key
+             *        (`GET /media/{key}`).
              *     2. Until an image is mirrored, its original supplier URL is returned.
-             *     3. Images whose source is permanently dead (the source answered 404/410, or kept failing for
-             *        longer than the configured period, 72 hours by default) are omitted; every URL returned is
-             *        expected to be reachable.
+             *     3. Images whose source is permanently dead are omitted; every URL returned is expected to
+             *        be reachable. A source answering 404 or 410 is dead at once; other failures are retried
+             *        with backoff, and a source still failing 72 hours (by default) after its first failure
+             *        is dead.
              *
-             *     Each of these transitions changes the list and is reported as a `content` change.
+             *     Every transition (including a dead image that the merchant has fetched again, which shows
+             *     its supplier URL until it is mirrored) changes the list and is reported as a `content`
+             *     change.
              */
             images: string[];
             /**
@@ -830,7 +877,8 @@ export interface components {
         /**
          * @description The product is not in your merchant's catalog (code `not_found`), or the `store` slug is
          *     unknown or the store is inactive (code `store_not_found`). A product id of another merchant
-         *     answers exactly like an id that does not exist.
+         *     answers exactly like an id that does not exist. On `GET /media/{key}`: no media file has that
+         *     key (code `not_found`).
          */
         NotFound: {
             headers: {
@@ -929,6 +977,21 @@ export interface components {
          */
         SinceIdParam: number;
         /**
+         * @description The media file's key: the lowercase hex SHA-256 of the image bytes, a dot and the extension of
+         *     its content type (`jpg`, `png`, `gif`, `webp` or `avif`). Take media URLs from a product's
+         *     `images` rather than building them. A key that does not match this form cannot name a media
+         *     file and answers 404 `not_found`, like an unknown key.
+         */
+        MediaKeyParam: string;
+        /**
+         * @description Conditional request (RFC 9110): send the `ETag` of the copy you already hold. When it matches
+         *     (or is `*`), the service answers `304 Not Modified` without a body. A list of entity tags
+         *     (`"a", "b"`) and weak tags (`W/"..."`) are accepted and compared weakly, as the RFC requires
+         *     for `If-None-Match`. Since a media URL never changes its content, a cached copy never needs to
+         *     be revalidated; this header only helps clients that revalidate anyway.
+         */
+        IfNoneMatch: string;
+        /**
          * @description Unix time in seconds at which this delivery attempt was signed (each retry is signed anew).
          *     It is part of the signed message. Reject the delivery when it is more than 5 minutes away
          *     from your clock: that blocks replays of captured requests.
@@ -948,6 +1011,18 @@ export interface components {
          *     `Bearer realm="catalog", error="invalid_token"` when the key sent is malformed, unknown or revoked.
          */
         "WWW-Authenticate": string;
+        /**
+         * @description Strong entity tag of the file: the SHA-256 hex of its bytes in double quotes, the same value as
+         *     the first part of the key. Send it back in `If-None-Match` to revalidate.
+         */
+        ETag: string;
+        /**
+         * @description Always `public, max-age=31536000, immutable`: a media URL is content-addressed, so its bytes
+         *     never change and browsers, CDNs and proxies may cache it for a year without revalidating.
+         */
+        "Cache-Control": "public, max-age=31536000, immutable";
+        /** @description Size of the image in bytes (at most the mirroring size limit, 10 MiB by default). */
+        "Content-Length": number;
     };
     pathItems: never;
 }
@@ -1150,6 +1225,63 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             410: components["responses"]["Gone"];
+        };
+    };
+    getMedia: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Conditional request (RFC 9110): send the `ETag` of the copy you already hold. When it matches
+                 *     (or is `*`), the service answers `304 Not Modified` without a body. A list of entity tags
+                 *     (`"a", "b"`) and weak tags (`W/"..."`) are accepted and compared weakly, as the RFC requires
+                 *     for `If-None-Match`. Since a media URL never changes its content, a cached copy never needs to
+                 *     be revalidated; this header only helps clients that revalidate anyway.
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
+            path: {
+                /**
+                 * @description The media file's key: the lowercase hex SHA-256 of the image bytes, a dot and the extension of
+                 *     its content type (`jpg`, `png`, `gif`, `webp` or `avif`). Take media URLs from a product's
+                 *     `images` rather than building them. A key that does not match this form cannot name a media
+                 *     file and answers 404 `not_found`, like an unknown key.
+                 */
+                key: components["parameters"]["MediaKeyParam"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The image bytes, with the content type of the image. */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "Content-Length": components["headers"]["Content-Length"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "image/jpeg": string;
+                    "image/png": string;
+                    "image/gif": string;
+                    "image/webp": string;
+                    "image/avif": string;
+                };
+            };
+            /**
+             * @description Not Modified: `If-None-Match` matches the file's `ETag`; your cached copy is current.
+             *     No body.
+             */
+            304: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            404: components["responses"]["NotFound"];
         };
     };
     priceWebhook: {

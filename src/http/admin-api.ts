@@ -15,6 +15,7 @@ import { renderError } from './errors.js';
 import { ProblemError, invalidInput } from './problem.js';
 import { validationHook } from './validation.js';
 import { registerWebhookRoutes } from './webhooks-api.js';
+import { retryDeadImages } from '../images/mirror.js';
 import { AddressGuard } from '../webhooks/address-guard.js';
 import { WebhookEndpoints } from '../webhooks/endpoints.js';
 
@@ -212,6 +213,20 @@ export function adminApi(admin: CatalogAdmin, config: Config) {
   app.openapi(routes.importProducts, async (c) => {
     const { merchant_id } = c.req.valid('param');
     return c.json(importNdjson(admin, merchant_id, await c.req.text(), { chunkSize: config.limits.publishChunk }), 200);
+  });
+
+  // Image mirroring progress
+  app.openapi(routes.getImageMirroring, (c) => {
+    const { merchant_id } = c.req.valid('param');
+    admin.merchant(merchant_id);
+    const deadImages = admin.storage.deadImages(merchant_id, 100)
+      .map(({ url, last_error, first_failure_at, updated_at }) => ({ url, last_error, first_failure_at, updated_at }));
+    return c.json({ ...admin.storage.imageStateCounts(merchant_id), dead_images: deadImages }, 200);
+  });
+  app.openapi(routes.retryDeadImages, (c) => {
+    const { merchant_id } = c.req.valid('param');
+    admin.merchant(merchant_id);
+    return c.json({ retried: retryDeadImages(admin.storage, merchant_id, admin.now(), config.limits.publishChunk) }, 200);
   });
 
   registerWebhookRoutes(app, new WebhookEndpoints(admin.storage, new AddressGuard(config.webhooks.allowHosts), admin.now), admin.storage);

@@ -7,6 +7,7 @@ import type { Config } from '../config.js';
 import adminDocument from '../generated/admin-openapi.json' with { type: 'json' };
 import publicDocument from '../generated/public-openapi.json' with { type: 'json' };
 import type { CatalogStorage } from '../storage/port.js';
+import { LocalFolderMediaStore } from '../images/media-store.js';
 import { adminApi } from './admin-api.js';
 import { notFound, renderError } from './errors.js';
 import { publicApi } from './public-api.js';
@@ -44,7 +45,7 @@ export function createApp({ storage, config, now = () => new Date(), docsFile }:
     return c.html(fs.readFileSync(docsFile, 'utf8'));
   });
 
-  app.route('/', publicApi(storage, config.changes.feedWindow, new CatalogReads(storage)));
+  app.route('/', publicApi(storage, config.changes.feedWindow, new LocalFolderMediaStore(config.images.mediaDir), new CatalogReads(storage)));
   app.route('/', adminApi(admin, config));
   return app;
 }

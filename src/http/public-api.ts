@@ -7,9 +7,17 @@ import { routes } from '../generated/public-routes.js';
 import type { CatalogStorage } from '../storage/port.js';
 import { apiKeyAuth, type PublicEnv } from './auth.js';
 import { renderError } from './errors.js';
-import { ProblemError, invalidInput } from './problem.js';
+import { ProblemError, invalidInput, problemResponse } from './problem.js';
 import { readChangeFeed } from '../changes/feed.js';
 import { validationHook } from './validation.js';
+import { CONTENT_TYPE_OF, MEDIA_KEY, type MediaStore } from '../images/media-store.js';
+
+/** RFC 9110 If-None-Match: `*` or a list of entity tags, compared weakly. */
+function etagMatches(header: string | undefined, etag: string): boolean {
+  if (!header) return false;
+  if (header.trim() === '*') return true;
+  return header.split(',').map((t) => t.trim().replace(/^W\//, '')).includes(etag);
+}
 
 const JSON_TYPE = { 'Content-Type': 'application/json' };
 const DATA_OPEN = Buffer.from('{"data":[');
@@ -24,10 +32,26 @@ function storeOrNotFound(reads: CatalogReads, merchantId: number, slug: string |
     : new ProblemError('store_not_found', `No active store with slug "${slug}".`);
 }
 
-export function publicApi(storage: CatalogStorage, feedWindow: number, reads = new CatalogReads(storage)) {
+export function publicApi(storage: CatalogStorage, feedWindow: number, media?: MediaStore, reads = new CatalogReads(storage)) {
   const app = new OpenAPIHono<PublicEnv>({ defaultHook: validationHook });
   app.onError(renderError);
   app.use('/v1/*', apiKeyAuth(storage));
+
+  // Mirrored images (spec 2.1 image rules): public, content-addressed, cacheable forever.
+  app.openapi(routes.getMedia, async (c) => {
+    const { key } = c.req.valid('param');
+    const bytes = media ? await media.get(key) : undefined;
+    if (!bytes) throw new ProblemError('not_found', `No media file ${key}.`);
+    const etag = `"${MEDIA_KEY.exec(key)![1]}"`;
+    const headers = { ETag: etag, 'Cache-Control': 'public, max-age=31536000, immutable' };
+    if (etagMatches(c.req.valid('header')['if-none-match'], etag)) return c.body(null, 304, headers);
+    const contentType = CONTENT_TYPE_OF[key.split('.')[1]!]!;
+    return c.body(new Uint8Array(bytes), 200, { ...headers, 'Content-Type': contentType, 'Content-Length': String(bytes.length) }) as never;
+  }, (result, c) => {
+    // Any malformed key names no file: 404, like an unknown one (openapi: getMedia).
+    if (!result.success) return problemResponse(new ProblemError('not_found', 'No such media file.'), c.req.path);
+    return undefined;
+  });
 
   app.openapi(routes.listProducts, (c) => {
     const query = c.req.valid('query');

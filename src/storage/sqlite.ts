@@ -416,7 +416,12 @@ export class SqliteStorage implements CatalogStorage {
 
   imageStateCounts(merchantId: number): Record<'pending' | 'mirrored' | 'dead', number> {
     const counts = { pending: 0, mirrored: 0, dead: 0 };
-    for (const row of this.stmt('SELECT state, count(*) AS n FROM image_mirrors WHERE merchant_id = ? GROUP BY state').all(merchantId) as { state: keyof typeof counts; n: number }[]) {
+    // Per distinct source URL that a product of the merchant still lists.
+    const rows = this.stmt(`SELECT m.state, count(*) AS n FROM image_mirrors AS m
+      JOIN (SELECT DISTINCT json_extract(image.value, '$.url') AS url FROM products, json_each(products.source, '$.images') AS image
+        WHERE products.merchant_id = @merchant) AS listed ON listed.url = m.url
+      WHERE m.merchant_id = @merchant GROUP BY m.state`).all({ merchant: merchantId }) as { state: keyof typeof counts; n: number }[];
+    for (const row of rows) {
       counts[row.state] = row.n;
     }
     return counts;

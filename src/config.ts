@@ -158,7 +158,8 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
     webhookDispatcher: bool(env, 'CPS_WEBHOOK_DISPATCHER', true),
     images: {
       mirrorInServe: bool(env, 'CPS_IMAGE_MIRRORING', true),
-      mediaDir: path.resolve(env.CPS_MEDIA_DIR || path.join(path.dirname(path.resolve(env.CPS_DB_PATH || './data/catalog.db')), 'media')),
+      // Beside the database unless configured (resolved below, after overrides of databasePath).
+      mediaDir: env.CPS_MEDIA_DIR ? path.resolve(env.CPS_MEDIA_DIR) : '',
       timeoutMs: int(env, 'CPS_IMAGE_TIMEOUT_MS', 15_000),
       maxBytes: int(env, 'CPS_IMAGE_MAX_BYTES', 10 * 1024 * 1024),
       concurrency: Math.max(1, int(env, 'CPS_IMAGE_CONCURRENCY', 4)),
@@ -176,7 +177,7 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
       pruneIntervalSeconds: Math.max(1, int(env, 'CPS_CHANGE_PRUNE_INTERVAL_SECONDS', 3600)),
     },
   };
-  return {
+  const merged: Config = {
     ...config, ...overrides,
     limits: { ...config.limits, ...overrides.limits },
     changes: { ...config.changes, ...overrides.changes },
@@ -184,4 +185,6 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
     smtp: { ...config.smtp, ...overrides.smtp },
     images: { ...config.images, ...overrides.images },
   };
+  if (!merged.images.mediaDir) merged.images = { ...merged.images, mediaDir: path.join(path.dirname(merged.databasePath), 'media') };
+  return merged;
 }

@@ -1,6 +1,7 @@
 // Storage of mirrored images: content-addressed (sha-256 of the bytes), so a copy's URL never
 // changes meaning and can be cached forever. A local folder by default; object storage implements
 // the same interface.
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 
@@ -36,8 +37,9 @@ export class LocalFolderMediaStore implements MediaStore {
   async put(key: string, bytes: Uint8Array): Promise<void> {
     const file = this.file(key);
     await fs.mkdir(path.dirname(file), { recursive: true });
-    // Write then rename: a reader never sees a half-written copy.
-    const temporary = `${file}.${process.pid}.tmp`;
+    // Write then rename: a reader never sees a half-written copy. The temporary name is unique per
+    // put, since two sources with the same bytes can be stored at once (same key, same process).
+    const temporary = `${file}.${process.pid}.${randomUUID()}.tmp`;
     await fs.writeFile(temporary, bytes);
     await fs.rename(temporary, file);
   }

@@ -6,7 +6,7 @@
 // every store, in one transaction with the state change, so it is recorded as a `content` change.
 import { createHash } from 'node:crypto';
 import { isIP } from 'node:net';
-import { request, type Agent } from 'undici';
+import { request, type Agent, type Dispatcher } from 'undici';
 import { CatalogPublisher } from '../catalog/publish.js';
 import type { Config } from '../config.js';
 import type { CatalogStorage, ImageMirrorWork } from '../storage/port.js';
@@ -24,6 +24,15 @@ export type FetchOutcome =
 export interface ImageFetcher {
   fetch(url: string): Promise<FetchOutcome>;
   close(): Promise<void>;
+}
+
+/**
+ * Stops reading a response body. undici reports the abort as an 'error' event on the body, which
+ * would be an uncaught exception (and end the process) without a listener.
+ */
+function abandon(body: Dispatcher.ResponseData['body']): void {
+  body.on('error', () => {});
+  body.destroy();
 }
 
 export class HttpImageFetcher implements ImageFetcher {
@@ -47,21 +56,21 @@ export class HttpImageFetcher implements ImageFetcher {
         headers: { Accept: Object.keys(IMAGE_TYPES).join(', ') },
       });
       if (response.statusCode === 404 || response.statusCode === 410) {
-        response.body.destroy();
+        abandon(response.body);
         return { ok: false, error: `http_${response.statusCode}`, permanent: true };
       }
       if (response.statusCode < 200 || response.statusCode >= 300) {
-        response.body.destroy();
+        abandon(response.body);
         return { ok: false, error: `http_${response.statusCode}`, permanent: false };
       }
       const contentType = String(response.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
       if (!IMAGE_TYPES[contentType]) {
-        response.body.destroy();
+        abandon(response.body);
         return { ok: false, error: `not_an_image (${contentType || 'no content type'})`, permanent: false };
       }
       const declared = Number(response.headers['content-length'] ?? 0);
       if (declared > this.config.maxBytes) {
-        response.body.destroy();
+        abandon(response.body);
         return { ok: false, error: 'too_large', permanent: false };
       }
       const chunks: Buffer[] = [];
@@ -69,7 +78,7 @@ export class HttpImageFetcher implements ImageFetcher {
       for await (const chunk of response.body) {
         size += chunk.length;
         if (size > this.config.maxBytes) {
-          response.body.destroy();
+          abandon(response.body);
           return { ok: false, error: 'too_large', permanent: false };
         }
         chunks.push(Buffer.from(chunk));
@@ -113,7 +122,11 @@ export class ImageMirror {
     const due = this.storage.dueImageMirrors(this.now().toISOString(), this.config.concurrency * 8);
     let next = 0;
     await Promise.all(Array.from({ length: Math.min(this.config.concurrency, due.length) }, async () => {
-      while (next < due.length) await this.mirror(due[next++]!);
+      while (next < due.length) {
+        const image = due[next++]!;
+        // One image's storage or media failure must not end the round under the others' feet.
+        await this.mirror(image).catch((error: unknown) => console.error(`mirroring ${image.url} failed:`, error));
+      }
     }));
     return due.length;
   }

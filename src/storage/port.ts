@@ -113,7 +113,7 @@ export interface CatalogStorage {
   /** Ids of the merchant's products whose source lists the image URL. */
   productIdsWithImage(merchantId: number, url: string): number[];
   imageStateCounts(merchantId: number): Record<'pending' | 'mirrored' | 'dead', number>;
-  /** The merchant's dead images, newest first. */
+  /** The merchant's dead images that a product still lists, newest first. */
   deadImages(merchantId: number, limit: number): ImageMirrorWork[];
 
   // Published payloads and changes

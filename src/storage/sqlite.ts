@@ -428,8 +428,12 @@ export class SqliteStorage implements CatalogStorage {
   }
 
   deadImages(merchantId: number, limit: number): ImageMirrorWork[] {
-    return this.stmt(`SELECT * FROM image_mirrors WHERE merchant_id = ? AND state = 'dead' ORDER BY updated_at DESC, url LIMIT ?`)
-      .all(merchantId, limit) as ImageMirrorWork[];
+    // The ones imageStateCounts counts: a source URL no product lists any more is neither shown nor retried.
+    return this.stmt(`SELECT m.* FROM image_mirrors AS m
+      JOIN (SELECT DISTINCT json_extract(image.value, '$.url') AS url FROM products, json_each(products.source, '$.images') AS image
+        WHERE products.merchant_id = @merchant) AS listed ON listed.url = m.url
+      WHERE m.merchant_id = @merchant AND m.state = 'dead' ORDER BY m.updated_at DESC, m.url LIMIT @limit`)
+      .all({ merchant: merchantId, limit }) as ImageMirrorWork[];
   }
 
   // Published payloads and changes

@@ -25,6 +25,7 @@ Commands:
   serve                               run the HTTP service, the webhook dispatcher and image mirroring (CPS_* variables)
   worker                              run only the webhook dispatcher and image mirroring (beside a serve
                                       with CPS_WEBHOOK_DISPATCHER=false CPS_IMAGE_MIRRORING=false)
+  backup --to FILE                    online backup of the database (safe while serve runs)
   images status --merchant ID         mirroring progress: images per state, the dead ones with their errors
   images retry-dead --merchant ID     fetch every dead image of the merchant again
   import FILE --merchant ID           bulk-import an NDJSON file of product operations
@@ -67,6 +68,7 @@ async function main(argv: string[]): Promise<void> {
       endpoint: { type: 'string' },
       delivery: { type: 'string' },
       since: { type: 'string' },
+      to: { type: 'string' },
       status: { type: 'string' },
       json: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
@@ -97,6 +99,11 @@ async function main(argv: string[]): Promise<void> {
       admin.merchant(merchantId);
       const key = issueApiKey(storage, merchantId, values.name ?? 'cli', new Date());
       console.log(values.json ? JSON.stringify(key) : `API key for merchant ${merchantId} (shown once): ${key.key}`);
+    } else if (command === 'backup') {
+      const destination = typeof values.to === 'string' ? path.resolve(values.to) : fail('backup needs --to FILE');
+      if (fs.existsSync(destination)) fail(`${destination} exists: choose a new file`);
+      await storage.backup(destination);
+      console.log(`backed up ${config.databasePath} to ${destination}`);
     } else if (command === 'images' && rest[0] === 'status') {
       const merchantId = positiveInt(values.merchant, 'merchant');
       admin.merchant(merchantId);

@@ -13,7 +13,8 @@ export const DOCS_FILE = path.resolve(path.dirname(fileURLToPath(import.meta.url
 export interface RunningServer {
   url: string;
   port: number;
-  close(): Promise<void>;
+  /** Stops accepting, waits up to graceMs for requests in flight, then closes. */
+  close(graceMs?: number): Promise<void>;
 }
 
 export async function startServer(
@@ -27,9 +28,15 @@ export async function startServer(
   return {
     url: `http://${config.host}:${port}`,
     port,
-    close: () => new Promise((resolve, reject) => {
+    // Graceful: stop accepting, let requests in flight finish (idle keep-alive connections close
+    // at once), and cut what is left after the grace period.
+    close: (graceMs = 10_000) => new Promise((resolve, reject) => {
       server.close((error) => (error ? reject(error) : resolve()));
-      if ('closeAllConnections' in server) server.closeAllConnections();
+      if ('closeIdleConnections' in server) server.closeIdleConnections();
+      const force = setTimeout(() => {
+        if ('closeAllConnections' in server) server.closeAllConnections();
+      }, graceMs);
+      force.unref();
     }),
   };
 }

@@ -103,6 +103,7 @@ export class ImageMirror {
   private readonly publisher: CatalogPublisher;
   private timer: NodeJS.Timeout | null = null;
   private round: Promise<unknown> | null = null;
+  private stopping = false;
 
   constructor(
     private readonly storage: CatalogStorage,
@@ -122,7 +123,7 @@ export class ImageMirror {
     const due = this.storage.dueImageMirrors(this.now().toISOString(), this.config.concurrency * 8);
     let next = 0;
     await Promise.all(Array.from({ length: Math.min(this.config.concurrency, due.length) }, async () => {
-      while (next < due.length) {
+      while (next < due.length && !this.stopping) {
         const image = due[next++]!;
         // One image's storage or media failure must not end the round under the others' feet.
         await this.mirror(image).catch((error: unknown) => console.error(`mirroring ${image.url} failed:`, error));
@@ -142,6 +143,7 @@ export class ImageMirror {
   }
 
   async stop(): Promise<void> {
+    this.stopping = true;
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
     await this.round;

@@ -130,6 +130,12 @@ export class SqliteStorage implements CatalogStorage {
     this.db.close();
   }
 
+  /** An online backup (SQLite backup API): consistent, taken while the service keeps running. */
+  async backup(destination: string): Promise<void> {
+    fs.mkdirSync(path.dirname(path.resolve(destination)), { recursive: true });
+    await this.db.backup(destination);
+  }
+
   // Merchants and keys
 
   createMerchant(input: Omit<MerchantRecord, 'id'>): MerchantRecord {

@@ -61,6 +61,7 @@ export class WebhookDispatcher {
   private readonly queued = new Set<number>();
   private readonly rounds = new Set<Promise<unknown>>();
   private timer: NodeJS.Timeout | null = null;
+  private stopping = false;
 
   constructor(
     private readonly storage: CatalogStorage,
@@ -99,6 +100,7 @@ export class WebhookDispatcher {
 
   /** Stops polling, waits for deliveries in flight and e-mails being sent, and closes connections. */
   async stop(): Promise<void> {
+    this.stopping = true;
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
     await Promise.all(this.rounds);
@@ -175,7 +177,8 @@ export class WebhookDispatcher {
     const taken = [...queue];
     let sent = 0;
     const worker = async (): Promise<void> => {
-      for (;;) {
+      // On stop, workers finish the delivery in hand and take no other.
+      while (!this.stopping) {
         const index = queue.findIndex((d) => (this.inflightByEndpoint.get(d.endpoint_id) ?? 0) < this.config.perEndpointConcurrency);
         if (index < 0) return;
         const delivery = queue.splice(index, 1)[0]!;

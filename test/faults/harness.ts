@@ -1,0 +1,354 @@
+// The fault-test harness: the real `serve` in a child process on a real SQLite file (the approach of
+// test/webhooks/crash.test.ts), killed with SIGKILL and started again; a real receiver that verifies
+// every delivery's signature and schema (test/support/receiver.ts); and the checks every fault
+// scenario ends with: the full recompute (src/catalog/verify.ts) and "the receiver saw every change".
+// Used by the quick variants (test/faults/*.test.ts) and by `npm run fault` (scripts/fault.ts).
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import Database from 'better-sqlite3';
+import type { ConsistencyReport } from '../../src/catalog/verify.js';
+import { contractFetch } from '../support/contract.js';
+import { Receiver } from '../support/receiver.js';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const ADMIN_TOKEN = 'adm_fault_test_token_0123456789';
+
+/** A port nobody listens on: bind port 0, note it, release it (serve needs a fixed CPS_PORT). */
+export async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+const running = new Set<ChildProcess>();
+
+/** SIGKILLs every service child still running (test teardown, script exit). */
+export function killAllServices(): void {
+  for (const child of running) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+}
+
+/** `node --import tsx src/cli.ts serve` as a child process. */
+export class ServiceProcess {
+  private constructor(readonly child: ChildProcess, private readonly log: () => string) {}
+
+  /** Starts `serve` and resolves once it prints that it is listening. */
+  static start(env: Record<string, string>, timeoutMs = 30_000): Promise<ServiceProcess> {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve'], {
+      cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    running.add(child);
+    child.once('exit', () => running.delete(child));
+    let output = '';
+    // Keep only the tail: a long run logs a lot.
+    const append = (chunk: Buffer) => { output = (output + chunk.toString()).slice(-20_000); };
+    child.stdout!.on('data', append);
+    child.stderr!.on('data', append);
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`serve did not start:\n${output}`)), timeoutMs);
+      const onData = () => {
+        if (!output.includes('listening on')) return;
+        clearTimeout(timer);
+        child.stdout!.off('data', onData);
+        child.off('exit', onExit);
+        resolve(new ServiceProcess(child, () => output));
+      };
+      const onExit = (code: number | null, signal: string | null) => {
+        clearTimeout(timer);
+        reject(new Error(`serve exited (${code ?? signal}) before listening:\n${output}`));
+      };
+      child.stdout!.on('data', onData);
+      child.once('exit', onExit);
+    });
+  }
+
+  get pid(): number {
+    return this.child.pid!;
+  }
+
+  get output(): string {
+    return this.log();
+  }
+
+  get alive(): boolean {
+    return this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  /** Sends the signal and waits until the process is gone. */
+  async stop(signal: 'SIGKILL' | 'SIGTERM'): Promise<void> {
+    if (!this.alive) return;
+    const exited = new Promise<void>((resolve) => this.child.once('exit', () => resolve()));
+    this.child.kill(signal);
+    await exited;
+  }
+
+  /** Resident set size in KiB (VmRSS of /proc/<pid>/status), undefined once it has exited. */
+  rssKib(): number | undefined {
+    try {
+      const match = /^VmRSS:\s+(\d+) kB/m.exec(fs.readFileSync(`/proc/${this.pid}/status`, 'utf8'));
+      return match ? Number(match[1]) : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+}
+
+/** Opens the database beside the service (WAL: readers never block its writer) for one read. */
+export function readDatabase<T>(file: string, read: (db: Database.Database) => T): T {
+  const db = new Database(file, { fileMustExist: true });
+  try {
+    db.pragma('busy_timeout = 5000');
+    return read(db);
+  } finally {
+    db.close();
+  }
+}
+
+/**
+ * Whether some connection holds the write lock right now: the service's writes run in
+ * BEGIN IMMEDIATE transactions, so a BEGIN IMMEDIATE that fails at once means one is open.
+ */
+export function writeTransactionOpen(db: Database.Database): boolean {
+  db.pragma('busy_timeout = 0');
+  try {
+    db.exec('BEGIN IMMEDIATE');
+    db.exec('ROLLBACK');
+    return false;
+  } catch (error) {
+    if ((error as { code?: string }).code === 'SQLITE_BUSY') return true;
+    throw error;
+  }
+}
+
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Polls `condition` every intervalMs until it holds; throws `what` after timeoutMs. */
+export async function until(condition: () => boolean, timeoutMs: number, what: () => string, intervalMs = 20): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms: ${what()}`);
+    await sleep(intervalMs);
+  }
+}
+
+export const ndjson = (lines: unknown[]) => `${lines.map((line) => JSON.stringify(line)).join('\n')}\n`;
+
+export interface FaultWorldOptions {
+  /** Rows resolved and written per transaction (CPS_PUBLISH_CHUNK): an import commits per chunk. */
+  publishChunk?: number;
+  /** How the receiver answers (delay makes deliveries be in flight at a kill). */
+  receiverDelayMs?: number;
+  log?: (line: string) => void;
+}
+
+export interface ReceiverCheck {
+  changes: number;
+  requests: number;
+}
+
+/**
+ * One service on one database with one receiver, and the operations of every fault scenario:
+ * crash (SIGKILL), restart, wait until deliveries drained, and the two end checks.
+ */
+export class FaultWorld {
+  readonly dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cps-fault-'));
+  readonly database = path.join(this.dir, 'catalog.db');
+  readonly publishChunk: number;
+  readonly log: (line: string) => void;
+  service: ServiceProcess | undefined;
+  merchantId = 0;
+  private readonly fetch = contractFetch();
+  private env: Record<string, string> = {};
+  private base = '';
+
+  private constructor(readonly receiver: Receiver, options: FaultWorldOptions) {
+    this.publishChunk = options.publishChunk ?? 2000;
+    this.log = options.log ?? (() => {});
+  }
+
+  static async create(options: FaultWorldOptions = {}): Promise<FaultWorld> {
+    const receiver = await Receiver.start({ behaviour: { status: 204, delayMs: options.receiverDelayMs ?? 0 } });
+    const world = new FaultWorld(receiver, options);
+    const port = await freePort();
+    world.base = `http://127.0.0.1:${port}`;
+    world.env = {
+      CPS_DB_PATH: world.database, CPS_PORT: String(port), CPS_HOST: '127.0.0.1', CPS_ADMIN_TOKEN: ADMIN_TOKEN,
+      CPS_DEMO_ON_EMPTY: 'false', CPS_IMAGE_MIRRORING: 'false', CPS_PUBLISH_CHUNK: String(world.publishChunk),
+      CPS_WEBHOOK_ALLOW_HOSTS: '127.0.0.1', CPS_WEBHOOK_COALESCE_MS: '100', CPS_WEBHOOK_POLL_INTERVAL_MS: '20',
+      // A delivery in flight at the kill is re-sent once its claim lapses: time-out + lease margin.
+      CPS_WEBHOOK_TIMEOUT_MS: '1000', CPS_WEBHOOK_LEASE_MARGIN_MS: '1000',
+    };
+    return world;
+  }
+
+  async start(): Promise<void> {
+    const started = Date.now();
+    this.service = await ServiceProcess.start(this.env);
+    this.log(`  serve started (pid ${this.service.pid}) in ${Date.now() - started} ms`);
+  }
+
+  /** kill -9, and wait until the process is gone. */
+  async crash(): Promise<void> {
+    await this.service!.stop('SIGKILL');
+    this.log(`  serve killed with SIGKILL (${this.service!.child.signalCode})`);
+  }
+
+  async restart(): Promise<void> {
+    await this.start();
+  }
+
+  /** An admin request that must succeed; returns the parsed body. */
+  async admin(method: string, pathname: string, body?: unknown, contentType = 'application/json'): Promise<any> {
+    const response = await this.adminRequest(method, pathname, body, contentType);
+    const text = await response.text();
+    if (response.status >= 300) throw new Error(`${method} ${pathname}: ${response.status} ${text.slice(0, 500)}`);
+    return text ? JSON.parse(text) : undefined;
+  }
+
+  /** The raw admin request (for one that a kill interrupts). */
+  adminRequest(method: string, pathname: string, body?: unknown, contentType = 'application/json'): Promise<Response> {
+    return this.fetch(`${this.base}${pathname}`, {
+      method,
+      headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, ...(body === undefined ? {} : { 'Content-Type': contentType }) },
+      body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+    });
+  }
+
+  get merchantPath(): string {
+    return `/admin/v1/merchants/${this.merchantId}`;
+  }
+
+  /**
+   * A merchant with three stores in three currencies (the EUR->PLN rate re-prices two of them),
+   * two customer groups with their own rules, two suppliers, an attribute definition, and one
+   * webhook endpoint for every store and event, pointing at the receiver.
+   */
+  async setupMerchant(): Promise<void> {
+    const merchant = await this.admin('POST', '/admin/v1/merchants', { name: 'Fault Outfitters', sku_pattern: 'FO-{ref}' });
+    this.merchantId = merchant.id;
+    const base = this.merchantPath;
+    await this.admin('PUT', `${base}/stores/de`, { name: 'Fault DE', locale: 'de-DE', currency: 'EUR', exclude_out_of_stock: true });
+    await this.admin('PUT', `${base}/stores/pl`, { name: 'Fault PL', locale: 'pl-PL', currency: 'PLN' });
+    await this.admin('PUT', `${base}/stores/uk`, { name: 'Fault UK', locale: 'en-GB', currency: 'GBP' });
+    const retail = await this.admin('POST', `${base}/customer-groups`, { name: 'retail' });
+    const wholesale = await this.admin('POST', `${base}/customer-groups`, { name: 'wholesale' });
+    await this.admin('POST', `${base}/pricing-rules`, { priority: 10, customer_group_id: wholesale.id, markup_percent: '12.5' });
+    await this.admin('POST', `${base}/pricing-rules`, { priority: 20, customer_group_id: retail.id, markup_percent: '40', price_ending: 99 });
+    await this.admin('PUT', `${base}/exchange-rates/EUR/PLN`, { rate: '4.25' });
+    await this.admin('PUT', `${base}/exchange-rates/EUR/GBP`, { rate: '0.86' });
+    await this.admin('PUT', `${base}/exchange-rates/USD/EUR`, { rate: '0.92' });
+    await this.admin('PUT', `${base}/suppliers/alpine`, { name: 'Alpine Wholesale AG' });
+    await this.admin('PUT', `${base}/suppliers/baltic`, { name: 'Baltic Outdoor' });
+    await this.admin('PUT', `${base}/attributes/weight`, { unit: 'kg', labels: { de: 'Gewicht', pl: 'Waga' } });
+    const endpoint = await this.admin('POST', `${base}/webhook-endpoints`, { url: this.receiver.url });
+    this.receiver.secret = endpoint.secret;
+    // Change timestamps are whole seconds: from the next second on, the recompute's outbox check
+    // knows every change came after the endpoint (verify.ts, `subscribed`).
+    await sleep(1000 - (Date.now() % 1000) + 5);
+  }
+
+  /** A readable connection for probing while the service runs; close it. */
+  open(): Database.Database {
+    const db = new Database(this.database, { fileMustExist: true });
+    db.pragma('busy_timeout = 5000');
+    return db;
+  }
+
+  /** Waits (bounded) until the outbox is empty and no delivery is pending or failed. */
+  async drained(timeoutMs = 60_000): Promise<void> {
+    const started = Date.now();
+    const db = this.open();
+    try {
+      let state = { waiting: 0, unfinished: 0 };
+      await until(() => {
+        state = {
+          waiting: db.prepare('SELECT count(*) FROM webhook_outbox').pluck().get() as number,
+          unfinished: db.prepare("SELECT count(*) FROM webhook_deliveries WHERE status IN ('pending', 'failed')").pluck().get() as number,
+        };
+        return state.waiting === 0 && state.unfinished === 0;
+      }, timeoutMs, () => `deliveries not drained: ${JSON.stringify(state)}`, 50);
+    } finally {
+      db.close();
+    }
+    this.log(`  deliveries drained in ${Date.now() - started} ms`);
+  }
+
+  /**
+   * The full recompute (src/catalog/verify.ts) in one snapshot, in a process of its own so that the
+   * receiver keeps answering meanwhile; throws listing what disagrees.
+   */
+  async verify(when: string): Promise<ConsistencyReport> {
+    const started = Date.now();
+    const output = await new Promise<string>((resolve, reject) => {
+      execFile(process.execPath, ['--import', 'tsx', path.join(ROOT, 'test', 'faults', 'verify-process.ts'), this.database],
+        { cwd: ROOT, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => (error ? reject(new Error(`${error.message}\n${stderr}`)) : resolve(stdout)));
+    });
+    const report = JSON.parse(output) as ConsistencyReport;
+    if (report.problemCount > 0) {
+      throw new Error(`full recompute ${when}: ${report.problemCount} problems:\n${report.problems.join('\n')}`);
+    }
+    this.log(`  full recompute ${when}: ${report.payloadsCompared} payloads of ${report.products} products in ${report.stores} stores `
+      + `equal to the stored ones; ${report.changes} changes agree with them; ${report.deliveriesCovered} (change, endpoint) `
+      + `pairs in the outbox or a delivery (${Date.now() - started} ms)`);
+    return report;
+  }
+
+  /** Every change in the database reached the receiver at least once (it verified each delivery). */
+  receiverSawEveryChange(): ReceiverCheck {
+    const changes = readDatabase(this.database, (db) =>
+      db.prepare('SELECT store_id, product_id, change_type FROM changes').all() as { store_id: number; product_id: number; change_type: string }[]);
+    const delivered = new Set<string>();
+    const payloads = this.receiver.payloads;
+    for (const payload of payloads) {
+      for (const id of payload.product_ids) delivered.add(`${payload.event}:${payload.store_id}:${id}`);
+    }
+    const missing = changes.filter((c) => !delivered.has(`${c.change_type}:${c.store_id}:${c.product_id}`)
+      // spec 2.7: a removal reaches an all-stores endpoint with store_id null.
+      && !(c.change_type === 'removed' && delivered.has(`removed:null:${c.product_id}`)));
+    if (missing.length > 0) {
+      throw new Error(`${missing.length} of ${changes.length} changes never reached the receiver, e.g. ${JSON.stringify(missing.slice(0, 5))}`);
+    }
+    this.log(`  the receiver saw all ${changes.length} changes at least once (${payloads.length} verified deliveries)`);
+    return { changes: changes.length, requests: payloads.length };
+  }
+
+  async close(): Promise<void> {
+    await this.service?.stop('SIGKILL');
+    await this.receiver.close();
+    fs.rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * A product line for imports with some variety: EUR or USD offers from one or two suppliers, own
+ * stock for some, an out-of-stock one now and then (excluded from `de`), a weight attribute, and
+ * a title carrying the version so a test can tell which lines were applied.
+ */
+export function catalogProduct(i: number, version: number) {
+  const cost = (cents: number) => `${Math.floor(cents / 100)}.${String(cents % 100).padStart(2, '0')}`;
+  const offers: { supplier_ref: string; quantity: number; cost: string; currency: string }[] = [
+    { supplier_ref: 'alpine', quantity: i % 13 === 0 ? 0 : (i % 7) + 1, cost: cost(1000 + ((i * 37 + version * 11) % 9000)), currency: 'EUR' },
+  ];
+  if (i % 3 === 0) offers.push({ supplier_ref: 'baltic', quantity: i % 5, cost: cost(900 + ((i * 53) % 9500)), currency: 'USD' });
+  return {
+    op: 'upsert_product',
+    product: {
+      ref: `P-${i}`,
+      eans: [String(4000000000000 + i)],
+      manufacturer: ['Alpenwerk', 'Nordkamm', null][i % 3],
+      content: {
+        de: { title: `Produkt ${i} v${version}`, description: i % 2 ? 'Leicht und robust.' : null },
+        pl: { title: `Produkt ${i} v${version}`, description: null },
+        en: { title: `Product ${i} v${version}`, description: null },
+      },
+      offers,
+      own_stock: i % 4 === 0 ? { quantity: i % 3, cost: cost(800 + (i % 700)), currency: 'EUR' } : null,
+      supplier_attributes: [{ supplier_ref: 'alpine', key: 'weight', value: String(((i % 40) + 1) / 10) }],
+    },
+  };
+}

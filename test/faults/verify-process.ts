@@ -1,0 +1,14 @@
+// The full recompute (src/catalog/verify.ts) of a database file in a process of its own, printed as
+// JSON: the fault harness runs it beside a live service without stalling its own event loop (where
+// the receiver runs) for the seconds a large recompute takes.
+import { verifyCatalog } from '../../src/catalog/verify.js';
+import { openSqliteStorage } from '../../src/storage/sqlite.js';
+
+const [file] = process.argv.slice(2);
+if (!file) throw new Error('usage: verify-process DATABASE');
+const storage = openSqliteStorage(file);
+try {
+  process.stdout.write(`${JSON.stringify(verifyCatalog(storage))}\n`);
+} finally {
+  storage.close();
+}

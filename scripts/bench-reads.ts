@@ -1,12 +1,16 @@
 // `npm run bench:reads`: read throughput of GET /v1/products against the ceiling of this machine.
 // Builds 100k products in 3 stores, starts the server in a child process, and measures with
-// autocannon, interleaving the three targets in rounds so machine noise hits them alike:
-//   static  - the same bytes as page 1, answered from memory by the same HTTP stack (the ceiling)
-//   page 1  - GET /v1/products?per_page=200
-//   last    - GET /v1/products?per_page=200&page=<last>
-// Targets (issue #2): page 1 >= 0.60 x static; last page >= 0.90 x page 1.
+// autocannon, interleaving the targets in rounds so machine noise hits them alike:
+//   static     - the same bytes as page 1, answered from memory by the same HTTP stack (the ceiling)
+//   page1      - GET /v1/products?per_page=200
+//   last       - GET /v1/products?per_page=200&page=<last>
+//   page1-gzip - page 1 with Accept-Encoding: gzip (issue 6: compression, for clients that ask)
+//   page1-br   - page 1 with Accept-Encoding: br
+// Targets (issue #2): page 1 >= 0.60 x static; last page >= 0.90 x page 1 - for clients that do not
+// ask for compression (autocannon sends no Accept-Encoding unless told).
 import { fork } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -42,30 +46,36 @@ async function main(): Promise<void> {
     const last = await (await fetch(`${base}/v1/products?per_page=200&page=${lastPage}`, { headers })).text();
     await fetch(`${base}/__static`, { method: 'POST', body: page1 });
     console.log(`page 1: ${page1.length} bytes; last page (${lastPage}): ${last.length} bytes`);
+    for (const coding of ['gzip', 'br'] as const) {
+      const coded = await codedSize(`${base}/v1/products?per_page=200`, { ...headers, 'Accept-Encoding': coding });
+      console.log(`page 1 with ${coding}: ${coded} bytes on the wire (${(coded / Buffer.byteLength(page1) * 100).toFixed(1)} %)`);
+    }
 
     const targets = {
-      static: `${base}/__static`,
-      page1: `${base}/v1/products?per_page=200`,
-      last: `${base}/v1/products?per_page=200&page=${lastPage}`,
+      static: { url: `${base}/__static`, headers },
+      page1: { url: `${base}/v1/products?per_page=200`, headers },
+      last: { url: `${base}/v1/products?per_page=200&page=${lastPage}`, headers },
+      'page1-gzip': { url: `${base}/v1/products?per_page=200`, headers: { ...headers, 'Accept-Encoding': 'gzip' } },
+      'page1-br': { url: `${base}/v1/products?per_page=200`, headers: { ...headers, 'Accept-Encoding': 'br' } },
     };
+    type Target = keyof typeof targets;
     const serverCpu = (): Promise<number> => new Promise((resolve) => {
       child.once('message', (m: { cpu: { user: number; system: number } }) => resolve(m.cpu.user + m.cpu.system));
       child.send('cpu');
     });
-    const results: Record<keyof typeof targets, { rps: number[]; cpu: number[] }> = {
-      static: { rps: [], cpu: [] }, page1: { rps: [], cpu: [] }, last: { rps: [], cpu: [] },
-    };
+    const results = Object.fromEntries(Object.keys(targets).map((name) => [name, { rps: [] as number[], cpu: [] as number[] }])) as
+      Record<Target, { rps: number[]; cpu: number[] }>;
     // Round 0 warms the JIT and the page cache and is not counted.
     for (let round = 0; round <= ROUNDS; round++) {
-      for (const [name, url] of Object.entries(targets) as [keyof typeof targets, string][]) {
+      for (const [name, target] of Object.entries(targets) as [Target, { url: string; headers: Record<string, string> }][]) {
         const cpuBefore = await serverCpu();
-        const run = await autocannon({ url, headers, connections: CONNECTIONS, duration: round === 0 ? 2 : SECONDS });
+        const run = await autocannon({ ...target, connections: CONNECTIONS, duration: round === 0 ? 2 : SECONDS });
         const cpuPerRequest = (await serverCpu() - cpuBefore) / run.requests.total;
         if (run.non2xx || run.errors) throw new Error(`${name}: ${run.non2xx} non-2xx, ${run.errors} errors`);
         if (round === 0) continue;
         results[name].rps.push(run.requests.average);
         results[name].cpu.push(cpuPerRequest);
-        console.log(`round ${round} ${name.padEnd(6)} ${run.requests.average.toFixed(0).padStart(6)} req/s  p99 ${run.latency.p99} ms  server CPU ${cpuPerRequest.toFixed(0)} us/request`);
+        console.log(`round ${round} ${name.padEnd(10)} ${run.requests.average.toFixed(0).padStart(6)} req/s  p99 ${run.latency.p99} ms  server CPU ${cpuPerRequest.toFixed(0)} us/request`);
       }
     }
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
@@ -77,10 +87,24 @@ async function main(): Promise<void> {
     console.log(`last page / page 1 = ${(l / p).toFixed(2)}  (target >= 0.90)`);
     console.log(`median server CPU per request: static ${cs.toFixed(0)} us, page 1 ${cp.toFixed(0)} us, last page ${cl.toFixed(0)} us`);
     console.log(`as throughput (1/CPU): page 1 / static = ${(cs / cp).toFixed(2)}, last page / page 1 = ${(cp / cl).toFixed(2)}`);
+    for (const name of ['page1-gzip', 'page1-br'] as const) {
+      console.log(`${name}: median ${median(results[name].rps).toFixed(0)} req/s, server CPU ${median(results[name].cpu).toFixed(0)} us/request`);
+    }
   } finally {
     child.kill();
     fs.rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** Bytes on the wire of a coded response (fetch would decode it; node:http does not). */
+function codedSize(url: string, headers: Record<string, string>): Promise<number> {
+  return new Promise((resolve, reject) => {
+    http.get(url, { headers }, (res) => {
+      let size = 0;
+      res.on('data', (chunk: Buffer) => { size += chunk.length; });
+      res.on('end', () => (res.headers['content-encoding'] ? resolve(size) : reject(new Error(`${url}: not coded`))));
+    }).on('error', reject);
+  });
 }
 
 await main();

@@ -26,6 +26,8 @@ export interface Config {
     adminBodyBytes: number;
     /** Largest NDJSON import accepted (bytes). */
     importBodyBytes: number;
+    /** Deepest nesting of arrays and objects an admin JSON body (or import line) may have. */
+    maxJsonDepth: number;
     /** Products resolved and written per transaction by bulk re-publishing and imports. */
     publishChunk: number;
   };
@@ -79,6 +81,15 @@ export interface Config {
   webhookDispatcher: boolean;
   /** Owners' notifications by e-mail, in addition to the notifications table. */
   smtp: { url: string | null; from: string };
+  /** Per-API-key token bucket on /v1 (product decisions, "Errors and bad input"); both at least 1. */
+  rateLimit: {
+    /** Requests a key may send at once (the bucket's capacity). */
+    burst: number;
+    /** Requests per second the bucket refills at (the sustained rate). */
+    perSecond: number;
+  };
+  /** gzip/br of public JSON responses by Accept-Encoding: bodies smaller than this go out as they are. */
+  compressionMinBytes: number;
   changes: {
     /** spec 4.4: recorded changes one `GET /v1/changes` response covers at most (1..1000). */
     feedWindow: number;
@@ -134,6 +145,7 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
     limits: {
       adminBodyBytes: int(env, 'CPS_ADMIN_BODY_BYTES', 1024 * 1024),
       importBodyBytes: int(env, 'CPS_IMPORT_BODY_BYTES', 64 * 1024 * 1024),
+      maxJsonDepth: Math.max(1, int(env, 'CPS_ADMIN_MAX_JSON_DEPTH', 32)),
       publishChunk: int(env, 'CPS_PUBLISH_CHUNK', 2000),
     },
     webhooks: {
@@ -171,6 +183,12 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
       pollIntervalMs: Math.max(10, int(env, 'CPS_IMAGE_POLL_INTERVAL_MS', 1000)),
     },
     smtp: { url: env.CPS_SMTP_URL || null, from: env.CPS_SMTP_FROM || 'catalog-publishing@localhost' },
+    // 600 at once covers a full sync of a 120k-product store at 200 per page; 50/s after that (README).
+    rateLimit: {
+      burst: atLeast(int(env, 'CPS_RATE_LIMIT_BURST', 600), 1, 'CPS_RATE_LIMIT_BURST'),
+      perSecond: atLeast(int(env, 'CPS_RATE_LIMIT_PER_SECOND', 50), 1, 'CPS_RATE_LIMIT_PER_SECOND'),
+    },
+    compressionMinBytes: int(env, 'CPS_COMPRESSION_MIN_BYTES', 1024),
     changes: {
       feedWindow: Math.min(1000, Math.max(1, int(env, 'CPS_FEED_WINDOW', 1000))),
       retentionDays: atLeast(int(env, 'CPS_CHANGE_RETENTION_DAYS', 30), 30, 'CPS_CHANGE_RETENTION_DAYS'),
@@ -184,6 +202,7 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
     webhooks: { ...config.webhooks, ...overrides.webhooks },
     smtp: { ...config.smtp, ...overrides.smtp },
     images: { ...config.images, ...overrides.images },
+    rateLimit: { ...config.rateLimit, ...overrides.rateLimit },
   };
   if (!merged.images.mediaDir) merged.images = { ...merged.images, mediaDir: path.join(path.dirname(merged.databasePath), 'media') };
   return merged;

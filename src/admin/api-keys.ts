@@ -21,11 +21,16 @@ export function issueApiKey(
   return { ...record, key };
 }
 
-/** The merchant a presented key belongs to, or undefined for a malformed, unknown or revoked key. */
-export function merchantForApiKey(storage: CatalogStorage, key: string): number | undefined {
+/** The active key a presented key is (its id and merchant), or undefined for a malformed, unknown or revoked key. */
+export function activeApiKey(storage: CatalogStorage, key: string): { id: number; merchant_id: number } | undefined {
   if (!KEY_SHAPE.test(key)) return undefined;
   const presented = hashApiKey(key);
   const found = storage.findActiveApiKey(presented);
   if (!found || !timingSafeEqual(found.key_hash, presented)) return undefined;
-  return found.merchant_id;
+  return { id: found.id, merchant_id: found.merchant_id };
+}
+
+/** The merchant a presented key belongs to, or undefined for a malformed, unknown or revoked key. */
+export function merchantForApiKey(storage: CatalogStorage, key: string): number | undefined {
+  return activeApiKey(storage, key)?.merchant_id;
 }

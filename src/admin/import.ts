@@ -4,6 +4,7 @@
 import { z } from '@hono/zod-openapi';
 import { ProductSourceInputSchema, ProductSourceSchema } from '../generated/admin-routes.js';
 import type { ProductSourceDocument } from '../catalog/model.js';
+import { nestsDeeperThan, tooDeepReason } from '../http/json-limits.js';
 import { ProblemError, type InvalidParam } from '../http/problem.js';
 import { normalizeSource, type CatalogAdmin } from './catalog-admin.js';
 
@@ -25,6 +26,8 @@ export interface ImportResult {
 
 export interface ImportOptions {
   chunkSize?: number;
+  /** Lines nested deeper than this are refused before they are parsed (the admin API's JSON depth limit). */
+  maxJsonDepth?: number;
   onStart?: (operations: number) => void;
   onProgress?: (applied: number) => void;
 }
@@ -37,7 +40,7 @@ function pointer(path: PropertyKey[]): string {
 const located = (at: string, reason: string) => (at ? `${at}: ${reason}` : reason);
 
 /** Parses and checks every line; throws the 400 problem listing each bad line. */
-export function parseImport(admin: CatalogAdmin, merchantId: number, text: string): Operation[] {
+export function parseImport(admin: CatalogAdmin, merchantId: number, text: string, maxJsonDepth = Infinity): Operation[] {
   const problems: InvalidParam[] = [];
   const operations: Operation[] = [];
   const lines = text.split('\n');
@@ -47,6 +50,10 @@ export function parseImport(admin: CatalogAdmin, merchantId: number, text: strin
     if (!line) return;
     counted++;
     const name = `line ${index + 1}`;
+    if (nestsDeeperThan(line, maxJsonDepth)) {
+      problems.push({ name, in: 'body', reason: tooDeepReason(maxJsonDepth) });
+      return;
+    }
     let json: unknown;
     try {
       json = JSON.parse(line);
@@ -83,7 +90,7 @@ export function importNdjson(
   admin: CatalogAdmin, merchantId: number, text: string, options: ImportOptions = {},
 ): ImportResult {
   admin.merchant(merchantId);
-  const operations = parseImport(admin, merchantId, text);
+  const operations = parseImport(admin, merchantId, text, options.maxJsonDepth);
   const chunkSize = options.chunkSize ?? 1000;
   options.onStart?.(operations.length);
   const result = { lines: operations.length, upserted: 0, deleted: 0 };

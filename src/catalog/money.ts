@@ -61,7 +61,9 @@ export function toMinorUnits(amount: Ratio, currency: string): number {
 export function formatMinorUnits(minor: number, currency: string): string {
   const exponent = currencyExponent(currency);
   const sign = minor < 0 ? '-' : '';
-  const digits = String(Math.abs(minor)).padStart(exponent + 1, '0');
+  // BigInt spells every digit: String() switches to exponent notation from 1e21 on, which the
+  // decimal point would then cut into an invalid literal ("5.6e+.21").
+  const digits = BigInt(Math.abs(minor)).toString().padStart(exponent + 1, '0');
   if (exponent === 0) return `${sign}${digits}`;
   return `${sign}${digits.slice(0, -exponent)}.${digits.slice(-exponent)}`;
 }

@@ -41,7 +41,15 @@ export interface paths {
          *     since that cursor. Products that change, appear or disappear while you page are then caught
          *     by the feed, and keyset paging never skips a product because another one disappeared. (With
          *     `page`, a product removed from an earlier page shifts the later ones, and one product can be
-         *     missed by a full read.) A full sync at 200 per page is never throttled on its own.
+         *     missed by a full read.) A full sync at 200 per page is not throttled on its own: with the
+         *     default limits a key may send 600 requests at once (a whole store of up to 120,000 products)
+         *     and 50 per second after that (see `RateLimit-Policy`).
+         *
+         *     **Conditional reads.** Every page carries a strong `ETag` computed over its exact bytes (in
+         *     every form: `page`, `after_id` and `ids`). Send it back in `If-None-Match` to revalidate a page
+         *     you hold: while no byte of it would change (its products, `store` and `meta`), the answer is
+         *     `304 Not Modified` without a body. Any write that changes one of its products, or the number
+         *     of products in the store, changes the tag.
          */
         get: operations["listProducts"];
         put?: never;
@@ -76,6 +84,10 @@ export interface paths {
          *
          *     **Bad input.** An `id` that is not a positive integer answers 400 with code
          *     `invalid_parameter`.
+         *
+         *     **Conditional reads.** The response carries a strong `ETag` computed over its exact bytes.
+         *     Send it back in `If-None-Match`: while the product resolves to the same payload, the answer is
+         *     `304 Not Modified` without a body.
          */
         get: operations["getProduct"];
         put?: never;
@@ -132,6 +144,10 @@ export interface paths {
          *     Use `slug` as the `store` parameter of the other endpoints, and `id` to map the `store_id`
          *     of a webhook delivery to a slug. `locale` and `currency` tell you the language of titles,
          *     descriptions and labels, and the currency of prices, for that store.
+         *
+         *     **Conditional reads.** The response carries a strong `ETag` computed over its exact bytes.
+         *     Send it back in `If-None-Match`: while the list is unchanged, the answer is
+         *     `304 Not Modified` without a body.
          */
         get: operations["listStores"];
         put?: never;
@@ -850,11 +866,28 @@ export interface components {
     };
     responses: {
         /**
+         * @description Not Modified: `If-None-Match` names the current `ETag` (or is `*`), so the copy you hold is
+         *     still exactly what this request would return. No body. It counts against the rate limit like
+         *     any other request.
+         */
+        NotModified: {
+            headers: {
+                ETag: components["headers"]["CatalogETag"];
+                Vary: components["headers"]["Vary"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
+        /**
          * @description A parameter is invalid (code `invalid_parameter`); `invalid_params` names each offending
          *     parameter. Fix the request before retrying it.
          */
         BadRequest: {
             headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -868,6 +901,7 @@ export interface components {
         Unauthorized: {
             headers: {
                 "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -882,6 +916,26 @@ export interface components {
          */
         NotFound: {
             headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
+         * @description Too many requests for this API key (code `rate_limited`): its bucket is empty. Wait the
+         *     `Retry-After` seconds, then continue; `RateLimit-Policy` states the limits and `RateLimit` the
+         *     bucket's state. A throttled request is not counted. The defaults (600 requests at once, 50 per
+         *     second) are generous enough that a full sync at 200 products per page is not throttled on its
+         *     own; running many syncs or pollers with one key in parallel can be.
+         */
+        TooManyRequests: {
+            headers: {
+                "Retry-After": components["headers"]["Retry-After"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -895,6 +949,7 @@ export interface components {
          */
         Gone: {
             headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -956,6 +1011,16 @@ export interface components {
          *     or `ids` (400).
          */
         AfterIdParam: number;
+        /**
+         * @description Conditional request (RFC 9110 13.1.2): send the `ETag` of the copy you already hold. When it
+         *     matches the current one (or is `*`), the service answers `304 Not Modified` without a body.
+         *     A list of entity tags (`"a", "b"`) and weak tags (`W/"..."`) are accepted and compared weakly,
+         *     as the RFC requires for `If-None-Match`. On catalog reads this saves the transfer of an
+         *     unchanged page, product or store list; the change feed remains the cheaper way to learn what
+         *     changed. Since a media URL never changes its content, a cached image never needs to be
+         *     revalidated; there this header only helps clients that revalidate anyway.
+         */
+        IfNoneMatch: string;
         /** @description The product's `id`. A value that is not a positive integer answers 400 `invalid_parameter`. */
         ProductIdParam: number;
         /**
@@ -984,14 +1049,6 @@ export interface components {
          */
         MediaKeyParam: string;
         /**
-         * @description Conditional request (RFC 9110): send the `ETag` of the copy you already hold. When it matches
-         *     (or is `*`), the service answers `304 Not Modified` without a body. A list of entity tags
-         *     (`"a", "b"`) and weak tags (`W/"..."`) are accepted and compared weakly, as the RFC requires
-         *     for `If-None-Match`. Since a media URL never changes its content, a cached copy never needs to
-         *     be revalidated; this header only helps clients that revalidate anyway.
-         */
-        IfNoneMatch: string;
-        /**
          * @description Unix time in seconds at which this delivery attempt was signed (each retry is signed anew).
          *     It is part of the signed message. Reject the delivery when it is more than 5 minutes away
          *     from your clock: that blocks replays of captured requests.
@@ -1007,10 +1064,51 @@ export interface components {
     requestBodies: never;
     headers: {
         /**
+         * @description Strong entity tag of this response: the SHA-256 (base64url, 43 characters) of the exact JSON
+         *     bytes, in double quotes, followed by `-gzip` or `-br` when the response is sent to a client that
+         *     accepts that content coding (each coding is a distinct representation, RFC 9110 8.8.3). It
+         *     changes whenever any byte of the response would change (a product, the page's `meta`, the store
+         *     list). Send it back in `If-None-Match` to get `304 Not Modified` while it is still current.
+         */
+        CatalogETag: string;
+        /**
+         * @description Always includes `Accept-Encoding`: the response may be gzip- or brotli-coded depending on that
+         *     request header, so caches keep one copy per coding.
+         */
+        Vary: string;
+        /**
+         * @description The rate-limit policy of your API key, in the form of the IETF draft "RateLimit header fields
+         *     for HTTP" (draft-ietf-httpapi-ratelimit-headers-10): one policy named `default`, a token bucket
+         *     of `q` requests that refills completely in `w` seconds (at `q`/`w` requests per second). With
+         *     the default configuration: `"default";q=600;w=12`, that is 600 requests at once and 50 per
+         *     second sustained. The same on every response to an authenticated `/v1` request.
+         */
+        "RateLimit-Policy": string;
+        /**
+         * @description The state of your API key's bucket after this request (draft-ietf-httpapi-ratelimit-headers-10):
+         *     `r` is the number of requests you may still send at once, `t` the number of seconds until the
+         *     bucket is full again. Every request takes one request from the bucket, whatever its status; a
+         *     throttled (429) request takes none. When `r` is 0, wait for `Retry-After` before the next
+         *     request.
+         */
+        RateLimit: string;
+        /**
+         * @description The id of this request in the service's logs; quote it when you report a problem. When the
+         *     request carried an `X-Request-Id` of 1 to 128 characters from `A-Z a-z 0-9 . _ -`, it is
+         *     echoed unchanged (so one id follows a request through your logs and ours); otherwise the
+         *     service generates a random one (a UUID).
+         */
+        "X-Request-Id": string;
+        /**
          * @description Authentication challenge (RFC 6750): `Bearer realm="catalog"` when no key was sent, and
          *     `Bearer realm="catalog", error="invalid_token"` when the key sent is malformed, unknown or revoked.
          */
         "WWW-Authenticate": string;
+        /**
+         * @description Seconds to wait before sending the next request with this API key (RFC 9110 10.2.3); by then
+         *     the bucket holds at least one request again.
+         */
+        "Retry-After": number;
         /**
          * @description Strong entity tag of the file: the SHA-256 hex of its bytes in double quotes, the same value as
          *     the first part of the key. Send it back in `If-None-Match` to revalidate.
@@ -1071,7 +1169,18 @@ export interface operations {
                  */
                 after_id?: components["parameters"]["AfterIdParam"];
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description Conditional request (RFC 9110 13.1.2): send the `ETag` of the copy you already hold. When it
+                 *     matches the current one (or is `*`), the service answers `304 Not Modified` without a body.
+                 *     A list of entity tags (`"a", "b"`) and weak tags (`W/"..."`) are accepted and compared weakly,
+                 *     as the RFC requires for `If-None-Match`. On catalog reads this saves the transfer of an
+                 *     unchanged page, product or store list; the change feed remains the cheaper way to learn what
+                 *     changed. Since a media URL never changes its content, a cached image never needs to be
+                 *     revalidated; there this header only helps clients that revalidate anyway.
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -1080,15 +1189,22 @@ export interface operations {
             /** @description A page of products, possibly empty when `page` is past `meta.last_page`. */
             200: {
                 headers: {
+                    ETag: components["headers"]["CatalogETag"];
+                    Vary: components["headers"]["Vary"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ProductPage"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     getProduct: {
@@ -1102,7 +1218,18 @@ export interface operations {
                  */
                 store?: components["parameters"]["StoreParam"];
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description Conditional request (RFC 9110 13.1.2): send the `ETag` of the copy you already hold. When it
+                 *     matches the current one (or is `*`), the service answers `304 Not Modified` without a body.
+                 *     A list of entity tags (`"a", "b"`) and weak tags (`W/"..."`) are accepted and compared weakly,
+                 *     as the RFC requires for `If-None-Match`. On catalog reads this saves the transfer of an
+                 *     unchanged page, product or store list; the change feed remains the cheaper way to learn what
+                 *     changed. Since a media URL never changes its content, a cached image never needs to be
+                 *     revalidated; there this header only helps clients that revalidate anyway.
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
             path: {
                 /** @description The product's `id`. A value that is not a positive integer answers 400 `invalid_parameter`. */
                 id: components["parameters"]["ProductIdParam"];
@@ -1114,15 +1241,22 @@ export interface operations {
             /** @description The product, resolved for the requested store. */
             200: {
                 headers: {
+                    ETag: components["headers"]["CatalogETag"];
+                    Vary: components["headers"]["Vary"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ProductResponse"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     listPrices: {
@@ -1150,6 +1284,10 @@ export interface operations {
             /** @description The prices of the requested products found in the store's catalog. */
             200: {
                 headers: {
+                    Vary: components["headers"]["Vary"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1159,12 +1297,24 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     listStores: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Conditional request (RFC 9110 13.1.2): send the `ETag` of the copy you already hold. When it
+                 *     matches the current one (or is `*`), the service answers `304 Not Modified` without a body.
+                 *     A list of entity tags (`"a", "b"`) and weak tags (`W/"..."`) are accepted and compared weakly,
+                 *     as the RFC requires for `If-None-Match`. On catalog reads this saves the transfer of an
+                 *     unchanged page, product or store list; the change feed remains the cheaper way to learn what
+                 *     changed. Since a media URL never changes its content, a cached image never needs to be
+                 *     revalidated; there this header only helps clients that revalidate anyway.
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -1173,13 +1323,20 @@ export interface operations {
             /** @description The active stores, default store first. */
             200: {
                 headers: {
+                    ETag: components["headers"]["CatalogETag"];
+                    Vary: components["headers"]["Vary"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["StoreList"];
                 };
             };
+            304: components["responses"]["NotModified"];
             401: components["responses"]["Unauthorized"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     listChanges: {
@@ -1215,6 +1372,10 @@ export interface operations {
             /** @description A window of changes (empty when caught up) and the cursor to continue from. */
             200: {
                 headers: {
+                    Vary: components["headers"]["Vary"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1225,6 +1386,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             410: components["responses"]["Gone"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     getMedia: {
@@ -1232,11 +1394,13 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Conditional request (RFC 9110): send the `ETag` of the copy you already hold. When it matches
-                 *     (or is `*`), the service answers `304 Not Modified` without a body. A list of entity tags
-                 *     (`"a", "b"`) and weak tags (`W/"..."`) are accepted and compared weakly, as the RFC requires
-                 *     for `If-None-Match`. Since a media URL never changes its content, a cached copy never needs to
-                 *     be revalidated; this header only helps clients that revalidate anyway.
+                 * @description Conditional request (RFC 9110 13.1.2): send the `ETag` of the copy you already hold. When it
+                 *     matches the current one (or is `*`), the service answers `304 Not Modified` without a body.
+                 *     A list of entity tags (`"a", "b"`) and weak tags (`W/"..."`) are accepted and compared weakly,
+                 *     as the RFC requires for `If-None-Match`. On catalog reads this saves the transfer of an
+                 *     unchanged page, product or store list; the change feed remains the cheaper way to learn what
+                 *     changed. Since a media URL never changes its content, a cached image never needs to be
+                 *     revalidated; there this header only helps clients that revalidate anyway.
                  */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
@@ -1259,6 +1423,7 @@ export interface operations {
                     ETag: components["headers"]["ETag"];
                     "Cache-Control": components["headers"]["Cache-Control"];
                     "Content-Length": components["headers"]["Content-Length"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1277,6 +1442,7 @@ export interface operations {
                 headers: {
                     ETag: components["headers"]["ETag"];
                     "Cache-Control": components["headers"]["Cache-Control"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;

@@ -1,6 +1,8 @@
 // The admin API (openapi/admin.yaml): each handler reads validated input, calls one CatalogAdmin
 // operation, and returns the admin shape of its result.
+import type { IncomingMessage } from 'node:http';
 import { OpenAPIHono } from '@hono/zod-openapi';
+import type { MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { issueApiKey } from '../admin/api-keys.js';
 import type { CatalogAdmin } from '../admin/catalog-admin.js';
@@ -12,6 +14,7 @@ import { routes } from '../generated/admin-routes.js';
 import type { ApiKeyRecord } from '../storage/port.js';
 import { adminTokenAuth } from './auth.js';
 import { renderError } from './errors.js';
+import { nestsDeeperThan, tooDeepReason } from './json-limits.js';
 import { ProblemError, invalidInput } from './problem.js';
 import { validationHook } from './validation.js';
 import { registerWebhookRoutes } from './webhooks-api.js';
@@ -36,6 +39,18 @@ function productSource(admin: CatalogAdmin, merchantId: number, product: Product
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
 
+/**
+ * A response sent before the request body was read to its end (a bad token, 413, a bad path
+ * parameter) closes the connection: @hono/node-server would otherwise stall draining the unread
+ * body and reset the connection 500 ms later, failing the client's next request on it.
+ */
+const closeWhenBodyUnread: MiddlewareHandler = async (c, next) => {
+  await next();
+  const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
+  const hasBody = Number(c.req.header('Content-Length') ?? 0) > 0 || c.req.header('Transfer-Encoding') !== undefined;
+  if (incoming && hasBody && !incoming.readableEnded) c.res.headers.set('Connection', 'close');
+};
+
 const tooLarge = (limit: number) => (): never => {
   throw new ProblemError('payload_too_large', `The request body exceeds the limit of ${limit} bytes.`);
 };
@@ -56,10 +71,12 @@ function takesJsonBody(method: string, path: string): boolean {
 export function adminApi(admin: CatalogAdmin, config: Config) {
   const app = new OpenAPIHono({ defaultHook: validationHook });
   app.onError(renderError);
+  app.use('/admin/v1/*', closeWhenBodyUnread);
   app.use('/admin/v1/*', adminTokenAuth(config.adminToken));
   app.use('/admin/v1/merchants/:merchant_id/imports', bodyLimit({ maxSize: config.limits.importBodyBytes, onError: tooLarge(config.limits.importBodyBytes) }));
   app.use('/admin/v1/*', async (c, next) => {
-    if (c.req.path.endsWith('/imports')) return next();
+    // A body sent to an operation that takes none is never read: no limit, and no 413 (admin.yaml).
+    if (c.req.path.endsWith('/imports') || !takesJsonBody(c.req.method, c.req.path)) return next();
     return bodyLimit({ maxSize: config.limits.adminBodyBytes, onError: tooLarge(config.limits.adminBodyBytes) })(c, next);
   });
 
@@ -69,6 +86,16 @@ export function adminApi(admin: CatalogAdmin, config: Config) {
   app.use('/admin/v1/*', async (c, next) => {
     if (BODY_METHODS.has(c.req.method) && takesJsonBody(c.req.method, c.req.path) && !c.req.header('Content-Type')) {
       throw invalidInput('body', [{ name: '/', in: 'body', reason: 'is required: send JSON with Content-Type: application/json' }]);
+    }
+    return next();
+  });
+
+  // The JSON depth limit, checked on the raw text before the validator parses it (the text is
+  // cached, so it is read once).
+  app.use('/admin/v1/*', async (c, next) => {
+    if (BODY_METHODS.has(c.req.method) && takesJsonBody(c.req.method, c.req.path)
+      && nestsDeeperThan(await c.req.text(), config.limits.maxJsonDepth)) {
+      throw invalidInput('body', [{ name: '/', in: 'body', reason: tooDeepReason(config.limits.maxJsonDepth) }]);
     }
     return next();
   });
@@ -212,7 +239,7 @@ export function adminApi(admin: CatalogAdmin, config: Config) {
   });
   app.openapi(routes.importProducts, async (c) => {
     const { merchant_id } = c.req.valid('param');
-    return c.json(importNdjson(admin, merchant_id, await c.req.text(), { chunkSize: config.limits.publishChunk }), 200);
+    return c.json(importNdjson(admin, merchant_id, await c.req.text(), { chunkSize: config.limits.publishChunk, maxJsonDepth: config.limits.maxJsonDepth }), 200);
   });
 
   // Image mirroring progress

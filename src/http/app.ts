@@ -9,8 +9,11 @@ import publicDocument from '../generated/public-openapi.json' with { type: 'json
 import type { CatalogStorage } from '../storage/port.js';
 import { LocalFolderMediaStore } from '../images/media-store.js';
 import { adminApi } from './admin-api.js';
+import { compression } from './compression.js';
 import { notFound, renderError } from './errors.js';
 import { publicApi } from './public-api.js';
+import { TokenBucketLimiter } from './rate-limit.js';
+import { requestId } from './request-id.js';
 
 export interface AppDependencies {
   storage: CatalogStorage;
@@ -28,12 +31,16 @@ export function createApp({ storage, config, now = () => new Date(), docsFile }:
   const app = new Hono();
   app.onError(renderError);
   app.notFound(notFound);
+  app.use('*', requestId());
   // The Date header comes from the same clock as change timestamps: clients take it as a
   // starting cursor for the change feed (listChanges, "Initial sync").
   app.use('*', async (c, next) => {
     await next();
     c.res.headers.set('Date', now().toUTCString());
   });
+
+  // JSON of the public API and the documents, coded when asked; media and the admin API are not.
+  for (const path of ['/v1/*', '/openapi.json', '/admin/openapi.json']) app.use(path, compression(config.compressionMinBytes));
 
   // The authored, bundled documents, exactly as committed (not rebuilt from code).
   app.get('/openapi.json', (c) => c.body(publicJson, 200, { 'Content-Type': 'application/json' }));
@@ -45,7 +52,12 @@ export function createApp({ storage, config, now = () => new Date(), docsFile }:
     return c.html(fs.readFileSync(docsFile, 'utf8'));
   });
 
-  app.route('/', publicApi(storage, config.changes.feedWindow, new LocalFolderMediaStore(config.images.mediaDir), new CatalogReads(storage)));
+  app.route('/', publicApi(storage, config.changes.feedWindow, {
+    media: new LocalFolderMediaStore(config.images.mediaDir),
+    reads: new CatalogReads(storage),
+    // The limiter's clock is the app's, so tests refill buckets by moving it.
+    rateLimiter: new TokenBucketLimiter(config.rateLimit, now),
+  }));
   app.route('/', adminApi(admin, config));
   return app;
 }

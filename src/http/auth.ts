@@ -2,11 +2,12 @@
 // configured admin token. Missing, malformed or unknown credentials: 401 with WWW-Authenticate.
 import { timingSafeEqual, createHash } from 'node:crypto';
 import type { MiddlewareHandler } from 'hono';
-import { merchantForApiKey } from '../admin/api-keys.js';
+import { activeApiKey } from '../admin/api-keys.js';
 import type { CatalogStorage } from '../storage/port.js';
 import { ProblemError } from './problem.js';
 
-export type PublicEnv = { Variables: { merchantId: number } };
+/** The merchant whose catalog the request reads, and the API key it came with (rate limits are per key). */
+export type PublicEnv = { Variables: { merchantId: number; apiKeyId: number } };
 
 function bearer(header: string | undefined): string | undefined {
   const match = /^Bearer +([^ ]+) *$/i.exec(header ?? '');
@@ -23,14 +24,15 @@ const CATALOG_INVALID_TOKEN = 'Bearer realm="catalog", error="invalid_token"';
 // admin.yaml: the admin challenge is always exactly this.
 const ADMIN_CHALLENGE = 'Bearer realm="admin"';
 
-/** Resolves the merchant of the request's API key into `c.var.merchantId`. */
+/** Resolves the request's API key into `c.var.apiKeyId` and its merchant into `c.var.merchantId`. */
 export function apiKeyAuth(storage: CatalogStorage): MiddlewareHandler<PublicEnv> {
   return async (c, next) => {
     const key = bearer(c.req.header('Authorization'));
     if (!key) throw unauthorized(CATALOG_CHALLENGE, 'Send your API key as `Authorization: Bearer <API_KEY>`.');
-    const merchantId = merchantForApiKey(storage, key);
-    if (merchantId === undefined) throw unauthorized(CATALOG_INVALID_TOKEN, 'The API key is invalid or has been revoked.');
-    c.set('merchantId', merchantId);
+    const found = activeApiKey(storage, key);
+    if (!found) throw unauthorized(CATALOG_INVALID_TOKEN, 'The API key is invalid or has been revoked.');
+    c.set('merchantId', found.merchant_id);
+    c.set('apiKeyId', found.id);
     await next();
   };
 }

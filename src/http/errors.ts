@@ -16,7 +16,8 @@ export function renderError(error: Error, c: Context): Response {
       : /malformed json/i.test(error.message) ? 'is not valid JSON' : error.message || 'is malformed';
     return problemResponse(invalidInput('body', [{ name: '/', in: 'body', reason }]), instance);
   }
-  console.error(`unhandled error on ${c.req.method} ${instance}:`, error);
+  // The request id is in the response too, so a caller's report leads to this line.
+  console.error(`unhandled error on ${c.req.method} ${instance} (request id ${c.get('requestId') ?? 'none'}):`, error);
   return problemResponse(new ProblemError('internal_error', 'An unexpected error occurred.'), instance);
 }
 

@@ -1,5 +1,5 @@
 // The public read API (spec 4.1-4.3): each handler reads validated input, calls one catalog
-// read, and returns the stored payload bytes as they are.
+// read, and returns the stored payload bytes as they are (with an ETag, or 304 when unchanged).
 import { OpenAPIHono } from '@hono/zod-openapi';
 import { CatalogReads, clampPerPage, toPublicStore } from '../catalog/reads.js';
 import type { StoreRecord } from '../catalog/model.js';
@@ -11,13 +11,8 @@ import { ProblemError, invalidInput, problemResponse } from './problem.js';
 import { readChangeFeed } from '../changes/feed.js';
 import { validationHook } from './validation.js';
 import { CONTENT_TYPE_OF, MEDIA_KEY, type MediaStore } from '../images/media-store.js';
-
-/** RFC 9110 If-None-Match: `*` or a list of entity tags, compared weakly. */
-function etagMatches(header: string | undefined, etag: string): boolean {
-  if (!header) return false;
-  if (header.trim() === '*') return true;
-  return header.split(',').map((t) => t.trim().replace(/^W\//, '')).includes(etag);
-}
+import { conditionalJson, etagMatches } from './conditional.js';
+import { rateLimit, type TokenBucketLimiter } from './rate-limit.js';
 
 const JSON_TYPE = { 'Content-Type': 'application/json' };
 const DATA_OPEN = Buffer.from('{"data":[');
@@ -32,10 +27,19 @@ function storeOrNotFound(reads: CatalogReads, merchantId: number, slug: string |
     : new ProblemError('store_not_found', `No active store with slug "${slug}".`);
 }
 
-export function publicApi(storage: CatalogStorage, feedWindow: number, media?: MediaStore, reads = new CatalogReads(storage)) {
+export interface PublicApiOptions {
+  media?: MediaStore;
+  reads?: CatalogReads;
+  /** Per-key token buckets on /v1; without one, requests are not limited. */
+  rateLimiter?: TokenBucketLimiter;
+}
+
+export function publicApi(storage: CatalogStorage, feedWindow: number, options: PublicApiOptions = {}) {
+  const { media, reads = new CatalogReads(storage), rateLimiter } = options;
   const app = new OpenAPIHono<PublicEnv>({ defaultHook: validationHook });
   app.onError(renderError);
   app.use('/v1/*', apiKeyAuth(storage));
+  if (rateLimiter) app.use('/v1/*', rateLimit(rateLimiter));
 
   // Mirrored images (spec 2.1 image rules): public, content-addressed, cacheable forever.
   app.openapi(routes.getMedia, async (c) => {
@@ -65,7 +69,7 @@ export function publicApi(storage: CatalogStorage, feedWindow: number, media?: M
       const found = reads.productsByIds(store, ids);
       const meta = { current_page: 1, per_page: ids.length, last_page: 1, total: found.count };
       const tail = `],"store":${JSON.stringify(store.slug)},"meta":${JSON.stringify(meta)}}`;
-      return c.body(Buffer.concat([DATA_OPEN, found.bytes, Buffer.from(tail)]), 200, JSON_TYPE) as never;
+      return conditionalJson(c, Buffer.concat([DATA_OPEN, found.bytes, Buffer.from(tail)])) as never;
     }
     if (query.after_id !== undefined && c.req.query('page') !== undefined) {
       throw invalidInput('query', [{ name: 'page', in: 'query', reason: 'cannot be combined with after_id' }]);
@@ -82,7 +86,7 @@ export function publicApi(storage: CatalogStorage, feedWindow: number, media?: M
     });
     // The stored payload bytes go out as they are, framed by the page envelope.
     const tail = `],"store":${JSON.stringify(store.slug)},"meta":${JSON.stringify(page.meta)}}`;
-    return c.body(Buffer.concat([DATA_OPEN, page.data, Buffer.from(tail)]), 200, JSON_TYPE) as never;
+    return conditionalJson(c, Buffer.concat([DATA_OPEN, page.data, Buffer.from(tail)])) as never;
   });
 
   app.openapi(routes.getProduct, (c) => {
@@ -91,7 +95,7 @@ export function publicApi(storage: CatalogStorage, feedWindow: number, media?: M
     const payload = reads.product(store, id);
     // spec 4.2: outside the merchant's catalog (including another merchant's id) is 404.
     if (payload === undefined) throw new ProblemError('not_found', `Product ${id} is not in the catalog.`);
-    return c.body(Buffer.concat([DATA_OPEN_SINGLE, payload, OBJECT_CLOSE]), 200, JSON_TYPE) as never;
+    return conditionalJson(c, Buffer.concat([DATA_OPEN_SINGLE, payload, OBJECT_CLOSE])) as never;
   });
 
   app.openapi(routes.listPrices, (c) => {
@@ -114,7 +118,8 @@ export function publicApi(storage: CatalogStorage, feedWindow: number, media?: M
   });
 
   app.openapi(routes.listStores, (c) => {
-    return c.json({ data: reads.activeStores(c.var.merchantId).map(toPublicStore) }, 200);
+    const stores = { data: reads.activeStores(c.var.merchantId).map(toPublicStore) };
+    return conditionalJson(c, Buffer.from(JSON.stringify(stores))) as never;
   });
 
   return app;

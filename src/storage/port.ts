@@ -62,7 +62,7 @@ export interface CatalogStorage {
   listApiKeys(merchantId: number): ApiKeyRecord[];
   revokeApiKey(merchantId: number, keyId: number, at: string): boolean;
   /** The key with this hash that is not revoked, with its stored hash for a constant-time check. */
-  findActiveApiKey(keyHash: Buffer): { merchant_id: number; key_hash: Buffer } | undefined;
+  findActiveApiKey(keyHash: Buffer): { id: number; merchant_id: number; key_hash: Buffer } | undefined;
 
   // Stores
   listStores(merchantId: number): StoreRecord[];

@@ -182,9 +182,9 @@ export class SqliteStorage implements CatalogStorage {
     return info.changes > 0;
   }
 
-  findActiveApiKey(keyHash: Buffer): { merchant_id: number; key_hash: Buffer } | undefined {
-    return this.stmt('SELECT merchant_id, key_hash FROM api_keys WHERE key_hash = ? AND revoked_at IS NULL')
-      .get(keyHash) as { merchant_id: number; key_hash: Buffer } | undefined;
+  findActiveApiKey(keyHash: Buffer): { id: number; merchant_id: number; key_hash: Buffer } | undefined {
+    return this.stmt('SELECT id, merchant_id, key_hash FROM api_keys WHERE key_hash = ? AND revoked_at IS NULL')
+      .get(keyHash) as { id: number; merchant_id: number; key_hash: Buffer } | undefined;
   }
 
   // Stores

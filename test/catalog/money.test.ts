@@ -79,4 +79,13 @@ describe('amounts are formatted with exactly the currency precision', () => {
     // Still a valid JSON number with the same value.
     expect(JSON.parse(text)).toBe(minor / 10 ** currencyExponent(currency));
   });
+
+  it('writes amounts of 1e21 minor units and more in plain digits, never in exponent notation (found by the contract fuzzer)', () => {
+    for (const [minor, currency] of [[1e21, 'EUR'], [5.602353052172488e22, 'PLN'], [1e30, 'JPY'], [-1e25, 'KWD']] as const) {
+      const text = formatMinorUnits(minor, currency);
+      expect(text).toMatch(/^-?[0-9]+(\.[0-9]+)?$/);
+      expect(JSON.parse(text)).toBe(minor / 10 ** currencyExponent(currency));
+    }
+    expect(formatMinorUnits(1e21, 'EUR')).toBe('10000000000000000000.00');
+  });
 });

@@ -1,0 +1,29 @@
+// Conditional reads (RFC 9110 13.1.2): a strong ETag over the exact bytes of a JSON read, and 304
+// Not Modified when the client's If-None-Match already names them.
+import { createHash } from 'node:crypto';
+import type { Context } from 'hono';
+import type { ContentCoding } from './compression.js';
+
+/** RFC 9110 If-None-Match: `*` or a list of entity tags, compared weakly. */
+export function etagMatches(header: string | undefined, etag: string): boolean {
+  if (!header) return false;
+  if (header.trim() === '*') return true;
+  const opaque = etag.replace(/^W\//, '');
+  return header.split(',').map((t) => t.trim().replace(/^W\//, '')).includes(opaque);
+}
+
+/**
+ * Strong validator of a JSON body: the SHA-256 (base64url) of its uncompressed bytes, suffixed with
+ * the content coding it is sent in, since each coding is another representation (RFC 9110 8.8.3).
+ */
+export function jsonEtag(bytes: Uint8Array, coding: ContentCoding | undefined): string {
+  const digest = createHash('sha256').update(bytes).digest('base64url');
+  return coding ? `"${digest}-${coding}"` : `"${digest}"`;
+}
+
+/** A 200 JSON read with its ETag, or a bodiless 304 when If-None-Match matches it. */
+export function conditionalJson(c: Context, bytes: Uint8Array<ArrayBuffer>): Response {
+  const etag = jsonEtag(bytes, c.get('contentCoding'));
+  if (etagMatches(c.req.header('If-None-Match'), etag)) return c.body(null, 304, { ETag: etag });
+  return c.body(bytes, 200, { 'Content-Type': 'application/json', ETag: etag });
+}

@@ -1,0 +1,102 @@
+// Per-API-key rate limiting on /v1 (product decisions, "Errors and bad input"): a token bucket per
+// key, in memory, advertised with the RateLimit-Policy and RateLimit fields of
+// draft-ietf-httpapi-ratelimit-headers-10 and answered 429 with Retry-After when empty.
+import type { MiddlewareHandler } from 'hono';
+import type { PublicEnv } from './auth.js';
+import { ProblemError } from './problem.js';
+
+export interface RateLimitSettings {
+  /** Capacity of each key's bucket: requests a key may send at once. */
+  burst: number;
+  /** Tokens added per second: the sustained rate. */
+  perSecond: number;
+}
+
+export interface RateLimitDecision {
+  allowed: boolean;
+  /** Whole requests left in the bucket after this one. */
+  remaining: number;
+  /** Seconds until the bucket is full again (the draft's `t`). */
+  resetSeconds: number;
+  /** Seconds until the next request is allowed; 0 when this one was. */
+  retryAfterSeconds: number;
+}
+
+interface Bucket {
+  tokens: number;
+  updatedMs: number;
+}
+
+/** Token buckets by key; time comes from the injected clock, so tests need no sleeps. */
+export class TokenBucketLimiter {
+  private readonly buckets = new Map<string | number, Bucket>();
+  private takesSinceSweep = 0;
+
+  constructor(readonly settings: RateLimitSettings, private readonly now: () => Date = () => new Date()) {
+    if (!(settings.burst > 0 && settings.perSecond > 0)) throw new Error('a rate limit needs a burst and a rate above 0');
+  }
+
+  /** The policy as the draft's RateLimit-Policy item: quota `q` per window `w` (the time to refill a whole bucket). */
+  get policyHeader(): string {
+    return `"default";q=${this.settings.burst};w=${Math.ceil(this.settings.burst / this.settings.perSecond)}`;
+  }
+
+  /** Takes one token from the key's bucket when there is one; a refused request takes nothing. */
+  take(key: string | number): RateLimitDecision {
+    const { burst, perSecond } = this.settings;
+    const nowMs = this.now().getTime();
+    const bucket = this.buckets.get(key) ?? { tokens: burst, updatedMs: nowMs };
+    // A clock that steps back refills nothing (and never drains).
+    bucket.tokens = Math.min(burst, bucket.tokens + Math.max(0, nowMs - bucket.updatedMs) / 1000 * perSecond);
+    bucket.updatedMs = Math.max(bucket.updatedMs, nowMs);
+    const allowed = bucket.tokens >= 1;
+    if (allowed) bucket.tokens -= 1;
+    this.buckets.set(key, bucket);
+    if (++this.takesSinceSweep >= 10_000) this.sweep(nowMs);
+    return {
+      allowed,
+      remaining: Math.floor(bucket.tokens),
+      resetSeconds: Math.ceil((burst - bucket.tokens) / perSecond),
+      retryAfterSeconds: allowed ? 0 : Math.max(1, Math.ceil((1 - bucket.tokens) / perSecond)),
+    };
+  }
+
+  /** A bucket that has refilled completely is the same as none: forget it (bounds memory). */
+  private sweep(nowMs: number): void {
+    this.takesSinceSweep = 0;
+    const { burst, perSecond } = this.settings;
+    for (const [key, bucket] of this.buckets) {
+      if (bucket.tokens + (nowMs - bucket.updatedMs) / 1000 * perSecond >= burst) this.buckets.delete(key);
+    }
+  }
+}
+
+/** The RateLimit field (draft-ietf-httpapi-ratelimit-headers-10): remaining `r`, seconds to full `t`. */
+export function rateLimitHeaders(limiter: TokenBucketLimiter, decision: RateLimitDecision): Record<string, string> {
+  return {
+    'RateLimit-Policy': limiter.policyHeader,
+    RateLimit: `"default";r=${decision.remaining};t=${decision.resetSeconds}`,
+  };
+}
+
+/**
+ * After apiKeyAuth: one token per request from the bucket of the request's API key. Every response
+ * to an authenticated request carries the policy and the bucket's state; an empty bucket answers
+ * 429 `rate_limited` with Retry-After.
+ */
+export function rateLimit(limiter: TokenBucketLimiter): MiddlewareHandler<PublicEnv> {
+  return async (c, next) => {
+    const decision = limiter.take(c.var.apiKeyId);
+    const headers = rateLimitHeaders(limiter, decision);
+    if (!decision.allowed) {
+      throw new ProblemError(
+        'rate_limited',
+        `Too many requests for this API key: ${limiter.settings.burst} at once and ${limiter.settings.perSecond} per second. Retry after ${decision.retryAfterSeconds} s.`,
+        undefined,
+        { ...headers, 'Retry-After': String(decision.retryAfterSeconds) },
+      );
+    }
+    await next();
+    for (const [name, value] of Object.entries(headers)) c.res.headers.set(name, value);
+  };
+}

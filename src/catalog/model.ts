@@ -1,5 +1,6 @@
 // The inputs of resolution (spec 2.1-2.3): what a merchant's catalog is made of, as stored.
 // API shapes live in the generated types; these are the normalized records the domain works on.
+import type { components as AdminComponents } from '../generated/admin-api.js';
 import type { components as PublicComponents } from '../generated/public-api.js';
 
 export type Product = PublicComponents['schemas']['Product'];
@@ -25,19 +26,8 @@ export interface CustomerGroupRecord {
   name: string;
 }
 
-export interface PricingRuleRecord {
-  id: number;
-  priority: number;
-  customer_group_id: number | null;
-  store_id: number | null;
-  manufacturer: string | null;
-  min_cost: string | null;
-  max_cost: string | null;
-  markup_percent: string;
-  markup_amount: string;
-  price_ending: number | null;
-  is_catch_all: boolean;
-}
+/** A pricing rule exactly as the admin API states it (generated). */
+export type PricingRuleRecord = AdminComponents['schemas']['PricingRule'];
 
 export interface ExchangeRateRecord {
   base: string;

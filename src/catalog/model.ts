@@ -3,49 +3,30 @@
 import type { components as AdminComponents } from '../generated/admin-api.js';
 import type { components as PublicComponents } from '../generated/public-api.js';
 
+/** Records that are exactly an admin API shape are that generated type, not a copy of it. */
+type AdminSchemas = AdminComponents['schemas'];
+
 export type Product = PublicComponents['schemas']['Product'];
 export type Store = PublicComponents['schemas']['Store'];
 export type ExclusionReason = NonNullable<Product['exclusion_reason']>;
 
-/** A merchant's store, with the settings resolution needs. */
-export interface StoreRecord {
-  id: number;
+/** A merchant's store as the admin API states it, plus what storage keeps beside it. */
+export type StoreRecord = AdminSchemas['AdminStore'] & {
   merchant_id: number;
-  slug: string;
-  name: string;
-  locale: string;
-  currency: string;
-  is_default: boolean;
-  active: boolean;
-  exclude_out_of_stock: boolean;
+  /** Bumped when the set of products published for the store changes (read-side id index). */
   catalog_version: number;
-}
+};
 
-export interface CustomerGroupRecord {
-  id: number;
-  name: string;
-}
+export type CustomerGroupRecord = AdminSchemas['CustomerGroup'];
 
 /** A pricing rule exactly as the admin API states it (generated). */
-export type PricingRuleRecord = AdminComponents['schemas']['PricingRule'];
+export type PricingRuleRecord = AdminSchemas['PricingRule'];
 
-export interface ExchangeRateRecord {
-  base: string;
-  quote: string;
-  rate: string;
-}
+export type ExchangeRateRecord = AdminSchemas['ExchangeRate'];
 
-export interface AttributeDefinitionRecord {
-  key: string;
-  unit: string | null;
-  labels: Record<string, string>;
-}
+export type AttributeDefinitionRecord = AdminSchemas['AttributeDefinition'];
 
-export interface SupplierRecord {
-  id: number;
-  ref: string;
-  name: string;
-}
+export type SupplierRecord = AdminSchemas['Supplier'];
 
 export interface OfferSource {
   supplier_ref: string;

@@ -6,6 +6,7 @@
 //   last       - GET /v1/products?per_page=200&page=<last>
 //   page1-gzip - page 1 with Accept-Encoding: gzip (issue 6: compression, for clients that ask)
 //   page1-br   - page 1 with Accept-Encoding: br
+//   page1-nolog - page 1 from an app with the access log off (issue 6: what logging costs)
 // Targets (issue #2): page 1 >= 0.60 x static; last page >= 0.90 x page 1 - for clients that do not
 // ask for compression (autocannon sends no Accept-Encoding unless told).
 import { fork } from 'node:child_process';
@@ -57,6 +58,7 @@ async function main(): Promise<void> {
       last: { url: `${base}/v1/products?per_page=200&page=${lastPage}`, headers },
       'page1-gzip': { url: `${base}/v1/products?per_page=200`, headers: { ...headers, 'Accept-Encoding': 'gzip' } },
       'page1-br': { url: `${base}/v1/products?per_page=200`, headers: { ...headers, 'Accept-Encoding': 'br' } },
+      'page1-nolog': { url: `${base}/v1/products?per_page=200`, headers: { ...headers, 'X-Bench-App': 'quiet' } },
     };
     type Target = keyof typeof targets;
     const serverCpu = (): Promise<number> => new Promise((resolve) => {
@@ -87,9 +89,11 @@ async function main(): Promise<void> {
     console.log(`last page / page 1 = ${(l / p).toFixed(2)}  (target >= 0.90)`);
     console.log(`median server CPU per request: static ${cs.toFixed(0)} us, page 1 ${cp.toFixed(0)} us, last page ${cl.toFixed(0)} us`);
     console.log(`as throughput (1/CPU): page 1 / static = ${(cs / cp).toFixed(2)}, last page / page 1 = ${(cp / cl).toFixed(2)}`);
-    for (const name of ['page1-gzip', 'page1-br'] as const) {
+    for (const name of ['page1-gzip', 'page1-br', 'page1-nolog'] as const) {
       console.log(`${name}: median ${median(results[name].rps).toFixed(0)} req/s, server CPU ${median(results[name].cpu).toFixed(0)} us/request`);
     }
+    const nolog = median(results['page1-nolog'].rps);
+    console.log(`access log: page 1 with / without = ${(p / nolog).toFixed(2)} req/s, CPU +${(cp - median(results['page1-nolog'].cpu)).toFixed(0)} us/request`);
   } finally {
     child.kill();
     fs.rmSync(dir, { recursive: true, force: true });

@@ -1,11 +1,15 @@
-// The server side of `npm run bench:reads`: the real app on a prepared database, plus one route
-// answering a fixed, pre-encoded copy of page 1's bytes (the ceiling: same HTTP stack, no
-// authentication, no database, no assembly).
+// The server side of `npm run bench:reads`: the real app on a prepared database, as `serve` runs it
+// (access log on, metrics), plus one route answering a fixed, pre-encoded copy of page 1's bytes
+// (the ceiling: same HTTP stack, no authentication, no database, no assembly). Requests with
+// `X-Bench-App: quiet` go to a second instance of the app with the access log off, so the cost of
+// logging is measured side by side. Logs go to /dev/null: the cost of writing them, not of a terminal.
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
 import { Hono } from 'hono';
 import { loadConfig } from '../src/config.js';
+import { pino } from 'pino';
 import { createApp } from '../src/http/app.js';
+import { createLogger } from '../src/operations/log.js';
 import { openSqliteStorage } from '../src/storage/sqlite.js';
 
 const [databasePath] = process.argv.slice(2);
@@ -13,7 +17,10 @@ if (!databasePath) throw new Error('usage: bench-server DB');
 const storage = openSqliteStorage(databasePath);
 // The limiter runs (its cost is part of every read) but never throttles the load generator.
 const rateLimit = { burst: 1e9, perSecond: 1e9 };
-const app = createApp({ storage, config: loadConfig({}, { databasePath, adminToken: 'bench', rateLimit }) });
+const config = loadConfig({}, { databasePath, adminToken: 'bench', rateLimit });
+const logger = createLogger(config.operations, pino.destination({ dest: '/dev/null', sync: true }));
+const app = createApp({ storage, config, logger });
+const quiet = createApp({ storage, config: { ...config, operations: { ...config.operations, accessLog: false } }, logger });
 let staticBody = Buffer.alloc(0);
 const root = new Hono();
 root.get('/__static', (c) => c.body(staticBody, 200, { 'Content-Type': 'application/json' }));
@@ -21,7 +28,7 @@ root.post('/__static', async (c) => {
   staticBody = Buffer.from(await c.req.arrayBuffer());
   return c.body(null, 204);
 });
-root.route('/', app);
+root.all('*', (c) => (c.req.header('X-Bench-App') === 'quiet' ? quiet : app).fetch(c.req.raw));
 // The bench asks for the server's CPU time around each run: CPU per request is the figure that
 // stays meaningful when the load generator, not the server, limits requests per second.
 process.on('message', (message) => {

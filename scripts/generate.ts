@@ -17,6 +17,7 @@ const redocly = path.join(root, 'node_modules', '.bin', 'redocly');
 const APIS = [
   { api: 'public', source: 'openapi/openapi.yaml' },
   { api: 'admin', source: 'openapi/admin.yaml' },
+  { api: 'operations', source: 'openapi/operations.yaml' },
 ] as const;
 
 const header = (source: string) =>
@@ -49,7 +50,7 @@ async function generate(): Promise<Map<string, string>> {
     'Everything in this folder is produced by `npm run generate` (scripts/generate.ts) from the',
     'authored OpenAPI documents under `openapi/`. `npm test` fails when it is stale.',
     '',
-    '- `*-openapi.json`: the bundled document (served at `/openapi.json` and `/admin/openapi.json`).',
+    '- `*-openapi.json`: the bundled document (served at `/openapi.json`, `/admin/openapi.json` and `/operations/openapi.json`).',
     '- `*-api.ts`: openapi-typescript types (`paths`, `components`, `webhooks`).',
     '- `*-routes.ts`: zod schemas and `createRoute` definitions for @hono/zod-openapi.',
     '',

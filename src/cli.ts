@@ -16,7 +16,9 @@ import { createImageMirror, retryDeadImages } from './images/mirror.js';
 import { createWebhookDispatcher } from './webhooks/dispatcher.js';
 import { EVENTS, WebhookEndpoints, endpointView } from './webhooks/endpoints.js';
 import { ProblemError } from './http/problem.js';
-import { startServer } from './server.js';
+import { createLogger, type Logger } from './operations/log.js';
+import { ServiceMetrics } from './operations/metrics.js';
+import { startOperationsServer, startServer } from './server.js';
 import { openSqliteStorage } from './storage/sqlite.js';
 
 const USAGE = `Usage: catalog-publishing-service <command> [options]
@@ -24,7 +26,8 @@ const USAGE = `Usage: catalog-publishing-service <command> [options]
 Commands:
   serve                               run the HTTP service, the webhook dispatcher and image mirroring (CPS_* variables)
   worker                              run only the webhook dispatcher and image mirroring (beside a serve
-                                      with CPS_WEBHOOK_DISPATCHER=false CPS_IMAGE_MIRRORING=false)
+                                      with CPS_WEBHOOK_DISPATCHER=false CPS_IMAGE_MIRRORING=false);
+                                      /healthz, /readyz and /metrics on CPS_OPS_PORT when it is set
   backup --to FILE                    online backup of the database (safe while serve runs)
   images status --merchant ID         mirroring progress: images per state, the dead ones with their errors
   images retry-dead --merchant ID     fetch every dead image of the merchant again
@@ -141,6 +144,7 @@ async function main(argv: string[]): Promise<void> {
 }
 
 async function serveCommand(config: ReturnType<typeof loadConfig>): Promise<void> {
+  const logger = createLogger(config.operations);
   const storage = openSqliteStorage(config.databasePath);
   const admin = new CatalogAdmin(storage, () => new Date(), config.limits.publishChunk);
   const credentialsFile = path.join(path.dirname(config.databasePath), 'demo-credentials.json');
@@ -149,31 +153,59 @@ async function serveCommand(config: ReturnType<typeof loadConfig>): Promise<void
     const demo = buildDemoCatalog(admin, config.demoProducts);
     fs.writeFileSync(credentialsFile, `${JSON.stringify(demo, null, 2)}\n`, { mode: 0o600 });
   }
-  const server = await startServer(storage, config);
-  const stopPruning = schedulePruning(storage, () => new Date(), config.changes.retentionDays, config.changes.pruneIntervalSeconds);
-  const dispatcher = config.webhookDispatcher ? createWebhookDispatcher(storage, config) : null;
+  const metrics = new ServiceMetrics(storage, () => new Date(), logger);
+  const server = await startServer(storage, config, { logger, metrics });
+  const stopPruning = schedulePruning(storage, () => new Date(), config.changes.retentionDays, config.changes.pruneIntervalSeconds, logger);
+  const dispatcher = config.webhookDispatcher ? createWebhookDispatcher(storage, config, { logger, metrics }) : null;
   dispatcher?.start();
-  const mirror = config.images.mirrorInServe ? createImageMirror(storage, config) : null;
+  const mirror = config.images.mirrorInServe ? createImageMirror(storage, config, { logger }) : null;
   mirror?.start();
   const demo = fs.existsSync(credentialsFile) ? JSON.parse(fs.readFileSync(credentialsFile, 'utf8')) : undefined;
   const base = config.publicBaseUrl;
+  // For the person who ran `npm start`; the JSON log line after it is for the log pipeline.
   console.log([
     `Catalog publishing service listening on ${server.url} (database ${config.databasePath})`,
     `  API reference:  ${base}/docs   (document: ${base}/openapi.json, admin: ${base}/admin/openapi.json)`,
     demo ? `  Demo API key:   ${demo.api_key}   (merchant ${demo.merchant_id}; also in ${credentialsFile})` : '',
     demo ? `  Try:            curl -H "Authorization: Bearer ${demo.api_key}" "${base}/v1/products?store=pl&per_page=2"` : '',
-    `  Admin token:    ${config.adminToken}${config.adminTokenConfigured ? '' : '   (generated for this run; set CPS_ADMIN_TOKEN to fix it)'}`,
+    `  Admin token:    ${config.adminTokenConfigured ? '(CPS_ADMIN_TOKEN)' : `${config.adminToken}   (generated for this run; set CPS_ADMIN_TOKEN to fix it)`}`,
+    `  Operations:     ${base}/healthz  ${base}/readyz  ${base}/metrics`,
   ].filter(Boolean).join('\n'));
-  const stop = async () => {
+  logger.info({
+    url: server.url, database: config.databasePath, webhook_dispatcher: Boolean(dispatcher), image_mirroring: Boolean(mirror),
+  }, 'listening');
+  onShutdown(logger, async () => {
     stopPruning();
     await server.close();
     await dispatcher?.stop();
     await mirror?.stop();
     storage.close();
-    process.exit(0);
+  });
+}
+
+/**
+ * SIGTERM or SIGINT: the stop function runs once (not ready at once, then requests and deliveries
+ * in flight finish), the database closes and the process exits 0. A second signal exits at once.
+ */
+function onShutdown(logger: Logger, stop: () => Promise<void>): void {
+  let stopping = false;
+  const handle = (signal: NodeJS.Signals) => {
+    if (stopping) {
+      logger.warn({ signal }, 'second signal: exiting without waiting');
+      process.exit(1);
+    }
+    stopping = true;
+    logger.info({ signal }, 'shutting down');
+    stop().then(() => {
+      logger.info('stopped cleanly');
+      process.exit(0);
+    }, (error: unknown) => {
+      logger.fatal({ err: error }, 'shutdown failed');
+      process.exit(1);
+    });
   };
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
+  process.on('SIGINT', handle);
+  process.on('SIGTERM', handle);
 }
 
 function webhooksCommand(
@@ -229,20 +261,23 @@ function webhooksCommand(
 }
 
 async function workerCommand(config: ReturnType<typeof loadConfig>): Promise<void> {
+  const logger = createLogger(config.operations);
   const storage = openSqliteStorage(config.databasePath);
-  const dispatcher = createWebhookDispatcher(storage, config);
+  const metrics = new ServiceMetrics(storage, () => new Date(), logger);
+  const dispatcher = createWebhookDispatcher(storage, config, { logger, metrics });
   dispatcher.start();
-  const mirror = createImageMirror(storage, config);
+  const mirror = createImageMirror(storage, config, { logger });
   mirror.start();
-  console.log(`Webhook dispatcher and image mirroring running on ${config.databasePath}`);
-  const stop = async () => {
+  const ops = config.operations.workerOpsPort === null ? null
+    : await startOperationsServer(storage, config, config.operations.workerOpsPort, { logger, metrics });
+  logger.info({ database: config.databasePath, operations_url: ops?.url }, 'webhook dispatcher and image mirroring running');
+  onShutdown(logger, async () => {
+    if (ops) ops.lifecycle.shuttingDown = true;
     await dispatcher.stop();
     await mirror.stop();
+    await ops?.close();
     storage.close();
-    process.exit(0);
-  };
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
+  });
 }
 
 await main(process.argv.slice(2));

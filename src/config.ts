@@ -90,6 +90,18 @@ export interface Config {
   };
   /** gzip/br of public JSON responses by Accept-Encoding: bodies smaller than this go out as they are. */
   compressionMinBytes: number;
+  operations: {
+    /** Least severe log level written (pino): fatal, error, warn, info, debug, trace or silent. */
+    logLevel: LogLevel;
+    /** Write one log line per HTTP request (method, route, status, duration, request id). */
+    accessLog: boolean;
+    /** Bearer token `/metrics` requires; null leaves it open. */
+    metricsToken: string | null;
+    /** Port `worker` answers /healthz, /readyz and /metrics on; null: no listener. */
+    workerOpsPort: number | null;
+    /** On SIGTERM, requests and deliveries in flight get this long to finish. */
+    shutdownGraceMs: number;
+  };
   changes: {
     /** spec 4.4: recorded changes one `GET /v1/changes` response covers at most (1..1000). */
     feedWindow: number;
@@ -101,6 +113,15 @@ export interface Config {
 }
 
 type Env = Record<string, string | undefined>;
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+function logLevel(env: Env): LogLevel {
+  const raw = env.CPS_LOG_LEVEL || 'info';
+  if (!(LOG_LEVELS as readonly string[]).includes(raw)) throw new Error(`CPS_LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${raw}"`);
+  return raw as LogLevel;
+}
 
 function int(env: Env, name: string, fallback: number): number {
   const raw = env[name];
@@ -189,6 +210,13 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
       perSecond: atLeast(int(env, 'CPS_RATE_LIMIT_PER_SECOND', 50), 1, 'CPS_RATE_LIMIT_PER_SECOND'),
     },
     compressionMinBytes: int(env, 'CPS_COMPRESSION_MIN_BYTES', 1024),
+    operations: {
+      logLevel: logLevel(env),
+      accessLog: bool(env, 'CPS_ACCESS_LOG', true),
+      metricsToken: env.CPS_METRICS_TOKEN || null,
+      workerOpsPort: env.CPS_OPS_PORT ? int(env, 'CPS_OPS_PORT', 0) : null,
+      shutdownGraceMs: int(env, 'CPS_SHUTDOWN_GRACE_MS', 10_000),
+    },
     changes: {
       feedWindow: Math.min(1000, Math.max(1, int(env, 'CPS_FEED_WINDOW', 1000))),
       retentionDays: atLeast(int(env, 'CPS_CHANGE_RETENTION_DAYS', 30), 30, 'CPS_CHANGE_RETENTION_DAYS'),
@@ -203,6 +231,7 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
     smtp: { ...config.smtp, ...overrides.smtp },
     images: { ...config.images, ...overrides.images },
     rateLimit: { ...config.rateLimit, ...overrides.rateLimit },
+    operations: { ...config.operations, ...overrides.operations },
   };
   if (!merged.images.mediaDir) merged.images = { ...merged.images, mediaDir: path.join(path.dirname(merged.databasePath), 'media') };
   return merged;

@@ -1,10 +1,15 @@
-// Starts the HTTP service on a storage file: used by `serve` and by the tests (port 0).
+// Starts the HTTP service on a storage file: used by `serve` and by the tests (port 0), and the
+// operations-only listener of `worker`.
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { serve, type ServerType } from '@hono/node-server';
 import type { Config } from './config.js';
 import { createApp } from './http/app.js';
+import { operationsApp } from './http/operations-api.js';
+import { Lifecycle } from './operations/health.js';
+import { createLogger, type Logger } from './operations/log.js';
+import { ServiceMetrics } from './operations/metrics.js';
 import type { CatalogStorage } from './storage/port.js';
 
 /** Where `npm run build:docs` writes the HTML docs (next to the compiled code). */
@@ -13,24 +18,32 @@ export const DOCS_FILE = path.resolve(path.dirname(fileURLToPath(import.meta.url
 export interface RunningServer {
   url: string;
   port: number;
-  /** Stops accepting, waits up to graceMs for requests in flight, then closes. */
+  /** What /readyz reports: close() turns it to shutting down first. */
+  lifecycle: Lifecycle;
+  metrics: ServiceMetrics;
+  /** Turns not ready, stops accepting, waits up to graceMs for requests in flight, then closes. */
   close(graceMs?: number): Promise<void>;
 }
 
-export async function startServer(
-  storage: CatalogStorage, config: Config, options: { now?: () => Date; docsFile?: string } = {},
-): Promise<RunningServer> {
-  const app = createApp({ storage, config, now: options.now, docsFile: options.docsFile ?? DOCS_FILE });
+export interface ServerOptions {
+  now?: () => Date;
+  docsFile?: string;
+  logger?: Logger;
+  /** Shared with the process's webhook dispatcher, so /metrics counts its deliveries. */
+  metrics?: ServiceMetrics;
+}
+
+async function listen(fetch: (request: Request) => Response | Promise<Response>, port: number, host: string) {
   const server: ServerType = await new Promise((resolve) => {
-    const s = serve({ fetch: app.fetch, port: config.port, hostname: config.host }, () => resolve(s));
+    const s = serve({ fetch, port, hostname: host }, () => resolve(s));
   });
-  const { port } = server.address() as AddressInfo;
+  const bound = (server.address() as AddressInfo).port;
   return {
-    url: `http://${config.host}:${port}`,
-    port,
+    url: `http://${host}:${bound}`,
+    port: bound,
     // Graceful: stop accepting, let requests in flight finish (idle keep-alive connections close
     // at once), and cut what is left after the grace period.
-    close: (graceMs = 10_000) => new Promise((resolve, reject) => {
+    close: (graceMs: number) => new Promise<void>((resolve, reject) => {
       server.close((error) => (error ? reject(error) : resolve()));
       if ('closeIdleConnections' in server) server.closeIdleConnections();
       const force = setTimeout(() => {
@@ -38,5 +51,40 @@ export async function startServer(
       }, graceMs);
       force.unref();
     }),
+  };
+}
+
+export async function startServer(storage: CatalogStorage, config: Config, options: ServerOptions = {}): Promise<RunningServer> {
+  const now = options.now ?? (() => new Date());
+  const logger = options.logger ?? createLogger(config.operations);
+  const metrics = options.metrics ?? new ServiceMetrics(storage, now, logger);
+  const lifecycle = new Lifecycle();
+  const app = createApp({ storage, config, now, docsFile: options.docsFile ?? DOCS_FILE, logger, metrics, lifecycle });
+  const http = await listen(app.fetch, config.port, config.host);
+  return {
+    ...http,
+    lifecycle,
+    metrics,
+    close: (graceMs = config.operations.shutdownGraceMs) => {
+      lifecycle.shuttingDown = true;
+      return http.close(graceMs);
+    },
+  };
+}
+
+/** `worker`'s listener on CPS_OPS_PORT: /healthz, /readyz and /metrics only. */
+export async function startOperationsServer(
+  storage: CatalogStorage, config: Config, port: number, deps: { logger: Logger; metrics: ServiceMetrics },
+): Promise<Omit<RunningServer, 'metrics'>> {
+  const lifecycle = new Lifecycle();
+  const app = operationsApp({ storage, metrics: deps.metrics, lifecycle, metricsToken: config.operations.metricsToken }, deps.logger, config.operations);
+  const http = await listen(app.fetch, port, config.host);
+  return {
+    ...http,
+    lifecycle,
+    close: (graceMs = config.operations.shutdownGraceMs) => {
+      lifecycle.shuttingDown = true;
+      return http.close(graceMs);
+    },
   };
 }

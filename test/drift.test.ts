@@ -11,7 +11,12 @@ import { adminApi } from '../src/http/admin-api.js';
 import { createApp } from '../src/http/app.js';
 import { publicApi } from '../src/http/public-api.js';
 import adminDocument from '../src/generated/admin-openapi.json' with { type: 'json' };
+import operationsDocument from '../src/generated/operations-openapi.json' with { type: 'json' };
 import publicDocument from '../src/generated/public-openapi.json' with { type: 'json' };
+import { operationsApi } from '../src/http/operations-api.js';
+import { Lifecycle } from '../src/operations/health.js';
+import { silentLogger } from '../src/operations/log.js';
+import { ServiceMetrics } from '../src/operations/metrics.js';
 import { openSqliteStorage, type SqliteStorage } from '../src/storage/sqlite.js';
 import { startTestService, type TestService } from './support/service.js';
 
@@ -89,6 +94,12 @@ describe('the app implements exactly the authored documents', () => {
     expect(registered(adminApi(new CatalogAdmin(storage), config))).toEqual(documented(adminDocument));
   });
 
+  it('registers every operations operation with the documented parameters and statuses, and no other', () => {
+    const metrics = new ServiceMetrics(storage, () => new Date(), silentLogger);
+    const app = operationsApi({ storage, metrics, lifecycle: new Lifecycle(), metricsToken: null });
+    expect(registered(app)).toEqual(documented(operationsDocument));
+  });
+
   it('routes no undocumented path under /v1 or /admin/v1', () => {
     const app = createApp({ storage, config: loadConfig({}, { adminToken: 'x' }) });
     const documentedRoutes = new Set([...documented(publicDocument).keys(), ...documented(adminDocument).keys()]);
@@ -130,5 +141,10 @@ describe('the served documents', () => {
   it('serves the authored, bundled admin document at /admin/openapi.json', async () => {
     const response = await fetch(`${service.url}/admin/openapi.json`);
     expect(await response.json()).toEqual(adminDocument);
+  });
+
+  it('serves the authored, bundled operations document at /operations/openapi.json', async () => {
+    const response = await fetch(`${service.url}/operations/openapi.json`);
+    expect(await response.json()).toEqual(operationsDocument);
   });
 });

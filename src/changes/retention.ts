@@ -1,6 +1,7 @@
 // Feed retention (product decisions, "Changes and the feed"): changes older than the retention
 // period are deleted, and each store remembers the newest deleted position so that a cursor
 // before it answers 410 instead of silently skipping what was deleted.
+import { silentLogger, type Logger } from '../operations/log.js';
 import type { CatalogStorage } from '../storage/port.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -13,13 +14,14 @@ export function pruneExpiredChanges(storage: CatalogStorage, now: Date, retentio
 
 /** Runs the pruning now and then every interval, in the serving process; returns a stop function. */
 export function schedulePruning(
-  storage: CatalogStorage, now: () => Date, retentionDays: number, intervalSeconds: number,
+  storage: CatalogStorage, now: () => Date, retentionDays: number, intervalSeconds: number, logger: Logger = silentLogger,
 ): () => void {
   const run = () => {
     try {
-      pruneExpiredChanges(storage, now(), retentionDays);
+      const deleted = pruneExpiredChanges(storage, now(), retentionDays);
+      if (deleted > 0) logger.info({ deleted, retention_days: retentionDays }, 'expired changes deleted');
     } catch (error) {
-      console.error('pruning expired changes failed:', error);
+      logger.error({ err: error }, 'pruning expired changes failed');
     }
   };
   run();

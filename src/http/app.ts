@@ -1,4 +1,5 @@
-// App assembly: the public API, the admin API, the served documents and docs, one error shape.
+// App assembly: the public, admin and operations APIs, the served documents and docs, one error
+// shape, request ids and the access log on every request.
 import fs from 'node:fs';
 import { Hono } from 'hono';
 import { CatalogAdmin } from '../admin/catalog-admin.js';
@@ -8,9 +9,14 @@ import adminDocument from '../generated/admin-openapi.json' with { type: 'json' 
 import publicDocument from '../generated/public-openapi.json' with { type: 'json' };
 import type { CatalogStorage } from '../storage/port.js';
 import { LocalFolderMediaStore } from '../images/media-store.js';
+import { Lifecycle } from '../operations/health.js';
+import { createLogger, type Logger } from '../operations/log.js';
+import { ServiceMetrics } from '../operations/metrics.js';
+import { accessLog } from './access-log.js';
 import { adminApi } from './admin-api.js';
 import { compression } from './compression.js';
 import { notFound, renderError } from './errors.js';
+import { operationsApi } from './operations-api.js';
 import { publicApi } from './public-api.js';
 import { TokenBucketLimiter } from './rate-limit.js';
 import { requestId } from './request-id.js';
@@ -21,17 +27,27 @@ export interface AppDependencies {
   now?: () => Date;
   /** Built HTML docs of the public API (`npm run build:docs`); /docs serves it when present. */
   docsFile?: string;
+  /** Structured logs; by default a logger on stdout at the configured level. */
+  logger?: Logger;
+  /** The process's metrics (shared with its webhook dispatcher); by default the app's own. */
+  metrics?: ServiceMetrics;
+  /** Turns /readyz to 503 on shutdown. */
+  lifecycle?: Lifecycle;
 }
 
 const publicJson = JSON.stringify(publicDocument);
 const adminJson = JSON.stringify(adminDocument);
 
-export function createApp({ storage, config, now = () => new Date(), docsFile }: AppDependencies) {
+export function createApp({
+  storage, config, now = () => new Date(), docsFile, logger = createLogger(config.operations),
+  metrics = new ServiceMetrics(storage, now, logger), lifecycle = new Lifecycle(),
+}: AppDependencies) {
   const admin = new CatalogAdmin(storage, now, config.limits.publishChunk);
   const app = new Hono();
   app.onError(renderError);
   app.notFound(notFound);
   app.use('*', requestId());
+  app.use('*', accessLog(logger, metrics, config.operations.accessLog));
   // The Date header comes from the same clock as change timestamps: clients take it as a
   // starting cursor for the change feed (listChanges, "Initial sync").
   app.use('*', async (c, next) => {
@@ -59,5 +75,6 @@ export function createApp({ storage, config, now = () => new Date(), docsFile }:
     rateLimiter: new TokenBucketLimiter(config.rateLimit, now),
   }));
   app.route('/', adminApi(admin, config));
+  app.route('/', operationsApi({ storage, metrics, lifecycle, metricsToken: config.operations.metricsToken }));
   return app;
 }

@@ -1,5 +1,6 @@
 // Bearer authentication (spec 5): the public API by merchant API key, the admin API by the
-// configured admin token. Missing, malformed or unknown credentials: 401 with WWW-Authenticate.
+// configured admin token, /metrics by the metrics token when one is configured. Missing,
+// malformed or unknown credentials: 401 with WWW-Authenticate.
 import { timingSafeEqual, createHash } from 'node:crypto';
 import type { MiddlewareHandler } from 'hono';
 import { activeApiKey } from '../admin/api-keys.js';
@@ -21,8 +22,6 @@ function unauthorized(challenge: string, detail: string): ProblemError {
 const CATALOG_CHALLENGE = 'Bearer realm="catalog"';
 // RFC 6750: a presented but unusable key also gets error="invalid_token".
 const CATALOG_INVALID_TOKEN = 'Bearer realm="catalog", error="invalid_token"';
-// admin.yaml: the admin challenge is always exactly this.
-const ADMIN_CHALLENGE = 'Bearer realm="admin"';
 
 /** Resolves the request's API key into `c.var.apiKeyId` and its merchant into `c.var.merchantId`. */
 export function apiKeyAuth(storage: CatalogStorage): MiddlewareHandler<PublicEnv> {
@@ -39,13 +38,20 @@ export function apiKeyAuth(storage: CatalogStorage): MiddlewareHandler<PublicEnv
 
 const digest = (text: string) => createHash('sha256').update(text).digest();
 
-/** Admin API: the one token from configuration, compared in constant time. */
-export function adminTokenAuth(adminToken: string): MiddlewareHandler {
-  const expected = digest(adminToken);
+/** One token from configuration, compared in constant time; the challenge names its realm. */
+function configuredTokenAuth(configured: string, realm: string, name: string, placeholder: string): MiddlewareHandler {
+  const expected = digest(configured);
+  const challenge = `Bearer realm="${realm}"`;
   return async (c, next) => {
     const token = bearer(c.req.header('Authorization'));
-    if (!token) throw unauthorized(ADMIN_CHALLENGE, 'Send the admin token as `Authorization: Bearer <ADMIN_TOKEN>`.');
-    if (!timingSafeEqual(digest(token), expected)) throw unauthorized(ADMIN_CHALLENGE, 'The admin token is invalid.');
+    if (!token) throw unauthorized(challenge, `Send the ${name} as \`Authorization: Bearer <${placeholder}>\`.`);
+    if (!timingSafeEqual(digest(token), expected)) throw unauthorized(challenge, `The ${name} is invalid.`);
     await next();
   };
 }
+
+/** Admin API: the deployment's admin token (admin.yaml: the challenge is always `Bearer realm="admin"`). */
+export const adminTokenAuth = (adminToken: string) => configuredTokenAuth(adminToken, 'admin', 'admin token', 'ADMIN_TOKEN');
+
+/** /metrics, when CPS_METRICS_TOKEN is set (operations.yaml). */
+export const metricsTokenAuth = (metricsToken: string) => configuredTokenAuth(metricsToken, 'metrics', 'metrics token', 'CPS_METRICS_TOKEN');

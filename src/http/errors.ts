@@ -2,7 +2,11 @@
 // answered with a generic 500 problem that reveals nothing internal.
 import type { Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';
+import { createLogger, type Logger } from '../operations/log.js';
 import { ProblemError, invalidInput, problemResponse } from './problem.js';
+
+/** For an app assembled without the access log (which gives each request its own logger). */
+const fallbackLogger = createLogger({ logLevel: 'error' });
 
 export function renderError(error: Error, c: Context): Response {
   const instance = new URL(c.req.url).pathname;
@@ -16,8 +20,9 @@ export function renderError(error: Error, c: Context): Response {
       : /malformed json/i.test(error.message) ? 'is not valid JSON' : error.message || 'is malformed';
     return problemResponse(invalidInput('body', [{ name: '/', in: 'body', reason }]), instance);
   }
-  // The request id is in the response too, so a caller's report leads to this line.
-  console.error(`unhandled error on ${c.req.method} ${instance} (request id ${c.get('requestId') ?? 'none'}):`, error);
+  // The request's logger carries its id, which is in the response too: a caller's report leads here.
+  const log: Logger = c.get('log') ?? fallbackLogger;
+  log.error({ err: error, method: c.req.method, path: instance }, 'unhandled error');
   return problemResponse(new ProblemError('internal_error', 'An unexpected error occurred.'), instance);
 }
 

@@ -9,6 +9,7 @@ import { isIP } from 'node:net';
 import { request, type Agent, type Dispatcher } from 'undici';
 import { CatalogPublisher } from '../catalog/publish.js';
 import type { Config } from '../config.js';
+import { silentLogger, type Logger } from '../operations/log.js';
 import type { CatalogStorage, ImageMirrorWork } from '../storage/port.js';
 import { AddressGuard } from '../webhooks/address-guard.js';
 import { createGuardedAgent, errorKind } from '../webhooks/sender.js';
@@ -104,6 +105,7 @@ export class ImageMirror {
   private timer: NodeJS.Timeout | null = null;
   private round: Promise<unknown> | null = null;
   private stopping = false;
+  private readonly log: Logger;
 
   constructor(
     private readonly storage: CatalogStorage,
@@ -114,8 +116,10 @@ export class ImageMirror {
     private readonly publicBaseUrl: string,
     private readonly now: () => Date,
     publishChunk = 2000,
+    logger: Logger = silentLogger,
   ) {
     this.publisher = new CatalogPublisher(storage, now, publishChunk);
+    this.log = logger.child({ component: 'image-mirror' });
   }
 
   /** Mirrors the due images (up to a bounded batch); resolves when they are done; returns how many were tried. */
@@ -126,7 +130,7 @@ export class ImageMirror {
       while (next < due.length && !this.stopping) {
         const image = due[next++]!;
         // One image's storage or media failure must not end the round under the others' feet.
-        await this.mirror(image).catch((error: unknown) => console.error(`mirroring ${image.url} failed:`, error));
+        await this.mirror(image).catch((error: unknown) => this.log.error({ err: error, merchant_id: image.merchant_id, url: image.url }, 'mirroring an image failed'));
       }
     }));
     return due.length;
@@ -137,7 +141,7 @@ export class ImageMirror {
     this.timer = setInterval(() => {
       if (this.round) return;
       this.round = this.tick()
-        .catch((error: unknown) => console.error('image mirroring round failed:', error))
+        .catch((error: unknown) => this.log.error({ err: error }, 'image mirroring round failed'))
         .finally(() => { this.round = null; });
     }, this.config.pollIntervalMs);
   }
@@ -166,6 +170,7 @@ export class ImageMirror {
     const firstFailure = image.first_failure_at ?? at;
     const failingFor = now.getTime() - Date.parse(firstFailure);
     if (outcome.permanent || failingFor >= this.config.deadAfterHours * 3600_000) {
+      this.log.warn({ merchant_id: image.merchant_id, url: image.url, error: outcome.error, attempts: image.attempts + 1 }, 'image source is dead');
       this.transition(image, {
         state: 'dead', attempts: image.attempts + 1, first_failure_at: firstFailure, next_attempt_at: null,
         last_error: outcome.error, updated_at: at,
@@ -209,8 +214,10 @@ export function retryDeadImages(storage: CatalogStorage, merchantId: number, now
 }
 
 /** The worker as `serve` and `worker` run it: local media folder, guarded HTTP fetcher. */
-export function createImageMirror(storage: CatalogStorage, config: Config, now: () => Date = () => new Date()): ImageMirror {
+export function createImageMirror(
+  storage: CatalogStorage, config: Config, options: { now?: () => Date; logger?: Logger } = {},
+): ImageMirror {
   const fetcher = new HttpImageFetcher(new AddressGuard(config.webhooks.allowHosts), config.images);
   return new ImageMirror(storage, new LocalFolderMediaStore(config.images.mediaDir), fetcher, config.images,
-    config.publicBaseUrl, now, config.limits.publishChunk);
+    config.publicBaseUrl, options.now ?? (() => new Date()), config.limits.publishChunk, options.logger);
 }

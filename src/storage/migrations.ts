@@ -252,4 +252,12 @@ INSERT OR IGNORE INTO image_mirrors (merchant_id, url, state, updated_at, next_a
   FROM products, json_each(products.source, '$.images') AS image;
 `,
   },
+  {
+    id: 6,
+    name: 'operational_counts',
+    sql: `
+-- /metrics counts images by state on every scrape: from this index, not the whole table.
+CREATE INDEX image_mirrors_state ON image_mirrors(state);
+`,
+  },
 ];

@@ -51,6 +51,12 @@ export interface CatalogStorage {
   /** Runs fn on one consistent snapshot of the data (a read transaction). */
   snapshot<T>(fn: () => T): T;
   close(): void;
+  /** Throws unless the database answers a query. */
+  ping(): void;
+  /** Ids of the migrations this version knows that the database has not applied. */
+  missingMigrations(): number[];
+  /** Whole-service counts for the metrics (openapi/operations.yaml, getMetrics); no merchant's own. */
+  operationalCounts(): OperationalCounts;
 
   // Merchants and keys
   createMerchant(input: Omit<MerchantRecord, 'id'>): MerchantRecord;
@@ -171,6 +177,16 @@ export interface CatalogStorage {
   insertNotification(input: Omit<NotificationRecord, 'id' | 'emailed_at'>): NotificationRecord;
   listNotifications(merchantId: number, limit: number): NotificationRecord[];
   markNotificationEmailed(id: number, at: string): void;
+}
+
+export interface OperationalCounts {
+  endpoints: Record<'active' | 'paused' | 'disabled', number>;
+  /** Outbox rows not yet batched into a delivery. */
+  outboxDepth: number;
+  waitingDeliveries: Record<'pending' | 'failed', number>;
+  /** created_at of the oldest outbox row or waiting delivery of an active endpoint; null when none. */
+  oldestWaitingAt: string | null;
+  images: Record<'pending' | 'mirrored' | 'dead', number>;
 }
 
 /** An image source's mirroring state with its retry bookkeeping. */

@@ -8,7 +8,7 @@ import type {
 } from '../catalog/model.js';
 import { migrations } from './migrations.js';
 import type {
-  ImageMirrorWork,
+  ImageMirrorWork, OperationalCounts,
   AttemptRecord, DeliveryRecord, DeliveryStatus, NotificationRecord, OutboxGroup, OutboxRow,
   WebhookEndpointInputRecord, WebhookEndpointRecord,
   ApiKeyRecord, CatalogStorage, ChangeRow, StoredChange, MerchantRecord, PricingRuleInputRecord, PublishedRow,
@@ -128,6 +128,43 @@ export class SqliteStorage implements CatalogStorage {
 
   close(): void {
     this.db.close();
+  }
+
+  ping(): void {
+    this.stmt('SELECT 1').get();
+  }
+
+  missingMigrations(): number[] {
+    const applied = new Set(this.stmt('SELECT id FROM schema_migrations').pluck().all() as number[]);
+    return migrations.map((m) => m.id).filter((id) => !applied.has(id));
+  }
+
+  operationalCounts(): OperationalCounts {
+    return this.snapshot(() => {
+      const counts: OperationalCounts = {
+        endpoints: { active: 0, paused: 0, disabled: 0 },
+        outboxDepth: this.stmt('SELECT count(*) FROM webhook_outbox').pluck().get() as number,
+        waitingDeliveries: { pending: 0, failed: 0 },
+        oldestWaitingAt: null,
+        images: { pending: 0, mirrored: 0, dead: 0 },
+      };
+      for (const row of this.stmt('SELECT status, count(*) AS n FROM webhook_endpoints GROUP BY status').all() as { status: 'active'; n: number }[]) {
+        counts.endpoints[row.status] = row.n;
+      }
+      for (const row of this.stmt(`SELECT status, count(*) AS n FROM webhook_deliveries WHERE status IN ('pending', 'failed')
+        GROUP BY status`).all() as { status: 'pending'; n: number }[]) {
+        counts.waitingDeliveries[row.status] = row.n;
+      }
+      for (const row of this.stmt('SELECT state, count(*) AS n FROM image_mirrors GROUP BY state').all() as { state: 'pending'; n: number }[]) {
+        counts.images[row.state] = row.n;
+      }
+      counts.oldestWaitingAt = this.stmt(`SELECT min(at) FROM (
+        SELECT min(o.created_at) AS at FROM webhook_outbox AS o JOIN webhook_endpoints AS e ON e.id = o.endpoint_id WHERE e.status = 'active'
+        UNION ALL
+        SELECT min(d.created_at) FROM webhook_deliveries AS d JOIN webhook_endpoints AS e ON e.id = d.endpoint_id
+          WHERE d.status IN ('pending', 'failed') AND e.status = 'active')`).pluck().get() as string | null;
+      return counts;
+    });
   }
 
   /** An online backup (SQLite backup API): consistent, taken while the service keeps running. */

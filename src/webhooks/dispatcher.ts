@@ -8,6 +8,8 @@ import type { CatalogStorage, DeliveryRecord, OutboxGroup, WebhookEndpointRecord
 import {
   afterFailure, afterGone, afterSuccess, onChange, type EndpointHealth, type HealthPolicy,
 } from './health.js';
+import { silentLogger, type Logger } from '../operations/log.js';
+import type { DeliveryObserver, DeliveryOutcome } from '../operations/metrics.js';
 import { AddressGuard } from './address-guard.js';
 import { OwnerNotifier, type Notifier } from './notifier.js';
 import { nextAttemptAt, parseRetryAfter } from './retry.js';
@@ -21,6 +23,9 @@ export interface DispatcherDependencies {
   sender: DeliverySender;
   notifier: Notifier;
   random?: () => number;
+  logger?: Logger;
+  /** Counts attempts by outcome for /metrics. */
+  metrics?: DeliveryObserver;
 }
 
 export function healthPolicy(config: WebhookConfig): HealthPolicy {
@@ -62,6 +67,7 @@ export class WebhookDispatcher {
   private readonly rounds = new Set<Promise<unknown>>();
   private timer: NodeJS.Timeout | null = null;
   private stopping = false;
+  private readonly log: Logger;
 
   constructor(
     private readonly storage: CatalogStorage,
@@ -69,6 +75,7 @@ export class WebhookDispatcher {
     private readonly deps: DispatcherDependencies,
   ) {
     this.policy = healthPolicy(config);
+    this.log = (deps.logger ?? silentLogger).child({ component: 'webhook-dispatcher' });
   }
 
   /** One round: coalesce waiting changes, then send what is due; resolves when those sends ended. */
@@ -87,12 +94,12 @@ export class WebhookDispatcher {
       try {
         this.coalesce();
       } catch (error) {
-        console.error('webhook dispatcher round failed:', error);
+        this.log.error({ err: error }, 'webhook dispatcher round failed');
         return;
       }
       if (this.inflight.size >= this.config.overallConcurrency) return;
       const round: Promise<unknown> = this.sendDue()
-        .catch((error: unknown) => console.error('webhook dispatcher round failed:', error))
+        .catch((error: unknown) => this.log.error({ err: error }, 'webhook dispatcher round failed'))
         .finally(() => this.rounds.delete(round));
       this.rounds.add(round);
     }, this.config.pollIntervalMs);
@@ -217,46 +224,64 @@ export class WebhookDispatcher {
     });
     const result = await this.deps.sender.send(endpoint.url, signedHeaders(endpoint.secret, body, now), body);
     const at = this.deps.now();
-    this.storage.transaction(() => {
+    const outcome = this.storage.transaction((): DeliveryOutcome | null => {
       this.storage.recordAttempt(delivery.id, {
         at: at.toISOString(), status_code: result.statusCode, error: result.error, latency_ms: result.latencyMs,
         response_snippet: result.responseSnippet,
       });
       const attempts = delivery.attempts + 1;
       const current = this.storage.getWebhookEndpoint(endpoint.id);
-      if (!current) return;
+      if (!current) return null;
       const health = healthOf(current);
       if (result.error === null) {
         this.storage.updateDelivery(delivery.id, { status: 'succeeded', attempts, next_attempt_at: null });
         this.storage.updateWebhookEndpoint(current.id, afterSuccess(health, at));
-        return;
+        return 'succeeded';
       }
       // A receiver that answers 410 Gone asks for no more deliveries.
       const transition = result.statusCode === 410 ? afterGone(health, at) : afterFailure(health, at, this.policy);
       this.storage.updateWebhookEndpoint(current.id, transition.health);
+      if (transition.health.status !== current.status) {
+        this.log.warn({
+          endpoint_id: current.id, merchant_id: current.merchant_id, from: current.status, to: transition.health.status,
+          consecutive_failures: transition.health.consecutive_failures, reason: transition.health.disabled_reason ?? undefined,
+        }, `webhook endpoint ${transition.health.status}`);
+      }
       if (transition.notify) this.deps.notifier.notify({ ...current, ...transition.health }, transition.notify);
       // Paused or disabled (by this attempt, or by another one that ended while this was in
       // flight): no retry; pending retries are dropped (spec 3: nothing sent during the cooldown).
       if (transition.dropPending || transition.health.status !== 'active') {
         this.storage.updateDelivery(delivery.id, { status: 'dropped', attempts, next_attempt_at: null });
         if (transition.dropPending) this.storage.dropPendingDeliveries(current.id);
-        return;
+        return 'dropped';
       }
       const retryAfter = result.statusCode === 429 || result.statusCode === 503 ? parseRetryAfter(result.retryAfter, at) : null;
       const next = nextAttemptAt(attempts, at, this.config.backoffSeconds, retryAfter, this.deps.random);
       this.storage.updateDelivery(delivery.id, next
         ? { status: 'failed', attempts, next_attempt_at: next.toISOString() }
         : { status: 'given_up', attempts, next_attempt_at: null });
+      return next ? 'failed' : 'given_up';
     });
+    if (!outcome) return;
+    this.deps.metrics?.observeDelivery(outcome, result.latencyMs / 1000);
+    // Never the URL (it may carry the receiver's own token) nor the secret: the ids lead to both.
+    const fields = {
+      delivery_id: delivery.id, endpoint_id: endpoint.id, merchant_id: endpoint.merchant_id, event: delivery.event,
+      attempt: delivery.attempts + 1, outcome, status_code: result.statusCode, latency_ms: result.latencyMs,
+    };
+    if (outcome === 'succeeded') this.log.debug(fields, 'webhook delivered');
+    else this.log.warn({ ...fields, error: result.error }, 'webhook delivery failed');
   }
 }
 
 /** The dispatcher as `serve` and `worker` run it: real HTTP sender, SSRF guard, owner notifier. */
 export function createWebhookDispatcher(
-  storage: CatalogStorage, config: Config, now: () => Date = () => new Date(),
+  storage: CatalogStorage, config: Config,
+  options: { now?: () => Date; logger?: Logger; metrics?: DeliveryObserver } = {},
 ): WebhookDispatcher {
+  const { now = () => new Date(), logger, metrics } = options;
   const guard = new AddressGuard(config.webhooks.allowHosts);
   const sender = new HttpDeliverySender(guard, { timeoutMs: config.webhooks.timeoutMs, connectionsPerOrigin: config.webhooks.perEndpointConcurrency });
-  const notifier = new OwnerNotifier(storage, config.smtp, now);
-  return new WebhookDispatcher(storage, config.webhooks, { now, sender, notifier });
+  const notifier = new OwnerNotifier(storage, config.smtp, now, logger);
+  return new WebhookDispatcher(storage, config.webhooks, { now, sender, notifier, logger, metrics });
 }

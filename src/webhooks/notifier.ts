@@ -1,6 +1,7 @@
 // Owners' notifications (spec 3: "the merchant's account owners are notified"): always written to
 // the notifications table an operator can read, and e-mailed when SMTP is configured.
 import nodemailer, { type Transporter } from 'nodemailer';
+import { silentLogger, type Logger } from '../operations/log.js';
 import type { CatalogStorage, NotificationRecord, WebhookEndpointRecord } from '../storage/port.js';
 
 export type NotificationKind = NotificationRecord['kind'];
@@ -46,6 +47,7 @@ export class OwnerNotifier implements Notifier {
     private readonly storage: CatalogStorage,
     private readonly smtp: { url: string | null; from: string },
     private readonly now: () => Date,
+    private readonly logger: Logger = silentLogger,
   ) {
     this.transport = smtp.url ? nodemailer.createTransport(smtp.url) : null;
   }
@@ -59,7 +61,7 @@ export class OwnerNotifier implements Notifier {
     if (this.transport && owners.length > 0) {
       const sending = this.transport.sendMail({ from: this.smtp.from, to: owners, subject, text: body })
         .then(() => this.storage.markNotificationEmailed(notification.id, this.now().toISOString()))
-        .catch((error: unknown) => console.error(`e-mailing notification ${notification.id} failed:`, error))
+        .catch((error: unknown) => this.logger.error({ err: error, notification_id: notification.id }, 'e-mailing a notification failed'))
         .finally(() => this.pending.delete(sending));
       this.pending.add(sending);
     }

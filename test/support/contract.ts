@@ -4,6 +4,7 @@
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import adminDocument from '../../src/generated/admin-openapi.json' with { type: 'json' };
+import operationsDocument from '../../src/generated/operations-openapi.json' with { type: 'json' };
 import publicDocument from '../../src/generated/public-openapi.json' with { type: 'json' };
 
 type Json = Record<string, any>;
@@ -92,10 +93,11 @@ export class Contract {
     const contentType = (headers.get('content-type') ?? '').split(';')[0]!.trim();
     const media = (response.content as Json)[contentType];
     if (!media) throw new ContractViolation(`${where}: content type "${contentType}" not documented (${Object.keys(response.content).join(', ')})`);
-    // Binary bodies (getMedia's image/*): the status, the content type and the headers are what the
-    // document states; the bytes themselves are the tests' to compare.
+    // Binary bodies (getMedia's image/*) and text (getMetrics): the status, the content type and
+    // the headers are what the document states; the bytes themselves are the tests' to compare.
     if (!/^application\/([a-z0-9.+-]+\+)?json$/.test(contentType)) {
-      if (media.schema?.format !== 'binary') throw new ContractViolation(`${where}: ${contentType} is documented without a binary schema`);
+      const documentedAs = contentType.startsWith('text/') ? media.schema?.type === 'string' : media.schema?.format === 'binary';
+      if (!documentedAs) throw new ContractViolation(`${where}: ${contentType} is documented without a binary or string schema`);
       return;
     }
     let json: unknown;
@@ -127,10 +129,13 @@ function pointerTo(root: Json, target: unknown, path = ''): string {
 
 export const publicContract = new Contract('public', publicDocument);
 export const adminContract = new Contract('admin', adminDocument);
+export const operationsContract = new Contract('operations', operationsDocument);
 
 /** The contract of whichever document owns the path. */
 export function contractFor(url: string): Contract {
-  return new URL(url, 'http://x').pathname.startsWith('/admin/') ? adminContract : publicContract;
+  const path = new URL(url, 'http://x').pathname;
+  if (path.startsWith('/admin/')) return adminContract;
+  return operationsContract.operationFor('GET', path) ? operationsContract : publicContract;
 }
 
 /** A fetch that validates every response against the contract before handing it back. */

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { CatalogAdmin } from '../../src/admin/catalog-admin.js';
 import { issueApiKey } from '../../src/admin/api-keys.js';
 import { loadConfig, type Config, type ConfigOverrides } from '../../src/config.js';
+import { silentLogger, type Logger } from '../../src/operations/log.js';
 import { startServer, type RunningServer } from '../../src/server.js';
 import { openSqliteStorage, type SqliteStorage } from '../../src/storage/sqlite.js';
 import { contractFetch } from './contract.js';
@@ -37,7 +38,15 @@ export interface TestResponse {
   text: string;
 }
 
-export async function startTestService(options: { now?: () => Date; config?: ConfigOverrides; docsFile?: string } = {}): Promise<TestService> {
+export interface TestServiceOptions {
+  now?: () => Date;
+  config?: ConfigOverrides;
+  docsFile?: string;
+  /** Where the service logs; by default nowhere (log level silent). */
+  logger?: Logger;
+}
+
+export async function startTestService(options: TestServiceOptions = {}): Promise<TestService> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cps-test-'));
   const config = loadConfig({}, {
     port: 0, host: '127.0.0.1', databasePath: path.join(dir, 'catalog.db'), adminToken: ADMIN_TOKEN,
@@ -45,7 +54,9 @@ export async function startTestService(options: { now?: () => Date; config?: Con
   });
   const storage = openSqliteStorage(config.databasePath);
   const now = options.now ?? (() => new Date());
-  const server = await startServer(storage, config, { now, docsFile: options.docsFile ?? path.join(dir, 'no-docs.html') });
+  const server = await startServer(storage, config, {
+    now, docsFile: options.docsFile ?? path.join(dir, 'no-docs.html'), logger: options.logger ?? silentLogger,
+  });
   const validatingFetch = contractFetch();
   const admin = new CatalogAdmin(storage, now, config.limits.publishChunk);
 

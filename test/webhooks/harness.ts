@@ -4,6 +4,7 @@
 // no real time.
 import { expect } from 'vitest';
 import { loadConfig, type Config } from '../../src/config.js';
+import type { Logger } from '../../src/operations/log.js';
 import { AddressGuard } from '../../src/webhooks/address-guard.js';
 import { WebhookDispatcher } from '../../src/webhooks/dispatcher.js';
 import { OwnerNotifier } from '../../src/webhooks/notifier.js';
@@ -116,15 +117,20 @@ export interface WebhookWorld {
 
 export async function startWebhookWorld(options: {
   stores?: string[]; webhooks?: Partial<Config['webhooks']>; start?: string;
+  /** Where the service and the dispatcher log (by default nowhere). */
+  logger?: Logger;
 } = {}): Promise<WebhookWorld> {
   const clock = fakeClock(options.start);
   const webhooks = { ...WEBHOOK_DEFAULTS, allowHosts: ['127.0.0.1'], ...options.webhooks };
-  const service = await startTestService({ now: clock.now, config: { webhooks } });
+  const service = await startTestService({ now: clock.now, config: { webhooks }, logger: options.logger });
+  // The dispatcher reports to the service's metrics, as in `serve`.
   const dispatcher = new WebhookDispatcher(service.storage, service.config.webhooks, {
     now: clock.now,
     sender: new HttpDeliverySender(new AddressGuard(['127.0.0.1']), { timeoutMs: service.config.webhooks.timeoutMs }),
     notifier: new OwnerNotifier(service.storage, { url: null, from: 'x' }, clock.now),
     random: () => 0.5,
+    logger: options.logger,
+    metrics: service.server.metrics,
   });
   const merchant = await createMerchant(service, 'Webhook Outfitters', { owner_emails: ['owner@example.com'] });
   const { base } = merchant;

@@ -1,5 +1,6 @@
 // Operations: an online backup that restores to the same catalog, and a graceful SIGTERM of
-// `serve` that stops accepting, lets the work in flight finish and closes the database cleanly.
+// `serve` (and of `worker`) that stops accepting, lets the work in flight finish and closes the
+// database cleanly.
 import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -10,7 +11,7 @@ import { promisify } from 'node:util';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const run = promisify(execFile);
 let dir: string;
 
@@ -54,8 +55,19 @@ async function freePort(): Promise<number> {
   });
 }
 
+/** The JSON log lines among a process's output (the start banner is plain text). */
+function jsonLines(output: string): Record<string, unknown>[] {
+  return output.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line));
+}
+
+async function waitFor(read: () => string, text: string, ms = 30_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!read().includes(text) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  expect(read()).toContain(text);
+}
+
 describe('graceful shutdown', () => {
-  it('stops on SIGTERM with exit code 0 and leaves a sound database', async () => {
+  it('stops on SIGTERM with exit code 0 and leaves a sound database, logging each step as JSON', async () => {
     const db = path.join(dir, 'serve.db');
     const port = await freePort();
     const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve'], {
@@ -65,14 +77,18 @@ describe('graceful shutdown', () => {
     });
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => { output += chunk.toString(); });
-    const deadline = Date.now() + 30_000;
-    while (!output.includes('listening on') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-    expect(output).toContain('listening on');
+    await waitFor(() => output, '"msg":"listening"');
     const response = await fetch(`http://127.0.0.1:${port}/openapi.json`);
     expect(response.status).toBe(200);
+    expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(200);
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
+    const messages = jsonLines(output).map((line) => line.msg);
+    expect(messages).toEqual(expect.arrayContaining(['listening', 'request', 'shutting down', 'stopped cleanly']));
+    expect(messages.indexOf('shutting down')).toBeLessThan(messages.indexOf('stopped cleanly'));
+    // A configured admin token is not printed, in the banner or the logs.
+    expect(output).not.toContain('adm_ops_test');
     const check = new Database(db, { readonly: true });
     try {
       expect(check.pragma('integrity_check', { simple: true })).toBe('ok');
@@ -80,5 +96,28 @@ describe('graceful shutdown', () => {
     } finally {
       check.close();
     }
+  }, 60_000);
+
+  it('worker answers the probes and /metrics on CPS_OPS_PORT, and stops on SIGTERM with exit code 0', async () => {
+    const db = path.join(dir, 'worker.db');
+    await cli('demo', '--db', db, '--products', '5', '--json');
+    const port = await freePort();
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'worker'], {
+      cwd: ROOT, env: { ...process.env, CPS_DB_PATH: db, CPS_OPS_PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => { output += chunk.toString(); });
+    await waitFor(() => output, 'webhook dispatcher and image mirroring running');
+    const base = `http://127.0.0.1:${port}`;
+    expect(await (await fetch(`${base}/healthz`)).json()).toEqual({ status: 'ok' });
+    expect((await fetch(`${base}/readyz`)).status).toBe(200);
+    const metrics = await (await fetch(`${base}/metrics`)).text();
+    expect(metrics).toContain('cps_webhook_deliveries_total{outcome="succeeded"} 0');
+    expect(metrics).toMatch(/cps_images\{state="pending"\} \d+/);
+    expect((await fetch(`${base}/v1/stores`)).status).toBe(404);
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    expect(jsonLines(output).map((line) => line.msg)).toEqual(expect.arrayContaining(['shutting down', 'stopped cleanly']));
   }, 60_000);
 });

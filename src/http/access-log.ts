@@ -1,0 +1,38 @@
+// One log line and one latency observation per request (operations.yaml): request id, method,
+// route template, status, duration; the merchant when the request was authenticated. Never the
+// query string's values or any header: keys and tokens travel in Authorization only, and that is
+// not logged.
+import type { Context, MiddlewareHandler } from 'hono';
+import { matchedRoutes } from 'hono/route';
+import type { Logger } from '../operations/log.js';
+import type { RequestIdEnv } from './request-id.js';
+
+export type LogEnv = { Variables: { requestId: string; log: Logger; merchantId?: number } };
+
+/** The route template that answered (`/v1/products/:id`), or "unmatched": bounded label values. */
+export function routeOf(c: Context): string {
+  const handler = matchedRoutes(c).findLast((route) => route.method !== 'ALL');
+  return handler?.path ?? 'unmatched';
+}
+
+export interface RequestObserver {
+  observeRequest(method: string, route: string, status: number, seconds: number): void;
+}
+
+export function accessLog(logger: Logger, observer: RequestObserver, logRequests: boolean): MiddlewareHandler<LogEnv & RequestIdEnv> {
+  return async (c, next) => {
+    const started = performance.now();
+    const log = logger.child({ request_id: c.var.requestId });
+    c.set('log', log);
+    await next();
+    const seconds = (performance.now() - started) / 1000;
+    const route = routeOf(c);
+    observer.observeRequest(c.req.method, route, c.res.status, seconds);
+    if (!logRequests) return;
+    const merchantId = c.get('merchantId');
+    log[c.res.status >= 500 ? 'error' : 'info']({
+      method: c.req.method, route, path: c.req.path, status: c.res.status, duration_ms: Math.round(seconds * 10_000) / 10,
+      ...(merchantId === undefined ? {} : { merchant_id: merchantId }),
+    }, 'request');
+  };
+}

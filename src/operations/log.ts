@@ -1,0 +1,28 @@
+// Structured logs (pino): one JSON object per line on stdout, at the configured level. Secrets
+// are never logged: no code passes a key, token or signing secret to the logger, and should one
+// slip into a logged object under a usual name, it is redacted (SECURITY.md, "What is logged").
+import { pino, type DestinationStream, type Logger } from 'pino';
+import type { Config } from '../config.js';
+
+export type { Logger };
+
+/** Names under which a secret could be logged by mistake: their values become "[redacted]". */
+export const REDACTED_PATHS = [
+  'authorization', 'headers.authorization', 'req.headers.authorization',
+  'secret', '*.secret', 'api_key', '*.api_key', 'key', '*.key', 'token', '*.token', 'password', '*.password',
+];
+
+export function createLogger(settings: Pick<Config['operations'], 'logLevel'>, destination?: DestinationStream): Logger {
+  const options = {
+    level: settings.logLevel,
+    base: { service: 'catalog-publishing-service' },
+    timestamp: pino.stdTimeFunctions.isoTime,
+    // "level":"info" rather than pino's numbers: readable, and what most log pipelines expect.
+    formatters: { level: (label: string) => ({ level: label }) },
+    redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
+  };
+  return destination ? pino(options, destination) : pino(options);
+}
+
+/** A logger that writes nothing (library use, tests that do not look at logs). */
+export const silentLogger: Logger = pino({ level: 'silent' });

@@ -1,0 +1,108 @@
+// Prometheus metrics (openapi/operations.yaml, getMetrics): what this process did (counters,
+// histograms) and the state of the whole service read from the database at scrape time (gauges).
+// No label carries a merchant, a key or a URL: cardinality stays bounded and nothing of one
+// merchant can be read from them.
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { CatalogStorage, OperationalCounts } from '../storage/port.js';
+import type { Logger } from './log.js';
+
+/** What a delivery attempt ended in (the `outcome` label). */
+export type DeliveryOutcome = 'succeeded' | 'failed' | 'given_up' | 'dropped';
+
+/** What the dispatcher reports; a no-op without metrics. */
+export interface DeliveryObserver {
+  observeDelivery(outcome: DeliveryOutcome, seconds: number): void;
+}
+
+const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+export const PROMETHEUS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
+
+/** Process metrics (CPU, RSS, event loop lag, GC) are one set per process, shared by every registry. */
+let processRegistry: Registry | undefined;
+function processMetrics(): Registry {
+  if (!processRegistry) {
+    processRegistry = new Registry();
+    collectDefaultMetrics({ register: processRegistry });
+  }
+  return processRegistry;
+}
+
+export class ServiceMetrics implements DeliveryObserver {
+  readonly registry = new Registry();
+  private readonly requestDuration = new Histogram({
+    name: 'cps_http_request_duration_seconds',
+    help: 'Time from request to response headers, by route template.',
+    labelNames: ['method', 'route', 'status'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
+  private readonly rateLimited = new Counter({
+    name: 'cps_rate_limited_total', help: 'Requests answered 429 by the per-key rate limit.', registers: [this.registry],
+  });
+  private readonly deliveries = new Counter({
+    name: 'cps_webhook_deliveries_total', help: 'Webhook delivery attempts made by this process, by outcome.',
+    labelNames: ['outcome'] as const, registers: [this.registry],
+  });
+  private readonly deliveryDuration = new Histogram({
+    name: 'cps_webhook_delivery_duration_seconds', help: 'Time from sending a delivery to the answer or the time-out.',
+    labelNames: ['outcome'] as const, buckets: LATENCY_BUCKETS, registers: [this.registry],
+  });
+  private readonly endpoints = new Gauge({
+    name: 'cps_webhook_endpoints', help: 'Receiver endpoints by health state.', labelNames: ['state'] as const, registers: [this.registry],
+  });
+  private readonly outboxDepth = new Gauge({
+    name: 'cps_webhook_outbox_depth', help: 'Changes recorded for an endpoint and not yet batched into a delivery.', registers: [this.registry],
+  });
+  private readonly waiting = new Gauge({
+    name: 'cps_webhook_deliveries_waiting', help: 'Deliveries waiting to be sent: pending (first attempt) or failed (waiting for a retry).',
+    labelNames: ['status'] as const, registers: [this.registry],
+  });
+  private readonly feedLag = new Gauge({
+    name: 'cps_feed_lag_seconds',
+    help: 'Age of the oldest outbox entry or waiting delivery of an active endpoint (0 when none): how far webhooks trail the change feed.',
+    registers: [this.registry],
+  });
+  private readonly images = new Gauge({
+    name: 'cps_images', help: 'Image source URLs by mirroring state.', labelNames: ['state'] as const, registers: [this.registry],
+  });
+
+  constructor(
+    private readonly storage: CatalogStorage,
+    private readonly now: () => Date,
+    private readonly logger: Logger,
+  ) {
+    // Every labelled series exists from the start, at 0: a rate() over a series that appears late misses its first increments.
+    for (const outcome of ['succeeded', 'failed', 'given_up', 'dropped'] as const) this.deliveries.inc({ outcome }, 0);
+  }
+
+  observeRequest(method: string, route: string, status: number, seconds: number): void {
+    this.requestDuration.observe({ method, route, status: String(status) }, seconds);
+    if (status === 429) this.rateLimited.inc();
+  }
+
+  observeDelivery(outcome: DeliveryOutcome, seconds: number): void {
+    this.deliveries.inc({ outcome });
+    this.deliveryDuration.observe({ outcome }, seconds);
+  }
+
+  /** The exposition: the database gauges are read now, in one snapshot. */
+  async exposition(): Promise<string> {
+    let counts: OperationalCounts | undefined;
+    try {
+      counts = this.storage.operationalCounts();
+    } catch (error) {
+      // A database that cannot answer shows in /readyz; the process metrics still go out.
+      this.logger.error({ err: error }, 'reading the operational counts for /metrics failed');
+    }
+    for (const gauge of [this.endpoints, this.outboxDepth, this.waiting, this.feedLag, this.images]) gauge.reset();
+    if (counts) {
+      for (const [state, n] of Object.entries(counts.endpoints)) this.endpoints.set({ state }, n);
+      this.outboxDepth.set(counts.outboxDepth);
+      for (const [status, n] of Object.entries(counts.waitingDeliveries)) this.waiting.set({ status }, n);
+      const lagMs = counts.oldestWaitingAt ? this.now().getTime() - Date.parse(counts.oldestWaitingAt) : 0;
+      this.feedLag.set(Math.max(0, lagMs) / 1000);
+      for (const [state, n] of Object.entries(counts.images)) this.images.set({ state }, n);
+    }
+    return `${await this.registry.metrics()}\n${await processMetrics().metrics()}`;
+  }
+}

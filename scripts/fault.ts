@@ -1,14 +1,15 @@
 // `npm run fault`: the full variant of the fault tests (test/faults/*.test.ts run the quick one in
 // `npm test`). kill -9 of the real `serve` during a bulk import, an exchange-rate re-pricing and a
 // delivery burst, at larger sizes; after each restart a full recompute of every payload, the change
-// feed and the outbox, and the receiver's log against every change. Prints what it checked.
-//   FAULT_PRODUCTS (default 40000)   products per scenario (the delivery burst uses a quarter)
-//   FAULT_SCENARIOS (default import,repricing,deliveries)
+// feed and the outbox, and the receiver's log against every change; and SIGTERM during a delivery
+// burst (graceful shutdown: exit 0, every delivery made exactly once). Prints what it checked.
+//   FAULT_PRODUCTS (default 40000)   products per scenario (the delivery bursts use a quarter)
+//   FAULT_SCENARIOS (default import,repricing,deliveries,shutdown)
 import { killAllServices } from '../test/faults/harness.js';
-import { killDuringDeliveries, killDuringImport, killDuringRepricing } from '../test/faults/scenarios.js';
+import { killDuringDeliveries, killDuringImport, killDuringRepricing, stopDuringDeliveries } from '../test/faults/scenarios.js';
 
 const products = Number(process.env.FAULT_PRODUCTS ?? 40_000);
-const scenarios = (process.env.FAULT_SCENARIOS ?? 'import,repricing,deliveries').split(',').map((s) => s.trim());
+const scenarios = (process.env.FAULT_SCENARIOS ?? 'import,repricing,deliveries,shutdown').split(',').map((s) => s.trim());
 if (!Number.isInteger(products) || products < 100) throw new Error('FAULT_PRODUCTS must be an integer of at least 100');
 
 const started = Date.now();
@@ -20,17 +21,19 @@ const runs: Record<string, () => Promise<unknown>> = {
   import: () => killDuringImport({ products, publishChunk: 2000, log }),
   repricing: () => killDuringRepricing({ products, publishChunk: 2000, log }),
   deliveries: () => killDuringDeliveries({ products: Math.max(100, Math.floor(products / 4)), publishChunk: 2000, log }),
+  shutdown: () => stopDuringDeliveries({ products: Math.max(100, Math.floor(products / 4)), publishChunk: 2000, log }),
 };
 const titles: Record<string, string> = {
   import: `kill -9 during a bulk NDJSON import of ${products} products (chunks of 2000, one transaction each)`,
   repricing: `kill -9 during an exchange-rate re-pricing of ${products} products in two stores (one transaction)`,
   deliveries: `kill -9 during a delivery burst (${Math.floor(products / 4)} products in 3 stores)`,
+  shutdown: `SIGTERM during a delivery burst (${Math.floor(products / 4)} products in 3 stores)`,
 };
 
 let failed = 0;
 for (const name of scenarios) {
   const run = runs[name];
-  if (!run) throw new Error(`unknown scenario "${name}" (import, repricing, deliveries)`);
+  if (!run) throw new Error(`unknown scenario "${name}" (import, repricing, deliveries, shutdown)`);
   log(`${titles[name]}`);
   try {
     await run();

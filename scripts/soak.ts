@@ -4,6 +4,8 @@
 // webhook deliveries they cause flowing to a local receiver that checks every signature. Reports
 // every few seconds and ends with a verdict on errors (target 0) and on the service's RSS (target:
 // flat), then drains the deliveries, stops the service with SIGTERM and runs the full recompute.
+// It also scrapes the service's /metrics with each report (feed lag) and at the end (what the
+// service itself counted: 5xx answers, deliveries by outcome), so the metrics are checked too.
 // Every request goes to 127.0.0.1; every loop is bounded by the deadline; it stops by itself.
 // Each reader has an API key of its own and reads at SOAK_READ_RPS / SOAK_READERS (50/s by default,
 // the default per-key rate limit, which paced requests never exceed); a 429 counts as an error.
@@ -21,6 +23,7 @@ import { buildDemoCatalog, demoProduct } from '../src/admin/demo.js';
 import { verifyCatalog } from '../src/catalog/verify.js';
 import { openSqliteStorage } from '../src/storage/sqlite.js';
 import { ServiceProcess, freePort, killAllServices, sleep } from '../test/faults/harness.js';
+import { sample, total } from '../test/support/metrics.js';
 import { signatureMatches } from '../test/support/receiver.js';
 
 function setting(name: string, fallback: number): number {
@@ -185,6 +188,9 @@ const backlog = () => ({
   unfinished: probe.prepare("SELECT count(*) FROM webhook_deliveries WHERE status IN ('pending', 'failed')").pluck().get() as number,
 });
 
+const scrape = async () => (await fetch(`${base}/metrics`)).text();
+let maxFeedLag = 0;
+
 const started = Date.now();
 const deadline = started + SECONDS * 1000;
 const lastPage = Math.ceil(PRODUCTS / 50);
@@ -240,7 +246,7 @@ async function rateChanger(): Promise<void> {
 }
 
 async function reporter(): Promise<void> {
-  const header = '  time | requests |   req/s | errors | read p50 |  read p99 | write p50 | write p99 |    RSS | deliveries | backlog';
+  const header = '  time | requests |   req/s | errors | read p50 |  read p99 | write p50 | write p99 |    RSS | deliveries | backlog | feed lag';
   log(header);
   let last = Date.now();
   let deliveredBefore = 0;
@@ -257,6 +263,8 @@ async function reporter(): Promise<void> {
     reads.sort((a, b) => a - b);
     writes.sort((a, b) => a - b);
     const { outbox, unfinished } = backlog();
+    const feedLag = sample(await scrape(), 'cps_feed_lag_seconds') ?? Number.NaN;
+    maxFeedLag = Math.max(maxFeedLag, feedLag);
     const ms = (v: number) => `${v.toFixed(1)} ms`;
     log([
       `${String(Math.round((now - started) / 1000)).padStart(4)} s`, String(requests).padStart(8),
@@ -264,7 +272,7 @@ async function reporter(): Promise<void> {
       ms(percentile(reads, 50)).padStart(8), ms(percentile(reads, 99)).padStart(9),
       ms(percentile(writes, 50)).padStart(9), ms(percentile(writes, 99)).padStart(9),
       `${((kib ?? 0) / 1024).toFixed(0)} MiB`.padStart(6), String(receiver.state.deliveries - deliveredBefore).padStart(10),
-      String(outbox + unfinished).padStart(7),
+      String(outbox + unfinished).padStart(7), `${feedLag.toFixed(1)} s`.padStart(8),
     ].join(' | '));
     for (const sample of errorSamples) log(`         error: ${sample}`);
     deliveredBefore = receiver.state.deliveries;
@@ -285,6 +293,13 @@ while ((left.outbox > 0 || left.unfinished > 0) && Date.now() - drainStarted < 3
 }
 probe.close();
 const drainedMs = Date.now() - drainStarted;
+// What the service counted itself, before it stops.
+const metrics = await scrape();
+const served5xx = total(metrics, 'cps_http_request_duration_seconds_count', (labels) => labels.status!.startsWith('5'));
+const servedRequests = total(metrics, 'cps_http_request_duration_seconds_count');
+const deliveriesByOutcome = Object.fromEntries(['succeeded', 'failed', 'given_up', 'dropped']
+  .map((outcome) => [outcome, sample(metrics, 'cps_webhook_deliveries_total', { outcome }) ?? 0]));
+const feedLagAfterDrain = sample(metrics, 'cps_feed_lag_seconds') ?? Number.NaN;
 const finalRss = service.rssKib();
 const stopStarted = Date.now();
 await service.stop('SIGTERM');
@@ -318,11 +333,16 @@ log(`  deliveries: ${receiver.state.deliveries} received, ${receiver.state.inval
   + `(${left.outbox + left.unfinished} left); ${changes.length - unseen} of ${changes.length} changes recorded during the soak reached the receiver`);
 log(`  RSS: first ${((rssSamples[0]?.kib ?? 0) / 1024).toFixed(1)} MiB, middle third ${(middle / 1024).toFixed(1)} MiB, `
   + `last third ${(lastThird / 1024).toFixed(1)} MiB (x${rssRatio.toFixed(3)}), at the end ${((finalRss ?? 0) / 1024).toFixed(1)} MiB`);
+log(`  the service's /metrics: ${servedRequests} requests counted, ${served5xx} answered 5xx; deliveries ${JSON.stringify(deliveriesByOutcome)}; `
+  + `feed lag at most ${maxFeedLag.toFixed(1)} s at the reports, ${feedLagAfterDrain} s after the drain`);
 log(`  SIGTERM: exited ${exitedCleanly ? 'with 0' : `with ${service.child.exitCode ?? service.child.signalCode}`} in ${stopMs} ms`);
 log(`  full recompute: ${consistency.payloadsCompared} payloads, ${consistency.changes} changes, ${consistency.deliveriesCovered} outbox/delivery pairs, ${consistency.problemCount} problems`);
 for (const problem of consistency.problems.slice(0, 5)) log(`    ${problem}`);
 const verdicts = [
   [`errors: ${totals.errors} (target 0)`, totals.errors === 0],
+  [`5xx counted by the service's /metrics: ${served5xx} (target 0)`, served5xx === 0],
+  [`deliveries the service counted as succeeded equal those received: ${deliveriesByOutcome.succeeded} / ${receiver.state.deliveries}`,
+    deliveriesByOutcome.succeeded === receiver.state.deliveries],
   [`RSS ${rssFlat ? 'flat' : 'growing'}: last third / middle third = ${rssRatio.toFixed(3)} (target <= 1.10)`, rssFlat],
   [`every change delivered at least once: ${unseen === 0 ? 'yes' : `${unseen} not`}`, unseen === 0 && receiver.state.invalid === 0],
   [`consistent with a full recompute: ${consistency.problemCount === 0 ? 'yes' : 'no'}`, consistency.problemCount === 0],

@@ -202,6 +202,14 @@ export class FaultWorld {
     await this.start();
   }
 
+  /** SIGTERM (graceful shutdown), and wait until the process is gone; returns its exit code. */
+  async terminate(): Promise<number | null> {
+    await this.service!.stop('SIGTERM');
+    const code = this.service!.child.exitCode;
+    this.log(`  serve stopped with SIGTERM (exit code ${code})`);
+    return code;
+  }
+
   /** An admin request that must succeed; returns the parsed body. */
   async admin(method: string, pathname: string, body?: unknown, contentType = 'application/json'): Promise<any> {
     const response = await this.adminRequest(method, pathname, body, contentType);

@@ -1,11 +1,12 @@
 // The fault scenarios (issue 6, "Fault and load tests"): kill -9 of `serve` during a bulk NDJSON
 // import, during an exchange-rate re-pricing, and during a delivery burst; after each restart the
-// full recompute agrees with what is stored and the receiver saw every change at least once.
+// full recompute agrees with what is stored and the receiver saw every change at least once. And
+// SIGTERM during a delivery burst: the graceful shutdown loses nothing and sends nothing twice.
 // Each scenario throws, saying what broke, when a check fails, and returns what it observed.
 // Quick sizes run in `npm test` (test/faults/*.test.ts), larger ones in `npm run fault`.
 import type { ConsistencyReport } from '../../src/catalog/verify.js';
 import {
-  FaultWorld, catalogProduct, ndjson, readDatabase, sleep, writeTransactionOpen, type ReceiverCheck,
+  FaultWorld, catalogProduct, ndjson, readDatabase, sleep, until, writeTransactionOpen, type ReceiverCheck,
 } from './harness.js';
 
 export interface ScenarioOptions {
@@ -316,6 +317,73 @@ export async function killDuringDeliveries(options: ScenarioOptions): Promise<De
     await world.verify('after the deliveries drained');
     const receiver = world.receiverSawEveryChange();
     return { changes: atKill.changes, unfinishedAtKill: atKill.unfinished, receiver };
+  } finally {
+    await world.close();
+  }
+}
+
+export interface ShutdownReport {
+  changes: number;
+  /** Requests open at the receiver when SIGTERM was sent. */
+  inFlightAtStop: number;
+  /** Outbox rows and deliveries not yet sent when the process had stopped: handed back, not lost. */
+  handedBack: number;
+  receiver: ReceiverCheck;
+  deliveries: number;
+}
+
+/**
+ * SIGTERM while deliveries are in flight (issue 6, graceful shutdown). The process exits 0 after the
+ * deliveries in hand are answered and recorded; nothing claimed is left unfinished, so the restart
+ * re-sends nothing: every delivery is made exactly once (one attempt each, as many requests as
+ * deliveries), and the receiver sees every change.
+ */
+export async function stopDuringDeliveries(options: ScenarioOptions): Promise<ShutdownReport> {
+  const log = options.log ?? (() => {});
+  const world = await FaultWorld.create({ publishChunk: options.publishChunk, receiverDelayMs: 25, log });
+  try {
+    await world.start();
+    await world.setupMerchant();
+    await world.admin('POST', `${world.merchantPath}/imports`,
+      ndjson(Array.from({ length: options.products }, (_, i) => catalogProduct(i, 1))), 'application/x-ndjson');
+    const removed = Math.floor(options.products / 20);
+    await world.admin('POST', `${world.merchantPath}/imports`,
+      ndjson(Array.from({ length: removed }, (_, i) => ({ op: 'delete_product', ref: `P-${i * 20}` }))), 'application/x-ndjson');
+    log(`  imported ${options.products} products in 3 stores, then deleted ${removed}`);
+    await world.receiver.waitFor(25, 60_000);
+    await until(() => world.receiver.inFlightNow > 0, 10_000, () => 'no delivery in flight to stop during', 1);
+    const inFlightAtStop = world.receiver.inFlightNow;
+    const code = await world.terminate();
+    if (code !== 0) throw new Error(`serve exited with ${code} on SIGTERM, not 0`);
+    const atStop = readDatabase(world.database, (db) => ({
+      // Claimed (occurred_at set at the claim) and not finished: these would be sent again.
+      claimedUnfinished: db.prepare("SELECT count(*) FROM webhook_deliveries WHERE status = 'pending' AND occurred_at IS NOT NULL").pluck().get() as number,
+      handedBack: (db.prepare('SELECT count(*) FROM webhook_outbox').pluck().get() as number)
+        + (db.prepare("SELECT count(*) FROM webhook_deliveries WHERE status IN ('pending', 'failed')").pluck().get() as number),
+      succeeded: db.prepare("SELECT count(*) FROM webhook_deliveries WHERE status = 'succeeded'").pluck().get() as number,
+    }));
+    if (atStop.claimedUnfinished > 0) throw new Error(`${atStop.claimedUnfinished} deliveries were claimed and left unfinished by the shutdown`);
+    if (atStop.succeeded !== world.receiver.count) {
+      throw new Error(`the receiver answered ${world.receiver.count} requests but ${atStop.succeeded} deliveries are recorded as succeeded`);
+    }
+    if (atStop.handedBack === 0) throw new Error('the stop came after every delivery: make the burst larger');
+    log(`  stopped with ${inFlightAtStop} deliveries in flight (all answered and recorded), ${atStop.handedBack} outbox rows and deliveries handed back`);
+    await world.restart();
+    await world.drained();
+    await world.verify('after the restart and the deliveries drained');
+    const receiver = world.receiverSawEveryChange();
+    const totals = readDatabase(world.database, (db) => ({
+      deliveries: db.prepare('SELECT count(*) FROM webhook_deliveries').pluck().get() as number,
+      notOnce: db.prepare("SELECT count(*) FROM webhook_deliveries WHERE status != 'succeeded' OR attempts != 1").pluck().get() as number,
+      attempts: db.prepare('SELECT count(*) FROM webhook_attempts').pluck().get() as number,
+      changes: db.prepare('SELECT count(*) FROM changes').pluck().get() as number,
+    }));
+    if (totals.notOnce > 0) throw new Error(`${totals.notOnce} deliveries were not made exactly once`);
+    if (totals.attempts !== totals.deliveries || receiver.requests !== totals.deliveries) {
+      throw new Error(`${totals.deliveries} deliveries, ${totals.attempts} attempts, ${receiver.requests} requests received: something was sent twice`);
+    }
+    log(`  every one of ${totals.deliveries} deliveries was made exactly once (${totals.attempts} attempts, ${receiver.requests} requests received)`);
+    return { changes: totals.changes, inFlightAtStop, handedBack: atStop.handedBack, receiver, deliveries: totals.deliveries };
   } finally {
     await world.close();
   }

@@ -2,21 +2,9 @@
 // service, every response checked against the operations document by the contract harness.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { adminOk, createMerchant, importNdjson, simpleProduct } from '../support/admin-http.js';
+import { sample } from '../support/metrics.js';
 import { startTestService, type TestService } from '../support/service.js';
 import { startWebhookWorld, MINUTE, SECOND, type WebhookWorld } from '../webhooks/harness.js';
-
-/** The value of one sample of the exposition, by metric name and exact labels; undefined when absent. */
-function sample(exposition: string, name: string, labels: Record<string, string> = {}): number | undefined {
-  for (const line of exposition.split('\n')) {
-    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
-    if (!match || match[1] !== name) continue;
-    const found = Object.fromEntries([...(match[2] ?? '').matchAll(/([a-zA-Z_]+)="((?:[^"\\]|\\.)*)"/g)].map((m) => [m[1], m[2]]));
-    if (Object.keys(found).length === Object.keys(labels).length && Object.entries(labels).every(([k, v]) => found[k] === v)) {
-      return Number(match[3]);
-    }
-  }
-  return undefined;
-}
 
 async function scrape(service: TestService, token?: string): Promise<string> {
   const response = await service.fetch(`${service.url}/metrics`, token ? { headers: { Authorization: `Bearer ${token}` } } : {});

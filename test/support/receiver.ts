@@ -121,6 +121,11 @@ export class Receiver {
   private inFlight = 0;
   /** The most requests that were open at once. */
   maxInFlight = 0;
+
+  /** Requests open right now (received, not yet answered). */
+  get inFlightNow(): number {
+    return this.inFlight;
+  }
   private server: http.Server;
   private listening = false;
 

@@ -10,7 +10,7 @@
 // Each reader has an API key of its own and reads at SOAK_READ_RPS / SOAK_READERS (50/s by default,
 // the default per-key rate limit, which paced requests never exceed); a 429 counts as an error.
 // The service gets this process's environment, so CPS_* settings (e.g. the rate limit) apply.
-//   SOAK_SECONDS (60)  SOAK_PRODUCTS (5000)  SOAK_READERS (4)  SOAK_READ_RPS (200, all readers)
+//   SOAK_SECONDS (180: RSS needs a few minutes to settle)  SOAK_PRODUCTS (5000)  SOAK_READERS (4)  SOAK_READ_RPS (200, all readers)
 //   SOAK_WRITE_RPS (5)  SOAK_RATE_EVERY_SECONDS (20)  SOAK_REPORT_SECONDS (10)
 import fs from 'node:fs';
 import http from 'node:http';
@@ -32,7 +32,7 @@ function setting(name: string, fallback: number): number {
   return value;
 }
 
-const SECONDS = setting('SOAK_SECONDS', 60);
+const SECONDS = setting('SOAK_SECONDS', 180);
 const PRODUCTS = Math.floor(setting('SOAK_PRODUCTS', 5000));
 const READERS = Math.floor(setting('SOAK_READERS', 4));
 const READ_RPS = setting('SOAK_READ_RPS', 200);

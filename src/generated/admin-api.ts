@@ -2433,6 +2433,7 @@ export interface components {
             headers: {
                 /** @description Authentication challenge (RFC 6750); always exactly `Bearer realm="admin"`. */
                 "WWW-Authenticate": "Bearer realm=\"admin\"";
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -2447,6 +2448,7 @@ export interface components {
          */
         BadRequest: {
             headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -2459,6 +2461,7 @@ export interface components {
          */
         PayloadTooLarge: {
             headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -2468,6 +2471,7 @@ export interface components {
         /** @description The merchant, or the addressed resource of the merchant, does not exist (code `not_found`). */
         NotFound: {
             headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -2480,6 +2484,7 @@ export interface components {
          */
         Conflict: {
             headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -2495,6 +2500,7 @@ export interface components {
          */
         ImportRejected: {
             headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -2682,7 +2688,15 @@ export interface components {
             };
         };
     };
-    headers: never;
+    headers: {
+        /**
+         * @description The id of this request in the service's logs; quote it when you report a problem. When the
+         *     request carried an `X-Request-Id` of 1 to 128 characters from `A-Z a-z 0-9 . _ -`, it is
+         *     echoed unchanged (so one id follows a request through your logs and ours); otherwise the
+         *     service generates a random one (a UUID).
+         */
+        "X-Request-Id": string;
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;
@@ -2699,6 +2713,7 @@ export interface operations {
             /** @description All merchants. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2720,6 +2735,7 @@ export interface operations {
             /** @description The created merchant. */
             201: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2749,6 +2765,7 @@ export interface operations {
             /** @description The merchant. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2778,6 +2795,7 @@ export interface operations {
             /** @description The updated merchant. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2808,6 +2826,7 @@ export interface operations {
             /** @description The merchant's API keys. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2837,6 +2856,7 @@ export interface operations {
             /** @description The new key, including the secret `key` (shown once). */
             201: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2872,6 +2892,7 @@ export interface operations {
             /** @description The key is revoked. */
             204: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2899,6 +2920,7 @@ export interface operations {
             /** @description The merchant's stores. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2933,6 +2955,7 @@ export interface operations {
             /** @description The store as stored. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2969,6 +2992,7 @@ export interface operations {
             /** @description The store is deleted. */
             204: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2997,6 +3021,7 @@ export interface operations {
             /** @description The merchant's customer groups. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3026,6 +3051,7 @@ export interface operations {
             /** @description The created customer group. */
             201: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3062,6 +3088,7 @@ export interface operations {
             /** @description The updated customer group. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3098,6 +3125,7 @@ export interface operations {
             /** @description The customer group is deleted. */
             204: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3126,6 +3154,7 @@ export interface operations {
             /** @description The merchant's exchange rates. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3165,6 +3194,7 @@ export interface operations {
             /** @description The rate as stored. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3205,6 +3235,7 @@ export interface operations {
             /** @description The rate is deleted. */
             204: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3232,6 +3263,7 @@ export interface operations {
             /** @description The merchant's pricing rules. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3261,6 +3293,7 @@ export interface operations {
             /** @description The created pricing rule. */
             201: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3296,6 +3329,7 @@ export interface operations {
             /** @description The updated pricing rule. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3332,6 +3366,7 @@ export interface operations {
             /** @description The rule is deleted. */
             204: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3360,6 +3395,7 @@ export interface operations {
             /** @description The merchant's suppliers. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3394,6 +3430,7 @@ export interface operations {
             /** @description The supplier as stored. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3429,6 +3466,7 @@ export interface operations {
             /** @description The supplier is deleted. */
             204: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3457,6 +3495,7 @@ export interface operations {
             /** @description The merchant's attribute definitions. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3491,6 +3530,7 @@ export interface operations {
             /** @description The attribute definition as stored. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3526,6 +3566,7 @@ export interface operations {
             /** @description The definition is deleted. */
             204: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3559,6 +3600,7 @@ export interface operations {
             /** @description The product source. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3594,6 +3636,7 @@ export interface operations {
             /** @description The product source as stored (images with their current state). */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3630,6 +3673,7 @@ export interface operations {
             /** @description The product is deleted. */
             204: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3657,6 +3701,7 @@ export interface operations {
             /** @description Every line was applied. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3687,6 +3732,7 @@ export interface operations {
             /** @description The merchant's mirroring progress. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3716,6 +3762,7 @@ export interface operations {
             /** @description The number of dead images set back to pending. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3745,6 +3792,7 @@ export interface operations {
             /** @description The merchant's webhook endpoints. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3774,6 +3822,7 @@ export interface operations {
             /** @description The new endpoint, including the signing `secret` (shown once). */
             201: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3809,6 +3858,7 @@ export interface operations {
             /** @description The webhook endpoint. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3843,6 +3893,7 @@ export interface operations {
             /** @description The endpoint is deleted. */
             204: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3875,6 +3926,7 @@ export interface operations {
             /** @description The updated endpoint. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3910,6 +3962,7 @@ export interface operations {
             /** @description The endpoint with its new signing `secret` (shown once). */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3944,6 +3997,7 @@ export interface operations {
             /** @description The test delivery, queued for immediate dispatch. */
             202: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3979,6 +4033,7 @@ export interface operations {
             /** @description The number of deliveries queued again. */
             202: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4035,6 +4090,7 @@ export interface operations {
             /** @description A page of the endpoint's deliveries, newest first. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4074,6 +4130,7 @@ export interface operations {
             /** @description The delivery and its attempts. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4113,6 +4170,7 @@ export interface operations {
             /** @description The new delivery, queued. */
             202: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4151,6 +4209,7 @@ export interface operations {
             /** @description The most recent notifications, newest first. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {

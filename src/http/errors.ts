@@ -3,6 +3,7 @@
 import type { Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import { createLogger, type Logger } from '../operations/log.js';
+import { requestLog } from './access-log.js';
 import { ProblemError, invalidInput, problemResponse } from './problem.js';
 
 /** For an app assembled without the access log (which gives each request its own logger). */
@@ -21,7 +22,7 @@ export function renderError(error: Error, c: Context): Response {
     return problemResponse(invalidInput('body', [{ name: '/', in: 'body', reason }]), instance);
   }
   // The request's logger carries its id, which is in the response too: a caller's report leads here.
-  const log: Logger = c.get('log') ?? fallbackLogger;
+  const log: Logger = requestLog(c) ?? fallbackLogger;
   log.error({ err: error, method: c.req.method, path: instance }, 'unhandled error');
   return problemResponse(new ProblemError('internal_error', 'An unexpected error occurred.'), instance);
 }

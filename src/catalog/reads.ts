@@ -23,8 +23,12 @@ export interface PageMeta {
 export interface ProductPage {
   /** The page's product payloads as UTF-8 JSON, comma-separated (the inside of `data: [...]`). */
   data: Uint8Array;
+  /** The rows' stored hashes: what the page's ETag is computed over (with the envelope). */
+  digests: Uint8Array;
   meta: PageMeta;
 }
+
+const EMPTY = new Uint8Array(0);
 
 export function toPublicStore(store: StoreRecord): Store {
   return {
@@ -72,9 +76,10 @@ export class CatalogReads {
     const lastPage = Math.max(1, Math.ceil(total / perPage));
     const start = (page - 1) * perPage;
     const meta = { current_page: page, per_page: perPage, last_page: lastPage, total };
-    if (start >= total) return { data: new Uint8Array(0), meta };
+    if (start >= total) return { data: EMPTY, digests: EMPTY, meta };
     const end = Math.min(total, start + perPage) - 1;
-    return { data: this.storage.publishedPageBytes(store.id, ids[start]!, ids[end]!), meta };
+    const { bytes, digests } = this.storage.publishedPage(store.id, ids[start]!, ids[end]!);
+    return { data: bytes, digests, meta };
   }
 
   /**
@@ -87,13 +92,11 @@ export class CatalogReads {
     const total = ids.length;
     const lastPage = Math.max(1, Math.ceil(total / perPage));
     const start = firstGreater(ids, afterId);
-    if (start >= total) return { data: new Uint8Array(0), meta: { current_page: lastPage, per_page: perPage, last_page: lastPage, total } };
+    if (start >= total) return { data: EMPTY, digests: EMPTY, meta: { current_page: lastPage, per_page: perPage, last_page: lastPage, total } };
     const end = Math.min(total, start + perPage) - 1;
     const currentPage = end === total - 1 ? lastPage : Math.min(lastPage - 1, Math.floor(end / perPage) + 1);
-    return {
-      data: this.storage.publishedPageBytes(store.id, ids[start]!, ids[end]!),
-      meta: { current_page: currentPage, per_page: perPage, last_page: lastPage, total },
-    };
+    const { bytes, digests } = this.storage.publishedPage(store.id, ids[start]!, ids[end]!);
+    return { data: bytes, digests, meta: { current_page: currentPage, per_page: perPage, last_page: lastPage, total } };
   }
 
   /** Some products of the store by id (ids outside the catalog are absent), ascending. */

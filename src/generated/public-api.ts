@@ -45,8 +45,8 @@ export interface paths {
          *     default limits a key may send 600 requests at once (a whole store of up to 120,000 products)
          *     and 50 per second after that (see `RateLimit-Policy`).
          *
-         *     **Conditional reads.** Every page carries a strong `ETag` computed over its exact bytes (in
-         *     every form: `page`, `after_id` and `ids`). Send it back in `If-None-Match` to revalidate a page
+         *     **Conditional reads.** Every page carries a strong `ETag` that identifies its exact bytes (in
+         *     every form: `page`, `after_id` and `ids`; see the header for how). Send it back in `If-None-Match` to revalidate a page
          *     you hold: while no byte of it would change (its products, `store` and `meta`), the answer is
          *     `304 Not Modified` without a body. Any write that changes one of its products, or the number
          *     of products in the store, changes the tag.
@@ -1064,11 +1064,14 @@ export interface components {
     requestBodies: never;
     headers: {
         /**
-         * @description Strong entity tag of this response: the SHA-256 (base64url, 43 characters) of the exact JSON
-         *     bytes, in double quotes, followed by `-gzip` or `-br` when the response is sent to a client that
-         *     accepts that content coding (each coding is a distinct representation, RFC 9110 8.8.3). It
-         *     changes whenever any byte of the response would change (a product, the page's `meta`, the store
-         *     list). Send it back in `If-None-Match` to get `304 Not Modified` while it is still current.
+         * @description Strong entity tag of this response: a SHA-256 (base64url, 43 characters) in double quotes,
+         *     followed by `-gzip` or `-br` when the response is sent to a client that accepts that content
+         *     coding (each coding is a distinct representation, RFC 9110 8.8.3). It changes whenever any byte
+         *     of the response would change (a product, the page's `meta`, the store list), and two responses
+         *     with the same bytes carry the same tag. For a single product, `ids` lookups and the store list
+         *     it is the hash of the exact JSON bytes; for a page of `GET /v1/products` it is computed from
+         *     hashes the service stores with each product and from the page's envelope, so treat it as
+         *     opaque. Send it back in `If-None-Match` to get `304 Not Modified` while it is still current.
          */
         CatalogETag: string;
         /**

@@ -129,7 +129,7 @@ export interface CatalogStorage {
   /** The stored payload (UTF-8 JSON) of one product in the store. */
   publishedPayload(storeId: number, productId: number): Uint8Array | undefined;
   /** Payloads of the store's products with fromId <= id <= toId, ascending, joined by commas. */
-  publishedPageBytes(storeId: number, fromId: number, toId: number): Uint8Array;
+  publishedPage(storeId: number, fromId: number, toId: number): PublishedPage;
   /** Every product id published for the store, ascending. */
   publishedProductIds(storeId: number): Float64Array | number[];
   /** Payloads of the listed products found in the store, ascending, joined by commas, and their count. */
@@ -177,6 +177,18 @@ export interface CatalogStorage {
   insertNotification(input: Omit<NotificationRecord, 'id' | 'emailed_at'>): NotificationRecord;
   listNotifications(merchantId: number, limit: number): NotificationRecord[];
   markNotificationEmailed(id: number, at: string): void;
+}
+
+/** A range of a store's published payloads, and what identifies their bytes. */
+export interface PublishedPage {
+  /** The payloads (UTF-8 JSON), ascending by product id, joined by commas. */
+  bytes: Uint8Array;
+  /**
+   * Each row's stored price and content hashes, in the same order: together they change whenever
+   * any byte of the row does, so a page's ETag is computed over these (~11 KB) instead of the
+   * page's ~155 KB.
+   */
+  digests: Uint8Array;
 }
 
 export interface OperationalCounts {

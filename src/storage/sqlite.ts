@@ -8,7 +8,7 @@ import type {
 } from '../catalog/model.js';
 import { migrations } from './migrations.js';
 import type {
-  ImageMirrorWork, OperationalCounts,
+  ImageMirrorWork, OperationalCounts, PublishedPage,
   AttemptRecord, DeliveryRecord, DeliveryStatus, NotificationRecord, OutboxGroup, OutboxRow,
   WebhookEndpointInputRecord, WebhookEndpointRecord,
   ApiKeyRecord, CatalogStorage, ChangeRow, StoredChange, MerchantRecord, PricingRuleInputRecord, PublishedRow,
@@ -509,11 +509,14 @@ export class SqliteStorage implements CatalogStorage {
       .pluck().get(storeId, productId) as Uint8Array | undefined;
   }
 
-  publishedPageBytes(storeId: number, fromId: number, toId: number): Uint8Array {
-    // One UTF-8 buffer built by SQLite: no per-row strings, no re-encoding on the way out.
-    return this.stmt(`SELECT CAST(coalesce(group_concat(payload, ','), '') AS BLOB) FROM
-      (SELECT payload FROM published_products WHERE store_id = ? AND product_id BETWEEN ? AND ? ORDER BY product_id)`)
-      .pluck().get(storeId, fromId, toId) as Uint8Array;
+  publishedPage(storeId: number, fromId: number, toId: number): PublishedPage {
+    // One UTF-8 buffer built by SQLite: no per-row strings, no re-encoding on the way out; the
+    // rows' hashes come from the same scan.
+    const [bytes, digests] = this.stmt(`SELECT CAST(coalesce(group_concat(payload, ','), '') AS BLOB),
+      CAST(coalesce(group_concat(price_hash || content_hash, ''), '') AS BLOB) FROM
+      (SELECT payload, price_hash, content_hash FROM published_products WHERE store_id = ? AND product_id BETWEEN ? AND ? ORDER BY product_id)`)
+      .raw().get(storeId, fromId, toId) as [Uint8Array, Uint8Array];
+    return { bytes, digests };
   }
 
   publishedProductIds(storeId: number): number[] {

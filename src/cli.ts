@@ -154,7 +154,11 @@ async function serveCommand(config: ReturnType<typeof loadConfig>): Promise<void
     fs.writeFileSync(credentialsFile, `${JSON.stringify(demo, null, 2)}\n`, { mode: 0o600 });
   }
   const metrics = new ServiceMetrics(storage, () => new Date(), logger);
-  const server = await startServer(storage, config, { logger, metrics });
+  const server = await startServer(storage, config, { logger, metrics }).catch((error: unknown) => {
+    logger.fatal({ err: error, port: config.port }, 'failed to start: the port cannot be listened on');
+    storage.close();
+    process.exit(1);
+  });
   const stopPruning = schedulePruning(storage, () => new Date(), config.changes.retentionDays, config.changes.pruneIntervalSeconds, logger);
   const dispatcher = config.webhookDispatcher ? createWebhookDispatcher(storage, config, { logger, metrics }) : null;
   dispatcher?.start();
@@ -174,20 +178,30 @@ async function serveCommand(config: ReturnType<typeof loadConfig>): Promise<void
   logger.info({
     url: server.url, database: config.databasePath, webhook_dispatcher: Boolean(dispatcher), image_mirroring: Boolean(mirror),
   }, 'listening');
-  onShutdown(logger, async () => {
+  onShutdown(logger, shutdownDeadlineMs(config), async () => {
     stopPruning();
-    await server.close();
-    await dispatcher?.stop();
-    await mirror?.stop();
+    // Not ready at once; load balancers get CPS_SHUTDOWN_DELAY_MS to see it while we still serve.
+    server.lifecycle.shuttingDown = true;
+    if (config.operations.shutdownDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, config.operations.shutdownDelayMs));
+    // In parallel: stop accepting and finish the requests in flight; the dispatcher and the
+    // mirror take no new work and finish what they hold (bounded by their own time-outs).
+    await Promise.all([server.close(), dispatcher?.stop(), mirror?.stop()]);
     storage.close();
   });
 }
 
+/** After this, a shutdown still waiting on something is cut short (exit 1). */
+function shutdownDeadlineMs(config: ReturnType<typeof loadConfig>): number {
+  const { shutdownDelayMs, shutdownGraceMs } = config.operations;
+  return shutdownDelayMs + Math.max(shutdownGraceMs, config.webhooks.timeoutMs, config.images.timeoutMs) + 5000;
+}
+
 /**
- * SIGTERM or SIGINT: the stop function runs once (not ready at once, then requests and deliveries
- * in flight finish), the database closes and the process exits 0. A second signal exits at once.
+ * SIGTERM or SIGINT: the stop function runs once (not ready at once, then requests, deliveries and
+ * image fetches in flight finish), the database closes and the process exits 0. A second signal,
+ * or the deadline passing, exits 1 at once.
  */
-function onShutdown(logger: Logger, stop: () => Promise<void>): void {
+function onShutdown(logger: Logger, deadlineMs: number, stop: () => Promise<void>): void {
   let stopping = false;
   const handle = (signal: NodeJS.Signals) => {
     if (stopping) {
@@ -195,7 +209,11 @@ function onShutdown(logger: Logger, stop: () => Promise<void>): void {
       process.exit(1);
     }
     stopping = true;
-    logger.info({ signal }, 'shutting down');
+    logger.info({ signal, deadline_ms: deadlineMs }, 'shutting down');
+    setTimeout(() => {
+      logger.fatal({ deadline_ms: deadlineMs }, 'shutdown did not finish in time: exiting');
+      process.exit(1);
+    }, deadlineMs).unref();
     stop().then(() => {
       logger.info('stopped cleanly');
       process.exit(0);
@@ -264,18 +282,21 @@ async function workerCommand(config: ReturnType<typeof loadConfig>): Promise<voi
   const logger = createLogger(config.operations);
   const storage = openSqliteStorage(config.databasePath);
   const metrics = new ServiceMetrics(storage, () => new Date(), logger);
+  // The operations listener first: a port in use stops the worker before it takes any work.
+  const ops = config.operations.workerOpsPort === null ? null
+    : await startOperationsServer(storage, config, config.operations.workerOpsPort, { logger, metrics }).catch((error: unknown) => {
+      logger.fatal({ err: error, port: config.operations.workerOpsPort }, 'failed to start: the operations port cannot be listened on');
+      storage.close();
+      process.exit(1);
+    });
   const dispatcher = createWebhookDispatcher(storage, config, { logger, metrics });
   dispatcher.start();
   const mirror = createImageMirror(storage, config, { logger });
   mirror.start();
-  const ops = config.operations.workerOpsPort === null ? null
-    : await startOperationsServer(storage, config, config.operations.workerOpsPort, { logger, metrics });
   logger.info({ database: config.databasePath, operations_url: ops?.url }, 'webhook dispatcher and image mirroring running');
-  onShutdown(logger, async () => {
+  onShutdown(logger, shutdownDeadlineMs(config), async () => {
     if (ops) ops.lifecycle.shuttingDown = true;
-    await dispatcher.stop();
-    await mirror.stop();
-    await ops?.close();
+    await Promise.all([dispatcher.stop(), mirror.stop(), ops?.close()]);
     storage.close();
   });
 }

@@ -99,7 +99,9 @@ export interface Config {
     metricsToken: string | null;
     /** Port `worker` answers /healthz, /readyz and /metrics on; null: no listener. */
     workerOpsPort: number | null;
-    /** On SIGTERM, requests and deliveries in flight get this long to finish. */
+    /** On SIGTERM, /readyz answers 503 this long while the process still serves (for load balancers). */
+    shutdownDelayMs: number;
+    /** Then requests in flight get this long to finish (deliveries and image fetches their own time-outs). */
     shutdownGraceMs: number;
   };
   changes: {
@@ -215,6 +217,7 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
       accessLog: bool(env, 'CPS_ACCESS_LOG', true),
       metricsToken: env.CPS_METRICS_TOKEN || null,
       workerOpsPort: env.CPS_OPS_PORT ? int(env, 'CPS_OPS_PORT', 0) : null,
+      shutdownDelayMs: int(env, 'CPS_SHUTDOWN_DELAY_MS', 0),
       shutdownGraceMs: int(env, 'CPS_SHUTDOWN_GRACE_MS', 10_000),
     },
     changes: {

@@ -34,8 +34,13 @@ export interface ServerOptions {
 }
 
 async function listen(fetch: (request: Request) => Response | Promise<Response>, port: number, host: string) {
-  const server: ServerType = await new Promise((resolve) => {
-    const s = serve({ fetch, port, hostname: host }, () => resolve(s));
+  // A port in use (or any listen error) rejects instead of crashing the process.
+  const server: ServerType = await new Promise((resolve, reject) => {
+    const s = serve({ fetch, port, hostname: host }, () => {
+      s.off('error', reject);
+      resolve(s);
+    });
+    s.once('error', reject);
   });
   const bound = (server.address() as AddressInfo).port;
   return {

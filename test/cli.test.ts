@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.js';
+import { silentLogger } from '../src/operations/log.js';
 import { startServer } from '../src/server.js';
 import { openSqliteStorage } from '../src/storage/sqlite.js';
 import { contractFetch } from './support/contract.js';
@@ -42,7 +43,7 @@ async function publicGet(pathAndQuery: string, key: string): Promise<{ status: n
   const storage = openSqliteStorage(db);
   const server = await startServer(storage, loadConfig({}, {
     port: 0, host: '127.0.0.1', databasePath: db, adminToken: 'adm_cli_test_token', adminTokenConfigured: true, demoOnEmpty: false,
-  }), { docsFile: path.join(dir, 'no-docs.html') });
+  }), { docsFile: path.join(dir, 'no-docs.html'), logger: silentLogger });
   try {
     const response = await contractFetch()(`${server.url}${pathAndQuery}`, { headers: { Authorization: `Bearer ${key}` } });
     return { status: response.status, body: await response.json() };

@@ -66,7 +66,7 @@ export interface paths {
          *     | `cps_webhook_endpoints` | gauge | `state` | receiver endpoints by health state: `active`, `paused`, `disabled` |
          *     | `cps_webhook_outbox_depth` | gauge | | changes recorded for an endpoint and not yet batched into a delivery |
          *     | `cps_webhook_deliveries_waiting` | gauge | `status` | deliveries waiting to be sent: `pending` (first attempt) and `failed` (waiting for a retry) |
-         *     | `cps_feed_lag_seconds` | gauge | | how far webhook delivery trails the change feed: the age of the oldest outbox entry or waiting delivery of an active endpoint; 0 when nothing waits (paused and disabled endpoints do not count: their backlog is not being worked on) |
+         *     | `cps_feed_lag_seconds` | gauge | | how far webhook dispatch trails the change feed: the age of the oldest change recorded for an active endpoint and not yet attempted (still in the outbox, or in a delivery not yet sent); 0 when nothing waits. Paused and disabled endpoints do not count (their backlog is not being worked on), nor do failed deliveries waiting for a retry (a receiver's trouble, not the dispatcher's: see `cps_webhook_deliveries_waiting{status="failed"}`) |
          *     | `cps_images` | gauge | `state` | image source URLs by mirroring state: `pending`, `mirrored`, `dead` |
          *     | `cps_rate_limited_total` | counter | | requests answered `429` by the per-key rate limit |
          */
@@ -100,7 +100,7 @@ export interface components {
             status: "ready" | "not_ready";
             /** @description Each check's result, `ok` or why it failed. */
             checks: {
-                /** @description `ok` when the database answers a query, otherwise the error. */
+                /** @description `ok` when the database answers a query, otherwise `unavailable` (the error is in the log). */
                 database: string;
                 /** @description `ok` when every migration this version knows is applied, otherwise which are missing. */
                 schema: string;

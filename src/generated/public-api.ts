@@ -1067,8 +1067,8 @@ export interface components {
          * @description Strong entity tag of this response: a SHA-256 (base64url, 43 characters) in double quotes,
          *     followed by `-gzip` or `-br` when the response is sent to a client that accepts that content
          *     coding (each coding is a distinct representation, RFC 9110 8.8.3). It changes whenever any byte
-         *     of the response would change (a product, the page's `meta`, the store list), and two responses
-         *     with the same bytes carry the same tag. For a single product, `ids` lookups and the store list
+         *     of the response would change (a product, the page's `meta`, the store list), and the same URL
+         *     answering the same bytes carries the same tag. For a single product, `ids` lookups and the store list
          *     it is the hash of the exact JSON bytes; for a page of `GET /v1/products` it is computed from
          *     hashes the service stores with each product and from the page's envelope, so treat it as
          *     opaque. Send it back in `If-None-Match` to get `304 Not Modified` while it is still current.

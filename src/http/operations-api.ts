@@ -6,10 +6,10 @@ import type { Config } from '../config.js';
 import operationsDocument from '../generated/operations-openapi.json' with { type: 'json' };
 import { routes } from '../generated/operations-routes.js';
 import { Lifecycle, readiness } from '../operations/health.js';
-import type { Logger } from '../operations/log.js';
+import { silentLogger, type Logger } from '../operations/log.js';
 import { PROMETHEUS_CONTENT_TYPE, type ServiceMetrics } from '../operations/metrics.js';
 import type { CatalogStorage } from '../storage/port.js';
-import { accessLog } from './access-log.js';
+import { accessLog, requestLog } from './access-log.js';
 import { metricsTokenAuth } from './auth.js';
 import { notFound, renderError } from './errors.js';
 import { requestId } from './request-id.js';
@@ -32,7 +32,7 @@ export function operationsApi({ storage, metrics, lifecycle, metricsToken }: Ope
   app.openapi(routes.getHealth, (c) => c.json({ status: 'ok' as const }, 200));
 
   app.openapi(routes.getReadiness, (c) => {
-    const answer = readiness(storage, lifecycle);
+    const answer = readiness(storage, lifecycle, requestLog(c) ?? silentLogger);
     return c.json(answer, answer.status === 'ready' ? 200 : 503);
   });
 

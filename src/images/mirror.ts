@@ -100,6 +100,16 @@ export function mediaKey(bytes: Uint8Array, contentType: string): string {
   return `${createHash('sha256').update(bytes).digest('hex')}.${IMAGE_TYPES[contentType]}`;
 }
 
+/** Origin and path only: a pre-signed URL's query (a signature, a token) is never logged. */
+export function loggableUrl(url: string): string {
+  try {
+    const { origin, pathname } = new URL(url);
+    return `${origin}${pathname}`;
+  } catch {
+    return '(unparsable URL)';
+  }
+}
+
 export class ImageMirror {
   private readonly publisher: CatalogPublisher;
   private timer: NodeJS.Timeout | null = null;
@@ -130,7 +140,7 @@ export class ImageMirror {
       while (next < due.length && !this.stopping) {
         const image = due[next++]!;
         // One image's storage or media failure must not end the round under the others' feet.
-        await this.mirror(image).catch((error: unknown) => this.log.error({ err: error, merchant_id: image.merchant_id, url: image.url }, 'mirroring an image failed'));
+        await this.mirror(image).catch((error: unknown) => this.log.error({ err: error, merchant_id: image.merchant_id, url: loggableUrl(image.url) }, 'mirroring an image failed'));
       }
     }));
     return due.length;
@@ -170,7 +180,7 @@ export class ImageMirror {
     const firstFailure = image.first_failure_at ?? at;
     const failingFor = now.getTime() - Date.parse(firstFailure);
     if (outcome.permanent || failingFor >= this.config.deadAfterHours * 3600_000) {
-      this.log.warn({ merchant_id: image.merchant_id, url: image.url, error: outcome.error, attempts: image.attempts + 1 }, 'image source is dead');
+      this.log.warn({ merchant_id: image.merchant_id, url: loggableUrl(image.url), error: outcome.error, attempts: image.attempts + 1 }, 'image source is dead');
       this.transition(image, {
         state: 'dead', attempts: image.attempts + 1, first_failure_at: firstFailure, next_attempt_at: null,
         last_error: outcome.error, updated_at: at,

@@ -1,6 +1,7 @@
 // Liveness and readiness (openapi/operations.yaml): what /healthz and /readyz answer.
 import type { components } from '../generated/operations-api.js';
 import type { CatalogStorage } from '../storage/port.js';
+import type { Logger } from './log.js';
 
 export type Readiness = components['schemas']['Readiness'];
 
@@ -9,22 +10,26 @@ export class Lifecycle {
   shuttingDown = false;
 }
 
-function check(run: () => string): string {
-  try {
-    return run();
-  } catch (error) {
-    return error instanceof Error ? error.message : String(error);
-  }
-}
-
-/** Ready: the database answers, its schema is this version's, and the process is not shutting down. */
-export function readiness(storage: CatalogStorage, lifecycle: Lifecycle): Readiness {
+/**
+ * Ready: the database answers, its schema is this version's, and the process is not shutting down.
+ * The probe is unauthenticated, so a failed check answers only `unavailable`; the error itself
+ * goes to the log.
+ */
+export function readiness(storage: CatalogStorage, lifecycle: Lifecycle, log: Logger): Readiness {
+  const check = (name: string, run: () => string): string => {
+    try {
+      return run();
+    } catch (error) {
+      log.error({ err: error, check: name }, 'readiness check failed');
+      return 'unavailable';
+    }
+  };
   const checks = {
-    database: check(() => {
+    database: check('database', () => {
       storage.ping();
       return 'ok';
     }),
-    schema: check(() => {
+    schema: check('schema', () => {
       const missing = storage.missingMigrations();
       return missing.length === 0 ? 'ok' : `migrations not applied: ${missing.join(', ')}`;
     }),

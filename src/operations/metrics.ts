@@ -59,7 +59,7 @@ export class ServiceMetrics implements DeliveryObserver {
   });
   private readonly feedLag = new Gauge({
     name: 'cps_feed_lag_seconds',
-    help: 'Age of the oldest outbox entry or waiting delivery of an active endpoint (0 when none): how far webhooks trail the change feed.',
+    help: 'Age of the oldest change not yet attempted for an active endpoint (0 when none): how far webhook dispatch trails the change feed.',
     registers: [this.registry],
   });
   private readonly images = new Gauge({

@@ -258,6 +258,8 @@ INSERT OR IGNORE INTO image_mirrors (merchant_id, url, state, updated_at, next_a
     sql: `
 -- /metrics counts images by state on every scrape: from this index, not the whole table.
 CREATE INDEX image_mirrors_state ON image_mirrors(state);
+-- When the oldest change a delivery carries was recorded (cps_feed_lag_seconds); null before this.
+ALTER TABLE webhook_deliveries ADD COLUMN oldest_change_at TEXT;
 `,
   },
 ];

@@ -160,9 +160,10 @@ export interface CatalogStorage {
   /** Waiting outbox rows per (endpoint, event, store), with their count and oldest time. */
   outboxGroups(): OutboxGroup[];
   /** The group's rows in arrival order, at most `limit`. */
-  outboxRows(group: Pick<OutboxGroup, 'endpointId' | 'event' | 'storeId'>, limit: number): { id: number; productId: number }[];
+  outboxRows(group: Pick<OutboxGroup, 'endpointId' | 'event' | 'storeId'>, limit: number): { id: number; productId: number; createdAt: string }[];
   deleteOutboxRows(ids: number[]): void;
-  insertDelivery(input: Omit<DeliveryRecord, 'id'>): DeliveryRecord;
+  /** oldestChangeAt: when the oldest change it carries was recorded (default: created_at). */
+  insertDelivery(input: Omit<DeliveryRecord, 'id'>, oldestChangeAt?: string): DeliveryRecord;
   getDelivery(id: number): DeliveryRecord | undefined;
   /** Pending or failed deliveries whose next attempt is due, of endpoints that are active. */
   dueDeliveries(now: string, limit: number): DeliveryRecord[];
@@ -196,7 +197,7 @@ export interface OperationalCounts {
   /** Outbox rows not yet batched into a delivery. */
   outboxDepth: number;
   waitingDeliveries: Record<'pending' | 'failed', number>;
-  /** created_at of the oldest outbox row or waiting delivery of an active endpoint; null when none. */
+  /** When the oldest change not yet attempted for an active endpoint (in the outbox or a pending delivery) was recorded; null when none. */
   oldestWaitingAt: string | null;
   images: Record<'pending' | 'mirrored' | 'dead', number>;
 }

@@ -63,7 +63,8 @@ const toEndpoint = (r: Row): WebhookEndpointRecord => ({
   events: JSON.parse(r.events as string),
 });
 
-const toDelivery = (r: Row): DeliveryRecord => ({
+/** The record (the admin API's shape): bookkeeping columns such as oldest_change_at stay in storage. */
+const toDelivery = ({ oldest_change_at: _bookkeeping, ...r }: Row): DeliveryRecord => ({
   ...(r as unknown as DeliveryRecord),
   product_ids: JSON.parse(r.product_ids as string),
 });
@@ -158,11 +159,13 @@ export class SqliteStorage implements CatalogStorage {
       for (const row of this.stmt('SELECT state, count(*) AS n FROM image_mirrors GROUP BY state').all() as { state: 'pending'; n: number }[]) {
         counts.images[row.state] = row.n;
       }
+      // Not yet attempted: a failed delivery waiting for its retry is the receiver's lag, not the
+      // dispatcher's (it shows in cps_webhook_deliveries_waiting{status="failed"}).
       counts.oldestWaitingAt = this.stmt(`SELECT min(at) FROM (
         SELECT min(o.created_at) AS at FROM webhook_outbox AS o JOIN webhook_endpoints AS e ON e.id = o.endpoint_id WHERE e.status = 'active'
         UNION ALL
-        SELECT min(d.created_at) FROM webhook_deliveries AS d JOIN webhook_endpoints AS e ON e.id = d.endpoint_id
-          WHERE d.status IN ('pending', 'failed') AND e.status = 'active')`).pluck().get() as string | null;
+        SELECT min(coalesce(d.oldest_change_at, d.created_at)) FROM webhook_deliveries AS d JOIN webhook_endpoints AS e ON e.id = d.endpoint_id
+          WHERE d.status = 'pending' AND d.attempts = 0 AND e.status = 'active')`).pluck().get() as string | null;
       return counts;
     });
   }
@@ -628,10 +631,10 @@ export class SqliteStorage implements CatalogStorage {
       FROM webhook_outbox GROUP BY endpoint_id, event, store_id ORDER BY min(id)`).all() as OutboxGroup[];
   }
 
-  outboxRows(group: Pick<OutboxGroup, 'endpointId' | 'event' | 'storeId'>, limit: number): { id: number; productId: number }[] {
-    return this.stmt(`SELECT id, product_id AS productId FROM webhook_outbox
+  outboxRows(group: Pick<OutboxGroup, 'endpointId' | 'event' | 'storeId'>, limit: number): { id: number; productId: number; createdAt: string }[] {
+    return this.stmt(`SELECT id, product_id AS productId, created_at AS createdAt FROM webhook_outbox
       WHERE endpoint_id = ? AND event = ? AND store_id IS ? ORDER BY id LIMIT ?`)
-      .all(group.endpointId, group.event, group.storeId, limit) as { id: number; productId: number }[];
+      .all(group.endpointId, group.event, group.storeId, limit) as { id: number; productId: number; createdAt: string }[];
   }
 
   deleteOutboxRows(ids: number[]): void {
@@ -639,10 +642,10 @@ export class SqliteStorage implements CatalogStorage {
     this.stmt('DELETE FROM webhook_outbox WHERE id IN (SELECT value FROM json_each(?))').run(JSON.stringify(ids));
   }
 
-  insertDelivery(input: Omit<DeliveryRecord, 'id'>): DeliveryRecord {
-    const info = this.stmt(`INSERT INTO webhook_deliveries (endpoint_id, event, store_id, product_ids, occurred_at, status, attempts, next_attempt_at, created_at)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`).run(input.endpoint_id, input.event, input.store_id, JSON.stringify(input.product_ids),
-      input.occurred_at, input.status, input.attempts, input.next_attempt_at, input.created_at);
+  insertDelivery(input: Omit<DeliveryRecord, 'id'>, oldestChangeAt = input.created_at): DeliveryRecord {
+    const info = this.stmt(`INSERT INTO webhook_deliveries (endpoint_id, event, store_id, product_ids, occurred_at, status, attempts, next_attempt_at, created_at, oldest_change_at)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`).run(input.endpoint_id, input.event, input.store_id, JSON.stringify(input.product_ids),
+      input.occurred_at, input.status, input.attempts, input.next_attempt_at, input.created_at, oldestChangeAt);
     return this.getDelivery(Number(info.lastInsertRowid))!;
   }
 

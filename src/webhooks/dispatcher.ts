@@ -143,17 +143,19 @@ export class WebhookDispatcher {
     // the changes become `dropped` deliveries, which an operator can recover.
     const { health, deliver } = onChange(healthOf(endpoint), now);
     if (health.status !== endpoint.status) this.storage.updateWebhookEndpoint(endpoint.id, health);
-    const batches: { rowIds: number[]; productIds: number[] }[] = [];
-    let current = { rowIds: [] as number[], productIds: [] as number[] };
+    const batches: { rowIds: number[]; productIds: number[]; oldestAt: string }[] = [];
+    let current = { rowIds: [] as number[], productIds: [] as number[], oldestAt: '' };
     for (const row of rows) {
       if (!current.productIds.includes(row.productId)) {
         if (current.productIds.length === this.config.batchSize) {
           batches.push(current);
-          current = { rowIds: [], productIds: [] };
+          current = { rowIds: [], productIds: [], oldestAt: '' };
         }
         current.productIds.push(row.productId);
       }
       current.rowIds.push(row.id);
+      // Rows come in arrival order: the first of a batch is its oldest change.
+      if (!current.oldestAt) current.oldestAt = row.createdAt;
     }
     // A partial batch waits for more ids until its time is up.
     if (current.productIds.length === this.config.batchSize || (timeIsUp && current.productIds.length > 0)) batches.push(current);
@@ -163,7 +165,7 @@ export class WebhookDispatcher {
         endpoint_id: endpoint.id, event: group.event, store_id: group.storeId, product_ids: batch.productIds.sort((a, b) => a - b),
         occurred_at: null, status: deliver ? 'pending' : 'dropped', attempts: 0, next_attempt_at: deliver ? createdAt : null,
         created_at: createdAt,
-      });
+      }, batch.oldestAt);
       this.storage.deleteOutboxRows(batch.rowIds);
     }
     return batches.length;

@@ -52,7 +52,7 @@ describe('the client and the rate limit', () => {
     expect(slept.every((wait) => wait === 1000)).toBe(true);
   });
 
-  it('hands the 429 back as a CatalogApiError after the retries run out, or at once with retries: 0', async () => {
+  it('hands the 429 back at once as a CatalogApiError with retries: 0', async () => {
     ms += 60_000;
     for (let i = 0; i < 3; i++) await listStores(client({ retries: 0 }).catalog);
     const { catalog, statuses, slept } = client({ retries: 0 });
@@ -62,6 +62,27 @@ describe('the client and the rate limit', () => {
     expect((error as CatalogApiError).problem?.code).toBe('rate_limited');
     expect(statuses).toEqual([429]);
     expect(slept).toEqual([]);
+  });
+
+  it('gives up after `retries` waits when the bucket stays empty, handing the last 429 back', async () => {
+    ms += 60_000;
+    for (let i = 0; i < 3; i++) await listStores(client({ retries: 0 }).catalog);
+    const statuses: number[] = [];
+    const slept: number[] = [];
+    const catalog = createCatalogClient({
+      baseUrl: service.url, apiKey: key,
+      fetch: async (request) => {
+        const response = await service.fetch(request);
+        statuses.push(response.status);
+        return response;
+      },
+      // Sleeps that take no time on the service's clock: the bucket never refills.
+      rateLimit: { retries: 2, sleep: async (wait) => { slept.push(wait); } },
+    });
+    const error = await listStores(catalog).then(() => undefined, (e: unknown) => e);
+    expect((error as CatalogApiError).status).toBe(429);
+    expect(statuses).toEqual([429, 429, 429]);
+    expect(slept).toEqual([1000, 1000]);
   });
 
   it('does not wait longer than maxWaitSeconds', async () => {

@@ -67,12 +67,15 @@ async function waitFor(read: () => string, text: string, ms = 30_000): Promise<v
 }
 
 describe('graceful shutdown', () => {
-  it('stops on SIGTERM with exit code 0 and leaves a sound database, logging each step as JSON', async () => {
+  it('on SIGTERM answers /readyz 503 for CPS_SHUTDOWN_DELAY_MS while still serving, then exits 0 leaving a sound database, logging each step as JSON', async () => {
     const db = path.join(dir, 'serve.db');
     const port = await freePort();
     const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve'], {
       cwd: ROOT,
-      env: { ...process.env, CPS_DB_PATH: db, CPS_PORT: String(port), CPS_DEMO_PRODUCTS: '20', CPS_ADMIN_TOKEN: 'adm_ops_test' },
+      env: {
+        ...process.env, CPS_DB_PATH: db, CPS_PORT: String(port), CPS_DEMO_PRODUCTS: '20', CPS_ADMIN_TOKEN: 'adm_ops_test',
+        CPS_SHUTDOWN_DELAY_MS: '3000',
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let output = '';
@@ -83,6 +86,12 @@ describe('graceful shutdown', () => {
     expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(200);
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     child.kill('SIGTERM');
+    await waitFor(() => output, '"msg":"shutting down"');
+    // Not ready, but still answering (and still serving the API) during the delay.
+    const draining = await fetch(`http://127.0.0.1:${port}/readyz`);
+    expect(draining.status).toBe(503);
+    expect((await draining.json()).checks.shutdown).toBe('shutting down');
+    expect((await fetch(`http://127.0.0.1:${port}/openapi.json`)).status).toBe(200);
     expect(await exited).toBe(0);
     const messages = jsonLines(output).map((line) => line.msg);
     expect(messages).toEqual(expect.arrayContaining(['listening', 'request', 'shutting down', 'stopped cleanly']));
@@ -119,5 +128,24 @@ describe('graceful shutdown', () => {
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
     expect(jsonLines(output).map((line) => line.msg)).toEqual(expect.arrayContaining(['shutting down', 'stopped cleanly']));
+  }, 60_000);
+
+  it('worker exits 1 with a JSON fatal line, before taking any work, when CPS_OPS_PORT is in use', async () => {
+    const db = path.join(dir, 'worker-busy.db');
+    await cli('demo', '--db', db, '--products', '3', '--json');
+    const busy = net.createServer();
+    await new Promise<void>((resolve) => busy.listen(0, '127.0.0.1', resolve));
+    try {
+      const port = (busy.address() as net.AddressInfo).port;
+      const result = await run(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'worker'], {
+        cwd: ROOT, env: { ...process.env, CPS_DB_PATH: db, CPS_OPS_PORT: String(port) },
+      }).then(() => ({ code: 0, stdout: '' }), (error: { code: number; stdout: string }) => error);
+      expect(result.code).toBe(1);
+      const fatal = jsonLines(result.stdout).find((line) => line.level === 'fatal');
+      expect(fatal).toMatchObject({ msg: 'failed to start: the operations port cannot be listened on', port });
+      expect(result.stdout).not.toContain('webhook dispatcher and image mirroring running');
+    } finally {
+      busy.close();
+    }
   }, 60_000);
 });

@@ -2,6 +2,7 @@
 // and transitions with ids rather than URLs, and never a key, token or signing secret.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
+import { loggableUrl } from '../../src/images/mirror.js';
 import { createLogger } from '../../src/operations/log.js';
 import { adminOk, createMerchant, type MerchantHandle } from '../support/admin-http.js';
 import { LogCapture } from '../support/logs.js';
@@ -63,12 +64,18 @@ describe('the access log', () => {
 
 describe('log configuration', () => {
   it('CPS_ACCESS_LOG=false writes no request lines, and CPS_LOG_LEVEL=warn none below warn', async () => {
-    for (const overrides of [{ accessLog: false }, { logLevel: 'warn' as const }]) {
-      const logs = new LogCapture(overrides.logLevel ?? 'info');
-      const service = await startTestService({ logger: logs.logger, config: { operations: overrides } });
+    for (const env of [{ CPS_ACCESS_LOG: 'false' }, { CPS_LOG_LEVEL: 'warn' }]) {
+      // The logger as `serve` makes it: from the configuration read from the environment.
+      const { operations } = loadConfig(env);
+      const raw: string[] = [];
+      const logger = createLogger(operations, { write: (line: string) => { raw.push(line); } });
+      const service = await startTestService({ logger, config: { operations } });
       try {
         expect((await service.fetch(`${service.url}/healthz`)).status).toBe(200);
-        expect(logs.find('request')).toEqual([]);
+        expect((await fetch(`${service.url}/no/such/route`)).status).toBe(404);
+        expect(raw).toEqual([]);
+        logger.warn('a warning');
+        expect(raw).toHaveLength(1);
       } finally {
         await service.close();
       }
@@ -88,6 +95,13 @@ describe('log configuration', () => {
     const line = JSON.parse(lines[0]!);
     expect(line).toMatchObject({ secret: '[redacted]', endpoint: { secret: '[redacted]' }, headers: { authorization: '[redacted]' }, token: '[redacted]' });
     expect(lines[0]).not.toMatch(/whsec_|cps_leak|t0k/);
+  });
+});
+
+describe('image mirror logs', () => {
+  it('log an image source by origin and path only: a pre-signed query never reaches the log', () => {
+    expect(loggableUrl('https://cdn.example.test/p/1.jpg?X-Amz-Signature=abc&token=t0k')).toBe('https://cdn.example.test/p/1.jpg');
+    expect(loggableUrl('not a url')).toBe('(unparsable URL)');
   });
 });
 

@@ -2,6 +2,7 @@
 // service, every response checked against the operations document by the contract harness.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { adminOk, createMerchant, importNdjson, simpleProduct } from '../support/admin-http.js';
+import { LogCapture } from '../support/logs.js';
 import { sample } from '../support/metrics.js';
 import { startTestService, type TestService } from '../support/service.js';
 import { startWebhookWorld, MINUTE, SECOND, type WebhookWorld } from '../webhooks/harness.js';
@@ -57,15 +58,20 @@ describe('probes', () => {
 });
 
 describe('a database that cannot answer', () => {
-  it('makes /readyz 503 with the error, leaves /healthz 200 and /metrics without the database gauges', async () => {
-    const service = await startTestService();
+  it('makes /readyz 503 (the error logged, not shown), leaves /healthz 200 and /metrics without the database gauges', async () => {
+    const logs = new LogCapture();
+    const service = await startTestService({ logger: logs.logger });
     try {
       service.storage.db.close();
       const ready = await service.fetch(`${service.url}/readyz`);
       expect(ready.status).toBe(503);
       const body = await ready.json();
       expect(body.status).toBe('not_ready');
-      expect(body.checks.database).toMatch(/not open/);
+      expect(body.checks.database).toBe('unavailable');
+      expect(body.checks.schema).toBe('unavailable');
+      const failed = logs.find('readiness check failed');
+      expect(failed.map((line) => line.check)).toEqual(['database', 'schema']);
+      expect(JSON.stringify(failed[0]!.err)).toMatch(/not open/);
       expect((await service.fetch(`${service.url}/healthz`)).status).toBe(200);
       const metrics = await scrape(service);
       expect(sample(metrics, 'cps_webhook_endpoints', { state: 'active' })).toBeUndefined();
@@ -197,16 +203,20 @@ describe('/metrics for webhooks', () => {
     // Two new products: a content change each, for each of the three endpoints.
     await world.putProduct('P1');
     await world.putProduct('P2');
+    // The paused endpoint's backlog is older still, and does not count towards the lag.
+    service.storage.db.prepare('UPDATE webhook_outbox SET created_at = ? WHERE endpoint_id = ?')
+      .run(new Date(clock.ms - 500 * SECOND).toISOString(), pausedEndpoint.id);
     clock.advance(90 * SECOND);
     metrics = await scrape(service);
     expect(sample(metrics, 'cps_webhook_outbox_depth')).toBe(6);
-    // The paused endpoint's backlog does not count towards the lag.
     expect(sample(metrics, 'cps_feed_lag_seconds')).toBe(90);
 
     world.dispatcher.coalesce();
     metrics = await scrape(service);
     expect(sample(metrics, 'cps_webhook_outbox_depth')).toBe(0);
     expect(sample(metrics, 'cps_webhook_deliveries_waiting', { status: 'pending' })).toBe(2);
+    // Batched into deliveries, the changes are as old as they were: the lag does not reset.
+    expect(sample(metrics, 'cps_feed_lag_seconds')).toBe(90);
 
     await world.deliverDue();
     metrics = await scrape(service);
@@ -216,9 +226,10 @@ describe('/metrics for webhooks', () => {
     expect(sample(metrics, 'cps_webhook_delivery_duration_seconds_count', { outcome: 'succeeded' })).toBe(1);
     expect(sample(metrics, 'cps_webhook_deliveries_waiting', { status: 'pending' })).toBe(0);
     expect(sample(metrics, 'cps_webhook_deliveries_waiting', { status: 'failed' })).toBe(1);
-    // The failed delivery (waiting for its retry) is the oldest thing an active endpoint waits for.
+    // Everything was attempted: the failed delivery waiting for its retry is the receiver's lag,
+    // counted as waiting, not the dispatcher's.
     clock.advance(10 * SECOND);
-    expect(sample(await scrape(service), 'cps_feed_lag_seconds')).toBe(10);
+    expect(sample(await scrape(service), 'cps_feed_lag_seconds')).toBe(0);
     expect(ok.requests).toHaveLength(1);
   });
 });

@@ -48,8 +48,24 @@ export interface RateLimitRetryOptions {
   retries?: number;
   /** A 429 whose `Retry-After` asks for a longer wait than this is returned at once (default 60). */
   maxWaitSeconds?: number;
-  /** How to wait (tests pass a fake clock's); defaults to a timer. */
-  sleep?: (ms: number) => Promise<void>;
+  /** How to wait (tests pass a fake clock's); defaults to a timer that the request's abort signal cuts short. */
+  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+}
+
+/** A timer that rejects with the signal's reason as soon as the request is aborted. */
+function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
 }
 
 /** An openapi-fetch client for the public API that authenticates every request with the API key. */
@@ -68,7 +84,7 @@ export function createCatalogClient({ baseUrl, apiKey, fetch, rateLimit }: Catal
 export function retryingOn429(
   send: (request: Request) => Promise<Response>, options: RateLimitRetryOptions = {},
 ): (request: Request) => Promise<Response> {
-  const { retries = 3, maxWaitSeconds = 60, sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)) } = options;
+  const { retries = 3, maxWaitSeconds = 60, sleep = abortableSleep } = options;
   return async (request) => {
     for (let attempt = 0; ; attempt++) {
       const response = await send(attempt < retries ? request.clone() : request);
@@ -77,7 +93,8 @@ export function retryingOn429(
       const seconds = header !== null && /^[0-9]+$/.test(header) ? Number(header) : 1;
       if (seconds > maxWaitSeconds) return response;
       await response.body?.cancel();
-      await sleep(seconds * 1000);
+      // Cancelling the request (its AbortSignal) ends the wait at once, with the abort's reason.
+      await sleep(seconds * 1000, request.signal);
     }
   };
 }

@@ -85,6 +85,27 @@ describe('the client and the rate limit', () => {
     expect(slept).toEqual([1000, 1000]);
   });
 
+  it('stops waiting as soon as the request is aborted', async () => {
+    ms += 60_000;
+    for (let i = 0; i < 3; i++) await listStores(client({ retries: 0 }).catalog);
+    const controller = new AbortController();
+    let requests = 0;
+    const catalog = createCatalogClient({
+      baseUrl: service.url, apiKey: key,
+      fetch: (request) => {
+        requests++;
+        return service.fetch(request);
+      },
+      // The default, real timer: Retry-After is 1 s, the abort comes after 20 ms. (The service's
+      // clock stands still, so without the abort the client would retry 3 times and get a 429.)
+      rateLimit: { retries: 3 },
+    });
+    setTimeout(() => controller.abort(new Error('cancelled by the caller')), 20);
+    const error = await catalog.GET('/v1/stores', { signal: controller.signal }).then(() => undefined, (e: unknown) => e);
+    expect((error as Error).message).toBe('cancelled by the caller');
+    expect(requests).toBe(1);
+  });
+
   it('does not wait longer than maxWaitSeconds', async () => {
     ms += 60_000;
     for (let i = 0; i < 3; i++) await listStores(client({ retries: 0 }).catalog);

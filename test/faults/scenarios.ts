@@ -4,6 +4,7 @@
 // SIGTERM during a delivery burst: the graceful shutdown loses nothing and sends nothing twice.
 // Each scenario throws, saying what broke, when a check fails, and returns what it observed.
 // Quick sizes run in `npm test` (test/faults/*.test.ts), larger ones in `npm run fault`.
+import type Database from 'better-sqlite3';
 import type { ConsistencyReport } from '../../src/catalog/verify.js';
 import {
   FaultWorld, catalogProduct, ndjson, readDatabase, sleep, until, writeTransactionOpen, type ReceiverCheck,
@@ -287,6 +288,28 @@ export interface DeliveryFaultReport {
 }
 
 /**
+ * Starts `serve` and a burst of deliveries to a receiver that takes 25 ms each: `products` imported
+ * in 3 stores, one in 20 of them deleted; resolves once 25 deliveries were made.
+ */
+async function startDeliveryBurst(world: FaultWorld, products: number, log: (line: string) => void): Promise<void> {
+  await world.start();
+  await world.setupMerchant();
+  await world.admin('POST', `${world.merchantPath}/imports`,
+    ndjson(Array.from({ length: products }, (_, i) => catalogProduct(i, 1))), 'application/x-ndjson');
+  const removed = Math.floor(products / 20);
+  await world.admin('POST', `${world.merchantPath}/imports`,
+    ndjson(Array.from({ length: removed }, (_, i) => ({ op: 'delete_product', ref: `P-${i * 20}` }))), 'application/x-ndjson');
+  log(`  imported ${products} products in 3 stores, then deleted ${removed}`);
+  await world.receiver.waitFor(25, 60_000);
+}
+
+/** Outbox rows and deliveries not sent yet (pending or waiting for a retry). */
+function unsentWork(db: Database.Database): number {
+  return (db.prepare('SELECT count(*) FROM webhook_outbox').pluck().get() as number)
+    + (db.prepare("SELECT count(*) FROM webhook_deliveries WHERE status IN ('pending', 'failed')").pluck().get() as number);
+}
+
+/**
  * kill -9 during a burst of deliveries (as test/webhooks/crash.test.ts, here with the full
  * recompute too): a receiver that takes 25 ms per delivery, killed after 25 deliveries.
  */
@@ -294,20 +317,11 @@ export async function killDuringDeliveries(options: ScenarioOptions): Promise<De
   const log = options.log ?? (() => {});
   const world = await FaultWorld.create({ publishChunk: options.publishChunk, receiverDelayMs: 25, log });
   try {
-    await world.start();
-    await world.setupMerchant();
-    await world.admin('POST', `${world.merchantPath}/imports`,
-      ndjson(Array.from({ length: options.products }, (_, i) => catalogProduct(i, 1))), 'application/x-ndjson');
-    const removed = Math.floor(options.products / 20);
-    await world.admin('POST', `${world.merchantPath}/imports`,
-      ndjson(Array.from({ length: removed }, (_, i) => ({ op: 'delete_product', ref: `P-${i * 20}` }))), 'application/x-ndjson');
-    log(`  imported ${options.products} products in 3 stores, then deleted ${removed}`);
-    await world.receiver.waitFor(25, 60_000);
+    await startDeliveryBurst(world, options.products, log);
     await world.crash();
     const atKill = readDatabase(world.database, (db) => ({
       changes: db.prepare('SELECT count(*) FROM changes').pluck().get() as number,
-      unfinished: (db.prepare('SELECT count(*) FROM webhook_outbox').pluck().get() as number)
-        + (db.prepare("SELECT count(*) FROM webhook_deliveries WHERE status IN ('pending', 'failed')").pluck().get() as number),
+      unfinished: unsentWork(db),
     }));
     if (atKill.unfinished === 0) throw new Error('the kill came after every delivery: make the burst larger');
     log(`  killed after ${world.receiver.count} deliveries, with ${atKill.unfinished} outbox rows and deliveries unfinished, ${atKill.changes} changes`);
@@ -342,15 +356,7 @@ export async function stopDuringDeliveries(options: ScenarioOptions): Promise<Sh
   const log = options.log ?? (() => {});
   const world = await FaultWorld.create({ publishChunk: options.publishChunk, receiverDelayMs: 25, log });
   try {
-    await world.start();
-    await world.setupMerchant();
-    await world.admin('POST', `${world.merchantPath}/imports`,
-      ndjson(Array.from({ length: options.products }, (_, i) => catalogProduct(i, 1))), 'application/x-ndjson');
-    const removed = Math.floor(options.products / 20);
-    await world.admin('POST', `${world.merchantPath}/imports`,
-      ndjson(Array.from({ length: removed }, (_, i) => ({ op: 'delete_product', ref: `P-${i * 20}` }))), 'application/x-ndjson');
-    log(`  imported ${options.products} products in 3 stores, then deleted ${removed}`);
-    await world.receiver.waitFor(25, 60_000);
+    await startDeliveryBurst(world, options.products, log);
     await until(() => world.receiver.inFlightNow > 0, 10_000, () => 'no delivery in flight to stop during', 1);
     const inFlightAtStop = world.receiver.inFlightNow;
     const code = await world.terminate();
@@ -358,8 +364,7 @@ export async function stopDuringDeliveries(options: ScenarioOptions): Promise<Sh
     const atStop = readDatabase(world.database, (db) => ({
       // Claimed (occurred_at set at the claim) and not finished: these would be sent again.
       claimedUnfinished: db.prepare("SELECT count(*) FROM webhook_deliveries WHERE status = 'pending' AND occurred_at IS NOT NULL").pluck().get() as number,
-      handedBack: (db.prepare('SELECT count(*) FROM webhook_outbox').pluck().get() as number)
-        + (db.prepare("SELECT count(*) FROM webhook_deliveries WHERE status IN ('pending', 'failed')").pluck().get() as number),
+      handedBack: unsentWork(db),
       succeeded: db.prepare("SELECT count(*) FROM webhook_deliveries WHERE status = 'succeeded'").pluck().get() as number,
     }));
     if (atStop.claimedUnfinished > 0) throw new Error(`${atStop.claimedUnfinished} deliveries were claimed and left unfinished by the shutdown`);

@@ -22,6 +22,9 @@ export function routeOf(c: Context): string {
   return handler?.path ?? 'unmatched';
 }
 
+/** Probes and scrapes come every few seconds: their lines are debug, not info. */
+const OPERATIONS_ROUTES = new Set(['/healthz', '/readyz', '/metrics']);
+
 export interface RequestObserver {
   observeRequest(method: string, route: string, status: number, seconds: number): void;
 }
@@ -37,7 +40,8 @@ export function accessLog(logger: Logger, observer: RequestObserver, logRequests
     if (!logRequests) return;
     const merchantId = c.get('merchantId');
     // No child logger per request: binding one costs more than the line itself.
-    logger[c.res.status >= 500 ? 'error' : 'info']({
+    const level = c.res.status >= 500 ? 'error' : OPERATIONS_ROUTES.has(route) ? 'debug' : 'info';
+    logger[level]({
       request_id: c.var.requestId, method: c.req.method, route, path: c.req.path, status: c.res.status, duration_ms: Math.round(seconds * 10_000) / 10,
       ...(merchantId === undefined ? {} : { merchant_id: merchantId }),
     }, 'request');

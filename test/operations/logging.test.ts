@@ -54,6 +54,20 @@ describe('the access log', () => {
     expect(logs.text).not.toContain('Bearer');
   });
 
+  it('logs probes and scrapes at debug, not info', async () => {
+    const before = logs.find('request').length;
+    for (const path of ['/healthz', '/readyz', '/metrics']) expect((await service.fetch(`${service.url}${path}`)).status).toBe(200);
+    expect(logs.find('request').length).toBe(before);
+    const debug = new LogCapture('debug');
+    const verbose = await startTestService({ logger: debug.logger });
+    try {
+      await verbose.fetch(`${verbose.url}/healthz`, { headers: { 'X-Request-Id': 'probe-1' } });
+      expect(debug.find('request')).toEqual([expect.objectContaining({ level: 'debug', route: '/healthz', request_id: 'probe-1' })]);
+    } finally {
+      await verbose.close();
+    }
+  });
+
   it('leaves the query string out of the logged path', async () => {
     await service.api('/v1/products?store=de&per_page=7', merchant.key, { headers: { 'X-Request-Id': 'trace-query' } });
     const [line] = logs.find('request').filter((l) => l.request_id === 'trace-query');

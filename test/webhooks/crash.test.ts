@@ -4,12 +4,11 @@
 // pending, the receiver's log must hold every change recorded in the database at least once.
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import Database from 'better-sqlite3';
 import { afterAll, expect, it } from 'vitest';
+import { freePort, readDatabase } from '../faults/harness.js';
 import { simpleProduct } from '../support/admin-http.js';
 import { contractFetch } from '../support/contract.js';
 import { Receiver } from '../support/receiver.js';
@@ -29,15 +28,6 @@ afterAll(async () => {
   await receiver?.close();
   fs.rmSync(dir, { recursive: true, force: true });
 });
-
-/** A port nobody listens on: bind port 0, note it, release it (serve prints its URL, but needs a fixed CPS_PORT). */
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 /** Starts `serve` as a child process and resolves once it prints that it is listening. */
 function serve(env: Record<string, string>): Promise<ChildProcess> {
@@ -69,15 +59,6 @@ function exited(child: ChildProcess): Promise<void> {
   return new Promise((resolve) => child.once('exit', () => resolve()));
 }
 
-function readDatabase<T>(file: string, read: (db: Database.Database) => T): T {
-  const db = new Database(file, { fileMustExist: true });
-  try {
-    db.pragma('busy_timeout = 5000');
-    return read(db);
-  } finally {
-    db.close();
-  }
-}
 
 it('delivers every change at least once after the service is killed (SIGKILL) during a burst of 10k changes and restarted', async () => {
   const database = path.join(dir, 'catalog.db');

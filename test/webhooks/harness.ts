@@ -4,6 +4,7 @@
 // no real time.
 import { expect } from 'vitest';
 import { loadConfig, type Config } from '../../src/config.js';
+import type { components } from '../../src/generated/admin-api.js';
 import type { Logger } from '../../src/operations/log.js';
 import { AddressGuard } from '../../src/webhooks/address-guard.js';
 import { WebhookDispatcher } from '../../src/webhooks/dispatcher.js';
@@ -40,51 +41,12 @@ export interface Store {
   slug: string;
 }
 
-export interface Endpoint {
-  id: number;
-  url: string;
-  store: string | null;
-  events: string[];
-  status: 'active' | 'paused' | 'disabled';
-  consecutive_failures: number;
-  paused_until: string | null;
-  disabled_reason: string | null;
-  last_success_at: string | null;
-  last_failure_at: string | null;
-  secret_prefix: string;
-  created_at: string;
-}
-
-export interface Delivery {
-  id: number;
-  endpoint_id: number;
-  event: 'price' | 'content' | 'removed';
-  store_id: number | null;
-  product_ids: number[];
-  occurred_at: string | null;
-  status: 'pending' | 'succeeded' | 'failed' | 'given_up' | 'dropped';
-  attempts: number;
-  next_attempt_at: string | null;
-  created_at: string;
-}
-
-export interface Attempt {
-  at: string;
-  status_code: number | null;
-  error: string | null;
-  latency_ms: number;
-  response_snippet: string | null;
-}
-
-export interface Notification {
-  id: number;
-  endpoint_id: number | null;
-  kind: 'failing' | 'paused' | 'disabled';
-  subject: string;
-  body: string;
-  created_at: string;
-  emailed_at: string | null;
-}
+// The admin API's shapes, as the generated types state them.
+type AdminSchemas = components['schemas'];
+export type Endpoint = AdminSchemas['WebhookEndpoint'];
+export type Delivery = AdminSchemas['Delivery'];
+export type Attempt = AdminSchemas['Attempt'];
+export type Notification = AdminSchemas['Notification'];
 
 export interface WebhookWorld {
   service: TestService;
@@ -95,7 +57,7 @@ export interface WebhookWorld {
   /** A receiver on 127.0.0.1 checking deliveries against the fake clock; closed with the world. */
   receiver(options?: ReceiverOptions): Promise<Receiver>;
   /** Registers an endpoint for the receiver over the admin API and hands it the secret. */
-  register(receiver: Receiver, body?: Record<string, unknown>): Promise<Endpoint & { secret: string }>;
+  register(receiver: Receiver, body?: Record<string, unknown>): Promise<AdminSchemas['CreatedWebhookEndpoint']>;
   /** Coalesces, then sends every delivery due now (repeating past the concurrency bounds). */
   deliverDue(): Promise<void>;
   /** Moves the clock on, then deliverDue(). */
@@ -105,7 +67,7 @@ export interface WebhookWorld {
   deleteProduct(ref: string): Promise<void>;
   endpoint(id: number): Promise<Endpoint>;
   deliveries(endpointId: number, query?: string): Promise<Delivery[]>;
-  delivery(endpointId: number, deliveryId: number): Promise<Omit<Delivery, 'attempts'> & { attempts: Attempt[] }>;
+  delivery(endpointId: number, deliveryId: number): Promise<AdminSchemas['DeliveryDetail']>;
   notifications(): Promise<Notification[]>;
   /**
    * POSTs to a bodyless admin operation (test, resend, rotate-secret). The Content-Type header works

@@ -42,8 +42,8 @@ export function accessLog(logger: Logger, observer: RequestObserver, logRequests
     // No child logger per request: binding one costs more than the line itself.
     const level = c.res.status >= 500 ? 'error' : OPERATIONS_ROUTES.has(route) ? 'debug' : 'info';
     logger[level]({
-      request_id: c.var.requestId, method: c.req.method, route, path: c.req.path, status: c.res.status, duration_ms: Math.round(seconds * 10_000) / 10,
-      ...(merchantId === undefined ? {} : { merchant_id: merchantId }),
+      request_id: c.var.requestId, method: c.req.method, route, path: c.req.path, status: c.res.status,
+      duration_ms: Math.round(seconds * 10_000) / 10, ...(merchantId === undefined ? {} : { merchant_id: merchantId }),
     }, 'request');
   };
 }

@@ -13,12 +13,11 @@ import { LocalFolderMediaStore } from '../../src/images/media-store.js';
 import type { CatalogStorage } from '../../src/storage/port.js';
 import { AddressGuard } from '../../src/webhooks/address-guard.js';
 import { adminOk, createMerchant, importNdjson, type MerchantHandle } from '../support/admin-http.js';
+import { fakeClock, type FakeClock } from '../support/clock.js';
 import { ImageServer } from '../support/image-server.js';
 import { startTestService, type TestResponse, type TestService } from '../support/service.js';
 
-export const SECOND = 1000;
-export const MINUTE = 60 * SECOND;
-export const HOUR = 60 * MINUTE;
+export { HOUR, MINUTE, SECOND, fakeClock, type FakeClock } from '../support/clock.js';
 
 export const SLUGS = ['de', 'pl'] as const;
 export type Slug = (typeof SLUGS)[number];
@@ -32,21 +31,6 @@ export const IMAGE_LIMITS = { timeoutMs: 300, maxBytes: 1024, concurrency: 2 } s
 
 /** The default image settings (product decisions): retry waits and the dead-after period. */
 export const IMAGE_DEFAULTS: Config['images'] = loadConfig({}).images;
-
-export interface FakeClock {
-  now: () => Date;
-  advance(ms: number): void;
-  readonly iso: string;
-}
-
-export function fakeClock(start = '2025-03-14T09:00:00.000Z'): FakeClock {
-  let ms = Date.parse(start);
-  return {
-    now: () => new Date(ms),
-    advance: (by: number) => { ms += by; },
-    get iso() { return new Date(ms).toISOString(); },
-  };
-}
 
 /** A recorded change as the feed shows it: [product id, change type]. */
 export type Recorded = [productId: number, changeType: 'price' | 'content' | 'removed'];

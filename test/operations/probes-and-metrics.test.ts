@@ -232,4 +232,40 @@ describe('/metrics for webhooks', () => {
     expect(sample(await scrape(service), 'cps_feed_lag_seconds')).toBe(0);
     expect(ok.requests).toHaveLength(1);
   });
+
+  it('counts an attempt whose retries ran out as given_up, and one that pauses its endpoint as dropped', async () => {
+    const counted = async (outcome: string) => sample(await scrape(world.service), 'cps_webhook_deliveries_total', { outcome }) ?? 0;
+    const before = { failed: await counted('failed'), given_up: await counted('given_up'), dropped: await counted('dropped') };
+    // One retry, then given up (the endpoint of the first test stays as it is: this is another world).
+    const other = await startWebhookWorld({ stores: ['de'], webhooks: { backoffSeconds: [1], pauseAfterFailures: 100 } });
+    try {
+      const failing = await other.receiver({ behaviour: { status: 500 } });
+      await other.register(failing, { events: ['content'] });
+      await other.putProduct('G1');
+      await other.after(3 * SECOND);
+      await other.after(2 * SECOND);
+      const metrics = await scrape(other.service);
+      expect(sample(metrics, 'cps_webhook_deliveries_total', { outcome: 'failed' })).toBe(1);
+      expect(sample(metrics, 'cps_webhook_deliveries_total', { outcome: 'given_up' })).toBe(1);
+    } finally {
+      await other.close();
+    }
+    // Pausing: two failures spanning no minimum time pause the endpoint on the second attempt.
+    const pausing = await startWebhookWorld({ stores: ['de'], webhooks: { backoffSeconds: [1, 1, 1], pauseAfterFailures: 2, pauseMinStreakMinutes: 0 } });
+    try {
+      const failing = await pausing.receiver({ behaviour: { status: 503 } });
+      await pausing.register(failing, { events: ['content'] });
+      await pausing.putProduct('D1');
+      await pausing.after(3 * SECOND);
+      await pausing.after(2 * SECOND);
+      const metrics = await scrape(pausing.service);
+      expect(sample(metrics, 'cps_webhook_deliveries_total', { outcome: 'failed' })).toBe(1);
+      expect(sample(metrics, 'cps_webhook_deliveries_total', { outcome: 'dropped' })).toBe(1);
+      expect(sample(metrics, 'cps_webhook_endpoints', { state: 'paused' })).toBe(1);
+    } finally {
+      await pausing.close();
+    }
+    // Each world counts its own: the first one's counters did not move.
+    expect({ failed: await counted('failed'), given_up: await counted('given_up'), dropped: await counted('dropped') }).toEqual(before);
+  });
 });

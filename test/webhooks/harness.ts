@@ -11,30 +11,13 @@ import { WebhookDispatcher } from '../../src/webhooks/dispatcher.js';
 import { OwnerNotifier } from '../../src/webhooks/notifier.js';
 import { HttpDeliverySender } from '../../src/webhooks/sender.js';
 import { adminOk, createMerchant, type MerchantHandle } from '../support/admin-http.js';
+import { fakeClock, type FakeClock } from '../support/clock.js';
 import { Receiver, type ReceiverOptions } from '../support/receiver.js';
 import { startTestService, type TestResponse, type TestService } from '../support/service.js';
 
 export const WEBHOOK_DEFAULTS: Config['webhooks'] = loadConfig({}).webhooks;
 
-export const SECOND = 1000;
-export const MINUTE = 60 * SECOND;
-export const HOUR = 60 * MINUTE;
-
-export interface FakeClock {
-  now: () => Date;
-  advance(ms: number): void;
-  /** Milliseconds since the epoch. */
-  readonly ms: number;
-}
-
-export function fakeClock(start = '2025-03-14T09:00:00.000Z'): FakeClock {
-  let ms = Date.parse(start);
-  return {
-    now: () => new Date(ms),
-    advance: (by: number) => { ms += by; },
-    get ms() { return ms; },
-  };
-}
+export { HOUR, MINUTE, SECOND, fakeClock, type FakeClock } from '../support/clock.js';
 
 export interface Store {
   id: number;

@@ -4,22 +4,17 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { SingleBar, Presets } from 'cli-progress';
-import { issueApiKey } from './admin/api-keys.js';
-import { CatalogAdmin } from './admin/catalog-admin.js';
 import { buildDemoCatalog } from './admin/demo.js';
 import { importNdjson } from './admin/import.js';
 import { schedulePruning } from './changes/retention.js';
 import { loadConfig } from './config.js';
 import type { ChangeType, DeliveryStatus } from './storage/port.js';
-import { AddressGuard } from './webhooks/address-guard.js';
-import { createImageMirror, retryDeadImages } from './images/mirror.js';
-import { createWebhookDispatcher } from './webhooks/dispatcher.js';
-import { EVENTS, WebhookEndpoints, endpointView } from './webhooks/endpoints.js';
+import { EVENTS } from './webhooks/endpoints.js';
 import { ProblemError } from './http/problem.js';
-import { createLogger, type Logger } from './operations/log.js';
-import { ServiceMetrics } from './operations/metrics.js';
+import type { Logger } from './operations/log.js';
 import { startOperationsServer, startServer } from './server.js';
-import { openSqliteStorage } from './storage/sqlite.js';
+import { createService, type Service } from './service.js';
+import { SqliteStorage } from './storage/sqlite/index.js';
 
 const USAGE = `Usage: catalog-publishing-service <command> [options]
 
@@ -87,43 +82,39 @@ async function main(argv: string[]): Promise<void> {
   if (command === 'serve') return serveCommand(config);
   if (command === 'worker') return workerCommand(config);
 
-  const storage = openSqliteStorage(config.databasePath);
-  const admin = new CatalogAdmin(storage, () => new Date(), config.limits.publishChunk);
+  const service = createService(config);
+  const { admin, storage } = service;
   try {
     if (command === 'demo') {
       const products = values.products ? positiveInt(values.products, 'products') : config.demoProducts;
       const bar = values.json ? undefined : new SingleBar({ format: 'demo catalog [{bar}] {value}/{total} products' }, Presets.shades_classic);
       bar?.start(products, 0);
-      const result = buildDemoCatalog(admin, products, (done) => bar?.update(done));
+      const result = await buildDemoCatalog(admin, products, (done) => bar?.update(done));
       bar?.stop();
       console.log(values.json ? JSON.stringify(result) : `merchant ${result.merchant_id}, API key ${result.api_key}`);
     } else if (command === 'keys' && rest[0] === 'create') {
       const merchantId = positiveInt(values.merchant, 'merchant');
-      admin.merchant(merchantId);
-      const key = issueApiKey(storage, merchantId, values.name ?? 'cli', new Date());
+      const key = await admin.createApiKey(merchantId, values.name ?? 'cli');
       console.log(values.json ? JSON.stringify(key) : `API key for merchant ${merchantId} (shown once): ${key.key}`);
     } else if (command === 'backup') {
       const destination = typeof values.to === 'string' ? path.resolve(values.to) : fail('backup needs --to FILE');
       if (fs.existsSync(destination)) fail(`${destination} exists: choose a new file`);
+      if (!(storage instanceof SqliteStorage)) fail('backup copies an SQLite database');
       await storage.backup(destination);
       console.log(`backed up ${config.databasePath} to ${destination}`);
     } else if (command === 'images' && rest[0] === 'status') {
-      const merchantId = positiveInt(values.merchant, 'merchant');
-      admin.merchant(merchantId);
-      const dead = storage.deadImages(merchantId, 100).map(({ url, last_error, first_failure_at, updated_at }) => ({ url, last_error, first_failure_at, updated_at }));
-      console.log(JSON.stringify({ ...storage.imageStateCounts(merchantId), dead_images: dead }, null, values.json ? undefined : 2));
+      const status = await admin.imageMirroring(positiveInt(values.merchant, 'merchant'));
+      console.log(JSON.stringify(status, null, values.json ? undefined : 2));
     } else if (command === 'images' && rest[0] === 'retry-dead') {
-      const merchantId = positiveInt(values.merchant, 'merchant');
-      admin.merchant(merchantId);
-      console.log(JSON.stringify({ retried: retryDeadImages(storage, merchantId, new Date(), config.limits.publishChunk) }));
+      console.log(JSON.stringify({ retried: await admin.retryDeadImages(positiveInt(values.merchant, 'merchant')) }));
     } else if (command === 'webhooks') {
-      webhooksCommand(storage, config, rest[0], values);
+      await webhooksCommand(service, rest[0], values);
     } else if (command === 'import') {
       const file = rest[0] ?? fail('import needs a FILE');
       const merchantId = positiveInt(values.merchant, 'merchant');
       const text = fs.readFileSync(file, 'utf8');
       const bar = new SingleBar({ format: 'import [{bar}] {value}/{total} lines' }, Presets.shades_classic);
-      const result = importNdjson(admin, merchantId, text, {
+      const result = await importNdjson(admin, merchantId, text, {
         onStart: (total) => bar.start(total, 0),
         onProgress: (done) => bar.update(done),
       });
@@ -139,31 +130,27 @@ async function main(argv: string[]): Promise<void> {
     }
     throw error;
   } finally {
-    storage.close();
+    await service.close();
   }
 }
 
 async function serveCommand(config: ReturnType<typeof loadConfig>): Promise<void> {
-  const logger = createLogger(config.operations);
-  const storage = openSqliteStorage(config.databasePath);
-  const admin = new CatalogAdmin(storage, () => new Date(), config.limits.publishChunk);
+  const service = createService(config);
+  const { logger, storage, dispatcher, mirror } = service;
   const credentialsFile = path.join(path.dirname(config.databasePath), 'demo-credentials.json');
-  if (config.demoOnEmpty && storage.countMerchants() === 0) {
+  if (config.demoOnEmpty && await storage.countMerchants() === 0) {
     console.log(`Empty database: building the demo catalog (${config.demoProducts} products) ...`);
-    const demo = buildDemoCatalog(admin, config.demoProducts);
+    const demo = await buildDemoCatalog(service.admin, config.demoProducts);
     fs.writeFileSync(credentialsFile, `${JSON.stringify(demo, null, 2)}\n`, { mode: 0o600 });
   }
-  const metrics = new ServiceMetrics(storage, () => new Date(), logger);
-  const server = await startServer(storage, config, { logger, metrics }).catch((error: unknown) => {
+  const server = await startServer(service).catch(async (error: unknown) => {
     logger.fatal({ err: error, port: config.port }, 'failed to start: the port cannot be listened on');
-    storage.close();
+    await service.close();
     process.exit(1);
   });
-  const stopPruning = schedulePruning(storage, () => new Date(), config.changes.retentionDays, config.changes.pruneIntervalSeconds, logger);
-  const dispatcher = config.webhookDispatcher ? createWebhookDispatcher(storage, config, { logger, metrics }) : null;
-  dispatcher?.start();
-  const mirror = config.images.mirrorInServe ? createImageMirror(storage, config, { logger }) : null;
-  mirror?.start();
+  const stopPruning = schedulePruning(storage, service.now, config.changes.retentionDays, config.changes.pruneIntervalSeconds, logger);
+  if (config.webhookDispatcher) dispatcher.start();
+  if (config.images.mirrorInServe) mirror.start();
   const demo = fs.existsSync(credentialsFile) ? JSON.parse(fs.readFileSync(credentialsFile, 'utf8')) : undefined;
   const base = config.publicBaseUrl;
   // For the person who ran `npm start`; the JSON log line after it is for the log pipeline.
@@ -176,7 +163,7 @@ async function serveCommand(config: ReturnType<typeof loadConfig>): Promise<void
     `  Operations:     ${base}/healthz  ${base}/readyz  ${base}/metrics`,
   ].filter(Boolean).join('\n'));
   logger.info({
-    url: server.url, database: config.databasePath, webhook_dispatcher: Boolean(dispatcher), image_mirroring: Boolean(mirror),
+    url: server.url, database: config.databasePath, webhook_dispatcher: config.webhookDispatcher, image_mirroring: config.images.mirrorInServe,
   }, 'listening');
   onShutdown(logger, shutdownDeadlineMs(config), async () => {
     stopPruning();
@@ -185,8 +172,7 @@ async function serveCommand(config: ReturnType<typeof loadConfig>): Promise<void
     if (config.operations.shutdownDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, config.operations.shutdownDelayMs));
     // In parallel: stop accepting and finish the requests in flight; the dispatcher and the
     // mirror take no new work and finish what they hold (bounded by their own time-outs).
-    await Promise.all([server.close(), dispatcher?.stop(), mirror?.stop()]);
-    storage.close();
+    await Promise.all([server.close(), service.close()]);
   });
 }
 
@@ -226,78 +212,69 @@ function onShutdown(logger: Logger, deadlineMs: number, stop: () => Promise<void
   process.on('SIGTERM', handle);
 }
 
-function webhooksCommand(
-  storage: ReturnType<typeof openSqliteStorage>, config: ReturnType<typeof loadConfig>, action: string | undefined,
-  values: Record<string, string | boolean | undefined>,
-): void {
-  const endpoints = new WebhookEndpoints(storage, new AddressGuard(config.webhooks.allowHosts), () => new Date());
+async function webhooksCommand(
+  { endpoints }: Service, action: string | undefined, values: Record<string, string | boolean | undefined>,
+): Promise<void> {
   const merchantId = positiveInt(values.merchant as string | undefined, 'merchant');
   const endpointId = () => positiveInt(values.endpoint as string | undefined, 'endpoint');
   const print = (value: unknown) => console.log(JSON.stringify(value, null, values.json ? undefined : 2));
-  const view = (e: Parameters<typeof endpointView>[1]) => endpointView(storage, e);
   switch (action) {
     case 'create': {
       const events = typeof values.events === 'string' ? values.events.split(',') as ChangeType[] : undefined;
       const bad = events?.find((e) => !EVENTS.includes(e));
       if (bad) fail(`--events: unknown event "${bad}" (price, content, removed)`);
       const store = typeof values.store === 'string' ? values.store : null;
-      const endpoint = endpoints.create(merchantId, { url: values.url as string ?? fail('--url is required'), store, events });
-      print({ ...view(endpoint), secret: endpoint.secret });
+      print(await endpoints.create(merchantId, { url: values.url as string ?? fail('--url is required'), store, events }));
       if (!values.json) console.log('The signing secret is shown once: store it now.');
       return;
     }
     case 'list':
-      return print(endpoints.list(merchantId).map(view));
-    case 'rotate': {
-      const endpoint = endpoints.rotateSecret(merchantId, endpointId());
-      return print({ ...view(endpoint), secret: endpoint.secret });
-    }
+      return print(await endpoints.list(merchantId));
+    case 'rotate':
+      return print(await endpoints.rotateSecret(merchantId, endpointId()));
     case 'delete':
-      endpoints.delete(merchantId, endpointId());
+      await endpoints.delete(merchantId, endpointId());
       return console.log('deleted');
     case 'enable':
-      return print(view(endpoints.update(merchantId, endpointId(), { status: 'active' })));
+      return print(await endpoints.update(merchantId, endpointId(), { status: 'active' }));
     case 'test':
-      return print(endpoints.sendTest(merchantId, endpointId()));
+      return print(await endpoints.sendTest(merchantId, endpointId()));
     case 'deliveries': {
       const status = values.status as DeliveryStatus | undefined;
-      const list = endpoints.deliveries(merchantId, endpointId(), { status, limit: 50 });
-      return print(list.map((d) => ({ ...d, attempt_log: storage.listAttempts(d.id) })));
+      const list = await endpoints.deliveries(merchantId, endpointId(), { status, limit: 50 });
+      const detail = await Promise.all(list.map((d) => endpoints.delivery(merchantId, endpointId(), d.id)));
+      return print(list.map((d, i) => ({ ...d, attempt_log: detail[i]!.attempts })));
     }
     case 'resend':
-      return print(endpoints.resend(merchantId, endpointId(), positiveInt(values.delivery as string | undefined, 'delivery')));
+      return print(await endpoints.resend(merchantId, endpointId(), positiveInt(values.delivery as string | undefined, 'delivery')));
     case 'recover': {
       const since = values.since as string | undefined;
       if (!since || Number.isNaN(Date.parse(since))) fail('--since must be an ISO 8601 time');
-      return print({ resent: endpoints.recover(merchantId, endpointId(), since) });
+      return print({ resent: await endpoints.recover(merchantId, endpointId(), since) });
     }
     case 'notifications':
-      return print(storage.listNotifications(merchantId, 50));
+      return print(await endpoints.notifications(merchantId, 50));
     default:
       fail(`unknown webhooks action "${action ?? ''}"\n\n${USAGE}`);
   }
 }
 
 async function workerCommand(config: ReturnType<typeof loadConfig>): Promise<void> {
-  const logger = createLogger(config.operations);
-  const storage = openSqliteStorage(config.databasePath);
-  const metrics = new ServiceMetrics(storage, () => new Date(), logger);
+  const service = createService(config);
+  const { logger } = service;
   // The operations listener first: a port in use stops the worker before it takes any work.
   const ops = config.operations.workerOpsPort === null ? null
-    : await startOperationsServer(storage, config, config.operations.workerOpsPort, { logger, metrics }).catch((error: unknown) => {
+    : await startOperationsServer(service, config.operations.workerOpsPort).catch(async (error: unknown) => {
       logger.fatal({ err: error, port: config.operations.workerOpsPort }, 'failed to start: the operations port cannot be listened on');
-      storage.close();
+      await service.close();
       process.exit(1);
     });
-  const dispatcher = createWebhookDispatcher(storage, config, { logger, metrics });
-  dispatcher.start();
-  const mirror = createImageMirror(storage, config, { logger });
-  mirror.start();
+  service.dispatcher.start();
+  service.mirror.start();
   logger.info({ database: config.databasePath, operations_url: ops?.url }, 'webhook dispatcher and image mirroring running');
   onShutdown(logger, shutdownDeadlineMs(config), async () => {
     if (ops) ops.lifecycle.shuttingDown = true;
-    await Promise.all([dispatcher.stop(), mirror.stop(), ops?.close()]);
-    storage.close();
+    await Promise.all([service.close(), ops?.close()]);
   });
 }
 

@@ -1,16 +1,14 @@
-// Starts the HTTP service on a storage file: used by `serve` and by the tests (port 0), and the
-// operations-only listener of `worker`.
+// Starts the HTTP service of a built service (service.ts): used by `serve` and by the tests (port
+// 0), and the operations-only listener of `worker`.
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { serve, type ServerType } from '@hono/node-server';
-import type { Config } from './config.js';
 import { createApp } from './http/app.js';
 import { operationsApp } from './http/operations-api.js';
 import { Lifecycle } from './operations/health.js';
-import { createLogger, type Logger } from './operations/log.js';
-import { ServiceMetrics } from './operations/metrics.js';
-import type { CatalogStorage } from './storage/port.js';
+import type { ServiceMetrics } from './operations/metrics.js';
+import type { Service } from './service.js';
 
 /** Where `npm run build:docs` writes the HTML docs (next to the compiled code). */
 export const DOCS_FILE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'dist', 'docs', 'index.html');
@@ -26,11 +24,7 @@ export interface RunningServer {
 }
 
 export interface ServerOptions {
-  now?: () => Date;
   docsFile?: string;
-  logger?: Logger;
-  /** Shared with the process's webhook dispatcher, so /metrics counts its deliveries. */
-  metrics?: ServiceMetrics;
 }
 
 async function listen(fetch: (request: Request) => Response | Promise<Response>, port: number, host: string) {
@@ -59,12 +53,11 @@ async function listen(fetch: (request: Request) => Response | Promise<Response>,
   };
 }
 
-export async function startServer(storage: CatalogStorage, config: Config, options: ServerOptions = {}): Promise<RunningServer> {
-  const now = options.now ?? (() => new Date());
-  const logger = options.logger ?? createLogger(config.operations);
-  const metrics = options.metrics ?? new ServiceMetrics(storage, now, logger);
+/** Serves the service's HTTP APIs on config.host:config.port (0: a free port). */
+export async function startServer(service: Service, options: ServerOptions = {}): Promise<RunningServer> {
+  const { config, metrics } = service;
   const lifecycle = new Lifecycle();
-  const app = createApp({ storage, config, now, docsFile: options.docsFile ?? DOCS_FILE, logger, metrics, lifecycle });
+  const app = createApp(service, { docsFile: options.docsFile ?? DOCS_FILE, lifecycle });
   const http = await listen(app.fetch, config.port, config.host);
   return {
     ...http,
@@ -78,11 +71,10 @@ export async function startServer(storage: CatalogStorage, config: Config, optio
 }
 
 /** `worker`'s listener on CPS_OPS_PORT: /healthz, /readyz and /metrics only. */
-export async function startOperationsServer(
-  storage: CatalogStorage, config: Config, port: number, deps: { logger: Logger; metrics: ServiceMetrics },
-): Promise<Omit<RunningServer, 'metrics'>> {
+export async function startOperationsServer(service: Service, port: number): Promise<Omit<RunningServer, 'metrics'>> {
+  const { storage, config, metrics, logger } = service;
   const lifecycle = new Lifecycle();
-  const app = operationsApp({ storage, metrics: deps.metrics, lifecycle, metricsToken: config.operations.metricsToken }, deps.logger, config.operations);
+  const app = operationsApp({ storage, metrics, lifecycle, metricsToken: config.operations.metricsToken }, logger, config.operations);
   const http = await listen(app.fetch, port, config.host);
   return {
     ...http,

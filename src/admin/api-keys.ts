@@ -1,7 +1,7 @@
 // API keys (product decisions, "Tenancy, keys, stores"): 32 random bytes, shown once, stored only
 // as a SHA-256 hash, compared in constant time, revocable. A key belongs to exactly one merchant.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { ApiKeyRecord, CatalogStorage } from '../storage/port.js';
+import type { ApiKeyRecord, TenancyStore } from '../storage/port.js';
 
 const KEY_PREFIX = 'cps_';
 const KEY_SHAPE = /^cps_[A-Za-z0-9_-]{43}$/;
@@ -11,26 +11,26 @@ export function hashApiKey(key: string): Buffer {
 }
 
 /** Issues a key for the merchant; the plain key is returned here and never again. */
-export function issueApiKey(
-  storage: CatalogStorage, merchantId: number, name: string, now: Date,
-): ApiKeyRecord & { key: string } {
+export async function issueApiKey(
+  storage: TenancyStore, merchantId: number, name: string, now: Date,
+): Promise<ApiKeyRecord & { key: string }> {
   const key = `${KEY_PREFIX}${randomBytes(32).toString('base64url')}`;
-  const record = storage.insertApiKey({
+  const record = await storage.insertApiKey({
     merchant_id: merchantId, name, prefix: key.slice(0, 12), key_hash: hashApiKey(key), created_at: now.toISOString(),
   });
   return { ...record, key };
 }
 
 /** The active key a presented key is (its id and merchant), or undefined for a malformed, unknown or revoked key. */
-export function activeApiKey(storage: CatalogStorage, key: string): { id: number; merchant_id: number } | undefined {
+export async function activeApiKey(storage: TenancyStore, key: string): Promise<{ id: number; merchant_id: number } | undefined> {
   if (!KEY_SHAPE.test(key)) return undefined;
   const presented = hashApiKey(key);
-  const found = storage.findActiveApiKey(presented);
+  const found = await storage.findActiveApiKey(presented);
   if (!found || !timingSafeEqual(found.key_hash, presented)) return undefined;
   return { id: found.id, merchant_id: found.merchant_id };
 }
 
 /** The merchant a presented key belongs to, or undefined for a malformed, unknown or revoked key. */
-export function merchantForApiKey(storage: CatalogStorage, key: string): number | undefined {
-  return activeApiKey(storage, key)?.merchant_id;
+export async function merchantForApiKey(storage: TenancyStore, key: string): Promise<number | undefined> {
+  return (await activeApiKey(storage, key))?.merchant_id;
 }

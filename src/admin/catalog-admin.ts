@@ -7,8 +7,11 @@ import type {
 import { parseDecimal } from '../catalog/money.js';
 import { CatalogPublisher, type PublishSummary } from '../catalog/publish.js';
 import { ProblemError, invalidInput, type InvalidParam } from '../http/problem.js';
+import { issueApiKey } from './api-keys.js';
+import { retryDeadImages } from '../images/retry.js';
 import type {
-  CatalogStorage, MerchantRecord, PricingRuleInputRecord, StoreInputRecord,
+  ApiKeyRecord, CatalogStorage, ImageMirrorWork, ImageStateCounts, MerchantRecord, PricingRuleInputRecord, StorageOperations,
+  StorageTx, StoreInputRecord,
 } from '../storage/port.js';
 
 /** The catch-all rule every merchant has (product decisions: applied_rule_id is never null). */
@@ -53,6 +56,19 @@ function compareDecimals(a: string, b: string): number {
 
 const notFound = (what: string) => new ProblemError('not_found', `${what} does not exist.`);
 
+/** A product's source with each image's mirroring state (admin `ProductSource`). */
+export type ProductSourceView = Omit<ProductRecord['source'], 'images'> & {
+  id: number;
+  ref: string;
+  images: { url: string; state: 'pending' | 'mirrored' | 'dead'; mirrored_url: string | null }[];
+};
+
+/** The suppliers and stores a product source may name, loaded once per request or import. */
+export interface SourceReferences {
+  suppliers: Set<string>;
+  stores: Set<string>;
+}
+
 export class CatalogAdmin {
   readonly publisher: CatalogPublisher;
 
@@ -61,30 +77,48 @@ export class CatalogAdmin {
     readonly now: () => Date = () => new Date(),
     publishChunk = 2000,
   ) {
-    this.publisher = new CatalogPublisher(storage, now, publishChunk);
+    this.publisher = new CatalogPublisher(now, publishChunk);
   }
 
   private at(): string {
     return this.now().toISOString();
   }
 
-  /** Runs a write and re-publishes every product of the merchant in the same transaction. */
-  private writeAndRepublish<T>(merchantId: number, write: () => T, onlyStores?: () => number[]): T {
-    return this.storage.transaction(() => {
-      const result = write();
-      this.publisher.publishAll(merchantId, onlyStores?.());
+  /** 404 unless the merchant exists (on tx inside a transaction). */
+  private async merchantIn(reader: StorageOperations, merchantId: number): Promise<MerchantRecord> {
+    const merchant = await reader.getMerchant(merchantId);
+    if (!merchant) throw notFound(`Merchant ${merchantId}`);
+    return merchant;
+  }
+
+  /**
+   * Runs a write of the merchant's and re-publishes every product of the merchant (or of some of
+   * its stores) in the same transaction: checks and write see one state, and commit with the
+   * changes they cause.
+   */
+  private writeAndRepublish<T>(
+    merchantId: number, write: (tx: StorageTx) => Promise<T>, onlyStores?: (tx: StorageTx) => Promise<number[]>,
+  ): Promise<T> {
+    return this.storage.transaction(async (tx) => {
+      await this.merchantIn(tx, merchantId);
+      const result = await write(tx);
+      await this.publisher.publishAll(tx, merchantId, await onlyStores?.(tx));
       return result;
     });
   }
 
-  // Merchants
+  // Merchants and keys
 
-  createMerchant(input: { name: string; sku_pattern?: string | null; owner_emails?: string[] }): MerchantRecord {
-    return this.storage.transaction(() => {
-      const merchant = this.storage.createMerchant({
+  listMerchants(): Promise<MerchantRecord[]> {
+    return this.storage.listMerchants();
+  }
+
+  createMerchant(input: { name: string; sku_pattern?: string | null; owner_emails?: string[] }): Promise<MerchantRecord> {
+    return this.storage.transaction(async (tx) => {
+      const merchant = await tx.createMerchant({
         name: input.name, sku_pattern: input.sku_pattern ?? null, owner_emails: input.owner_emails ?? [], created_at: this.at(),
       });
-      this.storage.createPricingRule(merchant.id, {
+      await tx.createPricingRule(merchant.id, {
         priority: CATCH_ALL_PRIORITY, customer_group_id: null, store_id: null, manufacturer: null,
         min_cost: null, max_cost: null, markup_percent: '0', markup_amount: '0', price_ending: null,
       }, true);
@@ -92,24 +126,46 @@ export class CatalogAdmin {
     });
   }
 
-  merchant(merchantId: number): MerchantRecord {
-    const merchant = this.storage.getMerchant(merchantId);
-    if (!merchant) throw notFound(`Merchant ${merchantId}`);
-    return merchant;
+  merchant(merchantId: number): Promise<MerchantRecord> {
+    return this.merchantIn(this.storage, merchantId);
   }
 
-  updateMerchant(merchantId: number, patch: Partial<Pick<MerchantRecord, 'name' | 'sku_pattern' | 'owner_emails'>>): MerchantRecord {
-    this.merchant(merchantId);
-    return this.writeAndRepublish(merchantId, () => this.storage.updateMerchant(merchantId, patch)!);
+  updateMerchant(merchantId: number, patch: Partial<Pick<MerchantRecord, 'name' | 'sku_pattern' | 'owner_emails'>>): Promise<MerchantRecord> {
+    return this.writeAndRepublish(merchantId, async (tx) => (await tx.updateMerchant(merchantId, patch))!);
+  }
+
+  async listApiKeys(merchantId: number): Promise<ApiKeyRecord[]> {
+    await this.merchant(merchantId);
+    return this.storage.listApiKeys(merchantId);
+  }
+
+  /** A new key for the merchant: the plain key is in this result and never again. */
+  createApiKey(merchantId: number, name: string): Promise<ApiKeyRecord & { key: string }> {
+    return this.storage.transaction(async (tx) => {
+      await this.merchantIn(tx, merchantId);
+      return issueApiKey(tx, merchantId, name, this.now());
+    });
+  }
+
+  revokeApiKey(merchantId: number, keyId: number): Promise<void> {
+    return this.storage.transaction(async (tx) => {
+      await this.merchantIn(tx, merchantId);
+      if (!await tx.revokeApiKey(merchantId, keyId, this.at())) throw notFound(`API key ${keyId}`);
+    });
   }
 
   // Stores
 
-  upsertStore(merchantId: number, slug: string, input: StoreInputRecord): StoreRecord {
-    this.merchant(merchantId);
-    return this.storage.transaction(() => {
-      const existing = this.storage.findStore(merchantId, slug);
-      const isOnlyStore = this.storage.listStores(merchantId).every((s) => s.slug === slug);
+  async listStores(merchantId: number): Promise<StoreRecord[]> {
+    await this.merchant(merchantId);
+    return this.storage.listStores(merchantId);
+  }
+
+  upsertStore(merchantId: number, slug: string, input: StoreInputRecord): Promise<StoreRecord> {
+    return this.storage.transaction(async (tx) => {
+      await this.merchantIn(tx, merchantId);
+      const existing = await tx.findStore(merchantId, slug);
+      const isOnlyStore = (await tx.listStores(merchantId)).every((s) => s.slug === slug);
       // The first store is the default; the default store must stay active and stay default
       // until another store takes over (spec 1: a merchant has one default store).
       const isDefault = input.is_default || isOnlyStore;
@@ -119,97 +175,109 @@ export class CatalogAdmin {
       if (isDefault && !input.active) {
         throw new ProblemError('conflict', `Store "${slug}" is (or becomes) the default store, which must stay active.`);
       }
-      const store = this.storage.upsertStore(merchantId, slug, { ...input, is_default: isDefault });
-      this.publisher.publishAll(merchantId, [store.id]);
-      return this.storage.findStore(merchantId, slug)!;
+      const store = await tx.upsertStore(merchantId, slug, { ...input, is_default: isDefault });
+      await this.publisher.publishAll(tx, merchantId, [store.id]);
+      return (await tx.findStore(merchantId, slug))!;
     });
   }
 
-  deleteStore(merchantId: number, slug: string): void {
-    this.merchant(merchantId);
-    const store = this.storage.findStore(merchantId, slug);
-    if (!store) throw notFound(`Store "${slug}"`);
-    if (store.is_default) throw new ProblemError('conflict', `Store "${slug}" is the default store and cannot be deleted.`);
-    if (this.storage.listWebhookEndpoints(merchantId).some((e) => e.store_id === store.id)) {
-      throw new ProblemError('conflict', `Webhook endpoints are scoped to store "${slug}"; change or delete them first.`);
-    }
-    if (this.storage.listPricingRules(merchantId).some((r) => r.store_id === store.id)) {
-      throw new ProblemError('conflict', `Pricing rules still refer to store "${slug}"; change or delete them first.`);
-    }
-    this.storage.transaction(() => {
-      // The slug may be taken again later: a deleted store leaves no exclusions behind.
-      for (const product of this.storage.productsExcludedFrom(merchantId, slug)) {
-        const source = { ...product.source, excluded_stores: product.source.excluded_stores.filter((s) => s !== slug) };
-        this.storage.upsertProductSource(merchantId, product.ref, source, this.at());
+  deleteStore(merchantId: number, slug: string): Promise<void> {
+    return this.storage.transaction(async (tx) => {
+      await this.merchantIn(tx, merchantId);
+      const store = await tx.findStore(merchantId, slug);
+      if (!store) throw notFound(`Store "${slug}"`);
+      if (store.is_default) throw new ProblemError('conflict', `Store "${slug}" is the default store and cannot be deleted.`);
+      if ((await tx.listWebhookEndpoints(merchantId)).some((e) => e.store_id === store.id)) {
+        throw new ProblemError('conflict', `Webhook endpoints are scoped to store "${slug}"; change or delete them first.`);
       }
-      this.storage.deleteStore(store.id);
+      if ((await tx.listPricingRules(merchantId)).some((r) => r.store_id === store.id)) {
+        throw new ProblemError('conflict', `Pricing rules still refer to store "${slug}"; change or delete them first.`);
+      }
+      // The slug may be taken again later: a deleted store leaves no exclusions behind.
+      for (const product of await tx.productsExcludedFrom(merchantId, slug)) {
+        const source = { ...product.source, excluded_stores: product.source.excluded_stores.filter((s) => s !== slug) };
+        await tx.upsertProductSource(merchantId, product.ref, source, this.at());
+      }
+      await tx.deleteStore(store.id);
     });
   }
 
   // Customer groups
 
+  async listCustomerGroups(merchantId: number) {
+    await this.merchant(merchantId);
+    return this.storage.listCustomerGroups(merchantId);
+  }
+
   createCustomerGroup(merchantId: number, name: string) {
-    this.merchant(merchantId);
-    if (this.storage.listCustomerGroups(merchantId).some((g) => g.name === name)) {
-      throw new ProblemError('conflict', `A customer group named "${name}" already exists.`);
-    }
-    return this.writeAndRepublish(merchantId, () => this.storage.createCustomerGroup(merchantId, name));
+    return this.writeAndRepublish(merchantId, async (tx) => {
+      if ((await tx.listCustomerGroups(merchantId)).some((g) => g.name === name)) {
+        throw new ProblemError('conflict', `A customer group named "${name}" already exists.`);
+      }
+      return tx.createCustomerGroup(merchantId, name);
+    });
   }
 
   updateCustomerGroup(merchantId: number, id: number, name: string) {
-    this.merchant(merchantId);
-    if (this.storage.listCustomerGroups(merchantId).some((g) => g.name === name && g.id !== id)) {
-      throw new ProblemError('conflict', `A customer group named "${name}" already exists.`);
-    }
-    return this.writeAndRepublish(merchantId, () => {
-      const group = this.storage.updateCustomerGroup(merchantId, id, name);
+    return this.writeAndRepublish(merchantId, async (tx) => {
+      if ((await tx.listCustomerGroups(merchantId)).some((g) => g.name === name && g.id !== id)) {
+        throw new ProblemError('conflict', `A customer group named "${name}" already exists.`);
+      }
+      const group = await tx.updateCustomerGroup(merchantId, id, name);
       if (!group) throw notFound(`Customer group ${id}`);
       return group;
     });
   }
 
-  deleteCustomerGroup(merchantId: number, id: number): void {
-    this.merchant(merchantId);
-    if (this.storage.listPricingRules(merchantId).some((r) => r.customer_group_id === id)) {
-      throw new ProblemError('conflict', `Pricing rules still refer to customer group ${id}; change or delete them first.`);
-    }
-    this.writeAndRepublish(merchantId, () => {
-      if (!this.storage.deleteCustomerGroup(merchantId, id)) throw notFound(`Customer group ${id}`);
+  deleteCustomerGroup(merchantId: number, id: number): Promise<void> {
+    return this.writeAndRepublish(merchantId, async (tx) => {
+      if ((await tx.listPricingRules(merchantId)).some((r) => r.customer_group_id === id)) {
+        throw new ProblemError('conflict', `Pricing rules still refer to customer group ${id}; change or delete them first.`);
+      }
+      if (!await tx.deleteCustomerGroup(merchantId, id)) throw notFound(`Customer group ${id}`);
     });
   }
 
   // Exchange rates
 
-  upsertExchangeRate(merchantId: number, rate: ExchangeRateRecord): ExchangeRateRecord {
-    this.merchant(merchantId);
+  async listExchangeRates(merchantId: number) {
+    await this.merchant(merchantId);
+    return this.storage.listExchangeRates(merchantId);
+  }
+
+  upsertExchangeRate(merchantId: number, rate: ExchangeRateRecord): Promise<ExchangeRateRecord> {
     if (rate.base === rate.quote) {
       throw invalidInput('path', [{ name: 'quote', in: 'path', reason: 'must differ from base' }]);
     }
     if (!/[1-9]/.test(rate.rate)) throw invalidInput('body', [{ name: '/rate', in: 'body', reason: 'must be greater than 0' }]);
-    return this.writeAndRepublish(merchantId, () => this.storage.upsertExchangeRate(merchantId, rate),
-      () => this.storesPricedIn(merchantId, rate.base, rate.quote));
+    return this.writeAndRepublish(merchantId, (tx) => tx.upsertExchangeRate(merchantId, rate),
+      (tx) => this.storesPricedIn(tx, merchantId, rate.base, rate.quote));
   }
 
   /** A rate converts only between its two currencies (directly or inverted), so only stores in them can change. */
-  private storesPricedIn(merchantId: number, ...currencies: string[]): number[] {
-    return this.storage.listStores(merchantId).filter((s) => currencies.includes(s.currency)).map((s) => s.id);
+  private async storesPricedIn(tx: StorageTx, merchantId: number, ...currencies: string[]): Promise<number[]> {
+    return (await tx.listStores(merchantId)).filter((s) => currencies.includes(s.currency)).map((s) => s.id);
   }
 
-  deleteExchangeRate(merchantId: number, base: string, quote: string): void {
-    this.merchant(merchantId);
-    this.writeAndRepublish(merchantId, () => {
-      if (!this.storage.deleteExchangeRate(merchantId, base, quote)) throw notFound(`Exchange rate ${base}/${quote}`);
-    }, () => this.storesPricedIn(merchantId, base, quote));
+  deleteExchangeRate(merchantId: number, base: string, quote: string): Promise<void> {
+    return this.writeAndRepublish(merchantId, async (tx) => {
+      if (!await tx.deleteExchangeRate(merchantId, base, quote)) throw notFound(`Exchange rate ${base}/${quote}`);
+    }, (tx) => this.storesPricedIn(tx, merchantId, base, quote));
   }
 
   // Pricing rules
 
-  private checkRuleReferences(merchantId: number, input: PricingRuleInputRecord): void {
+  async listPricingRules(merchantId: number) {
+    await this.merchant(merchantId);
+    return this.storage.listPricingRules(merchantId);
+  }
+
+  private async checkRuleReferences(tx: StorageTx, merchantId: number, input: PricingRuleInputRecord): Promise<void> {
     const problems: InvalidParam[] = [];
-    if (input.customer_group_id !== null && !this.storage.listCustomerGroups(merchantId).some((g) => g.id === input.customer_group_id)) {
+    if (input.customer_group_id !== null && !(await tx.listCustomerGroups(merchantId)).some((g) => g.id === input.customer_group_id)) {
       problems.push({ name: '/customer_group_id', in: 'body', reason: 'is not a customer group of this merchant' });
     }
-    if (input.store_id !== null && !this.storage.listStores(merchantId).some((s) => s.id === input.store_id)) {
+    if (input.store_id !== null && !(await tx.listStores(merchantId)).some((s) => s.id === input.store_id)) {
       problems.push({ name: '/store_id', in: 'body', reason: 'is not a store of this merchant' });
     }
     if (input.min_cost !== null && input.max_cost !== null && compareDecimals(input.min_cost, input.max_cost) > 0) {
@@ -219,72 +287,92 @@ export class CatalogAdmin {
   }
 
   createPricingRule(merchantId: number, input: PricingRuleInputRecord) {
-    this.merchant(merchantId);
-    this.checkRuleReferences(merchantId, input);
-    if (input.priority >= CATCH_ALL_PRIORITY) {
-      throw invalidInput('body', [{ name: '/priority', in: 'body', reason: `must be below ${CATCH_ALL_PRIORITY} (the catch-all rule runs last)` }]);
-    }
-    return this.writeAndRepublish(merchantId, () => this.storage.createPricingRule(merchantId, input));
+    return this.writeAndRepublish(merchantId, async (tx) => {
+      await this.checkRuleReferences(tx, merchantId, input);
+      if (input.priority >= CATCH_ALL_PRIORITY) {
+        throw invalidInput('body', [{ name: '/priority', in: 'body', reason: `must be below ${CATCH_ALL_PRIORITY} (the catch-all rule runs last)` }]);
+      }
+      return tx.createPricingRule(merchantId, input);
+    });
   }
 
   updatePricingRule(merchantId: number, id: number, input: PricingRuleInputRecord) {
-    this.merchant(merchantId);
-    const current = this.storage.getPricingRule(merchantId, id);
-    if (!current) throw notFound(`Pricing rule ${id}`);
-    // The catch-all keeps matching everything and running last; only its markup and ending change.
-    if (current.is_catch_all) {
-      const conditions = [input.customer_group_id, input.store_id, input.manufacturer, input.min_cost, input.max_cost];
-      if (input.priority !== CATCH_ALL_PRIORITY || conditions.some((c) => c !== null)) {
-        throw new ProblemError('conflict', `The catch-all rule keeps priority ${CATCH_ALL_PRIORITY} and no conditions; only its markups and price ending change.`);
+    return this.writeAndRepublish(merchantId, async (tx) => {
+      const current = await tx.getPricingRule(merchantId, id);
+      if (!current) throw notFound(`Pricing rule ${id}`);
+      // The catch-all keeps matching everything and running last; only its markup and ending change.
+      if (current.is_catch_all) {
+        const conditions = [input.customer_group_id, input.store_id, input.manufacturer, input.min_cost, input.max_cost];
+        if (input.priority !== CATCH_ALL_PRIORITY || conditions.some((c) => c !== null)) {
+          throw new ProblemError('conflict', `The catch-all rule keeps priority ${CATCH_ALL_PRIORITY} and no conditions; only its markups and price ending change.`);
+        }
+      } else if (input.priority >= CATCH_ALL_PRIORITY) {
+        throw invalidInput('body', [{ name: '/priority', in: 'body', reason: `must be below ${CATCH_ALL_PRIORITY} (the catch-all rule runs last)` }]);
       }
-    } else if (input.priority >= CATCH_ALL_PRIORITY) {
-      throw invalidInput('body', [{ name: '/priority', in: 'body', reason: `must be below ${CATCH_ALL_PRIORITY} (the catch-all rule runs last)` }]);
-    }
-    this.checkRuleReferences(merchantId, input);
-    return this.writeAndRepublish(merchantId, () => this.storage.updatePricingRule(merchantId, id, input)!);
+      await this.checkRuleReferences(tx, merchantId, input);
+      return (await tx.updatePricingRule(merchantId, id, input))!;
+    });
   }
 
-  deletePricingRule(merchantId: number, id: number): void {
-    this.merchant(merchantId);
-    const rule = this.storage.getPricingRule(merchantId, id);
-    if (!rule) throw notFound(`Pricing rule ${id}`);
-    if (rule.is_catch_all) throw new ProblemError('conflict', 'The catch-all pricing rule cannot be deleted; edit its markup instead.');
-    this.writeAndRepublish(merchantId, () => this.storage.deletePricingRule(merchantId, id));
+  deletePricingRule(merchantId: number, id: number): Promise<void> {
+    return this.writeAndRepublish(merchantId, async (tx) => {
+      const rule = await tx.getPricingRule(merchantId, id);
+      if (!rule) throw notFound(`Pricing rule ${id}`);
+      if (rule.is_catch_all) throw new ProblemError('conflict', 'The catch-all pricing rule cannot be deleted; edit its markup instead.');
+      await tx.deletePricingRule(merchantId, id);
+    });
   }
 
   // Suppliers and attribute definitions
 
-  upsertSupplier(merchantId: number, ref: string, name: string) {
-    this.merchant(merchantId);
-    return this.storage.upsertSupplier(merchantId, ref, name);
+  async listSuppliers(merchantId: number) {
+    await this.merchant(merchantId);
+    return this.storage.listSuppliers(merchantId);
   }
 
-  deleteSupplier(merchantId: number, ref: string): void {
-    this.merchant(merchantId);
-    if (this.storage.isSupplierReferenced(merchantId, ref)) {
-      throw new ProblemError('conflict', `Supplier "${ref}" still has offers; remove them from the products first.`);
-    }
-    if (!this.storage.deleteSupplier(merchantId, ref)) throw notFound(`Supplier "${ref}"`);
+  upsertSupplier(merchantId: number, ref: string, name: string) {
+    return this.storage.transaction(async (tx) => {
+      await this.merchantIn(tx, merchantId);
+      return tx.upsertSupplier(merchantId, ref, name);
+    });
+  }
+
+  deleteSupplier(merchantId: number, ref: string): Promise<void> {
+    return this.storage.transaction(async (tx) => {
+      await this.merchantIn(tx, merchantId);
+      if (await tx.isSupplierReferenced(merchantId, ref)) {
+        throw new ProblemError('conflict', `Supplier "${ref}" still has offers; remove them from the products first.`);
+      }
+      if (!await tx.deleteSupplier(merchantId, ref)) throw notFound(`Supplier "${ref}"`);
+    });
+  }
+
+  async listAttributeDefinitions(merchantId: number) {
+    await this.merchant(merchantId);
+    return this.storage.listAttributeDefinitions(merchantId);
   }
 
   upsertAttributeDefinition(merchantId: number, definition: AttributeDefinitionRecord) {
-    this.merchant(merchantId);
-    return this.writeAndRepublish(merchantId, () => this.storage.upsertAttributeDefinition(merchantId, definition));
+    return this.writeAndRepublish(merchantId, (tx) => tx.upsertAttributeDefinition(merchantId, definition));
   }
 
-  deleteAttributeDefinition(merchantId: number, key: string): void {
-    this.merchant(merchantId);
-    this.writeAndRepublish(merchantId, () => {
-      if (!this.storage.deleteAttributeDefinition(merchantId, key)) throw notFound(`Attribute definition "${key}"`);
+  deleteAttributeDefinition(merchantId: number, key: string): Promise<void> {
+    return this.writeAndRepublish(merchantId, async (tx) => {
+      if (!await tx.deleteAttributeDefinition(merchantId, key)) throw notFound(`Attribute definition "${key}"`);
     });
   }
 
   // Products
 
+  /** The suppliers and stores a source may name. */
+  async sourceReferences(reader: StorageOperations, merchantId: number): Promise<SourceReferences> {
+    const [suppliers, stores] = await Promise.all([reader.listSuppliers(merchantId), reader.listStores(merchantId)]);
+    return { suppliers: new Set(suppliers.map((s) => s.ref)), stores: new Set(stores.map((s) => s.slug)) };
+  }
+
   /** Problems with a source's references to suppliers and stores (JSON pointers under `base`). */
-  sourceProblems(merchantId: number, source: ProductSourceDocument, base = ''): InvalidParam[] {
-    const suppliers = new Set(this.storage.listSuppliers(merchantId).map((s) => s.ref));
-    const stores = new Set(this.storage.listStores(merchantId).map((s) => s.slug));
+  sourceProblems(references: SourceReferences, source: ProductSourceDocument, base = ''): InvalidParam[] {
+    const { suppliers, stores } = references;
     const problems: InvalidParam[] = [];
     const seen = new Set<string>();
     source.offers.forEach((offer, i) => {
@@ -312,32 +400,51 @@ export class CatalogAdmin {
     return problems;
   }
 
-  product(merchantId: number, ref: string): ProductRecord {
-    this.merchant(merchantId);
-    const product = this.storage.findProductByRef(merchantId, ref);
+  async product(merchantId: number, ref: string): Promise<ProductRecord> {
+    await this.merchant(merchantId);
+    const product = await this.storage.findProductByRef(merchantId, ref);
     if (!product) throw notFound(`Product "${ref}"`);
     return product;
   }
 
-  upsertProduct(merchantId: number, ref: string, input: ProductSourceInput): ProductRecord & { created: boolean } {
-    this.merchant(merchantId);
+  /** The product's source as the admin API shows it, each image with its mirroring state. */
+  async productSource(merchantId: number, ref: string): Promise<ProductSourceView> {
+    return this.sourceView(this.storage, merchantId, await this.product(merchantId, ref));
+  }
+
+  private async sourceView(reader: StorageOperations, merchantId: number, product: ProductRecord): Promise<ProductSourceView> {
+    const mirrors = await reader.imageMirrors(merchantId, product.source.images.map((i) => i.url));
+    return {
+      id: product.id,
+      ref: product.ref,
+      ...product.source,
+      images: product.source.images.map(({ url }) => ({
+        url, state: mirrors.get(url)?.state ?? 'pending', mirrored_url: mirrors.get(url)?.mirrored_url ?? null,
+      })),
+    };
+  }
+
+  upsertProduct(merchantId: number, ref: string, input: ProductSourceInput): Promise<ProductSourceView & { created: boolean }> {
     const source = normalizeSource(input);
-    const problems = this.sourceProblems(merchantId, source);
-    if (problems.length) throw invalidInput('body', problems);
-    return this.storage.transaction(() => {
-      const { id, created } = this.storage.upsertProductSource(merchantId, ref, source, this.at());
+    return this.storage.transaction(async (tx) => {
+      await this.merchantIn(tx, merchantId);
+      const problems = this.sourceProblems(await this.sourceReferences(tx, merchantId), source);
+      if (problems.length) throw invalidInput('body', problems);
+      const { id, created } = await tx.upsertProductSource(merchantId, ref, source, this.at());
       // The mirror learns of new image sources with the write (state is per source URL).
-      this.storage.ensureImageMirrors(merchantId, source.images.map((i) => i.url), this.at());
-      this.publisher.publishProducts(merchantId, [id]);
-      return { id, ref, source, created };
+      await tx.ensureImageMirrors(merchantId, source.images.map((i) => i.url), this.at());
+      await this.publisher.publishProducts(tx, merchantId, [id]);
+      return { ...await this.sourceView(tx, merchantId, { id, ref, source }), created };
     });
   }
 
-  deleteProduct(merchantId: number, ref: string): void {
-    const product = this.product(merchantId, ref);
-    this.storage.transaction(() => {
-      this.storage.deleteProduct(merchantId, product.id);
-      this.publisher.unpublishProducts(merchantId, [product.id]);
+  deleteProduct(merchantId: number, ref: string): Promise<void> {
+    return this.storage.transaction(async (tx) => {
+      await this.merchantIn(tx, merchantId);
+      const product = await tx.findProductByRef(merchantId, ref);
+      if (!product) throw notFound(`Product "${ref}"`);
+      await tx.deleteProduct(merchantId, product.id);
+      await this.publisher.unpublishProducts(tx, merchantId, [product.id]);
     });
   }
 
@@ -345,28 +452,44 @@ export class CatalogAdmin {
   applyProductBatch(
     merchantId: number,
     operations: ({ op: 'upsert_product'; ref: string; source: ProductSourceDocument } | { op: 'delete_product'; ref: string })[],
-  ): { upserted: number; deleted: number } & PublishSummary {
-    return this.storage.transaction(() => {
+  ): Promise<{ upserted: number; deleted: number } & PublishSummary> {
+    return this.storage.transaction(async (tx) => {
       const at = this.at();
       const upsertedIds: number[] = [];
       const deletedIds: number[] = [];
       for (const operation of operations) {
         if (operation.op === 'upsert_product') {
-          upsertedIds.push(this.storage.upsertProductSource(merchantId, operation.ref, operation.source, at).id);
-          this.storage.ensureImageMirrors(merchantId, operation.source.images.map((i) => i.url), at);
+          upsertedIds.push((await tx.upsertProductSource(merchantId, operation.ref, operation.source, at)).id);
+          await tx.ensureImageMirrors(merchantId, operation.source.images.map((i) => i.url), at);
         } else {
-          const existing = this.storage.findProductByRef(merchantId, operation.ref);
+          const existing = await tx.findProductByRef(merchantId, operation.ref);
           if (!existing) continue;
-          this.storage.deleteProduct(merchantId, existing.id);
+          await tx.deleteProduct(merchantId, existing.id);
           deletedIds.push(existing.id);
         }
       }
-      const published = this.publisher.publishProducts(merchantId, [...new Set(upsertedIds)].filter((id) => !deletedIds.includes(id)));
-      const removed = this.publisher.unpublishProducts(merchantId, deletedIds);
+      const deleted = new Set(deletedIds);
+      const published = await this.publisher.publishProducts(tx, merchantId, [...new Set(upsertedIds)].filter((id) => !deleted.has(id)));
+      const removed = await this.publisher.unpublishProducts(tx, merchantId, deletedIds);
       return {
         upserted: upsertedIds.length, deleted: deletedIds.length,
         resolved: published.resolved, changes: published.changes + removed.changes,
       };
     });
+  }
+
+  // Images
+
+  /** Mirroring progress per state, and the dead images with their last error (at most `limit`). */
+  async imageMirroring(merchantId: number, limit = 100): Promise<ImageStateCounts & { dead_images: Pick<ImageMirrorWork, 'url' | 'last_error' | 'first_failure_at' | 'updated_at'>[] }> {
+    await this.merchant(merchantId);
+    const [counts, dead] = await Promise.all([this.storage.imageStateCounts(merchantId), this.storage.deadImages(merchantId, limit)]);
+    return { ...counts, dead_images: dead.map(({ url, last_error, first_failure_at, updated_at }) => ({ url, last_error, first_failure_at, updated_at })) };
+  }
+
+  /** Fetches the merchant's dead images again; returns how many. */
+  async retryDeadImages(merchantId: number): Promise<number> {
+    await this.merchant(merchantId);
+    return retryDeadImages(this.storage, this.publisher, merchantId, this.now());
   }
 }

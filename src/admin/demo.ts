@@ -4,7 +4,6 @@
 // products excluded for each reason.
 import type { ProductSourceDocument } from '../catalog/model.js';
 import type { CatalogAdmin } from './catalog-admin.js';
-import { issueApiKey } from './api-keys.js';
 
 export interface DemoResult {
   merchant_id: number;
@@ -89,39 +88,38 @@ export function demoProduct(n: number): { ref: string; source: ProductSourceDocu
 }
 
 /** Builds the demo merchant with `products` products and issues an API key for it. */
-export function buildDemoCatalog(
+export async function buildDemoCatalog(
   admin: CatalogAdmin, products: number, onProgress?: (done: number) => void,
-): DemoResult {
-  const now = admin.now();
-  const merchant = admin.createMerchant({ name: 'Demo Outdoor GmbH', sku_pattern: 'DEMO-{id}', owner_emails: ['owner@demo-outdoor.test'] });
+): Promise<DemoResult> {
+  const merchant = await admin.createMerchant({ name: 'Demo Outdoor GmbH', sku_pattern: 'DEMO-{id}', owner_emails: ['owner@demo-outdoor.test'] });
   const id = merchant.id;
-  admin.upsertStore(id, 'de', { name: 'Demo Outdoor Deutschland', locale: 'de-DE', currency: 'EUR', is_default: true, active: true, exclude_out_of_stock: true });
-  admin.upsertStore(id, 'pl', { name: 'Demo Outdoor Polska', locale: 'pl-PL', currency: 'PLN', is_default: false, active: true, exclude_out_of_stock: false });
-  admin.upsertStore(id, 'uk', { name: 'Demo Outdoor UK', locale: 'en-GB', currency: 'GBP', is_default: false, active: true, exclude_out_of_stock: false });
-  const retail = admin.createCustomerGroup(id, 'retail');
-  const wholesale = admin.createCustomerGroup(id, 'wholesale');
-  admin.upsertExchangeRate(id, { base: 'EUR', quote: 'PLN', rate: '4.2715' });
-  admin.upsertExchangeRate(id, { base: 'EUR', quote: 'GBP', rate: '0.8571' });
-  admin.upsertExchangeRate(id, { base: 'USD', quote: 'EUR', rate: '0.9240' });
-  admin.upsertExchangeRate(id, { base: 'USD', quote: 'PLN', rate: '3.9470' });
-  admin.upsertExchangeRate(id, { base: 'USD', quote: 'GBP', rate: '0.7920' });
-  admin.upsertSupplier(id, 'alpine-wholesale', 'Alpine Wholesale AG');
-  admin.upsertSupplier(id, 'baltic-outdoor', 'Baltic Outdoor Sp. z o.o.');
-  admin.upsertSupplier(id, 'pacific-imports', 'Pacific Imports Inc.');
-  admin.upsertAttributeDefinition(id, { key: 'weight', unit: 'kg', labels: { de: 'Gewicht', pl: 'Waga', en: 'Weight' } });
-  admin.upsertAttributeDefinition(id, { key: 'color', unit: null, labels: { de: 'Farbe', pl: 'Kolor', en: 'Colour' } });
-  admin.upsertAttributeDefinition(id, { key: 'material', unit: null, labels: { de: 'Material', pl: 'Materiał', en: 'Material' } });
+  await admin.upsertStore(id, 'de', { name: 'Demo Outdoor Deutschland', locale: 'de-DE', currency: 'EUR', is_default: true, active: true, exclude_out_of_stock: true });
+  await admin.upsertStore(id, 'pl', { name: 'Demo Outdoor Polska', locale: 'pl-PL', currency: 'PLN', is_default: false, active: true, exclude_out_of_stock: false });
+  await admin.upsertStore(id, 'uk', { name: 'Demo Outdoor UK', locale: 'en-GB', currency: 'GBP', is_default: false, active: true, exclude_out_of_stock: false });
+  const retail = await admin.createCustomerGroup(id, 'retail');
+  const wholesale = await admin.createCustomerGroup(id, 'wholesale');
+  await admin.upsertExchangeRate(id, { base: 'EUR', quote: 'PLN', rate: '4.2715' });
+  await admin.upsertExchangeRate(id, { base: 'EUR', quote: 'GBP', rate: '0.8571' });
+  await admin.upsertExchangeRate(id, { base: 'USD', quote: 'EUR', rate: '0.9240' });
+  await admin.upsertExchangeRate(id, { base: 'USD', quote: 'PLN', rate: '3.9470' });
+  await admin.upsertExchangeRate(id, { base: 'USD', quote: 'GBP', rate: '0.7920' });
+  await admin.upsertSupplier(id, 'alpine-wholesale', 'Alpine Wholesale AG');
+  await admin.upsertSupplier(id, 'baltic-outdoor', 'Baltic Outdoor Sp. z o.o.');
+  await admin.upsertSupplier(id, 'pacific-imports', 'Pacific Imports Inc.');
+  await admin.upsertAttributeDefinition(id, { key: 'weight', unit: 'kg', labels: { de: 'Gewicht', pl: 'Waga', en: 'Weight' } });
+  await admin.upsertAttributeDefinition(id, { key: 'color', unit: null, labels: { de: 'Farbe', pl: 'Kolor', en: 'Colour' } });
+  await admin.upsertAttributeDefinition(id, { key: 'material', unit: null, labels: { de: 'Material', pl: 'Materiał', en: 'Material' } });
   const rule = { store_id: null, manufacturer: null, min_cost: null, max_cost: null, markup_amount: '0' };
-  admin.createPricingRule(id, { ...rule, priority: 10, customer_group_id: wholesale.id, markup_percent: '12', price_ending: null });
-  admin.createPricingRule(id, { ...rule, priority: 20, customer_group_id: retail.id, manufacturer: 'Alpenwerk', markup_percent: '45', price_ending: 99 });
-  admin.createPricingRule(id, { ...rule, priority: 30, customer_group_id: retail.id, markup_percent: '35', price_ending: 99 });
+  await admin.createPricingRule(id, { ...rule, priority: 10, customer_group_id: wholesale.id, markup_percent: '12', price_ending: null });
+  await admin.createPricingRule(id, { ...rule, priority: 20, customer_group_id: retail.id, manufacturer: 'Alpenwerk', markup_percent: '45', price_ending: 99 });
+  await admin.createPricingRule(id, { ...rule, priority: 30, customer_group_id: retail.id, markup_percent: '35', price_ending: 99 });
   const chunk = 1000;
   for (let start = 1; start <= products; start += chunk) {
     const batch = [];
     for (let n = start; n < Math.min(products + 1, start + chunk); n++) batch.push({ op: 'upsert_product' as const, ...demoProduct(n) });
-    admin.applyProductBatch(id, batch);
+    await admin.applyProductBatch(id, batch);
     onProgress?.(Math.min(products, start + chunk - 1));
   }
-  const key = issueApiKey(admin.storage, id, 'demo', now);
+  const key = await admin.createApiKey(id, 'demo');
   return { merchant_id: id, api_key: key.key, stores: ['de', 'pl', 'uk'], products };
 }

@@ -7,6 +7,7 @@ import type { ProductSourceDocument } from '../catalog/model.js';
 import { nestsDeeperThan, tooDeepReason } from '../http/json-limits.js';
 import { ProblemError, type InvalidParam } from '../http/problem.js';
 import { normalizeSource, type CatalogAdmin } from './catalog-admin.js';
+import { yieldToOthers } from '../shared/cooperative.js';
 
 const ImportLineSchema = z.discriminatedUnion('op', [
   z.strictObject({ op: z.literal('upsert_product'), product: ProductSourceInputSchema.extend({ ref: ProductSourceSchema.shape.ref }) }),
@@ -39,44 +40,61 @@ function pointer(path: PropertyKey[]): string {
 /** A line's problem reason: the JSON Pointer of the offending member first, when there is one. */
 const located = (at: string, reason: string) => (at ? `${at}: ${reason}` : reason);
 
-/** Parses and checks every line; throws the 400 problem listing each bad line. */
-export function parseImport(admin: CatalogAdmin, merchantId: number, text: string, maxJsonDepth = Infinity): Operation[] {
+/** The non-blank lines of an NDJSON text with their 1-based numbers, without copying the text into an array of lines. */
+function* ndjsonLines(text: string): Generator<{ number: number; line: string }> {
+  let number = 0;
+  for (let start = 0; start <= text.length;) {
+    let end = text.indexOf('\n', start);
+    if (end < 0) end = text.length;
+    number++;
+    const line = text.slice(start, end).trim();
+    if (line) yield { number, line };
+    start = end + 1;
+  }
+}
+
+/** Lines checked between two checks of the event loop's time slice. */
+const PARSE_STEP = 256;
+
+/**
+ * Parses and checks every line; throws the 400 problem listing each bad line. A big file is
+ * checked in bounded steps that let other requests run in between.
+ */
+export async function parseImport(admin: CatalogAdmin, merchantId: number, text: string, maxJsonDepth = Infinity): Promise<Operation[]> {
   const problems: InvalidParam[] = [];
   const operations: Operation[] = [];
-  const lines = text.split('\n');
+  const references = await admin.sourceReferences(admin.storage, merchantId);
   let counted = 0;
-  lines.forEach((raw, index) => {
-    const line = raw.trim();
-    if (!line) return;
-    counted++;
-    const name = `line ${index + 1}`;
+  for (const { number, line } of ndjsonLines(text)) {
+    if (++counted % PARSE_STEP === 0) await yieldToOthers();
+    const name = `line ${number}`;
     if (nestsDeeperThan(line, maxJsonDepth)) {
       problems.push({ name, in: 'body', reason: tooDeepReason(maxJsonDepth) });
-      return;
+      continue;
     }
     let json: unknown;
     try {
       json = JSON.parse(line);
     } catch (error) {
       problems.push({ name, in: 'body', reason: `not valid JSON: ${(error as Error).message}` });
-      return;
+      continue;
     }
     const parsed = ImportLineSchema.safeParse(json);
     if (!parsed.success) {
       for (const issue of parsed.error.issues) problems.push({ name, in: 'body', reason: located(pointer(issue.path), issue.message) });
-      return;
+      continue;
     }
     if (parsed.data.op === 'delete_product') {
       operations.push({ op: 'delete_product', ref: parsed.data.ref });
-      return;
+      continue;
     }
     const { ref, ...input } = parsed.data.product;
     const source = normalizeSource(input);
-    for (const problem of admin.sourceProblems(merchantId, source, '/product')) {
+    for (const problem of admin.sourceProblems(references, source, '/product')) {
       problems.push({ name, in: 'body', reason: located(problem.name, problem.reason) });
     }
     operations.push({ op: 'upsert_product', ref, source });
-  });
+  }
   if (problems.length) {
     const listed = problems.slice(0, MAX_LISTED_PROBLEMS);
     const more = problems.length > listed.length ? ` (first ${listed.length} of ${problems.length} listed)` : '';
@@ -86,16 +104,20 @@ export function parseImport(admin: CatalogAdmin, merchantId: number, text: strin
   return operations;
 }
 
-export function importNdjson(
+/**
+ * Applies a checked file chunk by chunk, each chunk one transaction with its publishing: a crash
+ * keeps the chunks committed before it (product decisions: an import commits chunk by chunk).
+ */
+export async function importNdjson(
   admin: CatalogAdmin, merchantId: number, text: string, options: ImportOptions = {},
-): ImportResult {
-  admin.merchant(merchantId);
-  const operations = parseImport(admin, merchantId, text, options.maxJsonDepth);
+): Promise<ImportResult> {
+  await admin.merchant(merchantId);
+  const operations = await parseImport(admin, merchantId, text, options.maxJsonDepth);
   const chunkSize = options.chunkSize ?? 1000;
   options.onStart?.(operations.length);
   const result = { lines: operations.length, upserted: 0, deleted: 0 };
   for (let i = 0; i < operations.length; i += chunkSize) {
-    const applied = admin.applyProductBatch(merchantId, operations.slice(i, i + chunkSize));
+    const applied = await admin.applyProductBatch(merchantId, operations.slice(i, i + chunkSize));
     result.upserted += applied.upserted;
     result.deleted += applied.deleted;
     options.onProgress?.(Math.min(operations.length, i + chunkSize));

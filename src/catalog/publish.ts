@@ -1,11 +1,17 @@
 // Publishing: re-resolves products after a source change and stores the payload per (store,
 // product), recording a change per store when the payload changed (spec 6; product decisions,
 // "Changes and the feed"). Runs inside the write's transaction, so reads never resolve on the fly
-// and a change is never recorded without its data, nor data without its change.
+// and a change is never recorded without its data, nor data without its change. Merchant-wide
+// publishing works in bounded chunks and yields the event loop between bounded steps, so reads
+// are answered (from the last committed state) while it runs.
 import type { MerchantContext, ProductRecord, StoreRecord } from './model.js';
 import { resolveProduct } from './resolve.js';
 import { ChangeRecorder, type DetectedChange } from '../changes/recorder.js';
-import type { CatalogStorage, PublishedRow } from '../storage/port.js';
+import { yieldToOthers } from '../shared/cooperative.js';
+import type { PublishedRow, StorageOperations, StorageTx } from '../storage/port.js';
+
+/** Products resolved between two checks of the event loop's time slice. */
+const RESOLVE_STEP = 64;
 
 export interface PublishSummary {
   resolved: number;
@@ -16,96 +22,94 @@ export class CatalogPublisher {
   private readonly changes: ChangeRecorder;
 
   constructor(
-    private readonly storage: CatalogStorage,
     now: () => Date,
-    /** Products resolved per bounded step of a bulk re-publish. */
+    /** Products read and resolved per bounded step of a bulk re-publish. */
     private readonly chunkSize = 2000,
   ) {
-    this.changes = new ChangeRecorder(storage, now);
+    this.changes = new ChangeRecorder(now);
   }
 
   /** Everything merchant-wide that resolution reads, loaded once per publish. */
-  loadContext(merchantId: number): MerchantContext {
-    const merchant = this.storage.getMerchant(merchantId);
+  async loadContext(tx: StorageOperations, merchantId: number): Promise<MerchantContext> {
+    const merchant = await tx.getMerchant(merchantId);
     if (!merchant) throw new Error(`merchant ${merchantId} does not exist`);
+    const [stores, customerGroups, pricingRules, exchangeRates, attributeDefinitions, suppliers] = await Promise.all([
+      tx.listStores(merchantId), tx.listCustomerGroups(merchantId), tx.listPricingRules(merchantId),
+      tx.listExchangeRates(merchantId), tx.listAttributeDefinitions(merchantId), tx.listSuppliers(merchantId),
+    ]);
     return {
       merchantId,
       skuPattern: merchant.sku_pattern,
-      stores: this.storage.listStores(merchantId),
-      customerGroups: this.storage.listCustomerGroups(merchantId),
-      pricingRules: this.storage.listPricingRules(merchantId),
-      exchangeRates: this.storage.listExchangeRates(merchantId),
-      attributeDefinitions: new Map(this.storage.listAttributeDefinitions(merchantId).map((d) => [d.key, d])),
-      suppliersByRef: new Map(this.storage.listSuppliers(merchantId).map((s) => [s.ref, s])),
+      stores,
+      customerGroups,
+      pricingRules,
+      exchangeRates,
+      attributeDefinitions: new Map(attributeDefinitions.map((d) => [d.key, d])),
+      suppliersByRef: new Map(suppliers.map((s) => [s.ref, s])),
     };
   }
 
-  /** Re-publishes the given products (every store of the merchant). */
-  publishProducts(merchantId: number, productIds: number[]): PublishSummary {
-    return this.storage.transaction(() => {
-      const context = this.loadContext(merchantId);
-      const summary = { resolved: 0, changes: 0 };
-      for (let i = 0; i < productIds.length; i += this.chunkSize) {
-        const products = this.storage.productsByIds(merchantId, productIds.slice(i, i + this.chunkSize));
-        this.publishChunk(context, context.stores, products, summary);
-      }
-      return summary;
-    });
+  /** Re-publishes the given products (every store of the merchant), in the caller's transaction. */
+  async publishProducts(tx: StorageTx, merchantId: number, productIds: number[]): Promise<PublishSummary> {
+    const context = await this.loadContext(tx, merchantId);
+    const summary = { resolved: 0, changes: 0 };
+    for (let i = 0; i < productIds.length; i += this.chunkSize) {
+      const products = await tx.productsByIds(merchantId, productIds.slice(i, i + this.chunkSize));
+      await this.publishChunk(tx, context, context.stores, products, summary);
+    }
+    return summary;
   }
 
   /**
    * Re-publishes every product of the merchant, in bounded chunks (an exchange rate, pricing rule,
    * customer group or store setting can change any payload). `onlyStores` limits it to some stores.
    */
-  publishAll(merchantId: number, onlyStores?: number[], onProgress?: (done: number) => void): PublishSummary {
-    return this.storage.transaction(() => {
-      const context = this.loadContext(merchantId);
-      const stores = onlyStores ? context.stores.filter((s) => onlyStores.includes(s.id)) : context.stores;
-      const summary = { resolved: 0, changes: 0 };
-      let afterId = 0;
-      for (;;) {
-        const products = this.storage.productsAfter(merchantId, afterId, this.chunkSize);
-        if (products.length === 0) break;
-        this.publishChunk(context, stores, products, summary);
-        afterId = products[products.length - 1]!.id;
-        onProgress?.(summary.resolved);
-      }
-      return summary;
-    });
+  async publishAll(tx: StorageTx, merchantId: number, onlyStores?: number[], onProgress?: (done: number) => void): Promise<PublishSummary> {
+    const context = await this.loadContext(tx, merchantId);
+    const stores = onlyStores ? context.stores.filter((s) => onlyStores.includes(s.id)) : context.stores;
+    const summary = { resolved: 0, changes: 0 };
+    let afterId = 0;
+    for (;;) {
+      const products = await tx.productsAfter(merchantId, afterId, this.chunkSize);
+      if (products.length === 0) break;
+      await this.publishChunk(tx, context, stores, products, summary);
+      afterId = products[products.length - 1]!.id;
+      onProgress?.(summary.resolved);
+    }
+    return summary;
   }
 
   /** Removes products from every store's catalog: a `removed` change where one was published. */
-  unpublishProducts(merchantId: number, productIds: number[]): PublishSummary {
-    return this.storage.transaction(() => {
-      const summary = { resolved: 0, changes: 0 };
-      const touched: number[] = [];
-      for (const store of this.storage.listStores(merchantId)) {
-        const published = [...this.storage.publishedHashes(store.id, productIds).keys()];
-        if (published.length === 0) continue;
-        this.storage.deletePublished(store.id, published);
-        this.changes.record(merchantId, published.map((productId) => ({ storeId: store.id, productId, changeType: 'removed' as const })));
-        summary.changes += published.length;
-        touched.push(store.id);
-      }
-      this.storage.bumpCatalogVersion(touched);
-      return summary;
-    });
+  async unpublishProducts(tx: StorageTx, merchantId: number, productIds: number[]): Promise<PublishSummary> {
+    const summary = { resolved: 0, changes: 0 };
+    const touched: number[] = [];
+    for (const store of await tx.listStores(merchantId)) {
+      const published = [...(await tx.publishedHashes(store.id, productIds)).keys()];
+      if (published.length === 0) continue;
+      await tx.deletePublished(store.id, published);
+      await this.changes.record(tx, merchantId, published.map((productId) => ({ storeId: store.id, productId, changeType: 'removed' as const })));
+      summary.changes += published.length;
+      touched.push(store.id);
+    }
+    await tx.bumpCatalogVersion(touched);
+    return summary;
   }
 
-  private publishChunk(
-    context: MerchantContext, stores: StoreRecord[], products: ProductRecord[], summary: PublishSummary,
-  ): void {
+  private async publishChunk(
+    tx: StorageTx, context: MerchantContext, stores: StoreRecord[], products: ProductRecord[], summary: PublishSummary,
+  ): Promise<void> {
     if (products.length === 0) return;
     const ids = products.map((p) => p.id);
-    const mirrors = this.storage.imageMirrors(context.merchantId, [
+    const mirrors = await tx.imageMirrors(context.merchantId, [
       ...new Set(products.flatMap((p) => p.source.images.map((i) => i.url))),
     ]);
     for (const store of stores) {
-      const previous = this.storage.publishedHashes(store.id, ids);
+      const previous = await tx.publishedHashes(store.id, ids);
       const rows: PublishedRow[] = [];
       const changes: DetectedChange[] = [];
       let added = false;
-      for (const product of products) {
+      for (const [index, product] of products.entries()) {
+        if (index % RESOLVE_STEP === 0) await yieldToOthers();
         const resolved = resolveProduct(product, store, context, mirrors);
         summary.resolved++;
         const before = previous.get(product.id);
@@ -122,10 +126,11 @@ export class CatalogPublisher {
           changes.push({ storeId: store.id, productId: product.id, changeType: 'content' });
         }
       }
-      this.storage.upsertPublished(store.id, rows);
-      this.changes.record(context.merchantId, changes);
+      await tx.upsertPublished(store.id, rows);
+      await this.changes.record(tx, context.merchantId, changes);
       summary.changes += changes.length;
-      if (added) this.storage.bumpCatalogVersion([store.id]);
+      if (added) await tx.bumpCatalogVersion([store.id]);
+      await yieldToOthers();
     }
   }
 }

@@ -2,8 +2,10 @@
 // range scan over the (store, product) key, located through an in-memory index of the store's
 // product ids that is rebuilt only when the set of published products changes
 // (stores.catalog_version). No OFFSET over wide rows, no count per request.
+import type { components } from '../generated/public-api.js';
 import type { Store, StoreRecord } from './model.js';
-import type { CatalogStorage } from '../storage/port.js';
+import { ProblemError } from '../http/problem.js';
+import type { CatalogStorage, StorageOperations } from '../storage/port.js';
 
 export const PER_PAGE_DEFAULT = 50;
 export const PER_PAGE_MAX = 200;
@@ -13,12 +15,7 @@ export function clampPerPage(perPage: number): number {
   return Math.min(PER_PAGE_MAX, Math.max(1, perPage));
 }
 
-export interface PageMeta {
-  current_page: number;
-  per_page: number;
-  last_page: number;
-  total: number;
-}
+export type PageMeta = components['schemas']['PaginationMeta'];
 
 export interface ProductPage {
   /** The page's product payloads as UTF-8 JSON, comma-separated (the inside of `data: [...]`). */
@@ -41,81 +38,109 @@ export function toPublicStore(store: StoreRecord): Store {
   };
 }
 
+/** The active store named by slug, or the default store when slug is omitted; 404 store_not_found otherwise. */
+export async function activeStore(reader: StorageOperations, merchantId: number, slug: string | undefined): Promise<StoreRecord> {
+  const store = slug === undefined ? await reader.findDefaultStore(merchantId) : await reader.findStore(merchantId, slug);
+  if (store?.active) return store;
+  throw slug === undefined
+    ? new ProblemError('store_not_found', 'The merchant has no active default store.')
+    : new ProblemError('store_not_found', `No active store with slug "${slug}".`);
+}
+
+export interface PageRequest {
+  /** 1-based page number (spec 4.1), or ... */
+  page: number;
+  /** ... keyset paging after this product id, when given. */
+  afterId?: number;
+  perPage: number;
+}
+
 export class CatalogReads {
   private readonly idIndex = new Map<number, { version: number; ids: Float64Array | number[] }>();
 
   constructor(private readonly storage: CatalogStorage) {}
 
   /** spec 4.3: the merchant's active stores, default store first. */
-  activeStores(merchantId: number): StoreRecord[] {
-    return this.storage.listStores(merchantId).filter((s) => s.active);
+  async activeStores(merchantId: number): Promise<StoreRecord[]> {
+    return (await this.storage.listStores(merchantId)).filter((s) => s.active);
   }
 
-  /** The active store named by slug, or the default store when slug is omitted. */
-  findActiveStore(merchantId: number, slug: string | undefined): StoreRecord | undefined {
-    const store = slug === undefined
-      ? this.storage.findDefaultStore(merchantId)
-      : this.storage.findStore(merchantId, slug);
-    return store?.active ? store : undefined;
+  activeStore(merchantId: number, slug: string | undefined, reader: StorageOperations = this.storage): Promise<StoreRecord> {
+    return activeStore(reader, merchantId, slug);
   }
 
-  /** The payload of one product in the store, or undefined outside the merchant's catalog. */
-  product(store: StoreRecord, productId: number): Uint8Array | undefined {
-    return this.storage.publishedPayload(store.id, productId);
-  }
-
-  /** Runs several reads on one snapshot, so a page never mixes two versions of the catalog. */
-  consistent<T>(fn: () => T): T {
-    return this.storage.snapshot(fn);
-  }
-
-  /** spec 4.1: a page of the store's products, ordered by id. */
-  productPage(store: StoreRecord, page: number, perPage: number): ProductPage {
-    const ids = this.productIds(store);
-    const total = ids.length;
-    const lastPage = Math.max(1, Math.ceil(total / perPage));
-    const start = (page - 1) * perPage;
-    const meta = { current_page: page, per_page: perPage, last_page: lastPage, total };
-    if (start >= total) return { data: EMPTY, digests: EMPTY, meta };
-    const end = Math.min(total, start + perPage) - 1;
-    const { bytes, digests } = this.storage.publishedPage(store.id, ids[start]!, ids[end]!);
-    return { data: bytes, digests, meta };
+  /** spec 4.2: the payload of one product in the store; 404 outside the merchant's catalog. */
+  async product(merchantId: number, slug: string | undefined, productId: number): Promise<Uint8Array> {
+    const store = await this.activeStore(merchantId, slug);
+    const payload = await this.storage.publishedPayload(store.id, productId);
+    // Including another merchant's id.
+    if (payload === undefined) throw new ProblemError('not_found', `Product ${productId} is not in the catalog.`);
+    return payload;
   }
 
   /**
-   * Keyset paging: the store's products with id > afterId, at most perPage. meta.current_page is
-   * the page the last returned product is on, and equals last_page exactly when the response
-   * reaches the end of the store (so the spec's paging rule still ends the loop).
+   * spec 4.1: a page of the store's products, ordered by id, read on one snapshot so a page never
+   * mixes two versions of the catalog.
    */
-  productPageAfter(store: StoreRecord, afterId: number, perPage: number): ProductPage {
-    const ids = this.productIds(store);
-    const total = ids.length;
-    const lastPage = Math.max(1, Math.ceil(total / perPage));
-    const start = firstGreater(ids, afterId);
-    if (start >= total) return { data: EMPTY, digests: EMPTY, meta: { current_page: lastPage, per_page: perPage, last_page: lastPage, total } };
-    const end = Math.min(total, start + perPage) - 1;
-    const currentPage = end === total - 1 ? lastPage : Math.min(lastPage - 1, Math.floor(end / perPage) + 1);
-    const { bytes, digests } = this.storage.publishedPage(store.id, ids[start]!, ids[end]!);
-    return { data: bytes, digests, meta: { current_page: currentPage, per_page: perPage, last_page: lastPage, total } };
+  productPage(merchantId: number, slug: string | undefined, request: PageRequest): Promise<{ store: StoreRecord; page: ProductPage }> {
+    return this.storage.snapshot(async (reader) => {
+      const store = await this.activeStore(merchantId, slug, reader);
+      const ids = await this.productIds(reader, store);
+      const page = request.afterId === undefined
+        ? numberedPage(ids, request.page, request.perPage)
+        : pageAfter(ids, request.afterId, request.perPage);
+      if (!page.range) return { store, page: { data: EMPTY, digests: EMPTY, meta: page.meta } };
+      const { bytes, digests } = await reader.publishedPage(store.id, page.range[0], page.range[1]);
+      return { store, page: { data: bytes, digests, meta: page.meta } };
+    });
   }
 
   /** Some products of the store by id (ids outside the catalog are absent), ascending. */
-  productsByIds(store: StoreRecord, ids: number[]): { bytes: Uint8Array; count: number } {
-    return this.storage.publishedPayloadsByIds(store.id, ids);
+  async productsByIds(merchantId: number, slug: string | undefined, ids: number[]): Promise<{ store: StoreRecord; bytes: Uint8Array; count: number }> {
+    const store = await this.activeStore(merchantId, slug);
+    return { store, ...await this.storage.publishedPayloadsByIds(store.id, ids) };
   }
 
   /** `id` and `prices` of some products of the store, ascending. */
-  pricesByIds(store: StoreRecord, ids: number[]): Uint8Array {
-    return this.storage.publishedPricesByIds(store.id, ids);
+  async pricesByIds(merchantId: number, slug: string | undefined, ids: number[]): Promise<{ store: StoreRecord; bytes: Uint8Array }> {
+    const store = await this.activeStore(merchantId, slug);
+    return { store, bytes: await this.storage.publishedPricesByIds(store.id, ids) };
   }
 
-  private productIds(store: StoreRecord): Float64Array | number[] {
+  private async productIds(reader: StorageOperations, store: StoreRecord): Promise<Float64Array | number[]> {
     const cached = this.idIndex.get(store.id);
     if (cached && cached.version === store.catalog_version) return cached.ids;
-    const ids = Float64Array.from(this.storage.publishedProductIds(store.id));
+    const ids = Float64Array.from(await reader.publishedProductIds(store.id));
     this.idIndex.set(store.id, { version: store.catalog_version, ids });
     return ids;
   }
+}
+
+type PagePlan = { meta: PageMeta; range: [number, number] | null };
+
+/** spec 4.1: page n of ceil(total / perPage), by position in the ascending id list. */
+function numberedPage(ids: Float64Array | number[], page: number, perPage: number): PagePlan {
+  const total = ids.length;
+  const lastPage = Math.max(1, Math.ceil(total / perPage));
+  const start = (page - 1) * perPage;
+  const meta = { current_page: page, per_page: perPage, last_page: lastPage, total };
+  if (start >= total) return { meta, range: null };
+  return { meta, range: [ids[start]!, ids[Math.min(total, start + perPage) - 1]!] };
+}
+
+/**
+ * Keyset paging: the store's products with id > afterId, at most perPage. meta.current_page is
+ * the page the last returned product is on, and equals last_page exactly when the response
+ * reaches the end of the store (so the spec's paging rule still ends the loop).
+ */
+function pageAfter(ids: Float64Array | number[], afterId: number, perPage: number): PagePlan {
+  const total = ids.length;
+  const lastPage = Math.max(1, Math.ceil(total / perPage));
+  const start = firstGreater(ids, afterId);
+  if (start >= total) return { meta: { current_page: lastPage, per_page: perPage, last_page: lastPage, total }, range: null };
+  const end = Math.min(total, start + perPage) - 1;
+  const currentPage = end === total - 1 ? lastPage : Math.min(lastPage - 1, Math.floor(end / perPage) + 1);
+  return { meta: { current_page: currentPage, per_page: perPage, last_page: lastPage, total }, range: [ids[start]!, ids[end]!] };
 }
 
 /** Index of the first id greater than `id` in an ascending list (binary search). */

@@ -6,9 +6,9 @@
 //   (b) the feed agrees with what is published: a published product's latest change is not
 //       `removed`, and a product that has changes but is not published has `removed` as its latest;
 //   (c) every change became an outbox row or a delivery for each endpoint subscribed to it.
-import type { MerchantContext } from './model.js';
+import { CatalogPublisher } from './publish.js';
 import { resolveProduct } from './resolve.js';
-import type { CatalogStorage, ChangeType, StoredChange, WebhookEndpointRecord } from '../storage/port.js';
+import type { CatalogStorage, ChangeType, StorageOperations, StoredChange, WebhookEndpointRecord } from '../storage/port.js';
 
 export interface ConsistencyReport {
   merchants: number;
@@ -36,7 +36,7 @@ const PAGE = 5000;
 const decoder = new TextDecoder();
 
 /** Recomputes every published payload from the sources and checks the feed and the outbox against it. */
-export function verifyCatalog(storage: CatalogStorage, options: VerifyOptions = {}): ConsistencyReport {
+export function verifyCatalog(storage: CatalogStorage, options: VerifyOptions = {}): Promise<ConsistencyReport> {
   const maxProblems = options.maxProblems ?? 50;
   const chunkSize = options.chunkSize ?? 1000;
   const report: ConsistencyReport = {
@@ -48,26 +48,26 @@ export function verifyCatalog(storage: CatalogStorage, options: VerifyOptions = 
     if (report.problems.length < maxProblems) report.problems.push(text);
   };
 
-  storage.snapshot(() => {
-    for (const merchant of storage.listMerchants()) {
+  return storage.snapshot(async (reader) => {
+    for (const merchant of await reader.listMerchants()) {
       report.merchants++;
-      const context = merchantContext(storage, merchant.id);
+      const context = await loadContext(reader, merchant.id);
       report.stores += context.stores.length;
       const productIds = new Set<number>();
 
       // (a) published payloads == full recompute
       for (let afterId = 0; ;) {
-        const products = storage.productsAfter(merchant.id, afterId, chunkSize);
+        const products = await reader.productsAfter(merchant.id, afterId, chunkSize);
         if (products.length === 0) break;
         afterId = products[products.length - 1]!.id;
         const ids = products.map((p) => p.id);
         for (const id of ids) productIds.add(id);
-        const mirrors = storage.imageMirrors(merchant.id, [...new Set(products.flatMap((p) => p.source.images.map((i) => i.url)))]);
+        const mirrors = await reader.imageMirrors(merchant.id, [...new Set(products.flatMap((p) => p.source.images.map((i) => i.url)))]);
         for (const store of context.stores) {
-          const hashes = storage.publishedHashes(store.id, ids);
+          const hashes = await reader.publishedHashes(store.id, ids);
           for (const product of products) {
             const expected = resolveProduct(product, store, context, mirrors);
-            const stored = storage.publishedPayload(store.id, product.id);
+            const stored = await reader.publishedPayload(store.id, product.id);
             report.payloadsCompared++;
             const where = `merchant ${merchant.id} store ${store.slug} (${store.id}) product ${product.id} (${product.ref})`;
             if (!stored) {
@@ -86,20 +86,20 @@ export function verifyCatalog(storage: CatalogStorage, options: VerifyOptions = 
         report.products += products.length;
       }
 
-      const endpoints = storage.listWebhookEndpoints(merchant.id);
+      const endpoints = await reader.listWebhookEndpoints(merchant.id);
       report.endpoints += endpoints.length;
-      const delivered = deliveredChanges(storage, endpoints);
+      const delivered = await deliveredChanges(reader, endpoints);
 
       for (const store of context.stores) {
         const published = new Set<number>();
-        for (const id of storage.publishedProductIds(store.id)) {
+        for (const id of await reader.publishedProductIds(store.id)) {
           published.add(id);
           if (!productIds.has(id)) problem(`store ${store.slug} (${store.id}): product ${id} is published but does not exist`);
         }
 
         // (b) the latest change of each product in the store agrees with what is published
         const latest = new Map<number, ChangeType>();
-        forEachChange(storage, store.id, (change) => {
+        await forEachChange(reader, store.id, (change) => {
           report.changes++;
           latest.set(change.product_id, change.change_type);
           // (c) the change reached the outbox or a delivery of every endpoint subscribed to it
@@ -110,7 +110,7 @@ export function verifyCatalog(storage: CatalogStorage, options: VerifyOptions = 
             else problem(`endpoint ${endpoint.id}: change ${change.id} (${change.change_type}, store ${store.id}, product ${change.product_id}) is neither in the outbox nor in a delivery`);
           }
         });
-        const pruned = storage.changeHorizon(store.id) !== undefined;
+        const pruned = await reader.changeHorizon(store.id) !== undefined;
         for (const id of published) {
           const type = latest.get(id);
           if (type === 'removed') problem(`store ${store.slug} (${store.id}): product ${id} is published but its latest change is "removed"`);
@@ -124,28 +124,16 @@ export function verifyCatalog(storage: CatalogStorage, options: VerifyOptions = 
         }
       }
     }
+    return report;
   });
-  return report;
 }
 
-/** What resolution reads merchant-wide, loaded from the sources (the same inputs the publisher uses). */
-function merchantContext(storage: CatalogStorage, merchantId: number): MerchantContext {
-  const merchant = storage.getMerchant(merchantId)!;
-  return {
-    merchantId,
-    skuPattern: merchant.sku_pattern,
-    stores: storage.listStores(merchantId),
-    customerGroups: storage.listCustomerGroups(merchantId),
-    pricingRules: storage.listPricingRules(merchantId),
-    exchangeRates: storage.listExchangeRates(merchantId),
-    attributeDefinitions: new Map(storage.listAttributeDefinitions(merchantId).map((d) => [d.key, d])),
-    suppliersByRef: new Map(storage.listSuppliers(merchantId).map((s) => [s.ref, s])),
-  };
-}
+/** What resolution reads merchant-wide: the same inputs, loaded the same way, as the publisher's. */
+const loadContext = (reader: StorageOperations, merchantId: number) => new CatalogPublisher(() => new Date()).loadContext(reader, merchantId);
 
-function forEachChange(storage: CatalogStorage, storeId: number, visit: (change: StoredChange) => void): void {
+async function forEachChange(reader: StorageOperations, storeId: number, visit: (change: StoredChange) => void): Promise<void> {
   for (let at = '', id = 0; ;) {
-    const page = storage.changesAfter(storeId, at, id, PAGE);
+    const page = await reader.changesAfter(storeId, { at, id }, PAGE);
     for (const change of page) visit(change);
     if (page.length < PAGE) return;
     ({ created_at: at, id } = page[page.length - 1]!);
@@ -164,17 +152,17 @@ function subscribed(endpoint: WebhookEndpointRecord, storeId: number, change: St
 }
 
 /** Per endpoint, every `event:store_id:product_id` waiting in the outbox or carried by a delivery. */
-function deliveredChanges(storage: CatalogStorage, endpoints: WebhookEndpointRecord[]): Map<number, Set<string>> {
+async function deliveredChanges(reader: StorageOperations, endpoints: WebhookEndpointRecord[]): Promise<Map<number, Set<string>>> {
   const covered = new Map<number, Set<string>>(endpoints.map((e) => [e.id, new Set<string>()]));
-  for (const group of storage.outboxGroups()) {
+  for (const group of await reader.outboxGroups()) {
     const keys = covered.get(group.endpointId);
     if (!keys) continue;
-    for (const row of storage.outboxRows(group, group.count)) keys.add(`${group.event}:${group.storeId}:${row.productId}`);
+    for (const row of await reader.outboxRows(group, group.count)) keys.add(`${group.event}:${group.storeId}:${row.productId}`);
   }
   for (const endpoint of endpoints) {
     const keys = covered.get(endpoint.id)!;
     for (let beforeId: number | undefined; ;) {
-      const deliveries = storage.listDeliveries(endpoint.id, { limit: PAGE, beforeId });
+      const deliveries = await reader.listDeliveries(endpoint.id, { limit: PAGE, beforeId });
       for (const delivery of deliveries) {
         for (const productId of delivery.product_ids) keys.add(`${delivery.event}:${delivery.store_id}:${productId}`);
       }

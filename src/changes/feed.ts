@@ -3,26 +3,17 @@
 // with the id and a cursor resumes exactly where the previous window ended, whatever one second
 // holds.
 import type { StoreRecord } from '../catalog/model.js';
+import { activeStore } from '../catalog/reads.js';
+import type { components } from '../generated/public-api.js';
 import { ProblemError } from '../http/problem.js';
-import type { CatalogStorage, ChangeType } from '../storage/port.js';
+import type { CatalogStorage, FeedPosition, StorageOperations } from '../storage/port.js';
 
-export interface ChangeEntry {
-  product_id: number;
-  change_type: ChangeType;
-  created_at: string;
-}
+export type ChangeEntry = components['schemas']['ChangeEntry'];
+export type ChangePage = components['schemas']['ChangePage'];
+export type { FeedPosition };
 
-export interface ChangeWindow {
-  changes: ChangeEntry[];
-  next_since: string;
-  next_id: number;
-}
-
-/** A position in a store's feed: a whole UTC second and a change id. */
-export interface FeedPosition {
-  at: string;
-  id: number;
-}
+/** A window of the feed: the ChangePage the public API answers, but for the store it names. */
+export type ChangeWindow = Omit<components['schemas']['ChangePage'], 'store'>;
 
 /** The position before every change: where a feed with nothing deleted starts. */
 export const FEED_START: FeedPosition = { at: '1970-01-01T00:00:00Z', id: 0 };
@@ -43,18 +34,22 @@ export function cursorPosition(since: string, sinceId: number): FeedPosition {
   return { at: `${new Date(second).toISOString().slice(0, 19)}Z`, id: sinceId };
 }
 
+/** spec 4.4: a window of the feed of the merchant's store named by slug (the default store when omitted). */
 export function readChangeFeed(
-  storage: CatalogStorage, store: StoreRecord, cursor: { since?: string; sinceId?: number }, window: number,
-): ChangeWindow {
+  storage: CatalogStorage, merchantId: number, slug: string | undefined, cursor: { since?: string; sinceId?: number }, window: number,
+): Promise<ChangePage> {
   // One snapshot: pruning committed (by another process) between reading the horizon and reading
   // the window would otherwise let a cursor it just expired skip the deleted changes without a 410.
-  return storage.snapshot(() => readWindow(storage, store, cursor, window));
+  return storage.snapshot(async (reader) => {
+    const store = await activeStore(reader, merchantId, slug);
+    return { ...await readWindow(reader, store, cursor, window), store: store.slug };
+  });
 }
 
-function readWindow(
-  storage: CatalogStorage, store: StoreRecord, cursor: { since?: string; sinceId?: number }, window: number,
-): ChangeWindow {
-  const horizon = storage.changeHorizon(store.id);
+async function readWindow(
+  reader: StorageOperations, store: StoreRecord, cursor: { since?: string; sinceId?: number }, window: number,
+): Promise<ChangeWindow> {
+  const horizon = await reader.changeHorizon(store.id);
   let from: FeedPosition;
   if (cursor.since === undefined) {
     // cursor rule 3: the first poll starts at the beginning of the retained history.
@@ -66,7 +61,7 @@ function readWindow(
         'Changes after this cursor were deleted by retention. Resync the store from /v1/products, then poll with a new cursor.');
     }
   }
-  const rows = storage.changesAfter(store.id, from.at, from.id, window);
+  const rows = await reader.changesAfter(store.id, from, window);
   if (rows.length === 0) return { changes: [], next_since: from.at, next_id: from.id };
   // spec 6 rule 3: only the latest change per product in the window, in position order.
   const latest = new Map<number, ChangeEntry>();

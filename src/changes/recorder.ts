@@ -1,6 +1,6 @@
 // Records detected changes (spec 6) with a monotonic timestamp, inside the caller's transaction,
 // together with the webhook outbox rows they cause: a crash can lose neither without the other.
-import type { CatalogStorage, ChangeType, OutboxRow } from '../storage/port.js';
+import type { ChangeType, OutboxRow, StorageTx, WebhookEndpointRecord } from '../storage/port.js';
 import { nextChangeTimestamp } from './clock.js';
 
 export interface DetectedChange {
@@ -10,34 +10,33 @@ export interface DetectedChange {
 }
 
 export class ChangeRecorder {
-  constructor(private readonly storage: CatalogStorage, private readonly now: () => Date) {}
+  constructor(private readonly now: () => Date) {}
 
-  /** Writes the merchant's changes; must run inside the transaction of the data change that caused them. */
-  record(merchantId: number, changes: DetectedChange[]): void {
+  /** Writes the merchant's changes in tx, the transaction of the data change that caused them. */
+  async record(tx: StorageTx, merchantId: number, changes: DetectedChange[]): Promise<void> {
     if (changes.length === 0) return;
     const now = this.now();
-    const createdAt = nextChangeTimestamp(now, this.storage.lastChangeAt());
-    this.storage.setLastChangeAt(createdAt);
-    this.storage.recordChanges(changes.map((change) => ({ ...change, createdAt })));
-    this.storage.insertOutbox(this.outboxRows(merchantId, changes, now.toISOString()));
-  }
-
-  /** One outbox row per (subscribed endpoint, change): scope and event filters (docs/WEBHOOKS.md). */
-  private outboxRows(merchantId: number, changes: DetectedChange[], createdAt: string): OutboxRow[] {
+    const createdAt = nextChangeTimestamp(now, await tx.lastChangeAt());
+    await tx.setLastChangeAt(createdAt);
+    await tx.recordChanges(changes.map((change) => ({ ...change, createdAt })));
     // Paused and disabled endpoints get rows too: the dispatcher records them as dropped deliveries.
-    const endpoints = this.storage.listWebhookEndpoints(merchantId);
-    if (endpoints.length === 0) return [];
-    const rows: OutboxRow[] = [];
-    for (const change of changes) {
-      for (const endpoint of endpoints) {
-        if (endpoint.store_id !== null && endpoint.store_id !== change.storeId) continue;
-        if (!endpoint.events.includes(change.changeType)) continue;
-        // spec 2.7: store_id is null for all-stores endpoints when the change is not store-specific;
-        // a removal takes the product out of every store at once.
-        const storeId = endpoint.store_id === null && change.changeType === 'removed' ? null : change.storeId;
-        rows.push({ endpointId: endpoint.id, event: change.changeType, storeId, productId: change.productId, createdAt });
-      }
-    }
-    return rows;
+    await tx.insertOutbox(outboxRows(await tx.listWebhookEndpoints(merchantId), changes, now.toISOString()));
   }
+}
+
+/** One outbox row per (subscribed endpoint, change): scope and event filters (docs/WEBHOOKS.md). */
+function outboxRows(endpoints: WebhookEndpointRecord[], changes: DetectedChange[], createdAt: string): OutboxRow[] {
+  if (endpoints.length === 0) return [];
+  const rows: OutboxRow[] = [];
+  for (const change of changes) {
+    for (const endpoint of endpoints) {
+      if (endpoint.store_id !== null && endpoint.store_id !== change.storeId) continue;
+      if (!endpoint.events.includes(change.changeType)) continue;
+      // spec 2.7: store_id is null for all-stores endpoints when the change is not store-specific;
+      // a removal takes the product out of every store at once.
+      const storeId = endpoint.store_id === null && change.changeType === 'removed' ? null : change.storeId;
+      rows.push({ endpointId: endpoint.id, event: change.changeType, storeId, productId: change.productId, createdAt });
+    }
+  }
+  return rows;
 }

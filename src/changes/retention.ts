@@ -6,26 +6,34 @@ import type { CatalogStorage } from '../storage/port.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
+/** Changes deleted per transaction, so pruning never holds the write lock for long. */
+const PRUNE_BATCH = 10_000;
+
 /** Deletes changes recorded before now - retentionDays; returns how many were deleted. */
-export function pruneExpiredChanges(storage: CatalogStorage, now: Date, retentionDays: number): number {
+export async function pruneExpiredChanges(storage: CatalogStorage, now: Date, retentionDays: number): Promise<number> {
   const cutoff = `${new Date(now.getTime() - retentionDays * DAY_MS).toISOString().slice(0, 19)}Z`;
-  return storage.pruneChangesBefore(cutoff);
+  let deleted = 0;
+  for (;;) {
+    const batch = await storage.pruneChangesBefore(cutoff, PRUNE_BATCH);
+    deleted += batch;
+    if (batch < PRUNE_BATCH) return deleted;
+  }
 }
 
 /** Runs the pruning now and then every interval, in the serving process; returns a stop function. */
 export function schedulePruning(
   storage: CatalogStorage, now: () => Date, retentionDays: number, intervalSeconds: number, logger: Logger = silentLogger,
 ): () => void {
-  const run = () => {
+  const run = async () => {
     try {
-      const deleted = pruneExpiredChanges(storage, now(), retentionDays);
+      const deleted = await pruneExpiredChanges(storage, now(), retentionDays);
       if (deleted > 0) logger.info({ deleted, retention_days: retentionDays }, 'expired changes deleted');
     } catch (error) {
       logger.error({ err: error }, 'pruning expired changes failed');
     }
   };
-  run();
-  const timer = setInterval(run, intervalSeconds * 1000);
+  void run();
+  const timer = setInterval(() => void run(), intervalSeconds * 1000);
   timer.unref();
   return () => clearInterval(timer);
 }

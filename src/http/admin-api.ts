@@ -4,11 +4,8 @@ import type { IncomingMessage } from 'node:http';
 import { OpenAPIHono } from '@hono/zod-openapi';
 import type { MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
-import { issueApiKey } from '../admin/api-keys.js';
-import type { CatalogAdmin } from '../admin/catalog-admin.js';
 import { importNdjson } from '../admin/import.js';
-import type { ProductRecord, StoreRecord } from '../catalog/model.js';
-import type { Config } from '../config.js';
+import type { StoreRecord } from '../catalog/model.js';
 import adminDocument from '../generated/admin-openapi.json' with { type: 'json' };
 import { routes } from '../generated/admin-routes.js';
 import type { ApiKeyRecord } from '../storage/port.js';
@@ -18,24 +15,10 @@ import { nestsDeeperThan, tooDeepReason } from './json-limits.js';
 import { ProblemError, invalidInput } from './problem.js';
 import { validationHook } from './validation.js';
 import { registerWebhookRoutes } from './webhooks-api.js';
-import { retryDeadImages } from '../images/mirror.js';
-import { AddressGuard } from '../webhooks/address-guard.js';
-import { WebhookEndpoints } from '../webhooks/endpoints.js';
+import type { Service } from '../service.js';
 
 const adminStore = ({ merchant_id: _m, catalog_version: _v, ...store }: StoreRecord) => store;
 const apiKey = ({ merchant_id: _m, ...key }: ApiKeyRecord) => key;
-
-function productSource(admin: CatalogAdmin, merchantId: number, product: ProductRecord) {
-  const mirrors = admin.storage.imageMirrors(merchantId, product.source.images.map((i) => i.url));
-  return {
-    id: product.id,
-    ref: product.ref,
-    ...product.source,
-    images: product.source.images.map(({ url }) => ({
-      url, state: mirrors.get(url)?.state ?? 'pending', mirrored_url: mirrors.get(url)?.mirrored_url ?? null,
-    })),
-  };
-}
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
 
@@ -68,7 +51,7 @@ function takesJsonBody(method: string, path: string): boolean {
   return JSON_BODY_OPERATIONS.some((o) => o.method === method && o.pattern.test(path));
 }
 
-export function adminApi(admin: CatalogAdmin, config: Config) {
+export function adminApi({ admin, endpoints, config }: Pick<Service, 'admin' | 'endpoints' | 'config'>) {
   const app = new OpenAPIHono({ defaultHook: validationHook });
   app.onError(renderError);
   app.use('/admin/v1/*', closeWhenBodyUnread);
@@ -101,161 +84,122 @@ export function adminApi(admin: CatalogAdmin, config: Config) {
   });
 
   // Merchants and keys
-  app.openapi(routes.listMerchants, (c) => c.json({ data: admin.storage.listMerchants() }, 200));
-  app.openapi(routes.createMerchant, (c) => c.json(admin.createMerchant(c.req.valid('json')), 201));
-  app.openapi(routes.getMerchant, (c) => c.json(admin.merchant(c.req.valid('param').merchant_id), 200));
-  app.openapi(routes.updateMerchant, (c) => c.json(admin.updateMerchant(c.req.valid('param').merchant_id, c.req.valid('json')), 200));
-  app.openapi(routes.listApiKeys, (c) => {
-    const { merchant_id } = c.req.valid('param');
-    admin.merchant(merchant_id);
-    return c.json({ data: admin.storage.listApiKeys(merchant_id).map(apiKey) }, 200);
-  });
-  app.openapi(routes.createApiKey, (c) => {
-    const { merchant_id } = c.req.valid('param');
-    admin.merchant(merchant_id);
-    const { key, ...record } = issueApiKey(admin.storage, merchant_id, c.req.valid('json').name, admin.now());
+  app.openapi(routes.listMerchants, async (c) => c.json({ data: await admin.listMerchants() }, 200));
+  app.openapi(routes.createMerchant, async (c) => c.json(await admin.createMerchant(c.req.valid('json')), 201));
+  app.openapi(routes.getMerchant, async (c) => c.json(await admin.merchant(c.req.valid('param').merchant_id), 200));
+  app.openapi(routes.updateMerchant, async (c) => c.json(await admin.updateMerchant(c.req.valid('param').merchant_id, c.req.valid('json')), 200));
+  app.openapi(routes.listApiKeys, async (c) =>
+    c.json({ data: (await admin.listApiKeys(c.req.valid('param').merchant_id)).map(apiKey) }, 200));
+  app.openapi(routes.createApiKey, async (c) => {
+    const { key, ...record } = await admin.createApiKey(c.req.valid('param').merchant_id, c.req.valid('json').name);
     return c.json({ ...apiKey(record), key }, 201);
   });
-  app.openapi(routes.revokeApiKey, (c) => {
+  app.openapi(routes.revokeApiKey, async (c) => {
     const { merchant_id, key_id } = c.req.valid('param');
-    admin.merchant(merchant_id);
-    if (!admin.storage.revokeApiKey(merchant_id, key_id, admin.now().toISOString())) {
-      throw new ProblemError('not_found', `API key ${key_id} does not exist.`);
-    }
+    await admin.revokeApiKey(merchant_id, key_id);
     return c.body(null, 204);
   });
 
   // Stores
-  app.openapi(routes.listMerchantStores, (c) => {
-    const { merchant_id } = c.req.valid('param');
-    admin.merchant(merchant_id);
-    return c.json({ data: admin.storage.listStores(merchant_id).map(adminStore) }, 200);
-  });
-  app.openapi(routes.upsertStore, (c) => {
+  app.openapi(routes.listMerchantStores, async (c) =>
+    c.json({ data: (await admin.listStores(c.req.valid('param').merchant_id)).map(adminStore) }, 200));
+  app.openapi(routes.upsertStore, async (c) => {
     const { merchant_id, slug } = c.req.valid('param');
-    return c.json(adminStore(admin.upsertStore(merchant_id, slug, c.req.valid('json'))), 200);
+    return c.json(adminStore(await admin.upsertStore(merchant_id, slug, c.req.valid('json'))), 200);
   });
-  app.openapi(routes.deleteStore, (c) => {
+  app.openapi(routes.deleteStore, async (c) => {
     const { merchant_id, slug } = c.req.valid('param');
-    admin.deleteStore(merchant_id, slug);
+    await admin.deleteStore(merchant_id, slug);
     return c.body(null, 204);
   });
 
   // Customer groups
-  app.openapi(routes.listCustomerGroups, (c) => {
-    const { merchant_id } = c.req.valid('param');
-    admin.merchant(merchant_id);
-    return c.json({ data: admin.storage.listCustomerGroups(merchant_id) }, 200);
-  });
-  app.openapi(routes.createCustomerGroup, (c) =>
-    c.json(admin.createCustomerGroup(c.req.valid('param').merchant_id, c.req.valid('json').name), 201));
-  app.openapi(routes.updateCustomerGroup, (c) => {
+  app.openapi(routes.listCustomerGroups, async (c) => c.json({ data: await admin.listCustomerGroups(c.req.valid('param').merchant_id) }, 200));
+  app.openapi(routes.createCustomerGroup, async (c) =>
+    c.json(await admin.createCustomerGroup(c.req.valid('param').merchant_id, c.req.valid('json').name), 201));
+  app.openapi(routes.updateCustomerGroup, async (c) => {
     const { merchant_id, group_id } = c.req.valid('param');
-    return c.json(admin.updateCustomerGroup(merchant_id, group_id, c.req.valid('json').name), 200);
+    return c.json(await admin.updateCustomerGroup(merchant_id, group_id, c.req.valid('json').name), 200);
   });
-  app.openapi(routes.deleteCustomerGroup, (c) => {
+  app.openapi(routes.deleteCustomerGroup, async (c) => {
     const { merchant_id, group_id } = c.req.valid('param');
-    admin.deleteCustomerGroup(merchant_id, group_id);
+    await admin.deleteCustomerGroup(merchant_id, group_id);
     return c.body(null, 204);
   });
 
   // Exchange rates
-  app.openapi(routes.listExchangeRates, (c) => {
-    const { merchant_id } = c.req.valid('param');
-    admin.merchant(merchant_id);
-    return c.json({ data: admin.storage.listExchangeRates(merchant_id) }, 200);
-  });
-  app.openapi(routes.upsertExchangeRate, (c) => {
+  app.openapi(routes.listExchangeRates, async (c) => c.json({ data: await admin.listExchangeRates(c.req.valid('param').merchant_id) }, 200));
+  app.openapi(routes.upsertExchangeRate, async (c) => {
     const { merchant_id, base, quote } = c.req.valid('param');
-    return c.json(admin.upsertExchangeRate(merchant_id, { base, quote, rate: c.req.valid('json').rate }), 200);
+    return c.json(await admin.upsertExchangeRate(merchant_id, { base, quote, rate: c.req.valid('json').rate }), 200);
   });
-  app.openapi(routes.deleteExchangeRate, (c) => {
+  app.openapi(routes.deleteExchangeRate, async (c) => {
     const { merchant_id, base, quote } = c.req.valid('param');
-    admin.deleteExchangeRate(merchant_id, base, quote);
+    await admin.deleteExchangeRate(merchant_id, base, quote);
     return c.body(null, 204);
   });
 
   // Pricing rules
-  app.openapi(routes.listPricingRules, (c) => {
-    const { merchant_id } = c.req.valid('param');
-    admin.merchant(merchant_id);
-    return c.json({ data: admin.storage.listPricingRules(merchant_id) }, 200);
-  });
-  app.openapi(routes.createPricingRule, (c) =>
-    c.json(admin.createPricingRule(c.req.valid('param').merchant_id, c.req.valid('json')), 201));
-  app.openapi(routes.updatePricingRule, (c) => {
+  app.openapi(routes.listPricingRules, async (c) => c.json({ data: await admin.listPricingRules(c.req.valid('param').merchant_id) }, 200));
+  app.openapi(routes.createPricingRule, async (c) =>
+    c.json(await admin.createPricingRule(c.req.valid('param').merchant_id, c.req.valid('json')), 201));
+  app.openapi(routes.updatePricingRule, async (c) => {
     const { merchant_id, rule_id } = c.req.valid('param');
-    return c.json(admin.updatePricingRule(merchant_id, rule_id, c.req.valid('json')), 200);
+    return c.json(await admin.updatePricingRule(merchant_id, rule_id, c.req.valid('json')), 200);
   });
-  app.openapi(routes.deletePricingRule, (c) => {
+  app.openapi(routes.deletePricingRule, async (c) => {
     const { merchant_id, rule_id } = c.req.valid('param');
-    admin.deletePricingRule(merchant_id, rule_id);
+    await admin.deletePricingRule(merchant_id, rule_id);
     return c.body(null, 204);
   });
 
   // Suppliers and attribute definitions
-  app.openapi(routes.listSuppliers, (c) => {
-    const { merchant_id } = c.req.valid('param');
-    admin.merchant(merchant_id);
-    return c.json({ data: admin.storage.listSuppliers(merchant_id) }, 200);
-  });
-  app.openapi(routes.upsertSupplier, (c) => {
+  app.openapi(routes.listSuppliers, async (c) => c.json({ data: await admin.listSuppliers(c.req.valid('param').merchant_id) }, 200));
+  app.openapi(routes.upsertSupplier, async (c) => {
     const { merchant_id, supplier_ref } = c.req.valid('param');
-    return c.json(admin.upsertSupplier(merchant_id, supplier_ref, c.req.valid('json').name), 200);
+    return c.json(await admin.upsertSupplier(merchant_id, supplier_ref, c.req.valid('json').name), 200);
   });
-  app.openapi(routes.deleteSupplier, (c) => {
+  app.openapi(routes.deleteSupplier, async (c) => {
     const { merchant_id, supplier_ref } = c.req.valid('param');
-    admin.deleteSupplier(merchant_id, supplier_ref);
+    await admin.deleteSupplier(merchant_id, supplier_ref);
     return c.body(null, 204);
   });
-  app.openapi(routes.listAttributeDefinitions, (c) => {
-    const { merchant_id } = c.req.valid('param');
-    admin.merchant(merchant_id);
-    return c.json({ data: admin.storage.listAttributeDefinitions(merchant_id) }, 200);
-  });
-  app.openapi(routes.upsertAttributeDefinition, (c) => {
+  app.openapi(routes.listAttributeDefinitions, async (c) =>
+    c.json({ data: await admin.listAttributeDefinitions(c.req.valid('param').merchant_id) }, 200));
+  app.openapi(routes.upsertAttributeDefinition, async (c) => {
     const { merchant_id, key } = c.req.valid('param');
-    return c.json(admin.upsertAttributeDefinition(merchant_id, { key, ...c.req.valid('json') }), 200);
+    return c.json(await admin.upsertAttributeDefinition(merchant_id, { key, ...c.req.valid('json') }), 200);
   });
-  app.openapi(routes.deleteAttributeDefinition, (c) => {
+  app.openapi(routes.deleteAttributeDefinition, async (c) => {
     const { merchant_id, key } = c.req.valid('param');
-    admin.deleteAttributeDefinition(merchant_id, key);
+    await admin.deleteAttributeDefinition(merchant_id, key);
     return c.body(null, 204);
   });
 
   // Products and the bulk import
-  app.openapi(routes.getProductSource, (c) => {
+  app.openapi(routes.getProductSource, async (c) => {
     const { merchant_id, product_ref } = c.req.valid('param');
-    return c.json(productSource(admin, merchant_id, admin.product(merchant_id, product_ref)), 200);
+    return c.json(await admin.productSource(merchant_id, product_ref), 200);
   });
-  app.openapi(routes.upsertProduct, (c) => {
+  app.openapi(routes.upsertProduct, async (c) => {
     const { merchant_id, product_ref } = c.req.valid('param');
-    return c.json(productSource(admin, merchant_id, admin.upsertProduct(merchant_id, product_ref, c.req.valid('json'))), 200);
+    const { created: _created, ...source } = await admin.upsertProduct(merchant_id, product_ref, c.req.valid('json'));
+    return c.json(source, 200);
   });
-  app.openapi(routes.deleteProduct, (c) => {
+  app.openapi(routes.deleteProduct, async (c) => {
     const { merchant_id, product_ref } = c.req.valid('param');
-    admin.deleteProduct(merchant_id, product_ref);
+    await admin.deleteProduct(merchant_id, product_ref);
     return c.body(null, 204);
   });
   app.openapi(routes.importProducts, async (c) => {
     const { merchant_id } = c.req.valid('param');
-    return c.json(importNdjson(admin, merchant_id, await c.req.text(), { chunkSize: config.limits.publishChunk, maxJsonDepth: config.limits.maxJsonDepth }), 200);
+    return c.json(await importNdjson(admin, merchant_id, await c.req.text(), { chunkSize: config.limits.publishChunk, maxJsonDepth: config.limits.maxJsonDepth }), 200);
   });
 
   // Image mirroring progress
-  app.openapi(routes.getImageMirroring, (c) => {
-    const { merchant_id } = c.req.valid('param');
-    admin.merchant(merchant_id);
-    const deadImages = admin.storage.deadImages(merchant_id, 100)
-      .map(({ url, last_error, first_failure_at, updated_at }) => ({ url, last_error, first_failure_at, updated_at }));
-    return c.json({ ...admin.storage.imageStateCounts(merchant_id), dead_images: deadImages }, 200);
-  });
-  app.openapi(routes.retryDeadImages, (c) => {
-    const { merchant_id } = c.req.valid('param');
-    admin.merchant(merchant_id);
-    return c.json({ retried: retryDeadImages(admin.storage, merchant_id, admin.now(), config.limits.publishChunk) }, 200);
-  });
+  app.openapi(routes.getImageMirroring, async (c) => c.json(await admin.imageMirroring(c.req.valid('param').merchant_id), 200));
+  app.openapi(routes.retryDeadImages, async (c) => c.json({ retried: await admin.retryDeadImages(c.req.valid('param').merchant_id) }, 200));
 
-  registerWebhookRoutes(app, new WebhookEndpoints(admin.storage, new AddressGuard(config.webhooks.allowHosts), admin.now), admin.storage);
+  registerWebhookRoutes(app, endpoints);
   return app;
 }

@@ -2,16 +2,11 @@
 // shape, request ids and the access log on every request.
 import fs from 'node:fs';
 import { Hono } from 'hono';
-import { CatalogAdmin } from '../admin/catalog-admin.js';
-import { CatalogReads } from '../catalog/reads.js';
-import type { Config } from '../config.js';
 import adminDocument from '../generated/admin-openapi.json' with { type: 'json' };
 import publicDocument from '../generated/public-openapi.json' with { type: 'json' };
-import type { CatalogStorage } from '../storage/port.js';
 import { LocalFolderMediaStore } from '../images/media-store.js';
 import { Lifecycle } from '../operations/health.js';
-import { createLogger, type Logger } from '../operations/log.js';
-import { ServiceMetrics } from '../operations/metrics.js';
+import type { Service } from '../service.js';
 import { accessLog } from './access-log.js';
 import { adminApi } from './admin-api.js';
 import { compression } from './compression.js';
@@ -21,16 +16,9 @@ import { publicApi } from './public-api.js';
 import { TokenBucketLimiter } from './rate-limit.js';
 import { requestId } from './request-id.js';
 
-export interface AppDependencies {
-  storage: CatalogStorage;
-  config: Config;
-  now?: () => Date;
+export interface AppOptions {
   /** Built HTML docs of the public API (`npm run build:docs`); /docs serves it when present. */
   docsFile?: string;
-  /** Structured logs; by default a logger on stdout at the configured level. */
-  logger?: Logger;
-  /** The process's metrics (shared with its webhook dispatcher); by default the app's own. */
-  metrics?: ServiceMetrics;
   /** Turns /readyz to 503 on shutdown. */
   lifecycle?: Lifecycle;
 }
@@ -38,11 +26,9 @@ export interface AppDependencies {
 const publicJson = JSON.stringify(publicDocument);
 const adminJson = JSON.stringify(adminDocument);
 
-export function createApp({
-  storage, config, now = () => new Date(), docsFile, logger = createLogger(config.operations),
-  metrics = new ServiceMetrics(storage, now, logger), lifecycle = new Lifecycle(),
-}: AppDependencies) {
-  const admin = new CatalogAdmin(storage, now, config.limits.publishChunk);
+/** The HTTP surface of a service (service.ts): every handler calls one of its domain services. */
+export function createApp(service: Service, { docsFile, lifecycle = new Lifecycle() }: AppOptions = {}) {
+  const { storage, config, now, logger, metrics } = service;
   const app = new Hono();
   app.onError(renderError);
   app.notFound(notFound);
@@ -68,13 +54,12 @@ export function createApp({
     return c.html(fs.readFileSync(docsFile, 'utf8'));
   });
 
-  app.route('/', publicApi(storage, config.changes.feedWindow, {
+  app.route('/', publicApi(service, {
     media: new LocalFolderMediaStore(config.images.mediaDir),
-    reads: new CatalogReads(storage),
     // The limiter's clock is the app's, so tests refill buckets by moving it.
     rateLimiter: new TokenBucketLimiter(config.rateLimit, now),
   }));
-  app.route('/', adminApi(admin, config));
+  app.route('/', adminApi(service));
   app.route('/', operationsApi({ storage, metrics, lifecycle, metricsToken: config.operations.metricsToken }));
   return app;
 }

@@ -28,7 +28,7 @@ export function apiKeyAuth(storage: CatalogStorage): MiddlewareHandler<PublicEnv
   return async (c, next) => {
     const key = bearer(c.req.header('Authorization'));
     if (!key) throw unauthorized(CATALOG_CHALLENGE, 'Send your API key as `Authorization: Bearer <API_KEY>`.');
-    const found = activeApiKey(storage, key);
+    const found = await activeApiKey(storage, key);
     if (!found) throw unauthorized(CATALOG_INVALID_TOKEN, 'The API key is invalid or has been revoked.');
     c.set('merchantId', found.merchant_id);
     c.set('apiKeyId', found.id);

@@ -31,8 +31,8 @@ export function operationsApi({ storage, metrics, lifecycle, metricsToken }: Ope
 
   app.openapi(routes.getHealth, (c) => c.json({ status: 'ok' as const }, 200));
 
-  app.openapi(routes.getReadiness, (c) => {
-    const answer = readiness(storage, lifecycle, requestLog(c) ?? silentLogger);
+  app.openapi(routes.getReadiness, async (c) => {
+    const answer = await readiness(storage, lifecycle, requestLog(c) ?? silentLogger);
     return c.json(answer, answer.status === 'ready' ? 200 : 503);
   });
 

@@ -2,61 +2,55 @@
 // tags "Webhook endpoints" and "Notifications").
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import { routes } from '../generated/admin-routes.js';
-import type { CatalogStorage } from '../storage/port.js';
-import { endpointView, type WebhookEndpoints } from '../webhooks/endpoints.js';
+import type { WebhookEndpoints } from '../webhooks/endpoints.js';
 
-export function registerWebhookRoutes(app: OpenAPIHono, endpoints: WebhookEndpoints, storage: CatalogStorage): void {
-  const view = (e: Parameters<typeof endpointView>[1]) => endpointView(storage, e);
-  const created = (e: Parameters<typeof endpointView>[1]) => ({ ...view(e), secret: e.secret });
-
-  app.openapi(routes.listWebhookEndpoints, (c) =>
-    c.json({ data: endpoints.list(c.req.valid('param').merchant_id).map(view) }, 200));
-  app.openapi(routes.createWebhookEndpoint, (c) =>
-    c.json(created(endpoints.create(c.req.valid('param').merchant_id, c.req.valid('json'))), 201));
-  app.openapi(routes.getWebhookEndpoint, (c) => {
+export function registerWebhookRoutes(app: OpenAPIHono, endpoints: WebhookEndpoints): void {
+  app.openapi(routes.listWebhookEndpoints, async (c) =>
+    c.json({ data: await endpoints.list(c.req.valid('param').merchant_id) }, 200));
+  app.openapi(routes.createWebhookEndpoint, async (c) =>
+    c.json(await endpoints.create(c.req.valid('param').merchant_id, c.req.valid('json')), 201));
+  app.openapi(routes.getWebhookEndpoint, async (c) => {
     const { merchant_id, endpoint_id } = c.req.valid('param');
-    return c.json(view(endpoints.endpoint(merchant_id, endpoint_id)), 200);
+    return c.json(await endpoints.endpoint(merchant_id, endpoint_id), 200);
   });
-  app.openapi(routes.updateWebhookEndpoint, (c) => {
+  app.openapi(routes.updateWebhookEndpoint, async (c) => {
     const { merchant_id, endpoint_id } = c.req.valid('param');
-    return c.json(view(endpoints.update(merchant_id, endpoint_id, c.req.valid('json'))), 200);
+    return c.json(await endpoints.update(merchant_id, endpoint_id, c.req.valid('json')), 200);
   });
-  app.openapi(routes.deleteWebhookEndpoint, (c) => {
+  app.openapi(routes.deleteWebhookEndpoint, async (c) => {
     const { merchant_id, endpoint_id } = c.req.valid('param');
-    endpoints.delete(merchant_id, endpoint_id);
+    await endpoints.delete(merchant_id, endpoint_id);
     return c.body(null, 204);
   });
-  app.openapi(routes.rotateWebhookSecret, (c) => {
+  app.openapi(routes.rotateWebhookSecret, async (c) => {
     const { merchant_id, endpoint_id } = c.req.valid('param');
-    return c.json(created(endpoints.rotateSecret(merchant_id, endpoint_id)), 200);
+    return c.json(await endpoints.rotateSecret(merchant_id, endpoint_id), 200);
   });
-  app.openapi(routes.sendTestWebhook, (c) => {
+  app.openapi(routes.sendTestWebhook, async (c) => {
     const { merchant_id, endpoint_id } = c.req.valid('param');
-    return c.json(endpoints.sendTest(merchant_id, endpoint_id), 202);
+    return c.json(await endpoints.sendTest(merchant_id, endpoint_id), 202);
   });
-  app.openapi(routes.recoverWebhookDeliveries, (c) => {
+  app.openapi(routes.recoverWebhookDeliveries, async (c) => {
     const { merchant_id, endpoint_id } = c.req.valid('param');
-    return c.json({ resent: endpoints.recover(merchant_id, endpoint_id, c.req.valid('json').since) }, 202);
+    return c.json({ resent: await endpoints.recover(merchant_id, endpoint_id, c.req.valid('json').since) }, 202);
   });
-  app.openapi(routes.listWebhookDeliveries, (c) => {
+  app.openapi(routes.listWebhookDeliveries, async (c) => {
     const { merchant_id, endpoint_id } = c.req.valid('param');
     const { status, limit, before_id } = c.req.valid('query');
-    return c.json({ data: endpoints.deliveries(merchant_id, endpoint_id, { status, limit, beforeId: before_id }) }, 200);
+    return c.json({ data: await endpoints.deliveries(merchant_id, endpoint_id, { status, limit, beforeId: before_id }) }, 200);
   });
-  app.openapi(routes.getWebhookDelivery, (c) => {
+  app.openapi(routes.getWebhookDelivery, async (c) => {
     const { merchant_id, endpoint_id, delivery_id } = c.req.valid('param');
-    const delivery = endpoints.delivery(merchant_id, endpoint_id, delivery_id);
-    return c.json({ ...delivery, attempts: storage.listAttempts(delivery.id) }, 200);
+    return c.json(await endpoints.delivery(merchant_id, endpoint_id, delivery_id), 200);
   });
-  app.openapi(routes.resendWebhookDelivery, (c) => {
+  app.openapi(routes.resendWebhookDelivery, async (c) => {
     const { merchant_id, endpoint_id, delivery_id } = c.req.valid('param');
-    return c.json(endpoints.resend(merchant_id, endpoint_id, delivery_id), 202);
+    return c.json(await endpoints.resend(merchant_id, endpoint_id, delivery_id), 202);
   });
-  app.openapi(routes.listNotifications, (c) => {
+  app.openapi(routes.listNotifications, async (c) => {
     const { merchant_id } = c.req.valid('param');
-    endpoints.list(merchant_id);
     // The admin shape of a notification: the merchant is the one in the path.
-    const data = storage.listNotifications(merchant_id, c.req.valid('query').limit).map(({ merchant_id: _, ...notification }) => notification);
+    const data = (await endpoints.notifications(merchant_id, c.req.valid('query').limit)).map(({ merchant_id: _, ...notification }) => notification);
     return c.json({ data }, 200);
   });
 }

@@ -128,13 +128,13 @@ export class ImageMirror {
     publishChunk = 2000,
     logger: Logger = silentLogger,
   ) {
-    this.publisher = new CatalogPublisher(storage, now, publishChunk);
+    this.publisher = new CatalogPublisher(now, publishChunk);
     this.log = logger.child({ component: 'image-mirror' });
   }
 
   /** Mirrors the due images (up to a bounded batch); resolves when they are done; returns how many were tried. */
   async tick(): Promise<number> {
-    const due = this.storage.dueImageMirrors(this.now().toISOString(), this.config.concurrency * 8);
+    const due = await this.storage.dueImageMirrors(this.now().toISOString(), this.config.concurrency * 8);
     let next = 0;
     await Promise.all(Array.from({ length: Math.min(this.config.concurrency, due.length) }, async () => {
       while (next < due.length && !this.stopping) {
@@ -171,7 +171,7 @@ export class ImageMirror {
     if (outcome.ok) {
       const key = mediaKey(outcome.bytes, outcome.contentType);
       await this.media.put(key, outcome.bytes);
-      this.transition(image, {
+      await this.transition(image, {
         state: 'mirrored', mirrored_url: `${this.publicBaseUrl}/media/${key}`, attempts: image.attempts + 1,
         first_failure_at: null, next_attempt_at: null, last_error: null, updated_at: at,
       });
@@ -181,7 +181,7 @@ export class ImageMirror {
     const failingFor = now.getTime() - Date.parse(firstFailure);
     if (outcome.permanent || failingFor >= this.config.deadAfterHours * 3600_000) {
       this.log.warn({ merchant_id: image.merchant_id, url: loggableUrl(image.url), error: outcome.error, attempts: image.attempts + 1 }, 'image source is dead');
-      this.transition(image, {
+      await this.transition(image, {
         state: 'dead', attempts: image.attempts + 1, first_failure_at: firstFailure, next_attempt_at: null,
         last_error: outcome.error, updated_at: at,
       });
@@ -190,44 +190,26 @@ export class ImageMirror {
     const waits = this.config.retrySeconds;
     const wait = waits[Math.min(image.attempts, waits.length - 1)] ?? 3600;
     // Still not mirrored: the supplier URL stays in the payloads, nothing to re-publish.
-    this.storage.updateImageMirror(image.merchant_id, image.url, {
+    await this.storage.updateImageMirror(image.merchant_id, image.url, {
       attempts: image.attempts + 1, first_failure_at: firstFailure, last_error: outcome.error,
       next_attempt_at: new Date(now.getTime() + wait * 1000).toISOString(), updated_at: at,
     });
   }
 
   /** A state change and the re-publishing it causes, in one transaction (a `content` change). */
-  private transition(image: ImageMirrorWork, patch: Partial<ImageMirrorWork>): void {
-    this.storage.transaction(() => {
-      this.storage.updateImageMirror(image.merchant_id, image.url, patch);
-      this.publisher.publishProducts(image.merchant_id, this.storage.productIdsWithImage(image.merchant_id, image.url));
+  private transition(image: ImageMirrorWork, patch: Partial<ImageMirrorWork>): Promise<void> {
+    return this.storage.transaction(async (tx) => {
+      await tx.updateImageMirror(image.merchant_id, image.url, patch);
+      await this.publisher.publishProducts(tx, image.merchant_id, await tx.productIdsWithImage(image.merchant_id, image.url));
     });
   }
 }
 
-/** Dead images go back to pending and are fetched again; their products show the supplier URL again. */
-export function retryDeadImages(storage: CatalogStorage, merchantId: number, now: Date, publishChunk = 2000): number {
-  const publisher = new CatalogPublisher(storage, () => now, publishChunk);
-  return storage.transaction(() => {
-    const dead = storage.deadImages(merchantId, Number.MAX_SAFE_INTEGER);
-    const at = now.toISOString();
-    const productIds = new Set<number>();
-    for (const image of dead) {
-      storage.updateImageMirror(merchantId, image.url, {
-        state: 'pending', attempts: 0, first_failure_at: null, next_attempt_at: at, last_error: null, updated_at: at,
-      });
-      for (const id of storage.productIdsWithImage(merchantId, image.url)) productIds.add(id);
-    }
-    publisher.publishProducts(merchantId, [...productIds]);
-    return dead.length;
-  });
-}
-
-/** The worker as `serve` and `worker` run it: local media folder, guarded HTTP fetcher. */
+/** The worker as `serve` and `worker` run it: local media folder, HTTP fetcher through the SSRF guard. */
 export function createImageMirror(
-  storage: CatalogStorage, config: Config, options: { now?: () => Date; logger?: Logger } = {},
+  storage: CatalogStorage, config: Config, options: { now?: () => Date; logger?: Logger; guard?: AddressGuard } = {},
 ): ImageMirror {
-  const fetcher = new HttpImageFetcher(new AddressGuard(config.webhooks.allowHosts), config.images);
+  const fetcher = new HttpImageFetcher(options.guard ?? new AddressGuard(config.webhooks.allowHosts), config.images);
   return new ImageMirror(storage, new LocalFolderMediaStore(config.images.mediaDir), fetcher, config.images,
     config.publicBaseUrl, options.now ?? (() => new Date()), config.limits.publishChunk, options.logger);
 }

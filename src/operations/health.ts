@@ -15,22 +15,22 @@ export class Lifecycle {
  * The probe is unauthenticated, so a failed check answers only `unavailable`; the error itself
  * goes to the log.
  */
-export function readiness(storage: CatalogStorage, lifecycle: Lifecycle, log: Logger): Readiness {
-  const check = (name: string, run: () => string): string => {
+export async function readiness(storage: CatalogStorage, lifecycle: Lifecycle, log: Logger): Promise<Readiness> {
+  const check = async (name: string, run: () => Promise<string>): Promise<string> => {
     try {
-      return run();
+      return await run();
     } catch (error) {
       log.error({ err: error, check: name }, 'readiness check failed');
       return 'unavailable';
     }
   };
   const checks = {
-    database: check('database', () => {
-      storage.ping();
+    database: await check('database', async () => {
+      await storage.ping();
       return 'ok';
     }),
-    schema: check('schema', () => {
-      const missing = storage.missingMigrations();
+    schema: await check('schema', async () => {
+      const missing = await storage.missingMigrations();
       return missing.length === 0 ? 'ok' : `migrations not applied: ${missing.join(', ')}`;
     }),
     shutdown: lifecycle.shuttingDown ? 'shutting down' : 'ok',

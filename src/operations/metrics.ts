@@ -89,7 +89,7 @@ export class ServiceMetrics implements DeliveryObserver {
   async exposition(): Promise<string> {
     let counts: OperationalCounts | undefined;
     try {
-      counts = this.storage.operationalCounts();
+      counts = await this.storage.operationalCounts();
     } catch (error) {
       // A database that cannot answer shows in /readyz; the process metrics still go out.
       this.logger.error({ err: error }, 'reading the operational counts for /metrics failed');

@@ -1,283 +1,202 @@
-// The storage port: everything the domain asks of a database, and nothing about SQL.
-// storage/sqlite.ts implements it on better-sqlite3; another engine implements this interface
-// and the domain (catalog/, admin/, changes/) does not change. The port is synchronous because
-// resolution and change recording must commit in one transaction with the write that caused them.
-import type { EndpointHealth } from '../webhooks/health.js';
+// The storage port: everything the domain asks of a database, and nothing about SQL. One interface
+// per aggregate, composed into StorageOperations; an engine (storage/sqlite/, later postgres/)
+// implements them and the domain does not change. Every operation is asynchronous, so an engine
+// may run its queries anywhere (another connection, thread or machine); the domain awaits them.
+//
+// Transactions are explicit: `transaction(fn)` hands fn a `tx` whose operations all commit or roll
+// back together (resolution and change recording commit with the write that caused them), and
+// `snapshot(fn)` hands fn a reader on one consistent view. Operations called on the CatalogStorage itself
+// run on their own (each write its own transaction); inside a transaction, use its tx.
 import type {
-  AttributeDefinitionRecord, CustomerGroupRecord, ExchangeRateRecord, ImageMirrorRecord,
-  PricingRuleRecord, ProductRecord, ProductSourceDocument, StoreRecord, SupplierRecord,
-} from '../catalog/model.js';
+  ApiKeyRecord, AttemptRecord, AttributeDefinitionRecord, ChangeRow, CustomerGroupRecord, DeliveryClaim, DeliveryRecord,
+  DeliveryStatus, ExchangeRateRecord, FeedPosition, ImageMirrorRecord, ImageMirrorWork, ImageStateCounts, MerchantRecord,
+  NotificationRecord, OperationalCounts, OutboxGroup, OutboxRow, PricingRuleInputRecord, PricingRuleRecord, ProductRecord,
+  ProductSourceDocument, PublishedHashes, PublishedPage, PublishedRow, StoreInputRecord, StoreRecord, StoredChange,
+  SupplierRecord, WebhookEndpointInputRecord, WebhookEndpointRecord,
+} from './records.js';
 
-export interface MerchantRecord {
-  id: number;
-  name: string;
-  sku_pattern: string | null;
-  owner_emails: string[];
-  created_at: string;
-}
+export type * from './records.js';
 
-export interface ApiKeyRecord {
-  id: number;
-  merchant_id: number;
-  name: string;
-  prefix: string;
-  created_at: string;
-  revoked_at: string | null;
-}
+/** Merchants, their API keys and their stores. */
+export interface TenancyStore {
+  createMerchant(input: Omit<MerchantRecord, 'id'>): Promise<MerchantRecord>;
+  listMerchants(): Promise<MerchantRecord[]>;
+  getMerchant(id: number): Promise<MerchantRecord | undefined>;
+  updateMerchant(id: number, patch: Partial<Omit<MerchantRecord, 'id' | 'created_at'>>): Promise<MerchantRecord | undefined>;
+  countMerchants(): Promise<number>;
 
-export type StoreInputRecord = Pick<StoreRecord, 'name' | 'locale' | 'currency' | 'is_default' | 'active' | 'exclude_out_of_stock'>;
-
-export type PricingRuleInputRecord = Omit<PricingRuleRecord, 'id' | 'is_catch_all'>;
-
-export interface PublishedRow {
-  productId: number;
-  payload: string;
-  priceHash: string;
-  contentHash: string;
-}
-
-export type ChangeType = 'price' | 'content' | 'removed';
-
-export interface ChangeRow {
-  storeId: number;
-  productId: number;
-  changeType: ChangeType;
-  createdAt: string;
-}
-
-export interface CatalogStorage {
-  /** Runs fn in one write transaction (nested calls join the outer one). */
-  transaction<T>(fn: () => T): T;
-  /** Runs fn on one consistent snapshot of the data (a read transaction). */
-  snapshot<T>(fn: () => T): T;
-  close(): void;
-  /** Throws unless the database answers a query. */
-  ping(): void;
-  /** Ids of the migrations this version knows that the database has not applied. */
-  missingMigrations(): number[];
-  /** Whole-service counts for the metrics (openapi/operations.yaml, getMetrics); no merchant's own. */
-  operationalCounts(): OperationalCounts;
-
-  // Merchants and keys
-  createMerchant(input: Omit<MerchantRecord, 'id'>): MerchantRecord;
-  listMerchants(): MerchantRecord[];
-  getMerchant(id: number): MerchantRecord | undefined;
-  updateMerchant(id: number, patch: Partial<Omit<MerchantRecord, 'id' | 'created_at'>>): MerchantRecord | undefined;
-  countMerchants(): number;
-  insertApiKey(input: Omit<ApiKeyRecord, 'id' | 'revoked_at'> & { key_hash: Buffer }): ApiKeyRecord;
-  listApiKeys(merchantId: number): ApiKeyRecord[];
-  revokeApiKey(merchantId: number, keyId: number, at: string): boolean;
+  insertApiKey(input: Omit<ApiKeyRecord, 'id' | 'revoked_at'> & { key_hash: Buffer }): Promise<ApiKeyRecord>;
+  listApiKeys(merchantId: number): Promise<ApiKeyRecord[]>;
+  revokeApiKey(merchantId: number, keyId: number, at: string): Promise<boolean>;
   /** The key with this hash that is not revoked, with its stored hash for a constant-time check. */
-  findActiveApiKey(keyHash: Buffer): { id: number; merchant_id: number; key_hash: Buffer } | undefined;
+  findActiveApiKey(keyHash: Buffer): Promise<{ id: number; merchant_id: number; key_hash: Buffer } | undefined>;
 
-  // Stores
-  listStores(merchantId: number): StoreRecord[];
-  findStore(merchantId: number, slug: string): StoreRecord | undefined;
-  findDefaultStore(merchantId: number): StoreRecord | undefined;
-  upsertStore(merchantId: number, slug: string, input: StoreInputRecord): StoreRecord;
-  deleteStore(storeId: number): void;
+  listStores(merchantId: number): Promise<StoreRecord[]>;
+  findStore(merchantId: number, slug: string): Promise<StoreRecord | undefined>;
+  findDefaultStore(merchantId: number): Promise<StoreRecord | undefined>;
+  upsertStore(merchantId: number, slug: string, input: StoreInputRecord): Promise<StoreRecord>;
+  /** Deletes the store with its published payloads and changes. */
+  deleteStore(storeId: number): Promise<void>;
   /** Marks the set of products published for these stores as changed (read-side index). */
-  bumpCatalogVersion(storeIds: number[]): void;
+  bumpCatalogVersion(storeIds: number[]): Promise<void>;
+}
 
-  // Customer groups, exchange rates, pricing rules, suppliers, attribute definitions
-  listCustomerGroups(merchantId: number): CustomerGroupRecord[];
-  createCustomerGroup(merchantId: number, name: string): CustomerGroupRecord;
-  updateCustomerGroup(merchantId: number, id: number, name: string): CustomerGroupRecord | undefined;
-  deleteCustomerGroup(merchantId: number, id: number): boolean;
-  listExchangeRates(merchantId: number): ExchangeRateRecord[];
-  upsertExchangeRate(merchantId: number, rate: ExchangeRateRecord): ExchangeRateRecord;
-  deleteExchangeRate(merchantId: number, base: string, quote: string): boolean;
-  listPricingRules(merchantId: number): PricingRuleRecord[];
-  createPricingRule(merchantId: number, input: PricingRuleInputRecord, isCatchAll?: boolean): PricingRuleRecord;
-  updatePricingRule(merchantId: number, id: number, input: PricingRuleInputRecord): PricingRuleRecord | undefined;
-  deletePricingRule(merchantId: number, id: number): boolean;
-  getPricingRule(merchantId: number, id: number): PricingRuleRecord | undefined;
-  listSuppliers(merchantId: number): SupplierRecord[];
-  upsertSupplier(merchantId: number, ref: string, name: string): SupplierRecord;
-  deleteSupplier(merchantId: number, ref: string): boolean;
-  isSupplierReferenced(merchantId: number, ref: string): boolean;
-  listAttributeDefinitions(merchantId: number): AttributeDefinitionRecord[];
-  upsertAttributeDefinition(merchantId: number, definition: AttributeDefinitionRecord): AttributeDefinitionRecord;
-  deleteAttributeDefinition(merchantId: number, key: string): boolean;
+/** What resolution reads merchant-wide: customer groups, exchange rates, pricing rules, suppliers, attribute definitions. */
+export interface CatalogSetupStore {
+  listCustomerGroups(merchantId: number): Promise<CustomerGroupRecord[]>;
+  createCustomerGroup(merchantId: number, name: string): Promise<CustomerGroupRecord>;
+  updateCustomerGroup(merchantId: number, id: number, name: string): Promise<CustomerGroupRecord | undefined>;
+  deleteCustomerGroup(merchantId: number, id: number): Promise<boolean>;
 
-  // Product sources
-  findProductByRef(merchantId: number, ref: string): ProductRecord | undefined;
+  listExchangeRates(merchantId: number): Promise<ExchangeRateRecord[]>;
+  upsertExchangeRate(merchantId: number, rate: ExchangeRateRecord): Promise<ExchangeRateRecord>;
+  deleteExchangeRate(merchantId: number, base: string, quote: string): Promise<boolean>;
+
+  listPricingRules(merchantId: number): Promise<PricingRuleRecord[]>;
+  getPricingRule(merchantId: number, id: number): Promise<PricingRuleRecord | undefined>;
+  createPricingRule(merchantId: number, input: PricingRuleInputRecord, isCatchAll?: boolean): Promise<PricingRuleRecord>;
+  updatePricingRule(merchantId: number, id: number, input: PricingRuleInputRecord): Promise<PricingRuleRecord | undefined>;
+  deletePricingRule(merchantId: number, id: number): Promise<boolean>;
+
+  listSuppliers(merchantId: number): Promise<SupplierRecord[]>;
+  upsertSupplier(merchantId: number, ref: string, name: string): Promise<SupplierRecord>;
+  deleteSupplier(merchantId: number, ref: string): Promise<boolean>;
+  isSupplierReferenced(merchantId: number, ref: string): Promise<boolean>;
+
+  listAttributeDefinitions(merchantId: number): Promise<AttributeDefinitionRecord[]>;
+  upsertAttributeDefinition(merchantId: number, definition: AttributeDefinitionRecord): Promise<AttributeDefinitionRecord>;
+  deleteAttributeDefinition(merchantId: number, key: string): Promise<boolean>;
+}
+
+/** Products as the merchant sent them. */
+export interface ProductSourceStore {
+  findProductByRef(merchantId: number, ref: string): Promise<ProductRecord | undefined>;
   /** Inserts or replaces the source; returns the product id and whether it was created. */
-  upsertProductSource(merchantId: number, ref: string, source: ProductSourceDocument, at: string): { id: number; created: boolean };
-  deleteProduct(merchantId: number, productId: number): void;
+  upsertProductSource(merchantId: number, ref: string, source: ProductSourceDocument, at: string): Promise<{ id: number; created: boolean }>;
+  deleteProduct(merchantId: number, productId: number): Promise<void>;
   /** Products whose source excludes them from the store with this slug. */
-  productsExcludedFrom(merchantId: number, slug: string): ProductRecord[];
+  productsExcludedFrom(merchantId: number, slug: string): Promise<ProductRecord[]>;
   /** Products with id > afterId, ascending, at most `limit` (bulk re-publishing walks these). */
-  productsAfter(merchantId: number, afterId: number, limit: number): ProductRecord[];
-  productsByIds(merchantId: number, ids: number[]): ProductRecord[];
-  imageMirrors(merchantId: number, urls: string[]): Map<string, ImageMirrorRecord>;
-  /** Adds the URLs not known yet as `pending`, due at once. */
-  ensureImageMirrors(merchantId: number, urls: string[], at: string): void;
-  /** Pending images whose next attempt is due, oldest first. */
-  dueImageMirrors(now: string, limit: number): ImageMirrorWork[];
-  updateImageMirror(merchantId: number, url: string, patch: Partial<Omit<ImageMirrorWork, 'merchant_id' | 'url'>>): void;
+  productsAfter(merchantId: number, afterId: number, limit: number): Promise<ProductRecord[]>;
+  productsByIds(merchantId: number, ids: number[]): Promise<ProductRecord[]>;
   /** Ids of the merchant's products whose source lists the image URL. */
-  productIdsWithImage(merchantId: number, url: string): number[];
-  imageStateCounts(merchantId: number): Record<'pending' | 'mirrored' | 'dead', number>;
+  productIdsWithImage(merchantId: number, url: string): Promise<number[]>;
+}
+
+/** Mirroring state per (merchant, source URL). */
+export interface ImageStore {
+  imageMirrors(merchantId: number, urls: string[]): Promise<Map<string, ImageMirrorRecord>>;
+  /** Adds the URLs not known yet as `pending`, due at once. */
+  ensureImageMirrors(merchantId: number, urls: string[], at: string): Promise<void>;
+  /** Pending images whose next attempt is due, oldest first. */
+  dueImageMirrors(now: string, limit: number): Promise<ImageMirrorWork[]>;
+  updateImageMirror(merchantId: number, url: string, patch: Partial<Omit<ImageMirrorWork, 'merchant_id' | 'url'>>): Promise<void>;
+  /** Per distinct source URL that a product of the merchant still lists. */
+  imageStateCounts(merchantId: number): Promise<ImageStateCounts>;
   /** The merchant's dead images that a product still lists, newest first. */
-  deadImages(merchantId: number, limit: number): ImageMirrorWork[];
+  deadImages(merchantId: number, limit: number): Promise<ImageMirrorWork[]>;
+}
 
-  // Published payloads and changes
-  publishedHashes(storeId: number, productIds: number[]): Map<number, { priceHash: string; contentHash: string }>;
-  upsertPublished(storeId: number, rows: PublishedRow[]): void;
-  deletePublished(storeId: number, productIds: number[]): void;
+/** The payload published per (store, product), and the reads of the public API over it. */
+export interface PublishedStore {
+  publishedHashes(storeId: number, productIds: number[]): Promise<Map<number, PublishedHashes>>;
+  upsertPublished(storeId: number, rows: PublishedRow[]): Promise<void>;
+  deletePublished(storeId: number, productIds: number[]): Promise<void>;
   /** The stored payload (UTF-8 JSON) of one product in the store. */
-  publishedPayload(storeId: number, productId: number): Uint8Array | undefined;
+  publishedPayload(storeId: number, productId: number): Promise<Uint8Array | undefined>;
   /** Payloads of the store's products with fromId <= id <= toId, ascending, joined by commas. */
-  publishedPage(storeId: number, fromId: number, toId: number): PublishedPage;
+  publishedPage(storeId: number, fromId: number, toId: number): Promise<PublishedPage>;
   /** Every product id published for the store, ascending. */
-  publishedProductIds(storeId: number): Float64Array | number[];
+  publishedProductIds(storeId: number): Promise<number[]>;
   /** Payloads of the listed products found in the store, ascending, joined by commas, and their count. */
-  publishedPayloadsByIds(storeId: number, productIds: number[]): { bytes: Uint8Array; count: number };
+  publishedPayloadsByIds(storeId: number, productIds: number[]): Promise<{ bytes: Uint8Array; count: number }>;
   /** `{"id":…,"prices":[…]}` of the listed products found in the store, ascending, joined by commas. */
-  publishedPricesByIds(storeId: number, productIds: number[]): Uint8Array;
+  publishedPricesByIds(storeId: number, productIds: number[]): Promise<Uint8Array>;
+}
 
-  // Changes (spec 2.6, 4.4)
-  recordChanges(rows: ChangeRow[]): void;
+/** Changes (spec 2.6, 4.4) and the feed over them. */
+export interface ChangeStore {
+  recordChanges(rows: ChangeRow[]): Promise<void>;
   /** The newest change timestamp handed out (the monotonic clock's state). */
-  lastChangeAt(): string | undefined;
-  setLastChangeAt(at: string): void;
-  /** The store's changes strictly after the position (at, id), in position order, at most `limit`. */
-  changesAfter(storeId: number, at: string, id: number, limit: number): StoredChange[];
+  lastChangeAt(): Promise<string | undefined>;
+  setLastChangeAt(at: string): Promise<void>;
+  /** The store's changes strictly after the position, in position order, at most `limit`. */
+  changesAfter(storeId: number, after: FeedPosition, limit: number): Promise<StoredChange[]>;
   /** The position of the newest change of the store deleted by retention. */
-  changeHorizon(storeId: number): { at: string; id: number } | undefined;
-  /** Deletes changes created before `cutoff` (in bounded batches), moving horizons; returns the count. */
-  pruneChangesBefore(cutoff: string): number;
+  changeHorizon(storeId: number): Promise<FeedPosition | undefined>;
+  /** Deletes at most `limit` of the changes created before `cutoff`, moving horizons; returns the count. */
+  pruneChangesBefore(cutoff: string, limit: number): Promise<number>;
+}
 
-  // Webhooks (spec 3, 4.5)
-  createWebhookEndpoint(input: WebhookEndpointInputRecord): WebhookEndpointRecord;
-  listWebhookEndpoints(merchantId: number): WebhookEndpointRecord[];
+/** Receiver endpoints with their health record. */
+export interface WebhookEndpointStore {
+  createWebhookEndpoint(input: WebhookEndpointInputRecord): Promise<WebhookEndpointRecord>;
+  listWebhookEndpoints(merchantId: number): Promise<WebhookEndpointRecord[]>;
   /** An endpoint by id, of any merchant when merchantId is undefined. */
-  getWebhookEndpoint(id: number, merchantId?: number): WebhookEndpointRecord | undefined;
-  updateWebhookEndpoint(id: number, patch: Partial<Omit<WebhookEndpointRecord, 'id' | 'merchant_id' | 'created_at'>>): void;
-  deleteWebhookEndpoint(id: number): void;
-  insertOutbox(rows: OutboxRow[]): void;
+  getWebhookEndpoint(id: number, merchantId?: number): Promise<WebhookEndpointRecord | undefined>;
+  updateWebhookEndpoint(id: number, patch: Partial<Omit<WebhookEndpointRecord, 'id' | 'merchant_id' | 'created_at'>>): Promise<void>;
+  /** Deletes it with its deliveries and attempts; notifications about it stay. */
+  deleteWebhookEndpoint(id: number): Promise<void>;
+}
+
+/** Changes waiting to be coalesced into deliveries, written in the change's transaction. */
+export interface OutboxStore {
+  insertOutbox(rows: OutboxRow[]): Promise<void>;
   /** Waiting outbox rows per (endpoint, event, store), with their count and oldest time. */
-  outboxGroups(): OutboxGroup[];
+  outboxGroups(): Promise<OutboxGroup[]>;
   /** The group's rows in arrival order, at most `limit`. */
-  outboxRows(group: Pick<OutboxGroup, 'endpointId' | 'event' | 'storeId'>, limit: number): { id: number; productId: number; createdAt: string }[];
-  deleteOutboxRows(ids: number[]): void;
+  outboxRows(group: Pick<OutboxGroup, 'endpointId' | 'event' | 'storeId'>, limit: number): Promise<{ id: number; productId: number; createdAt: string }[]>;
+  deleteOutboxRows(ids: number[]): Promise<void>;
+}
+
+/** Deliveries and their attempts. */
+export interface DeliveryStore {
   /** oldestChangeAt: when the oldest change it carries was recorded (default: created_at). */
-  insertDelivery(input: Omit<DeliveryRecord, 'id'>, oldestChangeAt?: string): DeliveryRecord;
-  getDelivery(id: number): DeliveryRecord | undefined;
-  /** Pending or failed deliveries whose next attempt is due, of endpoints that are active. */
-  dueDeliveries(now: string, limit: number): DeliveryRecord[];
-  updateDelivery(id: number, patch: Partial<Omit<DeliveryRecord, 'id' | 'endpoint_id'>>): void;
-  /** Marks the endpoint's pending and failed deliveries dropped; returns how many. */
-  dropPendingDeliveries(endpointId: number): number;
-  recordAttempt(deliveryId: number, attempt: AttemptRecord): void;
-  listDeliveries(endpointId: number, filter: { status?: DeliveryStatus; limit: number; beforeId?: number }): DeliveryRecord[];
-  listAttempts(deliveryId: number): AttemptRecord[];
-  /** Failed, given-up or dropped deliveries of the endpoint created at or after `since`. */
-  unsuccessfulDeliveriesSince(endpointId: number, since: string): DeliveryRecord[];
-  insertNotification(input: Omit<NotificationRecord, 'id' | 'emailed_at'>): NotificationRecord;
-  listNotifications(merchantId: number, limit: number): NotificationRecord[];
-  markNotificationEmailed(id: number, at: string): void;
-}
-
-/** A range of a store's published payloads, and what identifies their bytes. */
-export interface PublishedPage {
-  /** The payloads (UTF-8 JSON), ascending by product id, joined by commas. */
-  bytes: Uint8Array;
+  insertDelivery(input: Omit<DeliveryRecord, 'id'>, oldestChangeAt?: string): Promise<DeliveryRecord>;
+  getDelivery(id: number): Promise<DeliveryRecord | undefined>;
   /**
-   * Each row's stored price and content hashes, in the same order: together they change whenever
-   * any byte of the row does, so a page's ETag is computed over these (~11 KB) instead of the
-   * page's ~155 KB.
+   * Claims due deliveries (pending or failed, next attempt due, endpoint active) in one atomic
+   * statement: leases them until claim.leaseUntil and gives first attempts their occurred_at.
+   * Endpoints take turns, so a backlog at one endpoint never fills the whole claim.
    */
-  digests: Uint8Array;
+  claimDueDeliveries(claim: DeliveryClaim): Promise<DeliveryRecord[]>;
+  updateDelivery(id: number, patch: Partial<Omit<DeliveryRecord, 'id' | 'endpoint_id'>>): Promise<void>;
+  /** Marks the endpoint's pending and failed deliveries dropped; returns how many. */
+  dropPendingDeliveries(endpointId: number): Promise<number>;
+  recordAttempt(deliveryId: number, attempt: AttemptRecord): Promise<void>;
+  listDeliveries(endpointId: number, filter: { status?: DeliveryStatus; limit: number; beforeId?: number }): Promise<DeliveryRecord[]>;
+  listAttempts(deliveryId: number): Promise<AttemptRecord[]>;
+  /** Failed, given-up or dropped deliveries of the endpoint created at or after `since`. */
+  unsuccessfulDeliveriesSince(endpointId: number, since: string): Promise<DeliveryRecord[]>;
 }
 
-export interface OperationalCounts {
-  endpoints: Record<'active' | 'paused' | 'disabled', number>;
-  /** Outbox rows not yet batched into a delivery. */
-  outboxDepth: number;
-  waitingDeliveries: Record<'pending' | 'failed', number>;
-  /** When the oldest change not yet attempted for an active endpoint (in the outbox or a pending delivery) was recorded; null when none. */
-  oldestWaitingAt: string | null;
-  images: Record<'pending' | 'mirrored' | 'dead', number>;
+/** Messages to a merchant's owners. */
+export interface NotificationStore {
+  insertNotification(input: Omit<NotificationRecord, 'id' | 'emailed_at'>): Promise<NotificationRecord>;
+  listNotifications(merchantId: number, limit: number): Promise<NotificationRecord[]>;
+  markNotificationEmailed(id: number, at: string): Promise<void>;
 }
 
-/** An image source's mirroring state with its retry bookkeeping. */
-export interface ImageMirrorWork extends ImageMirrorRecord {
-  merchant_id: number;
-  attempts: number;
-  first_failure_at: string | null;
-  next_attempt_at: string | null;
-  last_error: string | null;
-  updated_at: string;
-}
+/** Every aggregate's operations: what a transaction's tx and a snapshot's reader offer. */
+export interface StorageOperations extends TenancyStore, CatalogSetupStore, ProductSourceStore, ImageStore, PublishedStore,
+  ChangeStore, WebhookEndpointStore, OutboxStore, DeliveryStore, NotificationStore {}
 
-export interface WebhookEndpointRecord extends EndpointHealth {
-  id: number;
-  merchant_id: number;
-  url: string;
-  /** null: every store of the merchant. */
-  store_id: number | null;
-  events: ChangeType[];
-  secret: string;
-  created_at: string;
-}
+/** The operations inside one write transaction. */
+export type StorageTx = StorageOperations;
 
-export type WebhookEndpointInputRecord = Pick<WebhookEndpointRecord, 'merchant_id' | 'url' | 'store_id' | 'events' | 'secret' | 'created_at'>;
-
-export interface OutboxRow {
-  endpointId: number;
-  event: ChangeType;
-  storeId: number | null;
-  productId: number;
-  createdAt: string;
-}
-
-export interface OutboxGroup {
-  endpointId: number;
-  event: ChangeType;
-  storeId: number | null;
-  count: number;
-  oldestAt: string;
-}
-
-export type DeliveryStatus = 'pending' | 'succeeded' | 'failed' | 'given_up' | 'dropped';
-
-export interface DeliveryRecord {
-  id: number;
-  endpoint_id: number;
-  event: ChangeType;
-  store_id: number | null;
-  product_ids: number[];
-  occurred_at: string | null;
-  status: DeliveryStatus;
-  attempts: number;
-  next_attempt_at: string | null;
-  created_at: string;
-}
-
-export interface AttemptRecord {
-  at: string;
-  status_code: number | null;
-  error: string | null;
-  latency_ms: number;
-  response_snippet: string | null;
-}
-
-export interface NotificationRecord {
-  id: number;
-  merchant_id: number;
-  endpoint_id: number | null;
-  kind: 'failing' | 'paused' | 'disabled';
-  subject: string;
-  body: string;
-  created_at: string;
-  emailed_at: string | null;
-}
-
-export interface StoredChange {
-  id: number;
-  product_id: number;
-  change_type: ChangeType;
-  created_at: string;
+export interface CatalogStorage extends StorageOperations {
+  /**
+   * Runs fn in one write transaction: everything it does through tx commits together when its
+   * promise resolves, and nothing when it rejects. Transactions do not nest: pass tx down.
+   */
+  transaction<T>(fn: (tx: StorageTx) => Promise<T>): Promise<T>;
+  /** Runs fn's reads on one consistent snapshot of the committed data. */
+  snapshot<T>(fn: (reader: StorageOperations) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+  /** Rejects unless the database answers a query. */
+  ping(): Promise<void>;
+  /** Ids of the migrations this version knows that the database has not applied. */
+  missingMigrations(): Promise<number[]>;
+  /** Whole-service counts for the metrics (openapi/operations.yaml, getMetrics); no merchant's own. */
+  operationalCounts(): Promise<OperationalCounts>;
 }

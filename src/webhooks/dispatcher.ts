@@ -4,7 +4,9 @@
 // database, so a crash at any point loses nothing and at worst re-sends (at-least-once).
 import type { Config } from '../config.js';
 import type { components } from '../generated/public-api.js';
-import type { CatalogStorage, DeliveryRecord, OutboxGroup, WebhookEndpointRecord } from '../storage/port.js';
+import type {
+  CatalogStorage, DeliveryRecord, NotificationRecord, OutboxGroup, StorageTx, WebhookEndpointRecord,
+} from '../storage/port.js';
 import {
   afterFailure, afterGone, afterSuccess, onChange, type EndpointHealth, type HealthPolicy,
 } from './health.js';
@@ -15,6 +17,9 @@ import { OwnerNotifier, type Notifier } from './notifier.js';
 import { nextAttemptAt, parseRetryAfter } from './retry.js';
 import { HttpDeliverySender, type DeliverySender } from './sender.js';
 import { signedHeaders } from './signing.js';
+
+/** An ISO 8601 UTC timestamp in whole seconds (the payload's occurred_at). */
+const wholeSecond = (date: Date) => `${date.toISOString().slice(0, 19)}Z`;
 
 export type WebhookConfig = Config['webhooks'];
 
@@ -62,8 +67,6 @@ export class WebhookDispatcher {
   private readonly inflightByEndpoint = new Map<number, number>();
   private readonly inflight = new Map<number, Promise<void>>();
   private readonly policy: HealthPolicy;
-  /** Deliveries some round has read to send and not finished: no other round takes them. */
-  private readonly queued = new Set<number>();
   private readonly rounds = new Set<Promise<unknown>>();
   private timer: NodeJS.Timeout | null = null;
   private stopping = false;
@@ -80,7 +83,7 @@ export class WebhookDispatcher {
 
   /** One round: coalesce waiting changes, then send what is due; resolves when those sends ended. */
   async tick(): Promise<void> {
-    this.coalesce();
+    await this.coalesce();
     await this.sendDue();
   }
 
@@ -90,15 +93,15 @@ export class WebhookDispatcher {
    */
   start(): void {
     if (this.timer) return;
+    let coalescing: Promise<unknown> | null = null;
     this.timer = setInterval(() => {
-      try {
-        this.coalesce();
-      } catch (error) {
-        this.log.error({ err: error }, 'webhook dispatcher round failed');
-        return;
-      }
-      if (this.inflight.size >= this.config.overallConcurrency) return;
-      const round: Promise<unknown> = this.sendDue()
+      // One coalescing pass at a time (it may wait for the write lock); sending rounds overlap,
+      // each claiming only what it can send at once.
+      if (coalescing) return;
+      const pass = this.coalesce().finally(() => { coalescing = null; });
+      coalescing = pass;
+      const round: Promise<unknown> = pass
+        .then(() => (this.inflight.size < this.config.overallConcurrency && !this.stopping ? this.sendDue() : 0))
         .catch((error: unknown) => this.log.error({ err: error }, 'webhook dispatcher round failed'))
         .finally(() => this.rounds.delete(round));
       this.rounds.add(round);
@@ -120,29 +123,29 @@ export class WebhookDispatcher {
    * Coalescing: changes of one event kind for one endpoint and store are batched for up to
    * coalesceMs or batchSize product ids, whichever comes first. Returns the deliveries created.
    */
-  coalesce(): number {
+  coalesce(): Promise<number> {
     const now = this.deps.now();
-    return this.storage.transaction(() => {
+    return this.storage.transaction(async (tx) => {
       let created = 0;
-      for (const group of this.storage.outboxGroups()) created += this.coalesceGroup(group, now);
+      for (const group of await tx.outboxGroups()) created += await this.coalesceGroup(tx, group, now);
       return created;
     });
   }
 
-  private coalesceGroup(group: OutboxGroup, now: Date): number {
+  private async coalesceGroup(tx: StorageTx, group: OutboxGroup, now: Date): Promise<number> {
     const waitedMs = now.getTime() - Date.parse(group.oldestAt);
     const timeIsUp = waitedMs >= this.config.coalesceMs;
     if (!timeIsUp && group.count < this.config.batchSize) return 0;
-    const endpoint = this.storage.getWebhookEndpoint(group.endpointId);
-    const rows = this.storage.outboxRows(group, Math.max(group.count, 1));
+    const endpoint = await tx.getWebhookEndpoint(group.endpointId);
+    const rows = await tx.outboxRows(group, Math.max(group.count, 1));
     if (!endpoint) {
-      this.storage.deleteOutboxRows(rows.map((r) => r.id));
+      await tx.deleteOutboxRows(rows.map((r) => r.id));
       return 0;
     }
     // spec 3: a change after the cooldown resumes a paused endpoint; during it, nothing is sent:
     // the changes become `dropped` deliveries, which an operator can recover.
     const { health, deliver } = onChange(healthOf(endpoint), now);
-    if (health.status !== endpoint.status) this.storage.updateWebhookEndpoint(endpoint.id, health);
+    if (health.status !== endpoint.status) await tx.updateWebhookEndpoint(endpoint.id, health);
     const batches: { rowIds: number[]; productIds: number[]; oldestAt: string }[] = [];
     let current = { rowIds: [] as number[], productIds: [] as number[], oldestAt: '' };
     for (const row of rows) {
@@ -161,109 +164,115 @@ export class WebhookDispatcher {
     if (current.productIds.length === this.config.batchSize || (timeIsUp && current.productIds.length > 0)) batches.push(current);
     const createdAt = now.toISOString();
     for (const batch of batches) {
-      this.storage.insertDelivery({
+      await tx.insertDelivery({
         endpoint_id: endpoint.id, event: group.event, store_id: group.storeId, product_ids: batch.productIds.sort((a, b) => a - b),
         occurred_at: null, status: deliver ? 'pending' : 'dropped', attempts: 0, next_attempt_at: deliver ? createdAt : null,
         created_at: createdAt,
       }, batch.oldestAt);
-      this.storage.deleteOutboxRows(batch.rowIds);
+      await tx.deleteOutboxRows(batch.rowIds);
     }
     return batches.length;
   }
 
   /**
-   * Sends the due deliveries with a pool of workers: at most overallConcurrency in flight, at most
-   * perEndpointConcurrency per endpoint; a worker takes the next delivery as soon as it is free.
-   * Resolves when the batch of due deliveries read at the start is done; returns how many were sent.
+   * Sends due deliveries: claims (atomically, so several dispatchers can run) as many as there are
+   * free slots, at most overallConcurrency in flight and perEndpointConcurrency per endpoint, and
+   * claims again whenever a send ends, until nothing more is due. Returns how many were sent.
    */
   async sendDue(): Promise<number> {
-    const now = this.deps.now();
-    const free = this.config.overallConcurrency - this.inflight.size;
-    if (free <= 0) return 0;
-    const queue = this.storage.dueDeliveries(now.toISOString(), this.config.overallConcurrency * 16)
-      .filter((d) => !this.queued.has(d.id));
-    for (const delivery of queue) this.queued.add(delivery.id);
-    const taken = [...queue];
     let sent = 0;
-    const worker = async (): Promise<void> => {
-      // On stop, workers finish the delivery in hand and take no other.
-      while (!this.stopping) {
-        const index = queue.findIndex((d) => (this.inflightByEndpoint.get(d.endpoint_id) ?? 0) < this.config.perEndpointConcurrency);
-        if (index < 0) return;
-        const delivery = queue.splice(index, 1)[0]!;
-        this.inflightByEndpoint.set(delivery.endpoint_id, (this.inflightByEndpoint.get(delivery.endpoint_id) ?? 0) + 1);
-        const sending = this.attempt(delivery);
-        this.inflight.set(delivery.id, sending);
-        try {
-          await sending;
-          sent++;
-        } finally {
-          this.inflight.delete(delivery.id);
-          this.queued.delete(delivery.id);
-          this.inflightByEndpoint.set(delivery.endpoint_id, (this.inflightByEndpoint.get(delivery.endpoint_id) ?? 1) - 1);
+    const sending = new Set<Promise<void>>();
+    for (;;) {
+      const free = this.config.overallConcurrency - this.inflight.size;
+      if (free > 0 && !this.stopping) {
+        for (const delivery of await this.claim(free)) {
+          const send: Promise<void> = this.send(delivery).then(() => { sent++; }).finally(() => sending.delete(send));
+          sending.add(send);
         }
       }
-    };
-    try {
-      await Promise.all(Array.from({ length: Math.min(free, queue.length) }, worker));
-    } finally {
-      // What this round could not take (its endpoints were at their bound) is free for the next.
-      for (const delivery of taken) this.queued.delete(delivery.id);
+      if (sending.size === 0) return sent;
+      await Promise.race(sending);
     }
-    return sent;
+  }
+
+  private claim(limit: number): Promise<DeliveryRecord[]> {
+    const now = this.deps.now();
+    return this.storage.claimDueDeliveries({
+      now: now.toISOString(),
+      // Should this process die mid-send, the lease expires and the delivery is re-sent.
+      leaseUntil: new Date(now.getTime() + this.config.timeoutMs + this.config.leaseMarginMs).toISOString(),
+      // spec 6 rule 2: occurred_at is the dispatch time, kept on retries so receivers can deduplicate.
+      occurredAt: wholeSecond(now),
+      limit,
+      perEndpoint: this.config.perEndpointConcurrency,
+      inFlightByEndpoint: this.inflightByEndpoint,
+    });
+  }
+
+  /** One attempt of a claimed delivery, counted in flight for its endpoint until it is recorded. */
+  private async send(delivery: DeliveryRecord): Promise<void> {
+    this.inflightByEndpoint.set(delivery.endpoint_id, (this.inflightByEndpoint.get(delivery.endpoint_id) ?? 0) + 1);
+    const attempt = this.attempt(delivery);
+    this.inflight.set(delivery.id, attempt);
+    try {
+      await attempt;
+    } finally {
+      this.inflight.delete(delivery.id);
+      const left = (this.inflightByEndpoint.get(delivery.endpoint_id) ?? 1) - 1;
+      if (left > 0) this.inflightByEndpoint.set(delivery.endpoint_id, left);
+      else this.inflightByEndpoint.delete(delivery.endpoint_id);
+    }
   }
 
   private async attempt(delivery: DeliveryRecord): Promise<void> {
-    const endpoint = this.storage.getWebhookEndpoint(delivery.endpoint_id);
+    const endpoint = await this.storage.getWebhookEndpoint(delivery.endpoint_id);
+    // Paused or disabled since the claim: the lease runs out and the delivery waits for the endpoint.
     if (!endpoint || endpoint.status !== 'active') return;
     const now = this.deps.now();
-    // spec 6 rule 2: occurred_at is the dispatch time, kept on retries so receivers can deduplicate.
-    const occurredAt = delivery.occurred_at ?? `${now.toISOString().slice(0, 19)}Z`;
-    const body = deliveryBody(delivery, occurredAt);
-    // Claim it: should this process die mid-send, the lease expires and the delivery is re-sent.
-    this.storage.updateDelivery(delivery.id, {
-      occurred_at: occurredAt, next_attempt_at: new Date(now.getTime() + this.config.timeoutMs + this.config.leaseMarginMs).toISOString(),
-    });
+    const body = deliveryBody(delivery, delivery.occurred_at ?? wholeSecond(now));
     const result = await this.deps.sender.send(endpoint.url, signedHeaders(endpoint.secret, body, now), body);
     const at = this.deps.now();
-    const outcome = this.storage.transaction((): DeliveryOutcome | null => {
-      this.storage.recordAttempt(delivery.id, {
+    let notification: NotificationRecord | undefined;
+    const outcome = await this.storage.transaction(async (tx): Promise<DeliveryOutcome | null> => {
+      await tx.recordAttempt(delivery.id, {
         at: at.toISOString(), status_code: result.statusCode, error: result.error, latency_ms: result.latencyMs,
         response_snippet: result.responseSnippet,
       });
       const attempts = delivery.attempts + 1;
-      const current = this.storage.getWebhookEndpoint(endpoint.id);
+      // Read under the write lock: concurrent attempts to one endpoint lose no failure count.
+      const current = await tx.getWebhookEndpoint(endpoint.id);
       if (!current) return null;
       const health = healthOf(current);
       if (result.error === null) {
-        this.storage.updateDelivery(delivery.id, { status: 'succeeded', attempts, next_attempt_at: null });
-        this.storage.updateWebhookEndpoint(current.id, afterSuccess(health, at));
+        await tx.updateDelivery(delivery.id, { status: 'succeeded', attempts, next_attempt_at: null });
+        await tx.updateWebhookEndpoint(current.id, afterSuccess(health, at));
         return 'succeeded';
       }
       // A receiver that answers 410 Gone asks for no more deliveries.
       const transition = result.statusCode === 410 ? afterGone(health, at) : afterFailure(health, at, this.policy);
-      this.storage.updateWebhookEndpoint(current.id, transition.health);
+      await tx.updateWebhookEndpoint(current.id, transition.health);
       if (transition.health.status !== current.status) {
         this.log.warn({
           endpoint_id: current.id, merchant_id: current.merchant_id, from: current.status, to: transition.health.status,
           consecutive_failures: transition.health.consecutive_failures, reason: transition.health.disabled_reason ?? undefined,
         }, `webhook endpoint ${transition.health.status}`);
       }
-      if (transition.notify) this.deps.notifier.notify({ ...current, ...transition.health }, transition.notify);
+      if (transition.notify) notification = await this.deps.notifier.notify(tx, { ...current, ...transition.health }, transition.notify);
       // Paused or disabled (by this attempt, or by another one that ended while this was in
       // flight): no retry; pending retries are dropped (spec 3: nothing sent during the cooldown).
       if (transition.dropPending || transition.health.status !== 'active') {
-        this.storage.updateDelivery(delivery.id, { status: 'dropped', attempts, next_attempt_at: null });
-        if (transition.dropPending) this.storage.dropPendingDeliveries(current.id);
+        await tx.updateDelivery(delivery.id, { status: 'dropped', attempts, next_attempt_at: null });
+        if (transition.dropPending) await tx.dropPendingDeliveries(current.id);
         return 'dropped';
       }
       const retryAfter = result.statusCode === 429 || result.statusCode === 503 ? parseRetryAfter(result.retryAfter, at) : null;
       const next = nextAttemptAt(attempts, at, this.config.backoffSeconds, retryAfter, this.deps.random);
-      this.storage.updateDelivery(delivery.id, next
+      await tx.updateDelivery(delivery.id, next
         ? { status: 'failed', attempts, next_attempt_at: next.toISOString() }
         : { status: 'given_up', attempts, next_attempt_at: null });
       return next ? 'failed' : 'given_up';
     });
+    if (notification) this.deps.notifier.email(notification);
     if (!outcome) return;
     this.deps.metrics?.observeDelivery(outcome, result.latencyMs / 1000);
     // Never the URL (it may carry the receiver's own token) nor the secret: the ids lead to both.
@@ -276,13 +285,12 @@ export class WebhookDispatcher {
   }
 }
 
-/** The dispatcher as `serve` and `worker` run it: real HTTP sender, SSRF guard, owner notifier. */
+/** The dispatcher as `serve` and `worker` run it: real HTTP sender through the SSRF guard, owner notifier. */
 export function createWebhookDispatcher(
   storage: CatalogStorage, config: Config,
-  options: { now?: () => Date; logger?: Logger; metrics?: DeliveryObserver } = {},
+  options: { now?: () => Date; logger?: Logger; metrics?: DeliveryObserver; guard?: AddressGuard } = {},
 ): WebhookDispatcher {
-  const { now = () => new Date(), logger, metrics } = options;
-  const guard = new AddressGuard(config.webhooks.allowHosts);
+  const { now = () => new Date(), logger, metrics, guard = new AddressGuard(config.webhooks.allowHosts) } = options;
   const sender = new HttpDeliverySender(guard, { timeoutMs: config.webhooks.timeoutMs, connectionsPerOrigin: config.webhooks.perEndpointConcurrency });
   const notifier = new OwnerNotifier(storage, config.smtp, now, logger);
   return new WebhookDispatcher(storage, config.webhooks, { now, sender, notifier, logger, metrics });

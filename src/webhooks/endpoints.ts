@@ -2,8 +2,10 @@
 // secret shown once, rotation, scope and event filters, re-enabling, and the operator tools —
 // attempt log, resend, test event, recovery of failed deliveries since a time.
 import { ProblemError, invalidInput, type InvalidParam } from '../http/problem.js';
+import type { components } from '../generated/admin-api.js';
 import type {
-  CatalogStorage, ChangeType, DeliveryRecord, DeliveryStatus, WebhookEndpointRecord,
+  AttemptRecord, CatalogStorage, ChangeType, DeliveryRecord, DeliveryStatus, NotificationRecord, StorageOperations, StorageTx,
+  WebhookEndpointRecord,
 } from '../storage/port.js';
 import type { AddressGuard } from './address-guard.js';
 import { newSigningSecret } from './signing.js';
@@ -17,11 +19,14 @@ export interface EndpointInput {
   status?: 'active';
 }
 
+type EndpointView = components['schemas']['WebhookEndpoint'];
+type CreatedEndpointView = components['schemas']['CreatedWebhookEndpoint'];
+
 /** The admin shape of an endpoint: never the secret itself, only its prefix. */
-export function endpointView(storage: CatalogStorage, endpoint: WebhookEndpointRecord) {
+async function endpointView(reader: StorageOperations, endpoint: WebhookEndpointRecord): Promise<EndpointView> {
   const store = endpoint.store_id === null
     ? null
-    : storage.listStores(endpoint.merchant_id).find((s) => s.id === endpoint.store_id)?.slug ?? null;
+    : (await reader.listStores(endpoint.merchant_id)).find((s) => s.id === endpoint.store_id)?.slug ?? null;
   return {
     id: endpoint.id,
     url: endpoint.url,
@@ -38,6 +43,11 @@ export function endpointView(storage: CatalogStorage, endpoint: WebhookEndpointR
   };
 }
 
+/** The shape shown once, at creation and rotation: the view and the secret itself. */
+async function createdView(reader: StorageOperations, endpoint: WebhookEndpointRecord): Promise<CreatedEndpointView> {
+  return { ...await endpointView(reader, endpoint), secret: endpoint.secret };
+}
+
 /** Events listed in the spec's order: price, content, removed. */
 const inSpecOrder = (events: readonly ChangeType[]) => EVENTS.filter((e) => events.includes(e));
 
@@ -50,24 +60,30 @@ export class WebhookEndpoints {
     private readonly now: () => Date,
   ) {}
 
-  private merchant(merchantId: number): void {
-    if (!this.storage.getMerchant(merchantId)) throw notFound(`Merchant ${merchantId}`);
+  private async merchant(reader: StorageOperations, merchantId: number): Promise<void> {
+    if (!await reader.getMerchant(merchantId)) throw notFound(`Merchant ${merchantId}`);
   }
 
-  endpoint(merchantId: number, endpointId: number): WebhookEndpointRecord {
-    this.merchant(merchantId);
-    const endpoint = this.storage.getWebhookEndpoint(endpointId, merchantId);
+  private async endpointIn(reader: StorageOperations, merchantId: number, endpointId: number): Promise<WebhookEndpointRecord> {
+    await this.merchant(reader, merchantId);
+    const endpoint = await reader.getWebhookEndpoint(endpointId, merchantId);
     if (!endpoint) throw notFound(`Webhook endpoint ${endpointId}`);
     return endpoint;
   }
 
-  list(merchantId: number): WebhookEndpointRecord[] {
-    this.merchant(merchantId);
-    return this.storage.listWebhookEndpoints(merchantId);
+  endpoint(merchantId: number, endpointId: number): Promise<EndpointView> {
+    return this.storage.snapshot(async (reader) => endpointView(reader, await this.endpointIn(reader, merchantId, endpointId)));
+  }
+
+  list(merchantId: number): Promise<EndpointView[]> {
+    return this.storage.snapshot(async (reader) => {
+      await this.merchant(reader, merchantId);
+      return Promise.all((await reader.listWebhookEndpoints(merchantId)).map((e) => endpointView(reader, e)));
+    });
   }
 
   /** Checks an input; returns the store id it names (null: all stores, undefined: not given). */
-  private validate(merchantId: number, input: EndpointInput): number | null | undefined {
+  private async validate(tx: StorageTx, merchantId: number, input: EndpointInput): Promise<number | null | undefined> {
     const problems: InvalidParam[] = [];
     if (input.url !== undefined) {
       const problem = this.guard.urlProblem(input.url);
@@ -75,7 +91,7 @@ export class WebhookEndpoints {
     }
     let storeId: number | null | undefined;
     if (input.store !== undefined) {
-      storeId = input.store === null ? null : this.storage.findStore(merchantId, input.store)?.id;
+      storeId = input.store === null ? null : (await tx.findStore(merchantId, input.store))?.id;
       if (storeId === undefined) problems.push({ name: '/store', in: 'body', reason: `unknown store "${input.store}"` });
     }
     input.events?.forEach((event, i) => {
@@ -85,52 +101,61 @@ export class WebhookEndpoints {
     return storeId;
   }
 
-  create(merchantId: number, input: EndpointInput): WebhookEndpointRecord {
-    this.merchant(merchantId);
-    const storeId = this.validate(merchantId, input);
-    return this.storage.createWebhookEndpoint({
-      merchant_id: merchantId, url: input.url!, store_id: storeId ?? null, events: inSpecOrder(input.events ?? EVENTS),
-      secret: newSigningSecret(), created_at: this.now().toISOString(),
+  /** Registers an endpoint; its signing secret is in this result and never again. */
+  create(merchantId: number, input: EndpointInput): Promise<CreatedEndpointView> {
+    return this.storage.transaction(async (tx) => {
+      await this.merchant(tx, merchantId);
+      const storeId = await this.validate(tx, merchantId, input);
+      return createdView(tx, await tx.createWebhookEndpoint({
+        merchant_id: merchantId, url: input.url!, store_id: storeId ?? null, events: inSpecOrder(input.events ?? EVENTS),
+        secret: newSigningSecret(), created_at: this.now().toISOString(),
+      }));
     });
   }
 
-  update(merchantId: number, endpointId: number, input: EndpointInput): WebhookEndpointRecord {
-    const endpoint = this.endpoint(merchantId, endpointId);
-    const storeId = this.validate(merchantId, input);
-    this.storage.updateWebhookEndpoint(endpoint.id, {
-      ...(input.url !== undefined ? { url: input.url } : {}),
-      ...(storeId !== undefined ? { store_id: storeId } : {}),
-      ...(input.events !== undefined ? { events: inSpecOrder(input.events) } : {}),
-      // Re-enabling clears the health record: the operator vouches for the receiver.
-      ...(input.status === 'active' ? {
-        status: 'active', consecutive_failures: 0, failure_streak_started_at: null, paused_until: null, disabled_reason: null,
-      } as const : {}),
+  update(merchantId: number, endpointId: number, input: EndpointInput): Promise<EndpointView> {
+    return this.storage.transaction(async (tx) => {
+      const endpoint = await this.endpointIn(tx, merchantId, endpointId);
+      const storeId = await this.validate(tx, merchantId, input);
+      await tx.updateWebhookEndpoint(endpoint.id, {
+        ...(input.url !== undefined ? { url: input.url } : {}),
+        ...(storeId !== undefined ? { store_id: storeId } : {}),
+        ...(input.events !== undefined ? { events: inSpecOrder(input.events) } : {}),
+        // Re-enabling clears the health record: the operator vouches for the receiver.
+        ...(input.status === 'active' ? {
+          status: 'active', consecutive_failures: 0, failure_streak_started_at: null, paused_until: null, disabled_reason: null,
+        } as const : {}),
+      });
+      return endpointView(tx, (await tx.getWebhookEndpoint(endpoint.id))!);
     });
-    return this.storage.getWebhookEndpoint(endpoint.id)!;
   }
 
   /** A new secret, shown once; the old one stops signing at once. */
-  rotateSecret(merchantId: number, endpointId: number): WebhookEndpointRecord {
-    const endpoint = this.endpoint(merchantId, endpointId);
-    this.storage.updateWebhookEndpoint(endpoint.id, { secret: newSigningSecret() });
-    return this.storage.getWebhookEndpoint(endpoint.id)!;
+  rotateSecret(merchantId: number, endpointId: number): Promise<CreatedEndpointView> {
+    return this.storage.transaction(async (tx) => {
+      const endpoint = await this.endpointIn(tx, merchantId, endpointId);
+      await tx.updateWebhookEndpoint(endpoint.id, { secret: newSigningSecret() });
+      return createdView(tx, (await tx.getWebhookEndpoint(endpoint.id))!);
+    });
   }
 
-  delete(merchantId: number, endpointId: number): void {
-    this.storage.deleteWebhookEndpoint(this.endpoint(merchantId, endpointId).id);
+  delete(merchantId: number, endpointId: number): Promise<void> {
+    return this.storage.transaction(async (tx) => {
+      await tx.deleteWebhookEndpoint((await this.endpointIn(tx, merchantId, endpointId)).id);
+    });
   }
 
-  private newDelivery(endpoint: WebhookEndpointRecord, from: Pick<DeliveryRecord, 'event' | 'store_id' | 'product_ids'>): DeliveryRecord {
+  private newDelivery(tx: StorageTx, endpoint: WebhookEndpointRecord, from: Pick<DeliveryRecord, 'event' | 'store_id' | 'product_ids'>): Promise<DeliveryRecord> {
     const at = this.now().toISOString();
-    return this.storage.insertDelivery({
+    return tx.insertDelivery({
       endpoint_id: endpoint.id, event: from.event, store_id: from.store_id, product_ids: from.product_ids,
       occurred_at: null, status: 'pending', attempts: 0, next_attempt_at: at, created_at: at,
     });
   }
 
   /** Test, resend and recover send at once, so they need an endpoint that is active. */
-  private activeEndpoint(merchantId: number, endpointId: number): WebhookEndpointRecord {
-    const endpoint = this.endpoint(merchantId, endpointId);
+  private async activeEndpoint(tx: StorageTx, merchantId: number, endpointId: number): Promise<WebhookEndpointRecord> {
+    const endpoint = await this.endpointIn(tx, merchantId, endpointId);
     if (endpoint.status !== 'active') {
       throw new ProblemError('conflict', `Webhook endpoint ${endpointId} is ${endpoint.status}: re-enable it (PATCH status=active) first.`);
     }
@@ -138,38 +163,56 @@ export class WebhookEndpoints {
   }
 
   /** A test: a real-shaped `content` delivery for one product of the merchant (the spec has no test event). */
-  sendTest(merchantId: number, endpointId: number): DeliveryRecord {
-    const endpoint = this.activeEndpoint(merchantId, endpointId);
-    const product = this.storage.productsAfter(merchantId, 0, 1)[0];
-    const storeId = endpoint.store_id ?? this.storage.findDefaultStore(merchantId)?.id ?? null;
-    return this.newDelivery(endpoint, { event: 'content', store_id: storeId, product_ids: [product?.id ?? 1] });
+  sendTest(merchantId: number, endpointId: number): Promise<DeliveryRecord> {
+    return this.storage.transaction(async (tx) => {
+      const endpoint = await this.activeEndpoint(tx, merchantId, endpointId);
+      const product = (await tx.productsAfter(merchantId, 0, 1))[0];
+      const storeId = endpoint.store_id ?? (await tx.findDefaultStore(merchantId))?.id ?? null;
+      return this.newDelivery(tx, endpoint, { event: 'content', store_id: storeId, product_ids: [product?.id ?? 1] });
+    });
   }
 
-  delivery(merchantId: number, endpointId: number, deliveryId: number): DeliveryRecord {
-    const endpoint = this.endpoint(merchantId, endpointId);
-    const delivery = this.storage.getDelivery(deliveryId);
+  private async deliveryIn(reader: StorageOperations, merchantId: number, endpointId: number, deliveryId: number): Promise<DeliveryRecord> {
+    const endpoint = await this.endpointIn(reader, merchantId, endpointId);
+    const delivery = await reader.getDelivery(deliveryId);
     if (!delivery || delivery.endpoint_id !== endpoint.id) throw notFound(`Delivery ${deliveryId}`);
     return delivery;
   }
 
-  deliveries(merchantId: number, endpointId: number, filter: { status?: DeliveryStatus; limit: number; beforeId?: number }): DeliveryRecord[] {
-    return this.storage.listDeliveries(this.endpoint(merchantId, endpointId).id, filter);
+  /** One delivery with every attempt made so far, oldest first (admin `DeliveryDetail`). */
+  delivery(merchantId: number, endpointId: number, deliveryId: number): Promise<Omit<DeliveryRecord, 'attempts'> & { attempts: AttemptRecord[] }> {
+    return this.storage.snapshot(async (reader) => {
+      const delivery = await this.deliveryIn(reader, merchantId, endpointId, deliveryId);
+      return { ...delivery, attempts: await reader.listAttempts(delivery.id) };
+    });
+  }
+
+  deliveries(merchantId: number, endpointId: number, filter: { status?: DeliveryStatus; limit: number; beforeId?: number }): Promise<DeliveryRecord[]> {
+    return this.storage.snapshot(async (reader) => reader.listDeliveries((await this.endpointIn(reader, merchantId, endpointId)).id, filter));
   }
 
   /** Re-sends one delivery as a new delivery with the same event, store and products. */
-  resend(merchantId: number, endpointId: number, deliveryId: number): DeliveryRecord {
-    const delivery = this.delivery(merchantId, endpointId, deliveryId);
-    return this.newDelivery(this.activeEndpoint(merchantId, endpointId), delivery);
+  resend(merchantId: number, endpointId: number, deliveryId: number): Promise<DeliveryRecord> {
+    return this.storage.transaction(async (tx) => {
+      const delivery = await this.deliveryIn(tx, merchantId, endpointId, deliveryId);
+      return this.newDelivery(tx, await this.activeEndpoint(tx, merchantId, endpointId), delivery);
+    });
   }
 
   /** Re-sends every failed, given-up or dropped delivery of the endpoint created since a time. */
-  recover(merchantId: number, endpointId: number, since: string): number {
-    const endpoint = this.activeEndpoint(merchantId, endpointId);
-    return this.storage.transaction(() => {
+  recover(merchantId: number, endpointId: number, since: string): Promise<number> {
+    return this.storage.transaction(async (tx) => {
+      const endpoint = await this.activeEndpoint(tx, merchantId, endpointId);
       // The originals stay as they are (a failed one keeps its own retries).
-      const unsuccessful = this.storage.unsuccessfulDeliveriesSince(endpoint.id, new Date(since).toISOString());
-      for (const delivery of unsuccessful) this.newDelivery(endpoint, delivery);
+      const unsuccessful = await tx.unsuccessfulDeliveriesSince(endpoint.id, new Date(since).toISOString());
+      for (const delivery of unsuccessful) await this.newDelivery(tx, endpoint, delivery);
       return unsuccessful.length;
     });
+  }
+
+  /** The merchant's most recent notifications, newest first. */
+  async notifications(merchantId: number, limit: number): Promise<NotificationRecord[]> {
+    await this.merchant(this.storage, merchantId);
+    return this.storage.listNotifications(merchantId, limit);
   }
 }

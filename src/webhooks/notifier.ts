@@ -2,13 +2,16 @@
 // the notifications table an operator can read, and e-mailed when SMTP is configured.
 import nodemailer, { type Transporter } from 'nodemailer';
 import { silentLogger, type Logger } from '../operations/log.js';
-import type { CatalogStorage, NotificationRecord, WebhookEndpointRecord } from '../storage/port.js';
+import type { CatalogStorage, NotificationRecord, StorageTx, WebhookEndpointRecord } from '../storage/port.js';
 
-export type NotificationKind = NotificationRecord['kind'];
+export type { NotificationKind } from '../storage/records.js';
+import type { NotificationKind } from '../storage/records.js';
 
 export interface Notifier {
-  /** Records the notification (inside the caller's transaction) and schedules its e-mail. */
-  notify(endpoint: WebhookEndpointRecord, kind: NotificationKind): NotificationRecord;
+  /** Records the notification in the caller's transaction (tx). */
+  notify(tx: StorageTx, endpoint: WebhookEndpointRecord, kind: NotificationKind): Promise<NotificationRecord>;
+  /** E-mails a recorded notification to the merchant's owners, once its transaction committed (in the background). */
+  email(notification: NotificationRecord): void;
   /** Waits for e-mails still being sent. */
   flush(): Promise<void>;
 }
@@ -52,20 +55,27 @@ export class OwnerNotifier implements Notifier {
     this.transport = smtp.url ? nodemailer.createTransport(smtp.url) : null;
   }
 
-  notify(endpoint: WebhookEndpointRecord, kind: NotificationKind): NotificationRecord {
+  async notify(tx: StorageTx, endpoint: WebhookEndpointRecord, kind: NotificationKind): Promise<NotificationRecord> {
     const { subject, body } = message(endpoint, kind);
-    const notification = this.storage.insertNotification({
+    const notification = await tx.insertNotification({
       merchant_id: endpoint.merchant_id, endpoint_id: endpoint.id, kind, subject, body, created_at: this.now().toISOString(),
     });
-    const owners = this.storage.getMerchant(endpoint.merchant_id)?.owner_emails ?? [];
-    if (this.transport && owners.length > 0) {
-      const sending = this.transport.sendMail({ from: this.smtp.from, to: owners, subject, text: body })
-        .then(() => this.storage.markNotificationEmailed(notification.id, this.now().toISOString()))
-        .catch((error: unknown) => this.logger.error({ err: error, notification_id: notification.id }, 'e-mailing a notification failed'))
-        .finally(() => this.pending.delete(sending));
-      this.pending.add(sending);
-    }
     return notification;
+  }
+
+  email(notification: NotificationRecord): void {
+    const transport = this.transport;
+    if (!transport) return;
+    const sending = this.storage.getMerchant(notification.merchant_id)
+      .then(async (merchant) => {
+        const owners = merchant?.owner_emails ?? [];
+        if (owners.length === 0) return;
+        await transport.sendMail({ from: this.smtp.from, to: owners, subject: notification.subject, text: notification.body });
+        await this.storage.markNotificationEmailed(notification.id, this.now().toISOString());
+      })
+      .catch((error: unknown) => this.logger.error({ err: error, notification_id: notification.id }, 'e-mailing a notification failed'))
+      .finally(() => this.pending.delete(sending));
+    this.pending.add(sending);
   }
 
   async flush(): Promise<void> {

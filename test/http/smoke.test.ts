@@ -8,7 +8,7 @@ let key: string;
 
 beforeAll(async () => {
   service = await startTestService();
-  key = buildDemoCatalog(service.admin, 60).api_key;
+  key = (await buildDemoCatalog(service.admin, 60)).api_key;
 });
 afterAll(() => service.close());
 

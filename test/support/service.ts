@@ -3,12 +3,13 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { CatalogAdmin } from '../../src/admin/catalog-admin.js';
+import type { CatalogAdmin } from '../../src/admin/catalog-admin.js';
 import { issueApiKey } from '../../src/admin/api-keys.js';
 import { loadConfig, type Config, type ConfigOverrides } from '../../src/config.js';
 import { silentLogger, type Logger } from '../../src/operations/log.js';
 import { startServer, type RunningServer } from '../../src/server.js';
-import { openSqliteStorage, type SqliteStorage } from '../../src/storage/sqlite.js';
+import { createService, type Service } from '../../src/service.js';
+import type { SqliteStorage } from '../../src/storage/sqlite/index.js';
 import { contractFetch } from './contract.js';
 
 export const ADMIN_TOKEN = 'adm_test_token_0123456789abcdef';
@@ -17,6 +18,8 @@ export interface TestService {
   url: string;
   dir: string;
   config: Config;
+  /** The service the server runs (service.ts): its storage, domain services, dispatcher and mirror. */
+  service: Service;
   storage: SqliteStorage;
   admin: CatalogAdmin;
   server: RunningServer;
@@ -27,7 +30,7 @@ export interface TestService {
   /** A request against the admin API with the admin token. */
   adminApi(method: string, pathAndQuery: string, body?: unknown, init?: RequestInit): Promise<TestResponse>;
   /** Issues an API key for a merchant directly in storage. */
-  keyFor(merchantId: number): string;
+  keyFor(merchantId: number): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -52,13 +55,11 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     port: 0, host: '127.0.0.1', databasePath: path.join(dir, 'catalog.db'), adminToken: ADMIN_TOKEN,
     adminTokenConfigured: true, demoOnEmpty: false, ...options.config,
   });
-  const storage = openSqliteStorage(config.databasePath);
-  const now = options.now ?? (() => new Date());
-  const server = await startServer(storage, config, {
-    now, docsFile: options.docsFile ?? path.join(dir, 'no-docs.html'), logger: options.logger ?? silentLogger,
-  });
+  const service = createService(config, { now: options.now, logger: options.logger ?? silentLogger });
+  const storage = service.storage as SqliteStorage;
+  const server = await startServer(service, { docsFile: options.docsFile ?? path.join(dir, 'no-docs.html') });
   const validatingFetch = contractFetch();
-  const admin = new CatalogAdmin(storage, now, config.limits.publishChunk);
+  const { admin } = service;
 
   async function call(pathAndQuery: string, init: RequestInit): Promise<TestResponse> {
     const response = await validatingFetch(`${server.url}${pathAndQuery}`, init);
@@ -76,6 +77,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     url: server.url,
     dir,
     config,
+    service,
     storage,
     admin,
     server,
@@ -93,10 +95,10 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
       },
       body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
     }),
-    keyFor: (merchantId) => issueApiKey(storage, merchantId, 'test', new Date()).key,
+    keyFor: async (merchantId) => (await issueApiKey(storage, merchantId, 'test', new Date())).key,
     close: async () => {
       await server.close();
-      storage.close();
+      await service.close();
       fs.rmSync(dir, { recursive: true, force: true });
     },
   };

@@ -1,4 +1,4 @@
-// Forward-only schema migrations, applied in order at start (storage/sqlite.ts).
+// Forward-only schema migrations, applied in order at open (storage/sqlite/index.ts).
 // Never edit a released migration: add a new one.
 
 export const migrations: readonly { id: number; name: string; sql: string }[] = [

@@ -1,0 +1,72 @@
+// One place builds the service: storage, the domain services, the outbound address guard, the
+// webhook dispatcher, the image mirror and the metrics, once per process. `serve`, `worker`, every
+// CLI command, the benchmarks and the tests build it here; what they run of it is theirs to choose.
+import { CatalogAdmin } from './admin/catalog-admin.js';
+import { CatalogReads } from './catalog/reads.js';
+import type { Config } from './config.js';
+import { createImageMirror, type ImageMirror } from './images/mirror.js';
+import { createLogger, type Logger } from './operations/log.js';
+import { ServiceMetrics } from './operations/metrics.js';
+import type { CatalogStorage } from './storage/port.js';
+import { openSqliteStorage } from './storage/sqlite/index.js';
+import { AddressGuard } from './webhooks/address-guard.js';
+import { createWebhookDispatcher, type WebhookDispatcher } from './webhooks/dispatcher.js';
+import { WebhookEndpoints } from './webhooks/endpoints.js';
+
+export interface Service {
+  config: Config;
+  now: () => Date;
+  logger: Logger;
+  storage: CatalogStorage;
+  metrics: ServiceMetrics;
+  /** The SSRF guard every outbound request (receivers, image sources) and registration goes through. */
+  guard: AddressGuard;
+  admin: CatalogAdmin;
+  reads: CatalogReads;
+  endpoints: WebhookEndpoints;
+  /** Built here, started by whoever runs it (serve or worker). */
+  dispatcher: WebhookDispatcher;
+  mirror: ImageMirror;
+  /** Stops the dispatcher and the mirror (finishing what they hold) and closes storage. */
+  close(): Promise<void>;
+}
+
+export interface ServiceOptions {
+  now?: () => Date;
+  logger?: Logger;
+  /** Storage already opened (tests that open it themselves); by default the configured database. */
+  storage?: CatalogStorage;
+}
+
+/** The configured database, with every migration applied. */
+export function openStorage(config: Config): CatalogStorage {
+  return openSqliteStorage(config.databasePath);
+}
+
+export function createService(config: Config, options: ServiceOptions = {}): Service {
+  const now = options.now ?? (() => new Date());
+  const logger = options.logger ?? createLogger(config.operations);
+  const storage = options.storage ?? openStorage(config);
+  const metrics = new ServiceMetrics(storage, now, logger);
+  const guard = new AddressGuard(config.webhooks.allowHosts);
+  const dispatcher = createWebhookDispatcher(storage, config, { now, logger, metrics, guard });
+  const mirror = createImageMirror(storage, config, { now, logger, guard });
+  let closing: Promise<void> | undefined;
+  return {
+    config,
+    now,
+    logger,
+    storage,
+    metrics,
+    guard,
+    admin: new CatalogAdmin(storage, now, config.limits.publishChunk),
+    reads: new CatalogReads(storage),
+    endpoints: new WebhookEndpoints(storage, guard, now),
+    dispatcher,
+    mirror,
+    close: () => {
+      closing ??= Promise.all([dispatcher.stop(), mirror.stop()]).then(() => storage.close());
+      return closing;
+    },
+  };
+}

@@ -1,0 +1,183 @@
+// The records storage keeps, in one place beside the port. Where a document states a shape (a
+// merchant, a store, a delivery, a change type, an image state, ...) the record is that generated
+// type, or that type plus the bookkeeping storage keeps beside it; nothing here restates a schema.
+import type { components as AdminComponents } from '../generated/admin-api.js';
+import type { components as PublicComponents } from '../generated/public-api.js';
+
+type AdminSchemas = AdminComponents['schemas'];
+type PublicSchemas = PublicComponents['schemas'];
+
+// Shapes the documents state
+
+export type ChangeType = PublicSchemas['ChangeType'];
+export type DeliveryStatus = AdminSchemas['DeliveryStatus'];
+export type ImageState = AdminSchemas['SourceImage']['state'];
+export type EndpointStatus = AdminSchemas['WebhookEndpoint']['status'];
+export type NotificationKind = AdminSchemas['Notification']['kind'];
+
+// Tenancy and keys
+
+export type MerchantRecord = AdminSchemas['Merchant'];
+
+export type ApiKeyRecord = AdminSchemas['ApiKey'] & { merchant_id: number };
+
+/** A merchant's store as the admin API states it, plus what storage keeps beside it. */
+export type StoreRecord = AdminSchemas['AdminStore'] & {
+  merchant_id: number;
+  /** Bumped when the set of products published for the store changes (read-side id index). */
+  catalog_version: number;
+};
+
+export type StoreInputRecord = Pick<StoreRecord, 'name' | 'locale' | 'currency' | 'is_default' | 'active' | 'exclude_out_of_stock'>;
+
+// Catalog setup: what resolution reads merchant-wide
+
+export type CustomerGroupRecord = AdminSchemas['CustomerGroup'];
+export type PricingRuleRecord = AdminSchemas['PricingRule'];
+export type PricingRuleInputRecord = Omit<PricingRuleRecord, 'id' | 'is_catch_all'>;
+export type ExchangeRateRecord = AdminSchemas['ExchangeRate'];
+export type AttributeDefinitionRecord = AdminSchemas['AttributeDefinition'];
+export type SupplierRecord = AdminSchemas['Supplier'];
+
+// Product sources
+
+export type OfferSource = AdminSchemas['Offer'];
+export type OwnStockSource = NonNullable<AdminSchemas['ProductSource']['own_stock']>;
+
+/** A product's source document as the merchant sent it, with every optional part filled in (images by URL only). */
+export type ProductSourceDocument = Omit<AdminSchemas['ProductSource'], 'id' | 'ref' | 'images'> & { images: { url: string }[] };
+
+export interface ProductRecord {
+  id: number;
+  ref: string;
+  source: ProductSourceDocument;
+}
+
+// Images
+
+export type ImageMirrorRecord = AdminSchemas['SourceImage'];
+
+/** An image source's mirroring state with its retry bookkeeping. */
+export interface ImageMirrorWork extends ImageMirrorRecord {
+  merchant_id: number;
+  attempts: number;
+  first_failure_at: string | null;
+  next_attempt_at: string | null;
+  last_error: string | null;
+  updated_at: string;
+}
+
+export type ImageStateCounts = Record<ImageState, number>;
+
+// Published payloads
+
+export interface PublishedRow {
+  productId: number;
+  payload: string;
+  priceHash: string;
+  contentHash: string;
+}
+
+export interface PublishedHashes {
+  priceHash: string;
+  contentHash: string;
+}
+
+/** A range of a store's published payloads, and what identifies their bytes. */
+export interface PublishedPage {
+  /** The payloads (UTF-8 JSON), ascending by product id, joined by commas. */
+  bytes: Uint8Array;
+  /**
+   * Each row's stored price and content hashes, in the same order: together they change whenever
+   * any byte of the row does, so a page's ETag is computed over these (~11 KB) instead of the
+   * page's ~155 KB.
+   */
+  digests: Uint8Array;
+}
+
+// Changes and the feed
+
+export interface ChangeRow {
+  storeId: number;
+  productId: number;
+  changeType: ChangeType;
+  createdAt: string;
+}
+
+/** A recorded change: a ChangeEntry of the feed plus its position's id. */
+export type StoredChange = PublicSchemas['ChangeEntry'] & { id: number };
+
+/** A position in a store's feed: a whole UTC second and a change id. */
+export interface FeedPosition {
+  at: string;
+  id: number;
+}
+
+// Webhooks: endpoints, outbox, deliveries, attempts, notifications
+
+/** An endpoint's health record (spec 3), as the state machine in webhooks/health.ts moves it. */
+export type EndpointHealth = Pick<AdminSchemas['WebhookEndpoint'],
+  'status' | 'consecutive_failures' | 'paused_until' | 'disabled_reason' | 'last_success_at' | 'last_failure_at'> & {
+  failure_streak_started_at: string | null;
+  owners_notified_at: string | null;
+};
+
+export interface WebhookEndpointRecord extends EndpointHealth {
+  id: number;
+  merchant_id: number;
+  url: string;
+  /** null: every store of the merchant. */
+  store_id: number | null;
+  events: ChangeType[];
+  secret: string;
+  created_at: string;
+}
+
+export type WebhookEndpointInputRecord = Pick<WebhookEndpointRecord, 'merchant_id' | 'url' | 'store_id' | 'events' | 'secret' | 'created_at'>;
+
+export interface OutboxRow {
+  endpointId: number;
+  event: ChangeType;
+  storeId: number | null;
+  productId: number;
+  createdAt: string;
+}
+
+export interface OutboxGroup {
+  endpointId: number;
+  event: ChangeType;
+  storeId: number | null;
+  count: number;
+  oldestAt: string;
+}
+
+export type DeliveryRecord = AdminSchemas['Delivery'];
+export type AttemptRecord = AdminSchemas['Attempt'];
+export type NotificationRecord = AdminSchemas['Notification'] & { merchant_id: number };
+
+/** What a dispatcher asks for when it claims due deliveries (one atomic statement). */
+export interface DeliveryClaim {
+  /** Due means next_attempt_at <= now. */
+  now: string;
+  /** A claimed delivery is not due again before this (the dispatcher's lease). */
+  leaseUntil: string;
+  /** occurred_at given to a delivery claimed for its first attempt (spec 6 rule 2: kept on retries). */
+  occurredAt: string;
+  /** At most this many in all ... */
+  limit: number;
+  /** ... and at most this many per endpoint, counting the ones already in flight. */
+  perEndpoint: number;
+  inFlightByEndpoint: Map<number, number>;
+}
+
+// Operations
+
+export interface OperationalCounts {
+  endpoints: Record<EndpointStatus, number>;
+  /** Outbox rows not yet batched into a delivery. */
+  outboxDepth: number;
+  waitingDeliveries: Record<'pending' | 'failed', number>;
+  /** When the oldest change not yet attempted for an active endpoint (in the outbox or a pending delivery) was recorded; null when none. */
+  oldestWaitingAt: string | null;
+  images: ImageStateCounts;
+}

@@ -1,0 +1,87 @@
+// Webhook deliveries and their attempts on SQLite.
+import type { DeliveryStore } from '../port.js';
+import type { AttemptRecord, DeliveryClaim, DeliveryRecord, DeliveryStatus } from '../records.js';
+import type { Row, SqliteConnection } from './connection.js';
+
+/** The record (the admin API's shape): bookkeeping columns such as oldest_change_at stay in storage. */
+const toDelivery = ({ oldest_change_at: _bookkeeping, ...r }: Row): DeliveryRecord => ({
+  ...(r as unknown as DeliveryRecord),
+  product_ids: JSON.parse(r.product_ids as string),
+});
+
+const DELIVERY_FIELDS = ['event', 'store_id', 'product_ids', 'occurred_at', 'status', 'attempts', 'next_attempt_at', 'created_at'] as const;
+const DELIVERY_COLUMNS = `id, endpoint_id, ${DELIVERY_FIELDS.join(', ')}`;
+
+export class SqliteDeliveries implements DeliveryStore {
+  static readonly writes = ['insertDelivery', 'claimDueDeliveries', 'updateDelivery', 'dropPendingDeliveries', 'recordAttempt'] as const;
+
+  constructor(private readonly c: SqliteConnection) {}
+
+  private delivery(id: number): DeliveryRecord | undefined {
+    const row = this.c.stmt('SELECT * FROM webhook_deliveries WHERE id = ?').get(id) as Row | undefined;
+    return row && toDelivery(row);
+  }
+
+  async insertDelivery(input: Omit<DeliveryRecord, 'id'>, oldestChangeAt = input.created_at): Promise<DeliveryRecord> {
+    const info = this.c.stmt(`INSERT INTO webhook_deliveries (endpoint_id, event, store_id, product_ids, occurred_at, status, attempts, next_attempt_at, created_at, oldest_change_at)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`).run(input.endpoint_id, input.event, input.store_id, JSON.stringify(input.product_ids),
+      input.occurred_at, input.status, input.attempts, input.next_attempt_at, input.created_at, oldestChangeAt);
+    return this.delivery(Number(info.lastInsertRowid))!;
+  }
+
+  async getDelivery(id: number): Promise<DeliveryRecord | undefined> {
+    return this.delivery(id);
+  }
+
+  async claimDueDeliveries(claim: DeliveryClaim): Promise<DeliveryRecord[]> {
+    // One statement selects and leases: two dispatchers never claim the same delivery. Endpoints
+    // take turns (each one's oldest due first, then each one's second, ...), so a backlog at one
+    // endpoint never fills the whole claim, and no endpoint gets more than its share in flight.
+    const rows = this.c.stmt(`UPDATE webhook_deliveries SET next_attempt_at = @leaseUntil, occurred_at = coalesce(occurred_at, @occurredAt)
+      WHERE id IN (SELECT id FROM (
+          SELECT d.id, d.next_attempt_at,
+            row_number() OVER (PARTITION BY d.endpoint_id ORDER BY d.next_attempt_at, d.id) + coalesce(busy.n, 0) AS turn
+          FROM webhook_deliveries AS d JOIN webhook_endpoints AS e ON e.id = d.endpoint_id
+          LEFT JOIN (SELECT CAST(key AS INTEGER) AS endpoint_id, value AS n FROM json_each(@inFlight)) AS busy ON busy.endpoint_id = d.endpoint_id
+          WHERE d.status IN ('pending', 'failed') AND d.next_attempt_at <= @now AND e.status = 'active')
+        WHERE turn <= @perEndpoint ORDER BY turn, next_attempt_at, id LIMIT @limit)
+      RETURNING ${DELIVERY_COLUMNS}`).all({
+      leaseUntil: claim.leaseUntil, occurredAt: claim.occurredAt, now: claim.now, perEndpoint: claim.perEndpoint, limit: claim.limit,
+      inFlight: JSON.stringify(Object.fromEntries(claim.inFlightByEndpoint)),
+    }) as Row[];
+    return rows.map(toDelivery).sort((a, b) => a.id - b.id);
+  }
+
+  async updateDelivery(id: number, patch: Partial<Omit<DeliveryRecord, 'id' | 'endpoint_id'>>): Promise<void> {
+    const fields = DELIVERY_FIELDS.filter((f) => f in patch);
+    if (fields.length === 0) return;
+    const values = fields.map((f) => (f === 'product_ids' ? JSON.stringify(patch.product_ids) : (patch[f] as unknown)));
+    this.c.stmt(`UPDATE webhook_deliveries SET ${fields.map((f) => `${f} = ?`).join(', ')} WHERE id = ?`).run(...values, id);
+  }
+
+  async dropPendingDeliveries(endpointId: number): Promise<number> {
+    return this.c.stmt(`UPDATE webhook_deliveries SET status = 'dropped', next_attempt_at = NULL
+      WHERE endpoint_id = ? AND status IN ('pending', 'failed')`).run(endpointId).changes;
+  }
+
+  async recordAttempt(deliveryId: number, attempt: AttemptRecord): Promise<void> {
+    this.c.stmt(`INSERT INTO webhook_attempts (delivery_id, at, status_code, error, latency_ms, response_snippet)
+      VALUES (?, ?, ?, ?, ?, ?)`).run(deliveryId, attempt.at, attempt.status_code, attempt.error, attempt.latency_ms, attempt.response_snippet);
+  }
+
+  async listDeliveries(endpointId: number, filter: { status?: DeliveryStatus; limit: number; beforeId?: number }): Promise<DeliveryRecord[]> {
+    return (this.c.stmt(`SELECT * FROM webhook_deliveries WHERE endpoint_id = ? AND status = coalesce(?, status)
+      AND id < coalesce(?, 9223372036854775807) ORDER BY id DESC LIMIT ?`)
+      .all(endpointId, filter.status ?? null, filter.beforeId ?? null, filter.limit) as Row[]).map(toDelivery);
+  }
+
+  async listAttempts(deliveryId: number): Promise<AttemptRecord[]> {
+    return this.c.stmt('SELECT at, status_code, error, latency_ms, response_snippet FROM webhook_attempts WHERE delivery_id = ? ORDER BY id')
+      .all(deliveryId) as AttemptRecord[];
+  }
+
+  async unsuccessfulDeliveriesSince(endpointId: number, since: string): Promise<DeliveryRecord[]> {
+    return (this.c.stmt(`SELECT * FROM webhook_deliveries WHERE endpoint_id = ? AND created_at >= ?
+      AND status IN ('failed', 'given_up', 'dropped') ORDER BY id`).all(endpointId, since) as Row[]).map(toDelivery);
+  }
+}

@@ -1,0 +1,239 @@
+// The storage port on better-sqlite3: WAL, forward-only migrations at open, prepared statements,
+// one class per aggregate over a connection and its statement cache.
+//
+// Two connections, so a big write never stalls reads: transactions run one at a time on the
+// write connection (BEGIN IMMEDIATE, queued in process; a lock held by another process is waited
+// for asynchronously), while reads outside a transaction use the read connection, which sees the
+// last committed state (a WAL snapshot) however long a write transaction stays open. A long
+// write yields the event loop between its bounded steps (shared/cooperative.ts), so requests are
+// answered from the read connection meanwhile.
+import { AsyncLocalStorage } from 'node:async_hooks';
+import fs from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import type { CatalogStorage, StorageOperations, StorageTx } from '../port.js';
+import type { OperationalCounts } from '../records.js';
+import { SqliteCatalogSetup } from './catalog-setup.js';
+import { SqliteChanges } from './changes.js';
+import { SqliteConnection } from './connection.js';
+import { SqliteDeliveries } from './deliveries.js';
+import { SqliteImages } from './images.js';
+import { migrations } from './migrations.js';
+import { SqliteNotifications } from './notifications.js';
+import { SqliteOutbox } from './outbox.js';
+import { SqliteProductSources } from './product-sources.js';
+import { SqlitePublished } from './published.js';
+import { SqliteTenancy } from './tenancy.js';
+import { SqliteWebhookEndpoints } from './webhook-endpoints.js';
+
+const AGGREGATES = [
+  SqliteTenancy, SqliteCatalogSetup, SqliteProductSources, SqliteImages, SqlitePublished, SqliteChanges,
+  SqliteWebhookEndpoints, SqliteOutbox, SqliteDeliveries, SqliteNotifications,
+] as const;
+
+/** Operations that write: called on the storage itself, each runs as its own transaction. */
+const WRITES: ReadonlySet<string> = new Set(AGGREGATES.flatMap((aggregate) => aggregate.writes));
+
+export interface SqliteOptions {
+  /** How long a transaction waits for another process's write lock before it fails. */
+  lockTimeoutMs?: number;
+}
+
+/** Every aggregate's operations over one connection, as one object. */
+function operationsOn(connection: SqliteConnection): StorageOperations {
+  const operations: Record<string, unknown> = {};
+  for (const Aggregate of AGGREGATES) {
+    const aggregate = new Aggregate(connection) as unknown as Record<string, (...args: unknown[]) => unknown>;
+    for (const name of Object.getOwnPropertyNames(Aggregate.prototype)) {
+      if (name === 'constructor' || typeof aggregate[name] !== 'function') continue;
+      // Private helpers are own properties of the prototype too; they are never called from outside.
+      operations[name] = aggregate[name]!.bind(aggregate);
+    }
+  }
+  return operations as unknown as StorageOperations;
+}
+
+function connect(file: string, options: { readonly?: boolean } = {}): Database.Database {
+  const db = new Database(file, { readonly: options.readonly ?? false });
+  if (!options.readonly) {
+    db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = NORMAL');
+  }
+  db.pragma('foreign_keys = ON');
+  return db;
+}
+
+/** Opens (creating when missing) the database file and applies pending migrations. */
+export function openSqliteStorage(file: string, options: SqliteOptions = {}): SqliteStorage {
+  if (file !== ':memory:') fs.mkdirSync(path.dirname(file), { recursive: true });
+  const writer = connect(file);
+  // The write connection never sleeps in SQLite on another process's lock: transaction() waits
+  // for it asynchronously, so the event loop stays free.
+  writer.pragma('busy_timeout = 0');
+  migrate(writer);
+  // An in-memory database exists once per connection: reads share the write connection.
+  const reader = file === ':memory:' ? writer : connect(file, { readonly: true });
+  if (reader !== writer) reader.pragma('busy_timeout = 5000');
+  return new SqliteStorage(writer, reader, options);
+}
+
+function migrate(db: Database.Database): void {
+  db.pragma('busy_timeout = 5000');
+  db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)');
+  const applied = new Set(
+    (db.prepare('SELECT id FROM schema_migrations').all() as { id: number }[]).map((r) => r.id),
+  );
+  for (const migration of migrations) {
+    if (applied.has(migration.id)) continue;
+    db.transaction(() => {
+      db.exec(migration.sql);
+      db.prepare('INSERT INTO schema_migrations (id, name, applied_at) VALUES (?, ?, ?)')
+        .run(migration.id, migration.name, new Date().toISOString());
+    })();
+  }
+  db.pragma('busy_timeout = 0');
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+const isBusy = (error: unknown) => (error as { code?: string }).code === 'SQLITE_BUSY';
+
+// Declaration merging: the aggregate operations are installed on each instance in the constructor.
+export interface SqliteStorage extends StorageOperations {}
+
+export class SqliteStorage implements CatalogStorage {
+  private readonly read: SqliteConnection;
+  private readonly tx: StorageTx;
+  private readonly reader: StorageOperations;
+  /** The transaction the current async context runs in, if any (catches a write that would wait for itself). */
+  private readonly context = new AsyncLocalStorage<{ open: boolean }>();
+  private queue: Promise<void> = Promise.resolve();
+  private snapshots = 0;
+  private readonly lockTimeoutMs: number;
+
+  constructor(readonly db: Database.Database, readDb: Database.Database, options: SqliteOptions = {}) {
+    this.lockTimeoutMs = options.lockTimeoutMs ?? 30_000;
+    this.read = new SqliteConnection(readDb);
+    this.tx = operationsOn(new SqliteConnection(db));
+    this.reader = readDb === db ? this.tx : operationsOn(this.read);
+    const self = this as unknown as Record<string, unknown>;
+    for (const name of Object.keys(this.reader)) {
+      const operation = name as keyof StorageOperations;
+      self[name] = WRITES.has(name)
+        ? (...args: unknown[]) => this.transaction((tx) => (tx[operation] as (...a: unknown[]) => Promise<unknown>)(...args))
+        : (...args: unknown[]) => {
+          this.outsideTransaction(name);
+          return (this.reader[operation] as (...a: unknown[]) => Promise<unknown>)(...args);
+        };
+    }
+  }
+
+  private outsideTransaction(what: string): void {
+    if (this.context.getStore()?.open) {
+      throw new Error(`storage.${what}() called inside a transaction: use the transaction's tx`);
+    }
+  }
+
+  async transaction<T>(fn: (tx: StorageTx) => Promise<T>): Promise<T> {
+    this.outsideTransaction('transaction');
+    const previous = this.queue;
+    let release!: () => void;
+    this.queue = new Promise<void>((resolve) => { release = resolve; });
+    await previous;
+    const state = { open: true };
+    try {
+      await this.begin();
+      try {
+        const result = await this.context.run(state, () => fn(this.tx));
+        this.db.exec('COMMIT');
+        return result;
+      } catch (error) {
+        if (this.db.inTransaction) this.db.exec('ROLLBACK');
+        throw error;
+      }
+    } finally {
+      state.open = false;
+      release();
+    }
+  }
+
+  /** BEGIN IMMEDIATE, waiting without blocking while another process holds the write lock. */
+  private async begin(): Promise<void> {
+    const deadline = Date.now() + this.lockTimeoutMs;
+    for (let wait = 2; ; wait = Math.min(wait * 2, 100)) {
+      try {
+        this.db.exec('BEGIN IMMEDIATE');
+        return;
+      } catch (error) {
+        if (!isBusy(error) || Date.now() >= deadline) throw error;
+      }
+      await sleep(wait);
+    }
+  }
+
+  async snapshot<T>(fn: (reader: StorageOperations) => Promise<T>): Promise<T> {
+    this.outsideTransaction('snapshot');
+    // Snapshots that overlap on the one read connection share its read transaction.
+    // (An in-memory database has one connection: its reads see what is committed or being written.)
+    const db = this.read.db;
+    const own = db !== this.db;
+    if (own && this.snapshots++ === 0) db.exec('BEGIN');
+    try {
+      return await fn(this.reader);
+    } finally {
+      if (own && --this.snapshots === 0) db.exec('COMMIT');
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.queue;
+    if (this.read.db !== this.db) this.read.db.close();
+    this.db.close();
+  }
+
+  async ping(): Promise<void> {
+    this.read.stmt('SELECT 1').get();
+  }
+
+  async missingMigrations(): Promise<number[]> {
+    const applied = new Set(this.read.stmt('SELECT id FROM schema_migrations').pluck().all() as number[]);
+    return migrations.map((m) => m.id).filter((id) => !applied.has(id));
+  }
+
+  async operationalCounts(): Promise<OperationalCounts> {
+    return this.snapshot(async () => {
+      const stmt = (sql: string) => this.read.stmt(sql);
+      const counts: OperationalCounts = {
+        endpoints: { active: 0, paused: 0, disabled: 0 },
+        outboxDepth: stmt('SELECT count(*) FROM webhook_outbox').pluck().get() as number,
+        waitingDeliveries: { pending: 0, failed: 0 },
+        oldestWaitingAt: null,
+        images: { pending: 0, mirrored: 0, dead: 0 },
+      };
+      for (const row of stmt('SELECT status, count(*) AS n FROM webhook_endpoints GROUP BY status').all() as { status: 'active'; n: number }[]) {
+        counts.endpoints[row.status] = row.n;
+      }
+      for (const row of stmt(`SELECT status, count(*) AS n FROM webhook_deliveries WHERE status IN ('pending', 'failed')
+        GROUP BY status`).all() as { status: 'pending'; n: number }[]) {
+        counts.waitingDeliveries[row.status] = row.n;
+      }
+      for (const row of stmt('SELECT state, count(*) AS n FROM image_mirrors GROUP BY state').all() as { state: 'pending'; n: number }[]) {
+        counts.images[row.state] = row.n;
+      }
+      // Not yet attempted: a failed delivery waiting for its retry is the receiver's lag, not the
+      // dispatcher's (it shows in cps_webhook_deliveries_waiting{status="failed"}).
+      counts.oldestWaitingAt = stmt(`SELECT min(at) FROM (
+        SELECT min(o.created_at) AS at FROM webhook_outbox AS o JOIN webhook_endpoints AS e ON e.id = o.endpoint_id WHERE e.status = 'active'
+        UNION ALL
+        SELECT min(coalesce(d.oldest_change_at, d.created_at)) FROM webhook_deliveries AS d JOIN webhook_endpoints AS e ON e.id = d.endpoint_id
+          WHERE d.status = 'pending' AND d.attempts = 0 AND e.status = 'active')`).pluck().get() as string | null;
+      return counts;
+    });
+  }
+
+  /** An online backup (SQLite backup API): consistent, taken while the service keeps running. */
+  async backup(destination: string): Promise<void> {
+    fs.mkdirSync(path.dirname(path.resolve(destination)), { recursive: true });
+    await this.read.db.backup(destination);
+  }
+}

@@ -1,0 +1,70 @@
+// Published payloads per (store, product) on SQLite, and the public API's reads over them: SQLite
+// joins a page's payloads into one UTF-8 buffer that goes out unchanged.
+import type { PublishedStore } from '../port.js';
+import type { PublishedHashes, PublishedPage, PublishedRow } from '../records.js';
+import type { Row, SqliteConnection } from './connection.js';
+
+export class SqlitePublished implements PublishedStore {
+  static readonly writes = ['upsertPublished', 'deletePublished'] as const;
+
+  constructor(private readonly c: SqliteConnection) {}
+
+  async publishedHashes(storeId: number, productIds: number[]): Promise<Map<number, PublishedHashes>> {
+    const hashes = new Map<number, PublishedHashes>();
+    if (productIds.length === 0) return hashes;
+    const rows = this.c.stmt(`SELECT product_id, price_hash, content_hash FROM published_products
+      WHERE store_id = ? AND product_id IN (SELECT value FROM json_each(?))`).all(storeId, JSON.stringify(productIds)) as Row[];
+    for (const r of rows) hashes.set(r.product_id as number, { priceHash: r.price_hash as string, contentHash: r.content_hash as string });
+    return hashes;
+  }
+
+  async upsertPublished(storeId: number, rows: PublishedRow[]): Promise<void> {
+    const upsert = this.c.stmt(`INSERT INTO published_products (store_id, product_id, payload, price_hash, content_hash)
+      VALUES (?, ?, ?, ?, ?)
+      ON CONFLICT (store_id, product_id) DO UPDATE SET payload = excluded.payload,
+        price_hash = excluded.price_hash, content_hash = excluded.content_hash`);
+    for (const row of rows) upsert.run(storeId, row.productId, row.payload, row.priceHash, row.contentHash);
+  }
+
+  async deletePublished(storeId: number, productIds: number[]): Promise<void> {
+    if (productIds.length === 0) return;
+    this.c.stmt('DELETE FROM published_products WHERE store_id = ? AND product_id IN (SELECT value FROM json_each(?))')
+      .run(storeId, JSON.stringify(productIds));
+  }
+
+  async publishedPayload(storeId: number, productId: number): Promise<Uint8Array | undefined> {
+    return this.c.stmt('SELECT CAST(payload AS BLOB) FROM published_products WHERE store_id = ? AND product_id = ?')
+      .pluck().get(storeId, productId) as Uint8Array | undefined;
+  }
+
+  async publishedPage(storeId: number, fromId: number, toId: number): Promise<PublishedPage> {
+    // One UTF-8 buffer built by SQLite: no per-row strings, no re-encoding on the way out; the
+    // rows' hashes come from the same scan.
+    const [bytes, digests] = this.c.stmt(`SELECT CAST(coalesce(group_concat(payload, ','), '') AS BLOB),
+      CAST(coalesce(group_concat(price_hash || content_hash, ''), '') AS BLOB) FROM
+      (SELECT payload, price_hash, content_hash FROM published_products WHERE store_id = ? AND product_id BETWEEN ? AND ? ORDER BY product_id)`)
+      .raw().get(storeId, fromId, toId) as [Uint8Array, Uint8Array];
+    return { bytes, digests };
+  }
+
+  async publishedProductIds(storeId: number): Promise<number[]> {
+    return this.c.stmt('SELECT product_id FROM published_products WHERE store_id = ? ORDER BY product_id')
+      .pluck().all(storeId) as number[];
+  }
+
+  async publishedPayloadsByIds(storeId: number, productIds: number[]): Promise<{ bytes: Uint8Array; count: number }> {
+    const row = this.c.stmt(`SELECT CAST(coalesce(group_concat(payload, ','), '') AS BLOB) AS bytes, count(*) AS count FROM
+      (SELECT payload FROM published_products
+        WHERE store_id = ? AND product_id IN (SELECT value FROM json_each(?)) ORDER BY product_id)`)
+      .get(storeId, JSON.stringify(productIds)) as { bytes: Uint8Array; count: number };
+    return row;
+  }
+
+  async publishedPricesByIds(storeId: number, productIds: number[]): Promise<Uint8Array> {
+    // json() keeps the stored number literals, so amounts keep the currency's exact precision.
+    return this.c.stmt(`SELECT CAST(coalesce(group_concat(json_object('id', product_id, 'prices', json(json_extract(payload, '$.prices'))), ','), '') AS BLOB)
+      FROM (SELECT product_id, payload FROM published_products
+        WHERE store_id = ? AND product_id IN (SELECT value FROM json_each(?)) ORDER BY product_id)`)
+      .pluck().get(storeId, JSON.stringify(productIds)) as Uint8Array;
+  }
+}

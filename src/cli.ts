@@ -15,7 +15,7 @@ import { AddressGuard } from './webhooks/address-guard.js';
 import { createImageMirror, retryDeadImages } from './images/mirror.js';
 import { createWebhookDispatcher } from './webhooks/dispatcher.js';
 import { EVENTS, WebhookEndpoints, endpointView } from './webhooks/endpoints.js';
-import { ProblemError } from './http/problem.js';
+import { ProblemError } from './shared/problem.js';
 import { createLogger, type Logger } from './operations/log.js';
 import { ServiceMetrics } from './operations/metrics.js';
 import { startOperationsServer, startServer } from './server.js';

@@ -3,7 +3,7 @@
 // with the id and a cursor resumes exactly where the previous window ended, whatever one second
 // holds.
 import type { StoreRecord } from '../catalog/model.js';
-import { ProblemError } from '../http/problem.js';
+import { ProblemError } from '../shared/problem.js';
 import type { CatalogStorage, ChangeType } from '../storage/port.js';
 
 export interface ChangeEntry {

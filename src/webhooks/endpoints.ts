@@ -1,7 +1,7 @@
 // Receiver endpoints as operators manage them (docs/WEBHOOKS.md): registration with a signing
 // secret shown once, rotation, scope and event filters, re-enabling, and the operator tools —
 // attempt log, resend, test event, recovery of failed deliveries since a time.
-import { ProblemError, invalidInput, type InvalidParam } from '../http/problem.js';
+import { ProblemError, invalidInput, type InvalidParam } from '../shared/problem.js';
 import type {
   CatalogStorage, ChangeType, DeliveryRecord, DeliveryStatus, WebhookEndpointRecord,
 } from '../storage/port.js';

@@ -7,7 +7,7 @@ import fc from 'fast-check';
 import { expect, it } from 'vitest';
 import { CatalogAdmin } from '../../src/admin/catalog-admin.js';
 import { verifyCatalog } from '../../src/catalog/verify.js';
-import { ProblemError } from '../../src/http/problem.js';
+import { ProblemError } from '../../src/shared/problem.js';
 import { ImageMirror, type FetchOutcome } from '../../src/images/mirror.js';
 import { loadConfig } from '../../src/config.js';
 import { openSqliteStorage } from '../../src/storage/sqlite.js';

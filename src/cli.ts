@@ -11,7 +11,7 @@ import { importNdjson } from './admin/import.js';
 import { schedulePruning } from './changes/retention.js';
 import { loadConfig } from './config.js';
 import type { ChangeType, DeliveryStatus } from './storage/port.js';
-import { AddressGuard } from './webhooks/address-guard.js';
+import { AddressGuard } from './outbound/address-guard.js';
 import { createImageMirror, retryDeadImages } from './images/mirror.js';
 import { createWebhookDispatcher } from './webhooks/dispatcher.js';
 import { EVENTS, WebhookEndpoints, endpointView } from './webhooks/endpoints.js';

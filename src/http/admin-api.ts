@@ -19,7 +19,7 @@ import { ProblemError, invalidInput } from '../shared/problem.js';
 import { validationHook } from './validation.js';
 import { registerWebhookRoutes } from './webhooks-api.js';
 import { retryDeadImages } from '../images/mirror.js';
-import { AddressGuard } from '../webhooks/address-guard.js';
+import { AddressGuard } from '../outbound/address-guard.js';
 import { WebhookEndpoints } from '../webhooks/endpoints.js';
 
 const adminStore = ({ merchant_id: _m, catalog_version: _v, ...store }: StoreRecord) => store;

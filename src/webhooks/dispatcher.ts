@@ -10,7 +10,7 @@ import {
 } from './health.js';
 import { silentLogger, type Logger } from '../operations/log.js';
 import type { DeliveryObserver, DeliveryOutcome } from '../operations/metrics.js';
-import { AddressGuard } from './address-guard.js';
+import { AddressGuard } from '../outbound/address-guard.js';
 import { OwnerNotifier, type Notifier } from './notifier.js';
 import { nextAttemptAt, parseRetryAfter } from './retry.js';
 import { HttpDeliverySender, type DeliverySender } from './sender.js';

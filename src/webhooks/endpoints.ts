@@ -5,7 +5,7 @@ import { ProblemError, invalidInput, type InvalidParam } from '../shared/problem
 import type {
   CatalogStorage, ChangeType, DeliveryRecord, DeliveryStatus, WebhookEndpointRecord,
 } from '../storage/port.js';
-import type { AddressGuard } from './address-guard.js';
+import type { AddressGuard } from '../outbound/address-guard.js';
 import { newSigningSecret } from './signing.js';
 
 export const EVENTS: readonly ChangeType[] = ['price', 'content', 'removed'];

@@ -1,7 +1,7 @@
 // The change feed (spec 4.4) as an async iterator over its windows, and a local replica of a store
 // kept by it: the "Initial sync, and resync after 410" recipe of `GET /v1/changes`.
 import { CatalogApiError, unwrap } from './errors.js';
-import type { CatalogClient, ChangeEntry, Product } from './index.js';
+import type { CatalogClient, ChangeEntry, Product } from './types.js';
 import { fetchProductsByIds, iterateProducts, type StoreOption } from './reads.js';
 
 /** A position in a store's change feed. Send both halves back together, unchanged (spec 4.4, cursor rule 1). */

@@ -197,7 +197,8 @@ describe('the built client', () => {
       const emitted = fs.readdirSync(path.join(installed, 'dist'), { recursive: true, encoding: 'utf8' })
         .filter((f) => f.endsWith('.js')).map((f) => f.split(path.sep).join('/')).sort();
       expect(emitted).toEqual([
-        'src/client/changes.js', 'src/client/errors.js', 'src/client/index.js', 'src/client/reads.js', 'src/generated/public-api.js',
+        'src/client/catalog-client.js', 'src/client/changes.js', 'src/client/errors.js', 'src/client/index.js', 'src/client/reads.js',
+        'src/client/types.js', 'src/generated/public-api.js',
       ]);
       expect(fs.existsSync(path.join(installed, 'dist/src/client/index.d.ts'))).toBe(true);
 

@@ -8,6 +8,7 @@
 //   (c) every change became an outbox row or a delivery for each endpoint subscribed to it.
 import type { MerchantContext } from './model.js';
 import { resolveProduct } from './resolve.js';
+import { wholeSecondIso } from '../shared/time.js';
 import type { CatalogStorage, ChangeType, StoredChange, WebhookEndpointRecord } from '../storage/port.js';
 
 export interface ConsistencyReport {
@@ -160,7 +161,7 @@ function forEachChange(storage: CatalogStorage, storeId: number, visit: (change:
 function subscribed(endpoint: WebhookEndpointRecord, storeId: number, change: StoredChange): boolean {
   if (endpoint.store_id !== null && endpoint.store_id !== storeId) return false;
   if (!endpoint.events.includes(change.change_type)) return false;
-  return change.created_at > `${endpoint.created_at.slice(0, 19)}Z`;
+  return change.created_at > wholeSecondIso(endpoint.created_at);
 }
 
 /** Per endpoint, every `event:store_id:product_id` waiting in the outbox or carried by a delivery. */

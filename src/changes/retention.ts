@@ -2,13 +2,14 @@
 // period are deleted, and each store remembers the newest deleted position so that a cursor
 // before it answers 410 instead of silently skipping what was deleted.
 import { silentLogger, type Logger } from '../operations/log.js';
+import { wholeSecondIso } from '../shared/time.js';
 import type { CatalogStorage } from '../storage/port.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
 /** Deletes changes recorded before now - retentionDays; returns how many were deleted. */
 export function pruneExpiredChanges(storage: CatalogStorage, now: Date, retentionDays: number): number {
-  const cutoff = `${new Date(now.getTime() - retentionDays * DAY_MS).toISOString().slice(0, 19)}Z`;
+  const cutoff = wholeSecondIso(now.getTime() - retentionDays * DAY_MS);
   return storage.pruneChangesBefore(cutoff);
 }
 

@@ -3,7 +3,8 @@
 // rate limits: 429 + Retry-After), small helpers over it (reads.ts: stores and products;
 // changes.ts: the change feed and a replica kept by it), errors.ts, and types.ts (the document's
 // types every module shares, so that none imports this one). Imports only types from the
-// generated document and the openapi-fetch runtime, never server code.
+// generated document, the openapi-fetch runtime and the runtime-neutral src/shared/time.ts, never
+// server code.
 export {
   bearerAuth, createCatalogClient, retryingOn429, type CatalogClientOptions, type RateLimitRetryOptions,
 } from './catalog-client.js';

@@ -11,6 +11,7 @@ import {
 import { silentLogger, type Logger } from '../operations/log.js';
 import type { DeliveryObserver, DeliveryOutcome } from '../operations/metrics.js';
 import { AddressGuard } from '../outbound/address-guard.js';
+import { wholeSecondIso } from '../shared/time.js';
 import { OwnerNotifier, type Notifier } from './notifier.js';
 import { nextAttemptAt, parseRetryAfter } from './retry.js';
 import { HttpDeliverySender, type DeliverySender } from './sender.js';
@@ -218,7 +219,7 @@ export class WebhookDispatcher {
     if (!endpoint || endpoint.status !== 'active') return;
     const now = this.deps.now();
     // spec 6 rule 2: occurred_at is the dispatch time, kept on retries so receivers can deduplicate.
-    const occurredAt = delivery.occurred_at ?? `${now.toISOString().slice(0, 19)}Z`;
+    const occurredAt = delivery.occurred_at ?? wholeSecondIso(now);
     const body = deliveryBody(delivery, occurredAt);
     // Claim it: should this process die mid-send, the lease expires and the delivery is re-sent.
     this.storage.updateDelivery(delivery.id, {

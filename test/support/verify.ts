@@ -1,15 +1,16 @@
 // The full-recompute consistency check (issue 6, fault and load tests): after a crash, or at any
 // time, everything derived from the merchants' sources must agree with resolving them again.
-// Pure over the storage port, read in one snapshot; it writes nothing.
+// Pure over the storage port, read in one snapshot; it writes nothing. Test support, not shipped:
+// the fault tests, their processes (test/faults) and scripts/soak.ts run it.
 //   (a) every stored payload (and its hashes) equals resolveProduct over the sources, and no
 //       payload is stored for a product that no longer exists;
 //   (b) the feed agrees with what is published: a published product's latest change is not
 //       `removed`, and a product that has changes but is not published has `removed` as its latest;
 //   (c) every change became an outbox row or a delivery for each endpoint subscribed to it.
-import type { MerchantContext } from './model.js';
-import { resolveProduct } from './resolve.js';
-import { wholeSecondIso } from '../shared/time.js';
-import type { CatalogStorage, ChangeType, StoredChange, WebhookEndpointRecord } from '../storage/port.js';
+import type { MerchantContext } from '../../src/catalog/model.js';
+import { resolveProduct } from '../../src/catalog/resolve.js';
+import { wholeSecondIso } from '../../src/shared/time.js';
+import type { CatalogStorage, ChangeType, StoredChange, WebhookEndpointRecord } from '../../src/storage/port.js';
 
 export interface ConsistencyReport {
   merchants: number;

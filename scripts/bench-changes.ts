@@ -14,6 +14,7 @@ import { CatalogAdmin } from '../src/admin/catalog-admin.js';
 import { issueApiKey } from '../src/admin/api-keys.js';
 import { buildDemoCatalog } from '../src/admin/demo.js';
 import { openSqliteStorage } from '../src/storage/sqlite.js';
+import { wholeSecondIso } from '../src/shared/time.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const SMALL = Number(process.env.BENCH_SMALL_HISTORY ?? 10_000);
@@ -31,7 +32,7 @@ function fillHistory(storage: ReturnType<typeof openSqliteStorage>, storeId: num
   storage.transaction(() => {
     for (let i = 0; i < count; i++) {
       // 500 changes per second of history; product ids cycle so a window holds 1000 distinct ones.
-      const at = `${new Date(start.getTime() + Math.floor(i / 500) * 1000).toISOString().slice(0, 19)}Z`;
+      const at = wholeSecondIso(start.getTime() + Math.floor(i / 500) * 1000);
       insert.run(storeId, 1 + (i % 50_000), kinds[i % 3], at);
     }
   });

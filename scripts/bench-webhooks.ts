@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { CatalogAdmin } from '../src/admin/catalog-admin.js';
 import { loadConfig } from '../src/config.js';
 import { openSqliteStorage } from '../src/storage/sqlite.js';
-import { AddressGuard } from '../src/webhooks/address-guard.js';
+import { AddressGuard } from '../src/outbound/address-guard.js';
 import { WebhookDispatcher } from '../src/webhooks/dispatcher.js';
 import { WebhookEndpoints } from '../src/webhooks/endpoints.js';
 import { OwnerNotifier } from '../src/webhooks/notifier.js';

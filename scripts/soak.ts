@@ -20,7 +20,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { CatalogAdmin } from '../src/admin/catalog-admin.js';
 import { buildDemoCatalog, demoProduct } from '../src/admin/demo.js';
-import { verifyCatalog } from '../src/catalog/verify.js';
+import { verifyCatalog } from '../test/support/verify.js';
 import { openSqliteStorage } from '../src/storage/sqlite.js';
 import { ServiceProcess, freePort, killAllServices, sleep } from '../test/faults/harness.js';
 import { sample, total } from '../test/support/metrics.js';

@@ -10,7 +10,7 @@ import { schedulePruning } from './changes/retention.js';
 import { loadConfig } from './config.js';
 import type { ChangeType, DeliveryStatus } from './storage/port.js';
 import { EVENTS } from './webhooks/endpoints.js';
-import { ProblemError } from './http/problem.js';
+import { ProblemError } from './shared/problem.js';
 import type { Logger } from './operations/log.js';
 import { startOperationsServer, startServer } from './server.js';
 import { createService, type Service } from './service.js';

@@ -9,7 +9,7 @@ import { createLogger, type Logger } from './operations/log.js';
 import { ServiceMetrics } from './operations/metrics.js';
 import type { CatalogStorage } from './storage/port.js';
 import { openSqliteStorage } from './storage/sqlite/index.js';
-import { AddressGuard } from './webhooks/address-guard.js';
+import { AddressGuard } from './outbound/address-guard.js';
 import { createWebhookDispatcher, type WebhookDispatcher } from './webhooks/dispatcher.js';
 import { WebhookEndpoints } from './webhooks/endpoints.js';
 

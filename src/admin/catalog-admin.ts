@@ -6,7 +6,7 @@ import type {
 } from '../catalog/model.js';
 import { parseDecimal } from '../catalog/money.js';
 import { CatalogPublisher, type PublishSummary } from '../catalog/publish.js';
-import { ProblemError, invalidInput, type InvalidParam } from '../http/problem.js';
+import { ProblemError, invalidInput, type InvalidParam } from '../shared/problem.js';
 import { issueApiKey } from './api-keys.js';
 import { retryDeadImages } from '../images/retry.js';
 import type {

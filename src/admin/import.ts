@@ -4,8 +4,8 @@
 import { z } from '@hono/zod-openapi';
 import { ProductSourceInputSchema, ProductSourceSchema } from '../generated/admin-routes.js';
 import type { ProductSourceDocument } from '../catalog/model.js';
-import { nestsDeeperThan, tooDeepReason } from '../http/json-limits.js';
-import { ProblemError, type InvalidParam } from '../http/problem.js';
+import { nestsDeeperThan, tooDeepReason } from '../shared/json-limits.js';
+import { ProblemError, type InvalidParam } from '../shared/problem.js';
 import { normalizeSource, type CatalogAdmin } from './catalog-admin.js';
 import { yieldToOthers } from '../shared/cooperative.js';
 

@@ -4,7 +4,7 @@
 // (stores.catalog_version). No OFFSET over wide rows, no count per request.
 import type { components } from '../generated/public-api.js';
 import type { Store, StoreRecord } from './model.js';
-import { ProblemError } from '../http/problem.js';
+import { ProblemError } from '../shared/problem.js';
 import type { CatalogStorage, StorageOperations } from '../storage/port.js';
 
 export const PER_PAGE_DEFAULT = 50;

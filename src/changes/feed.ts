@@ -5,7 +5,8 @@
 import type { StoreRecord } from '../catalog/model.js';
 import { activeStore } from '../catalog/reads.js';
 import type { components } from '../generated/public-api.js';
-import { ProblemError } from '../http/problem.js';
+import { ProblemError } from '../shared/problem.js';
+import { wholeSecondIso } from '../shared/time.js';
 import type { CatalogStorage, FeedPosition, StorageOperations } from '../storage/port.js';
 
 export type ChangeEntry = components['schemas']['ChangeEntry'];
@@ -30,8 +31,8 @@ export function cursorPosition(since: string, sinceId: number): FeedPosition {
   const second = Math.floor(ms / 1000) * 1000;
   // Date.parse keeps milliseconds only: 09:26:53.0001Z is still an instant after 09:26:53.
   const fraction = /^[^.]*\.([0-9]+)/.exec(since)?.[1] ?? '';
-  if (ms !== second || /[1-9]/.test(fraction)) return { at: `${new Date(second + 1000).toISOString().slice(0, 19)}Z`, id: 0 };
-  return { at: `${new Date(second).toISOString().slice(0, 19)}Z`, id: sinceId };
+  if (ms !== second || /[1-9]/.test(fraction)) return { at: wholeSecondIso(second + 1000), id: 0 };
+  return { at: wholeSecondIso(second), id: sinceId };
 }
 
 /** spec 4.4: a window of the feed of the merchant's store named by slug (the default store when omitted). */

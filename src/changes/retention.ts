@@ -2,6 +2,7 @@
 // period are deleted, and each store remembers the newest deleted position so that a cursor
 // before it answers 410 instead of silently skipping what was deleted.
 import { silentLogger, type Logger } from '../operations/log.js';
+import { wholeSecondIso } from '../shared/time.js';
 import type { CatalogStorage } from '../storage/port.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -11,7 +12,7 @@ const PRUNE_BATCH = 10_000;
 
 /** Deletes changes recorded before now - retentionDays; returns how many were deleted. */
 export async function pruneExpiredChanges(storage: CatalogStorage, now: Date, retentionDays: number): Promise<number> {
-  const cutoff = `${new Date(now.getTime() - retentionDays * DAY_MS).toISOString().slice(0, 19)}Z`;
+  const cutoff = wholeSecondIso(now.getTime() - retentionDays * DAY_MS);
   let deleted = 0;
   for (;;) {
     const batch = await storage.pruneChangesBefore(cutoff, PRUNE_BATCH);

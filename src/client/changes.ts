@@ -1,8 +1,9 @@
 // The change feed (spec 4.4) as an async iterator over its windows, and a local replica of a store
 // kept by it: the "Initial sync, and resync after 410" recipe of `GET /v1/changes`.
 import { CatalogApiError, unwrap } from './errors.js';
-import type { CatalogClient, ChangeEntry, Product } from './index.js';
+import type { CatalogClient, ChangeEntry, Product } from './types.js';
 import { fetchProductsByIds, iterateProducts, type StoreOption } from './reads.js';
+import { wholeSecondIso } from '../shared/time.js';
 
 /** A position in a store's change feed. Send both halves back together, unchanged (spec 4.4, cursor rule 1). */
 export interface ChangeCursor {
@@ -71,7 +72,7 @@ export async function* pollChanges(
 export function cursorFromDateHeader(date: string | null | undefined): ChangeCursor | undefined {
   const ms = date ? Date.parse(date) : Number.NaN;
   if (Number.isNaN(ms)) return undefined;
-  return { since: `${new Date(ms).toISOString().slice(0, 19)}Z`, since_id: 0 };
+  return { since: wholeSecondIso(ms), since_id: 0 };
 }
 
 /** The local copy of one store's catalog that syncStore keeps, implemented by the caller (one per store). */

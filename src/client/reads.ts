@@ -1,6 +1,6 @@
 // The read endpoints (spec 4.1-4.3) as small functions over the openapi-fetch client.
 import { unwrap } from './errors.js';
-import type { CatalogClient, Product, ProductPage, Store } from './index.js';
+import type { CatalogClient, Product, ProductPage, Store } from './types.js';
 
 export interface StoreOption {
   /** Store slug; omitted means the merchant's default store. */

@@ -6,7 +6,7 @@
 //
 // Node-only (node:crypto), so it is its own subpath and the client itself stays runtime-neutral.
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import type { WebhookPayload } from './index.js';
+import type { WebhookPayload } from './types.js';
 
 export type { WebhookPayload };
 

@@ -5,7 +5,7 @@ import { timingSafeEqual, createHash } from 'node:crypto';
 import type { MiddlewareHandler } from 'hono';
 import { activeApiKey } from '../admin/api-keys.js';
 import type { CatalogStorage } from '../storage/port.js';
-import { ProblemError } from './problem.js';
+import { ProblemError } from '../shared/problem.js';
 
 /** The merchant whose catalog the request reads, and the API key it came with (rate limits are per key). */
 export type PublicEnv = { Variables: { merchantId: number; apiKeyId: number } };

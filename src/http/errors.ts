@@ -1,10 +1,45 @@
-// The app-wide error handler: a ProblemError is rendered as it is; anything else is logged and
-// answered with a generic 500 problem that reveals nothing internal.
+// The one problem+json renderer (RFC 9457) and the app-wide error handler: a ProblemError
+// (src/shared/problem.ts) is rendered as it is; anything else is logged and answered with a
+// generic 500 problem that reveals nothing internal. Every error response of the APIs goes through here.
 import type { Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import { createLogger, type Logger } from '../operations/log.js';
+import { ProblemError, invalidInput, type Problem, type ProblemCode } from '../shared/problem.js';
 import { requestLog } from './access-log.js';
-import { ProblemError, invalidInput, problemResponse } from './problem.js';
+
+const TITLES: Record<ProblemCode, string> = {
+  unauthorized: 'Unauthorized',
+  forbidden: 'Forbidden',
+  not_found: 'Not found',
+  store_not_found: 'Store not found',
+  invalid_parameter: 'Invalid parameter',
+  invalid_body: 'Invalid request body',
+  conflict: 'Conflict',
+  cursor_expired: 'Cursor expired',
+  payload_too_large: 'Payload too large',
+  rate_limited: 'Too many requests',
+  internal_error: 'Internal server error',
+};
+
+/** The problem+json body of an error; `instance` is the request path. */
+export function toProblem(error: ProblemError, instance?: string): Problem {
+  return {
+    type: `urn:problem:catalog:${error.code}`,
+    title: TITLES[error.code],
+    status: error.status,
+    detail: error.detail,
+    code: error.code,
+    ...(error.invalidParams?.length ? { invalid_params: error.invalidParams } : {}),
+    ...(instance ? { instance } : {}),
+  };
+}
+
+export function problemResponse(error: ProblemError, instance?: string): Response {
+  return new Response(JSON.stringify(toProblem(error, instance)), {
+    status: error.status,
+    headers: { 'Content-Type': 'application/problem+json', ...error.headers },
+  });
+}
 
 /** For an app assembled without the access log (which gives each request its own logger). */
 const fallbackLogger = createLogger({ logLevel: 'error' });

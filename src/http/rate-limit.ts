@@ -3,7 +3,7 @@
 // draft-ietf-httpapi-ratelimit-headers-10 and answered 429 with Retry-After when empty.
 import type { MiddlewareHandler } from 'hono';
 import type { PublicEnv } from './auth.js';
-import { ProblemError } from './problem.js';
+import { ProblemError } from '../shared/problem.js';
 
 export interface RateLimitSettings {
   /** Capacity of each key's bucket: requests a key may send at once. */

@@ -1,6 +1,7 @@
 // Turns a failed zod validation of @hono/zod-openapi into the 400 problem naming the parameter.
 import type { Hook } from '@hono/zod-openapi';
-import { invalidInput, problemResponse, type InvalidParam } from './problem.js';
+import { invalidInput, type InvalidParam } from '../shared/problem.js';
+import { problemResponse } from './errors.js';
 
 const LOCATIONS: Record<string, InvalidParam['in']> = {
   query: 'query', param: 'path', header: 'header', json: 'body', form: 'body',

@@ -5,14 +5,13 @@
 // passed since the first one. Every transition re-resolves the products showing the image in
 // every store, in one transaction with the state change, so it is recorded as a `content` change.
 import { createHash } from 'node:crypto';
-import { isIP } from 'node:net';
-import { request, type Agent, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
 import { CatalogPublisher } from '../catalog/publish.js';
 import type { Config } from '../config.js';
 import { silentLogger, type Logger } from '../operations/log.js';
+import { AddressGuard } from '../outbound/address-guard.js';
+import { GuardedHttpClient } from '../outbound/client.js';
 import type { CatalogStorage, ImageMirrorWork } from '../storage/port.js';
-import { AddressGuard } from '../webhooks/address-guard.js';
-import { createGuardedAgent, errorKind } from '../webhooks/sender.js';
 import { IMAGE_TYPES, LocalFolderMediaStore, type MediaStore } from './media-store.js';
 
 export type ImageConfig = Config['images'];
@@ -37,25 +36,19 @@ function abandon(body: Dispatcher.ResponseData['body']): void {
 }
 
 export class HttpImageFetcher implements ImageFetcher {
-  private readonly agent: Agent;
+  private readonly client: GuardedHttpClient;
 
-  constructor(private readonly guard: AddressGuard, private readonly config: Pick<ImageConfig, 'timeoutMs' | 'maxBytes' | 'concurrency'>) {
-    this.agent = createGuardedAgent(guard, { timeoutMs: config.timeoutMs, connections: config.concurrency });
+  constructor(guard: AddressGuard, private readonly config: Pick<ImageConfig, 'timeoutMs' | 'maxBytes' | 'concurrency'>) {
+    this.client = new GuardedHttpClient(guard, { timeoutMs: config.timeoutMs, connections: config.concurrency });
   }
 
   async fetch(url: string): Promise<FetchOutcome> {
     const parsed = new URL(url);
     if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') return { ok: false, error: 'unsupported_scheme', permanent: false };
     // Supplier images may be http:// (https-only is the webhooks' rule), but never an internal
-    // address: IP literals are checked here, names at connection time after DNS.
-    const host = parsed.hostname.replace(/^\[|\]$/g, '');
-    if (isIP(host) && this.guard.isBlockedConnection(host, host)) return { ok: false, error: 'blocked_address', permanent: false };
-    try {
-      const response = await request(url, {
-        method: 'GET', dispatcher: this.agent, signal: AbortSignal.timeout(this.config.timeoutMs),
-        headersTimeout: this.config.timeoutMs, bodyTimeout: this.config.timeoutMs,
-        headers: { Accept: Object.keys(IMAGE_TYPES).join(', ') },
-      });
+    // address: the client checks IP literals before connecting, names at connection time after DNS.
+    const accept = Object.keys(IMAGE_TYPES).join(', ');
+    const exchange = await this.client.exchange(url, { method: 'GET', headers: { Accept: accept } }, async (response): Promise<FetchOutcome> => {
       if (response.statusCode === 404 || response.statusCode === 410) {
         abandon(response.body);
         return { ok: false, error: `http_${response.statusCode}`, permanent: true };
@@ -85,13 +78,12 @@ export class HttpImageFetcher implements ImageFetcher {
         chunks.push(Buffer.from(chunk));
       }
       return { ok: true, bytes: Buffer.concat(chunks), contentType };
-    } catch (error) {
-      return { ok: false, error: errorKind(error), permanent: false };
-    }
+    });
+    return exchange.ok ? exchange.value : { ok: false, error: exchange.error, permanent: false };
   }
 
   close(): Promise<void> {
-    return this.agent.close();
+    return this.client.close();
   }
 }
 

@@ -12,14 +12,12 @@ import {
 } from './health.js';
 import { silentLogger, type Logger } from '../operations/log.js';
 import type { DeliveryObserver, DeliveryOutcome } from '../operations/metrics.js';
-import { AddressGuard } from './address-guard.js';
+import { AddressGuard } from '../outbound/address-guard.js';
+import { wholeSecondIso } from '../shared/time.js';
 import { OwnerNotifier, type Notifier } from './notifier.js';
 import { nextAttemptAt, parseRetryAfter } from './retry.js';
 import { HttpDeliverySender, type DeliverySender } from './sender.js';
 import { signedHeaders } from './signing.js';
-
-/** An ISO 8601 UTC timestamp in whole seconds (the payload's occurred_at). */
-const wholeSecond = (date: Date) => `${date.toISOString().slice(0, 19)}Z`;
 
 export type WebhookConfig = Config['webhooks'];
 
@@ -202,7 +200,7 @@ export class WebhookDispatcher {
       // Should this process die mid-send, the lease expires and the delivery is re-sent.
       leaseUntil: new Date(now.getTime() + this.config.timeoutMs + this.config.leaseMarginMs).toISOString(),
       // spec 6 rule 2: occurred_at is the dispatch time, kept on retries so receivers can deduplicate.
-      occurredAt: wholeSecond(now),
+      occurredAt: wholeSecondIso(now),
       limit,
       perEndpoint: this.config.perEndpointConcurrency,
       inFlightByEndpoint: this.inflightByEndpoint,
@@ -229,7 +227,7 @@ export class WebhookDispatcher {
     // Paused or disabled since the claim: the lease runs out and the delivery waits for the endpoint.
     if (!endpoint || endpoint.status !== 'active') return;
     const now = this.deps.now();
-    const body = deliveryBody(delivery, delivery.occurred_at ?? wholeSecond(now));
+    const body = deliveryBody(delivery, delivery.occurred_at ?? wholeSecondIso(now));
     const result = await this.deps.sender.send(endpoint.url, signedHeaders(endpoint.secret, body, now), body);
     const at = this.deps.now();
     let notification: NotificationRecord | undefined;

@@ -1,13 +1,13 @@
 // Receiver endpoints as operators manage them (docs/WEBHOOKS.md): registration with a signing
 // secret shown once, rotation, scope and event filters, re-enabling, and the operator tools —
 // attempt log, resend, test event, recovery of failed deliveries since a time.
-import { ProblemError, invalidInput, type InvalidParam } from '../http/problem.js';
+import { ProblemError, invalidInput, type InvalidParam } from '../shared/problem.js';
 import type { components } from '../generated/admin-api.js';
 import type {
   AttemptRecord, CatalogStorage, ChangeType, DeliveryRecord, DeliveryStatus, NotificationRecord, StorageOperations, StorageTx,
   WebhookEndpointRecord,
 } from '../storage/port.js';
-import type { AddressGuard } from './address-guard.js';
+import type { AddressGuard } from '../outbound/address-guard.js';
 import { newSigningSecret } from './signing.js';
 
 export const EVENTS: readonly ChangeType[] = ['price', 'content', 'removed'];

@@ -8,7 +8,7 @@ import { importNdjson } from '../../src/admin/import.js';
 import { readChangeFeed } from '../../src/changes/feed.js';
 import { pruneExpiredChanges } from '../../src/changes/retention.js';
 import { loadConfig, type Config } from '../../src/config.js';
-import { ProblemError } from '../../src/http/problem.js';
+import { ProblemError } from '../../src/shared/problem.js';
 import type { PricingRuleRecord } from '../../src/catalog/model.js';
 import { openSqliteStorage } from '../../src/storage/sqlite.js';
 import type { StoreInputRecord } from '../../src/storage/port.js';

@@ -1,7 +1,7 @@
 // The fault-test harness: the real `serve` in a child process on a real SQLite file (the approach of
 // test/webhooks/crash.test.ts), killed with SIGKILL and started again; a real receiver that verifies
 // every delivery's signature and schema (test/support/receiver.ts); and the checks every fault
-// scenario ends with: the full recompute (src/catalog/verify.ts) and "the receiver saw every change".
+// scenario ends with: the full recompute (test/support/verify.ts) and "the receiver saw every change".
 // Used by the quick variants (test/faults/*.test.ts) and by `npm run fault` (scripts/fault.ts).
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
-import type { ConsistencyReport } from '../../src/catalog/verify.js';
+import type { ConsistencyReport } from '../support/verify.js';
 import { contractFetch } from '../support/contract.js';
 import { Receiver } from '../support/receiver.js';
 
@@ -287,7 +287,7 @@ export class FaultWorld {
   }
 
   /**
-   * The full recompute (src/catalog/verify.ts) in one snapshot, in a process of its own so that the
+   * The full recompute (test/support/verify.ts) in one snapshot, in a process of its own so that the
    * receiver keeps answering meanwhile; throws listing what disagrees.
    */
   async verify(when: string): Promise<ConsistencyReport> {

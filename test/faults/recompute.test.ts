@@ -1,4 +1,4 @@
-// Publishing on write must equal a full recompute (src/catalog/verify.ts): after any sequence of
+// Publishing on write must equal a full recompute (test/support/verify.ts): after any sequence of
 // admin writes — products, imports, stores, rates, groups, rules, attributes, the SKU pattern, image
 // mirroring transitions — every stored payload equals resolving the sources again, the feed's
 // latest change per product agrees with what is published, and every change reached the outbox
@@ -6,8 +6,8 @@
 import fc from 'fast-check';
 import { expect, it } from 'vitest';
 import { CatalogAdmin } from '../../src/admin/catalog-admin.js';
-import { verifyCatalog } from '../../src/catalog/verify.js';
-import { ProblemError } from '../../src/http/problem.js';
+import { verifyCatalog } from '../support/verify.js';
+import { ProblemError } from '../../src/shared/problem.js';
 import { ImageMirror, type FetchOutcome } from '../../src/images/mirror.js';
 import { loadConfig } from '../../src/config.js';
 import { openSqliteStorage } from '../../src/storage/sqlite.js';

@@ -5,7 +5,7 @@
 // Each scenario throws, saying what broke, when a check fails, and returns what it observed.
 // Quick sizes run in `npm test` (test/faults/*.test.ts), larger ones in `npm run fault`.
 import type Database from 'better-sqlite3';
-import type { ConsistencyReport } from '../../src/catalog/verify.js';
+import type { ConsistencyReport } from '../support/verify.js';
 import {
   FaultWorld, catalogProduct, ndjson, readDatabase, sleep, until, writeTransactionOpen, type ReceiverCheck,
 } from './harness.js';

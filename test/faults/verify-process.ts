@@ -1,7 +1,7 @@
-// The full recompute (src/catalog/verify.ts) of a database file in a process of its own, printed as
+// The full recompute (test/support/verify.ts) of a database file in a process of its own, printed as
 // JSON: the fault harness runs it beside a live service without stalling its own event loop (where
 // the receiver runs) for the seconds a large recompute takes.
-import { verifyCatalog } from '../../src/catalog/verify.js';
+import { verifyCatalog } from '../support/verify.js';
 import { openSqliteStorage } from '../../src/storage/sqlite.js';
 
 const [file] = process.argv.slice(2);

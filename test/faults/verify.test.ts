@@ -1,11 +1,11 @@
-// The full-recompute check (src/catalog/verify.ts) the fault tests rely on: it passes on a catalog
+// The full-recompute check (test/support/verify.ts) the fault tests rely on: it passes on a catalog
 // the service built, and it notices each kind of disagreement a crash could leave behind.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CatalogAdmin } from '../../src/admin/catalog-admin.js';
-import { verifyCatalog } from '../../src/catalog/verify.js';
+import { verifyCatalog } from '../support/verify.js';
 import { openSqliteStorage, type SqliteStorage } from '../../src/storage/sqlite.js';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cps-verify-'));

@@ -4,7 +4,7 @@
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
-import { nestsDeeperThan } from '../../src/http/json-limits.js';
+import { nestsDeeperThan } from '../../src/shared/json-limits.js';
 import { adminOk, buildOutdoorCatalog, importNdjson, type OutdoorCatalog } from '../support/admin-http.js';
 import { ADMIN_TOKEN, startTestService, type TestService } from '../support/service.js';
 

@@ -3,7 +3,7 @@
 // never fetched; the failure is `blocked_address`, retried like any other failure until the source
 // is dead. The image host on 127.0.0.1 counts every request, so "never fetched" is observed.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { AddressGuard } from '../../src/webhooks/address-guard.js';
+import { AddressGuard } from '../../src/outbound/address-guard.js';
 import { HOUR, IMAGE_DEFAULTS, NOTHING, everyStore, startImageWorld, type ImageWorld } from './world.js';
 
 let world: ImageWorld;

@@ -11,7 +11,7 @@ import { loadConfig, type Config } from '../../src/config.js';
 import { HttpImageFetcher, ImageMirror } from '../../src/images/mirror.js';
 import { LocalFolderMediaStore } from '../../src/images/media-store.js';
 import type { CatalogStorage } from '../../src/storage/port.js';
-import { AddressGuard } from '../../src/webhooks/address-guard.js';
+import { AddressGuard } from '../../src/outbound/address-guard.js';
 import { adminOk, createMerchant, importNdjson, type MerchantHandle } from '../support/admin-http.js';
 import { fakeClock, type FakeClock } from '../support/clock.js';
 import { ImageServer } from '../support/image-server.js';

@@ -6,7 +6,7 @@ import { expect } from 'vitest';
 import { loadConfig, type Config } from '../../src/config.js';
 import type { components } from '../../src/generated/admin-api.js';
 import type { Logger } from '../../src/operations/log.js';
-import { AddressGuard } from '../../src/webhooks/address-guard.js';
+import { AddressGuard } from '../../src/outbound/address-guard.js';
 import { WebhookDispatcher } from '../../src/webhooks/dispatcher.js';
 import { OwnerNotifier } from '../../src/webhooks/notifier.js';
 import { HttpDeliverySender } from '../../src/webhooks/sender.js';

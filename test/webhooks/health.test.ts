@@ -4,7 +4,7 @@
 // resumes on the next change after the cooldown, and one 2xx clears everything; 410 disables it;
 // Retry-After on 429/503 is honoured. Driven through every transition with a fake clock.
 import { afterEach, describe, expect, it } from 'vitest';
-import { AddressGuard } from '../../src/webhooks/address-guard.js';
+import { AddressGuard } from '../../src/outbound/address-guard.js';
 import { WebhookDispatcher } from '../../src/webhooks/dispatcher.js';
 import { OwnerNotifier } from '../../src/webhooks/notifier.js';
 import { HttpDeliverySender } from '../../src/webhooks/sender.js';

@@ -1,6 +1,7 @@
-// JSON depth limit of the admin API (product decisions, "Errors and bad input"): a body nested
-// deeper than the configured limit is refused from its raw text, before JSON.parse builds the
-// structure and validation recurses through it. The size limit (413) is the body-limit middleware's.
+// JSON depth limit of the admin API and the NDJSON import (product decisions, "Errors and bad
+// input"): a body nested deeper than the configured limit is refused from its raw text, before
+// JSON.parse builds the structure and validation recurses through it. The size limit (413) is the
+// body-limit middleware's.
 
 /** The reason given, under the name `/` (or `line N` of an import), for a body nested too deep. */
 export const tooDeepReason = (limit: number) => `is nested deeper than ${limit} levels of arrays and objects`;

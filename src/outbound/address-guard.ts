@@ -1,8 +1,8 @@
-// SSRF guard for outgoing webhook (and image) requests: `https://` only, and never to loopback,
-// private, link-local, unique-local, CGNAT, multicast, unspecified or IPv4-mapped addresses of
-// those. Checked at registration and again at connection time, after DNS resolution, so a name
-// that later resolves to an internal address is still refused. Operators opt hosts in explicitly
-// (CPS_WEBHOOK_ALLOW_HOSTS) for local development and tests.
+// SSRF guard for every outgoing request (webhook deliveries, image fetches): `https://` only, and
+// never to loopback, private, link-local, unique-local, CGNAT, multicast, unspecified or
+// IPv4-mapped addresses of those. Checked at registration and again at connection time, after DNS
+// resolution, so a name that later resolves to an internal address is still refused. Operators opt
+// hosts in explicitly (CPS_WEBHOOK_ALLOW_HOSTS) for local development and tests.
 import { BlockList, isIP } from 'node:net';
 
 const blocked = new BlockList();
@@ -26,16 +26,26 @@ export function isBlockedAddress(address: string): boolean {
   return blocked.check(address, 'ipv6');
 }
 
+/** A URL's hostname without the brackets of an IPv6 literal: `[::1]` is `::1`. */
+export function bareHost(hostname: string): string {
+  return hostname.replace(/^\[|\]$/g, '');
+}
+
+/** A DNS name as the name checks compare it: lower case, and `localhost.` (fully qualified) the same as `localhost`. */
+function dnsName(hostname: string): string {
+  return hostname.toLowerCase().replace(/\.$/, '');
+}
+
 export class AddressGuard {
   private readonly allowed: Set<string>;
 
   /** `allowHosts`: hostnames or IP addresses exempt from the guard (and allowed over http). */
   constructor(allowHosts: readonly string[] = []) {
-    this.allowed = new Set(allowHosts.map((h) => h.toLowerCase().replace(/^\[|\]$/g, '')));
+    this.allowed = new Set(allowHosts.map((h) => bareHost(h.toLowerCase())));
   }
 
   isAllowedHost(hostname: string): boolean {
-    return this.allowed.has(hostname.toLowerCase().replace(/^\[|\]$/g, ''));
+    return this.allowed.has(bareHost(hostname.toLowerCase()));
   }
 
   /** Why a receiver URL is refused at registration, or null when it is acceptable. */
@@ -47,13 +57,12 @@ export class AddressGuard {
       return 'is not a valid URL';
     }
     if (parsed.username || parsed.password) return 'must not carry credentials';
-    const host = parsed.hostname.replace(/^\[|\]$/g, '');
+    const host = bareHost(parsed.hostname);
     if (this.isAllowedHost(host)) {
       return parsed.protocol === 'https:' || parsed.protocol === 'http:' ? null : 'must use https://';
     }
     if (parsed.protocol !== 'https:') return 'must use https://';
-    // A fully qualified name (`localhost.`) is the same host as without the trailing dot.
-    const name = host.toLowerCase().replace(/\.$/, '');
+    const name = dnsName(host);
     if (name === 'localhost' || name.endsWith('.localhost')) return 'must not point at this machine';
     if (isIP(host) && isBlockedAddress(host)) return 'must not point at a loopback, private or link-local address';
     return null;
@@ -64,7 +73,7 @@ export class AddressGuard {
    * refused before any DNS query, unless allowlisted.
    */
   isReservedName(hostname: string): boolean {
-    const host = hostname.toLowerCase().replace(/\.$/, '');
+    const host = dnsName(hostname);
     if (this.isAllowedHost(host)) return false;
     return /(^|\.)(test|example|invalid|localhost)$/.test(host) || /(^|\.)example\.(com|net|org)$/.test(host);
   }
@@ -73,5 +82,11 @@ export class AddressGuard {
   isBlockedConnection(hostname: string, address: string): boolean {
     if (this.isAllowedHost(hostname) || this.isAllowedHost(address)) return false;
     return isBlockedAddress(address);
+  }
+
+  /** An IP literal in a URL never goes through DNS, so it is checked before connecting. */
+  isBlockedLiteral(url: URL): boolean {
+    const host = bareHost(url.hostname);
+    return isIP(host) !== 0 && this.isBlockedConnection(host, host);
   }
 }

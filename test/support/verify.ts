@@ -1,14 +1,16 @@
 // The full-recompute consistency check (issue 6, fault and load tests): after a crash, or at any
 // time, everything derived from the merchants' sources must agree with resolving them again.
-// Pure over the storage port, read in one snapshot; it writes nothing.
+// Pure over the storage port, read in one snapshot; it writes nothing. Test support, not shipped:
+// the fault tests, their processes (test/faults) and scripts/soak.ts run it.
 //   (a) every stored payload (and its hashes) equals resolveProduct over the sources, and no
 //       payload is stored for a product that no longer exists;
 //   (b) the feed agrees with what is published: a published product's latest change is not
 //       `removed`, and a product that has changes but is not published has `removed` as its latest;
 //   (c) every change became an outbox row or a delivery for each endpoint subscribed to it.
-import { CatalogPublisher } from './publish.js';
-import { resolveProduct } from './resolve.js';
-import type { CatalogStorage, ChangeType, StorageOperations, StoredChange, WebhookEndpointRecord } from '../storage/port.js';
+import { CatalogPublisher } from '../../src/catalog/publish.js';
+import { resolveProduct } from '../../src/catalog/resolve.js';
+import { wholeSecondIso } from '../../src/shared/time.js';
+import type { CatalogStorage, ChangeType, StorageOperations, StoredChange, WebhookEndpointRecord } from '../../src/storage/port.js';
 
 export interface ConsistencyReport {
   merchants: number;
@@ -148,7 +150,7 @@ async function forEachChange(reader: StorageOperations, storeId: number, visit: 
 function subscribed(endpoint: WebhookEndpointRecord, storeId: number, change: StoredChange): boolean {
   if (endpoint.store_id !== null && endpoint.store_id !== storeId) return false;
   if (!endpoint.events.includes(change.change_type)) return false;
-  return change.created_at > `${endpoint.created_at.slice(0, 19)}Z`;
+  return change.created_at > wholeSecondIso(endpoint.created_at);
 }
 
 /** Per endpoint, every `event:store_id:product_id` waiting in the outbox or carried by a delivery. */

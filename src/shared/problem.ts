@@ -1,24 +1,11 @@
-// One error type and one problem+json renderer (RFC 9457; product decisions, "Errors and bad
-// input"). Every error response of both APIs goes through here.
+// The one error type (RFC 9457; product decisions, "Errors and bad input"): a failure the caller
+// can act on, named by a problem code. Below the domain and free of HTTP frameworks: domain modules
+// throw it, and http/errors.ts renders it as problem+json.
 import type { components } from '../generated/public-api.js';
 
 export type Problem = components['schemas']['Problem'];
 export type ProblemCode = Problem['code'];
 export type InvalidParam = NonNullable<Problem['invalid_params']>[number];
-
-const TITLES: Record<ProblemCode, string> = {
-  unauthorized: 'Unauthorized',
-  forbidden: 'Forbidden',
-  not_found: 'Not found',
-  store_not_found: 'Store not found',
-  invalid_parameter: 'Invalid parameter',
-  invalid_body: 'Invalid request body',
-  conflict: 'Conflict',
-  cursor_expired: 'Cursor expired',
-  payload_too_large: 'Payload too large',
-  rate_limited: 'Too many requests',
-  internal_error: 'Internal server error',
-};
 
 const STATUS: Record<ProblemCode, number> = {
   unauthorized: 401,
@@ -47,25 +34,6 @@ export class ProblemError extends Error {
     super(detail);
     this.status = STATUS[code];
   }
-
-  toProblem(instance?: string): Problem {
-    return {
-      type: `urn:problem:catalog:${this.code}`,
-      title: TITLES[this.code],
-      status: this.status,
-      detail: this.detail,
-      code: this.code,
-      ...(this.invalidParams?.length ? { invalid_params: this.invalidParams } : {}),
-      ...(instance ? { instance } : {}),
-    };
-  }
-}
-
-export function problemResponse(error: ProblemError, instance?: string): Response {
-  return new Response(JSON.stringify(error.toProblem(instance)), {
-    status: error.status,
-    headers: { 'Content-Type': 'application/problem+json', ...error.headers },
-  });
 }
 
 /** The 400 for a parameter or body that failed validation, naming each offending input. */

@@ -10,10 +10,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { CatalogAdmin } from '../src/admin/catalog-admin.js';
-import { issueApiKey } from '../src/admin/api-keys.js';
 import { buildDemoCatalog } from '../src/admin/demo.js';
-import { openSqliteStorage } from '../src/storage/sqlite.js';
+import { loadConfig } from '../src/config.js';
+import { createService } from '../src/service.js';
+import type { SqliteStorage } from '../src/storage/sqlite/index.js';
 import { wholeSecondIso } from '../src/shared/time.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -26,10 +26,11 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 const p99 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length * 0.99)]!;
 
 /** Appends `count` changes to a store's history: distinct products, many per second. */
-function fillHistory(storage: ReturnType<typeof openSqliteStorage>, storeId: number, count: number, start: Date): void {
+function fillHistory(storage: SqliteStorage, storeId: number, count: number, start: Date): void {
   const insert = storage.db.prepare('INSERT INTO changes (store_id, product_id, change_type, created_at) VALUES (?, ?, ?, ?)');
   const kinds = ['price', 'content', 'removed'];
-  storage.transaction(() => {
+  // Straight into the table, on the write connection: building a history, not recording changes.
+  storage.db.transaction(() => {
     for (let i = 0; i < count; i++) {
       // 500 changes per second of history; product ids cycle so a window holds 1000 distinct ones.
       const at = wholeSecondIso(start.getTime() + Math.floor(i / 500) * 1000);
@@ -40,22 +41,23 @@ function fillHistory(storage: ReturnType<typeof openSqliteStorage>, storeId: num
 
 async function feedLatency(dir: string): Promise<void> {
   const databasePath = path.join(dir, 'feed.db');
-  const storage = openSqliteStorage(databasePath);
-  const admin = new CatalogAdmin(storage);
-  const merchant = admin.createMerchant({ name: 'Feed bench' });
-  const small = admin.upsertStore(merchant.id, 'small', { name: 'Small history', locale: 'en-GB', currency: 'EUR', is_default: true, active: true, exclude_out_of_stock: false });
-  const large = admin.upsertStore(merchant.id, 'large', { name: 'Large history', locale: 'en-GB', currency: 'EUR', is_default: false, active: true, exclude_out_of_stock: false });
+  const service = createService(loadConfig({}, { databasePath }));
+  const { admin } = service;
+  const storage = service.storage as SqliteStorage;
+  const merchant = await admin.createMerchant({ name: 'Feed bench' });
+  const small = await admin.upsertStore(merchant.id, 'small', { name: 'Small history', locale: 'en-GB', currency: 'EUR', is_default: true, active: true, exclude_out_of_stock: false });
+  const large = await admin.upsertStore(merchant.id, 'large', { name: 'Large history', locale: 'en-GB', currency: 'EUR', is_default: false, active: true, exclude_out_of_stock: false });
   console.log(`feed: writing ${SMALL} and ${LARGE} change rows of history ...`);
   const start = new Date('2026-11-01T00:00:00Z');
   fillHistory(storage, small.id, SMALL, start);
   fillHistory(storage, large.id, LARGE, start);
-  const key = issueApiKey(storage, merchant.id, 'bench', new Date()).key;
+  const { key } = await admin.createApiKey(merchant.id, 'bench');
   // A cursor in the middle of each history: the next window is full.
   const cursorOf = (storeId: number, count: number) => storage.db
     .prepare('SELECT created_at AS since, id FROM changes WHERE store_id = ? ORDER BY created_at, id LIMIT 1 OFFSET ?')
     .get(storeId, Math.floor(count / 2)) as { since: string; id: number };
   const cursors = { small: cursorOf(small.id, SMALL), large: cursorOf(large.id, LARGE) };
-  storage.close();
+  await service.close();
 
   const child = fork(path.join(here, 'bench-server.ts'), [databasePath], { execArgv: ['--import', 'tsx'], stdio: 'inherit' });
   const port: number = await new Promise((resolve) => child.once('message', (m: { port: number }) => resolve(m.port)));
@@ -84,25 +86,26 @@ async function feedLatency(dir: string): Promise<void> {
   }
 }
 
-function exchangeRateRepricing(dir: string): void {
-  const storage = openSqliteStorage(path.join(dir, 'reprice.db'));
-  const admin = new CatalogAdmin(storage);
+async function exchangeRateRepricing(dir: string): Promise<void> {
+  const service = createService(loadConfig({}, { databasePath: path.join(dir, 'reprice.db') }));
+  const { admin } = service;
+  const storage = service.storage as SqliteStorage;
   console.log(`re-pricing: building ${PRODUCTS} products in 3 stores ...`);
-  const { merchant_id: merchantId } = buildDemoCatalog(admin, PRODUCTS);
+  const { merchant_id: merchantId } = await buildDemoCatalog(admin, PRODUCTS);
   const before = storage.db.prepare('SELECT count(*) FROM changes').pluck().get() as number;
   const started = performance.now();
-  admin.upsertExchangeRate(merchantId, { base: 'EUR', quote: 'PLN', rate: '4.3120' });
+  await admin.upsertExchangeRate(merchantId, { base: 'EUR', quote: 'PLN', rate: '4.3120' });
   const seconds = (performance.now() - started) / 1000;
   const recorded = (storage.db.prepare('SELECT count(*) FROM changes').pluck().get() as number) - before;
-  const stores = storage.listStores(merchantId).filter((s) => ['EUR', 'PLN'].includes(s.currency)).length;
+  const stores = (await storage.listStores(merchantId)).filter((s) => ['EUR', 'PLN'].includes(s.currency)).length;
   console.log(`exchange-rate change EUR/PLN: re-resolved ${PRODUCTS} products in the ${stores} stores priced in EUR or PLN and recorded ${recorded} changes in ${seconds.toFixed(1)} s (target <= 30 s)`);
-  storage.close();
+  await service.close();
 }
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cps-bench-changes-'));
 try {
   await feedLatency(dir);
-  exchangeRateRepricing(dir);
+  await exchangeRateRepricing(dir);
 } finally {
   fs.rmSync(dir, { recursive: true, force: true });
 }

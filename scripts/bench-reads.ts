@@ -16,9 +16,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
-import { CatalogAdmin } from '../src/admin/catalog-admin.js';
 import { buildDemoCatalog } from '../src/admin/demo.js';
-import { openSqliteStorage } from '../src/storage/sqlite.js';
+import { loadConfig } from '../src/config.js';
+import { createService } from '../src/service.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const PRODUCTS = Number(process.env.BENCH_PRODUCTS ?? 100_000);
@@ -31,9 +31,9 @@ async function main(): Promise<void> {
   const databasePath = path.join(dir, 'bench.db');
   console.log(`building ${PRODUCTS} products in 3 stores ...`);
   const started = Date.now();
-  const storage = openSqliteStorage(databasePath);
-  const { api_key: apiKey } = buildDemoCatalog(new CatalogAdmin(storage), PRODUCTS);
-  storage.close();
+  const service = createService(loadConfig({}, { databasePath }));
+  const { api_key: apiKey } = await buildDemoCatalog(service.admin, PRODUCTS);
+  await service.close();
   console.log(`built in ${((Date.now() - started) / 1000).toFixed(1)} s`);
 
   const child = fork(path.join(here, 'bench-server.ts'), [databasePath], { execArgv: ['--import', 'tsx'], stdio: 'inherit' });

@@ -10,17 +10,17 @@ import { loadConfig } from '../src/config.js';
 import { pino } from 'pino';
 import { createApp } from '../src/http/app.js';
 import { createLogger } from '../src/operations/log.js';
-import { openSqliteStorage } from '../src/storage/sqlite.js';
+import { createService } from '../src/service.js';
 
 const [databasePath] = process.argv.slice(2);
 if (!databasePath) throw new Error('usage: bench-server DB');
-const storage = openSqliteStorage(databasePath);
 // The limiter runs (its cost is part of every read) but never throttles the load generator.
 const rateLimit = { burst: 1e9, perSecond: 1e9 };
 const config = loadConfig({}, { databasePath, adminToken: 'bench', rateLimit });
 const logger = createLogger(config.operations, pino.destination({ dest: '/dev/null', sync: true }));
-const app = createApp({ storage, config, logger });
-const quiet = createApp({ storage, config: { ...config, operations: { ...config.operations, accessLog: false } }, logger });
+const service = createService(config, { logger });
+const app = createApp(service);
+const quiet = createApp({ ...service, config: { ...config, operations: { ...config.operations, accessLog: false } } });
 let staticBody = Buffer.alloc(0);
 const root = new Hono();
 root.get('/__static', (c) => c.body(staticBody, 200, { 'Content-Type': 'application/json' }));

@@ -7,12 +7,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { CatalogAdmin } from '../src/admin/catalog-admin.js';
 import { loadConfig } from '../src/config.js';
-import { openSqliteStorage } from '../src/storage/sqlite.js';
+import { createService } from '../src/service.js';
+import type { SqliteStorage } from '../src/storage/sqlite/index.js';
 import { AddressGuard } from '../src/outbound/address-guard.js';
 import { WebhookDispatcher } from '../src/webhooks/dispatcher.js';
-import { WebhookEndpoints } from '../src/webhooks/endpoints.js';
 import { OwnerNotifier } from '../src/webhooks/notifier.js';
 import { HttpDeliverySender } from '../src/webhooks/sender.js';
 
@@ -47,14 +46,14 @@ async function rawPostRate(): Promise<number> {
 
 /** The dispatcher sending DELIVERIES pending deliveries of one endpoint, from a fresh database. */
 async function signedDeliveryRate(dir: string, round: number): Promise<number> {
-  const storage = openSqliteStorage(path.join(dir, `deliveries-${round}.db`));
-  const admin = new CatalogAdmin(storage);
-  const merchant = admin.createMerchant({ name: 'Webhook bench' });
-  const endpoint = new WebhookEndpoints(storage, guard, () => new Date()).create(merchant.id, { url });
+  const service = createService({ ...config, databasePath: path.join(dir, `deliveries-${round}.db`) });
+  const storage = service.storage as SqliteStorage;
+  const merchant = await service.admin.createMerchant({ name: 'Webhook bench' });
+  const endpoint = await service.endpoints.create(merchant.id, { url });
   const at = new Date().toISOString();
-  storage.transaction(() => {
+  await storage.transaction(async (tx) => {
     for (let i = 0; i < DELIVERIES; i++) {
-      storage.insertDelivery({
+      await tx.insertDelivery({
         endpoint_id: endpoint.id, event: 'price', store_id: null, product_ids: Array.from({ length: 50 }, (_, k) => 1000 + k),
         occurred_at: null, status: 'pending', attempts: 0, next_attempt_at: at, created_at: at,
       });
@@ -74,7 +73,7 @@ async function signedDeliveryRate(dir: string, round: number): Promise<number> {
   const succeeded = storage.db.prepare("SELECT count(*) FROM webhook_deliveries WHERE status = 'succeeded'").pluck().get();
   if (succeeded !== DELIVERIES) throw new Error(`${succeeded} of ${DELIVERIES} succeeded`);
   await dispatcher.stop();
-  storage.close();
+  await service.close();
   return rate;
 }
 

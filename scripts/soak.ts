@@ -18,10 +18,11 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { CatalogAdmin } from '../src/admin/catalog-admin.js';
 import { buildDemoCatalog, demoProduct } from '../src/admin/demo.js';
 import { verifyCatalog } from '../test/support/verify.js';
-import { openSqliteStorage } from '../src/storage/sqlite.js';
+import { openSqliteStorage } from '../src/storage/sqlite/index.js';
+import { loadConfig } from '../src/config.js';
+import { createService } from '../src/service.js';
 import { ServiceProcess, freePort, killAllServices, sleep } from '../test/faults/harness.js';
 import { sample, total } from '../test/support/metrics.js';
 import { signatureMatches } from '../test/support/receiver.js';
@@ -155,9 +156,9 @@ const log = (line: string) => console.log(line);
 log(`Soak: ${SECONDS} s, ${PRODUCTS} products in ${STORES.length} stores, ${READERS} readers at ${READ_RPS} req/s in all, `
   + `${WRITE_RPS} product upserts/s, an exchange-rate change every ${RATE_EVERY_SECONDS} s, report every ${REPORT_SECONDS} s`);
 const setupStarted = Date.now();
-const seedStorage = openSqliteStorage(database);
-const demo = buildDemoCatalog(new CatalogAdmin(seedStorage, () => new Date(), 2000), PRODUCTS);
-seedStorage.close();
+const seed = createService(loadConfig({}, { databasePath: database }));
+const demo = await buildDemoCatalog(seed.admin, PRODUCTS);
+await seed.close();
 
 const receiver = await startReceiver();
 const port = await freePort();
@@ -308,9 +309,9 @@ const exitedCleanly = service.child.exitCode === 0;
 await receiver.close();
 
 const storage = openSqliteStorage(database);
-const consistency = verifyCatalog(storage);
+const consistency = await verifyCatalog(storage);
 const changes = storage.db.prepare('SELECT store_id, product_id, change_type FROM changes WHERE id > ?').all(changesBefore) as { store_id: number; product_id: number; change_type: string }[];
-storage.close();
+await storage.close();
 const unseen = changes.filter((c) => !receiver.state.seen.has(`${c.change_type}:${c.store_id}:${c.product_id}`)
   && !(c.change_type === 'removed' && receiver.state.seen.has(`removed:null:${c.product_id}`))).length;
 

@@ -169,7 +169,7 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
       adminBodyBytes: int(env, 'CPS_ADMIN_BODY_BYTES', 1024 * 1024),
       importBodyBytes: int(env, 'CPS_IMPORT_BODY_BYTES', 64 * 1024 * 1024),
       maxJsonDepth: Math.max(1, int(env, 'CPS_ADMIN_MAX_JSON_DEPTH', 32)),
-      publishChunk: int(env, 'CPS_PUBLISH_CHUNK', 2000),
+      publishChunk: int(env, 'CPS_PUBLISH_CHUNK', 500),
     },
     webhooks: {
       allowHosts: (env.CPS_WEBHOOK_ALLOW_HOSTS ?? '').split(',').map((h) => h.trim()).filter(Boolean),

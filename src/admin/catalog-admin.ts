@@ -75,7 +75,7 @@ export class CatalogAdmin {
   constructor(
     readonly storage: CatalogStorage,
     readonly now: () => Date = () => new Date(),
-    publishChunk = 2000,
+    publishChunk = 500,
   ) {
     this.publisher = new CatalogPublisher(now, publishChunk);
   }

@@ -24,7 +24,7 @@ export class CatalogPublisher {
   constructor(
     now: () => Date,
     /** Products read and resolved per bounded step of a bulk re-publish. */
-    private readonly chunkSize = 2000,
+    private readonly chunkSize = 500,
   ) {
     this.changes = new ChangeRecorder(now);
   }
@@ -54,7 +54,9 @@ export class CatalogPublisher {
     const context = await this.loadContext(tx, merchantId);
     const summary = { resolved: 0, changes: 0 };
     for (let i = 0; i < productIds.length; i += this.chunkSize) {
+      await yieldToOthers();
       const products = await tx.productsByIds(merchantId, productIds.slice(i, i + this.chunkSize));
+      await yieldToOthers();
       await this.publishChunk(tx, context, context.stores, products, summary);
     }
     return summary;
@@ -70,8 +72,10 @@ export class CatalogPublisher {
     const summary = { resolved: 0, changes: 0 };
     let afterId = 0;
     for (;;) {
+      await yieldToOthers();
       const products = await tx.productsAfter(merchantId, afterId, this.chunkSize);
       if (products.length === 0) break;
+      await yieldToOthers();
       await this.publishChunk(tx, context, stores, products, summary);
       afterId = products[products.length - 1]!.id;
       onProgress?.(summary.resolved);
@@ -104,6 +108,7 @@ export class CatalogPublisher {
       ...new Set(products.flatMap((p) => p.source.images.map((i) => i.url))),
     ]);
     for (const store of stores) {
+      await yieldToOthers();
       const previous = await tx.publishedHashes(store.id, ids);
       const rows: PublishedRow[] = [];
       const changes: DetectedChange[] = [];
@@ -126,7 +131,9 @@ export class CatalogPublisher {
           changes.push({ storeId: store.id, productId: product.id, changeType: 'content' });
         }
       }
+      await yieldToOthers();
       await tx.upsertPublished(store.id, rows);
+      await yieldToOthers();
       await this.changes.record(tx, context.merchantId, changes);
       summary.changes += changes.length;
       if (added) await tx.bumpCatalogVersion([store.id]);

@@ -117,7 +117,7 @@ export class ImageMirror {
     /** Where mirrored copies are served: `${publicBaseUrl}/media/{key}`. */
     private readonly publicBaseUrl: string,
     private readonly now: () => Date,
-    publishChunk = 2000,
+    publishChunk = 500,
     logger: Logger = silentLogger,
   ) {
     this.publisher = new CatalogPublisher(now, publishChunk);

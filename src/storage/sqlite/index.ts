@@ -14,6 +14,7 @@ import Database from 'better-sqlite3';
 import type { CatalogStorage, StorageOperations, StorageTx } from '../port.js';
 import type { OperationalCounts } from '../records.js';
 import { SqliteCatalogSetup } from './catalog-setup.js';
+import { Checkpointer } from './checkpointer.js';
 import { SqliteChanges } from './changes.js';
 import { SqliteConnection } from './connection.js';
 import { SqliteDeliveries } from './deliveries.js';
@@ -35,8 +36,12 @@ const AGGREGATES = [
 const WRITES: ReadonlySet<string> = new Set(AGGREGATES.flatMap((aggregate) => aggregate.writes));
 
 export interface SqliteOptions {
-  /** How long a transaction waits for another process's write lock before it fails. */
+  /** How long a transaction waits for another process's write lock before it fails (default 30 s). */
   lockTimeoutMs?: number;
+  /** How often, at most, the WAL is checkpointed after commits, off the event loop (default 1 s). */
+  checkpointIntervalMs?: number;
+  /** Told when a background checkpoint fails (the next one retries). */
+  onCheckpointError?: (error: string) => void;
 }
 
 /** Every aggregate's operations over one connection, as one object. */
@@ -71,10 +76,17 @@ export function openSqliteStorage(file: string, options: SqliteOptions = {}): Sq
   // for it asynchronously, so the event loop stays free.
   writer.pragma('busy_timeout = 0');
   migrate(writer);
-  // An in-memory database exists once per connection: reads share the write connection.
-  const reader = file === ':memory:' ? writer : connect(file, { readonly: true });
-  if (reader !== writer) reader.pragma('busy_timeout = 5000');
-  return new SqliteStorage(writer, reader, options);
+  if (file === ':memory:') {
+    // An in-memory database exists once per connection: reads share the write connection.
+    return new SqliteStorage(writer, writer, null, options);
+  }
+  // Checkpoints run in a worker thread (checkpointer.ts), never inside a COMMIT on the event loop.
+  writer.pragma('wal_autocheckpoint = 0');
+  writer.pragma(`journal_size_limit = ${64 * 1024 * 1024}`);
+  const reader = connect(file, { readonly: true });
+  reader.pragma('busy_timeout = 5000');
+  const checkpointer = new Checkpointer(file, options.checkpointIntervalMs ?? 1000, options.onCheckpointError);
+  return new SqliteStorage(writer, reader, checkpointer, options);
 }
 
 function migrate(db: Database.Database): void {
@@ -111,7 +123,9 @@ export class SqliteStorage implements CatalogStorage {
   private snapshots = 0;
   private readonly lockTimeoutMs: number;
 
-  constructor(readonly db: Database.Database, readDb: Database.Database, options: SqliteOptions = {}) {
+  constructor(
+    readonly db: Database.Database, readDb: Database.Database, private readonly checkpointer: Checkpointer | null, options: SqliteOptions = {},
+  ) {
     this.lockTimeoutMs = options.lockTimeoutMs ?? 30_000;
     this.read = new SqliteConnection(readDb);
     this.tx = operationsOn(new SqliteConnection(db));
@@ -146,6 +160,7 @@ export class SqliteStorage implements CatalogStorage {
       try {
         const result = await this.context.run(state, () => fn(this.tx));
         this.db.exec('COMMIT');
+        this.checkpointer?.committed();
         return result;
       } catch (error) {
         if (this.db.inTransaction) this.db.exec('ROLLBACK');
@@ -187,7 +202,9 @@ export class SqliteStorage implements CatalogStorage {
 
   async close(): Promise<void> {
     await this.queue;
+    await this.checkpointer?.close();
     if (this.read.db !== this.db) this.read.db.close();
+    // The last connection to close checkpoints what is left and removes the WAL.
     this.db.close();
   }
 

@@ -28,8 +28,16 @@ export interface Config {
     importBodyBytes: number;
     /** Deepest nesting of arrays and objects an admin JSON body (or import line) may have. */
     maxJsonDepth: number;
-    /** Products resolved and written per transaction by bulk re-publishing and imports. */
+    /** Products read, resolved and written per bounded step of a bulk re-publish, and import lines per transaction. */
     publishChunk: number;
+  };
+  storage: {
+    /** A merchant-wide write holds the event loop at most about this long before it lets reads run. */
+    writeSliceMs: number;
+    /** A transaction waits this long for another process's write lock (SQLite) before it fails. */
+    lockTimeoutMs: number;
+    /** The WAL is checkpointed in a background thread at most this often after commits (SQLite). */
+    checkpointIntervalMs: number;
   };
   webhooks: {
     /** Hosts (names or IPs) exempt from the SSRF guard and allowed over http:// (local development, tests). */
@@ -169,7 +177,12 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
       adminBodyBytes: int(env, 'CPS_ADMIN_BODY_BYTES', 1024 * 1024),
       importBodyBytes: int(env, 'CPS_IMPORT_BODY_BYTES', 64 * 1024 * 1024),
       maxJsonDepth: Math.max(1, int(env, 'CPS_ADMIN_MAX_JSON_DEPTH', 32)),
-      publishChunk: int(env, 'CPS_PUBLISH_CHUNK', 500),
+      publishChunk: Math.max(1, int(env, 'CPS_PUBLISH_CHUNK', 500)),
+    },
+    storage: {
+      writeSliceMs: Math.max(1, int(env, 'CPS_WRITE_SLICE_MS', 10)),
+      lockTimeoutMs: int(env, 'CPS_DB_LOCK_TIMEOUT_MS', 30_000),
+      checkpointIntervalMs: Math.max(10, int(env, 'CPS_WAL_CHECKPOINT_INTERVAL_MS', 1000)),
     },
     webhooks: {
       allowHosts: (env.CPS_WEBHOOK_ALLOW_HOSTS ?? '').split(',').map((h) => h.trim()).filter(Boolean),
@@ -229,6 +242,7 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
   const merged: Config = {
     ...config, ...overrides,
     limits: { ...config.limits, ...overrides.limits },
+    storage: { ...config.storage, ...overrides.storage },
     changes: { ...config.changes, ...overrides.changes },
     webhooks: { ...config.webhooks, ...overrides.webhooks },
     smtp: { ...config.smtp, ...overrides.smtp },

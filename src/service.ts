@@ -7,6 +7,7 @@ import type { Config } from './config.js';
 import { createImageMirror, type ImageMirror } from './images/mirror.js';
 import { createLogger, type Logger } from './operations/log.js';
 import { ServiceMetrics } from './operations/metrics.js';
+import { setYieldSlice } from './shared/cooperative.js';
 import type { CatalogStorage } from './storage/port.js';
 import { openSqliteStorage } from './storage/sqlite/index.js';
 import { AddressGuard } from './outbound/address-guard.js';
@@ -39,14 +40,19 @@ export interface ServiceOptions {
 }
 
 /** The configured database, with every migration applied. */
-export function openStorage(config: Config): CatalogStorage {
-  return openSqliteStorage(config.databasePath);
+export function openStorage(config: Config, logger?: Logger): CatalogStorage {
+  return openSqliteStorage(config.databasePath, {
+    lockTimeoutMs: config.storage.lockTimeoutMs,
+    checkpointIntervalMs: config.storage.checkpointIntervalMs,
+    onCheckpointError: (error) => logger?.warn({ error }, 'WAL checkpoint failed (the next one retries)'),
+  });
 }
 
 export function createService(config: Config, options: ServiceOptions = {}): Service {
   const now = options.now ?? (() => new Date());
   const logger = options.logger ?? createLogger(config.operations);
-  const storage = options.storage ?? openStorage(config);
+  setYieldSlice(config.storage.writeSliceMs);
+  const storage = options.storage ?? openStorage(config, logger);
   const metrics = new ServiceMetrics(storage, now, logger);
   const guard = new AddressGuard(config.webhooks.allowHosts);
   const dispatcher = createWebhookDispatcher(storage, config, { now, logger, metrics, guard });

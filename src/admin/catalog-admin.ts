@@ -5,6 +5,7 @@ import type {
   AttributeDefinitionRecord, ExchangeRateRecord, ProductRecord, ProductSourceDocument, StoreRecord,
 } from '../catalog/model.js';
 import { parseDecimal } from '../catalog/money.js';
+import type { components } from '../generated/admin-api.js';
 import { CatalogPublisher, type PublishSummary } from '../catalog/publish.js';
 import { ProblemError, invalidInput, type InvalidParam } from '../shared/problem.js';
 import { issueApiKey } from './api-keys.js';
@@ -56,12 +57,8 @@ function compareDecimals(a: string, b: string): number {
 
 const notFound = (what: string) => new ProblemError('not_found', `${what} does not exist.`);
 
-/** A product's source with each image's mirroring state (admin `ProductSource`). */
-export type ProductSourceView = Omit<ProductRecord['source'], 'images'> & {
-  id: number;
-  ref: string;
-  images: { url: string; state: 'pending' | 'mirrored' | 'dead'; mirrored_url: string | null }[];
-};
+/** A product's source with each image's mirroring state, as the admin API shows it (generated). */
+export type ProductSourceView = components['schemas']['ProductSource'];
 
 /** The suppliers and stores a product source may name, loaded once per request or import. */
 export interface SourceReferences {

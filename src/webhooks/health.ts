@@ -4,18 +4,9 @@
 // time) the endpoint pauses for a cooldown; the next change after the cooldown resumes it; one
 // 2xx clears everything. Pure functions over the endpoint's health record.
 
-export type EndpointStatus = 'active' | 'paused' | 'disabled';
+import type { EndpointHealth } from '../storage/records.js';
 
-export interface EndpointHealth {
-  status: EndpointStatus;
-  consecutive_failures: number;
-  failure_streak_started_at: string | null;
-  paused_until: string | null;
-  owners_notified_at: string | null;
-  disabled_reason: string | null;
-  last_success_at: string | null;
-  last_failure_at: string | null;
-}
+export type { EndpointHealth, EndpointStatus } from '../storage/records.js';
 
 export interface HealthPolicy {
   /** "Repeated failures": consecutive failed attempts after which owners are notified. */

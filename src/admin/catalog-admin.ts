@@ -10,6 +10,7 @@ import { CatalogPublisher, type PublishSummary } from '../catalog/publish.js';
 import { ProblemError, invalidInput, type InvalidParam } from '../shared/problem.js';
 import { issueApiKey } from './api-keys.js';
 import { retryDeadImages } from '../images/retry.js';
+import { yieldToOthers } from '../shared/cooperative.js';
 import type {
   ApiKeyRecord, CatalogStorage, ImageMirrorWork, ImageStateCounts, MerchantRecord, PricingRuleInputRecord, StorageOperations,
   StorageTx, StoreInputRecord,
@@ -454,7 +455,8 @@ export class CatalogAdmin {
       const at = this.at();
       const upsertedIds: number[] = [];
       const deletedIds: number[] = [];
-      for (const operation of operations) {
+      for (const [index, operation] of operations.entries()) {
+        if (index % 64 === 0) await yieldToOthers();
         if (operation.op === 'upsert_product') {
           upsertedIds.push((await tx.upsertProductSource(merchantId, operation.ref, operation.source, at)).id);
           await tx.ensureImageMirrors(merchantId, operation.source.images.map((i) => i.url), at);

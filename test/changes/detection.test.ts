@@ -7,7 +7,7 @@
 // the changes of one product within a window, which would hide a `price` recorded beside a
 // `content`).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ProductSourceInput } from '../../src/admin/catalog-admin.js';
+import { normalizeSource, type ProductSourceInput } from '../../src/admin/catalog-admin.js';
 import { loadConfig } from '../../src/config.js';
 import type { StoreInputRecord } from '../../src/storage/port.js';
 import { adminOk, importNdjson } from '../support/admin-http.js';
@@ -54,9 +54,9 @@ async function recorded(write: () => unknown): Promise<Record<Slug, Recorded[]>>
 /** Within one write, products may come in any order; each product's own changes keep theirs. */
 const byProduct = (changes: Recorded[]) => [...changes].sort((a, b) => a[0] - b[0]);
 
-function upsert(ref: string, source: ProductSourceInput) {
+async function upsert(ref: string, source: ProductSourceInput): Promise<number> {
   sources[ref] = source;
-  ids[ref] = service.admin.upsertProduct(merchantId, ref, source).id;
+  ids[ref] = (await service.admin.upsertProduct(merchantId, ref, source)).id;
   return ids[ref]!;
 }
 
@@ -79,22 +79,22 @@ beforeAll(async () => {
     config: { changes: { ...loadConfig({}).changes, feedWindow: 1 } },
   });
   const admin = service.admin;
-  merchantId = admin.createMerchant({ name: 'Alpine Outfitters', sku_pattern: 'AO-{ref}' }).id;
-  key = service.keyFor(merchantId);
-  admin.upsertStore(merchantId, 'de', DE);
-  admin.upsertStore(merchantId, 'pl', PL);
-  admin.createCustomerGroup(merchantId, 'retail');
-  admin.upsertExchangeRate(merchantId, { base: 'EUR', quote: 'PLN', rate: '4.25' });
-  admin.upsertSupplier(merchantId, 'alpine', 'Alpine Wholesale AG');
-  admin.upsertAttributeDefinition(merchantId, { key: 'weight', unit: 'kg', labels: { de: 'Gewicht', pl: 'Waga' } });
-  upsert('BP-40', backpack());
+  merchantId = (await admin.createMerchant({ name: 'Alpine Outfitters', sku_pattern: 'AO-{ref}' })).id;
+  key = await service.keyFor(merchantId);
+  await admin.upsertStore(merchantId, 'de', DE);
+  await admin.upsertStore(merchantId, 'pl', PL);
+  await admin.createCustomerGroup(merchantId, 'retail');
+  await admin.upsertExchangeRate(merchantId, { base: 'EUR', quote: 'PLN', rate: '4.25' });
+  await admin.upsertSupplier(merchantId, 'alpine', 'Alpine Wholesale AG');
+  await admin.upsertAttributeDefinition(merchantId, { key: 'weight', unit: 'kg', labels: { de: 'Gewicht', pl: 'Waga' } });
+  await upsert('BP-40', backpack());
   // Out of stock: excluded once a store excludes out-of-stock products.
-  upsert('LAMP-1', {
+  await upsert('LAMP-1', {
     content: { de: { title: 'Stirnlampe', description: null }, pl: { title: 'Latarka czołowa', description: null } },
     offers: [{ supplier_ref: 'alpine', quantity: 0, cost: '8.00', currency: 'EUR' }],
   });
   // No offers: excluded (no_offers) everywhere, every price 0.
-  upsert('FREE-1', {
+  await upsert('FREE-1', {
     content: { de: { title: 'Aufkleber', description: null }, pl: { title: 'Naklejka', description: null } },
   });
 });
@@ -103,8 +103,8 @@ afterAll(() => service.close());
 describe('product upsert (admin PUT /products/{ref})', () => {
   it('records price and content in every store for a product new to the catalog', async () => {
     let tent = 0;
-    const changes = await recorded(() => {
-      tent = upsert('TENT-2', {
+    const changes = await recorded(async () => {
+      tent = await upsert('TENT-2', {
         content: { de: { title: 'Zelt für zwei', description: null }, pl: { title: 'Namiot dla dwojga', description: null } },
         offers: [{ supplier_ref: 'alpine', quantity: 2, cost: '100.00', currency: 'EUR' }],
       });
@@ -173,15 +173,23 @@ describe('product upsert (admin PUT /products/{ref})', () => {
 
   it('records the change in the transaction of the write: a rolled-back write records nothing', async () => {
     const before = await service.api(`/v1/products/${ids['BP-40']}`, key);
-    const changes = await recorded(() => {
-      expect(() => service.storage.transaction(() => {
-        upsert('BP-40', { ...sources['BP-40']!, offers: [{ supplier_ref: 'alpine', quantity: 1, cost: '99.00', currency: 'EUR' }] });
+    // Transactions do not nest any more (admin.upsertProduct opens its own): the write path of an
+    // upsert (source, image mirrors, re-publish with change recording) runs on one tx, which fails.
+    const changed: ProductSourceInput = { ...sources['BP-40']!, offers: [{ supplier_ref: 'alpine', quantity: 1, cost: '99.00', currency: 'EUR' }] };
+    let publishedChanges = 0;
+    const changes = await recorded(async () => {
+      await expect(service.storage.transaction(async (tx) => {
+        const { id } = await tx.upsertProductSource(merchantId, 'BP-40', normalizeSource(changed), new Date(clock.ms).toISOString());
+        await tx.ensureImageMirrors(merchantId, changed.images!.map((i) => i.url), new Date(clock.ms).toISOString());
+        publishedChanges = (await service.admin.publisher.publishProducts(tx, merchantId, [id])).changes;
         throw new Error('the write fails after publishing');
-      })).toThrow('the write fails after publishing');
+      })).rejects.toThrow('the write fails after publishing');
     });
+    // The write did detect and record changes in its transaction, and they rolled back with it.
+    expect(publishedChanges).toBeGreaterThan(0);
     expect(changes).toEqual({ de: [], pl: [] });
     expect((await service.api(`/v1/products/${ids['BP-40']}`, key)).text).toBe(before.text);
-    sources['BP-40'] = service.admin.product(merchantId, 'BP-40').source;
+    sources['BP-40'] = (await service.admin.product(merchantId, 'BP-40')).source;
   });
 });
 
@@ -196,7 +204,7 @@ describe('product delete (admin DELETE /products/{ref})', () => {
 
 describe('NDJSON import (admin POST /imports)', () => {
   it('records price, content, both and removed per line, and nothing for an unchanged line', async () => {
-    upsert('GONE-1', { content: { de: { title: 'Alt', description: null }, pl: { title: 'Stary', description: null } } });
+    await upsert('GONE-1', { content: { de: { title: 'Alt', description: null }, pl: { title: 'Stary', description: null } } });
     const gone = ids['GONE-1']!;
     const lamp = ids['LAMP-1']!;
     const lines = [
@@ -211,8 +219,8 @@ describe('NDJSON import (admin POST /imports)', () => {
       const response = await importNdjson(service, merchantId, lines);
       expect(response.status, response.text).toBe(200);
     });
-    sources['LAMP-1'] = service.admin.product(merchantId, 'LAMP-1').source;
-    const created = service.admin.product(merchantId, 'NEW-1').id;
+    sources['LAMP-1'] = (await service.admin.product(merchantId, 'LAMP-1')).source;
+    const created = (await service.admin.product(merchantId, 'NEW-1')).id;
     ids['NEW-1'] = created;
     // NEW-1 has no Polish title: it is published in pl too, excluded (missing_title).
     expect({ de: byProduct(changes.de), pl: byProduct(changes.pl) }).toEqual({
@@ -260,13 +268,13 @@ describe('pricing-rule changes', () => {
   let ruleId: number;
 
   it('records price for every product whose price entry changed', async () => {
-    const retail = service.storage.listCustomerGroups(merchantId).find((g) => g.name === 'retail')!;
+    const retail = (await service.storage.listCustomerGroups(merchantId)).find((g) => g.name === 'retail')!;
     const all = [ids['BP-40']!, ids['LAMP-1']!, ids['FREE-1']!, ids['NEW-1']!].sort((a, b) => a - b);
-    const changes = await recorded(() => {
-      ruleId = service.admin.createPricingRule(merchantId, {
+    const changes = await recorded(async () => {
+      ruleId = (await service.admin.createPricingRule(merchantId, {
         priority: 10, customer_group_id: retail.id, store_id: null, manufacturer: null, min_cost: null, max_cost: null,
         markup_percent: '40', markup_amount: '0', price_ending: 99,
-      }).id;
+      })).id;
     });
     // Every entry now names the new rule (applied_rule_id), FREE-1's too although its price stays 0.
     const expected = all.map((id): Recorded => [id, 'price']);
@@ -274,7 +282,7 @@ describe('pricing-rule changes', () => {
   });
 
   it('records nothing for products whose prices the rule change leaves as they were', async () => {
-    const rule = service.storage.getPricingRule(merchantId, ruleId)!;
+    const rule = (await service.storage.getPricingRule(merchantId, ruleId))!;
     const changes = await recorded(() => service.admin.updatePricingRule(merchantId, ruleId, { ...rule, markup_percent: '50' }));
     // FREE-1 costs 0, which stays 0 under any markup. NEW-1 costs 5.00 EUR: 7.00 and 7.50 both end
     // as 7.99 in de, while in pl (21.50 PLN) 30.99 becomes 32.99.
@@ -286,8 +294,8 @@ describe('pricing-rule changes', () => {
   });
 
   it('records price only in the store a store-scoped rule applies to', async () => {
-    const rule = service.storage.getPricingRule(merchantId, ruleId)!;
-    const pl = service.storage.findStore(merchantId, 'pl')!;
+    const rule = (await service.storage.getPricingRule(merchantId, ruleId))!;
+    const pl = (await service.storage.findStore(merchantId, 'pl'))!;
     const changes = await recorded(() => service.admin.updatePricingRule(merchantId, ruleId, { ...rule, store_id: pl.id }));
     // In de the retail entries fall back to the catch-all rule; in pl the rule still applies unchanged.
     const all = [ids['BP-40']!, ids['LAMP-1']!, ids['FREE-1']!, ids['NEW-1']!].sort((a, b) => a - b);

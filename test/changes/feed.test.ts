@@ -10,8 +10,8 @@ import { pruneExpiredChanges } from '../../src/changes/retention.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { ProblemError } from '../../src/shared/problem.js';
 import type { PricingRuleRecord } from '../../src/catalog/model.js';
-import { openSqliteStorage } from '../../src/storage/sqlite.js';
-import type { StoreInputRecord } from '../../src/storage/port.js';
+import { openSqliteStorage } from '../../src/storage/sqlite/index.js';
+import type { CatalogStorage, StorageOperations, StoreInputRecord } from '../../src/storage/port.js';
 import { adminOk } from '../support/admin-http.js';
 import { startTestService, type TestService } from '../support/service.js';
 
@@ -35,21 +35,21 @@ const ARCHIVE: StoreInputRecord = { name: 'Old shop', locale: 'en-GB', currency:
 /** A merchant built through the domain: stores, one customer group with its own rule, products. */
 interface Merchant { id: number; key: string; rule: PricingRuleRecord; refs: string[]; markup: number }
 
-function buildMerchant(service: TestService, name: string, products: number, stores: Record<string, StoreInputRecord> = { de: DE, pl: PL }): Merchant {
+async function buildMerchant(service: TestService, name: string, products: number, stores: Record<string, StoreInputRecord> = { de: DE, pl: PL }): Promise<Merchant> {
   const admin = service.admin;
-  const id = admin.createMerchant({ name }).id;
-  for (const [slug, store] of Object.entries(stores)) admin.upsertStore(id, slug, store);
-  const group = admin.createCustomerGroup(id, 'retail');
-  admin.upsertExchangeRate(id, { base: 'EUR', quote: 'PLN', rate: '4.25' });
-  admin.upsertSupplier(id, 'alpine', 'Alpine AG');
-  const rule = admin.createPricingRule(id, {
+  const id = (await admin.createMerchant({ name })).id;
+  for (const [slug, store] of Object.entries(stores)) await admin.upsertStore(id, slug, store);
+  const group = await admin.createCustomerGroup(id, 'retail');
+  await admin.upsertExchangeRate(id, { base: 'EUR', quote: 'PLN', rate: '4.25' });
+  await admin.upsertSupplier(id, 'alpine', 'Alpine AG');
+  const rule = await admin.createPricingRule(id, {
     priority: 10, customer_group_id: group.id, store_id: null, manufacturer: null, min_cost: null, max_cost: null,
     markup_percent: '10', markup_amount: '0', price_ending: null,
   });
   const refs = Array.from({ length: products }, (_, i) => `P-${String(i + 1).padStart(4, '0')}`);
   const lines = refs.map((ref, i) => JSON.stringify({ op: 'upsert_product', product: product(ref, `${10 + i}.00`) }));
-  if (refs.length) importNdjson(admin, id, `${lines.join('\n')}\n`);
-  return { id, key: service.keyFor(id), rule, refs, markup: 10 };
+  if (refs.length) await importNdjson(admin, id, `${lines.join('\n')}\n`);
+  return { id, key: await service.keyFor(id), rule, refs, markup: 10 };
 }
 
 function product(ref: string, cost: string, title = `Produkt ${ref}`): ProductSourceInput & { ref: string } {
@@ -61,13 +61,13 @@ function product(ref: string, cost: string, title = `Produkt ${ref}`): ProductSo
 }
 
 /** A markup change of the merchant's rule: a `price` change of every product in every store. */
-function reprice(service: TestService, merchant: Merchant): void {
+async function reprice(service: TestService, merchant: Merchant): Promise<void> {
   merchant.markup += 1;
-  service.admin.updatePricingRule(merchant.id, merchant.rule.id, { ...merchant.rule, markup_percent: String(merchant.markup) });
+  await service.admin.updatePricingRule(merchant.id, merchant.rule.id, { ...merchant.rule, markup_percent: String(merchant.markup) });
 }
 
-function storeId(service: TestService, merchant: Merchant, slug: string): number {
-  return service.storage.findStore(merchant.id, slug)!.id;
+async function storeId(service: TestService, merchant: Merchant, slug: string): Promise<number> {
+  return (await service.storage.findStore(merchant.id, slug))!.id;
 }
 
 /** Every recorded change of the store, in position order, straight from the `changes` table. */
@@ -103,7 +103,7 @@ class FeedReader {
 
   constructor(
     private readonly service: TestService, private readonly key: string, private readonly slug: string,
-    private readonly store: number, private readonly window: number,
+    readonly store: number, private readonly window: number,
   ) {}
 
   async poll(): Promise<ChangePage> {
@@ -143,15 +143,15 @@ describe('GET /v1/changes (spec 4.4)', () => {
   let other: Merchant;
   let smallIds: number[];
 
-  const reader = (merchant: Merchant, slug = 'de') => new FeedReader(service, merchant.key, slug, storeId(service, merchant, slug), WINDOW);
+  const reader = async (merchant: Merchant, slug = 'de') => new FeedReader(service, merchant.key, slug, await storeId(service, merchant, slug), WINDOW);
   const poll = (merchant: Merchant, query: string) => service.api(`/v1/changes${query ? `?${query}` : ''}`, merchant.key);
 
   beforeAll(async () => {
     service = await startTestService({ now: () => new Date(clock.ms), config: changesConfig({ feedWindow: WINDOW }) });
-    big = buildMerchant(service, 'Big Outdoor', 130);
-    small = buildMerchant(service, 'Small Outdoor', 3, { de: DE, pl: PL, archive: ARCHIVE });
-    other = buildMerchant(service, 'Other Merchant', 2, { de: DE });
-    smallIds = small.refs.map((ref) => service.admin.product(small.id, ref).id);
+    big = await buildMerchant(service, 'Big Outdoor', 130);
+    small = await buildMerchant(service, 'Small Outdoor', 3, { de: DE, pl: PL, archive: ARCHIVE });
+    other = await buildMerchant(service, 'Other Merchant', 2, { de: DE });
+    smallIds = await Promise.all(small.refs.map(async (ref) => (await service.admin.product(small.id, ref)).id));
   });
   afterAll(() => service.close());
 
@@ -164,14 +164,14 @@ describe('GET /v1/changes (spec 4.4)', () => {
     it('starts at the beginning of the retained history when called with neither since nor since_id', async () => {
       const response = await poll(big, 'store=de');
       expect(response.status).toBe(200);
-      const rows = storedChanges(service, storeId(service, big, 'de'));
+      const rows = storedChanges(service, await storeId(service, big, 'de'));
       expect(rows.length).toBeGreaterThan(WINDOW);
       expect(response.body).toEqual(expectedWindow(rows, BEGINNING, WINDOW, 'de'));
       expect(response.body.changes[0].product_id).toBe(rows[0]!.product_id);
     });
 
     it('answers next_since and next_id: the position of the last change the window covered', async () => {
-      const rows = storedChanges(service, storeId(service, big, 'de'));
+      const rows = storedChanges(service, await storeId(service, big, 'de'));
       const first = (await poll(big, 'store=de')).body;
       expect({ since: first.next_since, id: first.next_id }).toEqual({ since: rows[WINDOW - 1]!.created_at, id: rows[WINDOW - 1]!.id });
       const second = (await poll(big, `store=de&${cursorQuery({ since: first.next_since, id: first.next_id })}`)).body;
@@ -181,19 +181,19 @@ describe('GET /v1/changes (spec 4.4)', () => {
     });
 
     it('reports only the latest change per product in the window, ordered by the position of that change', async () => {
-      const feed = reader(small);
+      const feed = await reader(small);
       await feed.drain();
       const [a, b, c] = smallIds as [number, number, number];
       const [refA, refB, refC] = small.refs as [string, string, string];
       const s1 = nextSecond();
-      setCost(small, refA, '50.00'); // a: price
+      await setCost(small, refA, '50.00'); // a: price
       const s2 = nextSecond();
-      setCost(small, refB, '60.00'); // b: price
+      await setCost(small, refB, '60.00'); // b: price
       const s3 = nextSecond();
-      setCost(small, refA, '50.00', 'Neuer Titel'); // a: content
+      await setCost(small, refA, '50.00', 'Neuer Titel'); // a: content
       const s4 = nextSecond();
-      setCost(small, refC, '70.00'); // c: price ...
-      service.admin.deleteProduct(small.id, refC); // ... then removed, in the same second
+      await setCost(small, refC, '70.00'); // c: price ...
+      await service.admin.deleteProduct(small.id, refC); // ... then removed, in the same second
       const page = await feed.poll();
       expect(page.changes).toEqual([
         { product_id: b, change_type: 'price', created_at: s2 },
@@ -201,7 +201,7 @@ describe('GET /v1/changes (spec 4.4)', () => {
         { product_id: c, change_type: 'removed', created_at: s4 },
       ]);
       expect(s1 < s2).toBe(true);
-      const rows = storedChanges(service, storeId(service, small, 'de'));
+      const rows = storedChanges(service, await storeId(service, small, 'de'));
       expect(page.next_id).toBe(rows[rows.length - 1]!.id);
       expect(page.next_since).toBe(s4);
       // The product stays removed for later tests: two products remain.
@@ -210,7 +210,7 @@ describe('GET /v1/changes (spec 4.4)', () => {
     });
 
     it('returns changes [] and the cursor it was sent when nothing follows the cursor', async () => {
-      const feed = reader(small);
+      const feed = await reader(small);
       await feed.drain();
       const cursor = feed.cursor!;
       const response = await poll(small, `store=de&${cursorQuery(cursor)}`);
@@ -230,12 +230,12 @@ describe('GET /v1/changes (spec 4.4)', () => {
     });
 
     it('reads each store its own changes: a PLN rate change shows in the PLN store only', async () => {
-      const de = reader(small, 'de');
-      const pl = reader(small, 'pl');
+      const de = await reader(small, 'de');
+      const pl = await reader(small, 'pl');
       await de.drain();
       await pl.drain();
       nextSecond();
-      service.admin.upsertExchangeRate(small.id, { base: 'EUR', quote: 'PLN', rate: '4.40' });
+      await service.admin.upsertExchangeRate(small.id, { base: 'EUR', quote: 'PLN', rate: '4.40' });
       expect(await de.drain()).toEqual([]);
       expect((await pl.drain()).map((c) => [c.product_id, c.change_type])).toEqual(smallIds.map((id) => [id, 'price']));
       const response = await poll(small, `store=pl&${cursorQuery(pl.cursor!)}`);
@@ -255,12 +255,12 @@ describe('GET /v1/changes (spec 4.4)', () => {
 
   describe('cursor exactness (cursor rules 1-4)', () => {
     it('resumes exactly where the previous window ended within one second', async () => {
-      const feed = reader(big);
+      const feed = await reader(big);
       await feed.drain();
-      const ids = [...service.storage.publishedProductIds(storeId(service, big, 'de'))];
+      const ids = [...await service.storage.publishedProductIds(await storeId(service, big, 'de'))];
       const second = nextSecond();
       const writes = 5;
-      for (let i = 0; i < writes; i++) reprice(service, big); // 650 changes, all inside one second
+      for (let i = 0; i < writes; i++) await reprice(service, big); // 650 changes, all inside one second
       const polls = feed.polls;
       const read = await feed.drain();
       // Every change exactly once, in order: the re-pricings' products in id order, five times.
@@ -268,22 +268,22 @@ describe('GET /v1/changes (spec 4.4)', () => {
       expect(read).toEqual(expected);
       expect(feed.polls - polls).toBe(Math.ceil((writes * ids.length) / WINDOW) + 1);
       // The recorded changes, straight from storage, are exactly the ones read.
-      const rows = storedChanges(service, storeId(service, big, 'de')).filter((row) => row.created_at === second);
+      const rows = storedChanges(service, await storeId(service, big, 'de')).filter((row) => row.created_at === second);
       expect(rows.map(entry)).toEqual(expected);
       expect(feed.cursor).toEqual({ since: second, id: rows[rows.length - 1]!.id });
     });
 
     it('reads every change exactly once while writes keep arriving between polls', async () => {
-      const feed = reader(big);
+      const feed = await reader(big);
       await feed.drain();
-      const ids = [...service.storage.publishedProductIds(storeId(service, big, 'de'))];
+      const ids = [...await service.storage.publishedProductIds(await storeId(service, big, 'de'))];
       const start = feed.read.length;
       const expected: ChangeEntry[] = [];
       nextSecond();
       for (let i = 0; i < 12; i++) {
         // The first half inside one frozen second, then a second per write.
         if (i >= 6) clock.ms += 1000;
-        reprice(service, big);
+        await reprice(service, big);
         expected.push(...ids.map((id) => ({ product_id: id, change_type: 'price' as const, created_at: iso(clock.ms) })));
         for (let p = 0; p < i % 3; p++) await feed.poll();
       }
@@ -292,11 +292,11 @@ describe('GET /v1/changes (spec 4.4)', () => {
     });
 
     it('covers every recorded change exactly once, in order, for any mix of writes and polls', async () => {
-      const de = reader(big, 'de');
-      const pl = reader(big, 'pl');
+      const de = await reader(big, 'de');
+      const pl = await reader(big, 'pl');
       await de.drain();
       await pl.drain();
-      const firstNew = { de: storedChanges(service, storeId(service, big, 'de')).length, pl: storedChanges(service, storeId(service, big, 'pl')).length };
+      const firstNew = { de: storedChanges(service, de.store).length, pl: storedChanges(service, pl.store).length };
       const coveredBefore = { de: de.covered.length, pl: pl.covered.length };
       let seed = 20250314;
       const random = (n: number) => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed % n; };
@@ -305,19 +305,19 @@ describe('GET /v1/changes (spec 4.4)', () => {
         const refs = big.refs;
         const ref = refs[random(refs.length)]!;
         switch (random(7)) {
-          case 0: reprice(service, big); break;
-          case 1: setCost(big, ref, `${20 + random(50)}.${random(10)}0`); break;
-          case 2: setCost(big, ref, `${20 + random(50)}.00`, `Titel ${step}`); break;
-          case 3: service.admin.upsertProduct(big.id, ref, { ...product(ref, '33.00'), excluded_stores: ['pl'] }); break;
+          case 0: await reprice(service, big); break;
+          case 1: await setCost(big, ref, `${20 + random(50)}.${random(10)}0`); break;
+          case 2: await setCost(big, ref, `${20 + random(50)}.00`, `Titel ${step}`); break;
+          case 3: await service.admin.upsertProduct(big.id, ref, { ...product(ref, '33.00'), excluded_stores: ['pl'] }); break;
           case 4:
             if (refs.length > WINDOW + 10) {
-              service.admin.deleteProduct(big.id, ref);
+              await service.admin.deleteProduct(big.id, ref);
               big.refs = refs.filter((r) => r !== ref);
             }
             break;
           case 5: {
             const lines = Array.from({ length: 1 + random(150) }, () => JSON.stringify({ op: 'upsert_product', product: product(`N-${++created}`, '12.30') }));
-            importNdjson(service.admin, big.id, `${lines.join('\n')}\n`);
+            await importNdjson(service.admin, big.id, `${lines.join('\n')}\n`);
             big.refs = [...big.refs, ...Array.from({ length: lines.length }, (_, i) => `N-${created - lines.length + 1 + i}`)];
             break;
           }
@@ -329,7 +329,7 @@ describe('GET /v1/changes (spec 4.4)', () => {
       await de.drain();
       await pl.drain();
       for (const [slug, feed] of [['de', de], ['pl', pl]] as const) {
-        const rows = storedChanges(service, storeId(service, big, slug));
+        const rows = storedChanges(service, feed.store);
         expect(rows.length - firstNew[slug]).toBeGreaterThan(3 * WINDOW);
         expect(feed.covered.slice(coveredBefore[slug])).toEqual(rows.slice(firstNew[slug]).map((row) => row.id));
       }
@@ -341,14 +341,14 @@ describe('GET /v1/changes (spec 4.4)', () => {
     let previous: string;
     let rows: StoredChange[];
 
-    beforeAll(() => {
+    beforeAll(async () => {
       previous = nextSecond();
-      setCost(small, small.refs[0]!, '41.00');
+      await setCost(small, small.refs[0]!, '41.00');
       second = iso(clock.ms + 1000);
       clock.ms += 1000;
-      setCost(small, small.refs[0]!, '42.00');
-      setCost(small, small.refs[1]!, '43.00');
-      rows = storedChanges(service, storeId(service, small, 'de'));
+      await setCost(small, small.refs[0]!, '42.00');
+      await setCost(small, small.refs[1]!, '43.00');
+      rows = storedChanges(service, await storeId(service, small, 'de'));
     });
 
     const window = (cursor: Cursor) => expectedWindow(rows, cursor, WINDOW, 'de');
@@ -405,10 +405,10 @@ describe('GET /v1/changes (spec 4.4)', () => {
 
   describe('created_at', () => {
     it('is ISO 8601 in UTC with whole seconds and the offset written as Z', async () => {
-      const feed = reader(small);
+      const feed = await reader(small);
       await feed.drain();
       clock.ms = Math.floor(clock.ms / 1000) * 1000 + 10_789;
-      setCost(small, small.refs[1]!, '44.00');
+      await setCost(small, small.refs[1]!, '44.00');
       const [change] = await feed.drain();
       expect(change!.created_at).toBe(iso(clock.ms));
       expect(change!.created_at).toMatch(WHOLE_SECOND_UTC);
@@ -442,11 +442,11 @@ describe('GET /v1/changes (spec 4.4)', () => {
 
   describe('tenancy', () => {
     it("never shows merchant A's changes to merchant B's key", async () => {
-      const otherIds = new Set(other.refs.map((ref) => service.admin.product(other.id, ref).id));
-      const bigIds = new Set(big.refs.map((ref) => service.admin.product(big.id, ref).id));
+      const otherIds = new Set(await Promise.all(other.refs.map(async (ref) => (await service.admin.product(other.id, ref)).id)));
+      const bigIds = new Set(await Promise.all(big.refs.map(async (ref) => (await service.admin.product(big.id, ref)).id)));
       nextSecond();
-      reprice(service, big);
-      const feed = new FeedReader(service, other.key, 'de', storeId(service, other, 'de'), WINDOW);
+      await reprice(service, big);
+      const feed = new FeedReader(service, other.key, 'de', await storeId(service, other, 'de'), WINDOW);
       const read = await feed.drain();
       expect(read.length).toBeGreaterThan(0);
       expect(read.every((change) => otherIds.has(change.product_id))).toBe(true);
@@ -474,23 +474,23 @@ describe('monotonic timestamps', () => {
 
   beforeAll(async () => {
     service = await startTestService({ now: () => new Date(clock.ms), config: changesConfig({ feedWindow: 5 }) });
-    merchant = buildMerchant(service, 'Clockwork', 5);
+    merchant = await buildMerchant(service, 'Clockwork', 5);
   });
   afterAll(() => service.close());
 
   it('never makes created_at go back, nor the feed skip or repeat, when the clock steps back', async () => {
-    const feed = new FeedReader(service, merchant.key, 'de', storeId(service, merchant, 'de'), 5);
+    const feed = new FeedReader(service, merchant.key, 'de', await storeId(service, merchant, 'de'), 5);
     await feed.drain();
     const expected: ChangeEntry[] = [];
-    const ids = merchant.refs.map((ref) => service.admin.product(merchant.id, ref).id);
+    const ids = await Promise.all(merchant.refs.map(async (ref) => (await service.admin.product(merchant.id, ref)).id));
     const repriced = (at: number) => expected.push(...ids.map((id) => ({ product_id: id, change_type: 'price' as const, created_at: iso(at) })));
 
     clock.ms = T + 10_000;
-    reprice(service, merchant);
+    await reprice(service, merchant);
     repriced(T + 10_000);
     await feed.poll(); // the cursor now sits inside the second T+10s
     clock.ms = T + 10_000 - 3600_000; // the clock steps back one hour
-    reprice(service, merchant);
+    await reprice(service, merchant);
     repriced(T + 10_000);
     // The server's own admin (another CatalogAdmin on the same storage) shares the monotonic clock.
     await adminOk(service, 'PUT', `/admin/v1/merchants/${merchant.id}/pricing-rules/${merchant.rule.id}`,
@@ -498,16 +498,16 @@ describe('monotonic timestamps', () => {
     repriced(T + 10_000);
     await feed.poll();
     clock.ms += 5_000; // still an hour behind
-    reprice(service, merchant);
+    await reprice(service, merchant);
     repriced(T + 10_000);
     clock.ms = T + 12_000; // past the last handed-out second again
-    reprice(service, merchant);
+    await reprice(service, merchant);
     repriced(T + 12_000);
     await feed.drain();
     const all = feed.read.filter((c) => c.created_at >= iso(T + 10_000));
     expect(all).toEqual(expected);
     // In the table too: positions grow with the id.
-    const rows = storedChanges(service, storeId(service, merchant, 'de'));
+    const rows = storedChanges(service, feed.store);
     const byId = [...rows].sort((a, b) => a.id - b.id);
     expect(byId).toEqual(rows);
   });
@@ -532,22 +532,22 @@ describe('retention', () => {
 
   beforeAll(async () => {
     service = await startTestService({ now: () => new Date(clock.ms), config: changesConfig({ feedWindow: WINDOW }) });
-    merchant = buildMerchant(service, 'Retained', 3);
-    reprice(service, merchant);
+    merchant = await buildMerchant(service, 'Retained', 3);
+    await reprice(service, merchant);
     recordedD0 = (service.storage.db.prepare('SELECT count(*) AS n FROM changes').get() as { n: number }).n;
-    const feed = new FeedReader(service, merchant.key, 'de', storeId(service, merchant, 'de'), WINDOW);
+    const feed = new FeedReader(service, merchant.key, 'de', await storeId(service, merchant, 'de'), WINDOW);
     await feed.poll();
     midD0 = feed.cursor!;
     await feed.drain();
     endD0 = feed.cursor!;
     clock.ms = D0 + 10 * DAY;
-    reprice(service, merchant);
-    service.admin.upsertStore(merchant.id, 'fr', { ...PL, name: 'France', locale: 'fr-FR', currency: 'EUR' });
+    await reprice(service, merchant);
+    await service.admin.upsertStore(merchant.id, 'fr', { ...PL, name: 'France', locale: 'fr-FR', currency: 'EUR' });
     const read = await feed.drain();
     expect(read.map((c) => c.created_at)).toEqual(read.map(() => iso(D0 + 10 * DAY)));
     endD10 = feed.cursor!;
     clock.ms = D0 + 31 * DAY;
-    pruned = pruneExpiredChanges(service.storage, new Date(clock.ms), service.config.changes.retentionDays);
+    pruned = await pruneExpiredChanges(service.storage, new Date(clock.ms), service.config.changes.retentionDays);
   });
   afterAll(() => service.close());
 
@@ -597,7 +597,7 @@ describe('retention', () => {
   });
 
   it('deletes nothing more when pruned again, and the horizon stays', async () => {
-    expect(pruneExpiredChanges(service.storage, new Date(clock.ms), service.config.changes.retentionDays)).toBe(0);
+    expect(await pruneExpiredChanges(service.storage, new Date(clock.ms), service.config.changes.retentionDays)).toBe(0);
     expect((await poll(`store=de&${cursorQuery(endD0)}`)).status).toBe(200);
     expect((await poll(`store=de&${cursorQuery(midD0)}`)).status).toBe(410);
   });
@@ -610,14 +610,14 @@ describe('retention', () => {
     const local: Clock = { ms: D0 };
     const longer = await startTestService({ now: () => new Date(local.ms), config: changesConfig({ retentionDays: 45 }) });
     try {
-      const kept = buildMerchant(longer, 'Kept', 2);
+      const kept = await buildMerchant(longer, 'Kept', 2);
       local.ms = D0 + 31 * DAY;
-      expect(pruneExpiredChanges(longer.storage, new Date(local.ms), longer.config.changes.retentionDays)).toBe(0);
+      expect(await pruneExpiredChanges(longer.storage, new Date(local.ms), longer.config.changes.retentionDays)).toBe(0);
       const old = await longer.api(`/v1/changes?since=${iso(D0 - DAY)}`, kept.key);
       expect(old.status).toBe(200);
       expect(old.body.changes.length).toBeGreaterThan(0);
       local.ms = D0 + 46 * DAY;
-      expect(pruneExpiredChanges(longer.storage, new Date(local.ms), longer.config.changes.retentionDays)).toBeGreaterThan(0);
+      expect(await pruneExpiredChanges(longer.storage, new Date(local.ms), longer.config.changes.retentionDays)).toBeGreaterThan(0);
       expect((await longer.api(`/v1/changes?since=${iso(D0 - DAY)}`, kept.key)).status).toBe(410);
     } finally {
       await longer.close();
@@ -629,30 +629,36 @@ describe('retention', () => {
     const racing = await startTestService({ now: () => new Date(local.ms), config: changesConfig({ feedWindow: WINDOW }) });
     const otherProcess = openSqliteStorage(racing.config.databasePath);
     try {
-      const m = buildMerchant(racing, 'Raced', 3);
+      const m = await buildMerchant(racing, 'Raced', 3);
       local.ms = D0 + 10 * DAY;
-      reprice(racing, m);
-      const store = racing.storage.findStore(m.id, 'de')!;
+      await reprice(racing, m);
+      const store = (await racing.storage.findStore(m.id, 'de'))!;
       const cursor = { since: iso(D0), sinceId: storedChanges(racing, store.id)[0]!.id };
-      const before = readChangeFeed(racing.storage, store, cursor, WINDOW);
-      // Another process prunes between the feed's first and its next read of the database.
+      const before = await readChangeFeed(racing.storage, m.id, 'de', cursor, WINDOW);
+      // Another process prunes between the feed's first and its next read of the database: right
+      // after the horizon is read, whether the feed reads it on a snapshot's reader or on storage.
       let prunedMeanwhile = 0;
-      const storage = new Proxy(racing.storage, {
-        get(target, property) {
+      const pruningAfterHorizon = <T extends StorageOperations>(target: T): T => new Proxy(target, {
+        get(object, property) {
           if (property === 'changeHorizon') {
-            return (storeId: number) => {
-              const horizon = target.changeHorizon(storeId);
-              prunedMeanwhile += pruneExpiredChanges(otherProcess, new Date(D0 + 31 * DAY), 30);
+            return async (storeId: number) => {
+              const horizon = await object.changeHorizon(storeId);
+              prunedMeanwhile += await pruneExpiredChanges(otherProcess, new Date(D0 + 31 * DAY), 30);
               return horizon;
             };
           }
-          const value = Reflect.get(target, property, target);
-          return typeof value === 'function' ? value.bind(target) : value;
+          if (property === 'snapshot') {
+            return <R>(fn: (reader: StorageOperations) => Promise<R>) =>
+              (object as unknown as CatalogStorage).snapshot((reader) => fn(pruningAfterHorizon(reader)));
+          }
+          const value = Reflect.get(object, property, object);
+          return typeof value === 'function' ? value.bind(object) : value;
         },
       });
-      let read: ReturnType<typeof readChangeFeed>;
+      const storage = pruningAfterHorizon<CatalogStorage>(racing.storage);
+      let read: Awaited<ReturnType<typeof readChangeFeed>>;
       try {
-        read = readChangeFeed(storage, store, cursor, WINDOW);
+        read = await readChangeFeed(storage, m.id, 'de', cursor, WINDOW);
         expect(prunedMeanwhile).toBeGreaterThan(0);
       } catch (error) {
         // Equally correct: the pruning is seen and the cursor has expired.
@@ -662,7 +668,7 @@ describe('retention', () => {
       }
       expect(read).toEqual(before);
     } finally {
-      otherProcess.close();
+      await otherProcess.close();
       await racing.close();
     }
   });

@@ -20,13 +20,13 @@ let emptyStoreKey: string;
 
 beforeAll(async () => {
   service = await startTestService();
-  key = buildDemoCatalog(service.admin, 450).api_key;
+  key = (await buildDemoCatalog(service.admin, 450)).api_key;
   // A second merchant with one store and no products (every product of a merchant is in every store).
-  const empty = service.admin.createMerchant({ name: 'Empty Shelf Ltd' });
-  service.admin.upsertStore(empty.id, 'main', {
+  const empty = await service.admin.createMerchant({ name: 'Empty Shelf Ltd' });
+  await service.admin.upsertStore(empty.id, 'main', {
     name: 'Empty Shelf', locale: 'en-GB', currency: 'GBP', is_default: true, active: true, exclude_out_of_stock: false,
   });
-  emptyStoreKey = service.keyFor(empty.id);
+  emptyStoreKey = await service.keyFor(empty.id);
 });
 afterAll(() => service.close());
 
@@ -129,16 +129,16 @@ describe('iterateProducts', () => {
   });
 
   it('misses no product when another is deleted while paging with after_id', async () => {
-    const merchant = service.admin.createMerchant({ name: 'Deletes while paging' });
-    service.admin.upsertStore(merchant.id, 'x', { name: 'X', locale: 'en-GB', currency: 'EUR', is_default: true, active: true, exclude_out_of_stock: false });
-    for (let n = 1; n <= 30; n++) service.admin.upsertProduct(merchant.id, `P${n}`, { content: { en: { title: `P${n}` } } });
-    const own = createCatalogClient({ baseUrl: service.url, apiKey: service.keyFor(merchant.id), fetch: service.fetch });
+    const merchant = await service.admin.createMerchant({ name: 'Deletes while paging' });
+    await service.admin.upsertStore(merchant.id, 'x', { name: 'X', locale: 'en-GB', currency: 'EUR', is_default: true, active: true, exclude_out_of_stock: false });
+    for (let n = 1; n <= 30; n++) await service.admin.upsertProduct(merchant.id, `P${n}`, { content: { en: { title: `P${n}` } } });
+    const own = createCatalogClient({ baseUrl: service.url, apiKey: await service.keyFor(merchant.id), fetch: service.fetch });
     const all = (await listProducts(own, { perPage: 200 })).data.map((p) => p.id);
     const seen: number[] = [];
     for await (const product of iterateProducts(own, { perPage: 10 })) {
       seen.push(product.id);
       // After the first page, the first product leaves the catalog: page numbers would shift.
-      if (seen.length === 10) service.admin.deleteProduct(merchant.id, 'P1');
+      if (seen.length === 10) await service.admin.deleteProduct(merchant.id, 'P1');
     }
     expect(seen).toEqual(all);
   });

@@ -12,7 +12,7 @@ let key: string;
 beforeAll(async () => {
   // A bucket of 3 requests refilling at 1 per second, on a clock the test moves.
   service = await startTestService({ now: () => new Date(ms), config: { rateLimit: { burst: 3, perSecond: 1 } } });
-  key = buildDemoCatalog(service.admin, 60).api_key;
+  key = (await buildDemoCatalog(service.admin, 60)).api_key;
 });
 afterAll(() => service.close());
 

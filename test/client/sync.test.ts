@@ -53,25 +53,27 @@ function clientOf({ service, now }: ClockedService, key: string): { client: Cata
 }
 
 /** A merchant with two stores (`a` default EUR, `b` PLN excluding out-of-stock), two groups with a rule each. */
-function buildShop(admin: CatalogAdmin, keyFor: (merchantId: number) => string, name: string) {
-  const merchant = admin.createMerchant({ name, sku_pattern: 'S-{ref}' });
+async function buildShop(admin: CatalogAdmin, keyFor: (merchantId: number) => Promise<string>, name: string) {
+  const merchant = await admin.createMerchant({ name, sku_pattern: 'S-{ref}' });
   const id = merchant.id;
   const stores = {
     a: { name: 'Shop A', locale: 'de-DE', currency: 'EUR', is_default: true, active: true, exclude_out_of_stock: false },
     b: { name: 'Shop B', locale: 'pl-PL', currency: 'PLN', is_default: false, active: true, exclude_out_of_stock: true },
   };
-  admin.upsertStore(id, 'a', stores.a);
-  admin.upsertStore(id, 'b', stores.b);
-  const groups = [admin.createCustomerGroup(id, 'retail'), admin.createCustomerGroup(id, 'wholesale')];
-  admin.upsertExchangeRate(id, { base: 'EUR', quote: 'PLN', rate: '4.25' });
-  admin.upsertSupplier(id, 'alpine', 'Alpine Wholesale');
+  await admin.upsertStore(id, 'a', stores.a);
+  await admin.upsertStore(id, 'b', stores.b);
+  const groups = [await admin.createCustomerGroup(id, 'retail'), await admin.createCustomerGroup(id, 'wholesale')];
+  await admin.upsertExchangeRate(id, { base: 'EUR', quote: 'PLN', rate: '4.25' });
+  await admin.upsertSupplier(id, 'alpine', 'Alpine Wholesale');
   const ruleInput = (groupId: number, priority: number, markup: string) => ({
     priority, customer_group_id: groupId, store_id: null, manufacturer: null, min_cost: null, max_cost: null,
     markup_percent: markup, markup_amount: '0', price_ending: null,
   });
-  const rules = [ruleInput(groups[0]!.id, 20, '40'), ruleInput(groups[1]!.id, 10, '10')]
-    .map((input) => ({ input, id: admin.createPricingRule(id, input).id }));
-  return { id, key: keyFor(id), stores, rules };
+  const rules: { input: ReturnType<typeof ruleInput>; id: number }[] = [];
+  for (const input of [ruleInput(groups[0]!.id, 20, '40'), ruleInput(groups[1]!.id, 10, '10')]) {
+    rules.push({ input, id: (await admin.createPricingRule(id, input)).id });
+  }
+  return { id, key: await keyFor(id), stores, rules };
 }
 
 function productSource(
@@ -105,7 +107,7 @@ const query = (url: URL) => Object.fromEntries(url.searchParams);
 describe('client feed helpers', () => {
   let clocked: ClockedService;
   let admin: CatalogAdmin;
-  let keyFor: (merchantId: number) => string;
+  let keyFor: (merchantId: number) => Promise<string>;
 
   beforeAll(async () => {
     clocked = await startClockedService('2025-03-14T09:26:53.250Z');
@@ -116,10 +118,12 @@ describe('client feed helpers', () => {
 
   describe('pollChanges', () => {
     it('yields every window once, in order, and resumes exactly after any window within one second', async () => {
-      const shop = buildShop(admin, keyFor, 'Poll One Second');
+      const shop = await buildShop(admin, keyFor, 'Poll One Second');
       // 12 products in one second: several windows of 5 recorded changes, all with one created_at.
-      const ids = Array.from({ length: 12 }, (_, i) =>
-        admin.upsertProduct(shop.id, `P${i}`, productSource({ title: `Product ${i}`, cost: '10.00', quantity: 3 })).id);
+      const ids: number[] = [];
+      for (let i = 0; i < 12; i++) {
+        ids.push((await admin.upsertProduct(shop.id, `P${i}`, productSource({ title: `Product ${i}`, cost: '10.00', quantity: 3 }))).id);
+      }
       const { client, requests } = clientOf(clocked, shop.key);
 
       const { windows, end } = await allWindows(pollChanges(client, { store: 'b' }));
@@ -142,7 +146,7 @@ describe('client feed helpers', () => {
     });
 
     it('ends at once when caught up, returning the cursor it was given', async () => {
-      const shop = buildShop(admin, keyFor, 'Poll Caught Up');
+      const shop = await buildShop(admin, keyFor, 'Poll Caught Up');
       const { client, requests } = clientOf(clocked, shop.key);
       const { end } = await allWindows(pollChanges(client, { store: 'a' }));
       const again = await allWindows(pollChanges(client, { store: 'a', cursor: end }));
@@ -151,8 +155,8 @@ describe('client feed helpers', () => {
     });
 
     it('reads the default store when none is given, and stays on it', async () => {
-      const shop = buildShop(admin, keyFor, 'Poll Default');
-      for (let i = 0; i < 7; i++) admin.upsertProduct(shop.id, `D${i}`, productSource({ title: `D ${i}`, cost: '5.00', quantity: 1 }));
+      const shop = await buildShop(admin, keyFor, 'Poll Default');
+      for (let i = 0; i < 7; i++) await admin.upsertProduct(shop.id, `D${i}`, productSource({ title: `D ${i}`, cost: '5.00', quantity: 1 }));
       const { client, requests } = clientOf(clocked, shop.key);
       const { windows } = await allWindows(pollChanges(client));
       expect(windows.length).toBeGreaterThan(1);
@@ -161,14 +165,17 @@ describe('client feed helpers', () => {
     });
 
     it('sees writes that arrive between polls in the same second, after the cursor it was left at', async () => {
-      const shop = buildShop(admin, keyFor, 'Poll Between');
-      const first = admin.upsertProduct(shop.id, 'X1', productSource({ title: 'X1', cost: '10.00', quantity: 3 })).id;
+      const shop = await buildShop(admin, keyFor, 'Poll Between');
+      const first = (await admin.upsertProduct(shop.id, 'X1', productSource({ title: 'X1', cost: '10.00', quantity: 3 }))).id;
       const { client } = clientOf(clocked, shop.key);
       const before = await allWindows(pollChanges(client, { store: 'a' }));
       expect(before.windows.flatMap((w) => w.changes.map((c) => c.product_id))).toEqual([first]);
 
-      const later = [2, 3, 4, 5, 6, 7].map((n) => admin.upsertProduct(shop.id, `X${n}`, productSource({ title: `X${n}`, cost: '10.00', quantity: 3 })).id);
-      admin.upsertProduct(shop.id, 'X1', productSource({ title: 'X1 renamed', cost: '10.00', quantity: 3 }));
+      const later: number[] = [];
+      for (const n of [2, 3, 4, 5, 6, 7]) {
+        later.push((await admin.upsertProduct(shop.id, `X${n}`, productSource({ title: `X${n}`, cost: '10.00', quantity: 3 }))).id);
+      }
+      await admin.upsertProduct(shop.id, 'X1', productSource({ title: 'X1 renamed', cost: '10.00', quantity: 3 }));
       const after = await allWindows(pollChanges(client, { store: 'a', cursor: before.end }));
       // A product's content and price rows can fall into two windows: then it is in both.
       expect(new Set(after.windows.flatMap((w) => w.changes.map((c) => c.product_id)))).toEqual(new Set([first, ...later]));
@@ -176,7 +183,7 @@ describe('client feed helpers', () => {
     });
 
     it('with follow, waits while caught up, yields the next window when it comes, and stops on abort', async () => {
-      const shop = buildShop(admin, keyFor, 'Poll Follow');
+      const shop = await buildShop(admin, keyFor, 'Poll Follow');
       const { client, requests } = clientOf(clocked, shop.key);
       const { end } = await allWindows(pollChanges(client, { store: 'a' }));
       requests.length = 0;
@@ -185,7 +192,7 @@ describe('client feed helpers', () => {
       const windows = pollChanges(client, { store: 'a', cursor: end, follow: true, pollIntervalMs: 5, signal: controller.signal });
       const pending = windows.next();
       await expect.poll(() => requests.length).toBeGreaterThanOrEqual(3); // caught up, waiting and polling again
-      const id = admin.upsertProduct(shop.id, 'F1', productSource({ title: 'F1', cost: '10.00', quantity: 3 })).id;
+      const id = (await admin.upsertProduct(shop.id, 'F1', productSource({ title: 'F1', cost: '10.00', quantity: 3 }))).id;
       const next = await pending;
       expect(next.done).toBe(false);
       expect((next.value as ChangeWindow).changes.map((c) => c.product_id)).toEqual([id]);
@@ -196,7 +203,7 @@ describe('client feed helpers', () => {
     });
 
     it('throws CatalogApiError for an unknown store', async () => {
-      const shop = buildShop(admin, keyFor, 'Poll Unknown');
+      const shop = await buildShop(admin, keyFor, 'Poll Unknown');
       const { client } = clientOf(clocked, shop.key);
       const error = await pollChanges(client, { store: 'zz' }).next().catch((e: unknown) => e);
       expect(error).toBeInstanceOf(CatalogApiError);
@@ -206,17 +213,17 @@ describe('client feed helpers', () => {
 
   describe('fetchProductsByIds', () => {
     it('fetches 450 ids in 3 requests of at most 200, returning the products in the catalog and skipping the rest', async () => {
-      const shop = buildShop(admin, keyFor, 'Batches');
-      const other = buildShop(admin, keyFor, 'Batches Elsewhere');
-      const otherId = admin.upsertProduct(other.id, 'O1', productSource({ title: 'O', cost: '1.00', quantity: 1 })).id;
-      admin.applyProductBatch(shop.id, Array.from({ length: 430 }, (_, i) => ({
+      const shop = await buildShop(admin, keyFor, 'Batches');
+      const other = await buildShop(admin, keyFor, 'Batches Elsewhere');
+      const otherId = (await admin.upsertProduct(other.id, 'O1', productSource({ title: 'O', cost: '1.00', quantity: 1 }))).id;
+      await admin.applyProductBatch(shop.id, Array.from({ length: 430 }, (_, i) => ({
         op: 'upsert_product' as const, ref: `B${i}`, source: normalizeSource(productSource({ title: `B${i}`, cost: '2.00', quantity: i % 3 })),
       })));
       const { client, requests } = clientOf(clocked, shop.key);
       const catalog = await catalogOf(client, 'b');
       expect(catalog.size).toBe(430);
       const deleted = [...catalog.keys()][5]!;
-      admin.deleteProduct(shop.id, 'B5');
+      await admin.deleteProduct(shop.id, 'B5');
       requests.length = 0;
 
       // 430 of the store (one deleted since), another merchant's product, and 19 ids never issued.
@@ -234,7 +241,7 @@ describe('client feed helpers', () => {
     });
 
     it('sends no request for no ids', async () => {
-      const shop = buildShop(admin, keyFor, 'No Ids');
+      const shop = await buildShop(admin, keyFor, 'No Ids');
       const { client, requests } = clientOf(clocked, shop.key);
       expect(await fetchProductsByIds(client, [])).toEqual([]);
       expect(requests).toEqual([]);
@@ -243,8 +250,8 @@ describe('client feed helpers', () => {
 
   describe('syncStore', () => {
     it('reads the store in full from a Date-header cursor, then applies only the feed', async () => {
-      const shop = buildShop(admin, keyFor, 'Sync Basic');
-      for (let i = 0; i < 8; i++) admin.upsertProduct(shop.id, `S${i}`, productSource({ title: `S${i}`, cost: '10.00', quantity: i % 2 }));
+      const shop = await buildShop(admin, keyFor, 'Sync Basic');
+      for (let i = 0; i < 8; i++) await admin.upsertProduct(shop.id, `S${i}`, productSource({ title: `S${i}`, cost: '10.00', quantity: i % 2 }));
       const { client, requests } = clientOf(clocked, shop.key);
       const replica = mapReplica(new Map([[999_999_999, { id: 999_999_999 } as Product]]));
 
@@ -259,8 +266,8 @@ describe('client feed helpers', () => {
 
       clocked.advance(2000);
       const ids = [...replica.products.keys()];
-      admin.upsertProduct(shop.id, 'S1', productSource({ title: 'S1 new', cost: '12.00', quantity: 5 }));
-      admin.deleteProduct(shop.id, 'S2');
+      await admin.upsertProduct(shop.id, 'S1', productSource({ title: 'S1 new', cost: '12.00', quantity: 5 }));
+      await admin.deleteProduct(shop.id, 'S2');
       requests.length = 0;
       const next = await syncStore(client, { store: 'b', replica, cursor });
       expect(requests.map((r) => `${r.pathname} ${r.searchParams.get('ids') ?? ''}`)).toEqual([
@@ -273,8 +280,8 @@ describe('client feed helpers', () => {
     });
 
     it('pins the default store for the whole sync when no store is given', async () => {
-      const shop = buildShop(admin, keyFor, 'Sync Default');
-      admin.upsertProduct(shop.id, 'D1', productSource({ title: 'D1', cost: '10.00', quantity: 1 }));
+      const shop = await buildShop(admin, keyFor, 'Sync Default');
+      await admin.upsertProduct(shop.id, 'D1', productSource({ title: 'D1', cost: '10.00', quantity: 1 }));
       const { client, requests } = clientOf(clocked, shop.key);
       const replica = mapReplica();
       await syncStore(client, { replica });
@@ -309,7 +316,7 @@ describe('client feed helpers', () => {
       let mostWindowsInOneSync = 0;
 
       await fc.assert(fc.asyncProperty(fc.array(step, { maxLength: 30, size: 'max' }), async (steps) => {
-        const shop = buildShop(admin, keyFor, `Property ${++run}`);
+        const shop = await buildShop(admin, keyFor, `Property ${++run}`);
         const { client, requests } = clientOf(clocked, shop.key);
         const replicas = { a: mapReplica(), b: mapReplica() };
         const cursors: Partial<Record<'a' | 'b', ChangeCursor>> = {};
@@ -325,22 +332,22 @@ describe('client feed helpers', () => {
           clocked.advance(advanceMs);
           switch (op.kind) {
             case 'upsert':
-              admin.upsertProduct(shop.id, op.ref, productSource(op));
+              await admin.upsertProduct(shop.id, op.ref, productSource(op));
               existing.add(op.ref);
               break;
             case 'delete':
-              if (existing.delete(op.ref)) admin.deleteProduct(shop.id, op.ref);
+              if (existing.delete(op.ref)) await admin.deleteProduct(shop.id, op.ref);
               break;
             case 'rate':
-              admin.upsertExchangeRate(shop.id, { base: 'EUR', quote: 'PLN', rate: op.rate });
+              await admin.upsertExchangeRate(shop.id, { base: 'EUR', quote: 'PLN', rate: op.rate });
               break;
             case 'markup': {
               const rule = shop.rules[op.rule]!;
-              admin.updatePricingRule(shop.id, rule.id, { ...rule.input, markup_percent: op.markup });
+              await admin.updatePricingRule(shop.id, rule.id, { ...rule.input, markup_percent: op.markup });
               break;
             }
             case 'store':
-              admin.upsertStore(shop.id, op.store, { ...shop.stores[op.store], exclude_out_of_stock: op.excludeOutOfStock });
+              await admin.upsertStore(shop.id, op.store, { ...shop.stores[op.store], exclude_out_of_stock: op.excludeOutOfStock });
               break;
             case 'sync':
               await sync(op.store);
@@ -367,8 +374,8 @@ describe('syncStore after the cursor expired', () => {
 
   it('answers 410 cursor_expired with a full resync and returns a cursor that keeps working', async () => {
     const { service } = clocked;
-    const shop = buildShop(service.admin, service.keyFor, 'Expired');
-    for (let i = 0; i < 6; i++) service.admin.upsertProduct(shop.id, `E${i}`, productSource({ title: `E${i}`, cost: '10.00', quantity: 2 }));
+    const shop = await buildShop(service.admin, service.keyFor, 'Expired');
+    for (let i = 0; i < 6; i++) await service.admin.upsertProduct(shop.id, `E${i}`, productSource({ title: `E${i}`, cost: '10.00', quantity: 2 }));
     const { client, requests } = clientOf(clocked, shop.key);
     const replica = mapReplica();
     const cursor = await syncStore(client, { store: 'a', replica });
@@ -376,11 +383,11 @@ describe('syncStore after the cursor expired', () => {
 
     // An hour later the replica's owner stops polling; these changes are later deleted by retention.
     clocked.advance(60 * 60 * 1000);
-    service.admin.deleteProduct(shop.id, 'E0');
-    service.admin.upsertProduct(shop.id, 'E1', productSource({ title: 'E1 renamed', cost: '11.00', quantity: 2 }));
+    await service.admin.deleteProduct(shop.id, 'E0');
+    await service.admin.upsertProduct(shop.id, 'E1', productSource({ title: 'E1 renamed', cost: '11.00', quantity: 2 }));
     clocked.advance(31 * DAY);
-    service.admin.upsertProduct(shop.id, 'E6', productSource({ title: 'E6', cost: '10.00', quantity: 2 }));
-    expect(pruneExpiredChanges(service.storage, clocked.now(), 30)).toBeGreaterThan(0);
+    await service.admin.upsertProduct(shop.id, 'E6', productSource({ title: 'E6', cost: '10.00', quantity: 2 }));
+    expect(await pruneExpiredChanges(service.storage, clocked.now(), 30)).toBeGreaterThan(0);
     const expired = await client.GET('/v1/changes', { params: { query: { store: 'a', ...cursor } } });
     expect(expired.response.status).toBe(410);
     expect(expired.error).toMatchObject({ code: 'cursor_expired' });
@@ -394,7 +401,7 @@ describe('syncStore after the cursor expired', () => {
     expect(replica.products).toEqual(await catalogOf(client, 'a'));
 
     clocked.advance(5000);
-    service.admin.deleteProduct(shop.id, 'E6');
+    await service.admin.deleteProduct(shop.id, 'E6');
     requests.length = 0;
     await syncStore(client, { store: 'a', replica, cursor: resynced });
     expect(requests.map((r) => r.pathname)).toEqual(['/v1/changes', '/v1/changes']);
@@ -410,8 +417,8 @@ describe('syncStore on the real clock', () => {
   afterAll(() => service.close());
 
   it("takes its starting cursor from the server's own Date header", async () => {
-    const shop = buildShop(service.admin, service.keyFor, 'Wall Clock');
-    for (let i = 0; i < 4; i++) service.admin.upsertProduct(shop.id, `W${i}`, productSource({ title: `W${i}`, cost: '10.00', quantity: 2 }));
+    const shop = await buildShop(service.admin, service.keyFor, 'Wall Clock');
+    for (let i = 0; i < 4; i++) await service.admin.upsertProduct(shop.id, `W${i}`, productSource({ title: `W${i}`, cost: '10.00', quantity: 2 }));
     const exchanges: { url: URL; date: string | null }[] = [];
     const client = createCatalogClient({
       baseUrl: service.url, apiKey: shop.key,
@@ -428,8 +435,8 @@ describe('syncStore on the real clock', () => {
     expect(query(firstPoll!.url)).toEqual({ store: 'b', ...cursorFromDateHeader(stores!.date), since_id: '0' });
 
     // Written right after the sync, most likely within the second of that Date.
-    service.admin.upsertProduct(shop.id, 'W1', productSource({ title: 'W1 renamed', cost: '10.00', quantity: 2 }));
-    service.admin.deleteProduct(shop.id, 'W2');
+    await service.admin.upsertProduct(shop.id, 'W1', productSource({ title: 'W1 renamed', cost: '10.00', quantity: 2 }));
+    await service.admin.deleteProduct(shop.id, 'W2');
     await syncStore(client, { store: 'b', replica, cursor });
     expect(replica.products).toEqual(await catalogOf(client, 'b'));
   });

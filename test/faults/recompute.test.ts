@@ -10,7 +10,8 @@ import { verifyCatalog } from '../support/verify.js';
 import { ProblemError } from '../../src/shared/problem.js';
 import { ImageMirror, type FetchOutcome } from '../../src/images/mirror.js';
 import { loadConfig } from '../../src/config.js';
-import { openSqliteStorage } from '../../src/storage/sqlite.js';
+import { openSqliteStorage } from '../../src/storage/sqlite/index.js';
+import { retryDeadImages } from '../../src/images/retry.js';
 
 const REFS = ['P-1', 'P-2', 'P-3', 'P-4', 'P-5', 'P-6'];
 const SLUGS = ['de', 'pl', 'jp', 'uk'];
@@ -81,20 +82,22 @@ async function run(operations: Operation[]) {
     let clock = Date.parse('2026-01-01T00:00:00Z');
     const now = () => new Date(clock);
     const admin = new CatalogAdmin(storage, now, 2);
-    const merchant = admin.createMerchant({ name: 'Recompute Outfitters' }).id;
-    admin.upsertStore(merchant, 'de', { name: 'DE', locale: 'de-DE', currency: 'EUR', is_default: true, active: true, exclude_out_of_stock: false });
-    admin.upsertSupplier(merchant, 'alpine', 'Alpine');
-    admin.upsertSupplier(merchant, 'baltic', 'Baltic');
-    admin.upsertStore(merchant, 'pl', { name: 'PL', locale: 'pl-PL', currency: 'PLN', is_default: false, active: true, exclude_out_of_stock: true });
-    admin.upsertExchangeRate(merchant, { base: 'EUR', quote: 'PLN', rate: '4.25' });
-    admin.createCustomerGroup(merchant, 'retail');
-    const de = storage.findStore(merchant, 'de')!.id;
+    const merchant = (await admin.createMerchant({ name: 'Recompute Outfitters' })).id;
+    await admin.upsertStore(merchant, 'de', { name: 'DE', locale: 'de-DE', currency: 'EUR', is_default: true, active: true, exclude_out_of_stock: false });
+    await admin.upsertSupplier(merchant, 'alpine', 'Alpine');
+    await admin.upsertSupplier(merchant, 'baltic', 'Baltic');
+    await admin.upsertStore(merchant, 'pl', { name: 'PL', locale: 'pl-PL', currency: 'PLN', is_default: false, active: true, exclude_out_of_stock: true });
+    await admin.upsertExchangeRate(merchant, { base: 'EUR', quote: 'PLN', rate: '4.25' });
+    await admin.createCustomerGroup(merchant, 'retail');
+    const de = (await storage.findStore(merchant, 'de'))!.id;
     // A product source may only exclude stores that exist (the admin API checks it).
-    const existingStores = <T extends { excluded_stores: string[] }>(s: T): T =>
-      ({ ...s, excluded_stores: s.excluded_stores.filter((slug) => storage.findStore(merchant, slug)) });
+    const existingStores = async <T extends { excluded_stores: string[] }>(s: T): Promise<T> => {
+      const slugs = new Set((await storage.listStores(merchant)).map((store) => store.slug));
+      return { ...s, excluded_stores: s.excluded_stores.filter((slug) => slugs.has(slug)) };
+    };
     // One endpoint for every store and event, one for `de` prices only; created before any change.
     for (const [storeId, events] of [[null, ['price', 'content', 'removed']], [de, ['price']]] as const) {
-      storage.createWebhookEndpoint({ merchant_id: merchant, url: 'https://hooks.example.test', store_id: storeId, events: [...events], secret: 'whsec_x', created_at: '2025-01-01T00:00:00.000Z' });
+      await storage.createWebhookEndpoint({ merchant_id: merchant, url: 'https://hooks.example.test', store_id: storeId, events: [...events], secret: 'whsec_x', created_at: '2025-01-01T00:00:00.000Z' });
     }
     const config = loadConfig({}, { databasePath: ':memory:' });
     let outcomes: FetchOutcome[] = [];
@@ -103,76 +106,75 @@ async function run(operations: Operation[]) {
     }, { ...config.images, concurrency: 1 }, 'http://127.0.0.1:8080', now, 2);
 
     const seed = fc.sample(source, { numRuns: 3, seed: 42 });
-    seed.forEach((s, i) => admin.upsertProduct(merchant, REFS[i]!, existingStores(s)));
+    for (const [i, s] of seed.entries()) await admin.upsertProduct(merchant, REFS[i]!, await existingStores(s));
     for (const o of operations) {
       clock += 1500;
       try {
         switch (o.op) {
-          case 'upsertProduct': admin.upsertProduct(merchant, o.ref, existingStores(o.source)); break;
-          case 'deleteProduct': admin.deleteProduct(merchant, o.ref); break;
+          case 'upsertProduct': await admin.upsertProduct(merchant, o.ref, await existingStores(o.source)); break;
+          case 'deleteProduct': await admin.deleteProduct(merchant, o.ref); break;
           case 'import':
-            admin.applyProductBatch(merchant, o.lines.map((l) => (l.op === 'upsert_product' ? { ...l, source: existingStores(l.source) } : l)));
+            await admin.applyProductBatch(merchant, await Promise.all(o.lines.map(async (l) => (l.op === 'upsert_product' ? { ...l, source: await existingStores(l.source) } : l))));
             break;
           case 'upsertStore': {
             const { op: _, slug, ...input } = o;
-            admin.upsertStore(merchant, slug, { name: slug, ...input });
+            await admin.upsertStore(merchant, slug, { name: slug, ...input });
             break;
           }
-          case 'deleteStore': admin.deleteStore(merchant, o.slug); break;
-          case 'upsertRate': if (o.base !== o.quote) admin.upsertExchangeRate(merchant, { base: o.base, quote: o.quote, rate: o.rate }); break;
-          case 'deleteRate': admin.deleteExchangeRate(merchant, o.base, o.quote); break;
-          case 'createGroup': admin.createCustomerGroup(merchant, o.name); break;
+          case 'deleteStore': await admin.deleteStore(merchant, o.slug); break;
+          case 'upsertRate': if (o.base !== o.quote) await admin.upsertExchangeRate(merchant, { base: o.base, quote: o.quote, rate: o.rate }); break;
+          case 'deleteRate': await admin.deleteExchangeRate(merchant, o.base, o.quote); break;
+          case 'createGroup': await admin.createCustomerGroup(merchant, o.name); break;
           case 'renameGroup': {
-            const group = storage.listCustomerGroups(merchant)[o.index];
-            if (group) admin.updateCustomerGroup(merchant, group.id, o.name);
+            const group = (await storage.listCustomerGroups(merchant))[o.index];
+            if (group) await admin.updateCustomerGroup(merchant, group.id, o.name);
             break;
           }
           case 'deleteGroup': {
-            const group = storage.listCustomerGroups(merchant)[o.index];
-            if (group) admin.deleteCustomerGroup(merchant, group.id);
+            const group = (await storage.listCustomerGroups(merchant))[o.index];
+            if (group) await admin.deleteCustomerGroup(merchant, group.id);
             break;
           }
           case 'createRule':
-            admin.createPricingRule(merchant, {
-              priority: o.priority, customer_group_id: o.group === null ? null : storage.listCustomerGroups(merchant)[o.group]?.id ?? null,
-              store_id: o.store === null ? null : storage.findStore(merchant, o.store)?.id ?? null, manufacturer: o.manufacturer,
+            await admin.createPricingRule(merchant, {
+              priority: o.priority, customer_group_id: o.group === null ? null : (await storage.listCustomerGroups(merchant))[o.group]?.id ?? null,
+              store_id: o.store === null ? null : (await storage.findStore(merchant, o.store))?.id ?? null, manufacturer: o.manufacturer,
               min_cost: o.min_cost, max_cost: o.max_cost, markup_percent: o.markup_percent, markup_amount: o.markup_amount, price_ending: o.price_ending,
             });
             break;
           case 'deleteRule': {
-            const rule = storage.listPricingRules(merchant).filter((r) => !r.is_catch_all)[o.index];
-            if (rule) admin.deletePricingRule(merchant, rule.id);
+            const rule = (await storage.listPricingRules(merchant)).filter((r) => !r.is_catch_all)[o.index];
+            if (rule) await admin.deletePricingRule(merchant, rule.id);
             break;
           }
           case 'updateCatchAll': {
-            const rule = storage.listPricingRules(merchant).find((r) => r.is_catch_all)!;
+            const rule = (await storage.listPricingRules(merchant)).find((r) => r.is_catch_all)!;
             const { id: _, is_catch_all: __, ...input } = rule;
-            admin.updatePricingRule(merchant, rule.id, { ...input, markup_percent: o.markup_percent, price_ending: o.price_ending });
+            await admin.updatePricingRule(merchant, rule.id, { ...input, markup_percent: o.markup_percent, price_ending: o.price_ending });
             break;
           }
-          case 'skuPattern': admin.updateMerchant(merchant, { sku_pattern: o.pattern }); break;
-          case 'upsertAttribute': admin.upsertAttributeDefinition(merchant, { key: o.key, unit: o.unit, labels: o.labels }); break;
-          case 'deleteAttribute': admin.deleteAttributeDefinition(merchant, o.key); break;
+          case 'skuPattern': await admin.updateMerchant(merchant, { sku_pattern: o.pattern }); break;
+          case 'upsertAttribute': await admin.upsertAttributeDefinition(merchant, { key: o.key, unit: o.unit, labels: o.labels }); break;
+          case 'deleteAttribute': await admin.deleteAttributeDefinition(merchant, o.key); break;
           case 'mirrorImages':
             outcomes = o.outcomes.map((outcome, i): FetchOutcome => (outcome === 'ok'
               ? { ok: true, bytes: Buffer.from(`image ${i}`), contentType: 'image/jpeg' }
               : { ok: false, error: outcome === 'gone' ? 'HTTP 410' : 'HTTP 503', permanent: outcome === 'gone' }));
             await mirror.tick();
             break;
-          case 'retryDeadImages': {
-            const { retryDeadImages } = await import('../../src/images/mirror.js');
-            retryDeadImages(storage, merchant, now(), 2);
+          case 'retryDeadImages':
+            // The admin's publisher publishes in chunks of 2, like the mirror's.
+            await retryDeadImages(storage, admin.publisher, merchant, now());
             break;
-          }
         }
       } catch (error) {
         // A write the admin API refuses (conflict, invalid, not found) changes nothing.
         if (!(error instanceof ProblemError)) throw error;
       }
     }
-    return verifyCatalog(storage);
+    return await verifyCatalog(storage);
   } finally {
-    storage.close();
+    await storage.close();
   }
 }
 

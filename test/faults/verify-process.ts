@@ -2,13 +2,13 @@
 // JSON: the fault harness runs it beside a live service without stalling its own event loop (where
 // the receiver runs) for the seconds a large recompute takes.
 import { verifyCatalog } from '../support/verify.js';
-import { openSqliteStorage } from '../../src/storage/sqlite.js';
+import { openSqliteStorage } from '../../src/storage/sqlite/index.js';
 
 const [file] = process.argv.slice(2);
 if (!file) throw new Error('usage: verify-process DATABASE');
 const storage = openSqliteStorage(file);
 try {
-  process.stdout.write(`${JSON.stringify(verifyCatalog(storage))}\n`);
+  process.stdout.write(`${JSON.stringify(await verifyCatalog(storage))}\n`);
 } finally {
-  storage.close();
+  await storage.close();
 }

@@ -6,57 +6,66 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CatalogAdmin } from '../../src/admin/catalog-admin.js';
 import { verifyCatalog } from '../support/verify.js';
-import { openSqliteStorage, type SqliteStorage } from '../../src/storage/sqlite.js';
+import { openSqliteStorage, type SqliteStorage } from '../../src/storage/sqlite/index.js';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cps-verify-'));
 let storage: SqliteStorage;
 let merchantId: number;
 const ids: Record<string, number> = {};
 
-beforeAll(() => {
+beforeAll(async () => {
   storage = openSqliteStorage(path.join(dir, 'catalog.db'));
   const admin = new CatalogAdmin(storage, () => new Date(), 3);
-  merchantId = admin.createMerchant({ name: 'Verify Outfitters' }).id;
+  merchantId = (await admin.createMerchant({ name: 'Verify Outfitters' })).id;
   const store = { is_default: false, active: true, exclude_out_of_stock: false };
-  ids.de = admin.upsertStore(merchantId, 'de', { ...store, name: 'DE', locale: 'de-DE', currency: 'EUR' }).id;
-  ids.pl = admin.upsertStore(merchantId, 'pl', { ...store, name: 'PL', locale: 'pl-PL', currency: 'PLN' }).id;
-  admin.createCustomerGroup(merchantId, 'retail');
-  admin.upsertSupplier(merchantId, 'alpine', 'Alpine');
-  admin.upsertExchangeRate(merchantId, { base: 'EUR', quote: 'PLN', rate: '4.25' });
-  storage.createWebhookEndpoint({
+  ids.de = (await admin.upsertStore(merchantId, 'de', { ...store, name: 'DE', locale: 'de-DE', currency: 'EUR' })).id;
+  ids.pl = (await admin.upsertStore(merchantId, 'pl', { ...store, name: 'PL', locale: 'pl-PL', currency: 'PLN' })).id;
+  await admin.createCustomerGroup(merchantId, 'retail');
+  await admin.upsertSupplier(merchantId, 'alpine', 'Alpine');
+  await admin.upsertExchangeRate(merchantId, { base: 'EUR', quote: 'PLN', rate: '4.25' });
+  await storage.createWebhookEndpoint({
     merchant_id: merchantId, url: 'https://hooks.example.test/catalog', store_id: null, events: ['price', 'content', 'removed'],
     secret: 'whsec_verify', created_at: '2000-01-01T00:00:00.000Z',
   });
   for (let i = 0; i < 10; i++) {
-    admin.upsertProduct(merchantId, `P-${i}`, {
+    await admin.upsertProduct(merchantId, `P-${i}`, {
       content: { de: { title: `Produkt ${i}` }, pl: { title: `Produkt ${i}` } },
       offers: [{ supplier_ref: 'alpine', quantity: 3, cost: `${10 + i}.50`, currency: 'EUR' }],
     });
   }
-  ids.deleted = storage.findProductByRef(merchantId, 'P-9')!.id;
-  admin.deleteProduct(merchantId, 'P-9');
-  ids.product = storage.findProductByRef(merchantId, 'P-1')!.id;
+  ids.deleted = (await storage.findProductByRef(merchantId, 'P-9'))!.id;
+  await admin.deleteProduct(merchantId, 'P-9');
+  ids.product = (await storage.findProductByRef(merchantId, 'P-1'))!.id;
 });
 
-afterAll(() => {
-  storage.close();
+afterAll(async () => {
+  await storage.close();
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
-/** Runs the check on the database as `tamper` leaves it, then undoes the tampering. */
-function verifyAfter(tamper: (db: SqliteStorage['db']) => void) {
-  storage.db.exec('BEGIN');
+let copies = 0;
+
+/**
+ * Runs the check on the database as `tamper` leaves it, leaving the catalog itself untouched. The
+ * check reads committed data only (on the read connection), so the tampering is committed, on a
+ * copy of the database.
+ */
+async function verifyAfter(tamper: (db: SqliteStorage['db']) => void) {
+  const file = path.join(dir, `tampered-${++copies}.db`);
+  await storage.backup(file);
+  const copy = openSqliteStorage(file);
   try {
-    tamper(storage.db);
-    return verifyCatalog(storage);
+    tamper(copy.db);
+    return await verifyCatalog(copy);
   } finally {
-    storage.db.exec('ROLLBACK');
+    await copy.close();
+    for (const suffix of ['', '-wal', '-shm']) fs.rmSync(`${file}${suffix}`, { force: true });
   }
 }
 
 describe('verifyCatalog', () => {
-  it('finds nothing wrong with a catalog the publisher built, having compared every payload, change and outbox row', () => {
-    const report = verifyCatalog(storage);
+  it('finds nothing wrong with a catalog the publisher built, having compared every payload, change and outbox row', async () => {
+    const report = await verifyCatalog(storage);
     expect(report.problems).toEqual([]);
     expect(report).toMatchObject({ merchants: 1, stores: 2, products: 9, payloadsCompared: 18, endpoints: 1 });
     // 10 products x 2 stores x (price + content), then 2 removals.
@@ -64,46 +73,46 @@ describe('verifyCatalog', () => {
     expect(report.deliveriesCovered).toBe(42);
   });
 
-  it('notices a stored payload that differs from resolving the sources again', () => {
-    const report = verifyAfter((db) => db.prepare("UPDATE published_products SET payload = replace(payload, '\"stock\":3', '\"stock\":4') WHERE store_id = ? AND product_id = ?").run(ids.pl, ids.product));
+  it('notices a stored payload that differs from resolving the sources again', async () => {
+    const report = await verifyAfter((db) => db.prepare("UPDATE published_products SET payload = replace(payload, '\"stock\":3', '\"stock\":4') WHERE store_id = ? AND product_id = ?").run(ids.pl, ids.product));
     expect(report.problems).toEqual([expect.stringMatching(/store pl .* product \d+ \(P-1\): stored payload differs from a full recompute/)]);
   });
 
-  it('notices a source change that was never re-published (an exchange rate written without re-pricing)', () => {
-    const report = verifyAfter((db) => db.prepare("UPDATE exchange_rates SET rate = '4.5' WHERE merchant_id = ?").run(merchantId));
+  it('notices a source change that was never re-published (an exchange rate written without re-pricing)', async () => {
+    const report = await verifyAfter((db) => db.prepare("UPDATE exchange_rates SET rate = '4.5' WHERE merchant_id = ?").run(merchantId));
     expect(report.problemCount).toBe(9);
     expect(report.problems.every((p) => p.includes('store pl') && p.includes('differs from a full recompute'))).toBe(true);
   });
 
-  it('notices stored hashes that do not match the payload (change detection would go wrong)', () => {
-    const report = verifyAfter((db) => db.prepare("UPDATE published_products SET price_hash = 'x' WHERE store_id = ? AND product_id = ?").run(ids.de, ids.product));
+  it('notices stored hashes that do not match the payload (change detection would go wrong)', async () => {
+    const report = await verifyAfter((db) => db.prepare("UPDATE published_products SET price_hash = 'x' WHERE store_id = ? AND product_id = ?").run(ids.de, ids.product));
     expect(report.problems).toEqual([expect.stringContaining('hashes differ from a full recompute')]);
   });
 
-  it('notices a payload still published for a deleted product, and a product never published', () => {
-    const deleted = verifyAfter((db) => db.prepare('DELETE FROM products WHERE id = ?').run(ids.product));
+  it('notices a payload still published for a deleted product, and a product never published', async () => {
+    const deleted = await verifyAfter((db) => db.prepare('DELETE FROM products WHERE id = ?').run(ids.product));
     expect(deleted.problems).toEqual([
       `store de (${ids.de}): product ${ids.product} is published but does not exist`,
       `store pl (${ids.pl}): product ${ids.product} is published but does not exist`,
     ]);
-    const missing = verifyAfter((db) => db.prepare('DELETE FROM published_products WHERE store_id = ? AND product_id = ?').run(ids.de, ids.product));
+    const missing = await verifyAfter((db) => db.prepare('DELETE FROM published_products WHERE store_id = ? AND product_id = ?').run(ids.de, ids.product));
     expect(missing.problems).toContainEqual(expect.stringMatching(/store de .* product \d+ \(P-1\): not published/));
   });
 
-  it('notices a feed whose latest change disagrees with what is published', () => {
-    const removedButPublished = verifyAfter((db) => db.prepare("INSERT INTO changes (store_id, product_id, change_type, created_at) VALUES (?, ?, 'removed', '2999-01-01T00:00:00Z')").run(ids.de, ids.product));
+  it('notices a feed whose latest change disagrees with what is published', async () => {
+    const removedButPublished = await verifyAfter((db) => db.prepare("INSERT INTO changes (store_id, product_id, change_type, created_at) VALUES (?, ?, 'removed', '2999-01-01T00:00:00Z')").run(ids.de, ids.product));
     expect(removedButPublished.problems).toContainEqual(`store de (${ids.de}): product ${ids.product} is published but its latest change is "removed"`);
-    const neverAnnounced = verifyAfter((db) => db.prepare('DELETE FROM changes WHERE store_id = ? AND product_id = ?').run(ids.pl, ids.product));
+    const neverAnnounced = await verifyAfter((db) => db.prepare('DELETE FROM changes WHERE store_id = ? AND product_id = ?').run(ids.pl, ids.product));
     expect(neverAnnounced.problems).toEqual([`store pl (${ids.pl}): product ${ids.product} is published but the feed never announced it`]);
-    const removalLost = verifyAfter((db) => db.prepare("DELETE FROM changes WHERE product_id = ? AND change_type = 'removed'").run(ids.deleted));
+    const removalLost = await verifyAfter((db) => db.prepare("DELETE FROM changes WHERE product_id = ? AND change_type = 'removed'").run(ids.deleted));
     expect(removalLost.problems).toEqual([
       `store de (${ids.de}): product ${ids.deleted} is not published but its latest change is "content", not "removed"`,
       `store pl (${ids.pl}): product ${ids.deleted} is not published but its latest change is "content", not "removed"`,
     ]);
   });
 
-  it('notices a change that reached neither the outbox nor a delivery of a subscribed endpoint', () => {
-    const report = verifyAfter((db) => db.prepare("DELETE FROM webhook_outbox WHERE product_id = ? AND event = 'removed'").run(ids.deleted));
+  it('notices a change that reached neither the outbox nor a delivery of a subscribed endpoint', async () => {
+    const report = await verifyAfter((db) => db.prepare("DELETE FROM webhook_outbox WHERE product_id = ? AND event = 'removed'").run(ids.deleted));
     // An all-stores endpoint gets the removal with store_id null (spec 2.7): both stores' changes are lost.
     expect(report.problems).toEqual([
       expect.stringMatching(new RegExp(`endpoint \\d+: change \\d+ \\(removed, store ${ids.de}, product ${ids.deleted}\\) is neither in the outbox nor in a delivery`)),

@@ -1,12 +1,12 @@
 // The storage port on better-sqlite3: WAL, forward-only migrations at open, prepared statements,
 // one class per aggregate over a connection and its statement cache.
 //
-// Two connections, so a big write never stalls reads: transactions run one at a time on the
+// Separate connections, so a big write never stalls reads: transactions run one at a time on the
 // write connection (BEGIN IMMEDIATE, queued in process; a lock held by another process is waited
-// for asynchronously), while reads outside a transaction use the read connection, which sees the
-// last committed state (a WAL snapshot) however long a write transaction stays open. A long
-// write yields the event loop between its bounded steps (shared/cooperative.ts), so requests are
-// answered from the read connection meanwhile.
+// for asynchronously), while reads outside a transaction use a read-only connection, which sees the
+// last committed state (a WAL snapshot) however long a write transaction stays open, and each
+// snapshot() has a read connection of its own for its duration. A long write yields the event loop
+// between its bounded steps (shared/cooperative.ts), so requests are answered meanwhile.
 import { AsyncLocalStorage } from 'node:async_hooks';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -60,7 +60,9 @@ function operationsOn(connection: SqliteConnection): StorageOperations {
 
 function connect(file: string, options: { readonly?: boolean } = {}): Database.Database {
   const db = new Database(file, { readonly: options.readonly ?? false });
-  if (!options.readonly) {
+  if (options.readonly) {
+    db.pragma('busy_timeout = 5000');
+  } else {
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = NORMAL');
   }
@@ -78,15 +80,13 @@ export function openSqliteStorage(file: string, options: SqliteOptions = {}): Sq
   migrate(writer);
   if (file === ':memory:') {
     // An in-memory database exists once per connection: reads share the write connection.
-    return new SqliteStorage(writer, writer, null, options);
+    return new SqliteStorage(writer, () => writer, null, options);
   }
   // Checkpoints run in a worker thread (checkpointer.ts), never inside a COMMIT on the event loop.
   writer.pragma('wal_autocheckpoint = 0');
   writer.pragma(`journal_size_limit = ${64 * 1024 * 1024}`);
-  const reader = connect(file, { readonly: true });
-  reader.pragma('busy_timeout = 5000');
   const checkpointer = new Checkpointer(file, options.checkpointIntervalMs ?? 1000, options.onCheckpointError);
-  return new SqliteStorage(writer, reader, checkpointer, options);
+  return new SqliteStorage(writer, () => connect(file, { readonly: true }), checkpointer, options);
 }
 
 function migrate(db: Database.Database): void {
@@ -120,13 +120,20 @@ export class SqliteStorage implements CatalogStorage {
   /** The transaction the current async context runs in, if any (catches a write that would wait for itself). */
   private readonly context = new AsyncLocalStorage<{ open: boolean }>();
   private queue: Promise<void> = Promise.resolve();
-  private snapshots = 0;
+  /** Read connections not in use by a snapshot: each snapshot has one to itself. */
+  private readonly idleSnapshots: { connection: SqliteConnection; operations: StorageOperations }[] = [];
+  private readonly snapshotConnections: Database.Database[] = [];
   private readonly lockTimeoutMs: number;
 
   constructor(
-    readonly db: Database.Database, readDb: Database.Database, private readonly checkpointer: Checkpointer | null, options: SqliteOptions = {},
+    readonly db: Database.Database,
+    /** Opens a read-only connection (an in-memory database: returns the write connection). */
+    private readonly openReader: () => Database.Database,
+    private readonly checkpointer: Checkpointer | null,
+    options: SqliteOptions = {},
   ) {
     this.lockTimeoutMs = options.lockTimeoutMs ?? 30_000;
+    const readDb = openReader();
     this.read = new SqliteConnection(readDb);
     this.tx = operationsOn(new SqliteConnection(db));
     this.reader = readDb === db ? this.tx : operationsOn(this.read);
@@ -186,23 +193,36 @@ export class SqliteStorage implements CatalogStorage {
     }
   }
 
-  async snapshot<T>(fn: (reader: StorageOperations) => Promise<T>): Promise<T> {
+  snapshot<T>(fn: (reader: StorageOperations) => Promise<T>): Promise<T> {
+    return this.onSnapshot((_connection, reader) => fn(reader));
+  }
+
+  private async onSnapshot<T>(fn: (connection: SqliteConnection, reader: StorageOperations) => Promise<T>): Promise<T> {
     this.outsideTransaction('snapshot');
-    // Snapshots that overlap on the one read connection share its read transaction.
-    // (An in-memory database has one connection: its reads see what is committed or being written.)
-    const db = this.read.db;
-    const own = db !== this.db;
-    if (own && this.snapshots++ === 0) db.exec('BEGIN');
+    // An in-memory database has one connection: its reads see what is committed or being written.
+    if (this.read.db === this.db) return fn(this.read, this.reader);
+    // A read transaction on a connection of its own, so plain reads meanwhile (and other
+    // snapshots) see the newest committed state, not this snapshot's.
+    let taken = this.idleSnapshots.pop();
+    if (!taken) {
+      const db = this.openReader();
+      this.snapshotConnections.push(db);
+      const connection = new SqliteConnection(db);
+      taken = { connection, operations: operationsOn(connection) };
+    }
+    taken.connection.db.exec('BEGIN');
     try {
-      return await fn(this.reader);
+      return await fn(taken.connection, taken.operations);
     } finally {
-      if (own && --this.snapshots === 0) db.exec('COMMIT');
+      taken.connection.db.exec('COMMIT');
+      this.idleSnapshots.push(taken);
     }
   }
 
   async close(): Promise<void> {
     await this.queue;
     await this.checkpointer?.close();
+    for (const db of this.snapshotConnections) db.close();
     if (this.read.db !== this.db) this.read.db.close();
     // The last connection to close checkpoints what is left and removes the WAL.
     this.db.close();
@@ -218,8 +238,8 @@ export class SqliteStorage implements CatalogStorage {
   }
 
   async operationalCounts(): Promise<OperationalCounts> {
-    return this.snapshot(async () => {
-      const stmt = (sql: string) => this.read.stmt(sql);
+    return this.onSnapshot(async (connection) => {
+      const stmt = (sql: string) => connection.stmt(sql);
       const counts: OperationalCounts = {
         endpoints: { active: 0, paused: 0, disabled: 0 },
         outboxDepth: stmt('SELECT count(*) FROM webhook_outbox').pluck().get() as number,

@@ -10,7 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.js';
 import { silentLogger } from '../src/operations/log.js';
 import { startServer } from '../src/server.js';
-import { openSqliteStorage } from '../src/storage/sqlite.js';
+import { createService } from '../src/service.js';
+import { openSqliteStorage } from '../src/storage/sqlite/index.js';
 import { contractFetch } from './support/contract.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -40,16 +41,19 @@ async function cli(...args: string[]): Promise<{ code: number; stdout: string; s
 
 /** GETs a public path from a server started on the CLI's database file, then stops it. */
 async function publicGet(pathAndQuery: string, key: string): Promise<{ status: number; body: any }> {
-  const storage = openSqliteStorage(db);
-  const server = await startServer(storage, loadConfig({}, {
+  const service = createService(loadConfig({}, {
     port: 0, host: '127.0.0.1', databasePath: db, adminToken: 'adm_cli_test_token', adminTokenConfigured: true, demoOnEmpty: false,
-  }), { docsFile: path.join(dir, 'no-docs.html'), logger: silentLogger });
+  }), { logger: silentLogger, storage: openSqliteStorage(db) });
   try {
-    const response = await contractFetch()(`${server.url}${pathAndQuery}`, { headers: { Authorization: `Bearer ${key}` } });
-    return { status: response.status, body: await response.json() };
+    const server = await startServer(service, { docsFile: path.join(dir, 'no-docs.html') });
+    try {
+      const response = await contractFetch()(`${server.url}${pathAndQuery}`, { headers: { Authorization: `Bearer ${key}` } });
+      return { status: response.status, body: await response.json() };
+    } finally {
+      await server.close();
+    }
   } finally {
-    await server.close();
-    storage.close();
+    await service.close();
   }
 }
 

@@ -5,7 +5,6 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CatalogAdmin } from '../src/admin/catalog-admin.js';
 import { loadConfig } from '../src/config.js';
 import { adminApi } from '../src/http/admin-api.js';
 import { createApp } from '../src/http/app.js';
@@ -17,7 +16,8 @@ import { operationsApi } from '../src/http/operations-api.js';
 import { Lifecycle } from '../src/operations/health.js';
 import { silentLogger } from '../src/operations/log.js';
 import { ServiceMetrics } from '../src/operations/metrics.js';
-import { openSqliteStorage, type SqliteStorage } from '../src/storage/sqlite.js';
+import { createService, type Service } from '../src/service.js';
+import { openSqliteStorage } from '../src/storage/sqlite/index.js';
 import { startTestService, type TestService } from './support/service.js';
 
 type Json = Record<string, any>;
@@ -70,15 +70,18 @@ function registered(app: { openAPIRegistry: { definitions: Json[] } }): Map<stri
 /** Operations specified ahead of their implementation (none at the moment). */
 const SPECIFIED_NOT_YET_SERVED: string[] = [];
 
-let storage: SqliteStorage;
+let service: Service;
 let dir: string;
 
 beforeAll(() => {
   dir = fs.mkdtempSync(path.join(process.cwd(), 'node_modules', '.drift-'));
-  storage = openSqliteStorage(path.join(dir, 'drift.db'));
+  const databasePath = path.join(dir, 'drift.db');
+  // Built, not started: nothing here runs the dispatcher or the mirror.
+  service = createService(loadConfig({}, { adminToken: 'x', databasePath, changes: { feedWindow: 1000 } }),
+    { logger: silentLogger, storage: openSqliteStorage(databasePath) });
 });
-afterAll(() => {
-  storage.close();
+afterAll(async () => {
+  await service.close();
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
@@ -86,22 +89,21 @@ describe('the app implements exactly the authored documents', () => {
   it('registers every public operation with the documented parameters and statuses, and no other', () => {
     const expected = documented(publicDocument);
     for (const pending of SPECIFIED_NOT_YET_SERVED) expected.delete(pending);
-    expect(registered(publicApi(storage, 1000))).toEqual(expected);
+    expect(registered(publicApi(service))).toEqual(expected);
   });
 
   it('registers every admin operation with the documented parameters and statuses, and no other', () => {
-    const config = loadConfig({}, { adminToken: 'x' });
-    expect(registered(adminApi(new CatalogAdmin(storage), config))).toEqual(documented(adminDocument));
+    expect(registered(adminApi(service))).toEqual(documented(adminDocument));
   });
 
   it('registers every operations operation with the documented parameters and statuses, and no other', () => {
-    const metrics = new ServiceMetrics(storage, () => new Date(), silentLogger);
-    const app = operationsApi({ storage, metrics, lifecycle: new Lifecycle(), metricsToken: null });
+    const metrics = new ServiceMetrics(service.storage, () => new Date(), silentLogger);
+    const app = operationsApi({ storage: service.storage, metrics, lifecycle: new Lifecycle(), metricsToken: null });
     expect(registered(app)).toEqual(documented(operationsDocument));
   });
 
   it('routes no undocumented path under /v1 or /admin/v1', () => {
-    const app = createApp({ storage, config: loadConfig({}, { adminToken: 'x' }) });
+    const app = createApp(service);
     const documentedRoutes = new Set([...documented(publicDocument).keys(), ...documented(adminDocument).keys()]);
     const served = app.routes
       .filter((r) => r.method !== 'ALL' && /^\/(v1|admin\/v1)\//.test(r.path))

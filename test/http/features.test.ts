@@ -74,7 +74,7 @@ describe('per-key rate limiting (product decisions, "Errors and bad input")', ()
   const freshKey = () => service.keyFor(catalog.merchant.id);
 
   it('answers 429 rate_limited with Retry-After, RateLimit-Policy and RateLimit once the key\'s bucket is empty', async () => {
-    const key = freshKey();
+    const key = await freshKey();
     const seen = [];
     for (let i = 0; i < 3; i++) {
       const response = await service.api('/v1/stores', key);
@@ -95,7 +95,7 @@ describe('per-key rate limiting (product decisions, "Errors and bad input")', ()
   });
 
   it('throttles every /v1 operation alike', async () => {
-    const key = freshKey();
+    const key = await freshKey();
     for (let i = 0; i < 3; i++) expect((await service.api('/v1/stores', key)).status).toBe(200);
     const { backpack } = catalog.products;
     for (const path of ['/v1/products', `/v1/products/${backpack.id}`, `/v1/prices?ids=${backpack.id}`, '/v1/stores', '/v1/changes']) {
@@ -106,7 +106,7 @@ describe('per-key rate limiting (product decisions, "Errors and bad input")', ()
   });
 
   it('refills at the sustained rate as time passes, up to the burst, and a throttled request takes nothing', async () => {
-    const key = freshKey();
+    const key = await freshKey();
     for (let i = 0; i < 3; i++) expect((await service.api('/v1/stores', key)).status).toBe(200);
     for (let i = 0; i < 5; i++) expect((await service.api('/v1/stores', key)).status).toBe(429);
 
@@ -128,7 +128,7 @@ describe('per-key rate limiting (product decisions, "Errors and bad input")', ()
   });
 
   it('limits keys independently, even two keys of one merchant', async () => {
-    const [first, second] = [freshKey(), freshKey()];
+    const [first, second] = [await freshKey(), await freshKey()];
     for (let i = 0; i < 3; i++) await service.api('/v1/stores', first);
     expect((await service.api('/v1/stores', first)).status).toBe(429);
     const other = await service.api('/v1/stores', second);
@@ -137,7 +137,7 @@ describe('per-key rate limiting (product decisions, "Errors and bad input")', ()
   });
 
   it('counts every authenticated request, errors included, with the headers on each', async () => {
-    const key = freshKey();
+    const key = await freshKey();
     const notFound = await service.api('/v1/products/999999', key);
     expect(notFound.status).toBe(404);
     expect(notFound.headers.get('RateLimit')).toBe('"default";r=2;t=1');

@@ -304,8 +304,8 @@ describe('GET /v1/stores (spec 4.3)', () => {
   });
 
   it('lists no store, and answers 404 store_not_found for products, for a merchant without stores', async () => {
-    const merchant = service.admin.createMerchant({ name: 'No stores yet' });
-    const newKey = service.keyFor(merchant.id);
+    const merchant = await service.admin.createMerchant({ name: 'No stores yet' });
+    const newKey = await service.keyFor(merchant.id);
     expect((await service.api('/v1/stores', newKey)).body).toEqual({ data: [] });
     const products = await service.api('/v1/products', newKey);
     expect(products.status).toBe(404);

@@ -4,7 +4,7 @@
 // image in every store and records one `content` change each, in the transaction of the state
 // change. Observed through GET /v1/products and GET /v1/changes over real HTTP.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { retryDeadImages } from '../../src/images/mirror.js';
+import { retryDeadImages } from '../../src/images/retry.js';
 import { CatalogStorageProxyError, failingOn } from './failing-storage.js';
 import { MINUTE, NOTHING, byProduct, contentOf, everyStore, startImageWorld, type ImageWorld } from './world.js';
 
@@ -190,7 +190,8 @@ describe('one transaction with the state change', () => {
     const id = await world.putProduct('BP-40', [url]);
     await world.mirror.tick();
     const broken = failingOn(world.service.storage, 'recordChanges');
-    const changes = await world.recorded(() => expect(() => retryDeadImages(broken, world.merchant.id, world.clock.now())).toThrow(CatalogStorageProxyError));
+    const changes = await world.recorded(() => expect(retryDeadImages(broken, world.service.admin.publisher, world.merchant.id, world.clock.now()))
+      .rejects.toThrow(CatalogStorageProxyError));
     expect(changes).toEqual(NOTHING);
     expect(await world.imagesInEveryStore(id)).toEqual(everyStore([]));
     expect(await world.status()).toMatchObject({ pending: 0, dead: 1 });

@@ -62,7 +62,8 @@ describe('a database that cannot answer', () => {
     const logs = new LogCapture();
     const service = await startTestService({ logger: logs.logger });
     try {
-      service.storage.db.close();
+      // Both connections (the storage reads on its own read connection): closed under the running service.
+      await service.storage.close();
       const ready = await service.fetch(`${service.url}/readyz`);
       expect(ready.status).toBe(503);
       const body = await ready.json();
@@ -191,7 +192,7 @@ describe('/metrics for webhooks', () => {
     await world.register(ok, { events: ['content'] });
     await world.register(failing, { events: ['content'] });
     const pausedEndpoint = await world.register(paused, { events: ['content'] });
-    service.storage.updateWebhookEndpoint(pausedEndpoint.id, { status: 'paused', paused_until: new Date(clock.ms + 60 * MINUTE).toISOString() });
+    await service.storage.updateWebhookEndpoint(pausedEndpoint.id, { status: 'paused', paused_until: new Date(clock.ms + 60 * MINUTE).toISOString() });
 
     let metrics = await scrape(service);
     expect(sample(metrics, 'cps_webhook_endpoints', { state: 'active' })).toBe(2);
@@ -211,7 +212,7 @@ describe('/metrics for webhooks', () => {
     expect(sample(metrics, 'cps_webhook_outbox_depth')).toBe(6);
     expect(sample(metrics, 'cps_feed_lag_seconds')).toBe(90);
 
-    world.dispatcher.coalesce();
+    await world.dispatcher.coalesce();
     metrics = await scrape(service);
     expect(sample(metrics, 'cps_webhook_outbox_depth')).toBe(0);
     expect(sample(metrics, 'cps_webhook_deliveries_waiting', { status: 'pending' })).toBe(2);

@@ -199,6 +199,7 @@ export class SqliteStorage implements CatalogStorage {
 
   private async onSnapshot<T>(fn: (connection: SqliteConnection, reader: StorageOperations) => Promise<T>): Promise<T> {
     this.outsideTransaction('snapshot');
+    if (!this.read.db.open) throw new TypeError('The database connection is not open');
     // An in-memory database has one connection: its reads see what is committed or being written.
     if (this.read.db === this.db) return fn(this.read, this.reader);
     // A read transaction on a connection of its own, so plain reads meanwhile (and other
@@ -229,6 +230,8 @@ export class SqliteStorage implements CatalogStorage {
   }
 
   async ping(): Promise<void> {
+    // Both connections: reads answer from one, writes need the other.
+    if (!this.db.open) throw new TypeError('The database connection is not open');
     this.read.stmt('SELECT 1').get();
   }
 

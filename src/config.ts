@@ -180,7 +180,7 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
       publishChunk: Math.max(1, int(env, 'CPS_PUBLISH_CHUNK', 500)),
     },
     storage: {
-      writeSliceMs: Math.max(1, int(env, 'CPS_WRITE_SLICE_MS', 10)),
+      writeSliceMs: Math.max(1, int(env, 'CPS_WRITE_SLICE_MS', 5)),
       lockTimeoutMs: int(env, 'CPS_DB_LOCK_TIMEOUT_MS', 30_000),
       checkpointIntervalMs: Math.max(10, int(env, 'CPS_WAL_CHECKPOINT_INTERVAL_MS', 1000)),
     },

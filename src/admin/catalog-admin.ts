@@ -456,7 +456,7 @@ export class CatalogAdmin {
       const upsertedIds: number[] = [];
       const deletedIds: number[] = [];
       for (const [index, operation] of operations.entries()) {
-        if (index % 64 === 0) await yieldToOthers();
+        if (index % 16 === 0) await yieldToOthers();
         if (operation.op === 'upsert_product') {
           upsertedIds.push((await tx.upsertProductSource(merchantId, operation.ref, operation.source, at)).id);
           await tx.ensureImageMirrors(merchantId, operation.source.images.map((i) => i.url), at);

@@ -54,7 +54,7 @@ function* ndjsonLines(text: string): Generator<{ number: number; line: string }>
 }
 
 /** Lines checked between two checks of the event loop's time slice. */
-const PARSE_STEP = 256;
+const PARSE_STEP = 32;
 
 /**
  * Parses and checks every line; throws the 400 problem listing each bad line. A big file is

@@ -11,7 +11,7 @@ import { yieldToOthers } from '../shared/cooperative.js';
 import type { PublishedRow, StorageOperations, StorageTx } from '../storage/port.js';
 
 /** Products resolved between two checks of the event loop's time slice. */
-const RESOLVE_STEP = 64;
+const RESOLVE_STEP = 16;
 
 export interface PublishSummary {
   resolved: number;

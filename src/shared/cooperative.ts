@@ -3,9 +3,9 @@
 // once it has held the loop for a slice, it lets the requests and timers waiting meanwhile run.
 
 let sliceStartedAt = performance.now();
-let sliceMs = 10;
+let sliceMs = 5;
 
-/** How long work may hold the event loop before it yields (default 10 ms). */
+/** How long work may hold the event loop before it yields (default 5 ms). */
 export function setYieldSlice(ms: number): void {
   sliceMs = ms;
 }

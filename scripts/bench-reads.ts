@@ -1,114 +1,263 @@
-// `npm run bench:reads`: read throughput of GET /v1/products against the ceiling of this machine.
-// Builds 100k products in 3 stores, starts the server in a child process, and measures with
-// autocannon, interleaving the targets in rounds so machine noise hits them alike:
-//   static     - the same bytes as page 1, answered from memory by the same HTTP stack (the ceiling)
-//   page1      - GET /v1/products?per_page=200
-//   last       - GET /v1/products?per_page=200&page=<last>
-//   page1-gzip - page 1 with Accept-Encoding: gzip (issue 6: compression, for clients that ask)
-//   page1-br   - page 1 with Accept-Encoding: br
+// `npm run bench:reads`: read throughput of GET /v1/products against the ceiling of this machine, for
+// two versions side by side in one run: the candidate (this working tree) and a baseline (a git ref),
+// checked out and cleaned up by scripts/baseline.ts as for bench:writes. Each version is driven only
+// through its own CLI and its own scripts/bench-server.ts (no src/ imports here: the internal APIs
+// change between versions; the bench server's contract does not: `bench-server.ts DB`, {port} over
+// IPC, 'cpu' answered with process.cpuUsage(), POST/GET /__static, `X-Bench-App: quiet`).
+// Per version: its own `demo` builds BENCH_PRODUCTS products in 3 stores; its bench server serves
+// that database in a child process on 127.0.0.1. Both servers run throughout; autocannon drives the
+// targets in rounds, each target for both versions back to back (which goes first alternates), so
+// machine noise hits versions and targets alike:
+//   static      - the same bytes as page 1, answered from memory by the same HTTP stack (the ceiling)
+//   page1       - GET /v1/products?per_page=200
+//   last        - GET /v1/products?per_page=200&page=<last>
+//   page1-gzip  - page 1 with Accept-Encoding: gzip (issue 6: compression, for clients that ask)
+//   page1-br    - page 1 with Accept-Encoding: br
 //   page1-nolog - page 1 from an app with the access log off (issue 6: what logging costs)
-// Targets (issue #2): page 1 >= 0.60 x static; last page >= 0.90 x page 1 - for clients that do not
-// ask for compression (autocannon sends no Accept-Encoding unless told).
-import { fork } from 'node:child_process';
-import fs from 'node:fs';
+// Req/s and server CPU per request (the server's CPU time around each run: the figure that stays
+// meaningful when the load generator, not the server, limits req/s) are medians over the rounds.
+// Verdicts (issue 10): the candidate's page 1 / static and last page / page 1 (req/s) are at least
+// the baseline's, within 5 % of noise. For reference, the absolute levels of issue 10 ("today's
+// level", about 0.60 and 0.95) are printed too; autocannon sends no Accept-Encoding unless told.
+// Usage: npm run bench:reads -- [--baseline REF] [--json]
+//   REF defaults to origin/main, else main, else HEAD~1. BENCH_PRODUCTS (100000), BENCH_SECONDS (5),
+//   BENCH_ROUNDS (3), BENCH_CONNECTIONS (8). Exits 0 whatever the verdicts.
+import { fork, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
-import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
-import { buildDemoCatalog } from '../src/admin/demo.js';
-import { loadConfig } from '../src/config.js';
-import { createService } from '../src/service.js';
+import { buildDemo, exited, inheritedEnv, keepOutput, runSideBySide, track, type Checkout } from './baseline.js';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
 const PRODUCTS = Number(process.env.BENCH_PRODUCTS ?? 100_000);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 8);
+const WARM_UP_SECONDS = 2;
+/** Ratios of the candidate may fall this far below the baseline's before they fail: the noise of this machine. */
+const NOISE = 0.05;
+/** Issue 10's "today's level", printed for reference. */
+const REFERENCE = { page1PerStatic: 0.6, lastPerPage1: 0.95 };
+const { values: flags } = parseArgs({ options: { baseline: { type: 'string' }, json: { type: 'boolean' } } });
+// With --json, stdout carries only the result.
+const log = (line: string) => (flags.json ? console.error(line) : console.log(line));
 
-async function main(): Promise<void> {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cps-bench-'));
-  const databasePath = path.join(dir, 'bench.db');
-  console.log(`building ${PRODUCTS} products in 3 stores ...`);
-  const started = Date.now();
-  const service = createService(loadConfig({}, { databasePath }));
-  const { api_key: apiKey } = await buildDemoCatalog(service.admin, PRODUCTS);
-  await service.close();
-  console.log(`built in ${((Date.now() - started) / 1000).toFixed(1)} s`);
-
-  const child = fork(path.join(here, 'bench-server.ts'), [databasePath], { execArgv: ['--import', 'tsx'], stdio: 'inherit' });
-  const port: number = await new Promise((resolve) => child.once('message', (m: { port: number }) => resolve(m.port)));
-  const base = `http://127.0.0.1:${port}`;
-  const headers = { Authorization: `Bearer ${apiKey}` };
-  try {
-    const first = await fetch(`${base}/v1/products?per_page=200`, { headers });
-    const page1 = await first.text();
-    const lastPage = (JSON.parse(page1) as { meta: { last_page: number } }).meta.last_page;
-    const last = await (await fetch(`${base}/v1/products?per_page=200&page=${lastPage}`, { headers })).text();
-    await fetch(`${base}/__static`, { method: 'POST', body: page1 });
-    console.log(`page 1: ${page1.length} bytes; last page (${lastPage}): ${last.length} bytes`);
-    for (const coding of ['gzip', 'br'] as const) {
-      const coded = await codedSize(`${base}/v1/products?per_page=200`, { ...headers, 'Accept-Encoding': coding });
-      console.log(`page 1 with ${coding}: ${coded} bytes on the wire (${(coded / Buffer.byteLength(page1) * 100).toFixed(1)} %)`);
-    }
-
-    const targets = {
-      static: { url: `${base}/__static`, headers },
-      page1: { url: `${base}/v1/products?per_page=200`, headers },
-      last: { url: `${base}/v1/products?per_page=200&page=${lastPage}`, headers },
-      'page1-gzip': { url: `${base}/v1/products?per_page=200`, headers: { ...headers, 'Accept-Encoding': 'gzip' } },
-      'page1-br': { url: `${base}/v1/products?per_page=200`, headers: { ...headers, 'Accept-Encoding': 'br' } },
-      'page1-nolog': { url: `${base}/v1/products?per_page=200`, headers: { ...headers, 'X-Bench-App': 'quiet' } },
-    };
-    type Target = keyof typeof targets;
-    const serverCpu = (): Promise<number> => new Promise((resolve) => {
-      child.once('message', (m: { cpu: { user: number; system: number } }) => resolve(m.cpu.user + m.cpu.system));
-      child.send('cpu');
-    });
-    const results = Object.fromEntries(Object.keys(targets).map((name) => [name, { rps: [] as number[], cpu: [] as number[] }])) as
-      Record<Target, { rps: number[]; cpu: number[] }>;
-    // Round 0 warms the JIT and the page cache and is not counted.
-    for (let round = 0; round <= ROUNDS; round++) {
-      for (const [name, target] of Object.entries(targets) as [Target, { url: string; headers: Record<string, string> }][]) {
-        const cpuBefore = await serverCpu();
-        const run = await autocannon({ ...target, connections: CONNECTIONS, duration: round === 0 ? 2 : SECONDS });
-        const cpuPerRequest = (await serverCpu() - cpuBefore) / run.requests.total;
-        if (run.non2xx || run.errors) throw new Error(`${name}: ${run.non2xx} non-2xx, ${run.errors} errors`);
-        if (round === 0) continue;
-        results[name].rps.push(run.requests.average);
-        results[name].cpu.push(cpuPerRequest);
-        console.log(`round ${round} ${name.padEnd(10)} ${run.requests.average.toFixed(0).padStart(6)} req/s  p99 ${run.latency.p99} ms  server CPU ${cpuPerRequest.toFixed(0)} us/request`);
-      }
-    }
-    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-    const [s, p, l] = [median(results.static.rps), median(results.page1.rps), median(results.last.rps)];
-    const [cs, cp, cl] = [median(results.static.cpu), median(results.page1.cpu), median(results.last.cpu)];
-    console.log('');
-    console.log(`median req/s: static ${s.toFixed(0)}, page 1 ${p.toFixed(0)}, last page ${l.toFixed(0)}`);
-    console.log(`page 1 / static    = ${(p / s).toFixed(2)}  (target >= 0.60)`);
-    console.log(`last page / page 1 = ${(l / p).toFixed(2)}  (target >= 0.90)`);
-    console.log(`median server CPU per request: static ${cs.toFixed(0)} us, page 1 ${cp.toFixed(0)} us, last page ${cl.toFixed(0)} us`);
-    console.log(`as throughput (1/CPU): page 1 / static = ${(cs / cp).toFixed(2)}, last page / page 1 = ${(cp / cl).toFixed(2)}`);
-    for (const name of ['page1-gzip', 'page1-br', 'page1-nolog'] as const) {
-      console.log(`${name}: median ${median(results[name].rps).toFixed(0)} req/s, server CPU ${median(results[name].cpu).toFixed(0)} us/request`);
-    }
-    const nolog = median(results['page1-nolog'].rps);
-    console.log(`access log: page 1 with / without = ${(p / nolog).toFixed(2)} req/s, CPU +${(cp - median(results['page1-nolog'].cpu)).toFixed(0)} us/request`);
-  } finally {
-    child.kill();
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
+const TARGETS = ['static', 'page1', 'last', 'page1-gzip', 'page1-br', 'page1-nolog'] as const;
+type Target = (typeof TARGETS)[number];
+interface BenchServer {
+  base: string;
+  /** The server's CPU time so far, user + system, in µs. */
+  cpu: () => Promise<number>;
+  stop: () => Promise<void>;
+}
+interface Version extends Checkout {
+  server: BenchServer;
+  requests: Record<Target, { url: string; headers: Record<string, string> }>;
+  bytes: { page1: number; last: number; lastPage: number; gzip: number | null; br: number | null };
+  results: Record<Target, { rps: number[]; cpu: number[] }>;
 }
 
-/** Bytes on the wire of a coded response (fetch would decode it; node:http does not). */
-function codedSize(url: string, headers: Record<string, string>): Promise<number> {
+const median = (xs: number[]) => {
+  const sorted = [...xs].sort((a, b) => a - b);
+  return (sorted[Math.floor((sorted.length - 1) / 2)]! + sorted[Math.ceil((sorted.length - 1) / 2)]!) / 2;
+};
+
+/** The version's own scripts/bench-server.ts on `database`, run from its tree. */
+async function startBenchServer(checkout: Checkout, database: string): Promise<BenchServer> {
+  const child = track(fork(path.join(checkout.dir, 'scripts', 'bench-server.ts'), [database], {
+    cwd: checkout.dir, env: inheritedEnv(), execArgv: ['--import', 'tsx'], stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+  }));
+  const output = keepOutput(child);
+  const died = (what: string) => new Error(`${checkout.name}: bench-server exited (${child.exitCode ?? child.signalCode}) ${what}:\n${output()}`);
+  /** The next IPC message, or the child's death. */
+  const next = <T>(what: string, timeoutMs: number) => new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => { cleanup(); reject(new Error(`${checkout.name}: bench-server sent nothing ${what} within ${timeoutMs / 1000} s:\n${output()}`)); }, timeoutMs);
+    const onMessage = (message: T) => { cleanup(); resolve(message); };
+    const onExit = () => { cleanup(); reject(died(what)); };
+    const cleanup = () => { clearTimeout(timer); child.off('message', onMessage); child.off('exit', onExit); };
+    child.on('message', onMessage);
+    child.once('exit', onExit);
+  });
+  const { port } = await next<{ port: number }>('before listening', 120_000);
+  return {
+    base: `http://127.0.0.1:${port}`,
+    cpu: async () => {
+      const reply = next<{ cpu: NodeJS.CpuUsage }>('for cpu', 30_000);
+      child.send('cpu');
+      const { cpu } = await reply;
+      return cpu.user + cpu.system;
+    },
+    stop: () => stopChild(child),
+  };
+}
+
+async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  child.kill('SIGTERM');
+  const killer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+  await exited(child);
+  clearTimeout(killer);
+}
+
+/** Bytes on the wire of a coded response (fetch would decode it; node:http does not); null when not coded. */
+function codedSize(url: string, headers: Record<string, string>): Promise<number | null> {
   return new Promise((resolve, reject) => {
     http.get(url, { headers }, (res) => {
       let size = 0;
       res.on('data', (chunk: Buffer) => { size += chunk.length; });
-      res.on('end', () => (res.headers['content-encoding'] ? resolve(size) : reject(new Error(`${url}: not coded`))));
+      res.on('end', () => resolve(res.headers['content-encoding'] ? size : null));
     }).on('error', reject);
   });
 }
 
-await main();
+/** Builds the version's catalog, starts its server, fetches page 1 and the last page, arms /__static. */
+async function prepare(checkout: Checkout, tempDir: string): Promise<Version> {
+  const database = path.join(tempDir, `${checkout.name}.db`);
+  const { apiKey } = await buildDemo(checkout, database, PRODUCTS, log);
+  const server = await startBenchServer(checkout, database);
+  try {
+    const { base } = server;
+    const headers = { Authorization: `Bearer ${apiKey}` };
+    const get = async (url: string) => {
+      const response = await fetch(url, { headers });
+      const text = await response.text();
+      if (!response.ok) throw new Error(`${checkout.name}: GET ${url}: ${response.status} ${text.slice(0, 500)}`);
+      return text;
+    };
+    const page1 = await get(`${base}/v1/products?per_page=200`);
+    const lastPage = (JSON.parse(page1) as { meta: { last_page: number } }).meta.last_page;
+    const last = await get(`${base}/v1/products?per_page=200&page=${lastPage}`);
+    const armed = await fetch(`${base}/__static`, { method: 'POST', body: page1 });
+    if (!armed.ok) throw new Error(`${checkout.name}: POST /__static: ${armed.status}`);
+    const page1Url = `${base}/v1/products?per_page=200`;
+    return {
+      ...checkout,
+      server,
+      requests: {
+        static: { url: `${base}/__static`, headers },
+        page1: { url: page1Url, headers },
+        last: { url: `${base}/v1/products?per_page=200&page=${lastPage}`, headers },
+        'page1-gzip': { url: page1Url, headers: { ...headers, 'Accept-Encoding': 'gzip' } },
+        'page1-br': { url: page1Url, headers: { ...headers, 'Accept-Encoding': 'br' } },
+        'page1-nolog': { url: page1Url, headers: { ...headers, 'X-Bench-App': 'quiet' } },
+      },
+      bytes: {
+        page1: Buffer.byteLength(page1), last: Buffer.byteLength(last), lastPage,
+        gzip: await codedSize(page1Url, { ...headers, 'Accept-Encoding': 'gzip' }),
+        br: await codedSize(page1Url, { ...headers, 'Accept-Encoding': 'br' }),
+      },
+      results: Object.fromEntries(TARGETS.map((name) => [name, { rps: [], cpu: [] }])) as unknown as Version['results'],
+    };
+  } catch (error) {
+    await server.stop();
+    throw error;
+  }
+}
+
+/** One autocannon run of one target on one version; counted unless it is the warm-up round. */
+async function measure(version: Version, target: Target, round: number): Promise<void> {
+  const cpuBefore = await version.server.cpu();
+  const run = await autocannon({ ...version.requests[target], connections: CONNECTIONS, duration: round === 0 ? WARM_UP_SECONDS : SECONDS });
+  const cpuPerRequest = (await version.server.cpu() - cpuBefore) / run.requests.total;
+  if (run.non2xx || run.errors) throw new Error(`${version.name} ${target}: ${run.non2xx} non-2xx, ${run.errors} errors`);
+  if (round === 0) return;
+  version.results[target].rps.push(run.requests.average);
+  version.results[target].cpu.push(cpuPerRequest);
+  log(`round ${round} ${target.padEnd(11)} ${version.name.padEnd(9)} ${run.requests.average.toFixed(0).padStart(6)} req/s  p99 ${String(run.latency.p99).padStart(4)} ms  server CPU ${cpuPerRequest.toFixed(0).padStart(5)} µs/request`);
+}
+
+function summary(v: Version) {
+  const rps = (t: Target) => median(v.results[t].rps);
+  const cpu = (t: Target) => median(v.results[t].cpu);
+  return {
+    targets: Object.fromEntries(TARGETS.map((t) => [t, { rps: rps(t), cpu_us: cpu(t), rps_rounds: v.results[t].rps, cpu_us_rounds: v.results[t].cpu }])) as
+      Record<Target, { rps: number; cpu_us: number; rps_rounds: number[]; cpu_us_rounds: number[] }>,
+    ratios: {
+      page1_per_static: rps('page1') / rps('static'),
+      last_per_page1: rps('last') / rps('page1'),
+      // As throughput (1 / CPU per request): what the server alone would allow.
+      page1_per_static_cpu: cpu('static') / cpu('page1'),
+      last_per_page1_cpu: cpu('page1') / cpu('last'),
+      log_on_per_off: rps('page1') / rps('page1-nolog'),
+    },
+  };
+}
+
+function report(versions: [Version, Version]): void {
+  const [baseline, candidate] = versions;
+  const [b, c] = [summary(baseline), summary(candidate)];
+  const verdicts = ([
+    ['page 1 / static', 'page1_per_static'],
+    ['last page / page 1', 'last_per_page1'],
+  ] as const).map(([label, key]) => ({
+    target: `${label} (req/s): candidate >= baseline x ${(1 - NOISE).toFixed(2)}`,
+    candidate: c.ratios[key], baseline: b.ratios[key], pass: c.ratios[key] >= b.ratios[key] * (1 - NOISE),
+  }));
+  const reference = [
+    { figure: 'page 1 / static (req/s)', level: REFERENCE.page1PerStatic, candidate: c.ratios.page1_per_static, baseline: b.ratios.page1_per_static },
+    { figure: 'last page / page 1 (req/s)', level: REFERENCE.lastPerPage1, candidate: c.ratios.last_per_page1, baseline: b.ratios.last_per_page1 },
+  ];
+  const candidatePerBaseline = Object.fromEntries(TARGETS.map((t) => [t, {
+    rps: c.targets[t].rps / b.targets[t].rps,
+    cpu: c.targets[t].cpu_us / b.targets[t].cpu_us,
+  }])) as Record<Target, { rps: number; cpu: number }>;
+  if (flags.json) {
+    console.log(JSON.stringify({
+      products: PRODUCTS, rounds: ROUNDS, seconds: SECONDS, connections: CONNECTIONS,
+      versions: versions.map((v, i) => ({ name: v.name, ref: v.ref, sha: v.sha, bytes: v.bytes, ...[b, c][i] })),
+      candidate_per_baseline: candidatePerBaseline,
+      verdicts, reference,
+    }, null, 2));
+    return;
+  }
+  const fixed = (x: number, digits = 2) => (Number.isFinite(x) ? x.toFixed(digits) : '-');
+  console.log('');
+  console.log(`${PRODUCTS} products, ${ROUNDS} round(s) of ${SECONDS} s per target and version, ${CONNECTIONS} connections; medians over the rounds`);
+  console.log(`${'target'.padEnd(12)}${'baseline req/s'.padStart(15)}${'CPU µs'.padStart(8)}${'candidate req/s'.padStart(17)}${'CPU µs'.padStart(8)}${'cand/base req/s'.padStart(17)}${'CPU'.padStart(7)}`);
+  for (const t of TARGETS) {
+    console.log(`${t.padEnd(12)}${fixed(b.targets[t].rps, 0).padStart(15)}${fixed(b.targets[t].cpu_us, 0).padStart(8)}`
+      + `${fixed(c.targets[t].rps, 0).padStart(17)}${fixed(c.targets[t].cpu_us, 0).padStart(8)}`
+      + `${fixed(candidatePerBaseline[t].rps).padStart(17)}${fixed(candidatePerBaseline[t].cpu).padStart(7)}`);
+  }
+  console.log('');
+  console.log(`${'ratio'.padEnd(44)}${'baseline'.padStart(9)}${'candidate'.padStart(10)}`);
+  const ratioLine = (label: string, key: keyof typeof b.ratios) => console.log(`${label.padEnd(44)}${fixed(b.ratios[key]).padStart(9)}${fixed(c.ratios[key]).padStart(10)}`);
+  ratioLine('page 1 / static (req/s)', 'page1_per_static');
+  ratioLine('last page / page 1 (req/s)', 'last_per_page1');
+  ratioLine('page 1 / static (1 / CPU per request)', 'page1_per_static_cpu');
+  ratioLine('last page / page 1 (1 / CPU per request)', 'last_per_page1_cpu');
+  ratioLine('page 1 with the access log / without (req/s)', 'log_on_per_off');
+  console.log('');
+  for (const v of versions) {
+    const coded = (size: number | null) => (size === null ? 'not coded' : `${size} bytes (${(size / v.bytes.page1 * 100).toFixed(1)} %)`);
+    console.log(`${v.name.padEnd(9)} page 1 ${v.bytes.page1} bytes, last page (${v.bytes.lastPage}) ${v.bytes.last} bytes; page 1 on the wire with gzip ${coded(v.bytes.gzip)}, with br ${coded(v.bytes.br)}`);
+  }
+  console.log('');
+  console.log('targets (issue 10), candidate against the baseline measured in this run:');
+  for (const v of verdicts) console.log(`  ${v.pass ? 'PASS' : 'FAIL'}  ${v.target}: candidate ${fixed(v.candidate)}, baseline ${fixed(v.baseline)}`);
+  console.log(`for reference, issue 10's "today's level" (absolute figures move with the machine's load; not a verdict):`);
+  for (const r of reference) console.log(`  ${r.figure} about ${r.level.toFixed(2)}: candidate ${fixed(r.candidate)}, baseline ${fixed(r.baseline)}`);
+  const failed = verdicts.filter((v) => !v.pass).length;
+  console.log(failed ? `\n*** ${failed} of ${verdicts.length} targets FAIL ***` : `\nall ${verdicts.length} targets PASS`);
+}
+
+await runSideBySide({ tempPrefix: 'cps-bench-reads-', baseline: flags.baseline, log }, async ({ tempDir, checkouts }) => {
+  const versions: Version[] = [];
+  try {
+    // One after the other: two catalog builds at once would each take the other's CPU.
+    for (const checkout of checkouts) versions.push(await prepare(checkout, tempDir));
+    for (const v of versions) {
+      log(`${v.name}: page 1 ${v.bytes.page1} bytes; last page (${v.bytes.lastPage}) ${v.bytes.last} bytes`);
+    }
+    // Round 0 warms the JIT and the page cache and is not counted. Which version goes first
+    // alternates from one target to the next and from one round to the next.
+    for (let round = 0; round <= ROUNDS; round++) {
+      for (const [i, target] of TARGETS.entries()) {
+        for (const v of (round + i) % 2 ? [...versions].reverse() : versions) await measure(v, target, round);
+      }
+    }
+    report(versions as [Version, Version]);
+  } finally {
+    for (const v of versions) await v.server.stop();
+  }
+});

@@ -14,18 +14,16 @@
 // over the rounds, write durations are medians.
 // Targets (issue 10), for the candidate: during the re-pricing and during the import, slowest read
 // <= 200 ms and p99 <= 50 ms; re-pricing duration <= 1.5 x the baseline's.
+// The checkouts, the CLI runner and the clean-up are scripts/baseline.ts, shared with bench:reads.
 // Usage: npm run bench:writes -- [--baseline REF] [--json]
 //   REF defaults to origin/main, else main, else HEAD~1. BENCH_ROUNDS (2), BENCH_PRODUCTS (100000),
 //   BENCH_IDLE_SECONDS (3), BENCH_IMPORT_PRODUCTS (20000). Exits 0 whatever the verdicts.
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { buildDemo, cli, exited, runSideBySide, type Checkout } from './baseline.js';
 
-const candidateDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const PRODUCTS = Number(process.env.BENCH_PRODUCTS ?? 100_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
 const IDLE_SECONDS = Number(process.env.BENCH_IDLE_SECONDS ?? 3);
@@ -38,11 +36,7 @@ const log = (line: string) => (flags.json ? console.error(line) : console.log(li
 
 type Phase = 'idle' | 'repricing' | 'import';
 const PHASES: Phase[] = ['idle', 'repricing', 'import'];
-interface Version {
-  name: 'baseline' | 'candidate';
-  ref: string;
-  sha: string;
-  dir: string;
+interface Version extends Checkout {
   database: string;
   merchantId: number;
   apiKey: string;
@@ -50,11 +44,6 @@ interface Version {
   writeMs: { repricing: number[]; import: number[] };
 }
 
-const tempDir = fs.mkdtempSync(path.join(os.tmpdir(), 'cps-bench-writes-'));
-const children = new Set<ChildProcess>();
-let baselineTree: string | null = null;
-
-const git = (...args: string[]) => execFileSync('git', args, { cwd: candidateDir, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const median = (xs: number[]) => {
   const sorted = [...xs].sort((a, b) => a - b);
@@ -62,44 +51,6 @@ const median = (xs: number[]) => {
 };
 /** Nearest-rank percentile; NaN when there is nothing to rank. */
 const percentile = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.max(0, Math.ceil(p * xs.length) - 1)] ?? NaN;
-
-function resolveBaseline(): { ref: string; sha: string } {
-  for (const ref of flags.baseline ? [flags.baseline] : ['origin/main', 'main', 'HEAD~1']) {
-    try {
-      return { ref, sha: git('rev-parse', '--verify', '--quiet', `${ref}^{commit}`) };
-    } catch { /* not a commit here: try the next */ }
-  }
-  throw new Error(flags.baseline ? `baseline ${flags.baseline} is not a commit here` : 'no baseline: none of origin/main, main, HEAD~1 is a commit here');
-}
-
-/** `tsx src/cli.ts ...args` of one tree, as `node --import tsx` so the child's pid is the service's. */
-function cli(dir: string, args: string[], env: Record<string, string> = {}): { child: ChildProcess; output: () => string } {
-  const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('CPS_')));
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], { cwd: dir, env: { ...inherited, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  children.add(child);
-  child.once('exit', () => children.delete(child));
-  let output = '';
-  const keep = (chunk: Buffer) => { output = (output + chunk.toString()).slice(-8000); };
-  child.stdout!.on('data', keep);
-  child.stderr!.on('data', keep);
-  return { child, output: () => output };
-}
-
-const exited = (child: ChildProcess) => new Promise<number | null>((resolve) => {
-  if (child.exitCode !== null || child.signalCode !== null) resolve(child.exitCode);
-  else child.once('exit', (code) => resolve(code));
-});
-
-/** Builds the version's demo catalog once with its own CLI; every round serves a copy of it. */
-async function buildDemo(version: Version): Promise<void> {
-  const started = performance.now();
-  const { child, output } = cli(version.dir, ['demo', '--db', version.database, '--products', String(PRODUCTS), '--json']);
-  const code = await exited(child);
-  if (code !== 0) throw new Error(`${version.name}: demo exited ${code}:\n${output()}`);
-  const demo = JSON.parse(output().trim().split('\n').at(-1)!) as { merchant_id: number; api_key: string };
-  [version.merchantId, version.apiKey] = [demo.merchant_id, demo.api_key];
-  log(`${version.name}: demo catalog of ${PRODUCTS} products built in ${((performance.now() - started) / 1000).toFixed(1)} s`);
-}
 
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -205,7 +156,7 @@ function importBody(count: number): string {
   return `${lines.join('\n')}\n`;
 }
 
-async function runRound(version: Version, round: number, ndjson: string): Promise<void> {
+async function runRound(version: Version, round: number, ndjson: string, tempDir: string): Promise<void> {
   const roundDir = path.join(tempDir, `${version.name}-round-${round}`);
   fs.mkdirSync(roundDir);
   const database = path.join(roundDir, 'catalog.db');
@@ -252,21 +203,6 @@ async function runRound(version: Version, round: number, ndjson: string): Promis
     await service.stop();
     fs.rmSync(roundDir, { recursive: true, force: true });
   }
-}
-
-/** Synchronous, so it also runs from a signal handler: children, the baseline worktree, temp files. */
-function cleanUp(): void {
-  for (const child of children) child.kill('SIGKILL');
-  if (baselineTree) {
-    try {
-      git('worktree', 'remove', '--force', baselineTree);
-    } catch {
-      fs.rmSync(baselineTree, { recursive: true, force: true });
-      try { git('worktree', 'prune'); } catch { /* nothing more to do */ }
-    }
-    baselineTree = null;
-  }
-  fs.rmSync(tempDir, { recursive: true, force: true });
 }
 
 function report(versions: Version[]): void {
@@ -317,43 +253,15 @@ function report(versions: Version[]): void {
   console.log(failed ? `\n*** ${failed} of ${verdicts.length} targets FAIL ***` : `\nall ${verdicts.length} targets PASS`);
 }
 
-async function main(): Promise<void> {
-  const base = resolveBaseline();
-  const dirty = git('status', '--porcelain', '--untracked-files=no') ? ' + uncommitted changes' : '';
-  baselineTree = path.join(tempDir, 'baseline-tree');
-  git('worktree', 'add', '--detach', baselineTree, base.sha);
-  fs.symlinkSync(fs.realpathSync(path.join(candidateDir, 'node_modules')), path.join(baselineTree, 'node_modules'));
-  const version = (name: Version['name'], ref: string, sha: string, dir: string): Version => ({
-    name, ref, sha, dir, database: path.join(tempDir, `${name}.db`), merchantId: 0, apiKey: '',
+await runSideBySide({ tempPrefix: 'cps-bench-writes-', baseline: flags.baseline, log }, async ({ tempDir, checkouts }) => {
+  const versions: Version[] = checkouts.map((checkout) => ({
+    ...checkout, database: path.join(tempDir, `${checkout.name}.db`), merchantId: 0, apiKey: '',
     reads: { idle: [], repricing: [], import: [] }, writeMs: { repricing: [], import: [] },
-  });
-  const versions = [
-    version('baseline', base.ref, base.sha, baselineTree),
-    version('candidate', 'working tree', `${git('rev-parse', 'HEAD')}${dirty}`, candidateDir),
-  ];
-  for (const v of versions) log(`${v.name.padEnd(9)} ${v.ref}: ${v.sha}`);
-  for (const v of versions) await buildDemo(v);
+  }));
+  for (const v of versions) Object.assign(v, await buildDemo(v, v.database, PRODUCTS, log));
   const ndjson = importBody(IMPORT_PRODUCTS);
   for (let round = 1; round <= ROUNDS; round++) {
-    for (const v of round % 2 ? versions : [...versions].reverse()) await runRound(v, round, ndjson);
+    for (const v of round % 2 ? versions : [...versions].reverse()) await runRound(v, round, ndjson, tempDir);
   }
   report(versions);
-}
-
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => {
-    console.error(`\n${signal}: stopping the services and removing ${tempDir}`);
-    cleanUp();
-    process.exit(130);
-  });
-}
-const started = performance.now();
-try {
-  await main();
-  log(`\nwhole run: ${((performance.now() - started) / 1000).toFixed(0)} s`);
-} catch (error) {
-  console.error(error);
-  process.exitCode = 1;
-} finally {
-  cleanUp();
-}
+});

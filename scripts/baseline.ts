@@ -1,0 +1,140 @@
+// Two versions of the service side by side in one benchmark run (bench:writes, bench:reads): the
+// candidate (this working tree, uncommitted changes included) and a baseline (a git ref, checked out
+// into a temporary worktree that uses this tree's node_modules). A benchmark drives each version only
+// through what every version has — its CLI, its HTTP API, its own scripts/bench-server.ts — never
+// through src/ imports: the internal APIs change between versions, those do not.
+// `--baseline REF` picks the ref; without it origin/main, else main, else HEAD~1.
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const candidateDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+export interface Checkout {
+  name: 'baseline' | 'candidate';
+  ref: string;
+  sha: string;
+  /** The version's tree: run its CLI and scripts with this as cwd. */
+  dir: string;
+}
+
+export interface SideBySide {
+  /** Removed with everything in it when the run ends, however it ends. */
+  tempDir: string;
+  /** Baseline first. */
+  checkouts: [Checkout, Checkout];
+}
+
+const children = new Set<ChildProcess>();
+let baselineTree: string | null = null;
+let tempDir: string | null = null;
+
+export const git = (...args: string[]) => execFileSync('git', args, { cwd: candidateDir, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+
+export function resolveBaseline(requested: string | undefined): { ref: string; sha: string } {
+  for (const ref of requested ? [requested] : ['origin/main', 'main', 'HEAD~1']) {
+    try {
+      return { ref, sha: git('rev-parse', '--verify', '--quiet', `${ref}^{commit}`) };
+    } catch { /* not a commit here: try the next */ }
+  }
+  throw new Error(requested ? `baseline ${requested} is not a commit here` : 'no baseline: none of origin/main, main, HEAD~1 is a commit here');
+}
+
+/** Killed (SIGKILL) when the run ends, so no service outlives an interrupted benchmark. */
+export function track<T extends ChildProcess>(child: T): T {
+  children.add(child);
+  child.once('exit', () => children.delete(child));
+  return child;
+}
+
+/** `tsx src/cli.ts ...args` of one tree, as `node --import tsx` so the child's pid is the service's. */
+export function cli(dir: string, args: string[], env: Record<string, string> = {}): { child: ChildProcess; output: () => string } {
+  const child = track(spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], { cwd: dir, env: { ...inheritedEnv(), ...env }, stdio: ['ignore', 'pipe', 'pipe'] }));
+  return { child, output: keepOutput(child) };
+}
+
+/** This process's environment without CPS_* settings, which would configure the versions' services. */
+export const inheritedEnv = () => Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('CPS_')));
+
+/** The last 8000 characters a child wrote, for error messages. */
+export function keepOutput(child: ChildProcess): () => string {
+  let output = '';
+  const keep = (chunk: Buffer) => { output = (output + chunk.toString()).slice(-8000); };
+  child.stdout?.on('data', keep);
+  child.stderr?.on('data', keep);
+  return () => output;
+}
+
+export const exited = (child: ChildProcess) => new Promise<number | null>((resolve) => {
+  if (child.exitCode !== null || child.signalCode !== null) resolve(child.exitCode);
+  else child.once('exit', (code) => resolve(code));
+});
+
+/** The version's demo catalog (`demo --json`, 3 stores), built by its own CLI into `database`. */
+export async function buildDemo(checkout: Checkout, database: string, products: number, log: (line: string) => void): Promise<{ merchantId: number; apiKey: string }> {
+  const started = performance.now();
+  const { child, output } = cli(checkout.dir, ['demo', '--db', database, '--products', String(products), '--json']);
+  const code = await exited(child);
+  if (code !== 0) throw new Error(`${checkout.name}: demo exited ${code}:\n${output()}`);
+  const demo = JSON.parse(output().trim().split('\n').at(-1)!) as { merchant_id: number; api_key: string };
+  log(`${checkout.name}: demo catalog of ${products} products built in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  return { merchantId: demo.merchant_id, apiKey: demo.api_key };
+}
+
+/** Synchronous, so it also runs from a signal handler and on exit: children, the baseline worktree, temp files. */
+function cleanUp(): void {
+  for (const child of children) child.kill('SIGKILL');
+  if (baselineTree) {
+    try {
+      git('worktree', 'remove', '--force', baselineTree);
+    } catch {
+      fs.rmSync(baselineTree, { recursive: true, force: true });
+      try { git('worktree', 'prune'); } catch { /* nothing more to do */ }
+    }
+    baselineTree = null;
+  }
+  if (tempDir) fs.rmSync(tempDir, { recursive: true, force: true });
+  tempDir = null;
+}
+
+/**
+ * Runs `bench` with a temp dir and both checkouts, then cleans up — also on SIGINT/SIGTERM (exit 130)
+ * and on an uncaught error. A failure of the run itself sets exit code 1; verdicts never do.
+ */
+export async function runSideBySide(
+  options: { tempPrefix: string; baseline: string | undefined; log: (line: string) => void },
+  bench: (run: SideBySide) => Promise<void>,
+): Promise<void> {
+  const { log } = options;
+  tempDir = fs.mkdtempSync(path.join(os.tmpdir(), options.tempPrefix));
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      console.error(`\n${signal}: stopping the services and removing ${tempDir}`);
+      cleanUp();
+      process.exit(130);
+    });
+  }
+  process.once('exit', cleanUp);
+  const started = performance.now();
+  try {
+    const base = resolveBaseline(options.baseline);
+    const dirty = git('status', '--porcelain', '--untracked-files=no') ? ' + uncommitted changes' : '';
+    baselineTree = path.join(tempDir, 'baseline-tree');
+    git('worktree', 'add', '--detach', baselineTree, base.sha);
+    fs.symlinkSync(fs.realpathSync(path.join(candidateDir, 'node_modules')), path.join(baselineTree, 'node_modules'));
+    const checkouts: [Checkout, Checkout] = [
+      { name: 'baseline', ref: base.ref, sha: base.sha, dir: baselineTree },
+      { name: 'candidate', ref: 'working tree', sha: `${git('rev-parse', 'HEAD')}${dirty}`, dir: candidateDir },
+    ];
+    for (const c of checkouts) log(`${c.name.padEnd(9)} ${c.ref}: ${c.sha}`);
+    await bench({ tempDir, checkouts });
+    log(`\nwhole run: ${((performance.now() - started) / 1000).toFixed(0)} s`);
+  } catch (error) {
+    console.error(error);
+    process.exitCode = 1;
+  } finally {
+    cleanUp();
+  }
+}

@@ -40,17 +40,40 @@ function pointer(path: PropertyKey[]): string {
 /** A line's problem reason: the JSON Pointer of the offending member first, when there is one. */
 const located = (at: string, reason: string) => (at ? `${at}: ${reason}` : reason);
 
-/** The non-blank lines of an NDJSON text with their 1-based numbers, without copying the text into an array of lines. */
-function* ndjsonLines(text: string): Generator<{ number: number; line: string }> {
-  let number = 0;
-  for (let start = 0; start <= text.length;) {
-    let end = text.indexOf('\n', start);
-    if (end < 0) end = text.length;
-    number++;
-    const line = text.slice(start, end).trim();
-    if (line) yield { number, line };
-    start = end + 1;
+/** An NDJSON file: its text, or its bytes as they arrive (a request body). */
+export type NdjsonSource = string | AsyncIterable<Uint8Array>;
+
+/** Bytes decoded per step: a 64 MiB body is never decoded in one go on the event loop. */
+const DECODE_STEP = 256 * 1024;
+
+/** The UTF-8 text of a byte stream, a bounded piece at a time. */
+async function* decodeUtf8(bytes: AsyncIterable<Uint8Array>): AsyncGenerator<string> {
+  const decoder = new TextDecoder();
+  for await (const chunk of bytes) {
+    for (let i = 0; i < chunk.length; i += DECODE_STEP) {
+      yield decoder.decode(chunk.subarray(i, i + DECODE_STEP), { stream: true });
+    }
   }
+  yield decoder.decode();
+}
+
+/** The non-blank lines of an NDJSON source with their 1-based numbers, as they arrive. */
+async function* ndjsonLines(source: NdjsonSource): AsyncGenerator<{ number: number; line: string }> {
+  let number = 0;
+  let rest = '';
+  for await (const text of typeof source === 'string' ? [source] : decodeUtf8(source)) {
+    let start = 0;
+    for (let end = text.indexOf('\n'); end >= 0; end = text.indexOf('\n', start)) {
+      const line = (rest + text.slice(start, end)).trim();
+      rest = '';
+      number++;
+      if (line) yield { number, line };
+      start = end + 1;
+    }
+    rest += text.slice(start);
+  }
+  number++;
+  if (rest.trim()) yield { number, line: rest.trim() };
 }
 
 /** Lines checked between two checks of the event loop's time slice. */
@@ -60,12 +83,12 @@ const PARSE_STEP = 32;
  * Parses and checks every line; throws the 400 problem listing each bad line. A big file is
  * checked in bounded steps that let other requests run in between.
  */
-export async function parseImport(admin: CatalogAdmin, merchantId: number, text: string, maxJsonDepth = Infinity): Promise<Operation[]> {
+export async function parseImport(admin: CatalogAdmin, merchantId: number, source: NdjsonSource, maxJsonDepth = Infinity): Promise<Operation[]> {
   const problems: InvalidParam[] = [];
   const operations: Operation[] = [];
   const references = await admin.sourceReferences(admin.storage, merchantId);
   let counted = 0;
-  for (const { number, line } of ndjsonLines(text)) {
+  for await (const { number, line } of ndjsonLines(source)) {
     if (++counted % PARSE_STEP === 0) await yieldToOthers();
     const name = `line ${number}`;
     if (nestsDeeperThan(line, maxJsonDepth)) {
@@ -109,10 +132,10 @@ export async function parseImport(admin: CatalogAdmin, merchantId: number, text:
  * keeps the chunks committed before it (product decisions: an import commits chunk by chunk).
  */
 export async function importNdjson(
-  admin: CatalogAdmin, merchantId: number, text: string, options: ImportOptions = {},
+  admin: CatalogAdmin, merchantId: number, source: NdjsonSource, options: ImportOptions = {},
 ): Promise<ImportResult> {
   await admin.merchant(merchantId);
-  const operations = await parseImport(admin, merchantId, text, options.maxJsonDepth);
+  const operations = await parseImport(admin, merchantId, source, options.maxJsonDepth);
   const chunkSize = options.chunkSize ?? 1000;
   options.onStart?.(operations.length);
   const result = { lines: operations.length, upserted: 0, deleted: 0 };

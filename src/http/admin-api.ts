@@ -193,7 +193,9 @@ export function adminApi({ admin, endpoints, config }: Pick<Service, 'admin' | '
   });
   app.openapi(routes.importProducts, async (c) => {
     const { merchant_id } = c.req.valid('param');
-    return c.json(await importNdjson(admin, merchant_id, await c.req.text(), { chunkSize: config.limits.publishChunk, maxJsonDepth: config.limits.maxJsonDepth }), 200);
+    // The body is read as it arrives (bodyLimit has checked its length), decoded and parsed a bounded piece at a time.
+    const body = c.req.raw.body ?? (async function* () {})();
+    return c.json(await importNdjson(admin, merchant_id, body, { chunkSize: config.limits.publishChunk, maxJsonDepth: config.limits.maxJsonDepth }), 200);
   });
 
   // Image mirroring progress

@@ -56,7 +56,8 @@ export function createService(config: Config, options: ServiceOptions = {}): Ser
   const metrics = new ServiceMetrics(storage, now, logger);
   const guard = new AddressGuard(config.webhooks.allowHosts);
   const dispatcher = createWebhookDispatcher(storage, config, { now, logger, metrics, guard });
-  const mirror = createImageMirror(storage, config, { now, logger, guard });
+  const admin = new CatalogAdmin(storage, now, config.limits.publishChunk);
+  const mirror = createImageMirror(storage, config, { now, logger, guard, publisher: admin.publisher });
   let closing: Promise<void> | undefined;
   return {
     config,
@@ -65,7 +66,7 @@ export function createService(config: Config, options: ServiceOptions = {}): Ser
     storage,
     metrics,
     guard,
-    admin: new CatalogAdmin(storage, now, config.limits.publishChunk),
+    admin,
     reads: new CatalogReads(storage),
     endpoints: new WebhookEndpoints(storage, guard, now),
     dispatcher,

@@ -103,7 +103,6 @@ export function loggableUrl(url: string): string {
 }
 
 export class ImageMirror {
-  private readonly publisher: CatalogPublisher;
   private timer: NodeJS.Timeout | null = null;
   private round: Promise<unknown> | null = null;
   private stopping = false;
@@ -117,10 +116,10 @@ export class ImageMirror {
     /** Where mirrored copies are served: `${publicBaseUrl}/media/{key}`. */
     private readonly publicBaseUrl: string,
     private readonly now: () => Date,
-    publishChunk = 500,
+    /** Re-publishes the products that list an image when its state changes. */
+    private readonly publisher: CatalogPublisher,
     logger: Logger = silentLogger,
   ) {
-    this.publisher = new CatalogPublisher(now, publishChunk);
     this.log = logger.child({ component: 'image-mirror' });
   }
 
@@ -199,9 +198,11 @@ export class ImageMirror {
 
 /** The worker as `serve` and `worker` run it: local media folder, HTTP fetcher through the SSRF guard. */
 export function createImageMirror(
-  storage: CatalogStorage, config: Config, options: { now?: () => Date; logger?: Logger; guard?: AddressGuard } = {},
+  storage: CatalogStorage, config: Config,
+  options: { now?: () => Date; logger?: Logger; guard?: AddressGuard; publisher?: CatalogPublisher } = {},
 ): ImageMirror {
+  const now = options.now ?? (() => new Date());
   const fetcher = new HttpImageFetcher(options.guard ?? new AddressGuard(config.webhooks.allowHosts), config.images);
   return new ImageMirror(storage, new LocalFolderMediaStore(config.images.mediaDir), fetcher, config.images,
-    config.publicBaseUrl, options.now ?? (() => new Date()), config.limits.publishChunk, options.logger);
+    config.publicBaseUrl, now, options.publisher ?? new CatalogPublisher(now, config.limits.publishChunk), options.logger);
 }

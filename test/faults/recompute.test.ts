@@ -103,7 +103,7 @@ async function run(operations: Operation[]) {
     let outcomes: FetchOutcome[] = [];
     const mirror = new ImageMirror(storage, { put: async () => {}, get: async () => undefined }, {
       fetch: async (url) => outcomes[IMAGES.indexOf(url)]!, close: async () => {},
-    }, { ...config.images, concurrency: 1 }, 'http://127.0.0.1:8080', now, 2);
+    }, { ...config.images, concurrency: 1 }, 'http://127.0.0.1:8080', now, admin.publisher);
 
     const seed = fc.sample(source, { numRuns: 3, seed: 42 });
     for (const [i, s] of seed.entries()) await admin.upsertProduct(merchant, REFS[i]!, await existingStores(s));

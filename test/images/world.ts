@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { expect } from 'vitest';
 import { loadConfig, type Config } from '../../src/config.js';
+import { CatalogPublisher } from '../../src/catalog/publish.js';
 import { HttpImageFetcher, ImageMirror } from '../../src/images/mirror.js';
 import { LocalFolderMediaStore } from '../../src/images/media-store.js';
 import type { CatalogStorage } from '../../src/storage/port.js';
@@ -87,7 +88,7 @@ export async function startImageWorld(options: { start?: string } = {}): Promise
   const mirrors: ImageMirror[] = [];
   const newMirror = (guard: AddressGuard, storage: CatalogStorage = service.storage) => {
     const mirror = new ImageMirror(storage, new LocalFolderMediaStore(mediaDir), new HttpImageFetcher(guard, service.config.images),
-      service.config.images, service.url, clock.now, 2000);
+      service.config.images, service.url, clock.now, new CatalogPublisher(clock.now, 2000));
     mirrors.push(mirror);
     return mirror;
   };

@@ -190,6 +190,8 @@ export class WebhookDispatcher {
       }
       if (sending.size === 0) return sent;
       await Promise.race(sending);
+      // Sends that end together free their slots together: one claim for all of them.
+      await new Promise<void>((resolve) => setImmediate(resolve));
     }
   }
 

@@ -34,20 +34,24 @@ export class SqliteDeliveries implements DeliveryStore {
   }
 
   async claimDueDeliveries(claim: DeliveryClaim): Promise<DeliveryRecord[]> {
-    // One statement selects and leases: two dispatchers never claim the same delivery. Endpoints
-    // take turns (each one's oldest due first, then each one's second, ...), so a backlog at one
-    // endpoint never fills the whole claim, and no endpoint gets more than its share in flight.
+    // Each active endpoint's first due deliveries (an index range per endpoint, however long its
+    // backlog); CROSS JOIN keeps that order: endpoints first, then each one's few deliveries by id.
+    const candidates = this.c.stmt(`SELECT d.id, d.endpoint_id AS endpointId, d.next_attempt_at AS nextAttemptAt
+      FROM webhook_endpoints AS e CROSS JOIN webhook_deliveries AS d ON d.id IN (
+        SELECT x.id FROM webhook_deliveries AS x
+        WHERE x.endpoint_id = e.id AND x.status IN ('pending', 'failed') AND x.next_attempt_at <= @now
+        ORDER BY x.next_attempt_at, x.id LIMIT @perEndpoint)
+      WHERE e.status = 'active'`).all({ now: claim.now, perEndpoint: claim.perEndpoint }) as
+      { id: number; endpointId: number; nextAttemptAt: string }[];
+    const chosen = takeTurns(candidates, claim);
+    if (chosen.length === 0) return [];
+    // The lease: claims run in a write transaction (BEGIN IMMEDIATE), so no other process leases
+    // between the read above and this statement, and the statement re-checks that each delivery
+    // is still due all the same.
     const rows = this.c.stmt(`UPDATE webhook_deliveries SET next_attempt_at = @leaseUntil, occurred_at = coalesce(occurred_at, @occurredAt)
-      WHERE id IN (SELECT id FROM (
-          SELECT d.id, d.next_attempt_at,
-            row_number() OVER (PARTITION BY d.endpoint_id ORDER BY d.next_attempt_at, d.id) + coalesce(busy.n, 0) AS turn
-          FROM webhook_deliveries AS d JOIN webhook_endpoints AS e ON e.id = d.endpoint_id
-          LEFT JOIN (SELECT CAST(key AS INTEGER) AS endpoint_id, value AS n FROM json_each(@inFlight)) AS busy ON busy.endpoint_id = d.endpoint_id
-          WHERE d.status IN ('pending', 'failed') AND d.next_attempt_at <= @now AND e.status = 'active')
-        WHERE turn <= @perEndpoint ORDER BY turn, next_attempt_at, id LIMIT @limit)
+      WHERE id IN (SELECT value FROM json_each(@ids)) AND status IN ('pending', 'failed') AND next_attempt_at <= @now
       RETURNING ${DELIVERY_COLUMNS}`).all({
-      leaseUntil: claim.leaseUntil, occurredAt: claim.occurredAt, now: claim.now, perEndpoint: claim.perEndpoint, limit: claim.limit,
-      inFlight: JSON.stringify(Object.fromEntries(claim.inFlightByEndpoint)),
+      leaseUntil: claim.leaseUntil, occurredAt: claim.occurredAt, now: claim.now, ids: JSON.stringify(chosen),
     }) as Row[];
     return rows.map(toDelivery).sort((a, b) => a.id - b.id);
   }
@@ -84,4 +88,24 @@ export class SqliteDeliveries implements DeliveryStore {
     return (this.c.stmt(`SELECT * FROM webhook_deliveries WHERE endpoint_id = ? AND created_at >= ?
       AND status IN ('failed', 'given_up', 'dropped') ORDER BY id`).all(endpointId, since) as Row[]).map(toDelivery);
   }
+}
+
+/**
+ * Endpoints take turns (each one's oldest due delivery first, then each one's second, ...), so a
+ * backlog at one endpoint never fills the whole claim, and no endpoint gets more than its share
+ * in flight (counting the ones it already has). Returns the ids to lease.
+ */
+function takeTurns(
+  candidates: { id: number; endpointId: number; nextAttemptAt: string }[], claim: DeliveryClaim,
+): number[] {
+  const byDue = (a: { nextAttemptAt: string; id: number }, b: { nextAttemptAt: string; id: number }) =>
+    (a.nextAttemptAt < b.nextAttemptAt ? -1 : a.nextAttemptAt > b.nextAttemptAt ? 1 : a.id - b.id);
+  const turns = new Map<number, number>();
+  const ranked = [...candidates].sort((a, b) => a.endpointId - b.endpointId || byDue(a, b)).map((candidate) => {
+    const turn = (turns.get(candidate.endpointId) ?? claim.inFlightByEndpoint.get(candidate.endpointId) ?? 0) + 1;
+    turns.set(candidate.endpointId, turn);
+    return { ...candidate, turn };
+  }).filter((candidate) => candidate.turn <= claim.perEndpoint);
+  ranked.sort((a, b) => a.turn - b.turn || byDue(a, b));
+  return ranked.slice(0, claim.limit).map((candidate) => candidate.id);
 }

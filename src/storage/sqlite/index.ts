@@ -7,7 +7,6 @@
 // last committed state (a WAL snapshot) however long a write transaction stays open, and each
 // snapshot() has a read connection of its own for its duration. A long write yields the event loop
 // between its bounded steps (shared/cooperative.ts), so requests are answered meanwhile.
-import { AsyncLocalStorage } from 'node:async_hooks';
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
@@ -115,11 +114,12 @@ export interface SqliteStorage extends StorageOperations {}
 
 export class SqliteStorage implements CatalogStorage {
   private readonly read: SqliteConnection;
+  private readonly write: SqliteConnection;
   private readonly tx: StorageTx;
   private readonly reader: StorageOperations;
-  /** The transaction the current async context runs in, if any (catches a write that would wait for itself). */
-  private readonly context = new AsyncLocalStorage<{ open: boolean }>();
-  private queue: Promise<void> = Promise.resolve();
+  /** The queue when nothing is queued: a transaction then starts at once. */
+  private readonly idle: Promise<void> = Promise.resolve();
+  private queue: Promise<void> = this.idle;
   /** Read connections not in use by a snapshot: each snapshot has one to itself. */
   private readonly idleSnapshots: { connection: SqliteConnection; operations: StorageOperations }[] = [];
   private readonly snapshotConnections: Database.Database[] = [];
@@ -135,47 +135,59 @@ export class SqliteStorage implements CatalogStorage {
     this.lockTimeoutMs = options.lockTimeoutMs ?? 30_000;
     const readDb = openReader();
     this.read = new SqliteConnection(readDb);
-    this.tx = operationsOn(new SqliteConnection(db));
+    this.write = new SqliteConnection(db);
+    this.tx = operationsOn(this.write);
     this.reader = readDb === db ? this.tx : operationsOn(this.read);
     const self = this as unknown as Record<string, unknown>;
     for (const name of Object.keys(this.reader)) {
       const operation = name as keyof StorageOperations;
       self[name] = WRITES.has(name)
         ? (...args: unknown[]) => this.transaction((tx) => (tx[operation] as (...a: unknown[]) => Promise<unknown>)(...args))
-        : (...args: unknown[]) => {
-          this.outsideTransaction(name);
-          return (this.reader[operation] as (...a: unknown[]) => Promise<unknown>)(...args);
-        };
-    }
-  }
-
-  private outsideTransaction(what: string): void {
-    if (this.context.getStore()?.open) {
-      throw new Error(`storage.${what}() called inside a transaction: use the transaction's tx`);
+        : (this.reader[operation] as (...a: unknown[]) => Promise<unknown>);
     }
   }
 
   async transaction<T>(fn: (tx: StorageTx) => Promise<T>): Promise<T> {
-    this.outsideTransaction('transaction');
     const previous = this.queue;
     let release!: () => void;
-    this.queue = new Promise<void>((resolve) => { release = resolve; });
-    await previous;
-    const state = { open: true };
+    const turn = new Promise<void>((resolve) => { release = resolve; });
+    this.queue = turn;
+    await this.waitForTurn(previous);
     try {
       await this.begin();
       try {
-        const result = await this.context.run(state, () => fn(this.tx));
-        this.db.exec('COMMIT');
+        const result = await fn(this.tx);
+        this.write.stmt('COMMIT').run();
         this.checkpointer?.committed();
         return result;
       } catch (error) {
-        if (this.db.inTransaction) this.db.exec('ROLLBACK');
+        if (this.db.inTransaction) this.write.stmt('ROLLBACK').run();
         throw error;
       }
     } finally {
-      state.open = false;
+      // The last one queued leaves the queue idle.
+      if (this.queue === turn) this.queue = this.idle;
       release();
+    }
+  }
+
+  /**
+   * Waits for the transactions queued before this one. A transaction callback that awaits a write
+   * on the storage itself (instead of its tx) would wait for itself forever: after the lock
+   * time-out it fails, naming the likely cause.
+   */
+  private async waitForTurn(previous: Promise<void>): Promise<void> {
+    if (previous === this.idle) return;
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`waited ${this.lockTimeoutMs} ms for the transactions queued before this one: `
+        + 'does a transaction await a write on the storage itself instead of on its tx?')), this.lockTimeoutMs);
+      timer.unref();
+    });
+    try {
+      await Promise.race([previous, timedOut]);
+    } finally {
+      clearTimeout(timer);
     }
   }
 
@@ -184,7 +196,7 @@ export class SqliteStorage implements CatalogStorage {
     const deadline = Date.now() + this.lockTimeoutMs;
     for (let wait = 2; ; wait = Math.min(wait * 2, 100)) {
       try {
-        this.db.exec('BEGIN IMMEDIATE');
+        this.write.stmt('BEGIN IMMEDIATE').run();
         return;
       } catch (error) {
         if (!isBusy(error) || Date.now() >= deadline) throw error;
@@ -198,7 +210,6 @@ export class SqliteStorage implements CatalogStorage {
   }
 
   private async onSnapshot<T>(fn: (connection: SqliteConnection, reader: StorageOperations) => Promise<T>): Promise<T> {
-    this.outsideTransaction('snapshot');
     if (!this.read.db.open) throw new TypeError('The database connection is not open');
     // An in-memory database has one connection: its reads see what is committed or being written.
     if (this.read.db === this.db) return fn(this.read, this.reader);
@@ -211,11 +222,11 @@ export class SqliteStorage implements CatalogStorage {
       const connection = new SqliteConnection(db);
       taken = { connection, operations: operationsOn(connection) };
     }
-    taken.connection.db.exec('BEGIN');
+    taken.connection.stmt('BEGIN').run();
     try {
       return await fn(taken.connection, taken.operations);
     } finally {
-      taken.connection.db.exec('COMMIT');
+      taken.connection.stmt('COMMIT').run();
       this.idleSnapshots.push(taken);
     }
   }

@@ -271,4 +271,13 @@ ALTER TABLE webhook_deliveries ADD COLUMN oldest_change_at TEXT;
 CREATE INDEX products_merchant_id ON products(merchant_id, id);
 `,
   },
+  {
+    id: 8,
+    name: 'deliveries_due_per_endpoint',
+    sql: `
+-- A dispatcher claims each active endpoint's first due deliveries (webhook_deliveries_due orders
+-- them across endpoints): from this index, however long an endpoint's backlog.
+CREATE INDEX webhook_deliveries_endpoint_due ON webhook_deliveries(endpoint_id, next_attempt_at, id) WHERE status IN ('pending', 'failed');
+`,
+  },
 ];

@@ -1,0 +1,57 @@
+// Claiming due deliveries (issue 10, item 5): one atomic claim leases them, so several dispatchers
+// on one database (several processes, each with its own connections) never send a delivery twice.
+import { afterEach, describe, expect, it } from 'vitest';
+import { openSqliteStorage } from '../../src/storage/sqlite/index.js';
+import { OwnerNotifier } from '../../src/webhooks/notifier.js';
+import { WebhookDispatcher } from '../../src/webhooks/dispatcher.js';
+import { HttpDeliverySender } from '../../src/webhooks/sender.js';
+import { AddressGuard } from '../../src/outbound/address-guard.js';
+import { importNdjson, simpleProduct } from '../support/admin-http.js';
+import { SECOND, startWebhookWorld, type WebhookWorld } from './harness.js';
+
+let world: WebhookWorld;
+afterEach(async () => {
+  await world?.close();
+});
+
+describe('several dispatchers on one database', () => {
+  it('send every due delivery exactly once when they claim at the same time', async () => {
+    // Small batches: many deliveries, so the two dispatchers' claims interleave.
+    world = await startWebhookWorld({ stores: ['de'], webhooks: { batchSize: 5, perEndpointConcurrency: 4, overallConcurrency: 8 } });
+    const receiver = await world.receiver();
+    await world.register(receiver, { events: ['content'] });
+    const imported = await importNdjson(world.service, world.merchant.id, Array.from({ length: 200 }, (_, i) => simpleProduct(`CLAIM-${i}`)));
+    expect(imported.status).toBe(200);
+    world.clock.advance(2 * SECOND);
+    const created = await world.dispatcher.coalesce();
+    expect(created).toBe(40);
+
+    // A second dispatcher as another process would run it: its own storage on the same file.
+    const other = openSqliteStorage(world.service.config.databasePath);
+    const second = new WebhookDispatcher(other, world.service.config.webhooks, {
+      now: world.clock.now,
+      sender: new HttpDeliverySender(new AddressGuard(['127.0.0.1']), { timeoutMs: world.service.config.webhooks.timeoutMs }),
+      notifier: new OwnerNotifier(other, { url: null, from: 'x' }, world.clock.now),
+    });
+    try {
+      const [sentByFirst, sentBySecond] = await Promise.all([world.dispatcher.sendDue(), second.sendDue()]);
+      expect(sentByFirst + sentBySecond).toBe(40);
+      expect(sentByFirst).toBeGreaterThan(0);
+      expect(sentBySecond).toBeGreaterThan(0);
+    } finally {
+      await second.stop();
+      await other.close();
+    }
+
+    // Each delivery reached the receiver once, every product once, and each has one attempt.
+    expect(receiver.count).toBe(40);
+    const ids = receiver.payloads.flatMap((p) => p.product_ids);
+    expect(new Set(ids).size).toBe(200);
+    expect(ids).toHaveLength(200);
+    const deliveries = await world.service.storage.listDeliveries(
+      (await world.service.storage.listWebhookEndpoints(world.merchant.id))[0]!.id, { limit: 100 },
+    );
+    expect(deliveries).toHaveLength(40);
+    expect(deliveries.every((d) => d.status === 'succeeded' && d.attempts === 1)).toBe(true);
+  });
+});

@@ -3,7 +3,8 @@
 // checked out into a temporary worktree that uses this tree's node_modules). Each version is driven
 // only through its own CLI and HTTP API (no src/ imports here: the internal APIs change, those do not).
 // Per version: its own `demo` builds the catalog (BENCH_PRODUCTS, 3 stores) once; every round serves a
-// fresh copy of it with `serve` in a child process on 127.0.0.1, while one client reads in a loop,
+// fresh copy of it with `serve` in a child process on 127.0.0.1, while one client (this process)
+// reads in a loop (each write is sent by a client process of its own, as another integrator would),
 // sequentially, GET /v1/stores and page 1 (per_page=200) in turn. Phases: idle (BENCH_IDLE_SECONDS),
 // then during the EUR/GBP re-pricing (PUT .../exchange-rates/EUR/GBP, re-resolving the EUR and GBP
 // stores), then during an import of BENCH_IMPORT_PRODUCTS new products (NDJSON). A write's reads are
@@ -22,7 +23,8 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { buildDemo, cli, exited, runSideBySide, type Checkout } from './baseline.js';
+import { spawn } from 'node:child_process';
+import { buildDemo, cli, exited, keepOutput, runSideBySide, track, type Checkout } from './baseline.js';
 
 const PRODUCTS = Number(process.env.BENCH_PRODUCTS ?? 100_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
@@ -123,10 +125,34 @@ function startReader(base: string, apiKey: string) {
   };
 }
 
-async function timed<T>(write: () => Promise<T>): Promise<{ from: number; to: number; result: T }> {
-  const from = performance.now();
-  const result = await write();
-  return { from, to: performance.now(), result };
+/**
+ * A write sent by another client process (the writer and the reader must not share an event loop,
+ * or the writer's own upload delays the reads measured). Returns its response and when the request
+ * was sent and answered, on this process's performance.now() clock.
+ */
+async function timedWrite(
+  tempDir: string, url: string, init: { method: string; token: string; contentType: string; body: string },
+): Promise<{ from: number; to: number; result: any }> {
+  const bodyFile = path.join(tempDir, `write-${Date.now()}.body`);
+  fs.writeFileSync(bodyFile, init.body);
+  const script = `
+    const body = require('node:fs').readFileSync(${JSON.stringify(bodyFile)});
+    const from = performance.timeOrigin + performance.now();
+    fetch(${JSON.stringify(url)}, { method: ${JSON.stringify(init.method)}, body,
+      headers: { Authorization: 'Bearer ' + ${JSON.stringify(init.token)}, 'Content-Type': ${JSON.stringify(init.contentType)} } })
+      .then(async (response) => {
+        const text = await response.text();
+        const to = performance.timeOrigin + performance.now();
+        process.stdout.write(JSON.stringify({ from, to, status: response.status, text }));
+      });`;
+  const child = track(spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] }));
+  const output = keepOutput(child);
+  await exited(child);
+  fs.rmSync(bodyFile, { force: true });
+  const answer = JSON.parse(output()) as { from: number; to: number; status: number; text: string };
+  if (answer.status < 200 || answer.status > 299) throw new Error(`${init.method} ${url}: ${answer.status} ${answer.text.slice(0, 500)}`);
+  // Epoch milliseconds to this process's performance.now().
+  return { from: answer.from - performance.timeOrigin, to: answer.to - performance.timeOrigin, result: answer.text ? JSON.parse(answer.text) : null };
 }
 
 /** New products, valid for the demo merchant: its suppliers, its three stores' languages. */
@@ -177,13 +203,13 @@ async function runRound(version: Version, round: number, ndjson: string, tempDir
     const idle = { from: performance.now(), to: 0 };
     await sleep(IDLE_SECONDS * 1000);
     idle.to = performance.now();
-    const repricing = await timed(() => request(`${admin}/exchange-rates/EUR/GBP`, {
-      method: 'PUT', token: ADMIN_TOKEN, headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ rate }),
-    }));
+    const repricing = await timedWrite(tempDir, `${admin}/exchange-rates/EUR/GBP`, {
+      method: 'PUT', token: ADMIN_TOKEN, contentType: 'application/json', body: JSON.stringify({ rate }),
+    });
     await sleep(1000);
-    const imported = await timed(() => request(`${admin}/imports`, {
-      method: 'POST', token: ADMIN_TOKEN, headers: { 'Content-Type': 'application/x-ndjson' }, body: ndjson,
-    }) as Promise<{ upserted: number }>);
+    const imported = await timedWrite(tempDir, `${admin}/imports`, {
+      method: 'POST', token: ADMIN_TOKEN, contentType: 'application/x-ndjson', body: ndjson,
+    });
     await reader.stop();
 
     // The writes did what they are timed for: prices in the GBP store moved, every line was applied.

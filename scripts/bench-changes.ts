@@ -36,7 +36,7 @@ function fillHistory(storage: SqliteStorage, storeId: number, count: number, sta
       const at = wholeSecondIso(start.getTime() + Math.floor(i / 500) * 1000);
       insert.run(storeId, 1 + (i % 50_000), kinds[i % 3], at);
     }
-  });
+  })();
 }
 
 async function feedLatency(dir: string): Promise<void> {

@@ -115,6 +115,8 @@ async function main(argv: string[]): Promise<void> {
       const text = fs.readFileSync(file, 'utf8');
       const bar = new SingleBar({ format: 'import [{bar}] {value}/{total} lines' }, Presets.shades_classic);
       const result = await importNdjson(admin, merchantId, text, {
+        chunkSize: config.limits.publishChunk,
+        maxJsonDepth: config.limits.maxJsonDepth,
         onStart: (total) => bar.start(total, 0),
         onProgress: (done) => bar.update(done),
       });
@@ -171,8 +173,10 @@ async function serveCommand(config: ReturnType<typeof loadConfig>): Promise<void
     server.lifecycle.shuttingDown = true;
     if (config.operations.shutdownDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, config.operations.shutdownDelayMs));
     // In parallel: stop accepting and finish the requests in flight; the dispatcher and the
-    // mirror take no new work and finish what they hold (bounded by their own time-outs).
-    await Promise.all([server.close(), service.close()]);
+    // mirror take no new work and finish what they hold (bounded by their own time-outs). The
+    // database closes after all of them.
+    await Promise.all([server.close(), service.stopWork()]);
+    await service.close();
   });
 }
 

@@ -28,7 +28,9 @@ export interface Service {
   /** Built here, started by whoever runs it (serve or worker). */
   dispatcher: WebhookDispatcher;
   mirror: ImageMirror;
-  /** Stops the dispatcher and the mirror (finishing what they hold) and closes storage. */
+  /** Stops the dispatcher and the mirror: they take no new work and finish what they hold. */
+  stopWork(): Promise<void>;
+  /** stopWork(), then closes storage. */
   close(): Promise<void>;
 }
 
@@ -58,7 +60,12 @@ export function createService(config: Config, options: ServiceOptions = {}): Ser
   const dispatcher = createWebhookDispatcher(storage, config, { now, logger, metrics, guard });
   const admin = new CatalogAdmin(storage, now, config.limits.publishChunk);
   const mirror = createImageMirror(storage, config, { now, logger, guard, publisher: admin.publisher });
+  let stopping: Promise<void> | undefined;
   let closing: Promise<void> | undefined;
+  const stopWork = () => {
+    stopping ??= Promise.all([dispatcher.stop(), mirror.stop()]).then(() => undefined);
+    return stopping;
+  };
   return {
     config,
     now,
@@ -71,8 +78,9 @@ export function createService(config: Config, options: ServiceOptions = {}): Ser
     endpoints: new WebhookEndpoints(storage, guard, now),
     dispatcher,
     mirror,
+    stopWork,
     close: () => {
-      closing ??= Promise.all([dispatcher.stop(), mirror.stop()]).then(() => storage.close());
+      closing ??= stopWork().then(() => storage.close());
       return closing;
     },
   };

@@ -446,12 +446,24 @@ export class CatalogAdmin {
     });
   }
 
-  /** Applies upserts and deletes as one unit per chunk (used by the NDJSON import). */
+  /**
+   * Applies upserts and deletes as one unit per chunk (used by the NDJSON import). The sources'
+   * references are checked again in the chunk's transaction: a supplier or store deleted since
+   * the lines were read is a 409, and nothing of the chunk is applied.
+   */
   applyProductBatch(
     merchantId: number,
-    operations: ({ op: 'upsert_product'; ref: string; source: ProductSourceDocument } | { op: 'delete_product'; ref: string })[],
+    operations: ({ op: 'upsert_product'; ref: string; source: ProductSourceDocument; line?: number } | { op: 'delete_product'; ref: string; line?: number })[],
   ): Promise<{ upserted: number; deleted: number } & PublishSummary> {
     return this.storage.transaction(async (tx) => {
+      const references = await this.sourceReferences(tx, merchantId);
+      const stale = operations.filter((operation) => operation.op === 'upsert_product'
+        && this.sourceProblems(references, operation.source).length > 0);
+      if (stale.length > 0) {
+        const lines = stale.slice(0, 10).map((operation) => (operation.line ? `line ${operation.line}` : `"${operation.ref}"`));
+        throw new ProblemError('conflict', `A supplier or store that ${lines.join(', ')}${stale.length > lines.length ? ' and others' : ''} `
+          + 'refer to was deleted while the import ran; the chunks before this one stay applied.');
+      }
       const at = this.at();
       const upsertedIds: number[] = [];
       const deletedIds: number[] = [];

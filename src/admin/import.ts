@@ -14,7 +14,8 @@ const ImportLineSchema = z.discriminatedUnion('op', [
   z.strictObject({ op: z.literal('delete_product'), ref: ProductSourceSchema.shape.ref }),
 ]);
 
-type Operation = { op: 'upsert_product'; ref: string; source: ProductSourceDocument } | { op: 'delete_product'; ref: string };
+/** A checked line: what it does, and its number in the file. */
+type Operation = ({ op: 'upsert_product'; ref: string; source: ProductSourceDocument } | { op: 'delete_product'; ref: string }) & { line: number };
 
 /** At most this many problems are listed in one rejection. */
 const MAX_LISTED_PROBLEMS = 100;
@@ -108,7 +109,7 @@ export async function parseImport(admin: CatalogAdmin, merchantId: number, sourc
       continue;
     }
     if (parsed.data.op === 'delete_product') {
-      operations.push({ op: 'delete_product', ref: parsed.data.ref });
+      operations.push({ op: 'delete_product', ref: parsed.data.ref, line: number });
       continue;
     }
     const { ref, ...input } = parsed.data.product;
@@ -116,7 +117,7 @@ export async function parseImport(admin: CatalogAdmin, merchantId: number, sourc
     for (const problem of admin.sourceProblems(references, source, '/product')) {
       problems.push({ name, in: 'body', reason: located(problem.name, problem.reason) });
     }
-    operations.push({ op: 'upsert_product', ref, source });
+    operations.push({ op: 'upsert_product', ref, source, line: number });
   }
   if (problems.length) {
     const listed = problems.slice(0, MAX_LISTED_PROBLEMS);

@@ -663,6 +663,10 @@ export interface paths {
          *
          *     The body limit is configurable (default 64 MiB); a larger body answers `413` before any
          *     line is applied.
+         *
+         *     Each chunk checks its lines' references (suppliers, stores) again when it is applied: should
+         *     one be deleted while the file is being read, the import stops with `409` at that chunk (the
+         *     chunks before it stay applied) and names the lines that refer to it.
          */
         post: operations["importProducts"];
         delete?: never;
@@ -3711,6 +3715,7 @@ export interface operations {
             400: components["responses"]["ImportRejected"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
         };
     };

@@ -157,12 +157,13 @@ export type NotificationRecord = AdminSchemas['Notification'] & { merchant_id: n
 
 /** What a dispatcher asks for when it claims due deliveries (one atomic statement). */
 export interface DeliveryClaim {
-  /** Due means next_attempt_at <= now. */
-  now: string;
-  /** A claimed delivery is not due again before this (the dispatcher's lease). */
-  leaseUntil: string;
-  /** occurred_at given to a delivery claimed for its first attempt (spec 6 rule 2: kept on retries). */
-  occurredAt: string;
+  /**
+   * The clock, read when the claim runs (it may wait for other writes): due means
+   * next_attempt_at <= now; a first attempt's occurred_at is now's whole second (spec 6 rule 2).
+   */
+  now: () => Date;
+  /** A claimed delivery is not due again for this long (the dispatcher's lease). */
+  leaseMs: number;
   /** At most this many in all ... */
   limit: number;
   /** ... and at most this many per endpoint, counting the ones already in flight. */

@@ -66,6 +66,8 @@ export class WebhookDispatcher {
   private readonly inflight = new Map<number, Promise<void>>();
   private readonly policy: HealthPolicy;
   private readonly rounds = new Set<Promise<unknown>>();
+  /** Slots claimed for but not yet in flight (a claim waiting for the write queue). */
+  private reserved = 0;
   private timer: NodeJS.Timeout | null = null;
   private stopping = false;
   private readonly log: Logger;
@@ -181,9 +183,18 @@ export class WebhookDispatcher {
     let sent = 0;
     const sending = new Set<Promise<void>>();
     for (;;) {
-      const free = this.config.overallConcurrency - this.inflight.size;
+      // Slots that another round's claim holds while it waits for the write queue are not free.
+      const free = this.config.overallConcurrency - this.inflight.size - this.reserved;
       if (free > 0 && !this.stopping) {
-        for (const delivery of await this.claim(free)) {
+        // Reserved while the claim waits for the write queue; handed over to the sends at once.
+        this.reserved += free;
+        let claimed: DeliveryRecord[];
+        try {
+          claimed = await this.claim(free);
+        } finally {
+          this.reserved -= free;
+        }
+        for (const delivery of claimed) {
           const send: Promise<void> = this.send(delivery).then(() => { sent++; }).finally(() => sending.delete(send));
           sending.add(send);
         }
@@ -196,13 +207,10 @@ export class WebhookDispatcher {
   }
 
   private claim(limit: number): Promise<DeliveryRecord[]> {
-    const now = this.deps.now();
     return this.storage.claimDueDeliveries({
-      now: now.toISOString(),
+      now: this.deps.now,
       // Should this process die mid-send, the lease expires and the delivery is re-sent.
-      leaseUntil: new Date(now.getTime() + this.config.timeoutMs + this.config.leaseMarginMs).toISOString(),
-      // spec 6 rule 2: occurred_at is the dispatch time, kept on retries so receivers can deduplicate.
-      occurredAt: wholeSecondIso(now),
+      leaseMs: this.config.timeoutMs + this.config.leaseMarginMs,
       limit,
       perEndpoint: this.config.perEndpointConcurrency,
       inFlightByEndpoint: this.inflightByEndpoint,

@@ -35,10 +35,12 @@ export class Checkpointer {
   private readonly worker: Worker;
   private dirty = false;
   private running = false;
+  private gone = false;
   private readonly timer: NodeJS.Timeout;
   private closed: Promise<void> | undefined;
 
-  constructor(file: string, intervalMs: number, onError: (error: string) => void = () => {}) {
+  /** onGone: the worker ended (it crashed); the caller checkpoints some other way from then on. */
+  constructor(file: string, intervalMs: number, onError: (error: string) => void, onGone: () => void) {
     this.worker = new Worker(WORKER, {
       eval: true,
       workerData: { file, driver: createRequire(import.meta.url).resolve('better-sqlite3'), journalSizeLimit: JOURNAL_SIZE_LIMIT },
@@ -49,6 +51,12 @@ export class Checkpointer {
       if (!result.ok) onError(result.error ?? 'checkpoint failed');
     });
     this.worker.on('error', (error) => onError(String(error)));
+    this.worker.once('exit', () => {
+      this.gone = true;
+      this.running = false;
+      clearInterval(this.timer);
+      if (!this.closed) onGone();
+    });
     this.timer = setInterval(() => this.run(), intervalMs);
     this.timer.unref();
   }
@@ -59,7 +67,7 @@ export class Checkpointer {
   }
 
   private run(): void {
-    if (!this.dirty || this.running || this.closed) return;
+    if (!this.dirty || this.running || this.closed || this.gone) return;
     this.dirty = false;
     this.running = true;
     this.worker.postMessage('checkpoint');
@@ -68,7 +76,7 @@ export class Checkpointer {
   /** Lets a checkpoint in progress finish, then closes the worker's connection. */
   close(): Promise<void> {
     clearInterval(this.timer);
-    this.closed ??= new Promise<void>((resolve) => {
+    this.closed ??= this.gone ? Promise.resolve() : new Promise<void>((resolve) => {
       this.worker.ref();
       this.worker.once('exit', () => resolve());
       this.worker.postMessage('close');

@@ -1,6 +1,7 @@
 // Webhook deliveries and their attempts on SQLite.
 import type { DeliveryStore } from '../port.js';
 import type { AttemptRecord, DeliveryClaim, DeliveryRecord, DeliveryStatus } from '../records.js';
+import { wholeSecondIso } from '../../shared/time.js';
 import type { Row, SqliteConnection } from './connection.js';
 
 /** The record (the admin API's shape): bookkeeping columns such as oldest_change_at stay in storage. */
@@ -34,6 +35,8 @@ export class SqliteDeliveries implements DeliveryStore {
   }
 
   async claimDueDeliveries(claim: DeliveryClaim): Promise<DeliveryRecord[]> {
+    const at = claim.now();
+    const now = at.toISOString();
     // Each active endpoint's first due deliveries (an index range per endpoint, however long its
     // backlog); CROSS JOIN keeps that order: endpoints first, then each one's few deliveries by id.
     const candidates = this.c.stmt(`SELECT d.id, d.endpoint_id AS endpointId, d.next_attempt_at AS nextAttemptAt
@@ -41,7 +44,7 @@ export class SqliteDeliveries implements DeliveryStore {
         SELECT x.id FROM webhook_deliveries AS x
         WHERE x.endpoint_id = e.id AND x.status IN ('pending', 'failed') AND x.next_attempt_at <= @now
         ORDER BY x.next_attempt_at, x.id LIMIT @perEndpoint)
-      WHERE e.status = 'active'`).all({ now: claim.now, perEndpoint: claim.perEndpoint }) as
+      WHERE e.status = 'active'`).all({ now, perEndpoint: claim.perEndpoint }) as
       { id: number; endpointId: number; nextAttemptAt: string }[];
     const chosen = takeTurns(candidates, claim);
     if (chosen.length === 0) return [];
@@ -51,7 +54,7 @@ export class SqliteDeliveries implements DeliveryStore {
     const rows = this.c.stmt(`UPDATE webhook_deliveries SET next_attempt_at = @leaseUntil, occurred_at = coalesce(occurred_at, @occurredAt)
       WHERE id IN (SELECT value FROM json_each(@ids)) AND status IN ('pending', 'failed') AND next_attempt_at <= @now
       RETURNING ${DELIVERY_COLUMNS}`).all({
-      leaseUntil: claim.leaseUntil, occurredAt: claim.occurredAt, now: claim.now, ids: JSON.stringify(chosen),
+      leaseUntil: new Date(at.getTime() + claim.leaseMs).toISOString(), occurredAt: wholeSecondIso(at), now, ids: JSON.stringify(chosen),
     }) as Row[];
     return rows.map(toDelivery).sort((a, b) => a.id - b.id);
   }

@@ -84,7 +84,11 @@ export function openSqliteStorage(file: string, options: SqliteOptions = {}): Sq
   // Checkpoints run in a worker thread (checkpointer.ts), never inside a COMMIT on the event loop.
   writer.pragma('wal_autocheckpoint = 0');
   writer.pragma(`journal_size_limit = ${64 * 1024 * 1024}`);
-  const checkpointer = new Checkpointer(file, options.checkpointIntervalMs ?? 1000, options.onCheckpointError);
+  const checkpointer = new Checkpointer(file, options.checkpointIntervalMs ?? 1000, options.onCheckpointError ?? (() => {}), () => {
+    // Without the worker, SQLite's own checkpoint in COMMIT keeps the WAL bounded.
+    if (writer.open) writer.pragma('wal_autocheckpoint = 1000');
+    options.onCheckpointError?.('the checkpoint worker ended: checkpoints run in COMMIT from now on');
+  });
   return new SqliteStorage(writer, () => connect(file, { readonly: true }), checkpointer, options);
 }
 
@@ -152,7 +156,8 @@ export class SqliteStorage implements CatalogStorage {
     let release!: () => void;
     const turn = new Promise<void>((resolve) => { release = resolve; });
     this.queue = turn;
-    await this.waitForTurn(previous);
+    // Transactions of this process run one after another; only another process's lock times out.
+    await previous;
     try {
       await this.begin();
       try {
@@ -168,26 +173,6 @@ export class SqliteStorage implements CatalogStorage {
       // The last one queued leaves the queue idle.
       if (this.queue === turn) this.queue = this.idle;
       release();
-    }
-  }
-
-  /**
-   * Waits for the transactions queued before this one. A transaction callback that awaits a write
-   * on the storage itself (instead of its tx) would wait for itself forever: after the lock
-   * time-out it fails, naming the likely cause.
-   */
-  private async waitForTurn(previous: Promise<void>): Promise<void> {
-    if (previous === this.idle) return;
-    let timer: NodeJS.Timeout | undefined;
-    const timedOut = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`waited ${this.lockTimeoutMs} ms for the transactions queued before this one: `
-        + 'does a transaction await a write on the storage itself instead of on its tx?')), this.lockTimeoutMs);
-      timer.unref();
-    });
-    try {
-      await Promise.race([previous, timedOut]);
-    } finally {
-      clearTimeout(timer);
     }
   }
 
@@ -241,7 +226,7 @@ export class SqliteStorage implements CatalogStorage {
   }
 
   async ping(): Promise<void> {
-    // Both connections: reads answer from one, writes need the other.
+    // Reads answer from the read connection; writes need the write connection open.
     if (!this.db.open) throw new TypeError('The database connection is not open');
     this.read.stmt('SELECT 1').get();
   }

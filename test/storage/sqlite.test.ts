@@ -1,0 +1,95 @@
+// The SQLite engine's own machinery: the WAL checkpoint worker, and transactions that wait for
+// each other rather than for the event loop.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { openSqliteStorage, type SqliteStorage } from '../../src/storage/sqlite/index.js';
+
+const dirs: string[] = [];
+const open = (options: Parameters<typeof openSqliteStorage>[1] = {}) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cps-sqlite-'));
+  dirs.push(dir);
+  return openSqliteStorage(path.join(dir, 'catalog.db'), options);
+};
+afterEach(() => {
+  for (const dir of dirs.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+const worker = (storage: SqliteStorage) => (storage as unknown as { checkpointer: { worker: import('node:worker_threads').Worker } }).checkpointer.worker;
+
+describe('WAL checkpoints', () => {
+  it('run off the event loop: the write connection never checkpoints in COMMIT', async () => {
+    const storage = open();
+    try {
+      expect(storage.db.pragma('wal_autocheckpoint', { simple: true })).toBe(0);
+    } finally {
+      await storage.close();
+    }
+  });
+
+  it('fall back to SQLite\'s own checkpoint in COMMIT when the worker ends, and close still resolves', async () => {
+    const errors: string[] = [];
+    const storage = open({ onCheckpointError: (error) => errors.push(error) });
+    await worker(storage).terminate();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(storage.db.pragma('wal_autocheckpoint', { simple: true })).toBe(1000);
+    expect(errors.join('\n')).toMatch(/checkpoint worker ended/);
+    await storage.createMerchant({ name: 'Still writes', sku_pattern: null, owner_emails: [], created_at: '2026-11-26T00:00:00Z' });
+    await storage.close();
+  });
+});
+
+describe('transactions', () => {
+  it('run one after another in the order they were asked for, each seeing the one before committed', async () => {
+    const storage = open();
+    try {
+      const order: string[] = [];
+      const slow = storage.transaction(async (tx) => {
+        order.push('first begins');
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        await tx.createMerchant({ name: 'First', sku_pattern: null, owner_emails: [], created_at: '2026-11-26T00:00:00Z' });
+        order.push('first ends');
+      });
+      const next = storage.transaction(async (tx) => {
+        order.push('second begins');
+        return (await tx.listMerchants()).map((m) => m.name);
+      });
+      await slow;
+      expect(await next).toEqual(['First']);
+      expect(order).toEqual(['first begins', 'first ends', 'second begins']);
+    } finally {
+      await storage.close();
+    }
+  });
+
+  it('roll back everything done through tx when the callback fails, and let the next one run', async () => {
+    const storage = open();
+    try {
+      await expect(storage.transaction(async (tx) => {
+        await tx.createMerchant({ name: 'Gone', sku_pattern: null, owner_emails: [], created_at: '2026-11-26T00:00:00Z' });
+        throw new Error('fails after a write');
+      })).rejects.toThrow('fails after a write');
+      expect(await storage.countMerchants()).toBe(0);
+      await storage.createMerchant({ name: 'Kept', sku_pattern: null, owner_emails: [], created_at: '2026-11-26T00:00:00Z' });
+      expect(await storage.countMerchants()).toBe(1);
+    } finally {
+      await storage.close();
+    }
+  });
+
+  it('leave plain reads on the last committed state while a write transaction is open', async () => {
+    const storage = open();
+    try {
+      let seenDuring = -1;
+      await storage.transaction(async (tx) => {
+        await tx.createMerchant({ name: 'Uncommitted', sku_pattern: null, owner_emails: [], created_at: '2026-11-26T00:00:00Z' });
+        seenDuring = await storage.countMerchants();
+      });
+      expect(seenDuring).toBe(0);
+      expect(await storage.countMerchants()).toBe(1);
+    } finally {
+      await storage.close();
+    }
+  });
+});

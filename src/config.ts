@@ -112,6 +112,17 @@ export interface Config {
     /** Then requests in flight get this long to finish (deliveries and image fetches their own time-outs). */
     shutdownGraceMs: number;
   };
+  panel: {
+    /** An invitation link is valid this long. */
+    invitationHours: number;
+    /** A panel session ends after this long without a request ... */
+    sessionIdleMinutes: number;
+    /** ... and this long after sign-in in any case. */
+    sessionAbsoluteHours: number;
+    /** Failed sign-ins per account, and per address, within the window, after which sign-in answers 429. */
+    signInMaxFailures: number;
+    signInWindowMinutes: number;
+  };
   changes: {
     /** spec 4.4: recorded changes one `GET /v1/changes` response covers at most (1..1000). */
     feedWindow: number;
@@ -233,6 +244,13 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
       shutdownDelayMs: int(env, 'CPS_SHUTDOWN_DELAY_MS', 0),
       shutdownGraceMs: int(env, 'CPS_SHUTDOWN_GRACE_MS', 10_000),
     },
+    panel: {
+      invitationHours: Math.max(1, int(env, 'CPS_PANEL_INVITATION_HOURS', 72)),
+      sessionIdleMinutes: Math.max(1, int(env, 'CPS_PANEL_SESSION_IDLE_MINUTES', 60)),
+      sessionAbsoluteHours: Math.max(1, int(env, 'CPS_PANEL_SESSION_HOURS', 12)),
+      signInMaxFailures: Math.max(1, int(env, 'CPS_PANEL_SIGN_IN_MAX_FAILURES', 5)),
+      signInWindowMinutes: Math.max(1, int(env, 'CPS_PANEL_SIGN_IN_WINDOW_MINUTES', 15)),
+    },
     changes: {
       feedWindow: Math.min(1000, Math.max(1, int(env, 'CPS_FEED_WINDOW', 1000))),
       retentionDays: atLeast(int(env, 'CPS_CHANGE_RETENTION_DAYS', 30), 30, 'CPS_CHANGE_RETENTION_DAYS'),
@@ -243,6 +261,7 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
     ...config, ...overrides,
     limits: { ...config.limits, ...overrides.limits },
     storage: { ...config.storage, ...overrides.storage },
+    panel: { ...config.panel, ...overrides.panel },
     changes: { ...config.changes, ...overrides.changes },
     webhooks: { ...config.webhooks, ...overrides.webhooks },
     smtp: { ...config.smtp, ...overrides.smtp },

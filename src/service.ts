@@ -1,6 +1,8 @@
 // One place builds the service: storage, the domain services, the outbound address guard, the
 // webhook dispatcher, the image mirror and the metrics, once per process. `serve`, `worker`, every
 // CLI command, the benchmarks and the tests build it here; what they run of it is theirs to choose.
+import nodemailer from 'nodemailer';
+import { PanelAccounts, type InvitationMailer } from './admin/accounts.js';
 import { CatalogAdmin } from './admin/catalog-admin.js';
 import { CatalogReads } from './catalog/reads.js';
 import type { Config } from './config.js';
@@ -23,6 +25,8 @@ export interface Service {
   /** The SSRF guard every outbound request (receivers, image sources) and registration goes through. */
   guard: AddressGuard;
   admin: CatalogAdmin;
+  /** The administration panel's users, invitations, sessions and audit log. */
+  accounts: PanelAccounts;
   reads: CatalogReads;
   endpoints: WebhookEndpoints;
   /** Built here, started by whoever runs it (serve or worker). */
@@ -74,6 +78,7 @@ export function createService(config: Config, options: ServiceOptions = {}): Ser
     metrics,
     guard,
     admin,
+    accounts: new PanelAccounts(storage, config, now, invitationMailer(config, logger)),
     reads: new CatalogReads(storage),
     endpoints: new WebhookEndpoints(storage, guard, now),
     dispatcher,
@@ -83,5 +88,21 @@ export function createService(config: Config, options: ServiceOptions = {}): Ser
       closing ??= stopWork().then(() => storage.close());
       return closing;
     },
+  };
+}
+
+/** Invitations are also e-mailed when SMTP is configured (the link is always shown to whoever invited). */
+function invitationMailer(config: Config, logger: Logger): InvitationMailer | undefined {
+  if (!config.smtp.url) return undefined;
+  const transport = nodemailer.createTransport(config.smtp.url);
+  return async (to, link, expiresAt) => {
+    try {
+      await transport.sendMail({
+        from: config.smtp.from, to, subject: 'Your invitation to the catalog publishing panel',
+        text: `Set your password and sign in: ${config.publicBaseUrl}${link}\n\nThe link works once, until ${expiresAt}.`,
+      });
+    } catch (error) {
+      logger.error({ err: error }, 'e-mailing an invitation failed');
+    }
   };
 }

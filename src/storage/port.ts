@@ -11,6 +11,7 @@ import type {
   ApiKeyRecord, AttemptRecord, AttributeDefinitionRecord, ChangeRow, CustomerGroupRecord, DeliveryClaim, DeliveryRecord,
   DeliveryStatus, ExchangeRateRecord, FeedPosition, ImageMirrorRecord, ImageMirrorWork, ImageStateCounts, MerchantRecord,
   NotificationRecord, OperationalCounts, OutboxGroup, OutboxRow, PricingRuleInputRecord, PricingRuleRecord, ProductRecord,
+  AuditEntryRecord, PanelInvitationRecord, PanelSessionRecord, PanelUserRecord,
   ProductSourceDocument, PublishedHashes, PublishedPage, PublishedRow, StoreInputRecord, StoreRecord, StoredChange,
   SupplierRecord, WebhookEndpointInputRecord, WebhookEndpointRecord,
 } from './records.js';
@@ -177,9 +178,33 @@ export interface NotificationStore {
   markNotificationEmailed(id: number, at: string): Promise<void>;
 }
 
+/** The administration panel's accounts: users, invitations, sessions, sign-in failures, the audit log. */
+export interface PanelStore {
+  insertPanelInvitation(tokenHash: Buffer, invitation: Omit<PanelInvitationRecord, 'used_at'>): Promise<void>;
+  panelInvitation(tokenHash: Buffer): Promise<PanelInvitationRecord | undefined>;
+  markPanelInvitationUsed(tokenHash: Buffer, at: string): Promise<void>;
+  /** Creates the user, or sets a new password (and role) for the email's existing user of the same merchant. */
+  upsertPanelUser(user: Omit<PanelUserRecord, 'id'>, passwordHash: string): Promise<PanelUserRecord>;
+  panelUserByEmail(email: string): Promise<(PanelUserRecord & { password_hash: string }) | undefined>;
+  panelUser(id: number): Promise<PanelUserRecord | undefined>;
+  listPanelUsers(merchantId: number): Promise<PanelUserRecord[]>;
+  /** Deletes the user and its sessions. */
+  deletePanelUser(merchantId: number, id: number): Promise<boolean>;
+  insertPanelSession(tokenHash: Buffer, session: PanelSessionRecord): Promise<void>;
+  panelSession(tokenHash: Buffer): Promise<PanelSessionRecord | undefined>;
+  touchPanelSession(tokenHash: Buffer, at: string): Promise<void>;
+  deletePanelSession(tokenHash: Buffer): Promise<void>;
+  recordSignInFailure(subjects: string[], at: string): Promise<void>;
+  /** Failures per subject after `since`. */
+  countSignInFailures(subjects: string[], since: string): Promise<Map<string, { count: number; oldest: string }>>;
+  clearSignInFailures(subject: string): Promise<void>;
+  insertAuditEntry(entry: Omit<AuditEntryRecord, 'id'>): Promise<void>;
+  listAuditEntries(merchantId: number, limit: number): Promise<AuditEntryRecord[]>;
+}
+
 /** Every aggregate's operations: what a transaction's tx and a snapshot's reader offer. */
 export interface StorageOperations extends TenancyStore, CatalogSetupStore, ProductSourceStore, ImageStore, PublishedStore,
-  ChangeStore, WebhookEndpointStore, OutboxStore, DeliveryStore, NotificationStore {}
+  ChangeStore, WebhookEndpointStore, OutboxStore, DeliveryStore, NotificationStore, PanelStore {}
 
 /** The operations inside one write transaction. */
 export type StorageTx = StorageOperations;

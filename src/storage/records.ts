@@ -171,6 +171,47 @@ export interface DeliveryClaim {
   inFlightByEndpoint: Map<number, number>;
 }
 
+// Panel accounts: users, invitations, sessions, sign-in throttling, the audit log
+
+export type PanelRole = 'owner' | 'member';
+
+export interface PanelUserRecord {
+  id: number;
+  merchant_id: number;
+  email: string;
+  role: PanelRole;
+  created_at: string;
+}
+
+export interface PanelInvitationRecord {
+  merchant_id: number;
+  email: string;
+  role: PanelRole;
+  created_at: string;
+  expires_at: string;
+  used_at: string | null;
+}
+
+export interface PanelSessionRecord {
+  /** null: the operator's session. */
+  user_id: number | null;
+  csrf_token: string;
+  created_at: string;
+  last_seen_at: string;
+  /** The absolute expiry; the idle expiry is counted from last_seen_at. */
+  expires_at: string;
+}
+
+export interface AuditEntryRecord {
+  id: number;
+  merchant_id: number;
+  at: string;
+  /** `operator`, or the panel user's email. */
+  actor: string;
+  action: string;
+  detail: string;
+}
+
 // Operations
 
 export interface OperationalCounts {

@@ -21,6 +21,7 @@ import { SqliteImages } from './images.js';
 import { migrations } from './migrations.js';
 import { SqliteNotifications } from './notifications.js';
 import { SqliteOutbox } from './outbox.js';
+import { SqlitePanel } from './panel.js';
 import { SqliteProductSources } from './product-sources.js';
 import { SqlitePublished } from './published.js';
 import { SqliteTenancy } from './tenancy.js';
@@ -28,7 +29,7 @@ import { SqliteWebhookEndpoints } from './webhook-endpoints.js';
 
 const AGGREGATES = [
   SqliteTenancy, SqliteCatalogSetup, SqliteProductSources, SqliteImages, SqlitePublished, SqliteChanges,
-  SqliteWebhookEndpoints, SqliteOutbox, SqliteDeliveries, SqliteNotifications,
+  SqliteWebhookEndpoints, SqliteOutbox, SqliteDeliveries, SqliteNotifications, SqlitePanel,
 ] as const;
 
 /** Operations that write: called on the storage itself, each runs as its own transaction. */

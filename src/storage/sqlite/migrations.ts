@@ -280,4 +280,62 @@ CREATE INDEX products_merchant_id ON products(merchant_id, id);
 CREATE INDEX webhook_deliveries_endpoint_due ON webhook_deliveries(endpoint_id, next_attempt_at, id) WHERE status IN ('pending', 'failed');
 `,
   },
+  {
+    id: 9,
+    name: 'panel_accounts',
+    sql: `
+-- The administration panel's users: each belongs to one merchant; an email signs in once across
+-- the deployment. password_hash is scrypt (salt and parameters inside it).
+CREATE TABLE panel_users (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  merchant_id INTEGER NOT NULL REFERENCES merchants(id),
+  email TEXT NOT NULL UNIQUE,
+  role TEXT NOT NULL CHECK (role IN ('owner', 'member')),
+  password_hash TEXT NOT NULL,
+  created_at TEXT NOT NULL
+);
+CREATE INDEX panel_users_merchant ON panel_users(merchant_id, id);
+
+-- Single-use invitation links (only their SHA-256 is kept), valid until expires_at.
+CREATE TABLE panel_invitations (
+  token_hash BLOB PRIMARY KEY,
+  merchant_id INTEGER NOT NULL REFERENCES merchants(id),
+  email TEXT NOT NULL,
+  role TEXT NOT NULL CHECK (role IN ('owner', 'member')),
+  created_at TEXT NOT NULL,
+  expires_at TEXT NOT NULL,
+  used_at TEXT
+);
+
+-- Sessions live in the database so that every process behind a load balancer shares them.
+CREATE TABLE panel_sessions (
+  token_hash BLOB PRIMARY KEY,
+  user_id INTEGER REFERENCES panel_users(id) ON DELETE CASCADE,
+  operator INTEGER NOT NULL DEFAULT 0,
+  csrf_token TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  last_seen_at TEXT NOT NULL,
+  expires_at TEXT NOT NULL
+);
+
+-- Failed sign-ins, per account and per address, for throttling.
+CREATE TABLE panel_sign_in_failures (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  subject TEXT NOT NULL,
+  at TEXT NOT NULL
+);
+CREATE INDEX panel_sign_in_failures_subject ON panel_sign_in_failures(subject, at);
+
+-- Every change made in the panel: who, what, when.
+CREATE TABLE audit_log (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  merchant_id INTEGER NOT NULL REFERENCES merchants(id),
+  at TEXT NOT NULL,
+  actor TEXT NOT NULL,
+  action TEXT NOT NULL,
+  detail TEXT NOT NULL
+);
+CREATE INDEX audit_log_merchant ON audit_log(merchant_id, id);
+`,
+  },
 ];

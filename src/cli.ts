@@ -28,6 +28,10 @@ Commands:
   images retry-dead --merchant ID     fetch every dead image of the merchant again
   import FILE --merchant ID           bulk-import an NDJSON file of product operations
   keys create --merchant ID [--name N] issue an API key (printed once)
+  users invite --merchant ID --email E [--role owner|member]
+                                      a single-use panel invitation link (printed; valid 72 h)
+  users list --merchant ID            the merchant's panel users
+  users remove --merchant ID --user ID
   demo [--db FILE] [--products N] [--json]
                                       build the deterministic demo catalog into a database
   webhooks create --merchant ID --url URL [--store SLUG] [--events price,content,removed]
@@ -64,6 +68,9 @@ async function main(argv: string[]): Promise<void> {
       store: { type: 'string' },
       events: { type: 'string' },
       endpoint: { type: 'string' },
+      email: { type: 'string' },
+      role: { type: 'string' },
+      user: { type: 'string' },
       delivery: { type: 'string' },
       since: { type: 'string' },
       to: { type: 'string' },
@@ -96,6 +103,8 @@ async function main(argv: string[]): Promise<void> {
       const merchantId = positiveInt(values.merchant, 'merchant');
       const key = await admin.createApiKey(merchantId, values.name ?? 'cli');
       console.log(values.json ? JSON.stringify(key) : `API key for merchant ${merchantId} (shown once): ${key.key}`);
+    } else if (command === 'users') {
+      await usersCommand(service, rest[0], values);
     } else if (command === 'backup') {
       const destination = typeof values.to === 'string' ? path.resolve(values.to) : fail('backup needs --to FILE');
       if (fs.existsSync(destination)) fail(`${destination} exists: choose a new file`);
@@ -260,6 +269,30 @@ async function webhooksCommand(
       return print(await endpoints.notifications(merchantId, 50));
     default:
       fail(`unknown webhooks action "${action ?? ''}"\n\n${USAGE}`);
+  }
+}
+
+/** Panel users, as the operator (the CLI runs with the deployment's database, like the admin token). */
+async function usersCommand(
+  { accounts, config }: Service, action: string | undefined, values: Record<string, string | boolean | undefined>,
+): Promise<void> {
+  const operator = { kind: 'operator' } as const;
+  const merchantId = positiveInt(values.merchant as string | undefined, 'merchant');
+  const print = (value: unknown) => console.log(JSON.stringify(value, null, values.json ? undefined : 2));
+  switch (action) {
+    case 'invite': {
+      const email = typeof values.email === 'string' ? values.email : fail('--email is required');
+      const role = (values.role ?? 'member') as 'owner' | 'member';
+      const { token, ...invitation } = await accounts.invite(operator, merchantId, { email, role });
+      return print({ ...invitation, link: `${config.publicBaseUrl}/panel/invitations/${token}` });
+    }
+    case 'list':
+      return print(await accounts.listUsers(operator, merchantId));
+    case 'remove':
+      await accounts.removeUser(operator, merchantId, positiveInt(values.user as string | undefined, 'user'));
+      return console.log('removed');
+    default:
+      fail(`unknown users action "${action ?? ''}"\n\n${USAGE}`);
   }
 }
 

@@ -259,6 +259,7 @@ export class PanelAccounts {
 
   async auditLog(actor: Principal, merchantId: number, limit: number): Promise<AuditEntry[]> {
     this.assertManager(actor, merchantId);
+    if (!await this.storage.getMerchant(merchantId)) throw notFound(`Merchant ${merchantId}`);
     return (await this.storage.listAuditEntries(merchantId, limit)).map(({ merchant_id: _, ...entry }) => entry);
   }
 }

@@ -130,6 +130,123 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/v1/merchants/{merchant_id}/users": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
+                 * @example 1
+                 */
+                merchant_id: components["parameters"]["MerchantId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List a merchant's panel users
+         * @description The people who sign in to the administration panel for this merchant, ordered by id. A user
+         *     appears once they have set a password through an invitation.
+         */
+        get: operations["listPanelUsers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/merchants/{merchant_id}/users/{user_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
+                 * @example 1
+                 */
+                merchant_id: components["parameters"]["MerchantId"];
+                /**
+                 * @description Id of the panel user (from the user listing).
+                 * @example 3
+                 */
+                user_id: components["parameters"]["UserId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove a panel user
+         * @description Removes the user and ends their sessions at once. The change is recorded in the merchant's
+         *     audit log.
+         */
+        delete: operations["removePanelUser"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/merchants/{merchant_id}/invitations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
+                 * @example 1
+                 */
+                merchant_id: components["parameters"]["MerchantId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Invite a panel user
+         * @description Creates a single-use link (valid 72 hours by default, `CPS_PANEL_INVITATION_HOURS`) where the
+         *     invited person sets a password; they then sign in to the panel at `/panel/login` with the
+         *     email and that password. The link is returned here (and e-mailed when SMTP is configured);
+         *     only its hash is stored. Inviting an email that already belongs to a user of this merchant
+         *     lets them set a new password: that is how a lost password is reset. An email that signs in
+         *     for another merchant answers `409`.
+         */
+        post: operations["invitePanelUser"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/merchants/{merchant_id}/audit-log": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
+                 * @example 1
+                 */
+                merchant_id: components["parameters"]["MerchantId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Read a merchant's audit log
+         * @description Every change made in the administration panel for this merchant (endpoints, keys, imports,
+         *     users, ...), with who made it and when, newest first, at most `limit` entries.
+         */
+        get: operations["listAuditLog"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/v1/merchants/{merchant_id}/stores": {
         parameters: {
             query?: never;
@@ -1330,6 +1447,102 @@ export interface components {
             key: string;
         };
         /**
+         * @description `owner`: manages the merchant's webhook endpoints, API keys and catalog in the panel, invites
+         *     and removes users and reads the audit log. `member`: everything but users and the audit log.
+         * @example member
+         * @enum {string}
+         */
+        PanelRole: "owner" | "member";
+        /** @description A person who signs in to the administration panel for one merchant. */
+        PanelUser: {
+            /**
+             * @description Service-assigned user id, used as `user_id`.
+             * @example 3
+             */
+            id: number;
+            /**
+             * Format: email
+             * @description The address the user signs in with (lower case); unique across the deployment.
+             * @example buyer@acme.test
+             */
+            email: string;
+            role: components["schemas"]["PanelRole"];
+            /**
+             * Format: date-time
+             * @description When the user first set a password.
+             * @example 2026-11-26T08:15:00Z
+             */
+            created_at: string;
+        };
+        /** @description The merchant's panel users, ordered by id. */
+        PanelUserList: {
+            data: components["schemas"]["PanelUser"][];
+        };
+        /** @description Who to invite, and with which role. */
+        InvitationInput: {
+            /** @description The address the user will sign in with (compared without regard to case). */
+            email: string;
+            role: components["schemas"]["PanelRole"];
+        };
+        /**
+         * @description A single-use invitation. Hand `link` to the user (it is also e-mailed when the deployment has
+         *     SMTP configured): opening it lets them set a password, after which they sign in at
+         *     `/panel/login`. The link's secret is shown only here.
+         */
+        Invitation: {
+            /**
+             * @description The invited address, in lower case.
+             * @example buyer@acme.test
+             */
+            email: string;
+            role: components["schemas"]["PanelRole"];
+            /**
+             * Format: uri
+             * @description `{public base URL}/panel/invitations/{secret}`; works once, until `expires_at`.
+             * @example http://127.0.0.1:8080/panel/invitations/3q2-7wEaYp1Jt0lSNbqQGxU8zUU3iI1VYnXjUyRpA_g
+             */
+            link: string;
+            /**
+             * Format: date-time
+             * @description When the link stops working (by default 72 hours after the invitation).
+             * @example 2026-11-29T08:15:00Z
+             */
+            expires_at: string;
+        };
+        /** @description One change made in the administration panel. */
+        AuditEntry: {
+            /**
+             * @description Increases with time.
+             * @example 42
+             */
+            id: number;
+            /**
+             * Format: date-time
+             * @description When the change was made.
+             * @example 2026-11-26T08:20:00Z
+             */
+            at: string;
+            /**
+             * @description Who made it, `operator` or the panel user's email.
+             * @example buyer@acme.test
+             */
+            actor: string;
+            /**
+             * @description What was done, as `thing.verb` (for example `endpoint.created`, `key.revoked`, `user.invited`).
+             * @example endpoint.created
+             */
+            action: string;
+            /**
+             * @description What it was done to, in words (never a secret).
+             * @example #4 https://shop.example.com/hooks/catalog
+             */
+            detail: string;
+        };
+        /** @description The merchant's audit log, newest first. */
+        AuditLog: {
+            data: components["schemas"]["AuditEntry"][];
+        };
+        /**
          * @description A store as the admin API sees it, active or not. The public API lists only active stores and
          *     omits `active` and `exclude_out_of_stock`.
          */
@@ -2524,6 +2737,18 @@ export interface components {
          */
         KeyId: number;
         /**
+         * @description Id of the panel user (from the user listing).
+         * @example 3
+         */
+        UserId: number;
+        /**
+         * @description Maximum number of entries to return, 1 to 200; default 50. Unlike `per_page` on the public
+         *     API, a value outside the range (or not an integer) is not clamped but answers
+         *     `400 invalid_parameter`.
+         * @example 100
+         */
+        Limit: number;
+        /**
          * @description Store slug, chosen by the merchant.
          * @example de
          */
@@ -2575,13 +2800,6 @@ export interface components {
          */
         DeliveryStatusFilter: components["schemas"]["DeliveryStatus"];
         /**
-         * @description Maximum number of entries to return, 1 to 200; default 50. Unlike `per_page` on the public
-         *     API, a value outside the range (or not an integer) is not clamped but answers
-         *     `400 invalid_parameter`.
-         * @example 100
-         */
-        Limit: number;
-        /**
          * @description Return only deliveries with an `id` lower than this one. To page back through the log, send
          *     the `id` of the last (oldest) entry of the previous page; omit it for the newest entries.
          *     A value that is not a positive integer answers `400 invalid_parameter`.
@@ -2611,6 +2829,12 @@ export interface components {
         CreateApiKey: {
             content: {
                 "application/json": components["schemas"]["CreateApiKeyInput"];
+            };
+        };
+        /** @description Who to invite. */
+        InvitePanelUser: {
+            content: {
+                "application/json": components["schemas"]["InvitationInput"];
             };
         };
         /** @description The full definition of the store. */
@@ -2900,6 +3124,139 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+        };
+    };
+    listPanelUsers: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
+                 * @example 1
+                 */
+                merchant_id: components["parameters"]["MerchantId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The merchant's panel users. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PanelUserList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+        };
+    };
+    removePanelUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
+                 * @example 1
+                 */
+                merchant_id: components["parameters"]["MerchantId"];
+                /**
+                 * @description Id of the panel user (from the user listing).
+                 * @example 3
+                 */
+                user_id: components["parameters"]["UserId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The user was removed. */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+        };
+    };
+    invitePanelUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
+                 * @example 1
+                 */
+                merchant_id: components["parameters"]["MerchantId"];
+            };
+            cookie?: never;
+        };
+        requestBody: components["requestBodies"]["InvitePanelUser"];
+        responses: {
+            /** @description The invitation, with its link (shown once). */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Invitation"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+        };
+    };
+    listAuditLog: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Maximum number of entries to return, 1 to 200; default 50. Unlike `per_page` on the public
+                 *     API, a value outside the range (or not an integer) is not clamped but answers
+                 *     `400 invalid_parameter`.
+                 * @example 100
+                 */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
+                 * @example 1
+                 */
+                merchant_id: components["parameters"]["MerchantId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The newest entries. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditLog"];
+                };
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];

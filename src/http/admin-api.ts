@@ -16,6 +16,7 @@ import { ProblemError, invalidInput } from '../shared/problem.js';
 import { validationHook } from './validation.js';
 import { registerWebhookRoutes } from './webhooks-api.js';
 import type { Service } from '../service.js';
+import type { PanelUser } from '../admin/accounts.js';
 
 const adminStore = ({ merchant_id: _m, catalog_version: _v, ...store }: StoreRecord) => store;
 const apiKey = ({ merchant_id: _m, ...key }: ApiKeyRecord) => key;
@@ -51,7 +52,7 @@ function takesJsonBody(method: string, path: string): boolean {
   return JSON_BODY_OPERATIONS.some((o) => o.method === method && o.pattern.test(path));
 }
 
-export function adminApi({ admin, endpoints, config }: Pick<Service, 'admin' | 'endpoints' | 'config'>) {
+export function adminApi({ admin, accounts, endpoints, config }: Pick<Service, 'admin' | 'accounts' | 'endpoints' | 'config'>) {
   const app = new OpenAPIHono({ defaultHook: validationHook });
   app.onError(renderError);
   app.use('/admin/v1/*', closeWhenBodyUnread);
@@ -99,6 +100,23 @@ export function adminApi({ admin, endpoints, config }: Pick<Service, 'admin' | '
     await admin.revokeApiKey(merchant_id, key_id);
     return c.body(null, 204);
   });
+
+  // Panel users and the audit log: the admin token acts as the operator.
+  const operator = { kind: 'operator' } as const;
+  const panelUser = ({ merchant_id: _m, ...user }: PanelUser) => user;
+  app.openapi(routes.listPanelUsers, async (c) =>
+    c.json({ data: (await accounts.listUsers(operator, c.req.valid('param').merchant_id)).map(panelUser) }, 200));
+  app.openapi(routes.invitePanelUser, async (c) => {
+    const { token, ...invitation } = await accounts.invite(operator, c.req.valid('param').merchant_id, c.req.valid('json'));
+    return c.json({ ...invitation, link: `${config.publicBaseUrl}/panel/invitations/${token}` }, 201);
+  });
+  app.openapi(routes.removePanelUser, async (c) => {
+    const { merchant_id, user_id } = c.req.valid('param');
+    await accounts.removeUser(operator, merchant_id, user_id);
+    return c.body(null, 204);
+  });
+  app.openapi(routes.listAuditLog, async (c) =>
+    c.json({ data: await accounts.auditLog(operator, c.req.valid('param').merchant_id, c.req.valid('query').limit) }, 200));
 
   // Stores
   app.openapi(routes.listMerchantStores, async (c) =>

@@ -15,7 +15,7 @@ let merchantId: number;
 let otherMerchantId: number;
 
 beforeAll(async () => {
-  service = await startTestService({ config: { webhooks: { allowHosts: ['127.0.0.1'] } } as never });
+  service = await startTestService({ config: { webhooks: { allowHosts: ['127.0.0.1'] } } });
   useAccountsStandInIfMissing(service.service);
   receiver = await Receiver.start({ behaviour: { status: 204 } });
   merchantId = (await service.admin.createMerchant({ name: 'Alpine Outfitters' })).id;

@@ -1,10 +1,11 @@
-// App assembly: the public, admin and operations APIs, the served documents and docs, one error
+// App assembly: the public, admin and operations APIs, the administration panel (/panel), the served documents and docs, one error
 // shape, request ids and the access log on every request.
 import fs from 'node:fs';
 import { Hono } from 'hono';
 import adminDocument from '../generated/admin-openapi.json' with { type: 'json' };
 import publicDocument from '../generated/public-openapi.json' with { type: 'json' };
 import { LocalFolderMediaStore } from '../images/media-store.js';
+import { panelApp } from '../panel/index.js';
 import { Lifecycle } from '../operations/health.js';
 import type { Service } from '../service.js';
 import { accessLog } from './access-log.js';
@@ -60,6 +61,7 @@ export function createApp(service: Service, { docsFile, lifecycle = new Lifecycl
     rateLimiter: new TokenBucketLimiter(config.rateLimit, now),
   }));
   app.route('/', adminApi(service));
+  app.route('/panel', panelApp(service));
   app.route('/', operationsApi({ storage, metrics, lifecycle, metricsToken: config.operations.metricsToken }));
   return app;
 }

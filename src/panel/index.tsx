@@ -1,0 +1,56 @@
+// The administration panel (issue 11), mounted at /panel by createApp: server-rendered pages over
+// the same domain services as the admin API. Order of the middlewares: security headers on every
+// response, then the session (from the cookie), then CSRF on every POST (it needs the session's
+// token), then sign-in and tenant checks per route group.
+import { Hono } from 'hono';
+import { requestLog } from '../http/access-log.js';
+import type { Service } from '../service.js';
+import { ProblemError } from '../shared/problem.js';
+import { accountsOf } from './accounts.js';
+import { panelAssets } from './assets.js';
+import { csrf } from './csrf.js';
+import { ErrorPage } from './layout.js';
+import { merchantScope } from './merchant-scope.js';
+import { endpointPages } from './pages/endpoints.js';
+import { keyPages } from './pages/keys.js';
+import { overviewPage } from './pages/overview.js';
+import { signInPages } from './pages/sign-in.js';
+import { userPages } from './pages/users.js';
+import { securityHeaders } from './security-headers.js';
+import { panelSession, sessionCookie, signedIn, type PanelEnv } from './session.js';
+
+const TITLES: Record<number, string> = { 400: 'Invalid input', 403: 'Forbidden', 404: 'Not found', 409: 'Conflict', 429: 'Too many requests' };
+
+export function panelApp(service: Service): Hono<PanelEnv> {
+  const accounts = () => accountsOf(service);
+  const cookie = sessionCookie(service.config.publicBaseUrl);
+  const panel = new Hono<PanelEnv>();
+
+  panel.use('*', securityHeaders());
+  panel.route('/assets', panelAssets());
+  panel.use('*', panelSession(accounts, cookie));
+  panel.use('*', csrf(service.config.publicBaseUrl));
+
+  panel.route('/', signInPages(accounts, cookie));
+  panel.use('/merchants/:merchantId/*', merchantScope(accounts));
+  panel.route('/merchants/:merchantId/endpoints', endpointPages(service, accounts));
+  panel.route('/merchants/:merchantId/keys', keyPages(service, accounts));
+  panel.route('/merchants/:merchantId/users', userPages(service, accounts));
+  panel.use('/', signedIn());
+  panel.route('/', overviewPage(service, accounts));
+  panel.all('*', (c) => {
+    throw new ProblemError('not_found', `There is no panel page at ${new URL(c.req.url).pathname}.`);
+  });
+
+  // Domain errors become pages with the same status; a lost session leads back to the sign-in page.
+  panel.onError((error, c) => {
+    const session = c.get('session');
+    if (error instanceof ProblemError) {
+      if (error.status === 401) return c.redirect('/panel/login', 303);
+      return c.html(<ErrorPage status={error.status} title={TITLES[error.status] ?? 'Error'} detail={error.detail} session={session} />, error.status as 404);
+    }
+    requestLog(c)?.error({ err: error, method: c.req.method, path: new URL(c.req.url).pathname }, 'unhandled panel error');
+    return c.html(<ErrorPage status={500} title="Something went wrong" detail="An unexpected error occurred." session={session} />, 500);
+  });
+  return panel;
+}

@@ -1,0 +1,191 @@
+// Webhook endpoints of a merchant (issue 11, "Webhook endpoints"): the list with health, create
+// (the signing secret shown once), rotate the secret (shown once), send a test, re-enable, delete
+// with a confirmation step. Every change is one call of service.endpoints, then the audit log.
+import { Hono } from 'hono';
+import { WebhookEndpointInputSchema } from '../../generated/admin-routes.js';
+import type { components } from '../../generated/admin-api.js';
+import type { Service } from '../../service.js';
+import type { StoreRecord } from '../../storage/records.js';
+import { EVENTS } from '../../webhooks/endpoints.js';
+import type { PanelAccounts, PanelSession } from '../accounts.js';
+import { field, fields, formOf, validated } from '../form.js';
+import { formAction, idParam, merchantOf, sessionOf } from '../handlers.js';
+import { CsrfField, ErrorMessage, Layout, Notice, ShownOnce } from '../layout.js';
+import type { PanelEnv } from '../session.js';
+
+type Endpoint = components['schemas']['WebhookEndpoint'];
+
+const DONE: Record<string, string> = {
+  test: 'A test delivery is queued.',
+  enabled: 'The endpoint is active again.',
+  deleted: 'The endpoint is deleted.',
+};
+
+function Health(props: { endpoint: Endpoint }) {
+  const e = props.endpoint;
+  return (
+    <>
+      <span class={`status-${e.status}`}>{e.status}</span>
+      {e.paused_until && <div class="muted">paused until {e.paused_until}</div>}
+      {e.disabled_reason && <div class="muted">{e.disabled_reason}</div>}
+      <div class="muted">{e.consecutive_failures} consecutive failures</div>
+      <div class="muted">last success {e.last_success_at ?? 'never'}; last failure {e.last_failure_at ?? 'never'}</div>
+    </>
+  );
+}
+
+function EndpointsPage(props: {
+  session: PanelSession; merchantId: number; endpoints: Endpoint[]; stores: StoreRecord[];
+  notice?: string | undefined; error?: { detail: string } | undefined; input?: { url: string; store: string; events: string[] };
+}) {
+  const { session, merchantId } = props;
+  const base = `/panel/merchants/${merchantId}/endpoints`;
+  const input = props.input ?? { url: '', store: '', events: [...EVENTS] };
+  return (
+    <Layout title="Webhook endpoints" session={session} merchantId={merchantId}>
+      <Notice text={props.notice} />
+      {props.endpoints.length === 0 ? <p>No endpoints yet.</p> : (
+        <table>
+          <thead><tr><th>URL</th><th>Store</th><th>Events</th><th>Health</th><th>Secret</th><th>Actions</th></tr></thead>
+          <tbody>
+            {props.endpoints.map((e) => (
+              <tr>
+                <td>{e.url}</td>
+                <td>{e.store ?? 'all stores'}</td>
+                <td>{e.events.join(', ')}</td>
+                <td><Health endpoint={e} /></td>
+                <td><code>{e.secret_prefix}…</code></td>
+                <td>
+                  <form class="inline" method="post" action={`${base}/${e.id}/test`}><CsrfField session={session} /><button type="submit">Send test</button></form>{' '}
+                  <form class="inline" method="post" action={`${base}/${e.id}/rotate`}><CsrfField session={session} /><button type="submit">Rotate secret</button></form>{' '}
+                  {e.status !== 'active' && (
+                    <form class="inline" method="post" action={`${base}/${e.id}/enable`}><CsrfField session={session} /><button type="submit">Enable</button></form>
+                  )}{' '}
+                  <a href={`${base}/${e.id}/delete`}>Delete…</a>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      <h2>Register an endpoint</h2>
+      <ErrorMessage error={props.error} />
+      <form class="stacked" method="post" action={base}>
+        <CsrfField session={session} />
+        <label>Receiver URL<input type="url" name="url" required value={input.url} /></label>
+        <label>Store
+          <select name="store">
+            <option value="" selected={input.store === ''}>All stores</option>
+            {props.stores.map((s) => <option value={s.slug} selected={input.store === s.slug}>{s.name} ({s.slug})</option>)}
+          </select>
+        </label>
+        <fieldset>
+          <legend>Events</legend>
+          {EVENTS.map((event) => <label><input type="checkbox" name="events" value={event} checked={input.events.includes(event)} /> {event}</label>)}
+        </fieldset>
+        <button type="submit">Register</button>
+      </form>
+    </Layout>
+  );
+}
+
+export function endpointPages(service: Service, accounts: () => PanelAccounts) {
+  const pages = new Hono<PanelEnv>();
+  const { endpoints, admin } = service;
+
+  const listing = async (merchantId: number) => {
+    const [list, stores] = await Promise.all([endpoints.list(merchantId), admin.listStores(merchantId)]);
+    return { endpoints: list, stores };
+  };
+
+  pages.get('/', async (c) => {
+    const merchantId = merchantOf(c);
+    return c.html(<EndpointsPage session={sessionOf(c)} merchantId={merchantId} {...await listing(merchantId)} notice={DONE[c.req.query('done') ?? '']} />);
+  });
+
+  pages.post('/', async (c) => {
+    const session = sessionOf(c);
+    const merchantId = merchantOf(c);
+    const form = await formOf(c);
+    const input = { url: field(form, 'url'), store: field(form, 'store'), events: fields(form, 'events') };
+    const outcome = await formAction(() => endpoints.create(merchantId, validated(WebhookEndpointInputSchema, {
+      url: input.url, store: input.store || null, events: input.events,
+    })));
+    if (outcome.error) {
+      return c.html(<EndpointsPage session={session} merchantId={merchantId} {...await listing(merchantId)} error={outcome.error} input={input} />, outcome.error.status as 400);
+    }
+    const created = outcome.ok;
+    await accounts().record(session.principal, merchantId, 'endpoint.create', `endpoint ${created.id} ${created.url}`);
+    // The secret is in this response and nowhere else: no redirect could carry it without storing it.
+    return c.html(
+      <Layout title="Endpoint registered" session={session} merchantId={merchantId}>
+        <p>{created.url} receives {created.events.join(', ')} for {created.store ?? 'all stores'}.</p>
+        <ShownOnce label="Signing secret" secret={created.secret} />
+        <p><a href={`/panel/merchants/${merchantId}/endpoints`}>Done: back to the endpoints</a></p>
+      </Layout>,
+      201,
+    );
+  });
+
+  pages.post('/:endpointId/rotate', async (c) => {
+    const session = sessionOf(c);
+    const merchantId = merchantOf(c);
+    const rotated = await endpoints.rotateSecret(merchantId, idParam(c, 'endpointId', 'Webhook endpoint'));
+    await accounts().record(session.principal, merchantId, 'endpoint.rotate_secret', `endpoint ${rotated.id} ${rotated.url}`);
+    return c.html(
+      <Layout title="Secret rotated" session={session} merchantId={merchantId}>
+        <p>The old secret of {rotated.url} no longer signs deliveries.</p>
+        <ShownOnce label="New signing secret" secret={rotated.secret} />
+        <p><a href={`/panel/merchants/${merchantId}/endpoints`}>Done: back to the endpoints</a></p>
+      </Layout>,
+    );
+  });
+
+  pages.post('/:endpointId/test', async (c) => {
+    const session = sessionOf(c);
+    const merchantId = merchantOf(c);
+    const endpointId = idParam(c, 'endpointId', 'Webhook endpoint');
+    const outcome = await formAction(() => endpoints.sendTest(merchantId, endpointId));
+    if (outcome.error) {
+      return c.html(<EndpointsPage session={session} merchantId={merchantId} {...await listing(merchantId)} error={outcome.error} />, outcome.error.status as 409);
+    }
+    await accounts().record(session.principal, merchantId, 'endpoint.send_test', `endpoint ${endpointId}: delivery ${outcome.ok.id}`);
+    return c.redirect(`/panel/merchants/${merchantId}/endpoints?done=test`, 303);
+  });
+
+  pages.post('/:endpointId/enable', async (c) => {
+    const session = sessionOf(c);
+    const merchantId = merchantOf(c);
+    const enabled = await endpoints.update(merchantId, idParam(c, 'endpointId', 'Webhook endpoint'), { status: 'active' });
+    await accounts().record(session.principal, merchantId, 'endpoint.enable', `endpoint ${enabled.id} ${enabled.url}`);
+    return c.redirect(`/panel/merchants/${merchantId}/endpoints?done=enabled`, 303);
+  });
+
+  // The confirmation step: deleting is a POST from this page only.
+  pages.get('/:endpointId/delete', async (c) => {
+    const session = sessionOf(c);
+    const merchantId = merchantOf(c);
+    const endpoint = await endpoints.endpoint(merchantId, idParam(c, 'endpointId', 'Webhook endpoint'));
+    return c.html(
+      <Layout title="Delete the endpoint?" session={session} merchantId={merchantId}>
+        <p>{endpoint.url} will receive no more deliveries.</p>
+        <form method="post" action={`/panel/merchants/${merchantId}/endpoints/${endpoint.id}/delete`}>
+          <CsrfField session={session} />
+          <button type="submit" class="danger">Delete the endpoint</button>{' '}
+          <a href={`/panel/merchants/${merchantId}/endpoints`}>Cancel</a>
+        </form>
+      </Layout>,
+    );
+  });
+
+  pages.post('/:endpointId/delete', async (c) => {
+    const session = sessionOf(c);
+    const merchantId = merchantOf(c);
+    const endpointId = idParam(c, 'endpointId', 'Webhook endpoint');
+    await endpoints.delete(merchantId, endpointId);
+    await accounts().record(session.principal, merchantId, 'endpoint.delete', `endpoint ${endpointId}`);
+    return c.redirect(`/panel/merchants/${merchantId}/endpoints?done=deleted`, 303);
+  });
+
+  return pages;
+}

@@ -1,0 +1,102 @@
+// API keys of a merchant (issue 11, "API keys"): list, create (the key shown once), revoke with a
+// confirmation step. Every change is one call of service.admin, then the audit log.
+import { Hono } from 'hono';
+import { CreateApiKeyInputSchema } from '../../generated/admin-routes.js';
+import type { Service } from '../../service.js';
+import type { ApiKeyRecord } from '../../storage/records.js';
+import type { PanelAccounts, PanelSession } from '../accounts.js';
+import { field, formOf, validated } from '../form.js';
+import { formAction, idParam, merchantOf, sessionOf } from '../handlers.js';
+import { CsrfField, ErrorMessage, Layout, Notice, ShownOnce } from '../layout.js';
+import type { PanelEnv } from '../session.js';
+
+function KeysPage(props: { session: PanelSession; merchantId: number; keys: ApiKeyRecord[]; notice?: string | undefined; error?: { detail: string } | undefined }) {
+  const { session, merchantId } = props;
+  return (
+    <Layout title="API keys" session={session} merchantId={merchantId}>
+      <Notice text={props.notice} />
+      {props.keys.length === 0 ? <p>No API keys yet.</p> : (
+        <table>
+          <thead><tr><th>Name</th><th>Prefix</th><th>Created</th><th>Revoked</th><th></th></tr></thead>
+          <tbody>
+            {props.keys.map((k) => (
+              <tr>
+                <td>{k.name}</td>
+                <td><code>{k.prefix}…</code></td>
+                <td>{k.created_at}</td>
+                <td>{k.revoked_at ?? '—'}</td>
+                <td>{!k.revoked_at && <a href={`/panel/merchants/${merchantId}/keys/${k.id}/revoke`}>Revoke…</a>}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      <h2>Create a key</h2>
+      <ErrorMessage error={props.error} />
+      <form class="stacked" method="post" action={`/panel/merchants/${merchantId}/keys`}>
+        <CsrfField session={session} />
+        <label>Name (the integration that uses it)<input name="name" required maxlength={200} /></label>
+        <button type="submit">Create key</button>
+      </form>
+    </Layout>
+  );
+}
+
+export function keyPages(service: Service, accounts: () => PanelAccounts) {
+  const pages = new Hono<PanelEnv>();
+  const { admin } = service;
+
+  pages.get('/', async (c) => {
+    const merchantId = merchantOf(c);
+    const notice = c.req.query('done') === 'revoked' ? 'The key is revoked.' : undefined;
+    return c.html(<KeysPage session={sessionOf(c)} merchantId={merchantId} keys={await admin.listApiKeys(merchantId)} notice={notice} />);
+  });
+
+  pages.post('/', async (c) => {
+    const session = sessionOf(c);
+    const merchantId = merchantOf(c);
+    const form = await formOf(c);
+    const outcome = await formAction(() => admin.createApiKey(merchantId, validated(CreateApiKeyInputSchema, { name: field(form, 'name') }).name));
+    if (outcome.error) {
+      return c.html(<KeysPage session={session} merchantId={merchantId} keys={await admin.listApiKeys(merchantId)} error={outcome.error} />, outcome.error.status as 400);
+    }
+    const created = outcome.ok;
+    await accounts().record(session.principal, merchantId, 'api_key.create', `key ${created.id} "${created.name}" (${created.prefix})`);
+    return c.html(
+      <Layout title="API key created" session={session} merchantId={merchantId}>
+        <ShownOnce label={`API key "${created.name}"`} secret={created.key} />
+        <p><a href={`/panel/merchants/${merchantId}/keys`}>Done: back to the keys</a></p>
+      </Layout>,
+      201,
+    );
+  });
+
+  pages.get('/:keyId/revoke', async (c) => {
+    const session = sessionOf(c);
+    const merchantId = merchantOf(c);
+    const keyId = idParam(c, 'keyId', 'API key');
+    const key = (await admin.listApiKeys(merchantId)).find((k) => k.id === keyId && !k.revoked_at);
+    if (!key) return c.redirect(`/panel/merchants/${merchantId}/keys`, 303);
+    return c.html(
+      <Layout title="Revoke the key?" session={session} merchantId={merchantId}>
+        <p>Requests with "{key.name}" (<code>{key.prefix}…</code>) are refused from now on. This cannot be undone.</p>
+        <form method="post" action={`/panel/merchants/${merchantId}/keys/${key.id}/revoke`}>
+          <CsrfField session={session} />
+          <button type="submit" class="danger">Revoke the key</button>{' '}
+          <a href={`/panel/merchants/${merchantId}/keys`}>Cancel</a>
+        </form>
+      </Layout>,
+    );
+  });
+
+  pages.post('/:keyId/revoke', async (c) => {
+    const session = sessionOf(c);
+    const merchantId = merchantOf(c);
+    const keyId = idParam(c, 'keyId', 'API key');
+    await admin.revokeApiKey(merchantId, keyId);
+    await accounts().record(session.principal, merchantId, 'api_key.revoke', `key ${keyId}`);
+    return c.redirect(`/panel/merchants/${merchantId}/keys?done=revoked`, 303);
+  });
+
+  return pages;
+}

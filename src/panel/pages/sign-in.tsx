@@ -1,0 +1,116 @@
+// Signing in and out (issue 11, "Users and security"): the operator with the admin token, a merchant
+// user with e-mail and password; accepting an invitation sets the password. Throttling (429 with
+// Retry-After) and the checks are the accounts domain's; the pages show its answer.
+import { getConnInfo } from '@hono/node-server/conninfo';
+import { Hono } from 'hono';
+import type { PanelAccounts, SignedIn } from '../accounts.js';
+import { field, formOf } from '../form.js';
+import { sessionOf, type PanelContext } from '../handlers.js';
+import { ErrorMessage, Layout, Notice } from '../layout.js';
+import { endSession, startSession, type PanelEnv, type SessionCookie } from '../session.js';
+import { ProblemError } from '../../shared/problem.js';
+
+function LoginPage(props: { error?: { detail: string } | undefined; notice?: string | undefined; email?: string }) {
+  return (
+    <Layout title="Sign in">
+      <Notice text={props.notice} />
+      <ErrorMessage error={props.error} />
+      <h2>Merchant user</h2>
+      <form class="stacked" method="post" action="/panel/login">
+        <label>E-mail<input type="email" name="email" autocomplete="username" required value={props.email ?? ''} /></label>
+        <label>Password<input type="password" name="password" autocomplete="current-password" required /></label>
+        <button type="submit">Sign in</button>
+      </form>
+      <h2>Operator</h2>
+      <form class="stacked" method="post" action="/panel/login/operator">
+        <label>Admin token<input type="password" name="admin_token" autocomplete="off" required /></label>
+        <button type="submit">Sign in as operator</button>
+      </form>
+    </Layout>
+  );
+}
+
+function InvitationPage(props: { token: string; email: string; error?: { detail: string } | undefined }) {
+  return (
+    <Layout title="Set your password">
+      <p>Welcome, {props.email}. Choose a password of at least 12 characters to finish your account.</p>
+      <ErrorMessage error={props.error} />
+      <form class="stacked" method="post" action={`/panel/invitations/${encodeURIComponent(props.token)}`}>
+        <input type="text" name="username" autocomplete="username" value={props.email} hidden readonly />
+        <label>New password<input type="password" name="password" autocomplete="new-password" minlength={12} required /></label>
+        <button type="submit">Set password</button>
+      </form>
+    </Layout>
+  );
+}
+
+/** The client's address, the key of the per-address sign-in throttle. */
+function addressOf(c: PanelContext): string {
+  try {
+    return getConnInfo(c).remote.address ?? 'unknown';
+  } catch {
+    return 'unknown';
+  }
+}
+
+export function signInPages(accounts: () => PanelAccounts, cookie: SessionCookie) {
+  const pages = new Hono<PanelEnv>();
+
+  pages.get('/login', (c) => {
+    if (c.get('session')) return c.redirect('/panel', 303);
+    return c.html(<LoginPage notice={c.req.query('welcome') ? 'Your password is set: sign in.' : undefined} />);
+  });
+
+  const signInWith = async (c: PanelContext, attempt: () => Promise<SignedIn>, email?: string) => {
+    try {
+      const signedIn = await attempt();
+      startSession(c, cookie, signedIn.sessionToken);
+      return c.redirect('/panel', 303);
+    } catch (error) {
+      if (!(error instanceof ProblemError) || (error.status !== 401 && error.status !== 429)) throw error;
+      for (const [name, value] of Object.entries(error.headers)) c.header(name, value);
+      return c.html(<LoginPage error={error} {...(email ? { email } : {})} />, error.status as 401 | 429);
+    }
+  };
+
+  pages.post('/login', async (c) => {
+    const form = await formOf(c);
+    const email = field(form, 'email');
+    return signInWith(c, () => accounts().signIn(email, field(form, 'password'), addressOf(c)), email);
+  });
+
+  pages.post('/login/operator', async (c) => {
+    const form = await formOf(c);
+    return signInWith(c, () => accounts().signInOperator(field(form, 'admin_token'), addressOf(c)));
+  });
+
+  pages.post('/logout', async (c) => {
+    sessionOf(c);
+    await accounts().signOut(c.get('sessionToken')!);
+    endSession(c, cookie);
+    return c.redirect('/panel/login', 303);
+  });
+
+  pages.get('/invitations/:token', async (c) => {
+    const token = c.req.param('token');
+    const invitation = await accounts().invitation(token);
+    if (!invitation) throw new ProblemError('not_found', 'This invitation link is unknown, used or expired: ask for a new one.');
+    return c.html(<InvitationPage token={token} email={invitation.email} />);
+  });
+
+  pages.post('/invitations/:token', async (c) => {
+    const token = c.req.param('token');
+    const form = await formOf(c);
+    try {
+      await accounts().acceptInvitation(token, field(form, 'password'));
+    } catch (error) {
+      if (!(error instanceof ProblemError) || error.status !== 400) throw error;
+      const invitation = await accounts().invitation(token);
+      if (!invitation) throw error;
+      return c.html(<InvitationPage token={token} email={invitation.email} error={error} />, 400);
+    }
+    return c.redirect('/panel/login?welcome=1', 303);
+  });
+
+  return pages;
+}

@@ -72,7 +72,8 @@ export async function verifyPassword(password: string, stored: string): Promise<
   return timingSafeEqual(key, expected);
 }
 
-const label = (actor: Principal) => (actor.kind === 'operator' ? 'operator' : actor.user.email);
+/** Who did it, as the pages and the audit log name them. */
+export const principalName = (actor: Principal) => (actor.kind === 'operator' ? 'operator' : actor.user.email);
 
 export class PanelAccounts {
   constructor(
@@ -195,7 +196,7 @@ export class PanelAccounts {
       const now = this.now();
       const expiresAt = new Date(now.getTime() + this.config.panel.invitationHours * 3600_000).toISOString();
       await tx.insertPanelInvitation(sha256(secret), { merchant_id: merchantId, email, role: input.role, created_at: now.toISOString(), expires_at: expiresAt });
-      await tx.insertAuditEntry({ merchant_id: merchantId, at: now.toISOString(), actor: label(actor), action: 'user.invited', detail: `${email} (${input.role})` });
+      await tx.insertAuditEntry({ merchant_id: merchantId, at: now.toISOString(), actor: principalName(actor), action: 'user.invited', detail: `${email} (${input.role})` });
       return { token: secret, email, role: input.role, expires_at: expiresAt };
     });
     if (this.mailer) {
@@ -246,7 +247,7 @@ export class PanelAccounts {
     await this.storage.transaction(async (tx) => {
       const user = await tx.panelUser(userId);
       if (!user || user.merchant_id !== merchantId || !await tx.deletePanelUser(merchantId, userId)) throw notFound(`User ${userId}`);
-      await tx.insertAuditEntry({ merchant_id: merchantId, at: this.now().toISOString(), actor: label(actor), action: 'user.removed', detail: user.email });
+      await tx.insertAuditEntry({ merchant_id: merchantId, at: this.now().toISOString(), actor: principalName(actor), action: 'user.removed', detail: user.email });
     });
   }
 
@@ -254,7 +255,7 @@ export class PanelAccounts {
 
   /** Records a change the actor made in the panel. */
   async record(actor: Principal, merchantId: number, action: string, detail: string): Promise<void> {
-    await this.storage.insertAuditEntry({ merchant_id: merchantId, at: this.now().toISOString(), actor: label(actor), action, detail });
+    await this.storage.insertAuditEntry({ merchant_id: merchantId, at: this.now().toISOString(), actor: principalName(actor), action, detail });
   }
 
   async auditLog(actor: Principal, merchantId: number, limit: number): Promise<AuditEntry[]> {

@@ -15,6 +15,7 @@ import { nestsDeeperThan, tooDeepReason } from '../shared/json-limits.js';
 import { ProblemError, invalidInput } from '../shared/problem.js';
 import { validationHook } from './validation.js';
 import { registerWebhookRoutes } from './webhooks-api.js';
+import { closeWhenBodyUnread } from './close-when-body-unread.js';
 import type { Service } from '../service.js';
 import type { PanelUser } from '../admin/accounts.js';
 
@@ -22,18 +23,6 @@ const adminStore = ({ merchant_id: _m, catalog_version: _v, ...store }: StoreRec
 const apiKey = ({ merchant_id: _m, ...key }: ApiKeyRecord) => key;
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
-
-/**
- * A response sent before the request body was read to its end (a bad token, 413, a bad path
- * parameter) closes the connection: @hono/node-server would otherwise stall draining the unread
- * body and reset the connection 500 ms later, failing the client's next request on it.
- */
-const closeWhenBodyUnread: MiddlewareHandler = async (c, next) => {
-  await next();
-  const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
-  const hasBody = Number(c.req.header('Content-Length') ?? 0) > 0 || c.req.header('Transfer-Encoding') !== undefined;
-  if (incoming && hasBody && !incoming.readableEnded) c.res.headers.set('Connection', 'close');
-};
 
 const tooLarge = (limit: number) => (): never => {
   throw new ProblemError('payload_too_large', `The request body exceeds the limit of ${limit} bytes.`);

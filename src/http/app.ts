@@ -6,6 +6,7 @@ import adminDocument from '../generated/admin-openapi.json' with { type: 'json' 
 import publicDocument from '../generated/public-openapi.json' with { type: 'json' };
 import { LocalFolderMediaStore } from '../images/media-store.js';
 import { panelApp } from '../panel/index.js';
+import { closeWhenBodyUnread } from './close-when-body-unread.js';
 import { Lifecycle } from '../operations/health.js';
 import type { Service } from '../service.js';
 import { accessLog } from './access-log.js';
@@ -61,6 +62,7 @@ export function createApp(service: Service, { docsFile, lifecycle = new Lifecycl
     rateLimiter: new TokenBucketLimiter(config.rateLimit, now),
   }));
   app.route('/', adminApi(service));
+  app.use('/panel/*', closeWhenBodyUnread);
   app.route('/panel', panelApp(service));
   app.route('/', operationsApi({ storage, metrics, lifecycle, metricsToken: config.operations.metricsToken }));
   return app;

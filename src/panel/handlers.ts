@@ -2,7 +2,7 @@
 // domain errors a form shows on itself rather than on an error page.
 import type { Context } from 'hono';
 import { ProblemError } from '../shared/problem.js';
-import type { PanelSession } from './accounts.js';
+import type { PanelSession } from '../admin/accounts.js';
 import { merchantIdOf } from './merchant-scope.js';
 import type { PanelEnv } from './session.js';
 

@@ -6,7 +6,6 @@ import { Hono } from 'hono';
 import { requestLog } from '../http/access-log.js';
 import type { Service } from '../service.js';
 import { ProblemError } from '../shared/problem.js';
-import { accountsOf } from './accounts.js';
 import { panelAssets } from './assets.js';
 import { csrf } from './csrf.js';
 import { ErrorPage } from './layout.js';
@@ -22,7 +21,7 @@ import { panelSession, sessionCookie, signedIn, type PanelEnv } from './session.
 const TITLES: Record<number, string> = { 400: 'Invalid input', 403: 'Forbidden', 404: 'Not found', 409: 'Conflict', 429: 'Too many requests' };
 
 export function panelApp(service: Service): Hono<PanelEnv> {
-  const accounts = () => accountsOf(service);
+  const accounts = () => service.accounts;
   const cookie = sessionCookie(service.config.publicBaseUrl);
   const panel = new Hono<PanelEnv>();
 

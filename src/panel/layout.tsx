@@ -1,6 +1,6 @@
 // The page frame and the small pieces every page shares: navigation, the CSRF field, messages.
 import type { Child } from 'hono/jsx';
-import { principalName, type PanelSession } from './accounts.js';
+import { principalName, type PanelSession } from '../admin/accounts.js';
 
 export function Layout(props: { title: string; session?: PanelSession | undefined; merchantId?: number; children?: Child }) {
   const { session, merchantId } = props;

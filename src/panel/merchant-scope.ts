@@ -4,7 +4,7 @@
 //   panel.use('/merchants/:merchantId/*', merchantScope(accounts));
 import type { MiddlewareHandler } from 'hono';
 import { ProblemError } from '../shared/problem.js';
-import type { PanelAccounts } from './accounts.js';
+import type { PanelAccounts } from '../admin/accounts.js';
 import type { PanelEnv } from './session.js';
 
 /** The merchant id of a panel URL (404 for anything but a positive integer). */

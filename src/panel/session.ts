@@ -7,7 +7,7 @@
 //   panel.use('/merchants/*', signedIn());                          // otherwise: to the sign-in page
 import type { Context, MiddlewareHandler } from 'hono';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
-import type { PanelAccounts, PanelSession } from './accounts.js';
+import type { PanelAccounts, PanelSession } from '../admin/accounts.js';
 
 export interface PanelEnv {
   Variables: {

@@ -6,7 +6,6 @@ import { PANEL_CSP } from '../../src/panel/security-headers.js';
 import { launchBrowser, type TestBrowser } from '../support/browser.js';
 import { Receiver } from '../support/receiver.js';
 import { ADMIN_TOKEN, startTestService, type TestService } from '../support/service.js';
-import { useAccountsStandInIfMissing } from './accounts-stand-in.js';
 
 let service: TestService;
 let browser: TestBrowser;
@@ -16,7 +15,6 @@ let otherMerchantId: number;
 
 beforeAll(async () => {
   service = await startTestService({ config: { webhooks: { allowHosts: ['127.0.0.1'] } } });
-  useAccountsStandInIfMissing(service.service);
   receiver = await Receiver.start({ behaviour: { status: 204 } });
   merchantId = (await service.admin.createMerchant({ name: 'Alpine Outfitters' })).id;
   otherMerchantId = (await service.admin.createMerchant({ name: 'Harbour Supplies' })).id;
@@ -146,7 +144,7 @@ describe('operator in the browser', () => {
     receiver.assertNoViolations();
     expect(receiver.requests[0]!.verifiedWith).toBe(secret);
 
-    const audit = await (await import('../../src/panel/accounts.js')).accountsOf(service.service).auditLog({ kind: 'operator' }, merchantId, 10);
+    const audit = await service.service.accounts.auditLog({ kind: 'operator' }, merchantId, 10);
     expect(audit.map((a) => a.action)).toEqual(expect.arrayContaining(['endpoint.create', 'endpoint.send_test']));
   });
 
@@ -205,6 +203,7 @@ describe('merchant users (needs service.accounts)', () => {
     const link = await page.locator('#invitation ~ .secret a, section[aria-labelledby="invitation"] a').first().getAttribute('href');
     expect(link).toMatch(/^\/panel\/invitations\//);
     await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.waitForURL(/\/panel\/login/);
     await page.goto(`${service.url}${link}`);
     await page.getByLabel('New password').fill(password);
     await page.getByRole('button', { name: 'Set password' }).click();
@@ -219,7 +218,7 @@ describe('merchant users (needs service.accounts)', () => {
     await page.getByRole('button', { name: 'Sign in', exact: true }).click();
   }
 
-  it.skip('the operator invites a user, who sets a password and signs in to their merchant', async () => {
+  it('the operator invites a user, who sets a password and signs in to their merchant', async () => {
     const page = await browser.newPage();
     const link = await inviteAndAccept(page, 'owner@alpine.example', merchantId, 'correct horse battery');
     await signInAsUser(page, 'owner@alpine.example', 'correct horse battery');
@@ -230,7 +229,7 @@ describe('merchant users (needs service.accounts)', () => {
     expect((await fetch(`${service.url}${link}`)).status).toBe(404);
   });
 
-  it.skip("a merchant user's edited URLs answer 404 for another merchant and change nothing", async () => {
+  it("a merchant user's edited URLs answer 404 for another merchant and change nothing", async () => {
     const page = await browser.newPage();
     await inviteAndAccept(page, 'member@alpine.example', merchantId, 'another long password');
     await signInAsUser(page, 'member@alpine.example', 'another long password');
@@ -240,15 +239,22 @@ describe('merchant users (needs service.accounts)', () => {
       expect(response!.status()).toBe(404);
     }
     const before = await service.admin.listApiKeys(otherMerchantId);
-    const csrf = await page.locator('input[name="_csrf"]').first().getAttribute('value');
-    const status = await page.evaluate(async ({ url, csrf }) => (await fetch(url, {
-      method: 'POST', body: new URLSearchParams({ _csrf: csrf!, name: 'planted' }),
-    })).status, { url: `${service.url}/panel/merchants/${otherMerchantId}/keys`, csrf });
+    // The user's own session and valid form token (from a page of their merchant), sent to the
+    // other merchant's URL over plain HTTP with the browser's cookie.
+    const session = (await page.context().cookies()).find((c) => c.name === 'cps_panel')!;
+    const cookie = `${session.name}=${session.value}`;
+    const own = await (await fetch(`${service.url}/panel/merchants/${merchantId}/keys`, { headers: { Cookie: cookie } })).text();
+    const csrf = /name="_csrf" value="([^"]+)"/.exec(own)![1]!;
+    const status = (await fetch(`${service.url}/panel/merchants/${otherMerchantId}/keys`, {
+      method: 'POST', redirect: 'manual',
+      headers: { Cookie: cookie, Origin: service.url, 'Content-Type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ _csrf: csrf, name: 'planted' }),
+    })).status;
     expect(status).toBe(404);
     expect(await service.admin.listApiKeys(otherMerchantId)).toEqual(before);
   });
 
-  it.skip('throttles repeated failed sign-ins with 429 and Retry-After', async () => {
+  it('throttles repeated failed sign-ins with 429 and Retry-After', async () => {
     let last: Response | undefined;
     for (let i = 0; i < 20; i += 1) {
       last = await fetch(`${service.url}/panel/login`, {
@@ -263,7 +269,7 @@ describe('merchant users (needs service.accounts)', () => {
     expect(await last!.text()).toContain('<form');
   });
 
-  it.skip('an unknown or used invitation link answers 404', async () => {
+  it('an unknown or used invitation link answers 404', async () => {
     const response = await fetch(`${service.url}/panel/invitations/not-a-real-token`);
     expect(response.status).toBe(404);
   });

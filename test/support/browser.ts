@@ -32,11 +32,19 @@ export interface TestBrowser {
   close(): Promise<void>;
 }
 
+const UNSAFE_ARGS = [
+  '--single-process', '--disable-web-security', '--disable-site-isolation-trials', '--allow-running-insecure-content',
+  '--disable-features=AudioServiceOutOfProcess,IsolateOrigins,site-per-process',
+];
+
 async function chromiumToLaunch(): Promise<{ executablePath: string; args: string[] }> {
   if (fs.existsSync(SYSTEM_CHROMIUM)) return { executablePath: SYSTEM_CHROMIUM, args: QUIET_ARGS };
   // Imported only when needed: it unpacks its binary to /tmp on first use.
   const { default: packaged } = await import('@sparticuz/chromium');
-  return { executablePath: await packaged.executablePath(), args: [...packaged.args, ...QUIET_ARGS] };
+  // Not the package's own serverless args: they turn off the same-origin policy and site isolation
+  // (--disable-web-security, --single-process, ...), which the panel's security tests rely on.
+  const safe = packaged.args.filter((arg) => !UNSAFE_ARGS.some((unsafe) => arg.startsWith(unsafe)));
+  return { executablePath: await packaged.executablePath(), args: [...safe, ...QUIET_ARGS] };
 }
 
 /**

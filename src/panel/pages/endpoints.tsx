@@ -7,7 +7,7 @@ import type { components } from '../../generated/admin-api.js';
 import type { Service } from '../../service.js';
 import type { StoreRecord } from '../../storage/records.js';
 import { EVENTS } from '../../webhooks/endpoints.js';
-import type { PanelAccounts, PanelSession } from '../accounts.js';
+import type { PanelAccounts, PanelSession } from '../../admin/accounts.js';
 import { field, fields, formOf, validated } from '../form.js';
 import { formAction, idParam, merchantOf, sessionOf } from '../handlers.js';
 import { CsrfField, ErrorMessage, Layout, Notice, ShownOnce } from '../layout.js';

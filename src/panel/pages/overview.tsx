@@ -2,7 +2,7 @@
 // merchant; a merchant user sees their merchant's stores and how many endpoints it has.
 import { Hono } from 'hono';
 import type { Service } from '../../service.js';
-import type { PanelAccounts } from '../accounts.js';
+import type { PanelAccounts } from '../../admin/accounts.js';
 import { sessionOf } from '../handlers.js';
 import { Layout } from '../layout.js';
 import type { PanelEnv } from '../session.js';

@@ -3,7 +3,7 @@
 // Retry-After) and the checks are the accounts domain's; the pages show its answer.
 import { getConnInfo } from '@hono/node-server/conninfo';
 import { Hono } from 'hono';
-import type { PanelAccounts, SignedIn } from '../accounts.js';
+import type { PanelAccounts, SignedIn } from '../../admin/accounts.js';
 import { field, formOf } from '../form.js';
 import { sessionOf, type PanelContext } from '../handlers.js';
 import { ErrorMessage, Layout, Notice } from '../layout.js';

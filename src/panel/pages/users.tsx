@@ -2,7 +2,7 @@
 // operator or owner who invites), list, remove. Who may do it is the accounts domain's rule.
 import { Hono } from 'hono';
 import type { Service } from '../../service.js';
-import type { AuditEntry, PanelAccounts, PanelRole, PanelSession, PanelUser } from '../accounts.js';
+import type { AuditEntry, PanelAccounts, PanelRole, PanelSession, PanelUser } from '../../admin/accounts.js';
 import { field, formOf } from '../form.js';
 import { formAction, idParam, merchantOf, sessionOf } from '../handlers.js';
 import { CsrfField, ErrorMessage, Layout, Notice } from '../layout.js';

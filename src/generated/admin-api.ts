@@ -2403,14 +2403,17 @@ export interface components {
             /** @description Replaces the event kinds to deliver. No duplicates (`400 invalid_body` naming `/events`). */
             events?: components["schemas"]["ChangeType"][];
             /**
-             * @description `active` re-enables a paused or disabled endpoint: `status` becomes `active`,
+             * @description `paused` pauses the endpoint by hand until it is re-enabled: nothing is sent, its pending
+             *     and failed deliveries are dropped, and changes arriving meanwhile are recorded as `dropped`
+             *     deliveries (`paused_until` stays `null`: no cooldown ends it). `active` re-enables a paused
+             *     or disabled endpoint: `status` becomes `active`,
              *     `consecutive_failures` `0`, `paused_until` and `disabled_reason` `null`, and the failure
              *     streak ends (owners are notified again only after a new streak reaches the threshold).
              *     On an active endpoint it only resets the failure count. Deliveries dropped earlier are not
              *     re-sent; use `POST .../recover` for that.
              * @enum {string}
              */
-            status?: "active";
+            status?: "active" | "paused";
         };
         /**
          * @description State of a webhook delivery:

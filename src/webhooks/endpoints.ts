@@ -16,7 +16,7 @@ export interface EndpointInput {
   url?: string;
   store?: string | null;
   events?: ChangeType[];
-  status?: 'active';
+  status?: 'active' | 'paused';
 }
 
 type EndpointView = components['schemas']['WebhookEndpoint'];
@@ -125,7 +125,10 @@ export class WebhookEndpoints {
         ...(input.status === 'active' ? {
           status: 'active', consecutive_failures: 0, failure_streak_started_at: null, paused_until: null, disabled_reason: null,
         } as const : {}),
+        // Paused by hand: no cooldown ends it (paused_until null); only re-enabling does.
+        ...(input.status === 'paused' ? { status: 'paused', paused_until: null } as const : {}),
       });
+      if (input.status === 'paused') await tx.dropPendingDeliveries(endpoint.id);
       return endpointView(tx, (await tx.getWebhookEndpoint(endpoint.id))!);
     });
   }

@@ -82,9 +82,11 @@ export function afterGone(health: EndpointHealth, now: Date): HealthTransition {
 
 /** spec 3: one successful delivery (2xx) resets the count and clears any pause. */
 export function afterSuccess(health: EndpointHealth, now: Date): EndpointHealth {
+  // Disabled (410) and paused by hand (no cooldown: paused_until null) stay so until re-enabled.
+  const keep = health.status === 'disabled' || (health.status === 'paused' && health.paused_until === null);
   return {
     ...health,
-    status: health.status === 'disabled' ? 'disabled' : 'active',
+    status: keep ? health.status : 'active',
     consecutive_failures: 0,
     failure_streak_started_at: null,
     paused_until: null,

@@ -148,6 +148,21 @@ describe('operator in the browser', () => {
     expect(audit.map((a) => a.action)).toEqual(expect.arrayContaining(['endpoint.create', 'endpoint.send_test']));
   });
 
+  it('pauses an endpoint by hand and enables it again, each recorded in the audit log', async () => {
+    const created = await service.service.endpoints.create(otherMerchantId, { url: `${receiver.url}/pause-me` });
+    const page = await browser.newPage();
+    await signInAsOperator(page);
+    await page.goto(`${service.url}/panel/merchants/${otherMerchantId}/endpoints`);
+    await page.getByRole('button', { name: 'Pause' }).click();
+    await page.waitForURL(/done=paused/);
+    expect((await service.service.endpoints.endpoint(otherMerchantId, created.id)).status).toBe('paused');
+    await page.getByRole('button', { name: 'Enable' }).click();
+    await page.waitForURL(/done=enabled/);
+    expect((await service.service.endpoints.endpoint(otherMerchantId, created.id)).status).toBe('active');
+    const audit = await service.service.accounts.auditLog({ kind: 'operator' }, otherMerchantId, 10);
+    expect(audit.slice(0, 2).map((a) => a.action)).toEqual(['endpoint.enable', 'endpoint.pause']);
+  });
+
   it('shows a domain error on the form with the status of the problem', async () => {
     const page = await browser.newPage();
     await signInAsOperator(page);

@@ -1,5 +1,5 @@
 // Webhook endpoints of a merchant (issue 11, "Webhook endpoints"): the list with health, create
-// (the signing secret shown once), rotate the secret (shown once), send a test, re-enable, delete
+// (the signing secret shown once), rotate the secret (shown once), send a test, pause, re-enable, delete
 // with a confirmation step. Every change is one call of service.endpoints, then the audit log.
 import { Hono } from 'hono';
 import { WebhookEndpointInputSchema } from '../../generated/admin-routes.js';
@@ -18,6 +18,7 @@ type Endpoint = components['schemas']['WebhookEndpoint'];
 const DONE: Record<string, string> = {
   test: 'A test delivery is queued.',
   enabled: 'The endpoint is active again.',
+  paused: 'The endpoint is paused: nothing is sent until you enable it.',
   deleted: 'The endpoint is deleted.',
 };
 
@@ -60,6 +61,9 @@ function EndpointsPage(props: {
                   <form class="inline" method="post" action={`${base}/${e.id}/rotate`}><CsrfField session={session} /><button type="submit">Rotate secret</button></form>{' '}
                   {e.status !== 'active' && (
                     <form class="inline" method="post" action={`${base}/${e.id}/enable`}><CsrfField session={session} /><button type="submit">Enable</button></form>
+                  )}
+                  {e.status === 'active' && (
+                    <form class="inline" method="post" action={`${base}/${e.id}/pause`}><CsrfField session={session} /><button type="submit">Pause</button></form>
                   )}{' '}
                   <a href={`${base}/${e.id}/delete`}>Delete…</a>
                 </td>
@@ -159,6 +163,14 @@ export function endpointPages(service: Service, accounts: () => PanelAccounts) {
     const enabled = await endpoints.update(merchantId, idParam(c, 'endpointId', 'Webhook endpoint'), { status: 'active' });
     await accounts().record(session.principal, merchantId, 'endpoint.enable', `endpoint ${enabled.id} ${enabled.url}`);
     return c.redirect(`/panel/merchants/${merchantId}/endpoints?done=enabled`, 303);
+  });
+
+  pages.post('/:endpointId/pause', async (c) => {
+    const session = sessionOf(c);
+    const merchantId = merchantOf(c);
+    const paused = await endpoints.update(merchantId, idParam(c, 'endpointId', 'Webhook endpoint'), { status: 'paused' });
+    await accounts().record(session.principal, merchantId, 'endpoint.pause', `endpoint ${paused.id} ${paused.url}`);
+    return c.redirect(`/panel/merchants/${merchantId}/endpoints?done=paused`, 303);
   });
 
   // The confirmation step: deleting is a POST from this page only.

@@ -128,7 +128,7 @@ describe('endpoint detail in the browser', () => {
       expect(text).toContain('http_status');
     }
     // The receiver's answer is text on the page, not markup.
-    expect(await page.locator('pre.snippet').first().textContent()).toContain('<b id="planted">boom</b>');
+    expect(await page.locator('code.snippet').first().textContent()).toContain('<b id="planted">boom</b>');
     expect(await page.locator('#planted').count()).toBe(0);
     await browser.screenshot(page, 'endpoint-delivery-failed');
   });
@@ -182,6 +182,21 @@ describe('endpoint detail in the browser', () => {
     expect(html).not.toContain(rotated);
   });
 
+  it('pages the log newest first with an "Older deliveries" link that keeps the status filter', async () => {
+    for (let i = 0; i < 26; i++) await service.service.endpoints.sendTest(merchantId, endpointId);
+    const pending = (await deliveries()).filter((d) => d.status === 'pending').map((d) => d.id);
+    expect(pending.length).toBe(27);
+    await page.goto(`${detailUrl}?status=pending`);
+    const ids = async () => (await page.locator('tr[data-delivery]').evaluateAll((rows) => rows.map((r) => Number(r.getAttribute('data-delivery')))));
+    expect(await ids()).toEqual(pending.slice(0, 25));
+    await page.getByRole('link', { name: 'Older deliveries' }).click();
+    await page.waitForURL(/before_id=/);
+    expect(new URL(page.url()).searchParams.get('status')).toBe('pending');
+    expect(await ids()).toEqual(pending.slice(25));
+    expect(await page.getByRole('link', { name: 'Older deliveries' }).count()).toBe(0);
+    await browser.screenshot(page, 'endpoint-detail-older');
+  });
+
   it('answers 404 for another merchant\'s endpoint or delivery, and 400 for an unknown status filter', async () => {
     const other = await service.service.endpoints.create(otherMerchantId, { url: `${receiver.url}/other` });
     const [own] = await deliveries();
@@ -191,5 +206,18 @@ describe('endpoint detail in the browser', () => {
       expect(response!.status(), path).toBe(404);
     }
     expect((await page.goto(`${detailUrl}?status=bogus`))!.status()).toBe(400);
+
+    // Edited form targets change nothing: resend and recover against the other merchant's endpoint.
+    const otherDelivery = await service.service.endpoints.sendTest(otherMerchantId, other.id);
+    await page.goto(detailUrl);
+    const csrf = (await page.locator('input[name="_csrf"]').first().getAttribute('value'))!;
+    for (const [path, form] of [
+      [`${base}/${other.id}/deliveries/${otherDelivery.id}/resend`, { _csrf: csrf }],
+      [`${base}/${other.id}/recover`, { _csrf: csrf, since: '2025-03-14T08:00:00' }],
+    ] as const) {
+      const response = await page.request.post(path, { form, headers: { Origin: service.url }, maxRedirects: 0 });
+      expect(response.status(), path).toBe(404);
+    }
+    expect(await service.service.endpoints.deliveries(otherMerchantId, other.id, { limit: 10 })).toHaveLength(1);
   });
 });

@@ -207,7 +207,7 @@ function DeliveryPage(props: { session: PanelSession; merchantId: number; endpoi
                 <td>{a.status_code ?? <span class="muted">no response</span>}</td>
                 <td>{a.error ?? <span class="muted">none</span>}</td>
                 <td>{a.latency_ms} ms</td>
-                <td>{a.response_snippet ? <pre class="snippet">{a.response_snippet}</pre> : <span class="muted">empty</span>}</td>
+                <td>{a.response_snippet ? <code class="snippet">{a.response_snippet}</code> : <span class="muted">empty</span>}</td>
               </tr>
             ))}
           </tbody>

@@ -10,6 +10,7 @@ import { panelAssets } from './assets.js';
 import { csrf } from './csrf.js';
 import { ErrorPage } from './layout.js';
 import { merchantScope } from './merchant-scope.js';
+import { endpointDetailPages } from './pages/endpoint-detail.js';
 import { endpointPages } from './pages/endpoints.js';
 import { keyPages } from './pages/keys.js';
 import { overviewPage } from './pages/overview.js';
@@ -33,6 +34,7 @@ export function panelApp(service: Service): Hono<PanelEnv> {
   panel.route('/', signInPages(accounts, cookie));
   panel.use('/merchants/:merchantId/*', merchantScope(accounts));
   panel.route('/merchants/:merchantId/endpoints', endpointPages(service, accounts));
+  panel.route('/merchants/:merchantId/endpoints/:endpointId', endpointDetailPages(service, accounts));
   panel.route('/merchants/:merchantId/keys', keyPages(service, accounts));
   panel.route('/merchants/:merchantId/users', userPages(service, accounts));
   panel.use('/', signedIn());

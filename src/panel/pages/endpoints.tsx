@@ -22,7 +22,7 @@ const DONE: Record<string, string> = {
   deleted: 'The endpoint is deleted.',
 };
 
-function Health(props: { endpoint: Endpoint }) {
+export function Health(props: { endpoint: Endpoint }) {
   const e = props.endpoint;
   return (
     <>
@@ -51,7 +51,7 @@ function EndpointsPage(props: {
           <tbody>
             {props.endpoints.map((e) => (
               <tr>
-                <td>{e.url}</td>
+                <td><a href={`${base}/${e.id}`}>{e.url}</a></td>
                 <td>{e.store ?? 'all stores'}</td>
                 <td>{e.events.join(', ')}</td>
                 <td><Health endpoint={e} /></td>

@@ -1,0 +1,282 @@
+// One webhook endpoint of a merchant (issue 11, "Endpoint detail"): its health, the delivery log
+// filtered by status and paged by before_id, each delivery's attempts, resend one, recover the
+// failed ones since a time, and the notifications the owners got about it. Reads go to
+// service.endpoints; every change is one call of it, then the audit log (endpoint.resend,
+// endpoint.recover). Another merchant's endpoint or delivery is the domain's not_found (404).
+import { Hono } from 'hono';
+import { RecoverDeliveriesInputSchema, routes } from '../../generated/admin-routes.js';
+import type { components } from '../../generated/admin-api.js';
+import type { PanelAccounts, PanelSession } from '../../admin/accounts.js';
+import type { Service } from '../../service.js';
+import { invalidInput } from '../../shared/problem.js';
+import type { DeliveryStatus } from '../../storage/records.js';
+import { field, formOf, validated } from '../form.js';
+import { formAction, idParam, merchantOf, sessionOf, type PanelContext } from '../handlers.js';
+import { CsrfField, ErrorMessage, Layout, Notice } from '../layout.js';
+import type { PanelEnv } from '../session.js';
+import { Health } from './endpoints.js';
+
+type Schemas = components['schemas'];
+type Endpoint = Schemas['WebhookEndpoint'];
+type Delivery = Schemas['Delivery'];
+type Notification = Schemas['Notification'];
+
+const STATUSES: readonly DeliveryStatus[] = ['pending', 'succeeded', 'failed', 'given_up', 'dropped'];
+/** Deliveries per page of the log; the "Older" link continues before the last one shown. */
+const PAGE_SIZE = 25;
+/** How far back the owners' notifications are read (the merchant's, then this endpoint's). */
+const NOTIFICATIONS_READ = 100;
+
+interface LogFilter { status?: DeliveryStatus | undefined; beforeId?: number | undefined }
+
+/** The log's query, checked by the admin API's own query schema (status, before_id); '' means "any". */
+function logFilter(c: PanelContext): LogFilter {
+  const query: Record<string, string> = {};
+  for (const name of ['status', 'before_id']) {
+    const value = c.req.query(name);
+    if (value) query[name] = value;
+  }
+  const result = routes.listWebhookDeliveries.request.query.safeParse(query);
+  if (!result.success) {
+    throw invalidInput('query', result.error.issues.map((issue) => ({ name: issue.path.map(String).join('.'), in: 'query', reason: issue.message })));
+  }
+  return { status: result.data.status, beforeId: result.data.before_id };
+}
+
+/** A datetime-local value (no zone: the form says UTC) as the schema's date-time with offset. */
+function sinceOf(value: string): string {
+  const local = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?$/.exec(value);
+  if (!local) return value;
+  return `${value}${local[1] ? '' : ':00'}Z`;
+}
+
+const DONE: Record<string, string> = {
+  resent: 'The delivery is queued again as a new delivery.',
+};
+
+function When(props: { at: string | null | undefined; none?: string }) {
+  return props.at ? <time datetime={props.at}>{props.at}</time> : <span class="muted">{props.none ?? '—'}</span>;
+}
+
+function DeliveryLog(props: { base: string; deliveries: Delivery[]; filter: LogFilter; session: PanelSession; active: boolean }) {
+  const { base, deliveries, filter, session } = props;
+  const older = deliveries.length === PAGE_SIZE
+    ? `${base}?${new URLSearchParams({ ...(filter.status ? { status: filter.status } : {}), before_id: String(deliveries[deliveries.length - 1]!.id) })}`
+    : null;
+  return (
+    <section aria-labelledby="deliveries">
+      <h2 id="deliveries">Deliveries</h2>
+      <form class="inline" method="get" action={base}>
+        <label>Status
+          <select name="status">
+            <option value="" selected={!filter.status}>Any status</option>
+            {STATUSES.map((s) => <option value={s} selected={filter.status === s}>{s}</option>)}
+          </select>
+        </label>{' '}
+        <button type="submit">Filter</button>
+      </form>
+      {deliveries.length === 0 ? <p>No deliveries{filter.status ? ` with status ${filter.status}` : ''}{filter.beforeId ? ' before these' : ''}.</p> : (
+        <table>
+          <thead><tr><th>Delivery</th><th>Event</th><th>Products</th><th>Status</th><th>Attempts</th><th>Created</th><th>Next attempt</th><th>Actions</th></tr></thead>
+          <tbody>
+            {deliveries.map((d) => (
+              <tr data-delivery={d.id}>
+                <td><a href={`${base}/deliveries/${d.id}`}>#{d.id}</a></td>
+                <td>{d.event}</td>
+                <td>{d.product_ids.length > 5 ? `${d.product_ids.slice(0, 5).join(', ')} … (${d.product_ids.length})` : d.product_ids.join(', ')}</td>
+                <td><span class={`delivery-${d.status}`}>{d.status}</span></td>
+                <td>{d.attempts}</td>
+                <td><When at={d.created_at} /></td>
+                <td><When at={d.next_attempt_at} /></td>
+                <td>
+                  {props.active && (
+                    <form class="inline" method="post" action={`${base}/deliveries/${d.id}/resend`}>
+                      <CsrfField session={session} />
+                      <button type="submit" aria-label={`Resend delivery ${d.id}`}>Resend</button>
+                    </form>
+                  )}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      <p>
+        {filter.beforeId !== undefined && <><a href={filter.status ? `${base}?status=${filter.status}` : base}>Newest</a>{' '}</>}
+        {older && <a href={older} rel="next">Older deliveries</a>}
+      </p>
+    </section>
+  );
+}
+
+function Notifications(props: { notifications: Notification[] }) {
+  return (
+    <section aria-labelledby="notifications">
+      <h2 id="notifications">Notifications to the owners</h2>
+      {props.notifications.length === 0 ? <p>No notifications about this endpoint.</p> : (
+        <table>
+          <thead><tr><th>When</th><th>Kind</th><th>Message</th><th>E-mailed</th></tr></thead>
+          <tbody>
+            {props.notifications.map((n) => (
+              <tr>
+                <td><When at={n.created_at} /></td>
+                <td>{n.kind}</td>
+                <td><strong>{n.subject}</strong><div class="muted">{n.body}</div></td>
+                <td><When at={n.emailed_at} none="not e-mailed" /></td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </section>
+  );
+}
+
+function EndpointDetailPage(props: {
+  session: PanelSession; merchantId: number; endpoint: Endpoint; deliveries: Delivery[]; notifications: Notification[]; filter: LogFilter;
+  notice?: string | undefined; error?: { detail: string } | undefined; since?: string;
+}) {
+  const { session, merchantId, endpoint } = props;
+  const list = `/panel/merchants/${merchantId}/endpoints`;
+  const base = `${list}/${endpoint.id}`;
+  const active = endpoint.status === 'active';
+  return (
+    <Layout title={`Endpoint #${endpoint.id}`} session={session} merchantId={merchantId}>
+      <p><a href={list}>All endpoints</a></p>
+      <Notice text={props.notice} />
+      <ErrorMessage error={props.error} />
+      <section aria-labelledby="health">
+        <h2 id="health">Health</h2>
+        <dl>
+          <dt>URL</dt><dd>{endpoint.url}</dd>
+          <dt>Store</dt><dd>{endpoint.store ?? 'all stores'}</dd>
+          <dt>Events</dt><dd>{endpoint.events.join(', ')}</dd>
+          <dt>Secret</dt><dd><code>{endpoint.secret_prefix}…</code></dd>
+          <dt>Health</dt><dd id="endpoint-health"><Health endpoint={endpoint} /></dd>
+        </dl>
+        <form class="inline" method="post" action={`${base}/rotate`}><CsrfField session={session} /><button type="submit">Rotate secret</button></form>{' '}
+        {!active && (
+          <form class="inline" method="post" action={`${base}/enable`}><CsrfField session={session} /><button type="submit">Enable</button></form>
+        )}
+      </section>
+      <DeliveryLog base={base} deliveries={props.deliveries} filter={props.filter} session={session} active={active} />
+      <section aria-labelledby="recover">
+        <h2 id="recover">Recover failed deliveries</h2>
+        {active ? (
+          <form class="stacked" method="post" action={`${base}/recover`}>
+            <CsrfField session={session} />
+            <label>Recover failed deliveries since (UTC)
+              <input type="datetime-local" name="since" step="1" required value={props.since ?? ''} />
+            </label>
+            <button type="submit">Recover</button>
+          </form>
+        ) : <p>The endpoint is {endpoint.status}: enable it to resend or recover deliveries.</p>}
+      </section>
+      <Notifications notifications={props.notifications} />
+    </Layout>
+  );
+}
+
+function DeliveryPage(props: { session: PanelSession; merchantId: number; endpointId: number; delivery: Schemas['DeliveryDetail'] }) {
+  const { session, merchantId, endpointId, delivery } = props;
+  const base = `/panel/merchants/${merchantId}/endpoints/${endpointId}`;
+  return (
+    <Layout title={`Delivery #${delivery.id}`} session={session} merchantId={merchantId}>
+      <p><a href={base}>Back to endpoint #{endpointId}</a></p>
+      <dl>
+        <dt>Status</dt><dd><span class={`delivery-${delivery.status}`}>{delivery.status}</span></dd>
+        <dt>Event</dt><dd>{delivery.event}</dd>
+        <dt>Store id</dt><dd>{delivery.store_id ?? 'all stores'}</dd>
+        <dt>Products</dt><dd>{delivery.product_ids.join(', ')}</dd>
+        <dt>Created</dt><dd><When at={delivery.created_at} /></dd>
+        <dt>Occurred at</dt><dd><When at={delivery.occurred_at} none="not sent yet" /></dd>
+        <dt>Next attempt</dt><dd><When at={delivery.next_attempt_at} none="none" /></dd>
+      </dl>
+      <form class="inline" method="post" action={`${base}/deliveries/${delivery.id}/resend`}>
+        <CsrfField session={session} />
+        <button type="submit">Resend</button>
+      </form>
+      <h2>Attempts</h2>
+      {delivery.attempts.length === 0 ? <p>No attempts yet.</p> : (
+        <table>
+          <thead><tr><th>Time</th><th>Status code</th><th>Error</th><th>Latency</th><th>Response</th></tr></thead>
+          <tbody>
+            {delivery.attempts.map((a) => (
+              <tr class="attempt">
+                <td><When at={a.at} /></td>
+                <td>{a.status_code ?? <span class="muted">no response</span>}</td>
+                <td>{a.error ?? <span class="muted">none</span>}</td>
+                <td>{a.latency_ms} ms</td>
+                <td>{a.response_snippet ? <code class="snippet">{a.response_snippet}</code> : <span class="muted">empty</span>}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </Layout>
+  );
+}
+
+export function endpointDetailPages(service: Service, accounts: () => PanelAccounts) {
+  const pages = new Hono<PanelEnv>();
+  const { endpoints } = service;
+
+  const detail = async (merchantId: number, endpointId: number, filter: LogFilter) => {
+    // The endpoint first: another merchant's id is a 404 before anything else is read.
+    const endpoint = await endpoints.endpoint(merchantId, endpointId);
+    const [deliveries, notifications] = await Promise.all([
+      endpoints.deliveries(merchantId, endpointId, { ...filter, limit: PAGE_SIZE }),
+      endpoints.notifications(merchantId, NOTIFICATIONS_READ),
+    ]);
+    return {
+      endpoint, deliveries, filter,
+      notifications: notifications.filter((n) => n.endpoint_id === endpointId).map(({ merchant_id: _, ...n }) => n),
+    };
+  };
+
+  pages.get('/', async (c) => {
+    const merchantId = merchantOf(c);
+    const endpointId = idParam(c, 'endpointId', 'Webhook endpoint');
+    const done = c.req.query('done');
+    const notice = done === 'recovered' ? `${Number(c.req.query('count') ?? 0)} failed deliveries are queued again.` : DONE[done ?? ''];
+    return c.html(<EndpointDetailPage session={sessionOf(c)} merchantId={merchantId} {...await detail(merchantId, endpointId, logFilter(c))} notice={notice} />);
+  });
+
+  pages.get('/deliveries/:deliveryId', async (c) => {
+    const merchantId = merchantOf(c);
+    const endpointId = idParam(c, 'endpointId', 'Webhook endpoint');
+    const delivery = await endpoints.delivery(merchantId, endpointId, idParam(c, 'deliveryId', 'Delivery'));
+    return c.html(<DeliveryPage session={sessionOf(c)} merchantId={merchantId} endpointId={endpointId} delivery={delivery} />);
+  });
+
+  pages.post('/deliveries/:deliveryId/resend', async (c) => {
+    const session = sessionOf(c);
+    const merchantId = merchantOf(c);
+    const endpointId = idParam(c, 'endpointId', 'Webhook endpoint');
+    const deliveryId = idParam(c, 'deliveryId', 'Delivery');
+    const outcome = await formAction(() => endpoints.resend(merchantId, endpointId, deliveryId));
+    if (outcome.error) {
+      return c.html(<EndpointDetailPage session={session} merchantId={merchantId} {...await detail(merchantId, endpointId, {})} error={outcome.error} />, outcome.error.status as 409);
+    }
+    await accounts().record(session.principal, merchantId, 'endpoint.resend', `endpoint ${endpointId}: delivery ${deliveryId} as ${outcome.ok.id}`);
+    return c.redirect(`/panel/merchants/${merchantId}/endpoints/${endpointId}?done=resent`, 303);
+  });
+
+  pages.post('/recover', async (c) => {
+    const session = sessionOf(c);
+    const merchantId = merchantOf(c);
+    const endpointId = idParam(c, 'endpointId', 'Webhook endpoint');
+    const since = field(await formOf(c), 'since');
+    const outcome = await formAction(() => endpoints.recover(merchantId, endpointId, validated(RecoverDeliveriesInputSchema, { since: sinceOf(since) }).since));
+    if (outcome.error) {
+      return c.html(
+        <EndpointDetailPage session={session} merchantId={merchantId} {...await detail(merchantId, endpointId, {})} error={outcome.error} since={since} />,
+        outcome.error.status as 400,
+      );
+    }
+    await accounts().record(session.principal, merchantId, 'endpoint.recover', `endpoint ${endpointId}: ${outcome.ok} deliveries since ${sinceOf(since)}`);
+    return c.redirect(`/panel/merchants/${merchantId}/endpoints/${endpointId}?done=recovered&count=${outcome.ok}`, 303);
+  });
+
+  return pages;
+}

@@ -60,6 +60,8 @@ describe('panel security', () => {
       expect(PANEL_CSP).toContain("frame-ancestors 'none'");
       expect(response.headers.get('x-content-type-options')).toBe('nosniff');
       expect(response.headers.get('referrer-policy')).toBe('same-origin');
+      // A real doctype (standards mode), not escaped text on the page.
+      expect((await response.text()).startsWith('<!doctype html><html lang="en">')).toBe(true);
     }
   });
 

@@ -15,8 +15,8 @@ export interface MerchantOverviewView {
   stores: (PublishedExclusionCounts & { store: StoreRecord })[];
   images: ImageStateCounts;
   endpoints: { total: number; byStatus: Record<EndpointStatus, number> };
-  /** Seconds since the oldest change not yet attempted for an active endpoint was recorded; 0 when none waits. */
-  feedLagSeconds: number;
+  /** Seconds since the oldest change not yet attempted for an active endpoint was recorded; null when none waits. */
+  feedLagSeconds: number | null;
   notifications: NotificationRecord[];
 }
 
@@ -38,13 +38,12 @@ export class MerchantOverview {
     ]);
     const byStatus: Record<EndpointStatus, number> = { active: 0, paused: 0, disabled: 0 };
     for (const endpoint of endpoints) byStatus[endpoint.status] += 1;
-    const lagMs = oldestWaiting === null ? 0 : this.now().getTime() - Date.parse(oldestWaiting);
     return {
       merchant,
       stores,
       images: { pending: images.pending, mirrored: images.mirrored, dead: images.dead },
       endpoints: { total: endpoints.length, byStatus },
-      feedLagSeconds: Math.max(0, Math.round(lagMs / 1000)),
+      feedLagSeconds: oldestWaiting === null ? null : Math.max(0, Math.round((this.now().getTime() - Date.parse(oldestWaiting)) / 1000)),
       notifications,
     };
   }

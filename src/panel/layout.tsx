@@ -1,4 +1,5 @@
 // The page frame and the small pieces every page shares: navigation, the CSRF field, messages.
+import { raw } from 'hono/html';
 import type { Child } from 'hono/jsx';
 import { principalName, type PanelSession } from '../admin/accounts.js';
 
@@ -6,7 +7,7 @@ export function Layout(props: { title: string; session?: PanelSession | undefine
   const { session, merchantId } = props;
   return (
     <>
-      {'<!doctype html>'}
+      {raw('<!doctype html>')}
       <html lang="en">
         <head>
           <meta charset="utf-8" />

@@ -19,8 +19,8 @@ const REASONS = [
 ] as const;
 
 /** "3 min", "2 h 5 min": how far webhook dispatch trails the merchant's changes. */
-function lagText(seconds: number): string {
-  if (seconds === 0) return 'none: nothing waits to be sent';
+function lagText(seconds: number | null): string {
+  if (seconds === null) return 'none: nothing waits to be sent';
   if (seconds < 60) return `${seconds} s`;
   const minutes = Math.floor(seconds / 60);
   return minutes < 60 ? `${minutes} min` : `${Math.floor(minutes / 60)} h ${minutes % 60} min`;

@@ -170,6 +170,7 @@ async function serveCommand(config: ReturnType<typeof loadConfig>): Promise<void
     `  API reference:  ${base}/docs   (document: ${base}/openapi.json, admin: ${base}/admin/openapi.json)`,
     demo ? `  Demo API key:   ${demo.api_key}   (merchant ${demo.merchant_id}; also in ${credentialsFile})` : '',
     demo ? `  Try:            curl -H "Authorization: Bearer ${demo.api_key}" "${base}/v1/products?store=pl&per_page=2"` : '',
+    `  Panel:          ${base}/panel   (operator: sign in with the admin token; invite merchant users there or with "users invite")`,
     `  Admin token:    ${config.adminTokenConfigured ? '(CPS_ADMIN_TOKEN)' : `${config.adminToken}   (generated for this run; set CPS_ADMIN_TOKEN to fix it)`}`,
     `  Operations:     ${base}/healthz  ${base}/readyz  ${base}/metrics`,
   ].filter(Boolean).join('\n'));

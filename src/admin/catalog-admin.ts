@@ -12,8 +12,8 @@ import { issueApiKey } from './api-keys.js';
 import { retryDeadImages } from '../images/retry.js';
 import { yieldToOthers } from '../shared/cooperative.js';
 import type {
-  ApiKeyRecord, CatalogStorage, ImageMirrorWork, ImageStateCounts, MerchantRecord, PricingRuleInputRecord, StorageOperations,
-  StorageTx, StoreInputRecord,
+  ApiKeyRecord, CatalogStorage, ImageMirrorWork, ImageStateCounts, MerchantRecord, PricingRuleInputRecord,
+  PublishedExclusionCounts, StorageOperations, StorageTx, StoreInputRecord,
 } from '../storage/port.js';
 
 /** The catch-all rule every merchant has (product decisions: applied_rule_id is never null). */
@@ -157,6 +157,12 @@ export class CatalogAdmin {
   async listStores(merchantId: number): Promise<StoreRecord[]> {
     await this.merchant(merchantId);
     return this.storage.listStores(merchantId);
+  }
+
+  /** Per store of the merchant: the products it publishes and the excluded ones per reason. */
+  async publishedCounts(merchantId: number): Promise<(PublishedExclusionCounts & { store: StoreRecord })[]> {
+    const stores = await this.listStores(merchantId);
+    return Promise.all(stores.map(async (store) => ({ store, ...await this.storage.publishedCountsByExclusion(store.id) })));
   }
 
   upsertStore(merchantId: number, slug: string, input: StoreInputRecord): Promise<StoreRecord> {

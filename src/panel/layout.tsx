@@ -21,6 +21,7 @@ export function Layout(props: { title: string; session?: PanelSession | undefine
             <a class="brand" href="/panel">Catalog panel</a>
             {session && merchantId !== undefined && (
               <nav aria-label="Merchant">
+                <a href={session.principal.kind === 'operator' ? `/panel/merchants/${merchantId}` : '/panel'}>Overview</a>
                 <a href={`/panel/merchants/${merchantId}/endpoints`}>Webhook endpoints</a>
                 <a href={`/panel/merchants/${merchantId}/keys`}>API keys</a>
                 <a href={`/panel/merchants/${merchantId}/users`}>Users</a>

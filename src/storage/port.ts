@@ -12,7 +12,7 @@ import type {
   DeliveryStatus, ExchangeRateRecord, FeedPosition, ImageMirrorRecord, ImageMirrorWork, ImageStateCounts, MerchantRecord,
   NotificationRecord, OperationalCounts, OutboxGroup, OutboxRow, PricingRuleInputRecord, PricingRuleRecord, ProductRecord,
   AuditEntryRecord, PanelInvitationRecord, PanelSessionRecord, PanelUserRecord,
-  ProductSourceDocument, PublishedHashes, PublishedPage, PublishedRow, StoreInputRecord, StoreRecord, StoredChange,
+  ProductSourceDocument, PublishedExclusionCounts, PublishedHashes, PublishedPage, PublishedRow, StoreInputRecord, StoreRecord, StoredChange,
   SupplierRecord, WebhookEndpointInputRecord, WebhookEndpointRecord,
 } from './records.js';
 
@@ -113,6 +113,8 @@ export interface PublishedStore {
   publishedPayloadsByIds(storeId: number, productIds: number[]): Promise<{ bytes: Uint8Array; count: number }>;
   /** `{"id":…,"prices":[…]}` of the listed products found in the store, ascending, joined by commas. */
   publishedPricesByIds(storeId: number, productIds: number[]): Promise<Uint8Array>;
+  /** The store's published products, and the excluded ones per exclusion reason (every reason present, 0 when none). */
+  publishedCountsByExclusion(storeId: number): Promise<PublishedExclusionCounts>;
 }
 
 /** Changes (spec 2.6, 4.4) and the feed over them. */

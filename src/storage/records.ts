@@ -78,6 +78,15 @@ export interface PublishedRow {
   contentHash: string;
 }
 
+/** Why a published product is excluded from its store (null: it is not). */
+export type ExclusionReason = PublicSchemas['ExclusionReason'];
+
+/** How many products a store publishes, and how many of those are excluded, per reason. */
+export interface PublishedExclusionCounts {
+  total: number;
+  excluded: Record<NonNullable<ExclusionReason>, number>;
+}
+
 export interface PublishedHashes {
   priceHash: string;
   contentHash: string;

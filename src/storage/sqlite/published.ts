@@ -1,7 +1,7 @@
 // Published payloads per (store, product) on SQLite, and the public API's reads over them: SQLite
 // joins a page's payloads into one UTF-8 buffer that goes out unchanged.
 import type { PublishedStore } from '../port.js';
-import type { PublishedHashes, PublishedPage, PublishedRow } from '../records.js';
+import type { PublishedExclusionCounts, PublishedHashes, PublishedPage, PublishedRow } from '../records.js';
 import type { Row, SqliteConnection } from './connection.js';
 
 export class SqlitePublished implements PublishedStore {
@@ -66,5 +66,17 @@ export class SqlitePublished implements PublishedStore {
       FROM (SELECT product_id, payload FROM published_products
         WHERE store_id = ? AND product_id IN (SELECT value FROM json_each(?)) ORDER BY product_id)`)
       .pluck().get(storeId, JSON.stringify(productIds)) as Uint8Array;
+  }
+
+  async publishedCountsByExclusion(storeId: number): Promise<PublishedExclusionCounts> {
+    // One scan of the store's rows (the primary key's prefix); the reason is read from the payload as published.
+    const rows = this.c.stmt(`SELECT json_extract(payload, '$.exclusion_reason') AS reason, count(*) AS n
+      FROM published_products WHERE store_id = ? GROUP BY reason`).all(storeId) as { reason: string | null; n: number }[];
+    const counts: PublishedExclusionCounts = { total: 0, excluded: { manual: 0, missing_title: 0, no_offers: 0, out_of_stock: 0 } };
+    for (const { reason, n } of rows) {
+      counts.total += n;
+      if (reason !== null) counts.excluded[reason as keyof PublishedExclusionCounts['excluded']] = n;
+    }
+    return counts;
   }
 }

@@ -1,0 +1,50 @@
+// The merchant overview of the administration panel (issue 11, "Overview"): one read that gathers
+// what the catalog, image and webhook services already answer — stores with their published and
+// excluded products, image mirroring, endpoints by health, feed lag and the owners' latest
+// notifications — so the page renders one result and asks storage nothing itself.
+import type { CatalogAdmin } from './catalog-admin.js';
+import type { WebhookEndpoints } from '../webhooks/endpoints.js';
+import type {
+  EndpointStatus, ImageStateCounts, MerchantRecord, NotificationRecord, PublishedExclusionCounts, StoreRecord,
+} from '../storage/port.js';
+
+export const RECENT_NOTIFICATIONS = 5;
+
+export interface MerchantOverviewView {
+  merchant: MerchantRecord;
+  stores: (PublishedExclusionCounts & { store: StoreRecord })[];
+  images: ImageStateCounts;
+  endpoints: { total: number; byStatus: Record<EndpointStatus, number> };
+  /** Seconds since the oldest change not yet attempted for an active endpoint was recorded; null when none waits. */
+  feedLagSeconds: number | null;
+  notifications: NotificationRecord[];
+}
+
+export class MerchantOverview {
+  constructor(
+    private readonly admin: CatalogAdmin,
+    private readonly endpoints: WebhookEndpoints,
+    private readonly now: () => Date,
+  ) {}
+
+  async overview(merchantId: number): Promise<MerchantOverviewView> {
+    const merchant = await this.admin.merchant(merchantId);
+    const [stores, images, endpoints, oldestWaiting, notifications] = await Promise.all([
+      this.admin.publishedCounts(merchantId),
+      this.admin.imageMirroring(merchantId, 0),
+      this.endpoints.list(merchantId),
+      this.endpoints.oldestWaitingChange(merchantId),
+      this.endpoints.notifications(merchantId, RECENT_NOTIFICATIONS),
+    ]);
+    const byStatus: Record<EndpointStatus, number> = { active: 0, paused: 0, disabled: 0 };
+    for (const endpoint of endpoints) byStatus[endpoint.status] += 1;
+    return {
+      merchant,
+      stores,
+      images: { pending: images.pending, mirrored: images.mirrored, dead: images.dead },
+      endpoints: { total: endpoints.length, byStatus },
+      feedLagSeconds: oldestWaiting === null ? null : Math.max(0, Math.round((this.now().getTime() - Date.parse(oldestWaiting)) / 1000)),
+      notifications,
+    };
+  }
+}

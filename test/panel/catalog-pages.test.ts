@@ -137,3 +137,28 @@ describe('catalog pages in the browser', () => {
     expect(audit.map((a) => a.action)).toContain('images.retry_dead');
   });
 });
+
+describe('import upload limit', () => {
+  it('refuses a file larger than the import body limit with 413 and applies nothing', async () => {
+    const small = await startTestService({ config: { limits: { importBodyBytes: 4096 } } });
+    try {
+      const merchant = (await small.admin.createMerchant({ name: 'Tiny' })).id;
+      const signIn = await fetch(`${small.url}/panel/login/operator`, {
+        method: 'POST', redirect: 'manual', headers: { Origin: small.url, 'Content-Type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ admin_token: ADMIN_TOKEN }),
+      });
+      const cookie = signIn.headers.get('set-cookie')!.split(';')[0]!;
+      const html = await (await fetch(`${small.url}/panel/merchants/${merchant}/import`, { headers: { Cookie: cookie } })).text();
+      const form = new FormData();
+      form.set('_csrf', /name="_csrf" value="([^"]+)"/.exec(html)![1]!);
+      const line = JSON.stringify({ op: 'upsert_product', product: { ref: 'BIG', content: { de: { title: 'x'.repeat(8000) } } } });
+      form.set('file', new File([line], 'big.ndjson', { type: 'application/x-ndjson' }));
+      const response = await fetch(`${small.url}/panel/merchants/${merchant}/import`, { method: 'POST', headers: { Cookie: cookie, Origin: small.url }, body: form });
+      expect(response.status).toBe(413);
+      expect(await response.text()).toContain('larger than 4096 bytes');
+      await expect(small.admin.product(merchant, 'BIG')).rejects.toMatchObject({ status: 404 });
+    } finally {
+      await small.close();
+    }
+  });
+});

@@ -411,6 +411,14 @@ export class CatalogAdmin {
     return product;
   }
 
+  /** The product with the service's id (the public API's `id`); 404 outside the merchant. */
+  async productById(merchantId: number, productId: number): Promise<ProductRecord> {
+    await this.merchant(merchantId);
+    const [product] = await this.storage.productsByIds(merchantId, [productId]);
+    if (!product) throw notFound(`Product ${productId}`);
+    return product;
+  }
+
   /** The product's source as the admin API shows it, each image with its mirroring state. */
   async productSource(merchantId: number, ref: string): Promise<ProductSourceView> {
     return this.sourceView(this.storage, merchantId, await this.product(merchantId, ref));

@@ -3,6 +3,7 @@
 // response, then the session (from the cookie), then CSRF on every POST (it needs the session's
 // token), then sign-in and tenant checks per route group.
 import { Hono } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
 import { requestLog } from '../http/access-log.js';
 import type { Service } from '../service.js';
 import { ProblemError } from '../shared/problem.js';
@@ -11,7 +12,10 @@ import { csrf } from './csrf.js';
 import { ErrorPage } from './layout.js';
 import { merchantScope } from './merchant-scope.js';
 import { endpointDetailPages } from './pages/endpoint-detail.js';
+import { catalogPages } from './pages/catalog.js';
 import { endpointPages } from './pages/endpoints.js';
+import { imagePages } from './pages/images.js';
+import { importPages } from './pages/import.js';
 import { keyPages } from './pages/keys.js';
 import { overviewPage } from './pages/overview.js';
 import { signInPages } from './pages/sign-in.js';
@@ -19,7 +23,7 @@ import { userPages } from './pages/users.js';
 import { securityHeaders } from './security-headers.js';
 import { panelSession, sessionCookie, signedIn, type PanelEnv } from './session.js';
 
-const TITLES: Record<number, string> = { 400: 'Invalid input', 403: 'Forbidden', 404: 'Not found', 409: 'Conflict', 429: 'Too many requests' };
+const TITLES: Record<number, string> = { 400: 'Invalid input', 403: 'Forbidden', 404: 'Not found', 409: 'Conflict', 413: 'Too large', 429: 'Too many requests' };
 
 export function panelApp(service: Service): Hono<PanelEnv> {
   const accounts = () => service.accounts;
@@ -29,6 +33,13 @@ export function panelApp(service: Service): Hono<PanelEnv> {
   panel.use('*', securityHeaders());
   panel.route('/assets', panelAssets());
   panel.use('*', panelSession(accounts, cookie));
+  // Forms are read whole (csrf() reads them): the import upload may be as large as the admin API's
+  // import body, every other form as large as an admin JSON body. The limits run before csrf().
+  const { importBodyBytes, adminBodyBytes } = service.config.limits;
+  const limit = (maxSize: number) => bodyLimit({ maxSize, onError: () => { throw new ProblemError('payload_too_large', `The form is larger than ${maxSize} bytes.`); } });
+  const importLimit = limit(importBodyBytes);
+  const formLimit = limit(adminBodyBytes);
+  panel.use('*', (c, next) => (/^\/panel\/merchants\/[^/]+\/import$/.test(c.req.path) ? importLimit : formLimit)(c, next));
   panel.use('*', csrf(service.config.publicBaseUrl));
 
   panel.route('/', signInPages(accounts, cookie));
@@ -37,6 +48,9 @@ export function panelApp(service: Service): Hono<PanelEnv> {
   panel.route('/merchants/:merchantId/endpoints/:endpointId', endpointDetailPages(service, accounts));
   panel.route('/merchants/:merchantId/keys', keyPages(service, accounts));
   panel.route('/merchants/:merchantId/users', userPages(service, accounts));
+  panel.route('/merchants/:merchantId/import', importPages(service, accounts));
+  panel.route('/merchants/:merchantId/images', imagePages(service, accounts));
+  panel.route('/merchants/:merchantId/catalog', catalogPages(service, accounts));
   panel.use('/', signedIn());
   panel.route('/', overviewPage(service, accounts));
   panel.all('*', (c) => {

@@ -25,6 +25,9 @@ export function Layout(props: { title: string; session?: PanelSession | undefine
                 <a href={`/panel/merchants/${merchantId}/endpoints`}>Webhook endpoints</a>
                 <a href={`/panel/merchants/${merchantId}/keys`}>API keys</a>
                 <a href={`/panel/merchants/${merchantId}/users`}>Users</a>
+                <a href={`/panel/merchants/${merchantId}/catalog`}>Catalog</a>
+                <a href={`/panel/merchants/${merchantId}/import`}>Import</a>
+                <a href={`/panel/merchants/${merchantId}/images`}>Images</a>
               </nav>
             )}
             {session && (

@@ -98,6 +98,14 @@ describe('panel security', () => {
     expect(await service.admin.listApiKeys(merchantId)).toEqual(before);
   });
 
+  it('refuses a form larger than the admin body limit with 413 before reading it', async () => {
+    const response = await fetch(`${service.url}/panel/login/operator`, {
+      method: 'POST', headers: { Origin: service.url, 'Content-Type': 'application/x-www-form-urlencoded' },
+      body: `admin_token=${'x'.repeat(service.config.limits.adminBodyBytes + 1)}`,
+    });
+    expect(response.status).toBe(413);
+  });
+
   it('sends a visitor without a session to the sign-in page', async () => {
     const response = await fetch(`${service.url}/panel/merchants/${merchantId}/endpoints`, { redirect: 'manual' });
     expect(response.status).toBe(303);

@@ -1,0 +1,71 @@
+// Image mirroring of a merchant (issue 11, "Images"): how many source images are pending, mirrored
+// and dead, the dead ones with their last error, and a retry of the dead ones (CatalogAdmin, as the
+// admin API's getImageMirroring and retryDeadImages).
+import { Hono } from 'hono';
+import type { Service } from '../../service.js';
+import type { PanelAccounts, PanelSession } from '../../admin/accounts.js';
+import type { CatalogAdmin } from '../../admin/catalog-admin.js';
+import { merchantOf, sessionOf } from '../handlers.js';
+import { CsrfField, Layout, Notice } from '../layout.js';
+import type { PanelEnv } from '../session.js';
+
+type ImageMirroring = Awaited<ReturnType<CatalogAdmin['imageMirroring']>>;
+
+function ImagesPage(props: { session: PanelSession; merchantId: number; mirroring: ImageMirroring; notice?: string | undefined }) {
+  const { session, merchantId, mirroring } = props;
+  return (
+    <Layout title="Images" session={session} merchantId={merchantId}>
+      <Notice text={props.notice} />
+      <table aria-label="Images per state">
+        <thead><tr><th>Pending</th><th>Mirrored</th><th>Dead</th></tr></thead>
+        <tbody><tr><td>{mirroring.pending}</td><td>{mirroring.mirrored}</td><td>{mirroring.dead}</td></tr></tbody>
+      </table>
+      <h2>Dead images</h2>
+      {mirroring.dead_images.length === 0 ? <p>No dead images.</p> : (
+        <>
+          <table aria-label="Dead images">
+            <thead><tr><th>Source URL</th><th>Last error</th><th>First failure</th><th>Last updated</th></tr></thead>
+            <tbody>
+              {mirroring.dead_images.map((image) => (
+                <tr>
+                  <td class="wrap">{image.url}</td>
+                  <td>{image.last_error ?? '—'}</td>
+                  <td>{image.first_failure_at ?? '—'}</td>
+                  <td>{image.updated_at}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+          {mirroring.dead > mirroring.dead_images.length && <p class="muted">The newest {mirroring.dead_images.length} of {mirroring.dead} are listed.</p>}
+          <form method="post" action={`/panel/merchants/${merchantId}/images/retry-dead`}>
+            <CsrfField session={session} />
+            <button type="submit">Retry dead images</button>
+          </form>
+          <p class="muted">They go back to pending and are fetched again; products list their supplier URLs until they are mirrored.</p>
+        </>
+      )}
+    </Layout>
+  );
+}
+
+export function imagePages(service: Service, accounts: () => PanelAccounts) {
+  const pages = new Hono<PanelEnv>();
+  const { admin } = service;
+
+  pages.get('/', async (c) => {
+    const merchantId = merchantOf(c);
+    const retried = c.req.query('retried');
+    const notice = retried !== undefined && /^[0-9]+$/.test(retried) ? `${retried} dead ${retried === '1' ? 'image goes' : 'images go'} back to pending.` : undefined;
+    return c.html(<ImagesPage session={sessionOf(c)} merchantId={merchantId} mirroring={await admin.imageMirroring(merchantId)} notice={notice} />);
+  });
+
+  pages.post('/retry-dead', async (c) => {
+    const session = sessionOf(c);
+    const merchantId = merchantOf(c);
+    const retried = await admin.retryDeadImages(merchantId);
+    await accounts().record(session.principal, merchantId, 'images.retry_dead', `${retried} dead images retried`);
+    return c.redirect(`/panel/merchants/${merchantId}/images?retried=${retried}`, 303);
+  });
+
+  return pages;
+}

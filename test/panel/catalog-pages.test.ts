@@ -1,0 +1,164 @@
+// The panel's catalog pages in a real browser (issue 11, "Import", "Images", "Catalog"): the
+// operator uploads NDJSON files, finds a product's payload beside its sources, and retries dead
+// images. The test service's image mirror is not started, so imported images stay pending.
+// Screenshots: artifacts/panel/.
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { indentJson } from '../../src/panel/pages/catalog.js';
+import { launchBrowser, type TestBrowser } from '../support/browser.js';
+import { ADMIN_TOKEN, startTestService, type TestService } from '../support/service.js';
+
+let service: TestService;
+let browser: TestBrowser;
+let merchantId: number;
+
+const IMAGE_A = 'http://127.0.0.1:9/images/bp-40-front.jpg';
+const IMAGE_B = 'http://127.0.0.1:9/images/bp-40-back.jpg';
+
+const BACKPACK = {
+  op: 'upsert_product',
+  product: {
+    ref: 'BP-40-GRN', eans: ['4006381333931'], manufacturer: 'Bergfex', content: { de: { title: 'Trekkingrucksack 40 l' } },
+    images: [{ url: IMAGE_A }, { url: IMAGE_B }],
+    offers: [{ supplier_ref: 'nordwind', quantity: 14, cost: '41.90', currency: 'EUR' }],
+    overrides: { color: 'grün' },
+  },
+};
+const TENT = { op: 'upsert_product', product: { ref: 'TENT-2P', content: { de: { title: 'Zelt für 2 Personen' } }, own_stock: { quantity: 5, cost: '120.00', currency: 'EUR' } } };
+const ndjson = (...lines: (object | string)[]) => Buffer.from(`${lines.map((l) => (typeof l === 'string' ? l : JSON.stringify(l))).join('\n')}\n`);
+
+beforeAll(async () => {
+  service = await startTestService();
+  merchantId = (await service.admin.createMerchant({ name: 'Alpine Outfitters' })).id;
+  await service.admin.upsertStore(merchantId, 'de', { name: 'Deutschland', locale: 'de-DE', currency: 'EUR', is_default: true, active: true, exclude_out_of_stock: false });
+  await service.admin.upsertSupplier(merchantId, 'nordwind', 'Nordwind');
+  await service.admin.createCustomerGroup(merchantId, 'Retail');
+  browser = await launchBrowser();
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await service?.close();
+});
+
+async function signInAsOperator(page: Page): Promise<void> {
+  await page.goto(`${service.url}/panel/login`);
+  await page.getByLabel('Admin token').fill(ADMIN_TOKEN);
+  await page.getByRole('button', { name: 'Sign in as operator' }).click();
+  await page.waitForURL(`${service.url}/panel`);
+}
+
+/** Uploads a file on the import page; returns the status the page answered with. */
+async function upload(page: Page, name: string, buffer: Buffer): Promise<number> {
+  await page.goto(`${service.url}/panel/merchants/${merchantId}/import`);
+  await page.getByLabel('NDJSON file').setInputFiles({ name, mimeType: 'application/x-ndjson', buffer });
+  const [response] = await Promise.all([
+    page.waitForResponse((r) => r.request().method() === 'POST' && r.url().endsWith('/import')),
+    page.getByRole('button', { name: 'Import' }).click(),
+  ]);
+  await page.waitForLoadState();
+  return response.status();
+}
+
+describe('catalog pages in the browser', () => {
+  let page: Page;
+
+  it('lists the line numbers and reasons of a file with bad lines, with 400, and applies nothing', async () => {
+    page = await browser.newPage();
+    await signInAsOperator(page);
+    const status = await upload(page, 'bad.ndjson', ndjson(BACKPACK, '{"op":"upsert_product","product":', { op: 'upsert_product', product: { ref: 'X-1', offers: [{ supplier_ref: 'nobody', quantity: 1, cost: '1.00', currency: 'EUR' }] } }));
+    expect(status).toBe(400);
+    const problems = page.getByRole('table', { name: 'Invalid lines' });
+    expect(await problems.locator('tbody tr').count()).toBe(2);
+    expect(await problems.locator('tbody tr').nth(0).textContent()).toMatch(/^line 2\s*not valid JSON/);
+    expect(await problems.locator('tbody tr').nth(1).textContent()).toMatch(/^line 3.*nobody|^line 3.*supplier/);
+    expect(await page.getByRole('alert').textContent()).toContain('nothing was applied');
+    await browser.screenshot(page, 'import-bad-lines');
+    await expect(service.admin.product(merchantId, 'BP-40-GRN')).rejects.toMatchObject({ status: 404 });
+  });
+
+  it('imports a good file and shows its counts', async () => {
+    const status = await upload(page, 'good.ndjson', ndjson(BACKPACK, TENT, { op: 'delete_product', ref: 'BP-30-RED' }));
+    expect(status).toBe(200);
+    const cells = await page.getByRole('table', { name: 'Import result' }).locator('tbody td').allTextContents();
+    expect(cells).toEqual(['3', '2', '0']);
+    await browser.screenshot(page, 'import');
+    expect((await service.admin.product(merchantId, 'BP-40-GRN')).source.offers).toHaveLength(1);
+    const audit = await service.service.accounts.auditLog({ kind: 'operator' }, merchantId, 10);
+    expect(audit.filter((a) => a.action === 'catalog.import')).toHaveLength(1);
+  });
+
+  it('shows the imported product\'s payload exactly as stored, beside its sources and applied rule', async () => {
+    const product = await service.admin.product(merchantId, 'BP-40-GRN');
+    const stored = new TextDecoder().decode(await service.service.reads.product(merchantId, 'de', product.id));
+    for (const query of ['BP-40-GRN', String(product.id)]) {
+      await page.goto(`${service.url}/panel/merchants/${merchantId}/catalog`);
+      await page.getByLabel('Store').selectOption('de');
+      await page.getByLabel('Product id or ref').fill(query);
+      await page.getByRole('button', { name: 'Find' }).click();
+      await page.waitForURL(/q=/);
+      const shown = await page.getByLabel('Payload', { exact: true }).textContent();
+      expect(shown).toBe(indentJson(stored));
+      expect(JSON.parse(shown!)).toEqual(JSON.parse(stored));
+      // The bytes, not a re-serialization: the price keeps its trailing zero.
+      expect(shown).toContain('"base_cost": 41.90');
+      const offers = await page.getByRole('table', { name: 'Offers' }).locator('tbody td').allTextContents();
+      expect(offers).toEqual(['nordwind', '14', '41.90 EUR']);
+      expect(await page.getByRole('table', { name: 'Overrides' }).textContent()).toContain('grün');
+      expect(await page.locator('dl.facts').textContent()).toContain('(catch-all)');
+    }
+    await browser.screenshot(page, 'catalog');
+    await page.getByLabel('Product id or ref').fill('NO-SUCH-REF');
+    const [miss] = await Promise.all([page.waitForResponse((r) => r.url().includes('q=NO-SUCH-REF')), page.getByRole('button', { name: 'Find' }).click()]);
+    expect(miss.status()).toBe(404);
+  });
+
+  it('shows the images per state and a dead image with its error, and retrying sets it back to pending', async () => {
+    await page.goto(`${service.url}/panel/merchants/${merchantId}/images`);
+    const counts = () => page.getByRole('table', { name: 'Images per state' }).locator('tbody td').allTextContents();
+    expect(await counts()).toEqual(['2', '0', '0']);
+    expect(await page.textContent('main')).toContain('No dead images.');
+
+    const at = new Date().toISOString();
+    await service.storage.updateImageMirror(merchantId, IMAGE_B, { state: 'dead', last_error: 'HTTP 404 from the image source', first_failure_at: at, updated_at: at });
+    await page.reload();
+    expect(await counts()).toEqual(['1', '0', '1']);
+    const dead = await page.getByRole('table', { name: 'Dead images' }).locator('tbody td').allTextContents();
+    expect(dead.slice(0, 2)).toEqual([IMAGE_B, 'HTTP 404 from the image source']);
+    await browser.screenshot(page, 'images-dead');
+
+    await page.getByRole('button', { name: 'Retry dead images' }).click();
+    await page.waitForURL(/retried=1/);
+    expect(await page.getByRole('status').textContent()).toContain('1 dead image goes back to pending');
+    expect(await counts()).toEqual(['2', '0', '0']);
+    expect((await service.admin.imageMirroring(merchantId)).dead_images).toEqual([]);
+    await browser.screenshot(page, 'images');
+    const audit = await service.service.accounts.auditLog({ kind: 'operator' }, merchantId, 10);
+    expect(audit.map((a) => a.action)).toContain('images.retry_dead');
+  });
+});
+
+describe('import upload limit', () => {
+  it('refuses a file larger than the import body limit with 413 and applies nothing', async () => {
+    const small = await startTestService({ config: { limits: { importBodyBytes: 4096 } } });
+    try {
+      const merchant = (await small.admin.createMerchant({ name: 'Tiny' })).id;
+      const signIn = await fetch(`${small.url}/panel/login/operator`, {
+        method: 'POST', redirect: 'manual', headers: { Origin: small.url, 'Content-Type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ admin_token: ADMIN_TOKEN }),
+      });
+      const cookie = signIn.headers.get('set-cookie')!.split(';')[0]!;
+      const html = await (await fetch(`${small.url}/panel/merchants/${merchant}/import`, { headers: { Cookie: cookie } })).text();
+      const form = new FormData();
+      form.set('_csrf', /name="_csrf" value="([^"]+)"/.exec(html)![1]!);
+      const line = JSON.stringify({ op: 'upsert_product', product: { ref: 'BIG', content: { de: { title: 'x'.repeat(8000) } } } });
+      form.set('file', new File([line], 'big.ndjson', { type: 'application/x-ndjson' }));
+      const response = await fetch(`${small.url}/panel/merchants/${merchant}/import`, { method: 'POST', headers: { Cookie: cookie, Origin: small.url }, body: form });
+      expect(response.status).toBe(413);
+      expect(await response.text()).toContain('larger than 4096 bytes');
+      await expect(small.admin.product(merchant, 'BIG')).rejects.toMatchObject({ status: 404 });
+    } finally {
+      await small.close();
+    }
+  });
+});

@@ -5,7 +5,7 @@
 import type { components } from '../generated/public-api.js';
 import type { Store, StoreRecord } from './model.js';
 import { ProblemError } from '../shared/problem.js';
-import type { CatalogStorage, StorageOperations } from '../storage/port.js';
+import type { CatalogStorage, PublishedExclusionCounts, PublishedProductSummary, StorageOperations } from '../storage/port.js';
 
 export const PER_PAGE_DEFAULT = 50;
 export const PER_PAGE_MAX = 200;
@@ -53,6 +53,35 @@ export interface PageRequest {
   /** ... keyset paging after this product id, when given. */
   afterId?: number;
   perPage: number;
+}
+
+/** What a search query matched, in the order fields are tried: id, ref, SKU, EAN. */
+export type ProductSearchField = 'id' | 'ref' | 'sku' | 'ean';
+
+/** At most this many products are listed for a SKU or EAN that several products share. */
+export const SEARCH_MATCHES_MAX = 10;
+
+export interface ProductMatch {
+  id: number;
+  ref: string;
+  /** The published payload's summary in the store (SKU and EAN matches only: they are found there). */
+  summary?: PublishedProductSummary;
+}
+
+export interface ProductSearch {
+  store: StoreRecord;
+  /** The field that matched; null when nothing did (matches is then empty). */
+  field: ProductSearchField | null;
+  matches: ProductMatch[];
+}
+
+export interface ProductSummaryPage {
+  store: StoreRecord;
+  /** The store's published products and the excluded ones per reason (the whole store, not the page). */
+  counts: PublishedExclusionCounts;
+  products: PublishedProductSummary[];
+  /** The `after_id` of the next page; null on the last one. */
+  nextAfterId: number | null;
 }
 
 export class CatalogReads {
@@ -105,6 +134,50 @@ export class CatalogReads {
   async pricesByIds(merchantId: number, slug: string | undefined, ids: number[]): Promise<{ store: StoreRecord; bytes: Uint8Array }> {
     const store = await this.activeStore(merchantId, slug);
     return { store, bytes: await this.storage.publishedPricesByIds(store.id, ids) };
+  }
+
+  /**
+   * The merchant's products an exact query names, for the panel's search: an all-digit query is
+   * tried as a product id first, then the query as a ref (both merchant-wide), then as the SKU and
+   * then the EAN of the store's published payloads (where exported SKUs exist), which several
+   * products may share.
+   */
+  findProducts(merchantId: number, slug: string | undefined, query: string): Promise<ProductSearch> {
+    return this.storage.snapshot(async (reader) => {
+      const store = await this.activeStore(merchantId, slug, reader);
+      if (/^[0-9]{1,15}$/.test(query)) {
+        const [byId] = await reader.productsByIds(merchantId, [Number(query)]);
+        if (byId) return { store, field: 'id', matches: [{ id: byId.id, ref: byId.ref }] };
+      }
+      const byRef = await reader.findProductByRef(merchantId, query);
+      if (byRef) return { store, field: 'ref', matches: [{ id: byRef.id, ref: byRef.ref }] };
+      for (const field of ['sku', 'ean'] as const) {
+        const found = await reader.findPublishedProducts(store.id, { [field]: query }, SEARCH_MATCHES_MAX);
+        if (found.length === 0) continue;
+        const refs = new Map((await reader.productsByIds(merchantId, found.map((f) => f.id))).map((p) => [p.id, p.ref]));
+        const matches = found.filter((f) => refs.has(f.id)).map((f) => ({ id: f.id, ref: refs.get(f.id)!, summary: f }));
+        if (matches.length > 0) return { store, field, matches };
+      }
+      return { store, field: null, matches: [] };
+    });
+  }
+
+  /**
+   * A page of the store's published products by id (keyset after `afterId`, as the public API's
+   * after_id), optionally the excluded ones only, with the store's counts, on one snapshot.
+   */
+  productSummaries(merchantId: number, slug: string | undefined, request: { afterId?: number; perPage: number; excludedOnly?: boolean }): Promise<ProductSummaryPage> {
+    return this.storage.snapshot(async (reader) => {
+      const store = await this.activeStore(merchantId, slug, reader);
+      const [counts, rows] = await Promise.all([
+        reader.publishedCountsByExclusion(store.id),
+        // One more than the page: whether it exists says whether there is a next page.
+        reader.publishedSummaries(store.id, { afterId: request.afterId ?? 0, limit: request.perPage + 1, excludedOnly: request.excludedOnly ?? false }),
+      ]);
+      const products = rows.slice(0, request.perPage);
+      const nextAfterId = rows.length > request.perPage ? products[products.length - 1]!.id : null;
+      return { store, counts, products, nextAfterId };
+    });
   }
 
   private async productIds(reader: StorageOperations, store: StoreRecord): Promise<Float64Array | number[]> {

@@ -12,7 +12,8 @@ import type {
   DeliveryStatus, ExchangeRateRecord, FeedPosition, ImageMirrorRecord, ImageMirrorWork, ImageStateCounts, MerchantRecord,
   NotificationRecord, OperationalCounts, OutboxGroup, OutboxRow, PricingRuleInputRecord, PricingRuleRecord, ProductRecord,
   AuditEntryRecord, PanelInvitationRecord, PanelSessionRecord, PanelUserRecord,
-  ProductSourceDocument, PublishedExclusionCounts, PublishedHashes, PublishedPage, PublishedRow, StoreInputRecord, StoreRecord, StoredChange,
+  ProductSourceDocument, PublishedExclusionCounts, PublishedHashes, PublishedPage, PublishedProductSummary, PublishedRow,
+  PublishedSummaryWindow, StoreInputRecord, StoreRecord, StoredChange,
   SupplierRecord, WebhookEndpointInputRecord, WebhookEndpointRecord,
 } from './records.js';
 
@@ -113,6 +114,13 @@ export interface PublishedStore {
   publishedPayloadsByIds(storeId: number, productIds: number[]): Promise<{ bytes: Uint8Array; count: number }>;
   /** `{"id":…,"prices":[…]}` of the listed products found in the store, ascending, joined by commas. */
   publishedPricesByIds(storeId: number, productIds: number[]): Promise<Uint8Array>;
+  /**
+   * The store's published products whose payload has exactly this `sku` and/or `ean` (every field
+   * given must match), ascending by id, at most `limit`.
+   */
+  findPublishedProducts(storeId: number, match: { sku?: string; ean?: string }, limit: number): Promise<PublishedProductSummary[]>;
+  /** The store's published products in the window, ascending by id. */
+  publishedSummaries(storeId: number, window: PublishedSummaryWindow): Promise<PublishedProductSummary[]>;
   /** The store's published products, and the excluded ones per exclusion reason (every reason present, 0 when none). */
   publishedCountsByExclusion(storeId: number): Promise<PublishedExclusionCounts>;
 }

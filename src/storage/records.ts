@@ -87,6 +87,24 @@ export interface PublishedExclusionCounts {
   excluded: Record<NonNullable<ExclusionReason>, number>;
 }
 
+/** What the panel lists of a published product, read from its payload as integrators get it. */
+export interface PublishedProductSummary {
+  id: number;
+  title: string | null;
+  sku: string | null;
+  ean: string | null;
+  excluded: boolean;
+  exclusion_reason: ExclusionReason;
+}
+
+/** A keyset window over a store's published products (id > afterId, ascending). */
+export interface PublishedSummaryWindow {
+  afterId: number;
+  limit: number;
+  /** Only the products whose payload says `excluded: true`. */
+  excludedOnly?: boolean;
+}
+
 export interface PublishedHashes {
   priceHash: string;
   contentHash: string;

@@ -1,6 +1,6 @@
 // The panel's catalog pages in a real browser (issue 11, "Import", "Images", "Catalog"): the
-// operator uploads NDJSON files, finds a product's payload beside its sources, and retries dead
-// images. The test service's image mirror is not started, so imported images stay pending.
+// operator uploads NDJSON files, finds a product's payload beside its sources (by id, ref, SKU or
+// EAN), pages through a store's products and its excluded ones, and retries dead images. The test service's image mirror is not started, so imported images stay pending.
 // Screenshots: artifacts/panel/.
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -93,8 +93,8 @@ describe('catalog pages in the browser', () => {
     const stored = new TextDecoder().decode(await service.service.reads.product(merchantId, 'de', product.id));
     for (const query of ['BP-40-GRN', String(product.id)]) {
       await page.goto(`${service.url}/panel/merchants/${merchantId}/catalog`);
-      await page.getByLabel('Store').selectOption('de');
-      await page.getByLabel('Product id or ref').fill(query);
+      await page.getByRole('combobox', { name: /^Store/ }).selectOption('de');
+      await page.getByLabel('Product id, ref, SKU or EAN').fill(query);
       await page.getByRole('button', { name: 'Find' }).click();
       await page.waitForURL(/q=/);
       const shown = await page.getByLabel('Payload', { exact: true }).textContent();
@@ -108,7 +108,7 @@ describe('catalog pages in the browser', () => {
       expect(await page.locator('dl.facts').textContent()).toContain('(catch-all)');
     }
     await browser.screenshot(page, 'catalog');
-    await page.getByLabel('Product id or ref').fill('NO-SUCH-REF');
+    await page.getByLabel('Product id, ref, SKU or EAN').fill('NO-SUCH-REF');
     const [miss] = await Promise.all([page.waitForResponse((r) => r.url().includes('q=NO-SUCH-REF')), page.getByRole('button', { name: 'Find' }).click()]);
     expect(miss.status()).toBe(404);
   });
@@ -160,5 +160,107 @@ describe('import upload limit', () => {
     } finally {
       await small.close();
     }
+  });
+});
+
+describe('catalog search by SKU and EAN, and the product list, in the browser', () => {
+  const FILLERS = 52;
+  let shop: number;
+  let page: Page;
+  const ids: Record<string, number> = {};
+
+  beforeAll(async () => {
+    const { admin } = service;
+    shop = (await admin.createMerchant({ name: 'Summit Supply', sku_pattern: 'SU-{ref}' })).id;
+    await admin.upsertStore(shop, 'de', { name: 'Deutschland', locale: 'de-DE', currency: 'EUR', is_default: true, active: true, exclude_out_of_stock: false });
+    await admin.upsertSupplier(shop, 'nordwind', 'Nordwind');
+    const offers = [{ supplier_ref: 'nordwind', quantity: 4, cost: '19.90', currency: 'EUR' }];
+    ids.pack = (await admin.upsertProduct(shop, 'PACK-30', { eans: ['4006381333931'], content: { de: { title: 'Tagesrucksack 30 l' } }, offers })).id;
+    ids.stoveA = (await admin.upsertProduct(shop, 'STOVE-A', { eans: ['4012345678901'], content: { de: { title: 'Kocher A' } }, offers })).id;
+    ids.stoveB = (await admin.upsertProduct(shop, 'STOVE-B', { eans: ['4012345678901'], content: { de: { title: 'Kocher B' } }, offers })).id;
+    ids.bag = (await admin.upsertProduct(shop, 'BAG-NO-OFFERS', { content: { de: { title: 'Schlafsack' } } })).id;
+    for (let i = 1; i <= FILLERS; i++) {
+      await admin.upsertProduct(shop, `SOCK-${String(i).padStart(2, '0')}`, { content: { de: { title: `Socke ${i}` } }, own_stock: { quantity: 3, cost: '4.00', currency: 'EUR' } });
+    }
+    page = await browser.newPage();
+    await signInAsOperator(page);
+  });
+
+  async function find(query: string): Promise<number> {
+    await page.goto(`${service.url}/panel/merchants/${shop}/catalog`);
+    await page.getByLabel('Product id, ref, SKU or EAN').fill(query);
+    const [response] = await Promise.all([
+      page.waitForResponse((r) => r.url().includes(`q=${encodeURIComponent(query)}`)),
+      page.getByRole('button', { name: 'Find' }).click(),
+    ]);
+    await page.waitForLoadState();
+    return response.status();
+  }
+
+  it('finds a product by its exported SKU and shows its payload', async () => {
+    expect(await find('SU-PACK-30')).toBe(200);
+    expect(await page.locator('main h2').first().textContent()).toBe(`Product ${ids.pack} ref PACK-30`);
+    expect(await page.textContent('main')).toContain('Found by its SKU.');
+    expect(JSON.parse((await page.getByLabel('Payload', { exact: true }).textContent())!)).toMatchObject({ id: ids.pack, sku: 'SU-PACK-30', ean: '4006381333931' });
+    await browser.screenshot(page, 'catalog-by-sku');
+  });
+
+  it('finds a product by its EAN', async () => {
+    expect(await find('4006381333931')).toBe(200);
+    expect(await page.locator('main h2').first().textContent()).toBe(`Product ${ids.pack} ref PACK-30`);
+    expect(await page.textContent('main')).toContain('Found by its EAN.');
+  });
+
+  it('lists the products sharing an EAN as links, each leading to its payload', async () => {
+    expect(await find('4012345678901')).toBe(200);
+    const links = page.getByRole('list', { name: 'Matching products' }).getByRole('link');
+    expect(await links.allTextContents()).toEqual([`Product ${ids.stoveA}`, `Product ${ids.stoveB}`]);
+    await browser.screenshot(page, 'catalog-several-matches');
+    await links.nth(1).click();
+    await page.waitForURL(new RegExp(`q=${ids.stoveB}`));
+    expect(JSON.parse((await page.getByLabel('Payload', { exact: true }).textContent())!)).toMatchObject({ id: ids.stoveB, sku: 'SU-STOVE-B' });
+  });
+
+  it('answers 404 when neither an id, a ref, a SKU nor an EAN matches', async () => {
+    expect(await find('SU-NOTHING')).toBe(404);
+    expect(await page.getByRole('alert').textContent()).toContain('nor the SKU or EAN "SU-NOTHING" in store de');
+  });
+
+  it('pages through the store\'s products by id, 50 a page', async () => {
+    await page.goto(`${service.url}/panel/merchants/${shop}/catalog`);
+    const rows = page.getByRole('table', { name: 'Products' }).locator('tbody tr');
+    const total = 4 + FILLERS;
+    expect(await page.textContent('main')).toContain(`${total} published, 1 excluded (no_offers 1).`);
+    expect(await rows.count()).toBe(50);
+    const firstPage = (await rows.locator('td:first-child').allTextContents()).map(Number);
+    expect(firstPage.slice(0, 4)).toEqual([ids.pack, ids.stoveA, ids.stoveB, ids.bag]);
+    expect(firstPage).toEqual([...firstPage].sort((a, b) => a - b));
+    expect(await rows.nth(0).locator('td').allTextContents()).toEqual([String(ids.pack), 'Tagesrucksack 30 l', 'SU-PACK-30', '4006381333931', 'no']);
+    await browser.screenshot(page, 'catalog-products');
+    await page.getByRole('link', { name: 'Next 50 products' }).click();
+    await page.waitForURL(new RegExp(`after_id=${firstPage[49]}`));
+    const secondPage = (await rows.locator('td:first-child').allTextContents()).map(Number);
+    expect(secondPage).toHaveLength(total - 50);
+    expect(secondPage[0]).toBeGreaterThan(firstPage[49]!);
+    expect(await page.getByRole('link', { name: 'Next 50 products' }).count()).toBe(0);
+    await page.getByRole('link', { name: 'First page' }).click();
+    await page.waitForURL((url) => !url.search.includes('after_id'));
+    expect(await rows.count()).toBe(50);
+  });
+
+  it('lists the excluded products only, with their reasons', async () => {
+    await page.goto(`${service.url}/panel/merchants/${shop}/catalog`);
+    await page.getByLabel('Excluded only').check();
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await page.waitForURL(/excluded=1/);
+    expect(await page.getByRole('heading', { name: 'Excluded products in store de' }).count()).toBe(1);
+    const cells = await page.getByRole('table', { name: 'Products' }).locator('tbody tr').locator('td').allTextContents();
+    expect(cells).toEqual([String(ids.bag), 'Schlafsack', 'SU-BAG-NO-OFFERS', '', 'no_offers']);
+    await browser.screenshot(page, 'catalog-excluded');
+  });
+
+  it('refuses an after_id that is not a non-negative integer with 400', async () => {
+    const response = await page.goto(`${service.url}/panel/merchants/${shop}/catalog?after_id=abc`);
+    expect(response!.status()).toBe(400);
   });
 });

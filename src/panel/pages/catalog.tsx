@@ -1,13 +1,14 @@
-// A merchant's catalog (issue 11, "Catalog"; this slice: one product at a time): pick a store,
-// find a product by its id or ref (exact match), and see its payload exactly as integrators get it
-// (GET /v1/products/{id}) beside its sources, the pricing rule each price comes from and whether
-// it is excluded. Not yet: search by SKU or EAN, the product list, the excluded-products listing.
+// A merchant's catalog (issue 11, "Catalog"): pick a store; find a product by its id, ref, SKU or
+// EAN (exact match) and see its payload exactly as integrators get it (GET /v1/products/{id}) beside
+// its sources, the pricing rule each price comes from and whether it is excluded; or page through
+// the store's products by id, optionally the excluded ones only, with their reasons.
 import { Hono } from 'hono';
 import type { Service } from '../../service.js';
 import type { PanelAccounts, PanelSession } from '../../admin/accounts.js';
 import type { ProductSourceView } from '../../admin/catalog-admin.js';
 import type { Product } from '../../catalog/model.js';
-import { ProblemError } from '../../shared/problem.js';
+import { SEARCH_MATCHES_MAX, type ProductSearch, type ProductSearchField, type ProductSummaryPage } from '../../catalog/reads.js';
+import { invalidInput, ProblemError } from '../../shared/problem.js';
 import type { PricingRuleRecord, StoreRecord } from '../../storage/records.js';
 import { merchantOf, sessionOf } from '../handlers.js';
 import { ErrorMessage, Layout } from '../layout.js';
@@ -123,9 +124,89 @@ function Sources(props: { source: ProductSourceView }) {
   );
 }
 
+/** Products per page of the store's product list (the public API's default per_page). */
+export const PRODUCTS_PER_PAGE = 50;
+
+const FIELD_NAMES: Record<ProductSearchField, string> = { id: 'id', ref: 'ref', sku: 'SKU', ean: 'EAN' };
+
+function catalogUrl(merchantId: number, params: Record<string, string | undefined>): string {
+  const query = new URLSearchParams();
+  for (const [key, value] of Object.entries(params)) if (value !== undefined) query.set(key, value);
+  return `/panel/merchants/${merchantId}/catalog?${query}`;
+}
+
+function exclusionText(p: { excluded: boolean; exclusion_reason: string | null }): string {
+  return p.excluded ? `excluded: ${p.exclusion_reason}` : 'no';
+}
+
+/** Several products share the SKU or EAN searched for: links to each one's detail. */
+function Matches(props: { merchantId: number; store: string; query: string; search: ProductSearch }) {
+  const { search } = props;
+  const field = FIELD_NAMES[search.field!];
+  return (
+    <section aria-labelledby="matches">
+      <h2 id="matches">{search.matches.length} products have the {field} "{props.query}"</h2>
+      {search.matches.length >= SEARCH_MATCHES_MAX && <p class="muted">Only the first {search.matches.length} by id are listed.</p>}
+      <ul aria-label="Matching products">
+        {search.matches.map((m) => (
+          <li>
+            <a href={catalogUrl(props.merchantId, { store: props.store, q: String(m.id) })}>Product {m.id}</a>
+            {' '}<span class="muted">ref {m.ref}</span>{m.summary?.title ? ` · ${m.summary.title}` : ''}
+            {m.summary?.excluded ? ` · ${exclusionText(m.summary)}` : ''}
+          </li>
+        ))}
+      </ul>
+    </section>
+  );
+}
+
+/** The store's products by id, 50 a page, optionally the excluded ones only. */
+function ProductList(props: { merchantId: number; list: ProductSummaryPage; excludedOnly: boolean; afterId: number | undefined }) {
+  const { merchantId, list, excludedOnly } = props;
+  const store = list.store.slug;
+  const excludedTotal = Object.values(list.counts.excluded).reduce((a, b) => a + b, 0);
+  const reasons = Object.entries(list.counts.excluded).filter(([, n]) => n > 0).map(([reason, n]) => `${reason} ${n}`).join(', ');
+  return (
+    <section aria-labelledby="products">
+      <h2 id="products">{excludedOnly ? 'Excluded products' : 'Products'} in store {store}</h2>
+      <p>{list.counts.total} published, {excludedTotal} excluded{reasons ? ` (${reasons})` : ''}.</p>
+      <form class="inline" method="get" action={`/panel/merchants/${merchantId}/catalog`}>
+        <input type="hidden" name="store" value={store} />
+        <label class="inline-check"><input type="checkbox" name="excluded" value="1" checked={excludedOnly} /> Excluded only</label>
+        {' '}<button type="submit">Filter</button>
+      </form>
+      {list.products.length === 0 ? <p>{excludedOnly ? 'No excluded products.' : 'No products.'}</p> : (
+        <table aria-label="Products" class="labelled">
+          <thead><tr><th>Id</th><th>Title</th><th>SKU</th><th>EAN</th><th>Excluded</th></tr></thead>
+          <tbody>
+            {list.products.map((p) => (
+              <tr>
+                <td data-label="Id"><a href={catalogUrl(merchantId, { store, q: String(p.id) })}>{p.id}</a></td>
+                <td data-label="Title">{p.title ?? <span class="muted">none</span>}</td>
+                <td data-label="SKU">{p.sku ?? ''}</td>
+                <td data-label="EAN">{p.ean ?? ''}</td>
+                <td data-label="Excluded">{p.excluded ? p.exclusion_reason : 'no'}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      <nav aria-label="Pages">
+        {props.afterId !== undefined && <a href={catalogUrl(merchantId, { store, excluded: excludedOnly ? '1' : undefined })}>First page</a>}
+        {props.afterId !== undefined && list.nextAfterId !== null && ' · '}
+        {list.nextAfterId !== null && (
+          <a rel="next" href={catalogUrl(merchantId, { store, excluded: excludedOnly ? '1' : undefined, after_id: String(list.nextAfterId) })}>Next {PRODUCTS_PER_PAGE} products</a>
+        )}
+      </nav>
+    </section>
+  );
+}
+
 function CatalogPage(props: {
   session: PanelSession; merchantId: number; stores: StoreRecord[]; store: string; query: string;
-  found?: Found | undefined; rules: PricingRuleRecord[]; error?: { detail: string } | undefined;
+  found?: Found | undefined; foundBy?: ProductSearchField | undefined; search?: ProductSearch | undefined;
+  list?: { page: ProductSummaryPage; excludedOnly: boolean; afterId: number | undefined } | undefined;
+  rules: PricingRuleRecord[]; error?: { detail: string } | undefined;
 }) {
   const { session, merchantId, found } = props;
   return (
@@ -137,15 +218,21 @@ function CatalogPage(props: {
               {props.stores.map((s) => <option value={s.slug} selected={s.slug === props.store}>{s.name} ({s.slug})</option>)}
             </select>
           </label>
-          <label>Product id or ref<input name="q" required value={props.query} /></label>
+          <label>Product id, ref, SKU or EAN<input name="q" required value={props.query} /></label>
           <button type="submit">Find</button>
         </form>
       )}
-      <p class="muted">Exact match on the product's id or ref. Search by SKU or EAN and the list of excluded products are not in the panel yet.</p>
+      <p class="muted">
+        Exact match, tried as the product's id, then its ref, then the SKU and then the EAN its payload has in the store.
+        {props.query && <> <a href={catalogUrl(merchantId, { store: props.store })}>All products of the store</a></>}
+      </p>
       <ErrorMessage error={props.error} />
+      {props.search && props.search.matches.length > 1 && <Matches merchantId={merchantId} store={props.store} query={props.query} search={props.search} />}
+      {props.list && <ProductList merchantId={merchantId} list={props.list.page} excludedOnly={props.list.excludedOnly} afterId={props.list.afterId} />}
       {found && (
         <>
           <h2>Product {found.source.id} <span class="muted">ref {found.source.ref}</span></h2>
+          {props.foundBy && props.foundBy !== 'id' && props.foundBy !== 'ref' && <p class="muted">Found by its {FIELD_NAMES[props.foundBy]}.</p>}
           <div class="side-by-side">
             <section aria-labelledby="payload">
               <h2 id="payload">Payload in store {props.store}</h2>
@@ -165,21 +252,16 @@ function CatalogPage(props: {
   );
 }
 
+/** The list's `after_id`: absent, or a non-negative integer (400 otherwise, as in the public API). */
+function afterIdParam(raw: string | undefined): number | undefined {
+  if (raw === undefined || raw === '') return undefined;
+  if (!/^[0-9]{1,15}$/.test(raw)) throw invalidInput('query', [{ name: 'after_id', in: 'query', reason: 'must be a non-negative integer' }]);
+  return Number(raw);
+}
+
 export function catalogPages(service: Service, _accounts: () => PanelAccounts) {
   const pages = new Hono<PanelEnv>();
   const { admin, reads } = service;
-
-  /** The product an exact id or ref names: an all-digit query is tried as an id first, then as a ref. */
-  async function productNamed(merchantId: number, query: string) {
-    if (/^[0-9]{1,15}$/.test(query)) {
-      try {
-        return await admin.productById(merchantId, Number(query));
-      } catch (error) {
-        if (!(error instanceof ProblemError && error.status === 404)) throw error;
-      }
-    }
-    return admin.product(merchantId, query);
-  }
 
   pages.get('/', async (c) => {
     const session = sessionOf(c);
@@ -189,16 +271,19 @@ export function catalogPages(service: Service, _accounts: () => PanelAccounts) {
     const store = stores.find((s) => s.slug === c.req.query('store')) ?? stores.find((s) => s.is_default) ?? stores[0];
     const query = (c.req.query('q') ?? '').trim();
     const page = { session, merchantId, stores, store: store?.slug ?? '', query, rules: [] as PricingRuleRecord[] };
-    if (!query || !store) return c.html(<CatalogPage {...page} />);
-    let product;
-    try {
-      product = await productNamed(merchantId, query);
-    } catch (error) {
-      if (error instanceof ProblemError && error.status === 404) {
-        return c.html(<CatalogPage {...page} error={{ detail: `No product has the id or ref "${query}".` }} />, 404);
-      }
-      throw error;
+    if (!store) return c.html(<CatalogPage {...page} />);
+    if (!query) {
+      const excludedOnly = c.req.query('excluded') === '1';
+      const afterId = afterIdParam(c.req.query('after_id'));
+      const list = await reads.productSummaries(merchantId, store.slug, { afterId, perPage: PRODUCTS_PER_PAGE, excludedOnly });
+      return c.html(<CatalogPage {...page} list={{ page: list, excludedOnly, afterId }} />);
     }
+    const search = await reads.findProducts(merchantId, store.slug, query);
+    if (search.matches.length === 0) {
+      return c.html(<CatalogPage {...page} error={{ detail: `No product has the id or ref "${query}", nor the SKU or EAN "${query}" in store ${store.slug}.` }} />, 404);
+    }
+    if (search.matches.length > 1) return c.html(<CatalogPage {...page} search={search} />);
+    const product = search.matches[0]!;
     const [source, rules] = await Promise.all([admin.productSource(merchantId, product.ref), admin.listPricingRules(merchantId)]);
     let found: Found;
     try {
@@ -207,7 +292,7 @@ export function catalogPages(service: Service, _accounts: () => PanelAccounts) {
       if (!(error instanceof ProblemError && error.status === 404)) throw error;
       found = { source, missing: `Product ${product.id} is not published in store ${store.slug}: integrators get 404 for it.` };
     }
-    return c.html(<CatalogPage {...page} rules={rules} found={found} />);
+    return c.html(<CatalogPage {...page} rules={rules} found={found} foundBy={search.field ?? undefined} />);
   });
 
   return pages;

@@ -1,8 +1,26 @@
 // Published payloads per (store, product) on SQLite, and the public API's reads over them: SQLite
 // joins a page's payloads into one UTF-8 buffer that goes out unchanged.
 import type { PublishedStore } from '../port.js';
-import type { PublishedExclusionCounts, PublishedHashes, PublishedPage, PublishedRow } from '../records.js';
+import type {
+  PublishedExclusionCounts, PublishedHashes, PublishedPage, PublishedProductSummary, PublishedRow, PublishedSummaryWindow,
+} from '../records.js';
 import type { Row, SqliteConnection } from './connection.js';
+
+// The summary's fields as the payload states them; excluded is JSON true/false, which json_extract reads as 1/0.
+const SUMMARY_COLUMNS = `product_id AS id, json_extract(payload, '$.title') AS title, json_extract(payload, '$.sku') AS sku,
+  json_extract(payload, '$.ean') AS ean, json_extract(payload, '$.excluded') AS excluded,
+  json_extract(payload, '$.exclusion_reason') AS exclusion_reason`;
+
+function toSummary(row: Row): PublishedProductSummary {
+  return {
+    id: row.id as number,
+    title: row.title as string | null,
+    sku: row.sku as string | null,
+    ean: row.ean as string | null,
+    excluded: row.excluded === 1,
+    exclusion_reason: row.exclusion_reason as PublishedProductSummary['exclusion_reason'],
+  };
+}
 
 export class SqlitePublished implements PublishedStore {
   static readonly writes = ['upsertPublished', 'deletePublished'] as const;
@@ -66,6 +84,27 @@ export class SqlitePublished implements PublishedStore {
       FROM (SELECT product_id, payload FROM published_products
         WHERE store_id = ? AND product_id IN (SELECT value FROM json_each(?)) ORDER BY product_id)`)
       .pluck().get(storeId, JSON.stringify(productIds)) as Uint8Array;
+  }
+
+  async findPublishedProducts(storeId: number, match: { sku?: string; ean?: string }, limit: number): Promise<PublishedProductSummary[]> {
+    if (match.sku === undefined && match.ean === undefined) return [];
+    // A scan of the store's rows (the primary key's prefix): no index on payload fields; the panel's search only.
+    const rows = this.c.stmt(`SELECT ${SUMMARY_COLUMNS} FROM published_products
+      WHERE store_id = @storeId
+        AND (@sku IS NULL OR json_extract(payload, '$.sku') = @sku)
+        AND (@ean IS NULL OR json_extract(payload, '$.ean') = @ean)
+      ORDER BY product_id LIMIT @limit`)
+      .all({ storeId, sku: match.sku ?? null, ean: match.ean ?? null, limit }) as Row[];
+    return rows.map(toSummary);
+  }
+
+  async publishedSummaries(storeId: number, window: PublishedSummaryWindow): Promise<PublishedProductSummary[]> {
+    const rows = this.c.stmt(`SELECT ${SUMMARY_COLUMNS} FROM published_products
+      WHERE store_id = @storeId AND product_id > @afterId
+        AND (@excludedOnly = 0 OR json_extract(payload, '$.excluded') = 1)
+      ORDER BY product_id LIMIT @limit`)
+      .all({ storeId, afterId: window.afterId, excludedOnly: window.excludedOnly ? 1 : 0, limit: window.limit }) as Row[];
+    return rows.map(toSummary);
   }
 
   async publishedCountsByExclusion(storeId: number): Promise<PublishedExclusionCounts> {

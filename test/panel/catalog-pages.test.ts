@@ -6,6 +6,7 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { indentJson } from '../../src/panel/pages/catalog.js';
 import { launchBrowser, type TestBrowser } from '../support/browser.js';
+import { signInAsOperator } from './sign-in.js';
 import { ADMIN_TOKEN, startTestService, type TestService } from '../support/service.js';
 
 let service: TestService;
@@ -41,12 +42,6 @@ afterAll(async () => {
   await service?.close();
 });
 
-async function signInAsOperator(page: Page): Promise<void> {
-  await page.goto(`${service.url}/panel/login`);
-  await page.getByLabel('Admin token').fill(ADMIN_TOKEN);
-  await page.getByRole('button', { name: 'Sign in as operator' }).click();
-  await page.waitForURL(`${service.url}/panel`);
-}
 
 /** Uploads a file on the import page; returns the status the page answered with. */
 async function upload(page: Page, name: string, buffer: Buffer): Promise<number> {
@@ -65,7 +60,7 @@ describe('catalog pages in the browser', () => {
 
   it('lists the line numbers and reasons of a file with bad lines, with 400, and applies nothing', async () => {
     page = await browser.newPage();
-    await signInAsOperator(page);
+    await signInAsOperator(page, service.url);
     const status = await upload(page, 'bad.ndjson', ndjson(BACKPACK, '{"op":"upsert_product","product":', { op: 'upsert_product', product: { ref: 'X-1', offers: [{ supplier_ref: 'nobody', quantity: 1, cost: '1.00', currency: 'EUR' }] } }));
     expect(status).toBe(400);
     const problems = page.getByRole('table', { name: 'Invalid lines' });
@@ -183,7 +178,7 @@ describe('catalog search by SKU and EAN, and the product list, in the browser', 
       await admin.upsertProduct(shop, `SOCK-${String(i).padStart(2, '0')}`, { content: { de: { title: `Socke ${i}` } }, own_stock: { quantity: 3, cost: '4.00', currency: 'EUR' } });
     }
     page = await browser.newPage();
-    await signInAsOperator(page);
+    await signInAsOperator(page, service.url);
   });
 
   async function find(query: string): Promise<number> {

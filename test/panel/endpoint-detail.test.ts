@@ -4,9 +4,10 @@
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchBrowser, type TestBrowser } from '../support/browser.js';
+import { signInAsOperator } from './sign-in.js';
 import { fakeClock, MINUTE } from '../support/clock.js';
 import { Receiver } from '../support/receiver.js';
-import { ADMIN_TOKEN, startTestService, type TestService } from '../support/service.js';
+import { startTestService, type TestService } from '../support/service.js';
 
 const clock = fakeClock('2025-03-14T09:00:00.000Z');
 let service: TestService;
@@ -41,12 +42,6 @@ afterAll(async () => {
   await service?.close();
 });
 
-async function signInAsOperator(on: Page): Promise<void> {
-  await on.goto(`${service.url}/panel/login`);
-  await on.getByLabel('Admin token').fill(ADMIN_TOKEN);
-  await on.getByRole('button', { name: 'Sign in as operator' }).click();
-  await on.waitForURL(`${service.url}/panel`);
-}
 
 /** The endpoint's deliveries as the domain states them, newest first. */
 const deliveries = () => service.service.endpoints.deliveries(merchantId, endpointId, { limit: 50 });
@@ -63,7 +58,7 @@ const row = (deliveryId: number) => page.locator(`tr[data-delivery="${deliveryId
 
 describe('endpoint detail in the browser', () => {
   it('is linked from the endpoints list and shows a successful delivery with its attempt', async () => {
-    await signInAsOperator(page);
+    await signInAsOperator(page, service.url);
     await page.goto(`${service.url}/panel/merchants/${merchantId}/endpoints`);
     await page.getByLabel('Receiver URL').fill(receiver.url);
     await page.getByRole('button', { name: 'Register' }).click();

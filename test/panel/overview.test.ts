@@ -5,7 +5,8 @@
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchBrowser, type TestBrowser } from '../support/browser.js';
-import { ADMIN_TOKEN, startTestService, type TestService } from '../support/service.js';
+import { signInAsOperator } from './sign-in.js';
+import { startTestService, type TestService } from '../support/service.js';
 
 let service: TestService;
 let browser: TestBrowser;
@@ -39,12 +40,6 @@ afterAll(async () => {
   await service?.close();
 });
 
-async function signInAsOperator(page: Page): Promise<void> {
-  await page.goto(`${service.url}/panel/login`);
-  await page.getByLabel('Admin token').fill(ADMIN_TOKEN);
-  await page.getByRole('button', { name: 'Sign in as operator' }).click();
-  await page.waitForURL(`${service.url}/panel`);
-}
 
 /** A user of the merchant, invited by the operator, with a password set through the invitation page. */
 async function signInAsUser(page: Page, forMerchant: number, email: string): Promise<void> {
@@ -83,7 +78,7 @@ describe('merchant overview', () => {
   it("the operator opens a merchant from the list and sees its stores' products and exclusions, endpoints, feed lag and notifications", async () => {
     const page = await browser.newPage();
     await page.setViewportSize({ width: 1000, height: 700 });
-    await signInAsOperator(page);
+    await signInAsOperator(page, service.url);
     await page.getByRole('link', { name: 'Alpine Outfitters' }).click();
     await page.waitForURL(`${service.url}/panel/merchants/${merchantId}`);
     await expectOverviewCounts(page);
@@ -105,7 +100,7 @@ describe('merchant overview', () => {
   it('holds at phone width: nothing wider than the screen, every count keeps its label', async () => {
     const page = await browser.newPage();
     await page.setViewportSize({ width: 375, height: 740 });
-    await signInAsOperator(page);
+    await signInAsOperator(page, service.url);
     await page.goto(`${service.url}/panel/merchants/${merchantId}`);
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
     expect(overflow).toBeLessThanOrEqual(0);

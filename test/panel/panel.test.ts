@@ -4,6 +4,7 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PANEL_CSP } from '../../src/panel/security-headers.js';
 import { launchBrowser, type TestBrowser } from '../support/browser.js';
+import { signInAsOperator } from './sign-in.js';
 import { Receiver } from '../support/receiver.js';
 import { ADMIN_TOKEN, startTestService, type TestService } from '../support/service.js';
 
@@ -27,12 +28,6 @@ afterAll(async () => {
   await service?.close();
 });
 
-async function signInAsOperator(page: Page): Promise<void> {
-  await page.goto(`${service.url}/panel/login`);
-  await page.getByLabel('Admin token').fill(ADMIN_TOKEN);
-  await page.getByRole('button', { name: 'Sign in as operator' }).click();
-  await page.waitForURL(`${service.url}/panel`);
-}
 
 /** Signs the operator in over plain HTTP; returns the cookie and the CSRF token of a page. */
 async function operatorCookie(): Promise<{ cookie: string; csrf: (path: string) => Promise<string> }> {
@@ -119,7 +114,7 @@ describe('operator in the browser', () => {
     await page.goto(`${service.url}/panel`);
     expect(await page.getByRole('heading', { name: 'Sign in', level: 1 }).isVisible()).toBe(true);
     await browser.screenshot(page, 'login');
-    await signInAsOperator(page);
+    await signInAsOperator(page, service.url);
     const body = await page.textContent('main');
     expect(body).toContain('Alpine Outfitters');
     expect(body).toContain('Harbour Supplies');
@@ -128,7 +123,7 @@ describe('operator in the browser', () => {
 
   it('registers an endpoint against a local receiver, sees its secret exactly once, and the test delivery verifies with it', async () => {
     const page = await browser.newPage();
-    await signInAsOperator(page);
+    await signInAsOperator(page, service.url);
     await page.goto(`${service.url}/panel/merchants/${merchantId}/endpoints`);
     await page.getByLabel('Receiver URL').fill(`${receiver.url}/hooks`);
     await page.getByRole('button', { name: 'Register' }).click();
@@ -161,7 +156,7 @@ describe('operator in the browser', () => {
   it('pauses an endpoint by hand and enables it again, each recorded in the audit log', async () => {
     const created = await service.service.endpoints.create(otherMerchantId, { url: `${receiver.url}/pause-me` });
     const page = await browser.newPage();
-    await signInAsOperator(page);
+    await signInAsOperator(page, service.url);
     await page.goto(`${service.url}/panel/merchants/${otherMerchantId}/endpoints`);
     await page.getByRole('button', { name: 'Pause' }).click();
     await page.waitForURL(/done=paused/);
@@ -175,7 +170,7 @@ describe('operator in the browser', () => {
 
   it('shows a domain error on the form with the status of the problem', async () => {
     const page = await browser.newPage();
-    await signInAsOperator(page);
+    await signInAsOperator(page, service.url);
     await page.goto(`${service.url}/panel/merchants/${merchantId}/endpoints`);
     await page.getByLabel('Receiver URL').fill('http://10.0.0.1/hooks');
     const [response] = await Promise.all([
@@ -189,7 +184,7 @@ describe('operator in the browser', () => {
 
   it('creates an API key shown once and revokes it after a confirmation', async () => {
     const page = await browser.newPage();
-    await signInAsOperator(page);
+    await signInAsOperator(page, service.url);
     await page.goto(`${service.url}/panel/merchants/${merchantId}/keys`);
     await page.getByLabel(/Name/).fill('ERP sync');
     await page.getByRole('button', { name: 'Create key' }).click();
@@ -210,7 +205,7 @@ describe('operator in the browser', () => {
 
   it('answers 404 for a merchant that does not exist', async () => {
     const page = await browser.newPage();
-    await signInAsOperator(page);
+    await signInAsOperator(page, service.url);
     const response = await page.goto(`${service.url}/panel/merchants/999999/endpoints`);
     expect(response!.status()).toBe(404);
   });
@@ -220,7 +215,7 @@ describe('operator in the browser', () => {
 // parallel; the in-memory stand-in above covers the operator only. Enable them when it lands.
 describe('merchant users (needs service.accounts)', () => {
   async function inviteAndAccept(page: Page, email: string, forMerchant: number, password: string): Promise<string> {
-    await signInAsOperator(page);
+    await signInAsOperator(page, service.url);
     await page.goto(`${service.url}/panel/merchants/${forMerchant}/users`);
     await page.getByLabel('E-mail').fill(email);
     await page.getByLabel('Role').selectOption('owner');

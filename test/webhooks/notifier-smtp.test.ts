@@ -1,41 +1,22 @@
 // Owners' notifications: always in the notifications table, and e-mailed to the merchant's owner
 // addresses when SMTP is configured — here to a real SMTP server on 127.0.0.1.
-import type { AddressInfo } from 'node:net';
-import { SMTPServer } from 'smtp-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OwnerNotifier } from '../../src/webhooks/notifier.js';
 import { startTestService, type TestService } from '../support/service.js';
-
-interface Mail { from: string; to: string[]; data: string }
+import { startSmtpCapture, type Mail, type SmtpCapture } from '../support/smtp.js';
 
 let service: TestService;
-let smtp: SMTPServer;
+let smtp: SmtpCapture;
 let port: number;
-const mails: Mail[] = [];
+let mails: Mail[];
 
 beforeAll(async () => {
   service = await startTestService();
-  smtp = new SMTPServer({
-    authOptional: true,
-    disabledCommands: ['STARTTLS'],
-    onData(stream, session, callback) {
-      let data = '';
-      stream.on('data', (chunk: Buffer) => { data += chunk.toString('utf8'); });
-      stream.on('end', () => {
-        mails.push({
-          from: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
-          to: session.envelope.rcptTo.map((r) => r.address),
-          data,
-        });
-        callback();
-      });
-    },
-  });
-  await new Promise<void>((resolve) => smtp.listen(0, '127.0.0.1', () => resolve()));
-  port = (smtp.server.address() as AddressInfo).port;
+  smtp = await startSmtpCapture();
+  ({ port, mails } = smtp);
 });
 afterAll(async () => {
-  await new Promise<void>((resolve) => smtp.close(() => resolve()));
+  await smtp.close();
   await service.close();
 });
 

@@ -93,3 +93,59 @@ describe('transactions', () => {
     }
   });
 });
+
+describe('another process holding the write lock', () => {
+  const merchant = (name: string) => ({ name, sku_pattern: null, owner_emails: [], created_at: '2026-11-26T00:00:00Z' });
+
+  it('is waited for without blocking the event loop, and the write goes through once it is released', async () => {
+    const first = open();
+    // A second storage on the same file: its own connections, as another process would have.
+    const file = first.db.name;
+    const second = openSqliteStorage(file);
+    try {
+      let release!: () => void;
+      const held = first.transaction(async (tx) => {
+        await tx.createMerchant(merchant('Holder'));
+        await new Promise<void>((resolve) => { release = resolve; });
+      });
+      let waitingWrite = false;
+      const waiting = second.transaction(async (tx) => {
+        waitingWrite = true;
+        await tx.createMerchant(merchant('Waiter'));
+      });
+      // Timers still fire while the second write waits for the lock.
+      let ticks = 0;
+      await new Promise<void>((resolve) => {
+        const timer = setInterval(() => { if (++ticks === 5) { clearInterval(timer); resolve(); } }, 5);
+      });
+      expect(waitingWrite).toBe(false);
+      release();
+      await held;
+      await waiting;
+      expect((await second.listMerchants()).map((m) => m.name)).toEqual(['Holder', 'Waiter']);
+    } finally {
+      await second.close();
+      await first.close();
+    }
+  });
+
+  it('fails the write after the lock time-out, and the storage keeps working', async () => {
+    const first = open();
+    const second = openSqliteStorage(first.db.name, { lockTimeoutMs: 50 });
+    try {
+      let release!: () => void;
+      const held = first.transaction(async () => {
+        await new Promise<void>((resolve) => { release = resolve; });
+      });
+      await expect(second.createMerchant(merchant('Too late'))).rejects.toMatchObject({ code: 'SQLITE_BUSY' });
+      release();
+      await held;
+      await second.createMerchant(merchant('After'));
+      expect((await first.listMerchants()).map((m) => m.name)).toEqual(['After']);
+    } finally {
+      await second.close();
+      await first.close();
+    }
+  });
+});
+

@@ -157,21 +157,16 @@ export function endpointPages(service: Service, accounts: () => PanelAccounts) {
     return c.redirect(`/panel/merchants/${merchantId}/endpoints?done=test`, 303);
   });
 
-  pages.post('/:endpointId/enable', async (c) => {
-    const session = sessionOf(c);
-    const merchantId = merchantOf(c);
-    const enabled = await endpoints.update(merchantId, idParam(c, 'endpointId', 'Webhook endpoint'), { status: 'active' });
-    await accounts().record(session.principal, merchantId, 'endpoint.enable', `endpoint ${enabled.id} ${enabled.url}`);
-    return c.redirect(`/panel/merchants/${merchantId}/endpoints?done=enabled`, 303);
-  });
-
-  pages.post('/:endpointId/pause', async (c) => {
-    const session = sessionOf(c);
-    const merchantId = merchantOf(c);
-    const paused = await endpoints.update(merchantId, idParam(c, 'endpointId', 'Webhook endpoint'), { status: 'paused' });
-    await accounts().record(session.principal, merchantId, 'endpoint.pause', `endpoint ${paused.id} ${paused.url}`);
-    return c.redirect(`/panel/merchants/${merchantId}/endpoints?done=paused`, 303);
-  });
+  // Enable and pause: one status change each, recorded, back to the list with a notice.
+  for (const [action, status, done] of [['enable', 'active', 'enabled'], ['pause', 'paused', 'paused']] as const) {
+    pages.post(`/:endpointId/${action}`, async (c) => {
+      const session = sessionOf(c);
+      const merchantId = merchantOf(c);
+      const changed = await endpoints.update(merchantId, idParam(c, 'endpointId', 'Webhook endpoint'), { status });
+      await accounts().record(session.principal, merchantId, `endpoint.${action}`, `endpoint ${changed.id} ${changed.url}`);
+      return c.redirect(`/panel/merchants/${merchantId}/endpoints?done=${done}`, 303);
+    });
+  }
 
   // The confirmation step: deleting is a POST from this page only.
   pages.get('/:endpointId/delete', async (c) => {

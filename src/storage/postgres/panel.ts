@@ -30,13 +30,11 @@ export class PgPanel implements PanelStore {
   }
 
   async upsertPanelUser(user: Omit<PanelUserRecord, 'id'>, passwordHash: string): Promise<PanelUserRecord> {
-    // Update, else insert (INSERT ... ON CONFLICT would draw an identity value on every update too);
-    // another merchant's user with this email is left alone and returned, as on SQLite.
-    await this.c.run('UPDATE panel_users SET role = $3, password_hash = $4 WHERE email = $1 AND merchant_id = $2',
-      [user.email, user.merchant_id, user.role, passwordHash]);
-    const existing = await this.c.one<PanelUserRecord & Row>(`SELECT ${USER_COLUMNS} FROM panel_users WHERE email = $1`, [user.email]);
-    return existing ?? (await this.c.one<PanelUserRecord & Row>(`INSERT INTO panel_users (merchant_id, email, role, password_hash, created_at)
-      VALUES ($1, $2, $3, $4, $5) RETURNING ${USER_COLUMNS}`, [user.merchant_id, user.email, user.role, passwordHash, user.created_at]))!;
+    // Another merchant's user with this email is left alone (and returned, as on SQLite).
+    await this.c.run(`INSERT INTO panel_users (merchant_id, email, role, password_hash, created_at) VALUES ($1, $2, $3, $4, $5)
+      ON CONFLICT (email) DO UPDATE SET role = excluded.role, password_hash = excluded.password_hash
+        WHERE panel_users.merchant_id = excluded.merchant_id`, [user.merchant_id, user.email, user.role, passwordHash, user.created_at]);
+    return (await this.c.one<PanelUserRecord & Row>(`SELECT ${USER_COLUMNS} FROM panel_users WHERE email = $1`, [user.email]))!;
   }
 
   async panelUserByEmail(email: string): Promise<(PanelUserRecord & { password_hash: string }) | undefined> {

@@ -338,4 +338,15 @@ CREATE TABLE audit_log (
 CREATE INDEX audit_log_merchant ON audit_log(merchant_id, id);
 `,
   },
+  {
+    id: 11,
+    name: 'dispatch_leases',
+    sql: `
+-- Several dispatchers on one database (issue 12): a claimed delivery is in flight until its
+-- attempt is recorded or its lease expires, whichever process claimed it; a claim counts an
+-- endpoint's unexpired leases against its concurrency. Null when not leased.
+ALTER TABLE webhook_deliveries ADD COLUMN leased_until TEXT;
+CREATE INDEX webhook_deliveries_leased ON webhook_deliveries(endpoint_id, leased_until) WHERE leased_until IS NOT NULL;
+`,
+  },
 ];

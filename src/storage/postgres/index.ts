@@ -8,7 +8,7 @@
 // the migrations run in the background, under an advisory lock so that processes starting
 // together apply each one once; every operation waits for them.
 import pg from 'pg';
-import type { CatalogStorage, StorageOperations, StorageTx } from '../port.js';
+import type { CatalogStorage, StorageOperations, StorageTx, WorkTopic } from '../port.js';
 import type { OperationalCounts } from '../records.js';
 import { PgCatalogSetup } from './catalog-setup.js';
 import { PgChanges } from './changes.js';
@@ -22,6 +22,7 @@ import { PgPanel } from './panel.js';
 import { PgProductSources } from './product-sources.js';
 import { PgPublished } from './published.js';
 import { PgTenancy } from './tenancy.js';
+import { PgWakeups } from './wakeups.js';
 import { PgWebhookEndpoints } from './webhook-endpoints.js';
 
 export type { PgPoolLike } from './connection.js';
@@ -83,7 +84,9 @@ export function openPostgresStorage(url: string, options: PostgresOptions = {}):
     // listener, its error event would end the process.
     pool.on('error', () => {});
   }
-  return new PostgresStorage(pool);
+  // Wake-ups after commit on a dedicated listening connection (not with an injected pool: polling only).
+  const wakeups = options.pool ? null : new PgWakeups(() => new pg.Client({ connectionString: url, application_name: 'catalog-publishing-service' }));
+  return new PostgresStorage(pool, wakeups);
 }
 
 /** Applies the migrations not applied yet, each in its own transaction, under the advisory lock. */
@@ -134,7 +137,7 @@ export class PostgresStorage implements CatalogStorage {
   private readonly txOperations = new WeakMap<PgQueryable, StorageTx>();
   private readonly snapshotOperations = new WeakMap<PgQueryable, StorageOperations>();
 
-  constructor(readonly pool: PgPoolLike) {
+  constructor(readonly pool: PgPoolLike, private readonly wakeups: PgWakeups | null = null) {
     this.migrating = this.startMigrating();
     const reader = operationsOn(new PgConnection(pool, false));
     const self = this as unknown as Record<string, unknown>;
@@ -224,8 +227,19 @@ export class PostgresStorage implements CatalogStorage {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    await this.wakeups?.close();
     await this.migrating.catch(() => {});
     await this.pool.end();
+  }
+
+  /** LISTEN/NOTIFY: a commit in any process that added work of the topic (storage/postgres/wakeups.ts). */
+  onWork(topic: WorkTopic, listener: () => void): () => void {
+    return this.wakeups?.subscribe(topic, listener) ?? (() => {});
+  }
+
+  /** Resolves when wake-ups are heard (the listening connection is up), at once without them. */
+  async listening(): Promise<void> {
+    await this.wakeups?.listening();
   }
 
   async ping(): Promise<void> {

@@ -52,7 +52,7 @@ describe('migrations', () => {
     try {
       const { rows } = await client.query('SELECT id, name FROM schema_migrations ORDER BY id');
       expect(rows).toEqual(migrations.map(({ id, name }) => ({ id, name })));
-      expect(rows.map((r) => r.id)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+      expect(new Set(rows.map((r) => r.id)).size).toBe(migrations.length);
     } finally {
       await client.end();
     }
@@ -86,7 +86,7 @@ describe('migrations', () => {
 // The same calls on both engines: every answer must be the same.
 
 const source = (overrides: Partial<ProductSourceDocument>): ProductSourceDocument => ({
-  title: 'A product', eans: [], images: [], offers: [], supplier_attributes: [], overrides: {}, excluded_stores: [],
+  manufacturer: 'ACME', eans: [], images: [], offers: [], supplier_attributes: [], overrides: {}, excluded_stores: [],
   ...overrides,
 } as unknown as ProductSourceDocument);
 
@@ -179,11 +179,11 @@ async function exercise(storage: CatalogStorage): Promise<Record<string, unknown
   const sources = [
     ['A-1', source({ images: [{ url: 'https://img.example/1.jpg' }], offers: [{ supplier_ref: 'S1' }] as never, excluded_stores: ['de'] })],
     ['A-2', source({ images: [{ url: 'https://img.example/1.jpg' }, { url: 'https://img.example/2.jpg' }], supplier_attributes: [{ supplier_ref: 'S2', key: 'color', value: 'red' }] as never })],
-    ['A-3', source({ title: 'Zażółć', excluded_stores: ['de', 'pl'] })],
+    ['A-3', source({ manufacturer: 'Zażółć', excluded_stores: ['de', 'pl'] })],
   ] as const;
   log.upserts = [];
   for (const [ref, document] of sources) (log.upserts as unknown[]).push(await storage.upsertProductSource(merchant.id, ref, document, T0));
-  (log.upserts as unknown[]).push(await storage.upsertProductSource(merchant.id, 'A-1', { ...sources[0][1], title: 'Renamed' }, T0));
+  (log.upserts as unknown[]).push(await storage.upsertProductSource(merchant.id, 'A-1', { ...sources[0][1], manufacturer: 'Renamed' }, T0));
   (log.upserts as unknown[]).push(await storage.upsertProductSource(merchant.id, 'A-4', source({}), T0));
   log.byRef = [await storage.findProductByRef(merchant.id, 'A-1'), await storage.findProductByRef(other.id, 'A-1')];
   log.excludedFrom = [await storage.productsExcludedFrom(merchant.id, 'de'), await storage.productsExcludedFrom(merchant.id, 'pl')];

@@ -120,6 +120,21 @@ async function migrate(pool: PgPoolLike): Promise<void> {
   }
 }
 
+/**
+ * The client's queries one after another: the domain may ask a transaction for several reads at
+ * once (Promise.all), and a connection runs one query at a time (pg queues them itself, deprecated).
+ */
+function oneAtATime(client: PgQueryable): PgQueryable {
+  let tail: Promise<unknown> = Promise.resolve();
+  return {
+    query<R extends Record<string, unknown>>(text: string, values?: unknown[]) {
+      const result = tail.then(() => client.query<R>(text, values));
+      tail = result.catch(() => undefined);
+      return result;
+    },
+  };
+}
+
 const SNAPSHOT = 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -198,7 +213,7 @@ export class PostgresStorage implements CatalogStorage {
   private operationsOf(client: PgQueryable, cache: WeakMap<PgQueryable, StorageOperations>, write: boolean): StorageOperations {
     let operations = cache.get(client);
     if (!operations) {
-      operations = operationsOn(new PgConnection(client, write));
+      operations = operationsOn(new PgConnection(oneAtATime(client), write));
       cache.set(client, operations);
     }
     return operations;

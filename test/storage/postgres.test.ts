@@ -2,6 +2,12 @@
 // by processes opening together, every core aggregate answering as the SQLite engine does (the same
 // calls on both, compared), page bytes identical to SQLite's, and the change feed's per-merchant
 // sequencer exact under concurrent writers.
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CatalogStorage, ProductSourceDocument, PublishedRow } from '../../src/storage/port.js';
@@ -255,6 +261,19 @@ async function exercise(storage: CatalogStorage): Promise<Record<string, unknown
     await storage.insertAuditEntry({ merchant_id: merchant.id, at: T0, actor: 'operator', action, detail: `{"a":"${action}"}` });
   }
   log.audit = await storage.listAuditEntries(merchant.id, 2);
+
+  // Changes: the merchant's sequence, a clock that steps back, pruning and horizons
+  const change = (storeId: number, productId: number) => ({ storeId, productId, changeType: 'price' as const });
+  await storage.recordChanges(merchant.id, [change(pl.id, 1), change(de.id, 1), change(pl.id, 2)], new Date('2026-10-01T00:00:00.900Z'));
+  await storage.recordChanges(other.id, [change(pl.id, 9)], new Date('2026-10-01T00:00:03Z'));
+  await storage.recordChanges(merchant.id, [change(pl.id, 3)], new Date('2026-09-30T23:59:00Z'));
+  await storage.recordChanges(merchant.id, [change(pl.id, 4), change(de.id, 4)], new Date('2026-11-20T00:00:00Z'));
+  await storage.recordChanges(merchant.id, [], new Date('2026-11-21T00:00:00Z'));
+  const everything = { at: '', id: 0 };
+  log.feeds = [await storage.changesAfter(pl.id, everything, 100), await storage.changesAfter(de.id, everything, 100),
+    await storage.changesAfter(pl.id, { at: '2026-10-01T00:00:00Z', id: 3 }, 2)];
+  log.pruned = [await storage.pruneChangesBefore('2026-10-15T00:00:00Z', 2), await storage.changeHorizon(pl.id), await storage.changeHorizon(de.id),
+    await storage.pruneChangesBefore('2026-10-15T00:00:00Z', 100), await storage.changeHorizon(pl.id), await storage.changesAfter(pl.id, everything, 100)];
   return log;
 }
 
@@ -451,5 +470,46 @@ describe('the change sequencer', () => {
     await poller;
     expect(recorded).toBeGreaterThan(writers * perWriter);
     expect(seen).toEqual(Array.from({ length: recorded }, (_, i) => i + 1));
+  });
+});
+
+describe('the command line on PostgreSQL', () => {
+  const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+
+  it('runs every command on the database CPS_DATABASE_URL names, and explains pg_dump for backup', async () => {
+    const url = await freshDatabase();
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cps-pg-cli-'));
+    const cli = async (...args: string[]) => {
+      try {
+        const { stdout } = await promisify(execFile)('npx', ['tsx', 'src/cli.ts', ...args], {
+          cwd: ROOT, env: { ...process.env, CPS_DATABASE_URL: url, CPS_DB_PATH: path.join(dir, 'unused.db'), CPS_LOG_LEVEL: 'warn' },
+        });
+        return { code: 0, stdout, stderr: '' };
+      } catch (error) {
+        const failed = error as { code: number; stdout: string; stderr: string };
+        return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
+      }
+    };
+    try {
+      const demo = await cli('demo', '--products', '5', '--json');
+      expect(demo.code).toBe(0);
+      expect(JSON.parse(demo.stdout)).toMatchObject({ merchant_id: 1, products: 5 });
+      const [key, invitation, endpoints, backup] = await Promise.all([
+        cli('keys', 'create', '--merchant', '1', '--json'), cli('users', 'invite', '--merchant', '1', '--email', 'owner@example.com', '--json'),
+        cli('webhooks', 'list', '--merchant', '1', '--json'), cli('backup', '--to', path.join(dir, 'copy.db'))]);
+      expect(JSON.parse(key.stdout)).toMatchObject({ merchant_id: 1, name: 'cli' });
+      expect(JSON.parse(invitation.stdout)).toMatchObject({ email: 'owner@example.com', role: 'member' });
+      expect(JSON.parse(endpoints.stdout)).toEqual([]);
+      expect(backup.code).toBe(2);
+      expect(backup.stderr).toMatch(/runs on PostgreSQL[\s\S]*pg_dump/);
+      // Everything went to PostgreSQL: no SQLite file was made.
+      expect(fs.existsSync(path.join(dir, 'unused.db'))).toBe(false);
+      const storage = openPostgresStorage(url);
+      opened.push(storage);
+      expect((await storage.listApiKeys(1)).length).toBe(2);
+      expect((await storage.publishedProductIds((await storage.findStore(1, 'pl'))!.id)).length).toBe(5);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

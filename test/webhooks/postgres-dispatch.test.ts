@@ -98,8 +98,8 @@ describe('several dispatchers on one PostgreSQL database', () => {
   it('hold per-endpoint concurrency 1 across two dispatchers', async () => {
     const { merchant, receiver, a, b, deliveries } = await twoDispatchers(
       { batchSize: 1, perEndpointConcurrency: 1, overallConcurrency: 4 }, { status: 200, delayMs: 40 });
-    await importProducts(merchant, Array.from({ length: 6 }, (_, i) => `ONE-AT-A-TIME-${i}`));
-    expect(await a.dispatcher.coalesce()).toBe(6);
+    await importProducts(merchant, Array.from({ length: 10 }, (_, i) => `ONE-AT-A-TIME-${i}`));
+    expect(await a.dispatcher.coalesce()).toBe(10);
     let sentByA = 0;
     let sentByB = 0;
     while ((await deliveries()).some((d) => d.status !== 'succeeded')) {
@@ -108,9 +108,22 @@ describe('several dispatchers on one PostgreSQL database', () => {
       sentByB += byB;
       await tick();
     }
-    expect(sentByA + sentByB).toBe(6);
-    expect(receiver.count).toBe(6);
+    expect(sentByA + sentByB).toBe(10);
+    expect(receiver.count).toBe(10);
     expect(receiver.maxInFlight).toBe(1);
+  });
+
+  it('gives the outbox rows of a group to one coalescer: another transaction meanwhile gets none of them', async () => {
+    const { merchant, a, b } = await twoDispatchers({ batchSize: 100 });
+    await importProducts(merchant, ['ROW-1', 'ROW-2', 'ROW-3']);
+    const [group] = await a.storage.outboxGroups();
+    expect(group?.count).toBe(3);
+    await a.storage.transaction(async (tx) => {
+      expect(await tx.outboxRows(group!, 100)).toHaveLength(3);
+      // Another process's coalescer, while this one holds them: skips them rather than waiting.
+      expect(await b.storage.transaction((other) => other.outboxRows(group!, 100))).toEqual([]);
+    });
+    expect(await b.storage.transaction((other) => other.outboxRows(group!, 100))).toHaveLength(3);
   });
 
   it('wakes a dispatcher on a commit in another process (NOTIFY) long before its poll interval', async () => {

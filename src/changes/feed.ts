@@ -1,7 +1,7 @@
 // The change feed (spec 4.4): the latest change per product in a window after an exact two-part
-// cursor. Positions are (created_at, id); timestamps never go back (clock.ts), so positions grow
-// with the id and a cursor resumes exactly where the previous window ended, whatever one second
-// holds.
+// cursor. Positions are (created_at, id); the storage hands them out per merchant in commit order,
+// timestamps never going back (ChangeStore.recordChanges), so positions grow with the id and a
+// cursor resumes exactly where the previous window ended, whatever one second holds.
 import type { StoreRecord } from '../catalog/model.js';
 import { activeStore } from '../catalog/reads.js';
 import type { components } from '../generated/public-api.js';

@@ -1,13 +1,11 @@
-// Records detected changes (spec 6) with a monotonic timestamp, inside the caller's transaction,
-// together with the webhook outbox rows they cause: a crash can lose neither without the other.
-import type { ChangeType, OutboxRow, StorageTx, WebhookEndpointRecord } from '../storage/port.js';
-import { nextChangeTimestamp } from './clock.js';
+// Records detected changes (spec 6) inside the caller's transaction, together with the webhook
+// outbox rows they cause: a crash can lose neither without the other. The storage gives each change
+// its position in the merchant's feed (its own id sequence, a monotonic whole-second timestamp) in
+// commit order (ChangeStore.recordChanges).
+import type { OutboxRow, RecordedChange, StorageTx, WebhookEndpointRecord } from '../storage/port.js';
 
-export interface DetectedChange {
-  storeId: number;
-  productId: number;
-  changeType: ChangeType;
-}
+/** A change a write detected (spec 6), before storage gives it its feed position. */
+export type DetectedChange = RecordedChange;
 
 export class ChangeRecorder {
   constructor(private readonly now: () => Date) {}
@@ -16,9 +14,7 @@ export class ChangeRecorder {
   async record(tx: StorageTx, merchantId: number, changes: DetectedChange[]): Promise<void> {
     if (changes.length === 0) return;
     const now = this.now();
-    const createdAt = nextChangeTimestamp(now, await tx.lastChangeAt());
-    await tx.setLastChangeAt(createdAt);
-    await tx.recordChanges(changes.map((change) => ({ ...change, createdAt })));
+    await tx.recordChanges(merchantId, changes, now);
     // Paused and disabled endpoints get rows too: the dispatcher records them as dropped deliveries.
     await tx.insertOutbox(outboxRows(await tx.listWebhookEndpoints(merchantId), changes, now.toISOString()));
   }

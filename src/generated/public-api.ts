@@ -176,7 +176,10 @@ export interface paths {
          *     earlier `created_at`, even if the server clock steps back. A cursor (`since`, `since_id`)
          *     names a position, and the feed returns the changes strictly after it: those with
          *     `created_at` later than `since`, or with `created_at` equal to `since` and a sequence
-         *     number greater than `since_id`.
+         *     number greater than `since_id`. Sequence numbers are your merchant's own (your first change
+         *     is 1; they say nothing about other merchants) and follow commit order: a change that becomes
+         *     visible later never takes a position before one you have already read, even when several
+         *     servers write at once.
          *
          *     **Windows.** One response covers a window of at most 1000 recorded changes after the cursor
          *     (1000 is the default; the operator may configure another size). Of those, `changes` holds

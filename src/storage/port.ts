@@ -8,12 +8,12 @@
 // `snapshot(fn)` hands fn a reader on one consistent view. Operations called on the CatalogStorage itself
 // run on their own (each write its own transaction); inside a transaction, use its tx.
 import type {
-  ApiKeyRecord, AttemptRecord, AttributeDefinitionRecord, ChangeRow, CustomerGroupRecord, DeliveryClaim, DeliveryRecord,
+  ApiKeyRecord, AttemptRecord, AttributeDefinitionRecord, CustomerGroupRecord, DeliveryClaim, DeliveryRecord,
   DeliveryStatus, ExchangeRateRecord, FeedPosition, ImageMirrorRecord, ImageMirrorWork, ImageStateCounts, MerchantRecord,
   NotificationRecord, OperationalCounts, OutboxGroup, OutboxRow, PricingRuleInputRecord, PricingRuleRecord, ProductRecord,
   AuditEntryRecord, PanelInvitationRecord, PanelSessionRecord, PanelUserRecord,
   ProductSourceDocument, PublishedExclusionCounts, PublishedHashes, PublishedPage, PublishedProductSummary, PublishedRow,
-  PublishedSummaryWindow, StoreInputRecord, StoreRecord, StoredChange,
+  PublishedSummaryWindow, RecordedChange, StoreInputRecord, StoreRecord, StoredChange,
   SupplierRecord, WebhookEndpointInputRecord, WebhookEndpointRecord,
 } from './records.js';
 
@@ -127,10 +127,14 @@ export interface PublishedStore {
 
 /** Changes (spec 2.6, 4.4) and the feed over them. */
 export interface ChangeStore {
-  recordChanges(rows: ChangeRow[]): Promise<void>;
-  /** The newest change timestamp handed out (the monotonic clock's state). */
-  lastChangeAt(): Promise<string | undefined>;
-  setLastChangeAt(at: string): Promise<void>;
+  /**
+   * Records the merchant's changes at the next positions of its feed, in commit order. Ids come from
+   * the merchant's own sequence (1, 2, …: a cursor reveals nothing of other merchants' activity),
+   * and every change of the call gets one created_at: `now`'s whole second, or the merchant's last
+   * created_at when that is later (`monotonicSecond`), so positions grow with the id. A change
+   * that commits later never gets a smaller position than one readers can already see.
+   */
+  recordChanges(merchantId: number, changes: RecordedChange[], now: Date): Promise<void>;
   /** The store's changes strictly after the position, in position order, at most `limit`. */
   changesAfter(storeId: number, after: FeedPosition, limit: number): Promise<StoredChange[]>;
   /** The position of the newest change of the store deleted by retention. */

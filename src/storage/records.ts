@@ -124,14 +124,14 @@ export interface PublishedPage {
 
 // Changes and the feed
 
-export interface ChangeRow {
+/** A change detected in a write, before the engine gives it its position in the merchant's feed. */
+export interface RecordedChange {
   storeId: number;
   productId: number;
   changeType: ChangeType;
-  createdAt: string;
 }
 
-/** A recorded change: a ChangeEntry of the feed plus its position's id. */
+/** A recorded change: a ChangeEntry of the feed plus its position's id (from the merchant's sequence). */
 export type StoredChange = PublicSchemas['ChangeEntry'] & { id: number };
 
 /** A position in a store's feed: a whole UTC second and a change id. */

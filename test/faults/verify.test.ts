@@ -100,7 +100,7 @@ describe('verifyCatalog', () => {
   });
 
   it('notices a feed whose latest change disagrees with what is published', async () => {
-    const removedButPublished = await verifyAfter((db) => db.prepare("INSERT INTO changes (store_id, product_id, change_type, created_at) VALUES (?, ?, 'removed', '2999-01-01T00:00:00Z')").run(ids.de, ids.product));
+    const removedButPublished = await verifyAfter((db) => db.prepare("INSERT INTO changes (merchant_id, id, store_id, product_id, change_type, created_at) SELECT merchant_id, 1000000, id, ?, 'removed', '2999-01-01T00:00:00Z' FROM stores WHERE id = ?").run(ids.product, ids.de));
     expect(removedButPublished.problems).toContainEqual(`store de (${ids.de}): product ${ids.product} is published but its latest change is "removed"`);
     const neverAnnounced = await verifyAfter((db) => db.prepare('DELETE FROM changes WHERE store_id = ? AND product_id = ?').run(ids.pl, ids.product));
     expect(neverAnnounced.problems).toEqual([`store pl (${ids.pl}): product ${ids.product} is published but the feed never announced it`]);

@@ -1,24 +1,27 @@
 // Changes (spec 2.6, 4.4), the change clock and retention horizons on SQLite.
 import type { ChangeStore } from '../port.js';
-import type { ChangeRow, FeedPosition, StoredChange } from '../records.js';
+import type { FeedPosition, RecordedChange, StoredChange } from '../records.js';
+import { monotonicSecond } from '../../shared/time.js';
 import type { SqliteConnection } from './connection.js';
 
 export class SqliteChanges implements ChangeStore {
-  static readonly writes = ['recordChanges', 'setLastChangeAt', 'pruneChangesBefore'] as const;
+  static readonly writes = ['recordChanges', 'pruneChangesBefore'] as const;
 
   constructor(private readonly c: SqliteConnection) {}
 
-  async recordChanges(rows: ChangeRow[]): Promise<void> {
-    const insert = this.c.stmt('INSERT INTO changes (store_id, product_id, change_type, created_at) VALUES (?, ?, ?, ?)');
-    for (const row of rows) insert.run(row.storeId, row.productId, row.changeType, row.createdAt);
-  }
-
-  async lastChangeAt(): Promise<string | undefined> {
-    return this.c.stmt('SELECT last_at FROM change_clock WHERE id = 1').pluck().get() as string | undefined;
-  }
-
-  async setLastChangeAt(at: string): Promise<void> {
-    this.c.stmt('INSERT INTO change_clock (id, last_at) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET last_at = excluded.last_at').run(at);
+  async recordChanges(merchantId: number, changes: RecordedChange[], now: Date): Promise<void> {
+    if (changes.length === 0) return;
+    // Transactions run one at a time on the write connection, so reading the merchant's sequence
+    // and advancing it here hands out positions in commit order.
+    const sequence = this.c.stmt('SELECT last_id, last_at FROM change_sequences WHERE merchant_id = ?')
+      .get(merchantId) as { last_id: number; last_at: string } | undefined;
+    const createdAt = monotonicSecond(now, sequence?.last_at);
+    const firstId = (sequence?.last_id ?? 0) + 1;
+    this.c.stmt(`INSERT INTO change_sequences (merchant_id, last_id, last_at) VALUES (?, ?, ?)
+      ON CONFLICT (merchant_id) DO UPDATE SET last_id = excluded.last_id, last_at = excluded.last_at`)
+      .run(merchantId, firstId + changes.length - 1, createdAt);
+    const insert = this.c.stmt('INSERT INTO changes (merchant_id, id, store_id, product_id, change_type, created_at) VALUES (?, ?, ?, ?, ?, ?)');
+    changes.forEach((change, i) => insert.run(merchantId, firstId + i, change.storeId, change.productId, change.changeType, createdAt));
   }
 
   async changesAfter(storeId: number, after: FeedPosition, limit: number): Promise<StoredChange[]> {
@@ -33,15 +36,17 @@ export class SqliteChanges implements ChangeStore {
   }
 
   async pruneChangesBefore(cutoff: string, limit: number): Promise<number> {
-    const ids = this.c.stmt('SELECT id FROM changes WHERE created_at < ? ORDER BY created_at, id LIMIT ?')
+    // Change ids are per merchant: rows are picked by rowid.
+    const rowids = this.c.stmt('SELECT rowid FROM changes WHERE created_at < ? ORDER BY created_at, merchant_id, id LIMIT ?')
       .pluck().all(cutoff, limit) as number[];
-    if (ids.length === 0) return 0;
-    const list = JSON.stringify(ids);
+    if (rowids.length === 0) return 0;
+    const list = JSON.stringify(rowids);
+    // A store's changes all belong to one merchant, so its newest pruned position is its max(created_at, id).
     this.c.stmt(`INSERT INTO change_horizons (store_id, created_at, change_id)
-        SELECT store_id, created_at, max(id) FROM changes WHERE id IN (SELECT value FROM json_each(?)) GROUP BY store_id
+        SELECT store_id, max(created_at), max(id) FROM changes WHERE rowid IN (SELECT value FROM json_each(?)) GROUP BY store_id
       ON CONFLICT (store_id) DO UPDATE SET created_at = excluded.created_at, change_id = excluded.change_id
         WHERE (excluded.created_at, excluded.change_id) > (change_horizons.created_at, change_horizons.change_id)`).run(list);
-    this.c.stmt('DELETE FROM changes WHERE id IN (SELECT value FROM json_each(?))').run(list);
-    return ids.length;
+    this.c.stmt('DELETE FROM changes WHERE rowid IN (SELECT value FROM json_each(?))').run(list);
+    return rowids.length;
   }
 }

@@ -338,4 +338,43 @@ CREATE TABLE audit_log (
 CREATE INDEX audit_log_merchant ON audit_log(merchant_id, id);
 `,
   },
+  {
+    id: 10,
+    name: 'change_sequences',
+    sql: `
+-- The change feed's positions per merchant (spec 4.4): ids come from the merchant's own sequence, so
+-- a cursor reveals nothing of other merchants' activity, and created_at is monotonic per merchant.
+-- The sequencer row is advanced in the write's transaction, so positions follow commit order.
+CREATE TABLE change_sequences (
+  merchant_id INTEGER PRIMARY KEY REFERENCES merchants(id) ON DELETE CASCADE,
+  last_id INTEGER NOT NULL,
+  last_at TEXT NOT NULL
+);
+CREATE TABLE changes_per_merchant (
+  merchant_id INTEGER NOT NULL,
+  id INTEGER NOT NULL,
+  store_id INTEGER NOT NULL REFERENCES stores(id) ON DELETE CASCADE,
+  product_id INTEGER NOT NULL,
+  change_type TEXT NOT NULL CHECK (change_type IN ('price', 'content', 'removed')),
+  created_at TEXT NOT NULL,
+  PRIMARY KEY (merchant_id, id)
+);
+-- Recorded changes keep their ids, so the cursors integrators hold stay exact; each merchant's
+-- sequence goes on from the largest id (and latest time) its feeds have shown, pruned ones included.
+INSERT INTO changes_per_merchant (merchant_id, id, store_id, product_id, change_type, created_at)
+  SELECT s.merchant_id, c.id, c.store_id, c.product_id, c.change_type, c.created_at
+  FROM changes AS c JOIN stores AS s ON s.id = c.store_id;
+INSERT INTO change_sequences (merchant_id, last_id, last_at)
+  SELECT merchant_id, max(id), max(at) FROM (
+    SELECT merchant_id, id, created_at AS at FROM changes_per_merchant
+    UNION ALL
+    SELECT s.merchant_id, h.change_id, h.created_at FROM change_horizons AS h JOIN stores AS s ON s.id = h.store_id)
+  GROUP BY merchant_id;
+DROP TABLE changes;
+ALTER TABLE changes_per_merchant RENAME TO changes;
+CREATE INDEX changes_feed ON changes(store_id, created_at, id);
+CREATE INDEX changes_created ON changes(created_at);
+DROP TABLE change_clock;
+`,
+  },
 ];

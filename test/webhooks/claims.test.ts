@@ -1,12 +1,12 @@
 // Claiming due deliveries (issue 10, item 5): one atomic claim leases them, so several dispatchers
 // on one database (several processes, each with its own connections) never send a delivery twice.
 import { afterEach, describe, expect, it } from 'vitest';
-import { openSqliteStorage } from '../../src/storage/sqlite/index.js';
 import { OwnerNotifier } from '../../src/webhooks/notifier.js';
 import { WebhookDispatcher } from '../../src/webhooks/dispatcher.js';
 import { HttpDeliverySender } from '../../src/webhooks/sender.js';
 import { AddressGuard } from '../../src/outbound/address-guard.js';
 import { importNdjson, simpleProduct } from '../support/admin-http.js';
+import { severalConnections } from '../support/engine.js';
 import { SECOND, startWebhookWorld, type WebhookWorld } from './harness.js';
 
 let world: WebhookWorld;
@@ -15,7 +15,7 @@ afterEach(async () => {
 });
 
 describe('several dispatchers on one database', () => {
-  it('send every due delivery exactly once when they claim at the same time', async () => {
+  severalConnections.it('send every due delivery exactly once when they claim at the same time', async () => {
     // Small batches: many deliveries, so the two dispatchers' claims interleave.
     world = await startWebhookWorld({ stores: ['de'], webhooks: { batchSize: 5, perEndpointConcurrency: 4, overallConcurrency: 8 } });
     const receiver = await world.receiver();
@@ -26,8 +26,8 @@ describe('several dispatchers on one database', () => {
     const created = await world.dispatcher.coalesce();
     expect(created).toBe(40);
 
-    // A second dispatcher as another process would run it: its own storage on the same file.
-    const other = openSqliteStorage(world.service.config.databasePath);
+    // A second dispatcher as another process would run it: its own storage on the same database.
+    const other = await world.service.database.open();
     const second = new WebhookDispatcher(other, world.service.config.webhooks, {
       now: world.clock.now,
       sender: new HttpDeliverySender(new AddressGuard(['127.0.0.1']), { timeoutMs: world.service.config.webhooks.timeoutMs }),

@@ -7,13 +7,14 @@ import { SingleBar, Presets } from 'cli-progress';
 import { buildDemoCatalog } from './admin/demo.js';
 import { importNdjson } from './admin/import.js';
 import { schedulePruning } from './changes/retention.js';
-import { loadConfig } from './config.js';
+import { databaseLabel, loadConfig } from './config.js';
 import type { ChangeType, DeliveryStatus } from './storage/port.js';
 import { EVENTS } from './webhooks/endpoints.js';
 import { ProblemError } from './shared/problem.js';
 import type { Logger } from './operations/log.js';
 import { startOperationsServer, startServer } from './server.js';
 import { createService, type Service } from './service.js';
+import { PostgresStorage } from './storage/postgres/index.js';
 import { SqliteStorage } from './storage/sqlite/index.js';
 
 const USAGE = `Usage: catalog-publishing-service <command> [options]
@@ -23,7 +24,7 @@ Commands:
   worker                              run only the webhook dispatcher and image mirroring (beside a serve
                                       with CPS_WEBHOOK_DISPATCHER=false CPS_IMAGE_MIRRORING=false);
                                       /healthz, /readyz and /metrics on CPS_OPS_PORT when it is set
-  backup --to FILE                    online backup of the database (safe while serve runs)
+  backup --to FILE                    online backup of the SQLite database (safe while serve runs; PostgreSQL: pg_dump)
   images status --merchant ID         mirroring progress: images per state, the dead ones with their errors
   images retry-dead --merchant ID     fetch every dead image of the merchant again
   import FILE --merchant ID           bulk-import an NDJSON file of product operations
@@ -33,7 +34,7 @@ Commands:
   users list --merchant ID            the merchant's panel users
   users remove --merchant ID --user ID
   demo [--db FILE] [--products N] [--json]
-                                      build the deterministic demo catalog into a database
+                                      build the deterministic demo catalog into a database (the configured one without --db)
   webhooks create --merchant ID --url URL [--store SLUG] [--events price,content,removed]
   webhooks list --merchant ID         endpoints with their health
   webhooks rotate|delete|test --merchant ID --endpoint ID
@@ -43,7 +44,9 @@ Commands:
   webhooks recover --merchant ID --endpoint ID --since ISO-TIME  re-send failed deliveries since then
   webhooks notifications --merchant ID
 
-Common option: --db FILE (default: CPS_DB_PATH or ./data/catalog.db)`;
+Every command works on the configured database: PostgreSQL when CPS_DATABASE_URL=postgres://… is set,
+else the SQLite file at CPS_DB_PATH (default ./data/catalog.db).
+Common option: --db FILE (an SQLite file, instead of the configured database)`;
 
 function fail(message: string): never {
   console.error(message);
@@ -84,7 +87,8 @@ async function main(argv: string[]): Promise<void> {
     console.log(USAGE);
     return;
   }
-  const config = loadConfig(process.env, values.db ? { databasePath: path.resolve(values.db) } : {});
+  // --db names an SQLite file, whatever database is configured.
+  const config = loadConfig(process.env, values.db ? { databasePath: path.resolve(values.db), databaseUrl: null } : {});
 
   if (command === 'serve') return serveCommand(config);
   if (command === 'worker') return workerCommand(config);
@@ -106,6 +110,14 @@ async function main(argv: string[]): Promise<void> {
     } else if (command === 'users') {
       await usersCommand(service, rest[0], values);
     } else if (command === 'backup') {
+      if (storage instanceof PostgresStorage) {
+        fail([
+          'backup copies an SQLite database; this deployment runs on PostgreSQL (CPS_DATABASE_URL).',
+          'Back it up with PostgreSQL\'s own tools while the service runs, e.g.',
+          '  pg_dump --format=custom --file=catalog.dump "$CPS_DATABASE_URL"',
+          '(restore with pg_restore), or with your database service\'s snapshots and point-in-time recovery.',
+        ].join('\n'));
+      }
       const destination = typeof values.to === 'string' ? path.resolve(values.to) : fail('backup needs --to FILE');
       if (fs.existsSync(destination)) fail(`${destination} exists: choose a new file`);
       if (!(storage instanceof SqliteStorage)) fail('backup copies an SQLite database');
@@ -166,7 +178,7 @@ async function serveCommand(config: ReturnType<typeof loadConfig>): Promise<void
   const base = config.publicBaseUrl;
   // For the person who ran `npm start`; the JSON log line after it is for the log pipeline.
   console.log([
-    `Catalog publishing service listening on ${server.url} (database ${config.databasePath})`,
+    `Catalog publishing service listening on ${server.url} (database ${databaseLabel(config)})`,
     `  API reference:  ${base}/docs   (document: ${base}/openapi.json, admin: ${base}/admin/openapi.json)`,
     demo ? `  Demo API key:   ${demo.api_key}   (merchant ${demo.merchant_id}; also in ${credentialsFile})` : '',
     demo ? `  Try:            curl -H "Authorization: Bearer ${demo.api_key}" "${base}/v1/products?store=pl&per_page=2"` : '',
@@ -175,7 +187,7 @@ async function serveCommand(config: ReturnType<typeof loadConfig>): Promise<void
     `  Operations:     ${base}/healthz  ${base}/readyz  ${base}/metrics`,
   ].filter(Boolean).join('\n'));
   logger.info({
-    url: server.url, database: config.databasePath, webhook_dispatcher: config.webhookDispatcher, image_mirroring: config.images.mirrorInServe,
+    url: server.url, database: databaseLabel(config), webhook_dispatcher: config.webhookDispatcher, image_mirroring: config.images.mirrorInServe,
   }, 'listening');
   onShutdown(logger, shutdownDeadlineMs(config), async () => {
     stopPruning();
@@ -309,7 +321,7 @@ async function workerCommand(config: ReturnType<typeof loadConfig>): Promise<voi
     });
   service.dispatcher.start();
   service.mirror.start();
-  logger.info({ database: config.databasePath, operations_url: ops?.url }, 'webhook dispatcher and image mirroring running');
+  logger.info({ database: databaseLabel(config), operations_url: ops?.url }, 'webhook dispatcher and image mirroring running');
   onShutdown(logger, shutdownDeadlineMs(config), async () => {
     if (ops) ops.lifecycle.shuttingDown = true;
     await Promise.all([service.close(), ops?.close()]);

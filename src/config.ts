@@ -8,8 +8,10 @@ export interface Config {
   port: number;
   /** Interface the HTTP server binds to. */
   host: string;
-  /** SQLite database file (created with its folder when missing). */
+  /** SQLite database file (created with its folder when missing); the media store sits beside it. */
   databasePath: string;
+  /** PostgreSQL connection URL (postgres://…): when set, the database is PostgreSQL, not the SQLite file. */
+  databaseUrl: string | null;
   /** Bearer token of the admin API (`/admin/v1`). Generated per start when not configured. */
   adminToken: string;
   /** True when adminToken came from the environment rather than being generated. */
@@ -34,10 +36,12 @@ export interface Config {
   storage: {
     /** A merchant-wide write holds the event loop at most about this long before it lets reads run. */
     writeSliceMs: number;
-    /** A transaction waits this long for another process's write lock (SQLite) before it fails. */
+    /** A transaction waits this long for another process's write lock (SQLite), or a statement for a lock (PostgreSQL), before it fails. */
     lockTimeoutMs: number;
     /** The WAL is checkpointed in a background thread at most this often after commits (SQLite). */
     checkpointIntervalMs: number;
+    /** Connections to PostgreSQL this process keeps at most. */
+    poolSize: number;
   };
   webhooks: {
     /** Hosts (names or IPs) exempt from the SSRF guard and allowed over http:// (local development, tests). */
@@ -138,6 +142,25 @@ type Env = Record<string, string | undefined>;
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
+function databaseUrl(env: Env): string | null {
+  const raw = env.CPS_DATABASE_URL;
+  if (raw === undefined || raw === '') return null;
+  if (!/^postgres(ql)?:\/\//.test(raw)) throw new Error('CPS_DATABASE_URL must be a postgres:// or postgresql:// URL (unset it to use the SQLite file at CPS_DB_PATH)');
+  return raw;
+}
+
+/** Which database the configuration names, for logs and messages: a PostgreSQL URL without its password. */
+export function databaseLabel(config: Pick<Config, 'databasePath' | 'databaseUrl'>): string {
+  if (!config.databaseUrl) return config.databasePath;
+  try {
+    const url = new URL(config.databaseUrl);
+    if (url.password) url.password = '***';
+    return url.toString();
+  } catch {
+    return 'postgres://(unparsable URL)';
+  }
+}
+
 function logLevel(env: Env): LogLevel {
   const raw = env.CPS_LOG_LEVEL || 'info';
   if (!(LOG_LEVELS as readonly string[]).includes(raw)) throw new Error(`CPS_LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${raw}"`);
@@ -179,6 +202,7 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
     port,
     host,
     databasePath: path.resolve(env.CPS_DB_PATH || './data/catalog.db'),
+    databaseUrl: databaseUrl(env),
     adminToken,
     adminTokenConfigured: Boolean(env.CPS_ADMIN_TOKEN),
     publicBaseUrl: (env.CPS_PUBLIC_BASE_URL || `http://${host}:${port}`).replace(/\/+$/, ''),
@@ -194,6 +218,7 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
       writeSliceMs: Math.max(1, int(env, 'CPS_WRITE_SLICE_MS', 5)),
       lockTimeoutMs: int(env, 'CPS_DB_LOCK_TIMEOUT_MS', 30_000),
       checkpointIntervalMs: Math.max(10, int(env, 'CPS_WAL_CHECKPOINT_INTERVAL_MS', 1000)),
+      poolSize: Math.max(1, int(env, 'CPS_DB_POOL_SIZE', 10)),
     },
     webhooks: {
       allowHosts: (env.CPS_WEBHOOK_ALLOW_HOSTS ?? '').split(',').map((h) => h.trim()).filter(Boolean),

@@ -11,6 +11,7 @@ import { createLogger, type Logger } from './operations/log.js';
 import { ServiceMetrics } from './operations/metrics.js';
 import { setYieldSlice } from './shared/cooperative.js';
 import type { CatalogStorage } from './storage/port.js';
+import { openPostgresStorage } from './storage/postgres/index.js';
 import { openSqliteStorage } from './storage/sqlite/index.js';
 import { AddressGuard } from './outbound/address-guard.js';
 import { createWebhookDispatcher, type WebhookDispatcher } from './webhooks/dispatcher.js';
@@ -45,8 +46,14 @@ export interface ServiceOptions {
   storage?: CatalogStorage;
 }
 
-/** The configured database, with every migration applied. */
+/**
+ * The configured database, with every migration applied: PostgreSQL when CPS_DATABASE_URL is set
+ * (its operations wait for the migrations, which start at once), else the SQLite file.
+ */
 export function openStorage(config: Config, logger?: Logger): CatalogStorage {
+  if (config.databaseUrl) {
+    return openPostgresStorage(config.databaseUrl, { poolSize: config.storage.poolSize, lockTimeoutMs: config.storage.lockTimeoutMs });
+  }
   return openSqliteStorage(config.databasePath, {
     lockTimeoutMs: config.storage.lockTimeoutMs,
     checkpointIntervalMs: config.storage.checkpointIntervalMs,

@@ -102,8 +102,12 @@ export function loggableUrl(url: string): string {
   }
 }
 
+/** Beyond the fetches' time-outs, what a claimed batch may take (storing copies, re-publishing). */
+const LEASE_MARGIN_MS = 60_000;
+
 export class ImageMirror {
   private timer: NodeJS.Timeout | null = null;
+  private unsubscribe: (() => void) | null = null;
   private round: Promise<unknown> | null = null;
   private stopping = false;
   private readonly log: Logger;
@@ -125,32 +129,65 @@ export class ImageMirror {
 
   /** Mirrors the due images (up to a bounded batch); resolves when they are done; returns how many were tried. */
   async tick(): Promise<number> {
-    const due = await this.storage.dueImageMirrors(this.now().toISOString(), this.config.concurrency * 8);
+    const now = this.now();
+    const batch = this.config.concurrency * 8;
+    // Leased long enough for the whole batch to be fetched (concurrency at a time, each within the
+    // time-out): no other mirror fetches these meanwhile; should this one die, they are due again.
+    const leaseMs = Math.ceil(batch / this.config.concurrency) * this.config.timeoutMs + LEASE_MARGIN_MS;
+    const due = await this.storage.claimDueImageMirrors(now.toISOString(), batch, new Date(now.getTime() + leaseMs).toISOString());
     let next = 0;
     await Promise.all(Array.from({ length: Math.min(this.config.concurrency, due.length) }, async () => {
       while (next < due.length && !this.stopping) {
         const image = due[next++]!;
-        // One image's storage or media failure must not end the round under the others' feet.
-        await this.mirror(image).catch((error: unknown) => this.log.error({ err: error, merchant_id: image.merchant_id, url: loggableUrl(image.url) }, 'mirroring an image failed'));
+        // One image's storage or media failure must not end the round under the others' feet; the
+        // image is due again at once, as it was before the claim.
+        await this.mirror(image).catch(async (error: unknown) => {
+          this.log.error({ err: error, merchant_id: image.merchant_id, url: loggableUrl(image.url) }, 'mirroring an image failed');
+          await this.release(image);
+        });
       }
     }));
+    // Stopped mid-batch: the images not tried are given back rather than left to their lease.
+    await Promise.all(due.slice(next).map((image) => this.release(image)));
     return due.length;
   }
 
+  /** Ends the claim on an image not mirrored: due again when it was before the claim. */
+  private async release(image: ImageMirrorWork): Promise<void> {
+    await this.storage.updateImageMirror(image.merchant_id, image.url, { next_attempt_at: image.next_attempt_at })
+      .catch((error: unknown) => this.log.error({ err: error, merchant_id: image.merchant_id, url: loggableUrl(image.url) }, 'giving back an image claim failed (it is due again when the lease ends)'));
+  }
+
+  /** Mirrors every pollIntervalMs, and at once when the storage tells of new images (polling stays the fallback). */
   start(): void {
     if (this.timer) return;
-    this.timer = setInterval(() => {
-      if (this.round) return;
+    let wokenMeanwhile = false;
+    const poll = () => {
+      if (this.round) {
+        wokenMeanwhile = true;
+        return;
+      }
+      if (this.stopping) return;
       this.round = this.tick()
         .catch((error: unknown) => this.log.error({ err: error }, 'image mirroring round failed'))
-        .finally(() => { this.round = null; });
-    }, this.config.pollIntervalMs);
+        .finally(() => {
+          this.round = null;
+          if (wokenMeanwhile) {
+            wokenMeanwhile = false;
+            poll();
+          }
+        });
+    };
+    this.timer = setInterval(poll, this.config.pollIntervalMs);
+    this.unsubscribe = this.storage.onWork?.('images', poll) ?? null;
   }
 
   async stop(): Promise<void> {
     this.stopping = true;
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
+    this.unsubscribe?.();
+    this.unsubscribe = null;
     await this.round;
     await this.fetcher.close();
   }

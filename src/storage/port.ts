@@ -90,8 +90,13 @@ export interface ImageStore {
   imageMirrors(merchantId: number, urls: string[]): Promise<Map<string, ImageMirrorRecord>>;
   /** Adds the URLs not known yet as `pending`, due at once. */
   ensureImageMirrors(merchantId: number, urls: string[], at: string): Promise<void>;
-  /** Pending images whose next attempt is due, oldest first. */
-  dueImageMirrors(now: string, limit: number): Promise<ImageMirrorWork[]>;
+  /**
+   * Claims pending images whose next attempt is due, oldest first, at most `limit`, in one atomic
+   * step: each is leased (not due again) until `leaseUntil`, so several mirrors on one database
+   * never fetch one image at once; should the mirror die, the image is due again when the lease ends.
+   * Returns them as they were before the lease.
+   */
+  claimDueImageMirrors(now: string, limit: number, leaseUntil: string): Promise<ImageMirrorWork[]>;
   updateImageMirror(merchantId: number, url: string, patch: Partial<Omit<ImageMirrorWork, 'merchant_id' | 'url'>>): Promise<void>;
   /** Per distinct source URL that a product of the merchant still lists. */
   imageStateCounts(merchantId: number): Promise<ImageStateCounts>;
@@ -157,9 +162,15 @@ export interface WebhookEndpointStore {
 /** Changes waiting to be coalesced into deliveries, written in the change's transaction. */
 export interface OutboxStore {
   insertOutbox(rows: OutboxRow[]): Promise<void>;
-  /** Waiting outbox rows per (endpoint, event, store), with their count and oldest time. */
+  /**
+   * Waiting outbox rows per (endpoint, event, store), with their count and oldest time; endpoint by
+   * endpoint (in id order, so coalescers in several processes lock endpoints in one order).
+   */
   outboxGroups(): Promise<OutboxGroup[]>;
-  /** The group's rows in arrival order, at most `limit`. */
+  /**
+   * The group's rows in arrival order, at most `limit`. In a transaction they are the caller's until
+   * it ends: a concurrent coalescer gets the rows after them, so no row goes into two deliveries.
+   */
   outboxRows(group: Pick<OutboxGroup, 'endpointId' | 'event' | 'storeId'>, limit: number): Promise<{ id: number; productId: number; createdAt: string }[]>;
   deleteOutboxRows(ids: number[]): Promise<void>;
 }
@@ -170,9 +181,11 @@ export interface DeliveryStore {
   insertDelivery(input: Omit<DeliveryRecord, 'id'>, oldestChangeAt?: string): Promise<DeliveryRecord>;
   getDelivery(id: number): Promise<DeliveryRecord | undefined>;
   /**
-   * Claims due deliveries (pending or failed, next attempt due, endpoint active) in one atomic
-   * statement: leases them until claim.leaseUntil and gives first attempts their occurred_at.
-   * Endpoints take turns, so a backlog at one endpoint never fills the whole claim.
+   * Claims due deliveries (pending or failed, next attempt due, endpoint active) atomically, so
+   * dispatchers in several processes never claim one delivery twice: leases them for
+   * claim.leaseMs and gives first attempts their occurred_at. Endpoints take turns, so a backlog at
+   * one endpoint never fills the whole claim, and per-endpoint concurrency holds across processes.
+   * The lease ends when updateDelivery records the attempt's outcome, or when it expires.
    */
   claimDueDeliveries(claim: DeliveryClaim): Promise<DeliveryRecord[]>;
   updateDelivery(id: number, patch: Partial<Omit<DeliveryRecord, 'id' | 'endpoint_id'>>): Promise<void>;
@@ -216,6 +229,9 @@ export interface PanelStore {
   listAuditEntries(merchantId: number, limit: number): Promise<AuditEntryRecord[]>;
 }
 
+/** Work a commit can wake a worker for: deliveries to coalesce or claim, images to mirror. */
+export type WorkTopic = 'deliveries' | 'images';
+
 /** Every aggregate's operations: what a transaction's tx and a snapshot's reader offer. */
 export interface StorageOperations extends TenancyStore, CatalogSetupStore, ProductSourceStore, ImageStore, PublishedStore,
   ChangeStore, WebhookEndpointStore, OutboxStore, DeliveryStore, NotificationStore, PanelStore {}
@@ -238,4 +254,10 @@ export interface CatalogStorage extends StorageOperations {
   missingMigrations(): Promise<number[]>;
   /** Whole-service counts for the metrics (openapi/operations.yaml, getMetrics); no merchant's own. */
   operationalCounts(): Promise<OperationalCounts>;
+  /**
+   * Calls listener soon after a commit that added work of this topic (in any process on the
+   * database where the engine can tell, or at least in this one); returns the unsubscribe. A
+   * wake-up, never a guarantee: workers keep polling as the fallback.
+   */
+  onWork?(topic: WorkTopic, listener: () => void): () => void;
 }

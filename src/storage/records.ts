@@ -193,7 +193,11 @@ export interface DeliveryClaim {
   leaseMs: number;
   /** At most this many in all ... */
   limit: number;
-  /** ... and at most this many per endpoint, counting the ones already in flight. */
+  /**
+   * ... and at most this many per endpoint, counting the ones already in flight: every process's
+   * deliveries of the endpoint whose lease has not expired and whose attempt is not recorded yet
+   * (the engine counts them), or this process's own count when that is larger.
+   */
   perEndpoint: number;
   inFlightByEndpoint: Map<number, number>;
 }

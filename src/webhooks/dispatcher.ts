@@ -69,6 +69,7 @@ export class WebhookDispatcher {
   /** Slots claimed for but not yet in flight (a claim waiting for the write queue). */
   private reserved = 0;
   private timer: NodeJS.Timeout | null = null;
+  private unsubscribe: (() => void) | null = null;
   private stopping = false;
   private readonly log: Logger;
 
@@ -88,24 +89,39 @@ export class WebhookDispatcher {
   }
 
   /**
-   * Polls for work every pollIntervalMs until stop(). A poll does not wait for the previous round's
-   * sends: a receiver that hangs until the time-out holds its workers, not every other endpoint.
+   * Polls for work every pollIntervalMs until stop(), and at once when the storage tells of new
+   * work (a wake-up after another write's commit, in any process; polling stays the fallback). A
+   * poll does not wait for the previous round's sends: a receiver that hangs until the time-out
+   * holds its workers, not every other endpoint.
    */
   start(): void {
     if (this.timer) return;
     let coalescing: Promise<unknown> | null = null;
-    this.timer = setInterval(() => {
+    let wokenMeanwhile = false;
+    const poll = () => {
       // One coalescing pass at a time (it may wait for the write lock); sending rounds overlap,
-      // each claiming only what it can send at once.
-      if (coalescing) return;
-      const pass = this.coalesce().finally(() => { coalescing = null; });
+      // each claiming only what it can send at once. A wake-up during a pass gets a pass after it.
+      if (coalescing) {
+        wokenMeanwhile = true;
+        return;
+      }
+      if (this.stopping) return;
+      const pass = this.coalesce().finally(() => {
+        coalescing = null;
+        if (wokenMeanwhile) {
+          wokenMeanwhile = false;
+          poll();
+        }
+      });
       coalescing = pass;
       const round: Promise<unknown> = pass
         .then(() => (this.inflight.size < this.config.overallConcurrency && !this.stopping ? this.sendDue() : 0))
         .catch((error: unknown) => this.log.error({ err: error }, 'webhook dispatcher round failed'))
         .finally(() => this.rounds.delete(round));
       this.rounds.add(round);
-    }, this.config.pollIntervalMs);
+    };
+    this.timer = setInterval(poll, this.config.pollIntervalMs);
+    this.unsubscribe = this.storage.onWork?.('deliveries', poll) ?? null;
   }
 
   /** Stops polling, waits for deliveries in flight and e-mails being sent, and closes connections. */
@@ -113,6 +129,8 @@ export class WebhookDispatcher {
     this.stopping = true;
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
+    this.unsubscribe?.();
+    this.unsubscribe = null;
     await Promise.all(this.rounds);
     await Promise.all(this.inflight.values());
     await this.deps.notifier.flush();

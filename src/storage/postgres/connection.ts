@@ -13,6 +13,15 @@ export interface PgQueryable {
   query<R extends Row = Row>(text: string, values?: unknown[]): Promise<PgQueryResult<R>>;
 }
 
+/** A client of the pool, held for one transaction or snapshot, then released (error: discard it). */
+export type PgPoolClientLike = PgQueryable & { release(error?: Error | boolean): void };
+
+/** pg.Pool, or an adapter (an embedded PostgreSQL in tests) with the same three methods. */
+export type PgPoolLike = PgQueryable & {
+  connect(): Promise<PgPoolClientLike>;
+  end(): Promise<void>;
+};
+
 export class PgConnection {
   constructor(
     readonly client: PgQueryable,

@@ -2,10 +2,11 @@
 import type { DeliveryStore } from '../port.js';
 import type { AttemptRecord, DeliveryClaim, DeliveryRecord, DeliveryStatus } from '../records.js';
 import { wholeSecondIso } from '../../shared/time.js';
+import { takeTurns, type DueDelivery } from '../delivery-turns.js';
 import type { Row, SqliteConnection } from './connection.js';
 
 /** The record (the admin API's shape): bookkeeping columns such as oldest_change_at stay in storage. */
-const toDelivery = ({ oldest_change_at: _bookkeeping, ...r }: Row): DeliveryRecord => ({
+const toDelivery = ({ oldest_change_at: _bookkeeping, leased_until: _lease, ...r }: Row): DeliveryRecord => ({
   ...(r as unknown as DeliveryRecord),
   product_ids: JSON.parse(r.product_ids as string),
 });
@@ -27,6 +28,7 @@ export class SqliteDeliveries implements DeliveryStore {
     const info = this.c.stmt(`INSERT INTO webhook_deliveries (endpoint_id, event, store_id, product_ids, occurred_at, status, attempts, next_attempt_at, created_at, oldest_change_at)
       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`).run(input.endpoint_id, input.event, input.store_id, JSON.stringify(input.product_ids),
       input.occurred_at, input.status, input.attempts, input.next_attempt_at, input.created_at, oldestChangeAt);
+    if (input.status === 'pending') this.c.addedWork.add('deliveries');
     return this.delivery(Number(info.lastInsertRowid))!;
   }
 
@@ -44,26 +46,37 @@ export class SqliteDeliveries implements DeliveryStore {
         SELECT x.id FROM webhook_deliveries AS x
         WHERE x.endpoint_id = e.id AND x.status IN ('pending', 'failed') AND x.next_attempt_at <= @now
         ORDER BY x.next_attempt_at, x.id LIMIT @perEndpoint)
-      WHERE e.status = 'active'`).all({ now, perEndpoint: claim.perEndpoint }) as
-      { id: number; endpointId: number; nextAttemptAt: string }[];
-    const chosen = takeTurns(candidates, claim);
+      WHERE e.status = 'active'`).all({ now, perEndpoint: claim.perEndpoint }) as DueDelivery[];
+    if (candidates.length === 0) return [];
+    const chosen = takeTurns(candidates, claim, this.leasesHeld(candidates.map((c) => c.endpointId), now));
     if (chosen.length === 0) return [];
     // The lease: claims run in a write transaction (BEGIN IMMEDIATE), so no other process leases
-    // between the read above and this statement, and the statement re-checks that each delivery
-    // is still due all the same.
-    const rows = this.c.stmt(`UPDATE webhook_deliveries SET next_attempt_at = @leaseUntil, occurred_at = coalesce(occurred_at, @occurredAt)
+    // between the reads above and this statement, and the statement re-checks that each delivery
+    // is still due all the same. next_attempt_at keeps it from being due again; leased_until
+    // counts it in flight for its endpoint, in every process, until its attempt is recorded.
+    const leaseUntil = new Date(at.getTime() + claim.leaseMs).toISOString();
+    const rows = this.c.stmt(`UPDATE webhook_deliveries SET next_attempt_at = @leaseUntil, leased_until = @leaseUntil,
+        occurred_at = coalesce(occurred_at, @occurredAt)
       WHERE id IN (SELECT value FROM json_each(@ids)) AND status IN ('pending', 'failed') AND next_attempt_at <= @now
-      RETURNING ${DELIVERY_COLUMNS}`).all({
-      leaseUntil: new Date(at.getTime() + claim.leaseMs).toISOString(), occurredAt: wholeSecondIso(at), now, ids: JSON.stringify(chosen),
-    }) as Row[];
+      RETURNING ${DELIVERY_COLUMNS}`).all({ leaseUntil, occurredAt: wholeSecondIso(at), now, ids: JSON.stringify(chosen) }) as Row[];
     return rows.map(toDelivery).sort((a, b) => a.id - b.id);
+  }
+
+  /** Per endpoint, its deliveries leased by any process and not recorded yet (lease not expired). */
+  private leasesHeld(endpointIds: number[], now: string): Map<number, number> {
+    const rows = this.c.stmt(`SELECT endpoint_id AS endpointId, count(*) AS n FROM webhook_deliveries
+      WHERE endpoint_id IN (SELECT value FROM json_each(?)) AND leased_until > ? GROUP BY endpoint_id`)
+      .all(JSON.stringify([...new Set(endpointIds)]), now) as { endpointId: number; n: number }[];
+    return new Map(rows.map((r) => [r.endpointId, r.n]));
   }
 
   async updateDelivery(id: number, patch: Partial<Omit<DeliveryRecord, 'id' | 'endpoint_id'>>): Promise<void> {
     const fields = DELIVERY_FIELDS.filter((f) => f in patch);
     if (fields.length === 0) return;
     const values = fields.map((f) => (f === 'product_ids' ? JSON.stringify(patch.product_ids) : (patch[f] as unknown)));
-    this.c.stmt(`UPDATE webhook_deliveries SET ${fields.map((f) => `${f} = ?`).join(', ')} WHERE id = ?`).run(...values, id);
+    // An update records the outcome of the attempt the lease was for: the delivery is in flight no more.
+    this.c.stmt(`UPDATE webhook_deliveries SET ${fields.map((f) => `${f} = ?`).join(', ')}, leased_until = NULL WHERE id = ?`).run(...values, id);
+    if (patch.status === 'pending') this.c.addedWork.add('deliveries');
   }
 
   async dropPendingDeliveries(endpointId: number): Promise<number> {
@@ -91,24 +104,4 @@ export class SqliteDeliveries implements DeliveryStore {
     return (this.c.stmt(`SELECT * FROM webhook_deliveries WHERE endpoint_id = ? AND created_at >= ?
       AND status IN ('failed', 'given_up', 'dropped') ORDER BY id`).all(endpointId, since) as Row[]).map(toDelivery);
   }
-}
-
-/**
- * Endpoints take turns (each one's oldest due delivery first, then each one's second, ...), so a
- * backlog at one endpoint never fills the whole claim, and no endpoint gets more than its share
- * in flight (counting the ones it already has). Returns the ids to lease.
- */
-function takeTurns(
-  candidates: { id: number; endpointId: number; nextAttemptAt: string }[], claim: DeliveryClaim,
-): number[] {
-  const byDue = (a: { nextAttemptAt: string; id: number }, b: { nextAttemptAt: string; id: number }) =>
-    (a.nextAttemptAt < b.nextAttemptAt ? -1 : a.nextAttemptAt > b.nextAttemptAt ? 1 : a.id - b.id);
-  const turns = new Map<number, number>();
-  const ranked = [...candidates].sort((a, b) => a.endpointId - b.endpointId || byDue(a, b)).map((candidate) => {
-    const turn = (turns.get(candidate.endpointId) ?? claim.inFlightByEndpoint.get(candidate.endpointId) ?? 0) + 1;
-    turns.set(candidate.endpointId, turn);
-    return { ...candidate, turn };
-  }).filter((candidate) => candidate.turn <= claim.perEndpoint);
-  ranked.sort((a, b) => a.turn - b.turn || byDue(a, b));
-  return ranked.slice(0, claim.limit).map((candidate) => candidate.id);
 }

@@ -6,7 +6,7 @@ import type { SqliteConnection } from './connection.js';
 const IMAGE_FIELDS = ['state', 'mirrored_url', 'attempts', 'first_failure_at', 'next_attempt_at', 'last_error', 'updated_at'] as const;
 
 export class SqliteImages implements ImageStore {
-  static readonly writes = ['ensureImageMirrors', 'updateImageMirror'] as const;
+  static readonly writes = ['ensureImageMirrors', 'claimDueImageMirrors', 'updateImageMirror'] as const;
 
   constructor(private readonly c: SqliteConnection) {}
 
@@ -21,13 +21,18 @@ export class SqliteImages implements ImageStore {
 
   async ensureImageMirrors(merchantId: number, urls: string[], at: string): Promise<void> {
     if (urls.length === 0) return;
-    this.c.stmt(`INSERT OR IGNORE INTO image_mirrors (merchant_id, url, state, updated_at, next_attempt_at)
-      SELECT ?, value, 'pending', ?, ? FROM json_each(?)`).run(merchantId, at, at, JSON.stringify(urls));
+    const added = this.c.stmt(`INSERT OR IGNORE INTO image_mirrors (merchant_id, url, state, updated_at, next_attempt_at)
+      SELECT ?, value, 'pending', ?, ? FROM json_each(?)`).run(merchantId, at, at, JSON.stringify(urls)).changes;
+    if (added > 0) this.c.addedWork.add('images');
   }
 
-  async dueImageMirrors(now: string, limit: number): Promise<ImageMirrorWork[]> {
-    return this.c.stmt(`SELECT * FROM image_mirrors WHERE state = 'pending' AND next_attempt_at <= ?
+  async claimDueImageMirrors(now: string, limit: number, leaseUntil: string): Promise<ImageMirrorWork[]> {
+    // Claims run in a write transaction (BEGIN IMMEDIATE): no other process claims in between.
+    const due = this.c.stmt(`SELECT * FROM image_mirrors WHERE state = 'pending' AND next_attempt_at <= ?
       ORDER BY next_attempt_at LIMIT ?`).all(now, limit) as ImageMirrorWork[];
+    const lease = this.c.stmt('UPDATE image_mirrors SET next_attempt_at = ? WHERE merchant_id = ? AND url = ?');
+    for (const image of due) lease.run(leaseUntil, image.merchant_id, image.url);
+    return due;
   }
 
   async updateImageMirror(merchantId: number, url: string, patch: Partial<Omit<ImageMirrorWork, 'merchant_id' | 'url'>>): Promise<void> {
@@ -35,6 +40,8 @@ export class SqliteImages implements ImageStore {
     if (fields.length === 0) return;
     this.c.stmt(`UPDATE image_mirrors SET ${fields.map((f) => `${f} = ?`).join(', ')} WHERE merchant_id = ? AND url = ?`)
       .run(...fields.map((f) => patch[f] as unknown), merchantId, url);
+    // A dead image put back to pending (retry-dead) is work for the mirror.
+    if (patch.state === 'pending') this.c.addedWork.add('images');
   }
 
   async imageStateCounts(merchantId: number): Promise<ImageStateCounts> {

@@ -10,7 +10,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import type { CatalogStorage, StorageOperations, StorageTx } from '../port.js';
+import type { CatalogStorage, StorageOperations, StorageTx, WorkTopic } from '../port.js';
 import type { OperationalCounts } from '../records.js';
 import { SqliteCatalogSetup } from './catalog-setup.js';
 import { Checkpointer } from './checkpointer.js';
@@ -129,6 +129,8 @@ export class SqliteStorage implements CatalogStorage {
   private readonly idleSnapshots: { connection: SqliteConnection; operations: StorageOperations }[] = [];
   private readonly snapshotConnections: Database.Database[] = [];
   private readonly lockTimeoutMs: number;
+  /** This process's workers waiting for work (SQLite has no cross-process wake-up: they poll for that). */
+  private readonly workListeners = new Map<WorkTopic, Set<() => void>>();
 
   constructor(
     readonly db: Database.Database,
@@ -161,13 +163,16 @@ export class SqliteStorage implements CatalogStorage {
     await previous;
     try {
       await this.begin();
+      this.write.addedWork.clear();
       try {
         const result = await fn(this.tx);
         this.write.stmt('COMMIT').run();
         this.checkpointer?.committed();
+        this.wakeWorkers();
         return result;
       } catch (error) {
         if (this.db.inTransaction) this.write.stmt('ROLLBACK').run();
+        this.write.addedWork.clear();
         throw error;
       }
     } finally {
@@ -188,6 +193,22 @@ export class SqliteStorage implements CatalogStorage {
         if (!isBusy(error) || Date.now() >= deadline) throw error;
       }
       await sleep(wait);
+    }
+  }
+
+  onWork(topic: WorkTopic, listener: () => void): () => void {
+    let listeners = this.workListeners.get(topic);
+    if (!listeners) this.workListeners.set(topic, (listeners = new Set()));
+    listeners.add(listener);
+    return () => { listeners.delete(listener); };
+  }
+
+  /** After a COMMIT that added work: this process's workers look at once (other processes poll). */
+  private wakeWorkers(): void {
+    const topics = [...this.write.addedWork];
+    this.write.addedWork.clear();
+    for (const topic of topics) {
+      for (const listener of [...(this.workListeners.get(topic) ?? [])]) listener();
     }
   }
 

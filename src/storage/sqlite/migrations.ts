@@ -377,4 +377,15 @@ CREATE INDEX changes_created ON changes(created_at);
 DROP TABLE change_clock;
 `,
   },
+  {
+    id: 11,
+    name: 'dispatch_leases',
+    sql: `
+-- Several dispatchers on one database (issue 12): a claimed delivery is in flight until its
+-- attempt is recorded or its lease expires, whichever process claimed it; a claim counts an
+-- endpoint's unexpired leases against its concurrency. Null when not leased.
+ALTER TABLE webhook_deliveries ADD COLUMN leased_until TEXT;
+CREATE INDEX webhook_deliveries_leased ON webhook_deliveries(endpoint_id, leased_until) WHERE leased_until IS NOT NULL;
+`,
+  },
 ];

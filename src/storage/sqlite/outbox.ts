@@ -11,11 +11,12 @@ export class SqliteOutbox implements OutboxStore {
   async insertOutbox(rows: OutboxRow[]): Promise<void> {
     const insert = this.c.stmt('INSERT INTO webhook_outbox (endpoint_id, event, store_id, product_id, created_at) VALUES (?, ?, ?, ?, ?)');
     for (const row of rows) insert.run(row.endpointId, row.event, row.storeId, row.productId, row.createdAt);
+    if (rows.length > 0) this.c.addedWork.add('deliveries');
   }
 
   async outboxGroups(): Promise<OutboxGroup[]> {
     return this.c.stmt(`SELECT endpoint_id AS endpointId, event, store_id AS storeId, count(*) AS count, min(created_at) AS oldestAt
-      FROM webhook_outbox GROUP BY endpoint_id, event, store_id ORDER BY min(id)`).all() as OutboxGroup[];
+      FROM webhook_outbox GROUP BY endpoint_id, event, store_id ORDER BY endpoint_id, min(id)`).all() as OutboxGroup[];
   }
 
   async outboxRows(group: Pick<OutboxGroup, 'endpointId' | 'event' | 'storeId'>, limit: number): Promise<{ id: number; productId: number; createdAt: string }[]> {

@@ -1,0 +1,53 @@
+// Changes (spec 2.6, 4.4), the per-merchant sequencer and retention horizons on PostgreSQL.
+import type { ChangeStore } from '../port.js';
+import type { FeedPosition, RecordedChange, StoredChange } from '../records.js';
+import { wholeSecondIso } from '../../shared/time.js';
+import type { PgConnection } from './connection.js';
+
+export class PgChanges implements ChangeStore {
+  static readonly writes = ['recordChanges', 'pruneChangesBefore'] as const;
+
+  constructor(private readonly c: PgConnection) {}
+
+  async recordChanges(merchantId: number, changes: RecordedChange[], now: Date): Promise<void> {
+    if (changes.length === 0) return;
+    // One statement: advancing the merchant's sequencer row takes its row lock, held to COMMIT, so
+    // another transaction of the merchant waits here and gets the positions after these: positions
+    // follow commit order, and created_at never goes back (greatest) whatever the clocks say.
+    await this.c.run(`WITH sequence AS (
+        INSERT INTO change_sequences AS s (merchant_id, last_id, last_at) VALUES ($1, $2, $3)
+        ON CONFLICT (merchant_id) DO UPDATE SET last_id = s.last_id + excluded.last_id, last_at = greatest(s.last_at, excluded.last_at)
+        RETURNING last_id, last_at)
+      INSERT INTO changes (merchant_id, id, store_id, product_id, change_type, created_at)
+        SELECT $1, sequence.last_id - $2 + change.ordinal, change.store_id, change.product_id, change.change_type, sequence.last_at
+        FROM sequence, unnest($4::bigint[], $5::bigint[], $6::text[]) WITH ORDINALITY AS change (store_id, product_id, change_type, ordinal)`,
+    [merchantId, changes.length, wholeSecondIso(now),
+      changes.map((c) => c.storeId), changes.map((c) => c.productId), changes.map((c) => c.changeType)]);
+  }
+
+  async changesAfter(storeId: number, after: FeedPosition, limit: number): Promise<StoredChange[]> {
+    return this.c.rows<StoredChange & Record<string, unknown>>(`SELECT id, product_id, change_type, created_at FROM changes
+      WHERE store_id = $1 AND (created_at, id) > ($2, $3) ORDER BY created_at, id LIMIT $4`, [storeId, after.at, after.id, limit]);
+  }
+
+  async changeHorizon(storeId: number): Promise<FeedPosition | undefined> {
+    return this.c.one<FeedPosition & Record<string, unknown>>('SELECT created_at AS at, change_id AS id FROM change_horizons WHERE store_id = $1',
+      [storeId]);
+  }
+
+  async pruneChangesBefore(cutoff: string, limit: number): Promise<number> {
+    // A store's changes all belong to one merchant, whose ids and times both grow: its newest pruned
+    // position is (max(created_at), max(id)) of what is deleted.
+    const row = await this.c.one<{ n: number }>(`WITH doomed AS (
+        SELECT merchant_id, id, store_id, created_at FROM changes WHERE created_at < $1 ORDER BY created_at, merchant_id, id LIMIT $2),
+      horizon AS (
+        INSERT INTO change_horizons AS h (store_id, created_at, change_id)
+          SELECT store_id, max(created_at), max(id) FROM doomed GROUP BY store_id
+        ON CONFLICT (store_id) DO UPDATE SET created_at = excluded.created_at, change_id = excluded.change_id
+          WHERE (excluded.created_at, excluded.change_id) > (h.created_at, h.change_id)),
+      deleted AS (
+        DELETE FROM changes USING doomed WHERE changes.merchant_id = doomed.merchant_id AND changes.id = doomed.id RETURNING 1)
+      SELECT count(*) AS n FROM deleted`, [cutoff, limit]);
+    return row!.n;
+  }
+}

@@ -1,0 +1,107 @@
+// Webhook deliveries and their attempts on PostgreSQL, claimed by several dispatchers at once.
+import type { DeliveryStore } from '../port.js';
+import type { AttemptRecord, DeliveryClaim, DeliveryRecord, DeliveryStatus } from '../records.js';
+import { wholeSecondIso } from '../../shared/time.js';
+import { takeTurns, type DueDelivery } from '../delivery-turns.js';
+import type { PgConnection, Row } from './connection.js';
+import { notifyWork } from './wakeups.js';
+
+/** The record (the admin API's shape): bookkeeping columns such as oldest_change_at stay in storage. */
+const toDelivery = ({ oldest_change_at: _bookkeeping, leased_until: _lease, ...r }: Row): DeliveryRecord => ({
+  ...(r as unknown as DeliveryRecord),
+  product_ids: JSON.parse(r.product_ids as string),
+});
+
+const DELIVERY_FIELDS = ['event', 'store_id', 'product_ids', 'occurred_at', 'status', 'attempts', 'next_attempt_at', 'created_at'] as const;
+const DELIVERY_COLUMNS = `id, endpoint_id, ${DELIVERY_FIELDS.join(', ')}`;
+
+export class PgDeliveries implements DeliveryStore {
+  static readonly writes = ['insertDelivery', 'claimDueDeliveries', 'updateDelivery', 'dropPendingDeliveries', 'recordAttempt'] as const;
+
+  constructor(private readonly c: PgConnection) {}
+
+  async insertDelivery(input: Omit<DeliveryRecord, 'id'>, oldestChangeAt = input.created_at): Promise<DeliveryRecord> {
+    const row = await this.c.one(`INSERT INTO webhook_deliveries (endpoint_id, event, store_id, product_ids, occurred_at, status, attempts,
+        next_attempt_at, created_at, oldest_change_at)
+      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING ${DELIVERY_COLUMNS}`, [
+      input.endpoint_id, input.event, input.store_id, JSON.stringify(input.product_ids), input.occurred_at, input.status,
+      input.attempts, input.next_attempt_at, input.created_at, oldestChangeAt,
+    ]);
+    if (input.status === 'pending') await notifyWork(this.c, 'deliveries');
+    return toDelivery(row!);
+  }
+
+  async getDelivery(id: number): Promise<DeliveryRecord | undefined> {
+    const row = await this.c.one(`SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE id = $1`, [id]);
+    return row && toDelivery(row);
+  }
+
+  async claimDueDeliveries(claim: DeliveryClaim): Promise<DeliveryRecord[]> {
+    const at = claim.now();
+    const now = at.toISOString();
+    // 1. The active endpoints with due deliveries that no other claim (nor a health update) holds:
+    // locked to the end of this transaction, so one claim at a time counts an endpoint's leases and
+    // adds to them, and per-endpoint concurrency holds across processes; another claim skips them.
+    const endpointIds = (await this.c.rows<{ id: number }>(`SELECT e.id FROM webhook_endpoints AS e
+      WHERE e.status = 'active' AND EXISTS (SELECT 1 FROM webhook_deliveries AS d
+        WHERE d.endpoint_id = e.id AND d.status IN ('pending', 'failed') AND d.next_attempt_at <= $1)
+      ORDER BY e.id FOR NO KEY UPDATE SKIP LOCKED`, [now])).map((r) => r.id);
+    if (endpointIds.length === 0) return [];
+    // 2. A new statement (READ COMMITTED: a new snapshot) sees every lease committed by the claims
+    // that held these endpoints before: each one's first due deliveries, and the leases it holds.
+    const candidates = await this.c.rows<DueDelivery & Row>(`SELECT d.id, d.endpoint_id AS "endpointId", d.next_attempt_at AS "nextAttemptAt"
+      FROM unnest($1::bigint[]) AS e(id) CROSS JOIN LATERAL (
+        SELECT x.id, x.endpoint_id, x.next_attempt_at FROM webhook_deliveries AS x
+        WHERE x.endpoint_id = e.id AND x.status IN ('pending', 'failed') AND x.next_attempt_at <= $2
+        ORDER BY x.next_attempt_at, x.id LIMIT $3 FOR UPDATE SKIP LOCKED) AS d`, [endpointIds, now, claim.perEndpoint]);
+    if (candidates.length === 0) return [];
+    const leases = await this.c.rows<{ endpointId: number; n: number }>(`SELECT endpoint_id AS "endpointId", count(*)::integer AS n
+      FROM webhook_deliveries WHERE endpoint_id = ANY($1::bigint[]) AND leased_until > $2 GROUP BY endpoint_id`, [endpointIds, now]);
+    const chosen = takeTurns(candidates, claim, new Map(leases.map((r) => [r.endpointId, r.n])));
+    if (chosen.length === 0) return [];
+    // 3. The lease: next_attempt_at keeps the delivery from being due again; leased_until counts it
+    // in flight for its endpoint, in every process, until its attempt is recorded.
+    const leaseUntil = new Date(at.getTime() + claim.leaseMs).toISOString();
+    const rows = await this.c.rows(`UPDATE webhook_deliveries SET next_attempt_at = $1, leased_until = $1, occurred_at = coalesce(occurred_at, $2)
+      WHERE id = ANY($3::bigint[]) AND status IN ('pending', 'failed') AND next_attempt_at <= $4
+      RETURNING ${DELIVERY_COLUMNS}`, [leaseUntil, wholeSecondIso(at), chosen, now]);
+    return rows.map(toDelivery).sort((a, b) => a.id - b.id);
+  }
+
+  async updateDelivery(id: number, patch: Partial<Omit<DeliveryRecord, 'id' | 'endpoint_id'>>): Promise<void> {
+    const fields = DELIVERY_FIELDS.filter((f) => f in patch);
+    if (fields.length === 0) return;
+    const values = fields.map((f) => (f === 'product_ids' ? JSON.stringify(patch.product_ids) : (patch[f] as unknown)));
+    // An update records the outcome of the attempt the lease was for: the delivery is in flight no more.
+    await this.c.run(`UPDATE webhook_deliveries SET ${fields.map((f, i) => `${f} = $${i + 1}`).join(', ')}, leased_until = NULL
+      WHERE id = $${fields.length + 1}`, [...values, id]);
+    if (patch.status === 'pending') await notifyWork(this.c, 'deliveries');
+  }
+
+  async dropPendingDeliveries(endpointId: number): Promise<number> {
+    return this.c.run(`UPDATE webhook_deliveries SET status = 'dropped', next_attempt_at = NULL
+      WHERE endpoint_id = $1 AND status IN ('pending', 'failed')`, [endpointId]);
+  }
+
+  async recordAttempt(deliveryId: number, attempt: AttemptRecord): Promise<void> {
+    await this.c.run(`INSERT INTO webhook_attempts (delivery_id, at, status_code, error, latency_ms, response_snippet)
+      VALUES ($1, $2, $3, $4, $5, $6)`,
+    [deliveryId, attempt.at, attempt.status_code, attempt.error, attempt.latency_ms, attempt.response_snippet]);
+  }
+
+  async listDeliveries(endpointId: number, filter: { status?: DeliveryStatus; limit: number; beforeId?: number }): Promise<DeliveryRecord[]> {
+    return (await this.c.rows(`SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE endpoint_id = $1 AND status = coalesce($2, status)
+      AND id < coalesce($3::bigint, 9223372036854775807) ORDER BY id DESC LIMIT $4`,
+    [endpointId, filter.status ?? null, filter.beforeId ?? null, filter.limit])).map(toDelivery);
+  }
+
+  async listAttempts(deliveryId: number): Promise<AttemptRecord[]> {
+    return this.c.rows<AttemptRecord & Row>(
+      'SELECT at, status_code, error, latency_ms, response_snippet FROM webhook_attempts WHERE delivery_id = $1 ORDER BY id', [deliveryId]);
+  }
+
+  async unsuccessfulDeliveriesSince(endpointId: number, since: string): Promise<DeliveryRecord[]> {
+    return (await this.c.rows(`SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE endpoint_id = $1 AND created_at >= $2
+      AND status IN ('failed', 'given_up', 'dropped') ORDER BY id`, [endpointId, since])).map(toDelivery);
+  }
+}

@@ -1,0 +1,306 @@
+// The storage port on PostgreSQL (the `pg` driver): the engine for deployments past one machine,
+// where several `serve` and `worker` processes share one database.
+//
+// A pool of connections: a transaction holds one client from BEGIN to COMMIT (READ COMMITTED; rows
+// a write depends on are locked, and a serialization failure or deadlock retries the whole
+// transaction), a snapshot holds one in a REPEATABLE READ READ ONLY transaction, and plain reads
+// run on any idle client. Opening is synchronous (createService is): the pool is made at once and
+// the migrations run in the background, under an advisory lock so that processes starting
+// together apply each one once; every operation waits for them.
+import pg from 'pg';
+import type { CatalogStorage, StorageOperations, StorageTx, WorkTopic } from '../port.js';
+import type { OperationalCounts } from '../records.js';
+import { PgCatalogSetup } from './catalog-setup.js';
+import { PgChanges } from './changes.js';
+import { PgConnection, type PgPoolClientLike, type PgPoolLike, type PgQueryable } from './connection.js';
+import { PgDeliveries } from './deliveries.js';
+import { PgImages } from './images.js';
+import { migrations, statementsOf } from './migrations.js';
+import { PgNotifications } from './notifications.js';
+import { PgOutbox } from './outbox.js';
+import { PgPanel } from './panel.js';
+import { PgProductSources } from './product-sources.js';
+import { PgPublished } from './published.js';
+import { PgTenancy } from './tenancy.js';
+import { PgWakeups } from './wakeups.js';
+import { PgWebhookEndpoints } from './webhook-endpoints.js';
+
+export type { PgPoolLike } from './connection.js';
+
+const AGGREGATES = [
+  PgTenancy, PgCatalogSetup, PgProductSources, PgImages, PgPublished, PgChanges,
+  PgWebhookEndpoints, PgOutbox, PgDeliveries, PgNotifications, PgPanel,
+] as const;
+
+/** Operations that write: called on the storage itself, each runs as its own transaction. */
+const WRITES: ReadonlySet<string> = new Set(AGGREGATES.flatMap((aggregate) => aggregate.writes));
+
+/** The key of the advisory lock migrations are applied under (any fixed bigint: "cps1"). */
+export const MIGRATION_LOCK_KEY = 0x63707331;
+
+/** How often a transaction runs again after a serialization failure or a deadlock before it fails. */
+const MAX_ATTEMPTS = 5;
+
+export interface PostgresOptions {
+  /** Connections in the pool (default 10). */
+  poolSize?: number;
+  /** A pool to use instead of one made from the URL (tests: an embedded PostgreSQL adapter). */
+  pool?: PgPoolLike;
+  /** How long a statement waits for a lock (a row another transaction writes, the migration lock) before it fails (default 30 s). */
+  lockTimeoutMs?: number;
+}
+
+/** Every aggregate's operations over one connection, as one object. */
+function operationsOn(connection: PgConnection): StorageOperations {
+  const operations: Record<string, unknown> = {};
+  for (const Aggregate of AGGREGATES) {
+    const aggregate = new Aggregate(connection) as unknown as Record<string, (...args: unknown[]) => unknown>;
+    for (const name of Object.getOwnPropertyNames(Aggregate.prototype)) {
+      if (name === 'constructor' || typeof aggregate[name] !== 'function') continue;
+      operations[name] = aggregate[name]!.bind(aggregate);
+    }
+  }
+  return operations as unknown as StorageOperations;
+}
+
+/** bigint (ids, counts) as a JS number: ids stay far below 2^53. Set on this pool only, not pg's global parsers. */
+const types = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === pg.types.builtins.INT8 ? Number : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+};
+
+/** Makes the pool and starts applying migrations; the storage is usable at once (operations wait). */
+export function openPostgresStorage(url: string, options: PostgresOptions = {}): PostgresStorage {
+  const lockTimeoutMs = options.lockTimeoutMs ?? 30_000;
+  const pool = options.pool ?? new pg.Pool({
+    connectionString: url,
+    max: options.poolSize ?? 10,
+    types,
+    options: `-c lock_timeout=${lockTimeoutMs}`,
+    application_name: 'catalog-publishing-service',
+  });
+  if (pool instanceof pg.Pool) {
+    // An idle client whose connection breaks (a server restart) is dropped from the pool; without a
+    // listener, its error event would end the process.
+    pool.on('error', () => {});
+  }
+  // Wake-ups after commit on a dedicated listening connection (not with an injected pool: polling only).
+  const wakeups = options.pool ? null : new PgWakeups(() => new pg.Client({ connectionString: url, application_name: 'catalog-publishing-service' }));
+  return new PostgresStorage(pool, wakeups);
+}
+
+/** Applies the migrations not applied yet, each in its own transaction, under the advisory lock. */
+async function migrate(pool: PgPoolLike): Promise<void> {
+  const client = await pool.connect();
+  let broken = false;
+  try {
+    await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+    try {
+      await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
+        id integer PRIMARY KEY, name text NOT NULL, applied_at text COLLATE "C" NOT NULL)`);
+      const applied = new Set((await client.query<{ id: number }>('SELECT id FROM schema_migrations')).rows.map((r) => r.id));
+      for (const migration of migrations) {
+        if (applied.has(migration.id)) continue;
+        await client.query('BEGIN');
+        try {
+          for (const statement of statementsOf(migration.sql)) await client.query(statement);
+          await client.query('INSERT INTO schema_migrations (id, name, applied_at) VALUES ($1, $2, $3)',
+            [migration.id, migration.name, new Date().toISOString()]);
+          await client.query('COMMIT');
+        } catch (error) {
+          await client.query('ROLLBACK').catch(() => { broken = true; });
+          throw new Error(`PostgreSQL migration ${migration.id} (${migration.name}) failed: ${(error as Error).message}`, { cause: error });
+        }
+      }
+    } finally {
+      await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch(() => { broken = true; });
+    }
+  } finally {
+    client.release(broken);
+  }
+}
+
+/**
+ * The client's queries one after another: the domain may ask a transaction for several reads at
+ * once (Promise.all), and a connection runs one query at a time (pg queues them itself, deprecated).
+ */
+function oneAtATime(client: PgQueryable): PgQueryable {
+  let tail: Promise<unknown> = Promise.resolve();
+  return {
+    query<R extends Record<string, unknown>>(text: string, values?: unknown[]) {
+      const result = tail.then(() => client.query<R>(text, values));
+      tail = result.catch(() => undefined);
+      return result;
+    },
+  };
+}
+
+const SNAPSHOT = 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A serialization failure or a deadlock: the transaction did nothing and may run again. */
+const isRetryable = (error: unknown) => ['40001', '40P01'].includes((error as { code?: string }).code ?? '');
+
+// Declaration merging: the aggregate operations are installed on each instance in the constructor.
+export interface PostgresStorage extends StorageOperations {}
+
+export class PostgresStorage implements CatalogStorage {
+  private migrating: Promise<void>;
+  private closed = false;
+  /** Each pooled client's operations, made once per client and mode. */
+  private readonly txOperations = new WeakMap<PgQueryable, StorageTx>();
+  private readonly snapshotOperations = new WeakMap<PgQueryable, StorageOperations>();
+
+  constructor(readonly pool: PgPoolLike, private readonly wakeups: PgWakeups | null = null) {
+    this.migrating = this.startMigrating();
+    const reader = operationsOn(new PgConnection(pool, false));
+    const self = this as unknown as Record<string, unknown>;
+    for (const name of Object.keys(reader)) {
+      const operation = name as keyof StorageOperations;
+      const read = reader[operation] as (...a: unknown[]) => Promise<unknown>;
+      self[name] = WRITES.has(name)
+        ? (...args: unknown[]) => this.transaction((tx) => (tx[operation] as (...a: unknown[]) => Promise<unknown>)(...args))
+        : async (...args: unknown[]) => {
+          await this.whenReady();
+          return read(...args);
+        };
+    }
+  }
+
+  /** Settles when the schema is this version's (rejects when migrating failed; the next operation tries again). */
+  get ready(): Promise<void> {
+    return this.migrating;
+  }
+
+  private startMigrating(): Promise<void> {
+    const attempt = migrate(this.pool);
+    // Handled here so that a failure nobody awaits yet does not end the process; awaiting `ready`
+    // or any operation still sees it.
+    attempt.catch(() => {});
+    return attempt;
+  }
+
+  /** Waits for the migrations; after a failed attempt (the database was down), starts another. */
+  private async whenReady(): Promise<void> {
+    if (this.closed) throw new TypeError('The storage is closed');
+    try {
+      await this.migrating;
+    } catch {
+      this.migrating = this.startMigrating();
+      await this.migrating;
+    }
+  }
+
+  async transaction<T>(fn: (tx: StorageTx) => Promise<T>): Promise<T> {
+    await this.whenReady();
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.onClient('BEGIN ISOLATION LEVEL READ COMMITTED', (client) => fn(this.operationsOf(client, this.txOperations, true)));
+      } catch (error) {
+        if (!isRetryable(error) || attempt >= MAX_ATTEMPTS) throw error;
+        // Jittered backoff, so that the transactions that collided do not collide again.
+        await sleep(Math.random() * 10 * 2 ** attempt);
+      }
+    }
+  }
+
+  async snapshot<T>(fn: (reader: StorageOperations) => Promise<T>): Promise<T> {
+    await this.whenReady();
+    return this.onClient(SNAPSHOT, (client) => fn(this.operationsOf(client, this.snapshotOperations, false)));
+  }
+
+  private operationsOf(client: PgQueryable, cache: WeakMap<PgQueryable, StorageOperations>, write: boolean): StorageOperations {
+    let operations = cache.get(client);
+    if (!operations) {
+      operations = operationsOn(new PgConnection(oneAtATime(client), write));
+      cache.set(client, operations);
+    }
+    return operations;
+  }
+
+  /** fn in one transaction on a client of its own: COMMIT when it resolves, ROLLBACK when it rejects. */
+  private async onClient<T>(begin: string, fn: (client: PgQueryable) => Promise<T>): Promise<T> {
+    const client: PgPoolClientLike = await this.pool.connect();
+    let broken = false;
+    try {
+      await client.query(begin);
+      try {
+        const result = await fn(client);
+        await client.query('COMMIT');
+        return result;
+      } catch (error) {
+        // A client whose ROLLBACK fails (its connection broke) is not given back to the pool.
+        await client.query('ROLLBACK').catch(() => { broken = true; });
+        throw error;
+      }
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.wakeups?.close();
+    await this.migrating.catch(() => {});
+    await this.pool.end();
+  }
+
+  /** LISTEN/NOTIFY: a commit in any process that added work of the topic (storage/postgres/wakeups.ts). */
+  onWork(topic: WorkTopic, listener: () => void): () => void {
+    return this.wakeups?.subscribe(topic, listener) ?? (() => {});
+  }
+
+  /** Resolves when wake-ups are heard (the listening connection is up), at once without them. */
+  async listening(): Promise<void> {
+    await this.wakeups?.listening();
+  }
+
+  async ping(): Promise<void> {
+    if (this.closed) throw new TypeError('The storage is closed');
+    await this.pool.query('SELECT 1');
+  }
+
+  async missingMigrations(): Promise<number[]> {
+    if (this.closed) throw new TypeError('The storage is closed');
+    // Read as it is now, without waiting for (or retrying) the migrations: /readyz reports them.
+    const known = migrations.map((m) => m.id);
+    const table = await this.pool.query<{ present: boolean }>("SELECT to_regclass('schema_migrations') IS NOT NULL AS present");
+    if (!table.rows[0]?.present) return known;
+    const applied = new Set((await this.pool.query<{ id: number }>('SELECT id FROM schema_migrations')).rows.map((r) => r.id));
+    return known.filter((id) => !applied.has(id));
+  }
+
+  async operationalCounts(): Promise<OperationalCounts> {
+    await this.whenReady();
+    return this.onClient(SNAPSHOT, async (client) => {
+      const rows = async <R extends Record<string, unknown>>(sql: string) => (await client.query<R>(sql)).rows;
+      const counts: OperationalCounts = {
+        endpoints: { active: 0, paused: 0, disabled: 0 },
+        outboxDepth: (await rows<{ n: number }>('SELECT count(*) AS n FROM webhook_outbox'))[0]!.n,
+        waitingDeliveries: { pending: 0, failed: 0 },
+        oldestWaitingAt: null,
+        images: { pending: 0, mirrored: 0, dead: 0 },
+      };
+      for (const row of await rows<{ status: 'active'; n: number }>('SELECT status, count(*) AS n FROM webhook_endpoints GROUP BY status')) {
+        counts.endpoints[row.status] = row.n;
+      }
+      for (const row of await rows<{ status: 'pending'; n: number }>(`SELECT status, count(*) AS n FROM webhook_deliveries
+        WHERE status IN ('pending', 'failed') GROUP BY status`)) {
+        counts.waitingDeliveries[row.status] = row.n;
+      }
+      for (const row of await rows<{ state: 'pending'; n: number }>('SELECT state, count(*) AS n FROM image_mirrors GROUP BY state')) {
+        counts.images[row.state] = row.n;
+      }
+      // Not yet attempted: a failed delivery waiting for its retry is the receiver's lag, not the
+      // dispatcher's (it shows in cps_webhook_deliveries_waiting{status="failed"}).
+      counts.oldestWaitingAt = (await rows<{ at: string | null }>(`SELECT min(at) AS at FROM (
+        SELECT min(o.created_at) AS at FROM webhook_outbox AS o JOIN webhook_endpoints AS e ON e.id = o.endpoint_id WHERE e.status = 'active'
+        UNION ALL
+        SELECT min(coalesce(d.oldest_change_at, d.created_at)) FROM webhook_deliveries AS d JOIN webhook_endpoints AS e ON e.id = d.endpoint_id
+          WHERE d.status = 'pending' AND d.attempts = 0 AND e.status = 'active') AS waiting`))[0]!.at;
+      return counts;
+    });
+  }
+}

@@ -1,0 +1,25 @@
+// Owners' notifications on PostgreSQL.
+import type { NotificationStore } from '../port.js';
+import type { NotificationRecord } from '../records.js';
+import type { PgConnection } from './connection.js';
+
+export class PgNotifications implements NotificationStore {
+  static readonly writes = ['insertNotification', 'markNotificationEmailed'] as const;
+
+  constructor(private readonly c: PgConnection) {}
+
+  async insertNotification(input: Omit<NotificationRecord, 'id' | 'emailed_at'>): Promise<NotificationRecord> {
+    return (await this.c.one<NotificationRecord & Record<string, unknown>>(`INSERT INTO notifications (merchant_id, endpoint_id, kind, subject, body, created_at)
+      VALUES ($1, $2, $3, $4, $5, $6) RETURNING *`,
+    [input.merchant_id, input.endpoint_id, input.kind, input.subject, input.body, input.created_at]))!;
+  }
+
+  async listNotifications(merchantId: number, limit: number): Promise<NotificationRecord[]> {
+    return this.c.rows<NotificationRecord & Record<string, unknown>>(
+      'SELECT * FROM notifications WHERE merchant_id = $1 ORDER BY id DESC LIMIT $2', [merchantId, limit]);
+  }
+
+  async markNotificationEmailed(id: number, at: string): Promise<void> {
+    await this.c.run('UPDATE notifications SET emailed_at = $1 WHERE id = $2', [at, id]);
+  }
+}

@@ -1,0 +1,101 @@
+// The administration panel's accounts on PostgreSQL: users, invitations, sessions, sign-in
+// failures, the audit log.
+import type { PanelStore } from '../port.js';
+import type { AuditEntryRecord, PanelInvitationRecord, PanelSessionRecord, PanelUserRecord } from '../records.js';
+import type { PgConnection, Row } from './connection.js';
+
+const USER_COLUMNS = 'id, merchant_id, email, role, created_at';
+
+export class PgPanel implements PanelStore {
+  static readonly writes = [
+    'insertPanelInvitation', 'markPanelInvitationUsed', 'upsertPanelUser', 'deletePanelUser', 'insertPanelSession',
+    'touchPanelSession', 'deletePanelSession', 'recordSignInFailure', 'clearSignInFailures', 'insertAuditEntry',
+  ] as const;
+
+  constructor(private readonly c: PgConnection) {}
+
+  async insertPanelInvitation(tokenHash: Buffer, invitation: Omit<PanelInvitationRecord, 'used_at'>): Promise<void> {
+    await this.c.run(`INSERT INTO panel_invitations (token_hash, merchant_id, email, role, created_at, expires_at)
+      VALUES ($1, $2, $3, $4, $5, $6)`,
+    [tokenHash, invitation.merchant_id, invitation.email, invitation.role, invitation.created_at, invitation.expires_at]);
+  }
+
+  async panelInvitation(tokenHash: Buffer): Promise<PanelInvitationRecord | undefined> {
+    return this.c.one<PanelInvitationRecord & Row>(
+      'SELECT merchant_id, email, role, created_at, expires_at, used_at FROM panel_invitations WHERE token_hash = $1', [tokenHash]);
+  }
+
+  async markPanelInvitationUsed(tokenHash: Buffer, at: string): Promise<void> {
+    await this.c.run('UPDATE panel_invitations SET used_at = $1 WHERE token_hash = $2', [at, tokenHash]);
+  }
+
+  async upsertPanelUser(user: Omit<PanelUserRecord, 'id'>, passwordHash: string): Promise<PanelUserRecord> {
+    // Another merchant's user with this email is left alone (and returned, as on SQLite).
+    await this.c.run(`INSERT INTO panel_users (merchant_id, email, role, password_hash, created_at) VALUES ($1, $2, $3, $4, $5)
+      ON CONFLICT (email) DO UPDATE SET role = excluded.role, password_hash = excluded.password_hash
+        WHERE panel_users.merchant_id = excluded.merchant_id`, [user.merchant_id, user.email, user.role, passwordHash, user.created_at]);
+    return (await this.c.one<PanelUserRecord & Row>(`SELECT ${USER_COLUMNS} FROM panel_users WHERE email = $1`, [user.email]))!;
+  }
+
+  async panelUserByEmail(email: string): Promise<(PanelUserRecord & { password_hash: string }) | undefined> {
+    return this.c.one<PanelUserRecord & { password_hash: string } & Row>(`SELECT ${USER_COLUMNS}, password_hash FROM panel_users WHERE email = $1`,
+      [email]);
+  }
+
+  async panelUser(id: number): Promise<PanelUserRecord | undefined> {
+    return this.c.one<PanelUserRecord & Row>(`SELECT ${USER_COLUMNS} FROM panel_users WHERE id = $1`, [id]);
+  }
+
+  async listPanelUsers(merchantId: number): Promise<PanelUserRecord[]> {
+    return this.c.rows<PanelUserRecord & Row>(`SELECT ${USER_COLUMNS} FROM panel_users WHERE merchant_id = $1 ORDER BY id`, [merchantId]);
+  }
+
+  async deletePanelUser(merchantId: number, id: number): Promise<boolean> {
+    return await this.c.run('DELETE FROM panel_users WHERE merchant_id = $1 AND id = $2', [merchantId, id]) > 0;
+  }
+
+  async insertPanelSession(tokenHash: Buffer, session: PanelSessionRecord): Promise<void> {
+    await this.c.run(`INSERT INTO panel_sessions (token_hash, user_id, operator, csrf_token, created_at, last_seen_at, expires_at)
+      VALUES ($1, $2, $3, $4, $5, $6, $7)`, [tokenHash, session.user_id, session.user_id === null, session.csrf_token,
+      session.created_at, session.last_seen_at, session.expires_at]);
+  }
+
+  async panelSession(tokenHash: Buffer): Promise<PanelSessionRecord | undefined> {
+    return this.c.one<PanelSessionRecord & Row>(
+      'SELECT user_id, csrf_token, created_at, last_seen_at, expires_at FROM panel_sessions WHERE token_hash = $1', [tokenHash]);
+  }
+
+  async touchPanelSession(tokenHash: Buffer, at: string): Promise<void> {
+    await this.c.run('UPDATE panel_sessions SET last_seen_at = $1 WHERE token_hash = $2', [at, tokenHash]);
+  }
+
+  async deletePanelSession(tokenHash: Buffer): Promise<void> {
+    await this.c.run('DELETE FROM panel_sessions WHERE token_hash = $1', [tokenHash]);
+  }
+
+  async recordSignInFailure(subjects: string[], at: string): Promise<void> {
+    if (subjects.length === 0) return;
+    await this.c.run('INSERT INTO panel_sign_in_failures (subject, at) SELECT subject, $2 FROM unnest($1::text[]) AS subject', [subjects, at]);
+  }
+
+  async countSignInFailures(subjects: string[], since: string): Promise<Map<string, { count: number; oldest: string }>> {
+    if (subjects.length === 0) return new Map();
+    const rows = await this.c.rows<{ subject: string; count: number; oldest: string }>(`SELECT subject, count(*) AS count, min(at) AS oldest
+      FROM panel_sign_in_failures WHERE subject = ANY($1::text[]) AND at > $2 GROUP BY subject`, [subjects, since]);
+    return new Map(rows.map((r) => [r.subject, { count: r.count, oldest: r.oldest }]));
+  }
+
+  async clearSignInFailures(subject: string): Promise<void> {
+    await this.c.run('DELETE FROM panel_sign_in_failures WHERE subject = $1', [subject]);
+  }
+
+  async insertAuditEntry(entry: Omit<AuditEntryRecord, 'id'>): Promise<void> {
+    await this.c.run('INSERT INTO audit_log (merchant_id, at, actor, action, detail) VALUES ($1, $2, $3, $4, $5)',
+      [entry.merchant_id, entry.at, entry.actor, entry.action, entry.detail]);
+  }
+
+  async listAuditEntries(merchantId: number, limit: number): Promise<AuditEntryRecord[]> {
+    return this.c.rows<AuditEntryRecord & Row>(
+      'SELECT id, merchant_id, at, actor, action, detail FROM audit_log WHERE merchant_id = $1 ORDER BY id DESC LIMIT $2', [merchantId, limit]);
+  }
+}

@@ -1,0 +1,130 @@
+// Published payloads per (store, product) on PostgreSQL, and the public API's reads over them. A
+// page is one range scan of the primary key that PostgreSQL joins into one string (string_agg in
+// product id order): no OFFSET, no per-row values, no JSON parsing; the string's UTF-8 bytes are
+// the payloads exactly as the domain wrote them (the database encoding must be UTF8).
+// Payloads are text, not bytea: measured on a 50-row page (132 KB), text answered in ~1.0 ms against
+// bytea's ~1.2 ms (bytea travels as hex, twice the bytes) for the same Node CPU (~0.8 ms), and json's
+// operators read text directly.
+import type { PublishedStore } from '../port.js';
+import type {
+  PublishedExclusionCounts, PublishedHashes, PublishedPage, PublishedProductSummary, PublishedRow, PublishedSummaryWindow,
+} from '../records.js';
+import type { PgConnection, Row } from './connection.js';
+
+// The summary's fields as the payload states them, each payload parsed once (json keeps the text;
+// a field that is not a JSON string reads as its JSON text, like SQLite's json_extract).
+const SUMMARY_FROM = `published_products,
+  LATERAL json_to_record(payload::json) AS p(title text, sku text, ean text, excluded boolean, exclusion_reason text)`;
+const SUMMARY_COLUMNS = 'product_id AS id, p.title, p.sku, p.ean, coalesce(p.excluded, false) AS excluded, p.exclusion_reason';
+
+function toSummary(row: Row): PublishedProductSummary {
+  return {
+    id: row.id as number,
+    title: row.title as string | null,
+    sku: row.sku as string | null,
+    ean: row.ean as string | null,
+    excluded: row.excluded as boolean,
+    exclusion_reason: row.exclusion_reason as PublishedProductSummary['exclusion_reason'],
+  };
+}
+
+const utf8 = (text: string) => Buffer.from(text, 'utf8');
+
+export class PgPublished implements PublishedStore {
+  static readonly writes = ['upsertPublished', 'deletePublished'] as const;
+
+  constructor(private readonly c: PgConnection) {}
+
+  async publishedHashes(storeId: number, productIds: number[]): Promise<Map<number, PublishedHashes>> {
+    const hashes = new Map<number, PublishedHashes>();
+    if (productIds.length === 0) return hashes;
+    const rows = await this.c.rows<{ product_id: number; price_hash: string; content_hash: string }>(`SELECT product_id, price_hash, content_hash
+      FROM published_products WHERE store_id = $1 AND product_id = ANY($2::bigint[])`, [storeId, productIds]);
+    for (const r of rows) hashes.set(r.product_id, { priceHash: r.price_hash, contentHash: r.content_hash });
+    return hashes;
+  }
+
+  async upsertPublished(storeId: number, rows: PublishedRow[]): Promise<void> {
+    if (rows.length === 0) return;
+    // One statement for the batch; a product listed twice keeps its last row (as one upsert per row would).
+    const last = new Map(rows.map((row) => [row.productId, row]));
+    const batch = [...last.values()];
+    await this.c.run(`INSERT INTO published_products (store_id, product_id, payload, price_hash, content_hash)
+      SELECT $1, product_id, payload, price_hash, content_hash
+      FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[]) AS row (product_id, payload, price_hash, content_hash)
+      ON CONFLICT (store_id, product_id) DO UPDATE SET payload = excluded.payload,
+        price_hash = excluded.price_hash, content_hash = excluded.content_hash`,
+    [storeId, batch.map((r) => r.productId), batch.map((r) => r.payload), batch.map((r) => r.priceHash), batch.map((r) => r.contentHash)]);
+  }
+
+  async deletePublished(storeId: number, productIds: number[]): Promise<void> {
+    if (productIds.length === 0) return;
+    await this.c.run('DELETE FROM published_products WHERE store_id = $1 AND product_id = ANY($2::bigint[])', [storeId, productIds]);
+  }
+
+  async publishedPayload(storeId: number, productId: number): Promise<Uint8Array | undefined> {
+    const row = await this.c.one<{ payload: string }>('SELECT payload FROM published_products WHERE store_id = $1 AND product_id = $2',
+      [storeId, productId]);
+    return row && utf8(row.payload);
+  }
+
+  async publishedPage(storeId: number, fromId: number, toId: number): Promise<PublishedPage> {
+    // The rows' hashes come from the same scan.
+    const row = await this.c.one<{ bytes: string; digests: string }>(`SELECT
+        coalesce(string_agg(payload, ',' ORDER BY product_id), '') AS bytes,
+        coalesce(string_agg(price_hash || content_hash, '' ORDER BY product_id), '') AS digests
+      FROM published_products WHERE store_id = $1 AND product_id BETWEEN $2 AND $3`, [storeId, fromId, toId]);
+    return { bytes: utf8(row!.bytes), digests: utf8(row!.digests) };
+  }
+
+  async publishedProductIds(storeId: number): Promise<number[]> {
+    return (await this.c.rows<{ product_id: number }>('SELECT product_id FROM published_products WHERE store_id = $1 ORDER BY product_id',
+      [storeId])).map((r) => r.product_id);
+  }
+
+  async publishedPayloadsByIds(storeId: number, productIds: number[]): Promise<{ bytes: Uint8Array; count: number }> {
+    if (productIds.length === 0) return { bytes: utf8(''), count: 0 };
+    const row = await this.c.one<{ bytes: string; count: number }>(`SELECT
+        coalesce(string_agg(payload, ',' ORDER BY product_id), '') AS bytes, count(*) AS count
+      FROM published_products WHERE store_id = $1 AND product_id = ANY($2::bigint[])`, [storeId, productIds]);
+    return { bytes: utf8(row!.bytes), count: row!.count };
+  }
+
+  async publishedPricesByIds(storeId: number, productIds: number[]): Promise<Uint8Array> {
+    if (productIds.length === 0) return utf8('');
+    // json (not jsonb) keeps the stored text of the prices member, number literals and all, so
+    // amounts keep the currency's exact precision: the same bytes as SQLite's json().
+    const row = await this.c.one<{ bytes: string }>(`SELECT coalesce(string_agg(
+        '{"id":' || product_id || ',"prices":' || coalesce((payload::json -> 'prices')::text, 'null') || '}', ',' ORDER BY product_id), '') AS bytes
+      FROM published_products WHERE store_id = $1 AND product_id = ANY($2::bigint[])`, [storeId, productIds]);
+    return utf8(row!.bytes);
+  }
+
+  async findPublishedProducts(storeId: number, match: { sku?: string; ean?: string }, limit: number): Promise<PublishedProductSummary[]> {
+    if (match.sku === undefined && match.ean === undefined) return [];
+    // A scan of the store's rows (the primary key's prefix): no index on payload fields; the panel's search only.
+    const rows = await this.c.rows(`SELECT ${SUMMARY_COLUMNS} FROM ${SUMMARY_FROM}
+      WHERE store_id = $1 AND ($2::text IS NULL OR p.sku = $2) AND ($3::text IS NULL OR p.ean = $3)
+      ORDER BY product_id LIMIT $4`, [storeId, match.sku ?? null, match.ean ?? null, limit]);
+    return rows.map(toSummary);
+  }
+
+  async publishedSummaries(storeId: number, window: PublishedSummaryWindow): Promise<PublishedProductSummary[]> {
+    const rows = await this.c.rows(`SELECT ${SUMMARY_COLUMNS} FROM ${SUMMARY_FROM}
+      WHERE store_id = $1 AND product_id > $2 AND (NOT $3::boolean OR p.excluded)
+      ORDER BY product_id LIMIT $4`, [storeId, window.afterId, window.excludedOnly ?? false, window.limit]);
+    return rows.map(toSummary);
+  }
+
+  async publishedCountsByExclusion(storeId: number): Promise<PublishedExclusionCounts> {
+    // One scan of the store's rows (the primary key's prefix); the reason is read from the payload as published.
+    const rows = await this.c.rows<{ reason: string | null; n: number }>(`SELECT payload::json ->> 'exclusion_reason' AS reason, count(*) AS n
+      FROM published_products WHERE store_id = $1 GROUP BY reason`, [storeId]);
+    const counts: PublishedExclusionCounts = { total: 0, excluded: { manual: 0, missing_title: 0, no_offers: 0, out_of_stock: 0 } };
+    for (const { reason, n } of rows) {
+      counts.total += n;
+      if (reason !== null) counts.excluded[reason as keyof PublishedExclusionCounts['excluded']] = n;
+    }
+    return counts;
+  }
+}

@@ -1,0 +1,52 @@
+// Receiver endpoints with their health record on PostgreSQL.
+import type { WebhookEndpointStore } from '../port.js';
+import type { WebhookEndpointInputRecord, WebhookEndpointRecord } from '../records.js';
+import type { PgConnection, Row } from './connection.js';
+
+const toEndpoint = (r: Row): WebhookEndpointRecord => ({
+  ...(r as unknown as WebhookEndpointRecord),
+  events: JSON.parse(r.events as string),
+});
+
+const ENDPOINT_FIELDS = ['url', 'store_id', 'events', 'secret', 'status', 'consecutive_failures', 'failure_streak_started_at',
+  'paused_until', 'owners_notified_at', 'disabled_reason', 'last_success_at', 'last_failure_at'] as const;
+
+export class PgWebhookEndpoints implements WebhookEndpointStore {
+  static readonly writes = ['createWebhookEndpoint', 'updateWebhookEndpoint', 'deleteWebhookEndpoint'] as const;
+
+  constructor(private readonly c: PgConnection) {}
+
+  async createWebhookEndpoint(input: WebhookEndpointInputRecord): Promise<WebhookEndpointRecord> {
+    const row = await this.c.one(`INSERT INTO webhook_endpoints (merchant_id, url, store_id, events, secret, created_at)
+      VALUES ($1, $2, $3, $4, $5, $6) RETURNING *`,
+    [input.merchant_id, input.url, input.store_id, JSON.stringify(input.events), input.secret, input.created_at]);
+    return toEndpoint(row!);
+  }
+
+  async listWebhookEndpoints(merchantId: number): Promise<WebhookEndpointRecord[]> {
+    return (await this.c.rows('SELECT * FROM webhook_endpoints WHERE merchant_id = $1 ORDER BY id', [merchantId])).map(toEndpoint);
+  }
+
+  async getWebhookEndpoint(id: number, merchantId?: number): Promise<WebhookEndpointRecord | undefined> {
+    // In a write transaction the endpoint is read to update its health from it: the row lock holds
+    // a concurrent attempt's read until this one commits, so no failure count is lost. NO KEY
+    // UPDATE: inserts of outbox rows and deliveries that reference the endpoint do not wait for it.
+    const row = await this.c.one(`SELECT * FROM webhook_endpoints WHERE id = $1 AND merchant_id = coalesce($2, merchant_id)
+      ${this.c.inWriteTransaction ? 'FOR NO KEY UPDATE' : ''}`, [id, merchantId ?? null]);
+    return row && toEndpoint(row);
+  }
+
+  async updateWebhookEndpoint(id: number, patch: Partial<Omit<WebhookEndpointRecord, 'id' | 'merchant_id' | 'created_at'>>): Promise<void> {
+    const fields = ENDPOINT_FIELDS.filter((f) => f in patch);
+    if (fields.length === 0) return;
+    const values = fields.map((f) => (f === 'events' ? JSON.stringify(patch.events) : (patch[f] as unknown)));
+    await this.c.run(`UPDATE webhook_endpoints SET ${fields.map((f, i) => `${f} = $${i + 1}`).join(', ')} WHERE id = $${fields.length + 1}`,
+      [...values, id]);
+  }
+
+  async deleteWebhookEndpoint(id: number): Promise<void> {
+    // Its deliveries and attempts go with it (ON DELETE CASCADE); the owners' notifications about it stay.
+    await this.c.run('UPDATE notifications SET endpoint_id = NULL WHERE endpoint_id = $1', [id]);
+    await this.c.run('DELETE FROM webhook_endpoints WHERE id = $1', [id]);
+  }
+}

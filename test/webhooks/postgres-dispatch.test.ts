@@ -1,0 +1,140 @@
+// Several dispatchers on one PostgreSQL database (issue 12, item 4): each a service with its own
+// pool, as separate processes run them, sending to one real receiver on 127.0.0.1.
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import type { DeliveryRecord } from '../../src/storage/port.js';
+import { adminOk, createMerchant, importNdjson, simpleProduct, type MerchantHandle } from '../support/admin-http.js';
+import { Receiver } from '../support/receiver.js';
+import { startTestPostgres, type TestPostgres } from '../storage/pg-server.js';
+import { startPgServices, type PgServices } from './pg-services.js';
+import type { ConfigOverrides } from '../../src/config.js';
+
+let postgres: TestPostgres;
+let world: PgServices | undefined;
+const receivers: Receiver[] = [];
+
+beforeAll(async () => {
+  postgres = await startTestPostgres();
+}, 60_000);
+afterAll(async () => {
+  await postgres?.stop();
+});
+afterEach(async () => {
+  await world?.close();
+  world = undefined;
+  for (const receiver of receivers.splice(0)) await receiver.close();
+});
+
+const tick = () => new Promise<void>((resolve) => setTimeout(resolve, 5));
+
+/** Two services on one fresh database, a merchant with store `de`, and an endpoint for a receiver. */
+async function twoDispatchers(webhooks: ConfigOverrides['webhooks'], answer?: Parameters<Receiver['answer']>[0]) {
+  world = await startPgServices(postgres, 2, { webhooks: { coalesceMs: 0, ...webhooks } });
+  const merchant: MerchantHandle = await createMerchant(world.admin, 'Dispatch Outfitters');
+  await adminOk(world.admin, 'PUT', `${merchant.base}/stores/de`, { name: 'Store de', locale: 'de-DE', currency: 'EUR' });
+  await adminOk(world.admin, 'PUT', `${merchant.base}/suppliers/alpine`, { name: 'Alpine Wholesale AG' });
+  const receiver = await Receiver.start(answer ? { behaviour: answer } : {});
+  receivers.push(receiver);
+  const endpoint = await adminOk(world.admin, 'POST', `${merchant.base}/webhook-endpoints`, { url: receiver.url, events: ['content'] }, 201);
+  receiver.secret = endpoint.secret;
+  const [a, b] = world.services as [PgServices['services'][0], PgServices['services'][0]];
+  const deliveries = async (): Promise<DeliveryRecord[]> => a.storage.listDeliveries(endpoint.id, { limit: 10_000 });
+  return { merchant, receiver, endpointId: endpoint.id as number, a, b, deliveries };
+}
+
+async function importProducts(merchant: MerchantHandle, refs: string[]) {
+  const response = await importNdjson(world!.admin, merchant.id, refs.map((ref) => simpleProduct(ref)));
+  expect(response.status, response.text).toBe(200);
+}
+
+describe('several dispatchers on one PostgreSQL database', () => {
+  it('deliver every change once, and never put one outbox row into two deliveries, while both coalesce during the writes', async () => {
+    const { merchant, receiver, a, b, deliveries } = await twoDispatchers({ batchSize: 3, perEndpointConcurrency: 4, overallConcurrency: 4 });
+    const refs = Array.from({ length: 120 }, (_, i) => `ONCE-${i}`);
+    let writing = true;
+    const dispatching = async (service: typeof a) => {
+      while (writing || (await service.storage.operationalCounts()).outboxDepth > 0) {
+        await service.dispatcher.tick();
+        await tick();
+      }
+      while ((await service.dispatcher.sendDue()) > 0);
+    };
+    const both = Promise.all([dispatching(a), dispatching(b)]);
+    for (let i = 0; i < refs.length; i += 10) await importProducts(merchant, refs.slice(i, i + 10));
+    writing = false;
+    await both;
+    await Promise.all([a.dispatcher.sendDue(), b.dispatcher.sendDue()]);
+
+    const all = await deliveries();
+    const carried = all.flatMap((d) => d.product_ids);
+    // Each product changed once: its one outbox row went into exactly one delivery.
+    expect(carried).toHaveLength(refs.length);
+    expect(new Set(carried).size).toBe(refs.length);
+    expect(all.every((d) => d.status === 'succeeded' && d.attempts === 1)).toBe(true);
+    // ... and each delivery reached the receiver once.
+    expect(receiver.count).toBe(all.length);
+    expect(receiver.payloads.flatMap((p) => p.product_ids).sort()).toEqual([...carried].sort());
+  });
+
+  it('count concurrent failed attempts to one endpoint exactly (the endpoint row is locked for its health update)', async () => {
+    const { merchant, receiver, endpointId, a, b, deliveries } = await twoDispatchers(
+      { batchSize: 1, perEndpointConcurrency: 8, overallConcurrency: 4 }, { status: 500, delayMs: 30 });
+    await importProducts(merchant, Array.from({ length: 8 }, (_, i) => `FAIL-${i}`));
+    expect(await a.dispatcher.coalesce()).toBe(8);
+    // Both dispatchers send at once (the second claims while the first one's four are in flight):
+    // attempts end, and record their failure, at the same moments.
+    const first = a.dispatcher.sendDue();
+    await vi.waitFor(() => expect(receiver.inFlightNow).toBeGreaterThan(0), { timeout: 5000, interval: 1 });
+    const [byA, byB] = await Promise.all([first, b.dispatcher.sendDue()]);
+    expect(byA + byB).toBe(8);
+    expect(byA).toBeGreaterThan(0);
+    expect(byB).toBeGreaterThan(0);
+    expect(receiver.count).toBe(8);
+    const all = await deliveries();
+    expect(all.every((d) => d.status === 'failed' && d.attempts === 1)).toBe(true);
+    const endpoint = await a.storage.getWebhookEndpoint(endpointId);
+    expect(endpoint?.consecutive_failures).toBe(8);
+  });
+
+  it('hold per-endpoint concurrency 1 across two dispatchers', async () => {
+    const { merchant, receiver, a, b, deliveries } = await twoDispatchers(
+      { batchSize: 1, perEndpointConcurrency: 1, overallConcurrency: 4 }, { status: 200, delayMs: 40 });
+    await importProducts(merchant, Array.from({ length: 10 }, (_, i) => `ONE-AT-A-TIME-${i}`));
+    expect(await a.dispatcher.coalesce()).toBe(10);
+    let sentByA = 0;
+    let sentByB = 0;
+    while ((await deliveries()).some((d) => d.status !== 'succeeded')) {
+      const [byA, byB] = await Promise.all([a.dispatcher.sendDue(), b.dispatcher.sendDue()]);
+      sentByA += byA;
+      sentByB += byB;
+      await tick();
+    }
+    expect(sentByA + sentByB).toBe(10);
+    expect(receiver.count).toBe(10);
+    expect(receiver.maxInFlight).toBe(1);
+  });
+
+  it('gives the outbox rows of a group to one coalescer: another transaction meanwhile gets none of them', async () => {
+    const { merchant, a, b } = await twoDispatchers({ batchSize: 100 });
+    await importProducts(merchant, ['ROW-1', 'ROW-2', 'ROW-3']);
+    const [group] = await a.storage.outboxGroups();
+    expect(group?.count).toBe(3);
+    await a.storage.transaction(async (tx) => {
+      expect(await tx.outboxRows(group!, 100)).toHaveLength(3);
+      // Another process's coalescer, while this one holds them: skips them rather than waiting.
+      expect(await b.storage.transaction((other) => other.outboxRows(group!, 100))).toEqual([]);
+    });
+    expect(await b.storage.transaction((other) => other.outboxRows(group!, 100))).toHaveLength(3);
+  });
+
+  it('wakes a dispatcher on a commit in another process (NOTIFY) long before its poll interval', async () => {
+    const { merchant, receiver, b } = await twoDispatchers({ batchSize: 1, pollIntervalMs: 60_000 });
+    // Only the second service dispatches, and it polls once a minute; the first one takes the write.
+    b.dispatcher.start();
+    await world!.storages[1]!.listening();
+    const started = Date.now();
+    await importProducts(merchant, ['WAKE-1']);
+    await vi.waitFor(() => expect(receiver.count).toBe(1), { timeout: 10_000, interval: 10 });
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(receiver.payloads[0]!.product_ids).toHaveLength(1);
+  });
+});

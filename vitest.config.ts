@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import { findPostgresBinaries } from './scripts/postgres-server.js';
 
 // Two projects, one per storage engine (test/support/engine.ts reads CPS_TEST_ENGINE):
 // - sqlite: every suite, on SQLite files (the embedded default);
@@ -7,6 +8,13 @@ import { defineConfig } from 'vitest/config';
 //   (test/support/postgres.ts), or on the embedded pglite when there are none.
 // `npx vitest run --project sqlite` runs one of them.
 const ON_EITHER_ENGINE = ['http', 'changes', 'webhooks', 'images', 'faults', 'storage'].map((suite) => `test/${suite}/**/*.test.ts`);
+// The PostgreSQL engine's own tests (several connections, LISTEN/NOTIFY, migrations under a lock):
+// only on the postgres project, and only with a real server.
+const NEEDS_POSTGRES_SERVER = ['test/**/postgres*.test.ts'];
+const serverBinaries = process.env.CPS_TEST_PG_BINARIES !== 'none' && findPostgresBinaries() !== undefined;
+if (!serverBinaries && process.env.CPS_TEST_ENGINE !== 'sqlite' && process.env.CPS_TEST_REQUIRE_POSTGRES !== '1') {
+  console.warn(`[pglite] no PostgreSQL server binaries: skipped, they need a server: ${NEEDS_POSTGRES_SERVER.join(', ')}`);
+}
 
 export default defineConfig({
   test: {
@@ -16,7 +24,7 @@ export default defineConfig({
     projects: [
       {
         extends: true,
-        test: { name: 'sqlite', include: ['test/**/*.test.ts'], env: { CPS_TEST_ENGINE: 'sqlite' } },
+        test: { name: 'sqlite', include: ['test/**/*.test.ts'], exclude: NEEDS_POSTGRES_SERVER, env: { CPS_TEST_ENGINE: 'sqlite' } },
       },
       {
         extends: true,
@@ -24,7 +32,7 @@ export default defineConfig({
           name: 'postgres',
           include: ON_EITHER_ENGINE,
           // Only about the SQLite engine itself (its file, WAL checkpoints, process locks).
-          exclude: ['test/storage/sqlite.test.ts'],
+          exclude: ['test/storage/sqlite.test.ts', ...(serverBinaries ? [] : NEEDS_POSTGRES_SERVER)],
           env: { CPS_TEST_ENGINE: 'postgres' },
           globalSetup: ['test/support/postgres.ts'],
           setupFiles: ['test/support/engine-setup.ts'],

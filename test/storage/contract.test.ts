@@ -205,10 +205,13 @@ describe(`the storage contract on ${ENGINE}`, () => {
       expect([...(await storage.imageMirrors(merchant.id, [a, c, 'https://img.example/unknown.jpg'])).entries()]).toEqual([
         [a, { url: a, state: 'pending', mirrored_url: null }], [c, { url: c, state: 'pending', mirrored_url: null }],
       ].sort(([x], [y]) => ((x as string) < (y as string) ? -1 : 1)));
-      const due = await storage.dueImageMirrors('2026-11-26T08:00:01.000Z', 10);
+      // Claimed under a lease: returned as they were, and not due again until the lease ends.
+      const due = await storage.claimDueImageMirrors('2026-11-26T08:00:01.000Z', 10, '2026-11-26T08:01:01.000Z');
       expect(due.map((m) => m.url).sort()).toEqual([a, b]);
       expect(due[0]).toMatchObject({ merchant_id: merchant.id, state: 'pending', attempts: 0, first_failure_at: null, last_error: null });
-      expect(await storage.dueImageMirrors('2026-11-26T08:00:10.000Z', 1)).toHaveLength(1);
+      expect(await storage.claimDueImageMirrors('2026-11-26T08:00:10.000Z', 10, '2026-11-26T08:01:10.000Z')).toMatchObject([{ url: c }]);
+      expect(await storage.claimDueImageMirrors('2026-11-26T08:00:20.000Z', 10, '2026-11-26T08:01:20.000Z')).toEqual([]);
+      expect(await storage.claimDueImageMirrors('2026-11-26T08:01:05.000Z', 1, '2026-11-26T08:02:05.000Z')).toHaveLength(1);
       await storage.updateImageMirror(merchant.id, a, { state: 'mirrored', mirrored_url: 'https://cdn.example/a.jpg', updated_at: '2026-11-26T08:01:00.000Z' });
       await storage.updateImageMirror(merchant.id, b, { state: 'dead', attempts: 5, last_error: 'HTTP 404', updated_at: '2026-11-26T08:02:00.000Z' });
       await storage.updateImageMirror(merchant.id, c, { state: 'dead', attempts: 5, last_error: 'HTTP 410', updated_at: '2026-11-26T08:03:00.000Z' });

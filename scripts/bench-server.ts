@@ -3,6 +3,7 @@
 // (the ceiling: same HTTP stack, no authentication, no database, no assembly). Requests with
 // `X-Bench-App: quiet` go to a second instance of the app with the access log off, so the cost of
 // logging is measured side by side. Logs go to /dev/null: the cost of writing them, not of a terminal.
+// DB is an SQLite file, or a postgres:// URL (bench:postgres serves both engines side by side).
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
 import { Hono } from 'hono';
@@ -12,11 +13,12 @@ import { createApp } from '../src/http/app.js';
 import { createLogger } from '../src/operations/log.js';
 import { createService } from '../src/service.js';
 
-const [databasePath] = process.argv.slice(2);
-if (!databasePath) throw new Error('usage: bench-server DB');
+const [database] = process.argv.slice(2);
+if (!database) throw new Error('usage: bench-server DB (an SQLite file or a postgres:// URL)');
+const onPostgres = /^postgres(ql)?:\/\//.test(database);
 // The limiter runs (its cost is part of every read) but never throttles the load generator.
 const rateLimit = { burst: 1e9, perSecond: 1e9 };
-const config = loadConfig({}, { databasePath, adminToken: 'bench', rateLimit });
+const config = loadConfig({}, { ...(onPostgres ? { databaseUrl: database } : { databasePath: database }), adminToken: 'bench', rateLimit });
 const logger = createLogger(config.operations, pino.destination({ dest: '/dev/null', sync: true }));
 const service = createService(config, { logger });
 const app = createApp(service);

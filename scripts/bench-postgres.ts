@@ -819,6 +819,8 @@ function report(catalog: CatalogSide[] | null, feed: FeedSide[] | null, deliveri
 // ---- run --------------------------------------------------------------------------------------
 
 tempDir = fs.mkdtempSync(path.join(os.tmpdir(), 'cps-bench-postgres-'));
+// The server runs as the postgres user when we are root: it must reach its folder inside.
+fs.chmodSync(tempDir, 0o711);
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => {
     console.error(`\n${signal}: stopping the services and PostgreSQL, removing ${tempDir}`);

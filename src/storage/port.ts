@@ -179,6 +179,12 @@ export interface DeliveryStore {
   listAttempts(deliveryId: number): Promise<AttemptRecord[]>;
   /** Failed, given-up or dropped deliveries of the endpoint created at or after `since`. */
   unsuccessfulDeliveriesSince(endpointId: number, since: string): Promise<DeliveryRecord[]>;
+  /**
+   * When the merchant's oldest change not yet attempted for one of its active endpoints was
+   * recorded: its outbox rows and its pending deliveries without an attempt (a delivery counts from
+   * the oldest change it carries); null when none waits. The merchant's part of OperationalCounts.oldestWaitingAt.
+   */
+  oldestWaitingChangeAt(merchantId: number): Promise<string | null>;
 }
 
 /** Messages to a merchant's owners. */

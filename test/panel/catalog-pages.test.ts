@@ -108,6 +108,37 @@ describe('catalog pages in the browser', () => {
     expect(miss.status()).toBe(404);
   });
 
+  it('shows the chosen supplier and the applied pricing rule per store, beside an unchanged payload', async () => {
+    const { admin } = service;
+    await admin.upsertStore(merchantId, 'at', { name: 'Österreich', locale: 'de-AT', currency: 'EUR', is_default: false, active: true, exclude_out_of_stock: false });
+    await admin.upsertSupplier(merchantId, 'sued', 'Südhandel');
+    const at = (await service.storage.listStores(merchantId)).find((s) => s.slug === 'at')!;
+    const atRule = await admin.createPricingRule(merchantId, { priority: 10, customer_group_id: null, store_id: at.id, manufacturer: null, min_cost: null, max_cost: null, markup_percent: '10', markup_amount: '0', price_ending: null });
+    // The cheaper offer has no stock: the supplier in stock is chosen.
+    const stove = await admin.upsertProduct(merchantId, 'STOVE-1', {
+      content: { de: { title: 'Gaskocher' } },
+      offers: [{ supplier_ref: 'sued', quantity: 0, cost: '20.00', currency: 'EUR' }, { supplier_ref: 'nordwind', quantity: 5, cost: '30.00', currency: 'EUR' }],
+    });
+    const payloadBefore = new TextDecoder().decode(await service.service.reads.product(merchantId, 'at', stove.id));
+
+    await page.goto(`${service.url}/panel/merchants/${merchantId}/catalog?store=at&q=STOVE-1`);
+    expect(await page.getByLabel('Payload', { exact: true }).textContent()).toBe(indentJson(payloadBefore));
+    const resolution = page.getByLabel('Resolution in store at');
+    expect(await resolution.locator('#chosen-supplier').textContent()).toMatch(/^Nordwind \(nordwind\): 5 at 30\.00 EUR — the lowest cost among the offers in stock/);
+    expect(await resolution.getByRole('list', { name: 'Offers ranked' }).locator('li').allTextContents()).toEqual(['sued: 0 at 20.00 EUR', 'nordwind: 5 at 30.00 EUR']);
+    expect(await resolution.locator('#applied-rules').textContent()).toBe(`Retail: rule ${atRule.id} (priority 10): +10% +0 → 33.00 EUR`);
+
+    const perStore = page.getByRole('table', { name: 'Resolution per store' });
+    const row = async (slug: string) => perStore.locator(`tr[data-store="${slug}"] td`).allTextContents();
+    const catchAll = (await admin.listPricingRules(merchantId)).find((r) => r.is_catch_all)!;
+    expect(await row('de')).toEqual(['Deutschland (de)', 'nordwind at 30.00 EUR', '30.00 EUR', '5', `Retail: rule ${catchAll.id} (catch-all)`]);
+    expect(await row('at')).toEqual(['Österreich (at)', 'nordwind at 30.00 EUR', '30.00 EUR', '5', `Retail: rule ${atRule.id}`]);
+    await browser.screenshot(page, 'catalog-resolution');
+    // Explaining reads; the published payload is what it was.
+    expect(new TextDecoder().decode(await service.service.reads.product(merchantId, 'at', stove.id))).toBe(payloadBefore);
+    expect(JSON.parse(payloadBefore).prices[0]).toMatchObject({ applied_rule_id: atRule.id, computed_price: 33 });
+  });
+
   it('shows the images per state and a dead image with its error, and retrying sets it back to pending', async () => {
     await page.goto(`${service.url}/panel/merchants/${merchantId}/images`);
     const counts = () => page.getByRole('table', { name: 'Images per state' }).locator('tbody td').allTextContents();

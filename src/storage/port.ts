@@ -11,7 +11,7 @@ import type {
   ApiKeyRecord, AttemptRecord, AttributeDefinitionRecord, ChangeRow, CustomerGroupRecord, DeliveryClaim, DeliveryRecord,
   DeliveryStatus, ExchangeRateRecord, FeedPosition, ImageMirrorRecord, ImageMirrorWork, ImageStateCounts, MerchantRecord,
   NotificationRecord, OperationalCounts, OutboxGroup, OutboxRow, PricingRuleInputRecord, PricingRuleRecord, ProductRecord,
-  AuditEntryRecord, PanelInvitationRecord, PanelSessionRecord, PanelUserRecord,
+  AuditEntryRecord, ImportJobProgress, ImportJobRecord, PanelInvitationRecord, PanelSessionRecord, PanelUserRecord,
   ProductSourceDocument, PublishedExclusionCounts, PublishedHashes, PublishedPage, PublishedProductSummary, PublishedRow,
   PublishedSummaryWindow, StoreInputRecord, StoreRecord, StoredChange,
   SupplierRecord, WebhookEndpointInputRecord, WebhookEndpointRecord,
@@ -218,9 +218,19 @@ export interface PanelStore {
   listAuditEntries(merchantId: number, limit: number): Promise<AuditEntryRecord[]>;
 }
 
+/** NDJSON imports' progress and outcome, so that every process (behind a load balancer) shows any import. */
+export interface ImportJobStore {
+  insertImportJob(job: Omit<ImportJobRecord, 'id'>): Promise<ImportJobRecord>;
+  updateImportJob(id: number, progress: ImportJobProgress): Promise<void>;
+  /** The merchant's import job with this id; undefined for another merchant's. */
+  importJob(merchantId: number, id: number): Promise<ImportJobRecord | undefined>;
+  /** The merchant's most recent import jobs, newest first. */
+  listImportJobs(merchantId: number, limit: number): Promise<ImportJobRecord[]>;
+}
+
 /** Every aggregate's operations: what a transaction's tx and a snapshot's reader offer. */
 export interface StorageOperations extends TenancyStore, CatalogSetupStore, ProductSourceStore, ImageStore, PublishedStore,
-  ChangeStore, WebhookEndpointStore, OutboxStore, DeliveryStore, NotificationStore, PanelStore {}
+  ChangeStore, WebhookEndpointStore, OutboxStore, DeliveryStore, NotificationStore, PanelStore, ImportJobStore {}
 
 /** The operations inside one write transaction. */
 export type StorageTx = StorageOperations;

@@ -43,44 +43,59 @@ afterAll(async () => {
 });
 
 
-/** Uploads a file on the import page; returns the status the page answered with. */
-async function upload(page: Page, name: string, buffer: Buffer): Promise<number> {
+/**
+ * Uploads a file on the import page, which answers with a redirect to the import's own page; waits
+ * there (the page reloads itself while the import runs) until the import has ended.
+ */
+async function upload(page: Page, name: string, buffer: Buffer): Promise<{ status: number; state: string }> {
   await page.goto(`${service.url}/panel/merchants/${merchantId}/import`);
   await page.getByLabel('NDJSON file').setInputFiles({ name, mimeType: 'application/x-ndjson', buffer });
   const [response] = await Promise.all([
     page.waitForResponse((r) => r.request().method() === 'POST' && r.url().endsWith('/import')),
     page.getByRole('button', { name: 'Import' }).click(),
   ]);
-  await page.waitForLoadState();
-  return response.status();
+  await page.waitForURL(new RegExp(`/panel/merchants/${merchantId}/import/jobs/\\d+$`));
+  await page.locator('#import-state', { hasText: /^(succeeded|failed)$/ }).waitFor();
+  return { status: response.status(), state: (await page.locator('#import-state').textContent())! };
 }
 
 describe('catalog pages in the browser', () => {
   let page: Page;
 
-  it('lists the line numbers and reasons of a file with bad lines, with 400, and applies nothing', async () => {
+  it('lists the line numbers and reasons of a file with bad lines on the import\'s page, and applies nothing', async () => {
     page = await browser.newPage();
     await signInAsOperator(page, service.url);
-    const status = await upload(page, 'bad.ndjson', ndjson(BACKPACK, '{"op":"upsert_product","product":', { op: 'upsert_product', product: { ref: 'X-1', offers: [{ supplier_ref: 'nobody', quantity: 1, cost: '1.00', currency: 'EUR' }] } }));
-    expect(status).toBe(400);
+    const outcome = await upload(page, 'bad.ndjson', ndjson(BACKPACK, '{"op":"upsert_product","product":', { op: 'upsert_product', product: { ref: 'X-1', offers: [{ supplier_ref: 'nobody', quantity: 1, cost: '1.00', currency: 'EUR' }] } }));
+    expect(outcome).toEqual({ status: 303, state: 'failed' });
     const problems = page.getByRole('table', { name: 'Invalid lines' });
     expect(await problems.locator('tbody tr').count()).toBe(2);
     expect(await problems.locator('tbody tr').nth(0).textContent()).toMatch(/^line 2\s*not valid JSON/);
     expect(await problems.locator('tbody tr').nth(1).textContent()).toMatch(/^line 3.*nobody|^line 3.*supplier/);
     expect(await page.getByRole('alert').textContent()).toContain('nothing was applied');
+    expect(await page.locator('#lines-read').textContent()).toBe('3');
     await browser.screenshot(page, 'import-bad-lines');
     await expect(service.admin.product(merchantId, 'BP-40-GRN')).rejects.toMatchObject({ status: 404 });
   });
 
-  it('imports a good file and shows its counts', async () => {
-    const status = await upload(page, 'good.ndjson', ndjson(BACKPACK, TENT, { op: 'delete_product', ref: 'BP-30-RED' }));
-    expect(status).toBe(200);
+  it('imports a good file and shows its counts, and the import page lists both imports with their outcome', async () => {
+    const outcome = await upload(page, 'good.ndjson', ndjson(BACKPACK, TENT, { op: 'delete_product', ref: 'BP-30-RED' }));
+    expect(outcome).toEqual({ status: 303, state: 'succeeded' });
     const cells = await page.getByRole('table', { name: 'Import result' }).locator('tbody td').allTextContents();
     expect(cells).toEqual(['3', '2', '0']);
+    expect(await page.locator('#products-applied').textContent()).toMatch(/^3 of 3/);
+    // Done: the page no longer reloads itself.
+    expect(await page.locator('meta[http-equiv="refresh"]').count()).toBe(0);
     await browser.screenshot(page, 'import');
     expect((await service.admin.product(merchantId, 'BP-40-GRN')).source.offers).toHaveLength(1);
     const audit = await service.service.accounts.auditLog({ kind: 'operator' }, merchantId, 10);
-    expect(audit.filter((a) => a.action === 'catalog.import')).toHaveLength(1);
+    expect(audit.filter((a) => a.action === 'catalog.import')).toHaveLength(2);
+
+    await page.getByRole('link', { name: 'Import another file' }).click();
+    const rows = page.getByRole('table', { name: 'Recent imports' }).locator('tbody tr');
+    expect(await rows.count()).toBe(2);
+    expect(await rows.nth(0).locator('td').allTextContents()).toEqual([expect.any(String), 'good.ndjson', 'operator', expect.any(String), 'succeeded', '3 of 3 applied']);
+    expect(await rows.nth(1).locator('td').allTextContents()).toEqual([expect.any(String), 'bad.ndjson', 'operator', expect.any(String), 'failed', '2 bad lines']);
+    await browser.screenshot(page, 'import-recent');
   });
 
   it('shows the imported product\'s payload exactly as stored, beside its sources and applied rule', async () => {

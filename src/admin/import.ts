@@ -98,11 +98,13 @@ export async function parseImport(
   let counted = 0;
   let read = 0;
   for await (const { number, line } of ndjsonLines(source)) {
-    read = number;
-    if (++counted % PARSE_STEP === 0) {
-      await onLinesRead?.(number - 1);
+    // Every PARSE_STEP lines checked: tell the progress, let other requests run.
+    if (counted > 0 && counted % PARSE_STEP === 0) {
+      await onLinesRead?.(read);
       await yieldToOthers();
     }
+    counted++;
+    read = number;
     const name = `line ${number}`;
     if (nestsDeeperThan(line, maxJsonDepth)) {
       problems.push({ name, in: 'body', reason: tooDeepReason(maxJsonDepth) });

@@ -12,7 +12,8 @@ const ON_EITHER_ENGINE = ['http', 'changes', 'webhooks', 'images', 'faults', 'st
 // only on the postgres project, and only with a real server.
 const NEEDS_POSTGRES_SERVER = ['test/**/postgres*.test.ts'];
 const serverBinaries = process.env.CPS_TEST_PG_BINARIES !== 'none' && findPostgresBinaries() !== undefined;
-if (!serverBinaries && process.env.CPS_TEST_ENGINE !== 'sqlite' && process.env.CPS_TEST_REQUIRE_POSTGRES !== '1') {
+if (!serverBinaries && process.env.CPS_TEST_REQUIRE_POSTGRES !== '1' && !process.env.CPS_TEST_PGLITE_NOTED) {
+  process.env.CPS_TEST_PGLITE_NOTED = '1'; // the config is read more than once per run
   console.warn(`[pglite] no PostgreSQL server binaries: skipped, they need a server: ${NEEDS_POSTGRES_SERVER.join(', ')}`);
 }
 

@@ -385,7 +385,7 @@ describe(`the storage contract on ${ENGINE}`, () => {
       expect(await storage.listNotifications(merchant.id, 1)).toHaveLength(1);
     });
 
-    it('groups the outbox per (endpoint, event, store) in arrival order and hands out each group\'s rows in order', async () => {
+    it('groups the outbox per (endpoint, event, store) and hands out each group\'s rows in arrival order', async () => {
       const { merchant, de, pl } = await merchantWithStores();
       const a = await endpointOf(merchant.id);
       const b = await endpointOf(merchant.id, de.id);

@@ -10,9 +10,9 @@ import { pruneExpiredChanges } from '../../src/changes/retention.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { ProblemError } from '../../src/shared/problem.js';
 import type { PricingRuleRecord } from '../../src/catalog/model.js';
-import { openSqliteStorage } from '../../src/storage/sqlite/index.js';
 import type { CatalogStorage, StorageOperations, StoreInputRecord } from '../../src/storage/port.js';
 import { adminOk } from '../support/admin-http.js';
+import { severalConnections } from '../support/engine.js';
 import { startTestService, type TestService } from '../support/service.js';
 
 type ChangeType = 'price' | 'content' | 'removed';
@@ -70,10 +70,18 @@ async function storeId(service: TestService, merchant: Merchant, slug: string): 
   return (await service.storage.findStore(merchant.id, slug))!.id;
 }
 
-/** Every recorded change of the store, in position order, straight from the `changes` table. */
-function storedChanges(service: TestService, store: number): StoredChange[] {
-  return service.storage.db.prepare('SELECT id, product_id, change_type, created_at FROM changes WHERE store_id = ? ORDER BY created_at, id')
-    .all(store) as StoredChange[];
+/** Every recorded change of the store, in position order, straight from storage (on either engine). */
+async function storedChanges(service: TestService, store: number): Promise<StoredChange[]> {
+  return service.storage.changesAfter(store, { at: '', id: 0 }, Number.MAX_SAFE_INTEGER);
+}
+
+/** Every recorded change of every store of the service. */
+async function everyStoredChange(service: TestService): Promise<StoredChange[]> {
+  const changes: StoredChange[] = [];
+  for (const merchant of await service.storage.listMerchants()) {
+    for (const store of await service.storage.listStores(merchant.id)) changes.push(...await storedChanges(service, store.id));
+  }
+  return changes;
 }
 
 const after = (row: StoredChange, cursor: Cursor) => row.created_at > cursor.since || (row.created_at === cursor.since && row.id > cursor.id);
@@ -111,7 +119,7 @@ class FeedReader {
     const response = await this.service.api(`/v1/changes?store=${this.slug}${query}`, this.key);
     expect(response.status, response.text).toBe(200);
     const page = response.body as ChangePage;
-    const rows = storedChanges(this.service, this.store);
+    const rows = await storedChanges(this.service, this.store);
     const from = this.cursor ?? BEGINNING;
     expect(page).toEqual(expectedWindow(rows, from, this.window, this.slug));
     for (const change of page.changes) expect(change.created_at).toMatch(WHOLE_SECOND_UTC);
@@ -164,14 +172,14 @@ describe('GET /v1/changes (spec 4.4)', () => {
     it('starts at the beginning of the retained history when called with neither since nor since_id', async () => {
       const response = await poll(big, 'store=de');
       expect(response.status).toBe(200);
-      const rows = storedChanges(service, await storeId(service, big, 'de'));
+      const rows = await storedChanges(service, await storeId(service, big, 'de'));
       expect(rows.length).toBeGreaterThan(WINDOW);
       expect(response.body).toEqual(expectedWindow(rows, BEGINNING, WINDOW, 'de'));
       expect(response.body.changes[0].product_id).toBe(rows[0]!.product_id);
     });
 
     it('answers next_since and next_id: the position of the last change the window covered', async () => {
-      const rows = storedChanges(service, await storeId(service, big, 'de'));
+      const rows = await storedChanges(service, await storeId(service, big, 'de'));
       const first = (await poll(big, 'store=de')).body;
       expect({ since: first.next_since, id: first.next_id }).toEqual({ since: rows[WINDOW - 1]!.created_at, id: rows[WINDOW - 1]!.id });
       const second = (await poll(big, `store=de&${cursorQuery({ since: first.next_since, id: first.next_id })}`)).body;
@@ -201,7 +209,7 @@ describe('GET /v1/changes (spec 4.4)', () => {
         { product_id: c, change_type: 'removed', created_at: s4 },
       ]);
       expect(s1 < s2).toBe(true);
-      const rows = storedChanges(service, await storeId(service, small, 'de'));
+      const rows = await storedChanges(service, await storeId(service, small, 'de'));
       expect(page.next_id).toBe(rows[rows.length - 1]!.id);
       expect(page.next_since).toBe(s4);
       // The product stays removed for later tests: two products remain.
@@ -268,7 +276,7 @@ describe('GET /v1/changes (spec 4.4)', () => {
       expect(read).toEqual(expected);
       expect(feed.polls - polls).toBe(Math.ceil((writes * ids.length) / WINDOW) + 1);
       // The recorded changes, straight from storage, are exactly the ones read.
-      const rows = storedChanges(service, await storeId(service, big, 'de')).filter((row) => row.created_at === second);
+      const rows = (await storedChanges(service, await storeId(service, big, 'de'))).filter((row) => row.created_at === second);
       expect(rows.map(entry)).toEqual(expected);
       expect(feed.cursor).toEqual({ since: second, id: rows[rows.length - 1]!.id });
     });
@@ -296,7 +304,7 @@ describe('GET /v1/changes (spec 4.4)', () => {
       const pl = await reader(big, 'pl');
       await de.drain();
       await pl.drain();
-      const firstNew = { de: storedChanges(service, de.store).length, pl: storedChanges(service, pl.store).length };
+      const firstNew = { de: (await storedChanges(service, de.store)).length, pl: (await storedChanges(service, pl.store)).length };
       const coveredBefore = { de: de.covered.length, pl: pl.covered.length };
       let seed = 20250314;
       const random = (n: number) => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed % n; };
@@ -329,7 +337,7 @@ describe('GET /v1/changes (spec 4.4)', () => {
       await de.drain();
       await pl.drain();
       for (const [slug, feed] of [['de', de], ['pl', pl]] as const) {
-        const rows = storedChanges(service, feed.store);
+        const rows = await storedChanges(service, feed.store);
         expect(rows.length - firstNew[slug]).toBeGreaterThan(3 * WINDOW);
         expect(feed.covered.slice(coveredBefore[slug])).toEqual(rows.slice(firstNew[slug]).map((row) => row.id));
       }
@@ -348,7 +356,7 @@ describe('GET /v1/changes (spec 4.4)', () => {
       clock.ms += 1000;
       await setCost(small, small.refs[0]!, '42.00');
       await setCost(small, small.refs[1]!, '43.00');
-      rows = storedChanges(service, await storeId(service, small, 'de'));
+      rows = await storedChanges(service, await storeId(service, small, 'de'));
     });
 
     const window = (cursor: Cursor) => expectedWindow(rows, cursor, WINDOW, 'de');
@@ -507,7 +515,7 @@ describe('monotonic timestamps', () => {
     const all = feed.read.filter((c) => c.created_at >= iso(T + 10_000));
     expect(all).toEqual(expected);
     // In the table too: positions grow with the id.
-    const rows = storedChanges(service, feed.store);
+    const rows = await storedChanges(service, feed.store);
     const byId = [...rows].sort((a, b) => a.id - b.id);
     expect(byId).toEqual(rows);
   });
@@ -534,7 +542,7 @@ describe('retention', () => {
     service = await startTestService({ now: () => new Date(clock.ms), config: changesConfig({ feedWindow: WINDOW }) });
     merchant = await buildMerchant(service, 'Retained', 3);
     await reprice(service, merchant);
-    recordedD0 = (service.storage.db.prepare('SELECT count(*) AS n FROM changes').get() as { n: number }).n;
+    recordedD0 = (await everyStoredChange(service)).length;
     const feed = new FeedReader(service, merchant.key, 'de', await storeId(service, merchant, 'de'), WINDOW);
     await feed.poll();
     midD0 = feed.cursor!;
@@ -553,10 +561,10 @@ describe('retention', () => {
 
   const poll = (query: string) => service.api(`/v1/changes?${query}`, merchant.key);
 
-  it('deletes the changes older than the retention and keeps the newer ones', () => {
+  it('deletes the changes older than the retention and keeps the newer ones', async () => {
     expect(service.config.changes.retentionDays).toBe(30);
     expect(pruned).toBe(recordedD0);
-    const left = service.storage.db.prepare('SELECT DISTINCT created_at FROM changes').pluck().all();
+    const left = [...new Set((await everyStoredChange(service)).map((change) => change.created_at))];
     expect(left).toEqual([iso(D0 + 10 * DAY)]);
   });
 
@@ -624,16 +632,16 @@ describe('retention', () => {
     }
   });
 
-  it('reads the horizon and the window on one snapshot, so pruning by another process never makes the feed skip', async () => {
+  severalConnections.it('reads the horizon and the window on one snapshot, so pruning by another process never makes the feed skip', async () => {
     const local: Clock = { ms: D0 };
     const racing = await startTestService({ now: () => new Date(local.ms), config: changesConfig({ feedWindow: WINDOW }) });
-    const otherProcess = openSqliteStorage(racing.config.databasePath);
+    const otherProcess = await racing.database.open();
     try {
       const m = await buildMerchant(racing, 'Raced', 3);
       local.ms = D0 + 10 * DAY;
       await reprice(racing, m);
       const store = (await racing.storage.findStore(m.id, 'de'))!;
-      const cursor = { since: iso(D0), sinceId: storedChanges(racing, store.id)[0]!.id };
+      const cursor = { since: iso(D0), sinceId: (await storedChanges(racing, store.id))[0]!.id };
       const before = await readChangeFeed(racing.storage, m.id, 'de', cursor, WINDOW);
       // Another process prunes between the feed's first and its next read of the database: right
       // after the horizon is read, whether the feed reads it on a snapshot's reader or on storage.

@@ -14,7 +14,7 @@ beforeAll(async () => {
 });
 afterAll(() => service.close());
 
-/** Everything a bad request could have changed, read back over both APIs and from the file. */
+/** Everything a bad request could have changed, read back over both APIs and from storage. */
 async function snapshot(target: TestService, merchantBase: string, key: string): Promise<unknown> {
   const admin = async (path: string) => {
     const response = await target.adminApi('GET', path);
@@ -26,9 +26,17 @@ async function snapshot(target: TestService, merchantBase: string, key: string):
   }
   for (const ref of ['BP-40', 'TENT-2', 'LAMP-1', 'NEW-1']) state[ref] = await admin(`${merchantBase}/products/${ref}`);
   for (const store of ['de', 'pl', 'jp']) state[`public ${store}`] = (await target.api(`/v1/products?store=${store}&per_page=200`, key)).body;
-  const db = target.storage.db;
-  state.rows = db.prepare(`SELECT (SELECT count(*) FROM products) AS products, (SELECT count(*) FROM changes) AS changes,
-    (SELECT max(updated_at) FROM products) AS updated, (SELECT count(*) FROM published_products) AS published`).get();
+  // Every row behind those reads, through the storage port (either engine).
+  const rows = { products: 0, changes: 0, published: 0 };
+  const { storage } = target;
+  for (const merchant of await storage.listMerchants()) {
+    rows.products += (await storage.productsAfter(merchant.id, 0, Number.MAX_SAFE_INTEGER)).length;
+    for (const store of await storage.listStores(merchant.id)) {
+      rows.changes += (await storage.changesAfter(store.id, { at: '', id: 0 }, Number.MAX_SAFE_INTEGER)).length;
+      rows.published += (await storage.publishedProductIds(store.id)).length;
+    }
+  }
+  state.rows = rows;
   return state;
 }
 

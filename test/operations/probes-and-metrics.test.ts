@@ -4,7 +4,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { adminOk, createMerchant, importNdjson, simpleProduct } from '../support/admin-http.js';
 import { LogCapture } from '../support/logs.js';
 import { sample } from '../support/metrics.js';
-import { startTestService, type TestService } from '../support/service.js';
+import { sqliteStorageOf, startTestService, type TestService } from '../support/service.js';
 import { startWebhookWorld, MINUTE, SECOND, type WebhookWorld } from '../webhooks/harness.js';
 
 async function scrape(service: TestService, token?: string): Promise<string> {
@@ -46,13 +46,13 @@ describe('probes', () => {
   });
 
   it('/readyz answers 503 naming the migration a database lacks', async () => {
-    service.storage.db.prepare('DELETE FROM schema_migrations WHERE id = 6').run();
+    sqliteStorageOf(service).db.prepare('DELETE FROM schema_migrations WHERE id = 6').run();
     try {
       const response = await service.fetch(`${service.url}/readyz`);
       expect(response.status).toBe(503);
       expect((await response.json()).checks).toEqual({ database: 'ok', schema: 'migrations not applied: 6', shutdown: 'ok' });
     } finally {
-      service.storage.db.prepare("INSERT INTO schema_migrations (id, name, applied_at) VALUES (6, 'operational_counts', '2026-01-01')").run();
+      sqliteStorageOf(service).db.prepare("INSERT INTO schema_migrations (id, name, applied_at) VALUES (6, 'operational_counts', '2026-01-01')").run();
     }
   });
 });
@@ -205,7 +205,7 @@ describe('/metrics for webhooks', () => {
     await world.putProduct('P1');
     await world.putProduct('P2');
     // The paused endpoint's backlog is older still, and does not count towards the lag.
-    service.storage.db.prepare('UPDATE webhook_outbox SET created_at = ? WHERE endpoint_id = ?')
+    sqliteStorageOf(service).db.prepare('UPDATE webhook_outbox SET created_at = ? WHERE endpoint_id = ?')
       .run(new Date(clock.ms - 500 * SECOND).toISOString(), pausedEndpoint.id);
     clock.advance(90 * SECOND);
     metrics = await scrape(service);

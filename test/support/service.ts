@@ -1,5 +1,6 @@
-// A real service for tests: a fresh SQLite file, the real server on 127.0.0.1 (port 0), and
-// request helpers whose every response passes through the contract harness.
+// A real service for tests: a fresh database on the project's engine (a SQLite file, or a database
+// on the test PostgreSQL server: engine.ts), the real server on 127.0.0.1 (port 0), and request
+// helpers whose every response passes through the contract harness.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -9,8 +10,10 @@ import { loadConfig, type Config, type ConfigOverrides } from '../../src/config.
 import { silentLogger, type Logger } from '../../src/operations/log.js';
 import { startServer, type RunningServer } from '../../src/server.js';
 import { createService, type Service } from '../../src/service.js';
-import type { SqliteStorage } from '../../src/storage/sqlite/index.js';
+import type { CatalogStorage } from '../../src/storage/port.js';
+import { SqliteStorage } from '../../src/storage/sqlite/index.js';
 import { contractFetch } from './contract.js';
+import { createTestDatabase, type TestDatabase } from './engine.js';
 
 export const ADMIN_TOKEN = 'adm_test_token_0123456789abcdef';
 
@@ -20,7 +23,9 @@ export interface TestService {
   config: Config;
   /** The service the server runs (service.ts): its storage, domain services, dispatcher and mirror. */
   service: Service;
-  storage: SqliteStorage;
+  /** The service's database: its engine, location, and what a child process needs to open it. */
+  database: TestDatabase;
+  storage: CatalogStorage;
   admin: CatalogAdmin;
   server: RunningServer;
   /** fetch with contract validation of every response. */
@@ -47,6 +52,8 @@ export interface TestServiceOptions {
   docsFile?: string;
   /** Where the service logs; by default nowhere (log level silent). */
   logger?: Logger;
+  /** The storage engine (default: the project's, engine.ts). */
+  engine?: TestDatabase['engine'];
 }
 
 export async function startTestService(options: TestServiceOptions = {}): Promise<TestService> {
@@ -55,8 +62,12 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     port: 0, host: '127.0.0.1', databasePath: path.join(dir, 'catalog.db'), adminToken: ADMIN_TOKEN,
     adminTokenConfigured: true, demoOnEmpty: false, ...options.config,
   });
-  const service = createService(config, { now: options.now, logger: options.logger ?? silentLogger });
-  const storage = service.storage as SqliteStorage;
+  const database = await createTestDatabase(dir, options.engine);
+  // SQLite: the service opens the file from its config, as `serve` does; PostgreSQL: the test's database.
+  const service = createService(config, {
+    now: options.now, logger: options.logger ?? silentLogger, storage: database.engine === 'sqlite' ? undefined : await database.open(),
+  });
+  const { storage } = service;
   const server = await startServer(service, { docsFile: options.docsFile ?? path.join(dir, 'no-docs.html') });
   const validatingFetch = contractFetch();
   const { admin } = service;
@@ -78,6 +89,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     dir,
     config,
     service,
+    database,
     storage,
     admin,
     server,
@@ -99,7 +111,14 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     close: async () => {
       await server.close();
       await service.close();
+      await database.drop();
       fs.rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** The service's SQLite storage, for tests that look into the file (SQLite-only tests). */
+export function sqliteStorageOf(service: Pick<TestService, 'storage'>): SqliteStorage {
+  if (!(service.storage instanceof SqliteStorage)) throw new Error('This test reads the SQLite file: mark it sqliteOnly (test/support/engine.ts)');
+  return service.storage;
 }

@@ -1,12 +1,12 @@
 // Claiming due deliveries (issue 10, item 5): one atomic claim leases them, so several dispatchers
 // on one database (several processes, each with its own connections) never send a delivery twice.
 import { afterEach, describe, expect, it } from 'vitest';
-import { openSqliteStorage } from '../../src/storage/sqlite/index.js';
 import { OwnerNotifier } from '../../src/webhooks/notifier.js';
 import { WebhookDispatcher } from '../../src/webhooks/dispatcher.js';
 import { HttpDeliverySender } from '../../src/webhooks/sender.js';
 import { AddressGuard } from '../../src/outbound/address-guard.js';
 import { importNdjson, simpleProduct } from '../support/admin-http.js';
+import { severalConnections } from '../support/engine.js';
 import { HOUR, SECOND, startWebhookWorld, type WebhookWorld } from './harness.js';
 
 let world: WebhookWorld;
@@ -15,7 +15,7 @@ afterEach(async () => {
 });
 
 describe('several dispatchers on one database', () => {
-  it('send every due delivery exactly once when they claim at the same time', async () => {
+  severalConnections.it('send every due delivery exactly once when they claim at the same time', async () => {
     // Small batches: many deliveries, so the two dispatchers' claims interleave. The endpoint takes
     // more at once than one dispatcher sends (per-endpoint concurrency counts both processes' leases).
     world = await startWebhookWorld({ stores: ['de'], webhooks: { batchSize: 5, perEndpointConcurrency: 8, overallConcurrency: 4 } });
@@ -27,8 +27,8 @@ describe('several dispatchers on one database', () => {
     const created = await world.dispatcher.coalesce();
     expect(created).toBe(40);
 
-    // A second dispatcher as another process would run it: its own storage on the same file.
-    const other = openSqliteStorage(world.service.config.databasePath);
+    // A second dispatcher as another process would run it: its own storage on the same database.
+    const other = await world.service.database.open();
     const second = new WebhookDispatcher(other, world.service.config.webhooks, {
       now: world.clock.now,
       sender: new HttpDeliverySender(new AddressGuard(['127.0.0.1']), { timeoutMs: world.service.config.webhooks.timeoutMs }),
@@ -56,7 +56,7 @@ describe('several dispatchers on one database', () => {
     expect(deliveries.every((d) => d.status === 'succeeded' && d.attempts === 1)).toBe(true);
   });
 
-  it('hold per-endpoint concurrency across processes: a lease counts until its attempt is recorded or it expires', async () => {
+  severalConnections.it('hold per-endpoint concurrency across processes: a lease counts until its attempt is recorded or it expires', async () => {
     world = await startWebhookWorld({ stores: ['de'], webhooks: { batchSize: 1, perEndpointConcurrency: 1 } });
     const receiver = await world.receiver();
     await world.register(receiver, { events: ['content'] });
@@ -65,7 +65,7 @@ describe('several dispatchers on one database', () => {
     const claim = { now: world.clock.now, leaseMs: 40 * SECOND, limit: 10, perEndpoint: 1, inFlightByEndpoint: new Map<number, number>() };
 
     // Another process on the same file: its claim sees this one's lease, though its own count is 0.
-    const other = openSqliteStorage(world.service.config.databasePath);
+    const other = await world.service.database.open();
     try {
       const [first] = await world.service.storage.claimDueDeliveries(claim);
       expect(first).toBeDefined();

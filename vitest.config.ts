@@ -7,12 +7,15 @@ import { findPostgresBinaries } from './scripts/postgres-server.js';
 //   on one PostgreSQL server the globalSetup starts from the installed binaries
 //   (test/support/postgres.ts), or on the embedded pglite when there are none.
 // `npx vitest run --project sqlite` runs one of them.
-const ON_EITHER_ENGINE = ['http', 'changes', 'webhooks', 'images', 'faults', 'storage'].map((suite) => `test/${suite}/**/*.test.ts`);
+// The fault suite's SQLite scenarios read the database file directly; on PostgreSQL it has its own
+// scenario (test/faults/postgres-scale-out.test.ts: two serve and three worker processes).
+const ON_EITHER_ENGINE = ['http', 'changes', 'webhooks', 'images', 'storage'].map((suite) => `test/${suite}/**/*.test.ts`);
 // The PostgreSQL engine's own tests (several connections, LISTEN/NOTIFY, migrations under a lock):
 // only on the postgres project, and only with a real server.
 const NEEDS_POSTGRES_SERVER = ['test/**/postgres*.test.ts'];
 const serverBinaries = process.env.CPS_TEST_PG_BINARIES !== 'none' && findPostgresBinaries() !== undefined;
-if (!serverBinaries && process.env.CPS_TEST_ENGINE !== 'sqlite' && process.env.CPS_TEST_REQUIRE_POSTGRES !== '1') {
+if (!serverBinaries && process.env.CPS_TEST_REQUIRE_POSTGRES !== '1' && !process.env.CPS_TEST_PGLITE_NOTED) {
+  process.env.CPS_TEST_PGLITE_NOTED = '1'; // the config is read more than once per run
   console.warn(`[pglite] no PostgreSQL server binaries: skipped, they need a server: ${NEEDS_POSTGRES_SERVER.join(', ')}`);
 }
 
@@ -30,7 +33,7 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'postgres',
-          include: ON_EITHER_ENGINE,
+          include: [...ON_EITHER_ENGINE, 'test/faults/postgres*.test.ts'],
           // Only about the SQLite engine itself (its file, WAL checkpoints, process locks).
           exclude: ['test/storage/sqlite.test.ts', ...(serverBinaries ? [] : NEEDS_POSTGRES_SERVER)],
           env: { CPS_TEST_ENGINE: 'postgres' },

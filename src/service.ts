@@ -4,6 +4,7 @@
 import nodemailer from 'nodemailer';
 import { PanelAccounts, type InvitationMailer } from './admin/accounts.js';
 import { CatalogAdmin } from './admin/catalog-admin.js';
+import { ImportJobs } from './admin/import-jobs.js';
 import { CatalogReads } from './catalog/reads.js';
 import type { Config } from './config.js';
 import { createImageMirror, type ImageMirror } from './images/mirror.js';
@@ -26,6 +27,8 @@ export interface Service {
   /** The SSRF guard every outbound request (receivers, image sources) and registration goes through. */
   guard: AddressGuard;
   admin: CatalogAdmin;
+  /** NDJSON imports run as jobs whose progress and outcome live in the database. */
+  imports: ImportJobs;
   /** The administration panel's users, invitations, sessions and audit log. */
   accounts: PanelAccounts;
   reads: CatalogReads;
@@ -33,7 +36,7 @@ export interface Service {
   /** Built here, started by whoever runs it (serve or worker). */
   dispatcher: WebhookDispatcher;
   mirror: ImageMirror;
-  /** Stops the dispatcher and the mirror: they take no new work and finish what they hold. */
+  /** Stops the dispatcher and the mirror (they take no new work and finish what they hold) and waits for running imports. */
   stopWork(): Promise<void>;
   /** stopWork(), then closes storage. */
   close(): Promise<void>;
@@ -71,10 +74,11 @@ export function createService(config: Config, options: ServiceOptions = {}): Ser
   const dispatcher = createWebhookDispatcher(storage, config, { now, logger, metrics, guard });
   const admin = new CatalogAdmin(storage, now, config.limits.publishChunk);
   const mirror = createImageMirror(storage, config, { now, logger, guard, publisher: admin.publisher });
+  const imports = new ImportJobs(storage, admin, now, { chunkSize: config.limits.publishChunk, maxJsonDepth: config.limits.maxJsonDepth });
   let stopping: Promise<void> | undefined;
   let closing: Promise<void> | undefined;
   const stopWork = () => {
-    stopping ??= Promise.all([dispatcher.stop(), mirror.stop()]).then(() => undefined);
+    stopping ??= Promise.all([dispatcher.stop(), mirror.stop(), imports.drain()]).then(() => undefined);
     return stopping;
   };
   return {
@@ -85,6 +89,7 @@ export function createService(config: Config, options: ServiceOptions = {}): Ser
     metrics,
     guard,
     admin,
+    imports,
     accounts: new PanelAccounts(storage, config, now, invitationMailer(config, logger)),
     reads: new CatalogReads(storage),
     endpoints: new WebhookEndpoints(storage, guard, now),

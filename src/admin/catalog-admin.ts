@@ -7,6 +7,7 @@ import type {
 import { parseDecimal } from '../catalog/money.js';
 import type { components } from '../generated/admin-api.js';
 import { CatalogPublisher, type PublishSummary } from '../catalog/publish.js';
+import { explainResolution, type ResolutionExplanation } from '../catalog/resolve.js';
 import { ProblemError, invalidInput, type InvalidParam } from '../shared/problem.js';
 import { issueApiKey } from './api-keys.js';
 import { retryDeadImages } from '../images/retry.js';
@@ -422,6 +423,21 @@ export class CatalogAdmin {
   /** The product's source as the admin API shows it, each image with its mirroring state. */
   async productSource(merchantId: number, ref: string): Promise<ProductSourceView> {
     return this.sourceView(this.storage, merchantId, await this.product(merchantId, ref));
+  }
+
+  /**
+   * Why the product resolves as it does in each of the merchant's stores (the chosen supplier, the
+   * pricing rule per customer group), from one snapshot of its source and the merchant's setup: the
+   * decisions the published payloads were written from, which this leaves as they are.
+   */
+  async explainProduct(merchantId: number, ref: string): Promise<ResolutionExplanation[]> {
+    await this.merchant(merchantId);
+    return this.storage.snapshot(async (reader) => {
+      const product = await reader.findProductByRef(merchantId, ref);
+      if (!product) throw notFound(`Product "${ref}"`);
+      const context = await this.publisher.loadContext(reader, merchantId);
+      return context.stores.map((store) => explainResolution(product, store, context));
+    });
   }
 
   private async sourceView(reader: StorageOperations, merchantId: number, product: ProductRecord): Promise<ProductSourceView> {

@@ -30,8 +30,12 @@ export interface ImportOptions {
   chunkSize?: number;
   /** Lines nested deeper than this are refused before they are parsed (the admin API's JSON depth limit). */
   maxJsonDepth?: number;
-  onStart?: (operations: number) => void;
-  onProgress?: (applied: number) => void;
+  /** Told how many lines are read and checked so far, every few dozen lines and once at the end; awaited. */
+  onLinesRead?: (lines: number) => void | Promise<void>;
+  /** Told the operations to apply once every line is checked; awaited. */
+  onStart?: (operations: number) => void | Promise<void>;
+  /** Told the operations applied after each committed chunk; awaited. */
+  onProgress?: (applied: number) => void | Promise<void>;
 }
 
 function pointer(path: PropertyKey[]): string {
@@ -84,13 +88,23 @@ const PARSE_STEP = 32;
  * Parses and checks every line; throws the 400 problem listing each bad line. A big file is
  * checked in bounded steps that let other requests run in between.
  */
-export async function parseImport(admin: CatalogAdmin, merchantId: number, source: NdjsonSource, maxJsonDepth = Infinity): Promise<Operation[]> {
+export async function parseImport(
+  admin: CatalogAdmin, merchantId: number, source: NdjsonSource, maxJsonDepth = Infinity,
+  onLinesRead?: ImportOptions['onLinesRead'],
+): Promise<Operation[]> {
   const problems: InvalidParam[] = [];
   const operations: Operation[] = [];
   const references = await admin.sourceReferences(admin.storage, merchantId);
   let counted = 0;
+  let read = 0;
   for await (const { number, line } of ndjsonLines(source)) {
-    if (++counted % PARSE_STEP === 0) await yieldToOthers();
+    // Every PARSE_STEP lines checked: tell the progress, let other requests run.
+    if (counted > 0 && counted % PARSE_STEP === 0) {
+      await onLinesRead?.(read);
+      await yieldToOthers();
+    }
+    counted++;
+    read = number;
     const name = `line ${number}`;
     if (nestsDeeperThan(line, maxJsonDepth)) {
       problems.push({ name, in: 'body', reason: tooDeepReason(maxJsonDepth) });
@@ -119,6 +133,7 @@ export async function parseImport(admin: CatalogAdmin, merchantId: number, sourc
     }
     operations.push({ op: 'upsert_product', ref, source, line: number });
   }
+  await onLinesRead?.(read);
   if (problems.length) {
     const listed = problems.slice(0, MAX_LISTED_PROBLEMS);
     const more = problems.length > listed.length ? ` (first ${listed.length} of ${problems.length} listed)` : '';
@@ -136,15 +151,15 @@ export async function importNdjson(
   admin: CatalogAdmin, merchantId: number, source: NdjsonSource, options: ImportOptions = {},
 ): Promise<ImportResult> {
   await admin.merchant(merchantId);
-  const operations = await parseImport(admin, merchantId, source, options.maxJsonDepth);
+  const operations = await parseImport(admin, merchantId, source, options.maxJsonDepth, options.onLinesRead);
   const chunkSize = options.chunkSize ?? 1000;
-  options.onStart?.(operations.length);
+  await options.onStart?.(operations.length);
   const result = { lines: operations.length, upserted: 0, deleted: 0 };
   for (let i = 0; i < operations.length; i += chunkSize) {
     const applied = await admin.applyProductBatch(merchantId, operations.slice(i, i + chunkSize));
     result.upserted += applied.upserted;
     result.deleted += applied.deleted;
-    options.onProgress?.(Math.min(operations.length, i + chunkSize));
+    await options.onProgress?.(Math.min(operations.length, i + chunkSize));
   }
   return result;
 }

@@ -6,7 +6,7 @@ import {
   toMinorUnits, type Ratio,
 } from './money.js';
 import type {
-  ExclusionReason, ImageMirrorRecord, MerchantContext, OfferSource, PricingRuleRecord,
+  CustomerGroupRecord, ExclusionReason, ImageMirrorRecord, MerchantContext, OfferSource, PricingRuleRecord,
   ProductRecord, StoreRecord,
 } from './model.js';
 
@@ -221,24 +221,43 @@ export interface ResolvedProduct {
 
 const hash = (text: string) => createHash('sha1').update(text).digest('base64url');
 
-export function resolveProduct(
-  product: ProductRecord, store: StoreRecord, context: MerchantContext,
-  mirrors: Map<string, ImageMirrorRecord>,
-): ResolvedProduct {
+/** The choices resolution makes for a product in a store, before they are written as a payload. */
+interface Decisions {
+  offers: PricedOffer[];
+  best: PricedOffer | null;
+  stock: number;
+  content: { title: string | null; description: string | null };
+  reason: ExclusionReason | null;
+  baseMinor: number;
+  /** Per customer group, in the context's order: the pricing rule applied and the price it gives. */
+  prices: { group: CustomerGroupRecord; rule: PricingRuleRecord; priceMinor: number }[];
+}
+
+/** The one place resolution decides: resolveProduct writes these, explainResolution shows them. */
+function decide(product: ProductRecord, store: StoreRecord, context: MerchantContext): Decisions {
   const offers = pricedOffers(product, store, context);
   const best = bestSupplierOffer(offers);
   const stock = sellableStock(product, best);
   const content = localizedContent(product, store.locale);
-  const title = content.title;
-  const reason = exclusionReason(product, store, title, stock, offers);
+  const reason = exclusionReason(product, store, content.title, stock, offers);
   const baseMinor = baseCost(product, best, store, context);
+  const prices = context.customerGroups.map((group) => {
+    const rule = applicablePricingRule(context.pricingRules, group.id, store, product.source.manufacturer, baseMinor);
+    return { group, rule, priceMinor: computedPrice(baseMinor, rule, store.currency) };
+  });
+  return { offers, best, stock, content, reason, baseMinor, prices };
+}
+
+export function resolveProduct(
+  product: ProductRecord, store: StoreRecord, context: MerchantContext,
+  mirrors: Map<string, ImageMirrorRecord>,
+): ResolvedProduct {
+  const { best, stock, content, reason, baseMinor, prices: decided } = decide(product, store, context);
+  const title = content.title;
   const base = formatMinorUnits(baseMinor, store.currency);
   const currency = JSON.stringify(store.currency);
-  const prices = context.customerGroups.map((group) => {
-    const rule = applicablePricingRule(
-      context.pricingRules, group.id, store, product.source.manufacturer, baseMinor,
-    );
-    const price = formatMinorUnits(computedPrice(baseMinor, rule, store.currency), store.currency);
+  const prices = decided.map(({ group, rule, priceMinor }) => {
+    const price = formatMinorUnits(priceMinor, store.currency);
     // Built by hand so amounts keep the currency's exact precision (12.30, not 12.3).
     return `{"customer_group_id":${group.id},"customer_group":${JSON.stringify(group.name)},` +
       `"base_cost":${base},"computed_price":${price},"currency":${currency},"applied_rule_id":${rule.id}}`;
@@ -263,5 +282,67 @@ export function resolveProduct(
     payload: `${head.slice(0, -1)},"prices":${pricesJson},"stock":${stock}}`,
     priceHash: hash(pricesJson),
     contentHash: hash(contentJson),
+  };
+}
+
+/** Why an offer plays no part in a store: its supplier is unknown, or its cost has no rate to the store currency. */
+export type IgnoredOfferReason = 'unknown_supplier' | 'no_exchange_rate';
+
+/**
+ * Why a product resolved as it did in a store (issue 11, "Catalog": the chosen supplier and the
+ * applied pricing rule): the same decisions resolveProduct writes into the payload, which this
+ * never changes. Amounts are in the store currency at its exact precision, as in the payload.
+ */
+export interface ResolutionExplanation {
+  store: Pick<StoreRecord, 'id' | 'slug' | 'name' | 'currency' | 'active'>;
+  /** The best supplier offer (spec 2.1), or null when no offer is usable in the store. */
+  chosenSupplier: {
+    supplierRef: string;
+    supplierName: string;
+    quantity: number;
+    /** The offer's cost converted to the store currency. */
+    cost: string;
+    /** in_stock: the lowest cost among the offers in stock; none_in_stock: no offer has stock, the lowest cost of all. */
+    why: 'in_stock' | 'none_in_stock';
+  } | null;
+  /** Every offer usable in the store, in the order they are ranked (cost, then quantity, then supplier id). */
+  rankedOffers: { supplierRef: string; quantity: number; cost: string }[];
+  ignoredOffers: { supplierRef: string; reason: IgnoredOfferReason }[];
+  /** The base cost, and where it comes from (spec 2.2). */
+  baseCost: { amount: string; from: 'chosen_offer' | 'own_stock' | 'none' };
+  stock: { own: number; supplier: number; sellable: number };
+  exclusionReason: ExclusionReason | null;
+  /** Per customer group: the pricing rule applied (the payload's applied_rule_id) and the price it gives. */
+  prices: { customerGroupId: number; customerGroup: string; rule: PricingRuleRecord; computedPrice: string }[];
+}
+
+export function explainResolution(product: ProductRecord, store: StoreRecord, context: MerchantContext): ResolutionExplanation {
+  const { offers, best, stock, reason, baseMinor, prices } = decide(product, store, context);
+  const amount = (minor: number) => formatMinorUnits(minor, store.currency);
+  const usable = new Set(offers.map((o) => o.offer));
+  const supplierNames = new Map([...context.suppliersByRef.values()].map((s) => [s.ref, s.name]));
+  const own = product.source.own_stock;
+  // Own stock's cost counts only when it converts to the store currency (baseCost).
+  const ownCosted = own?.cost != null && own.currency != null && convertToMinorUnits(own.cost, own.currency, store.currency, context) !== null;
+  return {
+    store: { id: store.id, slug: store.slug, name: store.name, currency: store.currency, active: store.active },
+    chosenSupplier: best && {
+      supplierRef: best.offer.supplier_ref,
+      supplierName: supplierNames.get(best.offer.supplier_ref) ?? best.offer.supplier_ref,
+      quantity: best.quantity,
+      cost: amount(best.costMinor),
+      why: best.quantity > 0 ? 'in_stock' : 'none_in_stock',
+    },
+    rankedOffers: [...offers].sort(offerOrder).map((o) => ({ supplierRef: o.offer.supplier_ref, quantity: o.quantity, cost: amount(o.costMinor) })),
+    ignoredOffers: product.source.offers.filter((o) => !usable.has(o)).map((o) => ({
+      supplierRef: o.supplier_ref,
+      reason: context.suppliersByRef.has(o.supplier_ref) ? 'no_exchange_rate' as const : 'unknown_supplier' as const,
+    })),
+    baseCost: { amount: amount(baseMinor), from: best ? 'chosen_offer' : ownCosted ? 'own_stock' : 'none' },
+    stock: { own: own?.quantity ?? 0, supplier: best?.quantity ?? 0, sellable: stock },
+    exclusionReason: reason,
+    prices: prices.map(({ group, rule, priceMinor }) => ({
+      customerGroupId: group.id, customerGroup: group.name, rule, computedPrice: amount(priceMinor),
+    })),
   };
 }

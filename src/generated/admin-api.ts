@@ -784,6 +784,14 @@ export interface paths {
          *     Each chunk checks its lines' references (suppliers, stores) again when it is applied: should
          *     one be deleted while the file is being read, the import stops with `409` at that chunk (the
          *     chunks before it stay applied) and names the lines that refer to it.
+         *
+         *     **Recorded as an import job.** Every import, this operation's and the administration panel's
+         *     upload alike, is recorded in the database while it runs: who started it (`admin API` for this
+         *     operation), when, the lines read while the file is checked, the products applied as each chunk
+         *     commits, and the outcome (the counts; or the bad lines' names and reasons, at most as many as
+         *     the `400` lists; or the `409` that stopped it). The panel's Import page lists a merchant's
+         *     recent imports with their outcome and shows each one's progress while it runs, from whichever
+         *     process runs it. This operation still answers when the import has ended, as described above.
          */
         post: operations["importProducts"];
         delete?: never;

@@ -4,7 +4,7 @@ import type { IncomingMessage } from 'node:http';
 import { OpenAPIHono } from '@hono/zod-openapi';
 import type { MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
-import { importNdjson } from '../admin/import.js';
+import { ADMIN_API_ACTOR } from '../admin/import-jobs.js';
 import type { StoreRecord } from '../catalog/model.js';
 import adminDocument from '../generated/admin-openapi.json' with { type: 'json' };
 import { routes } from '../generated/admin-routes.js';
@@ -41,7 +41,7 @@ function takesJsonBody(method: string, path: string): boolean {
   return JSON_BODY_OPERATIONS.some((o) => o.method === method && o.pattern.test(path));
 }
 
-export function adminApi({ admin, accounts, endpoints, config }: Pick<Service, 'admin' | 'accounts' | 'endpoints' | 'config'>) {
+export function adminApi({ admin, imports, accounts, endpoints, config }: Pick<Service, 'admin' | 'imports' | 'accounts' | 'endpoints' | 'config'>) {
   const app = new OpenAPIHono({ defaultHook: validationHook });
   app.onError(renderError);
   app.use('/admin/v1/*', closeWhenBodyUnread);
@@ -202,7 +202,9 @@ export function adminApi({ admin, accounts, endpoints, config }: Pick<Service, '
     const { merchant_id } = c.req.valid('param');
     // The body is read as it arrives (bodyLimit has checked its length), decoded and parsed a bounded piece at a time.
     const body = c.req.raw.body ?? (async function* () {})();
-    return c.json(await importNdjson(admin, merchant_id, body, { chunkSize: config.limits.publishChunk, maxJsonDepth: config.limits.maxJsonDepth }), 200);
+    // Recorded as an import job (the panel lists it with its outcome); the answer waits for the end.
+    const { done } = await imports.start(merchant_id, ADMIN_API_ACTOR, null, body);
+    return c.json(await done, 200);
   });
 
   // Image mirroring progress

@@ -3,7 +3,12 @@ import { raw } from 'hono/html';
 import type { Child } from 'hono/jsx';
 import { principalName, type PanelSession } from '../admin/accounts.js';
 
-export function Layout(props: { title: string; session?: PanelSession | undefined; merchantId?: number; children?: Child }) {
+export function Layout(props: {
+  title: string; session?: PanelSession | undefined; merchantId?: number;
+  /** Reloads the page this often (a page that shows work in progress); a meta refresh, as the CSP allows no inline script. */
+  refreshSeconds?: number | undefined;
+  children?: Child;
+}) {
   const { session, merchantId } = props;
   return (
     <>
@@ -12,6 +17,7 @@ export function Layout(props: { title: string; session?: PanelSession | undefine
         <head>
           <meta charset="utf-8" />
           <meta name="viewport" content="width=device-width, initial-scale=1" />
+          {props.refreshSeconds !== undefined && <meta http-equiv="refresh" content={String(props.refreshSeconds)} />}
           <title>{`${props.title} · Catalog panel`}</title>
           <link rel="stylesheet" href="/panel/assets/panel.css" />
           <script src="/panel/assets/panel.js" defer></script>

@@ -11,7 +11,7 @@ import type {
   ApiKeyRecord, AttemptRecord, AttributeDefinitionRecord, CustomerGroupRecord, DeliveryClaim, DeliveryRecord,
   DeliveryStatus, ExchangeRateRecord, FeedPosition, ImageMirrorRecord, ImageMirrorWork, ImageStateCounts, MerchantRecord,
   NotificationRecord, OperationalCounts, OutboxGroup, OutboxRow, PricingRuleInputRecord, PricingRuleRecord, ProductRecord,
-  AuditEntryRecord, PanelInvitationRecord, PanelSessionRecord, PanelUserRecord,
+  AuditEntryRecord, ImportJobProgress, ImportJobRecord, PanelInvitationRecord, PanelSessionRecord, PanelUserRecord,
   ProductSourceDocument, PublishedExclusionCounts, PublishedHashes, PublishedPage, PublishedProductSummary, PublishedRow,
   PublishedSummaryWindow, RecordedChange, StoreInputRecord, StoreRecord, StoredChange,
   SupplierRecord, WebhookEndpointInputRecord, WebhookEndpointRecord,
@@ -196,6 +196,12 @@ export interface DeliveryStore {
   listAttempts(deliveryId: number): Promise<AttemptRecord[]>;
   /** Failed, given-up or dropped deliveries of the endpoint created at or after `since`. */
   unsuccessfulDeliveriesSince(endpointId: number, since: string): Promise<DeliveryRecord[]>;
+  /**
+   * When the merchant's oldest change not yet attempted for one of its active endpoints was
+   * recorded: its outbox rows and its pending deliveries without an attempt (a delivery counts from
+   * the oldest change it carries); null when none waits. The merchant's part of OperationalCounts.oldestWaitingAt.
+   */
+  oldestWaitingChangeAt(merchantId: number): Promise<string | null>;
 }
 
 /** Messages to a merchant's owners. */
@@ -232,9 +238,19 @@ export interface PanelStore {
 /** Work a commit can wake a worker for: deliveries to coalesce or claim, images to mirror. */
 export type WorkTopic = 'deliveries' | 'images';
 
+/** NDJSON imports' progress and outcome, so that every process (behind a load balancer) shows any import. */
+export interface ImportJobStore {
+  insertImportJob(job: Omit<ImportJobRecord, 'id'>): Promise<ImportJobRecord>;
+  updateImportJob(id: number, progress: ImportJobProgress): Promise<void>;
+  /** The merchant's import job with this id; undefined for another merchant's. */
+  importJob(merchantId: number, id: number): Promise<ImportJobRecord | undefined>;
+  /** The merchant's most recent import jobs, newest first. */
+  listImportJobs(merchantId: number, limit: number): Promise<ImportJobRecord[]>;
+}
+
 /** Every aggregate's operations: what a transaction's tx and a snapshot's reader offer. */
 export interface StorageOperations extends TenancyStore, CatalogSetupStore, ProductSourceStore, ImageStore, PublishedStore,
-  ChangeStore, WebhookEndpointStore, OutboxStore, DeliveryStore, NotificationStore, PanelStore {}
+  ChangeStore, WebhookEndpointStore, OutboxStore, DeliveryStore, NotificationStore, PanelStore, ImportJobStore {}
 
 /** The operations inside one write transaction. */
 export type StorageTx = StorageOperations;

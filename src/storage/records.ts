@@ -243,6 +243,44 @@ export interface AuditEntryRecord {
   detail: string;
 }
 
+// Import jobs: an NDJSON import's progress and outcome, kept where every process can read it
+
+export type ImportJobState = 'running' | 'succeeded' | 'failed';
+
+/** A bad line of a rejected import: its name (`line N`) and reason, as the admin API lists them. */
+export interface ImportProblemRecord {
+  name: string;
+  reason: string;
+}
+
+export interface ImportJobRecord {
+  id: number;
+  merchant_id: number;
+  /** `operator`, the panel user's email, or `admin API`. */
+  started_by: string;
+  /** The uploaded file's name; null for a request body. */
+  file_name: string | null;
+  state: ImportJobState;
+  started_at: string;
+  /** When its progress was last written: a running job whose progress stops was cut off. */
+  updated_at: string;
+  finished_at: string | null;
+  /** Lines read and checked so far. */
+  lines_read: number;
+  /** Operations to apply, once every line is checked; null while they are being read. */
+  operations: number | null;
+  /** Operations (products upserted or deleted) applied and committed so far. */
+  products_applied: number;
+  upserted: number;
+  deleted: number;
+  /** Why it failed (the problem's detail); null otherwise. */
+  error: string | null;
+  /** The bad lines with their reasons, bounded as the admin API's rejection lists them. */
+  problems: ImportProblemRecord[];
+}
+
+export type ImportJobProgress = Partial<Omit<ImportJobRecord, 'id' | 'merchant_id' | 'started_by' | 'file_name' | 'started_at'>>;
+
 // Operations
 
 export interface OperationalCounts {

@@ -215,21 +215,13 @@ export class WebhookEndpoints {
 
   /**
    * When the oldest change not yet attempted for one of the merchant's active endpoints was
-   * recorded (null: none waiting), like the deployment-wide cps_feed_lag_seconds. A pending
-   * delivery counts from its creation, so this may trail the true age by one batching window.
+   * recorded (null: none waiting): the merchant's own part of the deployment-wide
+   * cps_feed_lag_seconds, from one storage query scoped to the merchant. A pending delivery counts
+   * from the oldest change it carries.
    */
   async oldestWaitingChange(merchantId: number): Promise<string | null> {
     await this.merchant(this.storage, merchantId);
-    const active = (await this.storage.listWebhookEndpoints(merchantId)).filter((e) => e.status === 'active');
-    const ids = new Set(active.map((e) => e.id));
-    const times = (await this.storage.outboxGroups()).filter((g) => ids.has(g.endpointId)).map((g) => g.oldestAt);
-    for (const endpoint of active) {
-      // Newest first: the last of a page is the oldest; a backlog beyond it is older still, so this errs young.
-      const pending = await this.storage.listDeliveries(endpoint.id, { status: 'pending', limit: 500 });
-      const unattempted = pending.filter((d) => d.attempts === 0);
-      if (unattempted.length > 0) times.push(unattempted[unattempted.length - 1]!.created_at);
-    }
-    return times.length === 0 ? null : times.reduce((a, b) => (Date.parse(a) <= Date.parse(b) ? a : b));
+    return this.storage.oldestWaitingChangeAt(merchantId);
   }
 
   /** The merchant's most recent notifications, newest first. */

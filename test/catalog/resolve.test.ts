@@ -7,7 +7,7 @@ import type {
 } from '../../src/catalog/model.js';
 import {
   applicablePricingRule, applyPriceEnding, baseCost, bestSupplierOffer, computedPrice,
-  convertToMinorUnits, exclusionReason, exportedSku, localizedContent, pricedOffers,
+  convertToMinorUnits, exclusionReason, explainResolution, exportedSku, localizedContent, pricedOffers,
   resolveProduct, resolvedAttributes, resolvedImages, sellableStock,
 } from '../../src/catalog/resolve.js';
 
@@ -997,5 +997,63 @@ describe('resolveProduct: priceHash changes with prices, contentHash with everyt
     expect(after.priceHash !== before.priceHash).toBe(variation.price);
     expect(after.contentHash !== before.contentHash).toBe(variation.content);
     expect(after.payload !== before.payload).toBe(variation.price || variation.content);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// explainResolution: the chosen supplier and the applied pricing rules, beside the payload
+
+describe('explainResolution: why a product resolved as it did (issue 11, "Catalog")', () => {
+  const c = context({
+    customerGroups: [{ id: 1, name: 'Retail' }, { id: 2, name: 'Wholesale' }],
+    pricingRules: [rule({ id: 7, priority: 1, customer_group_id: 2, markup_percent: '10' }), catchAll({ markup_percent: '23' })],
+    exchangeRates: [rate('USD', 'EUR', '0.5')],
+  });
+  const p = product({
+    offers: [
+      offer('north', 0, '5.00'), offer('east', 3, '9.00'), offer('alpine', 8, '16.00', 'USD'),
+      offer('nobody', 50, '1.00'), offer('north', 2, '1.00', 'JPY'),
+    ],
+    own_stock: { quantity: 2, cost: null, currency: null },
+  });
+
+  it('names the chosen supplier: the cheapest offer in stock, with the offers ranked and the ignored ones with their reason', () => {
+    const why = explainResolution(p, store(), c);
+    expect(why.chosenSupplier).toEqual({ supplierRef: 'alpine', supplierName: 'Alpine Imports', quantity: 8, cost: '8.00', why: 'in_stock' });
+    expect(why.rankedOffers).toEqual([
+      { supplierRef: 'north', quantity: 0, cost: '5.00' },
+      { supplierRef: 'alpine', quantity: 8, cost: '8.00' },
+      { supplierRef: 'east', quantity: 3, cost: '9.00' },
+    ]);
+    expect(why.ignoredOffers).toEqual([{ supplierRef: 'nobody', reason: 'unknown_supplier' }, { supplierRef: 'north', reason: 'no_exchange_rate' }]);
+    expect(why.baseCost).toEqual({ amount: '8.00', from: 'chosen_offer' });
+    expect(why.stock).toEqual({ own: 2, supplier: 8, sellable: 10 });
+  });
+
+  it('names the pricing rule applied per customer group, the same rule and price the payload states', () => {
+    const why = explainResolution(p, store(), c);
+    const payload = resolved(p, store(), c);
+    expect(why.prices.map((price) => [price.customerGroup, price.rule.id, price.computedPrice])).toEqual([['Retail', 1, '9.84'], ['Wholesale', 7, '8.80']]);
+    expect(why.prices.map((price) => price.rule.id)).toEqual(payload.prices.map((price) => price.applied_rule_id));
+    expect(why.prices.map((price) => Number(price.computedPrice))).toEqual(payload.prices.map((price) => price.computed_price));
+    expect(payload.stock).toBe(why.stock.sellable);
+  });
+
+  it('says when no offer is in stock (the cheapest is chosen), and when there is no usable offer at all', () => {
+    const none = product({ offers: [offer('east', 0, '9.00'), offer('north', 0, '7.00')] });
+    expect(explainResolution(none, store(), c).chosenSupplier).toMatchObject({ supplierRef: 'north', why: 'none_in_stock' });
+    const own = product({ offers: [], own_stock: { quantity: 4, cost: '3.00', currency: 'EUR' } });
+    const why = explainResolution(own, store(), c);
+    expect(why.chosenSupplier).toBeNull();
+    expect(why.baseCost).toEqual({ amount: '3.00', from: 'own_stock' });
+    expect(explainResolution(product({ offers: [] }), store(), c)).toMatchObject({ chosenSupplier: null, baseCost: { from: 'none' }, exclusionReason: 'no_offers' });
+  });
+
+  it('explains per store: the same product chooses differently where a rate is missing', () => {
+    const usd = store({ id: 2, slug: 'us', name: 'USA', currency: 'USD', locale: 'en-US' });
+    const why = explainResolution(p, usd, context({ ...c, exchangeRates: [] }));
+    expect(why.store).toMatchObject({ slug: 'us', currency: 'USD' });
+    expect(why.chosenSupplier).toMatchObject({ supplierRef: 'alpine', cost: '16.00' });
+    expect(why.ignoredOffers.map((o) => o.supplierRef)).toEqual(['north', 'east', 'nobody', 'north']);
   });
 });

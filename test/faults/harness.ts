@@ -33,13 +33,16 @@ export function killAllServices(): void {
   for (const child of running) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
 }
 
-/** `node --import tsx src/cli.ts serve` as a child process. */
+/** What each command prints once it is running. */
+const RUNNING: Record<'serve' | 'worker', string> = { serve: 'listening on', worker: 'webhook dispatcher and image mirroring running' };
+
+/** `node --import tsx src/cli.ts serve` (or `worker`) as a child process. */
 export class ServiceProcess {
   private constructor(readonly child: ChildProcess, private readonly log: () => string) {}
 
-  /** Starts `serve` and resolves once it prints that it is listening. */
-  static start(env: Record<string, string>, timeoutMs = 30_000): Promise<ServiceProcess> {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve'], {
+  /** Starts `serve` (or `worker`) and resolves once it prints that it is running. */
+  static start(env: Record<string, string>, timeoutMs = 30_000, command: 'serve' | 'worker' = 'serve'): Promise<ServiceProcess> {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', command], {
       cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'],
     });
     running.add(child);
@@ -50,9 +53,9 @@ export class ServiceProcess {
     child.stdout!.on('data', append);
     child.stderr!.on('data', append);
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`serve did not start:\n${output}`)), timeoutMs);
+      const timer = setTimeout(() => reject(new Error(`${command} did not start:\n${output}`)), timeoutMs);
       const onData = () => {
-        if (!output.includes('listening on')) return;
+        if (!output.includes(RUNNING[command])) return;
         clearTimeout(timer);
         child.stdout!.off('data', onData);
         child.off('exit', onExit);
@@ -60,7 +63,7 @@ export class ServiceProcess {
       };
       const onExit = (code: number | null, signal: string | null) => {
         clearTimeout(timer);
-        reject(new Error(`serve exited (${code ?? signal}) before listening:\n${output}`));
+        reject(new Error(`${command} exited (${code ?? signal}) before running:\n${output}`));
       };
       child.stdout!.on('data', onData);
       child.once('exit', onExit);

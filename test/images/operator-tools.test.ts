@@ -180,11 +180,12 @@ describe('CLI: images status and images retry-dead', () => {
     world = await startImageWorld({ start: new Date().toISOString() });
   });
 
-  /** Runs the CLI on the world's database file; never rejects on a non-zero exit. */
+  /** Runs the CLI on the world's database (SQLite: --db with the file; PostgreSQL: CPS_DATABASE_URL); never rejects on a non-zero exit. */
   async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+    const { database } = world.service;
     try {
-      const { stdout, stderr } = await run('npx', ['tsx', 'src/cli.ts', ...args, '--db', world.service.config.databasePath], {
-        cwd: ROOT, env: { ...process.env, CPS_DB_PATH: path.join(world.service.dir, 'unused.db') },
+      const { stdout, stderr } = await run('npx', ['tsx', 'src/cli.ts', ...args, ...(database.engine === 'sqlite' ? ['--db', database.location] : [])], {
+        cwd: ROOT, env: { ...process.env, CPS_DB_PATH: path.join(world.service.dir, 'unused.db'), ...(database.engine === 'sqlite' ? {} : database.env) },
       });
       return { code: 0, stdout, stderr };
     } catch (error) {

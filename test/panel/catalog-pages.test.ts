@@ -43,44 +43,59 @@ afterAll(async () => {
 });
 
 
-/** Uploads a file on the import page; returns the status the page answered with. */
-async function upload(page: Page, name: string, buffer: Buffer): Promise<number> {
+/**
+ * Uploads a file on the import page, which answers with a redirect to the import's own page; waits
+ * there (the page reloads itself while the import runs) until the import has ended.
+ */
+async function upload(page: Page, name: string, buffer: Buffer): Promise<{ status: number; state: string }> {
   await page.goto(`${service.url}/panel/merchants/${merchantId}/import`);
   await page.getByLabel('NDJSON file').setInputFiles({ name, mimeType: 'application/x-ndjson', buffer });
   const [response] = await Promise.all([
     page.waitForResponse((r) => r.request().method() === 'POST' && r.url().endsWith('/import')),
     page.getByRole('button', { name: 'Import' }).click(),
   ]);
-  await page.waitForLoadState();
-  return response.status();
+  await page.waitForURL(new RegExp(`/panel/merchants/${merchantId}/import/jobs/\\d+$`));
+  await page.locator('#import-state', { hasText: /^(succeeded|failed)$/ }).waitFor();
+  return { status: response.status(), state: (await page.locator('#import-state').textContent())! };
 }
 
 describe('catalog pages in the browser', () => {
   let page: Page;
 
-  it('lists the line numbers and reasons of a file with bad lines, with 400, and applies nothing', async () => {
+  it('lists the line numbers and reasons of a file with bad lines on the import\'s page, and applies nothing', async () => {
     page = await browser.newPage();
     await signInAsOperator(page, service.url);
-    const status = await upload(page, 'bad.ndjson', ndjson(BACKPACK, '{"op":"upsert_product","product":', { op: 'upsert_product', product: { ref: 'X-1', offers: [{ supplier_ref: 'nobody', quantity: 1, cost: '1.00', currency: 'EUR' }] } }));
-    expect(status).toBe(400);
+    const outcome = await upload(page, 'bad.ndjson', ndjson(BACKPACK, '{"op":"upsert_product","product":', { op: 'upsert_product', product: { ref: 'X-1', offers: [{ supplier_ref: 'nobody', quantity: 1, cost: '1.00', currency: 'EUR' }] } }));
+    expect(outcome).toEqual({ status: 303, state: 'failed' });
     const problems = page.getByRole('table', { name: 'Invalid lines' });
     expect(await problems.locator('tbody tr').count()).toBe(2);
     expect(await problems.locator('tbody tr').nth(0).textContent()).toMatch(/^line 2\s*not valid JSON/);
     expect(await problems.locator('tbody tr').nth(1).textContent()).toMatch(/^line 3.*nobody|^line 3.*supplier/);
     expect(await page.getByRole('alert').textContent()).toContain('nothing was applied');
+    expect(await page.locator('#lines-read').textContent()).toBe('3');
     await browser.screenshot(page, 'import-bad-lines');
     await expect(service.admin.product(merchantId, 'BP-40-GRN')).rejects.toMatchObject({ status: 404 });
   });
 
-  it('imports a good file and shows its counts', async () => {
-    const status = await upload(page, 'good.ndjson', ndjson(BACKPACK, TENT, { op: 'delete_product', ref: 'BP-30-RED' }));
-    expect(status).toBe(200);
+  it('imports a good file and shows its counts, and the import page lists both imports with their outcome', async () => {
+    const outcome = await upload(page, 'good.ndjson', ndjson(BACKPACK, TENT, { op: 'delete_product', ref: 'BP-30-RED' }));
+    expect(outcome).toEqual({ status: 303, state: 'succeeded' });
     const cells = await page.getByRole('table', { name: 'Import result' }).locator('tbody td').allTextContents();
     expect(cells).toEqual(['3', '2', '0']);
+    expect(await page.locator('#products-applied').textContent()).toMatch(/^3 of 3/);
+    // Done: the page no longer reloads itself.
+    expect(await page.locator('meta[http-equiv="refresh"]').count()).toBe(0);
     await browser.screenshot(page, 'import');
     expect((await service.admin.product(merchantId, 'BP-40-GRN')).source.offers).toHaveLength(1);
     const audit = await service.service.accounts.auditLog({ kind: 'operator' }, merchantId, 10);
-    expect(audit.filter((a) => a.action === 'catalog.import')).toHaveLength(1);
+    expect(audit.filter((a) => a.action === 'catalog.import')).toHaveLength(2);
+
+    await page.getByRole('link', { name: 'Import another file' }).click();
+    const rows = page.getByRole('table', { name: 'Recent imports' }).locator('tbody tr');
+    expect(await rows.count()).toBe(2);
+    expect(await rows.nth(0).locator('td').allTextContents()).toEqual([expect.any(String), 'good.ndjson', 'operator', expect.any(String), 'succeeded', '3 of 3 applied']);
+    expect(await rows.nth(1).locator('td').allTextContents()).toEqual([expect.any(String), 'bad.ndjson', 'operator', expect.any(String), 'failed', '2 bad lines']);
+    await browser.screenshot(page, 'import-recent');
   });
 
   it('shows the imported product\'s payload exactly as stored, beside its sources and applied rule', async () => {
@@ -106,6 +121,37 @@ describe('catalog pages in the browser', () => {
     await page.getByLabel('Product id, ref, SKU or EAN').fill('NO-SUCH-REF');
     const [miss] = await Promise.all([page.waitForResponse((r) => r.url().includes('q=NO-SUCH-REF')), page.getByRole('button', { name: 'Find' }).click()]);
     expect(miss.status()).toBe(404);
+  });
+
+  it('shows the chosen supplier and the applied pricing rule per store, beside an unchanged payload', async () => {
+    const { admin } = service;
+    await admin.upsertStore(merchantId, 'at', { name: 'Österreich', locale: 'de-AT', currency: 'EUR', is_default: false, active: true, exclude_out_of_stock: false });
+    await admin.upsertSupplier(merchantId, 'sued', 'Südhandel');
+    const at = (await service.storage.listStores(merchantId)).find((s) => s.slug === 'at')!;
+    const atRule = await admin.createPricingRule(merchantId, { priority: 10, customer_group_id: null, store_id: at.id, manufacturer: null, min_cost: null, max_cost: null, markup_percent: '10', markup_amount: '0', price_ending: null });
+    // The cheaper offer has no stock: the supplier in stock is chosen.
+    const stove = await admin.upsertProduct(merchantId, 'STOVE-1', {
+      content: { de: { title: 'Gaskocher' } },
+      offers: [{ supplier_ref: 'sued', quantity: 0, cost: '20.00', currency: 'EUR' }, { supplier_ref: 'nordwind', quantity: 5, cost: '30.00', currency: 'EUR' }],
+    });
+    const payloadBefore = new TextDecoder().decode(await service.service.reads.product(merchantId, 'at', stove.id));
+
+    await page.goto(`${service.url}/panel/merchants/${merchantId}/catalog?store=at&q=STOVE-1`);
+    expect(await page.getByLabel('Payload', { exact: true }).textContent()).toBe(indentJson(payloadBefore));
+    const resolution = page.getByLabel('Resolution in store at');
+    expect(await resolution.locator('#chosen-supplier').textContent()).toMatch(/^Nordwind \(nordwind\): 5 at 30\.00 EUR — the lowest cost among the offers in stock/);
+    expect(await resolution.getByRole('list', { name: 'Offers ranked' }).locator('li').allTextContents()).toEqual(['sued: 0 at 20.00 EUR', 'nordwind: 5 at 30.00 EUR']);
+    expect(await resolution.locator('#applied-rules').textContent()).toBe(`Retail: rule ${atRule.id} (priority 10): +10% +0 → 33.00 EUR`);
+
+    const perStore = page.getByRole('table', { name: 'Resolution per store' });
+    const row = async (slug: string) => perStore.locator(`tr[data-store="${slug}"] td`).allTextContents();
+    const catchAll = (await admin.listPricingRules(merchantId)).find((r) => r.is_catch_all)!;
+    expect(await row('de')).toEqual(['Deutschland (de)', 'nordwind at 30.00 EUR', '30.00 EUR', '5', `Retail: rule ${catchAll.id} (catch-all)`]);
+    expect(await row('at')).toEqual(['Österreich (at)', 'nordwind at 30.00 EUR', '30.00 EUR', '5', `Retail: rule ${atRule.id}`]);
+    await browser.screenshot(page, 'catalog-resolution');
+    // Explaining reads; the published payload is what it was.
+    expect(new TextDecoder().decode(await service.service.reads.product(merchantId, 'at', stove.id))).toBe(payloadBefore);
+    expect(JSON.parse(payloadBefore).prices[0]).toMatchObject({ applied_rule_id: atRule.id, computed_price: 33 });
   });
 
   it('shows the images per state and a dead image with its error, and retrying sets it back to pending', async () => {

@@ -1,8 +1,14 @@
 // PublishedStore.findPublishedProducts and publishedSummaries, and the CatalogReads functions the
 // panel's catalog page calls over them: exact SKU and EAN lookup in a store's published payloads,
-// and the store's products by id with keyset paging, optionally the excluded ones only.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+// and the store's products by id with keyset paging, optionally the excluded ones only; the SKU and
+// EAN lookups read an index range (EXPLAIN QUERY PLAN of the statement the search prepares).
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { StoreRecord } from '../../src/storage/port.js';
+import { openSqliteStorage } from '../../src/storage/sqlite/index.js';
 import { startTestService, type TestService } from '../support/service.js';
 
 let service: TestService;
@@ -106,5 +112,54 @@ describe('listing a store\'s published products', () => {
     const excluded = await reads.productSummaries(merchantId, 'de', { perPage: 2, excludedOnly: true });
     expect(excluded.products.map((p) => p.exclusion_reason)).toEqual(['no_offers', 'missing_title']);
     expect(excluded.nextAfterId).toBeNull();
+  });
+});
+
+describe('SKU and EAN search without scanning (migration 12)', () => {
+  /** The query plan of every published_products statement findPublishedProducts prepares for this match. */
+  async function plansFor(match: { sku?: string; ean?: string }): Promise<string[]> {
+    // A storage of its own: its connections prepare the search's statements afresh, so they are seen here.
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cps-search-plan-'));
+    const storage = openSqliteStorage(path.join(dir, 'catalog.db'));
+    const prepared: string[] = [];
+    const prepare = vi.spyOn(Database.prototype, 'prepare').mockImplementation(function (this: Database.Database, sql: string) {
+      if (/FROM published_products/.test(sql) && /json_extract\(payload, '\$\.(sku|ean)'\) =/.test(sql)) prepared.push(sql);
+      return originalPrepare.call(this, sql);
+    });
+    try {
+      const merchant = await storage.createMerchant({ name: 'Plan', sku_pattern: null, owner_emails: [], created_at: new Date().toISOString() });
+      const store = await storage.upsertStore(merchant.id, 'de', { name: 'DE', locale: 'de-DE', currency: 'EUR', is_default: true, active: true, exclude_out_of_stock: false });
+      await storage.upsertPublished(store.id, Array.from({ length: 50 }, (_, i) => ({
+        productId: i + 1, payload: JSON.stringify({ id: i + 1, sku: `SKU-${i}`, ean: `400000000${String(i).padStart(4, '0')}`, title: 't', excluded: false, exclusion_reason: null }),
+        priceHash: 'p', contentHash: 'c',
+      })));
+      expect(await storage.findPublishedProducts(store.id, match, 10)).toHaveLength(1);
+      expect(prepared).toHaveLength(1);
+      const params = { storeId: store.id, limit: 10, ...match };
+      return (storage.db.prepare(`EXPLAIN QUERY PLAN ${prepared[0]}`).all(params) as { detail: string }[]).map((row) => row.detail);
+    } finally {
+      prepare.mockRestore();
+      await storage.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  }
+  const originalPrepare = Database.prototype.prepare;
+
+  it('finds by SKU from the store\'s SKU index range, in id order without a sort', async () => {
+    const plan = await plansFor({ sku: 'SKU-7' });
+    expect(plan.join('\n')).toMatch(/SEARCH published_products USING INDEX published_products_sku \(store_id=\? AND <expr>=\?\)/);
+    expect(plan.join('\n')).not.toMatch(/SCAN|TEMP B-TREE/);
+  });
+
+  it('finds by EAN from the store\'s EAN index range', async () => {
+    const plan = await plansFor({ ean: '4000000000007' });
+    expect(plan.join('\n')).toMatch(/SEARCH published_products USING INDEX published_products_ean \(store_id=\? AND <expr>=\?\)/);
+    expect(plan.join('\n')).not.toMatch(/SCAN|TEMP B-TREE/);
+  });
+
+  it('finds by SKU and EAN together from one of the two indexes', async () => {
+    const plan = await plansFor({ sku: 'SKU-7', ean: '4000000000007' });
+    expect(plan.join('\n')).toMatch(/SEARCH published_products USING INDEX published_products_(sku|ean) \(store_id=\? AND <expr>=\?\)/);
+    expect(plan.join('\n')).not.toMatch(/SCAN/);
   });
 });

@@ -20,13 +20,13 @@ export const TEST_ENGINE: TestEngine = process.env.CPS_TEST_ENGINE === 'postgres
 export const onPglite = (): boolean => TEST_ENGINE === 'postgres' && testPostgres().kind === 'pglite';
 
 /** Tests that only make sense on SQLite (its file, WAL, backup API, process locks): skipped on PostgreSQL. */
-export const sqliteOnly = {
+export const sqliteOnly: { it: ReturnType<typeof it.skipIf>; describe: ReturnType<typeof describe.skipIf> } = {
   it: it.skipIf(TEST_ENGINE !== 'sqlite'),
   describe: describe.skipIf(TEST_ENGINE !== 'sqlite'),
 };
 
 /** Tests that only make sense on PostgreSQL. */
-export const postgresOnly = {
+export const postgresOnly: { it: ReturnType<typeof it.skipIf>; describe: ReturnType<typeof describe.skipIf> } = {
   it: it.skipIf(TEST_ENGINE !== 'postgres'),
   describe: describe.skipIf(TEST_ENGINE !== 'postgres'),
 };

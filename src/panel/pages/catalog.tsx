@@ -1,12 +1,14 @@
 // A merchant's catalog (issue 11, "Catalog"): pick a store; find a product by its id, ref, SKU or
 // EAN (exact match) and see its payload exactly as integrators get it (GET /v1/products/{id}) beside
-// its sources, the pricing rule each price comes from and whether it is excluded; or page through
+// its sources, the supplier chosen and the pricing rule each price comes from (per store, as the
+// domain's resolution explains them) and whether it is excluded; or page through
 // the store's products by id, optionally the excluded ones only, with their reasons.
 import { Hono } from 'hono';
 import type { Service } from '../../service.js';
 import type { PanelAccounts, PanelSession } from '../../admin/accounts.js';
 import type { ProductSourceView } from '../../admin/catalog-admin.js';
 import type { Product } from '../../catalog/model.js';
+import type { IgnoredOfferReason, ResolutionExplanation } from '../../catalog/resolve.js';
 import { SEARCH_MATCHES_MAX, type ProductSearch, type ProductSearchField, type ProductSummaryPage } from '../../catalog/reads.js';
 import { invalidInput, ProblemError } from '../../shared/problem.js';
 import type { PricingRuleRecord, StoreRecord } from '../../storage/records.js';
@@ -59,36 +61,98 @@ export function indentJson(text: string, indent = '  '): string {
 
 interface Found {
   source: ProductSourceView;
+  /** Per store of the merchant: the chosen supplier and the applied pricing rules. */
+  explanations: ResolutionExplanation[];
   /** The stored payload's text; undefined when the product is not in the store's catalog. */
   payload?: string;
   missing?: string;
 }
 
-function ruleSummary(rule: PricingRuleRecord | undefined, id: number): string {
-  if (!rule) return `rule ${id}`;
+function ruleSummary(rule: PricingRuleRecord): string {
   const ending = rule.price_ending === null ? '' : `, ending ${rule.price_ending}`;
   return `rule ${rule.id}${rule.is_catch_all ? ' (catch-all)' : ` (priority ${rule.priority})`}: +${rule.markup_percent}% +${rule.markup_amount}${ending}`;
 }
 
-function Resolution(props: { payload: string; rules: PricingRuleRecord[] }) {
+const WHY_CHOSEN: Record<NonNullable<ResolutionExplanation['chosenSupplier']>['why'], string> = {
+  in_stock: 'the lowest cost among the offers in stock',
+  none_in_stock: 'no offer is in stock: the lowest cost of all',
+};
+const WHY_IGNORED: Record<IgnoredOfferReason, string> = {
+  unknown_supplier: 'the supplier is not registered',
+  no_exchange_rate: 'no exchange rate to the store currency',
+};
+const BASE_COST_FROM: Record<ResolutionExplanation['baseCost']['from'], string> = {
+  chosen_offer: "the chosen supplier's cost", own_stock: "own stock's cost", none: 'nothing to cost it from',
+};
+
+function chosenSupplierText(why: ResolutionExplanation): string {
+  const chosen = why.chosenSupplier;
+  if (!chosen) return 'none: no offer is usable in this store';
+  return `${chosen.supplierName} (${chosen.supplierRef}): ${chosen.quantity} at ${chosen.cost} ${why.store.currency}`;
+}
+
+/** The store's resolution as the domain explains it: the chosen supplier and the rule behind each price. */
+function Resolution(props: { payload: string; why: ResolutionExplanation }) {
   const product = JSON.parse(props.payload) as Product;
+  const { why } = props;
+  const currency = why.store.currency;
   return (
-    <dl class="facts">
+    <dl class="facts" aria-label={`Resolution in store ${why.store.slug}`}>
       <dt>Excluded</dt>
       <dd>{product.excluded ? `yes: ${product.exclusion_reason}` : 'no'}</dd>
+      <dt>Chosen supplier</dt>
+      <dd id="chosen-supplier">
+        {chosenSupplierText(why)}
+        {why.chosenSupplier && <span class="muted"> — {WHY_CHOSEN[why.chosenSupplier.why]}</span>}
+        {why.rankedOffers.length > 1 && (
+          <ol aria-label="Offers ranked">
+            {why.rankedOffers.map((o) => <li>{o.supplierRef}: {o.quantity} at {o.cost} {currency}</li>)}
+          </ol>
+        )}
+        {why.ignoredOffers.length > 0 && (
+          <ul aria-label="Offers ignored">{why.ignoredOffers.map((o) => <li>{o.supplierRef}: ignored, {WHY_IGNORED[o.reason]}</li>)}</ul>
+        )}
+      </dd>
+      <dt>Base cost</dt>
+      <dd>{why.baseCost.amount} {currency} <span class="muted">({BASE_COST_FROM[why.baseCost.from]})</span></dd>
       <dt>Stock</dt>
-      <dd>{product.stock}</dd>
+      <dd>{product.stock} <span class="muted">(own {why.stock.own} + chosen supplier {why.stock.supplier})</span></dd>
       <dt>Applied pricing rules</dt>
       <dd>
-        {product.prices.length === 0 ? 'no prices' : (
-          <ul>
-            {product.prices.map((p) => (
-              <li>{p.customer_group}: {ruleSummary(props.rules.find((r) => r.id === p.applied_rule_id), p.applied_rule_id)}</li>
-            ))}
+        {why.prices.length === 0 ? 'no prices' : (
+          <ul id="applied-rules">
+            {why.prices.map((p) => <li>{p.customerGroup}: {ruleSummary(p.rule)} → {p.computedPrice} {currency}</li>)}
           </ul>
         )}
       </dd>
     </dl>
+  );
+}
+
+/** The same product in each store: which supplier and which rules each one's payload comes from. */
+function ResolutionPerStore(props: { merchantId: number; ref: string; explanations: ResolutionExplanation[] }) {
+  return (
+    <section aria-labelledby="per-store">
+      <h2 id="per-store">Chosen supplier and pricing rules per store</h2>
+      <table aria-label="Resolution per store" class="labelled">
+        <thead><tr><th>Store</th><th>Chosen supplier</th><th>Base cost</th><th>Stock</th><th>Pricing rules</th></tr></thead>
+        <tbody>
+          {props.explanations.map((why) => (
+            <tr data-store={why.store.slug}>
+              <td data-label="Store">
+                {why.store.active
+                  ? <a href={catalogUrl(props.merchantId, { store: why.store.slug, q: props.ref })}>{why.store.name} ({why.store.slug})</a>
+                  : <>{why.store.name} ({why.store.slug}) <span class="muted">inactive</span></>}
+              </td>
+              <td data-label="Chosen supplier">{why.chosenSupplier ? `${why.chosenSupplier.supplierRef} at ${why.chosenSupplier.cost} ${why.store.currency}` : 'none'}</td>
+              <td data-label="Base cost">{why.baseCost.amount} {why.store.currency}</td>
+              <td data-label="Stock">{why.stock.sellable}{why.exclusionReason ? ` (excluded: ${why.exclusionReason})` : ''}</td>
+              <td data-label="Pricing rules">{why.prices.map((p) => `${p.customerGroup}: rule ${p.rule.id}${p.rule.is_catch_all ? ' (catch-all)' : ''}`).join('; ')}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </section>
   );
 }
 
@@ -206,7 +270,7 @@ function CatalogPage(props: {
   session: PanelSession; merchantId: number; stores: StoreRecord[]; store: string; query: string;
   found?: Found | undefined; foundBy?: ProductSearchField | undefined; search?: ProductSearch | undefined;
   list?: { page: ProductSummaryPage; excludedOnly: boolean; afterId: number | undefined } | undefined;
-  rules: PricingRuleRecord[]; error?: { detail: string } | undefined;
+  error?: { detail: string } | undefined;
 }) {
   const { session, merchantId, found } = props;
   return (
@@ -240,12 +304,14 @@ function CatalogPage(props: {
                 <>
                   <p class="muted">As <code>GET /v1/products/{found.source.id}?store={props.store}</code> returns it.</p>
                   <pre class="payload" aria-label="Payload">{indentJson(found.payload)}</pre>
-                  <Resolution payload={found.payload} rules={props.rules} />
+                  {found.explanations.filter((why) => why.store.slug === props.store)
+                    .map((why) => <Resolution payload={found.payload!} why={why} />)}
                 </>
               )}
             </section>
             <Sources source={found.source} />
           </div>
+          <ResolutionPerStore merchantId={merchantId} ref={found.source.ref} explanations={found.explanations} />
         </>
       )}
     </Layout>
@@ -270,7 +336,7 @@ export function catalogPages(service: Service, _accounts: () => PanelAccounts) {
     const stores = await reads.activeStores(merchantId);
     const store = stores.find((s) => s.slug === c.req.query('store')) ?? stores.find((s) => s.is_default) ?? stores[0];
     const query = (c.req.query('q') ?? '').trim();
-    const page = { session, merchantId, stores, store: store?.slug ?? '', query, rules: [] as PricingRuleRecord[] };
+    const page = { session, merchantId, stores, store: store?.slug ?? '', query };
     if (!store) return c.html(<CatalogPage {...page} />);
     if (!query) {
       const excludedOnly = c.req.query('excluded') === '1';
@@ -284,15 +350,15 @@ export function catalogPages(service: Service, _accounts: () => PanelAccounts) {
     }
     if (search.matches.length > 1) return c.html(<CatalogPage {...page} search={search} />);
     const product = search.matches[0]!;
-    const [source, rules] = await Promise.all([admin.productSource(merchantId, product.ref), admin.listPricingRules(merchantId)]);
+    const [source, explanations] = await Promise.all([admin.productSource(merchantId, product.ref), admin.explainProduct(merchantId, product.ref)]);
     let found: Found;
     try {
-      found = { source, payload: new TextDecoder().decode(await reads.product(merchantId, store.slug, product.id)) };
+      found = { source, explanations, payload: new TextDecoder().decode(await reads.product(merchantId, store.slug, product.id)) };
     } catch (error) {
       if (!(error instanceof ProblemError && error.status === 404)) throw error;
-      found = { source, missing: `Product ${product.id} is not published in store ${store.slug}: integrators get 404 for it.` };
+      found = { source, explanations, missing: `Product ${product.id} is not published in store ${store.slug}: integrators get 404 for it.` };
     }
-    return c.html(<CatalogPage {...page} rules={rules} found={found} foundBy={search.field ?? undefined} />);
+    return c.html(<CatalogPage {...page} found={found} foundBy={search.field ?? undefined} />);
   });
 
   return pages;

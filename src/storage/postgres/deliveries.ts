@@ -104,4 +104,16 @@ export class PgDeliveries implements DeliveryStore {
     return (await this.c.rows(`SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE endpoint_id = $1 AND created_at >= $2
       AND status IN ('failed', 'given_up', 'dropped') ORDER BY id`, [endpointId, since])).map(toDelivery);
   }
+
+  async oldestWaitingChangeAt(merchantId: number): Promise<string | null> {
+    // Per active endpoint of the merchant: its outbox rows, and its deliveries waiting for a first
+    // attempt (from the oldest change each carries), never the endpoint's delivered history.
+    const row = await this.c.one<{ at: string | null }>(`SELECT min(at) AS at FROM (
+      SELECT min(o.created_at) AS at FROM webhook_endpoints AS e JOIN webhook_outbox AS o ON o.endpoint_id = e.id
+        WHERE e.merchant_id = $1 AND e.status = 'active'
+      UNION ALL
+      SELECT min(coalesce(d.oldest_change_at, d.created_at)) FROM webhook_endpoints AS e JOIN webhook_deliveries AS d ON d.endpoint_id = e.id
+        WHERE e.merchant_id = $1 AND e.status = 'active' AND d.status = 'pending' AND d.attempts = 0) AS waiting`, [merchantId]);
+    return row?.at ?? null;
+  }
 }

@@ -15,6 +15,7 @@ import { PgChanges } from './changes.js';
 import { PgConnection, type PgPoolClientLike, type PgPoolLike, type PgQueryable } from './connection.js';
 import { PgDeliveries } from './deliveries.js';
 import { PgImages } from './images.js';
+import { PgImportJobs } from './import-jobs.js';
 import { migrations, statementsOf } from './migrations.js';
 import { PgNotifications } from './notifications.js';
 import { PgOutbox } from './outbox.js';
@@ -29,7 +30,7 @@ export type { PgPoolLike } from './connection.js';
 
 const AGGREGATES = [
   PgTenancy, PgCatalogSetup, PgProductSources, PgImages, PgPublished, PgChanges,
-  PgWebhookEndpoints, PgOutbox, PgDeliveries, PgNotifications, PgPanel,
+  PgWebhookEndpoints, PgOutbox, PgDeliveries, PgNotifications, PgPanel, PgImportJobs,
 ] as const;
 
 /** Operations that write: called on the storage itself, each runs as its own transaction. */

@@ -101,11 +101,13 @@ export class PgPublished implements PublishedStore {
   }
 
   async findPublishedProducts(storeId: number, match: { sku?: string; ean?: string }, limit: number): Promise<PublishedProductSummary[]> {
-    if (match.sku === undefined && match.ean === undefined) return [];
-    // A scan of the store's rows (the primary key's prefix): no index on payload fields; the panel's search only.
+    // An equality on an indexed expression (migration 12) reads the index range of the store's
+    // matches in product id order; the other field, when given too, filters that range.
+    const fields = (['sku', 'ean'] as const).filter((field) => match[field] !== undefined);
+    if (fields.length === 0) return [];
+    const conditions = fields.map((field, i) => `AND (payload::json ->> '${field}') = $${i + 3}`).join(' ');
     const rows = await this.c.rows(`SELECT ${SUMMARY_COLUMNS} FROM ${SUMMARY_FROM}
-      WHERE store_id = $1 AND ($2::text IS NULL OR p.sku = $2) AND ($3::text IS NULL OR p.ean = $3)
-      ORDER BY product_id LIMIT $4`, [storeId, match.sku ?? null, match.ean ?? null, limit]);
+      WHERE store_id = $1 ${conditions} ORDER BY product_id LIMIT $2`, [storeId, limit, ...fields.map((field) => match[field])]);
     return rows.map(toSummary);
   }
 

@@ -104,4 +104,18 @@ export class SqliteDeliveries implements DeliveryStore {
     return (this.c.stmt(`SELECT * FROM webhook_deliveries WHERE endpoint_id = ? AND created_at >= ?
       AND status IN ('failed', 'given_up', 'dropped') ORDER BY id`).all(endpointId, since) as Row[]).map(toDelivery);
   }
+
+  async oldestWaitingChangeAt(merchantId: number): Promise<string | null> {
+    // Per active endpoint of the merchant: its outbox rows (webhook_outbox_group), and its waiting
+    // deliveries from the partial index webhook_deliveries_endpoint_due (the IN term lets SQLite
+    // use it), never the endpoint's delivered history.
+    return this.c.stmt(`SELECT min(at) FROM (
+      SELECT min(o.created_at) AS at FROM webhook_endpoints AS e JOIN webhook_outbox AS o ON o.endpoint_id = e.id
+        WHERE e.merchant_id = @merchantId AND e.status = 'active'
+      UNION ALL
+      SELECT min(coalesce(d.oldest_change_at, d.created_at)) FROM webhook_endpoints AS e JOIN webhook_deliveries AS d ON d.endpoint_id = e.id
+        WHERE e.merchant_id = @merchantId AND e.status = 'active'
+          AND d.status IN ('pending', 'failed') AND d.status = 'pending' AND d.attempts = 0)`)
+      .pluck().get({ merchantId }) as string | null;
+  }
 }

@@ -18,6 +18,7 @@ import { SqliteChanges } from './changes.js';
 import { SqliteConnection } from './connection.js';
 import { SqliteDeliveries } from './deliveries.js';
 import { SqliteImages } from './images.js';
+import { SqliteImportJobs } from './import-jobs.js';
 import { migrations } from './migrations.js';
 import { SqliteNotifications } from './notifications.js';
 import { SqliteOutbox } from './outbox.js';
@@ -29,7 +30,7 @@ import { SqliteWebhookEndpoints } from './webhook-endpoints.js';
 
 const AGGREGATES = [
   SqliteTenancy, SqliteCatalogSetup, SqliteProductSources, SqliteImages, SqlitePublished, SqliteChanges,
-  SqliteWebhookEndpoints, SqliteOutbox, SqliteDeliveries, SqliteNotifications, SqlitePanel,
+  SqliteWebhookEndpoints, SqliteOutbox, SqliteDeliveries, SqliteNotifications, SqlitePanel, SqliteImportJobs,
 ] as const;
 
 /** Operations that write: called on the storage itself, each runs as its own transaction. */

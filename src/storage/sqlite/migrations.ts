@@ -388,4 +388,42 @@ ALTER TABLE webhook_deliveries ADD COLUMN leased_until TEXT;
 CREATE INDEX webhook_deliveries_leased ON webhook_deliveries(endpoint_id, leased_until) WHERE leased_until IS NOT NULL;
 `,
   },
+  {
+    id: 12,
+    name: 'published_sku_ean',
+    sql: `
+-- The panel's catalog search finds a store's products by the exact SKU or EAN of their payload:
+-- from these indexes (store, field, product id: the matches come out in id order), not a scan of
+-- the store's rows. The expressions are exactly the ones findPublishedProducts queries.
+CREATE INDEX published_products_sku ON published_products(store_id, json_extract(payload, '$.sku'), product_id);
+CREATE INDEX published_products_ean ON published_products(store_id, json_extract(payload, '$.ean'), product_id);
+`,
+  },
+  {
+    id: 13,
+    name: 'import_jobs',
+    sql: `
+-- NDJSON imports (admin importProducts, the panel's upload): progress while one runs and its outcome,
+-- in the database so that any process shows an import another one runs. problems is a JSON array of
+-- the bad lines ({name, reason}), at most as many as a rejection lists.
+CREATE TABLE import_jobs (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  merchant_id INTEGER NOT NULL REFERENCES merchants(id),
+  started_by TEXT NOT NULL,
+  file_name TEXT,
+  state TEXT NOT NULL CHECK (state IN ('running', 'succeeded', 'failed')),
+  started_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  finished_at TEXT,
+  lines_read INTEGER NOT NULL DEFAULT 0,
+  operations INTEGER,
+  products_applied INTEGER NOT NULL DEFAULT 0,
+  upserted INTEGER NOT NULL DEFAULT 0,
+  deleted INTEGER NOT NULL DEFAULT 0,
+  error TEXT,
+  problems TEXT NOT NULL DEFAULT '[]'
+);
+CREATE INDEX import_jobs_merchant ON import_jobs(merchant_id, id);
+`,
+  },
 ];

@@ -87,14 +87,14 @@ export class SqlitePublished implements PublishedStore {
   }
 
   async findPublishedProducts(storeId: number, match: { sku?: string; ean?: string }, limit: number): Promise<PublishedProductSummary[]> {
-    if (match.sku === undefined && match.ean === undefined) return [];
-    // A scan of the store's rows (the primary key's prefix): no index on payload fields; the panel's search only.
+    // An equality on an indexed expression (migration 12) reads the index range of the store's
+    // matches in product id order; the other field, when given too, filters that range.
+    const fields = (['sku', 'ean'] as const).filter((field) => match[field] !== undefined);
+    if (fields.length === 0) return [];
+    const conditions = fields.map((field) => `AND json_extract(payload, '$.${field}') = @${field}`).join(' ');
     const rows = this.c.stmt(`SELECT ${SUMMARY_COLUMNS} FROM published_products
-      WHERE store_id = @storeId
-        AND (@sku IS NULL OR json_extract(payload, '$.sku') = @sku)
-        AND (@ean IS NULL OR json_extract(payload, '$.ean') = @ean)
-      ORDER BY product_id LIMIT @limit`)
-      .all({ storeId, sku: match.sku ?? null, ean: match.ean ?? null, limit }) as Row[];
+      WHERE store_id = @storeId ${conditions} ORDER BY product_id LIMIT @limit`)
+      .all({ storeId, ...Object.fromEntries(fields.map((field) => [field, match[field]])), limit }) as Row[];
     return rows.map(toSummary);
   }
 

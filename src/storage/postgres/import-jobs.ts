@@ -1,0 +1,43 @@
+// NDJSON import jobs on PostgreSQL: one row per import, its progress written as it runs.
+import type { ImportJobStore } from '../port.js';
+import type { ImportJobProgress, ImportJobRecord } from '../records.js';
+import type { PgConnection, Row } from './connection.js';
+
+const JOB_FIELDS = [
+  'merchant_id', 'started_by', 'file_name', 'state', 'started_at', 'updated_at', 'finished_at',
+  'lines_read', 'operations', 'products_applied', 'upserted', 'deleted', 'error', 'problems',
+] as const;
+const PROGRESS_FIELDS = [
+  'state', 'updated_at', 'finished_at', 'lines_read', 'operations', 'products_applied', 'upserted', 'deleted', 'error', 'problems',
+] as const;
+
+const toJob = (row: Row): ImportJobRecord => ({ ...(row as unknown as ImportJobRecord), problems: JSON.parse(row.problems as string) });
+const stored = (field: string, value: unknown) => (field === 'problems' ? JSON.stringify(value) : value);
+
+export class PgImportJobs implements ImportJobStore {
+  static readonly writes = ['insertImportJob', 'updateImportJob'] as const;
+
+  constructor(private readonly c: PgConnection) {}
+
+  async insertImportJob(job: Omit<ImportJobRecord, 'id'>): Promise<ImportJobRecord> {
+    const row = await this.c.one(`INSERT INTO import_jobs (${JOB_FIELDS.join(', ')})
+      VALUES (${JOB_FIELDS.map((_, i) => `$${i + 1}`).join(', ')}) RETURNING *`, JOB_FIELDS.map((field) => stored(field, job[field])));
+    return toJob(row!);
+  }
+
+  async updateImportJob(id: number, progress: ImportJobProgress): Promise<void> {
+    const fields = PROGRESS_FIELDS.filter((field) => progress[field] !== undefined);
+    if (fields.length === 0) return;
+    await this.c.run(`UPDATE import_jobs SET ${fields.map((field, i) => `${field} = $${i + 2}`).join(', ')} WHERE id = $1`,
+      [id, ...fields.map((field) => stored(field, progress[field]))]);
+  }
+
+  async importJob(merchantId: number, id: number): Promise<ImportJobRecord | undefined> {
+    const row = await this.c.one('SELECT * FROM import_jobs WHERE merchant_id = $1 AND id = $2', [merchantId, id]);
+    return row && toJob(row);
+  }
+
+  async listImportJobs(merchantId: number, limit: number): Promise<ImportJobRecord[]> {
+    return (await this.c.rows('SELECT * FROM import_jobs WHERE merchant_id = $1 ORDER BY id DESC LIMIT $2', [merchantId, limit])).map(toJob);
+  }
+}

@@ -1,0 +1,41 @@
+// NDJSON import jobs on SQLite: one row per import, its progress written as it runs.
+import type { ImportJobStore } from '../port.js';
+import type { ImportJobProgress, ImportJobRecord } from '../records.js';
+import type { Row, SqliteConnection } from './connection.js';
+
+const PROGRESS_FIELDS = [
+  'state', 'updated_at', 'finished_at', 'lines_read', 'operations', 'products_applied', 'upserted', 'deleted', 'error', 'problems',
+] as const;
+
+const toJob = (row: Row): ImportJobRecord => ({ ...(row as unknown as ImportJobRecord), problems: JSON.parse(row.problems as string) });
+
+export class SqliteImportJobs implements ImportJobStore {
+  static readonly writes = ['insertImportJob', 'updateImportJob'] as const;
+
+  constructor(private readonly c: SqliteConnection) {}
+
+  async insertImportJob(job: Omit<ImportJobRecord, 'id'>): Promise<ImportJobRecord> {
+    const info = this.c.stmt(`INSERT INTO import_jobs (merchant_id, started_by, file_name, state, started_at, updated_at, finished_at,
+        lines_read, operations, products_applied, upserted, deleted, error, problems)
+      VALUES (@merchant_id, @started_by, @file_name, @state, @started_at, @updated_at, @finished_at,
+        @lines_read, @operations, @products_applied, @upserted, @deleted, @error, @problems)`)
+      .run({ ...job, problems: JSON.stringify(job.problems) });
+    return toJob(this.c.stmt('SELECT * FROM import_jobs WHERE id = ?').get(info.lastInsertRowid) as Row);
+  }
+
+  async updateImportJob(id: number, progress: ImportJobProgress): Promise<void> {
+    const fields = PROGRESS_FIELDS.filter((field) => progress[field] !== undefined);
+    if (fields.length === 0) return;
+    const values = Object.fromEntries(fields.map((field) => [field, field === 'problems' ? JSON.stringify(progress.problems) : progress[field]]));
+    this.c.stmt(`UPDATE import_jobs SET ${fields.map((field) => `${field} = @${field}`).join(', ')} WHERE id = @id`).run({ ...values, id });
+  }
+
+  async importJob(merchantId: number, id: number): Promise<ImportJobRecord | undefined> {
+    const row = this.c.stmt('SELECT * FROM import_jobs WHERE merchant_id = ? AND id = ?').get(merchantId, id) as Row | undefined;
+    return row && toJob(row);
+  }
+
+  async listImportJobs(merchantId: number, limit: number): Promise<ImportJobRecord[]> {
+    return (this.c.stmt('SELECT * FROM import_jobs WHERE merchant_id = ? ORDER BY id DESC LIMIT ?').all(merchantId, limit) as Row[]).map(toJob);
+  }
+}

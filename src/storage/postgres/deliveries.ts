@@ -39,13 +39,15 @@ export class PgDeliveries implements DeliveryStore {
   async claimDueDeliveries(claim: DeliveryClaim): Promise<DeliveryRecord[]> {
     const at = claim.now();
     const now = at.toISOString();
-    // 1. The active endpoints with due deliveries that no other claim (nor a health update) holds:
-    // locked to the end of this transaction, so one claim at a time counts an endpoint's leases and
-    // adds to them, and per-endpoint concurrency holds across processes; another claim skips them.
+    // 1. The active endpoints with due deliveries, locked (in id order) to the end of this
+    // transaction, so one claim at a time counts an endpoint's leases and adds to them: per-endpoint
+    // concurrency holds across processes. A claim waits for another claim or an attempt's health
+    // update on the endpoint (both brief) rather than skipping it: a skipped endpoint looks like
+    // one with nothing due, and the dispatcher would stop sending to it until its next poll.
     const endpointIds = (await this.c.rows<{ id: number }>(`SELECT e.id FROM webhook_endpoints AS e
       WHERE e.status = 'active' AND EXISTS (SELECT 1 FROM webhook_deliveries AS d
         WHERE d.endpoint_id = e.id AND d.status IN ('pending', 'failed') AND d.next_attempt_at <= $1)
-      ORDER BY e.id FOR NO KEY UPDATE SKIP LOCKED`, [now])).map((r) => r.id);
+      ORDER BY e.id FOR NO KEY UPDATE OF e`, [now])).map((r) => r.id);
     if (endpointIds.length === 0) return [];
     // 2. A new statement (READ COMMITTED: a new snapshot) sees every lease committed by the claims
     // that held these endpoints before: each one's first due deliveries, and the leases it holds.

@@ -26,16 +26,22 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 const p99 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length * 0.99)]!;
 
 /** Appends `count` changes to a store's history: distinct products, many per second. */
-function fillHistory(storage: SqliteStorage, storeId: number, count: number, start: Date): void {
-  const insert = storage.db.prepare('INSERT INTO changes (store_id, product_id, change_type, created_at) VALUES (?, ?, ?, ?)');
+function fillHistory(storage: SqliteStorage, merchantId: number, storeId: number, count: number, start: Date): void {
+  const insert = storage.db.prepare('INSERT INTO changes (merchant_id, id, store_id, product_id, change_type, created_at) VALUES (?, ?, ?, ?, ?, ?)');
   const kinds = ['price', 'content', 'removed'];
-  // Straight into the table, on the write connection: building a history, not recording changes.
+  // Straight into the table, on the write connection: building a history, not recording changes;
+  // the merchant's sequencer row goes on from the ids written (ChangeStore.recordChanges).
   storage.db.transaction(() => {
+    const sequence = storage.db.prepare('SELECT last_id FROM change_sequences WHERE merchant_id = ?').pluck().get(merchantId) as number | undefined;
+    let id = sequence ?? 0;
+    let at = '';
     for (let i = 0; i < count; i++) {
       // 500 changes per second of history; product ids cycle so a window holds 1000 distinct ones.
-      const at = wholeSecondIso(start.getTime() + Math.floor(i / 500) * 1000);
-      insert.run(storeId, 1 + (i % 50_000), kinds[i % 3], at);
+      at = wholeSecondIso(start.getTime() + Math.floor(i / 500) * 1000);
+      insert.run(merchantId, ++id, storeId, 1 + (i % 50_000), kinds[i % 3], at);
     }
+    storage.db.prepare(`INSERT INTO change_sequences (merchant_id, last_id, last_at) VALUES (?, ?, ?)
+      ON CONFLICT (merchant_id) DO UPDATE SET last_id = excluded.last_id, last_at = max(last_at, excluded.last_at)`).run(merchantId, id, at);
   })();
 }
 
@@ -49,8 +55,8 @@ async function feedLatency(dir: string): Promise<void> {
   const large = await admin.upsertStore(merchant.id, 'large', { name: 'Large history', locale: 'en-GB', currency: 'EUR', is_default: false, active: true, exclude_out_of_stock: false });
   console.log(`feed: writing ${SMALL} and ${LARGE} change rows of history ...`);
   const start = new Date('2026-11-01T00:00:00Z');
-  fillHistory(storage, small.id, SMALL, start);
-  fillHistory(storage, large.id, LARGE, start);
+  fillHistory(storage, merchant.id, small.id, SMALL, start);
+  fillHistory(storage, merchant.id, large.id, LARGE, start);
   const { key } = await admin.createApiKey(merchant.id, 'bench');
   // A cursor in the middle of each history: the next window is full.
   const cursorOf = (storeId: number, count: number) => storage.db

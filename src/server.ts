@@ -10,8 +10,8 @@ import { Lifecycle } from './operations/health.js';
 import type { ServiceMetrics } from './operations/metrics.js';
 import type { Service } from './service.js';
 
-/** Where `npm run build:docs` writes the HTML docs (next to the compiled code). */
-export const DOCS_FILE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'dist', 'docs', 'index.html');
+/** Where `npm run build:docs` writes the HTML docs (dist/docs, next to the compiled code; src/http/docs.ts). */
+export const DOCS_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'dist', 'docs');
 
 export interface RunningServer {
   url: string;
@@ -24,7 +24,7 @@ export interface RunningServer {
 }
 
 export interface ServerOptions {
-  docsFile?: string;
+  docsDir?: string;
 }
 
 async function listen(fetch: (request: Request) => Response | Promise<Response>, port: number, host: string) {
@@ -57,7 +57,7 @@ async function listen(fetch: (request: Request) => Response | Promise<Response>,
 export async function startServer(service: Service, options: ServerOptions = {}): Promise<RunningServer> {
   const { config, metrics } = service;
   const lifecycle = new Lifecycle();
-  const app = createApp(service, { docsFile: options.docsFile ?? DOCS_FILE, lifecycle });
+  const app = createApp(service, { docsDir: options.docsDir ?? DOCS_DIR, lifecycle });
   const http = await listen(app.fetch, config.port, config.host);
   return {
     ...http,

@@ -45,7 +45,7 @@ async function publicGet(pathAndQuery: string, key: string): Promise<{ status: n
     port: 0, host: '127.0.0.1', databasePath: db, adminToken: 'adm_cli_test_token', adminTokenConfigured: true, demoOnEmpty: false,
   }), { logger: silentLogger, storage: openSqliteStorage(db) });
   try {
-    const server = await startServer(service, { docsFile: path.join(dir, 'no-docs.html') });
+    const server = await startServer(service, { docsDir: path.join(dir, 'no-docs') });
     try {
       const response = await contractFetch()(`${server.url}${pathAndQuery}`, { headers: { Authorization: `Bearer ${key}` } });
       return { status: response.status, body: await response.json() };

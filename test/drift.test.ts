@@ -1,7 +1,6 @@
 // The app must implement exactly the authored documents: same operations (method and path), same
 // parameters, same status codes. Routes are generated from the documents, so drift shows up as a
 // route not registered, a route registered by hand, or a document edited without regenerating.
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -114,30 +113,17 @@ describe('the app implements exactly the authored documents', () => {
 });
 
 describe('the served documents', () => {
+  // The HTML docs built from them: test/http/docs.test.ts.
   let service: TestService;
-  let docsDir: string;
   beforeAll(async () => {
-    // The same command as `npm run build:docs`, into a temporary folder.
-    docsDir = fs.mkdtempSync(path.join(process.cwd(), 'node_modules', '.docs-'));
-    execFileSync(path.join('node_modules', '.bin', 'redocly'), ['build-docs', 'public', '--inlineBundle', '-o', path.join(docsDir, 'index.html')], { stdio: 'ignore' });
-    service = await startTestService({ docsFile: path.join(docsDir, 'index.html') });
+    service = await startTestService();
   });
-  afterAll(() => fs.rmSync(docsDir, { recursive: true, force: true }));
   afterAll(() => service.close());
 
   it('serves the authored, bundled public document at /openapi.json', async () => {
     const response = await fetch(`${service.url}/openapi.json`);
     expect(response.status).toBe(200);
     expect(await response.json()).toEqual(publicDocument);
-  });
-
-  it('serves the Redocly-built HTML docs of the public API at /docs', async () => {
-    const response = await fetch(`${service.url}/docs`);
-    expect(response.status).toBe(200);
-    expect(response.headers.get('content-type')).toMatch(/^text\/html/);
-    const html = await response.text();
-    expect(html).toContain(publicDocument.info.title);
-    expect(html).toContain('listProducts');
   });
 
   it('serves the authored, bundled admin document at /admin/openapi.json', async () => {

@@ -1,7 +1,7 @@
 // The receiver kit (spec 5, webhook authenticity): verify a delivery's signature over the raw
 // body, in constant time, within a timestamp tolerance, and get the typed payload back.
 //
-//   import { verifyWebhook, WebhookVerificationError } from 'catalog-publishing-service/client/webhooks';
+//   import { verifyWebhook, WebhookVerificationError } from 'catalog-publishing-client/webhooks';
 //   const payload = verifyWebhook({ secret, headers: req.headers, rawBody });
 //
 // Node-only (node:crypto), so it is its own subpath and the client itself stays runtime-neutral.

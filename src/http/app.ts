@@ -1,6 +1,5 @@
 // App assembly: the public, admin and operations APIs, the administration panel (/panel), the served documents and docs, one error
 // shape, request ids and the access log on every request.
-import fs from 'node:fs';
 import { Hono } from 'hono';
 import adminDocument from '../generated/admin-openapi.json' with { type: 'json' };
 import publicDocument from '../generated/public-openapi.json' with { type: 'json' };
@@ -12,6 +11,7 @@ import type { Service } from '../service.js';
 import { accessLog } from './access-log.js';
 import { adminApi } from './admin-api.js';
 import { compression } from './compression.js';
+import { docsPages } from './docs.js';
 import { notFound, renderError } from './errors.js';
 import { operationsApi } from './operations-api.js';
 import { publicApi } from './public-api.js';
@@ -19,8 +19,8 @@ import { TokenBucketLimiter } from './rate-limit.js';
 import { requestId } from './request-id.js';
 
 export interface AppOptions {
-  /** Built HTML docs of the public API (`npm run build:docs`); /docs serves it when present. */
-  docsFile?: string;
+  /** Where `npm run build:docs` wrote the HTML docs; /docs, /admin/docs and /operations/docs serve them (docs.ts). */
+  docsDir?: string;
   /** Turns /readyz to 503 on shutdown. */
   lifecycle?: Lifecycle;
 }
@@ -29,7 +29,7 @@ const publicJson = JSON.stringify(publicDocument);
 const adminJson = JSON.stringify(adminDocument);
 
 /** The HTTP surface of a service (service.ts): every handler calls one of its domain services. */
-export function createApp(service: Service, { docsFile, lifecycle = new Lifecycle() }: AppOptions = {}) {
+export function createApp(service: Service, { docsDir, lifecycle = new Lifecycle() }: AppOptions = {}) {
   const { storage, config, now, logger, metrics } = service;
   const app = new Hono();
   app.onError(renderError);
@@ -49,12 +49,7 @@ export function createApp(service: Service, { docsFile, lifecycle = new Lifecycl
   // The authored, bundled documents, exactly as committed (not rebuilt from code).
   app.get('/openapi.json', (c) => c.body(publicJson, 200, { 'Content-Type': 'application/json' }));
   app.get('/admin/openapi.json', (c) => c.body(adminJson, 200, { 'Content-Type': 'application/json' }));
-  app.get('/docs', (c) => {
-    if (!docsFile || !fs.existsSync(docsFile)) {
-      return c.text('The HTML docs are not built: run `npm run build:docs`. The document itself is at /openapi.json.', 404);
-    }
-    return c.html(fs.readFileSync(docsFile, 'utf8'));
-  });
+  app.route('/', docsPages(docsDir));
 
   app.route('/', publicApi(service, {
     media: new LocalFolderMediaStore(config.images.mediaDir),

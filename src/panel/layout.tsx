@@ -48,6 +48,13 @@ export function Layout(props: {
             <h1>{props.title}</h1>
             {props.children}
           </main>
+          <footer>
+            <nav aria-label="API documentation">
+              <a href="/docs">Public API docs</a>
+              <a href="/admin/docs">Admin API docs</a>
+              <a href="/operations/docs">Operations API docs</a>
+            </nav>
+          </footer>
         </body>
       </html>
     </>

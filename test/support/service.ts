@@ -49,7 +49,8 @@ export interface TestResponse {
 export interface TestServiceOptions {
   now?: () => Date;
   config?: ConfigOverrides;
-  docsFile?: string;
+  /** Where the built HTML docs are (scripts/build-docs.ts); by default a folder without them (the pages answer 404). */
+  docsDir?: string;
   /** Where the service logs; by default nowhere (log level silent). */
   logger?: Logger;
   /** The storage engine (default: the project's, engine.ts). */
@@ -68,7 +69,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     now: options.now, logger: options.logger ?? silentLogger, storage: database.engine === 'sqlite' ? undefined : await database.open(),
   });
   const { storage } = service;
-  const server = await startServer(service, { docsFile: options.docsFile ?? path.join(dir, 'no-docs.html') });
+  const server = await startServer(service, { docsDir: options.docsDir ?? path.join(dir, 'no-docs') });
   const validatingFetch = contractFetch();
   const { admin } = service;
 

@@ -34,7 +34,7 @@ export async function startPgServices(postgres: TestPostgres, count: number, ove
   const storages = Array.from({ length: count }, () => openPostgresStorage(url, { poolSize: 4 }));
   await Promise.all(storages.map((storage) => storage.ready));
   const services = storages.map((storage) => createService(config, { storage, logger: silentLogger }));
-  const server: RunningServer = await startServer(services[0]!, { docsFile: path.join(dir, 'no-docs.html') });
+  const server: RunningServer = await startServer(services[0]!, { docsDir: path.join(dir, 'no-docs') });
 
   async function adminApi(method: string, pathAndQuery: string, body?: unknown, init: RequestInit = {}): Promise<TestResponse> {
     const response = await fetch(`${server.url}${pathAndQuery}`, {

@@ -1,0 +1,146 @@
+// The typed client is a package an integrator installs (issue 14 item 5): `npm run pack:client`
+// packs it (scripts/pack-client.ts), the tarball installs OFFLINE into an empty project, and an
+// integrator's TypeScript example type-checks against the package's .d.ts and runs against the
+// real server: the paging iterator, pollChanges and verifyWebhook.
+import { execFile } from 'node:child_process';
+import { createHmac } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CLIENT_PACKAGE, packClient } from '../../scripts/pack-client.js';
+import { adminOk, createMerchant, importNdjson } from '../support/admin-http.js';
+import { startTestService, type TestService } from '../support/service.js';
+
+const run = promisify(execFile);
+const repo = path.resolve(import.meta.dirname, '../..');
+
+/**
+ * The lock entries of the package's dependencies, copied from this repository's lockfile (name,
+ * version, integrity). npm 11 reads full registry metadata to resolve a range, and the npm cache
+ * only holds the abbreviated kind from `npm ci`: with a lockfile, `npm install --offline` needs
+ * no metadata, only the tarballs, which the cache has.
+ */
+function lockEntriesFor(dependencies: Record<string, string>): Record<string, unknown> {
+  const lock = JSON.parse(fs.readFileSync(path.join(repo, 'package-lock.json'), 'utf8'));
+  const entries: Record<string, unknown> = {};
+  const pending = Object.keys(dependencies);
+  while (pending.length) {
+    const name = pending.pop()!;
+    const key = `node_modules/${name}`;
+    if (entries[key]) continue;
+    const entry = lock.packages[key];
+    if (!entry) throw new Error(`${name} is not in package-lock.json`);
+    entries[key] = entry;
+    pending.push(...Object.keys(entry.dependencies ?? {}));
+  }
+  return entries;
+}
+
+// What an integrator writes: typed against the package's .d.ts, run with plain node.
+const EXAMPLE = `
+import { createCatalogClient, iterateProducts, pollChanges, type ChangeCursor, type Product } from '${CLIENT_PACKAGE}';
+import { verifyWebhook, WebhookVerificationError, type WebhookPayload } from '${CLIENT_PACKAGE}/webhooks';
+
+const env = process.env as Record<string, string>;
+const client = createCatalogClient({ baseUrl: env.BASE_URL, apiKey: env.API_KEY });
+
+// @ts-expect-error: the client's paths are typed from the document; /v1/nope is not one of them.
+void client.GET('/v1/nope');
+
+const titles: string[] = [];
+for await (const product of iterateProducts(client, { store: 'de', perPage: 2 })) {
+  const typed: Product = product;
+  titles.push(typed.title ?? '');
+}
+
+let cursor: ChangeCursor | undefined;
+const changed: number[] = [];
+const feed = pollChanges(client, { store: 'de' });
+for (;;) {
+  const next = await feed.next();
+  if (next.done) { cursor = next.value; break; }
+  changed.push(...next.value.changes.map((change) => change.product_id));
+}
+
+const payload: WebhookPayload = verifyWebhook({
+  secret: env.SECRET, rawBody: env.BODY,
+  headers: { 'x-service-timestamp': env.TIMESTAMP, 'x-service-signature': env.SIGNATURE },
+});
+let tampered = 'accepted';
+try {
+  verifyWebhook({ secret: env.SECRET, rawBody: env.BODY.replace('1', '2'), headers: { 'x-service-timestamp': env.TIMESTAMP, 'x-service-signature': env.SIGNATURE } });
+} catch (error) {
+  if (error instanceof WebhookVerificationError) tampered = error.reason;
+}
+
+console.log(JSON.stringify({ titles, changed, caughtUp: typeof cursor?.since === 'string', event: payload.event, tampered }));
+`;
+
+describe('the client package', () => {
+  let service: TestService;
+  let apiKey: string;
+  let dir: string;
+  let tarball: string;
+  beforeAll(async () => {
+    service = await startTestService();
+    const merchant = await createMerchant(service, 'Package Outfitters');
+    apiKey = merchant.key;
+    await adminOk(service, 'PUT', `${merchant.base}/stores/de`, { name: 'Deutschland', locale: 'de-DE', currency: 'EUR' });
+    await adminOk(service, 'POST', `${merchant.base}/customer-groups`, { name: 'retail' }, 201);
+    const product = (ref: string, title: string) => ({
+      op: 'upsert_product', product: { ref, content: { de: { title, description: null } }, own_stock: { quantity: 1, cost: '5.00', currency: 'EUR' } },
+    });
+    const imported = await importNdjson(service, merchant.id, [product('A', 'Alpha'), product('B', 'Beta'), product('C', 'Gamma')]);
+    expect(imported.status, imported.text).toBe(200);
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cps-integrator-'));
+    tarball = await packClient(path.join(dir, 'packed'));
+  }, 120_000);
+  afterAll(async () => {
+    await service?.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('installs offline from its tarball into an empty project, with only its own dependencies', async () => {
+    const manifest = JSON.parse((await run('tar', ['xzOf', tarball, 'package/package.json'])).stdout);
+    expect(manifest.name).toBe(CLIENT_PACKAGE);
+    expect(Object.keys(manifest.dependencies)).toEqual(['openapi-fetch']);
+
+    const project = path.join(dir, 'shop');
+    fs.mkdirSync(project);
+    fs.writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'shop', private: true, type: 'module' }));
+    fs.writeFileSync(path.join(project, 'package-lock.json'), JSON.stringify({
+      name: 'shop', lockfileVersion: 3, requires: true, packages: { '': { name: 'shop' }, ...lockEntriesFor(manifest.dependencies) },
+    }));
+    await run('npm', ['install', '--offline', '--no-audit', '--no-fund', tarball], { cwd: project });
+    const installed = fs.readdirSync(path.join(project, 'node_modules')).filter((n) => !n.startsWith('.')).sort();
+    expect(installed).toEqual([CLIENT_PACKAGE, 'openapi-fetch', 'openapi-typescript-helpers']);
+  }, 60_000);
+
+  it('type-checks an integrator\'s example against its .d.ts and runs it: paging, the change feed, a webhook', async () => {
+    const project = path.join(dir, 'shop');
+    fs.writeFileSync(path.join(project, 'example.ts'), EXAMPLE);
+    fs.writeFileSync(path.join(project, 'tsconfig.json'), JSON.stringify({
+      compilerOptions: {
+        target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, skipLibCheck: false, outDir: 'out',
+        lib: ['ES2023', 'DOM'], types: ['node'], typeRoots: [path.join(repo, 'node_modules', '@types')],
+      },
+      files: ['example.ts'],
+    }));
+    const tsc = await run(process.execPath, [path.join(repo, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'], { cwd: project })
+      .catch((error: { stdout: string }) => ({ stdout: error.stdout, failed: true }));
+    expect(tsc, tsc.stdout).not.toHaveProperty('failed');
+
+    const body = JSON.stringify({ event: 'price', store_id: 1, product_ids: [1], occurred_at: new Date().toISOString().replace(/\.\d+Z$/, 'Z') });
+    const timestamp = String(Math.floor(Date.now() / 1000));
+    const secret = 'whsec_example_secret_for_the_package_test';
+    const signature = `sha256=${createHmac('sha256', secret).update(`${timestamp}.${body}`).digest('hex')}`;
+    const { stdout } = await run(process.execPath, ['out/example.js'], {
+      cwd: project, env: { ...process.env, BASE_URL: service.url, API_KEY: apiKey, SECRET: secret, BODY: body, TIMESTAMP: timestamp, SIGNATURE: signature },
+    });
+    expect(JSON.parse(stdout)).toEqual({
+      titles: ['Alpha', 'Beta', 'Gamma'], changed: [1, 2, 3], caughtUp: true, event: 'price', tampered: 'signature_mismatch',
+    });
+  }, 60_000);
+});

@@ -1,0 +1,80 @@
+// The HTML docs of every document (issue 14 item 3): `npm run build:docs` builds one page per API
+// (scripts/build-docs.ts), the server serves them at /docs, /admin/docs and /operations/docs, each
+// page links the others, and the panel links all three.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildDocs } from '../scripts/build-docs.js';
+import adminDocument from '../src/generated/admin-openapi.json' with { type: 'json' };
+import operationsDocument from '../src/generated/operations-openapi.json' with { type: 'json' };
+import publicDocument from '../src/generated/public-openapi.json' with { type: 'json' };
+import { startTestService, type TestService } from './support/service.js';
+
+const PAGES = [
+  { route: '/docs', document: publicDocument },
+  { route: '/admin/docs', document: adminDocument },
+  { route: '/operations/docs', document: operationsDocument },
+];
+
+/** Every operationId of a document: the docs show each operation's. */
+function operationIds(document: { paths: Record<string, Record<string, any>> }): string[] {
+  return Object.values(document.paths).flatMap((item) => Object.values(item).map((operation) => operation?.operationId).filter(Boolean));
+}
+
+describe('the built docs', () => {
+  let docsDir: string;
+  let service: TestService;
+  beforeAll(async () => {
+    docsDir = fs.mkdtempSync(path.join(os.tmpdir(), 'cps-docs-'));
+    await buildDocs(docsDir); // what `npm run build:docs` runs, into a temporary folder
+    service = await startTestService({ docsDir });
+  }, 120_000);
+  afterAll(async () => {
+    await service?.close();
+    fs.rmSync(docsDir, { recursive: true, force: true });
+  });
+
+  for (const { route, document } of PAGES) {
+    it(`serves the Redocly docs of "${document.info.title}" at ${route}, with every operation`, async () => {
+      const response = await fetch(`${service.url}${route}`);
+      expect(response.status).toBe(200);
+      expect(response.headers.get('content-type')).toMatch(/^text\/html/);
+      const html = await response.text();
+      expect(html).toContain(`<title>${document.info.title}</title>`);
+      for (const operationId of operationIds(document)) expect(html).toContain(operationId);
+    });
+
+    it(`links ${route} to the docs of the other documents and to the panel`, async () => {
+      const html = await (await fetch(`${service.url}${route}`)).text();
+      const bar = html.match(/<nav class="api-docs"[\s\S]*?<\/nav>/)?.[0] ?? '';
+      expect(bar).toContain(`<a href="${route}" aria-current="page">`);
+      for (const other of PAGES.filter((p) => p.route !== route)) expect(bar).toContain(`<a href="${other.route}">`);
+      expect(bar).toContain('<a href="/panel">');
+    });
+  }
+});
+
+describe('docs not built', () => {
+  let service: TestService;
+  beforeAll(async () => {
+    service = await startTestService();
+  });
+  afterAll(() => service.close());
+
+  it('answers 404 at each docs page and says how to build it and where the document is', async () => {
+    for (const [route, document] of [['/docs', '/openapi.json'], ['/admin/docs', '/admin/openapi.json'], ['/operations/docs', '/operations/openapi.json']]) {
+      const response = await fetch(`${service.url}${route}`);
+      expect(response.status).toBe(404);
+      const text = await response.text();
+      expect(text).toContain('npm run build:docs');
+      expect(text).toContain(document);
+    }
+  });
+
+  it('the panel links the docs of all three documents from every page', async () => {
+    const html = await (await fetch(`${service.url}/panel/login`)).text();
+    const footer = html.match(/<footer>[\s\S]*?<\/footer>/)?.[0] ?? '';
+    for (const { route } of PAGES) expect(footer).toContain(`href="${route}"`);
+  });
+});

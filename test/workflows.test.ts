@@ -1,0 +1,131 @@
+// Workflows as contracts (issue 14 item 4): the Arazzo descriptions under arazzo/ run by
+// `redocly respect` against the real server on 127.0.0.1. Respect checks every step's success
+// criteria and every response against the documents (status, content type, schema); a workflow
+// that fails fails this test, with respect's report as the message.
+import { execFile } from 'node:child_process';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { verifyWebhook, type WebhookPayload } from '../src/client/webhooks.js';
+import { loadConfig } from '../src/config.js';
+import { adminOk, createMerchant, importNdjson, type MerchantHandle } from './support/admin-http.js';
+import { ADMIN_TOKEN, startTestService, type TestService } from './support/service.js';
+
+const redocly = path.join('node_modules', '.bin', 'redocly');
+
+interface RespectRun {
+  passed: boolean;
+  /** respect's console report, for the failure message. */
+  report: string;
+}
+
+/** `redocly respect <file>` against the test server: every source description's server is the test server. */
+async function respect(service: TestService, file: string, inputs: Record<string, unknown>): Promise<RespectRun> {
+  const servers = JSON.stringify({ catalog: service.url, admin: service.url });
+  try {
+    const { stdout } = await promisify(execFile)(redocly, ['respect', file, '--server', servers, '--input', JSON.stringify(inputs)], {
+      env: { ...process.env, NO_COLOR: '1', REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' },
+    });
+    return { passed: true, report: stdout };
+  } catch (error) {
+    const failed = error as { stdout?: string; stderr?: string };
+    return { passed: false, report: `${failed.stdout ?? ''}\n${failed.stderr ?? ''}` };
+  }
+}
+
+/** A catalog for the feed workflow: store `de`, a customer group and three products, over the admin API. */
+async function threeProductStore(service: TestService, name: string): Promise<MerchantHandle> {
+  const merchant = await createMerchant(service, name);
+  await adminOk(service, 'PUT', `${merchant.base}/stores/de`, { name: 'Deutschland', locale: 'de-DE', currency: 'EUR' });
+  await adminOk(service, 'POST', `${merchant.base}/customer-groups`, { name: 'retail' }, 201);
+  const product = (ref: string, title: string) => ({
+    op: 'upsert_product',
+    product: { ref, content: { de: { title, description: null } }, own_stock: { quantity: 2, cost: '20.00', currency: 'EUR' } },
+  });
+  const imported = await importNdjson(service, merchant.id, [
+    product('BP-40', 'Wanderrucksack 40 l'), product('TENT-2', 'Zelt für zwei'), product('LAMP-1', 'Stirnlampe'),
+  ]);
+  expect(imported.status, imported.text).toBe(200);
+  return merchant;
+}
+
+/**
+ * The integrator's receiver: verifies each delivery with the endpoint's current secret (as an
+ * integrator installs it from the create and rotate responses) using the receiver kit, answers
+ * 204 to authentic deliveries and 400 to the others.
+ */
+async function startVerifyingReceiver(secretOf: () => Promise<string>) {
+  const verified: { secret: string; payload: WebhookPayload }[] = [];
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', async () => {
+      const secret = await secretOf();
+      try {
+        verified.push({ secret, payload: verifyWebhook({ secret, headers: req.headers, rawBody: Buffer.concat(chunks) }) });
+        res.writeHead(204).end();
+      } catch {
+        res.writeHead(400).end();
+      }
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks/catalog`,
+    verified,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+let service: TestService;
+beforeAll(async () => {
+  // Receivers on 127.0.0.1 are allowed (CPS_WEBHOOK_ALLOW_HOSTS), and the dispatcher runs, as in `serve`.
+  service = await startTestService({ config: { webhooks: { ...loadConfig({}).webhooks, allowHosts: ['127.0.0.1'] } } });
+  service.service.dispatcher.start();
+});
+afterAll(() => service.close());
+
+describe('the Arazzo workflows (arazzo/), run by redocly respect against the server', () => {
+  it('lints them with redocly lint', async () => {
+    const files = fs.readdirSync('arazzo').filter((f) => f.endsWith('.arazzo.yaml')).map((f) => path.join('arazzo', f));
+    expect(files.length).toBeGreaterThanOrEqual(3);
+    await expect(promisify(execFile)(redocly, ['lint', ...files])).resolves.toBeDefined();
+  });
+
+  it('full sync, then follow the feed: pages by after_id, polls, fetches by ids, resumes from the cursor', async () => {
+    const merchant = await threeProductStore(service, 'Feed Outfitters');
+    const run = await respect(service, 'arazzo/full-sync.arazzo.yaml', {
+      api_key: merchant.key, admin_token: ADMIN_TOKEN, merchant_id: merchant.id, store: 'de', changed_ref: 'BP-40',
+    });
+    expect(run.passed, run.report).toBe(true);
+  });
+
+  it('register an endpoint, receive a delivery, rotate the secret: the receiver verifies both deliveries', async () => {
+    const merchant = await createMerchant(service, 'Hook Outfitters');
+    const currentSecret = async () => (await service.storage.listWebhookEndpoints(merchant.id))[0]!.secret;
+    const receiver = await startVerifyingReceiver(currentSecret);
+    try {
+      const run = await respect(service, 'arazzo/webhook-endpoint.arazzo.yaml', {
+        admin_token: ADMIN_TOKEN, merchant_id: merchant.id, receiver_url: receiver.url,
+      });
+      expect(run.passed, run.report).toBe(true);
+      // Two authentic deliveries, the second signed with the rotated secret.
+      expect(receiver.verified).toHaveLength(2);
+      expect(receiver.verified[1]!.secret).not.toBe(receiver.verified[0]!.secret);
+      expect(receiver.verified.map((v) => v.payload.event)).toEqual(['content', 'content']);
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('onboard a merchant: merchant, store, customer group, key and import; the key reads the catalog', async () => {
+    const run = await respect(service, 'arazzo/onboard-merchant.arazzo.yaml', { admin_token: ADMIN_TOKEN, merchant_name: 'Onboarded Outfitters' });
+    expect(run.passed, run.report).toBe(true);
+    const merchants = await adminOk(service, 'GET', '/admin/v1/merchants');
+    expect(merchants.data.map((m: { name: string }) => m.name)).toContain('Onboarded Outfitters');
+  });
+});

@@ -179,7 +179,7 @@ async function serveCommand(config: ReturnType<typeof loadConfig>): Promise<void
   // For the person who ran `npm start`; the JSON log line after it is for the log pipeline.
   console.log([
     `Catalog publishing service listening on ${server.url} (database ${databaseLabel(config)})`,
-    `  API reference:  ${base}/docs   (document: ${base}/openapi.json, admin: ${base}/admin/openapi.json)`,
+    `  API reference:  ${base}/docs   (document: ${base}/openapi.json; admin: ${base}/admin/docs, operations: ${base}/operations/docs)`,
     demo ? `  Demo API key:   ${demo.api_key}   (merchant ${demo.merchant_id}; also in ${credentialsFile})` : '',
     demo ? `  Try:            curl -H "Authorization: Bearer ${demo.api_key}" "${base}/v1/products?store=pl&per_page=2"` : '',
     `  Panel:          ${base}/panel   (operator: sign in with the admin token; invite merchant users there or with "users invite")`,

@@ -781,6 +781,10 @@ export interface paths {
          *     The body limit is configurable (default 64 MiB); a larger body answers `413` before any
          *     line is applied.
          *
+         *     A client that closes the connection before the end of the body (an abandoned upload) gets
+         *     no answer and nothing of the file is applied; the import job records the upload as
+         *     interrupted. Send the whole file again.
+         *
          *     Each chunk checks its lines' references (suppliers, stores) again when it is applied: should
          *     one be deleted while the file is being read, the import stops with `409` at that chunk (the
          *     chunks before it stay applied) and names the lines that refer to it.

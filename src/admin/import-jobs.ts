@@ -3,6 +3,7 @@
 // read, products applied) and outcome (the counts, or the bad lines with their reasons) are written
 // to the database as it runs, so any process behind a load balancer shows it. The import itself is
 // importNdjson's, unchanged: validate the whole file first, then apply it chunk by chunk.
+import { isClientAbort } from '../shared/client-abort.js';
 import { ProblemError } from '../shared/problem.js';
 import type { CatalogAdmin } from './catalog-admin.js';
 import { importNdjson, type ImportResult, type NdjsonSource } from './import.js';
@@ -92,7 +93,9 @@ export class ImportJobs {
         state: 'failed',
         finished_at: this.now().toISOString(),
         lines_read: linesRead,
-        error: problem?.detail ?? 'The import stopped on an unexpected error; the chunks committed before it stay applied.',
+        error: problem?.detail ?? (isClientAbort(error)
+          ? 'The upload was interrupted: the client closed the connection before the end of the file. Nothing of it was applied; send the whole file again.'
+          : 'The import stopped on an unexpected error; the chunks committed before it stay applied.'),
         problems: (problem?.invalidParams ?? []).map((p) => ({ name: p.name, reason: p.reason.slice(0, MAX_REASON_LENGTH) })),
       }).catch(() => undefined);
       throw error;

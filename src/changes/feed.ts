@@ -5,7 +5,7 @@
 import type { StoreRecord } from '../catalog/model.js';
 import { activeStore } from '../catalog/reads.js';
 import type { components } from '../generated/public-api.js';
-import { ProblemError } from '../shared/problem.js';
+import { ProblemError, invalidInput } from '../shared/problem.js';
 import { wholeSecondIso } from '../shared/time.js';
 import type { CatalogStorage, FeedPosition, StorageOperations } from '../storage/port.js';
 
@@ -21,18 +21,28 @@ export const FEED_START: FeedPosition = { at: '1970-01-01T00:00:00Z', id: 0 };
 
 const before = (a: FeedPosition, b: FeedPosition) => a.at < b.at || (a.at === b.at && a.id < b.id);
 
+/** The first and last whole seconds a position can carry: RFC 3339 has four-digit years. */
+const FIRST_SECOND = Date.parse('0000-01-01T00:00:00Z');
+const LAST_SECOND = Date.parse('9999-12-31T23:59:59Z');
+
 /**
  * The position a client's cursor names. `since` is any RFC 3339 instant; changes carry whole
  * seconds, so a fractional `since` means "from the next whole second on" (cursor rule 2 holds for
- * every cursor the feed itself hands out, which are whole seconds).
+ * every cursor the feed itself hands out, which are whole seconds). A `since` outside the seconds a
+ * change can carry is refused (400): past 9999-12-31T23:59:59Z the next whole second is in year
+ * 10000, which would compare before every position and rewind the feed.
  */
 export function cursorPosition(since: string, sinceId: number): FeedPosition {
   const ms = Date.parse(since);
   const second = Math.floor(ms / 1000) * 1000;
   // Date.parse keeps milliseconds only: 09:26:53.0001Z is still an instant after 09:26:53.
   const fraction = /^[^.]*\.([0-9]+)/.exec(since)?.[1] ?? '';
-  if (ms !== second || /[1-9]/.test(fraction)) return { at: wholeSecondIso(second + 1000), id: 0 };
-  return { at: wholeSecondIso(second), id: sinceId };
+  const fractional = ms !== second || /[1-9]/.test(fraction);
+  const start = fractional ? second + 1000 : second;
+  if (!(second >= FIRST_SECOND && start <= LAST_SECOND)) {
+    throw invalidInput('query', [{ name: 'since', in: 'query', reason: 'must be an instant from 0000-01-01T00:00:00Z to 9999-12-31T23:59:59Z' }]);
+  }
+  return fractional ? { at: wholeSecondIso(start), id: 0 } : { at: wholeSecondIso(second), id: sinceId };
 }
 
 /** spec 4.4: a window of the feed of the merchant's store named by slug (the default store when omitted). */

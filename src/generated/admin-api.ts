@@ -781,6 +781,10 @@ export interface paths {
          *     The body limit is configurable (default 64 MiB); a larger body answers `413` before any
          *     line is applied.
          *
+         *     A client that closes the connection before the end of the body (an abandoned upload) gets
+         *     no answer and nothing of the file is applied; the import job records the upload as
+         *     interrupted. Send the whole file again.
+         *
          *     Each chunk checks its lines' references (suppliers, stores) again when it is applied: should
          *     one be deleted while the file is being read, the import stops with `409` at that chunk (the
          *     chunks before it stay applied) and names the lines that refer to it.
@@ -897,8 +901,9 @@ export interface paths {
          *     are delivered; earlier changes are not (read them from `GET /v1/changes`).
          *
          *     The URL must be `https://`, must not carry credentials (`user:pass@`), and its host must not
-         *     be `localhost` or a literal loopback, private, link-local, unique-local, CGNAT, multicast or
-         *     unspecified address (IPv4-mapped IPv6 forms included). A refused URL answers
+         *     be `localhost` or a literal address that is not globally routable unicast (any IANA
+         *     special-purpose range, IPv4 or IPv6, and IPv6 forms carrying such an IPv4 address: IPv4-mapped,
+         *     NAT64, 6to4, Teredo; see *Address rules* under the Webhook endpoints tag). A refused URL answers
          *     `400 invalid_body` naming `/url`. Host names are resolved when connecting, and every
          *     resolved address is checked again then. Hosts listed in the operator allowlist
          *     `CPS_WEBHOOK_ALLOW_HOSTS` are exempt from both checks and may use `http://`.
@@ -2315,8 +2320,9 @@ export interface components {
         WebhookEndpointInput: {
             /**
              * Format: uri
-             * @description Receiver URL. Must be `https://`, carry no credentials, and not point at a loopback,
-             *     private, link-local, unique-local, CGNAT, multicast or unspecified address, unless its
+             * @description Receiver URL. Must be `https://`, carry no credentials, and point only at globally
+             *     routable unicast addresses (nothing in an IANA special-purpose range, IPv4 or IPv6; see
+             *     *Address rules* under the Webhook endpoints tag), unless its
              *     host is in the operator allowlist `CPS_WEBHOOK_ALLOW_HOSTS` (which also permits
              *     `http://`). A refused URL answers `400 invalid_body` naming `/url`.
              */

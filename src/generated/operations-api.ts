@@ -60,7 +60,7 @@ export interface paths {
          *
          *     | metric | type | labels | what it measures |
          *     |---|---|---|---|
-         *     | `cps_http_request_duration_seconds` | histogram | `method`, `route`, `status` | time from request to response headers, by route template (`/v1/products/:id`); requests no route matched count under `route="unmatched"` |
+         *     | `cps_http_request_duration_seconds` | histogram | `method`, `route`, `status` | time from request to response headers, by route template (`/v1/products/:id`); requests no route matched count under `route="unmatched"`; a request whose client closed the connection before the answer (an abandoned upload) counts under `status="499"`, never as a 5xx |
          *     | `cps_webhook_deliveries_total` | counter | `outcome` | delivery attempts this process made, by outcome: `succeeded`, `failed` (a retry is scheduled), `given_up` (retries exhausted), `dropped` (the endpoint was paused or disabled) |
          *     | `cps_webhook_delivery_duration_seconds` | histogram | `outcome` | time from sending a delivery to the receiver's answer or the time-out |
          *     | `cps_webhook_endpoints` | gauge | `state` | receiver endpoints by health state: `active`, `paused`, `disabled` |

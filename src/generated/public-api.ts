@@ -245,6 +245,13 @@ export interface paths {
          *     and `store` in the response names it. An unknown or inactive slug answers 404 with code
          *     `store_not_found`. A malformed `since`, or a `since_id` that is not a non-negative integer,
          *     answers 400 with code `invalid_parameter`.
+         *
+         *     **A cursor never moves backwards.** The next cursor (`next_since`, `next_id`) is never
+         *     before the cursor you sent. A `since` with a fraction of a second means "from the next whole
+         *     second on" (changes carry whole seconds). Positions carry four-digit years, so a `since`
+         *     that is not an instant from `0000-01-01T00:00:00Z` to `9999-12-31T23:59:59Z` once its offset
+         *     is applied (for example `9999-12-31T23:59:59.5Z`, or `9999-12-31T23:59:59-01:00`) answers 400
+         *     with code `invalid_parameter` naming `since`, rather than a window.
          */
         get: operations["listChanges"];
         put?: never;
@@ -1034,7 +1041,8 @@ export interface components {
         /**
          * @description First half of the cursor: the previous response's `next_since`, sent back unchanged. Omit it
          *     (and `since_id`) on the first poll. Any RFC 3339 date-time with an offset is accepted and
-         *     compared as an instant; a malformed value answers 400 `invalid_parameter`. Remember to
+         *     compared as an instant; a malformed value, or an instant before `0000-01-01T00:00:00Z` or
+         *     after `9999-12-31T23:59:59Z`, answers 400 `invalid_parameter`. Remember to
          *     URL-encode it when building the query string yourself (`+01:00` must be sent as `%2B01:00`).
          */
         SinceParam: string;
@@ -1358,7 +1366,8 @@ export interface operations {
                 /**
                  * @description First half of the cursor: the previous response's `next_since`, sent back unchanged. Omit it
                  *     (and `since_id`) on the first poll. Any RFC 3339 date-time with an offset is accepted and
-                 *     compared as an instant; a malformed value answers 400 `invalid_parameter`. Remember to
+                 *     compared as an instant; a malformed value, or an instant before `0000-01-01T00:00:00Z` or
+                 *     after `9999-12-31T23:59:59Z`, answers 400 `invalid_parameter`. Remember to
                  *     URL-encode it when building the query string yourself (`+01:00` must be sent as `%2B01:00`).
                  */
                 since?: components["parameters"]["SinceParam"];

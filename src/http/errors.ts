@@ -1,11 +1,13 @@
 // The one problem+json renderer (RFC 9457) and the app-wide error handler: a ProblemError
 // (src/shared/problem.ts) is rendered as it is; anything else is logged and answered with a
-// generic 500 problem that reveals nothing internal. Every error response of the APIs goes through here.
+// generic 500 problem that reveals nothing internal; a request its client abandoned is a client abort
+// (499, client-abort.ts), never a server error. Every error response of the APIs goes through here.
 import type { Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import { createLogger, type Logger } from '../operations/log.js';
 import { ProblemError, invalidInput, type Problem, type ProblemCode } from '../shared/problem.js';
 import { requestLog } from './access-log.js';
+import { CLIENT_CLOSED_REQUEST, clientClosedRequest } from './client-abort.js';
 
 const TITLES: Record<ProblemCode, string> = {
   unauthorized: 'Unauthorized',
@@ -46,6 +48,10 @@ const fallbackLogger = createLogger({ logLevel: 'error' });
 
 export function renderError(error: Error, c: Context): Response {
   const instance = new URL(c.req.url).pathname;
+  if (clientClosedRequest(c, error)) {
+    requestLog(c)?.info({ method: c.req.method, path: instance, reason: error.message }, 'client closed the request before it was answered');
+    return new Response(null, { status: CLIENT_CLOSED_REQUEST });
+  }
   if (error instanceof ProblemError) return problemResponse(error, instance);
   if (error instanceof HTTPException && error.status === 413) {
     return problemResponse(new ProblemError('payload_too_large', 'The request body is too large.'), instance);

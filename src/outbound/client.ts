@@ -26,6 +26,8 @@ export interface OutboundClientOptions {
   timeoutMs: number;
   /** Keep-alive connections per origin. */
   connections: number;
+  /** The DNS resolver whose answers the guard checks (default: the system's, dns.lookup); tests give names their addresses. */
+  lookup?: typeof dns.lookup;
 }
 
 class BlockedAddressError extends Error {
@@ -39,7 +41,7 @@ class BlockedAddressError extends Error {
 function createGuardedAgent(guard: AddressGuard, options: OutboundClientOptions): Agent {
   const guardedLookup: LookupFunction = (hostname, lookupOptions, callback) => {
     if (guard.isReservedName(hostname)) return callback(new BlockedAddressError(`${hostname} is a reserved name`), '', 0);
-    dns.lookup(hostname, { ...lookupOptions, all: true }, (error, addresses) => {
+    (options.lookup ?? dns.lookup)(hostname, { ...lookupOptions, all: true }, (error, addresses) => {
       if (error) return callback(error, '', 0);
       const list = addresses as unknown as dns.LookupAddress[];
       const refused = list.find((a) => guard.isBlockedConnection(hostname, a.address));

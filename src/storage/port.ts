@@ -81,7 +81,11 @@ export interface ProductSourceStore {
   /** Products with id > afterId, ascending, at most `limit` (bulk re-publishing walks these). */
   productsAfter(merchantId: number, afterId: number, limit: number): Promise<ProductRecord[]>;
   productsByIds(merchantId: number, ids: number[]): Promise<ProductRecord[]>;
-  /** Ids of the merchant's products whose source lists the image URL. */
+  /**
+   * Ids of the merchant's products whose source lists the image URL. In a transaction, these
+   * products are not re-published by another transaction until it ends (PostgreSQL: row locks), so
+   * an image state change re-publishes them with every other committed state change.
+   */
   productIdsWithImage(merchantId: number, url: string): Promise<number[]>;
 }
 

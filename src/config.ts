@@ -80,8 +80,12 @@ export interface Config {
     timeoutMs: number;
     /** Largest image accepted. */
     maxBytes: number;
-    /** Images fetched at once. */
+    /** Images fetched at once (by one mirror). */
     concurrency: number;
+    /** At most this many of them for one merchant (capped at `concurrency`): the rest stay free for the others. */
+    merchantConcurrency: number;
+    /** At most this many of them from one origin (scheme, host, port) of one merchant. */
+    originConcurrency: number;
     /** Waits before retry 1, 2, ... of a failing source; the last one repeats. */
     retrySeconds: number[];
     /** A source failing (other than 404/410) for this long is dead. */
@@ -247,6 +251,8 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
       timeoutMs: int(env, 'CPS_IMAGE_TIMEOUT_MS', 15_000),
       maxBytes: int(env, 'CPS_IMAGE_MAX_BYTES', 10 * 1024 * 1024),
       concurrency: Math.max(1, int(env, 'CPS_IMAGE_CONCURRENCY', 4)),
+      merchantConcurrency: Math.max(1, int(env, 'CPS_IMAGE_MERCHANT_CONCURRENCY', 3)),
+      originConcurrency: Math.max(1, int(env, 'CPS_IMAGE_ORIGIN_CONCURRENCY', 2)),
       retrySeconds: (env.CPS_IMAGE_RETRY_SECONDS ?? '60,300,1800,7200,21600,43200').split(',').map((v) => {
         if (!/^\d+$/.test(v.trim())) throw new Error(`CPS_IMAGE_RETRY_SECONDS must list whole seconds, got "${v}"`);
         return Number(v.trim());

@@ -1,6 +1,6 @@
 // The image mirroring worker (spec 2.1 image rules, 3 image state; product decisions, "Images"):
 // copies each not-yet-mirrored supplier image into the media store through the SSRF guard, with
-// bounded concurrency, a time-out, a size limit and an image content-type check. A 404 or 410
+// bounded concurrency shared fairly between merchants and origins, a time-out, a size limit and an image content-type check. A 404 or 410
 // makes a source dead at once; other failures are retried with backoff until deadAfterHours have
 // passed since the first one. Every transition re-resolves the products showing the image in
 // every store, in one transaction with the state change, so it is recorded as a `content` change.
@@ -11,7 +11,7 @@ import type { Config } from '../config.js';
 import { silentLogger, type Logger } from '../operations/log.js';
 import { AddressGuard } from '../outbound/address-guard.js';
 import { GuardedHttpClient } from '../outbound/client.js';
-import type { CatalogStorage, ImageMirrorWork } from '../storage/port.js';
+import type { CatalogStorage, ClaimedImageMirror, ImageMirrorWork } from '../storage/port.js';
 import { IMAGE_TYPES, LocalFolderMediaStore, type MediaStore } from './media-store.js';
 
 export type ImageConfig = Config['images'];
@@ -102,14 +102,34 @@ export function loggableUrl(url: string): string {
   }
 }
 
-/** Beyond the fetches' time-outs, what a claimed batch may take (storing copies, re-publishing). */
+/** Beyond a fetch's time-out, what mirroring a claimed image may take (storing the copy, re-publishing). */
 const LEASE_MARGIN_MS = 60_000;
 
+/**
+ * Issue 13.2: a mirror keeps up to `concurrency` fetches running and refills a slot as soon as it
+ * frees (no round waits for its slowest fetch). Each claim asks the storage for as much due work as
+ * there are free slots, merchants taking turns (the fewest fetches first) and, within a merchant,
+ * its origins; a merchant gets at most `merchantConcurrency` of the slots, an origin of a merchant
+ * `originConcurrency`. So one merchant's hanging sources hold a few slots until their time-outs,
+ * never the others' turn.
+ */
 export class ImageMirror {
   private timer: NodeJS.Timeout | null = null;
   private unsubscribe: (() => void) | null = null;
-  private round: Promise<unknown> | null = null;
+  /** Started: a freed slot is refilled at once, and polls and wake-ups claim work. */
+  private running = false;
   private stopping = false;
+  /** The fetches (and their transitions) running, by the image they mirror. */
+  private readonly fetches = new Set<Promise<void>>();
+  /** Fetches running per merchant and origin: `${merchant_id} ${origin}`. */
+  private readonly fetching = new Map<string, { merchant_id: number; origin: string; fetching: number }>();
+  /** Claims run one at a time, so that two never hand out the same free slot. */
+  private claiming: Promise<unknown> = Promise.resolve();
+  /** A claim started by a poll, a wake-up or a freed slot (started mirror); another is asked for meanwhile. */
+  private pumping: Promise<void> | null = null;
+  private pumpAgain = false;
+  /** Images whose mirroring failed in the storage or media store (given back), so far. */
+  private failures = 0;
   private readonly log: Logger;
 
   constructor(
@@ -127,29 +147,62 @@ export class ImageMirror {
     this.log = logger.child({ component: 'image-mirror' });
   }
 
-  /** Mirrors the due images (up to a bounded batch); resolves when they are done; returns how many were tried. */
+  /**
+   * Mirrors due images, at most concurrency * 8 of them, refilling each freed slot at once;
+   * resolves when no more due work fits and every fetch it started is done; returns how many it tried.
+   */
   async tick(): Promise<number> {
-    const now = this.now();
-    const batch = this.config.concurrency * 8;
-    // Leased long enough for the whole batch to be fetched (concurrency at a time, each within the
-    // time-out): no other mirror fetches these meanwhile; should this one die, they are due again.
-    const leaseMs = Math.ceil(batch / this.config.concurrency) * this.config.timeoutMs + LEASE_MARGIN_MS;
-    const due = await this.storage.claimDueImageMirrors(now.toISOString(), batch, new Date(now.getTime() + leaseMs).toISOString());
-    let next = 0;
-    await Promise.all(Array.from({ length: Math.min(this.config.concurrency, due.length) }, async () => {
-      while (next < due.length && !this.stopping) {
-        const image = due[next++]!;
-        // One image's storage or media failure must not end the round under the others' feet; the
-        // image is due again at once, as it was before the claim.
-        await this.mirror(image).catch(async (error: unknown) => {
-          this.log.error({ err: error, merchant_id: image.merchant_id, url: loggableUrl(image.url) }, 'mirroring an image failed');
-          await this.release(image);
-        });
-      }
-    }));
-    // Stopped mid-batch: the images not tried are given back rather than left to their lease.
-    await Promise.all(due.slice(next).map((image) => this.release(image)));
-    return due.length;
+    const bound = this.config.concurrency * 8;
+    const failuresBefore = this.failures;
+    let tried = 0;
+    for (;;) {
+      // After a storage or media failure, no more claims: the image given back would be claimed again at once.
+      if (tried < bound && this.failures === failuresBefore) tried += await this.claimAndStart(bound - tried);
+      if (this.fetches.size === 0) return tried;
+      await Promise.race(this.fetches);
+    }
+  }
+
+  /** Claims due work for the free slots (at most `max`) and starts fetching it; returns how many it started. */
+  private claimAndStart(max: number): Promise<number> {
+    const claim = this.claiming.then(async () => {
+      const free = Math.min(this.config.concurrency - this.fetches.size, max);
+      if (free <= 0 || this.stopping) return 0;
+      const now = this.now();
+      // Each image is started at once: leased for its fetch's time-out and what follows it.
+      const leaseUntil = new Date(now.getTime() + this.config.timeoutMs + LEASE_MARGIN_MS).toISOString();
+      const perMerchant = Math.min(this.config.merchantConcurrency, this.config.concurrency);
+      const due = await this.storage.claimDueImageMirrors(now.toISOString(), free, leaseUntil, {
+        perMerchant, perOrigin: Math.min(this.config.originConcurrency, perMerchant), busy: [...this.fetching.values()],
+      });
+      for (const image of due) this.launch(image);
+      return due.length;
+    });
+    this.claiming = claim.catch(() => undefined);
+    return claim;
+  }
+
+  private launch(image: ClaimedImageMirror): void {
+    const key = `${image.merchant_id} ${image.origin}`;
+    const busy = this.fetching.get(key) ?? { merchant_id: image.merchant_id, origin: image.origin, fetching: 0 };
+    busy.fetching++;
+    this.fetching.set(key, busy);
+    let failed = false;
+    const fetch: Promise<void> = this.mirror(image)
+      // One image's storage or media failure must not end the others' work; the image is due again
+      // at once, as it was before the claim (tried again at the next poll, not in a tight loop).
+      .catch(async (error: unknown) => {
+        failed = true;
+        this.failures++;
+        this.log.error({ err: error, merchant_id: image.merchant_id, url: loggableUrl(image.url) }, 'mirroring an image failed');
+        await this.release(image);
+      })
+      .finally(() => {
+        this.fetches.delete(fetch);
+        if (--busy.fetching === 0) this.fetching.delete(key);
+        if (this.running && !failed) this.pump();
+      });
+    this.fetches.add(fetch);
   }
 
   /** Ends the claim on an image not mirrored: due again when it was before the claim. */
@@ -158,37 +211,48 @@ export class ImageMirror {
       .catch((error: unknown) => this.log.error({ err: error, merchant_id: image.merchant_id, url: loggableUrl(image.url) }, 'giving back an image claim failed (it is due again when the lease ends)'));
   }
 
-  /** Mirrors every pollIntervalMs, and at once when the storage tells of new images (polling stays the fallback). */
-  start(): void {
-    if (this.timer) return;
-    let wokenMeanwhile = false;
-    const poll = () => {
-      if (this.round) {
-        wokenMeanwhile = true;
-        return;
-      }
-      if (this.stopping) return;
-      this.round = this.tick()
-        .catch((error: unknown) => this.log.error({ err: error }, 'image mirroring round failed'))
-        .finally(() => {
-          this.round = null;
-          if (wokenMeanwhile) {
-            wokenMeanwhile = false;
-            poll();
-          }
-        });
-    };
-    this.timer = setInterval(poll, this.config.pollIntervalMs);
-    this.unsubscribe = this.storage.onWork?.('images', poll) ?? null;
+  /** Claims work for the free slots now, or once more after the claim running. */
+  private pump(): void {
+    if (this.stopping) return;
+    if (this.pumping) {
+      this.pumpAgain = true;
+      return;
+    }
+    this.pumping = this.claimAndStart(Infinity)
+      .then(() => undefined, (error: unknown) => this.log.error({ err: error }, 'claiming images to mirror failed'))
+      .finally(() => {
+        this.pumping = null;
+        if (this.pumpAgain) {
+          this.pumpAgain = false;
+          this.pump();
+        }
+      });
   }
 
+  /**
+   * Mirrors continuously: every pollIntervalMs, at once when the storage tells of new images
+   * (polling stays the fallback), and whenever a fetch ends and frees a slot.
+   */
+  start(): void {
+    if (this.timer) return;
+    this.running = true;
+    const poll = () => this.pump();
+    this.timer = setInterval(poll, this.config.pollIntervalMs);
+    this.unsubscribe = this.storage.onWork?.('images', poll) ?? null;
+    poll();
+  }
+
+  /** Takes no new work, waits for the fetches running (each within its time-out), then closes the fetcher. */
   async stop(): Promise<void> {
     this.stopping = true;
+    this.running = false;
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
     this.unsubscribe?.();
     this.unsubscribe = null;
-    await this.round;
+    await this.pumping;
+    await this.claiming;
+    await Promise.all(this.fetches);
     await this.fetcher.close();
   }
 

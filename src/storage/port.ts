@@ -9,7 +9,7 @@
 // run on their own (each write its own transaction); inside a transaction, use its tx.
 import type {
   ApiKeyRecord, AttemptRecord, AttributeDefinitionRecord, CustomerGroupRecord, DeliveryClaim, DeliveryRecord,
-  DeliveryStatus, ExchangeRateRecord, FeedPosition, ImageMirrorRecord, ImageMirrorWork, ImageStateCounts, MerchantRecord,
+  ClaimedImageMirror, DeliveryStatus, ExchangeRateRecord, FeedPosition, ImageMirrorRecord, ImageMirrorWork, ImageStateCounts, MerchantRecord,
   NotificationRecord, OperationalCounts, OutboxGroup, OutboxRow, PricingRuleInputRecord, PricingRuleRecord, ProductRecord,
   AuditEntryRecord, ImportJobProgress, ImportJobRecord, PanelInvitationRecord, PanelSessionRecord, PanelUserRecord,
   ProductSourceDocument, PublishedExclusionCounts, PublishedHashes, PublishedPage, PublishedProductSummary, PublishedRow,
@@ -81,9 +81,23 @@ export interface ProductSourceStore {
   /** Products with id > afterId, ascending, at most `limit` (bulk re-publishing walks these). */
   productsAfter(merchantId: number, afterId: number, limit: number): Promise<ProductRecord[]>;
   productsByIds(merchantId: number, ids: number[]): Promise<ProductRecord[]>;
-  /** Ids of the merchant's products whose source lists the image URL. */
+  /**
+   * Ids of the merchant's products whose source lists the image URL. In a transaction, these
+   * products are not re-published by another transaction until it ends (PostgreSQL: row locks), so
+   * an image state change re-publishes them with every other committed state change.
+   */
   productIdsWithImage(merchantId: number, url: string): Promise<number[]>;
 }
+
+/** A mirror's caps, and what it fetches now, per merchant and origin (`claimDueImageMirrors`). */
+export interface ImageClaimFairness {
+  perMerchant: number;
+  perOrigin: number;
+  busy: { merchant_id: number; origin: string; fetching: number }[];
+}
+
+/** Claims with no caps: a window this wide per merchant. */
+export const UNCAPPED_IMAGE_CLAIM: ImageClaimFairness = { perMerchant: 1_000_000, perOrigin: 1_000_000, busy: [] };
 
 /** Mirroring state per (merchant, source URL). */
 export interface ImageStore {
@@ -91,12 +105,17 @@ export interface ImageStore {
   /** Adds the URLs not known yet as `pending`, due at once. */
   ensureImageMirrors(merchantId: number, urls: string[], at: string): Promise<void>;
   /**
-   * Claims pending images whose next attempt is due, oldest first, at most `limit`, in one atomic
-   * step: each is leased (not due again) until `leaseUntil`, so several mirrors on one database
-   * never fetch one image at once; should the mirror die, the image is due again when the lease ends.
-   * Returns them as they were before the lease.
+   * Claims pending images whose next attempt is due, at most `limit`, in one atomic step: each is
+   * leased (not due again) until `leaseUntil`, so several mirrors on one database never fetch one
+   * image at once; should the mirror die, the image is due again when the lease ends. Returns them
+   * as they were before the lease, with their origin.
+   *
+   * Merchants take turns (issue 13.2): the merchant with the fewest fetches (busy plus claimed)
+   * goes first, then the oldest due work; within a merchant its origins take turns. With `fairness`,
+   * nothing is claimed past `perMerchant` fetches of a merchant nor `perOrigin` fetches of one
+   * origin of a merchant, counting those `busy` already; without it, no caps.
    */
-  claimDueImageMirrors(now: string, limit: number, leaseUntil: string): Promise<ImageMirrorWork[]>;
+  claimDueImageMirrors(now: string, limit: number, leaseUntil: string, fairness?: ImageClaimFairness): Promise<ClaimedImageMirror[]>;
   updateImageMirror(merchantId: number, url: string, patch: Partial<Omit<ImageMirrorWork, 'merchant_id' | 'url'>>): Promise<void>;
   /** Per distinct source URL that a product of the merchant still lists. */
   imageStateCounts(merchantId: number): Promise<ImageStateCounts>;

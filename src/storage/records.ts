@@ -67,6 +67,14 @@ export interface ImageMirrorWork extends ImageMirrorRecord {
   updated_at: string;
 }
 
+/**
+ * Claimed image work, with the origin of its URL (scheme://host[:port], lower-cased: everything
+ * before the first `/` after `://`), the key the mirror caps fetches by.
+ */
+export interface ClaimedImageMirror extends ImageMirrorWork {
+  origin: string;
+}
+
 export type ImageStateCounts = Record<ImageState, number>;
 
 // Published payloads

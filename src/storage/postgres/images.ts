@@ -1,6 +1,6 @@
 // Image mirroring state per (merchant, source URL) on PostgreSQL, claimed by several mirrors at once.
-import type { ImageStore } from '../port.js';
-import type { ImageMirrorRecord, ImageMirrorWork, ImageStateCounts } from '../records.js';
+import { UNCAPPED_IMAGE_CLAIM, type ImageClaimFairness, type ImageStore } from '../port.js';
+import type { ClaimedImageMirror, ImageMirrorRecord, ImageMirrorWork, ImageStateCounts } from '../records.js';
 import type { PgConnection } from './connection.js';
 import { notifyWork } from './wakeups.js';
 
@@ -13,6 +13,10 @@ const LISTED_URLS = `SELECT DISTINCT image ->> 'url' AS url FROM products,
   WHERE products.merchant_id = $1`;
 
 type WorkRow = ImageMirrorWork & Record<string, unknown>;
+type ClaimedRow = ClaimedImageMirror & Record<string, unknown>;
+
+/** The origin of an image URL column (ClaimedImageMirror.origin; the same rule on SQLite). */
+const originOf = (url: string) => `lower(substr(${url}, 1, strpos(${url}, '://') + strpos(substr(${url}, strpos(${url}, '://') + 3) || '/', '/') + 1))`;
 
 export class PgImages implements ImageStore {
   static readonly writes = ['ensureImageMirrors', 'claimDueImageMirrors', 'updateImageMirror'] as const;
@@ -35,15 +39,38 @@ export class PgImages implements ImageStore {
     if (added > 0) await notifyWork(this.c, 'images');
   }
 
-  async claimDueImageMirrors(now: string, limit: number, leaseUntil: string): Promise<ImageMirrorWork[]> {
+  async claimDueImageMirrors(now: string, limit: number, leaseUntil: string, fairness: ImageClaimFairness = UNCAPPED_IMAGE_CLAIM): Promise<ClaimedImageMirror[]> {
+    if (limit <= 0) return [];
     // One statement: another mirror's claim skips the rows this one locks (and then leases).
-    return this.c.rows<WorkRow>(`WITH due AS (
-        SELECT * FROM image_mirrors WHERE state = 'pending' AND next_attempt_at <= $1
-        ORDER BY next_attempt_at LIMIT $2 FOR UPDATE SKIP LOCKED
+    const window = Math.min(limit, fairness.perMerchant) + fairness.perOrigin;
+    return this.c.rows<ClaimedRow>(`WITH busy AS (
+        SELECT * FROM json_to_recordset($4::json) AS b(merchant_id bigint, origin text, fetching integer)
+      ), busy_merchants AS (
+        SELECT merchant_id, sum(fetching) AS fetching FROM busy GROUP BY merchant_id
+      ), candidates AS (
+        SELECT d.*, ${originOf('d.url')} AS origin FROM merchants AS m
+        CROSS JOIN LATERAL (
+          SELECT * FROM image_mirrors AS i WHERE i.merchant_id = m.id AND i.state = 'pending' AND i.next_attempt_at <= $1
+            AND ${originOf('i.url')} NOT IN (SELECT origin FROM busy WHERE busy.merchant_id = m.id AND busy.fetching >= $6)
+          ORDER BY i.next_attempt_at LIMIT $7 FOR UPDATE SKIP LOCKED
+        ) AS d
+        WHERE coalesce((SELECT fetching FROM busy_merchants WHERE busy_merchants.merchant_id = m.id), 0) < $5
+      ), origin_turns AS (
+        SELECT c.*, row_number() OVER (PARTITION BY c.merchant_id, c.origin ORDER BY c.next_attempt_at, c.url)
+          + coalesce((SELECT fetching FROM busy WHERE busy.merchant_id = c.merchant_id AND busy.origin = c.origin), 0) AS origin_turn
+        FROM candidates AS c
+      ), merchant_turns AS (
+        SELECT o.*, row_number() OVER (PARTITION BY o.merchant_id ORDER BY o.origin_turn, o.next_attempt_at, o.url)
+          + coalesce((SELECT fetching FROM busy_merchants WHERE busy_merchants.merchant_id = o.merchant_id), 0) AS merchant_turn
+        FROM origin_turns AS o WHERE o.origin_turn <= $6
+      ), chosen AS (
+        SELECT * FROM merchant_turns WHERE merchant_turn <= $5 ORDER BY merchant_turn, next_attempt_at, url LIMIT $2
       ), leased AS (
-        UPDATE image_mirrors AS m SET next_attempt_at = $3 FROM due WHERE m.merchant_id = due.merchant_id AND m.url = due.url
+        UPDATE image_mirrors AS m SET next_attempt_at = $3 FROM chosen WHERE m.merchant_id = chosen.merchant_id AND m.url = chosen.url
       )
-      SELECT * FROM due ORDER BY next_attempt_at`, [now, limit, leaseUntil]);
+      SELECT merchant_id, url, state, mirrored_url, updated_at, attempts, first_failure_at, next_attempt_at, last_error, origin
+      FROM chosen ORDER BY merchant_turn, next_attempt_at, url`,
+    [now, limit, leaseUntil, JSON.stringify(fairness.busy), fairness.perMerchant, fairness.perOrigin, window]);
   }
 
   async updateImageMirror(merchantId: number, url: string, patch: Partial<Omit<ImageMirrorWork, 'merchant_id' | 'url'>>): Promise<void> {

@@ -53,8 +53,13 @@ export class PgProductSources implements ProductSourceStore {
   }
 
   async productIdsWithImage(merchantId: number, url: string): Promise<number[]> {
+    // In a write transaction the products are locked (in id order) before they are re-published:
+    // two image transitions of one product take turns, and the second resolves it with the first's
+    // state change committed (without the lock each saw the other image as it was, and the payload
+    // committed last showed a dead image by its supplier URL).
     return (await this.c.rows<{ id: number }>(`SELECT id FROM products WHERE merchant_id = $1 AND EXISTS
-      (SELECT 1 FROM json_array_elements(products.source::json -> 'images') AS image WHERE image ->> 'url' = $2) ORDER BY id`,
+      (SELECT 1 FROM json_array_elements(products.source::json -> 'images') AS image WHERE image ->> 'url' = $2) ORDER BY id
+      ${this.c.inWriteTransaction ? 'FOR NO KEY UPDATE' : ''}`,
     [merchantId, url])).map((r) => r.id);
   }
 }

@@ -1,7 +1,38 @@
 // Image mirroring state per (merchant, source URL) on SQLite.
-import type { ImageStore } from '../port.js';
-import type { ImageMirrorRecord, ImageMirrorWork, ImageStateCounts } from '../records.js';
+import { UNCAPPED_IMAGE_CLAIM, type ImageClaimFairness, type ImageStore } from '../port.js';
+import type { ClaimedImageMirror, ImageMirrorRecord, ImageMirrorWork, ImageStateCounts } from '../records.js';
 import type { SqliteConnection } from './connection.js';
+
+/** The origin of an image URL column (ClaimedImageMirror.origin; the same rule on PostgreSQL). */
+const originOf = (url: string) => `lower(substr(${url}, 1, instr(${url}, '://') + instr(substr(${url}, instr(${url}, '://') + 3) || '/', '/') + 1))`;
+
+// Fair claims (issue 13.2): per merchant, its oldest due work outside the origins the mirror has at
+// their cap; then origins take turns within a merchant (counting the fetches busy) up to perOrigin,
+// and merchants take turns (the fewest fetches first) up to perMerchant.
+const CLAIM = `WITH busy AS (
+    SELECT json_extract(value, '$.merchant_id') AS merchant_id, json_extract(value, '$.origin') AS origin,
+      json_extract(value, '$.fetching') AS fetching FROM json_each(@busy)
+  ), busy_merchants AS (
+    SELECT merchant_id, sum(fetching) AS fetching FROM busy GROUP BY merchant_id
+  ), candidates AS (
+    SELECT i.*, ${originOf('i.url')} AS origin FROM merchants AS m
+    JOIN image_mirrors AS i ON i.rowid IN (
+      SELECT d.rowid FROM image_mirrors AS d WHERE d.merchant_id = m.id AND d.state = 'pending' AND d.next_attempt_at <= @now
+        AND ${originOf('d.url')} NOT IN (SELECT origin FROM busy WHERE busy.merchant_id = m.id AND busy.fetching >= @per_origin)
+      ORDER BY d.next_attempt_at LIMIT @window)
+    WHERE coalesce((SELECT fetching FROM busy_merchants WHERE merchant_id = m.id), 0) < @per_merchant
+  ), origin_turns AS (
+    SELECT c.*, row_number() OVER (PARTITION BY c.merchant_id, c.origin ORDER BY c.next_attempt_at, c.url)
+      + coalesce((SELECT fetching FROM busy WHERE busy.merchant_id = c.merchant_id AND busy.origin = c.origin), 0) AS origin_turn
+    FROM candidates AS c
+  ), merchant_turns AS (
+    SELECT o.*, row_number() OVER (PARTITION BY o.merchant_id ORDER BY o.origin_turn, o.next_attempt_at, o.url)
+      + coalesce((SELECT fetching FROM busy_merchants WHERE busy_merchants.merchant_id = o.merchant_id), 0) AS merchant_turn
+    FROM origin_turns AS o WHERE o.origin_turn <= @per_origin
+  )
+  SELECT merchant_id, url, state, mirrored_url, updated_at, attempts, first_failure_at, next_attempt_at, last_error, origin
+  FROM merchant_turns WHERE merchant_turn <= @per_merchant
+  ORDER BY merchant_turn, next_attempt_at, url LIMIT @limit`;
 
 const IMAGE_FIELDS = ['state', 'mirrored_url', 'attempts', 'first_failure_at', 'next_attempt_at', 'last_error', 'updated_at'] as const;
 
@@ -26,10 +57,15 @@ export class SqliteImages implements ImageStore {
     if (added > 0) this.c.addedWork.add('images');
   }
 
-  async claimDueImageMirrors(now: string, limit: number, leaseUntil: string): Promise<ImageMirrorWork[]> {
+  async claimDueImageMirrors(now: string, limit: number, leaseUntil: string, fairness: ImageClaimFairness = UNCAPPED_IMAGE_CLAIM): Promise<ClaimedImageMirror[]> {
+    if (limit <= 0) return [];
     // Claims run in a write transaction (BEGIN IMMEDIATE): no other process claims in between.
-    const due = this.c.stmt(`SELECT * FROM image_mirrors WHERE state = 'pending' AND next_attempt_at <= ?
-      ORDER BY next_attempt_at LIMIT ?`).all(now, limit) as ImageMirrorWork[];
+    const due = this.c.stmt(CLAIM).all({
+      now, limit, per_merchant: fairness.perMerchant, per_origin: fairness.perOrigin,
+      // Each merchant's oldest due work, as many as could be taken from it: one index probe per merchant.
+      window: Math.min(limit, fairness.perMerchant) + fairness.perOrigin,
+      busy: JSON.stringify(fairness.busy),
+    }) as ClaimedImageMirror[];
     const lease = this.c.stmt('UPDATE image_mirrors SET next_attempt_at = ? WHERE merchant_id = ? AND url = ?');
     for (const image of due) lease.run(leaseUntil, image.merchant_id, image.url);
     return due;

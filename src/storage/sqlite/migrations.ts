@@ -426,4 +426,12 @@ CREATE TABLE import_jobs (
 CREATE INDEX import_jobs_merchant ON import_jobs(merchant_id, id);
 `,
   },
+  {
+    id: 15,
+    name: 'image_claims_per_merchant',
+    sql: `
+-- Fair image claims (issue 13.2) take each merchant's oldest due work: one index probe per merchant.
+CREATE INDEX image_mirrors_due_per_merchant ON image_mirrors(merchant_id, next_attempt_at) WHERE state = 'pending';
+`,
+  },
 ];

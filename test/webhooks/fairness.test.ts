@@ -12,9 +12,9 @@ import { startTestService, type TestService } from '../support/service.js';
 const POLL_MS = 50;
 const COALESCE_MS = 100;
 // Long beside the bound below: a healthy delivery stuck behind a hanging one waits for this.
-const TIMEOUT_MS = 2000;
+const TIMEOUT_MS = 3000;
 // Poll interval + coalescing window, plus room for a loaded test machine (2 cores, several suites).
-const LAG_BOUND_MS = POLL_MS + COALESCE_MS + 650;
+const LAG_BOUND_MS = POLL_MS + COALESCE_MS + 850;
 
 let service: TestService | undefined;
 let receiver: Receiver | undefined;

@@ -30,7 +30,7 @@ const body = JSON.stringify({ event: 'price', store_id: 1, product_ids: Array.fr
 
 /** The same client (undici keep-alive agent) posting a fixed body, `concurrency` at a time. */
 async function rawPostRate(): Promise<number> {
-  const sender = new HttpDeliverySender(guard, { timeoutMs: config.webhooks.timeoutMs, connectionsPerOrigin: concurrency });
+  const sender = new HttpDeliverySender(guard, { timeoutMs: config.webhooks.timeoutMs, connectionsPerEndpoint: concurrency });
   let next = 0;
   const started = performance.now();
   await Promise.all(Array.from({ length: concurrency }, async () => {
@@ -60,7 +60,7 @@ async function signedDeliveryRate(dir: string, round: number): Promise<number> {
     }
   });
   const now = () => new Date();
-  const sender = new HttpDeliverySender(guard, { timeoutMs: config.webhooks.timeoutMs, connectionsPerOrigin: concurrency });
+  const sender = new HttpDeliverySender(guard, { timeoutMs: config.webhooks.timeoutMs, connectionsPerEndpoint: concurrency });
   const dispatcher = new WebhookDispatcher(storage, config.webhooks, { now, sender, notifier: new OwnerNotifier(storage, config.smtp, now) });
   const started = performance.now();
   let sent = 0;

@@ -52,9 +52,14 @@ export interface Config {
     coalesceMs: number;
     /** ... or until this many product ids are waiting. */
     batchSize: number;
-    /** Deliveries in flight at once to one endpoint, and overall. */
+    /** Deliveries in flight at once to one endpoint (every process's), and overall (this process's). */
     perEndpointConcurrency: number;
     overallConcurrency: number;
+    /**
+     * Of this process's overall slots, at most this many hold deliveries to one merchant's
+     * endpoints: a merchant whose receivers hang leaves the other slots to the other merchants.
+     */
+    perMerchantConcurrency: number;
     /** Waits before retry 1, 2, ... of a failed delivery (jittered ±20%); then it is given up. */
     backoffSeconds: number[];
     /** Consecutive failed attempts after which the merchant's owners are notified. */
@@ -231,6 +236,8 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
       batchSize: Math.min(100, Math.max(1, int(env, 'CPS_WEBHOOK_BATCH_SIZE', 100))),
       perEndpointConcurrency: Math.max(1, int(env, 'CPS_WEBHOOK_ENDPOINT_CONCURRENCY', 4)),
       overallConcurrency: Math.max(1, int(env, 'CPS_WEBHOOK_CONCURRENCY', 32)),
+      // A quarter of the default slots: three merchants whose receivers all hang leave a quarter to everyone else.
+      perMerchantConcurrency: Math.max(1, int(env, 'CPS_WEBHOOK_MERCHANT_CONCURRENCY', 8)),
       backoffSeconds: (env.CPS_WEBHOOK_BACKOFF_SECONDS ?? '30,120,600,3600,21600').split(',').map((v) => {
         if (!/^\d+$/.test(v.trim())) throw new Error(`CPS_WEBHOOK_BACKOFF_SECONDS must list whole seconds, got "${v}"`);
         return Number(v.trim());

@@ -2545,7 +2545,7 @@ export interface components {
              *
              *     | value | meaning |
              *     |---|---|
-             *     | `timeout` | no complete response within the delivery time-out (default 10 s) |
+             *     | `timeout` | no complete response within the delivery time-out (default 10 s, counted from the start of the attempt, which never waits for another endpoint's connections) |
              *     | `connection_refused` | the receiver refused the connection |
              *     | `connection_error` | DNS, TLS or another network failure, or the connection was reset |
              *     | `blocked_address` | the host resolved to a blocked address (SSRF rules); nothing was sent |

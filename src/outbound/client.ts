@@ -1,7 +1,9 @@
 // The one guarded HTTP client for everything the service sends to the internet (webhook receivers,
-// image sources): keep-alive connections (undici Agent), a time-out covering connecting, headers
-// and body, redirects not followed, and the SSRF guard applied to IP literals before connecting
-// and to every address DNS returns, at connection time. Failures come back as error kinds.
+// image sources): keep-alive connections (undici Agents) in pools of their own per caller's key
+// (a webhook endpoint) or else per origin, a time-out covering connecting, headers and body that
+// starts once the request has its pool's turn, redirects not followed, and the SSRF guard applied
+// to IP literals before connecting and to every address DNS returns, at connection time. Failures
+// come back as error kinds.
 import dns from 'node:dns';
 import type { LookupFunction } from 'node:net';
 import { Agent, request, type Dispatcher } from 'undici';
@@ -19,15 +21,26 @@ export interface OutboundRequest {
   method: 'GET' | 'POST';
   headers?: Record<string, string>;
   body?: string;
+  /**
+   * The pool whose connections the request uses: requests with one key share at most
+   * `connections` connections and no other request uses them (a webhook endpoint's key: a slow
+   * receiver holds only its own endpoint's connections). Without a key: the origin's pool.
+   */
+  pool?: string;
 }
 
 export interface OutboundClientOptions {
-  /** Connecting, waiting for the headers and reading the body each end after this; so does the whole exchange. */
+  /**
+   * Connecting, waiting for the headers and reading the body each end after this; so does the
+   * whole exchange, counted from when the request has its pool's turn (waiting for a turn is not).
+   */
   timeoutMs: number;
-  /** Keep-alive connections per origin. */
+  /** Keep-alive connections per pool, and requests it sends at once; more wait for a turn. */
   connections: number;
   /** The DNS resolver whose answers the guard checks (default: the system's, dns.lookup); tests give names their addresses. */
   lookup?: typeof dns.lookup;
+  /** A pool without requests for this long closes its connections and is forgotten. */
+  idleMs?: number;
 }
 
 class BlockedAddressError extends Error {
@@ -38,7 +51,7 @@ class BlockedAddressError extends Error {
  * A keep-alive undici Agent whose connections pass the SSRF guard: every address DNS returns is
  * checked at connection time, and names the guard refuses never reach DNS.
  */
-function createGuardedAgent(guard: AddressGuard, options: OutboundClientOptions): Agent {
+function createGuardedAgent(guard: AddressGuard, options: OutboundClientOptions, keepAliveMs: number): Agent {
   const guardedLookup: LookupFunction = (hostname, lookupOptions, callback) => {
     if (guard.isReservedName(hostname)) return callback(new BlockedAddressError(`${hostname} is a reserved name`), '', 0);
     (options.lookup ?? dns.lookup)(hostname, { ...lookupOptions, all: true }, (error, addresses) => {
@@ -51,7 +64,7 @@ function createGuardedAgent(guard: AddressGuard, options: OutboundClientOptions)
     });
   };
   return new Agent({
-    keepAliveTimeout: 30_000,
+    keepAliveTimeout: keepAliveMs,
     connections: options.connections,
     connect: { lookup: guardedLookup, timeout: options.timeoutMs },
   });
@@ -67,25 +80,99 @@ function errorKind(error: unknown): OutboundErrorKind {
   return 'connection_error';
 }
 
+/**
+ * One pool's connections, and its turns: at most `size` requests at once, the others wait in
+ * arrival order. With as many connections as turns, a request that has its turn never queues
+ * inside undici, so its time-out measures the receiver alone.
+ */
+class ConnectionPool {
+  private active = 0;
+  private readonly waiting: (() => void)[] = [];
+  private idleTimer: NodeJS.Timeout | null = null;
+
+  constructor(readonly agent: Agent, private readonly size: number, private readonly onIdle: () => void, private readonly idleMs: number) {}
+
+  /** Resolves when the request may use the pool's connections. */
+  turn(): Promise<void> {
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.idleTimer = null;
+    if (this.active < this.size) {
+      this.active++;
+      return Promise.resolve();
+    }
+    // The slot is handed over by release(): `active` stays counted for the waiter.
+    return new Promise((resolve) => this.waiting.push(resolve));
+  }
+
+  release(): void {
+    const next = this.waiting.shift();
+    if (next) return next();
+    this.active--;
+    if (this.active === 0) {
+      this.idleTimer = setTimeout(this.onIdle, this.idleMs);
+      this.idleTimer.unref();
+    }
+  }
+
+  close(): Promise<void> {
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.idleTimer = null;
+    return this.agent.close();
+  }
+}
+
 export class GuardedHttpClient {
-  private readonly agent: Agent;
+  private readonly pools = new Map<string, ConnectionPool>();
+  private readonly idleMs: number;
+  private closed = false;
 
   constructor(private readonly guard: AddressGuard, private readonly options: OutboundClientOptions) {
-    this.agent = createGuardedAgent(guard, options);
+    this.idleMs = options.idleMs ?? 30_000;
+  }
+
+  /** The pool of a key (a webhook endpoint's), or of the URL's origin; created on first use. */
+  private pool(key: string): ConnectionPool {
+    let pool = this.pools.get(key);
+    if (!pool) {
+      const created: ConnectionPool = new ConnectionPool(
+        createGuardedAgent(this.guard, this.options, this.idleMs), this.options.connections,
+        () => {
+          // Idle since the timer was set: nothing holds or waits for its connections.
+          if (this.pools.get(key) === created) this.pools.delete(key);
+          void created.close();
+        },
+        this.idleMs,
+      );
+      pool = created;
+      this.pools.set(key, pool);
+    }
+    return pool;
+  }
+
+  /** Pools currently open (each with its own keep-alive connections). */
+  get openPools(): number {
+    return this.pools.size;
   }
 
   /**
    * Sends one request and hands the response to `read` (which reads or discards the body); a
    * failure while connecting, waiting or reading becomes its error kind. A blocked IP literal is
-   * refused before anything is sent, in 0 ms. A URL that does not parse throws.
+   * refused before anything is sent, in 0 ms. A URL that does not parse throws. The latency and
+   * the time-out count from the request's turn in its pool, not from the wait for it.
    */
   async exchange<T>(url: string, init: OutboundRequest, read: (response: Dispatcher.ResponseData) => Promise<T>): Promise<Exchange<T>> {
+    const target = new URL(url);
+    if (this.guard.isBlockedLiteral(target)) return { ok: false, error: 'blocked_address', latencyMs: 0 };
+    // As a closed undici Agent would answer: nothing is sent.
+    if (this.closed) return { ok: false, error: 'connection_error', latencyMs: 0 };
+    const { pool: key, ...requestInit } = init;
+    const pool = this.pool(key ?? `origin:${target.origin}`);
+    await pool.turn();
     const started = performance.now();
     const elapsed = () => Math.round(performance.now() - started);
-    if (this.guard.isBlockedLiteral(new URL(url))) return { ok: false, error: 'blocked_address', latencyMs: 0 };
     try {
       const response = await request(url, {
-        ...init, dispatcher: this.agent,
+        ...requestInit, dispatcher: pool.agent,
         signal: AbortSignal.timeout(this.options.timeoutMs),
         headersTimeout: this.options.timeoutMs, bodyTimeout: this.options.timeoutMs,
       });
@@ -93,10 +180,16 @@ export class GuardedHttpClient {
       return { ok: true, value, latencyMs: elapsed() };
     } catch (error) {
       return { ok: false, error: errorKind(error), latencyMs: elapsed() };
+    } finally {
+      pool.release();
     }
   }
 
-  close(): Promise<void> {
-    return this.agent.close();
+  /** Closes every pool's connections, after the requests they are sending. */
+  async close(): Promise<void> {
+    this.closed = true;
+    const pools = [...this.pools.values()];
+    this.pools.clear();
+    await Promise.all(pools.map((pool) => pool.close()));
   }
 }

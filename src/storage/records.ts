@@ -208,6 +208,12 @@ export interface DeliveryClaim {
    */
   perEndpoint: number;
   inFlightByEndpoint: Map<number, number>;
+  /**
+   * ... and at most this many to one merchant's endpoints, counting this process's deliveries in
+   * flight to them (inFlightByEndpoint): a merchant whose receivers hang holds no more than this
+   * share of a dispatcher's slots. Merchants take turns either way; absent, no per-merchant bound.
+   */
+  perMerchant?: number;
 }
 
 // Panel accounts: users, invitations, sessions, sign-in throttling, the audit log

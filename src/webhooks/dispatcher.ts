@@ -66,8 +66,8 @@ export class WebhookDispatcher {
   private readonly inflight = new Map<number, Promise<void>>();
   private readonly policy: HealthPolicy;
   private readonly rounds = new Set<Promise<unknown>>();
-  /** Slots claimed for but not yet in flight (a claim waiting for the write queue). */
-  private reserved = 0;
+  /** The claim running or last run: claims of overlapping rounds take turns. */
+  private claiming: Promise<void> = Promise.resolve();
   private timer: NodeJS.Timeout | null = null;
   private unsubscribe: (() => void) | null = null;
   private stopping = false;
@@ -194,34 +194,40 @@ export class WebhookDispatcher {
 
   /**
    * Sends due deliveries: claims (atomically, so several dispatchers can run) as many as there are
-   * free slots, at most overallConcurrency in flight and perEndpointConcurrency per endpoint, and
+   * free slots, at most overallConcurrency in flight, perMerchantConcurrency to one merchant's
+   * endpoints and perEndpointConcurrency per endpoint, merchants then endpoints taking turns, and
    * claims again whenever a send ends, until nothing more is due. Returns how many were sent.
    */
   async sendDue(): Promise<number> {
     let sent = 0;
     const sending = new Set<Promise<void>>();
+    const start = (delivery: DeliveryRecord) => {
+      const send: Promise<void> = this.send(delivery).then(() => { sent++; }).finally(() => sending.delete(send));
+      sending.add(send);
+    };
     for (;;) {
-      // Slots that another round's claim holds while it waits for the write queue are not free.
-      const free = this.config.overallConcurrency - this.inflight.size - this.reserved;
-      if (free > 0 && !this.stopping) {
-        // Reserved while the claim waits for the write queue; handed over to the sends at once.
-        this.reserved += free;
-        let claimed: DeliveryRecord[];
-        try {
-          claimed = await this.claim(free);
-        } finally {
-          this.reserved -= free;
-        }
-        for (const delivery of claimed) {
-          const send: Promise<void> = this.send(delivery).then(() => { sent++; }).finally(() => sending.delete(send));
-          sending.add(send);
-        }
-      }
+      if (!this.stopping) await this.claimFreeSlots(start);
       if (sending.size === 0) return sent;
       await Promise.race(sending);
       // Sends that end together free their slots together: one claim for all of them.
       await new Promise<void>((resolve) => setImmediate(resolve));
     }
+  }
+
+  /**
+   * Claims for this process's free slots and starts the sends, one claim at a time (rounds
+   * overlap): each claim counts the sends the claims before it started, per endpoint and per
+   * merchant, so no merchant's share is handed out twice.
+   */
+  private claimFreeSlots(start: (delivery: DeliveryRecord) => void): Promise<void> {
+    const turn = this.claiming.then(async () => {
+      const free = this.config.overallConcurrency - this.inflight.size;
+      if (free <= 0 || this.stopping) return;
+      // send() counts each delivery in flight before it yields: the next claim sees it.
+      for (const delivery of await this.claim(free)) start(delivery);
+    });
+    this.claiming = turn.catch(() => undefined);
+    return turn;
   }
 
   private claim(limit: number): Promise<DeliveryRecord[]> {
@@ -232,6 +238,8 @@ export class WebhookDispatcher {
       limit,
       perEndpoint: this.config.perEndpointConcurrency,
       inFlightByEndpoint: this.inflightByEndpoint,
+      // Slots a merchant's hanging receivers cannot take stay free for the other merchants.
+      perMerchant: this.config.perMerchantConcurrency,
     });
   }
 
@@ -256,7 +264,7 @@ export class WebhookDispatcher {
     if (!endpoint || endpoint.status !== 'active') return;
     const now = this.deps.now();
     const body = deliveryBody(delivery, delivery.occurred_at ?? wholeSecondIso(now));
-    const result = await this.deps.sender.send(endpoint.url, signedHeaders(endpoint.secret, body, now), body);
+    const result = await this.deps.sender.send(endpoint.url, signedHeaders(endpoint.secret, body, now), body, endpoint.id);
     const at = this.deps.now();
     let notification: NotificationRecord | undefined;
     const outcome = await this.storage.transaction(async (tx): Promise<DeliveryOutcome | null> => {
@@ -317,7 +325,8 @@ export function createWebhookDispatcher(
   options: { now?: () => Date; logger?: Logger; metrics?: DeliveryObserver; guard?: AddressGuard } = {},
 ): WebhookDispatcher {
   const { now = () => new Date(), logger, metrics, guard = new AddressGuard(config.webhooks.allowHosts) } = options;
-  const sender = new HttpDeliverySender(guard, { timeoutMs: config.webhooks.timeoutMs, connectionsPerOrigin: config.webhooks.perEndpointConcurrency });
+  // As many connections per endpoint as deliveries in flight to it: none waits for a connection.
+  const sender = new HttpDeliverySender(guard, { timeoutMs: config.webhooks.timeoutMs, connectionsPerEndpoint: config.webhooks.perEndpointConcurrency });
   const notifier = new OwnerNotifier(storage, config.smtp, now, logger);
   return new WebhookDispatcher(storage, config.webhooks, { now, sender, notifier, logger, metrics });
 }

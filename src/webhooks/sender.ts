@@ -1,6 +1,7 @@
 // Sends one signed delivery through the guarded outbound client (src/outbound: keep-alive
 // connections, the time-out, redirects not followed, the SSRF guard), with the response body read
-// up to a bound for the attempt log.
+// up to a bound for the attempt log. Each endpoint has connections of its own: a receiver that
+// hangs holds only its endpoint's, never those of another endpoint on the same host.
 import type { AddressGuard } from '../outbound/address-guard.js';
 import { GuardedHttpClient } from '../outbound/client.js';
 
@@ -15,7 +16,8 @@ export interface SendResult {
 }
 
 export interface DeliverySender {
-  send(url: string, headers: Record<string, string>, body: string): Promise<SendResult>;
+  /** `endpointId`: the endpoint whose own connections carry the request (without one: the URL origin's). */
+  send(url: string, headers: Record<string, string>, body: string, endpointId?: number): Promise<SendResult>;
   close(): Promise<void>;
 }
 
@@ -24,13 +26,18 @@ export class HttpDeliverySender implements DeliverySender {
 
   constructor(
     guard: AddressGuard,
-    private readonly options: { timeoutMs: number; snippetBytes?: number; connectionsPerOrigin?: number },
+    /**
+     * `connectionsPerEndpoint`: keep-alive connections of one endpoint, and requests sent to it at
+     * once (the dispatcher's per-endpoint concurrency: none ever waits for a connection).
+     */
+    private readonly options: { timeoutMs: number; snippetBytes?: number; connectionsPerEndpoint?: number },
   ) {
-    this.client = new GuardedHttpClient(guard, { timeoutMs: options.timeoutMs, connections: options.connectionsPerOrigin ?? 8 });
+    this.client = new GuardedHttpClient(guard, { timeoutMs: options.timeoutMs, connections: options.connectionsPerEndpoint ?? 8 });
   }
 
-  async send(url: string, headers: Record<string, string>, body: string): Promise<SendResult> {
-    const exchange = await this.client.exchange(url, { method: 'POST', headers, body }, async (response) => ({
+  async send(url: string, headers: Record<string, string>, body: string, endpointId?: number): Promise<SendResult> {
+    const pool = endpointId === undefined ? undefined : `webhook-endpoint:${endpointId}`;
+    const exchange = await this.client.exchange(url, { method: 'POST', headers, body, pool }, async (response) => ({
       statusCode: response.statusCode,
       snippet: await readSnippet(response.body, this.options.snippetBytes ?? 4096),
       retryAfter: response.headers['retry-after'],

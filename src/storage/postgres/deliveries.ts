@@ -44,22 +44,29 @@ export class PgDeliveries implements DeliveryStore {
     // concurrency holds across processes. A claim waits for another claim or an attempt's health
     // update on the endpoint (both brief) rather than skipping it: a skipped endpoint looks like
     // one with nothing due, and the dispatcher would stop sending to it until its next poll.
-    const endpointIds = (await this.c.rows<{ id: number }>(`SELECT e.id FROM webhook_endpoints AS e
+    const due = await this.c.rows<{ id: number; merchant_id: number }>(`SELECT e.id, e.merchant_id FROM webhook_endpoints AS e
       WHERE e.status = 'active' AND EXISTS (SELECT 1 FROM webhook_deliveries AS d
         WHERE d.endpoint_id = e.id AND d.status IN ('pending', 'failed') AND d.next_attempt_at <= $1)
-      ORDER BY e.id FOR NO KEY UPDATE OF e`, [now])).map((r) => r.id);
-    if (endpointIds.length === 0) return [];
+      ORDER BY e.id FOR NO KEY UPDATE OF e`, [now]);
+    if (due.length === 0) return [];
+    const endpointIds = due.map((r) => r.id);
+    const merchantOfDue = new Map(due.map((r) => [r.id, r.merchant_id]));
     // 2. A new statement (READ COMMITTED: a new snapshot) sees every lease committed by the claims
     // that held these endpoints before: each one's first due deliveries, and the leases it holds.
-    const candidates = await this.c.rows<DueDelivery & Row>(`SELECT d.id, d.endpoint_id AS "endpointId", d.next_attempt_at AS "nextAttemptAt"
+    const candidates = (await this.c.rows<Omit<DueDelivery, 'merchantId'> & Row>(`SELECT d.id, d.endpoint_id AS "endpointId", d.next_attempt_at AS "nextAttemptAt"
       FROM unnest($1::bigint[]) AS e(id) CROSS JOIN LATERAL (
         SELECT x.id, x.endpoint_id, x.next_attempt_at FROM webhook_deliveries AS x
         WHERE x.endpoint_id = e.id AND x.status IN ('pending', 'failed') AND x.next_attempt_at <= $2
-        ORDER BY x.next_attempt_at, x.id LIMIT $3 FOR UPDATE SKIP LOCKED) AS d`, [endpointIds, now, claim.perEndpoint]);
+        ORDER BY x.next_attempt_at, x.id LIMIT $3 FOR UPDATE SKIP LOCKED) AS d`, [endpointIds, now, claim.perEndpoint]))
+      .map((c): DueDelivery => ({ id: c.id, endpointId: c.endpointId, merchantId: merchantOfDue.get(c.endpointId)!, nextAttemptAt: c.nextAttemptAt }));
     if (candidates.length === 0) return [];
     const leases = await this.c.rows<{ endpointId: number; n: number }>(`SELECT endpoint_id AS "endpointId", count(*)::integer AS n
       FROM webhook_deliveries WHERE endpoint_id = ANY($1::bigint[]) AND leased_until > $2 GROUP BY endpoint_id`, [endpointIds, now]);
-    const chosen = takeTurns(candidates, claim, new Map(leases.map((r) => [r.endpointId, r.n])));
+    // The merchants of the endpoints this process sends to: a merchant's share counts all of them.
+    const inFlightIds = [...claim.inFlightByEndpoint.keys()];
+    const merchantOf = new Map(inFlightIds.length === 0 ? [] : (await this.c.rows<{ id: number; merchant_id: number }>(
+      'SELECT id, merchant_id FROM webhook_endpoints WHERE id = ANY($1::bigint[])', [inFlightIds])).map((r) => [r.id, r.merchant_id]));
+    const chosen = takeTurns(candidates, claim, new Map(leases.map((r) => [r.endpointId, r.n])), merchantOf);
     if (chosen.length === 0) return [];
     // 3. The lease: next_attempt_at keeps the delivery from being due again; leased_until counts it
     // in flight for its endpoint, in every process, until its attempt is recorded.

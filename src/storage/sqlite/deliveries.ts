@@ -41,14 +41,15 @@ export class SqliteDeliveries implements DeliveryStore {
     const now = at.toISOString();
     // Each active endpoint's first due deliveries (an index range per endpoint, however long its
     // backlog); CROSS JOIN keeps that order: endpoints first, then each one's few deliveries by id.
-    const candidates = this.c.stmt(`SELECT d.id, d.endpoint_id AS endpointId, d.next_attempt_at AS nextAttemptAt
+    const candidates = this.c.stmt(`SELECT d.id, d.endpoint_id AS endpointId, e.merchant_id AS merchantId, d.next_attempt_at AS nextAttemptAt
       FROM webhook_endpoints AS e CROSS JOIN webhook_deliveries AS d ON d.id IN (
         SELECT x.id FROM webhook_deliveries AS x
         WHERE x.endpoint_id = e.id AND x.status IN ('pending', 'failed') AND x.next_attempt_at <= @now
         ORDER BY x.next_attempt_at, x.id LIMIT @perEndpoint)
       WHERE e.status = 'active'`).all({ now, perEndpoint: claim.perEndpoint }) as DueDelivery[];
     if (candidates.length === 0) return [];
-    const chosen = takeTurns(candidates, claim, this.leasesHeld(candidates.map((c) => c.endpointId), now));
+    const chosen = takeTurns(candidates, claim, this.leasesHeld(candidates.map((c) => c.endpointId), now),
+      this.merchantsOf([...claim.inFlightByEndpoint.keys()]));
     if (chosen.length === 0) return [];
     // The lease: claims run in a write transaction (BEGIN IMMEDIATE), so no other process leases
     // between the reads above and this statement, and the statement re-checks that each delivery
@@ -68,6 +69,14 @@ export class SqliteDeliveries implements DeliveryStore {
       WHERE endpoint_id IN (SELECT value FROM json_each(?)) AND leased_until > ? GROUP BY endpoint_id`)
       .all(JSON.stringify([...new Set(endpointIds)]), now) as { endpointId: number; n: number }[];
     return new Map(rows.map((r) => [r.endpointId, r.n]));
+  }
+
+  /** The merchant of each endpoint (a deleted one has none). */
+  private merchantsOf(endpointIds: number[]): Map<number, number> {
+    if (endpointIds.length === 0) return new Map();
+    const rows = this.c.stmt(`SELECT id AS endpointId, merchant_id AS merchantId FROM webhook_endpoints
+      WHERE id IN (SELECT value FROM json_each(?))`).all(JSON.stringify(endpointIds)) as { endpointId: number; merchantId: number }[];
+    return new Map(rows.map((r) => [r.endpointId, r.merchantId]));
   }
 
   async updateDelivery(id: number, patch: Partial<Omit<DeliveryRecord, 'id' | 'endpoint_id'>>): Promise<void> {

@@ -11,4 +11,4 @@ scenarioIt('agrees with a full recompute and delivers every change at least once
   const report = await killDuringDeliveries({ database, products: 1500, publishChunk: 500 });
   expect(report.unfinishedAtKill).toBeGreaterThan(0);
   expect(report.receiver.changes).toBe(report.changes);
-}), 120_000);
+}), 300_000);

@@ -15,4 +15,4 @@ scenarioIt('keeps exactly the whole chunks applied before a SIGKILL during a bul
   expect(report.afterResend.problems).toEqual([]);
   expect(report.afterResend.products).toBe(4000);
   expect(report.receiver.changes).toBeGreaterThan(0);
-}), 120_000);
+}), 300_000);

@@ -13,4 +13,4 @@ scenarioIt('re-prices all products or none when the service is killed (SIGKILL) 
   expect(report.afterRestart.payloadsCompared).toBe(4000 * 3);
   expect(report.repriced).toBeGreaterThan(0);
   expect(report.receiver.changes).toBeGreaterThan(0);
-}), 120_000);
+}), 300_000);

@@ -14,4 +14,4 @@ scenarioIt('loses nothing and sends nothing twice when serve is stopped with SIG
   expect(report.handedBack).toBeGreaterThan(0);
   expect(report.receiver.changes).toBe(report.changes);
   expect(report.receiver.requests).toBe(report.deliveries);
-}), 120_000);
+}), 300_000);

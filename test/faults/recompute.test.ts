@@ -17,7 +17,7 @@ import { loadConfig } from '../../src/config.js';
 import { openSqliteStorage } from '../../src/storage/sqlite/index.js';
 import { retryDeadImages } from '../../src/images/retry.js';
 import type { CatalogStorage } from '../../src/storage/port.js';
-import { createTestDatabase, TEST_ENGINE } from '../support/engine.js';
+import { createTestDatabase, onPglite, TEST_ENGINE } from '../support/engine.js';
 
 const REFS = ['P-1', 'P-2', 'P-3', 'P-4', 'P-5', 'P-6'];
 const SLUGS = ['de', 'pl', 'jp', 'uk'];
@@ -202,6 +202,6 @@ it('keeps every published payload, the feed and the outbox equal to a full recom
   await fc.assert(fc.asyncProperty(fc.array(operation, { minLength: 3, maxLength: 30 }), async (operations) => {
     const report = await run(operations);
     expect(report.problems).toEqual([]);
-  // A fresh PostgreSQL database per sequence costs about half a second: fewer sequences there.
-  }), { numRuns: TEST_ENGINE === 'sqlite' ? 150 : 40 });
+  // A fresh PostgreSQL database per sequence costs about half a second (a pglite clone seconds): fewer sequences there.
+  }), { numRuns: TEST_ENGINE === 'sqlite' ? 150 : onPglite() ? 5 : 40 });
 }, 180_000);

@@ -84,7 +84,8 @@ async function verifyAfter(sql: string, ...params: unknown[]) {
   }
 }
 
-describe('verifyCatalog', () => {
+// Each tampering builds the catalog again: seconds on pglite (a clone of the database).
+describe('verifyCatalog', { timeout: 60_000 }, () => {
   it('finds nothing wrong with a catalog the publisher built, having compared every payload, change and outbox row', async () => {
     const report = await verifyCatalog(storage);
     expect(report.problems).toEqual([]);

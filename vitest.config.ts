@@ -7,9 +7,9 @@ import { findPostgresBinaries } from './scripts/postgres-server.js';
 //   on one PostgreSQL server the globalSetup starts from the installed binaries
 //   (test/support/postgres.ts), or on the embedded pglite when there are none.
 // `npx vitest run --project sqlite` runs one of them.
-// The fault suite's SQLite scenarios read the database file directly; on PostgreSQL it has its own
-// scenario (test/faults/postgres-scale-out.test.ts: two serve and three worker processes).
-const ON_EITHER_ENGINE = ['http', 'changes', 'webhooks', 'images', 'storage'].map((suite) => `test/${suite}/**/*.test.ts`);
+// The fault scenarios run `serve` in a child process on the project's database (on PostgreSQL they
+// need a server: skipped on pglite); test/faults/postgres-scale-out.test.ts is PostgreSQL's own.
+const ON_EITHER_ENGINE = ['http', 'changes', 'webhooks', 'images', 'storage', 'faults'].map((suite) => `test/${suite}/**/*.test.ts`);
 // The PostgreSQL engine's own tests (several connections, LISTEN/NOTIFY, migrations under a lock):
 // only on the postgres project, and only with a real server.
 const NEEDS_POSTGRES_SERVER = ['test/**/postgres*.test.ts'];
@@ -33,7 +33,7 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'postgres',
-          include: [...ON_EITHER_ENGINE, 'test/faults/postgres*.test.ts'],
+          include: ON_EITHER_ENGINE,
           // Only about the SQLite engine itself (its file, WAL checkpoints, process locks).
           exclude: ['test/storage/sqlite.test.ts', ...(serverBinaries ? [] : NEEDS_POSTGRES_SERVER)],
           env: { CPS_TEST_ENGINE: 'postgres' },

@@ -1,13 +1,14 @@
 // kill -9 during a delivery burst, with the full recompute (issue 6, fault tests; quick variant of
 // `npm run fault`). test/webhooks/crash.test.ts covers a larger burst with the receiver check alone.
-import { afterAll, expect, it } from 'vitest';
+import { afterAll, expect } from 'vitest';
 import { killAllServices } from './harness.js';
 import { killDuringDeliveries } from './scenarios.js';
+import { onTestDatabase, scenarioIt } from './test-database.js';
 
 afterAll(killAllServices);
 
-it('agrees with a full recompute and delivers every change at least once after a SIGKILL during a delivery burst', async () => {
-  const report = await killDuringDeliveries({ products: 1500, publishChunk: 500 });
+scenarioIt('agrees with a full recompute and delivers every change at least once after a SIGKILL during a delivery burst', () => onTestDatabase(async (database) => {
+  const report = await killDuringDeliveries({ database, products: 1500, publishChunk: 500 });
   expect(report.unfinishedAtKill).toBeGreaterThan(0);
   expect(report.receiver.changes).toBe(report.changes);
-}, 120_000);
+}), 300_000);

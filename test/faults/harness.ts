@@ -1,7 +1,9 @@
-// The fault-test harness: the real `serve` in a child process on a real SQLite file (the approach of
-// test/webhooks/crash.test.ts), killed with SIGKILL and started again; a real receiver that verifies
-// every delivery's signature and schema (test/support/receiver.ts); and the checks every fault
-// scenario ends with: the full recompute (test/support/verify.ts) and "the receiver saw every change".
+// The fault-test harness: the real `serve` in a child process on a real database (an SQLite file, or
+// a PostgreSQL database: the approach of test/webhooks/crash.test.ts), killed with SIGKILL and
+// started again; a real receiver that verifies every delivery's signature and schema
+// (test/support/receiver.ts); probes that query the database beside the running service on either
+// engine; and the checks every fault scenario ends with: the full recompute (test/support/verify.ts)
+// and "the receiver saw every change".
 // Used by the quick variants (test/faults/*.test.ts) and by `npm run fault` (scripts/fault.ts).
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -10,6 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
+import pg from 'pg';
 import type { ConsistencyReport } from '../support/verify.js';
 import { contractFetch } from '../support/contract.js';
 import { Receiver } from '../support/receiver.js';
@@ -101,7 +104,7 @@ export class ServiceProcess {
   }
 }
 
-/** Opens the database beside the service (WAL: readers never block its writer) for one read. */
+/** Opens an SQLite database beside the service (WAL: readers never block its writer) for one read. */
 export function readDatabase<T>(file: string, read: (db: Database.Database) => T): T {
   const db = new Database(file, { fileMustExist: true });
   try {
@@ -113,27 +116,134 @@ export function readDatabase<T>(file: string, read: (db: Database.Database) => T
 }
 
 /**
- * Whether some connection holds the write lock right now: the service's writes run in
- * BEGIN IMMEDIATE transactions, so a BEGIN IMMEDIATE that fails at once means one is open.
+ * Where a fault world's service keeps its data (test/support/engine.ts's TestDatabase fits): an
+ * SQLite file, or a PostgreSQL database that the service migrates when it is empty.
  */
-export function writeTransactionOpen(db: Database.Database): boolean {
-  db.pragma('busy_timeout = 0');
+export interface FaultDatabase {
+  engine: 'sqlite' | 'postgres';
+  /** SQLite: the file; PostgreSQL: the postgres:// URL. */
+  location: string;
+  /** What a child process needs to use it (CPS_DB_PATH or CPS_DATABASE_URL). */
+  env: Record<string, string>;
+}
+
+export const sqliteFile = (file: string): FaultDatabase => ({ engine: 'sqlite', location: file, env: { CPS_DB_PATH: file } });
+export const postgresDatabase = (url: string): FaultDatabase => ({ engine: 'postgres', location: url, env: { CPS_DATABASE_URL: url } });
+
+/**
+ * A connection of the test's own to the service's database, for probing while it runs: committed
+ * data only, simple SQL that both engines accept, `?` placeholders. Close it.
+ */
+export interface DatabaseProbe {
+  rows<T>(sql: string, params?: unknown[]): Promise<T[]>;
+  /** The first column of the first row (counts and ids come back as numbers on both engines). */
+  value<T = number>(sql: string, params?: unknown[]): Promise<T>;
+  /** Whether some other connection has a write transaction open right now. */
+  writeTransactionOpen(): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+class SqliteProbe implements DatabaseProbe {
+  private readonly db: Database.Database;
+
+  constructor(file: string) {
+    this.db = new Database(file, { fileMustExist: true });
+    this.db.pragma('busy_timeout = 5000');
+  }
+
+  async rows<T>(sql: string, params: unknown[] = []): Promise<T[]> {
+    return this.db.prepare(sql).all(...params) as T[];
+  }
+
+  async value<T>(sql: string, params: unknown[] = []): Promise<T> {
+    return this.db.prepare(sql).pluck().get(...params) as T;
+  }
+
+  /** The service's writes run in BEGIN IMMEDIATE transactions: one that fails at once means one is open. */
+  async writeTransactionOpen(): Promise<boolean> {
+    this.db.pragma('busy_timeout = 0');
+    try {
+      this.db.exec('BEGIN IMMEDIATE');
+      this.db.exec('ROLLBACK');
+      return false;
+    } catch (error) {
+      if ((error as { code?: string }).code === 'SQLITE_BUSY') return true;
+      throw error;
+    } finally {
+      this.db.pragma('busy_timeout = 5000');
+    }
+  }
+
+  async close(): Promise<void> {
+    this.db.close();
+  }
+}
+
+/** bigint (ids, counts) as a JS number, as the service's own pool reads them; on this client only. */
+const numericBigints = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === pg.types.builtins.INT8 ? Number : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+};
+
+/**
+ * Another backend of this database inside a transaction that has written (it holds a transaction
+ * id), whether running a statement or idle between two: reads (snapshots, idle polls) hold none.
+ */
+const OPEN_WRITE_TRANSACTIONS = `SELECT count(*) FROM pg_stat_activity
+  WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_xid IS NOT NULL
+    AND state IN ('active', 'idle in transaction', 'idle in transaction (aborted)')`;
+
+class PostgresProbe implements DatabaseProbe {
+  private constructor(private readonly client: pg.Client) {}
+
+  static async open(url: string): Promise<PostgresProbe> {
+    const client = new pg.Client({ connectionString: url, types: numericBigints, application_name: 'cps-fault-probe' });
+    // A server that goes away under the probe fails its next query; without a listener it would end the process.
+    client.on('error', () => {});
+    await client.connect();
+    return new PostgresProbe(client);
+  }
+
+  async rows<T>(sql: string, params: unknown[] = []): Promise<T[]> {
+    let n = 0;
+    return (await this.client.query(sql.replace(/\?/g, () => `$${++n}`), params)).rows as T[];
+  }
+
+  async value<T>(sql: string, params: unknown[] = []): Promise<T> {
+    const [row] = await this.rows<Record<string, unknown>>(sql, params);
+    return (row ? Object.values(row)[0] : undefined) as T;
+  }
+
+  async writeTransactionOpen(): Promise<boolean> {
+    return (await this.value<number>(OPEN_WRITE_TRANSACTIONS)) > 0;
+  }
+
+  async close(): Promise<void> {
+    await this.client.end();
+  }
+}
+
+/** A probe connection to the database (see DatabaseProbe). */
+export function openProbe(database: FaultDatabase): Promise<DatabaseProbe> {
+  return database.engine === 'sqlite' ? Promise.resolve(new SqliteProbe(database.location)) : PostgresProbe.open(database.location);
+}
+
+/** One read through a probe of its own. */
+export async function readFrom<T>(database: FaultDatabase, read: (db: DatabaseProbe) => Promise<T>): Promise<T> {
+  const probe = await openProbe(database);
   try {
-    db.exec('BEGIN IMMEDIATE');
-    db.exec('ROLLBACK');
-    return false;
-  } catch (error) {
-    if ((error as { code?: string }).code === 'SQLITE_BUSY') return true;
-    throw error;
+    return await read(probe);
+  } finally {
+    await probe.close();
   }
 }
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Polls `condition` every intervalMs until it holds; throws `what` after timeoutMs. */
-export async function until(condition: () => boolean, timeoutMs: number, what: () => string, intervalMs = 20): Promise<void> {
+export async function until(condition: () => boolean | Promise<boolean>, timeoutMs: number, what: () => string, intervalMs = 20): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
+  while (!(await condition())) {
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms: ${what()}`);
     await sleep(intervalMs);
   }
@@ -142,6 +252,8 @@ export async function until(condition: () => boolean, timeoutMs: number, what: (
 export const ndjson = (lines: unknown[]) => `${lines.map((line) => JSON.stringify(line)).join('\n')}\n`;
 
 export interface FaultWorldOptions {
+  /** The database the service runs on (default: an SQLite file in the world's folder). */
+  database?: FaultDatabase;
   /** Rows resolved and written per transaction (CPS_PUBLISH_CHUNK): an import commits per chunk. */
   publishChunk?: number;
   /** How the receiver answers (delay makes deliveries be in flight at a kill). */
@@ -155,12 +267,12 @@ export interface ReceiverCheck {
 }
 
 /**
- * One service on one database with one receiver, and the operations of every fault scenario:
- * crash (SIGKILL), restart, wait until deliveries drained, and the two end checks.
+ * One service on one database (either engine) with one receiver, and the operations of every fault
+ * scenario: crash (SIGKILL), restart, wait until deliveries drained, and the two end checks.
  */
 export class FaultWorld {
   readonly dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cps-fault-'));
-  readonly database = path.join(this.dir, 'catalog.db');
+  readonly database: FaultDatabase;
   readonly publishChunk: number;
   readonly log: (line: string) => void;
   service: ServiceProcess | undefined;
@@ -170,6 +282,7 @@ export class FaultWorld {
   private base = '';
 
   private constructor(readonly receiver: Receiver, options: FaultWorldOptions) {
+    this.database = options.database ?? sqliteFile(path.join(this.dir, 'catalog.db'));
     this.publishChunk = options.publishChunk ?? 2000;
     this.log = options.log ?? (() => {});
   }
@@ -180,7 +293,8 @@ export class FaultWorld {
     const port = await freePort();
     world.base = `http://127.0.0.1:${port}`;
     world.env = {
-      CPS_DB_PATH: world.database, CPS_PORT: String(port), CPS_HOST: '127.0.0.1', CPS_ADMIN_TOKEN: ADMIN_TOKEN,
+      // The world's database only: a CPS_DATABASE_URL this process inherited does not apply.
+      CPS_DATABASE_URL: '', ...world.database.env, CPS_MEDIA_DIR: path.join(world.dir, 'media'), CPS_PORT: String(port), CPS_HOST: '127.0.0.1', CPS_ADMIN_TOKEN: ADMIN_TOKEN,
       CPS_DEMO_ON_EMPTY: 'false', CPS_IMAGE_MIRRORING: 'false', CPS_PUBLISH_CHUNK: String(world.publishChunk),
       CPS_WEBHOOK_ALLOW_HOSTS: '127.0.0.1', CPS_WEBHOOK_COALESCE_MS: '100', CPS_WEBHOOK_POLL_INTERVAL_MS: '20',
       // A delivery in flight at the kill is re-sent once its claim lapses: time-out + lease margin.
@@ -192,7 +306,7 @@ export class FaultWorld {
   async start(): Promise<void> {
     const started = Date.now();
     this.service = await ServiceProcess.start(this.env);
-    this.log(`  serve started (pid ${this.service.pid}) in ${Date.now() - started} ms`);
+    this.log(`  serve started (pid ${this.service.pid}, ${this.database.engine === 'sqlite' ? 'SQLite' : 'PostgreSQL'}) in ${Date.now() - started} ms`);
   }
 
   /** kill -9, and wait until the process is gone. */
@@ -263,28 +377,31 @@ export class FaultWorld {
     await sleep(1000 - (Date.now() % 1000) + 5);
   }
 
-  /** A readable connection for probing while the service runs; close it. */
-  open(): Database.Database {
-    const db = new Database(this.database, { fileMustExist: true });
-    db.pragma('busy_timeout = 5000');
-    return db;
+  /** A connection for probing while the service runs; close it. */
+  open(): Promise<DatabaseProbe> {
+    return openProbe(this.database);
+  }
+
+  /** One read through a connection of its own. */
+  read<T>(read: (db: DatabaseProbe) => Promise<T>): Promise<T> {
+    return readFrom(this.database, read);
   }
 
   /** Waits (bounded) until the outbox is empty and no delivery is pending or failed. */
   async drained(timeoutMs = 60_000): Promise<void> {
     const started = Date.now();
-    const db = this.open();
+    const db = await this.open();
     try {
       let state = { waiting: 0, unfinished: 0 };
-      await until(() => {
+      await until(async () => {
         state = {
-          waiting: db.prepare('SELECT count(*) FROM webhook_outbox').pluck().get() as number,
-          unfinished: db.prepare("SELECT count(*) FROM webhook_deliveries WHERE status IN ('pending', 'failed')").pluck().get() as number,
+          waiting: await db.value('SELECT count(*) FROM webhook_outbox'),
+          unfinished: await db.value("SELECT count(*) FROM webhook_deliveries WHERE status IN ('pending', 'failed')"),
         };
         return state.waiting === 0 && state.unfinished === 0;
       }, timeoutMs, () => `deliveries not drained: ${JSON.stringify(state)}`, 50);
     } finally {
-      db.close();
+      await db.close();
     }
     this.log(`  deliveries drained in ${Date.now() - started} ms`);
   }
@@ -296,7 +413,7 @@ export class FaultWorld {
   async verify(when: string): Promise<ConsistencyReport> {
     const started = Date.now();
     const output = await new Promise<string>((resolve, reject) => {
-      execFile(process.execPath, ['--import', 'tsx', path.join(ROOT, 'test', 'faults', 'verify-process.ts'), this.database],
+      execFile(process.execPath, ['--import', 'tsx', path.join(ROOT, 'test', 'faults', 'verify-process.ts'), this.database.location],
         { cwd: ROOT, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => (error ? reject(new Error(`${error.message}\n${stderr}`)) : resolve(stdout)));
     });
     const report = JSON.parse(output) as ConsistencyReport;
@@ -310,9 +427,9 @@ export class FaultWorld {
   }
 
   /** Every change in the database reached the receiver at least once (it verified each delivery). */
-  receiverSawEveryChange(): ReceiverCheck {
-    const changes = readDatabase(this.database, (db) =>
-      db.prepare('SELECT store_id, product_id, change_type FROM changes').all() as { store_id: number; product_id: number; change_type: string }[]);
+  async receiverSawEveryChange(): Promise<ReceiverCheck> {
+    const changes = await this.read((db) =>
+      db.rows<{ store_id: number; product_id: number; change_type: string }>('SELECT store_id, product_id, change_type FROM changes'));
     const delivered = new Set<string>();
     const payloads = this.receiver.payloads;
     for (const payload of payloads) {

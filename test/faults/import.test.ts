@@ -1,12 +1,13 @@
 // kill -9 during a bulk NDJSON import (issue 6, fault tests; quick variant of `npm run fault`).
-import { afterAll, expect, it } from 'vitest';
+import { afterAll, expect } from 'vitest';
 import { killAllServices } from './harness.js';
 import { killDuringImport } from './scenarios.js';
+import { onTestDatabase, scenarioIt } from './test-database.js';
 
 afterAll(killAllServices);
 
-it('keeps exactly the whole chunks applied before a SIGKILL during a bulk import consistent, and completes the import when it is sent again', async () => {
-  const report = await killDuringImport({ products: 4000, publishChunk: 250 });
+scenarioIt('keeps exactly the whole chunks applied before a SIGKILL during a bulk import consistent, and completes the import when it is sent again', () => onTestDatabase(async (database) => {
+  const report = await killDuringImport({ database, products: 4000, publishChunk: 250 });
   expect(report.chunksAppliedAtKill).toBeGreaterThan(0);
   expect(report.linesAppliedAtKill).toBeLessThan(report.lines);
   expect(report.linesAppliedAtKill % report.chunk).toBe(0);
@@ -14,4 +15,4 @@ it('keeps exactly the whole chunks applied before a SIGKILL during a bulk import
   expect(report.afterResend.problems).toEqual([]);
   expect(report.afterResend.products).toBe(4000);
   expect(report.receiver.changes).toBeGreaterThan(0);
-}, 120_000);
+}), 300_000);

@@ -3,14 +3,16 @@
 // full recompute agrees with what is stored and the receiver saw every change at least once. And
 // SIGTERM during a delivery burst: the graceful shutdown loses nothing and sends nothing twice.
 // Each scenario throws, saying what broke, when a check fails, and returns what it observed.
+// Each runs on either engine: an SQLite file by default, or the PostgreSQL database it is given.
 // Quick sizes run in `npm test` (test/faults/*.test.ts), larger ones in `npm run fault`.
-import type Database from 'better-sqlite3';
 import type { ConsistencyReport } from '../support/verify.js';
 import {
-  FaultWorld, catalogProduct, ndjson, readDatabase, sleep, until, writeTransactionOpen, type ReceiverCheck,
+  FaultWorld, catalogProduct, ndjson, sleep, until, type DatabaseProbe, type FaultDatabase, type ReceiverCheck,
 } from './harness.js';
 
 export interface ScenarioOptions {
+  /** The database the service runs on (default: an SQLite file of the scenario's own). */
+  database?: FaultDatabase;
   products: number;
   /** CPS_PUBLISH_CHUNK: products per transaction of an import, per bounded step of a re-pricing. */
   publishChunk: number;
@@ -45,7 +47,7 @@ export interface ImportFaultReport {
  */
 export async function killDuringImport(options: ScenarioOptions): Promise<ImportFaultReport> {
   const log = options.log ?? (() => {});
-  const world = await FaultWorld.create({ publishChunk: options.publishChunk, log });
+  const world = await FaultWorld.create({ database: options.database, publishChunk: options.publishChunk, log });
   try {
     await world.start();
     await world.setupMerchant();
@@ -65,13 +67,13 @@ export async function killDuringImport(options: ScenarioOptions): Promise<Import
     // it is sent again in the next version, and killed sooner.
     let lines: ImportLine[] = [];
     let text = '';
-    const probe = world.open();
+    const probe = await world.open();
     try {
-      const lastChange = () => probe.prepare('SELECT coalesce(max(id), 0) FROM changes').pluck().get() as number;
+      const lastChange = () => probe.value('SELECT coalesce(max(id), 0) FROM changes');
       for (let attempt = 0; ; attempt++) {
         if (attempt === 3) throw new Error(`every import (${lines.length} lines) finished before the kill: make it larger`);
-        ({ lines, text } = bigImport(world, options.products, deletable, 2 + attempt));
-        const before = lastChange();
+        ({ lines, text } = await bigImport(world, options.products, deletable, 2 + attempt));
+        const before = await lastChange();
         const request = track(world.adminRequest('POST', `${world.merchantPath}/imports`, text, 'application/x-ndjson'));
         const sent = Date.now();
         // Kill about a third of the way in (each applied line records at least one change per
@@ -80,7 +82,7 @@ export async function killDuringImport(options: ScenarioOptions): Promise<Import
         const target = before + 3 * options.publishChunk * (attempt === 0 ? Math.max(1, Math.floor(chunks / 3)) : 1);
         while (!request.state.settled) {
           if (Date.now() - sent > 120_000) throw new Error('the import never committed a chunk');
-          if (lastChange() >= target && writeTransactionOpen(probe)) break;
+          if (await lastChange() >= target && await probe.writeTransactionOpen()) break;
           await sleep(2);
         }
         if (request.state.settled) {
@@ -93,11 +95,11 @@ export async function killDuringImport(options: ScenarioOptions): Promise<Import
         break;
       }
     } finally {
-      probe.close();
+      await probe.close();
     }
 
     await world.restart();
-    const applied = appliedLines(world, lines);
+    const applied = await appliedLines(world, lines);
     const prefix = applied.indexOf(false) === -1 ? applied.length : applied.indexOf(false);
     if (applied.slice(prefix).some(Boolean)) {
       throw new Error(`applied lines are not a prefix: first unapplied line ${prefix + 1}, a later line is applied`);
@@ -110,18 +112,18 @@ export async function killDuringImport(options: ScenarioOptions): Promise<Import
     const afterRestart = await world.verify('after the restart (deliveries under way)');
     await world.drained();
     await world.verify('after the deliveries drained');
-    world.receiverSawEveryChange();
+    await world.receiverSawEveryChange();
 
     // Re-sending the same import completes it.
     const result = await world.admin('POST', `${world.merchantPath}/imports`, text, 'application/x-ndjson');
     if (result.lines !== lines.length) throw new Error(`re-sent import reported ${result.lines} lines, sent ${lines.length}`);
-    const unapplied = appliedLines(world, lines).filter((a) => !a).length;
+    const unapplied = (await appliedLines(world, lines)).filter((a) => !a).length;
     if (unapplied > 0) throw new Error(`${unapplied} lines still unapplied after re-sending the import`);
     log(`  re-sent the import: all ${lines.length} lines applied`);
     const afterResend = await world.verify('after re-sending the import');
     await world.drained();
     await world.verify('after the deliveries drained');
-    const receiver = world.receiverSawEveryChange();
+    const receiver = await world.receiverSawEveryChange();
     return {
       lines: lines.length, chunk: options.publishChunk, linesAppliedAtKill: prefix, chunksAppliedAtKill: prefix / options.publishChunk,
       afterRestart, afterResend, receiver,
@@ -134,9 +136,9 @@ export async function killDuringImport(options: ScenarioOptions): Promise<Import
 type ImportLine = { op: 'upsert_product'; ref: string; title: string } | { op: 'delete_product'; ref: string };
 
 /** Every product in `version`, with a delete of one of the `D-` products still there every 20 lines. */
-function bigImport(world: FaultWorld, products: number, deletable: number, version: number): { lines: ImportLine[]; text: string } {
-  const remaining = new Set(readDatabase(world.database, (db) =>
-    db.prepare("SELECT ref FROM products WHERE merchant_id = ? AND ref LIKE 'D-%'").pluck().all(world.merchantId) as string[]));
+async function bigImport(world: FaultWorld, products: number, deletable: number, version: number): Promise<{ lines: ImportLine[]; text: string }> {
+  const remaining = new Set((await world.read((db) =>
+    db.rows<{ ref: string }>("SELECT ref FROM products WHERE merchant_id = ? AND ref LIKE 'D-%'", [world.merchantId]))).map((r) => r.ref));
   const lines: ImportLine[] = [];
   const body: unknown[] = [];
   for (let i = 0; i < products; i++) {
@@ -153,10 +155,10 @@ function bigImport(world: FaultWorld, products: number, deletable: number, versi
 }
 
 /** Which import lines the database shows applied: an upsert's new title is stored, a deleted ref is gone. */
-function appliedLines(world: FaultWorld, lines: ImportLine[]): boolean[] {
-  const titles = readDatabase(world.database, (db) => new Map(
-    (db.prepare("SELECT ref, json_extract(source, '$.content.de.title') AS title FROM products WHERE merchant_id = ?")
-      .all(world.merchantId) as { ref: string; title: string }[]).map((r) => [r.ref, r.title])));
+async function appliedLines(world: FaultWorld, lines: ImportLine[]): Promise<boolean[]> {
+  // The stored source document is JSON text on both engines: read here, not with either's JSON functions.
+  const rows = await world.read((db) => db.rows<{ ref: string; source: string }>('SELECT ref, source FROM products WHERE merchant_id = ?', [world.merchantId]));
+  const titles = new Map(rows.map((r) => [r.ref, (JSON.parse(r.source) as { content?: { de?: { title?: string } } }).content?.de?.title]));
   return lines.map((line) => (line.op === 'upsert_product' ? titles.get(line.ref) === line.title : !titles.has(line.ref)));
 }
 
@@ -181,7 +183,7 @@ const PLN_AFTER = ['4.4', '4.45', '4.5', '4.55'];
  */
 export async function killDuringRepricing(options: ScenarioOptions): Promise<RepricingFaultReport> {
   const log = options.log ?? (() => {});
-  const world = await FaultWorld.create({ publishChunk: options.publishChunk, log });
+  const world = await FaultWorld.create({ database: options.database, publishChunk: options.publishChunk, log });
   try {
     await world.start();
     await world.setupMerchant();
@@ -199,36 +201,35 @@ export async function killDuringRepricing(options: ScenarioOptions): Promise<Rep
     log(`  a re-pricing of the EUR and PLN stores takes ${Date.now() - calibrationStarted} ms`);
     await world.drained();
 
-    const storeId = (slug: string) => readDatabase(world.database, (db) =>
-      db.prepare('SELECT id FROM stores WHERE merchant_id = ? AND slug = ?').pluck().get(world.merchantId, slug) as number);
-    const pl = storeId('pl');
-    const lastChange = () => readDatabase(world.database, (db) => db.prepare('SELECT coalesce(max(id), 0) FROM changes').pluck().get() as number);
-    const rate = () => readDatabase(world.database, (db) => db.prepare(
-      "SELECT rate FROM exchange_rates WHERE merchant_id = ? AND base = 'EUR' AND quote = 'PLN'").pluck().get(world.merchantId) as string);
+    const pl = await world.read((db) => db.value('SELECT id FROM stores WHERE merchant_id = ? AND slug = ?', [world.merchantId, 'pl']));
+    const lastChange = () => world.read((db) => db.value('SELECT coalesce(max(id), 0) FROM changes'));
+    const rate = () => world.read((db) => db.value<string>(
+      "SELECT rate FROM exchange_rates WHERE merchant_id = ? AND base = 'EUR' AND quote = 'PLN'", [world.merchantId]));
     let before = 0;
     let rateBefore = '';
     let rateSent = '';
-    const priceChangesSince = () => readDatabase(world.database, (db) => db.prepare(
-      "SELECT count(*) FROM changes WHERE id > ? AND store_id = ? AND change_type = 'price'").pluck().get(before, pl) as number);
+    const priceChangesSince = () => world.read((db) => db.value(
+      "SELECT count(*) FROM changes WHERE id > ? AND store_id = ? AND change_type = 'price'", [before, pl]));
 
-    const probe = world.open();
+    const probe = await world.open();
     let killedAfterMs = 0;
     try {
       // On a busy machine a re-pricing may run faster than the calibration (or this process may not
       // get to probe in time): then it simply completed; try again with the next rate, sooner.
       for (let attempt = 0; ; attempt++) {
         if (attempt === PLN_AFTER.length) throw new Error(`every re-pricing finished before the kill (${attempt} attempts): use more products`);
-        before = lastChange();
-        rateBefore = rate();
+        before = await lastChange();
+        rateBefore = await rate();
         rateSent = PLN_AFTER[attempt]!;
         const request = track(world.adminRequest('PUT', `${world.merchantPath}/exchange-rates/EUR/PLN`, { rate: rateSent }));
         const sent = Date.now();
-        // The dispatcher's idle rounds hold the lock for microseconds; the re-pricing holds it for
-        // its whole run. Kill once the lock has been held at every probe for half a re-pricing.
+        // The dispatcher's idle rounds hold the lock (SQLite) or a write transaction (PostgreSQL) for
+        // microseconds, if at all; the re-pricing holds it for its whole run. Kill once it has been
+        // held at every probe for half a re-pricing.
         let heldSince: number | undefined;
         while (!request.state.settled) {
           if (Date.now() - sent > 120_000) throw new Error('the re-pricing never started');
-          if (!writeTransactionOpen(probe)) heldSince = undefined;
+          if (!await probe.writeTransactionOpen()) heldSince = undefined;
           else if (heldSince === undefined) heldSince = Date.now();
           else if (Date.now() - heldSince >= killAfterMs) break;
           await sleep(1);
@@ -246,12 +247,12 @@ export async function killDuringRepricing(options: ScenarioOptions): Promise<Rep
         break;
       }
     } finally {
-      probe.close();
+      await probe.close();
     }
 
     await world.restart();
-    const rateAfter = rate();
-    const repricedAtKill = priceChangesSince();
+    const rateAfter = await rate();
+    const repricedAtKill = await priceChangesSince();
     const outcome = rateAfter === rateBefore && repricedAtKill === 0 ? 'none' : rateAfter === rateSent && repricedAtKill > 0 ? 'all' : undefined;
     if (!outcome) throw new Error(`partly re-priced: rate ${rateAfter}, ${repricedAtKill} price changes in pl`);
     log(`  killed ${killedAfterMs} ms into the re-pricing transaction; after the restart: rate ${rateAfter}, `
@@ -259,21 +260,21 @@ export async function killDuringRepricing(options: ScenarioOptions): Promise<Rep
     // The recompute proves it for every payload: each one is resolved with the stored rate.
     const afterRestart = await world.verify('after the restart');
     await world.drained();
-    world.receiverSawEveryChange();
+    await world.receiverSawEveryChange();
 
     if (outcome === 'none') {
       await world.admin('PUT', `${world.merchantPath}/exchange-rates/EUR/PLN`, { rate: rateSent });
       log('  re-sent the rate change');
     }
-    const repriced = priceChangesSince();
+    const repriced = await priceChangesSince();
     if (repriced === 0) throw new Error('the rate change re-priced nothing');
-    const elsewhere = readDatabase(world.database, (db) => db.prepare('SELECT count(*) FROM changes WHERE id > ? AND store_id <> ?').pluck().get(before, pl) as number);
+    const elsewhere = await world.read((db) => db.value('SELECT count(*) FROM changes WHERE id > ? AND store_id <> ?', [before, pl]));
     if (elsewhere > 0) throw new Error(`${elsewhere} changes outside the PLN store: EUR->PLN changes only PLN prices`);
     log(`  the rate change re-priced ${repriced} of ${options.products} products in pl, none elsewhere`);
     await world.verify('after the rate change completed');
     await world.drained();
     await world.verify('after the deliveries drained');
-    const receiver = world.receiverSawEveryChange();
+    const receiver = await world.receiverSawEveryChange();
     return { outcome, killedAfterMs, repriced, afterRestart, receiver };
   } finally {
     await world.close();
@@ -304,9 +305,9 @@ async function startDeliveryBurst(world: FaultWorld, products: number, log: (lin
 }
 
 /** Outbox rows and deliveries not sent yet (pending or waiting for a retry). */
-function unsentWork(db: Database.Database): number {
-  return (db.prepare('SELECT count(*) FROM webhook_outbox').pluck().get() as number)
-    + (db.prepare("SELECT count(*) FROM webhook_deliveries WHERE status IN ('pending', 'failed')").pluck().get() as number);
+async function unsentWork(db: DatabaseProbe): Promise<number> {
+  return await db.value('SELECT count(*) FROM webhook_outbox')
+    + await db.value("SELECT count(*) FROM webhook_deliveries WHERE status IN ('pending', 'failed')");
 }
 
 /**
@@ -315,13 +316,13 @@ function unsentWork(db: Database.Database): number {
  */
 export async function killDuringDeliveries(options: ScenarioOptions): Promise<DeliveryFaultReport> {
   const log = options.log ?? (() => {});
-  const world = await FaultWorld.create({ publishChunk: options.publishChunk, receiverDelayMs: 25, log });
+  const world = await FaultWorld.create({ database: options.database, publishChunk: options.publishChunk, receiverDelayMs: 25, log });
   try {
     await startDeliveryBurst(world, options.products, log);
     await world.crash();
-    const atKill = readDatabase(world.database, (db) => ({
-      changes: db.prepare('SELECT count(*) FROM changes').pluck().get() as number,
-      unfinished: unsentWork(db),
+    const atKill = await world.read(async (db) => ({
+      changes: await db.value('SELECT count(*) FROM changes'),
+      unfinished: await unsentWork(db),
     }));
     if (atKill.unfinished === 0) throw new Error('the kill came after every delivery: make the burst larger');
     log(`  killed after ${world.receiver.count} deliveries, with ${atKill.unfinished} outbox rows and deliveries unfinished, ${atKill.changes} changes`);
@@ -329,7 +330,7 @@ export async function killDuringDeliveries(options: ScenarioOptions): Promise<De
     await world.verify('after the restart (deliveries under way)');
     await world.drained();
     await world.verify('after the deliveries drained');
-    const receiver = world.receiverSawEveryChange();
+    const receiver = await world.receiverSawEveryChange();
     return { changes: atKill.changes, unfinishedAtKill: atKill.unfinished, receiver };
   } finally {
     await world.close();
@@ -354,18 +355,18 @@ export interface ShutdownReport {
  */
 export async function stopDuringDeliveries(options: ScenarioOptions): Promise<ShutdownReport> {
   const log = options.log ?? (() => {});
-  const world = await FaultWorld.create({ publishChunk: options.publishChunk, receiverDelayMs: 25, log });
+  const world = await FaultWorld.create({ database: options.database, publishChunk: options.publishChunk, receiverDelayMs: 25, log });
   try {
     await startDeliveryBurst(world, options.products, log);
     await until(() => world.receiver.inFlightNow > 0, 10_000, () => 'no delivery in flight to stop during', 1);
     const inFlightAtStop = world.receiver.inFlightNow;
     const code = await world.terminate();
     if (code !== 0) throw new Error(`serve exited with ${code} on SIGTERM, not 0`);
-    const atStop = readDatabase(world.database, (db) => ({
+    const atStop = await world.read(async (db) => ({
       // Claimed (occurred_at set at the claim) and not finished: these would be sent again.
-      claimedUnfinished: db.prepare("SELECT count(*) FROM webhook_deliveries WHERE status = 'pending' AND occurred_at IS NOT NULL").pluck().get() as number,
-      handedBack: unsentWork(db),
-      succeeded: db.prepare("SELECT count(*) FROM webhook_deliveries WHERE status = 'succeeded'").pluck().get() as number,
+      claimedUnfinished: await db.value("SELECT count(*) FROM webhook_deliveries WHERE status = 'pending' AND occurred_at IS NOT NULL"),
+      handedBack: await unsentWork(db),
+      succeeded: await db.value("SELECT count(*) FROM webhook_deliveries WHERE status = 'succeeded'"),
     }));
     if (atStop.claimedUnfinished > 0) throw new Error(`${atStop.claimedUnfinished} deliveries were claimed and left unfinished by the shutdown`);
     if (atStop.succeeded !== world.receiver.count) {
@@ -376,12 +377,12 @@ export async function stopDuringDeliveries(options: ScenarioOptions): Promise<Sh
     await world.restart();
     await world.drained();
     await world.verify('after the restart and the deliveries drained');
-    const receiver = world.receiverSawEveryChange();
-    const totals = readDatabase(world.database, (db) => ({
-      deliveries: db.prepare('SELECT count(*) FROM webhook_deliveries').pluck().get() as number,
-      notOnce: db.prepare("SELECT count(*) FROM webhook_deliveries WHERE status != 'succeeded' OR attempts != 1").pluck().get() as number,
-      attempts: db.prepare('SELECT count(*) FROM webhook_attempts').pluck().get() as number,
-      changes: db.prepare('SELECT count(*) FROM changes').pluck().get() as number,
+    const receiver = await world.receiverSawEveryChange();
+    const totals = await world.read(async (db) => ({
+      deliveries: await db.value('SELECT count(*) FROM webhook_deliveries'),
+      notOnce: await db.value("SELECT count(*) FROM webhook_deliveries WHERE status <> 'succeeded' OR attempts <> 1"),
+      attempts: await db.value('SELECT count(*) FROM webhook_attempts'),
+      changes: await db.value('SELECT count(*) FROM changes'),
     }));
     if (totals.notOnce > 0) throw new Error(`${totals.notOnce} deliveries were not made exactly once`);
     if (totals.attempts !== totals.deliveries || receiver.requests !== totals.deliveries) {

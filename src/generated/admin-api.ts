@@ -1927,7 +1927,8 @@ export interface components {
              */
             quantity: number;
             /**
-             * @description Purchase cost per unit in `currency`, as a decimal string.
+             * @description Purchase cost per unit in `currency`, as a decimal string. Every digit counts: the service
+             *     converts and marks it up exactly, however many digits it has (up to 40 characters).
              * @example 41.90
              */
             cost: string;

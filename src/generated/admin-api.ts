@@ -2674,6 +2674,11 @@ export interface components {
          *     (named in `invalid_params` with `in: path` or `in: query`). `invalid_body`: the body is not JSON, does not match the
          *     schema, or breaks a referential rule; every offending member is listed in `invalid_params`
          *     with `in: body` and a JSON Pointer as `name`. Nothing was changed.
+         *
+         *     A body must be UTF-8 and every string in it well-formed Unicode: bytes that are not UTF-8
+         *     (`FF FE`, an encoded surrogate `ED A0 80`, a truncated sequence) are named `/` with the first
+         *     bad sequence and its byte offset; a string or member name holding a lone surrogate escape
+         *     (`"\ud800"` without its low half) is named by its JSON Pointer. A pair (`"\ud83e\udd93"`) is fine.
          */
         BadRequest: {
             headers: {
@@ -2725,7 +2730,8 @@ export interface components {
          *     has one entry per problem, named `line N` (1-based line number in the file, blank lines
          *     counted) with `in: body`; the `reason` starts with the JSON Pointer of the offending member
          *     when there is one. Every line is checked, not only up to the first bad one; at most 100
-         *     entries are listed. With code `invalid_parameter`, `merchant_id` is invalid.
+         *     entries are listed. A line whose bytes are not UTF-8 is named with its first bad sequence and
+         *     byte offset in the line; a string holding a lone surrogate escape (`"\ud800"`) is refused too. With code `invalid_parameter`, `merchant_id` is invalid.
          */
         ImportRejected: {
             headers: {
@@ -2892,8 +2898,9 @@ export interface components {
             };
         };
         /**
-         * @description Newline-delimited JSON (UTF-8), one operation per line; blank lines are ignored. Each line is
-         *     one of:
+         * @description Newline-delimited JSON (UTF-8, strictly: a line with bytes that are not UTF-8, or a string
+         *     with a lone surrogate escape, is a bad line), one operation per line; blank lines are ignored.
+         *     Each line is one of:
          *
          *     - `{"op":"upsert_product","product":{...}}`: `product` is a product source document
          *       (the `ProductSourceInput` schema of `PUT .../products/{product_ref}`, same defaults and

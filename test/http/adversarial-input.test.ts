@@ -3,7 +3,7 @@
 // honour is refused with 400 problem+json, nothing stored.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminOk, buildOutdoorCatalog, type OutdoorCatalog } from '../support/admin-http.js';
-import { startTestService, type TestService } from '../support/service.js';
+import { ADMIN_TOKEN, startTestService, type TestService } from '../support/service.js';
 
 let service: TestService;
 let catalog: OutdoorCatalog;
@@ -41,5 +41,102 @@ describe('issue 13.7: money beyond double precision is published exactly', () =>
       { group: 'retail', base: '1599999999999999999999999999999999999999840', price: '2239999999999999999999999999999999999999799' },
       { group: 'wholesale', base: '1599999999999999999999999999999999999999840', price: '1759999999999999999999999999999999999999824' },
     ]);
+  });
+});
+
+/** Raw bytes to the admin API, as a client with a broken encoder would send them. */
+async function sendBytes(method: string, path: string, bytes: Uint8Array, contentType = 'application/json') {
+  const response = await service.fetch(`${service.url}${path}`, {
+    method, body: bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer, headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, 'Content-Type': contentType },
+  });
+  const text = await response.text();
+  return { status: response.status, body: JSON.parse(text), text };
+}
+
+const bytesOf = (...parts: (string | number[])[]) =>
+  Buffer.concat(parts.map((part) => (typeof part === 'string' ? Buffer.from(part, 'utf8') : Buffer.from(part))));
+
+/** What a refused body could have changed: the merchants, and the products the tests write to. */
+async function stored(): Promise<unknown> {
+  const read = async (path: string) => {
+    const response = await service.adminApi('GET', path);
+    return [response.status, response.body];
+  };
+  return {
+    merchants: await read('/admin/v1/merchants'),
+    products: await Promise.all(['BP-40', 'UTF-1', 'UTF-2'].map((ref) => read(`${catalog.merchant.base}/products/${ref}`))),
+    attributes: await read(`${catalog.merchant.base}/attributes`),
+    imports: (await service.service.imports.recent(catalog.merchant.id, 100)).filter((job) => job.state === 'succeeded').length,
+  };
+}
+
+function expectInvalidBody(response: { status: number; body: any }, params: { name: string; reason: RegExp }[]) {
+  expect(response.status, JSON.stringify(response.body)).toBe(400);
+  expect(response.body).toMatchObject({ code: 'invalid_body', type: 'urn:problem:catalog:invalid_body' });
+  expect(response.body.invalid_params).toHaveLength(params.length);
+  params.forEach((param, i) => {
+    expect(response.body.invalid_params[i]).toMatchObject({ in: 'body', name: param.name });
+    expect(response.body.invalid_params[i].reason).toMatch(param.reason);
+  });
+}
+
+describe('issue 13.6: JSON bodies that are not well-formed UTF-8 are refused, nothing stored', () => {
+  it.each([
+    { what: 'the bytes FF FE', bytes: [0xff, 0xfe], reason: /not valid UTF-8: an invalid byte sequence \(FF\) at byte 10/ },
+    { what: 'an encoded surrogate ED A0 80', bytes: [0xed, 0xa0, 0x80], reason: /not valid UTF-8: an encoded UTF-16 surrogate \(ED A0 80\) at byte 10/ },
+    { what: 'an overlong encoding C0 AF', bytes: [0xc0, 0xaf], reason: /not valid UTF-8: an invalid byte sequence \(C0\) at byte 10/ },
+    { what: 'a sequence cut short E2 82 followed by a quote', bytes: [0xe2, 0x82], reason: /not valid UTF-8: an invalid byte sequence \(E2 82 22\) at byte 10/ },
+  ])('a merchant name holding $what answers 400 invalid_body naming it', async ({ bytes, reason }) => {
+    const before = await stored();
+    const response = await sendBytes('POST', '/admin/v1/merchants', bytesOf('{"name": "', bytes, '"}'));
+    expectInvalidBody(response, [{ name: '/', reason }]);
+    expect(await stored()).toEqual(before);
+  });
+
+  it('a product title holding invalid bytes is refused and the stored product keeps its title', async () => {
+    const before = await stored();
+    const response = await sendBytes('PUT', `${catalog.merchant.base}/products/BP-40`, bytesOf('{"content": {"de": {"title": "Rucksack ', [0xff, 0xfe], '"}}}'));
+    expectInvalidBody(response, [{ name: '/', reason: /not valid UTF-8/ }]);
+    expect(await stored()).toEqual(before);
+  });
+
+  it('a lone \\ud800 escape answers 400 naming the member that holds it', async () => {
+    const before = await stored();
+    const title = await sendBytes('PUT', `${catalog.merchant.base}/products/UTF-1`, bytesOf('{"content": {"de": {"title": "a\\ud800b"}}}'));
+    expectInvalidBody(title, [{ name: '/content/de/title', reason: /lone UTF-16 surrogate/ }]);
+    const lowHalf = await sendBytes('POST', '/admin/v1/merchants', bytesOf('{"name": "x\\udc00"}'));
+    expectInvalidBody(lowHalf, [{ name: '/name', reason: /lone UTF-16 surrogate/ }]);
+    const reversed = await sendBytes('PUT', `${catalog.merchant.base}/attributes/weight`, bytesOf('{"labels": {"de": "\\udd93\\ud83e"}}'));
+    expectInvalidBody(reversed, [{ name: '/labels/de', reason: /lone UTF-16 surrogate/ }]);
+    const inAKey = await sendBytes('PUT', `${catalog.merchant.base}/products/UTF-1`, bytesOf('{"overrides": {"color\\ud800": "red"}}'));
+    expectInvalidBody(inAKey, [{ name: '/overrides/color\ud800', reason: /lone UTF-16 surrogate/ }]);
+    expect(await stored()).toEqual(before);
+  });
+
+  it('accepts well-formed text, surrogate pairs (escaped or not) and a leading byte order mark, and stores it exactly', async () => {
+    const response = await sendBytes('PUT', `${catalog.merchant.base}/products/UTF-2`,
+      bytesOf([0xef, 0xbb, 0xbf], '{"content": {"de": {"title": "Zebra \\ud83e\\udd93 🦓 \\\\ud800 Grüße"}}}'));
+    expect(response.status, response.text).toBe(200);
+    expect(response.body.content.de.title).toBe('Zebra 🦓 🦓 \\ud800 Grüße');
+  });
+
+  it('an import lists every line that is not UTF-8 or holds a lone surrogate, and applies none', async () => {
+    const before = await stored();
+    const line = (ref: string, title: string | number[]) =>
+      bytesOf(`{"op": "upsert_product", "product": {"ref": "${ref}", "content": {"de": {"title": "`, title, '"}}}}\n');
+    const body = Buffer.concat([
+      line('UTF-1', 'fine'),
+      line('UTF-2', [0xff, 0xfe]),
+      line('UTF-2', [0xed, 0xa0, 0x80]),
+      line('UTF-2', 'a\\ud800'),
+      line('UTF-2', 'ok \\ud83e\\udd93'),
+    ]);
+    const response = await sendBytes('POST', `/admin/v1/merchants/${catalog.merchant.id}/imports`, body, 'application/x-ndjson');
+    expectInvalidBody(response, [
+      { name: 'line 2', reason: /not valid UTF-8: an invalid byte sequence \(FF\) at byte 82/ },
+      { name: 'line 3', reason: /not valid UTF-8: an encoded UTF-16 surrogate \(ED A0 80\) at byte 82/ },
+      { name: 'line 4', reason: /^\/product\/content\/de\/title: holds a lone UTF-16 surrogate/ },
+    ]);
+    expect(await stored()).toEqual(before);
   });
 });

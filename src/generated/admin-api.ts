@@ -657,7 +657,9 @@ export interface paths {
                  */
                 merchant_id: components["parameters"]["MerchantId"];
                 /**
-                 * @description Attribute key.
+                 * @description Attribute key. `__proto__` is refused (400): it is the one name a JSON object cannot carry
+                 *     through every parser; `constructor`, `prototype` and every other name of the pattern are
+                 *     stored and published as given.
                  * @example weight
                  */
                 key: components["parameters"]["AttributeKey"];
@@ -1832,7 +1834,7 @@ export interface components {
          */
         AttributeDefinition: {
             /**
-             * @description Attribute key, as used in supplier attributes and overrides.
+             * @description Attribute key, as used in supplier attributes and overrides (never `__proto__`).
              * @example weight
              */
             key: string;
@@ -1865,7 +1867,7 @@ export interface components {
             unit: string | null;
             /**
              * @description Label per locale or language, e.g. `{"en": "Weight", "de": "Gewicht"}`. Default `{}`
-             *     (the key is used as label).
+             *     (the key is used as label). Any other key, `__proto__` included, answers 400 naming it.
              * @default {}
              */
             labels: {
@@ -1949,7 +1951,7 @@ export interface components {
              */
             supplier_ref: string;
             /**
-             * @description Attribute key.
+             * @description Attribute key (any name of the pattern but `__proto__`).
              * @example weight
              */
             key: string;
@@ -2060,7 +2062,8 @@ export interface components {
              */
             manufacturer: string | null;
             /**
-             * @description Title and description per locale (`de-DE`) or language (`de`). Default `{}`.
+             * @description Title and description per locale (`de-DE`) or language (`de`). Default `{}`. Any other
+             *     key, `__proto__` included, answers 400 naming it.
              * @default {}
              */
             content: {
@@ -2100,7 +2103,9 @@ export interface components {
              */
             supplier_attributes: components["schemas"]["SupplierAttribute"][];
             /**
-             * @description Merchant attribute values by key, winning over supplier values. Default `{}`.
+             * @description Merchant attribute values by key, winning over supplier values. Default `{}`. A key named
+             *     `__proto__` answers 400 (it would be lost by JSON object handling); `constructor`,
+             *     `prototype` and every other key of the pattern are stored and published exactly.
              * @default {}
              */
             overrides: {
@@ -2797,7 +2802,9 @@ export interface components {
          */
         SupplierRef: string;
         /**
-         * @description Attribute key.
+         * @description Attribute key. `__proto__` is refused (400): it is the one name a JSON object cannot carry
+         *     through every parser; `constructor`, `prototype` and every other name of the pattern are
+         *     stored and published as given.
          * @example weight
          */
         AttributeKey: string;
@@ -3898,7 +3905,9 @@ export interface operations {
                  */
                 merchant_id: components["parameters"]["MerchantId"];
                 /**
-                 * @description Attribute key.
+                 * @description Attribute key. `__proto__` is refused (400): it is the one name a JSON object cannot carry
+                 *     through every parser; `constructor`, `prototype` and every other name of the pattern are
+                 *     stored and published as given.
                  * @example weight
                  */
                 key: components["parameters"]["AttributeKey"];
@@ -3934,7 +3943,9 @@ export interface operations {
                  */
                 merchant_id: components["parameters"]["MerchantId"];
                 /**
-                 * @description Attribute key.
+                 * @description Attribute key. `__proto__` is refused (400): it is the one name a JSON object cannot carry
+                 *     through every parser; `constructor`, `prototype` and every other name of the pattern are
+                 *     stored and published as given.
                  * @example weight
                  */
                 key: components["parameters"]["AttributeKey"];

@@ -140,3 +140,88 @@ describe('issue 13.6: JSON bodies that are not well-formed UTF-8 are refused, no
     expect(await stored()).toEqual(before);
   });
 });
+
+/** A JSON text request: `__proto__` written in a JS object literal would set its prototype instead. */
+const sendJson = (method: string, path: string, json: string) =>
+  service.adminApi(method, path, json, { headers: { 'Content-Type': 'application/json' } });
+
+describe('issue 13.5: a free key named __proto__ is refused everywhere; constructor and prototype are honoured', () => {
+  const m = () => catalog.merchant.base;
+
+  it.each([
+    { what: 'an attribute key in the path', method: 'PUT', path: () => `${m()}/attributes/__proto__`, json: '{"labels": {"de": "X"}}', code: 'invalid_parameter', name: 'key', at: 'path' },
+    { what: 'an override key', method: 'PUT', path: () => `${m()}/products/BP-40`, json: '{"content": {"de": {"title": "R"}}, "overrides": {"__proto__": "OVR", "color": "Rot"}}', code: 'invalid_body', name: '/overrides/__proto__', at: 'body' },
+    { what: 'a supplier attribute key', method: 'PUT', path: () => `${m()}/products/BP-40`, json: '{"supplier_attributes": [{"supplier_ref": "alpine", "key": "__proto__", "value": "1"}]}', code: 'invalid_body', name: '/supplier_attributes/0/key', at: 'body' },
+    { what: 'a label locale', method: 'PUT', path: () => `${m()}/attributes/weight`, json: '{"labels": {"__proto__": "Evil", "de": "Gewicht"}}', code: 'invalid_body', name: '/labels/__proto__', at: 'body' },
+    { what: 'a content locale', method: 'PUT', path: () => `${m()}/products/BP-40`, json: '{"content": {"__proto__": {"title": "x"}, "de": {"title": "y"}}}', code: 'invalid_body', name: '/content/__proto__', at: 'body' },
+    { what: 'a member of a fixed object', method: 'POST', path: () => '/admin/v1/merchants', json: '{"name": "Proto", "__proto__": {"sku_pattern": "X"}}', code: 'invalid_body', name: '/__proto__', at: 'body' },
+  ])('$what: 400 $code naming it, nothing stored', async ({ method, path, json, code, name, at }) => {
+    const before = await stored();
+    const response = await sendJson(method, path(), json);
+    expect(response.status, response.text).toBe(400);
+    expect(response.body).toMatchObject({ code });
+    expect(response.body.invalid_params).toContainEqual(expect.objectContaining({ in: at, name }));
+    expect(await stored()).toEqual(before);
+  });
+
+  it('an import refuses __proto__ keys line by line and applies nothing', async () => {
+    const before = await stored();
+    const lines = [
+      '{"op": "upsert_product", "product": {"ref": "UTF-1", "content": {"de": {"title": "fine"}}}}',
+      '{"op": "upsert_product", "product": {"ref": "UTF-2", "overrides": {"__proto__": "OVR"}}}',
+      '{"op": "upsert_product", "product": {"ref": "UTF-2", "content": {"__proto__": {"title": "x"}}}}',
+      '{"op": "upsert_product", "product": {"ref": "UTF-2", "supplier_attributes": [{"supplier_ref": "alpine", "key": "__proto__", "value": "1"}]}}',
+      '{"op": "upsert_product", "product": {"ref": "UTF-2", "__proto__": {"ref": "BP-40"}}}',
+      '{"op": "delete_product", "ref": "BP-40", "__proto__": {"op": "upsert_product"}}',
+    ];
+    const response = await service.adminApi('POST', `/admin/v1/merchants/${catalog.merchant.id}/imports`, `${lines.join('\n')}\n`, {
+      headers: { 'Content-Type': 'application/x-ndjson' },
+    });
+    expect(response.status, response.text).toBe(400);
+    const reasons = response.body.invalid_params.map((p: { name: string; reason: string }) => `${p.name}: ${p.reason}`);
+    expect(reasons).toEqual([
+      expect.stringMatching(/^line 2: \/product\/overrides\/__proto__: /),
+      expect.stringMatching(/^line 3: \/product\/content\/__proto__: /),
+      expect.stringMatching(/^line 4: \/product\/supplier_attributes\/0\/key: must not be __proto__/),
+      expect.stringMatching(/^line 5: \/product: .*__proto__/),
+      expect.stringMatching(/^line 6: .*__proto__/),
+    ]);
+    expect(await stored()).toEqual(before);
+  });
+
+  it('keys named constructor and prototype are stored and published exactly, over the admin API and an import', async () => {
+    await adminOk(service, 'PUT', `${m()}/attributes/constructor`, { unit: null, labels: { de: 'Hersteller' } });
+    await adminOk(service, 'PUT', `${m()}/attributes/prototype`, { labels: { de: 'Vorlage' } });
+    const attributes = (await adminOk(service, 'GET', `${m()}/attributes`)).data.map((a: { key: string }) => a.key);
+    expect(attributes).toEqual(expect.arrayContaining(['constructor', 'prototype']));
+
+    // The supplier's "constructor" value is published (no override reads Object.prototype.constructor);
+    // the merchant's "prototype" override wins over the supplier's.
+    const source = await sendJson('PUT', `${m()}/products/PROTO-1`, JSON.stringify({
+      content: { de: { title: 'Modell' } },
+      offers: [{ supplier_ref: 'alpine', quantity: 1, cost: '5.00', currency: 'EUR' }],
+      supplier_attributes: [
+        { supplier_ref: 'alpine', key: 'constructor', value: 'Werk A' },
+        { supplier_ref: 'alpine', key: 'prototype', value: 'V1' },
+      ],
+      overrides: { prototype: 'V2', hasownproperty: 'ja' },
+    }));
+    expect(source.status, source.text).toBe(200);
+    expect(source.body.overrides).toEqual({ prototype: 'V2', hasownproperty: 'ja' });
+    const published = await service.api(`/v1/products/${source.body.id}?store=de`, catalog.merchant.key);
+    expect(published.body.data.attributes).toEqual([
+      { key: 'constructor', label: 'Hersteller', value: 'Werk A' },
+      { key: 'hasownproperty', label: 'hasownproperty', value: 'ja' },
+      { key: 'prototype', label: 'Vorlage', value: 'V2' },
+    ]);
+
+    const imported = await service.adminApi('POST', `/admin/v1/merchants/${catalog.merchant.id}/imports`,
+      `${JSON.stringify({ op: 'upsert_product', product: { ref: 'PROTO-2', content: { de: { title: 'Zwei' } }, overrides: { constructor: 'Werk B' } } })}\n`,
+      { headers: { 'Content-Type': 'application/x-ndjson' } });
+    expect(imported.status, imported.text).toBe(200);
+    const second = await adminOk(service, 'GET', `${m()}/products/PROTO-2`);
+    expect(second.overrides).toEqual({ constructor: 'Werk B' });
+    const secondPublished = await service.api(`/v1/products/${second.id}?store=de`, catalog.merchant.key);
+    expect(secondPublished.body.data.attributes).toEqual([{ key: 'constructor', label: 'Hersteller', value: 'Werk B' }]);
+  });
+});

@@ -53,8 +53,11 @@ function types(schema: Json): { types: string[]; nullable: boolean } {
 export function zodForSchema(doc: Json, schema: Json): string {
   if (schema.$ref) return schemaConst(refName(schema.$ref, 'schemas'));
   if (schema.allOf) return zodForSchema(doc, mergeAllOf(doc, schema));
-  for (const unsupported of ['oneOf', 'anyOf', 'not', 'if', 'discriminator', 'nullable']) {
+  for (const unsupported of ['oneOf', 'anyOf', 'if', 'discriminator', 'nullable']) {
     if (unsupported in schema) throw new Error(`unsupported keyword ${unsupported}`);
+  }
+  if ('not' in schema && !(schema.type === 'string' && excludedStrings(schema))) {
+    throw new Error('unsupported keyword not (only `not: {const}` or `not: {enum}` of strings on a string)');
   }
   const { types: kinds, nullable } = types(schema);
   let out: string;
@@ -84,6 +87,8 @@ function zodForType(doc: Json, kind: string, schema: Json): string {
       if (schema.minLength !== undefined) out += `.min(${schema.minLength})`;
       if (schema.maxLength !== undefined) out += `.max(${schema.maxLength})`;
       if (schema.pattern) out += `.regex(${regex(schema.pattern)})`;
+      const excluded = excludedStrings(schema);
+      if (excluded) out += `.refine((v) => !${literal(excluded)}.includes(v), { error: ${literal(`must not be ${excluded.join(' or ')}`)} })`;
       return out;
     }
     case 'integer':
@@ -109,13 +114,36 @@ function zodForType(doc: Json, kind: string, schema: Json): string {
   }
 }
 
+/** The strings a `not: {const}` or `not: {enum}` excludes, or undefined without such a `not`. */
+function excludedStrings(schema: Json): string[] | undefined {
+  const not = schema.not as Json | undefined;
+  if (!not) return undefined;
+  const values = 'const' in not ? [not.const] : Array.isArray(not.enum) ? not.enum : undefined;
+  if (!values || Object.keys(not).length !== 1 || !values.every((v: unknown) => typeof v === 'string')) return undefined;
+  return values;
+}
+
+/** Whether a free key (`propertyNames`) may be `__proto__`: its pattern matches and no `not` excludes it. */
+function allowsProtoKey(propertyNames: Json | undefined): boolean {
+  if (!propertyNames) return true;
+  if (propertyNames.pattern && !new RegExp(propertyNames.pattern).test('__proto__')) return false;
+  if (excludedStrings(propertyNames)?.includes('__proto__')) return false;
+  return propertyNames.maxLength === undefined || propertyNames.maxLength >= '__proto__'.length;
+}
+
 function zodForObject(doc: Json, schema: Json): string {
   const properties: Json = schema.properties ?? {};
   const required = new Set<string>(schema.required ?? []);
   const additional = schema.additionalProperties;
   if (Object.keys(properties).length === 0 && additional && typeof additional === 'object') {
-    const keySchema = schema.propertyNames ? zodForSchema(doc, { type: 'string', ...schema.propertyNames }) : 'z.string()';
-    let out = `z.record(${keySchema}, ${zodForSchema(doc, additional)})`;
+    // zod's record skips a member named __proto__ unchecked (assigning it would replace the
+    // prototype): accepted there it would vanish silently, so the documents must refuse it, and
+    // freeKeys() checks it against the key schema as if it were any other key.
+    if (allowsProtoKey(schema.propertyNames)) {
+      throw new Error('a map whose propertyNames allow "__proto__" would drop that key: refuse it (`not: {const: __proto__}` or a pattern)');
+    }
+    const keySchema = zodForSchema(doc, { type: 'string', ...schema.propertyNames });
+    let out = `freeKeys(${keySchema}, ${zodForSchema(doc, additional)})`;
     if (schema.maxProperties !== undefined) out += `.refine((o) => Object.keys(o).length <= ${schema.maxProperties}, { error: 'too many properties (at most ${schema.maxProperties})' })`;
     return out;
   }
@@ -215,6 +243,26 @@ function emitRoute(doc: Json, path: string, method: string, operation: Json, pat
   ].filter(Boolean).join('\n');
 }
 
+/**
+ * An object with free keys (`propertyNames` + `additionalProperties`), emitted into every module.
+ * A JSON member named `__proto__` is an own property of the parsed body, but zod's record skips
+ * it without checking (assigning it to a plain object would set the prototype), so it would be
+ * dropped silently; here it is run through the key schema, which the documents make refuse it.
+ */
+const FREE_KEYS_HELPER = [
+  '/** A map with free keys: a member named `__proto__` is checked by the key schema (which refuses it), never dropped. */',
+  'function freeKeys<K extends z.ZodType<string>, V extends z.ZodType>(keys: K, values: V) {',
+  '  return z.preprocess((input, ctx) => {',
+  "    if (input !== null && typeof input === 'object' && Object.hasOwn(input, '__proto__')) {",
+  "      const key = keys.safeParse('__proto__');",
+  "      const message = key.success ? 'is not allowed as a key' : key.error.issues.map((issue) => issue.message).join('; ');",
+  "      ctx.addIssue({ code: 'custom', path: ['__proto__'], input, message });",
+  '    }',
+  '    return input;',
+  '  }, z.record(keys, values));',
+  '}',
+];
+
 /** The whole generated module for one bundled document. */
 export function emitZodModule(doc: Json, options: EmitOptions): string {
   const lines = [
@@ -237,5 +285,6 @@ export function emitZodModule(doc: Json, options: EmitOptions): string {
   }
   lines.push(`/** Every operation of ${options.source}, by operationId. */`);
   lines.push(`export const routes = { ${operations.map((id) => `${id}: ${id}Route`).join(', ')} } as const;`, '');
+  if (lines.some((line) => line.includes('freeKeys('))) lines.splice(3, 0, ...FREE_KEYS_HELPER, '');
   return lines.join('\n');
 }

@@ -133,9 +133,11 @@ async function main(argv: string[]): Promise<void> {
     } else if (command === 'import') {
       const file = rest[0] ?? fail('import needs a FILE');
       const merchantId = positiveInt(values.merchant, 'merchant');
-      const text = fs.readFileSync(file, 'utf8');
+      // Bytes, not text: a line that is not UTF-8 is refused with its number (issue 13.6), never read as U+FFFD.
+      if (!fs.existsSync(file)) fail(`import: no such file ${file}`);
+      const bytes = fs.createReadStream(file);
       const bar = new SingleBar({ format: 'import [{bar}] {value}/{total} lines' }, Presets.shades_classic);
-      const result = await importNdjson(admin, merchantId, text, {
+      const result = await importNdjson(admin, merchantId, bytes, {
         chunkSize: config.limits.publishChunk,
         maxJsonDepth: config.limits.maxJsonDepth,
         onStart: (total) => bar.start(total, 0),

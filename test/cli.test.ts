@@ -154,4 +154,18 @@ describe('the command line', () => {
     expect(page.body.meta.total).toBe(51);
     expect(page.body.data.map((p: { id: number }) => p.id)).toContain(2);
   });
+
+  it('exits non-zero naming a line whose bytes are not UTF-8 (issue 13.6), and applies nothing', async () => {
+    const file = path.join(dir, 'latin1.ndjson');
+    fs.writeFileSync(file, Buffer.concat([
+      Buffer.from(`${JSON.stringify({ op: 'upsert_product', product: { ref: 'CLI-5', content: { de: { title: 'Gut' } } } })}\n`),
+      Buffer.from('{"op": "upsert_product", "product": {"ref": "CLI-6", "content": {"de": {"title": "Gr'), Buffer.from([0xfc]), Buffer.from('n"}}}}\n'),
+    ]));
+    const result = await cli('import', file, '--merchant', '1', '--db', db);
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toMatch(/line 2: is not valid UTF-8: an invalid byte sequence \(FC\) at byte \d+/);
+    expect(result.stderr).not.toContain('line 1');
+    const page = await publicGet('/v1/products?per_page=200', demoKey);
+    expect(page.body.meta.total).toBe(51);
+  });
 });

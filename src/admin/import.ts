@@ -5,6 +5,9 @@ import { z } from '@hono/zod-openapi';
 import { ProductSourceInputSchema, ProductSourceSchema } from '../generated/admin-routes.js';
 import type { ProductSourceDocument } from '../catalog/model.js';
 import { nestsDeeperThan, tooDeepReason } from '../shared/json-limits.js';
+import {
+  InvalidUtf8Error, LONE_SURROGATE_REASON, decodeUtf8, illFormedStringPath, mayHoldLoneSurrogates,
+} from '../shared/json-text.js';
 import { ProblemError, type InvalidParam } from '../shared/problem.js';
 import { normalizeSource, type CatalogAdmin } from './catalog-admin.js';
 import { yieldToOthers } from '../shared/cooperative.js';
@@ -45,40 +48,52 @@ function pointer(path: PropertyKey[]): string {
 /** A line's problem reason: the JSON Pointer of the offending member first, when there is one. */
 const located = (at: string, reason: string) => (at ? `${at}: ${reason}` : reason);
 
-/** An NDJSON file: its text, or its bytes as they arrive (a request body). */
+/** An NDJSON file: its text, or its bytes as they arrive (a request body, a file stream). */
 export type NdjsonSource = string | AsyncIterable<Uint8Array>;
 
-/** Bytes decoded per step: a 64 MiB body is never decoded in one go on the event loop. */
-const DECODE_STEP = 256 * 1024;
+/** A non-blank line with its 1-based number: its text, or why its bytes are not UTF-8. */
+type NdjsonLine = { number: number; line: string; invalid?: undefined } | { number: number; line?: undefined; invalid: string };
 
-/** The UTF-8 text of a byte stream, a bounded piece at a time. */
-async function* decodeUtf8(bytes: AsyncIterable<Uint8Array>): AsyncGenerator<string> {
-  const decoder = new TextDecoder();
-  for await (const chunk of bytes) {
-    for (let i = 0; i < chunk.length; i += DECODE_STEP) {
-      yield decoder.decode(chunk.subarray(i, i + DECODE_STEP), { stream: true });
+/**
+ * The lines of a byte stream, split at LF bytes (never inside a UTF-8 sequence) and each decoded
+ * strictly (issue 13.6): a line that is not UTF-8 is reported with its number, the others still
+ * checked. Only the first line may start with a byte order mark.
+ */
+async function* byteLines(bytes: AsyncIterable<Uint8Array>): AsyncGenerator<NdjsonLine> {
+  let number = 0;
+  let pending: Uint8Array[] = [];
+  const decoded = (parts: Uint8Array[]): NdjsonLine => {
+    number++;
+    const line = parts.length === 1 ? parts[0]! : Buffer.concat(parts);
+    try {
+      return { number, line: decodeUtf8(line, { ignoreBOM: number > 1 }) };
+    } catch (error) {
+      if (error instanceof InvalidUtf8Error) return { number, invalid: error.reason };
+      throw error;
     }
+  };
+  for await (const chunk of bytes) {
+    let start = 0;
+    for (let end = chunk.indexOf(0x0a); end >= 0; end = chunk.indexOf(0x0a, start)) {
+      pending.push(chunk.subarray(start, end));
+      yield decoded(pending);
+      pending = [];
+      start = end + 1;
+    }
+    if (start < chunk.length) pending.push(chunk.subarray(start));
   }
-  yield decoder.decode();
+  yield decoded(pending);
 }
 
 /** The non-blank lines of an NDJSON source with their 1-based numbers, as they arrive. */
-async function* ndjsonLines(source: NdjsonSource): AsyncGenerator<{ number: number; line: string }> {
-  let number = 0;
-  let rest = '';
-  for await (const text of typeof source === 'string' ? [source] : decodeUtf8(source)) {
-    let start = 0;
-    for (let end = text.indexOf('\n'); end >= 0; end = text.indexOf('\n', start)) {
-      const line = (rest + text.slice(start, end)).trim();
-      rest = '';
-      number++;
-      if (line) yield { number, line };
-      start = end + 1;
-    }
-    rest += text.slice(start);
+async function* ndjsonLines(source: NdjsonSource): AsyncGenerator<NdjsonLine> {
+  const lines = typeof source === 'string'
+    ? source.split('\n').map((line, i): NdjsonLine => ({ number: i + 1, line }))
+    : byteLines(source);
+  for await (const entry of lines) {
+    if (entry.invalid !== undefined) yield entry;
+    else if (entry.line.trim()) yield { number: entry.number, line: entry.line.trim() };
   }
-  number++;
-  if (rest.trim()) yield { number, line: rest.trim() };
 }
 
 /** Lines checked between two checks of the event loop's time slice. */
@@ -97,7 +112,7 @@ export async function parseImport(
   const references = await admin.sourceReferences(admin.storage, merchantId);
   let counted = 0;
   let read = 0;
-  for await (const { number, line } of ndjsonLines(source)) {
+  for await (const { number, line, invalid } of ndjsonLines(source)) {
     // Every PARSE_STEP lines checked: tell the progress, let other requests run.
     if (counted > 0 && counted % PARSE_STEP === 0) {
       await onLinesRead?.(read);
@@ -106,6 +121,10 @@ export async function parseImport(
     counted++;
     read = number;
     const name = `line ${number}`;
+    if (invalid !== undefined) {
+      problems.push({ name, in: 'body', reason: invalid });
+      continue;
+    }
     if (nestsDeeperThan(line, maxJsonDepth)) {
       problems.push({ name, in: 'body', reason: tooDeepReason(maxJsonDepth) });
       continue;
@@ -115,6 +134,11 @@ export async function parseImport(
       json = JSON.parse(line);
     } catch (error) {
       problems.push({ name, in: 'body', reason: `not valid JSON: ${(error as Error).message}` });
+      continue;
+    }
+    const illFormed = mayHoldLoneSurrogates(line) ? illFormedStringPath(json) : null;
+    if (illFormed) {
+      problems.push({ name, in: 'body', reason: located(pointer(illFormed), LONE_SURROGATE_REASON) });
       continue;
     }
     const parsed = ImportLineSchema.safeParse(json);

@@ -1,5 +1,7 @@
 // Money in integer minor units (product decisions, "Resolution rules"): exact decimal arithmetic
 // over BigInt rationals, rounded half away from zero only where an amount lands in a currency.
+// Minor units stay BigInt up to the written payload (issue 13.7): a 40-digit cost converted,
+// marked up and given a price ending is published digit for digit, never through a double.
 
 /** ISO 4217 minor-unit exponents that differ from the usual 2. */
 const EXPONENT_EXCEPTIONS: Record<string, number> = {
@@ -48,22 +50,21 @@ export function roundHalfAwayFromZero({ n, d }: Ratio): bigint {
   return negative ? -rounded : rounded;
 }
 
-/** A decimal amount of `currency` in its minor units, e.g. ("12.345", "EUR") -> 1235. */
-export function toMinorUnits(amount: Ratio, currency: string): number {
+/** A decimal amount of `currency` in its minor units, e.g. ("12.345", "EUR") -> 1235n. */
+export function toMinorUnits(amount: Ratio, currency: string): bigint {
   const scaled = multiply(amount, { n: 10n ** BigInt(currencyExponent(currency)), d: 1n });
-  return Number(roundHalfAwayFromZero(scaled));
+  return roundHalfAwayFromZero(scaled);
 }
 
 /**
  * Formats minor units as a JSON number literal with exactly the currency's precision:
- * 1230 EUR -> "12.30", 1500 JPY -> "1500", 12345 KWD -> "12.345".
+ * 1230n EUR -> "12.30", 1500n JPY -> "1500", 12345n KWD -> "12.345". Every digit is written
+ * (never exponent notation), however large the amount.
  */
-export function formatMinorUnits(minor: number, currency: string): string {
+export function formatMinorUnits(minor: bigint, currency: string): string {
   const exponent = currencyExponent(currency);
-  const sign = minor < 0 ? '-' : '';
-  // BigInt spells every digit: String() switches to exponent notation from 1e21 on, which the
-  // decimal point would then cut into an invalid literal ("5.6e+.21").
-  const digits = BigInt(Math.abs(minor)).toString().padStart(exponent + 1, '0');
+  const sign = minor < 0n ? '-' : '';
+  const digits = (minor < 0n ? -minor : minor).toString().padStart(exponent + 1, '0');
   if (exponent === 0) return `${sign}${digits}`;
   return `${sign}${digits.slice(0, -exponent)}.${digits.slice(-exponent)}`;
 }

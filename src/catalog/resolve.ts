@@ -13,7 +13,7 @@ import type {
 /** Converts a decimal amount of `from` into minor units of `to`, or null when no rate is known. */
 export function convertToMinorUnits(
   amount: string, from: string, to: string, context: Pick<MerchantContext, 'exchangeRates'>,
-): number | null {
+): bigint | null {
   const value = parseDecimal(amount);
   if (from === to) return toMinorUnits(value, to);
   const direct = context.exchangeRates.find((r) => r.base === from && r.quote === to);
@@ -27,7 +27,7 @@ export function convertToMinorUnits(
 export interface PricedOffer {
   supplierId: number;
   quantity: number;
-  costMinor: number;
+  costMinor: bigint;
   offer: OfferSource;
 }
 
@@ -46,8 +46,11 @@ export function pricedOffers(
   return priced;
 }
 
+/** -1, 0 or 1 as a is below, equal to or above b. */
+const compareMinor = (a: bigint, b: bigint): number => (a < b ? -1 : a > b ? 1 : 0);
+
 function offerOrder(a: PricedOffer, b: PricedOffer): number {
-  return a.costMinor - b.costMinor || b.quantity - a.quantity || a.supplierId - b.supplierId;
+  return compareMinor(a.costMinor, b.costMinor) || b.quantity - a.quantity || a.supplierId - b.supplierId;
 }
 
 /**
@@ -69,26 +72,26 @@ export function sellableStock(product: ProductRecord, best: PricedOffer | null):
 /** Base cost in store minor units: the best offer's cost, else own stock's cost, else 0. */
 export function baseCost(
   product: ProductRecord, best: PricedOffer | null, store: StoreRecord, context: MerchantContext,
-): number {
+): bigint {
   if (best) return best.costMinor;
   const own = product.source.own_stock;
   if (own?.cost != null && own.currency != null) {
-    return convertToMinorUnits(own.cost, own.currency, store.currency, context) ?? 0;
+    return convertToMinorUnits(own.cost, own.currency, store.currency, context) ?? 0n;
   }
-  return 0;
+  return 0n;
 }
 
 /** Sign of (minor units of `currency`) - (decimal bound), exactly: a bound is never rounded. */
-function compareWithBound(minor: number, bound: string, currency: string): number {
+function compareWithBound(minor: bigint, bound: string, currency: string): number {
   const { n, d } = parseDecimal(bound);
-  const left = BigInt(minor) * d;
+  const left = minor * d;
   const right = n * 10n ** BigInt(currencyExponent(currency));
   return left < right ? -1 : left > right ? 1 : 0;
 }
 
 function ruleMatches(
   rule: PricingRuleRecord, groupId: number, store: StoreRecord, manufacturer: string | null,
-  baseMinor: number,
+  baseMinor: bigint,
 ): boolean {
   if (rule.customer_group_id !== null && rule.customer_group_id !== groupId) return false;
   if (rule.store_id !== null && rule.store_id !== store.id) return false;
@@ -102,7 +105,7 @@ function ruleMatches(
 /** The first rule, by priority then id, that matches; the catch-all guarantees one exists. */
 export function applicablePricingRule(
   rules: PricingRuleRecord[], groupId: number, store: StoreRecord, manufacturer: string | null,
-  baseMinor: number,
+  baseMinor: bigint,
 ): PricingRuleRecord {
   const rule = rules.find((r) => ruleMatches(r, groupId, store, manufacturer, baseMinor));
   if (!rule) throw new Error('no pricing rule matched: the catch-all rule is missing');
@@ -110,21 +113,21 @@ export function applicablePricingRule(
 }
 
 /** Raises a price to the next amount whose last digits are `ending` (e.g. 99 -> x.99). */
-export function applyPriceEnding(priceMinor: number, ending: number | null): number {
+export function applyPriceEnding(priceMinor: bigint, ending: number | null): bigint {
   // A zero price (nothing to price) stays zero rather than becoming 0.99.
-  if (ending === null || priceMinor === 0) return priceMinor;
-  const modulus = 10 ** String(ending).length;
-  const candidate = priceMinor - (priceMinor % modulus) + ending;
+  if (ending === null || priceMinor === 0n) return priceMinor;
+  const modulus = 10n ** BigInt(String(ending).length);
+  const candidate = priceMinor - (priceMinor % modulus) + BigInt(ending);
   return candidate >= priceMinor ? candidate : candidate + modulus;
 }
 
 /** computed = round(base × (1 + markup%/100)) + markup amount, never negative, then the ending. */
-export function computedPrice(baseMinor: number, rule: PricingRuleRecord, currency: string): number {
+export function computedPrice(baseMinor: bigint, rule: PricingRuleRecord, currency: string): bigint {
   const percent = parseDecimal(rule.markup_percent);
   const factor: Ratio = { n: percent.d * 100n + percent.n, d: percent.d * 100n };
-  const marked = multiply({ n: BigInt(baseMinor), d: 1n }, factor);
-  const withAmount = Number(roundHalfAwayFromZero(marked)) + toMinorUnits(parseDecimal(rule.markup_amount), currency);
-  return applyPriceEnding(Math.max(0, withAmount), rule.price_ending);
+  const marked = multiply({ n: baseMinor, d: 1n }, factor);
+  const withAmount = roundHalfAwayFromZero(marked) + toMinorUnits(parseDecimal(rule.markup_amount), currency);
+  return applyPriceEnding(withAmount > 0n ? withAmount : 0n, rule.price_ending);
 }
 
 /** Title and description for the store's locale exactly, else for its language (de-DE -> de), per field. */
@@ -228,9 +231,9 @@ interface Decisions {
   stock: number;
   content: { title: string | null; description: string | null };
   reason: ExclusionReason | null;
-  baseMinor: number;
+  baseMinor: bigint;
   /** Per customer group, in the context's order: the pricing rule applied and the price it gives. */
-  prices: { group: CustomerGroupRecord; rule: PricingRuleRecord; priceMinor: number }[];
+  prices: { group: CustomerGroupRecord; rule: PricingRuleRecord; priceMinor: bigint }[];
 }
 
 /** The one place resolution decides: resolveProduct writes these, explainResolution shows them. */
@@ -318,7 +321,7 @@ export interface ResolutionExplanation {
 
 export function explainResolution(product: ProductRecord, store: StoreRecord, context: MerchantContext): ResolutionExplanation {
   const { offers, best, stock, reason, baseMinor, prices } = decide(product, store, context);
-  const amount = (minor: number) => formatMinorUnits(minor, store.currency);
+  const amount = (minor: bigint) => formatMinorUnits(minor, store.currency);
   const usable = new Set(offers.map((o) => o.offer));
   const supplierNames = new Map([...context.suppliersByRef.values()].map((s) => [s.ref, s.name]));
   const own = product.source.own_stock;

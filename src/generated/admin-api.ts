@@ -657,7 +657,9 @@ export interface paths {
                  */
                 merchant_id: components["parameters"]["MerchantId"];
                 /**
-                 * @description Attribute key.
+                 * @description Attribute key. `__proto__` is refused (400): it is the one name a JSON object cannot carry
+                 *     through every parser; `constructor`, `prototype` and every other name of the pattern are
+                 *     stored and published as given.
                  * @example weight
                  */
                 key: components["parameters"]["AttributeKey"];
@@ -1837,7 +1839,7 @@ export interface components {
          */
         AttributeDefinition: {
             /**
-             * @description Attribute key, as used in supplier attributes and overrides.
+             * @description Attribute key, as used in supplier attributes and overrides (never `__proto__`).
              * @example weight
              */
             key: string;
@@ -1870,7 +1872,7 @@ export interface components {
             unit: string | null;
             /**
              * @description Label per locale or language, e.g. `{"en": "Weight", "de": "Gewicht"}`. Default `{}`
-             *     (the key is used as label).
+             *     (the key is used as label). Any other key, `__proto__` included, answers 400 naming it.
              * @default {}
              */
             labels: {
@@ -1932,7 +1934,8 @@ export interface components {
              */
             quantity: number;
             /**
-             * @description Purchase cost per unit in `currency`, as a decimal string.
+             * @description Purchase cost per unit in `currency`, as a decimal string. Every digit counts: the service
+             *     converts and marks it up exactly, however many digits it has (up to 40 characters).
              * @example 41.90
              */
             cost: string;
@@ -1953,7 +1956,7 @@ export interface components {
              */
             supplier_ref: string;
             /**
-             * @description Attribute key.
+             * @description Attribute key (any name of the pattern but `__proto__`).
              * @example weight
              */
             key: string;
@@ -2064,7 +2067,8 @@ export interface components {
              */
             manufacturer: string | null;
             /**
-             * @description Title and description per locale (`de-DE`) or language (`de`). Default `{}`.
+             * @description Title and description per locale (`de-DE`) or language (`de`). Default `{}`. Any other
+             *     key, `__proto__` included, answers 400 naming it.
              * @default {}
              */
             content: {
@@ -2104,7 +2108,9 @@ export interface components {
              */
             supplier_attributes: components["schemas"]["SupplierAttribute"][];
             /**
-             * @description Merchant attribute values by key, winning over supplier values. Default `{}`.
+             * @description Merchant attribute values by key, winning over supplier values. Default `{}`. A key named
+             *     `__proto__` answers 400 (it would be lost by JSON object handling); `constructor`,
+             *     `prototype` and every other key of the pattern are stored and published exactly.
              * @default {}
              */
             overrides: {
@@ -2679,6 +2685,11 @@ export interface components {
          *     (named in `invalid_params` with `in: path` or `in: query`). `invalid_body`: the body is not JSON, does not match the
          *     schema, or breaks a referential rule; every offending member is listed in `invalid_params`
          *     with `in: body` and a JSON Pointer as `name`. Nothing was changed.
+         *
+         *     A body must be UTF-8 and every string in it well-formed Unicode: bytes that are not UTF-8
+         *     (`FF FE`, an encoded surrogate `ED A0 80`, a truncated sequence) are named `/` with the first
+         *     bad sequence and its byte offset; a string or member name holding a lone surrogate escape
+         *     (`"\ud800"` without its low half) is named by its JSON Pointer. A pair (`"\ud83e\udd93"`) is fine.
          */
         BadRequest: {
             headers: {
@@ -2730,7 +2741,8 @@ export interface components {
          *     has one entry per problem, named `line N` (1-based line number in the file, blank lines
          *     counted) with `in: body`; the `reason` starts with the JSON Pointer of the offending member
          *     when there is one. Every line is checked, not only up to the first bad one; at most 100
-         *     entries are listed. With code `invalid_parameter`, `merchant_id` is invalid.
+         *     entries are listed. A line whose bytes are not UTF-8 is named with its first bad sequence and
+         *     byte offset in the line; a string holding a lone surrogate escape (`"\ud800"`) is refused too. With code `invalid_parameter`, `merchant_id` is invalid.
          */
         ImportRejected: {
             headers: {
@@ -2796,7 +2808,9 @@ export interface components {
          */
         SupplierRef: string;
         /**
-         * @description Attribute key.
+         * @description Attribute key. `__proto__` is refused (400): it is the one name a JSON object cannot carry
+         *     through every parser; `constructor`, `prototype` and every other name of the pattern are
+         *     stored and published as given.
          * @example weight
          */
         AttributeKey: string;
@@ -2897,8 +2911,9 @@ export interface components {
             };
         };
         /**
-         * @description Newline-delimited JSON (UTF-8), one operation per line; blank lines are ignored. Each line is
-         *     one of:
+         * @description Newline-delimited JSON (UTF-8, strictly: a line with bytes that are not UTF-8, or a string
+         *     with a lone surrogate escape, is a bad line), one operation per line; blank lines are ignored.
+         *     Each line is one of:
          *
          *     - `{"op":"upsert_product","product":{...}}`: `product` is a product source document
          *       (the `ProductSourceInput` schema of `PUT .../products/{product_ref}`, same defaults and
@@ -3896,7 +3911,9 @@ export interface operations {
                  */
                 merchant_id: components["parameters"]["MerchantId"];
                 /**
-                 * @description Attribute key.
+                 * @description Attribute key. `__proto__` is refused (400): it is the one name a JSON object cannot carry
+                 *     through every parser; `constructor`, `prototype` and every other name of the pattern are
+                 *     stored and published as given.
                  * @example weight
                  */
                 key: components["parameters"]["AttributeKey"];
@@ -3932,7 +3949,9 @@ export interface operations {
                  */
                 merchant_id: components["parameters"]["MerchantId"];
                 /**
-                 * @description Attribute key.
+                 * @description Attribute key. `__proto__` is refused (400): it is the one name a JSON object cannot carry
+                 *     through every parser; `constructor`, `prototype` and every other name of the pattern are
+                 *     stored and published as given.
                  * @example weight
                  */
                 key: components["parameters"]["AttributeKey"];

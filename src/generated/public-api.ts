@@ -458,6 +458,13 @@ export interface components {
          *     (`12800`), 3 for KWD (`12.345`). Amounts are written with all their decimals, trailing zeros
          *     included (`54.20`); a JSON parser reads them as ordinary numbers, so to get exact minor units
          *     multiply by 10^precision and round rather than relying on floating-point arithmetic.
+         *
+         *     The arithmetic is exact for every amount the admin API accepts (decimal strings of up to 40
+         *     characters for costs, exchange rates and markups): conversion, markup and price ending work on
+         *     whole minor units without a size limit, and the amount is written digit for digit. An amount
+         *     of more than 15 significant digits (beyond 2^53 minor units) is still written exactly, but a
+         *     client that parses JSON numbers into doubles reads it rounded; read such amounts from the raw
+         *     text with a decimal-aware JSON parser.
          */
         PriceEntry: {
             /**

@@ -11,9 +11,9 @@ import { routes } from '../generated/admin-routes.js';
 import type { ApiKeyRecord } from '../storage/port.js';
 import { adminTokenAuth } from './auth.js';
 import { renderError } from './errors.js';
-import { nestsDeeperThan, tooDeepReason } from '../shared/json-limits.js';
 import { ProblemError, invalidInput } from '../shared/problem.js';
 import { validationHook } from './validation.js';
+import { checkedJsonBody } from './checked-json-body.js';
 import { registerWebhookRoutes } from './webhooks-api.js';
 import { closeWhenBodyUnread } from './close-when-body-unread.js';
 import type { Service } from '../service.js';
@@ -63,15 +63,9 @@ export function adminApi({ admin, imports, accounts, endpoints, config }: Pick<S
     return next();
   });
 
-  // The JSON depth limit, checked on the raw text before the validator parses it (the text is
-  // cached, so it is read once).
-  app.use('/admin/v1/*', async (c, next) => {
-    if (BODY_METHODS.has(c.req.method) && takesJsonBody(c.req.method, c.req.path)
-      && nestsDeeperThan(await c.req.text(), config.limits.maxJsonDepth)) {
-      throw invalidInput('body', [{ name: '/', in: 'body', reason: tooDeepReason(config.limits.maxJsonDepth) }]);
-    }
-    return next();
-  });
+  // UTF-8, the JSON depth limit and lone surrogates, checked on the raw text before the validator
+  // parses it (the decoded text is cached, so the body is read once).
+  app.use('/admin/v1/*', checkedJsonBody({ maxDepth: config.limits.maxJsonDepth, appliesTo: takesJsonBody }));
 
   // Merchants and keys
   app.openapi(routes.listMerchants, async (c) => c.json({ data: await admin.listMerchants() }, 200));

@@ -25,5 +25,10 @@ export const validationHook: Hook<any, any, any, any> = (result, c) => {
 
 function pointer(location: InvalidParam['in'], path: PropertyKey[]): string {
   if (location !== 'body') return String(path[0] ?? '');
+  return bodyPointer(path);
+}
+
+/** The JSON Pointer of a member of the body, as `invalid_params` names it (`/offers/0/cost`). */
+export function bodyPointer(path: PropertyKey[]): string {
   return `/${path.map((p) => String(p).replace(/~/g, '~0').replace(/\//g, '~1')).join('/')}`;
 }

@@ -440,14 +440,14 @@ describe('spec 2.3 pricing rules: the first matching rule by priority, then id',
       expected: 1,
     },
   ]))('%s', (_name, { rules, expected }) => {
-    expect(applicablePricingRule(rules, 1, eur, 'Acme', 1000).id).toBe(expected);
+    expect(applicablePricingRule(rules, 1, eur, 'Acme', 1000n).id).toBe(expected);
     const payload = resolved(product(), eur, context({ pricingRules: rules }));
     expect(payload.prices[0]?.applied_rule_id).toBe(expected);
   });
 
   it('a manufacturer rule does not match a product without a manufacturer', () => {
     const rules = [rule({ id: 2, priority: 1, manufacturer: 'Acme' }), catchAll()];
-    expect(applicablePricingRule(rules, 1, eur, null, 1000).id).toBe(1);
+    expect(applicablePricingRule(rules, 1, eur, null, 1000n).id).toBe(1);
   });
 
   it.each(named([
@@ -455,7 +455,7 @@ describe('spec 2.3 pricing rules: the first matching rule by priority, then id',
     { name: 'cost bounds are in the store currency: 1501 JPY is above max_cost 1500.5', base: 1501, expected: 1 },
   ]))('%s', (_name, { base, expected }) => {
     const rules = [rule({ id: 2, priority: 1, max_cost: '1500.5' }), catchAll()];
-    expect(applicablePricingRule(rules, 1, jpy, 'Acme', base).id).toBe(expected);
+    expect(applicablePricingRule(rules, 1, jpy, 'Acme', BigInt(base)).id).toBe(expected);
   });
 
   it('applied_rule_id is always an integer: the catch-all rule matches every product', () => {
@@ -482,7 +482,7 @@ describe('spec 2.3 computed price: markup percent, then markup amount, then pric
     { name: 'the price ending is applied after the markup (12.00 -> 12.99)', base: 1000, percent: '20', amount: '0', ending: 99, currency: 'EUR', price: 1299 },
   ]))('%s', (_name, { base, percent, amount, ending, currency, price }) => {
     const r = rule({ id: 1, markup_percent: percent, markup_amount: amount, price_ending: ending });
-    expect(computedPrice(base, r, currency)).toBe(price);
+    expect(computedPrice(BigInt(base), r, currency)).toBe(BigInt(price));
   });
 });
 
@@ -501,7 +501,7 @@ describe('spec 2.3 price_ending: raised to the next amount ending in these minor
     { name: 'a three-digit ending: 1500 -> 1990', price: 1500, ending: 990, result: 1990 },
     { name: 'a three-digit ending raises past the thousand: 1995 -> 2990', price: 1995, ending: 990, result: 2990 },
   ]))('%s', (_name, { price, ending, result }) => {
-    expect(applyPriceEnding(price, ending)).toBe(result);
+    expect(applyPriceEnding(BigInt(price), ending)).toBe(BigInt(result));
   });
 });
 
@@ -566,7 +566,7 @@ describe('exchange rates: supplier costs are converted to the store currency', (
     { name: 'conversion into KWD lands in fils (3 decimals)', amount: '10.00', from: 'EUR', to: 'KWD', rates: [rate('KWD', 'EUR', '3')], minor: 3333 },
     { name: 'a missing rate cannot convert', amount: '10.00', from: 'USD', to: 'EUR', rates: [rate('USD', 'GBP', '0.8')], minor: null },
   ]))('%s', (_name, { amount, from, to, rates, minor }) => {
-    expect(convertToMinorUnits(amount, from, to, { exchangeRates: rates })).toBe(minor);
+    expect(convertToMinorUnits(amount, from, to, { exchangeRates: rates })).toBe(minor === null ? null : BigInt(minor));
   });
 
   it('an offer whose currency cannot be converted is ignored for that store, not for others', () => {
@@ -714,7 +714,7 @@ describe('base_cost: the best offer, else own stock cost, else 0', () => {
     const p = product({ offers, own_stock });
     const c = context({ exchangeRates: usd });
     const best = bestSupplierOffer(pricedOffers(p, store(), c));
-    expect(baseCost(p, best, store(), c)).toBe(Math.round(base * 100));
+    expect(baseCost(p, best, store(), c)).toBe(BigInt(Math.round(base * 100)));
     expect(resolved(p, store(), c).prices[0]?.base_cost).toBe(base);
   });
 });

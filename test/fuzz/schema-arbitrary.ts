@@ -122,9 +122,9 @@ export class SchemaArbitraries {
     );
     const extra = schema.additionalProperties;
     if (!extra || typeof extra !== 'object') return record;
-    const keys = schema.propertyNames?.pattern
+    const keys = (schema.propertyNames?.pattern
       ? fc.stringMatching(new RegExp(schema.propertyNames.pattern))
-      : fc.string({ maxLength: 20 });
+      : fc.string({ maxLength: 20 })).filter((key) => !excludedBy(schema.propertyNames).includes(key));
     const map = fc.dictionary(keys, this.valid(extra), { maxKeys: 3 });
     return fc.tuple(record, map).map(([known, more]) => ({ ...more, ...known }));
   }
@@ -151,7 +151,7 @@ export class SchemaArbitraries {
     }
     if (types.includes('string')) {
       const pattern = resolved.pattern ? new RegExp(resolved.pattern) : undefined;
-      const rejected = (s: string) => (pattern && !pattern.test(s))
+      const rejected = (s: string) => (pattern && !pattern.test(s)) || excludedBy(resolved).includes(s)
         || (resolved.minLength !== undefined && s.length < resolved.minLength)
         || (resolved.maxLength !== undefined && s.length > resolved.maxLength)
         || (resolved.format === 'date-time' && !/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/i.test(s))
@@ -210,10 +210,16 @@ function integerArbitrary(schema: Json): fc.Arbitrary<number> {
   return fc.oneof({ arbitrary: small, weight: 4 }, { arbitrary: fc.integer({ min: Math.max(min, INT32), max: Number.MAX_SAFE_INTEGER }), weight: 1 });
 }
 
+/** The values a `not: {const}` or `not: {enum}` excludes (the documents refuse `__proto__` keys so). */
+function excludedBy(schema: Json | undefined): unknown[] {
+  const not = schema?.not as Json | undefined;
+  return not ? ('const' in not ? [not.const] : not.enum ?? []) : [];
+}
+
 function stringArbitrary(schema: Json): fc.Arbitrary<string> {
   const minLength = schema.minLength ?? 0;
   const maxLength = schema.maxLength;
-  const fits = (s: string) => s.length >= minLength && (maxLength === undefined || s.length <= maxLength);
+  const fits = (s: string) => s.length >= minLength && (maxLength === undefined || s.length <= maxLength) && !excludedBy(schema).includes(s);
   const pattern = schema.pattern ? new RegExp(schema.pattern) : undefined;
   const matches = (s: string) => fits(s) && (!pattern || pattern.test(s));
   switch (schema.format) {

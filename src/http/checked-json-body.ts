@@ -1,0 +1,53 @@
+// The admin API's JSON request bodies, read once and checked as text before the validator parses
+// them (product decisions, "Errors and bad input"; issue 13.6): bytes that are not UTF-8, nesting
+// deeper than the configured limit, and strings holding a lone surrogate escape answer
+// 400 invalid_body naming the problem, so nothing is stored with U+FFFD in place of what was sent.
+//
+//   app.use('/admin/v1/*', checkedJsonBody({ maxDepth: config.limits.maxJsonDepth, appliesTo: takesJsonBody }));
+import type { MiddlewareHandler } from 'hono';
+import { nestsDeeperThan, tooDeepReason } from '../shared/json-limits.js';
+import {
+  InvalidUtf8Error, LONE_SURROGATE_REASON, decodeUtf8, illFormedStringPath, mayHoldLoneSurrogates,
+} from '../shared/json-text.js';
+import { invalidInput } from '../shared/problem.js';
+import { bodyPointer } from './validation.js';
+
+export interface CheckedJsonBodyOptions {
+  /** Arrays and objects nested deeper than this are refused. */
+  maxDepth: number;
+  /** Whether the operation at (method, path) takes a JSON body; others are passed through unread. */
+  appliesTo: (method: string, path: string) => boolean;
+}
+
+const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
+
+export function checkedJsonBody({ maxDepth, appliesTo }: CheckedJsonBodyOptions): MiddlewareHandler {
+  return async (c, next) => {
+    if (!BODY_METHODS.has(c.req.method) || !appliesTo(c.req.method, c.req.path)) return next();
+    let text: string;
+    try {
+      text = decodeUtf8(new Uint8Array(await c.req.arrayBuffer()));
+    } catch (error) {
+      if (error instanceof InvalidUtf8Error) throw invalidInput('body', [{ name: '/', in: 'body', reason: error.reason }]);
+      throw error;
+    }
+    if (nestsDeeperThan(text, maxDepth)) throw invalidInput('body', [{ name: '/', in: 'body', reason: tooDeepReason(maxDepth) }]);
+    if (mayHoldLoneSurrogates(text)) {
+      // Parsed here only when a surrogate escape is present; malformed JSON is the validator's to name.
+      const path = parsedOrUndefined(text).map((value) => illFormedStringPath(value))[0];
+      if (path) throw invalidInput('body', [{ name: bodyPointer(path), in: 'body', reason: LONE_SURROGATE_REASON }]);
+    }
+    // The validator's c.req.json() parses this text: the body is read and decoded once.
+    // (hono keeps the promise of each body reading in bodyCache; its type names the methods.)
+    (c.req.bodyCache as { text?: Promise<string> }).text = Promise.resolve(text);
+    return next();
+  };
+}
+
+function parsedOrUndefined(text: string): unknown[] {
+  try {
+    return [JSON.parse(text)];
+  } catch {
+    return [];
+  }
+}

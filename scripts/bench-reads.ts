@@ -11,14 +11,24 @@
 //   static      - the same bytes as page 1, answered from memory by the same HTTP stack (the ceiling)
 //   page1       - GET /v1/products?per_page=200
 //   last        - GET /v1/products?per_page=200&page=<last>
-//   page1-gzip  - page 1 with Accept-Encoding: gzip (issue 6: compression, for clients that ask)
+//   ids         - GET /v1/products?ids= with 200 ids spread over the store
+//   page1-gzip  - page 1 with Accept-Encoding: gzip (issue 6: compression, for clients that ask;
+//                 issue 15: answered from the cache of coded bodies after the first request)
 //   page1-br    - page 1 with Accept-Encoding: br
+//   page1-gzip-uncached, page1-br-uncached - the same from an app without that cache
+//                 (`X-Bench-App: uncached`): what the first reader of a page pays
 //   page1-nolog - page 1 from an app with the access log off (issue 6: what logging costs)
+// and once per round, not per version (issue 15), the reference: scripts/bench-reference-server.ts,
+// bare node:http + better-sqlite3 in its own process answering page 1's payloads from the
+// candidate's database file as one BLOB, the least a server can do for that page.
 // Req/s and server CPU per request (the server's CPU time around each run: the figure that stays
 // meaningful when the load generator, not the server, limits req/s) are medians over the rounds.
 // Verdicts (issue 10): the candidate's page 1 / static and last page / page 1 (req/s) are at least
 // the baseline's, within 5 % of noise. For reference, the absolute levels of issue 10 ("today's
 // level", about 0.60 and 0.95) are printed too; autocannon sends no Accept-Encoding unless told.
+// Issue 15's targets are printed as verdicts on the candidate: CPU per request of page 1 and the
+// last page at most 1.5x the reference's, ?ids= at most 2x; a compressed page 1 at most the plain
+// one + 0.3 ms (cached and uncached); page 1 on the wire at most 1.25x issue 15's sizes.
 // Usage: npm run bench:reads -- [--baseline REF] [--json]
 //   REF defaults to origin/main, else main, else HEAD~1. BENCH_PRODUCTS (100000), BENCH_SECONDS (5),
 //   BENCH_ROUNDS (3), BENCH_CONNECTIONS (8). Exits 0 whatever the verdicts.
@@ -27,6 +37,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
+import Database from 'better-sqlite3';
 import { buildDemo, exited, inheritedEnv, keepOutput, runSideBySide, track, type Checkout } from './baseline.js';
 
 const PRODUCTS = Number(process.env.BENCH_PRODUCTS ?? 100_000);
@@ -38,11 +49,13 @@ const WARM_UP_SECONDS = 2;
 const NOISE = 0.05;
 /** Issue 10's "today's level", printed for reference. */
 const REFERENCE = { page1PerStatic: 0.6, lastPerPage1: 0.95 };
+/** Issue 15's limits: CPU per request against the reference target, and page 1 on the wire before it (gzip 6, brotli 4). */
+const ISSUE_15 = { pagePerReference: 1.5, idsPerReference: 2, codingUs: 300, wireFactor: 1.25, gzipBytes: 11_201, brBytes: 11_047 };
 const { values: flags } = parseArgs({ options: { baseline: { type: 'string' }, json: { type: 'boolean' } } });
 // With --json, stdout carries only the result.
 const log = (line: string) => (flags.json ? console.error(line) : console.log(line));
 
-const TARGETS = ['static', 'page1', 'last', 'page1-gzip', 'page1-br', 'page1-nolog'] as const;
+const TARGETS = ['static', 'page1', 'last', 'ids', 'page1-gzip', 'page1-br', 'page1-gzip-uncached', 'page1-br-uncached', 'page1-nolog'] as const;
 type Target = (typeof TARGETS)[number];
 interface BenchServer {
   base: string;
@@ -55,6 +68,13 @@ interface Version extends Checkout {
   requests: Record<Target, { url: string; headers: Record<string, string> }>;
   bytes: { page1: number; last: number; lastPage: number; gzip: number | null; br: number | null };
   results: Record<Target, { rps: number[]; cpu: number[] }>;
+  /** Where page 1's payloads are: for the reference target. */
+  page1: { storeId: number; fromId: number; toId: number; database: string };
+}
+interface Reference {
+  server: BenchServer;
+  url: string;
+  results: { rps: number[]; cpu: number[] };
 }
 
 const median = (xs: number[]) => {
@@ -63,15 +83,20 @@ const median = (xs: number[]) => {
 };
 
 /** The version's own scripts/bench-server.ts on `database`, run from its tree. */
-async function startBenchServer(checkout: Checkout, database: string): Promise<BenchServer> {
-  const child = track(fork(path.join(checkout.dir, 'scripts', 'bench-server.ts'), [database], {
+function startBenchServer(checkout: Checkout, database: string): Promise<BenchServer> {
+  return startServerProcess(checkout, 'bench-server.ts', database);
+}
+
+/** A server script of `checkout` (the bench-server contract: {port} over IPC, 'cpu' answered) on `database`. */
+async function startServerProcess(checkout: Checkout, script: string, database: string): Promise<BenchServer> {
+  const child = track(fork(path.join(checkout.dir, 'scripts', script), [database], {
     cwd: checkout.dir, env: inheritedEnv(), execArgv: ['--import', 'tsx'], stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   }));
   const output = keepOutput(child);
-  const died = (what: string) => new Error(`${checkout.name}: bench-server exited (${child.exitCode ?? child.signalCode}) ${what}:\n${output()}`);
+  const died = (what: string) => new Error(`${checkout.name}: ${script} exited (${child.exitCode ?? child.signalCode}) ${what}:\n${output()}`);
   /** The next IPC message, or the child's death. */
   const next = <T>(what: string, timeoutMs: number) => new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => { cleanup(); reject(new Error(`${checkout.name}: bench-server sent nothing ${what} within ${timeoutMs / 1000} s:\n${output()}`)); }, timeoutMs);
+    const timer = setTimeout(() => { cleanup(); reject(new Error(`${checkout.name}: ${script} sent nothing ${what} within ${timeoutMs / 1000} s:\n${output()}`)); }, timeoutMs);
     const onMessage = (message: T) => { cleanup(); resolve(message); };
     const onExit = () => { cleanup(); reject(died(what)); };
     const cleanup = () => { clearTimeout(timer); child.off('message', onMessage); child.off('exit', onExit); };
@@ -113,7 +138,7 @@ function codedSize(url: string, headers: Record<string, string>): Promise<number
 /** Builds the version's catalog, starts its server, fetches page 1 and the last page, arms /__static. */
 async function prepare(checkout: Checkout, tempDir: string): Promise<Version> {
   const database = path.join(tempDir, `${checkout.name}.db`);
-  const { apiKey } = await buildDemo(checkout, database, PRODUCTS, log);
+  const { apiKey, merchantId } = await buildDemo(checkout, database, PRODUCTS, log);
   const server = await startBenchServer(checkout, database);
   try {
     const { base } = server;
@@ -127,6 +152,18 @@ async function prepare(checkout: Checkout, tempDir: string): Promise<Version> {
     const page1 = await get(`${base}/v1/products?per_page=200`);
     const lastPage = (JSON.parse(page1) as { meta: { last_page: number } }).meta.last_page;
     const last = await get(`${base}/v1/products?per_page=200&page=${lastPage}`);
+    // Page 1's store and product range (the reference target), and 200 ids spread over the store.
+    const first = JSON.parse(page1) as { data: { id: number }[]; store: string };
+    const db = new Database(database, { readonly: true });
+    let storeId: number;
+    let spread: number[];
+    try {
+      storeId = db.prepare('SELECT id FROM stores WHERE merchant_id = ? AND slug = ?').pluck().get(merchantId, first.store) as number;
+      const all = db.prepare('SELECT product_id FROM published_products WHERE store_id = ? ORDER BY product_id').pluck().all(storeId) as number[];
+      spread = Array.from({ length: Math.min(200, all.length) }, (_, i) => all[Math.floor((i * all.length) / Math.min(200, all.length))]!);
+    } finally {
+      db.close();
+    }
     const armed = await fetch(`${base}/__static`, { method: 'POST', body: page1 });
     if (!armed.ok) throw new Error(`${checkout.name}: POST /__static: ${armed.status}`);
     const page1Url = `${base}/v1/products?per_page=200`;
@@ -137,8 +174,11 @@ async function prepare(checkout: Checkout, tempDir: string): Promise<Version> {
         static: { url: `${base}/__static`, headers },
         page1: { url: page1Url, headers },
         last: { url: `${base}/v1/products?per_page=200&page=${lastPage}`, headers },
+        ids: { url: `${base}/v1/products?ids=${spread.join(',')}`, headers },
         'page1-gzip': { url: page1Url, headers: { ...headers, 'Accept-Encoding': 'gzip' } },
         'page1-br': { url: page1Url, headers: { ...headers, 'Accept-Encoding': 'br' } },
+        'page1-gzip-uncached': { url: page1Url, headers: { ...headers, 'Accept-Encoding': 'gzip', 'X-Bench-App': 'uncached' } },
+        'page1-br-uncached': { url: page1Url, headers: { ...headers, 'Accept-Encoding': 'br', 'X-Bench-App': 'uncached' } },
         'page1-nolog': { url: page1Url, headers: { ...headers, 'X-Bench-App': 'quiet' } },
       },
       bytes: {
@@ -147,6 +187,7 @@ async function prepare(checkout: Checkout, tempDir: string): Promise<Version> {
         br: await codedSize(page1Url, { ...headers, 'Accept-Encoding': 'br' }),
       },
       results: Object.fromEntries(TARGETS.map((name) => [name, { rps: [], cpu: [] }])) as unknown as Version['results'],
+      page1: { storeId, fromId: first.data[0]!.id, toId: first.data.at(-1)!.id, database },
     };
   } catch (error) {
     await server.stop();
@@ -154,16 +195,19 @@ async function prepare(checkout: Checkout, tempDir: string): Promise<Version> {
   }
 }
 
-/** One autocannon run of one target on one version; counted unless it is the warm-up round. */
-async function measure(version: Version, target: Target, round: number): Promise<void> {
+/** One autocannon run of one target on one version (or of the reference); counted unless it is the warm-up round. */
+async function measure(version: Version | Reference, target: Target | 'reference', round: number): Promise<void> {
+  const [name, request, results] = 'requests' in version
+    ? [version.name, version.requests[target as Target], version.results[target as Target]]
+    : ['-', { url: version.url, headers: {} }, version.results];
   const cpuBefore = await version.server.cpu();
-  const run = await autocannon({ ...version.requests[target], connections: CONNECTIONS, duration: round === 0 ? WARM_UP_SECONDS : SECONDS });
+  const run = await autocannon({ ...request, connections: CONNECTIONS, duration: round === 0 ? WARM_UP_SECONDS : SECONDS });
   const cpuPerRequest = (await version.server.cpu() - cpuBefore) / run.requests.total;
-  if (run.non2xx || run.errors) throw new Error(`${version.name} ${target}: ${run.non2xx} non-2xx, ${run.errors} errors`);
+  if (run.non2xx || run.errors) throw new Error(`${name} ${target}: ${run.non2xx} non-2xx, ${run.errors} errors`);
   if (round === 0) return;
-  version.results[target].rps.push(run.requests.average);
-  version.results[target].cpu.push(cpuPerRequest);
-  log(`round ${round} ${target.padEnd(11)} ${version.name.padEnd(9)} ${run.requests.average.toFixed(0).padStart(6)} req/s  p99 ${String(run.latency.p99).padStart(4)} ms  server CPU ${cpuPerRequest.toFixed(0).padStart(5)} µs/request`);
+  results.rps.push(run.requests.average);
+  results.cpu.push(cpuPerRequest);
+  log(`round ${round} ${target.padEnd(19)} ${name.padEnd(9)} ${run.requests.average.toFixed(0).padStart(6)} req/s  p99 ${String(run.latency.p99).padStart(4)} ms  server CPU ${cpuPerRequest.toFixed(0).padStart(5)} µs/request`);
 }
 
 function summary(v: Version) {
@@ -183,9 +227,42 @@ function summary(v: Version) {
   };
 }
 
-function report(versions: [Version, Version]): void {
+/** Issue 15's figures of one version against the reference's CPU per request (µs). */
+function againstReference(v: Version, s: ReturnType<typeof summary>, referenceUs: number) {
+  const cpu = (t: Target) => s.targets[t].cpu_us;
+  return {
+    page1_per_reference: cpu('page1') / referenceUs,
+    last_per_reference: cpu('last') / referenceUs,
+    ids_per_reference: cpu('ids') / referenceUs,
+    // CPU a compressed page 1 costs beyond the plain one, µs.
+    gzip_extra_us: cpu('page1-gzip') - cpu('page1'),
+    br_extra_us: cpu('page1-br') - cpu('page1'),
+    gzip_uncached_extra_us: cpu('page1-gzip-uncached') - cpu('page1'),
+    br_uncached_extra_us: cpu('page1-br-uncached') - cpu('page1'),
+    gzip_wire_per_issue: (v.bytes.gzip ?? Number.NaN) / ISSUE_15.gzipBytes,
+    br_wire_per_issue: (v.bytes.br ?? Number.NaN) / ISSUE_15.brBytes,
+  };
+}
+
+function report(versions: [Version, Version], reference: Reference): void {
   const [baseline, candidate] = versions;
   const [b, c] = [summary(baseline), summary(candidate)];
+  const referenceUs = median(reference.results.cpu);
+  const referenceRps = median(reference.results.rps);
+  const [b15, c15] = [againstReference(baseline, b, referenceUs), againstReference(candidate, c, referenceUs)];
+  const issue15 = ([
+    ['page 1 CPU / reference', 'page1_per_reference', ISSUE_15.pagePerReference, 'x'],
+    ['last page CPU / reference', 'last_per_reference', ISSUE_15.pagePerReference, 'x'],
+    ['?ids= CPU / reference', 'ids_per_reference', ISSUE_15.idsPerReference, 'x'],
+    ['page 1 gzip (cached) CPU - page 1', 'gzip_extra_us', ISSUE_15.codingUs, ' µs'],
+    ['page 1 br (cached) CPU - page 1', 'br_extra_us', ISSUE_15.codingUs, ' µs'],
+    ['page 1 gzip (uncached) CPU - page 1', 'gzip_uncached_extra_us', ISSUE_15.codingUs, ' µs'],
+    ['page 1 br (uncached) CPU - page 1', 'br_uncached_extra_us', ISSUE_15.codingUs, ' µs'],
+    ['page 1 gzip on the wire / 11,201 bytes', 'gzip_wire_per_issue', ISSUE_15.wireFactor, 'x'],
+    ['page 1 br on the wire / 11,047 bytes', 'br_wire_per_issue', ISSUE_15.wireFactor, 'x'],
+  ] as const).map(([label, key, limit, unit]) => ({
+    target: `${label} <= ${limit}${unit}`, candidate: c15[key], baseline: b15[key], pass: c15[key] <= limit,
+  }));
   const verdicts = ([
     ['page 1 / static', 'page1_per_static'],
     ['last page / page 1', 'last_per_page1'],
@@ -193,7 +270,7 @@ function report(versions: [Version, Version]): void {
     target: `${label} (req/s): candidate >= baseline x ${(1 - NOISE).toFixed(2)}`,
     candidate: c.ratios[key], baseline: b.ratios[key], pass: c.ratios[key] >= b.ratios[key] * (1 - NOISE),
   }));
-  const reference = [
+  const issue10Levels = [
     { figure: 'page 1 / static (req/s)', level: REFERENCE.page1PerStatic, candidate: c.ratios.page1_per_static, baseline: b.ratios.page1_per_static },
     { figure: 'last page / page 1 (req/s)', level: REFERENCE.lastPerPage1, candidate: c.ratios.last_per_page1, baseline: b.ratios.last_per_page1 },
   ];
@@ -206,19 +283,22 @@ function report(versions: [Version, Version]): void {
       products: PRODUCTS, rounds: ROUNDS, seconds: SECONDS, connections: CONNECTIONS,
       versions: versions.map((v, i) => ({ name: v.name, ref: v.ref, sha: v.sha, bytes: v.bytes, ...[b, c][i] })),
       candidate_per_baseline: candidatePerBaseline,
-      verdicts, reference,
+      verdicts, reference: issue10Levels,
+      reference_target: { rps: referenceRps, cpu_us: referenceUs, rps_rounds: reference.results.rps, cpu_us_rounds: reference.results.cpu },
+      issue15,
     }, null, 2));
     return;
   }
   const fixed = (x: number, digits = 2) => (Number.isFinite(x) ? x.toFixed(digits) : '-');
   console.log('');
   console.log(`${PRODUCTS} products, ${ROUNDS} round(s) of ${SECONDS} s per target and version, ${CONNECTIONS} connections; medians over the rounds`);
-  console.log(`${'target'.padEnd(12)}${'baseline req/s'.padStart(15)}${'CPU µs'.padStart(8)}${'candidate req/s'.padStart(17)}${'CPU µs'.padStart(8)}${'cand/base req/s'.padStart(17)}${'CPU'.padStart(7)}`);
+  console.log(`${'target'.padEnd(20)}${'baseline req/s'.padStart(15)}${'CPU µs'.padStart(8)}${'candidate req/s'.padStart(17)}${'CPU µs'.padStart(8)}${'cand/base req/s'.padStart(17)}${'CPU'.padStart(7)}`);
   for (const t of TARGETS) {
-    console.log(`${t.padEnd(12)}${fixed(b.targets[t].rps, 0).padStart(15)}${fixed(b.targets[t].cpu_us, 0).padStart(8)}`
+    console.log(`${t.padEnd(20)}${fixed(b.targets[t].rps, 0).padStart(15)}${fixed(b.targets[t].cpu_us, 0).padStart(8)}`
       + `${fixed(c.targets[t].rps, 0).padStart(17)}${fixed(c.targets[t].cpu_us, 0).padStart(8)}`
       + `${fixed(candidatePerBaseline[t].rps).padStart(17)}${fixed(candidatePerBaseline[t].cpu).padStart(7)}`);
   }
+  console.log(`${'reference'.padEnd(20)}${fixed(referenceRps, 0).padStart(15)}${fixed(referenceUs, 0).padStart(8)}   (one process for both: node:http + better-sqlite3, page 1's payloads as one BLOB)`);
   console.log('');
   console.log(`${'ratio'.padEnd(44)}${'baseline'.padStart(9)}${'candidate'.padStart(10)}`);
   const ratioLine = (label: string, key: keyof typeof b.ratios) => console.log(`${label.padEnd(44)}${fixed(b.ratios[key]).padStart(9)}${fixed(c.ratios[key]).padStart(10)}`);
@@ -236,28 +316,44 @@ function report(versions: [Version, Version]): void {
   console.log('targets (issue 10), candidate against the baseline measured in this run:');
   for (const v of verdicts) console.log(`  ${v.pass ? 'PASS' : 'FAIL'}  ${v.target}: candidate ${fixed(v.candidate)}, baseline ${fixed(v.baseline)}`);
   console.log(`for reference, issue 10's "today's level" (absolute figures move with the machine's load; not a verdict):`);
-  for (const r of reference) console.log(`  ${r.figure} about ${r.level.toFixed(2)}: candidate ${fixed(r.candidate)}, baseline ${fixed(r.baseline)}`);
-  const failed = verdicts.filter((v) => !v.pass).length;
-  console.log(failed ? `\n*** ${failed} of ${verdicts.length} targets FAIL ***` : `\nall ${verdicts.length} targets PASS`);
+  for (const r of issue10Levels) console.log(`  ${r.figure} about ${r.level.toFixed(2)}: candidate ${fixed(r.candidate)}, baseline ${fixed(r.baseline)}`);
+  console.log(`issue 15, the candidate (baseline for comparison; reference ${fixed(referenceUs, 0)} µs CPU per request):`);
+  for (const v of issue15) {
+    const digits = v.target.endsWith('µs') ? 0 : 2;
+    console.log(`  ${v.pass ? 'PASS' : 'FAIL'}  ${v.target}: candidate ${fixed(v.candidate, digits)}, baseline ${fixed(v.baseline, digits)}`);
+  }
+  const failed = verdicts.filter((v) => !v.pass).length + issue15.filter((v) => !v.pass).length;
+  const all = verdicts.length + issue15.length;
+  console.log(failed ? `\n*** ${failed} of ${all} targets FAIL ***` : `\nall ${all} targets PASS`);
 }
 
 await runSideBySide({ tempPrefix: 'cps-bench-reads-', baseline: flags.baseline, log }, async ({ tempDir, checkouts }) => {
   const versions: Version[] = [];
+  let reference: Reference | undefined;
   try {
     // One after the other: two catalog builds at once would each take the other's CPU.
     for (const checkout of checkouts) versions.push(await prepare(checkout, tempDir));
+    // The reference reads the candidate's file with the candidate's script (it has none in older versions).
+    const candidate = versions.at(-1)!;
+    const { storeId, fromId, toId, database } = candidate.page1;
+    const server = await startServerProcess(candidate, 'bench-reference-server.ts', database);
+    reference = { server, url: `${server.base}/?store=${storeId}&from=${fromId}&to=${toId}`, results: { rps: [], cpu: [] } };
+    const referenceBytes = Buffer.byteLength(await (await fetch(reference.url)).text());
+    log(`reference: page 1's payloads from ${path.basename(database)}, ${referenceBytes} bytes`);
     for (const v of versions) {
       log(`${v.name}: page 1 ${v.bytes.page1} bytes; last page (${v.bytes.lastPage}) ${v.bytes.last} bytes`);
     }
     // Round 0 warms the JIT and the page cache and is not counted. Which version goes first
     // alternates from one target to the next and from one round to the next.
     for (let round = 0; round <= ROUNDS; round++) {
+      await measure(reference, 'reference', round);
       for (const [i, target] of TARGETS.entries()) {
         for (const v of (round + i) % 2 ? [...versions].reverse() : versions) await measure(v, target, round);
       }
     }
-    report(versions as [Version, Version]);
+    report(versions as [Version, Version], reference);
   } finally {
+    await reference?.server.stop();
     for (const v of versions) await v.server.stop();
   }
 });

@@ -2,7 +2,9 @@
 // (access log on, metrics), plus one route answering a fixed, pre-encoded copy of page 1's bytes
 // (the ceiling: same HTTP stack, no authentication, no database, no assembly). Requests with
 // `X-Bench-App: quiet` go to a second instance of the app with the access log off, so the cost of
-// logging is measured side by side. Logs go to /dev/null: the cost of writing them, not of a terminal.
+// logging is measured side by side; with `X-Bench-App: uncached`, to an instance without the cache of
+// coded bodies (every gzip/br request pays its compression, as the first reader of a page does).
+// Logs go to /dev/null: the cost of writing them, not of a terminal.
 // DB is an SQLite file, or a postgres:// URL (bench:postgres serves both engines side by side).
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
@@ -23,6 +25,8 @@ const logger = createLogger(config.operations, pino.destination({ dest: '/dev/nu
 const service = createService(config, { logger });
 const app = createApp(service);
 const quiet = createApp({ ...service, config: { ...config, operations: { ...config.operations, accessLog: false } } });
+const uncached = createApp({ ...service, config: { ...config, compressionCacheBytes: 0 } });
+const apps = new Map([['quiet', quiet], ['uncached', uncached]]);
 let staticBody = Buffer.alloc(0);
 const root = new Hono();
 root.get('/__static', (c) => c.body(staticBody, 200, { 'Content-Type': 'application/json' }));
@@ -30,7 +34,7 @@ root.post('/__static', async (c) => {
   staticBody = Buffer.from(await c.req.arrayBuffer());
   return c.body(null, 204);
 });
-root.all('*', (c) => (c.req.header('X-Bench-App') === 'quiet' ? quiet : app).fetch(c.req.raw));
+root.all('*', (c) => (apps.get(c.req.header('X-Bench-App') ?? '') ?? app).fetch(c.req.raw));
 // The bench asks for the server's CPU time around each run: CPU per request is the figure that
 // stays meaningful when the load generator, not the server, limits requests per second.
 process.on('message', (message) => {

@@ -111,6 +111,8 @@ export interface Config {
   };
   /** gzip/br of public JSON responses by Accept-Encoding: bodies smaller than this go out as they are. */
   compressionMinBytes: number;
+  /** Memory for coded (gzip/br) bytes of JSON reads, kept by strong ETag and coding so a page is coded once; 0 turns it off. */
+  compressionCacheBytes: number;
   operations: {
     /** Least severe log level written (pino): fatal, error, warn, info, debug, trace or silent. */
     logLevel: LogLevel;
@@ -274,6 +276,8 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
       perSecond: atLeast(int(env, 'CPS_RATE_LIMIT_PER_SECOND', 50), 1, 'CPS_RATE_LIMIT_PER_SECOND'),
     },
     compressionMinBytes: int(env, 'CPS_COMPRESSION_MIN_BYTES', 1024),
+    // 64 MiB holds ~5000 coded pages of 200 products (~13 KB each): every page of 5 stores of 100k products in both codings.
+    compressionCacheBytes: int(env, 'CPS_COMPRESSION_CACHE_BYTES', 64 * 1024 * 1024),
     operations: {
       logLevel: logLevel(env),
       accessLog: bool(env, 'CPS_ACCESS_LOG', true),

@@ -10,6 +10,7 @@ import { Lifecycle } from '../operations/health.js';
 import type { Service } from '../service.js';
 import { accessLog } from './access-log.js';
 import { adminApi } from './admin-api.js';
+import { CodedBodyCache } from './coded-body-cache.js';
 import { compression } from './compression.js';
 import { docsPages } from './docs.js';
 import { notFound, renderError } from './errors.js';
@@ -44,7 +45,8 @@ export function createApp(service: Service, { docsDir, lifecycle = new Lifecycle
   });
 
   // JSON of the public API and the documents, coded when asked; media and the admin API are not.
-  for (const path of ['/v1/*', '/openapi.json', '/admin/openapi.json']) app.use(path, compression(config.compressionMinBytes));
+  const codedBodies = config.compressionCacheBytes > 0 ? new CodedBodyCache(config.compressionCacheBytes, metrics) : undefined;
+  for (const path of ['/v1/*', '/openapi.json', '/admin/openapi.json']) app.use(path, compression(config.compressionMinBytes, codedBodies));
 
   // The authored, bundled documents, exactly as committed (not rebuilt from code).
   app.get('/openapi.json', (c) => c.body(publicJson, 200, { 'Content-Type': 'application/json' }));

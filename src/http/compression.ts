@@ -1,9 +1,13 @@
-// gzip/brotli of JSON responses by Accept-Encoding (node:zlib, off the event loop). Clients that do
-// not ask get the stored bytes untouched; small bodies and 304s are never coded; media never passes
-// through here (its routes are not under this middleware).
+// gzip/brotli of JSON responses by Accept-Encoding: one-shot coding of the assembled body in
+// libuv's threadpool (zlib's async gzip/brotliCompress), off the event loop, and the coded bytes of
+// responses with a strong ETag kept in a CodedBodyCache, so the same page is coded once for every
+// integrator that reads it (issue 15). Clients that do not ask get the stored bytes untouched;
+// small bodies and 304s are never coded; media never passes through here (its routes are not
+// under this middleware).
 import { promisify } from 'node:util';
 import zlib from 'node:zlib';
 import type { MiddlewareHandler } from 'hono';
+import type { CodedBodyCache } from './coded-body-cache.js';
 
 export type ContentCoding = 'br' | 'gzip';
 export type CompressionEnv = { Variables: { contentCoding: ContentCoding | undefined } };
@@ -11,18 +15,25 @@ export type CompressionEnv = { Variables: { contentCoding: ContentCoding | undef
 const gzip = promisify(zlib.gzip);
 const brotli = promisify(zlib.brotliCompress);
 
-// Levels for bodies coded on every request, not once: on a page of 200 products brotli 4 is as
-// small as gzip 6 (about 7 %) for about the same CPU; higher brotli qualities cost far more.
-const GZIP_OPTIONS: zlib.ZlibOptions = { level: 6 };
+// The levels with the least CPU per saved byte among those within 1.25x of the sizes of gzip 6 and
+// brotli 4 (issue 15; `npm run bench:coding`, BENCHMARKS.md): on a page of 200 products (155 KB)
+// gzip 3 takes ~0.33 ms for 13.3 KB (gzip 6: ~0.69 ms, 11.2 KB) and brotli 3 ~0.42 ms for 12.2 KB
+// (brotli 4: ~0.59 ms, 11.0 KB); gzip 2 and brotli 1-2 are cheaper but larger than the bound.
+const GZIP_OPTIONS: zlib.ZlibOptions = { level: 3 };
 const brotliOptions = (size: number): zlib.BrotliOptions => ({
   params: {
-    [zlib.constants.BROTLI_PARAM_QUALITY]: 4,
+    [zlib.constants.BROTLI_PARAM_QUALITY]: 3,
     [zlib.constants.BROTLI_PARAM_MODE]: zlib.constants.BROTLI_MODE_TEXT,
     [zlib.constants.BROTLI_PARAM_SIZE_HINT]: size,
     // A window (2^16..2^22 bytes) no larger than needed for the body: less memory per response.
     [zlib.constants.BROTLI_PARAM_LGWIN]: Math.min(22, Math.max(16, Math.ceil(Math.log2(size)))),
   },
 });
+
+/** The body in `coding`, one shot, in the threadpool. */
+export function codeBody(bytes: Uint8Array, coding: ContentCoding): Promise<Uint8Array<ArrayBuffer>> {
+  return (coding === 'br' ? brotli(bytes, brotliOptions(bytes.length)) : gzip(bytes, GZIP_OPTIONS)) as Promise<Uint8Array<ArrayBuffer>>;
+}
 
 const JSON_TYPE = /^application\/([a-z0-9.+-]+\+)?json\s*(;|$)/i;
 
@@ -47,8 +58,12 @@ export function negotiateCoding(acceptEncoding: string | undefined): ContentCodi
   return br >= gz ? 'br' : 'gzip';
 }
 
-/** Codes JSON bodies of at least minBytes in the negotiated coding; always adds Vary: Accept-Encoding. */
-export function compression(minBytes: number): MiddlewareHandler<CompressionEnv> {
+/**
+ * Codes JSON bodies of at least minBytes in the negotiated coding; always adds Vary: Accept-Encoding.
+ * With a cache, a 200 with a strong ETag is coded once per ETag and coding (the ETag already names
+ * the coding: conditional.ts) and then answered from the cache.
+ */
+export function compression(minBytes: number, cache?: CodedBodyCache): MiddlewareHandler<CompressionEnv> {
   return async (c, next) => {
     const coding = negotiateCoding(c.req.header('Accept-Encoding'));
     // Read by the ETag of conditional reads: one validator per content coding (RFC 9110 8.8.3).
@@ -58,12 +73,21 @@ export function compression(minBytes: number): MiddlewareHandler<CompressionEnv>
     res.headers.append('Vary', 'Accept-Encoding');
     if (!coding || !res.body || res.status === 304 || res.status === 204 || res.headers.has('Content-Encoding')) return;
     if (!JSON_TYPE.test(res.headers.get('Content-Type') ?? '')) return;
-    const bytes = new Uint8Array(await res.arrayBuffer());
-    const body = bytes.length < minBytes ? bytes
-      : coding === 'br' ? await brotli(bytes, brotliOptions(bytes.length)) : await gzip(bytes, GZIP_OPTIONS);
+    const etag = res.status === 200 ? res.headers.get('ETag') : null;
+    const cacheable = cache && etag && !etag.startsWith('W/') ? cache : undefined;
+    let body = cacheable?.get(etag!, coding);
+    let coded = true;
+    if (body) {
+      await res.body.cancel();
+    } else {
+      const bytes = new Uint8Array(await res.arrayBuffer());
+      coded = bytes.length >= minBytes;
+      body = coded ? await codeBody(bytes, coding) : bytes;
+      if (coded) cacheable?.set(etag!, coding, body);
+    }
     const headers = new Headers(res.headers);
     headers.delete('Content-Length');
-    if (body !== bytes) headers.set('Content-Encoding', coding);
+    if (coded) headers.set('Content-Encoding', coding);
     // Unset first: Hono's res setter would otherwise copy the old headers over the new ones.
     c.res = undefined;
     c.res = new Response(body, { status: res.status, headers });

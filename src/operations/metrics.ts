@@ -6,6 +6,14 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { CatalogStorage, OperationalCounts } from '../storage/port.js';
 import type { Logger } from './log.js';
 
+/** What the compression cache (http/coded-body-cache.ts) did: a lookup found (hit) or did not find (miss) coded bytes, an entry was evicted for room, or one stored. */
+export type CodedBodyCacheEvent = 'hit' | 'miss' | 'evict' | 'store';
+
+/** What the compression cache reports, with its size after the event; a no-op without metrics. */
+export interface CodedBodyCacheObserver {
+  observeCodedBodyCache(event: CodedBodyCacheEvent, bytes: number, entries: number): void;
+}
+
 /** What a delivery attempt ended in (the `outcome` label). */
 export type DeliveryOutcome = 'succeeded' | 'failed' | 'given_up' | 'dropped';
 
@@ -27,7 +35,7 @@ function processMetrics(): Registry {
   return processRegistry;
 }
 
-export class ServiceMetrics implements DeliveryObserver {
+export class ServiceMetrics implements DeliveryObserver, CodedBodyCacheObserver {
   readonly registry = new Registry();
   private readonly requestDuration = new Histogram({
     name: 'cps_http_request_duration_seconds',
@@ -66,6 +74,21 @@ export class ServiceMetrics implements DeliveryObserver {
     name: 'cps_images', help: 'Image source URLs by mirroring state.', labelNames: ['state'] as const, registers: [this.registry],
   });
 
+  private readonly codedCacheLookups = new Counter({
+    name: 'cps_compression_cache_lookups_total',
+    help: 'Compressed JSON reads looked up in the cache of coded bytes, by result: hit (answered from the cache) or miss (coded now).',
+    labelNames: ['result'] as const, registers: [this.registry],
+  });
+  private readonly codedCacheEvictions = new Counter({
+    name: 'cps_compression_cache_evictions_total', help: 'Coded bodies dropped from the cache to stay within CPS_COMPRESSION_CACHE_BYTES.', registers: [this.registry],
+  });
+  private readonly codedCacheBytes = new Gauge({
+    name: 'cps_compression_cache_bytes', help: 'Bytes of coded bodies held by the compression cache.', registers: [this.registry],
+  });
+  private readonly codedCacheEntries = new Gauge({
+    name: 'cps_compression_cache_entries', help: 'Coded bodies held by the compression cache.', registers: [this.registry],
+  });
+
   constructor(
     private readonly storage: CatalogStorage,
     private readonly now: () => Date,
@@ -73,11 +96,19 @@ export class ServiceMetrics implements DeliveryObserver {
   ) {
     // Every labelled series exists from the start, at 0: a rate() over a series that appears late misses its first increments.
     for (const outcome of ['succeeded', 'failed', 'given_up', 'dropped'] as const) this.deliveries.inc({ outcome }, 0);
+    for (const result of ['hit', 'miss'] as const) this.codedCacheLookups.inc({ result }, 0);
   }
 
   observeRequest(method: string, route: string, status: number, seconds: number): void {
     this.requestDuration.observe({ method, route, status: String(status) }, seconds);
     if (status === 429) this.rateLimited.inc();
+  }
+
+  observeCodedBodyCache(event: CodedBodyCacheEvent, bytes: number, entries: number): void {
+    if (event === 'hit' || event === 'miss') this.codedCacheLookups.inc({ result: event });
+    else if (event === 'evict') this.codedCacheEvictions.inc();
+    this.codedCacheBytes.set(bytes);
+    this.codedCacheEntries.set(entries);
   }
 
   observeDelivery(outcome: DeliveryOutcome, seconds: number): void {

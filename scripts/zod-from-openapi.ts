@@ -2,7 +2,13 @@
 // @hono/zod-openapi needs, as TypeScript source. It covers the JSON Schema subset our documents
 // use (see README, "Architecture"); anything else fails generation loudly rather than silently.
 
+import { fullFormats } from 'ajv-formats/dist/formats.js';
+
 type Json = Record<string, any>;
+
+// The formats as JSON Schema validators read them (ajv-formats, what the contract tests and
+// integrators use), so the server's zod schemas accept exactly the same strings.
+const EMAIL = fullFormats.email as RegExp;
 
 const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
 
@@ -82,10 +88,11 @@ function zodForType(doc: Json, kind: string, schema: Json): string {
     case 'string': {
       let out = 'z.string()';
       if (schema.format === 'date-time') out = 'z.iso.datetime({ offset: true })';
-      else if (schema.format === 'email') out = 'z.email()';
+      else if (schema.format === 'email') out = `z.email({ pattern: new RegExp(${literal(EMAIL.source)}, ${literal(EMAIL.flags)}) })`;
       else if (schema.format === 'uri') out = 'z.url()';
-      if (schema.minLength !== undefined) out += `.min(${schema.minLength})`;
-      if (schema.maxLength !== undefined) out += `.max(${schema.maxLength})`;
+      // JSON Schema counts a string's length in characters (code points), not UTF-16 units.
+      if (schema.minLength !== undefined) out += `.refine((s) => [...s].length >= ${schema.minLength}, { error: 'must be at least ${schema.minLength} characters' })`;
+      if (schema.maxLength !== undefined) out += `.refine((s) => [...s].length <= ${schema.maxLength}, { error: 'must be at most ${schema.maxLength} characters' })`;
       if (schema.pattern) out += `.regex(${regex(schema.pattern)})`;
       const excluded = excludedStrings(schema);
       if (excluded) out += `.refine((v) => !${literal(excluded)}.includes(v), { error: ${literal(`must not be ${excluded.join(' or ')}`)} })`;

@@ -16,6 +16,7 @@ import { validationHook } from './validation.js';
 import { checkedJsonBody } from './checked-json-body.js';
 import { registerWebhookRoutes } from './webhooks-api.js';
 import { closeWhenBodyUnread } from './close-when-body-unread.js';
+import { documentedRoutes } from './documented-responses.js';
 import type { Service } from '../service.js';
 import type { PanelUser } from '../admin/accounts.js';
 
@@ -67,18 +68,20 @@ export function adminApi({ admin, imports, accounts, endpoints, config }: Pick<S
   // parses it (the decoded text is cached, so the body is read once).
   app.use('/admin/v1/*', checkedJsonBody({ maxDepth: config.limits.maxJsonDepth, appliesTo: takesJsonBody }));
 
+  const route = documentedRoutes(app);
+
   // Merchants and keys
-  app.openapi(routes.listMerchants, async (c) => c.json({ data: await admin.listMerchants() }, 200));
-  app.openapi(routes.createMerchant, async (c) => c.json(await admin.createMerchant(c.req.valid('json')), 201));
-  app.openapi(routes.getMerchant, async (c) => c.json(await admin.merchant(c.req.valid('param').merchant_id), 200));
-  app.openapi(routes.updateMerchant, async (c) => c.json(await admin.updateMerchant(c.req.valid('param').merchant_id, c.req.valid('json')), 200));
-  app.openapi(routes.listApiKeys, async (c) =>
+  route(routes.listMerchants, async (c) => c.json({ data: await admin.listMerchants() }, 200));
+  route(routes.createMerchant, async (c) => c.json(await admin.createMerchant(c.req.valid('json')), 201));
+  route(routes.getMerchant, async (c) => c.json(await admin.merchant(c.req.valid('param').merchant_id), 200));
+  route(routes.updateMerchant, async (c) => c.json(await admin.updateMerchant(c.req.valid('param').merchant_id, c.req.valid('json')), 200));
+  route(routes.listApiKeys, async (c) =>
     c.json({ data: (await admin.listApiKeys(c.req.valid('param').merchant_id)).map(apiKey) }, 200));
-  app.openapi(routes.createApiKey, async (c) => {
+  route(routes.createApiKey, async (c) => {
     const { key, ...record } = await admin.createApiKey(c.req.valid('param').merchant_id, c.req.valid('json').name);
     return c.json({ ...apiKey(record), key }, 201);
   });
-  app.openapi(routes.revokeApiKey, async (c) => {
+  route(routes.revokeApiKey, async (c) => {
     const { merchant_id, key_id } = c.req.valid('param');
     await admin.revokeApiKey(merchant_id, key_id);
     return c.body(null, 204);
@@ -87,112 +90,112 @@ export function adminApi({ admin, imports, accounts, endpoints, config }: Pick<S
   // Panel users and the audit log: the admin token acts as the operator.
   const operator = { kind: 'operator' } as const;
   const panelUser = ({ merchant_id: _m, ...user }: PanelUser) => user;
-  app.openapi(routes.listPanelUsers, async (c) =>
+  route(routes.listPanelUsers, async (c) =>
     c.json({ data: (await accounts.listUsers(operator, c.req.valid('param').merchant_id)).map(panelUser) }, 200));
-  app.openapi(routes.invitePanelUser, async (c) => {
+  route(routes.invitePanelUser, async (c) => {
     const { token, ...invitation } = await accounts.invite(operator, c.req.valid('param').merchant_id, c.req.valid('json'));
     return c.json({ ...invitation, link: `${config.publicBaseUrl}/panel/invitations/${token}` }, 201);
   });
-  app.openapi(routes.removePanelUser, async (c) => {
+  route(routes.removePanelUser, async (c) => {
     const { merchant_id, user_id } = c.req.valid('param');
     await accounts.removeUser(operator, merchant_id, user_id);
     return c.body(null, 204);
   });
-  app.openapi(routes.listAuditLog, async (c) =>
+  route(routes.listAuditLog, async (c) =>
     c.json({ data: await accounts.auditLog(operator, c.req.valid('param').merchant_id, c.req.valid('query').limit) }, 200));
 
   // Stores
-  app.openapi(routes.listMerchantStores, async (c) =>
+  route(routes.listMerchantStores, async (c) =>
     c.json({ data: (await admin.listStores(c.req.valid('param').merchant_id)).map(adminStore) }, 200));
-  app.openapi(routes.upsertStore, async (c) => {
+  route(routes.upsertStore, async (c) => {
     const { merchant_id, slug } = c.req.valid('param');
     return c.json(adminStore(await admin.upsertStore(merchant_id, slug, c.req.valid('json'))), 200);
   });
-  app.openapi(routes.deleteStore, async (c) => {
+  route(routes.deleteStore, async (c) => {
     const { merchant_id, slug } = c.req.valid('param');
     await admin.deleteStore(merchant_id, slug);
     return c.body(null, 204);
   });
 
   // Customer groups
-  app.openapi(routes.listCustomerGroups, async (c) => c.json({ data: await admin.listCustomerGroups(c.req.valid('param').merchant_id) }, 200));
-  app.openapi(routes.createCustomerGroup, async (c) =>
+  route(routes.listCustomerGroups, async (c) => c.json({ data: await admin.listCustomerGroups(c.req.valid('param').merchant_id) }, 200));
+  route(routes.createCustomerGroup, async (c) =>
     c.json(await admin.createCustomerGroup(c.req.valid('param').merchant_id, c.req.valid('json').name), 201));
-  app.openapi(routes.updateCustomerGroup, async (c) => {
+  route(routes.updateCustomerGroup, async (c) => {
     const { merchant_id, group_id } = c.req.valid('param');
     return c.json(await admin.updateCustomerGroup(merchant_id, group_id, c.req.valid('json').name), 200);
   });
-  app.openapi(routes.deleteCustomerGroup, async (c) => {
+  route(routes.deleteCustomerGroup, async (c) => {
     const { merchant_id, group_id } = c.req.valid('param');
     await admin.deleteCustomerGroup(merchant_id, group_id);
     return c.body(null, 204);
   });
 
   // Exchange rates
-  app.openapi(routes.listExchangeRates, async (c) => c.json({ data: await admin.listExchangeRates(c.req.valid('param').merchant_id) }, 200));
-  app.openapi(routes.upsertExchangeRate, async (c) => {
+  route(routes.listExchangeRates, async (c) => c.json({ data: await admin.listExchangeRates(c.req.valid('param').merchant_id) }, 200));
+  route(routes.upsertExchangeRate, async (c) => {
     const { merchant_id, base, quote } = c.req.valid('param');
     return c.json(await admin.upsertExchangeRate(merchant_id, { base, quote, rate: c.req.valid('json').rate }), 200);
   });
-  app.openapi(routes.deleteExchangeRate, async (c) => {
+  route(routes.deleteExchangeRate, async (c) => {
     const { merchant_id, base, quote } = c.req.valid('param');
     await admin.deleteExchangeRate(merchant_id, base, quote);
     return c.body(null, 204);
   });
 
   // Pricing rules
-  app.openapi(routes.listPricingRules, async (c) => c.json({ data: await admin.listPricingRules(c.req.valid('param').merchant_id) }, 200));
-  app.openapi(routes.createPricingRule, async (c) =>
+  route(routes.listPricingRules, async (c) => c.json({ data: await admin.listPricingRules(c.req.valid('param').merchant_id) }, 200));
+  route(routes.createPricingRule, async (c) =>
     c.json(await admin.createPricingRule(c.req.valid('param').merchant_id, c.req.valid('json')), 201));
-  app.openapi(routes.updatePricingRule, async (c) => {
+  route(routes.updatePricingRule, async (c) => {
     const { merchant_id, rule_id } = c.req.valid('param');
     return c.json(await admin.updatePricingRule(merchant_id, rule_id, c.req.valid('json')), 200);
   });
-  app.openapi(routes.deletePricingRule, async (c) => {
+  route(routes.deletePricingRule, async (c) => {
     const { merchant_id, rule_id } = c.req.valid('param');
     await admin.deletePricingRule(merchant_id, rule_id);
     return c.body(null, 204);
   });
 
   // Suppliers and attribute definitions
-  app.openapi(routes.listSuppliers, async (c) => c.json({ data: await admin.listSuppliers(c.req.valid('param').merchant_id) }, 200));
-  app.openapi(routes.upsertSupplier, async (c) => {
+  route(routes.listSuppliers, async (c) => c.json({ data: await admin.listSuppliers(c.req.valid('param').merchant_id) }, 200));
+  route(routes.upsertSupplier, async (c) => {
     const { merchant_id, supplier_ref } = c.req.valid('param');
     return c.json(await admin.upsertSupplier(merchant_id, supplier_ref, c.req.valid('json').name), 200);
   });
-  app.openapi(routes.deleteSupplier, async (c) => {
+  route(routes.deleteSupplier, async (c) => {
     const { merchant_id, supplier_ref } = c.req.valid('param');
     await admin.deleteSupplier(merchant_id, supplier_ref);
     return c.body(null, 204);
   });
-  app.openapi(routes.listAttributeDefinitions, async (c) =>
+  route(routes.listAttributeDefinitions, async (c) =>
     c.json({ data: await admin.listAttributeDefinitions(c.req.valid('param').merchant_id) }, 200));
-  app.openapi(routes.upsertAttributeDefinition, async (c) => {
+  route(routes.upsertAttributeDefinition, async (c) => {
     const { merchant_id, key } = c.req.valid('param');
     return c.json(await admin.upsertAttributeDefinition(merchant_id, { key, ...c.req.valid('json') }), 200);
   });
-  app.openapi(routes.deleteAttributeDefinition, async (c) => {
+  route(routes.deleteAttributeDefinition, async (c) => {
     const { merchant_id, key } = c.req.valid('param');
     await admin.deleteAttributeDefinition(merchant_id, key);
     return c.body(null, 204);
   });
 
   // Products and the bulk import
-  app.openapi(routes.getProductSource, async (c) => {
+  route(routes.getProductSource, async (c) => {
     const { merchant_id, product_ref } = c.req.valid('param');
     return c.json(await admin.productSource(merchant_id, product_ref), 200);
   });
-  app.openapi(routes.upsertProduct, async (c) => {
+  route(routes.upsertProduct, async (c) => {
     const { merchant_id, product_ref } = c.req.valid('param');
     const { created: _created, ...source } = await admin.upsertProduct(merchant_id, product_ref, c.req.valid('json'));
     return c.json(source, 200);
   });
-  app.openapi(routes.deleteProduct, async (c) => {
+  route(routes.deleteProduct, async (c) => {
     const { merchant_id, product_ref } = c.req.valid('param');
     await admin.deleteProduct(merchant_id, product_ref);
     return c.body(null, 204);
   });
-  app.openapi(routes.importProducts, async (c) => {
+  route(routes.importProducts, async (c) => {
     const { merchant_id } = c.req.valid('param');
     // The body is read as it arrives (bodyLimit has checked its length), decoded and parsed a bounded piece at a time.
     const body = c.req.raw.body ?? (async function* () {})();
@@ -202,8 +205,8 @@ export function adminApi({ admin, imports, accounts, endpoints, config }: Pick<S
   });
 
   // Image mirroring progress
-  app.openapi(routes.getImageMirroring, async (c) => c.json(await admin.imageMirroring(c.req.valid('param').merchant_id), 200));
-  app.openapi(routes.retryDeadImages, async (c) => c.json({ retried: await admin.retryDeadImages(c.req.valid('param').merchant_id) }, 200));
+  route(routes.getImageMirroring, async (c) => c.json(await admin.imageMirroring(c.req.valid('param').merchant_id), 200));
+  route(routes.retryDeadImages, async (c) => c.json({ retried: await admin.retryDeadImages(c.req.valid('param').merchant_id) }, 200));
 
   registerWebhookRoutes(app, endpoints);
   return app;

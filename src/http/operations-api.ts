@@ -13,6 +13,7 @@ import { accessLog, requestLog } from './access-log.js';
 import { metricsTokenAuth } from './auth.js';
 import { notFound, renderError } from './errors.js';
 import { requestId } from './request-id.js';
+import { documentedRoutes } from './documented-responses.js';
 import { validationHook } from './validation.js';
 
 export interface OperationsDependencies {
@@ -28,15 +29,16 @@ export function operationsApi({ storage, metrics, lifecycle, metricsToken }: Ope
   const app = new OpenAPIHono({ defaultHook: validationHook });
   app.onError(renderError);
   if (metricsToken) app.use('/metrics', metricsTokenAuth(metricsToken));
+  const route = documentedRoutes(app);
 
-  app.openapi(routes.getHealth, (c) => c.json({ status: 'ok' as const }, 200));
+  route(routes.getHealth, (c) => c.json({ status: 'ok' as const }, 200));
 
-  app.openapi(routes.getReadiness, async (c) => {
+  route(routes.getReadiness, async (c) => {
     const answer = await readiness(storage, lifecycle, requestLog(c) ?? silentLogger);
     return c.json(answer, answer.status === 'ready' ? 200 : 503);
   });
 
-  app.openapi(routes.getMetrics, async (c) => c.body(await metrics.exposition(), 200, { 'Content-Type': PROMETHEUS_CONTENT_TYPE }) as never);
+  route(routes.getMetrics, async (c) => c.text(await metrics.exposition(), 200, { 'Content-Type': PROMETHEUS_CONTENT_TYPE }));
 
   // The document itself, as committed (like /openapi.json and /admin/openapi.json).
   app.get('/operations/openapi.json', (c) => c.body(operationsJson, 200, { 'Content-Type': 'application/json' }));

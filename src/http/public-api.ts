@@ -10,13 +10,19 @@ import { ProblemError, invalidInput } from '../shared/problem.js';
 import { readChangeFeed } from '../changes/feed.js';
 import { validationHook } from './validation.js';
 import { CONTENT_TYPE_OF, MEDIA_KEY, type MediaStore } from '../images/media-store.js';
-import { conditionalJson, etagMatches } from './conditional.js';
+import { etagMatches } from './conditional.js';
 import { rateLimit, type TokenBucketLimiter } from './rate-limit.js';
+import type { components } from '../generated/public-api.js';
+import { JsonItems, jsonBytesOf } from '../shared/json-bytes.js';
+import { conditionalJsonPage, documentedRoutes, jsonPage } from './documented-responses.js';
 
-const JSON_TYPE = { 'Content-Type': 'application/json' };
-const DATA_OPEN = Buffer.from('{"data":[');
-const DATA_OPEN_SINGLE = Buffer.from('{"data":');
-const OBJECT_CLOSE = Buffer.from('}');
+type Schemas = components['schemas'];
+
+// The stored payloads are resolveProduct's JSON of a Product (catalog/resolve.ts), served as they are.
+const storedProducts = (bytes: Uint8Array) => new JsonItems<Schemas['Product']>(bytes);
+const storedProduct = (bytes: Uint8Array) => jsonBytesOf<Schemas['Product']>(bytes);
+// A price read is the `id` and `prices` of each stored payload (storage: publishedPricesByIds).
+const storedPrices = (bytes: Uint8Array) => new JsonItems<Schemas['ProductPrices']>(bytes);
 
 export interface PublicApiOptions {
   media?: MediaStore;
@@ -32,9 +38,10 @@ export function publicApi(service: Pick<Service, 'storage' | 'reads' | 'config'>
   app.onError(renderError);
   app.use('/v1/*', apiKeyAuth(storage));
   if (rateLimiter) app.use('/v1/*', rateLimit(rateLimiter));
+  const route = documentedRoutes(app);
 
   // Mirrored images (spec 2.1 image rules): public, content-addressed, cacheable forever.
-  app.openapi(routes.getMedia, async (c) => {
+  route(routes.getMedia, async (c) => {
     const { key } = c.req.valid('param');
     const bytes = media ? await media.get(key) : undefined;
     if (!bytes) throw new ProblemError('not_found', `No media file ${key}.`);
@@ -42,14 +49,14 @@ export function publicApi(service: Pick<Service, 'storage' | 'reads' | 'config'>
     const headers = { ETag: etag, 'Cache-Control': 'public, max-age=31536000, immutable' };
     if (etagMatches(c.req.valid('header')['if-none-match'], etag)) return c.body(null, 304, headers);
     const contentType = CONTENT_TYPE_OF[key.split('.')[1]!]!;
-    return c.body(new Uint8Array(bytes), 200, { ...headers, 'Content-Type': contentType, 'Content-Length': String(bytes.length) }) as never;
+    return c.body(new Uint8Array(bytes), 200, { ...headers, 'Content-Type': contentType, 'Content-Length': String(bytes.length) });
   }, (result, c) => {
     // Any malformed key names no file: 404, like an unknown one (openapi: getMedia).
     if (!result.success) return problemResponse(new ProblemError('not_found', 'No such media file.'), c.req.path);
     return undefined;
   });
 
-  app.openapi(routes.listProducts, async (c) => {
+  route(routes.listProducts, async (c) => {
     const query = c.req.valid('query');
     if (query.ids) {
       const paging = ['page', 'per_page', 'after_id'].filter((name) => c.req.query(name) !== undefined);
@@ -59,8 +66,7 @@ export function publicApi(service: Pick<Service, 'storage' | 'reads' | 'config'>
       const ids = [...new Set(query.ids)];
       const { store, bytes, count } = await reads.productsByIds(c.var.merchantId, query.store, ids);
       const meta = { current_page: 1, per_page: ids.length, last_page: 1, total: count };
-      const tail = `],"store":${JSON.stringify(store.slug)},"meta":${JSON.stringify(meta)}}`;
-      return conditionalJson(c, Buffer.concat([DATA_OPEN, bytes, Buffer.from(tail)])) as never;
+      return conditionalJsonPage<Schemas['ProductPage']>(c, { data: storedProducts(bytes), store: store.slug, meta });
     }
     if (query.after_id !== undefined && c.req.query('page') !== undefined) {
       throw invalidInput('query', [{ name: 'page', in: 'query', reason: 'cannot be combined with after_id' }]);
@@ -70,23 +76,23 @@ export function publicApi(service: Pick<Service, 'storage' | 'reads' | 'config'>
     });
     // The stored payload bytes go out as they are, framed by the page envelope; the ETag is
     // computed over the rows' stored hashes and the envelope rather than the ~155 KB of bytes.
-    const tail = Buffer.from(`],"store":${JSON.stringify(store.slug)},"meta":${JSON.stringify(page.meta)}}`);
-    return conditionalJson(c, Buffer.concat([DATA_OPEN, page.data, tail]), Buffer.concat([page.digests, tail])) as never;
+    const envelope = { store: store.slug, meta: page.meta };
+    const identity = Buffer.concat([page.digests, Buffer.from(JSON.stringify(envelope))]);
+    return conditionalJsonPage<Schemas['ProductPage']>(c, { data: storedProducts(page.data), ...envelope }, identity);
   });
 
-  app.openapi(routes.getProduct, async (c) => {
+  route(routes.getProduct, async (c) => {
     const payload = await reads.product(c.var.merchantId, c.req.valid('query').store, c.req.valid('param').id);
-    return conditionalJson(c, Buffer.concat([DATA_OPEN_SINGLE, payload, OBJECT_CLOSE])) as never;
+    return conditionalJsonPage<Schemas['ProductResponse']>(c, { data: storedProduct(payload) });
   });
 
-  app.openapi(routes.listPrices, async (c) => {
+  route(routes.listPrices, async (c) => {
     const query = c.req.valid('query');
     const { store, bytes } = await reads.pricesByIds(c.var.merchantId, query.store, [...new Set(query.ids)]);
-    const tail = `],"store":${JSON.stringify(store.slug)}}`;
-    return c.body(Buffer.concat([DATA_OPEN, bytes, Buffer.from(tail)]), 200, JSON_TYPE) as never;
+    return jsonPage<Schemas['PriceList']>(c, { data: storedPrices(bytes), store: store.slug });
   });
 
-  app.openapi(routes.listChanges, async (c) => {
+  route(routes.listChanges, async (c) => {
     const query = c.req.valid('query');
     // spec 4.4 cursor rule 1: the two halves travel together.
     if (query.since === undefined && c.req.query('since_id') !== undefined) {
@@ -96,9 +102,9 @@ export function publicApi(service: Pick<Service, 'storage' | 'reads' | 'config'>
     return c.json(window, 200);
   });
 
-  app.openapi(routes.listStores, async (c) => {
-    const stores = { data: (await reads.activeStores(c.var.merchantId)).map(toPublicStore) };
-    return conditionalJson(c, Buffer.from(JSON.stringify(stores))) as never;
+  route(routes.listStores, async (c) => {
+    const stores = (await reads.activeStores(c.var.merchantId)).map(toPublicStore);
+    return conditionalJsonPage<Schemas['StoreList']>(c, { data: stores });
   });
 
   return app;

@@ -3,51 +3,53 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import { routes } from '../generated/admin-routes.js';
 import type { WebhookEndpoints } from '../webhooks/endpoints.js';
+import { documentedRoutes } from './documented-responses.js';
 
 export function registerWebhookRoutes(app: OpenAPIHono, endpoints: WebhookEndpoints): void {
-  app.openapi(routes.listWebhookEndpoints, async (c) =>
+  const route = documentedRoutes(app);
+  route(routes.listWebhookEndpoints, async (c) =>
     c.json({ data: await endpoints.list(c.req.valid('param').merchant_id) }, 200));
-  app.openapi(routes.createWebhookEndpoint, async (c) =>
+  route(routes.createWebhookEndpoint, async (c) =>
     c.json(await endpoints.create(c.req.valid('param').merchant_id, c.req.valid('json')), 201));
-  app.openapi(routes.getWebhookEndpoint, async (c) => {
+  route(routes.getWebhookEndpoint, async (c) => {
     const { merchant_id, endpoint_id } = c.req.valid('param');
     return c.json(await endpoints.endpoint(merchant_id, endpoint_id), 200);
   });
-  app.openapi(routes.updateWebhookEndpoint, async (c) => {
+  route(routes.updateWebhookEndpoint, async (c) => {
     const { merchant_id, endpoint_id } = c.req.valid('param');
     return c.json(await endpoints.update(merchant_id, endpoint_id, c.req.valid('json')), 200);
   });
-  app.openapi(routes.deleteWebhookEndpoint, async (c) => {
+  route(routes.deleteWebhookEndpoint, async (c) => {
     const { merchant_id, endpoint_id } = c.req.valid('param');
     await endpoints.delete(merchant_id, endpoint_id);
     return c.body(null, 204);
   });
-  app.openapi(routes.rotateWebhookSecret, async (c) => {
+  route(routes.rotateWebhookSecret, async (c) => {
     const { merchant_id, endpoint_id } = c.req.valid('param');
     return c.json(await endpoints.rotateSecret(merchant_id, endpoint_id), 200);
   });
-  app.openapi(routes.sendTestWebhook, async (c) => {
+  route(routes.sendTestWebhook, async (c) => {
     const { merchant_id, endpoint_id } = c.req.valid('param');
     return c.json(await endpoints.sendTest(merchant_id, endpoint_id), 202);
   });
-  app.openapi(routes.recoverWebhookDeliveries, async (c) => {
+  route(routes.recoverWebhookDeliveries, async (c) => {
     const { merchant_id, endpoint_id } = c.req.valid('param');
     return c.json({ resent: await endpoints.recover(merchant_id, endpoint_id, c.req.valid('json').since) }, 202);
   });
-  app.openapi(routes.listWebhookDeliveries, async (c) => {
+  route(routes.listWebhookDeliveries, async (c) => {
     const { merchant_id, endpoint_id } = c.req.valid('param');
     const { status, limit, before_id } = c.req.valid('query');
     return c.json({ data: await endpoints.deliveries(merchant_id, endpoint_id, { status, limit, beforeId: before_id }) }, 200);
   });
-  app.openapi(routes.getWebhookDelivery, async (c) => {
+  route(routes.getWebhookDelivery, async (c) => {
     const { merchant_id, endpoint_id, delivery_id } = c.req.valid('param');
     return c.json(await endpoints.delivery(merchant_id, endpoint_id, delivery_id), 200);
   });
-  app.openapi(routes.resendWebhookDelivery, async (c) => {
+  route(routes.resendWebhookDelivery, async (c) => {
     const { merchant_id, endpoint_id, delivery_id } = c.req.valid('param');
     return c.json(await endpoints.resend(merchant_id, endpoint_id, delivery_id), 202);
   });
-  app.openapi(routes.listNotifications, async (c) => {
+  route(routes.listNotifications, async (c) => {
     const { merchant_id } = c.req.valid('param');
     // The admin shape of a notification: the merchant is the one in the path.
     const data = (await endpoints.notifications(merchant_id, c.req.valid('query').limit)).map(({ merchant_id: _, ...notification }) => notification);

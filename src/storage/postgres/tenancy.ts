@@ -16,6 +16,9 @@ export const toStore = (r: Row): StoreRecord => ({
   catalog_version: r.catalog_version as number,
 });
 
+/** Every column of stores, listed (prepared statements: published.ts). */
+export const STORE_COLUMNS = ['id', 'merchant_id', 'slug', 'name', 'locale', 'currency', 'is_default', 'active', 'exclude_out_of_stock', 'catalog_version'];
+
 const toMerchant = (r: Row): MerchantRecord => ({
   id: r.id as number,
   name: r.name as string,

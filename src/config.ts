@@ -109,6 +109,11 @@ export interface Config {
     /** Requests per second the bucket refills at (the sustained rate). */
     perSecond: number;
   };
+  /**
+   * A process accepts an active API key it has looked up for this long without looking again (0:
+   * every request looks it up): a key revoked by another process stops working here within this time.
+   */
+  apiKeyCacheMs: number;
   /** gzip/br of public JSON responses by Accept-Encoding: bodies smaller than this go out as they are. */
   compressionMinBytes: number;
   /** Memory for coded (gzip/br) bytes of JSON reads, kept by strong ETag and coding so a page is coded once; 0 turns it off. */
@@ -275,6 +280,7 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
       burst: atLeast(int(env, 'CPS_RATE_LIMIT_BURST', 600), 1, 'CPS_RATE_LIMIT_BURST'),
       perSecond: atLeast(int(env, 'CPS_RATE_LIMIT_PER_SECOND', 50), 1, 'CPS_RATE_LIMIT_PER_SECOND'),
     },
+    apiKeyCacheMs: int(env, 'CPS_API_KEY_CACHE_MS', 1000),
     compressionMinBytes: int(env, 'CPS_COMPRESSION_MIN_BYTES', 1024),
     // 64 MiB holds ~5000 coded pages of 200 products (~13 KB each): every page of 5 stores of 100k products in both codings.
     compressionCacheBytes: int(env, 'CPS_COMPRESSION_CACHE_BYTES', 64 * 1024 * 1024),

@@ -3,6 +3,7 @@
 // CLI command, the benchmarks and the tests build it here; what they run of it is theirs to choose.
 import nodemailer from 'nodemailer';
 import { PanelAccounts, type InvitationMailer } from './admin/accounts.js';
+import { ActiveApiKeys } from './admin/api-keys.js';
 import { CatalogAdmin } from './admin/catalog-admin.js';
 import { ImportJobs } from './admin/import-jobs.js';
 import { CatalogReads } from './catalog/reads.js';
@@ -32,6 +33,8 @@ export interface Service {
   /** The administration panel's users, invitations, sessions and audit log. */
   accounts: PanelAccounts;
   reads: CatalogReads;
+  /** The public API's keys as this process remembers them (CPS_API_KEY_CACHE_MS); the admin's revoke forgets one at once. */
+  apiKeys: ActiveApiKeys;
   endpoints: WebhookEndpoints;
   /** Built here, started by whoever runs it (serve or worker). */
   dispatcher: WebhookDispatcher;
@@ -72,7 +75,8 @@ export function createService(config: Config, options: ServiceOptions = {}): Ser
   const metrics = new ServiceMetrics(storage, now, logger);
   const guard = new AddressGuard(config.webhooks.allowHosts);
   const dispatcher = createWebhookDispatcher(storage, config, { now, logger, metrics, guard });
-  const admin = new CatalogAdmin(storage, now, config.limits.publishChunk);
+  const apiKeys = new ActiveApiKeys(storage, config.apiKeyCacheMs, now);
+  const admin = new CatalogAdmin(storage, now, config.limits.publishChunk, apiKeys);
   const mirror = createImageMirror(storage, config, { now, logger, guard, publisher: admin.publisher });
   const imports = new ImportJobs(storage, admin, now, { chunkSize: config.limits.publishChunk, maxJsonDepth: config.limits.maxJsonDepth });
   let stopping: Promise<void> | undefined;
@@ -92,6 +96,7 @@ export function createService(config: Config, options: ServiceOptions = {}): Ser
     imports,
     accounts: new PanelAccounts(storage, config, now, invitationMailer(config, logger)),
     reads: new CatalogReads(storage),
+    apiKeys,
     endpoints: new WebhookEndpoints(storage, guard, now),
     dispatcher,
     mirror,

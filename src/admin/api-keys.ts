@@ -30,6 +30,54 @@ export async function activeApiKey(storage: TenancyStore, key: string): Promise<
   return { id: found.id, merchant_id: found.merchant_id };
 }
 
+/** The most active keys one process remembers; past it, the longest remembered is forgotten first. */
+const REMEMBERED_KEYS_MAX = 10_000;
+
+/**
+ * The active key a presented key is, as this process last read it, for at most `ttlMs`
+ * (CPS_API_KEY_CACHE_MS): most requests then need no database round trip for their key. A key
+ * revoked through this process (`forget`, called by the admin API's revoke) stops working here at
+ * once; revoked by another process (another `serve`, the CLI), it keeps working here for at most
+ * ttlMs. Only active keys are remembered: a malformed, unknown or revoked key is looked up each time.
+ * ttlMs 0 remembers nothing.
+ */
+export class ActiveApiKeys {
+  /** By the presented key's hash: the key's id and merchant, and until when (ms) they hold. */
+  private readonly remembered = new Map<string, { id: number; merchant_id: number; until: number }>();
+  /** Counts forget() calls: a lookup that a revocation overtook is not remembered. */
+  private revocations = 0;
+
+  constructor(
+    private readonly storage: TenancyStore,
+    private readonly ttlMs: number,
+    private readonly now: () => Date = () => new Date(),
+  ) {}
+
+  /** The active key a presented key is (its id and merchant), or undefined for a malformed, unknown or revoked key. */
+  async find(key: string): Promise<{ id: number; merchant_id: number } | undefined> {
+    if (this.ttlMs <= 0) return activeApiKey(this.storage, key);
+    if (!KEY_SHAPE.test(key)) return undefined;
+    const hash = hashApiKey(key).toString('base64');
+    const at = this.now().getTime();
+    const known = this.remembered.get(hash);
+    if (known && at < known.until) return { id: known.id, merchant_id: known.merchant_id };
+    this.remembered.delete(hash);
+    const revocations = this.revocations;
+    const found = await activeApiKey(this.storage, key);
+    if (found && revocations === this.revocations) {
+      if (this.remembered.size >= REMEMBERED_KEYS_MAX) this.remembered.delete(this.remembered.keys().next().value!);
+      this.remembered.set(hash, { ...found, until: at + this.ttlMs });
+    }
+    return found;
+  }
+
+  /** The key was revoked: this process stops accepting it now. */
+  forget(keyId: number): void {
+    this.revocations++;
+    for (const [hash, known] of this.remembered) if (known.id === keyId) this.remembered.delete(hash);
+  }
+}
+
 /** The merchant a presented key belongs to, or undefined for a malformed, unknown or revoked key. */
 export async function merchantForApiKey(storage: TenancyStore, key: string): Promise<number | undefined> {
   return (await activeApiKey(storage, key))?.merchant_id;

@@ -9,7 +9,7 @@ import type { components } from '../generated/admin-api.js';
 import { CatalogPublisher, type PublishSummary } from '../catalog/publish.js';
 import { explainResolution, type ResolutionExplanation } from '../catalog/resolve.js';
 import { ProblemError, invalidInput, type InvalidParam } from '../shared/problem.js';
-import { issueApiKey } from './api-keys.js';
+import { issueApiKey, type ActiveApiKeys } from './api-keys.js';
 import { retryDeadImages } from '../images/retry.js';
 import { yieldToOthers } from '../shared/cooperative.js';
 import type {
@@ -75,6 +75,8 @@ export class CatalogAdmin {
     readonly storage: CatalogStorage,
     readonly now: () => Date = () => new Date(),
     publishChunk = 500,
+    /** This process's remembered API keys (http auth): a revoked key is forgotten at once. */
+    private readonly apiKeys?: Pick<ActiveApiKeys, 'forget'>,
   ) {
     this.publisher = new CatalogPublisher(now, publishChunk);
   }
@@ -146,11 +148,13 @@ export class CatalogAdmin {
     });
   }
 
-  revokeApiKey(merchantId: number, keyId: number): Promise<void> {
-    return this.storage.transaction(async (tx) => {
+  async revokeApiKey(merchantId: number, keyId: number): Promise<void> {
+    await this.storage.transaction(async (tx) => {
       await this.merchantIn(tx, merchantId);
       if (!await tx.revokeApiKey(merchantId, keyId, this.at())) throw notFound(`API key ${keyId}`);
     });
+    // After the commit: a lookup that starts now reads the revocation.
+    this.apiKeys?.forget(keyId);
   }
 
   // Stores

@@ -42,7 +42,11 @@ export function toPublicStore(store: StoreRecord): Store {
 export async function activeStore(reader: StorageOperations, merchantId: number, slug: string | undefined): Promise<StoreRecord> {
   const store = slug === undefined ? await reader.findDefaultStore(merchantId) : await reader.findStore(merchantId, slug);
   if (store?.active) return store;
-  throw slug === undefined
+  throw storeNotFound(slug);
+}
+
+function storeNotFound(slug: string | undefined): ProblemError {
+  return slug === undefined
     ? new ProblemError('store_not_found', 'The merchant has no active default store.')
     : new ProblemError('store_not_found', `No active store with slug "${slug}".`);
 }
@@ -86,6 +90,8 @@ export interface ProductSummaryPage {
 
 export class CatalogReads {
   private readonly idIndex = new Map<number, { version: number; ids: Float64Array | number[] }>();
+  /** The store a (merchant, slug or default) request was last served from: where the next one expects to find its ids. */
+  private readonly servedStores = new Map<string, number>();
 
   constructor(private readonly storage: CatalogStorage) {}
 
@@ -108,19 +114,30 @@ export class CatalogReads {
   }
 
   /**
-   * spec 4.1: a page of the store's products, ordered by id, read on one snapshot so a page never
-   * mixes two versions of the catalog.
+   * spec 4.1: a page of the store's products, ordered by id, read on one consistent view so a page
+   * never mixes two versions of the catalog. When this process knows the store's ids at some catalog
+   * version, the store and the page are one read that holds only if the store is still at that
+   * version (one statement on PostgreSQL); otherwise, on a snapshot that refreshes the ids first.
    */
-  productPage(merchantId: number, slug: string | undefined, request: PageRequest): Promise<{ store: StoreRecord; page: ProductPage }> {
+  async productPage(merchantId: number, slug: string | undefined, request: PageRequest): Promise<{ store: StoreRecord; page: ProductPage }> {
+    const servedKey = slug === undefined ? `${merchantId}` : `${merchantId}/${slug}`;
+    const storeId = this.servedStores.get(servedKey);
+    const known = storeId === undefined ? undefined : this.idIndex.get(storeId);
+    if (storeId !== undefined && known) {
+      const plan = planPage(known.ids, request);
+      const read = await this.storage.publishedPageOfStore(merchantId, slug, { storeId, catalogVersion: known.version, range: plan.range });
+      if (!read.store?.active) throw storeNotFound(slug);
+      if (read.page) return { store: read.store, page: { data: read.page.bytes, digests: read.page.digests, meta: plan.meta } };
+      // Another store now answers to the slug, or its published products changed: on a snapshot.
+    }
     return this.storage.snapshot(async (reader) => {
       const store = await this.activeStore(merchantId, slug, reader);
       const ids = await this.productIds(reader, store);
-      const page = request.afterId === undefined
-        ? numberedPage(ids, request.page, request.perPage)
-        : pageAfter(ids, request.afterId, request.perPage);
-      if (!page.range) return { store, page: { data: EMPTY, digests: EMPTY, meta: page.meta } };
-      const { bytes, digests } = await reader.publishedPage(store.id, page.range[0], page.range[1]);
-      return { store, page: { data: bytes, digests, meta: page.meta } };
+      this.servedStores.set(servedKey, store.id);
+      const plan = planPage(ids, request);
+      if (!plan.range) return { store, page: { data: EMPTY, digests: EMPTY, meta: plan.meta } };
+      const { bytes, digests } = await reader.publishedPage(store.id, plan.range[0], plan.range[1]);
+      return { store, page: { data: bytes, digests, meta: plan.meta } };
     });
   }
 
@@ -190,6 +207,11 @@ export class CatalogReads {
 }
 
 type PagePlan = { meta: PageMeta; range: [number, number] | null };
+
+/** The page a request asks for: numbered (spec 4.1) or keyset after an id. */
+function planPage(ids: Float64Array | number[], request: PageRequest): PagePlan {
+  return request.afterId === undefined ? numberedPage(ids, request.page, request.perPage) : pageAfter(ids, request.afterId, request.perPage);
+}
 
 /** spec 4.1: page n of ceil(total / perPage), by position in the ascending id list. */
 function numberedPage(ids: Float64Array | number[], page: number, perPage: number): PagePlan {

@@ -3,8 +3,7 @@
 // malformed or unknown credentials: 401 with WWW-Authenticate.
 import { timingSafeEqual, createHash } from 'node:crypto';
 import type { MiddlewareHandler } from 'hono';
-import { activeApiKey } from '../admin/api-keys.js';
-import type { CatalogStorage } from '../storage/port.js';
+import type { ActiveApiKeys } from '../admin/api-keys.js';
 import { ProblemError } from '../shared/problem.js';
 
 /** The merchant whose catalog the request reads, and the API key it came with (rate limits are per key). */
@@ -23,12 +22,15 @@ const CATALOG_CHALLENGE = 'Bearer realm="catalog"';
 // RFC 6750: a presented but unusable key also gets error="invalid_token".
 const CATALOG_INVALID_TOKEN = 'Bearer realm="catalog", error="invalid_token"';
 
-/** Resolves the request's API key into `c.var.apiKeyId` and its merchant into `c.var.merchantId`. */
-export function apiKeyAuth(storage: CatalogStorage): MiddlewareHandler<PublicEnv> {
+/**
+ * Resolves the request's API key into `c.var.apiKeyId` and its merchant into `c.var.merchantId`
+ * (as this process remembers active keys: admin/api-keys.ts, CPS_API_KEY_CACHE_MS).
+ */
+export function apiKeyAuth(apiKeys: Pick<ActiveApiKeys, 'find'>): MiddlewareHandler<PublicEnv> {
   return async (c, next) => {
     const key = bearer(c.req.header('Authorization'));
     if (!key) throw unauthorized(CATALOG_CHALLENGE, 'Send your API key as `Authorization: Bearer <API_KEY>`.');
-    const found = await activeApiKey(storage, key);
+    const found = await apiKeys.find(key);
     if (!found) throw unauthorized(CATALOG_INVALID_TOKEN, 'The API key is invalid or has been revoked.');
     c.set('merchantId', found.merchant_id);
     c.set('apiKeyId', found.id);

@@ -12,8 +12,8 @@ import type {
   ClaimedImageMirror, DeliveryStatus, ExchangeRateRecord, FeedPosition, ImageMirrorRecord, ImageMirrorWork, ImageStateCounts, MerchantRecord,
   NotificationRecord, OperationalCounts, OutboxGroup, OutboxRow, PricingRuleInputRecord, PricingRuleRecord, ProductRecord,
   AuditEntryRecord, ImportJobProgress, ImportJobRecord, PanelInvitationRecord, PanelSessionRecord, PanelUserRecord,
-  ProductSourceDocument, PublishedExclusionCounts, PublishedHashes, PublishedPage, PublishedProductSummary, PublishedRow,
-  PublishedSummaryWindow, RecordedChange, StoreInputRecord, StoreRecord, StoredChange,
+  ExpectedStorePage, ProductSourceDocument, PublishedExclusionCounts, PublishedHashes, PublishedPage, PublishedProductSummary, PublishedRow,
+  PublishedSummaryWindow, RecordedChange, StoreInputRecord, StorePageRead, StoreRecord, StoredChange,
   SupplierRecord, WebhookEndpointInputRecord, WebhookEndpointRecord,
 } from './records.js';
 
@@ -132,6 +132,12 @@ export interface PublishedStore {
   publishedPayload(storeId: number, productId: number): Promise<Uint8Array | undefined>;
   /** Payloads of the store's products with fromId <= id <= toId, ascending, joined by commas. */
   publishedPage(storeId: number, fromId: number, toId: number): Promise<PublishedPage>;
+  /**
+   * The merchant's store (by slug, or its default store) and, in the same read (one consistent
+   * view), the expected page of it when the store is still `expected.storeId` at
+   * `expected.catalogVersion`: a page read without a snapshot's extra round trips.
+   */
+  publishedPageOfStore(merchantId: number, slug: string | undefined, expected: ExpectedStorePage): Promise<StorePageRead>;
   /** Every product id published for the store, ascending. */
   publishedProductIds(storeId: number): Promise<number[]>;
   /** Payloads of the listed products found in the store, ascending, joined by commas, and their count. */

@@ -130,6 +130,22 @@ export interface PublishedPage {
   digests: Uint8Array;
 }
 
+/** The page a reader expects of a store: it computed the range from the store's ids at that catalog version. */
+export interface ExpectedStorePage {
+  storeId: number;
+  catalogVersion: number;
+  /** [fromId, toId] of the page; null for a page past the end (the store alone is wanted). */
+  range: [number, number] | null;
+}
+
+/** A store and, when it was the expected store at the expected catalog version, its page, as one read saw them. */
+export interface StorePageRead {
+  /** The merchant's store by slug, or its default store; undefined when there is none. */
+  store: StoreRecord | undefined;
+  /** The page's rows; null when the store is another one or its published products have changed since. */
+  page: PublishedPage | null;
+}
+
 // Changes and the feed
 
 /** A change detected in a write, before the engine gives it its position in the merchant's feed. */

@@ -256,6 +256,36 @@ describe(`the storage contract on ${ENGINE}`, () => {
       expect(utf8(await storage.publishedPricesByIds(de.id, [99]))).toBe('');
     });
 
+    it('reads a store and its expected page together, the page only while the store is that store at that catalog version', async () => {
+      const { merchant, de, pl } = await merchantWithStores();
+      const published = rows([1, 2, 3, 4]);
+      await storage.upsertPublished(de.id, published);
+      const expected = { storeId: de.id, catalogVersion: de.catalog_version, range: [2, 3] as [number, number] };
+      const page = await storage.publishedPage(de.id, 2, 3);
+      for (const slug of ['de', undefined]) {
+        const read = await storage.publishedPageOfStore(merchant.id, slug, expected);
+        expect(read.store, `slug ${slug}`).toEqual(de);
+        expect([utf8(read.page!.bytes), utf8(read.page!.digests)], `slug ${slug}`).toEqual([utf8(page.bytes), utf8(page.digests)]);
+      }
+      // A page past the end: the store alone.
+      const storeOnly = await storage.publishedPageOfStore(merchant.id, 'de', { ...expected, range: null });
+      expect([storeOnly.store, storeOnly.page!.bytes.length, storeOnly.page!.digests.length]).toEqual([de, 0, 0]);
+      // Another store answers to the slug (or is the default now): no page.
+      expect(await storage.publishedPageOfStore(merchant.id, 'pl', expected)).toEqual({ store: pl, page: null });
+      const plDefault = await storage.upsertStore(merchant.id, 'pl', { ...STORE, name: 'Polska', locale: 'pl-PL', currency: 'PLN', is_default: true });
+      expect(await storage.publishedPageOfStore(merchant.id, undefined, expected)).toEqual({ store: plDefault, page: null });
+      // The store's published products changed since the reader computed its range: no page.
+      await storage.bumpCatalogVersion([de.id]);
+      const bumped = await storage.publishedPageOfStore(merchant.id, 'de', expected);
+      expect([bumped.store?.catalog_version, bumped.page]).toEqual([de.catalog_version + 1, null]);
+      expect(await storage.publishedPageOfStore(merchant.id, 'fr', expected)).toEqual({ store: undefined, page: null });
+      const other = await storage.createMerchant({ name: 'Other', sku_pattern: null, owner_emails: [], created_at: AT });
+      expect(await storage.publishedPageOfStore(other.id, 'de', expected)).toEqual({ store: undefined, page: null });
+      // Inside a snapshot too.
+      const inSnapshot = await storage.snapshot((reader) => reader.publishedPageOfStore(merchant.id, 'de', { ...expected, catalogVersion: de.catalog_version + 1 }));
+      expect(utf8(inSnapshot.page!.bytes)).toBe(utf8(page.bytes));
+    });
+
     it('replaces and deletes rows, reports their hashes, summaries, matches and exclusion counts', async () => {
       const { de, pl } = await merchantWithStores();
       await storage.upsertPublished(de.id, rows([1, 2, 3, 4]));
@@ -608,8 +638,12 @@ postgresOnly.describe('the same catalog on SQLite and PostgreSQL', () => {
         const storeId = catalogs[engine].stores[slug].id as number;
         const ids = await s.publishedProductIds(storeId);
         const page = await s.publishedPage(storeId, 0, 1_000_000);
+        const store = (await s.findStore(catalogs[engine].merchant.id, slug))!;
+        const withStore = await s.publishedPageOfStore(catalogs[engine].merchant.id, slug,
+          { storeId, catalogVersion: store.catalog_version, range: [ids[1]!, ids.at(-1)!] });
         return {
           storeId, ids, page: utf8(page.bytes), digests: utf8(page.digests),
+          withStore: [utf8(withStore.page!.bytes), utf8(withStore.page!.digests)],
           byIds: utf8((await s.publishedPayloadsByIds(storeId, [...ids].reverse())).bytes),
           prices: utf8(await s.publishedPricesByIds(storeId, ids)),
         };
@@ -622,7 +656,9 @@ postgresOnly.describe('the same catalog on SQLite and PostgreSQL', () => {
 
   it('answers the public reads with equal bodies and ETags', async () => {
     const ids = [catalogs.sqlite.products.backpack.id, catalogs.sqlite.products.lamp.id].join(',');
-    for (const request of ['/v1/stores', '/v1/products?store=de', '/v1/products?store=pl&per_page=2', `/v1/products?store=de&ids=${ids}`,
+    // Each page twice: the second read is the store and the page in one statement (reads.ts).
+    for (const request of ['/v1/stores', '/v1/products?store=de', '/v1/products?store=de', '/v1/products?store=pl&per_page=2',
+      '/v1/products?store=pl&per_page=2&page=2', '/v1/products', '/v1/products?page=99', `/v1/products?store=de&ids=${ids}`,
       `/v1/prices?store=de&ids=${ids}`, `/v1/products/${catalogs.sqlite.products.backpack.id}?store=pl`, '/v1/changes?store=de']) {
       const [onSqlite, onPostgres] = await Promise.all((['sqlite', 'postgres'] as const).map((engine) =>
         services[engine].api(request, catalogs[engine].merchant.key)));

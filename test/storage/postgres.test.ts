@@ -311,6 +311,37 @@ describe('the core aggregates', () => {
   });
 });
 
+describe('prepared statements', () => {
+  it('prepare a page read again when another process\'s migration changes a column it returns', async () => {
+    const url = await freshDatabase();
+    // One connection: the statement is prepared on it before the change and runs on it after.
+    const storage = openPostgresStorage(url, { poolSize: 1 });
+    opened.push(storage);
+    const merchant = await storage.createMerchant({ name: 'M', sku_pattern: null, owner_emails: [], created_at: T0 });
+    const store = await storage.upsertStore(merchant.id, 'de', { name: 'DE', locale: 'de-DE', currency: 'EUR', is_default: true, active: true, exclude_out_of_stock: false });
+    await storage.upsertPublished(store.id, [{ productId: 1, payload: '{"id":1}', priceHash: 'p', contentHash: 'c' }]);
+    const expected = { storeId: store.id, catalogVersion: store.catalog_version, range: [1, 1] as [number, number] };
+    const read = async () => {
+      const { store: found, page } = await storage.publishedPageOfStore(merchant.id, 'de', expected);
+      return [found?.name, Buffer.from(page!.bytes).toString()];
+    };
+    expect(await read()).toEqual(['DE', '{"id":1}']);
+    const other = new pg.Client(url);
+    await other.connect();
+    try {
+      // A new column is no change of the statement's result (its columns are listed) ...
+      await other.query('ALTER TABLE stores ADD COLUMN added_later text');
+      expect(await read()).toEqual(['DE', '{"id":1}']);
+      // ... a listed column's new type is: PostgreSQL refuses the cached plan, and it is prepared anew.
+      await other.query('ALTER TABLE stores ALTER COLUMN name TYPE varchar(200)');
+      expect(await read()).toEqual(['DE', '{"id":1}']);
+      expect(await read()).toEqual(['DE', '{"id":1}']);
+    } finally {
+      await other.end();
+    }
+  });
+});
+
 describe('transactions and snapshots', () => {
   it('roll back everything done through tx when the callback fails', async () => {
     const storage = await openFresh();

@@ -5,7 +5,7 @@
 // once (a snapshot open while a transaction runs, concurrent writers) would wait forever: the wait
 // is bounded and fails naming the cause; such tests are skipped on pglite by name (engine.ts).
 import { PGlite, type PGliteInterface, types } from '@electric-sql/pglite';
-import type { PgPoolClientLike, PgPoolLike, PgQueryResult, Row } from '../../src/storage/postgres/connection.js';
+import type { PgPoolClientLike, PgPoolLike, PgPreparedQuery, PgQueryResult, Row } from '../../src/storage/postgres/connection.js';
 
 /** How long a query waits for the one connection before it fails (a test needing two connections). */
 const WAIT_MS = 10_000;
@@ -33,7 +33,7 @@ export class PglitePool implements PgPoolLike {
     return this.exclusive(async () => new PglitePool(await this.db.clone()));
   }
 
-  async query<R extends Row = Row>(text: string, values?: unknown[]): Promise<PgQueryResult<R>> {
+  async query<R extends Row = Row>(text: string | PgPreparedQuery, values?: unknown[]): Promise<PgQueryResult<R>> {
     return this.exclusive(() => this.run<R>(text, values));
   }
 
@@ -41,7 +41,7 @@ export class PglitePool implements PgPoolLike {
     const release = await this.acquire();
     let released = false;
     return {
-      query: <R extends Row = Row>(text: string, values?: unknown[]) => {
+      query: <R extends Row = Row>(text: string | PgPreparedQuery, values?: unknown[]) => {
         if (released) throw new Error('pglite: query on a released client');
         return this.run<R>(text, values);
       },
@@ -59,7 +59,9 @@ export class PglitePool implements PgPoolLike {
     await this.exclusive(() => this.db.close());
   }
 
-  private async run<R extends Row>(text: string, values?: unknown[]): Promise<PgQueryResult<R>> {
+  private async run<R extends Row>(query: string | PgPreparedQuery, parameters?: unknown[]): Promise<PgQueryResult<R>> {
+    // A prepared statement runs as its text (pglite plans each query anew).
+    const [text, values] = typeof query === 'string' ? [query, parameters] : [query.text, query.values];
     if (values === undefined || values.length === 0) {
       // Without parameters pg uses the simple protocol, which runs several statements (migrations).
       const results = await this.db.exec(text);

@@ -8,10 +8,23 @@ export interface PgQueryResult<R extends Row = Row> {
   rowCount: number | null;
 }
 
+/** A statement prepared once per connection under its name (pg's QueryConfig); an adapter may run it as plain text. */
+export interface PgPreparedQuery {
+  name: string;
+  text: string;
+  values: unknown[];
+}
+
 /** pg.Pool, pg.PoolClient, or an adapter with the same query method. */
 export interface PgQueryable {
-  query<R extends Row = Row>(text: string, values?: unknown[]): Promise<PgQueryResult<R>>;
+  query<R extends Row = Row>(text: string | PgPreparedQuery, values?: unknown[]): Promise<PgQueryResult<R>>;
 }
+
+/** "cached plan must not change result type" (and other unsupported features): see PgConnection.prepared. */
+const FEATURE_NOT_SUPPORTED = '0A000';
+
+/** Each prepared statement's current generation: a schema change makes the next one prepare it under a new name. */
+const generations = new Map<string, number>();
 
 /** A client of the pool, held for one transaction or snapshot, then released (error: discard it). */
 export type PgPoolClientLike = PgQueryable & { release(error?: Error | boolean): void };
@@ -27,7 +40,27 @@ export class PgConnection {
     readonly client: PgQueryable,
     /** True inside transaction(): reads that a write depends on take row locks (FOR UPDATE). */
     readonly inWriteTransaction: boolean,
+    /** True inside transaction() or snapshot(): a failed statement ends the transaction (no retry). */
+    readonly inTransaction: boolean = inWriteTransaction,
   ) {}
+
+  /**
+   * The first row of a named prepared statement, parsed and planned once per connection: for the
+   * hottest reads only, each with its columns listed (no `*`), so that another process's migration
+   * that adds a column does not change its result type. One that changes a listed column's type
+   * makes PostgreSQL refuse the cached plan (0A000): outside a transaction, the statement is then
+   * prepared again under a new name, on every connection as it next runs it.
+   */
+  async prepared<R extends Row = Row>(name: string, sql: string, values: unknown[]): Promise<R | undefined> {
+    const generation = generations.get(name) ?? 0;
+    try {
+      return (await this.client.query<R>({ name: `${name}.${generation}`, text: sql, values })).rows[0];
+    } catch (error) {
+      if ((error as { code?: string }).code !== FEATURE_NOT_SUPPORTED || this.inTransaction) throw error;
+      if ((generations.get(name) ?? 0) === generation) generations.set(name, generation + 1);
+      return (await this.client.query<R>({ name: `${name}.${generation + 1}`, text: sql, values })).rows[0];
+    }
+  }
 
   async rows<R extends Row = Row>(sql: string, values: unknown[] = []): Promise<R[]> {
     return (await this.client.query<R>(sql, values)).rows;

@@ -12,7 +12,7 @@ import type { CatalogStorage, StorageOperations, StorageTx, WorkTopic } from '..
 import type { OperationalCounts } from '../records.js';
 import { PgCatalogSetup } from './catalog-setup.js';
 import { PgChanges } from './changes.js';
-import { PgConnection, type PgPoolClientLike, type PgPoolLike, type PgQueryable } from './connection.js';
+import { PgConnection, type PgPoolClientLike, type PgPoolLike, type PgPreparedQuery, type PgQueryable } from './connection.js';
 import { PgDeliveries } from './deliveries.js';
 import { PgImages } from './images.js';
 import { PgImportJobs } from './import-jobs.js';
@@ -128,7 +128,7 @@ async function migrate(pool: PgPoolLike): Promise<void> {
 function oneAtATime(client: PgQueryable): PgQueryable {
   let tail: Promise<unknown> = Promise.resolve();
   return {
-    query<R extends Record<string, unknown>>(text: string, values?: unknown[]) {
+    query<R extends Record<string, unknown>>(text: string | PgPreparedQuery, values?: unknown[]) {
       const result = tail.then(() => client.query<R>(text, values));
       tail = result.catch(() => undefined);
       return result;
@@ -214,7 +214,7 @@ export class PostgresStorage implements CatalogStorage {
   private operationsOf(client: PgQueryable, cache: WeakMap<PgQueryable, StorageOperations>, write: boolean): StorageOperations {
     let operations = cache.get(client);
     if (!operations) {
-      operations = operationsOn(new PgConnection(oneAtATime(client), write));
+      operations = operationsOn(new PgConnection(oneAtATime(client), write, true));
       cache.set(client, operations);
     }
     return operations;

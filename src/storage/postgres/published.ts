@@ -4,12 +4,17 @@
 // the payloads exactly as the domain wrote them (the database encoding must be UTF8).
 // Payloads are text, not bytea: measured on a 50-row page (132 KB), text answered in ~1.0 ms against
 // bytea's ~1.2 ms (bytea travels as hex, twice the bytes) for the same Node CPU (~0.8 ms), and json's
-// operators read text directly.
+// operators read text directly. `pg` (8.23) decodes every field as UTF-8 into a string, also with
+// `binary: true` (brianc/node-postgres#3495), so the page's bytes cost a decode and a Buffer.from;
+// measured on the demo's 155 KB page 1 (BENCHMARKS.md), sending them as bytea (hex) or as base64 of
+// them saved node at most ~0.1 ms of that and cost PostgreSQL ~0.4 ms more to encode: text stays.
 import type { PublishedStore } from '../port.js';
 import type {
-  PublishedExclusionCounts, PublishedHashes, PublishedPage, PublishedProductSummary, PublishedRow, PublishedSummaryWindow,
+  ExpectedStorePage, PublishedExclusionCounts, PublishedHashes, PublishedPage, PublishedProductSummary, PublishedRow,
+  PublishedSummaryWindow, StorePageRead,
 } from '../records.js';
 import type { PgConnection, Row } from './connection.js';
+import { STORE_COLUMNS, toStore } from './tenancy.js';
 
 // The summary's fields as the payload states them, each payload parsed once (json keeps the text;
 // a field that is not a JSON string reads as its JSON text, like SQLite's json_extract).
@@ -29,6 +34,19 @@ function toSummary(row: Row): PublishedProductSummary {
 }
 
 const utf8 = (text: string) => Buffer.from(text, 'utf8');
+
+/** A page's payloads and their digests from one scan of the rows the WHERE clause keeps. */
+const PAGE_AGGREGATES = `coalesce(string_agg(payload, ',' ORDER BY product_id), '') AS page_bytes,
+  coalesce(string_agg(price_hash || content_hash, '' ORDER BY product_id), '') AS page_digests`;
+
+const EMPTY = Buffer.alloc(0);
+
+/** A merchant's store as `which` picks it, and the page of its rows when it is store $2 at catalog version $3. */
+const PAGE_OF_STORE_SQL = (which: string) => `SELECT ${STORE_COLUMNS.map((column) => `s.${column}`).join(', ')},
+    page.page_bytes, page.page_digests
+  FROM stores AS s CROSS JOIN LATERAL (SELECT ${PAGE_AGGREGATES} FROM published_products
+    WHERE s.id = $2 AND s.catalog_version = $3 AND store_id = $2 AND product_id BETWEEN $4 AND $5) AS page
+  WHERE s.merchant_id = $1 AND ${which}`;
 
 export class PgPublished implements PublishedStore {
   static readonly writes = ['upsertPublished', 'deletePublished'] as const;
@@ -70,11 +88,24 @@ export class PgPublished implements PublishedStore {
 
   async publishedPage(storeId: number, fromId: number, toId: number): Promise<PublishedPage> {
     // The rows' hashes come from the same scan.
-    const row = await this.c.one<{ bytes: string; digests: string }>(`SELECT
-        coalesce(string_agg(payload, ',' ORDER BY product_id), '') AS bytes,
-        coalesce(string_agg(price_hash || content_hash, '' ORDER BY product_id), '') AS digests
+    const row = await this.c.one<{ page_bytes: string; page_digests: string }>(`SELECT ${PAGE_AGGREGATES}
       FROM published_products WHERE store_id = $1 AND product_id BETWEEN $2 AND $3`, [storeId, fromId, toId]);
-    return { bytes: utf8(row!.bytes), digests: utf8(row!.digests) };
+    return { bytes: utf8(row!.page_bytes), digests: utf8(row!.page_digests) };
+  }
+
+  async publishedPageOfStore(merchantId: number, slug: string | undefined, expected: ExpectedStorePage): Promise<StorePageRead> {
+    // One statement, so one snapshot: the store row and the page agree without BEGIN and COMMIT
+    // round trips. The page's scan runs only when the row is the expected store at the expected
+    // version (otherwise its conditions are false before any row is read). Prepared: planning it
+    // cost about as much as running it.
+    const [fromId, toId] = expected.range ?? [1, 0];
+    const row = await this.c.prepared(slug === undefined ? 'publishedPageOfDefaultStore' : 'publishedPageOfStore',
+      slug === undefined ? PAGE_OF_STORE_SQL('s.is_default') : PAGE_OF_STORE_SQL('s.slug = $6'),
+      [merchantId, expected.storeId, expected.catalogVersion, fromId, toId, ...(slug === undefined ? [] : [slug])]);
+    if (!row) return { store: undefined, page: null };
+    const store = toStore(row);
+    if (store.id !== expected.storeId || store.catalog_version !== expected.catalogVersion) return { store, page: null };
+    return { store, page: { bytes: utf8(row.page_bytes as string), digests: utf8(row.page_digests as string) } };
   }
 
   async publishedProductIds(storeId: number): Promise<number[]> {
@@ -83,7 +114,7 @@ export class PgPublished implements PublishedStore {
   }
 
   async publishedPayloadsByIds(storeId: number, productIds: number[]): Promise<{ bytes: Uint8Array; count: number }> {
-    if (productIds.length === 0) return { bytes: utf8(''), count: 0 };
+    if (productIds.length === 0) return { bytes: EMPTY, count: 0 };
     const row = await this.c.one<{ bytes: string; count: number }>(`SELECT
         coalesce(string_agg(payload, ',' ORDER BY product_id), '') AS bytes, count(*) AS count
       FROM published_products WHERE store_id = $1 AND product_id = ANY($2::bigint[])`, [storeId, productIds]);
@@ -91,7 +122,7 @@ export class PgPublished implements PublishedStore {
   }
 
   async publishedPricesByIds(storeId: number, productIds: number[]): Promise<Uint8Array> {
-    if (productIds.length === 0) return utf8('');
+    if (productIds.length === 0) return EMPTY;
     // json (not jsonb) keeps the stored text of the prices member, number literals and all, so
     // amounts keep the currency's exact precision: the same bytes as SQLite's json().
     const row = await this.c.one<{ bytes: string }>(`SELECT coalesce(string_agg(

@@ -3,7 +3,7 @@ import type { TenancyStore } from '../port.js';
 import type { ApiKeyRecord, MerchantRecord, StoreInputRecord, StoreRecord } from '../records.js';
 import type { PgConnection, Row } from './connection.js';
 
-const toStore = (r: Row): StoreRecord => ({
+export const toStore = (r: Row): StoreRecord => ({
   id: r.id as number,
   merchant_id: r.merchant_id as number,
   slug: r.slug as string,
@@ -15,6 +15,9 @@ const toStore = (r: Row): StoreRecord => ({
   exclude_out_of_stock: r.exclude_out_of_stock as boolean,
   catalog_version: r.catalog_version as number,
 });
+
+/** Every column of stores, listed (prepared statements: published.ts). */
+export const STORE_COLUMNS = ['id', 'merchant_id', 'slug', 'name', 'locale', 'currency', 'is_default', 'active', 'exclude_out_of_stock', 'catalog_version'];
 
 const toMerchant = (r: Row): MerchantRecord => ({
   id: r.id as number,

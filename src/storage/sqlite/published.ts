@@ -2,9 +2,13 @@
 // joins a page's payloads into one UTF-8 buffer that goes out unchanged.
 import type { PublishedStore } from '../port.js';
 import type {
-  PublishedExclusionCounts, PublishedHashes, PublishedPage, PublishedProductSummary, PublishedRow, PublishedSummaryWindow,
+  ExpectedStorePage, PublishedExclusionCounts, PublishedHashes, PublishedPage, PublishedProductSummary, PublishedRow,
+  PublishedSummaryWindow, StorePageRead,
 } from '../records.js';
 import type { Row, SqliteConnection } from './connection.js';
+import { toStore } from './tenancy.js';
+
+const EMPTY = new Uint8Array(0);
 
 // The summary's fields as the payload states them; excluded is JSON true/false, which json_extract reads as 1/0.
 const SUMMARY_COLUMNS = `product_id AS id, json_extract(payload, '$.title') AS title, json_extract(payload, '$.sku') AS sku,
@@ -56,6 +60,10 @@ export class SqlitePublished implements PublishedStore {
   }
 
   async publishedPage(storeId: number, fromId: number, toId: number): Promise<PublishedPage> {
+    return this.pageOf(storeId, fromId, toId);
+  }
+
+  private pageOf(storeId: number, fromId: number, toId: number): PublishedPage {
     // One UTF-8 buffer built by SQLite: no per-row strings, no re-encoding on the way out; the
     // rows' hashes come from the same scan.
     const [bytes, digests] = this.c.stmt(`SELECT CAST(coalesce(group_concat(payload, ','), '') AS BLOB),
@@ -63,6 +71,22 @@ export class SqlitePublished implements PublishedStore {
       (SELECT payload, price_hash, content_hash FROM published_products WHERE store_id = ? AND product_id BETWEEN ? AND ? ORDER BY product_id)`)
       .raw().get(storeId, fromId, toId) as [Uint8Array, Uint8Array];
     return { bytes, digests };
+  }
+
+  async publishedPageOfStore(merchantId: number, slug: string | undefined, expected: ExpectedStorePage): Promise<StorePageRead> {
+    // Both statements in one read transaction (or the snapshot's or transaction's own), so another
+    // process's commit cannot come between the store row and the page.
+    const read = (): StorePageRead => {
+      const row = (slug === undefined
+        ? this.c.stmt('SELECT * FROM stores WHERE merchant_id = ? AND is_default').get(merchantId)
+        : this.c.stmt('SELECT * FROM stores WHERE merchant_id = ? AND slug = ?').get(merchantId, slug)) as Row | undefined;
+      if (!row) return { store: undefined, page: null };
+      const store = toStore(row);
+      if (store.id !== expected.storeId || store.catalog_version !== expected.catalogVersion) return { store, page: null };
+      if (!expected.range) return { store, page: { bytes: EMPTY, digests: EMPTY } };
+      return { store, page: this.pageOf(store.id, expected.range[0], expected.range[1]) };
+    };
+    return this.c.db.inTransaction ? read() : this.c.db.transaction(read)();
   }
 
   async publishedProductIds(storeId: number): Promise<number[]> {

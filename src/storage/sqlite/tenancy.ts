@@ -3,7 +3,7 @@ import type { TenancyStore } from '../port.js';
 import type { ApiKeyRecord, MerchantRecord, StoreInputRecord, StoreRecord } from '../records.js';
 import type { Row, SqliteConnection } from './connection.js';
 
-const toStore = (r: Row): StoreRecord => ({
+export const toStore = (r: Row): StoreRecord => ({
   id: r.id as number,
   merchant_id: r.merchant_id as number,
   slug: r.slug as string,

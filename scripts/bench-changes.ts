@@ -12,6 +12,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildDemoCatalog } from '../src/admin/demo.js';
 import { loadConfig } from '../src/config.js';
+import { WEBHOOK_EVENTS } from '../src/generated/public-webhooks.js';
 import { createService } from '../src/service.js';
 import type { SqliteStorage } from '../src/storage/sqlite/index.js';
 import { wholeSecondIso } from '../src/shared/time.js';
@@ -28,7 +29,7 @@ const p99 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length
 /** Appends `count` changes to a store's history: distinct products, many per second. */
 function fillHistory(storage: SqliteStorage, merchantId: number, storeId: number, count: number, start: Date): void {
   const insert = storage.db.prepare('INSERT INTO changes (merchant_id, id, store_id, product_id, change_type, created_at) VALUES (?, ?, ?, ?, ?, ?)');
-  const kinds = ['price', 'content', 'removed'];
+  const kinds = WEBHOOK_EVENTS;
   // Straight into the table, on the write connection: building a history, not recording changes;
   // the merchant's sequencer row goes on from the ids written (ChangeStore.recordChanges).
   storage.db.transaction(() => {
@@ -38,7 +39,7 @@ function fillHistory(storage: SqliteStorage, merchantId: number, storeId: number
     for (let i = 0; i < count; i++) {
       // 500 changes per second of history; product ids cycle so a window holds 1000 distinct ones.
       at = wholeSecondIso(start.getTime() + Math.floor(i / 500) * 1000);
-      insert.run(merchantId, ++id, storeId, 1 + (i % 50_000), kinds[i % 3], at);
+      insert.run(merchantId, ++id, storeId, 1 + (i % 50_000), kinds[i % kinds.length], at);
     }
     storage.db.prepare(`INSERT INTO change_sequences (merchant_id, last_id, last_at) VALUES (?, ?, ?)
       ON CONFLICT (merchant_id) DO UPDATE SET last_id = excluded.last_id, last_at = max(last_at, excluded.last_at)`).run(merchantId, id, at);

@@ -39,6 +39,7 @@ import autocannon from 'autocannon';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { loadConfig } from '../src/config.js';
+import { WEBHOOK_EVENTS } from '../src/generated/public-webhooks.js';
 import { createService } from '../src/service.js';
 import { wholeSecondIso } from '../src/shared/time.js';
 import { exited, inheritedEnv, keepOutput } from './baseline.js';
@@ -404,9 +405,9 @@ async function prepareFeed(engine: Engine): Promise<FeedSide> {
     await client.connect();
     try {
       const fill = (storeId: number, firstId: number, count: number) => client.query(`INSERT INTO changes (merchant_id, id, store_id, product_id, change_type, created_at)
-        SELECT $1, $2 + i, $3, 1 + i % 50000, (ARRAY['price', 'content', 'removed'])[(1 + i % 3)::integer],
+        SELECT $1, $2 + i, $3, 1 + i % 50000, ($6::text[])[(1 + i % cardinality($6::text[]))::integer],
           to_char(to_timestamp($4::bigint / 1000 + i / 500) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
-        FROM generate_series(0, $5::bigint - 1) AS i`, [merchant.id, firstId, storeId, start, count]);
+        FROM generate_series(0, $5::bigint - 1) AS i`, [merchant.id, firstId, storeId, start, count, WEBHOOK_EVENTS]);
       await fill(stores.small.id, 1, SMALL);
       await fill(stores.large.id, SMALL + 1, LARGE);
       await client.query(`INSERT INTO change_sequences (merchant_id, last_id, last_at) VALUES ($1, $2, $3)
@@ -424,10 +425,9 @@ async function prepareFeed(engine: Engine): Promise<FeedSide> {
     const db = new Database(database);
     try {
       const insert = db.prepare('INSERT INTO changes (merchant_id, id, store_id, product_id, change_type, created_at) VALUES (?, ?, ?, ?, ?, ?)');
-      const kinds = ['price', 'content', 'removed'];
       db.transaction(() => {
         const fill = (storeId: number, firstId: number, count: number) => {
-          for (let i = 0; i < count; i++) insert.run(merchant.id, firstId + i, storeId, 1 + (i % 50_000), kinds[i % 3], wholeSecondIso(start + Math.floor(i / 500) * 1000));
+          for (let i = 0; i < count; i++) insert.run(merchant.id, firstId + i, storeId, 1 + (i % 50_000), WEBHOOK_EVENTS[i % WEBHOOK_EVENTS.length], wholeSecondIso(start + Math.floor(i / 500) * 1000));
         };
         fill(stores.small.id, 1, SMALL);
         fill(stores.large.id, SMALL + 1, LARGE);

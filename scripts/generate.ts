@@ -7,6 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import openapiTS, { astToString } from 'openapi-typescript';
+import { emitLimits, emitWebhookRegistry } from './webhooks-from-openapi.js';
 import { emitZodModule } from './zod-from-openapi.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -43,6 +44,10 @@ async function generate(): Promise<Map<string, string>> {
     const ast = await openapiTS(structuredClone(doc) as Parameters<typeof openapiTS>[0], { alphabetize: false, exportType: false });
     files.set(`${api}-api.ts`, `${header(source)}/* eslint-disable */\n${astToString(ast)}`);
     files.set(`${api}-routes.ts`, emitZodModule(doc, { source }));
+    if (api === 'public') {
+      files.set('public-webhooks.ts', emitWebhookRegistry(doc, { source }));
+      files.set('public-limits.ts', emitLimits(doc, { source }));
+    }
   }
   files.set('README.md', [
     '# Generated code: do not edit',
@@ -53,6 +58,9 @@ async function generate(): Promise<Map<string, string>> {
     '- `*-openapi.json`: the bundled document (served at `/openapi.json`, `/admin/openapi.json` and `/operations/openapi.json`).',
     '- `*-api.ts`: openapi-typescript types (`paths`, `components`, `webhooks`).',
     '- `*-routes.ts`: zod schemas and `createRoute` definitions for @hono/zod-openapi.',
+    '- `public-webhooks.ts`: the `webhooks:` section as a registry (events, headers, payload schemas and a',
+    '  standalone validator per event, no run-time imports): what the dispatcher and the receiver kit check.',
+    '- `public-limits.ts`: the documents\' `maxItems` and `maximum` that code clamps and batches by.',
     '',
   ].join('\n'));
   return files;

@@ -35,7 +35,7 @@ Commands:
   users remove --merchant ID --user ID
   demo [--db FILE] [--products N] [--json]
                                       build the deterministic demo catalog into a database (the configured one without --db)
-  webhooks create --merchant ID --url URL [--store SLUG] [--events price,content,removed]
+  webhooks create --merchant ID --url URL [--store SLUG] [--events ${EVENTS.join(',')}]
   webhooks list --merchant ID         endpoints with their health
   webhooks rotate|delete|test --merchant ID --endpoint ID
   webhooks enable --merchant ID --endpoint ID   re-enable a paused or disabled endpoint
@@ -250,7 +250,7 @@ async function webhooksCommand(
     case 'create': {
       const events = typeof values.events === 'string' ? values.events.split(',') as ChangeType[] : undefined;
       const bad = events?.find((e) => !EVENTS.includes(e));
-      if (bad) fail(`--events: unknown event "${bad}" (price, content, removed)`);
+      if (bad) fail(`--events: unknown event "${bad}" (${EVENTS.join(', ')})`);
       const store = typeof values.store === 'string' ? values.store : null;
       print(await endpoints.create(merchantId, { url: values.url as string ?? fail('--url is required'), store, events }));
       if (!values.json) console.log('The signing secret is shown once: store it now.');

@@ -2,6 +2,7 @@
 // Every default is the product decision's value (../shared/spec/product-decisions.md).
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
+import { CHANGES_MAX_ITEMS, WEBHOOK_PRODUCT_IDS_MAX_ITEMS } from './generated/public-limits.js';
 
 export interface Config {
   /** TCP port the HTTP server listens on. */
@@ -240,7 +241,7 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
       allowHosts: (env.CPS_WEBHOOK_ALLOW_HOSTS ?? '').split(',').map((h) => h.trim()).filter(Boolean),
       timeoutMs: int(env, 'CPS_WEBHOOK_TIMEOUT_MS', 10_000),
       coalesceMs: int(env, 'CPS_WEBHOOK_COALESCE_MS', 2000),
-      batchSize: Math.min(100, Math.max(1, int(env, 'CPS_WEBHOOK_BATCH_SIZE', 100))),
+      batchSize: Math.min(WEBHOOK_PRODUCT_IDS_MAX_ITEMS, Math.max(1, int(env, 'CPS_WEBHOOK_BATCH_SIZE', WEBHOOK_PRODUCT_IDS_MAX_ITEMS))),
       perEndpointConcurrency: Math.max(1, int(env, 'CPS_WEBHOOK_ENDPOINT_CONCURRENCY', 4)),
       overallConcurrency: Math.max(1, int(env, 'CPS_WEBHOOK_CONCURRENCY', 32)),
       // A quarter of the default slots: three merchants whose receivers all hang leave a quarter to everyone else.
@@ -300,7 +301,7 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
       signInWindowMinutes: Math.max(1, int(env, 'CPS_PANEL_SIGN_IN_WINDOW_MINUTES', 15)),
     },
     changes: {
-      feedWindow: Math.min(1000, Math.max(1, int(env, 'CPS_FEED_WINDOW', 1000))),
+      feedWindow: Math.min(CHANGES_MAX_ITEMS, Math.max(1, int(env, 'CPS_FEED_WINDOW', CHANGES_MAX_ITEMS))),
       retentionDays: atLeast(int(env, 'CPS_CHANGE_RETENTION_DAYS', 30), 30, 'CPS_CHANGE_RETENTION_DAYS'),
       pruneIntervalSeconds: Math.max(1, int(env, 'CPS_CHANGE_PRUNE_INTERVAL_SECONDS', 3600)),
     },

@@ -3,12 +3,13 @@
 // product ids that is rebuilt only when the set of published products changes
 // (stores.catalog_version). No OFFSET over wide rows, no count per request.
 import type { components } from '../generated/public-api.js';
+import { PER_PAGE_MAXIMUM } from '../generated/public-limits.js';
 import type { Store, StoreRecord } from './model.js';
 import { ProblemError } from '../shared/problem.js';
 import type { CatalogStorage, PublishedExclusionCounts, PublishedProductSummary, StorageOperations } from '../storage/port.js';
 
 export const PER_PAGE_DEFAULT = 50;
-export const PER_PAGE_MAX = 200;
+export const PER_PAGE_MAX = PER_PAGE_MAXIMUM;
 
 /** spec 4.1: per_page is clamped to 1..200. */
 export function clampPerPage(perPage: number): number {

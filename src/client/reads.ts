@@ -1,4 +1,5 @@
 // The read endpoints (spec 4.1-4.3) as small functions over the openapi-fetch client.
+import { IDS_MAX_ITEMS, PER_PAGE_MAXIMUM } from '../generated/public-limits.js';
 import { unwrap } from './errors.js';
 import type { CatalogClient, Product, ProductPage, Store } from './types.js';
 
@@ -8,7 +9,7 @@ export interface StoreOption {
 }
 
 /** The most ids one `GET /v1/products?ids=` request accepts (IdsParam `maxItems`). */
-export const MAX_IDS_PER_REQUEST = 200;
+export const MAX_IDS_PER_REQUEST = IDS_MAX_ITEMS;
 
 /** The merchant's active stores, default store first (spec 4.3). */
 export async function listStores(client: CatalogClient): Promise<Store[]> {
@@ -36,7 +37,7 @@ export async function listProducts(
  */
 export async function* iterateProducts(
   client: CatalogClient,
-  { store, perPage = 200, paging = 'after_id' }: StoreOption & { perPage?: number; paging?: 'after_id' | 'page' } = {},
+  { store, perPage = PER_PAGE_MAXIMUM, paging = 'after_id' }: StoreOption & { perPage?: number; paging?: 'after_id' | 'page' } = {},
 ): AsyncGenerator<Product, void, undefined> {
   let afterId = 0;
   for (let page = 1; ; page++) {

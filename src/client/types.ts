@@ -1,7 +1,7 @@
 // The client's names for the public document's types (spec 4.1-4.5): what every helper module
 // shares, so that none of them imports index.ts. Types only, from the generated document.
 import type { Client } from 'openapi-fetch';
-import type { components, paths, webhooks } from '../generated/public-api.js';
+import type { components, paths } from '../generated/public-api.js';
 
 export type { components, paths, webhooks } from '../generated/public-api.js';
 
@@ -16,10 +16,8 @@ export type PaginationMeta = Schemas['PaginationMeta'];
 export type ChangeType = Schemas['ChangeType'];
 export type ChangeEntry = Schemas['ChangeEntry'];
 export type ChangePage = Schemas['ChangePage'];
-/** Body of a webhook delivery, discriminated on `event` (`price`, `content` or `removed`). */
-export type WebhookPayload = {
-  [Event in keyof webhooks]: webhooks[Event]['post']['requestBody']['content']['application/json'];
-}[keyof webhooks];
+/** Body of a webhook delivery, discriminated on `event` (the document's `webhooks:` section). */
+export type { WebhookPayload } from '../generated/public-webhooks.js';
 
 /** The openapi-fetch client typed on the public document, as createCatalogClient returns it. */
 export type CatalogClient = Client<paths>;

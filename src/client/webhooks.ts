@@ -5,10 +5,15 @@
 //   const payload = verifyWebhook({ secret, headers: req.headers, rawBody });
 //
 // Node-only (node:crypto), so it is its own subpath and the client itself stays runtime-neutral.
+// The headers and the payload are checked by the registry generated from the document's
+// `webhooks:` section (standalone: the package ships it without a schema library).
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import type { WebhookPayload } from './types.js';
+import {
+  WEBHOOK_HEADERS, webhookPayloadErrors, type WebhookHeaderName, type WebhookPayload, type WebhookSchemaError,
+} from '../generated/public-webhooks.js';
 
-export type { WebhookPayload };
+export { WEBHOOK_EVENTS, WEBHOOKS, type WebhookEvent } from '../generated/public-webhooks.js';
+export type { WebhookPayload, WebhookSchemaError };
 
 export type WebhookVerificationFailure =
   | 'missing_header' | 'malformed_header' | 'timestamp_out_of_tolerance' | 'signature_mismatch' | 'invalid_payload';
@@ -17,7 +22,12 @@ export type WebhookVerificationFailure =
 export class WebhookVerificationError extends Error {
   override readonly name = 'WebhookVerificationError';
 
-  constructor(readonly reason: WebhookVerificationFailure, message: string) {
+  constructor(
+    readonly reason: WebhookVerificationFailure,
+    message: string,
+    /** For `invalid_payload` on a JSON body: where and how it breaks the document's payload schema. */
+    readonly schemaErrors: WebhookSchemaError[] = [],
+  ) {
     super(message);
   }
 }
@@ -35,22 +45,11 @@ export interface VerifyWebhookOptions {
   now?: () => Date;
 }
 
-function header(headers: VerifyWebhookOptions['headers'], name: string): string | undefined {
+function header(headers: VerifyWebhookOptions['headers'], name: WebhookHeaderName): string | undefined {
   if (typeof (headers as Headers).get === 'function') return (headers as Headers).get(name) ?? undefined;
   const record = headers as Record<string, string | string[] | undefined>;
   const value = record[name] ?? record[name.toLowerCase()] ?? Object.entries(record).find(([k]) => k.toLowerCase() === name.toLowerCase())?.[1];
   return Array.isArray(value) ? value[0] : value;
-}
-
-const EVENTS = new Set(['price', 'content', 'removed']);
-
-function isPayload(value: unknown): value is WebhookPayload {
-  const v = value as Record<string, unknown>;
-  return typeof v === 'object' && v !== null
-    && typeof v.event === 'string' && EVENTS.has(v.event)
-    && (v.store_id === null || Number.isInteger(v.store_id))
-    && Array.isArray(v.product_ids) && v.product_ids.length > 0 && v.product_ids.every(Number.isInteger)
-    && typeof v.occurred_at === 'string';
 }
 
 /**
@@ -59,11 +58,16 @@ function isPayload(value: unknown): value is WebhookPayload {
  * returns the typed payload. Throws WebhookVerificationError otherwise.
  */
 export function verifyWebhook({ secret, headers, rawBody, toleranceSeconds = 300, now = () => new Date() }: VerifyWebhookOptions): WebhookPayload {
-  const timestamp = header(headers, 'X-Service-Timestamp');
-  const signature = header(headers, 'X-Service-Signature');
-  if (!timestamp || !signature) throw new WebhookVerificationError('missing_header', 'X-Service-Timestamp and X-Service-Signature are required.');
-  if (!/^\d+$/.test(timestamp)) throw new WebhookVerificationError('malformed_header', 'X-Service-Timestamp must be Unix seconds.');
-  if (!/^sha256=[0-9a-f]{64}$/.test(signature)) throw new WebhookVerificationError('malformed_header', 'X-Service-Signature must be sha256= and 64 lowercase hex digits.');
+  // The headers the webhooks declare, each present and matching its pattern.
+  const missing = WEBHOOK_HEADERS.filter((h) => h.required && !header(headers, h.name)).map((h) => h.name);
+  if (missing.length) throw new WebhookVerificationError('missing_header', `${WEBHOOK_HEADERS.map((h) => h.name).join(' and ')} are required (missing: ${missing.join(', ')}).`);
+  const malformed = WEBHOOK_HEADERS.find((h) => {
+    const value = header(headers, h.name);
+    return value !== undefined && !h.pattern.test(value);
+  });
+  if (malformed) throw new WebhookVerificationError('malformed_header', `${malformed.name} must match ${malformed.pattern.source}.`);
+  const timestamp = header(headers, 'X-Service-Timestamp')!;
+  const signature = header(headers, 'X-Service-Signature')!;
   const expected = createHmac('sha256', secret).update(`${timestamp}.`).update(rawBody).digest();
   const presented = Buffer.from(signature.slice('sha256='.length), 'hex');
   if (!timingSafeEqual(expected, presented)) throw new WebhookVerificationError('signature_mismatch', 'The signature does not match the body.');
@@ -76,6 +80,10 @@ export function verifyWebhook({ secret, headers, rawBody, toleranceSeconds = 300
   } catch {
     throw new WebhookVerificationError('invalid_payload', 'The body is not JSON.');
   }
-  if (!isPayload(payload)) throw new WebhookVerificationError('invalid_payload', 'The body is not a webhook delivery payload.');
-  return payload;
+  const errors = webhookPayloadErrors(payload);
+  if (errors.length) {
+    const detail = errors.map((e) => `${e.instancePath || '/'} ${e.message}`).join('; ');
+    throw new WebhookVerificationError('invalid_payload', `The body is not a webhook delivery payload: ${detail}.`, errors);
+  }
+  return payload as WebhookPayload;
 }

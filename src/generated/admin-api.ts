@@ -2557,6 +2557,7 @@ export interface components {
              *     | `blocked_address` | the host resolved to a blocked address (SSRF rules); nothing was sent |
              *     | `redirect` | the receiver answered 3xx; redirects are not followed |
              *     | `http_status` | the receiver answered another non-2xx status (see `status_code`) |
+             *     | `invalid_payload` | the payload broke the public document's webhook schema (a fault of the service, logged as an error): nothing was signed or sent, and the delivery was given up |
              *
              *     More values may be added; treat an unknown value as a generic failure.
              * @example http_status

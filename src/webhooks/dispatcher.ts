@@ -3,7 +3,7 @@
 // and drives each endpoint's health. Runs in `serve` and alone as `worker`; all state is in the
 // database, so a crash at any point loses nothing and at worst re-sends (at-least-once).
 import type { Config } from '../config.js';
-import type { components } from '../generated/public-api.js';
+import { WEBHOOKS, type WebhookPayload, type WebhookSchemaError } from '../generated/public-webhooks.js';
 import type {
   CatalogStorage, DeliveryRecord, NotificationRecord, OutboxGroup, StorageTx, WebhookEndpointRecord,
 } from '../storage/port.js';
@@ -52,14 +52,22 @@ const healthOf = (e: WebhookEndpointRecord): EndpointHealth => ({
   last_failure_at: e.last_failure_at,
 });
 
-/** The JSON body of a delivery (spec 2.7), in the spec's field order. */
-export function deliveryBody(delivery: Pick<DeliveryRecord, 'event' | 'store_id' | 'product_ids'>, occurredAt: string): string {
-  const payload: WebhookPayload = { event: delivery.event, store_id: delivery.store_id, product_ids: delivery.product_ids, occurred_at: occurredAt };
-  return JSON.stringify(payload);
+/** A delivery's JSON body, or why its payload breaks the document and must not be sent. */
+export type DeliveryBody = { ok: true; body: string } | { ok: false; errors: WebhookSchemaError[] };
+
+/**
+ * The JSON body of a delivery (spec 2.7), in the spec's field order, checked before it is signed
+ * against its event's payload schema in the document's `webhooks:` section (the generated
+ * registry): what no receiver could accept is never signed nor sent.
+ */
+export function deliveryBody(delivery: Pick<DeliveryRecord, 'event' | 'store_id' | 'product_ids'>, occurredAt: string): DeliveryBody {
+  const payload = { event: delivery.event, store_id: delivery.store_id, product_ids: delivery.product_ids, occurred_at: occurredAt } satisfies WebhookPayload;
+  const errors = WEBHOOKS[payload.event].validate(payload);
+  return errors.length ? { ok: false, errors } : { ok: true, body: JSON.stringify(payload) };
 }
 
-/** The delivery payload as the spec's `webhooks:` section types it (generated). */
-type WebhookPayload = components['schemas']['WebhookPayload'];
+/** The attempt log's error for a payload the document rejects: a bug of ours, never retried. */
+export const INVALID_PAYLOAD = 'invalid_payload';
 
 export class WebhookDispatcher {
   private readonly inflightByEndpoint = new Map<number, number>();
@@ -258,12 +266,30 @@ export class WebhookDispatcher {
     }
   }
 
+  /**
+   * A payload that breaks the document (a bug here, not the receiver's fault): given up at once,
+   * `invalid_payload` in the attempt log, the endpoint's health untouched, the schema errors logged.
+   */
+  private async giveUpInvalid(delivery: DeliveryRecord, endpoint: WebhookEndpointRecord, errors: WebhookSchemaError[], at: Date): Promise<void> {
+    const detail = errors.map((e) => `${e.instancePath || '/'} ${e.message}`).join('; ');
+    await this.storage.transaction(async (tx) => {
+      await tx.recordAttempt(delivery.id, { at: at.toISOString(), status_code: null, error: INVALID_PAYLOAD, latency_ms: 0, response_snippet: null });
+      await tx.updateDelivery(delivery.id, { status: 'given_up', attempts: delivery.attempts + 1, next_attempt_at: null });
+    });
+    this.deps.metrics?.observeDelivery('given_up', 0);
+    this.log.error({
+      delivery_id: delivery.id, endpoint_id: endpoint.id, merchant_id: endpoint.merchant_id, event: delivery.event, errors: detail,
+    }, 'webhook payload breaks the document: not sent');
+  }
+
   private async attempt(delivery: DeliveryRecord): Promise<void> {
     const endpoint = await this.storage.getWebhookEndpoint(delivery.endpoint_id);
     // Paused or disabled since the claim: the lease runs out and the delivery waits for the endpoint.
     if (!endpoint || endpoint.status !== 'active') return;
     const now = this.deps.now();
-    const body = deliveryBody(delivery, delivery.occurred_at ?? wholeSecondIso(now));
+    const payload = deliveryBody(delivery, delivery.occurred_at ?? wholeSecondIso(now));
+    if (!payload.ok) return this.giveUpInvalid(delivery, endpoint, payload.errors, now);
+    const { body } = payload;
     const result = await this.deps.sender.send(endpoint.url, signedHeaders(endpoint.secret, body, now), body, endpoint.id);
     const at = this.deps.now();
     let notification: NotificationRecord | undefined;

@@ -8,9 +8,11 @@ import type {
   WebhookEndpointRecord,
 } from '../storage/port.js';
 import type { AddressGuard } from '../outbound/address-guard.js';
+import { WEBHOOK_EVENTS } from '../generated/public-webhooks.js';
 import { newSigningSecret } from './signing.js';
 
-export const EVENTS: readonly ChangeType[] = ['price', 'content', 'removed'];
+/** The events an endpoint subscribes to: the document's `webhooks:` section, in its order. */
+export const EVENTS: readonly ChangeType[] = WEBHOOK_EVENTS;
 
 export interface EndpointInput {
   url?: string;

@@ -1,9 +1,9 @@
 // Webhook authenticity (spec 5): `sha256=` + hex(HMAC_SHA256(secret, `${timestamp}.${raw_body}`)).
 import { createHmac, randomBytes } from 'node:crypto';
-import type { operations } from '../generated/public-api.js';
+import type { WebhookHeaderName } from '../generated/public-webhooks.js';
 
-/** The delivery headers the spec's `webhooks:` section declares (same for the three events). */
-export type DeliveryHeaders = operations['priceWebhook']['parameters']['header'] & { 'Content-Type': 'application/json' };
+/** The delivery headers the spec's `webhooks:` section declares (the generated registry: one set for every event). */
+export type DeliveryHeaders = { [Name in WebhookHeaderName]: string } & { 'Content-Type': 'application/json' };
 
 export const SECRET_PREFIX = 'whsec_';
 

@@ -193,12 +193,14 @@ describe('the built client', () => {
       }));
       await run(process.execPath, [path.join(repo, 'node_modules/typescript/bin/tsc'), '-p', path.join(dir, 'tsconfig.json')]);
 
-      // The client pulls in no server code: its own modules, the (type-only) generated document and src/shared/time.ts.
+      // The client pulls in no server code: its own modules, the (type-only) generated document, the
+      // generated limits and webhooks registry (standalone, no imports) and src/shared/time.ts.
       const emitted = fs.readdirSync(path.join(installed, 'dist'), { recursive: true, encoding: 'utf8' })
         .filter((f) => f.endsWith('.js')).map((f) => f.split(path.sep).join('/')).sort();
       expect(emitted).toEqual([
         'src/client/catalog-client.js', 'src/client/changes.js', 'src/client/errors.js', 'src/client/index.js', 'src/client/reads.js',
-        'src/client/types.js', 'src/generated/public-api.js', 'src/shared/time.js',
+        'src/client/types.js', 'src/generated/public-api.js', 'src/generated/public-limits.js', 'src/generated/public-webhooks.js',
+        'src/shared/time.js',
       ]);
       expect(fs.existsSync(path.join(installed, 'dist/src/client/index.d.ts'))).toBe(true);
 

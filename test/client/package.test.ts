@@ -1,7 +1,8 @@
 // The typed client is a package an integrator installs (issue 14 item 5): `npm run pack:client`
 // packs it (scripts/pack-client.ts), the tarball installs OFFLINE into an empty project, and an
 // integrator's TypeScript example type-checks against the package's .d.ts and runs against the
-// real server: the paging iterator, pollChanges and verifyWebhook.
+// real server: the paging iterator, pollChanges and verifyWebhook (with the generated payload
+// validator it ships, which needs no runtime dependency).
 import { execFile } from 'node:child_process';
 import { createHmac } from 'node:crypto';
 import fs from 'node:fs';
@@ -42,6 +43,7 @@ function lockEntriesFor(dependencies: Record<string, string>): Record<string, un
 const EXAMPLE = `
 import { createCatalogClient, iterateProducts, pollChanges, type ChangeCursor, type Product } from '${CLIENT_PACKAGE}';
 import { verifyWebhook, WebhookVerificationError, type WebhookPayload } from '${CLIENT_PACKAGE}/webhooks';
+import { createHmac } from 'node:crypto';
 
 const env = process.env as Record<string, string>;
 const client = createCatalogClient({ baseUrl: env.BASE_URL, apiKey: env.API_KEY });
@@ -75,7 +77,17 @@ try {
   if (error instanceof WebhookVerificationError) tampered = error.reason;
 }
 
-console.log(JSON.stringify({ titles, changed, caughtUp: typeof cursor?.since === 'string', event: payload.event, tampered }));
+// Signed, but 101 ids: the package's generated validator holds it to the document's maxItems.
+const oversized = JSON.stringify({ ...JSON.parse(env.BODY), product_ids: Array.from({ length: 101 }, (_, i) => i + 1) });
+const oversizedSignature = 'sha256=' + createHmac('sha256', env.SECRET).update(env.TIMESTAMP + '.' + oversized).digest('hex');
+let rejected = 'accepted';
+try {
+  verifyWebhook({ secret: env.SECRET, rawBody: oversized, headers: { 'x-service-timestamp': env.TIMESTAMP, 'x-service-signature': oversizedSignature } });
+} catch (error) {
+  if (error instanceof WebhookVerificationError) rejected = error.reason + ' ' + error.schemaErrors.map((e) => e.instancePath).join();
+}
+
+console.log(JSON.stringify({ titles, changed, caughtUp: typeof cursor?.since === 'string', event: payload.event, tampered, rejected }));
 `;
 
 describe('the client package', () => {
@@ -141,6 +153,7 @@ describe('the client package', () => {
     });
     expect(JSON.parse(stdout)).toEqual({
       titles: ['Alpha', 'Beta', 'Gamma'], changed: [1, 2, 3], caughtUp: true, event: 'price', tampered: 'signature_mismatch',
+      rejected: 'invalid_payload /product_ids',
     });
   }, 60_000);
 });

@@ -60,6 +60,18 @@ describe('verifyWebhook', () => {
     expect(verifyWebhook({ secret: SECRET, headers: headers(), rawBody: BODY, now: at(900), toleranceSeconds: 1000 }).event).toBe('price');
   });
 
+  it.each([
+    ['101 product ids (the document\'s maxItems is 100)', { product_ids: Array.from({ length: 101 }, (_, i) => i + 1) }, '/product_ids'],
+    ['a dispatch time that is not an RFC 3339 date-time', { occurred_at: '14.03.2025 09:26' }, '/occurred_at'],
+    ['a dispatch time without a time zone', { occurred_at: '2025-03-14T09:26:55' }, '/occurred_at'],
+    ['a property the document does not state', { retry: 1 }, ''],
+  ])('rejects a correctly signed payload with %s, saying where', (_name, change, instancePath) => {
+    const body = JSON.stringify({ ...JSON.parse(BODY), ...change });
+    const signed = signedHeaders(SECRET, body, new Date());
+    expect(() => verifyWebhook({ secret: SECRET, headers: signed, rawBody: body }))
+      .toThrow(expect.objectContaining({ reason: 'invalid_payload', schemaErrors: [expect.objectContaining({ instancePath })] }));
+  });
+
   it('rejects a correctly signed body that is not a delivery payload', () => {
     const body = '{"event":"deleted","product_ids":[1]}';
     const signed = signedHeaders(SECRET, body, new Date());

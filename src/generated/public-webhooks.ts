@@ -86,6 +86,7 @@ function validatePriceWebhookPayload(value: unknown): WebhookSchemaError[] {
       if (!(Number.isInteger(p4) || p4 === null)) errors.push({ instancePath: "/store_id", message: "must be integer,null" });
       if (typeof p4 === 'number') {
         if (p4 < 1) errors.push({ instancePath: "/store_id", message: "must be >= 1" });
+        if (p4 > 9007199254740991) errors.push({ instancePath: "/store_id", message: "must be <= 9007199254740991" });
       }
     }
     const p6 = o0["product_ids"];
@@ -100,6 +101,7 @@ function validatePriceWebhookPayload(value: unknown): WebhookSchemaError[] {
           if (typeof item8 === 'number' && !Number.isInteger(item8)) errors.push({ instancePath: "/product_ids" + '/' + i7, message: "must match format \"int64\"" });
           if (typeof item8 === 'number') {
             if (item8 < 1) errors.push({ instancePath: "/product_ids" + '/' + i7, message: "must be >= 1" });
+            if (item8 > 9007199254740991) errors.push({ instancePath: "/product_ids" + '/' + i7, message: "must be <= 9007199254740991" });
           }
         }
       }
@@ -146,6 +148,7 @@ function validateContentWebhookPayload(value: unknown): WebhookSchemaError[] {
       if (!(Number.isInteger(p21) || p21 === null)) errors.push({ instancePath: "/store_id", message: "must be integer,null" });
       if (typeof p21 === 'number') {
         if (p21 < 1) errors.push({ instancePath: "/store_id", message: "must be >= 1" });
+        if (p21 > 9007199254740991) errors.push({ instancePath: "/store_id", message: "must be <= 9007199254740991" });
       }
     }
     const p23 = o17["product_ids"];
@@ -160,6 +163,7 @@ function validateContentWebhookPayload(value: unknown): WebhookSchemaError[] {
           if (typeof item25 === 'number' && !Number.isInteger(item25)) errors.push({ instancePath: "/product_ids" + '/' + i24, message: "must match format \"int64\"" });
           if (typeof item25 === 'number') {
             if (item25 < 1) errors.push({ instancePath: "/product_ids" + '/' + i24, message: "must be >= 1" });
+            if (item25 > 9007199254740991) errors.push({ instancePath: "/product_ids" + '/' + i24, message: "must be <= 9007199254740991" });
           }
         }
       }
@@ -206,6 +210,7 @@ function validateRemovedWebhookPayload(value: unknown): WebhookSchemaError[] {
       if (!(Number.isInteger(p38) || p38 === null)) errors.push({ instancePath: "/store_id", message: "must be integer,null" });
       if (typeof p38 === 'number') {
         if (p38 < 1) errors.push({ instancePath: "/store_id", message: "must be >= 1" });
+        if (p38 > 9007199254740991) errors.push({ instancePath: "/store_id", message: "must be <= 9007199254740991" });
       }
     }
     const p40 = o34["product_ids"];
@@ -220,6 +225,7 @@ function validateRemovedWebhookPayload(value: unknown): WebhookSchemaError[] {
           if (typeof item42 === 'number' && !Number.isInteger(item42)) errors.push({ instancePath: "/product_ids" + '/' + i41, message: "must match format \"int64\"" });
           if (typeof item42 === 'number') {
             if (item42 < 1) errors.push({ instancePath: "/product_ids" + '/' + i41, message: "must be >= 1" });
+            if (item42 > 9007199254740991) errors.push({ instancePath: "/product_ids" + '/' + i41, message: "must be <= 9007199254740991" });
           }
         }
       }
@@ -295,6 +301,7 @@ export const WEBHOOKS: { readonly [Event in WebhookEvent]: WebhookDefinition<Eve
                 "integer",
                 "null"
               ],
+              "maximum": 9007199254740991,
               "minimum": 1,
               "description": "`id` of the store the change relates to (map it to a slug with `GET /v1/stores`). `null`\nonly for receiver endpoints scoped to all stores, when the change is not store-specific:\na `removed` event (a product deleted from the catalog leaves every store at once).\n",
               "examples": [
@@ -308,6 +315,7 @@ export const WEBHOOKS: { readonly [Event in WebhookEvent]: WebhookDefinition<Eve
               "description": "IDs of the products that changed. Fetch each one for the new values.",
               "items": {
                 "type": "integer",
+                "maximum": 9007199254740991,
                 "format": "int64",
                 "minimum": 1
               }
@@ -374,6 +382,7 @@ export const WEBHOOKS: { readonly [Event in WebhookEvent]: WebhookDefinition<Eve
                 "integer",
                 "null"
               ],
+              "maximum": 9007199254740991,
               "minimum": 1,
               "description": "`id` of the store the change relates to (map it to a slug with `GET /v1/stores`). `null`\nonly for receiver endpoints scoped to all stores, when the change is not store-specific:\na `removed` event (a product deleted from the catalog leaves every store at once).\n",
               "examples": [
@@ -387,6 +396,7 @@ export const WEBHOOKS: { readonly [Event in WebhookEvent]: WebhookDefinition<Eve
               "description": "IDs of the products that changed. Fetch each one for the new values.",
               "items": {
                 "type": "integer",
+                "maximum": 9007199254740991,
                 "format": "int64",
                 "minimum": 1
               }
@@ -453,6 +463,7 @@ export const WEBHOOKS: { readonly [Event in WebhookEvent]: WebhookDefinition<Eve
                 "integer",
                 "null"
               ],
+              "maximum": 9007199254740991,
               "minimum": 1,
               "description": "`id` of the store the change relates to (map it to a slug with `GET /v1/stores`). `null`\nonly for receiver endpoints scoped to all stores, when the change is not store-specific:\na `removed` event (a product deleted from the catalog leaves every store at once).\n",
               "examples": [
@@ -466,6 +477,7 @@ export const WEBHOOKS: { readonly [Event in WebhookEvent]: WebhookDefinition<Eve
               "description": "IDs of the products that changed. Fetch each one for the new values.",
               "items": {
                 "type": "integer",
+                "maximum": 9007199254740991,
                 "format": "int64",
                 "minimum": 1
               }

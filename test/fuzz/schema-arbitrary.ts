@@ -146,7 +146,12 @@ export class SchemaArbitraries {
     if (types.includes('integer') || types.includes('number')) {
       broken.push(fc.constantFrom(...HOSTILE_NUMBERS.map((n) => new RawJson(n))));
       if (resolved.minimum !== undefined) broken.push(fc.integer({ min: -INT32, max: resolved.minimum - 1 }));
-      if (resolved.maximum !== undefined) broken.push(fc.integer({ min: resolved.maximum + 1, max: Number.MAX_SAFE_INTEGER }));
+      if (resolved.maximum !== undefined) {
+        broken.push(resolved.maximum < Number.MAX_SAFE_INTEGER
+          ? fc.integer({ min: resolved.maximum + 1, max: Number.MAX_SAFE_INTEGER })
+          // Past the largest exact JSON integer: written as its digits, not as a rounded double.
+          : fc.constantFrom(new RawJson('9007199254740992'), new RawJson('18446744073709551616'), new RawJson('1e400')));
+      }
       if (types.includes('integer')) broken.push(fc.double({ noInteger: true, noNaN: true, noDefaultInfinity: true }));
     }
     if (types.includes('string')) {
@@ -206,9 +211,9 @@ function integerArbitrary(schema: Json): fc.Arbitrary<number> {
   const min = schema.minimum ?? (schema.exclusiveMinimum !== undefined ? schema.exclusiveMinimum + 1 : -INT32);
   const max = schema.maximum ?? (schema.exclusiveMaximum !== undefined ? schema.exclusiveMaximum - 1 : undefined);
   const small = fc.integer({ min, max: Math.min(max ?? INT32, Math.max(min, INT32)) });
-  if (max !== undefined || schema.format !== 'int64') return small;
+  if (schema.format !== 'int64' || (max !== undefined && max <= INT32)) return small;
   // int64 ids: mostly small, sometimes past 32 bits up to the largest exact JSON integer.
-  return fc.oneof({ arbitrary: small, weight: 4 }, { arbitrary: fc.integer({ min: Math.max(min, INT32), max: Number.MAX_SAFE_INTEGER }), weight: 1 });
+  return fc.oneof({ arbitrary: small, weight: 4 }, { arbitrary: fc.integer({ min: Math.max(min, INT32), max: max ?? Number.MAX_SAFE_INTEGER }), weight: 1 });
 }
 
 /** The values a `not: {const}` or `not: {enum}` excludes (the documents refuse `__proto__` keys so). */

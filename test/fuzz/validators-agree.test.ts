@@ -80,11 +80,6 @@ function decode(text: string, schema: Json): unknown {
   return text;
 }
 
-/** Integers past 2^53 are not exact in JSON or JavaScript (RFC 7493 2.2): the server refuses them, the documents state no bound. */
-const INEXACT = (value: unknown): boolean => (typeof value === 'number' && !Number.isFinite(value))
-  || (typeof value === 'number' && Number.isInteger(value) && !Number.isSafeInteger(value))
-  || (value !== null && typeof value === 'object' && Object.values(value).some(INEXACT));
-
 interface Case {
   name: string;
   zod: ZodType;
@@ -119,7 +114,7 @@ function cases(api: string, doc: Json, routes: Record<string, any>): Case[] {
             arbitrary: fc.oneof(arbitraries.valid(schema), nearMisses(arbitraries, schema)),
             inputs: (value) => {
               const sent = asSent(value);
-              return { zod: sent, ajv: sent, exempt: INEXACT(sent) };
+              return { zod: sent, ajv: sent };
             },
           });
         }
@@ -143,7 +138,7 @@ function cases(api: string, doc: Json, routes: Record<string, any>): Case[] {
             const text = serialize(value);
             if (text === undefined) return undefined;
             const decoded = decode(text, schema);
-            return { zod: text, ajv: decoded, exempt: INEXACT(decoded) };
+            return { zod: text, ajv: decoded };
           },
         });
       });

@@ -1,28 +1,13 @@
 // How a claim shares a dispatcher's free slots (issue 13, item 1), on every engine: merchants take
 // turns, then each merchant's endpoints, and no merchant gets more than its share of the
 // process's slots, counting what the process already sends to any of its endpoints.
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { CatalogStorage, DeliveryClaim } from '../../src/storage/port.js';
-import { createTestDatabase, TEST_ENGINE, type TestDatabase } from '../support/engine.js';
+import { storagePerTest, TEST_ENGINE } from '../support/engine.js';
 
 const AT = '2026-11-26T08:00:00.000Z';
-let dir: string;
-let database: TestDatabase;
 let storage: CatalogStorage;
-
-beforeEach(async () => {
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cps-claim-turns-'));
-  database = await createTestDatabase(dir);
-  storage = await database.open();
-});
-afterEach(async () => {
-  await storage.close();
-  await database.drop();
-  fs.rmSync(dir, { recursive: true, force: true });
-});
+storagePerTest('claim-turns', (fresh) => ({ storage } = fresh));
 
 const claimAt = (patch: Partial<DeliveryClaim>): DeliveryClaim => ({
   now: () => new Date(AT), leaseMs: 60_000, limit: 10, perEndpoint: 10, inFlightByEndpoint: new Map(), ...patch,

@@ -3,16 +3,13 @@
 // embedded pglite without server binaries). Every port method is exercised; an engine passes when
 // it answers exactly what the port promises. On the postgres project, the same catalog is also
 // built on both engines and must give byte-identical published bytes and equal ETags.
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type {
   CatalogStorage, DeliveryClaim, DeliveryRecord, ProductSourceDocument, PublishedRow, RecordedChange, StoreInputRecord,
 } from '../../src/storage/port.js';
 import { buildOutdoorCatalog, type OutdoorCatalog } from '../support/admin-http.js';
 import { fakeClock } from '../support/clock.js';
-import { createTestDatabase, onPglite, postgresOnly, severalConnections, TEST_ENGINE, type TestDatabase } from '../support/engine.js';
+import { storagePerTest, onPglite, postgresOnly, severalConnections, TEST_ENGINE, type TestDatabase } from '../support/engine.js';
 import { startTestService, type TestService } from '../support/service.js';
 
 const ENGINE = TEST_ENGINE === 'sqlite' ? 'SQLite' : onPglite() ? 'PostgreSQL (embedded pglite)' : 'PostgreSQL';
@@ -25,20 +22,9 @@ const SOURCE: ProductSourceDocument = {
 const source = (patch: Partial<ProductSourceDocument> = {}): ProductSourceDocument => ({ ...SOURCE, ...patch });
 const utf8 = (bytes: Uint8Array) => Buffer.from(bytes).toString('utf8');
 
-let dir: string;
 let database: TestDatabase;
 let storage: CatalogStorage;
-
-beforeEach(async () => {
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cps-contract-'));
-  database = await createTestDatabase(dir);
-  storage = await database.open();
-});
-afterEach(async () => {
-  await storage.close();
-  await database.drop();
-  fs.rmSync(dir, { recursive: true, force: true });
-});
+storagePerTest('contract', (fresh) => ({ storage, database } = fresh));
 
 async function merchantWithStores(name = 'Alpine Outfitters') {
   const merchant = await storage.createMerchant({ name, sku_pattern: null, owner_emails: ['owner@alpine.example'], created_at: AT });

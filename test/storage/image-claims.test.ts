@@ -1,31 +1,16 @@
 // Fair image claims on either engine (issue 13.2; storage port, claimDueImageMirrors): merchants
 // take turns, the one with the fewest fetches first; a merchant's origins take turns; nothing is
 // claimed past the caps per merchant and per origin of a merchant, counting the fetches busy.
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { CatalogStorage } from '../../src/storage/port.js';
-import { createTestDatabase, type TestDatabase } from '../support/engine.js';
+import { storagePerTest } from '../support/engine.js';
 
 const AT = '2026-11-26T08:00:00.000Z';
 const NOW = '2026-11-26T09:00:00.000Z';
 const LEASE = '2026-11-26T09:01:00.000Z';
 
-let dir: string;
-let database: TestDatabase;
 let storage: CatalogStorage;
-
-beforeEach(async () => {
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cps-image-claims-'));
-  database = await createTestDatabase(dir);
-  storage = await database.open();
-});
-afterEach(async () => {
-  await storage.close();
-  await database.drop();
-  fs.rmSync(dir, { recursive: true, force: true });
-});
+storagePerTest('image-claims', (fresh) => ({ storage } = fresh));
 
 async function merchantWithImages(name: string, urls: string[]): Promise<number> {
   const merchant = await storage.createMerchant({ name, sku_pattern: null, owner_emails: [], created_at: AT });

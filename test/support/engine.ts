@@ -6,7 +6,9 @@
 //   sqliteOnly.it('SQLite only: ...')    file paths, WAL, backups of the file, another process's lock
 //   severalConnections.it('...')         needs several PostgreSQL connections (skipped on pglite)
 import path from 'node:path';
-import { describe, it } from 'vitest';
+import fs from 'node:fs';
+import os from 'node:os';
+import { afterEach, beforeEach, describe, it } from 'vitest';
 import type { CatalogStorage } from '../../src/storage/port.js';
 import { openSqliteStorage } from '../../src/storage/sqlite/index.js';
 import { freshDatabase, testPostgres } from './postgres.js';
@@ -108,4 +110,24 @@ export async function createTestDatabase(dir: string, engine: TestEngine = TEST_
     },
     drop: database.drop,
   };
+}
+
+/**
+ * A fresh database of the project's engine for every test of the file, opened once: `opened` hands
+ * the test file its storage and database before each test; both are closed and dropped after it.
+ */
+export function storagePerTest(name: string, opened: (fresh: { storage: CatalogStorage; database: TestDatabase }) => void): void {
+  let dir: string;
+  let fresh: { storage: CatalogStorage; database: TestDatabase };
+  beforeEach(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), `cps-${name}-`));
+    const database = await createTestDatabase(dir);
+    fresh = { storage: await database.open(), database };
+    opened(fresh);
+  });
+  afterEach(async () => {
+    await fresh.storage.close();
+    await fresh.database.drop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
 }

@@ -3,21 +3,8 @@ import type { CatalogSetupStore } from '../port.js';
 import type {
   AttributeDefinitionRecord, CustomerGroupRecord, ExchangeRateRecord, PricingRuleInputRecord, PricingRuleRecord, SupplierRecord,
 } from '../records.js';
+import { toPricingRule } from '../rows.js';
 import type { PgConnection, Row } from './connection.js';
-
-const toRule = (r: Row): PricingRuleRecord => ({
-  id: r.id as number,
-  priority: r.priority as number,
-  customer_group_id: (r.customer_group_id as number | null) ?? null,
-  store_id: (r.store_id as number | null) ?? null,
-  manufacturer: (r.manufacturer as string | null) ?? null,
-  min_cost: (r.min_cost as string | null) ?? null,
-  max_cost: (r.max_cost as string | null) ?? null,
-  markup_percent: r.markup_percent as string,
-  markup_amount: r.markup_amount as string,
-  price_ending: (r.price_ending as number | null) ?? null,
-  is_catch_all: r.is_catch_all as boolean,
-});
 
 export class PgCatalogSetup implements CatalogSetupStore {
   static readonly writes = [
@@ -66,12 +53,12 @@ export class PgCatalogSetup implements CatalogSetupStore {
   // Pricing rules
 
   async listPricingRules(merchantId: number): Promise<PricingRuleRecord[]> {
-    return (await this.c.rows('SELECT * FROM pricing_rules WHERE merchant_id = $1 ORDER BY priority, id', [merchantId])).map(toRule);
+    return (await this.c.rows('SELECT * FROM pricing_rules WHERE merchant_id = $1 ORDER BY priority, id', [merchantId])).map(toPricingRule);
   }
 
   async getPricingRule(merchantId: number, id: number): Promise<PricingRuleRecord | undefined> {
     const row = await this.c.one('SELECT * FROM pricing_rules WHERE merchant_id = $1 AND id = $2', [merchantId, id]);
-    return row && toRule(row);
+    return row && toPricingRule(row);
   }
 
   async createPricingRule(merchantId: number, input: PricingRuleInputRecord, isCatchAll = false): Promise<PricingRuleRecord> {
@@ -80,7 +67,7 @@ export class PgCatalogSetup implements CatalogSetupStore {
       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING *`,
     [merchantId, input.priority, input.customer_group_id, input.store_id, input.manufacturer, input.min_cost,
       input.max_cost, input.markup_percent, input.markup_amount, input.price_ending, isCatchAll]);
-    return toRule(row!);
+    return toPricingRule(row!);
   }
 
   async updatePricingRule(merchantId: number, id: number, input: PricingRuleInputRecord): Promise<PricingRuleRecord | undefined> {
@@ -89,7 +76,7 @@ export class PgCatalogSetup implements CatalogSetupStore {
       WHERE merchant_id = $10 AND id = $11 RETURNING *`,
     [input.priority, input.customer_group_id, input.store_id, input.manufacturer, input.min_cost, input.max_cost,
       input.markup_percent, input.markup_amount, input.price_ending, merchantId, id]);
-    return row && toRule(row);
+    return row && toPricingRule(row);
   }
 
   async deletePricingRule(merchantId: number, id: number): Promise<boolean> {

@@ -14,7 +14,8 @@ import type {
   PublishedSummaryWindow, StorePageRead,
 } from '../records.js';
 import type { PgConnection, Row } from './connection.js';
-import { STORE_COLUMNS, toStore } from './tenancy.js';
+import { toStore } from '../rows.js';
+import { STORE_COLUMNS } from './tenancy.js';
 
 // The summary's fields as the payload states them, each payload parsed once (json keeps the text;
 // a field that is not a JSON string reads as its JSON text, like SQLite's json_extract).

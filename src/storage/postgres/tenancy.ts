@@ -1,31 +1,11 @@
 // Merchants, API keys and stores on PostgreSQL.
 import type { TenancyStore } from '../port.js';
 import type { ApiKeyRecord, MerchantRecord, StoreInputRecord, StoreRecord } from '../records.js';
+import { toMerchant, toStore } from '../rows.js';
 import type { PgConnection, Row } from './connection.js';
-
-export const toStore = (r: Row): StoreRecord => ({
-  id: r.id as number,
-  merchant_id: r.merchant_id as number,
-  slug: r.slug as string,
-  name: r.name as string,
-  locale: r.locale as string,
-  currency: r.currency as string,
-  is_default: r.is_default as boolean,
-  active: r.active as boolean,
-  exclude_out_of_stock: r.exclude_out_of_stock as boolean,
-  catalog_version: r.catalog_version as number,
-});
 
 /** Every column of stores, listed (prepared statements: published.ts). */
 export const STORE_COLUMNS = ['id', 'merchant_id', 'slug', 'name', 'locale', 'currency', 'is_default', 'active', 'exclude_out_of_stock', 'catalog_version'];
-
-const toMerchant = (r: Row): MerchantRecord => ({
-  id: r.id as number,
-  name: r.name as string,
-  sku_pattern: (r.sku_pattern as string | null) ?? null,
-  owner_emails: JSON.parse(r.owner_emails as string) as string[],
-  created_at: r.created_at as string,
-});
 
 const API_KEY_COLUMNS = 'id, merchant_id, name, prefix, created_at, revoked_at';
 

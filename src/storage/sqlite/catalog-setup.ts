@@ -3,21 +3,8 @@ import type { CatalogSetupStore } from '../port.js';
 import type {
   AttributeDefinitionRecord, CustomerGroupRecord, ExchangeRateRecord, PricingRuleInputRecord, PricingRuleRecord, SupplierRecord,
 } from '../records.js';
+import { toPricingRule } from '../rows.js';
 import type { Row, SqliteConnection } from './connection.js';
-
-const toRule = (r: Row): PricingRuleRecord => ({
-  id: r.id as number,
-  priority: r.priority as number,
-  customer_group_id: (r.customer_group_id as number | null) ?? null,
-  store_id: (r.store_id as number | null) ?? null,
-  manufacturer: (r.manufacturer as string | null) ?? null,
-  min_cost: (r.min_cost as string | null) ?? null,
-  max_cost: (r.max_cost as string | null) ?? null,
-  markup_percent: r.markup_percent as string,
-  markup_amount: r.markup_amount as string,
-  price_ending: (r.price_ending as number | null) ?? null,
-  is_catch_all: r.is_catch_all === 1,
-});
 
 export class SqliteCatalogSetup implements CatalogSetupStore {
   static readonly writes = [
@@ -30,7 +17,7 @@ export class SqliteCatalogSetup implements CatalogSetupStore {
 
   private rule(merchantId: number, id: number): PricingRuleRecord | undefined {
     const row = this.c.stmt('SELECT * FROM pricing_rules WHERE merchant_id = ? AND id = ?').get(merchantId, id) as Row | undefined;
-    return row && toRule(row);
+    return row && toPricingRule(row);
   }
 
 
@@ -72,7 +59,7 @@ export class SqliteCatalogSetup implements CatalogSetupStore {
   // Pricing rules
 
   async listPricingRules(merchantId: number): Promise<PricingRuleRecord[]> {
-    return (this.c.stmt('SELECT * FROM pricing_rules WHERE merchant_id = ? ORDER BY priority, id').all(merchantId) as Row[]).map(toRule);
+    return (this.c.stmt('SELECT * FROM pricing_rules WHERE merchant_id = ? ORDER BY priority, id').all(merchantId) as Row[]).map(toPricingRule);
   }
 
   async getPricingRule(merchantId: number, id: number): Promise<PricingRuleRecord | undefined> {

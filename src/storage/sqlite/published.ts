@@ -6,7 +6,7 @@ import type {
   PublishedSummaryWindow, StorePageRead,
 } from '../records.js';
 import type { Row, SqliteConnection } from './connection.js';
-import { toStore } from './tenancy.js';
+import { toStore } from '../rows.js';
 
 const EMPTY = new Uint8Array(0);
 

@@ -1,0 +1,43 @@
+// Row-to-record mappings both engines share: the columns are the same on SQLite and PostgreSQL; only
+// booleans come back differently (SQLite 0/1, PostgreSQL true/false), which `flag` reads.
+import type { MerchantRecord, PricingRuleRecord, StoreRecord } from './records.js';
+
+export type Row = Record<string, unknown>;
+
+/** A boolean column as either engine returns it. */
+export const flag = (value: unknown): boolean => value === true || value === 1;
+
+export const toStore = (r: Row): StoreRecord => ({
+  id: r.id as number,
+  merchant_id: r.merchant_id as number,
+  slug: r.slug as string,
+  name: r.name as string,
+  locale: r.locale as string,
+  currency: r.currency as string,
+  is_default: flag(r.is_default),
+  active: flag(r.active),
+  exclude_out_of_stock: flag(r.exclude_out_of_stock),
+  catalog_version: r.catalog_version as number,
+});
+
+export const toMerchant = (r: Row): MerchantRecord => ({
+  id: r.id as number,
+  name: r.name as string,
+  sku_pattern: (r.sku_pattern as string | null) ?? null,
+  owner_emails: JSON.parse(r.owner_emails as string) as string[],
+  created_at: r.created_at as string,
+});
+
+export const toPricingRule = (r: Row): PricingRuleRecord => ({
+  id: r.id as number,
+  priority: r.priority as number,
+  customer_group_id: (r.customer_group_id as number | null) ?? null,
+  store_id: (r.store_id as number | null) ?? null,
+  manufacturer: (r.manufacturer as string | null) ?? null,
+  min_cost: (r.min_cost as string | null) ?? null,
+  max_cost: (r.max_cost as string | null) ?? null,
+  markup_percent: r.markup_percent as string,
+  markup_amount: r.markup_amount as string,
+  price_ending: (r.price_ending as number | null) ?? null,
+  is_catch_all: flag(r.is_catch_all),
+});

@@ -1,6 +1,6 @@
 // Row-to-record mappings both engines share: the columns are the same on SQLite and PostgreSQL; only
 // booleans come back differently (SQLite 0/1, PostgreSQL true/false), which `flag` reads.
-import type { MerchantRecord, PricingRuleRecord, StoreRecord } from './records.js';
+import type { DeliveryRecord, MerchantRecord, PricingRuleRecord, StoreRecord, WebhookEndpointRecord } from './records.js';
 
 export type Row = Record<string, unknown>;
 
@@ -41,3 +41,22 @@ export const toPricingRule = (r: Row): PricingRuleRecord => ({
   price_ending: (r.price_ending as number | null) ?? null,
   is_catch_all: flag(r.is_catch_all),
 });
+
+export const toEndpoint = (r: Row): WebhookEndpointRecord => ({
+  ...(r as unknown as WebhookEndpointRecord),
+  events: JSON.parse(r.events as string),
+});
+
+/** The endpoint's columns an update may set. */
+export const ENDPOINT_FIELDS = ['url', 'store_id', 'events', 'secret', 'status', 'consecutive_failures', 'failure_streak_started_at',
+  'paused_until', 'owners_notified_at', 'disabled_reason', 'last_success_at', 'last_failure_at'] as const;
+
+/** The record (the admin API's shape): bookkeeping columns such as oldest_change_at stay in storage. */
+export const toDelivery = ({ oldest_change_at: _bookkeeping, leased_until: _lease, ...r }: Row): DeliveryRecord => ({
+  ...(r as unknown as DeliveryRecord),
+  product_ids: JSON.parse(r.product_ids as string),
+});
+
+/** The delivery's columns an update may set, and those a record is read from. */
+export const DELIVERY_FIELDS = ['event', 'store_id', 'product_ids', 'occurred_at', 'status', 'attempts', 'next_attempt_at', 'created_at'] as const;
+export const DELIVERY_COLUMNS = `id, endpoint_id, ${DELIVERY_FIELDS.join(', ')}`;

@@ -1,19 +1,11 @@
 // Webhook deliveries and their attempts on PostgreSQL, claimed by several dispatchers at once.
 import type { DeliveryStore } from '../port.js';
 import type { AttemptRecord, DeliveryClaim, DeliveryRecord, DeliveryStatus } from '../records.js';
+import { DELIVERY_COLUMNS, DELIVERY_FIELDS, toDelivery } from '../rows.js';
 import { wholeSecondIso } from '../../shared/time.js';
 import { takeTurns, type DueDelivery } from '../delivery-turns.js';
 import type { PgConnection, Row } from './connection.js';
 import { notifyWork } from './wakeups.js';
-
-/** The record (the admin API's shape): bookkeeping columns such as oldest_change_at stay in storage. */
-const toDelivery = ({ oldest_change_at: _bookkeeping, leased_until: _lease, ...r }: Row): DeliveryRecord => ({
-  ...(r as unknown as DeliveryRecord),
-  product_ids: JSON.parse(r.product_ids as string),
-});
-
-const DELIVERY_FIELDS = ['event', 'store_id', 'product_ids', 'occurred_at', 'status', 'attempts', 'next_attempt_at', 'created_at'] as const;
-const DELIVERY_COLUMNS = `id, endpoint_id, ${DELIVERY_FIELDS.join(', ')}`;
 
 export class PgDeliveries implements DeliveryStore {
   static readonly writes = ['insertDelivery', 'claimDueDeliveries', 'updateDelivery', 'dropPendingDeliveries', 'recordAttempt'] as const;

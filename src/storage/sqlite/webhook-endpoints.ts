@@ -1,15 +1,8 @@
 // Receiver endpoints with their health record on SQLite.
 import type { WebhookEndpointStore } from '../port.js';
 import type { WebhookEndpointInputRecord, WebhookEndpointRecord } from '../records.js';
+import { ENDPOINT_FIELDS, toEndpoint } from '../rows.js';
 import type { Row, SqliteConnection } from './connection.js';
-
-const toEndpoint = (r: Row): WebhookEndpointRecord => ({
-  ...(r as unknown as WebhookEndpointRecord),
-  events: JSON.parse(r.events as string),
-});
-
-const ENDPOINT_FIELDS = ['url', 'store_id', 'events', 'secret', 'status', 'consecutive_failures', 'failure_streak_started_at',
-  'paused_until', 'owners_notified_at', 'disabled_reason', 'last_success_at', 'last_failure_at'] as const;
 
 export class SqliteWebhookEndpoints implements WebhookEndpointStore {
   static readonly writes = ['createWebhookEndpoint', 'updateWebhookEndpoint', 'deleteWebhookEndpoint'] as const;

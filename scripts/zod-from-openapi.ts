@@ -165,19 +165,29 @@ function zodForObject(doc: Json, schema: Json): string {
   return `z.looseObject(${body})`;
 }
 
+/** The arguments of numberParameter and listParameter for a number schema: shape, kind, bounds and the too-large message. */
+function numberArguments(kind: string, schema: Json): string {
+  const shape = kind === 'integer' ? 'INTEGER_TEXT' : 'NUMBER_TEXT';
+  const maximum = schema.maximum !== undefined ? String(schema.maximum) : 'Number.MAX_SAFE_INTEGER';
+  const tooLarge = schema.maximum !== undefined ? `must be at most ${schema.maximum}` : 'is too large';
+  return `${shape}, '${kind === 'integer' ? 'an integer' : 'a number'}', ${schema.minimum ?? 'undefined'}, ${maximum}, '${tooLarge}'`;
+}
+
 /** zod source for a parameter, which arrives as text and is converted to its schema's type. */
 export function zodForParameter(doc: Json, parameter: Json): string {
   const schema = parameter.schema?.$ref ? doc.components.schemas[refName(parameter.schema.$ref, 'schemas')] : parameter.schema ?? {};
   const { types: kinds } = types(schema);
   const kind = kinds[0] ?? 'string';
   let out: string;
+  const itemKind = kind === 'array' ? types(schema.items ?? {}).types[0] : undefined;
   if (kind === 'integer' || kind === 'number') {
-    const pattern = kind === 'integer' ? '^-?[0-9]{1,16}$' : '^-?[0-9]{1,16}(\\.[0-9]+)?$';
-    let target = kind === 'integer' ? 'z.number().int()' : 'z.number()';
-    if (schema.minimum !== undefined) target += `.min(${schema.minimum}, { error: 'must be at least ${schema.minimum}' })`;
-    if (schema.maximum !== undefined) target += `.max(${schema.maximum}, { error: 'must be at most ${schema.maximum}' })`;
-    else target += `.max(Number.MAX_SAFE_INTEGER, { error: 'is too large' })`;
-    out = `z.string().regex(${regex(pattern)}, { error: 'must be ${kind === 'integer' ? 'an integer' : 'a number'}' }).transform(Number).pipe(${target})`;
+    // One transform per value (numberParameter), not a regex check, a transform and a number
+    // schema piped: cheaper per value, which counts for lists (issue 15).
+    out = `numberParameter(${numberArguments(kind, schema)})`;
+  } else if (itemKind === 'integer' || itemKind === 'number') {
+    // A list of numbers in one transform (listParameter): an `ids` list of 200 is parsed in a few
+    // µs instead of ~45 µs through zod's array of piped items, with the same issues.
+    out = `listParameter(${numberArguments(itemKind, schema.items)}, ${schema.minItems ?? 0}, ${schema.maxItems ?? 'Infinity'})`;
   } else if (kind === 'boolean') {
     out = `z.enum(['true', 'false']).transform((v) => v === 'true')`;
   } else if (kind === 'array') {
@@ -270,6 +280,52 @@ const FREE_KEYS_HELPER = [
   '}',
 ];
 
+/**
+ * A number parameter, emitted into modules that have one: the text of a whole number (or a
+ * decimal), then its bounds, each failure one issue with the same message zod's own checks give.
+ */
+const NUMBER_PARAMETER_HELPER = [
+  "const INTEGER_TEXT = /^-?[0-9]{1,16}$/;",
+  "const NUMBER_TEXT = /^-?[0-9]{1,16}(\\.[0-9]+)?$/;",
+  '/** Why a number parameter\'s text is not acceptable: its shape, then minimum and maximum; undefined when it is. */',
+  'function numberProblem(text: string, shape: RegExp, kind: string, minimum: number | undefined, maximum: number, tooLarge: string): string | undefined {',
+  '  if (!shape.test(text)) return `must be ${kind}`;',
+  '  const value = Number(text);',
+  '  if (minimum !== undefined && value < minimum) return `must be at least ${minimum}`;',
+  '  return value > maximum ? tooLarge : undefined;',
+  '}',
+  '/** A parameter\'s text as a number. */',
+  'function numberParameter(shape: RegExp, kind: string, minimum: number | undefined, maximum: number, tooLarge: string) {',
+  '  return z.string().transform((text, ctx) => {',
+  '    const message = numberProblem(text, shape, kind, minimum, maximum, tooLarge);',
+  '    if (message === undefined) return Number(text);',
+  "    ctx.issues.push({ code: 'custom', message, input: text });",
+  '    return z.NEVER;',
+  '  });',
+  '}',
+  '/**',
+  ' * A comma-separated list of numbers, with the issues zod\'s array of piped items gives: too many',
+  ' * items alone, else each bad item (its index in the path), then too few items.',
+  ' */',
+  'function listParameter(shape: RegExp, kind: string, minimum: number | undefined, maximum: number, tooLarge: string, minItems: number, maxItems: number) {',
+  '  return z.string().transform((text, ctx) => {',
+  '    const items = text.split(\',\');',
+  '    if (items.length > maxItems) {',
+  "      ctx.issues.push({ code: 'custom', message: `must list at most ${maxItems}`, input: text });",
+  '      return z.NEVER;',
+  '    }',
+  '    const values: number[] = [];',
+  '    for (let index = 0; index < items.length; index++) {',
+  '      const message = numberProblem(items[index]!, shape, kind, minimum, maximum, tooLarge);',
+  "      if (message === undefined) values.push(Number(items[index]));",
+  "      else ctx.issues.push({ code: 'custom', message, input: items[index], path: [index] });",
+  '    }',
+  "    if (items.length < minItems) ctx.issues.push({ code: 'custom', message: `must list at least ${minItems}`, input: text });",
+  '    return ctx.issues.length > 0 ? z.NEVER : values;',
+  '  });',
+  '}',
+];
+
 /** The whole generated module for one bundled document. */
 export function emitZodModule(doc: Json, options: EmitOptions): string {
   const lines = [
@@ -293,5 +349,6 @@ export function emitZodModule(doc: Json, options: EmitOptions): string {
   lines.push(`/** Every operation of ${options.source}, by operationId. */`);
   lines.push(`export const routes = { ${operations.map((id) => `${id}: ${id}Route`).join(', ')} } as const;`, '');
   if (lines.some((line) => line.includes('freeKeys('))) lines.splice(3, 0, ...FREE_KEYS_HELPER, '');
+  if (lines.some((line) => /numberParameter\(|listParameter\(/.test(line))) lines.splice(3, 0, ...NUMBER_PARAMETER_HELPER, '');
   return lines.join('\n');
 }

@@ -119,6 +119,11 @@ export interface Config {
   compressionMinBytes: number;
   /** Memory for coded (gzip/br) bytes of JSON reads, kept by strong ETag and coding so a page is coded once; 0 turns it off. */
   compressionCacheBytes: number;
+  /**
+   * Memory for published bytes read (pages, `?ids=` lists), served again while the merchant's
+   * published version has not moved (catalog/read-cache.ts); 0 turns it off.
+   */
+  readCacheBytes: number;
   operations: {
     /** Least severe log level written (pino): fatal, error, warn, info, debug, trace or silent. */
     logLevel: LogLevel;
@@ -285,6 +290,9 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
     compressionMinBytes: int(env, 'CPS_COMPRESSION_MIN_BYTES', 1024),
     // 64 MiB holds ~5000 coded pages of 200 products (~13 KB each): every page of 5 stores of 100k products in both codings.
     compressionCacheBytes: int(env, 'CPS_COMPRESSION_CACHE_BYTES', 64 * 1024 * 1024),
+    // 128 MiB holds ~770 pages of 200 products (~166 KB each with their digests): the pages of
+    // every store an integrator is syncing now, several times over.
+    readCacheBytes: int(env, 'CPS_READ_CACHE_BYTES', 128 * 1024 * 1024),
     operations: {
       logLevel: logLevel(env),
       accessLog: bool(env, 'CPS_ACCESS_LOG', true),

@@ -7,6 +7,7 @@ import { ActiveApiKeys } from './admin/api-keys.js';
 import { CatalogAdmin } from './admin/catalog-admin.js';
 import { ImportJobs } from './admin/import-jobs.js';
 import { CatalogReads } from './catalog/reads.js';
+import { PublishedReadCache } from './catalog/read-cache.js';
 import type { Config } from './config.js';
 import { createImageMirror, type ImageMirror } from './images/mirror.js';
 import { createLogger, type Logger } from './operations/log.js';
@@ -95,7 +96,7 @@ export function createService(config: Config, options: ServiceOptions = {}): Ser
     admin,
     imports,
     accounts: new PanelAccounts(storage, config, now, invitationMailer(config, logger)),
-    reads: new CatalogReads(storage),
+    reads: new CatalogReads(storage, config.readCacheBytes > 0 ? new PublishedReadCache(config.readCacheBytes, metrics) : undefined),
     apiKeys,
     endpoints: new WebhookEndpoints(storage, guard, now),
     dispatcher,

@@ -1,12 +1,14 @@
 // Read queries of the public API (spec 4.1-4.3). Payloads are served as stored: a page is one
 // range scan over the (store, product) key, located through an in-memory index of the store's
 // product ids that is rebuilt only when the set of published products changes
-// (stores.catalog_version). No OFFSET over wide rows, no count per request.
+// (stores.catalog_version). No OFFSET over wide rows, no count per request. Bytes read are kept
+// (read-cache.ts) and served again while the merchant's published version has not moved.
 import type { components } from '../generated/public-api.js';
 import { PER_PAGE_MAXIMUM } from '../generated/public-limits.js';
 import type { Store, StoreRecord } from './model.js';
 import { ProblemError } from '../shared/problem.js';
-import type { CatalogStorage, PublishedExclusionCounts, PublishedProductSummary, StorageOperations } from '../storage/port.js';
+import type { CatalogStorage, PublishedExclusionCounts, PublishedPage, PublishedProductSummary, StorageOperations } from '../storage/port.js';
+import type { PublishedReadCache } from './read-cache.js';
 
 export const PER_PAGE_DEFAULT = 50;
 export const PER_PAGE_MAX = PER_PAGE_MAXIMUM;
@@ -24,6 +26,8 @@ export interface ProductPage {
   /** The rows' stored hashes: what the page's ETag is computed over (with the envelope). */
   digests: Uint8Array;
   meta: PageMeta;
+  /** The read cache holds `data`: the same object comes back for this page while it is current (read-cache.ts). */
+  kept: boolean;
 }
 
 const EMPTY = new Uint8Array(0);
@@ -89,12 +93,24 @@ export interface ProductSummaryPage {
   nextAfterId: number | null;
 }
 
+/** Some products of a store by id, and the digests their ETag is computed over. */
+export interface ProductsByIds {
+  store: StoreRecord;
+  /** The payloads found, ascending by id, joined by commas. */
+  bytes: Uint8Array;
+  digests: Uint8Array;
+  count: number;
+  /** The read cache holds `bytes`: the same object comes back for this list while it is current. */
+  kept: boolean;
+}
+
 export class CatalogReads {
   private readonly idIndex = new Map<number, { version: number; ids: Float64Array | number[] }>();
   /** The store a (merchant, slug or default) request was last served from: where the next one expects to find its ids. */
   private readonly servedStores = new Map<string, number>();
 
-  constructor(private readonly storage: CatalogStorage) {}
+  /** `cache`: published bytes this process keeps while they are still the stored ones (read-cache.ts); none reads every time. */
+  constructor(private readonly storage: CatalogStorage, private readonly cache?: PublishedReadCache) {}
 
   /** spec 4.3: the merchant's active stores, default store first. */
   async activeStores(merchantId: number): Promise<StoreRecord[]> {
@@ -117,8 +133,9 @@ export class CatalogReads {
   /**
    * spec 4.1: a page of the store's products, ordered by id, read on one consistent view so a page
    * never mixes two versions of the catalog. When this process knows the store's ids at some catalog
-   * version, the store and the page are one read that holds only if the store is still at that
-   * version (one statement on PostgreSQL); otherwise, on a snapshot that refreshes the ids first.
+   * version, the store and the page are one statement that holds only if the store is still at that
+   * version, and that reads no rows when the process holds the page's bytes at the merchant's current
+   * published version; otherwise, on a snapshot that refreshes the ids first.
    */
   async productPage(merchantId: number, slug: string | undefined, request: PageRequest): Promise<{ store: StoreRecord; page: ProductPage }> {
     const servedKey = slug === undefined ? `${merchantId}` : `${merchantId}/${slug}`;
@@ -126,26 +143,56 @@ export class CatalogReads {
     const known = storeId === undefined ? undefined : this.idIndex.get(storeId);
     if (storeId !== undefined && known) {
       const plan = planPage(known.ids, request);
-      const read = await this.storage.publishedPageOfStore(merchantId, slug, { storeId, catalogVersion: known.version, range: plan.range });
+      const held = plan.range ? this.cache?.page(storeId, plan.range[0], plan.range[1]) : undefined;
+      const read = await this.storage.publishedPageOfStore(merchantId, slug, {
+        storeId, catalogVersion: known.version, range: plan.range, heldVersion: held?.publishedVersion,
+      });
       if (!read.store?.active) throw storeNotFound(slug);
-      if (read.page) return { store: read.store, page: { data: read.page.bytes, digests: read.page.digests, meta: plan.meta } };
+      const { store } = read;
+      if (store.id === storeId && store.catalog_version === known.version) {
+        if (!plan.range) return { store, page: { data: EMPTY, digests: EMPTY, meta: plan.meta, kept: false } };
+        if (held && read.publishedVersion === held.publishedVersion) {
+          this.cache!.counted('hit');
+          return { store, page: { data: held.bytes, digests: held.digests, meta: plan.meta, kept: true } };
+        }
+        if (read.page) {
+          const kept = this.keepPage(storeId, plan.range, read.publishedVersion, read.page);
+          return { store, page: { data: read.page.bytes, digests: read.page.digests, meta: plan.meta, kept } };
+        }
+      }
       // Another store now answers to the slug, or its published products changed: on a snapshot.
     }
     return this.storage.snapshot(async (reader) => {
-      const store = await this.activeStore(merchantId, slug, reader);
+      const { store, publishedVersion } = await reader.storeAtPublishedVersion(merchantId, slug);
+      if (!store?.active) throw storeNotFound(slug);
       const ids = await this.productIds(reader, store);
       this.servedStores.set(servedKey, store.id);
       const plan = planPage(ids, request);
-      if (!plan.range) return { store, page: { data: EMPTY, digests: EMPTY, meta: plan.meta } };
-      const { bytes, digests } = await reader.publishedPage(store.id, plan.range[0], plan.range[1]);
-      return { store, page: { data: bytes, digests, meta: plan.meta } };
+      if (!plan.range) return { store, page: { data: EMPTY, digests: EMPTY, meta: plan.meta, kept: false } };
+      const page = await reader.publishedPage(store.id, plan.range[0], plan.range[1]);
+      const kept = this.keepPage(store.id, plan.range, publishedVersion, page);
+      return { store, page: { data: page.bytes, digests: page.digests, meta: plan.meta, kept } };
     });
   }
 
-  /** Some products of the store by id (ids outside the catalog are absent), ascending. */
-  async productsByIds(merchantId: number, slug: string | undefined, ids: number[]): Promise<{ store: StoreRecord; bytes: Uint8Array; count: number }> {
-    const store = await this.activeStore(merchantId, slug);
-    return { store, ...await this.storage.publishedPayloadsByIds(store.id, ids) };
+  /**
+   * Some products of the store by id (ids outside the catalog are absent), ascending: from memory
+   * while the merchant's published version is the one this process read the same list at.
+   */
+  async productsByIds(merchantId: number, slug: string | undefined, ids: number[]): Promise<ProductsByIds> {
+    const { store, publishedVersion } = await this.storage.storeAtPublishedVersion(merchantId, slug);
+    if (!store?.active) throw storeNotFound(slug);
+    // One entry per set of ids, however the request orders or repeats them (the answer is ascending).
+    const list = [...new Set(ids)].sort((a, b) => a - b);
+    const held = this.cache?.products(store.id, list, publishedVersion);
+    if (held) {
+      this.cache!.counted('hit');
+      return { store, bytes: held.bytes, digests: held.digests, count: held.count, kept: true };
+    }
+    const read = await this.storage.publishedPayloadsByIds(store.id, list);
+    this.cache?.counted('miss');
+    const kept = this.cache?.keepProducts(store.id, list, read) ?? false;
+    return { store, bytes: read.bytes, digests: read.digests, count: read.count, kept };
   }
 
   /** `id` and `prices` of some products of the store, ascending. */
@@ -196,6 +243,13 @@ export class CatalogReads {
       const nextAfterId = rows.length > request.perPage ? products[products.length - 1]!.id : null;
       return { store, counts, products, nextAfterId };
     });
+  }
+
+  /** A page just read from the database, kept (a miss when there is a cache): whether it was. */
+  private keepPage(storeId: number, [fromId, toId]: [number, number], publishedVersion: number, page: PublishedPage): boolean {
+    if (!this.cache) return false;
+    this.cache.counted('miss');
+    return this.cache.keepPage(storeId, fromId, toId, { publishedVersion, bytes: page.bytes, digests: page.digests, count: 0 });
   }
 
   private async productIds(reader: StorageOperations, store: StoreRecord): Promise<Float64Array | number[]> {

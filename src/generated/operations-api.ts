@@ -73,6 +73,10 @@ export interface paths {
          *     | `cps_compression_cache_evictions_total` | counter | | coded bodies dropped, least recently used first, to stay within `CPS_COMPRESSION_CACHE_BYTES` |
          *     | `cps_compression_cache_bytes` | gauge | | bytes of coded bodies the cache holds now (at most `CPS_COMPRESSION_CACHE_BYTES`) |
          *     | `cps_compression_cache_entries` | gauge | | coded bodies the cache holds now |
+         *     | `cps_read_cache_lookups_total` | counter | `result` | page and `?ids=` reads looked up in this process's cache of published bytes: `hit` (answered from memory: the merchant's published version, read from the database with the store, is the one the bytes were read at), `miss` (read from the database, then kept) |
+         *     | `cps_read_cache_evictions_total` | counter | | entries dropped, least recently used first, to stay within `CPS_READ_CACHE_BYTES` |
+         *     | `cps_read_cache_bytes` | gauge | | bytes the read cache holds now, each entry's bytes counted twice (as read and as answered; at most `CPS_READ_CACHE_BYTES`) |
+         *     | `cps_read_cache_entries` | gauge | | pages and id lists the read cache holds now |
          */
         get: operations["getMetrics"];
         put?: never;

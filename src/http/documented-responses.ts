@@ -4,7 +4,7 @@
 import type { OpenAPIHono, RouteConfig, RouteConfigToTypedResponse, RouteHandler, RouteHook } from '@hono/zod-openapi';
 import type { Context, Env, TypedResponse } from 'hono';
 import type { StatusCode } from 'hono/utils/http-status';
-import { jsonObject, type JsonParts } from '../shared/json-bytes.js';
+import { jsonObject, type JsonBytes, type JsonParts } from '../shared/json-bytes.js';
 import { conditionalJson } from './conditional.js';
 
 type Responses<R extends RouteConfig> = R['responses'];
@@ -54,5 +54,11 @@ export function jsonPage<T extends object>(c: Context, parts: JsonParts<T>): Res
 export function conditionalJsonPage<T extends object>(c: Context, parts: JsonParts<T>, identity?: Uint8Array):
   Response & (TypedResponse<T, 200, 'json'> | TypedResponse<null, 304, 'body'>) {
   const bytes = jsonObject<T>(parts);
-  return conditionalJson(c, bytes, identity ?? bytes) as Response & (TypedResponse<T, 200, 'json'> | TypedResponse<null, 304, 'body'>);
+  return conditionalJsonBytes<T>(c, bytes, identity ?? bytes);
+}
+
+/** conditionalJsonPage of bytes already assembled, and of the etagDigest of their identity when it is known. */
+export function conditionalJsonBytes<T extends object>(c: Context, bytes: JsonBytes<T>, identity: Uint8Array | { digest: string }):
+  Response & (TypedResponse<T, 200, 'json'> | TypedResponse<null, 304, 'body'>) {
+  return conditionalJson(c, bytes, identity) as Response & (TypedResponse<T, 200, 'json'> | TypedResponse<null, 304, 'body'>);
 }

@@ -14,12 +14,12 @@ import { etagMatches } from './conditional.js';
 import { rateLimit, type TokenBucketLimiter } from './rate-limit.js';
 import type { components } from '../generated/public-api.js';
 import { JsonItems, jsonBytesOf } from '../shared/json-bytes.js';
-import { conditionalJsonPage, documentedRoutes, jsonPage } from './documented-responses.js';
+import { assembledPage } from './assembled-pages.js';
+import { conditionalJsonBytes, conditionalJsonPage, documentedRoutes, jsonPage } from './documented-responses.js';
 
 type Schemas = components['schemas'];
 
 // The stored payloads are resolveProduct's JSON of a Product (catalog/resolve.ts), served as they are.
-const storedProducts = (bytes: Uint8Array) => new JsonItems<Schemas['Product']>(bytes);
 const storedProduct = (bytes: Uint8Array) => jsonBytesOf<Schemas['Product']>(bytes);
 // A price read is the `id` and `prices` of each stored payload (storage: publishedPricesByIds).
 const storedPrices = (bytes: Uint8Array) => new JsonItems<Schemas['ProductPrices']>(bytes);
@@ -64,9 +64,11 @@ export function publicApi(service: Pick<Service, 'storage' | 'reads' | 'config' 
         throw invalidInput('query', paging.map((name) => ({ name, in: 'query' as const, reason: 'cannot be combined with ids' })));
       }
       const ids = [...new Set(query.ids)];
-      const { store, bytes, count } = await reads.productsByIds(c.var.merchantId, query.store, ids);
+      const { store, bytes, digests, count, kept } = await reads.productsByIds(c.var.merchantId, query.store, ids);
+      // As a page: the ETag over the rows' stored hashes and the envelope.
       const meta = { current_page: 1, per_page: ids.length, last_page: 1, total: count };
-      return conditionalJsonPage<Schemas['ProductPage']>(c, { data: storedProducts(bytes), store: store.slug, meta });
+      const page = assembledPage(bytes, digests, { store: store.slug, meta }, kept);
+      return conditionalJsonBytes(c, page.body, page);
     }
     if (query.after_id !== undefined && c.req.query('page') !== undefined) {
       throw invalidInput('query', [{ name: 'page', in: 'query', reason: 'cannot be combined with after_id' }]);
@@ -76,9 +78,8 @@ export function publicApi(service: Pick<Service, 'storage' | 'reads' | 'config' 
     });
     // The stored payload bytes go out as they are, framed by the page envelope; the ETag is
     // computed over the rows' stored hashes and the envelope rather than the ~155 KB of bytes.
-    const envelope = { store: store.slug, meta: page.meta };
-    const identity = Buffer.concat([page.digests, Buffer.from(JSON.stringify(envelope))]);
-    return conditionalJsonPage<Schemas['ProductPage']>(c, { data: storedProducts(page.data), ...envelope }, identity);
+    const answer = assembledPage(page.data, page.digests, { store: store.slug, meta: page.meta }, page.kept);
+    return conditionalJsonBytes(c, answer.body, answer);
   });
 
   route(routes.getProduct, async (c) => {

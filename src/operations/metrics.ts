@@ -4,10 +4,12 @@
 // merchant can be read from them.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { CatalogStorage, OperationalCounts } from '../storage/port.js';
+import type { PublishedReadCacheObserver } from '../catalog/read-cache.js';
+import type { CacheEvent } from '../shared/byte-budget-cache.js';
 import type { Logger } from './log.js';
 
 /** What the compression cache (http/coded-body-cache.ts) did: a lookup found (hit) or did not find (miss) coded bytes, an entry was evicted for room, or one stored. */
-export type CodedBodyCacheEvent = 'hit' | 'miss' | 'evict' | 'store';
+export type CodedBodyCacheEvent = CacheEvent;
 
 /** What the compression cache reports, with its size after the event; a no-op without metrics. */
 export interface CodedBodyCacheObserver {
@@ -35,7 +37,7 @@ function processMetrics(): Registry {
   return processRegistry;
 }
 
-export class ServiceMetrics implements DeliveryObserver, CodedBodyCacheObserver {
+export class ServiceMetrics implements DeliveryObserver, CodedBodyCacheObserver, PublishedReadCacheObserver {
   readonly registry = new Registry();
   private readonly requestDuration = new Histogram({
     name: 'cps_http_request_duration_seconds',
@@ -89,6 +91,21 @@ export class ServiceMetrics implements DeliveryObserver, CodedBodyCacheObserver 
     name: 'cps_compression_cache_entries', help: 'Coded bodies held by the compression cache.', registers: [this.registry],
   });
 
+  private readonly readCacheLookups = new Counter({
+    name: 'cps_read_cache_lookups_total',
+    help: 'Page and ?ids= reads looked up in the cache of published bytes, by result: hit (answered from memory) or miss (read from the database).',
+    labelNames: ['result'] as const, registers: [this.registry],
+  });
+  private readonly readCacheEvictions = new Counter({
+    name: 'cps_read_cache_evictions_total', help: 'Entries dropped from the read cache to stay within CPS_READ_CACHE_BYTES.', registers: [this.registry],
+  });
+  private readonly readCacheBytes = new Gauge({
+    name: 'cps_read_cache_bytes', help: 'Bytes held by the read cache.', registers: [this.registry],
+  });
+  private readonly readCacheEntries = new Gauge({
+    name: 'cps_read_cache_entries', help: 'Pages and id lists held by the read cache.', registers: [this.registry],
+  });
+
   constructor(
     private readonly storage: CatalogStorage,
     private readonly now: () => Date,
@@ -96,7 +113,10 @@ export class ServiceMetrics implements DeliveryObserver, CodedBodyCacheObserver 
   ) {
     // Every labelled series exists from the start, at 0: a rate() over a series that appears late misses its first increments.
     for (const outcome of ['succeeded', 'failed', 'given_up', 'dropped'] as const) this.deliveries.inc({ outcome }, 0);
-    for (const result of ['hit', 'miss'] as const) this.codedCacheLookups.inc({ result }, 0);
+    for (const result of ['hit', 'miss'] as const) {
+      this.codedCacheLookups.inc({ result }, 0);
+      this.readCacheLookups.inc({ result }, 0);
+    }
   }
 
   observeRequest(method: string, route: string, status: number, seconds: number): void {
@@ -109,6 +129,13 @@ export class ServiceMetrics implements DeliveryObserver, CodedBodyCacheObserver 
     else if (event === 'evict') this.codedCacheEvictions.inc();
     this.codedCacheBytes.set(bytes);
     this.codedCacheEntries.set(entries);
+  }
+
+  observePublishedReadCache(event: CacheEvent, bytes: number, entries: number): void {
+    if (event === 'hit' || event === 'miss') this.readCacheLookups.inc({ result: event });
+    else if (event === 'evict') this.readCacheEvictions.inc();
+    this.readCacheBytes.set(bytes);
+    this.readCacheEntries.set(entries);
   }
 
   observeDelivery(outcome: DeliveryOutcome, seconds: number): void {

@@ -12,8 +12,8 @@ import type {
   ClaimedImageMirror, DeliveryStatus, ExchangeRateRecord, FeedPosition, ImageMirrorRecord, ImageMirrorWork, ImageStateCounts, MerchantRecord,
   NotificationRecord, OperationalCounts, OutboxGroup, OutboxRow, PricingRuleInputRecord, PricingRuleRecord, ProductRecord,
   AuditEntryRecord, ImportJobProgress, ImportJobRecord, PanelInvitationRecord, PanelSessionRecord, PanelUserRecord,
-  ExpectedStorePage, ProductSourceDocument, PublishedExclusionCounts, PublishedHashes, PublishedPage, PublishedProductSummary, PublishedRow,
-  PublishedSummaryWindow, RecordedChange, StoreInputRecord, StorePageRead, StoreRecord, StoredChange,
+  ExpectedStorePage, ProductSourceDocument, PublishedExclusionCounts, PublishedHashes, PublishedPage, PublishedPayloads, PublishedProductSummary, PublishedRow,
+  PublishedSummaryWindow, PublishedVersionRead, RecordedChange, StoreInputRecord, StorePageRead, StoreRecord, StoredChange,
   SupplierRecord, WebhookEndpointInputRecord, WebhookEndpointRecord,
 } from './records.js';
 
@@ -126,7 +126,13 @@ export interface ImageStore {
 /** The payload published per (store, product), and the reads of the public API over it. */
 export interface PublishedStore {
   publishedHashes(storeId: number, productIds: number[]): Promise<Map<number, PublishedHashes>>;
+  /**
+   * Writes payloads. Every write of published payloads records the changes it makes (recordChanges)
+   * in the same transaction: that moves the merchant's published version (PublishedVersionRead),
+   * which tells readers holding bytes read earlier whether they still hold the stored ones.
+   */
   upsertPublished(storeId: number, rows: PublishedRow[]): Promise<void>;
+  /** Deletes payloads; the changes are recorded in the same transaction, as for upsertPublished. */
   deletePublished(storeId: number, productIds: number[]): Promise<void>;
   /** The stored payload (UTF-8 JSON) of one product in the store. */
   publishedPayload(storeId: number, productId: number): Promise<Uint8Array | undefined>;
@@ -138,10 +144,12 @@ export interface PublishedStore {
    * `expected.catalogVersion`: a page read without a snapshot's extra round trips.
    */
   publishedPageOfStore(merchantId: number, slug: string | undefined, expected: ExpectedStorePage): Promise<StorePageRead>;
+  /** The merchant's store (by slug, or its default store) and the merchant's published version, in one read. */
+  storeAtPublishedVersion(merchantId: number, slug: string | undefined): Promise<PublishedVersionRead>;
   /** Every product id published for the store, ascending. */
   publishedProductIds(storeId: number): Promise<number[]>;
-  /** Payloads of the listed products found in the store, ascending, joined by commas, and their count. */
-  publishedPayloadsByIds(storeId: number, productIds: number[]): Promise<{ bytes: Uint8Array; count: number }>;
+  /** Payloads of the listed products found in the store, ascending, joined by commas, their digests and count, and the published version, in one read. */
+  publishedPayloadsByIds(storeId: number, productIds: number[]): Promise<PublishedPayloads>;
   /** `{"id":…,"prices":[…]}` of the listed products found in the store, ascending, joined by commas. */
   publishedPricesByIds(storeId: number, productIds: number[]): Promise<Uint8Array>;
   /**

@@ -136,14 +136,48 @@ export interface ExpectedStorePage {
   catalogVersion: number;
   /** [fromId, toId] of the page; null for a page past the end (the store alone is wanted). */
   range: [number, number] | null;
+  /**
+   * The reader already holds this page's rows as they were at this published version
+   * (catalog/read-cache.ts): while the merchant's published version is still this one, the rows
+   * are not read again.
+   */
+  heldVersion?: number;
 }
 
 /** A store and, when it was the expected store at the expected catalog version, its page, as one read saw them. */
 export interface StorePageRead {
   /** The merchant's store by slug, or its default store; undefined when there is none. */
   store: StoreRecord | undefined;
-  /** The page's rows; null when the store is another one or its published products have changed since. */
+  /** The merchant's published version as the same read saw it (see PublishedVersionRead); 0 without a store. */
+  publishedVersion: number;
+  /**
+   * The page's rows; null when the store is another one or its published products have changed
+   * since, and when the rows are the ones the reader holds (publishedVersion = expected.heldVersion).
+   */
   page: PublishedPage | null;
+}
+
+/**
+ * A merchant's store and its published version, as one read saw them. The published version is the
+ * position of the merchant's latest recorded change (0 before any): every write of published payloads
+ * records its changes in the same transaction (catalog/publish.ts), so while the version stays, no
+ * published payload of the merchant has changed, and bytes read at it are still the stored bytes.
+ */
+export interface PublishedVersionRead {
+  /** The merchant's store by slug, or its default store; undefined when there is none. */
+  store: StoreRecord | undefined;
+  publishedVersion: number;
+}
+
+/** Some products of a store, as publishedPayloadsByIds reads them in one statement. */
+export interface PublishedPayloads {
+  /** The payloads found (UTF-8 JSON), ascending by product id, joined by commas. */
+  bytes: Uint8Array;
+  /** Their stored price and content hashes, in the same order (as PublishedPage.digests). */
+  digests: Uint8Array;
+  count: number;
+  /** The merchant's published version the same read saw (PublishedVersionRead). */
+  publishedVersion: number;
 }
 
 // Changes and the feed

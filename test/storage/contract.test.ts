@@ -237,6 +237,9 @@ describe(`the storage contract on ${ENGINE}`, () => {
       expect(await storage.publishedProductIds(de.id)).toEqual([1, 2, 3, 4]);
       const byIds = await storage.publishedPayloadsByIds(de.id, [3, 1, 99]);
       expect([utf8(byIds.bytes), byIds.count]).toEqual([`${published[0]!.payload},${published[2]!.payload}`, 2]);
+      expect(utf8(byIds.digests)).toBe(`${published[0]!.priceHash}${published[0]!.contentHash}${published[2]!.priceHash}${published[2]!.contentHash}`);
+      expect(byIds.publishedVersion).toBe(0);
+      expect(await storage.publishedPayloadsByIds(de.id, [])).toMatchObject({ count: 0, publishedVersion: 0 });
       expect(utf8(await storage.publishedPricesByIds(de.id, [3, 1]))).toBe(
         '{"id":1,"prices":[{"customer_group_id":1,"amount":10.00}]},{"id":3,"prices":[{"customer_group_id":1,"amount":1999.90}]}');
       expect(utf8(await storage.publishedPricesByIds(de.id, [99]))).toBe('');
@@ -250,26 +253,53 @@ describe(`the storage contract on ${ENGINE}`, () => {
       const page = await storage.publishedPage(de.id, 2, 3);
       for (const slug of ['de', undefined]) {
         const read = await storage.publishedPageOfStore(merchant.id, slug, expected);
-        expect(read.store, `slug ${slug}`).toEqual(de);
+        expect([read.store, read.publishedVersion], `slug ${slug}`).toEqual([de, 0]);
         expect([utf8(read.page!.bytes), utf8(read.page!.digests)], `slug ${slug}`).toEqual([utf8(page.bytes), utf8(page.digests)]);
       }
       // A page past the end: the store alone.
       const storeOnly = await storage.publishedPageOfStore(merchant.id, 'de', { ...expected, range: null });
       expect([storeOnly.store, storeOnly.page!.bytes.length, storeOnly.page!.digests.length]).toEqual([de, 0, 0]);
       // Another store answers to the slug (or is the default now): no page.
-      expect(await storage.publishedPageOfStore(merchant.id, 'pl', expected)).toEqual({ store: pl, page: null });
+      expect(await storage.publishedPageOfStore(merchant.id, 'pl', expected)).toEqual({ store: pl, publishedVersion: 0, page: null });
       const plDefault = await storage.upsertStore(merchant.id, 'pl', { ...STORE, name: 'Polska', locale: 'pl-PL', currency: 'PLN', is_default: true });
-      expect(await storage.publishedPageOfStore(merchant.id, undefined, expected)).toEqual({ store: plDefault, page: null });
+      expect(await storage.publishedPageOfStore(merchant.id, undefined, expected)).toEqual({ store: plDefault, publishedVersion: 0, page: null });
       // The store's published products changed since the reader computed its range: no page.
       await storage.bumpCatalogVersion([de.id]);
       const bumped = await storage.publishedPageOfStore(merchant.id, 'de', expected);
       expect([bumped.store?.catalog_version, bumped.page]).toEqual([de.catalog_version + 1, null]);
-      expect(await storage.publishedPageOfStore(merchant.id, 'fr', expected)).toEqual({ store: undefined, page: null });
+      expect(await storage.publishedPageOfStore(merchant.id, 'fr', expected)).toEqual({ store: undefined, publishedVersion: 0, page: null });
       const other = await storage.createMerchant({ name: 'Other', sku_pattern: null, owner_emails: [], created_at: AT });
-      expect(await storage.publishedPageOfStore(other.id, 'de', expected)).toEqual({ store: undefined, page: null });
+      expect(await storage.publishedPageOfStore(other.id, 'de', expected)).toEqual({ store: undefined, publishedVersion: 0, page: null });
       // Inside a snapshot too.
       const inSnapshot = await storage.snapshot((reader) => reader.publishedPageOfStore(merchant.id, 'de', { ...expected, catalogVersion: de.catalog_version + 1 }));
       expect(utf8(inSnapshot.page!.bytes)).toBe(utf8(page.bytes));
+    });
+
+    it('reads the merchant\'s published version with the store: the rows are not read again while it is the one the reader holds', async () => {
+      const { merchant, de, pl } = await merchantWithStores();
+      await storage.upsertPublished(de.id, rows([1, 2, 3]));
+      expect(await storage.storeAtPublishedVersion(merchant.id, 'de')).toEqual({ store: de, publishedVersion: 0 });
+      expect(await storage.storeAtPublishedVersion(merchant.id, undefined)).toEqual({ store: de, publishedVersion: 0 });
+      expect(await storage.storeAtPublishedVersion(merchant.id, 'fr')).toEqual({ store: undefined, publishedVersion: 0 });
+      // Every write of payloads records its changes in the same transaction: that is what moves the version.
+      await storage.transaction(async (tx) => {
+        await tx.upsertPublished(de.id, rows([2]).map((row) => ({ ...row, payload: row.payload.replace('10.00', '11.00'), priceHash: 'price2-new'.padEnd(16, '0') })));
+        await tx.recordChanges(merchant.id, [{ storeId: de.id, productId: 2, changeType: 'price' }], new Date(AT));
+      });
+      const moved = await storage.storeAtPublishedVersion(merchant.id, 'pl');
+      expect(moved).toEqual({ store: pl, publishedVersion: 1 });
+      const expected = { storeId: de.id, catalogVersion: de.catalog_version, range: [1, 3] as [number, number] };
+      // Held at the current version: the store and the version, no rows.
+      expect(await storage.publishedPageOfStore(merchant.id, 'de', { ...expected, heldVersion: 1 })).toEqual({ store: de, publishedVersion: 1, page: null });
+      // Held at an older one: the rows as they are now.
+      const fresh = await storage.publishedPageOfStore(merchant.id, 'de', { ...expected, heldVersion: 0 });
+      expect(fresh.publishedVersion).toBe(1);
+      expect(utf8(fresh.page!.bytes)).toContain('"amount":11.00');
+      expect((await storage.publishedPayloadsByIds(de.id, [2])).publishedVersion).toBe(1);
+      // Another merchant's version is its own.
+      const other = await storage.createMerchant({ name: 'Other', sku_pattern: null, owner_emails: [], created_at: AT });
+      const otherStore = await storage.upsertStore(other.id, 'de', { ...STORE, is_default: true });
+      expect(await storage.storeAtPublishedVersion(other.id, 'de')).toEqual({ store: otherStore, publishedVersion: 0 });
     });
 
     it('replaces and deletes rows, reports their hashes, summaries, matches and exclusion counts', async () => {

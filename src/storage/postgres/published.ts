@@ -10,8 +10,8 @@
 // them saved node at most ~0.1 ms of that and cost PostgreSQL ~0.4 ms more to encode: text stays.
 import type { PublishedStore } from '../port.js';
 import type {
-  ExpectedStorePage, PublishedExclusionCounts, PublishedHashes, PublishedPage, PublishedProductSummary, PublishedRow,
-  PublishedSummaryWindow, StorePageRead,
+  ExpectedStorePage, PublishedExclusionCounts, PublishedHashes, PublishedPage, PublishedPayloads, PublishedProductSummary, PublishedRow,
+  PublishedSummaryWindow, PublishedVersionRead, StorePageRead,
 } from '../records.js';
 import type { PgConnection, Row } from './connection.js';
 import { toStore } from '../rows.js';
@@ -42,11 +42,19 @@ const PAGE_AGGREGATES = `coalesce(string_agg(payload, ',' ORDER BY product_id), 
 
 const EMPTY = Buffer.alloc(0);
 
-/** A merchant's store as `which` picks it, and the page of its rows when it is store $2 at catalog version $3. */
+/** The merchant's published version (records.ts PublishedVersionRead): the position of its latest change. */
+const PUBLISHED_VERSION = (merchantId: string) => `coalesce((SELECT last_id FROM change_sequences WHERE merchant_id = ${merchantId}), 0)`;
+
+/**
+ * A merchant's store as `which` picks it, the merchant's published version, and the page of its rows
+ * when it is store $2 at catalog version $3 and the version is not $6 (the one whose rows the reader holds).
+ */
 const PAGE_OF_STORE_SQL = (which: string) => `SELECT ${STORE_COLUMNS.map((column) => `s.${column}`).join(', ')},
-    page.page_bytes, page.page_digests
-  FROM stores AS s CROSS JOIN LATERAL (SELECT ${PAGE_AGGREGATES} FROM published_products
-    WHERE s.id = $2 AND s.catalog_version = $3 AND store_id = $2 AND product_id BETWEEN $4 AND $5) AS page
+    version.published_version, page.page_bytes, page.page_digests
+  FROM stores AS s CROSS JOIN (SELECT ${PUBLISHED_VERSION('$1')} AS published_version) AS version
+  CROSS JOIN LATERAL (SELECT ${PAGE_AGGREGATES} FROM published_products
+    WHERE s.id = $2 AND s.catalog_version = $3 AND version.published_version IS DISTINCT FROM $6::bigint
+      AND store_id = $2 AND product_id BETWEEN $4 AND $5) AS page
   WHERE s.merchant_id = $1 AND ${which}`;
 
 export class PgPublished implements PublishedStore {
@@ -95,18 +103,30 @@ export class PgPublished implements PublishedStore {
   }
 
   async publishedPageOfStore(merchantId: number, slug: string | undefined, expected: ExpectedStorePage): Promise<StorePageRead> {
-    // One statement, so one snapshot: the store row and the page agree without BEGIN and COMMIT
-    // round trips. The page's scan runs only when the row is the expected store at the expected
-    // version (otherwise its conditions are false before any row is read). Prepared: planning it
-    // cost about as much as running it.
+    // One statement, so one snapshot: the store row, the merchant's published version and the page
+    // agree without BEGIN and COMMIT round trips. The page's scan runs only when the row is the
+    // expected store at the expected catalog version and the reader does not hold the rows at this
+    // published version (otherwise its conditions are false before any row is read). Prepared:
+    // planning it cost about as much as running it.
     const [fromId, toId] = expected.range ?? [1, 0];
     const row = await this.c.prepared(slug === undefined ? 'publishedPageOfDefaultStore' : 'publishedPageOfStore',
-      slug === undefined ? PAGE_OF_STORE_SQL('s.is_default') : PAGE_OF_STORE_SQL('s.slug = $6'),
-      [merchantId, expected.storeId, expected.catalogVersion, fromId, toId, ...(slug === undefined ? [] : [slug])]);
-    if (!row) return { store: undefined, page: null };
+      slug === undefined ? PAGE_OF_STORE_SQL('s.is_default') : PAGE_OF_STORE_SQL('s.slug = $7'),
+      [merchantId, expected.storeId, expected.catalogVersion, fromId, toId, expected.heldVersion ?? null, ...(slug === undefined ? [] : [slug])]);
+    if (!row) return { store: undefined, publishedVersion: 0, page: null };
     const store = toStore(row);
-    if (store.id !== expected.storeId || store.catalog_version !== expected.catalogVersion) return { store, page: null };
-    return { store, page: { bytes: utf8(row.page_bytes as string), digests: utf8(row.page_digests as string) } };
+    const publishedVersion = row.published_version as number;
+    if (store.id !== expected.storeId || store.catalog_version !== expected.catalogVersion || publishedVersion === expected.heldVersion) {
+      return { store, publishedVersion, page: null };
+    }
+    return { store, publishedVersion, page: { bytes: utf8(row.page_bytes as string), digests: utf8(row.page_digests as string) } };
+  }
+
+  async storeAtPublishedVersion(merchantId: number, slug: string | undefined): Promise<PublishedVersionRead> {
+    const columns = `${STORE_COLUMNS.join(', ')}, ${PUBLISHED_VERSION('$1')} AS published_version`;
+    const row = slug === undefined
+      ? await this.c.one(`SELECT ${columns} FROM stores WHERE merchant_id = $1 AND is_default`, [merchantId])
+      : await this.c.one(`SELECT ${columns} FROM stores WHERE merchant_id = $1 AND slug = $2`, [merchantId, slug]);
+    return row ? { store: toStore(row), publishedVersion: row.published_version as number } : { store: undefined, publishedVersion: 0 };
   }
 
   async publishedProductIds(storeId: number): Promise<number[]> {
@@ -114,12 +134,11 @@ export class PgPublished implements PublishedStore {
       [storeId])).map((r) => r.product_id);
   }
 
-  async publishedPayloadsByIds(storeId: number, productIds: number[]): Promise<{ bytes: Uint8Array; count: number }> {
-    if (productIds.length === 0) return { bytes: EMPTY, count: 0 };
-    const row = await this.c.one<{ bytes: string; count: number }>(`SELECT
-        coalesce(string_agg(payload, ',' ORDER BY product_id), '') AS bytes, count(*) AS count
+  async publishedPayloadsByIds(storeId: number, productIds: number[]): Promise<PublishedPayloads> {
+    const row = await this.c.one<{ page_bytes: string; page_digests: string; count: number; published_version: number }>(`SELECT
+        ${PAGE_AGGREGATES}, count(*) AS count, ${PUBLISHED_VERSION('(SELECT merchant_id FROM stores WHERE id = $1)')} AS published_version
       FROM published_products WHERE store_id = $1 AND product_id = ANY($2::bigint[])`, [storeId, productIds]);
-    return { bytes: utf8(row!.bytes), count: row!.count };
+    return { bytes: utf8(row!.page_bytes), digests: utf8(row!.page_digests), count: row!.count, publishedVersion: row!.published_version };
   }
 
   async publishedPricesByIds(storeId: number, productIds: number[]): Promise<Uint8Array> {

@@ -2,13 +2,35 @@
 // joins a page's payloads into one UTF-8 buffer that goes out unchanged.
 import type { PublishedStore } from '../port.js';
 import type {
-  ExpectedStorePage, PublishedExclusionCounts, PublishedHashes, PublishedPage, PublishedProductSummary, PublishedRow,
-  PublishedSummaryWindow, StorePageRead,
+  ExpectedStorePage, PublishedExclusionCounts, PublishedHashes, PublishedPage, PublishedPayloads, PublishedProductSummary, PublishedRow,
+  PublishedSummaryWindow, PublishedVersionRead, StorePageRead,
 } from '../records.js';
 import type { Row, SqliteConnection } from './connection.js';
 import { toStore } from '../rows.js';
 
-const EMPTY = new Uint8Array(0);
+/** A page's payloads joined by commas and their digests, from one scan of the (ordered) rows of the FROM. */
+const PAGE_AGGREGATES = `CAST(coalesce(group_concat(payload, ','), '') AS BLOB) AS page_bytes,
+  CAST(coalesce(group_concat(price_hash || content_hash, ''), '') AS BLOB) AS page_digests`;
+
+/** The merchant's published version (records.ts PublishedVersionRead): the position of its latest change. `merchantId`: a parameter or a column qualified by its table. */
+const PUBLISHED_VERSION = (merchantId: string) => `coalesce((SELECT last_id FROM change_sequences WHERE merchant_id = ${merchantId}), 0)`;
+
+/**
+ * A merchant's store as `which` picks it, the merchant's published version, and the page of the
+ * store's rows when it is store @storeId at catalog version @catalogVersion and the version is not
+ * @heldVersion. Those conditions are the scan's LIMIT (all rows, or none): SQLite computes a LIMIT
+ * once, before the scan, and skips the scan at 0; as WHERE terms they were tested on every row,
+ * after reading it.
+ */
+const PAGE_OF_STORE_SQL = (which: string) => `SELECT s.*, ${PUBLISHED_VERSION('@merchantId')} AS published_version,
+    page.page_bytes, page.page_digests
+  FROM stores AS s, (SELECT ${PAGE_AGGREGATES} FROM
+    (SELECT payload, price_hash, content_hash FROM published_products
+      WHERE store_id = @storeId AND product_id BETWEEN @fromId AND @toId
+      ORDER BY product_id
+      LIMIT CASE WHEN (SELECT catalog_version FROM stores WHERE id = @storeId AND merchant_id = @merchantId) = @catalogVersion
+        AND ${PUBLISHED_VERSION('@merchantId')} IS NOT @heldVersion THEN -1 ELSE 0 END)) AS page
+  WHERE s.merchant_id = @merchantId AND ${which}`;
 
 // The summary's fields as the payload states them; excluded is JSON true/false, which json_extract reads as 1/0.
 const SUMMARY_COLUMNS = `product_id AS id, json_extract(payload, '$.title') AS title, json_extract(payload, '$.sku') AS sku,
@@ -66,27 +88,35 @@ export class SqlitePublished implements PublishedStore {
   private pageOf(storeId: number, fromId: number, toId: number): PublishedPage {
     // One UTF-8 buffer built by SQLite: no per-row strings, no re-encoding on the way out; the
     // rows' hashes come from the same scan.
-    const [bytes, digests] = this.c.stmt(`SELECT CAST(coalesce(group_concat(payload, ','), '') AS BLOB),
-      CAST(coalesce(group_concat(price_hash || content_hash, ''), '') AS BLOB) FROM
+    const [bytes, digests] = this.c.stmt(`SELECT ${PAGE_AGGREGATES} FROM
       (SELECT payload, price_hash, content_hash FROM published_products WHERE store_id = ? AND product_id BETWEEN ? AND ? ORDER BY product_id)`)
       .raw().get(storeId, fromId, toId) as [Uint8Array, Uint8Array];
     return { bytes, digests };
   }
 
   async publishedPageOfStore(merchantId: number, slug: string | undefined, expected: ExpectedStorePage): Promise<StorePageRead> {
-    // Both statements in one read transaction (or the snapshot's or transaction's own), so another
-    // process's commit cannot come between the store row and the page.
-    const read = (): StorePageRead => {
-      const row = (slug === undefined
-        ? this.c.stmt('SELECT * FROM stores WHERE merchant_id = ? AND is_default').get(merchantId)
-        : this.c.stmt('SELECT * FROM stores WHERE merchant_id = ? AND slug = ?').get(merchantId, slug)) as Row | undefined;
-      if (!row) return { store: undefined, page: null };
-      const store = toStore(row);
-      if (store.id !== expected.storeId || store.catalog_version !== expected.catalogVersion) return { store, page: null };
-      if (!expected.range) return { store, page: { bytes: EMPTY, digests: EMPTY } };
-      return { store, page: this.pageOf(store.id, expected.range[0], expected.range[1]) };
-    };
-    return this.c.db.inTransaction ? read() : this.c.db.transaction(read)();
+    // One statement, so one read transaction (no BEGIN and COMMIT): the store row, the merchant's
+    // published version and the page agree; the page's rows are read only when they are wanted.
+    const [fromId, toId] = expected.range ?? [1, 0];
+    const row = this.c.stmt(slug === undefined ? PAGE_OF_STORE_SQL('s.is_default') : PAGE_OF_STORE_SQL('s.slug = @slug')).get({
+      merchantId, storeId: expected.storeId, catalogVersion: expected.catalogVersion, fromId, toId,
+      heldVersion: expected.heldVersion ?? null, ...(slug === undefined ? {} : { slug }),
+    }) as Row | undefined;
+    if (!row) return { store: undefined, publishedVersion: 0, page: null };
+    const store = toStore(row);
+    const publishedVersion = row.published_version as number;
+    if (store.id !== expected.storeId || store.catalog_version !== expected.catalogVersion || publishedVersion === expected.heldVersion) {
+      return { store, publishedVersion, page: null };
+    }
+    return { store, publishedVersion, page: { bytes: row.page_bytes as Uint8Array, digests: row.page_digests as Uint8Array } };
+  }
+
+  async storeAtPublishedVersion(merchantId: number, slug: string | undefined): Promise<PublishedVersionRead> {
+    const columns = `*, ${PUBLISHED_VERSION('@merchantId')} AS published_version`;
+    const row = (slug === undefined
+      ? this.c.stmt(`SELECT ${columns} FROM stores WHERE merchant_id = @merchantId AND is_default`).get({ merchantId })
+      : this.c.stmt(`SELECT ${columns} FROM stores WHERE merchant_id = @merchantId AND slug = @slug`).get({ merchantId, slug })) as Row | undefined;
+    return row ? { store: toStore(row), publishedVersion: row.published_version as number } : { store: undefined, publishedVersion: 0 };
   }
 
   async publishedProductIds(storeId: number): Promise<number[]> {
@@ -94,12 +124,13 @@ export class SqlitePublished implements PublishedStore {
       .pluck().all(storeId) as number[];
   }
 
-  async publishedPayloadsByIds(storeId: number, productIds: number[]): Promise<{ bytes: Uint8Array; count: number }> {
-    const row = this.c.stmt(`SELECT CAST(coalesce(group_concat(payload, ','), '') AS BLOB) AS bytes, count(*) AS count FROM
-      (SELECT payload FROM published_products
-        WHERE store_id = ? AND product_id IN (SELECT value FROM json_each(?)) ORDER BY product_id)`)
-      .get(storeId, JSON.stringify(productIds)) as { bytes: Uint8Array; count: number };
-    return row;
+  async publishedPayloadsByIds(storeId: number, productIds: number[]): Promise<PublishedPayloads> {
+    const [bytes, digests, count, publishedVersion] = this.c.stmt(`SELECT ${PAGE_AGGREGATES}, count(*),
+        ${PUBLISHED_VERSION('(SELECT merchant_id FROM stores WHERE id = @storeId)')} FROM
+      (SELECT payload, price_hash, content_hash FROM published_products
+        WHERE store_id = @storeId AND product_id IN (SELECT value FROM json_each(@ids)) ORDER BY product_id)`)
+      .raw().get({ storeId, ids: JSON.stringify(productIds) }) as [Uint8Array, Uint8Array, number, number];
+    return { bytes, digests, count, publishedVersion };
   }
 
   async publishedPricesByIds(storeId: number, productIds: number[]): Promise<Uint8Array> {

@@ -2,8 +2,9 @@
 // (access log on, metrics), plus one route answering a fixed, pre-encoded copy of page 1's bytes
 // (the ceiling: same HTTP stack, no authentication, no database, no assembly). Requests with
 // `X-Bench-App: quiet` go to a second instance of the app with the access log off, so the cost of
-// logging is measured side by side; with `X-Bench-App: uncached`, to an instance without the cache of
-// coded bodies (every gzip/br request pays its compression, as the first reader of a page does).
+// logging is measured side by side; with `X-Bench-App: uncached`, to an instance without the read
+// cache of published bytes and without the cache of coded bodies (every request reads its rows and
+// every gzip/br request pays its compression, as the first reader of a page does).
 // Logs go to /dev/null: the cost of writing them, not of a terminal.
 // DB is an SQLite file, or a postgres:// URL (bench:postgres serves both engines side by side).
 import type { AddressInfo } from 'node:net';
@@ -11,6 +12,7 @@ import { serve } from '@hono/node-server';
 import { Hono } from 'hono';
 import { loadConfig } from '../src/config.js';
 import { pino } from 'pino';
+import { CatalogReads } from '../src/catalog/reads.js';
 import { createApp } from '../src/http/app.js';
 import { createLogger } from '../src/operations/log.js';
 import { createService } from '../src/service.js';
@@ -25,7 +27,8 @@ const logger = createLogger(config.operations, pino.destination({ dest: '/dev/nu
 const service = createService(config, { logger });
 const app = createApp(service);
 const quiet = createApp({ ...service, config: { ...config, operations: { ...config.operations, accessLog: false } } });
-const uncached = createApp({ ...service, config: { ...config, compressionCacheBytes: 0 } });
+const uncachedConfig = { ...config, compressionCacheBytes: 0, readCacheBytes: 0 };
+const uncached = createApp({ ...service, config: uncachedConfig, reads: new CatalogReads(service.storage) });
 const apps = new Map([['quiet', quiet], ['uncached', uncached]]);
 let staticBody = Buffer.alloc(0);
 const root = new Hono();

@@ -22,7 +22,9 @@ if (!database) throw new Error('usage: bench-server DB (an SQLite file or a post
 const onPostgres = /^postgres(ql)?:\/\//.test(database);
 // The limiter runs (its cost is part of every read) but never throttles the load generator.
 const rateLimit = { burst: 1e9, perSecond: 1e9 };
-const config = loadConfig({}, { ...(onPostgres ? { databaseUrl: database } : { databasePath: database }), adminToken: 'bench', rateLimit });
+// The caches' budgets may come from the environment (CPS_READ_CACHE_BYTES, CPS_COMPRESSION_CACHE_BYTES), to compare them.
+const cacheEnv = Object.fromEntries(Object.entries(process.env).filter(([name]) => /^CPS_(READ|COMPRESSION)_CACHE_BYTES$/.test(name)));
+const config = loadConfig(cacheEnv, { ...(onPostgres ? { databaseUrl: database } : { databasePath: database }), adminToken: 'bench', rateLimit });
 const logger = createLogger(config.operations, pino.destination({ dest: '/dev/null', sync: true }));
 const service = createService(config, { logger });
 const app = createApp(service);

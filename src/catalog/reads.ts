@@ -169,6 +169,12 @@ export class CatalogReads {
       this.servedStores.set(servedKey, store.id);
       const plan = planPage(ids, request);
       if (!plan.range) return { store, page: { data: EMPTY, digests: EMPTY, meta: plan.meta, kept: false } };
+      // The version and the rows are of one snapshot: rows held at this version are these rows.
+      const held = this.cache?.page(store.id, plan.range[0], plan.range[1]);
+      if (held?.publishedVersion === publishedVersion) {
+        this.cache!.counted('hit');
+        return { store, page: { data: held.bytes, digests: held.digests, meta: plan.meta, kept: true } };
+      }
       const page = await reader.publishedPage(store.id, plan.range[0], plan.range[1]);
       const kept = this.keepPage(store.id, plan.range, publishedVersion, page);
       return { store, page: { data: page.bytes, digests: page.digests, meta: plan.meta, kept } };

@@ -28,6 +28,23 @@ export class ByteBudgetCache<V> {
     return this.entries.size;
   }
 
+  /** Whether an entry is under key (its recency unchanged). */
+  has(key: string): boolean {
+    return this.entries.has(key);
+  }
+
+  /** The keys set() would evict, least recently used first, to make room for an entry of `size` bytes. */
+  victims(size: number): string[] {
+    const victims: string[] = [];
+    let room = this.budgetBytes - this.size;
+    for (const [key, entry] of this.entries) {
+      if (room >= size) break;
+      victims.push(key);
+      room += entry.size;
+    }
+    return victims;
+  }
+
   /** The entry under key, now the most recently used. */
   get(key: string): V | undefined {
     const entry = this.entries.get(key);

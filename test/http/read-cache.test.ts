@@ -5,7 +5,7 @@
 // keeps no cache (the oracle: it reads every time).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { PublishedReadCache, type HeldPublishedBytes } from '../../src/catalog/read-cache.js';
+import { PublishedReadCache, READ_COUNTS_MAX, type HeldPublishedBytes } from '../../src/catalog/read-cache.js';
 import { silentLogger } from '../../src/operations/log.js';
 import { startServer } from '../../src/server.js';
 import { createService } from '../../src/service.js';
@@ -69,10 +69,15 @@ afterAll(async () => {
 });
 
 describe('the read cache of published bytes', () => {
-  it('answers a page and an id list read again from memory, with the same bytes and ETag', async () => {
+  it('keeps a page and an id list from their second read, and answers the next reads from memory with the same bytes and ETag', async () => {
     const ids = (await service.api('/v1/products?per_page=12', merchant.key, { headers: identity })).body.data.map((p: { id: number }) => p.id);
     for (const path of ['/v1/products?per_page=5&page=2', `/v1/products?ids=${ids[7]},${ids[2]},${ids[7]},${ids[4]}`]) {
+      const entries = await metric(service, 'cps_read_cache_entries');
       const first = await service.api(path, merchant.key, { headers: identity });
+      // Read once: only remembered. Read twice: kept.
+      expect(await metric(service, 'cps_read_cache_entries'), path).toBe(entries);
+      await service.api(path, merchant.key, { headers: identity });
+      expect(await metric(service, 'cps_read_cache_entries'), path).toBe(entries + 1);
       const [hits, misses] = [await metric(service, HIT), await metric(service, MISS)];
       const again = await service.api(path, merchant.key, { headers: identity });
       expect([await metric(service, HIT), await metric(service, MISS)], path).toEqual([hits + 1, misses]);
@@ -91,7 +96,8 @@ describe('the read cache of published bytes', () => {
   it('reads again once another process changed a payload, also of another store, and answers 200 with a new ETag', async () => {
     const path = '/v1/products?per_page=4';
     const before = await service.api(path, merchant.key, { headers: identity });
-    await service.api(path, merchant.key, { headers: identity }); // cached now
+    await service.api(path, merchant.key, { headers: identity }); // kept now
+    expect((await service.api(path, merchant.key, { headers: identity })).text).toBe(before.text);
     await writer.import(merchant.id, [simpleProduct('P-1', '99.00')]);
     const misses = await metric(service, MISS);
     const after = await service.api(path, merchant.key, { headers: { ...identity, 'If-None-Match': before.headers.get('etag')! } });
@@ -162,26 +168,72 @@ describe('PublishedReadCache', () => {
     publishedVersion, bytes: new Uint8Array(size), digests: new Uint8Array(10), count: 1,
   });
 
+  /** What the domain does on a miss: look the page up (a read), then offer what it read. */
+  const readPage = (cache: PublishedReadCache, from: number, version: number, size: number) => {
+    cache.page(1, from, from);
+    return cache.keepPage(1, from, from, held(version, size));
+  };
+
+  it('keeps what is read a second time, and when full only what is read more often than all it would evict', () => {
+    const cache = new PublishedReadCache(3 * (2 * 100 + 10 + 256));
+    expect(readPage(cache, 1, 1, 100)).toBe(false);
+    expect(cache.page(1, 1, 1)).toBeUndefined();
+    expect(readPage(cache, 1, 1, 100)).toBe(true);
+    expect(cache.page(1, 1, 1)?.publishedVersion).toBe(1);
+    // Kept, read again at a newer version: replaced at once.
+    expect(readPage(cache, 1, 2, 100)).toBe(true);
+    expect(cache.page(1, 1, 1)?.publishedVersion).toBe(2);
+    for (const from of [2, 3]) for (let i = 0; i < 2; i++) readPage(cache, from, 1, 100);
+    expect(cache.count).toBe(3);
+    // Full: a page read twice (a second sync) does not push out pages read as often.
+    expect(readPage(cache, 4, 1, 100)).toBe(false);
+    expect(readPage(cache, 4, 1, 100)).toBe(false);
+    expect([cache.page(1, 2, 2), cache.page(1, 3, 3)].every(Boolean)).toBe(true);
+    // Read more often than the least recently used entry: it takes its place.
+    for (let i = 0; i < 5; i++) cache.page(1, 4, 4);
+    expect(readPage(cache, 4, 1, 100)).toBe(true);
+    expect(cache.count).toBe(3);
+  });
+
+  it('forgets the read counts of the least recently read keys beyond READ_COUNTS_MAX', () => {
+    const cache = new PublishedReadCache(1_000_000);
+    cache.products(1, [1], 1);
+    for (let i = 0; i < READ_COUNTS_MAX; i++) cache.page(2, i, i);
+    // Its one read was forgotten: this is its first again.
+    cache.products(1, [1], 1);
+    expect(cache.keepProducts(1, [1], held(1, 10))).toBe(false);
+    cache.products(1, [1], 1);
+    expect(cache.keepProducts(1, [1], held(1, 10))).toBe(true);
+  });
+
   it('gives an id list only at the version it was read at, a page at any (the database compares), within its budget', () => {
     const events: string[] = [];
     const cache = new PublishedReadCache(4000, { observePublishedReadCache: (event) => void events.push(event) });
-    cache.keepProducts(1, [1, 2], held(5, 500));
+    // Each is read twice (looked up, then offered) before it is kept.
+    for (let i = 0; i < 2; i++) {
+      cache.products(1, [1, 2], 5);
+      cache.keepProducts(1, [1, 2], held(5, 500));
+    }
     expect(cache.products(1, [1, 2], 5)?.publishedVersion).toBe(5);
     expect(cache.products(1, [1, 2], 6)).toBeUndefined();
     expect(cache.products(2, [1, 2], 5)).toBeUndefined();
-    cache.keepPage(1, 10, 20, held(4, 500));
+    for (let i = 0; i < 2; i++) {
+      cache.page(1, 10, 20);
+      cache.keepPage(1, 10, 20, held(4, 500));
+    }
     expect(cache.page(1, 10, 20)?.publishedVersion).toBe(4);
     expect(cache.page(1, 10, 21)).toBeUndefined();
     // An entry counts its bytes twice (as read and as answered), its digests and 256 of overhead:
-    // 1,266 each so far; one of 1,200 bytes (2,666) evicts the least recently used, the id list.
+    // 1,266 each so far; one of 1,200 bytes (2,666) read more often than the id list evicts it.
     expect(cache.bytes).toBe(2 * 1266);
+    for (let i = 0; i < 6; i++) cache.page(1, 30, 40);
     cache.keepPage(1, 30, 40, held(4, 1200));
     expect(cache.products(1, [1, 2], 5)).toBeUndefined();
     expect(cache.page(1, 10, 20)).toBeDefined();
     expect([cache.count, cache.bytes]).toEqual([2, 1266 + 2666]);
     expect(events.filter((e) => e === 'evict').length).toBe(1);
     // Alone beyond the budget: not kept.
-    cache.keepPage(1, 50, 60, held(4, 2000));
-    expect(cache.page(1, 50, 60)).toBeUndefined();
+    for (let i = 0; i < 9; i++) cache.page(1, 50, 60);
+    expect(cache.keepPage(1, 50, 60, held(4, 2000))).toBe(false);
   });
 });

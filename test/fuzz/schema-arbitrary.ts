@@ -181,7 +181,9 @@ export class SchemaArbitraries {
       if (resolved.items) broken.push(fc.tuple(this.valid(resolved), this.invalid(resolved.items)).map(([items, bad]) => [...(items as unknown[]), bad]));
     }
     if (types.includes('object')) {
-      const valid = this.valid(resolved) as fc.Arbitrary<Record<string, unknown>>;
+      // An object of the schema (one that is also nullable or another type yields those values too).
+      const valid = bounded(this.valid(resolved), (value) => value !== null && typeof value === 'object' && !Array.isArray(value),
+        `an object of ${JSON.stringify(resolved)}`) as fc.Arbitrary<Record<string, unknown>>;
       if (resolved.additionalProperties === false) {
         broken.push(fc.tuple(valid, fc.constantFrom('unknown', 'Name', 'name ', '__proto__', 'ïd', ''), fc.jsonValue({ maxDepth: 2 }))
           .map(([value, key, extra]) => ({ ...value, [key]: extra })));

@@ -37,6 +37,30 @@ function processMetrics(): Registry {
   return processRegistry;
 }
 
+/** The four series of a cache: `<prefix>_lookups_total{result}`, `_evictions_total`, `_bytes`, `_entries`. */
+class CacheMetrics {
+  private readonly lookups: Counter<'result'>;
+  private readonly evictions: Counter;
+  private readonly bytes: Gauge;
+  private readonly entries: Gauge;
+
+  constructor(registry: Registry, prefix: string, help: { lookups: string; evictions: string; bytes: string; entries: string }) {
+    this.lookups = new Counter({ name: `${prefix}_lookups_total`, help: help.lookups, labelNames: ['result'] as const, registers: [registry] });
+    this.evictions = new Counter({ name: `${prefix}_evictions_total`, help: help.evictions, registers: [registry] });
+    this.bytes = new Gauge({ name: `${prefix}_bytes`, help: help.bytes, registers: [registry] });
+    this.entries = new Gauge({ name: `${prefix}_entries`, help: help.entries, registers: [registry] });
+    // Both results exist from the start, at 0 (as every labelled series of ServiceMetrics).
+    for (const result of ['hit', 'miss'] as const) this.lookups.inc({ result }, 0);
+  }
+
+  observe(event: CacheEvent, bytes: number, entries: number): void {
+    if (event === 'hit' || event === 'miss') this.lookups.inc({ result: event });
+    else if (event === 'evict') this.evictions.inc();
+    this.bytes.set(bytes);
+    this.entries.set(entries);
+  }
+}
+
 export class ServiceMetrics implements DeliveryObserver, CodedBodyCacheObserver, PublishedReadCacheObserver {
   readonly registry = new Registry();
   private readonly requestDuration = new Histogram({
@@ -76,34 +100,17 @@ export class ServiceMetrics implements DeliveryObserver, CodedBodyCacheObserver,
     name: 'cps_images', help: 'Image source URLs by mirroring state.', labelNames: ['state'] as const, registers: [this.registry],
   });
 
-  private readonly codedCacheLookups = new Counter({
-    name: 'cps_compression_cache_lookups_total',
-    help: 'Compressed JSON reads looked up in the cache of coded bytes, by result: hit (answered from the cache) or miss (coded now).',
-    labelNames: ['result'] as const, registers: [this.registry],
+  private readonly codedCache = new CacheMetrics(this.registry, 'cps_compression_cache', {
+    lookups: 'Compressed JSON reads looked up in the cache of coded bytes, by result: hit (answered from the cache) or miss (coded now).',
+    evictions: 'Coded bodies dropped from the cache to stay within CPS_COMPRESSION_CACHE_BYTES.',
+    bytes: 'Bytes of coded bodies held by the compression cache.',
+    entries: 'Coded bodies held by the compression cache.',
   });
-  private readonly codedCacheEvictions = new Counter({
-    name: 'cps_compression_cache_evictions_total', help: 'Coded bodies dropped from the cache to stay within CPS_COMPRESSION_CACHE_BYTES.', registers: [this.registry],
-  });
-  private readonly codedCacheBytes = new Gauge({
-    name: 'cps_compression_cache_bytes', help: 'Bytes of coded bodies held by the compression cache.', registers: [this.registry],
-  });
-  private readonly codedCacheEntries = new Gauge({
-    name: 'cps_compression_cache_entries', help: 'Coded bodies held by the compression cache.', registers: [this.registry],
-  });
-
-  private readonly readCacheLookups = new Counter({
-    name: 'cps_read_cache_lookups_total',
-    help: 'Page and ?ids= reads looked up in the cache of published bytes, by result: hit (answered from memory) or miss (read from the database).',
-    labelNames: ['result'] as const, registers: [this.registry],
-  });
-  private readonly readCacheEvictions = new Counter({
-    name: 'cps_read_cache_evictions_total', help: 'Entries dropped from the read cache to stay within CPS_READ_CACHE_BYTES.', registers: [this.registry],
-  });
-  private readonly readCacheBytes = new Gauge({
-    name: 'cps_read_cache_bytes', help: 'Bytes held by the read cache.', registers: [this.registry],
-  });
-  private readonly readCacheEntries = new Gauge({
-    name: 'cps_read_cache_entries', help: 'Pages and id lists held by the read cache.', registers: [this.registry],
+  private readonly readCache = new CacheMetrics(this.registry, 'cps_read_cache', {
+    lookups: 'Page and ?ids= reads looked up in the cache of published bytes, by result: hit (answered from memory) or miss (read from the database).',
+    evictions: 'Entries dropped from the read cache to stay within CPS_READ_CACHE_BYTES.',
+    bytes: 'Bytes held by the read cache.',
+    entries: 'Pages and id lists held by the read cache.',
   });
 
   constructor(
@@ -113,10 +120,6 @@ export class ServiceMetrics implements DeliveryObserver, CodedBodyCacheObserver,
   ) {
     // Every labelled series exists from the start, at 0: a rate() over a series that appears late misses its first increments.
     for (const outcome of ['succeeded', 'failed', 'given_up', 'dropped'] as const) this.deliveries.inc({ outcome }, 0);
-    for (const result of ['hit', 'miss'] as const) {
-      this.codedCacheLookups.inc({ result }, 0);
-      this.readCacheLookups.inc({ result }, 0);
-    }
   }
 
   observeRequest(method: string, route: string, status: number, seconds: number): void {
@@ -125,17 +128,11 @@ export class ServiceMetrics implements DeliveryObserver, CodedBodyCacheObserver,
   }
 
   observeCodedBodyCache(event: CodedBodyCacheEvent, bytes: number, entries: number): void {
-    if (event === 'hit' || event === 'miss') this.codedCacheLookups.inc({ result: event });
-    else if (event === 'evict') this.codedCacheEvictions.inc();
-    this.codedCacheBytes.set(bytes);
-    this.codedCacheEntries.set(entries);
+    this.codedCache.observe(event, bytes, entries);
   }
 
   observePublishedReadCache(event: CacheEvent, bytes: number, entries: number): void {
-    if (event === 'hit' || event === 'miss') this.readCacheLookups.inc({ result: event });
-    else if (event === 'evict') this.readCacheEvictions.inc();
-    this.readCacheBytes.set(bytes);
-    this.readCacheEntries.set(entries);
+    this.readCache.observe(event, bytes, entries);
   }
 
   observeDelivery(outcome: DeliveryOutcome, seconds: number): void {

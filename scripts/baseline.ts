@@ -4,7 +4,7 @@
 // through what every version has — its CLI, its HTTP API, its own scripts/bench-server.ts — never
 // through src/ imports: the internal APIs change between versions, those do not.
 // `--baseline REF` picks the ref; without it origin/main, else main, else HEAD~1.
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, fork, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -40,6 +40,16 @@ export function resolveBaseline(requested: string | undefined): { ref: string; s
     } catch { /* not a commit here: try the next */ }
   }
   throw new Error(requested ? `baseline ${requested} is not a commit here` : 'no baseline: none of origin/main, main, HEAD~1 is a commit here');
+}
+
+/** Every tracked child, SIGKILLed (synchronous: also from a signal handler or on exit). */
+export function killTracked(): void {
+  for (const child of children) child.kill('SIGKILL');
+}
+
+/** Every tracked child stopped gracefully (stopChild), one after the other. */
+export async function stopTracked(): Promise<void> {
+  for (const child of [...children]) await stopChild(child);
 }
 
 /** Killed (SIGKILL) when the run ends, so no service outlives an interrupted benchmark. */
@@ -85,7 +95,7 @@ export async function buildDemo(checkout: Checkout, database: string, products: 
 
 /** Synchronous, so it also runs from a signal handler and on exit: children, the baseline worktree, temp files. */
 function cleanUp(): void {
-  for (const child of children) child.kill('SIGKILL');
+  killTracked();
   if (baselineTree) {
     try {
       git('worktree', 'remove', '--force', baselineTree);
@@ -137,4 +147,79 @@ export async function runSideBySide(
   } finally {
     cleanUp();
   }
+}
+
+/** A server process of the bench-server contract: `script DB`, {port} over IPC once listening, 'cpu' answered with process.cpuUsage(). */
+export interface BenchServerProcess {
+  base: string;
+  /** The server's CPU time so far, user + system, in µs. */
+  cpu: () => Promise<number>;
+  stop: () => Promise<void>;
+}
+
+/** `dir`/scripts/`script` on `database` (scripts/bench-server.ts, bench-reference-server.ts), run from `dir`; `name` labels its errors. */
+export async function startBenchServerProcess(dir: string, script: string, database: string, name: string): Promise<BenchServerProcess> {
+  const child = track(fork(path.join(dir, 'scripts', script), [database], {
+    cwd: dir, env: inheritedEnv(), execArgv: ['--import', 'tsx'], stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+  }));
+  const output = keepOutput(child);
+  /** The next IPC message, or the child's death. */
+  const next = <T>(what: string, timeoutMs: number) => new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => { cleanup(); reject(new Error(`${name}: ${script} sent nothing ${what} within ${timeoutMs / 1000} s:\n${output()}`)); }, timeoutMs);
+    const onMessage = (message: T) => { cleanup(); resolve(message); };
+    const onExit = () => { cleanup(); reject(new Error(`${name}: ${script} exited (${child.exitCode ?? child.signalCode}) ${what}:\n${output()}`)); };
+    const cleanup = () => { clearTimeout(timer); child.off('message', onMessage); child.off('exit', onExit); };
+    child.on('message', onMessage);
+    child.once('exit', onExit);
+  });
+  const { port } = await next<{ port: number }>('before listening', 120_000);
+  return {
+    base: `http://127.0.0.1:${port}`,
+    cpu: async () => {
+      const reply = next<{ cpu: NodeJS.CpuUsage }>('for cpu', 30_000);
+      child.send('cpu');
+      const { cpu } = await reply;
+      return cpu.user + cpu.system;
+    },
+    stop: () => stopChild(child),
+  };
+}
+
+/** SIGTERM, then SIGKILL after 15 s; resolves once the child has exited. */
+export async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  child.kill('SIGTERM');
+  const killer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+  await exited(child);
+  clearTimeout(killer);
+}
+
+/**
+ * NDJSON of `count` new products valid for the demo merchant (its suppliers, its three stores'
+ * languages), refs `BENCH-<TAG>-000001`…: what bench:writes and bench:postgres import.
+ */
+export function demoImportBody(count: number, tag: string): string {
+  const lines: string[] = [];
+  for (let n = 1; n <= count; n++) {
+    const cost = (10 + (n % 997) * 0.19).toFixed(2);
+    const offers = [{ supplier_ref: 'alpine-wholesale', quantity: 1 + (n % 40), cost, currency: 'EUR' }];
+    if (n % 2 === 0) offers.push({ supplier_ref: 'baltic-outdoor', quantity: n % 25, cost: (Number(cost) * 0.98).toFixed(2), currency: 'EUR' });
+    if (n % 3 === 0) offers.push({ supplier_ref: 'pacific-imports', quantity: 5, cost: (Number(cost) * 1.05).toFixed(2), currency: 'USD' });
+    lines.push(JSON.stringify({
+      op: 'upsert_product',
+      product: {
+        ref: `BENCH-${tag.toUpperCase()}-${String(n).padStart(6, '0')}`,
+        manufacturer: 'Nordkamm',
+        content: {
+          de: { title: `Nordkamm Zelt ${n}`, description: `Zelt aus Nylon, Modell ${n}.` },
+          en: { title: `Nordkamm Tent ${n}`, description: `Tent made of nylon, model ${n}.` },
+          pl: { title: `Nordkamm Namiot ${n}`, description: `Namiot, model ${n}.` },
+        },
+        images: [{ url: `https://images.demo-supplier.test/bench-${tag}/${n}.jpg` }],
+        offers,
+        supplier_attributes: [{ supplier_ref: 'alpine-wholesale', key: 'weight', value: (1 + (n % 30) / 10).toFixed(2) }],
+      },
+    }));
+  }
+  return `${lines.join('\n')}\n`;
 }

@@ -42,7 +42,7 @@ import { loadConfig } from '../src/config.js';
 import { WEBHOOK_EVENTS } from '../src/generated/public-webhooks.js';
 import { createService } from '../src/service.js';
 import { wholeSecondIso } from '../src/shared/time.js';
-import { exited, inheritedEnv, keepOutput } from './baseline.js';
+import { demoImportBody, exited, inheritedEnv, keepOutput, killTracked, startBenchServerProcess, stopChild, stopTracked, track } from './baseline.js';
 import { dataDirOf, freePort, startPostgresServer, type PostgresServer } from './postgres-server.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -83,31 +83,16 @@ const inTurn = <T>(items: T[], round: number) => (round % 2 ? [...items].reverse
 
 // ---- processes --------------------------------------------------------------------------------
 
-const children = new Set<ChildProcess>();
 let tempDir: string | null = null;
 let postgres: PostgresServer | null = null;
 
-function track<T extends ChildProcess>(child: T): T {
-  children.add(child);
-  child.once('exit', () => children.delete(child));
-  return child;
-}
-
 /** Synchronous, so it also runs from a signal handler and on exit. */
 function cleanUp(): void {
-  for (const child of children) child.kill('SIGKILL');
+  killTracked();
   postgres?.stopSync('immediate');
   postgres = null;
   if (tempDir) fs.rmSync(tempDir, { recursive: true, force: true, maxRetries: 3 });
   tempDir = null;
-}
-
-async function stopChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  child.kill('SIGTERM');
-  const killer = setTimeout(() => child.kill('SIGKILL'), 15_000);
-  await exited(child);
-  clearTimeout(killer);
 }
 
 /** `src/cli.ts ...args` with only the given CPS_* settings, as `node --import tsx` so its pid is the service's. */
@@ -188,30 +173,7 @@ interface BenchServer {
 }
 
 async function startBenchServer(engine: Engine, database: string): Promise<BenchServer> {
-  const child = track(fork(path.join(root, 'scripts', 'bench-server.ts'), [database], {
-    cwd: root, env: inheritedEnv(), execArgv: ['--import', 'tsx'], stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
-  }));
-  const output = keepOutput(child);
-  const next = <T>(what: string, timeoutMs: number) => new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => { cleanup(); reject(new Error(`${engine}: bench-server sent nothing ${what} within ${timeoutMs / 1000} s:\n${output()}`)); }, timeoutMs);
-    const onMessage = (message: T) => { cleanup(); resolve(message); };
-    const onExit = () => { cleanup(); reject(new Error(`${engine}: bench-server exited (${child.exitCode ?? child.signalCode}) ${what}:\n${output()}`)); };
-    const cleanup = () => { clearTimeout(timer); child.off('message', onMessage); child.off('exit', onExit); };
-    child.on('message', onMessage);
-    child.once('exit', onExit);
-  });
-  const { port } = await next<{ port: number }>('before listening', 120_000);
-  return {
-    engine,
-    base: `http://127.0.0.1:${port}`,
-    cpu: async () => {
-      const reply = next<{ cpu: NodeJS.CpuUsage }>('for cpu', 30_000);
-      child.send('cpu');
-      const { cpu } = await reply;
-      return cpu.user + cpu.system;
-    },
-    stop: () => stopChild(child),
-  };
+  return { engine, ...await startBenchServerProcess(root, 'bench-server.ts', database, engine) };
 }
 
 /** CPU of the node server and of PostgreSQL (0 on SQLite) spent while `work` ran, µs. */
@@ -292,33 +254,6 @@ async function measurePage1(side: CatalogSide, round: number): Promise<void> {
     + `CPU per request: node ${nodeUs.toFixed(0)} µs, database ${dbUs.toFixed(0)} µs`);
 }
 
-/** New products for the demo merchant (its suppliers, its stores' languages), refs unique per round. */
-function importBody(round: number, count: number): string {
-  const lines: string[] = [];
-  for (let n = 1; n <= count; n++) {
-    const cost = (10 + (n % 997) * 0.19).toFixed(2);
-    const offers = [{ supplier_ref: 'alpine-wholesale', quantity: 1 + (n % 40), cost, currency: 'EUR' }];
-    if (n % 2 === 0) offers.push({ supplier_ref: 'baltic-outdoor', quantity: n % 25, cost: (Number(cost) * 0.98).toFixed(2), currency: 'EUR' });
-    if (n % 3 === 0) offers.push({ supplier_ref: 'pacific-imports', quantity: 5, cost: (Number(cost) * 1.05).toFixed(2), currency: 'USD' });
-    lines.push(JSON.stringify({
-      op: 'upsert_product',
-      product: {
-        ref: `BENCH-PG-${round}-${String(n).padStart(6, '0')}`,
-        manufacturer: 'Nordkamm',
-        content: {
-          de: { title: `Nordkamm Zelt ${n}`, description: `Zelt aus Nylon, Modell ${n}.` },
-          en: { title: `Nordkamm Tent ${n}`, description: `Tent made of nylon, model ${n}.` },
-          pl: { title: `Nordkamm Namiot ${n}`, description: `Namiot, model ${n}.` },
-        },
-        images: [{ url: `https://images.demo-supplier.test/bench-pg/${round}/${n}.jpg` }],
-        offers,
-        supplier_attributes: [{ supplier_ref: 'alpine-wholesale', key: 'weight', value: (1 + (n % 30) / 10).toFixed(2) }],
-      },
-    }));
-  }
-  return `${lines.join('\n')}\n`;
-}
-
 async function measureImport(side: CatalogSide, round: number, body: string): Promise<void> {
   const { result, nodeCpu, dbCpu, seconds } = await measured(side.server, async () => {
     const response = await fetch(`${side.server.base}/admin/v1/merchants/${side.merchantId}/imports`, {
@@ -352,7 +287,7 @@ async function catalogPart(): Promise<CatalogSide[]> {
     if (parts.has('import')) {
       const importRounds = Math.max(1, Math.min(ROUNDS, 2));
       for (let round = 1; round <= importRounds; round++) {
-        const body = importBody(round, IMPORT_PRODUCTS);
+        const body = demoImportBody(IMPORT_PRODUCTS, `pg-${round}`);
         for (const side of inTurn(sides, round)) await measureImport(side, round, body);
       }
     }
@@ -846,7 +781,7 @@ try {
   console.error(error);
   process.exitCode = 1;
 } finally {
-  for (const child of children) await stopChild(child);
+  await stopTracked();
   if (postgres) await postgres.stop('fast').catch(() => postgres?.stopSync('immediate'));
   postgres = null;
   cleanUp();

@@ -41,7 +41,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import Database from 'better-sqlite3';
-import { buildDemo, exited, inheritedEnv, keepOutput, runSideBySide, track, type Checkout } from './baseline.js';
+import { buildDemo, exited, runSideBySide, startBenchServerProcess, type BenchServerProcess as BenchServer, type Checkout } from './baseline.js';
 
 const PRODUCTS = Number(process.env.BENCH_PRODUCTS ?? 100_000);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
@@ -63,12 +63,6 @@ const TARGETS = [
   'page1-uncached', 'last-uncached', 'ids-uncached', 'page1-gzip-uncached', 'page1-br-uncached', 'page1-nolog',
 ] as const;
 type Target = (typeof TARGETS)[number];
-interface BenchServer {
-  base: string;
-  /** The server's CPU time so far, user + system, in µs. */
-  cpu: () => Promise<number>;
-  stop: () => Promise<void>;
-}
 interface Version extends Checkout {
   server: BenchServer;
   requests: Record<Target, { url: string; headers: Record<string, string> }>;
@@ -90,44 +84,7 @@ const median = (xs: number[]) => {
 
 /** The version's own scripts/bench-server.ts on `database`, run from its tree. */
 function startBenchServer(checkout: Checkout, database: string): Promise<BenchServer> {
-  return startServerProcess(checkout, 'bench-server.ts', database);
-}
-
-/** A server script of `checkout` (the bench-server contract: {port} over IPC, 'cpu' answered) on `database`. */
-async function startServerProcess(checkout: Checkout, script: string, database: string): Promise<BenchServer> {
-  const child = track(fork(path.join(checkout.dir, 'scripts', script), [database], {
-    cwd: checkout.dir, env: inheritedEnv(), execArgv: ['--import', 'tsx'], stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
-  }));
-  const output = keepOutput(child);
-  const died = (what: string) => new Error(`${checkout.name}: ${script} exited (${child.exitCode ?? child.signalCode}) ${what}:\n${output()}`);
-  /** The next IPC message, or the child's death. */
-  const next = <T>(what: string, timeoutMs: number) => new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => { cleanup(); reject(new Error(`${checkout.name}: ${script} sent nothing ${what} within ${timeoutMs / 1000} s:\n${output()}`)); }, timeoutMs);
-    const onMessage = (message: T) => { cleanup(); resolve(message); };
-    const onExit = () => { cleanup(); reject(died(what)); };
-    const cleanup = () => { clearTimeout(timer); child.off('message', onMessage); child.off('exit', onExit); };
-    child.on('message', onMessage);
-    child.once('exit', onExit);
-  });
-  const { port } = await next<{ port: number }>('before listening', 120_000);
-  return {
-    base: `http://127.0.0.1:${port}`,
-    cpu: async () => {
-      const reply = next<{ cpu: NodeJS.CpuUsage }>('for cpu', 30_000);
-      child.send('cpu');
-      const { cpu } = await reply;
-      return cpu.user + cpu.system;
-    },
-    stop: () => stopChild(child),
-  };
-}
-
-async function stopChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  child.kill('SIGTERM');
-  const killer = setTimeout(() => child.kill('SIGKILL'), 15_000);
-  await exited(child);
-  clearTimeout(killer);
+  return startBenchServerProcess(checkout.dir, 'bench-server.ts', database, checkout.name);
 }
 
 /** Bytes on the wire of a coded response (fetch would decode it; node:http does not); null when not coded. */
@@ -260,7 +217,12 @@ function report(versions: [Version, Version], reference: Reference): void {
   const referenceUs = median(reference.results.cpu);
   const referenceRps = median(reference.results.rps);
   const [b15, c15] = [againstReference(baseline, b, referenceUs), againstReference(candidate, c, referenceUs)];
-  const issue15 = ([
+  type Figure = keyof typeof c15;
+  /** Each figure of the candidate (and the baseline's) against its issue 15 limit. */
+  const limited = (rows: readonly (readonly [string, Figure, number, string])[]) => rows.map(([label, key, limit, unit]) => ({
+    label, limit: `${limit}${unit}`, candidate: c15[key], baseline: b15[key], within: c15[key] <= limit,
+  }));
+  const issue15 = limited([
     ['page 1 CPU / reference', 'page1_per_reference', ISSUE_15.pagePerReference, 'x'],
     ['last page CPU / reference', 'last_per_reference', ISSUE_15.pagePerReference, 'x'],
     ['?ids= CPU / reference', 'ids_per_reference', ISSUE_15.idsPerReference, 'x'],
@@ -268,19 +230,15 @@ function report(versions: [Version, Version], reference: Reference): void {
     ['page 1 br CPU - page 1', 'br_extra_us', ISSUE_15.codingUs, ' µs'],
     ['page 1 gzip on the wire / 11,201 bytes', 'gzip_wire_per_issue', ISSUE_15.wireFactor, 'x'],
     ['page 1 br on the wire / 11,047 bytes', 'br_wire_per_issue', ISSUE_15.wireFactor, 'x'],
-  ] as const).map(([label, key, limit, unit]) => ({
-    target: `${label} <= ${limit}${unit}`, candidate: c15[key], baseline: b15[key], pass: c15[key] <= limit,
-  }));
+  ]).map(({ label, limit, within, ...figures }) => ({ target: `${label} <= ${limit}`, ...figures, pass: within }));
   // A first read (both caches missed), against the same limits: for the record, not a verdict.
-  const firstRead = ([
+  const firstRead = limited([
     ['page 1 uncached CPU / reference', 'page1_uncached_per_reference', ISSUE_15.pagePerReference, 'x'],
     ['last page uncached CPU / reference', 'last_uncached_per_reference', ISSUE_15.pagePerReference, 'x'],
     ['?ids= uncached CPU / reference', 'ids_uncached_per_reference', ISSUE_15.idsPerReference, 'x'],
     ['page 1 gzip uncached CPU - page 1 uncached', 'gzip_uncached_extra_us', ISSUE_15.codingUs, ' µs'],
     ['page 1 br uncached CPU - page 1 uncached', 'br_uncached_extra_us', ISSUE_15.codingUs, ' µs'],
-  ] as const).map(([label, key, limit, unit]) => ({
-    target: `${label} (limit ${limit}${unit})`, candidate: c15[key], baseline: b15[key], within: c15[key] <= limit,
-  }));
+  ]).map(({ label, limit, ...figures }) => ({ target: `${label} (limit ${limit})`, ...figures }));
   const verdicts = ([
     ['page 1 / static', 'page1_per_static'],
     ['last page / page 1', 'last_per_page1'],
@@ -365,7 +323,7 @@ await runSideBySide({ tempPrefix: 'cps-bench-reads-', baseline: flags.baseline, 
     // The reference reads the candidate's file with the candidate's script (it has none in older versions).
     const candidate = versions.at(-1)!;
     const { storeId, fromId, toId, database } = candidate.page1;
-    const server = await startServerProcess(candidate, 'bench-reference-server.ts', database);
+    const server = await startBenchServerProcess(candidate.dir, 'bench-reference-server.ts', database, candidate.name);
     reference = { server, url: `${server.base}/?store=${storeId}&from=${fromId}&to=${toId}`, results: { rps: [], cpu: [] } };
     const referenceBytes = Buffer.byteLength(await (await fetch(reference.url)).text());
     log(`reference: page 1's payloads from ${path.basename(database)}, ${referenceBytes} bytes`);

@@ -22,8 +22,12 @@ if (!database) throw new Error('usage: bench-server DB (an SQLite file or a post
 const onPostgres = /^postgres(ql)?:\/\//.test(database);
 // The limiter runs (its cost is part of every read) but never throttles the load generator.
 const rateLimit = { burst: 1e9, perSecond: 1e9 };
-// The caches' budgets may come from the environment (CPS_READ_CACHE_BYTES, CPS_COMPRESSION_CACHE_BYTES), to compare them.
-const cacheEnv = Object.fromEntries(Object.entries(process.env).filter(([name]) => /^CPS_(READ|COMPRESSION)_CACHE_BYTES$/.test(name)));
+// The caches' budgets may be set for a run, to compare them: BENCH_READ_CACHE_BYTES and
+// BENCH_COMPRESSION_CACHE_BYTES (the bench scripts pass no CPS_* variable on to their servers).
+const cacheEnv = Object.fromEntries(['READ', 'COMPRESSION'].flatMap((cache) => {
+  const bytes = process.env[`BENCH_${cache}_CACHE_BYTES`];
+  return bytes === undefined ? [] : [[`CPS_${cache}_CACHE_BYTES`, bytes]];
+}));
 const config = loadConfig(cacheEnv, { ...(onPostgres ? { databaseUrl: database } : { databasePath: database }), adminToken: 'bench', rateLimit });
 const logger = createLogger(config.operations, pino.destination({ dest: '/dev/null', sync: true }));
 const service = createService(config, { logger });

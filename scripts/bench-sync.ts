@@ -16,7 +16,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { createCatalogClient, mapReplica, syncStore } from '../src/client/index.js';
-import { buildDemo, candidateDir, exited, inheritedEnv, keepOutput, track, type Checkout } from './baseline.js';
+import { buildDemo, candidateDir, startBenchServerProcess, track, type Checkout } from './baseline.js';
 
 const PRODUCTS = Number(process.env.BENCH_PRODUCTS ?? 100_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 1);
@@ -29,31 +29,10 @@ interface SyncResult { wall_ms: number; server_cpu_ms: number; client_cpu_ms: nu
 
 interface Server { base: string; cpu: () => Promise<number>; stop: () => Promise<void> }
 
-/** scripts/bench-server.ts on `database`: {port} over IPC, 'cpu' answered with process.cpuUsage(). */
+/** scripts/bench-server.ts on `database`; its CPU in ms. */
 async function startServer(database: string): Promise<Server> {
-  const child = track(fork(path.join(candidateDir, 'scripts', 'bench-server.ts'), [database], {
-    cwd: candidateDir, env: inheritedEnv(), execArgv: ['--import', 'tsx'], stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
-  }));
-  const output = keepOutput(child);
-  const next = <T>() => new Promise<T>((resolve, reject) => {
-    const onExit = () => reject(new Error(`bench-server exited (${child.exitCode ?? child.signalCode}):\n${output()}`));
-    child.once('message', (message: T) => { child.off('exit', onExit); resolve(message); });
-    child.once('exit', onExit);
-  });
-  const { port } = await next<{ port: number }>();
-  return {
-    base: `http://127.0.0.1:${port}`,
-    cpu: async () => {
-      const reply = next<{ cpu: NodeJS.CpuUsage }>();
-      child.send('cpu');
-      const { cpu } = await reply;
-      return (cpu.user + cpu.system) / 1000;
-    },
-    stop: async () => {
-      child.kill('SIGTERM');
-      await exited(child);
-    },
-  };
+  const server = await startBenchServerProcess(candidateDir, 'bench-server.ts', database, 'candidate');
+  return { ...server, cpu: async () => (await server.cpu()) / 1000 };
 }
 
 async function sync(server: Server, apiKey: string, kind: Sync): Promise<SyncResult> {

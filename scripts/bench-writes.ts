@@ -24,7 +24,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { spawn } from 'node:child_process';
-import { buildDemo, cli, exited, keepOutput, runSideBySide, track, type Checkout } from './baseline.js';
+import { buildDemo, cli, demoImportBody, exited, keepOutput, runSideBySide, track, type Checkout } from './baseline.js';
 
 const PRODUCTS = Number(process.env.BENCH_PRODUCTS ?? 100_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
@@ -155,33 +155,6 @@ async function timedWrite(
   return { from: answer.from - performance.timeOrigin, to: answer.to - performance.timeOrigin, result: answer.text ? JSON.parse(answer.text) : null };
 }
 
-/** New products, valid for the demo merchant: its suppliers, its three stores' languages. */
-function importBody(count: number): string {
-  const lines: string[] = [];
-  for (let n = 1; n <= count; n++) {
-    const cost = (10 + (n % 997) * 0.19).toFixed(2);
-    const offers = [{ supplier_ref: 'alpine-wholesale', quantity: 1 + (n % 40), cost, currency: 'EUR' }];
-    if (n % 2 === 0) offers.push({ supplier_ref: 'baltic-outdoor', quantity: n % 25, cost: (Number(cost) * 0.98).toFixed(2), currency: 'EUR' });
-    if (n % 3 === 0) offers.push({ supplier_ref: 'pacific-imports', quantity: 5, cost: (Number(cost) * 1.05).toFixed(2), currency: 'USD' });
-    lines.push(JSON.stringify({
-      op: 'upsert_product',
-      product: {
-        ref: `BENCH-WRITES-${String(n).padStart(6, '0')}`,
-        manufacturer: 'Nordkamm',
-        content: {
-          de: { title: `Nordkamm Zelt ${n}`, description: `Zelt aus Nylon, Modell ${n}.` },
-          en: { title: `Nordkamm Tent ${n}`, description: `Tent made of nylon, model ${n}.` },
-          pl: { title: `Nordkamm Namiot ${n}`, description: `Namiot, model ${n}.` },
-        },
-        images: [{ url: `https://images.demo-supplier.test/bench-writes/${n}.jpg` }],
-        offers,
-        supplier_attributes: [{ supplier_ref: 'alpine-wholesale', key: 'weight', value: (1 + (n % 30) / 10).toFixed(2) }],
-      },
-    }));
-  }
-  return `${lines.join('\n')}\n`;
-}
-
 async function runRound(version: Version, round: number, ndjson: string, tempDir: string): Promise<void> {
   const roundDir = path.join(tempDir, `${version.name}-round-${round}`);
   fs.mkdirSync(roundDir);
@@ -285,7 +258,7 @@ await runSideBySide({ tempPrefix: 'cps-bench-writes-', baseline: flags.baseline,
     reads: { idle: [], repricing: [], import: [] }, writeMs: { repricing: [], import: [] },
   }));
   for (const v of versions) Object.assign(v, await buildDemo(v, v.database, PRODUCTS, log));
-  const ndjson = importBody(IMPORT_PRODUCTS);
+  const ndjson = demoImportBody(IMPORT_PRODUCTS, 'writes');
   for (let round = 1; round <= ROUNDS; round++) {
     for (const v of round % 2 ? versions : [...versions].reverse()) await runRound(v, round, ndjson, tempDir);
   }

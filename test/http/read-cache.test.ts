@@ -93,6 +93,25 @@ describe('the read cache of published bytes', () => {
     expect(await metric(service, 'cps_read_cache_bytes')).toBeGreaterThan(0);
   });
 
+  it('shares the cached rows of one range between a numbered and a keyset page, each answered as a process without the cache answers it', async () => {
+    const first = await service.api('/v1/products?per_page=3', merchant.key, { headers: identity });
+    const afterId = first.body.data[2].id;
+    const numbered = '/v1/products?per_page=3&page=2';
+    const keyset = `/v1/products?per_page=3&after_id=${afterId}`;
+    const answers = new Map<string, { text: string; etag: string | null }>();
+    // Read each three times, interleaved: the rows are kept from the second read and shared by both.
+    for (let i = 0; i < 3; i++) {
+      for (const path of [numbered, keyset]) {
+        const response = await service.api(path, merchant.key, { headers: identity });
+        const direct = await oracle.get(path, merchant.key);
+        expect(response.text, path).toBe(await direct.text());
+        expect(response.headers.get('etag'), path).toBe(direct.headers.get('etag'));
+        answers.set(path, { text: response.text, etag: response.headers.get('etag') });
+      }
+    }
+    expect(JSON.parse(answers.get(numbered)!.text).data).toEqual(JSON.parse(answers.get(keyset)!.text).data);
+  });
+
   it('reads again once another process changed a payload, also of another store, and answers 200 with a new ETag', async () => {
     const path = '/v1/products?per_page=4';
     const before = await service.api(path, merchant.key, { headers: identity });

@@ -131,6 +131,8 @@ export interface Config {
     accessLog: boolean;
     /** Bearer token `/metrics` requires; null leaves it open. */
     metricsToken: string | null;
+    /** A database statement slower than this (ms) is logged at warn with its name; 0: never. */
+    slowStatementMs: number;
     /** Port `worker` answers /healthz, /readyz and /metrics on; null: no listener. */
     workerOpsPort: number | null;
     /** On SIGTERM, /readyz answers 503 this long while the process still serves (for load balancers). */
@@ -297,6 +299,7 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
       logLevel: logLevel(env),
       accessLog: bool(env, 'CPS_ACCESS_LOG', true),
       metricsToken: env.CPS_METRICS_TOKEN || null,
+      slowStatementMs: int(env, 'CPS_SLOW_STATEMENT_MS', 100),
       workerOpsPort: env.CPS_OPS_PORT ? int(env, 'CPS_OPS_PORT', 0) : null,
       shutdownDelayMs: int(env, 'CPS_SHUTDOWN_DELAY_MS', 0),
       shutdownGraceMs: int(env, 'CPS_SHUTDOWN_GRACE_MS', 10_000),

@@ -12,6 +12,7 @@ import type { Config } from './config.js';
 import { createImageMirror, type ImageMirror } from './images/mirror.js';
 import { createLogger, type Logger } from './operations/log.js';
 import { ServiceMetrics } from './operations/metrics.js';
+import { isStatementTimed } from './operations/statements.js';
 import { setYieldSlice } from './shared/cooperative.js';
 import type { CatalogStorage } from './storage/port.js';
 import { openPostgresStorage } from './storage/postgres/index.js';
@@ -73,7 +74,9 @@ export function createService(config: Config, options: ServiceOptions = {}): Ser
   const logger = options.logger ?? createLogger(config.operations);
   setYieldSlice(config.storage.writeSliceMs);
   const storage = options.storage ?? openStorage(config, logger);
-  const metrics = new ServiceMetrics(storage, now, logger);
+  const metrics = new ServiceMetrics(storage, now, logger, { slowStatementMs: config.operations.slowStatementMs });
+  // Every statement's duration into /metrics, and the slow ones into the log (also a storage the caller opened).
+  if (isStatementTimed(storage)) storage.observeStatements(metrics);
   const guard = new AddressGuard(config.webhooks.allowHosts);
   const dispatcher = createWebhookDispatcher(storage, config, { now, logger, metrics, guard });
   const apiKeys = new ActiveApiKeys(storage, config.apiKeyCacheMs, now);
@@ -103,7 +106,7 @@ export function createService(config: Config, options: ServiceOptions = {}): Ser
     mirror,
     stopWork,
     close: () => {
-      closing ??= stopWork().then(() => storage.close());
+      closing ??= stopWork().then(() => storage.close()).finally(() => metrics.close());
       return closing;
     },
   };

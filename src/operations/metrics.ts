@@ -6,7 +6,9 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { CatalogStorage, OperationalCounts } from '../storage/port.js';
 import type { PublishedReadCacheObserver } from '../catalog/read-cache.js';
 import type { CacheEvent } from '../shared/byte-budget-cache.js';
+import { EventLoopDelay } from './event-loop-delay.js';
 import type { Logger } from './log.js';
+import { StatementMetrics, type StatementEngine, type StatementObserver } from './statements.js';
 
 /** What the compression cache (http/coded-body-cache.ts) did: a lookup found (hit) or did not find (miss) coded bytes, an entry was evicted for room, or one stored. */
 export type CodedBodyCacheEvent = CacheEvent;
@@ -23,6 +25,9 @@ export type DeliveryOutcome = 'succeeded' | 'failed' | 'given_up' | 'dropped';
 export interface DeliveryObserver {
   observeDelivery(outcome: DeliveryOutcome, seconds: number): void;
 }
+
+/** How often the event-loop delay is sampled (operations/event-loop-delay.ts). */
+export const EVENT_LOOP_SAMPLE_MS = 10;
 
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 export const PROMETHEUS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
@@ -61,7 +66,12 @@ class CacheMetrics {
   }
 }
 
-export class ServiceMetrics implements DeliveryObserver, CodedBodyCacheObserver, PublishedReadCacheObserver {
+export interface ServiceMetricsOptions {
+  /** A statement slower than this is logged at warn (CPS_SLOW_STATEMENT_MS); 0: never. */
+  slowStatementMs?: number;
+}
+
+export class ServiceMetrics implements DeliveryObserver, CodedBodyCacheObserver, PublishedReadCacheObserver, StatementObserver {
   readonly registry = new Registry();
   private readonly requestDuration = new Histogram({
     name: 'cps_http_request_duration_seconds',
@@ -113,13 +123,36 @@ export class ServiceMetrics implements DeliveryObserver, CodedBodyCacheObserver,
     entries: 'Pages and id lists held by the read cache.',
   });
 
+  /** cps_db_statement_duration_seconds{engine,statement}, and the slow-statement log. */
+  private readonly statements: StatementMetrics;
+  /** This process's event loop, sampled every EVENT_LOOP_SAMPLE_MS; read and cleared at each scrape, so the gauges cover the time since the previous one. */
+  private readonly loopDelay = new EventLoopDelay(EVENT_LOOP_SAMPLE_MS);
+  private readonly loopDelayGauges = (['p50', 'p99', 'max'] as const).map((which) => [which, new Gauge({
+    name: `cps_event_loop_delay_${which}_seconds`,
+    help: `Event-loop delay of this process since the previous scrape of its /metrics, ${which === 'max' ? 'the longest' : `${which.slice(1)}th percentile`}: how late a timer due every ${EVENT_LOOP_SAMPLE_MS} ms ran (what a request arriving then waited before it was read).`,
+    registers: [this.registry],
+  })] as const);
+
   constructor(
     private readonly storage: CatalogStorage,
     private readonly now: () => Date,
     private readonly logger: Logger,
+    options: ServiceMetricsOptions = {},
   ) {
     // Every labelled series exists from the start, at 0: a rate() over a series that appears late misses its first increments.
     for (const outcome of ['succeeded', 'failed', 'given_up', 'dropped'] as const) this.deliveries.inc({ outcome }, 0);
+    this.statements = new StatementMetrics(logger, options.slowStatementMs ?? 0);
+    this.statements.register(this.registry);
+    this.loopDelay.start();
+  }
+
+  observeStatement(engine: StatementEngine, name: string, ms: number): void {
+    this.statements.observeStatement(engine, name, ms);
+  }
+
+  /** Stops sampling the event loop (the service closes). */
+  close(): void {
+    this.loopDelay.stop();
   }
 
   observeRequest(method: string, route: string, status: number, seconds: number): void {
@@ -158,6 +191,8 @@ export class ServiceMetrics implements DeliveryObserver, CodedBodyCacheObserver,
       this.feedLag.set(Math.max(0, lagMs) / 1000);
       for (const [state, n] of Object.entries(counts.images)) this.images.set({ state }, n);
     }
+    const loopDelay = this.loopDelay.take();
+    for (const [which, gauge] of this.loopDelayGauges) gauge.set(loopDelay[which]);
     return `${await this.registry.metrics()}\n${await processMetrics().metrics()}`;
   }
 }

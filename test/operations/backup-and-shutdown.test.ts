@@ -115,6 +115,9 @@ describe('graceful shutdown', () => {
     const metrics = await (await fetch(`${base}/metrics`)).text();
     expect(metrics).toContain('cps_webhook_deliveries_total{outcome="succeeded"} 0');
     expect(metrics).toMatch(/cps_images\{state="pending"\} \d+/);
+    // The worker's own event loop and statements (its dispatcher and mirror, the probes' reads).
+    expect(metrics).toMatch(/^cps_event_loop_delay_max_seconds \d/m);
+    expect(metrics).toMatch(/^cps_db_statement_duration_seconds_count\{engine="sqlite",statement="storage\.probe"\} [1-9]/m);
     expect((await fetch(`${base}/v1/stores`)).status).toBe(404);
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     child.kill('SIGTERM');

@@ -1,6 +1,8 @@
 // What every PostgreSQL aggregate runs its queries on: a pooled client inside a transaction or a
 // snapshot, or the pool itself for plain reads. Kept to the one method `pg`'s Pool and PoolClient
 // share (and that an embedded PostgreSQL adapter can offer), so aggregates know nothing of pooling.
+import type { StatementTiming } from '../../operations/statements.js';
+
 export type Row = Record<string, unknown>;
 
 export interface PgQueryResult<R extends Row = Row> {
@@ -42,7 +44,31 @@ export class PgConnection {
     readonly inWriteTransaction: boolean,
     /** True inside transaction() or snapshot(): a failed statement ends the transaction (no retry). */
     readonly inTransaction: boolean = inWriteTransaction,
+    /** Where its statements' durations go (operations/statements.ts): the storage's, shared by its connections. */
+    readonly timing: StatementTiming = { observer: null },
+    /** What its statements are called in the statement metrics and the slow-statement log. */
+    readonly statementName = 'storage',
   ) {}
+
+  /** The same connection with its statements named `name`: each storage operation runs on one of its own (index.ts operationsOn). */
+  named(name: string): PgConnection {
+    return new PgConnection(this.client, this.inWriteTransaction, this.inTransaction, this.timing, name);
+  }
+
+  /**
+   * The client's query, timed from sending it to its result (waiting for a pooled connection, or
+   * for the transaction's previous query, included) when the storage has a statement observer.
+   */
+  private async query<R extends Row>(text: string | PgPreparedQuery, values?: unknown[]): Promise<PgQueryResult<R>> {
+    const observer = this.timing.observer;
+    if (observer === null) return this.client.query<R>(text, values);
+    const start = performance.now();
+    try {
+      return await this.client.query<R>(text, values);
+    } finally {
+      observer.observeStatement('postgres', this.statementName, performance.now() - start);
+    }
+  }
 
   /**
    * The first row of a named prepared statement, parsed and planned once per connection: for the
@@ -54,23 +80,23 @@ export class PgConnection {
   async prepared<R extends Row = Row>(name: string, sql: string, values: unknown[]): Promise<R | undefined> {
     const generation = generations.get(name) ?? 0;
     try {
-      return (await this.client.query<R>({ name: `${name}.${generation}`, text: sql, values })).rows[0];
+      return (await this.query<R>({ name: `${name}.${generation}`, text: sql, values })).rows[0];
     } catch (error) {
       if ((error as { code?: string }).code !== FEATURE_NOT_SUPPORTED || this.inTransaction) throw error;
       if ((generations.get(name) ?? 0) === generation) generations.set(name, generation + 1);
-      return (await this.client.query<R>({ name: `${name}.${generation + 1}`, text: sql, values })).rows[0];
+      return (await this.query<R>({ name: `${name}.${generation + 1}`, text: sql, values })).rows[0];
     }
   }
 
   async rows<R extends Row = Row>(sql: string, values: unknown[] = []): Promise<R[]> {
-    return (await this.client.query<R>(sql, values)).rows;
+    return (await this.query<R>(sql, values)).rows;
   }
 
   async one<R extends Row = Row>(sql: string, values: unknown[] = []): Promise<R | undefined> {
-    return (await this.client.query<R>(sql, values)).rows[0];
+    return (await this.query<R>(sql, values)).rows[0];
   }
 
   async run(sql: string, values: unknown[] = []): Promise<number> {
-    return (await this.client.query(sql, values)).rowCount ?? 0;
+    return (await this.query(sql, values)).rowCount ?? 0;
   }
 }

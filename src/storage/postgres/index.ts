@@ -8,6 +8,7 @@
 // the migrations run in the background, under an advisory lock so that processes starting
 // together apply each one once; every operation waits for them.
 import pg from 'pg';
+import { statementName, type StatementObserver, type StatementTiming } from '../../operations/statements.js';
 import type { CatalogStorage, StorageOperations, StorageTx, WorkTopic } from '../port.js';
 import type { OperationalCounts } from '../records.js';
 import { PgCatalogSetup } from './catalog-setup.js';
@@ -55,9 +56,11 @@ export interface PostgresOptions {
 function operationsOn(connection: PgConnection): StorageOperations {
   const operations: Record<string, unknown> = {};
   for (const Aggregate of AGGREGATES) {
-    const aggregate = new Aggregate(connection) as unknown as Record<string, (...args: unknown[]) => unknown>;
     for (const name of Object.getOwnPropertyNames(Aggregate.prototype)) {
-      if (name === 'constructor' || typeof aggregate[name] !== 'function') continue;
+      if (name === 'constructor' || typeof Object.getOwnPropertyDescriptor(Aggregate.prototype, name)?.value !== 'function') continue;
+      // Each operation on an aggregate of its own (they hold nothing but their connection), whose
+      // statements carry the operation's name in the statement metrics (`images.claimDueImageMirrors`).
+      const aggregate = new Aggregate(connection.named(statementName(Aggregate.name, name))) as unknown as Record<string, (...args: unknown[]) => unknown>;
       operations[name] = aggregate[name]!.bind(aggregate);
     }
   }
@@ -152,10 +155,12 @@ export class PostgresStorage implements CatalogStorage {
   /** Each pooled client's operations, made once per client and mode. */
   private readonly txOperations = new WeakMap<PgQueryable, StorageTx>();
   private readonly snapshotOperations = new WeakMap<PgQueryable, StorageOperations>();
+  /** Where every connection's statement durations go (operations/statements.ts). */
+  private readonly timing: StatementTiming = { observer: null };
 
   constructor(readonly pool: PgPoolLike, private readonly wakeups: PgWakeups | null = null) {
     this.migrating = this.startMigrating();
-    const reader = operationsOn(new PgConnection(pool, false));
+    const reader = operationsOn(new PgConnection(pool, false, false, this.timing));
     const self = this as unknown as Record<string, unknown>;
     for (const name of Object.keys(reader)) {
       const operation = name as keyof StorageOperations;
@@ -214,7 +219,7 @@ export class PostgresStorage implements CatalogStorage {
   private operationsOf(client: PgQueryable, cache: WeakMap<PgQueryable, StorageOperations>, write: boolean): StorageOperations {
     let operations = cache.get(client);
     if (!operations) {
-      operations = operationsOn(new PgConnection(oneAtATime(client), write, true));
+      operations = operationsOn(new PgConnection(oneAtATime(client), write, true, this.timing));
       cache.set(client, operations);
     }
     return operations;
@@ -248,6 +253,11 @@ export class PostgresStorage implements CatalogStorage {
     await this.pool.end();
   }
 
+  /** Reports every statement's duration to the observer from now on (null: no more). */
+  observeStatements(observer: StatementObserver | null): void {
+    this.timing.observer = observer;
+  }
+
   /** LISTEN/NOTIFY: a commit in any process that added work of the topic (storage/postgres/wakeups.ts). */
   onWork(topic: WorkTopic, listener: () => void): () => void {
     return this.wakeups?.subscribe(topic, listener) ?? (() => {});
@@ -276,7 +286,8 @@ export class PostgresStorage implements CatalogStorage {
   async operationalCounts(): Promise<OperationalCounts> {
     await this.whenReady();
     return this.onClient(SNAPSHOT, async (client) => {
-      const rows = async <R extends Record<string, unknown>>(sql: string) => (await client.query<R>(sql)).rows;
+      const connection = new PgConnection(client, false, true, this.timing, 'storage.operationalCounts');
+      const rows = <R extends Record<string, unknown>>(sql: string) => connection.rows<R>(sql);
       const counts: OperationalCounts = {
         endpoints: { active: 0, paused: 0, disabled: 0 },
         outboxDepth: (await rows<{ n: number }>('SELECT count(*) AS n FROM webhook_outbox'))[0]!.n,

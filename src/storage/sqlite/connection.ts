@@ -1,25 +1,97 @@
 // One better-sqlite3 connection and its statement cache, shared by every aggregate's queries on it.
 import type Database from 'better-sqlite3';
+import type { StatementTiming } from '../../operations/statements.js';
 import type { WorkTopic } from '../port.js';
 
 export type Row = Record<string, unknown>;
 
 export class SqliteConnection {
   private readonly statements = new Map<string, Database.Statement>();
-  /** Work the open transaction adds: the storage wakes this process's workers after its COMMIT. */
-  readonly addedWork = new Set<WorkTopic>();
+  /** The named views of this connection (named()), made once each. */
+  private readonly views: Map<string, SqliteConnection>;
 
-  constructor(readonly db: Database.Database) {}
+  constructor(
+    readonly db: Database.Database,
+    /** Where its statements' durations go (operations/statements.ts): the storage's, shared by its connections. */
+    readonly timing: StatementTiming = { observer: null },
+    /** What its statements are called in the statement metrics and the slow-statement log. */
+    readonly statementName = 'storage',
+    /** Work the open transaction adds: the storage wakes this process's workers after its COMMIT. */
+    readonly addedWork = new Set<WorkTopic>(),
+    views?: Map<string, SqliteConnection>,
+  ) {
+    this.views = views ?? new Map();
+  }
 
-  /** The prepared statement for this SQL, prepared once per connection. */
+  /**
+   * The same connection (its database, its open transaction's added work) with its statements
+   * named `name`: each storage operation runs on a view of its own (index.ts operationsOn).
+   */
+  named(name: string): SqliteConnection {
+    let view = this.views.get(name);
+    if (!view) {
+      view = new SqliteConnection(this.db, this.timing, name, this.addedWork, this.views);
+      this.views.set(name, view);
+    }
+    return view;
+  }
+
+  /** The prepared statement for this SQL, prepared once per connection and name, its runs timed. */
   stmt(sql: string): Database.Statement {
     let statement = this.statements.get(sql);
     if (!statement) {
-      statement = this.db.prepare(sql);
+      statement = timed(this.db.prepare(sql), this.statementName, this.timing);
       this.statements.set(sql, statement);
     }
     return statement;
   }
+}
+
+type Run = (this: Database.Statement, ...params: unknown[]) => unknown;
+
+/**
+ * The statement with its run, get and all timed (own properties over the prototype's: pluck(),
+ * raw() and bind() return the same object, so chains stay timed), reported to the storage's
+ * observer when it has one. iterate() is timed as the sum of its steps (the work of the loop
+ * that consumes it is not counted), reported once when it ends or is left.
+ */
+function timed(statement: Database.Statement, name: string, timing: StatementTiming): Database.Statement {
+  const target = statement as unknown as Record<string, Run>;
+  for (const method of ['run', 'get', 'all'] as const) {
+    const original = target[method]!;
+    target[method] = function timedRun(this: Database.Statement, ...params: unknown[]) {
+      const observer = timing.observer;
+      if (observer === null) return original.apply(this, params);
+      const start = performance.now();
+      try {
+        return original.apply(this, params);
+      } finally {
+        observer.observeStatement('sqlite', name, performance.now() - start);
+      }
+    };
+  }
+  const iterate = target.iterate! as (this: Database.Statement, ...params: unknown[]) => IterableIterator<unknown>;
+  target.iterate = function* timedIterate(this: Database.Statement, ...params: unknown[]) {
+    const observer = timing.observer;
+    if (observer === null) return yield* iterate.apply(this, params);
+    let start = performance.now();
+    const rows = iterate.apply(this, params);
+    let ms = performance.now() - start;
+    try {
+      for (;;) {
+        start = performance.now();
+        const next = rows.next();
+        ms += performance.now() - start;
+        if (next.done) return;
+        yield next.value;
+      }
+    } finally {
+      // Left early (break, throw): the statement is released for its next run.
+      rows.return?.();
+      observer.observeStatement('sqlite', name, ms);
+    }
+  } as unknown as Run;
+  return statement;
 }
 
 /** A JSON array parameter, read back in SQL with json_each(?). */

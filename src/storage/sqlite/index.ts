@@ -10,6 +10,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
+import { statementName, type StatementObserver, type StatementTiming } from '../../operations/statements.js';
 import type { CatalogStorage, StorageOperations, StorageTx, WorkTopic } from '../port.js';
 import type { OperationalCounts } from '../records.js';
 import { SqliteCatalogSetup } from './catalog-setup.js';
@@ -49,10 +50,12 @@ export interface SqliteOptions {
 function operationsOn(connection: SqliteConnection): StorageOperations {
   const operations: Record<string, unknown> = {};
   for (const Aggregate of AGGREGATES) {
-    const aggregate = new Aggregate(connection) as unknown as Record<string, (...args: unknown[]) => unknown>;
     for (const name of Object.getOwnPropertyNames(Aggregate.prototype)) {
-      if (name === 'constructor' || typeof aggregate[name] !== 'function') continue;
+      if (name === 'constructor' || typeof Object.getOwnPropertyDescriptor(Aggregate.prototype, name)?.value !== 'function') continue;
+      // Each operation on an aggregate of its own (they hold nothing but their connection), whose
+      // statements carry the operation's name in the statement metrics (`images.claimDueImageMirrors`).
       // Private helpers are own properties of the prototype too; they are never called from outside.
+      const aggregate = new Aggregate(connection.named(statementName(Aggregate.name, name))) as unknown as Record<string, (...args: unknown[]) => unknown>;
       operations[name] = aggregate[name]!.bind(aggregate);
     }
   }
@@ -132,6 +135,8 @@ export class SqliteStorage implements CatalogStorage {
   private readonly lockTimeoutMs: number;
   /** This process's workers waiting for work (SQLite has no cross-process wake-up: they poll for that). */
   private readonly workListeners = new Map<WorkTopic, Set<() => void>>();
+  /** Where every connection's statement durations go (operations/statements.ts). */
+  private readonly timing: StatementTiming = { observer: null };
 
   constructor(
     readonly db: Database.Database,
@@ -142,8 +147,8 @@ export class SqliteStorage implements CatalogStorage {
   ) {
     this.lockTimeoutMs = options.lockTimeoutMs ?? 30_000;
     const readDb = openReader();
-    this.read = new SqliteConnection(readDb);
-    this.write = new SqliteConnection(db);
+    this.read = new SqliteConnection(readDb, this.timing, 'storage.probe');
+    this.write = new SqliteConnection(db, this.timing, 'storage.transaction');
     this.tx = operationsOn(this.write);
     this.reader = readDb === db ? this.tx : operationsOn(this.read);
     const self = this as unknown as Record<string, unknown>;
@@ -197,6 +202,11 @@ export class SqliteStorage implements CatalogStorage {
     }
   }
 
+  /** Reports every statement's duration to the observer from now on (null: no more). */
+  observeStatements(observer: StatementObserver | null): void {
+    this.timing.observer = observer;
+  }
+
   onWork(topic: WorkTopic, listener: () => void): () => void {
     let listeners = this.workListeners.get(topic);
     if (!listeners) this.workListeners.set(topic, (listeners = new Set()));
@@ -227,7 +237,7 @@ export class SqliteStorage implements CatalogStorage {
     if (!taken) {
       const db = this.openReader();
       this.snapshotConnections.push(db);
-      const connection = new SqliteConnection(db);
+      const connection = new SqliteConnection(db, this.timing, 'storage.snapshot');
       taken = { connection, operations: operationsOn(connection) };
     }
     taken.connection.stmt('BEGIN').run();
@@ -261,7 +271,7 @@ export class SqliteStorage implements CatalogStorage {
 
   async operationalCounts(): Promise<OperationalCounts> {
     return this.onSnapshot(async (connection) => {
-      const stmt = (sql: string) => connection.stmt(sql);
+      const stmt = (sql: string) => connection.named('storage.operationalCounts').stmt(sql);
       const counts: OperationalCounts = {
         endpoints: { active: 0, paused: 0, disabled: 0 },
         outboxDepth: stmt('SELECT count(*) FROM webhook_outbox').pluck().get() as number,

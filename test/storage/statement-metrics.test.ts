@@ -1,0 +1,156 @@
+// Issue 20 item 4, first half: every SQL statement the storage runs is timed into
+// cps_db_statement_duration_seconds{engine,statement} under the name of the storage operation that
+// ran it; /metrics shows this process's event-loop delay; a statement slower than
+// CPS_SLOW_STATEMENT_MS is logged at warn with its name, engine and duration (never its parameters).
+// On the real service (startTestService), on the project's engine: SQLite and PostgreSQL.
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
+import { StatementMetrics, statementName } from '../../src/operations/statements.js';
+import { adminOk, createMerchant, importNdjson, simpleProduct } from '../support/admin-http.js';
+import { onPglite, sqliteOnly, TEST_ENGINE } from '../support/engine.js';
+import { LogCapture, type LogLine } from '../support/logs.js';
+import { parseExposition, sample } from '../support/metrics.js';
+import { sqliteStorageOf, startTestService, type TestService } from '../support/service.js';
+
+const METRIC = 'cps_db_statement_duration_seconds';
+
+async function scrape(service: TestService): Promise<string> {
+  const response = await service.fetch(`${service.url}/metrics`);
+  expect(response.status).toBe(200);
+  return response.text();
+}
+
+/** A merchant with a store of two products: a key to read them with. */
+async function catalog(service: TestService): Promise<string> {
+  const merchant = await createMerchant(service, 'Statement Outfitters');
+  await adminOk(service, 'PUT', `${merchant.base}/stores/de`, { name: 'DE', locale: 'de-DE', currency: 'EUR' });
+  await adminOk(service, 'PUT', `${merchant.base}/suppliers/alpine`, { name: 'Alpine' });
+  expect((await importNdjson(service, merchant.id, [simpleProduct('A'), simpleProduct('B')])).status).toBe(200);
+  return merchant.key;
+}
+
+const slowLines = (logs: LogCapture): LogLine[] => logs.find('slow statement');
+
+describe('statement durations and the event-loop delay in /metrics', () => {
+  let service: TestService;
+  let key: string;
+  beforeAll(async () => {
+    service = await startTestService();
+    key = await catalog(service);
+  });
+  afterAll(() => service.close());
+
+  it('a page read shows under the name of the storage operation that ran it, every name a bounded method name', async () => {
+    const labels = { engine: TEST_ENGINE, statement: 'published.publishedPageOfStore' };
+    const before = sample(await scrape(service), `${METRIC}_count`, labels) ?? 0;
+    for (let i = 0; i < 3; i++) expect((await service.api('/v1/products?store=de', key)).status).toBe(200);
+    const after = await scrape(service);
+    const count = sample(after, `${METRIC}_count`, labels)!;
+    // Every read asks the database, cached or not (the merchant's published version, with the page when it changed).
+    expect(count - before).toBeGreaterThanOrEqual(1);
+    expect(sample(after, `${METRIC}_bucket`, { ...labels, le: '+Inf' })).toBe(count);
+    expect(sample(after, `${METRIC}_sum`, labels)).toBeGreaterThan(0);
+    const samples = parseExposition(after).filter((s) => s.name.startsWith(METRIC));
+    const names = new Set(samples.map((s) => s.labels.statement));
+    // Names of storage methods (aggregate.method) or of the storage's own statements, never SQL text.
+    for (const name of names) expect(name).toMatch(/^[a-z][A-Za-z]*\.[a-z][A-Za-z]*$/);
+    expect(names).toContain('tenancy.findActiveApiKey');
+    expect(new Set(samples.map((s) => s.labels.engine))).toEqual(new Set([TEST_ENGINE]));
+    expect(after).not.toMatch(/SELECT|INSERT/);
+  });
+
+  it('shows the event-loop delay since the previous scrape: a loop blocked 150 ms shows in the max', async () => {
+    await scrape(service);
+    const start = performance.now();
+    while (performance.now() - start < 150) { /* blocks this process's event loop, the server's too */ }
+    // The monitor's timer, due during the block, runs now and records how late it is.
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    const metrics = await scrape(service);
+    const max = sample(metrics, 'cps_event_loop_delay_max_seconds')!;
+    expect(max).toBeGreaterThanOrEqual(0.12);
+    expect(max).toBeLessThan(5);
+    expect(sample(metrics, 'cps_event_loop_delay_p50_seconds')).toBeLessThanOrEqual(max);
+    expect(sample(metrics, 'cps_event_loop_delay_p99_seconds')).toBeLessThanOrEqual(max);
+    // A new window from each scrape: nothing blocked since the last one.
+    expect(sample(await scrape(service), 'cps_event_loop_delay_max_seconds')).toBeLessThan(max);
+  });
+});
+
+describe('slow statements', () => {
+  sqliteOnly.it('SQLite: a statement slower than CPS_SLOW_STATEMENT_MS is logged at warn with its name, engine and duration, and is in the histogram', async () => {
+    const logs = new LogCapture('info');
+    const service = await startTestService({ logger: logs.logger, config: { operations: { slowStatementMs: 5 } } });
+    try {
+      // /readyz reads the applied migrations (`storage.probe`): with half a million rows more, a recursive CTE's count, that read takes tens of ms.
+      sqliteStorageOf(service).db.prepare(`INSERT INTO schema_migrations (id, name, applied_at)
+        WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 500000) SELECT 1000000 + x, 'padding', '' FROM n`).run();
+      expect((await service.fetch(`${service.url}/readyz`)).status).toBe(200);
+      const lines = slowLines(logs).filter((line) => line.statement === 'storage.probe');
+      expect(lines.length).toBeGreaterThanOrEqual(1);
+      const [line] = lines;
+      expect(line!.level).toBe('warn');
+      expect(line!.engine).toBe('sqlite');
+      expect(line!.duration_ms).toBeGreaterThan(5);
+      expect(line!.slow_statement_ms).toBe(5);
+      // Its name, engine and duration: no parameters, no SQL.
+      expect(Object.keys(line!).sort()).toEqual(['duration_ms', 'engine', 'level', 'msg', 'service', 'slow_statement_ms', 'statement', 'time']);
+      const metrics = await scrape(service);
+      const labels = { engine: 'sqlite', statement: 'storage.probe' };
+      // Observed above the 5 ms bucket at least once.
+      expect(sample(metrics, `${METRIC}_count`, labels)! - sample(metrics, `${METRIC}_bucket`, { ...labels, le: '0.005' })!).toBeGreaterThanOrEqual(1);
+    } finally {
+      await service.close();
+    }
+  });
+
+  it.skipIf(TEST_ENGINE !== 'postgres' || onPglite())('PostgreSQL: a statement waiting 300 ms for a lock is logged at warn with its operation\'s name', async () => {
+    const logs = new LogCapture('info');
+    const service = await startTestService({ logger: logs.logger });
+    const locker = new pg.Client({ connectionString: service.database.location });
+    await locker.connect();
+    try {
+      const key = await catalog(service);
+      // The read waits for the stores table: another connection holds it for 300 ms.
+      await locker.query('BEGIN');
+      await locker.query('LOCK TABLE stores IN ACCESS EXCLUSIVE MODE');
+      const release = new Promise((resolve) => setTimeout(resolve, 300)).then(() => locker.query('COMMIT'));
+      expect((await service.api('/v1/products?store=de', key)).status).toBe(200);
+      await release;
+      const lines = slowLines(logs);
+      expect(lines.length).toBeGreaterThanOrEqual(1);
+      for (const line of lines) {
+        expect(line.level).toBe('warn');
+        expect(line.engine).toBe('postgres');
+        expect(line.statement).toMatch(/^(published|tenancy)\.[a-z][A-Za-z]*$/);
+        expect(Object.keys(line).sort()).toEqual(['duration_ms', 'engine', 'level', 'msg', 'service', 'slow_statement_ms', 'statement', 'time']);
+      }
+      expect(Math.max(...lines.map((line) => line.duration_ms as number))).toBeGreaterThanOrEqual(250);
+      expect(logs.text).not.toContain(key);
+    } finally {
+      await locker.end();
+      await service.close();
+    }
+  });
+
+  it('CPS_SLOW_STATEMENT_MS: 100 by default, 0 turns the log off, anything else but a whole number is refused', () => {
+    expect(loadConfig({}).operations.slowStatementMs).toBe(100);
+    expect(loadConfig({ CPS_SLOW_STATEMENT_MS: '0' }).operations.slowStatementMs).toBe(0);
+    expect(() => loadConfig({ CPS_SLOW_STATEMENT_MS: 'fast' })).toThrow(/CPS_SLOW_STATEMENT_MS must be a non-negative integer, got "fast"/);
+    expect(() => loadConfig({ CPS_SLOW_STATEMENT_MS: '-1' })).toThrow(/CPS_SLOW_STATEMENT_MS/);
+    const logs = new LogCapture('info');
+    const off = new StatementMetrics(logs.logger, 0);
+    off.observeStatement('sqlite', 'published.publishedPage', 60_000);
+    const on = new StatementMetrics(logs.logger, 100);
+    on.observeStatement('sqlite', 'published.publishedPage', 100);
+    expect(slowLines(logs)).toEqual([]);
+    on.observeStatement('postgres', 'published.publishedPage', 100.5);
+    expect(slowLines(logs).map((line) => [line.engine, line.statement, line.duration_ms])).toEqual([['postgres', 'published.publishedPage', 100.5]]);
+  });
+
+  it('names a statement after its aggregate and method, the same on both engines', () => {
+    expect(statementName('SqliteImages', 'claimDueImageMirrors')).toBe('images.claimDueImageMirrors');
+    expect(statementName('PgImages', 'claimDueImageMirrors')).toBe('images.claimDueImageMirrors');
+    expect(statementName('PgProductSources', 'upsertProductSource')).toBe('productSources.upsertProductSource');
+  });
+});

@@ -32,7 +32,9 @@
 // last page at most 1.5x the reference's, ?ids= at most 2x; a compressed page 1 at most the plain
 // one + 0.3 ms; page 1 on the wire at most 1.25x issue 15's sizes. The same figures for a first
 // read (uncached: both caches missed) are printed after them, for the record.
-// Usage: npm run bench:reads -- [--baseline REF] [--json]
+// Usage: npm run bench:reads -- [--baseline REF] [--json] [--only page1,last,...]
+//   --only measures those targets alone (and the reference), and prints their table without the
+//   verdicts, which need every target: a quick side-by-side check of one read.
 //   REF defaults to origin/main, else main, else HEAD~1. BENCH_PRODUCTS (100000), BENCH_SECONDS (5),
 //   BENCH_ROUNDS (3), BENCH_CONNECTIONS (8). Exits 0 whatever the verdicts.
 import { fork, type ChildProcess } from 'node:child_process';
@@ -54,7 +56,7 @@ const NOISE = 0.05;
 const REFERENCE = { page1PerStatic: 0.6, lastPerPage1: 0.95 };
 /** Issue 15's limits: CPU per request against the reference target, and page 1 on the wire before it (gzip 6, brotli 4). */
 const ISSUE_15 = { pagePerReference: 1.5, idsPerReference: 2, codingUs: 300, wireFactor: 1.25, gzipBytes: 11_201, brBytes: 11_047 };
-const { values: flags } = parseArgs({ options: { baseline: { type: 'string' }, json: { type: 'boolean' } } });
+const { values: flags } = parseArgs({ options: { baseline: { type: 'string' }, json: { type: 'boolean' }, only: { type: 'string' } } });
 // With --json, stdout carries only the result.
 const log = (line: string) => (flags.json ? console.error(line) : console.log(line));
 
@@ -63,6 +65,11 @@ const TARGETS = [
   'page1-uncached', 'last-uncached', 'ids-uncached', 'page1-gzip-uncached', 'page1-br-uncached', 'page1-nolog',
 ] as const;
 type Target = (typeof TARGETS)[number];
+/** The targets this run measures: all, or those --only names. */
+const MEASURED: readonly Target[] = flags.only ? flags.only.split(',').map((t) => {
+  if (!(TARGETS as readonly string[]).includes(t)) throw new Error(`--only takes targets of ${TARGETS.join(',')}, got "${t}"`);
+  return t as Target;
+}) : TARGETS;
 interface Version extends Checkout {
   server: BenchServer;
   requests: Record<Target, { url: string; headers: Record<string, string> }>;
@@ -269,12 +276,17 @@ function report(versions: [Version, Version], reference: Reference): void {
   console.log('');
   console.log(`${PRODUCTS} products, ${ROUNDS} round(s) of ${SECONDS} s per target and version, ${CONNECTIONS} connections; medians over the rounds`);
   console.log(`${'target'.padEnd(20)}${'baseline req/s'.padStart(15)}${'CPU µs'.padStart(8)}${'candidate req/s'.padStart(17)}${'CPU µs'.padStart(8)}${'cand/base req/s'.padStart(17)}${'CPU'.padStart(7)}`);
-  for (const t of TARGETS) {
+  for (const t of MEASURED) {
     console.log(`${t.padEnd(20)}${fixed(b.targets[t].rps, 0).padStart(15)}${fixed(b.targets[t].cpu_us, 0).padStart(8)}`
       + `${fixed(c.targets[t].rps, 0).padStart(17)}${fixed(c.targets[t].cpu_us, 0).padStart(8)}`
       + `${fixed(candidatePerBaseline[t].rps).padStart(17)}${fixed(candidatePerBaseline[t].cpu).padStart(7)}`);
   }
   console.log(`${'reference'.padEnd(20)}${fixed(referenceRps, 0).padStart(15)}${fixed(referenceUs, 0).padStart(8)}   (one process for both: node:http + better-sqlite3, page 1's payloads as one BLOB)`);
+  if (flags.only) {
+    for (const t of MEASURED) console.log(`${t} CPU / reference: baseline ${fixed(b.targets[t].cpu_us / referenceUs)}, candidate ${fixed(c.targets[t].cpu_us / referenceUs)}`);
+    console.log('(--only: no ratios or verdicts, they need every target)');
+    return;
+  }
   console.log('');
   console.log(`${'ratio'.padEnd(44)}${'baseline'.padStart(9)}${'candidate'.padStart(10)}`);
   const ratioLine = (label: string, key: keyof typeof b.ratios) => console.log(`${label.padEnd(44)}${fixed(b.ratios[key]).padStart(9)}${fixed(c.ratios[key]).padStart(10)}`);
@@ -334,7 +346,7 @@ await runSideBySide({ tempPrefix: 'cps-bench-reads-', baseline: flags.baseline, 
     // alternates from one target to the next and from one round to the next.
     for (let round = 0; round <= ROUNDS; round++) {
       await measure(reference, 'reference', round);
-      for (const [i, target] of TARGETS.entries()) {
+      for (const [i, target] of MEASURED.entries()) {
         for (const v of (round + i) % 2 ? [...versions].reverse() : versions) await measure(v, target, round);
       }
     }

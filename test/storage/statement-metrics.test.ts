@@ -3,6 +3,7 @@
 // ran it; /metrics shows this process's event-loop delay; a statement slower than
 // CPS_SLOW_STATEMENT_MS is logged at warn with its name, engine and duration (never its parameters).
 // On the real service (startTestService), on the project's engine: SQLite and PostgreSQL.
+import Database from 'better-sqlite3';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
@@ -12,6 +13,7 @@ import { onPglite, sqliteOnly, TEST_ENGINE } from '../support/engine.js';
 import { LogCapture, type LogLine } from '../support/logs.js';
 import { parseExposition, sample } from '../support/metrics.js';
 import { sqliteStorageOf, startTestService, type TestService } from '../support/service.js';
+import { SqliteConnection } from '../../src/storage/sqlite/connection.js';
 
 const METRIC = 'cps_db_statement_duration_seconds';
 
@@ -146,6 +148,25 @@ describe('slow statements', () => {
     expect(slowLines(logs)).toEqual([]);
     on.observeStatement('postgres', 'published.publishedPage', 100.5);
     expect(slowLines(logs).map((line) => [line.engine, line.statement, line.duration_ms])).toEqual([['postgres', 'published.publishedPage', 100.5]]);
+  });
+
+  sqliteOnly.it('SQLite: iterate() counts once, when it ends or is left, and leaves the statement free for its next run', () => {
+    const db = new Database(':memory:');
+    try {
+      const observed: [string, string][] = [];
+      const timing = { observer: { observeStatement: (engine: string, name: string) => { observed.push([engine, name]); } } };
+      const connection = new SqliteConnection(db, timing).named('test.countTo');
+      const sql = 'WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 10) SELECT x FROM n';
+      expect([...connection.stmt(sql).pluck().iterate()]).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+      expect(observed).toEqual([['sqlite', 'test.countTo']]);
+      for (const x of connection.stmt(sql).pluck().iterate()) if (x === 3) break;
+      expect(observed).toHaveLength(2);
+      // Released on break: the same statement runs again.
+      expect(connection.stmt(sql).pluck().all()).toHaveLength(10);
+      expect(observed).toHaveLength(3);
+    } finally {
+      db.close();
+    }
   });
 
   it('names a statement after its aggregate and method, the same on both engines', () => {

@@ -1,0 +1,1104 @@
+// `npm run bench:scale` (issue 20 item 1): the whole service at catalog scale, with every worker on.
+//
+// The catalog (--products N, default 100,000) is built before the measured start by a `serve`
+// started for the build alone (workers off), through the admin API: one merchant with 3 stores,
+// 2 to 5 images per product, every image on one local origin (plus a few products whose last image
+// is on a second local host that never answers), local webhook receivers behind --endpoints
+// endpoints (a quarter of them for one store), and (seeded into the database while no service runs)
+// an endpoint with --seed-deliveries finished deliveries in its log. Then `serve` starts on it as
+// `npm start` runs it: every default on (image mirroring, webhook dispatcher, retention), only the
+// port, the database, the admin token and CPS_WEBHOOK_ALLOW_HOSTS=127.0.0.1 (so the local origin and
+// receivers pass the SSRF guard) set. It runs from the version's tree as `node --import tsx
+// src/cli.ts serve`, as every bench script here does (the same code `npm start` builds to dist/).
+//
+// During every phase a light reader (--readers loops, one API key each, at most 20 requests/s
+// each: far under the default rate limit) reads in turn: a numbered page of 200 (page 1, the last
+// pages, or any page), `?ids=` with 200 ids of the store, `/v1/stores` and a window of
+// `/v1/changes`; /metrics is scraped every 5 s (event-loop delay from prom-client's
+// nodejs_eventloop_lag_* gauges, which it resets at each scrape, so each scrape gives the delay since
+// the one before; and any cps_*event_loop* / cps_*statement* series the version exposes; images by
+// state). A read is counted in the phase it started in; one still unanswered when its phase ends is
+// counted with the time it had waited by then (so a stalled server shows however long it stalls).
+//
+// Phases (each bounded in time; a write that cannot finish within its budget is reported as such):
+//   a  backlog    the start: time to the first answer after the `listening` log line, then
+//                 --phase-seconds/2 of reads while the workers start on the mirroring backlog;
+//   c  mirroring  images/s over --phase-seconds (the cps_images gauges of /metrics; the origin's
+//                 own count of fetches beside it);
+//   d  repricing  PUT exchange-rates/EUR/GBP (re-resolves the EUR and GBP stores): products/s;
+//   e  import     an NDJSON import of min(20,000, N) new products: products/s;
+//   f  storm      a re-import of min(20,000, N) products with new costs (a price change in every
+//                 store: ~3 changes per product for every endpoint), then the deliveries the
+//                 receivers get: peak deliveries/s over 5 s, and in all over --phase-seconds;
+//   h  panel      the operator's panel pages (overview, images, endpoint list, endpoint detail of
+//                 the endpoint with the seeded log, and filtered by status, catalog list, a deep
+//                 catalog page, the excluded ones, a search by ref and by EAN) and the admin status
+//                 calls (images, endpoints, the delivery log): 5 requests each, one at a time;
+//   g  retention  SIGTERM (timed), --seed-changes changes 60 days old seeded into the database,
+//                 `serve` started again: first answer, then time until retention has pruned them
+//                 (its log line) and reads meanwhile;
+//   b  tenants    a second catalog of M merchants of P products (default M = P = round(sqrt(N)),
+//                 so 1,000 x 1,000 at N = 1,000,000; --tenants / --tenant-products), one endpoint
+//                 each created before their products (a delivery backlog per merchant), its own
+//                 `serve`: first answer, reads of random tenants, images/s and deliveries/s.
+// Run in the order a c d e f h g, then b. At the end of each serve: SIGTERM, and the time until it
+// exited (goal: within CPS_SHUTDOWN_GRACE_MS, 10 s by default).
+//
+// --engine postgres: a throwaway PostgreSQL (scripts/postgres-server.ts, non-durable as for
+// bench:postgres) holds each catalog in a database of its own, and every measured deployment is two
+// `serve` processes (every default on) and a `worker`; the reader alternates between both serves.
+// --baseline REF: the same phases against another commit (scripts/baseline.ts), every catalog of
+// both versions built before either version's measured service starts.
+//
+// Usage: npm run bench:scale -- [--products N] [--baseline REF] [--engine sqlite|postgres]
+//   [--only a,c,d,e,f,h,g,b] [--json] [--phase-seconds S (60)] [--endpoints E (20)] [--readers R (2)]
+//   [--tenants M] [--tenant-products P] [--seed-changes C (1000000)] [--seed-deliveries D (100000)]
+// With --json, stdout carries only the result (progress on stderr). Exits 0 whatever the verdicts;
+// 1 when the run itself fails.
+import { fork, spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import { candidateDir, git, inheritedEnv, killTracked, runSideBySide, track, type Checkout } from './baseline.js';
+import { startPostgresServer, freePort, type PostgresServer } from './postgres-server.js';
+import {
+  AdminClient, buildMainCatalog, buildTenants, mainProductLine, ndjson, seedDeliveryLog, seedOldChanges,
+  type DatabaseRef, type ImageHosts, type MainCatalog, type Tenant,
+} from './scale-catalog.js';
+
+// ---- options ----------------------------------------------------------------------------------
+
+const PHASE_KEYS = ['a', 'c', 'd', 'e', 'f', 'h', 'g', 'b'] as const;
+type PhaseKey = (typeof PHASE_KEYS)[number];
+const PHASE_TITLES: Record<PhaseKey, string> = {
+  a: 'backlog after start', b: 'many tenants', c: 'mirroring', d: 'exchange-rate re-pricing', e: 'import',
+  f: 'delivery storm', g: 'retention pruning', h: 'panel and admin status',
+};
+
+const { values: flags } = parseArgs({
+  options: {
+    products: { type: 'string', default: '100000' },
+    baseline: { type: 'string' },
+    engine: { type: 'string', default: 'sqlite' },
+    only: { type: 'string' },
+    json: { type: 'boolean' },
+    'phase-seconds': { type: 'string', default: '60' },
+    endpoints: { type: 'string', default: '20' },
+    readers: { type: 'string', default: '2' },
+    tenants: { type: 'string' },
+    'tenant-products': { type: 'string' },
+    'seed-changes': { type: 'string', default: '1000000' },
+    'seed-deliveries': { type: 'string', default: '100000' },
+    hanging: { type: 'string', default: '8' },
+  },
+});
+const int = (name: string, value: string | undefined, min = 0) => {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be an integer >= ${min}, got "${value}"`);
+  return n;
+};
+const PRODUCTS = int('products', flags.products, 100);
+const PHASE_SECONDS = Number(flags['phase-seconds']);
+if (!(PHASE_SECONDS > 0)) throw new Error('--phase-seconds must be a positive number');
+const ENDPOINTS = int('endpoints', flags.endpoints, 1);
+const READERS = int('readers', flags.readers, 1);
+const TENANTS = flags.tenants ? int('tenants', flags.tenants, 1) : Math.max(2, Math.round(Math.sqrt(PRODUCTS)));
+const TENANT_PRODUCTS = flags['tenant-products'] ? int('tenant-products', flags['tenant-products'], 1) : Math.max(10, Math.round(Math.sqrt(PRODUCTS)));
+const SEED_CHANGES = int('seed-changes', flags['seed-changes'], 1);
+const SEED_DELIVERIES = int('seed-deliveries', flags['seed-deliveries'], 1);
+const HANGING = int('hanging', flags.hanging);
+const IMPORT_PRODUCTS = Math.min(20_000, PRODUCTS);
+const STORM_PRODUCTS = Math.min(20_000, PRODUCTS);
+const ENGINE = flags.engine === 'postgres' ? 'postgres' : flags.engine === 'sqlite' ? 'sqlite' : (() => { throw new Error(`--engine takes sqlite or postgres, got "${flags.engine}"`); })();
+const PHASES = new Set<PhaseKey>(flags.only ? flags.only.split(',').map((p) => {
+  const key = p.trim() as PhaseKey;
+  if (!PHASE_KEYS.includes(key)) throw new Error(`--only takes ${PHASE_KEYS.join(',')}, got "${p}"`);
+  return key;
+}) : PHASE_KEYS);
+const MAIN_PHASES = PHASE_KEYS.filter((k) => k !== 'b' && PHASES.has(k));
+
+const ADMIN_TOKEN = 'bench-scale-admin-token';
+const GOALS = { firstAnswerMs: 2000, readP99Ms: 50, readMaxMs: 200, imagesPerSecond: 200, panelMs: 300, shutdownMs: 10_000 };
+const READ_TIMEOUT_MS = 120_000;
+const SCRAPE_INTERVAL_MS = 5000;
+const SCRAPE_TIMEOUT_MS = 10_000;
+/** A write phase (re-pricing, imports) gives up waiting after this long (the server goes on with it). */
+const WRITE_BUDGET_S = Math.max(120, PHASE_SECONDS * 2, PRODUCTS / 2000);
+
+const log = (line: string) => (flags.json ? console.error(line) : console.log(line));
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const now = () => performance.now();
+
+// ---- statistics -------------------------------------------------------------------------------
+
+/** Nearest-rank percentile of sorted values; null when there are none. */
+const rank = (sorted: number[], p: number) => (sorted.length ? sorted[Math.max(0, Math.ceil(p * sorted.length) - 1)]! : null);
+interface LatencyStats { n: number; errors: number; unanswered: number; p50: number | null; p99: number | null; max: number | null }
+function latencyStats(samples: { ms: number; error?: string | undefined; unanswered?: boolean }[]): LatencyStats {
+  const sorted = samples.map((s) => s.ms).sort((a, b) => a - b);
+  return {
+    n: samples.length, errors: samples.filter((s) => s.error).length, unanswered: samples.filter((s) => s.unanswered).length,
+    p50: rank(sorted, 0.5), p99: rank(sorted, 0.99), max: sorted.at(-1) ?? null,
+  };
+}
+
+// ---- the peers: image origin, hanging host, receivers -----------------------------------------
+
+interface Peers {
+  hosts: ImageHosts;
+  receiver: string;
+  counts: () => Promise<{ images: number; gone: number; hangs: number; deliveries: number; byPath: Record<string, number> }>;
+}
+
+async function startPeers(): Promise<Peers> {
+  const child = track(fork(path.join(candidateDir, 'scripts', 'scale-peers.ts'), [], {
+    cwd: candidateDir, execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  }));
+  const ports = await new Promise<{ origin: number; hang: number; receiver: number }>((resolve, reject) => {
+    child.once('message', (m: any) => resolve(m.ports));
+    child.once('exit', (code) => reject(new Error(`scale-peers exited ${code}`)));
+  });
+  let waiting: ((value: any) => void)[] = [];
+  child.on('message', (m: any) => {
+    if (m && typeof m.deliveries === 'number') {
+      const all = waiting;
+      waiting = [];
+      for (const resolve of all) resolve(m);
+    }
+  });
+  return {
+    hosts: { origin: `http://127.0.0.1:${ports.origin}`, hang: `http://127.0.0.1:${ports.hang}` },
+    receiver: `http://127.0.0.1:${ports.receiver}`,
+    counts: () => new Promise((resolve) => {
+      waiting.push(resolve);
+      if (waiting.length === 1) child.send('counts');
+    }),
+  };
+}
+
+// ---- service processes ------------------------------------------------------------------------
+
+interface ServiceProcess {
+  name: string;
+  child: ChildProcess;
+  /** http://127.0.0.1:PORT (for a worker: its ops port). */
+  base: string;
+  spawnedAt: number;
+  /** performance.now() when its `listening` line arrived (worker: when /readyz first answered). */
+  listeningAt: number;
+  output: () => string;
+  /** Resolves when a line containing `text` is logged (from now on); rejects after timeoutMs. */
+  waitForLog: (text: string, timeoutMs: number) => Promise<number>;
+}
+
+function spawnCli(dir: string, args: string[], env: Record<string, string>): { child: ChildProcess; output: () => string; seen: Map<string, number>; onLine: (watch: (chunk: string) => void) => () => void } {
+  const child = track(spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], { cwd: dir, env: { ...inheritedEnv(), ...env }, stdio: ['ignore', 'pipe', 'pipe'] }));
+  let tail = '';
+  const watchers = new Set<(chunk: string) => void>();
+  /** When each marker was first logged (performance.now()), watched from the spawn on. */
+  const seen = new Map<string, number>();
+  const onData = (chunk: Buffer) => {
+    const text = chunk.toString();
+    const joined = tail.slice(-300) + text;
+    tail = (tail + text).slice(-20_000);
+    for (const marker of LOG_MARKERS) if (!seen.has(marker) && joined.includes(marker)) seen.set(marker, now());
+    for (const watch of watchers) watch(joined);
+  };
+  child.stdout!.on('data', onData);
+  child.stderr!.on('data', onData);
+  return { child, output: () => tail, seen, onLine: (watch) => { watchers.add(watch); return () => watchers.delete(watch); } };
+}
+
+/** Log lines whose first appearance is remembered from the spawn on (so a wait that starts late still sees them). */
+const LOG_MARKERS = ['"msg":"listening"', 'expired changes deleted'];
+
+const exitOf = (child: ChildProcess) => new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+  if (child.exitCode !== null || child.signalCode !== null) resolve({ code: child.exitCode, signal: child.signalCode });
+  else child.once('exit', (code, signal) => resolve({ code, signal }));
+});
+
+/** `serve` (or `worker` with CPS_OPS_PORT) of one tree; resolves at its `listening` line (worker: /readyz). */
+async function startCli(dir: string, name: string, command: 'serve' | 'worker', env: Record<string, string>, ready: 'log' | 'readyz' = command === 'serve' ? 'log' : 'readyz'): Promise<ServiceProcess> {
+  const port = await freePort();
+  const settings = command === 'serve' ? { ...env, CPS_PORT: String(port), CPS_HOST: '127.0.0.1' } : { ...env, CPS_OPS_PORT: String(port), CPS_HOST: '127.0.0.1' };
+  const spawnedAt = now();
+  const { child, output, onLine, seen } = spawnCli(dir, [command], settings);
+  const base = `http://127.0.0.1:${port}`;
+  const waitForLog = (text: string, timeoutMs: number) => new Promise<number>((resolve, reject) => {
+    const already = seen.get(text);
+    if (already !== undefined) return resolve(already);
+    const timer = setTimeout(() => { stop(); reject(new Error(`${name}: no "${text}" within ${timeoutMs / 1000} s`)); }, timeoutMs);
+    const onExit = () => { stop(); reject(new Error(`${name} exited (${child.exitCode ?? child.signalCode}) before "${text}":\n${output().slice(-3000)}`)); };
+    const unwatch = onLine((chunk) => { if (chunk.includes(text)) { stop(); resolve(now()); } });
+    const stop = () => { clearTimeout(timer); unwatch(); child.off('exit', onExit); };
+    child.once('exit', onExit);
+  });
+  let listeningAt: number;
+  if (ready === 'log') {
+    listeningAt = await waitForLog('"msg":"listening"', 30 * 60_000);
+  } else {
+    for (const deadline = now() + 10 * 60_000; ;) {
+      if (child.exitCode !== null) throw new Error(`${name} exited ${child.exitCode}:\n${output().slice(-3000)}`);
+      if (await fetch(`${base}/readyz`, { signal: AbortSignal.timeout(5000) }).then((r) => (r.body?.cancel(), r.ok), () => false)) break;
+      if (now() > deadline) throw new Error(`${name}: not ready after 10 min`);
+      await sleep(100);
+    }
+    listeningAt = now();
+  }
+  return { name, child, base, spawnedAt, listeningAt, output, waitForLog };
+}
+
+interface ShutdownResult { process: string; after: string; ms: number; code: number | null; signal: string | null; killed: boolean }
+
+/** SIGTERM, timed until the process exits; SIGKILL after 60 s. */
+async function terminate(service: ServiceProcess, after: string): Promise<ShutdownResult> {
+  const started = now();
+  service.child.kill('SIGTERM');
+  let killed = false;
+  const killer = setTimeout(() => { killed = true; service.child.kill('SIGKILL'); }, 60_000);
+  const { code, signal } = await exitOf(service.child);
+  clearTimeout(killer);
+  return { process: service.name, after, ms: now() - started, code, signal, killed };
+}
+
+// ---- the reader -------------------------------------------------------------------------------
+
+type ReadKind = 'page' | 'ids' | 'stores' | 'changes';
+interface ReadTarget { base: string; apiKey: string; store: string }
+interface ReadSample { kind: ReadKind; startedAt: number; ms: number; error?: string; unanswered?: boolean }
+
+/** What the reader has learnt of a target: its last page, the ids it has seen, its feed cursor. */
+interface TargetState { lastPage: number; ids: number[]; known: Set<number>; cursor: { since: string; id: number } | null }
+
+class Reader {
+  readonly samples: ReadSample[] = [];
+  private readonly inFlight = new Map<number, { kind: ReadKind; startedAt: number }>();
+  private readonly state = new Map<string, TargetState>();
+  private running = true;
+  private loops: Promise<void>[] = [];
+  private nextId = 0;
+
+  constructor(private readonly targets: (loop: number) => ReadTarget) {}
+
+  start(loops: number): void {
+    for (let loop = 0; loop < loops; loop++) this.loops.push(this.loop(loop));
+  }
+
+  /** Samples that started in [from, to), plus the ones still unanswered at `to`, counted with their wait so far. */
+  between(from: number, to: number): ReadSample[] {
+    const done = this.samples.filter((s) => s.startedAt >= from && s.startedAt < to && s.startedAt + s.ms <= to);
+    const late = this.samples.filter((s) => s.startedAt >= from && s.startedAt < to && s.startedAt + s.ms > to);
+    const open = [...this.inFlight.values()].filter((r) => r.startedAt >= from && r.startedAt < to);
+    return [
+      ...done,
+      ...late.map((s) => ({ ...s, ms: s.ms })),
+      ...open.map((r) => ({ kind: r.kind, startedAt: r.startedAt, ms: to - r.startedAt, unanswered: true })),
+    ];
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    await Promise.all(this.loops);
+    this.loops = [];
+  }
+
+  private async loop(loop: number): Promise<void> {
+    const kinds: ReadKind[] = ['page', 'ids', 'stores', 'changes'];
+    for (let i = 0; this.running; i++) {
+      const cycleStart = now();
+      const target = this.targets(loop);
+      const key = `${target.base}|${target.apiKey}|${target.store}`;
+      let state = this.state.get(key);
+      if (!state) this.state.set(key, state = { lastPage: 1, ids: [], known: new Set(), cursor: null });
+      const next = kinds[(i + loop) % 4]!;
+      // ?ids= once a page has shown some ids of this target.
+      const kind = next === 'ids' && state.ids.length === 0 ? 'page' : next;
+      await this.read(kind, target, state);
+      // At most 20 requests per second per loop: a light sampler, and far under the key's rate limit.
+      const wait = 50 - (now() - cycleStart);
+      if (wait > 0) await sleep(wait);
+    }
+  }
+
+  private async read(kind: ReadKind, target: ReadTarget, state: TargetState): Promise<void> {
+    let url: string;
+    if (kind === 'page') {
+      // Page 1, one of the last pages, or any page: numbered pages, deep ones included.
+      const r = Math.random();
+      const page = r < 0.3 ? 1 : r < 0.6 ? Math.max(1, state.lastPage - Math.floor(Math.random() * 3)) : 1 + Math.floor(Math.random() * state.lastPage);
+      url = `${target.base}/v1/products?store=${target.store}&per_page=200&page=${page}`;
+    } else if (kind === 'ids') {
+      const ids = new Set<number>();
+      while (ids.size < Math.min(200, state.ids.length)) ids.add(state.ids[Math.floor(Math.random() * state.ids.length)]!);
+      url = `${target.base}/v1/products?store=${target.store}&ids=${[...ids].join(',')}`;
+    } else if (kind === 'stores') {
+      url = `${target.base}/v1/stores`;
+    } else {
+      const cursor = state.cursor;
+      url = `${target.base}/v1/changes?store=${target.store}${cursor ? `&since=${encodeURIComponent(cursor.since)}&since_id=${cursor.id}` : ''}`;
+    }
+    const id = this.nextId++;
+    const startedAt = now();
+    this.inFlight.set(id, { kind, startedAt });
+    let error: string | undefined;
+    try {
+      const response = await fetch(url, { headers: { Authorization: `Bearer ${target.apiKey}` }, signal: AbortSignal.timeout(READ_TIMEOUT_MS) });
+      const text = await response.text();
+      if (response.status !== 200) {
+        error = `${response.status} ${text.slice(0, 200)}`;
+      } else if (kind === 'page') {
+        const body = JSON.parse(text) as { data: { id: number }[]; meta: { last_page: number } };
+        state.lastPage = Math.max(1, body.meta.last_page);
+        for (const p of body.data) {
+          if (state.ids.length < 20_000 && !state.known.has(p.id)) {
+            state.known.add(p.id);
+            state.ids.push(p.id);
+          }
+        }
+      } else if (kind === 'changes') {
+        const body = JSON.parse(text) as { changes: unknown[]; next_since: string; next_id: number };
+        // Caught up: start from the beginning of the history again next time.
+        state.cursor = body.changes.length < 1000 ? null : { since: body.next_since, id: body.next_id };
+      }
+    } catch (e) {
+      error = (e as Error).name === 'TimeoutError' ? `no answer in ${READ_TIMEOUT_MS / 1000} s` : (e as Error).message;
+    }
+    this.inFlight.delete(id);
+    this.samples.push({ kind, startedAt, ms: now() - startedAt, ...(error ? { error: `${kind}: ${error}` } : {}) });
+  }
+}
+
+// ---- /metrics -----------------------------------------------------------------------------------
+
+type MetricSet = Map<string, number>;
+function parseMetrics(text: string): MetricSet {
+  const metrics: MetricSet = new Map();
+  for (const line of text.split('\n')) {
+    if (!line || line.startsWith('#')) continue;
+    const space = line.lastIndexOf(' ');
+    const value = Number(line.slice(space + 1));
+    if (Number.isFinite(value) || line.endsWith('Inf')) metrics.set(line.slice(0, space), value);
+  }
+  return metrics;
+}
+
+interface Scrape { at: number; process: string; metrics: MetricSet | null; ms: number; error?: string }
+
+/** Scrapes each serve's /metrics every 5 s (one at a time per process, 10 s time-out). */
+class Scraper {
+  readonly scrapes: Scrape[] = [];
+  private running = true;
+  private readonly loops: Promise<void>[];
+
+  constructor(services: ServiceProcess[]) {
+    this.loops = services.map((service) => this.loop(service));
+  }
+
+  private async loop(service: ServiceProcess): Promise<void> {
+    while (this.running) {
+      const started = now();
+      await this.scrape(service);
+      const wait = SCRAPE_INTERVAL_MS - (now() - started);
+      for (let waited = 0; this.running && waited < wait; waited += 250) await sleep(Math.min(250, wait - waited));
+    }
+  }
+
+  async scrape(service: ServiceProcess): Promise<Scrape> {
+    const started = now();
+    let scrape: Scrape;
+    try {
+      const response = await fetch(`${service.base}/metrics`, { signal: AbortSignal.timeout(SCRAPE_TIMEOUT_MS) });
+      const text = await response.text();
+      scrape = response.ok
+        ? { at: now(), process: service.name, metrics: parseMetrics(text), ms: now() - started }
+        : { at: now(), process: service.name, metrics: null, ms: now() - started, error: `${response.status}` };
+    } catch (e) {
+      scrape = { at: now(), process: service.name, metrics: null, ms: now() - started, error: (e as Error).name === 'TimeoutError' ? `no answer in ${SCRAPE_TIMEOUT_MS / 1000} s` : (e as Error).message };
+    }
+    this.scrapes.push(scrape);
+    return scrape;
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    await Promise.all(this.loops);
+  }
+}
+
+/** The event-loop figures and statement durations the scrapes answered within [from, to]. */
+function eventLoopOf(scrapes: Scrape[], from: number, to: number) {
+  const within = scrapes.filter((s) => s.at >= from && s.at <= to);
+  const answered = within.filter((s) => s.metrics);
+  const failed = within.filter((s) => !s.metrics);
+  const maxOf = (name: string) => {
+    const values = answered.map((s) => s.metrics!.get(name)).filter((v): v is number => v !== undefined);
+    return values.length ? Math.max(...values) * 1000 : null;
+  };
+  // The event-loop series a version adds beyond prom-client's (cps_event_loop_*): their worst value in the phase.
+  const own: Record<string, number> = {};
+  for (const s of answered) {
+    for (const [name, value] of s.metrics!) {
+      if (/^cps_[a-z_]*event_?loop/.test(name) && !/_(bucket|count|sum)(\{|$)/.test(name)) own[name] = Math.max(own[name] ?? -Infinity, value);
+    }
+  }
+  // A statement-duration histogram (cps_*statement*): what it counted between the phase's first and
+  // last answered scrape of each process, in all and by statement.
+  const byStatement = new Map<string, { count: number; seconds: number; over100ms: number }>();
+  for (const process of new Set(answered.map((s) => s.process))) {
+    const mine = answered.filter((s) => s.process === process);
+    const first = mine[0]!;
+    const last = mine.at(-1)!;
+    if (first === last) continue;
+    for (const [name, value] of last.metrics!) {
+      const match = /^(cps_[a-z_]*statement[a-z_]*)_(count|sum|bucket)\{(.*)\}$/.exec(name);
+      if (!match) continue;
+      const labels = match[3]!;
+      const statement = /statement="([^"]*)"/.exec(labels)?.[1] ?? match[1]!;
+      const entry = byStatement.get(statement) ?? { count: 0, seconds: 0, over100ms: 0 };
+      const delta = value - (first.metrics!.get(name) ?? 0);
+      if (match[2] === 'count') { entry.count += delta; entry.over100ms += delta; }
+      else if (match[2] === 'sum') entry.seconds += delta;
+      else if (labels.includes('le="0.1"')) entry.over100ms -= delta;
+      byStatement.set(statement, entry);
+    }
+  }
+  const statements = byStatement.size ? {
+    count: [...byStatement.values()].reduce((n, e) => n + e.count, 0),
+    over_100ms: [...byStatement.values()].reduce((n, e) => n + e.over100ms, 0),
+    seconds: [...byStatement.values()].reduce((n, e) => n + e.seconds, 0),
+    top: [...byStatement].sort((a, b) => b[1].seconds - a[1].seconds).slice(0, 5)
+      .map(([name, e]) => ({ name, count: e.count, seconds: Number(e.seconds.toFixed(3)), mean_ms: e.count ? Number(((e.seconds / e.count) * 1000).toFixed(3)) : null, over_100ms: e.over100ms })),
+  } : null;
+  return {
+    scrapes: within.length,
+    scrapes_failed: failed.length,
+    scrape_errors: [...new Set(failed.map((s) => s.error))].slice(0, 3),
+    slowest_scrape_ms: within.length ? Math.max(...within.map((s) => s.ms)) : null,
+    /** prom-client's monitorEventLoopDelay, reset at every scrape: the worst over the phase. */
+    max_ms: maxOf('nodejs_eventloop_lag_max_seconds'),
+    p99_ms: maxOf('nodejs_eventloop_lag_p99_seconds'),
+    own: Object.keys(own).length ? own : null,
+    statements,
+  };
+}
+
+/** Images by state from the latest answered scrape at or before `at` (null when none answered). */
+function imagesAt(scrapes: Scrape[], at: number): { mirrored: number; dead: number; pending: number; at: number } | null {
+  for (let i = scrapes.length - 1; i >= 0; i--) {
+    const s = scrapes[i]!;
+    if (s.at > at || !s.metrics) continue;
+    const get = (state: string) => s.metrics!.get(`cps_images{state="${state}"}`) ?? 0;
+    if (![...s.metrics.keys()].some((k) => k.startsWith('cps_images{'))) continue;
+    return { mirrored: get('mirrored'), dead: get('dead'), pending: get('pending'), at: s.at };
+  }
+  return null;
+}
+
+// ---- one measured deployment ------------------------------------------------------------------
+
+interface Deployment {
+  serves: ServiceProcess[];
+  worker: ServiceProcess | null;
+  reader: Reader;
+  scraper: Scraper;
+  firstAnswer: { stores_ms: number | null; page_ms: number | null; error?: string };
+}
+
+interface Version extends Checkout {
+  mainDb: DatabaseRef | null;
+  tenantsDb: DatabaseRef | null;
+  main: MainCatalog | null;
+  tenants: Tenant[];
+  build: Record<string, number>;
+  phases: PhaseResult[];
+  shutdowns: ShutdownResult[];
+  notes: string[];
+}
+
+interface PhaseResult {
+  key: PhaseKey;
+  title: string;
+  seconds: number;
+  budget_seconds: number;
+  /** The phase's own work finished within its budget (sampling phases: their window ran to its end). */
+  completed: boolean;
+  first_answer_ms?: { stores_ms: number | null; page_ms: number | null; error?: string };
+  reads: { all: LatencyStats } & Partial<Record<ReadKind, LatencyStats>>;
+  read_errors: string[];
+  event_loop: ReturnType<typeof eventLoopOf>;
+  throughput: { value: number | null; unit: string; detail: Record<string, unknown> };
+  pages?: { name: string; path: string; status: number; n: number; p50: number | null; max: number | null; error?: string }[];
+  verdicts: { goal: string; measured: string; pass: boolean }[];
+}
+
+function serviceEnv(db: DatabaseRef): Record<string, string> {
+  return {
+    ...(db.engine === 'sqlite' ? { CPS_DB_PATH: db.path } : { CPS_DATABASE_URL: db.url }),
+    CPS_ADMIN_TOKEN: ADMIN_TOKEN,
+    CPS_WEBHOOK_ALLOW_HOSTS: '127.0.0.1',
+    CPS_DEMO_ON_EMPTY: 'false',
+  };
+}
+
+/** The measured deployment: `serve` as npm start runs it (+ a second serve and a worker on PostgreSQL). */
+async function startDeployment(version: Version, db: DatabaseRef, targets: (serves: ServiceProcess[], loop: number) => ReadTarget, probe: ReadTarget & { label: string }): Promise<Deployment> {
+  const env = serviceEnv(db);
+  const first = await startCli(version.dir, `${version.name} serve`, 'serve', env);
+  // The first answer after `listening`: /v1/stores and page 1, sent at once.
+  const firstAnswer = await (async () => {
+    const get = async (url: string) => {
+      const response = await fetch(url, { headers: { Authorization: `Bearer ${probe.apiKey}` }, signal: AbortSignal.timeout(READ_TIMEOUT_MS) });
+      await response.arrayBuffer();
+      if (response.status !== 200) throw new Error(`${url}: ${response.status}`);
+      return now() - first.listeningAt;
+    };
+    const [stores, page] = await Promise.allSettled([get(`${first.base}/v1/stores`), get(`${first.base}/v1/products?store=${probe.store}&per_page=200`)]);
+    const value = (r: PromiseSettledResult<number>) => (r.status === 'fulfilled' ? r.value : null);
+    const error = [stores, page].map((r) => (r.status === 'rejected' ? String((r.reason as Error).message) : '')).filter(Boolean).join('; ');
+    return { stores_ms: value(stores), page_ms: value(page), ...(error ? { error } : {}) };
+  })();
+  const serves = [first];
+  let worker: ServiceProcess | null = null;
+  if (db.engine === 'postgres') {
+    serves.push(await startCli(version.dir, `${version.name} serve-2`, 'serve', env));
+    worker = await startCli(version.dir, `${version.name} worker`, 'worker', env);
+  }
+  const reader = new Reader((loop) => targets(serves, loop));
+  reader.start(READERS);
+  const scraper = new Scraper(serves);
+  return { serves, worker, reader, scraper, firstAnswer };
+}
+
+/** One scrape of every serve's /metrics now (beside the periodic ones). */
+async function scrapeAll(deployment: Deployment): Promise<void> {
+  await Promise.all(deployment.serves.map((s) => deployment.scraper.scrape(s)));
+}
+
+async function stopDeployment(deployment: Deployment, after: string): Promise<ShutdownResult[]> {
+  await deployment.reader.stop();
+  await deployment.scraper.stop();
+  // All at once, as a deploy stops them.
+  const results = await Promise.all([...deployment.serves, ...(deployment.worker ? [deployment.worker] : [])].map((s) => terminate(s, after)));
+  for (const r of results) log(`${r.process}: SIGTERM (${after}) -> exit ${r.code ?? r.signal} after ${r.ms.toFixed(0)} ms${r.killed ? ' (killed)' : ''}`);
+  return results;
+}
+
+function readStats(reader: Reader, from: number, to: number): Pick<PhaseResult, 'reads' | 'read_errors'> {
+  const samples = reader.between(from, to);
+  const reads: PhaseResult['reads'] = { all: latencyStats(samples) };
+  for (const kind of ['page', 'ids', 'stores', 'changes'] as const) {
+    const of = samples.filter((s) => s.kind === kind);
+    if (of.length) reads[kind] = latencyStats(of);
+  }
+  return { reads, read_errors: [...new Set(samples.filter((s) => s.error).map((s) => s.error!))].slice(0, 5) };
+}
+
+const fmt = (ms: number | null | undefined, digits = 1) => (ms === null || ms === undefined ? 'n/a' : `${ms.toFixed(digits)} ms`);
+
+function verdictsOf(phase: Omit<PhaseResult, 'verdicts'>): PhaseResult['verdicts'] {
+  const verdicts: PhaseResult['verdicts'] = [];
+  if (phase.first_answer_ms) {
+    const fa = Math.max(phase.first_answer_ms.stores_ms ?? Infinity, phase.first_answer_ms.page_ms ?? Infinity);
+    verdicts.push({ goal: `first answer <= ${GOALS.firstAnswerMs} ms after listening`, measured: Number.isFinite(fa) ? fmt(fa, 0) : `no answer (${phase.first_answer_ms.error})`, pass: fa <= GOALS.firstAnswerMs });
+  }
+  const all = phase.reads.all;
+  verdicts.push({ goal: `reads p99 <= ${GOALS.readP99Ms} ms`, measured: all.n ? fmt(all.p99) : 'no reads', pass: all.n > 0 && all.p99! <= GOALS.readP99Ms });
+  verdicts.push({ goal: `reads max <= ${GOALS.readMaxMs} ms`, measured: all.n ? `${fmt(all.max)}${all.unanswered ? ` (${all.unanswered} unanswered at the end)` : ''}` : 'no reads', pass: all.n > 0 && all.max! <= GOALS.readMaxMs });
+  if (all.errors) verdicts.push({ goal: 'no read errors', measured: `${all.errors} errors`, pass: false });
+  if (phase.key === 'c') {
+    const v = phase.throughput.value;
+    verdicts.push({ goal: `mirroring >= ${GOALS.imagesPerSecond} images/s`, measured: v === null ? 'n/a' : `${v.toFixed(1)} images/s`, pass: v !== null && v >= GOALS.imagesPerSecond });
+  }
+  if (phase.pages) {
+    for (const page of phase.pages) {
+      verdicts.push({ goal: `${page.name} <= ${GOALS.panelMs} ms`, measured: page.error ? page.error : `max ${fmt(page.max)} (p50 ${fmt(page.p50)})`, pass: !page.error && page.max !== null && page.max <= GOALS.panelMs });
+    }
+  }
+  if (!phase.completed) verdicts.push({ goal: 'finished within its budget', measured: `not finished after ${phase.budget_seconds.toFixed(0)} s`, pass: false });
+  return verdicts;
+}
+
+/** A write sent from a client process of its own (its upload must not share the reader's loop); null when over budget. */
+async function timedWrite(tempDir: string, url: string, init: { method: string; contentType: string; body: string }, budgetS: number): Promise<{ ms: number; status: number; result: any } | { ms: number; timedOut: true }> {
+  const bodyFile = path.join(tempDir, `write-${Date.now()}-${Math.random().toString(36).slice(2)}.body`);
+  fs.writeFileSync(bodyFile, init.body);
+  const script = `
+    const body = require('node:fs').readFileSync(${JSON.stringify(bodyFile)});
+    const from = performance.timeOrigin + performance.now();
+    fetch(${JSON.stringify(url)}, { method: ${JSON.stringify(init.method)}, body,
+      headers: { Authorization: 'Bearer ${ADMIN_TOKEN}', 'Content-Type': ${JSON.stringify(init.contentType)} } })
+      .then(async (response) => {
+        const text = await response.text();
+        process.stdout.write(JSON.stringify({ from, to: performance.timeOrigin + performance.now(), status: response.status, text }));
+      }, (error) => { process.stdout.write(JSON.stringify({ error: String(error) })); });`;
+  const started = now();
+  const child = track(spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] }));
+  let out = '';
+  child.stdout!.on('data', (chunk: Buffer) => { out += chunk.toString(); });
+  const timer = setTimeout(() => child.kill('SIGKILL'), budgetS * 1000);
+  await exitOf(child);
+  clearTimeout(timer);
+  fs.rmSync(bodyFile, { force: true });
+  if (!out) return { ms: now() - started, timedOut: true };
+  const answer = JSON.parse(out) as { from: number; to: number; status: number; text: string; error?: string };
+  if (answer.error) throw new Error(`${init.method} ${url}: ${answer.error}`);
+  if (answer.status < 200 || answer.status > 299) throw new Error(`${init.method} ${url}: ${answer.status} ${answer.text.slice(0, 500)}`);
+  return { ms: answer.to - answer.from, status: answer.status, result: answer.text ? JSON.parse(answer.text) : null };
+}
+
+// ---- builds -----------------------------------------------------------------------------------
+
+let postgres: PostgresServer | null = null;
+
+async function newDatabase(tempDir: string, name: string): Promise<DatabaseRef> {
+  if (ENGINE === 'sqlite') {
+    const dir = path.join(tempDir, name);
+    fs.mkdirSync(dir, { recursive: true });
+    return { engine: 'sqlite', path: path.join(dir, 'catalog.db') };
+  }
+  if (!postgres) {
+    postgres = await startPostgresServer({ dir: path.join(tempDir, 'postgres'), durable: false, maxConnections: 300 });
+    log(`PostgreSQL on 127.0.0.1:${postgres.port} (${postgres.bindir}, non-durable)`);
+  }
+  const client = new pg.Client({ connectionString: postgres.url });
+  await client.connect();
+  const database = name.replace(/[^a-z0-9_]/g, '_');
+  try {
+    await client.query(`CREATE DATABASE ${database}`);
+  } finally {
+    await client.end();
+  }
+  return { engine: 'postgres', url: postgres.urlOf(database) };
+}
+
+/** A `serve` for building a catalog through the admin API: workers off, quiet; stopped before anything is measured. */
+async function withBuilder<T>(version: Version, db: DatabaseRef, work: (admin: AdminClient) => Promise<T>): Promise<T> {
+  const builder = await startCli(version.dir, `${version.name} builder`, 'serve', {
+    ...serviceEnv(db), CPS_IMAGE_MIRRORING: 'false', CPS_WEBHOOK_DISPATCHER: 'false', CPS_LOG_LEVEL: 'warn', CPS_ACCESS_LOG: 'false',
+  }, 'readyz');
+  try {
+    return await work(new AdminClient(builder.base, ADMIN_TOKEN));
+  } finally {
+    const stopped = await terminate(builder, 'build');
+    if (stopped.code !== 0) log(`  ${version.name}: the builder exited ${stopped.code ?? stopped.signal}`);
+  }
+}
+
+async function buildVersion(version: Version, peers: Peers, tempDir: string): Promise<void> {
+  if (MAIN_PHASES.length) {
+    version.mainDb = await newDatabase(tempDir, `${version.name}_main`);
+    const started = now();
+    version.main = await withBuilder(version, version.mainDb, (admin) => buildMainCatalog(admin, {
+      products: PRODUCTS, hosts: peers.hosts, endpoints: ENDPOINTS, receiver: peers.receiver, readers: READERS, hanging: HANGING, log,
+    }));
+    version.build.main_seconds = (now() - started) / 1000;
+    version.build.main_products_per_second = PRODUCTS / version.build.main_seconds;
+    if (PHASES.has('h')) {
+      const seeded = now();
+      await seedDeliveryLog(version.mainDb, version.main.endpoints[0]!.id, SEED_DELIVERIES)
+        .catch((error: Error) => version.notes.push(`seeding the delivery log failed (schema?): ${error.message}`));
+      version.build.delivery_log_seconds = (now() - seeded) / 1000;
+    }
+    log(`${version.name}: main catalog of ${PRODUCTS} products built in ${version.build.main_seconds.toFixed(1)} s (${version.build.main_products_per_second.toFixed(0)} products/s)`);
+  }
+  if (PHASES.has('b')) {
+    version.tenantsDb = await newDatabase(tempDir, `${version.name}_tenants`);
+    const started = now();
+    version.tenants = await withBuilder(version, version.tenantsDb, (admin) => buildTenants(admin, {
+      merchants: TENANTS, products: TENANT_PRODUCTS, hosts: peers.hosts, receiver: peers.receiver, log,
+    }));
+    version.build.tenants_seconds = (now() - started) / 1000;
+    log(`${version.name}: ${TENANTS} tenants of ${TENANT_PRODUCTS} products built in ${version.build.tenants_seconds.toFixed(1)} s`);
+  }
+}
+
+// ---- the phases -------------------------------------------------------------------------------
+
+async function runMainPhases(version: Version, peers: Peers, tempDir: string): Promise<void> {
+  const main = version.main!;
+  const db = version.mainDb!;
+  const targets = (serves: ServiceProcess[], loop: number): ReadTarget => ({
+    base: serves[Math.floor(Math.random() * serves.length)]!.base,
+    apiKey: main.apiKeys[loop % READERS]!,
+    store: ['de', 'pl', 'uk'][Math.floor(Math.random() * 3)]!,
+  });
+  const probe = { base: '', apiKey: main.apiKeys[READERS]!, store: 'de', label: 'main' };
+  const admin = (d: Deployment) => `${d.serves[0]!.base}/admin/v1/merchants/${main.merchantId}`;
+
+  const startMain = async () => {
+    const started = now();
+    const d = await startDeployment(version, db, targets, probe);
+    log(`${version.name}: serve listening ${((d.serves[0]!.listeningAt - started) / 1000).toFixed(1)} s after spawn; first answer: stores ${fmt(d.firstAnswer.stores_ms, 0)}, page 1 ${fmt(d.firstAnswer.page_ms, 0)}${d.firstAnswer.error ? ` (${d.firstAnswer.error})` : ''}`);
+    return d;
+  };
+  // Retention is measured on a start of its own (old changes seeded while stopped).
+  const onlyRetention = MAIN_PHASES.length === 1 && MAIN_PHASES[0] === 'g';
+  if (onlyRetention) {
+    await seedForRetention(version, db, main);
+  }
+  let deployment = await startMain();
+  let startedFresh = true;
+
+  const record = (phase: Omit<PhaseResult, 'verdicts'>) => {
+    const full = { ...phase, verdicts: verdictsOf(phase) };
+    version.phases.push(full);
+    printPhase(version, full);
+  };
+  // Every phase scrapes /metrics as it begins (prom-client's event-loop figures restart there) and
+  // as it ends, so even a phase of a second has its own figures.
+  const measured = async (key: PhaseKey, from: number, to: number, budget: number, completed: boolean, d: Deployment) => {
+    await scrapeAll(d);
+    return {
+      key, title: PHASE_TITLES[key], seconds: (to - from) / 1000, budget_seconds: budget, completed,
+      ...readStats(d.reader, from, to), event_loop: eventLoopOf(d.scraper.scrapes, from, now()),
+      ...(startedFresh ? { first_answer_ms: d.firstAnswer } : {}),
+    };
+  };
+  const imagesThroughput = async (d: Deployment, from: number, to: number, originFrom: number) => {
+    // One more scrape now, so the end of the window has a figure if the server answers at all.
+    await d.scraper.scrape(d.serves[0]!);
+    const a = imagesAt(d.scraper.scrapes, from + 1000);
+    const b = imagesAt(d.scraper.scrapes, now());
+    const origin = (await peers.counts()).images - originFrom;
+    const seconds = (to - from) / 1000;
+    const finished = a && b ? (b.mirrored + b.dead) - (a.mirrored + a.dead) : null;
+    return {
+      value: a && b && b.at > a.at ? finished! / ((b.at - a.at) / 1000) : null,
+      unit: 'images/s',
+      detail: { mirrored_or_dead: finished, gauge_seconds: a && b ? (b.at - a.at) / 1000 : null, origin_fetches: origin, origin_fetches_per_second: origin / seconds, pending_at_end: b?.pending ?? null, mirrored_at_end: b?.mirrored ?? null },
+    };
+  };
+
+  for (const key of MAIN_PHASES) {
+    if (key !== 'a' && key !== 'g') await scrapeAll(deployment);
+    if (key === 'a') {
+      // The window from `listening`: the workers start on the whole catalog's backlog.
+      const from = deployment.serves[0]!.listeningAt;
+      const counts0 = await peers.counts();
+      const budget = PHASE_SECONDS / 2;
+      await sleep(Math.max(0, from + budget * 1000 - now()));
+      const to = now();
+      const counts1 = await peers.counts();
+      const images = await imagesThroughput(deployment, from, to, counts0.images);
+      record({ ...await measured('a', from, to, budget, true, deployment), throughput: { ...images, detail: { ...images.detail, deliveries: counts1.deliveries - counts0.deliveries } } });
+    } else if (key === 'c') {
+      const from = now();
+      const counts0 = await peers.counts();
+      await deployment.scraper.scrape(deployment.serves[0]!);
+      const budget = PHASE_SECONDS;
+      // The window, or until nothing is pending any more.
+      while (now() - from < budget * 1000) {
+        await sleep(1000);
+        const latest = imagesAt(deployment.scraper.scrapes, now());
+        if (latest && latest.at > from && latest.pending === 0) break;
+      }
+      const to = now();
+      const throughput = await imagesThroughput(deployment, from, to, counts0.images);
+      record({ ...await measured('c', from, to, budget, true, deployment), throughput });
+    } else if (key === 'd') {
+      const rates = await fetch(`${admin(deployment)}/exchange-rates`, { headers: { Authorization: `Bearer ${ADMIN_TOKEN}` }, signal: AbortSignal.timeout(READ_TIMEOUT_MS) }).then((r) => r.json()) as { data: { base: string; quote: string; rate: string }[] };
+      const current = rates.data.find((r) => r.base === 'EUR' && r.quote === 'GBP')!;
+      const rate = (Number(current.rate) * 1.02).toFixed(4);
+      const from = now();
+      const write = await timedWrite(tempDir, `${admin(deployment)}/exchange-rates/EUR/GBP`, { method: 'PUT', contentType: 'application/json', body: JSON.stringify({ rate }) }, WRITE_BUDGET_S);
+      const to = now();
+      const done = !('timedOut' in write);
+      record({
+        ...await measured('d', from, to, WRITE_BUDGET_S, done, deployment),
+        throughput: { value: done ? PRODUCTS / (write.ms / 1000) : null, unit: 'products/s', detail: { write_ms: write.ms, rate: `${current.rate} -> ${rate}`, resolutions: 2 * PRODUCTS } },
+      });
+    } else if (key === 'e' || key === 'f') {
+      const count = key === 'e' ? IMPORT_PRODUCTS : STORM_PRODUCTS;
+      const body = key === 'e'
+        ? ndjson(1, count, (n) => mainProductLine(n, peers.hosts, { tag: 'import' }))
+        : ndjson(1, count, (n) => mainProductLine(n, peers.hosts, { tag: 'scale', variant: 1 + version.phases.length }));
+      const counts0 = await peers.counts();
+      const from = now();
+      const write = await timedWrite(tempDir, `${admin(deployment)}/imports`, { method: 'POST', contentType: 'application/x-ndjson', body }, WRITE_BUDGET_S);
+      const done = !('timedOut' in write);
+      if (key === 'e') {
+        const to = now();
+        record({
+          ...await measured('e', from, to, WRITE_BUDGET_S, done, deployment),
+          throughput: { value: done ? count / (write.ms / 1000) : null, unit: 'products/s', detail: { write_ms: write.ms, products: count, result: done ? write.result : null } },
+        });
+        continue;
+      }
+      // The storm: deliveries the receivers get, sampled every second, for the phase's window after the import.
+      const series: { at: number; deliveries: number }[] = [{ at: now(), deliveries: (await peers.counts()).deliveries }];
+      const windowEnd = now() + PHASE_SECONDS * 1000;
+      while (now() < windowEnd) {
+        await sleep(1000);
+        series.push({ at: now(), deliveries: (await peers.counts()).deliveries });
+      }
+      const to = now();
+      let peak = 0;
+      for (let i = 0; i < series.length; i++) {
+        const j = series.findIndex((s) => s.at >= series[i]!.at + 5000);
+        if (j < 0) break;
+        peak = Math.max(peak, (series[j]!.deliveries - series[i]!.deliveries) / ((series[j]!.at - series[i]!.at) / 1000));
+      }
+      const total = series.at(-1)!.deliveries - counts0.deliveries;
+      record({
+        ...await measured('f', from, to, WRITE_BUDGET_S + PHASE_SECONDS, done, deployment),
+        throughput: {
+          value: series.length > 5 ? peak : (series.at(-1)!.deliveries - series[0]!.deliveries) / ((series.at(-1)!.at - series[0]!.at) / 1000),
+          unit: 'deliveries/s (peak over 5 s)',
+          detail: { trigger_import_ms: write.ms, trigger_products: count, deliveries_in_phase: total, mean_per_second: total / ((to - from) / 1000) },
+        },
+      });
+    } else if (key === 'h') {
+      const from = now();
+      const pages = await panelPages(deployment, main);
+      const to = now();
+      const slowest = Math.max(...pages.map((p) => p.max ?? Infinity));
+      record({ ...await measured('h', from, to, PHASE_SECONDS, true, deployment), pages, throughput: { value: Number.isFinite(slowest) ? slowest : null, unit: 'ms (slowest page or call)', detail: {} } });
+    } else if (key === 'g') {
+      if (!onlyRetention) {
+        version.shutdowns.push(...await stopDeployment(deployment, 'retention restart'));
+        await seedForRetention(version, db, main);
+        deployment = await startMain();
+        startedFresh = true;
+      }
+      const from = deployment.serves[0]!.listeningAt;
+      const budget = Math.max(PHASE_SECONDS * 2, 120);
+      // serve prunes at start, in batches, and logs once when it has deleted everything expired.
+      const pruned = await Promise.any(deployment.serves.map((s) => s.waitForLog('expired changes deleted', Math.max(1000, from + budget * 1000 - now()))))
+        .catch(() => null);
+      // Pruning starts before `listening`: timed from the spawn. Reads are sampled from `listening`
+      // until it is done, and for at least a few seconds after the start.
+      const spawnedAt = deployment.serves[0]!.spawnedAt;
+      const to = Math.max(pruned ?? now(), from + Math.min(PHASE_SECONDS / 2, 10) * 1000);
+      await sleep(Math.max(0, to - now()));
+      record({
+        ...await measured('g', from, to, budget, pruned !== null, deployment),
+        throughput: {
+          value: pruned ? SEED_CHANGES / ((pruned - spawnedAt) / 1000) : null, unit: 'changes pruned/s',
+          detail: { seeded: SEED_CHANGES, pruned_ms_after_spawn: pruned ? pruned - spawnedAt : null, pruned_ms_after_listening: pruned ? pruned - from : null },
+        },
+      });
+    }
+    startedFresh = false;
+  }
+  version.shutdowns.push(...await stopDeployment(deployment, 'end of the main phases'));
+}
+
+async function seedForRetention(version: Version, db: DatabaseRef, main: MainCatalog): Promise<void> {
+  const started = now();
+  await seedOldChanges(db, main.archive, SEED_CHANGES, 60);
+  version.build.seed_changes_seconds = (now() - started) / 1000;
+  log(`${version.name}: ${SEED_CHANGES} changes of 60 days ago seeded in ${version.build.seed_changes_seconds.toFixed(1)} s`);
+}
+
+/** The operator's panel pages and the admin status calls, 5 requests each, one at a time. */
+async function panelPages(deployment: Deployment, main: MainCatalog): Promise<NonNullable<PhaseResult['pages']>> {
+  const base = deployment.serves[0]!.base;
+  const signIn = await fetch(`${base}/panel/login/operator`, {
+    method: 'POST', redirect: 'manual', body: new URLSearchParams({ admin_token: ADMIN_TOKEN }),
+    headers: { 'Content-Type': 'application/x-www-form-urlencoded', Origin: base }, signal: AbortSignal.timeout(READ_TIMEOUT_MS),
+  });
+  await signIn.arrayBuffer();
+  const cookie = (signIn.headers.getSetCookie?.() ?? []).map((c) => c.split(';')[0]).join('; ');
+  const m = `/panel/merchants/${main.merchantId}`;
+  const detail = main.endpoints[0]!.id;
+  const deepAfter = Math.max(0, Math.floor(PRODUCTS * 0.9));
+  const targets: { name: string; path: string; admin?: boolean }[] = [
+    { name: 'panel: merchants', path: '/panel' },
+    { name: 'panel: overview', path: m },
+    { name: 'panel: images', path: `${m}/images` },
+    { name: 'panel: endpoints', path: `${m}/endpoints` },
+    { name: 'panel: endpoint detail', path: `${m}/endpoints/${detail}` },
+    { name: 'panel: endpoint detail, given up', path: `${m}/endpoints/${detail}?status=given_up` },
+    { name: 'panel: catalog list', path: `${m}/catalog?store=de` },
+    { name: 'panel: catalog, deep page', path: `${m}/catalog?store=de&after_id=${deepAfter}` },
+    { name: 'panel: catalog, excluded', path: `${m}/catalog?store=uk&excluded=1` },
+    { name: 'panel: catalog search by ref', path: `${m}/catalog?store=de&q=SCALE-${String(Math.ceil(PRODUCTS / 2)).padStart(7, '0')}` },
+    { name: 'admin: images status', path: `/admin/v1/merchants/${main.merchantId}/images`, admin: true },
+    { name: 'admin: endpoints', path: `/admin/v1/merchants/${main.merchantId}/webhook-endpoints`, admin: true },
+    { name: 'admin: delivery log', path: `/admin/v1/merchants/${main.merchantId}/webhook-endpoints/${detail}/deliveries?limit=50`, admin: true },
+  ];
+  const results: NonNullable<PhaseResult['pages']> = [];
+  for (const target of targets) {
+    const times: number[] = [];
+    let status = 0;
+    let error: string | undefined;
+    for (let i = 0; i < 5 && !error; i++) {
+      const started = now();
+      try {
+        const response = await fetch(`${base}${target.path}`, {
+          redirect: 'manual', signal: AbortSignal.timeout(READ_TIMEOUT_MS),
+          headers: target.admin ? { Authorization: `Bearer ${ADMIN_TOKEN}` } : { Cookie: cookie },
+        });
+        await response.arrayBuffer();
+        status = response.status;
+        times.push(now() - started);
+        if (status !== 200) error = `${status}`;
+      } catch (e) {
+        error = (e as Error).message;
+        times.push(now() - started);
+      }
+    }
+    const sorted = [...times].sort((a, b) => a - b);
+    results.push({ name: target.name, path: target.path, status, n: times.length, p50: rank(sorted, 0.5), max: sorted.at(-1) ?? null, ...(error ? { error } : {}) });
+  }
+  return results;
+}
+
+async function runTenantsPhase(version: Version, peers: Peers): Promise<void> {
+  const tenants = version.tenants;
+  const targets = (serves: ServiceProcess[]): ReadTarget => {
+    const tenant = tenants[Math.floor(Math.random() * tenants.length)]!;
+    return { base: serves[Math.floor(Math.random() * serves.length)]!.base, apiKey: tenant.apiKey, store: 'main' };
+  };
+  const probe = { base: '', apiKey: tenants[0]!.apiKey, store: 'main', label: 'tenant' };
+  const counts0 = await peers.counts();
+  const deployment = await startDeployment(version, version.tenantsDb!, targets, probe);
+  const from = deployment.serves[0]!.listeningAt;
+  const budget = PHASE_SECONDS;
+  await sleep(Math.max(0, from + budget * 1000 - now()));
+  const to = now();
+  await deployment.scraper.scrape(deployment.serves[0]!);
+  const a = imagesAt(deployment.scraper.scrapes, from + 1000);
+  const b = imagesAt(deployment.scraper.scrapes, now());
+  const counts1 = await peers.counts();
+  const tenantsServed = Object.keys(counts1.byPath).filter((p) => p.startsWith('/tenant/') && (counts1.byPath[p]! - (counts0.byPath[p] ?? 0)) > 0).length;
+  const phase = {
+    key: 'b' as const, title: PHASE_TITLES.b, seconds: (to - from) / 1000, budget_seconds: budget, completed: true,
+    first_answer_ms: deployment.firstAnswer,
+    ...readStats(deployment.reader, from, to), event_loop: eventLoopOf(deployment.scraper.scrapes, from, to),
+    throughput: {
+      value: a && b && b.at > a.at ? ((b.mirrored + b.dead) - (a.mirrored + a.dead)) / ((b.at - a.at) / 1000) : null,
+      unit: 'images/s',
+      detail: {
+        merchants: TENANTS, products_per_merchant: TENANT_PRODUCTS,
+        origin_fetches_per_second: (counts1.images - counts0.images) / ((to - from) / 1000),
+        deliveries: counts1.deliveries - counts0.deliveries,
+        deliveries_per_second: (counts1.deliveries - counts0.deliveries) / ((to - from) / 1000),
+        merchants_delivered_to: tenantsServed,
+      },
+    },
+  };
+  const full = { ...phase, verdicts: verdictsOf(phase) };
+  version.phases.push(full);
+  printPhase(version, full);
+  version.shutdowns.push(...await stopDeployment(deployment, 'end of the tenants phase'));
+}
+
+// ---- output -----------------------------------------------------------------------------------
+
+function printPhase(version: Version, phase: PhaseResult): void {
+  const lines = [`\n[${version.name}] phase ${phase.key} (${phase.title}): ${phase.seconds.toFixed(1)} s${phase.completed ? '' : ` (NOT finished within ${phase.budget_seconds.toFixed(0)} s)`}`];
+  if (phase.first_answer_ms) lines.push(`  first answer after listening: stores ${fmt(phase.first_answer_ms.stores_ms, 0)}, page 1 ${fmt(phase.first_answer_ms.page_ms, 0)}`);
+  for (const [kind, s] of Object.entries(phase.reads) as [string, LatencyStats][]) {
+    lines.push(`  reads ${kind.padEnd(8)} n=${String(s.n).padStart(5)}  p50 ${fmt(s.p50).padStart(10)}  p99 ${fmt(s.p99).padStart(10)}  max ${fmt(s.max).padStart(11)}${s.errors ? `  errors ${s.errors}` : ''}${s.unanswered ? `  unanswered ${s.unanswered}` : ''}`);
+  }
+  if (phase.read_errors.length) lines.push(`  read errors: ${phase.read_errors.join(' | ')}`);
+  const el = phase.event_loop;
+  lines.push(`  event-loop delay: max ${fmt(el.max_ms)}, p99 ${fmt(el.p99_ms)} (${el.scrapes} scrapes of /metrics, ${el.scrapes_failed} unanswered, slowest ${fmt(el.slowest_scrape_ms, 0)})`);
+  if (el.own) lines.push(`  the service's event-loop series (worst scrape): ${Object.entries(el.own).map(([k, v]) => `${k.replace(/^cps_/, '')}=${(v * 1000).toFixed(1)} ms`).join(', ')}`);
+  lines.push(el.statements
+    ? `  statements: ${el.statements.count} in ${el.statements.seconds.toFixed(2)} s, ${el.statements.over_100ms} over 100 ms; most time: ${el.statements.top.map((t) => `${t.name} ${t.count}x ${t.seconds.toFixed(2)} s${t.over_100ms ? ` (${t.over_100ms} > 100 ms)` : ''}`).join(', ')}`
+    : '  statement durations: n/a (no statement histogram in /metrics)');
+  const t = phase.throughput;
+  lines.push(`  throughput: ${t.value === null ? 'n/a' : t.value.toFixed(1)} ${t.unit}  ${JSON.stringify(t.detail)}`);
+  for (const page of phase.pages ?? []) lines.push(`  ${page.name.padEnd(36)} p50 ${fmt(page.p50).padStart(10)}  max ${fmt(page.max).padStart(10)}${page.error ? `  ${page.error}` : ''}`);
+  for (const v of phase.verdicts) lines.push(`  ${v.pass ? 'PASS' : 'FAIL'}  ${v.goal}: ${v.measured}`);
+  log(lines.join('\n'));
+}
+
+function summary(versions: Version[]): void {
+  const out = (line: string) => (flags.json ? console.error(line) : console.log(line));
+  out(`\n=== bench:scale, ${PRODUCTS} products, ${ENGINE}${ENGINE === 'postgres' ? ' (2 serve + 1 worker)' : ''} ===`);
+  const header = `${'version'.padEnd(10)}${'phase'.padEnd(28)}${'first ans.'.padStart(11)}${'reads'.padStart(7)}${'p50'.padStart(10)}${'p99'.padStart(11)}${'max'.padStart(12)}${'loop max'.padStart(11)}  throughput`;
+  out(header);
+  for (const v of versions) {
+    for (const p of v.phases) {
+      const fa = p.first_answer_ms ? Math.max(p.first_answer_ms.stores_ms ?? NaN, p.first_answer_ms.page_ms ?? NaN) : null;
+      const r = p.reads.all;
+      const ms = (x: number | null) => (x === null || Number.isNaN(x) ? '-' : x >= 10_000 ? `${(x / 1000).toFixed(1)} s` : `${x.toFixed(1)}`);
+      out(`${v.name.padEnd(10)}${`${p.key} ${p.title}`.padEnd(28)}${ms(fa).padStart(11)}${String(r.n).padStart(7)}${ms(r.p50).padStart(10)}${ms(r.p99).padStart(11)}${ms(r.max).padStart(12)}${ms(p.event_loop.max_ms).padStart(11)}  `
+        + `${p.throughput.value === null ? 'n/a' : p.throughput.value.toFixed(1)} ${p.throughput.unit}${p.completed ? '' : ' (not finished)'}`);
+    }
+    for (const s of v.shutdowns) out(`${v.name.padEnd(10)}SIGTERM (${s.after}) ${s.process}: exit ${s.code ?? s.signal} after ${s.ms.toFixed(0)} ms${s.killed ? ' (KILLED after 60 s)' : ''}: ${s.ms <= GOALS.shutdownMs && !s.killed ? 'PASS' : 'FAIL'} (<= ${GOALS.shutdownMs} ms)`);
+    for (const note of v.notes) out(`${v.name.padEnd(10)}note: ${note}`);
+    const failed = v.phases.flatMap((p) => p.verdicts.filter((x) => !x.pass).map((x) => `${p.key}: ${x.goal} (${x.measured})`));
+    out(`${v.name}: ${failed.length ? `${failed.length} goal(s) FAIL:\n  ${failed.join('\n  ')}` : 'every goal PASS'}`);
+  }
+  if (versions.length === 2) {
+    const [base, cand] = versions as [Version, Version];
+    for (const key of ['d', 'e'] as const) {
+      const b = base.phases.find((p) => p.key === key)?.throughput.value;
+      const c = cand.phases.find((p) => p.key === key)?.throughput.value;
+      if (b && c) out(`${PHASE_TITLES[key]}: candidate / baseline products/s = ${(c / b).toFixed(2)} (goal: >= 1.0, no slower per product)`);
+    }
+  }
+}
+
+// ---- main -------------------------------------------------------------------------------------
+
+async function bench(tempDir: string, checkouts: Checkout[]): Promise<void> {
+  const started = now();
+  const peers = await startPeers();
+  log(`image origin ${peers.hosts.origin}, hanging host ${peers.hosts.hang}, receivers ${peers.receiver}`);
+  log(`${PRODUCTS} products (2-5 images each), ${ENDPOINTS} endpoints, ${READERS} reader loops; tenants ${TENANTS} x ${TENANT_PRODUCTS}; phases ${[...MAIN_PHASES, ...(PHASES.has('b') ? ['b'] : [])].join(',')}; ${ENGINE}`);
+  const versions: Version[] = checkouts.map((c) => ({ ...c, mainDb: null, tenantsDb: null, main: null, tenants: [], build: {}, phases: [], shutdowns: [], notes: [] }));
+  // Every catalog before any measured service starts (a server idle during another build measured slower in bench:reads).
+  for (const v of versions) await buildVersion(v, peers, tempDir);
+  for (const v of versions) {
+    if (MAIN_PHASES.length) await runMainPhases(v, peers, tempDir);
+    if (PHASES.has('b')) await runTenantsPhase(v, peers);
+  }
+  summary(versions);
+  if (flags.json) {
+    console.log(JSON.stringify({
+      products: PRODUCTS, engine: ENGINE, phase_seconds: PHASE_SECONDS, endpoints: ENDPOINTS, readers: READERS,
+      tenants: { merchants: TENANTS, products: TENANT_PRODUCTS }, import_products: IMPORT_PRODUCTS, storm_products: STORM_PRODUCTS,
+      seed: { changes: SEED_CHANGES, deliveries: SEED_DELIVERIES }, goals: GOALS, phases_requested: [...PHASES],
+      seconds: (now() - started) / 1000,
+      versions: versions.map((v) => ({ name: v.name, ref: v.ref, sha: v.sha, build: v.build, phases: v.phases, shutdowns: v.shutdowns, notes: v.notes })),
+    }, null, 2));
+  }
+}
+
+function cleanUpPostgres(): void {
+  postgres?.stopSync('immediate');
+  postgres = null;
+}
+
+if (flags.baseline) {
+  process.once('exit', cleanUpPostgres);
+  await runSideBySide({ tempPrefix: 'cps-bench-scale-', baseline: flags.baseline, log }, async ({ tempDir, checkouts }) => {
+    try {
+      await bench(tempDir, checkouts);
+    } finally {
+      killTracked();
+      cleanUpPostgres();
+    }
+  });
+} else {
+  const tempDir = fs.mkdtempSync(path.join(os.tmpdir(), 'cps-bench-scale-'));
+  const cleanUp = () => {
+    killTracked();
+    cleanUpPostgres();
+    fs.rmSync(tempDir, { recursive: true, force: true, maxRetries: 3 });
+  };
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      console.error(`\n${signal}: stopping the services and removing ${tempDir}`);
+      cleanUp();
+      process.exit(130);
+    });
+  }
+  const dirty = git('status', '--porcelain', '--untracked-files=no') ? ' + uncommitted changes' : '';
+  const candidate: Checkout = { name: 'candidate', ref: 'working tree', sha: `${git('rev-parse', 'HEAD')}${dirty}`, dir: candidateDir };
+  try {
+    await bench(tempDir, [candidate]);
+  } catch (error) {
+    console.error(error);
+    process.exitCode = 1;
+  } finally {
+    cleanUp();
+  }
+}

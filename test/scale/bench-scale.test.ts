@@ -1,0 +1,114 @@
+// Issue 20 item 6: a CI-sized run of `npm run bench:scale` (scripts/bench-scale.ts) on every
+// `npm test`, so a regression in the *shape* of the service at work is caught here: a phase that
+// never completes, a read that errors, a panel page or admin call that fails, a service that does not
+// start, answer or exit on SIGTERM. The figures themselves (latencies, rates, verdicts against the
+// issue's goals) belong to the benchmark and BENCHMARKS.md: nothing here asserts a time.
+//
+// The run: 2,000 products (2-5 images each) and 10 tenants of 30, every phase (a c d e f h g b) with
+// windows of 3 s, 20,000 old changes to prune and 2,000 deliveries in an endpoint's log; `serve` in
+// child processes with every worker on, real HTTP on 127.0.0.1 only. No hanging image host
+// (--hanging 0): a fetch hanging until the mirror's 15 s time-out would only make each SIGTERM wait
+// for it (the benchmark measures that; this test only needs the exits).
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const PHASES = ['a', 'c', 'd', 'e', 'f', 'h', 'g', 'b'];
+
+interface Stats { n: number; errors: number; p50: number | null; p99: number | null; max: number | null }
+interface Phase {
+  key: string;
+  completed: boolean;
+  seconds: number;
+  first_answer_ms?: { stores_ms: number | null; page_ms: number | null; error?: string };
+  reads: { all: Stats } & Record<string, Stats>;
+  read_errors: string[];
+  event_loop: { scrapes: number; scrapes_failed: number; max_ms: number | null };
+  throughput: { value: number | null; unit: string; detail: Record<string, unknown> };
+  pages?: { name: string; status: number; n: number; max: number | null; error?: string }[];
+  verdicts: { goal: string; measured: string; pass: boolean }[];
+}
+interface Result {
+  products: number;
+  versions: { name: string; phases: Phase[]; shutdowns: { process: string; code: number | null; killed: boolean }[]; notes: string[] }[];
+}
+
+function runBench(args: string[], timeoutMs: number): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/bench-scale.ts', ...args], {
+      cwd: ROOT,
+      // The bench passes no CPS_* setting of this process on to its services anyway.
+      env: process.env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => { stdout += chunk.toString(); });
+    child.stderr.on('data', (chunk: Buffer) => { stderr = (stderr + chunk.toString()).slice(-20_000); });
+    // SIGTERM lets the bench stop its services and remove its files.
+    const timer = setTimeout(() => child.kill('SIGTERM'), timeoutMs);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+describe('bench:scale, CI-sized', () => {
+  it('runs every phase against serve with every worker on, and each produces its figures without a failed read', async () => {
+    const { code, stdout, stderr } = await runBench([
+      '--products', '2000', '--json', '--phase-seconds', '3', '--tenants', '10', '--tenant-products', '30',
+      '--seed-changes', '20000', '--seed-deliveries', '2000', '--endpoints', '4', '--hanging', '0',
+    ], 170_000);
+    expect(code, stderr).toBe(0);
+    const result = JSON.parse(stdout) as Result;
+    expect(result.products).toBe(2000);
+    expect(result.versions).toHaveLength(1);
+    const [version] = result.versions;
+    expect(version!.notes, 'nothing was skipped').toEqual([]);
+    expect(version!.phases.map((p) => p.key)).toEqual(PHASES);
+
+    for (const phase of version!.phases) {
+      const where = `phase ${phase.key}: ${stderr.slice(-3000)}`;
+      // Finished within its budget: a write answered, retention logged its pruning.
+      expect(phase.completed, where).toBe(true);
+      // The light reader read throughout, every kind of read, and every read answered 200.
+      expect(phase.reads.all.n, where).toBeGreaterThan(0);
+      expect(phase.read_errors, where).toEqual([]);
+      expect(phase.reads.all.errors, where).toBe(0);
+      for (const kind of ['page', 'stores', 'changes']) {
+        if (phase.seconds >= 3) expect(phase.reads[kind]?.n ?? 0, `${where} (${kind})`).toBeGreaterThan(0);
+      }
+      expect(phase.reads.all.p99, where).not.toBeNull();
+      // /metrics answered during the phase, with the event-loop figures.
+      expect(phase.event_loop.scrapes - phase.event_loop.scrapes_failed, where).toBeGreaterThan(0);
+      expect(phase.event_loop.max_ms, where).not.toBeNull();
+      // The phase's own figure exists (its value is the benchmark's business).
+      expect(phase.throughput.value, where).not.toBeNull();
+      expect(Number.isFinite(phase.throughput.value), where).toBe(true);
+      expect(phase.verdicts.length, where).toBeGreaterThan(0);
+    }
+
+    const byKey = Object.fromEntries(version!.phases.map((p) => [p.key, p]));
+    // Every start answered its first reads.
+    for (const key of ['a', 'g', 'b']) {
+      expect(byKey[key]!.first_answer_ms?.stores_ms, key).not.toBeNull();
+      expect(byKey[key]!.first_answer_ms?.page_ms, key).not.toBeNull();
+    }
+    // The writes did their work: the import applied every line, retention pruned what was seeded.
+    expect(byKey.e!.throughput.detail.result).toMatchObject({ upserted: 2000 });
+    expect(byKey.g!.throughput.detail.pruned_ms_after_spawn).not.toBeNull();
+    // Mirroring went on and the receivers got deliveries.
+    expect(byKey.c!.throughput.detail.origin_fetches).toBeGreaterThan(0);
+    expect(byKey.f!.throughput.detail.deliveries_in_phase).toBeGreaterThan(0);
+    expect(byKey.b!.throughput.detail.merchants_delivered_to).toBeGreaterThan(0);
+    // Every panel page and admin status call answered 200.
+    expect(byKey.h!.pages!.length).toBeGreaterThanOrEqual(10);
+    for (const page of byKey.h!.pages!) expect(page, page.name).toMatchObject({ status: 200, n: 5 });
+    // Each SIGTERM ended its process cleanly (exit 0, never the bench's SIGKILL).
+    expect(version!.shutdowns.length).toBe(3);
+    for (const shutdown of version!.shutdowns) expect(shutdown, shutdown.process).toMatchObject({ code: 0, killed: false });
+  }, 180_000);
+});

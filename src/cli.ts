@@ -173,7 +173,8 @@ async function serveCommand(config: ReturnType<typeof loadConfig>): Promise<void
     await service.close();
     process.exit(1);
   });
-  const stopPruning = schedulePruning(storage, service.now, config.changes.retentionDays, config.changes.pruneIntervalSeconds, logger);
+  const stopPruning = schedulePruning(storage, service.now, config.changes.retentionDays, config.changes.pruneIntervalSeconds, logger,
+    config.changes.pruneBatch);
   if (config.webhookDispatcher) dispatcher.start();
   if (config.images.mirrorInServe) mirror.start();
   const demo = fs.existsSync(credentialsFile) ? JSON.parse(fs.readFileSync(credentialsFile, 'utf8')) : undefined;

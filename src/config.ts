@@ -158,6 +158,8 @@ export interface Config {
     retentionDays: number;
     /** How often the serving process deletes changes older than the retention. */
     pruneIntervalSeconds: number;
+    /** Changes deleted per transaction while pruning (the event loop is free between two). */
+    pruneBatch: number;
   };
 }
 
@@ -315,6 +317,7 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
       feedWindow: Math.min(CHANGES_MAX_ITEMS, Math.max(1, int(env, 'CPS_FEED_WINDOW', CHANGES_MAX_ITEMS))),
       retentionDays: atLeast(int(env, 'CPS_CHANGE_RETENTION_DAYS', 30), 30, 'CPS_CHANGE_RETENTION_DAYS'),
       pruneIntervalSeconds: Math.max(1, int(env, 'CPS_CHANGE_PRUNE_INTERVAL_SECONDS', 3600)),
+      pruneBatch: atLeast(int(env, 'CPS_CHANGE_PRUNE_BATCH', 1000), 1, 'CPS_CHANGE_PRUNE_BATCH'),
     },
   };
   const merged: Config = {

@@ -462,9 +462,8 @@ export class CatalogAdmin {
       await this.merchantIn(tx, merchantId);
       const problems = this.sourceProblems(await this.sourceReferences(tx, merchantId), source);
       if (problems.length) throw invalidInput('body', problems);
-      const { id, created } = await tx.upsertProductSource(merchantId, ref, source, this.at());
       // The mirror learns of new image sources with the write (state is per source URL).
-      await tx.ensureImageMirrors(merchantId, source.images.map((i) => i.url), this.at());
+      const { id, created } = await tx.upsertProductSource(merchantId, ref, source, this.at());
       await this.publisher.publishProducts(tx, merchantId, [id]);
       return { ...await this.sourceView(tx, merchantId, { id, ref, source }), created };
     });
@@ -505,7 +504,6 @@ export class CatalogAdmin {
         if (index % 16 === 0) await yieldToOthers();
         if (operation.op === 'upsert_product') {
           upsertedIds.push((await tx.upsertProductSource(merchantId, operation.ref, operation.source, at)).id);
-          await tx.ensureImageMirrors(merchantId, operation.source.images.map((i) => i.url), at);
         } else {
           const existing = await tx.findProductByRef(merchantId, operation.ref);
           if (!existing) continue;

@@ -7,34 +7,51 @@ import type { CatalogStorage } from '../storage/port.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
-/** Changes deleted per transaction, so pruning never holds the write lock for long. */
-const PRUNE_BATCH = 10_000;
+/** Changes deleted per transaction by default (CPS_CHANGE_PRUNE_BATCH), so pruning never holds the write lock, nor the event loop, for long. */
+export const PRUNE_BATCH = 1000;
 
-/** Deletes changes recorded before now - retentionDays; returns how many were deleted. */
-export async function pruneExpiredChanges(storage: CatalogStorage, now: Date, retentionDays: number): Promise<number> {
+/** Deletes changes recorded before now - retentionDays, a batch per transaction; returns how many were deleted. */
+export async function pruneExpiredChanges(
+  storage: CatalogStorage, now: Date, retentionDays: number, batch = PRUNE_BATCH, stopped: () => boolean = () => false,
+): Promise<number> {
   const cutoff = wholeSecondIso(now.getTime() - retentionDays * DAY_MS);
   let deleted = 0;
   for (;;) {
-    const batch = await storage.pruneChangesBefore(cutoff, PRUNE_BATCH);
-    deleted += batch;
-    if (batch < PRUNE_BATCH) return deleted;
+    const pruned = await storage.pruneChangesBefore(cutoff, batch);
+    deleted += pruned;
+    if (pruned < batch || stopped()) return deleted;
+    // Issue 20.4: the requests and the workers waiting run between two batches.
+    await new Promise<void>((resolve) => setImmediate(resolve));
   }
 }
 
-/** Runs the pruning now and then every interval, in the serving process; returns a stop function. */
+/**
+ * Runs the pruning now and then every interval, in the serving process (one run at a time); returns
+ * a stop function, which also ends a run in progress after its current batch.
+ */
 export function schedulePruning(
   storage: CatalogStorage, now: () => Date, retentionDays: number, intervalSeconds: number, logger: Logger = silentLogger,
+  batch = PRUNE_BATCH,
 ): () => void {
+  let stopped = false;
+  let running = false;
   const run = async () => {
+    if (running || stopped) return;
+    running = true;
     try {
-      const deleted = await pruneExpiredChanges(storage, now(), retentionDays);
+      const deleted = await pruneExpiredChanges(storage, now(), retentionDays, batch, () => stopped);
       if (deleted > 0) logger.info({ deleted, retention_days: retentionDays }, 'expired changes deleted');
     } catch (error) {
       logger.error({ err: error }, 'pruning expired changes failed');
+    } finally {
+      running = false;
     }
   };
   void run();
   const timer = setInterval(() => void run(), intervalSeconds * 1000);
   timer.unref();
-  return () => clearInterval(timer);
+  return () => {
+    stopped = true;
+    clearInterval(timer);
+  };
 }

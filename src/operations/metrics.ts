@@ -107,7 +107,7 @@ export class ServiceMetrics implements DeliveryObserver, CodedBodyCacheObserver,
     registers: [this.registry],
   });
   private readonly images = new Gauge({
-    name: 'cps_images', help: 'Image source URLs by mirroring state.', labelNames: ['state'] as const, registers: [this.registry],
+    name: 'cps_images', help: 'Image source URLs some product still lists, by mirroring state.', labelNames: ['state'] as const, registers: [this.registry],
   });
 
   private readonly codedCache = new CacheMetrics(this.registry, 'cps_compression_cache', {

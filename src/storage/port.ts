@@ -73,7 +73,11 @@ export interface CatalogSetupStore {
 /** Products as the merchant sent them. */
 export interface ProductSourceStore {
   findProductByRef(merchantId: number, ref: string): Promise<ProductRecord | undefined>;
-  /** Inserts or replaces the source; returns the product id and whether it was created. */
+  /**
+   * Inserts or replaces the source; returns the product id and whether it was created. Keeps what the
+   * source refers to (images, excluded stores, suppliers) findable by index in the same transaction,
+   * and makes its new image URLs pending work for the mirror (as ensureImageMirrors).
+   */
   upsertProductSource(merchantId: number, ref: string, source: ProductSourceDocument, at: string): Promise<{ id: number; created: boolean }>;
   deleteProduct(merchantId: number, productId: number): Promise<void>;
   /** Products whose source excludes them from the store with this slug. */

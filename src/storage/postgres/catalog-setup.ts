@@ -102,11 +102,10 @@ export class PgCatalogSetup implements CatalogSetupStore {
   }
 
   async isSupplierReferenced(merchantId: number, ref: string): Promise<boolean> {
-    return (await this.c.one(`SELECT 1 FROM products WHERE merchant_id = $1 AND (
-        EXISTS (SELECT 1 FROM json_array_elements(products.source::json -> 'offers') AS offer WHERE offer ->> 'supplier_ref' = $2)
-        OR EXISTS (SELECT 1 FROM json_array_elements(products.source::json -> 'supplier_attributes') AS value WHERE value ->> 'supplier_ref' = $2))
-      LIMIT 1`, [merchantId, ref])) !== undefined;
+    // An offer or a supplier attribute of a product names it (product_links, kept with the sources).
+    return (await this.c.one(`SELECT 1 FROM product_links WHERE merchant_id = $1 AND kind = 'supplier' AND value = $2 LIMIT 1`, [merchantId, ref])) !== undefined;
   }
+
 
   // Attribute definitions
 

@@ -39,14 +39,15 @@ export class PgChanges implements ChangeStore {
     // A store's changes all belong to one merchant, whose ids and times both grow: its newest pruned
     // position is (max(created_at), max(id)) of what is deleted.
     const row = await this.c.one<{ n: number }>(`WITH doomed AS (
-        SELECT merchant_id, id, store_id, created_at FROM changes WHERE created_at < $1 ORDER BY created_at, merchant_id, id LIMIT $2),
+        SELECT ctid AS row, store_id, created_at, id FROM changes WHERE created_at < $1 ORDER BY created_at, merchant_id, id LIMIT $2),
       horizon AS (
         INSERT INTO change_horizons AS h (store_id, created_at, change_id)
           SELECT store_id, max(created_at), max(id) FROM doomed GROUP BY store_id
         ON CONFLICT (store_id) DO UPDATE SET created_at = excluded.created_at, change_id = excluded.change_id
           WHERE (excluded.created_at, excluded.change_id) > (h.created_at, h.change_id)),
       deleted AS (
-        DELETE FROM changes USING doomed WHERE changes.merchant_id = doomed.merchant_id AND changes.id = doomed.id RETURNING 1)
+        -- By row address (a TID scan): the batch's rows, whatever the planner guesses of the table's size.
+        DELETE FROM changes WHERE ctid = ANY(ARRAY(SELECT row FROM doomed)) RETURNING 1)
       SELECT count(*) AS n FROM deleted`, [cutoff, limit]);
     return row!.n;
   }

@@ -91,9 +91,11 @@ export class PgDeliveries implements DeliveryStore {
   }
 
   async listDeliveries(endpointId: number, filter: { status?: DeliveryStatus; limit: number; beforeId?: number }): Promise<DeliveryRecord[]> {
-    return (await this.c.rows(`SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE endpoint_id = $1 AND status = coalesce($2, status)
-      AND id < coalesce($3::bigint, 9223372036854775807) ORDER BY id DESC LIMIT $4`,
-    [endpointId, filter.status ?? null, filter.beforeId ?? null, filter.limit])).map(toDelivery);
+    // Newest first by keyset: from (endpoint, id), or (endpoint, status, id) for one status (migration 19).
+    const values = [endpointId, filter.beforeId ?? Number.MAX_SAFE_INTEGER, filter.limit];
+    return (await this.c.rows(`SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE endpoint_id = $1
+      ${filter.status === undefined ? '' : 'AND status = $4'} AND id < $2 ORDER BY id DESC LIMIT $3`,
+    filter.status === undefined ? values : [...values, filter.status])).map(toDelivery);
   }
 
   async listAttempts(deliveryId: number): Promise<AttemptRecord[]> {
@@ -107,14 +109,16 @@ export class PgDeliveries implements DeliveryStore {
   }
 
   async oldestWaitingChangeAt(merchantId: number): Promise<string | null> {
-    // Per active endpoint of the merchant: its outbox rows, and its deliveries waiting for a first
-    // attempt (from the oldest change each carries), never the endpoint's delivered history.
+    // Per active endpoint of the merchant, one probe each (migration 19): its oldest outbox row, and
+    // its deliveries waiting for a first attempt (from the oldest change each carries), never the
+    // endpoint's delivered history nor its whole backlog.
     const row = await this.c.one<{ at: string | null }>(`SELECT min(at) AS at FROM (
-      SELECT min(o.created_at) AS at FROM webhook_endpoints AS e JOIN webhook_outbox AS o ON o.endpoint_id = e.id
-        WHERE e.merchant_id = $1 AND e.status = 'active'
+      SELECT (SELECT min(o.created_at) FROM webhook_outbox AS o WHERE o.endpoint_id = e.id) AS at
+        FROM webhook_endpoints AS e WHERE e.merchant_id = $1 AND e.status = 'active'
       UNION ALL
-      SELECT min(coalesce(d.oldest_change_at, d.created_at)) FROM webhook_endpoints AS e JOIN webhook_deliveries AS d ON d.endpoint_id = e.id
-        WHERE e.merchant_id = $1 AND e.status = 'active' AND d.status = 'pending' AND d.attempts = 0) AS waiting`, [merchantId]);
+      SELECT (SELECT min(coalesce(d.oldest_change_at, d.created_at)) FROM webhook_deliveries AS d
+          WHERE d.endpoint_id = e.id AND d.status = 'pending' AND d.attempts = 0)
+        FROM webhook_endpoints AS e WHERE e.merchant_id = $1 AND e.status = 'active') AS waiting`, [merchantId]);
     return row?.at ?? null;
   }
 }

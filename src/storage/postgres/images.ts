@@ -1,4 +1,5 @@
 // Image mirroring state per (merchant, source URL) on PostgreSQL, claimed by several mirrors at once.
+import { claimImages, type ImageClaimQueries, type ImageWorkHint } from '../image-claims.js';
 import { UNCAPPED_IMAGE_CLAIM, type ImageClaimFairness, type ImageStore } from '../port.js';
 import type { ClaimedImageMirror, ImageMirrorRecord, ImageMirrorWork, ImageStateCounts } from '../records.js';
 import type { PgConnection } from './connection.js';
@@ -6,22 +7,87 @@ import { notifyWork } from './wakeups.js';
 
 const IMAGE_FIELDS = ['state', 'mirrored_url', 'attempts', 'first_failure_at', 'next_attempt_at', 'last_error', 'updated_at'] as const;
 
-// The distinct image URLs the merchant's products list ($1: the merchant); a source whose `images`
-// is missing or not an array lists none.
-const LISTED_URLS = `SELECT DISTINCT image ->> 'url' AS url FROM products,
-    json_array_elements(CASE json_typeof(products.source::json -> 'images') WHEN 'array' THEN products.source::json -> 'images' ELSE '[]'::json END) AS image
-  WHERE products.merchant_id = $1`;
-
 type WorkRow = ImageMirrorWork & Record<string, unknown>;
 type ClaimedRow = ClaimedImageMirror & Record<string, unknown>;
 
-/** The origin of an image URL column (ClaimedImageMirror.origin; the same rule on SQLite). */
-const originOf = (url: string) => `lower(substr(${url}, 1, strpos(${url}, '://') + strpos(substr(${url}, strpos(${url}, '://') + 3) || '/', '/') + 1))`;
+/** The origin of an image URL column (ClaimedImageMirror.origin; the same rule on SQLite), stored with the row. */
+export const originOf = (url: string) => `lower(substr(${url}, 1, strpos(${url}, '://') + strpos(substr(${url}, strpos(${url}, '://') + 3) || '/', '/') + 1))`;
+
+/** The columns of image work as the port returns it (ImageMirrorWork, with its origin). */
+const WORK_COLUMNS = 'merchant_id, url, state, mirrored_url, updated_at, attempts, first_failure_at, next_attempt_at, last_error, origin';
+
+/**
+ * Lowers the merchant's hint of due image work (image-claims.ts) to $2: run by every write that
+ * makes a pending image due sooner than the hint may say. The version moves, so a claim's settle
+ * (a compare-and-set on it) never hides this work.
+ */
+const LOWER_IMAGE_WORK_HINT = `INSERT INTO image_work_merchants (merchant_id, due_at, version) VALUES ($1, $2, 0)
+  ON CONFLICT (merchant_id) DO UPDATE SET due_at = least(image_work_merchants.due_at, excluded.due_at), version = image_work_merchants.version + 1`;
+
+/** Adds image mirror rows for new URLs (and lowers the merchant's hint): shared with product-sources.ts. */
+export async function ensureMirrorRows(c: PgConnection, merchantId: number, urls: string[], at: string): Promise<void> {
+  if (urls.length === 0) return;
+  const added = await c.run(`INSERT INTO image_mirrors (merchant_id, url, origin, state, updated_at, next_attempt_at)
+    SELECT $1, url, ${originOf('url')}, 'pending', $2, $2 FROM unnest($3::text[]) AS url ON CONFLICT DO NOTHING`, [merchantId, at, urls]);
+  if (added === 0) return;
+  await c.run(LOWER_IMAGE_WORK_HINT, [merchantId, at]);
+  await notifyWork(c, 'images');
+}
+
+/** The claim's statements on PostgreSQL, in the claim's transaction: rows are locked, and another mirror's claim skips them. */
+class PgImageClaimQueries implements ImageClaimQueries {
+  constructor(private readonly c: PgConnection) {}
+
+  async dueMerchants(now: string, after: Pick<ImageWorkHint, 'dueAt' | 'merchantId'> | null, limit: number): Promise<ImageWorkHint[]> {
+    return this.c.rows<ImageWorkHint & Record<string, unknown>>(`SELECT merchant_id AS "merchantId", due_at AS "dueAt", version FROM image_work_merchants
+      WHERE due_at <= $1 AND (due_at, merchant_id) > ($2, $3) ORDER BY due_at, merchant_id LIMIT $4`,
+    [now, after?.dueAt ?? '', after?.merchantId ?? 0, limit]);
+  }
+
+  async dueImagesOf(merchantId: number, now: string, fullOrigins: string[], perOrigin: number): Promise<ClaimedImageMirror[]> {
+    // A loose index scan of the merchant's origins with pending work (one probe each), then each
+    // origin's oldest due images from the same index.
+    return this.c.rows<ClaimedRow>(`WITH RECURSIVE origins(origin) AS (
+        SELECT min(origin) FROM image_mirrors WHERE merchant_id = $1 AND state = 'pending'
+        UNION ALL
+        SELECT (SELECT min(i.origin) FROM image_mirrors AS i WHERE i.merchant_id = $1 AND i.state = 'pending' AND i.origin > o.origin)
+        FROM origins AS o WHERE o.origin IS NOT NULL
+      )
+      SELECT d.* FROM origins AS o CROSS JOIN LATERAL (
+        SELECT ${WORK_COLUMNS} FROM image_mirrors AS e
+        WHERE e.merchant_id = $1 AND e.state = 'pending' AND e.origin = o.origin AND e.next_attempt_at <= $2
+        ORDER BY e.next_attempt_at LIMIT $4 FOR UPDATE SKIP LOCKED
+      ) AS d
+      WHERE o.origin IS NOT NULL AND o.origin <> ALL($3::text[])`, [merchantId, now, fullOrigins, perOrigin]);
+  }
+
+  async earliestPending(merchantId: number): Promise<string | null> {
+    const row = await this.c.one<{ at: string | null }>(`SELECT min(next_attempt_at) AS at FROM image_mirrors WHERE merchant_id = $1 AND state = 'pending'`, [merchantId]);
+    return row?.at ?? null;
+  }
+
+  async settleHint(hint: ImageWorkHint, dueAt: string | null): Promise<void> {
+    // A hint another transaction is lowering is left to it (SKIP LOCKED): its version moves anyway.
+    const locked = `merchant_id IN (SELECT merchant_id FROM image_work_merchants WHERE merchant_id = $1 AND version = $2 FOR UPDATE SKIP LOCKED)`;
+    if (dueAt === null) await this.c.run(`DELETE FROM image_work_merchants WHERE ${locked}`, [hint.merchantId, hint.version]);
+    else await this.c.run(`UPDATE image_work_merchants SET due_at = $3 WHERE ${locked}`, [hint.merchantId, hint.version, dueAt]);
+  }
+
+  async lease(images: ClaimedImageMirror[], leaseUntil: string): Promise<void> {
+    await this.c.run(`UPDATE image_mirrors AS m SET next_attempt_at = $1
+      FROM unnest($2::bigint[], $3::text[]) AS leased(merchant_id, url) WHERE m.merchant_id = leased.merchant_id AND m.url = leased.url`,
+    [leaseUntil, images.map((i) => i.merchant_id), images.map((i) => i.url)]);
+  }
+}
 
 export class PgImages implements ImageStore {
   static readonly writes = ['ensureImageMirrors', 'claimDueImageMirrors', 'updateImageMirror'] as const;
 
-  constructor(private readonly c: PgConnection) {}
+  private readonly claims: PgImageClaimQueries;
+
+  constructor(private readonly c: PgConnection) {
+    this.claims = new PgImageClaimQueries(c);
+  }
 
   async imageMirrors(merchantId: number, urls: string[]): Promise<Map<string, ImageMirrorRecord>> {
     const mirrors = new Map<string, ImageMirrorRecord>();
@@ -33,69 +99,37 @@ export class PgImages implements ImageStore {
   }
 
   async ensureImageMirrors(merchantId: number, urls: string[], at: string): Promise<void> {
-    if (urls.length === 0) return;
-    const added = await this.c.run(`INSERT INTO image_mirrors (merchant_id, url, state, updated_at, next_attempt_at)
-      SELECT $1, url, 'pending', $2, $2 FROM unnest($3::text[]) AS url ON CONFLICT DO NOTHING`, [merchantId, at, urls]);
-    if (added > 0) await notifyWork(this.c, 'images');
+    await ensureMirrorRows(this.c, merchantId, urls, at);
   }
 
   async claimDueImageMirrors(now: string, limit: number, leaseUntil: string, fairness: ImageClaimFairness = UNCAPPED_IMAGE_CLAIM): Promise<ClaimedImageMirror[]> {
-    if (limit <= 0) return [];
-    // One statement: another mirror's claim skips the rows this one locks (and then leases).
-    const window = Math.min(limit, fairness.perMerchant) + fairness.perOrigin;
-    return this.c.rows<ClaimedRow>(`WITH busy AS (
-        SELECT * FROM json_to_recordset($4::json) AS b(merchant_id bigint, origin text, fetching integer)
-      ), busy_merchants AS (
-        SELECT merchant_id, sum(fetching) AS fetching FROM busy GROUP BY merchant_id
-      ), candidates AS (
-        SELECT d.*, ${originOf('d.url')} AS origin FROM merchants AS m
-        CROSS JOIN LATERAL (
-          SELECT * FROM image_mirrors AS i WHERE i.merchant_id = m.id AND i.state = 'pending' AND i.next_attempt_at <= $1
-            AND ${originOf('i.url')} NOT IN (SELECT origin FROM busy WHERE busy.merchant_id = m.id AND busy.fetching >= $6)
-          ORDER BY i.next_attempt_at LIMIT $7 FOR UPDATE SKIP LOCKED
-        ) AS d
-        WHERE coalesce((SELECT fetching FROM busy_merchants WHERE busy_merchants.merchant_id = m.id), 0) < $5
-      ), origin_turns AS (
-        SELECT c.*, row_number() OVER (PARTITION BY c.merchant_id, c.origin ORDER BY c.next_attempt_at, c.url)
-          + coalesce((SELECT fetching FROM busy WHERE busy.merchant_id = c.merchant_id AND busy.origin = c.origin), 0) AS origin_turn
-        FROM candidates AS c
-      ), merchant_turns AS (
-        SELECT o.*, row_number() OVER (PARTITION BY o.merchant_id ORDER BY o.origin_turn, o.next_attempt_at, o.url)
-          + coalesce((SELECT fetching FROM busy_merchants WHERE busy_merchants.merchant_id = o.merchant_id), 0) AS merchant_turn
-        FROM origin_turns AS o WHERE o.origin_turn <= $6
-      ), chosen AS (
-        SELECT * FROM merchant_turns WHERE merchant_turn <= $5 ORDER BY merchant_turn, next_attempt_at, url LIMIT $2
-      ), leased AS (
-        UPDATE image_mirrors AS m SET next_attempt_at = $3 FROM chosen WHERE m.merchant_id = chosen.merchant_id AND m.url = chosen.url
-      )
-      SELECT merchant_id, url, state, mirrored_url, updated_at, attempts, first_failure_at, next_attempt_at, last_error, origin
-      FROM chosen ORDER BY merchant_turn, next_attempt_at, url`,
-    [now, limit, leaseUntil, JSON.stringify(fairness.busy), fairness.perMerchant, fairness.perOrigin, window]);
+    return claimImages(this.claims, now, limit, leaseUntil, fairness);
   }
 
   async updateImageMirror(merchantId: number, url: string, patch: Partial<Omit<ImageMirrorWork, 'merchant_id' | 'url'>>): Promise<void> {
     const fields = IMAGE_FIELDS.filter((f) => f in patch);
     if (fields.length === 0) return;
-    await this.c.run(`UPDATE image_mirrors SET ${fields.map((f, i) => `${f} = $${i + 1}`).join(', ')}
-      WHERE merchant_id = $${fields.length + 1} AND url = $${fields.length + 2}`, [...fields.map((f) => patch[f] as unknown), merchantId, url]);
+    const row = await this.c.one<{ state: string; next_attempt_at: string | null }>(`UPDATE image_mirrors SET ${fields.map((f, i) => `${f} = $${i + 1}`).join(', ')}
+      WHERE merchant_id = $${fields.length + 1} AND url = $${fields.length + 2} RETURNING state, next_attempt_at`,
+    [...fields.map((f) => patch[f] as unknown), merchantId, url]);
+    // Pending again (a release, a backoff, retry-dead): the merchant's hint must not be later than it.
+    if (row?.state === 'pending' && row.next_attempt_at !== null) await this.c.run(LOWER_IMAGE_WORK_HINT, [merchantId, row.next_attempt_at]);
     // A dead image put back to pending (retry-dead) is work for the mirrors.
     if (patch.state === 'pending') await notifyWork(this.c, 'images');
   }
 
   async imageStateCounts(merchantId: number): Promise<ImageStateCounts> {
+    // Per distinct source URL that a product of the merchant still lists: counts the trigger of
+    // migration 16 keeps, not a count of the rows.
     const counts: ImageStateCounts = { pending: 0, mirrored: 0, dead: 0 };
-    // Per distinct source URL that a product of the merchant still lists.
-    const rows = await this.c.rows<{ state: keyof ImageStateCounts; n: number }>(`SELECT m.state, count(*)::integer AS n FROM image_mirrors AS m
-      JOIN (${LISTED_URLS}) AS listed ON listed.url = m.url
-      WHERE m.merchant_id = $1 GROUP BY m.state`, [merchantId]);
+    const rows = await this.c.rows<{ state: keyof ImageStateCounts; n: number }>('SELECT state, n::integer AS n FROM image_state_counts WHERE merchant_id = $1', [merchantId]);
     for (const row of rows) counts[row.state] = row.n;
     return counts;
   }
 
   async deadImages(merchantId: number, limit: number): Promise<ImageMirrorWork[]> {
     // The ones imageStateCounts counts: a source URL no product lists any more is neither shown nor retried.
-    return this.c.rows<WorkRow>(`SELECT m.* FROM image_mirrors AS m
-      JOIN (${LISTED_URLS}) AS listed ON listed.url = m.url
-      WHERE m.merchant_id = $1 AND m.state = 'dead' ORDER BY m.updated_at DESC, m.url LIMIT $2`, [merchantId, limit]);
+    return this.c.rows<WorkRow>(`SELECT ${WORK_COLUMNS} FROM image_mirrors
+      WHERE merchant_id = $1 AND state = 'dead' AND listed > 0 ORDER BY updated_at DESC, url LIMIT $2`, [merchantId, limit]);
   }
 }

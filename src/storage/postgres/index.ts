@@ -302,7 +302,8 @@ export class PostgresStorage implements CatalogStorage {
         WHERE status IN ('pending', 'failed') GROUP BY status`)) {
         counts.waitingDeliveries[row.status] = row.n;
       }
-      for (const row of await rows<{ state: 'pending'; n: number }>('SELECT state, count(*) AS n FROM image_mirrors GROUP BY state')) {
+      // The listed images (what the merchants' summaries count), from the counts kept per merchant.
+      for (const row of await rows<{ state: 'pending'; n: number }>('SELECT state, sum(n)::integer AS n FROM image_state_counts GROUP BY state')) {
         counts.images[row.state] = row.n;
       }
       // Not yet attempted: a failed delivery waiting for its retry is the receiver's lag, not the

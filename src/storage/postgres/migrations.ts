@@ -10,10 +10,22 @@
 // JSON is kept as the text the domain wrote (`json`'s operators read it without reformatting
 // numbers, as jsonb would), so published payloads come back byte for byte.
 
-/** Statements of a migration's SQL: split where a line ends with `;` (no migration has `;` elsewhere at a line's end). */
+/**
+ * Statements of a migration's SQL: split where a line ends with `;`, except inside a `$$`-quoted
+ * function body (no migration has `;` elsewhere at a line's end).
+ */
 export function statementsOf(sql: string): string[] {
-  return sql.split(/;[ \t]*$/m).map((statement) => statement.trim())
-    .filter((statement) => statement.split('\n').some((line) => line.trim() !== '' && !line.trim().startsWith('--')));
+  const statements: string[] = [];
+  let pending = '';
+  for (const part of sql.split(/;[ \t]*$/m)) {
+    pending = pending ? `${pending};${part}` : part;
+    // An odd number of `$$` so far: the split fell inside a body, the statement goes on.
+    if ((pending.match(/\$\$/g)?.length ?? 0) % 2 === 1) continue;
+    statements.push(pending.trim());
+    pending = '';
+  }
+  if (pending) statements.push(pending.trim());
+  return statements.filter((statement) => statement.split('\n').some((line) => line.trim() !== '' && !line.trim().startsWith('--')));
 }
 
 export const migrations: readonly { id: number; name: string; sql: string }[] = [
@@ -448,6 +460,136 @@ CREATE INDEX import_jobs_merchant ON import_jobs(merchant_id, id);
     sql: `
 -- Fair image claims (issue 13.2) take each merchant's oldest due work: one index probe per merchant.
 CREATE INDEX image_mirrors_due_per_merchant ON image_mirrors(merchant_id, next_attempt_at) WHERE state = 'pending';
+`,
+  },
+  {
+    id: 16,
+    name: 'bounded_statements',
+    sql: `
+-- Issue 20.3: no statement costs O(catalog). What a product's source refers to (its image URLs, the
+-- stores it is excluded from, its suppliers) as rows kept in the source's transaction
+-- (product-sources.ts), so "the products that show this image" is an index range.
+CREATE TABLE product_links (
+  merchant_id bigint NOT NULL,
+  kind text COLLATE "C" NOT NULL CHECK (kind IN ('image', 'excluded_store', 'supplier')),
+  value text COLLATE "C" NOT NULL,
+  product_id bigint NOT NULL,
+  PRIMARY KEY (merchant_id, kind, value, product_id)
+);
+CREATE INDEX product_links_product ON product_links(product_id);
+INSERT INTO product_links (merchant_id, kind, value, product_id)
+  SELECT p.merchant_id, 'image', i ->> 'url', p.id FROM products AS p, json_array_elements(CASE json_typeof(p.source::json -> 'images') WHEN 'array' THEN p.source::json -> 'images' ELSE '[]'::json END) AS i WHERE i ->> 'url' IS NOT NULL
+  UNION SELECT p.merchant_id, 'excluded_store', e, p.id FROM products AS p, json_array_elements_text(CASE json_typeof(p.source::json -> 'excluded_stores') WHEN 'array' THEN p.source::json -> 'excluded_stores' ELSE '[]'::json END) AS e
+  UNION SELECT p.merchant_id, 'supplier', o ->> 'supplier_ref', p.id FROM products AS p, json_array_elements(CASE json_typeof(p.source::json -> 'offers') WHEN 'array' THEN p.source::json -> 'offers' ELSE '[]'::json END) AS o WHERE o ->> 'supplier_ref' IS NOT NULL
+  UNION SELECT p.merchant_id, 'supplier', a ->> 'supplier_ref', p.id FROM products AS p, json_array_elements(CASE json_typeof(p.source::json -> 'supplier_attributes') WHEN 'array' THEN p.source::json -> 'supplier_attributes' ELSE '[]'::json END) AS a WHERE a ->> 'supplier_ref' IS NOT NULL;
+
+-- An image's origin is stored (claims take turns per origin from an index, not by parsing every URL),
+-- and how many products list it (only listed images are counted and shown).
+ALTER TABLE image_mirrors ADD COLUMN origin text COLLATE "C";
+ALTER TABLE image_mirrors ADD COLUMN listed integer NOT NULL DEFAULT 0;
+UPDATE image_mirrors SET origin = lower(substr(url, 1, strpos(url, '://') + strpos(substr(url, strpos(url, '://') + 3) || '/', '/') + 1)),
+  listed = (SELECT count(*) FROM product_links AS l WHERE l.merchant_id = image_mirrors.merchant_id AND l.kind = 'image' AND l.value = image_mirrors.url);
+CREATE INDEX image_mirrors_pending_origin ON image_mirrors(merchant_id, origin, next_attempt_at) WHERE state = 'pending';
+CREATE INDEX image_mirrors_dead_listed ON image_mirrors(merchant_id, updated_at) WHERE state = 'dead' AND listed > 0;
+
+-- The listed images per merchant and state, kept by this trigger (the images summary reads them).
+CREATE TABLE image_state_counts (
+  merchant_id bigint NOT NULL,
+  state text COLLATE "C" NOT NULL,
+  n bigint NOT NULL,
+  PRIMARY KEY (merchant_id, state)
+);
+INSERT INTO image_state_counts (merchant_id, state, n)
+  SELECT merchant_id, state, count(*) FROM image_mirrors WHERE listed > 0 GROUP BY merchant_id, state;
+CREATE FUNCTION image_state_counted() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP IN ('UPDATE', 'DELETE') AND OLD.listed > 0 THEN
+    UPDATE image_state_counts SET n = n - 1 WHERE merchant_id = OLD.merchant_id AND state = OLD.state;
+  END IF;
+  IF TG_OP IN ('INSERT', 'UPDATE') AND NEW.listed > 0 THEN
+    INSERT INTO image_state_counts (merchant_id, state, n) VALUES (NEW.merchant_id, NEW.state, 1)
+      ON CONFLICT (merchant_id, state) DO UPDATE SET n = image_state_counts.n + 1;
+  END IF;
+  RETURN NULL;
+END
+$$;
+CREATE TRIGGER image_mirrors_counted_insert_delete AFTER INSERT OR DELETE ON image_mirrors
+  FOR EACH ROW EXECUTE FUNCTION image_state_counted();
+CREATE TRIGGER image_mirrors_counted_update AFTER UPDATE OF state, listed ON image_mirrors
+  FOR EACH ROW WHEN (OLD.state IS DISTINCT FROM NEW.state OR (OLD.listed > 0) IS DISTINCT FROM (NEW.listed > 0))
+  EXECUTE FUNCTION image_state_counted();
+
+-- Merchants with pending images, and a lower bound of when the earliest is due (storage/image-claims.ts):
+-- a claim visits the merchants with due work, never every merchant.
+CREATE TABLE image_work_merchants (
+  merchant_id bigint PRIMARY KEY,
+  due_at text COLLATE "C" NOT NULL,
+  version bigint NOT NULL DEFAULT 0
+);
+CREATE INDEX image_work_merchants_due ON image_work_merchants(due_at, merchant_id);
+INSERT INTO image_work_merchants (merchant_id, due_at)
+  SELECT merchant_id, min(next_attempt_at) FROM image_mirrors WHERE state = 'pending' AND next_attempt_at IS NOT NULL GROUP BY merchant_id;
+`,
+  },
+  {
+    id: 17,
+    name: 'published_exclusions',
+    sql: `
+-- Issue 20.3: a store's counts by exclusion reason (panel overview and catalog) are kept, not counted
+-- over every payload; the excluded-only list is an index range. The reason is the payload's own
+-- (upsertPublished writes both), NULL for a product that is not excluded.
+ALTER TABLE published_products ADD COLUMN exclusion_reason text COLLATE "C";
+UPDATE published_products SET exclusion_reason = payload::json ->> 'exclusion_reason';
+CREATE INDEX published_products_excluded ON published_products(store_id, product_id) WHERE exclusion_reason IS NOT NULL;
+-- Per store: the published products per exclusion reason ('' for the ones not excluded).
+CREATE TABLE published_counts (
+  store_id bigint NOT NULL REFERENCES stores(id) ON DELETE CASCADE,
+  exclusion_reason text COLLATE "C" NOT NULL,
+  n bigint NOT NULL,
+  PRIMARY KEY (store_id, exclusion_reason)
+);
+INSERT INTO published_counts (store_id, exclusion_reason, n)
+  SELECT store_id, coalesce(exclusion_reason, ''), count(*) FROM published_products GROUP BY store_id, coalesce(exclusion_reason, '');
+CREATE FUNCTION published_counted() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP IN ('UPDATE', 'DELETE') THEN
+    UPDATE published_counts SET n = n - 1 WHERE store_id = OLD.store_id AND exclusion_reason = coalesce(OLD.exclusion_reason, '');
+  END IF;
+  IF TG_OP IN ('INSERT', 'UPDATE') THEN
+    INSERT INTO published_counts (store_id, exclusion_reason, n) VALUES (NEW.store_id, coalesce(NEW.exclusion_reason, ''), 1)
+      ON CONFLICT (store_id, exclusion_reason) DO UPDATE SET n = published_counts.n + 1;
+  END IF;
+  RETURN NULL;
+END
+$$;
+CREATE TRIGGER published_counted_insert_delete AFTER INSERT OR DELETE ON published_products
+  FOR EACH ROW EXECUTE FUNCTION published_counted();
+CREATE TRIGGER published_counted_update AFTER UPDATE OF exclusion_reason ON published_products
+  FOR EACH ROW WHEN (OLD.exclusion_reason IS DISTINCT FROM NEW.exclusion_reason) EXECUTE FUNCTION published_counted();
+`,
+  },
+  {
+    id: 18,
+    name: 'changes_in_pruning_order',
+    sql: `
+-- Retention (issue 20.3) deletes the oldest changes in (created_at, merchant, id) order, a bounded
+-- batch at a time: from this index, without sorting every change of a second (one re-pricing
+-- records all its changes in one second).
+DROP INDEX changes_created;
+CREATE INDEX changes_created ON changes(created_at, merchant_id, id);
+`,
+  },
+  {
+    id: 19,
+    name: 'waiting_work_indexes',
+    sql: `
+-- Issue 20.3: the panel's delivery log filtered by status pages by keyset over this index, however
+-- rare the status among an endpoint's deliveries.
+CREATE INDEX webhook_deliveries_endpoint_status ON webhook_deliveries(endpoint_id, status, id);
+-- The oldest change waiting per endpoint (overview's feed lag, /metrics): one probe per endpoint,
+-- not a read of its whole outbox or backlog during a storm.
+CREATE INDEX webhook_outbox_waiting ON webhook_outbox(endpoint_id, created_at);
+CREATE INDEX webhook_deliveries_unattempted ON webhook_deliveries(endpoint_id, (coalesce(oldest_change_at, created_at))) WHERE status = 'pending' AND attempts = 0;
 `,
   },
 ];

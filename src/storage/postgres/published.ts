@@ -76,11 +76,12 @@ export class PgPublished implements PublishedStore {
     // One statement for the batch; a product listed twice keeps its last row (as one upsert per row would).
     const last = new Map(rows.map((row) => [row.productId, row]));
     const batch = [...last.values()];
-    await this.c.run(`INSERT INTO published_products (store_id, product_id, payload, price_hash, content_hash)
-      SELECT $1, product_id, payload, price_hash, content_hash
+    // The exclusion reason as the payload states it, kept beside it (the store's counts follow it: migration 17).
+    await this.c.run(`INSERT INTO published_products (store_id, product_id, payload, price_hash, content_hash, exclusion_reason)
+      SELECT $1, product_id, payload, price_hash, content_hash, payload::json ->> 'exclusion_reason'
       FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[]) AS row (product_id, payload, price_hash, content_hash)
       ON CONFLICT (store_id, product_id) DO UPDATE SET payload = excluded.payload,
-        price_hash = excluded.price_hash, content_hash = excluded.content_hash`,
+        price_hash = excluded.price_hash, content_hash = excluded.content_hash, exclusion_reason = excluded.exclusion_reason`,
     [storeId, batch.map((r) => r.productId), batch.map((r) => r.payload), batch.map((r) => r.priceHash), batch.map((r) => r.contentHash)]);
   }
 
@@ -163,20 +164,20 @@ export class PgPublished implements PublishedStore {
   }
 
   async publishedSummaries(storeId: number, window: PublishedSummaryWindow): Promise<PublishedProductSummary[]> {
+    // The excluded ones from their own index range (migration 17), not a filter over every row.
     const rows = await this.c.rows(`SELECT ${SUMMARY_COLUMNS} FROM ${SUMMARY_FROM}
-      WHERE store_id = $1 AND product_id > $2 AND (NOT $3::boolean OR p.excluded)
-      ORDER BY product_id LIMIT $4`, [storeId, window.afterId, window.excludedOnly ?? false, window.limit]);
+      WHERE store_id = $1 AND product_id > $2 ${window.excludedOnly ? 'AND published_products.exclusion_reason IS NOT NULL' : ''}
+      ORDER BY product_id LIMIT $3`, [storeId, window.afterId, window.limit]);
     return rows.map(toSummary);
   }
 
   async publishedCountsByExclusion(storeId: number): Promise<PublishedExclusionCounts> {
-    // One scan of the store's rows (the primary key's prefix); the reason is read from the payload as published.
-    const rows = await this.c.rows<{ reason: string | null; n: number }>(`SELECT payload::json ->> 'exclusion_reason' AS reason, count(*) AS n
-      FROM published_products WHERE store_id = $1 GROUP BY reason`, [storeId]);
+    // The counts kept per store and reason (migration 17's trigger), not a count of the rows.
+    const rows = await this.c.rows<{ reason: string; n: number }>('SELECT exclusion_reason AS reason, n::integer AS n FROM published_counts WHERE store_id = $1', [storeId]);
     const counts: PublishedExclusionCounts = { total: 0, excluded: { manual: 0, missing_title: 0, no_offers: 0, out_of_stock: 0 } };
     for (const { reason, n } of rows) {
       counts.total += n;
-      if (reason !== null) counts.excluded[reason as keyof PublishedExclusionCounts['excluded']] = n;
+      if (reason !== '') counts.excluded[reason as keyof PublishedExclusionCounts['excluded']] = n;
     }
     return counts;
   }

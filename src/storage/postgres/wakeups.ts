@@ -7,6 +7,8 @@ import type { WorkTopic } from '../port.js';
 import type { PgConnection } from './connection.js';
 
 const CHANNELS: Record<WorkTopic, string> = { deliveries: 'cps_deliveries', images: 'cps_images' };
+/** The channel a statement notifies with pg_notify when it adds image work. */
+export const IMAGE_WORK_CHANNEL = CHANNELS.images;
 const TOPICS = new Map(Object.entries(CHANNELS).map(([topic, channel]) => [channel, topic as WorkTopic]));
 
 /** Tells the workers listening on any process that this transaction adds work (delivered at COMMIT). */

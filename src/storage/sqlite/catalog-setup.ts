@@ -105,13 +105,9 @@ export class SqliteCatalogSetup implements CatalogSetupStore {
   }
 
   async isSupplierReferenced(merchantId: number, ref: string): Promise<boolean> {
-    // Named parameters: better-sqlite3 rejects positional values for a repeated `?1`.
-    return this.c.stmt(`SELECT 1 FROM products, json_each(products.source, '$.offers') AS offer
-        WHERE products.merchant_id = @merchantId AND json_extract(offer.value, '$.supplier_ref') = @ref
-      UNION ALL
-      SELECT 1 FROM products, json_each(products.source, '$.supplier_attributes') AS value
-        WHERE products.merchant_id = @merchantId AND json_extract(value.value, '$.supplier_ref') = @ref
-      LIMIT 1`).get({ merchantId, ref }) !== undefined;
+    // An offer or a supplier attribute of a product names it (product_links, kept with the sources).
+    return this.c.stmt(`SELECT 1 FROM product_links WHERE merchant_id = ? AND kind = 'supplier' AND value = ? LIMIT 1`)
+      .get(merchantId, ref) !== undefined;
   }
 
   // Attribute definitions

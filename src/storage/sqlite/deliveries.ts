@@ -91,9 +91,13 @@ export class SqliteDeliveries implements DeliveryStore {
   }
 
   async listDeliveries(endpointId: number, filter: { status?: DeliveryStatus; limit: number; beforeId?: number }): Promise<DeliveryRecord[]> {
-    return (this.c.stmt(`SELECT * FROM webhook_deliveries WHERE endpoint_id = ? AND status = coalesce(?, status)
-      AND id < coalesce(?, 9223372036854775807) ORDER BY id DESC LIMIT ?`)
-      .all(endpointId, filter.status ?? null, filter.beforeId ?? null, filter.limit) as Row[]).map(toDelivery);
+    // Newest first by keyset: from (endpoint, id), or (endpoint, status, id) for one status (migration 19).
+    const page = { endpointId, beforeId: filter.beforeId ?? Number.MAX_SAFE_INTEGER, limit: filter.limit };
+    const rows = filter.status === undefined
+      ? this.c.stmt('SELECT * FROM webhook_deliveries WHERE endpoint_id = @endpointId AND id < @beforeId ORDER BY id DESC LIMIT @limit').all(page)
+      : this.c.stmt(`SELECT * FROM webhook_deliveries WHERE endpoint_id = @endpointId AND status = @status AND id < @beforeId
+        ORDER BY id DESC LIMIT @limit`).all({ ...page, status: filter.status });
+    return (rows as Row[]).map(toDelivery);
   }
 
   async listAttempts(deliveryId: number): Promise<AttemptRecord[]> {
@@ -107,16 +111,16 @@ export class SqliteDeliveries implements DeliveryStore {
   }
 
   async oldestWaitingChangeAt(merchantId: number): Promise<string | null> {
-    // Per active endpoint of the merchant: its outbox rows (webhook_outbox_group), and its waiting
-    // deliveries from the partial index webhook_deliveries_endpoint_due (the IN term lets SQLite
-    // use it), never the endpoint's delivered history.
+    // Per active endpoint of the merchant, one probe each (migration 19): its oldest outbox row, and
+    // its deliveries waiting for a first attempt (from the oldest change each carries), never the
+    // endpoint's delivered history nor its whole backlog.
     return this.c.stmt(`SELECT min(at) FROM (
-      SELECT min(o.created_at) AS at FROM webhook_endpoints AS e JOIN webhook_outbox AS o ON o.endpoint_id = e.id
-        WHERE e.merchant_id = @merchantId AND e.status = 'active'
+      SELECT (SELECT min(o.created_at) FROM webhook_outbox AS o WHERE o.endpoint_id = e.id) AS at
+        FROM webhook_endpoints AS e WHERE e.merchant_id = @merchantId AND e.status = 'active'
       UNION ALL
-      SELECT min(coalesce(d.oldest_change_at, d.created_at)) FROM webhook_endpoints AS e JOIN webhook_deliveries AS d ON d.endpoint_id = e.id
-        WHERE e.merchant_id = @merchantId AND e.status = 'active'
-          AND d.status IN ('pending', 'failed') AND d.status = 'pending' AND d.attempts = 0)`)
+      SELECT (SELECT min(coalesce(d.oldest_change_at, d.created_at)) FROM webhook_deliveries AS d
+          WHERE d.endpoint_id = e.id AND d.status = 'pending' AND d.attempts = 0)
+        FROM webhook_endpoints AS e WHERE e.merchant_id = @merchantId AND e.status = 'active')`)
       .pluck().get({ merchantId }) as string | null;
   }
 }

@@ -1,45 +1,90 @@
 // Image mirroring state per (merchant, source URL) on SQLite.
+import { claimImages, type ImageClaimQueries, type ImageWorkHint } from '../image-claims.js';
 import { UNCAPPED_IMAGE_CLAIM, type ImageClaimFairness, type ImageStore } from '../port.js';
 import type { ClaimedImageMirror, ImageMirrorRecord, ImageMirrorWork, ImageStateCounts } from '../records.js';
 import type { SqliteConnection } from './connection.js';
 
-/** The origin of an image URL column (ClaimedImageMirror.origin; the same rule on PostgreSQL). */
-const originOf = (url: string) => `lower(substr(${url}, 1, instr(${url}, '://') + instr(substr(${url}, instr(${url}, '://') + 3) || '/', '/') + 1))`;
-
-// Fair claims (issue 13.2): per merchant, its oldest due work outside the origins the mirror has at
-// their cap; then origins take turns within a merchant (counting the fetches busy) up to perOrigin,
-// and merchants take turns (the fewest fetches first) up to perMerchant.
-const CLAIM = `WITH busy AS (
-    SELECT json_extract(value, '$.merchant_id') AS merchant_id, json_extract(value, '$.origin') AS origin,
-      json_extract(value, '$.fetching') AS fetching FROM json_each(@busy)
-  ), busy_merchants AS (
-    SELECT merchant_id, sum(fetching) AS fetching FROM busy GROUP BY merchant_id
-  ), candidates AS (
-    SELECT i.*, ${originOf('i.url')} AS origin FROM merchants AS m
-    JOIN image_mirrors AS i ON i.rowid IN (
-      SELECT d.rowid FROM image_mirrors AS d WHERE d.merchant_id = m.id AND d.state = 'pending' AND d.next_attempt_at <= @now
-        AND ${originOf('d.url')} NOT IN (SELECT origin FROM busy WHERE busy.merchant_id = m.id AND busy.fetching >= @per_origin)
-      ORDER BY d.next_attempt_at LIMIT @window)
-    WHERE coalesce((SELECT fetching FROM busy_merchants WHERE merchant_id = m.id), 0) < @per_merchant
-  ), origin_turns AS (
-    SELECT c.*, row_number() OVER (PARTITION BY c.merchant_id, c.origin ORDER BY c.next_attempt_at, c.url)
-      + coalesce((SELECT fetching FROM busy WHERE busy.merchant_id = c.merchant_id AND busy.origin = c.origin), 0) AS origin_turn
-    FROM candidates AS c
-  ), merchant_turns AS (
-    SELECT o.*, row_number() OVER (PARTITION BY o.merchant_id ORDER BY o.origin_turn, o.next_attempt_at, o.url)
-      + coalesce((SELECT fetching FROM busy_merchants WHERE busy_merchants.merchant_id = o.merchant_id), 0) AS merchant_turn
-    FROM origin_turns AS o WHERE o.origin_turn <= @per_origin
-  )
-  SELECT merchant_id, url, state, mirrored_url, updated_at, attempts, first_failure_at, next_attempt_at, last_error, origin
-  FROM merchant_turns WHERE merchant_turn <= @per_merchant
-  ORDER BY merchant_turn, next_attempt_at, url LIMIT @limit`;
+/** The origin of an image URL column (ClaimedImageMirror.origin; the same rule on PostgreSQL), stored with the row. */
+export const originOf = (url: string) => `lower(substr(${url}, 1, instr(${url}, '://') + instr(substr(${url}, instr(${url}, '://') + 3) || '/', '/') + 1))`;
 
 const IMAGE_FIELDS = ['state', 'mirrored_url', 'attempts', 'first_failure_at', 'next_attempt_at', 'last_error', 'updated_at'] as const;
+
+/** The columns of image work as the port returns it (ImageMirrorWork, with its origin). */
+const WORK_COLUMNS = 'merchant_id, url, state, mirrored_url, updated_at, attempts, first_failure_at, next_attempt_at, last_error, origin';
+
+/**
+ * Lowers the merchant's hint of due image work (image-claims.ts) to `@due_at`: run by every write
+ * that makes a pending image due sooner than the hint may say.
+ */
+export const LOWER_IMAGE_WORK_HINT = `INSERT INTO image_work_merchants (merchant_id, due_at, version) VALUES (@merchant_id, @due_at, 0)
+  ON CONFLICT (merchant_id) DO UPDATE SET due_at = min(due_at, excluded.due_at), version = version + 1`;
+
+/** Mirror rows for URLs not known yet: pending, due at once, with their origin. */
+const INSERT_MIRRORS = `INSERT OR IGNORE INTO image_mirrors (merchant_id, url, origin, state, updated_at, next_attempt_at)
+  SELECT @merchant_id, value, ${originOf('value')}, 'pending', @at, @at FROM json_each(@urls)`;
+
+/** Adds image mirror rows for new URLs (and lowers the merchant's hint): shared with product-sources.ts. */
+export function ensureMirrorRows(c: SqliteConnection, merchantId: number, urls: string[], at: string): void {
+  if (urls.length === 0) return;
+  const added = c.stmt(INSERT_MIRRORS).run({ merchant_id: merchantId, urls: JSON.stringify(urls), at }).changes;
+  if (added === 0) return;
+  c.stmt(LOWER_IMAGE_WORK_HINT).run({ merchant_id: merchantId, due_at: at });
+  c.addedWork.add('images');
+}
+
+/** The claim's statements on SQLite (claims run in a write transaction: no other process claims in between). */
+class SqliteImageClaimQueries implements ImageClaimQueries {
+  constructor(private readonly c: SqliteConnection) {}
+
+  async dueMerchants(now: string, after: Pick<ImageWorkHint, 'dueAt' | 'merchantId'> | null, limit: number): Promise<ImageWorkHint[]> {
+    return this.c.stmt(`SELECT merchant_id AS merchantId, due_at AS dueAt, version FROM image_work_merchants
+      WHERE due_at <= @now AND (due_at, merchant_id) > (@after_due, @after_merchant) ORDER BY due_at, merchant_id LIMIT @limit`)
+      .all({ now, after_due: after?.dueAt ?? '', after_merchant: after?.merchantId ?? 0, limit }) as ImageWorkHint[];
+  }
+
+  async dueImagesOf(merchantId: number, now: string, fullOrigins: string[], perOrigin: number): Promise<ClaimedImageMirror[]> {
+    // A loose index scan of the merchant's origins with pending work (one probe each), then each
+    // origin's oldest due images from the same index.
+    return this.c.stmt(`WITH RECURSIVE origins(origin) AS (
+        SELECT min(origin) FROM image_mirrors WHERE merchant_id = @merchant AND state = 'pending'
+        UNION ALL
+        SELECT (SELECT min(i.origin) FROM image_mirrors AS i WHERE i.merchant_id = @merchant AND i.state = 'pending' AND i.origin > o.origin)
+        FROM origins AS o WHERE o.origin IS NOT NULL
+      )
+      SELECT ${WORK_COLUMNS.replace(/(\w+)/g, 'd.$1')} FROM origins AS o, image_mirrors AS d
+      WHERE o.origin IS NOT NULL AND o.origin NOT IN (SELECT value FROM json_each(@full))
+        AND d.rowid IN (SELECT e.rowid FROM image_mirrors AS e
+          WHERE e.merchant_id = @merchant AND e.state = 'pending' AND e.origin = o.origin AND e.next_attempt_at <= @now
+          ORDER BY e.next_attempt_at LIMIT @per_origin)`).all({ merchant: merchantId, now, full: JSON.stringify(fullOrigins), per_origin: perOrigin }) as ClaimedImageMirror[];
+  }
+
+  async earliestPending(merchantId: number): Promise<string | null> {
+    return (this.c.stmt(`SELECT min(next_attempt_at) FROM image_mirrors WHERE merchant_id = ? AND state = 'pending'`)
+      .pluck().get(merchantId) as string | null) ?? null;
+  }
+
+  async settleHint(hint: ImageWorkHint, dueAt: string | null): Promise<void> {
+    if (dueAt === null) {
+      this.c.stmt('DELETE FROM image_work_merchants WHERE merchant_id = ? AND version = ?').run(hint.merchantId, hint.version);
+    } else {
+      this.c.stmt('UPDATE image_work_merchants SET due_at = ? WHERE merchant_id = ? AND version = ?').run(dueAt, hint.merchantId, hint.version);
+    }
+  }
+
+  async lease(images: ClaimedImageMirror[], leaseUntil: string): Promise<void> {
+    const lease = this.c.stmt('UPDATE image_mirrors SET next_attempt_at = ? WHERE merchant_id = ? AND url = ?');
+    for (const image of images) lease.run(leaseUntil, image.merchant_id, image.url);
+  }
+}
 
 export class SqliteImages implements ImageStore {
   static readonly writes = ['ensureImageMirrors', 'claimDueImageMirrors', 'updateImageMirror'] as const;
 
-  constructor(private readonly c: SqliteConnection) {}
+  private readonly claims: SqliteImageClaimQueries;
+
+  constructor(private readonly c: SqliteConnection) {
+    this.claims = new SqliteImageClaimQueries(c);
+  }
 
   async imageMirrors(merchantId: number, urls: string[]): Promise<Map<string, ImageMirrorRecord>> {
     const mirrors = new Map<string, ImageMirrorRecord>();
@@ -51,54 +96,40 @@ export class SqliteImages implements ImageStore {
   }
 
   async ensureImageMirrors(merchantId: number, urls: string[], at: string): Promise<void> {
-    if (urls.length === 0) return;
-    const added = this.c.stmt(`INSERT OR IGNORE INTO image_mirrors (merchant_id, url, state, updated_at, next_attempt_at)
-      SELECT ?, value, 'pending', ?, ? FROM json_each(?)`).run(merchantId, at, at, JSON.stringify(urls)).changes;
-    if (added > 0) this.c.addedWork.add('images');
+    ensureMirrorRows(this.c, merchantId, urls, at);
   }
 
   async claimDueImageMirrors(now: string, limit: number, leaseUntil: string, fairness: ImageClaimFairness = UNCAPPED_IMAGE_CLAIM): Promise<ClaimedImageMirror[]> {
-    if (limit <= 0) return [];
-    // Claims run in a write transaction (BEGIN IMMEDIATE): no other process claims in between.
-    const due = this.c.stmt(CLAIM).all({
-      now, limit, per_merchant: fairness.perMerchant, per_origin: fairness.perOrigin,
-      // Each merchant's oldest due work, as many as could be taken from it: one index probe per merchant.
-      window: Math.min(limit, fairness.perMerchant) + fairness.perOrigin,
-      busy: JSON.stringify(fairness.busy),
-    }) as ClaimedImageMirror[];
-    const lease = this.c.stmt('UPDATE image_mirrors SET next_attempt_at = ? WHERE merchant_id = ? AND url = ?');
-    for (const image of due) lease.run(leaseUntil, image.merchant_id, image.url);
-    return due;
+    return claimImages(this.claims, now, limit, leaseUntil, fairness);
   }
 
   async updateImageMirror(merchantId: number, url: string, patch: Partial<Omit<ImageMirrorWork, 'merchant_id' | 'url'>>): Promise<void> {
     const fields = IMAGE_FIELDS.filter((f) => f in patch);
     if (fields.length === 0) return;
-    this.c.stmt(`UPDATE image_mirrors SET ${fields.map((f) => `${f} = ?`).join(', ')} WHERE merchant_id = ? AND url = ?`)
-      .run(...fields.map((f) => patch[f] as unknown), merchantId, url);
+    const row = this.c.stmt(`UPDATE image_mirrors SET ${fields.map((f) => `${f} = ?`).join(', ')} WHERE merchant_id = ? AND url = ?
+      RETURNING state, next_attempt_at`)
+      .get(...fields.map((f) => patch[f] as unknown), merchantId, url) as { state: string; next_attempt_at: string | null } | undefined;
+    // Pending again (a release, a backoff, retry-dead): the merchant's hint must not be later than it.
+    if (row?.state === 'pending' && row.next_attempt_at !== null) {
+      this.c.stmt(LOWER_IMAGE_WORK_HINT).run({ merchant_id: merchantId, due_at: row.next_attempt_at });
+    }
     // A dead image put back to pending (retry-dead) is work for the mirror.
     if (patch.state === 'pending') this.c.addedWork.add('images');
   }
 
   async imageStateCounts(merchantId: number): Promise<ImageStateCounts> {
+    // Per distinct source URL that a product of the merchant still lists: counts the triggers of
+    // migration 16 keep, not a count of the rows.
     const counts: ImageStateCounts = { pending: 0, mirrored: 0, dead: 0 };
-    // Per distinct source URL that a product of the merchant still lists.
-    const rows = this.c.stmt(`SELECT m.state, count(*) AS n FROM image_mirrors AS m
-      JOIN (SELECT DISTINCT json_extract(image.value, '$.url') AS url FROM products, json_each(products.source, '$.images') AS image
-        WHERE products.merchant_id = @merchant) AS listed ON listed.url = m.url
-      WHERE m.merchant_id = @merchant GROUP BY m.state`).all({ merchant: merchantId }) as { state: keyof typeof counts; n: number }[];
-    for (const row of rows) {
-      counts[row.state] = row.n;
-    }
+    const rows = this.c.stmt('SELECT state, n FROM image_state_counts WHERE merchant_id = ?').all(merchantId) as { state: keyof ImageStateCounts; n: number }[];
+    for (const row of rows) counts[row.state] = row.n;
     return counts;
   }
 
   async deadImages(merchantId: number, limit: number): Promise<ImageMirrorWork[]> {
     // The ones imageStateCounts counts: a source URL no product lists any more is neither shown nor retried.
-    return this.c.stmt(`SELECT m.* FROM image_mirrors AS m
-      JOIN (SELECT DISTINCT json_extract(image.value, '$.url') AS url FROM products, json_each(products.source, '$.images') AS image
-        WHERE products.merchant_id = @merchant) AS listed ON listed.url = m.url
-      WHERE m.merchant_id = @merchant AND m.state = 'dead' ORDER BY m.updated_at DESC, m.url LIMIT @limit`)
+    return this.c.stmt(`SELECT ${WORK_COLUMNS} FROM image_mirrors
+      WHERE merchant_id = @merchant AND state = 'dead' AND listed > 0 ORDER BY updated_at DESC, url LIMIT @limit`)
       .all({ merchant: merchantId, limit }) as ImageMirrorWork[];
   }
 }

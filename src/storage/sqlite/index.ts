@@ -286,7 +286,8 @@ export class SqliteStorage implements CatalogStorage {
         GROUP BY status`).all() as { status: 'pending'; n: number }[]) {
         counts.waitingDeliveries[row.status] = row.n;
       }
-      for (const row of stmt('SELECT state, count(*) AS n FROM image_mirrors GROUP BY state').all() as { state: 'pending'; n: number }[]) {
+      // The listed images (what the merchants' summaries count), from the counts kept per merchant.
+      for (const row of stmt('SELECT state, sum(n) AS n FROM image_state_counts GROUP BY state').all() as { state: 'pending'; n: number }[]) {
         counts.images[row.state] = row.n;
       }
       // Not yet attempted: a failed delivery waiting for its retry is the receiver's lag, not the

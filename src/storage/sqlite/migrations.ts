@@ -434,4 +434,128 @@ CREATE INDEX import_jobs_merchant ON import_jobs(merchant_id, id);
 CREATE INDEX image_mirrors_due_per_merchant ON image_mirrors(merchant_id, next_attempt_at) WHERE state = 'pending';
 `,
   },
+  {
+    id: 16,
+    name: 'bounded_statements',
+    sql: `
+-- Issue 20.3: no statement costs O(catalog). What a product's source refers to (its image URLs, the
+-- stores it is excluded from, its suppliers) as rows kept in the source's transaction
+-- (product-sources.ts), so "the products that show this image" is an index range.
+CREATE TABLE product_links (
+  merchant_id INTEGER NOT NULL,
+  kind TEXT NOT NULL CHECK (kind IN ('image', 'excluded_store', 'supplier')),
+  value TEXT NOT NULL,
+  product_id INTEGER NOT NULL,
+  PRIMARY KEY (merchant_id, kind, value, product_id)
+) WITHOUT ROWID;
+CREATE INDEX product_links_product ON product_links(product_id);
+INSERT OR IGNORE INTO product_links (merchant_id, kind, value, product_id)
+  SELECT p.merchant_id, 'image', json_extract(i.value, '$.url'), p.id FROM products AS p, json_each(p.source, '$.images') AS i
+  UNION ALL SELECT p.merchant_id, 'excluded_store', e.value, p.id FROM products AS p, json_each(p.source, '$.excluded_stores') AS e
+  UNION ALL SELECT p.merchant_id, 'supplier', json_extract(o.value, '$.supplier_ref'), p.id FROM products AS p, json_each(p.source, '$.offers') AS o
+  UNION ALL SELECT p.merchant_id, 'supplier', json_extract(a.value, '$.supplier_ref'), p.id FROM products AS p, json_each(p.source, '$.supplier_attributes') AS a;
+
+-- An image's origin is stored (claims take turns per origin from an index, not by parsing every URL),
+-- and how many products list it (only listed images are counted and shown).
+ALTER TABLE image_mirrors ADD COLUMN origin TEXT;
+ALTER TABLE image_mirrors ADD COLUMN listed INTEGER NOT NULL DEFAULT 0;
+UPDATE image_mirrors SET origin = lower(substr(url, 1, instr(url, '://') + instr(substr(url, instr(url, '://') + 3) || '/', '/') + 1));
+UPDATE image_mirrors SET listed = (SELECT count(*) FROM product_links AS l
+  WHERE l.merchant_id = image_mirrors.merchant_id AND l.kind = 'image' AND l.value = image_mirrors.url);
+CREATE INDEX image_mirrors_pending_origin ON image_mirrors(merchant_id, origin, next_attempt_at) WHERE state = 'pending';
+CREATE INDEX image_mirrors_dead_listed ON image_mirrors(merchant_id, updated_at) WHERE state = 'dead' AND listed > 0;
+
+-- The listed images per merchant and state, kept by these triggers (the images summary reads them).
+CREATE TABLE image_state_counts (
+  merchant_id INTEGER NOT NULL,
+  state TEXT NOT NULL,
+  n INTEGER NOT NULL,
+  PRIMARY KEY (merchant_id, state)
+) WITHOUT ROWID;
+INSERT INTO image_state_counts (merchant_id, state, n)
+  SELECT merchant_id, state, count(*) FROM image_mirrors WHERE listed > 0 GROUP BY merchant_id, state;
+CREATE TRIGGER image_mirrors_counted_insert AFTER INSERT ON image_mirrors WHEN NEW.listed > 0 BEGIN
+  INSERT INTO image_state_counts (merchant_id, state, n) VALUES (NEW.merchant_id, NEW.state, 1)
+    ON CONFLICT (merchant_id, state) DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER image_mirrors_counted_update AFTER UPDATE OF state, listed ON image_mirrors
+  WHEN OLD.state IS NOT NEW.state OR (OLD.listed > 0) IS NOT (NEW.listed > 0) BEGIN
+  UPDATE image_state_counts SET n = n - 1 WHERE OLD.listed > 0 AND merchant_id = OLD.merchant_id AND state = OLD.state;
+  INSERT INTO image_state_counts (merchant_id, state, n) SELECT NEW.merchant_id, NEW.state, 1 WHERE NEW.listed > 0
+    ON CONFLICT (merchant_id, state) DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER image_mirrors_counted_delete AFTER DELETE ON image_mirrors WHEN OLD.listed > 0 BEGIN
+  UPDATE image_state_counts SET n = n - 1 WHERE merchant_id = OLD.merchant_id AND state = OLD.state;
+END;
+
+-- Merchants with pending images, and a lower bound of when the earliest is due (storage/image-claims.ts):
+-- a claim visits the merchants with due work, never every merchant.
+CREATE TABLE image_work_merchants (
+  merchant_id INTEGER PRIMARY KEY,
+  due_at TEXT NOT NULL,
+  version INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX image_work_merchants_due ON image_work_merchants(due_at, merchant_id);
+INSERT INTO image_work_merchants (merchant_id, due_at)
+  SELECT merchant_id, min(next_attempt_at) FROM image_mirrors WHERE state = 'pending' AND next_attempt_at IS NOT NULL GROUP BY merchant_id;
+`,
+  },
+  {
+    id: 17,
+    name: 'published_exclusions',
+    sql: `
+-- Issue 20.3: a store's counts by exclusion reason (panel overview and catalog) are kept, not counted
+-- over every payload; the excluded-only list is an index range. The reason is the payload's own
+-- (upsertPublished writes both), NULL for a product that is not excluded.
+ALTER TABLE published_products ADD COLUMN exclusion_reason TEXT;
+UPDATE published_products SET exclusion_reason = json_extract(payload, '$.exclusion_reason');
+CREATE INDEX published_products_excluded ON published_products(store_id, product_id) WHERE exclusion_reason IS NOT NULL;
+-- Per store: the published products per exclusion reason ('' for the ones not excluded).
+CREATE TABLE published_counts (
+  store_id INTEGER NOT NULL REFERENCES stores(id) ON DELETE CASCADE,
+  exclusion_reason TEXT NOT NULL,
+  n INTEGER NOT NULL,
+  PRIMARY KEY (store_id, exclusion_reason)
+) WITHOUT ROWID;
+INSERT INTO published_counts (store_id, exclusion_reason, n)
+  SELECT store_id, coalesce(exclusion_reason, ''), count(*) FROM published_products GROUP BY store_id, coalesce(exclusion_reason, '');
+CREATE TRIGGER published_counted_insert AFTER INSERT ON published_products BEGIN
+  INSERT INTO published_counts (store_id, exclusion_reason, n) VALUES (NEW.store_id, coalesce(NEW.exclusion_reason, ''), 1)
+    ON CONFLICT (store_id, exclusion_reason) DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER published_counted_update AFTER UPDATE OF exclusion_reason ON published_products
+  WHEN OLD.exclusion_reason IS NOT NEW.exclusion_reason BEGIN
+  UPDATE published_counts SET n = n - 1 WHERE store_id = OLD.store_id AND exclusion_reason = coalesce(OLD.exclusion_reason, '');
+  INSERT INTO published_counts (store_id, exclusion_reason, n) VALUES (NEW.store_id, coalesce(NEW.exclusion_reason, ''), 1)
+    ON CONFLICT (store_id, exclusion_reason) DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER published_counted_delete AFTER DELETE ON published_products BEGIN
+  UPDATE published_counts SET n = n - 1 WHERE store_id = OLD.store_id AND exclusion_reason = coalesce(OLD.exclusion_reason, '');
+END;
+`,
+  },
+  {
+    id: 18,
+    name: 'changes_in_pruning_order',
+    sql: `
+-- Retention (issue 20.3) deletes the oldest changes in (created_at, merchant, id) order, a bounded
+-- batch at a time: from this index, without sorting every change of a second (one re-pricing
+-- records all its changes in one second).
+DROP INDEX changes_created;
+CREATE INDEX changes_created ON changes(created_at, merchant_id, id);
+`,
+  },
+  {
+    id: 19,
+    name: 'waiting_work_indexes',
+    sql: `
+-- Issue 20.3: the panel's delivery log filtered by status pages by keyset over this index, however
+-- rare the status among an endpoint's deliveries.
+CREATE INDEX webhook_deliveries_endpoint_status ON webhook_deliveries(endpoint_id, status, id);
+-- The oldest change waiting per endpoint (overview's feed lag, /metrics): one probe per endpoint,
+-- not a read of its whole outbox or backlog during a storm.
+CREATE INDEX webhook_outbox_waiting ON webhook_outbox(endpoint_id, created_at);
+CREATE INDEX webhook_deliveries_unattempted ON webhook_deliveries(endpoint_id, coalesce(oldest_change_at, created_at)) WHERE status = 'pending' AND attempts = 0;
+`,
+  },
 ];

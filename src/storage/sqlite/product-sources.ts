@@ -1,7 +1,9 @@
 // Product sources (what the merchant sent) on SQLite.
 import type { ProductSourceStore } from '../port.js';
 import type { ProductRecord, ProductSourceDocument } from '../records.js';
+import { diffProductLinks } from '../product-links.js';
 import type { Row, SqliteConnection } from './connection.js';
+import { LOWER_IMAGE_WORK_HINT, originOf } from './images.js';
 
 const toProduct = (r: Row): ProductRecord => ({
   id: r.id as number,
@@ -24,19 +26,57 @@ export class SqliteProductSources implements ProductSourceStore {
     const existing = this.c.stmt('SELECT id FROM products WHERE merchant_id = ? AND ref = ?').get(merchantId, ref) as { id: number } | undefined;
     if (existing) {
       this.c.stmt('UPDATE products SET source = ?, updated_at = ? WHERE id = ?').run(json, at, existing.id);
+      this.relink(merchantId, existing.id, source, false, at);
       return { id: existing.id, created: false };
     }
     const info = this.c.stmt('INSERT INTO products (merchant_id, ref, source, updated_at) VALUES (?, ?, ?, ?)').run(merchantId, ref, json, at);
-    return { id: Number(info.lastInsertRowid), created: true };
+    const id = Number(info.lastInsertRowid);
+    this.relink(merchantId, id, source, true, at);
+    return { id, created: true };
   }
 
   async deleteProduct(merchantId: number, productId: number): Promise<void> {
-    this.c.stmt('DELETE FROM products WHERE merchant_id = ? AND id = ?').run(merchantId, productId);
+    const deleted = this.c.stmt('DELETE FROM products WHERE merchant_id = ? AND id = ?').run(merchantId, productId).changes;
+    if (deleted > 0) this.relink(merchantId, productId, null, false, '');
+  }
+
+  /**
+   * Keeps the product's links (product_links) and its images' mirror rows in step with its source,
+   * in the source's transaction: new image URLs become pending work, and each image counts the
+   * products that list it.
+   */
+  private relink(merchantId: number, productId: number, source: ProductSourceDocument | null, created: boolean, at: string): void {
+    const before = created ? [] : this.c.stmt('SELECT kind, value FROM product_links WHERE product_id = ?').raw().all(productId) as [string, string][];
+    const diff = diffProductLinks(before, source);
+    const link = { merchant: merchantId, product: productId };
+    if (diff.removed.length > 0) {
+      this.c.stmt(`DELETE FROM product_links WHERE merchant_id = @merchant AND product_id = @product
+        AND (kind, value) IN (SELECT value ->> 0, value ->> 1 FROM json_each(@links))`).run({ ...link, links: JSON.stringify(diff.removed) });
+    }
+    if (diff.added.length > 0) {
+      this.c.stmt(`INSERT OR IGNORE INTO product_links (merchant_id, kind, value, product_id)
+        SELECT @merchant, value ->> 0, value ->> 1, @product FROM json_each(@links)`).run({ ...link, links: JSON.stringify(diff.added) });
+    }
+    if (diff.removedImages.length > 0) {
+      this.c.stmt('UPDATE image_mirrors SET listed = listed - 1 WHERE merchant_id = ? AND url IN (SELECT value FROM json_each(?))')
+        .run(merchantId, JSON.stringify(diff.removedImages));
+    }
+    if (diff.addedImages.length === 0) return;
+    // New URLs are pending work, due at once; known ones count one more product.
+    const listed = this.c.stmt(`INSERT INTO image_mirrors (merchant_id, url, origin, state, updated_at, next_attempt_at, listed)
+      SELECT @merchant, value, ${originOf('value')}, 'pending', @at, @at, 1 FROM json_each(@urls) WHERE true
+      ON CONFLICT (merchant_id, url) DO UPDATE SET listed = listed + 1 RETURNING listed`)
+      .pluck().all({ merchant: merchantId, at, urls: JSON.stringify(diff.addedImages) }) as number[];
+    // Listed by one product now: new (or listed again, when the hint stays a lower bound all the same).
+    if (listed.includes(1)) {
+      this.c.stmt(LOWER_IMAGE_WORK_HINT).run({ merchant_id: merchantId, due_at: at });
+      this.c.addedWork.add('images');
+    }
   }
 
   async productsExcludedFrom(merchantId: number, slug: string): Promise<ProductRecord[]> {
-    return (this.c.stmt(`SELECT id, ref, source FROM products WHERE merchant_id = ? AND EXISTS
-      (SELECT 1 FROM json_each(products.source, '$.excluded_stores') WHERE value = ?) ORDER BY id`)
+    return (this.c.stmt(`SELECT p.id, p.ref, p.source FROM product_links AS l JOIN products AS p ON p.id = l.product_id
+      WHERE l.merchant_id = ? AND l.kind = 'excluded_store' AND l.value = ? ORDER BY l.product_id`)
       .all(merchantId, slug) as Row[]).map(toProduct);
   }
 
@@ -53,8 +93,7 @@ export class SqliteProductSources implements ProductSourceStore {
   }
 
   async productIdsWithImage(merchantId: number, url: string): Promise<number[]> {
-    return this.c.stmt(`SELECT id FROM products WHERE merchant_id = ? AND EXISTS
-      (SELECT 1 FROM json_each(products.source, '$.images') WHERE json_extract(value, '$.url') = ?) ORDER BY id`)
+    return this.c.stmt(`SELECT product_id FROM product_links WHERE merchant_id = ? AND kind = 'image' AND value = ? ORDER BY product_id`)
       .pluck().all(merchantId, url) as number[];
   }
 }

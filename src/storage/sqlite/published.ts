@@ -63,11 +63,12 @@ export class SqlitePublished implements PublishedStore {
   }
 
   async upsertPublished(storeId: number, rows: PublishedRow[]): Promise<void> {
-    const upsert = this.c.stmt(`INSERT INTO published_products (store_id, product_id, payload, price_hash, content_hash)
-      VALUES (?, ?, ?, ?, ?)
+    // The exclusion reason as the payload states it, kept beside it (the store's counts follow it: migration 17).
+    const upsert = this.c.stmt(`INSERT INTO published_products (store_id, product_id, payload, price_hash, content_hash, exclusion_reason)
+      VALUES (@store, @product, @payload, @price, @content, json_extract(@payload, '$.exclusion_reason'))
       ON CONFLICT (store_id, product_id) DO UPDATE SET payload = excluded.payload,
-        price_hash = excluded.price_hash, content_hash = excluded.content_hash`);
-    for (const row of rows) upsert.run(storeId, row.productId, row.payload, row.priceHash, row.contentHash);
+        price_hash = excluded.price_hash, content_hash = excluded.content_hash, exclusion_reason = excluded.exclusion_reason`);
+    for (const row of rows) upsert.run({ store: storeId, product: row.productId, payload: row.payload, price: row.priceHash, content: row.contentHash });
   }
 
   async deletePublished(storeId: number, productIds: number[]): Promise<void> {
@@ -154,22 +155,22 @@ export class SqlitePublished implements PublishedStore {
   }
 
   async publishedSummaries(storeId: number, window: PublishedSummaryWindow): Promise<PublishedProductSummary[]> {
-    const rows = this.c.stmt(`SELECT ${SUMMARY_COLUMNS} FROM published_products
-      WHERE store_id = @storeId AND product_id > @afterId
-        AND (@excludedOnly = 0 OR json_extract(payload, '$.excluded') = 1)
-      ORDER BY product_id LIMIT @limit`)
-      .all({ storeId, afterId: window.afterId, excludedOnly: window.excludedOnly ? 1 : 0, limit: window.limit }) as Row[];
+    // The excluded ones from their own index range (migration 17), not a filter over every row.
+    const sql = window.excludedOnly
+      ? `SELECT ${SUMMARY_COLUMNS} FROM published_products INDEXED BY published_products_excluded
+        WHERE store_id = @storeId AND product_id > @afterId AND exclusion_reason IS NOT NULL ORDER BY product_id LIMIT @limit`
+      : `SELECT ${SUMMARY_COLUMNS} FROM published_products WHERE store_id = @storeId AND product_id > @afterId ORDER BY product_id LIMIT @limit`;
+    const rows = this.c.stmt(sql).all({ storeId, afterId: window.afterId, limit: window.limit }) as Row[];
     return rows.map(toSummary);
   }
 
   async publishedCountsByExclusion(storeId: number): Promise<PublishedExclusionCounts> {
-    // One scan of the store's rows (the primary key's prefix); the reason is read from the payload as published.
-    const rows = this.c.stmt(`SELECT json_extract(payload, '$.exclusion_reason') AS reason, count(*) AS n
-      FROM published_products WHERE store_id = ? GROUP BY reason`).all(storeId) as { reason: string | null; n: number }[];
+    // The counts kept per store and reason (migration 17's triggers), not a count of the rows.
+    const rows = this.c.stmt('SELECT exclusion_reason AS reason, n FROM published_counts WHERE store_id = ?').all(storeId) as { reason: string; n: number }[];
     const counts: PublishedExclusionCounts = { total: 0, excluded: { manual: 0, missing_title: 0, no_offers: 0, out_of_stock: 0 } };
     for (const { reason, n } of rows) {
       counts.total += n;
-      if (reason !== null) counts.excluded[reason as keyof PublishedExclusionCounts['excluded']] = n;
+      if (reason !== '') counts.excluded[reason as keyof PublishedExclusionCounts['excluded']] = n;
     }
     return counts;
   }

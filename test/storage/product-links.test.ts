@@ -1,0 +1,84 @@
+// The links and counts migration 16 keeps (issue 20.3) always say what a recount from the sources
+// says: after any sequence of product upserts and deletes and image state changes, the products
+// listing each image, the products excluding each store, the referenced suppliers and the images
+// per state equal what parsing every source finds (what the statements before them computed).
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import type { CatalogStorage, ImageState, ProductSourceDocument } from '../../src/storage/port.js';
+import { storagePerTest, TEST_ENGINE } from '../support/engine.js';
+
+const AT = '2026-11-26T08:00:00.000Z';
+const URLS = ['https://a.example/1.jpg', 'https://a.example/2.jpg', 'https://B.example:8443/3.jpg', 'https://b.example:8443/4.jpg'];
+const SUPPLIERS = ['alpine', 'baltic'];
+const SLUGS = ['de', 'uk'];
+const REFS = ['P-1', 'P-2', 'P-3', 'P-4'];
+
+let storage: CatalogStorage;
+storagePerTest('product-links', (fresh) => ({ storage } = fresh));
+
+const sourceArbitrary: fc.Arbitrary<ProductSourceDocument> = fc.record({
+  images: fc.uniqueArray(fc.constantFrom(...URLS), { maxLength: 3 }).map((urls) => urls.map((url) => ({ url }))),
+  offers: fc.uniqueArray(fc.constantFrom(...SUPPLIERS), { maxLength: 2 })
+    .map((refs) => refs.map((supplier_ref) => ({ supplier_ref, quantity: 1, cost: '1.00', currency: 'EUR' }))),
+  attributes: fc.uniqueArray(fc.constantFrom(...SUPPLIERS), { maxLength: 1 }).map((refs) => refs.map((supplier_ref) => ({ supplier_ref, key: 'weight', value: '1' }))),
+  excluded: fc.uniqueArray(fc.constantFrom(...SLUGS), { maxLength: 2 }),
+}).map(({ images, offers, attributes, excluded }) => ({
+  eans: [], manufacturer: null, content: { de: { title: 'T', description: null } }, images, offers, own_stock: null,
+  supplier_attributes: attributes, overrides: {}, excluded_stores: excluded,
+}));
+
+type Step =
+  | { op: 'upsert'; ref: string; source: ProductSourceDocument }
+  | { op: 'delete'; ref: string }
+  | { op: 'state'; url: string; state: ImageState };
+
+const stepArbitrary: fc.Arbitrary<Step> = fc.oneof(
+  fc.record({ op: fc.constant('upsert' as const), ref: fc.constantFrom(...REFS), source: sourceArbitrary }),
+  fc.record({ op: fc.constant('delete' as const), ref: fc.constantFrom(...REFS) }),
+  fc.record({ op: fc.constant('state' as const), url: fc.constantFrom(...URLS), state: fc.constantFrom<ImageState>('pending', 'mirrored', 'dead') }),
+);
+
+describe(`the links and counts kept with the sources (${TEST_ENGINE})`, () => {
+  it('equal a recount from every source after any sequence of upserts, deletes and image state changes', async () => {
+    let run = 0;
+    await fc.assert(fc.asyncProperty(fc.array(stepArbitrary, { minLength: 1, maxLength: 14 }), async (steps) => {
+      // A merchant of its own per run: the runs share the database.
+      const merchant = await storage.createMerchant({ name: `M${++run}`, sku_pattern: null, owner_emails: [], created_at: AT });
+      const sources = new Map<string, { id: number; source: ProductSourceDocument }>();
+      const states = new Map<string, ImageState>();
+      for (const step of steps) {
+        if (step.op === 'upsert') {
+          const { id } = await storage.transaction((tx) => tx.upsertProductSource(merchant.id, step.ref, step.source, AT));
+          sources.set(step.ref, { id, source: step.source });
+          for (const image of step.source.images) if (!states.has(image.url)) states.set(image.url, 'pending');
+        } else if (step.op === 'delete') {
+          const product = sources.get(step.ref);
+          if (!product) continue;
+          await storage.transaction((tx) => tx.deleteProduct(merchant.id, product.id));
+          sources.delete(step.ref);
+        } else if (states.has(step.url)) {
+          await storage.updateImageMirror(merchant.id, step.url, { state: step.state, updated_at: AT, next_attempt_at: step.state === 'pending' ? AT : null });
+          states.set(step.url, step.state);
+        }
+      }
+      const products = [...sources.values()].sort((a, b) => a.id - b.id);
+      for (const url of URLS) {
+        expect(await storage.productIdsWithImage(merchant.id, url)).toEqual(products.filter((p) => p.source.images.some((i) => i.url === url)).map((p) => p.id));
+      }
+      for (const slug of SLUGS) {
+        expect((await storage.productsExcludedFrom(merchant.id, slug)).map((p) => p.id))
+          .toEqual(products.filter((p) => p.source.excluded_stores.includes(slug)).map((p) => p.id));
+      }
+      for (const ref of SUPPLIERS) {
+        expect(await storage.isSupplierReferenced(merchant.id, ref)).toBe(products.some((p) =>
+          p.source.offers.some((o) => o.supplier_ref === ref) || p.source.supplier_attributes.some((a) => a.supplier_ref === ref)));
+      }
+      const listed = new Set(products.flatMap((p) => p.source.images.map((i) => i.url)));
+      const expected = { pending: 0, mirrored: 0, dead: 0 };
+      for (const url of listed) expected[states.get(url)!]++;
+      expect(await storage.imageStateCounts(merchant.id)).toEqual(expected);
+      expect((await storage.deadImages(merchant.id, 10)).map((d) => d.url).sort())
+        .toEqual([...listed].filter((url) => states.get(url) === 'dead').sort());
+    }), { numRuns: TEST_ENGINE === 'sqlite' ? 60 : 25 });
+  });
+});

@@ -3,6 +3,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import pino from 'pino';
 import { SingleBar, Presets } from 'cli-progress';
 import { buildDemoCatalog } from './admin/demo.js';
 import { importNdjson } from './admin/import.js';
@@ -11,7 +12,7 @@ import { databaseLabel, loadConfig } from './config.js';
 import type { ChangeType, DeliveryStatus } from './storage/port.js';
 import { EVENTS } from './webhooks/endpoints.js';
 import { ProblemError } from './shared/problem.js';
-import type { Logger } from './operations/log.js';
+import { createLogger, type Logger } from './operations/log.js';
 import { startOperationsServer, startServer } from './server.js';
 import { createService, type Service } from './service.js';
 import { PostgresStorage } from './storage/postgres/index.js';
@@ -93,7 +94,8 @@ async function main(argv: string[]): Promise<void> {
   if (command === 'serve') return serveCommand(config);
   if (command === 'worker') return workerCommand(config);
 
-  const service = createService(config);
+  // A one-shot command's answer is its stdout (--json): its log lines (a slow statement, say) go to stderr.
+  const service = createService(config, { logger: createLogger(config.operations, pino.destination(2)) });
   const { admin, storage } = service;
   try {
     if (command === 'demo') {

@@ -1,13 +1,16 @@
 // Read queries of the public API (spec 4.1-4.3). Payloads are served as stored: a page is one
-// range scan over the (store, product) key, located through an in-memory index of the store's
-// product ids that is rebuilt only when the set of published products changes
-// (stores.catalog_version). No OFFSET over wide rows, no count per request. Bytes read are kept
-// (read-cache.ts) and served again while the merchant's published version has not moved.
+// range scan over the (store, product) key. Its range is found from the store's published products
+// per block of ids (kept by the database, read again only when the set of published products
+// changes: stores.catalog_version) and one bounded read within a block, remembered per request at
+// that version: no read of every id, no OFFSET over wide rows, no count per request, whatever the
+// catalog's size (issue 20.3). Bytes read are kept (read-cache.ts) and served again while the
+// merchant's published version has not moved.
 import type { components } from '../generated/public-api.js';
 import { PER_PAGE_MAXIMUM } from '../generated/public-limits.js';
 import type { Store, StoreRecord } from './model.js';
 import { ProblemError } from '../shared/problem.js';
 import type { CatalogStorage, PublishedExclusionCounts, PublishedPage, PublishedProductSummary, StorageOperations } from '../storage/port.js';
+import { PUBLISHED_BLOCK_BITS } from '../storage/records.js';
 import type { PublishedReadCache } from './read-cache.js';
 
 export const PER_PAGE_DEFAULT = 50;
@@ -104,8 +107,23 @@ export interface ProductsByIds {
   kept: boolean;
 }
 
+/** Page plans remembered per store and catalog version (the oldest forgotten first). */
+export const PAGE_PLANS_MAX = 4096;
+
+const BLOCK_SIZE = 2 ** PUBLISHED_BLOCK_BITS;
+
+/** A store's published products per block of ids at one catalog version, and the plans of pages found in it. */
+interface StorePositions {
+  version: number;
+  /** The blocks holding products, ascending, and how many products precede each. */
+  blocks: Float64Array;
+  before: Float64Array;
+  total: number;
+  plans: Map<string, PagePlan>;
+}
+
 export class CatalogReads {
-  private readonly idIndex = new Map<number, { version: number; ids: Float64Array | number[] }>();
+  private readonly positions = new Map<number, StorePositions>();
   /** The store a (merchant, slug or default) request was last served from: where the next one expects to find its ids. */
   private readonly servedStores = new Map<string, number>();
 
@@ -140,9 +158,9 @@ export class CatalogReads {
   async productPage(merchantId: number, slug: string | undefined, request: PageRequest): Promise<{ store: StoreRecord; page: ProductPage }> {
     const servedKey = slug === undefined ? `${merchantId}` : `${merchantId}/${slug}`;
     const storeId = this.servedStores.get(servedKey);
-    const known = storeId === undefined ? undefined : this.idIndex.get(storeId);
-    if (storeId !== undefined && known) {
-      const plan = planPage(known.ids, request);
+    const known = storeId === undefined ? undefined : this.positions.get(storeId);
+    const plan = storeId !== undefined && known ? await this.planOf(this.storage, storeId, known, request) : undefined;
+    if (storeId !== undefined && known && plan) {
       const held = plan.range ? this.cache?.page(storeId, plan.range[0], plan.range[1]) : undefined;
       const read = await this.storage.publishedPageOfStore(merchantId, slug, {
         storeId, catalogVersion: known.version, range: plan.range, heldVersion: held?.publishedVersion,
@@ -165,9 +183,10 @@ export class CatalogReads {
     return this.storage.snapshot(async (reader) => {
       const { store, publishedVersion } = await reader.storeAtPublishedVersion(merchantId, slug);
       if (!store?.active) throw storeNotFound(slug);
-      const ids = await this.productIds(reader, store);
+      const positions = await this.positionsOf(reader, store);
       this.servedStores.set(servedKey, store.id);
-      const plan = planPage(ids, request);
+      // On one snapshot, the store's catalog version is the one its blocks were read at.
+      const plan = (await this.planOf(reader, store.id, positions, request))!;
       if (!plan.range) return { store, page: { data: EMPTY, digests: EMPTY, meta: plan.meta, kept: false } };
       // The version and the rows are of one snapshot: rows held at this version are these rows.
       const held = this.cache?.page(store.id, plan.range[0], plan.range[1]);
@@ -258,30 +277,57 @@ export class CatalogReads {
     return this.cache.keepPage(storeId, fromId, toId, { publishedVersion, bytes: page.bytes, digests: page.digests, count: 0 });
   }
 
-  private async productIds(reader: StorageOperations, store: StoreRecord): Promise<Float64Array | number[]> {
-    const cached = this.idIndex.get(store.id);
-    if (cached && cached.version === store.catalog_version) return cached.ids;
-    const ids = Float64Array.from(await reader.publishedProductIds(store.id));
-    this.idIndex.set(store.id, { version: store.catalog_version, ids });
-    return ids;
+  /** The store's blocks at its catalog version: kept while the version stays (O(blocks) to read again). */
+  private async positionsOf(reader: StorageOperations, store: StoreRecord): Promise<StorePositions> {
+    const cached = this.positions.get(store.id);
+    if (cached && cached.version === store.catalog_version) return cached;
+    const blocks = await reader.publishedBlocks(store.id);
+    const positions: StorePositions = {
+      version: store.catalog_version, blocks: new Float64Array(blocks.length), before: new Float64Array(blocks.length), total: 0, plans: new Map(),
+    };
+    blocks.forEach((block, i) => {
+      positions.blocks[i] = block.block;
+      positions.before[i] = positions.total;
+      positions.total += block.count;
+    });
+    this.positions.set(store.id, positions);
+    return positions;
+  }
+
+  /**
+   * The page a request asks for at the positions' catalog version: remembered, or found with one
+   * bounded read; undefined when the store's catalog version is no longer the positions' one.
+   */
+  private async planOf(reader: StorageOperations, storeId: number, positions: StorePositions, request: PageRequest): Promise<PagePlan | undefined> {
+    const key = request.afterId === undefined ? `${request.page}/${request.perPage}` : `>${request.afterId}/${request.perPage}`;
+    const remembered = positions.plans.get(key);
+    if (remembered) return remembered;
+    const plan = request.afterId === undefined
+      ? await numberedPage(reader, storeId, positions, request.page, request.perPage)
+      : await pageAfter(reader, storeId, positions, request.afterId, request.perPage);
+    if (!plan) return undefined;
+    if (positions.plans.size >= PAGE_PLANS_MAX) positions.plans.delete(positions.plans.keys().next().value!);
+    positions.plans.set(key, plan);
+    return plan;
   }
 }
 
 type PagePlan = { meta: PageMeta; range: [number, number] | null };
 
-/** The page a request asks for: numbered (spec 4.1) or keyset after an id. */
-function planPage(ids: Float64Array | number[], request: PageRequest): PagePlan {
-  return request.afterId === undefined ? numberedPage(ids, request.page, request.perPage) : pageAfter(ids, request.afterId, request.perPage);
-}
-
 /** spec 4.1: page n of ceil(total / perPage), by position in the ascending id list. */
-function numberedPage(ids: Float64Array | number[], page: number, perPage: number): PagePlan {
-  const total = ids.length;
+async function numberedPage(reader: StorageOperations, storeId: number, positions: StorePositions, page: number, perPage: number): Promise<PagePlan | undefined> {
+  const { total } = positions;
   const lastPage = Math.max(1, Math.ceil(total / perPage));
   const start = (page - 1) * perPage;
   const meta = { current_page: page, per_page: perPage, last_page: lastPage, total };
   if (start >= total) return { meta, range: null };
-  return { meta, range: [ids[start]!, ids[Math.min(total, start + perPage) - 1]!] };
+  // The block holding position `start`, and the page within its index range.
+  const i = lastAtOrBefore(positions.before, start);
+  const window = await reader.publishedWindow(storeId, {
+    fromId: positions.blocks[i]! * BLOCK_SIZE, skip: start - positions.before[i]!, limit: Math.min(perPage, total - start),
+  });
+  if (window.catalogVersion !== positions.version || window.firstId === null) return undefined;
+  return { meta, range: [window.firstId, window.lastId!] };
 }
 
 /**
@@ -289,24 +335,42 @@ function numberedPage(ids: Float64Array | number[], page: number, perPage: numbe
  * the page the last returned product is on, and equals last_page exactly when the response
  * reaches the end of the store (so the spec's paging rule still ends the loop).
  */
-function pageAfter(ids: Float64Array | number[], afterId: number, perPage: number): PagePlan {
-  const total = ids.length;
+async function pageAfter(reader: StorageOperations, storeId: number, positions: StorePositions, afterId: number, perPage: number): Promise<PagePlan | undefined> {
+  const { total } = positions;
   const lastPage = Math.max(1, Math.ceil(total / perPage));
-  const start = firstGreater(ids, afterId);
-  if (start >= total) return { meta: { current_page: lastPage, per_page: perPage, last_page: lastPage, total }, range: null };
-  const end = Math.min(total, start + perPage) - 1;
+  // The products up to afterId: those of the blocks before its block, and its block's up to it.
+  const block = Math.floor(afterId / BLOCK_SIZE);
+  const window = await reader.publishedWindow(storeId, { fromId: afterId + 1, skip: 0, limit: perPage }, [block * BLOCK_SIZE, afterId]);
+  if (window.catalogVersion !== positions.version) return undefined;
+  const start = firstAtOrAfter(positions.blocks, block, positions.before, total) + window.counted;
+  if (window.count === 0 || window.firstId === null) {
+    return { meta: { current_page: lastPage, per_page: perPage, last_page: lastPage, total }, range: null };
+  }
+  const end = start + window.count - 1;
   const currentPage = end === total - 1 ? lastPage : Math.min(lastPage - 1, Math.floor(end / perPage) + 1);
-  return { meta: { current_page: currentPage, per_page: perPage, last_page: lastPage, total }, range: [ids[start]!, ids[end]!] };
+  return { meta: { current_page: currentPage, per_page: perPage, last_page: lastPage, total }, range: [window.firstId, window.lastId!] };
 }
 
-/** Index of the first id greater than `id` in an ascending list (binary search). */
-function firstGreater(ids: Float64Array | number[], id: number): number {
+/** The last index whose value is <= value in an ascending list (0 when none is). */
+function lastAtOrBefore(values: Float64Array, value: number): number {
   let low = 0;
-  let high = ids.length;
+  let high = values.length;
   while (low < high) {
     const middle = (low + high) >>> 1;
-    if (ids[middle]! <= id) low = middle + 1;
+    if (values[middle]! <= value) low = middle + 1;
     else high = middle;
   }
-  return low;
+  return Math.max(0, low - 1);
+}
+
+/** How many products precede block `block`: `before` of the first block at or after it, else the total. */
+function firstAtOrAfter(blocks: Float64Array, block: number, before: Float64Array, total: number): number {
+  let low = 0;
+  let high = blocks.length;
+  while (low < high) {
+    const middle = (low + high) >>> 1;
+    if (blocks[middle]! < block) low = middle + 1;
+    else high = middle;
+  }
+  return low < blocks.length ? before[low]! : total;
 }

@@ -13,7 +13,7 @@ import type {
   NotificationRecord, OperationalCounts, OutboxGroup, OutboxRow, PricingRuleInputRecord, PricingRuleRecord, ProductRecord,
   AuditEntryRecord, ImportJobProgress, ImportJobRecord, PanelInvitationRecord, PanelSessionRecord, PanelUserRecord,
   ExpectedStorePage, ProductSourceDocument, PublishedExclusionCounts, PublishedHashes, PublishedPage, PublishedPayloads, PublishedProductSummary, PublishedRow,
-  PublishedSummaryWindow, PublishedVersionRead, RecordedChange, StoreInputRecord, StorePageRead, StoreRecord, StoredChange,
+  PublishedBlock, PublishedIdWindow, PublishedSummaryWindow, PublishedVersionRead, PublishedWindowRead, RecordedChange, StoreInputRecord, StorePageRead, StoreRecord, StoredChange,
   SupplierRecord, WebhookEndpointInputRecord, WebhookEndpointRecord,
 } from './records.js';
 
@@ -79,6 +79,11 @@ export interface ProductSourceStore {
    * and makes its new image URLs pending work for the mirror (as ensureImageMirrors).
    */
   upsertProductSource(merchantId: number, ref: string, source: ProductSourceDocument, at: string): Promise<{ id: number; created: boolean }>;
+  /**
+   * upsertProductSource for each product in turn (refs distinct), in fewer statements: the same
+   * rows, ids (new products numbered in the given order), links and image work; results in order.
+   */
+  upsertProductSources(merchantId: number, products: { ref: string; source: ProductSourceDocument }[], at: string): Promise<{ id: number; created: boolean }[]>;
   deleteProduct(merchantId: number, productId: number): Promise<void>;
   /** Products whose source excludes them from the store with this slug. */
   productsExcludedFrom(merchantId: number, slug: string): Promise<ProductRecord[]>;
@@ -150,8 +155,15 @@ export interface PublishedStore {
   publishedPageOfStore(merchantId: number, slug: string | undefined, expected: ExpectedStorePage): Promise<StorePageRead>;
   /** The merchant's store (by slug, or its default store) and the merchant's published version, in one read. */
   storeAtPublishedVersion(merchantId: number, slug: string | undefined): Promise<PublishedVersionRead>;
-  /** Every product id published for the store, ascending. */
+  /** Every product id published for the store, ascending (O(store): never on a request's path). */
   publishedProductIds(storeId: number): Promise<number[]>;
+  /** The store's published products per block of ids, ascending by block, blocks with none left out (kept counts: O(blocks)). */
+  publishedBlocks(storeId: number): Promise<PublishedBlock[]>;
+  /**
+   * The ids of a window of the store's id order, and the store's ids in `countIn` (a range within
+   * one block), with the store's catalog version, in one bounded read: where a page begins and ends.
+   */
+  publishedWindow(storeId: number, window: PublishedIdWindow, countIn?: [number, number]): Promise<PublishedWindowRead>;
   /** Payloads of the listed products found in the store, ascending, joined by commas, their digests and count, and the published version, in one read. */
   publishedPayloadsByIds(storeId: number, productIds: number[]): Promise<PublishedPayloads>;
   /** `{"id":…,"prices":[…]}` of the listed products found in the store, ascending, joined by commas. */
@@ -212,6 +224,15 @@ export interface OutboxStore {
   deleteOutboxRows(ids: number[]): Promise<void>;
 }
 
+/** An attempt and the delivery's state after it (recordAttemptOutcomes). */
+export interface AttemptOutcome {
+  deliveryId: number;
+  attempt: AttemptRecord;
+  status: DeliveryStatus;
+  attempts: number;
+  next_attempt_at: string | null;
+}
+
 /** Deliveries and their attempts. */
 export interface DeliveryStore {
   /** oldestChangeAt: when the oldest change it carries was recorded (default: created_at). */
@@ -229,6 +250,11 @@ export interface DeliveryStore {
   /** Marks the endpoint's pending and failed deliveries dropped; returns how many. */
   dropPendingDeliveries(endpointId: number): Promise<number>;
   recordAttempt(deliveryId: number, attempt: AttemptRecord): Promise<void>;
+  /**
+   * For each outcome in turn: recordAttempt, then updateDelivery with its status, attempts and
+   * next_attempt_at (the lease ends); several attempts' bookkeeping in one call (distinct deliveries).
+   */
+  recordAttemptOutcomes(outcomes: AttemptOutcome[]): Promise<void>;
   listDeliveries(endpointId: number, filter: { status?: DeliveryStatus; limit: number; beforeId?: number }): Promise<DeliveryRecord[]>;
   listAttempts(deliveryId: number): Promise<AttemptRecord[]>;
   /** Failed, given-up or dropped deliveries of the endpoint created at or after `since`. */

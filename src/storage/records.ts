@@ -130,6 +130,37 @@ export interface PublishedPage {
   digests: Uint8Array;
 }
 
+/** A store's published products are counted per block of 2^10 consecutive product ids (migration 20: `product_id >> 10`). */
+export const PUBLISHED_BLOCK_BITS = 10;
+
+/** How many of a store's published products have ids in one block (PUBLISHED_BLOCK_BITS). */
+export interface PublishedBlock {
+  block: number;
+  count: number;
+}
+
+/**
+ * A window of a store's id order: the `limit` ids that follow the first `skip` ids >= `fromId`
+ * (skip stays under a block's size plus a page: a bounded index range).
+ */
+export interface PublishedIdWindow {
+  fromId: number;
+  skip: number;
+  limit: number;
+}
+
+/** What publishedWindow read, in one read with the store's catalog version. */
+export interface PublishedWindowRead {
+  /** The store's catalog version as the same read saw it; undefined when the store is gone. */
+  catalogVersion: number | undefined;
+  /** The first and last id of the window (null when it is empty) and how many ids it holds. */
+  firstId: number | null;
+  lastId: number | null;
+  count: number;
+  /** The store's ids in [countIn[0], countIn[1]] (0 without countIn). */
+  counted: number;
+}
+
 /** The page a reader expects of a store: it computed the range from the store's ids at that catalog version. */
 export interface ExpectedStorePage {
   storeId: number;

@@ -592,4 +592,35 @@ CREATE INDEX webhook_outbox_waiting ON webhook_outbox(endpoint_id, created_at);
 CREATE INDEX webhook_deliveries_unattempted ON webhook_deliveries(endpoint_id, (coalesce(oldest_change_at, created_at))) WHERE status = 'pending' AND attempts = 0;
 `,
   },
+  {
+    id: 20,
+    name: 'published_blocks',
+    sql: `
+-- Issue 20.3: where a position of a store's id order is (numbered pages, meta.total), without
+-- reading every id of the store: its published products per block of 1024 ids (product_id >> 10,
+-- records.ts PUBLISHED_BLOCK_BITS), kept by this trigger. A page is found in its block's index
+-- range: at most 1,023 index entries are skipped to reach it.
+CREATE TABLE published_blocks (
+  store_id bigint NOT NULL REFERENCES stores(id) ON DELETE CASCADE,
+  block bigint NOT NULL,
+  n bigint NOT NULL,
+  PRIMARY KEY (store_id, block)
+);
+INSERT INTO published_blocks (store_id, block, n)
+  SELECT store_id, product_id >> 10, count(*) FROM published_products GROUP BY store_id, product_id >> 10;
+CREATE FUNCTION published_blocks_counted() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP = 'DELETE' THEN
+    UPDATE published_blocks SET n = n - 1 WHERE store_id = OLD.store_id AND block = OLD.product_id >> 10;
+  ELSE
+    INSERT INTO published_blocks (store_id, block, n) VALUES (NEW.store_id, NEW.product_id >> 10, 1)
+      ON CONFLICT (store_id, block) DO UPDATE SET n = published_blocks.n + 1;
+  END IF;
+  RETURN NULL;
+END
+$$;
+CREATE TRIGGER published_blocks_counted AFTER INSERT OR DELETE ON published_products
+  FOR EACH ROW EXECUTE FUNCTION published_blocks_counted();
+`,
+  },
 ];

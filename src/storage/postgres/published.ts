@@ -11,7 +11,7 @@
 import type { PublishedStore } from '../port.js';
 import type {
   ExpectedStorePage, PublishedExclusionCounts, PublishedHashes, PublishedPage, PublishedPayloads, PublishedProductSummary, PublishedRow,
-  PublishedSummaryWindow, PublishedVersionRead, StorePageRead,
+  PublishedBlock, PublishedIdWindow, PublishedSummaryWindow, PublishedVersionRead, PublishedWindowRead, StorePageRead,
 } from '../records.js';
 import type { PgConnection, Row } from './connection.js';
 import { toStore } from '../rows.js';
@@ -133,6 +133,24 @@ export class PgPublished implements PublishedStore {
   async publishedProductIds(storeId: number): Promise<number[]> {
     return (await this.c.rows<{ product_id: number }>('SELECT product_id FROM published_products WHERE store_id = $1 ORDER BY product_id',
       [storeId])).map((r) => r.product_id);
+  }
+
+  async publishedBlocks(storeId: number): Promise<PublishedBlock[]> {
+    return this.c.rows<PublishedBlock & Row>('SELECT block, n AS count FROM published_blocks WHERE store_id = $1 AND n > 0 ORDER BY block', [storeId]);
+  }
+
+  async publishedWindow(storeId: number, window: PublishedIdWindow, countIn?: [number, number]): Promise<PublishedWindowRead> {
+    // One statement (one read): the window from the primary key's index range, skipping at most a
+    // block's ids plus a page's, and the count within one block.
+    const row = await this.c.one(`WITH w AS (SELECT product_id FROM published_products WHERE store_id = $1 AND product_id >= $2
+        ORDER BY product_id LIMIT $3 OFFSET $4)
+      SELECT (SELECT catalog_version FROM stores WHERE id = $1) AS catalog_version, min(product_id) AS first_id, max(product_id) AS last_id,
+        count(*)::integer AS n, (SELECT count(*)::integer FROM published_products WHERE store_id = $1 AND product_id BETWEEN $5 AND $6) AS counted
+      FROM w`, [storeId, window.fromId, window.limit, window.skip, countIn?.[0] ?? 1, countIn?.[1] ?? 0]);
+    return {
+      catalogVersion: (row!.catalog_version as number | null) ?? undefined,
+      firstId: row!.first_id as number | null, lastId: row!.last_id as number | null, count: row!.n as number, counted: row!.counted as number,
+    };
   }
 
   async publishedPayloadsByIds(storeId: number, productIds: number[]): Promise<PublishedPayloads> {

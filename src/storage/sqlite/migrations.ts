@@ -558,4 +558,29 @@ CREATE INDEX webhook_outbox_waiting ON webhook_outbox(endpoint_id, created_at);
 CREATE INDEX webhook_deliveries_unattempted ON webhook_deliveries(endpoint_id, coalesce(oldest_change_at, created_at)) WHERE status = 'pending' AND attempts = 0;
 `,
   },
+  {
+    id: 20,
+    name: 'published_blocks',
+    sql: `
+-- Issue 20.3: where a position of a store's id order is (numbered pages, meta.total), without
+-- reading every id of the store: its published products per block of 1024 ids (product_id >> 10,
+-- records.ts PUBLISHED_BLOCK_BITS), kept by these triggers. A page is found in its block's index
+-- range: at most 1,023 index entries are skipped to reach it.
+CREATE TABLE published_blocks (
+  store_id INTEGER NOT NULL REFERENCES stores(id) ON DELETE CASCADE,
+  block INTEGER NOT NULL,
+  n INTEGER NOT NULL,
+  PRIMARY KEY (store_id, block)
+) WITHOUT ROWID;
+INSERT INTO published_blocks (store_id, block, n)
+  SELECT store_id, product_id >> 10, count(*) FROM published_products GROUP BY store_id, product_id >> 10;
+CREATE TRIGGER published_blocks_insert AFTER INSERT ON published_products BEGIN
+  INSERT INTO published_blocks (store_id, block, n) VALUES (NEW.store_id, NEW.product_id >> 10, 1)
+    ON CONFLICT (store_id, block) DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER published_blocks_delete AFTER DELETE ON published_products BEGIN
+  UPDATE published_blocks SET n = n - 1 WHERE store_id = OLD.store_id AND block = OLD.product_id >> 10;
+END;
+`,
+  },
 ];

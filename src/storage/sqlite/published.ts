@@ -3,7 +3,7 @@
 import type { PublishedStore } from '../port.js';
 import type {
   ExpectedStorePage, PublishedExclusionCounts, PublishedHashes, PublishedPage, PublishedPayloads, PublishedProductSummary, PublishedRow,
-  PublishedSummaryWindow, PublishedVersionRead, StorePageRead,
+  PublishedBlock, PublishedIdWindow, PublishedSummaryWindow, PublishedVersionRead, PublishedWindowRead, StorePageRead,
 } from '../records.js';
 import type { Row, SqliteConnection } from './connection.js';
 import { toStore } from '../rows.js';
@@ -123,6 +123,24 @@ export class SqlitePublished implements PublishedStore {
   async publishedProductIds(storeId: number): Promise<number[]> {
     return this.c.stmt('SELECT product_id FROM published_products WHERE store_id = ? ORDER BY product_id')
       .pluck().all(storeId) as number[];
+  }
+
+  async publishedBlocks(storeId: number): Promise<PublishedBlock[]> {
+    return this.c.stmt('SELECT block, n AS count FROM published_blocks WHERE store_id = ? AND n > 0 ORDER BY block').all(storeId) as PublishedBlock[];
+  }
+
+  async publishedWindow(storeId: number, window: PublishedIdWindow, countIn?: [number, number]): Promise<PublishedWindowRead> {
+    // One statement (one read): the window from the primary key's index range, skipping at most a
+    // block's ids plus a page's, and the count within one block.
+    const row = this.c.stmt(`WITH w AS (SELECT product_id FROM published_products WHERE store_id = @store AND product_id >= @fromId
+        ORDER BY product_id LIMIT @limit OFFSET @skip)
+      SELECT (SELECT catalog_version FROM stores WHERE id = @store) AS catalog_version, min(product_id) AS first_id, max(product_id) AS last_id,
+        count(*) AS n, (SELECT count(*) FROM published_products WHERE store_id = @store AND product_id BETWEEN @countFrom AND @countTo) AS counted
+      FROM w`).get({ store: storeId, ...window, countFrom: countIn?.[0] ?? 1, countTo: countIn?.[1] ?? 0 }) as Row;
+    return {
+      catalogVersion: (row.catalog_version as number | null) ?? undefined,
+      firstId: row.first_id as number | null, lastId: row.last_id as number | null, count: row.n as number, counted: row.counted as number,
+    };
   }
 
   async publishedPayloadsByIds(storeId: number, productIds: number[]): Promise<PublishedPayloads> {

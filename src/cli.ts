@@ -14,6 +14,7 @@ import { EVENTS } from './webhooks/endpoints.js';
 import { ProblemError } from './shared/problem.js';
 import { createLogger, type Logger } from './operations/log.js';
 import { startOperationsServer, startServer } from './server.js';
+import { startWorkerThread } from './operations/worker-thread.js';
 import { createService, type Service } from './service.js';
 import { PostgresStorage } from './storage/postgres/index.js';
 import { SqliteStorage } from './storage/sqlite/index.js';
@@ -177,8 +178,13 @@ async function serveCommand(config: ReturnType<typeof loadConfig>): Promise<void
   });
   const stopPruning = schedulePruning(storage, service.now, config.changes.retentionDays, config.changes.pruneIntervalSeconds, logger,
     config.changes.pruneBatch);
-  if (config.webhookDispatcher) dispatcher.start();
-  if (config.images.mirrorInServe) mirror.start();
+  // Issue 20.4: by default the dispatcher and the mirror run in a worker thread of their own.
+  const workersInThread = config.workers === 'thread' && (config.webhookDispatcher || config.images.mirrorInServe);
+  const workerThread = workersInThread
+    ? startWorkerThread(service, { dispatcher: config.webhookDispatcher, mirror: config.images.mirrorInServe })
+    : null;
+  if (!workersInThread && config.webhookDispatcher) dispatcher.start();
+  if (!workersInThread && config.images.mirrorInServe) mirror.start();
   const demo = fs.existsSync(credentialsFile) ? JSON.parse(fs.readFileSync(credentialsFile, 'utf8')) : undefined;
   const base = config.publicBaseUrl;
   // For the person who ran `npm start`; the JSON log line after it is for the log pipeline.
@@ -193,6 +199,7 @@ async function serveCommand(config: ReturnType<typeof loadConfig>): Promise<void
   ].filter(Boolean).join('\n'));
   logger.info({
     url: server.url, database: databaseLabel(config), webhook_dispatcher: config.webhookDispatcher, image_mirroring: config.images.mirrorInServe,
+    workers: workersInThread ? 'thread' : 'inline',
   }, 'listening');
   onShutdown(logger, shutdownDeadlineMs(config), async () => {
     stopPruning();
@@ -202,7 +209,7 @@ async function serveCommand(config: ReturnType<typeof loadConfig>): Promise<void
     // In parallel: stop accepting and finish the requests in flight; the dispatcher and the
     // mirror take no new work and finish what they hold (bounded by their own time-outs). The
     // database closes after all of them.
-    await Promise.all([server.close(), service.stopWork()]);
+    await Promise.all([server.close(), service.stopWork(), workerThread?.stop()]);
     await service.close();
   });
 }

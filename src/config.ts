@@ -101,6 +101,11 @@ export interface Config {
   };
   /** Run the webhook dispatcher inside `serve` (turn off when a separate `worker` runs it). */
   webhookDispatcher: boolean;
+  /**
+   * Where `serve` runs its dispatcher and mirror: `thread`, a worker thread of its own (the event
+   * loop answering requests never runs their statements); `inline`, on the serving event loop.
+   */
+  workers: 'thread' | 'inline';
   /** Owners' notifications by e-mail, in addition to the notifications table. */
   smtp: { url: string | null; from: string };
   /** Per-API-key token bucket on /v1 (product decisions, "Errors and bad input"); both at least 1. */
@@ -208,6 +213,13 @@ function bool(env: Env, name: string, fallback: boolean): boolean {
   throw new Error(`${name} must be true or false, got "${raw}"`);
 }
 
+function oneOf<T extends string>(env: Env, name: string, values: readonly T[], fallback: T): T {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!(values as readonly string[]).includes(raw)) throw new Error(`${name} must be one of ${values.join(', ')}, got "${raw}"`);
+  return raw as T;
+}
+
 /** Product decisions set floors some settings may not go below (e.g. feed history >= 30 days). */
 function atLeast(value: number, floor: number, name: string): number {
   if (value < floor) throw new Error(`${name} must be at least ${floor}, got ${value}`);
@@ -268,6 +280,7 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
       leaseMarginMs: int(env, 'CPS_WEBHOOK_LEASE_MARGIN_MS', 30_000),
     },
     webhookDispatcher: bool(env, 'CPS_WEBHOOK_DISPATCHER', true),
+    workers: oneOf(env, 'CPS_WORKERS', ['thread', 'inline'] as const, 'thread'),
     images: {
       mirrorInServe: bool(env, 'CPS_IMAGE_MIRRORING', true),
       // Beside the database unless configured (resolved below, after overrides of databasePath).

@@ -11,7 +11,7 @@ import { PublishedReadCache } from './catalog/read-cache.js';
 import type { Config } from './config.js';
 import { createImageMirror, type ImageMirror } from './images/mirror.js';
 import { createLogger, type Logger } from './operations/log.js';
-import { ServiceMetrics } from './operations/metrics.js';
+import { ServiceMetrics, type DeliveryObserver } from './operations/metrics.js';
 import { isStatementTimed } from './operations/statements.js';
 import { setYieldSlice } from './shared/cooperative.js';
 import type { CatalogStorage } from './storage/port.js';
@@ -52,6 +52,8 @@ export interface ServiceOptions {
   logger?: Logger;
   /** Storage already opened (tests that open it themselves); by default the configured database. */
   storage?: CatalogStorage;
+  /** Where the dispatcher counts its attempts (a worker thread's: the serving thread's /metrics); by default this service's metrics. */
+  deliveries?: DeliveryObserver;
 }
 
 /**
@@ -78,7 +80,7 @@ export function createService(config: Config, options: ServiceOptions = {}): Ser
   // Every statement's duration into /metrics, and the slow ones into the log (also a storage the caller opened).
   if (isStatementTimed(storage)) storage.observeStatements(metrics);
   const guard = new AddressGuard(config.webhooks.allowHosts);
-  const dispatcher = createWebhookDispatcher(storage, config, { now, logger, metrics, guard });
+  const dispatcher = createWebhookDispatcher(storage, config, { now, logger, metrics: options.deliveries ?? metrics, guard });
   const apiKeys = new ActiveApiKeys(storage, config.apiKeyCacheMs, now);
   const admin = new CatalogAdmin(storage, now, config.limits.publishChunk, apiKeys);
   const mirror = createImageMirror(storage, config, { now, logger, guard, publisher: admin.publisher });

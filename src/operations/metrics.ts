@@ -8,7 +8,7 @@ import type { PublishedReadCacheObserver } from '../catalog/read-cache.js';
 import type { CacheEvent } from '../shared/byte-budget-cache.js';
 import { EventLoopDelay } from './event-loop-delay.js';
 import type { Logger } from './log.js';
-import { StatementMetrics, type StatementEngine, type StatementObserver } from './statements.js';
+import { StatementMetrics, type DrainedStatements, type StatementEngine, type StatementObserver } from './statements.js';
 
 /** What the compression cache (http/coded-body-cache.ts) did: a lookup found (hit) or did not find (miss) coded bytes, an entry was evicted for room, or one stored. */
 export type CodedBodyCacheEvent = CacheEvent;
@@ -148,6 +148,16 @@ export class ServiceMetrics implements DeliveryObserver, CodedBodyCacheObserver,
 
   observeStatement(engine: StatementEngine, name: string, ms: number): void {
     this.statements.observeStatement(engine, name, ms);
+  }
+
+  /** This process's statement observations since the last drain (a worker thread's, for the serving thread). */
+  drainStatements(): DrainedStatements {
+    return this.statements.drain();
+  }
+
+  /** Statement observations of a worker thread, shown with this thread's. */
+  addStatements(drained: DrainedStatements): void {
+    this.statements.addDrained(drained);
   }
 
   /** Stops sampling the event loop (the service closes). */

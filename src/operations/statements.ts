@@ -44,6 +44,9 @@ export function statementName(aggregateClass: string, method: string): string {
   return `${aggregate.charAt(0).toLowerCase()}${aggregate.slice(1)}.${method}`;
 }
 
+/** Statement observations as StatementMetrics.drain hands them over (structured-clonable). */
+export type DrainedStatements = { engine: StatementEngine; name: string; buckets: number[]; sumMs: number; count: number }[];
+
 /** Upper bounds of the buckets, seconds: from 0.1 ms (an indexed read) to 10 s. */
 export const STATEMENT_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 const BUCKETS_MS = STATEMENT_BUCKETS.map((seconds) => seconds * 1000);
@@ -85,6 +88,33 @@ export class StatementMetrics implements StatementObserver {
     cell.count += 1;
     if (ms > this.slowMs) {
       this.logger.warn({ statement: name, engine, duration_ms: Math.round(ms * 10) / 10, slow_statement_ms: this.slowMs }, 'slow statement');
+    }
+  }
+
+  /**
+   * The observations since the last drain, and forgets them: what a worker thread sends the serving
+   * thread, whose /metrics shows both (addDrained there; nothing is logged twice).
+   */
+  drain(): DrainedStatements {
+    const drained: DrainedStatements = [];
+    for (const engine of ['sqlite', 'postgres'] as const) {
+      for (const [name, cell] of this.cells[engine]) drained.push({ engine, name, buckets: [...cell.buckets], sumMs: cell.sumMs, count: cell.count });
+      this.cells[engine].clear();
+    }
+    return drained;
+  }
+
+  /** Adds observations drained elsewhere (another thread's) to this histogram. */
+  addDrained(drained: DrainedStatements): void {
+    for (const { engine, name, buckets, sumMs, count } of drained) {
+      let cell = this.cells[engine].get(name);
+      if (cell === undefined) {
+        cell = { buckets: new Float64Array(BUCKETS_MS.length + 1), sumMs: 0, count: 0 };
+        this.cells[engine].set(name, cell);
+      }
+      buckets.forEach((n, i) => { cell.buckets[i]! += n; });
+      cell.sumMs += sumMs;
+      cell.count += count;
     }
   }
 

@@ -1,0 +1,66 @@
+// The worker thread of `serve` (operations/worker-thread.ts): the dispatcher and the mirror on
+// connections of their own, reporting deliveries and statement timings to the serving thread.
+import { parentPort, workerData } from 'node:worker_threads';
+import { loadConfig } from '../config.js';
+import { createService, openStorage } from '../service.js';
+import type { CatalogStorage, WorkTopic } from '../storage/port.js';
+import { createLogger } from './log.js';
+import type { FromWorkerThread, ToWorkerThread, WorkerThreadData } from './worker-thread.js';
+
+/** How often the statement timings go to the serving thread's /metrics. */
+const STATEMENTS_EVERY_MS = 1000;
+
+const port = parentPort!;
+const data = workerData as WorkerThreadData;
+const post = (message: FromWorkerThread) => port.postMessage(message);
+const config = loadConfig(process.env);
+const logger = createLogger(config.operations).child({ thread: 'workers' });
+
+/**
+ * The storage, whose work listeners the serving thread's commits call too: SQLite tells only the
+ * listeners of the storage that committed.
+ */
+function wakeable(storage: CatalogStorage): { storage: CatalogStorage; wake(topic: WorkTopic): void } {
+  const listeners = new Map<WorkTopic, Set<() => void>>();
+  const onWork = (topic: WorkTopic, listener: () => void) => {
+    const own = storage.onWork?.(topic, listener);
+    let set = listeners.get(topic);
+    if (!set) listeners.set(topic, (set = new Set()));
+    set.add(listener);
+    return () => {
+      own?.();
+      set.delete(listener);
+    };
+  };
+  const wrapped = new Proxy(storage, {
+    get(target, property, receiver) {
+      if (property === 'onWork') return onWork;
+      const value = Reflect.get(target, property, receiver) as unknown;
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+  return { storage: wrapped, wake: (topic) => { for (const listener of [...(listeners.get(topic) ?? [])]) listener(); } };
+}
+
+const { storage, wake } = wakeable(openStorage(config, logger));
+const service = createService(config, {
+  logger, storage,
+  deliveries: { observeDelivery: (outcome, seconds) => post({ type: 'delivery', outcome, seconds }) },
+});
+const flush = () => post({ type: 'statements', drained: service.metrics.drainStatements() });
+const timer = setInterval(flush, STATEMENTS_EVERY_MS);
+
+port.on('message', (message: ToWorkerThread) => {
+  if (message.type === 'work') wake(message.topic);
+  else if (message.type === 'stop') {
+    clearInterval(timer);
+    void service.close().finally(() => {
+      flush();
+      post({ type: 'stopped' });
+    });
+  }
+});
+
+if (data.dispatcher) service.dispatcher.start();
+if (data.mirror) service.mirror.start();
+post({ type: 'started' });

@@ -1,0 +1,98 @@
+// The workers of `serve` (the webhook dispatcher and the image mirror) in a thread of their own
+// (issue 20.4, CPS_WORKERS=thread, the default): their statements, their re-publishing and their
+// coalescing never hold the event loop that answers requests. The thread opens its own connections
+// to the same database (SQLite: WAL readers never wait for its writes; PostgreSQL: its own pool)
+// and reports to the serving thread what /metrics shows: each delivery attempt, and its statement
+// timings every second. Commits of the serving thread that add work wake it at once (SQLite tells
+// only its own process's listeners; PostgreSQL's NOTIFY reaches the thread anyway). A thread that
+// dies is started again after RESTART_DELAY_MS; `stop()` lets it finish what it holds (the
+// dispatcher's and the mirror's own stop) before it ends.
+import { Worker } from 'node:worker_threads';
+import type { Service } from '../service.js';
+import type { WorkTopic } from '../storage/port.js';
+import type { DeliveryOutcome } from './metrics.js';
+import type { DrainedStatements } from './statements.js';
+
+/** Messages between the serving thread and the worker thread. */
+export type ToWorkerThread = { type: 'work'; topic: WorkTopic } | { type: 'stop' };
+export type FromWorkerThread =
+  | { type: 'started' }
+  | { type: 'delivery'; outcome: DeliveryOutcome; seconds: number }
+  | { type: 'statements'; drained: DrainedStatements }
+  | { type: 'stopped' };
+
+/** What the thread runs (workerData). */
+export interface WorkerThreadData {
+  dispatcher: boolean;
+  mirror: boolean;
+}
+
+const RESTART_DELAY_MS = 1000;
+
+export interface WorkerThread {
+  /** Resolves once the thread runs its workers. */
+  started: Promise<void>;
+  /** The workers take no new work and finish what they hold; then the thread ends. */
+  stop(): Promise<void>;
+}
+
+/**
+ * The thread: its entry compiled beside this file (dist/), or, running from source under tsx, its
+ * TypeScript source with tsx's loader registered in the thread first (a thread gets no loader of
+ * the thread that started it).
+ */
+function newThread(data: WorkerThreadData): Worker {
+  if (!import.meta.url.endsWith('.ts')) return new Worker(new URL('./worker-thread-entry.js', import.meta.url), { workerData: data });
+  const source = new URL('./worker-thread-entry.ts', import.meta.url).href;
+  return new Worker(`import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(source)}); });`,
+    { eval: true, workerData: data });
+}
+
+export function startWorkerThread(service: Service, data: WorkerThreadData): WorkerThread {
+  const log = service.logger.child({ component: 'worker-thread' });
+  let worker: Worker | null = null;
+  let stopping = false;
+  let markStarted: () => void = () => {};
+  const started = new Promise<void>((resolve) => { markStarted = resolve; });
+  let stopped: () => void = () => {};
+
+  const spawn = () => {
+    const thread = newThread(data);
+    worker = thread;
+    thread.on('message', (message: FromWorkerThread) => {
+      if (message.type === 'started') markStarted();
+      else if (message.type === 'delivery') service.metrics.observeDelivery(message.outcome, message.seconds);
+      else if (message.type === 'statements') service.metrics.addStatements(message.drained);
+      else if (message.type === 'stopped') stopped();
+    });
+    thread.on('error', (error) => log.error({ err: error }, 'the worker thread failed'));
+    thread.on('exit', (code) => {
+      worker = null;
+      if (stopping) {
+        stopped();
+        return;
+      }
+      log.error({ exit_code: code }, `the worker thread ended: starting it again in ${RESTART_DELAY_MS} ms`);
+      setTimeout(() => { if (!stopping) spawn(); }, RESTART_DELAY_MS).unref();
+    });
+  };
+  spawn();
+
+  // The serving thread's commits that add work (an import, an endpoint resent) wake the thread's workers.
+  const unsubscribe = (['deliveries', 'images'] as const).map((topic) =>
+    service.storage.onWork?.(topic, () => worker?.postMessage({ type: 'work', topic } satisfies ToWorkerThread)));
+
+  return {
+    started,
+    async stop() {
+      stopping = true;
+      for (const off of unsubscribe) off?.();
+      const thread = worker;
+      if (!thread) return;
+      const done = new Promise<void>((resolve) => { stopped = resolve; });
+      thread.postMessage({ type: 'stop' } satisfies ToWorkerThread);
+      await done;
+      await thread.terminate();
+    },
+  };
+}

@@ -227,6 +227,10 @@ async function startCli(dir: string, name: string, command: 'serve' | 'worker', 
   const settings = command === 'serve' ? { ...env, CPS_PORT: String(port), CPS_HOST: '127.0.0.1' } : { ...env, CPS_OPS_PORT: String(port), CPS_HOST: '127.0.0.1' };
   const spawnedAt = now();
   const { child, output, onLine, seen } = spawnCli(dir, [command], settings);
+  // A service that ends by itself (not by the bench's SIGTERM) is news: say so with its last output.
+  child.once('exit', (code, signal) => {
+    if (!terminating.has(child)) log(`*** ${name} exited by itself (${code ?? signal}); its last output:\n${output().slice(-4000)}`);
+  });
   const base = `http://127.0.0.1:${port}`;
   const waitForLog = (text: string, timeoutMs: number) => new Promise<number>((resolve, reject) => {
     const already = seen.get(text);
@@ -255,7 +259,10 @@ async function startCli(dir: string, name: string, command: 'serve' | 'worker', 
 interface ShutdownResult { process: string; after: string; ms: number; code: number | null; signal: string | null; killed: boolean }
 
 /** SIGTERM, timed until the process exits; SIGKILL after 60 s. */
+const terminating = new WeakSet<ChildProcess>();
+
 async function terminate(service: ServiceProcess, after: string): Promise<ShutdownResult> {
+  terminating.add(service.child);
   const started = now();
   service.child.kill('SIGTERM');
   let killed = false;
@@ -490,8 +497,18 @@ function eventLoopOf(scrapes: Scrape[], from: number, to: number) {
   };
 }
 
-/** Images by state from the latest answered scrape at or before `at` (null when none answered). */
-function imagesAt(scrapes: Scrape[], at: number): { mirrored: number; dead: number; pending: number; at: number } | null {
+/**
+ * Images by state from the latest answered scrape at or before `at`, or with `after`, the first one
+ * answered after `after` (the start of a window whose first scrape came late); null when none answered.
+ */
+function imagesAt(scrapes: Scrape[], at: number, after?: number): { mirrored: number; dead: number; pending: number; at: number } | null {
+  const found = imagesBefore(scrapes, at);
+  if (found || after === undefined) return found;
+  const later = scrapes.filter((s) => s.at >= after).map((s) => imagesBefore([s], s.at)).find((x) => x);
+  return later ?? null;
+}
+
+function imagesBefore(scrapes: Scrape[], at: number): { mirrored: number; dead: number; pending: number; at: number } | null {
   for (let i = scrapes.length - 1; i >= 0; i--) {
     const s = scrapes[i]!;
     if (s.at > at || !s.metrics) continue;
@@ -771,7 +788,7 @@ async function runMainPhases(version: Version, peers: Peers, tempDir: string): P
   const imagesThroughput = async (d: Deployment, from: number, to: number, originFrom: number) => {
     // One more scrape now, so the end of the window has a figure if the server answers at all.
     await d.scraper.scrape(d.serves[0]!);
-    const a = imagesAt(d.scraper.scrapes, from + 1000);
+    const a = imagesAt(d.scraper.scrapes, from + 1000, from);
     const b = imagesAt(d.scraper.scrapes, now());
     const origin = (await peers.counts()).images - originFrom;
     const seconds = (to - from) / 1000;
@@ -975,7 +992,7 @@ async function runTenantsPhase(version: Version, peers: Peers): Promise<void> {
   await sleep(Math.max(0, from + budget * 1000 - now()));
   const to = now();
   await deployment.scraper.scrape(deployment.serves[0]!);
-  const a = imagesAt(deployment.scraper.scrapes, from + 1000);
+  const a = imagesAt(deployment.scraper.scrapes, from + 1000, from);
   const b = imagesAt(deployment.scraper.scrapes, now());
   const counts1 = await peers.counts();
   const tenantsServed = Object.keys(counts1.byPath).filter((p) => p.startsWith('/tenant/') && (counts1.byPath[p]! - (counts0.byPath[p] ?? 0)) > 0).length;

@@ -623,4 +623,14 @@ CREATE TRIGGER published_blocks_counted AFTER INSERT OR DELETE ON published_prod
   FOR EACH ROW EXECUTE FUNCTION published_blocks_counted();
 `,
   },
+  {
+    id: 21,
+    name: 'unused_image_indexes',
+    sql: `
+-- Claims take due work per merchant and origin (migration 16) and /metrics reads kept counts: these
+-- two indexes are read by nothing now, and every image state change paid for them.
+DROP INDEX image_mirrors_due;
+DROP INDEX image_mirrors_state;
+`,
+  },
 ];

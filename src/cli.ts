@@ -217,7 +217,8 @@ async function serveCommand(config: ReturnType<typeof loadConfig>): Promise<void
 /** After this, a shutdown still waiting on something is cut short (exit 1). */
 function shutdownDeadlineMs(config: ReturnType<typeof loadConfig>): number {
   const { shutdownDelayMs, shutdownGraceMs } = config.operations;
-  return shutdownDelayMs + Math.max(shutdownGraceMs, config.webhooks.timeoutMs, config.images.timeoutMs) + 5000;
+  // Image fetches in flight are ended at once (ImageMirror.stop); deliveries finish within their time-out.
+  return shutdownDelayMs + Math.max(shutdownGraceMs, config.webhooks.timeoutMs) + 5000;
 }
 
 /**

@@ -23,6 +23,8 @@ export type FetchOutcome =
 
 export interface ImageFetcher {
   fetch(url: string): Promise<FetchOutcome>;
+  /** Ends the fetches in flight at once (a shutdown): they fail, and the mirror gives their images back. */
+  abort?(): void;
   close(): Promise<void>;
 }
 
@@ -80,6 +82,10 @@ export class HttpImageFetcher implements ImageFetcher {
       return { ok: true, bytes: Buffer.concat(chunks), contentType };
     });
     return exchange.ok ? exchange.value : { ok: false, error: exchange.error, permanent: false };
+  }
+
+  abort(): void {
+    this.client.abortInFlight();
   }
 
   close(): Promise<void> {
@@ -242,7 +248,11 @@ export class ImageMirror {
     poll();
   }
 
-  /** Takes no new work, waits for the fetches running (each within its time-out), then closes the fetcher. */
+  /**
+   * Takes no new work, ends the fetches running (issue 20.4: a shutdown within CPS_SHUTDOWN_GRACE_MS
+   * never waits for a supplier's time-out; their images are given back, due as before, with no
+   * attempt counted), waits for them, then closes the fetcher.
+   */
   async stop(): Promise<void> {
     this.stopping = true;
     this.running = false;
@@ -252,12 +262,18 @@ export class ImageMirror {
     this.unsubscribe = null;
     await this.pumping;
     await this.claiming;
+    this.fetcher.abort?.();
     await Promise.all(this.fetches);
     await this.fetcher.close();
   }
 
   private async mirror(image: ImageMirrorWork): Promise<void> {
     const outcome = await this.fetcher.fetch(image.url);
+    // Ended by stop(): not the source's failure. Due again as it was before the claim.
+    if (!outcome.ok && this.stopping) {
+      await this.release(image);
+      return;
+    }
     const now = this.now();
     const at = now.toISOString();
     if (outcome.ok) {

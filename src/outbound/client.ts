@@ -125,6 +125,8 @@ export class GuardedHttpClient {
   private readonly pools = new Map<string, ConnectionPool>();
   private readonly idleMs: number;
   private closed = false;
+  /** Ends every exchange in flight at once (abortInFlight): a shutdown that must not wait for their time-outs. */
+  private readonly inFlight = new AbortController();
 
   constructor(private readonly guard: AddressGuard, private readonly options: OutboundClientOptions) {
     this.idleMs = options.idleMs ?? 30_000;
@@ -173,7 +175,7 @@ export class GuardedHttpClient {
     try {
       const response = await request(url, {
         ...requestInit, dispatcher: pool.agent,
-        signal: AbortSignal.timeout(this.options.timeoutMs),
+        signal: AbortSignal.any([AbortSignal.timeout(this.options.timeoutMs), this.inFlight.signal]),
         headersTimeout: this.options.timeoutMs, bodyTimeout: this.options.timeoutMs,
       });
       const value = await read(response);
@@ -183,6 +185,11 @@ export class GuardedHttpClient {
     } finally {
       pool.release();
     }
+  }
+
+  /** Ends the exchanges in flight now (their error: `timeout`), and every later one at once. */
+  abortInFlight(): void {
+    this.inFlight.abort();
   }
 
   /** Closes every pool's connections, after the requests they are sending. */

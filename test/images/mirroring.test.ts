@@ -4,7 +4,12 @@
 // image in every store and records one `content` change each, in the transaction of the state
 // change. Observed through GET /v1/products and GET /v1/changes over real HTTP.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { CatalogPublisher } from '../../src/catalog/publish.js';
+import { LocalFolderMediaStore } from '../../src/images/media-store.js';
+import { HttpImageFetcher, ImageMirror } from '../../src/images/mirror.js';
 import { retryDeadImages } from '../../src/images/retry.js';
+import { AddressGuard } from '../../src/outbound/address-guard.js';
+import { until } from '../faults/harness.js';
 import { CatalogStorageProxyError, failingOn } from './failing-storage.js';
 import { MINUTE, NOTHING, byProduct, contentOf, everyStore, startImageWorld, type ImageWorld } from './world.js';
 
@@ -97,6 +102,23 @@ describe('the worker', () => {
     expect(slow.map((p) => images.hits(p))).toEqual([1, 1, 1, 1, 1]);
     expect(images.maxInFlight).toBe(2);
     expect(await world.status()).toMatchObject({ pending: 5, mirrored: 0, dead: 0 });
+  });
+
+  it('ends the fetches in flight when stopped, without waiting for their time-out, and gives their images back due as before, no attempt counted', async () => {
+    const { images, service, clock } = world;
+    // A time-out far past the test's own: stop() returning at all shows it did not wait for it.
+    const config = { ...service.config.images, timeoutMs: 10 * 60_000 };
+    const mirror = new ImageMirror(service.storage, new LocalFolderMediaStore(service.config.images.mediaDir),
+      new HttpImageFetcher(new AddressGuard(['127.0.0.1']), config), config, service.url, clock.now, new CatalogPublisher(clock.now, 2000));
+    images.set('/hang/tent.png', 'hang-before-headers');
+    await world.putProduct('HANG', [images.url('/hang/tent.png')]);
+    mirror.start();
+    await until(() => images.hits('/hang/tent.png') === 1, 5000, () => 'the fetch did not start');
+    await mirror.stop();
+    expect(await world.status()).toMatchObject({ pending: 1, mirrored: 0, dead: 0 });
+    // Due at once again (the lease given back), as it was before the claim, with no failure recorded.
+    const [again] = await service.storage.claimDueImageMirrors(clock.now().toISOString(), 1, clock.now().toISOString());
+    expect(again).toMatchObject({ url: images.url('/hang/tent.png'), state: 'pending', attempts: 0, first_failure_at: null, last_error: null });
   });
 });
 

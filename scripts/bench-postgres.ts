@@ -59,7 +59,7 @@ const DELIVERIES = env('BENCH_DELIVERIES', 2000);
 const ENDPOINTS = Math.max(1, env('BENCH_ENDPOINTS', 8));
 const WARM_UP_SECONDS = 2;
 const ADMIN_TOKEN = 'bench'; // scripts/bench-server.ts's
-const GOALS = { page1Ratio: 0.5, feedRatio: 1.3 };
+const GOALS = { page1Ratio: 0.5, feedRatio: 1.3, writeRatio: 0.5 };
 const PARTS = ['page1', 'import', 'feed', 'deliveries'] as const;
 type Part = (typeof PARTS)[number];
 type Engine = 'sqlite' | 'postgres';
@@ -476,12 +476,12 @@ async function startReceiver(ports: number): Promise<{ ports: number[]; stats: (
   };
 }
 
-const DELIVERY_SETUPS = [
-  { engine: 'postgres', workers: 1 },
-  { engine: 'postgres', workers: 3 },
+/** PostgreSQL with each count of workers in BENCH_PG_WORKERS (default 1,3), and SQLite with 1 for reference. */
+type DeliverySetup = { engine: Engine; workers: number };
+const DELIVERY_SETUPS: DeliverySetup[] = [
+  ...(process.env.BENCH_PG_WORKERS ?? '1,3').split(',').map((n) => ({ engine: 'postgres' as const, workers: Math.max(1, Number(n)) })),
   { engine: 'sqlite', workers: 1 },
-] as const;
-type DeliverySetup = (typeof DELIVERY_SETUPS)[number];
+];
 const setupName = (s: DeliverySetup) => `${s.engine} ${s.workers} worker${s.workers > 1 ? 's' : ''}`;
 
 interface DeliveryDatabase {
@@ -687,10 +687,20 @@ function report(catalog: CatalogSide[] | null, feed: FeedSide[] | null, deliveri
     setup: d.setup, per_second: median(d.perSecond), drain_per_second: median(d.drainPerSecond),
     worker_cpu_us: median(d.cpuUsPerDelivery.workers), db_cpu_us: median(d.cpuUsPerDelivery.database), rounds: d.perSecond,
   })) ?? null;
+  const deliveryPair = deliveryFigures && [deliveryFigures.find((d) => d.setup === 'postgres 1 worker'), deliveryFigures.find((d) => d.setup === 'sqlite 1 worker')];
+  const deliveryRatio = deliveryPair?.[0] && deliveryPair[1] ? deliveryPair[0].per_second / deliveryPair[1].per_second : null;
   const verdicts = [
     ...(page1 ? [{
       goal: `page 1: PostgreSQL req/s >= ${GOALS.page1Ratio} x SQLite's`, measured: page1.postgres.rps / page1.sqlite.rps,
       pass: page1.postgres.rps / page1.sqlite.rps >= GOALS.page1Ratio,
+    }] : []),
+    ...(imports ? [{
+      goal: `import: PostgreSQL products/s >= ${GOALS.writeRatio} x SQLite's (issue 20 item 5)`, measured: imports.postgres.products_per_second / imports.sqlite.products_per_second,
+      pass: imports.postgres.products_per_second / imports.sqlite.products_per_second >= GOALS.writeRatio,
+    }] : []),
+    ...(deliveryRatio !== null ? [{
+      goal: `deliveries: PostgreSQL (1 worker) sending/s >= ${GOALS.writeRatio} x SQLite's (issue 20 item 5)`, measured: deliveryRatio,
+      pass: deliveryRatio >= GOALS.writeRatio,
     }] : []),
     ...(feedFigures ? [{
       goal: `feed window on PostgreSQL: ${LARGE} / ${SMALL} rows of history <= ${GOALS.feedRatio} (median latency)`, measured: feedRatio('postgres'),
@@ -747,11 +757,15 @@ function report(catalog: CatalogSide[] | null, feed: FeedSide[] | null, deliveri
     for (const d of deliveryFigures) {
       console.log(`${d.setup.padEnd(22)}${fixed(d.per_second).padStart(10)}${fixed(d.drain_per_second).padStart(9)}${`${fixed(d.worker_cpu_us)} µs`.padStart(22)}${`${fixed(d.db_cpu_us)} µs`.padStart(17)}`);
     }
-    const [one, three] = deliveryFigures;
-    console.log(`PostgreSQL 3 workers / 1 worker: ${fixed(three!.per_second / one!.per_second, 2)} (sending), ${fixed(three!.drain_per_second / one!.drain_per_second, 2)} (whole drain)`);
+    const sqlite = deliveryFigures.find((d) => d.setup === 'sqlite 1 worker')!;
+    for (const d of deliveryFigures.filter((f) => f !== sqlite)) {
+      console.log(`${d.setup} / sqlite 1 worker: ${fixed(d.per_second / sqlite.per_second, 2)} (sending), ${fixed(d.drain_per_second / sqlite.drain_per_second, 2)} (whole drain)`);
+    }
+    const [one, three] = [deliveryFigures.find((d) => d.setup === 'postgres 1 worker'), deliveryFigures.find((d) => d.setup === 'postgres 3 workers')];
+    if (one && three) console.log(`PostgreSQL 3 workers / 1 worker: ${fixed(three.per_second / one.per_second, 2)} (sending), ${fixed(three.drain_per_second / one.drain_per_second, 2)} (whole drain)`);
   }
   console.log('');
-  console.log('goals (issue 12), measured in this run:');
+  console.log('goals (issues 12 and 20), measured in this run:');
   for (const v of verdicts) console.log(`  ${v.pass ? 'PASS' : 'FAIL'}  ${v.goal}: ${fixed(v.measured, 2)}`);
 }
 

@@ -8,7 +8,7 @@ import type { MerchantContext, ProductRecord, StoreRecord } from './model.js';
 import { resolveProduct } from './resolve.js';
 import { ChangeRecorder, type DetectedChange } from '../changes/recorder.js';
 import { yieldToOthers } from '../shared/cooperative.js';
-import type { PublishedRow, StorageOperations, StorageTx } from '../storage/port.js';
+import type { PublishedHashes, PublishedRow, StorageOperations, StorageTx } from '../storage/port.js';
 
 /** Products resolved between two checks of the event loop's time slice. */
 const RESOLVE_STEP = 16;
@@ -107,9 +107,16 @@ export class CatalogPublisher {
     const mirrors = await tx.imageMirrors(context.merchantId, [
       ...new Set(products.flatMap((p) => p.source.images.map((i) => i.url))),
     ]);
-    for (const store of stores) {
+    // Every store's published hashes first: a store's writes below touch only its own rows, so they
+    // read the same before them as between them.
+    const previousByStore: Map<number, PublishedHashes>[] = [];
+    for (const store of stores) previousByStore.push(await tx.publishedHashes(store.id, ids));
+    // A store's writes go out while the next store resolves (node resolves while the database
+    // writes): the transaction still runs them in the same order, each store's after the one before.
+    let writing: Promise<void> = Promise.resolve();
+    for (const [storeIndex, store] of stores.entries()) {
       await yieldToOthers();
-      const previous = await tx.publishedHashes(store.id, ids);
+      const previous = previousByStore[storeIndex]!;
       const rows: PublishedRow[] = [];
       const changes: DetectedChange[] = [];
       let added = false;
@@ -131,13 +138,16 @@ export class CatalogPublisher {
           changes.push({ storeId: store.id, productId: product.id, changeType: 'content' });
         }
       }
-      await yieldToOthers();
-      await tx.upsertPublished(store.id, rows);
-      await yieldToOthers();
-      await this.changes.record(tx, context.merchantId, changes);
+      writing = writing.then(async () => {
+        await tx.upsertPublished(store.id, rows);
+        await this.changes.record(tx, context.merchantId, changes);
+        if (added) await tx.bumpCatalogVersion([store.id]);
+      });
+      // Awaited below; a failure meanwhile is not an unhandled rejection (and stops the writes after it).
+      writing.catch(() => {});
       summary.changes += changes.length;
-      if (added) await tx.bumpCatalogVersion([store.id]);
-      await yieldToOthers();
     }
+    await writing;
+    await yieldToOthers();
   }
 }

@@ -198,12 +198,20 @@ export interface ChangeStore {
 }
 
 /** Receiver endpoints with their health record. */
+/** An endpoint's health columns (what the dispatcher updates after each attempt). */
+export type WebhookEndpointHealthRecord = Pick<WebhookEndpointRecord, 'status' | 'consecutive_failures' | 'failure_streak_started_at'
+  | 'paused_until' | 'owners_notified_at' | 'disabled_reason' | 'last_success_at' | 'last_failure_at'>;
+
 export interface WebhookEndpointStore {
   createWebhookEndpoint(input: WebhookEndpointInputRecord): Promise<WebhookEndpointRecord>;
   listWebhookEndpoints(merchantId: number): Promise<WebhookEndpointRecord[]>;
   /** An endpoint by id, of any merchant when merchantId is undefined. */
   getWebhookEndpoint(id: number, merchantId?: number): Promise<WebhookEndpointRecord | undefined>;
+  /** getWebhookEndpoint for several ids at once (any merchant's), those that exist, in id order. */
+  getWebhookEndpoints(ids: number[]): Promise<WebhookEndpointRecord[]>;
   updateWebhookEndpoint(id: number, patch: Partial<Omit<WebhookEndpointRecord, 'id' | 'merchant_id' | 'created_at'>>): Promise<void>;
+  /** updateWebhookEndpoint(id, health) for several endpoints at once (distinct ids). */
+  updateWebhookEndpointsHealth(updates: { id: number; health: WebhookEndpointHealthRecord }[]): Promise<void>;
   /** Deletes it with its deliveries and attempts; notifications about it stay. */
   deleteWebhookEndpoint(id: number): Promise<void>;
 }

@@ -5,7 +5,7 @@
 import type { Config } from '../config.js';
 import { WEBHOOKS, type WebhookPayload, type WebhookSchemaError } from '../generated/public-webhooks.js';
 import type {
-  CatalogStorage, DeliveryRecord, NotificationRecord, OutboxGroup, StorageTx, WebhookEndpointRecord,
+  AttemptOutcome, CatalogStorage, DeliveryRecord, NotificationRecord, OutboxGroup, StorageTx, WebhookEndpointRecord,
 } from '../storage/port.js';
 import {
   afterFailure, afterGone, afterSuccess, onChange, type EndpointHealth, type HealthPolicy,
@@ -16,7 +16,7 @@ import { AddressGuard } from '../outbound/address-guard.js';
 import { wholeSecondIso } from '../shared/time.js';
 import { OwnerNotifier, type Notifier } from './notifier.js';
 import { nextAttemptAt, parseRetryAfter } from './retry.js';
-import { HttpDeliverySender, type DeliverySender } from './sender.js';
+import { HttpDeliverySender, type DeliverySender, type SendResult } from './sender.js';
 import { signedHeaders } from './signing.js';
 
 export type WebhookConfig = Config['webhooks'];
@@ -69,6 +69,19 @@ export function deliveryBody(delivery: Pick<DeliveryRecord, 'event' | 'store_id'
 /** The attempt log's error for a payload the document rejects: a bug of ours, never retried. */
 export const INVALID_PAYLOAD = 'invalid_payload';
 
+/** Outcomes recorded in one transaction at most. */
+const OUTCOMES_PER_TRANSACTION = 64;
+
+/** An attempt that ended, waiting to be recorded (WebhookDispatcher.record). */
+interface EndedAttempt {
+  delivery: DeliveryRecord;
+  endpoint: WebhookEndpointRecord;
+  result: SendResult;
+  at: Date;
+  resolve: (outcome: DeliveryOutcome | null) => void;
+  reject: (error: unknown) => void;
+}
+
 export class WebhookDispatcher {
   private readonly inflightByEndpoint = new Map<number, number>();
   private readonly inflight = new Map<number, Promise<void>>();
@@ -76,6 +89,9 @@ export class WebhookDispatcher {
   private readonly rounds = new Set<Promise<unknown>>();
   /** The claim running or last run: claims of overlapping rounds take turns. */
   private claiming: Promise<void> = Promise.resolve();
+  /** Attempts that ended while outcomes were being recorded: the next transaction records them together. */
+  private ended: EndedAttempt[] = [];
+  private recording: Promise<void> | null = null;
   private timer: NodeJS.Timeout | null = null;
   private unsubscribe: (() => void) | null = null;
   private stopping = false;
@@ -195,8 +211,9 @@ export class WebhookDispatcher {
         occurred_at: null, status: deliver ? 'pending' : 'dropped', attempts: 0, next_attempt_at: deliver ? createdAt : null,
         created_at: createdAt,
       }, batch.oldestAt);
-      await tx.deleteOutboxRows(batch.rowIds);
     }
+    // The batched rows go in one statement (same transaction: together with their deliveries or not at all).
+    await tx.deleteOutboxRows(batches.flatMap((batch) => batch.rowIds));
     return batches.length;
   }
 
@@ -209,8 +226,8 @@ export class WebhookDispatcher {
   async sendDue(): Promise<number> {
     let sent = 0;
     const sending = new Set<Promise<void>>();
-    const start = (delivery: DeliveryRecord) => {
-      const send: Promise<void> = this.send(delivery).then(() => { sent++; }).finally(() => sending.delete(send));
+    const start = (delivery: DeliveryRecord, endpoint: Promise<WebhookEndpointRecord | undefined>) => {
+      const send: Promise<void> = this.send(delivery, endpoint).then(() => { sent++; }).finally(() => sending.delete(send));
       sending.add(send);
     };
     for (;;) {
@@ -227,12 +244,17 @@ export class WebhookDispatcher {
    * overlap): each claim counts the sends the claims before it started, per endpoint and per
    * merchant, so no merchant's share is handed out twice.
    */
-  private claimFreeSlots(start: (delivery: DeliveryRecord) => void): Promise<void> {
+  private claimFreeSlots(start: (delivery: DeliveryRecord, endpoint: Promise<WebhookEndpointRecord | undefined>) => void): Promise<void> {
     const turn = this.claiming.then(async () => {
       const free = this.config.overallConcurrency - this.inflight.size;
       if (free <= 0 || this.stopping) return;
-      // send() counts each delivery in flight before it yields: the next claim sees it.
-      for (const delivery of await this.claim(free)) start(delivery);
+      // send() counts each delivery in flight before it yields: the next claim sees it. Each
+      // endpoint of the claim is read once for all its deliveries, as they start.
+      const claimed = await this.claim(free);
+      if (claimed.length === 0) return;
+      const endpoints = this.storage.getWebhookEndpoints(claimed.map((d) => d.endpoint_id))
+        .then((list) => new Map(list.map((e) => [e.id, e])));
+      for (const delivery of claimed) start(delivery, endpoints.then((byId) => byId.get(delivery.endpoint_id)));
     });
     this.claiming = turn.catch(() => undefined);
     return turn;
@@ -252,9 +274,9 @@ export class WebhookDispatcher {
   }
 
   /** One attempt of a claimed delivery, counted in flight for its endpoint until it is recorded. */
-  private async send(delivery: DeliveryRecord): Promise<void> {
+  private async send(delivery: DeliveryRecord, endpoint: Promise<WebhookEndpointRecord | undefined>): Promise<void> {
     this.inflightByEndpoint.set(delivery.endpoint_id, (this.inflightByEndpoint.get(delivery.endpoint_id) ?? 0) + 1);
-    const attempt = this.attempt(delivery);
+    const attempt = this.attempt(delivery, endpoint);
     this.inflight.set(delivery.id, attempt);
     try {
       await attempt;
@@ -264,6 +286,124 @@ export class WebhookDispatcher {
       if (left > 0) this.inflightByEndpoint.set(delivery.endpoint_id, left);
       else this.inflightByEndpoint.delete(delivery.endpoint_id);
     }
+  }
+
+  /**
+   * Records an ended attempt: its attempt log row, the delivery's new state and the endpoint's
+   * health, committed before it resolves. Attempts that end while a transaction records others
+   * wait for it and are then recorded together in the next one (group commit): one transaction,
+   * one lock of each endpoint and one statement for all their attempts and deliveries, instead of
+   * one transaction each. The outcomes are applied in the order the attempts ended, each from the
+   * endpoint's health as the one before left it, exactly as one transaction after another would.
+   */
+  private record(delivery: DeliveryRecord, endpoint: WebhookEndpointRecord, result: SendResult, at: Date): Promise<DeliveryOutcome | null> {
+    return new Promise((resolve, reject) => {
+      this.ended.push({ delivery, endpoint, result, at, resolve, reject });
+      this.recording ??= this.recordEnded().finally(() => { this.recording = null; });
+    });
+  }
+
+  private async recordEnded(): Promise<void> {
+    while (this.ended.length > 0) {
+      // A delivery appears once per transaction (a re-claimed one in flight twice waits for the next).
+      const batch: EndedAttempt[] = [];
+      const ids = new Set<number>();
+      for (const item of this.ended) {
+        if (batch.length === OUTCOMES_PER_TRANSACTION) break;
+        if (ids.has(item.delivery.id)) break;
+        ids.add(item.delivery.id);
+        batch.push(item);
+      }
+      this.ended.splice(0, batch.length);
+      try {
+        await this.recordTogether(batch);
+      } catch {
+        // One outcome's failure must not fail the others': each alone, as before.
+        for (const item of batch) await this.recordTogether([item]).catch((error: unknown) => item.reject(error));
+      }
+    }
+  }
+
+  /** One transaction for the batch; settles each item after the commit. Rejects (settling none) when it fails. */
+  private async recordTogether(batch: EndedAttempt[]): Promise<void> {
+    let notifications: NotificationRecord[] = [];
+    const outcomes = await this.storage.transaction(async (tx) => {
+      notifications = [];
+      return this.applyOutcomes(tx, batch, notifications);
+    });
+    for (const notification of notifications) this.deps.notifier.email(notification);
+    for (const [i, item] of batch.entries()) item.resolve(outcomes[i]!);
+  }
+
+  private async applyOutcomes(tx: StorageTx, batch: EndedAttempt[], notifications: NotificationRecord[]): Promise<(DeliveryOutcome | null)[]> {
+    // Each endpoint read under its row lock once, in id order (as claims lock them): concurrent
+    // attempts to one endpoint, in this process or another, lose no failure count.
+    const current = new Map((await tx.getWebhookEndpoints(batch.map((item) => item.endpoint.id))).map((e) => [e.id, e]));
+    const changed = new Set<number>();
+    let written: AttemptOutcome[] = [];
+    /** Writes what the outcomes so far decided (before a step that reads or changes deliveries in bulk). */
+    const write = async () => {
+      await tx.recordAttemptOutcomes(written);
+      written = [];
+      await tx.updateWebhookEndpointsHealth([...changed].sort((a, b) => a - b).map((id) => ({ id, health: healthOf(current.get(id)!) })));
+      changed.clear();
+    };
+    const results: (DeliveryOutcome | null)[] = [];
+    for (const { delivery, endpoint, result, at } of batch) {
+      const attempt = {
+        at: at.toISOString(), status_code: result.statusCode, error: result.error, latency_ms: result.latencyMs,
+        response_snippet: result.responseSnippet,
+      };
+      const attempts = delivery.attempts + 1;
+      const state = current.get(endpoint.id);
+      if (!state) {
+        await tx.recordAttempt(delivery.id, attempt);
+        results.push(null);
+        continue;
+      }
+      const health = healthOf(state);
+      const settle = (outcome: DeliveryOutcome, status: AttemptOutcome['status'], next_attempt_at: string | null) => {
+        written.push({ deliveryId: delivery.id, attempt, status, attempts, next_attempt_at });
+        results.push(outcome);
+      };
+      if (result.error === null) {
+        current.set(state.id, { ...state, ...afterSuccess(health, at) });
+        changed.add(state.id);
+        settle('succeeded', 'succeeded', null);
+        continue;
+      }
+      // A receiver that answers 410 Gone asks for no more deliveries.
+      const transition = result.statusCode === 410 ? afterGone(health, at) : afterFailure(health, at, this.policy);
+      const next = { ...state, ...transition.health };
+      current.set(state.id, next);
+      changed.add(state.id);
+      if (transition.health.status !== state.status) {
+        this.log.warn({
+          endpoint_id: state.id, merchant_id: state.merchant_id, from: state.status, to: transition.health.status,
+          consecutive_failures: transition.health.consecutive_failures, reason: transition.health.disabled_reason ?? undefined,
+        }, `webhook endpoint ${transition.health.status}`);
+      }
+      if (transition.notify) {
+        await write();
+        notifications.push(await this.deps.notifier.notify(tx, next, transition.notify));
+      }
+      // Paused or disabled (by this attempt, or by another one that ended while this was in
+      // flight): no retry; pending retries are dropped (spec 3: nothing sent during the cooldown).
+      if (transition.dropPending || transition.health.status !== 'active') {
+        settle('dropped', 'dropped', null);
+        if (transition.dropPending) {
+          await write();
+          await tx.dropPendingDeliveries(state.id);
+        }
+        continue;
+      }
+      const retryAfter = result.statusCode === 429 || result.statusCode === 503 ? parseRetryAfter(result.retryAfter, at) : null;
+      const nextAt = nextAttemptAt(attempts, at, this.config.backoffSeconds, retryAfter, this.deps.random);
+      if (nextAt) settle('failed', 'failed', nextAt.toISOString());
+      else settle('given_up', 'given_up', null);
+    }
+    await write();
+    return results;
   }
 
   /**
@@ -282,8 +422,8 @@ export class WebhookDispatcher {
     }, 'webhook payload breaks the document: not sent');
   }
 
-  private async attempt(delivery: DeliveryRecord): Promise<void> {
-    const endpoint = await this.storage.getWebhookEndpoint(delivery.endpoint_id);
+  private async attempt(delivery: DeliveryRecord, endpointRead: Promise<WebhookEndpointRecord | undefined>): Promise<void> {
+    const endpoint = await endpointRead;
     // Paused or disabled since the claim: the lease runs out and the delivery waits for the endpoint.
     if (!endpoint || endpoint.status !== 'active') return;
     const now = this.deps.now();
@@ -292,47 +432,7 @@ export class WebhookDispatcher {
     const { body } = payload;
     const result = await this.deps.sender.send(endpoint.url, signedHeaders(endpoint.secret, body, now), body, endpoint.id);
     const at = this.deps.now();
-    let notification: NotificationRecord | undefined;
-    const outcome = await this.storage.transaction(async (tx): Promise<DeliveryOutcome | null> => {
-      await tx.recordAttempt(delivery.id, {
-        at: at.toISOString(), status_code: result.statusCode, error: result.error, latency_ms: result.latencyMs,
-        response_snippet: result.responseSnippet,
-      });
-      const attempts = delivery.attempts + 1;
-      // Read under the write lock: concurrent attempts to one endpoint lose no failure count.
-      const current = await tx.getWebhookEndpoint(endpoint.id);
-      if (!current) return null;
-      const health = healthOf(current);
-      if (result.error === null) {
-        await tx.updateDelivery(delivery.id, { status: 'succeeded', attempts, next_attempt_at: null });
-        await tx.updateWebhookEndpoint(current.id, afterSuccess(health, at));
-        return 'succeeded';
-      }
-      // A receiver that answers 410 Gone asks for no more deliveries.
-      const transition = result.statusCode === 410 ? afterGone(health, at) : afterFailure(health, at, this.policy);
-      await tx.updateWebhookEndpoint(current.id, transition.health);
-      if (transition.health.status !== current.status) {
-        this.log.warn({
-          endpoint_id: current.id, merchant_id: current.merchant_id, from: current.status, to: transition.health.status,
-          consecutive_failures: transition.health.consecutive_failures, reason: transition.health.disabled_reason ?? undefined,
-        }, `webhook endpoint ${transition.health.status}`);
-      }
-      if (transition.notify) notification = await this.deps.notifier.notify(tx, { ...current, ...transition.health }, transition.notify);
-      // Paused or disabled (by this attempt, or by another one that ended while this was in
-      // flight): no retry; pending retries are dropped (spec 3: nothing sent during the cooldown).
-      if (transition.dropPending || transition.health.status !== 'active') {
-        await tx.updateDelivery(delivery.id, { status: 'dropped', attempts, next_attempt_at: null });
-        if (transition.dropPending) await tx.dropPendingDeliveries(current.id);
-        return 'dropped';
-      }
-      const retryAfter = result.statusCode === 429 || result.statusCode === 503 ? parseRetryAfter(result.retryAfter, at) : null;
-      const next = nextAttemptAt(attempts, at, this.config.backoffSeconds, retryAfter, this.deps.random);
-      await tx.updateDelivery(delivery.id, next
-        ? { status: 'failed', attempts, next_attempt_at: next.toISOString() }
-        : { status: 'given_up', attempts, next_attempt_at: null });
-      return next ? 'failed' : 'given_up';
-    });
-    if (notification) this.deps.notifier.email(notification);
+    const outcome = await this.record(delivery, endpoint, result, at);
     if (!outcome) return;
     this.deps.metrics?.observeDelivery(outcome, result.latencyMs / 1000);
     // Never the URL (it may carry the receiver's own token) nor the secret: the ids lead to both.

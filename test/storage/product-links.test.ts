@@ -38,16 +38,47 @@ const stepArbitrary: fc.Arbitrary<Step> = fc.oneof(
   fc.record({ op: fc.constant('state' as const), url: fc.constantFrom(...URLS), state: fc.constantFrom<ImageState>('pending', 'mirrored', 'dead') }),
 );
 
+/**
+ * Runs of consecutive upserts with distinct refs, as a bulk import writes them (upsertProductSources);
+ * every other step alone.
+ */
+function batches(steps: Step[]): (Step | Extract<Step, { op: 'upsert' }>[])[] {
+  const out: (Step | Extract<Step, { op: 'upsert' }>[])[] = [];
+  let run: Extract<Step, { op: 'upsert' }>[] | null = null;
+  for (const step of steps) {
+    if (step.op !== 'upsert') {
+      run = null;
+      out.push(step);
+      continue;
+    }
+    if (!run || run.some((s) => s.ref === step.ref)) out.push(run = []);
+    run.push(step);
+  }
+  return out;
+}
+
 describe(`the links and counts kept with the sources (${TEST_ENGINE})`, () => {
-  it('equal a recount from every source after any sequence of upserts, deletes and image state changes', async () => {
+  for (const batched of [false, true]) {
+  it(`equal a recount from every source after any sequence of upserts, deletes and image state changes${batched ? ' (upserts in batches)' : ''}`, async () => {
     let run = 0;
     await fc.assert(fc.asyncProperty(fc.array(stepArbitrary, { minLength: 1, maxLength: 14 }), async (steps) => {
       // A merchant of its own per run: the runs share the database.
-      const merchant = await storage.createMerchant({ name: `M${++run}`, sku_pattern: null, owner_emails: [], created_at: AT });
+      const merchant = await storage.createMerchant({ name: `M${++run}${batched ? 'b' : ''}`, sku_pattern: null, owner_emails: [], created_at: AT });
       const sources = new Map<string, { id: number; source: ProductSourceDocument }>();
       const states = new Map<string, ImageState>();
-      for (const step of steps) {
-        if (step.op === 'upsert') {
+      for (const step of batched ? batches(steps) : steps) {
+        if (Array.isArray(step)) {
+          // The same ids as one upsert after another: existing refs keep theirs, new ones in order.
+          const results = await storage.transaction((tx) => tx.upsertProductSources(merchant.id, step.map(({ ref, source }) => ({ ref, source })), AT));
+          expect(results.map((r) => r.created)).toEqual(step.map((s) => !sources.has(s.ref)));
+          for (const [i, s] of step.entries()) {
+            if (sources.has(s.ref)) expect(results[i]!.id).toBe(sources.get(s.ref)!.id);
+            sources.set(s.ref, { id: results[i]!.id, source: s.source });
+            for (const image of s.source.images) if (!states.has(image.url)) states.set(image.url, 'pending');
+          }
+          const created = results.filter((r) => r.created).map((r) => r.id);
+          expect(created).toEqual([...created].sort((a, b) => a - b));
+        } else if (step.op === 'upsert') {
           const { id } = await storage.transaction((tx) => tx.upsertProductSource(merchant.id, step.ref, step.source, AT));
           sources.set(step.ref, { id, source: step.source });
           for (const image of step.source.images) if (!states.has(image.url)) states.set(image.url, 'pending');
@@ -81,4 +112,5 @@ describe(`the links and counts kept with the sources (${TEST_ENGINE})`, () => {
         .toEqual([...listed].filter((url) => states.get(url) === 'dead').sort());
     }), { numRuns: TEST_ENGINE === 'sqlite' ? 60 : 25 });
   });
+  }
 });

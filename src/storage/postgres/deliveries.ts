@@ -1,5 +1,5 @@
 // Webhook deliveries and their attempts on PostgreSQL, claimed by several dispatchers at once.
-import type { DeliveryStore } from '../port.js';
+import type { AttemptOutcome, DeliveryStore } from '../port.js';
 import type { AttemptRecord, DeliveryClaim, DeliveryRecord, DeliveryStatus } from '../records.js';
 import { DELIVERY_COLUMNS, DELIVERY_FIELDS, toDelivery } from '../rows.js';
 import { wholeSecondIso } from '../../shared/time.js';
@@ -7,19 +7,25 @@ import { takeTurns, type DueDelivery } from '../delivery-turns.js';
 import type { PgConnection, Row } from './connection.js';
 import { notifyWork } from './wakeups.js';
 
+/** The channel NOTIFY cps_deliveries uses (wakeups.ts, topic `deliveries`), for pg_notify inside a statement. */
+export const DELIVERY_WORK_CHANNEL = 'cps_deliveries';
+
 export class PgDeliveries implements DeliveryStore {
-  static readonly writes = ['insertDelivery', 'claimDueDeliveries', 'updateDelivery', 'dropPendingDeliveries', 'recordAttempt'] as const;
+  static readonly writes = ['insertDelivery', 'claimDueDeliveries', 'updateDelivery', 'dropPendingDeliveries', 'recordAttempt', 'recordAttemptOutcomes'] as const;
 
   constructor(private readonly c: PgConnection) {}
 
   async insertDelivery(input: Omit<DeliveryRecord, 'id'>, oldestChangeAt = input.created_at): Promise<DeliveryRecord> {
-    const row = await this.c.one(`INSERT INTO webhook_deliveries (endpoint_id, event, store_id, product_ids, occurred_at, status, attempts,
-        next_attempt_at, created_at, oldest_change_at)
-      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING ${DELIVERY_COLUMNS}`, [
+    // A pending delivery wakes the dispatchers at commit: pg_notify in the same statement (one round
+    // trip, not a NOTIFY after it; PostgreSQL sends a channel's notification once per transaction).
+    const row = await this.c.one(`WITH inserted AS (
+        INSERT INTO webhook_deliveries (endpoint_id, event, store_id, product_ids, occurred_at, status, attempts,
+          next_attempt_at, created_at, oldest_change_at)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING ${DELIVERY_COLUMNS})
+      SELECT inserted.* FROM inserted${input.status === 'pending' ? `, (SELECT pg_notify('${DELIVERY_WORK_CHANNEL}', '')) AS woken` : ''}`, [
       input.endpoint_id, input.event, input.store_id, JSON.stringify(input.product_ids), input.occurred_at, input.status,
       input.attempts, input.next_attempt_at, input.created_at, oldestChangeAt,
     ]);
-    if (input.status === 'pending') await notifyWork(this.c, 'deliveries');
     return toDelivery(row!);
   }
 
@@ -88,6 +94,27 @@ export class PgDeliveries implements DeliveryStore {
     await this.c.run(`INSERT INTO webhook_attempts (delivery_id, at, status_code, error, latency_ms, response_snippet)
       VALUES ($1, $2, $3, $4, $5, $6)`,
     [deliveryId, attempt.at, attempt.status_code, attempt.error, attempt.latency_ms, attempt.response_snippet]);
+  }
+
+  async recordAttemptOutcomes(outcomes: AttemptOutcome[]): Promise<void> {
+    if (outcomes.length === 0) return;
+    if (new Set(outcomes.map((o) => o.deliveryId)).size !== outcomes.length) throw new TypeError('recordAttemptOutcomes: deliveries must be distinct');
+    // One statement for every attempt and its delivery (the attempts' ids in the given order); an
+    // outcome never makes a delivery pending again, so nothing is notified.
+    if (outcomes.some((o) => o.status === 'pending')) throw new TypeError('recordAttemptOutcomes: an outcome is never pending');
+    await this.c.run(`WITH outcome AS (
+        SELECT * FROM unnest($1::bigint[], $2::text[], $3::integer[], $4::text[], $5::integer[], $6::text[], $7::text[], $8::integer[], $9::text[])
+          WITH ORDINALITY AS o(delivery_id, at, status_code, error, latency_ms, response_snippet, status, attempts, next_attempt_at, ordinal)
+      ), attempt AS (
+        INSERT INTO webhook_attempts (delivery_id, at, status_code, error, latency_ms, response_snippet)
+          SELECT delivery_id, at, status_code, error, latency_ms, response_snippet FROM outcome ORDER BY ordinal
+      )
+      UPDATE webhook_deliveries AS d SET status = o.status, attempts = o.attempts, next_attempt_at = o.next_attempt_at, leased_until = NULL
+        FROM outcome AS o WHERE d.id = o.delivery_id`, [
+      outcomes.map((o) => o.deliveryId), outcomes.map((o) => o.attempt.at), outcomes.map((o) => o.attempt.status_code),
+      outcomes.map((o) => o.attempt.error), outcomes.map((o) => o.attempt.latency_ms), outcomes.map((o) => o.attempt.response_snippet),
+      outcomes.map((o) => o.status), outcomes.map((o) => o.attempts), outcomes.map((o) => o.next_attempt_at),
+    ]);
   }
 
   async listDeliveries(endpointId: number, filter: { status?: DeliveryStatus; limit: number; beforeId?: number }): Promise<DeliveryRecord[]> {

@@ -2,7 +2,7 @@
 import type { OutboxStore } from '../port.js';
 import type { OutboxGroup, OutboxRow } from '../records.js';
 import type { PgConnection } from './connection.js';
-import { notifyWork } from './wakeups.js';
+import { DELIVERY_WORK_CHANNEL } from './deliveries.js';
 
 export class PgOutbox implements OutboxStore {
   static readonly writes = ['insertOutbox', 'deleteOutboxRows'] as const;
@@ -11,13 +11,15 @@ export class PgOutbox implements OutboxStore {
 
   async insertOutbox(rows: OutboxRow[]): Promise<void> {
     if (rows.length === 0) return;
-    // One statement; unnest keeps the rows' order, so ids follow arrival order.
-    await this.c.run(`INSERT INTO webhook_outbox (endpoint_id, event, store_id, product_id, created_at)
-      SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bigint[], $5::text[])`, [
+    // One statement; unnest keeps the rows' order, so ids follow arrival order. It wakes the
+    // dispatchers at commit itself (pg_notify: no NOTIFY round trip after it).
+    await this.c.run(`WITH inserted AS (
+        INSERT INTO webhook_outbox (endpoint_id, event, store_id, product_id, created_at)
+        SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bigint[], $5::text[]) RETURNING 1)
+      SELECT pg_notify('${DELIVERY_WORK_CHANNEL}', '') WHERE EXISTS (SELECT 1 FROM inserted)`, [
       rows.map((r) => r.endpointId), rows.map((r) => r.event), rows.map((r) => r.storeId), rows.map((r) => r.productId),
       rows.map((r) => r.createdAt),
     ]);
-    await notifyWork(this.c, 'deliveries');
   }
 
   async outboxGroups(): Promise<OutboxGroup[]> {

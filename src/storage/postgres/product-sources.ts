@@ -14,7 +14,7 @@ const toProduct = (r: Row): ProductRecord => ({
 });
 
 export class PgProductSources implements ProductSourceStore {
-  static readonly writes = ['upsertProductSource', 'deleteProduct'] as const;
+  static readonly writes = ['upsertProductSource', 'upsertProductSources', 'deleteProduct'] as const;
 
   constructor(private readonly c: PgConnection) {}
 
@@ -34,8 +34,40 @@ export class PgProductSources implements ProductSourceStore {
     }
     const inserted = await this.c.one<{ id: number }>('INSERT INTO products (merchant_id, ref, source, updated_at) VALUES ($1, $2, $3, $4) RETURNING id',
       [merchantId, ref, json, at]);
-    await this.relink(merchantId, inserted!.id, source, at);
+    await this.relink(merchantId, inserted!.id, source, at, true);
     return { id: inserted!.id, created: true };
+  }
+
+  /**
+   * Many products in two statements instead of three per product (a bulk import's chunk): the rows
+   * updated, else inserted in the given order (ids as one upsertProductSource after another would
+   * draw them), then every product's links relinked at once.
+   */
+  async upsertProductSources(merchantId: number, products: { ref: string; source: ProductSourceDocument }[], at: string): Promise<{ id: number; created: boolean }[]> {
+    if (products.length === 0) return [];
+    if (new Set(products.map((p) => p.ref)).size !== products.length) throw new TypeError('upsertProductSources: refs must be distinct');
+    // Each ref found by one probe of (merchant_id, ref) (OFFSET 0 keeps the probe per ref: a planner
+    // whose statistics predate a bulk load would rather read the merchant's every product and hash
+    // them), the rows then updated by id.
+    const rows = await this.c.rows<{ id: number; created: boolean }>(`WITH input AS (
+        SELECT * FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS i(ref, source, ordinal)
+      ), found AS (
+        SELECT x.id, i.ref, i.source FROM input AS i CROSS JOIN LATERAL (
+          SELECT q.id FROM products AS q WHERE q.merchant_id = $1 AND q.ref = i.ref OFFSET 0) AS x
+      ), updated AS (
+        UPDATE products AS p SET source = f.source, updated_at = $4 FROM found AS f
+        WHERE p.id = ANY(ARRAY(SELECT id FROM found)) AND p.id = f.id RETURNING p.id, p.ref
+      ), inserted AS (
+        -- Update, else insert (as upsertProductSource: no identity value drawn for an update), in order.
+        INSERT INTO products (merchant_id, ref, source, updated_at)
+          SELECT $1, i.ref, i.source, $4 FROM input AS i WHERE NOT EXISTS (SELECT 1 FROM updated AS u WHERE u.ref = i.ref) ORDER BY i.ordinal
+        RETURNING id, ref
+      )
+      SELECT coalesce(u.id, n.id) AS id, n.id IS NOT NULL AS created FROM input AS i
+        LEFT JOIN updated AS u ON u.ref = i.ref LEFT JOIN inserted AS n ON n.ref = i.ref ORDER BY i.ordinal`,
+    [merchantId, products.map((p) => p.ref), products.map((p) => JSON.stringify(p.source)), at]);
+    await this.relinkMany(merchantId, rows.map((r, i) => ({ productId: r.id, source: products[i]!.source, created: r.created })), at);
+    return rows.map((r) => ({ id: r.id, created: r.created }));
   }
 
   async deleteProduct(merchantId: number, productId: number): Promise<void> {
@@ -48,30 +80,59 @@ export class PgProductSources implements ProductSourceStore {
    * in the source's transaction and in one statement: new image URLs become pending work (waking
    * the mirrors at commit), and each image counts the products that list it.
    */
-  private async relink(merchantId: number, productId: number, source: ProductSourceDocument | null, at: string): Promise<void> {
-    const links = [...productLinks(source)].map((key) => key.split(' '));
-    await this.c.run(`WITH wanted(kind, value) AS (SELECT * FROM unnest($3::text[], $4::text[])),
+  private relink(merchantId: number, productId: number, source: ProductSourceDocument | null, at: string, created = false): Promise<void> {
+    return this.relinkMany(merchantId, [{ productId, source, created }], at);
+  }
+
+  /**
+   * relink for several distinct products in one statement. An image one product drops and another
+   * adds is counted once by its net change (one statement may not update a row twice): the same
+   * counts, rows and work as relinking the products one after another. A product just created has
+   * no links to look for.
+   */
+  private async relinkMany(merchantId: number, products: { productId: number; source: ProductSourceDocument | null; created: boolean }[], at: string): Promise<void> {
+    const ids: number[] = [];
+    const kinds: string[] = [];
+    const values: string[] = [];
+    for (const { productId, source } of products) {
+      for (const key of productLinks(source)) {
+        const space = key.indexOf(' ');
+        ids.push(productId);
+        kinds.push(key.slice(0, space));
+        values.push(key.slice(space + 1));
+      }
+    }
+    await this.c.run(`WITH wanted(product_id, kind, value) AS (SELECT * FROM unnest($3::bigint[], $4::text[], $5::text[])),
       gone AS (
-        DELETE FROM product_links AS l WHERE l.merchant_id = $1 AND l.product_id = $2
-          AND NOT EXISTS (SELECT 1 FROM wanted AS w WHERE w.kind = l.kind AND w.value = l.value)
+        -- Each product's links from the products' index, one probe per product (OFFSET 0 keeps it
+        -- so; merchant_id + 0 is not a prefix of the primary key: a planner whose statistics predate
+        -- a bulk load chose that range, or a scan of the whole table), deleted by row address.
+        DELETE FROM product_links AS l WHERE l.ctid = ANY(ARRAY(
+          SELECT x.ctid FROM unnest($2::bigint[]) AS p(id) CROSS JOIN LATERAL (
+            SELECT k.ctid, k.kind, k.value FROM product_links AS k WHERE k.product_id = p.id AND k.merchant_id + 0 = $1 OFFSET 0) AS x
+          WHERE NOT EXISTS (SELECT 1 FROM wanted AS w WHERE w.product_id = p.id AND w.kind = x.kind AND w.value = x.value)))
         RETURNING l.kind, l.value
       ), added AS (
-        INSERT INTO product_links (merchant_id, kind, value, product_id) SELECT $1, kind, value, $2 FROM wanted
+        INSERT INTO product_links (merchant_id, kind, value, product_id) SELECT $1, kind, value, product_id FROM wanted
         ON CONFLICT DO NOTHING RETURNING kind, value
+      ), delta AS (
+        SELECT value, sum(n)::integer AS n FROM (
+          SELECT value, 1 AS n FROM added WHERE kind = 'image' UNION ALL SELECT value, -1 FROM gone WHERE kind = 'image') AS d
+        GROUP BY value HAVING sum(n) <> 0
       ), unlisted AS (
-        UPDATE image_mirrors AS m SET listed = m.listed - 1 FROM gone WHERE gone.kind = 'image' AND m.merchant_id = $1 AND m.url = gone.value
+        UPDATE image_mirrors AS m SET listed = m.listed + delta.n FROM delta WHERE delta.n < 0 AND m.merchant_id = $1 AND m.url = delta.value
       ), listed AS (
         -- In URL order: two transactions counting the same images lock their rows in one order.
         INSERT INTO image_mirrors (merchant_id, url, origin, state, updated_at, next_attempt_at, listed)
-          SELECT $1, value, ${originOf('value')}, 'pending', $5, $5, 1 FROM added WHERE kind = 'image' ORDER BY value
-        ON CONFLICT (merchant_id, url) DO UPDATE SET listed = image_mirrors.listed + 1
+          SELECT $1, value, ${originOf('value')}, 'pending', $6, $6, n FROM delta WHERE n > 0 ORDER BY value
+        ON CONFLICT (merchant_id, url) DO UPDATE SET listed = image_mirrors.listed + excluded.listed
         RETURNING (xmax = 0) AS inserted
       ), hinted AS (
-        INSERT INTO image_work_merchants (merchant_id, due_at, version) SELECT $1, $5, 0 WHERE EXISTS (SELECT 1 FROM listed WHERE inserted)
+        INSERT INTO image_work_merchants (merchant_id, due_at, version) SELECT $1, $6, 0 WHERE EXISTS (SELECT 1 FROM listed WHERE inserted)
         ON CONFLICT (merchant_id) DO UPDATE SET due_at = least(image_work_merchants.due_at, excluded.due_at), version = image_work_merchants.version + 1
       )
       SELECT pg_notify('${IMAGE_WORK_CHANNEL}', '') FROM listed WHERE inserted LIMIT 1`,
-    [merchantId, productId, links.map((l) => l[0]), links.map((l) => l.slice(1).join(' ')), at]);
+    [merchantId, products.filter((p) => !p.created).map((p) => p.productId), ids, kinds, values, at]);
   }
 
   async productsExcludedFrom(merchantId: number, slug: string): Promise<ProductRecord[]> {

@@ -1,11 +1,11 @@
 // Receiver endpoints with their health record on PostgreSQL.
-import type { WebhookEndpointStore } from '../port.js';
+import type { WebhookEndpointHealthRecord, WebhookEndpointStore } from '../port.js';
 import type { WebhookEndpointInputRecord, WebhookEndpointRecord } from '../records.js';
 import { ENDPOINT_FIELDS, toEndpoint } from '../rows.js';
 import type { PgConnection, Row } from './connection.js';
 
 export class PgWebhookEndpoints implements WebhookEndpointStore {
-  static readonly writes = ['createWebhookEndpoint', 'updateWebhookEndpoint', 'deleteWebhookEndpoint'] as const;
+  static readonly writes = ['createWebhookEndpoint', 'updateWebhookEndpoint', 'updateWebhookEndpointsHealth', 'deleteWebhookEndpoint'] as const;
 
   constructor(private readonly c: PgConnection) {}
 
@@ -29,12 +29,36 @@ export class PgWebhookEndpoints implements WebhookEndpointStore {
     return row && toEndpoint(row);
   }
 
+  async getWebhookEndpoints(ids: number[]): Promise<WebhookEndpointRecord[]> {
+    if (ids.length === 0) return [];
+    // In a write transaction locked as getWebhookEndpoint locks one, in id order (as claims lock them).
+    return (await this.c.rows(`SELECT * FROM webhook_endpoints WHERE id = ANY($1::bigint[]) ORDER BY id
+      ${this.c.inWriteTransaction ? 'FOR NO KEY UPDATE' : ''}`, [[...new Set(ids)]])).map(toEndpoint);
+  }
+
   async updateWebhookEndpoint(id: number, patch: Partial<Omit<WebhookEndpointRecord, 'id' | 'merchant_id' | 'created_at'>>): Promise<void> {
     const fields = ENDPOINT_FIELDS.filter((f) => f in patch);
     if (fields.length === 0) return;
     const values = fields.map((f) => (f === 'events' ? JSON.stringify(patch.events) : (patch[f] as unknown)));
     await this.c.run(`UPDATE webhook_endpoints SET ${fields.map((f, i) => `${f} = $${i + 1}`).join(', ')} WHERE id = $${fields.length + 1}`,
       [...values, id]);
+  }
+
+  async updateWebhookEndpointsHealth(updates: { id: number; health: WebhookEndpointHealthRecord }[]): Promise<void> {
+    if (updates.length === 0) return;
+    if (new Set(updates.map((u) => u.id)).size !== updates.length) throw new TypeError('updateWebhookEndpointsHealth: ids must be distinct');
+    const column = <K extends keyof WebhookEndpointHealthRecord>(key: K) => updates.map((u) => u.health[key]);
+    // One statement, the rows in id order (as every other writer locks several endpoints).
+    await this.c.run(`UPDATE webhook_endpoints AS e SET status = h.status, consecutive_failures = h.consecutive_failures,
+        failure_streak_started_at = h.failure_streak_started_at, paused_until = h.paused_until, owners_notified_at = h.owners_notified_at,
+        disabled_reason = h.disabled_reason, last_success_at = h.last_success_at, last_failure_at = h.last_failure_at
+      FROM (SELECT * FROM unnest($1::bigint[], $2::text[], $3::integer[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[])
+        AS h(id, status, consecutive_failures, failure_streak_started_at, paused_until, owners_notified_at, disabled_reason, last_success_at, last_failure_at)
+        ORDER BY id) AS h
+      WHERE e.id = h.id`, [
+      updates.map((u) => u.id), column('status'), column('consecutive_failures'), column('failure_streak_started_at'), column('paused_until'),
+      column('owners_notified_at'), column('disabled_reason'), column('last_success_at'), column('last_failure_at'),
+    ]);
   }
 
   async deleteWebhookEndpoint(id: number): Promise<void> {

@@ -1,5 +1,5 @@
 // Webhook deliveries and their attempts on SQLite.
-import type { DeliveryStore } from '../port.js';
+import type { AttemptOutcome, DeliveryStore } from '../port.js';
 import type { AttemptRecord, DeliveryClaim, DeliveryRecord, DeliveryStatus } from '../records.js';
 import { DELIVERY_COLUMNS, DELIVERY_FIELDS, toDelivery } from '../rows.js';
 import { wholeSecondIso } from '../../shared/time.js';
@@ -7,7 +7,7 @@ import { takeTurns, type DueDelivery } from '../delivery-turns.js';
 import type { Row, SqliteConnection } from './connection.js';
 
 export class SqliteDeliveries implements DeliveryStore {
-  static readonly writes = ['insertDelivery', 'claimDueDeliveries', 'updateDelivery', 'dropPendingDeliveries', 'recordAttempt'] as const;
+  static readonly writes = ['insertDelivery', 'claimDueDeliveries', 'updateDelivery', 'dropPendingDeliveries', 'recordAttempt', 'recordAttemptOutcomes'] as const;
 
   constructor(private readonly c: SqliteConnection) {}
 
@@ -88,6 +88,13 @@ export class SqliteDeliveries implements DeliveryStore {
   async recordAttempt(deliveryId: number, attempt: AttemptRecord): Promise<void> {
     this.c.stmt(`INSERT INTO webhook_attempts (delivery_id, at, status_code, error, latency_ms, response_snippet)
       VALUES (?, ?, ?, ?, ?, ?)`).run(deliveryId, attempt.at, attempt.status_code, attempt.error, attempt.latency_ms, attempt.response_snippet);
+  }
+
+  async recordAttemptOutcomes(outcomes: AttemptOutcome[]): Promise<void> {
+    for (const { deliveryId, attempt, status, attempts, next_attempt_at } of outcomes) {
+      await this.recordAttempt(deliveryId, attempt);
+      await this.updateDelivery(deliveryId, { status, attempts, next_attempt_at });
+    }
   }
 
   async listDeliveries(endpointId: number, filter: { status?: DeliveryStatus; limit: number; beforeId?: number }): Promise<DeliveryRecord[]> {

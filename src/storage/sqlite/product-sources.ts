@@ -1,6 +1,7 @@
 // Product sources (what the merchant sent) on SQLite.
 import type { ProductSourceStore } from '../port.js';
 import type { ProductRecord, ProductSourceDocument } from '../records.js';
+import { yieldToOthers } from '../../shared/cooperative.js';
 import { diffProductLinks } from '../product-links.js';
 import type { Row, SqliteConnection } from './connection.js';
 import { LOWER_IMAGE_WORK_HINT, originOf } from './images.js';
@@ -12,7 +13,7 @@ const toProduct = (r: Row): ProductRecord => ({
 });
 
 export class SqliteProductSources implements ProductSourceStore {
-  static readonly writes = ['upsertProductSource', 'deleteProduct'] as const;
+  static readonly writes = ['upsertProductSource', 'upsertProductSources', 'deleteProduct'] as const;
 
   constructor(private readonly c: SqliteConnection) {}
 
@@ -33,6 +34,18 @@ export class SqliteProductSources implements ProductSourceStore {
     const id = Number(info.lastInsertRowid);
     this.relink(merchantId, id, source, true, at);
     return { id, created: true };
+  }
+
+  async upsertProductSources(merchantId: number, products: { ref: string; source: ProductSourceDocument }[], at: string): Promise<{ id: number; created: boolean }[]> {
+    // Statements here are function calls: one product at a time costs no more than a batch would.
+    // The loop is let go after its slice, every 16 products (as the import's loop did before it
+    // called this).
+    const results: { id: number; created: boolean }[] = [];
+    for (const [index, { ref, source }] of products.entries()) {
+      if (index > 0 && index % 16 === 0) await yieldToOthers();
+      results.push(await this.upsertProductSource(merchantId, ref, source, at));
+    }
+    return results;
   }
 
   async deleteProduct(merchantId: number, productId: number): Promise<void> {

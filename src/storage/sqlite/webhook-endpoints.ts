@@ -1,11 +1,11 @@
 // Receiver endpoints with their health record on SQLite.
-import type { WebhookEndpointStore } from '../port.js';
+import type { WebhookEndpointHealthRecord, WebhookEndpointStore } from '../port.js';
 import type { WebhookEndpointInputRecord, WebhookEndpointRecord } from '../records.js';
 import { ENDPOINT_FIELDS, toEndpoint } from '../rows.js';
 import type { Row, SqliteConnection } from './connection.js';
 
 export class SqliteWebhookEndpoints implements WebhookEndpointStore {
-  static readonly writes = ['createWebhookEndpoint', 'updateWebhookEndpoint', 'deleteWebhookEndpoint'] as const;
+  static readonly writes = ['createWebhookEndpoint', 'updateWebhookEndpoint', 'updateWebhookEndpointsHealth', 'deleteWebhookEndpoint'] as const;
 
   constructor(private readonly c: SqliteConnection) {}
 
@@ -29,11 +29,24 @@ export class SqliteWebhookEndpoints implements WebhookEndpointStore {
     return this.endpoint(id, merchantId);
   }
 
+  async getWebhookEndpoints(ids: number[]): Promise<WebhookEndpointRecord[]> {
+    const endpoints: WebhookEndpointRecord[] = [];
+    for (const id of [...new Set(ids)].sort((a, b) => a - b)) {
+      const endpoint = this.endpoint(id, undefined);
+      if (endpoint) endpoints.push(endpoint);
+    }
+    return endpoints;
+  }
+
   async updateWebhookEndpoint(id: number, patch: Partial<Omit<WebhookEndpointRecord, 'id' | 'merchant_id' | 'created_at'>>): Promise<void> {
     const fields = ENDPOINT_FIELDS.filter((f) => f in patch);
     if (fields.length === 0) return;
     const values = fields.map((f) => (f === 'events' ? JSON.stringify(patch.events) : (patch[f] as unknown)));
     this.c.stmt(`UPDATE webhook_endpoints SET ${fields.map((f) => `${f} = ?`).join(', ')} WHERE id = ?`).run(...values, id);
+  }
+
+  async updateWebhookEndpointsHealth(updates: { id: number; health: WebhookEndpointHealthRecord }[]): Promise<void> {
+    for (const { id, health } of updates) await this.updateWebhookEndpoint(id, health);
   }
 
   async deleteWebhookEndpoint(id: number): Promise<void> {

@@ -112,6 +112,24 @@ export function loggableUrl(url: string): string {
 const LEASE_MARGIN_MS = 60_000;
 
 /**
+ * Issue 20.2: transitions of images fetched meanwhile are committed together, at most this many per
+ * transaction (one merchant context, one commit, each product re-published once however many of its
+ * images changed), while the fetch slots they freed fetch the next images.
+ */
+export const TRANSITIONS_PER_COMMIT = 64;
+
+/** Fetched images waiting for their transition's commit, at most: no more is claimed beyond it. */
+const TRANSITIONS_WAITING_MAX = 4 * TRANSITIONS_PER_COMMIT;
+
+/** A state change waiting to be committed, and who waits for it. */
+interface WaitingTransition {
+  image: ImageMirrorWork;
+  patch: Partial<ImageMirrorWork>;
+  committed: () => void;
+  failed: (error: unknown) => void;
+}
+
+/**
  * Issue 13.2: a mirror keeps up to `concurrency` fetches running and refills a slot as soon as it
  * frees (no round waits for its slowest fetch). Each claim asks the storage for as much due work as
  * there are free slots, merchants taking turns (the fewest fetches first) and, within a merchant,
@@ -136,6 +154,11 @@ export class ImageMirror {
   private pumpAgain = false;
   /** Images whose mirroring failed in the storage or media store (given back), so far. */
   private failures = 0;
+  /** Transitions fetched and waiting for a commit, and the commit running (one at a time). */
+  private readonly waitingTransitions: WaitingTransition[] = [];
+  private committing: Promise<void> | null = null;
+  /** Each fetched image's transition, from its fetch to its commit (or failure). */
+  private readonly transitions = new Set<Promise<void>>();
   private readonly log: Logger;
 
   constructor(
@@ -164,15 +187,16 @@ export class ImageMirror {
     for (;;) {
       // After a storage or media failure, no more claims: the image given back would be claimed again at once.
       if (tried < bound && this.failures === failuresBefore) tried += await this.claimAndStart(bound - tried);
-      if (this.fetches.size === 0) return tried;
-      await Promise.race(this.fetches);
+      if (this.fetches.size === 0 && this.transitions.size === 0) return tried;
+      await Promise.race([...this.fetches, ...this.transitions]);
     }
   }
 
   /** Claims due work for the free slots (at most `max`) and starts fetching it; returns how many it started. */
   private claimAndStart(max: number): Promise<number> {
     const claim = this.claiming.then(async () => {
-      const free = Math.min(this.config.concurrency - this.fetches.size, max);
+      // Fetched images waiting for their commit hold the claims back: the commits keep up.
+      const free = this.waitingTransitions.length >= TRANSITIONS_WAITING_MAX ? 0 : Math.min(this.config.concurrency - this.fetches.size, max);
       if (free <= 0 || this.stopping) return 0;
       const now = this.now();
       // Each image is started at once: leased for its fetch's time-out and what follows it.
@@ -264,6 +288,8 @@ export class ImageMirror {
     await this.claiming;
     this.fetcher.abort?.();
     await Promise.all(this.fetches);
+    // What was fetched is committed (or given back) before the mirror ends.
+    await Promise.all(this.transitions);
     await this.fetcher.close();
   }
 
@@ -279,7 +305,7 @@ export class ImageMirror {
     if (outcome.ok) {
       const key = mediaKey(outcome.bytes, outcome.contentType);
       await this.media.put(key, outcome.bytes);
-      await this.transition(image, {
+      this.transition(image, {
         state: 'mirrored', mirrored_url: `${this.publicBaseUrl}/media/${key}`, attempts: image.attempts + 1,
         first_failure_at: null, next_attempt_at: null, last_error: null, updated_at: at,
       });
@@ -289,7 +315,7 @@ export class ImageMirror {
     const failingFor = now.getTime() - Date.parse(firstFailure);
     if (outcome.permanent || failingFor >= this.config.deadAfterHours * 3600_000) {
       this.log.warn({ merchant_id: image.merchant_id, url: loggableUrl(image.url), error: outcome.error, attempts: image.attempts + 1 }, 'image source is dead');
-      await this.transition(image, {
+      this.transition(image, {
         state: 'dead', attempts: image.attempts + 1, first_failure_at: firstFailure, next_attempt_at: null,
         last_error: outcome.error, updated_at: at,
       });
@@ -304,11 +330,46 @@ export class ImageMirror {
     });
   }
 
-  /** A state change and the re-publishing it causes, in one transaction (a `content` change). */
-  private transition(image: ImageMirrorWork, patch: Partial<ImageMirrorWork>): Promise<void> {
-    return this.storage.transaction(async (tx) => {
-      await tx.updateImageMirror(image.merchant_id, image.url, patch);
-      await this.publisher.publishProducts(tx, image.merchant_id, await tx.productIdsWithImage(image.merchant_id, image.url));
+  /**
+   * A state change and the re-publishing it causes, in one transaction (a `content` change), with
+   * the other transitions fetched meanwhile. The fetch's slot is free at once; the image stays leased
+   * until the commit, and is given back if the commit fails.
+   */
+  private transition(image: ImageMirrorWork, patch: Partial<ImageMirrorWork>): void {
+    const transition: Promise<void> = new Promise<void>((committed, failed) => {
+      this.waitingTransitions.push({ image, patch, committed, failed });
+      this.commitWaiting();
+    }).catch(async (error: unknown) => {
+      this.failures++;
+      this.log.error({ err: error, merchant_id: image.merchant_id, url: loggableUrl(image.url) }, 'mirroring an image failed');
+      await this.release(image);
+    }).finally(() => this.transitions.delete(transition));
+    this.transitions.add(transition);
+  }
+
+  /** Commits the waiting transitions, TRANSITIONS_PER_COMMIT at a time, one commit after the other. */
+  private commitWaiting(): void {
+    if (this.committing || this.waitingTransitions.length === 0) return;
+    const batch = this.waitingTransitions.splice(0, TRANSITIONS_PER_COMMIT);
+    this.committing = this.storage.transaction(async (tx) => {
+      const productsByMerchant = new Map<number, Set<number>>();
+      for (const { image, patch } of batch) {
+        await tx.updateImageMirror(image.merchant_id, image.url, patch);
+        const products = productsByMerchant.get(image.merchant_id) ?? new Set<number>();
+        productsByMerchant.set(image.merchant_id, products);
+        for (const id of await tx.productIdsWithImage(image.merchant_id, image.url)) products.add(id);
+      }
+      for (const [merchantId, products] of productsByMerchant) {
+        await this.publisher.publishProducts(tx, merchantId, [...products].sort((a, b) => a - b));
+      }
+    }).then(() => {
+      for (const waiting of batch) waiting.committed();
+    }, (error: unknown) => {
+      for (const waiting of batch) waiting.failed(error);
+    }).finally(() => {
+      this.committing = null;
+      this.commitWaiting();
+      if (this.running) this.pump();
     });
   }
 }

@@ -53,6 +53,8 @@
 // Usage: npm run bench:scale -- [--products N] [--baseline REF] [--engine sqlite|postgres]
 //   [--only a,c,d,e,f,h,g,b] [--json] [--phase-seconds S (60)] [--endpoints E (20)] [--readers R (2)]
 //   [--tenants M] [--tenant-products P] [--seed-changes C (1000000)] [--seed-deliveries D (100000)]
+//   [--baseline-env CPS_X=V,...] [--candidate-env CPS_X=V,...]  settings of each version's measured services
+//   (e.g. --baseline HEAD --baseline-env CPS_WORKERS=inline: one commit, two settings, side by side)
 // With --json, stdout carries only the result (progress on stderr). Exits 0 whatever the verdicts;
 // 1 when the run itself fails.
 import { fork, spawn, type ChildProcess } from 'node:child_process';
@@ -92,6 +94,8 @@ const { values: flags } = parseArgs({
     'seed-changes': { type: 'string', default: '1000000' },
     'seed-deliveries': { type: 'string', default: '100000' },
     hanging: { type: 'string', default: '8' },
+    'baseline-env': { type: 'string' },
+    'candidate-env': { type: 'string' },
   },
 });
 const int = (name: string, value: string | undefined, min = 0) => {
@@ -565,9 +569,23 @@ function serviceEnv(db: DatabaseRef): Record<string, string> {
   };
 }
 
+/**
+ * Settings a version's measured services get on top of the defaults (`--baseline-env`,
+ * `--candidate-env`: NAME=VALUE,...), e.g. one commit side by side with two settings.
+ */
+function versionEnv(version: Version): Record<string, string> {
+  const raw = version.name === 'baseline' ? flags['baseline-env'] : flags['candidate-env'];
+  if (!raw) return {};
+  return Object.fromEntries(raw.split(',').map((pair) => {
+    const at = pair.indexOf('=');
+    if (at <= 0 || !pair.startsWith('CPS_')) throw new Error(`--${version.name}-env takes CPS_NAME=VALUE,..., got "${pair}"`);
+    return [pair.slice(0, at), pair.slice(at + 1)];
+  }));
+}
+
 /** The measured deployment: `serve` as npm start runs it (+ a second serve and a worker on PostgreSQL). */
 async function startDeployment(version: Version, db: DatabaseRef, targets: (serves: ServiceProcess[], loop: number) => ReadTarget, probe: ReadTarget & { label: string }): Promise<Deployment> {
-  const env = serviceEnv(db);
+  const env = { ...serviceEnv(db), ...versionEnv(version) };
   const first = await startCli(version.dir, `${version.name} serve`, 'serve', env);
   // The first answer after `listening`: /v1/stores and page 1, sent at once.
   const firstAnswer = await (async () => {

@@ -91,7 +91,7 @@ export class WebhookDispatcher {
   private claiming: Promise<void> = Promise.resolve();
   /** Attempts that ended while outcomes were being recorded: the next transaction records them together. */
   private ended: EndedAttempt[] = [];
-  private recording: Promise<void> | null = null;
+  private recording = false;
   private timer: NodeJS.Timeout | null = null;
   private unsubscribe: (() => void) | null = null;
   private stopping = false;
@@ -299,10 +299,13 @@ export class WebhookDispatcher {
   private record(delivery: DeliveryRecord, endpoint: WebhookEndpointRecord, result: SendResult, at: Date): Promise<DeliveryOutcome | null> {
     return new Promise((resolve, reject) => {
       this.ended.push({ delivery, endpoint, result, at, resolve, reject });
-      this.recording ??= this.recordEnded().finally(() => { this.recording = null; });
+      if (this.recording) return;
+      this.recording = true;
+      void this.recordEnded();
     });
   }
 
+  /** Records what has ended until nothing is left (never rejects: each failure rejects its own attempt). */
   private async recordEnded(): Promise<void> {
     while (this.ended.length > 0) {
       // A delivery appears once per transaction (a re-claimed one in flight twice waits for the next).
@@ -322,6 +325,8 @@ export class WebhookDispatcher {
         for (const item of batch) await this.recordTogether([item]).catch((error: unknown) => item.reject(error));
       }
     }
+    // Nothing is left, in the turn that looked: an attempt ending later starts recording again.
+    this.recording = false;
   }
 
   /** One transaction for the batch; settles each item after the commit. Rejects (settling none) when it fails. */

@@ -50,20 +50,27 @@ export class PgDeliveries implements DeliveryStore {
     const endpointIds = due.map((r) => r.id);
     const merchantOfDue = new Map(due.map((r) => [r.id, r.merchant_id]));
     // 2. A new statement (READ COMMITTED: a new snapshot) sees every lease committed by the claims
-    // that held these endpoints before: each one's first due deliveries, and the leases it holds.
-    const candidates = (await this.c.rows<Omit<DueDelivery, 'merchantId'> & Row>(`SELECT d.id, d.endpoint_id AS "endpointId", d.next_attempt_at AS "nextAttemptAt"
-      FROM unnest($1::bigint[]) AS e(id) CROSS JOIN LATERAL (
-        SELECT x.id, x.endpoint_id, x.next_attempt_at FROM webhook_deliveries AS x
-        WHERE x.endpoint_id = e.id AND x.status IN ('pending', 'failed') AND x.next_attempt_at <= $2
-        ORDER BY x.next_attempt_at, x.id LIMIT $3 FOR UPDATE SKIP LOCKED) AS d`, [endpointIds, now, claim.perEndpoint]))
-      .map((c): DueDelivery => ({ id: c.id, endpointId: c.endpointId, merchantId: merchantOfDue.get(c.endpointId)!, nextAttemptAt: c.nextAttemptAt }));
-    if (candidates.length === 0) return [];
-    const leases = await this.c.rows<{ endpointId: number; n: number }>(`SELECT endpoint_id AS "endpointId", count(*)::integer AS n
-      FROM webhook_deliveries WHERE endpoint_id = ANY($1::bigint[]) AND leased_until > $2 GROUP BY endpoint_id`, [endpointIds, now]);
-    // The merchants of the endpoints this process sends to: a merchant's share counts all of them.
+    // that held these endpoints before: each one's first due deliveries, and the leases it holds;
+    // with the merchants of the endpoints this process sends to (a merchant's share counts all of
+    // them). One statement, one round trip: its rows tagged by what they are.
     const inFlightIds = [...claim.inFlightByEndpoint.keys()];
-    const merchantOf = new Map(inFlightIds.length === 0 ? [] : (await this.c.rows<{ id: number; merchant_id: number }>(
-      'SELECT id, merchant_id FROM webhook_endpoints WHERE id = ANY($1::bigint[])', [inFlightIds])).map((r) => [r.id, r.merchant_id]));
+    const found = await this.c.rows<{ kind: 'candidate' | 'leases' | 'merchant'; id: number | null; endpointId: number; nextAttemptAt: string | null; n: number | null }>(`
+      SELECT 'candidate' AS kind, d.id, d.endpoint_id AS "endpointId", d.next_attempt_at AS "nextAttemptAt", NULL::integer AS n
+        FROM unnest($1::bigint[]) AS e(id) CROSS JOIN LATERAL (
+          SELECT x.id, x.endpoint_id, x.next_attempt_at FROM webhook_deliveries AS x
+          WHERE x.endpoint_id = e.id AND x.status IN ('pending', 'failed') AND x.next_attempt_at <= $2
+          ORDER BY x.next_attempt_at, x.id LIMIT $3 FOR UPDATE SKIP LOCKED) AS d
+      UNION ALL
+      SELECT 'leases', NULL, endpoint_id, NULL, count(*)::integer FROM webhook_deliveries
+        WHERE endpoint_id = ANY($1::bigint[]) AND leased_until > $2 GROUP BY endpoint_id
+      UNION ALL
+      SELECT 'merchant', merchant_id, id, NULL, NULL FROM webhook_endpoints WHERE id = ANY($4::bigint[])`,
+    [endpointIds, now, claim.perEndpoint, inFlightIds]);
+    const candidates = found.filter((r) => r.kind === 'candidate')
+      .map((c): DueDelivery => ({ id: c.id!, endpointId: c.endpointId, merchantId: merchantOfDue.get(c.endpointId)!, nextAttemptAt: c.nextAttemptAt! }));
+    if (candidates.length === 0) return [];
+    const leases = found.filter((r) => r.kind === 'leases').map((r) => ({ endpointId: r.endpointId, n: r.n! }));
+    const merchantOf = new Map(found.filter((r) => r.kind === 'merchant').map((r) => [r.endpointId, r.id!]));
     const chosen = takeTurns(candidates, claim, new Map(leases.map((r) => [r.endpointId, r.n])), merchantOf);
     if (chosen.length === 0) return [];
     // 3. The lease: next_attempt_at keeps the delivery from being due again; leased_until counts it

@@ -221,9 +221,11 @@ export interface OutboxStore {
   insertOutbox(rows: OutboxRow[]): Promise<void>;
   /**
    * Waiting outbox rows per (endpoint, event, store), with their count and oldest time; endpoint by
-   * endpoint (in id order, so coalescers in several processes lock endpoints in one order).
+   * endpoint (in id order, so coalescers in several processes lock endpoints in one order). With
+   * `window`, among the oldest `window` rows only (issue 20.3: a pass over a bounded part of the
+   * backlog, oldest first), counted there.
    */
-  outboxGroups(): Promise<OutboxGroup[]>;
+  outboxGroups(window?: number): Promise<OutboxGroup[]>;
   /**
    * The group's rows in arrival order, at most `limit`. In a transaction they are the caller's until
    * it ends: a concurrent coalescer gets the rows after them, so no row goes into two deliveries.

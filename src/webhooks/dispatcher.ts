@@ -82,6 +82,9 @@ interface EndedAttempt {
   reject: (error: unknown) => void;
 }
 
+/** A coalescing pass takes at most this many batches' worth of the oldest outbox rows (batchSize each). */
+export const OUTBOX_WINDOW_BATCHES = 20;
+
 export class WebhookDispatcher {
   private readonly inflightByEndpoint = new Map<number, number>();
   private readonly inflight = new Map<number, Promise<void>>();
@@ -165,13 +168,24 @@ export class WebhookDispatcher {
    * Coalescing: changes of one event kind for one endpoint and store are batched for up to
    * coalesceMs or batchSize product ids, whichever comes first. Returns the deliveries created.
    */
-  coalesce(): Promise<number> {
-    const now = this.deps.now();
-    return this.storage.transaction(async (tx) => {
-      let created = 0;
-      for (const group of await tx.outboxGroups()) created += await this.coalesceGroup(tx, group, now);
-      return created;
-    });
+  async coalesce(): Promise<number> {
+    // Issue 20.3: a pass (one transaction) takes the oldest OUTBOX_WINDOW rows of the outbox, never
+    // the whole backlog (a re-pricing with many endpoints writes millions); passes follow each other,
+    // the event loop free between two, while they create deliveries and find the window full.
+    const window = OUTBOX_WINDOW_BATCHES * this.config.batchSize;
+    let created = 0;
+    for (;;) {
+      const now = this.deps.now();
+      const pass = await this.storage.transaction(async (tx) => {
+        const groups = await tx.outboxGroups(window);
+        let made = 0;
+        for (const group of groups) made += await this.coalesceGroup(tx, group, now);
+        return { made, full: groups.reduce((rows, group) => rows + group.count, 0) >= window };
+      });
+      created += pass.made;
+      if (!pass.full || pass.made === 0 || this.stopping) return created;
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
   }
 
   private async coalesceGroup(tx: StorageTx, group: OutboxGroup, now: Date): Promise<number> {

@@ -22,10 +22,12 @@ export class PgOutbox implements OutboxStore {
     ]);
   }
 
-  async outboxGroups(): Promise<OutboxGroup[]> {
+  async outboxGroups(window?: number): Promise<OutboxGroup[]> {
+    // The oldest `window` rows from the primary key (all without it: LIMIT NULL), grouped.
     return this.c.rows<OutboxGroup & Record<string, unknown>>(`SELECT endpoint_id AS "endpointId", event, store_id AS "storeId",
         count(*)::integer AS count, min(created_at) AS "oldestAt"
-      FROM webhook_outbox GROUP BY endpoint_id, event, store_id ORDER BY endpoint_id, min(id)`);
+      FROM (SELECT id, endpoint_id, event, store_id, created_at FROM webhook_outbox ORDER BY id LIMIT $1) AS oldest
+      GROUP BY endpoint_id, event, store_id ORDER BY endpoint_id, min(id)`, [window ?? null]);
   }
 
   async outboxRows(group: Pick<OutboxGroup, 'endpointId' | 'event' | 'storeId'>, limit: number): Promise<{ id: number; productId: number; createdAt: string }[]> {

@@ -14,9 +14,11 @@ export class SqliteOutbox implements OutboxStore {
     if (rows.length > 0) this.c.addedWork.add('deliveries');
   }
 
-  async outboxGroups(): Promise<OutboxGroup[]> {
+  async outboxGroups(window?: number): Promise<OutboxGroup[]> {
+    // The oldest `window` rows from the primary key (all without it), grouped.
     return this.c.stmt(`SELECT endpoint_id AS endpointId, event, store_id AS storeId, count(*) AS count, min(created_at) AS oldestAt
-      FROM webhook_outbox GROUP BY endpoint_id, event, store_id ORDER BY endpoint_id, min(id)`).all() as OutboxGroup[];
+      FROM (SELECT id, endpoint_id, event, store_id, created_at FROM webhook_outbox ORDER BY id LIMIT @window)
+      GROUP BY endpoint_id, event, store_id ORDER BY endpoint_id, min(id)`).all({ window: window ?? -1 }) as OutboxGroup[];
   }
 
   async outboxRows(group: Pick<OutboxGroup, 'endpointId' | 'event' | 'storeId'>, limit: number): Promise<{ id: number; productId: number; createdAt: string }[]> {

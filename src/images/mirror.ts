@@ -186,18 +186,22 @@ export class ImageMirror {
     let tried = 0;
     for (;;) {
       // After a storage or media failure, no more claims: the image given back would be claimed again at once.
-      if (tried < bound && this.failures === failuresBefore) tried += await this.claimAndStart(bound - tried);
+      if (tried < bound && this.failures === failuresBefore) tried += await this.claimAndStart(bound - tried, () => this.failures === failuresBefore);
       if (this.fetches.size === 0 && this.transitions.size === 0) return tried;
       await Promise.race([...this.fetches, ...this.transitions]);
     }
   }
 
-  /** Claims due work for the free slots (at most `max`) and starts fetching it; returns how many it started. */
-  private claimAndStart(max: number): Promise<number> {
+  /**
+   * Claims due work for the free slots (at most `max`) and starts fetching it; returns how many it
+   * started. `still`: checked when the claim's turn comes (a transition that failed meanwhile gave its
+   * image back, due at once: a round must not take it again).
+   */
+  private claimAndStart(max: number, still: () => boolean = () => true): Promise<number> {
     const claim = this.claiming.then(async () => {
       // Fetched images waiting for their commit hold the claims back: the commits keep up.
       const free = this.waitingTransitions.length >= TRANSITIONS_WAITING_MAX ? 0 : Math.min(this.config.concurrency - this.fetches.size, max);
-      if (free <= 0 || this.stopping) return 0;
+      if (free <= 0 || this.stopping || !still()) return 0;
       const now = this.now();
       // Each image is started at once: leased for its fetch's time-out and what follows it.
       const leaseUntil = new Date(now.getTime() + this.config.timeoutMs + LEASE_MARGIN_MS).toISOString();
@@ -342,7 +346,11 @@ export class ImageMirror {
     }).catch(async (error: unknown) => {
       this.failures++;
       this.log.error({ err: error, merchant_id: image.merchant_id, url: loggableUrl(image.url) }, 'mirroring an image failed');
-      await this.release(image);
+      // Given back in the claims' turn: a claim running now still sees it leased, and the next one
+      // sees the failure first (no claim takes it again in this round, nor in a tight loop).
+      const released = this.claiming.then(() => this.release(image));
+      this.claiming = released.catch(() => undefined);
+      await released;
     }).finally(() => this.transitions.delete(transition));
     this.transitions.add(transition);
   }
@@ -364,12 +372,13 @@ export class ImageMirror {
       }
     }).then(() => {
       for (const waiting of batch) waiting.committed();
+      if (this.running) this.pump();
     }, (error: unknown) => {
+      // No more claims on a failed commit: the next poll tries again.
       for (const waiting of batch) waiting.failed(error);
     }).finally(() => {
       this.committing = null;
       this.commitWaiting();
-      if (this.running) this.pump();
     });
   }
 }

@@ -220,6 +220,8 @@ export interface ResolvedProduct {
   priceHash: string;
   /** Hash of every other field: a different value is a `content` change. */
   contentHash: string;
+  /** The payload's exclusion_reason (null: not excluded), kept beside it by the storage. */
+  exclusionReason: ExclusionReason | null;
 }
 
 const hash = (text: string) => createHash('sha1').update(text).digest('base64url');
@@ -285,6 +287,7 @@ export function resolveProduct(
     payload: `${head.slice(0, -1)},"prices":${pricesJson},"stock":${stock}}`,
     priceHash: hash(pricesJson),
     contentHash: hash(contentJson),
+    exclusionReason: reason,
   };
 }
 

@@ -84,6 +84,11 @@ export interface PublishedRow {
   payload: string;
   priceHash: string;
   contentHash: string;
+  /**
+   * The payload's `exclusion_reason`, as resolution decided it (kept beside the payload: migration
+   * 17); without it, the storage reads it from the payload (one more parse of it).
+   */
+  exclusionReason?: ExclusionReason | null;
 }
 
 /** Why a published product is excluded from its store (null: it is not). */

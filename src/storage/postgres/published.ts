@@ -76,13 +76,16 @@ export class PgPublished implements PublishedStore {
     // One statement for the batch; a product listed twice keeps its last row (as one upsert per row would).
     const last = new Map(rows.map((row) => [row.productId, row]));
     const batch = [...last.values()];
-    // The exclusion reason as the payload states it, kept beside it (the store's counts follow it: migration 17).
+    // The exclusion reason kept beside the payload (the store's counts follow it: migration 17): as
+    // resolution decided it, else as the payload states it.
     await this.c.run(`INSERT INTO published_products (store_id, product_id, payload, price_hash, content_hash, exclusion_reason)
-      SELECT $1, product_id, payload, price_hash, content_hash, payload::json ->> 'exclusion_reason'
-      FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[]) AS row (product_id, payload, price_hash, content_hash)
+      SELECT $1, product_id, payload, price_hash, content_hash, CASE WHEN known THEN reason ELSE payload::json ->> 'exclusion_reason' END
+      FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::boolean[], $7::text[])
+        AS row (product_id, payload, price_hash, content_hash, known, reason)
       ON CONFLICT (store_id, product_id) DO UPDATE SET payload = excluded.payload,
         price_hash = excluded.price_hash, content_hash = excluded.content_hash, exclusion_reason = excluded.exclusion_reason`,
-    [storeId, batch.map((r) => r.productId), batch.map((r) => r.payload), batch.map((r) => r.priceHash), batch.map((r) => r.contentHash)]);
+    [storeId, batch.map((r) => r.productId), batch.map((r) => r.payload), batch.map((r) => r.priceHash), batch.map((r) => r.contentHash),
+      batch.map((r) => r.exclusionReason !== undefined), batch.map((r) => r.exclusionReason ?? null)]);
   }
 
   async deletePublished(storeId: number, productIds: number[]): Promise<void> {

@@ -63,12 +63,18 @@ export class SqlitePublished implements PublishedStore {
   }
 
   async upsertPublished(storeId: number, rows: PublishedRow[]): Promise<void> {
-    // The exclusion reason as the payload states it, kept beside it (the store's counts follow it: migration 17).
+    // The exclusion reason kept beside the payload (the store's counts follow it: migration 17): as
+    // resolution decided it, else as the payload states it.
     const upsert = this.c.stmt(`INSERT INTO published_products (store_id, product_id, payload, price_hash, content_hash, exclusion_reason)
-      VALUES (@store, @product, @payload, @price, @content, json_extract(@payload, '$.exclusion_reason'))
+      VALUES (@store, @product, @payload, @price, @content, CASE WHEN @known THEN @reason ELSE json_extract(@payload, '$.exclusion_reason') END)
       ON CONFLICT (store_id, product_id) DO UPDATE SET payload = excluded.payload,
         price_hash = excluded.price_hash, content_hash = excluded.content_hash, exclusion_reason = excluded.exclusion_reason`);
-    for (const row of rows) upsert.run({ store: storeId, product: row.productId, payload: row.payload, price: row.priceHash, content: row.contentHash });
+    for (const row of rows) {
+      upsert.run({
+        store: storeId, product: row.productId, payload: row.payload, price: row.priceHash, content: row.contentHash,
+        known: row.exclusionReason === undefined ? 0 : 1, reason: row.exclusionReason ?? null,
+      });
+    }
   }
 
   async deletePublished(storeId: number, productIds: number[]): Promise<void> {

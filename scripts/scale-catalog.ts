@@ -209,24 +209,15 @@ const wholeSecondIso = (ms: number) => new Date(Math.floor(ms / 1000) * 1000).to
 export type DatabaseRef = { engine: 'sqlite'; path: string } | { engine: 'postgres'; url: string };
 
 /**
- * `count` changes of the archive store, `ageDays` old and older (500 per second of history), ids
- * after the merchant's sequence, which goes on from them (as bench:changes builds a history).
+ * Runs `onSqlite` on the SQLite file (waiting up to 30 s for its lock) or `onPostgres` on a client
+ * of the database, and closes what it opened.
  */
-export async function seedOldChanges(db: DatabaseRef, archive: { merchantId: number; storeId: number }, count: number, ageDays: number): Promise<void> {
-  const start = Date.now() - ageDays * 86_400_000 - Math.ceil(count / 500) * 1000;
-  const lastAt = wholeSecondIso(start + Math.floor((count - 1) / 500) * 1000);
+async function onDatabase(db: DatabaseRef, onSqlite: (sqlite: Database.Database) => void, onPostgres: (client: pg.Client) => Promise<void>): Promise<void> {
   if (db.engine === 'sqlite') {
     const sqlite = new Database(db.path);
     try {
       sqlite.pragma('busy_timeout = 30000');
-      const first = ((sqlite.prepare('SELECT last_id FROM change_sequences WHERE merchant_id = ?').pluck().get(archive.merchantId) as number | undefined) ?? 0) + 1;
-      const insert = sqlite.prepare('INSERT INTO changes (merchant_id, id, store_id, product_id, change_type, created_at) VALUES (?, ?, ?, ?, ?, ?)');
-      const types = ['price', 'content', 'removed'];
-      sqlite.transaction(() => {
-        for (let i = 0; i < count; i++) insert.run(archive.merchantId, first + i, archive.storeId, 1 + (i % 50_000), types[i % 3], wholeSecondIso(start + Math.floor(i / 500) * 1000));
-        sqlite.prepare(`INSERT INTO change_sequences (merchant_id, last_id, last_at) VALUES (?, ?, ?)
-          ON CONFLICT (merchant_id) DO UPDATE SET last_id = excluded.last_id, last_at = excluded.last_at`).run(archive.merchantId, first + count - 1, lastAt);
-      })();
+      onSqlite(sqlite);
     } finally {
       sqlite.close();
     }
@@ -235,6 +226,29 @@ export async function seedOldChanges(db: DatabaseRef, archive: { merchantId: num
   const client = new pg.Client({ connectionString: db.url });
   await client.connect();
   try {
+    await onPostgres(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * `count` changes of the archive store, `ageDays` old and older (500 per second of history), ids
+ * after the merchant's sequence, which goes on from them (as bench:changes builds a history).
+ */
+export async function seedOldChanges(db: DatabaseRef, archive: { merchantId: number; storeId: number }, count: number, ageDays: number): Promise<void> {
+  const start = Date.now() - ageDays * 86_400_000 - Math.ceil(count / 500) * 1000;
+  const lastAt = wholeSecondIso(start + Math.floor((count - 1) / 500) * 1000);
+  await onDatabase(db, (sqlite) => {
+      const first = ((sqlite.prepare('SELECT last_id FROM change_sequences WHERE merchant_id = ?').pluck().get(archive.merchantId) as number | undefined) ?? 0) + 1;
+      const insert = sqlite.prepare('INSERT INTO changes (merchant_id, id, store_id, product_id, change_type, created_at) VALUES (?, ?, ?, ?, ?, ?)');
+      const types = ['price', 'content', 'removed'];
+      sqlite.transaction(() => {
+        for (let i = 0; i < count; i++) insert.run(archive.merchantId, first + i, archive.storeId, 1 + (i % 50_000), types[i % 3], wholeSecondIso(start + Math.floor(i / 500) * 1000));
+        sqlite.prepare(`INSERT INTO change_sequences (merchant_id, last_id, last_at) VALUES (?, ?, ?)
+          ON CONFLICT (merchant_id) DO UPDATE SET last_id = excluded.last_id, last_at = excluded.last_at`).run(archive.merchantId, first + count - 1, lastAt);
+      })();
+  }, async (client) => {
     const row = await client.query<{ last_id: string }>('SELECT last_id FROM change_sequences WHERE merchant_id = $1', [archive.merchantId]);
     const first = Number(row.rows[0]?.last_id ?? 0) + 1;
     await client.query('BEGIN');
@@ -246,9 +260,7 @@ export async function seedOldChanges(db: DatabaseRef, archive: { merchantId: num
       ON CONFLICT (merchant_id) DO UPDATE SET last_id = excluded.last_id, last_at = excluded.last_at`, [archive.merchantId, first + count - 1, lastAt]);
     await client.query('COMMIT');
     await client.query('VACUUM (ANALYZE) changes');
-  } finally {
-    await client.end();
-  }
+  });
 }
 
 /**
@@ -257,10 +269,7 @@ export async function seedOldChanges(db: DatabaseRef, archive: { merchantId: num
  */
 export async function seedDeliveryLog(db: DatabaseRef, endpointId: number, count: number): Promise<void> {
   const from = Date.now() - 7 * 86_400_000;
-  if (db.engine === 'sqlite') {
-    const sqlite = new Database(db.path);
-    try {
-      sqlite.pragma('busy_timeout = 30000');
+  await onDatabase(db, (sqlite) => {
       const before = (sqlite.prepare('SELECT coalesce(max(id), 0) FROM webhook_deliveries').pluck().get() as number);
       const insert = sqlite.prepare(`INSERT INTO webhook_deliveries (endpoint_id, event, store_id, product_ids, occurred_at, status, attempts, next_attempt_at, created_at)
         VALUES (?, ?, NULL, ?, ?, ?, ?, NULL, ?)`);
@@ -275,14 +284,7 @@ export async function seedDeliveryLog(db: DatabaseRef, endpointId: number, count
         }
         attempt.run(before);
       })();
-    } finally {
-      sqlite.close();
-    }
-    return;
-  }
-  const client = new pg.Client({ connectionString: db.url });
-  await client.connect();
-  try {
+  }, async (client) => {
     await client.query('BEGIN');
     const before = Number((await client.query<{ id: string }>('SELECT coalesce(max(id), 0) AS id FROM webhook_deliveries')).rows[0]!.id);
     await client.query(`INSERT INTO webhook_deliveries (endpoint_id, event, store_id, product_ids, occurred_at, status, attempts, next_attempt_at, created_at)
@@ -296,7 +298,5 @@ export async function seedDeliveryLog(db: DatabaseRef, endpointId: number, count
       FROM webhook_deliveries WHERE id > $1 AND status <> 'dropped'`, [before]);
     await client.query('COMMIT');
     await client.query('VACUUM (ANALYZE) webhook_deliveries');
-  } finally {
-    await client.end();
-  }
+  });
 }

@@ -632,6 +632,46 @@ describe('retention', () => {
     }
   });
 
+  it('deletes in transactions of config.changes.pruneBatch (1,000 by default, at least 1), every expired change in the end, and stops between two when told', async () => {
+    expect(loadConfig({}).changes.pruneBatch).toBe(1000);
+    expect(loadConfig({ CPS_CHANGE_PRUNE_BATCH: '50' }).changes.pruneBatch).toBe(50);
+    expect(() => loadConfig({ CPS_CHANGE_PRUNE_BATCH: '0' })).toThrow(/CPS_CHANGE_PRUNE_BATCH must be at least 1/);
+    const local: Clock = { ms: D0 };
+    const batched = await startTestService({ now: () => new Date(local.ms), config: changesConfig({}) });
+    try {
+      const m = await buildMerchant(batched, 'Batched', 4);
+      const store = (await batched.storage.findStore(m.id, 'de'))!;
+      const recorded = (await storedChanges(batched, store.id)).length + (await storedChanges(batched, (await batched.storage.findStore(m.id, 'pl'))!.id)).length;
+      expect(recorded).toBeGreaterThan(6);
+      local.ms = D0 + 31 * DAY;
+      // The real storage, its batches counted.
+      const batches: number[] = [];
+      const counting = new Proxy(batched.storage, {
+        get(object, property) {
+          if (property === 'pruneChangesBefore') {
+            return async (cutoff: string, limit: number) => {
+              const deleted = await object.pruneChangesBefore(cutoff, limit);
+              batches.push(deleted);
+              return deleted;
+            };
+          }
+          const value = Reflect.get(object, property, object) as unknown;
+          return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(object) : value;
+        },
+      });
+      // Told to stop after the first batch: one transaction, the rest left for the next run.
+      expect(await pruneExpiredChanges(counting, new Date(local.ms), 30, 3, () => true)).toBe(3);
+      expect(batches).toEqual([3]);
+      batches.length = 0;
+      expect(await pruneExpiredChanges(counting, new Date(local.ms), 30, 3)).toBe(recorded - 3);
+      expect(batches.every((n) => n <= 3)).toBe(true);
+      expect(batches.length).toBe(Math.floor((recorded - 3) / 3) + 1);
+      expect(await storedChanges(batched, store.id)).toEqual([]);
+    } finally {
+      await batched.close();
+    }
+  });
+
   severalConnections.it('reads the horizon and the window on one snapshot, so pruning by another process never makes the feed skip', async () => {
     const local: Clock = { ms: D0 };
     const racing = await startTestService({ now: () => new Date(local.ms), config: changesConfig({ feedWindow: WINDOW }) });

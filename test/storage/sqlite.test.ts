@@ -4,6 +4,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { setYieldSlice } from '../../src/shared/cooperative.js';
+import { ROWS_PER_STEP } from '../../src/storage/sqlite/connection.js';
 import { openSqliteStorage, type SqliteStorage } from '../../src/storage/sqlite/index.js';
 
 const dirs: string[] = [];
@@ -149,3 +151,38 @@ describe('another process holding the write lock', () => {
   });
 });
 
+
+describe('bulk writes (issue 20 item 4)', () => {
+  it('let requests run between steps of ROWS_PER_STEP rows, and reads meanwhile see nothing of them before COMMIT', async () => {
+    const storage = open();
+    setYieldSlice(0);
+    try {
+      const { id: merchantId } = await storage.createMerchant({ name: 'Bulk', sku_pattern: null, owner_emails: [], created_at: '2026-11-26T00:00:00Z' });
+      const store = await storage.upsertStore(merchantId, 'de', {
+        name: 'DE', locale: 'de-DE', currency: 'EUR', is_default: true, active: true, exclude_out_of_stock: false,
+      });
+      const count = 20 * ROWS_PER_STEP;
+      const changes = Array.from({ length: count }, (_, i) => ({ storeId: store.id, productId: i + 1, changeType: 'content' as const }));
+      const from = { at: '1970-01-01T00:00:00Z', id: 0 };
+      // A turn of the event loop after another while the write runs, each reading the feed.
+      let writing = true;
+      const seenMeanwhile: Promise<number>[] = [];
+      const turn = () => {
+        if (!writing) return;
+        seenMeanwhile.push(storage.changesAfter(store.id, from, 10_000).then((rows) => rows.length));
+        setImmediate(turn);
+      };
+      setImmediate(turn);
+      await storage.transaction((tx) => tx.recordChanges(merchantId, changes, new Date('2026-11-26T12:00:00Z')));
+      writing = false;
+      const seen = await Promise.all(seenMeanwhile);
+      // One synchronous loop over the rows would have let no turn run until it ended.
+      expect(seen.length).toBeGreaterThanOrEqual(count / ROWS_PER_STEP - 2);
+      expect(seen.every((n) => n === 0)).toBe(true);
+      expect((await storage.changesAfter(store.id, from, 10_000)).length).toBe(count);
+    } finally {
+      setYieldSlice(5);
+      await storage.close();
+    }
+  });
+});

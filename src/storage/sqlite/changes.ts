@@ -2,7 +2,8 @@
 import type { ChangeStore } from '../port.js';
 import type { FeedPosition, RecordedChange, StoredChange } from '../records.js';
 import { monotonicSecond } from '../../shared/time.js';
-import type { SqliteConnection } from './connection.js';
+import { yieldToOthers } from '../../shared/cooperative.js';
+import { ROWS_PER_STEP, type SqliteConnection } from './connection.js';
 
 export class SqliteChanges implements ChangeStore {
   static readonly writes = ['recordChanges', 'pruneChangesBefore'] as const;
@@ -21,7 +22,10 @@ export class SqliteChanges implements ChangeStore {
       ON CONFLICT (merchant_id) DO UPDATE SET last_id = excluded.last_id, last_at = excluded.last_at`)
       .run(merchantId, firstId + changes.length - 1, createdAt);
     const insert = this.c.stmt('INSERT INTO changes (merchant_id, id, store_id, product_id, change_type, created_at) VALUES (?, ?, ?, ?, ?, ?)');
-    changes.forEach((change, i) => insert.run(merchantId, firstId + i, change.storeId, change.productId, change.changeType, createdAt));
+    for (const [i, change] of changes.entries()) {
+      if (i % ROWS_PER_STEP === 0) await yieldToOthers();
+      insert.run(merchantId, firstId + i, change.storeId, change.productId, change.changeType, createdAt);
+    }
   }
 
   async changesAfter(storeId: number, after: FeedPosition, limit: number): Promise<StoredChange[]> {

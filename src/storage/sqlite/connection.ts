@@ -5,6 +5,14 @@ import type { WorkTopic } from '../port.js';
 
 export type Row = Record<string, unknown>;
 
+/**
+ * SQLite runs every statement on the caller's thread: a bulk write (a chunk's published rows,
+ * changes and outbox rows: tens of thousands in a re-pricing) lets the requests waiting meanwhile run
+ * between steps of this many rows (`yieldToOthers`, once its slice is used up). The transaction stays
+ * open across the yield; reads run on the read connection and never see it before its COMMIT.
+ */
+export const ROWS_PER_STEP = 32;
+
 export class SqliteConnection {
   private readonly statements = new Map<string, Database.Statement>();
   /** The named views of this connection (named()), made once each. */

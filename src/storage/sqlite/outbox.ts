@@ -1,7 +1,8 @@
 // The webhook outbox on SQLite: one row per (subscribed endpoint, change), written with the change.
 import type { OutboxStore } from '../port.js';
 import type { OutboxGroup, OutboxRow } from '../records.js';
-import type { SqliteConnection } from './connection.js';
+import { yieldToOthers } from '../../shared/cooperative.js';
+import { ROWS_PER_STEP, type SqliteConnection } from './connection.js';
 
 export class SqliteOutbox implements OutboxStore {
   static readonly writes = ['insertOutbox', 'deleteOutboxRows'] as const;
@@ -10,7 +11,10 @@ export class SqliteOutbox implements OutboxStore {
 
   async insertOutbox(rows: OutboxRow[]): Promise<void> {
     const insert = this.c.stmt('INSERT INTO webhook_outbox (endpoint_id, event, store_id, product_id, created_at) VALUES (?, ?, ?, ?, ?)');
-    for (const row of rows) insert.run(row.endpointId, row.event, row.storeId, row.productId, row.createdAt);
+    for (const [i, row] of rows.entries()) {
+      if (i % ROWS_PER_STEP === 0) await yieldToOthers();
+      insert.run(row.endpointId, row.event, row.storeId, row.productId, row.createdAt);
+    }
     if (rows.length > 0) this.c.addedWork.add('deliveries');
   }
 

@@ -5,7 +5,8 @@ import type {
   ExpectedStorePage, PublishedExclusionCounts, PublishedHashes, PublishedPage, PublishedPayloads, PublishedProductSummary, PublishedRow,
   PublishedBlock, PublishedIdWindow, PublishedSummaryWindow, PublishedVersionRead, PublishedWindowRead, StorePageRead,
 } from '../records.js';
-import type { Row, SqliteConnection } from './connection.js';
+import { yieldToOthers } from '../../shared/cooperative.js';
+import { ROWS_PER_STEP, type Row, type SqliteConnection } from './connection.js';
 import { toStore } from '../rows.js';
 
 /** A page's payloads joined by commas and their digests, from one scan of the (ordered) rows of the FROM. */
@@ -69,7 +70,8 @@ export class SqlitePublished implements PublishedStore {
       VALUES (@store, @product, @payload, @price, @content, CASE WHEN @known THEN @reason ELSE json_extract(@payload, '$.exclusion_reason') END)
       ON CONFLICT (store_id, product_id) DO UPDATE SET payload = excluded.payload,
         price_hash = excluded.price_hash, content_hash = excluded.content_hash, exclusion_reason = excluded.exclusion_reason`);
-    for (const row of rows) {
+    for (const [i, row] of rows.entries()) {
+      if (i % ROWS_PER_STEP === 0) await yieldToOthers();
       upsert.run({
         store: storeId, product: row.productId, payload: row.payload, price: row.priceHash, content: row.contentHash,
         known: row.exclusionReason === undefined ? 0 : 1, reason: row.exclusionReason ?? null,

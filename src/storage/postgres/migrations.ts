@@ -633,4 +633,61 @@ DROP INDEX image_mirrors_due;
 DROP INDEX image_mirrors_state;
 `,
   },
+  {
+    id: 22,
+    name: 'published_counted_per_statement',
+    sql: `
+-- Issue 20 item 5: the counts of migrations 17 and 20 kept once per statement, not once per row. An
+-- upsert writes a whole batch of one store (the import: 500 rows, all in the same few counts and
+-- blocks), and the per-row triggers ran two upserts of the same counts rows for every row (about
+-- 40 % of the batch's time). Each statement now adds what its rows changed, grouped by (store,
+-- reason) and (store, block), from its transition tables. PostgreSQL allows transition tables only
+-- on triggers of one event and without a column list: one trigger per event, and an UPDATE counts
+-- each row's before and after image (a row whose reason and block stay nets to nothing).
+DROP TRIGGER published_counted_insert_delete ON published_products;
+DROP TRIGGER published_counted_update ON published_products;
+DROP TRIGGER published_blocks_counted ON published_products;
+DROP FUNCTION published_counted();
+DROP FUNCTION published_blocks_counted();
+CREATE FUNCTION published_counted() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP = 'INSERT' THEN
+    INSERT INTO published_counts (store_id, exclusion_reason, n)
+      SELECT store_id, coalesce(exclusion_reason, ''), count(*) FROM new_rows GROUP BY 1, 2
+      ON CONFLICT (store_id, exclusion_reason) DO UPDATE SET n = published_counts.n + excluded.n;
+    INSERT INTO published_blocks (store_id, block, n)
+      SELECT store_id, product_id >> 10, count(*) FROM new_rows GROUP BY 1, 2
+      ON CONFLICT (store_id, block) DO UPDATE SET n = published_blocks.n + excluded.n;
+  ELSIF TG_OP = 'DELETE' THEN
+    UPDATE published_counts AS c SET n = c.n - gone.n
+      FROM (SELECT store_id, coalesce(exclusion_reason, '') AS reason, count(*) AS n FROM old_rows GROUP BY 1, 2) AS gone
+      WHERE c.store_id = gone.store_id AND c.exclusion_reason = gone.reason;
+    UPDATE published_blocks AS b SET n = b.n - gone.n
+      FROM (SELECT store_id, product_id >> 10 AS block, count(*) AS n FROM old_rows GROUP BY 1, 2) AS gone
+      WHERE b.store_id = gone.store_id AND b.block = gone.block;
+  ELSE
+    INSERT INTO published_counts (store_id, exclusion_reason, n)
+      SELECT store_id, reason, sum(n) FROM (
+        SELECT store_id, coalesce(exclusion_reason, '') AS reason, 1 AS n FROM new_rows
+        UNION ALL SELECT store_id, coalesce(exclusion_reason, ''), -1 FROM old_rows) AS moved
+      GROUP BY 1, 2 HAVING sum(n) <> 0
+      ON CONFLICT (store_id, exclusion_reason) DO UPDATE SET n = published_counts.n + excluded.n;
+    INSERT INTO published_blocks (store_id, block, n)
+      SELECT store_id, block, sum(n) FROM (
+        SELECT store_id, product_id >> 10 AS block, 1 AS n FROM new_rows
+        UNION ALL SELECT store_id, product_id >> 10, -1 FROM old_rows) AS moved
+      GROUP BY 1, 2 HAVING sum(n) <> 0
+      ON CONFLICT (store_id, block) DO UPDATE SET n = published_blocks.n + excluded.n;
+  END IF;
+  RETURN NULL;
+END
+$$;
+CREATE TRIGGER published_counted_insert AFTER INSERT ON published_products
+  REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION published_counted();
+CREATE TRIGGER published_counted_update AFTER UPDATE ON published_products
+  REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION published_counted();
+CREATE TRIGGER published_counted_delete AFTER DELETE ON published_products
+  REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION published_counted();
+`,
+  },
 ];

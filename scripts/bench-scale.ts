@@ -571,14 +571,17 @@ function serviceEnv(db: DatabaseRef): Record<string, string> {
 
 /**
  * Settings a version's measured services get on top of the defaults (`--baseline-env`,
- * `--candidate-env`: NAME=VALUE,...), e.g. one commit side by side with two settings.
+ * `--candidate-env`: NAME=VALUE,...), e.g. one commit side by side with two settings; NODE_OPTIONS
+ * too (`NODE_OPTIONS=--cpu-prof --cpu-prof-dir=DIR`: a CPU profile of each thread of each serve).
  */
 function versionEnv(version: Version): Record<string, string> {
   const raw = version.name === 'baseline' ? flags['baseline-env'] : flags['candidate-env'];
   if (!raw) return {};
   return Object.fromEntries(raw.split(',').map((pair) => {
     const at = pair.indexOf('=');
-    if (at <= 0 || !pair.startsWith('CPS_')) throw new Error(`--${version.name}-env takes CPS_NAME=VALUE,..., got "${pair}"`);
+    if (at <= 0 || !(pair.startsWith('CPS_') || pair.startsWith('NODE_OPTIONS='))) {
+      throw new Error(`--${version.name}-env takes CPS_NAME=VALUE,... (or NODE_OPTIONS=..., e.g. to profile), got "${pair}"`);
+    }
     return [pair.slice(0, at), pair.slice(at + 1)];
   }));
 }

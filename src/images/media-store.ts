@@ -27,6 +27,9 @@ export interface MediaStore {
 }
 
 export class LocalFolderMediaStore implements MediaStore {
+  /** Sub-folders made (or found) by this store: one mkdir each, not one per copy. */
+  private readonly folders = new Set<string>();
+
   constructor(private readonly folder: string) {}
 
   private file(key: string): string {
@@ -36,11 +39,22 @@ export class LocalFolderMediaStore implements MediaStore {
 
   async put(key: string, bytes: Uint8Array): Promise<void> {
     const file = this.file(key);
-    await fs.mkdir(path.dirname(file), { recursive: true });
+    const folder = path.dirname(file);
+    if (!this.folders.has(folder)) {
+      await fs.mkdir(folder, { recursive: true });
+      this.folders.add(folder);
+    }
     // Write then rename: a reader never sees a half-written copy. The temporary name is unique per
     // put, since two sources with the same bytes can be stored at once (same key, same process).
     const temporary = `${file}.${process.pid}.${randomUUID()}.tmp`;
-    await fs.writeFile(temporary, bytes);
+    try {
+      await fs.writeFile(temporary, bytes);
+    } catch (error) {
+      // The folder was removed meanwhile (an operator cleaning up): made again once.
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+      await fs.mkdir(folder, { recursive: true });
+      await fs.writeFile(temporary, bytes);
+    }
     await fs.rename(temporary, file);
   }
 

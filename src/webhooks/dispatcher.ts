@@ -85,6 +85,14 @@ interface EndedAttempt {
 /** A coalescing pass takes at most this many batches' worth of the oldest outbox rows (batchSize each). */
 export const OUTBOX_WINDOW_BATCHES = 20;
 
+/**
+ * Coalescing passes of a running dispatcher start at most this often: a tenth of the coalescing
+ * window (`CPS_WEBHOOK_COALESCE_MS`), at most 100 ms. A batch is sent this much later at worst.
+ */
+export function coalescePassGapMs(coalesceMs: number): number {
+  return Math.min(100, coalesceMs / 10);
+}
+
 export class WebhookDispatcher {
   private readonly inflightByEndpoint = new Map<number, number>();
   private readonly inflight = new Map<number, Promise<void>>();
@@ -96,6 +104,8 @@ export class WebhookDispatcher {
   private ended: EndedAttempt[] = [];
   private recording = false;
   private timer: NodeJS.Timeout | null = null;
+  /** A coalescing pass asked for within the gap after the last one (start()). */
+  private nextPass: NodeJS.Timeout | null = null;
   private unsubscribe: (() => void) | null = null;
   private stopping = false;
   private readonly log: Logger;
@@ -125,6 +135,8 @@ export class WebhookDispatcher {
     if (this.timer) return;
     let coalescing: Promise<unknown> | null = null;
     let wokenMeanwhile = false;
+    let lastPassAt = -Infinity;
+    const gapMs = coalescePassGapMs(this.config.coalesceMs);
     const poll = () => {
       // One coalescing pass at a time (it may wait for the write lock); sending rounds overlap,
       // each claiming only what it can send at once. A wake-up during a pass gets a pass after it.
@@ -133,6 +145,19 @@ export class WebhookDispatcher {
         return;
       }
       if (this.stopping) return;
+      // Passes start at most every gapMs: every commit that adds outbox rows or pending deliveries
+      // (a pass's own included) wakes the dispatcher, and a pass groups its window of the outbox
+      // whether or not a group is due, so a stream of small commits (the mirror's, an import's)
+      // would otherwise run one pass per commit. Wake-ups within the gap get one pass at its end.
+      const wait = lastPassAt + gapMs - performance.now();
+      if (wait > 0) {
+        this.nextPass ??= setTimeout(() => {
+          this.nextPass = null;
+          poll();
+        }, wait);
+        return;
+      }
+      lastPassAt = performance.now();
       const pass = this.coalesce().finally(() => {
         coalescing = null;
         if (wokenMeanwhile) {
@@ -156,6 +181,8 @@ export class WebhookDispatcher {
     this.stopping = true;
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
+    if (this.nextPass) clearTimeout(this.nextPass);
+    this.nextPass = null;
     this.unsubscribe?.();
     this.unsubscribe = null;
     await Promise.all(this.rounds);

@@ -4,7 +4,11 @@
 // If-None-Match, and 404 `not_found` for a key no copy has or that is not a media key. Every
 // response passes through the contract harness (status, content type and headers of image/*).
 import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LocalFolderMediaStore } from '../../src/images/media-store.js';
 import { startImageWorld, type ImageWorld } from './world.js';
 
 const IMMUTABLE = 'public, max-age=31536000, immutable';
@@ -111,5 +115,24 @@ describe('GET /media/{key}', () => {
       expect(response.headers.get('content-type')).toBe('application/problem+json');
       expect(response.body).toMatchObject({ status: 404, code: 'not_found' });
     });
+  });
+});
+
+describe('the local media folder', () => {
+  it('stores a copy again after its sub-folder was removed while the store ran (folders are made once, then again when gone)', async () => {
+    const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'cps-media-'));
+    try {
+      const store = new LocalFolderMediaStore(folder);
+      const first = Buffer.from('first copy');
+      const second = Buffer.from('second copy, same prefix folder');
+      const key = (bytes: Buffer, prefix: string) => `${prefix}${createHash('sha256').update(bytes).digest('hex').slice(2)}.png`;
+      await store.put(key(first, 'ab'), first);
+      fs.rmSync(path.join(folder, 'ab'), { recursive: true });
+      await store.put(key(second, 'ab'), second);
+      expect(await store.get(key(second, 'ab'))).toEqual(second);
+      expect(await store.get(key(first, 'ab'))).toBeUndefined();
+    } finally {
+      fs.rmSync(folder, { recursive: true, force: true });
+    }
   });
 });

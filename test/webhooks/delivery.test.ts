@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { importNdjson, simpleProduct } from '../support/admin-http.js';
 import { answers } from '../support/receiver.js';
 import type { WebhookPayload } from '../support/receiver.js';
+import { coalescePassGapMs } from '../../src/webhooks/dispatcher.js';
 import { SECOND, startWebhookWorld, type WebhookWorld } from './harness.js';
 
 let world: WebhookWorld;
@@ -163,6 +164,31 @@ describe('coalescing (product decisions: up to 2 s or 100 product ids)', () => {
     // 2 s after the oldest waiting change, both leave in one delivery.
     await world.after(1);
     expect(receiver.payloads.map((p) => p.product_ids)).toEqual([[first, second]]);
+  });
+});
+
+describe('a running dispatcher (issue 20: a stream of small commits)', () => {
+  it('starts a coalescing pass at most once per coalescePassGapMs however many commits wake it, and still delivers every change', async () => {
+    // Every product its own batch (batchSize 1): deliveries are created at the first pass after the change.
+    world = await startWebhookWorld({ stores: ['de'], webhooks: { coalesceMs: 1000, batchSize: 1, pollIntervalMs: 60_000 } });
+    const gapMs = coalescePassGapMs(1000);
+    expect(gapMs).toBe(100);
+    const receiver = await world.receiver();
+    await world.register(receiver, { events: ['price'] });
+    const passes: number[] = [];
+    const coalesce = world.dispatcher.coalesce.bind(world.dispatcher);
+    world.dispatcher.coalesce = () => {
+      passes.push(performance.now());
+      return coalesce();
+    };
+    world.dispatcher.start();
+    const commits = 12;
+    for (let i = 0; i < commits; i++) await world.putProduct(`P-${i}`);
+    await receiver.waitFor(commits, 5000);
+    // Each commit woke the dispatcher (and each pass's own deliveries woke it again).
+    expect(passes.length).toBeLessThan(commits);
+    for (let i = 1; i < passes.length; i++) expect(passes[i]! - passes[i - 1]!).toBeGreaterThanOrEqual(gapMs - 1);
+    expect(receiver.payloads.flatMap((p) => p.product_ids)).toHaveLength(commits);
   });
 });
 

@@ -64,8 +64,8 @@ export interface paths {
          *     | `cps_webhook_deliveries_total` | counter | `outcome` | delivery attempts this process made, by outcome: `succeeded`, `failed` (a retry is scheduled), `given_up` (retries exhausted), `dropped` (the endpoint was paused or disabled) |
          *     | `cps_webhook_delivery_duration_seconds` | histogram | `outcome` | time from sending a delivery to the receiver's answer or the time-out |
          *     | `cps_webhook_endpoints` | gauge | `state` | receiver endpoints by health state: `active`, `paused`, `disabled` |
-         *     | `cps_webhook_outbox_depth` | gauge | | changes recorded for an endpoint and not yet batched into a delivery |
-         *     | `cps_webhook_deliveries_waiting` | gauge | `status` | deliveries waiting to be sent: `pending` (first attempt) and `failed` (waiting for a retry) |
+         *     | `cps_webhook_outbox_depth` | gauge | | changes recorded for an endpoint and not yet batched into a delivery, counted up to 100,000 (a scrape never reads a whole backlog) |
+         *     | `cps_webhook_deliveries_waiting` | gauge | `status` | deliveries waiting to be sent: `pending` (first attempt) and `failed` (waiting for a retry), each counted up to 100,000 |
          *     | `cps_feed_lag_seconds` | gauge | | how far webhook dispatch trails the change feed: the age of the oldest change recorded for an active endpoint and not yet attempted (still in the outbox, or in a delivery not yet sent); 0 when nothing waits. Paused and disabled endpoints do not count (their backlog is not being worked on), nor do failed deliveries waiting for a retry (a receiver's trouble, not the dispatcher's: see `cps_webhook_deliveries_waiting{status="failed"}`) |
          *     | `cps_images` | gauge | `state` | image source URLs some product still lists, by mirroring state: `pending`, `mirrored`, `dead` (kept counts, not a count of every image at each scrape) |
          *     | `cps_rate_limited_total` | counter | | requests answered `429` by the per-key rate limit |

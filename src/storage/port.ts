@@ -341,8 +341,12 @@ export interface CatalogStorage extends StorageOperations {
   ping(): Promise<void>;
   /** Ids of the migrations this version knows that the database has not applied. */
   missingMigrations(): Promise<number[]>;
-  /** Whole-service counts for the metrics (openapi/operations.yaml, getMetrics); no merchant's own. */
-  operationalCounts(): Promise<OperationalCounts>;
+  /**
+   * Whole-service counts for the metrics (openapi/operations.yaml, getMetrics); no merchant's own.
+   * The outbox and waiting deliveries are counted up to `countMax` (OPERATIONAL_COUNT_MAX): a scrape
+   * never costs O(backlog).
+   */
+  operationalCounts(countMax?: number): Promise<OperationalCounts>;
   /**
    * Calls listener soon after a commit that added work of this topic (in any process on the
    * database where the engine can tell, or at least in this one); returns the unsubscribe. A

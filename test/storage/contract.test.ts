@@ -464,6 +464,8 @@ describe(`the storage contract on ${ENGINE}`, () => {
         { endpointId: a.id, event: 'content', storeId: null, count: 1 }, { endpointId: a.id, event: 'price', storeId: de.id, count: 1 },
       ]).map((g) => [g.endpointId, g.event, g.storeId, g.count]));
       expect((await storage.operationalCounts()).outboxDepth).toBe(4);
+      // Counted up to a bound: a scrape never reads the whole backlog.
+      expect((await storage.operationalCounts(3)).outboxDepth).toBe(3);
     });
   });
 
@@ -530,6 +532,7 @@ describe(`the storage contract on ${ENGINE}`, () => {
       const rest = await storage.claimDueDeliveries(claimAt('2026-11-26T08:00:00.000Z'));
       expect(rest.map((d) => d.id)).toEqual(busyIds.slice(2));
       expect((await storage.operationalCounts()).waitingDeliveries).toEqual({ pending: 7, failed: 0 });
+      expect((await storage.operationalCounts(5)).waitingDeliveries).toEqual({ pending: 5, failed: 0 });
     });
   });
 

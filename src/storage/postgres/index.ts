@@ -10,7 +10,7 @@
 import pg from 'pg';
 import { statementName, type StatementObserver, type StatementTiming } from '../../operations/statements.js';
 import type { CatalogStorage, StorageOperations, StorageTx, WorkTopic } from '../port.js';
-import type { OperationalCounts } from '../records.js';
+import { OPERATIONAL_COUNT_MAX, type OperationalCounts } from '../records.js';
 import { PgCatalogSetup } from './catalog-setup.js';
 import { PgChanges } from './changes.js';
 import { PgConnection, type PgPoolClientLike, type PgPoolLike, type PgPreparedQuery, type PgQueryable } from './connection.js';
@@ -283,14 +283,14 @@ export class PostgresStorage implements CatalogStorage {
     return known.filter((id) => !applied.has(id));
   }
 
-  async operationalCounts(): Promise<OperationalCounts> {
+  async operationalCounts(countMax = OPERATIONAL_COUNT_MAX): Promise<OperationalCounts> {
     await this.whenReady();
     return this.onClient(SNAPSHOT, async (client) => {
       const connection = new PgConnection(client, false, true, this.timing, 'storage.operationalCounts');
-      const rows = <R extends Record<string, unknown>>(sql: string) => connection.rows<R>(sql);
+      const rows = <R extends Record<string, unknown>>(sql: string, params: unknown[] = []) => connection.rows<R>(sql, params);
       const counts: OperationalCounts = {
         endpoints: { active: 0, paused: 0, disabled: 0 },
-        outboxDepth: (await rows<{ n: number }>('SELECT count(*) AS n FROM webhook_outbox'))[0]!.n,
+        outboxDepth: (await rows<{ n: number }>('SELECT count(*)::integer AS n FROM (SELECT 1 FROM webhook_outbox LIMIT $1) AS o', [countMax]))[0]!.n,
         waitingDeliveries: { pending: 0, failed: 0 },
         oldestWaitingAt: null,
         images: { pending: 0, mirrored: 0, dead: 0 },
@@ -298,9 +298,9 @@ export class PostgresStorage implements CatalogStorage {
       for (const row of await rows<{ status: 'active'; n: number }>('SELECT status, count(*) AS n FROM webhook_endpoints GROUP BY status')) {
         counts.endpoints[row.status] = row.n;
       }
-      for (const row of await rows<{ status: 'pending'; n: number }>(`SELECT status, count(*) AS n FROM webhook_deliveries
-        WHERE status IN ('pending', 'failed') GROUP BY status`)) {
-        counts.waitingDeliveries[row.status] = row.n;
+      for (const status of ['pending', 'failed'] as const) {
+        counts.waitingDeliveries[status] = (await rows<{ n: number }>(
+          'SELECT count(*)::integer AS n FROM (SELECT 1 FROM webhook_deliveries WHERE status = $1 LIMIT $2) AS d', [status, countMax]))[0]!.n;
       }
       // The listed images (what the merchants' summaries count), from the counts kept per merchant.
       for (const row of await rows<{ state: 'pending'; n: number }>('SELECT state, sum(n)::integer AS n FROM image_state_counts GROUP BY state')) {

@@ -12,7 +12,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { statementName, type StatementObserver, type StatementTiming } from '../../operations/statements.js';
 import type { CatalogStorage, StorageOperations, StorageTx, WorkTopic } from '../port.js';
-import type { OperationalCounts } from '../records.js';
+import { OPERATIONAL_COUNT_MAX, type OperationalCounts } from '../records.js';
 import { SqliteCatalogSetup } from './catalog-setup.js';
 import { Checkpointer } from './checkpointer.js';
 import { SqliteChanges } from './changes.js';
@@ -269,12 +269,12 @@ export class SqliteStorage implements CatalogStorage {
     return migrations.map((m) => m.id).filter((id) => !applied.has(id));
   }
 
-  async operationalCounts(): Promise<OperationalCounts> {
+  async operationalCounts(countMax = OPERATIONAL_COUNT_MAX): Promise<OperationalCounts> {
     return this.onSnapshot(async (connection) => {
       const stmt = (sql: string) => connection.named('storage.operationalCounts').stmt(sql);
       const counts: OperationalCounts = {
         endpoints: { active: 0, paused: 0, disabled: 0 },
-        outboxDepth: stmt('SELECT count(*) FROM webhook_outbox').pluck().get() as number,
+        outboxDepth: stmt('SELECT count(*) FROM (SELECT 1 FROM webhook_outbox LIMIT ?)').pluck().get(countMax) as number,
         waitingDeliveries: { pending: 0, failed: 0 },
         oldestWaitingAt: null,
         images: { pending: 0, mirrored: 0, dead: 0 },
@@ -282,9 +282,9 @@ export class SqliteStorage implements CatalogStorage {
       for (const row of stmt('SELECT status, count(*) AS n FROM webhook_endpoints GROUP BY status').all() as { status: 'active'; n: number }[]) {
         counts.endpoints[row.status] = row.n;
       }
-      for (const row of stmt(`SELECT status, count(*) AS n FROM webhook_deliveries WHERE status IN ('pending', 'failed')
-        GROUP BY status`).all() as { status: 'pending'; n: number }[]) {
-        counts.waitingDeliveries[row.status] = row.n;
+      for (const status of ['pending', 'failed'] as const) {
+        counts.waitingDeliveries[status] = stmt('SELECT count(*) FROM (SELECT 1 FROM webhook_deliveries WHERE status = ? LIMIT ?)')
+          .pluck().get(status, countMax) as number;
       }
       // The listed images (what the merchants' summaries count), from the counts kept per merchant.
       for (const row of stmt('SELECT state, sum(n) AS n FROM image_state_counts GROUP BY state').all() as { state: 'pending'; n: number }[]) {

@@ -36,6 +36,24 @@ function toSummary(row: Row): PublishedProductSummary {
 
 const utf8 = (text: string) => Buffer.from(text, 'utf8');
 
+/**
+ * The payload's sku and ean as `payload::json ->> field` reads them, when both are a JSON string or
+ * null (or absent); undefined otherwise (another JSON value, whose text only the payload has, or a
+ * payload that is not a JSON object, or not JSON: the statement's own parse refuses it), and the
+ * statement reads them from the payload.
+ */
+function skuAndEan(payload: string): { sku: string | null; ean: string | null } | undefined {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(payload);
+  } catch {
+    return undefined;
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return undefined;
+  const { sku = null, ean = null } = parsed as { sku?: unknown; ean?: unknown };
+  return (sku === null || typeof sku === 'string') && (ean === null || typeof ean === 'string') ? { sku, ean } : undefined;
+}
+
 /** A page's payloads and their digests from one scan of the rows the WHERE clause keeps. */
 const PAGE_AGGREGATES = `coalesce(string_agg(payload, ',' ORDER BY product_id), '') AS page_bytes,
   coalesce(string_agg(price_hash || content_hash, '' ORDER BY product_id), '') AS page_digests`;
@@ -76,16 +94,20 @@ export class PgPublished implements PublishedStore {
     // One statement for the batch; a product listed twice keeps its last row (as one upsert per row would).
     const last = new Map(rows.map((row) => [row.productId, row]));
     const batch = [...last.values()];
-    // The exclusion reason kept beside the payload (the store's counts follow it: migration 17): as
-    // resolution decided it, else as the payload states it.
-    await this.c.run(`INSERT INTO published_products (store_id, product_id, payload, price_hash, content_hash, exclusion_reason)
-      SELECT $1, product_id, payload, price_hash, content_hash, CASE WHEN known THEN reason ELSE payload::json ->> 'exclusion_reason' END
-      FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::boolean[], $7::text[])
-        AS row (product_id, payload, price_hash, content_hash, known, reason)
-      ON CONFLICT (store_id, product_id) DO UPDATE SET payload = excluded.payload,
-        price_hash = excluded.price_hash, content_hash = excluded.content_hash, exclusion_reason = excluded.exclusion_reason`,
+    // Kept beside the payload: the exclusion reason (the store's counts follow it: migration 17) as
+    // resolution decided it, and the SKU and EAN (migration 23's indexes) as read here; a value not
+    // known here is read from the payload by the statement.
+    const fields = batch.map((r) => skuAndEan(r.payload));
+    await this.c.run(`INSERT INTO published_products (store_id, product_id, payload, price_hash, content_hash, exclusion_reason, sku, ean)
+      SELECT $1, product_id, payload, price_hash, content_hash, CASE WHEN known THEN reason ELSE payload::json ->> 'exclusion_reason' END,
+        CASE WHEN fields_known THEN sku ELSE payload::json ->> 'sku' END, CASE WHEN fields_known THEN ean ELSE payload::json ->> 'ean' END
+      FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::boolean[], $7::text[], $8::boolean[], $9::text[], $10::text[])
+        AS row (product_id, payload, price_hash, content_hash, known, reason, fields_known, sku, ean)
+      ON CONFLICT (store_id, product_id) DO UPDATE SET payload = excluded.payload, price_hash = excluded.price_hash,
+        content_hash = excluded.content_hash, exclusion_reason = excluded.exclusion_reason, sku = excluded.sku, ean = excluded.ean`,
     [storeId, batch.map((r) => r.productId), batch.map((r) => r.payload), batch.map((r) => r.priceHash), batch.map((r) => r.contentHash),
-      batch.map((r) => r.exclusionReason !== undefined), batch.map((r) => r.exclusionReason ?? null)]);
+      batch.map((r) => r.exclusionReason !== undefined), batch.map((r) => r.exclusionReason ?? null),
+      fields.map((f) => f !== undefined), fields.map((f) => f?.sku ?? null), fields.map((f) => f?.ean ?? null)]);
   }
 
   async deletePublished(storeId: number, productIds: number[]): Promise<void> {
@@ -174,11 +196,11 @@ export class PgPublished implements PublishedStore {
   }
 
   async findPublishedProducts(storeId: number, match: { sku?: string; ean?: string }, limit: number): Promise<PublishedProductSummary[]> {
-    // An equality on an indexed expression (migration 12) reads the index range of the store's
-    // matches in product id order; the other field, when given too, filters that range.
+    // An equality on an indexed column (migration 23) reads the index range of the store's matches
+    // in product id order; the other field, when given too, filters that range.
     const fields = (['sku', 'ean'] as const).filter((field) => match[field] !== undefined);
     if (fields.length === 0) return [];
-    const conditions = fields.map((field, i) => `AND (payload::json ->> '${field}') = $${i + 3}`).join(' ');
+    const conditions = fields.map((field, i) => `AND published_products.${field} = $${i + 3}`).join(' ');
     const rows = await this.c.rows(`SELECT ${SUMMARY_COLUMNS} FROM ${SUMMARY_FROM}
       WHERE store_id = $1 ${conditions} ORDER BY product_id LIMIT $2`, [storeId, limit, ...fields.map((field) => match[field])]);
     return rows.map(toSummary);

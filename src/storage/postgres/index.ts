@@ -299,8 +299,11 @@ export class PostgresStorage implements CatalogStorage {
         counts.endpoints[row.status] = row.n;
       }
       for (const status of ['pending', 'failed'] as const) {
-        counts.waitingDeliveries[status] = (await rows<{ n: number }>(
-          'SELECT count(*)::integer AS n FROM (SELECT 1 FROM webhook_deliveries WHERE status = $1 LIMIT $2) AS d', [status, countMax]))[0]!.n;
+        // Endpoint by endpoint from the (endpoint, status) index: the matching rows only, never the
+        // other status's backlog nor the delivered history.
+        counts.waitingDeliveries[status] = (await rows<{ n: number }>(`SELECT count(*)::integer AS n FROM (SELECT 1 FROM webhook_endpoints AS e
+          CROSS JOIN LATERAL (SELECT 1 FROM webhook_deliveries AS d WHERE d.endpoint_id = e.id AND d.status = $1 LIMIT $2) AS d LIMIT $2) AS w`,
+        [status, countMax]))[0]!.n;
       }
       // The listed images (what the merchants' summaries count), from the counts kept per merchant.
       for (const row of await rows<{ state: 'pending'; n: number }>('SELECT state, sum(n)::integer AS n FROM image_state_counts GROUP BY state')) {
@@ -308,11 +311,14 @@ export class PostgresStorage implements CatalogStorage {
       }
       // Not yet attempted: a failed delivery waiting for its retry is the receiver's lag, not the
       // dispatcher's (it shows in cps_webhook_deliveries_waiting{status="failed"}).
+      // One probe per active endpoint, as oldestWaitingChangeAt (never the whole backlog).
       counts.oldestWaitingAt = (await rows<{ at: string | null }>(`SELECT min(at) AS at FROM (
-        SELECT min(o.created_at) AS at FROM webhook_outbox AS o JOIN webhook_endpoints AS e ON e.id = o.endpoint_id WHERE e.status = 'active'
+        SELECT (SELECT min(o.created_at) FROM webhook_outbox AS o WHERE o.endpoint_id = e.id) AS at
+          FROM webhook_endpoints AS e WHERE e.status = 'active'
         UNION ALL
-        SELECT min(coalesce(d.oldest_change_at, d.created_at)) FROM webhook_deliveries AS d JOIN webhook_endpoints AS e ON e.id = d.endpoint_id
-          WHERE d.status = 'pending' AND d.attempts = 0 AND e.status = 'active') AS waiting`))[0]!.at;
+        SELECT (SELECT min(coalesce(d.oldest_change_at, d.created_at)) FROM webhook_deliveries AS d
+            WHERE d.endpoint_id = e.id AND d.status = 'pending' AND d.attempts = 0)
+          FROM webhook_endpoints AS e WHERE e.status = 'active') AS waiting`))[0]!.at;
       return counts;
     });
   }

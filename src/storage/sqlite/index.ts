@@ -282,9 +282,11 @@ export class SqliteStorage implements CatalogStorage {
       for (const row of stmt('SELECT status, count(*) AS n FROM webhook_endpoints GROUP BY status').all() as { status: 'active'; n: number }[]) {
         counts.endpoints[row.status] = row.n;
       }
+      // Endpoint by endpoint from the (endpoint, status) index: the matching rows only, never the
+      // other status's backlog nor the delivered history.
       for (const status of ['pending', 'failed'] as const) {
-        counts.waitingDeliveries[status] = stmt('SELECT count(*) FROM (SELECT 1 FROM webhook_deliveries WHERE status = ? LIMIT ?)')
-          .pluck().get(status, countMax) as number;
+        counts.waitingDeliveries[status] = stmt(`SELECT count(*) FROM (SELECT 1 FROM webhook_endpoints AS e
+          CROSS JOIN webhook_deliveries AS d ON d.endpoint_id = e.id AND d.status = ? LIMIT ?)`).pluck().get(status, countMax) as number;
       }
       // The listed images (what the merchants' summaries count), from the counts kept per merchant.
       for (const row of stmt('SELECT state, sum(n) AS n FROM image_state_counts GROUP BY state').all() as { state: 'pending'; n: number }[]) {
@@ -292,11 +294,14 @@ export class SqliteStorage implements CatalogStorage {
       }
       // Not yet attempted: a failed delivery waiting for its retry is the receiver's lag, not the
       // dispatcher's (it shows in cps_webhook_deliveries_waiting{status="failed"}).
+      // One probe per active endpoint, as oldestWaitingChangeAt (never the whole backlog).
       counts.oldestWaitingAt = stmt(`SELECT min(at) FROM (
-        SELECT min(o.created_at) AS at FROM webhook_outbox AS o JOIN webhook_endpoints AS e ON e.id = o.endpoint_id WHERE e.status = 'active'
+        SELECT (SELECT min(o.created_at) FROM webhook_outbox AS o WHERE o.endpoint_id = e.id) AS at
+          FROM webhook_endpoints AS e WHERE e.status = 'active'
         UNION ALL
-        SELECT min(coalesce(d.oldest_change_at, d.created_at)) FROM webhook_deliveries AS d JOIN webhook_endpoints AS e ON e.id = d.endpoint_id
-          WHERE d.status = 'pending' AND d.attempts = 0 AND e.status = 'active')`).pluck().get() as string | null;
+        SELECT (SELECT min(coalesce(d.oldest_change_at, d.created_at)) FROM webhook_deliveries AS d
+            WHERE d.endpoint_id = e.id AND d.status = 'pending' AND d.attempts = 0)
+          FROM webhook_endpoints AS e WHERE e.status = 'active')`).pluck().get() as string | null;
       return counts;
     });
   }

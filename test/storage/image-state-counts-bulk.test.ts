@@ -1,0 +1,124 @@
+// A merchant's listed images per state (imageStateCounts, kept counts) after bulk writes of product
+// sources: chunks that add many new images at once, images shared by several products, dropped by
+// some, unlisted by all, state changes, products deleted. PostgreSQL counts inserted and deleted
+// image rows once per statement (migration 24), so every image of a chunk must be counted; on
+// PostgreSQL the kept counts also equal a count of the rows after plain INSERT and DELETE statements.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { CatalogStorage, ProductSourceDocument } from '../../src/storage/port.js';
+import { createTestDatabase, onPglite, TEST_ENGINE, type TestDatabase } from '../support/engine.js';
+
+const AT = '2026-11-26T08:00:00.000Z';
+const url = (n: number) => `https://cdn.example/${n}.jpg`;
+
+let dir: string;
+let database: TestDatabase;
+let storage: CatalogStorage;
+let merchantId: number;
+let other: number;
+
+const source = (images: number[]): ProductSourceDocument => ({
+  eans: [], manufacturer: null, content: { de: { title: 'Zelt', description: null } }, images: images.map((n) => ({ url: url(n) })),
+  offers: [], own_stock: null, supplier_attributes: [], overrides: {}, excluded_stores: [],
+} as unknown as ProductSourceDocument);
+
+/** What the test wrote: each product's images (by ref), and the images whose state it changed. */
+const products = new Map<string, number[]>();
+const states = new Map<number, 'mirrored' | 'dead'>();
+const ids = new Map<string, number>();
+
+async function upsertChunk(chunk: [string, number[]][]): Promise<void> {
+  const written = await storage.upsertProductSources(merchantId, chunk.map(([ref, images]) => ({ ref, source: source(images) })), AT);
+  chunk.forEach(([ref, images], i) => {
+    products.set(ref, images);
+    ids.set(ref, written[i]!.id);
+  });
+}
+
+/** The listed images per state, counted here: an image is listed while a product lists it. */
+function expected() {
+  const listed = new Set([...products.values()].flat());
+  const counts = { pending: 0, mirrored: 0, dead: 0 };
+  for (const n of listed) counts[states.get(n) ?? 'pending']++;
+  return counts;
+}
+
+beforeAll(async () => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cps-image-counts-'));
+  database = await createTestDatabase(dir);
+  storage = await database.open();
+  merchantId = (await storage.createMerchant({ name: 'Images', sku_pattern: null, owner_emails: [], created_at: AT })).id;
+  other = (await storage.createMerchant({ name: 'Other', sku_pattern: null, owner_emails: [], created_at: AT })).id;
+});
+
+afterAll(async () => {
+  await storage?.close();
+  await database?.drop();
+  if (dir) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+describe('kept image counts after bulk writes of product sources', () => {
+  it('counts every new image of a chunk once, however many products of the chunk list it', async () => {
+    await upsertChunk(Array.from({ length: 100 }, (_, i) => [`P-${i}`, [i, i + 1, 1000]]));
+    await storage.upsertProductSource(other, 'O-1', source([1, 2]), AT);
+    expect(await storage.imageStateCounts(merchantId)).toEqual(expected());
+    expect(expected().pending).toBe(102);
+    expect(await storage.imageStateCounts(other)).toEqual({ pending: 2, mirrored: 0, dead: 0 });
+  });
+
+  it('counts images whose state changed, then a chunk that drops some, unlists others and adds new ones', async () => {
+    for (const n of [5, 6, 1000]) {
+      await storage.updateImageMirror(merchantId, url(n), { state: 'mirrored', mirrored_url: `https://media.example/${n}.jpg`, next_attempt_at: null, updated_at: AT });
+      states.set(n, 'mirrored');
+    }
+    await storage.updateImageMirror(merchantId, url(7), { state: 'dead', last_error: 'http_404', next_attempt_at: null, updated_at: AT });
+    states.set(7, 'dead');
+    expect(await storage.imageStateCounts(merchantId)).toEqual(expected());
+    // P-0..P-49 now list only new images (0..50 and 1000 stay listed by the others where they do).
+    await upsertChunk(Array.from({ length: 50 }, (_, i) => [`P-${i}`, [2000 + i]]));
+    expect(await storage.imageStateCounts(merchantId)).toEqual(expected());
+    // A chunk of new products listing images already known, unlisted ones among them.
+    await upsertChunk(Array.from({ length: 30 }, (_, i) => [`Q-${i}`, [i, 2000 + i, 3000]]));
+    expect(await storage.imageStateCounts(merchantId)).toEqual(expected());
+  });
+
+  it('counts products deleted one by one and in a transaction with other writes', async () => {
+    for (const ref of ['P-60', 'P-61']) {
+      await storage.deleteProduct(merchantId, ids.get(ref)!);
+      products.delete(ref);
+    }
+    expect(await storage.imageStateCounts(merchantId)).toEqual(expected());
+    await storage.transaction(async (tx) => {
+      for (const ref of ['Q-1', 'Q-2']) await tx.deleteProduct(merchantId, ids.get(ref)!);
+      await tx.upsertProductSources(merchantId, [{ ref: 'R-1', source: source([4000, 4001, 5]) }], AT);
+    });
+    products.delete('Q-1');
+    products.delete('Q-2');
+    products.set('R-1', [4000, 4001, 5]);
+    expect(await storage.imageStateCounts(merchantId)).toEqual(expected());
+  });
+
+  it.skipIf(TEST_ENGINE !== 'postgres' || onPglite())('PostgreSQL: the kept counts equal a count of the rows after plain INSERT and DELETE statements of many rows', async () => {
+    const client = new pg.Client(database.location);
+    await client.connect();
+    try {
+      const recount = async () => (await client.query(`SELECT merchant_id::integer AS merchant_id, state, count(*)::integer AS n FROM image_mirrors
+        WHERE listed > 0 GROUP BY 1, 2 ORDER BY 1, 2`)).rows;
+      const kept = async () => (await client.query('SELECT merchant_id::integer AS merchant_id, state, n::integer AS n FROM image_state_counts WHERE n <> 0 ORDER BY 1, 2')).rows;
+      expect(await kept()).toEqual(await recount());
+      await client.query(`INSERT INTO image_mirrors (merchant_id, url, origin, state, updated_at, listed)
+        SELECT CASE WHEN i % 2 = 0 THEN $1::bigint ELSE $2::bigint END, 'https://bulk.example/' || i, 'https://bulk.example',
+          (ARRAY['pending', 'mirrored', 'dead'])[1 + i % 3], $3, i % 4 FROM generate_series(1, 600) AS i`, [merchantId, other, AT]);
+      expect(await kept()).toEqual(await recount());
+      await client.query("DELETE FROM image_mirrors WHERE url LIKE 'https://bulk.example/%' AND (url LIKE '%1' OR url LIKE '%2' OR url LIKE '%5')");
+      expect(await kept()).toEqual(await recount());
+      await client.query("DELETE FROM image_mirrors WHERE merchant_id = $1 AND state = 'pending'", [other]);
+      expect(await kept()).toEqual(await recount());
+    } finally {
+      await client.end();
+    }
+  });
+});

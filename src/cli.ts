@@ -178,6 +178,8 @@ async function serveCommand(config: ReturnType<typeof loadConfig>): Promise<void
   });
   const stopPruning = schedulePruning(storage, service.now, config.changes.retentionDays, config.changes.pruneIntervalSeconds, logger,
     config.changes.pruneBatch);
+  // Re-publishing runs a stopped process left are resumed from where they stopped.
+  const stopResuming = service.admin.publishRuns.schedule(logger);
   // Issue 20.4: by default the dispatcher and the mirror run in a worker thread of their own.
   const workersInThread = config.workers === 'thread' && (config.webhookDispatcher || config.images.mirrorInServe);
   const workerThread = workersInThread
@@ -203,6 +205,7 @@ async function serveCommand(config: ReturnType<typeof loadConfig>): Promise<void
   }, 'listening');
   onShutdown(logger, shutdownDeadlineMs(config), async () => {
     stopPruning();
+    stopResuming();
     // Not ready at once; load balancers get CPS_SHUTDOWN_DELAY_MS to see it while we still serve.
     server.lifecycle.shuttingDown = true;
     if (config.operations.shutdownDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, config.operations.shutdownDelayMs));
@@ -334,8 +337,10 @@ async function workerCommand(config: ReturnType<typeof loadConfig>): Promise<voi
     });
   service.dispatcher.start();
   service.mirror.start();
+  const stopResuming = service.admin.publishRuns.schedule(logger);
   logger.info({ database: databaseLabel(config), operations_url: ops?.url }, 'webhook dispatcher and image mirroring running');
   onShutdown(logger, shutdownDeadlineMs(config), async () => {
+    stopResuming();
     if (ops) ops.lifecycle.shuttingDown = true;
     await Promise.all([service.close(), ops?.close()]);
   });

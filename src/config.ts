@@ -33,6 +33,11 @@ export interface Config {
     maxJsonDepth: number;
     /** Products read, resolved and written per bounded step of a bulk re-publish, and import lines per transaction. */
     publishChunk: number;
+    /**
+     * A publish run's driver holds it this long past each chunk; a run held by no one is resumed
+     * by another process, which looks at start and every half of this.
+     */
+    publishRunLeaseMs: number;
   };
   storage: {
     /** A merchant-wide write holds the event loop at most about this long before it lets reads run. */
@@ -251,6 +256,7 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
       importBodyBytes: int(env, 'CPS_IMPORT_BODY_BYTES', 64 * 1024 * 1024),
       maxJsonDepth: Math.max(1, int(env, 'CPS_ADMIN_MAX_JSON_DEPTH', 32)),
       publishChunk: Math.max(1, int(env, 'CPS_PUBLISH_CHUNK', 500)),
+      publishRunLeaseMs: Math.max(100, int(env, 'CPS_PUBLISH_RUN_LEASE_MS', 60_000)),
     },
     storage: {
       writeSliceMs: Math.max(1, int(env, 'CPS_WRITE_SLICE_MS', 5)),

@@ -82,13 +82,13 @@ export function createService(config: Config, options: ServiceOptions = {}): Ser
   const guard = new AddressGuard(config.webhooks.allowHosts);
   const dispatcher = createWebhookDispatcher(storage, config, { now, logger, metrics: options.deliveries ?? metrics, guard });
   const apiKeys = new ActiveApiKeys(storage, config.apiKeyCacheMs, now);
-  const admin = new CatalogAdmin(storage, now, config.limits.publishChunk, apiKeys);
+  const admin = new CatalogAdmin(storage, now, config.limits.publishChunk, apiKeys, config.limits.publishRunLeaseMs);
   const mirror = createImageMirror(storage, config, { now, logger, guard, publisher: admin.publisher });
   const imports = new ImportJobs(storage, admin, now, { chunkSize: config.limits.publishChunk, maxJsonDepth: config.limits.maxJsonDepth });
   let stopping: Promise<void> | undefined;
   let closing: Promise<void> | undefined;
   const stopWork = () => {
-    stopping ??= Promise.all([dispatcher.stop(), mirror.stop(), imports.drain()]).then(() => undefined);
+    stopping ??= Promise.all([dispatcher.stop(), mirror.stop(), imports.drain(), admin.publishRuns.stop()]).then(() => undefined);
     return stopping;
   };
   return {

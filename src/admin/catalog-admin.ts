@@ -7,6 +7,7 @@ import type {
 import { parseDecimal } from '../catalog/money.js';
 import type { components } from '../generated/admin-api.js';
 import { CatalogPublisher, type PublishSummary } from '../catalog/publish.js';
+import { PublishRuns } from '../catalog/publish-runs.js';
 import { explainResolution, type ResolutionExplanation } from '../catalog/resolve.js';
 import { ProblemError, invalidInput, type InvalidParam } from '../shared/problem.js';
 import { issueApiKey, type ActiveApiKeys } from './api-keys.js';
@@ -73,6 +74,8 @@ export interface SourceReferences {
 
 export class CatalogAdmin {
   readonly publisher: CatalogPublisher;
+  /** Merchant-wide re-publishing, a chunk per transaction; `serve` and `worker` resume interrupted runs. */
+  readonly publishRuns: PublishRuns;
 
   constructor(
     readonly storage: CatalogStorage,
@@ -80,8 +83,10 @@ export class CatalogAdmin {
     publishChunk = 500,
     /** This process's remembered API keys (http auth): a revoked key is forgotten at once. */
     private readonly apiKeys?: Pick<ActiveApiKeys, 'forget'>,
+    publishRunLeaseMs?: number,
   ) {
     this.publisher = new CatalogPublisher(now, publishChunk);
+    this.publishRuns = new PublishRuns(storage, this.publisher, now, publishRunLeaseMs);
   }
 
   private at(): string {
@@ -96,19 +101,20 @@ export class CatalogAdmin {
   }
 
   /**
-   * Runs a write of the merchant's and re-publishes every product of the merchant (or of some of
-   * its stores) in the same transaction: checks and write see one state, and commit with the
-   * changes they cause.
+   * Runs a write of the merchant's, then re-publishes every product of the merchant (or of some of
+   * its stores): the checks and the write see one state and commit with a publish run, which
+   * re-publishes a chunk per transaction (catalog/publish-runs.ts); resolves when it has ended.
    */
-  private writeAndRepublish<T>(
+  private async writeAndRepublish<T>(
     merchantId: number, write: (tx: StorageTx) => Promise<T>, onlyStores?: (tx: StorageTx) => Promise<number[]>,
   ): Promise<T> {
-    return this.storage.transaction(async (tx) => {
+    const { result, run } = await this.storage.transaction(async (tx) => {
       await this.merchantIn(tx, merchantId);
       const result = await write(tx);
-      await this.publisher.publishAll(tx, merchantId, await onlyStores?.(tx));
-      return result;
+      return { result, run: await this.publishRuns.begin(tx, merchantId, (await onlyStores?.(tx)) ?? null) };
     });
+    await this.publishRuns.complete(run);
+    return result;
   }
 
   // Merchants and keys
@@ -173,8 +179,8 @@ export class CatalogAdmin {
     return Promise.all(stores.map(async (store) => ({ store, ...await this.storage.publishedCountsByExclusion(store.id) })));
   }
 
-  upsertStore(merchantId: number, slug: string, input: StoreInputRecord): Promise<StoreRecord> {
-    return this.storage.transaction(async (tx) => {
+  async upsertStore(merchantId: number, slug: string, input: StoreInputRecord): Promise<StoreRecord> {
+    const { store, run } = await this.storage.transaction(async (tx) => {
       await this.merchantIn(tx, merchantId);
       const existing = await tx.findStore(merchantId, slug);
       const isOnlyStore = (await tx.listStores(merchantId)).every((s) => s.slug === slug);
@@ -188,9 +194,10 @@ export class CatalogAdmin {
         throw new ProblemError('conflict', `Store "${slug}" is (or becomes) the default store, which must stay active.`);
       }
       const store = await tx.upsertStore(merchantId, slug, { ...input, is_default: isDefault });
-      await this.publisher.publishAll(tx, merchantId, [store.id]);
-      return (await tx.findStore(merchantId, slug))!;
+      return { store, run: await this.publishRuns.begin(tx, merchantId, [store.id]) };
     });
+    await this.publishRuns.complete(run);
+    return (await this.storage.findStore(merchantId, slug)) ?? store;
   }
 
   deleteStore(merchantId: number, slug: string): Promise<void> {

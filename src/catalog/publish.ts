@@ -83,6 +83,19 @@ export class CatalogPublisher {
     return summary;
   }
 
+  /**
+   * Re-publishes the next chunk of the merchant's products after `afterId` in its stores (null: all),
+   * adding to `summary`; returns the chunk's last product id, or null when no product is left.
+   */
+  async publishAfter(tx: StorageTx, merchantId: number, storeIds: number[] | null, afterId: number, summary: PublishSummary): Promise<number | null> {
+    const products = await tx.productsAfter(merchantId, afterId, this.chunkSize);
+    if (products.length === 0) return null;
+    const context = await this.loadContext(tx, merchantId);
+    const stores = storeIds ? context.stores.filter((s) => storeIds.includes(s.id)) : context.stores;
+    await this.publishChunk(tx, context, stores, products, summary);
+    return products[products.length - 1]!.id;
+  }
+
   /** Removes products from every store's catalog: a `removed` change where one was published. */
   async unpublishProducts(tx: StorageTx, merchantId: number, productIds: number[]): Promise<PublishSummary> {
     const summary = { resolved: 0, changes: 0 };

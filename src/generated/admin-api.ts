@@ -55,7 +55,7 @@ export interface paths {
          * Update a merchant
          * @description Changes the fields present in the body (any of `name`, `sku_pattern`, `owner_emails`) and
          *     leaves the others as they are. Changing `sku_pattern` re-resolves every product of the
-         *     merchant in every store within the same transaction.
+         *     merchant in every store before the call answers (a publish run: the change commits first, then `CPS_PUBLISH_CHUNK` products per transaction; meanwhile reads show each product whole, as before or after).
          */
         patch: operations["updateMerchant"];
         trace?: never;
@@ -305,7 +305,8 @@ export interface paths {
          *     answer `409 conflict`: `is_default: false` (or omitted) for the current default store,
          *     `active: false` for the current default store or for a first store.
          *
-         *     The merchant's products are re-resolved for the affected stores in the same transaction
+         *     The merchant's products are re-resolved for the affected stores
+         *     before the call answers (a publish run: the change commits first, then `CPS_PUBLISH_CHUNK` products per transaction; meanwhile reads show each product whole, as before or after)
          *     (a changed locale changes titles and labels, a changed currency changes prices, a changed
          *     `exclude_out_of_stock` changes exclusions).
          */
@@ -351,7 +352,8 @@ export interface paths {
          * Create a customer group
          * @description Creates a customer group. Every product of the merchant gains a price entry for it in every
          *     store (computed by the first matching pricing rule, at worst the catch-all rule); the
-         *     products are re-resolved in the same transaction. Names are unique per merchant: a name
+         *     products are re-resolved
+         *     before the call answers (a publish run: the change commits first, then `CPS_PUBLISH_CHUNK` products per transaction; meanwhile reads show each product whole, as before or after). Names are unique per merchant: a name
          *     another customer group already has answers `409`.
          */
         post: operations["createCustomerGroup"];
@@ -383,15 +385,16 @@ export interface paths {
         /**
          * Rename a customer group
          * @description Replaces the customer group's name (published as `customer_group` in price entries); its id
-         *     stays. The products are re-resolved in the same transaction. Names are unique per merchant: a name
+         *     stays. The products are re-resolved
+         *     before the call answers (a publish run: the change commits first, then `CPS_PUBLISH_CHUNK` products per transaction; meanwhile reads show each product whole, as before or after). Names are unique per merchant: a name
          *     another customer group already has answers `409`.
          */
         put: operations["updateCustomerGroup"];
         post?: never;
         /**
          * Delete a customer group
-         * @description Deletes the customer group; its price entry disappears from every product, re-resolved in
-         *     the same transaction. A group that pricing rules still reference through
+         * @description Deletes the customer group; its price entry disappears from every product, re-resolved
+         *     before the call answers (a publish run: the change commits first, then `CPS_PUBLISH_CHUNK` products per transaction; meanwhile reads show each product whole, as before or after). A group that pricing rules still reference through
          *     `customer_group_id` cannot be deleted (`409`; change or delete those rules first).
          */
         delete: operations["deleteCustomerGroup"];
@@ -458,8 +461,8 @@ export interface paths {
          *     in the other currency. Converted amounts are rounded half away from zero to the store
          *     currency's minor unit. `base` equal to `quote` answers `400 invalid_parameter`.
          *
-         *     The products with offers or own stock in either currency are re-resolved in every store in
-         *     the same transaction.
+         *     The products with offers or own stock in either currency are re-resolved in every store
+         *     before the call answers (a publish run: the change commits first, then `CPS_PUBLISH_CHUNK` products per transaction; meanwhile reads show each product whole, as before or after).
          */
         put: operations["upsertExchangeRate"];
         post?: never;
@@ -467,7 +470,7 @@ export interface paths {
          * Delete an exchange rate
          * @description Deletes the rate of this pair (not the inverse pair, which is a rate of its own). Offers
          *     that can no longer be converted are ignored for the affected stores from now on; the
-         *     products are re-resolved in the same transaction. An unknown pair answers `404`.
+         *     products are re-resolved before the call answers (a publish run: the change commits first, then `CPS_PUBLISH_CHUNK` products per transaction; meanwhile reads show each product whole, as before or after). An unknown pair answers `404`.
          */
         delete: operations["deleteExchangeRate"];
         options?: never;
@@ -506,7 +509,8 @@ export interface paths {
          *
          *     `customer_group_id` and `store_id` must belong to the merchant (`400 invalid_body`
          *     otherwise); priority 2147483647 is reserved for the catch-all rule. The merchant's products
-         *     are re-resolved in the same transaction.
+         *     are re-resolved
+         *     before the call answers (a publish run: the change commits first, then `CPS_PUBLISH_CHUNK` products per transaction; meanwhile reads show each product whole, as before or after).
          */
         post: operations["createPricingRule"];
         delete?: never;
@@ -539,7 +543,8 @@ export interface paths {
          * @description Replaces the rule's definition; its id stays and omitted optional fields take their
          *     defaults. For the catch-all rule only `markup_percent`, `markup_amount` and `price_ending`
          *     can change: send `priority: 2147483647` and no conditions, anything else answers `409`.
-         *     The merchant's products are re-resolved in the same transaction.
+         *     The merchant's products are re-resolved
+         *     before the call answers (a publish run: the change commits first, then `CPS_PUBLISH_CHUNK` products per transaction; meanwhile reads show each product whole, as before or after).
          */
         put: operations["updatePricingRule"];
         post?: never;
@@ -547,7 +552,7 @@ export interface paths {
          * Delete a pricing rule
          * @description Deletes the rule; prices it produced fall through to the next matching rule, at worst the
          *     catch-all rule. The catch-all rule itself cannot be deleted (`409`). The merchant's
-         *     products are re-resolved in the same transaction.
+         *     products are re-resolved before the call answers (a publish run: the change commits first, then `CPS_PUBLISH_CHUNK` products per transaction; meanwhile reads show each product whole, as before or after).
          */
         delete: operations["deletePricingRule"];
         options?: never;
@@ -672,14 +677,16 @@ export interface paths {
          * @description Sets the unit and the localized labels of an attribute key. A published attribute's label
          *     is `labels[store locale]`, else `labels[store language]`, else the key itself, followed by
          *     ` (unit)` when a unit is set: `Gewicht (kg)`. Keys need no definition to be published.
-         *     Products carrying the key are re-resolved in the same transaction.
+         *     Products carrying the key are re-resolved
+         *     before the call answers (a publish run: the change commits first, then `CPS_PUBLISH_CHUNK` products per transaction; meanwhile reads show each product whole, as before or after).
          */
         put: operations["upsertAttributeDefinition"];
         post?: never;
         /**
          * Delete an attribute definition
          * @description Deletes the definition; attributes with this key stay published, labelled with the bare key
-         *     and without a unit. Products carrying the key are re-resolved in the same transaction.
+         *     and without a unit. Products carrying the key are re-resolved
+         *     before the call answers (a publish run: the change commits first, then `CPS_PUBLISH_CHUNK` products per transaction; meanwhile reads show each product whole, as before or after).
          */
         delete: operations["deleteAttributeDefinition"];
         options?: never;

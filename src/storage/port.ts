@@ -11,7 +11,7 @@ import type {
   ApiKeyRecord, AttemptRecord, AttributeDefinitionRecord, CustomerGroupRecord, DeliveryClaim, DeliveryRecord,
   ClaimedImageMirror, DeliveryStatus, ExchangeRateRecord, FeedPosition, ImageMirrorRecord, ImageMirrorWork, ImageStateCounts, MerchantRecord,
   NotificationRecord, OperationalCounts, OutboxGroup, OutboxRow, PricingRuleInputRecord, PricingRuleRecord, ProductRecord,
-  AuditEntryRecord, ImportJobProgress, ImportJobRecord, PanelInvitationRecord, PanelSessionRecord, PanelUserRecord,
+  AuditEntryRecord, ImportJobProgress, ImportJobRecord, PanelInvitationRecord, PanelSessionRecord, PanelUserRecord, PublishRunRecord,
   ExpectedStorePage, ProductSourceDocument, PublishedExclusionCounts, PublishedHashes, PublishedPage, PublishedPayloads, PublishedProductSummary, PublishedRow,
   PublishedBlock, PublishedIdWindow, PublishedSummaryWindow, PublishedVersionRead, PublishedWindowRead, RecordedChange, StoreInputRecord, StorePageRead, StoreRecord, StoredChange,
   SupplierRecord, WebhookEndpointInputRecord, WebhookEndpointRecord,
@@ -322,8 +322,23 @@ export interface ImportJobStore {
 }
 
 /** Every aggregate's operations: what a transaction's tx and a snapshot's reader offer. */
+/** Re-publishing runs (catalog/publish-runs.ts): one row per run, its position moved by every chunk. */
+export interface PublishRunStore {
+  insertPublishRun(run: Omit<PublishRunRecord, 'id'>): Promise<PublishRunRecord>;
+  /** The run, locked until the transaction ends (PostgreSQL), or undefined once it ended. */
+  publishRun(id: number): Promise<PublishRunRecord | undefined>;
+  updatePublishRun(id: number, patch: Pick<PublishRunRecord, 'after_product_id' | 'leased_until'>): Promise<void>;
+  deletePublishRun(id: number): Promise<void>;
+  /** Ends `driver`'s hold on the run at once (another process may resume it now). */
+  releasePublishRun(id: number, driver: string): Promise<void>;
+  /** Takes the run for `driver` until `until` if its hold ended before `now`; the run taken, else undefined. */
+  takePublishRun(id: number, driver: string, until: string, now: string): Promise<PublishRunRecord | undefined>;
+  /** Runs whose hold ended before `now`, oldest first (at most `limit`). */
+  stalledPublishRuns(now: string, limit: number): Promise<PublishRunRecord[]>;
+}
+
 export interface StorageOperations extends TenancyStore, CatalogSetupStore, ProductSourceStore, ImageStore, PublishedStore,
-  ChangeStore, WebhookEndpointStore, OutboxStore, DeliveryStore, NotificationStore, PanelStore, ImportJobStore {}
+  ChangeStore, WebhookEndpointStore, OutboxStore, DeliveryStore, NotificationStore, PanelStore, ImportJobStore, PublishRunStore {}
 
 /** The operations inside one write transaction. */
 export type StorageTx = StorageOperations;

@@ -353,6 +353,27 @@ export interface ImportProblemRecord {
   reason: string;
 }
 
+/**
+ * A re-publishing of a merchant's whole catalog (a rate, rule, group or store setting changed),
+ * committed a chunk at a time: where it is (`after_product_id`), and who drives it until when.
+ */
+/** The hold of a run given up: before any time, so the run is resumed by the next look. */
+export const RELEASED_PUBLISH_RUN = '1970-01-01T00:00:00.000Z';
+
+export interface PublishRunRecord {
+  id: number;
+  merchant_id: number;
+  /** The stores to re-publish; null: every store of the merchant. */
+  store_ids: number[] | null;
+  /** Every product up to this id is re-published. */
+  after_product_id: number;
+  /** The driver holding the run (a random token per driver). */
+  driver: string;
+  /** The driver's hold ends then; a run whose hold ended is resumed by another. */
+  leased_until: string;
+  created_at: string;
+}
+
 export interface ImportJobRecord {
   id: number;
   merchant_id: number;

@@ -296,6 +296,8 @@ export class FaultWorld {
       // The world's database only: a CPS_DATABASE_URL this process inherited does not apply.
       CPS_DATABASE_URL: '', ...world.database.env, CPS_MEDIA_DIR: path.join(world.dir, 'media'), CPS_PORT: String(port), CPS_HOST: '127.0.0.1', CPS_ADMIN_TOKEN: ADMIN_TOKEN,
       CPS_DEMO_ON_EMPTY: 'false', CPS_IMAGE_MIRRORING: 'false', CPS_PUBLISH_CHUNK: String(world.publishChunk),
+      // A publish run a killed service left is resumed within a second of the restart.
+      CPS_PUBLISH_RUN_LEASE_MS: '1000',
       CPS_WEBHOOK_ALLOW_HOSTS: '127.0.0.1', CPS_WEBHOOK_COALESCE_MS: '100', CPS_WEBHOOK_POLL_INTERVAL_MS: '20',
       // A delivery in flight at the kill is re-sent once its claim lapses: time-out + lease margin.
       CPS_WEBHOOK_TIMEOUT_MS: '1000', CPS_WEBHOOK_LEASE_MARGIN_MS: '1000',

@@ -163,11 +163,11 @@ async function appliedLines(world: FaultWorld, lines: ImportLine[]): Promise<boo
 }
 
 export interface RepricingFaultReport {
-  /** What the kill left: the new rate with every product re-priced, or the old one with none. */
-  outcome: 'none' | 'all';
-  /** How long the write transaction had been open at the kill. */
-  killedAfterMs: number;
-  /** `price` changes of the re-pricing once it completed (after a re-send when it was undone). */
+  /** The PLN store's price changes the re-pricing had committed when the service was killed (part-way: more than 0, fewer than all). */
+  repricedAtKill: number;
+  /** How long after the restart the interrupted publish run had ended (resumed by the restarted service). */
+  resumedWithinMs: number;
+  /** `price` changes of the re-pricing once it completed. */
   repriced: number;
   afterRestart: ConsistencyReport;
   receiver: ReceiverCheck;
@@ -178,8 +178,11 @@ const PLN_BEFORE = '4.3';
 const PLN_AFTER = ['4.4', '4.45', '4.5', '4.55'];
 
 /**
- * kill -9 during an exchange-rate change that re-prices every product of the stores priced in its
- * currencies in one transaction: after the restart either all of them are re-priced or none.
+ * kill -9 part-way through an exchange-rate re-pricing. The rate change commits with a publish run,
+ * which re-publishes a chunk per transaction (issue 20): the kill leaves the new rate, some products
+ * re-priced and the run at its position; the restarted service resumes the run once its dead
+ * driver's hold has run out (CPS_PUBLISH_RUN_LEASE_MS, short here), and every payload ends as a
+ * full recompute with the new rate has it, each product re-priced once, every change delivered.
  */
 export async function killDuringRepricing(options: ScenarioOptions): Promise<RepricingFaultReport> {
   const log = options.log ?? (() => {});
@@ -193,89 +196,68 @@ export async function killDuringRepricing(options: ScenarioOptions): Promise<Rep
     // Quiet before the fault: nothing in the outbox, so the only long write is the re-pricing.
     await world.drained();
     await world.verify('before the fault');
-
-    // One re-pricing undisturbed, to time it: the kill comes halfway through the next one.
-    const calibrationStarted = Date.now();
     await world.admin('PUT', `${world.merchantPath}/exchange-rates/EUR/PLN`, { rate: PLN_BEFORE });
-    let killAfterMs = Math.max(25, Math.floor((Date.now() - calibrationStarted) / 2));
-    log(`  a re-pricing of the EUR and PLN stores takes ${Date.now() - calibrationStarted} ms`);
     await world.drained();
 
     const pl = await world.read((db) => db.value('SELECT id FROM stores WHERE merchant_id = ? AND slug = ?', [world.merchantId, 'pl']));
     const lastChange = () => world.read((db) => db.value('SELECT coalesce(max(id), 0) FROM changes'));
     const rate = () => world.read((db) => db.value<string>(
       "SELECT rate FROM exchange_rates WHERE merchant_id = ? AND base = 'EUR' AND quote = 'PLN'", [world.merchantId]));
+    const runsLeft = () => world.read((db) => db.value('SELECT count(*) FROM publish_runs'));
     let before = 0;
-    let rateBefore = '';
     let rateSent = '';
     const priceChangesSince = () => world.read((db) => db.value(
       "SELECT count(*) FROM changes WHERE id > ? AND store_id = ? AND change_type = 'price'", [before, pl]));
 
-    const probe = await world.open();
-    let killedAfterMs = 0;
-    try {
-      // On a busy machine a re-pricing may run faster than the calibration (or this process may not
-      // get to probe in time): then it simply completed; try again with the next rate, sooner.
-      for (let attempt = 0; ; attempt++) {
-        if (attempt === PLN_AFTER.length) throw new Error(`every re-pricing finished before the kill (${attempt} attempts): use more products`);
-        before = await lastChange();
-        rateBefore = await rate();
-        rateSent = PLN_AFTER[attempt]!;
-        const request = track(world.adminRequest('PUT', `${world.merchantPath}/exchange-rates/EUR/PLN`, { rate: rateSent }));
-        const sent = Date.now();
-        // The dispatcher's idle rounds hold the lock (SQLite) or a write transaction (PostgreSQL) for
-        // microseconds, if at all; the re-pricing holds it for its whole run. Kill once it has been
-        // held at every probe for half a re-pricing.
-        let heldSince: number | undefined;
-        while (!request.state.settled) {
-          if (Date.now() - sent > 120_000) throw new Error('the re-pricing never started');
-          if (!await probe.writeTransactionOpen()) heldSince = undefined;
-          else if (heldSince === undefined) heldSince = Date.now();
-          else if (Date.now() - heldSince >= killAfterMs) break;
-          await sleep(1);
-        }
-        if (request.state.settled) {
-          log(`  the re-pricing to ${rateSent} completed within ${killAfterMs} ms of holding the lock; trying again sooner`);
-          killAfterMs = Math.max(25, Math.floor(killAfterMs / 2));
-          await world.drained();
-          continue;
-        }
-        killedAfterMs = Date.now() - heldSince!;
-        await world.crash();
-        await request.done;
-        if (request.state.status !== undefined) throw new Error(`the re-pricing answered ${request.state.status} although the service was killed`);
-        break;
+    // Killed once a quarter of the PLN store's products are re-priced, the call not yet answered.
+    // On a busy machine the re-pricing may finish before this process looks: then try the next rate.
+    let repricedAtKill = 0;
+    for (let attempt = 0; ; attempt++) {
+      if (attempt === PLN_AFTER.length) throw new Error(`every re-pricing finished before the kill (${attempt} attempts): use more products`);
+      before = await lastChange();
+      rateSent = PLN_AFTER[attempt]!;
+      const request = track(world.adminRequest('PUT', `${world.merchantPath}/exchange-rates/EUR/PLN`, { rate: rateSent }));
+      const sent = Date.now();
+      while (!request.state.settled) {
+        if (Date.now() - sent > 120_000) throw new Error('the re-pricing never started');
+        if (await priceChangesSince() >= options.products / 4) break;
+        await sleep(1);
       }
-    } finally {
-      await probe.close();
+      if (request.state.settled) {
+        log(`  the re-pricing to ${rateSent} completed before the kill; trying again`);
+        await world.drained();
+        continue;
+      }
+      await world.crash();
+      await request.done;
+      if (request.state.status !== undefined) throw new Error(`the re-pricing answered ${request.state.status} although the service was killed`);
+      repricedAtKill = await priceChangesSince();
+      break;
     }
+    if (await rate() !== rateSent) throw new Error(`the rate change was not committed with its run: rate ${await rate()}`);
+    if (repricedAtKill === 0 || repricedAtKill >= options.products) throw new Error(`not killed part-way: ${repricedAtKill} of ${options.products} re-priced`);
+    if (await runsLeft() !== 1) throw new Error(`expected the interrupted publish run, found ${await runsLeft()}`);
+    log(`  killed with ${repricedAtKill} of ${options.products} products of pl re-priced`);
 
+    const restarted = Date.now();
     await world.restart();
-    const rateAfter = await rate();
-    const repricedAtKill = await priceChangesSince();
-    const outcome = rateAfter === rateBefore && repricedAtKill === 0 ? 'none' : rateAfter === rateSent && repricedAtKill > 0 ? 'all' : undefined;
-    if (!outcome) throw new Error(`partly re-priced: rate ${rateAfter}, ${repricedAtKill} price changes in pl`);
-    log(`  killed ${killedAfterMs} ms into the re-pricing transaction; after the restart: rate ${rateAfter}, `
-      + `${repricedAtKill} price changes (${outcome === 'none' ? 'none re-priced' : 'all re-priced'})`);
+    while (await runsLeft() > 0) {
+      if (Date.now() - restarted > 120_000) throw new Error('the interrupted publish run was never resumed');
+      await sleep(20);
+    }
+    const resumedWithinMs = Date.now() - restarted;
+    log(`  the restarted service resumed the run and ended it within ${resumedWithinMs} ms`);
     // The recompute proves it for every payload: each one is resolved with the stored rate.
     const afterRestart = await world.verify('after the restart');
-    await world.drained();
-    await world.receiverSawEveryChange();
-
-    if (outcome === 'none') {
-      await world.admin('PUT', `${world.merchantPath}/exchange-rates/EUR/PLN`, { rate: rateSent });
-      log('  re-sent the rate change');
-    }
     const repriced = await priceChangesSince();
-    if (repriced === 0) throw new Error('the rate change re-priced nothing');
+    if (repriced !== options.products) throw new Error(`the rate change re-priced ${repriced} products of pl, once each expected (${options.products})`);
     const elsewhere = await world.read((db) => db.value('SELECT count(*) FROM changes WHERE id > ? AND store_id <> ?', [before, pl]));
     if (elsewhere > 0) throw new Error(`${elsewhere} changes outside the PLN store: EUR->PLN changes only PLN prices`);
-    log(`  the rate change re-priced ${repriced} of ${options.products} products in pl, none elsewhere`);
-    await world.verify('after the rate change completed');
+    log(`  the rate change re-priced ${repriced} of ${options.products} products in pl, each once, none elsewhere`);
     await world.drained();
     await world.verify('after the deliveries drained');
     const receiver = await world.receiverSawEveryChange();
-    return { outcome, killedAfterMs, repriced, afterRestart, receiver };
+    return { repricedAtKill, resumedWithinMs, repriced, afterRestart, receiver };
   } finally {
     await world.close();
   }

@@ -23,6 +23,7 @@ import { PgOutbox } from './outbox.js';
 import { PgPanel } from './panel.js';
 import { PgProductSources } from './product-sources.js';
 import { PgPublished } from './published.js';
+import { PgPublishRuns } from './publish-runs.js';
 import { PgTenancy } from './tenancy.js';
 import { PgWakeups } from './wakeups.js';
 import { PgWebhookEndpoints } from './webhook-endpoints.js';
@@ -31,7 +32,7 @@ export type { PgPoolLike } from './connection.js';
 
 const AGGREGATES = [
   PgTenancy, PgCatalogSetup, PgProductSources, PgImages, PgPublished, PgChanges,
-  PgWebhookEndpoints, PgOutbox, PgDeliveries, PgNotifications, PgPanel, PgImportJobs,
+  PgWebhookEndpoints, PgOutbox, PgDeliveries, PgNotifications, PgPanel, PgImportJobs, PgPublishRuns,
 ] as const;
 
 /** Operations that write: called on the storage itself, each runs as its own transaction. */

@@ -26,12 +26,13 @@ import { SqliteOutbox } from './outbox.js';
 import { SqlitePanel } from './panel.js';
 import { SqliteProductSources } from './product-sources.js';
 import { SqlitePublished } from './published.js';
+import { SqlitePublishRuns } from './publish-runs.js';
 import { SqliteTenancy } from './tenancy.js';
 import { SqliteWebhookEndpoints } from './webhook-endpoints.js';
 
 const AGGREGATES = [
   SqliteTenancy, SqliteCatalogSetup, SqliteProductSources, SqliteImages, SqlitePublished, SqliteChanges,
-  SqliteWebhookEndpoints, SqliteOutbox, SqliteDeliveries, SqliteNotifications, SqlitePanel, SqliteImportJobs,
+  SqliteWebhookEndpoints, SqliteOutbox, SqliteDeliveries, SqliteNotifications, SqlitePanel, SqliteImportJobs, SqlitePublishRuns,
 ] as const;
 
 /** Operations that write: called on the storage itself, each runs as its own transaction. */

@@ -593,4 +593,48 @@ DROP INDEX image_mirrors_due;
 DROP INDEX image_mirrors_state;
 `,
   },
+  {
+    id: 22,
+    name: 'published_counted_per_statement',
+    sql: `
+-- PostgreSQL's statement-level counting triggers (issue 20 item 5); SQLite's triggers run in process
+-- and stay per row. Kept so that both engines number their migrations alike.
+SELECT 1;
+`,
+  },
+  {
+    id: 23,
+    name: 'published_sku_ean_columns',
+    sql: `
+-- PostgreSQL keeps sku and ean as columns (issue 20 item 5); SQLite reads them from the payload as before.
+SELECT 1;
+`,
+  },
+  {
+    id: 24,
+    name: 'image_states_counted_per_statement',
+    sql: `
+-- PostgreSQL's statement-level image counts (issue 20 item 5); SQLite's stay per row.
+SELECT 1;
+`,
+  },
+  {
+    id: 25,
+    name: 'publish_runs',
+    sql: `
+-- Issue 20: re-publishing a whole catalog (a rate, rule, group or store setting changed) commits a
+-- chunk at a time, not in one transaction as long as the catalog; a run remembers how far it got,
+-- so a run its process stopped is resumed from there (catalog/publish-runs.ts).
+CREATE TABLE publish_runs (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  merchant_id INTEGER NOT NULL REFERENCES merchants(id),
+  store_ids TEXT,
+  after_product_id INTEGER NOT NULL,
+  driver TEXT NOT NULL,
+  leased_until TEXT NOT NULL,
+  created_at TEXT NOT NULL
+);
+CREATE INDEX publish_runs_lease ON publish_runs(leased_until, id);
+`,
+  },
 ];

@@ -178,10 +178,12 @@ async function serveCommand(config: ReturnType<typeof loadConfig>): Promise<void
   });
   const stopPruning = schedulePruning(storage, service.now, config.changes.retentionDays, config.changes.pruneIntervalSeconds, logger,
     config.changes.pruneBatch);
-  // Re-publishing runs a stopped process left are resumed from where they stopped.
-  const stopResuming = service.admin.publishRuns.schedule(logger);
-  // Issue 20.4: by default the dispatcher and the mirror run in a worker thread of their own.
+  // Issue 20.4: by default the dispatcher and the mirror run in a worker thread of their own, and so
+  // does re-publishing a whole catalog (the requests that cause it wait for the thread to end it).
   const workersInThread = config.workers === 'thread' && (config.webhookDispatcher || config.images.mirrorInServe);
+  service.admin.publishRuns.handOff = workersInThread;
+  // Re-publishing runs a stopped process left are resumed from where they stopped (by the thread, if any).
+  const stopResuming = workersInThread ? () => {} : service.admin.publishRuns.follow(logger);
   const workerThread = workersInThread
     ? startWorkerThread(service, { dispatcher: config.webhookDispatcher, mirror: config.images.mirrorInServe })
     : null;
@@ -337,7 +339,7 @@ async function workerCommand(config: ReturnType<typeof loadConfig>): Promise<voi
     });
   service.dispatcher.start();
   service.mirror.start();
-  const stopResuming = service.admin.publishRuns.schedule(logger);
+  const stopResuming = service.admin.publishRuns.follow(logger);
   logger.info({ database: databaseLabel(config), operations_url: ops?.url }, 'webhook dispatcher and image mirroring running');
   onShutdown(logger, shutdownDeadlineMs(config), async () => {
     stopResuming();

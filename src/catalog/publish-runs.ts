@@ -6,18 +6,25 @@
 // commits with a *run* (storage: publish_runs), and the run re-publishes CPS_PUBLISH_CHUNK products
 // per transaction, each chunk moving the run's position with it. Readers meanwhile see some
 // products re-published and others not yet, each product whole (its payload and its change commit
-// together). The caller waits until the run has ended; a run whose process stopped (SIGTERM
-// between two chunks, a crash) is resumed from its position by the next process that looks
-// (`resumeStalled`, run by `serve` and `worker` at start and every half of CPS_PUBLISH_RUN_LEASE_MS,
-// how long a driver holds its run past each chunk).
+// together). The caller waits until the run has ended. Who drives it: the caller's process, or,
+// when `serve` runs its workers in a thread (CPS_WORKERS=thread, the default), that thread: the run
+// is recorded held by no one, the commit wakes the thread's `follow`, and the request's event loop
+// only looks every WAIT_POLL_MS whether the run has ended (it drives the run itself should no one
+// take it within HAND_OFF_WAIT_MS). A run whose process stopped (SIGTERM between two chunks, a
+// crash) is resumed from its position by the next process that looks (`resumeStalled`: at start,
+// on a wake-up, and every half of CPS_PUBLISH_RUN_LEASE_MS, how long a driver holds its run past
+// each chunk).
 import { randomUUID } from 'node:crypto';
 import { silentLogger, type Logger } from '../operations/log.js';
 import { ProblemError } from '../shared/problem.js';
 import type { CatalogStorage, PublishRunRecord, StorageTx } from '../storage/port.js';
+import { RELEASED_PUBLISH_RUN } from '../storage/records.js';
 import type { CatalogPublisher, PublishSummary } from './publish.js';
 
-/** How often a caller whose run another driver took over looks whether it has ended. */
-const TAKEN_OVER_POLL_MS = 250;
+/** How often a caller whose run another driver drives looks whether it has ended. */
+const WAIT_POLL_MS = 50;
+/** A run handed off that no one has taken after this long is driven by its caller. */
+const HAND_OFF_WAIT_MS = 1000;
 
 export class PublishRuns {
   /** This process's drivers: a run is held by the token of the process that drives it. */
@@ -25,6 +32,11 @@ export class PublishRuns {
   private readonly driving = new Set<Promise<unknown>>();
   private stopping = false;
   private log: Logger = silentLogger;
+  /**
+   * Runs are left to this process's worker thread (`serve` with CPS_WORKERS=thread sets it): begin()
+   * records them held by no one, and complete() waits for the thread to drive them.
+   */
+  handOff = false;
 
   constructor(
     private readonly storage: CatalogStorage,
@@ -42,7 +54,8 @@ export class PublishRuns {
   begin(tx: StorageTx, merchantId: number, storeIds: number[] | null): Promise<PublishRunRecord> {
     const now = this.now();
     return tx.insertPublishRun({
-      merchant_id: merchantId, store_ids: storeIds, after_product_id: 0, driver: this.driver, leased_until: this.leaseFrom(now),
+      merchant_id: merchantId, store_ids: storeIds, after_product_id: 0,
+      driver: this.handOff ? '' : this.driver, leased_until: this.handOff ? RELEASED_PUBLISH_RUN : this.leaseFrom(now),
       created_at: now.toISOString(),
     });
   }
@@ -51,12 +64,29 @@ export class PublishRuns {
    * Re-publishes the run's products a chunk per transaction until none is left, then ends the run.
    * Resolves when the run has ended (also when another driver took it over and ended it).
    */
-  complete(run: PublishRunRecord): Promise<PublishSummary> {
-    const driving = this.drive(run);
+  complete(run: PublishRunRecord): Promise<unknown> {
+    const driving = run.driver === this.driver ? this.drive(run) : this.awaitEnd(run);
     const tracked = driving.catch(() => undefined);
     this.driving.add(tracked);
     void tracked.finally(() => this.driving.delete(tracked));
     return driving;
+  }
+
+  /** Waits until another driver has ended the run; drives it here if no one holds it (any longer). */
+  private async awaitEnd(run: PublishRunRecord): Promise<unknown> {
+    const handedOffAt = Date.now();
+    for (;;) {
+      if (this.stopping) throw stoppedMidRun();
+      const current = await this.storage.publishRun(run.id);
+      if (!current) return undefined;
+      const now = this.now();
+      const unheld = current.leased_until < now.toISOString();
+      if (unheld && (current.leased_until !== RELEASED_PUBLISH_RUN || Date.now() - handedOffAt >= HAND_OFF_WAIT_MS)) {
+        const taken = await this.storage.takePublishRun(run.id, this.driver, this.leaseFrom(now), now.toISOString());
+        if (taken) return this.drive(taken);
+      }
+      await new Promise((resolve) => setTimeout(resolve, WAIT_POLL_MS));
+    }
   }
 
   private async drive(run: PublishRunRecord): Promise<PublishSummary> {
@@ -65,8 +95,7 @@ export class PublishRuns {
       if (this.stopping) {
         // Given up at once, so the next process resumes it without waiting for the hold to end.
         await this.storage.releasePublishRun(run.id, this.driver).catch(() => undefined);
-        throw new ProblemError('internal_error', 'The service stopped while re-publishing the catalog after this change. The change is saved; '
-          + 'the products not yet re-published are re-published when the service runs again.');
+        throw stoppedMidRun();
       }
       const step = await this.storage.transaction(async (tx) => {
         const current = await tx.publishRun(run.id);
@@ -83,7 +112,7 @@ export class PublishRuns {
       if (step === 'ended') return summary;
       if (step === 'taken') {
         // Another process resumed it (this one held it past its lease): it ends it.
-        while (await this.storage.publishRun(run.id) && !this.stopping) await new Promise((resolve) => setTimeout(resolve, TAKEN_OVER_POLL_MS));
+        await this.awaitEnd(run);
         return summary;
       }
     }
@@ -98,23 +127,33 @@ export class PublishRuns {
       const run = await this.storage.takePublishRun(stalled.id, this.driver, this.leaseFrom(now), now.toISOString());
       if (!run) continue;
       taken++;
-      this.log.info({ merchant_id: run.merchant_id, run: run.id, after_product_id: run.after_product_id }, 'resuming an interrupted re-publishing');
+      if (stalled.leased_until !== RELEASED_PUBLISH_RUN || stalled.driver !== '') {
+        this.log.info({ merchant_id: run.merchant_id, run: run.id, after_product_id: run.after_product_id }, 'resuming an interrupted re-publishing');
+      }
       void this.complete(run).then(
-        (summary) => this.log.info({ merchant_id: run.merchant_id, run: run.id, resolved: summary.resolved }, 'interrupted re-publishing completed'),
+        () => this.log.debug({ merchant_id: run.merchant_id, run: run.id }, 're-publishing completed'),
         (error: unknown) => this.log.error({ err: error, merchant_id: run.merchant_id, run: run.id }, 'resuming a re-publishing failed (tried again later)'),
       );
     }
     return taken;
   }
 
-  /** Looks for stalled runs now and every intervalMs, logging what it resumes; returns a stop function. */
-  schedule(logger: Logger, intervalMs = this.leaseMs / 2): () => void {
+  /**
+   * Drives the runs no one holds: looks now, whenever the storage tells of a run held by no one
+   * (a hand-off, in any process on PostgreSQL), and every intervalMs; logs what it resumes.
+   * Returns a stop function.
+   */
+  follow(logger: Logger, intervalMs = this.leaseMs / 2): () => void {
     this.log = logger.child({ component: 'publish-runs' });
-    const look = () => void this.resumeStalled().catch((error: unknown) => this.log.error({ err: error }, 'looking for interrupted re-publishing failed'));
+    const look = () => void this.resumeStalled().catch((error: unknown) => this.log.error({ err: error }, 'looking for re-publishing to drive failed'));
     look();
     const timer = setInterval(look, intervalMs);
     timer.unref();
-    return () => clearInterval(timer);
+    const unsubscribe = this.storage.onWork?.('publishing', look);
+    return () => {
+      clearInterval(timer);
+      unsubscribe?.();
+    };
   }
 
   /** Resolves when the runs this process drives now have ended (or failed). */
@@ -127,4 +166,9 @@ export class PublishRuns {
     this.stopping = true;
     await Promise.all(this.driving);
   }
+}
+
+function stoppedMidRun(): ProblemError {
+  return new ProblemError('internal_error', 'The service stopped while re-publishing the catalog after this change. The change is saved; '
+    + 'the products not yet re-published are re-published when the service runs again.');
 }

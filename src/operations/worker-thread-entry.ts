@@ -1,5 +1,6 @@
-// The worker thread of `serve` (operations/worker-thread.ts): the dispatcher and the mirror on
-// connections of their own, reporting deliveries and statement timings to the serving thread.
+// The worker thread of `serve` (operations/worker-thread.ts): the dispatcher, the mirror and the
+// publish runs the serving thread hands off, on connections of their own, reporting deliveries and
+// statement timings to the serving thread.
 import { parentPort, workerData } from 'node:worker_threads';
 import { loadConfig } from '../config.js';
 import { createService, openStorage } from '../service.js';
@@ -54,6 +55,7 @@ port.on('message', (message: ToWorkerThread) => {
   if (message.type === 'work') wake(message.topic);
   else if (message.type === 'stop') {
     clearInterval(timer);
+    stopFollowing();
     void service.close().finally(() => {
       flush();
       post({ type: 'stopped' });
@@ -63,4 +65,6 @@ port.on('message', (message: ToWorkerThread) => {
 
 if (data.dispatcher) service.dispatcher.start();
 if (data.mirror) service.mirror.start();
+// The serving thread's requests hand their publish runs to this thread, and so do stopped processes.
+const stopFollowing = service.admin.publishRuns.follow(logger);
 post({ type: 'started' });

@@ -1,6 +1,7 @@
-// The workers of `serve` (the webhook dispatcher and the image mirror) in a thread of their own
-// (issue 20.4, CPS_WORKERS=thread, the default): their statements, their re-publishing and their
-// coalescing never hold the event loop that answers requests. The thread opens its own connections
+// The workers of `serve` (the webhook dispatcher, the image mirror, and the publish runs of
+// merchant-wide re-publishing that requests hand off) in a thread of their own (issue 20.4,
+// CPS_WORKERS=thread, the default): their statements, their re-publishing and their coalescing
+// never hold the event loop that answers requests. The thread opens its own connections
 // to the same database (SQLite: WAL readers never wait for its writes; PostgreSQL: its own pool)
 // and reports to the serving thread what /metrics shows: each delivery attempt, and its statement
 // timings every second. Commits of the serving thread that add work wake it at once (SQLite tells
@@ -79,7 +80,7 @@ export function startWorkerThread(service: Service, data: WorkerThreadData): Wor
   spawn();
 
   // The serving thread's commits that add work (an import, an endpoint resent) wake the thread's workers.
-  const unsubscribe = (['deliveries', 'images'] as const).map((topic) =>
+  const unsubscribe = (['deliveries', 'images', 'publishing'] as const).map((topic) =>
     service.storage.onWork?.(topic, () => worker?.postMessage({ type: 'work', topic } satisfies ToWorkerThread)));
 
   return {

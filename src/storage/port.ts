@@ -309,7 +309,7 @@ export interface PanelStore {
 }
 
 /** Work a commit can wake a worker for: deliveries to coalesce or claim, images to mirror. */
-export type WorkTopic = 'deliveries' | 'images';
+export type WorkTopic = 'deliveries' | 'images' | 'publishing';
 
 /** NDJSON imports' progress and outcome, so that every process (behind a load balancer) shows any import. */
 export interface ImportJobStore {

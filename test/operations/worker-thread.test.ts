@@ -3,6 +3,7 @@
 // the same database, the serving process's /metrics counts its deliveries and statements, the
 // serving process's writes wake it at once (the mirror polls once a minute here), and SIGTERM stops both cleanly. CPS_WORKERS=inline
 // runs them on the serving event loop as before; an unknown value is refused at start.
+import Database from 'better-sqlite3';
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -93,6 +94,16 @@ describe('serve\'s workers in a thread of their own (CPS_WORKERS)', () => {
     // The thread's statements, named as the serving process's are (reported every second).
     await until(async () => /statement="deliveries\.claimDueDeliveries"/.test(await (await fetch(`${base}/metrics`)).text()), 5000,
       () => 'no statement of the dispatcher in /metrics');
+    // A merchant-wide re-publish (a store's settings) is handed to the thread (the hand-off itself:
+    // test/storage/publish-runs.test.ts): the call answers once the run has ended.
+    const merchant = (await admin('GET', '/admin/v1/merchants')).data[0];
+    await admin('PUT', `/admin/v1/merchants/${merchant.id}/stores/de`, { name: 'DE (renamed)', locale: 'de-DE', currency: 'EUR', is_default: true });
+    const db = new Database(path.join(dir, 'catalog.db'), { readonly: true });
+    try {
+      expect(db.prepare('SELECT count(*) FROM publish_runs').pluck().get()).toBe(0);
+    } finally {
+      db.close();
+    }
     await service!.stop('SIGTERM');
     expect(service!.child.exitCode).toBe(0);
     expect(service!.output).toMatch(/stopped cleanly/);

@@ -5,6 +5,7 @@
 // the project's engine (SQLite and PostgreSQL); two PublishRuns over one storage stand for two processes.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PublishRuns } from '../../src/catalog/publish-runs.js';
+import { silentLogger } from '../../src/operations/log.js';
 import { RELEASED_PUBLISH_RUN } from '../../src/storage/records.js';
 import { startTestService, type TestService } from '../support/service.js';
 
@@ -118,6 +119,41 @@ describe('publish runs', () => {
     await slow.complete(run);
     expect(await service.storage.publishRun(run.id)).toBeUndefined();
     await other.drained();
+    expect(await fullyPublished()).toBe(true);
+  });
+
+  it('handed off, are driven by the process that follows them, woken by the commit, while the caller only waits', async () => {
+    const caller = new PublishRuns(service.storage, service.admin.publisher, () => new Date());
+    caller.handOff = true;
+    const follower = new PublishRuns(service.storage, service.admin.publisher, () => new Date());
+    const taken: number[] = [];
+    const resume = follower.resumeStalled.bind(follower);
+    follower.resumeStalled = async (limit) => {
+      const n = await resume(limit);
+      taken.push(n);
+      return n;
+    };
+    const stopFollowing = follower.follow(silentLogger, 60_000);
+    try {
+      const run = await rateChangeWithRun(caller, '0.90');
+      expect(run).toMatchObject({ driver: '', leased_until: RELEASED_PUBLISH_RUN });
+      await caller.complete(run);
+      expect(await service.storage.publishRun(run.id)).toBeUndefined();
+      expect(await fullyPublished()).toBe(true);
+      // The follower took it at the commit's wake-up (its first look was before the run; its next a minute away).
+      expect(taken).toEqual([0, 1]);
+      await follower.drained();
+    } finally {
+      stopFollowing();
+    }
+  });
+
+  it('handed off with no one following, are driven by the caller after a second', async () => {
+    const caller = new PublishRuns(service.storage, service.admin.publisher, () => new Date());
+    caller.handOff = true;
+    const run = await rateChangeWithRun(caller, '0.91');
+    await caller.complete(run);
+    expect(await service.storage.publishRun(run.id)).toBeUndefined();
     expect(await fullyPublished()).toBe(true);
   });
 });

@@ -3,6 +3,7 @@
 import type { PublishRunStore } from '../port.js';
 import { RELEASED_PUBLISH_RUN as RELEASED, type PublishRunRecord } from '../records.js';
 import type { PgConnection, Row } from './connection.js';
+import { notifyWork } from './wakeups.js';
 
 const toRun = (row: Row): PublishRunRecord => ({
   id: Number(row.id), merchant_id: Number(row.merchant_id), after_product_id: Number(row.after_product_id),
@@ -19,6 +20,8 @@ export class PgPublishRuns implements PublishRunStore {
     const row = await this.c.one(`INSERT INTO publish_runs (merchant_id, store_ids, after_product_id, driver, leased_until, created_at)
       VALUES ($1, $2, $3, $4, $5, $6) RETURNING *`,
     [run.merchant_id, run.store_ids === null ? null : JSON.stringify(run.store_ids), run.after_product_id, run.driver, run.leased_until, run.created_at]);
+    // A run held by no one is work for the workers of any process (delivered at COMMIT).
+    if (run.leased_until === RELEASED) await notifyWork(this.c, 'publishing');
     return toRun(row!);
   }
 

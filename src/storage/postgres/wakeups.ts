@@ -6,7 +6,7 @@
 import type { WorkTopic } from '../port.js';
 import type { PgConnection } from './connection.js';
 
-const CHANNELS: Record<WorkTopic, string> = { deliveries: 'cps_deliveries', images: 'cps_images' };
+const CHANNELS: Record<WorkTopic, string> = { deliveries: 'cps_deliveries', images: 'cps_images', publishing: 'cps_publishing' };
 /** The channel a statement notifies with pg_notify when it adds image work. */
 export const IMAGE_WORK_CHANNEL = CHANNELS.images;
 const TOPICS = new Map(Object.entries(CHANNELS).map(([topic, channel]) => [channel, topic as WorkTopic]));

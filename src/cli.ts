@@ -176,11 +176,12 @@ async function serveCommand(config: ReturnType<typeof loadConfig>): Promise<void
     await service.close();
     process.exit(1);
   });
-  const stopPruning = schedulePruning(storage, service.now, config.changes.retentionDays, config.changes.pruneIntervalSeconds, logger,
-    config.changes.pruneBatch);
   // Issue 20.4: by default the dispatcher and the mirror run in a worker thread of their own, and so
-  // does re-publishing a whole catalog (the requests that cause it wait for the thread to end it).
+  // do re-publishing a whole catalog (the requests that cause it wait for the thread to end it) and
+  // the feed's retention.
   const workersInThread = config.workers === 'thread' && (config.webhookDispatcher || config.images.mirrorInServe);
+  const stopPruning = workersInThread ? () => {}
+    : schedulePruning(storage, service.now, config.changes.retentionDays, config.changes.pruneIntervalSeconds, logger, config.changes.pruneBatch);
   service.admin.publishRuns.handOff = workersInThread;
   // Re-publishing runs a stopped process left are resumed from where they stopped (by the thread, if any).
   const stopResuming = workersInThread ? () => {} : service.admin.publishRuns.follow(logger);

@@ -1,8 +1,9 @@
-// The worker thread of `serve` (operations/worker-thread.ts): the dispatcher, the mirror and the
-// publish runs the serving thread hands off, on connections of their own, reporting deliveries and
-// statement timings to the serving thread.
+// The worker thread of `serve` (operations/worker-thread.ts): the dispatcher, the mirror, the
+// publish runs the serving thread hands off and the feed's retention, on connections of their own,
+// reporting deliveries and statement timings to the serving thread.
 import { parentPort, workerData } from 'node:worker_threads';
 import { loadConfig } from '../config.js';
+import { schedulePruning } from '../changes/retention.js';
 import { createService, openStorage } from '../service.js';
 import type { CatalogStorage, WorkTopic } from '../storage/port.js';
 import { createLogger } from './log.js';
@@ -56,6 +57,7 @@ port.on('message', (message: ToWorkerThread) => {
   else if (message.type === 'stop') {
     clearInterval(timer);
     stopFollowing();
+    stopPruning();
     void service.close().finally(() => {
       flush();
       post({ type: 'stopped' });
@@ -67,4 +69,7 @@ if (data.dispatcher) service.dispatcher.start();
 if (data.mirror) service.mirror.start();
 // The serving thread's requests hand their publish runs to this thread, and so do stopped processes.
 const stopFollowing = service.admin.publishRuns.follow(logger);
+// The feed's retention: expired changes deleted a batch per transaction.
+const stopPruning = schedulePruning(service.storage, service.now, config.changes.retentionDays, config.changes.pruneIntervalSeconds, logger,
+  config.changes.pruneBatch);
 post({ type: 'started' });

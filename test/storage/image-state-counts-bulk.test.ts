@@ -121,4 +121,30 @@ describe('kept image counts after bulk writes of product sources', () => {
       await client.end();
     }
   });
+
+  it.skipIf(TEST_ENGINE !== 'postgres' || onPglite())('PostgreSQL: counts a transition at COMMIT (migration 26), so two open transitions of one merchant never wait for each other', async () => {
+    const first = new pg.Client(database.location);
+    const second = new pg.Client(database.location);
+    await Promise.all([first.connect(), second.connect()]);
+    try {
+      await storage.transaction(async (tx) => {
+        await tx.ensureImageMirrors(merchantId, ['https://commit.example/a.jpg', 'https://commit.example/b.jpg'], AT);
+      });
+      await storage.upsertProductSources(merchantId, [{ ref: 'C-1', source: { ...source([]), images: [{ url: 'https://commit.example/a.jpg' }, { url: 'https://commit.example/b.jpg' }] } as ProductSourceDocument }], AT);
+      const before = await storage.imageStateCounts(merchantId);
+      await first.query('BEGIN');
+      await second.query('BEGIN');
+      // A lock wait fails at once instead of hanging the test.
+      await second.query("SET LOCAL lock_timeout = '2s'");
+      await first.query("UPDATE image_mirrors SET state = 'mirrored' WHERE merchant_id = $1 AND url = $2", [merchantId, 'https://commit.example/a.jpg']);
+      await second.query("UPDATE image_mirrors SET state = 'mirrored' WHERE merchant_id = $1 AND url = $2", [merchantId, 'https://commit.example/b.jpg']);
+      // Neither is counted before it commits.
+      expect(await storage.imageStateCounts(merchantId)).toEqual(before);
+      await first.query('COMMIT');
+      await second.query('COMMIT');
+      expect(await storage.imageStateCounts(merchantId)).toEqual({ ...before, pending: before.pending - 2, mirrored: before.mirrored + 2 });
+    } finally {
+      await Promise.all([first.end(), second.end()]);
+    }
+  });
 });

@@ -637,4 +637,12 @@ CREATE TABLE publish_runs (
 CREATE INDEX publish_runs_lease ON publish_runs(leased_until, id);
 `,
   },
+  {
+    id: 26,
+    name: 'image_state_counted_at_commit',
+    sql: `
+-- PostgreSQL counts image transitions at COMMIT (hot rows across processes); SQLite has one writer.
+SELECT 1;
+`,
+  },
 ];

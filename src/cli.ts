@@ -185,9 +185,12 @@ async function serveCommand(config: ReturnType<typeof loadConfig>): Promise<void
   service.admin.publishRuns.handOff = workersInThread;
   // Re-publishing runs a stopped process left are resumed from where they stopped (by the thread, if any).
   const stopResuming = workersInThread ? () => {} : service.admin.publishRuns.follow(logger);
-  const workerThread = workersInThread
-    ? startWorkerThread(service, { dispatcher: config.webhookDispatcher, mirror: config.images.mirrorInServe })
-    : null;
+  // Two threads: a merchant-wide re-publish has a core's worth of work of its own, which the
+  // dispatcher (coalescing what it records) and the mirror would otherwise share with it.
+  const workerThreads = workersInThread ? [
+    startWorkerThread(service, { name: 'workers', dispatcher: config.webhookDispatcher, mirror: config.images.mirrorInServe, publishing: false, pruning: true }),
+    startWorkerThread(service, { name: 'publishing', dispatcher: false, mirror: false, publishing: true, pruning: false }),
+  ] : [];
   if (!workersInThread && config.webhookDispatcher) dispatcher.start();
   if (!workersInThread && config.images.mirrorInServe) mirror.start();
   const demo = fs.existsSync(credentialsFile) ? JSON.parse(fs.readFileSync(credentialsFile, 'utf8')) : undefined;
@@ -215,7 +218,7 @@ async function serveCommand(config: ReturnType<typeof loadConfig>): Promise<void
     // In parallel: stop accepting and finish the requests in flight; the dispatcher and the
     // mirror take no new work and finish what they hold (bounded by their own time-outs). The
     // database closes after all of them.
-    await Promise.all([server.close(), service.stopWork(), workerThread?.stop()]);
+    await Promise.all([server.close(), service.stopWork(), ...workerThreads.map((thread) => thread.stop())]);
     await service.close();
   });
 }

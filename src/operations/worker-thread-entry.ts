@@ -1,6 +1,7 @@
-// The worker thread of `serve` (operations/worker-thread.ts): the dispatcher, the mirror, the
-// publish runs the serving thread hands off and the feed's retention, on connections of their own,
-// reporting deliveries and statement timings to the serving thread.
+// A worker thread of `serve` (operations/worker-thread.ts): the dispatcher, the mirror and the feed's
+// retention (the `workers` thread), or the publish runs the serving thread hands off (the
+// `publishing` thread), on connections of their own, reporting deliveries and statement timings to
+// the serving thread.
 import { parentPort, workerData } from 'node:worker_threads';
 import { loadConfig } from '../config.js';
 import { schedulePruning } from '../changes/retention.js';
@@ -16,7 +17,7 @@ const port = parentPort!;
 const data = workerData as WorkerThreadData;
 const post = (message: FromWorkerThread) => port.postMessage(message);
 const config = loadConfig(process.env);
-const logger = createLogger(config.operations).child({ thread: 'workers' });
+const logger = createLogger(config.operations).child({ thread: data.name });
 
 /**
  * The storage, whose work listeners the serving thread's commits call too: SQLite tells only the
@@ -68,8 +69,9 @@ port.on('message', (message: ToWorkerThread) => {
 if (data.dispatcher) service.dispatcher.start();
 if (data.mirror) service.mirror.start();
 // The serving thread's requests hand their publish runs to this thread, and so do stopped processes.
-const stopFollowing = service.admin.publishRuns.follow(logger);
+const stopFollowing = data.publishing ? service.admin.publishRuns.follow(logger) : () => {};
 // The feed's retention: expired changes deleted a batch per transaction.
-const stopPruning = schedulePruning(service.storage, service.now, config.changes.retentionDays, config.changes.pruneIntervalSeconds, logger,
-  config.changes.pruneBatch);
+const stopPruning = data.pruning
+  ? schedulePruning(service.storage, service.now, config.changes.retentionDays, config.changes.pruneIntervalSeconds, logger, config.changes.pruneBatch)
+  : () => {};
 post({ type: 'started' });

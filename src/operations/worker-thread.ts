@@ -1,7 +1,8 @@
-// The workers of `serve` (the webhook dispatcher, the image mirror, and the publish runs of
-// merchant-wide re-publishing that requests hand off) in a thread of their own (issue 20.4,
-// CPS_WORKERS=thread, the default): their statements, their re-publishing and their coalescing
-// never hold the event loop that answers requests. The thread opens its own connections
+// The workers of `serve` in threads of their own (issue 20.4, CPS_WORKERS=thread, the default): the
+// webhook dispatcher, the image mirror and retention in one, the publish runs of merchant-wide
+// re-publishing that requests hand off in another (a re-pricing has a core's worth of work of its
+// own); their statements, their re-publishing and their coalescing never hold the event loop that
+// answers requests. The thread opens its own connections
 // to the same database (SQLite: WAL readers never wait for its writes; PostgreSQL: its own pool)
 // and reports to the serving thread what /metrics shows: each delivery attempt, and its statement
 // timings every second. Commits of the serving thread that add work wake it at once (SQLite tells
@@ -26,6 +27,12 @@ export type FromWorkerThread =
 export interface WorkerThreadData {
   dispatcher: boolean;
   mirror: boolean;
+  /** Drives the publish runs requests hand off (catalog/publish-runs.ts `follow`). */
+  publishing: boolean;
+  /** Deletes expired changes (changes/retention.ts). */
+  pruning: boolean;
+  /** Names the thread in its log lines. */
+  name: string;
 }
 
 const RESTART_DELAY_MS = 1000;
@@ -50,7 +57,7 @@ function newThread(data: WorkerThreadData): Worker {
 }
 
 export function startWorkerThread(service: Service, data: WorkerThreadData): WorkerThread {
-  const log = service.logger.child({ component: 'worker-thread' });
+  const log = service.logger.child({ component: 'worker-thread', thread: data.name });
   let worker: Worker | null = null;
   let stopping = false;
   let markStarted: () => void = () => {};

@@ -64,7 +64,7 @@ export class PublishRuns {
    * Re-publishes the run's products a chunk per transaction until none is left, then ends the run.
    * Resolves when the run has ended (also when another driver took it over and ended it).
    */
-  complete(run: PublishRunRecord): Promise<unknown> {
+  complete(run: PublishRunRecord): Promise<void> {
     const driving = run.driver === this.driver ? this.drive(run) : this.awaitEnd(run);
     const tracked = driving.catch(() => undefined);
     this.driving.add(tracked);
@@ -73,23 +73,26 @@ export class PublishRuns {
   }
 
   /** Waits until another driver has ended the run; drives it here if no one holds it (any longer). */
-  private async awaitEnd(run: PublishRunRecord): Promise<unknown> {
+  private async awaitEnd(run: PublishRunRecord): Promise<void> {
     const handedOffAt = Date.now();
     for (;;) {
       if (this.stopping) throw stoppedMidRun();
       const current = await this.storage.publishRun(run.id);
-      if (!current) return undefined;
+      if (!current) return;
       const now = this.now();
       const unheld = current.leased_until < now.toISOString();
       if (unheld && (current.leased_until !== RELEASED_PUBLISH_RUN || Date.now() - handedOffAt >= HAND_OFF_WAIT_MS)) {
         const taken = await this.storage.takePublishRun(run.id, this.driver, this.leaseFrom(now), now.toISOString());
-        if (taken) return this.drive(taken);
+        if (taken) {
+          await this.drive(taken);
+          return;
+        }
       }
       await new Promise((resolve) => setTimeout(resolve, WAIT_POLL_MS));
     }
   }
 
-  private async drive(run: PublishRunRecord): Promise<PublishSummary> {
+  private async drive(run: PublishRunRecord): Promise<void> {
     const summary: PublishSummary = { resolved: 0, changes: 0 };
     for (;;) {
       if (this.stopping) {
@@ -109,11 +112,11 @@ export class PublishRuns {
         await tx.updatePublishRun(run.id, { after_product_id: last, leased_until: this.leaseFrom(this.now()) });
         return 'moved' as const;
       });
-      if (step === 'ended') return summary;
+      if (step === 'ended') return;
       if (step === 'taken') {
         // Another process resumed it (this one held it past its lease): it ends it.
         await this.awaitEnd(run);
-        return summary;
+        return;
       }
     }
   }

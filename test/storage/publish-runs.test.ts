@@ -32,6 +32,15 @@ async function rateChangeWithRun(runs: PublishRuns, rate: string) {
   });
 }
 
+/** Another process's publish runs over the same database. */
+const otherProcess = () => new PublishRuns(service.storage, service.admin.publisher, () => new Date());
+
+/** The run has ended, and left every product as re-publishing it in one go would. */
+async function expectEnded(runId: number): Promise<void> {
+  expect(await service.storage.publishRun(runId)).toBeUndefined();
+  expect(await fullyPublished()).toBe(true);
+}
+
 /** Whether every product is as re-publishing now would leave it (nothing left to change). */
 async function fullyPublished(): Promise<boolean> {
   const again = await service.storage.transaction((tx) => service.admin.publisher.publishAll(tx, merchantId));
@@ -68,7 +77,7 @@ describe('publish runs', () => {
   });
 
   it('stopped before a chunk, give the run up at once; another process resumes it from where it stood and ends it', async () => {
-    const first = new PublishRuns(service.storage, service.admin.publisher, () => new Date());
+    const first = otherProcess();
     const run = await rateChangeWithRun(first, '0.87');
     const before = await payloads();
     void first.stop();
@@ -78,15 +87,14 @@ describe('publish runs', () => {
     expect(await payloads()).toEqual(before);
     expect(await fullyPublished()).toBe(false);
 
-    const second = new PublishRuns(service.storage, service.admin.publisher, () => new Date());
+    const second = otherProcess();
     expect(await second.resumeStalled()).toBe(1);
     await second.drained();
-    expect(await service.storage.publishRun(run.id)).toBeUndefined();
-    expect(await fullyPublished()).toBe(true);
+    await expectEnded(run.id);
   });
 
   it('resume a run whose process went away mid-way from its position, not from the start', async () => {
-    const gone = new PublishRuns(service.storage, service.admin.publisher, () => new Date());
+    const gone = otherProcess();
     const run = await rateChangeWithRun(gone, '0.88');
     // Its driver re-published two chunks, then vanished (its hold ran out).
     const summary = { resolved: 0, changes: 0 };
@@ -98,22 +106,21 @@ describe('publish runs', () => {
     // Not yet stalled for a clock before its hold ends; stalled after.
     expect((await service.storage.stalledPublishRuns('1999-01-01T00:00:00.000Z', 10)).map((r) => r.id)).toEqual([]);
 
-    const next = new PublishRuns(service.storage, service.admin.publisher, () => new Date());
+    const next = otherProcess();
     const resolvedBefore = summary.resolved;
     expect(resolvedBefore).toBe(2 * CHUNK * 2);
     expect(await next.resumeStalled()).toBe(1);
     // Taken: a second look (another process) finds nothing to take.
-    expect(await new PublishRuns(service.storage, service.admin.publisher, () => new Date()).resumeStalled()).toBe(0);
+    expect(await otherProcess().resumeStalled()).toBe(0);
     await next.drained();
-    expect(await service.storage.publishRun(run.id)).toBeUndefined();
-    expect(await fullyPublished()).toBe(true);
+    await expectEnded(run.id);
   });
 
   it('let the caller whose run another process took over wait until that process has ended it', async () => {
-    const slow = new PublishRuns(service.storage, service.admin.publisher, () => new Date());
+    const slow = otherProcess();
     const run = await rateChangeWithRun(slow, '0.89');
     await service.storage.updatePublishRun(run.id, { after_product_id: 0, leased_until: '2000-01-01T00:00:00.000Z' });
-    const other = new PublishRuns(service.storage, service.admin.publisher, () => new Date());
+    const other = otherProcess();
     expect(await other.resumeStalled()).toBe(1);
     // The first driver's next chunk finds the run held by the other: it waits for its end.
     await slow.complete(run);
@@ -123,9 +130,9 @@ describe('publish runs', () => {
   });
 
   it('handed off, are driven by the process that follows them, woken by the commit, while the caller only waits', async () => {
-    const caller = new PublishRuns(service.storage, service.admin.publisher, () => new Date());
+    const caller = otherProcess();
     caller.handOff = true;
-    const follower = new PublishRuns(service.storage, service.admin.publisher, () => new Date());
+    const follower = otherProcess();
     const taken: number[] = [];
     const resume = follower.resumeStalled.bind(follower);
     follower.resumeStalled = async (limit) => {
@@ -138,8 +145,7 @@ describe('publish runs', () => {
       const run = await rateChangeWithRun(caller, '0.90');
       expect(run).toMatchObject({ driver: '', leased_until: RELEASED_PUBLISH_RUN });
       await caller.complete(run);
-      expect(await service.storage.publishRun(run.id)).toBeUndefined();
-      expect(await fullyPublished()).toBe(true);
+      await expectEnded(run.id);
       // The follower took it at the commit's wake-up (its first look was before the run; its next a minute away).
       expect(taken).toEqual([0, 1]);
       await follower.drained();
@@ -149,11 +155,10 @@ describe('publish runs', () => {
   });
 
   it('handed off with no one following, are driven by the caller after a second', async () => {
-    const caller = new PublishRuns(service.storage, service.admin.publisher, () => new Date());
+    const caller = otherProcess();
     caller.handOff = true;
     const run = await rateChangeWithRun(caller, '0.91');
     await caller.complete(run);
-    expect(await service.storage.publishRun(run.id)).toBeUndefined();
-    expect(await fullyPublished()).toBe(true);
+    await expectEnded(run.id);
   });
 });

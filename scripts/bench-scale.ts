@@ -200,7 +200,12 @@ interface ServiceProcess {
 }
 
 function spawnCli(dir: string, args: string[], env: Record<string, string>): { child: ChildProcess; output: () => string; seen: Map<string, number>; onLine: (watch: (chunk: string) => void) => () => void } {
-  const child = track(spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], { cwd: dir, env: { ...inheritedEnv(), ...env }, stdio: ['ignore', 'pipe', 'pipe'] }));
+  // Node 20 refuses --cpu-prof* in NODE_OPTIONS: those go on the command line (a profile per thread).
+  const options = (env.NODE_OPTIONS ?? '').split(/\s+/).filter(Boolean);
+  const profiling = options.filter((o) => o.startsWith('--cpu-prof'));
+  const childEnv = { ...inheritedEnv(), ...env };
+  if (profiling.length) childEnv.NODE_OPTIONS = options.filter((o) => !o.startsWith('--cpu-prof')).join(' ');
+  const child = track(spawn(process.execPath, [...profiling, '--import', 'tsx', 'src/cli.ts', ...args], { cwd: dir, env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] }));
   let tail = '';
   const watchers = new Set<(chunk: string) => void>();
   /** When each marker was first logged (performance.now()), watched from the spawn on. */

@@ -25,6 +25,10 @@ const UPSERT_RUN = 100;
 export const CATCH_ALL_PRIORITY = 2147483647;
 
 /** A product source as the admin API accepts it: every part but the ref is optional. */
+/** One checked line of an import: a product to upsert or delete (with its line number in the file). */
+export type ProductOperation = { op: 'upsert_product'; ref: string; source: ProductSourceDocument; line?: number }
+  | { op: 'delete_product'; ref: string; line?: number };
+
 export interface ProductSourceInput {
   eans?: string[];
   manufacturer?: string | null;
@@ -494,57 +498,57 @@ export class CatalogAdmin {
    * references are checked again in the chunk's transaction: a supplier or store deleted since
    * the lines were read is a 409, and nothing of the chunk is applied.
    */
-  applyProductBatch(
-    merchantId: number,
-    operations: ({ op: 'upsert_product'; ref: string; source: ProductSourceDocument; line?: number } | { op: 'delete_product'; ref: string; line?: number })[],
-  ): Promise<{ upserted: number; deleted: number } & PublishSummary> {
-    return this.storage.transaction(async (tx) => {
-      const references = await this.sourceReferences(tx, merchantId);
-      const stale = operations.filter((operation) => operation.op === 'upsert_product'
-        && this.sourceProblems(references, operation.source).length > 0);
-      if (stale.length > 0) {
-        const lines = stale.slice(0, 10).map((operation) => (operation.line ? `line ${operation.line}` : `"${operation.ref}"`));
-        throw new ProblemError('conflict', `A supplier or store that ${lines.join(', ')}${stale.length > lines.length ? ' and others' : ''} `
-          + 'refer to was deleted while the import ran; the chunks before this one stay applied.');
+  applyProductBatch(merchantId: number, operations: ProductOperation[]): Promise<{ upserted: number; deleted: number } & PublishSummary> {
+    return this.storage.transaction((tx) => this.applyProductBatchIn(tx, merchantId, operations));
+  }
+
+  /** applyProductBatch in the caller's transaction (a chunk of an import's run: admin/import-jobs.ts). */
+  async applyProductBatchIn(tx: StorageTx, merchantId: number, operations: ProductOperation[]): Promise<{ upserted: number; deleted: number } & PublishSummary> {
+    const references = await this.sourceReferences(tx, merchantId);
+    const stale = operations.filter((operation) => operation.op === 'upsert_product'
+      && this.sourceProblems(references, operation.source).length > 0);
+    if (stale.length > 0) {
+      const lines = stale.slice(0, 10).map((operation) => (operation.line ? `line ${operation.line}` : `"${operation.ref}"`));
+      throw new ProblemError('conflict', `A supplier or store that ${lines.join(', ')}${stale.length > lines.length ? ' and others' : ''} `
+        + 'refer to was deleted while the import ran; the chunks before this one stay applied.');
+    }
+    const at = this.at();
+    const upsertedIds: number[] = [];
+    const deletedIds: number[] = [];
+    // Runs of upserts with distinct refs are written together (upsertProductSources: the same
+    // rows and ids as one after another, in a few statements on PostgreSQL instead of three per
+    // product); a delete, or a ref seen again in the run, ends the run first, so every operation
+    // still applies in line order.
+    let run: { ref: string; source: ProductSourceDocument }[] = [];
+    let runRefs = new Set<string>();
+    const flush = async () => {
+      if (run.length === 0) return;
+      for (const { id } of await tx.upsertProductSources(merchantId, run, at)) upsertedIds.push(id);
+      run = [];
+      runRefs = new Set();
+      await yieldToOthers();
+    };
+    for (const operation of operations) {
+      if (operation.op === 'upsert_product') {
+        if (runRefs.has(operation.ref) || run.length >= UPSERT_RUN) await flush();
+        run.push({ ref: operation.ref, source: operation.source });
+        runRefs.add(operation.ref);
+      } else {
+        await flush();
+        const existing = await tx.findProductByRef(merchantId, operation.ref);
+        if (!existing) continue;
+        await tx.deleteProduct(merchantId, existing.id);
+        deletedIds.push(existing.id);
       }
-      const at = this.at();
-      const upsertedIds: number[] = [];
-      const deletedIds: number[] = [];
-      // Runs of upserts with distinct refs are written together (upsertProductSources: the same
-      // rows and ids as one after another, in a few statements on PostgreSQL instead of three per
-      // product); a delete, or a ref seen again in the run, ends the run first, so every operation
-      // still applies in line order.
-      let run: { ref: string; source: ProductSourceDocument }[] = [];
-      let runRefs = new Set<string>();
-      const flush = async () => {
-        if (run.length === 0) return;
-        for (const { id } of await tx.upsertProductSources(merchantId, run, at)) upsertedIds.push(id);
-        run = [];
-        runRefs = new Set();
-        await yieldToOthers();
-      };
-      for (const operation of operations) {
-        if (operation.op === 'upsert_product') {
-          if (runRefs.has(operation.ref) || run.length >= UPSERT_RUN) await flush();
-          run.push({ ref: operation.ref, source: operation.source });
-          runRefs.add(operation.ref);
-        } else {
-          await flush();
-          const existing = await tx.findProductByRef(merchantId, operation.ref);
-          if (!existing) continue;
-          await tx.deleteProduct(merchantId, existing.id);
-          deletedIds.push(existing.id);
-        }
-      }
-      await flush();
-      const deleted = new Set(deletedIds);
-      const published = await this.publisher.publishProducts(tx, merchantId, [...new Set(upsertedIds)].filter((id) => !deleted.has(id)));
-      const removed = await this.publisher.unpublishProducts(tx, merchantId, deletedIds);
-      return {
-        upserted: upsertedIds.length, deleted: deletedIds.length,
-        resolved: published.resolved, changes: published.changes + removed.changes,
-      };
-    });
+    }
+    await flush();
+    const deleted = new Set(deletedIds);
+    const published = await this.publisher.publishProducts(tx, merchantId, [...new Set(upsertedIds)].filter((id) => !deleted.has(id)));
+    const removed = await this.publisher.unpublishProducts(tx, merchantId, deletedIds);
+    return {
+      upserted: upsertedIds.length, deleted: deletedIds.length,
+      resolved: published.resolved, changes: published.changes + removed.changes,
+    };
   }
 
   // Images

@@ -1,13 +1,19 @@
 // Import jobs (issue 11, "Import: upload an NDJSON file and watch its progress"): every NDJSON import,
 // whether the admin API's importProducts or the panel's upload, runs as a job whose progress (lines
 // read, products applied) and outcome (the counts, or the bad lines with their reasons) are written
-// to the database as it runs, so any process behind a load balancer shows it. The import itself is
-// importNdjson's, unchanged: validate the whole file first, then apply it chunk by chunk.
+// to the database as it runs, so any process behind a load balancer shows it. The whole file is
+// checked first (import.ts parseImport); a valid file's operations are then staged, a chunk per row,
+// with a publish run (catalog/publish-runs.ts) that applies them a chunk per transaction (issue 20):
+// by this process, or, when `serve` runs its workers in threads, by its publishing thread, so the
+// chunks' resolution and writes never hold the serving loop; a run its process left (SIGTERM, a
+// crash) is resumed from its next chunk by the next process that looks.
 import { isClientAbort } from '../shared/client-abort.js';
-import { ProblemError } from '../shared/problem.js';
-import type { CatalogAdmin } from './catalog-admin.js';
-import { importNdjson, type ImportResult, type NdjsonSource } from './import.js';
-import type { CatalogStorage, ImportJobProgress, ImportJobRecord } from '../storage/port.js';
+import { yieldToOthers } from '../shared/cooperative.js';
+import { ProblemError, type ProblemCode } from '../shared/problem.js';
+import type { ImportRunSteps, PublishRuns } from '../catalog/publish-runs.js';
+import type { CatalogAdmin, ProductOperation } from './catalog-admin.js';
+import { parseImport, type ImportResult, type NdjsonSource } from './import.js';
+import type { CatalogStorage, ImportJobProgress, ImportJobRecord, PublishRunRecord, StorageTx } from '../storage/port.js';
 
 /** Who started an import from the admin API (the panel records the principal). */
 export const ADMIN_API_ACTOR = 'admin API';
@@ -31,7 +37,9 @@ export interface StartedImport {
   done: Promise<ImportResult>;
 }
 
-export class ImportJobs {
+const UNEXPECTED_FAILURE = 'The import stopped on an unexpected error; the chunks committed before it stay applied.';
+
+export class ImportJobs implements ImportRunSteps {
   /** The imports this process runs, so stopping waits for them. */
   private readonly running = new Set<Promise<unknown>>();
 
@@ -40,7 +48,12 @@ export class ImportJobs {
     private readonly admin: CatalogAdmin,
     private readonly now: () => Date,
     private readonly options: ImportJobOptions,
-  ) {}
+    /** The runs that apply the staged chunks (the catalog's, by default). */
+    private readonly runs: PublishRuns = admin.publishRuns,
+  ) {
+    // The runs of imports (this process's, or those it resumes) apply their chunks here.
+    runs.importSteps = this;
+  }
 
   /**
    * Records a running job and starts the import; returns once the job exists. 404 (and no job)
@@ -51,7 +64,7 @@ export class ImportJobs {
     const at = this.now().toISOString();
     const job = await this.storage.insertImportJob({
       merchant_id: merchantId, started_by: startedBy, file_name: fileName, state: 'running', started_at: at, updated_at: at,
-      finished_at: null, lines_read: 0, operations: null, products_applied: 0, upserted: 0, deleted: 0, error: null, problems: [],
+      finished_at: null, lines_read: 0, operations: null, products_applied: 0, upserted: 0, deleted: 0, error: null, error_code: null, problems: [],
     });
     const done = this.run(job, source);
     const tracked = done.catch(() => undefined);
@@ -64,30 +77,31 @@ export class ImportJobs {
     const interval = this.options.progressIntervalMs ?? 500;
     let lastWritten = 0;
     let linesRead = 0;
+    let staged = false;
     const write = (progress: ImportJobProgress) => this.storage.updateImportJob(job.id, { ...progress, updated_at: this.now().toISOString() });
     try {
-      const result = await importNdjson(this.admin, job.merchant_id, source, {
-        chunkSize: this.options.chunkSize,
-        maxJsonDepth: this.options.maxJsonDepth,
-        onLinesRead: async (lines) => {
-          linesRead = lines;
-          const at = this.now().getTime();
-          if (at - lastWritten < interval) return;
-          lastWritten = at;
-          await write({ lines_read: lines });
-        },
-        onStart: async (operations) => {
-          await write({ lines_read: linesRead, operations });
-        },
-        onProgress: async (applied) => {
-          await write({ products_applied: applied });
-        },
+      const operations = await parseImport(this.admin, job.merchant_id, source, this.options.maxJsonDepth, async (lines) => {
+        linesRead = lines;
+        const at = this.now().getTime();
+        if (at - lastWritten < interval) return;
+        lastWritten = at;
+        await write({ lines_read: lines });
       });
-      await write({
-        state: 'succeeded', finished_at: this.now().toISOString(), lines_read: linesRead, products_applied: result.lines, upserted: result.upserted, deleted: result.deleted,
+      const chunks = await this.chunksOf(operations);
+      // Staged with its run in one transaction: from its COMMIT on, the import is applied to its end.
+      const run = await this.storage.transaction(async (tx) => {
+        await tx.updateImportJob(job.id, { lines_read: linesRead, operations: operations.length, updated_at: this.now().toISOString() });
+        await tx.insertImportChunks(job.id, chunks);
+        return this.runs.begin(tx, job.merchant_id, null, job.id);
       });
-      return result;
+      staged = true;
+      await this.runs.complete(run);
+      const ended = await this.storage.importJob(job.merchant_id, job.id);
+      if (ended?.state !== 'succeeded') throw new ProblemError((ended?.error_code ?? 'internal_error') as ProblemCode, ended?.error ?? UNEXPECTED_FAILURE);
+      return { lines: operations.length, upserted: ended.upserted, deleted: ended.deleted };
     } catch (error) {
+      // Once staged, the run writes the outcome (or the next process resumes it).
+      if (staged) throw error;
       const problem = error instanceof ProblemError ? error : undefined;
       await write({
         state: 'failed',
@@ -95,11 +109,59 @@ export class ImportJobs {
         lines_read: linesRead,
         error: problem?.detail ?? (isClientAbort(error)
           ? 'The upload was interrupted: the client closed the connection before the end of the file. Nothing of it was applied; send the whole file again.'
-          : 'The import stopped on an unexpected error; the chunks committed before it stay applied.'),
+          : UNEXPECTED_FAILURE),
+        error_code: problem?.code ?? 'internal_error',
         problems: (problem?.invalidParams ?? []).map((p) => ({ name: p.name, reason: p.reason.slice(0, MAX_REASON_LENGTH) })),
       }).catch(() => undefined);
       throw error;
     }
+  }
+
+  /** The operations as the chunks their run applies, one transaction each (stringified a bounded step at a time). */
+  private async chunksOf(operations: ProductOperation[]): Promise<{ seq: number; operations: string }[]> {
+    const chunks: { seq: number; operations: string }[] = [];
+    for (let i = 0; i < operations.length; i += this.options.chunkSize) {
+      await yieldToOthers();
+      chunks.push({ seq: chunks.length + 1, operations: JSON.stringify(operations.slice(i, i + this.options.chunkSize)) });
+    }
+    return chunks;
+  }
+
+  /** ImportRunSteps: applies the job's next chunk and counts it; finishes the job with its last one. */
+  async applyNext(tx: StorageTx, run: PublishRunRecord): Promise<boolean> {
+    const jobId = run.import_job_id!;
+    const [job, chunk] = [await tx.importJob(run.merchant_id, jobId), await tx.nextImportChunk(jobId)];
+    const at = this.now().toISOString();
+    if (!job) return false;
+    const finished = { state: 'succeeded', finished_at: at, updated_at: at } as const;
+    if (!chunk) {
+      await tx.updateImportJob(jobId, finished);
+      return false;
+    }
+    const operations = JSON.parse(chunk.operations) as ProductOperation[];
+    const applied = await this.admin.applyProductBatchIn(tx, run.merchant_id, operations);
+    await tx.deleteImportChunks(jobId, chunk.seq);
+    const progress = {
+      products_applied: job.products_applied + operations.length, upserted: job.upserted + applied.upserted, deleted: job.deleted + applied.deleted,
+    };
+    const last = job.operations !== null && progress.products_applied >= job.operations;
+    await tx.updateImportJob(jobId, last ? { ...progress, ...finished } : { ...progress, updated_at: at });
+    return !last;
+  }
+
+  /** ImportRunSteps: a chunk could not be applied: the job fails, its run and the chunks left go. */
+  async fail(run: PublishRunRecord, error: unknown): Promise<void> {
+    const problem = error instanceof ProblemError ? error : undefined;
+    const at = this.now().toISOString();
+    await this.storage.transaction(async (tx) => {
+      const current = await tx.publishRun(run.id);
+      if (current?.driver !== run.driver) return;
+      await tx.deleteImportChunks(run.import_job_id!);
+      await tx.deletePublishRun(run.id);
+      await tx.updateImportJob(run.import_job_id!, {
+        state: 'failed', finished_at: at, updated_at: at, error: problem?.detail ?? UNEXPECTED_FAILURE, error_code: problem?.code ?? 'internal_error',
+      });
+    });
   }
 
   /** The merchant's import job; 404 for an unknown one or another merchant's. */

@@ -13,7 +13,8 @@
 // take it within HAND_OFF_WAIT_MS). A run whose process stopped (SIGTERM between two chunks, a
 // crash) is resumed from its position by the next process that looks (`resumeStalled`: at start,
 // on a wake-up, and every half of CPS_PUBLISH_RUN_LEASE_MS, how long a driver holds its run past
-// each chunk).
+// each chunk). An NDJSON import is applied the same way (admin/import-jobs.ts): its checked
+// operations are staged with a run whose chunks are the import's, applied by `ImportRunSteps`.
 import { randomUUID } from 'node:crypto';
 import { silentLogger, type Logger } from '../operations/log.js';
 import { ProblemError } from '../shared/problem.js';
@@ -26,6 +27,17 @@ const WAIT_POLL_MS = 50;
 /** A run handed off that no one has taken after this long is driven by its caller. */
 const HAND_OFF_WAIT_MS = 1000;
 
+/** What a run of an import does (admin/import-jobs.ts gives it): the catalog's writes live there. */
+export interface ImportRunSteps {
+  /** Applies the job's next staged chunk in tx; false when none was left (and the job is finished in tx). */
+  applyNext(tx: StorageTx, run: PublishRunRecord): Promise<boolean>;
+  /** Ends the job as failed by `error` (its own transaction), with the run and the chunks left. */
+  fail(run: PublishRunRecord, error: unknown): Promise<void>;
+}
+
+/** Thrown to the caller whose run was given up because the service stopped: the next process resumes it. */
+export class StoppedMidRun extends ProblemError {}
+
 export class PublishRuns {
   /** This process's drivers: a run is held by the token of the process that drives it. */
   private readonly driver = randomUUID();
@@ -37,6 +49,8 @@ export class PublishRuns {
    * records them held by no one, and complete() waits for the thread to drive them.
    */
   handOff = false;
+  /** How runs of imports apply their chunks (admin/import-jobs.ts sets it). */
+  importSteps: ImportRunSteps | null = null;
 
   constructor(
     private readonly storage: CatalogStorage,
@@ -50,11 +64,14 @@ export class PublishRuns {
     return new Date(at.getTime() + this.leaseMs).toISOString();
   }
 
-  /** Records a run of the merchant's stores (null: all) in the write's transaction, held by this process. */
-  begin(tx: StorageTx, merchantId: number, storeIds: number[] | null): Promise<PublishRunRecord> {
+  /**
+   * Records a run of the merchant's stores (null: all) in the write's transaction, held by this
+   * process (or by no one, handed off); with `importJobId`, a run that applies that job's staged chunks.
+   */
+  begin(tx: StorageTx, merchantId: number, storeIds: number[] | null, importJobId: number | null = null): Promise<PublishRunRecord> {
     const now = this.now();
     return tx.insertPublishRun({
-      merchant_id: merchantId, store_ids: storeIds, after_product_id: 0,
+      merchant_id: merchantId, store_ids: storeIds, after_product_id: 0, import_job_id: importJobId,
       driver: this.handOff ? '' : this.driver, leased_until: this.handOff ? RELEASED_PUBLISH_RUN : this.leaseFrom(now),
       created_at: now.toISOString(),
     });
@@ -76,7 +93,7 @@ export class PublishRuns {
   private async awaitEnd(run: PublishRunRecord): Promise<void> {
     const handedOffAt = Date.now();
     for (;;) {
-      if (this.stopping) throw stoppedMidRun();
+      if (this.stopping) throw stoppedMidRun(run);
       const current = await this.storage.publishRun(run.id);
       if (!current) return;
       const now = this.now();
@@ -98,12 +115,13 @@ export class PublishRuns {
       if (this.stopping) {
         // Given up at once, so the next process resumes it without waiting for the hold to end.
         await this.storage.releasePublishRun(run.id, this.driver).catch(() => undefined);
-        throw stoppedMidRun();
+        throw stoppedMidRun(run);
       }
-      const step = await this.storage.transaction(async (tx) => {
+      const step = await this.storage.transaction(async (tx): Promise<'ended' | 'taken' | 'moved' | 'failed'> => {
         const current = await tx.publishRun(run.id);
         if (!current) return 'ended' as const;
         if (current.driver !== this.driver) return 'taken' as const;
+        if (current.import_job_id !== null) return this.applyImportChunk(tx, current);
         const last = await this.publisher.publishAfter(tx, current.merchant_id, current.store_ids, current.after_product_id, summary);
         if (last === null) {
           await tx.deletePublishRun(run.id);
@@ -111,14 +129,31 @@ export class PublishRuns {
         }
         await tx.updatePublishRun(run.id, { after_product_id: last, leased_until: this.leaseFrom(this.now()) });
         return 'moved' as const;
+      }).catch(async (error: unknown) => {
+        // A chunk of an import that cannot be applied (a supplier deleted since the file was
+        // checked) ends the import, rather than being tried again by every process that resumes it.
+        if (run.import_job_id === null || !this.importSteps) throw error;
+        await this.importSteps.fail(run, error);
+        return 'failed' as const;
       });
-      if (step === 'ended') return;
+      if (step === 'ended' || step === 'failed') return;
       if (step === 'taken') {
         // Another process resumed it (this one held it past its lease): it ends it.
         await this.awaitEnd(run);
         return;
       }
     }
+  }
+
+  /** One chunk of an import's run; a chunk that cannot be applied ends the import as failed. */
+  private async applyImportChunk(tx: StorageTx, run: PublishRunRecord): Promise<'ended' | 'moved'> {
+    if (!this.importSteps) throw new Error('a run of an import, but no import steps were given');
+    if (!await this.importSteps.applyNext(tx, run)) {
+      await tx.deletePublishRun(run.id);
+      return 'ended';
+    }
+    await tx.updatePublishRun(run.id, { after_product_id: run.after_product_id + 1, leased_until: this.leaseFrom(this.now()) });
+    return 'moved';
   }
 
   /** Takes the runs whose driver stopped and drives them to their end; returns how many it took. */
@@ -131,7 +166,8 @@ export class PublishRuns {
       if (!run) continue;
       taken++;
       if (stalled.leased_until !== RELEASED_PUBLISH_RUN || stalled.driver !== '') {
-        this.log.info({ merchant_id: run.merchant_id, run: run.id, after_product_id: run.after_product_id }, 'resuming an interrupted re-publishing');
+        this.log.info({ merchant_id: run.merchant_id, run: run.id, after_product_id: run.after_product_id, import_job: run.import_job_id ?? undefined },
+          run.import_job_id === null ? 'resuming an interrupted re-publishing' : 'resuming an interrupted import');
       }
       void this.complete(run).then(
         () => this.log.debug({ merchant_id: run.merchant_id, run: run.id }, 're-publishing completed'),
@@ -171,7 +207,11 @@ export class PublishRuns {
   }
 }
 
-function stoppedMidRun(): ProblemError {
-  return new ProblemError('internal_error', 'The service stopped while re-publishing the catalog after this change. The change is saved; '
+function stoppedMidRun(run: PublishRunRecord): StoppedMidRun {
+  if (run.import_job_id !== null) {
+    return new StoppedMidRun('internal_error', 'The service stopped while applying the import. The chunks applied so far stay applied; '
+      + 'the rest is applied when the service runs again (the import job shows its progress).');
+  }
+  return new StoppedMidRun('internal_error', 'The service stopped while re-publishing the catalog after this change. The change is saved; '
     + 'the products not yet re-published are re-published when the service runs again.');
 }

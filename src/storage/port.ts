@@ -209,6 +209,13 @@ export interface WebhookEndpointStore {
   getWebhookEndpoint(id: number, merchantId?: number): Promise<WebhookEndpointRecord | undefined>;
   /** getWebhookEndpoint for several ids at once (any merchant's), those that exist, in id order. */
   getWebhookEndpoints(ids: number[]): Promise<WebhookEndpointRecord[]>;
+  /**
+   * The endpoint whose outbox rows a coalescing pass turns into deliveries, locked (as
+   * getWebhookEndpoint in a write transaction) to the end of the pass; `busy` when another
+   * transaction holds it (PostgreSQL: an attempt's health update, another process's pass), which
+   * this pass then leaves for the next one rather than waiting; undefined when it was deleted.
+   */
+  coalescingEndpoint(id: number): Promise<WebhookEndpointRecord | 'busy' | undefined>;
   updateWebhookEndpoint(id: number, patch: Partial<Omit<WebhookEndpointRecord, 'id' | 'merchant_id' | 'created_at'>>): Promise<void>;
   /** updateWebhookEndpoint(id, health) for several endpoints at once (distinct ids). */
   updateWebhookEndpointsHealth(updates: { id: number; health: WebhookEndpointHealthRecord }[]): Promise<void>;
@@ -319,6 +326,12 @@ export interface ImportJobStore {
   importJob(merchantId: number, id: number): Promise<ImportJobRecord | undefined>;
   /** The merchant's most recent import jobs, newest first. */
   listImportJobs(merchantId: number, limit: number): Promise<ImportJobRecord[]>;
+  /** Stages the job's checked operations, a chunk per row (`operations`: the chunk's JSON), to be applied by its run. */
+  insertImportChunks(jobId: number, chunks: { seq: number; operations: string }[]): Promise<void>;
+  /** The job's first chunk not applied yet, or undefined when none is left. */
+  nextImportChunk(jobId: number): Promise<{ seq: number; operations: string } | undefined>;
+  /** Deletes the job's chunk `seq`, or every chunk it has left (seq omitted). */
+  deleteImportChunks(jobId: number, seq?: number): Promise<void>;
 }
 
 /** Every aggregate's operations: what a transaction's tx and a snapshot's reader offer. */

@@ -365,8 +365,13 @@ export interface PublishRunRecord {
   merchant_id: number;
   /** The stores to re-publish; null: every store of the merchant. */
   store_ids: number[] | null;
-  /** Every product up to this id is re-published. */
+  /** Every product up to this id is re-published (a run of an import: the chunks applied so far). */
   after_product_id: number;
+  /**
+   * The import job whose staged chunks the run applies (admin/import-jobs.ts), one per transaction;
+   * null for a re-publishing.
+   */
+  import_job_id: number | null;
   /** The driver holding the run (a random token per driver). */
   driver: string;
   /** The driver's hold ends then; a run whose hold ended is resumed by another. */
@@ -396,6 +401,8 @@ export interface ImportJobRecord {
   deleted: number;
   /** Why it failed (the problem's detail); null otherwise. */
   error: string | null;
+  /** The failure's problem code (`conflict`, `invalid_body`, `internal_error`); null otherwise. */
+  error_code: string | null;
   /** The bad lines with their reasons, bounded as the admin API's rejection lists them. */
   problems: ImportProblemRecord[];
 }

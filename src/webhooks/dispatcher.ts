@@ -219,7 +219,9 @@ export class WebhookDispatcher {
     const waitedMs = now.getTime() - Date.parse(group.oldestAt);
     const timeIsUp = waitedMs >= this.config.coalesceMs;
     if (!timeIsUp && group.count < this.config.batchSize) return 0;
-    const endpoint = await tx.getWebhookEndpoint(group.endpointId);
+    const endpoint = await tx.coalescingEndpoint(group.endpointId);
+    // Held by an attempt's health update or another pass: its rows wait for the next pass.
+    if (endpoint === 'busy') return 0;
     const rows = await tx.outboxRows(group, Math.max(group.count, 1));
     if (!endpoint) {
       await tx.deleteOutboxRows(rows.map((r) => r.id));

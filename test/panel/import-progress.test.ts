@@ -31,7 +31,7 @@ function runningJob(startedAgoMs: number, overrides: Partial<ImportJobRecord> = 
   const at = new Date(Date.now() - startedAgoMs).toISOString();
   return {
     merchant_id: merchantId, started_by: 'owner@progress.test', file_name: 'big.ndjson', state: 'running', started_at: at, updated_at: at,
-    finished_at: null, lines_read: 0, operations: null, products_applied: 0, upserted: 0, deleted: 0, error: null, problems: [], ...overrides,
+    finished_at: null, lines_read: 0, operations: null, products_applied: 0, upserted: 0, deleted: 0, error: null, error_code: null, problems: [], ...overrides,
   };
 }
 

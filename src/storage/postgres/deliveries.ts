@@ -10,6 +10,9 @@ import { notifyWork } from './wakeups.js';
 /** The channel NOTIFY cps_deliveries uses (wakeups.ts, topic `deliveries`), for pg_notify inside a statement. */
 export const DELIVERY_WORK_CHANNEL = 'cps_deliveries';
 
+/** The class (first key) of the advisory locks a delivery claim holds per endpoint (any fixed int4: "cpsc"). */
+const ENDPOINT_CLAIM_LOCK = 0x63707363;
+
 export class PgDeliveries implements DeliveryStore {
   static readonly writes = ['insertDelivery', 'claimDueDeliveries', 'updateDelivery', 'dropPendingDeliveries', 'recordAttempt', 'recordAttemptOutcomes'] as const;
 
@@ -37,15 +40,18 @@ export class PgDeliveries implements DeliveryStore {
   async claimDueDeliveries(claim: DeliveryClaim): Promise<DeliveryRecord[]> {
     const at = claim.now();
     const now = at.toISOString();
-    // 1. The active endpoints with due deliveries, locked (in id order) to the end of this
+    // 1. The active endpoints with due deliveries, each claim-locked (in id order) to the end of this
     // transaction, so one claim at a time counts an endpoint's leases and adds to them: per-endpoint
-    // concurrency holds across processes. A claim waits for another claim or an attempt's health
-    // update on the endpoint (both brief) rather than skipping it: a skipped endpoint looks like
-    // one with nothing due, and the dispatcher would stop sending to it until its next poll.
-    const due = await this.c.rows<{ id: number; merchant_id: number }>(`SELECT e.id, e.merchant_id FROM webhook_endpoints AS e
-      WHERE e.status = 'active' AND EXISTS (SELECT 1 FROM webhook_deliveries AS d
-        WHERE d.endpoint_id = e.id AND d.status IN ('pending', 'failed') AND d.next_attempt_at <= $1)
-      ORDER BY e.id FOR NO KEY UPDATE OF e`, [now]);
+    // concurrency holds across processes. A claim waits for another claim of the endpoint (brief)
+    // rather than skipping it: a skipped endpoint looks like one with nothing due, and the dispatcher
+    // would stop sending to it until its next poll. The claim lock is an advisory lock of its own,
+    // not the endpoint's row: a claim never waits for a coalescing pass or an attempt's health update
+    // that holds the row (issue 20: with several dispatchers those serialized every claim).
+    const due = await this.c.rows<{ id: number; merchant_id: number }>(`SELECT e.id, e.merchant_id, pg_advisory_xact_lock(${ENDPOINT_CLAIM_LOCK}, (e.id % 2147483648)::integer) IS NULL AS locked
+      FROM (SELECT e.id, e.merchant_id FROM webhook_endpoints AS e
+        WHERE e.status = 'active' AND EXISTS (SELECT 1 FROM webhook_deliveries AS d
+          WHERE d.endpoint_id = e.id AND d.status IN ('pending', 'failed') AND d.next_attempt_at <= $1)
+        ORDER BY e.id) AS e`, [now]);
     if (due.length === 0) return [];
     const endpointIds = due.map((r) => r.id);
     const merchantOfDue = new Map(due.map((r) => [r.id, r.merchant_id]));

@@ -5,17 +5,17 @@ import type { PgConnection, Row } from './connection.js';
 
 const JOB_FIELDS = [
   'merchant_id', 'started_by', 'file_name', 'state', 'started_at', 'updated_at', 'finished_at',
-  'lines_read', 'operations', 'products_applied', 'upserted', 'deleted', 'error', 'problems',
+  'lines_read', 'operations', 'products_applied', 'upserted', 'deleted', 'error', 'error_code', 'problems',
 ] as const;
 const PROGRESS_FIELDS = [
-  'state', 'updated_at', 'finished_at', 'lines_read', 'operations', 'products_applied', 'upserted', 'deleted', 'error', 'problems',
+  'state', 'updated_at', 'finished_at', 'lines_read', 'operations', 'products_applied', 'upserted', 'deleted', 'error', 'error_code', 'problems',
 ] as const;
 
 const toJob = (row: Row): ImportJobRecord => ({ ...(row as unknown as ImportJobRecord), problems: JSON.parse(row.problems as string) });
 const stored = (field: string, value: unknown) => (field === 'problems' ? JSON.stringify(value) : value);
 
 export class PgImportJobs implements ImportJobStore {
-  static readonly writes = ['insertImportJob', 'updateImportJob'] as const;
+  static readonly writes = ['insertImportJob', 'updateImportJob', 'insertImportChunks', 'deleteImportChunks'] as const;
 
   constructor(private readonly c: PgConnection) {}
 
@@ -39,5 +39,20 @@ export class PgImportJobs implements ImportJobStore {
 
   async listImportJobs(merchantId: number, limit: number): Promise<ImportJobRecord[]> {
     return (await this.c.rows('SELECT * FROM import_jobs WHERE merchant_id = $1 ORDER BY id DESC LIMIT $2', [merchantId, limit])).map(toJob);
+  }
+
+  async insertImportChunks(jobId: number, chunks: { seq: number; operations: string }[]): Promise<void> {
+    if (chunks.length === 0) return;
+    await this.c.run('INSERT INTO import_job_chunks (job_id, seq, operations) SELECT $1, * FROM unnest($2::integer[], $3::text[])',
+      [jobId, chunks.map((c) => c.seq), chunks.map((c) => c.operations)]);
+  }
+
+  async nextImportChunk(jobId: number): Promise<{ seq: number; operations: string } | undefined> {
+    return this.c.one<{ seq: number; operations: string }>('SELECT seq, operations FROM import_job_chunks WHERE job_id = $1 ORDER BY seq LIMIT 1', [jobId]);
+  }
+
+  async deleteImportChunks(jobId: number, seq?: number): Promise<void> {
+    if (seq === undefined) await this.c.run('DELETE FROM import_job_chunks WHERE job_id = $1', [jobId]);
+    else await this.c.run('DELETE FROM import_job_chunks WHERE job_id = $1 AND seq = $2', [jobId, seq]);
   }
 }

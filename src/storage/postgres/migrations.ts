@@ -771,4 +771,21 @@ CREATE CONSTRAINT TRIGGER image_mirrors_counted_update AFTER UPDATE OF state, li
   EXECUTE FUNCTION image_state_counted();
 `,
   },
+  {
+    id: 27,
+    name: 'import_runs',
+    sql: `
+-- Issue 20: an import's checked operations are staged, a chunk per row, and applied by a publish
+-- run (a chunk per transaction), so that serve's publishing thread applies them, off the serving
+-- loop, and a run its process left is resumed from its next chunk (admin/import-jobs.ts).
+ALTER TABLE publish_runs ADD COLUMN import_job_id bigint REFERENCES import_jobs(id);
+ALTER TABLE import_jobs ADD COLUMN error_code text;
+CREATE TABLE import_job_chunks (
+  job_id bigint NOT NULL REFERENCES import_jobs(id),
+  seq integer NOT NULL,
+  operations text NOT NULL,
+  PRIMARY KEY (job_id, seq)
+);
+`,
+  },
 ];

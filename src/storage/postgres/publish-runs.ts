@@ -8,6 +8,7 @@ import { notifyWork } from './wakeups.js';
 const toRun = (row: Row): PublishRunRecord => ({
   id: Number(row.id), merchant_id: Number(row.merchant_id), after_product_id: Number(row.after_product_id),
   store_ids: row.store_ids === null ? null : JSON.parse(row.store_ids as string) as number[],
+  import_job_id: row.import_job_id === null ? null : Number(row.import_job_id),
   driver: row.driver as string, leased_until: row.leased_until as string, created_at: row.created_at as string,
 });
 
@@ -17,9 +18,10 @@ export class PgPublishRuns implements PublishRunStore {
   constructor(private readonly c: PgConnection) {}
 
   async insertPublishRun(run: Omit<PublishRunRecord, 'id'>): Promise<PublishRunRecord> {
-    const row = await this.c.one(`INSERT INTO publish_runs (merchant_id, store_ids, after_product_id, driver, leased_until, created_at)
-      VALUES ($1, $2, $3, $4, $5, $6) RETURNING *`,
-    [run.merchant_id, run.store_ids === null ? null : JSON.stringify(run.store_ids), run.after_product_id, run.driver, run.leased_until, run.created_at]);
+    const row = await this.c.one(`INSERT INTO publish_runs (merchant_id, store_ids, after_product_id, import_job_id, driver, leased_until, created_at)
+      VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *`,
+    [run.merchant_id, run.store_ids === null ? null : JSON.stringify(run.store_ids), run.after_product_id, run.import_job_id, run.driver,
+      run.leased_until, run.created_at]);
     // A run held by no one is work for the workers of any process (delivered at COMMIT).
     if (run.leased_until === RELEASED) await notifyWork(this.c, 'publishing');
     return toRun(row!);

@@ -36,6 +36,18 @@ export class PgWebhookEndpoints implements WebhookEndpointStore {
       ${this.c.inWriteTransaction ? 'FOR NO KEY UPDATE' : ''}`, [[...new Set(ids)]])).map(toEndpoint);
   }
 
+  async coalescingEndpoint(id: number): Promise<WebhookEndpointRecord | 'busy' | undefined> {
+    // Locked as getWebhookEndpoint locks it, but never waited for: a pass holds its endpoints to its
+    // COMMIT, and one pass waiting for another's (or for an attempt's health update) would serialize
+    // every dispatcher on every endpoint. The rows of a busy endpoint stay for the next pass.
+    const row = await this.c.one(`SELECT e.*, locked.id IS NULL AS busy FROM webhook_endpoints AS e
+      LEFT JOIN (SELECT id FROM webhook_endpoints WHERE id = $1 FOR NO KEY UPDATE SKIP LOCKED) AS locked ON locked.id = e.id
+      WHERE e.id = $1`, [id]);
+    if (!row) return undefined;
+    const { busy, ...endpoint } = row;
+    return busy ? 'busy' : toEndpoint(endpoint);
+  }
+
   async updateWebhookEndpoint(id: number, patch: Partial<Omit<WebhookEndpointRecord, 'id' | 'merchant_id' | 'created_at'>>): Promise<void> {
     const fields = ENDPOINT_FIELDS.filter((f) => f in patch);
     if (fields.length === 0) return;

@@ -645,4 +645,21 @@ CREATE INDEX publish_runs_lease ON publish_runs(leased_until, id);
 SELECT 1;
 `,
   },
+  {
+    id: 27,
+    name: 'import_runs',
+    sql: `
+-- Issue 20: an import's checked operations are staged, a chunk per row, and applied by a publish
+-- run (a chunk per transaction), so that serve's publishing thread applies them, off the serving
+-- loop, and a run its process left is resumed from its next chunk (admin/import-jobs.ts).
+ALTER TABLE publish_runs ADD COLUMN import_job_id INTEGER REFERENCES import_jobs(id);
+ALTER TABLE import_jobs ADD COLUMN error_code TEXT;
+CREATE TABLE import_job_chunks (
+  job_id INTEGER NOT NULL REFERENCES import_jobs(id),
+  seq INTEGER NOT NULL,
+  operations TEXT NOT NULL,
+  PRIMARY KEY (job_id, seq)
+);
+`,
+  },
 ];

@@ -13,8 +13,8 @@ export class SqlitePublishRuns implements PublishRunStore {
   constructor(private readonly c: SqliteConnection) {}
 
   async insertPublishRun(run: Omit<PublishRunRecord, 'id'>): Promise<PublishRunRecord> {
-    const row = this.c.stmt(`INSERT INTO publish_runs (merchant_id, store_ids, after_product_id, driver, leased_until, created_at)
-      VALUES (@merchant_id, @store_ids, @after_product_id, @driver, @leased_until, @created_at) RETURNING *`)
+    const row = this.c.stmt(`INSERT INTO publish_runs (merchant_id, store_ids, after_product_id, import_job_id, driver, leased_until, created_at)
+      VALUES (@merchant_id, @store_ids, @after_product_id, @import_job_id, @driver, @leased_until, @created_at) RETURNING *`)
       .get({ ...run, store_ids: run.store_ids === null ? null : JSON.stringify(run.store_ids) }) as Row;
     // A run held by no one is work for the workers (serve's worker thread drives it).
     if (run.leased_until === RELEASED) this.c.addedWork.add('publishing');

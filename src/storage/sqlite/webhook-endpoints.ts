@@ -29,6 +29,11 @@ export class SqliteWebhookEndpoints implements WebhookEndpointStore {
     return this.endpoint(id, merchantId);
   }
 
+  async coalescingEndpoint(id: number): Promise<WebhookEndpointRecord | undefined> {
+    // One writer at a time: the endpoint is never busy.
+    return this.endpoint(id, undefined);
+  }
+
   async getWebhookEndpoints(ids: number[]): Promise<WebhookEndpointRecord[]> {
     const endpoints: WebhookEndpointRecord[] = [];
     for (const id of [...new Set(ids)].sort((a, b) => a - b)) {

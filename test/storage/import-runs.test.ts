@@ -1,0 +1,116 @@
+// An import applied by a run (issue 20, admin/import-jobs.ts): the checked operations are staged a
+// chunk per row with a publish run, which applies them a chunk per transaction. Handed off (serve's
+// publishing thread), the process that follows runs applies them while the request only waits; a
+// run whose process stopped between two chunks is resumed from its next chunk by another process.
+// On the project's engine (SQLite and PostgreSQL); two PublishRuns over one storage stand for two processes.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ImportJobs } from '../../src/admin/import-jobs.js';
+import { PublishRuns } from '../../src/catalog/publish-runs.js';
+import { silentLogger } from '../../src/operations/log.js';
+import { RELEASED_PUBLISH_RUN } from '../../src/storage/records.js';
+import { startTestService, type TestService } from '../support/service.js';
+
+const CHUNK = 10;
+const PRODUCTS = 45;
+
+let service: TestService;
+let merchantId: number;
+
+beforeAll(async () => {
+  service = await startTestService();
+  merchantId = (await service.admin.createMerchant({ name: 'Import Run Outfitters' })).id;
+  await service.admin.upsertStore(merchantId, 'de', { name: 'DE', locale: 'de-DE', currency: 'EUR', is_default: true, active: true, exclude_out_of_stock: false });
+  await service.admin.upsertSupplier(merchantId, 'alpine', 'Alpine');
+});
+afterAll(() => service?.close());
+
+const file = (prefix: string) => Array.from({ length: PRODUCTS }, (_, n) => `${JSON.stringify({
+  op: 'upsert_product', product: { ref: `${prefix}-${n}`, content: { de: { title: `${prefix} ${n}` } }, offers: [{ supplier_ref: 'alpine', quantity: 1, cost: '10.00', currency: 'EUR' }] },
+})}\n`).join('');
+
+/** A process: its publish runs, and its import jobs applying their chunks (each call to applyNext counted). */
+function process(handOff = false) {
+  const runs = new PublishRuns(service.storage, service.admin.publisher, () => new Date());
+  runs.handOff = handOff;
+  const imports = new ImportJobs(service.storage, service.admin, () => new Date(), { chunkSize: CHUNK, maxJsonDepth: 64, progressIntervalMs: 0 }, runs);
+  const applied: number[] = [];
+  const applyNext = imports.applyNext.bind(imports);
+  imports.applyNext = async (tx, run) => {
+    const more = await applyNext(tx, run);
+    applied.push(run.import_job_id!);
+    return more;
+  };
+  return { runs, imports, applied };
+}
+
+/** Every product of the file is in the catalog, and nothing of the job is left to apply. */
+async function expectApplied(jobId: number, prefix: string): Promise<void> {
+  expect(await service.storage.importJob(merchantId, jobId)).toMatchObject({
+    state: 'succeeded', operations: PRODUCTS, products_applied: PRODUCTS, upserted: PRODUCTS, deleted: 0, error: null, finished_at: expect.any(String),
+  });
+  expect(await service.storage.nextImportChunk(jobId)).toBeUndefined();
+  expect(await service.storage.stalledPublishRuns('9999-01-01T00:00:00.000Z', 100)).toEqual([]);
+  for (const n of [0, PRODUCTS - 1]) expect((await service.admin.productSource(merchantId, `${prefix}-${n}`)).ref).toBe(`${prefix}-${n}`);
+}
+
+describe('an import applied by a run', () => {
+  it('handed off, is applied a chunk per transaction by the process that follows runs, while the request only waits', async () => {
+    const caller = process(true);
+    const follower = process();
+    const stopFollowing = follower.runs.follow(silentLogger, 60_000);
+    try {
+      const { job, done } = await caller.imports.start(merchantId, 'operator', 'handed.ndjson', file('H'));
+      expect(await done).toEqual({ lines: PRODUCTS, upserted: PRODUCTS, deleted: 0 });
+      await expectApplied(job.id, 'H');
+      // Five chunks of ten, each applied by the follower (woken by the commit of the staged run).
+      expect(follower.applied).toEqual([job.id, job.id, job.id, job.id, job.id]);
+      expect(caller.applied).toEqual([]);
+      await follower.runs.drained();
+    } finally {
+      stopFollowing();
+    }
+  });
+
+  it('stopped between two chunks, tells the request, keeps the job running with the chunks applied, and is resumed from its next chunk by another process', async () => {
+    const first = process();
+    const applyNext = first.imports.applyNext.bind(first.imports);
+    first.imports.applyNext = async (tx, run) => {
+      const more = await applyNext(tx, run);
+      // SIGTERM after the second chunk: the run is given up before the third.
+      if (first.applied.length === 2) void first.runs.stop();
+      return more;
+    };
+    const { job, done } = await first.imports.start(merchantId, 'operator', 'stopped.ndjson', file('S'));
+    await expect(done).rejects.toMatchObject({ status: 500, detail: expect.stringMatching(/rest is applied when the service runs again/) });
+    expect(await service.storage.importJob(merchantId, job.id)).toMatchObject({ state: 'running', operations: PRODUCTS, products_applied: 2 * CHUNK, error: null });
+    expect(await service.storage.nextImportChunk(job.id)).toMatchObject({ seq: 3 });
+    const [stalled] = await service.storage.stalledPublishRuns(new Date().toISOString(), 10);
+    expect(stalled).toMatchObject({ import_job_id: job.id, after_product_id: 2, leased_until: RELEASED_PUBLISH_RUN });
+
+    const second = process();
+    expect(await second.runs.resumeStalled()).toBe(1);
+    await second.runs.drained();
+    await expectApplied(job.id, 'S');
+    // Three chunks left: the second process applied those, and only those.
+    expect(second.applied).toHaveLength(3);
+  });
+
+  it('with a chunk that can no longer be applied, fails with the problem, drops the chunks left and keeps those before', async () => {
+    const runner = process();
+    const applyNext = runner.imports.applyNext.bind(runner.imports);
+    runner.imports.applyNext = async (tx, run) => {
+      // Before the third chunk: the supplier the file's lines name is deleted (in the chunk's transaction).
+      if (runner.applied.length === 2) await tx.deleteSupplier(merchantId, 'alpine');
+      return applyNext(tx, run);
+    };
+    const { job, done } = await runner.imports.start(merchantId, 'operator', 'conflict.ndjson', file('C'));
+    await expect(done).rejects.toMatchObject({ status: 409, detail: expect.stringContaining('line 21') });
+    expect(await service.storage.importJob(merchantId, job.id)).toMatchObject({
+      state: 'failed', operations: PRODUCTS, products_applied: 2 * CHUNK, error_code: 'conflict', finished_at: expect.any(String),
+    });
+    expect(await service.storage.nextImportChunk(job.id)).toBeUndefined();
+    expect(await service.storage.stalledPublishRuns('9999-01-01T00:00:00.000Z', 100)).toEqual([]);
+    expect((await service.admin.productSource(merchantId, 'C-19')).ref).toBe('C-19');
+    await expect(service.admin.productSource(merchantId, 'C-20')).rejects.toMatchObject({ status: 404 });
+  });
+});

@@ -783,9 +783,13 @@ export interface paths {
          *     named `line N`, and nothing is applied. Otherwise the lines are applied in file order (a
          *     later line for the same ref wins) in chunks, each chunk one transaction that also
          *     re-resolves its products in every store and records their changes; the response is sent
-         *     when every chunk is committed. Should the service stop midway, the chunks committed so far
-         *     stay applied: sending the same file again is safe, because upserts replace and deleting a
-         *     missing ref is a no-op.
+         *     when every chunk is committed. The checked operations are stored with the import before the
+         *     first chunk is applied: should the service stop midway, the answer is `500` saying so, the
+         *     chunks committed so far stay applied, and the rest is applied when the service runs again
+         *     (the import job shows its progress). Sending the same file again is safe too, because
+         *     upserts replace and deleting a missing ref is a no-op. A chunk whose supplier or store was
+         *     deleted after the file was checked answers `409`; the chunks before it stay applied and the
+         *     rest is not applied.
          *
          *     The body limit is configurable (default 64 MiB); a larger body answers `413` before any
          *     line is applied.

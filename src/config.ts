@@ -111,6 +111,11 @@ export interface Config {
    * loop answering requests never runs their statements); `inline`, on the serving event loop.
    */
   workers: 'thread' | 'inline';
+  /**
+   * The nice value (0-19) of `serve`'s worker threads on Linux: on a busy machine the thread that
+   * answers requests gets the CPU first, the background work whatever is left (0: same priority).
+   */
+  workerNice: number;
   /** Owners' notifications by e-mail, in addition to the notifications table. */
   smtp: { url: string | null; from: string };
   /** Per-API-key token bucket on /v1 (product decisions, "Errors and bad input"); both at least 1. */
@@ -225,6 +230,11 @@ function oneOf<T extends string>(env: Env, name: string, values: readonly T[], f
   return raw as T;
 }
 
+function atMost(value: number, ceiling: number, name: string): number {
+  if (value > ceiling) throw new Error(`${name} must be at most ${ceiling}, got ${value}`);
+  return value;
+}
+
 /** Product decisions set floors some settings may not go below (e.g. feed history >= 30 days). */
 function atLeast(value: number, floor: number, name: string): number {
   if (value < floor) throw new Error(`${name} must be at least ${floor}, got ${value}`);
@@ -287,6 +297,7 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
     },
     webhookDispatcher: bool(env, 'CPS_WEBHOOK_DISPATCHER', true),
     workers: oneOf(env, 'CPS_WORKERS', ['thread', 'inline'] as const, 'thread'),
+    workerNice: atMost(int(env, 'CPS_WORKER_NICE', 10), 19, 'CPS_WORKER_NICE'),
     images: {
       mirrorInServe: bool(env, 'CPS_IMAGE_MIRRORING', true),
       // Beside the database unless configured (resolved below, after overrides of databasePath).

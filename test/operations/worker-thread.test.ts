@@ -10,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
 import { freePort, ROOT, ServiceProcess, until } from '../faults/harness.js';
 import { ImageServer } from '../support/image-server.js';
 import { Receiver } from '../support/receiver.js';
@@ -73,6 +74,17 @@ async function catalogWithWork(admin: (method: string, pathname: string, body?: 
   return (await admin('POST', `${base}/api-keys`, { name: 'test' })).key as string;
 }
 
+/** The nice value of each thread of the process (Linux: /proc/PID/task/TID/stat, field 19), by thread id. */
+function threadNiceness(pid: number): Map<number, number> {
+  const niceness = new Map<number, number>();
+  for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
+    const stat = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+    // After the command name in parentheses: field 3 (state) onwards; nice is field 19.
+    niceness.set(Number(tid), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]));
+  }
+  return niceness;
+}
+
 const metric = (text: string, name: string, labels: string) =>
   Number(new RegExp(`^${name}\\{${labels}\\} (\\S+)$`, 'm').exec(text)?.[1] ?? Number.NaN);
 
@@ -81,6 +93,12 @@ describe('serve\'s workers in a thread of their own (CPS_WORKERS)', () => {
     const { base, admin } = await startServe();
     expect(service!.output).toMatch(/"workers":"thread"/);
     const key = await catalogWithWork(admin);
+    // The worker threads (workers, publishing) run at CPS_WORKER_NICE (10 by default), the thread
+    // that answers requests at the process's own priority.
+    const niceness = threadNiceness(service!.pid);
+    const own = os.getPriority();
+    expect(niceness.get(service!.pid)).toBe(own);
+    expect([...niceness.values()].filter((nice) => nice === Math.min(19, own + 10)).length).toBeGreaterThanOrEqual(2);
     // The image is mirrored: the payload shows the service's copy (spec 2.1 image rule 2).
     await until(async () => {
       const product = await (await fetch(`${base}/v1/products?per_page=1`, { headers: { Authorization: `Bearer ${key}` } })).json();
@@ -113,10 +131,19 @@ describe('serve\'s workers in a thread of their own (CPS_WORKERS)', () => {
   it('runs them on the serving event loop with CPS_WORKERS=inline', async () => {
     const { admin } = await startServe('inline');
     expect(service!.output).toMatch(/"workers":"inline"/);
+    expect([...threadNiceness(service!.pid).values()].every((nice) => nice === os.getPriority())).toBe(true);
     await catalogWithWork(admin);
     await until(() => receiver.requests.length >= 2, 15_000, () => `the receiver got ${receiver.requests.length} deliveries`);
     await service!.stop('SIGTERM');
     expect(service!.child.exitCode).toBe(0);
+  });
+
+  it('CPS_WORKER_NICE: 10 by default, 0 to 19, anything else refused naming the setting', () => {
+    expect(loadConfig({}).workerNice).toBe(10);
+    expect(loadConfig({ CPS_WORKER_NICE: '0' }).workerNice).toBe(0);
+    expect(loadConfig({ CPS_WORKER_NICE: '19' }).workerNice).toBe(19);
+    expect(() => loadConfig({ CPS_WORKER_NICE: '20' })).toThrow(/CPS_WORKER_NICE must be at most 19, got 20/);
+    expect(() => loadConfig({ CPS_WORKER_NICE: '-5' })).toThrow(/CPS_WORKER_NICE must be a non-negative integer/);
   });
 
   it('refuses an unknown CPS_WORKERS value at start, naming the setting', async () => {

@@ -68,7 +68,10 @@ export function startWorkerThread(service: Service, data: WorkerThreadData): Wor
     const thread = newThread(data);
     worker = thread;
     thread.on('message', (message: FromWorkerThread) => {
-      if (message.type === 'started') markStarted();
+      if (message.type === 'started') {
+        log.info({ workers: Object.keys(data).filter((key) => data[key as keyof WorkerThreadData] === true) }, 'worker thread started');
+        markStarted();
+      }
       else if (message.type === 'delivery') service.metrics.observeDelivery(message.outcome, message.seconds);
       else if (message.type === 'statements') service.metrics.addStatements(message.drained);
       else if (message.type === 'stopped') stopped();

@@ -92,6 +92,12 @@ describe('serve\'s workers in a thread of their own (CPS_WORKERS)', () => {
   it('mirrors and delivers from the worker thread by default, counts its deliveries and statements in /metrics, and stops cleanly on SIGTERM', async () => {
     const { base, admin } = await startServe();
     expect(service!.output).toMatch(/"workers":"thread"/);
+    // Both threads started before the port was listened on (the first requests do not wait on their start).
+    const listening = service!.output.indexOf('"msg":"listening"');
+    for (const thread of ['workers', 'publishing']) {
+      const started = new RegExp(`"thread":"${thread}".*"msg":"worker thread started"`).exec(service!.output);
+      expect(started?.index).toBeLessThan(listening);
+    }
     const key = await catalogWithWork(admin);
     // The worker threads (workers, publishing) run at CPS_WORKER_NICE (10 by default), the thread
     // that answers requests at the process's own priority.

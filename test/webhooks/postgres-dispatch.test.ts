@@ -126,6 +126,30 @@ describe('several dispatchers on one PostgreSQL database', () => {
     expect(await b.storage.transaction((other) => other.outboxRows(group!, 100))).toHaveLength(3);
   });
 
+  it('coalesce past an endpoint whose row another transaction holds, leaving its rows for the next pass, and claim without waiting for that row', async () => {
+    const { merchant, endpointId, a, b, deliveries } = await twoDispatchers({ batchSize: 1 });
+    await importProducts(merchant, ['HELD-1', 'HELD-2']);
+    await a.storage.transaction(async (tx) => {
+      // An attempt's health update (or another process's pass) holds the endpoint's row.
+      await tx.getWebhookEndpoint(endpointId);
+      // The other process's pass neither waits nor batches the rows: it finds the endpoint busy.
+      expect(await b.storage.transaction((other) => other.coalescingEndpoint(endpointId))).toBe('busy');
+      expect(await b.dispatcher.coalesce()).toBe(0);
+      expect(await b.storage.outboxGroups()).toMatchObject([{ endpointId, count: 2 }]);
+    });
+    // Its next pass, the row free again, batches them.
+    expect(await b.dispatcher.coalesce()).toBe(2);
+    await a.storage.transaction(async (tx) => {
+      await tx.getWebhookEndpoint(endpointId);
+      // A claim takes its per-endpoint lock of its own (an advisory lock), not the row: it leases at once.
+      const claimed = await b.storage.claimDueDeliveries({
+        now: () => new Date(), leaseMs: 60_000, limit: 10, perEndpoint: 2, inFlightByEndpoint: new Map(), perMerchant: 10,
+      });
+      expect(claimed.map((d) => d.endpoint_id)).toEqual([endpointId, endpointId]);
+    });
+    expect((await deliveries()).map((d) => d.status)).toEqual(['pending', 'pending']);
+  });
+
   it('wakes a dispatcher on a commit in another process (NOTIFY) long before its poll interval', async () => {
     const { merchant, receiver, b } = await twoDispatchers({ batchSize: 1, pollIntervalMs: 60_000 });
     // Only the second service dispatches, and it polls once a minute; the first one takes the write.

@@ -34,6 +34,19 @@ export async function ensureMirrorRows(c: PgConnection, merchantId: number, urls
   await notifyWork(c, 'images');
 }
 
+/**
+ * The origins of merchant $1 with pending images: a loose index scan of image_mirrors_pending_origin,
+ * one probe per origin. Every statement on a merchant's pending images goes through it (migration 28
+ * dropped the (merchant, next attempt) index, which the planner took for an origin with a few images,
+ * walking every pending image of the merchant's big origin to find them).
+ */
+const PENDING_ORIGINS = `WITH RECURSIVE origins(origin) AS (
+    SELECT min(origin) FROM image_mirrors WHERE merchant_id = $1 AND state = 'pending'
+    UNION ALL
+    SELECT (SELECT min(i.origin) FROM image_mirrors AS i WHERE i.merchant_id = $1 AND i.state = 'pending' AND i.origin > o.origin)
+    FROM origins AS o WHERE o.origin IS NOT NULL
+  )`;
+
 /** The claim's statements on PostgreSQL, in the claim's transaction: rows are locked, and another mirror's claim skips them. */
 class PgImageClaimQueries implements ImageClaimQueries {
   constructor(private readonly c: PgConnection) {}
@@ -47,12 +60,7 @@ class PgImageClaimQueries implements ImageClaimQueries {
   async dueImagesOf(merchantId: number, now: string, fullOrigins: string[], perOrigin: number): Promise<ClaimedImageMirror[]> {
     // A loose index scan of the merchant's origins with pending work (one probe each), then each
     // origin's oldest due images from the same index.
-    return this.c.rows<ClaimedRow>(`WITH RECURSIVE origins(origin) AS (
-        SELECT min(origin) FROM image_mirrors WHERE merchant_id = $1 AND state = 'pending'
-        UNION ALL
-        SELECT (SELECT min(i.origin) FROM image_mirrors AS i WHERE i.merchant_id = $1 AND i.state = 'pending' AND i.origin > o.origin)
-        FROM origins AS o WHERE o.origin IS NOT NULL
-      )
+    return this.c.rows<ClaimedRow>(`${PENDING_ORIGINS}
       SELECT d.* FROM origins AS o CROSS JOIN LATERAL (
         SELECT ${WORK_COLUMNS} FROM image_mirrors AS e
         WHERE e.merchant_id = $1 AND e.state = 'pending' AND e.origin = o.origin AND e.next_attempt_at <= $2
@@ -62,7 +70,12 @@ class PgImageClaimQueries implements ImageClaimQueries {
   }
 
   async earliestPending(merchantId: number): Promise<string | null> {
-    const row = await this.c.one<{ at: string | null }>(`SELECT min(next_attempt_at) AS at FROM image_mirrors WHERE merchant_id = $1 AND state = 'pending'`, [merchantId]);
+    // The earliest of each origin's earliest (one probe per origin, from the same index as the claim's).
+    const row = await this.c.one<{ at: string | null }>(`${PENDING_ORIGINS}
+      SELECT min(d.at) AS at FROM origins AS o CROSS JOIN LATERAL (
+        SELECT e.next_attempt_at AS at FROM image_mirrors AS e WHERE e.merchant_id = $1 AND e.state = 'pending' AND e.origin = o.origin
+        ORDER BY e.next_attempt_at LIMIT 1
+      ) AS d WHERE o.origin IS NOT NULL`, [merchantId]);
     return row?.at ?? null;
   }
 

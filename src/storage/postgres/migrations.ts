@@ -788,4 +788,16 @@ CREATE TABLE import_job_chunks (
 );
 `,
   },
+  {
+    id: 28,
+    name: 'image_claims_by_origin_only',
+    sql: `
+-- Issue 20 (bench:scale on PostgreSQL, right after a 100k build): for an origin with a few pending
+-- images (the supplier's second host), the planner took image_mirrors_due_per_merchant and walked the
+-- merchant's 175,000 pending images of its big origin to find them (a claim: 50-280 ms). The claims'
+-- statements go by origin (image_mirrors_pending_origin) alone now; every lease and transition also
+-- writes one index less.
+DROP INDEX image_mirrors_due_per_merchant;
+`,
+  },
 ];

@@ -54,6 +54,7 @@
 //   [--only a,c,d,e,f,h,g,b] [--json] [--phase-seconds S (60)] [--endpoints E (20)] [--readers R (2)]
 //   [--tenants M] [--tenant-products P] [--seed-changes C (1000000)] [--seed-deliveries D (100000)]
 //   [--baseline-env CPS_X=V,...] [--candidate-env CPS_X=V,...]  settings of each version's measured services
+//   [--logs DIR]  every service's whole output in DIR, a file per process
 //   (e.g. --baseline HEAD --baseline-env CPS_WORKERS=inline: one commit, two settings, side by side)
 // With --json, stdout carries only the result (progress on stderr). Exits 0 whatever the verdicts;
 // 1 when the run itself fails.
@@ -96,6 +97,7 @@ const { values: flags } = parseArgs({
     hanging: { type: 'string', default: '8' },
     'baseline-env': { type: 'string' },
     'candidate-env': { type: 'string' },
+    logs: { type: 'string' },
   },
 });
 const int = (name: string, value: string | undefined, min = 0) => {
@@ -219,6 +221,13 @@ function spawnCli(dir: string, args: string[], env: Record<string, string>): { c
   };
   child.stdout!.on('data', onData);
   child.stderr!.on('data', onData);
+  if (flags.logs) {
+    // --logs DIR: every service's whole output, a file per process (its pid), for what the tail misses.
+    fs.mkdirSync(flags.logs, { recursive: true });
+    const file = fs.createWriteStream(path.join(flags.logs, `${path.basename(dir)}-${args[0]}-${child.pid}.log`));
+    child.stdout!.pipe(file);
+    child.stderr!.pipe(file);
+  }
   return { child, output: () => tail, seen, onLine: (watch) => { watchers.add(watch); return () => watchers.delete(watch); } };
 }
 

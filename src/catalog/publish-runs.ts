@@ -133,6 +133,7 @@ export class PublishRuns {
         // A chunk of an import that cannot be applied (a supplier deleted since the file was
         // checked) ends the import, rather than being tried again by every process that resumes it.
         if (run.import_job_id === null || !this.importSteps) throw error;
+        if (!(error instanceof ProblemError)) this.log.error({ err: error, run: run.id, import_job: run.import_job_id }, 'an import chunk failed: the import stops');
         await this.importSteps.fail(run, error);
         return 'failed' as const;
       });

@@ -42,9 +42,11 @@ export class PgImportJobs implements ImportJobStore {
   }
 
   async insertImportChunks(jobId: number, chunks: { seq: number; operations: string }[]): Promise<void> {
-    if (chunks.length === 0) return;
-    await this.c.run('INSERT INTO import_job_chunks (job_id, seq, operations) SELECT $1, * FROM unnest($2::integer[], $3::text[])',
-      [jobId, chunks.map((c) => c.seq), chunks.map((c) => c.operations)]);
+    // A statement per chunk (hundreds of kilobytes each): one array parameter of the whole file would
+    // be escaped and sent in one synchronous step of the event loop.
+    for (const chunk of chunks) {
+      await this.c.run('INSERT INTO import_job_chunks (job_id, seq, operations) VALUES ($1, $2, $3)', [jobId, chunk.seq, chunk.operations]);
+    }
   }
 
   async nextImportChunk(jobId: number): Promise<{ seq: number; operations: string } | undefined> {

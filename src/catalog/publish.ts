@@ -127,6 +127,10 @@ export class CatalogPublisher {
     // A store's writes go out while the next store resolves (node resolves while the database
     // writes): the transaction still runs them in the same order, each store's after the one before.
     let writing: Promise<void> = Promise.resolve();
+    // Every store's changes are recorded together, once the stores' payloads are written: on
+    // PostgreSQL recording them takes the merchant's change sequencer to COMMIT (every other write
+    // of the merchant waits for it), which must not be held while the next store resolves.
+    const chunkChanges: DetectedChange[] = [];
     for (const [storeIndex, store] of stores.entries()) {
       await yieldToOthers();
       const previous = previousByStore[storeIndex]!;
@@ -153,14 +157,16 @@ export class CatalogPublisher {
       }
       writing = writing.then(async () => {
         await tx.upsertPublished(store.id, rows);
-        await this.changes.record(tx, context.merchantId, changes);
+        await this.changes.outbox(tx, context.merchantId, changes);
         if (added) await tx.bumpCatalogVersion([store.id]);
       });
+      chunkChanges.push(...changes);
       // Awaited below; a failure meanwhile is not an unhandled rejection (and stops the writes after it).
       writing.catch(() => {});
       summary.changes += changes.length;
     }
     await writing;
+    await this.changes.positions(tx, context.merchantId, chunkChanges);
     await yieldToOthers();
   }
 }

@@ -12,14 +12,26 @@ export class ChangeRecorder {
 
   /** Writes the merchant's changes in tx, the transaction of the data change that caused them. */
   async record(tx: StorageTx, merchantId: number, changes: DetectedChange[]): Promise<void> {
+    await this.outbox(tx, merchantId, changes);
+    await this.positions(tx, merchantId, changes);
+  }
+
+  /** The outbox rows of the changes (record's first half: a bulk write records its parts' as it goes). */
+  async outbox(tx: StorageTx, merchantId: number, changes: DetectedChange[]): Promise<void> {
     if (changes.length === 0) return;
-    const now = this.now();
     // Paused and disabled endpoints get rows too: the dispatcher records them as dropped deliveries.
-    await tx.insertOutbox(outboxRows(await tx.listWebhookEndpoints(merchantId), changes, now.toISOString()));
-    // The changes last: on PostgreSQL their positions hold the merchant's sequencer row to COMMIT, and
-    // every other write of the merchant waits for it; the outbox rows (tens of thousands for a chunk
-    // with 20 endpoints) are written before it is taken.
-    await tx.recordChanges(merchantId, changes, now);
+    await tx.insertOutbox(outboxRows(await tx.listWebhookEndpoints(merchantId), changes, this.now().toISOString()));
+  }
+
+  /**
+   * The changes themselves, with their feed positions (record's second half), last: on PostgreSQL
+   * their positions hold the merchant's sequencer row to COMMIT, and every other write of the
+   * merchant waits for it; the outbox rows (tens of thousands for a chunk with 20 endpoints) and a
+   * bulk write's every part are written before it is taken.
+   */
+  async positions(tx: StorageTx, merchantId: number, changes: DetectedChange[]): Promise<void> {
+    if (changes.length === 0) return;
+    await tx.recordChanges(merchantId, changes, this.now());
   }
 }
 

@@ -147,4 +147,32 @@ describe('kept image counts after bulk writes of product sources', () => {
       await Promise.all([first.end(), second.end()]);
     }
   });
+  it.skipIf(TEST_ENGINE !== 'postgres' || onPglite())('PostgreSQL: counts new images at COMMIT too (migration 29), so a chunk that added images and a transition that holds the change sequencer never deadlock', async () => {
+    const importing = new pg.Client(database.location);
+    const mirroring = new pg.Client(database.location);
+    await Promise.all([importing.connect(), mirroring.connect()]);
+    try {
+      await storage.transaction((tx) => tx.ensureImageMirrors(merchantId, ['https://deadlock.example/old.jpg'], AT));
+      await storage.upsertProductSources(merchantId, [{ ref: 'D-1', source: { ...source([]), images: [{ url: 'https://deadlock.example/old.jpg' }] } as ProductSourceDocument }], AT);
+      const before = await storage.imageStateCounts(merchantId);
+      const sequencer = `INSERT INTO change_sequences AS s (merchant_id, last_id, last_at) VALUES ($1, 1, $2)
+        ON CONFLICT (merchant_id) DO UPDATE SET last_id = s.last_id + 1`;
+      await importing.query('BEGIN');
+      await mirroring.query('BEGIN');
+      // The import's chunk adds a listed image (its source names it)...
+      await importing.query(`INSERT INTO image_mirrors (merchant_id, url, origin, state, updated_at, next_attempt_at, listed)
+        VALUES ($1, 'https://deadlock.example/new.jpg', 'https://deadlock.example', 'pending', $2, $2, 1)`, [merchantId, AT]);
+      // ...while a transition records its change (the sequencer, held to COMMIT) and commits.
+      await mirroring.query("UPDATE image_mirrors SET state = 'mirrored' WHERE merchant_id = $1 AND url = 'https://deadlock.example/old.jpg'", [merchantId]);
+      await mirroring.query(sequencer, [merchantId, AT]);
+      const transitionCommitted = mirroring.query('COMMIT');
+      // The chunk records its changes next: it waits for the transition's COMMIT, which must not wait for it.
+      await importing.query(sequencer, [merchantId, AT]);
+      await transitionCommitted;
+      await importing.query('COMMIT');
+      expect(await storage.imageStateCounts(merchantId)).toEqual({ ...before, pending: before.pending - 1 + 1, mirrored: before.mirrored + 1 });
+    } finally {
+      await Promise.all([importing.end(), mirroring.end()]);
+    }
+  });
 });

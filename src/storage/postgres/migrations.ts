@@ -800,4 +800,22 @@ CREATE TABLE import_job_chunks (
 DROP INDEX image_mirrors_due_per_merchant;
 `,
   },
+  {
+    id: 29,
+    name: 'image_inserts_counted_at_commit',
+    sql: `
+-- Issue 20 (bench:scale on PostgreSQL): an import's chunk inserted its new images, which migration 24
+-- counted at once, holding the merchant's (merchant, 'pending') counts row to COMMIT; the chunk then
+-- waited for the merchant's change sequencer, held by a mirror transition, whose COMMIT (migration
+-- 26) waited for that counts row: a deadlock, every few chunks, until the import failed. Inserts and
+-- deletes are counted at COMMIT too (deferred, per row, as updates are): a transaction touches the
+-- counts rows only when it commits, after the sequencer.
+DROP TRIGGER image_mirrors_counted_insert ON image_mirrors;
+DROP TRIGGER image_mirrors_counted_delete ON image_mirrors;
+CREATE CONSTRAINT TRIGGER image_mirrors_counted_insert AFTER INSERT ON image_mirrors
+  DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (NEW.listed > 0) EXECUTE FUNCTION image_state_counted();
+CREATE CONSTRAINT TRIGGER image_mirrors_counted_delete AFTER DELETE ON image_mirrors
+  DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (OLD.listed > 0) EXECUTE FUNCTION image_state_counted();
+`,
+  },
 ];

@@ -670,4 +670,12 @@ CREATE TABLE import_job_chunks (
 SELECT 1;
 `,
   },
+  {
+    id: 29,
+    name: 'image_inserts_counted_at_commit',
+    sql: `
+-- PostgreSQL counts image inserts at COMMIT (a deadlock across processes); SQLite has one writer.
+SELECT 1;
+`,
+  },
 ];

@@ -180,7 +180,10 @@ async function serveCommand(config: ReturnType<typeof loadConfig>): Promise<void
   const workersInThread = config.workers === 'thread' && (config.webhookDispatcher || config.images.mirrorInServe);
   const stopPruning = workersInThread ? () => {}
     : schedulePruning(storage, service.now, config.changes.retentionDays, config.changes.pruneIntervalSeconds, logger, config.changes.pruneBatch);
-  service.admin.publishRuns.handOff = workersInThread;
+  // On PostgreSQL a run is handed off even with the workers off (serve beside `worker` processes, as
+  // Scaling out recommends): a worker, or another serve's publishing thread, takes it at its NOTIFY,
+  // and the request drives it itself should no one take it within a second.
+  service.admin.publishRuns.handOff = workersInThread || config.databaseUrl !== null;
   // Re-publishing runs a stopped process left are resumed from where they stopped (by the thread, if any).
   const stopResuming = workersInThread ? () => {} : service.admin.publishRuns.follow(logger);
   // Two threads: a merchant-wide re-publish has a core's worth of work of its own, which the

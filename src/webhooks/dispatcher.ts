@@ -137,11 +137,27 @@ export class WebhookDispatcher {
     let wokenMeanwhile = false;
     let lastPassAt = -Infinity;
     const gapMs = coalescePassGapMs(this.config.coalesceMs);
+    /** A sending round, when a slot is free: it claims only what it can send at once. */
+    const sendRound = (after: Promise<unknown> = Promise.resolve()) => {
+      const round: Promise<unknown> = after
+        .then(() => (this.inflight.size < this.config.overallConcurrency && !this.stopping ? this.sendDue() : 0))
+        .catch((error: unknown) => this.log.error({ err: error }, 'webhook dispatcher round failed'))
+        .finally(() => this.rounds.delete(round));
+      this.rounds.add(round);
+      return round;
+    };
+    /** The round started during a pass (one at a time: it claims again whenever a send ends). */
+    let duringPass: Promise<unknown> | null = null;
     const poll = () => {
       // One coalescing pass at a time (it may wait for the write lock); sending rounds overlap,
-      // each claiming only what it can send at once. A wake-up during a pass gets a pass after it.
+      // each claiming only what it can send at once. A wake-up during a pass gets a pass after it,
+      // and a round of sends now: a pass through a backlog of millions of outbox rows (a re-pricing
+      // with 20 endpoints) takes minutes, and the deliveries it has made meanwhile must not wait for it.
       if (coalescing) {
         wokenMeanwhile = true;
+        if (!duringPass && this.inflight.size < this.config.overallConcurrency && !this.stopping) {
+          duringPass = sendRound().finally(() => { duringPass = null; });
+        }
         return;
       }
       if (this.stopping) return;
@@ -166,11 +182,7 @@ export class WebhookDispatcher {
         }
       });
       coalescing = pass;
-      const round: Promise<unknown> = pass
-        .then(() => (this.inflight.size < this.config.overallConcurrency && !this.stopping ? this.sendDue() : 0))
-        .catch((error: unknown) => this.log.error({ err: error }, 'webhook dispatcher round failed'))
-        .finally(() => this.rounds.delete(round));
-      this.rounds.add(round);
+      sendRound(pass);
     };
     this.timer = setInterval(poll, this.config.pollIntervalMs);
     this.unsubscribe = this.storage.onWork?.('deliveries', poll) ?? null;

@@ -192,6 +192,34 @@ describe('a running dispatcher (issue 20: a stream of small commits)', () => {
   });
 });
 
+describe('a running dispatcher during a long coalescing pass (issue 20: a backlog of millions of outbox rows)', () => {
+  it('sends the deliveries already due while the pass goes on, rather than after it', async () => {
+    world = await startWebhookWorld({ stores: ['de'], webhooks: { coalesceMs: 0, batchSize: 1, pollIntervalMs: 20 } });
+    const receiver = await world.receiver();
+    await world.register(receiver, { events: ['price'] });
+    await world.putProduct('DUE-1');
+    // The first pass makes the delivery; the next one does not end until the test says so.
+    expect(await world.dispatcher.coalesce()).toBe(1);
+    let endPass!: () => void;
+    const passEnds = new Promise<void>((resolve) => { endPass = resolve; });
+    let passes = 0;
+    world.dispatcher.coalesce = async () => {
+      passes++;
+      await passEnds;
+      return 0;
+    };
+    world.dispatcher.start();
+    try {
+      // The poll started the pass, and the next poll (20 ms on) a round of sends beside it.
+      await receiver.waitFor(1, 5000);
+      expect(passes).toBe(1);
+      expect(receiver.payloads.flatMap((p) => p.product_ids)).toHaveLength(1);
+    } finally {
+      endPass();
+    }
+  });
+});
+
 describe('occurred_at (spec 6 rule 2: the dispatch time)', () => {
   it('is the time of the first dispatch and stays the same on a retry, which is signed anew', async () => {
     world = await startWebhookWorld({ stores: ['de'], start: '2025-03-14T09:00:00.250Z' });

@@ -142,12 +142,16 @@ describe('publish runs', () => {
     };
     const stopFollowing = follower.follow(silentLogger, 60_000);
     try {
+      // The follower's first look (at start) ends before the run exists: the run is taken at its wake-up.
+      while (taken.length === 0) await new Promise((resolve) => setImmediate(resolve));
       const run = await rateChangeWithRun(caller, '0.90');
       expect(run).toMatchObject({ driver: '', leased_until: RELEASED_PUBLISH_RUN });
       await caller.complete(run);
       await expectEnded(run.id);
-      // The follower took it at the commit's wake-up (its first look was before the run; its next a minute away).
-      expect(taken).toEqual([0, 1]);
+      // The follower took it, once, at a wake-up: its first look was before the run and its next
+      // timed one a minute away (PostgreSQL's listener also wakes every topic once it connects).
+      expect(taken[0]).toBe(0);
+      expect(taken.reduce((sum, n) => sum + n, 0)).toBe(1);
       await follower.drained();
     } finally {
       stopFollowing();

@@ -1,5 +1,5 @@
 // NDJSON import of a merchant's products (issue 11, "Import"): upload a file, which starts an import
-// job (admin/import-jobs.ts, the same importNdjson as the admin API's importProducts) and leads to
+// job (admin/import-jobs.ts, the same as the admin API's importProducts: checked, then applied by a run) and leads to
 // the job's page. That page shows the progress while the import runs, reloading itself (a meta
 // refresh: the CSP allows no inline script), and the outcome when it is done: the counts, or each bad
 // line's number and reason with nothing applied. Progress lives in the database, so any process

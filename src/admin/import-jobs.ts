@@ -130,9 +130,10 @@ export class ImportJobs implements ImportRunSteps {
   /** ImportRunSteps: applies the job's next chunk and counts it; finishes the job with its last one. */
   async applyNext(tx: StorageTx, run: PublishRunRecord): Promise<boolean> {
     const jobId = run.import_job_id!;
-    const [job, chunk] = [await tx.importJob(run.merchant_id, jobId), await tx.nextImportChunk(jobId)];
-    const at = this.now().toISOString();
+    const job = await tx.importJob(run.merchant_id, jobId);
     if (!job) return false;
+    const chunk = await tx.nextImportChunk(jobId);
+    const at = this.now().toISOString();
     const finished = { state: 'succeeded', finished_at: at, updated_at: at } as const;
     if (!chunk) {
       await tx.updateImportJob(jobId, finished);

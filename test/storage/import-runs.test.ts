@@ -29,7 +29,7 @@ const file = (prefix: string) => Array.from({ length: PRODUCTS }, (_, n) => `${J
 })}\n`).join('');
 
 /** A process: its publish runs, and its import jobs applying their chunks (each call to applyNext counted). */
-function process(handOff = false) {
+function aProcess(handOff = false) {
   const runs = new PublishRuns(service.storage, service.admin.publisher, () => new Date());
   runs.handOff = handOff;
   const imports = new ImportJobs(service.storage, service.admin, () => new Date(), { chunkSize: CHUNK, maxJsonDepth: 64, progressIntervalMs: 0 }, runs);
@@ -55,8 +55,8 @@ async function expectApplied(jobId: number, prefix: string): Promise<void> {
 
 describe('an import applied by a run', () => {
   it('handed off, is applied a chunk per transaction by the process that follows runs, while the request only waits', async () => {
-    const caller = process(true);
-    const follower = process();
+    const caller = aProcess(true);
+    const follower = aProcess();
     const stopFollowing = follower.runs.follow(silentLogger, 60_000);
     try {
       const { job, done } = await caller.imports.start(merchantId, 'operator', 'handed.ndjson', file('H'));
@@ -72,7 +72,7 @@ describe('an import applied by a run', () => {
   });
 
   it('stopped between two chunks, tells the request, keeps the job running with the chunks applied, and is resumed from its next chunk by another process', async () => {
-    const first = process();
+    const first = aProcess();
     const applyNext = first.imports.applyNext.bind(first.imports);
     first.imports.applyNext = async (tx, run) => {
       const more = await applyNext(tx, run);
@@ -87,7 +87,7 @@ describe('an import applied by a run', () => {
     const [stalled] = await service.storage.stalledPublishRuns(new Date().toISOString(), 10);
     expect(stalled).toMatchObject({ import_job_id: job.id, after_product_id: 2, leased_until: RELEASED_PUBLISH_RUN });
 
-    const second = process();
+    const second = aProcess();
     expect(await second.runs.resumeStalled()).toBe(1);
     await second.runs.drained();
     await expectApplied(job.id, 'S');
@@ -96,7 +96,7 @@ describe('an import applied by a run', () => {
   });
 
   it('with a chunk that can no longer be applied, fails with the problem, drops the chunks left and keeps those before', async () => {
-    const runner = process();
+    const runner = aProcess();
     const applyNext = runner.imports.applyNext.bind(runner.imports);
     runner.imports.applyNext = async (tx, run) => {
       // Before the third chunk: the supplier the file's lines name is deleted (in the chunk's transaction).

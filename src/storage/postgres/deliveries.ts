@@ -47,7 +47,7 @@ export class PgDeliveries implements DeliveryStore {
     // would stop sending to it until its next poll. The claim lock is an advisory lock of its own,
     // not the endpoint's row: a claim never waits for a coalescing pass or an attempt's health update
     // that holds the row (issue 20: with several dispatchers those serialized every claim).
-    const due = await this.c.rows<{ id: number; merchant_id: number }>(`SELECT e.id, e.merchant_id, pg_advisory_xact_lock(${ENDPOINT_CLAIM_LOCK}, (e.id % 2147483648)::integer) IS NULL AS locked
+    const due = await this.c.rows<{ id: number; merchant_id: number }>(`SELECT e.id, e.merchant_id, pg_advisory_xact_lock(${ENDPOINT_CLAIM_LOCK}, (e.id % 2147483648)::integer) AS claim_lock
       FROM (SELECT e.id, e.merchant_id FROM webhook_endpoints AS e
         WHERE e.status = 'active' AND EXISTS (SELECT 1 FROM webhook_deliveries AS d
           WHERE d.endpoint_id = e.id AND d.status IN ('pending', 'failed') AND d.next_attempt_at <= $1)

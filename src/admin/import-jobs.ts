@@ -21,14 +21,20 @@ export const ADMIN_API_ACTOR = 'admin API';
 /** A bad line's reason is kept to this many characters (the job record stays bounded). */
 const MAX_REASON_LENGTH = 500;
 
-/** A running job whose progress has not moved for this long was cut off (its process stopped). */
-export const STALLED_AFTER_MS = 5 * 60_000;
+/** What an import whose process stopped while it checked the file says (issue 21.11). */
+export const INTERRUPTED_IMPORT = 'The service stopped while this import was checking the file; nothing of it was applied. Send the whole file again.';
 
 export interface ImportJobOptions {
   chunkSize: number;
   maxJsonDepth: number;
   /** Progress is written at most this often while lines are read (each committed chunk is written). */
   progressIntervalMs?: number;
+  /**
+   * A job checking its file whose progress has not been written for this long was left by its
+   * process (stopped, killed, crashed): it is ended as interrupted. A process writes the progress of
+   * each job it checks at least every quarter of this, even while no line arrives.
+   */
+  stalledAfterMs: number;
 }
 
 export interface StartedImport {
@@ -79,6 +85,12 @@ export class ImportJobs implements ImportRunSteps {
     let linesRead = 0;
     let staged = false;
     const write = (progress: ImportJobProgress) => this.storage.updateImportJob(job.id, { ...progress, updated_at: this.now().toISOString() });
+    // Alive while the file is read and checked, however slowly its lines arrive (after it is staged,
+    // its run's lease says who applies it).
+    const heartbeat = setInterval(() => {
+      void write({ lines_read: linesRead }).catch(() => undefined);
+    }, Math.max(1, Math.floor(this.options.stalledAfterMs / 4)));
+    heartbeat.unref();
     try {
       const operations = await parseImport(this.admin, job.merchant_id, source, this.options.maxJsonDepth, async (lines) => {
         linesRead = lines;
@@ -95,6 +107,7 @@ export class ImportJobs implements ImportRunSteps {
         return this.runs.begin(tx, job.merchant_id, null, job.id);
       });
       staged = true;
+      clearInterval(heartbeat);
       await this.runs.complete(run);
       const ended = await this.storage.importJob(job.merchant_id, job.id);
       if (ended?.state !== 'succeeded') throw new ProblemError((ended?.error_code ?? 'internal_error') as ProblemCode, ended?.error ?? UNEXPECTED_FAILURE);
@@ -114,6 +127,8 @@ export class ImportJobs implements ImportRunSteps {
         problems: (problem?.invalidParams ?? []).map((p) => ({ name: p.name, reason: p.reason.slice(0, MAX_REASON_LENGTH) })),
       }).catch(() => undefined);
       throw error;
+    } finally {
+      clearInterval(heartbeat);
     }
   }
 
@@ -150,6 +165,16 @@ export class ImportJobs implements ImportRunSteps {
     return !last;
   }
 
+  /**
+   * ImportRunSteps: ends the jobs whose process stopped while checking their file (nothing of them
+   * was applied); a job stopped after its file was staged is resumed by its run instead.
+   */
+  async interruptAbandoned(): Promise<ImportJobRecord[]> {
+    const now = this.now();
+    const before = new Date(now.getTime() - this.options.stalledAfterMs).toISOString();
+    return this.storage.interruptStalledImportJobs(before, now.toISOString(), INTERRUPTED_IMPORT);
+  }
+
   /** ImportRunSteps: a chunk could not be applied: the job fails, its run and the chunks left go. */
   async fail(run: PublishRunRecord, error: unknown): Promise<void> {
     const problem = error instanceof ProblemError ? error : undefined;
@@ -173,15 +198,18 @@ export class ImportJobs implements ImportRunSteps {
     return job;
   }
 
-  /** The merchant's most recent imports, newest first. */
-  async recent(merchantId: number, limit: number): Promise<ImportJobRecord[]> {
+  /** The merchant's imports, newest first (those older than the job `beforeId` when given). */
+  async recent(merchantId: number, limit: number, beforeId?: number): Promise<ImportJobRecord[]> {
     await this.admin.merchant(merchantId);
-    return this.storage.listImportJobs(merchantId, limit);
+    return this.storage.listImportJobs(merchantId, limit, beforeId);
   }
 
-  /** A running job whose progress stopped moving: the process that ran it is gone. */
+  /**
+   * A running job whose progress stopped moving: the process that ran it is gone (the next look of
+   * a `serve` or `worker` ends it as interrupted; until then it is shown as stalled).
+   */
   stalled(job: ImportJobRecord): boolean {
-    return job.state === 'running' && this.now().getTime() - Date.parse(job.updated_at) > STALLED_AFTER_MS;
+    return job.state === 'running' && job.operations === null && this.now().getTime() - Date.parse(job.updated_at) > this.options.stalledAfterMs;
   }
 
   /** Waits for the imports this process runs (the service stops after them). */

@@ -324,8 +324,14 @@ export interface ImportJobStore {
   updateImportJob(id: number, progress: ImportJobProgress): Promise<void>;
   /** The merchant's import job with this id; undefined for another merchant's. */
   importJob(merchantId: number, id: number): Promise<ImportJobRecord | undefined>;
-  /** The merchant's most recent import jobs, newest first. */
-  listImportJobs(merchantId: number, limit: number): Promise<ImportJobRecord[]>;
+  /** The merchant's import jobs, newest first, those with an id below `beforeId` when given (keyset paging). */
+  listImportJobs(merchantId: number, limit: number, beforeId?: number): Promise<ImportJobRecord[]>;
+  /**
+   * Ends as failed (`error_code` 'interrupted', `error` as given) every running job still checking
+   * its file (nothing staged: `operations` null) whose progress was last written before
+   * `updatedBefore`: the process that ran it is gone. Returns the jobs it ended.
+   */
+  interruptStalledImportJobs(updatedBefore: string, at: string, error: string): Promise<ImportJobRecord[]>;
   /** Stages the job's checked operations, a chunk per row (`operations`: the chunk's JSON), to be applied by its run. */
   insertImportChunks(jobId: number, chunks: { seq: number; operations: string }[]): Promise<void>;
   /** The job's first chunk not applied yet, or undefined when none is left. */

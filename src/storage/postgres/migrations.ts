@@ -818,4 +818,12 @@ CREATE CONSTRAINT TRIGGER image_mirrors_counted_delete AFTER DELETE ON image_mir
   DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (OLD.listed > 0) EXECUTE FUNCTION image_state_counted();
 `,
   },
+  {
+    id: 34,
+    name: 'import_jobs_running',
+    sql: `
+-- Issue 21.11: the running import jobs, for the look that ends those whose process is gone.
+CREATE INDEX import_jobs_running ON import_jobs(updated_at) WHERE state = 'running';
+`,
+  },
 ];

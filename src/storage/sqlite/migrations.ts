@@ -678,4 +678,12 @@ SELECT 1;
 SELECT 1;
 `,
   },
+  {
+    id: 34,
+    name: 'import_jobs_running',
+    sql: `
+-- Issue 21.11: the running import jobs, for the look that ends those whose process is gone.
+CREATE INDEX import_jobs_running ON import_jobs(updated_at) WHERE state = 'running';
+`,
+  },
 ];

@@ -9,11 +9,11 @@
 // crash) is resumed from its next chunk by the next process that looks.
 import { isClientAbort } from '../shared/client-abort.js';
 import { yieldToOthers } from '../shared/cooperative.js';
-import { ProblemError, type ProblemCode } from '../shared/problem.js';
+import { ProblemError } from '../shared/problem.js';
 import type { ImportRunSteps, PublishRuns } from '../catalog/publish-runs.js';
 import type { CatalogAdmin, ProductOperation } from './catalog-admin.js';
 import { parseImport, type ImportResult, type NdjsonSource } from './import.js';
-import type { CatalogStorage, ImportJobProgress, ImportJobRecord, PublishRunRecord, StorageTx } from '../storage/port.js';
+import type { CatalogStorage, ImportErrorCode, ImportJobProgress, ImportJobRecord, PublishRunRecord, StorageTx } from '../storage/port.js';
 
 /** Who started an import from the admin API (the panel records the principal). */
 export const ADMIN_API_ACTOR = 'admin API';
@@ -41,6 +41,18 @@ export interface StartedImport {
   job: ImportJobRecord;
   /** Settles when the import ends; the job records the outcome either way. */
   done: Promise<ImportResult>;
+  /**
+   * Resolves once every line is checked and the operations are staged (from then on the import is
+   * applied to its end, by this process or the next); rejects as `done` does when it fails before.
+   */
+  staged: Promise<void>;
+}
+
+/** The job's error code for a failure: the problem's code when the documents list it for imports. */
+function importErrorCode(error: unknown): ImportErrorCode {
+  if (isClientAbort(error)) return 'interrupted';
+  const code = error instanceof ProblemError ? error.code : undefined;
+  return code === 'invalid_body' || code === 'conflict' || code === 'payload_too_large' ? code : 'internal_error';
 }
 
 const UNEXPECTED_FAILURE = 'The import stopped on an unexpected error; the chunks committed before it stay applied.';
@@ -72,14 +84,17 @@ export class ImportJobs implements ImportRunSteps {
       merchant_id: merchantId, started_by: startedBy, file_name: fileName, state: 'running', started_at: at, updated_at: at,
       finished_at: null, lines_read: 0, operations: null, products_applied: 0, upserted: 0, deleted: 0, error: null, error_code: null, problems: [],
     });
-    const done = this.run(job, source);
+    let onStaged!: () => void;
+    const staged = new Promise<void>((resolve) => { onStaged = resolve; });
+    const done = this.run(job, source, onStaged);
     const tracked = done.catch(() => undefined);
     this.running.add(tracked);
     void tracked.finally(() => this.running.delete(tracked));
-    return { job, done };
+    // Failing before it was staged, it fails with the same error; a caller may await either.
+    return { job, done, staged: Promise.race([staged, done.then(() => undefined)]) };
   }
 
-  private async run(job: ImportJobRecord, source: NdjsonSource): Promise<ImportResult> {
+  private async run(job: ImportJobRecord, source: NdjsonSource, onStaged: () => void): Promise<ImportResult> {
     const interval = this.options.progressIntervalMs ?? 500;
     let lastWritten = 0;
     let linesRead = 0;
@@ -108,9 +123,13 @@ export class ImportJobs implements ImportRunSteps {
       });
       staged = true;
       clearInterval(heartbeat);
+      onStaged();
       await this.runs.complete(run);
       const ended = await this.storage.importJob(job.merchant_id, job.id);
-      if (ended?.state !== 'succeeded') throw new ProblemError((ended?.error_code ?? 'internal_error') as ProblemCode, ended?.error ?? UNEXPECTED_FAILURE);
+      if (ended?.state !== 'succeeded') {
+        const code = ended?.error_code === 'interrupted' || !ended?.error_code ? 'internal_error' : ended.error_code;
+        throw new ProblemError(code, ended?.error ?? UNEXPECTED_FAILURE);
+      }
       return { lines: operations.length, upserted: ended.upserted, deleted: ended.deleted };
     } catch (error) {
       // Once staged, the run writes the outcome (or the next process resumes it).
@@ -123,7 +142,7 @@ export class ImportJobs implements ImportRunSteps {
         error: problem?.detail ?? (isClientAbort(error)
           ? 'The upload was interrupted: the client closed the connection before the end of the file. Nothing of it was applied; send the whole file again.'
           : UNEXPECTED_FAILURE),
-        error_code: problem?.code ?? 'internal_error',
+        error_code: importErrorCode(error),
         problems: (problem?.invalidParams ?? []).map((p) => ({ name: p.name, reason: p.reason.slice(0, MAX_REASON_LENGTH) })),
       }).catch(() => undefined);
       throw error;
@@ -185,7 +204,7 @@ export class ImportJobs implements ImportRunSteps {
       await tx.deleteImportChunks(run.import_job_id!);
       await tx.deletePublishRun(run.id);
       await tx.updateImportJob(run.import_job_id!, {
-        state: 'failed', finished_at: at, updated_at: at, error: problem?.detail ?? UNEXPECTED_FAILURE, error_code: problem?.code ?? 'internal_error',
+        state: 'failed', finished_at: at, updated_at: at, error: problem?.detail ?? UNEXPECTED_FAILURE, error_code: importErrorCode(error),
       });
     });
   }

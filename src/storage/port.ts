@@ -10,7 +10,7 @@
 import type {
   ApiKeyRecord, AttemptRecord, AttributeDefinitionRecord, CustomerGroupRecord, DeliveryClaim, DeliveryRecord,
   ClaimedImageMirror, DeliveryStatus, ExchangeRateRecord, FeedPosition, ImageMirrorRecord, ImageMirrorWork, ImageStateCounts, MerchantRecord,
-  NotificationRecord, OperationalCounts, OutboxGroup, OutboxRow, PricingRuleInputRecord, PricingRuleRecord, ProductRecord,
+  NotificationRecord, OperationalCounts, OutboxGroup, OutboxRow, PricingRuleInputRecord, PricingRuleRecord, ProductListPage, ProductListQuery, ProductRecord,
   AuditEntryRecord, ImportJobProgress, ImportJobRecord, PanelInvitationRecord, PanelSessionRecord, PanelUserRecord, PublishRunRecord,
   ExpectedStorePage, ProductSourceDocument, PublishedExclusionCounts, PublishedHashes, PublishedPage, PublishedPayloads, PublishedProductSummary, PublishedRow,
   PublishedBlock, PublishedIdWindow, PublishedSummaryWindow, PublishedVersionRead, PublishedWindowRead, RecordedChange, StoreInputRecord, StorePageRead, StoreRecord, StoredChange,
@@ -90,6 +90,12 @@ export interface ProductSourceStore {
   /** Products with id > afterId, ascending, at most `limit` (bulk re-publishing walks these). */
   productsAfter(merchantId: number, afterId: number, limit: number): Promise<ProductRecord[]>;
   productsByIds(merchantId: number, ids: number[]): Promise<ProductRecord[]>;
+  /**
+   * A page of the merchant's products in ref order, filtered: the statement looks at no more than
+   * `scan` products past `afterRef` (by the (merchant_id, ref) index), so a filter that few match
+   * answers a short page, or an empty one, with the ref to go on from.
+   */
+  productList(merchantId: number, query: ProductListQuery): Promise<ProductListPage>;
   /**
    * Ids of the merchant's products whose source lists the image URL. In a transaction, these
    * products are not re-published by another transaction until it ends (PostgreSQL: row locks), so

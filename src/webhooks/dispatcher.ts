@@ -501,7 +501,9 @@ export class WebhookDispatcher {
         }
         continue;
       }
-      const retryAfter = result.statusCode === 429 || result.statusCode === 503 ? parseRetryAfter(result.retryAfter, at) : null;
+      // Honoured up to the last backoff step (issue 21.8: a receiver cannot park a delivery for years).
+      const retryAfter = result.statusCode === 429 || result.statusCode === 503
+        ? parseRetryAfter(result.retryAfter, at, this.config.backoffSeconds.at(-1) ?? 0) : null;
       const nextAt = nextAttemptAt(attempts, at, this.config.backoffSeconds, retryAfter, this.deps.random);
       if (nextAt) settle('failed', 'failed', nextAt.toISOString());
       else settle('given_up', 'given_up', null);

@@ -19,6 +19,7 @@ afterEach(async () => {
 const LEASE_MS = WEBHOOK_DEFAULTS.timeoutMs + WEBHOOK_DEFAULTS.leaseMarginMs;
 /** The first and the last backoff steps (jitter fixed at x1.0 by the harness's random 0.5). */
 const FIRST_RETRY_MS = 30 * SECOND;
+const LAST_STEP_MS = 6 * HOUR;
 
 const now = () => world.clock.now().toISOString();
 
@@ -73,6 +74,38 @@ describe('a receiver\'s body is kept as valid text (issue 21.7)', () => {
     expect((await world.deliveries(endpoint.id))[0]).toMatchObject({ status: 'succeeded', attempts: 2 });
     await world.after(LEASE_MS);
     expect(receiver.count).toBe(2);
+  });
+});
+
+describe('Retry-After is bounded (issue 21.8: honoured up to the last backoff step, ignored when it does not parse)', () => {
+  it.each([
+    { retryAfter: '99999999999999999999', why: 'more seconds than a date can hold' },
+    { retryAfter: '999999999', why: 'about 31 years' },
+    { retryAfter: 'Fri, 01 Jan 2100 00:00:00 GMT', why: 'an HTTP date decades away' },
+  ])('waits the last backoff step, 6 h, for Retry-After: $retryAfter ($why)', async ({ retryAfter }) => {
+    const { receiver, endpoint, delivery, attempts } = await oneAttempt(answers.tooManyRequests(retryAfter, 503));
+    expect(delivery).toMatchObject({ status: 'failed', attempts: 1, next_attempt_at: plus(now(), LAST_STEP_MS) });
+    expect(attempts).toEqual([expect.objectContaining({ status_code: 503, error: 'http_status' })]);
+    expect((await world.endpoint(endpoint.id)).consecutive_failures).toBe(1);
+    receiver.answer(answers.ok);
+    await world.after(LEASE_MS);
+    expect(receiver.count).toBe(1);
+    await world.after(LAST_STEP_MS - LEASE_MS);
+    expect(receiver.count).toBe(2);
+  });
+
+  it.each([
+    { retryAfter: 'soon' },
+    { retryAfter: '-5' },
+    { retryAfter: '12.5' },
+    // Date.parse reads these, HTTP does not: not an HTTP date.
+    { retryAfter: '2058-01-01' },
+    { retryAfter: 'Fri, 01 Jan 275760 00:00:00 GMT' },
+    { retryAfter: 'Mon, 31 Feb 2031 00:00:00 GMT' },
+  ])('keeps the backoff for Retry-After: $retryAfter, which does not parse', async ({ retryAfter }) => {
+    const { endpoint, delivery } = await oneAttempt(answers.tooManyRequests(retryAfter));
+    expect(delivery).toMatchObject({ status: 'failed', attempts: 1, next_attempt_at: plus(now(), FIRST_RETRY_MS) });
+    expect((await world.endpoint(endpoint.id)).consecutive_failures).toBe(1);
   });
 });
 

@@ -2790,6 +2790,7 @@ export interface components {
              *     | `redirect` | the receiver answered 3xx; redirects are not followed |
              *     | `http_status` | the receiver answered another non-2xx status (see `status_code`) |
              *     | `invalid_payload` | the payload broke the public document's webhook schema (a fault of the service, logged as an error): nothing was signed or sent, and the delivery was given up |
+             *     | `recording_failed` | the attempt was made (see `status_code`, whatever it was) but its outcome could not be recorded (a fault of the service, logged as an error): it counts as a failed attempt, in the endpoint's health too, `response_snippet` is `null`, and the delivery is retried on the backoff like any failed one |
              *
              *     More values may be added; treat an unknown value as a generic failure.
              * @example http_status
@@ -2803,6 +2804,9 @@ export interface components {
             /**
              * @description The start of the response body (at most 4 KiB, decoded as UTF-8, so at most 4096
              *     characters); an empty string for an empty body, `null` when no response was received.
+             *     The bytes as the receiver sent them: a compressed body (`Content-Encoding: gzip`) is not
+             *     decompressed, and NUL characters and bytes that are not UTF-8 appear as U+FFFD. Whatever
+             *     a receiver sends, its attempt is recorded.
              * @example Service Unavailable
              */
             response_snippet: string | null;

@@ -1,12 +1,12 @@
 #!/usr/bin/env node
-// The command line: serve, import, keys, demo. `catalog-publishing-service --help` lists them.
+// The command line: serve, worker, import, imports, merchants, stores, keys, users, webhooks, demo. `--help` lists them.
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pino from 'pino';
 import { SingleBar, Presets } from 'cli-progress';
+import { CreateMerchantInputSchema, StoreInputSchema } from './generated/admin-routes.js';
 import { buildDemoCatalog } from './admin/demo.js';
-import { importNdjson } from './admin/import.js';
 import { schedulePruning } from './changes/retention.js';
 import { databaseLabel, loadConfig } from './config.js';
 import type { ChangeType, DeliveryStatus } from './storage/port.js';
@@ -29,8 +29,20 @@ Commands:
   backup --to FILE                    online backup of the SQLite database (safe while serve runs; PostgreSQL: pg_dump)
   images status --merchant ID         mirroring progress: images per state, the dead ones with their errors
   images retry-dead --merchant ID     fetch every dead image of the merchant again
-  import FILE --merchant ID           bulk-import an NDJSON file of product operations
+  import FILE --merchant ID [--progress-seconds S]
+                                      bulk-import an NDJSON file of product operations, recorded as an import job
+                                      (a progress bar on a terminal, else a progress line on stderr every S seconds, default 5)
+  imports list --merchant ID          the merchant's imports, newest first, with their progress or outcome
+  imports show --merchant ID --import ID
+  merchants list                      every merchant
+  merchants create --name N           a new merchant (with its catch-all pricing rule)
+  stores list --merchant ID           the merchant's stores, default first
+  stores set --merchant ID --store SLUG --name N --locale L --currency C [--default] [--inactive] [--exclude-out-of-stock]
+                                      create or replace a store (as PUT .../stores/{slug}: its products re-published)
+  stores delete --merchant ID --store SLUG
   keys create --merchant ID [--name N] issue an API key (printed once)
+  keys list --merchant ID             the merchant's API keys (prefix, name, created, revoked; never the key)
+  keys revoke --merchant ID --key ID  revoke a key: it stops working at once
   users invite --merchant ID --email E [--role owner|member]
                                       a single-use panel invitation link (printed; valid 72 h)
   users list --merchant ID            the merchant's panel users
@@ -80,6 +92,14 @@ async function main(argv: string[]): Promise<void> {
       since: { type: 'string' },
       to: { type: 'string' },
       status: { type: 'string' },
+      key: { type: 'string' },
+      import: { type: 'string' },
+      locale: { type: 'string' },
+      currency: { type: 'string' },
+      default: { type: 'boolean' },
+      inactive: { type: 'boolean' },
+      'exclude-out-of-stock': { type: 'boolean' },
+      'progress-seconds': { type: 'string' },
       json: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -110,6 +130,8 @@ async function main(argv: string[]): Promise<void> {
       const merchantId = positiveInt(values.merchant, 'merchant');
       const key = await admin.createApiKey(merchantId, values.name ?? 'cli');
       console.log(values.json ? JSON.stringify(key) : `API key for merchant ${merchantId} (shown once): ${key.key}`);
+    } else if (command === 'keys' || command === 'merchants' || command === 'stores' || command === 'imports') {
+      await setupCommand(service, command, rest[0], values);
     } else if (command === 'users') {
       await usersCommand(service, rest[0], values);
     } else if (command === 'backup') {
@@ -138,16 +160,9 @@ async function main(argv: string[]): Promise<void> {
       const merchantId = positiveInt(values.merchant, 'merchant');
       // Bytes, not text: a line that is not UTF-8 is refused with its number (issue 13.6), never read as U+FFFD.
       if (!fs.existsSync(file)) fail(`import: no such file ${file}`);
-      const bytes = fs.createReadStream(file);
-      const bar = new SingleBar({ format: 'import [{bar}] {value}/{total} lines' }, Presets.shades_classic);
-      const result = await importNdjson(admin, merchantId, bytes, {
-        chunkSize: config.limits.publishChunk,
-        maxJsonDepth: config.limits.maxJsonDepth,
-        onStart: (total) => bar.start(total, 0),
-        onProgress: (done) => bar.update(done),
-      });
-      bar.stop();
-      console.log(JSON.stringify(result));
+      const every = values['progress-seconds'] === undefined ? IMPORT_PROGRESS_LINE_MS / 1000 : Number(values['progress-seconds']);
+      if (!(every > 0)) fail('--progress-seconds must be a positive number');
+      console.log(JSON.stringify(await importFile(service, merchantId, file, every * 1000)));
     } else {
       fail(`unknown command "${[command, ...rest].join(' ')}"\n\n${USAGE}`);
     }
@@ -160,6 +175,107 @@ async function main(argv: string[]): Promise<void> {
   } finally {
     await service.close();
   }
+}
+
+/** Off a terminal, the CLI's import prints its progress this often by default (issue 21.5). */
+const IMPORT_PROGRESS_LINE_MS = 5000;
+
+/**
+ * The CLI's import: an import job like the admin API's and the panel's (listed by `imports list`,
+ * the panel and the admin API), its progress a bar on a terminal, else a line on stderr every
+ * `lineEveryMs` (a log or a CI job shows where a long import is), and a last line with its outcome.
+ */
+async function importFile(service: Service, merchantId: number, file: string, lineEveryMs: number): Promise<unknown> {
+  const { job, done } = await service.imports.start(merchantId, 'CLI', path.basename(file), fs.createReadStream(file));
+  const terminal = process.stderr.isTTY === true;
+  if (!terminal) console.error(`import ${job.id} of ${path.basename(file)} started (imports show --merchant ${merchantId} --import ${job.id})`);
+  const bar = terminal ? new SingleBar({ format: 'import {phase} [{bar}] {value}/{total}' }, Presets.shades_classic) : undefined;
+  let barTotal = 0;
+  const show = async () => {
+    const now = await service.storage.importJob(merchantId, job.id);
+    if (!now || now.state !== 'running') return;
+    const checking = now.operations === null;
+    if (bar) {
+      const total = checking ? Math.max(now.lines_read, 1) : now.operations!;
+      if (total !== barTotal) {
+        if (barTotal === 0) bar.start(total, 0, { phase: 'checking' });
+        else bar.setTotal(total);
+        barTotal = total;
+      }
+      bar.update(checking ? now.lines_read : now.products_applied, { phase: checking ? 'checking lines' : 'applying' });
+    } else {
+      console.error(checking
+        ? `import ${job.id}: ${now.lines_read} lines read and checked`
+        : `import ${job.id}: ${now.products_applied} of ${now.operations} operations applied`);
+    }
+  };
+  const timer = setInterval(() => void show().catch(() => undefined), terminal ? 250 : lineEveryMs);
+  try {
+    const result = await done;
+    return { import_id: job.id, ...result };
+  } finally {
+    clearInterval(timer);
+    bar?.stop();
+    const ended = await service.storage.importJob(merchantId, job.id).catch(() => undefined);
+    if (!terminal && ended) {
+      console.error(`import ${job.id} ${ended.state}: ${ended.lines_read} lines read, ${ended.products_applied} of ${ended.operations ?? 0} operations applied`);
+    }
+  }
+}
+
+/** Merchants, their stores and API keys, and the imports, as the operator (the CLI runs with the deployment's database). */
+async function setupCommand(
+  { admin, imports }: Service, command: 'keys' | 'merchants' | 'stores' | 'imports', action: string | undefined,
+  values: Record<string, string | boolean | undefined>,
+): Promise<void> {
+  const print = (value: unknown) => console.log(JSON.stringify(value, null, values.json ? undefined : 2));
+  const merchantId = () => positiveInt(values.merchant as string | undefined, 'merchant');
+  const slug = () => (typeof values.store === 'string' ? values.store : fail('--store SLUG is required'));
+  switch (`${command} ${action ?? ''}`) {
+    case 'merchants list':
+      return print(await admin.listMerchants());
+    case 'merchants create': {
+      const input = checked(CreateMerchantInputSchema, { name: values.name ?? fail('--name is required') });
+      return print(await admin.createMerchant(input));
+    }
+    case 'keys list':
+      return print((await admin.listApiKeys(merchantId())).map(({ merchant_id: _m, ...key }) => key));
+    case 'keys revoke': {
+      const id = merchantId();
+      await admin.revokeApiKey(id, positiveInt(values.key as string | undefined, 'key'));
+      return console.log('revoked');
+    }
+    case 'stores list':
+      return print((await admin.listStores(merchantId())).map(({ merchant_id: _m, catalog_version: _v, ...store }) => store));
+    case 'stores set': {
+      const id = merchantId();
+      const input = checked(StoreInputSchema, {
+        name: values.name ?? fail('--name is required'), locale: values.locale ?? fail('--locale is required'),
+        currency: values.currency ?? fail('--currency is required'), is_default: values.default === true, active: values.inactive !== true,
+        exclude_out_of_stock: values['exclude-out-of-stock'] === true,
+      });
+      const { merchant_id: _m, catalog_version: _v, ...store } = await admin.upsertStore(id, slug(), input);
+      return print(store);
+    }
+    case 'stores delete':
+      await admin.deleteStore(merchantId(), slug());
+      return console.log('deleted');
+    case 'imports list':
+      return print((await imports.recent(merchantId(), 50)).map(({ merchant_id: _m, ...job }) => job));
+    case 'imports show': {
+      const { merchant_id: _m, ...job } = await imports.job(merchantId(), positiveInt(values.import as string | undefined, 'import'));
+      return print(job);
+    }
+    default:
+      fail(`unknown command "${command} ${action ?? ''}"\n\n${USAGE}`);
+  }
+}
+
+/** The input as the admin document states it (the same checks as the admin API), or exit 2 naming each problem. */
+function checked<T>(schema: { safeParse(value: unknown): { success: true; data: T } | { success: false; error: { issues: { path: PropertyKey[]; message: string }[] } } }, input: unknown): T {
+  const result = schema.safeParse(input);
+  if (result.success) return result.data;
+  fail(result.error.issues.map((issue) => `--${String(issue.path[0] ?? '').replaceAll('_', '-')}: ${issue.message}`).join('\n'));
 }
 
 /** serve waits at most this long for its worker threads to start before it listens. */

@@ -1,6 +1,6 @@
 // The command line (`catalog-publishing-service demo|keys|import`) against a real SQLite file,
 // checked through the real public API served from that file.
-import { execFile } from 'node:child_process';
+import { execFile, execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -127,7 +127,10 @@ describe('the command line', () => {
     ].map((line) => JSON.stringify(line)).join('\n'));
     const result = await cli('import', file, '--merchant', '1', '--db', db);
     expect(result.code, result.stderr).toBe(0);
-    expect(JSON.parse(result.stdout.trim().split('\n').at(-1)!)).toEqual({ lines: 3, upserted: 2, deleted: 1 });
+    expect(JSON.parse(result.stdout.trim().split('\n').at(-1)!)).toEqual({ import_id: expect.any(Number), lines: 3, upserted: 2, deleted: 1 });
+    // Off a terminal: where the import is, a line at its start and one with its outcome (issue 21.5).
+    expect(result.stderr).toMatch(/^import \d+ of products\.ndjson started/m);
+    expect(result.stderr).toMatch(/^import \d+ succeeded: 3 lines read, 3 of 3 operations applied$/m);
     const page = await publicGet('/v1/products?per_page=200', demoKey);
     expect(page.body.meta.total).toBe(51);
     const ids = page.body.data.map((p: { id: number }) => p.id);
@@ -168,4 +171,69 @@ describe('the command line', () => {
     const page = await publicGet('/v1/products?per_page=200', demoKey);
     expect(page.body.meta.total).toBe(51);
   });
+});
+
+describe('the operator commands (issue 21.5)', () => {
+  const json = (out: string) => JSON.parse(out);
+
+  it('merchants create and list; stores set, list and delete; keys list and revoke', async () => {
+    const created = await cli('merchants', 'create', '--name', 'CLI Outfitters', '--db', db, '--json');
+    expect(created.code, created.stderr).toBe(0);
+    const merchant = json(created.stdout);
+    expect(merchant).toMatchObject({ id: expect.any(Number), name: 'CLI Outfitters' });
+    const listed = await cli('merchants', 'list', '--db', db, '--json');
+    expect(json(listed.stdout).map((m: { name: string }) => m.name)).toContain('CLI Outfitters');
+    expect((await cli('merchants', 'create', '--name', '', '--db', db)).stderr).toMatch(/--name: /);
+
+    const id = String(merchant.id);
+    const store = await cli('stores', 'set', '--merchant', id, '--store', 'de', '--name', 'CLI DE', '--locale', 'de-DE', '--currency', 'EUR', '--db', db, '--json');
+    expect(store.code, store.stderr).toBe(0);
+    expect(json(store.stdout)).toMatchObject({ slug: 'de', name: 'CLI DE', locale: 'de-DE', currency: 'EUR', is_default: true, active: true });
+    await cli('stores', 'set', '--merchant', id, '--store', 'pl', '--name', 'CLI PL', '--locale', 'pl-PL', '--currency', 'PLN', '--inactive', '--db', db);
+    const bad = await cli('stores', 'set', '--merchant', id, '--store', 'us', '--name', 'US', '--locale', 'english', '--currency', 'usd', '--db', db);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/--locale: /);
+    expect(bad.stderr).toMatch(/--currency: /);
+    const stores = json((await cli('stores', 'list', '--merchant', id, '--db', db, '--json')).stdout);
+    expect(stores.map((s: { slug: string; active: boolean }) => [s.slug, s.active])).toEqual([['de', true], ['pl', false]]);
+    expect((await cli('stores', 'delete', '--merchant', id, '--store', 'pl', '--db', db)).stdout.trim()).toBe('deleted');
+    expect(json((await cli('stores', 'list', '--merchant', id, '--db', db, '--json')).stdout).map((s: { slug: string }) => s.slug)).toEqual(['de']);
+
+    const key = json((await cli('keys', 'create', '--merchant', id, '--name', 'feed', '--db', db, '--json')).stdout);
+    const keys = json((await cli('keys', 'list', '--merchant', id, '--db', db, '--json')).stdout);
+    expect(keys).toEqual([expect.objectContaining({ id: key.id, name: 'feed', prefix: key.key.slice(0, 12), revoked_at: null })]);
+    expect(JSON.stringify(keys)).not.toContain(key.key);
+    expect((await cli('keys', 'revoke', '--merchant', id, '--key', String(key.id), '--db', db)).stdout.trim()).toBe('revoked');
+    expect((await publicGet('/v1/stores', key.key)).status).toBe(401);
+    expect(json((await cli('keys', 'list', '--merchant', id, '--db', db, '--json')).stdout)[0].revoked_at).toEqual(expect.any(String));
+  }, 240_000);
+
+  it('imports list and show the CLI\'s imports with their outcome; off a terminal the import prints its progress every --progress-seconds', async () => {
+    // A named pipe: the file arrives while the import reads it, as a slow upload would.
+    const fifo = path.join(dir, 'slow.ndjson');
+    execFileSync('mkfifo', [fifo]);
+    const child = spawn('npx', ['tsx', 'src/cli.ts', 'import', fifo, '--merchant', '1', '--db', db, '--progress-seconds', '0.1'], { cwd: ROOT });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString(); });
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    const writer = fs.createWriteStream(fifo);
+    const line = (n: number) => `${JSON.stringify({ op: 'upsert_product', product: { ref: `SLOW-${n}`, content: { de: { title: `Langsam ${n}` } } } })}\n`;
+    writer.write(Array.from({ length: 40 }, (_, n) => line(n)).join(''));
+    const deadline = Date.now() + 60_000;
+    while (!/lines read and checked/.test(stderr)) {
+      if (Date.now() > deadline) throw new Error(`no progress line: ${stderr}`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    writer.end(line(40));
+    expect(await exited).toBe(0);
+    expect(stderr).toMatch(/^import (\d+): 32 lines read and checked$/m);
+    const id = /^import (\d+) of slow\.ndjson started/m.exec(stderr)![1]!;
+    expect(stderr).toMatch(new RegExp(`^import ${id} succeeded: 41 lines read, 41 of 41 operations applied$`, 'm'));
+
+    const listed = json((await cli('imports', 'list', '--merchant', '1', '--db', db, '--json')).stdout);
+    expect(listed[0]).toMatchObject({ id: Number(id), started_by: 'CLI', file_name: 'slow.ndjson', state: 'succeeded', upserted: 41 });
+    const shown = await cli('imports', 'show', '--merchant', '1', '--import', id, '--db', db, '--json');
+    expect(json(shown.stdout)).toEqual(listed[0]);
+    expect((await cli('imports', 'show', '--merchant', '1', '--import', '999999', '--db', db)).code).toBe(2);
+  }, 120_000);
 });

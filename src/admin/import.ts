@@ -6,7 +6,7 @@ import { ProductSourceInputSchema, ProductSourceSchema } from '../generated/admi
 import type { ProductSourceDocument } from '../catalog/model.js';
 import { nestsDeeperThan, tooDeepReason } from '../shared/json-limits.js';
 import {
-  InvalidUtf8Error, LONE_SURROGATE_REASON, decodeUtf8, illFormedStringPath, mayHoldLoneSurrogates,
+  InvalidUtf8Error, decodeUtf8, mayHoldRefusedString, refusedString,
 } from '../shared/json-text.js';
 import { ProblemError, type InvalidParam } from '../shared/problem.js';
 import { normalizeSource, type CatalogAdmin } from './catalog-admin.js';
@@ -136,9 +136,10 @@ export async function parseImport(
       problems.push({ name, in: 'body', reason: `not valid JSON: ${(error as Error).message}` });
       continue;
     }
-    const illFormed = mayHoldLoneSurrogates(line) ? illFormedStringPath(json) : null;
-    if (illFormed) {
-      problems.push({ name, in: 'body', reason: located(pointer(illFormed), LONE_SURROGATE_REASON) });
+    // A lone surrogate or U+0000 anywhere in the line (issue 21.9): refused before the schema.
+    const refused = mayHoldRefusedString(line) ? refusedString(json) : null;
+    if (refused) {
+      problems.push({ name, in: 'body', reason: located(pointer(refused.path), refused.reason) });
       continue;
     }
     const parsed = ImportLineSchema.safeParse(json);

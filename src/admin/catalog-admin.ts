@@ -510,7 +510,7 @@ export class CatalogAdmin {
     if (stale.length > 0) {
       const lines = stale.slice(0, 10).map((operation) => (operation.line ? `line ${operation.line}` : `"${operation.ref}"`));
       throw new ProblemError('conflict', `A supplier or store that ${lines.join(', ')}${stale.length > lines.length ? ' and others' : ''} `
-        + 'refer to was deleted while the import ran; the chunks before this one stay applied.');
+        + 'refer to was deleted while the import ran.');
     }
     const at = this.at();
     const upsertedIds: number[] = [];

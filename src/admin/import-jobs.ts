@@ -12,7 +12,7 @@ import { yieldToOthers } from '../shared/cooperative.js';
 import { ProblemError, type ProblemCode } from '../shared/problem.js';
 import type { ImportRunSteps, PublishRuns } from '../catalog/publish-runs.js';
 import type { CatalogAdmin, ProductOperation } from './catalog-admin.js';
-import { parseImport, type ImportResult, type NdjsonSource } from './import.js';
+import { appliedLines, parseImport, type ImportResult, type NdjsonSource } from './import.js';
 import type { CatalogStorage, ImportJobProgress, ImportJobRecord, PublishRunRecord, StorageTx } from '../storage/port.js';
 
 /** Who started an import from the admin API (the panel records the principal). */
@@ -37,7 +37,7 @@ export interface StartedImport {
   done: Promise<ImportResult>;
 }
 
-const UNEXPECTED_FAILURE = 'The import stopped on an unexpected error; the chunks committed before it stay applied.';
+const UNEXPECTED_FAILURE = 'The import stopped on an unexpected error.';
 
 export class ImportJobs implements ImportRunSteps {
   /** The imports this process runs, so stopping waits for them. */
@@ -150,17 +150,25 @@ export class ImportJobs implements ImportRunSteps {
     return !last;
   }
 
-  /** ImportRunSteps: a chunk could not be applied: the job fails, its run and the chunks left go. */
+  /**
+   * ImportRunSteps: a chunk could not be applied: the job fails, its run and the chunks left go.
+   * Its error says exactly which lines were applied (those before the first line of the chunk).
+   */
   async fail(run: PublishRunRecord, error: unknown): Promise<void> {
     const problem = error instanceof ProblemError ? error : undefined;
     const at = this.now().toISOString();
+    const jobId = run.import_job_id!;
     await this.storage.transaction(async (tx) => {
       const current = await tx.publishRun(run.id);
       if (current?.driver !== run.driver) return;
-      await tx.deleteImportChunks(run.import_job_id!);
+      const job = await tx.importJob(run.merchant_id, jobId);
+      const next = await tx.nextImportChunk(jobId);
+      const stoppedAt = next ? (JSON.parse(next.operations) as ProductOperation[])[0]?.line : undefined;
+      const applied = appliedLines(job?.products_applied ?? 0, stoppedAt, job?.lines_read ?? 0);
+      await tx.deleteImportChunks(jobId);
       await tx.deletePublishRun(run.id);
-      await tx.updateImportJob(run.import_job_id!, {
-        state: 'failed', finished_at: at, updated_at: at, error: problem?.detail ?? UNEXPECTED_FAILURE, error_code: problem?.code ?? 'internal_error',
+      await tx.updateImportJob(jobId, {
+        state: 'failed', finished_at: at, updated_at: at, error: `${problem?.detail ?? UNEXPECTED_FAILURE} ${applied}`, error_code: problem?.code ?? 'internal_error',
       });
     });
   }

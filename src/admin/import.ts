@@ -181,10 +181,33 @@ export async function importNdjson(
   await options.onStart?.(operations.length);
   const result = { lines: operations.length, upserted: 0, deleted: 0 };
   for (let i = 0; i < operations.length; i += chunkSize) {
-    const applied = await admin.applyProductBatch(merchantId, operations.slice(i, i + chunkSize));
+    let applied: Awaited<ReturnType<CatalogAdmin['applyProductBatch']>>;
+    try {
+      applied = await admin.applyProductBatch(merchantId, operations.slice(i, i + chunkSize));
+    } catch (error) {
+      // The chunks before this one are committed: say exactly which lines they were.
+      const note = appliedLines(i, operations[i]?.line, operations.at(-1)?.line ?? 0);
+      if (error instanceof ProblemError) throw new ProblemError(error.code, `${error.detail} ${note}`, error.invalidParams, error.headers);
+      throw new ProblemError('internal_error', `The import stopped on an unexpected error. ${note}`);
+    }
     result.upserted += applied.upserted;
     result.deleted += applied.deleted;
     await options.onProgress?.(Math.min(operations.length, i + chunkSize));
   }
   return result;
+}
+
+/**
+ * Which lines of a file an import that stopped part-way applied (issue 21.9): every line before
+ * the first operation it did not apply (blank lines apply nothing), none from it on. `applied`
+ * counts the operations applied, `stoppedAt` is the line of the first one not applied (undefined
+ * when none was left) and `lastLine` the file's last line.
+ */
+export function appliedLines(applied: number, stoppedAt: number | undefined, lastLine: number): string {
+  const operations = `${applied} ${applied === 1 ? 'operation' : 'operations'}`;
+  if (stoppedAt === undefined) return `Every line was applied (${operations}).`;
+  if (applied === 0) return 'No line was applied.';
+  const done = stoppedAt > 2 ? `Lines 1-${stoppedAt - 1} were applied` : 'Line 1 was applied';
+  const rest = stoppedAt < lastLine ? `lines ${stoppedAt}-${lastLine} were not` : `line ${stoppedAt} was not`;
+  return `${done} (${operations}); ${rest}.`;
 }

@@ -788,8 +788,14 @@ export interface paths {
          *     chunks committed so far stay applied, and the rest is applied when the service runs again
          *     (the import job shows its progress). Sending the same file again is safe too, because
          *     upserts replace and deleting a missing ref is a no-op. A chunk whose supplier or store was
-         *     deleted after the file was checked answers `409`; the chunks before it stay applied and the
-         *     rest is not applied.
+         *     deleted after the file was checked answers `409`, and one that fails on an unexpected error
+         *     `500`; the chunks before it stay applied and the rest is not applied.
+         *
+         *     **An import that stops part-way says exactly which lines it applied**, in the answer's
+         *     `detail` and in the import job's error alike: `Lines 1-500 were applied (500 operations);
+         *     lines 501-700 were not.` (every line before the first operation not applied; blank lines
+         *     apply nothing), or `No line was applied.` Text that the database could not store (U+0000,
+         *     a lone surrogate) is refused while the file is checked, so it never stops an import part-way.
          *
          *     The body limit is configurable (default 64 MiB); a larger body answers `413` before any
          *     line is applied.
@@ -2702,6 +2708,9 @@ export interface components {
          *     (`FF FE`, an encoded surrogate `ED A0 80`, a truncated sequence) are named `/` with the first
          *     bad sequence and its byte offset; a string or member name holding a lone surrogate escape
          *     (`"\ud800"` without its low half) is named by its JSON Pointer. A pair (`"\ud83e\udd93"`) is fine.
+         *     No string or member name may hold U+0000 (`"\u0000"`): it is refused on every operation and
+         *     every storage engine alike, named by its JSON Pointer with a reason that says `holds U+0000`
+         *     (an escaped backslash, `"\\u0000"`, is six characters of text and fine).
          */
         BadRequest: {
             headers: {
@@ -2754,9 +2763,27 @@ export interface components {
          *     counted) with `in: body`; the `reason` starts with the JSON Pointer of the offending member
          *     when there is one. Every line is checked, not only up to the first bad one; at most 100
          *     entries are listed. A line whose bytes are not UTF-8 is named with its first bad sequence and
-         *     byte offset in the line; a string holding a lone surrogate escape (`"\ud800"`) is refused too. With code `invalid_parameter`, `merchant_id` is invalid.
+         *     byte offset in the line; a string or member name holding a lone surrogate escape (`"\ud800"`)
+         *     or U+0000 (`"\u0000"`) is refused too, so no such line can stop an import part-way. With code
+         *     `invalid_parameter`, `merchant_id` is invalid.
          */
         ImportRejected: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
+         * @description The import stopped part-way (code `internal_error`): the service stopped while applying it (the
+         *     rest is applied when it runs again), or a chunk failed on an unexpected error (the rest is not
+         *     applied). The chunks committed before stay applied, and `detail` says exactly which lines they
+         *     are, as the import job's error does: `Lines 1-500 were applied (500 operations); lines 501-700
+         *     were not.` (blank lines apply nothing), or `No line was applied.`
+         */
+        ImportStopped: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
@@ -4122,6 +4149,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            500: components["responses"]["ImportStopped"];
         };
     };
     getImageMirroring: {

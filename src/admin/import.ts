@@ -153,7 +153,7 @@ export async function parseImport(
     }
     const { ref, ...input } = parsed.data.product;
     const source = normalizeSource(input);
-    for (const problem of admin.sourceProblems(references, source, '/product')) {
+    for (const problem of [...admin.sourceLimitProblems(source, '/product'), ...admin.sourceProblems(references, source, '/product')]) {
       problems.push({ name, in: 'body', reason: located(problem.name, problem.reason) });
     }
     operations.push({ op: 'upsert_product', ref, source, line: number });

@@ -2,6 +2,7 @@
 // Every default is the product decision's value (../shared/spec/product-decisions.md).
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
+import { PRODUCT_LIMIT_SETTINGS, type ProductLimits } from './admin/product-limits.js';
 import { CHANGES_MAX_ITEMS, WEBHOOK_PRODUCT_IDS_MAX_ITEMS } from './generated/public-limits.js';
 
 export interface Config {
@@ -23,7 +24,8 @@ export interface Config {
   demoOnEmpty: boolean;
   /** Products in the demo catalog built on first start. */
   demoProducts: number;
-  limits: {
+  /** Request sizes, and (ProductLimits, admin/product-limits.ts) the bounds of one product's source. */
+  limits: ProductLimits & {
     // per_page's default (50) and range (1..200) are the spec's contract (spec 8), not configuration.
     /** Largest admin request body accepted (bytes); the NDJSON import has its own limit. */
     adminBodyBytes: number;
@@ -248,6 +250,12 @@ function atLeast(value: number, floor: number, name: string): number {
   return value;
 }
 
+/** The bounds of one product's source (issue 21.10), each at least 1. */
+function productLimits(env: Env): ProductLimits {
+  return Object.fromEntries(Object.entries(PRODUCT_LIMIT_SETTINGS).map(([name, { env: variable, fallback }]) =>
+    [name, atLeast(int(env, variable, fallback), 1, variable)])) as unknown as ProductLimits;
+}
+
 /** Reads the configuration from environment variables; the README lists them with their defaults. */
 /** Overrides for tests and embedding: any top-level value, or some fields of a group. */
 export type ConfigOverrides = {
@@ -276,6 +284,7 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
       publishRunLeaseMs: Math.max(100, int(env, 'CPS_PUBLISH_RUN_LEASE_MS', 60_000)),
       productListScan: atLeast(int(env, 'CPS_PRODUCT_LIST_SCAN', 5000), 200, 'CPS_PRODUCT_LIST_SCAN'),
       importStalledMs: atLeast(int(env, 'CPS_IMPORT_STALLED_SECONDS', 60), 4, 'CPS_IMPORT_STALLED_SECONDS') * 1000,
+      ...productLimits(env),
     },
     storage: {
       writeSliceMs: Math.max(1, int(env, 'CPS_WRITE_SLICE_MS', 5)),

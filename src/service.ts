@@ -82,7 +82,7 @@ export function createService(config: Config, options: ServiceOptions = {}): Ser
   const guard = new AddressGuard(config.webhooks.allowHosts);
   const dispatcher = createWebhookDispatcher(storage, config, { now, logger, metrics: options.deliveries ?? metrics, guard });
   const apiKeys = new ActiveApiKeys(storage, config.apiKeyCacheMs, now);
-  const admin = new CatalogAdmin(storage, now, config.limits.publishChunk, apiKeys, config.limits.publishRunLeaseMs);
+  const admin = new CatalogAdmin(storage, now, config.limits.publishChunk, apiKeys, config.limits.publishRunLeaseMs, config.limits);
   const mirror = createImageMirror(storage, config, { now, logger, guard, publisher: admin.publisher });
   const imports = new ImportJobs(storage, admin, now, {
     chunkSize: config.limits.publishChunk, maxJsonDepth: config.limits.maxJsonDepth, stalledAfterMs: config.limits.importStalledMs,

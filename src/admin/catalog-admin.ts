@@ -11,6 +11,7 @@ import { PublishRuns } from '../catalog/publish-runs.js';
 import { explainResolution, type ResolutionExplanation } from '../catalog/resolve.js';
 import { ProblemError, invalidInput, type InvalidParam } from '../shared/problem.js';
 import { issueApiKey, type ActiveApiKeys } from './api-keys.js';
+import { DEFAULT_PRODUCT_LIMITS, productLimitProblems, type ProductLimits } from './product-limits.js';
 import { retryDeadImages } from '../images/retry.js';
 import { yieldToOthers } from '../shared/cooperative.js';
 import type {
@@ -88,6 +89,8 @@ export class CatalogAdmin {
     /** This process's remembered API keys (http auth): a revoked key is forgotten at once. */
     private readonly apiKeys?: Pick<ActiveApiKeys, 'forget'>,
     publishRunLeaseMs?: number,
+    /** The bounds of one product's source (configuration: `config.limits`). */
+    readonly productLimits: ProductLimits = DEFAULT_PRODUCT_LIMITS,
   ) {
     this.publisher = new CatalogPublisher(now, publishChunk);
     this.publishRuns = new PublishRuns(storage, this.publisher, now, publishRunLeaseMs);
@@ -393,6 +396,11 @@ export class CatalogAdmin {
     return { suppliers: new Set(suppliers.map((s) => s.ref)), stores: new Set(stores.map((s) => s.slug)) };
   }
 
+  /** The product limits a source exceeds (JSON pointers under `base`), each naming its limit. */
+  sourceLimitProblems(source: ProductSourceDocument, base = ''): InvalidParam[] {
+    return productLimitProblems(source, this.productLimits, base);
+  }
+
   /** Problems with a source's references to suppliers and stores (JSON pointers under `base`). */
   sourceProblems(references: SourceReferences, source: ProductSourceDocument, base = ''): InvalidParam[] {
     const { suppliers, stores } = references;
@@ -495,6 +503,8 @@ export class CatalogAdmin {
 
   upsertProduct(merchantId: number, ref: string, input: ProductSourceInput): Promise<ProductSourceView & { created: boolean }> {
     const source = normalizeSource(input);
+    const aboveLimits = this.sourceLimitProblems(source);
+    if (aboveLimits.length) return Promise.reject(invalidInput('body', aboveLimits));
     return this.storage.transaction(async (tx) => {
       await this.merchantIn(tx, merchantId);
       const problems = this.sourceProblems(await this.sourceReferences(tx, merchantId), source);
@@ -533,7 +543,7 @@ export class CatalogAdmin {
     if (stale.length > 0) {
       const lines = stale.slice(0, 10).map((operation) => (operation.line ? `line ${operation.line}` : `"${operation.ref}"`));
       throw new ProblemError('conflict', `A supplier or store that ${lines.join(', ')}${stale.length > lines.length ? ' and others' : ''} `
-        + 'refer to was deleted while the import ran; the chunks before this one stay applied.');
+        + 'refer to was deleted while the import ran.');
     }
     const at = this.at();
     const upsertedIds: number[] = [];

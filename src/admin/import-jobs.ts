@@ -12,7 +12,7 @@ import { yieldToOthers } from '../shared/cooperative.js';
 import { ProblemError } from '../shared/problem.js';
 import type { ImportRunSteps, PublishRuns } from '../catalog/publish-runs.js';
 import type { CatalogAdmin, ProductOperation } from './catalog-admin.js';
-import { parseImport, type ImportResult, type NdjsonSource } from './import.js';
+import { appliedLines, parseImport, type ImportResult, type NdjsonSource } from './import.js';
 import type { CatalogStorage, ImportErrorCode, ImportJobProgress, ImportJobRecord, PublishRunRecord, StorageTx } from '../storage/port.js';
 
 /** Who started an import from the admin API (the panel records the principal). */
@@ -55,7 +55,7 @@ function importErrorCode(error: unknown): ImportErrorCode {
   return code === 'invalid_body' || code === 'conflict' || code === 'payload_too_large' ? code : 'internal_error';
 }
 
-const UNEXPECTED_FAILURE = 'The import stopped on an unexpected error; the chunks committed before it stay applied.';
+const UNEXPECTED_FAILURE = 'The import stopped on an unexpected error.';
 
 export class ImportJobs implements ImportRunSteps {
   /** The imports this process runs, so stopping waits for them. */
@@ -90,8 +90,11 @@ export class ImportJobs implements ImportRunSteps {
     const tracked = done.catch(() => undefined);
     this.running.add(tracked);
     void tracked.finally(() => this.running.delete(tracked));
-    // Failing before it was staged, it fails with the same error; a caller may await either.
-    return { job, done, staged: Promise.race([staged, done.then(() => undefined)]) };
+    // Failing before it was staged, it fails with the same error; a caller may await either (one
+    // that awaits only `done` leaves this one handled).
+    const stagedOrFailed = Promise.race([staged, done.then(() => undefined)]);
+    stagedOrFailed.catch(() => undefined);
+    return { job, done, staged: stagedOrFailed };
   }
 
   private async run(job: ImportJobRecord, source: NdjsonSource, onStaged: () => void): Promise<ImportResult> {
@@ -194,17 +197,25 @@ export class ImportJobs implements ImportRunSteps {
     return this.storage.interruptStalledImportJobs(before, now.toISOString(), INTERRUPTED_IMPORT);
   }
 
-  /** ImportRunSteps: a chunk could not be applied: the job fails, its run and the chunks left go. */
+  /**
+   * ImportRunSteps: a chunk could not be applied: the job fails, its run and the chunks left go.
+   * Its error says exactly which lines were applied (those before the first line of the chunk).
+   */
   async fail(run: PublishRunRecord, error: unknown): Promise<void> {
     const problem = error instanceof ProblemError ? error : undefined;
     const at = this.now().toISOString();
+    const jobId = run.import_job_id!;
     await this.storage.transaction(async (tx) => {
       const current = await tx.publishRun(run.id);
       if (current?.driver !== run.driver) return;
-      await tx.deleteImportChunks(run.import_job_id!);
+      const job = await tx.importJob(run.merchant_id, jobId);
+      const next = await tx.nextImportChunk(jobId);
+      const stoppedAt = next ? (JSON.parse(next.operations) as ProductOperation[])[0]?.line : undefined;
+      const applied = appliedLines(job?.products_applied ?? 0, stoppedAt, job?.lines_read ?? 0);
+      await tx.deleteImportChunks(jobId);
       await tx.deletePublishRun(run.id);
-      await tx.updateImportJob(run.import_job_id!, {
-        state: 'failed', finished_at: at, updated_at: at, error: problem?.detail ?? UNEXPECTED_FAILURE, error_code: importErrorCode(error),
+      await tx.updateImportJob(jobId, {
+        state: 'failed', finished_at: at, updated_at: at, error: `${problem?.detail ?? UNEXPECTED_FAILURE} ${applied}`, error_code: importErrorCode(error),
       });
     });
   }

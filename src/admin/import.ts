@@ -6,7 +6,7 @@ import { ProductSourceInputSchema, ProductSourceSchema } from '../generated/admi
 import type { ProductSourceDocument } from '../catalog/model.js';
 import { nestsDeeperThan, tooDeepReason } from '../shared/json-limits.js';
 import {
-  InvalidUtf8Error, LONE_SURROGATE_REASON, decodeUtf8, illFormedStringPath, mayHoldLoneSurrogates,
+  InvalidUtf8Error, decodeUtf8, mayHoldRefusedString, refusedString,
 } from '../shared/json-text.js';
 import { ProblemError, type InvalidParam } from '../shared/problem.js';
 import { normalizeSource, type CatalogAdmin } from './catalog-admin.js';
@@ -136,9 +136,10 @@ export async function parseImport(
       problems.push({ name, in: 'body', reason: `not valid JSON: ${(error as Error).message}` });
       continue;
     }
-    const illFormed = mayHoldLoneSurrogates(line) ? illFormedStringPath(json) : null;
-    if (illFormed) {
-      problems.push({ name, in: 'body', reason: located(pointer(illFormed), LONE_SURROGATE_REASON) });
+    // A lone surrogate or U+0000 anywhere in the line (issue 21.9): refused before the schema.
+    const refused = mayHoldRefusedString(line) ? refusedString(json) : null;
+    if (refused) {
+      problems.push({ name, in: 'body', reason: located(pointer(refused.path), refused.reason) });
       continue;
     }
     const parsed = ImportLineSchema.safeParse(json);
@@ -152,7 +153,7 @@ export async function parseImport(
     }
     const { ref, ...input } = parsed.data.product;
     const source = normalizeSource(input);
-    for (const problem of admin.sourceProblems(references, source, '/product')) {
+    for (const problem of [...admin.sourceLimitProblems(source, '/product'), ...admin.sourceProblems(references, source, '/product')]) {
       problems.push({ name, in: 'body', reason: located(problem.name, problem.reason) });
     }
     operations.push({ op: 'upsert_product', ref, source, line: number });
@@ -180,10 +181,33 @@ export async function importNdjson(
   await options.onStart?.(operations.length);
   const result = { lines: operations.length, upserted: 0, deleted: 0 };
   for (let i = 0; i < operations.length; i += chunkSize) {
-    const applied = await admin.applyProductBatch(merchantId, operations.slice(i, i + chunkSize));
+    let applied: Awaited<ReturnType<CatalogAdmin['applyProductBatch']>>;
+    try {
+      applied = await admin.applyProductBatch(merchantId, operations.slice(i, i + chunkSize));
+    } catch (error) {
+      // The chunks before this one are committed: say exactly which lines they were.
+      const note = appliedLines(i, operations[i]?.line, operations.at(-1)?.line ?? 0);
+      if (error instanceof ProblemError) throw new ProblemError(error.code, `${error.detail} ${note}`, error.invalidParams, error.headers);
+      throw new ProblemError('internal_error', `The import stopped on an unexpected error. ${note}`);
+    }
     result.upserted += applied.upserted;
     result.deleted += applied.deleted;
     await options.onProgress?.(Math.min(operations.length, i + chunkSize));
   }
   return result;
+}
+
+/**
+ * Which lines of a file an import that stopped part-way applied (issue 21.9): every line before
+ * the first operation it did not apply (blank lines apply nothing), none from it on. `applied`
+ * counts the operations applied, `stoppedAt` is the line of the first one not applied (undefined
+ * when none was left) and `lastLine` the file's last line.
+ */
+export function appliedLines(applied: number, stoppedAt: number | undefined, lastLine: number): string {
+  const operations = `${applied} ${applied === 1 ? 'operation' : 'operations'}`;
+  if (stoppedAt === undefined) return `Every line was applied (${operations}).`;
+  if (applied === 0) return 'No line was applied.';
+  const done = stoppedAt > 2 ? `Lines 1-${stoppedAt - 1} were applied` : 'Line 1 was applied';
+  const rest = stoppedAt < lastLine ? `lines ${stoppedAt}-${lastLine} were not` : `line ${stoppedAt} was not`;
+  return `${done} (${operations}); ${rest}.`;
 }

@@ -733,6 +733,25 @@ export interface paths {
          *
          *     Referential rules are listed on the request body; a violation answers `400 invalid_body`
          *     naming the member.
+         *
+         *     **Product limits.** One product's source is bounded, so that no payload, and no page of
+         *     them, grows without bound. Each limit is the service's configuration; the defaults are:
+         *
+         *     | Limit | Default | Setting |
+         *     |---|---|---|
+         *     | members of `content` (locales and languages) | 100 | `CPS_MAX_PRODUCT_LOCALES` |
+         *     | items of `images` | 100 | `CPS_MAX_PRODUCT_IMAGES` |
+         *     | items of `offers` | 100 | `CPS_MAX_PRODUCT_OFFERS` |
+         *     | items of `supplier_attributes` | 2000 | `CPS_MAX_PRODUCT_SUPPLIER_ATTRIBUTES` |
+         *     | members of `overrides` | 1000 | `CPS_MAX_PRODUCT_OVERRIDES` |
+         *     | bytes of the whole source document as JSON (UTF-8), defaults filled in, as stored | 524288 (512 KiB) | `CPS_MAX_PRODUCT_BYTES` |
+         *
+         *     A source above a limit answers `400 invalid_body` naming the member (`/overrides`, or `/`
+         *     for the bytes) with a reason that gives the count or size, the limit and its setting, for
+         *     example `has 1001 overrides: a product has at most 1000 (CPS_MAX_PRODUCT_OVERRIDES)`;
+         *     nothing is stored. A line of an import is checked the same way. Every payload the public
+         *     API serves for the product is built from this source (one locale's title and description,
+         *     its attributes and images), plus one price per customer group and the attributes' labels.
          */
         put: operations["upsertProduct"];
         post?: never;
@@ -831,8 +850,16 @@ export interface paths {
          *     chunks committed so far stay applied, and the rest is applied when the service runs again
          *     (the import job shows its progress). Sending the same file again is safe too, because
          *     upserts replace and deleting a missing ref is a no-op. A chunk whose supplier or store was
-         *     deleted after the file was checked answers `409`; the chunks before it stay applied and the
-         *     rest is not applied.
+         *     deleted after the file was checked answers `409`, and one that fails on an unexpected error
+         *     `500`; the chunks before it stay applied and the rest is not applied.
+         *
+         *     **An import that stops part-way says exactly which lines it applied**, in the answer's
+         *     `detail` and in the import job's error alike: `Lines 1-500 were applied (500 operations);
+         *     lines 501-700 were not.` (every line before the first operation not applied; blank lines
+         *     apply nothing), or `No line was applied.` Text that the database could not store (U+0000,
+         *     a lone surrogate) and products above the product limits (see `PUT
+         *     .../products/{product_ref}`) are refused while the file is checked, so they never stop an
+         *     import part-way.
          *
          *     The body limit is configurable (default 64 MiB); a larger body answers `413` before any
          *     line is applied.
@@ -2084,14 +2111,15 @@ export interface components {
             manufacturer: string | null;
             /**
              * @description Title and description per locale (`de-DE`) or language (`de`). A store uses the entry for
-             *     its locale exactly, else the one for its language.
+             *     its locale exactly, else the one for its language. At most `CPS_MAX_PRODUCT_LOCALES`
+             *     (default 100) entries.
              */
             content: {
                 [key: string]: components["schemas"]["LocalizedContent"];
             };
-            /** @description Images in publication order. */
+            /** @description Images in publication order (at most `CPS_MAX_PRODUCT_IMAGES`, default 100). */
             images: components["schemas"]["SourceImage"][];
-            /** @description Supplier offers. */
+            /** @description Supplier offers (at most `CPS_MAX_PRODUCT_OFFERS`, default 100). */
             offers: components["schemas"]["Offer"][];
             /** @description The merchant's own stock; `null` when none is held. */
             own_stock: {
@@ -2102,11 +2130,14 @@ export interface components {
                 /** @description ISO 4217 code of `cost`; `null` exactly when `cost` is `null`. */
                 currency: string | null;
             } | null;
-            /** @description Attribute values imported from suppliers. */
+            /**
+             * @description Attribute values imported from suppliers (at most `CPS_MAX_PRODUCT_SUPPLIER_ATTRIBUTES`,
+             *     default 2000).
+             */
             supplier_attributes: components["schemas"]["SupplierAttribute"][];
             /**
              * @description Merchant attribute values by key; they win over the best supplier's values, which win over
-             *     other suppliers' values.
+             *     other suppliers' values. At most `CPS_MAX_PRODUCT_OVERRIDES` (default 1000) keys.
              */
             overrides: {
                 [key: string]: string;
@@ -2138,7 +2169,8 @@ export interface components {
         /**
          * @description The whole source document of a product; the ref is taken from the URL. `PUT` replaces the
          *     stored document: omitted fields take their defaults (empty), they are not kept from before.
-         *     Nothing is required, so `{}` stores a product without content or offers.
+         *     Nothing is required, so `{}` stores a product without content or offers. Text never holds
+         *     U+0000.
          *
          *     Referential rules (violations answer `400 invalid_body` naming the field): every
          *     `supplier_ref` must name a supplier of the merchant; at most one offer per supplier; a
@@ -2148,6 +2180,11 @@ export interface components {
          *
          *     Images whose `url` the product already had keep their mirroring state; new URLs start as
          *     `pending`.
+         *
+         *     Product limits (each configurable; above one, `400 invalid_body` naming the member and the
+         *     limit): at most 100 `content` entries, 100 `images`, 100 `offers`, 2000
+         *     `supplier_attributes` and 1000 `overrides`, and 512 KiB for the whole document as JSON (see
+         *     `PUT .../products/{product_ref}` for the settings).
          */
         ProductSourceInput: {
             /**
@@ -2162,19 +2199,20 @@ export interface components {
             manufacturer: string | null;
             /**
              * @description Title and description per locale (`de-DE`) or language (`de`). Default `{}`. Any other
-             *     key, `__proto__` included, answers 400 naming it.
+             *     key, `__proto__` included, answers 400 naming it. At most `CPS_MAX_PRODUCT_LOCALES` (default
+             *     100) entries.
              * @default {}
              */
             content: {
                 [key: string]: components["schemas"]["LocalizedContentInput"];
             };
             /**
-             * @description Images in publication order. Default `[]`.
+             * @description Images in publication order. Default `[]`. At most `CPS_MAX_PRODUCT_IMAGES` (default 100).
              * @default []
              */
             images: components["schemas"]["ImageInput"][];
             /**
-             * @description Supplier offers. Default `[]`.
+             * @description Supplier offers. Default `[]`. At most `CPS_MAX_PRODUCT_OFFERS` (default 100).
              * @default []
              */
             offers: components["schemas"]["Offer"][];
@@ -2197,14 +2235,16 @@ export interface components {
                 currency: string | null;
             } | null;
             /**
-             * @description Attribute values imported from suppliers. Default `[]`.
+             * @description Attribute values imported from suppliers. Default `[]`. At most
+             *     `CPS_MAX_PRODUCT_SUPPLIER_ATTRIBUTES` (default 2000).
              * @default []
              */
             supplier_attributes: components["schemas"]["SupplierAttribute"][];
             /**
              * @description Merchant attribute values by key, winning over supplier values. Default `{}`. A key named
              *     `__proto__` answers 400 (it would be lost by JSON object handling); `constructor`,
-             *     `prototype` and every other key of the pattern are stored and published exactly.
+             *     `prototype` and every other key of the pattern are stored and published exactly. At most
+             *     `CPS_MAX_PRODUCT_OVERRIDES` (default 1000) keys.
              * @default {}
              */
             overrides: {
@@ -2927,6 +2967,9 @@ export interface components {
          *     (`FF FE`, an encoded surrogate `ED A0 80`, a truncated sequence) are named `/` with the first
          *     bad sequence and its byte offset; a string or member name holding a lone surrogate escape
          *     (`"\ud800"` without its low half) is named by its JSON Pointer. A pair (`"\ud83e\udd93"`) is fine.
+         *     No string or member name may hold U+0000 (`"\u0000"`): it is refused on every operation and
+         *     every storage engine alike, named by its JSON Pointer with a reason that says `holds U+0000`
+         *     (an escaped backslash, `"\\u0000"`, is six characters of text and fine).
          */
         BadRequest: {
             headers: {
@@ -2979,9 +3022,29 @@ export interface components {
          *     counted) with `in: body`; the `reason` starts with the JSON Pointer of the offending member
          *     when there is one. Every line is checked, not only up to the first bad one; at most 100
          *     entries are listed. A line whose bytes are not UTF-8 is named with its first bad sequence and
-         *     byte offset in the line; a string holding a lone surrogate escape (`"\ud800"`) is refused too. With code `invalid_parameter`, `merchant_id` is invalid.
+         *     byte offset in the line; a string or member name holding a lone surrogate escape (`"\ud800"`)
+         *     or U+0000 (`"\u0000"`) is refused too, so no such line can stop an import part-way. A product
+         *     above one of the product limits (see `PUT .../products/{product_ref}`) is refused naming the
+         *     member and the limit (`/product/overrides: has 1001 overrides: a product has at most 1000
+         *     (CPS_MAX_PRODUCT_OVERRIDES)`). With code `invalid_parameter`, `merchant_id` is invalid.
          */
         ImportRejected: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
+         * @description The import stopped part-way (code `internal_error`): the service stopped while applying it (the
+         *     rest is applied when it runs again), or a chunk failed on an unexpected error (the rest is not
+         *     applied). The chunks committed before stay applied, and `detail` says exactly which lines they
+         *     are, as the import job's error does: `Lines 1-500 were applied (500 operations); lines 501-700
+         *     were not.` (blank lines apply nothing), or `No line was applied.`
+         */
+        ImportStopped: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
@@ -4485,6 +4548,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            500: components["responses"]["ImportStopped"];
         };
     };
     getImportJob: {

@@ -1,13 +1,14 @@
 // The admin API's JSON request bodies, read once and checked as text before the validator parses
 // them (product decisions, "Errors and bad input"; issue 13.6): bytes that are not UTF-8, nesting
-// deeper than the configured limit, and strings holding a lone surrogate escape answer
-// 400 invalid_body naming the problem, so nothing is stored with U+FFFD in place of what was sent.
+// deeper than the configured limit, and strings (member names too) holding a lone surrogate escape
+// or U+0000 (issue 21.9) answer 400 invalid_body naming the problem, so nothing is stored with
+// U+FFFD in place of what was sent, and nothing reaches a database that cannot store it.
 //
 //   app.use('/admin/v1/*', checkedJsonBody({ maxDepth: config.limits.maxJsonDepth, appliesTo: takesJsonBody }));
 import type { MiddlewareHandler } from 'hono';
 import { nestsDeeperThan, tooDeepReason } from '../shared/json-limits.js';
 import {
-  InvalidUtf8Error, LONE_SURROGATE_REASON, decodeUtf8, illFormedStringPath, mayHoldLoneSurrogates,
+  InvalidUtf8Error, decodeUtf8, mayHoldRefusedString, refusedString,
 } from '../shared/json-text.js';
 import { invalidInput } from '../shared/problem.js';
 import { bodyPointer } from './validation.js';
@@ -32,10 +33,10 @@ export function checkedJsonBody({ maxDepth, appliesTo }: CheckedJsonBodyOptions)
       throw error;
     }
     if (nestsDeeperThan(text, maxDepth)) throw invalidInput('body', [{ name: '/', in: 'body', reason: tooDeepReason(maxDepth) }]);
-    if (mayHoldLoneSurrogates(text)) {
-      // Parsed here only when a surrogate escape is present; malformed JSON is the validator's to name.
-      const path = parsedOrUndefined(text).map((value) => illFormedStringPath(value))[0];
-      if (path) throw invalidInput('body', [{ name: bodyPointer(path), in: 'body', reason: LONE_SURROGATE_REASON }]);
+    if (mayHoldRefusedString(text)) {
+      // Parsed here only when a surrogate or NUL escape is present; malformed JSON is the validator's to name.
+      const refused = parsedOrUndefined(text).map((value) => refusedString(value))[0];
+      if (refused) throw invalidInput('body', [{ name: bodyPointer(refused.path), in: 'body', reason: refused.reason }]);
     }
     // The validator's c.req.json() parses this text: the body is read and decoded once.
     // (hono keeps the promise of each body reading in bodyCache; its type names the methods.)

@@ -1,14 +1,36 @@
 // Reading the panel's url-encoded forms. Each body is parsed once per request (hono caches it), with
 // repeated fields kept as lists (the events checkboxes), and checked against the same generated
-// schema the admin API uses: the panel adds no second set of rules.
+// schema the admin API uses: the panel adds no second set of rules. A field (its name, its text,
+// an uploaded file's name) holding U+0000 is refused with 400 as the admin API refuses it (issue
+// 21.9): no form can carry it to a database that cannot store it.
 import type { Context } from 'hono';
 import type { z } from 'zod';
+import { NUL_REASON, holdsNul } from '../shared/json-text.js';
 import { invalidInput, type InvalidParam } from '../shared/problem.js';
 
 export type FormBody = Record<string, string | File | (string | File)[]>;
 
-export function formOf(c: Context): Promise<FormBody> {
-  return c.req.parseBody({ all: true });
+/** The form of the request (parsed once), or the 400 naming a field that holds U+0000. */
+export async function formOf(c: Context): Promise<FormBody> {
+  const form = await c.req.parseBody({ all: true });
+  const refused = fieldHoldingNul(form);
+  if (refused) throw invalidInput('body', [refused]);
+  return form;
+}
+
+/** A NUL is shown as its escape in the name of the field holding it (the name goes into a page). */
+const shown = (name: string) => name.replaceAll('\u0000', '\\u0000');
+
+function fieldHoldingNul(form: FormBody): InvalidParam | undefined {
+  for (const [name, value] of Object.entries(form)) {
+    if (holdsNul(name)) return { name: shown(name), in: 'body', reason: `(a field name) ${NUL_REASON}` };
+    for (const item of Array.isArray(value) ? value : [value]) {
+      if (typeof item === 'string' ? holdsNul(item) : holdsNul(item.name)) {
+        return { name, in: 'body', reason: typeof item === 'string' ? NUL_REASON : `(the file's name) ${NUL_REASON}` };
+      }
+    }
+  }
+  return undefined;
 }
 
 /** The field's text ('' when absent; the first value when repeated). */

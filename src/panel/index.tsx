@@ -1,7 +1,8 @@
 // The administration panel (issue 11), mounted at /panel by createApp: server-rendered pages over
 // the same domain services as the admin API. Order of the middlewares: security headers on every
-// response, then the session (from the cookie), then CSRF on every POST (it needs the session's
-// token), then sign-in and tenant checks per route group.
+// response, then the refusal of an address holding U+0000, then the session (from the cookie),
+// then CSRF on every POST (it needs the session's token), then sign-in and tenant checks per route
+// group.
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { requestLog } from '../http/access-log.js';
@@ -11,6 +12,7 @@ import { panelAssets } from './assets.js';
 import { csrf } from './csrf.js';
 import { ErrorPage } from './layout.js';
 import { merchantScope } from './merchant-scope.js';
+import { nulFreeAddress } from './nul-free-address.js';
 import { endpointDetailPages } from './pages/endpoint-detail.js';
 import { catalogPages } from './pages/catalog.js';
 import { endpointPages } from './pages/endpoints.js';
@@ -32,6 +34,7 @@ export function panelApp(service: Service): Hono<PanelEnv> {
 
   panel.use('*', securityHeaders());
   panel.route('/assets', panelAssets());
+  panel.use('*', nulFreeAddress());
   panel.use('*', panelSession(accounts, cookie));
   // Forms are read whole (csrf() reads them): the import upload may be as large as the admin API's
   // import body, every other form as large as an admin JSON body. The limits run before csrf().

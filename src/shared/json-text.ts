@@ -1,10 +1,18 @@
 // JSON text is well-formed Unicode (issue 13.6; RFC 8259 section 8.1, RFC 3629): a body or an
 // import line whose bytes are not UTF-8 (FF FE, an encoded surrogate ED A0 80, a truncated
 // sequence), or whose strings hold a lone surrogate escape ("\ud800"), is refused with the problem
-// named, instead of being stored with U+FFFD or as a string no UTF-8 column can hold.
+// named, instead of being stored with U+FFFD or as a string no UTF-8 column can hold. Nor does
+// text hold U+0000 (issue 21.9; product decisions, "Added decisions"): PostgreSQL's text cannot
+// store it, so it is refused wherever input is parsed, on either engine alike.
 
 /** The reason given for a string that holds a lone surrogate. */
 export const LONE_SURROGATE_REASON = 'holds a lone UTF-16 surrogate (an unpaired \\ud800-\\udfff escape): strings must be well-formed Unicode';
+
+/** The reason given for a string or member name that holds U+0000. */
+export const NUL_REASON = 'holds U+0000 (NUL), which no text may hold';
+
+/** True when a text holds U+0000. */
+export const holdsNul = (text: string): boolean => text.includes('\u0000');
 
 /** Thrown by decodeUtf8 for bytes that are not UTF-8; `reason` names the first bad sequence. */
 export class InvalidUtf8Error extends Error {
@@ -83,28 +91,44 @@ export const isWellFormed = (text: string): boolean => !LONE_SURROGATE.test(text
 /** A JSON text that may hold a surrogate escape (`\ud8..`-`\udf..`): only these need the walk. */
 const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/;
 
-/** False when JSON text has no surrogate escape and no lone surrogate: no parsed string can hold one. */
-export function mayHoldLoneSurrogates(text: string): boolean {
-  return SURROGATE_ESCAPE.test(text) || !isWellFormed(text);
+/** A JSON text that may hold a NUL escape (`\u0000`; a raw NUL is not JSON and fails to parse). */
+const NUL_ESCAPE = /\\u0000/;
+
+/**
+ * False when no string parsed from a JSON text can be refused (no surrogate or NUL escape, no
+ * lone surrogate): only the others need the walk of refusedString.
+ */
+export function mayHoldRefusedString(text: string): boolean {
+  return SURROGATE_ESCAPE.test(text) || NUL_ESCAPE.test(text) || !isWellFormed(text);
+}
+
+/** Why a string is refused (a lone surrogate, a NUL), or null when it is acceptable text. */
+export function refusedTextReason(text: string): string | null {
+  if (!isWellFormed(text)) return LONE_SURROGATE_REASON;
+  return holdsNul(text) ? NUL_REASON : null;
 }
 
 /**
- * The path to the first member name or string value of a parsed JSON value that is not
- * well-formed Unicode (a lone surrogate), or null when every string is.
+ * The first member name or string value of a parsed JSON value that is refused (not well-formed
+ * Unicode, or holding U+0000): its path and the reason, or null when every string is acceptable.
  */
-export function illFormedStringPath(value: unknown, path: (string | number)[] = []): (string | number)[] | null {
-  if (typeof value === 'string') return isWellFormed(value) ? null : path;
+export function refusedString(value: unknown, path: (string | number)[] = []): { path: (string | number)[]; reason: string } | null {
+  if (typeof value === 'string') {
+    const reason = refusedTextReason(value);
+    return reason ? { path, reason } : null;
+  }
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
-      const found = illFormedStringPath(value[i], [...path, i]);
+      const found = refusedString(value[i], [...path, i]);
       if (found) return found;
     }
     return null;
   }
   if (value !== null && typeof value === 'object') {
     for (const [key, member] of Object.entries(value)) {
-      if (!isWellFormed(key)) return [...path, key];
-      const found = illFormedStringPath(member, [...path, key]);
+      const reason = refusedTextReason(key);
+      if (reason) return { path: [...path, key], reason };
+      const found = refusedString(member, [...path, key]);
       if (found) return found;
     }
   }

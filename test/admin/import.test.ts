@@ -2,7 +2,7 @@
 // its lines' references again in its own transaction, so a supplier deleted while the file was
 // being read stops the import at that chunk instead of storing offers that name nobody.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseImport } from '../../src/admin/import.js';
+import { importNdjson, parseImport } from '../../src/admin/import.js';
 import { startTestService, type TestService } from '../support/service.js';
 
 let service: TestService;
@@ -31,5 +31,27 @@ describe('a supplier deleted while an import is read', () => {
     });
     await expect(service.admin.product(merchantId, 'A-1')).rejects.toMatchObject({ code: 'not_found' });
     await expect(service.admin.product(merchantId, 'A-2')).rejects.toMatchObject({ code: 'not_found' });
+  });
+});
+
+describe('an import that stops part-way (the CLI\'s, applied by importNdjson)', () => {
+  it('says exactly which lines its committed chunks applied', async () => {
+    await service.admin.upsertSupplier(merchantId, 'carpathia', 'Carpathia');
+    const file = ['B-1', 'B-2', '', 'B-3', 'B-4', 'B-5'].map((ref) => (ref ? line(ref, 'carpathia') : '')).join('\n');
+    const applyProductBatch = service.admin.applyProductBatch.bind(service.admin);
+    let chunks = 0;
+    service.admin.applyProductBatch = async (id, operations) => {
+      if (++chunks === 3) throw new Error('the disk is full');
+      return applyProductBatch(id, operations);
+    };
+    try {
+      // Chunks of two operations: B-1 and B-2 (lines 1-2), B-3 and B-4 (lines 4-5), then B-5 (line 6) fails.
+      await expect(importNdjson(service.admin, merchantId, file, { chunkSize: 2 })).rejects.toMatchObject({
+        code: 'internal_error', detail: 'The import stopped on an unexpected error. Lines 1-5 were applied (4 operations); line 6 was not.',
+      });
+    } finally {
+      service.admin.applyProductBatch = applyProductBatch;
+    }
+    expect((await service.storage.productsAfter(merchantId, 0, 100)).map((p) => p.ref).filter((ref) => ref.startsWith('B-')).sort()).toEqual(['B-1', 'B-2', 'B-3', 'B-4']);
   });
 });

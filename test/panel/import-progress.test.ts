@@ -60,11 +60,12 @@ describe('an import\'s page while it runs', () => {
     expect(await page.locator('meta[http-equiv="refresh"]').count()).toBe(0);
   });
 
-  it('shows an import whose progress stopped long ago as stalled, and does not reload', async () => {
-    const job = await service.storage.insertImportJob(runningJob(20 * 60_000, { lines_read: 800, operations: 800, products_applied: 500 }));
+  it('shows an import whose file checking stopped long ago as stalled, and does not reload', async () => {
+    // Still checking its file (nothing staged, nothing applied) and no progress since: its process is gone.
+    const job = await service.storage.insertImportJob(runningJob(20 * 60_000, { lines_read: 800 }));
     await page.goto(`${service.url}/panel/merchants/${merchantId}/import/jobs/${job.id}`);
     expect(await text('#import-state')).toBe('stalled');
-    expect(await page.getByRole('alert').textContent()).toContain('the process running this import has stopped');
+    expect(await page.getByRole('alert').textContent()).toContain('the process checking this file has stopped, and nothing of it was applied');
     expect(await page.locator('meta[http-equiv="refresh"]').count()).toBe(0);
     await page.goto(`${service.url}/panel/merchants/${merchantId}/import`);
     expect(await page.locator(`tr[data-job="${job.id}"] td[data-label="State"]`).textContent()).toBe('stalled');

@@ -286,9 +286,14 @@ export interface paths {
          *     immutable`, so caches keep it for a year without revalidating. A conditional request whose
          *     `If-None-Match` matches the `ETag` answers `304 Not Modified` without a body.
          *
-         *     **Content type.** `Content-Type` is the image's type as checked when it was mirrored
-         *     (`image/jpeg`, `image/png`, `image/gif`, `image/webp` or `image/avif`, matching the key's
-         *     extension). SVG is never mirrored.
+         *     **Content type.** `Content-Type` is the type the image's bytes are (`image/jpeg`,
+         *     `image/png`, `image/gif`, `image/webp` or `image/avif`, matching the key's extension),
+         *     checked from their first bytes when the image was mirrored and again when it is served,
+         *     whatever the supplier's label said: HTML or SVG labelled as an image is never mirrored nor
+         *     served, and a JPEG its supplier labelled `image/png` is served as `image/jpeg`. Every
+         *     response carries `X-Content-Type-Options: nosniff` and a `Content-Security-Policy` that lets
+         *     the file run and load nothing (`default-src 'none'; ...; sandbox; frame-ancestors 'none'`),
+         *     should a browser open it as a document.
          *
          *     **Not found.** A key that no mirrored image has, or that is not of the form above, answers
          *     404 `not_found`. URLs returned in `images` are expected to stay reachable.

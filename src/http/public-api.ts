@@ -10,6 +10,16 @@ import { ProblemError, invalidInput } from '../shared/problem.js';
 import { readChangeFeed } from '../changes/feed.js';
 import { validationHook } from './validation.js';
 import { CONTENT_TYPE_OF, MEDIA_KEY, type MediaStore } from '../images/media-store.js';
+import { sniffImageType } from '../images/sniff.js';
+
+/**
+ * On every media response (issue 21.1): no browser guesses another type than the one sent, and
+ * should a copy be opened as a document it runs nothing, loads nothing and is framed by no one.
+ */
+export const MEDIA_SAFETY_HEADERS = {
+  'X-Content-Type-Options': 'nosniff',
+  'Content-Security-Policy': "default-src 'none'; img-src 'self'; style-src 'unsafe-inline'; sandbox; frame-ancestors 'none'",
+} as const;
 import { etagMatches } from './conditional.js';
 import { rateLimit, type TokenBucketLimiter } from './rate-limit.js';
 import type { components } from '../generated/public-api.js';
@@ -44,11 +54,13 @@ export function publicApi(service: Pick<Service, 'storage' | 'reads' | 'config' 
   route(routes.getMedia, async (c) => {
     const { key } = c.req.valid('param');
     const bytes = media ? await media.get(key) : undefined;
-    if (!bytes) throw new ProblemError('not_found', `No media file ${key}.`);
-    const etag = `"${MEDIA_KEY.exec(key)![1]}"`;
-    const headers = { ETag: etag, 'Cache-Control': 'public, max-age=31536000, immutable' };
-    if (etagMatches(c.req.valid('header')['if-none-match'], etag)) return c.body(null, 304, headers);
     const contentType = CONTENT_TYPE_OF[key.split('.')[1]!]!;
+    // Issue 21.1: a copy is served only as the type its bytes are (one mirrored before the mirror
+    // checked them, HTML labelled image/png say, is not served at all).
+    if (!bytes || sniffImageType(bytes) !== contentType) throw new ProblemError('not_found', `No media file ${key}.`);
+    const etag = `"${MEDIA_KEY.exec(key)![1]}"`;
+    const headers = { ETag: etag, 'Cache-Control': 'public, max-age=31536000, immutable', ...MEDIA_SAFETY_HEADERS };
+    if (etagMatches(c.req.valid('header')['if-none-match'], etag)) return c.body(null, 304, headers);
     return c.body(new Uint8Array(bytes), 200, { ...headers, 'Content-Type': contentType, 'Content-Length': String(bytes.length) });
   }, (result, c) => {
     // Any malformed key names no file: 404, like an unknown one (openapi: getMedia).

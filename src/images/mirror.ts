@@ -13,6 +13,10 @@ import { AddressGuard } from '../outbound/address-guard.js';
 import { GuardedHttpClient } from '../outbound/client.js';
 import type { CatalogStorage, ClaimedImageMirror, ImageMirrorWork } from '../storage/port.js';
 import { IMAGE_TYPES, LocalFolderMediaStore, type MediaStore } from './media-store.js';
+import { sniffImageType } from './sniff.js';
+
+/** The formats the mirror keeps, as an error names them. */
+const IMAGE_FORMATS = 'JPEG, PNG, GIF, WebP or AVIF';
 
 export type ImageConfig = Config['images'];
 
@@ -79,7 +83,13 @@ export class HttpImageFetcher implements ImageFetcher {
         }
         chunks.push(Buffer.from(chunk));
       }
-      return { ok: true, bytes: Buffer.concat(chunks), contentType };
+      // Issue 21.1: the bytes decide, not the label. Not an accepted image (HTML, SVG, a script in any
+      // disguise): refused like a type that is not one. An accepted image under another image label
+      // (a JPEG sent as image/png) is kept as what it is, and served with its real type.
+      const bytes = Buffer.concat(chunks);
+      const sniffed = sniffImageType(bytes);
+      if (!sniffed) return { ok: false, error: `not_an_image (declared ${contentType}; the bytes are not ${IMAGE_FORMATS})`, permanent: false };
+      return { ok: true, bytes, contentType: sniffed };
     });
     return exchange.ok ? exchange.value : { ok: false, error: exchange.error, permanent: false };
   }

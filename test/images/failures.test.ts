@@ -64,6 +64,9 @@ describe('other failures: retried with backoff, the supplier URL served meanwhil
     ['a body larger than maxBytes, streamed without Content-Length', '/huge-chunked/img.png', null, 'too_large'],
     ['text/html', '/html/img.png', null, 'not_an_image (text/html)'],
     ['SVG (image/svg+xml)', '/svg/logo.svg', null, 'not_an_image (image/svg+xml)'],
+    // Issue 21.1: the bytes decide, not the label.
+    ['HTML labelled image/png', '/disguised-html/img.png', null, 'not_an_image (declared image/png; the bytes are not JPEG, PNG, GIF, WebP or AVIF)'],
+    ['SVG labelled image/png', '/disguised-svg/img.png', null, 'not_an_image (declared image/png; the bytes are not JPEG, PNG, GIF, WebP or AVIF)'],
     ['a redirect (not followed)', '/moved/img.png', null, 'http_301'],
   ];
 

@@ -58,6 +58,23 @@ describe('GET /media/{key}', () => {
     expect(response.headers.get('etag')).toBe(`"${jpeg.sha256}"`);
   });
 
+  it('sends nosniff and a CSP that runs and loads nothing, on the copy and on its 304 (issue 21.1)', async () => {
+    for (const headers of [{}, { 'If-None-Match': `"${png.sha256}"` }] as Record<string, string>[]) {
+      const response = await get(png.url, headers);
+      expect(response.headers.get('x-content-type-options')).toBe('nosniff');
+      expect(response.headers.get('content-security-policy')).toMatch(/^default-src 'none';.*\bsandbox\b.*frame-ancestors 'none'/);
+    }
+  });
+
+  it('does not serve a stored copy whose bytes are not the type its key names (one mirrored before the bytes were checked)', async () => {
+    const html = Buffer.from('<!doctype html><script>alert(document.cookie)</script>');
+    const key = `${createHash('sha256').update(html).digest('hex')}.png`;
+    await new LocalFolderMediaStore(world.mediaDir).put(key, html);
+    const response = await world.service.api(`/media/${key}`, null);
+    expect(response.status).toBe(404);
+    expect(response.body).toMatchObject({ code: 'not_found' });
+  });
+
   it('ignores an Authorization header, even a wrong one (media URLs are public)', async () => {
     const response = await get(png.url, { Authorization: 'Bearer cps_not_a_key' });
     expect(response.status).toBe(200);

@@ -12,6 +12,7 @@ import { AddressGuard } from '../../src/outbound/address-guard.js';
 import { until } from '../faults/harness.js';
 import { CatalogStorageProxyError, failingOn } from './failing-storage.js';
 import { MINUTE, NOTHING, byProduct, contentOf, everyStore, startImageWorld, type ImageWorld } from './world.js';
+import { jpegOf } from '../support/image-server.js';
 
 let world: ImageWorld;
 
@@ -68,6 +69,18 @@ describe('not mirrored, then mirrored', () => {
     world.clock.advance(MINUTE);
     expect(await world.recorded(() => world.mirror.tick())).toEqual(contentOf(id));
     expect(await world.imagesInEveryStore(id)).toEqual(everyStore([jpegUrl, world.mediaUrl(images.bytes('/png/later.png'), 'png')]));
+  });
+
+  it('keeps a JPEG its supplier labels image/png as what its bytes are: a .jpg copy served as image/jpeg (issue 21.1)', async () => {
+    const { images } = world;
+    images.set('/mislabelled/front.png', { contentType: 'image/png', body: jpegOf('mislabelled') });
+    const id = await world.putProduct('BP-40', [images.url('/mislabelled/front.png')]);
+    await world.mirror.tick();
+    const url = world.mediaUrl(jpegOf('mislabelled'), 'jpg');
+    expect(await world.imagesInEveryStore(id)).toEqual(everyStore([url]));
+    const response = await world.service.fetch(url);
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toBe('image/jpeg');
   });
 
   it('does not fetch a mirrored image again and records nothing more', async () => {

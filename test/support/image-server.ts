@@ -24,8 +24,8 @@ export type ImageBehaviour =
   | 'stall-body'
   /** 200 `image/png` with `bytes` bytes, announced in Content-Length (`declared`) or chunked (not). */
   | { oversized: number; declared: boolean }
-  /** 200 with this content type and body (text/html, image/svg+xml, ...). */
-  | { contentType: string; body: string };
+  /** 200 with this content type and body (text/html, image/svg+xml, ... or bytes under another label). */
+  | { contentType: string; body: string | Buffer };
 
 /** A 1x1 RGB PNG of one colour. */
 export function pngOf(name: string): Buffer {
@@ -88,6 +88,11 @@ function defaultBehaviour(path: string): ImageBehaviour {
     return { contentType: 'image/svg+xml', body: '<svg xmlns="http://www.w3.org/2000/svg" width="1" height="1"><script>alert(1)</script></svg>' };
   }
   if (path.startsWith('/moved/')) return { redirect: '/png/moved.png' };
+  // Issue 21.1: what is not an image, labelled as one.
+  if (path.startsWith('/disguised-html/')) return { contentType: 'image/png', body: '<!doctype html><script>alert(1)</script>' };
+  if (path.startsWith('/disguised-svg/')) {
+    return { contentType: 'image/png', body: '<svg xmlns="http://www.w3.org/2000/svg" width="1" height="1"><script>alert(1)</script></svg>' };
+  }
   return { status: 404 };
 }
 

@@ -818,4 +818,15 @@ CREATE CONSTRAINT TRIGGER image_mirrors_counted_delete AFTER DELETE ON image_mir
   DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (OLD.listed > 0) EXECUTE FUNCTION image_state_counted();
 `,
   },
+  {
+    id: 30,
+    name: 'webhook_secret_rotation',
+    sql: `
+-- Issue 21.4: a rotated secret is pending while the old one (secret) keeps signing, until
+-- pending_secret_until or until the merchant confirms it (webhooks/signing.ts, secretsAt).
+ALTER TABLE webhook_endpoints ADD COLUMN pending_secret text COLLATE "C";
+ALTER TABLE webhook_endpoints ADD COLUMN secret_rotated_at text COLLATE "C";
+ALTER TABLE webhook_endpoints ADD COLUMN pending_secret_until text COLLATE "C";
+`,
+  },
 ];

@@ -80,6 +80,41 @@ describe('verifyWebhook', () => {
   });
 });
 
+describe('verifyWebhook with a list of secrets (a secret rotation)', () => {
+  const NEW_SECRET = 'whsec_YSblkhYwROlOXCJgBiLVYBUAHj75YekNFWd6cGv7AyA';
+  const body = '{"event":"content","store_id":2,"product_ids":[7],"occurred_at":"2026-11-25T10:00:00Z"}';
+
+  it('accepts a delivery signed with any of the secrets, in either order', () => {
+    for (const signedWith of [SECRET, NEW_SECRET]) {
+      const signed = signedHeaders(signedWith, body, new Date());
+      for (const secret of [[SECRET, NEW_SECRET], [NEW_SECRET, SECRET]]) {
+        expect(verifyWebhook({ secret, headers: signed, rawBody: body })).toEqual(JSON.parse(body));
+      }
+      expect(verifyWebhook({ secret: [signedWith], headers: signed, rawBody: body }).event).toBe('content');
+    }
+    // The published test vector, with the old secret first.
+    expect(verifyWebhook({ secret: [SECRET, NEW_SECRET], headers: headers(), rawBody: BODY, now: signedAt }).event).toBe('price');
+  });
+
+  it('rejects a delivery that none of the secrets signed, a tampered body and a stale timestamp as with one secret', () => {
+    const signed = signedHeaders('whsec_another', body, new Date());
+    expect(() => verifyWebhook({ secret: [SECRET, NEW_SECRET], headers: signed, rawBody: body }))
+      .toThrow(expect.objectContaining({ reason: 'signature_mismatch' }));
+    const genuine = signedHeaders(NEW_SECRET, body, new Date());
+    expect(() => verifyWebhook({ secret: [SECRET, NEW_SECRET], headers: genuine, rawBody: body.replace('7', '8') }))
+      .toThrow(expect.objectContaining({ reason: 'signature_mismatch' }));
+    expect(() => verifyWebhook({ secret: [SECRET, NEW_SECRET], headers: genuine, rawBody: body, now: () => new Date(Date.now() + 301_000) }))
+      .toThrow(expect.objectContaining({ reason: 'timestamp_out_of_tolerance' }));
+  });
+
+  it('refuses an empty list or an empty secret with a TypeError, whatever the delivery', () => {
+    const signed = signedHeaders(SECRET, body, new Date());
+    for (const secret of [[], [''], [SECRET, ''], '']) {
+      expect(() => verifyWebhook({ secret, headers: signed, rawBody: body })).toThrow(TypeError);
+    }
+  });
+});
+
 describe('the example receiver', () => {
   // As in the README: verify, answer 400 on a bad signature, deduplicate on event + product ids.
   const processed: WebhookPayload[] = [];

@@ -119,12 +119,15 @@ describe('the example receiver', () => {
   // As in the README: verify, answer 400 on a bad signature, deduplicate on event + product ids.
   const processed: WebhookPayload[] = [];
   const seen = new Set<string>();
+  // The README's WEBHOOK_SECRETS during a rotation: the old secret and the new one.
+  const ROTATED = 'whsec_YSblkhYwROlOXCJgBiLVYBUAHj75YekNFWd6cGv7AyA';
+  const secrets = `${SECRET},${ROTATED}`.split(',');
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
       try {
-        const payload = verifyWebhook({ secret: SECRET, headers: req.headers, rawBody: Buffer.concat(chunks) });
+        const payload = verifyWebhook({ secret: secrets, headers: req.headers, rawBody: Buffer.concat(chunks) });
         const key = `${payload.event}:${payload.store_id}:${[...payload.product_ids].sort((a, b) => a - b).join(',')}`;
         if (!seen.has(key)) {
           seen.add(key);
@@ -152,6 +155,16 @@ describe('the example receiver', () => {
     expect((await post(body)).status).toBe(204);
     expect((await post(body)).status).toBe(204);
     expect(processed.filter((p) => p.event === 'content')).toHaveLength(1);
+  });
+
+  it('acknowledges a delivery signed with either secret during a rotation', async () => {
+    const body = '{"event":"removed","store_id":2,"product_ids":[11],"occurred_at":"2026-11-25T10:00:00Z"}';
+    for (const secret of [SECRET, ROTATED]) {
+      const response = await fetch(url, { method: 'POST', headers: signedHeaders(secret, body, new Date()), body });
+      expect(response.status).toBe(204);
+    }
+    const other = await fetch(url, { method: 'POST', headers: signedHeaders('whsec_someone_else', body, new Date()), body });
+    expect(other.status).toBe(400);
   });
 
   it('answers 400 to a bad signature and processes nothing', async () => {

@@ -38,6 +38,13 @@ export interface Config {
      * by another process, which looks at start and every half of this.
      */
     publishRunLeaseMs: number;
+    /**
+     * An import still checking its file whose progress has not been written for this long was left
+     * by its process (stopped, killed): the next look of a `serve` or `worker` ends it as interrupted.
+     */
+    importStalledMs: number;
+    /** Products one page of the admin API's product list looks at, at most (matching its filters or not). */
+    productListScan: number;
   };
   storage: {
     /** A merchant-wide write holds the event loop at most about this long before it lets reads run. */
@@ -275,6 +282,8 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
       maxJsonDepth: Math.max(1, int(env, 'CPS_ADMIN_MAX_JSON_DEPTH', 32)),
       publishChunk: Math.max(1, int(env, 'CPS_PUBLISH_CHUNK', 500)),
       publishRunLeaseMs: Math.max(100, int(env, 'CPS_PUBLISH_RUN_LEASE_MS', 60_000)),
+      productListScan: atLeast(int(env, 'CPS_PRODUCT_LIST_SCAN', 5000), 200, 'CPS_PRODUCT_LIST_SCAN'),
+      importStalledMs: atLeast(int(env, 'CPS_IMPORT_STALLED_SECONDS', 60), 4, 'CPS_IMPORT_STALLED_SECONDS') * 1000,
     },
     storage: {
       writeSliceMs: Math.max(1, int(env, 'CPS_WRITE_SLICE_MS', 5)),

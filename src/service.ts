@@ -84,7 +84,9 @@ export function createService(config: Config, options: ServiceOptions = {}): Ser
   const apiKeys = new ActiveApiKeys(storage, config.apiKeyCacheMs, now);
   const admin = new CatalogAdmin(storage, now, config.limits.publishChunk, apiKeys, config.limits.publishRunLeaseMs);
   const mirror = createImageMirror(storage, config, { now, logger, guard, publisher: admin.publisher });
-  const imports = new ImportJobs(storage, admin, now, { chunkSize: config.limits.publishChunk, maxJsonDepth: config.limits.maxJsonDepth });
+  const imports = new ImportJobs(storage, admin, now, {
+    chunkSize: config.limits.publishChunk, maxJsonDepth: config.limits.maxJsonDepth, stalledAfterMs: config.limits.importStalledMs,
+  });
   let stopping: Promise<void> | undefined;
   let closing: Promise<void> | undefined;
   const stopWork = () => {

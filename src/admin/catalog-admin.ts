@@ -14,7 +14,7 @@ import { issueApiKey, type ActiveApiKeys } from './api-keys.js';
 import { retryDeadImages } from '../images/retry.js';
 import { yieldToOthers } from '../shared/cooperative.js';
 import type {
-  ApiKeyRecord, CatalogStorage, ImageMirrorWork, ImageStateCounts, MerchantRecord, PricingRuleInputRecord,
+  ApiKeyRecord, CatalogStorage, ImageMirrorWork, ImageStateCounts, MerchantRecord, PricingRuleInputRecord, ProductListPage,
   PublishedExclusionCounts, StorageOperations, StorageTx, StoreInputRecord,
 } from '../storage/port.js';
 
@@ -436,6 +436,29 @@ export class CatalogAdmin {
     const [product] = await this.storage.productsByIds(merchantId, [productId]);
     if (!product) throw notFound(`Product ${productId}`);
     return product;
+  }
+
+  /**
+   * A page of the merchant's products in ref order (issue 21.5, admin listProductSources), filtered
+   * by ref prefix, time of the last write, and exclusion from a store; at most `scan` products are
+   * looked at for one page, so a rare filter answers short pages, each with where to go on.
+   */
+  async listProducts(merchantId: number, filters: {
+    after?: string; limit: number; ref_prefix?: string; updated_since?: string; excluded_from?: string;
+  }, scan: number): Promise<{ data: ProductListPage['products']; next_after: string | null }> {
+    await this.merchant(merchantId);
+    let excludedFromStore: number | null = null;
+    if (filters.excluded_from !== undefined) {
+      const store = await this.storage.findStore(merchantId, filters.excluded_from);
+      if (!store) throw notFound(`Store "${filters.excluded_from}"`);
+      excludedFromStore = store.id;
+    }
+    const page = await this.storage.productList(merchantId, {
+      afterRef: filters.after ?? null, refPrefix: filters.ref_prefix ?? null, limit: filters.limit, scan, excludedFromStore,
+      // Stored times are ISO 8601 in UTC with milliseconds: compared as text, after the same normalisation.
+      updatedSince: filters.updated_since === undefined ? null : new Date(filters.updated_since).toISOString(),
+    });
+    return { data: page.products, next_after: page.nextAfter };
   }
 
   /** The product's source as the admin API shows it, each image with its mirroring state. */

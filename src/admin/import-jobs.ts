@@ -9,11 +9,11 @@
 // crash) is resumed from its next chunk by the next process that looks.
 import { isClientAbort } from '../shared/client-abort.js';
 import { yieldToOthers } from '../shared/cooperative.js';
-import { ProblemError, type ProblemCode } from '../shared/problem.js';
+import { ProblemError } from '../shared/problem.js';
 import type { ImportRunSteps, PublishRuns } from '../catalog/publish-runs.js';
 import type { CatalogAdmin, ProductOperation } from './catalog-admin.js';
 import { parseImport, type ImportResult, type NdjsonSource } from './import.js';
-import type { CatalogStorage, ImportJobProgress, ImportJobRecord, PublishRunRecord, StorageTx } from '../storage/port.js';
+import type { CatalogStorage, ImportErrorCode, ImportJobProgress, ImportJobRecord, PublishRunRecord, StorageTx } from '../storage/port.js';
 
 /** Who started an import from the admin API (the panel records the principal). */
 export const ADMIN_API_ACTOR = 'admin API';
@@ -21,20 +21,38 @@ export const ADMIN_API_ACTOR = 'admin API';
 /** A bad line's reason is kept to this many characters (the job record stays bounded). */
 const MAX_REASON_LENGTH = 500;
 
-/** A running job whose progress has not moved for this long was cut off (its process stopped). */
-export const STALLED_AFTER_MS = 5 * 60_000;
+/** What an import whose process stopped while it checked the file says (issue 21.11). */
+export const INTERRUPTED_IMPORT = 'The service stopped while this import was checking the file; nothing of it was applied. Send the whole file again.';
 
 export interface ImportJobOptions {
   chunkSize: number;
   maxJsonDepth: number;
   /** Progress is written at most this often while lines are read (each committed chunk is written). */
   progressIntervalMs?: number;
+  /**
+   * A job checking its file whose progress has not been written for this long was left by its
+   * process (stopped, killed, crashed): it is ended as interrupted. A process writes the progress of
+   * each job it checks at least every quarter of this, even while no line arrives.
+   */
+  stalledAfterMs: number;
 }
 
 export interface StartedImport {
   job: ImportJobRecord;
   /** Settles when the import ends; the job records the outcome either way. */
   done: Promise<ImportResult>;
+  /**
+   * Resolves once every line is checked and the operations are staged (from then on the import is
+   * applied to its end, by this process or the next); rejects as `done` does when it fails before.
+   */
+  staged: Promise<void>;
+}
+
+/** The job's error code for a failure: the problem's code when the documents list it for imports. */
+function importErrorCode(error: unknown): ImportErrorCode {
+  if (isClientAbort(error)) return 'interrupted';
+  const code = error instanceof ProblemError ? error.code : undefined;
+  return code === 'invalid_body' || code === 'conflict' || code === 'payload_too_large' ? code : 'internal_error';
 }
 
 const UNEXPECTED_FAILURE = 'The import stopped on an unexpected error; the chunks committed before it stay applied.';
@@ -66,19 +84,28 @@ export class ImportJobs implements ImportRunSteps {
       merchant_id: merchantId, started_by: startedBy, file_name: fileName, state: 'running', started_at: at, updated_at: at,
       finished_at: null, lines_read: 0, operations: null, products_applied: 0, upserted: 0, deleted: 0, error: null, error_code: null, problems: [],
     });
-    const done = this.run(job, source);
+    let onStaged!: () => void;
+    const staged = new Promise<void>((resolve) => { onStaged = resolve; });
+    const done = this.run(job, source, onStaged);
     const tracked = done.catch(() => undefined);
     this.running.add(tracked);
     void tracked.finally(() => this.running.delete(tracked));
-    return { job, done };
+    // Failing before it was staged, it fails with the same error; a caller may await either.
+    return { job, done, staged: Promise.race([staged, done.then(() => undefined)]) };
   }
 
-  private async run(job: ImportJobRecord, source: NdjsonSource): Promise<ImportResult> {
+  private async run(job: ImportJobRecord, source: NdjsonSource, onStaged: () => void): Promise<ImportResult> {
     const interval = this.options.progressIntervalMs ?? 500;
     let lastWritten = 0;
     let linesRead = 0;
     let staged = false;
     const write = (progress: ImportJobProgress) => this.storage.updateImportJob(job.id, { ...progress, updated_at: this.now().toISOString() });
+    // Alive while the file is read and checked, however slowly its lines arrive (after it is staged,
+    // its run's lease says who applies it).
+    const heartbeat = setInterval(() => {
+      void write({ lines_read: linesRead }).catch(() => undefined);
+    }, Math.max(1, Math.floor(this.options.stalledAfterMs / 4)));
+    heartbeat.unref();
     try {
       const operations = await parseImport(this.admin, job.merchant_id, source, this.options.maxJsonDepth, async (lines) => {
         linesRead = lines;
@@ -95,9 +122,14 @@ export class ImportJobs implements ImportRunSteps {
         return this.runs.begin(tx, job.merchant_id, null, job.id);
       });
       staged = true;
+      clearInterval(heartbeat);
+      onStaged();
       await this.runs.complete(run);
       const ended = await this.storage.importJob(job.merchant_id, job.id);
-      if (ended?.state !== 'succeeded') throw new ProblemError((ended?.error_code ?? 'internal_error') as ProblemCode, ended?.error ?? UNEXPECTED_FAILURE);
+      if (ended?.state !== 'succeeded') {
+        const code = ended?.error_code === 'interrupted' || !ended?.error_code ? 'internal_error' : ended.error_code;
+        throw new ProblemError(code, ended?.error ?? UNEXPECTED_FAILURE);
+      }
       return { lines: operations.length, upserted: ended.upserted, deleted: ended.deleted };
     } catch (error) {
       // Once staged, the run writes the outcome (or the next process resumes it).
@@ -110,10 +142,12 @@ export class ImportJobs implements ImportRunSteps {
         error: problem?.detail ?? (isClientAbort(error)
           ? 'The upload was interrupted: the client closed the connection before the end of the file. Nothing of it was applied; send the whole file again.'
           : UNEXPECTED_FAILURE),
-        error_code: problem?.code ?? 'internal_error',
+        error_code: importErrorCode(error),
         problems: (problem?.invalidParams ?? []).map((p) => ({ name: p.name, reason: p.reason.slice(0, MAX_REASON_LENGTH) })),
       }).catch(() => undefined);
       throw error;
+    } finally {
+      clearInterval(heartbeat);
     }
   }
 
@@ -150,6 +184,16 @@ export class ImportJobs implements ImportRunSteps {
     return !last;
   }
 
+  /**
+   * ImportRunSteps: ends the jobs whose process stopped while checking their file (nothing of them
+   * was applied); a job stopped after its file was staged is resumed by its run instead.
+   */
+  async interruptAbandoned(): Promise<ImportJobRecord[]> {
+    const now = this.now();
+    const before = new Date(now.getTime() - this.options.stalledAfterMs).toISOString();
+    return this.storage.interruptStalledImportJobs(before, now.toISOString(), INTERRUPTED_IMPORT);
+  }
+
   /** ImportRunSteps: a chunk could not be applied: the job fails, its run and the chunks left go. */
   async fail(run: PublishRunRecord, error: unknown): Promise<void> {
     const problem = error instanceof ProblemError ? error : undefined;
@@ -160,7 +204,7 @@ export class ImportJobs implements ImportRunSteps {
       await tx.deleteImportChunks(run.import_job_id!);
       await tx.deletePublishRun(run.id);
       await tx.updateImportJob(run.import_job_id!, {
-        state: 'failed', finished_at: at, updated_at: at, error: problem?.detail ?? UNEXPECTED_FAILURE, error_code: problem?.code ?? 'internal_error',
+        state: 'failed', finished_at: at, updated_at: at, error: problem?.detail ?? UNEXPECTED_FAILURE, error_code: importErrorCode(error),
       });
     });
   }
@@ -173,15 +217,18 @@ export class ImportJobs implements ImportRunSteps {
     return job;
   }
 
-  /** The merchant's most recent imports, newest first. */
-  async recent(merchantId: number, limit: number): Promise<ImportJobRecord[]> {
+  /** The merchant's imports, newest first (those older than the job `beforeId` when given). */
+  async recent(merchantId: number, limit: number, beforeId?: number): Promise<ImportJobRecord[]> {
     await this.admin.merchant(merchantId);
-    return this.storage.listImportJobs(merchantId, limit);
+    return this.storage.listImportJobs(merchantId, limit, beforeId);
   }
 
-  /** A running job whose progress stopped moving: the process that ran it is gone. */
+  /**
+   * A running job whose progress stopped moving: the process that ran it is gone (the next look of
+   * a `serve` or `worker` ends it as interrupted; until then it is shown as stalled).
+   */
   stalled(job: ImportJobRecord): boolean {
-    return job.state === 'running' && this.now().getTime() - Date.parse(job.updated_at) > STALLED_AFTER_MS;
+    return job.state === 'running' && job.operations === null && this.now().getTime() - Date.parse(job.updated_at) > this.options.stalledAfterMs;
   }
 
   /** Waits for the imports this process runs (the service stops after them). */

@@ -33,6 +33,8 @@ export interface ImportRunSteps {
   applyNext(tx: StorageTx, run: PublishRunRecord): Promise<boolean>;
   /** Ends the job as failed by `error` (its own transaction), with the run and the chunks left. */
   fail(run: PublishRunRecord, error: unknown): Promise<void>;
+  /** Ends the jobs whose process stopped before their file was staged (nothing applied); returns them. */
+  interruptAbandoned(): Promise<{ id: number; merchant_id: number; lines_read: number }[]>;
 }
 
 /** Thrown to the caller whose run was given up because the service stopped: the next process resumes it. */
@@ -160,6 +162,10 @@ export class PublishRuns {
   /** Takes the runs whose driver stopped and drives them to their end; returns how many it took. */
   async resumeStalled(limit = 10): Promise<number> {
     if (this.stopping) return 0;
+    for (const job of await this.importSteps?.interruptAbandoned() ?? []) {
+      this.log.warn({ merchant_id: job.merchant_id, import_job: job.id, lines_read: job.lines_read },
+        'an import was interrupted while checking its file (its process stopped); nothing of it was applied');
+    }
     const now = this.now();
     let taken = 0;
     for (const stalled of await this.storage.stalledPublishRuns(now.toISOString(), limit)) {

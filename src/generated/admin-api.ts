@@ -749,6 +749,44 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/v1/merchants/{merchant_id}/products": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
+                 * @example 1
+                 */
+                merchant_id: components["parameters"]["MerchantId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List a merchant's products
+         * @description The merchant's products in `ref` order (byte order), a page at a time, each with its
+         *     service-assigned `id` and the time its source was last written. Fetch a product's whole
+         *     source with `GET .../products/{product_ref}`.
+         *
+         *     **Paging.** Omit `after` for the first page; while `next_after` is not null, send it as
+         *     `after` for the next page. A page holds at most `limit` products. Paging is by `ref`, so a
+         *     product written between two pages is listed once, where its ref falls.
+         *
+         *     **Filters** (combined with AND): `ref_prefix`, `updated_since`, `excluded_from`. One page
+         *     looks at no more than `CPS_PRODUCT_LIST_SCAN` products (default 5,000) past `after`, matching
+         *     or not, so that no request costs the size of the catalog: with a filter that few products
+         *     match, a page can hold fewer than `limit` products, or none, while `next_after` is not null.
+         *     Go on until `next_after` is null.
+         */
+        get: operations["listProductSources"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/v1/merchants/{merchant_id}/imports": {
         parameters: {
             query?: never;
@@ -762,7 +800,12 @@ export interface paths {
             };
             cookie?: never;
         };
-        get?: never;
+        /**
+         * List a merchant's imports
+         * @description The merchant's imports (this API's, the panel's and the CLI's), newest first, each with its
+         *     progress or outcome (see `getImportJob`).
+         */
+        get: operations["listImportJobs"];
         put?: never;
         /**
          * Import product sources in bulk
@@ -808,9 +851,49 @@ export interface paths {
          *     commits, and the outcome (the counts; or the bad lines' names and reasons, at most as many as
          *     the `400` lists; or the `409` that stopped it). The panel's Import page lists a merchant's
          *     recent imports with their outcome and shows each one's progress while it runs, from whichever
-         *     process runs it. This operation still answers when the import has ended, as described above.
+         *     process runs it. This operation answers when the import has ended, as described above.
+         *
+         *     **Asynchronous.** With `Prefer: respond-async` (RFC 7240) the answer comes as soon as the
+         *     whole file is read, checked and staged: `202` with the import job and its `Location`
+         *     (`GET .../imports/{import_id}`), which shows the chunks being applied and the outcome. Bad
+         *     lines still answer `400` at once, with nothing applied. `GET .../imports` lists every import
+         *     with its progress.
          */
         post: operations["importProducts"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/merchants/{merchant_id}/imports/{import_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
+                 * @example 1
+                 */
+                merchant_id: components["parameters"]["MerchantId"];
+                /**
+                 * @description The import's id, as `listImportJobs` and the `Location` of an asynchronous import give it.
+                 * @example 17
+                 */
+                import_id: components["parameters"]["ImportId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get an import's progress
+         * @description One import of the merchant, with its progress while it runs (lines read while the file is
+         *     checked, then operations applied as each chunk commits) and its outcome once it has ended.
+         *     Poll it after an asynchronous import (`Prefer: respond-async`), or for an import another
+         *     client or process runs.
+         */
+        get: operations["getImportJob"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -2190,6 +2273,144 @@ export interface components {
              */
             excluded_stores: string[];
         };
+        /**
+         * @description A page of a merchant's products in `ref` order. `next_after` is where the next page starts
+         *     (send it as `after`); null when no product follows.
+         */
+        ProductSourceList: {
+            data: {
+                /**
+                 * @description Service-assigned product id, the `id` of the public API.
+                 * @example 1042
+                 */
+                id: number;
+                /**
+                 * @description The merchant-chosen product reference.
+                 * @example BP-40-GRN
+                 */
+                ref: string;
+                /**
+                 * Format: date-time
+                 * @description When the product's source was last written.
+                 * @example 2026-11-26T09:26:53.000Z
+                 */
+                updated_at: string;
+            }[];
+            /**
+             * @description The `after` of the next page; null when this is the last one.
+             * @example BP-40-GRN
+             */
+            next_after: string | null;
+        };
+        /**
+         * @description An NDJSON import (`importProducts`, the panel's upload, or the CLI's `import`) as recorded while
+         *     it runs and after it ends. While the file is checked, `lines_read` grows and `operations` is
+         *     null; once every line is checked, `operations` is the number to apply and `products_applied`
+         *     grows as each chunk commits.
+         *
+         *     | `state` | `error_code` | meaning |
+         *     |---|---|---|
+         *     | `running` | null | the file is being checked, or its chunks applied |
+         *     | `succeeded` | null | every operation applied: `upserted`, `deleted` |
+         *     | `failed` | `invalid_body` | bad lines (`problems`); nothing applied |
+         *     | `failed` | `conflict` | a chunk's supplier or store was deleted meanwhile; the chunks before it (`products_applied`) stay applied |
+         *     | `failed` | `payload_too_large` | the file is larger than the import limit; nothing applied |
+         *     | `failed` | `interrupted` | the process checking the file stopped (killed, crashed) or the client closed the upload; nothing applied: send the file again |
+         *     | `failed` | `internal_error` | an unexpected error; the chunks committed before it (`products_applied`) stay applied |
+         *
+         *     An import whose process stopped after its file was checked is not failed: the next `serve` or
+         *     `worker` applies the rest of it, and it stays `running` until then.
+         */
+        ImportJob: {
+            /**
+             * @description The import's id.
+             * @example 17
+             */
+            id: number;
+            /**
+             * @description Who started it, `admin API`, `CLI`, `operator` or the panel user's e-mail.
+             * @example admin API
+             */
+            started_by: string;
+            /**
+             * @description The uploaded or imported file's name; null for a request body.
+             * @example null
+             */
+            file_name: string | null;
+            /**
+             * @description Where the import is (see the table above).
+             * @example running
+             * @enum {string}
+             */
+            state: "running" | "succeeded" | "failed";
+            /**
+             * Format: date-time
+             * @example 2026-11-26T09:26:53.000Z
+             */
+            started_at: string;
+            /**
+             * Format: date-time
+             * @description When its progress was last written.
+             * @example 2026-11-26T09:27:10.000Z
+             */
+            updated_at: string;
+            /**
+             * Format: date-time
+             * @description When it ended; null while it runs.
+             * @example null
+             */
+            finished_at: string | null;
+            /**
+             * @description Lines read and checked so far.
+             * @example 20000
+             */
+            lines_read: number;
+            /**
+             * @description Operations to apply once every line is checked; null while they are read.
+             * @example 20000
+             */
+            operations: number | null;
+            /**
+             * @description Operations applied and committed so far.
+             * @example 7500
+             */
+            products_applied: number;
+            /**
+             * @description `upsert_product` operations applied so far.
+             * @example 7500
+             */
+            upserted: number;
+            /**
+             * @description `delete_product` operations that removed a product, so far.
+             * @example 0
+             */
+            deleted: number;
+            /**
+             * @description Why it failed; null otherwise.
+             * @example null
+             * @enum {string|null}
+             */
+            error_code: "invalid_body" | "conflict" | "payload_too_large" | "interrupted" | "internal_error" | null;
+            /**
+             * @description What went wrong, in words; null otherwise.
+             * @example null
+             */
+            error: string | null;
+            /** @description The bad lines (`line N`) with their reasons, when `error_code` is `invalid_body`. */
+            problems: {
+                /** @example line 2 */
+                name: string;
+                /** @example not valid JSON */
+                reason: string;
+            }[];
+        };
+        /**
+         * @description A page of a merchant's imports, newest (highest `id`) first. Fewer than `limit` entries means
+         *     there are no older ones.
+         */
+        ImportJobList: {
+            data: components["schemas"]["ImportJob"][];
+        };
         /** @description Outcome of an applied import. */
         ImportResult: {
             /**
@@ -2665,6 +2886,7 @@ export interface components {
              *     | `redirect` | the receiver answered 3xx; redirects are not followed |
              *     | `http_status` | the receiver answered another non-2xx status (see `status_code`) |
              *     | `invalid_payload` | the payload broke the public document's webhook schema (a fault of the service, logged as an error): nothing was signed or sent, and the delivery was given up |
+             *     | `recording_failed` | the attempt was made (see `status_code`, whatever it was) but its outcome could not be recorded (a fault of the service, logged as an error): it counts as a failed attempt, in the endpoint's health too, `response_snippet` is `null`, and the delivery is retried on the backoff like any failed one |
              *
              *     More values may be added; treat an unknown value as a generic failure.
              * @example http_status
@@ -2678,6 +2900,9 @@ export interface components {
             /**
              * @description The start of the response body (at most 4 KiB, decoded as UTF-8, so at most 4096
              *     characters); an empty string for an empty body, `null` when no response was received.
+             *     The bytes as the receiver sent them: a compressed body (`Content-Encoding: gzip`) is not
+             *     decompressed, and NUL characters and bytes that are not UTF-8 appear as U+FFFD. Whatever
+             *     a receiver sends, its attempt is recorded.
              * @example Service Unavailable
              */
             response_snippet: string | null;
@@ -2928,6 +3153,11 @@ export interface components {
          * @example BP-40-GRN
          */
         ProductRef: string;
+        /**
+         * @description The import's id, as `listImportJobs` and the `Location` of an asynchronous import give it.
+         * @example 17
+         */
+        ImportId: number;
         /**
          * @description Id of the webhook endpoint (from the creation response or the listing). An id of another merchant answers `404`.
          * @example 4
@@ -4188,10 +4418,120 @@ export interface operations {
             404: components["responses"]["NotFound"];
         };
     };
+    listProductSources: {
+        parameters: {
+            query?: {
+                /**
+                 * @description The `next_after` of the previous page; omit it for the first page.
+                 * @example BP-40-GRN
+                 */
+                after?: string;
+                /**
+                 * @description Maximum number of entries to return, 1 to 200; default 50. Unlike `per_page` on the public
+                 *     API, a value outside the range (or not an integer) is not clamped but answers
+                 *     `400 invalid_parameter`.
+                 * @example 100
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Only products whose `ref` starts with this.
+                 * @example BP-
+                 */
+                ref_prefix?: string;
+                /**
+                 * @description Only products whose source was written (created or replaced by an upsert or an import)
+                 *     at or after this time, an RFC 3339 date-time.
+                 * @example 2026-11-20T00:00:00Z
+                 */
+                updated_since?: string;
+                /**
+                 * @description Only products excluded (`excluded: true`, for any `exclusion_reason`) from the store with
+                 *     this slug, as the public API publishes them. An unknown slug answers `404`.
+                 * @example de
+                 */
+                excluded_from?: string;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
+                 * @example 1
+                 */
+                merchant_id: components["parameters"]["MerchantId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the merchant's products. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProductSourceList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+        };
+    };
+    listImportJobs: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Maximum number of entries to return, 1 to 200; default 50. Unlike `per_page` on the public
+                 *     API, a value outside the range (or not an integer) is not clamped but answers
+                 *     `400 invalid_parameter`.
+                 * @example 100
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Only imports with an `id` lower than this one: send the `id` of the last (oldest) entry of
+                 *     the previous page; omit it for the newest.
+                 * @example 17
+                 */
+                before_id?: number;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
+                 * @example 1
+                 */
+                merchant_id: components["parameters"]["MerchantId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The newest imports. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ImportJobList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+        };
+    };
     importProducts: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description `respond-async`: answer `202` once the file is checked and staged, without waiting for it to be applied.
+                 * @example respond-async
+                 */
+                Prefer?: string;
+            };
             path: {
                 /**
                  * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
@@ -4213,11 +4553,69 @@ export interface operations {
                     "application/json": components["schemas"]["ImportResult"];
                 };
             };
+            /**
+             * @description `Prefer: respond-async`: every line is valid and the operations are staged; they are being
+             *     applied. Follow the import at `Location`.
+             */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    /**
+                     * @description The import's URL (`GET .../imports/{import_id}`).
+                     * @example /admin/v1/merchants/1/imports/17
+                     */
+                    Location?: string;
+                    /**
+                     * @description `respond-async`.
+                     * @example respond-async
+                     */
+                    "Preference-Applied"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ImportJob"];
+                };
+            };
             400: components["responses"]["ImportRejected"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+        };
+    };
+    getImportJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
+                 * @example 1
+                 */
+                merchant_id: components["parameters"]["MerchantId"];
+                /**
+                 * @description The import's id, as `listImportJobs` and the `Location` of an asynchronous import give it.
+                 * @example 17
+                 */
+                import_id: components["parameters"]["ImportId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The import. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ImportJob"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
         };
     };
     getImageMirroring: {

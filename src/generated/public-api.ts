@@ -327,7 +327,8 @@ export interface webhooks {
          *     endpoint, event kind and store for up to 2 seconds or 100 product ids.
          *
          *     **Failures.** A non-2xx status, a time-out or a connection failure is a failed delivery,
-         *     retried with backoff (about 30 s, 2 min, 10 min, 1 h, 6 h, then given up). After 5
+         *     retried with backoff (about 30 s, 2 min, 10 min, 1 h, 6 h, then given up); a `Retry-After`
+         *     on a 429 or 503 is honoured when longer, up to 6 h. After 5
          *     consecutive failures the merchant's account owners are notified; after 20 consecutive
          *     failures spanning at least 1 hour the endpoint is paused for 1 hour. The change feed
          *     (`GET /v1/changes`) is the catch-up path for anything a receiver missed.
@@ -362,7 +363,8 @@ export interface webhooks {
          *     endpoint, event kind and store for up to 2 seconds or 100 product ids.
          *
          *     **Failures.** A non-2xx status, a time-out or a connection failure is a failed delivery,
-         *     retried with backoff (about 30 s, 2 min, 10 min, 1 h, 6 h, then given up). After 5
+         *     retried with backoff (about 30 s, 2 min, 10 min, 1 h, 6 h, then given up); a `Retry-After`
+         *     on a 429 or 503 is honoured when longer, up to 6 h. After 5
          *     consecutive failures the merchant's account owners are notified; after 20 consecutive
          *     failures spanning at least 1 hour the endpoint is paused for 1 hour. The change feed
          *     (`GET /v1/changes`) is the catch-up path for anything a receiver missed.
@@ -397,7 +399,8 @@ export interface webhooks {
          *     endpoint, event kind and store for up to 2 seconds or 100 product ids.
          *
          *     **Failures.** A non-2xx status, a time-out or a connection failure is a failed delivery,
-         *     retried with backoff (about 30 s, 2 min, 10 min, 1 h, 6 h, then given up). After 5
+         *     retried with backoff (about 30 s, 2 min, 10 min, 1 h, 6 h, then given up); a `Retry-After`
+         *     on a 429 or 503 is honoured when longer, up to 6 h. After 5
          *     consecutive failures the merchant's account owners are notified; after 20 consecutive
          *     failures spanning at least 1 hour the endpoint is paused for 1 hour. The change feed
          *     (`GET /v1/changes`) is the catch-up path for anything a receiver missed.

@@ -8,7 +8,7 @@ import { ADMIN_API_ACTOR } from '../admin/import-jobs.js';
 import type { StoreRecord } from '../catalog/model.js';
 import adminDocument from '../generated/admin-openapi.json' with { type: 'json' };
 import { routes } from '../generated/admin-routes.js';
-import type { ApiKeyRecord } from '../storage/port.js';
+import type { ApiKeyRecord, ImportJobRecord } from '../storage/port.js';
 import { adminTokenAuth } from './auth.js';
 import { renderError } from './errors.js';
 import { ProblemError, invalidInput } from '../shared/problem.js';
@@ -22,6 +22,10 @@ import type { PanelUser } from '../admin/accounts.js';
 
 const adminStore = ({ merchant_id: _m, catalog_version: _v, ...store }: StoreRecord) => store;
 const apiKey = ({ merchant_id: _m, ...key }: ApiKeyRecord) => key;
+const importJob = ({ merchant_id: _m, ...job }: ImportJobRecord) => job;
+
+/** Whether the request asks for an asynchronous answer (RFC 7240 `Prefer: respond-async`). */
+const prefersAsync = (prefer: string | undefined) => (prefer ?? '').split(',').some((p) => p.split(';')[0]!.trim().toLowerCase() === 'respond-async');
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
 
@@ -195,13 +199,33 @@ export function adminApi({ admin, imports, accounts, endpoints, config }: Pick<S
     await admin.deleteProduct(merchant_id, product_ref);
     return c.body(null, 204);
   });
+  route(routes.listProductSources, async (c) => {
+    const { merchant_id } = c.req.valid('param');
+    return c.json(await admin.listProducts(merchant_id, c.req.valid('query'), config.limits.productListScan), 200);
+  });
   route(routes.importProducts, async (c) => {
     const { merchant_id } = c.req.valid('param');
     // The body is read as it arrives (bodyLimit has checked its length), decoded and parsed a bounded piece at a time.
     const body = c.req.raw.body ?? (async function* () {})();
-    // Recorded as an import job (the panel lists it with its outcome); the answer waits for the end.
-    const { done } = await imports.start(merchant_id, ADMIN_API_ACTOR, null, body);
+    // Recorded as an import job (the panel lists it with its outcome); the answer waits for the end,
+    // or, asked to respond asynchronously, for the file to be checked and staged.
+    const { job, done, staged } = await imports.start(merchant_id, ADMIN_API_ACTOR, null, body);
+    if (prefersAsync(c.req.header('Prefer'))) {
+      await staged;
+      c.header('Location', `/admin/v1/merchants/${merchant_id}/imports/${job.id}`);
+      c.header('Preference-Applied', 'respond-async');
+      return c.json(importJob(await imports.job(merchant_id, job.id)), 202);
+    }
     return c.json(await done, 200);
+  });
+  route(routes.listImportJobs, async (c) => {
+    const { merchant_id } = c.req.valid('param');
+    const { limit, before_id } = c.req.valid('query');
+    return c.json({ data: (await imports.recent(merchant_id, limit, before_id)).map(importJob) }, 200);
+  });
+  route(routes.getImportJob, async (c) => {
+    const { merchant_id, import_id } = c.req.valid('param');
+    return c.json(importJob(await imports.job(merchant_id, import_id)), 200);
   });
 
   // Image mirroring progress

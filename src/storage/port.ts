@@ -10,7 +10,7 @@
 import type {
   ApiKeyRecord, AttemptRecord, AttributeDefinitionRecord, CustomerGroupRecord, DeliveryClaim, DeliveryRecord,
   ClaimedImageMirror, DeliveryStatus, ExchangeRateRecord, FeedPosition, ImageMirrorRecord, ImageMirrorWork, ImageStateCounts, MerchantRecord,
-  NotificationRecord, OperationalCounts, OutboxGroup, OutboxRow, PricingRuleInputRecord, PricingRuleRecord, ProductRecord,
+  NotificationRecord, OperationalCounts, OutboxGroup, OutboxRow, PricingRuleInputRecord, PricingRuleRecord, ProductListPage, ProductListQuery, ProductRecord,
   AuditEntryRecord, ImportJobProgress, ImportJobRecord, PanelInvitationRecord, PanelSessionRecord, PanelUserRecord, PublishRunRecord,
   ExpectedStorePage, ProductSourceDocument, PublishedExclusionCounts, PublishedHashes, PublishedPage, PublishedPayloads, PublishedProductSummary, PublishedRow,
   PublishedBlock, PublishedIdWindow, PublishedSummaryWindow, PublishedVersionRead, PublishedWindowRead, RecordedChange, StoreInputRecord, StorePageRead, StoreRecord, StoredChange,
@@ -90,6 +90,12 @@ export interface ProductSourceStore {
   /** Products with id > afterId, ascending, at most `limit` (bulk re-publishing walks these). */
   productsAfter(merchantId: number, afterId: number, limit: number): Promise<ProductRecord[]>;
   productsByIds(merchantId: number, ids: number[]): Promise<ProductRecord[]>;
+  /**
+   * A page of the merchant's products in ref order, filtered: the statement looks at no more than
+   * `scan` products past `afterRef` (by the (merchant_id, ref) index), so a filter that few match
+   * answers a short page, or an empty one, with the ref to go on from.
+   */
+  productList(merchantId: number, query: ProductListQuery): Promise<ProductListPage>;
   /**
    * Ids of the merchant's products whose source lists the image URL. In a transaction, these
    * products are not re-published by another transaction until it ends (PostgreSQL: row locks), so
@@ -324,8 +330,14 @@ export interface ImportJobStore {
   updateImportJob(id: number, progress: ImportJobProgress): Promise<void>;
   /** The merchant's import job with this id; undefined for another merchant's. */
   importJob(merchantId: number, id: number): Promise<ImportJobRecord | undefined>;
-  /** The merchant's most recent import jobs, newest first. */
-  listImportJobs(merchantId: number, limit: number): Promise<ImportJobRecord[]>;
+  /** The merchant's import jobs, newest first, those with an id below `beforeId` when given (keyset paging). */
+  listImportJobs(merchantId: number, limit: number, beforeId?: number): Promise<ImportJobRecord[]>;
+  /**
+   * Ends as failed (`error_code` 'interrupted', `error` as given) every running job still checking
+   * its file (nothing staged: `operations` null) whose progress was last written before
+   * `updatedBefore`: the process that ran it is gone. Returns the jobs it ended.
+   */
+  interruptStalledImportJobs(updatedBefore: string, at: string, error: string): Promise<ImportJobRecord[]>;
   /** Stages the job's checked operations, a chunk per row (`operations`: the chunk's JSON), to be applied by its run. */
   insertImportChunks(jobId: number, chunks: { seq: number; operations: string }[]): Promise<void>;
   /** The job's first chunk not applied yet, or undefined when none is left. */

@@ -53,6 +53,29 @@ export interface ProductRecord {
   source: ProductSourceDocument;
 }
 
+/** What a page of the merchant's product list asks for (issue 21.5, admin listProductSources). */
+export interface ProductListQuery {
+  /** Refs after this one (the previous page's `next_after`); null from the first. */
+  afterRef: string | null;
+  /** Only refs starting with this. */
+  refPrefix: string | null;
+  /** Only products whose source was written at or after this time. */
+  updatedSince: string | null;
+  /** Only products excluded (for any reason) from the store with this id. */
+  excludedFromStore: number | null;
+  /** Products returned at most. */
+  limit: number;
+  /** Products looked at at most, matching or not (the statement's bound). */
+  scan: number;
+}
+
+/** A page of the product list: the products that match, and where the next page starts. */
+export interface ProductListPage {
+  products: { id: number; ref: string; updated_at: string }[];
+  /** The last ref looked at, when more refs follow it (the next page's `afterRef`); else null. */
+  nextAfter: string | null;
+}
+
 // Images
 
 export type ImageMirrorRecord = AdminSchemas['SourceImage'];
@@ -352,7 +375,9 @@ export interface AuditEntryRecord {
 
 // Import jobs: an NDJSON import's progress and outcome, kept where every process can read it
 
-export type ImportJobState = 'running' | 'succeeded' | 'failed';
+export type ImportJobState = AdminSchemas['ImportJob']['state'];
+/** Why an import failed (admin ImportJob `error_code`). */
+export type ImportErrorCode = NonNullable<AdminSchemas['ImportJob']['error_code']>;
 
 /** A bad line of a rejected import: its name (`line N`) and reason, as the admin API lists them. */
 export interface ImportProblemRecord {
@@ -408,8 +433,8 @@ export interface ImportJobRecord {
   deleted: number;
   /** Why it failed (the problem's detail); null otherwise. */
   error: string | null;
-  /** The failure's problem code (`conflict`, `invalid_body`, `internal_error`); null otherwise. */
-  error_code: string | null;
+  /** Why it failed (`invalid_body`, `conflict`, `interrupted`, ...); null otherwise. */
+  error_code: ImportErrorCode | null;
   /** The bad lines with their reasons, bounded as the admin API's rejection lists them. */
   problems: ImportProblemRecord[];
 }

@@ -7,6 +7,7 @@ import { WEBHOOKS, type WebhookPayload, type WebhookSchemaError } from '../gener
 import type {
   AttemptOutcome, CatalogStorage, DeliveryRecord, NotificationRecord, OutboxGroup, StorageTx, WebhookEndpointRecord,
 } from '../storage/port.js';
+import type { AttemptRecord } from '../storage/records.js';
 import {
   afterFailure, afterGone, afterSuccess, onChange, type EndpointHealth, type HealthPolicy,
 } from './health.js';
@@ -14,6 +15,7 @@ import { silentLogger, type Logger } from '../operations/log.js';
 import type { DeliveryObserver, DeliveryOutcome } from '../operations/metrics.js';
 import { AddressGuard } from '../outbound/address-guard.js';
 import { wholeSecondIso } from '../shared/time.js';
+import { validText } from '../shared/valid-text.js';
 import { OwnerNotifier, type Notifier } from './notifier.js';
 import { nextAttemptAt, parseRetryAfter } from './retry.js';
 import { HttpDeliverySender, type DeliverySender, type SendResult } from './sender.js';
@@ -68,6 +70,21 @@ export function deliveryBody(delivery: Pick<DeliveryRecord, 'event' | 'store_id'
 
 /** The attempt log's error for a payload the document rejects: a bug of ours, never retried. */
 export const INVALID_PAYLOAD = 'invalid_payload';
+
+/** The attempt log's error for an attempt whose outcome could not be recorded: a failed attempt. */
+export const RECORDING_FAILED = 'recording_failed';
+
+/**
+ * An attempt's row in the attempt log. Whatever a receiver (or a sender) gave is stored as valid
+ * text (issue 21.7): a snippet with U+0000 made PostgreSQL refuse the attempt, which then stayed
+ * unrecorded and was sent again each time its lease ran out.
+ */
+function attemptRecord(result: SendResult, at: Date): AttemptRecord {
+  return {
+    at: at.toISOString(), status_code: result.statusCode, error: result.error === null ? null : validText(result.error),
+    latency_ms: result.latencyMs, response_snippet: result.responseSnippet === null ? null : validText(result.responseSnippet),
+  };
+}
 
 /** Outcomes recorded in one transaction at most. */
 const OUTCOMES_PER_TRANSACTION = 64;
@@ -377,11 +394,41 @@ export class WebhookDispatcher {
         await this.recordTogether(batch);
       } catch {
         // One outcome's failure must not fail the others': each alone, as before.
-        for (const item of batch) await this.recordTogether([item]).catch((error: unknown) => item.reject(error));
+        for (const item of batch) await this.recordTogether([item]).catch((error: unknown) => this.recordAsFailed(item, error));
       }
     }
     // Nothing is left, in the turn that looked: an attempt ending later starts recording again.
     this.recording = false;
+  }
+
+  /**
+   * An attempt whose outcome could not be recorded (issue 21.7) counts as a failed attempt
+   * `recording_failed`, nothing of the response kept: retried on the backoff (or given up), the
+   * endpoint's health counting it; should even that fail, the attempt and the retry alone. Left to
+   * its lease, it would be sent again each time the lease ran out, forever, at `attempts: 0`.
+   */
+  private async recordAsFailed(item: EndedAttempt, error: unknown): Promise<void> {
+    const { delivery, endpoint, at } = item;
+    const ids = { delivery_id: delivery.id, endpoint_id: endpoint.id, merchant_id: endpoint.merchant_id };
+    this.log.error({ ...ids, err: error }, 'webhook attempt could not be recorded: recorded as a failed attempt');
+    const failed: SendResult = { ...item.result, error: RECORDING_FAILED, responseSnippet: null, retryAfter: null };
+    try {
+      return await this.recordTogether([{ ...item, result: failed }]);
+    } catch (again) {
+      this.log.error({ ...ids, err: again }, 'webhook attempt could not be recorded with its endpoint\'s health: recorded without it');
+    }
+    try {
+      const attempts = delivery.attempts + 1;
+      const nextAt = nextAttemptAt(attempts, at, this.config.backoffSeconds, null, this.deps.random);
+      const status = nextAt ? 'failed' : 'given_up';
+      await this.storage.transaction((tx) => tx.recordAttemptOutcomes([
+        { deliveryId: delivery.id, attempt: attemptRecord(failed, at), status, attempts, next_attempt_at: nextAt?.toISOString() ?? null },
+      ]));
+      item.resolve(status);
+    } catch (last) {
+      // The database refuses even this: the lease runs out and the delivery is sent again.
+      item.reject(last);
+    }
   }
 
   /** One transaction for the batch; settles each item after the commit. Rejects (settling none) when it fails. */
@@ -410,10 +457,7 @@ export class WebhookDispatcher {
     };
     const results: (DeliveryOutcome | null)[] = [];
     for (const { delivery, endpoint, result, at } of batch) {
-      const attempt = {
-        at: at.toISOString(), status_code: result.statusCode, error: result.error, latency_ms: result.latencyMs,
-        response_snippet: result.responseSnippet,
-      };
+      const attempt = attemptRecord(result, at);
       const attempts = delivery.attempts + 1;
       const state = current.get(endpoint.id);
       if (!state) {
@@ -457,7 +501,9 @@ export class WebhookDispatcher {
         }
         continue;
       }
-      const retryAfter = result.statusCode === 429 || result.statusCode === 503 ? parseRetryAfter(result.retryAfter, at) : null;
+      // Honoured up to the last backoff step (issue 21.8: a receiver cannot park a delivery for years).
+      const retryAfter = result.statusCode === 429 || result.statusCode === 503
+        ? parseRetryAfter(result.retryAfter, at, this.config.backoffSeconds.at(-1) ?? 0) : null;
       const nextAt = nextAttemptAt(attempts, at, this.config.backoffSeconds, retryAfter, this.deps.random);
       if (nextAt) settle('failed', 'failed', nextAt.toISOString());
       else settle('given_up', 'given_up', null);

@@ -4,6 +4,7 @@
 // hangs holds only its endpoint's, never those of another endpoint on the same host.
 import type { AddressGuard } from '../outbound/address-guard.js';
 import { GuardedHttpClient } from '../outbound/client.js';
+import { validTextOfBytes } from '../shared/valid-text.js';
 
 export interface SendResult {
   /** HTTP status, or null when no response arrived. */
@@ -11,6 +12,7 @@ export interface SendResult {
   /** Why the attempt failed without (or despite) a response: timeout, connection_refused, ... */
   error: string | null;
   latencyMs: number;
+  /** The start of the body as valid text (a gzip or binary body included: issue 21.7). */
   responseSnippet: string | null;
   retryAfter: string | null;
 }
@@ -53,7 +55,10 @@ export class HttpDeliverySender implements DeliverySender {
   }
 }
 
-/** Reads at most `limit` bytes of a body as UTF-8 and discards the rest. */
+/**
+ * Reads at most `limit` bytes of a body as UTF-8 and discards the rest. The bytes as received (a
+ * compressed body is not decompressed): invalid UTF-8 and U+0000 become U+FFFD.
+ */
 async function readSnippet(body: AsyncIterable<Uint8Array> & { destroy?: () => void }, limit: number): Promise<string> {
   const chunks: Buffer[] = [];
   let size = 0;
@@ -65,5 +70,5 @@ async function readSnippet(body: AsyncIterable<Uint8Array> & { destroy?: () => v
       break;
     }
   }
-  return Buffer.concat(chunks).toString('utf8');
+  return validTextOfBytes(Buffer.concat(chunks));
 }

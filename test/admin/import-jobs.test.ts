@@ -49,7 +49,7 @@ async function jobWhen(id: number, check: (job: ImportJobRecord) => boolean): Pr
   }
 }
 
-const jobs = () => new ImportJobs(service.storage, service.admin, service.service.now, { chunkSize: 25, maxJsonDepth: 64, progressIntervalMs: 0 });
+const jobs = () => new ImportJobs(service.storage, service.admin, service.service.now, { chunkSize: 25, maxJsonDepth: 64, progressIntervalMs: 0, stalledAfterMs: 60_000 });
 
 describe('an import job', () => {
   it('records the lines read while the file is checked, then the products applied, then the counts', async () => {

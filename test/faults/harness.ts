@@ -7,6 +7,7 @@
 // Used by the quick variants (test/faults/*.test.ts) and by `npm run fault` (scripts/fault.ts).
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -344,6 +345,24 @@ export class FaultWorld {
       headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, ...(body === undefined ? {} : { 'Content-Type': contentType }) },
       body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
     });
+  }
+
+  /**
+   * An admin request whose body the caller writes and may never end (an upload cut off by a kill);
+   * its response (or error) is ignored.
+   */
+  adminUpload(pathname: string, contentType: string, contentLength: number): http.ClientRequest {
+    const request = http.request(`${this.base}${pathname}`, {
+      method: 'POST', headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, 'Content-Type': contentType, 'Content-Length': String(contentLength) },
+    });
+    request.on('error', () => {});
+    request.on('response', (response) => response.resume());
+    return request;
+  }
+
+  /** The environment `serve` runs with (its database, ports, token), for a process of the test's own. */
+  get serviceEnv(): Record<string, string> {
+    return { ...this.env };
   }
 
   get merchantPath(): string {

@@ -280,6 +280,27 @@ describe.skipIf(onPglite())(`bounded statements at ${PRODUCTS.toLocaleString('en
     expect(await storage.imageStateCounts(big)).toEqual({ pending: 2 * PRODUCTS - 3 - 1, mirrored: 0, dead: 2 });
   });
 
+  it('lists a page of the merchant\'s products by ref, filtered, looking at no more than its window (issue 21.5)', async () => {
+    let pages: { products: { ref: string }[]; nextAfter: string | null }[] = [];
+    const query = { afterRef: null, refPrefix: null, updatedSince: null, excludedFromStore: null, limit: 50, scan: 200 };
+    await expectBounded(async () => {
+      pages = [
+        await storage.productList(big, query),
+        await storage.productList(big, { ...query, refPrefix: 'P-1999' }),
+        await storage.productList(big, { ...query, excludedFromStore: storeId }),
+        await storage.productList(big, { ...query, afterRef: 'P-5', updatedSince: '2026-11-26T08:45:00.000Z' }),
+      ];
+    // The window's products and, for the exclusion filter, each one's published row by its key.
+    }, 2 * query.scan + query.limit);
+    expect(pages[0]!.products).toHaveLength(50);
+    expect(pages[0]!.nextAfter).toBe(pages[0]!.products[49]!.ref);
+    const prefixed = Array.from({ length: PRODUCTS }, (_, n) => `P-${n}`).filter((ref) => ref.startsWith('P-1999')).sort();
+    expect(pages[1]).toEqual({ products: prefixed.map((ref) => expect.objectContaining({ ref })), nextAfter: null });
+    // One in 500 excluded: none among the first 200 refs looked at (P-0, P-1, P-10, P-100, ...) but P-1000's.
+    expect(pages[2]!.nextAfter).not.toBeNull();
+    expect(pages[3]!.products.map((p) => p.ref)).toEqual([]);
+  });
+
   it('counts a store\'s products by exclusion reason from kept counts, and lists the excluded ones from their index', async () => {
     let counts = {};
     let excluded: { id: number }[] = [];

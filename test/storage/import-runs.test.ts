@@ -4,14 +4,16 @@
 // run whose process stopped between two chunks is resumed from its next chunk by another process.
 // On the project's engine (SQLite and PostgreSQL); two PublishRuns over one storage stand for two processes.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ImportJobs } from '../../src/admin/import-jobs.js';
+import { ImportJobs, INTERRUPTED_IMPORT } from '../../src/admin/import-jobs.js';
 import { PublishRuns } from '../../src/catalog/publish-runs.js';
 import { silentLogger } from '../../src/operations/log.js';
-import { RELEASED_PUBLISH_RUN } from '../../src/storage/records.js';
+import { RELEASED_PUBLISH_RUN, type ImportJobRecord } from '../../src/storage/records.js';
 import { startTestService, type TestService } from '../support/service.js';
 
 const CHUNK = 10;
 const PRODUCTS = 45;
+/** A job checking its file whose progress was not written for this long is ended as interrupted. */
+const STALLED_MS = 400;
 
 let service: TestService;
 let merchantId: number;
@@ -32,7 +34,7 @@ const file = (prefix: string) => Array.from({ length: PRODUCTS }, (_, n) => `${J
 function aProcess(handOff = false) {
   const runs = new PublishRuns(service.storage, service.admin.publisher, () => new Date());
   runs.handOff = handOff;
-  const imports = new ImportJobs(service.storage, service.admin, () => new Date(), { chunkSize: CHUNK, maxJsonDepth: 64, progressIntervalMs: 0 }, runs);
+  const imports = new ImportJobs(service.storage, service.admin, () => new Date(), { chunkSize: CHUNK, maxJsonDepth: 64, progressIntervalMs: 0, stalledAfterMs: STALLED_MS }, runs);
   const applied: number[] = [];
   const applyNext = imports.applyNext.bind(imports);
   imports.applyNext = async (tx, run) => {
@@ -112,5 +114,46 @@ describe('an import applied by a run', () => {
     expect(await service.storage.stalledPublishRuns('9999-01-01T00:00:00.000Z', 100)).toEqual([]);
     expect((await service.admin.productSource(merchantId, 'C-19')).ref).toBe('C-19');
     await expect(service.admin.productSource(merchantId, 'C-20')).rejects.toMatchObject({ status: 404 });
+  });
+});
+
+describe('an import whose process stopped while it checked the file (issue 21.11)', () => {
+  const job = (fields: Partial<ImportJobRecord>) => service.storage.insertImportJob({
+    merchant_id: merchantId, started_by: 'operator', file_name: 'left.ndjson', state: 'running', started_at: '2026-01-01T00:00:00.000Z',
+    updated_at: '2026-01-01T00:00:00.000Z', finished_at: null, lines_read: 7, operations: null, products_applied: 0, upserted: 0, deleted: 0,
+    error: null, error_code: null, problems: [], ...fields,
+  });
+
+  it('is ended as interrupted by the next look, with nothing applied; a staged or fresh one is not', async () => {
+    const left = await job({});
+    const staged = await job({ operations: 45 });
+    const fresh = await job({ updated_at: new Date().toISOString() });
+    const { runs } = aProcess();
+    await runs.resumeStalled();
+    expect(await service.storage.importJob(merchantId, left.id)).toMatchObject({
+      state: 'failed', error_code: 'interrupted', error: INTERRUPTED_IMPORT, lines_read: 7, operations: null, products_applied: 0, finished_at: expect.any(String),
+    });
+    // Staged: its run applies it (or resumes it); fresh: its process is checking it now.
+    expect(await service.storage.importJob(merchantId, staged.id)).toMatchObject({ state: 'running', error_code: null });
+    expect(await service.storage.importJob(merchantId, fresh.id)).toMatchObject({ state: 'running', error_code: null });
+    for (const id of [staged.id, fresh.id]) await service.storage.updateImportJob(id, { state: 'failed', finished_at: new Date().toISOString() });
+  });
+
+  it('is kept alive by its process while no line arrives, so it is never ended as interrupted while the upload is only slow', async () => {
+    const checking = aProcess();
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => { open = resolve; });
+    async function* slowUpload() {
+      yield new TextEncoder().encode(file('S').split('\n').slice(0, 3).join('\n') + '\n');
+      await gate;
+    }
+    const { job: started, done } = await checking.imports.start(merchantId, 'operator', 'slow.ndjson', slowUpload());
+    // Three times the stall limit with no line arriving (the heartbeat writes every quarter of it).
+    await new Promise((resolve) => setTimeout(resolve, 3 * STALLED_MS));
+    const other = aProcess();
+    expect(await other.imports.interruptAbandoned()).toEqual([]);
+    expect(await service.storage.importJob(merchantId, started.id)).toMatchObject({ state: 'running', error_code: null });
+    open();
+    expect(await done).toEqual({ lines: 3, upserted: 3, deleted: 0 });
   });
 });

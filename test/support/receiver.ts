@@ -1,6 +1,6 @@
 // Real webhook receivers for tests: node:http servers on 127.0.0.1 whose answer can be switched
-// (2xx, 5xx, 3xx, 410, 429 with Retry-After, a hang past the delivery time-out, or a refused
-// connection), logging every request with its method, headers and raw body. Every request is
+// (2xx, 5xx, 3xx, 410, 429 with Retry-After, a hang past the delivery time-out, a refused
+// connection, or any bytes as the body), logging every request with its method, headers and raw body. Every request is
 // checked the way an integrator's receiver must check it, so no test can forget to:
 // - spec 4.5: POST, `Content-Type: application/json`, `X-Service-Timestamp` in Unix seconds;
 // - spec 5: `X-Service-Signature` = `sha256=` + lowercase hex HMAC-SHA256 over
@@ -18,7 +18,7 @@ export type WebhookPayload = components['schemas']['WebhookPayload'];
 
 /** How the receiver answers one request. */
 export type Answer =
-  | { status: number; headers?: Record<string, string>; body?: string; delayMs?: number }
+  | { status: number; headers?: Record<string, string>; body?: string | Buffer; delayMs?: number }
   /** Read the request, never answer (the delivery time-out must end it). */
   | 'hang';
 

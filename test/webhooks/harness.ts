@@ -6,6 +6,7 @@ import { expect } from 'vitest';
 import { loadConfig, type Config } from '../../src/config.js';
 import type { components } from '../../src/generated/admin-api.js';
 import type { Logger } from '../../src/operations/log.js';
+import type { CatalogStorage } from '../../src/storage/port.js';
 import { AddressGuard } from '../../src/outbound/address-guard.js';
 import { WebhookDispatcher } from '../../src/webhooks/dispatcher.js';
 import { OwnerNotifier } from '../../src/webhooks/notifier.js';
@@ -64,12 +65,14 @@ export async function startWebhookWorld(options: {
   stores?: string[]; webhooks?: Partial<Config['webhooks']>; start?: string;
   /** Where the service and the dispatcher log (by default nowhere). */
   logger?: Logger;
+  /** The storage the dispatcher uses, made from the service's (a wrapper that fails on purpose). */
+  dispatcherStorage?: (storage: CatalogStorage) => CatalogStorage;
 } = {}): Promise<WebhookWorld> {
   const clock = fakeClock(options.start);
   const webhooks = { ...WEBHOOK_DEFAULTS, allowHosts: ['127.0.0.1'], ...options.webhooks };
   const service = await startTestService({ now: clock.now, config: { webhooks }, logger: options.logger });
   // The dispatcher reports to the service's metrics, as in `serve`.
-  const dispatcher = new WebhookDispatcher(service.storage, service.config.webhooks, {
+  const dispatcher = new WebhookDispatcher(options.dispatcherStorage?.(service.storage) ?? service.storage, service.config.webhooks, {
     now: clock.now,
     sender: new HttpDeliverySender(new AddressGuard(['127.0.0.1']), { timeoutMs: service.config.webhooks.timeoutMs }),
     notifier: new OwnerNotifier(service.storage, { url: null, from: 'x' }, clock.now),

@@ -27,6 +27,8 @@ const jobUrl = (merchantId: number, id: number) => `/panel/merchants/${merchantI
 
 function stateText(job: ImportJobRecord, stalled: boolean): string {
   if (stalled) return 'stalled';
+  // Its process stopped while it checked the file (issue 21.11): nothing of it was applied.
+  if (job.state === 'failed' && job.error_code === 'interrupted') return 'interrupted';
   return job.state;
 }
 
@@ -103,8 +105,8 @@ function JobPage(props: { session: PanelSession; merchantId: number; job: Import
       {running && <p role="status" class="notice">Running: this page reloads itself every second until the import ends.</p>}
       {stalled && (
         <p role="alert" class="error">
-          No progress since {job.updated_at}: the process running this import has stopped. The chunks committed so far stay
-          applied; uploading the same file again is safe (upserts replace, deleting a missing ref does nothing).
+          No progress since {job.updated_at}: the process checking this file has stopped, and nothing of it was applied. The
+          service marks it interrupted shortly; upload the file again.
         </p>
       )}
       {job.state === 'succeeded' && (

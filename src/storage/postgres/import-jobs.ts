@@ -15,7 +15,7 @@ const toJob = (row: Row): ImportJobRecord => ({ ...(row as unknown as ImportJobR
 const stored = (field: string, value: unknown) => (field === 'problems' ? JSON.stringify(value) : value);
 
 export class PgImportJobs implements ImportJobStore {
-  static readonly writes = ['insertImportJob', 'updateImportJob', 'insertImportChunks', 'deleteImportChunks'] as const;
+  static readonly writes = ['insertImportJob', 'updateImportJob', 'interruptStalledImportJobs', 'insertImportChunks', 'deleteImportChunks'] as const;
 
   constructor(private readonly c: PgConnection) {}
 
@@ -37,8 +37,15 @@ export class PgImportJobs implements ImportJobStore {
     return row && toJob(row);
   }
 
-  async listImportJobs(merchantId: number, limit: number): Promise<ImportJobRecord[]> {
-    return (await this.c.rows('SELECT * FROM import_jobs WHERE merchant_id = $1 ORDER BY id DESC LIMIT $2', [merchantId, limit])).map(toJob);
+  async listImportJobs(merchantId: number, limit: number, beforeId = Number.MAX_SAFE_INTEGER): Promise<ImportJobRecord[]> {
+    return (await this.c.rows('SELECT * FROM import_jobs WHERE merchant_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3', [merchantId, beforeId, limit]))
+      .map(toJob);
+  }
+
+  async interruptStalledImportJobs(updatedBefore: string, at: string, error: string): Promise<ImportJobRecord[]> {
+    // import_jobs_running (migration 34): only the running jobs are looked at.
+    return (await this.c.rows(`UPDATE import_jobs SET state = 'failed', error_code = 'interrupted', error = $1, finished_at = $2, updated_at = $2
+      WHERE state = 'running' AND operations IS NULL AND updated_at < $3 RETURNING *`, [error, at, updatedBefore])).map(toJob);
   }
 
   async insertImportChunks(jobId: number, chunks: { seq: number; operations: string }[]): Promise<void> {

@@ -829,4 +829,12 @@ ALTER TABLE webhook_endpoints ADD COLUMN secret_rotated_at text COLLATE "C";
 ALTER TABLE webhook_endpoints ADD COLUMN pending_secret_until text COLLATE "C";
 `,
   },
+  {
+    id: 34,
+    name: 'import_jobs_running',
+    sql: `
+-- Issue 21.11: the running import jobs, for the look that ends those whose process is gone.
+CREATE INDEX import_jobs_running ON import_jobs(updated_at) WHERE state = 'running';
+`,
+  },
 ];

@@ -1,8 +1,9 @@
 // Product sources (what the merchant sent) on PostgreSQL: the document is kept as the JSON text
 // the domain wrote, and read with json's operators where a query looks inside it.
 import type { ProductSourceStore } from '../port.js';
-import type { ProductRecord, ProductSourceDocument } from '../records.js';
+import type { ProductListPage, ProductListQuery, ProductRecord, ProductSourceDocument } from '../records.js';
 import { productLinks } from '../product-links.js';
+import { PAST_EVERY_REF_CHARACTER, productListPage, windowSize, type ProductListRow } from '../product-list.js';
 import type { PgConnection, Row } from './connection.js';
 import { originOf } from './images.js';
 import { IMAGE_WORK_CHANNEL } from './wakeups.js';
@@ -144,6 +145,21 @@ export class PgProductSources implements ProductSourceStore {
   async productsAfter(merchantId: number, afterId: number, limit: number): Promise<ProductRecord[]> {
     return (await this.c.rows('SELECT id, ref, source FROM products WHERE merchant_id = $1 AND id > $2 ORDER BY id LIMIT $3',
       [merchantId, afterId, limit])).map(toProduct);
+  }
+
+  async productList(merchantId: number, query: ProductListQuery): Promise<ProductListPage> {
+    // A window of the (merchant_id, ref) index past the cursor (and inside the prefix), each product
+    // marked whether the filters keep it; the exclusion is the store's published row, by its key.
+    const excluded = query.excludedFromStore !== null;
+    const rows = await this.c.rows(`SELECT p.id, p.ref, p.updated_at,
+        ($2::text IS NULL OR p.updated_at >= $2) ${excluded ? 'AND pp.exclusion_reason IS NOT NULL' : ''} AS matches
+      FROM products AS p ${excluded ? 'LEFT JOIN published_products AS pp ON pp.store_id = $7 AND pp.product_id = p.id' : ''}
+      WHERE p.merchant_id = $1 AND p.ref > $3 AND p.ref >= $4 AND p.ref < $5
+      ORDER BY p.ref LIMIT $6`, [
+      merchantId, query.updatedSince, query.afterRef ?? '', query.refPrefix ?? '', `${query.refPrefix ?? ''}${PAST_EVERY_REF_CHARACTER}`, windowSize(query),
+      ...excluded ? [query.excludedFromStore] : [],
+    ]) as unknown as ProductListRow[];
+    return productListPage(rows, query);
   }
 
   async productsByIds(merchantId: number, ids: number[]): Promise<ProductRecord[]> {

@@ -11,7 +11,7 @@ const PROGRESS_FIELDS = [
 const toJob = (row: Row): ImportJobRecord => ({ ...(row as unknown as ImportJobRecord), problems: JSON.parse(row.problems as string) });
 
 export class SqliteImportJobs implements ImportJobStore {
-  static readonly writes = ['insertImportJob', 'updateImportJob', 'insertImportChunks', 'deleteImportChunks'] as const;
+  static readonly writes = ['insertImportJob', 'updateImportJob', 'interruptStalledImportJobs', 'insertImportChunks', 'deleteImportChunks'] as const;
 
   constructor(private readonly c: SqliteConnection) {}
 
@@ -36,8 +36,15 @@ export class SqliteImportJobs implements ImportJobStore {
     return row && toJob(row);
   }
 
-  async listImportJobs(merchantId: number, limit: number): Promise<ImportJobRecord[]> {
-    return (this.c.stmt('SELECT * FROM import_jobs WHERE merchant_id = ? ORDER BY id DESC LIMIT ?').all(merchantId, limit) as Row[]).map(toJob);
+  async listImportJobs(merchantId: number, limit: number, beforeId = Number.MAX_SAFE_INTEGER): Promise<ImportJobRecord[]> {
+    return (this.c.stmt('SELECT * FROM import_jobs WHERE merchant_id = ? AND id < ? ORDER BY id DESC LIMIT ?').all(merchantId, beforeId, limit) as Row[])
+      .map(toJob);
+  }
+
+  async interruptStalledImportJobs(updatedBefore: string, at: string, error: string): Promise<ImportJobRecord[]> {
+    // import_jobs_running (migration 34): only the running jobs are looked at.
+    return (this.c.stmt(`UPDATE import_jobs SET state = 'failed', error_code = 'interrupted', error = ?, finished_at = ?, updated_at = ?
+      WHERE state = 'running' AND operations IS NULL AND updated_at < ? RETURNING *`).all(error, at, at, updatedBefore) as Row[]).map(toJob);
   }
 
   async insertImportChunks(jobId: number, chunks: { seq: number; operations: string }[]): Promise<void> {

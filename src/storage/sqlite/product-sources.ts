@@ -1,8 +1,9 @@
 // Product sources (what the merchant sent) on SQLite.
 import type { ProductSourceStore } from '../port.js';
-import type { ProductRecord, ProductSourceDocument } from '../records.js';
+import type { ProductListPage, ProductListQuery, ProductRecord, ProductSourceDocument } from '../records.js';
 import { yieldToOthers } from '../../shared/cooperative.js';
 import { diffProductLinks } from '../product-links.js';
+import { PAST_EVERY_REF_CHARACTER, productListPage, windowSize, type ProductListRow } from '../product-list.js';
 import type { Row, SqliteConnection } from './connection.js';
 import { LOWER_IMAGE_WORK_HINT, originOf } from './images.js';
 
@@ -96,6 +97,22 @@ export class SqliteProductSources implements ProductSourceStore {
   async productsAfter(merchantId: number, afterId: number, limit: number): Promise<ProductRecord[]> {
     return (this.c.stmt('SELECT id, ref, source FROM products WHERE merchant_id = ? AND id > ? ORDER BY id LIMIT ?')
       .all(merchantId, afterId, limit) as Row[]).map(toProduct);
+  }
+
+  async productList(merchantId: number, query: ProductListQuery): Promise<ProductListPage> {
+    // A window of the (merchant_id, ref) index past the cursor (and inside the prefix), each product
+    // marked whether the filters keep it; the exclusion is the store's published row, by its key.
+    const excluded = query.excludedFromStore !== null;
+    const rows = this.c.stmt(`SELECT p.id, p.ref, p.updated_at,
+        (@since IS NULL OR p.updated_at >= @since) ${excluded ? 'AND pp.exclusion_reason IS NOT NULL' : ''} AS matches
+      FROM products AS p ${excluded ? 'LEFT JOIN published_products AS pp ON pp.store_id = @store AND pp.product_id = p.id' : ''}
+      WHERE p.merchant_id = @merchant AND p.ref > @after AND p.ref >= @low AND p.ref < @high
+      ORDER BY p.ref LIMIT @window`).all({
+      since: query.updatedSince, merchant: merchantId, after: query.afterRef ?? '',
+      low: query.refPrefix ?? '', high: `${query.refPrefix ?? ''}${PAST_EVERY_REF_CHARACTER}`, window: windowSize(query),
+      ...excluded ? { store: query.excludedFromStore } : {},
+    }) as ProductListRow[];
+    return productListPage(rows, query);
   }
 
   async productsByIds(merchantId: number, ids: number[]): Promise<ProductRecord[]> {

@@ -16,6 +16,7 @@ import { createLogger, type Logger } from './operations/log.js';
 import { startOperationsServer, startServer } from './server.js';
 import { startWorkerThread } from './operations/worker-thread.js';
 import { createService, type Service } from './service.js';
+import { principalName } from './admin/accounts.js';
 import { PostgresStorage } from './storage/postgres/index.js';
 import { SqliteStorage } from './storage/sqlite/index.js';
 
@@ -52,6 +53,9 @@ Commands:
   webhooks create --merchant ID --url URL [--store SLUG] [--events ${EVENTS.join(',')}]
   webhooks list --merchant ID         endpoints with their health
   webhooks rotate|delete|test --merchant ID --endpoint ID
+                                      rotate: a new secret (printed once); the old one signs for
+                                      CPS_WEBHOOK_SECRET_GRACE_HOURS more, or until confirm-secret
+  webhooks confirm-secret --merchant ID --endpoint ID   sign with the rotated secret now
   webhooks enable --merchant ID --endpoint ID   re-enable a paused or disabled endpoint
   webhooks deliveries --merchant ID --endpoint ID [--status S]   the attempt log, newest first
   webhooks resend --merchant ID --endpoint ID --delivery ID
@@ -386,6 +390,9 @@ function onShutdown(logger: Logger, deadlineMs: number, stop: () => Promise<void
   process.on('SIGTERM', handle);
 }
 
+/** The CLI runs with the deployment's database, as the operator (like the admin token). */
+const CLI_OPERATOR = principalName({ kind: 'operator' });
+
 async function webhooksCommand(
   { endpoints }: Service, action: string | undefined, values: Record<string, string | boolean | undefined>,
 ): Promise<void> {
@@ -404,8 +411,19 @@ async function webhooksCommand(
     }
     case 'list':
       return print(await endpoints.list(merchantId));
-    case 'rotate':
-      return print(await endpoints.rotateSecret(merchantId, endpointId()));
+    case 'rotate': {
+      const rotated = await endpoints.rotateSecret(merchantId, endpointId(), CLI_OPERATOR);
+      print(rotated);
+      if (!values.json) {
+        const until = rotated.secret_rotation?.pending_until;
+        console.log(until
+          ? `The new secret is shown once: store it now. The old one signs until ${until}; run \`webhooks confirm-secret\` once the receiver accepts the new one.`
+          : 'The new secret is shown once: store it now. It signs from now on.');
+      }
+      return;
+    }
+    case 'confirm-secret':
+      return print(await endpoints.confirmSecret(merchantId, endpointId(), CLI_OPERATOR));
     case 'delete':
       await endpoints.delete(merchantId, endpointId());
       return console.log('deleted');

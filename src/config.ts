@@ -90,6 +90,11 @@ export interface Config {
     pollIntervalMs: number;
     /** A delivery claimed by a process that died is re-sent this long after its time-out. */
     leaseMarginMs: number;
+    /**
+     * After a secret rotation the old secret keeps signing this long, unless the merchant confirms
+     * the new one sooner (product decisions: 24 h); 0: the new secret signs at once.
+     */
+    secretGraceHours: number;
   };
   images: {
     /** Run the image mirroring worker inside `serve` (turn off when a separate `worker` runs it). */
@@ -239,6 +244,9 @@ function oneOf<T extends string>(env: Env, name: string, values: readonly T[], f
   return raw as T;
 }
 
+/** An old signing secret signs at most 30 days after a rotation. */
+const MAX_SECRET_GRACE_HOURS = 720;
+
 function atMost(value: number, ceiling: number, name: string): number {
   if (value > ceiling) throw new Error(`${name} must be at most ${ceiling}, got ${value}`);
   return value;
@@ -312,6 +320,7 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
       cooldownMinutes: int(env, 'CPS_WEBHOOK_COOLDOWN_MINUTES', 60),
       pollIntervalMs: Math.max(10, int(env, 'CPS_WEBHOOK_POLL_INTERVAL_MS', 250)),
       leaseMarginMs: int(env, 'CPS_WEBHOOK_LEASE_MARGIN_MS', 30_000),
+      secretGraceHours: atMost(int(env, 'CPS_WEBHOOK_SECRET_GRACE_HOURS', 24), MAX_SECRET_GRACE_HOURS, 'CPS_WEBHOOK_SECRET_GRACE_HOURS'),
     },
     webhookDispatcher: bool(env, 'CPS_WEBHOOK_DISPATCHER', true),
     workers: oneOf(env, 'CPS_WORKERS', ['thread', 'inline'] as const, 'thread'),

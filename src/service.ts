@@ -105,7 +105,7 @@ export function createService(config: Config, options: ServiceOptions = {}): Ser
     accounts: new PanelAccounts(storage, config, now, invitationMailer(config, logger)),
     reads: new CatalogReads(storage, config.readCacheBytes > 0 ? new PublishedReadCache(config.readCacheBytes, metrics) : undefined),
     apiKeys,
-    endpoints: new WebhookEndpoints(storage, guard, now),
+    endpoints: new WebhookEndpoints(storage, guard, now, config.webhooks.secretGraceHours),
     dispatcher,
     mirror,
     stopWork,

@@ -54,19 +54,29 @@ async function threeProductStore(service: TestService, name: string): Promise<Me
 }
 
 /**
- * The integrator's receiver: verifies each delivery with the endpoint's current secret (as an
- * integrator installs it from the create and rotate responses) using the receiver kit, answers
- * 204 to authentic deliveries and 400 to the others.
+ * The integrator's receiver: verifies each delivery with the endpoint's secrets (as an integrator
+ * installs them from the create and rotate responses: during a rotation, the old and the new one)
+ * using the receiver kit, answers 204 to authentic deliveries and 400 to the others, and notes
+ * which secret signed each.
  */
-async function startVerifyingReceiver(secretOf: () => Promise<string>) {
+async function startVerifyingReceiver(secretsOf: () => Promise<string[]>) {
   const verified: { secret: string; payload: WebhookPayload }[] = [];
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', async () => {
-      const secret = await secretOf();
+      const secrets = await secretsOf();
+      const rawBody = Buffer.concat(chunks);
       try {
-        verified.push({ secret, payload: verifyWebhook({ secret, headers: req.headers, rawBody: Buffer.concat(chunks) }) });
+        const payload = verifyWebhook({ secret: secrets, headers: req.headers, rawBody });
+        const secret = secrets.find((one) => {
+          try {
+            return verifyWebhook({ secret: one, headers: req.headers, rawBody }) !== undefined;
+          } catch {
+            return false;
+          }
+        })!;
+        verified.push({ secret, payload });
         res.writeHead(204).end();
       } catch {
         res.writeHead(400).end();
@@ -104,19 +114,26 @@ describe('the Arazzo workflows (arazzo/), run by redocly respect against the ser
     expect(run.passed, run.report).toBe(true);
   });
 
-  it('register an endpoint, receive a delivery, rotate the secret: the receiver verifies both deliveries', async () => {
+  it('register an endpoint, receive a delivery, rotate the secret, confirm it: the receiver verifies every delivery', async () => {
     const merchant = await createMerchant(service, 'Hook Outfitters');
-    const currentSecret = async () => (await service.storage.listWebhookEndpoints(merchant.id))[0]!.secret;
-    const receiver = await startVerifyingReceiver(currentSecret);
+    const installedSecrets = async () => {
+      const [endpoint] = await service.storage.listWebhookEndpoints(merchant.id);
+      return [endpoint!.secret, ...(endpoint!.pending_secret ? [endpoint!.pending_secret] : [])];
+    };
+    const receiver = await startVerifyingReceiver(installedSecrets);
     try {
       const run = await respect(service, 'arazzo/webhook-endpoint.arazzo.yaml', {
         admin_token: ADMIN_TOKEN, merchant_id: merchant.id, receiver_url: receiver.url,
       });
       expect(run.passed, run.report).toBe(true);
-      // Two authentic deliveries, the second signed with the rotated secret.
-      expect(receiver.verified).toHaveLength(2);
-      expect(receiver.verified[1]!.secret).not.toBe(receiver.verified[0]!.secret);
-      expect(receiver.verified.map((v) => v.payload.event)).toEqual(['content', 'content']);
+      // Three authentic deliveries: the one after the rotation still signed with the old secret
+      // (the grace period), the one after the confirmation with the new secret.
+      expect(receiver.verified).toHaveLength(3);
+      const [before, during, after] = receiver.verified.map((v) => v.secret);
+      expect(during).toBe(before);
+      expect(after).not.toBe(before);
+      expect(after).toBe((await installedSecrets())[0]);
+      expect(receiver.verified.map((v) => v.payload.event)).toEqual(['content', 'content', 'content']);
     } finally {
       await receiver.close();
     }

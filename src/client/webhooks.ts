@@ -3,6 +3,7 @@
 //
 //   import { verifyWebhook, WebhookVerificationError } from 'catalog-publishing-client/webhooks';
 //   const payload = verifyWebhook({ secret, headers: req.headers, rawBody });
+//   // during a secret rotation: verifyWebhook({ secret: [oldSecret, newSecret], ... })
 //
 // Node-only (node:crypto), so it is its own subpath and the client itself stays runtime-neutral.
 // The headers and the payload are checked by the registry generated from the document's
@@ -33,8 +34,11 @@ export class WebhookVerificationError extends Error {
 }
 
 export interface VerifyWebhookOptions {
-  /** The endpoint's signing secret, `whsec_…`, exactly as shown at creation or rotation. */
-  secret: string;
+  /**
+   * The endpoint's signing secret, `whsec_…`, exactly as shown at creation or rotation; or, while
+   * a rotation is pending, the old and the new one: a signature made with any of them verifies.
+   */
+  secret: string | readonly string[];
   /** The request headers: a Fetch `Headers`, or Node's `req.headers`. */
   headers: Headers | Record<string, string | string[] | undefined>;
   /** The exact bytes of the body, before any parsing or re-serialization. */
@@ -55,9 +59,15 @@ function header(headers: VerifyWebhookOptions['headers'], name: WebhookHeaderNam
 /**
  * Verifies a delivery as spec 5 says — HMAC-SHA256 over `{timestamp}.{raw_body}`, `sha256=` +
  * lowercase hex, compared in constant time — checks the timestamp is within the tolerance, and
- * returns the typed payload. Throws WebhookVerificationError otherwise.
+ * returns the typed payload. Throws WebhookVerificationError otherwise. During a secret rotation
+ * pass both secrets, `[oldSecret, newSecret]`: whichever signs, the delivery verifies.
  */
 export function verifyWebhook({ secret, headers, rawBody, toleranceSeconds = 300, now = () => new Date() }: VerifyWebhookOptions): WebhookPayload {
+  const secrets: readonly string[] = typeof secret === 'string' ? [secret] : secret;
+  // A receiver with no secret configured must not look like one whose deliveries are forged.
+  if (secrets.length === 0 || secrets.some((s) => typeof s !== 'string' || s === '')) {
+    throw new TypeError('verifyWebhook: `secret` must be a non-empty string or a non-empty list of them');
+  }
   // The headers the webhooks declare, each present and matching its pattern.
   const missing = WEBHOOK_HEADERS.filter((h) => h.required && !header(headers, h.name)).map((h) => h.name);
   if (missing.length) throw new WebhookVerificationError('missing_header', `${WEBHOOK_HEADERS.map((h) => h.name).join(' and ')} are required (missing: ${missing.join(', ')}).`);
@@ -68,9 +78,14 @@ export function verifyWebhook({ secret, headers, rawBody, toleranceSeconds = 300
   if (malformed) throw new WebhookVerificationError('malformed_header', `${malformed.name} must match ${malformed.pattern.source}.`);
   const timestamp = header(headers, 'X-Service-Timestamp')!;
   const signature = header(headers, 'X-Service-Signature')!;
-  const expected = createHmac('sha256', secret).update(`${timestamp}.`).update(rawBody).digest();
   const presented = Buffer.from(signature.slice('sha256='.length), 'hex');
-  if (!timingSafeEqual(expected, presented)) throw new WebhookVerificationError('signature_mismatch', 'The signature does not match the body.');
+  // Every secret is compared, in constant time, whichever matches: the time taken tells nothing.
+  let matched = false;
+  for (const key of secrets) {
+    const expected = createHmac('sha256', key).update(`${timestamp}.`).update(rawBody).digest();
+    if (timingSafeEqual(expected, presented)) matched = true;
+  }
+  if (!matched) throw new WebhookVerificationError('signature_mismatch', `The signature does not match the body${secrets.length > 1 ? ' with any of the secrets' : ''}.`);
   // Checked after the signature, so an attacker learns nothing from which check failed first.
   const age = Math.abs(now().getTime() / 1000 - Number(timestamp));
   if (age > toleranceSeconds) throw new WebhookVerificationError('timestamp_out_of_tolerance', `The delivery was signed ${Math.round(age)} s ago (tolerance ${toleranceSeconds} s).`);

@@ -1123,14 +1123,71 @@ export interface paths {
         put?: never;
         /**
          * Rotate a webhook endpoint's signing secret
-         * @description Replaces the endpoint's signing secret with a new random one and returns it, **shown once**
-         *     like at creation. The old secret stops signing immediately: every attempt from this
-         *     response on, including retries of deliveries already queued, is signed with the new
-         *     secret. There is no overlap period, so deliveries the receiver rejects until it has the new
-         *     secret fail and are retried on the usual schedule; install the new secret on the receiver
-         *     promptly (or let it accept either secret for a moment). No request body is needed.
+         * @description Makes a new random signing secret and returns it, **shown once** like at creation. The
+         *     signature's format stays as the public API states it (one `X-Service-Signature`, keyed with
+         *     one whole secret), so the two secrets take turns rather than sign together:
+         *
+         *     1. **Grace period.** The old secret keeps signing every attempt, including retries of
+         *        deliveries already queued, for the deployment's grace period
+         *        (`CPS_WEBHOOK_SECRET_GRACE_HOURS`, default 24 hours). The response's
+         *        `secret_rotation.pending_until` says until when; `secret_prefix` is still the old
+         *        secret's. Deploy the new secret on the receiver now, next to the old one: the receiver
+         *        kit's `verifyWebhook` takes a list of secrets and accepts a delivery signed with any of
+         *        them.
+         *     2. **Switch.** From `pending_until` on, the new secret signs. Once the receiver accepts both,
+         *        the merchant can switch at once with `POST .../confirm-secret` instead of waiting.
+         *     3. **Clean-up.** Remove the old secret from the receiver once the new one signs
+         *        (`secret_rotation` is `null` and `secret_prefix` is the new secret's).
+         *
+         *     **Rotating again during a grace period** replaces the pending secret with another new one
+         *     (the one shown by the earlier rotation never signs and can be discarded) and restarts the
+         *     grace period from now; the old secret keeps signing meanwhile. Rotating after the new secret
+         *     signs starts a new rotation from it. With `CPS_WEBHOOK_SECRET_GRACE_HOURS=0` there is no
+         *     grace period: the new secret signs at once and `secret_rotation` is `null`.
+         *
+         *     Each rotation is recorded in the merchant's audit log (`endpoint.rotate_secret`, the
+         *     actor `operator` for the admin API). No request body is needed.
          */
         post: operations["rotateWebhookSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/merchants/{merchant_id}/webhook-endpoints/{endpoint_id}/confirm-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
+                 * @example 1
+                 */
+                merchant_id: components["parameters"]["MerchantId"];
+                /**
+                 * @description Id of the webhook endpoint (from the creation response or the listing). An id of another merchant answers `404`.
+                 * @example 4
+                 */
+                endpoint_id: components["parameters"]["EndpointId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sign with the new secret now
+         * @description Ends a pending secret rotation (see `rotate-secret`) before its grace period does: the new
+         *     secret signs every attempt from this response on, including retries of deliveries already
+         *     queued, and the old secret signs nothing more. Confirm once the receiver accepts the new
+         *     secret (it should accept both while it switches over). The response shows the new
+         *     secret's `secret_prefix` and `secret_rotation: null`.
+         *
+         *     When no rotation is pending (never rotated, already confirmed, or the grace period has
+         *     ended) it answers `409 conflict` and changes nothing. Recorded in the merchant's audit log
+         *     (`endpoint.confirm_secret`). No request body is needed.
+         */
+        post: operations["confirmWebhookSecret"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2503,8 +2560,37 @@ export interface components {
          */
         ChangeType: "price" | "content" | "removed";
         /**
+         * @description A secret rotation in its grace period, or `null` when none is pending. While it is pending the
+         *     old secret (`secret_prefix`) still signs every delivery; the new one (`new_secret_prefix`)
+         *     signs from `pending_until` on, or as soon as the merchant confirms it
+         *     (`POST .../confirm-secret`), whichever comes first. Once it signs, `secret_prefix` is the new
+         *     secret's and this is `null`.
+         */
+        SecretRotation: {
+            /**
+             * @description The first 12 characters of the new secret, shown once by `rotate-secret`.
+             * @example whsec_YSblkh
+             */
+            new_secret_prefix: string;
+            /**
+             * Format: date-time
+             * @description When the secret was rotated (the last rotation, if there were several).
+             * @example 2025-03-14T10:00:00.000Z
+             */
+            rotated_at: string;
+            /**
+             * Format: date-time
+             * @description The end of the grace period: until then the old secret signs, from then on the new one
+             *     (unless confirmed sooner). `rotated_at` plus the deployment's grace period
+             *     (`CPS_WEBHOOK_SECRET_GRACE_HOURS`, default 24 hours).
+             * @example 2025-03-15T10:00:00.000Z
+             */
+            pending_until: string;
+        } | null;
+        /**
          * @description A webhook receiver endpoint of the merchant, with its health. The signing secret itself is
-         *     never returned again after creation or rotation; `secret_prefix` tells secrets apart.
+         *     never returned again after creation or rotation; `secret_prefix` tells secrets apart, and
+         *     `secret_rotation` shows a rotation whose new secret does not sign yet.
          */
         WebhookEndpoint: {
             /**
@@ -2579,10 +2665,12 @@ export interface components {
              */
             last_failure_at: string | null;
             /**
-             * @description The first 12 characters of the current signing secret, to recognise it.
+             * @description The first 12 characters of the secret that signs deliveries now, to recognise it (during a
+             *     rotation's grace period, the old secret's).
              * @example whsec_1kySdj
              */
             secret_prefix: string;
+            secret_rotation: components["schemas"]["SecretRotation"];
             /**
              * Format: date-time
              * @description When the endpoint was registered.
@@ -2623,8 +2711,9 @@ export interface components {
             events: components["schemas"]["ChangeType"][];
         };
         /**
-         * @description A webhook endpoint including its signing `secret`, as returned by creation and by secret
-         *     rotation. This is the only time the secret is shown.
+         * @description A webhook endpoint including a `secret`, as returned by creation (the signing secret) and by
+         *     secret rotation (the new secret, pending during the grace period: see `secret_rotation`). This
+         *     is the only time the secret is shown.
          */
         CreatedWebhookEndpoint: {
             /** @description Service-assigned endpoint id, used as `endpoint_id` in admin URLs. */
@@ -2662,8 +2751,13 @@ export interface components {
              * @description When an attempt last failed; `null` if none has yet.
              */
             last_failure_at: string | null;
-            /** @description The first 12 characters of `secret`. */
+            /**
+             * @description The first 12 characters of the secret that signs now: `secret`'s after creation, the old
+             *     secret's after a rotation with a grace period (then `secret_rotation.new_secret_prefix` is
+             *     `secret`'s).
+             */
             secret_prefix: string;
+            secret_rotation: components["schemas"]["SecretRotation"];
             /**
              * Format: date-time
              * @description When the endpoint was registered.
@@ -2672,8 +2766,10 @@ export interface components {
             /**
              * @description The signing secret: `whsec_` followed by 43 base64url characters (32 random bytes). The
              *     receiver verifies `X-Service-Signature` with it (HMAC-SHA256 over
-             *     `{X-Service-Timestamp}.{raw body}`). Shown once; hand it to the receiver's operator
-             *     securely. If it is lost, rotate it.
+             *     `{X-Service-Timestamp}.{raw body}`). After a rotation it is the new secret, which signs
+             *     once the grace period ends or the rotation is confirmed; until then the receiver should
+             *     accept either secret. Shown once; hand it to the receiver's operator securely. If it is
+             *     lost, rotate it.
              */
             secret: string;
         };
@@ -4831,7 +4927,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The endpoint with its new signing `secret` (shown once). */
+            /** @description The endpoint with its new `secret` (shown once) and the pending rotation. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4844,6 +4940,42 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+        };
+    };
+    confirmWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
+                 * @example 1
+                 */
+                merchant_id: components["parameters"]["MerchantId"];
+                /**
+                 * @description Id of the webhook endpoint (from the creation response or the listing). An id of another merchant answers `404`.
+                 * @example 4
+                 */
+                endpoint_id: components["parameters"]["EndpointId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint, its new secret signing. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpoint"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
         };
     };
     sendTestWebhook: {

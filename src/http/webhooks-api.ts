@@ -4,6 +4,9 @@ import type { OpenAPIHono } from '@hono/zod-openapi';
 import { routes } from '../generated/admin-routes.js';
 import type { WebhookEndpoints } from '../webhooks/endpoints.js';
 import { documentedRoutes } from './documented-responses.js';
+import { principalName } from '../admin/accounts.js';
+
+const OPERATOR = principalName({ kind: 'operator' });
 
 export function registerWebhookRoutes(app: OpenAPIHono, endpoints: WebhookEndpoints): void {
   const route = documentedRoutes(app);
@@ -24,9 +27,14 @@ export function registerWebhookRoutes(app: OpenAPIHono, endpoints: WebhookEndpoi
     await endpoints.delete(merchant_id, endpoint_id);
     return c.body(null, 204);
   });
+  // The admin token acts as the operator (as in the audit log of the panel's operator).
   route(routes.rotateWebhookSecret, async (c) => {
     const { merchant_id, endpoint_id } = c.req.valid('param');
-    return c.json(await endpoints.rotateSecret(merchant_id, endpoint_id), 200);
+    return c.json(await endpoints.rotateSecret(merchant_id, endpoint_id, OPERATOR), 200);
+  });
+  route(routes.confirmWebhookSecret, async (c) => {
+    const { merchant_id, endpoint_id } = c.req.valid('param');
+    return c.json(await endpoints.confirmSecret(merchant_id, endpoint_id, OPERATOR), 200);
   });
   route(routes.sendTestWebhook, async (c) => {
     const { merchant_id, endpoint_id } = c.req.valid('param');

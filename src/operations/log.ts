@@ -12,7 +12,7 @@ export type { Logger };
  */
 export const REDACTED_PATHS = [
   'secret', 'api_key', 'key', 'token', 'password', 'authorization',
-  'headers.authorization', 'req.headers.authorization', 'endpoint.secret', 'merchant.api_key',
+  'headers.authorization', 'req.headers.authorization', 'endpoint.secret', 'endpoint.pending_secret', 'pending_secret', 'merchant.api_key',
 ];
 
 export function createLogger(settings: Pick<Config['operations'], 'logLevel'>, destination?: DestinationStream): Logger {

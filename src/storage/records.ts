@@ -273,7 +273,14 @@ export interface WebhookEndpointRecord extends EndpointHealth {
   /** null: every store of the merchant. */
   store_id: number | null;
   events: ChangeType[];
+  /** The secret that signs; during a rotation, the old one (webhooks/signing.ts, secretsAt). */
   secret: string;
+  /** A rotation's new secret: it signs from pending_secret_until on, or once confirmed. */
+  pending_secret: string | null;
+  /** When the pending secret was made (the rotation). */
+  secret_rotated_at: string | null;
+  /** The end of the rotation's grace period: until then `secret` signs. */
+  pending_secret_until: string | null;
   created_at: string;
 }
 

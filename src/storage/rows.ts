@@ -48,8 +48,8 @@ export const toEndpoint = (r: Row): WebhookEndpointRecord => ({
 });
 
 /** The endpoint's columns an update may set. */
-export const ENDPOINT_FIELDS = ['url', 'store_id', 'events', 'secret', 'status', 'consecutive_failures', 'failure_streak_started_at',
-  'paused_until', 'owners_notified_at', 'disabled_reason', 'last_success_at', 'last_failure_at'] as const;
+export const ENDPOINT_FIELDS = ['url', 'store_id', 'events', 'secret', 'pending_secret', 'secret_rotated_at', 'pending_secret_until',
+  'status', 'consecutive_failures', 'failure_streak_started_at', 'paused_until', 'owners_notified_at', 'disabled_reason', 'last_success_at', 'last_failure_at'] as const;
 
 /** The record (the admin API's shape): bookkeeping columns such as oldest_change_at stay in storage. */
 export const toDelivery = ({ oldest_change_at: _bookkeeping, leased_until: _lease, ...r }: Row): DeliveryRecord => ({

@@ -19,7 +19,7 @@ import { validText } from '../shared/valid-text.js';
 import { OwnerNotifier, type Notifier } from './notifier.js';
 import { nextAttemptAt, parseRetryAfter } from './retry.js';
 import { HttpDeliverySender, type DeliverySender, type SendResult } from './sender.js';
-import { signedHeaders } from './signing.js';
+import { secretsAt, signedHeaders } from './signing.js';
 
 export type WebhookConfig = Config['webhooks'];
 
@@ -536,7 +536,7 @@ export class WebhookDispatcher {
     const payload = deliveryBody(delivery, delivery.occurred_at ?? wholeSecondIso(now));
     if (!payload.ok) return this.giveUpInvalid(delivery, endpoint, payload.errors, now);
     const { body } = payload;
-    const result = await this.deps.sender.send(endpoint.url, signedHeaders(endpoint.secret, body, now), body, endpoint.id);
+    const result = await this.deps.sender.send(endpoint.url, signedHeaders(secretsAt(endpoint, now).signing, body, now), body, endpoint.id);
     const at = this.deps.now();
     const outcome = await this.record(delivery, endpoint, result, at);
     if (!outcome) return;

@@ -1,5 +1,5 @@
 // Receiver endpoints as operators manage them (docs/WEBHOOKS.md): registration with a signing
-// secret shown once, rotation, scope and event filters, re-enabling, and the operator tools —
+// secret shown once, rotation with a grace period, scope and event filters, re-enabling, and the operator tools —
 // attempt log, resend, test event, recovery of failed deliveries since a time.
 import { ProblemError, invalidInput, type InvalidParam } from '../shared/problem.js';
 import type { components } from '../generated/admin-api.js';
@@ -9,7 +9,7 @@ import type {
 } from '../storage/port.js';
 import type { AddressGuard } from '../outbound/address-guard.js';
 import { WEBHOOK_EVENTS } from '../generated/public-webhooks.js';
-import { newSigningSecret } from './signing.js';
+import { newSigningSecret, secretsAt } from './signing.js';
 
 /** The events an endpoint subscribes to: the document's `webhooks:` section, in its order. */
 export const EVENTS: readonly ChangeType[] = WEBHOOK_EVENTS;
@@ -24,11 +24,14 @@ export interface EndpointInput {
 type EndpointView = components['schemas']['WebhookEndpoint'];
 type CreatedEndpointView = components['schemas']['CreatedWebhookEndpoint'];
 
-/** The admin shape of an endpoint: never the secret itself, only its prefix. */
-async function endpointView(reader: StorageOperations, endpoint: WebhookEndpointRecord): Promise<EndpointView> {
+const prefixOf = (secret: string) => secret.slice(0, 12);
+
+/** The admin shape of an endpoint at `now`: never a secret itself, only prefixes. */
+async function endpointView(reader: StorageOperations, endpoint: WebhookEndpointRecord, now: Date): Promise<EndpointView> {
   const store = endpoint.store_id === null
     ? null
     : (await reader.listStores(endpoint.merchant_id)).find((s) => s.id === endpoint.store_id)?.slug ?? null;
+  const { signing, pending } = secretsAt(endpoint, now);
   return {
     id: endpoint.id,
     url: endpoint.url,
@@ -40,14 +43,15 @@ async function endpointView(reader: StorageOperations, endpoint: WebhookEndpoint
     disabled_reason: endpoint.disabled_reason,
     last_success_at: endpoint.last_success_at,
     last_failure_at: endpoint.last_failure_at,
-    secret_prefix: endpoint.secret.slice(0, 12),
+    secret_prefix: prefixOf(signing),
+    secret_rotation: pending && { new_secret_prefix: prefixOf(pending.secret), rotated_at: pending.rotatedAt, pending_until: pending.until },
     created_at: endpoint.created_at,
   };
 }
 
-/** The shape shown once, at creation and rotation: the view and the secret itself. */
-async function createdView(reader: StorageOperations, endpoint: WebhookEndpointRecord): Promise<CreatedEndpointView> {
-  return { ...await endpointView(reader, endpoint), secret: endpoint.secret };
+/** The shape shown once, at creation and rotation: the view and the new secret itself. */
+async function createdView(reader: StorageOperations, endpoint: WebhookEndpointRecord, secret: string, now: Date): Promise<CreatedEndpointView> {
+  return { ...await endpointView(reader, endpoint, now), secret };
 }
 
 /** Events listed in the spec's order: price, content, removed. */
@@ -60,6 +64,8 @@ export class WebhookEndpoints {
     private readonly storage: CatalogStorage,
     private readonly guard: AddressGuard,
     private readonly now: () => Date,
+    /** How long the old secret keeps signing after a rotation (config webhooks.secretGraceHours). */
+    private readonly secretGraceHours: number,
   ) {}
 
   private async merchant(reader: StorageOperations, merchantId: number): Promise<void> {
@@ -74,13 +80,14 @@ export class WebhookEndpoints {
   }
 
   endpoint(merchantId: number, endpointId: number): Promise<EndpointView> {
-    return this.storage.snapshot(async (reader) => endpointView(reader, await this.endpointIn(reader, merchantId, endpointId)));
+    return this.storage.snapshot(async (reader) => endpointView(reader, await this.endpointIn(reader, merchantId, endpointId), this.now()));
   }
 
   list(merchantId: number): Promise<EndpointView[]> {
     return this.storage.snapshot(async (reader) => {
       await this.merchant(reader, merchantId);
-      return Promise.all((await reader.listWebhookEndpoints(merchantId)).map((e) => endpointView(reader, e)));
+      const now = this.now();
+      return Promise.all((await reader.listWebhookEndpoints(merchantId)).map((e) => endpointView(reader, e, now)));
     });
   }
 
@@ -108,10 +115,12 @@ export class WebhookEndpoints {
     return this.storage.transaction(async (tx) => {
       await this.merchant(tx, merchantId);
       const storeId = await this.validate(tx, merchantId, input);
+      const now = this.now();
+      const secret = newSigningSecret();
       return createdView(tx, await tx.createWebhookEndpoint({
         merchant_id: merchantId, url: input.url!, store_id: storeId ?? null, events: inSpecOrder(input.events ?? EVENTS),
-        secret: newSigningSecret(), created_at: this.now().toISOString(),
-      }));
+        secret, created_at: now.toISOString(),
+      }), secret, now);
     });
   }
 
@@ -131,17 +140,55 @@ export class WebhookEndpoints {
         ...(input.status === 'paused' ? { status: 'paused', paused_until: null } as const : {}),
       });
       if (input.status === 'paused') await tx.dropPendingDeliveries(endpoint.id);
-      return endpointView(tx, (await tx.getWebhookEndpoint(endpoint.id))!);
+      return endpointView(tx, (await tx.getWebhookEndpoint(endpoint.id))!, this.now());
     });
   }
 
-  /** A new secret, shown once; the old one stops signing at once. */
-  rotateSecret(merchantId: number, endpointId: number): Promise<CreatedEndpointView> {
+  /**
+   * A new secret, shown once (product decisions: the old secret keeps signing for the grace
+   * period or until the merchant confirms the new one). A rotation during a grace period replaces
+   * the pending secret and restarts the grace period; the old secret keeps signing. Recorded in
+   * the merchant's audit log as done by `actor`.
+   */
+  rotateSecret(merchantId: number, endpointId: number, actor: string): Promise<CreatedEndpointView> {
     return this.storage.transaction(async (tx) => {
       const endpoint = await this.endpointIn(tx, merchantId, endpointId);
-      await tx.updateWebhookEndpoint(endpoint.id, { secret: newSigningSecret() });
-      return createdView(tx, (await tx.getWebhookEndpoint(endpoint.id))!);
+      const now = this.now();
+      // A rotation whose grace period has ended signs already: it is the old secret of this one.
+      const { signing } = secretsAt(endpoint, now);
+      const secret = newSigningSecret();
+      const until = new Date(now.getTime() + this.secretGraceHours * 3600_000);
+      await tx.updateWebhookEndpoint(endpoint.id, this.secretGraceHours === 0
+        ? { secret, pending_secret: null, secret_rotated_at: null, pending_secret_until: null }
+        : { secret: signing, pending_secret: secret, secret_rotated_at: now.toISOString(), pending_secret_until: until.toISOString() });
+      const rotated = (await tx.getWebhookEndpoint(endpoint.id))!;
+      const detail = this.secretGraceHours === 0
+        ? `new secret ${prefixOf(secret)}… signs now`
+        : `new secret ${prefixOf(secret)}… signs from ${until.toISOString()}; ${prefixOf(signing)}… signs until then`;
+      await this.audit(tx, merchantId, actor, 'endpoint.rotate_secret', `endpoint ${endpoint.id} ${endpoint.url}: ${detail}`, now);
+      return createdView(tx, rotated, secret, now);
     });
+  }
+
+  /** Ends a pending rotation now: its new secret signs from here on. 409 when none is pending. */
+  confirmSecret(merchantId: number, endpointId: number, actor: string): Promise<EndpointView> {
+    return this.storage.transaction(async (tx) => {
+      const endpoint = await this.endpointIn(tx, merchantId, endpointId);
+      const now = this.now();
+      const { signing, pending } = secretsAt(endpoint, now);
+      if (!pending) {
+        throw new ProblemError('conflict',
+          `Webhook endpoint ${endpointId} has no secret rotation pending: its secret (${prefixOf(signing)}…) signs already. Rotate the secret first.`);
+      }
+      await tx.updateWebhookEndpoint(endpoint.id, { secret: pending.secret, pending_secret: null, secret_rotated_at: null, pending_secret_until: null });
+      await this.audit(tx, merchantId, actor, 'endpoint.confirm_secret',
+        `endpoint ${endpoint.id} ${endpoint.url}: ${prefixOf(pending.secret)}… signs now instead of ${prefixOf(signing)}…`, now);
+      return endpointView(tx, (await tx.getWebhookEndpoint(endpoint.id))!, now);
+    });
+  }
+
+  private audit(tx: StorageTx, merchantId: number, actor: string, action: string, detail: string, at: Date): Promise<void> {
+    return tx.insertAuditEntry({ merchant_id: merchantId, at: at.toISOString(), actor, action, detail });
   }
 
   delete(merchantId: number, endpointId: number): Promise<void> {

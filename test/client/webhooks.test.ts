@@ -80,16 +80,54 @@ describe('verifyWebhook', () => {
   });
 });
 
+describe('verifyWebhook with a list of secrets (a secret rotation)', () => {
+  const NEW_SECRET = 'whsec_YSblkhYwROlOXCJgBiLVYBUAHj75YekNFWd6cGv7AyA';
+  const body = '{"event":"content","store_id":2,"product_ids":[7],"occurred_at":"2026-11-25T10:00:00Z"}';
+
+  it('accepts a delivery signed with any of the secrets, in either order', () => {
+    for (const signedWith of [SECRET, NEW_SECRET]) {
+      const signed = signedHeaders(signedWith, body, new Date());
+      for (const secret of [[SECRET, NEW_SECRET], [NEW_SECRET, SECRET]]) {
+        expect(verifyWebhook({ secret, headers: signed, rawBody: body })).toEqual(JSON.parse(body));
+      }
+      expect(verifyWebhook({ secret: [signedWith], headers: signed, rawBody: body }).event).toBe('content');
+    }
+    // The published test vector, with the old secret first.
+    expect(verifyWebhook({ secret: [SECRET, NEW_SECRET], headers: headers(), rawBody: BODY, now: signedAt }).event).toBe('price');
+  });
+
+  it('rejects a delivery that none of the secrets signed, a tampered body and a stale timestamp as with one secret', () => {
+    const signed = signedHeaders('whsec_another', body, new Date());
+    expect(() => verifyWebhook({ secret: [SECRET, NEW_SECRET], headers: signed, rawBody: body }))
+      .toThrow(expect.objectContaining({ reason: 'signature_mismatch' }));
+    const genuine = signedHeaders(NEW_SECRET, body, new Date());
+    expect(() => verifyWebhook({ secret: [SECRET, NEW_SECRET], headers: genuine, rawBody: body.replace('7', '8') }))
+      .toThrow(expect.objectContaining({ reason: 'signature_mismatch' }));
+    expect(() => verifyWebhook({ secret: [SECRET, NEW_SECRET], headers: genuine, rawBody: body, now: () => new Date(Date.now() + 301_000) }))
+      .toThrow(expect.objectContaining({ reason: 'timestamp_out_of_tolerance' }));
+  });
+
+  it('refuses an empty list or an empty secret with a TypeError, whatever the delivery', () => {
+    const signed = signedHeaders(SECRET, body, new Date());
+    for (const secret of [[], [''], [SECRET, ''], '']) {
+      expect(() => verifyWebhook({ secret, headers: signed, rawBody: body })).toThrow(TypeError);
+    }
+  });
+});
+
 describe('the example receiver', () => {
   // As in the README: verify, answer 400 on a bad signature, deduplicate on event + product ids.
   const processed: WebhookPayload[] = [];
   const seen = new Set<string>();
+  // The README's WEBHOOK_SECRETS during a rotation: the old secret and the new one.
+  const ROTATED = 'whsec_YSblkhYwROlOXCJgBiLVYBUAHj75YekNFWd6cGv7AyA';
+  const secrets = `${SECRET},${ROTATED}`.split(',');
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
       try {
-        const payload = verifyWebhook({ secret: SECRET, headers: req.headers, rawBody: Buffer.concat(chunks) });
+        const payload = verifyWebhook({ secret: secrets, headers: req.headers, rawBody: Buffer.concat(chunks) });
         const key = `${payload.event}:${payload.store_id}:${[...payload.product_ids].sort((a, b) => a - b).join(',')}`;
         if (!seen.has(key)) {
           seen.add(key);
@@ -117,6 +155,16 @@ describe('the example receiver', () => {
     expect((await post(body)).status).toBe(204);
     expect((await post(body)).status).toBe(204);
     expect(processed.filter((p) => p.event === 'content')).toHaveLength(1);
+  });
+
+  it('acknowledges a delivery signed with either secret during a rotation', async () => {
+    const body = '{"event":"removed","store_id":2,"product_ids":[11],"occurred_at":"2026-11-25T10:00:00Z"}';
+    for (const secret of [SECRET, ROTATED]) {
+      const response = await fetch(url, { method: 'POST', headers: signedHeaders(secret, body, new Date()), body });
+      expect(response.status).toBe(204);
+    }
+    const other = await fetch(url, { method: 'POST', headers: signedHeaders('whsec_someone_else', body, new Date()), body });
+    expect(other.status).toBe(400);
   });
 
   it('answers 400 to a bad signature and processes nothing', async () => {

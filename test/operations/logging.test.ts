@@ -105,9 +105,15 @@ describe('log configuration', () => {
   it('redacts secrets logged by mistake under the usual names', () => {
     const lines: string[] = [];
     const logger = createLogger({ logLevel: 'info' }, { write: (line: string) => { lines.push(line); } });
-    logger.info({ secret: 'whsec_leak', endpoint: { secret: 'whsec_nested' }, headers: { authorization: 'Bearer cps_leak' }, token: 't0k' }, 'oops');
+    logger.info({
+      secret: 'whsec_leak', pending_secret: 'whsec_pending', endpoint: { secret: 'whsec_nested', pending_secret: 'whsec_rotated' },
+      headers: { authorization: 'Bearer cps_leak' }, token: 't0k',
+    }, 'oops');
     const line = JSON.parse(lines[0]!);
-    expect(line).toMatchObject({ secret: '[redacted]', endpoint: { secret: '[redacted]' }, headers: { authorization: '[redacted]' }, token: '[redacted]' });
+    expect(line).toMatchObject({
+      secret: '[redacted]', pending_secret: '[redacted]', endpoint: { secret: '[redacted]', pending_secret: '[redacted]' },
+      headers: { authorization: '[redacted]' }, token: '[redacted]',
+    });
     expect(lines[0]).not.toMatch(/whsec_|cps_leak|t0k/);
   });
 });

@@ -405,7 +405,8 @@ describe(`the storage contract on ${ENGINE}`, () => {
       const endpoint = await endpointOf(merchant.id, de.id);
       expect(endpoint).toEqual({
         id: endpoint.id, merchant_id: merchant.id, url: 'https://hooks.example/catalog', store_id: de.id, events: ['price', 'content'],
-        secret: 'whsec_x', created_at: AT, status: 'active', consecutive_failures: 0, failure_streak_started_at: null, paused_until: null,
+        secret: 'whsec_x', pending_secret: null, secret_rotated_at: null, pending_secret_until: null,
+        created_at: AT, status: 'active', consecutive_failures: 0, failure_streak_started_at: null, paused_until: null,
         owners_notified_at: null, disabled_reason: null, last_success_at: null, last_failure_at: null,
       });
       expect(await storage.listWebhookEndpoints(merchant.id)).toEqual([endpoint]);
@@ -420,6 +421,23 @@ describe(`the storage contract on ${ENGINE}`, () => {
       expect(await storage.getWebhookEndpoint(endpoint.id)).toBeUndefined();
       expect(await storage.getDelivery(delivery.id)).toBeUndefined();
       expect(await storage.listNotifications(merchant.id, 10)).toEqual([{ ...note, endpoint_id: null }]);
+    });
+
+    it('keeps a pending secret rotation beside the signing secret, through a health update, and clears it', async () => {
+      const { merchant } = await merchantWithStores();
+      const endpoint = await endpointOf(merchant.id);
+      const rotation = { pending_secret: 'whsec_new', secret_rotated_at: AT, pending_secret_until: '2026-11-26T08:00:00.000Z' };
+      await storage.updateWebhookEndpoint(endpoint.id, rotation);
+      expect(await storage.getWebhookEndpoint(endpoint.id, merchant.id)).toEqual({ ...endpoint, ...rotation });
+      await storage.transaction(async (tx) => tx.updateWebhookEndpointsHealth([{ id: endpoint.id, health: {
+        status: 'active', consecutive_failures: 1, failure_streak_started_at: AT, paused_until: null, owners_notified_at: null,
+        disabled_reason: null, last_success_at: null, last_failure_at: AT,
+      } }]));
+      expect(await storage.getWebhookEndpoint(endpoint.id)).toMatchObject({ secret: 'whsec_x', ...rotation, consecutive_failures: 1 });
+      await storage.updateWebhookEndpoint(endpoint.id, { secret: 'whsec_new', pending_secret: null, secret_rotated_at: null, pending_secret_until: null });
+      expect(await storage.listWebhookEndpoints(merchant.id)).toEqual([expect.objectContaining({
+        secret: 'whsec_new', pending_secret: null, secret_rotated_at: null, pending_secret_until: null,
+      })]);
     });
 
     it('lists notifications newest first and marks them e-mailed', async () => {

@@ -221,7 +221,7 @@ describe('bodyless operations', () => {
   // Known bug, outside the webhook code: src/http/admin-api.ts answers 400 "body is required" to
   // every POST without a Content-Type, also to operations the admin document gives no request
   // body ("No request body is needed"). Turn this into `it` once that middleware exempts them.
-  it('accepts test, resend and rotate-secret with no request body at all', async () => {
+  it('accepts test, resend, rotate-secret and confirm-secret with no request body at all', async () => {
     const { w, endpoint } = await setUp();
     await w.putProduct('A');
     await w.after(2 * SECOND);
@@ -230,6 +230,7 @@ describe('bodyless operations', () => {
     expect((await w.service.adminApi('POST', `${base}/test`)).status).toBe(202);
     expect((await w.service.adminApi('POST', `${base}/deliveries/${delivery!.id}/resend`)).status).toBe(202);
     expect((await w.service.adminApi('POST', `${base}/rotate-secret`)).status).toBe(200);
+    expect((await w.service.adminApi('POST', `${base}/confirm-secret`)).status).toBe(200);
   });
 });
 

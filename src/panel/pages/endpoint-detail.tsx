@@ -1,12 +1,13 @@
 // One webhook endpoint of a merchant (issue 11, "Endpoint detail"): its health, the delivery log
 // filtered by status and paged by before_id, each delivery's attempts, resend one, recover the
-// failed ones since a time, and the notifications the owners got about it. Reads go to
-// service.endpoints; every change is one call of it, then the audit log (endpoint.resend,
-// endpoint.recover). Another merchant's endpoint or delivery is the domain's not_found (404).
+// failed ones since a time, sign with a rotated secret now (issue 21.4), and the notifications
+// the owners got about it. Reads go to service.endpoints; every change is one call of it, then
+// the audit log (endpoint.resend, endpoint.recover; the domain records endpoint.confirm_secret).
+// Another merchant's endpoint or delivery is the domain's not_found (404).
 import { Hono } from 'hono';
 import { RecoverDeliveriesInputSchema, routes } from '../../generated/admin-routes.js';
 import type { components } from '../../generated/admin-api.js';
-import type { PanelAccounts, PanelSession } from '../../admin/accounts.js';
+import { principalName, type PanelAccounts, type PanelSession } from '../../admin/accounts.js';
 import type { Service } from '../../service.js';
 import { invalidInput } from '../../shared/problem.js';
 import type { DeliveryStatus } from '../../storage/records.js';
@@ -14,7 +15,7 @@ import { field, formOf, validated } from '../form.js';
 import { formAction, idParam, merchantOf, sessionOf, type PanelContext } from '../handlers.js';
 import { CsrfField, ErrorMessage, Layout, Notice } from '../layout.js';
 import type { PanelEnv } from '../session.js';
-import { Health } from './endpoints.js';
+import { ConfirmSecretButton, Health, SecretState } from './endpoints.js';
 
 type Schemas = components['schemas'];
 type Endpoint = Schemas['WebhookEndpoint'];
@@ -52,6 +53,7 @@ function sinceOf(value: string): string {
 
 const DONE: Record<string, string> = {
   resent: 'The delivery is queued again as a new delivery.',
+  secret_confirmed: 'The new secret signs every delivery from now on; the old one no longer does.',
 };
 
 function When(props: { at: string | null | undefined; none?: string }) {
@@ -151,10 +153,11 @@ function EndpointDetailPage(props: {
           <dt>URL</dt><dd>{endpoint.url}</dd>
           <dt>Store</dt><dd>{endpoint.store ?? 'all stores'}</dd>
           <dt>Events</dt><dd>{endpoint.events.join(', ')}</dd>
-          <dt>Secret</dt><dd><code>{endpoint.secret_prefix}…</code></dd>
+          <dt>Secret</dt><dd id="endpoint-secret"><SecretState endpoint={endpoint} /></dd>
           <dt>Health</dt><dd id="endpoint-health"><Health endpoint={endpoint} /></dd>
         </dl>
         <form class="inline" method="post" action={`${base}/rotate`}><CsrfField session={session} /><button type="submit">Rotate secret</button></form>{' '}
+        {endpoint.secret_rotation && <><ConfirmSecretButton session={session} base={base} />{' '}</>}
         {!active && (
           <form class="inline" method="post" action={`${base}/enable`}><CsrfField session={session} /><button type="submit">Enable</button></form>
         )}
@@ -260,6 +263,18 @@ export function endpointDetailPages(service: Service, accounts: () => PanelAccou
     }
     await accounts().record(session.principal, merchantId, 'endpoint.resend', `endpoint ${endpointId}: delivery ${deliveryId} as ${outcome.ok.id}`);
     return c.redirect(`/panel/merchants/${merchantId}/endpoints/${endpointId}?done=resent`, 303);
+  });
+
+  // "Sign with the new secret now": ends a pending rotation (audited by the domain); 409 on the page when none is pending.
+  pages.post('/confirm-secret', async (c) => {
+    const session = sessionOf(c);
+    const merchantId = merchantOf(c);
+    const endpointId = idParam(c, 'endpointId', 'Webhook endpoint');
+    const outcome = await formAction(() => endpoints.confirmSecret(merchantId, endpointId, principalName(session.principal)));
+    if (outcome.error) {
+      return c.html(<EndpointDetailPage session={session} merchantId={merchantId} {...await detail(merchantId, endpointId, {})} error={outcome.error} />, outcome.error.status as 409);
+    }
+    return c.redirect(`/panel/merchants/${merchantId}/endpoints/${endpointId}?done=secret_confirmed`, 303);
   });
 
   pages.post('/recover', async (c) => {

@@ -1,5 +1,6 @@
 // Webhook endpoints of a merchant (issue 11, "Webhook endpoints"): the list with health, create
-// (the signing secret shown once), rotate the secret (shown once), send a test, pause, re-enable, delete
+// (the signing secret shown once), rotate the secret (the new one shown once; the old one signs
+// through a grace period: issue 21.4), send a test, pause, re-enable, delete
 // with a confirmation step. Every change is one call of service.endpoints, then the audit log.
 import { Hono } from 'hono';
 import { WebhookEndpointInputSchema } from '../../generated/admin-routes.js';
@@ -7,7 +8,7 @@ import type { components } from '../../generated/admin-api.js';
 import type { Service } from '../../service.js';
 import type { StoreRecord } from '../../storage/records.js';
 import { EVENTS } from '../../webhooks/endpoints.js';
-import type { PanelAccounts, PanelSession } from '../../admin/accounts.js';
+import { principalName, type PanelAccounts, type PanelSession } from '../../admin/accounts.js';
 import { field, fields, formOf, validated } from '../form.js';
 import { formAction, idParam, merchantOf, sessionOf } from '../handlers.js';
 import { CsrfField, ErrorMessage, Layout, Notice, ShownOnce } from '../layout.js';
@@ -35,6 +36,31 @@ export function Health(props: { endpoint: Endpoint }) {
   );
 }
 
+/** The secret that signs now, and a pending rotation: the new secret's prefix and until when the old one signs. */
+export function SecretState(props: { endpoint: Endpoint }) {
+  const { secret_prefix: signing, secret_rotation: rotation } = props.endpoint;
+  return (
+    <>
+      <code>{signing}…</code> signs
+      {rotation && (
+        <div class="muted secret-rotation">
+          rotation pending: <code>{rotation.new_secret_prefix}…</code> signs from{' '}
+          <time datetime={rotation.pending_until}>{rotation.pending_until}</time>, or once confirmed
+        </div>
+      )}
+    </>
+  );
+}
+
+/** Ends a pending rotation now (POST .../confirm-secret, endpoint-detail.tsx). */
+export function ConfirmSecretButton(props: { session: PanelSession; base: string }) {
+  return (
+    <form class="inline" method="post" action={`${props.base}/confirm-secret`}>
+      <CsrfField session={props.session} /><button type="submit">Sign with the new secret now</button>
+    </form>
+  );
+}
+
 function EndpointsPage(props: {
   session: PanelSession; merchantId: number; endpoints: Endpoint[]; stores: StoreRecord[];
   notice?: string | undefined; error?: { detail: string } | undefined; input?: { url: string; store: string; events: string[] };
@@ -55,10 +81,11 @@ function EndpointsPage(props: {
                 <td>{e.store ?? 'all stores'}</td>
                 <td>{e.events.join(', ')}</td>
                 <td><Health endpoint={e} /></td>
-                <td><code>{e.secret_prefix}…</code></td>
+                <td><SecretState endpoint={e} /></td>
                 <td>
                   <form class="inline" method="post" action={`${base}/${e.id}/test`}><CsrfField session={session} /><button type="submit">Send test</button></form>{' '}
                   <form class="inline" method="post" action={`${base}/${e.id}/rotate`}><CsrfField session={session} /><button type="submit">Rotate secret</button></form>{' '}
+                  {e.secret_rotation && <><ConfirmSecretButton session={session} base={`${base}/${e.id}`} />{' '}</>}
                   {e.status !== 'active' && (
                     <form class="inline" method="post" action={`${base}/${e.id}/enable`}><CsrfField session={session} /><button type="submit">Enable</button></form>
                   )}
@@ -134,12 +161,30 @@ export function endpointPages(service: Service, accounts: () => PanelAccounts) {
   pages.post('/:endpointId/rotate', async (c) => {
     const session = sessionOf(c);
     const merchantId = merchantOf(c);
-    const rotated = await endpoints.rotateSecret(merchantId, idParam(c, 'endpointId', 'Webhook endpoint'));
-    await accounts().record(session.principal, merchantId, 'endpoint.rotate_secret', `endpoint ${rotated.id} ${rotated.url}`);
+    // Recorded in the audit log by the domain, in the rotation's transaction.
+    const rotated = await endpoints.rotateSecret(merchantId, idParam(c, 'endpointId', 'Webhook endpoint'), principalName(session.principal));
+    const rotation = rotated.secret_rotation;
+    const detail = `/panel/merchants/${merchantId}/endpoints/${rotated.id}`;
     return c.html(
       <Layout title="Secret rotated" session={session} merchantId={merchantId}>
-        <p>The old secret of {rotated.url} no longer signs deliveries.</p>
-        <ShownOnce label="New signing secret" secret={rotated.secret} />
+        {rotation ? (
+          <>
+            <p>
+              The old secret (<code>{rotated.secret_prefix}…</code>) of {rotated.url} keeps signing deliveries
+              until <time datetime={rotation.pending_until}>{rotation.pending_until}</time>; from then on the new one does.
+            </p>
+            <ShownOnce label="New signing secret" secret={rotated.secret} />
+            <p>
+              Install the new secret on the receiver beside the old one (verifying with either), then sign with the
+              new secret now on the <a href={detail}>endpoint's page</a>, or let the grace period end.
+            </p>
+          </>
+        ) : (
+          <>
+            <p>The new secret signs every delivery to {rotated.url} from now on; the old one no longer does.</p>
+            <ShownOnce label="New signing secret" secret={rotated.secret} />
+          </>
+        )}
         <p><a href={`/panel/merchants/${merchantId}/endpoints`}>Done: back to the endpoints</a></p>
       </Layout>,
     );

@@ -819,6 +819,17 @@ CREATE CONSTRAINT TRIGGER image_mirrors_counted_delete AFTER DELETE ON image_mir
 `,
   },
   {
+    id: 30,
+    name: 'webhook_secret_rotation',
+    sql: `
+-- Issue 21.4: a rotated secret is pending while the old one (secret) keeps signing, until
+-- pending_secret_until or until the merchant confirms it (webhooks/signing.ts, secretsAt).
+ALTER TABLE webhook_endpoints ADD COLUMN pending_secret text COLLATE "C";
+ALTER TABLE webhook_endpoints ADD COLUMN secret_rotated_at text COLLATE "C";
+ALTER TABLE webhook_endpoints ADD COLUMN pending_secret_until text COLLATE "C";
+`,
+  },
+  {
     id: 34,
     name: 'import_jobs_running',
     sql: `

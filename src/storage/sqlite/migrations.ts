@@ -679,6 +679,17 @@ SELECT 1;
 `,
   },
   {
+    id: 30,
+    name: 'webhook_secret_rotation',
+    sql: `
+-- Issue 21.4: a rotated secret is pending while the old one (secret) keeps signing, until
+-- pending_secret_until or until the merchant confirms it (webhooks/signing.ts, secretsAt).
+ALTER TABLE webhook_endpoints ADD COLUMN pending_secret TEXT;
+ALTER TABLE webhook_endpoints ADD COLUMN secret_rotated_at TEXT;
+ALTER TABLE webhook_endpoints ADD COLUMN pending_secret_until TEXT;
+`,
+  },
+  {
     id: 34,
     name: 'import_jobs_running',
     sql: `

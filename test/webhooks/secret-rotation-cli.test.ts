@@ -1,0 +1,82 @@
+// Secret rotation from the command line (issue 21.4): `webhooks rotate` prints the new secret once
+// and until when the old one signs, `webhooks confirm-secret` makes the new one sign now. The CLI
+// runs as a child process on the project's database (a SQLite file or the test PostgreSQL
+// server), beside a running service whose admin API reads the result.
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { adminOk, createMerchant, type MerchantHandle } from '../support/admin-http.js';
+import { startTestService, type TestService } from '../support/service.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const run = promisify(execFile);
+
+let service: TestService;
+let merchant: MerchantHandle;
+
+beforeAll(async () => {
+  service = await startTestService();
+  merchant = await createMerchant(service, 'Command Line Outfitters');
+});
+afterAll(() => service?.close());
+
+/** Runs the CLI on the service's database; never rejects on a non-zero exit. */
+async function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await run('npx', ['tsx', 'src/cli.ts', ...args], {
+      cwd: ROOT, env: { ...process.env, ...service.database.env, CPS_DEMO_ON_EMPTY: 'false', ...env },
+    });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const failed = error as { code?: number; stdout?: string; stderr?: string };
+    return { code: typeof failed.code === 'number' ? failed.code : -1, stdout: failed.stdout ?? '', stderr: failed.stderr ?? '' };
+  }
+}
+
+const endpointArgs = (id: number) => ['--merchant', String(merchant.id), '--endpoint', String(id)];
+
+describe('webhooks rotate and webhooks confirm-secret', () => {
+  it('rotate prints the new secret once and until when the old one signs; confirm-secret makes the new one sign; a second confirm-secret fails naming why', async () => {
+    const created = await adminOk(service, 'POST', `${merchant.base}/webhook-endpoints`, { url: 'https://hooks.example.com/catalog' }, 201);
+    const before = Date.now();
+    const rotatedRun = await cli(['webhooks', 'rotate', ...endpointArgs(created.id), '--json']);
+    expect(rotatedRun.code, rotatedRun.stderr).toBe(0);
+    const rotated = JSON.parse(rotatedRun.stdout);
+    expect(rotated.secret).toMatch(/^whsec_[A-Za-z0-9_-]{43}$/);
+    expect(rotated).toMatchObject({ id: created.id, secret_prefix: created.secret_prefix, secret_rotation: { new_secret_prefix: rotated.secret.slice(0, 12) } });
+    const until = Date.parse(rotated.secret_rotation.pending_until);
+    expect(until).toBeGreaterThanOrEqual(before + 24 * 3600_000 - 1000);
+    expect(until).toBeLessThanOrEqual(Date.now() + 24 * 3600_000);
+    // The admin API shows the same pending rotation, never the secret.
+    const shown = await service.adminApi('GET', `${merchant.base}/webhook-endpoints/${created.id}`);
+    expect(shown.body.secret_rotation).toEqual(rotated.secret_rotation);
+    expect(shown.text).not.toContain(rotated.secret);
+
+    const confirmedRun = await cli(['webhooks', 'confirm-secret', ...endpointArgs(created.id), '--json']);
+    expect(confirmedRun.code, confirmedRun.stderr).toBe(0);
+    expect(JSON.parse(confirmedRun.stdout)).toMatchObject({ id: created.id, secret_prefix: rotated.secret.slice(0, 12), secret_rotation: null });
+    expect(confirmedRun.stdout).not.toContain(rotated.secret);
+
+    const again = await cli(['webhooks', 'confirm-secret', ...endpointArgs(created.id)]);
+    expect(again.code).not.toBe(0);
+    expect(again.stderr).toContain(`Webhook endpoint ${created.id} has no secret rotation pending`);
+
+    const audit = await adminOk(service, 'GET', `${merchant.base}/audit-log?limit=10`);
+    expect(audit.data.map((e: { action: string; actor: string }) => [e.action, e.actor])).toEqual([
+      ['endpoint.confirm_secret', 'operator'], ['endpoint.rotate_secret', 'operator'],
+    ]);
+  });
+
+  it('rotate without --json says the secret is shown once and how to confirm; the grace period is CPS_WEBHOOK_SECRET_GRACE_HOURS', async () => {
+    const created = await adminOk(service, 'POST', `${merchant.base}/webhook-endpoints`, { url: 'https://hooks.example.com/other' }, 201);
+    const before = Date.now();
+    const result = await cli(['webhooks', 'rotate', ...endpointArgs(created.id)], { CPS_WEBHOOK_SECRET_GRACE_HOURS: '2' });
+    expect(result.code, result.stderr).toBe(0);
+    const until = (await adminOk(service, 'GET', `${merchant.base}/webhook-endpoints/${created.id}`)).secret_rotation.pending_until;
+    expect(Date.parse(until)).toBeGreaterThanOrEqual(before + 2 * 3600_000 - 1000);
+    expect(Date.parse(until)).toBeLessThanOrEqual(Date.now() + 2 * 3600_000);
+    expect(result.stdout).toContain(`The new secret is shown once: store it now. The old one signs until ${until}; run \`webhooks confirm-secret\``);
+  });
+});

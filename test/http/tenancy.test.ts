@@ -153,3 +153,37 @@ describe('authentication (spec 5)', () => {
     expect(response.body.code).toBe('unauthorized');
   });
 });
+
+describe('what a merchant can infer about another, exactly as SECURITY.md states it (issue 21.6)', () => {
+  it('learns nothing from the change feed: its positions are numbered per merchant, whatever the other merchant records', async () => {
+    const a1 = aIds[0];
+    const feed = (store: string, cursor?: { next_since: string; next_id: number }) =>
+      service.api(`/v1/changes?store=${store}${cursor ? `&since=${cursor.next_since}&since_id=${cursor.next_id}` : ''}`, a.key);
+    const first = { de: (await feed('de')).body, at: (await feed('at')).body };
+    // Merchant B changes its whole catalog (a change per product and store: six at least).
+    expect((await importNdjson(service, b.id, [simpleProduct('B-1', '11.00'), simpleProduct('B-2', '12.00'), simpleProduct('B-3')])).status).toBe(200);
+    for (const store of ['de', 'at'] as const) {
+      expect((await feed(store, first[store])).body).toEqual({ changes: [], next_since: first[store].next_since, next_id: first[store].next_id, store });
+    }
+    // A's next price change (one in each of A's stores) takes the next positions of A's own numbering.
+    expect((await importNdjson(service, a.id, [simpleProduct('A-1', '13.00')])).status).toBe(200);
+    const top = Math.max(first.de.next_id, first.at.next_id);
+    for (const store of ['de', 'at'] as const) {
+      const next = (await feed(store, first[store])).body;
+      expect(next.changes.map((c: { product_id: number }) => c.product_id)).toEqual([a1]);
+      expect(next.next_id).toBeGreaterThan(top);
+      expect(next.next_id).toBeLessThanOrEqual(top + 2);
+    }
+  });
+
+  it('can infer only the deployment\'s number of product creations in between from the gap of its own product ids', async () => {
+    const before = (await adminOk(service, 'GET', `${a.base}/products/A-4`)).id;
+    expect((await importNdjson(service, b.id, [simpleProduct('B-10'), simpleProduct('B-11')])).status).toBe(200);
+    expect((await importNdjson(service, a.id, [simpleProduct('A-10')])).status).toBe(200);
+    const created = (await adminOk(service, 'GET', `${a.base}/products/A-10`)).id;
+    const bCreated = (await adminOk(service, 'GET', `${b.base}/products/B-11`)).id;
+    // The gap counts B's creations (B-3 above, B-10, B-11), and A reads none of them.
+    expect(created - before - 1).toBe(3);
+    expect((await service.api(`/v1/products/${bCreated}`, a.key)).status).toBe(404);
+  });
+});

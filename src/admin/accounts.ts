@@ -8,6 +8,7 @@ import { createHash, randomBytes, scrypt as scryptCallback, timingSafeEqual, typ
 import type { Config } from '../config.js';
 import { ProblemError, invalidInput } from '../shared/problem.js';
 import type { AuditEntryRecord, CatalogStorage, PanelRole, PanelUserRecord } from '../storage/port.js';
+import { OPERATOR } from './audit.js';
 
 export type { PanelRole } from '../storage/records.js';
 export type PanelUser = PanelUserRecord;
@@ -73,7 +74,7 @@ export async function verifyPassword(password: string, stored: string): Promise<
 }
 
 /** Who did it, as the pages and the audit log name them. */
-export const principalName = (actor: Principal) => (actor.kind === 'operator' ? 'operator' : actor.user.email);
+export const principalName = (actor: Principal) => (actor.kind === 'operator' ? OPERATOR : actor.user.email);
 
 export class PanelAccounts {
   constructor(
@@ -196,7 +197,7 @@ export class PanelAccounts {
       const now = this.now();
       const expiresAt = new Date(now.getTime() + this.config.panel.invitationHours * 3600_000).toISOString();
       await tx.insertPanelInvitation(sha256(secret), { merchant_id: merchantId, email, role: input.role, created_at: now.toISOString(), expires_at: expiresAt });
-      await tx.insertAuditEntry({ merchant_id: merchantId, at: now.toISOString(), actor: principalName(actor), action: 'user.invited', detail: `${email} (${input.role})` });
+      await tx.insertAuditEntry({ merchant_id: merchantId, at: now.toISOString(), actor: principalName(actor), action: 'user.invite', detail: `${email} (${input.role})` });
       return { token: secret, email, role: input.role, expires_at: expiresAt };
     });
     if (this.mailer) {
@@ -231,7 +232,7 @@ export class PanelAccounts {
       }
       const user = await tx.upsertPanelUser({ merchant_id: stored.merchant_id, email: stored.email, role: stored.role, created_at: now.toISOString() }, passwordHash);
       await tx.markPanelInvitationUsed(hash, now.toISOString());
-      await tx.insertAuditEntry({ merchant_id: stored.merchant_id, at: now.toISOString(), actor: stored.email, action: 'user.password_set', detail: `${stored.email} (${stored.role})` });
+      await tx.insertAuditEntry({ merchant_id: stored.merchant_id, at: now.toISOString(), actor: stored.email, action: 'user.set_password', detail: `${stored.email} (${stored.role})` });
       return user;
     });
   }
@@ -247,13 +248,13 @@ export class PanelAccounts {
     await this.storage.transaction(async (tx) => {
       const user = await tx.panelUser(userId);
       if (!user || user.merchant_id !== merchantId || !await tx.deletePanelUser(merchantId, userId)) throw notFound(`User ${userId}`);
-      await tx.insertAuditEntry({ merchant_id: merchantId, at: this.now().toISOString(), actor: principalName(actor), action: 'user.removed', detail: user.email });
+      await tx.insertAuditEntry({ merchant_id: merchantId, at: this.now().toISOString(), actor: principalName(actor), action: 'user.remove', detail: user.email });
     });
   }
 
   // The audit log
 
-  /** Records a change the actor made in the panel. */
+  /** Records a change the actor made in the panel that no domain operation records itself (they all do today: admin/audit.ts). */
   async record(actor: Principal, merchantId: number, action: string, detail: string): Promise<void> {
     await this.storage.insertAuditEntry({ merchant_id: merchantId, at: this.now().toISOString(), actor: principalName(actor), action, detail });
   }

@@ -133,13 +133,13 @@ describe('tenancy and roles', () => {
     await expect(accounts().listUsers(asOwner, other)).rejects.toMatchObject({ code: 'not_found' });
     expect((await accounts().listUsers(asOwner, acme)).map((u) => u.email)).toContain('member@acme.test');
 
-    await accounts().record(asOwner, acme, 'endpoint.created', 'https://hooks.acme.test/catalog');
+    await accounts().record(asOwner, acme, 'endpoint.create', 'https://hooks.acme.test/catalog');
     await accounts().removeUser(asOwner, acme, member.id);
     await expect(accounts().removeUser(asOwner, acme, member.id)).rejects.toMatchObject({ code: 'not_found' });
     const log = await accounts().auditLog(operator, acme, 5);
     expect(log.slice(0, 2).map(({ actor, action, detail }) => ({ actor, action, detail }))).toEqual([
-      { actor: 'boss@acme.test', action: 'user.removed', detail: 'member@acme.test' },
-      { actor: 'boss@acme.test', action: 'endpoint.created', detail: 'https://hooks.acme.test/catalog' },
+      { actor: 'boss@acme.test', action: 'user.remove', detail: 'member@acme.test' },
+      { actor: 'boss@acme.test', action: 'endpoint.create', detail: 'https://hooks.acme.test/catalog' },
     ]);
     expect(await accounts().auditLog(operator, other, 50)).not.toContainEqual(expect.objectContaining({ detail: 'member@acme.test' }));
   });

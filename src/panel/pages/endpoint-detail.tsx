@@ -257,11 +257,10 @@ export function endpointDetailPages(service: Service, accounts: () => PanelAccou
     const merchantId = merchantOf(c);
     const endpointId = idParam(c, 'endpointId', 'Webhook endpoint');
     const deliveryId = idParam(c, 'deliveryId', 'Delivery');
-    const outcome = await formAction(() => endpoints.resend(merchantId, endpointId, deliveryId));
+    const outcome = await formAction(() => endpoints.resend(merchantId, endpointId, deliveryId, principalName(session.principal)));
     if (outcome.error) {
       return c.html(<EndpointDetailPage session={session} merchantId={merchantId} {...await detail(merchantId, endpointId, {})} error={outcome.error} />, outcome.error.status as 409);
     }
-    await accounts().record(session.principal, merchantId, 'endpoint.resend', `endpoint ${endpointId}: delivery ${deliveryId} as ${outcome.ok.id}`);
     return c.redirect(`/panel/merchants/${merchantId}/endpoints/${endpointId}?done=resent`, 303);
   });
 
@@ -282,14 +281,14 @@ export function endpointDetailPages(service: Service, accounts: () => PanelAccou
     const merchantId = merchantOf(c);
     const endpointId = idParam(c, 'endpointId', 'Webhook endpoint');
     const since = field(await formOf(c), 'since');
-    const outcome = await formAction(() => endpoints.recover(merchantId, endpointId, validated(RecoverDeliveriesInputSchema, { since: sinceOf(since) }).since));
+    const outcome = await formAction(() => endpoints.recover(merchantId, endpointId, validated(RecoverDeliveriesInputSchema, { since: sinceOf(since) }).since,
+      principalName(session.principal)));
     if (outcome.error) {
       return c.html(
         <EndpointDetailPage session={session} merchantId={merchantId} {...await detail(merchantId, endpointId, {})} error={outcome.error} since={since} />,
         outcome.error.status as 400,
       );
     }
-    await accounts().record(session.principal, merchantId, 'endpoint.recover', `endpoint ${endpointId}: ${outcome.ok} deliveries since ${sinceOf(since)}`);
     return c.redirect(`/panel/merchants/${merchantId}/endpoints/${endpointId}?done=recovered&count=${outcome.ok}`, 303);
   });
 

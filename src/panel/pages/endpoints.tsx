@@ -141,12 +141,11 @@ export function endpointPages(service: Service, accounts: () => PanelAccounts) {
     const input = { url: field(form, 'url'), store: field(form, 'store'), events: fields(form, 'events') };
     const outcome = await formAction(() => endpoints.create(merchantId, validated(WebhookEndpointInputSchema, {
       url: input.url, store: input.store || null, events: input.events,
-    })));
+    }), principalName(session.principal)));
     if (outcome.error) {
       return c.html(<EndpointsPage session={session} merchantId={merchantId} {...await listing(merchantId)} error={outcome.error} input={input} />, outcome.error.status as 400);
     }
     const created = outcome.ok;
-    await accounts().record(session.principal, merchantId, 'endpoint.create', `endpoint ${created.id} ${created.url}`);
     // The secret is in this response and nowhere else: no redirect could carry it without storing it.
     return c.html(
       <Layout title="Endpoint registered" session={session} merchantId={merchantId}>
@@ -194,11 +193,10 @@ export function endpointPages(service: Service, accounts: () => PanelAccounts) {
     const session = sessionOf(c);
     const merchantId = merchantOf(c);
     const endpointId = idParam(c, 'endpointId', 'Webhook endpoint');
-    const outcome = await formAction(() => endpoints.sendTest(merchantId, endpointId));
+    const outcome = await formAction(() => endpoints.sendTest(merchantId, endpointId, principalName(session.principal)));
     if (outcome.error) {
       return c.html(<EndpointsPage session={session} merchantId={merchantId} {...await listing(merchantId)} error={outcome.error} />, outcome.error.status as 409);
     }
-    await accounts().record(session.principal, merchantId, 'endpoint.send_test', `endpoint ${endpointId}: delivery ${outcome.ok.id}`);
     return c.redirect(`/panel/merchants/${merchantId}/endpoints?done=test`, 303);
   });
 
@@ -207,8 +205,7 @@ export function endpointPages(service: Service, accounts: () => PanelAccounts) {
     pages.post(`/:endpointId/${action}`, async (c) => {
       const session = sessionOf(c);
       const merchantId = merchantOf(c);
-      const changed = await endpoints.update(merchantId, idParam(c, 'endpointId', 'Webhook endpoint'), { status });
-      await accounts().record(session.principal, merchantId, `endpoint.${action}`, `endpoint ${changed.id} ${changed.url}`);
+      await endpoints.update(merchantId, idParam(c, 'endpointId', 'Webhook endpoint'), { status }, principalName(session.principal));
       return c.redirect(`/panel/merchants/${merchantId}/endpoints?done=${done}`, 303);
     });
   }
@@ -234,8 +231,7 @@ export function endpointPages(service: Service, accounts: () => PanelAccounts) {
     const session = sessionOf(c);
     const merchantId = merchantOf(c);
     const endpointId = idParam(c, 'endpointId', 'Webhook endpoint');
-    await endpoints.delete(merchantId, endpointId);
-    await accounts().record(session.principal, merchantId, 'endpoint.delete', `endpoint ${endpointId}`);
+    await endpoints.delete(merchantId, endpointId, principalName(session.principal));
     return c.redirect(`/panel/merchants/${merchantId}/endpoints?done=deleted`, 303);
   });
 

@@ -85,7 +85,6 @@ export function userPages(service: Service, accounts: () => PanelAccounts) {
     if (outcome.error) {
       return c.html(<UsersPage session={session} merchantId={merchantId} {...await listing(session, merchantId)} error={outcome.error} />, outcome.error.status as 400);
     }
-    await accounts().record(session.principal, merchantId, 'user.invite', `${outcome.ok.email} as ${outcome.ok.role}`);
     const path = `/panel/invitations/${encodeURIComponent(outcome.ok.token)}`;
     return c.html(
       <UsersPage session={session} merchantId={merchantId} {...await listing(session, merchantId)}
@@ -99,7 +98,6 @@ export function userPages(service: Service, accounts: () => PanelAccounts) {
     const merchantId = merchantOf(c);
     const userId = idParam(c, 'userId', 'User');
     await accounts().removeUser(session.principal, merchantId, userId);
-    await accounts().record(session.principal, merchantId, 'user.remove', `user ${userId}`);
     return c.redirect(`/panel/merchants/${merchantId}/users?done=removed`, 303);
   });
 

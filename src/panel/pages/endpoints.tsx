@@ -13,6 +13,7 @@ import { field, fields, formOf, validated } from '../form.js';
 import { formAction, idParam, merchantOf, sessionOf } from '../handlers.js';
 import { CsrfField, ErrorMessage, Layout, Notice, ShownOnce } from '../layout.js';
 import type { PanelEnv } from '../session.js';
+import { EndpointFields, type EndpointFormInput } from './endpoint-form.js';
 
 type Endpoint = components['schemas']['WebhookEndpoint'];
 
@@ -63,7 +64,7 @@ export function ConfirmSecretButton(props: { session: PanelSession; base: string
 
 function EndpointsPage(props: {
   session: PanelSession; merchantId: number; endpoints: Endpoint[]; stores: StoreRecord[];
-  notice?: string | undefined; error?: { detail: string } | undefined; input?: { url: string; store: string; events: string[] };
+  notice?: string | undefined; error?: { detail: string } | undefined; input?: EndpointFormInput;
 }) {
   const { session, merchantId } = props;
   const base = `/panel/merchants/${merchantId}/endpoints`;
@@ -92,6 +93,7 @@ function EndpointsPage(props: {
                   {e.status === 'active' && (
                     <form class="inline" method="post" action={`${base}/${e.id}/pause`}><CsrfField session={session} /><button type="submit">Pause</button></form>
                   )}{' '}
+                  <a href={`${base}/${e.id}/edit`}>Edit…</a>{' '}
                   <a href={`${base}/${e.id}/delete`}>Delete…</a>
                 </td>
               </tr>
@@ -103,17 +105,7 @@ function EndpointsPage(props: {
       <ErrorMessage error={props.error} />
       <form class="stacked" method="post" action={base}>
         <CsrfField session={session} />
-        <label>Receiver URL<input type="url" name="url" required value={input.url} /></label>
-        <label>Store
-          <select name="store">
-            <option value="" selected={input.store === ''}>All stores</option>
-            {props.stores.map((s) => <option value={s.slug} selected={input.store === s.slug}>{s.name} ({s.slug})</option>)}
-          </select>
-        </label>
-        <fieldset>
-          <legend>Events</legend>
-          {EVENTS.map((event) => <label><input type="checkbox" name="events" value={event} checked={input.events.includes(event)} /> {event}</label>)}
-        </fieldset>
+        <EndpointFields input={input} stores={props.stores} />
         <button type="submit">Register</button>
       </form>
     </Layout>

@@ -14,6 +14,7 @@ import type { DeliveryStatus } from '../../storage/records.js';
 import { field, formOf, validated } from '../form.js';
 import { formAction, idParam, merchantOf, sessionOf, type PanelContext } from '../handlers.js';
 import { CsrfField, ErrorMessage, Layout, Notice, type ShownError } from '../layout.js';
+import { plainReason } from '../plain-words.js';
 import type { PanelEnv } from '../session.js';
 import { Time } from '../time.js';
 import { ConfirmSecretButton, Health, SecretState } from './endpoints.js';
@@ -42,7 +43,7 @@ function logFilter(c: PanelContext): LogFilter {
   }
   const result = routes.listWebhookDeliveries.request.query.safeParse(query);
   if (!result.success) {
-    throw invalidInput('query', result.error.issues.map((issue) => ({ name: issue.path.map(String).join('.'), in: 'query', reason: issue.message })));
+    throw invalidInput('query', result.error.issues.map((issue) => ({ name: issue.path.map(String).join('.'), in: 'query', reason: plainReason(issue) })));
   }
   return { status: result.data.status, beforeId: result.data.before_id };
 }

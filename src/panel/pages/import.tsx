@@ -65,13 +65,13 @@ function ImportPage(props: {
   const { session, merchantId, error } = props;
   return (
     <Layout title="Import products" session={session} merchantId={merchantId}>
-      <ErrorMessage error={error} />
       <h2>Upload an NDJSON file</h2>
       <p>
         One operation per line: <code>{'{"op":"upsert_product","product":{…}}'}</code> or{' '}
         <code>{'{"op":"delete_product","ref":"…"}'}</code>, as the admin API's import takes them. The whole file is
         checked first: one bad line and nothing is applied.
       </p>
+      <ErrorMessage error={error} labels={{ file: 'NDJSON file' }} />
       <form class="stacked" method="post" enctype="multipart/form-data" action={`/panel/merchants/${merchantId}/import`}>
         <CsrfField session={session} />
         <label>NDJSON file<input type="file" name="file" required accept=".ndjson,.jsonl,application/x-ndjson,text/plain" /></label>

@@ -39,7 +39,7 @@ function InvitationPage(props: { token: string; email: string; error?: { detail:
   return (
     <Layout title="Set your password">
       <p>Welcome, {props.email}. Choose a password of at least 12 characters to finish your account.</p>
-      <ErrorMessage error={props.error} />
+      <ErrorMessage error={props.error} labels={{ password: 'New password' }} />
       <form class="stacked" method="post" action={`/panel/invitations/${encodeURIComponent(props.token)}`}>
         <input type="text" name="username" autocomplete="username" value={props.email} hidden readonly />
         <label>New password<input type="password" name="password" autocomplete="new-password" minlength={12} required /></label>

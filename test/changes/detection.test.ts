@@ -351,3 +351,29 @@ describe('merchant changes', () => {
       .toEqual({ de: [], pl: [] });
   });
 });
+
+describe('exchange rates through an intermediate currency (issue 21.3)', () => {
+  it('re-prices the stores whose prices use a rate through a path: a USD->EUR rate records in the PLN store too (USD->EUR->PLN)', async () => {
+    const plnPerEur = (await service.storage.listExchangeRates(merchantId)).find((r) => r.base === 'EUR' && r.quote === 'PLN')!.rate;
+    const usd = await upsert('USD-1', {
+      content: { de: { title: 'Kompass', description: null }, pl: { title: 'Kompas', description: null } },
+      offers: [{ supplier_ref: 'alpine', quantity: 3, cost: '10.00', currency: 'USD' }],
+    });
+    // No USD rate: the offer is ignored in both stores.
+    expect((await service.api(`/v1/products/${usd}?store=pl`, key)).body.data).toMatchObject({ stock: 0, exclusion_reason: 'no_offers' });
+
+    const added = await recorded(() => service.admin.upsertExchangeRate(merchantId, { base: 'USD', quote: 'EUR', rate: '0.9' }));
+    expect(added).toEqual({ de: [[usd, 'price'], [usd, 'content']], pl: [[usd, 'price'], [usd, 'content']] });
+    const pl = (await service.api(`/v1/products/${usd}?store=pl`, key)).body.data;
+    // 10.00 USD × 0.9 × the EUR->PLN rate, rounded once in PLN.
+    expect(pl.prices[0].base_cost).toBe(Math.round(10 * 0.9 * Number(plnPerEur) * 100) / 100);
+    expect([pl.stock, pl.excluded]).toEqual([3, false]);
+
+    const changed = await recorded(() => service.admin.upsertExchangeRate(merchantId, { base: 'USD', quote: 'EUR', rate: '0.8' }));
+    expect(changed).toEqual({ de: [[usd, 'price']], pl: [[usd, 'price']] });
+    expect((await service.api(`/v1/products/${usd}?store=pl`, key)).body.data.prices[0].base_cost).toBe(Math.round(10 * 0.8 * Number(plnPerEur) * 100) / 100);
+
+    const deleted = await recorded(() => service.admin.deleteExchangeRate(merchantId, 'USD', 'EUR'));
+    expect(deleted).toEqual({ de: [[usd, 'price'], [usd, 'content']], pl: [[usd, 'price'], [usd, 'content']] });
+  });
+});

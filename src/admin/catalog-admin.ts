@@ -200,9 +200,11 @@ export class CatalogAdmin {
         throw new ProblemError('conflict', `Store "${slug}" is (or becomes) the default store, which must stay active.`);
       }
       const store = await tx.upsertStore(merchantId, slug, { ...input, is_default: isDefault });
-      return { store, run: await this.publishRuns.begin(tx, merchantId, [store.id]) };
+      // An inactive store is not published (catalog/publish.ts): deactivating it, or changing it
+      // while inactive, re-publishes nothing; activating it publishes it through a run.
+      return { store, run: store.active ? await this.publishRuns.begin(tx, merchantId, [store.id]) : null };
     });
-    await this.publishRuns.complete(run);
+    if (run) await this.publishRuns.complete(run);
     return (await this.storage.findStore(merchantId, slug)) ?? store;
   }
 

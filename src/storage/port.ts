@@ -155,6 +155,11 @@ export interface PublishedStore {
   publishedPageOfStore(merchantId: number, slug: string | undefined, expected: ExpectedStorePage): Promise<StorePageRead>;
   /** The merchant's store (by slug, or its default store) and the merchant's published version, in one read. */
   storeAtPublishedVersion(merchantId: number, slug: string | undefined): Promise<PublishedVersionRead>;
+  /**
+   * The ids of up to `limit` products published for the store after `afterId`, ascending (the
+   * primary key's range: a publish run's chunk finds the payloads whose product is gone with it).
+   */
+  publishedIdsAfter(storeId: number, afterId: number, limit: number): Promise<number[]>;
   /** Every product id published for the store, ascending (O(store): never on a request's path). */
   publishedProductIds(storeId: number): Promise<number[]>;
   /** The store's published products per block of ids, ascending by block, blocks with none left out (kept counts: O(blocks)). */

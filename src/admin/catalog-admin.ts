@@ -285,12 +285,15 @@ export class CatalogAdmin {
   }
 
   /**
-   * The stores whose currency some currency now converts into differently: a rate converts between
-   * its two currencies, and also between any two currencies whose path passes through it (money.ts).
+   * The stores into whose currency some currency the merchant's products bill in now converts
+   * differently: a rate converts between its two currencies, and also between any two currencies
+   * whose path passes through it (money.ts), so a store of a third currency can be re-priced too.
    */
   private async storesRepriced(tx: StorageTx, merchantId: number, before: ExchangeRateRecord[]): Promise<number[]> {
     const [stores, after] = await Promise.all([tx.listStores(merchantId), tx.listExchangeRates(merchantId)]);
-    const repriced = currenciesRepriced(before, after, new Set(stores.map((s) => s.currency)));
+    const rated = [...new Set([...before, ...after].flatMap((r) => [r.base, r.quote]))].sort();
+    const billed = await tx.currenciesInUse(merchantId, rated);
+    const repriced = currenciesRepriced(before, after, new Set(stores.map((s) => s.currency)), billed);
     return stores.filter((s) => repriced.has(s.currency)).map((s) => s.id);
   }
 

@@ -171,15 +171,18 @@ export function findConversion(from: string, to: string, rates: readonly Exchang
 }
 
 /**
- * The currencies of `targets` into which some currency converts differently (another factor, or
- * now at all, or no longer) under `after` than under `before`: a changed rate re-prices the stores
- * in these currencies, also where it is only one step of a path.
+ * The currencies of `targets` into which some currency of `sources` (the currencies costs are in)
+ * converts differently (another factor, or now at all, or no longer) under `after` than under
+ * `before`: a changed rate re-prices the stores in these currencies, also where it is only one step
+ * of a path.
  */
-export function currenciesRepriced(before: readonly ExchangeRate[], after: readonly ExchangeRate[], targets: Iterable<string>): Set<string> {
-  const sources = new Set([...before, ...after].flatMap((r) => [r.base, r.quote]));
+export function currenciesRepriced(
+  before: readonly ExchangeRate[], after: readonly ExchangeRate[], targets: Iterable<string>, sources: Iterable<string>,
+): Set<string> {
   const repriced = new Set<string>();
+  const costCurrencies = [...sources];
   for (const target of targets) {
-    for (const source of sources) {
+    for (const source of costCurrencies) {
       if (source === target) continue;
       const was = findConversion(source, target, before);
       const is = findConversion(source, target, after);

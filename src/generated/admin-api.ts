@@ -481,9 +481,11 @@ export interface paths {
          *     offer in that currency is ignored for the store. `base` equal to `quote` answers
          *     `400 invalid_parameter`.
          *
-         *     The stores into whose currency some conversion changes (this pair, or a path this rate is a
-         *     step of, or a path it now shortens) are re-resolved before the call answers (a publish run: the change commits first, then `CPS_PUBLISH_CHUNK` products per transaction; meanwhile reads show each product whole, as before or after); a
-         *     rate that changes no conversion into a store currency re-resolves nothing.
+         *     The stores into whose currency a currency the merchant's offers or own stock are in now
+         *     converts differently (through this pair, a path this rate is a step of, or a path it now
+         *     shortens) are re-resolved before the call answers (a publish run: the change commits first, then `CPS_PUBLISH_CHUNK` products per transaction; meanwhile reads show each product whole, as before or after); a
+         *     rate that changes no such conversion (say, of a currency no product's cost is in)
+         *     re-resolves nothing.
          */
         put: operations["upsertExchangeRate"];
         post?: never;
@@ -492,8 +494,8 @@ export interface paths {
          * @description Deletes the rate of this pair (not the inverse pair, which is a rate of its own). Offers
          *     are converted along the path that remains (another pair, or a path through an intermediate
          *     currency, as `PUT` describes); offers that can no longer be converted at all are ignored for
-         *     the affected stores from now on. The stores into whose currency some conversion changes are
-         *     re-resolved before the call answers (a publish run: the change commits first, then `CPS_PUBLISH_CHUNK` products per transaction; meanwhile reads show each product whole, as before or after). An unknown pair answers `404`.
+         *     the affected stores from now on. The stores into whose currency a cost of the merchant now
+         *     converts differently are re-resolved before the call answers (a publish run: the change commits first, then `CPS_PUBLISH_CHUNK` products per transaction; meanwhile reads show each product whole, as before or after). An unknown pair answers `404`.
          */
         delete: operations["deleteExchangeRate"];
         options?: never;

@@ -64,6 +64,8 @@ export interface CatalogSetupStore {
   upsertSupplier(merchantId: number, ref: string, name: string): Promise<SupplierRecord>;
   deleteSupplier(merchantId: number, ref: string): Promise<boolean>;
   isSupplierReferenced(merchantId: number, ref: string): Promise<boolean>;
+  /** Of `currencies`, those an offer or an own stock's cost of the merchant's products is in (a probe of product_links each). */
+  currenciesInUse(merchantId: number, currencies: string[]): Promise<string[]>;
 
   listAttributeDefinitions(merchantId: number): Promise<AttributeDefinitionRecord[]>;
   upsertAttributeDefinition(merchantId: number, definition: AttributeDefinitionRecord): Promise<AttributeDefinitionRecord>;

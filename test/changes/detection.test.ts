@@ -6,7 +6,7 @@
 // real HTTP, with a window of 1 so that every recorded change is one response (the feed collapses
 // the changes of one product within a window, which would hide a `price` recorded beside a
 // `content`).
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { normalizeSource, type ProductSourceInput } from '../../src/admin/catalog-admin.js';
 import { loadConfig } from '../../src/config.js';
 import type { StoreInputRecord } from '../../src/storage/port.js';
@@ -251,6 +251,20 @@ describe('exchange-rate changes', () => {
   it('records nothing for the rate of a currency no store uses', async () => {
     expect(await recorded(() => service.admin.upsertExchangeRate(merchantId, { base: 'EUR', quote: 'CHF', rate: '0.95' })))
       .toEqual({ de: [], pl: [] });
+  });
+
+  it('re-publishes no store when no cost of the merchant converts differently: CHF->PLN changes no conversion of an EUR cost (issue 21.3)', async () => {
+    const runs = vi.spyOn(service.admin.publishRuns, 'begin');
+    try {
+      // A path CHF->EUR->PLN exists already; a direct CHF->PLN rate changes CHF's conversion into
+      // PLN, but no product bills in CHF: no publish run at all.
+      expect(await recorded(() => service.admin.upsertExchangeRate(merchantId, { base: 'CHF', quote: 'PLN', rate: '4.6' }))).toEqual({ de: [], pl: [] });
+      expect(runs).not.toHaveBeenCalled();
+      await service.admin.deleteExchangeRate(merchantId, 'CHF', 'PLN');
+      expect(runs).not.toHaveBeenCalled();
+    } finally {
+      runs.mockRestore();
+    }
   });
 
   it('records price and content where a deleted rate makes offers unusable, and again when it is back', async () => {

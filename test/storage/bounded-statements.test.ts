@@ -298,6 +298,14 @@ describe.skipIf(onPglite())(`bounded statements at ${PRODUCTS.toLocaleString('en
     });
   });
 
+  it('finds the currencies the merchant\'s costs are in with one probe of the links per currency, not by reading every product (issue 21.3)', async () => {
+    let billed: string[] = [];
+    await expectBounded(async () => {
+      billed = await storage.currenciesInUse(big, ['EUR', 'GBP', 'USD']);
+    });
+    expect(billed).toEqual(['EUR']);
+  });
+
   it('walks a store\'s published ids a chunk at a time from the primary key (a publish run finding payloads whose product is gone, issue 21.2)', async () => {
     let ids: number[] = [];
     await expectBounded(async () => {

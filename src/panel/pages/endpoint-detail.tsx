@@ -14,8 +14,10 @@ import { invalidInput } from '../../shared/problem.js';
 import type { DeliveryStatus } from '../../storage/records.js';
 import { field, formOf, validated } from '../form.js';
 import { formAction, idParam, merchantOf, sessionOf, type PanelContext } from '../handlers.js';
-import { CsrfField, ErrorMessage, Layout, Notice } from '../layout.js';
+import { CsrfField, ErrorMessage, Layout, Notice, type ShownError } from '../layout.js';
+import { plainReason } from '../plain-words.js';
 import type { PanelEnv } from '../session.js';
+import { Time } from '../time.js';
 import {
   DeliveryKind, ProductLinks, RequestAsSent, StoreSlug, replacedOutcome, resendOutcome, storesById, type StoresById,
 } from './delivery-parts.js';
@@ -33,6 +35,8 @@ const PAGE_SIZE = 25;
 const NOTIFICATIONS_READ = 100;
 
 interface LogFilter { status?: DeliveryStatus | undefined; beforeId?: number | undefined }
+/** Where the page shows a failed action's error: beside the buttons of the secret, the deliveries' resend, the recovery form. */
+type ErrorAt = 'secret' | 'deliveries' | 'recover';
 
 /** The log's query, checked by the admin API's own query schema (status, before_id); '' means "any". */
 function logFilter(c: PanelContext): LogFilter {
@@ -43,7 +47,7 @@ function logFilter(c: PanelContext): LogFilter {
   }
   const result = routes.listWebhookDeliveries.request.query.safeParse(query);
   if (!result.success) {
-    throw invalidInput('query', result.error.issues.map((issue) => ({ name: issue.path.map(String).join('.'), in: 'query', reason: issue.message })));
+    throw invalidInput('query', result.error.issues.map((issue) => ({ name: issue.path.map(String).join('.'), in: 'query', reason: plainReason(issue) })));
   }
   return { status: result.data.status, beforeId: result.data.before_id };
 }
@@ -61,11 +65,12 @@ const DONE: Record<string, string> = {
 };
 
 function When(props: { at: string | null | undefined; none?: string }) {
-  return props.at ? <time datetime={props.at}>{props.at}</time> : <span class="muted">{props.none ?? '—'}</span>;
+  return <Time at={props.at} none={props.none} />;
 }
 
 function DeliveryLog(props: {
   base: string; merchantId: number; deliveries: Delivery[]; stores: StoresById; filter: LogFilter; session: PanelSession; active: boolean;
+  error?: ShownError | undefined; errorAt?: ErrorAt | undefined;
 }) {
   const { base, deliveries, filter, session } = props;
   const older = deliveries.length === PAGE_SIZE
@@ -83,7 +88,13 @@ function DeliveryLog(props: {
         </label>{' '}
         <button type="submit">Filter</button>
       </form>
-      {deliveries.length === 0 ? <p>No deliveries{filter.status ? ` with status ${filter.status}` : ''}{filter.beforeId ? ' before these' : ''}.</p> : (
+      {props.errorAt === 'deliveries' && <ErrorMessage error={props.error} />}
+      {deliveries.length === 0 ? (
+        <p>
+          No deliveries{filter.status ? ` with status ${filter.status}` : ''}{filter.beforeId ? ' before these' : ''}
+          {filter.status || filter.beforeId ? '.' : ' yet: one is sent when a product the endpoint follows changes; "Send test" on the endpoints page sends one now.'}
+        </p>
+      ) : (
         <table>
           <thead><tr><th>Delivery</th><th>Event</th><th>Store</th><th>Products</th><th>Status</th><th>Attempts</th><th>Created</th><th>Next attempt</th><th>Actions</th></tr></thead>
           <tbody>
@@ -143,7 +154,7 @@ function Notifications(props: { notifications: Notification[] }) {
 
 function EndpointDetailPage(props: {
   session: PanelSession; merchantId: number; endpoint: Endpoint; deliveries: Delivery[]; stores: StoresById; notifications: Notification[]; filter: LogFilter;
-  notice?: string | undefined; error?: { detail: string } | undefined; since?: string;
+  notice?: string | undefined; error?: ShownError | undefined; errorAt?: ErrorAt; since?: string;
 }) {
   const { session, merchantId, endpoint } = props;
   const list = `/panel/merchants/${merchantId}/endpoints`;
@@ -153,7 +164,7 @@ function EndpointDetailPage(props: {
     <Layout title={`Endpoint #${endpoint.id}`} session={session} merchantId={merchantId}>
       <p><a href={list}>All endpoints</a></p>
       <Notice text={props.notice} />
-      <ErrorMessage error={props.error} />
+      {props.errorAt === undefined && <ErrorMessage error={props.error} />}
       <section aria-labelledby="health">
         <h2 id="health">Health</h2>
         <dl>
@@ -169,10 +180,13 @@ function EndpointDetailPage(props: {
         {!active && (
           <form class="inline" method="post" action={`${base}/enable`}><CsrfField session={session} /><button type="submit">Enable</button></form>
         )}
+        {props.errorAt === 'secret' && <ErrorMessage error={props.error} />}
       </section>
-      <DeliveryLog base={base} merchantId={merchantId} deliveries={props.deliveries} stores={props.stores} filter={props.filter} session={session} active={active} />
+      <DeliveryLog base={base} merchantId={merchantId} deliveries={props.deliveries} stores={props.stores} filter={props.filter} session={session} active={active}
+        error={props.error} errorAt={props.errorAt} />
       <section aria-labelledby="recover">
         <h2 id="recover">Recover failed deliveries</h2>
+        {props.errorAt === 'recover' && <ErrorMessage error={props.error} labels={{ since: 'Recover failed deliveries since' }} />}
         {active ? (
           <form class="stacked" method="post" action={`${base}/recover`}>
             <CsrfField session={session} />
@@ -239,18 +253,18 @@ function DeliveryPage(props: {
       </section>
       <section aria-labelledby="attempts">
         <h2 id="attempts">Attempts</h2>
-        {delivery.attempts.length === 0 ? <p>No attempts yet.</p> : (
-          <table class="labelled">
+        {delivery.attempts.length === 0 ? <p>No attempts yet: the delivery is sent at its next attempt time, above.</p> : (
+          <table>
             <thead><tr><th>Time</th><th>Request sent</th><th>Status code</th><th>Error</th><th>Latency</th><th>Response</th></tr></thead>
             <tbody>
               {delivery.attempts.map((a) => (
                 <tr class="attempt">
-                  <td data-label="Time"><When at={a.at} /></td>
-                  <td data-label="Request sent"><RequestAsSent attempt={a} bodyBytes={bodyBytes} /></td>
-                  <td data-label="Status code">{a.status_code ?? <span class="muted">no response</span>}</td>
-                  <td data-label="Error">{a.error ?? <span class="muted">none</span>}</td>
-                  <td data-label="Latency">{a.latency_ms} ms</td>
-                  <td data-label="Response">{a.response_snippet ? <code class="snippet">{a.response_snippet}</code> : <span class="muted">empty</span>}</td>
+                  <td><When at={a.at} /></td>
+                  <td><RequestAsSent attempt={a} bodyBytes={bodyBytes} /></td>
+                  <td>{a.status_code ?? <span class="muted">no response</span>}</td>
+                  <td>{a.error ?? <span class="muted">none</span>}</td>
+                  <td>{a.latency_ms} ms</td>
+                  <td>{a.response_snippet ? <code class="snippet">{a.response_snippet}</code> : <span class="muted">empty</span>}</td>
                 </tr>
               ))}
             </tbody>
@@ -310,7 +324,7 @@ export function endpointDetailPages(service: Service, accounts: () => PanelAccou
     const deliveryId = idParam(c, 'deliveryId', 'Delivery');
     const outcome = await formAction(() => endpoints.resend(merchantId, endpointId, deliveryId, principalName(session.principal)));
     if (outcome.error) {
-      return c.html(<EndpointDetailPage session={session} merchantId={merchantId} {...await detail(merchantId, endpointId, {})} error={outcome.error} />, outcome.error.status as 409);
+      return c.html(<EndpointDetailPage session={session} merchantId={merchantId} {...await detail(merchantId, endpointId, {})} error={outcome.error} errorAt="deliveries" />, outcome.error.status as 409);
     }
     // To the resend's own page: it says which delivery it replaces, and whether the receiver gets the payload once or twice.
     return c.redirect(`/panel/merchants/${merchantId}/endpoints/${endpointId}/deliveries/${outcome.ok.id}?done=resent`, 303);
@@ -323,7 +337,7 @@ export function endpointDetailPages(service: Service, accounts: () => PanelAccou
     const endpointId = idParam(c, 'endpointId', 'Webhook endpoint');
     const outcome = await formAction(() => endpoints.confirmSecret(merchantId, endpointId, principalName(session.principal)));
     if (outcome.error) {
-      return c.html(<EndpointDetailPage session={session} merchantId={merchantId} {...await detail(merchantId, endpointId, {})} error={outcome.error} />, outcome.error.status as 409);
+      return c.html(<EndpointDetailPage session={session} merchantId={merchantId} {...await detail(merchantId, endpointId, {})} error={outcome.error} errorAt="secret" />, outcome.error.status as 409);
     }
     return c.redirect(`/panel/merchants/${merchantId}/endpoints/${endpointId}?done=secret_confirmed`, 303);
   });
@@ -337,7 +351,7 @@ export function endpointDetailPages(service: Service, accounts: () => PanelAccou
       principalName(session.principal)));
     if (outcome.error) {
       return c.html(
-        <EndpointDetailPage session={session} merchantId={merchantId} {...await detail(merchantId, endpointId, {})} error={outcome.error} since={since} />,
+        <EndpointDetailPage session={session} merchantId={merchantId} {...await detail(merchantId, endpointId, {})} error={outcome.error} errorAt="recover" since={since} />,
         outcome.error.status as 400,
       );
     }

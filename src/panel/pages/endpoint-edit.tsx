@@ -8,13 +8,13 @@ import type { Service } from '../../service.js';
 import type { StoreRecord } from '../../storage/records.js';
 import { field, fields, formOf, validated } from '../form.js';
 import { formAction, idParam, merchantOf, sessionOf } from '../handlers.js';
-import { CsrfField, ErrorMessage, Layout } from '../layout.js';
+import { CsrfField, ErrorMessage, Layout, type ShownError } from '../layout.js';
 import type { PanelEnv } from '../session.js';
-import { EndpointFields, type EndpointFormInput } from './endpoint-form.js';
+import { ENDPOINT_FIELD_LABELS, EndpointFields, type EndpointFormInput } from './endpoint-form.js';
 
 function EditEndpointPage(props: {
   session: PanelSession; merchantId: number; endpointId: number; stores: StoreRecord[]; input: EndpointFormInput;
-  error?: { detail: string } | undefined;
+  error?: ShownError | undefined;
 }) {
   const { session, merchantId, endpointId } = props;
   const detail = `/panel/merchants/${merchantId}/endpoints/${endpointId}`;
@@ -25,7 +25,7 @@ function EditEndpointPage(props: {
         The signing secret and the endpoint's health stay as they are. Deliveries already queued go to the new URL
         from their next attempt; a change of store or events applies to changes recorded from now on.
       </p>
-      <ErrorMessage error={props.error} />
+      <ErrorMessage error={props.error} labels={ENDPOINT_FIELD_LABELS} />
       <form class="stacked" method="post" action={`${detail}/edit`}>
         <CsrfField session={session} />
         <EndpointFields input={props.input} stores={props.stores} />

@@ -7,6 +7,9 @@ import { WEBHOOK_EVENT_DOCS } from '../../generated/public-webhook-events.js';
 import type { StoreRecord } from '../../storage/records.js';
 import { EVENTS } from '../../webhooks/endpoints.js';
 
+/** The form's labels, by field name: its errors name the fields by them (plain-words.ts). */
+export const ENDPOINT_FIELD_LABELS = { url: 'Receiver URL', store: 'Store', events: 'Events' } as const;
+
 /** What the form holds: as typed, so that a refused form shows it again. */
 export interface EndpointFormInput {
   url: string;

@@ -11,9 +11,10 @@ import { EVENTS } from '../../webhooks/endpoints.js';
 import { principalName, type PanelAccounts, type PanelSession } from '../../admin/accounts.js';
 import { field, fields, formOf, validated } from '../form.js';
 import { formAction, idParam, merchantOf, sessionOf } from '../handlers.js';
-import { CsrfField, ErrorMessage, Layout, Notice, ShownOnce } from '../layout.js';
+import { CsrfField, ErrorMessage, Layout, Notice, ShownOnce, type ShownError } from '../layout.js';
 import type { PanelEnv } from '../session.js';
-import { EndpointFields, type EndpointFormInput } from './endpoint-form.js';
+import { Time } from '../time.js';
+import { ENDPOINT_FIELD_LABELS as FIELD_LABELS, EndpointFields, type EndpointFormInput } from './endpoint-form.js';
 
 type Endpoint = components['schemas']['WebhookEndpoint'];
 
@@ -29,10 +30,10 @@ export function Health(props: { endpoint: Endpoint }) {
   return (
     <>
       <span class={`status-${e.status}`}>{e.status}</span>
-      {e.paused_until && <div class="muted">paused until {e.paused_until}</div>}
+      {e.paused_until && <div class="muted">paused until <Time at={e.paused_until} /></div>}
       {e.disabled_reason && <div class="muted">{e.disabled_reason}</div>}
       <div class="muted">{e.consecutive_failures} consecutive failures</div>
-      <div class="muted">last success {e.last_success_at ?? 'never'}; last failure {e.last_failure_at ?? 'never'}</div>
+      <div class="muted">last success <Time at={e.last_success_at} none="never" />; last failure <Time at={e.last_failure_at} none="never" /></div>
     </>
   );
 }
@@ -46,7 +47,7 @@ export function SecretState(props: { endpoint: Endpoint }) {
       {rotation && (
         <div class="muted secret-rotation">
           rotation pending: <code>{rotation.new_secret_prefix}…</code> signs from{' '}
-          <time datetime={rotation.pending_until}>{rotation.pending_until}</time>, or once confirmed
+          <Time at={rotation.pending_until} />, or once confirmed
         </div>
       )}
     </>
@@ -64,7 +65,9 @@ export function ConfirmSecretButton(props: { session: PanelSession; base: string
 
 function EndpointsPage(props: {
   session: PanelSession; merchantId: number; endpoints: Endpoint[]; stores: StoreRecord[];
-  notice?: string | undefined; error?: { detail: string } | undefined; input?: EndpointFormInput;
+  notice?: string | undefined; error?: ShownError | undefined; input?: EndpointFormInput;
+  /** The action the error comes from, where the page shows it: the registration form unless a row's `test:<id>`. */
+  errorAt?: string;
 }) {
   const { session, merchantId } = props;
   const base = `/panel/merchants/${merchantId}/endpoints`;
@@ -72,7 +75,7 @@ function EndpointsPage(props: {
   return (
     <Layout title="Webhook endpoints" session={session} merchantId={merchantId}>
       <Notice text={props.notice} />
-      {props.endpoints.length === 0 ? <p>No endpoints yet.</p> : (
+      {props.endpoints.length === 0 ? <p>No endpoints yet: register your receiver's URL below, and every change of the catalog is sent to it, signed.</p> : (
         <table>
           <thead><tr><th>URL</th><th>Store</th><th>Events</th><th>Health</th><th>Secret</th><th>Actions</th></tr></thead>
           <tbody>
@@ -95,6 +98,7 @@ function EndpointsPage(props: {
                   )}{' '}
                   <a href={`${base}/${e.id}/edit`}>Edit…</a>{' '}
                   <a href={`${base}/${e.id}/delete`}>Delete…</a>
+                  {props.errorAt === `test:${e.id}` && <ErrorMessage error={props.error} />}
                 </td>
               </tr>
             ))}
@@ -102,7 +106,7 @@ function EndpointsPage(props: {
         </table>
       )}
       <h2>Register an endpoint</h2>
-      <ErrorMessage error={props.error} />
+      {props.errorAt === undefined && <ErrorMessage error={props.error} labels={FIELD_LABELS} />}
       <form class="stacked" method="post" action={base}>
         <CsrfField session={session} />
         <EndpointFields input={input} stores={props.stores} />
@@ -162,7 +166,7 @@ export function endpointPages(service: Service, accounts: () => PanelAccounts) {
           <>
             <p>
               The old secret (<code>{rotated.secret_prefix}…</code>) of {rotated.url} keeps signing deliveries
-              until <time datetime={rotation.pending_until}>{rotation.pending_until}</time>; from then on the new one does.
+              until <Time at={rotation.pending_until} />; from then on the new one does.
             </p>
             <ShownOnce label="New signing secret" secret={rotated.secret} />
             <p>
@@ -187,7 +191,7 @@ export function endpointPages(service: Service, accounts: () => PanelAccounts) {
     const endpointId = idParam(c, 'endpointId', 'Webhook endpoint');
     const outcome = await formAction(() => endpoints.sendTest(merchantId, endpointId, principalName(session.principal)));
     if (outcome.error) {
-      return c.html(<EndpointsPage session={session} merchantId={merchantId} {...await listing(merchantId)} error={outcome.error} />, outcome.error.status as 409);
+      return c.html(<EndpointsPage session={session} merchantId={merchantId} {...await listing(merchantId)} error={outcome.error} errorAt={`test:${endpointId}`} />, outcome.error.status as 409);
     }
     return c.redirect(`/panel/merchants/${merchantId}/endpoints?done=test`, 303);
   });

@@ -9,13 +9,14 @@ import { field, formOf, validated } from '../form.js';
 import { formAction, idParam, merchantOf, sessionOf } from '../handlers.js';
 import { CsrfField, ErrorMessage, Layout, Notice, ShownOnce } from '../layout.js';
 import type { PanelEnv } from '../session.js';
+import { Time } from '../time.js';
 
 function KeysPage(props: { session: PanelSession; merchantId: number; keys: ApiKeyRecord[]; notice?: string | undefined; error?: { detail: string } | undefined }) {
   const { session, merchantId } = props;
   return (
     <Layout title="API keys" session={session} merchantId={merchantId}>
       <Notice text={props.notice} />
-      {props.keys.length === 0 ? <p>No API keys yet.</p> : (
+      {props.keys.length === 0 ? <p>No API keys yet: create one below for each integration that reads the catalog.</p> : (
         <table>
           <thead><tr><th>Name</th><th>Prefix</th><th>Created</th><th>Revoked</th><th></th></tr></thead>
           <tbody>
@@ -23,8 +24,8 @@ function KeysPage(props: { session: PanelSession; merchantId: number; keys: ApiK
               <tr>
                 <td>{k.name}</td>
                 <td><code>{k.prefix}…</code></td>
-                <td>{k.created_at}</td>
-                <td>{k.revoked_at ?? '—'}</td>
+                <td><Time at={k.created_at} /></td>
+                <td><Time at={k.revoked_at} /></td>
                 <td>{!k.revoked_at && <a href={`/panel/merchants/${merchantId}/keys/${k.id}/revoke`}>Revoke…</a>}</td>
               </tr>
             ))}
@@ -32,7 +33,7 @@ function KeysPage(props: { session: PanelSession; merchantId: number; keys: ApiK
         </table>
       )}
       <h2>Create a key</h2>
-      <ErrorMessage error={props.error} />
+      <ErrorMessage error={props.error} labels={{ name: 'Name' }} />
       <form class="stacked" method="post" action={`/panel/merchants/${merchantId}/keys`}>
         <CsrfField session={session} />
         <label>Name (the integration that uses it)<input name="name" required maxlength={200} /></label>

@@ -46,7 +46,7 @@ export interface Invitation {
 export type PendingLink = Pick<PanelInvitationRecord, 'id' | 'email' | 'role' | 'purpose' | 'created_at' | 'expires_at'>;
 
 /** A password reset: the link for the operator; for an owner, only the address it was e-mailed to. */
-export type PasswordReset = { email: string; expires_at: string; token?: string | undefined };
+export type PasswordReset = { id: number; email: string; role: PanelRole; expires_at: string; token?: string | undefined };
 
 export type AuditEntry = Omit<AuditEntryRecord, 'merchant_id'>;
 
@@ -252,7 +252,7 @@ export class PanelAccounts {
       `The link works once, until ${reset.expires_at}. Setting a password signs the account out everywhere.`,
       'If you did not expect this, tell the operator; your current password keeps working until the link is used.',
     ].join('\n\n'));
-    return { email: reset.email, expires_at: reset.expires_at, token: actor.kind === 'operator' ? reset.token : undefined };
+    return { id: reset.id, email: reset.email, role: reset.role, expires_at: reset.expires_at, token: actor.kind === 'operator' ? reset.token : undefined };
   }
 
   private tellPasswordChanged(email: string, how: string): void {

@@ -74,7 +74,9 @@ describe('rotating a secret in the panel', () => {
     await page.goto(detailUrl);
     expect(await confirmButton().count()).toBe(0);
     const rotatedAt = clock.ms;
-    await page.getByRole('button', { name: 'Rotate secret' }).click();
+    // A confirmation step first (issue 22.2), then the secret on a page of its own (issue 22.1).
+    await page.getByRole('link', { name: 'Rotate secret…' }).click();
+    await page.getByRole('button', { name: 'Rotate the secret' }).click();
     newSecret = (await page.locator('#secret').textContent())!.trim();
     expect(newSecret).toMatch(/^whsec_[A-Za-z0-9_-]{43}$/);
     expect(newSecret).not.toBe(oldSecret);

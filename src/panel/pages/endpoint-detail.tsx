@@ -14,6 +14,7 @@ import type { DeliveryStatus } from '../../storage/records.js';
 import { field, formOf, validated } from '../form.js';
 import { formAction, idParam, merchantOf, sessionOf, type PanelContext } from '../handlers.js';
 import { CsrfField, ErrorMessage, Layout, Notice } from '../layout.js';
+import { noticeFor } from '../notices.js';
 import type { PanelEnv } from '../session.js';
 import { ConfirmSecretButton, Health, SecretState } from './endpoints.js';
 
@@ -156,7 +157,7 @@ function EndpointDetailPage(props: {
           <dt>Secret</dt><dd id="endpoint-secret"><SecretState endpoint={endpoint} /></dd>
           <dt>Health</dt><dd id="endpoint-health"><Health endpoint={endpoint} /></dd>
         </dl>
-        <form class="inline" method="post" action={`${base}/rotate`}><CsrfField session={session} /><button type="submit">Rotate secret</button></form>{' '}
+        <a href={`${base}/rotate?from=detail`}>Rotate secret…</a>{' '}
         {endpoint.secret_rotation && <><ConfirmSecretButton session={session} base={base} />{' '}</>}
         {!active && (
           <form class="inline" method="post" action={`${base}/enable`}><CsrfField session={session} /><button type="submit">Enable</button></form>
@@ -241,7 +242,7 @@ export function endpointDetailPages(service: Service, accounts: () => PanelAccou
     const merchantId = merchantOf(c);
     const endpointId = idParam(c, 'endpointId', 'Webhook endpoint');
     const done = c.req.query('done');
-    const notice = done === 'recovered' ? `${Number(c.req.query('count') ?? 0)} failed deliveries are queued again.` : DONE[done ?? ''];
+    const notice = done === 'recovered' ? `${Number(c.req.query('count') ?? 0)} failed deliveries are queued again.` : noticeFor(DONE, done);
     return c.html(<EndpointDetailPage session={sessionOf(c)} merchantId={merchantId} {...await detail(merchantId, endpointId, logFilter(c))} notice={notice} />);
   });
 

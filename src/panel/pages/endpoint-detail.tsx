@@ -14,6 +14,7 @@ import type { DeliveryStatus } from '../../storage/records.js';
 import { field, formOf, validated } from '../form.js';
 import { formAction, idParam, merchantOf, sessionOf, type PanelContext } from '../handlers.js';
 import { CsrfField, ErrorMessage, Layout, Notice } from '../layout.js';
+import { ConfirmPage } from '../confirm.js';
 import { noticeFor } from '../notices.js';
 import type { PanelEnv } from '../session.js';
 import { ConfirmSecretButton, Health, SecretState } from './endpoints.js';
@@ -264,6 +265,24 @@ export function endpointDetailPages(service: Service, accounts: () => PanelAccou
     }
     await accounts().record(session.principal, merchantId, 'endpoint.resend', `endpoint ${endpointId}: delivery ${deliveryId} as ${outcome.ok.id}`);
     return c.redirect(`/panel/merchants/${merchantId}/endpoints/${endpointId}?done=resent`, 303);
+  });
+
+  // The confirmation step (issue 22.2): the old secret stops signing at once.
+  pages.get('/confirm-secret', async (c) => {
+    const session = sessionOf(c);
+    const merchantId = merchantOf(c);
+    const endpoint = await endpoints.endpoint(merchantId, idParam(c, 'endpointId', 'Webhook endpoint'));
+    const detailUrl = `/panel/merchants/${merchantId}/endpoints/${endpoint.id}`;
+    if (!endpoint.secret_rotation) return c.redirect(detailUrl, 303);
+    return c.html(
+      <ConfirmPage session={session} merchantId={merchantId} title="Sign with the new secret now?" action={`${detailUrl}/confirm-secret`}
+        button="Sign with the new secret now" cancel={detailUrl} danger={false}>
+        <p>
+          Every delivery to {endpoint.url} is signed with the new secret (<code>{endpoint.secret_rotation.new_secret_prefix}…</code>) from now on;
+          the old one (<code>{endpoint.secret_prefix}…</code>) no longer verifies. Install the new secret on the receiver first.
+        </p>
+      </ConfirmPage>,
+    );
   });
 
   // "Sign with the new secret now": ends a pending rotation (audited by the domain); 409 on the page when none is pending.

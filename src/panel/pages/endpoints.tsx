@@ -61,13 +61,9 @@ export function SecretState(props: { endpoint: Endpoint }) {
   );
 }
 
-/** Ends a pending rotation now (POST .../confirm-secret, endpoint-detail.tsx). */
+/** Ends a pending rotation now, after a confirmation (GET, then POST .../confirm-secret, endpoint-detail.tsx: issue 22.2). */
 export function ConfirmSecretButton(props: { session: PanelSession; base: string }) {
-  return (
-    <form class="inline" method="post" action={`${props.base}/confirm-secret`}>
-      <CsrfField session={props.session} /><button type="submit">Sign with the new secret now</button>
-    </form>
-  );
+  return <a href={`${props.base}/confirm-secret`}>Sign with the new secret now…</a>;
 }
 
 function EndpointsPage(props: {

@@ -11,6 +11,7 @@ import { formAction, idParam, merchantOf, sessionOf } from '../handlers.js';
 import { CsrfField, ErrorMessage, Layout, Notice, ShownOnce } from '../layout.js';
 import type { PanelEnv } from '../session.js';
 import { AlreadyShown, redirectToShownOnce, shownOnce } from '../shown-once.js';
+import { Time } from '../time.js';
 
 /** A created key, between the POST and the one page that shows it. */
 interface CreatedKey { kind: 'api_key'; name: string; key: string }
@@ -20,7 +21,7 @@ function KeysPage(props: { session: PanelSession; merchantId: number; keys: ApiK
   return (
     <Layout title="API keys" session={session} merchantId={merchantId}>
       <Notice text={props.notice} />
-      {props.keys.length === 0 ? <p>No API keys yet.</p> : (
+      {props.keys.length === 0 ? <p>No API keys yet: create one below for each integration that reads the catalog.</p> : (
         <table>
           <thead><tr><th>Name</th><th>Prefix</th><th>Created</th><th>Revoked</th><th></th></tr></thead>
           <tbody>
@@ -28,8 +29,8 @@ function KeysPage(props: { session: PanelSession; merchantId: number; keys: ApiK
               <tr>
                 <td>{k.name}</td>
                 <td><code>{k.prefix}…</code></td>
-                <td>{k.created_at}</td>
-                <td>{k.revoked_at ?? '—'}</td>
+                <td><Time at={k.created_at} /></td>
+                <td><Time at={k.revoked_at} /></td>
                 <td>{!k.revoked_at && <a href={`/panel/merchants/${merchantId}/keys/${k.id}/revoke`}>Revoke…</a>}</td>
               </tr>
             ))}
@@ -37,7 +38,7 @@ function KeysPage(props: { session: PanelSession; merchantId: number; keys: ApiK
         </table>
       )}
       <h2>Create a key</h2>
-      <ErrorMessage error={props.error} />
+      <ErrorMessage error={props.error} labels={{ name: 'Name' }} />
       <form class="stacked" method="post" action={`/panel/merchants/${merchantId}/keys`}>
         <CsrfField session={session} />
         <label>Name (the integration that uses it)<input name="name" required maxlength={200} /></label>

@@ -14,6 +14,7 @@ import { noticeFor } from '../notices.js';
 import type { PanelEnv } from '../session.js';
 import { ProblemError } from '../../shared/problem.js';
 import { AlreadyShown, redirectToShownOnce, shownOnce } from '../shown-once.js';
+import { Time, utcText } from '../time.js';
 
 const AUDIT_ROWS = 100;
 
@@ -33,8 +34,8 @@ function LinkShown(props: { link: ShownLink }) {
       <h2 id="invitation">{link.purpose === 'reset' ? 'Password reset link' : 'Invitation link'}</h2>
       <p>
         {link.purpose === 'reset'
-          ? `Hand this single-use link to ${link.email} only: whoever opens it sets the account's password. It works until ${link.expires_at}.`
-          : `Send this single-use link to the new user; it works until ${link.expires_at}.`}{' '}
+          ? `Hand this single-use link to ${link.email} only: whoever opens it sets the account's password. It works until ${utcText(link.expires_at)}.`
+          : `Send this single-use link to the new user; it works until ${utcText(link.expires_at)}.`}{' '}
         It is shown this once.
       </p>
       <code class="secret" id="secret"><a href={link.path}>{link.url}</a></code>
@@ -59,12 +60,13 @@ function UsersPage(props: {
       <Notice text={props.notice} />
       {props.shown && <LinkShown link={props.shown} />}
       <ErrorMessage error={props.error} />
+      {props.users.length === 0 && <p>No users yet: invite the merchant's people below.</p>}
       <table>
         <thead><tr><th>E-mail</th><th>Role</th><th>Since</th><th>Actions</th></tr></thead>
         <tbody>
           {props.users.map((u) => (
             <tr>
-              <td>{u.email}</td><td>{u.role}</td><td>{u.created_at}</td>
+              <td>{u.email}</td><td>{u.role}</td><td><Time at={u.created_at} /></td>
               <td>
                 {(session.principal.kind === 'operator' || props.sendsEmail) && <><a href={`${base}/${u.id}/reset`}>Reset password…</a>{' '}</>}
                 <a href={`${base}/${u.id}/remove`}>Remove…</a>
@@ -83,8 +85,8 @@ function UsersPage(props: {
               <tr data-link={l.id}>
                 <td>{l.email}</td>
                 <td>{l.purpose === 'reset' ? 'password reset' : `invitation as ${l.role}`}</td>
-                <td>{l.created_at}</td>
-                <td>{l.expires_at}</td>
+                <td><Time at={l.created_at} /></td>
+                <td><Time at={l.expires_at} /></td>
                 <td><a href={`${base}/links/${l.id}/revoke`}>Revoke…</a></td>
               </tr>
             ))}
@@ -92,7 +94,7 @@ function UsersPage(props: {
         </table>
       )}
       <h2>Invite a user</h2>
-      <ErrorMessage error={props.inviteError} />
+      <ErrorMessage error={props.inviteError} labels={{ email: 'E-mail', role: 'Role' }} />
       <p class="muted">A new invitation for an e-mail revokes its earlier links. An e-mail that already has an account cannot be invited again: reset its password instead.</p>
       <form class="stacked" method="post" action={base}>
         <CsrfField session={session} />
@@ -103,9 +105,10 @@ function UsersPage(props: {
         <button type="submit">Invite</button>
       </form>
       <h2>Audit log</h2>
+      {props.audit.length === 0 && <p>Nothing recorded yet: every change made in the panel is listed here, with who made it and when.</p>}
       <table>
         <thead><tr><th>When</th><th>Who</th><th>What</th><th>Detail</th></tr></thead>
-        <tbody>{props.audit.map((a) => <tr><td>{a.at}</td><td>{a.actor}</td><td>{a.action}</td><td>{a.detail}</td></tr>)}</tbody>
+        <tbody>{props.audit.map((a) => <tr><td><Time at={a.at} /></td><td>{a.actor}</td><td>{a.action}</td><td>{a.detail}</td></tr>)}</tbody>
       </table>
     </Layout>
   );
@@ -153,8 +156,8 @@ export function userPages(_service: Service, accounts: () => PanelAccounts) {
         lost="If it was not copied, revoke it in the pending links and make a new one." />, 410);
     }
     const notice = shown.purpose === 'reset'
-      ? `A password reset link for ${shown.email} works until ${shown.expires_at}.`
-      : `${shown.email} is invited as ${shown.role} until ${shown.expires_at}.`;
+      ? `A password reset link for ${shown.email} works until ${utcText(shown.expires_at)}.`
+      : `${shown.email} is invited as ${shown.role} until ${utcText(shown.expires_at)}.`;
     return page(c, { notice, shown });
   });
 

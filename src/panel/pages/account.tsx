@@ -5,11 +5,12 @@ import { Hono } from 'hono';
 import type { PanelAccounts, PanelSession } from '../../admin/accounts.js';
 import { field, formOf } from '../form.js';
 import { formAction, sessionOf } from '../handlers.js';
-import { CsrfField, ErrorMessage, Layout, Notice } from '../layout.js';
+import { CsrfField, ErrorMessage, Layout, Notice, type ShownError } from '../layout.js';
+import { Time } from '../time.js';
 import type { PanelEnv } from '../session.js';
 import { addressOf } from './sign-in.js';
 
-function AccountPage(props: { session: PanelSession; notice?: string | undefined; error?: { detail: string } | undefined }) {
+function AccountPage(props: { session: PanelSession; notice?: string | undefined; error?: ShownError | undefined }) {
   const { session } = props;
   const user = session.principal.kind === 'user' ? session.principal.user : undefined;
   return (
@@ -17,10 +18,10 @@ function AccountPage(props: { session: PanelSession; notice?: string | undefined
       <Notice text={props.notice} />
       {!user ? <p>The operator signs in with the admin token (<code>CPS_ADMIN_TOKEN</code>) and has no password to change here.</p> : (
         <>
-          <p>{user.email}, {user.role} since {user.created_at}.</p>
+          <p>{user.email}, {user.role} since <Time at={user.created_at} />.</p>
           <h2>Change your password</h2>
           <p class="muted">Every other session of your account is signed out; this one stays.</p>
-          <ErrorMessage error={props.error} />
+          <ErrorMessage error={props.error} labels={{ current_password: 'Current password', new_password: 'New password' }} />
           <form class="stacked" method="post" action="/panel/account/password">
             <CsrfField session={session} />
             <input type="text" name="username" autocomplete="username" value={user.email} hidden readonly />

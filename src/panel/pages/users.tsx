@@ -9,7 +9,7 @@ import type { AuditEntry, PanelAccounts, PanelRole, PanelSession, PanelUser, Pen
 import { ConfirmPage } from '../confirm.js';
 import { field, formOf } from '../form.js';
 import { formAction, idParam, merchantOf, sessionOf, type PanelContext } from '../handlers.js';
-import { CsrfField, ErrorMessage, Layout, Notice } from '../layout.js';
+import { CsrfField, ErrorMessage, Layout, Notice, type ShownError } from '../layout.js';
 import { noticeFor } from '../notices.js';
 import type { PanelEnv } from '../session.js';
 import { ProblemError } from '../../shared/problem.js';
@@ -46,7 +46,7 @@ function LinkShown(props: { link: ShownLink }) {
 
 function UsersPage(props: {
   session: PanelSession; merchantId: number; users: PanelUser[]; links: PendingLink[]; audit: AuditEntry[]; sendsEmail: boolean;
-  notice?: string | undefined; error?: { detail: string } | undefined; inviteError?: { detail: string } | undefined; shown?: ShownLink | undefined;
+  notice?: string | undefined; error?: ShownError | undefined; inviteError?: ShownError | undefined; shown?: ShownLink | undefined;
 }) {
   const { session, merchantId } = props;
   const base = `/panel/merchants/${merchantId}/users`;
@@ -123,7 +123,7 @@ export function userPages(_service: Service, accounts: () => PanelAccounts) {
     ]);
     return { users, links, audit, sendsEmail: accounts().sendsEmail };
   };
-  const page = async (c: PanelContext, extra: { notice?: string | undefined; error?: { detail: string }; inviteError?: { detail: string }; shown?: ShownLink }, status: 200 | 400 | 409 = 200) => {
+  const page = async (c: PanelContext, extra: { notice?: string | undefined; error?: ShownError; inviteError?: ShownError; shown?: ShownLink }, status: 200 | 400 | 409 = 200) => {
     const session = sessionOf(c);
     const merchantId = merchantOf(c);
     return c.html(<UsersPage session={session} merchantId={merchantId} {...await listing(session, merchantId)} {...extra} />, status);

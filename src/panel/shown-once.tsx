@@ -5,7 +5,7 @@
 //
 //   return redirectToShownOnce(c, accounts, `${base}/shown`, { kind: 'api_key', ... });   // in the POST
 //   pages.get('/shown/:shownId', async (c) => { const m = await shownOnce(c, accounts, 'api_key'); ... });
-import type { PanelAccounts } from '../admin/accounts.js';
+import type { PanelAccounts, PanelSession } from '../admin/accounts.js';
 import { ProblemError } from '../shared/problem.js';
 import { sessionOf, type PanelContext } from './handlers.js';
 import { Layout } from './layout.js';
@@ -27,7 +27,7 @@ export async function shownOnce<M extends { kind: string }>(c: PanelContext, acc
 }
 
 /** What a reload (or a second view) of a shown-once page gets, with 410. */
-export function AlreadyShown(props: { session: Parameters<typeof Layout>[0]['session']; merchantId: number; what: string; lost: string; back: { href: string; label: string } }) {
+export function AlreadyShown(props: { session: PanelSession; merchantId: number; what: string; lost: string; back: { href: string; label: string } }) {
   return (
     <Layout title="Shown once already" session={props.session} merchantId={props.merchantId}>
       <p>{props.what} was shown once, on the page this address led to, and is not shown again. Nothing was changed now.</p>

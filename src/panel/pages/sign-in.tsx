@@ -104,7 +104,7 @@ export function signInPages(accounts: () => PanelAccounts, cookie: SessionCookie
   pages.get('/invitations/:token', async (c) => {
     const token = c.req.param('token');
     const invitation = await accounts().invitation(token);
-    if (!invitation) throw new ProblemError('not_found', 'This invitation link is unknown, used or expired: ask for a new one.');
+    if (!invitation) throw new ProblemError('not_found', 'This link is unknown, already used, revoked or expired: ask for a new one.');
     return c.html(<InvitationPage token={token} email={invitation.email} purpose={invitation.purpose} />);
   });
 

@@ -19,7 +19,8 @@ export type AuditAction =
   | Verbs<'import', 'start'>
   | Verbs<'image', 'retry_dead'>
   | Verbs<'endpoint', 'create' | 'update' | 'pause' | 'enable' | 'delete' | 'rotate_secret' | 'confirm_secret' | 'send_test' | 'resend' | 'recover'>
-  | Verbs<'user', 'invite' | 'remove' | 'set_password'>;
+  | Verbs<'user', 'invite' | 'remove' | 'set_password' | 'change_password' | 'send_reset' | 'reset_password'>
+  | Verbs<'invitation', 'revoke'>;
 
 /** Records one change in the merchant's audit log: on `tx` to commit with the change itself. */
 export function audit(

@@ -60,3 +60,6 @@ export const toDelivery = ({ oldest_change_at: _bookkeeping, leased_until: _leas
 /** The delivery's columns an update may set, and those a record is read from. */
 export const DELIVERY_FIELDS = ['event', 'store_id', 'product_ids', 'occurred_at', 'status', 'attempts', 'next_attempt_at', 'created_at'] as const;
 export const DELIVERY_COLUMNS = `id, endpoint_id, ${DELIVERY_FIELDS.join(', ')}`;
+
+/** An attempt's AttemptOutcomeKind in SQL (either engine): no error is a success; an error without a status code, no response. */
+export const OUTCOME_OF_ATTEMPT = "CASE WHEN error IS NULL THEN 'succeeded' WHEN status_code IS NULL THEN 'no_response' ELSE 'failed' END";

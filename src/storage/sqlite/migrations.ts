@@ -697,4 +697,26 @@ ALTER TABLE webhook_endpoints ADD COLUMN pending_secret_until TEXT;
 CREATE INDEX import_jobs_running ON import_jobs(updated_at) WHERE state = 'running';
 `,
   },
+  {
+    id: 36,
+    name: 'truthful_health',
+    sql: `
+-- Issue 22.7: a notification's condition ends (the endpoint delivers again, resumes, is re-enabled):
+-- the open ones of an endpoint are found by this index when its health changes.
+ALTER TABLE notifications ADD COLUMN ended_at TEXT;
+CREATE INDEX notifications_open ON notifications(endpoint_id) WHERE ended_at IS NULL;
+-- Issue 22.8: the attempt log by endpoint and time for the success-rate charts, read as one range of
+-- a covering index (the attempts' outcome and latency are in it).
+ALTER TABLE webhook_attempts ADD COLUMN endpoint_id INTEGER;
+UPDATE webhook_attempts SET endpoint_id = (SELECT d.endpoint_id FROM webhook_deliveries AS d WHERE d.id = webhook_attempts.delivery_id);
+CREATE INDEX webhook_attempts_endpoint_at ON webhook_attempts(endpoint_id, at, status_code, latency_ms, error);
+-- Notifications recorded before this migration ended, at the latest, with their endpoint's first
+-- successful attempt after them (a success ends every condition); the others stay open.
+UPDATE notifications SET ended_at = (SELECT min(a.at) FROM webhook_attempts AS a
+  WHERE a.endpoint_id = notifications.endpoint_id AND a.at > notifications.created_at AND a.error IS NULL)
+  WHERE endpoint_id IS NOT NULL;
+-- Issue 22.11: when each API key was last used, written at most once per CPS_API_KEY_LAST_USED_SECONDS.
+ALTER TABLE api_keys ADD COLUMN last_used_at TEXT;
+`,
+  },
 ];

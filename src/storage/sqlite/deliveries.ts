@@ -88,8 +88,11 @@ export class SqliteDeliveries implements DeliveryStore {
   async recordAttempt(deliveryId: number, attempt: AttemptRecord): Promise<void> {
     // With its delivery's endpoint: the charts read the log by (endpoint, at) (migration 36).
     this.c.stmt(`INSERT INTO webhook_attempts (delivery_id, endpoint_id, at, status_code, error, latency_ms, response_snippet)
-      VALUES (?1, (SELECT endpoint_id FROM webhook_deliveries WHERE id = ?1), ?2, ?3, ?4, ?5, ?6)`)
-      .run(deliveryId, attempt.at, attempt.status_code, attempt.error, attempt.latency_ms, attempt.response_snippet);
+      VALUES (@deliveryId, (SELECT endpoint_id FROM webhook_deliveries WHERE id = @deliveryId), @at, @status_code, @error, @latency_ms, @response_snippet)`)
+      .run({
+        deliveryId, at: attempt.at, status_code: attempt.status_code, error: attempt.error, latency_ms: attempt.latency_ms,
+        response_snippet: attempt.response_snippet,
+      });
   }
 
   async recordAttemptOutcomes(outcomes: AttemptOutcome[]): Promise<void> {

@@ -10,7 +10,7 @@ const OUTCOME_LABEL: Record<AttemptOutcomeKind, string> = { succeeded: 'succeede
 
 // The drawing's own units (the viewBox): it scales to the figure's width.
 const WIDTH = 480;
-const LEFT = 46;
+const LEFT = 60;
 const RIGHT = 6;
 const BARS = { top: 10, bottom: 118 };
 const LATENCY = { top: 134, bottom: 176 };
@@ -30,9 +30,9 @@ export function latencyText(ms: number): string {
   return ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(ms < 10_000 ? 1 : 0)} s`;
 }
 
+/** "14.3 %", "25 %": one decimal at most. */
 function rateText(part: number, whole: number): string {
-  const rate = (100 * part) / whole;
-  return `${rate === 100 || rate === 0 ? rate : rate.toFixed(1)} %`;
+  return `${Number(((100 * part) / whole).toFixed(1))} %`;
 }
 
 const hhmm = (iso: string) => iso.slice(11, 16);

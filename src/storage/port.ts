@@ -287,8 +287,9 @@ export interface DeliveryStore {
   listDeliveries(endpointId: number, filter: { status?: DeliveryStatus; limit: number; beforeId?: number }): Promise<DeliveryRecord[]>;
   listAttempts(deliveryId: number): Promise<AttemptRecord[]>;
   /**
-   * The endpoint's attempts made in [from, to), counted per UTC hour and outcome, with their
-   * latency's sum and maximum: one range of the (endpoint, at) index, grouped (issue 22.8).
+   * The endpoint's attempts of the UTC hours in [from, to) (instants on the hour), counted per hour
+   * and outcome with their latency's sum and maximum, as the attempt log's trigger keeps them
+   * (issue 22.8): one primary-key range, at most 3 rows an hour, however many attempts.
    */
   attemptsPerHour(endpointId: number, from: string, to: string): Promise<AttemptHourRecord[]>;
   /** Failed, given-up or dropped deliveries of the endpoint created at or after `since`. */

@@ -61,5 +61,5 @@ export const toDelivery = ({ oldest_change_at: _bookkeeping, leased_until: _leas
 export const DELIVERY_FIELDS = ['event', 'store_id', 'product_ids', 'occurred_at', 'status', 'attempts', 'next_attempt_at', 'created_at'] as const;
 export const DELIVERY_COLUMNS = `id, endpoint_id, ${DELIVERY_FIELDS.join(', ')}`;
 
-/** An attempt's AttemptOutcomeKind in SQL (either engine): no error is a success; an error without a status code, no response. */
-export const OUTCOME_OF_ATTEMPT = "CASE WHEN error IS NULL THEN 'succeeded' WHEN status_code IS NULL THEN 'no_response' ELSE 'failed' END";
+/** The UTC hour an ISO instant falls in, as the attempt counts key it (migration 36): `YYYY-MM-DDTHH`. */
+export const hourOf = (iso: string): string => iso.slice(0, 13);

@@ -1,10 +1,11 @@
-// Issue 22.8: an endpoint's success-rate charts read the attempt log, per UTC hour and outcome, in
-// one statement over a range of the (endpoint, at) index (migration 36): on both engines its plan
-// searches that index for the endpoint's window only (SQLite: a covering index search; PostgreSQL:
-// an index scan reading the window's rows, not the endpoint's older attempts nor another endpoint's),
-// and its counts are exact. The attempts the dispatcher records carry their endpoint; those
-// recorded before migration 36 get it from their delivery, and notifications recorded before it end
-// at their endpoint's first success after them.
+// Issue 22.8: an endpoint's success-rate charts count its attempts per UTC hour and outcome. A
+// trigger on the attempt log keeps those counts as attempts are recorded (migration 36), however
+// they are recorded (one at a time, several in one statement, straight into the table), and a chart
+// reads them in one statement over a primary-key range: on both engines its plan searches that key
+// for the endpoint's window only (SQLite: SEARCH ... USING PRIMARY KEY; PostgreSQL: an index scan
+// reading the window's rows, never the endpoint's older hours nor another endpoint's), however many
+// attempts the log holds, and the counts are exact. Attempts recorded before migration 36 are
+// counted by it, and notifications recorded before it end at their endpoint's first success after them.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -21,8 +22,8 @@ const AT = '2026-11-01T00:00:00.000Z';
 const NOW = new Date('2026-11-26T09:30:00.000Z');
 /**
  * What the statement must not read, in a log's usual proportions (it keeps weeks of history of many
- * endpoints): the charted endpoint's older attempts, and other endpoints' attempts, a tenth of them
- * inside the window.
+ * endpoints): the charted endpoint's older attempts (one every 5 minutes for 69 days), and other
+ * endpoints' attempts, a tenth of them inside the window.
  */
 const OLDER = 20_000;
 const OTHERS = 10;
@@ -59,19 +60,19 @@ async function raw(statement: string, params: unknown[] = [], location = databas
   }
 }
 
-/** `count` attempts of one delivery, a second apart from `from`, straight into the table (with their endpoint). */
-async function seedAttempts(endpointId: number, from: string, count: number): Promise<void> {
+/** `count` attempts of one delivery, `step` seconds apart from `from`, straight into the table (the trigger counts them). */
+async function seedAttempts(endpointId: number, from: string, count: number, step = 300): Promise<void> {
   const delivery = await storage.insertDelivery({
     endpoint_id: endpointId, event: 'price', store_id: null, product_ids: [1], occurred_at: from, status: 'succeeded', attempts: 1, next_attempt_at: null, created_at: from,
   });
   if (TEST_ENGINE === 'sqlite') {
     await raw(`WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < ? - 1)
-      INSERT INTO webhook_attempts (delivery_id, endpoint_id, at, status_code, error, latency_ms)
-      SELECT ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', ?, '+' || i || ' seconds'), 200, NULL, 10 FROM n`, [count, delivery.id, endpointId, from]);
+      INSERT INTO webhook_attempts (delivery_id, at, status_code, error, latency_ms)
+      SELECT ?, strftime('%Y-%m-%dT%H:%M:%fZ', ?, '+' || (i * ?) || ' seconds'), 200, NULL, 10 FROM n`, [count, delivery.id, from, step]);
   } else {
-    await raw(`INSERT INTO webhook_attempts (delivery_id, endpoint_id, at, status_code, error, latency_ms)
-      SELECT $1, $2, to_char(($3::timestamptz + i * interval '1 second') AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 200, NULL, 10
-      FROM generate_series(0, $4::integer - 1) AS i`, [delivery.id, endpointId, from, count]);
+    await raw(`INSERT INTO webhook_attempts (delivery_id, at, status_code, error, latency_ms)
+      SELECT $1, to_char(($2::timestamptz + i * $4::integer * interval '1 second') AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 200, NULL, 10
+      FROM generate_series(0, $3::integer - 1) AS i`, [delivery.id, from, count, step]);
   }
 }
 
@@ -113,7 +114,7 @@ async function statementOfAttemptsPerHour(from: string, to: string): Promise<str
   } finally {
     spy.mockRestore();
   }
-  const statements = seen.filter((sql) => /FROM webhook_attempts/.test(sql));
+  const statements = seen.filter((sql) => /FROM webhook_attempt_hours/.test(sql));
   expect(statements).toHaveLength(1);
   return statements[0]!;
 }
@@ -131,10 +132,10 @@ describe(`the attempt log per endpoint and hour (${TEST_ENGINE})`, () => {
     });
     charted = (await endpoint()).id;
     // What the statement must not read: the charted endpoint's older attempts, the other endpoints' attempts.
-    await seedAttempts(charted, '2026-11-02T00:00:00.000Z', OLDER);
+    await seedAttempts(charted, '2026-09-01T00:00:00.000Z', OLDER);
     for (let i = 0; i < OTHERS; i++) {
       const other = (await endpoint()).id;
-      await seedAttempts(other, '2026-10-20T00:00:00.000Z', OTHERS_EACH * 0.9);
+      await seedAttempts(other, '2026-10-01T00:00:00.000Z', OTHERS_EACH * 0.9);
       await seedAttempts(other, '2026-11-24T00:00:00.000Z', OTHERS_EACH * 0.1);
     }
     // The charted endpoint's window, recorded as the dispatcher records attempts: one at a time, and several together.
@@ -154,7 +155,7 @@ describe(`the attempt log per endpoint and hour (${TEST_ENGINE})`, () => {
       }
       await tx.recordAttemptOutcomes(outcomes);
     });
-    await raw(TEST_ENGINE === 'postgres' ? 'VACUUM ANALYZE webhook_attempts' : 'ANALYZE');
+    await raw(TEST_ENGINE === 'postgres' ? 'VACUUM ANALYZE webhook_attempt_hours' : 'ANALYZE');
   }, 120_000);
 
   afterAll(async () => {
@@ -194,32 +195,45 @@ describe(`the attempt log per endpoint and hour (${TEST_ENGINE})`, () => {
     expect(day!.buckets[23]!.attempts).toBe(2);
   });
 
-  it('reads only the window of that endpoint, from the (endpoint, at) index', async () => {
+  it('reads only the window\'s counts of that endpoint, from their primary key, whatever the size of the log', async () => {
     const { from, to } = attemptStatsRange(NOW);
     const sql = await statementOfAttemptsPerHour(from, to);
+    const windowRows = (await storage.attemptsPerHour(charted, from, to)).length;
     if (TEST_ENGINE === 'sqlite') {
       const db = new Database(database.location, { readonly: true });
-      const plan = (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(charted, from, to) as { detail: string }[]).map((r) => r.detail).join('\n');
+      const plan = (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(charted, from.slice(0, 13), to.slice(0, 13)) as { detail: string }[]).map((r) => r.detail).join('\n');
       db.close();
-      expect(plan).toMatch(/SEARCH webhook_attempts USING COVERING INDEX webhook_attempts_endpoint_at \(endpoint_id=\? AND at>\? AND at<\?\)/);
-      expect(plan).not.toMatch(/SCAN webhook_attempts/);
+      expect(plan).toMatch(/SEARCH webhook_attempt_hours USING PRIMARY KEY \(endpoint_id=\? AND hour>\? AND hour<\?\)/);
+      expect(plan).not.toMatch(/SCAN|TEMP B-TREE/);
       return;
     }
     if (onPglite()) return;
-    const [{ 'QUERY PLAN': [explained] }] = await raw(`EXPLAIN (ANALYZE, FORMAT JSON) ${sql}`, [charted, from, to]) as [{ 'QUERY PLAN': [{ Plan: Record<string, unknown> }] }];
+    const [{ 'QUERY PLAN': [explained] }] = await raw(`EXPLAIN (ANALYZE, FORMAT JSON) ${sql}`, [charted, from.slice(0, 13), to.slice(0, 13)]) as [{ 'QUERY PLAN': [{ Plan: Record<string, unknown> }] }];
     const scans: Record<string, unknown>[] = [];
     const walk = (node: Record<string, unknown>) => {
       if (/Scan/.test(String(node['Node Type']))) scans.push(node);
       for (const child of (node.Plans as Record<string, unknown>[] | undefined) ?? []) walk(child);
     };
     walk(explained.Plan);
-    // An index (only) scan, or a bitmap of the index and its heap rows: never a sequential scan.
+    // An index scan of the key, or a bitmap of it and its rows: never a sequential scan.
     expect(scans.map((s) => s['Node Type'])).not.toContain('Seq Scan');
-    expect(scans.filter((s) => s['Index Name'] === 'webhook_attempts_endpoint_at')).toHaveLength(1);
+    expect(scans.filter((s) => s['Index Name'] === 'webhook_attempt_hours_pkey')).toHaveLength(1);
     for (const scan of scans) {
       const read = Number(scan['Actual Rows']) + Number(scan['Rows Removed by Filter'] ?? 0) + Number(scan['Rows Removed by Index Recheck'] ?? 0);
-      expect(read, String(scan['Node Type'])).toBe(expected.filter((e) => e.at >= from).length);
+      expect(read, String(scan['Node Type'])).toBe(windowRows);
     }
+  });
+
+  it('keeps the counts with the attempt log: a delivery\'s endpoint deleted takes its counts with it', async () => {
+    const gone = await storage.createWebhookEndpoint({
+      merchant_id: merchantId, url: 'https://hooks.example/gone', store_id: null, events: ['price'], secret: 'whsec_x', created_at: AT,
+    });
+    await seedAttempts(gone.id, '2026-11-26T08:00:00.000Z', 10, 1);
+    const { from, to } = attemptStatsRange(NOW);
+    expect(await storage.attemptsPerHour(gone.id, from, to)).toEqual([{ hour: '2026-11-26T08', outcome: 'succeeded', attempts: 10, latencySumMs: 100, latencyMaxMs: 10 }]);
+    await storage.deleteWebhookEndpoint(gone.id);
+    expect(await raw(TEST_ENGINE === 'sqlite' ? 'SELECT count(*) AS n FROM webhook_attempt_hours WHERE endpoint_id = ?' : 'SELECT count(*)::integer AS n FROM webhook_attempt_hours WHERE endpoint_id = $1', [gone.id]))
+      .toEqual([{ n: 0 }]);
   });
 });
 
@@ -234,7 +248,7 @@ describe.skipIf(onPglite())(`what was recorded before migration 36 (${TEST_ENGIN
     if (olderDir) fs.rmSync(olderDir, { recursive: true, force: true });
   });
 
-  it('gives the older attempts their delivery\'s endpoint, and ends the older notifications at the endpoint\'s first success after them', async () => {
+  it('counts the older attempts per hour and outcome, and ends the older notifications at their endpoint\'s first success after them', async () => {
     olderDir = fs.mkdtempSync(path.join(os.tmpdir(), 'cps-before-36-'));
     older = await createTestDatabase(olderDir);
     const before = await older.open();
@@ -256,8 +270,11 @@ describe.skipIf(onPglite())(`what was recorded before migration 36 (${TEST_ENGIN
     await before.close();
     // The database as it was before migration 36.
     for (const statement of [
-      'DROP INDEX webhook_attempts_endpoint_at', 'DROP INDEX notifications_open', 'ALTER TABLE webhook_attempts DROP COLUMN endpoint_id',
-      'ALTER TABLE notifications DROP COLUMN ended_at', 'ALTER TABLE api_keys DROP COLUMN last_used_at', 'DELETE FROM schema_migrations WHERE id = 36',
+      ...(TEST_ENGINE === 'sqlite'
+        ? ['DROP TRIGGER webhook_attempt_hours_counted']
+        : ['DROP TRIGGER webhook_attempt_hours_counted ON webhook_attempts', 'DROP FUNCTION webhook_attempt_hours_counted()']),
+      'DROP TABLE webhook_attempt_hours', 'DROP INDEX notifications_open', 'ALTER TABLE notifications DROP COLUMN ended_at',
+      'ALTER TABLE api_keys DROP COLUMN last_used_at', 'DELETE FROM schema_migrations WHERE id = 36',
     ]) await raw(statement, [], older.location);
 
     reopened = await older.open();

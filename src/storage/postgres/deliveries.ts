@@ -1,7 +1,7 @@
 // Webhook deliveries and their attempts on PostgreSQL, claimed by several dispatchers at once.
 import type { AttemptOutcome, DeliveryStore } from '../port.js';
 import type { AttemptHourRecord, AttemptRecord, DeliveryClaim, DeliveryRecord, DeliveryStatus } from '../records.js';
-import { DELIVERY_COLUMNS, DELIVERY_FIELDS, OUTCOME_OF_ATTEMPT, toDelivery } from '../rows.js';
+import { DELIVERY_COLUMNS, DELIVERY_FIELDS, hourOf, toDelivery } from '../rows.js';
 import { wholeSecondIso } from '../../shared/time.js';
 import { takeTurns, type DueDelivery } from '../delivery-turns.js';
 import type { PgConnection, Row } from './connection.js';
@@ -104,9 +104,8 @@ export class PgDeliveries implements DeliveryStore {
   }
 
   async recordAttempt(deliveryId: number, attempt: AttemptRecord): Promise<void> {
-    // With its delivery's endpoint: the charts read the log by (endpoint, at) (migration 36).
-    await this.c.run(`INSERT INTO webhook_attempts (delivery_id, endpoint_id, at, status_code, error, latency_ms, response_snippet)
-      VALUES ($1, (SELECT endpoint_id FROM webhook_deliveries WHERE id = $1), $2, $3, $4, $5, $6)`,
+    await this.c.run(`INSERT INTO webhook_attempts (delivery_id, at, status_code, error, latency_ms, response_snippet)
+      VALUES ($1, $2, $3, $4, $5, $6)`,
     [deliveryId, attempt.at, attempt.status_code, attempt.error, attempt.latency_ms, attempt.response_snippet]);
   }
 
@@ -120,9 +119,8 @@ export class PgDeliveries implements DeliveryStore {
         SELECT * FROM unnest($1::bigint[], $2::text[], $3::integer[], $4::text[], $5::integer[], $6::text[], $7::text[], $8::integer[], $9::text[])
           WITH ORDINALITY AS o(delivery_id, at, status_code, error, latency_ms, response_snippet, status, attempts, next_attempt_at, ordinal)
       ), attempt AS (
-        INSERT INTO webhook_attempts (delivery_id, endpoint_id, at, status_code, error, latency_ms, response_snippet)
-          SELECT o.delivery_id, d.endpoint_id, o.at, o.status_code, o.error, o.latency_ms, o.response_snippet
-            FROM outcome AS o JOIN webhook_deliveries AS d ON d.id = o.delivery_id ORDER BY o.ordinal
+        INSERT INTO webhook_attempts (delivery_id, at, status_code, error, latency_ms, response_snippet)
+          SELECT delivery_id, at, status_code, error, latency_ms, response_snippet FROM outcome ORDER BY ordinal
       )
       UPDATE webhook_deliveries AS d SET status = o.status, attempts = o.attempts, next_attempt_at = o.next_attempt_at, leased_until = NULL
         FROM outcome AS o WHERE d.id = o.delivery_id`, [
@@ -146,11 +144,9 @@ export class PgDeliveries implements DeliveryStore {
   }
 
   async attemptsPerHour(endpointId: number, from: string, to: string): Promise<AttemptHourRecord[]> {
-    // One range of webhook_attempts_endpoint_at, index-only: it includes every column read (migration 36).
-    return this.c.rows<AttemptHourRecord & Row>(`SELECT substr(at, 1, 13) AS hour, ${OUTCOME_OF_ATTEMPT} AS outcome,
-        count(*) AS attempts, sum(latency_ms) AS "latencySumMs", max(latency_ms) AS "latencyMaxMs"
-      FROM webhook_attempts WHERE endpoint_id = $1 AND at >= $2 AND at < $3
-      GROUP BY hour, outcome ORDER BY hour, outcome`, [endpointId, from, to]);
+    // One range of the counts the attempt log's trigger keeps, by their primary key (migration 36).
+    return this.c.rows<AttemptHourRecord & Row>(`SELECT hour, outcome, attempts, latency_sum_ms AS "latencySumMs", latency_max_ms AS "latencyMaxMs"
+      FROM webhook_attempt_hours WHERE endpoint_id = $1 AND hour >= $2 AND hour < $3 ORDER BY hour, outcome`, [endpointId, hourOf(from), hourOf(to)]);
   }
 
   async unsuccessfulDeliveriesSince(endpointId: number, since: string): Promise<DeliveryRecord[]> {

@@ -1,7 +1,7 @@
 // Webhook deliveries and their attempts on SQLite.
 import type { AttemptOutcome, DeliveryStore } from '../port.js';
 import type { AttemptHourRecord, AttemptRecord, DeliveryClaim, DeliveryRecord, DeliveryStatus } from '../records.js';
-import { DELIVERY_COLUMNS, DELIVERY_FIELDS, OUTCOME_OF_ATTEMPT, toDelivery } from '../rows.js';
+import { DELIVERY_COLUMNS, DELIVERY_FIELDS, hourOf, toDelivery } from '../rows.js';
 import { wholeSecondIso } from '../../shared/time.js';
 import { takeTurns, type DueDelivery } from '../delivery-turns.js';
 import type { Row, SqliteConnection } from './connection.js';
@@ -86,13 +86,8 @@ export class SqliteDeliveries implements DeliveryStore {
   }
 
   async recordAttempt(deliveryId: number, attempt: AttemptRecord): Promise<void> {
-    // With its delivery's endpoint: the charts read the log by (endpoint, at) (migration 36).
-    this.c.stmt(`INSERT INTO webhook_attempts (delivery_id, endpoint_id, at, status_code, error, latency_ms, response_snippet)
-      VALUES (@deliveryId, (SELECT endpoint_id FROM webhook_deliveries WHERE id = @deliveryId), @at, @status_code, @error, @latency_ms, @response_snippet)`)
-      .run({
-        deliveryId, at: attempt.at, status_code: attempt.status_code, error: attempt.error, latency_ms: attempt.latency_ms,
-        response_snippet: attempt.response_snippet,
-      });
+    this.c.stmt(`INSERT INTO webhook_attempts (delivery_id, at, status_code, error, latency_ms, response_snippet)
+      VALUES (?, ?, ?, ?, ?, ?)`).run(deliveryId, attempt.at, attempt.status_code, attempt.error, attempt.latency_ms, attempt.response_snippet);
   }
 
   async recordAttemptOutcomes(outcomes: AttemptOutcome[]): Promise<void> {
@@ -118,11 +113,10 @@ export class SqliteDeliveries implements DeliveryStore {
   }
 
   async attemptsPerHour(endpointId: number, from: string, to: string): Promise<AttemptHourRecord[]> {
-    // One range of webhook_attempts_endpoint_at, which covers every column read (migration 36).
-    return this.c.stmt(`SELECT substr(at, 1, 13) AS hour, ${OUTCOME_OF_ATTEMPT} AS outcome,
-        count(*) AS attempts, sum(latency_ms) AS latencySumMs, max(latency_ms) AS latencyMaxMs
-      FROM webhook_attempts WHERE endpoint_id = ? AND at >= ? AND at < ?
-      GROUP BY hour, outcome ORDER BY hour, outcome`).all(endpointId, from, to) as AttemptHourRecord[];
+    // One range of the counts the attempt log's trigger keeps, by their primary key (migration 36).
+    return this.c.stmt(`SELECT hour, outcome, attempts, latency_sum_ms AS latencySumMs, latency_max_ms AS latencyMaxMs
+      FROM webhook_attempt_hours WHERE endpoint_id = ? AND hour >= ? AND hour < ? ORDER BY hour, outcome`)
+      .all(endpointId, hourOf(from), hourOf(to)) as AttemptHourRecord[];
   }
 
   async unsuccessfulDeliveriesSince(endpointId: number, since: string): Promise<DeliveryRecord[]> {

@@ -3,6 +3,8 @@
 // the slowest), drawn as server-rendered SVG. No script and no style attribute (the CSP allows
 // neither): the shapes carry classes of panel.css. Readable without the picture: each figure has a
 // caption that sums it up, each bucket a <title> (a tooltip), and a table with the numbers.
+import { raw } from 'hono/html';
+import type { HtmlEscapedString } from 'hono/utils/html';
 import { ATTEMPT_OUTCOMES, type AttemptBucket, type AttemptWindow } from '../webhooks/attempt-stats.js';
 import type { AttemptOutcomeKind } from '../storage/records.js';
 
@@ -16,6 +18,9 @@ const BARS = { top: 10, bottom: 118 };
 const LATENCY = { top: 134, bottom: 176 };
 const LABELS_Y = 194;
 const HEIGHT = 200;
+
+/** Coordinates to a tenth of a unit. */
+const round = (n: number) => Math.round(n * 10) / 10;
 
 const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
 
@@ -61,51 +66,59 @@ function tick(window: AttemptWindow, bucket: AttemptBucket): string | null {
   return hour === 0 ? day(bucket.from) : null;
 }
 
-function Chart(props: { window: AttemptWindow; titleId: string }) {
-  const { window, titleId } = props;
+/** Text and attribute values in markup written by hand (the drawing). */
+const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+const escaped = (text: string | number) => String(text).replace(/[&<>"']/g, (c) => ESCAPES[c]!);
+
+/**
+ * The drawing, as markup written here rather than JSX: some 400 elements, which hono/jsx took
+ * 50-130 ms to render on a cold process (a page's first views) where this takes about 1 ms. Every
+ * text in it is escaped; the numbers are the drawing's own.
+ */
+function chart(window: AttemptWindow, titleId: string): HtmlEscapedString {
   const slot = (WIDTH - LEFT - RIGHT) / window.buckets.length;
-  const barWidth = Math.max(1, slot * 0.8);
+  const barWidth = round(Math.max(1, slot * 0.8));
   const attemptsTop = niceCeil(Math.max(...window.buckets.map((b) => b.attempts)));
   const latencyTop = niceCeil(Math.max(...window.buckets.map((b) => b.latencyMaxMs ?? 0)));
-  const y = (value: number, top: number, area: { top: number; bottom: number }) => area.bottom - (value / top) * (area.bottom - area.top);
-  const round = (n: number) => Math.round(n * 10) / 10;
-  return (
-    <svg class="chart-drawing" viewBox={`0 0 ${WIDTH} ${HEIGHT}`} role="img" aria-labelledby={titleId}>
-      <title id={titleId}>{`${window.label}: ${summaryText(window.total)}. The table below lists the numbers.`}</title>
-      <line class="chart-axis" x1={LEFT} x2={WIDTH - RIGHT} y1={BARS.bottom} y2={BARS.bottom} />
-      <line class="chart-axis" x1={LEFT} x2={WIDTH - RIGHT} y1={LATENCY.bottom} y2={LATENCY.bottom} />
-      <text class="chart-label chart-label-end" x={LEFT - 4} y={BARS.top + 8}>{attemptsTop}</text>
-      <text class="chart-label chart-label-end" x={LEFT - 4} y={BARS.bottom}>0</text>
-      <text class="chart-label chart-label-end" x={LEFT - 4} y={LATENCY.top + 8}>{latencyText(latencyTop)}</text>
-      <text class="chart-label chart-label-end" x={LEFT - 4} y={LATENCY.bottom}>0</text>
-      {window.buckets.map((bucket, i) => {
-        const x = round(LEFT + i * slot + (slot - barWidth) / 2);
-        let base = BARS.bottom;
-        const label = tick(window, bucket);
-        return (
-          <g class="chart-bucket" data-from={bucket.from}>
-            <title>{`${periodText(bucket)}: ${summaryText(bucket)}`}</title>
-            <rect class="chart-slot" x={round(LEFT + i * slot)} y={BARS.top} width={round(slot)} height={LATENCY.bottom - BARS.top} />
-            {ATTEMPT_OUTCOMES.filter((o) => bucket.byOutcome[o] > 0).map((outcome) => {
-              // Stacked: succeeded at the bottom, then failed, then no response.
-              const height = (bucket.byOutcome[outcome] / attemptsTop) * (BARS.bottom - BARS.top);
-              base -= height;
-              return <rect class={`bar-${outcome}`} data-outcome={outcome} x={x} y={round(base)} width={round(barWidth)} height={round(height)} />;
-            })}
-            {bucket.latencyMaxMs !== null && (
-              <>
-                <rect class="latency-max" x={x} y={round(y(bucket.latencyMaxMs, latencyTop, LATENCY))} width={round(barWidth)}
-                  height={round(LATENCY.bottom - y(bucket.latencyMaxMs, latencyTop, LATENCY))} />
-                <rect class="latency-avg" x={x} y={round(y(bucket.latencyAvgMs!, latencyTop, LATENCY))} width={round(barWidth)}
-                  height={round(LATENCY.bottom - y(bucket.latencyAvgMs!, latencyTop, LATENCY))} />
-              </>
-            )}
-            {label && <text class="chart-label chart-label-middle" x={round(LEFT + (i + 0.5) * slot)} y={LABELS_Y}>{label}</text>}
-          </g>
-        );
-      })}
-    </svg>
-  );
+  /** A bar from `above` the bottom of an area, `value` of its `top` high. */
+  const bar = (attributes: string, x: number, value: number, top: number, area: { top: number; bottom: number }, above = 0) => {
+    const height = (value / top) * (area.bottom - area.top);
+    return `<rect ${attributes} x="${x}" y="${round(area.bottom - above - height)}" width="${barWidth}" height="${round(height)}"/>`;
+  };
+  const buckets = window.buckets.map((bucket, i) => {
+    const x = round(LEFT + i * slot + (slot - barWidth) / 2);
+    // Stacked: succeeded at the bottom, then failed, then no response.
+    let stacked = 0;
+    const bars = ATTEMPT_OUTCOMES.filter((o) => bucket.byOutcome[o] > 0).map((outcome) => {
+      const rect = bar(`class="bar-${outcome}" data-outcome="${outcome}"`, x, bucket.byOutcome[outcome], attemptsTop, BARS, stacked);
+      stacked += (bucket.byOutcome[outcome] / attemptsTop) * (BARS.bottom - BARS.top);
+      return rect;
+    }).join('');
+    const latency = bucket.latencyMaxMs === null ? ''
+      : bar('class="latency-max"', x, bucket.latencyMaxMs, latencyTop, LATENCY) + bar('class="latency-avg"', x, bucket.latencyAvgMs!, latencyTop, LATENCY);
+    const label = tick(window, bucket);
+    return `<g class="chart-bucket" data-from="${escaped(bucket.from)}"><title>${escaped(`${periodText(bucket)}: ${summaryText(bucket)}`)}</title>`
+      + `<rect class="chart-slot" x="${round(LEFT + i * slot)}" y="${BARS.top}" width="${round(slot)}" height="${LATENCY.bottom - BARS.top}"/>`
+      + bars + latency
+      + (label ? `<text class="chart-label chart-label-middle" x="${round(LEFT + (i + 0.5) * slot)}" y="${LABELS_Y}">${escaped(label)}</text>` : '')
+      + '</g>';
+  });
+  const axisLabel = (y: number, text: string | number) => `<text class="chart-label chart-label-end" x="${LEFT - 4}" y="${y}">${escaped(text)}</text>`;
+  const axis = (y: number) => `<line class="chart-axis" x1="${LEFT}" x2="${WIDTH - RIGHT}" y1="${y}" y2="${y}"/>`;
+  return raw(`<svg class="chart-drawing" viewBox="0 0 ${WIDTH} ${HEIGHT}" role="img" aria-labelledby="${escaped(titleId)}">`
+    + `<title id="${escaped(titleId)}">${escaped(`${window.label}: ${summaryText(window.total)}. The table below lists the numbers.`)}</title>`
+    + axis(BARS.bottom) + axis(LATENCY.bottom)
+    + axisLabel(BARS.top + 8, attemptsTop) + axisLabel(BARS.bottom, 0) + axisLabel(LATENCY.top + 8, latencyText(latencyTop)) + axisLabel(LATENCY.bottom, 0)
+    + buckets.join('') + '</svg>');
+}
+
+/** The table's rows, written as the drawing is (about 450 cells: hono/jsx was slow to render them cold). */
+function numbersRows(buckets: AttemptBucket[]): HtmlEscapedString {
+  const cell = (label: string, value: string | number) => `<td data-label="${escaped(label)}">${escaped(value)}</td>`;
+  return raw(buckets.map((b) => '<tr>' + cell('Period', periodText(b)) + cell('Attempts', b.attempts)
+    + ATTEMPT_OUTCOMES.map((o) => cell(OUTCOME_LABEL[o], b.byOutcome[o])).join('')
+    + cell('Success rate', rateText(b.byOutcome.succeeded, b.attempts))
+    + cell('Latency (average)', latencyText(b.latencyAvgMs!)) + cell('Latency (slowest)', latencyText(b.latencyMaxMs!)) + '</tr>').join(''));
 }
 
 function NumbersTable(props: { window: AttemptWindow }) {
@@ -120,18 +133,7 @@ function NumbersTable(props: { window: AttemptWindow }) {
         <thead>
           <tr><th>Period</th><th>Attempts</th>{ATTEMPT_OUTCOMES.map((o) => <th>{OUTCOME_LABEL[o]}</th>)}<th>Success rate</th><th>Latency (average)</th><th>Latency (slowest)</th></tr>
         </thead>
-        <tbody>
-          {rows.map((b) => (
-            <tr>
-              <td data-label="Period">{periodText(b)}</td>
-              <td data-label="Attempts">{b.attempts}</td>
-              {ATTEMPT_OUTCOMES.map((o) => <td data-label={OUTCOME_LABEL[o]}>{b.byOutcome[o]}</td>)}
-              <td data-label="Success rate">{rateText(b.byOutcome.succeeded, b.attempts)}</td>
-              <td data-label="Latency (average)">{latencyText(b.latencyAvgMs!)}</td>
-              <td data-label="Latency (slowest)">{latencyText(b.latencyMaxMs!)}</td>
-            </tr>
-          ))}
-        </tbody>
+        <tbody>{numbersRows(rows)}</tbody>
       </table>
     </details>
   );
@@ -150,7 +152,7 @@ export function SuccessCharts(props: { windows: AttemptWindow[] }) {
         {props.windows.map((window) => (
           <figure class="chart" id={`chart-${window.id}`}>
             <figcaption><strong>{window.label}</strong>: {summaryText(window.total)}.</figcaption>
-            {window.total.attempts > 0 && <Chart window={window} titleId={`chart-${window.id}-title`} />}
+            {window.total.attempts > 0 && chart(window, `chart-${window.id}-title`)}
             <NumbersTable window={window} />
           </figure>
         ))}

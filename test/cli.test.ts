@@ -116,7 +116,7 @@ describe('the command line', () => {
     const bad = await cli('users', 'invite', '--merchant', '1', '--email', 'nope', '--db', db);
     expect(bad.code).not.toBe(0);
     expect(bad.stderr).toMatch(/\/email/);
-  });
+  }, 120_000);
 
   it('import FILE --merchant 1 --db FILE applies an NDJSON file', async () => {
     const file = path.join(dir, 'products.ndjson');

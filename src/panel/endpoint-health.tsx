@@ -2,13 +2,15 @@
 // page and the overview's notifications. `failing` (amber) is an active endpoint whose last
 // attempts failed, with how many since when and the last success; paused and disabled are red.
 import type { components } from '../generated/admin-api.js';
+import { Time } from './time.js';
 
 type Schemas = components['schemas'];
 type Endpoint = Schemas['WebhookEndpoint'];
 type Notification = Schemas['Notification'];
 
-function At(props: { at: string | null; none?: string }) {
-  return props.at ? <time datetime={props.at}>{props.at}</time> : <>{props.none ?? 'never'}</>;
+/** A moment in the viewer's local time (time.tsx); "never" when there is none. */
+function At(props: { at: string | null }) {
+  return <Time at={props.at} none="never" />;
 }
 
 /** The state as a word in its colour (classes health-*: panel.css). */
@@ -36,7 +38,7 @@ export function Health(props: { endpoint: Endpoint }) {
 /** A notification's condition: when it ended, or that it lasts. */
 export function NotificationEnded(props: { notification: Notification }) {
   const { ended_at: ended, endpoint_id: endpointId } = props.notification;
-  if (ended) return <span class="notification-ended">ended <time datetime={ended}>{ended}</time></span>;
+  if (ended) return <span class="notification-ended">ended <Time at={ended} /></span>;
   if (endpointId === null) return <span class="muted">endpoint deleted</span>;
   return <span class="notification-ongoing">ongoing</span>;
 }

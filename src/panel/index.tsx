@@ -5,6 +5,7 @@
 // group.
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
+import { contextStorage } from 'hono/context-storage';
 import { requestLog } from '../http/access-log.js';
 import type { Service } from '../service.js';
 import { ProblemError } from '../shared/problem.js';
@@ -33,6 +34,8 @@ export function panelApp(service: Service): Hono<PanelEnv> {
   const panel = new Hono<PanelEnv>();
 
   panel.use('*', securityHeaders());
+  // The request, for the layout's navigation: it marks the current page (layout.tsx).
+  panel.use('*', contextStorage());
   panel.route('/assets', panelAssets());
   panel.use('*', nulFreeAddress());
   panel.use('*', panelSession(accounts, cookie));
@@ -65,7 +68,7 @@ export function panelApp(service: Service): Hono<PanelEnv> {
     const session = c.get('session');
     if (error instanceof ProblemError) {
       if (error.status === 401) return c.redirect('/panel/login', 303);
-      return c.html(<ErrorPage status={error.status} title={TITLES[error.status] ?? 'Error'} detail={error.detail} session={session} />, error.status as 404);
+      return c.html(<ErrorPage status={error.status} title={TITLES[error.status] ?? 'Error'} detail={error.detail} invalidParams={error.invalidParams} session={session} />, error.status as 404);
     }
     requestLog(c)?.error({ err: error, method: c.req.method, path: new URL(c.req.url).pathname }, 'unhandled panel error');
     return c.html(<ErrorPage status={500} title="Something went wrong" detail="An unexpected error occurred." session={session} />, 500);

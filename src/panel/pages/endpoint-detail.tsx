@@ -14,10 +14,12 @@ import type { DeliveryStatus } from '../../storage/records.js';
 import type { AttemptWindow } from '../../webhooks/attempt-stats.js';
 import { field, formOf, validated } from '../form.js';
 import { formAction, idParam, merchantOf, sessionOf, type PanelContext } from '../handlers.js';
-import { CsrfField, ErrorMessage, Layout, Notice } from '../layout.js';
+import { CsrfField, ErrorMessage, Layout, Notice, type ShownError } from '../layout.js';
+import { plainReason } from '../plain-words.js';
 import type { PanelEnv } from '../session.js';
 import { Health, NotificationEnded } from '../endpoint-health.js';
 import { SuccessCharts } from '../success-chart.js';
+import { Time } from '../time.js';
 import { ConfirmSecretButton, SecretState } from './endpoints.js';
 
 type Schemas = components['schemas'];
@@ -32,6 +34,8 @@ const PAGE_SIZE = 25;
 const NOTIFICATIONS_READ = 100;
 
 interface LogFilter { status?: DeliveryStatus | undefined; beforeId?: number | undefined }
+/** Where the page shows a failed action's error: beside the buttons of the secret, the deliveries' resend, the recovery form. */
+type ErrorAt = 'secret' | 'deliveries' | 'recover';
 
 /** The log's query, checked by the admin API's own query schema (status, before_id); '' means "any". */
 function logFilter(c: PanelContext): LogFilter {
@@ -42,7 +46,7 @@ function logFilter(c: PanelContext): LogFilter {
   }
   const result = routes.listWebhookDeliveries.request.query.safeParse(query);
   if (!result.success) {
-    throw invalidInput('query', result.error.issues.map((issue) => ({ name: issue.path.map(String).join('.'), in: 'query', reason: issue.message })));
+    throw invalidInput('query', result.error.issues.map((issue) => ({ name: issue.path.map(String).join('.'), in: 'query', reason: plainReason(issue) })));
   }
   return { status: result.data.status, beforeId: result.data.before_id };
 }
@@ -60,10 +64,13 @@ const DONE: Record<string, string> = {
 };
 
 function When(props: { at: string | null | undefined; none?: string }) {
-  return props.at ? <time datetime={props.at}>{props.at}</time> : <span class="muted">{props.none ?? '—'}</span>;
+  return <Time at={props.at} none={props.none} />;
 }
 
-function DeliveryLog(props: { base: string; deliveries: Delivery[]; filter: LogFilter; session: PanelSession; active: boolean }) {
+function DeliveryLog(props: {
+  base: string; deliveries: Delivery[]; filter: LogFilter; session: PanelSession; active: boolean;
+  error?: ShownError | undefined; errorAt?: ErrorAt | undefined;
+}) {
   const { base, deliveries, filter, session } = props;
   const older = deliveries.length === PAGE_SIZE
     ? `${base}?${new URLSearchParams({ ...(filter.status ? { status: filter.status } : {}), before_id: String(deliveries[deliveries.length - 1]!.id) })}`
@@ -80,7 +87,13 @@ function DeliveryLog(props: { base: string; deliveries: Delivery[]; filter: LogF
         </label>{' '}
         <button type="submit">Filter</button>
       </form>
-      {deliveries.length === 0 ? <p>No deliveries{filter.status ? ` with status ${filter.status}` : ''}{filter.beforeId ? ' before these' : ''}.</p> : (
+      {props.errorAt === 'deliveries' && <ErrorMessage error={props.error} />}
+      {deliveries.length === 0 ? (
+        <p>
+          No deliveries{filter.status ? ` with status ${filter.status}` : ''}{filter.beforeId ? ' before these' : ''}
+          {filter.status || filter.beforeId ? '.' : ' yet: one is sent when a product the endpoint follows changes; "Send test" on the endpoints page sends one now.'}
+        </p>
+      ) : (
         <table>
           <thead><tr><th>Delivery</th><th>Event</th><th>Products</th><th>Status</th><th>Attempts</th><th>Created</th><th>Next attempt</th><th>Actions</th></tr></thead>
           <tbody>
@@ -141,7 +154,7 @@ function Notifications(props: { notifications: Notification[] }) {
 function EndpointDetailPage(props: {
   session: PanelSession; merchantId: number; endpoint: Endpoint; deliveries: Delivery[]; notifications: Notification[]; filter: LogFilter;
   stats: AttemptWindow[];
-  notice?: string | undefined; error?: { detail: string } | undefined; since?: string;
+  notice?: string | undefined; error?: ShownError | undefined; errorAt?: ErrorAt; since?: string;
 }) {
   const { session, merchantId, endpoint } = props;
   const list = `/panel/merchants/${merchantId}/endpoints`;
@@ -151,7 +164,7 @@ function EndpointDetailPage(props: {
     <Layout title={`Endpoint #${endpoint.id}`} session={session} merchantId={merchantId}>
       <p><a href={list}>All endpoints</a></p>
       <Notice text={props.notice} />
-      <ErrorMessage error={props.error} />
+      {props.errorAt === undefined && <ErrorMessage error={props.error} />}
       <section aria-labelledby="health">
         <h2 id="health">Health</h2>
         <dl>
@@ -166,11 +179,13 @@ function EndpointDetailPage(props: {
         {!active && (
           <form class="inline" method="post" action={`${base}/enable`}><CsrfField session={session} /><button type="submit">Enable</button></form>
         )}
+        {props.errorAt === 'secret' && <ErrorMessage error={props.error} />}
       </section>
       <SuccessCharts windows={props.stats} />
-      <DeliveryLog base={base} deliveries={props.deliveries} filter={props.filter} session={session} active={active} />
+      <DeliveryLog base={base} deliveries={props.deliveries} filter={props.filter} session={session} active={active} error={props.error} errorAt={props.errorAt} />
       <section aria-labelledby="recover">
         <h2 id="recover">Recover failed deliveries</h2>
+        {props.errorAt === 'recover' && <ErrorMessage error={props.error} labels={{ since: 'Recover failed deliveries since' }} />}
         {active ? (
           <form class="stacked" method="post" action={`${base}/recover`}>
             <CsrfField session={session} />
@@ -206,7 +221,7 @@ function DeliveryPage(props: { session: PanelSession; merchantId: number; endpoi
         <button type="submit">Resend</button>
       </form>
       <h2>Attempts</h2>
-      {delivery.attempts.length === 0 ? <p>No attempts yet.</p> : (
+      {delivery.attempts.length === 0 ? <p>No attempts yet: the delivery is sent at its next attempt time, above.</p> : (
         <table>
           <thead><tr><th>Time</th><th>Status code</th><th>Error</th><th>Latency</th><th>Response</th></tr></thead>
           <tbody>
@@ -266,7 +281,7 @@ export function endpointDetailPages(service: Service, accounts: () => PanelAccou
     const deliveryId = idParam(c, 'deliveryId', 'Delivery');
     const outcome = await formAction(() => endpoints.resend(merchantId, endpointId, deliveryId));
     if (outcome.error) {
-      return c.html(<EndpointDetailPage session={session} merchantId={merchantId} {...await detail(merchantId, endpointId, {})} error={outcome.error} />, outcome.error.status as 409);
+      return c.html(<EndpointDetailPage session={session} merchantId={merchantId} {...await detail(merchantId, endpointId, {})} error={outcome.error} errorAt="deliveries" />, outcome.error.status as 409);
     }
     await accounts().record(session.principal, merchantId, 'endpoint.resend', `endpoint ${endpointId}: delivery ${deliveryId} as ${outcome.ok.id}`);
     return c.redirect(`/panel/merchants/${merchantId}/endpoints/${endpointId}?done=resent`, 303);
@@ -279,7 +294,7 @@ export function endpointDetailPages(service: Service, accounts: () => PanelAccou
     const endpointId = idParam(c, 'endpointId', 'Webhook endpoint');
     const outcome = await formAction(() => endpoints.confirmSecret(merchantId, endpointId, principalName(session.principal)));
     if (outcome.error) {
-      return c.html(<EndpointDetailPage session={session} merchantId={merchantId} {...await detail(merchantId, endpointId, {})} error={outcome.error} />, outcome.error.status as 409);
+      return c.html(<EndpointDetailPage session={session} merchantId={merchantId} {...await detail(merchantId, endpointId, {})} error={outcome.error} errorAt="secret" />, outcome.error.status as 409);
     }
     return c.redirect(`/panel/merchants/${merchantId}/endpoints/${endpointId}?done=secret_confirmed`, 303);
   });
@@ -292,7 +307,7 @@ export function endpointDetailPages(service: Service, accounts: () => PanelAccou
     const outcome = await formAction(() => endpoints.recover(merchantId, endpointId, validated(RecoverDeliveriesInputSchema, { since: sinceOf(since) }).since));
     if (outcome.error) {
       return c.html(
-        <EndpointDetailPage session={session} merchantId={merchantId} {...await detail(merchantId, endpointId, {})} error={outcome.error} since={since} />,
+        <EndpointDetailPage session={session} merchantId={merchantId} {...await detail(merchantId, endpointId, {})} error={outcome.error} errorAt="recover" since={since} />,
         outcome.error.status as 400,
       );
     }

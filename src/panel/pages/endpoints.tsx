@@ -12,8 +12,12 @@ import { principalName, type PanelAccounts, type PanelSession } from '../../admi
 import { field, fields, formOf, validated } from '../form.js';
 import { formAction, idParam, merchantOf, sessionOf } from '../handlers.js';
 import { Health } from '../endpoint-health.js';
-import { CsrfField, ErrorMessage, Layout, Notice, ShownOnce } from '../layout.js';
+import { CsrfField, ErrorMessage, Layout, Notice, ShownOnce, type ShownError } from '../layout.js';
 import type { PanelEnv } from '../session.js';
+import { Time } from '../time.js';
+
+/** The registration form's labels, for its errors (plain-words.ts). */
+const FIELD_LABELS = { url: 'Receiver URL', store: 'Store', events: 'Events' };
 
 type Endpoint = components['schemas']['WebhookEndpoint'];
 
@@ -33,7 +37,7 @@ export function SecretState(props: { endpoint: Endpoint }) {
       {rotation && (
         <div class="muted secret-rotation">
           rotation pending: <code>{rotation.new_secret_prefix}…</code> signs from{' '}
-          <time datetime={rotation.pending_until}>{rotation.pending_until}</time>, or once confirmed
+          <Time at={rotation.pending_until} />, or once confirmed
         </div>
       )}
     </>
@@ -51,7 +55,9 @@ export function ConfirmSecretButton(props: { session: PanelSession; base: string
 
 function EndpointsPage(props: {
   session: PanelSession; merchantId: number; endpoints: Endpoint[]; stores: StoreRecord[];
-  notice?: string | undefined; error?: { detail: string } | undefined; input?: { url: string; store: string; events: string[] };
+  notice?: string | undefined; error?: ShownError | undefined; input?: { url: string; store: string; events: string[] };
+  /** The action the error comes from, where the page shows it: the registration form unless a row's `test:<id>`. */
+  errorAt?: string;
 }) {
   const { session, merchantId } = props;
   const base = `/panel/merchants/${merchantId}/endpoints`;
@@ -59,7 +65,7 @@ function EndpointsPage(props: {
   return (
     <Layout title="Webhook endpoints" session={session} merchantId={merchantId}>
       <Notice text={props.notice} />
-      {props.endpoints.length === 0 ? <p>No endpoints yet.</p> : (
+      {props.endpoints.length === 0 ? <p>No endpoints yet: register your receiver's URL below, and every change of the catalog is sent to it, signed.</p> : (
         <table>
           <thead><tr><th>URL</th><th>Store</th><th>Events</th><th>Health</th><th>Secret</th><th>Actions</th></tr></thead>
           <tbody>
@@ -81,6 +87,7 @@ function EndpointsPage(props: {
                     <form class="inline" method="post" action={`${base}/${e.id}/pause`}><CsrfField session={session} /><button type="submit">Pause</button></form>
                   )}{' '}
                   <a href={`${base}/${e.id}/delete`}>Delete…</a>
+                  {props.errorAt === `test:${e.id}` && <ErrorMessage error={props.error} />}
                 </td>
               </tr>
             ))}
@@ -88,7 +95,7 @@ function EndpointsPage(props: {
         </table>
       )}
       <h2>Register an endpoint</h2>
-      <ErrorMessage error={props.error} />
+      {props.errorAt === undefined && <ErrorMessage error={props.error} labels={FIELD_LABELS} />}
       <form class="stacked" method="post" action={base}>
         <CsrfField session={session} />
         <label>Receiver URL<input type="url" name="url" required value={input.url} /></label>
@@ -159,7 +166,7 @@ export function endpointPages(service: Service, accounts: () => PanelAccounts) {
           <>
             <p>
               The old secret (<code>{rotated.secret_prefix}…</code>) of {rotated.url} keeps signing deliveries
-              until <time datetime={rotation.pending_until}>{rotation.pending_until}</time>; from then on the new one does.
+              until <Time at={rotation.pending_until} />; from then on the new one does.
             </p>
             <ShownOnce label="New signing secret" secret={rotated.secret} />
             <p>
@@ -184,7 +191,7 @@ export function endpointPages(service: Service, accounts: () => PanelAccounts) {
     const endpointId = idParam(c, 'endpointId', 'Webhook endpoint');
     const outcome = await formAction(() => endpoints.sendTest(merchantId, endpointId));
     if (outcome.error) {
-      return c.html(<EndpointsPage session={session} merchantId={merchantId} {...await listing(merchantId)} error={outcome.error} />, outcome.error.status as 409);
+      return c.html(<EndpointsPage session={session} merchantId={merchantId} {...await listing(merchantId)} error={outcome.error} errorAt={`test:${endpointId}`} />, outcome.error.status as 409);
     }
     await accounts().record(session.principal, merchantId, 'endpoint.send_test', `endpoint ${endpointId}: delivery ${outcome.ok.id}`);
     return c.redirect(`/panel/merchants/${merchantId}/endpoints?done=test`, 303);

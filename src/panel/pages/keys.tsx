@@ -9,6 +9,7 @@ import { field, formOf, validated } from '../form.js';
 import { formAction, idParam, merchantOf, sessionOf } from '../handlers.js';
 import { CsrfField, ErrorMessage, Layout, Notice, ShownOnce } from '../layout.js';
 import type { PanelEnv } from '../session.js';
+import { Time } from '../time.js';
 
 function KeysPage(props: {
   session: PanelSession; merchantId: number; keys: ApiKeyRecord[]; lastUsedSeconds: number; notice?: string | undefined; error?: { detail: string } | undefined;
@@ -17,7 +18,7 @@ function KeysPage(props: {
   return (
     <Layout title="API keys" session={session} merchantId={merchantId}>
       <Notice text={props.notice} />
-      {props.keys.length === 0 ? <p>No API keys yet.</p> : (
+      {props.keys.length === 0 ? <p>No API keys yet: create one below for each integration that reads the catalog.</p> : (
         <table>
           <thead><tr><th>Name</th><th>Prefix</th><th>Created</th><th>Last used</th><th>Revoked</th><th></th></tr></thead>
           <tbody>
@@ -25,9 +26,9 @@ function KeysPage(props: {
               <tr data-key={k.id}>
                 <td>{k.name}</td>
                 <td><code>{k.prefix}…</code></td>
-                <td>{k.created_at}</td>
-                <td class="key-last-used">{k.last_used_at ? <time datetime={k.last_used_at}>{k.last_used_at}</time> : 'never'}</td>
-                <td>{k.revoked_at ?? '—'}</td>
+                <td><Time at={k.created_at} /></td>
+                <td class="key-last-used"><Time at={k.last_used_at} none="never" /></td>
+                <td><Time at={k.revoked_at} /></td>
                 <td>{!k.revoked_at && <a href={`/panel/merchants/${merchantId}/keys/${k.id}/revoke`}>Revoke…</a>}</td>
               </tr>
             ))}
@@ -36,7 +37,7 @@ function KeysPage(props: {
       )}
       {props.keys.length > 0 && <p class="muted">A key's last use is written at most once every {props.lastUsedSeconds} s, not on every request: the time shown can lag by about that much.</p>}
       <h2>Create a key</h2>
-      <ErrorMessage error={props.error} />
+      <ErrorMessage error={props.error} labels={{ name: 'Name' }} />
       <form class="stacked" method="post" action={`/panel/merchants/${merchantId}/keys`}>
         <CsrfField session={session} />
         <label>Name (the integration that uses it)<input name="name" required maxlength={200} /></label>

@@ -10,18 +10,23 @@ import { ErrorMessage, Layout, Notice } from '../layout.js';
 import { endSession, startSession, type PanelEnv, type SessionCookie } from '../session.js';
 import { ProblemError } from '../../shared/problem.js';
 
-function LoginPage(props: { error?: { detail: string } | undefined; notice?: string | undefined; email?: string }) {
+function LoginPage(props: {
+  error?: { detail: string } | undefined; notice?: string | undefined; email?: string;
+  /** Which form failed: its error is shown above it. */
+  errorAt?: 'user' | 'operator';
+}) {
   return (
     <Layout title="Sign in">
       <Notice text={props.notice} />
-      <ErrorMessage error={props.error} />
       <h2>Merchant user</h2>
+      {props.errorAt === 'user' && <ErrorMessage error={props.error} />}
       <form class="stacked" method="post" action="/panel/login">
         <label>E-mail<input type="email" name="email" autocomplete="username" required value={props.email ?? ''} /></label>
         <label>Password<input type="password" name="password" autocomplete="current-password" required /></label>
         <button type="submit">Sign in</button>
       </form>
       <h2>Operator</h2>
+      {props.errorAt === 'operator' && <ErrorMessage error={props.error} />}
       <form class="stacked" method="post" action="/panel/login/operator">
         <label>Admin token<input type="password" name="admin_token" autocomplete="off" required /></label>
         <button type="submit">Sign in as operator</button>
@@ -34,7 +39,7 @@ function InvitationPage(props: { token: string; email: string; error?: { detail:
   return (
     <Layout title="Set your password">
       <p>Welcome, {props.email}. Choose a password of at least 12 characters to finish your account.</p>
-      <ErrorMessage error={props.error} />
+      <ErrorMessage error={props.error} labels={{ password: 'New password' }} />
       <form class="stacked" method="post" action={`/panel/invitations/${encodeURIComponent(props.token)}`}>
         <input type="text" name="username" autocomplete="username" value={props.email} hidden readonly />
         <label>New password<input type="password" name="password" autocomplete="new-password" minlength={12} required /></label>
@@ -69,7 +74,8 @@ export function signInPages(accounts: () => PanelAccounts, cookie: SessionCookie
     } catch (error) {
       if (!(error instanceof ProblemError) || (error.status !== 401 && error.status !== 429)) throw error;
       for (const [name, value] of Object.entries(error.headers)) c.header(name, value);
-      return c.html(<LoginPage error={error} {...(email ? { email } : {})} />, error.status as 401 | 429);
+      // Only the merchant user's form has an e-mail.
+      return c.html(<LoginPage error={error} errorAt={email === undefined ? 'operator' : 'user'} {...(email ? { email } : {})} />, error.status as 401 | 429);
     }
   };
 

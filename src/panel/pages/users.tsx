@@ -7,6 +7,7 @@ import { field, formOf } from '../form.js';
 import { formAction, idParam, merchantOf, sessionOf } from '../handlers.js';
 import { CsrfField, ErrorMessage, Layout, Notice } from '../layout.js';
 import type { PanelEnv } from '../session.js';
+import { Time, utcText } from '../time.js';
 
 const AUDIT_ROWS = 100;
 
@@ -26,12 +27,13 @@ function UsersPage(props: {
           <p><button type="button" data-copy="#secret" hidden>Copy</button></p>
         </section>
       )}
+      {props.users.length === 0 && <p>No users yet: invite the merchant's people below.</p>}
       <table>
         <thead><tr><th>E-mail</th><th>Role</th><th>Since</th><th></th></tr></thead>
         <tbody>
           {props.users.map((u) => (
             <tr>
-              <td>{u.email}</td><td>{u.role}</td><td>{u.created_at}</td>
+              <td>{u.email}</td><td>{u.role}</td><td><Time at={u.created_at} /></td>
               <td>
                 <form class="inline" method="post" action={`/panel/merchants/${merchantId}/users/${u.id}/remove`}>
                   <CsrfField session={session} /><button type="submit" class="danger">Remove</button>
@@ -42,7 +44,7 @@ function UsersPage(props: {
         </tbody>
       </table>
       <h2>Invite a user</h2>
-      <ErrorMessage error={props.error} />
+      <ErrorMessage error={props.error} labels={{ email: 'E-mail', role: 'Role' }} />
       <form class="stacked" method="post" action={`/panel/merchants/${merchantId}/users`}>
         <CsrfField session={session} />
         <label>E-mail<input type="email" name="email" required /></label>
@@ -52,9 +54,10 @@ function UsersPage(props: {
         <button type="submit">Invite</button>
       </form>
       <h2>Audit log</h2>
+      {props.audit.length === 0 && <p>Nothing recorded yet: every change made in the panel is listed here, with who made it and when.</p>}
       <table>
         <thead><tr><th>When</th><th>Who</th><th>What</th><th>Detail</th></tr></thead>
-        <tbody>{props.audit.map((a) => <tr><td>{a.at}</td><td>{a.actor}</td><td>{a.action}</td><td>{a.detail}</td></tr>)}</tbody>
+        <tbody>{props.audit.map((a) => <tr><td><Time at={a.at} /></td><td>{a.actor}</td><td>{a.action}</td><td>{a.detail}</td></tr>)}</tbody>
       </table>
     </Layout>
   );
@@ -89,7 +92,7 @@ export function userPages(service: Service, accounts: () => PanelAccounts) {
     const path = `/panel/invitations/${encodeURIComponent(outcome.ok.token)}`;
     return c.html(
       <UsersPage session={session} merchantId={merchantId} {...await listing(session, merchantId)}
-        notice={`${outcome.ok.email} is invited as ${outcome.ok.role} until ${outcome.ok.expires_at}.`} invitation={{ path, url: `${service.config.publicBaseUrl}${path}` }} />,
+        notice={`${outcome.ok.email} is invited as ${outcome.ok.role} until ${utcText(outcome.ok.expires_at)}.`} invitation={{ path, url: `${service.config.publicBaseUrl}${path}` }} />,
       201,
     );
   });

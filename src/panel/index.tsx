@@ -23,6 +23,7 @@ import { keyPages } from './pages/keys.js';
 import { overviewPage } from './pages/overview.js';
 import { signInPages } from './pages/sign-in.js';
 import { userPages } from './pages/users.js';
+import { accountPages } from './pages/account.js';
 import { securityHeaders } from './security-headers.js';
 import { panelSession, sessionCookie, signedIn, type PanelEnv } from './session.js';
 
@@ -46,7 +47,7 @@ export function panelApp(service: Service): Hono<PanelEnv> {
   const importLimit = limit(importBodyBytes);
   const formLimit = limit(adminBodyBytes);
   panel.use('*', (c, next) => (/^\/panel\/merchants\/[^/]+\/import$/.test(c.req.path) ? importLimit : formLimit)(c, next));
-  panel.use('*', csrf(service.config.publicBaseUrl));
+  panel.use('*', csrf(service.config.publicBaseUrl, service.config.publicBaseUrlConfigured));
 
   panel.route('/', signInPages(accounts, cookie));
   panel.use('/merchants/:merchantId/*', merchantScope(accounts));
@@ -57,6 +58,9 @@ export function panelApp(service: Service): Hono<PanelEnv> {
   panel.route('/merchants/:merchantId/import', importPages(service, accounts));
   panel.route('/merchants/:merchantId/images', imagePages(service, accounts));
   panel.route('/merchants/:merchantId/catalog', catalogPages(service, accounts));
+  panel.use('/account', signedIn());
+  panel.use('/account/*', signedIn());
+  panel.route('/account', accountPages(accounts));
   panel.use('/', signedIn());
   panel.route('/', overviewPage(service, accounts));
   panel.all('*', (c) => {

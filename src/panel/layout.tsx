@@ -61,6 +61,7 @@ export function Layout(props: {
               <form class="inline" method="post" action="/panel/logout">
                 <CsrfField session={session} />
                 <span class="muted">{principalName(session.principal)} </span>
+                {session.principal.kind === 'user' && <><a href="/panel/account">Your account</a>{' '}</>}
                 <button type="submit">Sign out</button>
               </form>
             )}

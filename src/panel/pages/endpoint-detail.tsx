@@ -15,6 +15,8 @@ import type { AttemptWindow } from '../../webhooks/attempt-stats.js';
 import { field, formOf, validated } from '../form.js';
 import { formAction, idParam, merchantOf, sessionOf, type PanelContext } from '../handlers.js';
 import { CsrfField, ErrorMessage, Layout, Notice, type ShownError } from '../layout.js';
+import { ConfirmPage } from '../confirm.js';
+import { noticeFor } from '../notices.js';
 import { plainReason } from '../plain-words.js';
 import type { PanelEnv } from '../session.js';
 import { Health, NotificationEnded } from '../endpoint-health.js';
@@ -174,7 +176,7 @@ function EndpointDetailPage(props: {
           <dt>Secret</dt><dd id="endpoint-secret"><SecretState endpoint={endpoint} /></dd>
           <dt>Health</dt><dd id="endpoint-health"><Health endpoint={endpoint} /></dd>
         </dl>
-        <form class="inline" method="post" action={`${base}/rotate`}><CsrfField session={session} /><button type="submit">Rotate secret</button></form>{' '}
+        <a href={`${base}/rotate?from=detail`}>Rotate secret…</a>{' '}
         {endpoint.secret_rotation && <><ConfirmSecretButton session={session} base={base} />{' '}</>}
         {!active && (
           <form class="inline" method="post" action={`${base}/enable`}><CsrfField session={session} /><button type="submit">Enable</button></form>
@@ -263,7 +265,7 @@ export function endpointDetailPages(service: Service, accounts: () => PanelAccou
     const merchantId = merchantOf(c);
     const endpointId = idParam(c, 'endpointId', 'Webhook endpoint');
     const done = c.req.query('done');
-    const notice = done === 'recovered' ? `${Number(c.req.query('count') ?? 0)} failed deliveries are queued again.` : DONE[done ?? ''];
+    const notice = done === 'recovered' ? `${Number(c.req.query('count') ?? 0)} failed deliveries are queued again.` : noticeFor(DONE, done);
     return c.html(<EndpointDetailPage session={sessionOf(c)} merchantId={merchantId} {...await detail(merchantId, endpointId, logFilter(c))} notice={notice} />);
   });
 
@@ -285,6 +287,24 @@ export function endpointDetailPages(service: Service, accounts: () => PanelAccou
     }
     await accounts().record(session.principal, merchantId, 'endpoint.resend', `endpoint ${endpointId}: delivery ${deliveryId} as ${outcome.ok.id}`);
     return c.redirect(`/panel/merchants/${merchantId}/endpoints/${endpointId}?done=resent`, 303);
+  });
+
+  // The confirmation step (issue 22.2): the old secret stops signing at once.
+  pages.get('/confirm-secret', async (c) => {
+    const session = sessionOf(c);
+    const merchantId = merchantOf(c);
+    const endpoint = await endpoints.endpoint(merchantId, idParam(c, 'endpointId', 'Webhook endpoint'));
+    const detailUrl = `/panel/merchants/${merchantId}/endpoints/${endpoint.id}`;
+    if (!endpoint.secret_rotation) return c.redirect(detailUrl, 303);
+    return c.html(
+      <ConfirmPage session={session} merchantId={merchantId} title="Sign with the new secret now?" action={`${detailUrl}/confirm-secret`}
+        button="Sign with the new secret now" cancel={detailUrl} danger={false}>
+        <p>
+          Every delivery to {endpoint.url} is signed with the new secret (<code>{endpoint.secret_rotation.new_secret_prefix}…</code>) from now on;
+          the old one (<code>{endpoint.secret_prefix}…</code>) no longer verifies. Install the new secret on the receiver first.
+        </p>
+      </ConfirmPage>,
+    );
   });
 
   // "Sign with the new secret now": ends a pending rotation (audited by the domain); 409 on the page when none is pending.

@@ -724,6 +724,46 @@ CREATE INDEX import_jobs_running ON import_jobs(updated_at) WHERE state = 'runni
 `,
   },
   {
+    id: 35,
+    name: 'panel_links_and_flashes',
+    sql: `
+-- Issue 22 (items 1, 3, 4): invitation links get an id (listed and revoked by it), a revocation, and
+-- a purpose: an invitation creates the e-mail's account, a reset sets a new password for an existing
+-- one. SQLite cannot add an id to a table keyed by token_hash: the table is rebuilt.
+CREATE TABLE panel_invitations_35 (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  token_hash BLOB NOT NULL UNIQUE,
+  merchant_id INTEGER NOT NULL REFERENCES merchants(id),
+  email TEXT NOT NULL,
+  role TEXT NOT NULL CHECK (role IN ('owner', 'member')),
+  purpose TEXT NOT NULL DEFAULT 'invitation' CHECK (purpose IN ('invitation', 'reset')),
+  created_at TEXT NOT NULL,
+  expires_at TEXT NOT NULL,
+  used_at TEXT,
+  revoked_at TEXT
+);
+INSERT INTO panel_invitations_35 (token_hash, merchant_id, email, role, created_at, expires_at, used_at)
+  SELECT token_hash, merchant_id, email, role, created_at, expires_at, used_at FROM panel_invitations ORDER BY created_at, rowid;
+DROP TABLE panel_invitations;
+ALTER TABLE panel_invitations_35 RENAME TO panel_invitations;
+CREATE INDEX panel_invitations_pending ON panel_invitations(merchant_id, email) WHERE used_at IS NULL AND revoked_at IS NULL;
+
+-- Setting a password ends the account's other sessions: found by user.
+CREATE INDEX panel_sessions_user ON panel_sessions(user_id);
+
+-- A secret shown once (a new key, a signing secret, an invitation link) waits here, sealed with a key
+-- only the session's cookie holds, between the POST that made it and the one GET that shows it.
+CREATE TABLE panel_flashes (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  session_hash BLOB NOT NULL REFERENCES panel_sessions(token_hash) ON DELETE CASCADE,
+  sealed BLOB NOT NULL,
+  expires_at TEXT NOT NULL
+);
+CREATE INDEX panel_flashes_session ON panel_flashes(session_hash);
+CREATE INDEX panel_flashes_expiry ON panel_flashes(expires_at);
+`,
+  },
+  {
     id: 36,
     name: 'truthful_health',
     sql: `

@@ -8,7 +8,8 @@
 // artifacts/panel/endpoint-health-*.png.
 import type { Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchBrowser, type TestBrowser } from '../support/browser.js';
+import path from 'node:path';
+import { ARTIFACTS_DIR, launchBrowser, type TestBrowser } from '../support/browser.js';
 import { fakeClock, MINUTE } from '../support/clock.js';
 import { Receiver } from '../support/receiver.js';
 import { startTestService, type TestService } from '../support/service.js';
@@ -131,6 +132,11 @@ describe('an endpoint whose last attempts failed', () => {
     expect(await fill('#chart-week rect.bar-failed')).toBe('rgb(227, 160, 8)');
     expect(await page.locator('[style]').count()).toBe(0);
     expect(violations).toEqual([]);
+    // The README's picture (docs/panel/endpoint-health.png): the page from its title to the charts.
+    await page.evaluate(() => window.scrollTo(0, 0));
+    const top = (await page.locator('h1').boundingBox())!;
+    const charts = (await page.locator('section[aria-labelledby="success-rate"]').boundingBox())!;
+    await page.screenshot({ path: path.join(ARTIFACTS_DIR, 'endpoint-health-top.png'), clip: { x: 0, y: top.y - 16, width: 1100, height: charts.y + charts.height - top.y + 24 }, fullPage: true });
     // The numbers, as a table behind a summary (no script needed to open it).
     await day.getByText('The numbers per hour').click();
     const rows = day.locator('table tbody tr');

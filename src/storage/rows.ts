@@ -72,3 +72,6 @@ export const toAttempt = (r: Row): AttemptRecord => ({
   request_url: (r.request_url as string | null) ?? null,
   request_headers: r.request_headers === null || r.request_headers === undefined ? null : JSON.parse(r.request_headers as string),
 });
+
+/** The UTC hour an ISO instant falls in, as the attempt counts key it (migration 36): `YYYY-MM-DDTHH`. */
+export const hourOf = (iso: string): string => iso.slice(0, 13);

@@ -7,6 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import openapiTS, { astToString } from 'openapi-typescript';
+import { emitWebhookEventDocs } from './webhook-events-from-openapi.js';
 import { emitLimits, emitWebhookRegistry } from './webhooks-from-openapi.js';
 import { emitZodModule } from './zod-from-openapi.js';
 
@@ -47,6 +48,7 @@ async function generate(): Promise<Map<string, string>> {
     if (api === 'public') {
       files.set('public-webhooks.ts', emitWebhookRegistry(doc, { source }));
       files.set('public-limits.ts', emitLimits(doc, { source }));
+      files.set('public-webhook-events.ts', emitWebhookEventDocs(doc, { source }));
     }
   }
   files.set('README.md', [
@@ -61,6 +63,7 @@ async function generate(): Promise<Map<string, string>> {
     '- `public-webhooks.ts`: the `webhooks:` section as a registry (events, headers, payload schemas and a',
     '  standalone validator per event, no run-time imports): what the dispatcher and the receiver kit check.',
     '- `public-limits.ts`: the documents\' `maxItems` and `maximum` that code clamps and batches by.',
+    '- `public-webhook-events.ts`: per webhook event, its summary, lead paragraph and first example (the panel\'s registration form).',
     '',
   ].join('\n'));
   return files;

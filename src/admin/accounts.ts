@@ -15,6 +15,7 @@ import { ProblemError, invalidInput } from '../shared/problem.js';
 import type { AuditEntryRecord, CatalogStorage, PanelInvitationRecord, PanelLinkPurpose, PanelRole, PanelUserRecord, StorageTx } from '../storage/port.js';
 import { ShownOnceMessages } from './shown-once.js';
 import { SignInThrottle } from './sign-in-throttle.js';
+import { OPERATOR } from './audit.js';
 
 export type { PanelLinkPurpose, PanelRole } from '../storage/records.js';
 export type PanelUser = PanelUserRecord;
@@ -88,7 +89,7 @@ export async function verifyPassword(password: string, stored: string): Promise<
 }
 
 /** Who did it, as the pages and the audit log name them. */
-export const principalName = (actor: Principal) => (actor.kind === 'operator' ? 'operator' : actor.user.email);
+export const principalName = (actor: Principal) => (actor.kind === 'operator' ? OPERATOR : actor.user.email);
 
 export class PanelAccounts {
   private readonly throttle: SignInThrottle;
@@ -213,7 +214,7 @@ export class PanelAccounts {
       await tx.setPanelUserPassword(stored.id, passwordHash);
       const others = await tx.deletePanelSessionsOfUser(stored.id, sha256(sessionToken));
       await tx.insertAuditEntry({
-        merchant_id: stored.merchant_id, at: this.now().toISOString(), actor: stored.email, action: 'user.password_changed',
+        merchant_id: stored.merchant_id, at: this.now().toISOString(), actor: stored.email, action: 'user.change_password',
         detail: `${stored.email}: ${others} other session(s) ended`,
       });
       return others;
@@ -241,7 +242,7 @@ export class PanelAccounts {
       const link = await this.newLink(tx, { merchant_id: merchantId, email: user.email, role: user.role, purpose: 'reset' }, now);
       const sent = [actor.kind === 'operator' ? 'shown to the operator' : '', this.mailer ? 'e-mailed to the account' : ''].filter(Boolean).join(' and ');
       await tx.insertAuditEntry({
-        merchant_id: merchantId, at: now.toISOString(), actor: principalName(actor), action: 'user.password_reset_requested',
+        merchant_id: merchantId, at: now.toISOString(), actor: principalName(actor), action: 'user.send_reset',
         detail: `${user.email}: link ${sent}${replaced ? `; ${replaced} earlier link(s) revoked` : ''}`,
       });
       return link;
@@ -312,7 +313,7 @@ export class PanelAccounts {
       const replaced = await tx.revokePanelInvitations(merchantId, { email }, now.toISOString());
       const link = await this.newLink(tx, { merchant_id: merchantId, email, role: input.role, purpose: 'invitation' }, now);
       await tx.insertAuditEntry({
-        merchant_id: merchantId, at: now.toISOString(), actor: principalName(actor), action: 'user.invited',
+        merchant_id: merchantId, at: now.toISOString(), actor: principalName(actor), action: 'user.invite',
         detail: `${email} (${input.role})${replaced ? `; ${replaced} earlier link(s) revoked` : ''}`,
       });
       return link;
@@ -349,7 +350,7 @@ export class PanelAccounts {
         await tx.setPanelUserPassword(existing.id, passwordHash);
         const ended = await tx.deletePanelSessionsOfUser(existing.id);
         await tx.insertAuditEntry({
-          merchant_id: stored.merchant_id, at: now.toISOString(), actor: stored.email, action: 'user.password_reset',
+          merchant_id: stored.merchant_id, at: now.toISOString(), actor: stored.email, action: 'user.reset_password',
           detail: `${stored.email}: ${ended} session(s) ended`,
         });
         const { password_hash: _hash, ...user } = existing;
@@ -360,7 +361,7 @@ export class PanelAccounts {
       }
       if (existing) throw new ProblemError('conflict', `${stored.email} already has an account: sign in, or ask for a password reset.`);
       const user = await tx.upsertPanelUser({ merchant_id: stored.merchant_id, email: stored.email, role: stored.role, created_at: now.toISOString() }, passwordHash);
-      await tx.insertAuditEntry({ merchant_id: stored.merchant_id, at: now.toISOString(), actor: stored.email, action: 'user.password_set', detail: `${stored.email} (${stored.role})` });
+      await tx.insertAuditEntry({ merchant_id: stored.merchant_id, at: now.toISOString(), actor: stored.email, action: 'user.set_password', detail: `${stored.email} (${stored.role})` });
       return { user, reset: false };
     });
     if (accepted.reset) this.tellPasswordChanged(accepted.user.email, 'with a reset link');
@@ -382,7 +383,7 @@ export class PanelAccounts {
       const link = (await tx.listPendingPanelInvitations(merchantId, now)).find((l) => l.id === linkId);
       if (!link || await tx.revokePanelInvitations(merchantId, { id: linkId }, now) === 0) throw notFound(`Invitation ${linkId}`);
       await tx.insertAuditEntry({
-        merchant_id: merchantId, at: now, actor: principalName(actor), action: 'user.invitation_revoked', detail: `${link.email} (${link.purpose} ${link.id})`,
+        merchant_id: merchantId, at: now, actor: principalName(actor), action: 'invitation.revoke', detail: `${link.email} (${link.purpose} ${link.id})`,
       });
       return pendingLink(link);
     });
@@ -411,7 +412,7 @@ export class PanelAccounts {
       const revoked = await tx.revokePanelInvitations(merchantId, { email: user.email }, now);
       if (!await tx.deletePanelUser(merchantId, userId)) throw notFound(`User ${userId}`);
       await tx.insertAuditEntry({
-        merchant_id: merchantId, at: now, actor: principalName(actor), action: 'user.removed',
+        merchant_id: merchantId, at: now, actor: principalName(actor), action: 'user.remove',
         detail: `${user.email}${revoked ? `; ${revoked} pending link(s) revoked` : ''}`,
       });
       return user;
@@ -420,7 +421,7 @@ export class PanelAccounts {
 
   // The audit log
 
-  /** Records a change the actor made in the panel. */
+  /** Records a change the actor made in the panel that no domain operation records itself (they all do today: admin/audit.ts). */
   async record(actor: Principal, merchantId: number, action: string, detail: string): Promise<void> {
     await this.storage.insertAuditEntry({ merchant_id: merchantId, at: this.now().toISOString(), actor: principalName(actor), action, detail });
   }

@@ -1,6 +1,8 @@
 // The admin side of the catalog: merchants, stores, customer groups, exchange rates, pricing
 // rules, suppliers, attribute definitions and product sources. Every write re-publishes the
-// products it can affect, in the same transaction (catalog/publish.ts).
+// products it can affect, in the same transaction (catalog/publish.ts), and is recorded in the
+// merchant's audit log in that transaction, as done by its actor (`operator` by default: the
+// admin API and the CLI; the panel passes its user).
 import type {
   AttributeDefinitionRecord, ExchangeRateRecord, ProductRecord, ProductSourceDocument, StoreRecord,
 } from '../catalog/model.js';
@@ -11,11 +13,12 @@ import { PublishRuns } from '../catalog/publish-runs.js';
 import { explainResolution, type ResolutionExplanation } from '../catalog/resolve.js';
 import { ProblemError, invalidInput, type InvalidParam } from '../shared/problem.js';
 import { issueApiKey, type ActiveApiKeys } from './api-keys.js';
+import { audit, OPERATOR, type Actor, type AuditAction } from './audit.js';
 import { DEFAULT_PRODUCT_LIMITS, productLimitProblems, type ProductLimits } from './product-limits.js';
 import { retryDeadImages } from '../images/retry.js';
 import { yieldToOthers } from '../shared/cooperative.js';
 import type {
-  ApiKeyRecord, CatalogStorage, ImageMirrorWork, ImageStateCounts, MerchantRecord, PricingRuleInputRecord, ProductListPage,
+  ApiKeyRecord, CatalogStorage, ImageMirrorWork, ImageStateCounts, MerchantRecord, PricingRuleInputRecord, PricingRuleRecord, ProductListPage,
   PublishedExclusionCounts, StorageOperations, StorageTx, StoreInputRecord,
 } from '../storage/port.js';
 
@@ -77,6 +80,13 @@ export interface SourceReferences {
   stores: Set<string>;
 }
 
+/** A pricing rule in the audit log: its id, priority and what it does. */
+function ruleDetail(rule: PricingRuleRecord): string {
+  const markup = [rule.markup_percent !== '0' && `+${rule.markup_percent}%`, rule.markup_amount !== '0' && `+${rule.markup_amount}`]
+    .filter(Boolean).join(' ') || 'no markup';
+  return `pricing rule ${rule.id} (priority ${rule.priority}, ${markup}${rule.price_ending ? `, ending ${rule.price_ending}` : ''})`;
+}
+
 export class CatalogAdmin {
   readonly publisher: CatalogPublisher;
   /** Merchant-wide re-publishing, a chunk per transaction; `serve` and `worker` resume interrupted runs. */
@@ -98,6 +108,11 @@ export class CatalogAdmin {
 
   private at(): string {
     return this.now().toISOString();
+  }
+
+  /** Records the change in the merchant's audit log, on `tx`: it commits with the change. */
+  private audit(tx: StorageTx, merchantId: number, actor: Actor, action: AuditAction, detail: string): Promise<void> {
+    return audit(tx, merchantId, actor, action, detail, this.now());
   }
 
   /** 404 unless the merchant exists (on tx inside a transaction). */
@@ -132,7 +147,7 @@ export class CatalogAdmin {
     return this.storage.listMerchants();
   }
 
-  createMerchant(input: { name: string; sku_pattern?: string | null; owner_emails?: string[] }): Promise<MerchantRecord> {
+  createMerchant(input: { name: string; sku_pattern?: string | null; owner_emails?: string[] }, actor: Actor = OPERATOR): Promise<MerchantRecord> {
     return this.storage.transaction(async (tx) => {
       const merchant = await tx.createMerchant({
         name: input.name, sku_pattern: input.sku_pattern ?? null, owner_emails: input.owner_emails ?? [], created_at: this.at(),
@@ -141,6 +156,7 @@ export class CatalogAdmin {
         priority: CATCH_ALL_PRIORITY, customer_group_id: null, store_id: null, manufacturer: null,
         min_cost: null, max_cost: null, markup_percent: '0', markup_amount: '0', price_ending: null,
       }, true);
+      await this.audit(tx, merchant.id, actor, 'merchant.create', `merchant ${merchant.id} "${merchant.name}"`);
       return merchant;
     });
   }
@@ -149,8 +165,16 @@ export class CatalogAdmin {
     return this.merchantIn(this.storage, merchantId);
   }
 
-  updateMerchant(merchantId: number, patch: Partial<Pick<MerchantRecord, 'name' | 'sku_pattern' | 'owner_emails'>>): Promise<MerchantRecord> {
-    return this.writeAndRepublish(merchantId, async (tx) => (await tx.updateMerchant(merchantId, patch))!);
+  updateMerchant(
+    merchantId: number, patch: Partial<Pick<MerchantRecord, 'name' | 'sku_pattern' | 'owner_emails'>>, actor: Actor = OPERATOR,
+  ): Promise<MerchantRecord> {
+    return this.writeAndRepublish(merchantId, async (tx) => {
+      const merchant = (await tx.updateMerchant(merchantId, patch))!;
+      const changed = Object.entries(patch).filter(([, value]) => value !== undefined)
+        .map(([field, value]) => `${field} ${Array.isArray(value) ? value.join(', ') || 'none' : JSON.stringify(value)}`);
+      await this.audit(tx, merchantId, actor, 'merchant.update', `merchant ${merchantId}: ${changed.join('; ') || 'unchanged'}`);
+      return merchant;
+    });
   }
 
   async listApiKeys(merchantId: number): Promise<ApiKeyRecord[]> {
@@ -159,17 +183,20 @@ export class CatalogAdmin {
   }
 
   /** A new key for the merchant: the plain key is in this result and never again. */
-  createApiKey(merchantId: number, name: string): Promise<ApiKeyRecord & { key: string }> {
+  createApiKey(merchantId: number, name: string, actor: Actor = OPERATOR): Promise<ApiKeyRecord & { key: string }> {
     return this.storage.transaction(async (tx) => {
       await this.merchantIn(tx, merchantId);
-      return issueApiKey(tx, merchantId, name, this.now());
+      const created = await issueApiKey(tx, merchantId, name, this.now());
+      await this.audit(tx, merchantId, actor, 'api_key.create', `key ${created.id} "${created.name}" (${created.prefix})`);
+      return created;
     });
   }
 
-  async revokeApiKey(merchantId: number, keyId: number): Promise<void> {
+  async revokeApiKey(merchantId: number, keyId: number, actor: Actor = OPERATOR): Promise<void> {
     await this.storage.transaction(async (tx) => {
       await this.merchantIn(tx, merchantId);
       if (!await tx.revokeApiKey(merchantId, keyId, this.at())) throw notFound(`API key ${keyId}`);
+      await this.audit(tx, merchantId, actor, 'api_key.revoke', `key ${keyId}`);
     });
     // After the commit: a lookup that starts now reads the revocation.
     this.apiKeys?.forget(keyId);
@@ -188,7 +215,7 @@ export class CatalogAdmin {
     return Promise.all(stores.map(async (store) => ({ store, ...await this.storage.publishedCountsByExclusion(store.id) })));
   }
 
-  async upsertStore(merchantId: number, slug: string, input: StoreInputRecord): Promise<StoreRecord> {
+  async upsertStore(merchantId: number, slug: string, input: StoreInputRecord, actor: Actor = OPERATOR): Promise<StoreRecord> {
     const { store, run } = await this.storage.transaction(async (tx) => {
       await this.merchantIn(tx, merchantId);
       const existing = await tx.findStore(merchantId, slug);
@@ -203,6 +230,8 @@ export class CatalogAdmin {
         throw new ProblemError('conflict', `Store "${slug}" is (or becomes) the default store, which must stay active.`);
       }
       const store = await tx.upsertStore(merchantId, slug, { ...input, is_default: isDefault });
+      await this.audit(tx, merchantId, actor, existing ? 'store.update' : 'store.create',
+        `store "${slug}" (${store.name}, ${store.locale}, ${store.currency}${store.is_default ? ', default' : ''}${store.active ? '' : ', inactive'})`);
       // An inactive store is not published (catalog/publish.ts): deactivating it, or changing it
       // while inactive, re-publishes nothing; activating it publishes it through a run.
       return { store, run: store.active ? await this.publishRuns.begin(tx, merchantId, [store.id]) : null };
@@ -211,7 +240,7 @@ export class CatalogAdmin {
     return (await this.storage.findStore(merchantId, slug)) ?? store;
   }
 
-  deleteStore(merchantId: number, slug: string): Promise<void> {
+  deleteStore(merchantId: number, slug: string, actor: Actor = OPERATOR): Promise<void> {
     return this.storage.transaction(async (tx) => {
       await this.merchantIn(tx, merchantId);
       const store = await tx.findStore(merchantId, slug);
@@ -229,6 +258,7 @@ export class CatalogAdmin {
         await tx.upsertProductSource(merchantId, product.ref, source, this.at());
       }
       await tx.deleteStore(store.id);
+      await this.audit(tx, merchantId, actor, 'store.delete', `store "${slug}"`);
     });
   }
 
@@ -239,32 +269,36 @@ export class CatalogAdmin {
     return this.storage.listCustomerGroups(merchantId);
   }
 
-  createCustomerGroup(merchantId: number, name: string) {
+  createCustomerGroup(merchantId: number, name: string, actor: Actor = OPERATOR) {
     return this.writeAndRepublish(merchantId, async (tx) => {
       if ((await tx.listCustomerGroups(merchantId)).some((g) => g.name === name)) {
         throw new ProblemError('conflict', `A customer group named "${name}" already exists.`);
       }
-      return tx.createCustomerGroup(merchantId, name);
+      const group = await tx.createCustomerGroup(merchantId, name);
+      await this.audit(tx, merchantId, actor, 'customer_group.create', `customer group ${group.id} "${name}"`);
+      return group;
     });
   }
 
-  updateCustomerGroup(merchantId: number, id: number, name: string) {
+  updateCustomerGroup(merchantId: number, id: number, name: string, actor: Actor = OPERATOR) {
     return this.writeAndRepublish(merchantId, async (tx) => {
       if ((await tx.listCustomerGroups(merchantId)).some((g) => g.name === name && g.id !== id)) {
         throw new ProblemError('conflict', `A customer group named "${name}" already exists.`);
       }
       const group = await tx.updateCustomerGroup(merchantId, id, name);
       if (!group) throw notFound(`Customer group ${id}`);
+      await this.audit(tx, merchantId, actor, 'customer_group.update', `customer group ${id} "${name}"`);
       return group;
     });
   }
 
-  deleteCustomerGroup(merchantId: number, id: number): Promise<void> {
+  deleteCustomerGroup(merchantId: number, id: number, actor: Actor = OPERATOR): Promise<void> {
     return this.writeAndRepublish(merchantId, async (tx) => {
       if ((await tx.listPricingRules(merchantId)).some((r) => r.customer_group_id === id)) {
         throw new ProblemError('conflict', `Pricing rules still refer to customer group ${id}; change or delete them first.`);
       }
       if (!await tx.deleteCustomerGroup(merchantId, id)) throw notFound(`Customer group ${id}`);
+      await this.audit(tx, merchantId, actor, 'customer_group.delete', `customer group ${id}`);
     });
   }
 
@@ -275,7 +309,7 @@ export class CatalogAdmin {
     return this.storage.listExchangeRates(merchantId);
   }
 
-  upsertExchangeRate(merchantId: number, rate: ExchangeRateRecord): Promise<ExchangeRateRecord> {
+  upsertExchangeRate(merchantId: number, rate: ExchangeRateRecord, actor: Actor = OPERATOR): Promise<ExchangeRateRecord> {
     if (rate.base === rate.quote) {
       throw invalidInput('path', [{ name: 'quote', in: 'path', reason: 'must differ from base' }]);
     }
@@ -283,7 +317,10 @@ export class CatalogAdmin {
     let before: ExchangeRateRecord[] = [];
     return this.writeAndRepublish(merchantId, async (tx) => {
       before = await tx.listExchangeRates(merchantId);
-      return tx.upsertExchangeRate(merchantId, rate);
+      const existed = before.some((r) => r.base === rate.base && r.quote === rate.quote);
+      const written = await tx.upsertExchangeRate(merchantId, rate);
+      await this.audit(tx, merchantId, actor, existed ? 'exchange_rate.update' : 'exchange_rate.create', `${rate.base}/${rate.quote} = ${written.rate}`);
+      return written;
     }, (tx) => this.storesRepriced(tx, merchantId, before));
   }
 
@@ -300,11 +337,12 @@ export class CatalogAdmin {
     return stores.filter((s) => repriced.has(s.currency)).map((s) => s.id);
   }
 
-  deleteExchangeRate(merchantId: number, base: string, quote: string): Promise<void> {
+  deleteExchangeRate(merchantId: number, base: string, quote: string, actor: Actor = OPERATOR): Promise<void> {
     let before: ExchangeRateRecord[] = [];
     return this.writeAndRepublish(merchantId, async (tx) => {
       before = await tx.listExchangeRates(merchantId);
       if (!await tx.deleteExchangeRate(merchantId, base, quote)) throw notFound(`Exchange rate ${base}/${quote}`);
+      await this.audit(tx, merchantId, actor, 'exchange_rate.delete', `${base}/${quote}`);
     }, (tx) => this.storesRepriced(tx, merchantId, before));
   }
 
@@ -329,17 +367,19 @@ export class CatalogAdmin {
     if (problems.length) throw invalidInput('body', problems);
   }
 
-  createPricingRule(merchantId: number, input: PricingRuleInputRecord) {
+  createPricingRule(merchantId: number, input: PricingRuleInputRecord, actor: Actor = OPERATOR) {
     return this.writeAndRepublish(merchantId, async (tx) => {
       await this.checkRuleReferences(tx, merchantId, input);
       if (input.priority >= CATCH_ALL_PRIORITY) {
         throw invalidInput('body', [{ name: '/priority', in: 'body', reason: `must be below ${CATCH_ALL_PRIORITY} (the catch-all rule runs last)` }]);
       }
-      return tx.createPricingRule(merchantId, input);
+      const rule = await tx.createPricingRule(merchantId, input);
+      await this.audit(tx, merchantId, actor, 'pricing_rule.create', ruleDetail(rule));
+      return rule;
     });
   }
 
-  updatePricingRule(merchantId: number, id: number, input: PricingRuleInputRecord) {
+  updatePricingRule(merchantId: number, id: number, input: PricingRuleInputRecord, actor: Actor = OPERATOR) {
     return this.writeAndRepublish(merchantId, async (tx) => {
       const current = await tx.getPricingRule(merchantId, id);
       if (!current) throw notFound(`Pricing rule ${id}`);
@@ -353,16 +393,19 @@ export class CatalogAdmin {
         throw invalidInput('body', [{ name: '/priority', in: 'body', reason: `must be below ${CATCH_ALL_PRIORITY} (the catch-all rule runs last)` }]);
       }
       await this.checkRuleReferences(tx, merchantId, input);
-      return (await tx.updatePricingRule(merchantId, id, input))!;
+      const rule = (await tx.updatePricingRule(merchantId, id, input))!;
+      await this.audit(tx, merchantId, actor, 'pricing_rule.update', ruleDetail(rule));
+      return rule;
     });
   }
 
-  deletePricingRule(merchantId: number, id: number): Promise<void> {
+  deletePricingRule(merchantId: number, id: number, actor: Actor = OPERATOR): Promise<void> {
     return this.writeAndRepublish(merchantId, async (tx) => {
       const rule = await tx.getPricingRule(merchantId, id);
       if (!rule) throw notFound(`Pricing rule ${id}`);
       if (rule.is_catch_all) throw new ProblemError('conflict', 'The catch-all pricing rule cannot be deleted; edit its markup instead.');
       await tx.deletePricingRule(merchantId, id);
+      await this.audit(tx, merchantId, actor, 'pricing_rule.delete', `pricing rule ${id}`);
     });
   }
 
@@ -373,20 +416,24 @@ export class CatalogAdmin {
     return this.storage.listSuppliers(merchantId);
   }
 
-  upsertSupplier(merchantId: number, ref: string, name: string) {
+  upsertSupplier(merchantId: number, ref: string, name: string, actor: Actor = OPERATOR) {
     return this.storage.transaction(async (tx) => {
       await this.merchantIn(tx, merchantId);
-      return tx.upsertSupplier(merchantId, ref, name);
+      const existed = (await tx.listSuppliers(merchantId)).some((s) => s.ref === ref);
+      const supplier = await tx.upsertSupplier(merchantId, ref, name);
+      await this.audit(tx, merchantId, actor, existed ? 'supplier.update' : 'supplier.create', `supplier "${ref}" (${name})`);
+      return supplier;
     });
   }
 
-  deleteSupplier(merchantId: number, ref: string): Promise<void> {
+  deleteSupplier(merchantId: number, ref: string, actor: Actor = OPERATOR): Promise<void> {
     return this.storage.transaction(async (tx) => {
       await this.merchantIn(tx, merchantId);
       if (await tx.isSupplierReferenced(merchantId, ref)) {
         throw new ProblemError('conflict', `Supplier "${ref}" still has offers; remove them from the products first.`);
       }
       if (!await tx.deleteSupplier(merchantId, ref)) throw notFound(`Supplier "${ref}"`);
+      await this.audit(tx, merchantId, actor, 'supplier.delete', `supplier "${ref}"`);
     });
   }
 
@@ -395,13 +442,19 @@ export class CatalogAdmin {
     return this.storage.listAttributeDefinitions(merchantId);
   }
 
-  upsertAttributeDefinition(merchantId: number, definition: AttributeDefinitionRecord) {
-    return this.writeAndRepublish(merchantId, (tx) => tx.upsertAttributeDefinition(merchantId, definition));
+  upsertAttributeDefinition(merchantId: number, definition: AttributeDefinitionRecord, actor: Actor = OPERATOR) {
+    return this.writeAndRepublish(merchantId, async (tx) => {
+      const existed = (await tx.listAttributeDefinitions(merchantId)).some((d) => d.key === definition.key);
+      const written = await tx.upsertAttributeDefinition(merchantId, definition);
+      await this.audit(tx, merchantId, actor, existed ? 'attribute.update' : 'attribute.create', `attribute "${definition.key}"`);
+      return written;
+    });
   }
 
-  deleteAttributeDefinition(merchantId: number, key: string): Promise<void> {
+  deleteAttributeDefinition(merchantId: number, key: string, actor: Actor = OPERATOR): Promise<void> {
     return this.writeAndRepublish(merchantId, async (tx) => {
       if (!await tx.deleteAttributeDefinition(merchantId, key)) throw notFound(`Attribute definition "${key}"`);
+      await this.audit(tx, merchantId, actor, 'attribute.delete', `attribute "${key}"`);
     });
   }
 
@@ -518,7 +571,7 @@ export class CatalogAdmin {
     };
   }
 
-  upsertProduct(merchantId: number, ref: string, input: ProductSourceInput): Promise<ProductSourceView & { created: boolean }> {
+  upsertProduct(merchantId: number, ref: string, input: ProductSourceInput, actor: Actor = OPERATOR): Promise<ProductSourceView & { created: boolean }> {
     const source = normalizeSource(input);
     const aboveLimits = this.sourceLimitProblems(source);
     if (aboveLimits.length) return Promise.reject(invalidInput('body', aboveLimits));
@@ -529,17 +582,19 @@ export class CatalogAdmin {
       // The mirror learns of new image sources with the write (state is per source URL).
       const { id, created } = await tx.upsertProductSource(merchantId, ref, source, this.at());
       await this.publisher.publishProducts(tx, merchantId, [id]);
+      await this.audit(tx, merchantId, actor, created ? 'product.create' : 'product.update', `product "${ref}" (id ${id})`);
       return { ...await this.sourceView(tx, merchantId, { id, ref, source }), created };
     });
   }
 
-  deleteProduct(merchantId: number, ref: string): Promise<void> {
+  deleteProduct(merchantId: number, ref: string, actor: Actor = OPERATOR): Promise<void> {
     return this.storage.transaction(async (tx) => {
       await this.merchantIn(tx, merchantId);
       const product = await tx.findProductByRef(merchantId, ref);
       if (!product) throw notFound(`Product "${ref}"`);
       await tx.deleteProduct(merchantId, product.id);
       await this.publisher.unpublishProducts(tx, merchantId, [product.id]);
+      await this.audit(tx, merchantId, actor, 'product.delete', `product "${ref}" (id ${product.id})`);
     });
   }
 
@@ -610,9 +665,11 @@ export class CatalogAdmin {
     return { ...counts, dead_images: dead.map(({ url, last_error, first_failure_at, updated_at }) => ({ url, last_error, first_failure_at, updated_at })) };
   }
 
-  /** Fetches the merchant's dead images again; returns how many. */
-  async retryDeadImages(merchantId: number): Promise<number> {
+  /** Fetches the merchant's dead images again; returns how many. Audited once it is done (it commits in steps). */
+  async retryDeadImages(merchantId: number, actor: Actor = OPERATOR): Promise<number> {
     await this.merchant(merchantId);
-    return retryDeadImages(this.storage, this.publisher, merchantId, this.now());
+    const retried = await retryDeadImages(this.storage, this.publisher, merchantId, this.now());
+    await audit(this.storage, merchantId, actor, 'image.retry_dead', `${retried} dead images retried`, this.now());
+    return retried;
   }
 }

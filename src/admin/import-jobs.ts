@@ -11,6 +11,7 @@ import { isClientAbort } from '../shared/client-abort.js';
 import { yieldToOthers } from '../shared/cooperative.js';
 import { ProblemError } from '../shared/problem.js';
 import type { ImportRunSteps, PublishRuns } from '../catalog/publish-runs.js';
+import { audit, OPERATOR, type Actor } from './audit.js';
 import type { CatalogAdmin, ProductOperation } from './catalog-admin.js';
 import { appliedLines, parseImport, type ImportResult, type NdjsonSource } from './import.js';
 import type { CatalogStorage, ImportErrorCode, ImportJobProgress, ImportJobRecord, PublishRunRecord, StorageTx } from '../storage/port.js';
@@ -75,14 +76,21 @@ export class ImportJobs implements ImportRunSteps {
 
   /**
    * Records a running job and starts the import; returns once the job exists. 404 (and no job)
-   * for an unknown merchant.
+   * for an unknown merchant. `startedBy` is what the job shows (`admin API`, `CLI`, the panel's
+   * user); the merchant's audit log records the import once, with the job, as done by `actor`.
    */
-  async start(merchantId: number, startedBy: string, fileName: string | null, source: NdjsonSource): Promise<StartedImport> {
+  async start(merchantId: number, startedBy: string, fileName: string | null, source: NdjsonSource, actor: Actor = OPERATOR): Promise<StartedImport> {
     await this.admin.merchant(merchantId);
-    const at = this.now().toISOString();
-    const job = await this.storage.insertImportJob({
-      merchant_id: merchantId, started_by: startedBy, file_name: fileName, state: 'running', started_at: at, updated_at: at,
-      finished_at: null, lines_read: 0, operations: null, products_applied: 0, upserted: 0, deleted: 0, error: null, error_code: null, problems: [],
+    const now = this.now();
+    const at = now.toISOString();
+    const job = await this.storage.transaction(async (tx) => {
+      const inserted = await tx.insertImportJob({
+        merchant_id: merchantId, started_by: startedBy, file_name: fileName, state: 'running', started_at: at, updated_at: at,
+        finished_at: null, lines_read: 0, operations: null, products_applied: 0, upserted: 0, deleted: 0, error: null, error_code: null, problems: [],
+      });
+      await audit(tx, merchantId, actor, 'import.start',
+        `import ${inserted.id}${fileName === null ? '' : ` of "${fileName}"`}${startedBy === actor ? '' : ` (${startedBy})`}`, now);
+      return inserted;
     });
     let onStaged!: () => void;
     const staged = new Promise<void>((resolve) => { onStaged = resolve; });

@@ -311,8 +311,10 @@ export interface paths {
         };
         /**
          * Read a merchant's audit log
-         * @description Every change made in the administration panel for this merchant (endpoints, keys, imports,
-         *     users, ...), with who made it and when, newest first, at most `limit` entries.
+         * @description Every change made to this merchant, in the administration panel, through this admin API or
+         *     with the CLI (stores, exchange rates, pricing rules, suppliers, products, imports, keys,
+         *     endpoints, users, ...), once each, with who made it (`operator` for the admin API and the
+         *     CLI) and when, newest first, at most `limit` entries.
          */
         get: operations["listAuditLog"];
         put?: never;
@@ -1359,12 +1361,14 @@ export interface paths {
         /**
          * Re-send undelivered deliveries
          * @description After an outage of the receiver, re-sends every delivery of this endpoint that is `failed`,
-         *     `given_up` or `dropped` and was created at or after `since`. Each one is re-sent exactly as
-         *     `POST .../deliveries/{delivery_id}/resend` would: a new delivery with the same event, store
-         *     and product ids, queued for immediate dispatch, its `occurred_at` set when it is first
-         *     sent. The original deliveries keep their status (a `failed` one also keeps its own retry
-         *     schedule, so the receiver may see that change twice; receivers are idempotent). The
-         *     response tells how many deliveries were created; list them with
+         *     `given_up` or `dropped`, was created at or after `since` and has not been re-sent already
+         *     (`replaced_by` is `null`: a delivery re-sent before is recovered through its resend, if that
+         *     failed too). Each one is re-sent exactly as `POST .../deliveries/{delivery_id}/resend`
+         *     would: a new delivery with the same event, store and product ids that names the original
+         *     in `replaces`, queued for immediate dispatch, its `occurred_at` set when it is first sent.
+         *     A `failed` original stops retrying (it becomes `dropped`, `replaced_by` naming its
+         *     resend), so the receiver gets each change once; `given_up` and `dropped` ones keep their
+         *     status. The response tells how many deliveries were created; list them with
          *     `GET .../deliveries?status=pending`.
          *
          *     The endpoint must be `active`; a `paused` or `disabled` endpoint answers `409 conflict`
@@ -1441,11 +1445,15 @@ export interface paths {
         };
         /**
          * Get a delivery with its attempts
-         * @description Returns one delivery with every attempt made so far, oldest first: when it was made, the
-         *     receiver's HTTP status (`null` when no response arrived), the failure `error` (`null` on
-         *     success), the latency and the first 4 KiB of the response body. Use it to see why a
-         *     receiver rejects deliveries, for example a `400` from a signature check after a secret
-         *     rotation.
+         * @description Returns one delivery with the exact request it sends and every attempt made so far, oldest
+         *     first. The delivery: its `body`, the same bytes in every attempt, and whether it is a
+         *     `test`, `replaces` another delivery or was `replaced_by` one. Each attempt: the request as
+         *     sent (`request_url`, and `request_headers` with the attempt's `X-Service-Timestamp` and
+         *     `X-Service-Signature`), when it was made, the receiver's HTTP status (`null` when no
+         *     response arrived), the failure `error` (`null` on success), the latency and the first
+         *     4 KiB of the response body. Use it to see why a receiver rejects deliveries, for example a
+         *     `400` from a signature check after a secret rotation: recompute the signature over
+         *     `{X-Service-Timestamp}.{body}` with the secret the receiver holds and compare.
          */
         get: operations["getWebhookDelivery"];
         put?: never;
@@ -1483,9 +1491,15 @@ export interface paths {
         put?: never;
         /**
          * Re-send a delivery
-         * @description Creates a new delivery with the same `event`, `store_id` and `product_ids` as this one,
-         *     queued for immediate dispatch and going through the full retry schedule; its
-         *     `occurred_at` is set when it is first sent. The original delivery is left as it is. Any
+         * @description Creates a new delivery with the same `event`, `store_id` and `product_ids` as this one
+         *     (and its `test` flag), queued for immediate dispatch and going through the full retry
+         *     schedule; its `occurred_at` is set when it is first sent. The new delivery has an id of
+         *     its own and names this one in `replaces`; this one names it in `replaced_by`.
+         *
+         *     An original still waiting for a retry (`pending` or `failed`) is `dropped`: it makes no
+         *     further attempt, so the receiver gets the payload once, from the resend (an attempt of it
+         *     already under way is still recorded). An original that `succeeded` keeps its status: the
+         *     receiver gets that payload twice. `given_up` and `dropped` originals keep theirs. Any
          *     delivery can be re-sent, whatever its status; receivers deduplicate on `event` plus
          *     `product_ids`.
          *
@@ -1891,7 +1905,10 @@ export interface components {
              */
             expires_at: string;
         };
-        /** @description One change made in the administration panel. */
+        /**
+         * @description One change to the merchant's data or settings, made in the administration panel, through the
+         *     admin API or with the CLI: recorded once, in the same transaction as the change.
+         */
         AuditEntry: {
             /**
              * @description Increases with time.
@@ -1905,18 +1922,32 @@ export interface components {
              */
             at: string;
             /**
-             * @description Who made it, `operator` or the panel user's email.
+             * @description Who made it: `operator` for the admin API and the CLI (both act with the deployment's
+             *     admin token) and for the operator signed in to the panel; otherwise the panel user's email.
              * @example buyer@acme.test
              */
             actor: string;
             /**
-             * @description What was done, as `thing.verb` (for example `endpoint.created`, `key.revoked`, `user.invited`).
-             * @example endpoint.created
+             * @description What was done, as `noun.verb` (both in lower case, words joined by `_`):
+             *
+             *     | noun | verbs |
+             *     |---|---|
+             *     | `merchant` | `create`, `update` |
+             *     | `api_key` | `create`, `revoke` |
+             *     | `store`, `customer_group`, `exchange_rate`, `pricing_rule`, `supplier`, `attribute`, `product` | `create`, `update`, `delete` (a `PUT` is a `create` or an `update`, as it was) |
+             *     | `import` | `start` (one entry per import, whatever it applies; the import job tells its outcome) |
+             *     | `image` | `retry_dead` |
+             *     | `endpoint` | `create`, `update` (URL, store or events), `pause`, `enable`, `delete`, `rotate_secret`, `confirm_secret`, `send_test`, `resend`, `recover` |
+             *     | `user` | `invite`, `remove`, `set_password` (with an invitation link), `change_password` (on the account page), `send_reset` (a reset link issued), `reset_password` (with a reset link) |
+             *     | `invitation` | `revoke` (a pending invitation or reset link) |
+             *
+             *     More may be added in the same style.
+             * @example endpoint.create
              */
             action: string;
             /**
-             * @description What it was done to, in words (never a secret).
-             * @example #4 https://shop.example.com/hooks/catalog
+             * @description What it was done to, in words (never a secret, only a secret's prefix).
+             * @example endpoint 4 https://shop.example.com/hooks/catalog
              */
             detail: string;
         };
@@ -3036,7 +3067,10 @@ export interface components {
          *       `POST .../resend` or `POST .../recover` sends the same change again as a new delivery.
          *     - `dropped`: discarded without further attempts because the endpoint was paused or
          *       disabled, either while it was queued or because the change occurred while the endpoint was
-         *       paused or disabled. Final; can be re-sent like a given-up delivery.
+         *       paused or disabled, or because it was re-sent while it waited for a retry (`replaced_by`
+         *       names the resend). Final; can be re-sent like a given-up delivery. An attempt already under
+         *       way when it was dropped is recorded, and a 2xx makes it `succeeded`; a failure leaves it
+         *       `dropped`.
          * @example succeeded
          * @enum {string}
          */
@@ -3048,7 +3082,9 @@ export interface components {
         Delivery: {
             /**
              * Format: int64
-             * @description Service-assigned delivery id, used as `delivery_id`; increases with creation.
+             * @description Service-assigned delivery id, used as `delivery_id`; increases with creation. It stays
+             *     the same across the delivery's retries; a resend is a new delivery with an id of its own,
+             *     which names the delivery it replaces (`replaces`).
              * @example 90211
              */
             id: number;
@@ -3099,6 +3135,25 @@ export interface components {
              * @example 2025-03-14T09:26:55Z
              */
             created_at: string;
+            /**
+             * @description `true` for a delivery made by `POST .../test` (and for a resend of one): its product is a
+             *     sample, nothing changed. Receivers cannot tell (the payload is a real one).
+             * @example false
+             */
+            test: boolean;
+            /**
+             * @description The delivery this one re-sends (made by `POST .../resend` or `POST .../recover`); `null`
+             *     for a delivery of changes or a test.
+             * @example null
+             */
+            replaces: number | null;
+            /**
+             * @description The latest delivery that re-sends this one, or `null`. A delivery that was still waiting
+             *     for a retry when it was re-sent is `dropped` then, and makes no further attempt; one that
+             *     had succeeded keeps its status, so the receiver gets that payload twice.
+             * @example null
+             */
+            replaced_by: number | null;
         };
         /** @description Which deliveries to re-send. */
         RecoverDeliveriesInput: {
@@ -3124,7 +3179,7 @@ export interface components {
         DeliveryList: {
             data: components["schemas"]["Delivery"][];
         };
-        /** @description One attempt to deliver a webhook, with what the receiver answered. */
+        /** @description One attempt to deliver a webhook, with the request it sent and what the receiver answered. */
         Attempt: {
             /**
              * Format: date-time
@@ -3169,12 +3224,35 @@ export interface components {
              * @example Service Unavailable
              */
             response_snippet: string | null;
+            /**
+             * @description The receiver URL the attempt was sent to (the endpoint's URL at the time: it may have
+             *     been edited since). `null` when nothing was signed (`invalid_payload`), and for attempts
+             *     recorded before the service kept requests.
+             * @example https://shop.example.com/hooks/catalog
+             */
+            request_url: string | null;
+            /**
+             * @description The headers the service set on the request, exactly as sent: `Content-Type`,
+             *     `X-Service-Timestamp` and `X-Service-Signature` (the signature over
+             *     `{X-Service-Timestamp}.{body}`, never the secret). The HTTP client adds `Host`,
+             *     `Content-Length` and `Connection`. `null` when nothing was signed, and for attempts
+             *     recorded before the service kept requests.
+             * @example {
+             *       "Content-Type": "application/json",
+             *       "X-Service-Timestamp": "1741944007",
+             *       "X-Service-Signature": "sha256=3f1c0f4b1ad1c5e8a3e6b2f7d9a0c4e1b8f2d6a9c3e7b1f5d8a2c6e0b4f8d2a6"
+             *     }
+             */
+            request_headers: {
+                [key: string]: string;
+            } | null;
         };
         /** @description A webhook delivery with every attempt made so far, oldest first. */
         DeliveryDetail: {
             /**
              * Format: int64
-             * @description Service-assigned delivery id.
+             * @description Service-assigned delivery id: the same across the delivery's retries (a resend is a new
+             *     delivery, naming this one in its `replaces`).
              */
             id: number;
             /** @description The endpoint the delivery is for. */
@@ -3205,6 +3283,21 @@ export interface components {
              * @description When the delivery was created.
              */
             created_at: string;
+            /** @description `true` for a test delivery (`POST .../test`) and a resend of one. */
+            test: boolean;
+            /** @description The delivery this one re-sends (resend or recover); `null` otherwise. */
+            replaces: number | null;
+            /**
+             * @description The latest delivery that re-sends this one, or `null`. A delivery still waiting for a
+             *     retry when it was re-sent is `dropped` and makes no further attempt.
+             */
+            replaced_by: number | null;
+            /**
+             * @description The exact request body, as sent: every attempt sends the same bytes (`occurred_at` is
+             *     fixed at the first attempt), signed with the attempt's `X-Service-Timestamp` (its
+             *     `request_headers`). `null` until the first attempt.
+             */
+            body: string | null;
         };
         /**
          * @description A message to the merchant's account owners (`owner_emails`) about a webhook endpoint's

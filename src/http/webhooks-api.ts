@@ -13,21 +13,21 @@ export function registerWebhookRoutes(app: OpenAPIHono, endpoints: WebhookEndpoi
   route(routes.listWebhookEndpoints, async (c) =>
     c.json({ data: await endpoints.list(c.req.valid('param').merchant_id) }, 200));
   route(routes.createWebhookEndpoint, async (c) =>
-    c.json(await endpoints.create(c.req.valid('param').merchant_id, c.req.valid('json')), 201));
+    c.json(await endpoints.create(c.req.valid('param').merchant_id, c.req.valid('json'), OPERATOR), 201));
   route(routes.getWebhookEndpoint, async (c) => {
     const { merchant_id, endpoint_id } = c.req.valid('param');
     return c.json(await endpoints.endpoint(merchant_id, endpoint_id), 200);
   });
   route(routes.updateWebhookEndpoint, async (c) => {
     const { merchant_id, endpoint_id } = c.req.valid('param');
-    return c.json(await endpoints.update(merchant_id, endpoint_id, c.req.valid('json')), 200);
+    return c.json(await endpoints.update(merchant_id, endpoint_id, c.req.valid('json'), OPERATOR), 200);
   });
   route(routes.deleteWebhookEndpoint, async (c) => {
     const { merchant_id, endpoint_id } = c.req.valid('param');
-    await endpoints.delete(merchant_id, endpoint_id);
+    await endpoints.delete(merchant_id, endpoint_id, OPERATOR);
     return c.body(null, 204);
   });
-  // The admin token acts as the operator (as in the audit log of the panel's operator).
+  // The admin token acts as the operator in the audit log (as the panel's operator does).
   route(routes.rotateWebhookSecret, async (c) => {
     const { merchant_id, endpoint_id } = c.req.valid('param');
     return c.json(await endpoints.rotateSecret(merchant_id, endpoint_id, OPERATOR), 200);
@@ -38,11 +38,11 @@ export function registerWebhookRoutes(app: OpenAPIHono, endpoints: WebhookEndpoi
   });
   route(routes.sendTestWebhook, async (c) => {
     const { merchant_id, endpoint_id } = c.req.valid('param');
-    return c.json(await endpoints.sendTest(merchant_id, endpoint_id), 202);
+    return c.json(await endpoints.sendTest(merchant_id, endpoint_id, OPERATOR), 202);
   });
   route(routes.recoverWebhookDeliveries, async (c) => {
     const { merchant_id, endpoint_id } = c.req.valid('param');
-    return c.json({ resent: await endpoints.recover(merchant_id, endpoint_id, c.req.valid('json').since) }, 202);
+    return c.json({ resent: await endpoints.recover(merchant_id, endpoint_id, c.req.valid('json').since, OPERATOR) }, 202);
   });
   route(routes.listWebhookDeliveries, async (c) => {
     const { merchant_id, endpoint_id } = c.req.valid('param');
@@ -55,7 +55,7 @@ export function registerWebhookRoutes(app: OpenAPIHono, endpoints: WebhookEndpoi
   });
   route(routes.resendWebhookDelivery, async (c) => {
     const { merchant_id, endpoint_id, delivery_id } = c.req.valid('param');
-    return c.json(await endpoints.resend(merchant_id, endpoint_id, delivery_id), 202);
+    return c.json(await endpoints.resend(merchant_id, endpoint_id, delivery_id, OPERATOR), 202);
   });
   route(routes.listNotifications, async (c) => {
     const { merchant_id } = c.req.valid('param');

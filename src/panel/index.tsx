@@ -15,6 +15,7 @@ import { ErrorPage } from './layout.js';
 import { merchantScope } from './merchant-scope.js';
 import { nulFreeAddress } from './nul-free-address.js';
 import { endpointDetailPages } from './pages/endpoint-detail.js';
+import { endpointEditPages } from './pages/endpoint-edit.js';
 import { catalogPages } from './pages/catalog.js';
 import { endpointPages } from './pages/endpoints.js';
 import { imagePages } from './pages/images.js';
@@ -53,6 +54,7 @@ export function panelApp(service: Service): Hono<PanelEnv> {
   panel.use('/merchants/:merchantId/*', merchantScope(accounts));
   panel.route('/merchants/:merchantId/endpoints', endpointPages(service, accounts));
   panel.route('/merchants/:merchantId/endpoints/:endpointId', endpointDetailPages(service, accounts));
+  panel.route('/merchants/:merchantId/endpoints/:endpointId/edit', endpointEditPages(service));
   panel.route('/merchants/:merchantId/keys', keyPages(service, accounts));
   panel.route('/merchants/:merchantId/users', userPages(service, accounts));
   panel.route('/merchants/:merchantId/import', importPages(service, accounts));

@@ -14,7 +14,7 @@ import type {
   AuditEntryRecord, ImportJobProgress, ImportJobRecord, PanelInvitationRecord, PanelSessionRecord, PanelUserRecord, PublishRunRecord,
   ExpectedStorePage, ProductSourceDocument, PublishedExclusionCounts, PublishedHashes, PublishedPage, PublishedPayloads, PublishedProductSummary, PublishedRow,
   PublishedBlock, PublishedIdWindow, PublishedSummaryWindow, PublishedVersionRead, PublishedWindowRead, RecordedChange, StoreInputRecord, StorePageRead, StoreRecord, StoredChange,
-  SupplierRecord, WebhookEndpointInputRecord, WebhookEndpointRecord,
+  SupplierRecord, WebhookEndpointInputRecord, WebhookEndpointRecord, NewAttempt, NewDelivery,
 } from './records.js';
 
 export type * from './records.js';
@@ -263,7 +263,7 @@ export interface OutboxStore {
 /** An attempt and the delivery's state after it (recordAttemptOutcomes). */
 export interface AttemptOutcome {
   deliveryId: number;
-  attempt: AttemptRecord;
+  attempt: NewAttempt;
   status: DeliveryStatus;
   attempts: number;
   next_attempt_at: string | null;
@@ -272,7 +272,7 @@ export interface AttemptOutcome {
 /** Deliveries and their attempts. */
 export interface DeliveryStore {
   /** oldestChangeAt: when the oldest change it carries was recorded (default: created_at). */
-  insertDelivery(input: Omit<DeliveryRecord, 'id'>, oldestChangeAt?: string): Promise<DeliveryRecord>;
+  insertDelivery(input: NewDelivery, oldestChangeAt?: string): Promise<DeliveryRecord>;
   getDelivery(id: number): Promise<DeliveryRecord | undefined>;
   /**
    * Claims due deliveries (pending or failed, next attempt due, endpoint active) atomically, so
@@ -285,12 +285,19 @@ export interface DeliveryStore {
   updateDelivery(id: number, patch: Partial<Omit<DeliveryRecord, 'id' | 'endpoint_id'>>): Promise<void>;
   /** Marks the endpoint's pending and failed deliveries dropped; returns how many. */
   dropPendingDeliveries(endpointId: number): Promise<number>;
-  recordAttempt(deliveryId: number, attempt: AttemptRecord): Promise<void>;
+  recordAttempt(deliveryId: number, attempt: NewAttempt): Promise<void>;
   /**
    * For each outcome in turn: recordAttempt, then updateDelivery with its status, attempts and
    * next_attempt_at (the lease ends); several attempts' bookkeeping in one call (distinct deliveries).
+   * A delivery dropped while its attempt was under way (a pause, a resend) stays dropped unless the
+   * attempt succeeded: an outcome never makes it due again.
    */
   recordAttemptOutcomes(outcomes: AttemptOutcome[]): Promise<void>;
+  /**
+   * Names `replacementId` as the latest resend of `originalId`. An original still waiting for a
+   * retry (pending or failed) is dropped: it makes no further attempt; any other keeps its status.
+   */
+  replaceDelivery(originalId: number, replacementId: number): Promise<void>;
   listDeliveries(endpointId: number, filter: { status?: DeliveryStatus; limit: number; beforeId?: number }): Promise<DeliveryRecord[]>;
   listAttempts(deliveryId: number): Promise<AttemptRecord[]>;
   /**
@@ -299,7 +306,7 @@ export interface DeliveryStore {
    * (issue 22.8): one primary-key range, at most 3 rows an hour, however many attempts.
    */
   attemptsPerHour(endpointId: number, from: string, to: string): Promise<AttemptHourRecord[]>;
-  /** Failed, given-up or dropped deliveries of the endpoint created at or after `since`. */
+  /** Failed, given-up or dropped deliveries of the endpoint created at or after `since`, not re-sent already. */
   unsuccessfulDeliveriesSince(endpointId: number, since: string): Promise<DeliveryRecord[]>;
   /**
    * When the merchant's oldest change not yet attempted for one of its active endpoints was

@@ -303,7 +303,11 @@ export interface OutboxGroup {
 }
 
 export type DeliveryRecord = AdminSchemas['Delivery'];
+/** A delivery to insert: a test or a resend says so (`replaced_by` is set later, by its resend). */
+export type NewDelivery = Omit<DeliveryRecord, 'id' | 'test' | 'replaces' | 'replaced_by'> & Partial<Pick<DeliveryRecord, 'test' | 'replaces'>>;
 export type AttemptRecord = AdminSchemas['Attempt'];
+/** An attempt to record: the request it sent, when one was signed (read back as null otherwise). */
+export type NewAttempt = Omit<AttemptRecord, 'request_url' | 'request_headers'> & Partial<Pick<AttemptRecord, 'request_url' | 'request_headers'>>;
 
 /**
  * How an attempt ended, for the success-rate charts: `succeeded` (2xx), `failed` (the receiver

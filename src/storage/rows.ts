@@ -1,6 +1,6 @@
 // Row-to-record mappings both engines share: the columns are the same on SQLite and PostgreSQL; only
 // booleans come back differently (SQLite 0/1, PostgreSQL true/false), which `flag` reads.
-import type { DeliveryRecord, MerchantRecord, PricingRuleRecord, StoreRecord, WebhookEndpointRecord } from './records.js';
+import type { AttemptRecord, DeliveryRecord, MerchantRecord, PricingRuleRecord, StoreRecord, WebhookEndpointRecord } from './records.js';
 
 export type Row = Record<string, unknown>;
 
@@ -55,11 +55,23 @@ export const ENDPOINT_FIELDS = ['url', 'store_id', 'events', 'secret', 'pending_
 export const toDelivery = ({ oldest_change_at: _bookkeeping, leased_until: _lease, ...r }: Row): DeliveryRecord => ({
   ...(r as unknown as DeliveryRecord),
   product_ids: JSON.parse(r.product_ids as string),
+  test: flag(r.test),
+  replaces: (r.replaces as number | null) ?? null,
+  replaced_by: (r.replaced_by as number | null) ?? null,
 });
 
 /** The delivery's columns an update may set, and those a record is read from. */
 export const DELIVERY_FIELDS = ['event', 'store_id', 'product_ids', 'occurred_at', 'status', 'attempts', 'next_attempt_at', 'created_at'] as const;
-export const DELIVERY_COLUMNS = `id, endpoint_id, ${DELIVERY_FIELDS.join(', ')}`;
+export const DELIVERY_COLUMNS = `id, endpoint_id, ${DELIVERY_FIELDS.join(', ')}, test, replaces, replaced_by`;
+
+/** An attempt's columns, as listAttempts reads them (toAttempt). */
+export const ATTEMPT_COLUMNS = 'at, status_code, error, latency_ms, response_snippet, request_url, request_headers';
+
+export const toAttempt = (r: Row): AttemptRecord => ({
+  ...(r as unknown as AttemptRecord),
+  request_url: (r.request_url as string | null) ?? null,
+  request_headers: r.request_headers === null || r.request_headers === undefined ? null : JSON.parse(r.request_headers as string),
+});
 
 /** The UTC hour an ISO instant falls in, as the attempt counts key it (migration 36): `YYYY-MM-DDTHH`. */
 export const hourOf = (iso: string): string => iso.slice(0, 13);

@@ -7,7 +7,7 @@ import { WEBHOOKS, type WebhookPayload, type WebhookSchemaError } from '../gener
 import type {
   AttemptOutcome, CatalogStorage, DeliveryRecord, NotificationRecord, OutboxGroup, StorageTx, WebhookEndpointRecord,
 } from '../storage/port.js';
-import type { AttemptRecord } from '../storage/records.js';
+import type { NewAttempt } from '../storage/records.js';
 import {
   afterFailure, afterGone, afterSuccess, conditionsEnded, onChange, type EndpointHealth, type HealthPolicy,
 } from './health.js';
@@ -19,7 +19,7 @@ import { validText } from '../shared/valid-text.js';
 import { OwnerNotifier, type Notifier } from './notifier.js';
 import { nextAttemptAt, parseRetryAfter } from './retry.js';
 import { HttpDeliverySender, type DeliverySender, type SendResult } from './sender.js';
-import { secretsAt, signedHeaders } from './signing.js';
+import { secretsAt, signedHeaders, type DeliveryHeaders } from './signing.js';
 
 export type WebhookConfig = Config['webhooks'];
 
@@ -74,15 +74,22 @@ export const INVALID_PAYLOAD = 'invalid_payload';
 /** The attempt log's error for an attempt whose outcome could not be recorded: a failed attempt. */
 export const RECORDING_FAILED = 'recording_failed';
 
+/** The request an attempt sent: the receiver URL and the headers the service set (issue 22.9). */
+export interface SentRequest {
+  url: string;
+  headers: DeliveryHeaders;
+}
+
 /**
- * An attempt's row in the attempt log. Whatever a receiver (or a sender) gave is stored as valid
- * text (issue 21.7): a snippet with U+0000 made PostgreSQL refuse the attempt, which then stayed
- * unrecorded and was sent again each time its lease ran out.
+ * An attempt's row in the attempt log: the request it sent and what came back. Whatever a receiver
+ * (or a sender) gave is stored as valid text (issue 21.7): a snippet with U+0000 made PostgreSQL
+ * refuse the attempt, which then stayed unrecorded and was sent again each time its lease ran out.
  */
-function attemptRecord(result: SendResult, at: Date): AttemptRecord {
+function attemptRecord(result: SendResult, at: Date, request: SentRequest): NewAttempt {
   return {
     at: at.toISOString(), status_code: result.statusCode, error: result.error === null ? null : validText(result.error),
     latency_ms: result.latencyMs, response_snippet: result.responseSnippet === null ? null : validText(result.responseSnippet),
+    request_url: request.url, request_headers: request.headers,
   };
 }
 
@@ -99,6 +106,7 @@ const OUTCOMES_PER_TRANSACTION = 64;
 interface EndedAttempt {
   delivery: DeliveryRecord;
   endpoint: WebhookEndpointRecord;
+  request: SentRequest;
   result: SendResult;
   at: Date;
   resolve: (outcome: DeliveryOutcome | null) => void;
@@ -377,9 +385,11 @@ export class WebhookDispatcher {
    * one transaction each. The outcomes are applied in the order the attempts ended, each from the
    * endpoint's health as the one before left it, exactly as one transaction after another would.
    */
-  private record(delivery: DeliveryRecord, endpoint: WebhookEndpointRecord, result: SendResult, at: Date): Promise<DeliveryOutcome | null> {
+  private record(
+    delivery: DeliveryRecord, endpoint: WebhookEndpointRecord, request: SentRequest, result: SendResult, at: Date,
+  ): Promise<DeliveryOutcome | null> {
     return new Promise((resolve, reject) => {
-      this.ended.push({ delivery, endpoint, result, at, resolve, reject });
+      this.ended.push({ delivery, endpoint, request, result, at, resolve, reject });
       if (this.recording) return;
       this.recording = true;
       void this.recordEnded();
@@ -417,7 +427,7 @@ export class WebhookDispatcher {
    * its lease, it would be sent again each time the lease ran out, forever, at `attempts: 0`.
    */
   private async recordAsFailed(item: EndedAttempt, error: unknown): Promise<void> {
-    const { delivery, endpoint, at } = item;
+    const { delivery, endpoint, request, at } = item;
     const ids = { delivery_id: delivery.id, endpoint_id: endpoint.id, merchant_id: endpoint.merchant_id };
     this.log.error({ ...ids, err: error }, 'webhook attempt could not be recorded: recorded as a failed attempt');
     const failed: SendResult = { ...item.result, error: RECORDING_FAILED, responseSnippet: null, retryAfter: null };
@@ -431,7 +441,7 @@ export class WebhookDispatcher {
       const nextAt = nextAttemptAt(attempts, at, this.config.backoffSeconds, null, this.deps.random);
       const status = nextAt ? 'failed' : 'given_up';
       await this.storage.transaction((tx) => tx.recordAttemptOutcomes([
-        { deliveryId: delivery.id, attempt: attemptRecord(failed, at), status, attempts, next_attempt_at: nextAt?.toISOString() ?? null },
+        { deliveryId: delivery.id, attempt: attemptRecord(failed, at, request), status, attempts, next_attempt_at: nextAt?.toISOString() ?? null },
       ]));
       item.resolve(status);
     } catch (last) {
@@ -465,8 +475,8 @@ export class WebhookDispatcher {
       changed.clear();
     };
     const results: (DeliveryOutcome | null)[] = [];
-    for (const { delivery, endpoint, result, at } of batch) {
-      const attempt = attemptRecord(result, at);
+    for (const { delivery, endpoint, request, result, at } of batch) {
+      const attempt = attemptRecord(result, at, request);
       const attempts = delivery.attempts + 1;
       const state = current.get(endpoint.id);
       if (!state) {
@@ -548,9 +558,10 @@ export class WebhookDispatcher {
     const payload = deliveryBody(delivery, delivery.occurred_at ?? wholeSecondIso(now));
     if (!payload.ok) return this.giveUpInvalid(delivery, endpoint, payload.errors, now);
     const { body } = payload;
-    const result = await this.deps.sender.send(endpoint.url, signedHeaders(secretsAt(endpoint, now).signing, body, now), body, endpoint.id);
+    const request: SentRequest = { url: endpoint.url, headers: signedHeaders(secretsAt(endpoint, now).signing, body, now) };
+    const result = await this.deps.sender.send(request.url, request.headers, body, endpoint.id);
     const at = this.deps.now();
-    const outcome = await this.record(delivery, endpoint, result, at);
+    const outcome = await this.record(delivery, endpoint, request, result, at);
     if (!outcome) return;
     this.deps.metrics?.observeDelivery(outcome, result.latencyMs / 1000);
     // Never the URL (it may carry the receiver's own token) nor the secret: the ids lead to both.

@@ -9,6 +9,8 @@ import type {
 } from '../storage/port.js';
 import type { AddressGuard } from '../outbound/address-guard.js';
 import { WEBHOOK_EVENTS } from '../generated/public-webhooks.js';
+import { audit, OPERATOR, type Actor } from '../admin/audit.js';
+import { deliveryBody } from './dispatcher.js';
 import { attemptStatsRange, attemptWindows, type AttemptWindow } from './attempt-stats.js';
 import { conditionsEnded, healthState } from './health.js';
 import { newSigningSecret, secretsAt } from './signing.js';
@@ -25,6 +27,7 @@ export interface EndpointInput {
 
 type EndpointView = components['schemas']['WebhookEndpoint'];
 type CreatedEndpointView = components['schemas']['CreatedWebhookEndpoint'];
+type DeliveryDetailView = components['schemas']['DeliveryDetail'];
 
 const prefixOf = (secret: string) => secret.slice(0, 12);
 
@@ -114,24 +117,32 @@ export class WebhookEndpoints {
     return storeId;
   }
 
-  /** Registers an endpoint; its signing secret is in this result and never again. */
-  create(merchantId: number, input: EndpointInput): Promise<CreatedEndpointView> {
+  /** Registers an endpoint; its signing secret is in this result and never again. Audited as done by `actor`. */
+  create(merchantId: number, input: EndpointInput, actor: Actor = OPERATOR): Promise<CreatedEndpointView> {
     return this.storage.transaction(async (tx) => {
       await this.merchant(tx, merchantId);
       const storeId = await this.validate(tx, merchantId, input);
       const now = this.now();
       const secret = newSigningSecret();
-      return createdView(tx, await tx.createWebhookEndpoint({
+      const created = await createdView(tx, await tx.createWebhookEndpoint({
         merchant_id: merchantId, url: input.url!, store_id: storeId ?? null, events: inSpecOrder(input.events ?? EVENTS),
         secret, created_at: now.toISOString(),
       }), secret, now);
+      await audit(tx, merchantId, actor, 'endpoint.create',
+        `endpoint ${created.id} ${created.url} (${created.store ?? 'all stores'}: ${created.events.join(', ')})`, now);
+      return created;
     });
   }
 
-  update(merchantId: number, endpointId: number, input: EndpointInput): Promise<EndpointView> {
+  /**
+   * Changes an endpoint's URL, store, events or status; audited as done by `actor`: a change of
+   * the status alone as `endpoint.pause` or `endpoint.enable`, anything else as `endpoint.update`.
+   */
+  update(merchantId: number, endpointId: number, input: EndpointInput, actor: Actor = OPERATOR): Promise<EndpointView> {
     return this.storage.transaction(async (tx) => {
       const endpoint = await this.endpointIn(tx, merchantId, endpointId);
       const storeId = await this.validate(tx, merchantId, input);
+      const before = await endpointView(tx, endpoint, this.now());
       await tx.updateWebhookEndpoint(endpoint.id, {
         ...(input.url !== undefined ? { url: input.url } : {}),
         ...(storeId !== undefined ? { store_id: storeId } : {}),
@@ -148,7 +159,17 @@ export class WebhookEndpoints {
       // A re-enable ends what the owners were told (failing, paused, disabled): issue 22.7.
       const ended = conditionsEnded(endpoint, updated);
       if (ended.length > 0) await tx.endNotifications(endpoint.id, ended, this.now().toISOString());
-      return endpointView(tx, updated, this.now());
+      const after = await endpointView(tx, updated, this.now());
+      const changes = [
+        before.url !== after.url && `URL ${after.url}`,
+        before.store !== after.store && `store ${after.store ?? 'all stores'}`,
+        before.events.join() !== after.events.join() && `events ${after.events.join(', ')}`,
+        input.status !== undefined && `status ${input.status}`,
+      ].filter((change): change is string => typeof change === 'string');
+      const statusOnly = input.status !== undefined && input.url === undefined && input.store === undefined && input.events === undefined;
+      const action = statusOnly ? (input.status === 'paused' ? 'endpoint.pause' : 'endpoint.enable') : 'endpoint.update';
+      await audit(tx, merchantId, actor, action, `endpoint ${endpoint.id} ${statusOnly ? after.url : changes.join('; ') || 'unchanged'}`, this.now());
+      return after;
     });
   }
 
@@ -195,22 +216,38 @@ export class WebhookEndpoints {
     });
   }
 
-  private audit(tx: StorageTx, merchantId: number, actor: string, action: string, detail: string, at: Date): Promise<void> {
-    return tx.insertAuditEntry({ merchant_id: merchantId, at: at.toISOString(), actor, action, detail });
+  private audit(tx: StorageTx, merchantId: number, actor: Actor, action: 'endpoint.rotate_secret' | 'endpoint.confirm_secret', detail: string, at: Date): Promise<void> {
+    return audit(tx, merchantId, actor, action, detail, at);
   }
 
-  delete(merchantId: number, endpointId: number): Promise<void> {
+  delete(merchantId: number, endpointId: number, actor: Actor = OPERATOR): Promise<void> {
     return this.storage.transaction(async (tx) => {
-      await tx.deleteWebhookEndpoint((await this.endpointIn(tx, merchantId, endpointId)).id);
+      const endpoint = await this.endpointIn(tx, merchantId, endpointId);
+      await tx.deleteWebhookEndpoint(endpoint.id);
+      await audit(tx, merchantId, actor, 'endpoint.delete', `endpoint ${endpoint.id} ${endpoint.url}`, this.now());
     });
   }
 
-  private newDelivery(tx: StorageTx, endpoint: WebhookEndpointRecord, from: Pick<DeliveryRecord, 'event' | 'store_id' | 'product_ids'>): Promise<DeliveryRecord> {
+  private newDelivery(
+    tx: StorageTx, endpoint: WebhookEndpointRecord, from: Pick<DeliveryRecord, 'event' | 'store_id' | 'product_ids'>,
+    kind: { test: boolean; replaces: number | null },
+  ): Promise<DeliveryRecord> {
     const at = this.now().toISOString();
     return tx.insertDelivery({
       endpoint_id: endpoint.id, event: from.event, store_id: from.store_id, product_ids: from.product_ids,
-      occurred_at: null, status: 'pending', attempts: 0, next_attempt_at: at, created_at: at,
+      occurred_at: null, status: 'pending', attempts: 0, next_attempt_at: at, created_at: at, ...kind,
     });
+  }
+
+  /**
+   * A resend (product decisions: a new delivery that names the one it replaces). An original still
+   * waiting for a retry is dropped, so the receiver gets the payload once; one that succeeded
+   * keeps its status (the receiver gets it twice).
+   */
+  private async resendIn(tx: StorageTx, endpoint: WebhookEndpointRecord, original: DeliveryRecord): Promise<DeliveryRecord> {
+    const resent = await this.newDelivery(tx, endpoint, original, { test: original.test, replaces: original.id });
+    await tx.replaceDelivery(original.id, resent.id);
+    return resent;
   }
 
   /** Test, resend and recover send at once, so they need an endpoint that is active. */
@@ -223,13 +260,18 @@ export class WebhookEndpoints {
     return endpoint;
   }
 
-  /** A test: a real-shaped `content` delivery for one product of the merchant (the spec has no test event). */
-  sendTest(merchantId: number, endpointId: number): Promise<DeliveryRecord> {
+  /**
+   * A test: a real-shaped `content` delivery for one product of the merchant (the spec has no test
+   * event), marked `test` in the delivery log.
+   */
+  sendTest(merchantId: number, endpointId: number, actor: Actor = OPERATOR): Promise<DeliveryRecord> {
     return this.storage.transaction(async (tx) => {
       const endpoint = await this.activeEndpoint(tx, merchantId, endpointId);
       const product = (await tx.productsAfter(merchantId, 0, 1))[0];
       const storeId = endpoint.store_id ?? (await tx.findDefaultStore(merchantId))?.id ?? null;
-      return this.newDelivery(tx, endpoint, { event: 'content', store_id: storeId, product_ids: [product?.id ?? 1] });
+      const delivery = await this.newDelivery(tx, endpoint, { event: 'content', store_id: storeId, product_ids: [product?.id ?? 1] }, { test: true, replaces: null });
+      await audit(tx, merchantId, actor, 'endpoint.send_test', `endpoint ${endpoint.id}: delivery ${delivery.id}`, this.now());
+      return delivery;
     });
   }
 
@@ -240,11 +282,17 @@ export class WebhookEndpoints {
     return delivery;
   }
 
-  /** One delivery with every attempt made so far, oldest first (admin `DeliveryDetail`). */
-  delivery(merchantId: number, endpointId: number, deliveryId: number): Promise<Omit<DeliveryRecord, 'attempts'> & { attempts: AttemptRecord[] }> {
+  /**
+   * One delivery with the exact body it sends and every attempt made so far, oldest first, each
+   * with the request it sent (admin `DeliveryDetail`). The body is the dispatcher's own: every
+   * attempt sends the same bytes, `occurred_at` being fixed at the first.
+   */
+  delivery(merchantId: number, endpointId: number, deliveryId: number): Promise<DeliveryDetailView> {
     return this.storage.snapshot(async (reader) => {
       const delivery = await this.deliveryIn(reader, merchantId, endpointId, deliveryId);
-      return { ...delivery, attempts: await reader.listAttempts(delivery.id) };
+      const payload = delivery.occurred_at === null ? null : deliveryBody(delivery, delivery.occurred_at);
+      const attempts: AttemptRecord[] = await reader.listAttempts(delivery.id);
+      return { ...delivery, attempts, body: payload?.ok ? payload.body : null };
     });
   }
 
@@ -252,21 +300,31 @@ export class WebhookEndpoints {
     return this.storage.snapshot(async (reader) => reader.listDeliveries((await this.endpointIn(reader, merchantId, endpointId)).id, filter));
   }
 
-  /** Re-sends one delivery as a new delivery with the same event, store and products. */
-  resend(merchantId: number, endpointId: number, deliveryId: number): Promise<DeliveryRecord> {
+  /**
+   * Re-sends one delivery as a new delivery with the same event, store and products, naming it in
+   * `replaces`; the original names the resend in `replaced_by` and, when it was waiting for a
+   * retry, is dropped.
+   */
+  resend(merchantId: number, endpointId: number, deliveryId: number, actor: Actor = OPERATOR): Promise<DeliveryRecord> {
     return this.storage.transaction(async (tx) => {
       const delivery = await this.deliveryIn(tx, merchantId, endpointId, deliveryId);
-      return this.newDelivery(tx, await this.activeEndpoint(tx, merchantId, endpointId), delivery);
+      const resent = await this.resendIn(tx, await this.activeEndpoint(tx, merchantId, endpointId), delivery);
+      await audit(tx, merchantId, actor, 'endpoint.resend', `endpoint ${endpointId}: delivery ${delivery.id} as ${resent.id}`, this.now());
+      return resent;
     });
   }
 
-  /** Re-sends every failed, given-up or dropped delivery of the endpoint created since a time. */
-  recover(merchantId: number, endpointId: number, since: string): Promise<number> {
+  /**
+   * Re-sends every failed, given-up or dropped delivery of the endpoint created since a time that
+   * was not re-sent already, each as resend() does (a failed original stops retrying).
+   */
+  recover(merchantId: number, endpointId: number, since: string, actor: Actor = OPERATOR): Promise<number> {
     return this.storage.transaction(async (tx) => {
       const endpoint = await this.activeEndpoint(tx, merchantId, endpointId);
-      // The originals stay as they are (a failed one keeps its own retries).
-      const unsuccessful = await tx.unsuccessfulDeliveriesSince(endpoint.id, new Date(since).toISOString());
-      for (const delivery of unsuccessful) await this.newDelivery(tx, endpoint, delivery);
+      const from = new Date(since).toISOString();
+      const unsuccessful = await tx.unsuccessfulDeliveriesSince(endpoint.id, from);
+      for (const delivery of unsuccessful) await this.resendIn(tx, endpoint, delivery);
+      await audit(tx, merchantId, actor, 'endpoint.recover', `endpoint ${endpoint.id}: ${unsuccessful.length} deliveries since ${from}`, this.now());
       return unsuccessful.length;
     });
   }

@@ -88,7 +88,7 @@ describe('invitations', () => {
     await expect(accounts().signIn('forgetful@acme.test', 'the second password', '10.0.0.2')).resolves.toBeDefined();
     await expect(accounts().acceptInvitation(reset.token!, 'a third password!')).rejects.toMatchObject({ code: 'not_found' });
     const log = await accounts().auditLog(operator, acme, 2);
-    expect(log.map((e) => [e.actor, e.action])).toEqual([['forgetful@acme.test', 'user.password_reset'], ['operator', 'user.password_reset_requested']]);
+    expect(log.map((e) => [e.actor, e.action])).toEqual([['forgetful@acme.test', 'user.reset_password'], ['operator', 'user.send_reset']]);
   });
 
   it("give an owner no reset link: without e-mail the owner is sent to the operator (409), and a member may not ask (403)", async () => {
@@ -124,7 +124,7 @@ describe('invitations', () => {
     await accounts().removeUser(operator, acme, user.id);
     await expect(accounts().acceptInvitation(reset.token!, 'back again as owner')).rejects.toMatchObject({ code: 'not_found' });
     expect((await accounts().listUsers(operator, acme)).map((u) => u.email)).not.toContain('removed@acme.test');
-    expect((await accounts().auditLog(operator, acme, 1))[0]).toMatchObject({ action: 'user.removed', detail: 'removed@acme.test; 1 pending link(s) revoked' });
+    expect((await accounts().auditLog(operator, acme, 1))[0]).toMatchObject({ action: 'user.remove', detail: 'removed@acme.test; 1 pending link(s) revoked' });
   });
 
   it('refuse an email that already signs in for another merchant', async () => {
@@ -269,13 +269,13 @@ describe('tenancy and roles', () => {
     await expect(accounts().listUsers(asOwner, other)).rejects.toMatchObject({ code: 'not_found' });
     expect((await accounts().listUsers(asOwner, acme)).map((u) => u.email)).toContain('member@acme.test');
 
-    await accounts().record(asOwner, acme, 'endpoint.created', 'https://hooks.acme.test/catalog');
+    await accounts().record(asOwner, acme, 'endpoint.create', 'https://hooks.acme.test/catalog');
     await accounts().removeUser(asOwner, acme, member.id);
     await expect(accounts().removeUser(asOwner, acme, member.id)).rejects.toMatchObject({ code: 'not_found' });
     const log = await accounts().auditLog(operator, acme, 5);
     expect(log.slice(0, 2).map(({ actor, action, detail }) => ({ actor, action, detail }))).toEqual([
-      { actor: 'boss@acme.test', action: 'user.removed', detail: 'member@acme.test' },
-      { actor: 'boss@acme.test', action: 'endpoint.created', detail: 'https://hooks.acme.test/catalog' },
+      { actor: 'boss@acme.test', action: 'user.remove', detail: 'member@acme.test' },
+      { actor: 'boss@acme.test', action: 'endpoint.create', detail: 'https://hooks.acme.test/catalog' },
     ]);
     expect(await accounts().auditLog(operator, other, 50)).not.toContainEqual(expect.objectContaining({ detail: 'member@acme.test' }));
   });

@@ -32,7 +32,7 @@ describe('panel users over the admin API', () => {
 
     const log = await service.adminApi('GET', `/admin/v1/merchants/${acme}/audit-log?limit=10`);
     expect(log.body.data.map((e: { actor: string; action: string }) => `${e.actor} ${e.action}`))
-      .toEqual(['buyer@acme.test user.password_set', 'operator user.invited']);
+      .toEqual(['buyer@acme.test user.set_password', 'operator user.invite', 'operator merchant.create']);
 
     const removed = await service.adminApi('DELETE', `/admin/v1/merchants/${acme}/users/${users.body.data[0].id}`);
     expect(removed.status).toBe(204);

@@ -88,7 +88,7 @@ describe('catalog pages in the browser', () => {
     await browser.screenshot(page, 'import');
     expect((await service.admin.product(merchantId, 'BP-40-GRN')).source.offers).toHaveLength(1);
     const audit = await service.service.accounts.auditLog({ kind: 'operator' }, merchantId, 10);
-    expect(audit.filter((a) => a.action === 'catalog.import')).toHaveLength(2);
+    expect(audit.filter((a) => a.action === 'import.start')).toHaveLength(2);
 
     await page.getByRole('link', { name: 'Import another file' }).click();
     const rows = page.getByRole('table', { name: 'Recent imports' }).locator('tbody tr');
@@ -175,7 +175,7 @@ describe('catalog pages in the browser', () => {
     expect((await service.admin.imageMirroring(merchantId)).dead_images).toEqual([]);
     await browser.screenshot(page, 'images');
     const audit = await service.service.accounts.auditLog({ kind: 'operator' }, merchantId, 10);
-    expect(audit.map((a) => a.action)).toContain('images.retry_dead');
+    expect(audit.map((a) => a.action)).toContain('image.retry_dead');
   });
 });
 

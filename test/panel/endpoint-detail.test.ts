@@ -133,7 +133,8 @@ describe('endpoint detail in the browser', () => {
     const [failed] = await deliveries();
     await page.goto(detailUrl);
     await page.getByRole('button', { name: `Resend delivery ${failed!.id}` }).click();
-    await page.waitForURL(/done=resent/);
+    // The resend's own page, which names the delivery it replaces.
+    await page.waitForURL(/\/deliveries\/\d+\?done=resent$/);
     expect(await page.getByRole('status').textContent()).toContain('queued again');
 
     await service.service.dispatcher.sendDue();
@@ -142,7 +143,7 @@ describe('endpoint detail in the browser', () => {
     expect(resent!.status).toBe('succeeded');
     expect(receiver.requests.at(-1)!.payload.product_ids).toEqual(failed!.product_ids);
 
-    await page.reload();
+    await page.goto(detailUrl);
     expect(await row(resent!.id)).toContain('succeeded');
     expect(await page.locator('#endpoint-health').textContent()).toContain('0 consecutive failures');
     await browser.screenshot(page, 'endpoint-detail-resent');
@@ -152,12 +153,18 @@ describe('endpoint detail in the browser', () => {
   });
 
   it('recovers the failed deliveries since a time, and says how many', async () => {
+    // One more failed delivery (the one resent above makes no further attempt: nothing left to recover of it).
+    receiver.answer(BROKEN);
+    await sendTestFromList();
+    await service.service.dispatcher.tick();
+    expect((await deliveries())[0]!.status).toBe('failed');
+    receiver.answer({ status: 200 });
     const before = (await deliveries()).length;
     await page.goto(detailUrl);
     await page.getByLabel('Recover failed deliveries since (UTC)').fill('2025-03-14T08:00:00');
     await page.getByRole('button', { name: 'Recover' }).click();
     await page.waitForURL(/done=recovered/);
-    // The one failed delivery (still retrying on its own) is queued again as a new one.
+    // The failed delivery is queued again as a new one (and makes no further attempt itself).
     expect(await page.getByRole('status').textContent()).toContain('1 failed deliveries are queued again.');
     expect((await deliveries()).length).toBe(before + 1);
     const audit = await service.service.accounts.auditLog({ kind: 'operator' }, merchantId, 20);

@@ -12,7 +12,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { AttemptHourRecord, AttemptOutcomeKind, AttemptRecord, CatalogStorage } from '../../src/storage/port.js';
+import type { AttemptHourRecord, AttemptOutcomeKind, CatalogStorage, NewAttempt } from '../../src/storage/port.js';
 import { PgConnection } from '../../src/storage/postgres/connection.js';
 import { SqliteConnection } from '../../src/storage/sqlite/connection.js';
 import { attemptStatsRange, attemptWindows } from '../../src/webhooks/attempt-stats.js';
@@ -149,7 +149,7 @@ describe(`the attempt log per endpoint and hour (${TEST_ENGINE})`, () => {
         const delivery = await tx.insertDelivery({
           endpoint_id: charted, event: 'price', store_id: null, product_ids: [i + 1], occurred_at: at, status: 'pending', attempts: 0, next_attempt_at: at, created_at: at,
         });
-        const attempt: AttemptRecord = { at, status_code, error, latency_ms: latency, response_snippet: null };
+        const attempt: NewAttempt = { at, status_code, error, latency_ms: latency, response_snippet: null };
         if (i % 2 === 0) await tx.recordAttempt(delivery.id, attempt);
         else outcomes.push({ deliveryId: delivery.id, attempt, status: error ? 'failed' : 'succeeded', attempts: 1, next_attempt_at: null });
       }
@@ -259,7 +259,7 @@ describe.skipIf(onPglite())(`what was recorded before migration 36 (${TEST_ENGIN
     const delivery = await before.insertDelivery({
       endpoint_id: endpoint.id, event: 'price', store_id: null, product_ids: [1], occurred_at: AT, status: 'succeeded', attempts: 2, next_attempt_at: null, created_at: AT,
     });
-    const attempt = (at: string, error: string | null): AttemptRecord => ({ at, status_code: error ? 503 : 204, error, latency_ms: 40, response_snippet: null });
+    const attempt = (at: string, error: string | null): NewAttempt => ({ at, status_code: error ? 503 : 204, error, latency_ms: 40, response_snippet: null });
     await before.recordAttempt(delivery.id, attempt('2026-11-25T08:00:00.000Z', 'http_status'));
     const notify = (created_at: string) => before.insertNotification({ merchant_id: merchant.id, endpoint_id: endpoint.id, kind: 'failing', subject: 's', body: 'b', created_at });
     const recovered = await notify('2026-11-25T08:00:01.000Z');

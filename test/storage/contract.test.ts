@@ -5,7 +5,7 @@
 // built on both engines and must give byte-identical published bytes and equal ETags.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type {
-  CatalogStorage, DeliveryClaim, DeliveryRecord, ProductSourceDocument, PublishedRow, RecordedChange, StoreInputRecord,
+  CatalogStorage, DeliveryClaim, NewDelivery, ProductSourceDocument, PublishedRow, RecordedChange, StoreInputRecord,
 } from '../../src/storage/port.js';
 import { buildOutdoorCatalog, type OutdoorCatalog } from '../support/admin-http.js';
 import { fakeClock } from '../support/clock.js';
@@ -521,7 +521,9 @@ describe(`the storage contract on ${ENGINE}`, () => {
         merchant_id: merchant.id, url: 'https://hooks.example/a', store_id: null, events: ['price'], secret: 's', created_at: AT,
       });
       const first = await storage.insertDelivery(deliveryInput(endpoint.id, { store_id: de.id, product_ids: [3, 1, 2] }), '2026-11-26T07:59:00.000Z');
-      expect(first).toEqual({ id: first.id, ...deliveryInput(endpoint.id, { store_id: de.id, product_ids: [3, 1, 2] }) });
+      expect(first).toEqual({
+        id: first.id, ...deliveryInput(endpoint.id, { store_id: de.id, product_ids: [3, 1, 2] }), test: false, replaces: null, replaced_by: null,
+      });
       const later = await storage.insertDelivery(deliveryInput(endpoint.id, { next_attempt_at: '2026-11-26T08:10:00.000Z' }));
       expect(await storage.getDelivery(first.id)).toEqual(first);
       expect(await storage.getDelivery(999_999)).toBeUndefined();
@@ -537,11 +539,12 @@ describe(`the storage contract on ${ENGINE}`, () => {
       expect(await storage.claimDueDeliveries(claimAt('2026-11-26T08:00:45.000Z'))).toEqual([
         { ...first, status: 'failed', attempts: 1, occurred_at: '2026-11-26T08:00:00Z', next_attempt_at: '2026-11-26T08:01:45.000Z' },
       ]);
-      await storage.recordAttempt(first.id, { at: '2026-11-26T08:00:46.000Z', status_code: null, error: 'timeout', latency_ms: 10_000, response_snippet: null });
+      const request = { request_url: 'https://hooks.example/a', request_headers: { 'Content-Type': 'application/json', 'X-Service-Timestamp': '1764144036' } };
+      await storage.recordAttempt(first.id, { at: '2026-11-26T08:00:46.000Z', status_code: null, error: 'timeout', latency_ms: 10_000, response_snippet: null, ...request });
       await storage.updateDelivery(first.id, { status: 'succeeded', attempts: 2, next_attempt_at: null });
       expect(await storage.listAttempts(first.id)).toEqual([
-        { at: '2026-11-26T08:00:01.000Z', status_code: 500, error: null, latency_ms: 12, response_snippet: 'oops' },
-        { at: '2026-11-26T08:00:46.000Z', status_code: null, error: 'timeout', latency_ms: 10_000, response_snippet: null },
+        { at: '2026-11-26T08:00:01.000Z', status_code: 500, error: null, latency_ms: 12, response_snippet: 'oops', request_url: null, request_headers: null },
+        { at: '2026-11-26T08:00:46.000Z', status_code: null, error: 'timeout', latency_ms: 10_000, response_snippet: null, ...request },
       ]);
 
       const third = await storage.insertDelivery(deliveryInput(endpoint.id, { status: 'failed', attempts: 3, created_at: '2026-11-26T08:02:00.000Z' }));
@@ -552,6 +555,35 @@ describe(`the storage contract on ${ENGINE}`, () => {
       expect(await storage.getDelivery(later.id)).toMatchObject({ status: 'dropped', next_attempt_at: null });
       expect((await storage.unsuccessfulDeliveriesSince(endpoint.id, '2026-11-26T08:01:00.000Z')).map((d) => d.id)).toEqual([third.id]);
       expect((await storage.unsuccessfulDeliveriesSince(endpoint.id, '2026-11-26T08:00:00.000Z')).map((d) => d.id)).toEqual([later.id, third.id]);
+    });
+
+    it('marks tests and resends; a replaced delivery waiting for a retry is dropped, and no failed outcome makes it due again', async () => {
+      const { merchant } = await merchantWithStores();
+      const endpoint = await storage.createWebhookEndpoint({
+        merchant_id: merchant.id, url: 'https://hooks.example/r', store_id: null, events: ['price'], secret: 's', created_at: AT,
+      });
+      const test = await storage.insertDelivery(deliveryInput(endpoint.id, { test: true }));
+      expect(test).toMatchObject({ test: true, replaces: null, replaced_by: null });
+      // A failed delivery in flight (claimed) is re-sent: dropped at once, and its attempt's failure keeps it dropped.
+      const failed = await storage.insertDelivery(deliveryInput(endpoint.id, { status: 'failed', attempts: 1, next_attempt_at: '2026-11-26T07:59:00.000Z' }));
+      expect((await storage.claimDueDeliveries(claimAt('2026-11-26T08:00:00.000Z'))).map((d) => d.id)).toEqual([test.id, failed.id]);
+      const resend = await storage.insertDelivery(deliveryInput(endpoint.id, { test: true, replaces: failed.id }));
+      await storage.replaceDelivery(failed.id, resend.id);
+      expect(await storage.getDelivery(resend.id)).toMatchObject({ test: true, replaces: failed.id, replaced_by: null, status: 'pending' });
+      expect(await storage.getDelivery(failed.id)).toMatchObject({ status: 'dropped', next_attempt_at: null, replaced_by: resend.id });
+      const attempt = { at: '2026-11-26T08:00:02.000Z', status_code: 503, error: 'http_status', latency_ms: 5, response_snippet: '' };
+      await storage.recordAttemptOutcomes([
+        { deliveryId: failed.id, attempt, status: 'failed', attempts: 2, next_attempt_at: '2026-11-26T08:02:00.000Z' },
+        { deliveryId: test.id, attempt, status: 'failed', attempts: 1, next_attempt_at: '2026-11-26T08:02:00.000Z' },
+      ]);
+      expect(await storage.getDelivery(failed.id)).toMatchObject({ status: 'dropped', attempts: 2, next_attempt_at: null });
+      expect(await storage.getDelivery(test.id)).toMatchObject({ status: 'failed', attempts: 1, next_attempt_at: '2026-11-26T08:02:00.000Z' });
+      expect((await storage.unsuccessfulDeliveriesSince(endpoint.id, '2026-11-26T08:00:00.000Z')).map((d) => d.id)).toEqual([test.id]);
+      // A success is recorded as such, dropped or not; a replaced delivery that had succeeded keeps its status.
+      await storage.recordAttemptOutcomes([{ deliveryId: failed.id, attempt: { ...attempt, status_code: 200, error: null }, status: 'succeeded', attempts: 3, next_attempt_at: null }]);
+      const again = await storage.insertDelivery(deliveryInput(endpoint.id, { replaces: failed.id }));
+      await storage.replaceDelivery(failed.id, again.id);
+      expect(await storage.getDelivery(failed.id)).toMatchObject({ status: 'succeeded', replaced_by: again.id });
     });
 
     it('claims only due deliveries of active endpoints, endpoints taking turns within the per-endpoint and overall limits', async () => {
@@ -725,7 +757,7 @@ describe(`the storage contract on ${ENGINE}`, () => {
   });
 });
 
-function deliveryInput(endpointId: number, patch: Partial<Omit<DeliveryRecord, 'id'>> = {}): Omit<DeliveryRecord, 'id'> {
+function deliveryInput(endpointId: number, patch: Partial<NewDelivery> = {}): NewDelivery {
   return {
     endpoint_id: endpointId, event: 'price', store_id: null, product_ids: [1], occurred_at: null, status: 'pending', attempts: 0,
     next_attempt_at: '2026-11-26T08:00:00.000Z', created_at: '2026-11-26T08:00:00.000Z', ...patch,

@@ -103,6 +103,72 @@ describe('resend', () => {
   });
 });
 
+describe('what a resend replaces (issue 22.9)', () => {
+  it('names the original, which names it; an original waiting for a retry is dropped, so the receiver gets the payload once', async () => {
+    const { w, receiver, endpoint, path } = await setUp();
+    receiver.answer(answers.serverError);
+    await w.putProduct('A');
+    await w.after(2 * SECOND);
+    const [original] = await w.deliveries(endpoint.id);
+    expect(original).toMatchObject({ status: 'failed', attempts: 1, replaces: null, replaced_by: null, test: false });
+    receiver.answer(answers.ok);
+
+    const resent = (await w.post(`${path}/deliveries/${original!.id}/resend`)).body;
+    expect(resent).toMatchObject({ replaces: original!.id, replaced_by: null, test: false, status: 'pending' });
+    expect(await w.delivery(endpoint.id, original!.id)).toMatchObject({ status: 'dropped', next_attempt_at: null, replaced_by: resent.id });
+    await w.deliverDue();
+    // The original's retries never come: one delivery of the payload after the failed attempt.
+    for (const wait of [30 * SECOND, 2 * MINUTE, 10 * MINUTE, HOUR, 6 * HOUR]) await w.after(wait);
+    expect(receiver.count).toBe(2);
+    expect(await w.delivery(endpoint.id, resent.id)).toMatchObject({ status: 'succeeded', replaces: original!.id });
+    expect((await w.delivery(endpoint.id, original!.id)).attempts).toHaveLength(1);
+  });
+
+  it('keeps a succeeded original as it is (the receiver gets the payload twice), and a resend of a test is a test', async () => {
+    const { w, endpoint, path } = await setUp();
+    await w.putProduct('A');
+    const test = (await w.post(`${path}/test`)).body;
+    expect(test).toMatchObject({ test: true, replaces: null });
+    await w.after(2 * SECOND);
+    const resent = (await w.post(`${path}/deliveries/${test.id}/resend`)).body;
+    expect(resent).toMatchObject({ test: true, replaces: test.id });
+    expect(await w.delivery(endpoint.id, test.id)).toMatchObject({ status: 'succeeded', replaced_by: resent.id });
+    const changes = (await w.deliveries(endpoint.id)).filter((d) => !d.test);
+    expect(changes).toHaveLength(1);
+    expect(changes[0]).toMatchObject({ test: false, replaces: null, replaced_by: null });
+  });
+});
+
+describe('the request a delivery sent (issue 22.9)', () => {
+  it('shows the exact body and, per attempt, the URL and headers as the receiver got them, signature included', async () => {
+    const { w, receiver, endpoint } = await setUp();
+    receiver.answer(answers.serverError);
+    await w.putProduct('A');
+    // Batched but not sent yet: no body until the first attempt fixes occurred_at.
+    w.clock.advance(2 * SECOND);
+    await w.dispatcher.coalesce();
+    const [waiting] = await w.deliveries(endpoint.id);
+    expect(await w.delivery(endpoint.id, waiting!.id)).toMatchObject({ occurred_at: null, body: null, attempts: [] });
+    await w.deliverDue();
+    receiver.answer(answers.ok);
+    await w.after(30 * SECOND);
+    const [delivery] = await w.deliveries(endpoint.id);
+    const detail = await w.delivery(endpoint.id, delivery!.id);
+    expect(detail.attempts).toHaveLength(2);
+    expect(receiver.requests).toHaveLength(2);
+    for (const [i, attempt] of detail.attempts.entries()) {
+      const got = receiver.requests[i]!;
+      expect(detail.body).toBe(got.rawBody.toString('utf8'));
+      expect(attempt.request_url).toBe(receiver.url);
+      expect(attempt.request_headers).toEqual({
+        'Content-Type': got.headers['content-type'], 'X-Service-Timestamp': got.timestamp, 'X-Service-Signature': got.signature,
+      });
+    }
+    // Two attempts, two timestamps, two signatures over the same bytes.
+    expect(detail.attempts[0]!.request_headers!['X-Service-Timestamp']).not.toBe(detail.attempts[1]!.request_headers!['X-Service-Timestamp']);
+  });
+});
+
 describe('a test event', () => {
   it('queues a real-shaped content delivery for the smallest product id and the default store, whatever the endpoint\'s events', async () => {
     const { w, receiver, endpoint, path } = await setUp({ stores: ['de', 'pl'] });
@@ -142,7 +208,7 @@ describe('a test event', () => {
 });
 
 describe('recover', () => {
-  it('re-sends every failed or given-up delivery created since a time, as new deliveries', async () => {
+  it('re-sends every failed or given-up delivery created since a time, as new deliveries naming the originals; a failed original stops retrying', async () => {
     const { w, receiver, endpoint, path } = await setUp();
     receiver.answer(answers.serverError);
     await w.putProduct('OLD');
@@ -168,10 +234,18 @@ describe('recover', () => {
     expect(pending.map((d: { product_ids: number[] }) => d.product_ids[0]).sort()).toEqual([givenUp, failing].sort());
     await w.deliverDue();
     expect(receiver.payloads.slice(sent).map((p) => p.product_ids[0]).sort()).toEqual([givenUp, failing].sort());
-    // The failed original keeps its own retry schedule.
+    // Each resend names its original, which names it; the failed original makes no further attempt.
     expect(statuses[failing]).toBe('failed');
-    const [failedOriginal] = (await w.deliveries(endpoint.id)).filter((d) => d.product_ids[0] === failing).sort((x, y) => x.id - y.id);
-    expect(failedOriginal).toMatchObject({ status: 'failed', attempts: 1 });
+    for (const product of [givenUp, failing]) {
+      const [original, resend] = (await w.deliveries(endpoint.id)).filter((d) => d.product_ids[0] === product).sort((x, y) => x.id - y.id);
+      expect(resend).toMatchObject({ status: 'succeeded', replaces: original!.id, replaced_by: null, test: false });
+      expect(original).toMatchObject({ replaced_by: resend!.id, status: product === failing ? 'dropped' : 'given_up', next_attempt_at: null });
+    }
+    const delivered = receiver.count;
+    for (const wait of [30 * SECOND, 2 * MINUTE, 10 * MINUTE, HOUR, 6 * HOUR]) await w.after(wait);
+    expect(receiver.count).toBe(delivered);
+    // Recovered once: a second recovery finds nothing left to re-send.
+    expect((await w.post(`${path}/recover`, { since })).body).toEqual({ resent: 0 });
   });
 
   it('re-sends the deliveries dropped while the endpoint was disabled, once it is re-enabled', async () => {

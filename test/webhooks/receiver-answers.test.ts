@@ -145,7 +145,11 @@ describe('an attempt whose bookkeeping fails counts as a failed attempt (issue 2
     );
     const failedAt = now();
     expect(delivery).toMatchObject({ status: 'failed', attempts: 1, next_attempt_at: plus(failedAt, FIRST_RETRY_MS) });
-    expect(attempts).toEqual([{ at: failedAt, status_code: 200, error: RECORDING_FAILED, latency_ms: expect.any(Number), response_snippet: null }]);
+    expect(attempts).toEqual([{
+      at: failedAt, status_code: 200, error: RECORDING_FAILED, latency_ms: expect.any(Number), response_snippet: null,
+      // The request was sent: it is kept, whatever became of the answer.
+      request_url: receiver.url, request_headers: expect.objectContaining({ 'X-Service-Signature': expect.stringMatching(/^sha256=[0-9a-f]{64}$/) }),
+    }]);
     expect(await world.endpoint(endpoint.id)).toMatchObject({ consecutive_failures: 1, last_failure_at: failedAt });
 
     // Not re-sent when the lease would have run out; sent again on the backoff, and recorded.

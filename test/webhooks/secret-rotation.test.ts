@@ -198,7 +198,7 @@ describe('the audit log', () => {
     expect((await confirm()).status).toBe(200);
     const log = await w.service.adminApi('GET', `${w.merchant.base}/audit-log?limit=10`);
     expect(log.status).toBe(200);
-    const entries = log.body.data.filter((e: { action: string }) => e.action.startsWith('endpoint.'));
+    const entries = log.body.data.filter((e: { action: string }) => e.action.endsWith('_secret'));
     expect(entries.map((e: { action: string; actor: string; at: string }) => [e.action, e.actor, e.at])).toEqual([
       ['endpoint.confirm_secret', 'operator', w.clock.iso],
       ['endpoint.rotate_secret', 'operator', rotatedAt],
@@ -214,7 +214,7 @@ describe('the audit log', () => {
     const { w, confirm } = await rotationWorld();
     expect((await confirm()).status).toBe(409);
     const log = await w.service.adminApi('GET', `${w.merchant.base}/audit-log?limit=10`);
-    expect(log.body.data.filter((e: { action: string }) => e.action.startsWith('endpoint.'))).toEqual([]);
+    expect(log.body.data.filter((e: { action: string }) => e.action.endsWith('_secret'))).toEqual([]);
   });
 });
 

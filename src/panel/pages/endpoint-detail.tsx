@@ -1,8 +1,9 @@
 // One webhook endpoint of a merchant (issue 11, "Endpoint detail"): its health, the delivery log
-// filtered by status and paged by before_id, each delivery's attempts, resend one, recover the
-// failed ones since a time, sign with a rotated secret now (issue 21.4), and the notifications
-// the owners got about it. Reads go to service.endpoints; every change is one call of it, then
-// the audit log (endpoint.resend, endpoint.recover; the domain records endpoint.confirm_secret).
+// filtered by status and paged by before_id (with each delivery's store, products linked to the
+// catalog, tests and resends marked: issue 22.9), a delivery's page with the exact request each
+// attempt sent and the answer it got, resend one, recover the failed ones since a time, sign with
+// a rotated secret now (issue 21.4), and the notifications the owners got about it. Reads go to
+// service.endpoints; every change is one call of it, which records it in the audit log.
 // Another merchant's endpoint or delivery is the domain's not_found (404).
 import { Hono } from 'hono';
 import { RecoverDeliveriesInputSchema, routes } from '../../generated/admin-routes.js';
@@ -22,6 +23,9 @@ import type { PanelEnv } from '../session.js';
 import { Health, NotificationEnded } from '../endpoint-health.js';
 import { SuccessCharts } from '../success-chart.js';
 import { Time } from '../time.js';
+import {
+  DeliveryKind, ProductLinks, RequestAsSent, StoreSlug, replacedOutcome, resendOutcome, storesById, type StoresById,
+} from './delivery-parts.js';
 import { ConfirmSecretButton, SecretState } from './endpoints.js';
 
 type Schemas = components['schemas'];
@@ -61,8 +65,8 @@ function sinceOf(value: string): string {
 }
 
 const DONE: Record<string, string> = {
-  resent: 'The delivery is queued again as a new delivery.',
   secret_confirmed: 'The new secret signs every delivery from now on; the old one no longer does.',
+  updated: 'The endpoint is saved.',
 };
 
 function When(props: { at: string | null | undefined; none?: string }) {
@@ -70,7 +74,7 @@ function When(props: { at: string | null | undefined; none?: string }) {
 }
 
 function DeliveryLog(props: {
-  base: string; deliveries: Delivery[]; filter: LogFilter; session: PanelSession; active: boolean;
+  base: string; merchantId: number; deliveries: Delivery[]; stores: StoresById; filter: LogFilter; session: PanelSession; active: boolean;
   error?: ShownError | undefined; errorAt?: ErrorAt | undefined;
 }) {
   const { base, deliveries, filter, session } = props;
@@ -97,13 +101,14 @@ function DeliveryLog(props: {
         </p>
       ) : (
         <table>
-          <thead><tr><th>Delivery</th><th>Event</th><th>Products</th><th>Status</th><th>Attempts</th><th>Created</th><th>Next attempt</th><th>Actions</th></tr></thead>
+          <thead><tr><th>Delivery</th><th>Event</th><th>Store</th><th>Products</th><th>Status</th><th>Attempts</th><th>Created</th><th>Next attempt</th><th>Actions</th></tr></thead>
           <tbody>
             {deliveries.map((d) => (
               <tr data-delivery={d.id}>
-                <td><a href={`${base}/deliveries/${d.id}`}>#{d.id}</a></td>
+                <td><a href={`${base}/deliveries/${d.id}`}>#{d.id}</a><DeliveryKind base={base} delivery={d} /></td>
                 <td>{d.event}</td>
-                <td>{d.product_ids.length > 5 ? `${d.product_ids.slice(0, 5).join(', ')} … (${d.product_ids.length})` : d.product_ids.join(', ')}</td>
+                <td class="delivery-store"><StoreSlug storeId={d.store_id} stores={props.stores} /></td>
+                <td><ProductLinks merchantId={props.merchantId} delivery={d} stores={props.stores} limit={5} /></td>
                 <td><span class={`delivery-${d.status}`}>{d.status}</span></td>
                 <td>{d.attempts}</td>
                 <td><When at={d.created_at} /></td>
@@ -154,7 +159,7 @@ function Notifications(props: { notifications: Notification[] }) {
 }
 
 function EndpointDetailPage(props: {
-  session: PanelSession; merchantId: number; endpoint: Endpoint; deliveries: Delivery[]; notifications: Notification[]; filter: LogFilter;
+  session: PanelSession; merchantId: number; endpoint: Endpoint; deliveries: Delivery[]; stores: StoresById; notifications: Notification[]; filter: LogFilter;
   stats: AttemptWindow[];
   notice?: string | undefined; error?: ShownError | undefined; errorAt?: ErrorAt; since?: string;
 }) {
@@ -176,6 +181,7 @@ function EndpointDetailPage(props: {
           <dt>Secret</dt><dd id="endpoint-secret"><SecretState endpoint={endpoint} /></dd>
           <dt>Health</dt><dd id="endpoint-health"><Health endpoint={endpoint} /></dd>
         </dl>
+        <a href={`${base}/edit`}>Edit URL, store and events…</a>{' '}
         <a href={`${base}/rotate?from=detail`}>Rotate secret…</a>{' '}
         {endpoint.secret_rotation && <><ConfirmSecretButton session={session} base={base} />{' '}</>}
         {!active && (
@@ -184,7 +190,8 @@ function EndpointDetailPage(props: {
         {props.errorAt === 'secret' && <ErrorMessage error={props.error} />}
       </section>
       <SuccessCharts windows={props.stats} />
-      <DeliveryLog base={base} deliveries={props.deliveries} filter={props.filter} session={session} active={active} error={props.error} errorAt={props.errorAt} />
+      <DeliveryLog base={base} merchantId={merchantId} deliveries={props.deliveries} stores={props.stores} filter={props.filter} session={session} active={active}
+        error={props.error} errorAt={props.errorAt} />
       <section aria-labelledby="recover">
         <h2 id="recover">Recover failed deliveries</h2>
         {props.errorAt === 'recover' && <ErrorMessage error={props.error} labels={{ since: 'Recover failed deliveries since' }} />}
@@ -203,17 +210,38 @@ function EndpointDetailPage(props: {
   );
 }
 
-function DeliveryPage(props: { session: PanelSession; merchantId: number; endpointId: number; delivery: Schemas['DeliveryDetail'] }) {
-  const { session, merchantId, endpointId, delivery } = props;
+function DeliveryPage(props: {
+  session: PanelSession; merchantId: number; endpointId: number; delivery: Schemas['DeliveryDetail']; stores: StoresById;
+  /** The delivery a resend replaces, as it is now. */
+  original?: Pick<Delivery, 'id' | 'status'> | undefined;
+  notice?: string | undefined;
+}) {
+  const { session, merchantId, endpointId, delivery, original } = props;
   const base = `/panel/merchants/${merchantId}/endpoints/${endpointId}`;
+  const bodyBytes = delivery.body === null ? null : Buffer.byteLength(delivery.body);
   return (
     <Layout title={`Delivery #${delivery.id}`} session={session} merchantId={merchantId}>
       <p><a href={base}>Back to endpoint #{endpointId}</a></p>
-      <dl>
+      <Notice text={props.notice} />
+      <dl class="facts" id="delivery-facts">
+        <dt>Delivery id</dt><dd>{delivery.id} <span class="muted">(the same in each retry; a resend is a new delivery with its own id)</span></dd>
         <dt>Status</dt><dd><span class={`delivery-${delivery.status}`}>{delivery.status}</span></dd>
+        {delivery.test && (
+          <><dt>Test</dt><dd id="delivery-test"><span class="tag tag-test">test</span> Sent with “Send test”: its product is a sample and nothing changed (the receiver cannot tell).</dd></>
+        )}
+        {delivery.replaces !== null && (
+          <><dt>Replaces</dt><dd id="delivery-replaces">
+            Re-sends <a href={`${base}/deliveries/${delivery.replaces}`}>#{delivery.replaces}</a>. {original ? resendOutcome(original) : ''}
+          </dd></>
+        )}
+        {delivery.replaced_by !== null && (
+          <><dt>Replaced by</dt><dd id="delivery-replaced-by">
+            <a href={`${base}/deliveries/${delivery.replaced_by}`}>#{delivery.replaced_by}</a>. {replacedOutcome(delivery)}
+          </dd></>
+        )}
         <dt>Event</dt><dd>{delivery.event}</dd>
-        <dt>Store id</dt><dd>{delivery.store_id ?? 'all stores'}</dd>
-        <dt>Products</dt><dd>{delivery.product_ids.join(', ')}</dd>
+        <dt>Store</dt><dd><StoreSlug storeId={delivery.store_id} stores={props.stores} />{delivery.store_id !== null && <span class="muted"> (store_id {delivery.store_id})</span>}</dd>
+        <dt>Products</dt><dd><ProductLinks merchantId={merchantId} delivery={delivery} stores={props.stores} /></dd>
         <dt>Created</dt><dd><When at={delivery.created_at} /></dd>
         <dt>Occurred at</dt><dd><When at={delivery.occurred_at} none="not sent yet" /></dd>
         <dt>Next attempt</dt><dd><When at={delivery.next_attempt_at} none="none" /></dd>
@@ -222,23 +250,35 @@ function DeliveryPage(props: { session: PanelSession; merchantId: number; endpoi
         <CsrfField session={session} />
         <button type="submit">Resend</button>
       </form>
-      <h2>Attempts</h2>
-      {delivery.attempts.length === 0 ? <p>No attempts yet: the delivery is sent at its next attempt time, above.</p> : (
-        <table>
-          <thead><tr><th>Time</th><th>Status code</th><th>Error</th><th>Latency</th><th>Response</th></tr></thead>
-          <tbody>
-            {delivery.attempts.map((a) => (
-              <tr class="attempt">
-                <td><When at={a.at} /></td>
-                <td>{a.status_code ?? <span class="muted">no response</span>}</td>
-                <td>{a.error ?? <span class="muted">none</span>}</td>
-                <td>{a.latency_ms} ms</td>
-                <td>{a.response_snippet ? <code class="snippet">{a.response_snippet}</code> : <span class="muted">empty</span>}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
+      <section aria-labelledby="request">
+        <h2 id="request">Request body</h2>
+        {delivery.body === null ? <p>Nothing sent yet: the body is fixed at the first attempt (its <code>occurred_at</code>).</p> : (
+          <>
+            <p>Every attempt sends these exact bytes ({bodyBytes} bytes), signed anew: each attempt's timestamp and signature are below.</p>
+            <pre class="payload" id="request-body">{delivery.body}</pre>
+          </>
+        )}
+      </section>
+      <section aria-labelledby="attempts">
+        <h2 id="attempts">Attempts</h2>
+        {delivery.attempts.length === 0 ? <p>No attempts yet: the delivery is sent at its next attempt time, above.</p> : (
+          <table>
+            <thead><tr><th>Time</th><th>Request sent</th><th>Status code</th><th>Error</th><th>Latency</th><th>Response</th></tr></thead>
+            <tbody>
+              {delivery.attempts.map((a) => (
+                <tr class="attempt">
+                  <td><When at={a.at} /></td>
+                  <td><RequestAsSent attempt={a} bodyBytes={bodyBytes} /></td>
+                  <td>{a.status_code ?? <span class="muted">no response</span>}</td>
+                  <td>{a.error ?? <span class="muted">none</span>}</td>
+                  <td>{a.latency_ms} ms</td>
+                  <td>{a.response_snippet ? <code class="snippet">{a.response_snippet}</code> : <span class="muted">empty</span>}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        )}
+      </section>
     </Layout>
   );
 }
@@ -250,13 +290,14 @@ export function endpointDetailPages(service: Service, accounts: () => PanelAccou
   const detail = async (merchantId: number, endpointId: number, filter: LogFilter) => {
     // The endpoint first: another merchant's id is a 404 before anything else is read.
     const endpoint = await endpoints.endpoint(merchantId, endpointId);
-    const [deliveries, notifications, stats] = await Promise.all([
+    const [deliveries, notifications, stats, stores] = await Promise.all([
       endpoints.deliveries(merchantId, endpointId, { ...filter, limit: PAGE_SIZE }),
       endpoints.notifications(merchantId, NOTIFICATIONS_READ),
       endpoints.attemptStats(merchantId, endpointId),
+      service.admin.listStores(merchantId),
     ]);
     return {
-      endpoint, deliveries, filter, stats,
+      endpoint, deliveries, filter, stats, stores: storesById(stores),
       notifications: notifications.filter((n) => n.endpoint_id === endpointId).map(({ merchant_id: _, ...n }) => n),
     };
   };
@@ -273,7 +314,16 @@ export function endpointDetailPages(service: Service, accounts: () => PanelAccou
     const merchantId = merchantOf(c);
     const endpointId = idParam(c, 'endpointId', 'Webhook endpoint');
     const delivery = await endpoints.delivery(merchantId, endpointId, idParam(c, 'deliveryId', 'Delivery'));
-    return c.html(<DeliveryPage session={sessionOf(c)} merchantId={merchantId} endpointId={endpointId} delivery={delivery} />);
+    const [stores, original] = await Promise.all([
+      service.admin.listStores(merchantId),
+      delivery.replaces === null ? undefined : endpoints.delivery(merchantId, endpointId, delivery.replaces).catch(() => undefined),
+    ]);
+    const notice = c.req.query('done') === 'resent' && delivery.replaces !== null
+      ? `Delivery #${delivery.id} is queued again as a new delivery: it re-sends #${delivery.replaces}.` : undefined;
+    return c.html(
+      <DeliveryPage session={sessionOf(c)} merchantId={merchantId} endpointId={endpointId} delivery={delivery} stores={storesById(stores)}
+        original={original} notice={notice} />,
+    );
   });
 
   pages.post('/deliveries/:deliveryId/resend', async (c) => {
@@ -281,12 +331,12 @@ export function endpointDetailPages(service: Service, accounts: () => PanelAccou
     const merchantId = merchantOf(c);
     const endpointId = idParam(c, 'endpointId', 'Webhook endpoint');
     const deliveryId = idParam(c, 'deliveryId', 'Delivery');
-    const outcome = await formAction(() => endpoints.resend(merchantId, endpointId, deliveryId));
+    const outcome = await formAction(() => endpoints.resend(merchantId, endpointId, deliveryId, principalName(session.principal)));
     if (outcome.error) {
       return c.html(<EndpointDetailPage session={session} merchantId={merchantId} {...await detail(merchantId, endpointId, {})} error={outcome.error} errorAt="deliveries" />, outcome.error.status as 409);
     }
-    await accounts().record(session.principal, merchantId, 'endpoint.resend', `endpoint ${endpointId}: delivery ${deliveryId} as ${outcome.ok.id}`);
-    return c.redirect(`/panel/merchants/${merchantId}/endpoints/${endpointId}?done=resent`, 303);
+    // To the resend's own page: it says which delivery it replaces, and whether the receiver gets the payload once or twice.
+    return c.redirect(`/panel/merchants/${merchantId}/endpoints/${endpointId}/deliveries/${outcome.ok.id}?done=resent`, 303);
   });
 
   // The confirmation step (issue 22.2): the old secret stops signing at once.
@@ -324,14 +374,14 @@ export function endpointDetailPages(service: Service, accounts: () => PanelAccou
     const merchantId = merchantOf(c);
     const endpointId = idParam(c, 'endpointId', 'Webhook endpoint');
     const since = field(await formOf(c), 'since');
-    const outcome = await formAction(() => endpoints.recover(merchantId, endpointId, validated(RecoverDeliveriesInputSchema, { since: sinceOf(since) }).since));
+    const outcome = await formAction(() => endpoints.recover(merchantId, endpointId, validated(RecoverDeliveriesInputSchema, { since: sinceOf(since) }).since,
+      principalName(session.principal)));
     if (outcome.error) {
       return c.html(
         <EndpointDetailPage session={session} merchantId={merchantId} {...await detail(merchantId, endpointId, {})} error={outcome.error} errorAt="recover" since={since} />,
         outcome.error.status as 400,
       );
     }
-    await accounts().record(session.principal, merchantId, 'endpoint.recover', `endpoint ${endpointId}: ${outcome.ok} deliveries since ${sinceOf(since)}`);
     return c.redirect(`/panel/merchants/${merchantId}/endpoints/${endpointId}?done=recovered&count=${outcome.ok}`, 303);
   });
 

@@ -19,9 +19,7 @@ import { noticeFor } from '../notices.js';
 import type { PanelEnv } from '../session.js';
 import { AlreadyShown, redirectToShownOnce, shownOnce } from '../shown-once.js';
 import { Time } from '../time.js';
-
-/** The registration form's labels, for its errors (plain-words.ts). */
-const FIELD_LABELS = { url: 'Receiver URL', store: 'Store', events: 'Events' };
+import { ENDPOINT_FIELD_LABELS as FIELD_LABELS, EndpointFields, type EndpointFormInput } from './endpoint-form.js';
 
 /** A new secret, between the POST that made it and the one page that shows it. */
 type ShownSecret =
@@ -60,7 +58,7 @@ export function ConfirmSecretButton(props: { session: PanelSession; base: string
 
 function EndpointsPage(props: {
   session: PanelSession; merchantId: number; endpoints: Endpoint[]; stores: StoreRecord[];
-  notice?: string | undefined; error?: ShownError | undefined; input?: { url: string; store: string; events: string[] };
+  notice?: string | undefined; error?: ShownError | undefined; input?: EndpointFormInput;
   /** The action the error comes from, where the page shows it: the registration form unless a row's `test:<id>`. */
   errorAt?: string;
 }) {
@@ -91,6 +89,7 @@ function EndpointsPage(props: {
                   {e.status === 'active' && (
                     <form class="inline" method="post" action={`${base}/${e.id}/pause`}><CsrfField session={session} /><button type="submit">Pause</button></form>
                   )}{' '}
+                  <a href={`${base}/${e.id}/edit`}>Edit…</a>{' '}
                   <a href={`${base}/${e.id}/delete`}>Delete…</a>
                   {props.errorAt === `test:${e.id}` && <ErrorMessage error={props.error} />}
                 </td>
@@ -103,17 +102,7 @@ function EndpointsPage(props: {
       {props.errorAt === undefined && <ErrorMessage error={props.error} labels={FIELD_LABELS} />}
       <form class="stacked" method="post" action={base}>
         <CsrfField session={session} />
-        <label>Receiver URL<input type="url" name="url" required value={input.url} /></label>
-        <label>Store
-          <select name="store">
-            <option value="" selected={input.store === ''}>All stores</option>
-            {props.stores.map((s) => <option value={s.slug} selected={input.store === s.slug}>{s.name} ({s.slug})</option>)}
-          </select>
-        </label>
-        <fieldset>
-          <legend>Events</legend>
-          {EVENTS.map((event) => <label><input type="checkbox" name="events" value={event} checked={input.events.includes(event)} /> {event}</label>)}
-        </fieldset>
+        <EndpointFields input={input} stores={props.stores} />
         <button type="submit">Register</button>
       </form>
     </Layout>
@@ -141,12 +130,11 @@ export function endpointPages(service: Service, accounts: () => PanelAccounts) {
     const input = { url: field(form, 'url'), store: field(form, 'store'), events: fields(form, 'events') };
     const outcome = await formAction(() => endpoints.create(merchantId, validated(WebhookEndpointInputSchema, {
       url: input.url, store: input.store || null, events: input.events,
-    })));
+    }), principalName(session.principal)));
     if (outcome.error) {
       return c.html(<EndpointsPage session={session} merchantId={merchantId} {...await listing(merchantId)} error={outcome.error} input={input} />, outcome.error.status as 400);
     }
     const created = outcome.ok;
-    await accounts().record(session.principal, merchantId, 'endpoint.create', `endpoint ${created.id} ${created.url}`);
     return redirectToShownOnce(c, accounts, `/panel/merchants/${merchantId}/endpoints/shown`, {
       kind: 'endpoint_secret', created: true, url: created.url, events: created.events, store: created.store, secret: created.secret,
     } satisfies ShownSecret);
@@ -231,11 +219,10 @@ export function endpointPages(service: Service, accounts: () => PanelAccounts) {
     const session = sessionOf(c);
     const merchantId = merchantOf(c);
     const endpointId = idParam(c, 'endpointId', 'Webhook endpoint');
-    const outcome = await formAction(() => endpoints.sendTest(merchantId, endpointId));
+    const outcome = await formAction(() => endpoints.sendTest(merchantId, endpointId, principalName(session.principal)));
     if (outcome.error) {
       return c.html(<EndpointsPage session={session} merchantId={merchantId} {...await listing(merchantId)} error={outcome.error} errorAt={`test:${endpointId}`} />, outcome.error.status as 409);
     }
-    await accounts().record(session.principal, merchantId, 'endpoint.send_test', `endpoint ${endpointId}: delivery ${outcome.ok.id}`);
     return c.redirect(`/panel/merchants/${merchantId}/endpoints?done=test`, 303);
   });
 
@@ -244,8 +231,7 @@ export function endpointPages(service: Service, accounts: () => PanelAccounts) {
     pages.post(`/:endpointId/${action}`, async (c) => {
       const session = sessionOf(c);
       const merchantId = merchantOf(c);
-      const changed = await endpoints.update(merchantId, idParam(c, 'endpointId', 'Webhook endpoint'), { status });
-      await accounts().record(session.principal, merchantId, `endpoint.${action}`, `endpoint ${changed.id} ${changed.url}`);
+      await endpoints.update(merchantId, idParam(c, 'endpointId', 'Webhook endpoint'), { status }, principalName(session.principal));
       return c.redirect(`/panel/merchants/${merchantId}/endpoints?done=${done}`, 303);
     });
   }
@@ -271,8 +257,7 @@ export function endpointPages(service: Service, accounts: () => PanelAccounts) {
     const session = sessionOf(c);
     const merchantId = merchantOf(c);
     const endpointId = idParam(c, 'endpointId', 'Webhook endpoint');
-    await endpoints.delete(merchantId, endpointId);
-    await accounts().record(session.principal, merchantId, 'endpoint.delete', `endpoint ${endpointId}`);
+    await endpoints.delete(merchantId, endpointId, principalName(session.principal));
     return c.redirect(`/panel/merchants/${merchantId}/endpoints?done=deleted`, 303);
   });
 

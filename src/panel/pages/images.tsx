@@ -3,7 +3,7 @@
 // admin API's getImageMirroring and retryDeadImages).
 import { Hono } from 'hono';
 import type { Service } from '../../service.js';
-import type { PanelAccounts, PanelSession } from '../../admin/accounts.js';
+import { principalName, type PanelAccounts, type PanelSession } from '../../admin/accounts.js';
 import type { CatalogAdmin } from '../../admin/catalog-admin.js';
 import { merchantOf, sessionOf } from '../handlers.js';
 import { CsrfField, Layout, Notice } from '../layout.js';
@@ -66,8 +66,7 @@ export function imagePages(service: Service, accounts: () => PanelAccounts) {
   pages.post('/retry-dead', async (c) => {
     const session = sessionOf(c);
     const merchantId = merchantOf(c);
-    const retried = await admin.retryDeadImages(merchantId);
-    await accounts().record(session.principal, merchantId, 'images.retry_dead', `${retried} dead images retried`);
+    const retried = await admin.retryDeadImages(merchantId, principalName(session.principal));
     return c.redirect(`/panel/merchants/${merchantId}/images?retried=${retried}`, 303);
   });
 

@@ -151,13 +151,13 @@ export function importPages(service: Service, accounts: () => PanelAccounts) {
       return c.html(<ImportPage session={session} merchantId={merchantId} jobs={jobs} imports={imports} error={error} />, 400);
     }
     // The form is read whole (csrf() read it): the import runs on after this answer, from the file's bytes.
-    const { job, done } = await imports.start(merchantId, principalName(session.principal), file.name, file.stream() as unknown as AsyncIterable<Uint8Array>);
+    const actor = principalName(session.principal);
+    const { job, done } = await imports.start(merchantId, actor, file.name, file.stream() as unknown as AsyncIterable<Uint8Array>, actor);
     const log = requestLog(c);
     // The job records the outcome; only an unexpected failure is worth a log line.
     done.catch((error: unknown) => {
       if (!(error instanceof ProblemError)) log?.error({ err: error, importJob: job.id }, 'panel import failed');
     });
-    await accounts().record(session.principal, merchantId, 'catalog.import', `"${file.name}": import ${job.id}`);
     return c.redirect(jobUrl(merchantId, job.id), 303);
   });
 

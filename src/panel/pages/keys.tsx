@@ -5,7 +5,7 @@ import { Hono } from 'hono';
 import { CreateApiKeyInputSchema } from '../../generated/admin-routes.js';
 import type { Service } from '../../service.js';
 import type { ApiKeyRecord } from '../../storage/records.js';
-import type { PanelAccounts, PanelSession } from '../../admin/accounts.js';
+import { principalName, type PanelAccounts, type PanelSession } from '../../admin/accounts.js';
 import { field, formOf, validated } from '../form.js';
 import { formAction, idParam, merchantOf, sessionOf } from '../handlers.js';
 import { CsrfField, ErrorMessage, Layout, Notice, ShownOnce } from '../layout.js';
@@ -67,12 +67,12 @@ export function keyPages(service: Service, accounts: () => PanelAccounts) {
     const session = sessionOf(c);
     const merchantId = merchantOf(c);
     const form = await formOf(c);
-    const outcome = await formAction(() => admin.createApiKey(merchantId, validated(CreateApiKeyInputSchema, { name: field(form, 'name') }).name));
+    const outcome = await formAction(() => admin.createApiKey(merchantId, validated(CreateApiKeyInputSchema, { name: field(form, 'name') }).name,
+      principalName(session.principal)));
     if (outcome.error) {
       return c.html(<KeysPage session={session} merchantId={merchantId} keys={await admin.listApiKeys(merchantId)} lastUsedSeconds={lastUsedSeconds} error={outcome.error} />, outcome.error.status as 400);
     }
     const created = outcome.ok;
-    await accounts().record(session.principal, merchantId, 'api_key.create', `key ${created.id} "${created.name}" (${created.prefix})`);
     return redirectToShownOnce(c, accounts, `/panel/merchants/${merchantId}/keys/shown`, { kind: 'api_key', name: created.name, key: created.key } satisfies CreatedKey);
   });
 
@@ -115,8 +115,7 @@ export function keyPages(service: Service, accounts: () => PanelAccounts) {
     const session = sessionOf(c);
     const merchantId = merchantOf(c);
     const keyId = idParam(c, 'keyId', 'API key');
-    await admin.revokeApiKey(merchantId, keyId);
-    await accounts().record(session.principal, merchantId, 'api_key.revoke', `key ${keyId}`);
+    await admin.revokeApiKey(merchantId, keyId, principalName(session.principal));
     return c.redirect(`/panel/merchants/${merchantId}/keys?done=revoked`, 303);
   });
 

@@ -144,7 +144,6 @@ export function userPages(_service: Service, accounts: () => PanelAccounts) {
     const role = (field(form, 'role') === 'owner' ? 'owner' : 'member') satisfies PanelRole;
     const outcome = await formAction(() => accounts().invite(session.principal, merchantId, { email: field(form, 'email'), role }));
     if (outcome.error) return page(c, { inviteError: outcome.error }, outcome.error.status as 400);
-    await accounts().record(session.principal, merchantId, 'user.invite', `${outcome.ok.email} as ${outcome.ok.role}`);
     return shownLink(c, { purpose: 'invitation', ...outcome.ok });
   });
 
@@ -178,7 +177,6 @@ export function userPages(_service: Service, accounts: () => PanelAccounts) {
     const merchantId = merchantOf(c);
     const outcome = await formAction(() => accounts().removeUser(session.principal, merchantId, idParam(c, 'userId', 'User')));
     if (outcome.error) return page(c, { error: outcome.error }, outcome.error.status as 409);
-    await accounts().record(session.principal, merchantId, 'user.remove', `user ${outcome.ok.id}`);
     return c.redirect(`${usersUrl(c)}?done=removed`, 303);
   });
 

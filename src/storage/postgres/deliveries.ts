@@ -1,7 +1,7 @@
 // Webhook deliveries and their attempts on PostgreSQL, claimed by several dispatchers at once.
 import type { AttemptOutcome, DeliveryStore } from '../port.js';
-import type { AttemptHourRecord, AttemptRecord, DeliveryClaim, DeliveryRecord, DeliveryStatus } from '../records.js';
-import { DELIVERY_COLUMNS, DELIVERY_FIELDS, hourOf, toDelivery } from '../rows.js';
+import type { AttemptHourRecord, AttemptRecord, DeliveryClaim, DeliveryRecord, DeliveryStatus, NewAttempt, NewDelivery } from '../records.js';
+import { ATTEMPT_COLUMNS, DELIVERY_COLUMNS, DELIVERY_FIELDS, hourOf, toAttempt, toDelivery } from '../rows.js';
 import { wholeSecondIso } from '../../shared/time.js';
 import { takeTurns, type DueDelivery } from '../delivery-turns.js';
 import type { PgConnection, Row } from './connection.js';
@@ -14,20 +14,22 @@ export const DELIVERY_WORK_CHANNEL = 'cps_deliveries';
 const ENDPOINT_CLAIM_LOCK = 0x63707363;
 
 export class PgDeliveries implements DeliveryStore {
-  static readonly writes = ['insertDelivery', 'claimDueDeliveries', 'updateDelivery', 'dropPendingDeliveries', 'recordAttempt', 'recordAttemptOutcomes'] as const;
+  static readonly writes = [
+    'insertDelivery', 'claimDueDeliveries', 'updateDelivery', 'dropPendingDeliveries', 'recordAttempt', 'recordAttemptOutcomes', 'replaceDelivery',
+  ] as const;
 
   constructor(private readonly c: PgConnection) {}
 
-  async insertDelivery(input: Omit<DeliveryRecord, 'id'>, oldestChangeAt = input.created_at): Promise<DeliveryRecord> {
+  async insertDelivery(input: NewDelivery, oldestChangeAt = input.created_at): Promise<DeliveryRecord> {
     // A pending delivery wakes the dispatchers at commit: pg_notify in the same statement (one round
     // trip, not a NOTIFY after it; PostgreSQL sends a channel's notification once per transaction).
     const row = await this.c.one(`WITH inserted AS (
         INSERT INTO webhook_deliveries (endpoint_id, event, store_id, product_ids, occurred_at, status, attempts,
-          next_attempt_at, created_at, oldest_change_at)
-        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING ${DELIVERY_COLUMNS})
+          next_attempt_at, created_at, oldest_change_at, test, replaces)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING ${DELIVERY_COLUMNS})
       SELECT inserted.* FROM inserted${input.status === 'pending' ? `, (SELECT pg_notify('${DELIVERY_WORK_CHANNEL}', '')) AS woken` : ''}`, [
       input.endpoint_id, input.event, input.store_id, JSON.stringify(input.product_ids), input.occurred_at, input.status,
-      input.attempts, input.next_attempt_at, input.created_at, oldestChangeAt,
+      input.attempts, input.next_attempt_at, input.created_at, oldestChangeAt, input.test ?? false, input.replaces ?? null,
     ]);
     return toDelivery(row!);
   }
@@ -103,10 +105,11 @@ export class PgDeliveries implements DeliveryStore {
       WHERE endpoint_id = $1 AND status IN ('pending', 'failed')`, [endpointId]);
   }
 
-  async recordAttempt(deliveryId: number, attempt: AttemptRecord): Promise<void> {
-    await this.c.run(`INSERT INTO webhook_attempts (delivery_id, at, status_code, error, latency_ms, response_snippet)
-      VALUES ($1, $2, $3, $4, $5, $6)`,
-    [deliveryId, attempt.at, attempt.status_code, attempt.error, attempt.latency_ms, attempt.response_snippet]);
+  async recordAttempt(deliveryId: number, attempt: NewAttempt): Promise<void> {
+    await this.c.run(`INSERT INTO webhook_attempts (delivery_id, at, status_code, error, latency_ms, response_snippet, request_url, request_headers)
+      VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+    [deliveryId, attempt.at, attempt.status_code, attempt.error, attempt.latency_ms, attempt.response_snippet,
+      attempt.request_url ?? null, attempt.request_headers ? JSON.stringify(attempt.request_headers) : null]);
   }
 
   async recordAttemptOutcomes(outcomes: AttemptOutcome[]): Promise<void> {
@@ -116,18 +119,31 @@ export class PgDeliveries implements DeliveryStore {
     // outcome never makes a delivery pending again, so nothing is notified.
     if (outcomes.some((o) => o.status === 'pending')) throw new TypeError('recordAttemptOutcomes: an outcome is never pending');
     await this.c.run(`WITH outcome AS (
-        SELECT * FROM unnest($1::bigint[], $2::text[], $3::integer[], $4::text[], $5::integer[], $6::text[], $7::text[], $8::integer[], $9::text[])
-          WITH ORDINALITY AS o(delivery_id, at, status_code, error, latency_ms, response_snippet, status, attempts, next_attempt_at, ordinal)
+        SELECT * FROM unnest($1::bigint[], $2::text[], $3::integer[], $4::text[], $5::integer[], $6::text[], $7::text[], $8::integer[], $9::text[],
+            $10::text[], $11::text[])
+          WITH ORDINALITY AS o(delivery_id, at, status_code, error, latency_ms, response_snippet, status, attempts, next_attempt_at,
+            request_url, request_headers, ordinal)
       ), attempt AS (
-        INSERT INTO webhook_attempts (delivery_id, at, status_code, error, latency_ms, response_snippet)
-          SELECT delivery_id, at, status_code, error, latency_ms, response_snippet FROM outcome ORDER BY ordinal
+        INSERT INTO webhook_attempts (delivery_id, at, status_code, error, latency_ms, response_snippet, request_url, request_headers)
+          SELECT delivery_id, at, status_code, error, latency_ms, response_snippet, request_url, request_headers FROM outcome ORDER BY ordinal
       )
-      UPDATE webhook_deliveries AS d SET status = o.status, attempts = o.attempts, next_attempt_at = o.next_attempt_at, leased_until = NULL
+      -- Dropped meanwhile (a pause, a resend): only a success changes it; a failure never makes it due again.
+      UPDATE webhook_deliveries AS d SET attempts = o.attempts, leased_until = NULL,
+          status = CASE WHEN d.status = 'dropped' AND o.status <> 'succeeded' THEN 'dropped' ELSE o.status END,
+          next_attempt_at = CASE WHEN d.status = 'dropped' AND o.status <> 'succeeded' THEN NULL ELSE o.next_attempt_at END
         FROM outcome AS o WHERE d.id = o.delivery_id`, [
       outcomes.map((o) => o.deliveryId), outcomes.map((o) => o.attempt.at), outcomes.map((o) => o.attempt.status_code),
       outcomes.map((o) => o.attempt.error), outcomes.map((o) => o.attempt.latency_ms), outcomes.map((o) => o.attempt.response_snippet),
       outcomes.map((o) => o.status), outcomes.map((o) => o.attempts), outcomes.map((o) => o.next_attempt_at),
+      outcomes.map((o) => o.attempt.request_url ?? null), outcomes.map((o) => (o.attempt.request_headers ? JSON.stringify(o.attempt.request_headers) : null)),
     ]);
+  }
+
+  async replaceDelivery(originalId: number, replacementId: number): Promise<void> {
+    await this.c.run(`UPDATE webhook_deliveries SET replaced_by = $2,
+        status = CASE WHEN status IN ('pending', 'failed') THEN 'dropped' ELSE status END,
+        next_attempt_at = CASE WHEN status IN ('pending', 'failed') THEN NULL ELSE next_attempt_at END
+      WHERE id = $1`, [originalId, replacementId]);
   }
 
   async listDeliveries(endpointId: number, filter: { status?: DeliveryStatus; limit: number; beforeId?: number }): Promise<DeliveryRecord[]> {
@@ -139,8 +155,7 @@ export class PgDeliveries implements DeliveryStore {
   }
 
   async listAttempts(deliveryId: number): Promise<AttemptRecord[]> {
-    return this.c.rows<AttemptRecord & Row>(
-      'SELECT at, status_code, error, latency_ms, response_snippet FROM webhook_attempts WHERE delivery_id = $1 ORDER BY id', [deliveryId]);
+    return (await this.c.rows(`SELECT ${ATTEMPT_COLUMNS} FROM webhook_attempts WHERE delivery_id = $1 ORDER BY id`, [deliveryId])).map(toAttempt);
   }
 
   async attemptsPerHour(endpointId: number, from: string, to: string): Promise<AttemptHourRecord[]> {
@@ -151,7 +166,7 @@ export class PgDeliveries implements DeliveryStore {
 
   async unsuccessfulDeliveriesSince(endpointId: number, since: string): Promise<DeliveryRecord[]> {
     return (await this.c.rows(`SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE endpoint_id = $1 AND created_at >= $2
-      AND status IN ('failed', 'given_up', 'dropped') ORDER BY id`, [endpointId, since])).map(toDelivery);
+      AND status IN ('failed', 'given_up', 'dropped') AND replaced_by IS NULL ORDER BY id`, [endpointId, since])).map(toDelivery);
   }
 
   async oldestWaitingChangeAt(merchantId: number): Promise<string | null> {

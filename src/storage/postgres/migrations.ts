@@ -938,4 +938,19 @@ DROP TABLE endpoint_successes;
 ALTER TABLE api_keys ADD COLUMN last_used_at text COLLATE "C";
 `,
   },
+  {
+    id: 37,
+    name: 'inspectable_deliveries',
+    sql: `
+-- Issue 22.9: a test delivery is marked; a resend names the delivery it replaces, which names its
+-- latest resend; each attempt keeps the request it sent (the URL, and the headers as JSON: the
+-- timestamp and signature, never the secret). Older attempts have none (NULL). A constant default
+-- adds no rewrite of the table.
+ALTER TABLE webhook_deliveries ADD COLUMN test boolean NOT NULL DEFAULT false;
+ALTER TABLE webhook_deliveries ADD COLUMN replaces bigint;
+ALTER TABLE webhook_deliveries ADD COLUMN replaced_by bigint;
+ALTER TABLE webhook_attempts ADD COLUMN request_url text;
+ALTER TABLE webhook_attempts ADD COLUMN request_headers text;
+`,
+  },
 ];

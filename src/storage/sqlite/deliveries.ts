@@ -1,13 +1,15 @@
 // Webhook deliveries and their attempts on SQLite.
 import type { AttemptOutcome, DeliveryStore } from '../port.js';
-import type { AttemptHourRecord, AttemptRecord, DeliveryClaim, DeliveryRecord, DeliveryStatus } from '../records.js';
-import { DELIVERY_COLUMNS, DELIVERY_FIELDS, hourOf, toDelivery } from '../rows.js';
+import type { AttemptHourRecord, AttemptRecord, DeliveryClaim, DeliveryRecord, DeliveryStatus, NewAttempt, NewDelivery } from '../records.js';
+import { ATTEMPT_COLUMNS, DELIVERY_COLUMNS, DELIVERY_FIELDS, hourOf, toAttempt, toDelivery } from '../rows.js';
 import { wholeSecondIso } from '../../shared/time.js';
 import { takeTurns, type DueDelivery } from '../delivery-turns.js';
 import type { Row, SqliteConnection } from './connection.js';
 
 export class SqliteDeliveries implements DeliveryStore {
-  static readonly writes = ['insertDelivery', 'claimDueDeliveries', 'updateDelivery', 'dropPendingDeliveries', 'recordAttempt', 'recordAttemptOutcomes'] as const;
+  static readonly writes = [
+    'insertDelivery', 'claimDueDeliveries', 'updateDelivery', 'dropPendingDeliveries', 'recordAttempt', 'recordAttemptOutcomes', 'replaceDelivery',
+  ] as const;
 
   constructor(private readonly c: SqliteConnection) {}
 
@@ -16,10 +18,11 @@ export class SqliteDeliveries implements DeliveryStore {
     return row && toDelivery(row);
   }
 
-  async insertDelivery(input: Omit<DeliveryRecord, 'id'>, oldestChangeAt = input.created_at): Promise<DeliveryRecord> {
-    const info = this.c.stmt(`INSERT INTO webhook_deliveries (endpoint_id, event, store_id, product_ids, occurred_at, status, attempts, next_attempt_at, created_at, oldest_change_at)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`).run(input.endpoint_id, input.event, input.store_id, JSON.stringify(input.product_ids),
-      input.occurred_at, input.status, input.attempts, input.next_attempt_at, input.created_at, oldestChangeAt);
+  async insertDelivery(input: NewDelivery, oldestChangeAt = input.created_at): Promise<DeliveryRecord> {
+    const info = this.c.stmt(`INSERT INTO webhook_deliveries (endpoint_id, event, store_id, product_ids, occurred_at, status, attempts, next_attempt_at,
+        created_at, oldest_change_at, test, replaces)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`).run(input.endpoint_id, input.event, input.store_id, JSON.stringify(input.product_ids),
+      input.occurred_at, input.status, input.attempts, input.next_attempt_at, input.created_at, oldestChangeAt, input.test ? 1 : 0, input.replaces ?? null);
     if (input.status === 'pending') this.c.addedWork.add('deliveries');
     return this.delivery(Number(info.lastInsertRowid))!;
   }
@@ -85,16 +88,28 @@ export class SqliteDeliveries implements DeliveryStore {
       WHERE endpoint_id = ? AND status IN ('pending', 'failed')`).run(endpointId).changes;
   }
 
-  async recordAttempt(deliveryId: number, attempt: AttemptRecord): Promise<void> {
-    this.c.stmt(`INSERT INTO webhook_attempts (delivery_id, at, status_code, error, latency_ms, response_snippet)
-      VALUES (?, ?, ?, ?, ?, ?)`).run(deliveryId, attempt.at, attempt.status_code, attempt.error, attempt.latency_ms, attempt.response_snippet);
+  async recordAttempt(deliveryId: number, attempt: NewAttempt): Promise<void> {
+    this.c.stmt(`INSERT INTO webhook_attempts (delivery_id, at, status_code, error, latency_ms, response_snippet, request_url, request_headers)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?)`).run(deliveryId, attempt.at, attempt.status_code, attempt.error, attempt.latency_ms, attempt.response_snippet,
+      attempt.request_url ?? null, attempt.request_headers ? JSON.stringify(attempt.request_headers) : null);
   }
 
   async recordAttemptOutcomes(outcomes: AttemptOutcome[]): Promise<void> {
     for (const { deliveryId, attempt, status, attempts, next_attempt_at } of outcomes) {
       await this.recordAttempt(deliveryId, attempt);
-      await this.updateDelivery(deliveryId, { status, attempts, next_attempt_at });
+      // Dropped meanwhile (a pause, a resend): only a success changes it; a failure never makes it due again.
+      this.c.stmt(`UPDATE webhook_deliveries SET attempts = @attempts, leased_until = NULL,
+          status = CASE WHEN status = 'dropped' AND @status <> 'succeeded' THEN 'dropped' ELSE @status END,
+          next_attempt_at = CASE WHEN status = 'dropped' AND @status <> 'succeeded' THEN NULL ELSE @next END
+        WHERE id = @id`).run({ id: deliveryId, status, attempts, next: next_attempt_at });
     }
+  }
+
+  async replaceDelivery(originalId: number, replacementId: number): Promise<void> {
+    this.c.stmt(`UPDATE webhook_deliveries SET replaced_by = @replacementId,
+        status = CASE WHEN status IN ('pending', 'failed') THEN 'dropped' ELSE status END,
+        next_attempt_at = CASE WHEN status IN ('pending', 'failed') THEN NULL ELSE next_attempt_at END
+      WHERE id = @originalId`).run({ originalId, replacementId });
   }
 
   async listDeliveries(endpointId: number, filter: { status?: DeliveryStatus; limit: number; beforeId?: number }): Promise<DeliveryRecord[]> {
@@ -108,8 +123,7 @@ export class SqliteDeliveries implements DeliveryStore {
   }
 
   async listAttempts(deliveryId: number): Promise<AttemptRecord[]> {
-    return this.c.stmt('SELECT at, status_code, error, latency_ms, response_snippet FROM webhook_attempts WHERE delivery_id = ? ORDER BY id')
-      .all(deliveryId) as AttemptRecord[];
+    return (this.c.stmt(`SELECT ${ATTEMPT_COLUMNS} FROM webhook_attempts WHERE delivery_id = ? ORDER BY id`).all(deliveryId) as Row[]).map(toAttempt);
   }
 
   async attemptsPerHour(endpointId: number, from: string, to: string): Promise<AttemptHourRecord[]> {
@@ -121,7 +135,7 @@ export class SqliteDeliveries implements DeliveryStore {
 
   async unsuccessfulDeliveriesSince(endpointId: number, since: string): Promise<DeliveryRecord[]> {
     return (this.c.stmt(`SELECT * FROM webhook_deliveries WHERE endpoint_id = ? AND created_at >= ?
-      AND status IN ('failed', 'given_up', 'dropped') ORDER BY id`).all(endpointId, since) as Row[]).map(toDelivery);
+      AND status IN ('failed', 'given_up', 'dropped') AND replaced_by IS NULL ORDER BY id`).all(endpointId, since) as Row[]).map(toDelivery);
   }
 
   async oldestWaitingChangeAt(merchantId: number): Promise<string | null> {

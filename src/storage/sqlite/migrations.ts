@@ -813,4 +813,18 @@ DROP TABLE endpoint_successes;
 ALTER TABLE api_keys ADD COLUMN last_used_at TEXT;
 `,
   },
+  {
+    id: 37,
+    name: 'inspectable_deliveries',
+    sql: `
+-- Issue 22.9: a test delivery is marked; a resend names the delivery it replaces, which names its
+-- latest resend; each attempt keeps the request it sent (the URL, and the headers as JSON: the
+-- timestamp and signature, never the secret). Older attempts have none (NULL).
+ALTER TABLE webhook_deliveries ADD COLUMN test INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE webhook_deliveries ADD COLUMN replaces INTEGER;
+ALTER TABLE webhook_deliveries ADD COLUMN replaced_by INTEGER;
+ALTER TABLE webhook_attempts ADD COLUMN request_url TEXT;
+ALTER TABLE webhook_attempts ADD COLUMN request_headers TEXT;
+`,
+  },
 ];

@@ -1,0 +1,30 @@
+// The merchant's audit log (issue 22.13): every change to a merchant, made in the panel, through
+// the admin API or with the CLI, recorded once by the domain operation that makes it, in its
+// transaction where it has one. One naming style, `noun.verb` (admin AuditEntry.action lists them).
+import type { StorageOperations } from '../storage/port.js';
+
+/** The actor of the admin API and the CLI (the deployment's admin token), and of the operator in the panel. */
+export const OPERATOR = 'operator';
+
+/** Who made a change: `operator`, or the panel user's email. */
+export type Actor = string;
+
+type Verbs<Noun extends string, Verb extends string> = `${Noun}.${Verb}`;
+
+/** Every action the audit log records (AuditEntry.action in openapi/admin describes them). */
+export type AuditAction =
+  | Verbs<'merchant', 'create' | 'update'>
+  | Verbs<'api_key', 'create' | 'revoke'>
+  | Verbs<'store' | 'customer_group' | 'exchange_rate' | 'pricing_rule' | 'supplier' | 'attribute' | 'product', 'create' | 'update' | 'delete'>
+  | Verbs<'import', 'start'>
+  | Verbs<'image', 'retry_dead'>
+  | Verbs<'endpoint', 'create' | 'update' | 'pause' | 'enable' | 'delete' | 'rotate_secret' | 'confirm_secret' | 'send_test' | 'resend' | 'recover'>
+  | Verbs<'user', 'invite' | 'remove' | 'set_password' | 'change_password' | 'send_reset' | 'reset_password'>
+  | Verbs<'invitation', 'revoke'>;
+
+/** Records one change in the merchant's audit log: on `tx` to commit with the change itself. */
+export function audit(
+  tx: Pick<StorageOperations, 'insertAuditEntry'>, merchantId: number, actor: Actor, action: AuditAction, detail: string, at: Date,
+): Promise<void> {
+  return tx.insertAuditEntry({ merchant_id: merchantId, at: at.toISOString(), actor, action, detail });
+}

@@ -1,0 +1,63 @@
+// The fields of an endpoint's form, for registering one (endpoints.tsx) and editing one
+// (endpoint-edit.tsx): the receiver URL, the store, and the events, each with its summary, what
+// it means and a sample payload, all from the public document's `webhooks:` section
+// (src/generated/public-webhook-events.ts, issue 22.10): nothing here restates the document.
+import type { Child } from 'hono/jsx';
+import { WEBHOOK_EVENT_DOCS } from '../../generated/public-webhook-events.js';
+import type { StoreRecord } from '../../storage/records.js';
+import { EVENTS } from '../../webhooks/endpoints.js';
+
+/** The form's labels, by field name: its errors name the fields by them (plain-words.ts). */
+export const ENDPOINT_FIELD_LABELS = { url: 'Receiver URL', store: 'Store', events: 'Events' } as const;
+
+/** What the form holds: as typed, so that a refused form shows it again. */
+export interface EndpointFormInput {
+  url: string;
+  /** A store's slug, or '' for all stores. */
+  store: string;
+  events: string[];
+}
+
+/** A description's `code` spans as <code>; the rest as text (the document's Markdown is no richer here). */
+export function withCode(text: string): Child[] {
+  return text.split(/`([^`]+)`/).map((part, i) => (i % 2 === 1 ? <code>{part}</code> : part));
+}
+
+/** The sample payload of an event, as the receiver gets it (pretty-printed for reading). */
+export function samplePayload(event: keyof typeof WEBHOOK_EVENT_DOCS): string {
+  return JSON.stringify(WEBHOOK_EVENT_DOCS[event].sample.payload, null, 2);
+}
+
+export function EndpointFields(props: { input: EndpointFormInput; stores: StoreRecord[] }) {
+  const { input } = props;
+  return (
+    <>
+      <label>Receiver URL<input type="url" name="url" required value={input.url} /></label>
+      <label>Store
+        <select name="store">
+          <option value="" selected={input.store === ''}>All stores</option>
+          {props.stores.map((s) => <option value={s.slug} selected={input.store === s.slug}>{s.name} ({s.slug})</option>)}
+        </select>
+      </label>
+      <fieldset class="events">
+        <legend>Events</legend>
+        {EVENTS.map((event) => {
+          const doc = WEBHOOK_EVENT_DOCS[event];
+          return (
+            <div class="event" id={`event-${event}`}>
+              <label>
+                <input type="checkbox" name="events" value={event} checked={input.events.includes(event)} aria-describedby={`event-${event}-lead`} />
+                {' '}<strong>{event}</strong>: {doc.summary}
+              </label>
+              <p class="muted" id={`event-${event}-lead`}>{withCode(doc.lead)}</p>
+              <details>
+                <summary>Sample payload ({withCode(doc.sample.summary)})</summary>
+                <pre class="payload">{samplePayload(event)}</pre>
+              </details>
+            </div>
+          );
+        })}
+      </fieldset>
+    </>
+  );
+}

@@ -245,8 +245,8 @@ describe('GET /v1/products/export (issue 23.1)', () => {
       const db = new Database(service.config.databasePath);
       try {
         // A PASSIVE checkpoint copies every frame unless a reader still needs an older one.
-        const [{ log, checkpointed }] = db.pragma('wal_checkpoint(PASSIVE)') as { log: number; checkpointed: number }[];
-        return checkpointed < log;
+        const [result] = db.pragma('wal_checkpoint(PASSIVE)') as { log: number; checkpointed: number }[];
+        return result!.checkpointed < result!.log;
       } finally {
         db.close();
       }

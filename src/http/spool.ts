@@ -26,7 +26,7 @@ export class Spool {
   private written = 0;
   private readBack = 0;
   private ended = false;
-  private failure: { error: unknown } | undefined;
+  private failure: { error: unknown; ofFile: boolean } | undefined;
   private wake: (() => void) | undefined;
   private readonly abandoned = new AbortController();
   private settle!: () => void;
@@ -71,7 +71,11 @@ export class Spool {
 
   /** The producer failed: the stream errors once the client has read what came before (the response is cut short). */
   fail(error: unknown): void {
-    this.failure ??= { error };
+    this.failWith(error, false);
+  }
+
+  private failWith(error: unknown, ofFile: boolean): void {
+    this.failure ??= { error, ofFile };
     this.ended = true;
     this.notify();
   }
@@ -111,7 +115,8 @@ export class Spool {
         return chunk;
       }
       if (this.written > this.readBack) return this.readFromFile();
-      if (this.failure) throw this.failure.error;
+      // What was pushed before a failure of the producer is still handed over; the file's own failure ends it at once.
+      if (this.failure && (this.failure.ofFile || this.queued === this.readBack)) throw this.failure.error;
       if (this.ended && this.queued === this.readBack) return undefined;
       await new Promise<void>((resolve) => { this.wake = resolve; });
     }
@@ -147,7 +152,7 @@ export class Spool {
       while (done < bytes.length) done += (await file.write(bytes, done, bytes.length - done, offset + done)).bytesWritten;
       this.written = offset + bytes.length;
       this.notify();
-    }).catch((error: unknown) => this.fail(error));
+    }).catch((error: unknown) => this.failWith(error, true));
   }
 
   private async openFile(): Promise<FileHandle> {

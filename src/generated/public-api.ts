@@ -1391,8 +1391,9 @@ export interface operations {
         responses: {
             /**
              * @description The store's products, one per line in `id` order, then the trailer line with the feed
-             *     cursor of the snapshot. The schema is the schema of one line (OpenAPI 3.2 calls it
-             *     `itemSchema`): a `Product`, or the trailer `ProductExportTrailer` last.
+             *     cursor of the snapshot. The body is NDJSON text; each line is a `ProductExportLine` (a
+             *     `Product`, or the `ProductExportTrailer` last): the `contentSchema` of the body's string,
+             *     what OpenAPI 3.2 calls the `itemSchema` of a sequential media type.
              */
             200: {
                 headers: {
@@ -1406,7 +1407,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/x-ndjson": components["schemas"]["ProductExportLine"];
+                    "application/x-ndjson": string;
                 };
             };
             304: components["responses"]["NotModified"];

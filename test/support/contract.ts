@@ -94,12 +94,12 @@ export class Contract {
     const contentType = (headers.get('content-type') ?? '').split(';')[0]!.trim();
     const media = (response.content as Json)[contentType];
     if (!media) throw new ContractViolation(`${where}: content type "${contentType}" not documented (${Object.keys(response.content).join(', ')})`);
-    // NDJSON (exportProducts): every line, each ending in a newline, is a value of the schema (the
-    // schema of one line, OpenAPI 3.2's itemSchema).
+    // NDJSON (exportProducts): a string whose every line, each ending in a newline, is a value of
+    // its contentSchema (the schema of one line: OpenAPI 3.2's itemSchema).
     if (contentType === 'application/x-ndjson') {
       if (body.length > 0 && !body.endsWith('\n')) throw new ContractViolation(`${where}: NDJSON body does not end with a newline`);
-      const schemaRef = media.schema?.$ref as string | undefined;
-      if (!schemaRef) throw new ContractViolation(`${where}: NDJSON is documented without a line schema`);
+      const schemaRef = media.schema?.contentSchema?.$ref as string | undefined;
+      if (media.schema?.type !== 'string' || !schemaRef) throw new ContractViolation(`${where}: NDJSON is documented without a line schema (contentSchema)`);
       for (const [index, line] of body.split('\n').slice(0, -1).entries()) {
         let value: unknown;
         try {

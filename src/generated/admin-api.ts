@@ -309,6 +309,16 @@ export interface paths {
          *     before the call answers (a publish run: the change commits first, then `CPS_PUBLISH_CHUNK` products per transaction; meanwhile reads show each product whole, as before or after)
          *     (a changed locale changes titles and labels, a changed currency changes prices, a changed
          *     `exclude_out_of_stock` changes exclusions).
+         *
+         *     Inactive stores (`active: false`) are not published: nothing about them is recorded in the
+         *     change feed or delivered to webhook endpoints (neither to endpoints scoped to the store nor
+         *     to all-stores endpoints), and their slug answers 404 on the public API. Deactivating a store
+         *     records and delivers nothing (no `removed`: the store leaves the public API as a whole) and
+         *     re-resolves nothing; the payloads it had are kept as they were. Activating it publishes it
+         *     through a publish run: every product whose payload differs from the kept one is recorded and
+         *     delivered (a product it never had as `price` and `content`, a product deleted meanwhile as
+         *     `removed`), so a feed cursor from before the deactivation resumes exactly. Changes recorded
+         *     while the store was still active are delivered even if it is deactivated before they go out.
          */
         put: operations["upsertStore"];
         post?: never;
@@ -319,8 +329,8 @@ export interface paths {
          *     change or delete those rules first), nor a store that webhook endpoints are scoped to
          *     through `store` (`409`; change or delete those endpoints first). The slug is removed from every product's
          *     `excluded_stores` in the same transaction. The store's change history goes with it: to take
-         *     a store out of service while integrators may still read its feed, set `active: false`
-         *     instead.
+         *     a store out of service and later bring it back with its feed history (a cursor from before
+         *     resumes), set `active: false` instead.
          */
         delete: operations["deleteStore"];
         options?: never;
@@ -456,21 +466,36 @@ export interface paths {
         /**
          * Set an exchange rate
          * @description Creates or replaces the rate of the pair: one unit of `base` equals `rate` units of `quote`.
-         *     A conversion from `base` to `quote` uses this pair; without it, the inverse of the pair
-         *     `quote`/`base` (1 / rate); without either, an offer in that currency is ignored for stores
-         *     in the other currency. Converted amounts are rounded half away from zero to the store
-         *     currency's minor unit. `base` equal to `quote` answers `400 invalid_parameter`.
+         *     A rate converts both ways (`quote` to `base` at 1 / rate), and costs reach a store currency
+         *     through intermediate currencies where no rate joins the two (an offer in USD reaches a JPY
+         *     store through USD/EUR and EUR/JPY). The path used:
          *
-         *     The products with offers or own stock in either currency are re-resolved in every store
-         *     before the call answers (a publish run: the change commits first, then `CPS_PUBLISH_CHUNK` products per transaction; meanwhile reads show each product whole, as before or after).
+         *     1. the fewest rates: a rate between the two currencies always wins over a longer path;
+         *     2. among paths of equal length, the fewest rates used inverted (so this pair wins over the
+         *        inverse of the pair `quote`/`base`);
+         *     3. then the intermediate currencies first in alphabetical order, compared step by step.
+         *        The order rates were entered in never matters.
+         *
+         *     The path's rates are multiplied exactly and the amount is rounded once, half away from zero,
+         *     to the store currency's minor unit (never in an intermediate currency). Without any path, an
+         *     offer in that currency is ignored for the store. `base` equal to `quote` answers
+         *     `400 invalid_parameter`.
+         *
+         *     The stores into whose currency a currency the merchant's offers or own stock are in now
+         *     converts differently (through this pair, a path this rate is a step of, or a path it now
+         *     shortens) are re-resolved before the call answers (a publish run: the change commits first, then `CPS_PUBLISH_CHUNK` products per transaction; meanwhile reads show each product whole, as before or after); a
+         *     rate that changes no such conversion (say, of a currency no product's cost is in)
+         *     re-resolves nothing.
          */
         put: operations["upsertExchangeRate"];
         post?: never;
         /**
          * Delete an exchange rate
          * @description Deletes the rate of this pair (not the inverse pair, which is a rate of its own). Offers
-         *     that can no longer be converted are ignored for the affected stores from now on; the
-         *     products are re-resolved before the call answers (a publish run: the change commits first, then `CPS_PUBLISH_CHUNK` products per transaction; meanwhile reads show each product whole, as before or after). An unknown pair answers `404`.
+         *     are converted along the path that remains (another pair, or a path through an intermediate
+         *     currency, as `PUT` describes); offers that can no longer be converted at all are ignored for
+         *     the affected stores from now on. The stores into whose currency a cost of the merchant now
+         *     converts differently are re-resolved before the call answers (a publish run: the change commits first, then `CPS_PUBLISH_CHUNK` products per transaction; meanwhile reads show each product whole, as before or after). An unknown pair answers `404`.
          */
         delete: operations["deleteExchangeRate"];
         options?: never;
@@ -1799,7 +1824,9 @@ export interface components {
              */
             is_default: boolean;
             /**
-             * @description Default `true`. The default store cannot be deactivated (`409`).
+             * @description Default `true`. The default store cannot be deactivated (`409`). An inactive store is not
+             *     published: no feed entries and no webhook deliveries for it until it is activated, which
+             *     publishes what changed since (see `PUT .../stores/{slug}`).
              * @default true
              */
             active: boolean;

@@ -64,6 +64,8 @@ export interface CatalogSetupStore {
   upsertSupplier(merchantId: number, ref: string, name: string): Promise<SupplierRecord>;
   deleteSupplier(merchantId: number, ref: string): Promise<boolean>;
   isSupplierReferenced(merchantId: number, ref: string): Promise<boolean>;
+  /** Of `currencies`, those an offer or an own stock's cost of the merchant's products is in (a probe of product_links each). */
+  currenciesInUse(merchantId: number, currencies: string[]): Promise<string[]>;
 
   listAttributeDefinitions(merchantId: number): Promise<AttributeDefinitionRecord[]>;
   upsertAttributeDefinition(merchantId: number, definition: AttributeDefinitionRecord): Promise<AttributeDefinitionRecord>;
@@ -161,6 +163,11 @@ export interface PublishedStore {
   publishedPageOfStore(merchantId: number, slug: string | undefined, expected: ExpectedStorePage): Promise<StorePageRead>;
   /** The merchant's store (by slug, or its default store) and the merchant's published version, in one read. */
   storeAtPublishedVersion(merchantId: number, slug: string | undefined): Promise<PublishedVersionRead>;
+  /**
+   * The ids of up to `limit` products published for the store after `afterId`, ascending (the
+   * primary key's range: a publish run's chunk finds the payloads whose product is gone with it).
+   */
+  publishedIdsAfter(storeId: number, afterId: number, limit: number): Promise<number[]>;
   /** Every product id published for the store, ascending (O(store): never on a request's path). */
   publishedProductIds(storeId: number): Promise<number[]>;
   /** The store's published products per block of ids, ascending by block, blocks with none left out (kept counts: O(blocks)). */

@@ -830,6 +830,23 @@ ALTER TABLE webhook_endpoints ADD COLUMN pending_secret_until text COLLATE "C";
 `,
   },
   {
+    id: 33,
+    name: 'currency_links',
+    sql: `
+-- Issue 21.3: costs convert through intermediate currencies, so a changed rate can re-price a store
+-- of any currency; which ones depends on the currencies the merchant's offers and own stock are in.
+-- Those are links of the product (product-links.ts): "does a product bill in USD" is a probe of the
+-- primary key.
+ALTER TABLE product_links DROP CONSTRAINT product_links_kind_check;
+ALTER TABLE product_links ADD CONSTRAINT product_links_kind_check CHECK (kind IN ('image', 'excluded_store', 'supplier', 'currency'));
+INSERT INTO product_links (merchant_id, kind, value, product_id)
+  SELECT p.merchant_id, 'currency', o ->> 'currency', p.id FROM products AS p, json_array_elements(CASE json_typeof(p.source::json -> 'offers') WHEN 'array' THEN p.source::json -> 'offers' ELSE '[]'::json END) AS o WHERE o ->> 'currency' IS NOT NULL
+  UNION SELECT p.merchant_id, 'currency', p.source::json -> 'own_stock' ->> 'currency', p.id FROM products AS p
+    WHERE json_typeof(p.source::json -> 'own_stock') = 'object' AND p.source::json -> 'own_stock' ->> 'currency' IS NOT NULL
+ON CONFLICT DO NOTHING;
+`,
+  },
+  {
     id: 34,
     name: 'import_jobs_running',
     sql: `

@@ -690,6 +690,32 @@ ALTER TABLE webhook_endpoints ADD COLUMN pending_secret_until TEXT;
 `,
   },
   {
+    id: 33,
+    name: 'currency_links',
+    sql: `
+-- Issue 21.3: costs convert through intermediate currencies, so a changed rate can re-price a store
+-- of any currency; which ones depends on the currencies the merchant's offers and own stock are in.
+-- Those are links of the product (product-links.ts): "does a product bill in USD" is a probe of the
+-- primary key. SQLite cannot widen a CHECK: the table is rebuilt with the new kind.
+CREATE TABLE product_links_33 (
+  merchant_id INTEGER NOT NULL,
+  kind TEXT NOT NULL CHECK (kind IN ('image', 'excluded_store', 'supplier', 'currency')),
+  value TEXT NOT NULL,
+  product_id INTEGER NOT NULL,
+  PRIMARY KEY (merchant_id, kind, value, product_id)
+) WITHOUT ROWID;
+INSERT INTO product_links_33 (merchant_id, kind, value, product_id) SELECT merchant_id, kind, value, product_id FROM product_links;
+DROP TABLE product_links;
+ALTER TABLE product_links_33 RENAME TO product_links;
+CREATE INDEX product_links_product ON product_links(product_id);
+INSERT OR IGNORE INTO product_links (merchant_id, kind, value, product_id)
+  SELECT p.merchant_id, 'currency', json_extract(o.value, '$.currency'), p.id FROM products AS p, json_each(p.source, '$.offers') AS o
+    WHERE json_extract(o.value, '$.currency') IS NOT NULL
+  UNION ALL SELECT p.merchant_id, 'currency', json_extract(p.source, '$.own_stock.currency'), p.id FROM products AS p
+    WHERE json_extract(p.source, '$.own_stock.currency') IS NOT NULL;
+`,
+  },
+  {
     id: 34,
     name: 'import_jobs_running',
     sql: `

@@ -151,7 +151,7 @@ describe('GET /v1/products/export (issue 23.1)', () => {
     expect([...snapshot.values()].sort((a, b) => a.id - b.id)).toEqual(await pagedRead(shop.key, 'de'));
   });
 
-  it('exports the default store when store is omitted; 404 store_not_found for an unknown or inactive store, 400 for a malformed slug, 401 without a key', async () => {
+  it('exports the default store when store is omitted, only ever the key\'s merchant\'s; 404 store_not_found for an unknown or inactive store, 400 for a malformed slug, 401 without a key', async () => {
     const exported = await exportOf(shop.key);
     expect(exported.trailer?.store).toBe('de');
     expect(exported.products).toEqual(await pagedRead(shop.key, 'de'));
@@ -161,6 +161,11 @@ describe('GET /v1/products/export (issue 23.1)', () => {
       expect(JSON.parse(missing.text)).toMatchObject({ code: 'store_not_found' });
     }
     expect((await exportOf(shop.key, 'store=Not_A_Slug')).status).toBe(400);
+    // Another merchant's key with the same slug exports its own store, nothing of this one.
+    const shopIds = new Set(exported.products.map((p) => p.id));
+    const others = await exportOf(big.key, 'store=de');
+    expect(others.products.length).toBe(BIG);
+    expect(others.products.filter((p) => shopIds.has(p.id))).toEqual([]);
     const anonymous = await service.api('/v1/products/export', null);
     expect(anonymous.status).toBe(401);
     expect(anonymous.headers.get('www-authenticate')).toBe('Bearer realm="catalog"');

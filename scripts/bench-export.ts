@@ -19,7 +19,8 @@
 //                    client's pace
 // Only ratios measured in this run mean anything (the machine is shared and noisy).
 // Usage: npm run bench:export -- [--engine sqlite|postgres|both] [--json]
-//   BENCH_PRODUCTS (100000), BENCH_IDLE_SECONDS (5), BENCH_PAUSE_SECONDS (5)
+//   BENCH_PRODUCTS (100000), BENCH_IDLE_SECONDS (5), BENCH_PAUSE_SECONDS (5), BENCH_DEMO_DIR (unset: the
+//   SQLite demo catalog is built in a temporary folder each run; set, it is built there once and reused)
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
@@ -55,19 +56,29 @@ const stats = (ms: number[]): Latencies => {
   return { n: sorted.length, p50: at(0.5), p99: at(0.99), max: sorted.at(-1) ?? 0 };
 };
 
-/** One GET with node:http: status, the bytes on the wire and the time to the last one; `pauseMs` before reading the body. */
-function get(url: string, headers: Record<string, string>, pauseMs = 0): Promise<{ status: number; bytes: number; body?: Buffer; headers: http.IncomingHttpHeaders; ms: number; firstByteMs: number }> {
+/** The bytes of a body kept by get(): all of it, or (an export: 79 MB) only its last ones, which hold the trailer. */
+const TAIL_BYTES = 4096;
+
+/**
+ * One GET with node:http: status, the bytes on the wire and the time to the last one; `pauseMs`
+ * before reading the body. With `tailOnly`, only the body's last bytes are kept: the probes share
+ * this process, and holding and decoding a whole export here would stall them, not the server.
+ */
+function get(url: string, headers: Record<string, string>, { pauseMs = 0, tailOnly = false } = {}): Promise<{ status: number; bytes: number; body: Buffer; headers: http.IncomingHttpHeaders; ms: number; firstByteMs: number }> {
   const started = performance.now();
   return new Promise((resolve, reject) => {
     const request = http.get(url, { headers }, (response) => {
       const firstByteMs = performance.now() - started;
-      const chunks: Buffer[] = [];
+      let chunks: Buffer[] = [];
       let bytes = 0;
-      const keep = !headers['x-bench-discard'];
       response.pause();
       setTimeout(() => {
-        response.on('data', (chunk: Buffer) => { bytes += chunk.length; if (keep) chunks.push(chunk); });
-        response.on('end', () => resolve({ status: response.statusCode!, bytes, body: keep ? Buffer.concat(chunks) : undefined, headers: response.headers, ms: performance.now() - started, firstByteMs }));
+        response.on('data', (chunk: Buffer) => {
+          bytes += chunk.length;
+          chunks.push(chunk);
+          if (tailOnly && chunks.length > 2) chunks = [Buffer.concat(chunks.slice(-2)).subarray(-TAIL_BYTES)];
+        });
+        response.on('end', () => resolve({ status: response.statusCode!, bytes, body: Buffer.concat(chunks), headers: response.headers, ms: performance.now() - started, firstByteMs }));
         response.on('error', reject);
         response.resume();
       }, pauseMs);
@@ -89,7 +100,7 @@ function send(method: string, url: string, headers: Record<string, string>, body
 
 /** The worst event-loop delay the server saw since its /metrics was last scraped (ms). */
 async function loopDelayMaxMs(base: string): Promise<number> {
-  const text = (await get(`${base}/metrics`, {})).body!.toString('utf8');
+  const text = (await get(`${base}/metrics`, {})).body.toString('utf8');
   return 1000 * Number(/^cps_event_loop_delay_max_seconds ([0-9.e+-]+)$/m.exec(text)?.[1] ?? 'NaN');
 }
 
@@ -146,11 +157,11 @@ interface Context { apiKey: string; merchantId: number; ids: number[]; database:
 
 /** An export of `de` read whole: its NDJSON's MB/s (the identity bytes, whatever the coding), the wire's bytes beside. */
 async function exportOnce(base: string, apiKey: string, coding: 'identity' | 'gzip' | 'br', identityBytes?: number, pauseMs = 0) {
-  const response = await get(`${base}/v1/products/export?store=de`, { Authorization: `Bearer ${apiKey}`, 'Accept-Encoding': coding, 'x-bench-discard': coding === 'identity' ? '' : '1' }, pauseMs);
+  const response = await get(`${base}/v1/products/export?store=de`, { Authorization: `Bearer ${apiKey}`, 'Accept-Encoding': coding }, { pauseMs, tailOnly: true });
   if (response.status !== 200) throw new Error(`export: ${response.status}`);
   const ndjsonBytes = coding === 'identity' ? response.bytes : identityBytes!;
   let count: number | string = '';
-  if (response.body) {
+  if (coding === 'identity') {
     const text = response.body.toString('utf8');
     count = (JSON.parse(text.slice(text.lastIndexOf('\n', text.length - 2) + 1)) as { count: number }).count;
   }
@@ -169,7 +180,7 @@ async function pagedRead(base: string, apiKey: string) {
     const page = await get(`${base}/v1/products?store=de&per_page=200&after_id=${afterId}`, { Authorization: `Bearer ${apiKey}`, 'Accept-Encoding': 'identity' });
     requests++;
     bytes += page.bytes;
-    const data = (JSON.parse(page.body!.toString('utf8')) as { data: { id: number }[] }).data;
+    const data = (JSON.parse(page.body.toString('utf8')) as { data: { id: number }[] }).data;
     products += data.length;
     if (data.length < 200) return { requests, products, mb: +(bytes / 1e6).toFixed(1) };
     afterId = data.at(-1)!.id;
@@ -242,6 +253,10 @@ function summary(engine: string, phases: Phase[]): Record<string, number> {
 }
 
 const tempDir = fs.mkdtempSync(path.join(os.tmpdir(), 'cps-bench-export-'));
+// The PostgreSQL server runs as its own user (when this runs as root): it must reach its folder inside.
+fs.chmodSync(tempDir, 0o711);
+/** BENCH_DEMO_DIR: where the SQLite demo catalog is kept between runs (built once; ~5 min at 100k on a busy machine). */
+const DEMO_DIR = process.env.BENCH_DEMO_DIR;
 let postgres: PostgresServer | undefined;
 /** Synchronous, so it also runs on a signal: the servers, the PostgreSQL cluster, the temp folder. */
 const cleanUp = () => {
@@ -254,7 +269,7 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => 
 try {
   const results: Record<string, { phases: Phase[]; summary: Record<string, number> }> = {};
   for (const engine of engines) {
-    let database = path.join(tempDir, 'export.db');
+    let database = path.join(DEMO_DIR ?? tempDir, `export-${PRODUCTS}.db`);
     if (engine === 'postgres') {
       if (!findPostgresBinaries()) throw new Error('no PostgreSQL server binaries installed (scripts/postgres-server.ts)');
       postgres = await startPostgresServer({ dir: path.join(tempDir, 'postgres'), durable: false });
@@ -266,15 +281,17 @@ try {
     }
     const checkout: Checkout = { name: 'candidate', ref: 'HEAD', sha: '', dir: candidateDir };
     log(`\n== ${engine}`);
+    const kept = `${database}.json`;
     const { merchantId, apiKey } = engine === 'sqlite'
-      ? await buildDemo(checkout, database, PRODUCTS, log)
+      ? (DEMO_DIR && fs.existsSync(kept) ? JSON.parse(fs.readFileSync(kept, 'utf8')) as { merchantId: number; apiKey: string } : await buildDemo(checkout, database, PRODUCTS, log))
       : await buildDemoOn(database, log);
+    if (engine === 'sqlite' && DEMO_DIR) fs.writeFileSync(kept, JSON.stringify({ merchantId, apiKey }));
     // Product ids of the demo catalog (the read probe's targets): the first export, read once.
     const ids = await (async () => {
       const server = await startBenchServerProcess(candidateDir, 'bench-server.ts', database, engine);
       try {
         const page = await get(`${server.base}/v1/products?store=pl&per_page=200`, { Authorization: `Bearer ${apiKey}` });
-        return (JSON.parse(page.body!.toString('utf8')) as { data: { id: number }[] }).data.map((p) => p.id);
+        return (JSON.parse(page.body.toString('utf8')) as { data: { id: number }[] }).data.map((p) => p.id);
       } finally {
         await server.stop();
       }

@@ -12,6 +12,7 @@ import type { Config } from '../config.js';
 import { createLogger } from '../operations/log.js';
 import { ProblemError } from '../shared/problem.js';
 import { requestLog } from './access-log.js';
+import { CLIENT_CLOSED_REQUEST } from './client-abort.js';
 import type { PublicEnv } from './auth.js';
 import type { DocumentedHandler, DocumentedResponse } from './documented-responses.js';
 import type { routes } from '../generated/public-routes.js';
@@ -70,6 +71,8 @@ export function productExport(exports: SnapshotExports, settings: Config['export
     let begun!: () => void;
     const headKnown = new Promise<void>((resolve) => { begun = resolve; });
 
+    // The client leaving ends the read: while it waits for its turn or before its headers (the
+    // request's signal), or once the body is being sent (the spool's, when the stream is cancelled).
     const run = exports.export(c.var.merchantId, slug, {
       begin(head) {
         const etag = snapshotEtag(head, coding);
@@ -88,13 +91,18 @@ export function productExport(exports: SnapshotExports, settings: Config['export
         // The coder's own backpressure: it codes in the threadpool, at its pace.
         if (!encoder.write(lines)) await new Promise<void>((resolve) => encoder!.once('drain', resolve));
       },
-    }, spool.signal);
+    }, AbortSignal.any([spool.signal, c.req.raw.signal]));
 
     try {
       await Promise.race([headKnown, run]);
     } catch (error) {
-      // Before the first line (store_not_found, a database error): an ordinary error response.
       release();
+      if (c.req.raw.signal.aborted) {
+        // Gone while it waited for its turn: nobody to answer (counted as 499, as renderError does).
+        requestLog(c)?.info({ method: c.req.method, path: c.req.path }, 'client closed the request before it was answered');
+        return new Response(null, { status: CLIENT_CLOSED_REQUEST }) as unknown as DocumentedResponse<ExportRoute>;
+      }
+      // Before the first line (store_not_found, a database error): an ordinary error response.
       throw error;
     }
     const { head, etag, notModified } = answer!;
@@ -117,7 +125,7 @@ export function productExport(exports: SnapshotExports, settings: Config['export
       spool.fail(error);
       // The client going away ends the read; anything else is the service's error, after the
       // headers: the response is cut short without its trailer, which tells the client.
-      if (!spool.signal.aborted) log.error({ err: error, path: c.req.path }, 'snapshot export failed after its first line');
+      if (!spool.signal.aborted && !c.req.raw.signal.aborted) log.error({ err: error, path: c.req.path }, 'snapshot export failed after its first line');
     });
 
     const response = c.body(spool.stream(), 200, {

@@ -64,6 +64,9 @@ export function productExport(exports: SnapshotExports, settings: Config['export
       else inFlight.delete(keyId);
     };
 
+    // HEAD (Hono answers it with the GET handler's headers and drops its body): the snapshot's
+    // headers only, nothing read past them, so nothing is left holding a spool and a slot.
+    const headOnly = c.req.method === 'HEAD';
     const coding = negotiateCoding(c.req.header('Accept-Encoding'));
     const spool = new Spool(settings.memoryBytes, settings.spoolDir);
     let encoder: zlib.Gzip | zlib.BrotliCompress | undefined;
@@ -78,13 +81,13 @@ export function productExport(exports: SnapshotExports, settings: Config['export
         const etag = snapshotEtag(head, coding);
         const notModified = etagMatches(ifNoneMatch, etag);
         answer = { head, etag, notModified };
-        if (!notModified && coding) {
+        if (!notModified && !headOnly && coding) {
           encoder = encoderFor(coding);
           encoder.on('data', (chunk: Buffer) => spool.push(chunk));
           encoder.on('error', (error) => spool.fail(error));
         }
         begun();
-        return !notModified;
+        return !notModified && !headOnly;
       },
       async write(lines) {
         if (!encoder) return spool.push(lines);
@@ -106,9 +109,17 @@ export function productExport(exports: SnapshotExports, settings: Config['export
       throw error;
     }
     const { head, etag, notModified } = answer!;
-    if (notModified) {
+    const headers = {
+      'Content-Type': 'application/x-ndjson',
+      ETag: etag,
+      'X-Next-Since': head.cursor.at,
+      'X-Next-Id': String(head.cursor.id),
+      ...(coding ? { 'Content-Encoding': coding } : {}),
+    };
+    if (notModified || headOnly) {
       release();
-      return c.body(null, 304, { ETag: etag });
+      await run;
+      return notModified ? c.body(null, 304, { ETag: etag }) : c.body(null, 200, headers) as unknown as DocumentedResponse<ExportRoute>;
     }
 
     const log = requestLog(c) ?? fallbackLogger;
@@ -128,13 +139,7 @@ export function productExport(exports: SnapshotExports, settings: Config['export
       if (!spool.signal.aborted && !c.req.raw.signal.aborted) log.error({ err: error, path: c.req.path }, 'snapshot export failed after its first line');
     });
 
-    const response = c.body(spool.stream(), 200, {
-      'Content-Type': 'application/x-ndjson',
-      ETag: etag,
-      'X-Next-Since': head.cursor.at,
-      'X-Next-Id': String(head.cursor.id),
-      ...(coding ? { 'Content-Encoding': coding } : {}),
-    });
+    const response = c.body(spool.stream(), 200, headers);
     // @hono/zod-openapi types JSON and text/plain bodies only (an application/x-ndjson 200 is
     // `never` to it); each line is checked against the document's line schema by the contract
     // harness (test/support/contract.ts) instead.

@@ -244,6 +244,19 @@ describe('GET /v1/products/export (issue 23.1)', () => {
     expect((await exportOf(big.key, 'store=de')).status).toBe(200);
   });
 
+  it('answers HEAD with the snapshot\'s headers alone, reading no product and holding no export slot', async () => {
+    const exported = await exportOf(big.key, 'store=de', IDENTITY);
+    for (let i = 0; i < PER_KEY + 1; i++) {
+      // Not through the contract harness: the document describes GET (HEAD is HTTP's, for any GET).
+      const head = await fetch(`${service.url}/v1/products/export?store=de`, { method: 'HEAD', headers: { Authorization: `Bearer ${big.key}`, ...IDENTITY } });
+      expect(head.status).toBe(200);
+      expect([head.headers.get('etag'), head.headers.get('x-next-id'), head.headers.get('content-type')])
+        .toEqual([exported.headers.get('etag'), String(exported.trailer!.next_id), 'application/x-ndjson']);
+      expect(await head.text()).toBe('');
+    }
+    expect((await exportOf(big.key, 'store=de', IDENTITY)).status).toBe(200);
+  });
+
   /** Whether a read transaction begun before `since` is still open (SQLite: its WAL mark holds the checkpoint back). */
   async function snapshotStillOpen(since: Date): Promise<boolean> {
     if (TEST_ENGINE === 'sqlite') {

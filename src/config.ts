@@ -196,6 +196,8 @@ export interface Config {
     concurrency: number;
     /** Exports one API key may have in flight at once (from the request to the last byte sent); 429 above. */
     perKey: number;
+    /** A client that takes none of the bytes waiting for it for this long is cut off (its connection closed, no trailer). */
+    stallTimeoutMs: number;
   };
   changes: {
     /** spec 4.4: recorded changes one `GET /v1/changes` response covers at most (1..1000). */
@@ -393,6 +395,7 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
       spoolDir: path.resolve(env.CPS_EXPORT_SPOOL_DIR || os.tmpdir()),
       concurrency: atLeast(int(env, 'CPS_EXPORT_CONCURRENCY', 2), 1, 'CPS_EXPORT_CONCURRENCY'),
       perKey: atLeast(int(env, 'CPS_EXPORTS_PER_KEY', 2), 1, 'CPS_EXPORTS_PER_KEY'),
+      stallTimeoutMs: atLeast(int(env, 'CPS_EXPORT_STALL_TIMEOUT_MS', 60_000), 100, 'CPS_EXPORT_STALL_TIMEOUT_MS'),
     },
     changes: {
       feedWindow: Math.min(CHANGES_MAX_ITEMS, Math.max(1, int(env, 'CPS_FEED_WINDOW', CHANGES_MAX_ITEMS))),

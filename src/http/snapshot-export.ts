@@ -6,6 +6,7 @@
 // read, before the spool, so a spooled export takes about a tenth of its size on disk. The ETag
 // names the snapshot (store and feed position), known before the first line: a client holding
 // it gets 304 and nothing is read.
+import type { ServerResponse } from 'node:http';
 import zlib from 'node:zlib';
 import type { SnapshotExports, SnapshotHead } from '../catalog/snapshot-export.js';
 import type { Config } from '../config.js';
@@ -123,7 +124,21 @@ export function productExport(exports: SnapshotExports, settings: Config['export
     }
 
     const log = requestLog(c) ?? fallbackLogger;
-    void spool.finished.then(release);
+    // A client that stops taking bytes would keep its spool (memory, a file) and its slot for as
+    // long as its connection lives: past the stall time-out the connection is closed, the export
+    // cut short (no trailer), and the spool released as for a client that left.
+    const outgoing = (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
+    const stallCheck = setInterval(() => {
+      if (spool.stalledFor() < settings.stallTimeoutMs) return;
+      log.info({ path: c.req.path, stalled_ms: Math.round(spool.stalledFor()) }, 'snapshot export cut off: its client took nothing for the stall time-out');
+      clearInterval(stallCheck);
+      outgoing?.destroy();
+    }, Math.max(25, settings.stallTimeoutMs / 4));
+    stallCheck.unref();
+    void spool.finished.then(() => {
+      clearInterval(stallCheck);
+      release();
+    });
     run.then(async () => {
       if (encoder) {
         const ended = new Promise<void>((resolve) => encoder!.once('end', resolve));

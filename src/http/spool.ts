@@ -29,8 +29,10 @@ export class Spool {
   private failure: { error: unknown; ofFile: boolean } | undefined;
   private wake: (() => void) | undefined;
   private readonly abandoned = new AbortController();
+  /** When the client last asked for or took bytes (or the spool was made). */
+  private lastTaken = performance.now();
   private settle!: () => void;
-  /** Settles once the stream has ended, failed or been cancelled by the client, and the file is closed. */
+  /** Settles once the stream has ended, failed or been cancelled by the client (its file then closes). */
   readonly finished = new Promise<void>((resolve) => { this.settle = resolve; });
 
   constructor(private readonly memoryBudget: number, private readonly dir: string) {}
@@ -48,6 +50,15 @@ export class Spool {
   /** Bytes that went through the file so far (0 while the client keeps up). */
   get spooledBytes(): number {
     return this.queued;
+  }
+
+  /**
+   * How long the client has left bytes waiting without taking any (ms): 0 while nothing waits for
+   * it (the producer is the slower one) or right after it took some.
+   */
+  stalledFor(now = performance.now()): number {
+    const waiting = this.memoryBytes > 0 || this.queued > this.readBack;
+    return waiting ? Math.max(0, now - this.lastTaken) : 0;
   }
 
   /** Appends bytes after everything pushed before; never waits. */
@@ -84,8 +95,10 @@ export class Spool {
   stream(): ReadableStream<Uint8Array> {
     return new ReadableStream<Uint8Array>({
       pull: async (controller) => {
+        this.lastTaken = performance.now();
         try {
           const chunk = await this.next();
+          this.lastTaken = performance.now();
           if (chunk) controller.enqueue(chunk);
           else {
             controller.close();
@@ -169,14 +182,14 @@ export class Spool {
     wake?.();
   }
 
-  /** Closes the file once its pending writes are done. */
+  /** The stream is over: `finished` settles now (before the client can see its end), the file closes once its pending writes are done. */
   private async release(): Promise<void> {
+    this.settle();
     const file = this.file;
     this.file = undefined;
     if (file) {
       await this.writes.catch(() => {});
       await (await file.catch(() => undefined))?.close().catch(() => {});
     }
-    this.settle();
   }
 }

@@ -128,6 +128,7 @@ export function productExport(exports: SnapshotExports, settings: Config['export
     // long as its connection lives: past the stall time-out the connection is closed, the export
     // cut short (no trailer), and the spool released as for a client that left.
     const outgoing = (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
+    const body = spool.stream();
     const stallCheck = setInterval(() => {
       if (spool.stalledFor() < settings.stallTimeoutMs) return;
       log.info({ path: c.req.path, stalled_ms: Math.round(spool.stalledFor()) }, 'snapshot export cut off: its client took nothing for the stall time-out');
@@ -154,7 +155,7 @@ export function productExport(exports: SnapshotExports, settings: Config['export
       if (!spool.signal.aborted && !c.req.raw.signal.aborted) log.error({ err: error, path: c.req.path }, 'snapshot export failed after its first line');
     });
 
-    const response = c.body(spool.stream(), 200, headers);
+    const response = c.body(body, 200, headers);
     // @hono/zod-openapi types JSON and text/plain bodies only (an application/x-ndjson 200 is
     // `never` to it); each line is checked against the document's line schema by the contract
     // harness (test/support/contract.ts) instead.

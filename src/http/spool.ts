@@ -29,8 +29,8 @@ export class Spool {
   private failure: { error: unknown; ofFile: boolean } | undefined;
   private wake: (() => void) | undefined;
   private readonly abandoned = new AbortController();
-  /** When the client last asked for or took bytes (or the spool was made). */
-  private lastTaken = performance.now();
+  /** When the client last asked for or took bytes, or was handed the stream; undefined before that. */
+  private lastTaken: number | undefined;
   private settle!: () => void;
   /** Settles once the stream has ended, failed or been cancelled by the client (its file then closes). */
   readonly finished = new Promise<void>((resolve) => { this.settle = resolve; });
@@ -53,12 +53,12 @@ export class Spool {
   }
 
   /**
-   * How long the client has left bytes waiting without taking any (ms): 0 while nothing waits for
-   * it (the producer is the slower one) or right after it took some.
+   * How long the client has left bytes waiting without taking any (ms): 0 before it was handed
+   * the stream, while nothing waits for it (the producer is the slower one), or right after it took some.
    */
   stalledFor(now = performance.now()): number {
     const waiting = this.memoryBytes > 0 || this.queued > this.readBack;
-    return waiting ? Math.max(0, now - this.lastTaken) : 0;
+    return waiting && this.lastTaken !== undefined ? Math.max(0, now - this.lastTaken) : 0;
   }
 
   /** Appends bytes after everything pushed before; never waits. */
@@ -93,6 +93,8 @@ export class Spool {
 
   /** The body: read with backpressure (the next chunk is taken when the client has taken this one). */
   stream(): ReadableStream<Uint8Array> {
+    // The client's time starts when it is handed the stream, not when the producer began.
+    this.lastTaken = performance.now();
     return new ReadableStream<Uint8Array>({
       pull: async (controller) => {
         this.lastTaken = performance.now();

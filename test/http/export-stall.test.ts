@@ -1,5 +1,5 @@
 // A client that stops reading an export (issue 23.1) is cut off after CPS_EXPORT_STALL_TIMEOUT_MS
-// (300 ms here): its connection is closed without the trailer line, and what it held (the spool's
+// (1 s here): its connection is closed without the trailer line, and what it held (the spool's
 // memory and temporary file, the key's export slot) is freed. Otherwise a stalled connection would
 // hold them as long as it lives. Real HTTP on 127.0.0.1, on either engine.
 import http from 'node:http';
@@ -16,7 +16,7 @@ describe('an export whose client stops reading', () => {
   let key: string;
 
   beforeAll(async () => {
-    service = await startTestService({ config: { exports: { stallTimeoutMs: 300, perKey: 1, memoryBytes: 64 * 1024 } } });
+    service = await startTestService({ config: { exports: { stallTimeoutMs: 1000, perKey: 1, memoryBytes: 64 * 1024 } } });
     const admin = service.admin;
     const id = (await admin.createMerchant({ name: 'Stalled Outdoor' })).id;
     await admin.upsertStore(id, 'de', { name: 'DE', locale: 'de-DE', currency: 'EUR', is_default: true, active: true, exclude_out_of_stock: false });

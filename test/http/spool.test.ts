@@ -80,6 +80,20 @@ describe('Spool', () => {
     await expect(reader.read()).rejects.toThrow('database gone');
   });
 
+  it('counts a stall only while bytes wait for a client that was handed the stream and takes none', async () => {
+    const spool = new Spool(1024, dir);
+    spool.push(bytes('waiting'));
+    const later = () => performance.now() + 60_000;
+    expect(spool.stalledFor(later())).toBe(0); // not handed to a client yet
+    const reader = spool.stream().getReader();
+    expect(spool.stalledFor(later())).toBeGreaterThan(59_000);
+    await reader.read();
+    expect(spool.stalledFor(later())).toBe(0); // nothing waits: the client is the faster one
+    spool.push(bytes('more'));
+    expect(spool.stalledFor(performance.now())).toBeLessThan(1000); // it just took some
+    expect(spool.stalledFor(later())).toBeGreaterThan(59_000);
+  });
+
   it('reads an empty body as empty', async () => {
     const spool = new Spool(4, dir);
     spool.end();

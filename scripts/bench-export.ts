@@ -6,21 +6,24 @@
 //   write - PUT /admin/v1/merchants/{id}/products/BENCH-EXPORT-W (its cost changes each time, a
 //           write re-publishing one product in three stores): whether writers wait for the export;
 // and the server's own event-loop delay (its /metrics, cps_event_loop_delay_max_seconds, scraped
-// at the start and end of the phase). Phases, in one run, side by side:
+// at the start and end of the phase). Phases, in BENCH_ROUNDS rounds one after the other (the
+// probes' latencies pooled over the rounds, the phases' own figures their medians):
 //   idle           - the probes alone (BENCH_IDLE_SECONDS)
-//   export         - the `de` store exported by a client that reads as fast as it can: MB/s of the
-//                    NDJSON, products/s; identity, then gzip, then br (MB/s of the NDJSON it codes;
-//                    the bytes on the wire beside)
+//   export         - the `de` store (79 MB of NDJSON at 100k) exported to a client that reads as
+//                    fast as it can: MB/s of the NDJSON; identity, then gzip, then br (the MB/s of
+//                    the NDJSON it codes, the bytes on the wire beside)
 //   paging         - the same store read by keyset paging, 200 a page, as syncStore did before
 //                    (one request at a time; identity): the export's speed-up over it
-//   slow client    - an export whose client reads nothing for BENCH_PAUSE_SECONDS, then all: the
-//                    probes meanwhile, and (SQLite) whether a PASSIVE checkpoint still copies the
-//                    whole WAL during the pause, i.e. no read transaction is held open by the
-//                    client's pace
+// then once:
+//   slow client    - an export whose client reads nothing for BENCH_PAUSE_SECONDS, then all: how
+//                    long after the request its snapshot was released (SQLite: a PASSIVE checkpoint
+//                    copies the whole WAL again; PostgreSQL: no transaction older than the request)
+//                    while its client still had read nothing, and the probes meanwhile
 // Only ratios measured in this run mean anything (the machine is shared and noisy).
 // Usage: npm run bench:export -- [--engine sqlite|postgres|both] [--json]
-//   BENCH_PRODUCTS (100000), BENCH_IDLE_SECONDS (5), BENCH_PAUSE_SECONDS (5), BENCH_DEMO_DIR (unset: the
-//   SQLite demo catalog is built in a temporary folder each run; set, it is built there once and reused)
+//   BENCH_PRODUCTS (100000), BENCH_ROUNDS (3), BENCH_IDLE_SECONDS (3), BENCH_PAUSE_SECONDS (10),
+//   BENCH_DEMO_DIR (unset: the SQLite demo catalog is built in a temporary folder each run; set, it
+//   is built there once and reused)
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
@@ -32,20 +35,30 @@ import { buildDemo, candidateDir, killTracked, startBenchServerProcess, type Ben
 import { findPostgresBinaries, startPostgresServer, type PostgresServer } from './postgres-server.js';
 
 const PRODUCTS = Number(process.env.BENCH_PRODUCTS ?? 100_000);
-const IDLE_SECONDS = Number(process.env.BENCH_IDLE_SECONDS ?? 5);
-const PAUSE_SECONDS = Number(process.env.BENCH_PAUSE_SECONDS ?? 5);
+const IDLE_SECONDS = Number(process.env.BENCH_IDLE_SECONDS ?? 3);
+const PAUSE_SECONDS = Number(process.env.BENCH_PAUSE_SECONDS ?? 10);
 const { values: flags } = parseArgs({ options: { json: { type: 'boolean' }, engine: { type: 'string', default: 'sqlite' } } });
 const log = (line: string) => (flags.json ? console.error(line) : console.log(line));
 const engines = flags.engine === 'both' ? ['sqlite', 'postgres'] as const : [flags.engine as 'sqlite' | 'postgres'];
 if (!engines.every((e) => e === 'sqlite' || e === 'postgres')) throw new Error('--engine must be sqlite, postgres or both');
 
 interface Latencies { n: number; p50: number; p99: number; max: number }
+/** One run of a phase: its probes' raw latencies (ms), the server's worst event-loop delay, what it measured. */
+interface Run {
+  seconds: number;
+  read: number[];
+  write: number[];
+  loopMaxMs: number;
+  detail: Record<string, number | string | boolean>;
+}
+/** A phase over every round: the probes' latencies pooled, medians of its own figures. */
 interface Phase {
   name: string;
+  runs: number;
   seconds: number;
   read: Latencies;
   write: Latencies;
-  /** The server's event-loop delay, worst over the phase (ms). */
+  /** The server's event-loop delay, worst over every run of the phase (ms). */
   loopMaxMs: number;
   detail: Record<string, number | string | boolean>;
 }
@@ -135,22 +148,35 @@ function startProbes(base: string, apiKey: string, merchantId: number, ids: numb
   return async () => {
     running = false;
     await Promise.all([reader, writer]);
-    return { read: stats(read), write: stats(write) };
+    return { read, write };
   };
 }
 
-async function phase(server: BenchServerProcess, ctx: Context, name: string, run: () => Promise<Phase['detail']>): Promise<Phase> {
+async function run(server: BenchServerProcess, ctx: Context, measure: () => Promise<Run['detail']>): Promise<Run> {
   await loopDelayMaxMs(server.base);
   const stop = startProbes(server.base, ctx.apiKey, ctx.merchantId, ctx.ids);
   const started = performance.now();
-  const detail = await run();
+  const detail = await measure();
   const seconds = (performance.now() - started) / 1000;
   const probes = await stop();
-  const loopMaxMs = await loopDelayMaxMs(server.base);
-  const result = { name, seconds, ...probes, loopMaxMs, detail };
-  log(`  ${name.padEnd(22)} ${seconds.toFixed(2).padStart(6)} s  read p50 ${probes.read.p50.toFixed(1)} p99 ${probes.read.p99.toFixed(1)} max ${probes.read.max.toFixed(1)} ms (${probes.read.n})`
-    + `  write p50 ${probes.write.p50.toFixed(1)} p99 ${probes.write.p99.toFixed(1)} max ${probes.write.max.toFixed(1)} ms (${probes.write.n})  loop max ${loopMaxMs.toFixed(1)} ms  ${JSON.stringify(detail)}`);
-  return result;
+  return { seconds, ...probes, loopMaxMs: await loopDelayMaxMs(server.base), detail };
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
+
+function pooled(name: string, runs: Run[]): Phase {
+  const detail: Phase['detail'] = {};
+  for (const [key, value] of Object.entries(runs[0]!.detail)) {
+    detail[key] = typeof value === 'number' ? median(runs.map((r) => Number(r.detail[key]))) : value;
+  }
+  const phase = {
+    name, runs: runs.length, seconds: median(runs.map((r) => r.seconds)),
+    read: stats(runs.flatMap((r) => r.read)), write: stats(runs.flatMap((r) => r.write)),
+    loopMaxMs: Math.max(...runs.map((r) => r.loopMaxMs)), detail,
+  };
+  log(`  ${name.padEnd(22)} ${phase.seconds.toFixed(2).padStart(6)} s  read p50 ${phase.read.p50.toFixed(1)} p99 ${phase.read.p99.toFixed(1)} max ${phase.read.max.toFixed(1)} ms (${phase.read.n})`
+    + `  write p50 ${phase.write.p50.toFixed(1)} p99 ${phase.write.p99.toFixed(1)} max ${phase.write.max.toFixed(1)} ms (${phase.write.n})  loop max ${phase.loopMaxMs.toFixed(1)} ms  ${JSON.stringify(detail)}`);
+  return phase;
 }
 
 interface Context { apiKey: string; merchantId: number; ids: number[]; database: string; engine: 'sqlite' | 'postgres' }
@@ -198,57 +224,89 @@ function walCheckpointsFully(database: string): boolean {
   }
 }
 
+/** PostgreSQL: whether a transaction that began before `since` is still open on the database (an export's snapshot). */
+async function transactionOpenSince(database: string, since: Date): Promise<boolean> {
+  const client = new pg.Client({ connectionString: database });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ n: number }>(`SELECT count(*)::integer AS n FROM pg_stat_activity
+      WHERE datname = current_database() AND pid <> pg_backend_pid() AND xact_start < $1`, [since]);
+    return rows[0]!.n > 0;
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * An export whose client reads nothing for BENCH_PAUSE_SECONDS, then all of it: how long after the
+ * request the snapshot was released (SQLite: a PASSIVE checkpoint copies the whole WAL again, with
+ * the write probe committing meanwhile; PostgreSQL: no transaction older than the request is open),
+ * polled every 100 ms through the pause.
+ */
+async function slowClient(ctx: Context, base: string): Promise<Run['detail']> {
+  const requested = new Date();
+  const started = performance.now();
+  const exported = exportOnce(base, ctx.apiKey, 'identity', undefined, PAUSE_SECONDS * 1000);
+  let releasedAfter: number | undefined;
+  while (performance.now() - started < PAUSE_SECONDS * 1000 && releasedAfter === undefined) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const open = ctx.engine === 'sqlite' ? !walCheckpointsFully(ctx.database) : await transactionOpenSince(ctx.database, requested);
+    if (!open) releasedAfter = (performance.now() - started) / 1000;
+  }
+  const result = await exported;
+  return {
+    snapshot_released_after_s: releasedAfter === undefined ? `not within the ${PAUSE_SECONDS} s pause` : +releasedAfter.toFixed(2),
+    read_after_pause_mb_per_s: result.mb_per_s, count: result.count ?? '',
+  };
+}
+
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+
 async function benchEngine(ctx: Context): Promise<Phase[]> {
   const server = await startBenchServerProcess(candidateDir, 'bench-server.ts', ctx.database, ctx.engine);
   try {
-    const phases: Phase[] = [];
     // Warm the server (its statement caches, the store's block counts) before measuring.
-    await exportOnce(server.base, ctx.apiKey, 'identity');
-    phases.push(await phase(server, ctx, 'idle', async () => {
-      await new Promise((resolve) => setTimeout(resolve, IDLE_SECONDS * 1000));
-      return {};
-    }));
-    let identityBytes = 0;
-    phases.push(await phase(server, ctx, 'export identity', async () => {
-      const result = await exportOnce(server.base, ctx.apiKey, 'identity');
-      identityBytes = result.ndjson_mb * 1e6;
-      return result;
-    }));
-    for (const coding of ['gzip', 'br'] as const) {
-      phases.push(await phase(server, ctx, `export ${coding}`, () => exportOnce(server.base, ctx.apiKey, coding, identityBytes)));
+    const warm = await exportOnce(server.base, ctx.apiKey, 'identity');
+    const identityBytes = warm.ndjson_mb * 1e6;
+    const measures: [string, () => Promise<Run['detail']>][] = [
+      ['idle', async () => { await new Promise((resolve) => setTimeout(resolve, IDLE_SECONDS * 1000)); return {}; }],
+      ['export identity', () => exportOnce(server.base, ctx.apiKey, 'identity')],
+      ['export gzip', () => exportOnce(server.base, ctx.apiKey, 'gzip', identityBytes)],
+      ['export br', () => exportOnce(server.base, ctx.apiKey, 'br', identityBytes)],
+      ['paging 200/page', () => pagedRead(server.base, ctx.apiKey)],
+    ];
+    const runs = new Map<string, Run[]>(measures.map(([name]) => [name, []]));
+    // Rounds of every phase, one after the other: the machine's load drifts alike over all of them.
+    for (let round = 1; round <= ROUNDS; round++) {
+      for (const [name, measure] of measures) runs.get(name)!.push(await run(server, ctx, measure));
+      log(`  round ${round}/${ROUNDS} done`);
     }
-    phases.push(await phase(server, ctx, 'paging 200/page', () => pagedRead(server.base, ctx.apiKey)));
-    phases.push(await phase(server, ctx, `slow client (${PAUSE_SECONDS} s)`, async () => {
-      const exported = exportOnce(server.base, ctx.apiKey, 'identity', undefined, PAUSE_SECONDS * 1000);
-      let checkpointsFully: boolean | string = 'n/a';
-      if (ctx.engine === 'sqlite') {
-        // Half-way through the pause, after the probe's writes: does the checkpoint still get everything?
-        await new Promise((resolve) => setTimeout(resolve, (PAUSE_SECONDS * 1000) / 2));
-        checkpointsFully = walCheckpointsFully(ctx.database);
-      }
-      const result = await exported;
-      return { wal_checkpoints_fully_during_pause: checkpointsFully, read_after_pause_mb_per_s: result.mb_per_s, count: result.count ?? '' };
-    }));
+    const phases = measures.map(([name]) => pooled(name, runs.get(name)!));
+    phases.push(pooled(`slow client (${PAUSE_SECONDS} s)`, [await run(server, ctx, () => slowClient(ctx, server.base))]));
     return phases;
   } finally {
     await server.stop();
   }
 }
 
-function summary(engine: string, phases: Phase[]): Record<string, number> {
+function summary(engine: string, phases: Phase[]): Record<string, number | string> {
   const by = (name: string) => phases.find((p) => p.name.startsWith(name))!;
-  const idle = by('idle');
-  const exported = by('export identity');
-  const paging = by('paging');
+  const ratio = (a: number, b: number) => +(a / b).toFixed(2);
+  const [idle, exported, gzip, br, paging, slow] = ['idle', 'export identity', 'export gzip', 'export br', 'paging', 'slow client'].map(by) as Phase[];
   return {
-    export_mb_per_s: Number(exported.detail.mb_per_s),
-    export_over_paging_speed: +(paging.seconds / exported.seconds).toFixed(2),
-    read_p99_export_over_idle: +(exported.read.p99 / idle.read.p99).toFixed(2),
-    read_p99_paging_over_idle: +(paging.read.p99 / idle.read.p99).toFixed(2),
-    write_p99_export_over_idle: +(exported.write.p99 / idle.write.p99).toFixed(2),
-    read_p99_slow_client_over_idle: +(by('slow client').read.p99 / idle.read.p99).toFixed(2),
-    write_p99_slow_client_over_idle: +(by('slow client').write.p99 / idle.write.p99).toFixed(2),
-    [`${engine}_loop_max_ms_export`]: +exported.loopMaxMs.toFixed(1),
+    engine,
+    export_mb_per_s: Number(exported!.detail.mb_per_s),
+    gzip_mb_per_s: Number(gzip!.detail.mb_per_s),
+    br_mb_per_s: Number(br!.detail.mb_per_s),
+    export_over_paging_speed: ratio(paging!.seconds, exported!.seconds),
+    read_p50_export_over_idle: ratio(exported!.read.p50, idle!.read.p50),
+    read_p99_export_over_idle: ratio(exported!.read.p99, idle!.read.p99),
+    read_p99_paging_over_idle: ratio(paging!.read.p99, idle!.read.p99),
+    write_p99_export_over_idle: ratio(exported!.write.p99, idle!.write.p99),
+    write_p99_paging_over_idle: ratio(paging!.write.p99, idle!.write.p99),
+    loop_max_ms_idle: +idle!.loopMaxMs.toFixed(1),
+    loop_max_ms_export: +exported!.loopMaxMs.toFixed(1),
+    snapshot_released_after_s: slow!.detail.snapshot_released_after_s as number | string,
   };
 }
 
@@ -267,7 +325,7 @@ const cleanUp = () => {
 };
 for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => { cleanUp(); process.exit(130); });
 try {
-  const results: Record<string, { phases: Phase[]; summary: Record<string, number> }> = {};
+  const results: Record<string, { phases: Phase[]; summary: Record<string, number | string> }> = {};
   for (const engine of engines) {
     let database = path.join(DEMO_DIR ?? tempDir, `export-${PRODUCTS}.db`);
     if (engine === 'postgres') {

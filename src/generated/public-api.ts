@@ -99,7 +99,9 @@ export interface paths {
          *     the store's size, and memory stays small on both sides. The snapshot itself is read at the
          *     database's pace, not yours: what you have not read yet waits in the service (in a temporary
          *     file past a few MiB), so a slow reader holds no database snapshot open and delays no writer.
-         *     Writes made while you read are not in the export; they are in the feed after its cursor.
+         *     Writes made while you read are not in the export; they are in the feed after its cursor. A
+         *     client that takes nothing for a minute (by default) while bytes wait for it is cut off: the
+         *     connection closes without the trailer.
          *
          *     **Compression.** With `Accept-Encoding: br` or `gzip` (q-values honoured, br on a tie) the
          *     stream is coded as it is sent (`Content-Encoding`), about a tenth of its size; without it the

@@ -77,11 +77,12 @@ const TAIL_BYTES = 4096;
  * before reading the body. With `tailOnly`, only the body's last bytes are kept: the probes share
  * this process, and holding and decoding a whole export here would stall them, not the server.
  */
-function get(url: string, headers: Record<string, string>, { pauseMs = 0, tailOnly = false } = {}): Promise<{ status: number; bytes: number; body: Buffer; headers: http.IncomingHttpHeaders; ms: number; firstByteMs: number }> {
+function get(url: string, headers: Record<string, string>, { pauseMs = 0, tailOnly = false, onHeaders = () => {} } = {}): Promise<{ status: number; bytes: number; body: Buffer; headers: http.IncomingHttpHeaders; ms: number; firstByteMs: number }> {
   const started = performance.now();
   return new Promise((resolve, reject) => {
     const request = http.get(url, { headers }, (response) => {
       const firstByteMs = performance.now() - started;
+      onHeaders();
       let chunks: Buffer[] = [];
       let bytes = 0;
       response.pause();
@@ -182,8 +183,8 @@ function pooled(name: string, runs: Run[]): Phase {
 interface Context { apiKey: string; merchantId: number; ids: number[]; database: string; engine: 'sqlite' | 'postgres' }
 
 /** An export of `de` read whole: its NDJSON's MB/s (the identity bytes, whatever the coding), the wire's bytes beside. */
-async function exportOnce(base: string, apiKey: string, coding: 'identity' | 'gzip' | 'br', identityBytes?: number, pauseMs = 0) {
-  const response = await get(`${base}/v1/products/export?store=de`, { Authorization: `Bearer ${apiKey}`, 'Accept-Encoding': coding }, { pauseMs, tailOnly: true });
+async function exportOnce(base: string, apiKey: string, coding: 'identity' | 'gzip' | 'br', identityBytes?: number, pauseMs = 0, onHeaders?: () => void) {
+  const response = await get(`${base}/v1/products/export?store=de`, { Authorization: `Bearer ${apiKey}`, 'Accept-Encoding': coding }, { pauseMs, tailOnly: true, onHeaders });
   if (response.status !== 200) throw new Error(`export: ${response.status}`);
   const ndjsonBytes = coding === 'identity' ? response.bytes : identityBytes!;
   let count: number | string = '';
@@ -224,7 +225,7 @@ function walCheckpointsFully(database: string): boolean {
   }
 }
 
-/** PostgreSQL: whether a transaction that began before `since` is still open on the database (an export's snapshot). */
+/** PostgreSQL: whether a transaction that began before `since` is still open on the database (the export's snapshot, begun before its headers). */
 async function transactionOpenSince(database: string, since: Date): Promise<boolean> {
   const client = new pg.Client({ connectionString: database });
   await client.connect();
@@ -240,17 +241,19 @@ async function transactionOpenSince(database: string, since: Date): Promise<bool
 /**
  * An export whose client reads nothing for BENCH_PAUSE_SECONDS, then all of it: how long after the
  * request the snapshot was released (SQLite: a PASSIVE checkpoint copies the whole WAL again, with
- * the write probe committing meanwhile; PostgreSQL: no transaction older than the request is open),
- * polled every 100 ms through the pause.
+ * the write probe committing meanwhile; PostgreSQL: no transaction begun before the response's
+ * headers, which are sent from inside the snapshot, is open any more), polled every 100 ms
+ * through the pause.
  */
 async function slowClient(ctx: Context, base: string): Promise<Run['detail']> {
-  const requested = new Date();
   const started = performance.now();
-  const exported = exportOnce(base, ctx.apiKey, 'identity', undefined, PAUSE_SECONDS * 1000);
+  let headersAt: Date | undefined;
+  const exported = exportOnce(base, ctx.apiKey, 'identity', undefined, PAUSE_SECONDS * 1000, () => { headersAt = new Date(); });
   let releasedAfter: number | undefined;
   while (performance.now() - started < PAUSE_SECONDS * 1000 && releasedAfter === undefined) {
     await new Promise((resolve) => setTimeout(resolve, 100));
-    const open = ctx.engine === 'sqlite' ? !walCheckpointsFully(ctx.database) : await transactionOpenSince(ctx.database, requested);
+    if (!headersAt) continue;
+    const open = ctx.engine === 'sqlite' ? !walCheckpointsFully(ctx.database) : await transactionOpenSince(ctx.database, headersAt);
     if (!open) releasedAfter = (performance.now() - started) / 1000;
   }
   const result = await exported;

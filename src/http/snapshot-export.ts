@@ -3,7 +3,7 @@
 // Spool (memory, then a temporary file) and sent at the client's, so a slow client holds no read
 // transaction open (on SQLite it would keep the WAL from being checkpointed; on PostgreSQL it
 // would hold a pooled connection and the vacuum horizon). gzip/br are coded as the lines are
-// read, before the spool, so a spooled export takes about a tenth of its size on disk. The ETag
+// read, before the spool, so a spooled export takes less than a tenth of its size on disk. The ETag
 // names the snapshot (store and feed position), known before the first line: a client holding
 // it gets 304 and nothing is read.
 import type { ServerResponse } from 'node:http';

@@ -104,8 +104,8 @@ export interface paths {
          *     connection closes without the trailer.
          *
          *     **Compression.** With `Accept-Encoding: br` or `gzip` (q-values honoured, br on a tie) the
-         *     stream is coded as it is sent (`Content-Encoding`), to less than a tenth of its size (gzip 8%, br 7% on the demo catalog); without it the
-         *     bytes go out as stored.
+         *     stream is coded as it is sent (`Content-Encoding`), to less than a tenth of its size (gzip
+         *     8%, br 7% on the demo catalog); without it the bytes go out as stored.
          *
          *     **Conditional exports.** The `ETag` names the snapshot: the store and the position of the
          *     merchant's feed it was read at (and the content coding). While no product of the merchant

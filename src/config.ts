@@ -21,6 +21,8 @@ export interface Config {
   adminTokenConfigured: boolean;
   /** Base URL clients reach this service at; used in printed examples and hosted URLs. */
   publicBaseUrl: string;
+  /** True when publicBaseUrl came from CPS_PUBLIC_BASE_URL: the panel then accepts forms from that origin only. */
+  publicBaseUrlConfigured: boolean;
   /** Build the demo catalog on start when the database holds no merchant. */
   demoOnEmpty: boolean;
   /** Products in the demo catalog built on first start. */
@@ -145,6 +147,11 @@ export interface Config {
    * every request looks it up): a key revoked by another process stops working here within this time.
    */
   apiKeyCacheMs: number;
+  /**
+   * A key's last use (admin ApiKey `last_used_at`) is written at most this often per key (at least
+   * 1 s): never a write per request; the time shown is at most about this old.
+   */
+  apiKeyLastUsedSeconds: number;
   /** gzip/br of public JSON responses by Accept-Encoding: bodies smaller than this go out as they are. */
   compressionMinBytes: number;
   /** Memory for coded (gzip/br) bytes of JSON reads, kept by strong ETag and coding so a page is coded once; 0 turns it off. */
@@ -177,9 +184,17 @@ export interface Config {
     sessionIdleMinutes: number;
     /** ... and this long after sign-in in any case. */
     sessionAbsoluteHours: number;
-    /** Failed sign-ins per account, and per address, within the window, after which sign-in answers 429. */
+    /**
+     * Failed sign-ins of one account from one address within the window, after which each further
+     * attempt of that pair waits (429): signInDelaySeconds, doubling with each failure, at most the window.
+     */
     signInMaxFailures: number;
+    /** The same for one address, whatever accounts it tries (spraying). */
+    signInAddressMaxFailures: number;
     signInWindowMinutes: number;
+    signInDelaySeconds: number;
+    /** A secret shown once (new key, signing secret, invitation link) waits this long for the page that shows it. */
+    shownOnceMinutes: number;
   };
   /** Snapshot exports of a store (`GET /v1/products/export`, catalog/snapshot-export.ts). */
   exports: {
@@ -301,6 +316,7 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
     adminToken,
     adminTokenConfigured: Boolean(env.CPS_ADMIN_TOKEN),
     publicBaseUrl: (env.CPS_PUBLIC_BASE_URL || `http://${host}:${port}`).replace(/\/+$/, ''),
+    publicBaseUrlConfigured: Boolean(env.CPS_PUBLIC_BASE_URL),
     demoOnEmpty: bool(env, 'CPS_DEMO_ON_EMPTY', true),
     demoProducts: int(env, 'CPS_DEMO_PRODUCTS', 500),
     limits: {
@@ -367,6 +383,7 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
       perSecond: atLeast(int(env, 'CPS_RATE_LIMIT_PER_SECOND', 50), 1, 'CPS_RATE_LIMIT_PER_SECOND'),
     },
     apiKeyCacheMs: int(env, 'CPS_API_KEY_CACHE_MS', 1000),
+    apiKeyLastUsedSeconds: atLeast(int(env, 'CPS_API_KEY_LAST_USED_SECONDS', 60), 1, 'CPS_API_KEY_LAST_USED_SECONDS'),
     compressionMinBytes: int(env, 'CPS_COMPRESSION_MIN_BYTES', 1024),
     // 64 MiB holds ~5000 coded pages of 200 products (~13 KB each): every page of 5 stores of 100k products in both codings.
     compressionCacheBytes: int(env, 'CPS_COMPRESSION_CACHE_BYTES', 64 * 1024 * 1024),
@@ -387,7 +404,10 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
       sessionIdleMinutes: Math.max(1, int(env, 'CPS_PANEL_SESSION_IDLE_MINUTES', 60)),
       sessionAbsoluteHours: Math.max(1, int(env, 'CPS_PANEL_SESSION_HOURS', 12)),
       signInMaxFailures: Math.max(1, int(env, 'CPS_PANEL_SIGN_IN_MAX_FAILURES', 5)),
+      signInAddressMaxFailures: Math.max(1, int(env, 'CPS_PANEL_SIGN_IN_ADDRESS_MAX_FAILURES', 20)),
       signInWindowMinutes: Math.max(1, int(env, 'CPS_PANEL_SIGN_IN_WINDOW_MINUTES', 15)),
+      signInDelaySeconds: Math.max(1, int(env, 'CPS_PANEL_SIGN_IN_DELAY_SECONDS', 30)),
+      shownOnceMinutes: Math.max(1, int(env, 'CPS_PANEL_SHOWN_ONCE_MINUTES', 10)),
     },
     exports: {
       stepRows: atLeast(int(env, 'CPS_EXPORT_STEP_ROWS', 500), 1, 'CPS_EXPORT_STEP_ROWS'),

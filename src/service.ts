@@ -2,7 +2,8 @@
 // webhook dispatcher, the image mirror and the metrics, once per process. `serve`, `worker`, every
 // CLI command, the benchmarks and the tests build it here; what they run of it is theirs to choose.
 import nodemailer from 'nodemailer';
-import { PanelAccounts, type InvitationMailer } from './admin/accounts.js';
+import { PanelAccounts, type AccountMailer } from './admin/accounts.js';
+import { ApiKeyUses } from './admin/api-key-uses.js';
 import { ActiveApiKeys } from './admin/api-keys.js';
 import { CatalogAdmin } from './admin/catalog-admin.js';
 import { ImportJobs } from './admin/import-jobs.js';
@@ -37,6 +38,8 @@ export interface Service {
   reads: CatalogReads;
   /** The public API's keys as this process remembers them (CPS_API_KEY_CACHE_MS); the admin's revoke forgets one at once. */
   apiKeys: ActiveApiKeys;
+  /** Each API key's last use, written at most once per CPS_API_KEY_LAST_USED_SECONDS per key. */
+  apiKeyUses: ApiKeyUses;
   endpoints: WebhookEndpoints;
   /** Built here, started by whoever runs it (serve or worker). */
   dispatcher: WebhookDispatcher;
@@ -82,6 +85,7 @@ export function createService(config: Config, options: ServiceOptions = {}): Ser
   const guard = new AddressGuard(config.webhooks.allowHosts);
   const dispatcher = createWebhookDispatcher(storage, config, { now, logger, metrics: options.deliveries ?? metrics, guard });
   const apiKeys = new ActiveApiKeys(storage, config.apiKeyCacheMs, now);
+  const apiKeyUses = new ApiKeyUses(storage, config.apiKeyLastUsedSeconds * 1000, now, logger);
   const admin = new CatalogAdmin(storage, now, config.limits.publishChunk, apiKeys, config.limits.publishRunLeaseMs, config.limits);
   const mirror = createImageMirror(storage, config, { now, logger, guard, publisher: admin.publisher });
   const imports = new ImportJobs(storage, admin, now, {
@@ -102,32 +106,30 @@ export function createService(config: Config, options: ServiceOptions = {}): Ser
     guard,
     admin,
     imports,
-    accounts: new PanelAccounts(storage, config, now, invitationMailer(config, logger)),
+    accounts: new PanelAccounts(storage, config, now, accountMailer(config, logger)),
     reads: new CatalogReads(storage, config.readCacheBytes > 0 ? new PublishedReadCache(config.readCacheBytes, metrics) : undefined),
     apiKeys,
+    apiKeyUses,
     endpoints: new WebhookEndpoints(storage, guard, now, config.webhooks.secretGraceHours),
     dispatcher,
     mirror,
     stopWork,
     close: () => {
-      closing ??= stopWork().then(() => storage.close()).finally(() => metrics.close());
+      closing ??= stopWork().then(() => apiKeyUses.flush()).then(() => storage.close()).finally(() => metrics.close());
       return closing;
     },
   };
 }
 
-/** Invitations are also e-mailed when SMTP is configured (the link is always shown to whoever invited). */
-function invitationMailer(config: Config, logger: Logger): InvitationMailer | undefined {
+/** What the panel's accounts e-mail when SMTP is configured: invitations, password resets, password changes. */
+function accountMailer(config: Config, logger: Logger): AccountMailer | undefined {
   if (!config.smtp.url) return undefined;
   const transport = nodemailer.createTransport(config.smtp.url);
-  return async (to, link, expiresAt) => {
+  return async ({ to, subject, text }) => {
     try {
-      await transport.sendMail({
-        from: config.smtp.from, to, subject: 'Your invitation to the catalog publishing panel',
-        text: `Set your password and sign in: ${config.publicBaseUrl}${link}\n\nThe link works once, until ${expiresAt}.`,
-      });
+      await transport.sendMail({ from: config.smtp.from, to, subject, text });
     } catch (error) {
-      logger.error({ err: error }, 'e-mailing an invitation failed');
+      logger.error({ err: error, subject }, 'e-mailing a panel account failed');
     }
   };
 }

@@ -180,10 +180,47 @@ export interface paths {
         post?: never;
         /**
          * Remove a panel user
-         * @description Removes the user and ends their sessions at once. The change is recorded in the merchant's
-         *     audit log.
+         * @description Removes the user, ends their sessions at once and revokes their pending invitation and reset
+         *     links. The merchant's only owner cannot be removed (`409`): invite another owner first. The
+         *     change is recorded in the merchant's audit log.
          */
         delete: operations["removePanelUser"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/merchants/{merchant_id}/users/{user_id}/password-reset": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
+                 * @example 1
+                 */
+                merchant_id: components["parameters"]["MerchantId"];
+                /**
+                 * @description Id of the panel user (from the user listing).
+                 * @example 3
+                 */
+                user_id: components["parameters"]["UserId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Make a password reset link for a panel user
+         * @description Creates a single-use link (valid `CPS_PANEL_INVITATION_HOURS`) where the account's owner sets a
+         *     new password; it is returned here, to the operator, and e-mailed to the account when SMTP is
+         *     configured. The current password keeps working until the link is used; setting the new one
+         *     ends every session of the account and the account is told by e-mail. A new link revokes the
+         *     account's earlier links. In the panel, a merchant's owners can only have the link e-mailed to
+         *     the account itself. Recorded in the merchant's audit log.
+         */
+        post: operations["resetPanelUserPassword"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -202,19 +239,58 @@ export interface paths {
             };
             cookie?: never;
         };
-        get?: never;
+        /**
+         * List a merchant's pending invitations and password resets
+         * @description The merchant's single-use links that still work (neither used, revoked nor expired), ordered
+         *     by id: invitations and password resets, made here, in the panel or with the CLI. Their
+         *     secrets are never shown again; revoke a link with `revokePanelInvitation`.
+         */
+        get: operations["listPanelInvitations"];
         put?: never;
         /**
          * Invite a panel user
          * @description Creates a single-use link (valid 72 hours by default, `CPS_PANEL_INVITATION_HOURS`) where the
          *     invited person sets a password; they then sign in to the panel at `/panel/login` with the
          *     email and that password. The link is returned here (and e-mailed when SMTP is configured);
-         *     only its hash is stored. Inviting an email that already belongs to a user of this merchant
-         *     lets them set a new password: that is how a lost password is reset. An email that signs in
-         *     for another merchant answers `409`.
+         *     only its hash is stored. A new invitation revokes the earlier links of the same email.
+         *     An invitation never resets an existing account: an email that already has an account of
+         *     this merchant answers `409` (reset its password with `resetPanelUserPassword`), and so does
+         *     an email that signs in for another merchant.
          */
         post: operations["invitePanelUser"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/merchants/{merchant_id}/invitations/{invitation_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
+                 * @example 1
+                 */
+                merchant_id: components["parameters"]["MerchantId"];
+                /**
+                 * @description Id of a pending invitation or password reset link (from `listPanelInvitations`).
+                 * @example 7
+                 */
+                invitation_id: components["parameters"]["InvitationId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke a pending invitation or password reset
+         * @description The link stops working at once. Only a pending link (neither used, revoked nor expired) can be
+         *     revoked; any other id answers `404`. The change is recorded in the merchant's audit log.
+         */
+        delete: operations["revokePanelInvitation"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1627,6 +1703,16 @@ export interface components {
              * @example null
              */
             revoked_at: string | null;
+            /**
+             * Format: date-time
+             * @description When a request to the public API last came with this key, to within
+             *     `CPS_API_KEY_LAST_USED_SECONDS` (default 60 s): the use is written at most that often per key,
+             *     not on every request, so a key in steady use shows a time at most about that old (twice
+             *     that with several serving processes). `null` if the key has not been used since it was
+             *     created (or since the service began recording uses).
+             * @example 2025-03-14T09:41:00Z
+             */
+            last_used_at: string | null;
         };
         /** @description The merchant's API keys, revoked ones included, ordered by id. */
         ApiKeyList: {
@@ -1658,6 +1744,11 @@ export interface components {
              * @description Always `null` for a new key.
              */
             revoked_at: string | null;
+            /**
+             * Format: date-time
+             * @description Always `null` for a new key (see `ApiKey`).
+             */
+            last_used_at: string | null;
             /**
              * @description The secret key: `cps_` followed by 43 base64url characters (32 random bytes). Send it as
              *     `Authorization: Bearer <key>` on the public API. Shown once; store it securely.
@@ -1696,6 +1787,74 @@ export interface components {
         PanelUserList: {
             data: components["schemas"]["PanelUser"][];
         };
+        /**
+         * @description A single-use link that sets a new password for an existing panel account. Hand `link` to the
+         *     account's owner only: whoever opens it chooses the password. It is also e-mailed to the account
+         *     when the deployment has SMTP configured. The link's secret is shown only here.
+         */
+        PasswordReset: {
+            /**
+             * @description The link's id (`invitation_id`), to revoke it.
+             * @example 8
+             */
+            id: number;
+            /**
+             * @description The account's address.
+             * @example buyer@acme.test
+             */
+            email: string;
+            /**
+             * Format: uri
+             * @description `{public base URL}/panel/invitations/{secret}`; works once, until `expires_at`.
+             * @example http://127.0.0.1:8080/panel/invitations/Zb1E3kq9w6V0cTn2mJpXy4RfLh8sGdQaUo7iKeCvB5M
+             */
+            link: string;
+            /**
+             * Format: date-time
+             * @description When the link stops working (by default 72 hours after the request).
+             * @example 2026-11-29T08:15:00Z
+             */
+            expires_at: string;
+        };
+        /**
+         * @description A single-use link that still works: an invitation (it creates the e-mail's account) or a password
+         *     reset (it sets a new password for the e-mail's existing account). Its secret is never shown again.
+         */
+        PanelLink: {
+            /**
+             * @description Service-assigned link id, used as `invitation_id`.
+             * @example 7
+             */
+            id: number;
+            /**
+             * @description The address the link is for, in lower case.
+             * @example buyer@acme.test
+             */
+            email: string;
+            role: components["schemas"]["PanelRole"];
+            /**
+             * @description `invitation`: creates the account; `reset`: sets a new password for the existing account.
+             * @example invitation
+             * @enum {string}
+             */
+            purpose: "invitation" | "reset";
+            /**
+             * Format: date-time
+             * @description When the link was made.
+             * @example 2026-11-26T08:15:00Z
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description When the link stops working.
+             * @example 2026-11-29T08:15:00Z
+             */
+            expires_at: string;
+        };
+        /** @description The merchant's links that still work (neither used, revoked nor expired), ordered by id. */
+        PanelLinkList: {
+            data: components["schemas"]["PanelLink"][];
+        };
         /** @description Who to invite, and with which role. */
         InvitationInput: {
             /** @description The address the user will sign in with (compared without regard to case). */
@@ -1708,6 +1867,11 @@ export interface components {
          *     `/panel/login`. The link's secret is shown only here.
          */
         Invitation: {
+            /**
+             * @description The link's id (`invitation_id`), to revoke it.
+             * @example 7
+             */
+            id: number;
             /**
              * @description The invited address, in lower case.
              * @example buyer@acme.test
@@ -2662,6 +2826,27 @@ export interface components {
              */
             status: "active" | "paused" | "disabled";
             /**
+             * @description What the endpoint's deliveries are doing now, as the panel shows it:
+             *
+             *     - `healthy`: `status` is `active` and the last attempt succeeded (or none was made yet).
+             *     - `failing`: `status` is `active` but the last `consecutive_failures` attempts failed, since
+             *       `failing_since`; deliveries are retried with backoff. The owners are notified once the
+             *       count reaches the "repeated failures" threshold, and the endpoint pauses at "sustained
+             *       failures" (see the tag description). One successful attempt makes it `healthy` again.
+             *     - `paused` and `disabled`: as `status`.
+             * @example healthy
+             * @enum {string}
+             */
+            health: "healthy" | "failing" | "paused" | "disabled";
+            /**
+             * Format: date-time
+             * @description When the first failed attempt of the current failure streak happened (the streak
+             *     `consecutive_failures` counts); `null` while there is none. With `last_success_at`, how long
+             *     the receiver has been failing.
+             * @example null
+             */
+            failing_since: string | null;
+            /**
              * @description Failed attempts since the last successful (2xx) attempt or the last re-enable. Owners are
              *     notified and the endpoint is paused at the configured thresholds (see the tag description).
              * @example 0
@@ -2759,6 +2944,17 @@ export interface components {
              * @enum {string}
              */
             status: "active" | "paused" | "disabled";
+            /**
+             * @description What the endpoint's deliveries are doing now (see `WebhookEndpoint`): `healthy` for a new
+             *     endpoint; after a rotation, as before it.
+             * @enum {string}
+             */
+            health: "healthy" | "failing" | "paused" | "disabled";
+            /**
+             * Format: date-time
+             * @description When the current failure streak began; `null` while there is none (see `WebhookEndpoint`).
+             */
+            failing_since: string | null;
             /** @description Failed attempts since the last success or re-enable; `0` for a new endpoint. */
             consecutive_failures: number;
             /**
@@ -3058,6 +3254,16 @@ export interface components {
              * @example null
              */
             emailed_at: string | null;
+            /**
+             * Format: date-time
+             * @description When the condition the notification is about ended; `null` while it lasts (or when its
+             *     endpoint was deleted first). A `failing` notification ends with the endpoint's next
+             *     successful attempt or its re-enabling, a `paused` one when the endpoint is no longer paused
+             *     (the cooldown lifted and a change resumed it, a successful attempt, or a re-enable), a
+             *     `disabled` one when the endpoint is re-enabled.
+             * @example 2025-03-14T12:02:37Z
+             */
+            ended_at: string | null;
         };
         /** @description The merchant's most recent notifications, newest first. */
         NotificationList: {
@@ -3193,6 +3399,11 @@ export interface components {
          * @example 3
          */
         UserId: number;
+        /**
+         * @description Id of a pending invitation or password reset link (from `listPanelInvitations`).
+         * @example 7
+         */
+        InvitationId: number;
         /**
          * @description Maximum number of entries to return, 1 to 200; default 50. Unlike `per_page` on the public
          *     API, a value outside the range (or not an integer) is not clamped but answers
@@ -3651,6 +3862,72 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+        };
+    };
+    resetPanelUserPassword: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
+                 * @example 1
+                 */
+                merchant_id: components["parameters"]["MerchantId"];
+                /**
+                 * @description Id of the panel user (from the user listing).
+                 * @example 3
+                 */
+                user_id: components["parameters"]["UserId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The reset link (shown once). */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PasswordReset"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+        };
+    };
+    listPanelInvitations: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
+                 * @example 1
+                 */
+                merchant_id: components["parameters"]["MerchantId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The pending links. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PanelLinkList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
         };
     };
     invitePanelUser: {
@@ -3683,6 +3960,39 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+        };
+    };
+    revokePanelInvitation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
+                 * @example 1
+                 */
+                merchant_id: components["parameters"]["MerchantId"];
+                /**
+                 * @description Id of a pending invitation or password reset link (from `listPanelInvitations`).
+                 * @example 7
+                 */
+                invitation_id: components["parameters"]["InvitationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The link was revoked. */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
         };
     };
     listAuditLog: {

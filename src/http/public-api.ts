@@ -42,13 +42,13 @@ export interface PublicApiOptions {
   rateLimiter?: TokenBucketLimiter;
 }
 
-export function publicApi(service: Pick<Service, 'storage' | 'reads' | 'config' | 'apiKeys'>, options: PublicApiOptions = {}) {
-  const { storage, reads, apiKeys } = service;
+export function publicApi(service: Pick<Service, 'storage' | 'reads' | 'config' | 'apiKeys' | 'apiKeyUses'>, options: PublicApiOptions = {}) {
+  const { storage, reads, apiKeys, apiKeyUses } = service;
   const feedWindow = service.config.changes.feedWindow;
   const { media, rateLimiter } = options;
   const app = new OpenAPIHono<PublicEnv>({ defaultHook: validationHook });
   app.onError(renderError);
-  app.use('/v1/*', apiKeyAuth(apiKeys));
+  app.use('/v1/*', apiKeyAuth(apiKeys, apiKeyUses));
   if (rateLimiter) app.use('/v1/*', rateLimit(rateLimiter));
   const route = documentedRoutes(app);
   const snapshotExport = productExport(new SnapshotExports(storage, service.config.exports), service.config.exports);

@@ -10,7 +10,7 @@
 import type {
   ApiKeyRecord, AttemptRecord, AttributeDefinitionRecord, CustomerGroupRecord, DeliveryClaim, DeliveryRecord,
   ClaimedImageMirror, DeliveryStatus, ExchangeRateRecord, FeedPosition, ImageMirrorRecord, ImageMirrorWork, ImageStateCounts, MerchantRecord,
-  NotificationRecord, OperationalCounts, OutboxGroup, OutboxRow, PricingRuleInputRecord, PricingRuleRecord, ProductListPage, ProductListQuery, ProductRecord,
+  AttemptHourRecord, NotificationKind, NotificationRecord, OperationalCounts, OutboxGroup, OutboxRow, PricingRuleInputRecord, PricingRuleRecord, ProductListPage, ProductListQuery, ProductRecord,
   AuditEntryRecord, ImportJobProgress, ImportJobRecord, PanelInvitationRecord, PanelSessionRecord, PanelUserRecord, PublishRunRecord,
   ExpectedStorePage, ProductSourceDocument, PublishedExclusionCounts, PublishedHashes, PublishedLines, PublishedPage, PublishedPayloads, PublishedProductSummary, PublishedRow,
   PublishedBlock, PublishedIdWindow, PublishedSummaryWindow, PublishedVersionRead, PublishedWindowRead, RecordedChange, StoreInputRecord, StorePageRead, StoreRecord, StoredChange,
@@ -27,9 +27,15 @@ export interface TenancyStore {
   updateMerchant(id: number, patch: Partial<Omit<MerchantRecord, 'id' | 'created_at'>>): Promise<MerchantRecord | undefined>;
   countMerchants(): Promise<number>;
 
-  insertApiKey(input: Omit<ApiKeyRecord, 'id' | 'revoked_at'> & { key_hash: Buffer }): Promise<ApiKeyRecord>;
+  insertApiKey(input: Omit<ApiKeyRecord, 'id' | 'revoked_at' | 'last_used_at'> & { key_hash: Buffer }): Promise<ApiKeyRecord>;
   listApiKeys(merchantId: number): Promise<ApiKeyRecord[]>;
   revokeApiKey(merchantId: number, keyId: number, at: string): Promise<boolean>;
+  /**
+   * Records a use of the key at `at`, unless its recorded last use is after `unlessAfter` (written
+   * since, by this process or another): a key's row is written at most once per interval, never
+   * moved back. Returns whether it was written.
+   */
+  recordApiKeyUse(keyId: number, at: string, unlessAfter: string): Promise<boolean>;
   /** The key with this hash that is not revoked, with its stored hash for a constant-time check. */
   findActiveApiKey(keyHash: Buffer): Promise<{ id: number; merchant_id: number; key_hash: Buffer } | undefined>;
 
@@ -297,6 +303,12 @@ export interface DeliveryStore {
   recordAttemptOutcomes(outcomes: AttemptOutcome[]): Promise<void>;
   listDeliveries(endpointId: number, filter: { status?: DeliveryStatus; limit: number; beforeId?: number }): Promise<DeliveryRecord[]>;
   listAttempts(deliveryId: number): Promise<AttemptRecord[]>;
+  /**
+   * The endpoint's attempts of the UTC hours in [from, to) (instants on the hour), counted per hour
+   * and outcome with their latency's sum and maximum, as the attempt log's trigger keeps them
+   * (issue 22.8): one primary-key range, at most 3 rows an hour, however many attempts.
+   */
+  attemptsPerHour(endpointId: number, from: string, to: string): Promise<AttemptHourRecord[]>;
   /** Failed, given-up or dropped deliveries of the endpoint created at or after `since`. */
   unsuccessfulDeliveriesSince(endpointId: number, since: string): Promise<DeliveryRecord[]>;
   /**
@@ -309,20 +321,30 @@ export interface DeliveryStore {
 
 /** Messages to a merchant's owners. */
 export interface NotificationStore {
-  insertNotification(input: Omit<NotificationRecord, 'id' | 'emailed_at'>): Promise<NotificationRecord>;
+  insertNotification(input: Omit<NotificationRecord, 'id' | 'emailed_at' | 'ended_at'>): Promise<NotificationRecord>;
+  /** The endpoint's notifications of these kinds whose condition still lasted end at `at`; returns how many. */
+  endNotifications(endpointId: number, kinds: readonly NotificationKind[], at: string): Promise<number>;
   listNotifications(merchantId: number, limit: number): Promise<NotificationRecord[]>;
   markNotificationEmailed(id: number, at: string): Promise<void>;
 }
 
 /** The administration panel's accounts: users, invitations, sessions, sign-in failures, the audit log. */
 export interface PanelStore {
-  insertPanelInvitation(tokenHash: Buffer, invitation: Omit<PanelInvitationRecord, 'used_at'>): Promise<void>;
+  insertPanelInvitation(tokenHash: Buffer, invitation: Omit<PanelInvitationRecord, 'id' | 'used_at' | 'revoked_at'>): Promise<PanelInvitationRecord>;
   panelInvitation(tokenHash: Buffer): Promise<PanelInvitationRecord | undefined>;
-  markPanelInvitationUsed(tokenHash: Buffer, at: string): Promise<void>;
+  /** Marks the link used; false (nothing changed) when it was already used or revoked. */
+  markPanelInvitationUsed(tokenHash: Buffer, at: string): Promise<boolean>;
+  /** The merchant's links neither used nor revoked that expire after `now`, by id. */
+  listPendingPanelInvitations(merchantId: number, now: string): Promise<PanelInvitationRecord[]>;
+  /** Revokes the merchant's unused, unrevoked links: the one with this id, or every one for this e-mail. How many. */
+  revokePanelInvitations(merchantId: number, which: { id: number } | { email: string }, at: string): Promise<number>;
+  /** Ids of the merchant's owners (inside a transaction on PostgreSQL, locked until it ends). */
+  panelOwnerIds(merchantId: number): Promise<number[]>;
   /** Creates the user, or sets a new password (and role) for the email's existing user of the same merchant. */
   upsertPanelUser(user: Omit<PanelUserRecord, 'id'>, passwordHash: string): Promise<PanelUserRecord>;
   panelUserByEmail(email: string): Promise<(PanelUserRecord & { password_hash: string }) | undefined>;
   panelUser(id: number): Promise<PanelUserRecord | undefined>;
+  setPanelUserPassword(id: number, passwordHash: string): Promise<void>;
   listPanelUsers(merchantId: number): Promise<PanelUserRecord[]>;
   /** Deletes the user and its sessions. */
   deletePanelUser(merchantId: number, id: number): Promise<boolean>;
@@ -330,9 +352,16 @@ export interface PanelStore {
   panelSession(tokenHash: Buffer): Promise<PanelSessionRecord | undefined>;
   touchPanelSession(tokenHash: Buffer, at: string): Promise<void>;
   deletePanelSession(tokenHash: Buffer): Promise<void>;
+  /** Ends every session of the user but `keep` (when given); how many ended. */
+  deletePanelSessionsOfUser(userId: number, keep?: Buffer): Promise<number>;
+  /** Keeps a sealed one-time message for a session until `expiresAt`; its id. */
+  insertPanelFlash(sessionHash: Buffer, sealed: Buffer, expiresAt: string): Promise<number>;
+  /** Deletes and returns the session's message with this id (a second take finds nothing). */
+  takePanelFlash(sessionHash: Buffer, id: number): Promise<{ sealed: Buffer; expires_at: string } | undefined>;
+  deleteExpiredPanelFlashes(now: string): Promise<number>;
   recordSignInFailure(subjects: string[], at: string): Promise<void>;
-  /** Failures per subject after `since`. */
-  countSignInFailures(subjects: string[], since: string): Promise<Map<string, { count: number; oldest: string }>>;
+  /** Failures per subject after `since`, with the first and the last of them. */
+  countSignInFailures(subjects: string[], since: string): Promise<Map<string, { count: number; oldest: string; newest: string }>>;
   clearSignInFailures(subject: string): Promise<void>;
   insertAuditEntry(entry: Omit<AuditEntryRecord, 'id'>): Promise<void>;
   listAuditEntries(merchantId: number, limit: number): Promise<AuditEntryRecord[]>;

@@ -313,6 +313,22 @@ export interface OutboxGroup {
 
 export type DeliveryRecord = AdminSchemas['Delivery'];
 export type AttemptRecord = AdminSchemas['Attempt'];
+
+/**
+ * How an attempt ended, for the success-rate charts: `succeeded` (2xx), `failed` (the receiver
+ * answered, but not with a 2xx, or its answer could not be recorded) or `no_response` (a time-out,
+ * a refused or blocked connection: no status code).
+ */
+export type AttemptOutcomeKind = 'succeeded' | 'failed' | 'no_response';
+
+/** An endpoint's attempts of one outcome in one UTC hour (`hour`: `YYYY-MM-DDTHH`). */
+export interface AttemptHourRecord {
+  hour: string;
+  outcome: AttemptOutcomeKind;
+  attempts: number;
+  latencySumMs: number;
+  latencyMaxMs: number;
+}
 export type NotificationRecord = AdminSchemas['Notification'] & { merchant_id: number };
 
 /** What a dispatcher asks for when it claims due deliveries (one atomic statement). */
@@ -353,13 +369,20 @@ export interface PanelUserRecord {
   created_at: string;
 }
 
+/** `invitation`: the link creates the e-mail's account; `reset`: it sets a new password for the e-mail's existing account. */
+export type PanelLinkPurpose = 'invitation' | 'reset';
+
 export interface PanelInvitationRecord {
+  id: number;
   merchant_id: number;
   email: string;
   role: PanelRole;
+  purpose: PanelLinkPurpose;
   created_at: string;
   expires_at: string;
   used_at: string | null;
+  /** Revoked by hand, by a newer link for the same e-mail, or by the removal of the user. */
+  revoked_at: string | null;
 }
 
 export interface PanelSessionRecord {
@@ -389,10 +412,7 @@ export type ImportJobState = AdminSchemas['ImportJob']['state'];
 export type ImportErrorCode = NonNullable<AdminSchemas['ImportJob']['error_code']>;
 
 /** A bad line of a rejected import: its name (`line N`) and reason, as the admin API lists them. */
-export interface ImportProblemRecord {
-  name: string;
-  reason: string;
-}
+export type ImportProblemRecord = AdminSchemas['ImportJob']['problems'][number];
 
 /**
  * A re-publishing of a merchant's whole catalog (a rate, rule, group or store setting changed),
@@ -420,33 +440,8 @@ export interface PublishRunRecord {
   created_at: string;
 }
 
-export interface ImportJobRecord {
-  id: number;
-  merchant_id: number;
-  /** `operator`, the panel user's email, or `admin API`. */
-  started_by: string;
-  /** The uploaded file's name; null for a request body. */
-  file_name: string | null;
-  state: ImportJobState;
-  started_at: string;
-  /** When its progress was last written: a running job whose progress stops was cut off. */
-  updated_at: string;
-  finished_at: string | null;
-  /** Lines read and checked so far. */
-  lines_read: number;
-  /** Operations to apply, once every line is checked; null while they are being read. */
-  operations: number | null;
-  /** Operations (products upserted or deleted) applied and committed so far. */
-  products_applied: number;
-  upserted: number;
-  deleted: number;
-  /** Why it failed (the problem's detail); null otherwise. */
-  error: string | null;
-  /** Why it failed (`invalid_body`, `conflict`, `interrupted`, ...); null otherwise. */
-  error_code: ImportErrorCode | null;
-  /** The bad lines with their reasons, bounded as the admin API's rejection lists them. */
-  problems: ImportProblemRecord[];
-}
+/** An import job (admin ImportJob, issue 21.5: the document states its shape), and its merchant. */
+export type ImportJobRecord = AdminSchemas['ImportJob'] & { merchant_id: number };
 
 export type ImportJobProgress = Partial<Omit<ImportJobRecord, 'id' | 'merchant_id' | 'started_by' | 'file_name' | 'started_at'>>;
 

@@ -1,5 +1,6 @@
-// API keys of a merchant (issue 11, "API keys"): list, create (the key shown once), revoke with a
-// confirmation step. Every change is one call of service.admin, then the audit log.
+// API keys of a merchant (issue 11, "API keys"): list, create (the key shown once, after a
+// redirect: shown-once.tsx), revoke with a confirmation step. Every change is one call of
+// service.admin, then the audit log.
 import { Hono } from 'hono';
 import { CreateApiKeyInputSchema } from '../../generated/admin-routes.js';
 import type { Service } from '../../service.js';
@@ -9,30 +10,39 @@ import { field, formOf, validated } from '../form.js';
 import { formAction, idParam, merchantOf, sessionOf } from '../handlers.js';
 import { CsrfField, ErrorMessage, Layout, Notice, ShownOnce } from '../layout.js';
 import type { PanelEnv } from '../session.js';
+import { AlreadyShown, redirectToShownOnce, shownOnce } from '../shown-once.js';
+import { Time } from '../time.js';
 
-function KeysPage(props: { session: PanelSession; merchantId: number; keys: ApiKeyRecord[]; notice?: string | undefined; error?: { detail: string } | undefined }) {
+/** A created key, between the POST and the one page that shows it. */
+interface CreatedKey { kind: 'api_key'; name: string; key: string }
+
+function KeysPage(props: {
+  session: PanelSession; merchantId: number; keys: ApiKeyRecord[]; lastUsedSeconds: number; notice?: string | undefined; error?: { detail: string } | undefined;
+}) {
   const { session, merchantId } = props;
   return (
     <Layout title="API keys" session={session} merchantId={merchantId}>
       <Notice text={props.notice} />
-      {props.keys.length === 0 ? <p>No API keys yet.</p> : (
+      {props.keys.length === 0 ? <p>No API keys yet: create one below for each integration that reads the catalog.</p> : (
         <table>
-          <thead><tr><th>Name</th><th>Prefix</th><th>Created</th><th>Revoked</th><th></th></tr></thead>
+          <thead><tr><th>Name</th><th>Prefix</th><th>Created</th><th>Last used</th><th>Revoked</th><th></th></tr></thead>
           <tbody>
             {props.keys.map((k) => (
-              <tr>
+              <tr data-key={k.id}>
                 <td>{k.name}</td>
                 <td><code>{k.prefix}…</code></td>
-                <td>{k.created_at}</td>
-                <td>{k.revoked_at ?? '—'}</td>
+                <td><Time at={k.created_at} /></td>
+                <td class="key-last-used"><Time at={k.last_used_at} none="never" /></td>
+                <td><Time at={k.revoked_at} /></td>
                 <td>{!k.revoked_at && <a href={`/panel/merchants/${merchantId}/keys/${k.id}/revoke`}>Revoke…</a>}</td>
               </tr>
             ))}
           </tbody>
         </table>
       )}
+      {props.keys.length > 0 && <p class="muted">A key's last use is written at most once every {props.lastUsedSeconds} s, not on every request: the time shown can lag by about that much.</p>}
       <h2>Create a key</h2>
-      <ErrorMessage error={props.error} />
+      <ErrorMessage error={props.error} labels={{ name: 'Name' }} />
       <form class="stacked" method="post" action={`/panel/merchants/${merchantId}/keys`}>
         <CsrfField session={session} />
         <label>Name (the integration that uses it)<input name="name" required maxlength={200} /></label>
@@ -45,11 +55,12 @@ function KeysPage(props: { session: PanelSession; merchantId: number; keys: ApiK
 export function keyPages(service: Service, accounts: () => PanelAccounts) {
   const pages = new Hono<PanelEnv>();
   const { admin } = service;
+  const lastUsedSeconds = service.config.apiKeyLastUsedSeconds;
 
   pages.get('/', async (c) => {
     const merchantId = merchantOf(c);
     const notice = c.req.query('done') === 'revoked' ? 'The key is revoked.' : undefined;
-    return c.html(<KeysPage session={sessionOf(c)} merchantId={merchantId} keys={await admin.listApiKeys(merchantId)} notice={notice} />);
+    return c.html(<KeysPage session={sessionOf(c)} merchantId={merchantId} keys={await admin.listApiKeys(merchantId)} lastUsedSeconds={lastUsedSeconds} notice={notice} />);
   });
 
   pages.post('/', async (c) => {
@@ -58,16 +69,27 @@ export function keyPages(service: Service, accounts: () => PanelAccounts) {
     const form = await formOf(c);
     const outcome = await formAction(() => admin.createApiKey(merchantId, validated(CreateApiKeyInputSchema, { name: field(form, 'name') }).name));
     if (outcome.error) {
-      return c.html(<KeysPage session={session} merchantId={merchantId} keys={await admin.listApiKeys(merchantId)} error={outcome.error} />, outcome.error.status as 400);
+      return c.html(<KeysPage session={session} merchantId={merchantId} keys={await admin.listApiKeys(merchantId)} lastUsedSeconds={lastUsedSeconds} error={outcome.error} />, outcome.error.status as 400);
     }
     const created = outcome.ok;
     await accounts().record(session.principal, merchantId, 'api_key.create', `key ${created.id} "${created.name}" (${created.prefix})`);
+    return redirectToShownOnce(c, accounts, `/panel/merchants/${merchantId}/keys/shown`, { kind: 'api_key', name: created.name, key: created.key } satisfies CreatedKey);
+  });
+
+  pages.get('/shown/:shownId', async (c) => {
+    const session = sessionOf(c);
+    const merchantId = merchantOf(c);
+    const back = { href: `/panel/merchants/${merchantId}/keys`, label: 'Back to the keys' };
+    const created = await shownOnce<CreatedKey>(c, accounts, 'api_key');
+    if (!created) {
+      return c.html(<AlreadyShown session={session} merchantId={merchantId} what="The new API key" back={back}
+        lost="If it was not copied, revoke that key and create another." />, 410);
+    }
     return c.html(
       <Layout title="API key created" session={session} merchantId={merchantId}>
         <ShownOnce label={`API key "${created.name}"`} secret={created.key} />
-        <p><a href={`/panel/merchants/${merchantId}/keys`}>Done: back to the keys</a></p>
+        <p><a href={back.href}>Done: back to the keys</a></p>
       </Layout>,
-      201,
     );
   });
 

@@ -723,4 +723,94 @@ INSERT OR IGNORE INTO product_links (merchant_id, kind, value, product_id)
 CREATE INDEX import_jobs_running ON import_jobs(updated_at) WHERE state = 'running';
 `,
   },
+  {
+    id: 35,
+    name: 'panel_links_and_flashes',
+    sql: `
+-- Issue 22 (items 1, 3, 4): invitation links get an id (listed and revoked by it), a revocation, and
+-- a purpose: an invitation creates the e-mail's account, a reset sets a new password for an existing
+-- one. SQLite cannot add an id to a table keyed by token_hash: the table is rebuilt.
+CREATE TABLE panel_invitations_35 (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  token_hash BLOB NOT NULL UNIQUE,
+  merchant_id INTEGER NOT NULL REFERENCES merchants(id),
+  email TEXT NOT NULL,
+  role TEXT NOT NULL CHECK (role IN ('owner', 'member')),
+  purpose TEXT NOT NULL DEFAULT 'invitation' CHECK (purpose IN ('invitation', 'reset')),
+  created_at TEXT NOT NULL,
+  expires_at TEXT NOT NULL,
+  used_at TEXT,
+  revoked_at TEXT
+);
+INSERT INTO panel_invitations_35 (token_hash, merchant_id, email, role, created_at, expires_at, used_at)
+  SELECT token_hash, merchant_id, email, role, created_at, expires_at, used_at FROM panel_invitations ORDER BY created_at, rowid;
+DROP TABLE panel_invitations;
+ALTER TABLE panel_invitations_35 RENAME TO panel_invitations;
+CREATE INDEX panel_invitations_pending ON panel_invitations(merchant_id, email) WHERE used_at IS NULL AND revoked_at IS NULL;
+
+-- Setting a password ends the account's other sessions: found by user.
+CREATE INDEX panel_sessions_user ON panel_sessions(user_id);
+
+-- A secret shown once (a new key, a signing secret, an invitation link) waits here, sealed with a key
+-- only the session's cookie holds, between the POST that made it and the one GET that shows it.
+CREATE TABLE panel_flashes (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  session_hash BLOB NOT NULL REFERENCES panel_sessions(token_hash) ON DELETE CASCADE,
+  sealed BLOB NOT NULL,
+  expires_at TEXT NOT NULL
+);
+CREATE INDEX panel_flashes_session ON panel_flashes(session_hash);
+CREATE INDEX panel_flashes_expiry ON panel_flashes(expires_at);
+`,
+  },
+  {
+    id: 36,
+    name: 'truthful_health',
+    sql: `
+-- Issue 22.7: a notification's condition ends (the endpoint delivers again, resumes, is re-enabled):
+-- the open ones of an endpoint are found by this index when its health changes.
+ALTER TABLE notifications ADD COLUMN ended_at TEXT;
+CREATE INDEX notifications_open ON notifications(endpoint_id) WHERE ended_at IS NULL;
+-- Issue 22.8: the success-rate charts read an endpoint's attempts counted per UTC hour ('YYYY-MM-DDTHH')
+-- and outcome, kept by this trigger as the attempt log grows: a chart reads at most 7 x 24 x 3 rows of
+-- one primary-key range, where grouping the log itself read every attempt of the week (100,000 of
+-- an endpoint took the serving thread 150-400 ms). Outcomes: no error is a success; an error
+-- without a status code, no response; any other error (an answer not 2xx, or not recorded), failed.
+CREATE TABLE webhook_attempt_hours (
+  endpoint_id INTEGER NOT NULL REFERENCES webhook_endpoints(id) ON DELETE CASCADE,
+  hour TEXT NOT NULL,
+  outcome TEXT NOT NULL CHECK (outcome IN ('succeeded', 'failed', 'no_response')),
+  attempts INTEGER NOT NULL,
+  latency_sum_ms INTEGER NOT NULL,
+  latency_max_ms INTEGER NOT NULL,
+  PRIMARY KEY (endpoint_id, hour, outcome)
+) WITHOUT ROWID;
+INSERT INTO webhook_attempt_hours (endpoint_id, hour, outcome, attempts, latency_sum_ms, latency_max_ms)
+  SELECT d.endpoint_id, substr(a.at, 1, 13),
+    CASE WHEN a.error IS NULL THEN 'succeeded' WHEN a.status_code IS NULL THEN 'no_response' ELSE 'failed' END,
+    count(*), sum(a.latency_ms), max(a.latency_ms)
+  FROM webhook_attempts AS a JOIN webhook_deliveries AS d ON d.id = a.delivery_id GROUP BY 1, 2, 3;
+CREATE TRIGGER webhook_attempt_hours_counted AFTER INSERT ON webhook_attempts BEGIN
+  INSERT INTO webhook_attempt_hours (endpoint_id, hour, outcome, attempts, latency_sum_ms, latency_max_ms)
+    SELECT d.endpoint_id, substr(NEW.at, 1, 13),
+      CASE WHEN NEW.error IS NULL THEN 'succeeded' WHEN NEW.status_code IS NULL THEN 'no_response' ELSE 'failed' END,
+      1, NEW.latency_ms, NEW.latency_ms
+    FROM webhook_deliveries AS d WHERE d.id = NEW.delivery_id
+    ON CONFLICT (endpoint_id, hour, outcome) DO UPDATE SET attempts = attempts + 1,
+      latency_sum_ms = latency_sum_ms + excluded.latency_sum_ms, latency_max_ms = max(latency_max_ms, excluded.latency_max_ms);
+END;
+-- Notifications recorded before this migration ended with their endpoint's first successful attempt
+-- after them (a success ends every condition); the others stay open. One pass over the attempt log.
+CREATE TEMP TABLE endpoint_successes AS
+  SELECT d.endpoint_id, a.at FROM webhook_attempts AS a JOIN webhook_deliveries AS d ON d.id = a.delivery_id
+  WHERE a.error IS NULL AND d.endpoint_id IN (SELECT endpoint_id FROM notifications);
+CREATE INDEX temp.endpoint_successes_at ON endpoint_successes(endpoint_id, at);
+UPDATE notifications SET ended_at = (SELECT min(s.at) FROM endpoint_successes AS s
+  WHERE s.endpoint_id = notifications.endpoint_id AND s.at > notifications.created_at)
+  WHERE endpoint_id IS NOT NULL;
+DROP TABLE endpoint_successes;
+-- Issue 22.11: when each API key was last used, written at most once per CPS_API_KEY_LAST_USED_SECONDS.
+ALTER TABLE api_keys ADD COLUMN last_used_at TEXT;
+`,
+  },
 ];

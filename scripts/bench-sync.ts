@@ -9,6 +9,10 @@
 // For each: wall time, the server's CPU time for the whole sync (process.cpuUsage over IPC), the
 // client's CPU time, requests and how their bodies were coded. BENCH_ROUNDS repeats the three on a
 // fresh server each round (so the first compressed sync is cold every time); medians over rounds.
+// Since issue 23.1 syncStore reads the store with one snapshot export (GET /v1/products/export)
+// instead of pages, so `requests` is the export and the feed's polls, and `compressed-warm` codes
+// the export again (exports are coded as they stream, never kept); `npm run bench:export` sets
+// the export against paging side by side.
 // Usage: npm run bench:sync -- [--json]   BENCH_PRODUCTS (100000), BENCH_ROUNDS (1)
 import { fork } from 'node:child_process';
 import fs from 'node:fs';

@@ -59,7 +59,8 @@ function types(schema: Json): { types: string[]; nullable: boolean } {
 export function zodForSchema(doc: Json, schema: Json): string {
   if (schema.$ref) return schemaConst(refName(schema.$ref, 'schemas'));
   if (schema.allOf) return zodForSchema(doc, mergeAllOf(doc, schema));
-  for (const unsupported of ['oneOf', 'anyOf', 'if', 'discriminator', 'nullable']) {
+  if (schema.oneOf) return zodForOneOf(schema);
+  for (const unsupported of ['anyOf', 'if', 'discriminator', 'nullable']) {
     if (unsupported in schema) throw new Error(`unsupported keyword ${unsupported}`);
   }
   if ('not' in schema && !(schema.type === 'string' && excludedStrings(schema))) {
@@ -81,6 +82,20 @@ export function zodForSchema(doc: Json, schema: Json): string {
   }
   if (nullable) out += '.nullable()';
   return out;
+}
+
+/**
+ * `oneOf` of named schemas only (an export line: a Product or the trailer), as a union of their
+ * consts. The members must exclude each other (closed objects whose required members differ), as
+ * `oneOf` means; a union accepts the first that matches.
+ */
+function zodForOneOf(schema: Json): string {
+  const members = schema.oneOf as Json[];
+  const { oneOf: _oneOf, description: _description, ...rest } = schema;
+  if (Object.keys(rest).length > 0 || members.length < 2 || !members.every((member) => typeof member.$ref === 'string' && Object.keys(member).length === 1)) {
+    throw new Error('unsupported oneOf: only a list of $refs to component schemas, with nothing beside it but a description');
+  }
+  return `z.union([${members.map((member) => schemaConst(refName(member.$ref, 'schemas'))).join(', ')}])`;
 }
 
 function zodForType(doc: Json, kind: string, schema: Json): string {

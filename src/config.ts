@@ -1,6 +1,7 @@
 // One typed configuration object, read once at start (style: no process.env reads elsewhere).
 // Every default is the product decision's value (../shared/spec/product-decisions.md).
 import { randomBytes } from 'node:crypto';
+import os from 'node:os';
 import path from 'node:path';
 import { PRODUCT_LIMIT_SETTINGS, type ProductLimits } from './admin/product-limits.js';
 import { CHANGES_MAX_ITEMS, WEBHOOK_PRODUCT_IDS_MAX_ITEMS } from './generated/public-limits.js';
@@ -194,6 +195,24 @@ export interface Config {
     signInDelaySeconds: number;
     /** A secret shown once (new key, signing secret, invitation link) waits this long for the page that shows it. */
     shownOnceMinutes: number;
+  };
+  /** Snapshot exports of a store (`GET /v1/products/export`, catalog/snapshot-export.ts). */
+  exports: {
+    /** Products read per statement of an export's snapshot: a bounded step, the event loop free between two. */
+    stepRows: number;
+    /**
+     * Bytes of an export read ahead of a slow client that are kept in memory; past them the rest
+     * waits in a temporary file, so the snapshot ends at the database's pace, not the client's.
+     */
+    memoryBytes: number;
+    /** Folder of those temporary files (each removed from the folder as soon as it is opened). */
+    spoolDir: string;
+    /** Snapshots this process reads at once (each holds a database connection); the others wait their turn. */
+    concurrency: number;
+    /** Exports one API key may have in flight at once (from the request to the last byte sent); 429 above. */
+    perKey: number;
+    /** A client that takes none of the bytes waiting for it for this long is cut off (its connection closed, no trailer). */
+    stallTimeoutMs: number;
   };
   changes: {
     /** spec 4.4: recorded changes one `GET /v1/changes` response covers at most (1..1000). */
@@ -390,6 +409,14 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
       signInDelaySeconds: Math.max(1, int(env, 'CPS_PANEL_SIGN_IN_DELAY_SECONDS', 30)),
       shownOnceMinutes: Math.max(1, int(env, 'CPS_PANEL_SHOWN_ONCE_MINUTES', 10)),
     },
+    exports: {
+      stepRows: atLeast(int(env, 'CPS_EXPORT_STEP_ROWS', 500), 1, 'CPS_EXPORT_STEP_ROWS'),
+      memoryBytes: int(env, 'CPS_EXPORT_MEMORY_BYTES', 8 * 1024 * 1024),
+      spoolDir: path.resolve(env.CPS_EXPORT_SPOOL_DIR || os.tmpdir()),
+      concurrency: atLeast(int(env, 'CPS_EXPORT_CONCURRENCY', 2), 1, 'CPS_EXPORT_CONCURRENCY'),
+      perKey: atLeast(int(env, 'CPS_EXPORTS_PER_KEY', 2), 1, 'CPS_EXPORTS_PER_KEY'),
+      stallTimeoutMs: atLeast(int(env, 'CPS_EXPORT_STALL_TIMEOUT_MS', 60_000), 100, 'CPS_EXPORT_STALL_TIMEOUT_MS'),
+    },
     changes: {
       feedWindow: Math.min(CHANGES_MAX_ITEMS, Math.max(1, int(env, 'CPS_FEED_WINDOW', CHANGES_MAX_ITEMS))),
       retentionDays: atLeast(int(env, 'CPS_CHANGE_RETENTION_DAYS', 30), 30, 'CPS_CHANGE_RETENTION_DAYS'),
@@ -403,6 +430,7 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
     storage: { ...config.storage, ...overrides.storage },
     panel: { ...config.panel, ...overrides.panel },
     changes: { ...config.changes, ...overrides.changes },
+    exports: { ...config.exports, ...overrides.exports },
     webhooks: { ...config.webhooks, ...overrides.webhooks },
     smtp: { ...config.smtp, ...overrides.smtp },
     images: { ...config.images, ...overrides.images },

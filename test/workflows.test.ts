@@ -102,7 +102,7 @@ afterAll(() => service.close());
 describe('the Arazzo workflows (arazzo/), run by redocly respect against the server', () => {
   it('lints them with redocly lint', async () => {
     const files = fs.readdirSync('arazzo').filter((f) => f.endsWith('.arazzo.yaml')).map((f) => path.join('arazzo', f));
-    expect(files.length).toBeGreaterThanOrEqual(3);
+    expect(files.length).toBeGreaterThanOrEqual(4);
     await expect(promisify(execFile)(redocly, ['lint', ...files])).resolves.toBeDefined();
   });
 
@@ -110,6 +110,14 @@ describe('the Arazzo workflows (arazzo/), run by redocly respect against the ser
     const merchant = await threeProductStore(service, 'Feed Outfitters');
     const run = await respect(service, 'arazzo/full-sync.arazzo.yaml', {
       api_key: merchant.key, admin_token: ADMIN_TOKEN, merchant_id: merchant.id, store: 'de', changed_ref: 'BP-40',
+    });
+    expect(run.passed, run.report).toBe(true);
+  });
+
+  it('snapshot, then follow the feed: exports the store, finds nothing after its cursor, 304 on its ETag, then exactly the change made after it', async () => {
+    const merchant = await threeProductStore(service, 'Snapshot Outfitters');
+    const run = await respect(service, 'arazzo/snapshot-then-feed.arazzo.yaml', {
+      api_key: merchant.key, admin_token: ADMIN_TOKEN, merchant_id: merchant.id, store: 'de', changed_ref: 'LAMP-1',
     });
     expect(run.passed, run.report).toBe(true);
   });

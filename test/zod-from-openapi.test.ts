@@ -40,3 +40,23 @@ describe('maps with free keys', () => {
     expect(Object.entries(result.overrides)).toEqual([['constructor', 'C'], ['prototype', 'P']]);
   });
 });
+
+describe('oneOf (issue 23.1: an export line is a Product or the trailer)', () => {
+  const documentWithOneOf = (line: Record<string, unknown>) => ({
+    openapi: '3.1.0', info: { title: 't', version: '1' }, paths: {},
+    components: { schemas: { A: { type: 'object', additionalProperties: false, required: ['a'], properties: { a: { type: 'string' } } }, Line: line } },
+  });
+
+  it('of named schemas is generated as their union, and the generated export line accepts either member and nothing else', async () => {
+    expect(emitZodModule(documentWithOneOf({ description: 'x', oneOf: [{ $ref: '#/components/schemas/A' }, { $ref: '#/components/schemas/A' }] }), { source: 'test' }))
+      .toContain('export const LineSchema = z.union([ASchema, ASchema]);');
+    const { ProductExportLineSchema } = await import('../src/generated/public-routes.js');
+    expect(ProductExportLineSchema.safeParse({ store: 'de', count: 0, next_since: '2025-03-14T09:26:53Z', next_id: 0 }).success).toBe(true);
+    expect(ProductExportLineSchema.safeParse({ store: 'de', count: 0 }).success).toBe(false);
+  });
+
+  it('of anything else is refused: inline members, or keywords beside it', () => {
+    expect(() => emitZodModule(documentWithOneOf({ oneOf: [{ type: 'string' }, { $ref: '#/components/schemas/A' }] }), { source: 'test' })).toThrow(/unsupported oneOf/);
+    expect(() => emitZodModule(documentWithOneOf({ type: 'object', oneOf: [{ $ref: '#/components/schemas/A' }, { $ref: '#/components/schemas/A' }] }), { source: 'test' })).toThrow(/unsupported oneOf/);
+  });
+});

@@ -1,8 +1,10 @@
 // The change feed (spec 4.4) as an async iterator over its windows, and a local replica of a store
-// kept by it: the "Initial sync, and resync after 410" recipe of `GET /v1/changes`.
+// kept by it: the "Initial sync, and resync after 410" recipe of `GET /v1/changes`, started from a
+// snapshot export and its exact cursor (export.ts).
 import { CatalogApiError, unwrap } from './errors.js';
+import { exportStore } from './export.js';
 import type { CatalogClient, ChangeEntry, Product } from './types.js';
-import { fetchProductsByIds, iterateProducts, type StoreOption } from './reads.js';
+import { fetchProductsByIds, type StoreOption } from './reads.js';
 import { wholeSecondIso } from '../shared/time.js';
 
 /** A position in a store's change feed. Send both halves back together, unchanged (spec 4.4, cursor rule 1). */
@@ -66,8 +68,9 @@ export async function* pollChanges(
 }
 
 /**
- * The starting cursor a response's `Date` header names (`GET /v1/changes`, "Initial sync"): that
- * second in RFC 3339 with `since_id` 0. Undefined when the header is missing or unreadable.
+ * The starting cursor a response's `Date` header names (`GET /v1/changes`, "Initial sync" by
+ * paging, with a margin): that second in RFC 3339 with `since_id` 0. Undefined when the header is
+ * missing or unreadable. syncStore needs none: an export carries its exact cursor.
  */
 export function cursorFromDateHeader(date: string | null | undefined): ChangeCursor | undefined {
   const ms = date ? Date.parse(date) : Number.NaN;
@@ -108,14 +111,16 @@ export interface SyncStoreOptions extends StoreOption {
 /**
  * Brings `replica` up to date with a store and returns the cursor to persist for the next call.
  *
- * With a cursor, applies the feed from it. Without one, syncs in full: takes the starting cursor
- * from the `Date` header of `GET /v1/stores`, reads every product (upserting each, then removing
- * what the store no longer has), and applies the feed from that cursor, which reports again what
- * changed while reading. A 410 `cursor_expired` (the cursor is older than the retained history)
- * is answered by the same full sync. Applying the feed: per window, `removed` products are
- * removed, the others fetched by `ids` in batches of 200, upserted when found and removed when
- * absent (absent means outside the catalog). Every step is idempotent, so a call interrupted by an
- * error can be repeated with the previous cursor.
+ * With a cursor, applies the feed from it. Without one, syncs in full: exports the store
+ * (`GET /v1/products/export`: every product from one consistent snapshot, upserting each as it
+ * arrives, then removing what the store no longer has) and applies the feed from the cursor of
+ * that snapshot, which holds exactly the changes made since: no time margin, nothing applied
+ * twice. A 410 `cursor_expired` (the cursor is older than the retained history) is answered by
+ * the same full sync. Applying the feed: per window, `removed` products are removed, the others
+ * fetched by `ids` in batches of 200, upserted when found and removed when absent (absent means
+ * outside the catalog). Every step is idempotent, so a call interrupted by an error (an export
+ * cut short throws IncompleteExportError and removes nothing) can be repeated with the previous
+ * cursor.
  *
  * `store` omitted means the default store at the time of the call; pass the slug to keep a
  * replica of one particular store.
@@ -132,27 +137,21 @@ export async function syncStore(client: CatalogClient, { store, replica, cursor 
 }
 
 async function fullSync(client: CatalogClient, replica: StoreReplica, store: string | undefined): Promise<ChangeCursor> {
-  // (1) The starting cursor: every change recorded after this response is at or after its Date.
-  const stores = await client.GET('/v1/stores');
-  const { data } = await unwrap(stores);
-  store ??= data[0]?.slug; // default store first (spec 4.3); pinned for the rest of the sync
-  const start = cursorFromDateHeader(stores.response.headers.get('date'))
-    // No readable Date (a browser without `Access-Control-Expose-Headers: Date`): the end of the
-    // feed is a current cursor too, reached by reading the retained history once.
-    ?? await feedEnd(client, store);
-
-  // (2) The whole store; what the replica holds beyond it has left the catalog.
+  // (1) The whole store from one snapshot; what the replica holds beyond it has left the catalog.
   const seen = new Set<number>();
-  for await (const product of iterateProducts(client, { store })) {
-    await replica.upsert(product);
-    seen.add(product.id);
+  const products = exportStore(client, { store });
+  let next = await products.next();
+  for (; !next.done; next = await products.next()) {
+    await replica.upsert(next.value);
+    seen.add(next.value.id);
   }
+  const snapshot = next.value;
   const gone: number[] = [];
   for await (const id of replica.ids()) if (!seen.has(id)) gone.push(id);
   for (const id of gone) await replica.remove(id);
 
-  // (3) What changed since (1), including during (2). A 410 here is not retried.
-  return applyChanges(client, replica, store, start);
+  // (2) What changed since the snapshot, on the store it read (the default store, pinned). A 410 here is not retried.
+  return applyChanges(client, replica, snapshot.store, snapshot.cursor);
 }
 
 async function applyChanges(
@@ -168,14 +167,6 @@ async function applyChanges(
     cursor = window.cursor;
   }
   return cursor;
-}
-
-async function feedEnd(client: CatalogClient, store: string | undefined): Promise<ChangeCursor> {
-  const windows = pollChanges(client, { store });
-  for (;;) {
-    const next = await windows.next();
-    if (next.done) return next.value;
-  }
 }
 
 function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {

@@ -1,10 +1,10 @@
 // The published typed client (spec 4.1-4.4, 5), one entry point that only re-exports:
 // catalog-client.ts (openapi-fetch typed on the public document, an auth middleware, waiting out
 // rate limits: 429 + Retry-After), small helpers over it (reads.ts: stores and products;
-// changes.ts: the change feed and a replica kept by it), errors.ts, and types.ts (the document's
-// types every module shares, so that none imports this one). Imports only types from the
-// generated document, the openapi-fetch runtime and the runtime-neutral src/shared/time.ts, never
-// server code.
+// export.ts: a store's snapshot export; changes.ts: the change feed and a replica kept by it),
+// errors.ts, and types.ts (the document's types every module shares, so that none imports this
+// one). Imports only types from the generated document, the openapi-fetch runtime and the
+// runtime-neutral src/shared/time.ts, never server code.
 export {
   bearerAuth, createCatalogClient, retryingOn429, type CatalogClientOptions, type RateLimitRetryOptions,
 } from './catalog-client.js';
@@ -12,6 +12,7 @@ export { CatalogApiError, unwrap, type FetchResult, type Problem } from './error
 export {
   MAX_IDS_PER_REQUEST, fetchProductsByIds, getProduct, iterateProducts, listProducts, listStores, type StoreOption,
 } from './reads.js';
+export { IncompleteExportError, exportStore, type ExportStoreOptions, type StoreSnapshot } from './export.js';
 export {
   cursorFromDateHeader, mapReplica, pollChanges, syncStore,
   type ChangeCursor, type ChangeWindow, type MapReplica, type PollChangesOptions, type StoreReplica, type SyncStoreOptions,

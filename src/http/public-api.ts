@@ -26,6 +26,8 @@ import type { components } from '../generated/public-api.js';
 import { JsonItems, jsonBytesOf } from '../shared/json-bytes.js';
 import { assembledPage } from './assembled-pages.js';
 import { conditionalJsonBytes, conditionalJsonPage, documentedRoutes, jsonPage } from './documented-responses.js';
+import { SnapshotExports } from '../catalog/snapshot-export.js';
+import { productExport } from './snapshot-export.js';
 
 type Schemas = components['schemas'];
 
@@ -49,6 +51,7 @@ export function publicApi(service: Pick<Service, 'storage' | 'reads' | 'config' 
   app.use('/v1/*', apiKeyAuth(apiKeys, apiKeyUses));
   if (rateLimiter) app.use('/v1/*', rateLimit(rateLimiter));
   const route = documentedRoutes(app);
+  const snapshotExport = productExport(new SnapshotExports(storage, service.config.exports), service.config.exports);
 
   // Mirrored images (spec 2.1 image rules): public, content-addressed, cacheable forever.
   route(routes.getMedia, async (c) => {
@@ -93,6 +96,9 @@ export function publicApi(service: Pick<Service, 'storage' | 'reads' | 'config' 
     const answer = assembledPage(page.data, page.digests, { store: store.slug, meta: page.meta }, page.kept);
     return conditionalJsonBytes(c, answer.body, answer);
   });
+
+  // Before getProduct: `export` is not a product id (issue 23.1).
+  route(routes.exportProducts, (c) => snapshotExport(c, c.req.valid('query').store, c.req.valid('header')['if-none-match']));
 
   route(routes.getProduct, async (c) => {
     const payload = await reads.product(c.var.merchantId, c.req.valid('query').store, c.req.valid('param').id);

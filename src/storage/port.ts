@@ -12,7 +12,7 @@ import type {
   ClaimedImageMirror, DeliveryStatus, ExchangeRateRecord, FeedPosition, ImageMirrorRecord, ImageMirrorWork, ImageStateCounts, MerchantRecord,
   AttemptHourRecord, NotificationKind, NotificationRecord, OperationalCounts, OutboxGroup, OutboxRow, PricingRuleInputRecord, PricingRuleRecord, ProductListPage, ProductListQuery, ProductRecord,
   AuditEntryRecord, ImportJobProgress, ImportJobRecord, PanelInvitationRecord, PanelSessionRecord, PanelUserRecord, PublishRunRecord,
-  ExpectedStorePage, ProductSourceDocument, PublishedExclusionCounts, PublishedHashes, PublishedPage, PublishedPayloads, PublishedProductSummary, PublishedRow,
+  ExpectedStorePage, ProductSourceDocument, PublishedExclusionCounts, PublishedHashes, PublishedLines, PublishedPage, PublishedPayloads, PublishedProductSummary, PublishedRow,
   PublishedBlock, PublishedIdWindow, PublishedSummaryWindow, PublishedVersionRead, PublishedWindowRead, RecordedChange, StoreInputRecord, StorePageRead, StoreRecord, StoredChange,
   SupplierRecord, WebhookEndpointInputRecord, WebhookEndpointRecord, NewAttempt, NewDelivery,
 } from './records.js';
@@ -185,6 +185,11 @@ export interface PublishedStore {
   publishedWindow(storeId: number, window: PublishedIdWindow, countIn?: [number, number]): Promise<PublishedWindowRead>;
   /** Payloads of the listed products found in the store, ascending, joined by commas, their digests and count, and the published version, in one read. */
   publishedPayloadsByIds(storeId: number, productIds: number[]): Promise<PublishedPayloads>;
+  /**
+   * The store's payloads with id > afterId, ascending, at most `limit`, each followed by a newline
+   * (NDJSON lines): one bounded step (a primary-key range) of a snapshot export.
+   */
+  publishedLinesAfter(storeId: number, afterId: number, limit: number): Promise<PublishedLines>;
   /** `{"id":…,"prices":[…]}` of the listed products found in the store, ascending, joined by commas. */
   publishedPricesByIds(storeId: number, productIds: number[]): Promise<Uint8Array>;
   /**
@@ -210,6 +215,11 @@ export interface ChangeStore {
   recordChanges(merchantId: number, changes: RecordedChange[], now: Date): Promise<void>;
   /** The store's changes strictly after the position, in position order, at most `limit`. */
   changesAfter(storeId: number, after: FeedPosition, limit: number): Promise<StoredChange[]>;
+  /**
+   * The position of the merchant's latest recorded change (its sequencer), undefined before its
+   * first: in a snapshot, the feed cursor after which every change is one the snapshot does not show.
+   */
+  latestFeedPosition(merchantId: number): Promise<FeedPosition | undefined>;
   /** The position of the newest change of the store deleted by retention. */
   changeHorizon(storeId: number): Promise<FeedPosition | undefined>;
   /** Deletes at most `limit` of the changes created before `cutoff`, moving horizons; returns the count. */

@@ -239,6 +239,15 @@ export interface PublishedPayloads {
   publishedVersion: number;
 }
 
+/** A bounded step of a store's payloads as NDJSON lines (PublishedStore.publishedLinesAfter). */
+export interface PublishedLines {
+  /** The payloads (UTF-8 JSON), ascending by product id, each followed by a newline. */
+  bytes: Uint8Array;
+  count: number;
+  /** The last product id of the step; null when it found none. */
+  lastId: number | null;
+}
+
 // Changes and the feed
 
 /** A change detected in a write, before the engine gives it its position in the merchant's feed. */

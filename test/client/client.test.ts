@@ -198,7 +198,7 @@ describe('the built client', () => {
       const emitted = fs.readdirSync(path.join(installed, 'dist'), { recursive: true, encoding: 'utf8' })
         .filter((f) => f.endsWith('.js')).map((f) => f.split(path.sep).join('/')).sort();
       expect(emitted).toEqual([
-        'src/client/catalog-client.js', 'src/client/changes.js', 'src/client/errors.js', 'src/client/index.js', 'src/client/reads.js',
+        'src/client/catalog-client.js', 'src/client/changes.js', 'src/client/errors.js', 'src/client/export.js', 'src/client/index.js', 'src/client/reads.js',
         'src/client/types.js', 'src/generated/public-api.js', 'src/generated/public-limits.js', 'src/generated/public-webhooks.js',
         'src/shared/time.js',
       ]);

@@ -1,8 +1,9 @@
 // The typed client is a package an integrator installs (issue 14 item 5): `npm run pack:client`
 // packs it (scripts/pack-client.ts), the tarball installs OFFLINE into an empty project, and an
 // integrator's TypeScript example type-checks against the package's .d.ts and runs against the
-// real server: the paging iterator, pollChanges and verifyWebhook (with the generated payload
-// validator it ships, which needs no runtime dependency).
+// real server: the paging iterator, pollChanges, a store's snapshot export and syncStore over it
+// (issue 23.1), and verifyWebhook (with the generated payload validator it ships, which needs no
+// runtime dependency).
 import { execFile } from 'node:child_process';
 import { createHmac } from 'node:crypto';
 import fs from 'node:fs';
@@ -41,7 +42,9 @@ function lockEntriesFor(dependencies: Record<string, string>): Record<string, un
 
 // What an integrator writes: typed against the package's .d.ts, run with plain node.
 const EXAMPLE = `
-import { createCatalogClient, iterateProducts, pollChanges, type ChangeCursor, type Product } from '${CLIENT_PACKAGE}';
+import {
+  createCatalogClient, exportStore, iterateProducts, mapReplica, pollChanges, syncStore, type ChangeCursor, type Product, type StoreSnapshot,
+} from '${CLIENT_PACKAGE}';
 import { verifyWebhook, WebhookVerificationError, type WebhookPayload } from '${CLIENT_PACKAGE}/webhooks';
 import { createHmac } from 'node:crypto';
 
@@ -66,6 +69,18 @@ for (;;) {
   changed.push(...next.value.changes.map((change) => change.product_id));
 }
 
+// The store from one snapshot, and the feed cursor of that snapshot: where the feed above ended.
+const exported: number[] = [];
+const products = exportStore(client, { store: 'de' });
+let snapshot: StoreSnapshot;
+for (;;) {
+  const next = await products.next();
+  if (next.done) { snapshot = next.value; break; }
+  exported.push(next.value.id);
+}
+const replica = mapReplica();
+const synced = await syncStore(client, { store: 'de', replica });
+
 const payload: WebhookPayload = verifyWebhook({
   secret: env.SECRET, rawBody: env.BODY,
   headers: { 'x-service-timestamp': env.TIMESTAMP, 'x-service-signature': env.SIGNATURE },
@@ -87,7 +102,10 @@ try {
   if (error instanceof WebhookVerificationError) rejected = error.reason + ' ' + error.schemaErrors.map((e) => e.instancePath).join();
 }
 
-console.log(JSON.stringify({ titles, changed, caughtUp: typeof cursor?.since === 'string', event: payload.event, tampered, rejected }));
+console.log(JSON.stringify({
+  titles, changed, caughtUp: typeof cursor?.since === 'string', exported, snapshotAtFeedEnd: JSON.stringify(snapshot.cursor) === JSON.stringify(cursor),
+  replica: [...replica.products.keys()], synced: JSON.stringify(synced) === JSON.stringify(cursor), event: payload.event, tampered, rejected,
+}));
 `;
 
 describe('the client package', () => {
@@ -130,7 +148,7 @@ describe('the client package', () => {
     expect(installed).toEqual([CLIENT_PACKAGE, 'openapi-fetch', 'openapi-typescript-helpers']);
   }, 60_000);
 
-  it('type-checks an integrator\'s example against its .d.ts and runs it: paging, the change feed, a webhook', async () => {
+  it('type-checks an integrator\'s example against its .d.ts and runs it: paging, the change feed, a snapshot export and syncStore, a webhook', async () => {
     const project = path.join(dir, 'shop');
     fs.writeFileSync(path.join(project, 'example.ts'), EXAMPLE);
     fs.writeFileSync(path.join(project, 'tsconfig.json'), JSON.stringify({
@@ -152,7 +170,8 @@ describe('the client package', () => {
       cwd: project, env: { ...process.env, BASE_URL: service.url, API_KEY: apiKey, SECRET: secret, BODY: body, TIMESTAMP: timestamp, SIGNATURE: signature },
     });
     expect(JSON.parse(stdout)).toEqual({
-      titles: ['Alpha', 'Beta', 'Gamma'], changed: [1, 2, 3], caughtUp: true, event: 'price', tampered: 'signature_mismatch',
+      titles: ['Alpha', 'Beta', 'Gamma'], changed: [1, 2, 3], caughtUp: true, exported: [1, 2, 3], snapshotAtFeedEnd: true,
+      replica: [1, 2, 3], synced: true, event: 'price', tampered: 'signature_mismatch',
       rejected: 'invalid_payload /product_ids',
     });
   }, 60_000);

@@ -1,12 +1,13 @@
 // The client's feed helpers against the real server (spec 4.4; GET /v1/changes "Initial sync, and
-// resync after 410"): pollChanges, fetchProductsByIds and syncStore, with an injected server clock
-// and a feed window of 5 so that one second holds many windows.
+// resync after 410"): pollChanges, fetchProductsByIds and syncStore (from a snapshot export and its
+// cursor, issue 23.1), with an injected server clock and a feed window of 5 so that one second holds
+// many windows.
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { normalizeSource, type CatalogAdmin, type ProductSourceInput } from '../../src/admin/catalog-admin.js';
 import { pruneExpiredChanges } from '../../src/changes/retention.js';
 import {
-  CatalogApiError, createCatalogClient, cursorFromDateHeader, fetchProductsByIds, iterateProducts, mapReplica, pollChanges,
+  CatalogApiError, createCatalogClient, cursorFromDateHeader, fetchProductsByIds, IncompleteExportError, iterateProducts, mapReplica, pollChanges,
   syncStore, type CatalogClient, type ChangeCursor, type ChangeWindow, type Product,
 } from '../../src/client/index.js';
 import { startTestService, type TestService } from '../support/service.js';
@@ -249,18 +250,19 @@ describe('client feed helpers', () => {
   });
 
   describe('syncStore', () => {
-    it('reads the store in full from a Date-header cursor, then applies only the feed', async () => {
+    it('reads the store from one snapshot export, then applies only the feed after the cursor of that snapshot: no margin, nothing twice', async () => {
       const shop = await buildShop(admin, keyFor, 'Sync Basic');
       for (let i = 0; i < 8; i++) await admin.upsertProduct(shop.id, `S${i}`, productSource({ title: `S${i}`, cost: '10.00', quantity: i % 2 }));
       const { client, requests } = clientOf(clocked, shop.key);
       const replica = mapReplica(new Map([[999_999_999, { id: 999_999_999 } as Product]]));
 
       const cursor = await syncStore(client, { store: 'b', replica });
-      // GET /v1/stores for the Date, the full read, then per window the changes and the products by id.
-      expect(requests.map((r) => `${r.pathname} ${Object.keys(query(r))}`).join('\n')).toMatch(
-        /^\/v1\/stores \n\/v1\/products store,after_id,per_page(\n\/v1\/changes store,since,since_id\n\/v1\/products store,ids)+\n\/v1\/changes store,since,since_id$/);
-      // Changes recorded in the second of the Date header (before the full read) are applied again.
-      expect(query(requests[2]!)).toEqual({ store: 'b', since: '2025-03-14T09:26:53Z', since_id: '0' });
+      // The export, then one poll from its cursor that finds nothing: the changes recorded before the
+      // snapshot (every product's creation, in this very second) are not reported again.
+      expect(requests.map((r) => `${r.pathname} ${Object.keys(query(r))}`)).toEqual(['/v1/products/export store', '/v1/changes store,since,since_id']);
+      const position = (await clocked.service.storage.latestFeedPosition(shop.id))!;
+      expect(query(requests[1]!)).toEqual({ store: 'b', since: position.at, since_id: String(position.id) });
+      expect(cursor).toEqual({ since: position.at, since_id: position.id });
       expect(replica.products).toEqual(await catalogOf(client, 'b'));
       expect(replica.products.has(999_999_999)).toBe(false);
 
@@ -394,7 +396,7 @@ describe('syncStore after the cursor expired', () => {
 
     requests.length = 0;
     const resynced = await syncStore(client, { store: 'a', replica, cursor });
-    expect(requests.map((r) => r.pathname)).toEqual(['/v1/changes', '/v1/stores', '/v1/products', '/v1/changes', '/v1/products', '/v1/changes']);
+    expect(requests.map((r) => r.pathname)).toEqual(['/v1/changes', '/v1/products/export', '/v1/changes']);
     expect(resynced).toMatchObject({ since: '2025-04-14T10:26:53Z' });
     expect(replica.products.has(e0!)).toBe(false);
     expect(replica.products.get(e1!)?.title).toBe('E1 renamed');
@@ -416,29 +418,51 @@ describe('syncStore on the real clock', () => {
   });
   afterAll(() => service.close());
 
-  it("takes its starting cursor from the server's own Date header", async () => {
+  it('starts the feed at the cursor the export ends with, and a write right after the sync is applied by the next', async () => {
     const shop = await buildShop(service.admin, service.keyFor, 'Wall Clock');
     for (let i = 0; i < 4; i++) await service.admin.upsertProduct(shop.id, `W${i}`, productSource({ title: `W${i}`, cost: '10.00', quantity: 2 }));
-    const exchanges: { url: URL; date: string | null }[] = [];
+    const exchanges: { url: URL; headers: Headers }[] = [];
     const client = createCatalogClient({
       baseUrl: service.url, apiKey: shop.key,
       fetch: async (request) => {
         const response = await service.fetch(request);
-        exchanges.push({ url: new URL(request.url), date: response.headers.get('date') });
+        exchanges.push({ url: new URL(request.url), headers: response.headers });
         return response;
       },
     });
     const replica = mapReplica();
     const cursor = await syncStore(client, { store: 'b', replica });
-    const [stores, , firstPoll] = exchanges;
-    expect(stores!.url.pathname).toBe('/v1/stores');
-    expect(query(firstPoll!.url)).toEqual({ store: 'b', ...cursorFromDateHeader(stores!.date), since_id: '0' });
+    const [exported, firstPoll] = exchanges;
+    expect(exported!.url.pathname).toBe('/v1/products/export');
+    expect(query(firstPoll!.url)).toEqual({ store: 'b', since: exported!.headers.get('x-next-since'), since_id: exported!.headers.get('x-next-id') });
+    expect(cursor).toEqual({ since: exported!.headers.get('x-next-since'), since_id: Number(exported!.headers.get('x-next-id')) });
 
-    // Written right after the sync, most likely within the second of that Date.
+    // Written right after the sync, most likely within the second of the export's cursor.
     await service.admin.upsertProduct(shop.id, 'W1', productSource({ title: 'W1 renamed', cost: '10.00', quantity: 2 }));
     await service.admin.deleteProduct(shop.id, 'W2');
     await syncStore(client, { store: 'b', replica, cursor });
     expect(replica.products).toEqual(await catalogOf(client, 'b'));
+  });
+
+  it('throws IncompleteExportError for an export cut short before its trailer, and removes nothing from the replica', async () => {
+    const shop = await buildShop(service.admin, service.keyFor, 'Cut Short');
+    for (let i = 0; i < 3; i++) await service.admin.upsertProduct(shop.id, `C${i}`, productSource({ title: `C${i}`, cost: '10.00', quantity: 2 }));
+    const client = createCatalogClient({
+      baseUrl: service.url, apiKey: shop.key,
+      fetch: async (request) => {
+        const response = await service.fetch(request);
+        if (!request.url.includes('/v1/products/export')) return response;
+        // The connection breaks after two lines: the trailer never comes.
+        const text = await response.text();
+        const cut = text.split('\n').slice(0, 2).join('\n') + '\n';
+        return new Response(cut, { status: 200, headers: response.headers });
+      },
+    });
+    const kept = { id: 999_999_998 } as Product;
+    const replica = mapReplica(new Map([[kept.id, kept]]));
+    await expect(syncStore(client, { store: 'a', replica })).rejects.toBeInstanceOf(IncompleteExportError);
+    expect(replica.products.get(kept.id)).toBe(kept);
+    expect(replica.products.size).toBe(3);
   });
 });
 

@@ -402,4 +402,19 @@ describe.skipIf(onPglite())(`bounded statements at ${PRODUCTS.toLocaleString('en
     expect(idsOf(pages[2]!)).toEqual(ids.slice(-1));
     expect(pages[2]!.meta.current_page).toBe(Math.ceil(ids.length / 200));
   });
+
+  it('reads a snapshot export a bounded step at a time from the primary key, and its cursor from the merchant\'s sequencer (issue 23.1)', async () => {
+    const ids = await storage.publishedProductIds(storeId);
+    let step: Awaited<ReturnType<CatalogStorage['publishedLinesAfter']>> | undefined;
+    let cursor: Awaited<ReturnType<CatalogStorage['latestFeedPosition']>>;
+    await expectBounded(async () => {
+      step = await storage.publishedLinesAfter(storeId, ids[9000]!, 200);
+      cursor = await storage.latestFeedPosition(big);
+    });
+    const lines = Buffer.from(step!.bytes).toString('utf8').split('\n');
+    expect(lines.pop()).toBe('');
+    expect(lines.map((line) => (JSON.parse(line) as { id: number }).id)).toEqual(ids.slice(9001, 9201));
+    expect(step).toMatchObject({ count: 200, lastId: ids[9200] });
+    expect(cursor).toEqual({ at: expect.stringMatching(/Z$/), id: expect.any(Number) });
+  });
 });

@@ -38,9 +38,10 @@ export class Contract {
     }
   }
 
-  /** The documented operation a request path and method hit, if any. */
+  /** The documented operation a request path and method hit, if any: a path without templates before templated ones (`/v1/products/export` before `/v1/products/{id}`, as OpenAPI matches them). */
   operationFor(method: string, path: string): Operation | undefined {
-    return this.operations.find((o) => o.method === method.toLowerCase() && o.pattern.test(path));
+    const matching = this.operations.filter((o) => o.method === method.toLowerCase() && o.pattern.test(path));
+    return matching.find((o) => !o.template.includes('{')) ?? matching[0];
   }
 
   private resolve(value: Json): Json {
@@ -93,6 +94,23 @@ export class Contract {
     const contentType = (headers.get('content-type') ?? '').split(';')[0]!.trim();
     const media = (response.content as Json)[contentType];
     if (!media) throw new ContractViolation(`${where}: content type "${contentType}" not documented (${Object.keys(response.content).join(', ')})`);
+    // NDJSON (exportProducts): a string whose every line, each ending in a newline, is a value of
+    // its contentSchema (the schema of one line: OpenAPI 3.2's itemSchema).
+    if (contentType === 'application/x-ndjson') {
+      if (body.length > 0 && !body.endsWith('\n')) throw new ContractViolation(`${where}: NDJSON body does not end with a newline`);
+      const schemaRef = media.schema?.contentSchema?.$ref as string | undefined;
+      if (media.schema?.type !== 'string' || !schemaRef) throw new ContractViolation(`${where}: NDJSON is documented without a line schema (contentSchema)`);
+      for (const [index, line] of body.split('\n').slice(0, -1).entries()) {
+        let value: unknown;
+        try {
+          value = JSON.parse(line);
+        } catch {
+          throw new ContractViolation(`${where}: line ${index + 1} is not JSON: ${line.slice(0, 200)}`);
+        }
+        this.validateSchema(schemaRef.slice(1), value);
+      }
+      return;
+    }
     // Binary bodies (getMedia's image/*) and text (getMetrics): the status, the content type and
     // the headers are what the document states; the bytes themselves are the tests' to compare.
     if (!/^application\/([a-z0-9.+-]+\+)?json$/.test(contentType)) {

@@ -30,6 +30,11 @@ export class PgChanges implements ChangeStore {
       WHERE store_id = $1 AND (created_at, id) > ($2, $3) ORDER BY created_at, id LIMIT $4`, [storeId, after.at, after.id, limit]);
   }
 
+  async latestFeedPosition(merchantId: number): Promise<FeedPosition | undefined> {
+    return this.c.one<FeedPosition & Record<string, unknown>>('SELECT last_at AS at, last_id AS id FROM change_sequences WHERE merchant_id = $1',
+      [merchantId]);
+  }
+
   async changeHorizon(storeId: number): Promise<FeedPosition | undefined> {
     return this.c.one<FeedPosition & Record<string, unknown>>('SELECT created_at AS at, change_id AS id FROM change_horizons WHERE store_id = $1',
       [storeId]);

@@ -34,6 +34,11 @@ export class SqliteChanges implements ChangeStore {
       .all(storeId, after.at, after.id, limit) as StoredChange[];
   }
 
+  async latestFeedPosition(merchantId: number): Promise<FeedPosition | undefined> {
+    return this.c.stmt('SELECT last_at AS at, last_id AS id FROM change_sequences WHERE merchant_id = ?')
+      .get(merchantId) as FeedPosition | undefined;
+  }
+
   async changeHorizon(storeId: number): Promise<FeedPosition | undefined> {
     return this.c.stmt('SELECT created_at AS at, change_id AS id FROM change_horizons WHERE store_id = ?')
       .get(storeId) as FeedPosition | undefined;

@@ -2,7 +2,7 @@
 // joins a page's payloads into one UTF-8 buffer that goes out unchanged.
 import type { PublishedStore } from '../port.js';
 import type {
-  ExpectedStorePage, PublishedExclusionCounts, PublishedHashes, PublishedPage, PublishedPayloads, PublishedProductSummary, PublishedRow,
+  ExpectedStorePage, PublishedExclusionCounts, PublishedHashes, PublishedLines, PublishedPage, PublishedPayloads, PublishedProductSummary, PublishedRow,
   PublishedBlock, PublishedIdWindow, PublishedSummaryWindow, PublishedVersionRead, PublishedWindowRead, StorePageRead,
 } from '../records.js';
 import { yieldToOthers } from '../../shared/cooperative.js';
@@ -163,6 +163,14 @@ export class SqlitePublished implements PublishedStore {
         WHERE store_id = @storeId AND product_id IN (SELECT value FROM json_each(@ids)) ORDER BY product_id)`)
       .raw().get({ storeId, ids: JSON.stringify(productIds) }) as [Uint8Array, Uint8Array, number, number];
     return { bytes, digests, count, publishedVersion };
+  }
+
+  async publishedLinesAfter(storeId: number, afterId: number, limit: number): Promise<PublishedLines> {
+    // One range of the primary key, joined by SQLite into one UTF-8 buffer (as a page is).
+    const [bytes, count, lastId] = this.c.stmt(`SELECT CAST(coalesce(group_concat(payload, char(10)) || char(10), '') AS BLOB), count(*), max(product_id)
+      FROM (SELECT product_id, payload FROM published_products WHERE store_id = ? AND product_id > ? ORDER BY product_id LIMIT ?)`)
+      .raw().get(storeId, afterId, limit) as [Uint8Array, number, number | null];
+    return { bytes, count, lastId };
   }
 
   async publishedPricesByIds(storeId: number, productIds: number[]): Promise<Uint8Array> {

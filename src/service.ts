@@ -7,6 +7,7 @@ import { ActiveApiKeys } from './admin/api-keys.js';
 import { CatalogAdmin } from './admin/catalog-admin.js';
 import { ImportJobs } from './admin/import-jobs.js';
 import { CatalogReads } from './catalog/reads.js';
+import { LiveFeed } from './changes/live.js';
 import { PublishedReadCache } from './catalog/read-cache.js';
 import type { Config } from './config.js';
 import { createImageMirror, type ImageMirror } from './images/mirror.js';
@@ -38,6 +39,11 @@ export interface Service {
   /** The public API's keys as this process remembers them (CPS_API_KEY_CACHE_MS); the admin's revoke forgets one at once. */
   apiKeys: ActiveApiKeys;
   endpoints: WebhookEndpoints;
+  /**
+   * The change feed's waiting clients (long-polls, streams) and their wake-ups; it listens to the
+   * storage from its first client on (serve's worker threads tell it their commits: worker-thread.ts).
+   */
+  liveFeed: LiveFeed;
   /** Built here, started by whoever runs it (serve or worker). */
   dispatcher: WebhookDispatcher;
   mirror: ImageMirror;
@@ -87,6 +93,10 @@ export function createService(config: Config, options: ServiceOptions = {}): Ser
   const imports = new ImportJobs(storage, admin, now, {
     chunkSize: config.limits.publishChunk, maxJsonDepth: config.limits.maxJsonDepth, stalledAfterMs: config.limits.importStalledMs,
   });
+  const { feedWindow, maxWaitSeconds, heartbeatSeconds, livePerKey, livePollIntervalMs } = config.changes;
+  const liveFeed = new LiveFeed(storage, {
+    feedWindow, maxWaitSeconds, heartbeatSeconds, perKey: livePerKey, pollIntervalMs: livePollIntervalMs,
+  }, logger);
   let stopping: Promise<void> | undefined;
   let closing: Promise<void> | undefined;
   const stopWork = () => {
@@ -106,10 +116,12 @@ export function createService(config: Config, options: ServiceOptions = {}): Ser
     reads: new CatalogReads(storage, config.readCacheBytes > 0 ? new PublishedReadCache(config.readCacheBytes, metrics) : undefined),
     apiKeys,
     endpoints: new WebhookEndpoints(storage, guard, now, config.webhooks.secretGraceHours),
+    liveFeed,
     dispatcher,
     mirror,
     stopWork,
     close: () => {
+      liveFeed.close();
       closing ??= stopWork().then(() => storage.close()).finally(() => metrics.close());
       return closing;
     },

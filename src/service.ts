@@ -97,6 +97,7 @@ export function createService(config: Config, options: ServiceOptions = {}): Ser
   const liveFeed = new LiveFeed(storage, {
     feedWindow, maxWaitSeconds, heartbeatSeconds, perKey: livePerKey, pollIntervalMs: livePollIntervalMs,
   }, logger);
+  metrics.countLiveConnections(() => liveFeed.connections);
   let stopping: Promise<void> | undefined;
   let closing: Promise<void> | undefined;
   const stopWork = () => {

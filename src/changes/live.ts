@@ -89,6 +89,13 @@ export class LiveFeed {
     return this.isClosed;
   }
 
+  /** Live connections held now: long-polls waiting and streams open (what the per-key cap counts). */
+  get connections(): number {
+    let count = 0;
+    for (const held of this.perKey.values()) count += held;
+    return count;
+  }
+
   /** Clients waiting now, over every store. */
   get waitingClients(): number {
     let count = 0;

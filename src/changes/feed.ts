@@ -73,19 +73,28 @@ async function readWindow(
   return windowAfter(reader, store, from, horizon, window);
 }
 
-/** The window after a position (410 when retention deleted changes after it), in the caller's snapshot. */
-export async function readWindowAfter(reader: StorageOperations, store: StoreRecord, from: FeedPosition, window: number): Promise<ChangeWindow> {
-  return windowAfter(reader, store, from, await reader.changeHorizon(store.id), window);
+/**
+ * The window after a position (410 when retention deleted changes after it), in the caller's
+ * snapshot, and whether it is full (it covers `window` changes: more may follow).
+ */
+export async function readWindowAfter(
+  reader: StorageOperations, store: StoreRecord, from: FeedPosition, window: number,
+): Promise<{ window: ChangeWindow; full: boolean }> {
+  let full = false;
+  const read = await windowAfter(reader, store, from, await reader.changeHorizon(store.id), window, (rows) => { full = rows >= window; });
+  return { window: read, full };
 }
 
 async function windowAfter(
   reader: StorageOperations, store: StoreRecord, from: FeedPosition, horizon: FeedPosition | undefined, window: number,
+  covered?: (rows: number) => void,
 ): Promise<ChangeWindow> {
   if (horizon && before(from, horizon)) {
     throw new ProblemError('cursor_expired',
       'Changes after this cursor were deleted by retention. Resync the store from /v1/products, then poll with a new cursor.');
   }
   const rows = await reader.changesAfter(store.id, from, window);
+  covered?.(rows.length);
   if (rows.length === 0) return { changes: [], next_since: from.at, next_id: from.id };
   // spec 6 rule 3: only the latest change per product in the window, in position order.
   const latest = new Map<number, ChangeEntry>();

@@ -45,8 +45,23 @@ export interface LiveFeedLog {
   warn(details: object, message: string): void;
 }
 
+/** A window a look found for the clients of a cursor. */
+export interface LiveWindow {
+  page: ChangePage;
+  /** It covers a whole window of changes: more may follow, read on before waiting again. */
+  full: boolean;
+  /** listen()'s count before the look's snapshot: a client caught up by this window waits with it. */
+  heard: number;
+}
+
+/** A wait that ended without a window (time-out, abort, shutdown): listen()'s count when it ended. */
+export interface NoWindow {
+  page?: undefined;
+  heard: number;
+}
+
 interface Waiter {
-  settle(page: ChangePage | undefined, error?: unknown): void;
+  settle(found: LiveWindow | undefined, error?: unknown): void;
 }
 
 /** The clients waiting on one store after one position. */
@@ -127,7 +142,7 @@ export class LiveFeed {
     if (page.changes.length > 0 || waitMs <= 0 || this.isClosed) return page;
     const release = this.admit(request.keyId);
     try {
-      return (await this.nextWindow(store, { at: page.next_since, id: page.next_id }, heard, waitMs, request.signal)) ?? page;
+      return (await this.nextWindow(store, { at: page.next_since, id: page.next_id }, heard, waitMs, request.signal)).page ?? page;
     } finally {
       release();
     }
@@ -182,13 +197,13 @@ export class LiveFeed {
   }
 
   /**
-   * The next non-empty window of the store after `from`, or undefined after `timeoutMs`, when the
+   * The next non-empty window of the store after `from`, or NoWindow after `timeoutMs`, when the
    * signal aborts or the feed closes. `heard` is listen()'s count taken before the caller read the
    * (empty) window at `from`: a wake-up since then makes it look at once, so no commit between that
    * read and this wait is missed.
    */
-  nextWindow(store: StoreRecord, from: FeedPosition, heard: number, timeoutMs: number, signal?: AbortSignal): Promise<ChangePage | undefined> {
-    if (this.isClosed || timeoutMs <= 0 || signal?.aborted) return Promise.resolve(undefined);
+  nextWindow(store: StoreRecord, from: FeedPosition, heard: number, timeoutMs: number, signal?: AbortSignal): Promise<LiveWindow | NoWindow> {
+    if (this.isClosed || timeoutMs <= 0 || signal?.aborted) return Promise.resolve({ heard });
     return new Promise((resolve, reject) => {
       let entry = this.waiting.get(store.id);
       if (!entry) {
@@ -207,14 +222,15 @@ export class LiveFeed {
       const onAbort = () => waiter.settle(undefined);
       const timer = setTimeout(onAbort, timeoutMs);
       const waiter: Waiter = {
-        settle: (page, error) => {
+        settle: (found, error) => {
           if (!joined.waiters.delete(waiter)) return;
           clearTimeout(timer);
           signal?.removeEventListener('abort', onAbort);
           if (joined.waiters.size === 0 && waiting.groups.get(key) === joined) waiting.groups.delete(key);
           this.forgetIfIdle(waiting);
           if (error) reject(error);
-          else resolve(page);
+          // Until now this client was looked at on every wake-up of its store: whoever waits next counts from here.
+          else resolve(found ?? { heard: this.wakeups });
         },
       };
       joined.waiters.add(waiter);
@@ -248,6 +264,8 @@ export class LiveFeed {
     entry.again = false;
     this.looks++;
     const groups = [...entry.groups.values()];
+    // Taken before the snapshot: a wake-up for a commit it does not see comes after it.
+    const heard = this.wakeups;
     try {
       const windows = await this.storage.snapshot(async (reader) => {
         const read: (Awaited<ReturnType<typeof readWindowAfter>> | ProblemError)[] = [];
@@ -263,13 +281,13 @@ export class LiveFeed {
         return read;
       });
       groups.forEach((group, i) => {
-        const window = windows[i]!;
-        if (window instanceof ProblemError) {
-          for (const waiter of [...group.waiters]) waiter.settle(undefined, window);
-        } else if (window.changes.length > 0) {
-          // One object for every client of the cursor: the HTTP layer serializes it once.
-          const page: ChangePage = { ...window, store: entry.store.slug };
-          for (const waiter of [...group.waiters]) waiter.settle(page);
+        const read = windows[i]!;
+        if (read instanceof ProblemError) {
+          for (const waiter of [...group.waiters]) waiter.settle(undefined, read);
+        } else if (read.window.changes.length > 0) {
+          // One window for every client of the cursor.
+          const found: LiveWindow = { page: { ...read.window, store: entry.store.slug }, full: read.full, heard };
+          for (const waiter of [...group.waiters]) waiter.settle(found);
         }
       });
     } catch (error) {
@@ -304,16 +322,17 @@ export class LiveFeed {
 }
 
 /**
- * One client's stream of windows: each non-empty window once, in order, from its cursor on; while
- * behind it reads window after window itself, once caught up it waits with the other clients of the
- * store. `next()` answers 'heartbeat' after settings.heartbeatSeconds without a window, and
- * undefined once the feed closed (shutdown) or the stream was closed.
+ * One client's stream of windows: each non-empty window once, in order, from its cursor on. While
+ * behind (its last window was full) it reads the next window itself; once caught up it waits with
+ * the store's other clients, so a wake-up costs one look however many streams follow the store.
+ * `next()` answers 'heartbeat' after settings.heartbeatSeconds without a window, and undefined once
+ * the feed closed (shutdown) or the stream was closed.
  */
 export class LiveStream {
   private pending: ChangePage | undefined;
   private cursor: FeedPosition;
-  /** The last window was not empty: more may follow, so read again before waiting. */
-  private behind = false;
+  /** The last window was full: more may follow, so read on before waiting. */
+  private behind: boolean;
   private readonly stopped = new AbortController();
 
   constructor(
@@ -321,11 +340,14 @@ export class LiveStream {
     private readonly storage: CatalogStorage,
     readonly store: StoreRecord,
     first: ChangePage,
+    /** listen()'s count before the first window was read. */
     private heard: number,
     private readonly release: () => void,
   ) {
     this.cursor = { at: first.next_since, id: first.next_id };
     if (first.changes.length > 0) this.pending = first;
+    // The first read is a whole window when it is not empty: read on to be sure (at most one read too many).
+    this.behind = first.changes.length > 0;
   }
 
   async next(): Promise<ChangePage | 'heartbeat' | undefined> {
@@ -334,16 +356,21 @@ export class LiveStream {
     this.pending = undefined;
     if (!page && this.behind) {
       this.heard = this.feed.listen();
-      const window = await this.storage.snapshot((reader) => readWindowAfter(reader, this.store, this.cursor, this.feed.settings.feedWindow));
-      if (window.changes.length > 0) page = { ...window, store: this.store.slug };
-      else this.behind = false; // caught up: wait with the store's other clients
+      const read = await this.storage.snapshot((reader) => readWindowAfter(reader, this.store, this.cursor, this.feed.settings.feedWindow));
+      this.behind = read.full;
+      if (read.window.changes.length > 0) page = { ...read.window, store: this.store.slug };
     }
     if (!page) {
-      page = await this.feed.nextWindow(this.store, this.cursor, this.heard, this.feed.settings.heartbeatSeconds * 1000, this.stopped.signal);
-      if (!page) return this.stopped.signal.aborted || this.feed.closed ? undefined : 'heartbeat';
+      const found = await this.feed.nextWindow(this.store, this.cursor, this.heard, this.feed.settings.heartbeatSeconds * 1000, this.stopped.signal);
+      if (!found.page) {
+        this.heard = found.heard;
+        return this.stopped.signal.aborted || this.feed.closed ? undefined : 'heartbeat';
+      }
+      page = found.page;
+      this.behind = found.full;
+      this.heard = found.heard;
     }
     this.cursor = { at: page.next_since, id: page.next_id };
-    this.behind = true;
     return page;
   }
 

@@ -2,8 +2,8 @@
 // `wait=N` long-polls and `Accept: text/event-stream` streams, over real HTTP on the project's
 // engine. Every window a waiting client gets is compared with what a plain poll from the same cursor
 // answers. The fallback poll (3 s) is slower than any wake-up the tests wait for and faster than the
-// longest wait (4 s); the feed's clock is a fake one (so rate-limit buckets only refill when a test
-// moves it), and a few waits of 1-4 s are real: the time-outs under test.
+// longest wait (5 s); the feed's clock is a fake one (so rate-limit buckets only refill when a test
+// moves it), and a few waits of 1-5 s are real: the time-outs under test.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ProductSourceInput } from '../../src/admin/catalog-admin.js';
 import { pruneExpiredChanges } from '../../src/changes/retention.js';
@@ -22,7 +22,7 @@ interface ChangePage {
   store: string;
 }
 
-const MAX_WAIT_SECONDS = 4;
+const MAX_WAIT_SECONDS = 5;
 const POLL_INTERVAL_MS = 3000;
 const BURST = 30;
 
@@ -163,7 +163,7 @@ describe('long-poll: GET /v1/changes?wait=N', () => {
     await waiting(1);
     await merchant.change();
     const response = await answer;
-    // Not the time-out (4 s, the configured maximum), not the fallback poll (3 s after it began waiting): the commit woke it.
+    // Not the time-out (5 s, the configured maximum), not the fallback poll (3 s after it began waiting): the commit woke it.
     expect(Date.now() - started).toBeLessThan(POLL_INTERVAL_MS - 1000);
     expect(response.status).toBe(200);
     const page = response.body as ChangePage;
@@ -204,29 +204,39 @@ describe('long-poll: GET /v1/changes?wait=N', () => {
     }
   });
 
-  it('looks once per store per wake-up, however many clients wait, and wakes only the store that changed', async () => {
+  it('looks once per store per wake-up, however many clients wait (long-polls and streams), and wakes only the store that changed', async () => {
     const busy = await shop('Busy Outfitters');
     const calm = await shop('Calm Outfitters');
     const busyCursor = await caughtUp(busy.key);
     const calmCursor = await caughtUp(calm.key);
-    // 40 clients on the busy store (two keys, the per-key cap is 20), 5 on the calm one.
+    // 30 long-polls and 10 streams on the busy store (two keys: the per-key cap is 20), 5 long-polls on the calm one.
     const keys = [busy.key, await service.keyFor(busy.id)];
-    const busyAnswers = Array.from({ length: 40 }, (_, i) =>
-      service.api(`/v1/changes?store=de&${cursorQuery(busyCursor)}&wait=30`, keys[i % 2]!));
-    const calmAnswers = Array.from({ length: 5 }, () => service.api(`/v1/changes?store=de&${cursorQuery(calmCursor)}&wait=1`, calm.key));
+    const busyAnswers = Array.from({ length: 30 }, (_, i) =>
+      service.api(`/v1/changes?store=de&${cursorQuery(busyCursor)}&wait=30`, keys[i < 20 ? 0 : 1]!));
+    const streams = await Promise.all(Array.from({ length: 10 }, () => openStream(keys[1]!, cursorQuery(busyCursor))));
+    const calmAnswers = Array.from({ length: 5 }, () => service.api(`/v1/changes?store=de&${cursorQuery(calmCursor)}&wait=30`, calm.key));
     await waiting(45);
     const [windowsBefore, horizonsBefore] = [await statementRuns('changes.changesAfter'), await statementRuns('changes.changeHorizon')];
     await busy.change();
     const answers = await Promise.all(busyAnswers);
+    const events = await Promise.all(streams.map((stream) => stream.nextWindow()));
+    // The streams, caught up by that window, wait again without a read of their own.
+    await waiting(15);
     // One window read for the 40 (and its horizon), not 40.
     expect(await statementRuns('changes.changesAfter') - windowsBefore).toBe(1);
     expect(await statementRuns('changes.changeHorizon') - horizonsBefore).toBe(1);
     const expected = await poll(busy.key, cursorQuery(busyCursor));
     expect(expected.changes).toHaveLength(1);
     for (const answer of answers) expect(answer.body).toEqual(expected);
-    // The calm store's clients still wait; they get the empty window at their time-out.
+    for (const event of events) expect(event.page).toEqual(expected);
+    for (const stream of streams) stream.close();
+    await waiting(5);
+    // The calm store's clients still wait, until their own store changes.
     expect(service.service.liveFeed.waitingClients).toBe(5);
-    for (const answer of await Promise.all(calmAnswers)) expect((answer.body as ChangePage).changes).toEqual([]);
+    await calm.change();
+    const calmExpected = await poll(calm.key, cursorQuery(calmCursor));
+    expect(calmExpected.changes).toHaveLength(1);
+    for (const answer of await Promise.all(calmAnswers)) expect(answer.body).toEqual(calmExpected);
   });
 
   it('holds at most the configured number of live connections per key: one more answers 429 with Retry-After and costs no request', async () => {
@@ -273,7 +283,7 @@ describe('long-poll: GET /v1/changes?wait=N', () => {
       expect(page.changes.map((c) => c.product_id)).toEqual([merchant.productId]);
       // PostgreSQL: the other storage's NOTIFY reaches this process at its COMMIT. SQLite: the
       // other storage tells only its own listeners, and this process reads the store on its poll
-      // (within 3 s: before the 4 s wait is over, or the answer would be empty).
+      // (within 3 s: before the 5 s wait is over, or the answer would be empty).
       if (service.database.engine === 'postgres') expect(Date.now() - started).toBeLessThan(POLL_INTERVAL_MS - 1000);
     } finally {
       await other.close();

@@ -33,7 +33,26 @@ export function cursorOfEventId(lastEventId: string): { since: string; sinceId: 
 
 /** One window as an event: `id` the cursor after it, `data` the window's JSON on one line. */
 export function changeEvent(page: ChangePage): string {
-  return `id: ${eventIdOf(page)}\ndata: ${JSON.stringify(page)}\n\n`;
+  return `id: ${eventIdOf(page)}\ndata: ${changePageJson(page)}\n\n`;
+}
+
+// Every client a look answers gets the same window object (changes/live.ts): it is serialized once
+// for all of them, not once per client (a wake-up of 1,000 clients).
+const pageJson = new WeakMap<ChangePage, string>();
+const pageEvent = new WeakMap<ChangePage, Uint8Array>();
+
+/** The window's JSON (what a long-poll answers), serialized once per window object. */
+export function changePageJson(page: ChangePage): string {
+  let json = pageJson.get(page);
+  if (json === undefined) pageJson.set(page, (json = JSON.stringify(page)));
+  return json;
+}
+
+/** The window's event bytes, encoded once per window object. */
+function changeEventBytes(page: ChangePage): Uint8Array {
+  let bytes = pageEvent.get(page);
+  if (bytes === undefined) pageEvent.set(page, (bytes = encoder.encode(changeEvent(page))));
+  return bytes;
 }
 
 export interface EventStreamOptions {
@@ -71,7 +90,7 @@ export function changeEventStream(stream: LiveStream, { limiter, keyId, log }: E
         if (next === 'heartbeat') return controller.enqueue(HEARTBEAT);
         if (!first && limiter && !await takeToken(limiter, keyId, stopped.signal)) return end(controller);
         first = false;
-        controller.enqueue(encoder.encode(changeEvent(next)));
+        controller.enqueue(changeEventBytes(next));
       } catch (error) {
         if (stopped.signal.aborted) return;
         // The client reconnects with Last-Event-ID and gets the error (a 410, say) as a response.

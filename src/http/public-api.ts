@@ -1,15 +1,16 @@
 // The public read API (spec 4.1-4.3): each handler reads validated input, calls one catalog
 // read, and returns the stored payload bytes as they are (with an ETag, or 304 when unchanged).
 import { OpenAPIHono } from '@hono/zod-openapi';
+import type { TypedResponse } from 'hono';
 import { clampPerPage, toPublicStore } from '../catalog/reads.js';
 import { routes } from '../generated/public-routes.js';
 import type { Service } from '../service.js';
 import { apiKeyAuth, type PublicEnv } from './auth.js';
 import { problemResponse, renderError } from './errors.js';
 import { ProblemError, invalidInput } from '../shared/problem.js';
-import { readChangeFeed } from '../changes/feed.js';
+import { readChangeFeed, type ChangePage } from '../changes/feed.js';
 import type { LiveRequest } from '../changes/live.js';
-import { changeEventStream, cursorOfEventId, wantsEventStream } from './live-feed.js';
+import { changeEventStream, changePageJson, cursorOfEventId, wantsEventStream } from './live-feed.js';
 import { validationHook } from './validation.js';
 import { CONTENT_TYPE_OF, MEDIA_KEY, type MediaStore } from '../images/media-store.js';
 import { sniffImageType } from '../images/sniff.js';
@@ -122,7 +123,12 @@ export function publicApi(service: Pick<Service, 'storage' | 'reads' | 'config' 
       const body = changeEventStream(stream, { limiter: rateLimiter, keyId: c.var.apiKeyId, log: service.logger });
       return c.body(body, 200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', 'X-Accel-Buffering': 'no' });
     }
-    if (query.wait > 0) return c.json(await refundWhenCapped(c.var.apiKeyId, liveFeed.waitForChanges(live, query.wait)), 200);
+    if (query.wait > 0) {
+      const page = await refundWhenCapped(c.var.apiKeyId, liveFeed.waitForChanges(live, query.wait));
+      // The window a look answered every waiting client with, serialized once for all of them.
+      const json: Response = c.body(changePageJson(page), 200, { 'Content-Type': 'application/json' });
+      return json as Response & TypedResponse<ChangePage, 200, 'json'>;
+    }
     const window = await readChangeFeed(storage, c.var.merchantId, query.store, cursor, feedWindow);
     return c.json(window, 200);
   });

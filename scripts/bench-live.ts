@@ -335,6 +335,8 @@ async function benchEngine(engine: 'sqlite' | 'postgres', dir: string): Promise<
 
 async function main(): Promise<void> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cps-bench-live-'));
+  // PostgreSQL runs as the `postgres` user when this is root: it must reach its folder inside.
+  fs.chmodSync(dir, 0o711);
   const cleanUp = () => { killTracked(); fs.rmSync(dir, { recursive: true, force: true }); };
   process.once('SIGINT', () => { cleanUp(); process.exit(130); });
   try {
@@ -343,36 +345,36 @@ async function main(): Promise<void> {
     for (const engine of engines) {
       report[engine] = await benchEngine(engine, dir);
       loads[engine] = os.loadavg().map((x) => x.toFixed(1)).join(' / ');
+      if (!args.json) printEngine(engine, report[engine], loads[engine]);
     }
-    if (args.json) {
-      console.log(JSON.stringify({ clients: CLIENTS, rounds: ROUNDS - 1, products: PRODUCTS, cpus: os.cpus().length, loads, report }, null, 2));
-      return;
-    }
-    for (const [engine, summaries] of Object.entries(report)) {
-      log(`\n${engine}: latency from sending the write to the window arriving at each client (${ROUNDS - 1} rounds), ms; load average ${loads[engine]}`);
-      log('| target | p50 | p99 | max | median of the rounds\' max | write (request to response) | window reads per wake-up | serving thread CPU per wake-up |');
-      log('|---|---|---|---|---|---|---|---|');
-      for (const s of summaries) {
-        log(`| ${s.target} | ${s.p50.toFixed(1)} | ${s.p99.toFixed(1)} | ${s.max.toFixed(1)} | ${s.roundMaxMedian.toFixed(1)} | ${s.writeMs.toFixed(1)} | ${s.readsPerWakeup} | ${s.cpuMs.toFixed(0)} ms |`);
-      }
-      const by = Object.fromEntries(summaries.map((s) => [s.target, s]));
-      const ratio = (a: string, b: string, what: (s: Summary) => number, label: string) => {
-        if (by[a] && by[b]) log(`| ${a} / ${b} (${label}) | ${(what(by[a]) / what(by[b])).toFixed(2)} |`);
-      };
-      log(`\n| ratio (${engine}) | measured |`);
-      log('|---|---|');
-      ratio(`poll-${CLIENTS}`, 'poll-1', (s) => s.p99, 'p99');
-      ratio(`sse-${CLIENTS}`, 'sse-1', (s) => s.p99, 'p99');
-      ratio(`sse-${CLIENTS}`, `poll-${CLIENTS}`, (s) => s.p99, 'p99');
-      ratio(`sse-${CLIENTS}`, `poll-${CLIENTS}`, (s) => s.cpuMs, 'serving thread CPU');
-      ratio(`poll-${CLIENTS}`, `get-${CLIENTS}`, (s) => s.cpuMs, 'serving thread CPU');
-      ratio(`sse-${CLIENTS}`, `get-${CLIENTS}`, (s) => s.cpuMs, 'serving thread CPU');
-      for (const s of summaries.filter((x) => x.target.endsWith(`-${CLIENTS}`) && !x.target.startsWith('get'))) {
-        log(`${engine} ${s.target}: the rounds' max median ${s.roundMaxMedian.toFixed(1)} ms: ${s.roundMaxMedian <= GOAL_MS ? 'within' : 'ABOVE'} the ${GOAL_MS} ms goal`);
-      }
-    }
+    if (args.json) console.log(JSON.stringify({ clients: CLIENTS, rounds: ROUNDS - 1, products: PRODUCTS, cpus: os.cpus().length, loads, report }, null, 2));
   } finally {
     cleanUp();
+  }
+}
+
+/** One engine's figures as the Markdown tables of BENCHMARKS.md. */
+function printEngine(engine: string, summaries: Summary[], load: string): void {
+  log(`\n${engine}: latency from sending the write to the window arriving at each client (${ROUNDS - 1} rounds), ms; load average ${load}`);
+  log('| target | p50 | p99 | max | median of the rounds\' max | write (request to response) | window reads per wake-up | serving thread CPU per wake-up |');
+  log('|---|---|---|---|---|---|---|---|');
+  for (const s of summaries) {
+    log(`| ${s.target} | ${s.p50.toFixed(1)} | ${s.p99.toFixed(1)} | ${s.max.toFixed(1)} | ${s.roundMaxMedian.toFixed(1)} | ${s.writeMs.toFixed(1)} | ${s.readsPerWakeup} | ${s.cpuMs.toFixed(0)} ms |`);
+  }
+  const by = Object.fromEntries(summaries.map((s) => [s.target, s]));
+  const ratio = (a: string, b: string, what: (s: Summary) => number, label: string) => {
+    if (by[a] && by[b]) log(`| ${a} / ${b} (${label}) | ${(what(by[a]) / what(by[b])).toFixed(2)} |`);
+  };
+  log(`\n| ratio (${engine}) | measured |`);
+  log('|---|---|');
+  ratio(`poll-${CLIENTS}`, 'poll-1', (s) => s.p99, 'p99');
+  ratio(`sse-${CLIENTS}`, 'sse-1', (s) => s.p99, 'p99');
+  ratio(`sse-${CLIENTS}`, `poll-${CLIENTS}`, (s) => s.p99, 'p99');
+  ratio(`sse-${CLIENTS}`, `poll-${CLIENTS}`, (s) => s.cpuMs, 'serving thread CPU');
+  ratio(`poll-${CLIENTS}`, `get-${CLIENTS}`, (s) => s.cpuMs, 'serving thread CPU');
+  ratio(`sse-${CLIENTS}`, `get-${CLIENTS}`, (s) => s.cpuMs, 'serving thread CPU');
+  for (const s of summaries.filter((x) => x.target.endsWith(`-${CLIENTS}`) && !x.target.startsWith('get'))) {
+    log(`${engine} ${s.target}: the rounds' max median ${s.roundMaxMedian.toFixed(1)} ms: ${s.roundMaxMedian <= GOAL_MS ? 'within' : 'ABOVE'} the ${GOAL_MS} ms goal`);
   }
 }
 

@@ -272,10 +272,10 @@ export interface paths {
          *     Live connections count against your key's rate limit like the polls they replace: a
          *     long-poll is one request however long it waits, a stream takes one request when it opens and
          *     one more for every later event it sends (heartbeats are free); when the bucket is empty the
-         *     stream holds its next event until the bucket has a request again. One API key may hold at
-         *     most 20 live connections at once (waiting long-polls and open streams; the operator may
-         *     configure another number): one more answers 429 `rate_limited` with `Retry-After`, and takes
-         *     no request from the bucket.
+         *     stream holds its next event until the bucket has a request again (changes recorded meanwhile
+         *     come together in the window after it). One API key may hold at most 20 live connections at once on one server
+         *     (waiting long-polls and open streams; the operator may configure another number): one more
+         *     answers 429 `rate_limited` with `Retry-After`, and takes no request from the bucket.
          *
          *     **A cursor never moves backwards.** The next cursor (`next_since`, `next_id`) is never
          *     before the cursor you sent. A `since` with a fraction of a second means "from the next whole

@@ -256,7 +256,7 @@ export interface paths {
          *       up (or when the service shuts down). Then send the next request with the cursor it returned.
          *       When changes already follow the cursor, it answers at once, as without `wait`.
          *     - **Stream**: send `Accept: text/event-stream` (Server-Sent Events; `EventSource` in
-         *       browsers). The response is a stream of events, one per non-empty window, in order: each
+         *       browsers does; an `Accept` that lists `application/json` as high gets the JSON window). The response is a stream of events, one per non-empty window, in order: each
          *       event's `id` is the cursor after its window, `{next_since}/{next_id}`, and its `data` the
          *       window as the JSON response would carry it (`changes`, `next_since`, `next_id`, `store`).
          *       The stream starts after `since`/`since_id` (or at the beginning of the retained history),

@@ -12,14 +12,24 @@ const encoder = new TextEncoder();
 const OPENED = encoder.encode(': connected\n\n');
 const HEARTBEAT = encoder.encode(': heartbeat\n\n');
 
-/** True when the request asks for the stream: its Accept names text/event-stream (EventSource sends exactly that). */
+/**
+ * True when the request asks for the stream: its Accept prefers text/event-stream, named as such,
+ * to JSON (EventSource sends `Accept: text/event-stream`). A client that lists both alike (a
+ * generic one listing every documented type) gets the JSON window, the operation's default.
+ */
 export function wantsEventStream(accept: string | undefined): boolean {
   if (!accept) return false;
-  return accept.split(',').some((part) => {
+  let stream = 0;
+  let json = 0;
+  for (const part of accept.split(',')) {
     const [type, ...params] = part.trim().toLowerCase().split(';');
     const q = params.map((p) => p.trim()).find((p) => p.startsWith('q='));
-    return type!.trim() === 'text/event-stream' && (q === undefined || Number(q.slice(2)) > 0);
-  });
+    const weight = q === undefined ? 1 : Number(q.slice(2)) || 0;
+    const name = type!.trim();
+    if (name === 'text/event-stream') stream = Math.max(stream, weight);
+    else if (name === 'application/json' || name === 'application/*' || name === '*/*') json = Math.max(json, weight);
+  }
+  return stream > json;
 }
 
 /** An event's id: the cursor after its window (the Last-Event-ID parameter's form). */

@@ -345,6 +345,19 @@ describe('stream: Accept: text/event-stream', () => {
     stream.close();
   });
 
+  it('streams only for an Accept that prefers text/event-stream: one listing JSON alike gets the JSON window', async () => {
+    const merchant = await shop('Negotiating Outfitters');
+    const cursor = await caughtUp(merchant.key);
+    for (const accept of ['application/json, text/event-stream', 'text/event-stream;q=0.5, */*', '*/*']) {
+      const response = await service.api(`/v1/changes?store=de&${cursorQuery(cursor)}`, merchant.key, { headers: { Accept: accept } });
+      expect(response.headers.get('content-type'), accept).toBe('application/json');
+      expect(response.body).toEqual({ ...cursor, store: 'de' });
+    }
+    const stream = await openStream(merchant.key, cursorQuery(cursor), { Accept: 'application/json;q=0.9, text/event-stream' });
+    expect(stream.response.headers.get('content-type')).toBe('text/event-stream');
+    stream.close();
+  });
+
   it('answers a malformed Last-Event-ID, an unknown store and an expired cursor with their errors before any stream', async () => {
     const merchant = await shop('Refused Stream Outfitters');
     const malformed = await openStream(merchant.key, '', { 'Last-Event-ID': '48213' });

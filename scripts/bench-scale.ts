@@ -25,7 +25,8 @@
 //                 --phase-seconds/2 of reads while the workers start on the mirroring backlog;
 //   c  mirroring  images/s over --phase-seconds (the cps_images gauges of /metrics; the origin's
 //                 own count of fetches beside it);
-//   d  repricing  PUT exchange-rates/EUR/GBP (re-resolves the EUR and GBP stores): products/s;
+//   d  repricing  PUT exchange-rates/EUR/GBP (re-resolves the GBP store: the costs are in EUR and USD,
+//                 and only EUR's conversion into GBP changes; before issue 21.3 the EUR store too): products/s;
 //   e  import     an NDJSON import of min(20,000, N) new products: products/s;
 //   f  storm      a re-import of min(20,000, N) products with new costs (a price change in every
 //                 store: ~3 changes per product for every endpoint), then the deliveries the
@@ -873,7 +874,7 @@ async function runMainPhases(version: Version, peers: Peers, tempDir: string): P
       if ('failed' in write) version.notes.push(`phase d: the write failed: ${write.failed}`);
       record({
         ...await measured('d', from, to, WRITE_BUDGET_S, done, deployment),
-        throughput: { value: done ? PRODUCTS / (write.ms / 1000) : null, unit: 'products/s', detail: { write_ms: write.ms, rate: `${current.rate} -> ${rate}`, resolutions: 2 * PRODUCTS } },
+        throughput: { value: done ? PRODUCTS / (write.ms / 1000) : null, unit: 'products/s', detail: { write_ms: write.ms, rate: `${current.rate} -> ${rate}`, resolutions: PRODUCTS } },
       });
     } else if (key === 'e' || key === 'f') {
       const count = key === 'e' ? IMPORT_PRODUCTS : STORM_PRODUCTS;

@@ -6,8 +6,8 @@
 // fresh copy of it with `serve` in a child process on 127.0.0.1, while one client (this process)
 // reads in a loop (each write is sent by a client process of its own, as another integrator would),
 // sequentially, GET /v1/stores and page 1 (per_page=200) in turn. Phases: idle (BENCH_IDLE_SECONDS),
-// then during the EUR/GBP re-pricing (PUT .../exchange-rates/EUR/GBP, re-resolving the EUR and GBP
-// stores), then during an import of BENCH_IMPORT_PRODUCTS new products (NDJSON). A write's reads are
+// then during the EUR/GBP re-pricing (PUT .../exchange-rates/EUR/GBP, re-resolving the GBP store; the
+// EUR store too before issue 21.3, which re-resolves only stores a cost converts differently into), then during an import of BENCH_IMPORT_PRODUCTS new products (NDJSON). A write's reads are
 // the ones in flight at any moment while it was (counting only reads that started during the write
 // would miss the one sent just before it and held for its whole length); idle reads are the ones that
 // started and finished in the idle window. Versions alternate in rounds (baseline first

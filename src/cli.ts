@@ -47,7 +47,9 @@ Commands:
   users invite --merchant ID --email E [--role owner|member]
                                       a single-use panel invitation link (printed; valid 72 h)
   users list --merchant ID            the merchant's panel users
+  users reset --merchant ID --user ID a single-use password reset link for the user (printed; valid 72 h)
   users remove --merchant ID --user ID
+                                      remove a user (not the merchant's last owner); their links stop working
   demo [--db FILE] [--products N] [--json]
                                       build the deterministic demo catalog into a database (the configured one without --db)
   webhooks create --merchant ID --url URL [--store SLUG] [--events ${EVENTS.join(',')}]
@@ -467,6 +469,10 @@ async function usersCommand(
     }
     case 'list':
       return print(await accounts.listUsers(operator, merchantId));
+    case 'reset': {
+      const { token, role: _role, ...reset } = await accounts.requestPasswordReset(operator, merchantId, positiveInt(values.user as string | undefined, 'user'));
+      return print({ ...reset, link: accounts.linkUrl(token!) });
+    }
     case 'remove':
       await accounts.removeUser(operator, merchantId, positiveInt(values.user as string | undefined, 'user'));
       return console.log('removed');

@@ -20,6 +20,8 @@ export interface Config {
   adminTokenConfigured: boolean;
   /** Base URL clients reach this service at; used in printed examples and hosted URLs. */
   publicBaseUrl: string;
+  /** True when publicBaseUrl came from CPS_PUBLIC_BASE_URL: the panel then accepts forms from that origin only. */
+  publicBaseUrlConfigured: boolean;
   /** Build the demo catalog on start when the database holds no merchant. */
   demoOnEmpty: boolean;
   /** Products in the demo catalog built on first start. */
@@ -176,9 +178,17 @@ export interface Config {
     sessionIdleMinutes: number;
     /** ... and this long after sign-in in any case. */
     sessionAbsoluteHours: number;
-    /** Failed sign-ins per account, and per address, within the window, after which sign-in answers 429. */
+    /**
+     * Failed sign-ins of one account from one address within the window, after which each further
+     * attempt of that pair waits (429): signInDelaySeconds, doubling with each failure, at most the window.
+     */
     signInMaxFailures: number;
+    /** The same for one address, whatever accounts it tries (spraying). */
+    signInAddressMaxFailures: number;
     signInWindowMinutes: number;
+    signInDelaySeconds: number;
+    /** A secret shown once (new key, signing secret, invitation link) waits this long for the page that shows it. */
+    shownOnceMinutes: number;
   };
   changes: {
     /** spec 4.4: recorded changes one `GET /v1/changes` response covers at most (1..1000). */
@@ -293,6 +303,7 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
     adminToken,
     adminTokenConfigured: Boolean(env.CPS_ADMIN_TOKEN),
     publicBaseUrl: (env.CPS_PUBLIC_BASE_URL || `http://${host}:${port}`).replace(/\/+$/, ''),
+    publicBaseUrlConfigured: Boolean(env.CPS_PUBLIC_BASE_URL),
     demoOnEmpty: bool(env, 'CPS_DEMO_ON_EMPTY', true),
     demoProducts: int(env, 'CPS_DEMO_PRODUCTS', 500),
     limits: {
@@ -379,7 +390,10 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
       sessionIdleMinutes: Math.max(1, int(env, 'CPS_PANEL_SESSION_IDLE_MINUTES', 60)),
       sessionAbsoluteHours: Math.max(1, int(env, 'CPS_PANEL_SESSION_HOURS', 12)),
       signInMaxFailures: Math.max(1, int(env, 'CPS_PANEL_SIGN_IN_MAX_FAILURES', 5)),
+      signInAddressMaxFailures: Math.max(1, int(env, 'CPS_PANEL_SIGN_IN_ADDRESS_MAX_FAILURES', 20)),
       signInWindowMinutes: Math.max(1, int(env, 'CPS_PANEL_SIGN_IN_WINDOW_MINUTES', 15)),
+      signInDelaySeconds: Math.max(1, int(env, 'CPS_PANEL_SIGN_IN_DELAY_SECONDS', 30)),
+      shownOnceMinutes: Math.max(1, int(env, 'CPS_PANEL_SHOWN_ONCE_MINUTES', 10)),
     },
     changes: {
       feedWindow: Math.min(CHANGES_MAX_ITEMS, Math.max(1, int(env, 'CPS_FEED_WINDOW', CHANGES_MAX_ITEMS))),

@@ -2,7 +2,7 @@
 // webhook dispatcher, the image mirror and the metrics, once per process. `serve`, `worker`, every
 // CLI command, the benchmarks and the tests build it here; what they run of it is theirs to choose.
 import nodemailer from 'nodemailer';
-import { PanelAccounts, type InvitationMailer } from './admin/accounts.js';
+import { PanelAccounts, type AccountMailer } from './admin/accounts.js';
 import { ActiveApiKeys } from './admin/api-keys.js';
 import { CatalogAdmin } from './admin/catalog-admin.js';
 import { ImportJobs } from './admin/import-jobs.js';
@@ -113,7 +113,7 @@ export function createService(config: Config, options: ServiceOptions = {}): Ser
     guard,
     admin,
     imports,
-    accounts: new PanelAccounts(storage, config, now, invitationMailer(config, logger)),
+    accounts: new PanelAccounts(storage, config, now, accountMailer(config, logger)),
     reads: new CatalogReads(storage, config.readCacheBytes > 0 ? new PublishedReadCache(config.readCacheBytes, metrics) : undefined),
     apiKeys,
     endpoints: new WebhookEndpoints(storage, guard, now, config.webhooks.secretGraceHours),
@@ -129,18 +129,15 @@ export function createService(config: Config, options: ServiceOptions = {}): Ser
   };
 }
 
-/** Invitations are also e-mailed when SMTP is configured (the link is always shown to whoever invited). */
-function invitationMailer(config: Config, logger: Logger): InvitationMailer | undefined {
+/** What the panel's accounts e-mail when SMTP is configured: invitations, password resets, password changes. */
+function accountMailer(config: Config, logger: Logger): AccountMailer | undefined {
   if (!config.smtp.url) return undefined;
   const transport = nodemailer.createTransport(config.smtp.url);
-  return async (to, link, expiresAt) => {
+  return async ({ to, subject, text }) => {
     try {
-      await transport.sendMail({
-        from: config.smtp.from, to, subject: 'Your invitation to the catalog publishing panel',
-        text: `Set your password and sign in: ${config.publicBaseUrl}${link}\n\nThe link works once, until ${expiresAt}.`,
-      });
+      await transport.sendMail({ from: config.smtp.from, to, subject, text });
     } catch (error) {
-      logger.error({ err: error }, 'e-mailing an invitation failed');
+      logger.error({ err: error, subject }, 'e-mailing a panel account failed');
     }
   };
 }

@@ -95,11 +95,11 @@ describe('the command line', () => {
     expect(result.stdout).not.toMatch(/cps_/);
   });
 
-  it('users invite prints a single-use panel link; users list shows the user once the password is set; users remove removes them', async () => {
-    const invited = await cli('users', 'invite', '--merchant', '1', '--email', 'cli@demo.test', '--role', 'owner', '--json', '--db', db);
+  it('users invite prints a single-use panel link; users list shows the user once the password is set; users reset prints a reset link; users remove removes them', async () => {
+    const invited = await cli('users', 'invite', '--merchant', '1', '--email', 'cli@demo.test', '--role', 'member', '--json', '--db', db);
     expect(invited.code, invited.stderr).toBe(0);
     const invitation = JSON.parse(invited.stdout);
-    expect(invitation).toMatchObject({ email: 'cli@demo.test', role: 'owner' });
+    expect(invitation).toMatchObject({ email: 'cli@demo.test', role: 'member' });
     const secret = /\/panel\/invitations\/([A-Za-z0-9_-]{43})$/.exec(invitation.link)?.[1];
     expect(secret).toBeDefined();
     const service = createService(loadConfig({}, { databasePath: db, adminToken: 'adm_cli_test_token' }), { logger: silentLogger });
@@ -111,12 +111,15 @@ describe('the command line', () => {
     const listed = await cli('users', 'list', '--merchant', '1', '--json', '--db', db);
     const users = JSON.parse(listed.stdout) as { id: number; email: string }[];
     expect(users.map((u) => u.email)).toEqual(['cli@demo.test']);
+    const reset = await cli('users', 'reset', '--merchant', '1', '--user', String(users[0]!.id), '--json', '--db', db);
+    expect(reset.code, reset.stderr).toBe(0);
+    expect(JSON.parse(reset.stdout)).toMatchObject({ email: 'cli@demo.test', link: expect.stringMatching(/\/panel\/invitations\/[A-Za-z0-9_-]{43}$/) });
     expect((await cli('users', 'remove', '--merchant', '1', '--user', String(users[0]!.id), '--db', db)).code).toBe(0);
     expect(JSON.parse((await cli('users', 'list', '--merchant', '1', '--json', '--db', db)).stdout)).toEqual([]);
     const bad = await cli('users', 'invite', '--merchant', '1', '--email', 'nope', '--db', db);
     expect(bad.code).not.toBe(0);
     expect(bad.stderr).toMatch(/\/email/);
-  });
+  }, 120_000);
 
   it('import FILE --merchant 1 --db FILE applies an NDJSON file', async () => {
     const file = path.join(dir, 'products.ndjson');

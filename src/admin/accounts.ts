@@ -2,14 +2,21 @@
 // merchant users, invited by the operator or an owner, sign in with an email and a password.
 // Invitations are single-use links valid for a configured time; passwords are hashed with scrypt
 // (memory-hard, off the event loop); sessions live in the database so every process shares them,
-// with an idle and an absolute expiry; sign-in is throttled per account and per address; every
-// change made in the panel goes to the merchant's audit log.
+// with an idle and an absolute expiry; sign-in is throttled per account and address together
+// (sign-in-throttle.ts); every change made in the panel goes to the merchant's audit log.
+//
+// Issue 22: an invitation never resets an existing account (a reset link goes to the account's own
+// e-mail, or to the operator), a new link for an e-mail revokes the earlier ones, removing a user
+// revokes theirs, the last owner cannot be removed, and setting a password ends the account's other
+// sessions and tells the account by e-mail.
 import { createHash, randomBytes, scrypt as scryptCallback, timingSafeEqual, type ScryptOptions } from 'node:crypto';
 import type { Config } from '../config.js';
 import { ProblemError, invalidInput } from '../shared/problem.js';
-import type { AuditEntryRecord, CatalogStorage, PanelRole, PanelUserRecord } from '../storage/port.js';
+import type { AuditEntryRecord, CatalogStorage, PanelInvitationRecord, PanelLinkPurpose, PanelRole, PanelUserRecord, StorageTx } from '../storage/port.js';
+import { ShownOnceMessages } from './shown-once.js';
+import { SignInThrottle } from './sign-in-throttle.js';
 
-export type { PanelRole } from '../storage/records.js';
+export type { PanelLinkPurpose, PanelRole } from '../storage/records.js';
 export type PanelUser = PanelUserRecord;
 export type Principal = { kind: 'operator' } | { kind: 'user'; user: PanelUser };
 
@@ -27,6 +34,7 @@ export interface SignedIn {
 }
 
 export interface Invitation {
+  id: number;
   /** The link's secret part: `/panel/invitations/{token}`. */
   token: string;
   email: string;
@@ -34,10 +42,16 @@ export interface Invitation {
   expires_at: string;
 }
 
+/** A link neither used, revoked nor expired (its secret is never shown again). */
+export type PendingLink = Pick<PanelInvitationRecord, 'id' | 'email' | 'role' | 'purpose' | 'created_at' | 'expires_at'>;
+
+/** A password reset: the link for the operator; for an owner, only the address it was e-mailed to. */
+export type PasswordReset = { id: number; email: string; role: PanelRole; expires_at: string; token?: string | undefined };
+
 export type AuditEntry = Omit<AuditEntryRecord, 'merchant_id'>;
 
-/** Sends an invitation by e-mail when SMTP is configured. */
-export type InvitationMailer = (to: string, link: string, expiresAt: string) => Promise<void>;
+/** Sends a message to an account's e-mail when SMTP is configured (errors are the mailer's to log). */
+export type AccountMailer = (mail: { to: string; subject: string; text: string }) => Promise<void>;
 
 const MIN_PASSWORD = 12;
 const MAX_PASSWORD = 1024;
@@ -50,6 +64,7 @@ const TOUCH_EVERY_MS = 60_000;
 const sha256 = (text: string) => createHash('sha256').update(text).digest();
 const token = () => randomBytes(32).toString('base64url');
 const notFound = (what: string) => new ProblemError('not_found', `${what} does not exist.`);
+const linkGone = () => new ProblemError('not_found', 'This link is unknown, already used, revoked or expired: ask for a new one.');
 
 function scrypt(password: string, salt: Buffer, keylen: number, options: ScryptOptions): Promise<Buffer> {
   return new Promise((resolve, reject) => scryptCallback(password, salt, keylen, options, (error, key) => (error ? reject(error) : resolve(key))));
@@ -76,56 +91,57 @@ export async function verifyPassword(password: string, stored: string): Promise<
 export const principalName = (actor: Principal) => (actor.kind === 'operator' ? 'operator' : actor.user.email);
 
 export class PanelAccounts {
+  private readonly throttle: SignInThrottle;
+  private readonly shownOnce: ShownOnceMessages;
+
   constructor(
     private readonly storage: CatalogStorage,
-    private readonly config: Pick<Config, 'adminToken' | 'panel'>,
+    private readonly config: Pick<Config, 'adminToken' | 'panel' | 'publicBaseUrl'>,
     private readonly now: () => Date,
-    private readonly mailer?: InvitationMailer,
-  ) {}
+    private readonly mailer?: AccountMailer,
+  ) {
+    this.throttle = new SignInThrottle(storage, () => config.panel, now);
+    this.shownOnce = new ShownOnceMessages(storage, () => config.panel.shownOnceMinutes, now);
+  }
+
+  /** True when the deployment e-mails (SMTP): an owner's password reset needs it. */
+  get sendsEmail(): boolean {
+    return this.mailer !== undefined;
+  }
+
+  /** The full address of an invitation or reset link. */
+  linkUrl(secret: string): string {
+    return `${this.config.publicBaseUrl}/panel/invitations/${secret}`;
+  }
 
   // Signing in and out
 
   /** The operator signs in with the admin token. */
   async signInOperator(adminToken: string, address: string): Promise<SignedIn> {
-    const subjects = ['account:operator', `address:${address}`];
-    await this.throttle(subjects);
+    await this.throttle.check('operator', address);
     const given = sha256(adminToken);
     if (!timingSafeEqual(given, sha256(this.config.adminToken))) {
-      await this.storage.recordSignInFailure(subjects, this.now().toISOString());
+      await this.throttle.failed('operator', address);
       throw new ProblemError('unauthorized', 'The admin token is not right.');
     }
-    await this.storage.clearSignInFailures('account:operator');
+    await this.throttle.succeeded('operator', address);
     return this.startSession(null, { kind: 'operator' });
   }
 
   /** A merchant user signs in with their email and password. */
   async signIn(email: string, password: string, address: string): Promise<SignedIn> {
     const normalized = email.trim().toLowerCase();
-    const subjects = [`account:${normalized}`, `address:${address}`];
-    await this.throttle(subjects);
+    await this.throttle.check(`user:${normalized}`, address);
     const user = await this.storage.panelUserByEmail(normalized);
     // The same work and the same answer whether the account exists or not.
     const ok = await verifyPassword(password.slice(0, MAX_PASSWORD), user?.password_hash ?? DUMMY_HASH);
     if (!user || !ok) {
-      await this.storage.recordSignInFailure(subjects, this.now().toISOString());
+      await this.throttle.failed(`user:${normalized}`, address);
       throw new ProblemError('unauthorized', 'The email or the password is not right.');
     }
-    await this.storage.clearSignInFailures(`account:${normalized}`);
+    await this.throttle.succeeded(`user:${normalized}`, address);
     const { password_hash: _hash, ...record } = user;
     return this.startSession(user.id, { kind: 'user', user: record });
-  }
-
-  /** 429 while an account or an address has failed too often within the window. */
-  private async throttle(subjects: string[]): Promise<void> {
-    const { signInMaxFailures, signInWindowMinutes } = this.config.panel;
-    const windowMs = signInWindowMinutes * 60_000;
-    const now = this.now().getTime();
-    const failures = await this.storage.countSignInFailures(subjects, new Date(now - windowMs).toISOString());
-    const blocked = [...failures.values()].filter((f) => f.count >= signInMaxFailures);
-    if (blocked.length === 0) return;
-    const until = Math.max(...blocked.map((f) => Date.parse(f.oldest) + windowMs));
-    const retryAfter = Math.max(1, Math.ceil((until - now) / 1000));
-    throw new ProblemError('rate_limited', `Too many failed sign-ins: try again in ${retryAfter} s.`, undefined, { 'Retry-After': String(retryAfter) });
   }
 
   private async startSession(userId: number | null, principal: Principal): Promise<SignedIn> {
@@ -165,6 +181,91 @@ export class PanelAccounts {
     if (sessionToken) await this.storage.deletePanelSession(sha256(sessionToken));
   }
 
+  // Secrets shown once (shown-once.ts): kept by the POST that made them, taken by the one GET that shows them
+
+  keepShownOnce(sessionToken: string, message: unknown): Promise<number> {
+    return this.shownOnce.keep(sessionToken, message);
+  }
+
+  takeShownOnce(sessionToken: string, id: number): Promise<unknown> {
+    return this.shownOnce.take(sessionToken, id);
+  }
+
+  // Passwords
+
+  /**
+   * A signed-in user sets a new password with their current one; every other session of the account
+   * ends (this one stays) and the account is told by e-mail. Wrong current passwords count as failed
+   * sign-ins. The number of sessions ended.
+   */
+  async changePassword(actor: Principal, sessionToken: string, current: string, next: string, address: string): Promise<number> {
+    if (actor.kind !== 'user') throw new ProblemError('forbidden', 'The operator signs in with the admin token and has no password.');
+    checkPassword(next, '/new_password');
+    const account = `user:${actor.user.email}`;
+    await this.throttle.check(account, address);
+    const stored = await this.storage.panelUserByEmail(actor.user.email);
+    if (!stored || !await verifyPassword(current.slice(0, MAX_PASSWORD), stored.password_hash)) {
+      await this.throttle.failed(account, address);
+      throw invalidInput('body', [{ name: '/current_password', in: 'body', reason: 'is not your current password' }]);
+    }
+    const passwordHash = await hashPassword(next);
+    const ended = await this.storage.transaction(async (tx) => {
+      await tx.setPanelUserPassword(stored.id, passwordHash);
+      const others = await tx.deletePanelSessionsOfUser(stored.id, sha256(sessionToken));
+      await tx.insertAuditEntry({
+        merchant_id: stored.merchant_id, at: this.now().toISOString(), actor: stored.email, action: 'user.password_changed',
+        detail: `${stored.email}: ${others} other session(s) ended`,
+      });
+      return others;
+    });
+    this.tellPasswordChanged(stored.email, 'in the panel');
+    return ended;
+  }
+
+  /**
+   * A single-use link that sets a new password for the user's existing account. Requested by the
+   * operator, the link is returned (and e-mailed to the account when SMTP is configured); requested
+   * by an owner, it only goes to the account's own e-mail, so that no owner can take another's
+   * account over. A new link revokes the account's earlier ones.
+   */
+  async requestPasswordReset(actor: Principal, merchantId: number, userId: number): Promise<PasswordReset> {
+    this.assertManager(actor, merchantId);
+    if (actor.kind !== 'operator' && !this.mailer) {
+      throw new ProblemError('conflict', 'This deployment sends no e-mail, so a reset link cannot reach the account itself: ask the operator for one.');
+    }
+    const reset = await this.storage.transaction(async (tx) => {
+      const user = await tx.panelUser(userId);
+      if (!user || user.merchant_id !== merchantId) throw notFound(`User ${userId}`);
+      const now = this.now();
+      const replaced = await tx.revokePanelInvitations(merchantId, { email: user.email }, now.toISOString());
+      const link = await this.newLink(tx, { merchant_id: merchantId, email: user.email, role: user.role, purpose: 'reset' }, now);
+      const sent = [actor.kind === 'operator' ? 'shown to the operator' : '', this.mailer ? 'e-mailed to the account' : ''].filter(Boolean).join(' and ');
+      await tx.insertAuditEntry({
+        merchant_id: merchantId, at: now.toISOString(), actor: principalName(actor), action: 'user.password_reset_requested',
+        detail: `${user.email}: link ${sent}${replaced ? `; ${replaced} earlier link(s) revoked` : ''}`,
+      });
+      return link;
+    });
+    this.mail(reset.email, 'Reset your catalog panel password', [
+      `${principalName(actor)} asked for a new password for your account ${reset.email} of the catalog publishing panel.`,
+      `Set it here: ${this.linkUrl(reset.token)}`,
+      `The link works once, until ${reset.expires_at}. Setting a password signs the account out everywhere.`,
+      'If you did not expect this, tell the operator; your current password keeps working until the link is used.',
+    ].join('\n\n'));
+    return { id: reset.id, email: reset.email, role: reset.role, expires_at: reset.expires_at, token: actor.kind === 'operator' ? reset.token : undefined };
+  }
+
+  private tellPasswordChanged(email: string, how: string): void {
+    this.mail(email, 'Your catalog panel password was changed', [
+      `The password of your account ${email} of the catalog publishing panel was changed ${how} at ${this.now().toISOString()}.`,
+      'Every other session of the account was signed out. If this was not you, ask the operator to reset it.',
+    ].join('\n\n'));
+  }
+
+  private mail(to: string, subject: string, text: string): void {
+    this.mailer?.({ to, subject, text }).catch(() => {});
+  }
+
   // Invitations and users
 
   /** 404 unless the actor may act within the merchant: the operator in any, a user in their own. */
@@ -180,7 +281,18 @@ export class PanelAccounts {
     }
   }
 
-  /** A single-use invitation link for the email (a lost password is reset by a new one). */
+  private async newLink(tx: StorageTx, link: Pick<PanelInvitationRecord, 'merchant_id' | 'email' | 'role' | 'purpose'>, now: Date): Promise<Invitation> {
+    const secret = token();
+    const expiresAt = new Date(now.getTime() + this.config.panel.invitationHours * 3600_000).toISOString();
+    const stored = await tx.insertPanelInvitation(sha256(secret), { ...link, created_at: now.toISOString(), expires_at: expiresAt });
+    return { id: stored.id, token: secret, email: link.email, role: link.role, expires_at: expiresAt };
+  }
+
+  /**
+   * A single-use invitation link that creates the e-mail's account. An e-mail that already has an
+   * account is refused (409): an invitation never resets a password (requestPasswordReset does, to the
+   * account's own e-mail). A new invitation revokes the e-mail's earlier links.
+   */
   async invite(actor: Principal, merchantId: number, input: { email: string; role: PanelRole }): Promise<Invitation> {
     this.assertManager(actor, merchantId);
     const email = input.email.trim().toLowerCase();
@@ -192,47 +304,87 @@ export class PanelAccounts {
       if (existing && existing.merchant_id !== merchantId) {
         throw new ProblemError('conflict', `${email} already signs in for another merchant.`);
       }
-      const secret = token();
+      if (existing) {
+        throw new ProblemError('conflict', `${email} already has an account, and an invitation does not reset it: send it a password reset instead `
+          + `(the link goes to ${email} itself${actor.kind === 'operator' ? ', and to you' : ''}).`);
+      }
       const now = this.now();
-      const expiresAt = new Date(now.getTime() + this.config.panel.invitationHours * 3600_000).toISOString();
-      await tx.insertPanelInvitation(sha256(secret), { merchant_id: merchantId, email, role: input.role, created_at: now.toISOString(), expires_at: expiresAt });
-      await tx.insertAuditEntry({ merchant_id: merchantId, at: now.toISOString(), actor: principalName(actor), action: 'user.invited', detail: `${email} (${input.role})` });
-      return { token: secret, email, role: input.role, expires_at: expiresAt };
+      const replaced = await tx.revokePanelInvitations(merchantId, { email }, now.toISOString());
+      const link = await this.newLink(tx, { merchant_id: merchantId, email, role: input.role, purpose: 'invitation' }, now);
+      await tx.insertAuditEntry({
+        merchant_id: merchantId, at: now.toISOString(), actor: principalName(actor), action: 'user.invited',
+        detail: `${email} (${input.role})${replaced ? `; ${replaced} earlier link(s) revoked` : ''}`,
+      });
+      return link;
     });
-    if (this.mailer) {
-      this.mailer(email, `/panel/invitations/${invitation.token}`, invitation.expires_at).catch(() => {});
-    }
+    this.mail(email, 'Your invitation to the catalog publishing panel',
+      `Set your password and sign in: ${this.linkUrl(invitation.token)}\n\nThe link works once, until ${invitation.expires_at}.`);
     return invitation;
   }
 
-  /** The invitation a link names, while it is unused and unexpired. */
-  async invitation(secret: string): Promise<Omit<Invitation, 'token'> & { merchant_id: number } | undefined> {
+  /** The invitation or reset a link names, while it is unused, unrevoked and unexpired. */
+  async invitation(secret: string): Promise<Omit<Invitation, 'token' | 'id'> & { merchant_id: number; purpose: PanelLinkPurpose } | undefined> {
     const stored = await this.storage.panelInvitation(sha256(secret));
-    if (!stored || stored.used_at !== null || this.now().getTime() >= Date.parse(stored.expires_at)) return undefined;
-    return { merchant_id: stored.merchant_id, email: stored.email, role: stored.role, expires_at: stored.expires_at };
+    if (!stored || !pending(stored, this.now())) return undefined;
+    return { merchant_id: stored.merchant_id, email: stored.email, role: stored.role, purpose: stored.purpose, expires_at: stored.expires_at };
   }
 
-  /** Sets the password the invitation's user signs in with; the link works once. */
+  /**
+   * Sets the password a link is for; the link works once. An invitation creates the account; a reset
+   * sets the existing account's password, ends every session of it, and tells the account.
+   */
   async acceptInvitation(secret: string, password: string): Promise<PanelUser> {
-    if (password.length < MIN_PASSWORD || password.length > MAX_PASSWORD) {
-      throw invalidInput('body', [{ name: '/password', in: 'body', reason: `must have ${MIN_PASSWORD} to ${MAX_PASSWORD} characters` }]);
-    }
+    checkPassword(password, '/password');
     const passwordHash = await hashPassword(password);
-    return this.storage.transaction(async (tx) => {
+    const accepted = await this.storage.transaction(async (tx) => {
       const hash = sha256(secret);
       const stored = await tx.panelInvitation(hash);
       const now = this.now();
-      if (!stored || stored.used_at !== null || now.getTime() >= Date.parse(stored.expires_at)) {
-        throw new ProblemError('not_found', 'This invitation link is unknown, already used or expired: ask for a new one.');
-      }
+      if (!stored || !pending(stored, now)) throw linkGone();
+      // Marked used first: a revocation (the user's removal) that committed meanwhile leaves nothing to mark.
+      if (!await tx.markPanelInvitationUsed(hash, now.toISOString())) throw linkGone();
       const existing = await tx.panelUserByEmail(stored.email);
+      if (stored.purpose === 'reset') {
+        if (!existing || existing.merchant_id !== stored.merchant_id) throw linkGone();
+        await tx.setPanelUserPassword(existing.id, passwordHash);
+        const ended = await tx.deletePanelSessionsOfUser(existing.id);
+        await tx.insertAuditEntry({
+          merchant_id: stored.merchant_id, at: now.toISOString(), actor: stored.email, action: 'user.password_reset',
+          detail: `${stored.email}: ${ended} session(s) ended`,
+        });
+        const { password_hash: _hash, ...user } = existing;
+        return { user, reset: true };
+      }
       if (existing && existing.merchant_id !== stored.merchant_id) {
         throw new ProblemError('conflict', `${stored.email} already signs in for another merchant.`);
       }
+      if (existing) throw new ProblemError('conflict', `${stored.email} already has an account: sign in, or ask for a password reset.`);
       const user = await tx.upsertPanelUser({ merchant_id: stored.merchant_id, email: stored.email, role: stored.role, created_at: now.toISOString() }, passwordHash);
-      await tx.markPanelInvitationUsed(hash, now.toISOString());
       await tx.insertAuditEntry({ merchant_id: stored.merchant_id, at: now.toISOString(), actor: stored.email, action: 'user.password_set', detail: `${stored.email} (${stored.role})` });
-      return user;
+      return { user, reset: false };
+    });
+    if (accepted.reset) this.tellPasswordChanged(accepted.user.email, 'with a reset link');
+    return accepted.user;
+  }
+
+  /** The merchant's invitation and reset links that still work (never their secrets). */
+  async listPendingLinks(actor: Principal, merchantId: number): Promise<PendingLink[]> {
+    this.assertManager(actor, merchantId);
+    if (!await this.storage.getMerchant(merchantId)) throw notFound(`Merchant ${merchantId}`);
+    return (await this.storage.listPendingPanelInvitations(merchantId, this.now().toISOString())).map(pendingLink);
+  }
+
+  /** Revokes one pending link: it no longer works. 404 for a link that is not pending. */
+  async revokeLink(actor: Principal, merchantId: number, linkId: number): Promise<PendingLink> {
+    this.assertManager(actor, merchantId);
+    return this.storage.transaction(async (tx) => {
+      const now = this.now().toISOString();
+      const link = (await tx.listPendingPanelInvitations(merchantId, now)).find((l) => l.id === linkId);
+      if (!link || await tx.revokePanelInvitations(merchantId, { id: linkId }, now) === 0) throw notFound(`Invitation ${linkId}`);
+      await tx.insertAuditEntry({
+        merchant_id: merchantId, at: now, actor: principalName(actor), action: 'user.invitation_revoked', detail: `${link.email} (${link.purpose} ${link.id})`,
+      });
+      return pendingLink(link);
     });
   }
 
@@ -242,12 +394,27 @@ export class PanelAccounts {
     return this.storage.listPanelUsers(merchantId);
   }
 
-  async removeUser(actor: Principal, merchantId: number, userId: number): Promise<void> {
+  /**
+   * Removes the user, ends their sessions and revokes their pending links. The merchant's last owner
+   * cannot be removed (409): someone must be left to manage its users.
+   */
+  async removeUser(actor: Principal, merchantId: number, userId: number): Promise<PanelUser> {
     this.assertManager(actor, merchantId);
-    await this.storage.transaction(async (tx) => {
+    return this.storage.transaction(async (tx) => {
       const user = await tx.panelUser(userId);
-      if (!user || user.merchant_id !== merchantId || !await tx.deletePanelUser(merchantId, userId)) throw notFound(`User ${userId}`);
-      await tx.insertAuditEntry({ merchant_id: merchantId, at: this.now().toISOString(), actor: principalName(actor), action: 'user.removed', detail: user.email });
+      if (!user || user.merchant_id !== merchantId) throw notFound(`User ${userId}`);
+      // Locks the owners (PostgreSQL): two owners removing each other at once cannot both succeed.
+      if (user.role === 'owner' && (await tx.panelOwnerIds(merchantId)).filter((id) => id !== userId).length === 0) {
+        throw new ProblemError('conflict', `${user.email} is the merchant's only owner and cannot be removed: invite another owner first.`);
+      }
+      const now = this.now().toISOString();
+      const revoked = await tx.revokePanelInvitations(merchantId, { email: user.email }, now);
+      if (!await tx.deletePanelUser(merchantId, userId)) throw notFound(`User ${userId}`);
+      await tx.insertAuditEntry({
+        merchant_id: merchantId, at: now, actor: principalName(actor), action: 'user.removed',
+        detail: `${user.email}${revoked ? `; ${revoked} pending link(s) revoked` : ''}`,
+      });
+      return user;
     });
   }
 
@@ -262,6 +429,19 @@ export class PanelAccounts {
     this.assertManager(actor, merchantId);
     if (!await this.storage.getMerchant(merchantId)) throw notFound(`Merchant ${merchantId}`);
     return (await this.storage.listAuditEntries(merchantId, limit)).map(({ merchant_id: _, ...entry }) => entry);
+  }
+}
+
+/** A link that still works at `now`. */
+const pending = (link: PanelInvitationRecord, now: Date) =>
+  link.used_at === null && link.revoked_at === null && now.getTime() < Date.parse(link.expires_at);
+
+const pendingLink = ({ id, email, role, purpose, created_at, expires_at }: PanelInvitationRecord): PendingLink =>
+  ({ id, email, role, purpose, created_at, expires_at });
+
+function checkPassword(password: string, name: string): void {
+  if (password.length < MIN_PASSWORD || password.length > MAX_PASSWORD) {
+    throw invalidInput('body', [{ name, in: 'body', reason: `must have ${MIN_PASSWORD} to ${MAX_PASSWORD} characters` }]);
   }
 }
 

@@ -4,7 +4,7 @@
 import type {
   AttributeDefinitionRecord, ExchangeRateRecord, ProductRecord, ProductSourceDocument, StoreRecord,
 } from '../catalog/model.js';
-import { parseDecimal } from '../catalog/money.js';
+import { currenciesRepriced, parseDecimal } from '../catalog/money.js';
 import type { components } from '../generated/admin-api.js';
 import { CatalogPublisher, type PublishSummary } from '../catalog/publish.js';
 import { PublishRuns } from '../catalog/publish-runs.js';
@@ -118,9 +118,11 @@ export class CatalogAdmin {
     const { result, run } = await this.storage.transaction(async (tx) => {
       await this.merchantIn(tx, merchantId);
       const result = await write(tx);
-      return { result, run: await this.publishRuns.begin(tx, merchantId, (await onlyStores?.(tx)) ?? null) };
+      const stores = (await onlyStores?.(tx)) ?? null;
+      // No store to re-publish: no run (it would read every product for nothing).
+      return { result, run: stores?.length === 0 ? null : await this.publishRuns.begin(tx, merchantId, stores) };
     });
-    await this.publishRuns.complete(run);
+    if (run) await this.publishRuns.complete(run);
     return result;
   }
 
@@ -201,9 +203,11 @@ export class CatalogAdmin {
         throw new ProblemError('conflict', `Store "${slug}" is (or becomes) the default store, which must stay active.`);
       }
       const store = await tx.upsertStore(merchantId, slug, { ...input, is_default: isDefault });
-      return { store, run: await this.publishRuns.begin(tx, merchantId, [store.id]) };
+      // An inactive store is not published (catalog/publish.ts): deactivating it, or changing it
+      // while inactive, re-publishes nothing; activating it publishes it through a run.
+      return { store, run: store.active ? await this.publishRuns.begin(tx, merchantId, [store.id]) : null };
     });
-    await this.publishRuns.complete(run);
+    if (run) await this.publishRuns.complete(run);
     return (await this.storage.findStore(merchantId, slug)) ?? store;
   }
 
@@ -276,19 +280,32 @@ export class CatalogAdmin {
       throw invalidInput('path', [{ name: 'quote', in: 'path', reason: 'must differ from base' }]);
     }
     if (!/[1-9]/.test(rate.rate)) throw invalidInput('body', [{ name: '/rate', in: 'body', reason: 'must be greater than 0' }]);
-    return this.writeAndRepublish(merchantId, (tx) => tx.upsertExchangeRate(merchantId, rate),
-      (tx) => this.storesPricedIn(tx, merchantId, rate.base, rate.quote));
+    let before: ExchangeRateRecord[] = [];
+    return this.writeAndRepublish(merchantId, async (tx) => {
+      before = await tx.listExchangeRates(merchantId);
+      return tx.upsertExchangeRate(merchantId, rate);
+    }, (tx) => this.storesRepriced(tx, merchantId, before));
   }
 
-  /** A rate converts only between its two currencies (directly or inverted), so only stores in them can change. */
-  private async storesPricedIn(tx: StorageTx, merchantId: number, ...currencies: string[]): Promise<number[]> {
-    return (await tx.listStores(merchantId)).filter((s) => currencies.includes(s.currency)).map((s) => s.id);
+  /**
+   * The stores into whose currency some currency the merchant's products bill in now converts
+   * differently: a rate converts between its two currencies, and also between any two currencies
+   * whose path passes through it (money.ts), so a store of a third currency can be re-priced too.
+   */
+  private async storesRepriced(tx: StorageTx, merchantId: number, before: ExchangeRateRecord[]): Promise<number[]> {
+    const [stores, after] = await Promise.all([tx.listStores(merchantId), tx.listExchangeRates(merchantId)]);
+    const rated = [...new Set([...before, ...after].flatMap((r) => [r.base, r.quote]))].sort();
+    const billed = await tx.currenciesInUse(merchantId, rated);
+    const repriced = currenciesRepriced(before, after, new Set(stores.map((s) => s.currency)), billed);
+    return stores.filter((s) => repriced.has(s.currency)).map((s) => s.id);
   }
 
   deleteExchangeRate(merchantId: number, base: string, quote: string): Promise<void> {
+    let before: ExchangeRateRecord[] = [];
     return this.writeAndRepublish(merchantId, async (tx) => {
+      before = await tx.listExchangeRates(merchantId);
       if (!await tx.deleteExchangeRate(merchantId, base, quote)) throw notFound(`Exchange rate ${base}/${quote}`);
-    }, (tx) => this.storesPricedIn(tx, merchantId, base, quote));
+    }, (tx) => this.storesRepriced(tx, merchantId, before));
   }
 
   // Pricing rules

@@ -68,3 +68,129 @@ export function formatMinorUnits(minor: bigint, currency: string): string {
   if (exponent === 0) return `${sign}${digits}`;
   return `${sign}${digits.slice(0, -exponent)}.${digits.slice(-exponent)}`;
 }
+
+/** One of the merchant's rates: 1 unit of `base` is `rate` units of `quote`. */
+export interface ExchangeRate {
+  base: string;
+  quote: string;
+  rate: string;
+}
+
+/** One step of a conversion: a merchant's rate, used as stated (base -> quote) or inverted (quote -> base). */
+export interface ConversionStep {
+  from: string;
+  to: string;
+  rate: ExchangeRate;
+  inverted: boolean;
+}
+
+/** How an amount of one currency becomes an amount of another: the steps, and their product as one exact factor. */
+export interface Conversion {
+  steps: ConversionStep[];
+  factor: Ratio;
+}
+
+function gcd(a: bigint, b: bigint): bigint {
+  let x = a < 0n ? -a : a;
+  let y = b;
+  while (y !== 0n) [x, y] = [y, x % y];
+  return x;
+}
+
+/** a × b in lowest terms (a factor composed over many rates stays small). */
+function compose(a: Ratio, b: Ratio): Ratio {
+  const { n, d } = multiply(a, b);
+  const g = gcd(n, d);
+  return g > 1n ? { n: n / g, d: d / g } : { n, d };
+}
+
+/** Whether two ratios are the same number. */
+export function sameRatio(a: Ratio, b: Ratio): boolean {
+  return a.n * b.d === b.n * a.d;
+}
+
+/** Orders two paths of equal length: fewer inverted rates first, then the currencies passed through, alphabetically. */
+function betterPath(a: ConversionStep[], b: ConversionStep[]): boolean {
+  const inverted = (steps: ConversionStep[]) => steps.filter((s) => s.inverted).length;
+  const byInversions = inverted(a) - inverted(b);
+  if (byInversions !== 0) return byInversions < 0;
+  for (let i = 0; i < a.length; i++) {
+    if (a[i]!.to !== b[i]!.to) return a[i]!.to < b[i]!.to;
+  }
+  return false;
+}
+
+/**
+ * The conversion from one currency to another over the merchant's rates (Money: "Exchange rates"),
+ * or null when no chain of rates joins them. Each rate converts either way (base -> quote at
+ * `rate`, quote -> base at 1/rate). The path with the fewest rates wins, so a rate between the two
+ * currencies always wins over a path through a third one; among paths of equal length, the one
+ * with fewer inverted rates (so a stated pair beats the inverse of the opposite pair), then the
+ * one whose intermediate currencies come first alphabetically (compared step by step). The
+ * storage order of the rates never matters. Found breadth-first; the tie-breaks compose, so the
+ * best path to each currency extends the best path to the one before it.
+ */
+export function findConversion(from: string, to: string, rates: readonly ExchangeRate[]): Conversion | null {
+  if (from === to) return { steps: [], factor: { n: 1n, d: 1n } };
+  const edges = new Map<string, ConversionStep[]>();
+  const addEdge = (step: ConversionStep) => {
+    const list = edges.get(step.from) ?? [];
+    list.push(step);
+    edges.set(step.from, list);
+  };
+  for (const rate of rates) {
+    // The admin API refuses these; a rate that cannot be inverted is never a step.
+    if (rate.base === rate.quote || parseDecimal(rate.rate).n <= 0n) continue;
+    addEdge({ from: rate.base, to: rate.quote, rate, inverted: false });
+    addEdge({ from: rate.quote, to: rate.base, rate, inverted: true });
+  }
+  const best = new Map<string, ConversionStep[]>([[from, []]]);
+  let layer = [from];
+  while (layer.length > 0 && !best.has(to)) {
+    const next = new Map<string, ConversionStep[]>();
+    for (const currency of layer) {
+      const path = best.get(currency)!;
+      for (const step of edges.get(currency) ?? []) {
+        if (best.has(step.to)) continue;
+        const candidate = [...path, step];
+        const current = next.get(step.to);
+        if (!current || betterPath(candidate, current)) next.set(step.to, candidate);
+      }
+    }
+    for (const [currency, path] of next) best.set(currency, path);
+    layer = [...next.keys()];
+  }
+  const steps = best.get(to);
+  if (!steps) return null;
+  let factor: Ratio = { n: 1n, d: 1n };
+  for (const step of steps) {
+    const rate = parseDecimal(step.rate.rate);
+    factor = compose(factor, step.inverted ? { n: rate.d, d: rate.n } : rate);
+  }
+  return { steps, factor };
+}
+
+/**
+ * The currencies of `targets` into which some currency of `sources` (the currencies costs are in)
+ * converts differently (another factor, or now at all, or no longer) under `after` than under
+ * `before`: a changed rate re-prices the stores in these currencies, also where it is only one step
+ * of a path.
+ */
+export function currenciesRepriced(
+  before: readonly ExchangeRate[], after: readonly ExchangeRate[], targets: Iterable<string>, sources: Iterable<string>,
+): Set<string> {
+  const repriced = new Set<string>();
+  const costCurrencies = [...sources];
+  for (const target of targets) {
+    for (const source of costCurrencies) {
+      if (source === target) continue;
+      const was = findConversion(source, target, before);
+      const is = findConversion(source, target, after);
+      if ((was === null) !== (is === null) || (was && is && !sameRatio(was.factor, is.factor))) {
+        repriced.add(target);
+        break;
+      }
+    }
+  }
+  return repriced;
+}

@@ -4,6 +4,14 @@
 // and a change is never recorded without its data, nor data without its change. Merchant-wide
 // publishing works in bounded chunks and yields the event loop between bounded steps, so reads
 // are answered (from the last committed state) while it runs.
+//
+// Only active stores are published (issue 21.2): an inactive store is neither resolved nor
+// recorded in the feed nor delivered, and its payloads stay as they were when it was deactivated.
+// Activating it publishes it through a publish run: every product whose payload differs from the
+// kept one is recorded (a product it never had as price and content), and a kept payload whose
+// product was deleted meanwhile as `removed`; a feed cursor taken before the deactivation resumes
+// exactly. Deactivating records nothing (product decisions: an inactive store is not readable, so
+// nothing about it is announced; its slug answers 404 and /v1/stores no longer lists it).
 import type { MerchantContext, ProductRecord, StoreRecord } from './model.js';
 import { resolveProduct } from './resolve.js';
 import { ChangeRecorder, type DetectedChange } from '../changes/recorder.js';
@@ -12,6 +20,11 @@ import type { PublishedHashes, PublishedRow, StorageOperations, StorageTx } from
 
 /** Products resolved between two checks of the event loop's time slice. */
 const RESOLVE_STEP = 16;
+
+/** The stores a publish writes to: the active ones of those named (null: all). */
+function publishedStores(context: MerchantContext, storeIds: readonly number[] | null = null): StoreRecord[] {
+  return context.stores.filter((s) => s.active && (storeIds === null || storeIds.includes(s.id)));
+}
 
 export interface PublishSummary {
   resolved: number;
@@ -57,7 +70,7 @@ export class CatalogPublisher {
       await yieldToOthers();
       const products = await tx.productsByIds(merchantId, productIds.slice(i, i + this.chunkSize));
       await yieldToOthers();
-      await this.publishChunk(tx, context, context.stores, products, summary);
+      await this.publishChunk(tx, context, publishedStores(context), products, summary);
     }
     return summary;
   }
@@ -68,7 +81,7 @@ export class CatalogPublisher {
    */
   async publishAll(tx: StorageTx, merchantId: number, onlyStores?: number[], onProgress?: (done: number) => void): Promise<PublishSummary> {
     const context = await this.loadContext(tx, merchantId);
-    const stores = onlyStores ? context.stores.filter((s) => onlyStores.includes(s.id)) : context.stores;
+    const stores = publishedStores(context, onlyStores);
     const summary = { resolved: 0, changes: 0 };
     let afterId = 0;
     for (;;) {
@@ -84,23 +97,56 @@ export class CatalogPublisher {
   }
 
   /**
-   * Re-publishes the next chunk of the merchant's products after `afterId` in its stores (null: all),
-   * adding to `summary`; returns the chunk's last product id, or null when no product is left.
+   * Re-publishes the next chunk of the merchant's products after `afterId` in its active stores
+   * (of `storeIds`; null: all), adding to `summary`; returns the last product id the chunk covered,
+   * or null when none is left. The chunk also takes each store's kept payloads in the same range of
+   * ids whose product is gone (deleted while the store was inactive) out of it as `removed`: the
+   * products and each store's payloads are walked side by side, a chunk ending where the first of
+   * them ends.
    */
   async publishAfter(tx: StorageTx, merchantId: number, storeIds: number[] | null, afterId: number, summary: PublishSummary): Promise<number | null> {
-    const products = await tx.productsAfter(merchantId, afterId, this.chunkSize);
-    if (products.length === 0) return null;
     const context = await this.loadContext(tx, merchantId);
-    const stores = storeIds ? context.stores.filter((s) => storeIds.includes(s.id)) : context.stores;
-    await this.publishChunk(tx, context, stores, products, summary);
-    return products[products.length - 1]!.id;
+    const stores = publishedStores(context, storeIds);
+    const products = await tx.productsAfter(merchantId, afterId, this.chunkSize);
+    const keptByStore: number[][] = [];
+    for (const store of stores) keptByStore.push(await tx.publishedIdsAfter(store.id, afterId, this.chunkSize));
+    // The chunk covers ids up to where the first full list ends: beyond it, a list is not known.
+    let upTo = Infinity;
+    let last = 0;
+    for (const ids of [products.map((p) => p.id), ...keptByStore]) {
+      if (ids.length > 0) last = Math.max(last, ids[ids.length - 1]!);
+      if (ids.length === this.chunkSize) upTo = Math.min(upTo, ids[ids.length - 1]!);
+    }
+    if (last === 0) return null;
+    const end = Math.min(upTo, last);
+    const covered = products.filter((p) => p.id <= end);
+    await this.publishChunk(tx, context, stores, covered, summary);
+    const present = new Set(covered.map((p) => p.id));
+    const gone: DetectedChange[] = [];
+    const touched: number[] = [];
+    for (const [index, store] of stores.entries()) {
+      const orphans = keptByStore[index]!.filter((id) => id <= end && !present.has(id));
+      if (orphans.length === 0) continue;
+      await tx.deletePublished(store.id, orphans);
+      gone.push(...orphans.map((productId) => ({ storeId: store.id, productId, changeType: 'removed' as const })));
+      touched.push(store.id);
+    }
+    if (gone.length > 0) {
+      await this.changes.record(tx, merchantId, gone);
+      await tx.bumpCatalogVersion(touched);
+      summary.changes += gone.length;
+    }
+    return end;
   }
 
-  /** Removes products from every store's catalog: a `removed` change where one was published. */
+  /**
+   * Removes products from every active store's catalog: a `removed` change where one was published.
+   * An inactive store keeps its payloads until it is activated, whose run records the removal.
+   */
   async unpublishProducts(tx: StorageTx, merchantId: number, productIds: number[]): Promise<PublishSummary> {
     const summary = { resolved: 0, changes: 0 };
     const touched: number[] = [];
-    for (const store of await tx.listStores(merchantId)) {
+    for (const store of (await tx.listStores(merchantId)).filter((s) => s.active)) {
       const published = [...(await tx.publishedHashes(store.id, productIds)).keys()];
       if (published.length === 0) continue;
       await tx.deletePublished(store.id, published);

@@ -2,25 +2,39 @@
 // Pure functions: no storage, no HTTP. The publisher (catalog/publish.ts) runs them on writes.
 import { createHash } from 'node:crypto';
 import {
-  currencyExponent, divide, formatMinorUnits, multiply, parseDecimal, roundHalfAwayFromZero,
-  toMinorUnits, type Ratio,
+  currencyExponent, findConversion, formatMinorUnits, multiply, parseDecimal, roundHalfAwayFromZero,
+  toMinorUnits, type Conversion, type Ratio,
 } from './money.js';
 import type {
-  CustomerGroupRecord, ExclusionReason, ImageMirrorRecord, MerchantContext, OfferSource, PricingRuleRecord,
+  CustomerGroupRecord, ExchangeRateRecord, ExclusionReason, ImageMirrorRecord, MerchantContext, OfferSource, PricingRuleRecord,
   ProductRecord, StoreRecord,
 } from './model.js';
 
-/** Converts a decimal amount of `from` into minor units of `to`, or null when no rate is known. */
+/** The conversions found per set of rates (one per merchant context), by "from>to". */
+const conversionsByRates = new WeakMap<readonly ExchangeRateRecord[], Map<string, Conversion | null>>();
+
+/** The conversion between two currencies over the context's rates (money.ts findConversion), found once per context. */
+export function conversionBetween(
+  from: string, to: string, context: Pick<MerchantContext, 'exchangeRates'>,
+): Conversion | null {
+  let found = conversionsByRates.get(context.exchangeRates);
+  if (!found) conversionsByRates.set(context.exchangeRates, found = new Map());
+  const key = `${from}>${to}`;
+  if (!found.has(key)) found.set(key, findConversion(from, to, context.exchangeRates));
+  return found.get(key)!;
+}
+
+/**
+ * Converts a decimal amount of `from` into minor units of `to`, or null when no chain of the
+ * merchant's rates joins them: the amount times the path's exact factor, rounded once, half away
+ * from zero, in `to` (never in an intermediate currency).
+ */
 export function convertToMinorUnits(
   amount: string, from: string, to: string, context: Pick<MerchantContext, 'exchangeRates'>,
 ): bigint | null {
-  const value = parseDecimal(amount);
-  if (from === to) return toMinorUnits(value, to);
-  const direct = context.exchangeRates.find((r) => r.base === from && r.quote === to);
-  if (direct) return toMinorUnits(multiply(value, parseDecimal(direct.rate)), to);
-  const inverse = context.exchangeRates.find((r) => r.base === to && r.quote === from);
-  if (inverse) return toMinorUnits(divide(value, parseDecimal(inverse.rate)), to);
-  return null;
+  const conversion = conversionBetween(from, to, context);
+  if (!conversion) return null;
+  return toMinorUnits(multiply(parseDecimal(amount), conversion.factor), to);
 }
 
 /** An offer usable in the store: its cost converted to the store currency. */

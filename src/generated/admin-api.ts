@@ -180,10 +180,47 @@ export interface paths {
         post?: never;
         /**
          * Remove a panel user
-         * @description Removes the user and ends their sessions at once. The change is recorded in the merchant's
-         *     audit log.
+         * @description Removes the user, ends their sessions at once and revokes their pending invitation and reset
+         *     links. The merchant's only owner cannot be removed (`409`): invite another owner first. The
+         *     change is recorded in the merchant's audit log.
          */
         delete: operations["removePanelUser"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/merchants/{merchant_id}/users/{user_id}/password-reset": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
+                 * @example 1
+                 */
+                merchant_id: components["parameters"]["MerchantId"];
+                /**
+                 * @description Id of the panel user (from the user listing).
+                 * @example 3
+                 */
+                user_id: components["parameters"]["UserId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Make a password reset link for a panel user
+         * @description Creates a single-use link (valid `CPS_PANEL_INVITATION_HOURS`) where the account's owner sets a
+         *     new password; it is returned here, to the operator, and e-mailed to the account when SMTP is
+         *     configured. The current password keeps working until the link is used; setting the new one
+         *     ends every session of the account and the account is told by e-mail. A new link revokes the
+         *     account's earlier links. In the panel, a merchant's owners can only have the link e-mailed to
+         *     the account itself. Recorded in the merchant's audit log.
+         */
+        post: operations["resetPanelUserPassword"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -202,19 +239,58 @@ export interface paths {
             };
             cookie?: never;
         };
-        get?: never;
+        /**
+         * List a merchant's pending invitations and password resets
+         * @description The merchant's single-use links that still work (neither used, revoked nor expired), ordered
+         *     by id: invitations and password resets, made here, in the panel or with the CLI. Their
+         *     secrets are never shown again; revoke a link with `revokePanelInvitation`.
+         */
+        get: operations["listPanelInvitations"];
         put?: never;
         /**
          * Invite a panel user
          * @description Creates a single-use link (valid 72 hours by default, `CPS_PANEL_INVITATION_HOURS`) where the
          *     invited person sets a password; they then sign in to the panel at `/panel/login` with the
          *     email and that password. The link is returned here (and e-mailed when SMTP is configured);
-         *     only its hash is stored. Inviting an email that already belongs to a user of this merchant
-         *     lets them set a new password: that is how a lost password is reset. An email that signs in
-         *     for another merchant answers `409`.
+         *     only its hash is stored. A new invitation revokes the earlier links of the same email.
+         *     An invitation never resets an existing account: an email that already has an account of
+         *     this merchant answers `409` (reset its password with `resetPanelUserPassword`), and so does
+         *     an email that signs in for another merchant.
          */
         post: operations["invitePanelUser"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/merchants/{merchant_id}/invitations/{invitation_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
+                 * @example 1
+                 */
+                merchant_id: components["parameters"]["MerchantId"];
+                /**
+                 * @description Id of a pending invitation or password reset link (from `listPanelInvitations`).
+                 * @example 7
+                 */
+                invitation_id: components["parameters"]["InvitationId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke a pending invitation or password reset
+         * @description The link stops working at once. Only a pending link (neither used, revoked nor expired) can be
+         *     revoked; any other id answers `404`. The change is recorded in the merchant's audit log.
+         */
+        delete: operations["revokePanelInvitation"];
         options?: never;
         head?: never;
         patch?: never;
@@ -309,6 +385,16 @@ export interface paths {
          *     before the call answers (a publish run: the change commits first, then `CPS_PUBLISH_CHUNK` products per transaction; meanwhile reads show each product whole, as before or after)
          *     (a changed locale changes titles and labels, a changed currency changes prices, a changed
          *     `exclude_out_of_stock` changes exclusions).
+         *
+         *     Inactive stores (`active: false`) are not published: nothing about them is recorded in the
+         *     change feed or delivered to webhook endpoints (neither to endpoints scoped to the store nor
+         *     to all-stores endpoints), and their slug answers 404 on the public API. Deactivating a store
+         *     records and delivers nothing (no `removed`: the store leaves the public API as a whole) and
+         *     re-resolves nothing; the payloads it had are kept as they were. Activating it publishes it
+         *     through a publish run: every product whose payload differs from the kept one is recorded and
+         *     delivered (a product it never had as `price` and `content`, a product deleted meanwhile as
+         *     `removed`), so a feed cursor from before the deactivation resumes exactly. Changes recorded
+         *     while the store was still active are delivered even if it is deactivated before they go out.
          */
         put: operations["upsertStore"];
         post?: never;
@@ -319,8 +405,8 @@ export interface paths {
          *     change or delete those rules first), nor a store that webhook endpoints are scoped to
          *     through `store` (`409`; change or delete those endpoints first). The slug is removed from every product's
          *     `excluded_stores` in the same transaction. The store's change history goes with it: to take
-         *     a store out of service while integrators may still read its feed, set `active: false`
-         *     instead.
+         *     a store out of service and later bring it back with its feed history (a cursor from before
+         *     resumes), set `active: false` instead.
          */
         delete: operations["deleteStore"];
         options?: never;
@@ -456,21 +542,36 @@ export interface paths {
         /**
          * Set an exchange rate
          * @description Creates or replaces the rate of the pair: one unit of `base` equals `rate` units of `quote`.
-         *     A conversion from `base` to `quote` uses this pair; without it, the inverse of the pair
-         *     `quote`/`base` (1 / rate); without either, an offer in that currency is ignored for stores
-         *     in the other currency. Converted amounts are rounded half away from zero to the store
-         *     currency's minor unit. `base` equal to `quote` answers `400 invalid_parameter`.
+         *     A rate converts both ways (`quote` to `base` at 1 / rate), and costs reach a store currency
+         *     through intermediate currencies where no rate joins the two (an offer in USD reaches a JPY
+         *     store through USD/EUR and EUR/JPY). The path used:
          *
-         *     The products with offers or own stock in either currency are re-resolved in every store
-         *     before the call answers (a publish run: the change commits first, then `CPS_PUBLISH_CHUNK` products per transaction; meanwhile reads show each product whole, as before or after).
+         *     1. the fewest rates: a rate between the two currencies always wins over a longer path;
+         *     2. among paths of equal length, the fewest rates used inverted (so this pair wins over the
+         *        inverse of the pair `quote`/`base`);
+         *     3. then the intermediate currencies first in alphabetical order, compared step by step.
+         *        The order rates were entered in never matters.
+         *
+         *     The path's rates are multiplied exactly and the amount is rounded once, half away from zero,
+         *     to the store currency's minor unit (never in an intermediate currency). Without any path, an
+         *     offer in that currency is ignored for the store. `base` equal to `quote` answers
+         *     `400 invalid_parameter`.
+         *
+         *     The stores into whose currency a currency the merchant's offers or own stock are in now
+         *     converts differently (through this pair, a path this rate is a step of, or a path it now
+         *     shortens) are re-resolved before the call answers (a publish run: the change commits first, then `CPS_PUBLISH_CHUNK` products per transaction; meanwhile reads show each product whole, as before or after); a
+         *     rate that changes no such conversion (say, of a currency no product's cost is in)
+         *     re-resolves nothing.
          */
         put: operations["upsertExchangeRate"];
         post?: never;
         /**
          * Delete an exchange rate
          * @description Deletes the rate of this pair (not the inverse pair, which is a rate of its own). Offers
-         *     that can no longer be converted are ignored for the affected stores from now on; the
-         *     products are re-resolved before the call answers (a publish run: the change commits first, then `CPS_PUBLISH_CHUNK` products per transaction; meanwhile reads show each product whole, as before or after). An unknown pair answers `404`.
+         *     are converted along the path that remains (another pair, or a path through an intermediate
+         *     currency, as `PUT` describes); offers that can no longer be converted at all are ignored for
+         *     the affected stores from now on. The stores into whose currency a cost of the merchant now
+         *     converts differently are re-resolved before the call answers (a publish run: the change commits first, then `CPS_PUBLISH_CHUNK` products per transaction; meanwhile reads show each product whole, as before or after). An unknown pair answers `404`.
          */
         delete: operations["deleteExchangeRate"];
         options?: never;
@@ -1671,6 +1772,74 @@ export interface components {
         PanelUserList: {
             data: components["schemas"]["PanelUser"][];
         };
+        /**
+         * @description A single-use link that sets a new password for an existing panel account. Hand `link` to the
+         *     account's owner only: whoever opens it chooses the password. It is also e-mailed to the account
+         *     when the deployment has SMTP configured. The link's secret is shown only here.
+         */
+        PasswordReset: {
+            /**
+             * @description The link's id (`invitation_id`), to revoke it.
+             * @example 8
+             */
+            id: number;
+            /**
+             * @description The account's address.
+             * @example buyer@acme.test
+             */
+            email: string;
+            /**
+             * Format: uri
+             * @description `{public base URL}/panel/invitations/{secret}`; works once, until `expires_at`.
+             * @example http://127.0.0.1:8080/panel/invitations/Zb1E3kq9w6V0cTn2mJpXy4RfLh8sGdQaUo7iKeCvB5M
+             */
+            link: string;
+            /**
+             * Format: date-time
+             * @description When the link stops working (by default 72 hours after the request).
+             * @example 2026-11-29T08:15:00Z
+             */
+            expires_at: string;
+        };
+        /**
+         * @description A single-use link that still works: an invitation (it creates the e-mail's account) or a password
+         *     reset (it sets a new password for the e-mail's existing account). Its secret is never shown again.
+         */
+        PanelLink: {
+            /**
+             * @description Service-assigned link id, used as `invitation_id`.
+             * @example 7
+             */
+            id: number;
+            /**
+             * @description The address the link is for, in lower case.
+             * @example buyer@acme.test
+             */
+            email: string;
+            role: components["schemas"]["PanelRole"];
+            /**
+             * @description `invitation`: creates the account; `reset`: sets a new password for the existing account.
+             * @example invitation
+             * @enum {string}
+             */
+            purpose: "invitation" | "reset";
+            /**
+             * Format: date-time
+             * @description When the link was made.
+             * @example 2026-11-26T08:15:00Z
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description When the link stops working.
+             * @example 2026-11-29T08:15:00Z
+             */
+            expires_at: string;
+        };
+        /** @description The merchant's links that still work (neither used, revoked nor expired), ordered by id. */
+        PanelLinkList: {
+            data: components["schemas"]["PanelLink"][];
+        };
         /** @description Who to invite, and with which role. */
         InvitationInput: {
             /** @description The address the user will sign in with (compared without regard to case). */
@@ -1683,6 +1852,11 @@ export interface components {
          *     `/panel/login`. The link's secret is shown only here.
          */
         Invitation: {
+            /**
+             * @description The link's id (`invitation_id`), to revoke it.
+             * @example 7
+             */
+            id: number;
             /**
              * @description The invited address, in lower case.
              * @example buyer@acme.test
@@ -1799,7 +1973,9 @@ export interface components {
              */
             is_default: boolean;
             /**
-             * @description Default `true`. The default store cannot be deactivated (`409`).
+             * @description Default `true`. The default store cannot be deactivated (`409`). An inactive store is not
+             *     published: no feed entries and no webhook deliveries for it until it is activated, which
+             *     publishes what changed since (see `PUT .../stores/{slug}`).
              * @default true
              */
             active: boolean;
@@ -3167,6 +3343,11 @@ export interface components {
          */
         UserId: number;
         /**
+         * @description Id of a pending invitation or password reset link (from `listPanelInvitations`).
+         * @example 7
+         */
+        InvitationId: number;
+        /**
          * @description Maximum number of entries to return, 1 to 200; default 50. Unlike `per_page` on the public
          *     API, a value outside the range (or not an integer) is not clamped but answers
          *     `400 invalid_parameter`.
@@ -3624,6 +3805,72 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+        };
+    };
+    resetPanelUserPassword: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
+                 * @example 1
+                 */
+                merchant_id: components["parameters"]["MerchantId"];
+                /**
+                 * @description Id of the panel user (from the user listing).
+                 * @example 3
+                 */
+                user_id: components["parameters"]["UserId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The reset link (shown once). */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PasswordReset"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+        };
+    };
+    listPanelInvitations: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
+                 * @example 1
+                 */
+                merchant_id: components["parameters"]["MerchantId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The pending links. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PanelLinkList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
         };
     };
     invitePanelUser: {
@@ -3656,6 +3903,39 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+        };
+    };
+    revokePanelInvitation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
+                 * @example 1
+                 */
+                merchant_id: components["parameters"]["MerchantId"];
+                /**
+                 * @description Id of a pending invitation or password reset link (from `listPanelInvitations`).
+                 * @example 7
+                 */
+                invitation_id: components["parameters"]["InvitationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The link was revoked. */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
         };
     };
     listAuditLog: {

@@ -139,7 +139,8 @@ export interface paths {
          * List the merchant's active stores
          * @description Returns the merchant's active stores, **default store first**, then the others by `id`.
          *     Inactive stores are neither listed nor readable on the other endpoints (404
-         *     `store_not_found`).
+         *     `store_not_found`), and nothing about them is recorded in the feed or delivered to webhook
+         *     receivers until they are activated (see "Stores and the default store").
          *
          *     Use `slug` as the `store` parameter of the other endpoints, and `id` to map the `store_id`
          *     of a webhook delivery to a slug. `locale` and `currency` tell you the language of titles,
@@ -518,8 +519,9 @@ export interface components {
             customer_group: string;
             /**
              * @description Base cost in the store's currency: the best supplier's cost (converted with the merchant's
-             *     exchange rates when the supplier bills in another currency); without offers, the own-stock
-             *     cost; otherwise 0. Precision as described above.
+             *     exchange rates when the supplier bills in another currency, through an intermediate
+             *     currency where no rate joins the two: see "Money"); without offers, the own-stock cost;
+             *     otherwise 0. Precision as described above.
              * @example 54.2
              */
             base_cost: number;

@@ -105,6 +105,19 @@ export function adminApi({ admin, imports, accounts, endpoints, config }: Pick<S
     await accounts.removeUser(operator, merchant_id, user_id);
     return c.body(null, 204);
   });
+  route(routes.resetPanelUserPassword, async (c) => {
+    const { merchant_id, user_id } = c.req.valid('param');
+    // The operator's reset: the link is in the answer (accounts.ts gives an owner none).
+    const { id, token, email, expires_at } = await accounts.requestPasswordReset(operator, merchant_id, user_id);
+    return c.json({ id, email, link: accounts.linkUrl(token!), expires_at }, 201);
+  });
+  route(routes.listPanelInvitations, async (c) =>
+    c.json({ data: await accounts.listPendingLinks(operator, c.req.valid('param').merchant_id) }, 200));
+  route(routes.revokePanelInvitation, async (c) => {
+    const { merchant_id, invitation_id } = c.req.valid('param');
+    await accounts.revokeLink(operator, merchant_id, invitation_id);
+    return c.body(null, 204);
+  });
   route(routes.listAuditLog, async (c) =>
     c.json({ data: await accounts.auditLog(operator, c.req.valid('param').merchant_id, c.req.valid('query').limit) }, 200));
 

@@ -9,6 +9,7 @@ export function panelAssets(): Hono {
   const files: Record<string, { body: string; type: string }> = {
     'panel.css': { body: read('panel.css'), type: 'text/css; charset=utf-8' },
     'panel.js': { body: read('panel.js'), type: 'text/javascript; charset=utf-8' },
+    'local-time.js': { body: read('local-time.js'), type: 'text/javascript; charset=utf-8' },
   };
   const assets = new Hono();
   assets.get('/:name', (c) => {

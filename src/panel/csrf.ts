@@ -3,8 +3,11 @@
 // once signed in, carry the session's token in the hidden `_csrf` field. Refused requests get a
 // plain 403 page and change nothing. Sign-in and accepting an invitation have no session yet:
 // the origin check and the SameSite=Strict cookie cover them.
+// The own origin is CPS_PUBLIC_BASE_URL's when it is set (issue 22.6): the Host header is the
+// client's to choose (a DNS-rebinding page sends its own), so it is trusted only when no public
+// base URL is configured.
 //
-//   panel.use('*', csrf(config.publicBaseUrl));   // after panelSession()
+//   panel.use('*', csrf(config.publicBaseUrl, config.publicBaseUrlConfigured));   // after panelSession()
 import { timingSafeEqual } from 'node:crypto';
 import type { MiddlewareHandler } from 'hono';
 import { field, formOf } from './form.js';
@@ -33,13 +36,13 @@ const refusal = (reason: string) => new Response(
   { status: 403, headers: { 'Content-Type': 'text/html; charset=utf-8' } },
 );
 
-export function csrf(publicBaseUrl: string): MiddlewareHandler<PanelEnv> {
+export function csrf(publicBaseUrl: string, publicBaseUrlConfigured: boolean): MiddlewareHandler<PanelEnv> {
   const configured = new URL(publicBaseUrl).origin;
   return async (c, next) => {
     if (SAFE_METHODS.has(c.req.method)) return next();
-    // The service's own origin: the configured public one, or the one this request was sent to
-    // (a browser on another site cannot make its Origin equal our Host).
-    const own = new Set([configured, new URL(c.req.url).origin]);
+    // The service's own origin: the configured public one; without one, also the one this request
+    // was sent to (its Host: the default base URL names the bind address, not what browsers use).
+    const own = new Set(publicBaseUrlConfigured ? [configured] : [configured, new URL(c.req.url).origin]);
     const origin = originOf(c.req.header('Origin') ?? c.req.header('Referer'));
     if (!origin || !own.has(origin)) return refusal('This form was not sent from this site.');
     const session = c.get('session');

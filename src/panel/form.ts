@@ -7,6 +7,7 @@ import type { Context } from 'hono';
 import type { z } from 'zod';
 import { NUL_REASON, holdsNul } from '../shared/json-text.js';
 import { invalidInput, type InvalidParam } from '../shared/problem.js';
+import { plainReason } from './plain-words.js';
 
 export type FormBody = Record<string, string | File | (string | File)[]>;
 
@@ -46,12 +47,15 @@ export function fields(form: FormBody, name: string): string[] {
   return (Array.isArray(value) ? value : value === undefined ? [] : [value]).filter((v): v is string => typeof v === 'string');
 }
 
-/** The input as the schema accepts it, or the 400 problem naming each offending field (as the API does). */
+/**
+ * The input as the schema accepts it, or the 400 problem naming each offending field (as the API
+ * does), with the reason in the panel's plain words (plain-words.ts).
+ */
 export function validated<S extends z.ZodType>(schema: S, input: unknown): z.output<S> {
   const result = schema.safeParse(input);
   if (result.success) return result.data;
   const params: InvalidParam[] = result.error.issues.map((issue) => ({
-    name: `/${issue.path.map(String).join('/')}`, in: 'body', reason: issue.message,
+    name: `/${issue.path.map(String).join('/')}`, in: 'body', reason: plainReason(issue),
   }));
   throw invalidInput('body', params);
 }

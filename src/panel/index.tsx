@@ -5,6 +5,7 @@
 // group.
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
+import { contextStorage } from 'hono/context-storage';
 import { requestLog } from '../http/access-log.js';
 import type { Service } from '../service.js';
 import { ProblemError } from '../shared/problem.js';
@@ -22,6 +23,7 @@ import { keyPages } from './pages/keys.js';
 import { overviewPage } from './pages/overview.js';
 import { signInPages } from './pages/sign-in.js';
 import { userPages } from './pages/users.js';
+import { accountPages } from './pages/account.js';
 import { securityHeaders } from './security-headers.js';
 import { panelSession, sessionCookie, signedIn, type PanelEnv } from './session.js';
 
@@ -33,6 +35,8 @@ export function panelApp(service: Service): Hono<PanelEnv> {
   const panel = new Hono<PanelEnv>();
 
   panel.use('*', securityHeaders());
+  // The request, for the layout's navigation: it marks the current page (layout.tsx).
+  panel.use('*', contextStorage());
   panel.route('/assets', panelAssets());
   panel.use('*', nulFreeAddress());
   panel.use('*', panelSession(accounts, cookie));
@@ -43,7 +47,7 @@ export function panelApp(service: Service): Hono<PanelEnv> {
   const importLimit = limit(importBodyBytes);
   const formLimit = limit(adminBodyBytes);
   panel.use('*', (c, next) => (/^\/panel\/merchants\/[^/]+\/import$/.test(c.req.path) ? importLimit : formLimit)(c, next));
-  panel.use('*', csrf(service.config.publicBaseUrl));
+  panel.use('*', csrf(service.config.publicBaseUrl, service.config.publicBaseUrlConfigured));
 
   panel.route('/', signInPages(accounts, cookie));
   panel.use('/merchants/:merchantId/*', merchantScope(accounts));
@@ -54,6 +58,9 @@ export function panelApp(service: Service): Hono<PanelEnv> {
   panel.route('/merchants/:merchantId/import', importPages(service, accounts));
   panel.route('/merchants/:merchantId/images', imagePages(service, accounts));
   panel.route('/merchants/:merchantId/catalog', catalogPages(service, accounts));
+  panel.use('/account', signedIn());
+  panel.use('/account/*', signedIn());
+  panel.route('/account', accountPages(accounts));
   panel.use('/', signedIn());
   panel.route('/', overviewPage(service, accounts));
   panel.all('*', (c) => {
@@ -65,7 +72,7 @@ export function panelApp(service: Service): Hono<PanelEnv> {
     const session = c.get('session');
     if (error instanceof ProblemError) {
       if (error.status === 401) return c.redirect('/panel/login', 303);
-      return c.html(<ErrorPage status={error.status} title={TITLES[error.status] ?? 'Error'} detail={error.detail} session={session} />, error.status as 404);
+      return c.html(<ErrorPage status={error.status} title={TITLES[error.status] ?? 'Error'} detail={error.detail} invalidParams={error.invalidParams} session={session} />, error.status as 404);
     }
     requestLog(c)?.error({ err: error, method: c.req.method, path: new URL(c.req.url).pathname }, 'unhandled panel error');
     return c.html(<ErrorPage status={500} title="Something went wrong" detail="An unexpected error occurred." session={session} />, 500);

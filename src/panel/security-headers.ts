@@ -1,5 +1,6 @@
 // Security headers on every panel response (issue 11, "Users and security"): a CSP that allows
-// no inline script or style and no framing, nosniff, and no referrer leaving the site.
+// no inline script or style and no framing (with X-Frame-Options: DENY for browsers that ignore
+// frame-ancestors: issue 22.6), nosniff, and no referrer leaving the site.
 //
 //   panel.use('*', securityHeaders());
 import type { MiddlewareHandler } from 'hono';
@@ -11,6 +12,7 @@ export function securityHeaders(): MiddlewareHandler {
   return async (c, next) => {
     await next();
     c.res.headers.set('Content-Security-Policy', PANEL_CSP);
+    c.res.headers.set('X-Frame-Options', 'DENY');
     c.res.headers.set('X-Content-Type-Options', 'nosniff');
     c.res.headers.set('Referrer-Policy', 'same-origin');
     // Pages show tenants' data and secrets shown once: no cache may keep them.

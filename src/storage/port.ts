@@ -64,6 +64,8 @@ export interface CatalogSetupStore {
   upsertSupplier(merchantId: number, ref: string, name: string): Promise<SupplierRecord>;
   deleteSupplier(merchantId: number, ref: string): Promise<boolean>;
   isSupplierReferenced(merchantId: number, ref: string): Promise<boolean>;
+  /** Of `currencies`, those an offer or an own stock's cost of the merchant's products is in (a probe of product_links each). */
+  currenciesInUse(merchantId: number, currencies: string[]): Promise<string[]>;
 
   listAttributeDefinitions(merchantId: number): Promise<AttributeDefinitionRecord[]>;
   upsertAttributeDefinition(merchantId: number, definition: AttributeDefinitionRecord): Promise<AttributeDefinitionRecord>;
@@ -161,6 +163,11 @@ export interface PublishedStore {
   publishedPageOfStore(merchantId: number, slug: string | undefined, expected: ExpectedStorePage): Promise<StorePageRead>;
   /** The merchant's store (by slug, or its default store) and the merchant's published version, in one read. */
   storeAtPublishedVersion(merchantId: number, slug: string | undefined): Promise<PublishedVersionRead>;
+  /**
+   * The ids of up to `limit` products published for the store after `afterId`, ascending (the
+   * primary key's range: a publish run's chunk finds the payloads whose product is gone with it).
+   */
+  publishedIdsAfter(storeId: number, afterId: number, limit: number): Promise<number[]>;
   /** Every product id published for the store, ascending (O(store): never on a request's path). */
   publishedProductIds(storeId: number): Promise<number[]>;
   /** The store's published products per block of ids, ascending by block, blocks with none left out (kept counts: O(blocks)). */
@@ -299,13 +306,21 @@ export interface NotificationStore {
 
 /** The administration panel's accounts: users, invitations, sessions, sign-in failures, the audit log. */
 export interface PanelStore {
-  insertPanelInvitation(tokenHash: Buffer, invitation: Omit<PanelInvitationRecord, 'used_at'>): Promise<void>;
+  insertPanelInvitation(tokenHash: Buffer, invitation: Omit<PanelInvitationRecord, 'id' | 'used_at' | 'revoked_at'>): Promise<PanelInvitationRecord>;
   panelInvitation(tokenHash: Buffer): Promise<PanelInvitationRecord | undefined>;
-  markPanelInvitationUsed(tokenHash: Buffer, at: string): Promise<void>;
+  /** Marks the link used; false (nothing changed) when it was already used or revoked. */
+  markPanelInvitationUsed(tokenHash: Buffer, at: string): Promise<boolean>;
+  /** The merchant's links neither used nor revoked that expire after `now`, by id. */
+  listPendingPanelInvitations(merchantId: number, now: string): Promise<PanelInvitationRecord[]>;
+  /** Revokes the merchant's unused, unrevoked links: the one with this id, or every one for this e-mail. How many. */
+  revokePanelInvitations(merchantId: number, which: { id: number } | { email: string }, at: string): Promise<number>;
+  /** Ids of the merchant's owners (inside a transaction on PostgreSQL, locked until it ends). */
+  panelOwnerIds(merchantId: number): Promise<number[]>;
   /** Creates the user, or sets a new password (and role) for the email's existing user of the same merchant. */
   upsertPanelUser(user: Omit<PanelUserRecord, 'id'>, passwordHash: string): Promise<PanelUserRecord>;
   panelUserByEmail(email: string): Promise<(PanelUserRecord & { password_hash: string }) | undefined>;
   panelUser(id: number): Promise<PanelUserRecord | undefined>;
+  setPanelUserPassword(id: number, passwordHash: string): Promise<void>;
   listPanelUsers(merchantId: number): Promise<PanelUserRecord[]>;
   /** Deletes the user and its sessions. */
   deletePanelUser(merchantId: number, id: number): Promise<boolean>;
@@ -313,9 +328,16 @@ export interface PanelStore {
   panelSession(tokenHash: Buffer): Promise<PanelSessionRecord | undefined>;
   touchPanelSession(tokenHash: Buffer, at: string): Promise<void>;
   deletePanelSession(tokenHash: Buffer): Promise<void>;
+  /** Ends every session of the user but `keep` (when given); how many ended. */
+  deletePanelSessionsOfUser(userId: number, keep?: Buffer): Promise<number>;
+  /** Keeps a sealed one-time message for a session until `expiresAt`; its id. */
+  insertPanelFlash(sessionHash: Buffer, sealed: Buffer, expiresAt: string): Promise<number>;
+  /** Deletes and returns the session's message with this id (a second take finds nothing). */
+  takePanelFlash(sessionHash: Buffer, id: number): Promise<{ sealed: Buffer; expires_at: string } | undefined>;
+  deleteExpiredPanelFlashes(now: string): Promise<number>;
   recordSignInFailure(subjects: string[], at: string): Promise<void>;
-  /** Failures per subject after `since`. */
-  countSignInFailures(subjects: string[], since: string): Promise<Map<string, { count: number; oldest: string }>>;
+  /** Failures per subject after `since`, with the first and the last of them. */
+  countSignInFailures(subjects: string[], since: string): Promise<Map<string, { count: number; oldest: string; newest: string }>>;
   clearSignInFailures(subject: string): Promise<void>;
   insertAuditEntry(entry: Omit<AuditEntryRecord, 'id'>): Promise<void>;
   listAuditEntries(merchantId: number, limit: number): Promise<AuditEntryRecord[]>;

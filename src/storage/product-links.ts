@@ -1,9 +1,10 @@
 // What a product's source refers to, kept as rows (product_links) in the source's own transaction
 // on every engine, so that "which products show this image / exclude this store / buy from this
-// supplier" is an index range, never a parse of every source of the catalog (issue 20.3).
+// supplier / bill in this currency" is an index range, never a parse of every source of the catalog
+// (issue 20.3).
 import type { ProductSourceDocument } from './records.js';
 
-export type ProductLinkKind = 'image' | 'excluded_store' | 'supplier';
+export type ProductLinkKind = 'image' | 'excluded_store' | 'supplier' | 'currency';
 
 /** `${kind} ${value}`: one link of a product, as a set member. */
 type LinkKey = string;
@@ -18,7 +19,11 @@ export interface ProductLinkDiff {
   removedImages: string[];
 }
 
-/** The distinct links of a source: its image URLs, the stores it is excluded from, the suppliers of its offers and supplier attributes. */
+/**
+ * The distinct links of a source: its image URLs, the stores it is excluded from, the suppliers of
+ * its offers and supplier attributes, and the currencies of its offers and own stock's cost (which
+ * stores a changed exchange rate can re-price: migration 33).
+ */
 export function productLinks(source: ProductSourceDocument | null): Set<LinkKey> {
   const links = new Set<LinkKey>();
   if (!source) return links;
@@ -26,6 +31,8 @@ export function productLinks(source: ProductSourceDocument | null): Set<LinkKey>
   for (const slug of source.excluded_stores ?? []) links.add(`excluded_store ${slug}`);
   for (const offer of source.offers ?? []) links.add(`supplier ${offer.supplier_ref}`);
   for (const value of source.supplier_attributes ?? []) links.add(`supplier ${value.supplier_ref}`);
+  for (const offer of source.offers ?? []) links.add(`currency ${offer.currency}`);
+  if (source.own_stock?.currency) links.add(`currency ${source.own_stock.currency}`);
   return links;
 }
 

@@ -344,13 +344,20 @@ export interface PanelUserRecord {
   created_at: string;
 }
 
+/** `invitation`: the link creates the e-mail's account; `reset`: it sets a new password for the e-mail's existing account. */
+export type PanelLinkPurpose = 'invitation' | 'reset';
+
 export interface PanelInvitationRecord {
+  id: number;
   merchant_id: number;
   email: string;
   role: PanelRole;
+  purpose: PanelLinkPurpose;
   created_at: string;
   expires_at: string;
   used_at: string | null;
+  /** Revoked by hand, by a newer link for the same e-mail, or by the removal of the user. */
+  revoked_at: string | null;
 }
 
 export interface PanelSessionRecord {

@@ -209,7 +209,8 @@ export class WebhookEndpoints {
   private async activeEndpoint(tx: StorageTx, merchantId: number, endpointId: number): Promise<WebhookEndpointRecord> {
     const endpoint = await this.endpointIn(tx, merchantId, endpointId);
     if (endpoint.status !== 'active') {
-      throw new ProblemError('conflict', `Webhook endpoint ${endpointId} is ${endpoint.status}: re-enable it (PATCH status=active) first.`);
+      // Plain words: the panel shows this beside the button that failed (issue 22.12).
+      throw new ProblemError('conflict', `Webhook endpoint ${endpointId} is ${endpoint.status}: enable it again first.`);
     }
     return endpoint;
   }

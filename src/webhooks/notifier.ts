@@ -37,7 +37,7 @@ function message(endpoint: WebhookEndpointRecord, kind: NotificationKind): { sub
       return {
         subject: `Webhook endpoint ${endpoint.url} was disabled`,
         body: `${where} answered 410 Gone, so it was disabled and pending deliveries were dropped. ` +
-          'Re-enable it through the admin API (PATCH status=active) once the receiver is back.',
+          'Enable it again once the receiver is back: "Enable" on its page in the panel, or through the admin API.',
       };
   }
 }

@@ -1,7 +1,7 @@
 // Money in integer minor units (product decisions, "Resolution rules"; docs/DOMAIN.md).
 import { describe, it, expect } from 'vitest';
 import {
-  currencyExponent, formatMinorUnits, parseDecimal, roundHalfAwayFromZero, toMinorUnits,
+  currenciesRepriced, currencyExponent, formatMinorUnits, parseDecimal, roundHalfAwayFromZero, toMinorUnits,
 } from '../../src/catalog/money.js';
 
 describe('ISO 4217 exponent of a currency', () => {
@@ -87,5 +87,36 @@ describe('amounts are formatted with exactly the currency precision', () => {
       expect(JSON.parse(text)).toBe(minor / 10 ** currencyExponent(currency));
     }
     expect(formatMinorUnits(10n ** 21n, 'EUR')).toBe('10000000000000000000.00');
+  });
+});
+
+describe('which store currencies a changed rate re-prices (issue 21.3: paths through intermediate currencies)', () => {
+  const r = (base: string, quote: string, rate: string) => ({ base, quote, rate });
+  const BEFORE = [r('USD', 'EUR', '0.9'), r('EUR', 'JPY', '160'), r('EUR', 'PLN', '4.25')];
+  const repriced = (after: ReturnType<typeof r>[], sources: string[], targets = ['EUR', 'JPY', 'PLN', 'GBP']) =>
+    [...currenciesRepriced(BEFORE, after, targets, sources)].sort();
+
+  it('re-prices a store whose costs reach it through the changed rate, not only the stores in its two currencies', () => {
+    // USD costs reach JPY and PLN through USD->EUR.
+    expect(repriced([r('USD', 'EUR', '0.8'), BEFORE[1]!, BEFORE[2]!], ['USD'])).toEqual(['EUR', 'JPY', 'PLN']);
+  });
+
+  it('re-prices only where a currency costs are in converts differently', () => {
+    // EUR->JPY changes USD->JPY and EUR->JPY, nothing into PLN or EUR for USD and EUR costs.
+    expect(repriced([BEFORE[0]!, r('EUR', 'JPY', '150'), BEFORE[2]!], ['USD', 'EUR'])).toEqual(['JPY']);
+    // With no cost in a currency the change touches, nothing.
+    expect(repriced([BEFORE[0]!, r('EUR', 'JPY', '150'), BEFORE[2]!], ['PLN'], ['EUR', 'PLN'])).toEqual([]);
+  });
+
+  it('re-prices where a new rate makes a currency reachable, or a shorter path changes the factor', () => {
+    expect(repriced([...BEFORE, r('EUR', 'GBP', '0.85')], ['USD'])).toEqual(['GBP']);
+    // A direct USD->JPY rate replaces the path through EUR: JPY only.
+    expect(repriced([...BEFORE, r('USD', 'JPY', '150')], ['USD'])).toEqual(['JPY']);
+    // The same factor by another path re-prices nothing.
+    expect(repriced([...BEFORE, r('USD', 'JPY', '144')], ['USD'])).toEqual([]);
+  });
+
+  it('re-prices where a deleted rate leaves no path', () => {
+    expect(repriced([BEFORE[1]!, BEFORE[2]!], ['USD'])).toEqual(['EUR', 'JPY', 'PLN']);
   });
 });

@@ -5,6 +5,7 @@ import type {
   AttributeDefinitionRecord, ExchangeRateRecord, ImageMirrorRecord, MerchantContext, OfferSource,
   Product, ProductRecord, ProductSourceDocument, PricingRuleRecord, StoreRecord, SupplierRecord,
 } from '../../src/catalog/model.js';
+import { findConversion } from '../../src/catalog/money.js';
 import {
   applicablePricingRule, applyPriceEnding, baseCost, bestSupplierOffer, computedPrice,
   convertToMinorUnits, exclusionReason, explainResolution, exportedSku, localizedContent, pricedOffers,
@@ -590,6 +591,51 @@ describe('exchange rates: supplier costs are converted to the store currency', (
     const payload = resolved(p, store(), c);
     expect(payload.stock).toBe(9);
     expect(payload.prices[0]?.base_cost).toBe(4.5);
+  });
+});
+
+describe('exchange rates through an intermediate currency (issue 21.3): the fewest rates, then fewer inverted ones, then the intermediate currencies alphabetically', () => {
+  const jpyStore = store({ id: 3, slug: 'jp', locale: 'ja-JP', currency: 'JPY' });
+
+  it.each(named([
+    { name: 'USD reaches JPY through EUR when only USD->EUR and EUR->JPY exist', rates: [rate('USD', 'EUR', '0.9'), rate('EUR', 'JPY', '160')], amount: '10.00', from: 'USD', to: 'JPY', minor: 1440 },
+    { name: 'a path may invert a rate: USD->EUR, then JPY->EUR inverted', rates: [rate('USD', 'EUR', '0.9'), rate('JPY', 'EUR', '0.00625')], amount: '10.00', from: 'USD', to: 'JPY', minor: 1440 },
+    { name: 'a path may be three rates long', rates: [rate('USD', 'EUR', '0.9'), rate('EUR', 'CHF', '0.95'), rate('CHF', 'JPY', '170')], amount: '10.00', from: 'USD', to: 'JPY', minor: 1454 },
+    // Rounded in EUR first, 1.00 USD would be 0.13 EUR and 130 JPY; the exact product is 125 JPY.
+    { name: 'rounds once, in the store currency, never in the intermediate one', rates: [rate('USD', 'EUR', '0.125'), rate('EUR', 'JPY', '1000')], amount: '1.00', from: 'USD', to: 'JPY', minor: 125 },
+    // 1/3 EUR per USD, times 3 JPY per EUR: exactly 1 JPY per USD, whatever the decimals of 1/3.
+    { name: 'composes the rates exactly, inverted ones as exact fractions', rates: [rate('EUR', 'USD', '3'), rate('EUR', 'JPY', '3')], amount: '1234.56', from: 'USD', to: 'JPY', minor: 1235 },
+    { name: 'a rate between the two currencies wins over any path', rates: [rate('USD', 'EUR', '0.9'), rate('EUR', 'JPY', '160'), rate('USD', 'JPY', '150')], amount: '10.00', from: 'USD', to: 'JPY', minor: 1500 },
+    { name: 'so does the inverse of the opposite pair', rates: [rate('USD', 'EUR', '0.9'), rate('EUR', 'JPY', '160'), rate('JPY', 'USD', '0.008')], amount: '10.00', from: 'USD', to: 'JPY', minor: 1250 },
+    { name: 'between paths of equal length, the one with fewer inverted rates', rates: [rate('USD', 'EUR', '0.9'), rate('JPY', 'EUR', '0.00625'), rate('USD', 'GBP', '0.8'), rate('GBP', 'JPY', '190')], amount: '10.00', from: 'USD', to: 'JPY', minor: 1520 },
+    { name: 'between paths of equal length and inversions, the one through the alphabetically first currency', rates: [rate('USD', 'GBP', '0.8'), rate('GBP', 'JPY', '190'), rate('USD', 'EUR', '0.9'), rate('EUR', 'JPY', '160')], amount: '10.00', from: 'USD', to: 'JPY', minor: 1440 },
+    { name: 'the same path whichever order the rates are stored in', rates: [rate('EUR', 'JPY', '160'), rate('USD', 'EUR', '0.9'), rate('GBP', 'JPY', '190'), rate('USD', 'GBP', '0.8')], amount: '10.00', from: 'USD', to: 'JPY', minor: 1440 },
+    { name: 'no chain of rates: no conversion', rates: [rate('USD', 'EUR', '0.9'), rate('GBP', 'JPY', '190')], amount: '10.00', from: 'USD', to: 'JPY', minor: null },
+  ]))('%s', (_name, { rates, amount, from, to, minor }) => {
+    expect(convertToMinorUnits(amount, from, to, { exchangeRates: rates })).toBe(minor === null ? null : BigInt(minor));
+    expect(convertToMinorUnits(amount, from, to, { exchangeRates: [...rates].reverse() })).toBe(minor === null ? null : BigInt(minor));
+  });
+
+  it('names the path it takes: the rates in order, each as stated or inverted', () => {
+    const conversion = findConversion('USD', 'JPY', [rate('JPY', 'EUR', '0.00625'), rate('USD', 'EUR', '0.9')]);
+    expect(conversion?.steps.map((s) => [s.from, s.to, s.inverted])).toEqual([['USD', 'EUR', false], ['EUR', 'JPY', true]]);
+    expect(conversion?.factor).toEqual({ n: 144n, d: 1n });
+  });
+
+  it('an offer in USD takes part in a JPY store through EUR, where before it was ignored', () => {
+    const p = product({ offers: [offer('east', 9, '10.00', 'USD'), offer('north', 2, '1600', 'JPY')] });
+    const without = resolved(p, jpyStore, context({ exchangeRates: [rate('EUR', 'JPY', '160')] }));
+    expect([without.stock, without.prices[0]?.base_cost]).toEqual([2, 1600]);
+    const through = context({ exchangeRates: [rate('USD', 'EUR', '0.9'), rate('EUR', 'JPY', '160')] });
+    const payload = resolved(p, jpyStore, through);
+    expect([payload.stock, payload.prices[0]?.base_cost]).toEqual([9, 1440]);
+    expect(explainResolution(p, jpyStore, through).ignoredOffers).toEqual([]);
+  });
+
+  it('converts own stock\'s cost through a path too', () => {
+    const p = product({ offers: [], own_stock: { quantity: 1, cost: '10.00', currency: 'USD' } });
+    const payload = resolved(p, jpyStore, context({ exchangeRates: [rate('USD', 'EUR', '0.9'), rate('EUR', 'JPY', '160')] }));
+    expect(payload.prices[0]?.base_cost).toBe(1440);
   });
 });
 

@@ -6,7 +6,7 @@
 // real HTTP, with a window of 1 so that every recorded change is one response (the feed collapses
 // the changes of one product within a window, which would hide a `price` recorded beside a
 // `content`).
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { normalizeSource, type ProductSourceInput } from '../../src/admin/catalog-admin.js';
 import { loadConfig } from '../../src/config.js';
 import type { StoreInputRecord } from '../../src/storage/port.js';
@@ -253,6 +253,20 @@ describe('exchange-rate changes', () => {
       .toEqual({ de: [], pl: [] });
   });
 
+  it('re-publishes no store when no cost of the merchant converts differently: CHF->PLN changes no conversion of an EUR cost (issue 21.3)', async () => {
+    const runs = vi.spyOn(service.admin.publishRuns, 'begin');
+    try {
+      // A path CHF->EUR->PLN exists already; a direct CHF->PLN rate changes CHF's conversion into
+      // PLN, but no product bills in CHF: no publish run at all.
+      expect(await recorded(() => service.admin.upsertExchangeRate(merchantId, { base: 'CHF', quote: 'PLN', rate: '4.6' }))).toEqual({ de: [], pl: [] });
+      expect(runs).not.toHaveBeenCalled();
+      await service.admin.deleteExchangeRate(merchantId, 'CHF', 'PLN');
+      expect(runs).not.toHaveBeenCalled();
+    } finally {
+      runs.mockRestore();
+    }
+  });
+
   it('records price and content where a deleted rate makes offers unusable, and again when it is back', async () => {
     const priced = [ids['BP-40']!, ids['LAMP-1']!, ids['NEW-1']!];
     // Without EUR->PLN the EUR offers are unusable in pl: stock 0 and no_offers (content), cost 0 (price).
@@ -349,5 +363,31 @@ describe('merchant changes', () => {
   it('records nothing when only the merchant name changes', async () => {
     expect(await recorded(() => service.admin.updateMerchant(merchantId, { name: 'Alpine Outfitters GmbH' })))
       .toEqual({ de: [], pl: [] });
+  });
+});
+
+describe('exchange rates through an intermediate currency (issue 21.3)', () => {
+  it('re-prices the stores whose prices use a rate through a path: a USD->EUR rate records in the PLN store too (USD->EUR->PLN)', async () => {
+    const plnPerEur = (await service.storage.listExchangeRates(merchantId)).find((r) => r.base === 'EUR' && r.quote === 'PLN')!.rate;
+    const usd = await upsert('USD-1', {
+      content: { de: { title: 'Kompass', description: null }, pl: { title: 'Kompas', description: null } },
+      offers: [{ supplier_ref: 'alpine', quantity: 3, cost: '10.00', currency: 'USD' }],
+    });
+    // No USD rate: the offer is ignored in both stores.
+    expect((await service.api(`/v1/products/${usd}?store=pl`, key)).body.data).toMatchObject({ stock: 0, exclusion_reason: 'no_offers' });
+
+    const added = await recorded(() => service.admin.upsertExchangeRate(merchantId, { base: 'USD', quote: 'EUR', rate: '0.9' }));
+    expect(added).toEqual({ de: [[usd, 'price'], [usd, 'content']], pl: [[usd, 'price'], [usd, 'content']] });
+    const pl = (await service.api(`/v1/products/${usd}?store=pl`, key)).body.data;
+    // 10.00 USD × 0.9 × the EUR->PLN rate, rounded once in PLN.
+    expect(pl.prices[0].base_cost).toBe(Math.round(10 * 0.9 * Number(plnPerEur) * 100) / 100);
+    expect([pl.stock, pl.excluded]).toEqual([3, false]);
+
+    const changed = await recorded(() => service.admin.upsertExchangeRate(merchantId, { base: 'USD', quote: 'EUR', rate: '0.8' }));
+    expect(changed).toEqual({ de: [[usd, 'price']], pl: [[usd, 'price']] });
+    expect((await service.api(`/v1/products/${usd}?store=pl`, key)).body.data.prices[0].base_cost).toBe(Math.round(10 * 0.8 * Number(plnPerEur) * 100) / 100);
+
+    const deleted = await recorded(() => service.admin.deleteExchangeRate(merchantId, 'USD', 'EUR'));
+    expect(deleted).toEqual({ de: [[usd, 'price'], [usd, 'content']], pl: [[usd, 'price'], [usd, 'content']] });
   });
 });

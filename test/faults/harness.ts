@@ -370,7 +370,7 @@ export class FaultWorld {
   }
 
   /**
-   * A merchant with three stores in three currencies (the EUR->PLN rate re-prices two of them),
+   * A merchant with three stores in three currencies (the EUR->PLN rate re-prices the PLN store: costs are in EUR and USD),
    * two customer groups with their own rules, two suppliers, an attribute definition, and one
    * webhook endpoint for every store and event, pointing at the receiver.
    */

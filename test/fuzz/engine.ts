@@ -3,6 +3,7 @@
 // every response: no 5xx, conformance to the document (the contract harness), nothing of another
 // merchant visible, and the documented answers to bad credentials, oversize and too-deep bodies.
 // A run is reproducible from its seed: the same seed sends the same requests in the same order.
+import { loadConfig } from '../../src/config.js';
 import fc from 'fast-check';
 import adminDocument from '../../src/generated/admin-openapi.json' with { type: 'json' };
 import publicDocument from '../../src/generated/public-openapi.json' with { type: 'json' };
@@ -895,5 +896,5 @@ export const FUZZ_LIMITS: FuzzLimits = { adminBodyBytes: 1024 * 1024, importBody
  * change feed never waits: a drawn `wait` would otherwise hold a request up to 30 s on an empty window.
  */
 export function startFuzzService(): Promise<TestService> {
-  return startTestService({ config: { limits: { ...FUZZ_LIMITS }, changes: { maxWaitSeconds: 0 } } });
+  return startTestService({ config: { limits: { ...loadConfig({}).limits, ...FUZZ_LIMITS }, changes: { maxWaitSeconds: 0 } } });
 }

@@ -1,6 +1,6 @@
 // Panel users over the admin API (openapi/admin.yaml, tag "Panel users"): the operator invites,
-// lists and removes a merchant's panel users and reads its audit log. Every response passes the
-// contract harness.
+// lists and removes a merchant's panel users, lists and revokes pending links, makes password
+// reset links, and reads its audit log (issue 22.2-22.4). Every response passes the contract harness.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, type TestService } from '../support/service.js';
 
@@ -19,7 +19,7 @@ describe('panel users over the admin API', () => {
   it('invites with a single-use link, lists the user once the password is set, records it, and removes the user', async () => {
     const invited = await service.adminApi('POST', `/admin/v1/merchants/${acme}/invitations`, { email: 'Buyer@Acme.test', role: 'member' });
     expect(invited.status).toBe(201);
-    expect(invited.body).toMatchObject({ email: 'buyer@acme.test', role: 'member' });
+    expect(invited.body).toMatchObject({ id: expect.any(Number), email: 'buyer@acme.test', role: 'member' });
     const link = new URL(invited.body.link);
     expect(`${link.protocol}//${link.host}`).toBe(service.config.publicBaseUrl);
     expect(link.pathname).toMatch(/^\/panel\/invitations\/[A-Za-z0-9_-]{43}$/);
@@ -54,5 +54,76 @@ describe('panel users over the admin API', () => {
     const conflict = await service.adminApi('POST', `/admin/v1/merchants/${acme}/invitations`, { email: 'shared@example.test', role: 'member' });
     expect(conflict.status).toBe(409);
     expect(conflict.body.code).toBe('conflict');
+  });
+
+  const secretOf = (link: string) => new URL(link).pathname.split('/').pop()!;
+  /** The link's page on this service (the links name the configured public base URL). */
+  const open = (link: string) => fetch(`${service.url}${new URL(link).pathname}`);
+
+  it('lists the pending links without their secrets, revokes one (404 after), and a new invitation revokes the earlier link (issue 22.3)', async () => {
+    const merchant = (await service.adminApi('POST', '/admin/v1/merchants', { name: 'Links' })).body.id;
+    const first = await service.adminApi('POST', `/admin/v1/merchants/${merchant}/invitations`, { email: 'twice@links.test', role: 'owner' });
+    const second = await service.adminApi('POST', `/admin/v1/merchants/${merchant}/invitations`, { email: 'twice@links.test', role: 'owner' });
+    const third = await service.adminApi('POST', `/admin/v1/merchants/${merchant}/invitations`, { email: 'else@links.test', role: 'member' });
+    const listed = await service.adminApi('GET', `/admin/v1/merchants/${merchant}/invitations`);
+    expect(listed.status).toBe(200);
+    expect(listed.body.data).toEqual([
+      expect.objectContaining({ id: second.body.id, email: 'twice@links.test', role: 'owner', purpose: 'invitation', expires_at: second.body.expires_at }),
+      expect.objectContaining({ id: third.body.id, email: 'else@links.test', purpose: 'invitation' }),
+    ]);
+    expect(listed.text).not.toContain(secretOf(second.body.link));
+    expect((await open(first.body.link)).status).toBe(404);
+
+    expect((await service.adminApi('DELETE', `/admin/v1/merchants/${merchant}/invitations/${third.body.id}`)).status).toBe(204);
+    expect((await service.adminApi('DELETE', `/admin/v1/merchants/${merchant}/invitations/${third.body.id}`)).status).toBe(404);
+    expect((await service.adminApi('DELETE', `/admin/v1/merchants/${acme}/invitations/${second.body.id}`)).status).toBe(404);
+    expect((await open(third.body.link)).status).toBe(404);
+    expect((await service.adminApi('GET', `/admin/v1/merchants/${merchant}/invitations`)).body.data.map((l: { id: number }) => l.id)).toEqual([second.body.id]);
+    expect((await service.adminApi('GET', '/admin/v1/merchants/999/invitations')).status).toBe(404);
+  });
+
+  it("refuses to invite an existing account (409), makes the operator a reset link instead, and a removal revokes the user's links (issue 22.3, 22.4)", async () => {
+    const merchant = (await service.adminApi('POST', '/admin/v1/merchants', { name: 'Resets' })).body.id;
+    const invited = await service.adminApi('POST', `/admin/v1/merchants/${merchant}/invitations`, { email: 'owner@resets.test', role: 'owner' });
+    await service.service.accounts.acceptInvitation(secretOf(invited.body.link), 'the first password');
+    const second = await service.service.accounts.invite({ kind: 'operator' }, merchant, { email: 'second@resets.test', role: 'owner' });
+    const secondUser = await service.service.accounts.acceptInvitation(second.token, 'the second password');
+
+    const again = await service.adminApi('POST', `/admin/v1/merchants/${merchant}/invitations`, { email: 'owner@resets.test', role: 'owner' });
+    expect(again.status).toBe(409);
+    expect(again.body.detail).toContain('already has an account');
+
+    const users = (await service.adminApi('GET', `/admin/v1/merchants/${merchant}/users`)).body.data;
+    const owner = users.find((u: { email: string }) => u.email === 'owner@resets.test');
+    const reset = await service.adminApi('POST', `/admin/v1/merchants/${merchant}/users/${owner.id}/password-reset`);
+    expect(reset.status).toBe(201);
+    expect(reset.body).toMatchObject({ id: expect.any(Number), email: 'owner@resets.test' });
+    expect((await service.adminApi('GET', `/admin/v1/merchants/${merchant}/invitations`)).body.data)
+      .toEqual([expect.objectContaining({ id: reset.body.id, purpose: 'reset', email: 'owner@resets.test' })]);
+    expect((await service.adminApi('POST', `/admin/v1/merchants/${merchant}/users/999999/password-reset`)).status).toBe(404);
+
+    // Removed with a reset link pending: the link no longer brings the account back.
+    expect((await service.adminApi('DELETE', `/admin/v1/merchants/${merchant}/users/${owner.id}`)).status).toBe(204);
+    expect((await open(reset.body.link)).status).toBe(404);
+    await expect(service.service.accounts.acceptInvitation(secretOf(reset.body.link), 'back as an owner')).rejects.toMatchObject({ code: 'not_found' });
+    expect((await service.adminApi('GET', `/admin/v1/merchants/${merchant}/invitations`)).body.data).toEqual([]);
+
+    // The last owner stays (409), however the removal is asked for.
+    const last = await service.adminApi('DELETE', `/admin/v1/merchants/${merchant}/users/${secondUser.id}`);
+    expect(last.status).toBe(409);
+    expect(last.body.detail).toContain('only owner');
+    expect((await service.adminApi('GET', `/admin/v1/merchants/${merchant}/users`)).body.data.map((u: { email: string }) => u.email)).toEqual(['second@resets.test']);
+  });
+
+  it('lets only one of two owners removing each other at the same time succeed (issue 22.2)', async () => {
+    const merchant = (await service.adminApi('POST', '/admin/v1/merchants', { name: 'Duel' })).body.id;
+    const ids: number[] = [];
+    for (const email of ['a@duel.test', 'b@duel.test']) {
+      const invitation = await service.service.accounts.invite({ kind: 'operator' }, merchant, { email, role: 'owner' });
+      ids.push((await service.service.accounts.acceptInvitation(invitation.token, 'a long enough password')).id);
+    }
+    const statuses = (await Promise.all(ids.map((id) => service.adminApi('DELETE', `/admin/v1/merchants/${merchant}/users/${id}`)))).map((r) => r.status);
+    expect(statuses.sort()).toEqual([204, 409]);
+    expect((await service.adminApi('GET', `/admin/v1/merchants/${merchant}/users`)).body.data).toHaveLength(1);
   });
 });

@@ -233,16 +233,25 @@ describe('GET /v1/products/{id} (spec 4.2)', () => {
     expect(response.text).toContain('"base_cost":90.00,');
   });
 
-  it('ignores an offer whose currency cannot be converted to the store currency', async () => {
+  it('converts an offer through an intermediate currency when no rate joins the two (issue 21.3): USD -> EUR -> PLN and USD -> EUR -> JPY', async () => {
+    // The tent's only offer is 100.00 USD; the merchant has USD->EUR 0.9, EUR->PLN 4.25, EUR->JPY 160.
     const { tent } = catalog.products;
-    const response = await service.api(`/v1/products/${tent.id}?store=pl`, key);
-    expect(response.body.data).toMatchObject({
+    const pl = await service.api(`/v1/products/${tent.id}?store=pl`, key);
+    expect(pl.body.data).toMatchObject({
       stock: 0, excluded: true, exclusion_reason: 'missing_title',
       prices: [
-        { customer_group: 'retail', base_cost: 0, computed_price: 0, currency: 'PLN', applied_rule_id: catalog.rules.retail.id },
-        { customer_group: 'wholesale', base_cost: 0, computed_price: 0, currency: 'PLN', applied_rule_id: catalog.rules.wholesale.id },
+        // 100 × 0.9 × 4.25 = 382.50 PLN; +40 % = 535.50, ending 99: 535.99.
+        { customer_group: 'retail', base_cost: 382.5, computed_price: 535.99, currency: 'PLN', applied_rule_id: catalog.rules.retail.id },
+        { customer_group: 'wholesale', base_cost: 382.5, computed_price: 420.75, currency: 'PLN', applied_rule_id: catalog.rules.wholesale.id },
       ],
     });
+    expect(pl.text).toContain('"base_cost":382.50');
+    const jp = await service.api(`/v1/products/${tent.id}?store=jp`, key);
+    expect(jp.body.data.prices).toMatchObject([
+      // 100 × 0.9 × 160 = 14400 JPY; +40 % = 20160, ending 99: 20199.
+      { customer_group: 'retail', base_cost: 14400, computed_price: 20199, currency: 'JPY' },
+      { customer_group: 'wholesale', base_cost: 14400, computed_price: 15840, currency: 'JPY' },
+    ]);
   });
 
   it('excludes a product without offers as no_offers, and one the merchant excluded as manual', async () => {

@@ -166,7 +166,9 @@ describe('endpoint detail in the browser', () => {
 
   it('shows a new secret once when it is rotated from the detail page', async () => {
     await page.goto(detailUrl);
-    await page.getByRole('button', { name: 'Rotate secret' }).click();
+    // A confirmation step first (issue 22.2), then the secret on a page of its own (issue 22.1).
+    await page.getByRole('link', { name: 'Rotate secret…' }).click();
+    await page.getByRole('button', { name: 'Rotate the secret' }).click();
     const rotated = (await page.locator('#secret').textContent())!.trim();
     expect(rotated).toMatch(/^whsec_/);
     expect(rotated).not.toBe(secret);

@@ -178,7 +178,8 @@ describe('operator in the browser', () => {
       page.getByRole('button', { name: 'Register' }).click(),
     ]);
     expect(response.status()).toBe(400);
-    expect(await page.getByRole('alert').textContent()).toContain('/url');
+    // In plain words, by the field's label (issue 22.12).
+    expect(await page.getByRole('alert').textContent()).toMatch(/^Receiver URL \S/);
     expect((await service.service.endpoints.list(merchantId)).some((e) => e.url.includes('10.0.0.1'))).toBe(false);
   });
 

@@ -64,7 +64,9 @@ async function deliverTest(): Promise<string> {
 }
 
 const secretCell = () => page.locator('#endpoint-secret').textContent();
-const confirmButton = () => page.getByRole('button', { name: 'Sign with the new secret now' });
+// "Sign with the new secret now…" leads to a confirmation page whose button does it (issue 22.2).
+const confirmButton = () => page.getByRole('link', { name: 'Sign with the new secret now…' });
+const reallyConfirm = () => page.getByRole('button', { name: 'Sign with the new secret now' });
 
 describe('rotating a secret in the panel', () => {
   let newSecret: string;
@@ -74,25 +76,33 @@ describe('rotating a secret in the panel', () => {
     await page.goto(detailUrl);
     expect(await confirmButton().count()).toBe(0);
     const rotatedAt = clock.ms;
-    await page.getByRole('button', { name: 'Rotate secret' }).click();
+    // A confirmation step first (issue 22.2), then the secret on a page of its own (issue 22.1).
+    await page.getByRole('link', { name: 'Rotate secret…' }).click();
+    await page.getByRole('button', { name: 'Rotate the secret' }).click();
     newSecret = (await page.locator('#secret').textContent())!.trim();
     expect(newSecret).toMatch(/^whsec_[A-Za-z0-9_-]{43}$/);
     expect(newSecret).not.toBe(oldSecret);
     pendingUntil = new Date(rotatedAt + 24 * HOUR).toISOString();
     const main = (await page.textContent('main'))!;
-    expect(main).toContain(`The old secret (${oldSecret.slice(0, 12)}…) of ${receiver.url} keeps signing deliveries until ${pendingUntil}`);
+    // The times are <time datetime> elements, shown in the viewer's local time (issue 22.12).
+    const time = (scope: string) => page.locator(`${scope} time`).first().getAttribute('datetime');
+    expect(main).toContain(`The old secret (${oldSecret.slice(0, 12)}…) of ${receiver.url} keeps signing deliveries until `);
+    expect(await time('main')).toBe(pendingUntil);
     await browser.screenshot(page, 'endpoint-secret-rotated-pending');
 
     await page.goto(detailUrl);
     const cell = (await secretCell())!;
     expect(cell).toContain(`${oldSecret.slice(0, 12)}… signs`);
-    expect(cell).toContain(`rotation pending: ${newSecret.slice(0, 12)}… signs from ${pendingUntil}, or once confirmed`);
+    expect(cell).toContain(`rotation pending: ${newSecret.slice(0, 12)}… signs from `);
+    expect(cell).toContain(', or once confirmed');
+    expect(await time('#endpoint-secret')).toBe(pendingUntil);
     expect(await page.content()).not.toContain(newSecret);
     expect(await confirmButton().count()).toBe(1);
     await browser.screenshot(page, 'endpoint-detail-rotation-pending');
 
     await page.goto(listUrl);
-    expect(await page.locator('.secret-rotation').textContent()).toContain(`${newSecret.slice(0, 12)}… signs from ${pendingUntil}`);
+    expect(await page.locator('.secret-rotation').textContent()).toContain(`${newSecret.slice(0, 12)}… signs from `);
+    expect(await time('.secret-rotation')).toBe(pendingUntil);
     expect(await confirmButton().count()).toBe(1);
   });
 
@@ -106,6 +116,10 @@ describe('rotating a secret in the panel', () => {
     receiver.secrets = [oldSecret, newSecret];
     await page.goto(detailUrl);
     await confirmButton().click();
+    expect(await page.textContent('h1')).toBe('Sign with the new secret now?');
+    // Asking changed nothing: the old secret still signs.
+    expect((await service.service.endpoints.endpoint(merchantId, endpointId)).secret_rotation).not.toBeNull();
+    await reallyConfirm().click();
     await page.waitForURL(/done=secret_confirmed/);
     expect(await page.getByRole('status').textContent()).toContain('The new secret signs every delivery from now on');
     const cell = (await secretCell())!;
@@ -130,9 +144,12 @@ describe('rotating a secret in the panel', () => {
   it('answers a confirmation from a stale page with 409 and the reason on the page, changing nothing', async () => {
     const second = await service.service.endpoints.rotateSecret(merchantId, endpointId, 'operator');
     await page.goto(detailUrl);
-    // Confirmed elsewhere while this page was open.
+    await confirmButton().click();
+    // Confirmed elsewhere while the confirmation page was open.
     await service.service.endpoints.confirmSecret(merchantId, endpointId, 'operator');
-    const [response] = await Promise.all([page.waitForResponse((r) => r.url().endsWith('/confirm-secret')), confirmButton().click()]);
+    const [response] = await Promise.all([
+      page.waitForResponse((r) => r.url().endsWith('/confirm-secret') && r.request().method() === 'POST'), reallyConfirm().click(),
+    ]);
     expect(response.status()).toBe(409);
     expect(await page.getByRole('alert').textContent()).toContain(`Webhook endpoint ${endpointId} has no secret rotation pending`);
     expect(await secretCell()).toContain(`${second.secret.slice(0, 12)}… signs`);

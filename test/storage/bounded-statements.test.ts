@@ -319,6 +319,22 @@ describe.skipIf(onPglite())(`bounded statements at ${PRODUCTS.toLocaleString('en
     });
   });
 
+  it('finds the currencies the merchant\'s costs are in with one probe of the links per currency, not by reading every product (issue 21.3)', async () => {
+    let billed: string[] = [];
+    await expectBounded(async () => {
+      billed = await storage.currenciesInUse(big, ['EUR', 'GBP', 'USD']);
+    });
+    expect(billed).toEqual(['EUR']);
+  });
+
+  it('walks a store\'s published ids a chunk at a time from the primary key (a publish run finding payloads whose product is gone, issue 21.2)', async () => {
+    let ids: number[] = [];
+    await expectBounded(async () => {
+      ids = await storage.publishedIdsAfter(storeId, 5000, 200);
+    });
+    expect(ids).toEqual(Array.from({ length: 200 }, (_, i) => 5001 + i));
+  });
+
   it('prunes expired changes a bounded batch at a time, oldest first from an index, even when a whole re-pricing shares one second', async () => {
     const changes = Array.from({ length: PRODUCTS }, (_, i) => ({ storeId, productId: i + 1, changeType: 'price' as const }));
     await storage.transaction((tx) => tx.recordChanges(big, changes, new Date('2026-10-01T08:00:00Z')));

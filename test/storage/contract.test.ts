@@ -558,10 +558,12 @@ describe(`the storage contract on ${ENGINE}`, () => {
     it('keeps invitations, users, sessions, sign-in failures and the audit log', async () => {
       const { merchant } = await merchantWithStores();
       const token = Buffer.alloc(32, 1);
-      const invitation = { merchant_id: merchant.id, email: 'ana@alpine.example', role: 'member' as const, created_at: AT, expires_at: '2026-11-27T08:00:00.000Z' };
-      await storage.insertPanelInvitation(token, invitation);
-      expect(await storage.panelInvitation(Buffer.alloc(32, 1))).toEqual({ ...invitation, used_at: null });
-      await storage.markPanelInvitationUsed(token, '2026-11-26T08:30:00.000Z');
+      const invitation = { merchant_id: merchant.id, email: 'ana@alpine.example', role: 'member' as const, purpose: 'invitation' as const, created_at: AT, expires_at: '2026-11-27T08:00:00.000Z' };
+      const inserted = await storage.insertPanelInvitation(token, invitation);
+      expect(inserted).toEqual({ ...invitation, id: inserted.id, used_at: null, revoked_at: null });
+      expect(await storage.panelInvitation(Buffer.alloc(32, 1))).toEqual(inserted);
+      expect(await storage.markPanelInvitationUsed(token, '2026-11-26T08:30:00.000Z')).toBe(true);
+      expect(await storage.markPanelInvitationUsed(token, '2026-11-26T08:31:00.000Z')).toBe(false);
       expect((await storage.panelInvitation(token))!.used_at).toBe('2026-11-26T08:30:00.000Z');
       expect(await storage.panelInvitation(Buffer.alloc(32, 2))).toBeUndefined();
 
@@ -591,10 +593,11 @@ describe(`the storage contract on ${ENGINE}`, () => {
       await storage.recordSignInFailure(['user:ana'], '2026-11-26T08:01:00.000Z');
       const failures = await storage.countSignInFailures(['user:ana', 'ip:127.0.0.1', 'user:bob'], '2026-11-26T07:00:00.000Z');
       expect(Object.fromEntries(failures)).toEqual({
-        'user:ana': { count: 2, oldest: '2026-11-26T08:00:00.000Z' }, 'ip:127.0.0.1': { count: 1, oldest: '2026-11-26T08:00:00.000Z' },
+        'user:ana': { count: 2, oldest: '2026-11-26T08:00:00.000Z', newest: '2026-11-26T08:01:00.000Z' },
+        'ip:127.0.0.1': { count: 1, oldest: '2026-11-26T08:00:00.000Z', newest: '2026-11-26T08:00:00.000Z' },
       });
       expect(Object.fromEntries(await storage.countSignInFailures(['user:ana'], '2026-11-26T08:00:30.000Z'))).toEqual({
-        'user:ana': { count: 1, oldest: '2026-11-26T08:01:00.000Z' },
+        'user:ana': { count: 1, oldest: '2026-11-26T08:01:00.000Z', newest: '2026-11-26T08:01:00.000Z' },
       });
       await storage.clearSignInFailures('user:ana');
       expect(Object.keys(Object.fromEntries(await storage.countSignInFailures(['user:ana', 'ip:127.0.0.1'], AT.replace('08', '07'))))).toEqual(['ip:127.0.0.1']);
@@ -603,6 +606,60 @@ describe(`the storage contract on ${ENGINE}`, () => {
       await storage.insertAuditEntry({ merchant_id: merchant.id, at: '2026-11-26T08:01:00.000Z', actor: 'ana@alpine.example', action: 'pause', detail: 'endpoint 1' });
       expect((await storage.listAuditEntries(merchant.id, 10)).map((e) => e.action)).toEqual(['pause', 'invite']);
       expect(await storage.listAuditEntries(merchant.id, 1)).toHaveLength(1);
+    });
+
+    it('lists and revokes pending links, keeps one-time messages per session, and ends the other sessions of a user (issue 22)', async () => {
+      const { merchant } = await merchantWithStores();
+      const other = await storage.createMerchant({ name: 'Other', sku_pattern: null, owner_emails: [], created_at: AT });
+      const link = { merchant_id: merchant.id, email: 'ana@alpine.example', role: 'owner' as const, purpose: 'invitation' as const, created_at: AT, expires_at: '2026-11-27T08:00:00.000Z' };
+      const first = await storage.insertPanelInvitation(Buffer.alloc(32, 11), link);
+      const reset = await storage.insertPanelInvitation(Buffer.alloc(32, 12), { ...link, purpose: 'reset' });
+      const bob = await storage.insertPanelInvitation(Buffer.alloc(32, 13), { ...link, email: 'bob@alpine.example' });
+      await storage.insertPanelInvitation(Buffer.alloc(32, 14), { ...link, email: 'old@alpine.example', expires_at: '2026-11-26T08:30:00.000Z' });
+      await storage.insertPanelInvitation(Buffer.alloc(32, 15), { ...link, merchant_id: other.id, email: 'ana@alpine.example' });
+      expect(reset.id).toBeGreaterThan(first.id);
+      expect((await storage.listPendingPanelInvitations(merchant.id, '2026-11-26T09:00:00.000Z')).map((l) => l.id)).toEqual([first.id, reset.id, bob.id]);
+      // By e-mail: every unused link of that e-mail in that merchant only; by id: that one, in its merchant only.
+      expect(await storage.revokePanelInvitations(merchant.id, { email: 'ana@alpine.example' }, '2026-11-26T09:00:00.000Z')).toBe(2);
+      expect(await storage.revokePanelInvitations(other.id, { id: bob.id }, '2026-11-26T09:00:00.000Z')).toBe(0);
+      expect(await storage.revokePanelInvitations(merchant.id, { id: bob.id }, '2026-11-26T09:01:00.000Z')).toBe(1);
+      expect(await storage.revokePanelInvitations(merchant.id, { id: bob.id }, '2026-11-26T09:02:00.000Z')).toBe(0);
+      expect(await storage.panelInvitation(Buffer.alloc(32, 13))).toMatchObject({ revoked_at: '2026-11-26T09:01:00.000Z', used_at: null });
+      expect(await storage.markPanelInvitationUsed(Buffer.alloc(32, 12), '2026-11-26T09:03:00.000Z')).toBe(false);
+      expect(await storage.listPendingPanelInvitations(merchant.id, '2026-11-26T08:00:00.000Z')).toEqual([
+        expect.objectContaining({ email: 'old@alpine.example' }),
+      ]);
+      expect((await storage.listPendingPanelInvitations(other.id, '2026-11-26T09:00:00.000Z')).map((l) => l.email)).toEqual(['ana@alpine.example']);
+
+      const ana = await storage.upsertPanelUser({ merchant_id: merchant.id, email: 'ana@alpine.example', role: 'owner', created_at: AT }, 'hash-1');
+      const eve = await storage.upsertPanelUser({ merchant_id: merchant.id, email: 'eve@alpine.example', role: 'member', created_at: AT }, 'hash-1');
+      expect(await storage.panelOwnerIds(merchant.id)).toEqual([ana.id]);
+      expect(await storage.transaction((tx) => tx.panelOwnerIds(merchant.id))).toEqual([ana.id]);
+      expect(await storage.panelOwnerIds(other.id)).toEqual([]);
+      await storage.setPanelUserPassword(ana.id, 'hash-2');
+      expect((await storage.panelUserByEmail('ana@alpine.example'))!.password_hash).toBe('hash-2');
+      expect((await storage.panelUserByEmail('eve@alpine.example'))!.password_hash).toBe('hash-1');
+
+      const session = (user_id: number) => ({ user_id, csrf_token: 'csrf', created_at: AT, last_seen_at: AT, expires_at: '2026-11-26T20:00:00.000Z' });
+      for (const n of [21, 22, 23]) await storage.insertPanelSession(Buffer.alloc(32, n), session(ana.id));
+      await storage.insertPanelSession(Buffer.alloc(32, 24), session(eve.id));
+      expect(await storage.deletePanelSessionsOfUser(ana.id, Buffer.alloc(32, 21))).toBe(2);
+      expect(await storage.panelSession(Buffer.alloc(32, 21))).toBeDefined();
+      expect(await storage.panelSession(Buffer.alloc(32, 22))).toBeUndefined();
+      expect(await storage.panelSession(Buffer.alloc(32, 24))).toBeDefined();
+
+      const kept = await storage.insertPanelFlash(Buffer.alloc(32, 21), Buffer.from('sealed'), '2026-11-26T08:10:00.000Z');
+      const stale = await storage.insertPanelFlash(Buffer.alloc(32, 21), Buffer.from('stale'), '2026-11-26T08:01:00.000Z');
+      const eves = await storage.insertPanelFlash(Buffer.alloc(32, 24), Buffer.from('eve'), '2026-11-26T08:10:00.000Z');
+      expect(await storage.takePanelFlash(Buffer.alloc(32, 24), kept)).toBeUndefined();
+      expect(await storage.deleteExpiredPanelFlashes('2026-11-26T08:05:00.000Z')).toBe(1);
+      expect(await storage.takePanelFlash(Buffer.alloc(32, 21), stale)).toBeUndefined();
+      const taken = await storage.takePanelFlash(Buffer.alloc(32, 21), kept);
+      expect({ ...taken, sealed: Buffer.from(taken!.sealed).toString() }).toEqual({ sealed: 'sealed', expires_at: '2026-11-26T08:10:00.000Z' });
+      expect(await storage.takePanelFlash(Buffer.alloc(32, 21), kept)).toBeUndefined();
+      // A message goes with its session.
+      await storage.deletePanelUser(merchant.id, eve.id);
+      expect(await storage.takePanelFlash(Buffer.alloc(32, 24), eves)).toBeUndefined();
     });
   });
 

@@ -230,10 +230,18 @@ async function exercise(storage: CatalogStorage): Promise<Record<string, unknown
 
   // Panel accounts
   const token = Buffer.from('01'.repeat(32), 'hex');
-  await storage.insertPanelInvitation(token, { merchant_id: merchant.id, email: 'new@example.com', role: 'owner', created_at: T0, expires_at: '2026-11-29T10:00:00Z' });
-  log.invitation = [await storage.panelInvitation(token), await storage.panelInvitation(Buffer.alloc(32))];
-  await storage.markPanelInvitationUsed(token, '2026-11-26T10:05:00Z');
+  const link = { merchant_id: merchant.id, email: 'new@example.com', role: 'owner' as const, purpose: 'invitation' as const, created_at: T0, expires_at: '2026-11-29T10:00:00Z' };
+  log.invitation = [await storage.insertPanelInvitation(token, link), await storage.panelInvitation(token), await storage.panelInvitation(Buffer.alloc(32))];
+  log.used = [await storage.markPanelInvitationUsed(token, '2026-11-26T10:05:00Z'), await storage.markPanelInvitationUsed(token, '2026-11-26T10:06:00Z')];
   log.usedInvitation = await storage.panelInvitation(token);
+  await storage.insertPanelInvitation(Buffer.alloc(32, 5), { ...link, email: 'b@example.com' });
+  await storage.insertPanelInvitation(Buffer.alloc(32, 6), { ...link, email: 'b@example.com', purpose: 'reset' });
+  await storage.insertPanelInvitation(Buffer.alloc(32, 7), { ...link, email: 'c@example.com', expires_at: '2026-11-26T10:00:00Z' });
+  const c = await storage.insertPanelInvitation(Buffer.alloc(32, 8), { ...link, email: 'c@example.com' });
+  log.pending = await storage.listPendingPanelInvitations(merchant.id, '2026-11-26T11:00:00Z');
+  log.revoked = [await storage.revokePanelInvitations(merchant.id, { email: 'b@example.com' }, '2026-11-26T11:00:00Z'),
+    await storage.revokePanelInvitations(other.id, { id: c.id }, '2026-11-26T11:00:00Z'), await storage.revokePanelInvitations(merchant.id, { id: c.id }, '2026-11-26T11:00:00Z'),
+    await storage.markPanelInvitationUsed(Buffer.alloc(32, 8), '2026-11-26T11:01:00Z'), await storage.listPendingPanelInvitations(merchant.id, '2026-11-26T09:00:00Z')];
   const user = await storage.upsertPanelUser({ merchant_id: merchant.id, email: 'new@example.com', role: 'owner', created_at: T0 }, 'scrypt$1');
   log.users = [user,
     await storage.upsertPanelUser({ merchant_id: merchant.id, email: 'new@example.com', role: 'member', created_at: '2026-11-27T00:00:00Z' }, 'scrypt$2'),
@@ -247,6 +255,15 @@ async function exercise(storage: CatalogStorage): Promise<Record<string, unknown
   await storage.insertPanelSession(operatorSession, { user_id: null, csrf_token: 'csrf-op', created_at: T0, last_seen_at: T0, expires_at: '2026-11-26T22:00:00Z' });
   await storage.touchPanelSession(session, '2026-11-26T10:30:00Z');
   log.sessions = [await storage.panelSession(session), await storage.panelSession(operatorSession)];
+  const flash = await storage.insertPanelFlash(session, Buffer.from('sealed'), '2026-11-26T10:10:00Z');
+  await storage.insertPanelFlash(session, Buffer.from('old'), '2026-11-26T10:01:00Z');
+  log.flashes = [await storage.takePanelFlash(operatorSession, flash), await storage.deleteExpiredPanelFlashes('2026-11-26T10:05:00Z'),
+    await storage.takePanelFlash(session, flash), await storage.takePanelFlash(session, flash)].map((f) => (f && typeof f === 'object' ? { ...f, sealed: Buffer.from(f.sealed).toString() } : f));
+  log.owners = [await storage.panelOwnerIds(merchant.id), await storage.panelOwnerIds(other.id)];
+  await storage.setPanelUserPassword(user.id, 'scrypt$5');
+  log.passwordSet = (await storage.panelUserByEmail('new@example.com'))!.password_hash;
+  await storage.insertPanelSession(Buffer.alloc(32, 9), { user_id: user.id, csrf_token: 'csrf-2', created_at: T0, last_seen_at: T0, expires_at: '2026-11-26T22:00:00Z' });
+  log.sessionsOfUser = [await storage.deletePanelSessionsOfUser(user.id, Buffer.alloc(32, 9)), await storage.panelSession(Buffer.alloc(32, 9))];
   await storage.deletePanelSession(operatorSession);
   log.deletedSession = await storage.panelSession(operatorSession);
   log.deleteUser = [await storage.deletePanelUser(other.id, user.id), await storage.deletePanelUser(merchant.id, user.id)];

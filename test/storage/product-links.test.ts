@@ -1,7 +1,8 @@
 // The links and counts migration 16 keeps (issue 20.3) always say what a recount from the sources
 // says: after any sequence of product upserts and deletes and image state changes, the products
 // listing each image, the products excluding each store, the referenced suppliers and the images
-// per state equal what parsing every source finds (what the statements before them computed).
+// per state, and the currencies costs are in (migration 33), equal what parsing every source finds
+// (what the statements before them computed).
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { CatalogStorage, ImageState, ProductSourceDocument } from '../../src/storage/port.js';
@@ -12,18 +13,21 @@ const URLS = ['https://a.example/1.jpg', 'https://a.example/2.jpg', 'https://B.e
 const SUPPLIERS = ['alpine', 'baltic'];
 const SLUGS = ['de', 'uk'];
 const REFS = ['P-1', 'P-2', 'P-3', 'P-4'];
+const CURRENCIES = ['EUR', 'USD', 'GBP'];
 
 let storage: CatalogStorage;
 storagePerTest('product-links', (fresh) => ({ storage } = fresh));
 
 const sourceArbitrary: fc.Arbitrary<ProductSourceDocument> = fc.record({
   images: fc.uniqueArray(fc.constantFrom(...URLS), { maxLength: 3 }).map((urls) => urls.map((url) => ({ url }))),
-  offers: fc.uniqueArray(fc.constantFrom(...SUPPLIERS), { maxLength: 2 })
-    .map((refs) => refs.map((supplier_ref) => ({ supplier_ref, quantity: 1, cost: '1.00', currency: 'EUR' }))),
+  offers: fc.uniqueArray(fc.record({ supplier_ref: fc.constantFrom(...SUPPLIERS), currency: fc.constantFrom('EUR', 'USD') }), { maxLength: 2, selector: (o) => o.supplier_ref })
+    .map((offers) => offers.map(({ supplier_ref, currency }) => ({ supplier_ref, quantity: 1, cost: '1.00', currency }))),
   attributes: fc.uniqueArray(fc.constantFrom(...SUPPLIERS), { maxLength: 1 }).map((refs) => refs.map((supplier_ref) => ({ supplier_ref, key: 'weight', value: '1' }))),
   excluded: fc.uniqueArray(fc.constantFrom(...SLUGS), { maxLength: 2 }),
-}).map(({ images, offers, attributes, excluded }) => ({
-  eans: [], manufacturer: null, content: { de: { title: 'T', description: null } }, images, offers, own_stock: null,
+  ownStock: fc.option(fc.constantFrom<string | null>('GBP', 'EUR', null), { nil: undefined }),
+}).map(({ images, offers, attributes, excluded, ownStock }) => ({
+  eans: [], manufacturer: null, content: { de: { title: 'T', description: null } }, images, offers,
+  own_stock: ownStock === undefined ? null : { quantity: 1, cost: ownStock === null ? null : '2.00', currency: ownStock },
   supplier_attributes: attributes, overrides: {}, excluded_stores: excluded,
 }));
 
@@ -104,6 +108,9 @@ describe(`the links and counts kept with the sources (${TEST_ENGINE})`, () => {
         expect(await storage.isSupplierReferenced(merchant.id, ref)).toBe(products.some((p) =>
           p.source.offers.some((o) => o.supplier_ref === ref) || p.source.supplier_attributes.some((a) => a.supplier_ref === ref)));
       }
+      // Issue 21.3: the currencies costs are in (offers and own stock), which a changed rate can re-price.
+      expect((await storage.currenciesInUse(merchant.id, CURRENCIES)).sort()).toEqual(CURRENCIES.filter((currency) => products.some((p) =>
+        p.source.offers.some((o) => o.currency === currency) || p.source.own_stock?.currency === currency)).sort());
       const listed = new Set(products.flatMap((p) => p.source.images.map((i) => i.url)));
       const expected = { pending: 0, mirrored: 0, dead: 0 };
       for (const url of listed) expected[states.get(url)!]++;

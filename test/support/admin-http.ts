@@ -88,7 +88,7 @@ export async function buildOutdoorCatalog(service: TestService, name = 'Alpine O
     ],
     overrides: { color: 'Grün' },
   });
-  // Tent: one USD offer out of stock; not convertible to PLN or JPY; German title only.
+  // Tent: one USD offer out of stock, converted to PLN and JPY through EUR; German title only.
   const tent = await adminOk(service, 'PUT', `${base}/products/TENT-2`, {
     manufacturer: 'Nordkamm',
     content: { de: { title: 'Zelt für zwei', description: null } },

@@ -10,7 +10,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium as playwright, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { chromium as playwright, type Browser, type BrowserContext, type BrowserContextOptions, type Page } from 'playwright-core';
 
 const SYSTEM_CHROMIUM = '/usr/bin/chromium';
 /** The repository's artifacts/ folder (ignored by git): each test's screenshots land under it. */
@@ -25,8 +25,8 @@ export interface TestBrowser {
   browser: Browser;
   /** Which Chromium runs (for failure messages). */
   executablePath: string;
-  /** A page in a fresh context: its own cookies, so each principal signs in separately. */
-  newPage(): Promise<Page>;
+  /** A page in a fresh context: its own cookies, so each principal signs in separately (and its own time zone, locale…). */
+  newPage(options?: BrowserContextOptions): Promise<Page>;
   /** Saves a full-page screenshot as artifacts/panel/<name>.png. */
   screenshot(page: Page, name: string): Promise<string>;
   close(): Promise<void>;
@@ -72,8 +72,8 @@ export async function launchBrowser(): Promise<TestBrowser> {
   return {
     browser,
     executablePath,
-    async newPage() {
-      const context = await browser.newContext();
+    async newPage(options) {
+      const context = await browser.newContext(options);
       contexts.push(context);
       return context.newPage();
     },

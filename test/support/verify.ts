@@ -2,8 +2,9 @@
 // time, everything derived from the merchants' sources must agree with resolving them again.
 // Pure over the storage port, read in one snapshot; it writes nothing. Test support, not shipped:
 // the fault tests, their processes (test/faults) and scripts/soak.ts run it.
-//   (a) every stored payload (and its hashes) equals resolveProduct over the sources, and no
-//       payload is stored for a product that no longer exists;
+//   (a) every stored payload of an active store (and its hashes) equals resolveProduct over the
+//       sources, and no payload is stored for a product that no longer exists (an inactive store
+//       is not published: it keeps the payloads it had until it is activated, issue 21.2);
 //   (b) the feed agrees with what is published: a published product's latest change is not
 //       `removed`, and a product that has changes but is not published has `removed` as its latest;
 //   (c) every change became an outbox row or a delivery for each endpoint subscribed to it.
@@ -65,7 +66,7 @@ export function verifyCatalog(storage: CatalogStorage, options: VerifyOptions = 
         const ids = products.map((p) => p.id);
         for (const id of ids) productIds.add(id);
         const mirrors = await reader.imageMirrors(merchant.id, [...new Set(products.flatMap((p) => p.source.images.map((i) => i.url)))]);
-        for (const store of context.stores) {
+        for (const store of context.stores.filter((s) => s.active)) {
           const hashes = await reader.publishedHashes(store.id, ids);
           for (const product of products) {
             const expected = resolveProduct(product, store, context, mirrors);
@@ -96,7 +97,7 @@ export function verifyCatalog(storage: CatalogStorage, options: VerifyOptions = 
         const published = new Set<number>();
         for (const id of await reader.publishedProductIds(store.id)) {
           published.add(id);
-          if (!productIds.has(id)) problem(`store ${store.slug} (${store.id}): product ${id} is published but does not exist`);
+          if (store.active && !productIds.has(id)) problem(`store ${store.slug} (${store.id}): product ${id} is published but does not exist`);
         }
 
         // (b) the latest change of each product in the store agrees with what is published

@@ -3,7 +3,7 @@
 // driven by hand (`deliverDue()` after moving the clock), so retries, backoff and cooldowns take
 // no real time.
 import { expect } from 'vitest';
-import { loadConfig, type Config } from '../../src/config.js';
+import { loadConfig, type Config, type ConfigOverrides } from '../../src/config.js';
 import type { components } from '../../src/generated/admin-api.js';
 import type { Logger } from '../../src/operations/log.js';
 import type { CatalogStorage } from '../../src/storage/port.js';
@@ -63,6 +63,8 @@ export interface WebhookWorld {
 
 export async function startWebhookWorld(options: {
   stores?: string[]; webhooks?: Partial<Config['webhooks']>; start?: string;
+  /** Other configuration of the service (e.g. `limits.publishChunk`). */
+  config?: Omit<ConfigOverrides, 'webhooks'>;
   /** Where the service and the dispatcher log (by default nowhere). */
   logger?: Logger;
   /** The storage the dispatcher uses, made from the service's (a wrapper that fails on purpose). */
@@ -70,7 +72,7 @@ export async function startWebhookWorld(options: {
 } = {}): Promise<WebhookWorld> {
   const clock = fakeClock(options.start);
   const webhooks = { ...WEBHOOK_DEFAULTS, allowHosts: ['127.0.0.1'], ...options.webhooks };
-  const service = await startTestService({ now: clock.now, config: { webhooks }, logger: options.logger });
+  const service = await startTestService({ now: clock.now, config: { ...options.config, webhooks }, logger: options.logger });
   // The dispatcher reports to the service's metrics, as in `serve`.
   const dispatcher = new WebhookDispatcher(options.dispatcherStorage?.(service.storage) ?? service.storage, service.config.webhooks, {
     now: clock.now,

@@ -67,7 +67,7 @@ describe('webhooks rotate and webhooks confirm-secret', () => {
     expect(audit.data.map((e: { action: string; actor: string }) => [e.action, e.actor])).toEqual([
       ['endpoint.confirm_secret', 'operator'], ['endpoint.rotate_secret', 'operator'],
     ]);
-  });
+  }, 120_000);
 
   it('rotate without --json says the secret is shown once and how to confirm; the grace period is CPS_WEBHOOK_SECRET_GRACE_HOURS', async () => {
     const created = await adminOk(service, 'POST', `${merchant.base}/webhook-endpoints`, { url: 'https://hooks.example.com/other' }, 201);
@@ -78,5 +78,5 @@ describe('webhooks rotate and webhooks confirm-secret', () => {
     expect(Date.parse(until)).toBeGreaterThanOrEqual(before + 2 * 3600_000 - 1000);
     expect(Date.parse(until)).toBeLessThanOrEqual(Date.now() + 2 * 3600_000);
     expect(result.stdout).toContain(`The new secret is shown once: store it now. The old one signs until ${until}; run \`webhooks confirm-secret\``);
-  });
+  }, 120_000);
 });

@@ -233,13 +233,18 @@ function ProductList(props: { merchantId: number; list: ProductSummaryPage; excl
   return (
     <section aria-labelledby="products">
       <h2 id="products">{excludedOnly ? 'Excluded products' : 'Products'} in store {store}</h2>
-      <p>{list.counts.total} published, {excludedTotal} excluded{reasons ? ` (${reasons})` : ''}.</p>
+      <p id="published-counts">
+        {list.counts.total} published, the excluded ones included: {list.counts.total - excludedTotal} in the store's export,{' '}
+        {excludedTotal} excluded from it{reasons ? ` (${reasons})` : ''}.
+      </p>
       <form class="inline" method="get" action={`/panel/merchants/${merchantId}/catalog`}>
         <input type="hidden" name="store" value={store} />
         <label class="inline-check"><input type="checkbox" name="excluded" value="1" checked={excludedOnly} /> Excluded only</label>
         {' '}<button type="submit">Filter</button>
       </form>
-      {list.products.length === 0 ? <p>{excludedOnly ? 'No excluded products.' : 'No products.'}</p> : (
+      {list.products.length === 0 ? (
+        <p>{excludedOnly ? 'No excluded products.' : <>No products in this store yet: add them on the <a href={`/panel/merchants/${merchantId}/import`}>Import</a> page.</>}</p>
+      ) : (
         <table aria-label="Products" class="labelled">
           <thead><tr><th>Id</th><th>Title</th><th>SKU</th><th>EAN</th><th>Excluded</th></tr></thead>
           <tbody>
@@ -275,7 +280,7 @@ function CatalogPage(props: {
   const { session, merchantId, found } = props;
   return (
     <Layout title="Catalog" session={session} merchantId={merchantId}>
-      {props.stores.length === 0 ? <p>No active stores yet.</p> : (
+      {props.stores.length === 0 ? <p>No active stores yet: the operator creates them (the command line's <code>stores set</code>, or the admin API).</p> : (
         <form class="stacked" method="get" action={`/panel/merchants/${merchantId}/catalog`} role="search">
           <label>Store
             <select name="store">

@@ -13,8 +13,12 @@ import { invalidInput } from '../../shared/problem.js';
 import type { DeliveryStatus } from '../../storage/records.js';
 import { field, formOf, validated } from '../form.js';
 import { formAction, idParam, merchantOf, sessionOf, type PanelContext } from '../handlers.js';
-import { CsrfField, ErrorMessage, Layout, Notice } from '../layout.js';
+import { CsrfField, ErrorMessage, Layout, Notice, type ShownError } from '../layout.js';
+import { ConfirmPage } from '../confirm.js';
+import { noticeFor } from '../notices.js';
+import { plainReason } from '../plain-words.js';
 import type { PanelEnv } from '../session.js';
+import { Time } from '../time.js';
 import { ConfirmSecretButton, Health, SecretState } from './endpoints.js';
 
 type Schemas = components['schemas'];
@@ -29,6 +33,8 @@ const PAGE_SIZE = 25;
 const NOTIFICATIONS_READ = 100;
 
 interface LogFilter { status?: DeliveryStatus | undefined; beforeId?: number | undefined }
+/** Where the page shows a failed action's error: beside the buttons of the secret, the deliveries' resend, the recovery form. */
+type ErrorAt = 'secret' | 'deliveries' | 'recover';
 
 /** The log's query, checked by the admin API's own query schema (status, before_id); '' means "any". */
 function logFilter(c: PanelContext): LogFilter {
@@ -39,7 +45,7 @@ function logFilter(c: PanelContext): LogFilter {
   }
   const result = routes.listWebhookDeliveries.request.query.safeParse(query);
   if (!result.success) {
-    throw invalidInput('query', result.error.issues.map((issue) => ({ name: issue.path.map(String).join('.'), in: 'query', reason: issue.message })));
+    throw invalidInput('query', result.error.issues.map((issue) => ({ name: issue.path.map(String).join('.'), in: 'query', reason: plainReason(issue) })));
   }
   return { status: result.data.status, beforeId: result.data.before_id };
 }
@@ -57,10 +63,13 @@ const DONE: Record<string, string> = {
 };
 
 function When(props: { at: string | null | undefined; none?: string }) {
-  return props.at ? <time datetime={props.at}>{props.at}</time> : <span class="muted">{props.none ?? '—'}</span>;
+  return <Time at={props.at} none={props.none} />;
 }
 
-function DeliveryLog(props: { base: string; deliveries: Delivery[]; filter: LogFilter; session: PanelSession; active: boolean }) {
+function DeliveryLog(props: {
+  base: string; deliveries: Delivery[]; filter: LogFilter; session: PanelSession; active: boolean;
+  error?: ShownError | undefined; errorAt?: ErrorAt | undefined;
+}) {
   const { base, deliveries, filter, session } = props;
   const older = deliveries.length === PAGE_SIZE
     ? `${base}?${new URLSearchParams({ ...(filter.status ? { status: filter.status } : {}), before_id: String(deliveries[deliveries.length - 1]!.id) })}`
@@ -77,7 +86,13 @@ function DeliveryLog(props: { base: string; deliveries: Delivery[]; filter: LogF
         </label>{' '}
         <button type="submit">Filter</button>
       </form>
-      {deliveries.length === 0 ? <p>No deliveries{filter.status ? ` with status ${filter.status}` : ''}{filter.beforeId ? ' before these' : ''}.</p> : (
+      {props.errorAt === 'deliveries' && <ErrorMessage error={props.error} />}
+      {deliveries.length === 0 ? (
+        <p>
+          No deliveries{filter.status ? ` with status ${filter.status}` : ''}{filter.beforeId ? ' before these' : ''}
+          {filter.status || filter.beforeId ? '.' : ' yet: one is sent when a product the endpoint follows changes; "Send test" on the endpoints page sends one now.'}
+        </p>
+      ) : (
         <table>
           <thead><tr><th>Delivery</th><th>Event</th><th>Products</th><th>Status</th><th>Attempts</th><th>Created</th><th>Next attempt</th><th>Actions</th></tr></thead>
           <tbody>
@@ -136,7 +151,7 @@ function Notifications(props: { notifications: Notification[] }) {
 
 function EndpointDetailPage(props: {
   session: PanelSession; merchantId: number; endpoint: Endpoint; deliveries: Delivery[]; notifications: Notification[]; filter: LogFilter;
-  notice?: string | undefined; error?: { detail: string } | undefined; since?: string;
+  notice?: string | undefined; error?: ShownError | undefined; errorAt?: ErrorAt; since?: string;
 }) {
   const { session, merchantId, endpoint } = props;
   const list = `/panel/merchants/${merchantId}/endpoints`;
@@ -146,7 +161,7 @@ function EndpointDetailPage(props: {
     <Layout title={`Endpoint #${endpoint.id}`} session={session} merchantId={merchantId}>
       <p><a href={list}>All endpoints</a></p>
       <Notice text={props.notice} />
-      <ErrorMessage error={props.error} />
+      {props.errorAt === undefined && <ErrorMessage error={props.error} />}
       <section aria-labelledby="health">
         <h2 id="health">Health</h2>
         <dl>
@@ -156,15 +171,17 @@ function EndpointDetailPage(props: {
           <dt>Secret</dt><dd id="endpoint-secret"><SecretState endpoint={endpoint} /></dd>
           <dt>Health</dt><dd id="endpoint-health"><Health endpoint={endpoint} /></dd>
         </dl>
-        <form class="inline" method="post" action={`${base}/rotate`}><CsrfField session={session} /><button type="submit">Rotate secret</button></form>{' '}
+        <a href={`${base}/rotate?from=detail`}>Rotate secret…</a>{' '}
         {endpoint.secret_rotation && <><ConfirmSecretButton session={session} base={base} />{' '}</>}
         {!active && (
           <form class="inline" method="post" action={`${base}/enable`}><CsrfField session={session} /><button type="submit">Enable</button></form>
         )}
+        {props.errorAt === 'secret' && <ErrorMessage error={props.error} />}
       </section>
-      <DeliveryLog base={base} deliveries={props.deliveries} filter={props.filter} session={session} active={active} />
+      <DeliveryLog base={base} deliveries={props.deliveries} filter={props.filter} session={session} active={active} error={props.error} errorAt={props.errorAt} />
       <section aria-labelledby="recover">
         <h2 id="recover">Recover failed deliveries</h2>
+        {props.errorAt === 'recover' && <ErrorMessage error={props.error} labels={{ since: 'Recover failed deliveries since' }} />}
         {active ? (
           <form class="stacked" method="post" action={`${base}/recover`}>
             <CsrfField session={session} />
@@ -200,7 +217,7 @@ function DeliveryPage(props: { session: PanelSession; merchantId: number; endpoi
         <button type="submit">Resend</button>
       </form>
       <h2>Attempts</h2>
-      {delivery.attempts.length === 0 ? <p>No attempts yet.</p> : (
+      {delivery.attempts.length === 0 ? <p>No attempts yet: the delivery is sent at its next attempt time, above.</p> : (
         <table>
           <thead><tr><th>Time</th><th>Status code</th><th>Error</th><th>Latency</th><th>Response</th></tr></thead>
           <tbody>
@@ -241,7 +258,7 @@ export function endpointDetailPages(service: Service, accounts: () => PanelAccou
     const merchantId = merchantOf(c);
     const endpointId = idParam(c, 'endpointId', 'Webhook endpoint');
     const done = c.req.query('done');
-    const notice = done === 'recovered' ? `${Number(c.req.query('count') ?? 0)} failed deliveries are queued again.` : DONE[done ?? ''];
+    const notice = done === 'recovered' ? `${Number(c.req.query('count') ?? 0)} failed deliveries are queued again.` : noticeFor(DONE, done);
     return c.html(<EndpointDetailPage session={sessionOf(c)} merchantId={merchantId} {...await detail(merchantId, endpointId, logFilter(c))} notice={notice} />);
   });
 
@@ -259,10 +276,28 @@ export function endpointDetailPages(service: Service, accounts: () => PanelAccou
     const deliveryId = idParam(c, 'deliveryId', 'Delivery');
     const outcome = await formAction(() => endpoints.resend(merchantId, endpointId, deliveryId));
     if (outcome.error) {
-      return c.html(<EndpointDetailPage session={session} merchantId={merchantId} {...await detail(merchantId, endpointId, {})} error={outcome.error} />, outcome.error.status as 409);
+      return c.html(<EndpointDetailPage session={session} merchantId={merchantId} {...await detail(merchantId, endpointId, {})} error={outcome.error} errorAt="deliveries" />, outcome.error.status as 409);
     }
     await accounts().record(session.principal, merchantId, 'endpoint.resend', `endpoint ${endpointId}: delivery ${deliveryId} as ${outcome.ok.id}`);
     return c.redirect(`/panel/merchants/${merchantId}/endpoints/${endpointId}?done=resent`, 303);
+  });
+
+  // The confirmation step (issue 22.2): the old secret stops signing at once.
+  pages.get('/confirm-secret', async (c) => {
+    const session = sessionOf(c);
+    const merchantId = merchantOf(c);
+    const endpoint = await endpoints.endpoint(merchantId, idParam(c, 'endpointId', 'Webhook endpoint'));
+    const detailUrl = `/panel/merchants/${merchantId}/endpoints/${endpoint.id}`;
+    if (!endpoint.secret_rotation) return c.redirect(detailUrl, 303);
+    return c.html(
+      <ConfirmPage session={session} merchantId={merchantId} title="Sign with the new secret now?" action={`${detailUrl}/confirm-secret`}
+        button="Sign with the new secret now" cancel={detailUrl} danger={false}>
+        <p>
+          Every delivery to {endpoint.url} is signed with the new secret (<code>{endpoint.secret_rotation.new_secret_prefix}…</code>) from now on;
+          the old one (<code>{endpoint.secret_prefix}…</code>) no longer verifies. Install the new secret on the receiver first.
+        </p>
+      </ConfirmPage>,
+    );
   });
 
   // "Sign with the new secret now": ends a pending rotation (audited by the domain); 409 on the page when none is pending.
@@ -272,7 +307,7 @@ export function endpointDetailPages(service: Service, accounts: () => PanelAccou
     const endpointId = idParam(c, 'endpointId', 'Webhook endpoint');
     const outcome = await formAction(() => endpoints.confirmSecret(merchantId, endpointId, principalName(session.principal)));
     if (outcome.error) {
-      return c.html(<EndpointDetailPage session={session} merchantId={merchantId} {...await detail(merchantId, endpointId, {})} error={outcome.error} />, outcome.error.status as 409);
+      return c.html(<EndpointDetailPage session={session} merchantId={merchantId} {...await detail(merchantId, endpointId, {})} error={outcome.error} errorAt="secret" />, outcome.error.status as 409);
     }
     return c.redirect(`/panel/merchants/${merchantId}/endpoints/${endpointId}?done=secret_confirmed`, 303);
   });
@@ -285,7 +320,7 @@ export function endpointDetailPages(service: Service, accounts: () => PanelAccou
     const outcome = await formAction(() => endpoints.recover(merchantId, endpointId, validated(RecoverDeliveriesInputSchema, { since: sinceOf(since) }).since));
     if (outcome.error) {
       return c.html(
-        <EndpointDetailPage session={session} merchantId={merchantId} {...await detail(merchantId, endpointId, {})} error={outcome.error} since={since} />,
+        <EndpointDetailPage session={session} merchantId={merchantId} {...await detail(merchantId, endpointId, {})} error={outcome.error} errorAt="recover" since={since} />,
         outcome.error.status as 400,
       );
     }

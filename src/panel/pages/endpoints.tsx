@@ -1,7 +1,8 @@
 // Webhook endpoints of a merchant (issue 11, "Webhook endpoints"): the list with health, create
 // (the signing secret shown once), rotate the secret (the new one shown once; the old one signs
-// through a grace period: issue 21.4), send a test, pause, re-enable, delete
-// with a confirmation step. Every change is one call of service.endpoints, then the audit log.
+// through a grace period: issue 21.4), send a test, pause, re-enable, delete. Rotating and deleting
+// have a confirmation step; a secret is shown once after a redirect (issue 22.1, shown-once.tsx).
+// Every change is one call of service.endpoints, then the audit log.
 import { Hono } from 'hono';
 import { WebhookEndpointInputSchema } from '../../generated/admin-routes.js';
 import type { components } from '../../generated/admin-api.js';
@@ -11,8 +12,20 @@ import { EVENTS } from '../../webhooks/endpoints.js';
 import { principalName, type PanelAccounts, type PanelSession } from '../../admin/accounts.js';
 import { field, fields, formOf, validated } from '../form.js';
 import { formAction, idParam, merchantOf, sessionOf } from '../handlers.js';
-import { CsrfField, ErrorMessage, Layout, Notice, ShownOnce } from '../layout.js';
+import { CsrfField, ErrorMessage, Layout, Notice, ShownOnce, type ShownError } from '../layout.js';
+import { ConfirmPage } from '../confirm.js';
+import { noticeFor } from '../notices.js';
 import type { PanelEnv } from '../session.js';
+import { AlreadyShown, redirectToShownOnce, shownOnce } from '../shown-once.js';
+import { Time } from '../time.js';
+
+/** The registration form's labels, for its errors (plain-words.ts). */
+const FIELD_LABELS = { url: 'Receiver URL', store: 'Store', events: 'Events' };
+
+/** A new secret, between the POST that made it and the one page that shows it. */
+type ShownSecret =
+  | { kind: 'endpoint_secret'; created: true; url: string; events: string[]; store: string | null; secret: string }
+  | { kind: 'endpoint_secret'; created: false; url: string; endpointId: number; secret: string; oldPrefix: string; pendingUntil: string | null };
 
 type Endpoint = components['schemas']['WebhookEndpoint'];
 
@@ -28,10 +41,10 @@ export function Health(props: { endpoint: Endpoint }) {
   return (
     <>
       <span class={`status-${e.status}`}>{e.status}</span>
-      {e.paused_until && <div class="muted">paused until {e.paused_until}</div>}
+      {e.paused_until && <div class="muted">paused until <Time at={e.paused_until} /></div>}
       {e.disabled_reason && <div class="muted">{e.disabled_reason}</div>}
       <div class="muted">{e.consecutive_failures} consecutive failures</div>
-      <div class="muted">last success {e.last_success_at ?? 'never'}; last failure {e.last_failure_at ?? 'never'}</div>
+      <div class="muted">last success <Time at={e.last_success_at} none="never" />; last failure <Time at={e.last_failure_at} none="never" /></div>
     </>
   );
 }
@@ -45,25 +58,23 @@ export function SecretState(props: { endpoint: Endpoint }) {
       {rotation && (
         <div class="muted secret-rotation">
           rotation pending: <code>{rotation.new_secret_prefix}…</code> signs from{' '}
-          <time datetime={rotation.pending_until}>{rotation.pending_until}</time>, or once confirmed
+          <Time at={rotation.pending_until} />, or once confirmed
         </div>
       )}
     </>
   );
 }
 
-/** Ends a pending rotation now (POST .../confirm-secret, endpoint-detail.tsx). */
+/** Ends a pending rotation now, after a confirmation (GET, then POST .../confirm-secret, endpoint-detail.tsx: issue 22.2). */
 export function ConfirmSecretButton(props: { session: PanelSession; base: string }) {
-  return (
-    <form class="inline" method="post" action={`${props.base}/confirm-secret`}>
-      <CsrfField session={props.session} /><button type="submit">Sign with the new secret now</button>
-    </form>
-  );
+  return <a href={`${props.base}/confirm-secret`}>Sign with the new secret now…</a>;
 }
 
 function EndpointsPage(props: {
   session: PanelSession; merchantId: number; endpoints: Endpoint[]; stores: StoreRecord[];
-  notice?: string | undefined; error?: { detail: string } | undefined; input?: { url: string; store: string; events: string[] };
+  notice?: string | undefined; error?: ShownError | undefined; input?: { url: string; store: string; events: string[] };
+  /** The action the error comes from, where the page shows it: the registration form unless a row's `test:<id>`. */
+  errorAt?: string;
 }) {
   const { session, merchantId } = props;
   const base = `/panel/merchants/${merchantId}/endpoints`;
@@ -71,7 +82,7 @@ function EndpointsPage(props: {
   return (
     <Layout title="Webhook endpoints" session={session} merchantId={merchantId}>
       <Notice text={props.notice} />
-      {props.endpoints.length === 0 ? <p>No endpoints yet.</p> : (
+      {props.endpoints.length === 0 ? <p>No endpoints yet: register your receiver's URL below, and every change of the catalog is sent to it, signed.</p> : (
         <table>
           <thead><tr><th>URL</th><th>Store</th><th>Events</th><th>Health</th><th>Secret</th><th>Actions</th></tr></thead>
           <tbody>
@@ -84,7 +95,7 @@ function EndpointsPage(props: {
                 <td><SecretState endpoint={e} /></td>
                 <td>
                   <form class="inline" method="post" action={`${base}/${e.id}/test`}><CsrfField session={session} /><button type="submit">Send test</button></form>{' '}
-                  <form class="inline" method="post" action={`${base}/${e.id}/rotate`}><CsrfField session={session} /><button type="submit">Rotate secret</button></form>{' '}
+                  <a href={`${base}/${e.id}/rotate`}>Rotate secret…</a>{' '}
                   {e.secret_rotation && <><ConfirmSecretButton session={session} base={`${base}/${e.id}`} />{' '}</>}
                   {e.status !== 'active' && (
                     <form class="inline" method="post" action={`${base}/${e.id}/enable`}><CsrfField session={session} /><button type="submit">Enable</button></form>
@@ -93,6 +104,7 @@ function EndpointsPage(props: {
                     <form class="inline" method="post" action={`${base}/${e.id}/pause`}><CsrfField session={session} /><button type="submit">Pause</button></form>
                   )}{' '}
                   <a href={`${base}/${e.id}/delete`}>Delete…</a>
+                  {props.errorAt === `test:${e.id}` && <ErrorMessage error={props.error} />}
                 </td>
               </tr>
             ))}
@@ -100,7 +112,7 @@ function EndpointsPage(props: {
         </table>
       )}
       <h2>Register an endpoint</h2>
-      <ErrorMessage error={props.error} />
+      {props.errorAt === undefined && <ErrorMessage error={props.error} labels={FIELD_LABELS} />}
       <form class="stacked" method="post" action={base}>
         <CsrfField session={session} />
         <label>Receiver URL<input type="url" name="url" required value={input.url} /></label>
@@ -131,7 +143,7 @@ export function endpointPages(service: Service, accounts: () => PanelAccounts) {
 
   pages.get('/', async (c) => {
     const merchantId = merchantOf(c);
-    return c.html(<EndpointsPage session={sessionOf(c)} merchantId={merchantId} {...await listing(merchantId)} notice={DONE[c.req.query('done') ?? '']} />);
+    return c.html(<EndpointsPage session={sessionOf(c)} merchantId={merchantId} {...await listing(merchantId)} notice={noticeFor(DONE, c.req.query('done'))} />);
   });
 
   pages.post('/', async (c) => {
@@ -147,14 +159,72 @@ export function endpointPages(service: Service, accounts: () => PanelAccounts) {
     }
     const created = outcome.ok;
     await accounts().record(session.principal, merchantId, 'endpoint.create', `endpoint ${created.id} ${created.url}`);
-    // The secret is in this response and nowhere else: no redirect could carry it without storing it.
+    return redirectToShownOnce(c, accounts, `/panel/merchants/${merchantId}/endpoints/shown`, {
+      kind: 'endpoint_secret', created: true, url: created.url, events: created.events, store: created.store, secret: created.secret,
+    } satisfies ShownSecret);
+  });
+
+  // The one page that shows a new secret (after registering or rotating); a reload gets 410.
+  pages.get('/shown/:shownId', async (c) => {
+    const session = sessionOf(c);
+    const merchantId = merchantOf(c);
+    const list = `/panel/merchants/${merchantId}/endpoints`;
+    const shown = await shownOnce<ShownSecret>(c, accounts, 'endpoint_secret');
+    if (!shown) {
+      return c.html(<AlreadyShown session={session} merchantId={merchantId} what="The signing secret" back={{ href: list, label: 'Back to the endpoints' }}
+        lost="If it was not copied, rotate the endpoint's secret again." />, 410);
+    }
+    if (shown.created) {
+      return c.html(
+        <Layout title="Endpoint registered" session={session} merchantId={merchantId}>
+          <p>{shown.url} receives {shown.events.join(', ')} for {shown.store ?? 'all stores'}.</p>
+          <ShownOnce label="Signing secret" secret={shown.secret} />
+          <p><a href={list}>Done: back to the endpoints</a></p>
+        </Layout>,
+      );
+    }
+    const detail = `${list}/${shown.endpointId}`;
     return c.html(
-      <Layout title="Endpoint registered" session={session} merchantId={merchantId}>
-        <p>{created.url} receives {created.events.join(', ')} for {created.store ?? 'all stores'}.</p>
-        <ShownOnce label="Signing secret" secret={created.secret} />
-        <p><a href={`/panel/merchants/${merchantId}/endpoints`}>Done: back to the endpoints</a></p>
+      <Layout title="Secret rotated" session={session} merchantId={merchantId}>
+        {shown.pendingUntil ? (
+          <>
+            <p>
+              The old secret (<code>{shown.oldPrefix}…</code>) of {shown.url} keeps signing deliveries
+              until <Time at={shown.pendingUntil} />; from then on the new one does.
+            </p>
+            <ShownOnce label="New signing secret" secret={shown.secret} />
+            <p>
+              Install the new secret on the receiver beside the old one (verifying with either), then sign with the
+              new secret now on the <a href={detail}>endpoint's page</a>, or let the grace period end.
+            </p>
+          </>
+        ) : (
+          <>
+            <p>The new secret signs every delivery to {shown.url} from now on; the old one no longer does.</p>
+            <ShownOnce label="New signing secret" secret={shown.secret} />
+          </>
+        )}
+        <p><a href={list}>Done: back to the endpoints</a></p>
       </Layout>,
-      201,
+    );
+  });
+
+  // The confirmation step: rotating is a POST from this page only (issue 22.2).
+  pages.get('/:endpointId/rotate', async (c) => {
+    const session = sessionOf(c);
+    const merchantId = merchantOf(c);
+    const endpoint = await endpoints.endpoint(merchantId, idParam(c, 'endpointId', 'Webhook endpoint'));
+    const base = `/panel/merchants/${merchantId}/endpoints`;
+    const grace = service.config.webhooks.secretGraceHours;
+    return c.html(
+      <ConfirmPage session={session} merchantId={merchantId} title="Rotate the signing secret?" action={`${base}/${endpoint.id}/rotate`}
+        button="Rotate the secret" cancel={c.req.query('from') === 'detail' ? `${base}/${endpoint.id}` : base} danger={false}>
+        <p>A new signing secret is made for {endpoint.url} and shown once on the next page.</p>
+        {grace > 0
+          ? <p>The current secret (<code>{endpoint.secret_prefix}…</code>) keeps signing for {grace} hours, or until you sign with the new one, so that the receiver can install it first.</p>
+          : <p>The new secret signs every delivery from now on: the receiver must be changed at once.</p>}
+        {endpoint.secret_rotation && <p>The rotation pending now (<code>{endpoint.secret_rotation.new_secret_prefix}…</code>) is replaced: its secret will never sign.</p>}
+      </ConfirmPage>,
     );
   });
 
@@ -163,31 +233,10 @@ export function endpointPages(service: Service, accounts: () => PanelAccounts) {
     const merchantId = merchantOf(c);
     // Recorded in the audit log by the domain, in the rotation's transaction.
     const rotated = await endpoints.rotateSecret(merchantId, idParam(c, 'endpointId', 'Webhook endpoint'), principalName(session.principal));
-    const rotation = rotated.secret_rotation;
-    const detail = `/panel/merchants/${merchantId}/endpoints/${rotated.id}`;
-    return c.html(
-      <Layout title="Secret rotated" session={session} merchantId={merchantId}>
-        {rotation ? (
-          <>
-            <p>
-              The old secret (<code>{rotated.secret_prefix}…</code>) of {rotated.url} keeps signing deliveries
-              until <time datetime={rotation.pending_until}>{rotation.pending_until}</time>; from then on the new one does.
-            </p>
-            <ShownOnce label="New signing secret" secret={rotated.secret} />
-            <p>
-              Install the new secret on the receiver beside the old one (verifying with either), then sign with the
-              new secret now on the <a href={detail}>endpoint's page</a>, or let the grace period end.
-            </p>
-          </>
-        ) : (
-          <>
-            <p>The new secret signs every delivery to {rotated.url} from now on; the old one no longer does.</p>
-            <ShownOnce label="New signing secret" secret={rotated.secret} />
-          </>
-        )}
-        <p><a href={`/panel/merchants/${merchantId}/endpoints`}>Done: back to the endpoints</a></p>
-      </Layout>,
-    );
+    return redirectToShownOnce(c, accounts, `/panel/merchants/${merchantId}/endpoints/shown`, {
+      kind: 'endpoint_secret', created: false, url: rotated.url, endpointId: rotated.id, secret: rotated.secret,
+      oldPrefix: rotated.secret_prefix, pendingUntil: rotated.secret_rotation?.pending_until ?? null,
+    } satisfies ShownSecret);
   });
 
   pages.post('/:endpointId/test', async (c) => {
@@ -196,7 +245,7 @@ export function endpointPages(service: Service, accounts: () => PanelAccounts) {
     const endpointId = idParam(c, 'endpointId', 'Webhook endpoint');
     const outcome = await formAction(() => endpoints.sendTest(merchantId, endpointId));
     if (outcome.error) {
-      return c.html(<EndpointsPage session={session} merchantId={merchantId} {...await listing(merchantId)} error={outcome.error} />, outcome.error.status as 409);
+      return c.html(<EndpointsPage session={session} merchantId={merchantId} {...await listing(merchantId)} error={outcome.error} errorAt={`test:${endpointId}`} />, outcome.error.status as 409);
     }
     await accounts().record(session.principal, merchantId, 'endpoint.send_test', `endpoint ${endpointId}: delivery ${outcome.ok.id}`);
     return c.redirect(`/panel/merchants/${merchantId}/endpoints?done=test`, 303);

@@ -8,6 +8,7 @@ import type { CatalogAdmin } from '../../admin/catalog-admin.js';
 import { merchantOf, sessionOf } from '../handlers.js';
 import { CsrfField, Layout, Notice } from '../layout.js';
 import type { PanelEnv } from '../session.js';
+import { Time } from '../time.js';
 
 type ImageMirroring = Awaited<ReturnType<CatalogAdmin['imageMirroring']>>;
 
@@ -20,8 +21,11 @@ function ImagesPage(props: { session: PanelSession; merchantId: number; mirrorin
         <thead><tr><th>Pending</th><th>Mirrored</th><th>Dead</th></tr></thead>
         <tbody><tr><td>{mirroring.pending}</td><td>{mirroring.mirrored}</td><td>{mirroring.dead}</td></tr></tbody>
       </table>
+      {mirroring.pending + mirroring.mirrored + mirroring.dead === 0 && (
+        <p>No images yet: the images of the products you import are mirrored here, from their source URLs.</p>
+      )}
       <h2>Dead images</h2>
-      {mirroring.dead_images.length === 0 ? <p>No dead images.</p> : (
+      {mirroring.dead_images.length === 0 ? <p>No dead images: none to retry.</p> : (
         <>
           <table aria-label="Dead images">
             <thead><tr><th>Source URL</th><th>Last error</th><th>First failure</th><th>Last updated</th></tr></thead>
@@ -30,8 +34,8 @@ function ImagesPage(props: { session: PanelSession; merchantId: number; mirrorin
                 <tr>
                   <td class="wrap">{image.url}</td>
                   <td>{image.last_error ?? '—'}</td>
-                  <td>{image.first_failure_at ?? '—'}</td>
-                  <td>{image.updated_at}</td>
+                  <td><Time at={image.first_failure_at} /></td>
+                  <td><Time at={image.updated_at} /></td>
                 </tr>
               ))}
             </tbody>

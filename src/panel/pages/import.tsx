@@ -17,6 +17,7 @@ import { formOf } from '../form.js';
 import { idParam, merchantOf, sessionOf } from '../handlers.js';
 import { CsrfField, ErrorMessage, Layout } from '../layout.js';
 import type { PanelEnv } from '../session.js';
+import { Time } from '../time.js';
 
 /** How often a running import's page reloads itself. */
 export const IMPORT_REFRESH_SECONDS = 1;
@@ -38,7 +39,7 @@ function progressText(job: ImportJobRecord): string {
 }
 
 function RecentImports(props: { merchantId: number; jobs: ImportJobRecord[]; imports: ImportJobs }) {
-  if (props.jobs.length === 0) return <p>No imports yet.</p>;
+  if (props.jobs.length === 0) return <p>No imports yet: upload a file above to add, change or delete products.</p>;
   return (
     <table aria-label="Recent imports" class="labelled">
       <thead><tr><th>Import</th><th>File</th><th>Started by</th><th>Started</th><th>State</th><th>Progress</th></tr></thead>
@@ -48,7 +49,7 @@ function RecentImports(props: { merchantId: number; jobs: ImportJobRecord[]; imp
             <td data-label="Import"><a href={jobUrl(props.merchantId, job.id)}>{job.id}</a></td>
             <td data-label="File">{job.file_name ?? <span class="muted">request body</span>}</td>
             <td data-label="Started by">{job.started_by}</td>
-            <td data-label="Started">{job.started_at}</td>
+            <td data-label="Started"><Time at={job.started_at} /></td>
             <td data-label="State">{stateText(job, props.imports.stalled(job))}</td>
             <td data-label="Progress">{job.state === 'failed' && job.problems.length > 0 ? `${new Set(job.problems.map((p) => p.name)).size} bad lines` : progressText(job)}</td>
           </tr>
@@ -64,13 +65,13 @@ function ImportPage(props: {
   const { session, merchantId, error } = props;
   return (
     <Layout title="Import products" session={session} merchantId={merchantId}>
-      <ErrorMessage error={error} />
       <h2>Upload an NDJSON file</h2>
       <p>
         One operation per line: <code>{'{"op":"upsert_product","product":{…}}'}</code> or{' '}
         <code>{'{"op":"delete_product","ref":"…"}'}</code>, as the admin API's import takes them. The whole file is
         checked first: one bad line and nothing is applied.
       </p>
+      <ErrorMessage error={error} labels={{ file: 'NDJSON file' }} />
       <form class="stacked" method="post" enctype="multipart/form-data" action={`/panel/merchants/${merchantId}/import`}>
         <CsrfField session={session} />
         <label>NDJSON file<input type="file" name="file" required accept=".ndjson,.jsonl,application/x-ndjson,text/plain" /></label>
@@ -92,7 +93,7 @@ function JobPage(props: { session: PanelSession; merchantId: number; job: Import
       <dl class="facts" aria-label="Import">
         <dt>File</dt><dd>{job.file_name ?? 'request body (admin API)'}</dd>
         <dt>Started by</dt><dd>{job.started_by}</dd>
-        <dt>Started</dt><dd>{job.started_at}</dd>
+        <dt>Started</dt><dd><Time at={job.started_at} /></dd>
         <dt>State</dt><dd id="import-state">{stateText(job, stalled)}</dd>
         <dt>Lines read</dt><dd id="lines-read">{job.lines_read}</dd>
         <dt>Products applied</dt>
@@ -100,12 +101,12 @@ function JobPage(props: { session: PanelSession; merchantId: number; job: Import
           {job.operations === null ? 'none yet: the lines are checked first' : `${job.products_applied} of ${job.operations}`}
           {job.operations !== null && job.operations > 0 && <> <progress max={job.operations} value={job.products_applied}>{job.products_applied} of {job.operations}</progress></>}
         </dd>
-        {job.finished_at && <><dt>Finished</dt><dd>{job.finished_at}</dd></>}
+        {job.finished_at && <><dt>Finished</dt><dd><Time at={job.finished_at} /></dd></>}
       </dl>
       {running && <p role="status" class="notice">Running: this page reloads itself every second until the import ends.</p>}
       {stalled && (
         <p role="alert" class="error">
-          No progress since {job.updated_at}: the process checking this file has stopped, and nothing of it was applied. The
+          No progress since <Time at={job.updated_at} />: the process checking this file has stopped, and nothing of it was applied. The
           service marks it interrupted shortly; upload the file again.
         </p>
       )}

@@ -1,5 +1,6 @@
-// API keys of a merchant (issue 11, "API keys"): list, create (the key shown once), revoke with a
-// confirmation step. Every change is one call of service.admin, then the audit log.
+// API keys of a merchant (issue 11, "API keys"): list, create (the key shown once, after a
+// redirect: shown-once.tsx), revoke with a confirmation step. Every change is one call of
+// service.admin, then the audit log.
 import { Hono } from 'hono';
 import { CreateApiKeyInputSchema } from '../../generated/admin-routes.js';
 import type { Service } from '../../service.js';
@@ -9,13 +10,18 @@ import { field, formOf, validated } from '../form.js';
 import { formAction, idParam, merchantOf, sessionOf } from '../handlers.js';
 import { CsrfField, ErrorMessage, Layout, Notice, ShownOnce } from '../layout.js';
 import type { PanelEnv } from '../session.js';
+import { AlreadyShown, redirectToShownOnce, shownOnce } from '../shown-once.js';
+import { Time } from '../time.js';
+
+/** A created key, between the POST and the one page that shows it. */
+interface CreatedKey { kind: 'api_key'; name: string; key: string }
 
 function KeysPage(props: { session: PanelSession; merchantId: number; keys: ApiKeyRecord[]; notice?: string | undefined; error?: { detail: string } | undefined }) {
   const { session, merchantId } = props;
   return (
     <Layout title="API keys" session={session} merchantId={merchantId}>
       <Notice text={props.notice} />
-      {props.keys.length === 0 ? <p>No API keys yet.</p> : (
+      {props.keys.length === 0 ? <p>No API keys yet: create one below for each integration that reads the catalog.</p> : (
         <table>
           <thead><tr><th>Name</th><th>Prefix</th><th>Created</th><th>Revoked</th><th></th></tr></thead>
           <tbody>
@@ -23,8 +29,8 @@ function KeysPage(props: { session: PanelSession; merchantId: number; keys: ApiK
               <tr>
                 <td>{k.name}</td>
                 <td><code>{k.prefix}…</code></td>
-                <td>{k.created_at}</td>
-                <td>{k.revoked_at ?? '—'}</td>
+                <td><Time at={k.created_at} /></td>
+                <td><Time at={k.revoked_at} /></td>
                 <td>{!k.revoked_at && <a href={`/panel/merchants/${merchantId}/keys/${k.id}/revoke`}>Revoke…</a>}</td>
               </tr>
             ))}
@@ -32,7 +38,7 @@ function KeysPage(props: { session: PanelSession; merchantId: number; keys: ApiK
         </table>
       )}
       <h2>Create a key</h2>
-      <ErrorMessage error={props.error} />
+      <ErrorMessage error={props.error} labels={{ name: 'Name' }} />
       <form class="stacked" method="post" action={`/panel/merchants/${merchantId}/keys`}>
         <CsrfField session={session} />
         <label>Name (the integration that uses it)<input name="name" required maxlength={200} /></label>
@@ -62,12 +68,23 @@ export function keyPages(service: Service, accounts: () => PanelAccounts) {
     }
     const created = outcome.ok;
     await accounts().record(session.principal, merchantId, 'api_key.create', `key ${created.id} "${created.name}" (${created.prefix})`);
+    return redirectToShownOnce(c, accounts, `/panel/merchants/${merchantId}/keys/shown`, { kind: 'api_key', name: created.name, key: created.key } satisfies CreatedKey);
+  });
+
+  pages.get('/shown/:shownId', async (c) => {
+    const session = sessionOf(c);
+    const merchantId = merchantOf(c);
+    const back = { href: `/panel/merchants/${merchantId}/keys`, label: 'Back to the keys' };
+    const created = await shownOnce<CreatedKey>(c, accounts, 'api_key');
+    if (!created) {
+      return c.html(<AlreadyShown session={session} merchantId={merchantId} what="The new API key" back={back}
+        lost="If it was not copied, revoke that key and create another." />, 410);
+    }
     return c.html(
       <Layout title="API key created" session={session} merchantId={merchantId}>
         <ShownOnce label={`API key "${created.name}"`} secret={created.key} />
-        <p><a href={`/panel/merchants/${merchantId}/keys`}>Done: back to the keys</a></p>
+        <p><a href={back.href}>Done: back to the keys</a></p>
       </Layout>,
-      201,
     );
   });
 

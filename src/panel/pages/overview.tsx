@@ -8,6 +8,7 @@ import type { PanelAccounts, PanelSession } from '../../admin/accounts.js';
 import { MerchantOverview, type MerchantOverviewView } from '../../admin/overview.js';
 import { merchantOf, sessionOf } from '../handlers.js';
 import { Layout } from '../layout.js';
+import { Time } from '../time.js';
 import type { PanelEnv } from '../session.js';
 
 /** The exclusion reasons in the spec's priority order, as the page names them. */
@@ -42,19 +43,30 @@ function MerchantOverviewPage(props: { session: PanelSession; view: MerchantOver
     <Layout title={view.merchant.name} session={session} merchantId={merchantId}>
       <section aria-labelledby="stores">
         <h2 id="stores">Stores</h2>
-        {view.stores.length === 0 ? <p>No stores yet.</p> : (
+        {view.stores.length === 0 ? (
+          <p>
+            No stores yet: the operator creates them (the command line's <code>stores set</code>, or the admin API); then
+            add products on the <a href={`${base}/import`}>Import</a> page.
+          </p>
+        ) : (
           <table class="labelled">
-            <thead><tr><th>Store</th><th>Published</th>{REASONS.map(([, label]) => <th>{label}</th>)}</tr></thead>
+            <thead><tr><th>Store</th><th>Published (incl. excluded)</th>{REASONS.map(([, label]) => <th>{label}</th>)}</tr></thead>
             <tbody>
               {view.stores.map(({ store, total, excluded }) => (
                 <tr data-store={store.slug}>
                   <td data-label="Store">{store.name} <span class="muted">{store.slug} · {store.currency}{store.active ? '' : ' · inactive'}</span></td>
-                  <td data-label="Published" data-count="total">{total}</td>
+                  <td data-count="total">{total}</td>
                   {REASONS.map(([reason, label]) => <td data-label={label} data-count={reason}>{excluded[reason]}</td>)}
                 </tr>
               ))}
             </tbody>
           </table>
+        )}
+        {view.stores.length > 0 && (
+          <p class="muted" id="published-note">
+            Published counts every product integrators can read in the store, the excluded ones included (they are listed
+            with <code>excluded: true</code>); the other columns count the excluded ones by reason.
+          </p>
         )}
       </section>
       <div class="overview-grid">
@@ -75,10 +87,10 @@ function MerchantOverviewPage(props: { session: PanelSession; view: MerchantOver
       </div>
       <section aria-labelledby="notifications">
         <h2 id="notifications">Recent notifications</h2>
-        {view.notifications.length === 0 ? <p>No notifications to the owners.</p> : (
+        {view.notifications.length === 0 ? <p>No notifications to the owners: they appear here when a webhook endpoint fails, is paused or is disabled.</p> : (
           <ul class="notifications">
             {view.notifications.map((n) => (
-              <li><span class={`status-${n.kind}`}>{n.kind}</span> {n.subject} <span class="muted">{n.created_at}</span></li>
+              <li><span class={`status-${n.kind}`}>{n.kind}</span> {n.subject} <span class="muted"><Time at={n.created_at} /></span></li>
             ))}
           </ul>
         )}
@@ -101,14 +113,14 @@ export function overviewPage(service: Service, accounts: () => PanelAccounts) {
     const merchants = await admin.listMerchants();
     return c.html(
       <Layout title="Merchants" session={session}>
-        {merchants.length === 0 ? <p>No merchants yet: create one with the admin API or the CLI.</p> : (
+        {merchants.length === 0 ? <p>No merchants yet: create one with the command line (<code>merchants create --name N</code>) or the admin API.</p> : (
           <table>
             <thead><tr><th>Merchant</th><th>Created</th><th></th></tr></thead>
             <tbody>
               {merchants.map((m) => (
                 <tr>
                   <td><a href={`/panel/merchants/${m.id}`}>{m.name}</a> <span class="muted">#{m.id}</span></td>
-                  <td>{m.created_at}</td>
+                  <td><Time at={m.created_at} /></td>
                   <td>
                     <a href={`/panel/merchants/${m.id}/endpoints`}>Endpoints</a>{' · '}
                     <a href={`/panel/merchants/${m.id}/keys`}>API keys</a>{' · '}

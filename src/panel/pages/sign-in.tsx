@@ -3,25 +3,30 @@
 // Retry-After) and the checks are the accounts domain's; the pages show its answer.
 import { getConnInfo } from '@hono/node-server/conninfo';
 import { Hono } from 'hono';
-import type { PanelAccounts, SignedIn } from '../../admin/accounts.js';
+import type { PanelAccounts, PanelLinkPurpose, SignedIn } from '../../admin/accounts.js';
 import { field, formOf } from '../form.js';
 import { sessionOf, type PanelContext } from '../handlers.js';
 import { ErrorMessage, Layout, Notice } from '../layout.js';
 import { endSession, startSession, type PanelEnv, type SessionCookie } from '../session.js';
 import { ProblemError } from '../../shared/problem.js';
 
-function LoginPage(props: { error?: { detail: string } | undefined; notice?: string | undefined; email?: string }) {
+function LoginPage(props: {
+  error?: { detail: string } | undefined; notice?: string | undefined; email?: string;
+  /** Which form failed: its error is shown above it. */
+  errorAt?: 'user' | 'operator';
+}) {
   return (
     <Layout title="Sign in">
       <Notice text={props.notice} />
-      <ErrorMessage error={props.error} />
       <h2>Merchant user</h2>
+      {props.errorAt === 'user' && <ErrorMessage error={props.error} />}
       <form class="stacked" method="post" action="/panel/login">
         <label>E-mail<input type="email" name="email" autocomplete="username" required value={props.email ?? ''} /></label>
         <label>Password<input type="password" name="password" autocomplete="current-password" required /></label>
         <button type="submit">Sign in</button>
       </form>
       <h2>Operator</h2>
+      {props.errorAt === 'operator' && <ErrorMessage error={props.error} />}
       <form class="stacked" method="post" action="/panel/login/operator">
         <label>Admin token<input type="password" name="admin_token" autocomplete="off" required /></label>
         <button type="submit">Sign in as operator</button>
@@ -30,11 +35,13 @@ function LoginPage(props: { error?: { detail: string } | undefined; notice?: str
   );
 }
 
-function InvitationPage(props: { token: string; email: string; error?: { detail: string } | undefined }) {
+function InvitationPage(props: { token: string; email: string; purpose: PanelLinkPurpose; error?: { detail: string } | undefined }) {
   return (
-    <Layout title="Set your password">
-      <p>Welcome, {props.email}. Choose a password of at least 12 characters to finish your account.</p>
-      <ErrorMessage error={props.error} />
+    <Layout title={props.purpose === 'reset' ? 'Set a new password' : 'Set your password'}>
+      {props.purpose === 'reset'
+        ? <p>Choose a new password of at least 12 characters for {props.email}. Every session of the account is then signed out.</p>
+        : <p>Welcome, {props.email}. Choose a password of at least 12 characters to finish your account.</p>}
+      <ErrorMessage error={props.error} labels={{ password: 'New password' }} />
       <form class="stacked" method="post" action={`/panel/invitations/${encodeURIComponent(props.token)}`}>
         <input type="text" name="username" autocomplete="username" value={props.email} hidden readonly />
         <label>New password<input type="password" name="password" autocomplete="new-password" minlength={12} required /></label>
@@ -44,8 +51,8 @@ function InvitationPage(props: { token: string; email: string; error?: { detail:
   );
 }
 
-/** The client's address, the key of the per-address sign-in throttle. */
-function addressOf(c: PanelContext): string {
+/** The client's address, a key of the sign-in throttle (with the account). */
+export function addressOf(c: PanelContext): string {
   try {
     return getConnInfo(c).remote.address ?? 'unknown';
   } catch {
@@ -58,7 +65,9 @@ export function signInPages(accounts: () => PanelAccounts, cookie: SessionCookie
 
   pages.get('/login', (c) => {
     if (c.get('session')) return c.redirect('/panel', 303);
-    return c.html(<LoginPage notice={c.req.query('welcome') ? 'Your password is set: sign in.' : undefined} />);
+    const notice = c.req.query('welcome') ? 'Your password is set: sign in.'
+      : c.req.query('reset') ? 'Your new password is set and every session of the account is signed out: sign in.' : undefined;
+    return c.html(<LoginPage notice={notice} />);
   });
 
   const signInWith = async (c: PanelContext, attempt: () => Promise<SignedIn>, email?: string) => {
@@ -69,7 +78,8 @@ export function signInPages(accounts: () => PanelAccounts, cookie: SessionCookie
     } catch (error) {
       if (!(error instanceof ProblemError) || (error.status !== 401 && error.status !== 429)) throw error;
       for (const [name, value] of Object.entries(error.headers)) c.header(name, value);
-      return c.html(<LoginPage error={error} {...(email ? { email } : {})} />, error.status as 401 | 429);
+      // Only the merchant user's form has an e-mail.
+      return c.html(<LoginPage error={error} errorAt={email === undefined ? 'operator' : 'user'} {...(email ? { email } : {})} />, error.status as 401 | 429);
     }
   };
 
@@ -94,22 +104,21 @@ export function signInPages(accounts: () => PanelAccounts, cookie: SessionCookie
   pages.get('/invitations/:token', async (c) => {
     const token = c.req.param('token');
     const invitation = await accounts().invitation(token);
-    if (!invitation) throw new ProblemError('not_found', 'This invitation link is unknown, used or expired: ask for a new one.');
-    return c.html(<InvitationPage token={token} email={invitation.email} />);
+    if (!invitation) throw new ProblemError('not_found', 'This link is unknown, already used, revoked or expired: ask for a new one.');
+    return c.html(<InvitationPage token={token} email={invitation.email} purpose={invitation.purpose} />);
   });
 
   pages.post('/invitations/:token', async (c) => {
     const token = c.req.param('token');
     const form = await formOf(c);
+    const invitation = await accounts().invitation(token);
     try {
       await accounts().acceptInvitation(token, field(form, 'password'));
     } catch (error) {
-      if (!(error instanceof ProblemError) || error.status !== 400) throw error;
-      const invitation = await accounts().invitation(token);
-      if (!invitation) throw error;
-      return c.html(<InvitationPage token={token} email={invitation.email} error={error} />, 400);
+      if (!(error instanceof ProblemError) || error.status !== 400 || !invitation) throw error;
+      return c.html(<InvitationPage token={token} email={invitation.email} purpose={invitation.purpose} error={error} />, 400);
     }
-    return c.redirect('/panel/login?welcome=1', 303);
+    return c.redirect(invitation?.purpose === 'reset' ? '/panel/login?reset=1' : '/panel/login?welcome=1', 303);
   });
 
   return pages;

@@ -1,49 +1,102 @@
-// Users of a merchant and the audit log (issue 11, "Users"): invite (the link is shown to the
-// operator or owner who invites), list, remove. Who may do it is the accounts domain's rule.
+// Users of a merchant and the audit log (issue 11, "Users"): invite (the link is shown once to the
+// operator or owner who invites, after a redirect: shown-once.tsx), list, remove; the pending
+// invitation and reset links, each revocable; a password reset (issue 22.4: e-mailed to the account
+// itself, or shown to the operator). Removing, revoking and resetting have a confirmation step.
+// Who may do what is the accounts domain's rule (the last owner cannot be removed).
 import { Hono } from 'hono';
 import type { Service } from '../../service.js';
-import type { AuditEntry, PanelAccounts, PanelRole, PanelSession, PanelUser } from '../../admin/accounts.js';
+import type { AuditEntry, PanelAccounts, PanelRole, PanelSession, PanelUser, PendingLink } from '../../admin/accounts.js';
+import { ConfirmPage } from '../confirm.js';
 import { field, formOf } from '../form.js';
-import { formAction, idParam, merchantOf, sessionOf } from '../handlers.js';
-import { CsrfField, ErrorMessage, Layout, Notice } from '../layout.js';
+import { formAction, idParam, merchantOf, sessionOf, type PanelContext } from '../handlers.js';
+import { CsrfField, ErrorMessage, Layout, Notice, type ShownError } from '../layout.js';
+import { noticeFor } from '../notices.js';
 import type { PanelEnv } from '../session.js';
+import { ProblemError } from '../../shared/problem.js';
+import { AlreadyShown, redirectToShownOnce, shownOnce } from '../shown-once.js';
+import { Time, utcText } from '../time.js';
 
 const AUDIT_ROWS = 100;
 
+const DONE = {
+  removed: 'The user is removed; their sessions ended and their pending links no longer work.',
+  revoked: 'The link is revoked: it no longer works.',
+  reset_sent: "A password reset link is e-mailed to the account's own address. Its current password works until the link is used.",
+} as const satisfies Record<string, string>;
+
+/** An invitation or reset link, between the POST that made it and the one page that shows it. */
+interface ShownLink { kind: 'panel_link'; purpose: 'invitation' | 'reset'; email: string; role: PanelRole; expires_at: string; path: string; url: string }
+
+function LinkShown(props: { link: ShownLink }) {
+  const { link } = props;
+  return (
+    <section aria-labelledby="invitation">
+      <h2 id="invitation">{link.purpose === 'reset' ? 'Password reset link' : 'Invitation link'}</h2>
+      <p>
+        {link.purpose === 'reset'
+          ? `Hand this single-use link to ${link.email} only: whoever opens it sets the account's password. It works until ${utcText(link.expires_at)}.`
+          : `Send this single-use link to the new user; it works until ${utcText(link.expires_at)}.`}{' '}
+        It is shown this once.
+      </p>
+      <code class="secret" id="secret"><a href={link.path}>{link.url}</a></code>
+      <p><button type="button" data-copy="#secret" hidden>Copy</button></p>
+    </section>
+  );
+}
+
 function UsersPage(props: {
-  session: PanelSession; merchantId: number; users: PanelUser[]; audit: AuditEntry[];
-  notice?: string | undefined; error?: { detail: string } | undefined; invitation?: { path: string; url: string };
+  session: PanelSession; merchantId: number; users: PanelUser[]; links: PendingLink[]; audit: AuditEntry[]; sendsEmail: boolean;
+  notice?: string | undefined; error?: ShownError | undefined; inviteError?: ShownError | undefined; shown?: ShownLink | undefined;
 }) {
   const { session, merchantId } = props;
+  const base = `/panel/merchants/${merchantId}/users`;
+  const resetHelp = session.principal.kind === 'operator'
+    ? 'A password reset gives you a single-use link for the account (also e-mailed to it when the deployment sends e-mail).'
+    : props.sendsEmail
+      ? "A password reset e-mails a single-use link to the account's own address; you never see it."
+      : 'This deployment sends no e-mail: ask the operator to reset a password.';
   return (
     <Layout title="Users" session={session} merchantId={merchantId}>
       <Notice text={props.notice} />
-      {props.invitation && (
-        <section aria-labelledby="invitation">
-          <h2 id="invitation">Invitation link</h2>
-          <p>Send this single-use link to the new user; it is valid for 72 hours.</p>
-          <code class="secret" id="secret"><a href={props.invitation.path}>{props.invitation.url}</a></code>
-          <p><button type="button" data-copy="#secret" hidden>Copy</button></p>
-        </section>
-      )}
+      {props.shown && <LinkShown link={props.shown} />}
+      <ErrorMessage error={props.error} />
+      {props.users.length === 0 && <p>No users yet: invite the merchant's people below.</p>}
       <table>
-        <thead><tr><th>E-mail</th><th>Role</th><th>Since</th><th></th></tr></thead>
+        <thead><tr><th>E-mail</th><th>Role</th><th>Since</th><th>Actions</th></tr></thead>
         <tbody>
           {props.users.map((u) => (
             <tr>
-              <td>{u.email}</td><td>{u.role}</td><td>{u.created_at}</td>
+              <td>{u.email}</td><td>{u.role}</td><td><Time at={u.created_at} /></td>
               <td>
-                <form class="inline" method="post" action={`/panel/merchants/${merchantId}/users/${u.id}/remove`}>
-                  <CsrfField session={session} /><button type="submit" class="danger">Remove</button>
-                </form>
+                {(session.principal.kind === 'operator' || props.sendsEmail) && <><a href={`${base}/${u.id}/reset`}>Reset password…</a>{' '}</>}
+                <a href={`${base}/${u.id}/remove`}>Remove…</a>
               </td>
             </tr>
           ))}
         </tbody>
       </table>
+      <p class="muted">{resetHelp}</p>
+      <h2 id="pending-links">Pending invitations and resets</h2>
+      {props.links.length === 0 ? <p>No link is waiting to be used.</p> : (
+        <table aria-labelledby="pending-links">
+          <thead><tr><th>E-mail</th><th>For</th><th>Created</th><th>Works until</th><th>Actions</th></tr></thead>
+          <tbody>
+            {props.links.map((l) => (
+              <tr data-link={l.id}>
+                <td>{l.email}</td>
+                <td>{l.purpose === 'reset' ? 'password reset' : `invitation as ${l.role}`}</td>
+                <td><Time at={l.created_at} /></td>
+                <td><Time at={l.expires_at} /></td>
+                <td><a href={`${base}/links/${l.id}/revoke`}>Revoke…</a></td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
       <h2>Invite a user</h2>
-      <ErrorMessage error={props.error} />
-      <form class="stacked" method="post" action={`/panel/merchants/${merchantId}/users`}>
+      <ErrorMessage error={props.inviteError} labels={{ email: 'E-mail', role: 'Role' }} />
+      <p class="muted">A new invitation for an e-mail revokes its earlier links. An e-mail that already has an account cannot be invited again: reset its password instead.</p>
+      <form class="stacked" method="post" action={base}>
         <CsrfField session={session} />
         <label>E-mail<input type="email" name="email" required /></label>
         <label>Role
@@ -52,29 +105,37 @@ function UsersPage(props: {
         <button type="submit">Invite</button>
       </form>
       <h2>Audit log</h2>
+      {props.audit.length === 0 && <p>Nothing recorded yet: every change made in the panel is listed here, with who made it and when.</p>}
       <table>
         <thead><tr><th>When</th><th>Who</th><th>What</th><th>Detail</th></tr></thead>
-        <tbody>{props.audit.map((a) => <tr><td>{a.at}</td><td>{a.actor}</td><td>{a.action}</td><td>{a.detail}</td></tr>)}</tbody>
+        <tbody>{props.audit.map((a) => <tr><td><Time at={a.at} /></td><td>{a.actor}</td><td>{a.action}</td><td>{a.detail}</td></tr>)}</tbody>
       </table>
     </Layout>
   );
 }
 
-export function userPages(service: Service, accounts: () => PanelAccounts) {
+export function userPages(_service: Service, accounts: () => PanelAccounts) {
   const pages = new Hono<PanelEnv>();
   const listing = async (session: PanelSession, merchantId: number) => {
-    const [users, audit] = await Promise.all([
-      accounts().listUsers(session.principal, merchantId), accounts().auditLog(session.principal, merchantId, AUDIT_ROWS),
+    const [users, links, audit] = await Promise.all([
+      accounts().listUsers(session.principal, merchantId), accounts().listPendingLinks(session.principal, merchantId),
+      accounts().auditLog(session.principal, merchantId, AUDIT_ROWS),
     ]);
-    return { users, audit };
+    return { users, links, audit, sendsEmail: accounts().sendsEmail };
   };
-
-  pages.get('/', async (c) => {
+  const page = async (c: PanelContext, extra: { notice?: string | undefined; error?: ShownError; inviteError?: ShownError; shown?: ShownLink }, status: 200 | 400 | 409 = 200) => {
     const session = sessionOf(c);
     const merchantId = merchantOf(c);
-    const notice = c.req.query('done') === 'removed' ? 'The user is removed.' : undefined;
-    return c.html(<UsersPage session={session} merchantId={merchantId} {...await listing(session, merchantId)} notice={notice} />);
-  });
+    return c.html(<UsersPage session={session} merchantId={merchantId} {...await listing(session, merchantId)} {...extra} />, status);
+  };
+  const usersUrl = (c: PanelContext) => `/panel/merchants/${merchantOf(c)}/users`;
+  const shownLink = (c: PanelContext, link: Omit<ShownLink, 'kind' | 'path' | 'url'> & { token: string }) => {
+    const { token, ...rest } = link;
+    const path = `/panel/invitations/${encodeURIComponent(token)}`;
+    return redirectToShownOnce(c, accounts, `${usersUrl(c)}/shown`, { kind: 'panel_link', ...rest, path, url: accounts().linkUrl(token) } satisfies ShownLink);
+  };
+
+  pages.get('/', async (c) => page(c, { notice: noticeFor(DONE, c.req.query('done')) }));
 
   pages.post('/', async (c) => {
     const session = sessionOf(c);
@@ -82,26 +143,100 @@ export function userPages(service: Service, accounts: () => PanelAccounts) {
     const form = await formOf(c);
     const role = (field(form, 'role') === 'owner' ? 'owner' : 'member') satisfies PanelRole;
     const outcome = await formAction(() => accounts().invite(session.principal, merchantId, { email: field(form, 'email'), role }));
-    if (outcome.error) {
-      return c.html(<UsersPage session={session} merchantId={merchantId} {...await listing(session, merchantId)} error={outcome.error} />, outcome.error.status as 400);
-    }
+    if (outcome.error) return page(c, { inviteError: outcome.error }, outcome.error.status as 400);
     await accounts().record(session.principal, merchantId, 'user.invite', `${outcome.ok.email} as ${outcome.ok.role}`);
-    const path = `/panel/invitations/${encodeURIComponent(outcome.ok.token)}`;
+    return shownLink(c, { purpose: 'invitation', ...outcome.ok });
+  });
+
+  // The one page that shows a new link; a reload gets 410.
+  pages.get('/shown/:shownId', async (c) => {
+    const shown = await shownOnce<ShownLink>(c, accounts, 'panel_link');
+    if (!shown) {
+      return c.html(<AlreadyShown session={sessionOf(c)} merchantId={merchantOf(c)} what="The link" back={{ href: usersUrl(c), label: 'Back to the users' }}
+        lost="If it was not copied, revoke it in the pending links and make a new one." />, 410);
+    }
+    const notice = shown.purpose === 'reset'
+      ? `A password reset link for ${shown.email} works until ${utcText(shown.expires_at)}.`
+      : `${shown.email} is invited as ${shown.role} until ${utcText(shown.expires_at)}.`;
+    return page(c, { notice, shown });
+  });
+
+  pages.get('/:userId/remove', async (c) => {
+    const session = sessionOf(c);
+    const merchantId = merchantOf(c);
+    const user = await userOf(c, session, merchantId);
+    const self = session.principal.kind === 'user' && session.principal.user.id === user.id;
     return c.html(
-      <UsersPage session={session} merchantId={merchantId} {...await listing(session, merchantId)}
-        notice={`${outcome.ok.email} is invited as ${outcome.ok.role} until ${outcome.ok.expires_at}.`} invitation={{ path, url: `${service.config.publicBaseUrl}${path}` }} />,
-      201,
+      <ConfirmPage session={session} merchantId={merchantId} title="Remove the user?" action={`${usersUrl(c)}/${user.id}/remove`} button="Remove the user" cancel={usersUrl(c)}>
+        <p>{self ? 'You' : user.email} ({user.role}) will no longer sign in for this merchant: every session of the account ends at once, and its pending links stop working.{self ? ' You are signed out.' : ''}</p>
+      </ConfirmPage>,
     );
   });
 
   pages.post('/:userId/remove', async (c) => {
     const session = sessionOf(c);
     const merchantId = merchantOf(c);
-    const userId = idParam(c, 'userId', 'User');
-    await accounts().removeUser(session.principal, merchantId, userId);
-    await accounts().record(session.principal, merchantId, 'user.remove', `user ${userId}`);
-    return c.redirect(`/panel/merchants/${merchantId}/users?done=removed`, 303);
+    const outcome = await formAction(() => accounts().removeUser(session.principal, merchantId, idParam(c, 'userId', 'User')));
+    if (outcome.error) return page(c, { error: outcome.error }, outcome.error.status as 409);
+    await accounts().record(session.principal, merchantId, 'user.remove', `user ${outcome.ok.id}`);
+    return c.redirect(`${usersUrl(c)}?done=removed`, 303);
   });
+
+  pages.get('/:userId/reset', async (c) => {
+    const session = sessionOf(c);
+    const merchantId = merchantOf(c);
+    const user = await userOf(c, session, merchantId);
+    const operator = session.principal.kind === 'operator';
+    return c.html(
+      <ConfirmPage session={session} merchantId={merchantId} title="Reset the password?" action={`${usersUrl(c)}/${user.id}/reset`}
+        button={operator ? 'Make a reset link' : 'E-mail a reset link'} cancel={usersUrl(c)} danger={false}>
+        <p>
+          {operator
+            ? `A single-use link that sets a new password for ${user.email} is shown to you once${accounts().sendsEmail ? ', and e-mailed to the account' : ''}.`
+            : `A single-use link that sets a new password is e-mailed to ${user.email} itself.`}
+          {' '}The current password keeps working until the link is used; then every session of the account ends. Earlier links for {user.email} stop working.
+        </p>
+      </ConfirmPage>,
+    );
+  });
+
+  pages.post('/:userId/reset', async (c) => {
+    const session = sessionOf(c);
+    const merchantId = merchantOf(c);
+    const outcome = await formAction(() => accounts().requestPasswordReset(session.principal, merchantId, idParam(c, 'userId', 'User')));
+    if (outcome.error) return page(c, { error: outcome.error }, outcome.error.status as 409);
+    const { token, email, role, expires_at } = outcome.ok;
+    // An owner's reset went to the account's own e-mail: there is nothing to show.
+    if (!token) return c.redirect(`${usersUrl(c)}?done=reset_sent`, 303);
+    return shownLink(c, { purpose: 'reset', email, role, expires_at, token });
+  });
+
+  pages.get('/links/:linkId/revoke', async (c) => {
+    const session = sessionOf(c);
+    const merchantId = merchantOf(c);
+    const linkId = idParam(c, 'linkId', 'Invitation');
+    const link = (await accounts().listPendingLinks(session.principal, merchantId)).find((l) => l.id === linkId);
+    if (!link) return c.redirect(usersUrl(c), 303);
+    return c.html(
+      <ConfirmPage session={session} merchantId={merchantId} title="Revoke the link?" action={`${usersUrl(c)}/links/${link.id}/revoke`} button="Revoke the link" cancel={usersUrl(c)}>
+        <p>The {link.purpose === 'reset' ? 'password reset' : 'invitation'} link for {link.email} stops working at once.</p>
+      </ConfirmPage>,
+    );
+  });
+
+  pages.post('/links/:linkId/revoke', async (c) => {
+    const session = sessionOf(c);
+    await accounts().revokeLink(session.principal, merchantOf(c), idParam(c, 'linkId', 'Invitation'));
+    return c.redirect(`${usersUrl(c)}?done=revoked`, 303);
+  });
+
+  /** The user of the URL, for a confirmation page (the list is the owners' and the operator's). */
+  async function userOf(c: PanelContext, session: PanelSession, merchantId: number): Promise<PanelUser> {
+    const userId = idParam(c, 'userId', 'User');
+    const user = (await accounts().listUsers(session.principal, merchantId)).find((u) => u.id === userId);
+    if (!user) throw new ProblemError('not_found', `User ${userId} does not exist.`);
+    return user;
+  }
 
   return pages;
 }

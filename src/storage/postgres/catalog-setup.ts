@@ -106,6 +106,11 @@ export class PgCatalogSetup implements CatalogSetupStore {
     return (await this.c.one(`SELECT 1 FROM product_links WHERE merchant_id = $1 AND kind = 'supplier' AND value = $2 LIMIT 1`, [merchantId, ref])) !== undefined;
   }
 
+  async currenciesInUse(merchantId: number, currencies: string[]): Promise<string[]> {
+    if (currencies.length === 0) return [];
+    return (await this.c.rows<{ value: string }>(`SELECT c.value FROM unnest($2::text[]) AS c(value) WHERE EXISTS (
+      SELECT 1 FROM product_links AS l WHERE l.merchant_id = $1 AND l.kind = 'currency' AND l.value = c.value)`, [merchantId, currencies])).map((r) => r.value);
+  }
 
   // Attribute definitions
 

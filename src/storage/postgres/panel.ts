@@ -5,28 +5,49 @@ import type { AuditEntryRecord, PanelInvitationRecord, PanelSessionRecord, Panel
 import type { PgConnection, Row } from './connection.js';
 
 const USER_COLUMNS = 'id, merchant_id, email, role, created_at';
+const INVITATION_COLUMNS = 'id, merchant_id, email, role, purpose, created_at, expires_at, used_at, revoked_at';
 
 export class PgPanel implements PanelStore {
   static readonly writes = [
-    'insertPanelInvitation', 'markPanelInvitationUsed', 'upsertPanelUser', 'deletePanelUser', 'insertPanelSession',
-    'touchPanelSession', 'deletePanelSession', 'recordSignInFailure', 'clearSignInFailures', 'insertAuditEntry',
+    'insertPanelInvitation', 'markPanelInvitationUsed', 'revokePanelInvitations', 'upsertPanelUser', 'setPanelUserPassword',
+    'deletePanelUser', 'insertPanelSession', 'touchPanelSession', 'deletePanelSession', 'deletePanelSessionsOfUser', 'insertPanelFlash',
+    'takePanelFlash', 'deleteExpiredPanelFlashes', 'recordSignInFailure', 'clearSignInFailures', 'insertAuditEntry',
   ] as const;
 
   constructor(private readonly c: PgConnection) {}
 
-  async insertPanelInvitation(tokenHash: Buffer, invitation: Omit<PanelInvitationRecord, 'used_at'>): Promise<void> {
-    await this.c.run(`INSERT INTO panel_invitations (token_hash, merchant_id, email, role, created_at, expires_at)
-      VALUES ($1, $2, $3, $4, $5, $6)`,
-    [tokenHash, invitation.merchant_id, invitation.email, invitation.role, invitation.created_at, invitation.expires_at]);
+  async insertPanelInvitation(tokenHash: Buffer, invitation: Omit<PanelInvitationRecord, 'id' | 'used_at' | 'revoked_at'>): Promise<PanelInvitationRecord> {
+    return (await this.c.one<PanelInvitationRecord & Row>(`INSERT INTO panel_invitations (token_hash, merchant_id, email, role, purpose, created_at, expires_at)
+      VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${INVITATION_COLUMNS}`,
+    [tokenHash, invitation.merchant_id, invitation.email, invitation.role, invitation.purpose, invitation.created_at, invitation.expires_at]))!;
   }
 
   async panelInvitation(tokenHash: Buffer): Promise<PanelInvitationRecord | undefined> {
-    return this.c.one<PanelInvitationRecord & Row>(
-      'SELECT merchant_id, email, role, created_at, expires_at, used_at FROM panel_invitations WHERE token_hash = $1', [tokenHash]);
+    return this.c.one<PanelInvitationRecord & Row>(`SELECT ${INVITATION_COLUMNS} FROM panel_invitations WHERE token_hash = $1`, [tokenHash]);
   }
 
-  async markPanelInvitationUsed(tokenHash: Buffer, at: string): Promise<void> {
-    await this.c.run('UPDATE panel_invitations SET used_at = $1 WHERE token_hash = $2', [at, tokenHash]);
+  async markPanelInvitationUsed(tokenHash: Buffer, at: string): Promise<boolean> {
+    // A row lock: a concurrent revocation (a removal of the user) waits, or has already won.
+    return await this.c.run('UPDATE panel_invitations SET used_at = $1 WHERE token_hash = $2 AND used_at IS NULL AND revoked_at IS NULL',
+      [at, tokenHash]) > 0;
+  }
+
+  async listPendingPanelInvitations(merchantId: number, now: string): Promise<PanelInvitationRecord[]> {
+    return this.c.rows<PanelInvitationRecord & Row>(`SELECT ${INVITATION_COLUMNS} FROM panel_invitations
+      WHERE merchant_id = $1 AND used_at IS NULL AND revoked_at IS NULL AND expires_at > $2 ORDER BY id`, [merchantId, now]);
+  }
+
+  async revokePanelInvitations(merchantId: number, which: { id: number } | { email: string }, at: string): Promise<number> {
+    const [column, value] = 'id' in which ? ['id', which.id] : ['email', which.email];
+    return this.c.run(`UPDATE panel_invitations SET revoked_at = $1
+      WHERE merchant_id = $2 AND ${column} = $3 AND used_at IS NULL AND revoked_at IS NULL`, [at, merchantId, value]);
+  }
+
+  async panelOwnerIds(merchantId: number): Promise<number[]> {
+    // Locked in a write transaction: two owners removing each other concurrently cannot both see the other.
+    const lock = this.c.inWriteTransaction ? ' FOR UPDATE' : '';
+    return (await this.c.rows<{ id: number }>(`SELECT id FROM panel_users WHERE merchant_id = $1 AND role = 'owner' ORDER BY id${lock}`, [merchantId]))
+      .map((r) => r.id);
   }
 
   async upsertPanelUser(user: Omit<PanelUserRecord, 'id'>, passwordHash: string): Promise<PanelUserRecord> {
@@ -44,6 +65,10 @@ export class PgPanel implements PanelStore {
 
   async panelUser(id: number): Promise<PanelUserRecord | undefined> {
     return this.c.one<PanelUserRecord & Row>(`SELECT ${USER_COLUMNS} FROM panel_users WHERE id = $1`, [id]);
+  }
+
+  async setPanelUserPassword(id: number, passwordHash: string): Promise<void> {
+    await this.c.run('UPDATE panel_users SET password_hash = $1 WHERE id = $2', [passwordHash, id]);
   }
 
   async listPanelUsers(merchantId: number): Promise<PanelUserRecord[]> {
@@ -73,16 +98,34 @@ export class PgPanel implements PanelStore {
     await this.c.run('DELETE FROM panel_sessions WHERE token_hash = $1', [tokenHash]);
   }
 
+  async deletePanelSessionsOfUser(userId: number, keep?: Buffer): Promise<number> {
+    return this.c.run('DELETE FROM panel_sessions WHERE user_id = $1 AND token_hash IS DISTINCT FROM $2', [userId, keep ?? null]);
+  }
+
+  async insertPanelFlash(sessionHash: Buffer, sealed: Buffer, expiresAt: string): Promise<number> {
+    return (await this.c.one<{ id: number }>('INSERT INTO panel_flashes (session_hash, sealed, expires_at) VALUES ($1, $2, $3) RETURNING id',
+      [sessionHash, sealed, expiresAt]))!.id;
+  }
+
+  async takePanelFlash(sessionHash: Buffer, id: number): Promise<{ sealed: Buffer; expires_at: string } | undefined> {
+    return this.c.one<{ sealed: Buffer; expires_at: string }>('DELETE FROM panel_flashes WHERE id = $1 AND session_hash = $2 RETURNING sealed, expires_at',
+      [id, sessionHash]);
+  }
+
+  async deleteExpiredPanelFlashes(now: string): Promise<number> {
+    return this.c.run('DELETE FROM panel_flashes WHERE expires_at <= $1', [now]);
+  }
+
   async recordSignInFailure(subjects: string[], at: string): Promise<void> {
     if (subjects.length === 0) return;
     await this.c.run('INSERT INTO panel_sign_in_failures (subject, at) SELECT subject, $2 FROM unnest($1::text[]) AS subject', [subjects, at]);
   }
 
-  async countSignInFailures(subjects: string[], since: string): Promise<Map<string, { count: number; oldest: string }>> {
+  async countSignInFailures(subjects: string[], since: string): Promise<Map<string, { count: number; oldest: string; newest: string }>> {
     if (subjects.length === 0) return new Map();
-    const rows = await this.c.rows<{ subject: string; count: number; oldest: string }>(`SELECT subject, count(*) AS count, min(at) AS oldest
-      FROM panel_sign_in_failures WHERE subject = ANY($1::text[]) AND at > $2 GROUP BY subject`, [subjects, since]);
-    return new Map(rows.map((r) => [r.subject, { count: r.count, oldest: r.oldest }]));
+    const rows = await this.c.rows<{ subject: string; count: number; oldest: string; newest: string }>(`SELECT subject, count(*) AS count,
+      min(at) AS oldest, max(at) AS newest FROM panel_sign_in_failures WHERE subject = ANY($1::text[]) AND at > $2 GROUP BY subject`, [subjects, since]);
+    return new Map(rows.map((r) => [r.subject, { count: r.count, oldest: r.oldest, newest: r.newest }]));
   }
 
   async clearSignInFailures(subject: string): Promise<void> {

@@ -155,6 +155,12 @@ export class PgPublished implements PublishedStore {
     return row ? { store: toStore(row), publishedVersion: row.published_version as number } : { store: undefined, publishedVersion: 0 };
   }
 
+  async publishedIdsAfter(storeId: number, afterId: number, limit: number): Promise<number[]> {
+    return (await this.c.rows<{ product_id: number }>(
+      'SELECT product_id FROM published_products WHERE store_id = $1 AND product_id > $2 ORDER BY product_id LIMIT $3',
+      [storeId, afterId, limit])).map((r) => r.product_id);
+  }
+
   async publishedProductIds(storeId: number): Promise<number[]> {
     return (await this.c.rows<{ product_id: number }>('SELECT product_id FROM published_products WHERE store_id = $1 ORDER BY product_id',
       [storeId])).map((r) => r.product_id);

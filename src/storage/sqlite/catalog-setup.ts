@@ -110,6 +110,13 @@ export class SqliteCatalogSetup implements CatalogSetupStore {
       .get(merchantId, ref) !== undefined;
   }
 
+  async currenciesInUse(merchantId: number, currencies: string[]): Promise<string[]> {
+    if (currencies.length === 0) return [];
+    return this.c.stmt(`SELECT json_each.value FROM json_each(?) WHERE EXISTS (
+      SELECT 1 FROM product_links AS l WHERE l.merchant_id = ? AND l.kind = 'currency' AND l.value = json_each.value)`)
+      .pluck().all(JSON.stringify(currencies), merchantId) as string[];
+  }
+
   // Attribute definitions
 
   async listAttributeDefinitions(merchantId: number): Promise<AttributeDefinitionRecord[]> {

@@ -690,11 +690,77 @@ ALTER TABLE webhook_endpoints ADD COLUMN pending_secret_until TEXT;
 `,
   },
   {
+    id: 33,
+    name: 'currency_links',
+    sql: `
+-- Issue 21.3: costs convert through intermediate currencies, so a changed rate can re-price a store
+-- of any currency; which ones depends on the currencies the merchant's offers and own stock are in.
+-- Those are links of the product (product-links.ts): "does a product bill in USD" is a probe of the
+-- primary key. SQLite cannot widen a CHECK: the table is rebuilt with the new kind.
+CREATE TABLE product_links_33 (
+  merchant_id INTEGER NOT NULL,
+  kind TEXT NOT NULL CHECK (kind IN ('image', 'excluded_store', 'supplier', 'currency')),
+  value TEXT NOT NULL,
+  product_id INTEGER NOT NULL,
+  PRIMARY KEY (merchant_id, kind, value, product_id)
+) WITHOUT ROWID;
+INSERT INTO product_links_33 (merchant_id, kind, value, product_id) SELECT merchant_id, kind, value, product_id FROM product_links;
+DROP TABLE product_links;
+ALTER TABLE product_links_33 RENAME TO product_links;
+CREATE INDEX product_links_product ON product_links(product_id);
+INSERT OR IGNORE INTO product_links (merchant_id, kind, value, product_id)
+  SELECT p.merchant_id, 'currency', json_extract(o.value, '$.currency'), p.id FROM products AS p, json_each(p.source, '$.offers') AS o
+    WHERE json_extract(o.value, '$.currency') IS NOT NULL
+  UNION ALL SELECT p.merchant_id, 'currency', json_extract(p.source, '$.own_stock.currency'), p.id FROM products AS p
+    WHERE json_extract(p.source, '$.own_stock.currency') IS NOT NULL;
+`,
+  },
+  {
     id: 34,
     name: 'import_jobs_running',
     sql: `
 -- Issue 21.11: the running import jobs, for the look that ends those whose process is gone.
 CREATE INDEX import_jobs_running ON import_jobs(updated_at) WHERE state = 'running';
+`,
+  },
+  {
+    id: 35,
+    name: 'panel_links_and_flashes',
+    sql: `
+-- Issue 22 (items 1, 3, 4): invitation links get an id (listed and revoked by it), a revocation, and
+-- a purpose: an invitation creates the e-mail's account, a reset sets a new password for an existing
+-- one. SQLite cannot add an id to a table keyed by token_hash: the table is rebuilt.
+CREATE TABLE panel_invitations_35 (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  token_hash BLOB NOT NULL UNIQUE,
+  merchant_id INTEGER NOT NULL REFERENCES merchants(id),
+  email TEXT NOT NULL,
+  role TEXT NOT NULL CHECK (role IN ('owner', 'member')),
+  purpose TEXT NOT NULL DEFAULT 'invitation' CHECK (purpose IN ('invitation', 'reset')),
+  created_at TEXT NOT NULL,
+  expires_at TEXT NOT NULL,
+  used_at TEXT,
+  revoked_at TEXT
+);
+INSERT INTO panel_invitations_35 (token_hash, merchant_id, email, role, created_at, expires_at, used_at)
+  SELECT token_hash, merchant_id, email, role, created_at, expires_at, used_at FROM panel_invitations ORDER BY created_at, rowid;
+DROP TABLE panel_invitations;
+ALTER TABLE panel_invitations_35 RENAME TO panel_invitations;
+CREATE INDEX panel_invitations_pending ON panel_invitations(merchant_id, email) WHERE used_at IS NULL AND revoked_at IS NULL;
+
+-- Setting a password ends the account's other sessions: found by user.
+CREATE INDEX panel_sessions_user ON panel_sessions(user_id);
+
+-- A secret shown once (a new key, a signing secret, an invitation link) waits here, sealed with a key
+-- only the session's cookie holds, between the POST that made it and the one GET that shows it.
+CREATE TABLE panel_flashes (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  session_hash BLOB NOT NULL REFERENCES panel_sessions(token_hash) ON DELETE CASCADE,
+  sealed BLOB NOT NULL,
+  expires_at TEXT NOT NULL
+);
+CREATE INDEX panel_flashes_session ON panel_flashes(session_hash);
+CREATE INDEX panel_flashes_expiry ON panel_flashes(expires_at);
 `,
   },
 ];

@@ -128,6 +128,11 @@ export class SqlitePublished implements PublishedStore {
     return row ? { store: toStore(row), publishedVersion: row.published_version as number } : { store: undefined, publishedVersion: 0 };
   }
 
+  async publishedIdsAfter(storeId: number, afterId: number, limit: number): Promise<number[]> {
+    return this.c.stmt('SELECT product_id FROM published_products WHERE store_id = ? AND product_id > ? ORDER BY product_id LIMIT ?')
+      .pluck().all(storeId, afterId, limit) as number[];
+  }
+
   async publishedProductIds(storeId: number): Promise<number[]> {
     return this.c.stmt('SELECT product_id FROM published_products WHERE store_id = ? ORDER BY product_id')
       .pluck().all(storeId) as number[];

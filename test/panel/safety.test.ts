@@ -1,0 +1,264 @@
+// The panel's safety in a real browser (issue 22.1-22.4): a reload or "back" never repeats a change
+// (every POST answers with a redirect; a secret is shown once from a one-time message of the
+// session), removals and rotations ask first and the last owner stays, pending links are listed,
+// revoked by a new invitation, by hand and by the user's removal, and no owner can take another's
+// account over (an invitation never resets one; an owner's reset goes to the account's own e-mail;
+// setting a password ends the account's other sessions and tells it). One service with a real SMTP
+// server on 127.0.0.1, one Chromium (playwright-core), a context per person.
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { launchBrowser, type TestBrowser } from '../support/browser.js';
+import { startTestService, type TestService } from '../support/service.js';
+import { startSmtpCapture, type SmtpCapture } from '../support/smtp.js';
+import { signInAsOperator } from './sign-in.js';
+
+const BOSS = { email: 'boss@alpine.example', password: 'the boss password' };
+const COLLEAGUE = { email: 'colleague@alpine.example', password: 'the colleague password' };
+let service: TestService;
+let smtp: SmtpCapture;
+let browser: TestBrowser;
+let operator: Page;
+let merchantId: number;
+let endpointId: number;
+let base: string;
+
+beforeAll(async () => {
+  smtp = await startSmtpCapture();
+  service = await startTestService({ config: { webhooks: { allowHosts: ['127.0.0.1'] }, smtp: { url: smtp.url, from: 'panel@catalog.test' } } });
+  merchantId = (await service.admin.createMerchant({ name: 'Alpine Outfitters' })).id;
+  endpointId = (await service.service.endpoints.create(merchantId, { url: 'https://127.0.0.1/hooks' })).id;
+  base = `${service.url}/panel/merchants/${merchantId}`;
+  browser = await launchBrowser();
+  operator = await browser.newPage();
+  await signInAsOperator(operator, service.url);
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await service?.close();
+  await smtp?.close();
+});
+
+const accounts = () => service.service.accounts;
+const audit = async () => accounts().auditLog({ kind: 'operator' }, merchantId, 200);
+
+async function signIn(page: Page, person: { email: string; password: string }): Promise<void> {
+  await page.goto(`${service.url}/panel/login`);
+  await page.getByLabel('E-mail').fill(person.email);
+  await page.getByLabel('Password', { exact: true }).fill(person.password);
+  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+  await page.waitForURL(`${service.url}/panel`);
+}
+
+/** The page's status after a reload. */
+async function reload(page: Page): Promise<number> {
+  return (await page.reload())!.status();
+}
+
+/** Invites in the panel; the link of the page that shows it once. */
+async function invite(page: Page, email: string, role: 'owner' | 'member'): Promise<string> {
+  await page.goto(`${base}/users`);
+  await page.getByLabel('E-mail').fill(email);
+  await page.getByLabel('Role').selectOption(role);
+  await page.getByRole('button', { name: 'Invite' }).click();
+  await page.waitForURL(/\/users\/shown\/\d+$/);
+  return (await page.locator('#secret a').getAttribute('href'))!;
+}
+
+async function setPassword(page: Page, link: string, password: string): Promise<void> {
+  await page.goto(`${service.url}${link}`);
+  await page.getByLabel('New password').fill(password);
+  await page.getByRole('button', { name: 'Set password' }).click();
+  await page.waitForURL(/\/panel\/login\?(welcome|reset)=1/);
+}
+
+/** Whether the page's session still works: a panel page, or the sign-in page it is sent to. */
+async function signedIn(page: Page): Promise<boolean> {
+  await page.goto(`${service.url}/panel`);
+  return !page.url().endsWith('/panel/login');
+}
+
+describe('a reload or "back" never repeats a change (issue 22.1)', () => {
+  it('shows a new API key once after a redirect; a reload shows it no more (410) and creates no second key; back is the form', async () => {
+    const before = (await service.admin.listApiKeys(merchantId)).length;
+    await operator.goto(`${base}/keys`);
+    await operator.getByLabel(/Name/).fill('ERP sync');
+    await operator.getByRole('button', { name: 'Create key' }).click();
+    await operator.waitForURL(/\/keys\/shown\/\d+$/);
+    const key = (await operator.locator('#secret').textContent())!.trim();
+    expect(key).toMatch(/^cps_/);
+    expect((await service.api('/v1/stores', key)).status).not.toBe(401);
+
+    expect(await reload(operator)).toBe(410);
+    expect(await operator.textContent('h1')).toBe('Shown once already');
+    expect(await operator.content()).not.toContain(key);
+    await browser.screenshot(operator, 'shown-once-reloaded');
+    await operator.goBack();
+    expect(operator.url()).toBe(`${base}/keys`);
+    await operator.reload();
+    expect((await service.admin.listApiKeys(merchantId)).length).toBe(before + 1);
+  });
+
+  it('asks before rotating a secret, shows the new one once, and a reload rotates nothing (one rotate_secret in the audit log)', async () => {
+    await operator.goto(`${base}/endpoints`);
+    await operator.getByRole('link', { name: 'Rotate secret…' }).click();
+    expect(await operator.textContent('h1')).toBe('Rotate the signing secret?');
+    // Asking changed nothing.
+    expect((await service.service.endpoints.endpoint(merchantId, endpointId)).secret_rotation).toBeNull();
+    await browser.screenshot(operator, 'rotate-confirm');
+    await operator.getByRole('button', { name: 'Rotate the secret' }).click();
+    await operator.waitForURL(/\/endpoints\/shown\/\d+$/);
+    const secret = (await operator.locator('#secret').textContent())!.trim();
+    const pending = (await service.service.endpoints.endpoint(merchantId, endpointId)).secret_rotation!;
+    expect(pending.new_secret_prefix).toBe(secret.slice(0, pending.new_secret_prefix.length));
+
+    expect(await reload(operator)).toBe(410);
+    expect(await reload(operator)).toBe(410);
+    expect(await operator.content()).not.toContain(secret);
+    expect((await service.service.endpoints.endpoint(merchantId, endpointId)).secret_rotation!.new_secret_prefix).toBe(pending.new_secret_prefix);
+    expect((await audit()).filter((a) => a.action === 'endpoint.rotate_secret')).toHaveLength(1);
+  });
+
+  it('registers an endpoint and invites a user once however often their pages are reloaded', async () => {
+    const endpoints = (await service.service.endpoints.list(merchantId)).length;
+    await operator.goto(`${base}/endpoints`);
+    await operator.getByLabel('Receiver URL').fill('https://127.0.0.1/second');
+    await operator.getByRole('button', { name: 'Register' }).click();
+    await operator.waitForURL(/\/endpoints\/shown\/\d+$/);
+    expect(await operator.locator('#secret').textContent()).toMatch(/whsec_/);
+    expect(await reload(operator)).toBe(410);
+    expect((await service.service.endpoints.list(merchantId)).length).toBe(endpoints + 1);
+
+    await invite(operator, 'reloaded@alpine.example', 'member');
+    expect(await reload(operator)).toBe(410);
+    const links = (await accounts().listPendingLinks({ kind: 'operator' }, merchantId)).filter((l) => l.email === 'reloaded@alpine.example');
+    expect(links).toHaveLength(1);
+    expect((await audit()).filter((a) => a.action === 'user.invited' && a.detail.startsWith('reloaded@'))).toHaveLength(1);
+  });
+});
+
+describe('removals ask first, and the last owner stays (issue 22.2)', () => {
+  it("a sole owner's removal of herself is a confirmation, then refused with the reason; she is still an owner", async () => {
+    await setPassword(await browser.newPage(), await invite(operator, BOSS.email, 'owner'), BOSS.password);
+    const boss = await browser.newPage();
+    await signIn(boss, BOSS);
+    await boss.goto(`${base}/users`);
+    await boss.locator('tr', { hasText: BOSS.email }).getByRole('link', { name: 'Remove…' }).click();
+    expect(await boss.textContent('h1')).toBe('Remove the user?');
+    expect(await boss.textContent('main')).toContain('You are signed out.');
+    await browser.screenshot(boss, 'remove-self-confirm');
+    const [response] = await Promise.all([boss.waitForResponse((r) => r.request().method() === 'POST'), boss.getByRole('button', { name: 'Remove the user' }).click()]);
+    expect(response.status()).toBe(409);
+    expect(await boss.getByRole('alert').textContent()).toContain(`${BOSS.email} is the merchant's only owner and cannot be removed`);
+    expect((await accounts().listUsers({ kind: 'operator' }, merchantId)).map((u) => [u.email, u.role])).toContainEqual([BOSS.email, 'owner']);
+    expect(await signedIn(boss)).toBe(true);
+  });
+});
+
+describe('pending links (issue 22.3)', () => {
+  it('a second invitation revokes the first link; the pending one is listed and revoked by hand', async () => {
+    const first = await invite(operator, 'twice@alpine.example', 'owner');
+    const second = await invite(operator, 'twice@alpine.example', 'owner');
+    expect((await fetch(`${service.url}${first}`)).status).toBe(404);
+    await operator.goto(`${base}/users`);
+    const row = operator.locator('tr[data-link]', { hasText: 'twice@alpine.example' });
+    expect(await row.count()).toBe(1);
+    expect(await row.textContent()).toContain('invitation as owner');
+    await browser.screenshot(operator, 'users-pending-links');
+    await row.getByRole('link', { name: 'Revoke…' }).click();
+    await operator.getByRole('button', { name: 'Revoke the link' }).click();
+    await operator.waitForURL(/done=revoked/);
+    expect(await operator.locator('tr[data-link]', { hasText: 'twice@alpine.example' }).count()).toBe(0);
+    expect((await fetch(`${service.url}${second}`)).status).toBe(404);
+  });
+
+  it("removing a user revokes their pending links: a reset link made before the removal does not bring them back as owner", async () => {
+    const page = await browser.newPage();
+    await setPassword(page, await invite(operator, 'leaver@alpine.example', 'owner'), 'the leaver password');
+    await operator.goto(`${base}/users`);
+    await operator.locator('tr', { hasText: 'leaver@alpine.example' }).getByRole('link', { name: 'Reset password…' }).click();
+    await operator.getByRole('button', { name: 'Make a reset link' }).click();
+    await operator.waitForURL(/\/users\/shown\/\d+$/);
+    const reset = (await operator.locator('#secret a').getAttribute('href'))!;
+    await operator.goto(`${base}/users`);
+    await operator.locator('tr', { hasText: 'leaver@alpine.example' }).getByRole('link', { name: 'Remove…' }).click();
+    await operator.getByRole('button', { name: 'Remove the user' }).click();
+    await operator.waitForURL(/done=removed/);
+    expect(await operator.locator('tr[data-link]', { hasText: 'leaver@alpine.example' }).count()).toBe(0);
+    const redeemed = await page.goto(`${service.url}${reset}`);
+    expect(redeemed!.status()).toBe(404);
+    expect((await accounts().listUsers({ kind: 'operator' }, merchantId)).map((u) => u.email)).not.toContain('leaver@alpine.example');
+  });
+});
+
+describe('no owner can take over another account (issue 22.4)', () => {
+  let boss: Page;
+  let colleagueHere: Page;
+  let colleagueThere: Page;
+
+  beforeAll(async () => {
+    await setPassword(await browser.newPage(), await invite(operator, COLLEAGUE.email, 'owner'), COLLEAGUE.password);
+    boss = await browser.newPage();
+    await signIn(boss, BOSS);
+    colleagueHere = await browser.newPage();
+    colleagueThere = await browser.newPage();
+    await signIn(colleagueHere, COLLEAGUE);
+    await signIn(colleagueThere, COLLEAGUE);
+  });
+
+  it("an owner inviting another owner's e-mail is refused, and no link is shown", async () => {
+    await boss.goto(`${base}/users`);
+    await boss.getByLabel('E-mail').fill(COLLEAGUE.email);
+    await boss.getByLabel('Role').selectOption('owner');
+    const [response] = await Promise.all([boss.waitForResponse((r) => r.request().method() === 'POST'), boss.getByRole('button', { name: 'Invite' }).click()]);
+    expect(response.status()).toBe(409);
+    expect(await boss.getByRole('alert').textContent()).toContain(`${COLLEAGUE.email} already has an account, and an invitation does not reset it`);
+    expect(await boss.content()).not.toContain('/panel/invitations/');
+    expect((await accounts().listPendingLinks({ kind: 'operator' }, merchantId)).filter((l) => l.email === COLLEAGUE.email)).toEqual([]);
+  });
+
+  it("an owner's reset is e-mailed to the account itself; setting it ends every session of the account and tells it", async () => {
+    const mails = smtp.mails.length;
+    await boss.goto(`${base}/users`);
+    await boss.locator('tr', { hasText: COLLEAGUE.email }).getByRole('link', { name: 'Reset password…' }).click();
+    expect(await boss.textContent('main')).toContain(`e-mailed to ${COLLEAGUE.email} itself`);
+    await boss.getByRole('button', { name: 'E-mail a reset link' }).click();
+    await boss.waitForURL(/done=reset_sent/);
+    expect(await boss.getByRole('status').textContent()).toContain("e-mailed to the account's own address");
+    expect(await boss.content()).not.toContain('/panel/invitations/');
+
+    await vi.waitFor(() => expect(smtp.mails.length).toBe(mails + 1), { timeout: 10_000, interval: 20 });
+    const mail = smtp.mails[mails]!;
+    expect(mail.to).toEqual([COLLEAGUE.email]);
+    const link = /\/panel\/invitations\/[A-Za-z0-9_-]{43}/.exec(mail.data.replace(/=\r?\n/g, ''))![0];
+    // The current password works until the link is used.
+    expect(await signedIn(colleagueHere)).toBe(true);
+
+    const reader = await browser.newPage();
+    await reader.goto(`${service.url}${link}`);
+    expect(await reader.textContent('h1')).toBe('Set a new password');
+    await setPassword(reader, link, 'the colleague reset password');
+    expect(await reader.getByRole('status').textContent()).toContain('every session of the account is signed out');
+    expect(await signedIn(colleagueHere)).toBe(false);
+    expect(await signedIn(colleagueThere)).toBe(false);
+    await vi.waitFor(() => expect(smtp.mails.length).toBe(mails + 2), { timeout: 10_000, interval: 20 });
+    expect(smtp.mails[mails + 1]!.to).toEqual([COLLEAGUE.email]);
+    expect(smtp.mails[mails + 1]!.data).toContain('Subject: Your catalog panel password was changed');
+    COLLEAGUE.password = 'the colleague reset password';
+  });
+
+  it('changing a password in "Your account" ends every other session of the account; this one stays', async () => {
+    await signIn(colleagueHere, COLLEAGUE);
+    await signIn(colleagueThere, COLLEAGUE);
+    await colleagueHere.getByRole('link', { name: 'Your account' }).click();
+    await colleagueHere.getByLabel('Current password').fill(COLLEAGUE.password);
+    await colleagueHere.getByLabel('New password').fill('the colleague third password');
+    await colleagueHere.getByRole('button', { name: 'Change password' }).click();
+    await colleagueHere.waitForURL(/\/panel\/account\?ended=1$/);
+    expect(await colleagueHere.getByRole('status').textContent()).toContain('1 other session(s) of your account signed out');
+    await browser.screenshot(colleagueHere, 'account-password-changed');
+    expect(await signedIn(colleagueThere)).toBe(false);
+    expect(await signedIn(colleagueHere)).toBe(true);
+    expect((await audit())[0]).toMatchObject({ actor: COLLEAGUE.email, action: 'user.password_changed' });
+  });
+});

@@ -265,7 +265,8 @@ export async function seedOldChanges(db: DatabaseRef, archive: { merchantId: num
 
 /**
  * `count` finished deliveries of one endpoint over the past days (90 % succeeded, 6 % given up,
- * 4 % dropped), each with its attempt: the delivery log the panel's endpoint page pages through.
+ * 4 % dropped), each with its attempt: the delivery log the panel's endpoint page pages through, and
+ * (counted per hour by the attempt log's trigger, migration 36) the week its success-rate charts show.
  */
 export async function seedDeliveryLog(db: DatabaseRef, endpointId: number, count: number): Promise<void> {
   const from = Date.now() - 7 * 86_400_000;
@@ -274,7 +275,7 @@ export async function seedDeliveryLog(db: DatabaseRef, endpointId: number, count
       const insert = sqlite.prepare(`INSERT INTO webhook_deliveries (endpoint_id, event, store_id, product_ids, occurred_at, status, attempts, next_attempt_at, created_at)
         VALUES (?, ?, NULL, ?, ?, ?, ?, NULL, ?)`);
       const attempt = sqlite.prepare(`INSERT INTO webhook_attempts (delivery_id, at, status_code, error, latency_ms, response_snippet)
-        SELECT id, created_at, CASE status WHEN 'succeeded' THEN 200 ELSE 503 END, NULL, 12, CASE status WHEN 'succeeded' THEN 'ok' ELSE 'unavailable' END
+        SELECT id, created_at, CASE status WHEN 'succeeded' THEN 200 ELSE 503 END, CASE status WHEN 'succeeded' THEN NULL ELSE 'http_status' END, 12, CASE status WHEN 'succeeded' THEN 'ok' ELSE 'unavailable' END
         FROM webhook_deliveries WHERE id > ? AND status <> 'dropped'`);
       sqlite.transaction(() => {
         for (let i = 0; i < count; i++) {
@@ -294,7 +295,7 @@ export async function seedDeliveryLog(db: DatabaseRef, endpointId: number, count
       FROM (SELECT i, to_char(to_timestamp($2::bigint / 1000 + (i::bigint * 604800) / $3) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS at
             FROM generate_series(0, $3::bigint - 1) AS i) AS s ORDER BY i`, [endpointId, from, count]);
     await client.query(`INSERT INTO webhook_attempts (delivery_id, at, status_code, error, latency_ms, response_snippet)
-      SELECT id, created_at, CASE status WHEN 'succeeded' THEN 200 ELSE 503 END, NULL, 12, CASE status WHEN 'succeeded' THEN 'ok' ELSE 'unavailable' END
+      SELECT id, created_at, CASE status WHEN 'succeeded' THEN 200 ELSE 503 END, CASE status WHEN 'succeeded' THEN NULL ELSE 'http_status' END, 12, CASE status WHEN 'succeeded' THEN 'ok' ELSE 'unavailable' END
       FROM webhook_deliveries WHERE id > $1 AND status <> 'dropped'`, [before]);
     await client.query('COMMIT');
     await client.query('VACUUM (ANALYZE) webhook_deliveries');

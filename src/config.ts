@@ -146,6 +146,11 @@ export interface Config {
    * every request looks it up): a key revoked by another process stops working here within this time.
    */
   apiKeyCacheMs: number;
+  /**
+   * A key's last use (admin ApiKey `last_used_at`) is written at most this often per key (at least
+   * 1 s): never a write per request; the time shown is at most about this old.
+   */
+  apiKeyLastUsedSeconds: number;
   /** gzip/br of public JSON responses by Accept-Encoding: bodies smaller than this go out as they are. */
   compressionMinBytes: number;
   /** Memory for coded (gzip/br) bytes of JSON reads, kept by strong ETag and coding so a page is coded once; 0 turns it off. */
@@ -370,6 +375,7 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
       perSecond: atLeast(int(env, 'CPS_RATE_LIMIT_PER_SECOND', 50), 1, 'CPS_RATE_LIMIT_PER_SECOND'),
     },
     apiKeyCacheMs: int(env, 'CPS_API_KEY_CACHE_MS', 1000),
+    apiKeyLastUsedSeconds: atLeast(int(env, 'CPS_API_KEY_LAST_USED_SECONDS', 60), 1, 'CPS_API_KEY_LAST_USED_SECONDS'),
     compressionMinBytes: int(env, 'CPS_COMPRESSION_MIN_BYTES', 1024),
     // 64 MiB holds ~5000 coded pages of 200 products (~13 KB each): every page of 5 stores of 100k products in both codings.
     compressionCacheBytes: int(env, 'CPS_COMPRESSION_CACHE_BYTES', 64 * 1024 * 1024),

@@ -3,6 +3,7 @@
 // CLI command, the benchmarks and the tests build it here; what they run of it is theirs to choose.
 import nodemailer from 'nodemailer';
 import { PanelAccounts, type AccountMailer } from './admin/accounts.js';
+import { ApiKeyUses } from './admin/api-key-uses.js';
 import { ActiveApiKeys } from './admin/api-keys.js';
 import { CatalogAdmin } from './admin/catalog-admin.js';
 import { ImportJobs } from './admin/import-jobs.js';
@@ -38,6 +39,8 @@ export interface Service {
   reads: CatalogReads;
   /** The public API's keys as this process remembers them (CPS_API_KEY_CACHE_MS); the admin's revoke forgets one at once. */
   apiKeys: ActiveApiKeys;
+  /** Each API key's last use, written at most once per CPS_API_KEY_LAST_USED_SECONDS per key. */
+  apiKeyUses: ApiKeyUses;
   endpoints: WebhookEndpoints;
   /**
    * The change feed's waiting clients (long-polls, streams) and their wake-ups; it listens to the
@@ -88,6 +91,7 @@ export function createService(config: Config, options: ServiceOptions = {}): Ser
   const guard = new AddressGuard(config.webhooks.allowHosts);
   const dispatcher = createWebhookDispatcher(storage, config, { now, logger, metrics: options.deliveries ?? metrics, guard });
   const apiKeys = new ActiveApiKeys(storage, config.apiKeyCacheMs, now);
+  const apiKeyUses = new ApiKeyUses(storage, config.apiKeyLastUsedSeconds * 1000, now, logger);
   const admin = new CatalogAdmin(storage, now, config.limits.publishChunk, apiKeys, config.limits.publishRunLeaseMs, config.limits);
   const mirror = createImageMirror(storage, config, { now, logger, guard, publisher: admin.publisher });
   const imports = new ImportJobs(storage, admin, now, {
@@ -116,6 +120,7 @@ export function createService(config: Config, options: ServiceOptions = {}): Ser
     accounts: new PanelAccounts(storage, config, now, accountMailer(config, logger)),
     reads: new CatalogReads(storage, config.readCacheBytes > 0 ? new PublishedReadCache(config.readCacheBytes, metrics) : undefined),
     apiKeys,
+    apiKeyUses,
     endpoints: new WebhookEndpoints(storage, guard, now, config.webhooks.secretGraceHours),
     liveFeed,
     dispatcher,
@@ -123,7 +128,7 @@ export function createService(config: Config, options: ServiceOptions = {}): Ser
     stopWork,
     close: () => {
       liveFeed.close();
-      closing ??= stopWork().then(() => storage.close()).finally(() => metrics.close());
+      closing ??= stopWork().then(() => apiKeyUses.flush()).then(() => storage.close()).finally(() => metrics.close());
       return closing;
     },
   };

@@ -4,8 +4,9 @@
 // notifications — so the page renders one result and asks storage nothing itself.
 import type { CatalogAdmin } from './catalog-admin.js';
 import type { WebhookEndpoints } from '../webhooks/endpoints.js';
+import type { EndpointHealthState } from '../webhooks/health.js';
 import type {
-  EndpointStatus, ImageStateCounts, MerchantRecord, NotificationRecord, PublishedExclusionCounts, StoreRecord,
+  ImageStateCounts, MerchantRecord, NotificationRecord, PublishedExclusionCounts, StoreRecord,
 } from '../storage/port.js';
 
 export const RECENT_NOTIFICATIONS = 5;
@@ -14,7 +15,8 @@ export interface MerchantOverviewView {
   merchant: MerchantRecord;
   stores: (PublishedExclusionCounts & { store: StoreRecord })[];
   images: ImageStateCounts;
-  endpoints: { total: number; byStatus: Record<EndpointStatus, number> };
+  /** By what their deliveries do now (issue 22.7: an active endpoint whose last attempts failed is failing). */
+  endpoints: { total: number; byHealth: Record<EndpointHealthState, number> };
   /** Seconds since the oldest change not yet attempted for an active endpoint was recorded; null when none waits. */
   feedLagSeconds: number | null;
   notifications: NotificationRecord[];
@@ -36,13 +38,13 @@ export class MerchantOverview {
       this.endpoints.oldestWaitingChange(merchantId),
       this.endpoints.notifications(merchantId, RECENT_NOTIFICATIONS),
     ]);
-    const byStatus: Record<EndpointStatus, number> = { active: 0, paused: 0, disabled: 0 };
-    for (const endpoint of endpoints) byStatus[endpoint.status] += 1;
+    const byHealth: Record<EndpointHealthState, number> = { healthy: 0, failing: 0, paused: 0, disabled: 0 };
+    for (const endpoint of endpoints) byHealth[endpoint.health] += 1;
     return {
       merchant,
       stores,
       images: { pending: images.pending, mirrored: images.mirrored, dead: images.dead },
-      endpoints: { total: endpoints.length, byStatus },
+      endpoints: { total: endpoints.length, byHealth },
       feedLagSeconds: oldestWaiting === null ? null : Math.max(0, Math.round((this.now().getTime() - Date.parse(oldestWaiting)) / 1000)),
       notifications,
     };

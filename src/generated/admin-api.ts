@@ -1703,6 +1703,16 @@ export interface components {
              * @example null
              */
             revoked_at: string | null;
+            /**
+             * Format: date-time
+             * @description When a request to the public API last came with this key, to within
+             *     `CPS_API_KEY_LAST_USED_SECONDS` (default 60 s): the use is written at most that often per key,
+             *     not on every request, so a key in steady use shows a time at most about that old (twice
+             *     that with several serving processes). `null` if the key has not been used since it was
+             *     created (or since the service began recording uses).
+             * @example 2025-03-14T09:41:00Z
+             */
+            last_used_at: string | null;
         };
         /** @description The merchant's API keys, revoked ones included, ordered by id. */
         ApiKeyList: {
@@ -1734,6 +1744,11 @@ export interface components {
              * @description Always `null` for a new key.
              */
             revoked_at: string | null;
+            /**
+             * Format: date-time
+             * @description Always `null` for a new key (see `ApiKey`).
+             */
+            last_used_at: string | null;
             /**
              * @description The secret key: `cps_` followed by 43 base64url characters (32 random bytes). Send it as
              *     `Authorization: Bearer <key>` on the public API. Shown once; store it securely.
@@ -2811,6 +2826,27 @@ export interface components {
              */
             status: "active" | "paused" | "disabled";
             /**
+             * @description What the endpoint's deliveries are doing now, as the panel shows it:
+             *
+             *     - `healthy`: `status` is `active` and the last attempt succeeded (or none was made yet).
+             *     - `failing`: `status` is `active` but the last `consecutive_failures` attempts failed, since
+             *       `failing_since`; deliveries are retried with backoff. The owners are notified once the
+             *       count reaches the "repeated failures" threshold, and the endpoint pauses at "sustained
+             *       failures" (see the tag description). One successful attempt makes it `healthy` again.
+             *     - `paused` and `disabled`: as `status`.
+             * @example healthy
+             * @enum {string}
+             */
+            health: "healthy" | "failing" | "paused" | "disabled";
+            /**
+             * Format: date-time
+             * @description When the first failed attempt of the current failure streak happened (the streak
+             *     `consecutive_failures` counts); `null` while there is none. With `last_success_at`, how long
+             *     the receiver has been failing.
+             * @example null
+             */
+            failing_since: string | null;
+            /**
              * @description Failed attempts since the last successful (2xx) attempt or the last re-enable. Owners are
              *     notified and the endpoint is paused at the configured thresholds (see the tag description).
              * @example 0
@@ -2908,6 +2944,17 @@ export interface components {
              * @enum {string}
              */
             status: "active" | "paused" | "disabled";
+            /**
+             * @description What the endpoint's deliveries are doing now (see `WebhookEndpoint`): `healthy` for a new
+             *     endpoint; after a rotation, as before it.
+             * @enum {string}
+             */
+            health: "healthy" | "failing" | "paused" | "disabled";
+            /**
+             * Format: date-time
+             * @description When the current failure streak began; `null` while there is none (see `WebhookEndpoint`).
+             */
+            failing_since: string | null;
             /** @description Failed attempts since the last success or re-enable; `0` for a new endpoint. */
             consecutive_failures: number;
             /**
@@ -3207,6 +3254,16 @@ export interface components {
              * @example null
              */
             emailed_at: string | null;
+            /**
+             * Format: date-time
+             * @description When the condition the notification is about ended; `null` while it lasts (or when its
+             *     endpoint was deleted first). A `failing` notification ends with the endpoint's next
+             *     successful attempt or its re-enabling, a `paused` one when the endpoint is no longer paused
+             *     (the cooldown lifted and a change resumed it, a successful attempt, or a re-enable), a
+             *     `disabled` one when the endpoint is re-enabled.
+             * @example 2025-03-14T12:02:37Z
+             */
+            ended_at: string | null;
         };
         /** @description The merchant's most recent notifications, newest first. */
         NotificationList: {

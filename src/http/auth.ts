@@ -3,6 +3,7 @@
 // malformed or unknown credentials: 401 with WWW-Authenticate.
 import { timingSafeEqual, createHash } from 'node:crypto';
 import type { MiddlewareHandler } from 'hono';
+import type { ApiKeyUses } from '../admin/api-key-uses.js';
 import type { ActiveApiKeys } from '../admin/api-keys.js';
 import { ProblemError } from '../shared/problem.js';
 
@@ -24,14 +25,16 @@ const CATALOG_INVALID_TOKEN = 'Bearer realm="catalog", error="invalid_token"';
 
 /**
  * Resolves the request's API key into `c.var.apiKeyId` and its merchant into `c.var.merchantId`
- * (as this process remembers active keys: admin/api-keys.ts, CPS_API_KEY_CACHE_MS).
+ * (as this process remembers active keys: admin/api-keys.ts, CPS_API_KEY_CACHE_MS), and tells
+ * `uses` the key was used (admin/api-key-uses.ts: written at most once per interval, in the background).
  */
-export function apiKeyAuth(apiKeys: Pick<ActiveApiKeys, 'find'>): MiddlewareHandler<PublicEnv> {
+export function apiKeyAuth(apiKeys: Pick<ActiveApiKeys, 'find'>, uses?: Pick<ApiKeyUses, 'used'>): MiddlewareHandler<PublicEnv> {
   return async (c, next) => {
     const key = bearer(c.req.header('Authorization'));
     if (!key) throw unauthorized(CATALOG_CHALLENGE, 'Send your API key as `Authorization: Bearer <API_KEY>`.');
     const found = await apiKeys.find(key);
     if (!found) throw unauthorized(CATALOG_INVALID_TOKEN, 'The API key is invalid or has been revoked.');
+    uses?.used(found.id);
     c.set('merchantId', found.merchant_id);
     c.set('apiKeyId', found.id);
     await next();

@@ -43,13 +43,13 @@ export interface PublicApiOptions {
   rateLimiter?: TokenBucketLimiter;
 }
 
-export function publicApi(service: Pick<Service, 'storage' | 'reads' | 'config' | 'apiKeys' | 'liveFeed' | 'logger'>, options: PublicApiOptions = {}) {
-  const { storage, reads, apiKeys, liveFeed } = service;
+export function publicApi(service: Pick<Service, 'storage' | 'reads' | 'config' | 'apiKeys' | 'apiKeyUses' | 'liveFeed' | 'logger'>, options: PublicApiOptions = {}) {
+  const { storage, reads, apiKeys, apiKeyUses, liveFeed } = service;
   const feedWindow = service.config.changes.feedWindow;
   const { media, rateLimiter } = options;
   const app = new OpenAPIHono<PublicEnv>({ defaultHook: validationHook });
   app.onError(renderError);
-  app.use('/v1/*', apiKeyAuth(apiKeys));
+  app.use('/v1/*', apiKeyAuth(apiKeys, apiKeyUses));
   if (rateLimiter) app.use('/v1/*', rateLimit(rateLimiter));
   const route = documentedRoutes(app);
 

@@ -10,7 +10,7 @@
 import type {
   ApiKeyRecord, AttemptRecord, AttributeDefinitionRecord, CustomerGroupRecord, DeliveryClaim, DeliveryRecord,
   ClaimedImageMirror, DeliveryStatus, ExchangeRateRecord, FeedPosition, ImageMirrorRecord, ImageMirrorWork, ImageStateCounts, MerchantRecord,
-  NotificationRecord, OperationalCounts, OutboxGroup, OutboxRow, PricingRuleInputRecord, PricingRuleRecord, ProductListPage, ProductListQuery, ProductRecord,
+  AttemptHourRecord, NotificationKind, NotificationRecord, OperationalCounts, OutboxGroup, OutboxRow, PricingRuleInputRecord, PricingRuleRecord, ProductListPage, ProductListQuery, ProductRecord,
   AuditEntryRecord, ImportJobProgress, ImportJobRecord, PanelInvitationRecord, PanelSessionRecord, PanelUserRecord, PublishRunRecord,
   ExpectedStorePage, ProductSourceDocument, PublishedExclusionCounts, PublishedHashes, PublishedPage, PublishedPayloads, PublishedProductSummary, PublishedRow,
   PublishedBlock, PublishedIdWindow, PublishedSummaryWindow, PublishedVersionRead, PublishedWindowRead, RecordedChange, StoreInputRecord, StorePageRead, StoreRecord, StoredChange,
@@ -27,9 +27,15 @@ export interface TenancyStore {
   updateMerchant(id: number, patch: Partial<Omit<MerchantRecord, 'id' | 'created_at'>>): Promise<MerchantRecord | undefined>;
   countMerchants(): Promise<number>;
 
-  insertApiKey(input: Omit<ApiKeyRecord, 'id' | 'revoked_at'> & { key_hash: Buffer }): Promise<ApiKeyRecord>;
+  insertApiKey(input: Omit<ApiKeyRecord, 'id' | 'revoked_at' | 'last_used_at'> & { key_hash: Buffer }): Promise<ApiKeyRecord>;
   listApiKeys(merchantId: number): Promise<ApiKeyRecord[]>;
   revokeApiKey(merchantId: number, keyId: number, at: string): Promise<boolean>;
+  /**
+   * Records a use of the key at `at`, unless its recorded last use is after `unlessAfter` (written
+   * since, by this process or another): a key's row is written at most once per interval, never
+   * moved back. Returns whether it was written.
+   */
+  recordApiKeyUse(keyId: number, at: string, unlessAfter: string): Promise<boolean>;
   /** The key with this hash that is not revoked, with its stored hash for a constant-time check. */
   findActiveApiKey(keyHash: Buffer): Promise<{ id: number; merchant_id: number; key_hash: Buffer } | undefined>;
 
@@ -287,6 +293,12 @@ export interface DeliveryStore {
   recordAttemptOutcomes(outcomes: AttemptOutcome[]): Promise<void>;
   listDeliveries(endpointId: number, filter: { status?: DeliveryStatus; limit: number; beforeId?: number }): Promise<DeliveryRecord[]>;
   listAttempts(deliveryId: number): Promise<AttemptRecord[]>;
+  /**
+   * The endpoint's attempts of the UTC hours in [from, to) (instants on the hour), counted per hour
+   * and outcome with their latency's sum and maximum, as the attempt log's trigger keeps them
+   * (issue 22.8): one primary-key range, at most 3 rows an hour, however many attempts.
+   */
+  attemptsPerHour(endpointId: number, from: string, to: string): Promise<AttemptHourRecord[]>;
   /** Failed, given-up or dropped deliveries of the endpoint created at or after `since`. */
   unsuccessfulDeliveriesSince(endpointId: number, since: string): Promise<DeliveryRecord[]>;
   /**
@@ -299,7 +311,9 @@ export interface DeliveryStore {
 
 /** Messages to a merchant's owners. */
 export interface NotificationStore {
-  insertNotification(input: Omit<NotificationRecord, 'id' | 'emailed_at'>): Promise<NotificationRecord>;
+  insertNotification(input: Omit<NotificationRecord, 'id' | 'emailed_at' | 'ended_at'>): Promise<NotificationRecord>;
+  /** The endpoint's notifications of these kinds whose condition still lasted end at `at`; returns how many. */
+  endNotifications(endpointId: number, kinds: readonly NotificationKind[], at: string): Promise<number>;
   listNotifications(merchantId: number, limit: number): Promise<NotificationRecord[]>;
   markNotificationEmailed(id: number, at: string): Promise<void>;
 }

@@ -304,6 +304,22 @@ export interface OutboxGroup {
 
 export type DeliveryRecord = AdminSchemas['Delivery'];
 export type AttemptRecord = AdminSchemas['Attempt'];
+
+/**
+ * How an attempt ended, for the success-rate charts: `succeeded` (2xx), `failed` (the receiver
+ * answered, but not with a 2xx, or its answer could not be recorded) or `no_response` (a time-out,
+ * a refused or blocked connection: no status code).
+ */
+export type AttemptOutcomeKind = 'succeeded' | 'failed' | 'no_response';
+
+/** An endpoint's attempts of one outcome in one UTC hour (`hour`: `YYYY-MM-DDTHH`). */
+export interface AttemptHourRecord {
+  hour: string;
+  outcome: AttemptOutcomeKind;
+  attempts: number;
+  latencySumMs: number;
+  latencyMaxMs: number;
+}
 export type NotificationRecord = AdminSchemas['Notification'] & { merchant_id: number };
 
 /** What a dispatcher asks for when it claims due deliveries (one atomic statement). */

@@ -60,3 +60,6 @@ export const toDelivery = ({ oldest_change_at: _bookkeeping, leased_until: _leas
 /** The delivery's columns an update may set, and those a record is read from. */
 export const DELIVERY_FIELDS = ['event', 'store_id', 'product_ids', 'occurred_at', 'status', 'attempts', 'next_attempt_at', 'created_at'] as const;
 export const DELIVERY_COLUMNS = `id, endpoint_id, ${DELIVERY_FIELDS.join(', ')}`;
+
+/** The UTC hour an ISO instant falls in, as the attempt counts key it (migration 36): `YYYY-MM-DDTHH`. */
+export const hourOf = (iso: string): string => iso.slice(0, 13);

@@ -9,7 +9,7 @@ import type {
 } from '../storage/port.js';
 import type { AttemptRecord } from '../storage/records.js';
 import {
-  afterFailure, afterGone, afterSuccess, onChange, type EndpointHealth, type HealthPolicy,
+  afterFailure, afterGone, afterSuccess, conditionsEnded, onChange, type EndpointHealth, type HealthPolicy,
 } from './health.js';
 import { silentLogger, type Logger } from '../operations/log.js';
 import type { DeliveryObserver, DeliveryOutcome } from '../operations/metrics.js';
@@ -84,6 +84,12 @@ function attemptRecord(result: SendResult, at: Date): AttemptRecord {
     at: at.toISOString(), status_code: result.statusCode, error: result.error === null ? null : validText(result.error),
     latency_ms: result.latencyMs, response_snippet: result.responseSnippet === null ? null : validText(result.responseSnippet),
   };
+}
+
+/** Issue 22.7: the owners' notifications whose condition a health transition ended end with it, in its transaction. */
+async function endConditions(tx: StorageTx, endpoint: WebhookEndpointRecord, after: EndpointHealth, at: Date): Promise<void> {
+  const ended = conditionsEnded(healthOf(endpoint), after);
+  if (ended.length > 0) await tx.endNotifications(endpoint.id, ended, at.toISOString());
 }
 
 /** Outcomes recorded in one transaction at most. */
@@ -259,7 +265,10 @@ export class WebhookDispatcher {
     // spec 3: a change after the cooldown resumes a paused endpoint; during it, nothing is sent:
     // the changes become `dropped` deliveries, which an operator can recover.
     const { health, deliver } = onChange(healthOf(endpoint), now);
-    if (health.status !== endpoint.status) await tx.updateWebhookEndpoint(endpoint.id, health);
+    if (health.status !== endpoint.status) {
+      await tx.updateWebhookEndpoint(endpoint.id, health);
+      await endConditions(tx, endpoint, health, now);
+    }
     const batches: { rowIds: number[]; productIds: number[]; oldestAt: string }[] = [];
     let current = { rowIds: [] as number[], productIds: [] as number[], oldestAt: '' };
     for (const row of rows) {
@@ -471,8 +480,10 @@ export class WebhookDispatcher {
         results.push(outcome);
       };
       if (result.error === null) {
-        current.set(state.id, { ...state, ...afterSuccess(health, at) });
+        const healed = { ...state, ...afterSuccess(health, at) };
+        current.set(state.id, healed);
         changed.add(state.id);
+        await endConditions(tx, state, healed, at);
         settle('succeeded', 'succeeded', null);
         continue;
       }
@@ -481,6 +492,7 @@ export class WebhookDispatcher {
       const next = { ...state, ...transition.health };
       current.set(state.id, next);
       changed.add(state.id);
+      await endConditions(tx, state, next, at);
       if (transition.health.status !== state.status) {
         this.log.warn({
           endpoint_id: state.id, merchant_id: state.merchant_id, from: state.status, to: transition.health.status,

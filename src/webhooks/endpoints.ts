@@ -9,6 +9,8 @@ import type {
 } from '../storage/port.js';
 import type { AddressGuard } from '../outbound/address-guard.js';
 import { WEBHOOK_EVENTS } from '../generated/public-webhooks.js';
+import { attemptStatsRange, attemptWindows, type AttemptWindow } from './attempt-stats.js';
+import { conditionsEnded, healthState } from './health.js';
 import { newSigningSecret, secretsAt } from './signing.js';
 
 /** The events an endpoint subscribes to: the document's `webhooks:` section, in its order. */
@@ -38,6 +40,8 @@ async function endpointView(reader: StorageOperations, endpoint: WebhookEndpoint
     store,
     events: endpoint.events,
     status: endpoint.status,
+    health: healthState(endpoint),
+    failing_since: endpoint.consecutive_failures > 0 ? endpoint.failure_streak_started_at : null,
     consecutive_failures: endpoint.consecutive_failures,
     paused_until: endpoint.paused_until,
     disabled_reason: endpoint.disabled_reason,
@@ -140,7 +144,11 @@ export class WebhookEndpoints {
         ...(input.status === 'paused' ? { status: 'paused', paused_until: null } as const : {}),
       });
       if (input.status === 'paused') await tx.dropPendingDeliveries(endpoint.id);
-      return endpointView(tx, (await tx.getWebhookEndpoint(endpoint.id))!, this.now());
+      const updated = (await tx.getWebhookEndpoint(endpoint.id))!;
+      // A re-enable ends what the owners were told (failing, paused, disabled): issue 22.7.
+      const ended = conditionsEnded(endpoint, updated);
+      if (ended.length > 0) await tx.endNotifications(endpoint.id, ended, this.now().toISOString());
+      return endpointView(tx, updated, this.now());
     });
   }
 
@@ -272,6 +280,19 @@ export class WebhookEndpoints {
   async oldestWaitingChange(merchantId: number): Promise<string | null> {
     await this.merchant(this.storage, merchantId);
     return this.storage.oldestWaitingChangeAt(merchantId);
+  }
+
+  /**
+   * The endpoint's attempts over the last 24 hours and 7 days, per bucket and outcome, with their
+   * latency (issue 22.8): one statement over the attempt log's (endpoint, at) index.
+   */
+  attemptStats(merchantId: number, endpointId: number): Promise<AttemptWindow[]> {
+    return this.storage.snapshot(async (reader) => {
+      const endpoint = await this.endpointIn(reader, merchantId, endpointId);
+      const now = this.now();
+      const { from, to } = attemptStatsRange(now);
+      return attemptWindows(await reader.attemptsPerHour(endpoint.id, from, to), now);
+    });
   }
 
   /** The merchant's most recent notifications, newest first. */

@@ -4,7 +4,7 @@
 // time) the endpoint pauses for a cooldown; the next change after the cooldown resumes it; one
 // 2xx clears everything. Pure functions over the endpoint's health record.
 
-import type { EndpointHealth } from '../storage/records.js';
+import type { EndpointHealth, NotificationKind } from '../storage/records.js';
 
 export type { EndpointHealth, EndpointStatus } from '../storage/records.js';
 
@@ -104,4 +104,29 @@ export function onChange(health: EndpointHealth, now: Date): { health: EndpointH
     return { health, deliver: false };
   }
   return { health, deliver: true };
+}
+
+/** What an endpoint's deliveries are doing now (admin WebhookEndpoint `health`), as every view shows it. */
+export type EndpointHealthState = 'healthy' | 'failing' | 'paused' | 'disabled';
+
+/**
+ * Issue 22.7: an active endpoint whose last attempts failed is `failing`, not merely active: one
+ * failed attempt since the last success (or re-enable) is enough, as the count says how many.
+ */
+export function healthState(health: Pick<EndpointHealth, 'status' | 'consecutive_failures'>): EndpointHealthState {
+  if (health.status !== 'active') return health.status;
+  return health.consecutive_failures > 0 ? 'failing' : 'healthy';
+}
+
+/**
+ * The owners' notifications whose condition a health transition ends: `failing` once the failure
+ * count is back to 0, `paused` and `disabled` once the endpoint is no longer so. Only what the
+ * transition changed, so a success of a healthy endpoint ends nothing (and writes nothing).
+ */
+export function conditionsEnded(before: EndpointHealth, after: EndpointHealth): NotificationKind[] {
+  const ended: NotificationKind[] = [];
+  if (before.consecutive_failures > 0 && after.consecutive_failures === 0) ended.push('failing');
+  if (before.status === 'paused' && after.status !== 'paused') ended.push('paused');
+  if (before.status === 'disabled' && after.status !== 'disabled') ended.push('disabled');
+  return ended;
 }

@@ -144,7 +144,7 @@ describe('API keys', () => {
     expect(list.status).toBe(200);
     expect(list.text).not.toContain(created.key);
     const entry = list.body.data.find((k: { id: number }) => k.id === created.id);
-    expect(entry).toEqual({ id: created.id, name: 'listed', prefix: created.prefix, created_at: created.created_at, revoked_at: null });
+    expect(entry).toEqual({ id: created.id, name: 'listed', prefix: created.prefix, created_at: created.created_at, revoked_at: null, last_used_at: null });
     expect(list.body.data.every((k: Record<string, unknown>) => !('key' in k))).toBe(true);
     const ids = list.body.data.map((k: { id: number }) => k.id);
     expect(ids).toEqual([...ids].sort((x, y) => x - y));

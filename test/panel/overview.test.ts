@@ -67,7 +67,7 @@ async function expectOverviewCounts(page: Page): Promise<void> {
   expect(await storeCounts(page, 'de')).toEqual({ total: 4, manual: 0, missing_title: 0, no_offers: 1, out_of_stock: 0 });
   expect(await storeCounts(page, 'at')).toEqual({ total: 4, manual: 1, missing_title: 0, no_offers: 1, out_of_stock: 1 });
   const endpoints = page.getByLabel('Endpoints by health');
-  expect(await endpoints.textContent()).toMatch(/Active\s*1\s*Paused\s*0\s*Disabled\s*0/);
+  expect(await endpoints.textContent()).toMatch(/Healthy\s*1\s*Failing\s*0\s*Paused\s*0\s*Disabled\s*0/);
   expect(await page.getByRole('link', { name: '1 endpoint' }).getAttribute('href')).toBe(`/panel/merchants/${merchantId}/endpoints`);
   expect(await page.locator('#feed-lag').textContent()).toMatch(/^\d+ (s|min)$/);
   expect(await page.getByLabel('Images by mirroring state').textContent()).toMatch(/Pending\s*0\s*Mirrored\s*0\s*Dead\s*0/);

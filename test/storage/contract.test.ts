@@ -53,8 +53,15 @@ describe(`the storage contract on ${ENGINE}`, () => {
       const other = await storage.createMerchant({ name: 'Other', sku_pattern: null, owner_emails: [], created_at: AT });
       const hash = Buffer.alloc(32, 7);
       const key = await storage.insertApiKey({ merchant_id: merchant.id, name: 'integration', prefix: 'cps_live_ab', key_hash: hash, created_at: AT });
-      expect(key).toEqual({ id: key.id, merchant_id: merchant.id, name: 'integration', prefix: 'cps_live_ab', created_at: AT, revoked_at: null });
+      expect(key).toEqual({ id: key.id, merchant_id: merchant.id, name: 'integration', prefix: 'cps_live_ab', created_at: AT, revoked_at: null, last_used_at: null });
       expect(await storage.listApiKeys(merchant.id)).toEqual([key]);
+      // A use is written unless one after `unlessAfter` is recorded, and never moves the time back (issue 22.11).
+      expect(await storage.recordApiKeyUse(key.id, '2026-11-26T08:01:00.000Z', '2026-11-26T08:00:00.000Z')).toBe(true);
+      expect(await storage.recordApiKeyUse(key.id, '2026-11-26T08:01:30.000Z', '2026-11-26T08:00:30.000Z')).toBe(false);
+      expect(await storage.recordApiKeyUse(key.id, '2026-11-26T08:00:59.000Z', '2026-11-26T07:59:59.000Z')).toBe(false);
+      expect((await storage.listApiKeys(merchant.id))[0]!.last_used_at).toBe('2026-11-26T08:01:00.000Z');
+      expect(await storage.recordApiKeyUse(key.id, '2026-11-26T08:02:00.000Z', '2026-11-26T08:01:00.000Z')).toBe(true);
+      expect((await storage.listApiKeys(merchant.id))[0]!.last_used_at).toBe('2026-11-26T08:02:00.000Z');
       const found = await storage.findActiveApiKey(Buffer.alloc(32, 7));
       expect(found).toMatchObject({ id: key.id, merchant_id: merchant.id });
       expect(Buffer.from(found!.key_hash).equals(hash)).toBe(true);
@@ -415,7 +422,7 @@ describe(`the storage contract on ${ENGINE}`, () => {
       await storage.updateWebhookEndpoint(endpoint.id, { status: 'paused', consecutive_failures: 7, paused_until: '2026-11-26T09:00:00.000Z', events: ['removed'] });
       expect(await storage.getWebhookEndpoint(endpoint.id, merchant.id)).toMatchObject({ status: 'paused', consecutive_failures: 7, events: ['removed'] });
       const note = await storage.insertNotification({ merchant_id: merchant.id, endpoint_id: endpoint.id, kind: 'failing', subject: 's', body: 'b', created_at: AT });
-      expect(note).toEqual({ id: note.id, merchant_id: merchant.id, endpoint_id: endpoint.id, kind: 'failing', subject: 's', body: 'b', created_at: AT, emailed_at: null });
+      expect(note).toEqual({ id: note.id, merchant_id: merchant.id, endpoint_id: endpoint.id, kind: 'failing', subject: 's', body: 'b', created_at: AT, emailed_at: null, ended_at: null });
       const delivery = await storage.insertDelivery(deliveryInput(endpoint.id));
       await storage.deleteWebhookEndpoint(endpoint.id);
       expect(await storage.getWebhookEndpoint(endpoint.id)).toBeUndefined();
@@ -438,6 +445,22 @@ describe(`the storage contract on ${ENGINE}`, () => {
       expect(await storage.listWebhookEndpoints(merchant.id)).toEqual([expect.objectContaining({
         secret: 'whsec_new', pending_secret: null, secret_rotated_at: null, pending_secret_until: null,
       })]);
+    });
+
+    it('ends an endpoint\'s open notifications of the given kinds once, keeping when each ended (issue 22.7)', async () => {
+      const { merchant } = await merchantWithStores();
+      const [one, two] = [await endpointOf(merchant.id), await endpointOf(merchant.id)];
+      const note = (endpointId: number, kind: 'failing' | 'paused' | 'disabled') => storage.insertNotification({
+        merchant_id: merchant.id, endpoint_id: endpointId, kind, subject: kind, body: 'b', created_at: AT,
+      });
+      const failing = await note(one.id, 'failing');
+      const paused = await note(one.id, 'paused');
+      const otherFailing = await note(two.id, 'failing');
+      expect(await storage.endNotifications(one.id, ['failing'], '2026-11-26T09:00:00.000Z')).toBe(1);
+      expect(await storage.endNotifications(one.id, ['failing', 'paused'], '2026-11-26T10:00:00.000Z')).toBe(1);
+      const ended = new Map((await storage.listNotifications(merchant.id, 10)).map((n) => [n.id, n.ended_at]));
+      expect([ended.get(failing.id), ended.get(paused.id), ended.get(otherFailing.id)])
+        .toEqual(['2026-11-26T09:00:00.000Z', '2026-11-26T10:00:00.000Z', null]);
     });
 
     it('lists notifications newest first and marks them e-mailed', async () => {

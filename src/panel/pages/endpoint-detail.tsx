@@ -11,6 +11,7 @@ import { principalName, type PanelAccounts, type PanelSession } from '../../admi
 import type { Service } from '../../service.js';
 import { invalidInput } from '../../shared/problem.js';
 import type { DeliveryStatus } from '../../storage/records.js';
+import type { AttemptWindow } from '../../webhooks/attempt-stats.js';
 import { field, formOf, validated } from '../form.js';
 import { formAction, idParam, merchantOf, sessionOf, type PanelContext } from '../handlers.js';
 import { CsrfField, ErrorMessage, Layout, Notice, type ShownError } from '../layout.js';
@@ -18,8 +19,10 @@ import { ConfirmPage } from '../confirm.js';
 import { noticeFor } from '../notices.js';
 import { plainReason } from '../plain-words.js';
 import type { PanelEnv } from '../session.js';
+import { Health, NotificationEnded } from '../endpoint-health.js';
+import { SuccessCharts } from '../success-chart.js';
 import { Time } from '../time.js';
-import { ConfirmSecretButton, Health, SecretState } from './endpoints.js';
+import { ConfirmSecretButton, SecretState } from './endpoints.js';
 
 type Schemas = components['schemas'];
 type Endpoint = Schemas['WebhookEndpoint'];
@@ -132,14 +135,15 @@ function Notifications(props: { notifications: Notification[] }) {
       <h2 id="notifications">Notifications to the owners</h2>
       {props.notifications.length === 0 ? <p>No notifications about this endpoint.</p> : (
         <table>
-          <thead><tr><th>When</th><th>Kind</th><th>Message</th><th>E-mailed</th></tr></thead>
+          <thead><tr><th>When</th><th>Kind</th><th>Message</th><th>E-mailed</th><th>Condition</th></tr></thead>
           <tbody>
             {props.notifications.map((n) => (
-              <tr>
+              <tr data-notification={n.id}>
                 <td><When at={n.created_at} /></td>
-                <td>{n.kind}</td>
+                <td><span class={`status-${n.kind}`}>{n.kind}</span></td>
                 <td><strong>{n.subject}</strong><div class="muted">{n.body}</div></td>
                 <td><When at={n.emailed_at} none="not e-mailed" /></td>
+                <td><NotificationEnded notification={n} /></td>
               </tr>
             ))}
           </tbody>
@@ -151,6 +155,7 @@ function Notifications(props: { notifications: Notification[] }) {
 
 function EndpointDetailPage(props: {
   session: PanelSession; merchantId: number; endpoint: Endpoint; deliveries: Delivery[]; notifications: Notification[]; filter: LogFilter;
+  stats: AttemptWindow[];
   notice?: string | undefined; error?: ShownError | undefined; errorAt?: ErrorAt; since?: string;
 }) {
   const { session, merchantId, endpoint } = props;
@@ -178,6 +183,7 @@ function EndpointDetailPage(props: {
         )}
         {props.errorAt === 'secret' && <ErrorMessage error={props.error} />}
       </section>
+      <SuccessCharts windows={props.stats} />
       <DeliveryLog base={base} deliveries={props.deliveries} filter={props.filter} session={session} active={active} error={props.error} errorAt={props.errorAt} />
       <section aria-labelledby="recover">
         <h2 id="recover">Recover failed deliveries</h2>
@@ -244,12 +250,13 @@ export function endpointDetailPages(service: Service, accounts: () => PanelAccou
   const detail = async (merchantId: number, endpointId: number, filter: LogFilter) => {
     // The endpoint first: another merchant's id is a 404 before anything else is read.
     const endpoint = await endpoints.endpoint(merchantId, endpointId);
-    const [deliveries, notifications] = await Promise.all([
+    const [deliveries, notifications, stats] = await Promise.all([
       endpoints.deliveries(merchantId, endpointId, { ...filter, limit: PAGE_SIZE }),
       endpoints.notifications(merchantId, NOTIFICATIONS_READ),
+      endpoints.attemptStats(merchantId, endpointId),
     ]);
     return {
-      endpoint, deliveries, filter,
+      endpoint, deliveries, filter, stats,
       notifications: notifications.filter((n) => n.endpoint_id === endpointId).map(({ merchant_id: _, ...n }) => n),
     };
   };

@@ -12,6 +12,7 @@ import { EVENTS } from '../../webhooks/endpoints.js';
 import { principalName, type PanelAccounts, type PanelSession } from '../../admin/accounts.js';
 import { field, fields, formOf, validated } from '../form.js';
 import { formAction, idParam, merchantOf, sessionOf } from '../handlers.js';
+import { Health } from '../endpoint-health.js';
 import { CsrfField, ErrorMessage, Layout, Notice, ShownOnce, type ShownError } from '../layout.js';
 import { ConfirmPage } from '../confirm.js';
 import { noticeFor } from '../notices.js';
@@ -35,19 +36,6 @@ const DONE: Record<string, string> = {
   paused: 'The endpoint is paused: nothing is sent until you enable it.',
   deleted: 'The endpoint is deleted.',
 };
-
-export function Health(props: { endpoint: Endpoint }) {
-  const e = props.endpoint;
-  return (
-    <>
-      <span class={`status-${e.status}`}>{e.status}</span>
-      {e.paused_until && <div class="muted">paused until <Time at={e.paused_until} /></div>}
-      {e.disabled_reason && <div class="muted">{e.disabled_reason}</div>}
-      <div class="muted">{e.consecutive_failures} consecutive failures</div>
-      <div class="muted">last success <Time at={e.last_success_at} none="never" />; last failure <Time at={e.last_failure_at} none="never" /></div>
-    </>
-  );
-}
 
 /** The secret that signs now, and a pending rotation: the new secret's prefix and until when the old one signs. */
 export function SecretState(props: { endpoint: Endpoint }) {

@@ -16,20 +16,23 @@ import { Time } from '../time.js';
 /** A created key, between the POST and the one page that shows it. */
 interface CreatedKey { kind: 'api_key'; name: string; key: string }
 
-function KeysPage(props: { session: PanelSession; merchantId: number; keys: ApiKeyRecord[]; notice?: string | undefined; error?: { detail: string } | undefined }) {
+function KeysPage(props: {
+  session: PanelSession; merchantId: number; keys: ApiKeyRecord[]; lastUsedSeconds: number; notice?: string | undefined; error?: { detail: string } | undefined;
+}) {
   const { session, merchantId } = props;
   return (
     <Layout title="API keys" session={session} merchantId={merchantId}>
       <Notice text={props.notice} />
       {props.keys.length === 0 ? <p>No API keys yet: create one below for each integration that reads the catalog.</p> : (
         <table>
-          <thead><tr><th>Name</th><th>Prefix</th><th>Created</th><th>Revoked</th><th></th></tr></thead>
+          <thead><tr><th>Name</th><th>Prefix</th><th>Created</th><th>Last used</th><th>Revoked</th><th></th></tr></thead>
           <tbody>
             {props.keys.map((k) => (
-              <tr>
+              <tr data-key={k.id}>
                 <td>{k.name}</td>
                 <td><code>{k.prefix}…</code></td>
                 <td><Time at={k.created_at} /></td>
+                <td class="key-last-used"><Time at={k.last_used_at} none="never" /></td>
                 <td><Time at={k.revoked_at} /></td>
                 <td>{!k.revoked_at && <a href={`/panel/merchants/${merchantId}/keys/${k.id}/revoke`}>Revoke…</a>}</td>
               </tr>
@@ -37,6 +40,7 @@ function KeysPage(props: { session: PanelSession; merchantId: number; keys: ApiK
           </tbody>
         </table>
       )}
+      {props.keys.length > 0 && <p class="muted">A key's last use is written at most once every {props.lastUsedSeconds} s, not on every request: the time shown can lag by about that much.</p>}
       <h2>Create a key</h2>
       <ErrorMessage error={props.error} labels={{ name: 'Name' }} />
       <form class="stacked" method="post" action={`/panel/merchants/${merchantId}/keys`}>
@@ -51,11 +55,12 @@ function KeysPage(props: { session: PanelSession; merchantId: number; keys: ApiK
 export function keyPages(service: Service, accounts: () => PanelAccounts) {
   const pages = new Hono<PanelEnv>();
   const { admin } = service;
+  const lastUsedSeconds = service.config.apiKeyLastUsedSeconds;
 
   pages.get('/', async (c) => {
     const merchantId = merchantOf(c);
     const notice = c.req.query('done') === 'revoked' ? 'The key is revoked.' : undefined;
-    return c.html(<KeysPage session={sessionOf(c)} merchantId={merchantId} keys={await admin.listApiKeys(merchantId)} notice={notice} />);
+    return c.html(<KeysPage session={sessionOf(c)} merchantId={merchantId} keys={await admin.listApiKeys(merchantId)} lastUsedSeconds={lastUsedSeconds} notice={notice} />);
   });
 
   pages.post('/', async (c) => {
@@ -64,7 +69,7 @@ export function keyPages(service: Service, accounts: () => PanelAccounts) {
     const form = await formOf(c);
     const outcome = await formAction(() => admin.createApiKey(merchantId, validated(CreateApiKeyInputSchema, { name: field(form, 'name') }).name));
     if (outcome.error) {
-      return c.html(<KeysPage session={session} merchantId={merchantId} keys={await admin.listApiKeys(merchantId)} error={outcome.error} />, outcome.error.status as 400);
+      return c.html(<KeysPage session={session} merchantId={merchantId} keys={await admin.listApiKeys(merchantId)} lastUsedSeconds={lastUsedSeconds} error={outcome.error} />, outcome.error.status as 400);
     }
     const created = outcome.ok;
     await accounts().record(session.principal, merchantId, 'api_key.create', `key ${created.id} "${created.name}" (${created.prefix})`);

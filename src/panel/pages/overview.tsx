@@ -7,6 +7,7 @@ import type { Service } from '../../service.js';
 import type { PanelAccounts, PanelSession } from '../../admin/accounts.js';
 import { MerchantOverview, type MerchantOverviewView } from '../../admin/overview.js';
 import { merchantOf, sessionOf } from '../handlers.js';
+import { NotificationEnded } from '../endpoint-health.js';
 import { Layout } from '../layout.js';
 import { Time } from '../time.js';
 import type { PanelEnv } from '../session.js';
@@ -27,10 +28,11 @@ function lagText(seconds: number | null): string {
   return minutes < 60 ? `${minutes} min` : `${Math.floor(minutes / 60)} h ${minutes % 60} min`;
 }
 
-function Counts(props: { label: string; rows: [string, number][] }) {
+/** Count tiles; a row's tone (`failing`) marks its tile when the count is not 0 (tile-*: panel.css). */
+function Counts(props: { label: string; rows: [string, number, string?][] }) {
   return (
     <dl class="counts" aria-label={props.label}>
-      {props.rows.map(([name, n]) => <div><dt>{name}</dt><dd>{n}</dd></div>)}
+      {props.rows.map(([name, n, tone]) => <div class={tone && n > 0 ? `tile-${tone}` : undefined}><dt>{name}</dt><dd>{n}</dd></div>)}
     </dl>
   );
 }
@@ -73,7 +75,8 @@ function MerchantOverviewPage(props: { session: PanelSession; view: MerchantOver
         <section aria-labelledby="endpoints">
           <h2 id="endpoints">Webhook endpoints</h2>
           <Counts label="Endpoints by health" rows={[
-            ['Active', view.endpoints.byStatus.active], ['Paused', view.endpoints.byStatus.paused], ['Disabled', view.endpoints.byStatus.disabled],
+            ['Healthy', view.endpoints.byHealth.healthy], ['Failing', view.endpoints.byHealth.failing, 'failing'],
+            ['Paused', view.endpoints.byHealth.paused], ['Disabled', view.endpoints.byHealth.disabled],
           ]} />
           <p><a href={`${base}/endpoints`}>{view.endpoints.total} {view.endpoints.total === 1 ? 'endpoint' : 'endpoints'}</a></p>
           <p>Feed lag: <strong id="feed-lag">{lagText(view.feedLagSeconds)}</strong></p>
@@ -90,7 +93,12 @@ function MerchantOverviewPage(props: { session: PanelSession; view: MerchantOver
         {view.notifications.length === 0 ? <p>No notifications to the owners: they appear here when a webhook endpoint fails, is paused or is disabled.</p> : (
           <ul class="notifications">
             {view.notifications.map((n) => (
-              <li><span class={`status-${n.kind}`}>{n.kind}</span> {n.subject} <span class="muted"><Time at={n.created_at} /></span></li>
+              <li data-notification={n.id}>
+                <span class={`status-${n.kind}`}>{n.kind}</span>{' '}
+                {n.endpoint_id === null ? n.subject : <a href={`${base}/endpoints/${n.endpoint_id}`}>{n.subject}</a>}{' '}
+                <span class="muted"><Time at={n.created_at} /></span>{' · '}
+                <NotificationEnded notification={n} />
+              </li>
             ))}
           </ul>
         )}

@@ -1,7 +1,7 @@
 // Webhook deliveries and their attempts on PostgreSQL, claimed by several dispatchers at once.
 import type { AttemptOutcome, DeliveryStore } from '../port.js';
-import type { AttemptRecord, DeliveryClaim, DeliveryRecord, DeliveryStatus } from '../records.js';
-import { DELIVERY_COLUMNS, DELIVERY_FIELDS, toDelivery } from '../rows.js';
+import type { AttemptHourRecord, AttemptRecord, DeliveryClaim, DeliveryRecord, DeliveryStatus } from '../records.js';
+import { DELIVERY_COLUMNS, DELIVERY_FIELDS, hourOf, toDelivery } from '../rows.js';
 import { wholeSecondIso } from '../../shared/time.js';
 import { takeTurns, type DueDelivery } from '../delivery-turns.js';
 import type { PgConnection, Row } from './connection.js';
@@ -141,6 +141,12 @@ export class PgDeliveries implements DeliveryStore {
   async listAttempts(deliveryId: number): Promise<AttemptRecord[]> {
     return this.c.rows<AttemptRecord & Row>(
       'SELECT at, status_code, error, latency_ms, response_snippet FROM webhook_attempts WHERE delivery_id = $1 ORDER BY id', [deliveryId]);
+  }
+
+  async attemptsPerHour(endpointId: number, from: string, to: string): Promise<AttemptHourRecord[]> {
+    // One range of the counts the attempt log's trigger keeps, by their primary key (migration 36).
+    return this.c.rows<AttemptHourRecord & Row>(`SELECT hour, outcome, attempts, latency_sum_ms AS "latencySumMs", latency_max_ms AS "latencyMaxMs"
+      FROM webhook_attempt_hours WHERE endpoint_id = $1 AND hour >= $2 AND hour < $3 ORDER BY hour, outcome`, [endpointId, hourOf(from), hourOf(to)]);
   }
 
   async unsuccessfulDeliveriesSince(endpointId: number, since: string): Promise<DeliveryRecord[]> {

@@ -880,4 +880,62 @@ CREATE INDEX panel_flashes_session ON panel_flashes(session_hash);
 CREATE INDEX panel_flashes_expiry ON panel_flashes(expires_at);
 `,
   },
+  {
+    id: 36,
+    name: 'truthful_health',
+    sql: `
+-- Issue 22.7: a notification's condition ends (the endpoint delivers again, resumes, is re-enabled):
+-- the open ones of an endpoint are found by this index when its health changes.
+ALTER TABLE notifications ADD COLUMN ended_at text COLLATE "C";
+CREATE INDEX notifications_open ON notifications(endpoint_id) WHERE ended_at IS NULL;
+-- Issue 22.8: the success-rate charts read an endpoint's attempts counted per UTC hour ('YYYY-MM-DDTHH')
+-- and outcome, kept by this trigger as the attempt log grows (once per statement, grouped, from its
+-- transition table): a chart reads at most 7 x 24 x 3 rows of one primary-key range, where grouping
+-- the log itself read every attempt of the week. Outcomes: no error is a success; an error without
+-- a status code, no response; any other error (an answer not 2xx, or not recorded), failed. An
+-- attempt is recorded with its endpoint's row locked (webhooks/dispatcher.ts), so the endpoint's
+-- counts are written by one transaction at a time.
+CREATE TABLE webhook_attempt_hours (
+  endpoint_id bigint NOT NULL REFERENCES webhook_endpoints(id) ON DELETE CASCADE,
+  hour text COLLATE "C" NOT NULL,
+  outcome text COLLATE "C" NOT NULL CHECK (outcome IN ('succeeded', 'failed', 'no_response')),
+  attempts bigint NOT NULL,
+  latency_sum_ms bigint NOT NULL,
+  latency_max_ms integer NOT NULL,
+  PRIMARY KEY (endpoint_id, hour, outcome)
+);
+INSERT INTO webhook_attempt_hours (endpoint_id, hour, outcome, attempts, latency_sum_ms, latency_max_ms)
+  SELECT d.endpoint_id, substr(a.at, 1, 13),
+    CASE WHEN a.error IS NULL THEN 'succeeded' WHEN a.status_code IS NULL THEN 'no_response' ELSE 'failed' END,
+    count(*), sum(a.latency_ms), max(a.latency_ms)
+  FROM webhook_attempts AS a JOIN webhook_deliveries AS d ON d.id = a.delivery_id GROUP BY 1, 2, 3;
+CREATE FUNCTION webhook_attempt_hours_counted() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO webhook_attempt_hours (endpoint_id, hour, outcome, attempts, latency_sum_ms, latency_max_ms)
+    SELECT d.endpoint_id, substr(a.at, 1, 13),
+      CASE WHEN a.error IS NULL THEN 'succeeded' WHEN a.status_code IS NULL THEN 'no_response' ELSE 'failed' END,
+      count(*), sum(a.latency_ms), max(a.latency_ms)
+    FROM new_rows AS a JOIN webhook_deliveries AS d ON d.id = a.delivery_id
+    GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+    ON CONFLICT (endpoint_id, hour, outcome) DO UPDATE SET attempts = webhook_attempt_hours.attempts + excluded.attempts,
+      latency_sum_ms = webhook_attempt_hours.latency_sum_ms + excluded.latency_sum_ms,
+      latency_max_ms = greatest(webhook_attempt_hours.latency_max_ms, excluded.latency_max_ms);
+  RETURN NULL;
+END $$;
+CREATE TRIGGER webhook_attempt_hours_counted AFTER INSERT ON webhook_attempts
+  REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION webhook_attempt_hours_counted();
+-- Notifications recorded before this migration ended with their endpoint's first successful attempt
+-- after them (a success ends every condition); the others stay open. One pass over the attempt log.
+CREATE TEMP TABLE endpoint_successes AS
+  SELECT d.endpoint_id, a.at FROM webhook_attempts AS a JOIN webhook_deliveries AS d ON d.id = a.delivery_id
+  WHERE a.error IS NULL AND d.endpoint_id IN (SELECT endpoint_id FROM notifications);
+CREATE INDEX ON endpoint_successes(endpoint_id, at);
+UPDATE notifications AS n SET ended_at = (SELECT min(s.at) FROM endpoint_successes AS s
+  WHERE s.endpoint_id = n.endpoint_id AND s.at > n.created_at)
+  WHERE n.endpoint_id IS NOT NULL;
+DROP TABLE endpoint_successes;
+-- Issue 22.11: when each API key was last used, written at most once per CPS_API_KEY_LAST_USED_SECONDS.
+ALTER TABLE api_keys ADD COLUMN last_used_at text COLLATE "C";
+`,
+  },
 ];

@@ -1,17 +1,23 @@
 // Owners' notifications on PostgreSQL.
 import type { NotificationStore } from '../port.js';
-import type { NotificationRecord } from '../records.js';
+import type { NotificationKind, NotificationRecord } from '../records.js';
 import type { PgConnection } from './connection.js';
 
 export class PgNotifications implements NotificationStore {
-  static readonly writes = ['insertNotification', 'markNotificationEmailed'] as const;
+  static readonly writes = ['insertNotification', 'endNotifications', 'markNotificationEmailed'] as const;
 
   constructor(private readonly c: PgConnection) {}
 
-  async insertNotification(input: Omit<NotificationRecord, 'id' | 'emailed_at'>): Promise<NotificationRecord> {
+  async insertNotification(input: Omit<NotificationRecord, 'id' | 'emailed_at' | 'ended_at'>): Promise<NotificationRecord> {
     return (await this.c.one<NotificationRecord & Record<string, unknown>>(`INSERT INTO notifications (merchant_id, endpoint_id, kind, subject, body, created_at)
       VALUES ($1, $2, $3, $4, $5, $6) RETURNING *`,
     [input.merchant_id, input.endpoint_id, input.kind, input.subject, input.body, input.created_at]))!;
+  }
+
+  async endNotifications(endpointId: number, kinds: readonly NotificationKind[], at: string): Promise<number> {
+    // The endpoint's open notifications (migration 36's partial index), of the kinds that ended.
+    return this.c.run(`UPDATE notifications SET ended_at = $1
+      WHERE endpoint_id = $2 AND ended_at IS NULL AND kind = ANY($3::text[])`, [at, endpointId, kinds]);
   }
 
   async listNotifications(merchantId: number, limit: number): Promise<NotificationRecord[]> {

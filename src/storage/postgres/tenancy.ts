@@ -7,11 +7,11 @@ import type { PgConnection, Row } from './connection.js';
 /** Every column of stores, listed (prepared statements: published.ts). */
 export const STORE_COLUMNS = ['id', 'merchant_id', 'slug', 'name', 'locale', 'currency', 'is_default', 'active', 'exclude_out_of_stock', 'catalog_version'];
 
-const API_KEY_COLUMNS = 'id, merchant_id, name, prefix, created_at, revoked_at';
+const API_KEY_COLUMNS = 'id, merchant_id, name, prefix, created_at, revoked_at, last_used_at';
 
 export class PgTenancy implements TenancyStore {
   static readonly writes = [
-    'createMerchant', 'updateMerchant', 'insertApiKey', 'revokeApiKey', 'upsertStore', 'deleteStore', 'bumpCatalogVersion',
+    'createMerchant', 'updateMerchant', 'insertApiKey', 'revokeApiKey', 'recordApiKeyUse', 'upsertStore', 'deleteStore', 'bumpCatalogVersion',
   ] as const;
 
   constructor(private readonly c: PgConnection) {}
@@ -45,7 +45,7 @@ export class PgTenancy implements TenancyStore {
     return (await this.c.one<{ n: number }>('SELECT count(*) AS n FROM merchants'))!.n;
   }
 
-  async insertApiKey(input: Omit<ApiKeyRecord, 'id' | 'revoked_at'> & { key_hash: Buffer }): Promise<ApiKeyRecord> {
+  async insertApiKey(input: Omit<ApiKeyRecord, 'id' | 'revoked_at' | 'last_used_at'> & { key_hash: Buffer }): Promise<ApiKeyRecord> {
     return (await this.c.one<ApiKeyRecord & Row>(`INSERT INTO api_keys (merchant_id, name, prefix, key_hash, created_at)
       VALUES ($1, $2, $3, $4, $5) RETURNING ${API_KEY_COLUMNS}`,
     [input.merchant_id, input.name, input.prefix, input.key_hash, input.created_at]))!;
@@ -58,6 +58,11 @@ export class PgTenancy implements TenancyStore {
   async revokeApiKey(merchantId: number, keyId: number, at: string): Promise<boolean> {
     return await this.c.run('UPDATE api_keys SET revoked_at = coalesce(revoked_at, $1) WHERE merchant_id = $2 AND id = $3',
       [at, merchantId, keyId]) > 0;
+  }
+
+  async recordApiKeyUse(keyId: number, at: string, unlessAfter: string): Promise<boolean> {
+    return await this.c.run('UPDATE api_keys SET last_used_at = $1 WHERE id = $2 AND (last_used_at IS NULL OR last_used_at <= $3)',
+      [at, keyId, unlessAfter]) > 0;
   }
 
   async findActiveApiKey(keyHash: Buffer): Promise<{ id: number; merchant_id: number; key_hash: Buffer } | undefined> {

@@ -1,7 +1,7 @@
 // Webhook deliveries and their attempts on SQLite.
 import type { AttemptOutcome, DeliveryStore } from '../port.js';
-import type { AttemptRecord, DeliveryClaim, DeliveryRecord, DeliveryStatus } from '../records.js';
-import { DELIVERY_COLUMNS, DELIVERY_FIELDS, toDelivery } from '../rows.js';
+import type { AttemptHourRecord, AttemptRecord, DeliveryClaim, DeliveryRecord, DeliveryStatus } from '../records.js';
+import { DELIVERY_COLUMNS, DELIVERY_FIELDS, hourOf, toDelivery } from '../rows.js';
 import { wholeSecondIso } from '../../shared/time.js';
 import { takeTurns, type DueDelivery } from '../delivery-turns.js';
 import type { Row, SqliteConnection } from './connection.js';
@@ -110,6 +110,13 @@ export class SqliteDeliveries implements DeliveryStore {
   async listAttempts(deliveryId: number): Promise<AttemptRecord[]> {
     return this.c.stmt('SELECT at, status_code, error, latency_ms, response_snippet FROM webhook_attempts WHERE delivery_id = ? ORDER BY id')
       .all(deliveryId) as AttemptRecord[];
+  }
+
+  async attemptsPerHour(endpointId: number, from: string, to: string): Promise<AttemptHourRecord[]> {
+    // One range of the counts the attempt log's trigger keeps, by their primary key (migration 36).
+    return this.c.stmt(`SELECT hour, outcome, attempts, latency_sum_ms AS latencySumMs, latency_max_ms AS latencyMaxMs
+      FROM webhook_attempt_hours WHERE endpoint_id = ? AND hour >= ? AND hour < ? ORDER BY hour, outcome`)
+      .all(endpointId, hourOf(from), hourOf(to)) as AttemptHourRecord[];
   }
 
   async unsuccessfulDeliveriesSince(endpointId: number, since: string): Promise<DeliveryRecord[]> {

@@ -763,4 +763,54 @@ CREATE INDEX panel_flashes_session ON panel_flashes(session_hash);
 CREATE INDEX panel_flashes_expiry ON panel_flashes(expires_at);
 `,
   },
+  {
+    id: 36,
+    name: 'truthful_health',
+    sql: `
+-- Issue 22.7: a notification's condition ends (the endpoint delivers again, resumes, is re-enabled):
+-- the open ones of an endpoint are found by this index when its health changes.
+ALTER TABLE notifications ADD COLUMN ended_at TEXT;
+CREATE INDEX notifications_open ON notifications(endpoint_id) WHERE ended_at IS NULL;
+-- Issue 22.8: the success-rate charts read an endpoint's attempts counted per UTC hour ('YYYY-MM-DDTHH')
+-- and outcome, kept by this trigger as the attempt log grows: a chart reads at most 7 x 24 x 3 rows of
+-- one primary-key range, where grouping the log itself read every attempt of the week (100,000 of
+-- an endpoint took the serving thread 150-400 ms). Outcomes: no error is a success; an error
+-- without a status code, no response; any other error (an answer not 2xx, or not recorded), failed.
+CREATE TABLE webhook_attempt_hours (
+  endpoint_id INTEGER NOT NULL REFERENCES webhook_endpoints(id) ON DELETE CASCADE,
+  hour TEXT NOT NULL,
+  outcome TEXT NOT NULL CHECK (outcome IN ('succeeded', 'failed', 'no_response')),
+  attempts INTEGER NOT NULL,
+  latency_sum_ms INTEGER NOT NULL,
+  latency_max_ms INTEGER NOT NULL,
+  PRIMARY KEY (endpoint_id, hour, outcome)
+) WITHOUT ROWID;
+INSERT INTO webhook_attempt_hours (endpoint_id, hour, outcome, attempts, latency_sum_ms, latency_max_ms)
+  SELECT d.endpoint_id, substr(a.at, 1, 13),
+    CASE WHEN a.error IS NULL THEN 'succeeded' WHEN a.status_code IS NULL THEN 'no_response' ELSE 'failed' END,
+    count(*), sum(a.latency_ms), max(a.latency_ms)
+  FROM webhook_attempts AS a JOIN webhook_deliveries AS d ON d.id = a.delivery_id GROUP BY 1, 2, 3;
+CREATE TRIGGER webhook_attempt_hours_counted AFTER INSERT ON webhook_attempts BEGIN
+  INSERT INTO webhook_attempt_hours (endpoint_id, hour, outcome, attempts, latency_sum_ms, latency_max_ms)
+    SELECT d.endpoint_id, substr(NEW.at, 1, 13),
+      CASE WHEN NEW.error IS NULL THEN 'succeeded' WHEN NEW.status_code IS NULL THEN 'no_response' ELSE 'failed' END,
+      1, NEW.latency_ms, NEW.latency_ms
+    FROM webhook_deliveries AS d WHERE d.id = NEW.delivery_id
+    ON CONFLICT (endpoint_id, hour, outcome) DO UPDATE SET attempts = attempts + 1,
+      latency_sum_ms = latency_sum_ms + excluded.latency_sum_ms, latency_max_ms = max(latency_max_ms, excluded.latency_max_ms);
+END;
+-- Notifications recorded before this migration ended with their endpoint's first successful attempt
+-- after them (a success ends every condition); the others stay open. One pass over the attempt log.
+CREATE TEMP TABLE endpoint_successes AS
+  SELECT d.endpoint_id, a.at FROM webhook_attempts AS a JOIN webhook_deliveries AS d ON d.id = a.delivery_id
+  WHERE a.error IS NULL AND d.endpoint_id IN (SELECT endpoint_id FROM notifications);
+CREATE INDEX temp.endpoint_successes_at ON endpoint_successes(endpoint_id, at);
+UPDATE notifications SET ended_at = (SELECT min(s.at) FROM endpoint_successes AS s
+  WHERE s.endpoint_id = notifications.endpoint_id AND s.at > notifications.created_at)
+  WHERE endpoint_id IS NOT NULL;
+DROP TABLE endpoint_successes;
+-- Issue 22.11: when each API key was last used, written at most once per CPS_API_KEY_LAST_USED_SECONDS.
+ALTER TABLE api_keys ADD COLUMN last_used_at TEXT;
+`,
+  },
 ];

@@ -4,11 +4,11 @@ import type { ApiKeyRecord, MerchantRecord, StoreInputRecord, StoreRecord } from
 import { toMerchant, toStore } from '../rows.js';
 import type { Row, SqliteConnection } from './connection.js';
 
-const API_KEY_COLUMNS = 'id, merchant_id, name, prefix, created_at, revoked_at';
+const API_KEY_COLUMNS = 'id, merchant_id, name, prefix, created_at, revoked_at, last_used_at';
 
 export class SqliteTenancy implements TenancyStore {
   static readonly writes = [
-    'createMerchant', 'updateMerchant', 'insertApiKey', 'revokeApiKey', 'upsertStore', 'deleteStore', 'bumpCatalogVersion',
+    'createMerchant', 'updateMerchant', 'insertApiKey', 'revokeApiKey', 'recordApiKeyUse', 'upsertStore', 'deleteStore', 'bumpCatalogVersion',
   ] as const;
 
   constructor(private readonly c: SqliteConnection) {}
@@ -50,7 +50,7 @@ export class SqliteTenancy implements TenancyStore {
     return this.c.stmt('SELECT count(*) FROM merchants').pluck().get() as number;
   }
 
-  async insertApiKey(input: Omit<ApiKeyRecord, 'id' | 'revoked_at'> & { key_hash: Buffer }): Promise<ApiKeyRecord> {
+  async insertApiKey(input: Omit<ApiKeyRecord, 'id' | 'revoked_at' | 'last_used_at'> & { key_hash: Buffer }): Promise<ApiKeyRecord> {
     const info = this.c.stmt('INSERT INTO api_keys (merchant_id, name, prefix, key_hash, created_at) VALUES (?, ?, ?, ?, ?)')
       .run(input.merchant_id, input.name, input.prefix, input.key_hash, input.created_at);
     return this.c.stmt(`SELECT ${API_KEY_COLUMNS} FROM api_keys WHERE id = ?`).get(info.lastInsertRowid) as ApiKeyRecord;
@@ -64,6 +64,11 @@ export class SqliteTenancy implements TenancyStore {
     const info = this.c.stmt('UPDATE api_keys SET revoked_at = coalesce(revoked_at, ?) WHERE merchant_id = ? AND id = ?')
       .run(at, merchantId, keyId);
     return info.changes > 0;
+  }
+
+  async recordApiKeyUse(keyId: number, at: string, unlessAfter: string): Promise<boolean> {
+    return this.c.stmt('UPDATE api_keys SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at <= ?)')
+      .run(at, keyId, unlessAfter).changes > 0;
   }
 
   async findActiveApiKey(keyHash: Buffer): Promise<{ id: number; merchant_id: number; key_hash: Buffer } | undefined> {

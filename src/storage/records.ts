@@ -403,10 +403,7 @@ export type ImportJobState = AdminSchemas['ImportJob']['state'];
 export type ImportErrorCode = NonNullable<AdminSchemas['ImportJob']['error_code']>;
 
 /** A bad line of a rejected import: its name (`line N`) and reason, as the admin API lists them. */
-export interface ImportProblemRecord {
-  name: string;
-  reason: string;
-}
+export type ImportProblemRecord = AdminSchemas['ImportJob']['problems'][number];
 
 /**
  * A re-publishing of a merchant's whole catalog (a rate, rule, group or store setting changed),
@@ -434,33 +431,8 @@ export interface PublishRunRecord {
   created_at: string;
 }
 
-export interface ImportJobRecord {
-  id: number;
-  merchant_id: number;
-  /** `operator`, the panel user's email, or `admin API`. */
-  started_by: string;
-  /** The uploaded file's name; null for a request body. */
-  file_name: string | null;
-  state: ImportJobState;
-  started_at: string;
-  /** When its progress was last written: a running job whose progress stops was cut off. */
-  updated_at: string;
-  finished_at: string | null;
-  /** Lines read and checked so far. */
-  lines_read: number;
-  /** Operations to apply, once every line is checked; null while they are being read. */
-  operations: number | null;
-  /** Operations (products upserted or deleted) applied and committed so far. */
-  products_applied: number;
-  upserted: number;
-  deleted: number;
-  /** Why it failed (the problem's detail); null otherwise. */
-  error: string | null;
-  /** Why it failed (`invalid_body`, `conflict`, `interrupted`, ...); null otherwise. */
-  error_code: ImportErrorCode | null;
-  /** The bad lines with their reasons, bounded as the admin API's rejection lists them. */
-  problems: ImportProblemRecord[];
-}
+/** An import job (admin ImportJob, issue 21.5: the document states its shape), and its merchant. */
+export type ImportJobRecord = AdminSchemas['ImportJob'] & { merchant_id: number };
 
 export type ImportJobProgress = Partial<Omit<ImportJobRecord, 'id' | 'merchant_id' | 'started_by' | 'file_name' | 'started_at'>>;
 

@@ -223,6 +223,14 @@ export interface Config {
     pruneIntervalSeconds: number;
     /** Changes deleted per transaction while pruning (the event loop is free between two). */
     pruneBatch: number;
+    /** The longest a `GET /v1/changes?wait=N` long-poll waits for a change (wait is clamped to it; 0: never waits). */
+    maxWaitSeconds: number;
+    /** A Server-Sent Events stream of the feed with nothing to send for this long sends a comment (a heartbeat). */
+    heartbeatSeconds: number;
+    /** Live feed connections (long-polls waiting, streams open) one API key may hold at once, per process. */
+    livePerKey: number;
+    /** Every store with waiting feed clients is read this often, whatever wake-ups came (writers in other processes). */
+    livePollIntervalMs: number;
   };
 }
 
@@ -277,6 +285,9 @@ function oneOf<T extends string>(env: Env, name: string, values: readonly T[], f
   if (!(values as readonly string[]).includes(raw)) throw new Error(`${name} must be one of ${values.join(', ')}, got "${raw}"`);
   return raw as T;
 }
+
+/** The longest a long-poll of the change feed may be configured to wait (openapi: the `wait` parameter). */
+export const MAX_FEED_WAIT_SECONDS = 300;
 
 /** An old signing secret signs at most 30 days after a rotation. */
 const MAX_SECRET_GRACE_HOURS = 720;
@@ -422,6 +433,11 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
       retentionDays: atLeast(int(env, 'CPS_CHANGE_RETENTION_DAYS', 30), 30, 'CPS_CHANGE_RETENTION_DAYS'),
       pruneIntervalSeconds: Math.max(1, int(env, 'CPS_CHANGE_PRUNE_INTERVAL_SECONDS', 3600)),
       pruneBatch: atLeast(int(env, 'CPS_CHANGE_PRUNE_BATCH', 1000), 1, 'CPS_CHANGE_PRUNE_BATCH'),
+      // 30 s stays under the idle time-outs of common load balancers and proxies (60 s).
+      maxWaitSeconds: atMost(int(env, 'CPS_FEED_MAX_WAIT_SECONDS', 30), MAX_FEED_WAIT_SECONDS, 'CPS_FEED_MAX_WAIT_SECONDS'),
+      heartbeatSeconds: atMost(atLeast(int(env, 'CPS_FEED_HEARTBEAT_SECONDS', 15), 1, 'CPS_FEED_HEARTBEAT_SECONDS'), 300, 'CPS_FEED_HEARTBEAT_SECONDS'),
+      livePerKey: atLeast(int(env, 'CPS_FEED_LIVE_PER_KEY', 20), 1, 'CPS_FEED_LIVE_PER_KEY'),
+      livePollIntervalMs: atLeast(int(env, 'CPS_FEED_LIVE_POLL_MS', 1000), 50, 'CPS_FEED_LIVE_POLL_MS'),
     },
   };
   const merged: Config = {

@@ -65,6 +65,8 @@ export async function startServer(service: Service, options: ServerOptions = {})
     metrics,
     close: (graceMs = config.operations.shutdownGraceMs) => {
       lifecycle.shuttingDown = true;
+      // The change feed's long-polls answer and its streams end now, not at the end of the grace period.
+      service.liveFeed.close();
       return http.close(graceMs);
     },
   };

@@ -8,6 +8,7 @@ import { ActiveApiKeys } from './admin/api-keys.js';
 import { CatalogAdmin } from './admin/catalog-admin.js';
 import { ImportJobs } from './admin/import-jobs.js';
 import { CatalogReads } from './catalog/reads.js';
+import { LiveFeed } from './changes/live.js';
 import { PublishedReadCache } from './catalog/read-cache.js';
 import type { Config } from './config.js';
 import { createImageMirror, type ImageMirror } from './images/mirror.js';
@@ -41,6 +42,11 @@ export interface Service {
   /** Each API key's last use, written at most once per CPS_API_KEY_LAST_USED_SECONDS per key. */
   apiKeyUses: ApiKeyUses;
   endpoints: WebhookEndpoints;
+  /**
+   * The change feed's waiting clients (long-polls, streams) and their wake-ups; it listens to the
+   * storage from its first client on (serve's worker threads tell it their commits: worker-thread.ts).
+   */
+  liveFeed: LiveFeed;
   /** Built here, started by whoever runs it (serve or worker). */
   dispatcher: WebhookDispatcher;
   mirror: ImageMirror;
@@ -91,6 +97,11 @@ export function createService(config: Config, options: ServiceOptions = {}): Ser
   const imports = new ImportJobs(storage, admin, now, {
     chunkSize: config.limits.publishChunk, maxJsonDepth: config.limits.maxJsonDepth, stalledAfterMs: config.limits.importStalledMs,
   });
+  const { feedWindow, maxWaitSeconds, heartbeatSeconds, livePerKey, livePollIntervalMs } = config.changes;
+  const liveFeed = new LiveFeed(storage, {
+    feedWindow, maxWaitSeconds, heartbeatSeconds, perKey: livePerKey, pollIntervalMs: livePollIntervalMs,
+  }, logger);
+  metrics.countLiveConnections(() => liveFeed.connections);
   let stopping: Promise<void> | undefined;
   let closing: Promise<void> | undefined;
   const stopWork = () => {
@@ -111,10 +122,12 @@ export function createService(config: Config, options: ServiceOptions = {}): Ser
     apiKeys,
     apiKeyUses,
     endpoints: new WebhookEndpoints(storage, guard, now, config.webhooks.secretGraceHours),
+    liveFeed,
     dispatcher,
     mirror,
     stopWork,
     close: () => {
+      liveFeed.close();
       closing ??= stopWork().then(() => apiKeyUses.flush()).then(() => storage.close()).finally(() => metrics.close());
       return closing;
     },

@@ -2,7 +2,7 @@
 // and waiting out rate limits (429 + Retry-After).
 import createClient, { type Middleware } from 'openapi-fetch';
 import type { paths } from '../generated/public-api.js';
-import type { CatalogClient } from './types.js';
+import type { CatalogClient, ClientMediaType } from './types.js';
 
 export interface CatalogClientOptions {
   /** Scheme, host and port of the deployment, for example `https://catalog.example.com` (paths carry `/v1`). */
@@ -41,7 +41,7 @@ function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
 
 /** An openapi-fetch client for the public API that authenticates every request with the API key. */
 export function createCatalogClient({ baseUrl, apiKey, fetch, rateLimit }: CatalogClientOptions): CatalogClient {
-  const client = createClient<paths>({ baseUrl, fetch: retryingOn429(fetch ?? ((request) => globalThis.fetch(request)), rateLimit) });
+  const client = createClient<paths, ClientMediaType>({ baseUrl, fetch: retryingOn429(fetch ?? ((request) => globalThis.fetch(request)), rateLimit) });
   client.use(bearerAuth(apiKey));
   return client;
 }

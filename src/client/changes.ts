@@ -28,31 +28,45 @@ export interface ChangeWindow {
 export interface PollChangesOptions extends StoreOption {
   /** Where to resume; omitted, the feed starts at the beginning of the retained history (cursor rule 3). */
   cursor?: ChangeCursor;
-  /** Keep polling when caught up (every `pollIntervalMs`) instead of ending. Default false. */
+  /** Keep following the feed when caught up instead of ending. Default false. */
   follow?: boolean;
-  /** With `follow`, the wait between polls once caught up. Default 10 000 ms. */
+  /**
+   * With `follow`, each poll asks the server to wait up to this many seconds for a change when
+   * none follows the cursor (`wait`, a long-poll: the server answers as soon as a change is
+   * recorded, and caps the wait, at 30 s by default). Default 30. `0` polls every
+   * `pollIntervalMs` instead.
+   */
+  waitSeconds?: number;
+  /** With `follow` and `waitSeconds: 0`, the wait between polls once caught up. Default 10 000 ms. */
   pollIntervalMs?: number;
   /** Aborting rejects the pending request or wait, and so the iteration, with the signal's reason. */
   signal?: AbortSignal;
 }
 
+/** A long-poll that came back empty sooner than this (a server shutting down, a proxy) is not repeated at once. */
+const MIN_EMPTY_LONG_POLL_MS = 1000;
+
 /**
  * The windows of a store's change feed after a cursor, each once, in order. Yields only non-empty
  * windows, each with the cursor after it; polls again right away while windows are non-empty and,
  * once a window comes back empty (caught up), ends, returning the caught-up cursor, or with
- * `follow` waits and polls again. Windows rather than single entries because the cursor advances a
- * window at a time: persist `window.cursor` after applying a window, and a restart resumes exactly
- * after it. The store is the one the first response names, for every later poll. Throws
- * CatalogApiError on an error response: 410 `cursor_expired` means resync (see syncStore).
+ * `follow` goes on: each poll then waits on the server for the next change (`wait`, a long-poll),
+ * so a window is yielded as soon as it is recorded. Windows rather than single entries because the
+ * cursor advances a window at a time: persist `window.cursor` after applying a window, and a restart
+ * resumes exactly after it. The store is the one the first response names, for every later poll.
+ * Throws CatalogApiError on an error response: 410 `cursor_expired` means resync (see syncStore).
  */
 export async function* pollChanges(
   client: CatalogClient,
-  { store, cursor, follow = false, pollIntervalMs = 10_000, signal }: PollChangesOptions = {},
+  { store, cursor, follow = false, waitSeconds = 30, pollIntervalMs = 10_000, signal }: PollChangesOptions = {},
 ): AsyncGenerator<ChangeWindow, ChangeCursor, undefined> {
+  // The server answers at once while changes follow the cursor, so every poll of a follower may ask it to wait.
+  const wait = follow && waitSeconds > 0 ? waitSeconds : undefined;
   for (;;) {
     signal?.throwIfAborted();
+    const started = Date.now();
     const page = await unwrap(client.GET('/v1/changes', {
-      params: { query: { store, since: cursor?.since, since_id: cursor?.since_id } }, signal,
+      params: { query: { store, since: cursor?.since, since_id: cursor?.since_id, wait } }, signal,
     }));
     store = page.store;
     cursor = { since: page.next_since, since_id: page.next_id };
@@ -61,8 +75,11 @@ export async function* pollChanges(
       yield { store: page.store, changes: page.changes, cursor };
     } else if (!follow) {
       return cursor;
-    } else {
+    } else if (wait === undefined) {
       await sleep(pollIntervalMs, signal);
+    } else {
+      const early = MIN_EMPTY_LONG_POLL_MS - (Date.now() - started);
+      if (early > 0) await sleep(early, signal);
     }
   }
 }

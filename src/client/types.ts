@@ -19,5 +19,11 @@ export type ChangePage = Schemas['ChangePage'];
 /** Body of a webhook delivery, discriminated on `event` (the document's `webhooks:` section). */
 export type { WebhookPayload } from '../generated/public-webhooks.js';
 
+/**
+ * The media types the client reads: JSON answers and problem details. (`GET /v1/changes` can also
+ * answer a text/event-stream; the client long-polls it instead: pollChanges.)
+ */
+export type ClientMediaType = 'application/json' | 'application/problem+json';
+
 /** The openapi-fetch client typed on the public document, as createCatalogClient returns it. */
-export type CatalogClient = Client<paths>;
+export type CatalogClient = Client<paths, ClientMediaType>;

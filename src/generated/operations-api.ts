@@ -68,7 +68,8 @@ export interface paths {
          *     | `cps_webhook_deliveries_waiting` | gauge | `status` | deliveries waiting to be sent: `pending` (first attempt) and `failed` (waiting for a retry), each counted up to 100,000 |
          *     | `cps_feed_lag_seconds` | gauge | | how far webhook dispatch trails the change feed: the age of the oldest change recorded for an active endpoint and not yet attempted (still in the outbox, or in a delivery not yet sent); 0 when nothing waits. Paused and disabled endpoints do not count (their backlog is not being worked on), nor do failed deliveries waiting for a retry (a receiver's trouble, not the dispatcher's: see `cps_webhook_deliveries_waiting{status="failed"}`) |
          *     | `cps_images` | gauge | `state` | image source URLs some product still lists, by mirroring state: `pending`, `mirrored`, `dead` (kept counts, not a count of every image at each scrape) |
-         *     | `cps_rate_limited_total` | counter | | requests answered `429` by the per-key rate limit |
+         *     | `cps_rate_limited_total` | counter | | requests answered `429` by the per-key rate limit (and by the per-key cap on live change-feed connections) |
+         *     | `cps_feed_live_connections` | gauge | | change-feed connections this process holds open: long-polls (`wait`) waiting for a change, and event streams (`Accept: text/event-stream`) |
          *     | `cps_compression_cache_lookups_total` | counter | `result` | gzip- or br-coded JSON reads (a `200` with a strong `ETag`) looked up in this process's cache of coded bytes: `hit` (sent from memory, not compressed again), `miss` (compressed now, then kept) |
          *     | `cps_compression_cache_evictions_total` | counter | | coded bodies dropped, least recently used first, to stay within `CPS_COMPRESSION_CACHE_BYTES` |
          *     | `cps_compression_cache_bytes` | gauge | | bytes of coded bodies the cache holds now (at most `CPS_COMPRESSION_CACHE_BYTES`) |

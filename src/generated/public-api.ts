@@ -321,6 +321,37 @@ export interface paths {
          *     `store_not_found`. A malformed `since`, or a `since_id` that is not a non-negative integer,
          *     answers 400 with code `invalid_parameter`.
          *
+         *     **Waiting for the next change (live feed).** A client that is caught up need not poll on a
+         *     timer. Two ways to be told as soon as a change is recorded for the store (typically within
+         *     100 ms of its commit), with the same windows and cursors as above:
+         *
+         *     - **Long-poll**: add `wait=N`. When the window after the cursor is empty, the response waits
+         *       up to N seconds (at most 30 by default: larger values are clamped) and answers the window as
+         *       soon as a change is recorded, or the empty window with the cursor you sent once the time is
+         *       up (or when the service shuts down). Then send the next request with the cursor it returned.
+         *       When changes already follow the cursor, it answers at once, as without `wait`.
+         *     - **Stream**: send `Accept: text/event-stream` (Server-Sent Events; `EventSource` in
+         *       browsers does; an `Accept` that lists `application/json` as high gets the JSON window). The response is a stream of events, one per non-empty window, in order: each
+         *       event's `id` is the cursor after its window, `{next_since}/{next_id}`, and its `data` the
+         *       window as the JSON response would carry it (`changes`, `next_since`, `next_id`, `store`).
+         *       The stream starts after `since`/`since_id` (or at the beginning of the retained history),
+         *       sends windows back to back while it is behind, then one as each change is recorded. Lines
+         *       starting with `:` are comments: one when the stream opens, and a heartbeat after 15 seconds
+         *       (by default) without an event, so that proxies keep the connection open. To resume after a
+         *       disconnect, send the last event's `id` as `Last-Event-ID` (`EventSource` does it by
+         *       itself): the stream continues exactly after that window. A bad cursor, store or
+         *       `Last-Event-ID` answers its error before the stream starts; the service ends streams when
+         *       it shuts down (reconnect with `Last-Event-ID`), and a stream that cannot go on (its cursor
+         *       expired meanwhile) ends too, so the reconnect answers the error.
+         *
+         *     Live connections count against your key's rate limit like the polls they replace: a
+         *     long-poll is one request however long it waits, a stream takes one request when it opens and
+         *     one more for every later event it sends (heartbeats are free); when the bucket is empty the
+         *     stream holds its next event until the bucket has a request again (changes recorded meanwhile
+         *     come together in the window after it). One API key may hold at most 20 live connections at once on one server
+         *     (waiting long-polls and open streams; the operator may configure another number): one more
+         *     answers 429 `rate_limited` with `Retry-After`, and takes no request from the bucket.
+         *
          *     **A cursor never moves backwards.** The next cursor (`next_since`, `next_id`) is never
          *     before the cursor you sent. A `since` with a fraction of a second means "from the next whole
          *     second on" (changes carry whole seconds). Positions carry four-digit years, so a `since`
@@ -1179,6 +1210,24 @@ export interface components {
          */
         SinceIdParam: number;
         /**
+         * @description Seconds to wait for a change when none follows the cursor (a long-poll). Default 0: answer at
+         *     once. While the window after the cursor is empty, the response waits until a change is recorded
+         *     for the store and then answers that window at once, or answers the empty window (the cursor you
+         *     sent, unchanged) once `wait` seconds have passed. A value above the service's maximum (30 by
+         *     default; the operator may configure 0 to 300) is clamped to it. Ignored with
+         *     `Accept: text/event-stream`, which streams instead. A value that is not a non-negative integer
+         *     answers 400 `invalid_parameter`.
+         */
+        WaitParam: number;
+        /**
+         * @description The cursor to resume a stream (`Accept: text/event-stream`) from: the `id` of the last event
+         *     you received, `{next_since}/{next_id}` of its window. `EventSource` sends it by itself when it
+         *     reconnects. It takes precedence over `since` and `since_id`, and resumes exactly after that
+         *     window, like sending its `next_since` and `next_id` as `since` and `since_id`. A value of
+         *     another form answers 400 `invalid_parameter`.
+         */
+        LastEventIdParam: string;
+        /**
          * @description The media file's key: the lowercase hex SHA-256 of the image bytes, a dot and the extension of
          *     its content type (`jpg`, `png`, `gif`, `webp` or `avif`). Take media URLs from a product's
          *     `images` rather than building them. A key that does not match this form cannot name a media
@@ -1577,14 +1626,36 @@ export interface operations {
                  *     non-negative integer, answers 400 `invalid_parameter`.
                  */
                 since_id?: components["parameters"]["SinceIdParam"];
+                /**
+                 * @description Seconds to wait for a change when none follows the cursor (a long-poll). Default 0: answer at
+                 *     once. While the window after the cursor is empty, the response waits until a change is recorded
+                 *     for the store and then answers that window at once, or answers the empty window (the cursor you
+                 *     sent, unchanged) once `wait` seconds have passed. A value above the service's maximum (30 by
+                 *     default; the operator may configure 0 to 300) is clamped to it. Ignored with
+                 *     `Accept: text/event-stream`, which streams instead. A value that is not a non-negative integer
+                 *     answers 400 `invalid_parameter`.
+                 */
+                wait?: components["parameters"]["WaitParam"];
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description The cursor to resume a stream (`Accept: text/event-stream`) from: the `id` of the last event
+                 *     you received, `{next_since}/{next_id}` of its window. `EventSource` sends it by itself when it
+                 *     reconnects. It takes precedence over `since` and `since_id`, and resumes exactly after that
+                 *     window, like sending its `next_since` and `next_id` as `since` and `since_id`. A value of
+                 *     another form answers 400 `invalid_parameter`.
+                 */
+                "Last-Event-ID"?: components["parameters"]["LastEventIdParam"];
+            };
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description A window of changes (empty when caught up) and the cursor to continue from. */
+            /**
+             * @description A window of changes (empty when caught up) and the cursor to continue from; with
+             *     `Accept: text/event-stream`, a stream of such windows as Server-Sent Events.
+             */
             200: {
                 headers: {
                     Vary: components["headers"]["Vary"];
@@ -1595,6 +1666,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ChangePage"];
+                    "text/event-stream": string;
                 };
             };
             400: components["responses"]["BadRequest"];

@@ -1,13 +1,16 @@
 // The public read API (spec 4.1-4.3): each handler reads validated input, calls one catalog
 // read, and returns the stored payload bytes as they are (with an ETag, or 304 when unchanged).
 import { OpenAPIHono } from '@hono/zod-openapi';
+import type { TypedResponse } from 'hono';
 import { clampPerPage, toPublicStore } from '../catalog/reads.js';
 import { routes } from '../generated/public-routes.js';
 import type { Service } from '../service.js';
 import { apiKeyAuth, type PublicEnv } from './auth.js';
 import { problemResponse, renderError } from './errors.js';
 import { ProblemError, invalidInput } from '../shared/problem.js';
-import { readChangeFeed } from '../changes/feed.js';
+import { readChangeFeed, type ChangePage } from '../changes/feed.js';
+import type { LiveRequest } from '../changes/live.js';
+import { changeEventStream, changePageJson, cursorOfEventId, wantsEventStream } from './live-feed.js';
 import { validationHook } from './validation.js';
 import { CONTENT_TYPE_OF, MEDIA_KEY, type MediaStore } from '../images/media-store.js';
 import { sniffImageType } from '../images/sniff.js';
@@ -42,8 +45,8 @@ export interface PublicApiOptions {
   rateLimiter?: TokenBucketLimiter;
 }
 
-export function publicApi(service: Pick<Service, 'storage' | 'reads' | 'config' | 'apiKeys' | 'apiKeyUses'>, options: PublicApiOptions = {}) {
-  const { storage, reads, apiKeys, apiKeyUses } = service;
+export function publicApi(service: Pick<Service, 'storage' | 'reads' | 'config' | 'apiKeys' | 'apiKeyUses' | 'liveFeed' | 'logger'>, options: PublicApiOptions = {}) {
+  const { storage, reads, apiKeys, apiKeyUses, liveFeed } = service;
   const feedWindow = service.config.changes.feedWindow;
   const { media, rateLimiter } = options;
   const app = new OpenAPIHono<PublicEnv>({ defaultHook: validationHook });
@@ -113,13 +116,38 @@ export function publicApi(service: Pick<Service, 'storage' | 'reads' | 'config' 
 
   route(routes.listChanges, async (c) => {
     const query = c.req.valid('query');
-    // spec 4.4 cursor rule 1: the two halves travel together.
-    if (query.since === undefined && c.req.query('since_id') !== undefined) {
+    const lastEventId = c.req.valid('header')['last-event-id'];
+    // spec 4.4 cursor rule 1: the two halves travel together (a stream's Last-Event-ID carries both).
+    if (lastEventId === undefined && query.since === undefined && c.req.query('since_id') !== undefined) {
       throw invalidInput('query', [{ name: 'since_id', in: 'query', reason: 'must be sent together with since' }]);
     }
-    const window = await readChangeFeed(storage, c.var.merchantId, query.store, { since: query.since, sinceId: query.since_id }, feedWindow);
+    const cursor = lastEventId !== undefined ? cursorOfEventId(lastEventId) : { since: query.since, sinceId: query.since_id };
+    // Issue 23.2: the live feed, as a stream (Server-Sent Events) or a long-poll (wait=N).
+    const live: LiveRequest = { merchantId: c.var.merchantId, keyId: c.var.apiKeyId, store: query.store, cursor, signal: c.req.raw.signal };
+    if (wantsEventStream(c.req.header('Accept'))) {
+      const stream = await refundWhenCapped(c.var.apiKeyId, liveFeed.openStream(live));
+      const body = changeEventStream(stream, { limiter: rateLimiter, keyId: c.var.apiKeyId, log: service.logger });
+      return c.body(body, 200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', 'X-Accel-Buffering': 'no' });
+    }
+    if (query.wait > 0) {
+      const page = await refundWhenCapped(c.var.apiKeyId, liveFeed.waitForChanges(live, query.wait));
+      // The window a look answered every waiting client with, serialized once for all of them.
+      const json: Response = c.body(changePageJson(page), 200, { 'Content-Type': 'application/json' });
+      return json as Response & TypedResponse<ChangePage, 200, 'json'>;
+    }
+    const window = await readChangeFeed(storage, c.var.merchantId, query.store, cursor, feedWindow);
     return c.json(window, 200);
   });
+
+  /** A live connection refused by the per-key cap (429) is throttled: it takes nothing from the bucket. */
+  async function refundWhenCapped<T>(keyId: number, opened: Promise<T>): Promise<T> {
+    try {
+      return await opened;
+    } catch (error) {
+      if (error instanceof ProblemError && error.code === 'rate_limited') rateLimiter?.refund(keyId);
+      throw error;
+    }
+  }
 
   route(routes.listStores, async (c) => {
     const stores = (await reads.activeStores(c.var.merchantId)).map(toPublicStore);

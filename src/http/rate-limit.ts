@@ -61,6 +61,12 @@ export class TokenBucketLimiter {
     };
   }
 
+  /** Gives back the token a request took when it was refused after all (the live feed's per-key cap): it counts as throttled. */
+  refund(key: string | number): void {
+    const bucket = this.buckets.get(key);
+    if (bucket) bucket.tokens = Math.min(this.settings.burst, bucket.tokens + 1);
+  }
+
   /** A bucket that has refilled completely is the same as none: forget it (bounds memory). */
   private sweep(nowMs: number): void {
     this.takesSinceSweep = 0;

@@ -109,6 +109,17 @@ export class ServiceMetrics implements DeliveryObserver, CodedBodyCacheObserver,
   private readonly images = new Gauge({
     name: 'cps_images', help: 'Image source URLs some product still lists, by mirroring state.', labelNames: ['state'] as const, registers: [this.registry],
   });
+  /** Read at scrape time from the live feed (changes/live.ts), once the service has one. */
+  private liveConnections: () => number = () => 0;
+  private readonly liveFeed = (() => {
+    const read = () => this.liveConnections();
+    return new Gauge({
+      name: 'cps_feed_live_connections',
+      help: 'Change feed connections this process holds open: long-polls waiting for a change and event streams.',
+      registers: [this.registry],
+      collect() { this.set(read()); },
+    });
+  })();
 
   private readonly codedCache = new CacheMetrics(this.registry, 'cps_compression_cache', {
     lookups: 'Compressed JSON reads looked up in the cache of coded bytes, by result: hit (answered from the cache) or miss (coded now).',
@@ -163,6 +174,11 @@ export class ServiceMetrics implements DeliveryObserver, CodedBodyCacheObserver,
   /** Stops sampling the event loop (the service closes). */
   close(): void {
     this.loopDelay.stop();
+  }
+
+  /** Where cps_feed_live_connections is read from. */
+  countLiveConnections(count: () => number): void {
+    this.liveConnections = count;
   }
 
   observeRequest(method: string, route: string, status: number, seconds: number): void {

@@ -63,6 +63,9 @@ const service = createService(config, {
   logger, storage,
   deliveries: { observeDelivery: (outcome, seconds) => post({ type: 'delivery', outcome, seconds }) },
 });
+// The change feed's clients wait in the serving thread: it hears of this thread's commits from here
+// on SQLite (a storage tells only its own listeners), through its own LISTEN on PostgreSQL.
+const stopTellingChanges = config.databaseUrl ? () => {} : storage.onChanges?.((stores) => post({ type: 'changes', stores })) ?? (() => {});
 const flush = () => post({ type: 'statements', drained: service.metrics.drainStatements() });
 const timer = setInterval(flush, STATEMENTS_EVERY_MS);
 
@@ -70,6 +73,7 @@ port.on('message', (message: ToWorkerThread) => {
   if (message.type === 'work') wake(message.topic);
   else if (message.type === 'stop') {
     clearInterval(timer);
+    stopTellingChanges();
     stopFollowing();
     stopPruning();
     void service.close().finally(() => {

@@ -5,13 +5,15 @@
 // answers requests. The thread opens its own connections
 // to the same database (SQLite: WAL readers never wait for its writes; PostgreSQL: its own pool)
 // and reports to the serving thread what /metrics shows: each delivery attempt, and its statement
-// timings every second. Commits of the serving thread that add work wake it at once (SQLite tells
-// only its own process's listeners; PostgreSQL's NOTIFY reaches the thread anyway). A thread that
+// timings every second, and (SQLite) the stores its commits recorded changes for, which wake the
+// change feed's waiting clients (changes/live.ts). Commits of the serving thread that add work wake
+// it at once (SQLite tells only its own process's listeners; PostgreSQL's NOTIFY reaches the thread
+// anyway, and the serving thread's live feed hears the thread's NOTIFY). A thread that
 // dies is started again after RESTART_DELAY_MS; `stop()` lets it finish what it holds (the
 // dispatcher's and the mirror's own stop) before it ends.
 import { Worker } from 'node:worker_threads';
 import type { Service } from '../service.js';
-import type { WorkTopic } from '../storage/port.js';
+import type { ChangedStores, WorkTopic } from '../storage/port.js';
 import type { DeliveryOutcome } from './metrics.js';
 import type { DrainedStatements } from './statements.js';
 
@@ -21,6 +23,8 @@ export type FromWorkerThread =
   | { type: 'started' }
   | { type: 'delivery'; outcome: DeliveryOutcome; seconds: number }
   | { type: 'statements'; drained: DrainedStatements }
+  /** The thread committed changes of these stores (SQLite: its commits wake only its own listeners). */
+  | { type: 'changes'; stores: ChangedStores }
   | { type: 'stopped' };
 
 /** What the thread runs (workerData). */
@@ -74,6 +78,7 @@ export function startWorkerThread(service: Service, data: WorkerThreadData): Wor
       }
       else if (message.type === 'delivery') service.metrics.observeDelivery(message.outcome, message.seconds);
       else if (message.type === 'statements') service.metrics.addStatements(message.drained);
+      else if (message.type === 'changes') service.liveFeed.wake(message.stores);
       else if (message.type === 'stopped') stopped();
     });
     thread.on('error', (error) => log.error({ err: error }, 'the worker thread failed'));

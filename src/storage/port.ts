@@ -377,6 +377,9 @@ export interface PanelStore {
 /** Work a commit can wake a worker for: deliveries to coalesce or claim, images to mirror. */
 export type WorkTopic = 'deliveries' | 'images' | 'publishing';
 
+/** The stores a commit recorded changes for, or 'any' when the engine cannot tell which (a wake-up may have been missed). */
+export type ChangedStores = readonly number[] | 'any';
+
 /** NDJSON imports' progress and outcome, so that every process (behind a load balancer) shows any import. */
 export interface ImportJobStore {
   insertImportJob(job: Omit<ImportJobRecord, 'id'>): Promise<ImportJobRecord>;
@@ -446,4 +449,11 @@ export interface CatalogStorage extends StorageOperations {
    * wake-up, never a guarantee: workers keep polling as the fallback.
    */
   onWork?(topic: WorkTopic, listener: () => void): () => void;
+  /**
+   * Calls listener soon after a commit that recorded changes (ChangeStore.recordChanges), with the
+   * stores they are of: on SQLite the commits of this storage only, on PostgreSQL those of every
+   * process on the database (LISTEN/NOTIFY). Returns the unsubscribe. A wake-up, never a
+   * guarantee: the live feed (changes/live.ts) keeps a slow poll as the fallback.
+   */
+  onChanges?(listener: (stores: ChangedStores) => void): () => void;
 }

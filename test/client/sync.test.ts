@@ -183,14 +183,40 @@ describe('client feed helpers', () => {
       expect(after.windows.flatMap((w) => w.changes).find((c) => c.product_id === first)?.change_type).toBe('content');
     });
 
-    it('with follow, waits while caught up, yields the next window when it comes, and stops on abort', async () => {
+    it('with follow, long-polls while caught up: one request waits on the server and yields the next window when it is recorded', async () => {
+      const shop = await buildShop(admin, keyFor, 'Poll Follow Live');
+      const { client, requests } = clientOf(clocked, shop.key);
+      const { end } = await allWindows(pollChanges(client, { store: 'a' }));
+      requests.length = 0;
+
+      const controller = new AbortController();
+      // A poll interval far beyond the test: only the server's answer to the waiting request can yield the window.
+      const windows = pollChanges(client, { store: 'a', cursor: end, follow: true, pollIntervalMs: 600_000, signal: controller.signal });
+      const pending = windows.next();
+      await expect.poll(() => clocked.service.service.liveFeed.waitingClients).toBe(1);
+      expect(requests.map(query)).toEqual([{ store: 'a', since: end.since, since_id: String(end.since_id), wait: '30' }]);
+      const id = (await admin.upsertProduct(shop.id, 'L1', productSource({ title: 'L1', cost: '10.00', quantity: 3 }))).id;
+      const next = await pending;
+      expect(next.done).toBe(false);
+      expect((next.value as ChangeWindow).changes.map((c) => c.product_id)).toEqual([id]);
+      expect(requests).toHaveLength(1);
+
+      // The next poll waits again; aborting it rejects, and the server stops waiting for it.
+      const again = windows.next();
+      await expect.poll(() => clocked.service.service.liveFeed.waitingClients).toBe(1);
+      controller.abort();
+      await expect(again).rejects.toMatchObject({ name: 'AbortError' });
+      await expect.poll(() => clocked.service.service.liveFeed.waitingClients).toBe(0);
+    });
+
+    it('with follow and waitSeconds 0, polls every pollIntervalMs while caught up, yields the next window when it comes, and stops on abort', async () => {
       const shop = await buildShop(admin, keyFor, 'Poll Follow');
       const { client, requests } = clientOf(clocked, shop.key);
       const { end } = await allWindows(pollChanges(client, { store: 'a' }));
       requests.length = 0;
 
       const controller = new AbortController();
-      const windows = pollChanges(client, { store: 'a', cursor: end, follow: true, pollIntervalMs: 5, signal: controller.signal });
+      const windows = pollChanges(client, { store: 'a', cursor: end, follow: true, waitSeconds: 0, pollIntervalMs: 5, signal: controller.signal });
       const pending = windows.next();
       await expect.poll(() => requests.length).toBeGreaterThanOrEqual(3); // caught up, waiting and polling again
       const id = (await admin.upsertProduct(shop.id, 'F1', productSource({ title: 'F1', cost: '10.00', quantity: 3 }))).id;

@@ -891,7 +891,10 @@ export function formatReport(report: FuzzReport): string {
 /** The limits a fuzz service runs with: the defaults, except a 1 MiB import limit so oversize imports stay cheap. */
 export const FUZZ_LIMITS: FuzzLimits = { adminBodyBytes: 1024 * 1024, importBodyBytes: 1024 * 1024, maxJsonDepth: 32 };
 
-/** A fresh service (real SQLite file, real server on 127.0.0.1) configured with FUZZ_LIMITS. */
+/**
+ * A fresh service (real SQLite file, real server on 127.0.0.1) configured with FUZZ_LIMITS, whose
+ * change feed never waits: a drawn `wait` would otherwise hold a request up to 30 s on an empty window.
+ */
 export function startFuzzService(): Promise<TestService> {
-  return startTestService({ config: { limits: { ...loadConfig({}).limits, ...FUZZ_LIMITS } } });
+  return startTestService({ config: { limits: { ...loadConfig({}).limits, ...FUZZ_LIMITS }, changes: { maxWaitSeconds: 0 } } });
 }

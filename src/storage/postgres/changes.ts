@@ -3,6 +3,7 @@ import type { ChangeStore } from '../port.js';
 import type { FeedPosition, RecordedChange, StoredChange } from '../records.js';
 import { wholeSecondIso } from '../../shared/time.js';
 import type { PgConnection } from './connection.js';
+import { CHANGES_CHANNEL, changedStoresPayload } from './wakeups.js';
 
 export class PgChanges implements ChangeStore {
   static readonly writes = ['recordChanges', 'pruneChangesBefore'] as const;
@@ -14,15 +15,20 @@ export class PgChanges implements ChangeStore {
     // One statement: advancing the merchant's sequencer row takes its row lock, held to COMMIT, so
     // another transaction of the merchant waits here and gets the positions after these: positions
     // follow commit order, and created_at never goes back (greatest) whatever the clocks say.
+    // It wakes the live feed's waiting clients of these stores, in every process, at COMMIT
+    // (pg_notify: no NOTIFY round trip after it).
     await this.c.run(`WITH sequence AS (
         INSERT INTO change_sequences AS s (merchant_id, last_id, last_at) VALUES ($1, $2, $3)
         ON CONFLICT (merchant_id) DO UPDATE SET last_id = s.last_id + excluded.last_id, last_at = greatest(s.last_at, excluded.last_at)
-        RETURNING last_id, last_at)
-      INSERT INTO changes (merchant_id, id, store_id, product_id, change_type, created_at)
-        SELECT $1, sequence.last_id - $2 + change.ordinal, change.store_id, change.product_id, change.change_type, sequence.last_at
-        FROM sequence, unnest($4::bigint[], $5::bigint[], $6::text[]) WITH ORDINALITY AS change (store_id, product_id, change_type, ordinal)`,
+        RETURNING last_id, last_at),
+      inserted AS (
+        INSERT INTO changes (merchant_id, id, store_id, product_id, change_type, created_at)
+          SELECT $1, sequence.last_id - $2 + change.ordinal, change.store_id, change.product_id, change.change_type, sequence.last_at
+          FROM sequence, unnest($4::bigint[], $5::bigint[], $6::text[]) WITH ORDINALITY AS change (store_id, product_id, change_type, ordinal))
+      SELECT pg_notify('${CHANGES_CHANNEL}', $7)`,
     [merchantId, changes.length, wholeSecondIso(now),
-      changes.map((c) => c.storeId), changes.map((c) => c.productId), changes.map((c) => c.changeType)]);
+      changes.map((c) => c.storeId), changes.map((c) => c.productId), changes.map((c) => c.changeType),
+      changedStoresPayload(changes.map((c) => c.storeId))]);
   }
 
   async changesAfter(storeId: number, after: FeedPosition, limit: number): Promise<StoredChange[]> {

@@ -9,7 +9,7 @@
 // together apply each one once; every operation waits for them.
 import pg from 'pg';
 import { statementName, type StatementObserver, type StatementTiming } from '../../operations/statements.js';
-import type { CatalogStorage, StorageOperations, StorageTx, WorkTopic } from '../port.js';
+import type { CatalogStorage, ChangedStores, StorageOperations, StorageTx, WorkTopic } from '../port.js';
 import { OPERATIONAL_COUNT_MAX, type OperationalCounts } from '../records.js';
 import { PgCatalogSetup } from './catalog-setup.js';
 import { PgChanges } from './changes.js';
@@ -262,6 +262,11 @@ export class PostgresStorage implements CatalogStorage {
   /** LISTEN/NOTIFY: a commit in any process that added work of the topic (storage/postgres/wakeups.ts). */
   onWork(topic: WorkTopic, listener: () => void): () => void {
     return this.wakeups?.subscribe(topic, listener) ?? (() => {});
+  }
+
+  /** LISTEN/NOTIFY: the changes a commit in any process recorded, by store (storage/postgres/wakeups.ts). */
+  onChanges(listener: (stores: ChangedStores) => void): () => void {
+    return this.wakeups?.subscribeChanges(listener) ?? (() => {});
   }
 
   /** Resolves when wake-ups are heard (the listening connection is up), at once without them. */

@@ -25,6 +25,7 @@ export class SqliteChanges implements ChangeStore {
     for (const [i, change] of changes.entries()) {
       if (i % ROWS_PER_STEP === 0) await yieldToOthers();
       insert.run(merchantId, firstId + i, change.storeId, change.productId, change.changeType, createdAt);
+      this.c.changedStores.add(change.storeId);
     }
   }
 

@@ -27,6 +27,8 @@ export class SqliteConnection {
     /** Work the open transaction adds: the storage wakes this process's workers after its COMMIT. */
     readonly addedWork = new Set<WorkTopic>(),
     views?: Map<string, SqliteConnection>,
+    /** Stores the open transaction records changes for: the storage wakes the live feed after its COMMIT. */
+    readonly changedStores = new Set<number>(),
   ) {
     this.views = views ?? new Map();
   }
@@ -38,7 +40,7 @@ export class SqliteConnection {
   named(name: string): SqliteConnection {
     let view = this.views.get(name);
     if (!view) {
-      view = new SqliteConnection(this.db, this.timing, name, this.addedWork, this.views);
+      view = new SqliteConnection(this.db, this.timing, name, this.addedWork, this.views, this.changedStores);
       this.views.set(name, view);
     }
     return view;

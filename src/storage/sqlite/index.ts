@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { statementName, type StatementObserver, type StatementTiming } from '../../operations/statements.js';
-import type { CatalogStorage, StorageOperations, StorageTx, WorkTopic } from '../port.js';
+import type { CatalogStorage, ChangedStores, StorageOperations, StorageTx, WorkTopic } from '../port.js';
 import { OPERATIONAL_COUNT_MAX, type OperationalCounts } from '../records.js';
 import { SqliteCatalogSetup } from './catalog-setup.js';
 import { Checkpointer } from './checkpointer.js';
@@ -136,6 +136,8 @@ export class SqliteStorage implements CatalogStorage {
   private readonly lockTimeoutMs: number;
   /** This process's workers waiting for work (SQLite has no cross-process wake-up: they poll for that). */
   private readonly workListeners = new Map<WorkTopic, Set<() => void>>();
+  /** The live feed of this process (another process's commits reach it by its fallback poll). */
+  private readonly changeListeners = new Set<(stores: ChangedStores) => void>();
   /** Where every connection's statement durations go (operations/statements.ts). */
   private readonly timing: StatementTiming = { observer: null };
 
@@ -171,6 +173,7 @@ export class SqliteStorage implements CatalogStorage {
     try {
       await this.begin();
       this.write.addedWork.clear();
+      this.write.changedStores.clear();
       try {
         const result = await fn(this.tx);
         this.write.stmt('COMMIT').run();
@@ -180,6 +183,7 @@ export class SqliteStorage implements CatalogStorage {
       } catch (error) {
         if (this.db.inTransaction) this.write.stmt('ROLLBACK').run();
         this.write.addedWork.clear();
+        this.write.changedStores.clear();
         throw error;
       }
     } finally {
@@ -215,6 +219,11 @@ export class SqliteStorage implements CatalogStorage {
     return () => { listeners.delete(listener); };
   }
 
+  onChanges(listener: (stores: ChangedStores) => void): () => void {
+    this.changeListeners.add(listener);
+    return () => { this.changeListeners.delete(listener); };
+  }
+
   /** After a COMMIT that added work: this process's workers look at once (other processes poll). */
   private wakeWorkers(): void {
     const topics = [...this.write.addedWork];
@@ -222,6 +231,11 @@ export class SqliteStorage implements CatalogStorage {
     for (const topic of topics) {
       for (const listener of [...(this.workListeners.get(topic) ?? [])]) listener();
     }
+    // The live feed's waiting clients of the stores the commit recorded changes for.
+    if (this.write.changedStores.size === 0) return;
+    const stores = [...this.write.changedStores];
+    this.write.changedStores.clear();
+    for (const listener of [...this.changeListeners]) listener(stores);
   }
 
   snapshot<T>(fn: (reader: StorageOperations) => Promise<T>): Promise<T> {

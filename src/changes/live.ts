@@ -1,0 +1,382 @@
+// The live change feed (issue 23.2): `GET /v1/changes` may wait for the next change instead of
+// answering an empty window, as a long-poll (`wait=N`) or as a stream of windows (Server-Sent
+// Events, http/live-feed.ts). Positions, windows and cursors are the feed's own (feed.ts, spec 4.4):
+// a waiting client gets exactly the window a poll would have got at that moment.
+//
+// Wake-ups come from the commit: the storage tells which stores a commit recorded changes for
+// (CatalogStorage.onChanges: this process's commits on SQLite, plus what serve's worker threads
+// post; every process's on PostgreSQL, by LISTEN/NOTIFY). Waiting clients are grouped by store and
+// cursor, so a wake-up costs one look per store (one snapshot, one window read per distinct cursor,
+// in practice one: clients wait only once caught up), however many clients wait; every client of a
+// cursor is answered from that one read. A slow fallback poll looks at every store with waiting
+// clients, for writers no wake-up reaches (another process on the SQLite file, a lost NOTIFY).
+import type { StoreRecord } from '../catalog/model.js';
+import { ProblemError } from '../shared/problem.js';
+import type { CatalogStorage, ChangedStores, FeedPosition } from '../storage/port.js';
+import { readStoreChangeFeed, readWindowAfter, type ChangePage } from './feed.js';
+
+export interface LiveFeedSettings {
+  /** spec 4.4: recorded changes one window covers at most (CPS_FEED_WINDOW). */
+  feedWindow: number;
+  /** The longest a long-poll waits: `wait=N` is clamped to it (0: requests never wait). */
+  maxWaitSeconds: number;
+  /** A stream with nothing to send for this long sends a comment, so proxies keep it open. */
+  heartbeatSeconds: number;
+  /** Live connections (long-polls waiting, streams open) one API key may hold at once in this process. */
+  perKey: number;
+  /** Every store with waiting clients is looked at this often whatever wake-ups came. */
+  pollIntervalMs: number;
+}
+
+/** Where a waiting client reads from, as the public API received it. */
+export interface LiveRequest {
+  merchantId: number;
+  /** The API key: live connections are capped per key (settings.perKey). */
+  keyId: number | string;
+  /** The store's slug; the merchant's default store when omitted. */
+  store?: string;
+  cursor: { since?: string; sinceId?: number };
+  /** Aborted when the client goes away: it stops waiting and frees its place. */
+  signal?: AbortSignal;
+}
+
+/** What is logged when a look fails (the clients keep waiting; the next wake-up or poll looks again). */
+export interface LiveFeedLog {
+  warn(details: object, message: string): void;
+}
+
+/** A window a look found for the clients of a cursor. */
+export interface LiveWindow {
+  page: ChangePage;
+  /** It covers a whole window of changes: more may follow, read on before waiting again. */
+  full: boolean;
+  /** listen()'s count before the look's snapshot: a client caught up by this window waits with it. */
+  heard: number;
+}
+
+/** A wait that ended without a window (time-out, abort, shutdown): listen()'s count when it ended. */
+export interface NoWindow {
+  page?: undefined;
+  heard: number;
+}
+
+interface Waiter {
+  settle(found: LiveWindow | undefined, error?: unknown): void;
+}
+
+/** The clients waiting on one store after one position. */
+interface CursorGroup {
+  from: FeedPosition;
+  waiters: Set<Waiter>;
+}
+
+interface WaitingStore {
+  store: StoreRecord;
+  groups: Map<string, CursorGroup>;
+  looking: boolean;
+  /** A wake-up came during the look: look again when it ends. */
+  again: boolean;
+}
+
+const positionKey = (position: FeedPosition) => `${position.at}/${position.id}`;
+
+export class LiveFeed {
+  private readonly waiting = new Map<number, WaitingStore>();
+  /** Stores to look at on the next turn of the event loop (wake-ups of one turn share a look). */
+  private readonly due = new Set<number>();
+  private flushScheduled = false;
+  /** Wake-ups heard so far: a client compares it before its read and once it waits. */
+  private wakeups = 0;
+  private unsubscribe: (() => void) | null = null;
+  private pollTimer: NodeJS.Timeout | null = null;
+  private readonly perKey = new Map<number | string, number>();
+  private isClosed = false;
+  /** Looks run so far (each one snapshot of one store); tests and the bench read it. */
+  looks = 0;
+
+  constructor(
+    private readonly storage: CatalogStorage,
+    readonly settings: LiveFeedSettings,
+    private readonly log?: LiveFeedLog,
+  ) {}
+
+  get closed(): boolean {
+    return this.isClosed;
+  }
+
+  /** Live connections held now: long-polls waiting and streams open (what the per-key cap counts). */
+  get connections(): number {
+    let count = 0;
+    for (const held of this.perKey.values()) count += held;
+    return count;
+  }
+
+  /** Clients waiting now, over every store. */
+  get waitingClients(): number {
+    let count = 0;
+    for (const entry of this.waiting.values()) for (const group of entry.groups.values()) count += group.waiters.size;
+    return count;
+  }
+
+  /**
+   * Changes were recorded for these stores ('any': perhaps for any store): their waiting clients
+   * are looked at once, on the next turn of the event loop. Never throws (it runs after a COMMIT).
+   */
+  wake(stores: ChangedStores): void {
+    this.wakeups++;
+    if (this.waiting.size === 0) return;
+    for (const id of stores === 'any' ? this.waiting.keys() : stores) if (this.waiting.has(id)) this.due.add(id);
+    this.scheduleFlush();
+  }
+
+  /**
+   * `GET /v1/changes?wait=N`: the window after the cursor; when it is empty, waits up to
+   * `waitSeconds` (clamped to settings.maxWaitSeconds) for a change of the store and answers the
+   * window then, or the empty window (the same cursor) once the time is up, the client went away or
+   * the service shuts down. 429 when the key already holds settings.perKey live connections.
+   */
+  async waitForChanges(request: LiveRequest, waitSeconds: number): Promise<ChangePage> {
+    const waitMs = Math.min(waitSeconds, this.settings.maxWaitSeconds) * 1000;
+    const heard = this.listen();
+    const { store, page } = await readStoreChangeFeed(this.storage, request.merchantId, request.store, request.cursor, this.settings.feedWindow);
+    if (page.changes.length > 0 || waitMs <= 0 || this.isClosed) return page;
+    const release = this.admit(request.keyId);
+    try {
+      return (await this.nextWindow(store, { at: page.next_since, id: page.next_id }, heard, waitMs, request.signal)).page ?? page;
+    } finally {
+      release();
+    }
+  }
+
+  /**
+   * `GET /v1/changes` as a stream: reads the first window now (a bad cursor or store fails here,
+   * before anything is sent) and takes one of the key's live places (429 when it has none left).
+   */
+  async openStream(request: LiveRequest): Promise<LiveStream> {
+    const heard = this.listen();
+    const { store, page } = await readStoreChangeFeed(this.storage, request.merchantId, request.store, request.cursor, this.settings.feedWindow);
+    const release = this.admit(request.keyId);
+    return new LiveStream(this, this.storage, store, page, heard, release);
+  }
+
+  /** Ends every wait now (long-polls answer their empty window, streams end); later waits end at once. */
+  close(): void {
+    if (this.isClosed) return;
+    this.isClosed = true;
+    this.unsubscribe?.();
+    this.unsubscribe = null;
+    this.stopPolling();
+    for (const entry of [...this.waiting.values()]) {
+      for (const group of [...entry.groups.values()]) for (const waiter of [...group.waiters]) waiter.settle(undefined);
+    }
+  }
+
+  /** Subscribes to the storage's wake-ups on first use; returns the wake-ups heard so far. */
+  listen(): number {
+    if (!this.unsubscribe && !this.isClosed) this.unsubscribe = this.storage.onChanges?.((stores) => this.wake(stores)) ?? (() => {});
+    return this.wakeups;
+  }
+
+  /** Takes one of the key's live places; the returned function gives it back (once). */
+  admit(keyId: number | string): () => void {
+    const held = this.perKey.get(keyId) ?? 0;
+    if (held >= this.settings.perKey) {
+      throw new ProblemError('rate_limited',
+        `This API key already holds ${this.settings.perKey} live connections to the change feed (waiting polls and streams). Close one, or retry after 1 s.`,
+        undefined, { 'Retry-After': '1' });
+    }
+    this.perKey.set(keyId, held + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const left = (this.perKey.get(keyId) ?? 1) - 1;
+      if (left > 0) this.perKey.set(keyId, left);
+      else this.perKey.delete(keyId);
+    };
+  }
+
+  /**
+   * The next non-empty window of the store after `from`, or NoWindow after `timeoutMs`, when the
+   * signal aborts or the feed closes. `heard` is listen()'s count taken before the caller read the
+   * (empty) window at `from`: a wake-up since then makes it look at once, so no commit between that
+   * read and this wait is missed.
+   */
+  nextWindow(store: StoreRecord, from: FeedPosition, heard: number, timeoutMs: number, signal?: AbortSignal): Promise<LiveWindow | NoWindow> {
+    if (this.isClosed || timeoutMs <= 0 || signal?.aborted) return Promise.resolve({ heard });
+    return new Promise((resolve, reject) => {
+      let entry = this.waiting.get(store.id);
+      if (!entry) {
+        entry = { store, groups: new Map(), looking: false, again: false };
+        this.waiting.set(store.id, entry);
+        this.startPolling();
+      }
+      const key = positionKey(from);
+      let group = entry.groups.get(key);
+      if (!group) {
+        group = { from, waiters: new Set() };
+        entry.groups.set(key, group);
+      }
+      const waiting = entry;
+      const joined = group;
+      const onAbort = () => waiter.settle(undefined);
+      const timer = setTimeout(onAbort, timeoutMs);
+      const waiter: Waiter = {
+        settle: (found, error) => {
+          if (!joined.waiters.delete(waiter)) return;
+          clearTimeout(timer);
+          signal?.removeEventListener('abort', onAbort);
+          if (joined.waiters.size === 0 && waiting.groups.get(key) === joined) waiting.groups.delete(key);
+          this.forgetIfIdle(waiting);
+          if (error) reject(error);
+          // Until now this client was looked at on every wake-up of its store: whoever waits next counts from here.
+          else resolve(found ?? { heard: this.wakeups });
+        },
+      };
+      joined.waiters.add(waiter);
+      signal?.addEventListener('abort', onAbort, { once: true });
+      if (this.wakeups !== heard) {
+        this.due.add(store.id);
+        this.scheduleFlush();
+      }
+    });
+  }
+
+  private scheduleFlush(): void {
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    setImmediate(() => {
+      this.flushScheduled = false;
+      const stores = [...this.due];
+      this.due.clear();
+      for (const id of stores) {
+        const entry = this.waiting.get(id);
+        if (!entry) continue;
+        if (entry.looking) entry.again = true;
+        else void this.look(entry);
+      }
+    });
+  }
+
+  /** One look at a store: one snapshot, one window per cursor its clients wait after; each client of a non-empty one is answered. */
+  private async look(entry: WaitingStore): Promise<void> {
+    entry.looking = true;
+    entry.again = false;
+    this.looks++;
+    const groups = [...entry.groups.values()];
+    // Taken before the snapshot: a wake-up for a commit it does not see comes after it.
+    const heard = this.wakeups;
+    try {
+      const windows = await this.storage.snapshot(async (reader) => {
+        const read: (Awaited<ReturnType<typeof readWindowAfter>> | ProblemError)[] = [];
+        for (const group of groups) {
+          try {
+            read.push(await readWindowAfter(reader, entry.store, group.from, this.settings.feedWindow));
+          } catch (error) {
+            // 410: retention deleted changes after this cursor while its clients waited.
+            if (!(error instanceof ProblemError)) throw error;
+            read.push(error);
+          }
+        }
+        return read;
+      });
+      groups.forEach((group, i) => {
+        const read = windows[i]!;
+        if (read instanceof ProblemError) {
+          for (const waiter of [...group.waiters]) waiter.settle(undefined, read);
+        } else if (read.window.changes.length > 0) {
+          // One window for every client of the cursor.
+          const found: LiveWindow = { page: { ...read.window, store: entry.store.slug }, full: read.full, heard };
+          for (const waiter of [...group.waiters]) waiter.settle(found);
+        }
+      });
+    } catch (error) {
+      this.log?.warn({ err: error, store_id: entry.store.id }, 'live feed: reading the changes of a store failed (its clients keep waiting)');
+    } finally {
+      entry.looking = false;
+      if (entry.again && this.waiting.get(entry.store.id) === entry) void this.look(entry);
+      else this.forgetIfIdle(entry);
+    }
+  }
+
+  private forgetIfIdle(entry: WaitingStore): void {
+    if (entry.groups.size > 0 || entry.looking || this.waiting.get(entry.store.id) !== entry) return;
+    this.waiting.delete(entry.store.id);
+    if (this.waiting.size === 0) this.stopPolling();
+  }
+
+  /** The fallback: every store with waiting clients, every pollIntervalMs. */
+  private startPolling(): void {
+    if (this.pollTimer || this.isClosed) return;
+    this.pollTimer = setInterval(() => {
+      for (const id of this.waiting.keys()) this.due.add(id);
+      this.scheduleFlush();
+    }, this.settings.pollIntervalMs);
+    this.pollTimer.unref();
+  }
+
+  private stopPolling(): void {
+    if (this.pollTimer) clearInterval(this.pollTimer);
+    this.pollTimer = null;
+  }
+}
+
+/**
+ * One client's stream of windows: each non-empty window once, in order, from its cursor on. While
+ * behind (its last window was full) it reads the next window itself; once caught up it waits with
+ * the store's other clients, so a wake-up costs one look however many streams follow the store.
+ * `next()` answers 'heartbeat' after settings.heartbeatSeconds without a window, and undefined once
+ * the feed closed (shutdown) or the stream was closed.
+ */
+export class LiveStream {
+  private pending: ChangePage | undefined;
+  private cursor: FeedPosition;
+  /** The last window was full: more may follow, so read on before waiting. */
+  private behind: boolean;
+  private readonly stopped = new AbortController();
+
+  constructor(
+    private readonly feed: LiveFeed,
+    private readonly storage: CatalogStorage,
+    readonly store: StoreRecord,
+    first: ChangePage,
+    /** listen()'s count before the first window was read. */
+    private heard: number,
+    private readonly release: () => void,
+  ) {
+    this.cursor = { at: first.next_since, id: first.next_id };
+    if (first.changes.length > 0) this.pending = first;
+    // The first read is a whole window when it is not empty: read on to be sure (at most one read too many).
+    this.behind = first.changes.length > 0;
+  }
+
+  async next(): Promise<ChangePage | 'heartbeat' | undefined> {
+    if (this.stopped.signal.aborted || this.feed.closed) return undefined;
+    let page = this.pending;
+    this.pending = undefined;
+    if (!page && this.behind) {
+      this.heard = this.feed.listen();
+      const read = await this.storage.snapshot((reader) => readWindowAfter(reader, this.store, this.cursor, this.feed.settings.feedWindow));
+      this.behind = read.full;
+      if (read.window.changes.length > 0) page = { ...read.window, store: this.store.slug };
+    }
+    if (!page) {
+      const found = await this.feed.nextWindow(this.store, this.cursor, this.heard, this.feed.settings.heartbeatSeconds * 1000, this.stopped.signal);
+      if (!found.page) {
+        this.heard = found.heard;
+        return this.stopped.signal.aborted || this.feed.closed ? undefined : 'heartbeat';
+      }
+      page = found.page;
+      this.behind = found.full;
+      this.heard = found.heard;
+    }
+    this.cursor = { at: page.next_since, id: page.next_id };
+    return page;
+  }
+
+  /** The client went away (or the stream ended): stop waiting and give the key's place back. */
+  close(): void {
+    this.stopped.abort();
+    this.release();
+  }
+}

@@ -1,0 +1,134 @@
+// The change feed as Server-Sent Events (issue 23.2; openapi/paths/v1_changes.yaml, "Waiting for
+// the next change"): `Accept: text/event-stream` turns `GET /v1/changes` into a stream of its
+// windows, each an event whose `id` is the cursor after it, resumed exactly by `Last-Event-ID`.
+// The windows come from the domain's LiveStream (changes/live.ts); this module only frames them,
+// sends heartbeats as comments, and takes a rate-limit token for every event after the first.
+import type { ChangePage } from '../changes/feed.js';
+import type { LiveStream } from '../changes/live.js';
+import type { Logger } from '../operations/log.js';
+import type { TokenBucketLimiter } from './rate-limit.js';
+
+const encoder = new TextEncoder();
+const OPENED = encoder.encode(': connected\n\n');
+const HEARTBEAT = encoder.encode(': heartbeat\n\n');
+
+/**
+ * True when the request asks for the stream: its Accept prefers text/event-stream, named as such,
+ * to JSON (EventSource sends `Accept: text/event-stream`). A client that lists both alike (a
+ * generic one listing every documented type) gets the JSON window, the operation's default.
+ */
+export function wantsEventStream(accept: string | undefined): boolean {
+  if (!accept) return false;
+  let stream = 0;
+  let json = 0;
+  for (const part of accept.split(',')) {
+    const [type, ...params] = part.trim().toLowerCase().split(';');
+    const q = params.map((p) => p.trim()).find((p) => p.startsWith('q='));
+    const weight = q === undefined ? 1 : Number(q.slice(2)) || 0;
+    const name = type!.trim();
+    if (name === 'text/event-stream') stream = Math.max(stream, weight);
+    else if (name === 'application/json' || name === 'application/*' || name === '*/*') json = Math.max(json, weight);
+  }
+  return stream > json;
+}
+
+/** An event's id: the cursor after its window (the Last-Event-ID parameter's form). */
+export const eventIdOf = (page: Pick<ChangePage, 'next_since' | 'next_id'>) => `${page.next_since}/${page.next_id}`;
+
+/** The cursor a Last-Event-ID names (its form is checked by the route's schema). */
+export function cursorOfEventId(lastEventId: string): { since: string; sinceId: number } {
+  const slash = lastEventId.lastIndexOf('/');
+  return { since: lastEventId.slice(0, slash), sinceId: Number(lastEventId.slice(slash + 1)) };
+}
+
+/** One window as an event: `id` the cursor after it, `data` the window's JSON on one line. */
+export function changeEvent(page: ChangePage): string {
+  return `id: ${eventIdOf(page)}\ndata: ${changePageJson(page)}\n\n`;
+}
+
+// Every client a look answers gets the same window object (changes/live.ts): it is serialized once
+// for all of them, not once per client (a wake-up of 1,000 clients).
+const pageJson = new WeakMap<ChangePage, string>();
+const pageEvent = new WeakMap<ChangePage, Uint8Array>();
+
+/** The window's JSON (what a long-poll answers), serialized once per window object. */
+export function changePageJson(page: ChangePage): string {
+  let json = pageJson.get(page);
+  if (json === undefined) pageJson.set(page, (json = JSON.stringify(page)));
+  return json;
+}
+
+/** The window's event bytes, encoded once per window object. */
+function changeEventBytes(page: ChangePage): Uint8Array {
+  let bytes = pageEvent.get(page);
+  if (bytes === undefined) pageEvent.set(page, (bytes = encoder.encode(changeEvent(page))));
+  return bytes;
+}
+
+export interface EventStreamOptions {
+  /** The key's bucket: every event after the first takes a request from it (the first came with the request). */
+  limiter?: TokenBucketLimiter;
+  keyId: number;
+  log?: Logger;
+}
+
+/**
+ * The response body: a comment at once (the headers go out with it), then each window of the
+ * stream as an event, pulled one at a time as the client reads (a slow reader gets fewer, larger
+ * windows, never a queue), and heartbeats. It ends when the LiveStream does (shutdown) or fails;
+ * the client going away closes the LiveStream.
+ */
+export function changeEventStream(stream: LiveStream, { limiter, keyId, log }: EventStreamOptions): ReadableStream<Uint8Array> {
+  let first = true;
+  /** Aborted once the body ends or the client cancels it: nothing is enqueued after that. */
+  const stopped = new AbortController();
+  const end = (controller: ReadableStreamDefaultController<Uint8Array>) => {
+    if (stopped.signal.aborted) return;
+    stopped.abort();
+    stream.close();
+    controller.close();
+  };
+  return new ReadableStream<Uint8Array>({
+    start(controller) {
+      controller.enqueue(OPENED);
+    },
+    async pull(controller) {
+      try {
+        const next = await stream.next();
+        if (stopped.signal.aborted) return;
+        if (next === undefined) return end(controller);
+        if (next === 'heartbeat') return controller.enqueue(HEARTBEAT);
+        if (!first && limiter && !await takeToken(limiter, keyId, stopped.signal)) return end(controller);
+        first = false;
+        controller.enqueue(changeEventBytes(next));
+      } catch (error) {
+        if (stopped.signal.aborted) return;
+        // The client reconnects with Last-Event-ID and gets the error (a 410, say) as a response.
+        log?.warn({ err: error, store_id: stream.store.id }, 'live feed: a stream ended on an error');
+        end(controller);
+      }
+    },
+    cancel() {
+      stopped.abort();
+      stream.close();
+    },
+  });
+}
+
+/** Waits until the key's bucket gives a token (a stream holds its event meanwhile); false when stopped first. */
+async function takeToken(limiter: TokenBucketLimiter, keyId: number, signal: AbortSignal): Promise<boolean> {
+  for (;;) {
+    if (signal.aborted) return false;
+    const decision = limiter.take(keyId);
+    if (decision.allowed) return true;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(done, decision.retryAfterSeconds * 1000);
+      function done() {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', done);
+        resolve();
+      }
+      signal.addEventListener('abort', done, { once: true });
+    });
+  }
+}

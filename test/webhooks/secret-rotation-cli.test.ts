@@ -44,7 +44,7 @@ describe('webhooks rotate and webhooks confirm-secret', () => {
     const rotatedRun = await cli(['webhooks', 'rotate', ...endpointArgs(created.id), '--json']);
     expect(rotatedRun.code, rotatedRun.stderr).toBe(0);
     const rotated = JSON.parse(rotatedRun.stdout);
-    expect(rotated.secret).toMatch(/^whsec_[A-Za-z0-9_-]{43}$/);
+    expect(rotated.secret).toMatch(/^whsec_[A-Za-z0-9]{48}$/);
     expect(rotated).toMatchObject({ id: created.id, secret_prefix: created.secret_prefix, secret_rotation: { new_secret_prefix: rotated.secret.slice(0, 12) } });
     const until = Date.parse(rotated.secret_rotation.pending_until);
     expect(until).toBeGreaterThanOrEqual(before + 24 * 3600_000 - 1000);

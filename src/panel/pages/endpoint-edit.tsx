@@ -10,7 +10,7 @@ import { field, fields, formOf, validated } from '../form.js';
 import { formAction, idParam, merchantOf, sessionOf } from '../handlers.js';
 import { CsrfField, ErrorMessage, Layout, type ShownError } from '../layout.js';
 import type { PanelEnv } from '../session.js';
-import { ENDPOINT_FIELD_LABELS, EndpointFields, type EndpointFormInput } from './endpoint-form.js';
+import { ENDPOINT_FIELD_LABELS, EndpointFields, endpointOptions, formOptionsOf, type EndpointFormInput } from './endpoint-form.js';
 
 function EditEndpointPage(props: {
   session: PanelSession; merchantId: number; endpointId: number; stores: StoreRecord[]; input: EndpointFormInput;
@@ -44,7 +44,7 @@ export function endpointEditPages(service: Service) {
     const merchantId = merchantOf(c);
     // The endpoint first: another merchant's id is a 404 before anything else is read.
     const endpoint = await endpoints.endpoint(merchantId, idParam(c, 'endpointId', 'Webhook endpoint'));
-    const input = { url: endpoint.url, store: endpoint.store ?? '', events: endpoint.events };
+    const input = { url: endpoint.url, store: endpoint.store ?? '', events: endpoint.events, ...formOptionsOf(endpoint) };
     return c.html(<EditEndpointPage session={sessionOf(c)} merchantId={merchantId} endpointId={endpoint.id} stores={await admin.listStores(merchantId)} input={input} />);
   });
 
@@ -54,9 +54,12 @@ export function endpointEditPages(service: Service) {
     // Another merchant's endpoint is a 404, whatever the form holds.
     const endpointId = (await endpoints.endpoint(merchantId, idParam(c, 'endpointId', 'Webhook endpoint'))).id;
     const form = await formOf(c);
-    const input = { url: field(form, 'url'), store: field(form, 'store'), events: fields(form, 'events') };
+    const input = {
+      url: field(form, 'url'), store: field(form, 'store'), events: fields(form, 'events'),
+      standardWebhooks: field(form, 'standard_webhooks') === 'on', maxPerSecond: field(form, 'max_per_second'),
+    };
     const outcome = await formAction(() => endpoints.update(merchantId, endpointId, validated(WebhookEndpointUpdateSchema, {
-      url: input.url, store: input.store || null, events: input.events,
+      url: input.url, store: input.store || null, events: input.events, ...endpointOptions(input),
     }), principalName(session.principal)));
     if (outcome.error) {
       // The form again, as typed, with the reason.

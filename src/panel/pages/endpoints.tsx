@@ -19,7 +19,7 @@ import { noticeFor } from '../notices.js';
 import type { PanelEnv } from '../session.js';
 import { AlreadyShown, redirectToShownOnce, shownOnce } from '../shown-once.js';
 import { Time } from '../time.js';
-import { ENDPOINT_FIELD_LABELS as FIELD_LABELS, EndpointFields, type EndpointFormInput } from './endpoint-form.js';
+import { ENDPOINT_FIELD_LABELS as FIELD_LABELS, EndpointFields, endpointOptions, type EndpointFormInput } from './endpoint-form.js';
 
 /** A new secret, between the POST that made it and the one page that shows it. */
 type ShownSecret =
@@ -64,7 +64,7 @@ function EndpointsPage(props: {
 }) {
   const { session, merchantId } = props;
   const base = `/panel/merchants/${merchantId}/endpoints`;
-  const input = props.input ?? { url: '', store: '', events: [...EVENTS] };
+  const input = props.input ?? { url: '', store: '', events: [...EVENTS], standardWebhooks: false, maxPerSecond: '' };
   return (
     <Layout title="Webhook endpoints" session={session} merchantId={merchantId}>
       <Notice text={props.notice} />
@@ -127,9 +127,12 @@ export function endpointPages(service: Service, accounts: () => PanelAccounts) {
     const session = sessionOf(c);
     const merchantId = merchantOf(c);
     const form = await formOf(c);
-    const input = { url: field(form, 'url'), store: field(form, 'store'), events: fields(form, 'events') };
+    const input = {
+      url: field(form, 'url'), store: field(form, 'store'), events: fields(form, 'events'),
+      standardWebhooks: field(form, 'standard_webhooks') === 'on', maxPerSecond: field(form, 'max_per_second'),
+    };
     const outcome = await formAction(() => endpoints.create(merchantId, validated(WebhookEndpointInputSchema, {
-      url: input.url, store: input.store || null, events: input.events,
+      url: input.url, store: input.store || null, events: input.events, ...endpointOptions(input),
     }), principalName(session.principal)));
     if (outcome.error) {
       return c.html(<EndpointsPage session={session} merchantId={merchantId} {...await listing(merchantId)} error={outcome.error} input={input} />, outcome.error.status as 400);

@@ -76,17 +76,27 @@ export interface EndpointRate {
   nextAt: string | null;
 }
 
+/**
+ * Slots are this much further apart than 1000 / max_per_second ms: a delivery's arrival varies by
+ * a few ms (the network, the event loop), and without it one second at the receiver could now and
+ * then hold max_per_second + 1 of them.
+ */
+export const RATE_MARGIN = 0.02;
+
+/** The time between two slots of an endpoint's rate, in ms. */
+export const slotInterval = (maxPerSecond: number) => (1000 / maxPerSecond) * (1 + RATE_MARGIN);
+
 const slotStart = (rate: EndpointRate, now: Date) => Math.max(rate.nextAt === null ? 0 : Date.parse(rate.nextAt), now.getTime());
 
 /**
  * How many slots of each rate-limited endpoint start within RATE_HORIZON_MS of `now`: slots are
- * 1000 / max_per_second ms apart, from the endpoint's next slot (or now, if that has passed), so
+ * slotInterval apart (1000 / max_per_second ms and RATE_MARGIN), from the endpoint's next slot (or now, if that has passed), so
  * no second holds more than max_per_second starts, whichever processes claim them.
  */
 export function rateSlots(rates: ReadonlyMap<number, EndpointRate>, now: Date): Map<number, number> {
   const slots = new Map<number, number>();
   for (const [endpointId, rate] of rates) {
-    const interval = 1000 / rate.maxPerSecond;
+    const interval = slotInterval(rate.maxPerSecond);
     const room = now.getTime() + RATE_HORIZON_MS - slotStart(rate, now);
     slots.set(endpointId, room <= 0 ? 0 : Math.min(rate.maxPerSecond, Math.ceil(room / interval)));
   }
@@ -108,7 +118,7 @@ export function assignSlots(
     if (!rate) continue;
     const at = next.get(delivery.endpointId) ?? slotStart(rate, now);
     sendAt.set(delivery.id, new Date(at).toISOString());
-    next.set(delivery.endpointId, at + 1000 / rate.maxPerSecond);
+    next.set(delivery.endpointId, at + slotInterval(rate.maxPerSecond));
   }
   for (const [endpointId, at] of next) nextAt.set(endpointId, new Date(Math.ceil(at)).toISOString());
   return { sendAt, nextAt };

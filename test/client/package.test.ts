@@ -2,7 +2,7 @@
 // packs it (scripts/pack-client.ts), the tarball installs OFFLINE into an empty project, and an
 // integrator's TypeScript example type-checks against the package's .d.ts and runs against the
 // real server: the paging iterator, pollChanges, a store's snapshot export and syncStore over it
-// (issue 23.1), verifyWebhook and verifyWebhookDelivery (a Standard Webhooks delivery, issue 23.3; with the generated payload validator it ships, which needs no
+// (issue 23.1), following the live feed (pollChanges with follow, issue 23.2), verifyWebhook and verifyWebhookDelivery (a Standard Webhooks delivery, issue 23.3; with
 // runtime dependency).
 import { execFile } from 'node:child_process';
 import { createHmac } from 'node:crypto';
@@ -82,6 +82,19 @@ for (;;) {
 const replica = mapReplica();
 const synced = await syncStore(client, { store: 'de', replica });
 
+// Following the live feed from the synced cursor: each poll waits on the server (wait=1) for a
+// change; none comes here, so the follower is stopped after 1.5 s, having waited.
+let followed = 'ended';
+const followStarted = Date.now();
+try {
+  for await (const window of pollChanges(client, { store: 'de', cursor: synced, follow: true, waitSeconds: 1, signal: AbortSignal.timeout(1500) })) {
+    followed = 'window of ' + window.changes.length;
+  }
+} catch (error) {
+  const name = (error as Error).name;
+  if (name === 'TimeoutError' || name === 'AbortError') followed = Date.now() - followStarted >= 1400 ? 'waited' : 'stopped too soon';
+}
+
 const payload: WebhookPayload = verifyWebhook({
   secret: env.SECRET, rawBody: env.BODY,
   headers: { 'x-service-timestamp': env.TIMESTAMP, 'x-service-signature': env.SIGNATURE },
@@ -114,7 +127,7 @@ try {
 console.log(JSON.stringify({
   titles, changed, caughtUp: typeof cursor?.since === 'string', exported, snapshotAtFeedEnd: JSON.stringify(snapshot.cursor) === JSON.stringify(cursor),
   replica: [...replica.products.keys()], synced: JSON.stringify(synced) === JSON.stringify(cursor), event: payload.event, tampered, rejected,
-  delivery: [delivery.id, delivery.scheme, delivery.payload.event],
+  delivery: [delivery.id, delivery.scheme, delivery.payload.event], followed,
 }));
 `;
 
@@ -158,7 +171,7 @@ describe('the client package', () => {
     expect(installed).toEqual([CLIENT_PACKAGE, 'openapi-fetch', 'openapi-typescript-helpers']);
   }, 60_000);
 
-  it('type-checks an integrator\'s example against its .d.ts and runs it: paging, the change feed, a snapshot export and syncStore, a webhook', async () => {
+  it('type-checks an integrator\'s example against its .d.ts and runs it: paging, the change feed, a snapshot export and syncStore, following the live feed, webhooks of both schemes', async () => {
     const project = path.join(dir, 'shop');
     fs.writeFileSync(path.join(project, 'example.ts'), EXAMPLE);
     fs.writeFileSync(path.join(project, 'tsconfig.json'), JSON.stringify({
@@ -186,7 +199,7 @@ describe('the client package', () => {
     expect(JSON.parse(stdout)).toEqual({
       titles: ['Alpha', 'Beta', 'Gamma'], changed: [1, 2, 3], caughtUp: true, exported: [1, 2, 3], snapshotAtFeedEnd: true,
       replica: [1, 2, 3], synced: true, event: 'price', tampered: 'signature_mismatch',
-      rejected: 'invalid_payload /product_ids', delivery: ['dlv_42', 'standard', 'price'],
+      rejected: 'invalid_payload /product_ids', delivery: ['dlv_42', 'standard', 'price'], followed: 'waited',
     });
   }, 60_000);
 });

@@ -8,7 +8,8 @@
 // received twice, and the most deliveries that started within any one second; for the free one:
 // the latency of those changes while the limited one still had a backlog.
 //
-//   npm run bench:storm                                   # 100k products, 5/s
+//   npm run bench:storm                                   # 100k products, 5/s, SQLite
+//   BENCH_STORM_ENGINE=postgres npm run bench:storm       # on a throwaway local PostgreSQL server
 //   BENCH_STORM_PRODUCTS=20000 BENCH_STORM_RATE=10 npm run bench:storm
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -18,11 +19,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { inheritedEnv, keepOutput, killTracked, stopChild, track } from './baseline.js';
+import pg from 'pg';
+import { startPostgresServer, type PostgresServer } from './postgres-server.js';
 import { AdminClient, ndjson } from './scale-catalog.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const PRODUCTS = Number(process.env.BENCH_STORM_PRODUCTS ?? 100_000);
 const RATE = Number(process.env.BENCH_STORM_RATE ?? 5);
+const ENGINE = process.env.BENCH_STORM_ENGINE === 'postgres' ? 'postgres' : 'sqlite';
 const ADMIN_TOKEN = 'storm-bench-admin-token-0123456789abcdef';
 const log = (line: string) => console.log(`[${new Date().toISOString().slice(11, 19)}] ${line}`);
 
@@ -58,6 +62,17 @@ async function freePort(): Promise<number> {
   return port;
 }
 
+/** The database `serve` runs on: a fresh SQLite file, or a database on a throwaway PostgreSQL server. */
+async function database(dir: string): Promise<{ env: Record<string, string>; server?: PostgresServer }> {
+  if (ENGINE === 'sqlite') return { env: { CPS_DB_PATH: path.join(dir, 'storm.db') } };
+  const server = await startPostgresServer({ dir: path.join(dir, 'postgres'), durable: false });
+  const client = new pg.Client({ connectionString: server.url });
+  await client.connect();
+  await client.query('CREATE DATABASE storm_bench');
+  await client.end();
+  return { env: { CPS_DATABASE_URL: server.urlOf('storm_bench') }, server };
+}
+
 const line = (n: number, cost = 20 + (n % 50)) => JSON.stringify({
   op: 'upsert_product',
   product: {
@@ -72,10 +87,11 @@ async function main(): Promise<void> {
   const limited = await receiver();
   const free = await receiver();
   const port = await freePort();
+  const db = await database(dir);
   const child = track(spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve'], {
     cwd: root, stdio: ['ignore', 'ignore', 'pipe'],
     env: {
-      ...inheritedEnv(), CPS_DB_PATH: path.join(dir, 'storm.db'), CPS_PORT: String(port), CPS_HOST: '127.0.0.1',
+      ...inheritedEnv(), ...db.env, CPS_PORT: String(port), CPS_HOST: '127.0.0.1',
       CPS_ADMIN_TOKEN: ADMIN_TOKEN, CPS_DEMO_ON_EMPTY: 'false', CPS_WEBHOOK_ALLOW_HOSTS: '127.0.0.1', CPS_LOG_LEVEL: 'warn',
     },
   }));
@@ -96,7 +112,7 @@ async function main(): Promise<void> {
     await admin.call('PUT', `${m}/suppliers/alpine`, { name: 'Alpine Wholesale AG' });
     const limitedEndpoint = await admin.call('POST', `${m}/webhook-endpoints`, { url: limited.url, store: 'de', events: ['content'], max_per_second: RATE });
     await admin.call('POST', `${m}/webhook-endpoints`, { url: free.url, store: 'at', events: ['price'] });
-    log(`serve on ${base}; endpoint ${limitedEndpoint.id} limited to ${RATE}/s; importing ${PRODUCTS} products`);
+    log(`serve (${ENGINE}) on ${base}; endpoint ${limitedEndpoint.id} limited to ${RATE}/s; importing ${PRODUCTS} products`);
 
     // The free endpoint's latency before the storm, for comparison: a change, timed to its arrival.
     let version = 0;
@@ -158,7 +174,7 @@ async function main(): Promise<void> {
     };
     const gaps = times.slice(1).map((t, i) => t - times[i]!);
     const distinctIds = new Set(limited.arrivals.map((a) => a.id)).size;
-    console.log('\nbench:storm');
+    console.log(`\nbench:storm (${ENGINE})`);
     console.log(`  products imported            ${PRODUCTS} in ${importSeconds.toFixed(0)} s`);
     console.log(`  limited endpoint (${RATE}/s)     ${limited.arrivals.length} deliveries (${distinctIds} webhook-ids) in ${drainSeconds.toFixed(0)} s after the import`);
     console.log(`    ids per delivery           full (100): ${full}; smaller: ${sizes.length - full} (${sizes.filter((n) => n < 100).join(', ') || 'none'})`);
@@ -170,6 +186,7 @@ async function main(): Promise<void> {
     if (lost > 0) process.exitCode = 1;
   } finally {
     await stopChild(child);
+    await db.server?.stop();
     await limited.close();
     await free.close();
     fs.rmSync(dir, { recursive: true, force: true });

@@ -19,6 +19,7 @@ import { validText } from '../shared/valid-text.js';
 import { OwnerNotifier, type Notifier } from './notifier.js';
 import { nextAttemptAt, parseRetryAfter } from './retry.js';
 import { HttpDeliverySender, type DeliverySender, type SendResult } from './sender.js';
+import { slotInterval } from '../storage/delivery-turns.js';
 import { secretsAt, signedHeaders, type DeliveryHeaders } from './signing.js';
 
 export type WebhookConfig = Config['webhooks'];
@@ -128,6 +129,8 @@ export function coalescePassGapMs(coalesceMs: number): number {
 
 export class WebhookDispatcher {
   private readonly inflightByEndpoint = new Map<number, number>();
+  /** Issue 23.4: when this process last started an attempt to each rate-limited endpoint (ms on deps.now). */
+  private readonly lastStartByEndpoint = new Map<number, number>();
   private readonly inflight = new Map<number, Promise<void>>();
   private readonly policy: HealthPolicy;
   private readonly rounds = new Set<Promise<unknown>>();
@@ -568,10 +571,14 @@ export class WebhookDispatcher {
     const endpoint = await endpointRead;
     // Paused or disabled since the claim: the lease runs out and the delivery waits for the endpoint.
     if (!endpoint || endpoint.status !== 'active') return;
-    // Issue 23.4: the slot of the endpoint's rate the claim reserved for this attempt.
-    if (delivery.send_at !== null && Date.parse(delivery.send_at) > this.deps.now().getTime()) {
-      const at = new Date(delivery.send_at);
-      await (this.deps.waitUntil?.(at) ?? sleep(at.getTime() - this.deps.now().getTime()));
+    // Issue 23.4: the slot of the endpoint's rate the claim reserved for this attempt, and no
+    // sooner than a slot's length after this process's last start for the endpoint (a send that
+    // started late must not bunch with the next one on time).
+    if (delivery.send_at !== null && endpoint.max_per_second !== null) {
+      const last = this.lastStartByEndpoint.get(endpoint.id);
+      const at = Math.max(Date.parse(delivery.send_at), last === undefined ? 0 : last + slotInterval(endpoint.max_per_second));
+      this.lastStartByEndpoint.set(endpoint.id, Math.max(at, this.deps.now().getTime()));
+      if (at > this.deps.now().getTime()) await (this.deps.waitUntil?.(new Date(at)) ?? sleep(at - this.deps.now().getTime()));
     }
     const now = this.deps.now();
     const payload = deliveryBody(delivery, delivery.occurred_at ?? wholeSecondIso(now));

@@ -5,7 +5,7 @@
 // account over (an invitation never resets one; an owner's reset goes to the account's own e-mail;
 // setting a password ends the account's other sessions and tells it). One service with a real SMTP
 // server on 127.0.0.1, one Chromium (playwright-core), a context per person.
-import type { Page } from 'playwright-core';
+import type { Page, Request } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { launchBrowser, type TestBrowser } from '../support/browser.js';
 import { startTestService, type TestService } from '../support/service.js';
@@ -152,6 +152,49 @@ describe('removals ask first, and the last owner stays (issue 22.2)', () => {
     expect(await boss.getByRole('alert').textContent()).toContain(`${BOSS.email} is the merchant's only owner and cannot be removed`);
     expect((await accounts().listUsers({ kind: 'operator' }, merchantId)).map((u) => [u.email, u.role])).toContainEqual([BOSS.email, 'owner']);
     expect(await signedIn(boss)).toBe(true);
+  });
+  it('asks before deleting an endpoint; the deletion redirects to the list without it, and a reload of that page deletes nothing more', async () => {
+    const doomed = await service.service.endpoints.create(merchantId, { url: 'https://127.0.0.1/doomed' });
+    const others = (await service.service.endpoints.list(merchantId)).filter((e) => e.id !== doomed.id).map((e) => e.id);
+    const deletions = async () => (await audit()).filter((a) => a.action === 'endpoint.delete');
+    expect(await deletions()).toEqual([]);
+    const posts: string[] = [];
+    const recordPost = (request: Request) => { if (request.method() === 'POST') posts.push(request.url()); };
+    operator.on('request', recordPost);
+
+    await operator.goto(`${base}/endpoints`);
+    await operator.locator('tr', { hasText: 'https://127.0.0.1/doomed' }).getByRole('link', { name: 'Delete…' }).click();
+    expect(operator.url()).toBe(`${base}/endpoints/${doomed.id}/delete`);
+    expect(await operator.textContent('h1')).toBe('Delete the endpoint?');
+    expect(await operator.textContent('main')).toContain('https://127.0.0.1/doomed will receive no more deliveries.');
+    // Asking changed nothing.
+    expect(posts).toEqual([]);
+    expect((await service.service.endpoints.endpoint(merchantId, doomed.id)).status).toBe('active');
+    expect(await deletions()).toEqual([]);
+    await browser.screenshot(operator, 'endpoint-delete-confirm');
+
+    const [response] = await Promise.all([
+      operator.waitForResponse((r) => r.request().method() === 'POST'),
+      operator.getByRole('button', { name: 'Delete the endpoint' }).click(),
+    ]);
+    expect(response.status()).toBe(303);
+    expect(response.headers().location).toBe(`/panel/merchants/${merchantId}/endpoints?done=deleted`);
+    await operator.waitForURL(`${base}/endpoints?done=deleted`);
+    expect(await operator.getByRole('status').textContent()).toBe('The endpoint is deleted.');
+    expect(await operator.locator('tr', { hasText: 'https://127.0.0.1/doomed' }).count()).toBe(0);
+    await expect(service.service.endpoints.endpoint(merchantId, doomed.id)).rejects.toMatchObject({ status: 404 });
+    expect(await deletions()).toHaveLength(1);
+    expect((await operator.goto(`${base}/endpoints/${doomed.id}/delete`))!.status()).toBe(404);
+
+    // The result page is a GET: reloading it posts nothing and deletes nothing.
+    await operator.goto(`${base}/endpoints?done=deleted`);
+    posts.length = 0;
+    expect(await reload(operator)).toBe(200);
+    expect(await reload(operator)).toBe(200);
+    expect(posts).toEqual([]);
+    expect(await deletions()).toHaveLength(1);
+    expect((await service.service.endpoints.list(merchantId)).map((e) => e.id)).toEqual(others);
+    operator.off('request', recordPost);
   });
 });
 

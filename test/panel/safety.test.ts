@@ -290,8 +290,9 @@ describe('no owner can take over another account (issue 22.4)', () => {
     COLLEAGUE.password = 'the colleague reset password';
   });
 
-  it('changing a password in "Your account" ends every other session of the account; this one stays', async () => {
+  it('changing a password in "Your account" ends every other session of the account; this one stays, and the account is told by e-mail', async () => {
     await signIn(colleagueHere, COLLEAGUE);
+    const mails = smtp.mails.length;
     await signIn(colleagueThere, COLLEAGUE);
     await colleagueHere.getByRole('link', { name: 'Your account' }).click();
     await colleagueHere.getByLabel('Current password').fill(COLLEAGUE.password);
@@ -303,5 +304,11 @@ describe('no owner can take over another account (issue 22.4)', () => {
     expect(await signedIn(colleagueThere)).toBe(false);
     expect(await signedIn(colleagueHere)).toBe(true);
     expect((await audit())[0]).toMatchObject({ actor: COLLEAGUE.email, action: 'user.change_password' });
+    // The account is told, at its own address.
+    await vi.waitFor(() => expect(smtp.mails.length).toBe(mails + 1), { timeout: 10_000, interval: 20 });
+    const told = smtp.mails[mails]!;
+    expect(told.to).toEqual([COLLEAGUE.email]);
+    expect(told.data).toContain('Subject: Your catalog panel password was changed');
+    expect(told.data.replace(/=\r?\n/g, '')).toContain(`The password of your account ${COLLEAGUE.email} of the catalog publishing panel was changed in the panel`);
   });
 });

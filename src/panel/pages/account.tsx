@@ -8,7 +8,7 @@ import { formAction, sessionOf } from '../handlers.js';
 import { CsrfField, ErrorMessage, Layout, Notice, type ShownError } from '../layout.js';
 import { Time } from '../time.js';
 import type { PanelEnv } from '../session.js';
-import { addressOf } from './sign-in.js';
+import type { AddressOf } from './sign-in.js';
 
 function AccountPage(props: { session: PanelSession; notice?: string | undefined; error?: ShownError | undefined }) {
   const { session } = props;
@@ -35,7 +35,7 @@ function AccountPage(props: { session: PanelSession; notice?: string | undefined
   );
 }
 
-export function accountPages(accounts: () => PanelAccounts) {
+export function accountPages(accounts: () => PanelAccounts, addressOf: AddressOf) {
   const pages = new Hono<PanelEnv>();
 
   pages.get('/', (c) => {

@@ -57,7 +57,7 @@ export function panelApp(service: Service): Hono<PanelEnv> {
   panel.use('/merchants/:merchantId/*', merchantScope(accounts));
   panel.route('/merchants/:merchantId/endpoints', endpointPages(service, accounts));
   panel.route('/merchants/:merchantId/endpoints/:endpointId', endpointDetailPages(service, accounts));
-  panel.route('/merchants/:merchantId/endpoints/:endpointId/edit', endpointEditPages(service));
+  panel.route('/merchants/:merchantId/endpoints/:endpointId/edit', endpointEditPages(service, accounts));
   panel.route('/merchants/:merchantId/keys', keyPages(service, accounts));
   panel.route('/merchants/:merchantId/users', userPages(service, accounts));
   panel.route('/merchants/:merchantId/import', importPages(service, accounts));

@@ -260,6 +260,12 @@ export function emitWebhookRegistry(doc: Json, options: { source: string }): str
     '] as const;',
     '',
     'export type WebhookHeaderName = (typeof WEBHOOK_HEADERS)[number][\'name\'];',
+    '',
+    '/** The headers every delivery carries (`required: true`). */',
+    'export type WebhookRequiredHeaderName = Extract<(typeof WEBHOOK_HEADERS)[number], { required: true }>[\'name\'];',
+    '',
+    '/** The headers only some deliveries carry (`required: false`: a resend, the Standard Webhooks headers). */',
+    'export type WebhookOptionalHeaderName = Exclude<WebhookHeaderName, WebhookRequiredHeaderName>;',
     IS_DATE_TIME,
   ];
   const validators: string[] = [];

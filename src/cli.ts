@@ -5,7 +5,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pino from 'pino';
 import { SingleBar, Presets } from 'cli-progress';
-import { CreateMerchantInputSchema, StoreInputSchema } from './generated/admin-routes.js';
+import { CreateMerchantInputSchema, StoreInputSchema, WebhookEndpointInputSchema, WebhookEndpointUpdateSchema } from './generated/admin-routes.js';
 import { buildDemoCatalog } from './admin/demo.js';
 import { schedulePruning } from './changes/retention.js';
 import { databaseLabel, loadConfig } from './config.js';
@@ -53,6 +53,11 @@ Commands:
   demo [--db FILE] [--products N] [--json]
                                       build the deterministic demo catalog into a database (the configured one without --db)
   webhooks create --merchant ID --url URL [--store SLUG] [--events ${EVENTS.join(',')}]
+                  [--standard-webhooks on|off] [--max-per-second N]
+                                      --standard-webhooks on: also send the Standard Webhooks headers;
+                                      --max-per-second: at most N deliveries a second (1 to 1000)
+  webhooks update --merchant ID --endpoint ID [--url URL] [--store SLUG|all] [--events LIST]
+                  [--standard-webhooks on|off] [--max-per-second N|none]
   webhooks list --merchant ID         endpoints with their health
   webhooks rotate|delete|test --merchant ID --endpoint ID
                                       rotate: a new secret (printed once); the old one signs for
@@ -106,6 +111,8 @@ async function main(argv: string[]): Promise<void> {
       inactive: { type: 'boolean' },
       'exclude-out-of-stock': { type: 'boolean' },
       'progress-seconds': { type: 'string' },
+      'standard-webhooks': { type: 'string' },
+      'max-per-second': { type: 'string' },
       json: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -392,6 +399,20 @@ function onShutdown(logger: Logger, deadlineMs: number, stop: () => Promise<void
   process.on('SIGTERM', handle);
 }
 
+/** `--standard-webhooks on|off`. */
+function onOff(value: string | boolean | undefined): boolean {
+  if (value === 'on' || value === 'true') return true;
+  if (value === 'off' || value === 'false') return false;
+  return fail('--standard-webhooks takes on or off');
+}
+
+/** `--max-per-second`: a number, or `none` for no limit; absent: unchanged (undefined). */
+function perSecond(value: string | boolean | undefined): number | null | undefined {
+  if (value === undefined) return undefined;
+  if (value === 'none') return null;
+  return typeof value === 'string' && /^[0-9]+$/.test(value) ? Number(value) : fail('--max-per-second takes a whole number (1 to 1000) or none');
+}
+
 /** The CLI runs with the deployment's database, as the operator (like the admin token). */
 const CLI_OPERATOR = principalName({ kind: 'operator' });
 
@@ -407,9 +428,24 @@ async function webhooksCommand(
       const bad = events?.find((e) => !EVENTS.includes(e));
       if (bad) fail(`--events: unknown event "${bad}" (${EVENTS.join(', ')})`);
       const store = typeof values.store === 'string' ? values.store : null;
-      print(await endpoints.create(merchantId, { url: values.url as string ?? fail('--url is required'), store, events }));
+      const input = checked(WebhookEndpointInputSchema, {
+        url: values.url ?? fail('--url is required'), store, events,
+        standard_webhooks: values['standard-webhooks'] === undefined ? undefined : onOff(values['standard-webhooks']),
+        max_per_second: perSecond(values['max-per-second']),
+      });
+      print(await endpoints.create(merchantId, input));
       if (!values.json) console.log('The signing secret is shown once: store it now.');
       return;
+    }
+    case 'update': {
+      const events = typeof values.events === 'string' ? values.events.split(',') as ChangeType[] : undefined;
+      const input = checked(WebhookEndpointUpdateSchema, {
+        url: values.url, events,
+        store: values.store === undefined ? undefined : values.store === 'all' ? null : values.store,
+        standard_webhooks: values['standard-webhooks'] === undefined ? undefined : onOff(values['standard-webhooks']),
+        max_per_second: perSecond(values['max-per-second']),
+      });
+      return print(await endpoints.update(merchantId, endpointId(), input, CLI_OPERATOR));
     }
     case 'list':
       return print(await endpoints.list(merchantId));

@@ -114,7 +114,7 @@ describe('the Arazzo workflows (arazzo/), run by redocly respect against the ser
     expect(run.passed, run.report).toBe(true);
   });
 
-  it('snapshot, then follow the feed: exports the store, finds nothing after its cursor, 304 on its ETag, then exactly the change made after it', async () => {
+  it('snapshot, then follow the live feed: exports the store, a long-poll finds nothing after its cursor, 304 on its ETag, then a long-poll answers exactly the change made after it', async () => {
     const merchant = await threeProductStore(service, 'Snapshot Outfitters');
     const run = await respect(service, 'arazzo/snapshot-then-feed.arazzo.yaml', {
       api_key: merchant.key, admin_token: ADMIN_TOKEN, merchant_id: merchant.id, store: 'de', changed_ref: 'LAMP-1',

@@ -1137,8 +1137,8 @@ export interface paths {
          *     An unknown store slug answers `400 invalid_body` naming `/store`; a repeated event kind
          *     answers `400 invalid_body` naming `/events`.
          *
-         *     The response carries the signing `secret` (`whsec_` followed by 43 base64url characters,
-         *     32 random bytes). It is shown **only in this response**: hand it to the receiver's
+         *     The response carries the signing `secret` (`whsec_` followed by 48 random letters and
+         *     digits). It is shown **only in this response**: hand it to the receiver's
          *     operator securely. The receiver verifies each delivery's `X-Service-Signature` with it; see
          *     the public API's webhooks. A lost secret cannot be retrieved; rotate it with
          *     `POST .../rotate-secret`.
@@ -1189,8 +1189,8 @@ export interface paths {
         head?: never;
         /**
          * Update or re-enable a webhook endpoint
-         * @description Changes the fields present in the body (any of `url`, `store`, `events`, `status`) and
-         *     leaves the others as they are. `url`, `store` and `events` follow the rules of creation
+         * @description Changes the fields present in the body (any of `url`, `store`, `events`,
+         *     `standard_webhooks`, `max_per_second`, `status`) and leaves the others as they are. `url`, `store` and `events` follow the rules of creation
          *     (`400 invalid_body` naming the field). A new `url` is used from the next attempt on, also
          *     for deliveries already queued; new `store` and `events` apply to changes recorded from now
          *     on, while queued deliveries are still sent.
@@ -1200,6 +1200,11 @@ export interface paths {
          *     Deliveries dropped while the endpoint was paused or disabled are not re-sent by this; use
          *     `POST .../recover`. Changing the URL alone does not re-enable an endpoint. The signing
          *     secret is not changed (see `POST .../rotate-secret`).
+         *
+         *     `standard_webhooks: true` answers `409 conflict` when the endpoint's newest secret predates
+         *     Standard Webhooks and holds `-` or `_` (which their libraries cannot base64-decode): rotate
+         *     the secret, then turn them on. `standard_webhooks` and `max_per_second` apply from the next
+         *     attempt on.
          */
         patch: operations["updateWebhookEndpoint"];
         trace?: never;
@@ -2842,6 +2847,16 @@ export interface components {
              */
             events: components["schemas"]["ChangeType"][];
             /**
+             * @description Whether deliveries also carry the Standard Webhooks headers `webhook-timestamp` and `webhook-signature`.
+             * @example false
+             */
+            standard_webhooks: boolean;
+            /**
+             * @description The most deliveries a second this endpoint receives; `null` for no limit.
+             * @example null
+             */
+            max_per_second: number | null;
+            /**
              * @description Health state of the endpoint:
              *
              *     - `active`: deliveries are sent.
@@ -2952,6 +2967,24 @@ export interface components {
              *     ]
              */
             events: components["schemas"]["ChangeType"][];
+            /**
+             * @description `true`: deliveries also carry the Standard Webhooks headers `webhook-timestamp` and
+             *     `webhook-signature` (beside `X-Service-Timestamp`, `X-Service-Signature` and `webhook-id`,
+             *     which every delivery carries), so the receiver can verify them with a Standard Webhooks
+             *     library. Every secret issued now suits them; an endpoint whose secret predates them and
+             *     holds `-` or `_` answers `409 conflict`: rotate its secret first.
+             * @default false
+             */
+            standard_webhooks: boolean;
+            /**
+             * @description The most deliveries a second this endpoint receives (its retries included), across every
+             *     process of the service; `null` (the default): no limit beyond the dispatcher's
+             *     concurrency. While deliveries wait for their turn, changes arriving meanwhile fill them up
+             *     to 100 product ids each, so a bulk change arrives as few full deliveries; a 429 or 503
+             *     `Retry-After` is honoured as always.
+             * @default null
+             */
+            max_per_second: number | null;
         };
         /**
          * @description A webhook endpoint including a `secret`, as returned by creation (the signing secret) and by
@@ -2970,6 +3003,10 @@ export interface components {
             store: string | null;
             /** @description The event kinds delivered to this endpoint, in the order `price`, `content`, `removed`. */
             events: components["schemas"]["ChangeType"][];
+            /** @description Whether deliveries also carry the Standard Webhooks headers (see `WebhookEndpoint`). */
+            standard_webhooks: boolean;
+            /** @description The most deliveries a second this endpoint receives; `null` for no limit. */
+            max_per_second: number | null;
             /**
              * @description Health state; `active` for a new endpoint (see `WebhookEndpoint`).
              * @enum {string}
@@ -3018,9 +3055,11 @@ export interface components {
              */
             created_at: string;
             /**
-             * @description The signing secret: `whsec_` followed by 43 base64url characters (32 random bytes). The
+             * @description The signing secret: `whsec_` followed by 48 random letters and digits (about 285 bits;
+             *     base64 for 36 bytes, the key the Standard Webhooks libraries derive from it). The
              *     receiver verifies `X-Service-Signature` with it (HMAC-SHA256 over
-             *     `{X-Service-Timestamp}.{raw body}`). After a rotation it is the new secret, which signs
+             *     `{X-Service-Timestamp}.{raw body}`, keyed with the whole string), or `webhook-signature`
+             *     with a Standard Webhooks library when the endpoint receives those headers. After a rotation it is the new secret, which signs
              *     once the grace period ends or the rotation is confirmed; until then the receiver should
              *     accept either secret. Shown once; hand it to the receiver's operator securely. If it is
              *     lost, rotate it.
@@ -3044,6 +3083,22 @@ export interface components {
             store?: string | null;
             /** @description Replaces the event kinds to deliver. No duplicates (`400 invalid_body` naming `/events`). */
             events?: components["schemas"]["ChangeType"][];
+            /**
+             * @description `true`: deliveries also carry the Standard Webhooks headers `webhook-timestamp` and
+             *     `webhook-signature` (beside `X-Service-Timestamp`, `X-Service-Signature` and `webhook-id`,
+             *     which every delivery carries), so the receiver can verify them with a Standard Webhooks
+             *     library. Every secret issued now suits them; an endpoint whose secret predates them and
+             *     holds `-` or `_` answers `409 conflict`: rotate its secret first. Applies from the next attempt.
+             */
+            standard_webhooks?: boolean;
+            /**
+             * @description The most deliveries a second this endpoint receives (its retries included), across every
+             *     process of the service; `null` (the default): no limit beyond the dispatcher's
+             *     concurrency. While deliveries wait for their turn, changes arriving meanwhile fill them up
+             *     to 100 product ids each, so a bulk change arrives as few full deliveries; a 429 or 503
+             *     `Retry-After` is honoured as always. `null` removes the limit.
+             */
+            max_per_second?: number | null;
             /**
              * @description `paused` pauses the endpoint by hand until it is re-enabled: nothing is sent, its pending
              *     and failed deliveries are dropped, and changes arriving meanwhile are recorded as `dropped`
@@ -5334,6 +5389,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
         };
     };

@@ -430,12 +430,15 @@ export interface webhooks {
          *     One or more of the listed products had a price change: fetch them for the new `prices`.
          *
          *     **Verify, then acknowledge quickly.** Verify `X-Service-Signature` over the raw body before
-         *     parsing it (steps in the introduction), reject timestamps older than 5 minutes, and answer
-         *     any 2xx within 10 seconds; do the fetching afterwards. Redirects are not followed.
+         *     parsing it (steps in the introduction), or `webhook-signature` with a Standard Webhooks
+         *     library when the endpoint receives those headers; reject timestamps older than 5 minutes,
+         *     and answer any 2xx within 10 seconds; do the fetching afterwards. Redirects are not followed.
          *
-         *     **At least once.** A delivery may be re-sent, so be idempotent: deduplicate on `event` plus
-         *     `product_ids`, and treat re-processing the same change as a no-op. Changes are batched per
-         *     endpoint, event kind and store for up to 2 seconds or 100 product ids.
+         *     **At least once.** A delivery may be re-sent, so be idempotent: deduplicate on `webhook-id`
+         *     (the same on every retry of a delivery), and treat re-processing the same change as a no-op.
+         *     Changes are batched per endpoint, event kind and store for up to 2 seconds or 100 product
+         *     ids. An endpoint registered with `max_per_second` receives at most that many deliveries a
+         *     second; changes arriving meanwhile fill its waiting deliveries up to 100 product ids each.
          *
          *     **Failures.** A non-2xx status, a time-out or a connection failure is a failed delivery,
          *     retried with backoff (about 30 s, 2 min, 10 min, 1 h, 6 h, then given up); a `Retry-After`
@@ -466,12 +469,15 @@ export interface webhooks {
          *     One or more of the listed products had a content change (title, description, attributes, images or the `excluded` flag): fetch them for the new values.
          *
          *     **Verify, then acknowledge quickly.** Verify `X-Service-Signature` over the raw body before
-         *     parsing it (steps in the introduction), reject timestamps older than 5 minutes, and answer
-         *     any 2xx within 10 seconds; do the fetching afterwards. Redirects are not followed.
+         *     parsing it (steps in the introduction), or `webhook-signature` with a Standard Webhooks
+         *     library when the endpoint receives those headers; reject timestamps older than 5 minutes,
+         *     and answer any 2xx within 10 seconds; do the fetching afterwards. Redirects are not followed.
          *
-         *     **At least once.** A delivery may be re-sent, so be idempotent: deduplicate on `event` plus
-         *     `product_ids`, and treat re-processing the same change as a no-op. Changes are batched per
-         *     endpoint, event kind and store for up to 2 seconds or 100 product ids.
+         *     **At least once.** A delivery may be re-sent, so be idempotent: deduplicate on `webhook-id`
+         *     (the same on every retry of a delivery), and treat re-processing the same change as a no-op.
+         *     Changes are batched per endpoint, event kind and store for up to 2 seconds or 100 product
+         *     ids. An endpoint registered with `max_per_second` receives at most that many deliveries a
+         *     second; changes arriving meanwhile fill its waiting deliveries up to 100 product ids each.
          *
          *     **Failures.** A non-2xx status, a time-out or a connection failure is a failed delivery,
          *     retried with backoff (about 30 s, 2 min, 10 min, 1 h, 6 h, then given up); a `Retry-After`
@@ -502,12 +508,15 @@ export interface webhooks {
          *     One or more of the listed products were removed from the store's catalog (from every store when `store_id` is null): `GET /v1/products/{id}` now answers 404 for them, so delete them locally.
          *
          *     **Verify, then acknowledge quickly.** Verify `X-Service-Signature` over the raw body before
-         *     parsing it (steps in the introduction), reject timestamps older than 5 minutes, and answer
-         *     any 2xx within 10 seconds; do the fetching afterwards. Redirects are not followed.
+         *     parsing it (steps in the introduction), or `webhook-signature` with a Standard Webhooks
+         *     library when the endpoint receives those headers; reject timestamps older than 5 minutes,
+         *     and answer any 2xx within 10 seconds; do the fetching afterwards. Redirects are not followed.
          *
-         *     **At least once.** A delivery may be re-sent, so be idempotent: deduplicate on `event` plus
-         *     `product_ids`, and treat re-processing the same change as a no-op. Changes are batched per
-         *     endpoint, event kind and store for up to 2 seconds or 100 product ids.
+         *     **At least once.** A delivery may be re-sent, so be idempotent: deduplicate on `webhook-id`
+         *     (the same on every retry of a delivery), and treat re-processing the same change as a no-op.
+         *     Changes are batched per endpoint, event kind and store for up to 2 seconds or 100 product
+         *     ids. An endpoint registered with `max_per_second` receives at most that many deliveries a
+         *     second; changes arriving meanwhile fill its waiting deliveries up to 100 product ids each.
          *
          *     **Failures.** A non-2xx status, a time-out or a connection failure is a failed delivery,
          *     retried with backoff (about 30 s, 2 min, 10 min, 1 h, 6 h, then given up); a `Retry-After`
@@ -1246,6 +1255,39 @@ export interface components {
          *     Compare it in constant time with the value you compute; answer 400 on mismatch.
          */
         XServiceSignature: string;
+        /**
+         * @description The delivery's id (`dlv_` and a number): the same on every retry of a delivery, and new for
+         *     each other delivery, a test event or a resend included. Deduplicate on it: a delivery whose id
+         *     you have already processed can be acknowledged and skipped. It is the `id` of the delivery in
+         *     the administration panel and the admin API (`dlv_` + `id`), and the `webhook-id` of the
+         *     Standard Webhooks specification. Under the `X-Service-Signature` scheme it is not part of the
+         *     signed message (use it to deduplicate, not to authenticate); the Standard Webhooks signature
+         *     (`webhook-signature`) covers it.
+         */
+        WebhookId: string;
+        /**
+         * @description Sent only on a resend (a delivery re-sent from the panel or the admin API): the `webhook-id`
+         *     of the delivery it re-sends. The resend has an id of its own; if the original had not
+         *     succeeded yet it was stopped, otherwise both arrive. Like `webhook-id`, not part of the
+         *     `X-Service-Signature` message; covered by `webhook-signature`.
+         */
+        XServiceReplaces: string;
+        /**
+         * @description Sent when the endpoint receives the Standard Webhooks headers (`standard_webhooks: true`):
+         *     Unix time in seconds at which this attempt was signed, the same value as
+         *     `X-Service-Timestamp`. Part of the message `webhook-signature` signs.
+         */
+        WebhookTimestamp: string;
+        /**
+         * @description Sent when the endpoint receives the Standard Webhooks headers (`standard_webhooks: true`):
+         *     `v1,` followed by the base64 (standard alphabet, padded) HMAC-SHA256 of
+         *     `{webhook-id}.{webhook-timestamp}.{raw body}`, keyed with the bytes the endpoint's secret
+         *     decodes to: the part after `whsec_`, base64-decoded (the Standard Webhooks libraries do exactly
+         *     this: `new Webhook(secret).verify(rawBody, headers)`). During a secret rotation's grace period
+         *     it carries one signature per secret, separated by a space (`v1,<old> v1,<new>`), so a receiver
+         *     holding either secret verifies it.
+         */
+        WebhookSignature: string;
     };
     requestBodies: never;
     headers: {
@@ -1753,6 +1795,39 @@ export interface operations {
                  *     Compare it in constant time with the value you compute; answer 400 on mismatch.
                  */
                 "X-Service-Signature": components["parameters"]["XServiceSignature"];
+                /**
+                 * @description The delivery's id (`dlv_` and a number): the same on every retry of a delivery, and new for
+                 *     each other delivery, a test event or a resend included. Deduplicate on it: a delivery whose id
+                 *     you have already processed can be acknowledged and skipped. It is the `id` of the delivery in
+                 *     the administration panel and the admin API (`dlv_` + `id`), and the `webhook-id` of the
+                 *     Standard Webhooks specification. Under the `X-Service-Signature` scheme it is not part of the
+                 *     signed message (use it to deduplicate, not to authenticate); the Standard Webhooks signature
+                 *     (`webhook-signature`) covers it.
+                 */
+                "webhook-id": components["parameters"]["WebhookId"];
+                /**
+                 * @description Sent only on a resend (a delivery re-sent from the panel or the admin API): the `webhook-id`
+                 *     of the delivery it re-sends. The resend has an id of its own; if the original had not
+                 *     succeeded yet it was stopped, otherwise both arrive. Like `webhook-id`, not part of the
+                 *     `X-Service-Signature` message; covered by `webhook-signature`.
+                 */
+                "X-Service-Replaces"?: components["parameters"]["XServiceReplaces"];
+                /**
+                 * @description Sent when the endpoint receives the Standard Webhooks headers (`standard_webhooks: true`):
+                 *     Unix time in seconds at which this attempt was signed, the same value as
+                 *     `X-Service-Timestamp`. Part of the message `webhook-signature` signs.
+                 */
+                "webhook-timestamp"?: components["parameters"]["WebhookTimestamp"];
+                /**
+                 * @description Sent when the endpoint receives the Standard Webhooks headers (`standard_webhooks: true`):
+                 *     `v1,` followed by the base64 (standard alphabet, padded) HMAC-SHA256 of
+                 *     `{webhook-id}.{webhook-timestamp}.{raw body}`, keyed with the bytes the endpoint's secret
+                 *     decodes to: the part after `whsec_`, base64-decoded (the Standard Webhooks libraries do exactly
+                 *     this: `new Webhook(secret).verify(rawBody, headers)`). During a secret rotation's grace period
+                 *     it carries one signature per secret, separated by a space (`v1,<old> v1,<new>`), so a receiver
+                 *     holding either secret verifies it.
+                 */
+                "webhook-signature"?: components["parameters"]["WebhookSignature"];
             };
             path?: never;
             cookie?: never;
@@ -1790,6 +1865,39 @@ export interface operations {
                  *     Compare it in constant time with the value you compute; answer 400 on mismatch.
                  */
                 "X-Service-Signature": components["parameters"]["XServiceSignature"];
+                /**
+                 * @description The delivery's id (`dlv_` and a number): the same on every retry of a delivery, and new for
+                 *     each other delivery, a test event or a resend included. Deduplicate on it: a delivery whose id
+                 *     you have already processed can be acknowledged and skipped. It is the `id` of the delivery in
+                 *     the administration panel and the admin API (`dlv_` + `id`), and the `webhook-id` of the
+                 *     Standard Webhooks specification. Under the `X-Service-Signature` scheme it is not part of the
+                 *     signed message (use it to deduplicate, not to authenticate); the Standard Webhooks signature
+                 *     (`webhook-signature`) covers it.
+                 */
+                "webhook-id": components["parameters"]["WebhookId"];
+                /**
+                 * @description Sent only on a resend (a delivery re-sent from the panel or the admin API): the `webhook-id`
+                 *     of the delivery it re-sends. The resend has an id of its own; if the original had not
+                 *     succeeded yet it was stopped, otherwise both arrive. Like `webhook-id`, not part of the
+                 *     `X-Service-Signature` message; covered by `webhook-signature`.
+                 */
+                "X-Service-Replaces"?: components["parameters"]["XServiceReplaces"];
+                /**
+                 * @description Sent when the endpoint receives the Standard Webhooks headers (`standard_webhooks: true`):
+                 *     Unix time in seconds at which this attempt was signed, the same value as
+                 *     `X-Service-Timestamp`. Part of the message `webhook-signature` signs.
+                 */
+                "webhook-timestamp"?: components["parameters"]["WebhookTimestamp"];
+                /**
+                 * @description Sent when the endpoint receives the Standard Webhooks headers (`standard_webhooks: true`):
+                 *     `v1,` followed by the base64 (standard alphabet, padded) HMAC-SHA256 of
+                 *     `{webhook-id}.{webhook-timestamp}.{raw body}`, keyed with the bytes the endpoint's secret
+                 *     decodes to: the part after `whsec_`, base64-decoded (the Standard Webhooks libraries do exactly
+                 *     this: `new Webhook(secret).verify(rawBody, headers)`). During a secret rotation's grace period
+                 *     it carries one signature per secret, separated by a space (`v1,<old> v1,<new>`), so a receiver
+                 *     holding either secret verifies it.
+                 */
+                "webhook-signature"?: components["parameters"]["WebhookSignature"];
             };
             path?: never;
             cookie?: never;
@@ -1827,6 +1935,39 @@ export interface operations {
                  *     Compare it in constant time with the value you compute; answer 400 on mismatch.
                  */
                 "X-Service-Signature": components["parameters"]["XServiceSignature"];
+                /**
+                 * @description The delivery's id (`dlv_` and a number): the same on every retry of a delivery, and new for
+                 *     each other delivery, a test event or a resend included. Deduplicate on it: a delivery whose id
+                 *     you have already processed can be acknowledged and skipped. It is the `id` of the delivery in
+                 *     the administration panel and the admin API (`dlv_` + `id`), and the `webhook-id` of the
+                 *     Standard Webhooks specification. Under the `X-Service-Signature` scheme it is not part of the
+                 *     signed message (use it to deduplicate, not to authenticate); the Standard Webhooks signature
+                 *     (`webhook-signature`) covers it.
+                 */
+                "webhook-id": components["parameters"]["WebhookId"];
+                /**
+                 * @description Sent only on a resend (a delivery re-sent from the panel or the admin API): the `webhook-id`
+                 *     of the delivery it re-sends. The resend has an id of its own; if the original had not
+                 *     succeeded yet it was stopped, otherwise both arrive. Like `webhook-id`, not part of the
+                 *     `X-Service-Signature` message; covered by `webhook-signature`.
+                 */
+                "X-Service-Replaces"?: components["parameters"]["XServiceReplaces"];
+                /**
+                 * @description Sent when the endpoint receives the Standard Webhooks headers (`standard_webhooks: true`):
+                 *     Unix time in seconds at which this attempt was signed, the same value as
+                 *     `X-Service-Timestamp`. Part of the message `webhook-signature` signs.
+                 */
+                "webhook-timestamp"?: components["parameters"]["WebhookTimestamp"];
+                /**
+                 * @description Sent when the endpoint receives the Standard Webhooks headers (`standard_webhooks: true`):
+                 *     `v1,` followed by the base64 (standard alphabet, padded) HMAC-SHA256 of
+                 *     `{webhook-id}.{webhook-timestamp}.{raw body}`, keyed with the bytes the endpoint's secret
+                 *     decodes to: the part after `whsec_`, base64-decoded (the Standard Webhooks libraries do exactly
+                 *     this: `new Webhook(secret).verify(rawBody, headers)`). During a secret rotation's grace period
+                 *     it carries one signature per secret, separated by a space (`v1,<old> v1,<new>`), so a receiver
+                 *     holding either secret verifies it.
+                 */
+                "webhook-signature"?: components["parameters"]["WebhookSignature"];
             };
             path?: never;
             cookie?: never;

@@ -23,9 +23,19 @@ export type WebhookPayload = { [Event in WebhookEvent]: WebhookPayloadOf<Event> 
 export const WEBHOOK_HEADERS = [
   { name: "X-Service-Timestamp", required: true, pattern: new RegExp("^[0-9]+$", 'u') },
   { name: "X-Service-Signature", required: true, pattern: new RegExp("^sha256=[0-9a-f]{64}$", 'u') },
+  { name: "webhook-id", required: true, pattern: new RegExp("^dlv_[1-9][0-9]{0,15}$", 'u') },
+  { name: "X-Service-Replaces", required: false, pattern: new RegExp("^dlv_[1-9][0-9]{0,15}$", 'u') },
+  { name: "webhook-timestamp", required: false, pattern: new RegExp("^[0-9]+$", 'u') },
+  { name: "webhook-signature", required: false, pattern: new RegExp("^v1,[A-Za-z0-9+/]{43}=( v1,[A-Za-z0-9+/]{43}=)*$", 'u') },
 ] as const;
 
 export type WebhookHeaderName = (typeof WEBHOOK_HEADERS)[number]['name'];
+
+/** The headers every delivery carries (`required: true`). */
+export type WebhookRequiredHeaderName = Extract<(typeof WEBHOOK_HEADERS)[number], { required: true }>['name'];
+
+/** The headers only some deliveries carry (`required: false`: a resend, the Standard Webhooks headers). */
+export type WebhookOptionalHeaderName = Exclude<WebhookHeaderName, WebhookRequiredHeaderName>;
 
 // RFC 3339 date-time, as ajv-formats' full mode checks it (leap years, a time zone, leap seconds).
 const DATE_TIME_SEPARATOR = /t|\s/i;

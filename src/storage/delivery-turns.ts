@@ -25,15 +25,20 @@ const byDue = (a: Pick<DueDelivery, 'id' | 'nextAttemptAt'>, b: Pick<DueDelivery
  */
 export function takeTurns(
   candidates: DueDelivery[], claim: DeliveryClaim, leases: ReadonlyMap<number, number>, merchantOf: ReadonlyMap<number, number>,
+  /** Issue 23.4: per rate-limited endpoint, how many of its slots start within the horizon (rateSlots). */
+  slotsOf: ReadonlyMap<number, number> = new Map(),
 ): number[] {
-  // 1. Each endpoint's turns, after the deliveries it already has in flight.
+  // 1. Each endpoint's turns, after the deliveries it already has in flight, and within its rate.
   const endpointTurns = new Map<number, number>();
+  const taken = new Map<number, number>();
   const withinEndpoints = [...candidates].sort((a, b) => a.endpointId - b.endpointId || byDue(a, b)).map((candidate) => {
     const held = Math.max(leases.get(candidate.endpointId) ?? 0, claim.inFlightByEndpoint.get(candidate.endpointId) ?? 0);
     const endpointTurn = (endpointTurns.get(candidate.endpointId) ?? held) + 1;
     endpointTurns.set(candidate.endpointId, endpointTurn);
-    return { ...candidate, endpointTurn };
-  }).filter((candidate) => candidate.endpointTurn <= claim.perEndpoint);
+    const nth = (taken.get(candidate.endpointId) ?? 0) + 1;
+    taken.set(candidate.endpointId, nth);
+    return { ...candidate, endpointTurn, nth };
+  }).filter((candidate) => candidate.endpointTurn <= claim.perEndpoint && candidate.nth <= (slotsOf.get(candidate.endpointId) ?? Infinity));
 
   // 2. Each merchant's turns, its endpoints taking theirs in order, after what this process already
   // sends to the merchant.
@@ -56,4 +61,65 @@ export function takeTurns(
   // 3. Merchants take turns: every merchant's first before any merchant's second; the longest due first within a turn.
   ranked.sort((a, b) => a.turn - b.turn || byDue(a, b));
   return ranked.slice(0, claim.limit).map((candidate) => candidate.id);
+}
+
+/**
+ * Issue 23.4: a claim reserves the slots of a rate-limited endpoint that start within this long
+ * from now; each claimed delivery waits for its slot. The dispatcher claims again at least every
+ * poll (CPS_WEBHOOK_POLL_INTERVAL_MS, 250 ms), so the next slots are claimed before these end.
+ */
+export const RATE_HORIZON_MS = 1000;
+
+/** A rate-limited endpoint: its `max_per_second`, and when its next slot starts (null: at once). */
+export interface EndpointRate {
+  maxPerSecond: number;
+  nextAt: string | null;
+}
+
+/**
+ * Slots are this much further apart than 1000 / max_per_second ms: a delivery's arrival varies by
+ * a few ms (the network, the event loop), and without it one second at the receiver could now and
+ * then hold max_per_second + 1 of them.
+ */
+export const RATE_MARGIN = 0.02;
+
+/** The time between two slots of an endpoint's rate, in ms. */
+export const slotInterval = (maxPerSecond: number) => (1000 / maxPerSecond) * (1 + RATE_MARGIN);
+
+const slotStart = (rate: EndpointRate, now: Date) => Math.max(rate.nextAt === null ? 0 : Date.parse(rate.nextAt), now.getTime());
+
+/**
+ * How many slots of each rate-limited endpoint start within RATE_HORIZON_MS of `now`: slots are
+ * slotInterval apart (1000 / max_per_second ms and RATE_MARGIN), from the endpoint's next slot (or now, if that has passed), so
+ * no second holds more than max_per_second starts, whichever processes claim them.
+ */
+export function rateSlots(rates: ReadonlyMap<number, EndpointRate>, now: Date): Map<number, number> {
+  const slots = new Map<number, number>();
+  for (const [endpointId, rate] of rates) {
+    const interval = slotInterval(rate.maxPerSecond);
+    const room = now.getTime() + RATE_HORIZON_MS - slotStart(rate, now);
+    slots.set(endpointId, room <= 0 ? 0 : Math.min(rate.maxPerSecond, Math.ceil(room / interval)));
+  }
+  return slots;
+}
+
+/**
+ * The slots the chosen deliveries of rate-limited endpoints take, in their due order: when each
+ * may start (`sendAt`, by delivery id), and each endpoint's next free slot after them (`nextAt`).
+ */
+export function assignSlots(
+  chosen: readonly DueDelivery[], rates: ReadonlyMap<number, EndpointRate>, now: Date,
+): { sendAt: Map<number, string>; nextAt: Map<number, string> } {
+  const sendAt = new Map<number, string>();
+  const nextAt = new Map<number, string>();
+  const next = new Map<number, number>();
+  for (const delivery of [...chosen].sort(byDue)) {
+    const rate = rates.get(delivery.endpointId);
+    if (!rate) continue;
+    const at = next.get(delivery.endpointId) ?? slotStart(rate, now);
+    sendAt.set(delivery.id, new Date(at).toISOString());
+    next.set(delivery.endpointId, at + slotInterval(rate.maxPerSecond));
+  }
+  for (const [endpointId, at] of next) nextAt.set(endpointId, new Date(Math.ceil(at)).toISOString());
+  return { sendAt, nextAt };
 }

@@ -8,7 +8,7 @@
 // `snapshot(fn)` hands fn a reader on one consistent view. Operations called on the CatalogStorage itself
 // run on their own (each write its own transaction); inside a transaction, use its tx.
 import type {
-  ApiKeyRecord, AttemptRecord, AttributeDefinitionRecord, CustomerGroupRecord, DeliveryClaim, DeliveryRecord,
+  ApiKeyRecord, AttemptRecord, AttributeDefinitionRecord, ClaimedDelivery, CustomerGroupRecord, DeliveryClaim, DeliveryRecord,
   ClaimedImageMirror, DeliveryStatus, ExchangeRateRecord, FeedPosition, ImageMirrorRecord, ImageMirrorWork, ImageStateCounts, MerchantRecord,
   AttemptHourRecord, NotificationKind, NotificationRecord, OperationalCounts, OutboxGroup, OutboxRow, PricingRuleInputRecord, PricingRuleRecord, ProductListPage, ProductListQuery, ProductRecord,
   AuditEntryRecord, ImportJobProgress, ImportJobRecord, PanelInvitationRecord, PanelSessionRecord, PanelUserRecord, PublishRunRecord,
@@ -290,8 +290,17 @@ export interface DeliveryStore {
    * claim.leaseMs and gives first attempts their occurred_at. Endpoints take turns, so a backlog at
    * one endpoint never fills the whole claim, and per-endpoint concurrency holds across processes.
    * The lease ends when updateDelivery records the attempt's outcome, or when it expires.
+   * An endpoint with `max_per_second` gets only the slots of its rate that start within the next
+   * RATE_HORIZON_MS (delivery-turns.ts), each claimed delivery's `send_at` naming its slot.
    */
-  claimDueDeliveries(claim: DeliveryClaim): Promise<DeliveryRecord[]>;
+  claimDueDeliveries(claim: DeliveryClaim): Promise<ClaimedDelivery[]>;
+  /**
+   * Issue 23.4: adds `productIds` to the newest delivery of the endpoint's event and store that
+   * waits for its first attempt (pending, never attempted, not leased, neither a test nor a resend),
+   * up to `batchSize` ids in all. Returns the ids it now carries of those offered (none: no such
+   * delivery, or it was full).
+   */
+  fillWaitingDelivery(group: Pick<OutboxGroup, 'endpointId' | 'event' | 'storeId'>, productIds: number[], batchSize: number): Promise<number[]>;
   updateDelivery(id: number, patch: Partial<Omit<DeliveryRecord, 'id' | 'endpoint_id'>>): Promise<void>;
   /** Marks the endpoint's pending and failed deliveries dropped; returns how many. */
   dropPendingDeliveries(endpointId: number): Promise<number>;

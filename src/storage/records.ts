@@ -282,6 +282,10 @@ export interface WebhookEndpointRecord extends EndpointHealth {
   /** null: every store of the merchant. */
   store_id: number | null;
   events: ChangeType[];
+  /** Whether deliveries also carry the Standard Webhooks headers (issue 23.3). */
+  standard_webhooks: boolean;
+  /** The most deliveries a second the endpoint receives, across processes; null: no limit (issue 23.4). */
+  max_per_second: number | null;
   /** The secret that signs; during a rotation, the old one (webhooks/signing.ts, secretsAt). */
   secret: string;
   /** A rotation's new secret: it signs from pending_secret_until on, or once confirmed. */
@@ -293,7 +297,8 @@ export interface WebhookEndpointRecord extends EndpointHealth {
   created_at: string;
 }
 
-export type WebhookEndpointInputRecord = Pick<WebhookEndpointRecord, 'merchant_id' | 'url' | 'store_id' | 'events' | 'secret' | 'created_at'>;
+export type WebhookEndpointInputRecord = Pick<WebhookEndpointRecord, 'merchant_id' | 'url' | 'store_id' | 'events' | 'secret' | 'created_at'>
+  & Partial<Pick<WebhookEndpointRecord, 'standard_webhooks' | 'max_per_second'>>;
 
 export interface OutboxRow {
   endpointId: number;
@@ -312,6 +317,11 @@ export interface OutboxGroup {
 }
 
 export type DeliveryRecord = AdminSchemas['Delivery'];
+/**
+ * A delivery leased by a claim. `send_at`: for an endpoint with `max_per_second`, the time its
+ * attempt may start (the claim reserved that slot of the endpoint's rate); null: at once.
+ */
+export type ClaimedDelivery = DeliveryRecord & { send_at: string | null };
 /** A delivery to insert: a test or a resend says so (`replaced_by` is set later, by its resend). */
 export type NewDelivery = Omit<DeliveryRecord, 'id' | 'test' | 'replaces' | 'replaced_by'> & Partial<Pick<DeliveryRecord, 'test' | 'replaces'>>;
 export type AttemptRecord = AdminSchemas['Attempt'];

@@ -45,10 +45,12 @@ export const toPricingRule = (r: Row): PricingRuleRecord => ({
 export const toEndpoint = (r: Row): WebhookEndpointRecord => ({
   ...(r as unknown as WebhookEndpointRecord),
   events: JSON.parse(r.events as string),
+  standard_webhooks: flag(r.standard_webhooks),
+  max_per_second: (r.max_per_second as number | null) ?? null,
 });
 
 /** The endpoint's columns an update may set. */
-export const ENDPOINT_FIELDS = ['url', 'store_id', 'events', 'secret', 'pending_secret', 'secret_rotated_at', 'pending_secret_until',
+export const ENDPOINT_FIELDS = ['url', 'store_id', 'events', 'standard_webhooks', 'max_per_second', 'secret', 'pending_secret', 'secret_rotated_at', 'pending_secret_until',
   'status', 'consecutive_failures', 'failure_streak_started_at', 'paused_until', 'owners_notified_at', 'disabled_reason', 'last_success_at', 'last_failure_at'] as const;
 
 /** The record (the admin API's shape): bookkeeping columns such as oldest_change_at stay in storage. */
@@ -75,3 +77,24 @@ export const toAttempt = (r: Row): AttemptRecord => ({
 
 /** The UTC hour an ISO instant falls in, as the attempt counts key it (migration 36): `YYYY-MM-DDTHH`. */
 export const hourOf = (iso: string): string => iso.slice(0, 13);
+
+/**
+ * A waiting delivery's ids with `offered` added, up to `batchSize` in all, sorted as a delivery's
+ * ids are: `carried`, the offered ids it now carries (ones it held already included); `added`,
+ * whether any was new.
+ */
+export function fillIds(ids: readonly number[], offered: readonly number[], batchSize: number): { ids: number[]; carried: number[]; added: boolean } {
+  const held = new Set(ids);
+  const carried: number[] = [];
+  let added = false;
+  for (const id of offered) {
+    if (held.has(id)) {
+      carried.push(id);
+    } else if (held.size < batchSize) {
+      held.add(id);
+      carried.push(id);
+      added = true;
+    }
+  }
+  return { ids: [...held].sort((a, b) => a - b), carried, added };
+}

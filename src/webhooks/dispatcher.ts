@@ -5,7 +5,7 @@
 import type { Config } from '../config.js';
 import { WEBHOOKS, type WebhookPayload, type WebhookSchemaError } from '../generated/public-webhooks.js';
 import type {
-  AttemptOutcome, CatalogStorage, DeliveryRecord, NotificationRecord, OutboxGroup, StorageTx, WebhookEndpointRecord,
+  AttemptOutcome, CatalogStorage, ClaimedDelivery, DeliveryRecord, NotificationRecord, OutboxGroup, StorageTx, WebhookEndpointRecord,
 } from '../storage/port.js';
 import type { NewAttempt } from '../storage/records.js';
 import {
@@ -31,6 +31,8 @@ export interface DispatcherDependencies {
   logger?: Logger;
   /** Counts attempts by outcome for /metrics. */
   metrics?: DeliveryObserver;
+  /** Waits until `at` on the clock `now` reads (a delivery waiting for its endpoint's rate slot); tests with a fake clock pass their own. */
+  waitUntil?: (at: Date) => Promise<void>;
 }
 
 export function healthPolicy(config: WebhookConfig): HealthPolicy {
@@ -277,9 +279,21 @@ export class WebhookDispatcher {
       await tx.updateWebhookEndpoint(endpoint.id, health);
       await endConditions(tx, endpoint, health, now);
     }
+    // Issue 23.4: an endpoint with a rate has deliveries waiting for their turn; the changes go
+    // into the newest of them first, up to batchSize ids, so a storm arrives as few full ones.
+    const filled = new Set<number>();
+    const filledRows: number[] = [];
+    if (endpoint.max_per_second !== null && deliver) {
+      const offered = [...new Set(rows.map((r) => r.productId))];
+      for (const id of await tx.fillWaitingDelivery(group, offered, this.config.batchSize)) filled.add(id);
+    }
     const batches: { rowIds: number[]; productIds: number[]; oldestAt: string }[] = [];
     let current = { rowIds: [] as number[], productIds: [] as number[], oldestAt: '' };
     for (const row of rows) {
+      if (filled.has(row.productId)) {
+        filledRows.push(row.id);
+        continue;
+      }
       if (!current.productIds.includes(row.productId)) {
         if (current.productIds.length === this.config.batchSize) {
           batches.push(current);
@@ -302,7 +316,7 @@ export class WebhookDispatcher {
       }, batch.oldestAt);
     }
     // The batched rows go in one statement (same transaction: together with their deliveries or not at all).
-    await tx.deleteOutboxRows(batches.flatMap((batch) => batch.rowIds));
+    await tx.deleteOutboxRows([...filledRows, ...batches.flatMap((batch) => batch.rowIds)]);
     return batches.length;
   }
 
@@ -315,7 +329,7 @@ export class WebhookDispatcher {
   async sendDue(): Promise<number> {
     let sent = 0;
     const sending = new Set<Promise<void>>();
-    const start = (delivery: DeliveryRecord, endpoint: Promise<WebhookEndpointRecord | undefined>) => {
+    const start = (delivery: ClaimedDelivery, endpoint: Promise<WebhookEndpointRecord | undefined>) => {
       const send: Promise<void> = this.send(delivery, endpoint).then(() => { sent++; }).finally(() => sending.delete(send));
       sending.add(send);
     };
@@ -333,7 +347,7 @@ export class WebhookDispatcher {
    * overlap): each claim counts the sends the claims before it started, per endpoint and per
    * merchant, so no merchant's share is handed out twice.
    */
-  private claimFreeSlots(start: (delivery: DeliveryRecord, endpoint: Promise<WebhookEndpointRecord | undefined>) => void): Promise<void> {
+  private claimFreeSlots(start: (delivery: ClaimedDelivery, endpoint: Promise<WebhookEndpointRecord | undefined>) => void): Promise<void> {
     const turn = this.claiming.then(async () => {
       const free = this.config.overallConcurrency - this.inflight.size;
       if (free <= 0 || this.stopping) return;
@@ -349,7 +363,7 @@ export class WebhookDispatcher {
     return turn;
   }
 
-  private claim(limit: number): Promise<DeliveryRecord[]> {
+  private claim(limit: number): Promise<ClaimedDelivery[]> {
     return this.storage.claimDueDeliveries({
       now: this.deps.now,
       // Should this process die mid-send, the lease expires and the delivery is re-sent.
@@ -363,7 +377,7 @@ export class WebhookDispatcher {
   }
 
   /** One attempt of a claimed delivery, counted in flight for its endpoint until it is recorded. */
-  private async send(delivery: DeliveryRecord, endpoint: Promise<WebhookEndpointRecord | undefined>): Promise<void> {
+  private async send(delivery: ClaimedDelivery, endpoint: Promise<WebhookEndpointRecord | undefined>): Promise<void> {
     this.inflightByEndpoint.set(delivery.endpoint_id, (this.inflightByEndpoint.get(delivery.endpoint_id) ?? 0) + 1);
     const attempt = this.attempt(delivery, endpoint);
     this.inflight.set(delivery.id, attempt);
@@ -550,15 +564,24 @@ export class WebhookDispatcher {
     }, 'webhook payload breaks the document: not sent');
   }
 
-  private async attempt(delivery: DeliveryRecord, endpointRead: Promise<WebhookEndpointRecord | undefined>): Promise<void> {
+  private async attempt(delivery: ClaimedDelivery, endpointRead: Promise<WebhookEndpointRecord | undefined>): Promise<void> {
     const endpoint = await endpointRead;
     // Paused or disabled since the claim: the lease runs out and the delivery waits for the endpoint.
     if (!endpoint || endpoint.status !== 'active') return;
+    // Issue 23.4: the slot of the endpoint's rate the claim reserved for this attempt.
+    if (delivery.send_at !== null && Date.parse(delivery.send_at) > this.deps.now().getTime()) {
+      const at = new Date(delivery.send_at);
+      await (this.deps.waitUntil?.(at) ?? sleep(at.getTime() - this.deps.now().getTime()));
+    }
     const now = this.deps.now();
     const payload = deliveryBody(delivery, delivery.occurred_at ?? wholeSecondIso(now));
     if (!payload.ok) return this.giveUpInvalid(delivery, endpoint, payload.errors, now);
     const { body } = payload;
-    const request: SentRequest = { url: endpoint.url, headers: signedHeaders(secretsAt(endpoint, now).signing, body, now) };
+    const { signing, pending } = secretsAt(endpoint, now);
+    const headers = signedHeaders({
+      signing, pending: pending?.secret, deliveryId: delivery.id, replaces: delivery.replaces, standardWebhooks: endpoint.standard_webhooks,
+    }, body, now);
+    const request: SentRequest = { url: endpoint.url, headers };
     const result = await this.deps.sender.send(request.url, request.headers, body, endpoint.id);
     const at = this.deps.now();
     const outcome = await this.record(delivery, endpoint, request, result, at);
@@ -573,6 +596,8 @@ export class WebhookDispatcher {
     else this.log.warn({ ...fields, error: result.error }, 'webhook delivery failed');
   }
 }
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** The dispatcher as `serve` and `worker` run it: real HTTP sender through the SSRF guard, owner notifier. */
 export function createWebhookDispatcher(

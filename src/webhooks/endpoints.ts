@@ -13,7 +13,7 @@ import { audit, OPERATOR, type Actor } from '../admin/audit.js';
 import { deliveryBody } from './dispatcher.js';
 import { attemptStatsRange, attemptWindows, type AttemptWindow } from './attempt-stats.js';
 import { conditionsEnded, healthState } from './health.js';
-import { newSigningSecret, secretsAt } from './signing.js';
+import { newSigningSecret, secretsAt, suitsStandardWebhooks } from './signing.js';
 
 /** The events an endpoint subscribes to: the document's `webhooks:` section, in its order. */
 export const EVENTS: readonly ChangeType[] = WEBHOOK_EVENTS;
@@ -22,6 +22,10 @@ export interface EndpointInput {
   url?: string;
   store?: string | null;
   events?: ChangeType[];
+  /** Issue 23.3: also send the Standard Webhooks headers. */
+  standard_webhooks?: boolean;
+  /** Issue 23.4: the most deliveries a second (null: no limit). */
+  max_per_second?: number | null;
   status?: 'active' | 'paused';
 }
 
@@ -42,6 +46,8 @@ async function endpointView(reader: StorageOperations, endpoint: WebhookEndpoint
     url: endpoint.url,
     store,
     events: endpoint.events,
+    standard_webhooks: endpoint.standard_webhooks,
+    max_per_second: endpoint.max_per_second,
     status: endpoint.status,
     health: healthState(endpoint),
     failing_since: endpoint.consecutive_failures > 0 ? endpoint.failure_streak_started_at : null,
@@ -126,10 +132,13 @@ export class WebhookEndpoints {
       const secret = newSigningSecret();
       const created = await createdView(tx, await tx.createWebhookEndpoint({
         merchant_id: merchantId, url: input.url!, store_id: storeId ?? null, events: inSpecOrder(input.events ?? EVENTS),
+        standard_webhooks: input.standard_webhooks ?? false, max_per_second: input.max_per_second ?? null,
         secret, created_at: now.toISOString(),
       }), secret, now);
+      const options = [created.standard_webhooks && 'Standard Webhooks headers', created.max_per_second !== null && `at most ${created.max_per_second}/s`]
+        .filter(Boolean).join(', ');
       await audit(tx, merchantId, actor, 'endpoint.create',
-        `endpoint ${created.id} ${created.url} (${created.store ?? 'all stores'}: ${created.events.join(', ')})`, now);
+        `endpoint ${created.id} ${created.url} (${created.store ?? 'all stores'}: ${created.events.join(', ')}${options ? `; ${options}` : ''})`, now);
       return created;
     });
   }
@@ -142,11 +151,21 @@ export class WebhookEndpoints {
     return this.storage.transaction(async (tx) => {
       const endpoint = await this.endpointIn(tx, merchantId, endpointId);
       const storeId = await this.validate(tx, merchantId, input);
+      if (input.standard_webhooks === true && !endpoint.standard_webhooks) {
+        // The newest secret signs the Standard Webhooks scheme: a rotation's pending one, else the current one.
+        const newest = endpoint.pending_secret ?? endpoint.secret;
+        if (!suitsStandardWebhooks(newest)) {
+          throw new ProblemError('conflict', `Webhook endpoint ${endpointId}'s secret (${prefixOf(newest)}…) was issued before Standard `
+            + 'Webhooks were supported and holds "-" or "_", which their libraries cannot decode. Rotate the secret first, then turn them on.');
+        }
+      }
       const before = await endpointView(tx, endpoint, this.now());
       await tx.updateWebhookEndpoint(endpoint.id, {
         ...(input.url !== undefined ? { url: input.url } : {}),
         ...(storeId !== undefined ? { store_id: storeId } : {}),
         ...(input.events !== undefined ? { events: inSpecOrder(input.events) } : {}),
+        ...(input.standard_webhooks !== undefined ? { standard_webhooks: input.standard_webhooks } : {}),
+        ...(input.max_per_second !== undefined ? { max_per_second: input.max_per_second } : {}),
         // Re-enabling clears the health record: the operator vouches for the receiver.
         ...(input.status === 'active' ? {
           status: 'active', consecutive_failures: 0, failure_streak_started_at: null, paused_until: null, disabled_reason: null,
@@ -164,9 +183,12 @@ export class WebhookEndpoints {
         before.url !== after.url && `URL ${after.url}`,
         before.store !== after.store && `store ${after.store ?? 'all stores'}`,
         before.events.join() !== after.events.join() && `events ${after.events.join(', ')}`,
+        before.standard_webhooks !== after.standard_webhooks && `Standard Webhooks headers ${after.standard_webhooks ? 'on' : 'off'}`,
+        before.max_per_second !== after.max_per_second && `rate ${after.max_per_second === null ? 'unlimited' : `at most ${after.max_per_second}/s`}`,
         input.status !== undefined && `status ${input.status}`,
       ].filter((change): change is string => typeof change === 'string');
-      const statusOnly = input.status !== undefined && input.url === undefined && input.store === undefined && input.events === undefined;
+      const statusOnly = input.status !== undefined && input.url === undefined && input.store === undefined && input.events === undefined
+        && input.standard_webhooks === undefined && input.max_per_second === undefined;
       const action = statusOnly ? (input.status === 'paused' ? 'endpoint.pause' : 'endpoint.enable') : 'endpoint.update';
       await audit(tx, merchantId, actor, action, `endpoint ${endpoint.id} ${statusOnly ? after.url : changes.join('; ') || 'unchanged'}`, this.now());
       return after;

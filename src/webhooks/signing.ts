@@ -1,16 +1,53 @@
-// Webhook authenticity (spec 5): `sha256=` + hex(HMAC_SHA256(secret, `${timestamp}.${raw_body}`)).
+// Webhook authenticity (spec 5): `sha256=` + hex(HMAC_SHA256(secret, `${timestamp}.${raw_body}`)),
+// and, for endpoints that choose them, the Standard Webhooks headers beside it: `webhook-signature`
+// = `v1,` + base64(HMAC_SHA256(key, `${id}.${timestamp}.${raw_body}`)), the key being what the
+// secret's part after `whsec_` decodes to as base64 (as the Standard Webhooks libraries derive it).
 import { createHmac, randomBytes } from 'node:crypto';
-import type { WebhookHeaderName } from '../generated/public-webhooks.js';
+import type { WebhookOptionalHeaderName, WebhookRequiredHeaderName } from '../generated/public-webhooks.js';
 import type { WebhookEndpointRecord } from '../storage/port.js';
 
-/** The delivery headers the spec's `webhooks:` section declares (the generated registry: one set for every event). */
-export type DeliveryHeaders = { [Name in WebhookHeaderName]: string } & { 'Content-Type': 'application/json' };
+/** The delivery headers the spec's `webhooks:` section declares (the generated registry). */
+export type DeliveryHeaders = { [Name in WebhookRequiredHeaderName]: string }
+  & { [Name in WebhookOptionalHeaderName]?: string }
+  & { 'Content-Type': 'application/json' };
 
 export const SECRET_PREFIX = 'whsec_';
 
-/** A new signing secret: `whsec_` + 32 random bytes (product decisions: at least 24). */
+const ALPHANUMERIC = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+
+/** Letters and digits after `whsec_` in a secret issued now. */
+export const SECRET_CHARACTERS = 48;
+
+/**
+ * A new signing secret: `whsec_` + 48 letters and digits drawn without bias from
+ * crypto.randomBytes (about 285 bits; product decisions: at least 24 bytes). Letters and digits
+ * only, in a multiple of four, so the part after `whsec_` is base64 in both alphabets, unpadded:
+ * the 36-byte key the Standard Webhooks libraries derive from it.
+ */
 export function newSigningSecret(): string {
-  return `${SECRET_PREFIX}${randomBytes(32).toString('base64url')}`;
+  let out = '';
+  while (out.length < SECRET_CHARACTERS) {
+    for (const byte of randomBytes(64)) {
+      // 248 = 4 * 62: bytes above it would favour the first characters.
+      if (byte < 248 && out.length < SECRET_CHARACTERS) out += ALPHANUMERIC[byte % 62];
+    }
+  }
+  return `${SECRET_PREFIX}${out}`;
+}
+
+/**
+ * Whether the Standard Webhooks libraries can derive a key from `secret`: the part after `whsec_`
+ * is base64 of the standard alphabet. Every secret issued now is; one issued before may hold the
+ * base64url `-` or `_`, which they refuse.
+ */
+export function suitsStandardWebhooks(secret: string): boolean {
+  const encoded = secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret;
+  return /^[A-Za-z0-9+/]+={0,2}$/.test(encoded) && encoded.length % 4 !== 1;
+}
+
+/** The key the Standard Webhooks scheme signs with: the secret's part after `whsec_`, base64-decoded. */
+export function standardWebhooksKey(secret: string): Buffer {
+  return Buffer.from(secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret, 'base64');
 }
 
 /** A rotation in its grace period: the new secret, waiting to sign. */
@@ -43,12 +80,51 @@ export function signatureFor(secret: string, timestamp: string, rawBody: string 
   return `sha256=${hmac.digest('hex')}`;
 }
 
-/** The headers of a delivery signed now (spec 4.5). */
-export function signedHeaders(secret: string, body: string, now: Date): DeliveryHeaders {
+/** One `v1,` signature of the Standard Webhooks scheme. */
+export function standardSignatureFor(secret: string, id: string, timestamp: string, rawBody: string | Uint8Array): string {
+  const hmac = createHmac('sha256', standardWebhooksKey(secret));
+  hmac.update(`${id}.${timestamp}.`);
+  hmac.update(rawBody);
+  return `v1,${hmac.digest('base64')}`;
+}
+
+/** The `webhook-id` of a delivery: `dlv_` and its id, the same on every attempt. */
+export const webhookIdOf = (deliveryId: number) => `dlv_${deliveryId}`;
+
+export interface DeliverySigning {
+  /** The secret that signs `X-Service-Signature` now (secretsAt). */
+  signing: string;
+  /** During a rotation's grace period, the new secret: `webhook-signature` carries its signature too. */
+  pending?: string | null;
+  /** The delivery's id (`webhook-id` is `dlv_` + it). */
+  deliveryId: number;
+  /** The delivery a resend re-sends (`X-Service-Replaces`). */
+  replaces?: number | null;
+  /** Whether the endpoint also receives `webhook-timestamp` and `webhook-signature`. */
+  standardWebhooks?: boolean;
+}
+
+/**
+ * The headers of a delivery signed now (spec 4.5, plus `webhook-id` and, when the endpoint chose
+ * them, the Standard Webhooks headers). `webhook-signature` holds one signature per secret in
+ * effect that suits the scheme: the signing one and, during a rotation, the new one.
+ */
+export function signedHeaders(options: DeliverySigning, body: string, now: Date): DeliveryHeaders {
   const timestamp = String(Math.floor(now.getTime() / 1000));
-  return {
+  const id = webhookIdOf(options.deliveryId);
+  const headers: DeliveryHeaders = {
     'Content-Type': 'application/json',
     'X-Service-Timestamp': timestamp,
-    'X-Service-Signature': signatureFor(secret, timestamp, body),
+    'X-Service-Signature': signatureFor(options.signing, timestamp, body),
+    'webhook-id': id,
   };
+  if (options.replaces) headers['X-Service-Replaces'] = webhookIdOf(options.replaces);
+  if (options.standardWebhooks) {
+    const secrets = [options.signing, options.pending].filter((s): s is string => !!s && suitsStandardWebhooks(s));
+    if (secrets.length > 0) {
+      headers['webhook-timestamp'] = timestamp;
+      headers['webhook-signature'] = secrets.map((s) => standardSignatureFor(s, id, timestamp, body)).join(' ');
+    }
+  }
+  return headers;
 }

@@ -2,7 +2,7 @@
 // packs it (scripts/pack-client.ts), the tarball installs OFFLINE into an empty project, and an
 // integrator's TypeScript example type-checks against the package's .d.ts and runs against the
 // real server: the paging iterator, pollChanges, a store's snapshot export and syncStore over it
-// (issue 23.1), and verifyWebhook (with the generated payload validator it ships, which needs no
+// (issue 23.1), verifyWebhook and verifyWebhookDelivery (a Standard Webhooks delivery, issue 23.3; with the generated payload validator it ships, which needs no
 // runtime dependency).
 import { execFile } from 'node:child_process';
 import { createHmac } from 'node:crypto';
@@ -11,6 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Webhook } from 'standardwebhooks';
 import { CLIENT_PACKAGE, packClient } from '../../scripts/pack-client.js';
 import { adminOk, createMerchant, importNdjson } from '../support/admin-http.js';
 import { startTestService, type TestService } from '../support/service.js';
@@ -45,7 +46,7 @@ const EXAMPLE = `
 import {
   createCatalogClient, exportStore, iterateProducts, mapReplica, pollChanges, syncStore, type ChangeCursor, type Product, type StoreSnapshot,
 } from '${CLIENT_PACKAGE}';
-import { verifyWebhook, WebhookVerificationError, type WebhookPayload } from '${CLIENT_PACKAGE}/webhooks';
+import { verifyWebhook, verifyWebhookDelivery, WebhookVerificationError, type WebhookPayload } from '${CLIENT_PACKAGE}/webhooks';
 import { createHmac } from 'node:crypto';
 
 const env = process.env as Record<string, string>;
@@ -85,6 +86,14 @@ const payload: WebhookPayload = verifyWebhook({
   secret: env.SECRET, rawBody: env.BODY,
   headers: { 'x-service-timestamp': env.TIMESTAMP, 'x-service-signature': env.SIGNATURE },
 });
+// A delivery with the Standard Webhooks headers (signed by the standardwebhooks package): the id to deduplicate on.
+const delivery = verifyWebhookDelivery({
+  secret: env.SECRET, rawBody: env.BODY,
+  headers: {
+    'x-service-timestamp': env.TIMESTAMP, 'x-service-signature': env.SIGNATURE,
+    'webhook-id': env.WEBHOOK_ID, 'webhook-timestamp': env.TIMESTAMP, 'webhook-signature': env.STANDARD_SIGNATURE,
+  },
+});
 let tampered = 'accepted';
 try {
   verifyWebhook({ secret: env.SECRET, rawBody: env.BODY.replace('1', '2'), headers: { 'x-service-timestamp': env.TIMESTAMP, 'x-service-signature': env.SIGNATURE } });
@@ -105,6 +114,7 @@ try {
 console.log(JSON.stringify({
   titles, changed, caughtUp: typeof cursor?.since === 'string', exported, snapshotAtFeedEnd: JSON.stringify(snapshot.cursor) === JSON.stringify(cursor),
   replica: [...replica.products.keys()], synced: JSON.stringify(synced) === JSON.stringify(cursor), event: payload.event, tampered, rejected,
+  delivery: [delivery.id, delivery.scheme, delivery.payload.event],
 }));
 `;
 
@@ -164,15 +174,19 @@ describe('the client package', () => {
 
     const body = JSON.stringify({ event: 'price', store_id: 1, product_ids: [1], occurred_at: new Date().toISOString().replace(/\.\d+Z$/, 'Z') });
     const timestamp = String(Math.floor(Date.now() / 1000));
-    const secret = 'whsec_example_secret_for_the_package_test';
+    const secret = 'whsec_exampleSecretForThePackageTest0123456789abcdefgh';
     const signature = `sha256=${createHmac('sha256', secret).update(`${timestamp}.${body}`).digest('hex')}`;
+    const standardSignature = new Webhook(secret).sign('dlv_42', new Date(Number(timestamp) * 1000), body);
     const { stdout } = await run(process.execPath, ['out/example.js'], {
-      cwd: project, env: { ...process.env, BASE_URL: service.url, API_KEY: apiKey, SECRET: secret, BODY: body, TIMESTAMP: timestamp, SIGNATURE: signature },
+      cwd: project, env: {
+        ...process.env, BASE_URL: service.url, API_KEY: apiKey, SECRET: secret, BODY: body, TIMESTAMP: timestamp, SIGNATURE: signature,
+        WEBHOOK_ID: 'dlv_42', STANDARD_SIGNATURE: standardSignature,
+      },
     });
     expect(JSON.parse(stdout)).toEqual({
       titles: ['Alpha', 'Beta', 'Gamma'], changed: [1, 2, 3], caughtUp: true, exported: [1, 2, 3], snapshotAtFeedEnd: true,
       replica: [1, 2, 3], synced: true, event: 'price', tampered: 'signature_mismatch',
-      rejected: 'invalid_payload /product_ids',
+      rejected: 'invalid_payload /product_ids', delivery: ['dlv_42', 'standard', 'price'],
     });
   }, 60_000);
 });

@@ -4,7 +4,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { verifyWebhook, WebhookVerificationError, type WebhookPayload } from '../../src/client/webhooks.js';
+import { verifyWebhook, verifyWebhookDelivery, WebhookVerificationError, type WebhookPayload } from '../../src/client/webhooks.js';
 import { signedHeaders } from '../../src/webhooks/signing.js';
 
 // The test vector published in the document (openapi/openapi.yaml, "Verifying a delivery").
@@ -67,14 +67,14 @@ describe('verifyWebhook', () => {
     ['a property the document does not state', { retry: 1 }, ''],
   ])('rejects a correctly signed payload with %s, saying where', (_name, change, instancePath) => {
     const body = JSON.stringify({ ...JSON.parse(BODY), ...change });
-    const signed = signedHeaders(SECRET, body, new Date());
+    const signed = signedHeaders({ signing: SECRET, deliveryId: 7 }, body, new Date());
     expect(() => verifyWebhook({ secret: SECRET, headers: signed, rawBody: body }))
       .toThrow(expect.objectContaining({ reason: 'invalid_payload', schemaErrors: [expect.objectContaining({ instancePath })] }));
   });
 
   it('rejects a correctly signed body that is not a delivery payload', () => {
     const body = '{"event":"deleted","product_ids":[1]}';
-    const signed = signedHeaders(SECRET, body, new Date());
+    const signed = signedHeaders({ signing: SECRET, deliveryId: 7 }, body, new Date());
     expect(() => verifyWebhook({ secret: SECRET, headers: signed, rawBody: body }))
       .toThrow(expect.objectContaining({ reason: 'invalid_payload' }));
   });
@@ -86,7 +86,7 @@ describe('verifyWebhook with a list of secrets (a secret rotation)', () => {
 
   it('accepts a delivery signed with any of the secrets, in either order', () => {
     for (const signedWith of [SECRET, NEW_SECRET]) {
-      const signed = signedHeaders(signedWith, body, new Date());
+      const signed = signedHeaders({ signing: signedWith, deliveryId: 7 }, body, new Date());
       for (const secret of [[SECRET, NEW_SECRET], [NEW_SECRET, SECRET]]) {
         expect(verifyWebhook({ secret, headers: signed, rawBody: body })).toEqual(JSON.parse(body));
       }
@@ -97,10 +97,10 @@ describe('verifyWebhook with a list of secrets (a secret rotation)', () => {
   });
 
   it('rejects a delivery that none of the secrets signed, a tampered body and a stale timestamp as with one secret', () => {
-    const signed = signedHeaders('whsec_another', body, new Date());
+    const signed = signedHeaders({ signing: 'whsec_another', deliveryId: 7 }, body, new Date());
     expect(() => verifyWebhook({ secret: [SECRET, NEW_SECRET], headers: signed, rawBody: body }))
       .toThrow(expect.objectContaining({ reason: 'signature_mismatch' }));
-    const genuine = signedHeaders(NEW_SECRET, body, new Date());
+    const genuine = signedHeaders({ signing: NEW_SECRET, deliveryId: 7 }, body, new Date());
     expect(() => verifyWebhook({ secret: [SECRET, NEW_SECRET], headers: genuine, rawBody: body.replace('7', '8') }))
       .toThrow(expect.objectContaining({ reason: 'signature_mismatch' }));
     expect(() => verifyWebhook({ secret: [SECRET, NEW_SECRET], headers: genuine, rawBody: body, now: () => new Date(Date.now() + 301_000) }))
@@ -108,15 +108,56 @@ describe('verifyWebhook with a list of secrets (a secret rotation)', () => {
   });
 
   it('refuses an empty list or an empty secret with a TypeError, whatever the delivery', () => {
-    const signed = signedHeaders(SECRET, body, new Date());
+    const signed = signedHeaders({ signing: SECRET, deliveryId: 7 }, body, new Date());
     for (const secret of [[], [''], [SECRET, ''], '']) {
       expect(() => verifyWebhook({ secret, headers: signed, rawBody: body })).toThrow(TypeError);
     }
   });
 });
 
+describe('verifyWebhookDelivery', () => {
+  const body = '{"event":"price","store_id":1,"product_ids":[1042],"occurred_at":"2025-03-14T09:26:55Z"}';
+  const STANDARD = 'whsec_4cG9t2VnQx8LrW7bYh3KpZ5mJd6FsA1eQ2m9Rb7Xk3Lp';
+
+  it('verifies the Standard Webhooks scheme when the delivery carries it, and returns the id, what it replaces and the scheme', () => {
+    const signed = signedHeaders({ signing: STANDARD, deliveryId: 81723, replaces: 81690, standardWebhooks: true }, body, new Date());
+    expect(signed['webhook-signature']).toMatch(/^v1,/);
+    const verified = verifyWebhookDelivery({ secret: STANDARD, headers: signed, rawBody: body });
+    expect(verified).toMatchObject({ id: 'dlv_81723', replaces: 'dlv_81690', scheme: 'standard', timestamp: Number(signed['X-Service-Timestamp']) });
+    expect(verified.payload.product_ids).toEqual([1042]);
+    // Either scheme on request; the service scheme alone when no webhook-signature came.
+    expect(verifyWebhookDelivery({ secret: STANDARD, headers: signed, rawBody: body, scheme: 'service' }).scheme).toBe('service');
+    const { 'webhook-signature': _s, 'webhook-timestamp': _t, ...serviceOnly } = signed;
+    expect(verifyWebhookDelivery({ secret: STANDARD, headers: serviceOnly, rawBody: body }).scheme).toBe('service');
+    expect(() => verifyWebhookDelivery({ secret: STANDARD, headers: serviceOnly, rawBody: body, scheme: 'standard' }))
+      .toThrow(expect.objectContaining({ reason: 'missing_header' }));
+    // The standard signature covers the id: another id does not verify; without one it cannot be checked.
+    expect(() => verifyWebhookDelivery({ secret: STANDARD, headers: { ...signed, 'webhook-id': 'dlv_1' }, rawBody: body }))
+      .toThrow(expect.objectContaining({ reason: 'signature_mismatch' }));
+    const { 'webhook-id': _id, ...withoutId } = signed;
+    expect(() => verifyWebhookDelivery({ secret: STANDARD, headers: withoutId, rawBody: body }))
+      .toThrow(expect.objectContaining({ reason: 'missing_header' }));
+    // The spec's scheme does not need the id (it does not sign it): a sender of only the spec's headers verifies.
+    const { 'webhook-id': _i2, ...specOnly } = serviceOnly;
+    expect(verifyWebhookDelivery({ secret: STANDARD, headers: specOnly, rawBody: body })).toMatchObject({ id: null, scheme: 'service' });
+  });
+
+  it('accepts a webhook-signature of two during a rotation with either secret, and refuses a malformed one', () => {
+    const NEW = 'whsec_Q2m9Rb7Xk3Lp4cG9t2VnQx8LrW7bYh3KpZ5mJd6FsA1e';
+    const signed = signedHeaders({ signing: STANDARD, pending: NEW, deliveryId: 5, standardWebhooks: true }, body, new Date());
+    expect(signed['webhook-signature']!.split(' ')).toHaveLength(2);
+    for (const secret of [STANDARD, NEW, [STANDARD, NEW]]) {
+      expect(verifyWebhookDelivery({ secret, headers: signed, rawBody: body }).scheme).toBe('standard');
+    }
+    expect(() => verifyWebhookDelivery({ secret: 'whsec_someone_else', headers: signed, rawBody: body }))
+      .toThrow(expect.objectContaining({ reason: 'signature_mismatch' }));
+    expect(() => verifyWebhookDelivery({ secret: STANDARD, headers: { ...signed, 'webhook-signature': 'v2,abc' }, rawBody: body }))
+      .toThrow(expect.objectContaining({ reason: 'malformed_header' }));
+  });
+});
+
 describe('the example receiver', () => {
-  // As in the README: verify, answer 400 on a bad signature, deduplicate on event + product ids.
+  // As in the README: verify, answer 400 on a bad signature, deduplicate on the webhook-id.
   const processed: WebhookPayload[] = [];
   const seen = new Set<string>();
   // The README's WEBHOOK_SECRETS during a rotation: the old secret and the new one.
@@ -127,10 +168,9 @@ describe('the example receiver', () => {
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
       try {
-        const payload = verifyWebhook({ secret: secrets, headers: req.headers, rawBody: Buffer.concat(chunks) });
-        const key = `${payload.event}:${payload.store_id}:${[...payload.product_ids].sort((a, b) => a - b).join(',')}`;
-        if (!seen.has(key)) {
-          seen.add(key);
+        const { id, payload } = verifyWebhookDelivery({ secret: secrets, headers: req.headers, rawBody: Buffer.concat(chunks) });
+        if (!seen.has(id!)) {
+          seen.add(id!);
           processed.push(payload);
         }
         res.writeHead(204).end();
@@ -148,7 +188,7 @@ describe('the example receiver', () => {
   afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
 
   const post = (body: string, extra: Record<string, string> = {}) =>
-    fetch(url, { method: 'POST', headers: { ...signedHeaders(SECRET, body, new Date()), ...extra }, body });
+    fetch(url, { method: 'POST', headers: { ...signedHeaders({ signing: SECRET, deliveryId: 7 }, body, new Date()), ...extra }, body });
 
   it('acknowledges a signed delivery, and processes a re-sent one only once', async () => {
     const body = '{"event":"content","store_id":2,"product_ids":[7,3],"occurred_at":"2026-11-25T10:00:00Z"}';
@@ -160,10 +200,10 @@ describe('the example receiver', () => {
   it('acknowledges a delivery signed with either secret during a rotation', async () => {
     const body = '{"event":"removed","store_id":2,"product_ids":[11],"occurred_at":"2026-11-25T10:00:00Z"}';
     for (const secret of [SECRET, ROTATED]) {
-      const response = await fetch(url, { method: 'POST', headers: signedHeaders(secret, body, new Date()), body });
+      const response = await fetch(url, { method: 'POST', headers: signedHeaders({ signing: secret, deliveryId: 7 }, body, new Date()), body });
       expect(response.status).toBe(204);
     }
-    const other = await fetch(url, { method: 'POST', headers: signedHeaders('whsec_someone_else', body, new Date()), body });
+    const other = await fetch(url, { method: 'POST', headers: signedHeaders({ signing: 'whsec_someone_else', deliveryId: 7 }, body, new Date()), body });
     expect(other.status).toBe(400);
   });
 

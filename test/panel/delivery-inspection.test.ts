@@ -94,7 +94,7 @@ describe('inspecting deliveries in the browser', () => {
     const got = receiver.requests[0]!;
     expect(await page.locator('#request-body').textContent()).toBe(got.rawBody.toString('utf8'));
     const facts = await page.locator('#delivery-facts').textContent();
-    expect(facts).toContain(`${failed.id} (the same in each retry`);
+    expect(facts).toContain(`${failed.id} (webhook-id: dlv_${failed.id}, the same in each retry`);
     // The request line and the headers the service set, as recorded; then, labelled apart, the
     // ones the HTTP client added. Every line is compared with what the receiver received.
     const attemptRow = page.locator('tr.attempt').first();
@@ -114,6 +114,7 @@ describe('inspecting deliveries in the browser', () => {
       `Content-Type: ${got.headers['content-type']}`,
       `X-Service-Timestamp: ${got.timestamp}`,
       `X-Service-Signature: ${got.signature}`,
+      `webhook-id: dlv_${failed.id}`,
     ]);
     expect(added).toEqual([`host: ${got.headers.host}`, `connection: ${got.headers.connection}`, `content-length: ${got.rawBody.length}`]);
     const attempt = await page.locator('tr.attempt').first().textContent();

@@ -134,6 +134,51 @@ describe('registering and editing an endpoint in the browser', () => {
     expect(before.count).toBe(0);
   });
 
+  it('chooses the Standard Webhooks headers and a rate in the form (issue 23.3, 23.4): the endpoint page shows them and the next delivery is signed both ways', async () => {
+    const [endpoint] = await endpoints();
+    const edit = `${endpointsUrl}/${endpoint!.id}/edit`;
+    await page.goto(edit);
+    const standard = page.getByLabel('Also send the Standard Webhooks headers');
+    const rate = page.getByLabel('Deliveries a second at most');
+    expect(await standard.isChecked()).toBe(false);
+    expect(await rate.inputValue()).toBe('');
+    await standard.check();
+    await rate.fill('5');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.waitForURL(`${endpointsUrl}/${endpoint!.id}?done=updated`);
+    expect(await page.locator('#endpoint-rate').textContent()).toBe('At most 5 deliveries a second');
+    expect(await page.locator('#endpoint-headers').textContent()).toContain('Standard Webhooks');
+    expect(await endpoints()).toEqual([{ ...endpoint, standard_webhooks: true, max_per_second: 5 }]);
+    // A new product (a `price` change in each store); the receiver checks webhook-signature too when it is sent.
+    await service.admin.upsertProduct(merchantId, 'TENT-2', {
+      content: { de: { title: 'Zelt' } }, offers: [{ supplier_ref: 'nordwind', quantity: 4, cost: '11.00', currency: 'EUR' }],
+    });
+    const received = after.count;
+    clock.advance(2_000);
+    await service.service.dispatcher.tick();
+    expect(after.count).toBe(received + 2);
+    expect(after.requests.at(-1)!.headers['webhook-signature']).toMatch(/^v1,/);
+    const [delivered] = await endpoints();
+    // And back: the form shows what is set; emptied and unchecked, no limit and the spec's headers only.
+    await page.goto(edit);
+    expect(await standard.isChecked()).toBe(true);
+    expect(await rate.inputValue()).toBe('5');
+    await standard.uncheck();
+    await rate.fill('');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.waitForURL(`${endpointsUrl}/${endpoint!.id}?done=updated`);
+    expect(await page.locator('#endpoint-rate').textContent()).toBe('No limit');
+    expect(await endpoints()).toEqual([{ ...delivered, standard_webhooks: false, max_per_second: null }]);
+    // A rate outside 1 to 1000 is refused in plain words, naming the field; nothing changes.
+    await page.goto(edit);
+    await rate.evaluate((input) => { (input as HTMLInputElement).removeAttribute('min'); });
+    await rate.fill('0');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.waitForLoadState();
+    expect(await page.getByRole('alert').textContent()).toMatch(/^Deliveries a second at most /);
+    expect(await endpoints()).toEqual([{ ...delivered, standard_webhooks: false, max_per_second: null }]);
+  });
+
   it('shows refused input beside the form, as typed, and changes nothing', async () => {
     const [endpoint] = await endpoints();
     await page.goto(`${endpointsUrl}/${endpoint!.id}/edit`);

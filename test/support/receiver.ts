@@ -5,6 +5,7 @@
 // - spec 4.5: POST, `Content-Type: application/json`, `X-Service-Timestamp` in Unix seconds;
 // - spec 5: `X-Service-Signature` = `sha256=` + lowercase hex HMAC-SHA256 over
 //   `{timestamp}.{raw body}` keyed with the endpoint's secret, compared in constant time;
+// - the Standard Webhooks `webhook-signature`, when sent (issue 23.3);
 // - the body against the schema of its event in the public document's `webhooks:` section.
 // A request that fails a check is answered 400 (as the reference receivers do) and recorded; reading
 // the log of, or closing, a receiver that saw one throws.
@@ -89,6 +90,19 @@ function check(
     verifiedWith = secrets.find((secret) => signatureMatches(secret, timestamp, rawBody, signature));
     if (!verifiedWith) problems.push(secrets.length ? 'signature does not verify with the endpoint secret' : 'the receiver has no secret set');
   }
+  // The Standard Webhooks signature, when sent (issue 23.3): one of its `v1,` signatures, keyed with
+  // what a secret's part after whsec_ decodes to, over `{webhook-id}.{webhook-timestamp}.{raw body}`.
+  const standard = headers['webhook-signature'];
+  if (typeof standard === 'string') {
+    const id = headers['webhook-id'];
+    const at = headers['webhook-timestamp'];
+    if (at !== timestamp) problems.push(`webhook-timestamp "${at}" is not X-Service-Timestamp "${timestamp}"`);
+    const signed = secrets.some((secret) => {
+      const expected = createHmac('sha256', Buffer.from(secret.replace(/^whsec_/, ''), 'base64')).update(`${id}.${at}.`).update(rawBody).digest('base64');
+      return standard.split(' ').some((s) => s === `v1,${expected}`);
+    });
+    if (!signed) problems.push('webhook-signature does not verify with the endpoint secret');
+  }
   let payload: WebhookPayload | undefined;
   try {
     payload = JSON.parse(rawBody.toString('utf8')) as WebhookPayload;
@@ -102,7 +116,13 @@ function check(
     } else {
       try {
         for (const parameter of operation.parameters as { $ref: string }[]) {
-          const name = (parameters[parameter.$ref.split('/').pop()!]!.name as string).toLowerCase();
+          const declared = parameters[parameter.$ref.split('/').pop()!]!;
+          const name = (declared.name as string).toLowerCase();
+          // A header only some deliveries carry (a resend's, the Standard Webhooks ones) is checked when present.
+          if (headers[name] === undefined) {
+            if (declared.required) problems.push(`the ${declared.name} header is missing`);
+            continue;
+          }
           publicContract.validateSchema(`${parameter.$ref.slice(1)}/schema`, headers[name]);
         }
         publicContract.validateSchema((operation.requestBody.content['application/json'].schema.$ref as string).slice(1), payload);

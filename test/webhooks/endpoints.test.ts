@@ -14,7 +14,7 @@ afterEach(async () => {
   world = undefined;
 });
 
-const SECRET = /^whsec_[A-Za-z0-9_-]{43}$/;
+const SECRET = /^whsec_[A-Za-z0-9]{48}$/;
 
 async function worldWithReceiver(options: Parameters<typeof startWebhookWorld>[0] = {}) {
   const w = await startWebhookWorld({ stores: ['de', 'pl'], ...options });

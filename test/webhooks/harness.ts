@@ -81,6 +81,10 @@ export async function startWebhookWorld(options: {
     random: () => 0.5,
     logger: options.logger,
     metrics: service.server.metrics,
+    // A delivery waiting for its endpoint's rate slot moves the fake clock to it (never back).
+    waitUntil: async (at) => {
+      if (at.getTime() > clock.ms) clock.advance(at.getTime() - clock.ms);
+    },
   });
   const merchant = await createMerchant(service, 'Webhook Outfitters', { owner_emails: ['owner@example.com'] });
   const { base } = merchant;

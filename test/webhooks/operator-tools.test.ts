@@ -162,6 +162,7 @@ describe('the request a delivery sent (issue 22.9)', () => {
       expect(attempt.request_url).toBe(receiver.url);
       expect(attempt.request_headers).toEqual({
         'Content-Type': got.headers['content-type'], 'X-Service-Timestamp': got.timestamp, 'X-Service-Signature': got.signature,
+        'webhook-id': got.headers['webhook-id'],
       });
     }
     // Two attempts, two timestamps, two signatures over the same bytes.

@@ -33,7 +33,10 @@ describe('the webhook registry', () => {
       const declared = doc.webhooks[event].post.parameters.map((p: Json) => doc.components.parameters[p.$ref.split('/').at(-1)].name);
       expect(WEBHOOKS[event].headers.map((h) => h.name)).toEqual(declared);
     }
-    expect(WEBHOOK_HEADERS.map((h) => h.name)).toEqual(['X-Service-Timestamp', 'X-Service-Signature']);
+    expect(WEBHOOK_HEADERS.map((h) => [h.name, h.required])).toEqual([
+      ['X-Service-Timestamp', true], ['X-Service-Signature', true], ['webhook-id', true],
+      ['X-Service-Replaces', false], ['webhook-timestamp', false], ['webhook-signature', false],
+    ]);
     expect(WEBHOOK_PRODUCT_IDS_MAX_ITEMS).toBe(doc.components.schemas.WebhookPayload.properties.product_ids.maxItems);
     expect([IDS_MAX_ITEMS, PER_PAGE_MAXIMUM, CHANGES_MAX_ITEMS]).toEqual([200, 200, 1000]);
   });

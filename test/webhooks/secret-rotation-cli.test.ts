@@ -44,7 +44,7 @@ describe('webhooks rotate and webhooks confirm-secret', () => {
     const rotatedRun = await cli(['webhooks', 'rotate', ...endpointArgs(created.id), '--json']);
     expect(rotatedRun.code, rotatedRun.stderr).toBe(0);
     const rotated = JSON.parse(rotatedRun.stdout);
-    expect(rotated.secret).toMatch(/^whsec_[A-Za-z0-9_-]{43}$/);
+    expect(rotated.secret).toMatch(/^whsec_[A-Za-z0-9]{48}$/);
     expect(rotated).toMatchObject({ id: created.id, secret_prefix: created.secret_prefix, secret_rotation: { new_secret_prefix: rotated.secret.slice(0, 12) } });
     const until = Date.parse(rotated.secret_rotation.pending_until);
     expect(until).toBeGreaterThanOrEqual(before + 24 * 3600_000 - 1000);
@@ -78,4 +78,29 @@ describe('webhooks rotate and webhooks confirm-secret', () => {
     expect(Date.parse(until)).toBeLessThanOrEqual(Date.now() + 2 * 3600_000);
     expect(result.stdout).toContain(`The new secret is shown once: store it now. The old one signs until ${until}; run \`webhooks confirm-secret\``);
   }, 120_000);
+});
+
+describe('webhooks create and update with the endpoint options (issue 23.3, 23.4)', () => {
+  it('create takes --standard-webhooks on and --max-per-second N; update changes them (none removes the limit); bad values fail naming the option', async () => {
+    const createdRun = await cli(['webhooks', 'create', '--merchant', String(merchant.id), '--url', 'https://hooks.example.com/options',
+      '--standard-webhooks', 'on', '--max-per-second', '5', '--json']);
+    expect(createdRun.code, createdRun.stderr).toBe(0);
+    const created = JSON.parse(createdRun.stdout);
+    expect(created).toMatchObject({ standard_webhooks: true, max_per_second: 5 });
+    expect(created.secret).toMatch(/^whsec_[A-Za-z0-9]{48}$/);
+
+    const updatedRun = await cli(['webhooks', 'update', ...endpointArgs(created.id), '--standard-webhooks', 'off', '--max-per-second', 'none', '--json']);
+    expect(updatedRun.code, updatedRun.stderr).toBe(0);
+    expect(JSON.parse(updatedRun.stdout)).toMatchObject({ id: created.id, standard_webhooks: false, max_per_second: null, url: created.url });
+    const shown = await service.adminApi('GET', `${merchant.base}/webhook-endpoints/${created.id}`);
+    expect(shown.body).toMatchObject({ standard_webhooks: false, max_per_second: null });
+
+    const tooMany = await cli(['webhooks', 'update', ...endpointArgs(created.id), '--max-per-second', '1001']);
+    expect(tooMany.code).not.toBe(0);
+    expect(tooMany.stderr).toContain('--max-per-second: Too big: expected number to be <=1000');
+    const notOnOff = await cli(['webhooks', 'update', ...endpointArgs(created.id), '--standard-webhooks', 'maybe']);
+    expect(notOnOff.code).not.toBe(0);
+    expect(notOnOff.stderr).toContain('--standard-webhooks takes on or off');
+    expect((await service.adminApi('GET', `${merchant.base}/webhook-endpoints/${created.id}`)).body.max_per_second).toBeNull();
+  });
 });

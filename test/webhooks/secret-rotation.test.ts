@@ -13,7 +13,7 @@ afterEach(async () => {
   world = undefined;
 });
 
-const SECRET = /^whsec_[A-Za-z0-9_-]{43}$/;
+const SECRET = /^whsec_[A-Za-z0-9]{48}$/;
 const prefix = (secret: string) => secret.slice(0, 12);
 const plusHours = (iso: string, hours: number) => new Date(Date.parse(iso) + hours * HOUR).toISOString();
 

@@ -182,6 +182,10 @@ function EndpointDetailPage(props: {
           <dt>URL</dt><dd>{endpoint.url}</dd>
           <dt>Store</dt><dd>{endpoint.store ?? 'all stores'}</dd>
           <dt>Events</dt><dd>{endpoint.events.join(', ')}</dd>
+          <dt>Headers</dt><dd id="endpoint-headers">{endpoint.standard_webhooks
+            ? <>The service's and the Standard Webhooks headers (<code>webhook-signature</code>)</>
+            : <>The service's (<code>X-Service-Signature</code>, <code>webhook-id</code>)</>}</dd>
+          <dt>Rate</dt><dd id="endpoint-rate">{endpoint.max_per_second === null ? 'No limit' : `At most ${endpoint.max_per_second} deliveries a second`}</dd>
           <dt>Secret</dt><dd id="endpoint-secret"><SecretState endpoint={endpoint} /></dd>
           <dt>Health</dt><dd id="endpoint-health"><Health endpoint={endpoint} /></dd>
         </dl>
@@ -228,7 +232,7 @@ function DeliveryPage(props: {
       <p><a href={base}>Back to endpoint #{endpointId}</a></p>
       <Notice text={props.notice} />
       <dl class="facts" id="delivery-facts">
-        <dt>Delivery id</dt><dd>{delivery.id} <span class="muted">(the same in each retry; a resend is a new delivery with its own id)</span></dd>
+        <dt>Delivery id</dt><dd>{delivery.id} <span class="muted">(<code>webhook-id: dlv_{delivery.id}</code>, the same in each retry; a resend is a new delivery with its own id)</span></dd>
         <dt>Status</dt><dd><span class={`delivery-${delivery.status}`}>{delivery.status}</span></dd>
         {delivery.test && (
           <><dt>Test</dt><dd id="delivery-test"><span class="tag tag-test">test</span> Sent with “Send test”: its product is a sample and nothing changed (the receiver cannot tell).</dd></>

@@ -11,7 +11,7 @@ import { formAction, idParam, merchantOf, sessionOf } from '../handlers.js';
 import { CsrfField, ErrorMessage, Layout, type ShownError } from '../layout.js';
 import { redirectRefused, refusalOf } from '../refusals.js';
 import type { PanelEnv } from '../session.js';
-import { ENDPOINT_FIELD_LABELS, EndpointFields, type EndpointFormInput } from './endpoint-form.js';
+import { ENDPOINT_FIELD_LABELS, EndpointFields, endpointOptions, formOptionsOf, type EndpointFormInput } from './endpoint-form.js';
 
 function EditEndpointPage(props: {
   session: PanelSession; merchantId: number; endpointId: number; stores: StoreRecord[]; input: EndpointFormInput;
@@ -47,7 +47,7 @@ export function endpointEditPages(service: Service, accounts: () => PanelAccount
     const endpoint = await endpoints.endpoint(merchantId, idParam(c, 'endpointId', 'Webhook endpoint'));
     // After a refused save: the form as typed, with the reason (refusals.ts).
     const refused = await refusalOf<EndpointFormInput>(c, accounts);
-    const input = refused?.input ?? { url: endpoint.url, store: endpoint.store ?? '', events: endpoint.events };
+    const input = refused?.input ?? { url: endpoint.url, store: endpoint.store ?? '', events: endpoint.events, ...formOptionsOf(endpoint) };
     return c.html(
       <EditEndpointPage session={sessionOf(c)} merchantId={merchantId} endpointId={endpoint.id} stores={await admin.listStores(merchantId)} input={input}
         error={refused?.error} />,
@@ -60,9 +60,12 @@ export function endpointEditPages(service: Service, accounts: () => PanelAccount
     // Another merchant's endpoint is a 404, whatever the form holds.
     const endpointId = (await endpoints.endpoint(merchantId, idParam(c, 'endpointId', 'Webhook endpoint'))).id;
     const form = await formOf(c);
-    const input = { url: field(form, 'url'), store: field(form, 'store'), events: fields(form, 'events') };
+    const input = {
+      url: field(form, 'url'), store: field(form, 'store'), events: fields(form, 'events'),
+      standardWebhooks: field(form, 'standard_webhooks') === 'on', maxPerSecond: field(form, 'max_per_second'),
+    };
     const outcome = await formAction(() => endpoints.update(merchantId, endpointId, validated(WebhookEndpointUpdateSchema, {
-      url: input.url, store: input.store || null, events: input.events,
+      url: input.url, store: input.store || null, events: input.events, ...endpointOptions(input),
     }), principalName(session.principal)));
     if (outcome.error) return redirectRefused(c, accounts, `/panel/merchants/${merchantId}/endpoints/${endpointId}/edit`, outcome.error, { input });
     return c.redirect(`/panel/merchants/${merchantId}/endpoints/${endpointId}?done=updated`, 303);

@@ -8,7 +8,9 @@ import type { StoreRecord } from '../../storage/records.js';
 import { EVENTS } from '../../webhooks/endpoints.js';
 
 /** The form's labels, by field name: its errors name the fields by them (plain-words.ts). */
-export const ENDPOINT_FIELD_LABELS = { url: 'Receiver URL', store: 'Store', events: 'Events' } as const;
+export const ENDPOINT_FIELD_LABELS = {
+  url: 'Receiver URL', store: 'Store', events: 'Events', standard_webhooks: 'Standard Webhooks headers', max_per_second: 'Deliveries a second at most',
+} as const;
 
 /** What the form holds: as typed, so that a refused form shows it again. */
 export interface EndpointFormInput {
@@ -16,6 +18,23 @@ export interface EndpointFormInput {
   /** A store's slug, or '' for all stores. */
   store: string;
   events: string[];
+  /** The checkbox: also send the Standard Webhooks headers (issue 23.3). */
+  standardWebhooks: boolean;
+  /** As typed: a whole number, or '' for no limit (issue 23.4). */
+  maxPerSecond: string;
+}
+
+/** The form's input as the admin document's endpoint input takes it. */
+export function endpointOptions(input: EndpointFormInput): { standard_webhooks: boolean; max_per_second: number | null } {
+  const typed = input.maxPerSecond.trim();
+  // A number the schema then bounds; anything else is sent as typed so that the schema names it.
+  const maxPerSecond = typed === '' ? null : /^[0-9]+$/.test(typed) ? Number(typed) : (typed as unknown as number);
+  return { standard_webhooks: input.standardWebhooks, max_per_second: maxPerSecond };
+}
+
+/** The form's input from an endpoint as it is. */
+export function formOptionsOf(endpoint: { standard_webhooks: boolean; max_per_second: number | null }): Pick<EndpointFormInput, 'standardWebhooks' | 'maxPerSecond'> {
+  return { standardWebhooks: endpoint.standard_webhooks, maxPerSecond: endpoint.max_per_second === null ? '' : String(endpoint.max_per_second) };
 }
 
 /** A description's `code` spans as <code>; the rest as text (the document's Markdown is no richer here). */
@@ -57,6 +76,24 @@ export function EndpointFields(props: { input: EndpointFormInput; stores: StoreR
             </div>
           );
         })}
+      </fieldset>
+      <fieldset class="delivery-options">
+        <legend>Delivery</legend>
+        <label>
+          <input type="checkbox" name="standard_webhooks" value="on" checked={input.standardWebhooks} aria-describedby="standard-webhooks-help" />
+          {' '}Also send the Standard Webhooks headers
+        </label>
+        <p class="muted" id="standard-webhooks-help">
+          <code>webhook-timestamp</code> and <code>webhook-signature</code>, beside the service's own headers, so the receiver can verify
+          deliveries with a Standard Webhooks library. Every delivery carries <code>webhook-id</code>, the same on each retry.
+        </p>
+        <label>Deliveries a second at most
+          <input type="number" name="max_per_second" min="1" max="1000" step="1" inputmode="numeric" value={input.maxPerSecond}
+            aria-describedby="max-per-second-help" />
+        </label>
+        <p class="muted" id="max-per-second-help">
+          Empty: no limit. With a limit, changes that arrive while deliveries wait for their turn fill them up to 100 products each.
+        </p>
       </fieldset>
     </>
   );

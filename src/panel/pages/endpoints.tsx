@@ -20,7 +20,7 @@ import { redirectRefused, refusalOf } from '../refusals.js';
 import type { PanelEnv } from '../session.js';
 import { AlreadyShown, redirectToShownOnce, shownOnce } from '../shown-once.js';
 import { Time } from '../time.js';
-import { ENDPOINT_FIELD_LABELS as FIELD_LABELS, EndpointFields, type EndpointFormInput } from './endpoint-form.js';
+import { ENDPOINT_FIELD_LABELS as FIELD_LABELS, EndpointFields, endpointOptions, type EndpointFormInput } from './endpoint-form.js';
 
 /** A new secret, between the POST that made it and the one page that shows it. */
 type ShownSecret =
@@ -65,7 +65,7 @@ function EndpointsPage(props: {
 }) {
   const { session, merchantId } = props;
   const base = `/panel/merchants/${merchantId}/endpoints`;
-  const input = props.input ?? { url: '', store: '', events: [...EVENTS] };
+  const input = props.input ?? { url: '', store: '', events: [...EVENTS], standardWebhooks: false, maxPerSecond: '' };
   return (
     <Layout title="Webhook endpoints" session={session} merchantId={merchantId}>
       <Notice text={props.notice} />
@@ -133,9 +133,12 @@ export function endpointPages(service: Service, accounts: () => PanelAccounts) {
     const session = sessionOf(c);
     const merchantId = merchantOf(c);
     const form = await formOf(c);
-    const input = { url: field(form, 'url'), store: field(form, 'store'), events: fields(form, 'events') };
+    const input = {
+      url: field(form, 'url'), store: field(form, 'store'), events: fields(form, 'events'),
+      standardWebhooks: field(form, 'standard_webhooks') === 'on', maxPerSecond: field(form, 'max_per_second'),
+    };
     const outcome = await formAction(() => endpoints.create(merchantId, validated(WebhookEndpointInputSchema, {
-      url: input.url, store: input.store || null, events: input.events,
+      url: input.url, store: input.store || null, events: input.events, ...endpointOptions(input),
     }), principalName(session.principal)));
     if (outcome.error) return redirectRefused(c, accounts, `/panel/merchants/${merchantId}/endpoints`, outcome.error, { input });
     const created = outcome.ok;

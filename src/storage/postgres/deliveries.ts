@@ -1,9 +1,11 @@
 // Webhook deliveries and their attempts on PostgreSQL, claimed by several dispatchers at once.
 import type { AttemptOutcome, DeliveryStore } from '../port.js';
-import type { AttemptHourRecord, AttemptRecord, DeliveryClaim, DeliveryRecord, DeliveryStatus, NewAttempt, NewDelivery } from '../records.js';
-import { ATTEMPT_COLUMNS, DELIVERY_COLUMNS, DELIVERY_FIELDS, hourOf, toAttempt, toDelivery } from '../rows.js';
+import type {
+  AttemptHourRecord, AttemptRecord, ClaimedDelivery, DeliveryClaim, DeliveryRecord, DeliveryStatus, NewAttempt, NewDelivery, OutboxGroup,
+} from '../records.js';
+import { ATTEMPT_COLUMNS, DELIVERY_COLUMNS, DELIVERY_FIELDS, fillIds, hourOf, toAttempt, toDelivery } from '../rows.js';
 import { wholeSecondIso } from '../../shared/time.js';
-import { takeTurns, type DueDelivery } from '../delivery-turns.js';
+import { assignSlots, rateSlots, RATE_HORIZON_MS, takeTurns, type DueDelivery, type EndpointRate } from '../delivery-turns.js';
 import type { PgConnection, Row } from './connection.js';
 import { notifyWork } from './wakeups.js';
 
@@ -15,7 +17,7 @@ const ENDPOINT_CLAIM_LOCK = 0x63707363;
 
 export class PgDeliveries implements DeliveryStore {
   static readonly writes = [
-    'insertDelivery', 'claimDueDeliveries', 'updateDelivery', 'dropPendingDeliveries', 'recordAttempt', 'recordAttemptOutcomes', 'replaceDelivery',
+    'insertDelivery', 'claimDueDeliveries', 'updateDelivery', 'dropPendingDeliveries', 'recordAttempt', 'recordAttemptOutcomes', 'replaceDelivery', 'fillWaitingDelivery',
   ] as const;
 
   constructor(private readonly c: PgConnection) {}
@@ -39,7 +41,7 @@ export class PgDeliveries implements DeliveryStore {
     return row && toDelivery(row);
   }
 
-  async claimDueDeliveries(claim: DeliveryClaim): Promise<DeliveryRecord[]> {
+  async claimDueDeliveries(claim: DeliveryClaim): Promise<ClaimedDelivery[]> {
     const at = claim.now();
     const now = at.toISOString();
     // 1. The active endpoints with due deliveries, each claim-locked (in id order) to the end of this
@@ -62,7 +64,9 @@ export class PgDeliveries implements DeliveryStore {
     // with the merchants of the endpoints this process sends to (a merchant's share counts all of
     // them). One statement, one round trip: its rows tagged by what they are.
     const inFlightIds = [...claim.inFlightByEndpoint.keys()];
-    const found = await this.c.rows<{ kind: 'candidate' | 'leases' | 'merchant'; id: number | null; endpointId: number; nextAttemptAt: string | null; n: number | null }>(`
+    // The rates of rate-limited endpoints are read here too, after their claim locks: one claim at a
+    // time reserves an endpoint's slots (issue 23.4).
+    const found = await this.c.rows<{ kind: 'candidate' | 'leases' | 'merchant' | 'rate'; id: number | null; endpointId: number; nextAttemptAt: string | null; n: number | null }>(`
       SELECT 'candidate' AS kind, d.id, d.endpoint_id AS "endpointId", d.next_attempt_at AS "nextAttemptAt", NULL::integer AS n
         FROM unnest($1::bigint[]) AS e(id) CROSS JOIN LATERAL (
           SELECT x.id, x.endpoint_id, x.next_attempt_at FROM webhook_deliveries AS x
@@ -72,22 +76,51 @@ export class PgDeliveries implements DeliveryStore {
       SELECT 'leases', NULL, endpoint_id, NULL, count(*)::integer FROM webhook_deliveries
         WHERE endpoint_id = ANY($1::bigint[]) AND leased_until > $2 GROUP BY endpoint_id
       UNION ALL
-      SELECT 'merchant', merchant_id, id, NULL, NULL FROM webhook_endpoints WHERE id = ANY($4::bigint[])`,
+      SELECT 'merchant', merchant_id, id, NULL, NULL FROM webhook_endpoints WHERE id = ANY($4::bigint[])
+      UNION ALL
+      SELECT 'rate', NULL, e.id, r.next_at, e.max_per_second FROM webhook_endpoints AS e
+        LEFT JOIN webhook_endpoint_rates AS r ON r.endpoint_id = e.id
+        WHERE e.id = ANY($1::bigint[]) AND e.max_per_second IS NOT NULL`,
     [endpointIds, now, claim.perEndpoint, inFlightIds]);
     const candidates = found.filter((r) => r.kind === 'candidate')
       .map((c): DueDelivery => ({ id: c.id!, endpointId: c.endpointId, merchantId: merchantOfDue.get(c.endpointId)!, nextAttemptAt: c.nextAttemptAt! }));
     if (candidates.length === 0) return [];
     const leases = found.filter((r) => r.kind === 'leases').map((r) => ({ endpointId: r.endpointId, n: r.n! }));
     const merchantOf = new Map(found.filter((r) => r.kind === 'merchant').map((r) => [r.endpointId, r.id!]));
-    const chosen = takeTurns(candidates, claim, new Map(leases.map((r) => [r.endpointId, r.n])), merchantOf);
+    const rates = new Map<number, EndpointRate>(found.filter((r) => r.kind === 'rate')
+      .map((r) => [r.endpointId, { maxPerSecond: r.n!, nextAt: r.nextAttemptAt }]));
+    const chosen = takeTurns(candidates, claim, new Map(leases.map((r) => [r.endpointId, r.n])), merchantOf, rateSlots(rates, at));
     if (chosen.length === 0) return [];
+    const chosenIds = new Set(chosen);
+    const slots = assignSlots(candidates.filter((c) => chosenIds.has(c.id)), rates, at);
     // 3. The lease: next_attempt_at keeps the delivery from being due again; leased_until counts it
-    // in flight for its endpoint, in every process, until its attempt is recorded.
-    const leaseUntil = new Date(at.getTime() + claim.leaseMs).toISOString();
-    const rows = await this.c.rows(`UPDATE webhook_deliveries SET next_attempt_at = $1, leased_until = $1, occurred_at = coalesce(occurred_at, $2)
+    // in flight for its endpoint, in every process, until its attempt is recorded. A delivery
+    // waiting for its rate's slot holds its lease that much longer; the endpoints' next slots are
+    // written in the same statement (its own table: the endpoint's row is never waited for).
+    const leaseUntil = new Date(at.getTime() + claim.leaseMs + (slots.sendAt.size > 0 ? RATE_HORIZON_MS : 0)).toISOString();
+    const rows = await this.c.rows(`WITH rates AS (
+        INSERT INTO webhook_endpoint_rates (endpoint_id, next_at) SELECT * FROM unnest($5::bigint[], $6::text[])
+        ON CONFLICT (endpoint_id) DO UPDATE SET next_at = excluded.next_at)
+      UPDATE webhook_deliveries SET next_attempt_at = $1, leased_until = $1, occurred_at = coalesce(occurred_at, $2)
       WHERE id = ANY($3::bigint[]) AND status IN ('pending', 'failed') AND next_attempt_at <= $4
-      RETURNING ${DELIVERY_COLUMNS}`, [leaseUntil, wholeSecondIso(at), chosen, now]);
-    return rows.map(toDelivery).sort((a, b) => a.id - b.id);
+      RETURNING ${DELIVERY_COLUMNS}`, [leaseUntil, wholeSecondIso(at), chosen, now, [...slots.nextAt.keys()], [...slots.nextAt.values()]]);
+    return rows.map((row): ClaimedDelivery => ({ ...toDelivery(row), send_at: slots.sendAt.get(Number(row.id)) ?? null })).sort((a, b) => a.id - b.id);
+  }
+
+  async fillWaitingDelivery(group: Pick<OutboxGroup, 'endpointId' | 'event' | 'storeId'>, productIds: number[], batchSize: number): Promise<number[]> {
+    // The endpoint's pending deliveries newest first (webhook_deliveries_endpoint_status): the first
+    // of the group's event and store that was never attempted nor leased. One a claim holds is
+    // skipped; the update checks again that no claim leased it meanwhile.
+    const row = await this.c.one<{ id: number; product_ids: string }>(`SELECT id, product_ids FROM webhook_deliveries
+      WHERE endpoint_id = $1 AND status = 'pending' AND event = $2 AND store_id IS NOT DISTINCT FROM $3 AND attempts = 0
+        AND leased_until IS NULL AND NOT test AND replaces IS NULL
+      ORDER BY id DESC LIMIT 1 FOR UPDATE SKIP LOCKED`, [group.endpointId, group.event, group.storeId]);
+    if (!row) return [];
+    const merged = fillIds(JSON.parse(row.product_ids) as number[], productIds, batchSize);
+    if (!merged.added) return merged.carried;
+    const updated = await this.c.run(`UPDATE webhook_deliveries SET product_ids = $1
+      WHERE id = $2 AND status = 'pending' AND attempts = 0 AND leased_until IS NULL`, [JSON.stringify(merged.ids), row.id]);
+    return updated === 1 ? merged.carried : [];
   }
 
   async updateDelivery(id: number, patch: Partial<Omit<DeliveryRecord, 'id' | 'endpoint_id'>>): Promise<void> {

@@ -953,4 +953,20 @@ ALTER TABLE webhook_attempts ADD COLUMN request_url text;
 ALTER TABLE webhook_attempts ADD COLUMN request_headers text;
 `,
   },
+  {
+    id: 38,
+    name: 'standard_webhooks_and_endpoint_rates',
+    sql: `
+-- Issue 23.3: an endpoint may also receive the Standard Webhooks headers (a constant default: no rewrite).
+ALTER TABLE webhook_endpoints ADD COLUMN standard_webhooks boolean NOT NULL DEFAULT false;
+-- Issue 23.4: the most deliveries a second it receives (NULL: no limit), and when its next
+-- delivery may start, shared by every process's claims (a table of its own: a claim never writes
+-- the endpoint's row, which attempts' health updates and coalescing passes hold).
+ALTER TABLE webhook_endpoints ADD COLUMN max_per_second integer;
+CREATE TABLE webhook_endpoint_rates (
+  endpoint_id bigint PRIMARY KEY REFERENCES webhook_endpoints(id) ON DELETE CASCADE,
+  next_at text COLLATE "C" NOT NULL
+);
+`,
+  },
 ];

@@ -10,9 +10,10 @@ export class PgWebhookEndpoints implements WebhookEndpointStore {
   constructor(private readonly c: PgConnection) {}
 
   async createWebhookEndpoint(input: WebhookEndpointInputRecord): Promise<WebhookEndpointRecord> {
-    const row = await this.c.one(`INSERT INTO webhook_endpoints (merchant_id, url, store_id, events, secret, created_at)
-      VALUES ($1, $2, $3, $4, $5, $6) RETURNING *`,
-    [input.merchant_id, input.url, input.store_id, JSON.stringify(input.events), input.secret, input.created_at]);
+    const row = await this.c.one(`INSERT INTO webhook_endpoints (merchant_id, url, store_id, events, standard_webhooks, max_per_second, secret, created_at)
+      VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING *`,
+    [input.merchant_id, input.url, input.store_id, JSON.stringify(input.events), input.standard_webhooks ?? false, input.max_per_second ?? null,
+      input.secret, input.created_at]);
     return toEndpoint(row!);
   }
 

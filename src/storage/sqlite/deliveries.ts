@@ -1,14 +1,16 @@
 // Webhook deliveries and their attempts on SQLite.
 import type { AttemptOutcome, DeliveryStore } from '../port.js';
-import type { AttemptHourRecord, AttemptRecord, DeliveryClaim, DeliveryRecord, DeliveryStatus, NewAttempt, NewDelivery } from '../records.js';
-import { ATTEMPT_COLUMNS, DELIVERY_COLUMNS, DELIVERY_FIELDS, hourOf, toAttempt, toDelivery } from '../rows.js';
+import type {
+  AttemptHourRecord, AttemptRecord, ClaimedDelivery, DeliveryClaim, DeliveryRecord, DeliveryStatus, NewAttempt, NewDelivery, OutboxGroup,
+} from '../records.js';
+import { ATTEMPT_COLUMNS, DELIVERY_COLUMNS, DELIVERY_FIELDS, fillIds, hourOf, toAttempt, toDelivery } from '../rows.js';
 import { wholeSecondIso } from '../../shared/time.js';
-import { takeTurns, type DueDelivery } from '../delivery-turns.js';
+import { assignSlots, rateSlots, RATE_HORIZON_MS, takeTurns, type DueDelivery, type EndpointRate } from '../delivery-turns.js';
 import type { Row, SqliteConnection } from './connection.js';
 
 export class SqliteDeliveries implements DeliveryStore {
   static readonly writes = [
-    'insertDelivery', 'claimDueDeliveries', 'updateDelivery', 'dropPendingDeliveries', 'recordAttempt', 'recordAttemptOutcomes', 'replaceDelivery',
+    'insertDelivery', 'claimDueDeliveries', 'updateDelivery', 'dropPendingDeliveries', 'recordAttempt', 'recordAttemptOutcomes', 'replaceDelivery', 'fillWaitingDelivery',
   ] as const;
 
   constructor(private readonly c: SqliteConnection) {}
@@ -31,31 +33,54 @@ export class SqliteDeliveries implements DeliveryStore {
     return this.delivery(id);
   }
 
-  async claimDueDeliveries(claim: DeliveryClaim): Promise<DeliveryRecord[]> {
+  async claimDueDeliveries(claim: DeliveryClaim): Promise<ClaimedDelivery[]> {
     const at = claim.now();
     const now = at.toISOString();
     // Each active endpoint's first due deliveries (an index range per endpoint, however long its
     // backlog); CROSS JOIN keeps that order: endpoints first, then each one's few deliveries by id.
-    const candidates = this.c.stmt(`SELECT d.id, d.endpoint_id AS endpointId, e.merchant_id AS merchantId, d.next_attempt_at AS nextAttemptAt
+    const found = this.c.stmt(`SELECT d.id, d.endpoint_id AS endpointId, e.merchant_id AS merchantId, d.next_attempt_at AS nextAttemptAt,
+        e.max_per_second AS maxPerSecond, (SELECT r.next_at FROM webhook_endpoint_rates AS r WHERE r.endpoint_id = e.id) AS rateNextAt
       FROM webhook_endpoints AS e CROSS JOIN webhook_deliveries AS d ON d.id IN (
         SELECT x.id FROM webhook_deliveries AS x
         WHERE x.endpoint_id = e.id AND x.status IN ('pending', 'failed') AND x.next_attempt_at <= @now
         ORDER BY x.next_attempt_at, x.id LIMIT @perEndpoint)
-      WHERE e.status = 'active'`).all({ now, perEndpoint: claim.perEndpoint }) as DueDelivery[];
-    if (candidates.length === 0) return [];
+      WHERE e.status = 'active'`).all({ now, perEndpoint: claim.perEndpoint }) as (DueDelivery & { maxPerSecond: number | null; rateNextAt: string | null })[];
+    if (found.length === 0) return [];
+    const rates = new Map<number, EndpointRate>();
+    for (const f of found) if (f.maxPerSecond !== null) rates.set(f.endpointId, { maxPerSecond: f.maxPerSecond, nextAt: f.rateNextAt });
+    const candidates: DueDelivery[] = found.map(({ id, endpointId, merchantId, nextAttemptAt }) => ({ id, endpointId, merchantId, nextAttemptAt }));
     const chosen = takeTurns(candidates, claim, this.leasesHeld(candidates.map((c) => c.endpointId), now),
-      this.merchantsOf([...claim.inFlightByEndpoint.keys()]));
+      this.merchantsOf([...claim.inFlightByEndpoint.keys()]), rateSlots(rates, at));
     if (chosen.length === 0) return [];
+    const chosenIds = new Set(chosen);
+    const slots = assignSlots(candidates.filter((c) => chosenIds.has(c.id)), rates, at);
     // The lease: claims run in a write transaction (BEGIN IMMEDIATE), so no other process leases
     // between the reads above and this statement, and the statement re-checks that each delivery
     // is still due all the same. next_attempt_at keeps it from being due again; leased_until
-    // counts it in flight for its endpoint, in every process, until its attempt is recorded.
-    const leaseUntil = new Date(at.getTime() + claim.leaseMs).toISOString();
+    // counts it in flight for its endpoint, in every process, until its attempt is recorded. A
+    // delivery waiting for its rate's slot holds its lease that much longer.
+    const leaseUntil = new Date(at.getTime() + claim.leaseMs + (slots.sendAt.size > 0 ? RATE_HORIZON_MS : 0)).toISOString();
     const rows = this.c.stmt(`UPDATE webhook_deliveries SET next_attempt_at = @leaseUntil, leased_until = @leaseUntil,
         occurred_at = coalesce(occurred_at, @occurredAt)
       WHERE id IN (SELECT value FROM json_each(@ids)) AND status IN ('pending', 'failed') AND next_attempt_at <= @now
       RETURNING ${DELIVERY_COLUMNS}`).all({ leaseUntil, occurredAt: wholeSecondIso(at), now, ids: JSON.stringify(chosen) }) as Row[];
-    return rows.map(toDelivery).sort((a, b) => a.id - b.id);
+    const upsertRate = this.c.stmt(`INSERT INTO webhook_endpoint_rates (endpoint_id, next_at) VALUES (?, ?)
+      ON CONFLICT (endpoint_id) DO UPDATE SET next_at = excluded.next_at`);
+    for (const [endpointId, nextAt] of slots.nextAt) upsertRate.run(endpointId, nextAt);
+    return rows.map((row): ClaimedDelivery => ({ ...toDelivery(row), send_at: slots.sendAt.get(row.id as number) ?? null })).sort((a, b) => a.id - b.id);
+  }
+
+  async fillWaitingDelivery(group: Pick<OutboxGroup, 'endpointId' | 'event' | 'storeId'>, productIds: number[], batchSize: number): Promise<number[]> {
+    // The endpoint's pending deliveries newest first (webhook_deliveries_endpoint_status): the first
+    // of the group's event and store that was never attempted nor leased.
+    const row = this.c.stmt(`SELECT id, product_ids FROM webhook_deliveries
+      WHERE endpoint_id = ? AND status = 'pending' AND event = ? AND store_id IS ? AND attempts = 0 AND leased_until IS NULL
+        AND test = 0 AND replaces IS NULL
+      ORDER BY id DESC LIMIT 1`).get(group.endpointId, group.event, group.storeId) as { id: number; product_ids: string } | undefined;
+    if (!row) return [];
+    const merged = fillIds(JSON.parse(row.product_ids) as number[], productIds, batchSize);
+    if (merged.added) this.c.stmt('UPDATE webhook_deliveries SET product_ids = ? WHERE id = ?').run(JSON.stringify(merged.ids), row.id);
+    return merged.carried;
   }
 
   /** Per endpoint, its deliveries leased by any process and not recorded yet (lease not expired). */

@@ -827,4 +827,20 @@ ALTER TABLE webhook_attempts ADD COLUMN request_url TEXT;
 ALTER TABLE webhook_attempts ADD COLUMN request_headers TEXT;
 `,
   },
+  {
+    id: 38,
+    name: 'standard_webhooks_and_endpoint_rates',
+    sql: `
+-- Issue 23.3: an endpoint may also receive the Standard Webhooks headers.
+ALTER TABLE webhook_endpoints ADD COLUMN standard_webhooks INTEGER NOT NULL DEFAULT 0;
+-- Issue 23.4: the most deliveries a second it receives (NULL: no limit), and when its next
+-- delivery may start, shared by every process's claims (a table of its own: a claim never writes
+-- the endpoint's row, which attempts' health updates and coalescing passes hold).
+ALTER TABLE webhook_endpoints ADD COLUMN max_per_second INTEGER;
+CREATE TABLE webhook_endpoint_rates (
+  endpoint_id INTEGER PRIMARY KEY REFERENCES webhook_endpoints(id) ON DELETE CASCADE,
+  next_at TEXT NOT NULL
+);
+`,
+  },
 ];

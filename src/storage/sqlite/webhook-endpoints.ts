@@ -16,8 +16,9 @@ export class SqliteWebhookEndpoints implements WebhookEndpointStore {
   }
 
   async createWebhookEndpoint(input: WebhookEndpointInputRecord): Promise<WebhookEndpointRecord> {
-    const info = this.c.stmt(`INSERT INTO webhook_endpoints (merchant_id, url, store_id, events, secret, created_at)
-      VALUES (?, ?, ?, ?, ?, ?)`).run(input.merchant_id, input.url, input.store_id, JSON.stringify(input.events), input.secret, input.created_at);
+    const info = this.c.stmt(`INSERT INTO webhook_endpoints (merchant_id, url, store_id, events, standard_webhooks, max_per_second, secret, created_at)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?)`).run(input.merchant_id, input.url, input.store_id, JSON.stringify(input.events),
+      input.standard_webhooks ? 1 : 0, input.max_per_second ?? null, input.secret, input.created_at);
     return this.endpoint(Number(info.lastInsertRowid))!;
   }
 
@@ -46,7 +47,7 @@ export class SqliteWebhookEndpoints implements WebhookEndpointStore {
   async updateWebhookEndpoint(id: number, patch: Partial<Omit<WebhookEndpointRecord, 'id' | 'merchant_id' | 'created_at'>>): Promise<void> {
     const fields = ENDPOINT_FIELDS.filter((f) => f in patch);
     if (fields.length === 0) return;
-    const values = fields.map((f) => (f === 'events' ? JSON.stringify(patch.events) : (patch[f] as unknown)));
+    const values = fields.map((f) => (f === 'events' ? JSON.stringify(patch.events) : f === 'standard_webhooks' ? (patch.standard_webhooks ? 1 : 0) : (patch[f] as unknown)));
     this.c.stmt(`UPDATE webhook_endpoints SET ${fields.map((f) => `${f} = ?`).join(', ')} WHERE id = ?`).run(...values, id);
   }
 

@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
 import { PRODUCT_LIMIT_SETTINGS, type ProductLimits } from './admin/product-limits.js';
+import { addressRange } from './shared/address-ranges.js';
 import { CHANGES_MAX_ITEMS, WEBHOOK_PRODUCT_IDS_MAX_ITEMS } from './generated/public-limits.js';
 
 export interface Config {
@@ -23,6 +24,12 @@ export interface Config {
   publicBaseUrl: string;
   /** True when publicBaseUrl came from CPS_PUBLIC_BASE_URL: the panel then accepts forms from that origin only. */
   publicBaseUrlConfigured: boolean;
+  /**
+   * Proxies (IP addresses and CIDR ranges) whose X-Forwarded-For is believed: from one of them, the
+   * client's address is the header's rightmost one that is not such a proxy (http/client-address.ts);
+   * empty: the TCP peer is the client, and the header is ignored.
+   */
+  trustedProxies: string[];
   /** Build the demo catalog on start when the database holds no merchant. */
   demoOnEmpty: boolean;
   /** Products in the demo catalog built on first start. */
@@ -258,6 +265,15 @@ export function databaseLabel(config: Pick<Config, 'databasePath' | 'databaseUrl
   }
 }
 
+/** CPS_TRUSTED_PROXIES: each entry an IP address or a CIDR range, refused at start otherwise (a typo must not trust the wrong peers). */
+function trustedProxies(env: Env): string[] {
+  const entries = (env.CPS_TRUSTED_PROXIES ?? '').split(',').map((entry) => entry.trim()).filter(Boolean);
+  for (const entry of entries) {
+    if (!addressRange(entry)) throw new Error(`CPS_TRUSTED_PROXIES must list IP addresses or CIDR ranges (10.0.0.0/8, 2001:db8::/32), got "${entry}"`);
+  }
+  return entries;
+}
+
 function logLevel(env: Env): LogLevel {
   const raw = env.CPS_LOG_LEVEL || 'info';
   if (!(LOG_LEVELS as readonly string[]).includes(raw)) throw new Error(`CPS_LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${raw}"`);
@@ -328,6 +344,7 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
     adminTokenConfigured: Boolean(env.CPS_ADMIN_TOKEN),
     publicBaseUrl: (env.CPS_PUBLIC_BASE_URL || `http://${host}:${port}`).replace(/\/+$/, ''),
     publicBaseUrlConfigured: Boolean(env.CPS_PUBLIC_BASE_URL),
+    trustedProxies: trustedProxies(env),
     demoOnEmpty: bool(env, 'CPS_DEMO_ON_EMPTY', true),
     demoProducts: int(env, 'CPS_DEMO_PRODUCTS', 500),
     limits: {

@@ -7,6 +7,7 @@ import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { contextStorage } from 'hono/context-storage';
 import { requestLog } from '../http/access-log.js';
+import { clientAddressReader } from '../http/client-address.js';
 import type { Service } from '../service.js';
 import { ProblemError } from '../shared/problem.js';
 import { panelAssets } from './assets.js';
@@ -33,6 +34,8 @@ const TITLES: Record<number, string> = { 400: 'Invalid input', 403: 'Forbidden',
 export function panelApp(service: Service): Hono<PanelEnv> {
   const accounts = () => service.accounts;
   const cookie = sessionCookie(service.config.publicBaseUrl);
+  // The sign-in throttle's address: the TCP peer's, or the forwarded one from a trusted proxy.
+  const addressOf = clientAddressReader(service.config.trustedProxies);
   const panel = new Hono<PanelEnv>();
 
   panel.use('*', securityHeaders());
@@ -50,11 +53,11 @@ export function panelApp(service: Service): Hono<PanelEnv> {
   panel.use('*', (c, next) => (/^\/panel\/merchants\/[^/]+\/import$/.test(c.req.path) ? importLimit : formLimit)(c, next));
   panel.use('*', csrf(service.config.publicBaseUrl, service.config.publicBaseUrlConfigured));
 
-  panel.route('/', signInPages(accounts, cookie));
+  panel.route('/', signInPages(accounts, cookie, addressOf));
   panel.use('/merchants/:merchantId/*', merchantScope(accounts));
   panel.route('/merchants/:merchantId/endpoints', endpointPages(service, accounts));
   panel.route('/merchants/:merchantId/endpoints/:endpointId', endpointDetailPages(service, accounts));
-  panel.route('/merchants/:merchantId/endpoints/:endpointId/edit', endpointEditPages(service));
+  panel.route('/merchants/:merchantId/endpoints/:endpointId/edit', endpointEditPages(service, accounts));
   panel.route('/merchants/:merchantId/keys', keyPages(service, accounts));
   panel.route('/merchants/:merchantId/users', userPages(service, accounts));
   panel.route('/merchants/:merchantId/import', importPages(service, accounts));
@@ -62,7 +65,7 @@ export function panelApp(service: Service): Hono<PanelEnv> {
   panel.route('/merchants/:merchantId/catalog', catalogPages(service, accounts));
   panel.use('/account', signedIn());
   panel.use('/account/*', signedIn());
-  panel.route('/account', accountPages(accounts));
+  panel.route('/account', accountPages(accounts, addressOf));
   panel.use('/', signedIn());
   panel.route('/', overviewPage(service, accounts));
   panel.all('*', (c) => {

@@ -1,6 +1,6 @@
 // Inspectable deliveries in a real browser (issue 22.9): the delivery log's store and product links,
 // tests and resends marked, a delivery's page with the exact request each attempt sent (compared
-// with what a real receiver got), and a resend that says which delivery it replaces and whether
+// with the header lines a real receiver got), and a resend that says which delivery it replaces and whether
 // the receiver gets the payload once or twice. A real service on a fake clock, the dispatcher
 // driven by hand, Chromium driven by playwright-core. Screenshots: artifacts/panel/.
 import type { Page } from 'playwright-core';
@@ -94,19 +94,29 @@ describe('inspecting deliveries in the browser', () => {
     const got = receiver.requests[0]!;
     expect(await page.locator('#request-body').textContent()).toBe(got.rawBody.toString('utf8'));
     const facts = await page.locator('#delivery-facts').textContent();
-    expect(facts).toContain(`${failed.id} (the same in each retry`);
-    const request = (await page.locator('tr.attempt pre.request').first().textContent())!.split('\n');
-    const url = new URL(receiver.url);
-    expect(request).toEqual([
-      `POST ${url.pathname}?token=abc HTTP/1.1`,
-      `host: ${url.host}`,
-      'connection: keep-alive',
+    expect(facts).toContain(`${failed.id} (webhook-id: dlv_${failed.id}, the same in each retry`);
+    // The request line and the headers the service set, as recorded; then, labelled apart, the
+    // ones the HTTP client added. Every line is compared with what the receiver received.
+    const attemptRow = page.locator('tr.attempt').first();
+    const [requestLine, ...recorded] = (await attemptRow.locator('pre.request').textContent())!.split('\n');
+    expect(requestLine).toBe(`${got.method} ${got.path} HTTP/1.1`);
+    const clientLabel = (await attemptRow.locator('.client-headers').textContent())!;
+    expect(clientLabel).toMatch(/^Added by the HTTP client, not recorded: /);
+    const added = await attemptRow.locator('.client-headers code').allTextContents();
+    const received = new Map<string, string>();
+    for (let i = 0; i < got.rawHeaders.length; i += 2) received.set(got.rawHeaders[i]!.toLowerCase(), got.rawHeaders[i + 1]!);
+    const shown = [...recorded, ...added].map((line) => /^([^:]+): (.*)$/.exec(line)!.slice(1) as [string, string]);
+    // Each line the page shows is a header the receiver got, with that value; none it got is left out.
+    expect(new Map(shown.map(([name, value]) => [name.toLowerCase(), value]))).toEqual(received);
+    expect(shown).toHaveLength(received.size);
+    // Which are which: the service's own (recorded, in their case), then the client's.
+    expect(recorded).toEqual([
       `Content-Type: ${got.headers['content-type']}`,
       `X-Service-Timestamp: ${got.timestamp}`,
       `X-Service-Signature: ${got.signature}`,
-      `content-length: ${got.rawBody.length}`,
+      `webhook-id: dlv_${failed.id}`,
     ]);
-    expect(got.headers['content-length']).toBe(String(got.rawBody.length));
+    expect(added).toEqual([`host: ${got.headers.host}`, `connection: ${got.headers.connection}`, `content-length: ${got.rawBody.length}`]);
     const attempt = await page.locator('tr.attempt').first().textContent();
     expect(attempt).toContain('500');
     expect(attempt).toContain('down for maintenance');

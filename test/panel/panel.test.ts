@@ -168,7 +168,7 @@ describe('operator in the browser', () => {
     expect(audit.slice(0, 2).map((a) => a.action)).toEqual(['endpoint.enable', 'endpoint.pause']);
   });
 
-  it('shows a domain error on the form with the status of the problem', async () => {
+  it('shows a domain error on the form, after a redirect', async () => {
     const page = await browser.newPage();
     await signInAsOperator(page, service.url);
     await page.goto(`${service.url}/panel/merchants/${merchantId}/endpoints`);
@@ -177,7 +177,9 @@ describe('operator in the browser', () => {
       page.waitForResponse((r) => r.request().method() === 'POST'),
       page.getByRole('button', { name: 'Register' }).click(),
     ]);
-    expect(response.status()).toBe(400);
+    // Refused (400), shown on the form's page after a redirect (issue 22.1).
+    expect(response.status()).toBe(303);
+    expect(response.headers().location).toMatch(/\/endpoints\?refused=\d+$/);
     // In plain words, by the field's label (issue 22.12).
     expect(await page.getByRole('alert').textContent()).toMatch(/^Receiver URL \S/);
     expect((await service.service.endpoints.list(merchantId)).some((e) => e.url.includes('10.0.0.1'))).toBe(false);

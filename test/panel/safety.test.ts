@@ -1,11 +1,11 @@
 // The panel's safety in a real browser (issue 22.1-22.4): a reload or "back" never repeats a change
-// (every POST answers with a redirect; a secret is shown once from a one-time message of the
+// (every POST answers with a redirect, a refused one too; a secret is shown once from a one-time message of the
 // session), removals and rotations ask first and the last owner stays, pending links are listed,
 // revoked by a new invitation, by hand and by the user's removal, and no owner can take another's
 // account over (an invitation never resets one; an owner's reset goes to the account's own e-mail;
 // setting a password ends the account's other sessions and tells it). One service with a real SMTP
 // server on 127.0.0.1, one Chromium (playwright-core), a context per person.
-import type { Page } from 'playwright-core';
+import type { Page, Request } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { launchBrowser, type TestBrowser } from '../support/browser.js';
 import { startTestService, type TestService } from '../support/service.js';
@@ -137,6 +137,82 @@ describe('a reload or "back" never repeats a change (issue 22.1)', () => {
   });
 });
 
+describe('a refused form answers with a redirect too (issue 22.1)', () => {
+  it('shows the error once beside its action after a 303; a reload is a GET that posts nothing, so a refused "Send test" is never sent later', async () => {
+    const tests = async () => (await service.service.endpoints.deliveries(merchantId, endpointId, { limit: 50 })).filter((d) => d.test).length;
+    const before = await tests();
+    const posts: string[] = [];
+    const recordPost = (request: Request) => { if (request.method() === 'POST') posts.push(request.url()); };
+    operator.on('request', recordPost);
+    await service.service.endpoints.update(merchantId, endpointId, { status: 'paused' });
+    try {
+      await operator.goto(`${base}/endpoints`);
+      const row = operator.locator('tbody tr', { hasText: 'https://127.0.0.1/hooks' });
+      const [response] = await Promise.all([
+        operator.waitForResponse((r) => r.request().method() === 'POST'),
+        row.getByRole('button', { name: 'Send test' }).click(),
+      ]);
+      expect(response.status()).toBe(303);
+      expect(response.headers().location).toMatch(new RegExp(`^/panel/merchants/${merchantId}/endpoints\\?refused=\\d+$`));
+      await operator.waitForURL(/\/endpoints\?refused=\d+$/);
+      expect(await operator.getByRole('alert').count()).toBe(1);
+      expect(await row.getByRole('alert').textContent()).toBe(`Webhook endpoint ${endpointId} is paused: enable it again first.`);
+      await browser.screenshot(operator, 'refused-send-test');
+
+      // Enabled meanwhile: a reload of the refusal's page is a GET, posts nothing, sends no test, and
+      // does not show the refusal again (it was a one-time message).
+      await service.service.endpoints.update(merchantId, endpointId, { status: 'active' });
+      posts.length = 0;
+      const reloaded = (await operator.reload())!;
+      expect(reloaded.request().method()).toBe('GET');
+      expect(reloaded.status()).toBe(200);
+      expect(posts).toEqual([]);
+      expect(await operator.getByRole('alert').count()).toBe(0);
+      expect(await tests()).toBe(before);
+      // "Back" to it neither.
+      await operator.goto(`${base}/keys`);
+      await operator.goBack();
+      expect(operator.url()).toMatch(/\/endpoints\?refused=\d+$/);
+      expect(posts).toEqual([]);
+      expect(await tests()).toBe(before);
+    } finally {
+      operator.off('request', recordPost);
+      await service.service.endpoints.update(merchantId, endpointId, { status: 'active' });
+    }
+  });
+
+  it('keeps what was typed, but never a password: a refused password change comes back with empty fields, and its reload counts no second failure', async () => {
+    const page = await browser.newPage();
+    await setPassword(page, await invite(operator, 'typist@alpine.example', 'member'), 'the typist password');
+    await signIn(page, { email: 'typist@alpine.example', password: 'the typist password' });
+    await page.goto(`${service.url}/panel/account`);
+    await page.getByLabel('Current password').fill('not the typist password');
+    await page.getByLabel('New password').fill('the typist new password');
+    const [response] = await Promise.all([
+      page.waitForResponse((r) => r.request().method() === 'POST'),
+      page.getByRole('button', { name: 'Change password' }).click(),
+    ]);
+    expect(response.status()).toBe(303);
+    await page.waitForURL(/\/panel\/account\?refused=\d+$/);
+    expect(await page.getByRole('alert').textContent()).toBe('Current password is not your current password.');
+    expect(await page.getByLabel('Current password').inputValue()).toBe('');
+    expect(await page.getByLabel('New password').inputValue()).toBe('');
+    expect(await page.content()).not.toContain('the typist new password');
+    // A wrong current password counts as a failed sign-in: once, however often the page is reloaded.
+    const pair = 'account+address:user:typist@alpine.example 127.0.0.1';
+    const failures = async () => (await service.storage.countSignInFailures([pair], '1970-01-01T00:00:00.000Z')).get(pair)?.count;
+    expect(await failures()).toBe(1);
+    expect((await page.reload())!.request().method()).toBe('GET');
+    expect(await page.getByRole('alert').count()).toBe(0);
+    expect(await failures()).toBe(1);
+    // The old password still works: nothing was changed.
+    const other = await browser.newPage();
+    await signIn(other, { email: 'typist@alpine.example', password: 'the typist password' });
+    await other.context().close();
+    await page.context().close();
+  });
+});
+
 describe('removals ask first, and the last owner stays (issue 22.2)', () => {
   it("a sole owner's removal of herself is a confirmation, then refused with the reason; she is still an owner", async () => {
     await setPassword(await browser.newPage(), await invite(operator, BOSS.email, 'owner'), BOSS.password);
@@ -148,10 +224,56 @@ describe('removals ask first, and the last owner stays (issue 22.2)', () => {
     expect(await boss.textContent('main')).toContain('You are signed out.');
     await browser.screenshot(boss, 'remove-self-confirm');
     const [response] = await Promise.all([boss.waitForResponse((r) => r.request().method() === 'POST'), boss.getByRole('button', { name: 'Remove the user' }).click()]);
-    expect(response.status()).toBe(409);
+    // Refused (409), shown on the users page after a redirect (issue 22.1).
+    expect(response.status()).toBe(303);
     expect(await boss.getByRole('alert').textContent()).toContain(`${BOSS.email} is the merchant's only owner and cannot be removed`);
+    expect(boss.url()).toMatch(/\/users\?refused=\d+$/);
     expect((await accounts().listUsers({ kind: 'operator' }, merchantId)).map((u) => [u.email, u.role])).toContainEqual([BOSS.email, 'owner']);
     expect(await signedIn(boss)).toBe(true);
+  });
+
+  it('asks before deleting an endpoint; the deletion redirects to the list without it, and a reload of that page deletes nothing more', async () => {
+    const doomed = await service.service.endpoints.create(merchantId, { url: 'https://127.0.0.1/doomed' });
+    const others = (await service.service.endpoints.list(merchantId)).filter((e) => e.id !== doomed.id).map((e) => e.id);
+    const deletions = async () => (await audit()).filter((a) => a.action === 'endpoint.delete');
+    expect(await deletions()).toEqual([]);
+    const posts: string[] = [];
+    const recordPost = (request: Request) => { if (request.method() === 'POST') posts.push(request.url()); };
+    operator.on('request', recordPost);
+
+    await operator.goto(`${base}/endpoints`);
+    await operator.locator('tr', { hasText: 'https://127.0.0.1/doomed' }).getByRole('link', { name: 'Delete…' }).click();
+    expect(operator.url()).toBe(`${base}/endpoints/${doomed.id}/delete`);
+    expect(await operator.textContent('h1')).toBe('Delete the endpoint?');
+    expect(await operator.textContent('main')).toContain('https://127.0.0.1/doomed will receive no more deliveries.');
+    // Asking changed nothing.
+    expect(posts).toEqual([]);
+    expect((await service.service.endpoints.endpoint(merchantId, doomed.id)).status).toBe('active');
+    expect(await deletions()).toEqual([]);
+    await browser.screenshot(operator, 'endpoint-delete-confirm');
+
+    const [response] = await Promise.all([
+      operator.waitForResponse((r) => r.request().method() === 'POST'),
+      operator.getByRole('button', { name: 'Delete the endpoint' }).click(),
+    ]);
+    expect(response.status()).toBe(303);
+    expect(response.headers().location).toBe(`/panel/merchants/${merchantId}/endpoints?done=deleted`);
+    await operator.waitForURL(`${base}/endpoints?done=deleted`);
+    expect(await operator.getByRole('status').textContent()).toBe('The endpoint is deleted.');
+    expect(await operator.locator('tr', { hasText: 'https://127.0.0.1/doomed' }).count()).toBe(0);
+    await expect(service.service.endpoints.endpoint(merchantId, doomed.id)).rejects.toMatchObject({ status: 404 });
+    expect(await deletions()).toHaveLength(1);
+    expect((await operator.goto(`${base}/endpoints/${doomed.id}/delete`))!.status()).toBe(404);
+
+    // The result page is a GET: reloading it posts nothing and deletes nothing.
+    await operator.goto(`${base}/endpoints?done=deleted`);
+    posts.length = 0;
+    expect(await reload(operator)).toBe(200);
+    expect(await reload(operator)).toBe(200);
+    expect(posts).toEqual([]);
+    expect(await deletions()).toHaveLength(1);
+    expect((await service.service.endpoints.list(merchantId)).map((e) => e.id)).toEqual(others);
+    operator.off('request', recordPost);
   });
 });
 
@@ -211,8 +333,11 @@ describe('no owner can take over another account (issue 22.4)', () => {
     await boss.getByLabel('E-mail').fill(COLLEAGUE.email);
     await boss.getByLabel('Role').selectOption('owner');
     const [response] = await Promise.all([boss.waitForResponse((r) => r.request().method() === 'POST'), boss.getByRole('button', { name: 'Invite' }).click()]);
-    expect(response.status()).toBe(409);
+    // Refused (409), beside the invitation form after a redirect, as typed (issue 22.1).
+    expect(response.status()).toBe(303);
     expect(await boss.getByRole('alert').textContent()).toContain(`${COLLEAGUE.email} already has an account, and an invitation does not reset it`);
+    expect(await boss.getByLabel('E-mail').inputValue()).toBe(COLLEAGUE.email);
+    expect(await boss.getByLabel('Role').inputValue()).toBe('owner');
     expect(await boss.content()).not.toContain('/panel/invitations/');
     expect((await accounts().listPendingLinks({ kind: 'operator' }, merchantId)).filter((l) => l.email === COLLEAGUE.email)).toEqual([]);
   });
@@ -247,8 +372,9 @@ describe('no owner can take over another account (issue 22.4)', () => {
     COLLEAGUE.password = 'the colleague reset password';
   });
 
-  it('changing a password in "Your account" ends every other session of the account; this one stays', async () => {
+  it('changing a password in "Your account" ends every other session of the account; this one stays, and the account is told by e-mail', async () => {
     await signIn(colleagueHere, COLLEAGUE);
+    const mails = smtp.mails.length;
     await signIn(colleagueThere, COLLEAGUE);
     await colleagueHere.getByRole('link', { name: 'Your account' }).click();
     await colleagueHere.getByLabel('Current password').fill(COLLEAGUE.password);
@@ -260,5 +386,11 @@ describe('no owner can take over another account (issue 22.4)', () => {
     expect(await signedIn(colleagueThere)).toBe(false);
     expect(await signedIn(colleagueHere)).toBe(true);
     expect((await audit())[0]).toMatchObject({ actor: COLLEAGUE.email, action: 'user.change_password' });
+    // The account is told, at its own address.
+    await vi.waitFor(() => expect(smtp.mails.length).toBe(mails + 1), { timeout: 10_000, interval: 20 });
+    const told = smtp.mails[mails]!;
+    expect(told.to).toEqual([COLLEAGUE.email]);
+    expect(told.data).toContain('Subject: Your catalog panel password was changed');
+    expect(told.data.replace(/=\r?\n/g, '')).toContain(`The password of your account ${COLLEAGUE.email} of the catalog publishing panel was changed in the panel`);
   });
 });

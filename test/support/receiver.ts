@@ -29,6 +29,8 @@ export interface ReceivedRequest {
   method: string;
   path: string;
   headers: IncomingHttpHeaders;
+  /** The header lines as they arrived, in order and in their own case: name, value, name, value… */
+  rawHeaders: string[];
   /** The exact bytes of the body, as received. */
   rawBody: Buffer;
   timestamp: string;
@@ -246,7 +248,7 @@ export class Receiver {
         req.method ?? '', req.headers, rawBody, this.secrets, now, this.options.toleranceSeconds ?? 300,
       );
       const request: ReceivedRequest = {
-        method: req.method ?? '', path: req.url ?? '', headers: req.headers, rawBody,
+        method: req.method ?? '', path: req.url ?? '', headers: req.headers, rawHeaders: req.rawHeaders, rawBody,
         timestamp: String(req.headers['x-service-timestamp']), signature: String(req.headers['x-service-signature']),
         payload: payload!, verifiedWith: verifiedWith ?? '', receivedAt: Date.now(), remotePort: req.socket.remotePort ?? 0,
       };

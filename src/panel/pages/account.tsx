@@ -6,9 +6,10 @@ import type { PanelAccounts, PanelSession } from '../../admin/accounts.js';
 import { field, formOf } from '../form.js';
 import { formAction, sessionOf } from '../handlers.js';
 import { CsrfField, ErrorMessage, Layout, Notice, type ShownError } from '../layout.js';
+import { redirectRefused, refusalOf } from '../refusals.js';
 import { Time } from '../time.js';
 import type { PanelEnv } from '../session.js';
-import { addressOf } from './sign-in.js';
+import type { AddressOf } from './sign-in.js';
 
 function AccountPage(props: { session: PanelSession; notice?: string | undefined; error?: ShownError | undefined }) {
   const { session } = props;
@@ -35,14 +36,16 @@ function AccountPage(props: { session: PanelSession; notice?: string | undefined
   );
 }
 
-export function accountPages(accounts: () => PanelAccounts) {
+export function accountPages(accounts: () => PanelAccounts, addressOf: AddressOf) {
   const pages = new Hono<PanelEnv>();
 
-  pages.get('/', (c) => {
+  pages.get('/', async (c) => {
     const ended = c.req.query('ended');
     const notice = ended === undefined ? undefined
       : `Your password is changed; ${/^[0-9]{1,6}$/.test(ended) ? ended : 'every'} other session(s) of your account signed out.`;
-    return c.html(<AccountPage session={sessionOf(c)} notice={notice} />);
+    // A refused change, above the form (refusals.ts); the passwords typed are never kept.
+    const refused = await refusalOf(c, accounts);
+    return c.html(<AccountPage session={sessionOf(c)} notice={notice} error={refused?.error} />);
   });
 
   pages.post('/password', async (c) => {
@@ -51,7 +54,7 @@ export function accountPages(accounts: () => PanelAccounts) {
     const outcome = await formAction(() => accounts().changePassword(
       session.principal, c.get('sessionToken')!, field(form, 'current_password'), field(form, 'new_password'), addressOf(c),
     ));
-    if (outcome.error) return c.html(<AccountPage session={session} error={outcome.error} />, outcome.error.status as 400);
+    if (outcome.error) return redirectRefused(c, accounts, '/panel/account', outcome.error);
     return c.redirect(`/panel/account?ended=${outcome.ok}`, 303);
   });
 

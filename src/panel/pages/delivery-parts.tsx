@@ -73,20 +73,35 @@ export function replacedOutcome(delivery: Pick<Delivery, 'status' | 'replaced_by
 }
 
 /**
- * An attempt's request head as the receiver got it, in the order it went out: the headers the
- * service set (recorded with the attempt), between those the HTTP client adds (undici: `host`,
- * `connection`, `content-length`, in lower case). The body follows it on the page.
+ * The headers the HTTP client (undici's `request`) adds to what the service sets, as it sends them:
+ * the URL's host (the port only when not the scheme's default, as `URL.host` writes it), keep-alive,
+ * and the body's length in bytes. They are not recorded with the attempt; the page labels them so.
+ */
+export function clientAddedHeaders(url: string, bodyBytes: number | null): [name: string, value: string][] {
+  return [
+    ['host', new URL(url).host],
+    ['connection', 'keep-alive'],
+    ...(bodyBytes === null ? [] : [['content-length', String(bodyBytes)] as [string, string]]),
+  ];
+}
+
+/**
+ * An attempt's request: the request line and the headers the service set, as recorded with the
+ * attempt, then, labelled apart, those the HTTP client adds on its own (clientAddedHeaders). The
+ * body follows it on the page.
  */
 export function RequestAsSent(props: { attempt: Attempt; bodyBytes: number | null }) {
   const { request_url: url, request_headers: headers } = props.attempt;
   if (url === null || headers === null) return <span class="muted">not recorded</span>;
   const target = new URL(url);
-  const lines = [
-    `POST ${target.pathname}${target.search} HTTP/1.1`,
-    `host: ${target.host}`,
-    'connection: keep-alive',
-    ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`),
-    ...(props.bodyBytes === null ? [] : [`content-length: ${props.bodyBytes}`]),
-  ];
-  return <pre class="request">{lines.join('\n')}</pre>;
+  const recorded = [`POST ${target.pathname}${target.search} HTTP/1.1`, ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`)];
+  return (
+    <>
+      <pre class="request">{recorded.join('\n')}</pre>
+      <p class="muted client-headers">
+        Added by the HTTP client, not recorded:{' '}
+        {clientAddedHeaders(url, props.bodyBytes).map(([name, value], i) => <>{i > 0 && ', '}<code>{`${name}: ${value}`}</code></>)}
+      </p>
+    </>
+  );
 }

@@ -18,6 +18,7 @@ import { formAction, idParam, merchantOf, sessionOf, type PanelContext } from '.
 import { CsrfField, ErrorMessage, Layout, Notice, type ShownError } from '../layout.js';
 import { ConfirmPage } from '../confirm.js';
 import { noticeFor } from '../notices.js';
+import { redirectRefused, refusalOf } from '../refusals.js';
 import { plainReason } from '../plain-words.js';
 import type { PanelEnv } from '../session.js';
 import { Health, NotificationEnded } from '../endpoint-health.js';
@@ -42,6 +43,9 @@ const NOTIFICATIONS_READ = 100;
 interface LogFilter { status?: DeliveryStatus | undefined; beforeId?: number | undefined }
 /** Where the page shows a failed action's error: beside the buttons of the secret, the deliveries' resend, the recovery form. */
 type ErrorAt = 'secret' | 'deliveries' | 'recover';
+const ERROR_AT: readonly string[] = ['secret', 'deliveries', 'recover'] satisfies ErrorAt[];
+const errorAtOf = (at: string | undefined): ErrorAt | undefined => (at !== undefined && ERROR_AT.includes(at) ? at as ErrorAt : undefined);
+const detailPath = (merchantId: number, endpointId: number) => `/panel/merchants/${merchantId}/endpoints/${endpointId}`;
 
 /** The log's query, checked by the admin API's own query schema (status, before_id); '' means "any". */
 function logFilter(c: PanelContext): LogFilter {
@@ -311,7 +315,12 @@ export function endpointDetailPages(service: Service, accounts: () => PanelAccou
     const endpointId = idParam(c, 'endpointId', 'Webhook endpoint');
     const done = c.req.query('done');
     const notice = done === 'recovered' ? `${Number(c.req.query('count') ?? 0)} failed deliveries are queued again.` : noticeFor(DONE, done);
-    return c.html(<EndpointDetailPage session={sessionOf(c)} merchantId={merchantId} {...await detail(merchantId, endpointId, logFilter(c))} notice={notice} />);
+    // A refused resend, "Sign with the new secret now" or recovery, beside its action (refusals.ts).
+    const refused = await refusalOf<{ since: string }>(c, accounts);
+    return c.html(
+      <EndpointDetailPage session={sessionOf(c)} merchantId={merchantId} {...await detail(merchantId, endpointId, logFilter(c))} notice={notice}
+        error={refused?.error} errorAt={errorAtOf(refused?.at)} since={refused?.input?.since} />,
+    );
   });
 
   pages.get('/deliveries/:deliveryId', async (c) => {
@@ -336,9 +345,7 @@ export function endpointDetailPages(service: Service, accounts: () => PanelAccou
     const endpointId = idParam(c, 'endpointId', 'Webhook endpoint');
     const deliveryId = idParam(c, 'deliveryId', 'Delivery');
     const outcome = await formAction(() => endpoints.resend(merchantId, endpointId, deliveryId, principalName(session.principal)));
-    if (outcome.error) {
-      return c.html(<EndpointDetailPage session={session} merchantId={merchantId} {...await detail(merchantId, endpointId, {})} error={outcome.error} errorAt="deliveries" />, outcome.error.status as 409);
-    }
+    if (outcome.error) return redirectRefused(c, accounts, detailPath(merchantId, endpointId), outcome.error, { at: 'deliveries' satisfies ErrorAt });
     // To the resend's own page: it says which delivery it replaces, and whether the receiver gets the payload once or twice.
     return c.redirect(`/panel/merchants/${merchantId}/endpoints/${endpointId}/deliveries/${outcome.ok.id}?done=resent`, 303);
   });
@@ -367,9 +374,7 @@ export function endpointDetailPages(service: Service, accounts: () => PanelAccou
     const merchantId = merchantOf(c);
     const endpointId = idParam(c, 'endpointId', 'Webhook endpoint');
     const outcome = await formAction(() => endpoints.confirmSecret(merchantId, endpointId, principalName(session.principal)));
-    if (outcome.error) {
-      return c.html(<EndpointDetailPage session={session} merchantId={merchantId} {...await detail(merchantId, endpointId, {})} error={outcome.error} errorAt="secret" />, outcome.error.status as 409);
-    }
+    if (outcome.error) return redirectRefused(c, accounts, detailPath(merchantId, endpointId), outcome.error, { at: 'secret' satisfies ErrorAt });
     return c.redirect(`/panel/merchants/${merchantId}/endpoints/${endpointId}?done=secret_confirmed`, 303);
   });
 
@@ -380,12 +385,7 @@ export function endpointDetailPages(service: Service, accounts: () => PanelAccou
     const since = field(await formOf(c), 'since');
     const outcome = await formAction(() => endpoints.recover(merchantId, endpointId, validated(RecoverDeliveriesInputSchema, { since: sinceOf(since) }).since,
       principalName(session.principal)));
-    if (outcome.error) {
-      return c.html(
-        <EndpointDetailPage session={session} merchantId={merchantId} {...await detail(merchantId, endpointId, {})} error={outcome.error} errorAt="recover" since={since} />,
-        outcome.error.status as 400,
-      );
-    }
+    if (outcome.error) return redirectRefused(c, accounts, detailPath(merchantId, endpointId), outcome.error, { at: 'recover' satisfies ErrorAt, input: { since } });
     return c.redirect(`/panel/merchants/${merchantId}/endpoints/${endpointId}?done=recovered&count=${outcome.ok}`, 303);
   });
 

@@ -3,12 +3,13 @@
 // schema, audited by the domain as `endpoint.update`). The secret and the health stay as they are.
 import { Hono } from 'hono';
 import { WebhookEndpointUpdateSchema } from '../../generated/admin-routes.js';
-import { principalName, type PanelSession } from '../../admin/accounts.js';
+import { principalName, type PanelAccounts, type PanelSession } from '../../admin/accounts.js';
 import type { Service } from '../../service.js';
 import type { StoreRecord } from '../../storage/records.js';
 import { field, fields, formOf, validated } from '../form.js';
 import { formAction, idParam, merchantOf, sessionOf } from '../handlers.js';
 import { CsrfField, ErrorMessage, Layout, type ShownError } from '../layout.js';
+import { redirectRefused, refusalOf } from '../refusals.js';
 import type { PanelEnv } from '../session.js';
 import { ENDPOINT_FIELD_LABELS, EndpointFields, endpointOptions, formOptionsOf, type EndpointFormInput } from './endpoint-form.js';
 
@@ -36,7 +37,7 @@ function EditEndpointPage(props: {
   );
 }
 
-export function endpointEditPages(service: Service) {
+export function endpointEditPages(service: Service, accounts: () => PanelAccounts) {
   const pages = new Hono<PanelEnv>();
   const { endpoints, admin } = service;
 
@@ -44,8 +45,13 @@ export function endpointEditPages(service: Service) {
     const merchantId = merchantOf(c);
     // The endpoint first: another merchant's id is a 404 before anything else is read.
     const endpoint = await endpoints.endpoint(merchantId, idParam(c, 'endpointId', 'Webhook endpoint'));
-    const input = { url: endpoint.url, store: endpoint.store ?? '', events: endpoint.events, ...formOptionsOf(endpoint) };
-    return c.html(<EditEndpointPage session={sessionOf(c)} merchantId={merchantId} endpointId={endpoint.id} stores={await admin.listStores(merchantId)} input={input} />);
+    // After a refused save: the form as typed, with the reason (refusals.ts).
+    const refused = await refusalOf<EndpointFormInput>(c, accounts);
+    const input = refused?.input ?? { url: endpoint.url, store: endpoint.store ?? '', events: endpoint.events, ...formOptionsOf(endpoint) };
+    return c.html(
+      <EditEndpointPage session={sessionOf(c)} merchantId={merchantId} endpointId={endpoint.id} stores={await admin.listStores(merchantId)} input={input}
+        error={refused?.error} />,
+    );
   });
 
   pages.post('/', async (c) => {
@@ -61,12 +67,7 @@ export function endpointEditPages(service: Service) {
     const outcome = await formAction(() => endpoints.update(merchantId, endpointId, validated(WebhookEndpointUpdateSchema, {
       url: input.url, store: input.store || null, events: input.events, ...endpointOptions(input),
     }), principalName(session.principal)));
-    if (outcome.error) {
-      // The form again, as typed, with the reason.
-      const stores = await admin.listStores(merchantId);
-      return c.html(<EditEndpointPage session={session} merchantId={merchantId} endpointId={endpointId} stores={stores} input={input} error={outcome.error} />,
-        outcome.error.status as 400);
-    }
+    if (outcome.error) return redirectRefused(c, accounts, `/panel/merchants/${merchantId}/endpoints/${endpointId}/edit`, outcome.error, { input });
     return c.redirect(`/panel/merchants/${merchantId}/endpoints/${endpointId}?done=updated`, 303);
   });
 

@@ -16,6 +16,7 @@ import { Health } from '../endpoint-health.js';
 import { CsrfField, ErrorMessage, Layout, Notice, ShownOnce, type ShownError } from '../layout.js';
 import { ConfirmPage } from '../confirm.js';
 import { noticeFor } from '../notices.js';
+import { redirectRefused, refusalOf } from '../refusals.js';
 import type { PanelEnv } from '../session.js';
 import { AlreadyShown, redirectToShownOnce, shownOnce } from '../shown-once.js';
 import { Time } from '../time.js';
@@ -58,9 +59,9 @@ export function ConfirmSecretButton(props: { session: PanelSession; base: string
 
 function EndpointsPage(props: {
   session: PanelSession; merchantId: number; endpoints: Endpoint[]; stores: StoreRecord[];
-  notice?: string | undefined; error?: ShownError | undefined; input?: EndpointFormInput;
+  notice?: string | undefined; error?: ShownError | undefined; input?: EndpointFormInput | undefined;
   /** The action the error comes from, where the page shows it: the registration form unless a row's `test:<id>`. */
-  errorAt?: string;
+  errorAt?: string | undefined;
 }) {
   const { session, merchantId } = props;
   const base = `/panel/merchants/${merchantId}/endpoints`;
@@ -118,9 +119,14 @@ export function endpointPages(service: Service, accounts: () => PanelAccounts) {
     return { endpoints: list, stores };
   };
 
+  // The list, with a refused registration or "Send test" beside its form (refusals.ts).
   pages.get('/', async (c) => {
     const merchantId = merchantOf(c);
-    return c.html(<EndpointsPage session={sessionOf(c)} merchantId={merchantId} {...await listing(merchantId)} notice={noticeFor(DONE, c.req.query('done'))} />);
+    const refused = await refusalOf<EndpointFormInput>(c, accounts);
+    return c.html(
+      <EndpointsPage session={sessionOf(c)} merchantId={merchantId} {...await listing(merchantId)} notice={noticeFor(DONE, c.req.query('done'))}
+        error={refused?.error} errorAt={refused?.at} input={refused?.input} />,
+    );
   });
 
   pages.post('/', async (c) => {
@@ -134,9 +140,7 @@ export function endpointPages(service: Service, accounts: () => PanelAccounts) {
     const outcome = await formAction(() => endpoints.create(merchantId, validated(WebhookEndpointInputSchema, {
       url: input.url, store: input.store || null, events: input.events, ...endpointOptions(input),
     }), principalName(session.principal)));
-    if (outcome.error) {
-      return c.html(<EndpointsPage session={session} merchantId={merchantId} {...await listing(merchantId)} error={outcome.error} input={input} />, outcome.error.status as 400);
-    }
+    if (outcome.error) return redirectRefused(c, accounts, `/panel/merchants/${merchantId}/endpoints`, outcome.error, { input });
     const created = outcome.ok;
     return redirectToShownOnce(c, accounts, `/panel/merchants/${merchantId}/endpoints/shown`, {
       kind: 'endpoint_secret', created: true, url: created.url, events: created.events, store: created.store, secret: created.secret,
@@ -223,9 +227,7 @@ export function endpointPages(service: Service, accounts: () => PanelAccounts) {
     const merchantId = merchantOf(c);
     const endpointId = idParam(c, 'endpointId', 'Webhook endpoint');
     const outcome = await formAction(() => endpoints.sendTest(merchantId, endpointId, principalName(session.principal)));
-    if (outcome.error) {
-      return c.html(<EndpointsPage session={session} merchantId={merchantId} {...await listing(merchantId)} error={outcome.error} errorAt={`test:${endpointId}`} />, outcome.error.status as 409);
-    }
+    if (outcome.error) return redirectRefused(c, accounts, `/panel/merchants/${merchantId}/endpoints`, outcome.error, { at: `test:${endpointId}` });
     return c.redirect(`/panel/merchants/${merchantId}/endpoints?done=test`, 303);
   });
 

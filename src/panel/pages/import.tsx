@@ -15,7 +15,8 @@ import { ProblemError } from '../../shared/problem.js';
 import type { ImportJobRecord } from '../../storage/records.js';
 import { formOf } from '../form.js';
 import { idParam, merchantOf, sessionOf } from '../handlers.js';
-import { CsrfField, ErrorMessage, Layout } from '../layout.js';
+import { CsrfField, ErrorMessage, Layout, type ShownError } from '../layout.js';
+import { redirectRefused, refusalOf } from '../refusals.js';
 import type { PanelEnv } from '../session.js';
 import { Time } from '../time.js';
 
@@ -60,7 +61,7 @@ function RecentImports(props: { merchantId: number; jobs: ImportJobRecord[]; imp
 }
 
 function ImportPage(props: {
-  session: PanelSession; merchantId: number; jobs: ImportJobRecord[]; imports: ImportJobs; error?: ProblemError | undefined;
+  session: PanelSession; merchantId: number; jobs: ImportJobRecord[]; imports: ImportJobs; error?: ShownError | undefined;
 }) {
   const { session, merchantId, error } = props;
   return (
@@ -138,7 +139,9 @@ export function importPages(service: Service, accounts: () => PanelAccounts) {
   pages.get('/', async (c) => {
     const merchantId = merchantOf(c);
     const jobs = await imports.recent(merchantId, RECENT_IMPORTS);
-    return c.html(<ImportPage session={sessionOf(c)} merchantId={merchantId} jobs={jobs} imports={imports} />);
+    // An upload refused before any import started, above the form (refusals.ts); a file is never kept.
+    const refused = await refusalOf(c, accounts);
+    return c.html(<ImportPage session={sessionOf(c)} merchantId={merchantId} jobs={jobs} imports={imports} error={refused?.error} />);
   });
 
   pages.post('/', async (c) => {
@@ -147,8 +150,7 @@ export function importPages(service: Service, accounts: () => PanelAccounts) {
     const file = (await formOf(c))['file'];
     if (!(file instanceof File) || file.size === 0) {
       const error = new ProblemError('invalid_body', 'Choose a non-empty NDJSON file to import.', [{ name: 'file', in: 'body', reason: 'is required' }]);
-      const jobs = await imports.recent(merchantId, RECENT_IMPORTS);
-      return c.html(<ImportPage session={session} merchantId={merchantId} jobs={jobs} imports={imports} error={error} />, 400);
+      return redirectRefused(c, accounts, `/panel/merchants/${merchantId}/import`, error);
     }
     // The form is read whole (csrf() read it): the import runs on after this answer, from the file's bytes.
     const actor = principalName(session.principal);

@@ -8,7 +8,8 @@ import type { ApiKeyRecord } from '../../storage/records.js';
 import { principalName, type PanelAccounts, type PanelSession } from '../../admin/accounts.js';
 import { field, formOf, validated } from '../form.js';
 import { formAction, idParam, merchantOf, sessionOf } from '../handlers.js';
-import { CsrfField, ErrorMessage, Layout, Notice, ShownOnce } from '../layout.js';
+import { CsrfField, ErrorMessage, Layout, Notice, ShownOnce, type ShownError } from '../layout.js';
+import { redirectRefused, refusalOf } from '../refusals.js';
 import type { PanelEnv } from '../session.js';
 import { AlreadyShown, redirectToShownOnce, shownOnce } from '../shown-once.js';
 import { Time } from '../time.js';
@@ -17,7 +18,9 @@ import { Time } from '../time.js';
 interface CreatedKey { kind: 'api_key'; name: string; key: string }
 
 function KeysPage(props: {
-  session: PanelSession; merchantId: number; keys: ApiKeyRecord[]; lastUsedSeconds: number; notice?: string | undefined; error?: { detail: string } | undefined;
+  session: PanelSession; merchantId: number; keys: ApiKeyRecord[]; lastUsedSeconds: number; notice?: string | undefined; error?: ShownError | undefined;
+  /** The name as typed, after a refusal. */
+  name?: string | undefined;
 }) {
   const { session, merchantId } = props;
   return (
@@ -45,7 +48,7 @@ function KeysPage(props: {
       <ErrorMessage error={props.error} labels={{ name: 'Name' }} />
       <form class="stacked" method="post" action={`/panel/merchants/${merchantId}/keys`}>
         <CsrfField session={session} />
-        <label>Name (the integration that uses it)<input name="name" required maxlength={200} /></label>
+        <label>Name (the integration that uses it)<input name="name" required maxlength={200} value={props.name ?? ''} /></label>
         <button type="submit">Create key</button>
       </form>
     </Layout>
@@ -60,18 +63,21 @@ export function keyPages(service: Service, accounts: () => PanelAccounts) {
   pages.get('/', async (c) => {
     const merchantId = merchantOf(c);
     const notice = c.req.query('done') === 'revoked' ? 'The key is revoked.' : undefined;
-    return c.html(<KeysPage session={sessionOf(c)} merchantId={merchantId} keys={await admin.listApiKeys(merchantId)} lastUsedSeconds={lastUsedSeconds} notice={notice} />);
+    // A refused name, beside the form, as typed (refusals.ts).
+    const refused = await refusalOf<{ name: string }>(c, accounts);
+    return c.html(
+      <KeysPage session={sessionOf(c)} merchantId={merchantId} keys={await admin.listApiKeys(merchantId)} lastUsedSeconds={lastUsedSeconds} notice={notice}
+        error={refused?.error} name={refused?.input?.name} />,
+    );
   });
 
   pages.post('/', async (c) => {
     const session = sessionOf(c);
     const merchantId = merchantOf(c);
     const form = await formOf(c);
-    const outcome = await formAction(() => admin.createApiKey(merchantId, validated(CreateApiKeyInputSchema, { name: field(form, 'name') }).name,
-      principalName(session.principal)));
-    if (outcome.error) {
-      return c.html(<KeysPage session={session} merchantId={merchantId} keys={await admin.listApiKeys(merchantId)} lastUsedSeconds={lastUsedSeconds} error={outcome.error} />, outcome.error.status as 400);
-    }
+    const name = field(form, 'name');
+    const outcome = await formAction(() => admin.createApiKey(merchantId, validated(CreateApiKeyInputSchema, { name }).name, principalName(session.principal)));
+    if (outcome.error) return redirectRefused(c, accounts, `/panel/merchants/${merchantId}/keys`, outcome.error, { input: { name } });
     const created = outcome.ok;
     return redirectToShownOnce(c, accounts, `/panel/merchants/${merchantId}/keys/shown`, { kind: 'api_key', name: created.name, key: created.key } satisfies CreatedKey);
   });

@@ -1,7 +1,6 @@
 // Signing in and out (issue 11, "Users and security"): the operator with the admin token, a merchant
 // user with e-mail and password; accepting an invitation sets the password. Throttling (429 with
 // Retry-After) and the checks are the accounts domain's; the pages show its answer.
-import { getConnInfo } from '@hono/node-server/conninfo';
 import { Hono } from 'hono';
 import type { PanelAccounts, PanelLinkPurpose, SignedIn } from '../../admin/accounts.js';
 import { field, formOf } from '../form.js';
@@ -51,16 +50,10 @@ function InvitationPage(props: { token: string; email: string; purpose: PanelLin
   );
 }
 
-/** The client's address, a key of the sign-in throttle (with the account). */
-export function addressOf(c: PanelContext): string {
-  try {
-    return getConnInfo(c).remote.address ?? 'unknown';
-  } catch {
-    return 'unknown';
-  }
-}
+/** The client's address of a request (http/client-address.ts), a key of the sign-in throttle (with the account). */
+export type AddressOf = (c: PanelContext) => string;
 
-export function signInPages(accounts: () => PanelAccounts, cookie: SessionCookie) {
+export function signInPages(accounts: () => PanelAccounts, cookie: SessionCookie, addressOf: AddressOf) {
   const pages = new Hono<PanelEnv>();
 
   pages.get('/login', (c) => {

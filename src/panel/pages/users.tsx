@@ -11,6 +11,7 @@ import { field, formOf } from '../form.js';
 import { formAction, idParam, merchantOf, sessionOf, type PanelContext } from '../handlers.js';
 import { CsrfField, ErrorMessage, Layout, Notice, type ShownError } from '../layout.js';
 import { noticeFor } from '../notices.js';
+import { redirectRefused, refusalOf } from '../refusals.js';
 import type { PanelEnv } from '../session.js';
 import { ProblemError } from '../../shared/problem.js';
 import { AlreadyShown, redirectToShownOnce, shownOnce } from '../shown-once.js';
@@ -23,6 +24,9 @@ const DONE = {
   revoked: 'The link is revoked: it no longer works.',
   reset_sent: "A password reset link is e-mailed to the account's own address. Its current password works until the link is used.",
 } as const satisfies Record<string, string>;
+
+/** The invitation form's fields. */
+interface InviteInput { email: string; role: PanelRole }
 
 /** An invitation or reset link, between the POST that made it and the one page that shows it. */
 interface ShownLink { kind: 'panel_link'; purpose: 'invitation' | 'reset'; email: string; role: PanelRole; expires_at: string; path: string; url: string }
@@ -47,6 +51,8 @@ function LinkShown(props: { link: ShownLink }) {
 function UsersPage(props: {
   session: PanelSession; merchantId: number; users: PanelUser[]; links: PendingLink[]; audit: AuditEntry[]; sendsEmail: boolean;
   notice?: string | undefined; error?: ShownError | undefined; inviteError?: ShownError | undefined; shown?: ShownLink | undefined;
+  /** The invitation form as typed, after a refusal. */
+  invite?: InviteInput | undefined;
 }) {
   const { session, merchantId } = props;
   const base = `/panel/merchants/${merchantId}/users`;
@@ -98,9 +104,12 @@ function UsersPage(props: {
       <p class="muted">A new invitation for an e-mail revokes its earlier links. An e-mail that already has an account cannot be invited again: reset its password instead.</p>
       <form class="stacked" method="post" action={base}>
         <CsrfField session={session} />
-        <label>E-mail<input type="email" name="email" required /></label>
+        <label>E-mail<input type="email" name="email" required value={props.invite?.email ?? ''} /></label>
         <label>Role
-          <select name="role"><option value="member">member</option><option value="owner">owner (can invite and remove users)</option></select>
+          <select name="role">
+            <option value="member">member</option>
+            <option value="owner" selected={props.invite?.role === 'owner'}>owner (can invite and remove users)</option>
+          </select>
         </label>
         <button type="submit">Invite</button>
       </form>
@@ -123,10 +132,10 @@ export function userPages(_service: Service, accounts: () => PanelAccounts) {
     ]);
     return { users, links, audit, sendsEmail: accounts().sendsEmail };
   };
-  const page = async (c: PanelContext, extra: { notice?: string | undefined; error?: ShownError; inviteError?: ShownError; shown?: ShownLink }, status: 200 | 400 | 409 = 200) => {
+  const page = async (c: PanelContext, extra: { notice?: string | undefined; error?: ShownError | undefined; inviteError?: ShownError | undefined; invite?: InviteInput | undefined; shown?: ShownLink }) => {
     const session = sessionOf(c);
     const merchantId = merchantOf(c);
-    return c.html(<UsersPage session={session} merchantId={merchantId} {...await listing(session, merchantId)} {...extra} />, status);
+    return c.html(<UsersPage session={session} merchantId={merchantId} {...await listing(session, merchantId)} {...extra} />);
   };
   const usersUrl = (c: PanelContext) => `/panel/merchants/${merchantOf(c)}/users`;
   const shownLink = (c: PanelContext, link: Omit<ShownLink, 'kind' | 'path' | 'url'> & { token: string }) => {
@@ -135,15 +144,23 @@ export function userPages(_service: Service, accounts: () => PanelAccounts) {
     return redirectToShownOnce(c, accounts, `${usersUrl(c)}/shown`, { kind: 'panel_link', ...rest, path, url: accounts().linkUrl(token) } satisfies ShownLink);
   };
 
-  pages.get('/', async (c) => page(c, { notice: noticeFor(DONE, c.req.query('done')) }));
+  // The list, with a refused invitation beside its form, a refused removal or reset above (refusals.ts).
+  pages.get('/', async (c) => {
+    const refused = await refusalOf<InviteInput>(c, accounts);
+    const invite = refused?.at === 'invite';
+    return page(c, {
+      notice: noticeFor(DONE, c.req.query('done')),
+      error: invite ? undefined : refused?.error, inviteError: invite ? refused.error : undefined, invite: refused?.input,
+    });
+  });
 
   pages.post('/', async (c) => {
     const session = sessionOf(c);
     const merchantId = merchantOf(c);
     const form = await formOf(c);
-    const role = (field(form, 'role') === 'owner' ? 'owner' : 'member') satisfies PanelRole;
-    const outcome = await formAction(() => accounts().invite(session.principal, merchantId, { email: field(form, 'email'), role }));
-    if (outcome.error) return page(c, { inviteError: outcome.error }, outcome.error.status as 400);
+    const input: InviteInput = { email: field(form, 'email'), role: field(form, 'role') === 'owner' ? 'owner' : 'member' };
+    const outcome = await formAction(() => accounts().invite(session.principal, merchantId, input));
+    if (outcome.error) return redirectRefused(c, accounts, usersUrl(c), outcome.error, { at: 'invite', input });
     return shownLink(c, { purpose: 'invitation', ...outcome.ok });
   });
 
@@ -176,7 +193,7 @@ export function userPages(_service: Service, accounts: () => PanelAccounts) {
     const session = sessionOf(c);
     const merchantId = merchantOf(c);
     const outcome = await formAction(() => accounts().removeUser(session.principal, merchantId, idParam(c, 'userId', 'User')));
-    if (outcome.error) return page(c, { error: outcome.error }, outcome.error.status as 409);
+    if (outcome.error) return redirectRefused(c, accounts, usersUrl(c), outcome.error);
     return c.redirect(`${usersUrl(c)}?done=removed`, 303);
   });
 
@@ -202,7 +219,7 @@ export function userPages(_service: Service, accounts: () => PanelAccounts) {
     const session = sessionOf(c);
     const merchantId = merchantOf(c);
     const outcome = await formAction(() => accounts().requestPasswordReset(session.principal, merchantId, idParam(c, 'userId', 'User')));
-    if (outcome.error) return page(c, { error: outcome.error }, outcome.error.status as 409);
+    if (outcome.error) return redirectRefused(c, accounts, usersUrl(c), outcome.error);
     const { token, email, role, expires_at } = outcome.ok;
     // An owner's reset went to the account's own e-mail: there is nothing to show.
     if (!token) return c.redirect(`${usersUrl(c)}?done=reset_sent`, 303);

@@ -80,7 +80,7 @@ describe('rotating a secret in the panel', () => {
     await page.getByRole('link', { name: 'Rotate secret…' }).click();
     await page.getByRole('button', { name: 'Rotate the secret' }).click();
     newSecret = (await page.locator('#secret').textContent())!.trim();
-    expect(newSecret).toMatch(/^whsec_[A-Za-z0-9_-]{43}$/);
+    expect(newSecret).toMatch(/^whsec_[A-Za-z0-9]{48}$/);
     expect(newSecret).not.toBe(oldSecret);
     pendingUntil = new Date(rotatedAt + 24 * HOUR).toISOString();
     const main = (await page.textContent('main'))!;

@@ -84,6 +84,8 @@ const line = (n: number, cost = 20 + (n % 50)) => JSON.stringify({
 
 async function main(): Promise<void> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cps-storm-'));
+  // The PostgreSQL server runs as its own user, which must reach its folder under this one.
+  fs.chmodSync(dir, 0o755);
   const limited = await receiver();
   const free = await receiver();
   const port = await freePort();
@@ -179,7 +181,7 @@ async function main(): Promise<void> {
     console.log(`  limited endpoint (${RATE}/s)     ${limited.arrivals.length} deliveries (${distinctIds} webhook-ids) in ${drainSeconds.toFixed(0)} s after the import`);
     console.log(`    ids per delivery           full (100): ${full}; smaller: ${sizes.length - full} (${sizes.filter((n) => n < 100).join(', ') || 'none'})`);
     console.log(`    ids lost / received twice  ${lost} / ${twice}`);
-    console.log(`    most arrivals in 1 second  ${busiest} (limit ${RATE}; slots ${(1000 / RATE).toFixed(0)} ms apart, arrival gaps p5 ${pct(gaps, 5).toFixed(0)} ms, p50 ${pct(gaps, 50).toFixed(0)} ms)`);
+    console.log(`    most arrivals in 1 second  ${busiest} (limit ${RATE}; slots ${(1000 / RATE * 1.05).toFixed(0)} ms apart, arrival gaps p5 ${pct(gaps, 5).toFixed(0)} ms, p50 ${pct(gaps, 50).toFixed(0)} ms)`);
     console.log(`  free endpoint, same merchant (its changes wait the ${2} s batching window)`);
     console.log(`    before the import          ${quiet.length} changes: p50 ${pct(quiet, 50).toFixed(0)} ms, max ${Math.max(...quiet).toFixed(0)} ms`);
     console.log(`    during the drain           ${latencies.length} changes: p50 ${pct(latencies, 50).toFixed(0)} ms, p95 ${pct(latencies, 95).toFixed(0)} ms, max ${Math.max(...latencies).toFixed(0)} ms`);

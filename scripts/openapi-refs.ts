@@ -92,7 +92,7 @@ export interface Operation {
   pathItem: Json;
 }
 
-/** Every operation of the document's `paths:`, in document order, each path item dereferenced. */
+/** Every operation of the document's `paths:`, path by path (methods in HTTP_METHODS order), each path item dereferenced. */
 export function operations(doc: Json): Operation[] {
   return Object.entries((doc.paths ?? {}) as Record<string, Json>).flatMap(([path, value]) => {
     const pathItem = deref(doc, value);

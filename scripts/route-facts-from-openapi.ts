@@ -21,7 +21,7 @@ export interface RouteFacts {
   bodyLimit: 'adminBodyBytes' | 'importBodyBytes' | null;
 }
 
-/** The facts of every operation of the document, in document order. */
+/** The facts of every operation of the document, path by path. */
 export function routeFacts(doc: Json): RouteFacts[] {
   return operations(doc).map(({ path, method, operation }) => {
     const where = `${method.toUpperCase()} ${path} (${operation.operationId})`;
@@ -73,7 +73,7 @@ export function emitRouteFacts(doc: Json, options: { source: string; name: strin
     "  bodyLimit: 'adminBodyBytes' | 'importBodyBytes' | null;",
     '}',
     '',
-    `/** Every operation of ${options.source}, in the document's order. */`,
+    `/** Every operation of ${options.source}, path by path. */`,
     `export const ${options.name}: readonly RouteFacts[] = [`,
     ...facts.map((f) => `  { operationId: ${literal(f.operationId)}, method: ${literal(f.method)}, path: ${literal(f.path)}, routerPath: ${literal(f.routerPath)}, body: ${literal(f.body)}, bodyRequired: ${f.bodyRequired}, bodyLimit: ${literal(f.bodyLimit)} },`),
     '];',

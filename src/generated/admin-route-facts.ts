@@ -16,7 +16,7 @@ export interface RouteFacts {
   bodyLimit: 'adminBodyBytes' | 'importBodyBytes' | null;
 }
 
-/** Every operation of openapi/admin.yaml, in the document's order. */
+/** Every operation of openapi/admin.yaml, path by path. */
 export const ADMIN_ROUTE_FACTS: readonly RouteFacts[] = [
   { operationId: "listMerchants", method: "GET", path: "/admin/v1/merchants", routerPath: "/admin/v1/merchants", body: "none", bodyRequired: false, bodyLimit: null },
   { operationId: "createMerchant", method: "POST", path: "/admin/v1/merchants", routerPath: "/admin/v1/merchants", body: "json", bodyRequired: true, bodyLimit: "adminBodyBytes" },

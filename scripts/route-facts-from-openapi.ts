@@ -25,9 +25,10 @@ export interface RouteFacts {
 export function routeFacts(doc: Json): RouteFacts[] {
   return operations(doc).map(({ path, method, operation }) => {
     const where = `${method.toUpperCase()} ${path} (${operation.operationId})`;
+    if (typeof operation.operationId !== 'string') throw new Error(`${where}: needs an operationId`);
     const documents413 = Object.hasOwn(operation.responses ?? {}, '413');
     const facts = {
-      operationId: operation.operationId as string,
+      operationId: operation.operationId,
       method: method.toUpperCase(),
       path,
       // Hono's syntax for the same template: `{name}` is `:name`.
@@ -51,7 +52,7 @@ export function routeFacts(doc: Json): RouteFacts[] {
 
 const literal = (v: unknown) => JSON.stringify(v);
 
-/** `src/generated/admin-route-facts.ts`: the body facts of every operation, by operationId. */
+/** `src/generated/admin-route-facts.ts`: the body facts of every operation, one entry each. */
 export function emitRouteFacts(doc: Json, options: { source: string; name: string }): string {
   const facts = routeFacts(doc);
   return [

@@ -1,10 +1,17 @@
-// The configuration (src/config.ts): what `loadConfig` makes of an empty environment and of one that
-// sets every variable. Both expectations were written down from the loader before the settings
-// became one schema (issue 24.3), so they pin the defaults and where each variable lands.
+// The configuration (src/config.ts, src/config/settings.ts): what `loadConfig` makes of an empty
+// environment and of one that sets every variable (both written down from the loader before the
+// settings became one schema, issue 24.3, so they pin the defaults and where each variable lands),
+// and every setting refusing what it does not accept in the same words.
+import { execFile } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../src/config.js';
+import { ConfigError, loadConfig } from '../src/config.js';
+import { SETTING_DOCS, SETTINGS, type Accepts } from '../src/config/settings.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 /** Every variable at a valid value other than its default. */
 const EVERY_VARIABLE = {
@@ -86,6 +93,14 @@ describe('configuration', () => {
     });
   });
 
+  it('treats a variable set to the empty string as unset', () => {
+    const empty = Object.fromEntries(Object.keys(EVERY_VARIABLE).map((name) => [name, '']));
+    const { adminToken, ...config } = loadConfig(empty);
+    const { adminToken: defaultToken, ...defaults } = loadConfig({});
+    expect([adminToken, defaultToken]).toEqual([expect.stringMatching(/^adm_/), expect.stringMatching(/^adm_/)]);
+    expect(config).toEqual(defaults);
+  });
+
   it('reads every variable into its field', () => {
     expect(loadConfig(EVERY_VARIABLE)).toEqual({
       port: 9090, host: '0.0.0.0', databasePath: path.resolve('other/catalog.db'), databaseUrl: 'postgres://cps:secret@db.example:5432/cps',
@@ -134,5 +149,84 @@ describe('configuration', () => {
     expect(config.webhooks).toMatchObject({ pollIntervalMs: 5, timeoutMs: 3000, batchSize: 100 });
     // The media folder follows an overridden database path unless it is configured.
     expect(config.images.mediaDir).toBe(path.resolve('/srv/cps/media'));
+  });
+});
+
+/** The ConfigError's lines for `env`, or [] when it is accepted. */
+function refusals(env: Record<string, string>): string[] {
+  try {
+    loadConfig(env);
+    return [];
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    return error.problems;
+  }
+}
+
+const escaped = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+describe('every setting refuses what it does not accept, the same way', () => {
+  const settings = Object.entries(SETTINGS.shape).map(([variable, schema]) => ({ variable, accepts: SETTING_DOCS.get(schema)?.accepts as Accepts }));
+
+  it('declares what each of the 93 settings accepts', () => {
+    expect(settings).toHaveLength(93);
+    expect(settings.filter(({ accepts }) => !accepts)).toEqual([]);
+  });
+
+  it.each(settings.filter(({ accepts }) => accepts.kind === 'integer'))('$variable: a whole number within its bounds, else a start-up error naming it, the value and the bounds', ({ variable, accepts }) => {
+    const { min, max } = accepts as Extract<Accepts, { kind: 'integer' }>;
+    expect(refusals({ [variable]: String(min) })).toEqual([]);
+    if (max !== undefined) expect(refusals({ [variable]: String(max) })).toEqual([]);
+    const bounds = max === undefined ? `at least ${min}` : (min === 0 ? `at most ${max}` : `from ${min} to ${max}`);
+    if (min > 0) expect(refusals({ [variable]: String(min - 1) })).toEqual([`${variable} must be ${bounds}, got ${min - 1}`]);
+    if (max !== undefined) expect(refusals({ [variable]: String(max + 1) })).toEqual([`${variable} must be ${bounds}, got ${max + 1}`]);
+    for (const bad of ['many', '-1', '1.5', '1e3', ' 7']) {
+      const [problem, ...more] = refusals({ [variable]: bad });
+      expect(more).toEqual([]);
+      expect(problem).toMatch(new RegExp(`^${variable} must be (a non-negative integer|an integer)\\b.*, got "${escaped(bad)}"$`));
+      if (min > 0) expect(problem).toContain(String(min));
+      if (max !== undefined) expect(problem).toContain(String(max));
+    }
+  });
+
+  it.each(settings.filter(({ accepts }) => accepts.kind === 'flag'))('$variable: true or false (1/0, yes/no), else refused naming it', ({ variable }) => {
+    for (const good of ['true', 'FALSE', '1', '0', 'yes', 'No']) expect(refusals({ [variable]: good })).toEqual([]);
+    expect(refusals({ [variable]: 'maybe' })).toEqual([`${variable} must be true or false, got "maybe"`]);
+  });
+
+  it.each(settings.filter(({ accepts }) => accepts.kind === 'oneOf'))('$variable: one of its values, else refused naming them', ({ variable, accepts }) => {
+    const { values } = accepts as Extract<Accepts, { kind: 'oneOf' }>;
+    for (const good of values) expect(refusals({ [variable]: good })).toEqual([]);
+    expect(refusals({ [variable]: 'other' })).toEqual([`${variable} must be one of ${values.join(', ')}, got "other"`]);
+  });
+
+  it('lists: each entry checked, a bad one named', () => {
+    expect(refusals({ CPS_WEBHOOK_BACKOFF_SECONDS: '30,soon' })).toEqual(['CPS_WEBHOOK_BACKOFF_SECONDS must list whole seconds, got "soon"']);
+    expect(refusals({ CPS_IMAGE_RETRY_SECONDS: '60,,300' })).toEqual(['CPS_IMAGE_RETRY_SECONDS must list whole seconds, got ""']);
+    expect(refusals({ CPS_TRUSTED_PROXIES: '10.0.0.0/8,nowhere' }))
+      .toEqual(['CPS_TRUSTED_PROXIES must list IP addresses or CIDR ranges (10.0.0.0/8, 2001:db8::/32), got "nowhere"']);
+    expect(refusals({ CPS_WEBHOOK_ALLOW_HOSTS: 'receiver.test,,localhost' })).toEqual([]);
+  });
+
+  it('a database URL that is not PostgreSQL\'s is refused showing its scheme, never its password', () => {
+    expect(refusals({ CPS_DATABASE_URL: 'mysql://cps:hunter2@db/cps' }))
+      .toEqual(['CPS_DATABASE_URL must be a postgres:// or postgresql:// URL (unset it to use the SQLite file at CPS_DB_PATH), got "mysql:…"']);
+  });
+
+  it('names every bad variable at once, in the README\'s order', () => {
+    expect(refusals({ CPS_PANEL_SESSION_HOURS: '0', CPS_PORT: '70000', CPS_WORKERS: 'process' })).toEqual([
+      'CPS_PORT must be at most 65535, got 70000',
+      'CPS_WORKERS must be one of thread, inline, got "process"',
+      'CPS_PANEL_SESSION_HOURS must be at least 1, got 0',
+    ]);
+  });
+
+  it('a value that was raised into range before (a panel session of 0 hours) now refuses the start, naming it', async () => {
+    const run = promisify(execFile);
+    const failed = await run(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve'], {
+      cwd: ROOT, env: { ...process.env, CPS_PANEL_SESSION_HOURS: '0', CPS_DB_PATH: path.join(os.tmpdir(), 'cps-unused.db') },
+    }).then(() => undefined, (error: { code: number; stderr: string }) => error);
+    expect(failed?.code).toBe(2);
+    expect(failed?.stderr).toBe('refusing to start: the configuration has bad values\nCPS_PANEL_SESSION_HOURS must be at least 1, got 0\n');
   });
 });

@@ -11,6 +11,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import openapiTS, { astToString } from 'openapi-typescript';
 import { withConfigTable } from './config-table.js';
+import { emitRouteFacts } from './route-facts-from-openapi.js';
 import { emitWebhookEventDocs } from './webhook-events-from-openapi.js';
 import { emitLimits, emitWebhookRegistry } from './webhooks-from-openapi.js';
 import { emitZodModule } from './zod-from-openapi.js';
@@ -49,6 +50,7 @@ async function generate(): Promise<Map<string, string>> {
     const ast = await openapiTS(structuredClone(doc) as Parameters<typeof openapiTS>[0], { alphabetize: false, exportType: false });
     files.set(`${api}-api.ts`, `${header(source)}/* eslint-disable */\n${astToString(ast)}`);
     files.set(`${api}-routes.ts`, emitZodModule(doc, { source }));
+    if (api === 'admin') files.set('admin-route-facts.ts', emitRouteFacts(doc, { source, name: 'ADMIN_ROUTE_FACTS' }));
     if (api === 'public') {
       files.set('public-webhooks.ts', emitWebhookRegistry(doc, { source }));
       files.set('public-limits.ts', emitLimits(doc, { source }));
@@ -64,6 +66,8 @@ async function generate(): Promise<Map<string, string>> {
     '- `*-openapi.json`: the bundled document (served at `/openapi.json`, `/admin/openapi.json` and `/operations/openapi.json`).',
     '- `*-api.ts`: openapi-typescript types (`paths`, `components`, `webhooks`).',
     '- `*-routes.ts`: zod schemas and `createRoute` definitions for @hono/zod-openapi.',
+    '- `admin-route-facts.ts`: per admin operation, its request body\'s kind, whether it is required and the size limit',
+    '  that holds it: what the admin API wires its body checks by.',
     '- `public-webhooks.ts`: the `webhooks:` section as a registry (events, headers, payload schemas and a',
     '  standalone validator per event, no run-time imports): what the dispatcher and the receiver kit check.',
     '- `public-limits.ts`: the documents\' `maxItems` and `maximum` that code clamps and batches by.',

@@ -1,17 +1,7 @@
 // Turns the `webhooks:` section of the bundled public document into what the panel shows beside
 // each event of the registration form (issue 22.10): the operation's summary, the first paragraph
 // of its description and its first request body example, so nobody writes them a second time.
-type Json = Record<string, any>;
-
-function pointer(doc: Json, ref: string): Json {
-  if (!ref.startsWith('#/')) throw new Error(`unsupported $ref ${ref} (only local ones)`);
-  const target = ref.slice(2).split('/').reduce<Json | undefined>(
-    (node, key) => node?.[decodeURIComponent(key.replace(/~1/g, '/').replace(/~0/g, '~'))], doc);
-  if (target === undefined) throw new Error(`$ref ${ref} points nowhere`);
-  return target;
-}
-
-const deref = (doc: Json, value: Json): Json => (value.$ref ? deref(doc, pointer(doc, value.$ref)) : value);
+import { deref, type Json } from './openapi-refs.js';
 
 /** The first paragraph of a Markdown description, its lines joined. */
 const lead = (description: string) => description.trim().split(/\n\s*\n/)[0]!.split('\n').map((line) => line.trim()).join(' ');

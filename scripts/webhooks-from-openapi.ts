@@ -5,8 +5,7 @@
 // `date-time`); any other keyword fails generation loudly rather than being skipped silently.
 // test/webhooks/registry.test.ts shows it accepts and rejects what Ajv over the document does.
 // Also emits the documents' limits (maxItems, maximum) that code clamps and batches by.
-
-type Json = Record<string, any>;
+import { componentName, deref, inline, pointer, type Json } from './openapi-refs.js';
 
 const literal = (v: unknown) => JSON.stringify(v);
 
@@ -16,26 +15,6 @@ const VALIDATORS = new Set([
   '$ref', 'allOf', 'type', 'const', 'enum', 'format', 'pattern', 'minLength', 'maxLength', 'minimum', 'maximum',
   'minItems', 'maxItems', 'items', 'required', 'properties', 'additionalProperties',
 ]);
-
-function pointer(doc: Json, ref: string): Json {
-  if (!ref.startsWith('#/')) throw new Error(`unsupported $ref ${ref} (only local ones)`);
-  const target = ref.slice(2).split('/').reduce<Json | undefined>(
-    (node, key) => node?.[decodeURIComponent(key.replace(/~1/g, '/').replace(/~0/g, '~'))], doc);
-  if (target === undefined) throw new Error(`$ref ${ref} points nowhere`);
-  return target;
-}
-
-const deref = (doc: Json, value: Json): Json => (value.$ref ? deref(doc, pointer(doc, value.$ref)) : value);
-
-/** The schema with every $ref replaced by its target: the payload schema as the registry carries it. */
-function inline(doc: Json, schema: unknown, depth = 0): unknown {
-  if (depth > 32) throw new Error('recursive schema: the registry inlines its schemas');
-  if (Array.isArray(schema)) return schema.map((s) => inline(doc, s, depth + 1));
-  if (typeof schema !== 'object' || schema === null) return schema;
-  const node = schema as Json;
-  if (node.$ref) return inline(doc, pointer(doc, node.$ref), depth + 1);
-  return Object.fromEntries(Object.entries(node).map(([k, v]) => [k, k === 'examples' ? v : inline(doc, v, depth + 1)]));
-}
 
 const TYPE_TESTS: Record<string, (v: string) => string> = {
   object: (v) => `(typeof ${v} === 'object' && ${v} !== null && !Array.isArray(${v}))`,
@@ -218,7 +197,7 @@ function webhookOperations(doc: Json): WebhookOperation[] {
       return { name: p.name as string, required: p.required === true, pattern: schema.pattern as string };
     });
     return {
-      event, operationId: operation.operationId, contentType, schemaName: ref.slice('#/components/schemas/'.length),
+      event, operationId: operation.operationId, contentType, schemaName: componentName(doc, ref, 'schemas'),
       schema: inline(doc, media.schema) as Json, headers,
     };
   });

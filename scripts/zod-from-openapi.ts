@@ -3,8 +3,7 @@
 // use (see README, "Architecture"); anything else fails generation loudly rather than silently.
 
 import { fullFormats } from 'ajv-formats/dist/formats.js';
-
-type Json = Record<string, any>;
+import { componentName, deref, operations, refsIn, type Json } from './openapi-refs.js';
 
 // The formats as JSON Schema validators read them (ajv-formats, what the contract tests and
 // integrators use), so the server's zod schemas accept exactly the same strings.
@@ -15,16 +14,6 @@ const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
 export interface EmitOptions {
   /** Written in the header, e.g. "openapi/openapi.yaml". */
   source: string;
-}
-
-function refName(ref: string, kind: string): string {
-  const prefix = `#/components/${kind}/`;
-  if (!ref.startsWith(prefix)) throw new Error(`unsupported $ref ${ref} (expected ${prefix}...)`);
-  return ref.slice(prefix.length);
-}
-
-function resolve(doc: Json, value: Json, kind: string): Json {
-  return value.$ref ? resolve(doc, doc.components[kind][refName(value.$ref, kind)], kind) : value;
 }
 
 const literal = (v: unknown) => JSON.stringify(v);
@@ -39,7 +28,7 @@ function regex(pattern: string): string {
 function mergeAllOf(doc: Json, schema: Json): Json {
   const merged: Json = { type: 'object', properties: {}, required: [] };
   for (const member of schema.allOf as Json[]) {
-    const part = member.$ref ? doc.components.schemas[refName(member.$ref, 'schemas')] : member;
+    const part = deref(doc, member);
     const flat = part.allOf ? mergeAllOf(doc, part) : part;
     Object.assign(merged.properties, flat.properties ?? {});
     merged.required = [...new Set([...merged.required, ...(flat.required ?? [])])];
@@ -57,9 +46,9 @@ function types(schema: Json): { types: string[]; nullable: boolean } {
 
 /** zod source for a JSON Schema describing a JSON value (bodies and responses). */
 export function zodForSchema(doc: Json, schema: Json): string {
-  if (schema.$ref) return schemaConst(refName(schema.$ref, 'schemas'));
+  if (schema.$ref) return schemaConst(componentName(doc, schema.$ref, 'schemas'));
   if (schema.allOf) return zodForSchema(doc, mergeAllOf(doc, schema));
-  if (schema.oneOf) return zodForOneOf(schema);
+  if (schema.oneOf) return zodForOneOf(doc, schema);
   for (const unsupported of ['anyOf', 'if', 'discriminator', 'nullable']) {
     if (unsupported in schema) throw new Error(`unsupported keyword ${unsupported}`);
   }
@@ -89,13 +78,13 @@ export function zodForSchema(doc: Json, schema: Json): string {
  * consts. The members must exclude each other (closed objects whose required members differ), as
  * `oneOf` means; a union accepts the first that matches.
  */
-function zodForOneOf(schema: Json): string {
+function zodForOneOf(doc: Json, schema: Json): string {
   const members = schema.oneOf as Json[];
   const { oneOf: _oneOf, description: _description, ...rest } = schema;
   if (Object.keys(rest).length > 0 || members.length < 2 || !members.every((member) => typeof member.$ref === 'string' && Object.keys(member).length === 1)) {
     throw new Error('unsupported oneOf: only a list of $refs to component schemas, with nothing beside it but a description');
   }
-  return `z.union([${members.map((member) => schemaConst(refName(member.$ref, 'schemas'))).join(', ')}])`;
+  return `z.union([${members.map((member) => schemaConst(componentName(doc, member.$ref, 'schemas'))).join(', ')}])`;
 }
 
 function zodForType(doc: Json, kind: string, schema: Json): string {
@@ -190,7 +179,7 @@ function numberArguments(kind: string, schema: Json): string {
 
 /** zod source for a parameter, which arrives as text and is converted to its schema's type. */
 export function zodForParameter(doc: Json, parameter: Json): string {
-  const schema = parameter.schema?.$ref ? doc.components.schemas[refName(parameter.schema.$ref, 'schemas')] : parameter.schema ?? {};
+  const schema = deref(doc, parameter.schema ?? {});
   const { types: kinds } = types(schema);
   const kind = kinds[0] ?? 'string';
   let out: string;
@@ -230,8 +219,7 @@ function componentOrder(doc: Json): string[] {
     if (state.get(name) === 'done') return;
     if (state.get(name) === 'visiting') throw new Error(`schema cycle through ${name} is not supported`);
     state.set(name, 'visiting');
-    const text = JSON.stringify(schemas[name]);
-    for (const m of text.matchAll(/"#\/components\/schemas\/([^"]+)"/g)) visit(m[1]!);
+    for (const ref of refsIn(schemas[name])) visit(componentName(doc, ref, 'schemas'));
     state.set(name, 'done');
     order.push(name);
   };
@@ -239,10 +227,8 @@ function componentOrder(doc: Json): string[] {
   return order;
 }
 
-const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options'];
-
 function emitRoute(doc: Json, path: string, method: string, operation: Json, pathItem: Json): string {
-  const parameters = [...(pathItem.parameters ?? []), ...(operation.parameters ?? [])].map((p: Json) => resolve(doc, p, 'parameters'));
+  const parameters = [...(pathItem.parameters ?? []), ...(operation.parameters ?? [])].map((p: Json) => deref(doc, p));
   const request: string[] = [];
   for (const location of ['path', 'query', 'header']) {
     const own = parameters.filter((p) => p.in === location);
@@ -251,13 +237,13 @@ function emitRoute(doc: Json, path: string, method: string, operation: Json, pat
     request.push(`${location === 'path' ? 'params' : location === 'query' ? 'query' : 'headers'}: z.object({ ${fields.join(', ')} })`);
   }
   if (operation.requestBody) {
-    const body = resolve(doc, operation.requestBody, 'requestBodies');
+    const body = deref(doc, operation.requestBody);
     const content = Object.entries(body.content as Json).map(([type, media]) =>
       `${literal(type)}: { schema: ${type.includes('json') ? zodForSchema(doc, (media as Json).schema) : 'z.string()'} }`);
     request.push(`body: { required: ${Boolean(body.required)}, content: { ${content.join(', ')} } }`);
   }
   const responses = Object.entries(operation.responses as Json).map(([status, value]) => {
-    const response = resolve(doc, value as Json, 'responses');
+    const response = deref(doc, value as Json);
     const content = response.content
       ? `, content: { ${Object.entries(response.content as Json).map(([type, media]) =>
         `${literal(type)}: { schema: ${zodForSchema(doc, (media as Json).schema ?? {})} }`).join(', ')} }`
@@ -352,17 +338,13 @@ export function emitZodModule(doc: Json, options: EmitOptions): string {
     lines.push(`export const ${schemaConst(name)} = ${zodForSchema(doc, doc.components.schemas[name])};`);
   }
   lines.push('');
-  const operations: string[] = [];
-  for (const [path, pathItem] of Object.entries(doc.paths ?? {}) as [string, Json][]) {
-    for (const method of HTTP_METHODS) {
-      const operation = pathItem[method];
-      if (!operation) continue;
-      lines.push(emitRoute(doc, path, method, operation, pathItem), '');
-      operations.push(operation.operationId);
-    }
+  const operationIds: string[] = [];
+  for (const { path, method, operation, pathItem } of operations(doc)) {
+    lines.push(emitRoute(doc, path, method, operation, pathItem), '');
+    operationIds.push(operation.operationId);
   }
   lines.push(`/** Every operation of ${options.source}, by operationId. */`);
-  lines.push(`export const routes = { ${operations.map((id) => `${id}: ${id}Route`).join(', ')} } as const;`, '');
+  lines.push(`export const routes = { ${operationIds.map((id) => `${id}: ${id}Route`).join(', ')} } as const;`, '');
   if (lines.some((line) => line.includes('freeKeys('))) lines.splice(3, 0, ...FREE_KEYS_HELPER, '');
   if (lines.some((line) => /numberParameter\(|listParameter\(/.test(line))) lines.splice(3, 0, ...NUMBER_PARAMETER_HELPER, '');
   return lines.join('\n');

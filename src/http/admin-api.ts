@@ -7,7 +7,7 @@ import type { MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { ADMIN_API_ACTOR } from '../admin/import-jobs.js';
 import type { StoreRecord } from '../catalog/model.js';
-import adminDocument from '../generated/admin-openapi.json' with { type: 'json' };
+import { ADMIN_ROUTE_FACTS } from '../generated/admin-route-facts.js';
 import { routes } from '../generated/admin-routes.js';
 import type { ApiKeyRecord, ImportJobRecord } from '../storage/port.js';
 import { adminTokenAuth } from './auth.js';
@@ -28,50 +28,37 @@ const importJob = ({ merchant_id: _m, ...job }: ImportJobRecord) => job;
 /** Whether the request asks for an asynchronous answer (RFC 7240 `Prefer: respond-async`). */
 const prefersAsync = (prefer: string | undefined) => (prefer ?? '').split(',').some((p) => p.split(';')[0]!.trim().toLowerCase() === 'respond-async');
 
-const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
-
 const tooLarge = (limit: number) => (): never => {
   throw new ProblemError('payload_too_large', `The request body exceeds the limit of ${limit} bytes.`);
 };
 
-/** The operations of the admin document whose request body is JSON, as (method, path pattern). */
-type RequestBody = { $ref?: string; content?: Record<string, unknown> };
-const requestBodies = (adminDocument.components as { requestBodies?: Record<string, RequestBody> }).requestBodies ?? {};
-const resolveBody = (body: RequestBody): RequestBody => (body.$ref ? requestBodies[body.$ref.split('/').pop()!] ?? {} : body);
-const JSON_BODY_OPERATIONS = Object.entries(adminDocument.paths as Record<string, Record<string, { requestBody?: RequestBody }>>)
-  .flatMap(([template, item]) => Object.entries(item)
-    .filter(([, operation]) => operation?.requestBody && 'application/json' in (resolveBody(operation.requestBody).content ?? {}))
-    .map(([method]) => ({ method: method.toUpperCase(), pattern: new RegExp(`^${template.replace(/\{[^}]+\}/g, '[^/]+')}$`) })));
-
-function takesJsonBody(method: string, path: string): boolean {
-  return JSON_BODY_OPERATIONS.some((o) => o.method === method && o.pattern.test(path));
-}
+// Every JSON request body is required (admin.yaml): without a Content-Type the validator would
+// read a missing body as `{}`, and a PUT would reset a whole document to its defaults.
+const jsonBodyRequired: MiddlewareHandler = async (c, next) => {
+  if (!c.req.header('Content-Type')) {
+    throw invalidInput('body', [{ name: '/', in: 'body', reason: 'is required: send JSON with Content-Type: application/json' }]);
+  }
+  return next();
+};
 
 export function adminApi({ admin, imports, accounts, endpoints, config }: Pick<Service, 'admin' | 'imports' | 'accounts' | 'endpoints' | 'config'>) {
   const app = new OpenAPIHono({ defaultHook: validationHook });
   app.onError(renderError);
   app.use('/admin/v1/*', closeWhenBodyUnread);
   app.use('/admin/v1/*', adminTokenAuth(config.adminToken));
-  app.use('/admin/v1/merchants/:merchant_id/imports', bodyLimit({ maxSize: config.limits.importBodyBytes, onError: tooLarge(config.limits.importBodyBytes) }));
-  app.use('/admin/v1/*', async (c, next) => {
-    // A body sent to an operation that takes none is never read: no limit, and no 413 (admin.yaml).
-    if (c.req.path.endsWith('/imports') || !takesJsonBody(c.req.method, c.req.path)) return next();
-    return bodyLimit({ maxSize: config.limits.adminBodyBytes, onError: tooLarge(config.limits.adminBodyBytes) })(c, next);
-  });
 
-  // Every JSON request body is required (admin.yaml): without a Content-Type the validator would
-  // read a missing body as `{}`, and a PUT would reset a whole document to its defaults.
-  // Operations without a request body (test, resend, rotate-secret) take none.
-  app.use('/admin/v1/*', async (c, next) => {
-    if (BODY_METHODS.has(c.req.method) && takesJsonBody(c.req.method, c.req.path) && !c.req.header('Content-Type')) {
-      throw invalidInput('body', [{ name: '/', in: 'body', reason: 'is required: send JSON with Content-Type: application/json' }]);
-    }
-    return next();
-  });
-
-  // UTF-8, the JSON depth limit and lone surrogates, checked on the raw text before the validator
-  // parses it (the decoded text is cached, so the body is read once).
-  app.use('/admin/v1/*', checkedJsonBody({ maxDepth: config.limits.maxJsonDepth, appliesTo: takesJsonBody }));
+  // Each operation's body checks, wired by the facts generated from admin.yaml, before its handler:
+  // the size limit of its kind (413), then for JSON a required body and the checks on its raw text
+  // (UTF-8, depth, lone surrogates: the decoded text is cached, so the body is read once). A body
+  // sent to an operation that takes none (test, resend, rotate-secret) is never read: no limit, no 413.
+  const checkedJson = checkedJsonBody({ maxDepth: config.limits.maxJsonDepth });
+  for (const operation of ADMIN_ROUTE_FACTS) {
+    if (operation.bodyLimit === null) continue;
+    const maxSize = config.limits[operation.bodyLimit];
+    const checks: MiddlewareHandler[] = [bodyLimit({ maxSize, onError: tooLarge(maxSize) })];
+    if (operation.body === 'json') checks.push(...(operation.bodyRequired ? [jsonBodyRequired] : []), checkedJson);
+    app.on(operation.method, [operation.routerPath], ...checks);
+  }
 
   const route = documentedRoutes(app);
 

@@ -4,7 +4,8 @@
 // or U+0000 (issue 21.9) answer 400 invalid_body naming the problem, so nothing is stored with
 // U+FFFD in place of what was sent, and nothing reaches a database that cannot store it.
 //
-//   app.use('/admin/v1/*', checkedJsonBody({ maxDepth: config.limits.maxJsonDepth, appliesTo: takesJsonBody }));
+// Registered on the operations that take a JSON body (src/generated/admin-route-facts.ts), before their handlers:
+//   app.on('PUT', '/admin/v1/merchants/:merchant_id/products/:product_ref', checkedJsonBody({ maxDepth: 32 }));
 import type { MiddlewareHandler } from 'hono';
 import { nestsDeeperThan, tooDeepReason } from '../shared/json-limits.js';
 import {
@@ -16,15 +17,10 @@ import { bodyPointer } from './validation.js';
 export interface CheckedJsonBodyOptions {
   /** Arrays and objects nested deeper than this are refused. */
   maxDepth: number;
-  /** Whether the operation at (method, path) takes a JSON body; others are passed through unread. */
-  appliesTo: (method: string, path: string) => boolean;
 }
 
-const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
-
-export function checkedJsonBody({ maxDepth, appliesTo }: CheckedJsonBodyOptions): MiddlewareHandler {
+export function checkedJsonBody({ maxDepth }: CheckedJsonBodyOptions): MiddlewareHandler {
   return async (c, next) => {
-    if (!BODY_METHODS.has(c.req.method) || !appliesTo(c.req.method, c.req.path)) return next();
     let text: string;
     try {
       text = decodeUtf8(new Uint8Array(await c.req.arrayBuffer()));

@@ -81,7 +81,7 @@ export interface EndpointRate {
  * a few ms (the network, the event loop), and without it one second at the receiver could now and
  * then hold max_per_second + 1 of them.
  */
-export const RATE_MARGIN = 0.02;
+export const RATE_MARGIN = 0.05;
 
 /** The time between two slots of an endpoint's rate, in ms. */
 export const slotInterval = (maxPerSecond: number) => (1000 / maxPerSecond) * (1 + RATE_MARGIN);

@@ -575,10 +575,16 @@ export class WebhookDispatcher {
     // sooner than a slot's length after this process's last start for the endpoint (a send that
     // started late must not bunch with the next one on time).
     if (delivery.send_at !== null && endpoint.max_per_second !== null) {
-      const last = this.lastStartByEndpoint.get(endpoint.id);
-      const at = Math.max(Date.parse(delivery.send_at), last === undefined ? 0 : last + slotInterval(endpoint.max_per_second));
-      this.lastStartByEndpoint.set(endpoint.id, Math.max(at, this.deps.now().getTime()));
-      if (at > this.deps.now().getTime()) await (this.deps.waitUntil?.(new Date(at)) ?? sleep(at - this.deps.now().getTime()));
+      const interval = slotInterval(endpoint.max_per_second);
+      // Checked again after each wait: a timer that fired late, or another attempt that started
+      // meanwhile, moves the earliest start on. Nothing runs between the last check and the start.
+      for (;;) {
+        const last = this.lastStartByEndpoint.get(endpoint.id);
+        const at = Math.max(Date.parse(delivery.send_at), last === undefined ? 0 : last + interval);
+        if (at <= this.deps.now().getTime()) break;
+        await (this.deps.waitUntil?.(new Date(at)) ?? sleep(at - this.deps.now().getTime()));
+      }
+      this.lastStartByEndpoint.set(endpoint.id, this.deps.now().getTime());
     }
     const now = this.deps.now();
     const payload = deliveryBody(delivery, delivery.occurred_at ?? wholeSecondIso(now));

@@ -4,6 +4,7 @@
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
+import { ADMIN_ROUTE_FACTS } from '../../src/generated/admin-route-facts.js';
 import { nestsDeeperThan } from '../../src/shared/json-limits.js';
 import { adminOk, buildOutdoorCatalog, importNdjson, type OutdoorCatalog } from '../support/admin-http.js';
 import { ADMIN_TOKEN, startTestService, type TestService } from '../support/service.js';
@@ -128,5 +129,48 @@ describe('answers given before the body was read', () => {
   it('ignores, rather than limits, a body sent to an operation that takes none', async () => {
     const response = await service.adminApi('POST', `${merchantBase}/images/retry-dead`, `{"pad":"${'x'.repeat(5000)}"}`, { headers: { 'Content-Type': 'application/json' } });
     expect(response.status).toBe(200);
+  });
+});
+
+describe('every operation of admin.yaml, as its generated route facts say', () => {
+  let service: TestService;
+  let merchantBase: string;
+
+  beforeAll(async () => {
+    service = await startTestService({ config: { limits: { adminBodyBytes: 1024, importBodyBytes: 2048 } } });
+    merchantBase = `/admin/v1/merchants/${(await adminOk(service, 'POST', '/admin/v1/merchants', { name: 'Facts' }, 201)).id}`;
+  });
+  afterAll(() => service.close());
+
+  // The checks run before the handler, so any text in the other parameters reaches them.
+  const urlOf = (path: string) => path.replace('/admin/v1/merchants/{merchant_id}', merchantBase).replace(/\{[^}]+\}/g, '1');
+  const oversize = { pad: 'x'.repeat(4096) };
+  const withBody = (body: string) => ADMIN_ROUTE_FACTS.filter((operation) => operation.body === body);
+
+  it('lists a JSON, an NDJSON and a bodiless operation among them', () => {
+    expect(withBody('json').length).toBeGreaterThan(10);
+    expect(withBody('ndjson').map((operation) => operation.operationId)).toEqual(['importProducts']);
+    expect(withBody('none').filter((operation) => operation.method !== 'GET').length).toBeGreaterThan(5);
+  });
+
+  it.each(withBody('json'))('$operationId ($method): refuses a missing JSON body, and one above the admin limit with 413', async ({ method, path }) => {
+    const missing = await service.adminApi(method, urlOf(path));
+    expect(missing.status, missing.text).toBe(400);
+    expect(missing.body.invalid_params).toEqual([{ name: '/', in: 'body', reason: 'is required: send JSON with Content-Type: application/json' }]);
+    const large = await service.adminApi(method, urlOf(path), oversize);
+    expect(large.status, large.text).toBe(413);
+  });
+
+  it('holds the import to the import limit, not the admin one', async () => {
+    const lines = (count: number) => Array.from({ length: count }, (_, i) => JSON.stringify({ op: 'delete_product', ref: `GONE-${i}` })).join('\n');
+    const id = merchantBase.split('/').pop()!;
+    expect((await importNdjson(service, Number(id), lines(40))).status).toBe(200);
+    expect((await importNdjson(service, Number(id), lines(100))).status).toBe(413);
+  });
+
+  it.each(withBody('none').filter((operation) => operation.method !== 'GET'))('$operationId ($method): never reads, so never limits, a body sent to it', async ({ method, path }) => {
+    const response = await service.adminApi(method, urlOf(path), oversize);
+    expect(response.status, response.text).not.toBe(413);
+    expect(response.body?.invalid_params ?? []).not.toContainEqual(expect.objectContaining({ in: 'body' }));
   });
 });

@@ -8,7 +8,7 @@ import { SingleBar, Presets } from 'cli-progress';
 import { CreateMerchantInputSchema, StoreInputSchema, WebhookEndpointInputSchema, WebhookEndpointUpdateSchema } from './generated/admin-routes.js';
 import { buildDemoCatalog } from './admin/demo.js';
 import { schedulePruning } from './changes/retention.js';
-import { databaseLabel, loadConfig } from './config.js';
+import { ConfigError, databaseLabel, loadConfig, type Config, type ConfigOverrides } from './config.js';
 import type { ChangeType, DeliveryStatus } from './storage/port.js';
 import { EVENTS } from './webhooks/endpoints.js';
 import { ProblemError } from './shared/problem.js';
@@ -78,6 +78,16 @@ function fail(message: string): never {
   process.exit(2);
 }
 
+/** The configuration of the environment; a bad value stops the command (exit 2) naming each bad variable. */
+function configuration(overrides: ConfigOverrides): Config {
+  try {
+    return loadConfig(process.env, overrides);
+  } catch (error) {
+    if (error instanceof ConfigError) fail(`refusing to start: the configuration has bad values\n${error.message}`);
+    throw error;
+  }
+}
+
 function positiveInt(value: string | undefined, name: string): number {
   if (!value || !/^[1-9][0-9]*$/.test(value)) fail(`--${name} must be a positive integer`);
   return Number(value);
@@ -123,7 +133,7 @@ async function main(argv: string[]): Promise<void> {
     return;
   }
   // --db names an SQLite file, whatever database is configured.
-  const config = loadConfig(process.env, values.db ? { databasePath: path.resolve(values.db), databaseUrl: null } : {});
+  const config = configuration(values.db ? { databasePath: path.resolve(values.db), databaseUrl: null } : {});
 
   if (command === 'serve') return serveCommand(config);
   if (command === 'worker') return workerCommand(config);

@@ -1,9 +1,10 @@
 // The bounds of one product's source (issue 21.10; product decisions, "Added decisions"): counts of
 // overrides, supplier attributes, images, offers and content locales, and the bytes of the source
-// as JSON, each configurable (src/config.ts) with the default below. A source above one is refused
-// with 400 naming the limit where it is validated (the admin API's PUT, each line of an import,
-// before anything is applied), so no product's payload, and no page of them, grows without bound.
+// as JSON, each configurable (config/settings.ts). A source above one is refused with 400 naming the
+// limit where it is validated (the admin API's PUT, each line of an import, before anything is
+// applied), so no product's payload, and no page of them, grows without bound.
 import type { ProductSourceDocument } from '../catalog/model.js';
+import { settingDefault, type SettingName } from '../config/settings.js';
 import type { InvalidParam } from '../shared/problem.js';
 
 export interface ProductLimits {
@@ -22,23 +23,23 @@ export interface ProductLimits {
 }
 
 /**
- * Each limit's setting and default. The defaults are several times what real catalogs use (a
- * laptop's data sheet has 200-400 attributes; shops show 5-20 images; EU-wide catalogs carry
- * 24-40 locales), and a source of 512 KiB holds 24 locales of 10 KB descriptions, 1,000 attributes
- * and 100 images with room to spare (README, "Product limits").
+ * Each limit's setting (config/settings.ts, with its default). The defaults are several times what
+ * real catalogs use (a laptop's data sheet has 200-400 attributes; shops show 5-20 images; EU-wide
+ * catalogs carry 24-40 locales), and a source of 512 KiB holds 24 locales of 10 KB descriptions,
+ * 1,000 attributes and 100 images with room to spare (README, "Product limits").
  */
-export const PRODUCT_LIMIT_SETTINGS: Record<keyof ProductLimits, { env: string; fallback: number }> = {
-  maxProductBytes: { env: 'CPS_MAX_PRODUCT_BYTES', fallback: 512 * 1024 },
-  maxProductOverrides: { env: 'CPS_MAX_PRODUCT_OVERRIDES', fallback: 1000 },
-  maxProductSupplierAttributes: { env: 'CPS_MAX_PRODUCT_SUPPLIER_ATTRIBUTES', fallback: 2000 },
-  maxProductImages: { env: 'CPS_MAX_PRODUCT_IMAGES', fallback: 100 },
-  maxProductOffers: { env: 'CPS_MAX_PRODUCT_OFFERS', fallback: 100 },
-  maxProductLocales: { env: 'CPS_MAX_PRODUCT_LOCALES', fallback: 100 },
-};
+export const PRODUCT_LIMIT_SETTINGS = {
+  maxProductBytes: 'CPS_MAX_PRODUCT_BYTES',
+  maxProductOverrides: 'CPS_MAX_PRODUCT_OVERRIDES',
+  maxProductSupplierAttributes: 'CPS_MAX_PRODUCT_SUPPLIER_ATTRIBUTES',
+  maxProductImages: 'CPS_MAX_PRODUCT_IMAGES',
+  maxProductOffers: 'CPS_MAX_PRODUCT_OFFERS',
+  maxProductLocales: 'CPS_MAX_PRODUCT_LOCALES',
+} as const satisfies Record<keyof ProductLimits, SettingName>;
 
 /** Every limit at its default. */
 export const DEFAULT_PRODUCT_LIMITS = Object.fromEntries(
-  Object.entries(PRODUCT_LIMIT_SETTINGS).map(([name, { fallback }]) => [name, fallback]),
+  Object.entries(PRODUCT_LIMIT_SETTINGS).map(([name, setting]) => [name, settingDefault(setting)]),
 ) as unknown as ProductLimits;
 
 /** The counted parts of a source: its member, what is counted, and the limit. */
@@ -62,7 +63,7 @@ export function productLimitProblems(source: ProductSourceDocument, limits: Prod
     if (count > limits[limit]) {
       problems.push({
         name: `${base}/${member}`, in: 'body',
-        reason: `has ${count} ${what}: a product has at most ${limits[limit]} (${PRODUCT_LIMIT_SETTINGS[limit].env})`,
+        reason: `has ${count} ${what}: a product has at most ${limits[limit]} (${PRODUCT_LIMIT_SETTINGS[limit]})`,
       });
     }
   }
@@ -70,7 +71,7 @@ export function productLimitProblems(source: ProductSourceDocument, limits: Prod
   if (bytes > limits.maxProductBytes) {
     problems.push({
       name: base || '/', in: 'body',
-      reason: `is ${bytes} bytes as JSON: a product's source is at most ${limits.maxProductBytes} bytes (${PRODUCT_LIMIT_SETTINGS.maxProductBytes.env})`,
+      reason: `is ${bytes} bytes as JSON: a product's source is at most ${limits.maxProductBytes} bytes (${PRODUCT_LIMIT_SETTINGS.maxProductBytes})`,
     });
   }
   return problems;

@@ -576,13 +576,15 @@ export class WebhookDispatcher {
     // started late must not bunch with the next one on time).
     if (delivery.send_at !== null && endpoint.max_per_second !== null) {
       const interval = slotInterval(endpoint.max_per_second);
-      // Checked again after each wait: a timer that fired late, or another attempt that started
-      // meanwhile, moves the earliest start on. Nothing runs between the last check and the start.
+      // Waited for again when another attempt to the endpoint started meanwhile (it moves the
+      // earliest start on); otherwise this one's turn has come, however late its timer fired.
+      // Nothing runs between the last check and the start.
       for (;;) {
         const last = this.lastStartByEndpoint.get(endpoint.id);
         const at = Math.max(Date.parse(delivery.send_at), last === undefined ? 0 : last + interval);
         if (at <= this.deps.now().getTime()) break;
         await (this.deps.waitUntil?.(new Date(at)) ?? sleep(at - this.deps.now().getTime()));
+        if (this.lastStartByEndpoint.get(endpoint.id) === last) break;
       }
       this.lastStartByEndpoint.set(endpoint.id, this.deps.now().getTime());
     }

@@ -460,7 +460,15 @@ export class FaultWorld {
       // spec 2.7: a removal reaches an all-stores endpoint with store_id null.
       && !(c.change_type === 'removed' && delivered.has(`removed:null:${c.product_id}`)));
     if (missing.length > 0) {
-      throw new Error(`${missing.length} of ${changes.length} changes never reached the receiver, e.g. ${JSON.stringify(missing.slice(0, 5))}`);
+      // What became of the first one: the deliveries that carry it, by status, and its outbox rows.
+      const first = missing[0]!;
+      const carrying = await this.read((db) => db.rows<{ id: number; status: string; attempts: number; event: string; store_id: number | null; product_ids: string }>(
+        'SELECT id, status, attempts, event, store_id, product_ids FROM webhook_deliveries ORDER BY id'));
+      const withIt = carrying.filter((d) => (JSON.parse(d.product_ids) as number[]).includes(first.product_id))
+        .map(({ product_ids: ids, ...d }) => ({ ...d, ids: (JSON.parse(ids) as number[]).length }));
+      const statuses = carrying.reduce<Record<string, number>>((n, d) => ({ ...n, [d.status]: (n[d.status] ?? 0) + 1 }), {});
+      throw new Error(`${missing.length} of ${changes.length} changes never reached the receiver, e.g. ${JSON.stringify(missing.slice(0, 5))}; `
+        + `deliveries carrying product ${first.product_id}: ${JSON.stringify(withIt)}; all deliveries by status: ${JSON.stringify(statuses)}`);
     }
     this.log(`  the receiver saw all ${changes.length} changes at least once (${payloads.length} verified deliveries)`);
     return { changes: changes.length, requests: payloads.length };

@@ -412,7 +412,7 @@ describe(`the storage contract on ${ENGINE}`, () => {
       const endpoint = await endpointOf(merchant.id, de.id);
       expect(endpoint).toEqual({
         id: endpoint.id, merchant_id: merchant.id, url: 'https://hooks.example/catalog', store_id: de.id, events: ['price', 'content'],
-        secret: 'whsec_x', pending_secret: null, secret_rotated_at: null, pending_secret_until: null,
+        standard_webhooks: false, max_per_second: null, secret: 'whsec_x', pending_secret: null, secret_rotated_at: null, pending_secret_until: null,
         created_at: AT, status: 'active', consecutive_failures: 0, failure_streak_started_at: null, paused_until: null,
         owners_notified_at: null, disabled_reason: null, last_success_at: null, last_failure_at: null,
       });
@@ -531,13 +531,14 @@ describe(`the storage contract on ${ENGINE}`, () => {
 
       // Claimed: leased until now + lease, occurred_at the claim's whole second; not due again meanwhile.
       const claimed = await storage.claimDueDeliveries(claimAt('2026-11-26T08:00:00.400Z'));
-      expect(claimed).toEqual([{ ...first, occurred_at: '2026-11-26T08:00:00Z', next_attempt_at: '2026-11-26T08:01:00.400Z' }]);
+      // An endpoint without max_per_second: no slot to wait for (send_at null).
+      expect(claimed).toEqual([{ ...first, occurred_at: '2026-11-26T08:00:00Z', next_attempt_at: '2026-11-26T08:01:00.400Z', send_at: null }]);
       expect(await storage.claimDueDeliveries(claimAt('2026-11-26T08:00:30.000Z'))).toEqual([]);
       await storage.recordAttempt(first.id, { at: '2026-11-26T08:00:01.000Z', status_code: 500, error: null, latency_ms: 12, response_snippet: 'oops' });
       await storage.updateDelivery(first.id, { status: 'failed', attempts: 1, next_attempt_at: '2026-11-26T08:00:40.000Z' });
       // A retry keeps its occurred_at.
       expect(await storage.claimDueDeliveries(claimAt('2026-11-26T08:00:45.000Z'))).toEqual([
-        { ...first, status: 'failed', attempts: 1, occurred_at: '2026-11-26T08:00:00Z', next_attempt_at: '2026-11-26T08:01:45.000Z' },
+        { ...first, status: 'failed', attempts: 1, occurred_at: '2026-11-26T08:00:00Z', next_attempt_at: '2026-11-26T08:01:45.000Z', send_at: null },
       ]);
       const request = { request_url: 'https://hooks.example/a', request_headers: { 'Content-Type': 'application/json', 'X-Service-Timestamp': '1764144036' } };
       await storage.recordAttempt(first.id, { at: '2026-11-26T08:00:46.000Z', status_code: null, error: 'timeout', latency_ms: 10_000, response_snippet: null, ...request });

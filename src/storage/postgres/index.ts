@@ -11,8 +11,8 @@ import pg from 'pg';
 import type { StatementObserver, StatementTiming } from '../../operations/statements.js';
 import type { CatalogStorage, ChangedStores, StorageOperations, StorageTx, WorkTopic } from '../port.js';
 import { OPERATIONAL_COUNT_MAX, type OperationalCounts } from '../records.js';
+import { SqlCatalogSetup } from '../sql/catalog-setup.js';
 import { operationsOn, writesOf } from '../sql/operations.js';
-import { PgCatalogSetup } from './catalog-setup.js';
 import { PgChanges } from './changes.js';
 import { PgConnection, type PgPoolClientLike, type PgPoolLike, type PgPreparedQuery, type PgQueryable } from './connection.js';
 import { PgDeliveries } from './deliveries.js';
@@ -32,7 +32,7 @@ import { PgWebhookEndpoints } from './webhook-endpoints.js';
 export type { PgPoolLike } from './connection.js';
 
 const AGGREGATES = [
-  PgTenancy, PgCatalogSetup, PgProductSources, PgImages, PgPublished, PgChanges,
+  PgTenancy, SqlCatalogSetup, PgProductSources, PgImages, PgPublished, PgChanges,
   PgWebhookEndpoints, PgOutbox, PgDeliveries, PgNotifications, PgPanel, PgImportJobs, PgPublishRuns,
 ] as const;
 

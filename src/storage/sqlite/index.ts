@@ -13,8 +13,8 @@ import Database from 'better-sqlite3';
 import type { StatementObserver, StatementTiming } from '../../operations/statements.js';
 import type { CatalogStorage, ChangedStores, StorageOperations, StorageTx, WorkTopic } from '../port.js';
 import { OPERATIONAL_COUNT_MAX, type OperationalCounts } from '../records.js';
+import { SqlCatalogSetup } from '../sql/catalog-setup.js';
 import { operationsOn, writesOf } from '../sql/operations.js';
-import { SqliteCatalogSetup } from './catalog-setup.js';
 import { Checkpointer } from './checkpointer.js';
 import { SqliteChanges } from './changes.js';
 import { SqliteConnection } from './connection.js';
@@ -32,7 +32,7 @@ import { SqliteTenancy } from './tenancy.js';
 import { SqliteWebhookEndpoints } from './webhook-endpoints.js';
 
 const AGGREGATES = [
-  SqliteTenancy, SqliteCatalogSetup, SqliteProductSources, SqliteImages, SqlitePublished, SqliteChanges,
+  SqliteTenancy, SqlCatalogSetup, SqliteProductSources, SqliteImages, SqlitePublished, SqliteChanges,
   SqliteWebhookEndpoints, SqliteOutbox, SqliteDeliveries, SqliteNotifications, SqlitePanel, SqliteImportJobs, SqlitePublishRuns,
 ] as const;
 

@@ -13,6 +13,7 @@ import type { CatalogStorage, ChangedStores, StorageOperations, StorageTx, WorkT
 import { OPERATIONAL_COUNT_MAX, type OperationalCounts } from '../records.js';
 import { SqlCatalogSetup } from '../sql/catalog-setup.js';
 import { operationsOn, writesOf } from '../sql/operations.js';
+import { SqlPanel } from '../sql/panel.js';
 import { PgChanges } from './changes.js';
 import { PgConnection, type PgPoolClientLike, type PgPoolLike, type PgPreparedQuery, type PgQueryable } from './connection.js';
 import { PgDeliveries } from './deliveries.js';
@@ -21,7 +22,6 @@ import { PgImportJobs } from './import-jobs.js';
 import { migrations, statementsOf } from './migrations.js';
 import { PgNotifications } from './notifications.js';
 import { PgOutbox } from './outbox.js';
-import { PgPanel } from './panel.js';
 import { PgProductSources } from './product-sources.js';
 import { PgPublished } from './published.js';
 import { PgPublishRuns } from './publish-runs.js';
@@ -33,7 +33,7 @@ export type { PgPoolLike } from './connection.js';
 
 const AGGREGATES = [
   PgTenancy, SqlCatalogSetup, PgProductSources, PgImages, PgPublished, PgChanges,
-  PgWebhookEndpoints, PgOutbox, PgDeliveries, PgNotifications, PgPanel, PgImportJobs, PgPublishRuns,
+  PgWebhookEndpoints, PgOutbox, PgDeliveries, PgNotifications, SqlPanel, PgImportJobs, PgPublishRuns,
 ] as const;
 
 /** Operations that write: called on the storage itself, each runs as its own transaction. */

@@ -15,6 +15,7 @@ import type { CatalogStorage, ChangedStores, StorageOperations, StorageTx, WorkT
 import { OPERATIONAL_COUNT_MAX, type OperationalCounts } from '../records.js';
 import { SqlCatalogSetup } from '../sql/catalog-setup.js';
 import { operationsOn, writesOf } from '../sql/operations.js';
+import { SqlPanel } from '../sql/panel.js';
 import { Checkpointer } from './checkpointer.js';
 import { SqliteChanges } from './changes.js';
 import { SqliteConnection } from './connection.js';
@@ -24,7 +25,6 @@ import { SqliteImportJobs } from './import-jobs.js';
 import { migrations } from './migrations.js';
 import { SqliteNotifications } from './notifications.js';
 import { SqliteOutbox } from './outbox.js';
-import { SqlitePanel } from './panel.js';
 import { SqliteProductSources } from './product-sources.js';
 import { SqlitePublished } from './published.js';
 import { SqlitePublishRuns } from './publish-runs.js';
@@ -33,7 +33,7 @@ import { SqliteWebhookEndpoints } from './webhook-endpoints.js';
 
 const AGGREGATES = [
   SqliteTenancy, SqlCatalogSetup, SqliteProductSources, SqliteImages, SqlitePublished, SqliteChanges,
-  SqliteWebhookEndpoints, SqliteOutbox, SqliteDeliveries, SqliteNotifications, SqlitePanel, SqliteImportJobs, SqlitePublishRuns,
+  SqliteWebhookEndpoints, SqliteOutbox, SqliteDeliveries, SqliteNotifications, SqlPanel, SqliteImportJobs, SqlitePublishRuns,
 ] as const;
 
 /** Operations that write: called on the storage itself, each runs as its own transaction. */

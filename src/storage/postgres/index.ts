@@ -12,6 +12,7 @@ import type { StatementObserver, StatementTiming } from '../../operations/statem
 import type { CatalogStorage, ChangedStores, StorageOperations, StorageTx, WorkTopic } from '../port.js';
 import { OPERATIONAL_COUNT_MAX, type OperationalCounts } from '../records.js';
 import { SqlCatalogSetup } from '../sql/catalog-setup.js';
+import { SqlImportJobs } from '../sql/import-jobs.js';
 import { SqlNotifications } from '../sql/notifications.js';
 import { operationsOn, writesOf } from '../sql/operations.js';
 import { SqlPanel } from '../sql/panel.js';
@@ -19,7 +20,6 @@ import { PgChanges } from './changes.js';
 import { PgConnection, type PgPoolClientLike, type PgPoolLike, type PgPreparedQuery, type PgQueryable } from './connection.js';
 import { PgDeliveries } from './deliveries.js';
 import { PgImages } from './images.js';
-import { PgImportJobs } from './import-jobs.js';
 import { migrations, statementsOf } from './migrations.js';
 import { PgOutbox } from './outbox.js';
 import { PgProductSources } from './product-sources.js';
@@ -33,7 +33,7 @@ export type { PgPoolLike } from './connection.js';
 
 const AGGREGATES = [
   PgTenancy, SqlCatalogSetup, PgProductSources, PgImages, PgPublished, PgChanges,
-  PgWebhookEndpoints, PgOutbox, PgDeliveries, SqlNotifications, SqlPanel, PgImportJobs, PgPublishRuns,
+  PgWebhookEndpoints, PgOutbox, PgDeliveries, SqlNotifications, SqlPanel, SqlImportJobs, PgPublishRuns,
 ] as const;
 
 /** Operations that write: called on the storage itself, each runs as its own transaction. */

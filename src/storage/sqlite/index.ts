@@ -14,6 +14,7 @@ import type { StatementObserver, StatementTiming } from '../../operations/statem
 import type { CatalogStorage, ChangedStores, StorageOperations, StorageTx, WorkTopic } from '../port.js';
 import { OPERATIONAL_COUNT_MAX, type OperationalCounts } from '../records.js';
 import { SqlCatalogSetup } from '../sql/catalog-setup.js';
+import { SqlImportJobs } from '../sql/import-jobs.js';
 import { SqlNotifications } from '../sql/notifications.js';
 import { operationsOn, writesOf } from '../sql/operations.js';
 import { SqlPanel } from '../sql/panel.js';
@@ -22,7 +23,6 @@ import { SqliteChanges } from './changes.js';
 import { SqliteConnection } from './connection.js';
 import { SqliteDeliveries } from './deliveries.js';
 import { SqliteImages } from './images.js';
-import { SqliteImportJobs } from './import-jobs.js';
 import { migrations } from './migrations.js';
 import { SqliteOutbox } from './outbox.js';
 import { SqliteProductSources } from './product-sources.js';
@@ -33,7 +33,7 @@ import { SqliteWebhookEndpoints } from './webhook-endpoints.js';
 
 const AGGREGATES = [
   SqliteTenancy, SqlCatalogSetup, SqliteProductSources, SqliteImages, SqlitePublished, SqliteChanges,
-  SqliteWebhookEndpoints, SqliteOutbox, SqliteDeliveries, SqlNotifications, SqlPanel, SqliteImportJobs, SqlitePublishRuns,
+  SqliteWebhookEndpoints, SqliteOutbox, SqliteDeliveries, SqlNotifications, SqlPanel, SqlImportJobs, SqlitePublishRuns,
 ] as const;
 
 /** Operations that write: called on the storage itself, each runs as its own transaction. */

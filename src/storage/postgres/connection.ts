@@ -61,7 +61,7 @@ export class PgConnection implements SqlConnection {
   /** Statements wait on the network: the event loop is free meanwhile. */
   async yieldToOthers(): Promise<void> {}
 
-  /** The same connection with its statements named `name`: each storage operation runs on one of its own (index.ts operationsOn). */
+  /** The same connection with its statements named `name`: each storage operation runs on one of its own (sql/operations.ts). */
   named(name: string): PgConnection {
     return new PgConnection(this.client, this.inWriteTransaction, this.inTransaction, this.timing, name);
   }

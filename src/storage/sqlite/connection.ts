@@ -48,7 +48,7 @@ export class SqliteConnection implements SqlConnection {
 
   /**
    * The same connection (its database, its open transaction's added work) with its statements
-   * named `name`: each storage operation runs on a view of its own (index.ts operationsOn).
+   * named `name`: each storage operation runs on a view of its own (sql/operations.ts).
    */
   named(name: string): SqliteConnection {
     let view = this.views.get(name);

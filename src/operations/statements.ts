@@ -36,11 +36,12 @@ export function isStatementTimed(storage: object): storage is StatementTimed {
 }
 
 /**
- * The statement name of an aggregate's method: the class name without its engine prefix, then the
- * method (`SqliteImages`, `claimDueImageMirrors` -> `images.claimDueImageMirrors`); the same on both engines.
+ * The statement name of an aggregate's method: the class name without its engine prefix (or `Sql`,
+ * an aggregate written once for both: storage/sql/), then the method (`SqliteImages`,
+ * `claimDueImageMirrors` -> `images.claimDueImageMirrors`); the same on both engines.
  */
 export function statementName(aggregateClass: string, method: string): string {
-  const aggregate = aggregateClass.replace(/^(?:Sqlite|Pg)(?=[A-Z])/, '');
+  const aggregate = aggregateClass.replace(/^(?:Sqlite|Pg|Sql)(?=[A-Z])/, '');
   return `${aggregate.charAt(0).toLowerCase()}${aggregate.slice(1)}.${method}`;
 }
 

@@ -1,7 +1,8 @@
 // The storage port: everything the domain asks of a database, and nothing about SQL. One interface
-// per aggregate, composed into StorageOperations; an engine (storage/sqlite/, later postgres/)
-// implements them and the domain does not change. Every operation is asynchronous, so an engine
-// may run its queries anywhere (another connection, thread or machine); the domain awaits them.
+// per aggregate, composed into StorageOperations; an engine (storage/sqlite/, storage/postgres/,
+// with the plain aggregates written once for both in storage/sql/) implements them and the domain
+// does not change. Every operation is asynchronous, so an engine may run its queries anywhere
+// (another connection, thread or machine); the domain awaits them.
 //
 // Transactions are explicit: `transaction(fn)` hands fn a `tx` whose operations all commit or roll
 // back together (resolution and change recording commit with the write that caused them), and

@@ -173,5 +173,6 @@ describe('slow statements', () => {
     expect(statementName('SqliteImages', 'claimDueImageMirrors')).toBe('images.claimDueImageMirrors');
     expect(statementName('PgImages', 'claimDueImageMirrors')).toBe('images.claimDueImageMirrors');
     expect(statementName('PgProductSources', 'upsertProductSource')).toBe('productSources.upsertProductSource');
+    expect(statementName('SqlTenancy', 'findActiveApiKey')).toBe('tenancy.findActiveApiKey');
   });
 });

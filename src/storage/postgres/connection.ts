@@ -2,8 +2,9 @@
 // snapshot, or the pool itself for plain reads. Kept to the one method `pg`'s Pool and PoolClient
 // share (and that an embedded PostgreSQL adapter can offer), so aggregates know nothing of pooling.
 import type { StatementTiming } from '../../operations/statements.js';
+import { postgresDialect, type Row, type SqlConnection } from '../sql/dialect.js';
 
-export type Row = Record<string, unknown>;
+export type { Row } from '../sql/dialect.js';
 
 export interface PgQueryResult<R extends Row = Row> {
   rows: R[];
@@ -37,7 +38,9 @@ export type PgPoolLike = PgQueryable & {
   end(): Promise<void>;
 };
 
-export class PgConnection {
+export class PgConnection implements SqlConnection {
+  readonly dialect = postgresDialect;
+
   constructor(
     readonly client: PgQueryable,
     /** True inside transaction(): reads that a write depends on take row locks (FOR UPDATE). */
@@ -50,7 +53,15 @@ export class PgConnection {
     readonly statementName = 'storage',
   ) {}
 
-  /** The same connection with its statements named `name`: each storage operation runs on one of its own (index.ts operationsOn). */
+  /** Reads that a write depends on lock their rows inside transaction() (sql/dialect.ts). */
+  get locksRows(): boolean {
+    return this.inWriteTransaction;
+  }
+
+  /** Statements wait on the network: the event loop is free meanwhile. */
+  async yieldToOthers(): Promise<void> {}
+
+  /** The same connection with its statements named `name`: each storage operation runs on one of its own (sql/operations.ts). */
   named(name: string): PgConnection {
     return new PgConnection(this.client, this.inWriteTransaction, this.inTransaction, this.timing, name);
   }

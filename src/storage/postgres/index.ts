@@ -8,19 +8,20 @@
 // the migrations run in the background, under an advisory lock so that processes starting
 // together apply each one once; every operation waits for them.
 import pg from 'pg';
-import { statementName, type StatementObserver, type StatementTiming } from '../../operations/statements.js';
+import type { StatementObserver, StatementTiming } from '../../operations/statements.js';
 import type { CatalogStorage, ChangedStores, StorageOperations, StorageTx, WorkTopic } from '../port.js';
 import { OPERATIONAL_COUNT_MAX, type OperationalCounts } from '../records.js';
-import { PgCatalogSetup } from './catalog-setup.js';
+import { SqlCatalogSetup } from '../sql/catalog-setup.js';
+import { SqlImportJobs } from '../sql/import-jobs.js';
+import { SqlNotifications } from '../sql/notifications.js';
+import { operationsOn, writesOf } from '../sql/operations.js';
+import { SqlPanel } from '../sql/panel.js';
 import { PgChanges } from './changes.js';
 import { PgConnection, type PgPoolClientLike, type PgPoolLike, type PgPreparedQuery, type PgQueryable } from './connection.js';
 import { PgDeliveries } from './deliveries.js';
 import { PgImages } from './images.js';
-import { PgImportJobs } from './import-jobs.js';
 import { migrations, statementsOf } from './migrations.js';
-import { PgNotifications } from './notifications.js';
 import { PgOutbox } from './outbox.js';
-import { PgPanel } from './panel.js';
 import { PgProductSources } from './product-sources.js';
 import { PgPublished } from './published.js';
 import { PgPublishRuns } from './publish-runs.js';
@@ -31,12 +32,12 @@ import { PgWebhookEndpoints } from './webhook-endpoints.js';
 export type { PgPoolLike } from './connection.js';
 
 const AGGREGATES = [
-  PgTenancy, PgCatalogSetup, PgProductSources, PgImages, PgPublished, PgChanges,
-  PgWebhookEndpoints, PgOutbox, PgDeliveries, PgNotifications, PgPanel, PgImportJobs, PgPublishRuns,
+  PgTenancy, SqlCatalogSetup, PgProductSources, PgImages, PgPublished, PgChanges,
+  PgWebhookEndpoints, PgOutbox, PgDeliveries, SqlNotifications, SqlPanel, SqlImportJobs, PgPublishRuns,
 ] as const;
 
 /** Operations that write: called on the storage itself, each runs as its own transaction. */
-const WRITES: ReadonlySet<string> = new Set(AGGREGATES.flatMap((aggregate) => aggregate.writes));
+const WRITES = writesOf(AGGREGATES);
 
 /** The key of the advisory lock migrations are applied under (any fixed bigint: "cps1"). */
 export const MIGRATION_LOCK_KEY = 0x63707331;
@@ -51,21 +52,6 @@ export interface PostgresOptions {
   pool?: PgPoolLike;
   /** How long a statement waits for a lock (a row another transaction writes, the migration lock) before it fails (default 30 s). */
   lockTimeoutMs?: number;
-}
-
-/** Every aggregate's operations over one connection, as one object. */
-function operationsOn(connection: PgConnection): StorageOperations {
-  const operations: Record<string, unknown> = {};
-  for (const Aggregate of AGGREGATES) {
-    for (const name of Object.getOwnPropertyNames(Aggregate.prototype)) {
-      if (name === 'constructor' || typeof Object.getOwnPropertyDescriptor(Aggregate.prototype, name)?.value !== 'function') continue;
-      // Each operation on an aggregate of its own (they hold nothing but their connection), whose
-      // statements carry the operation's name in the statement metrics (`images.claimDueImageMirrors`).
-      const aggregate = new Aggregate(connection.named(statementName(Aggregate.name, name))) as unknown as Record<string, (...args: unknown[]) => unknown>;
-      operations[name] = aggregate[name]!.bind(aggregate);
-    }
-  }
-  return operations as unknown as StorageOperations;
 }
 
 /** bigint (ids, counts) as a JS number: ids stay far below 2^53. Set on this pool only, not pg's global parsers. */
@@ -161,7 +147,7 @@ export class PostgresStorage implements CatalogStorage {
 
   constructor(readonly pool: PgPoolLike, private readonly wakeups: PgWakeups | null = null) {
     this.migrating = this.startMigrating();
-    const reader = operationsOn(new PgConnection(pool, false, false, this.timing));
+    const reader = operationsOn(AGGREGATES, new PgConnection(pool, false, false, this.timing));
     const self = this as unknown as Record<string, unknown>;
     for (const name of Object.keys(reader)) {
       const operation = name as keyof StorageOperations;
@@ -220,7 +206,7 @@ export class PostgresStorage implements CatalogStorage {
   private operationsOf(client: PgQueryable, cache: WeakMap<PgQueryable, StorageOperations>, write: boolean): StorageOperations {
     let operations = cache.get(client);
     if (!operations) {
-      operations = operationsOn(new PgConnection(oneAtATime(client), write, true, this.timing));
+      operations = operationsOn(AGGREGATES, new PgConnection(oneAtATime(client), write, true, this.timing));
       cache.set(client, operations);
     }
     return operations;

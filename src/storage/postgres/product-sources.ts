@@ -1,29 +1,14 @@
-// Product sources (what the merchant sent) on PostgreSQL: the document is kept as the JSON text
-// the domain wrote, and read with json's operators where a query looks inside it.
-import type { ProductSourceStore } from '../port.js';
-import type { ProductListPage, ProductListQuery, ProductRecord, ProductSourceDocument } from '../records.js';
+// Product sources (what the merchant sent) on PostgreSQL: sql/product-sources.ts, with
+// PostgreSQL's writes (a chunk's products and their links in two statements) and its image lookup,
+// which locks the products it finds. The document is kept as the JSON text the domain wrote.
+import type { ProductSourceDocument } from '../records.js';
 import { productLinks } from '../product-links.js';
-import { PAST_EVERY_REF_CHARACTER, productListPage, windowSize, type ProductListRow } from '../product-list.js';
-import type { PgConnection, Row } from './connection.js';
+import { SqlProductSources } from '../sql/product-sources.js';
+import type { PgConnection } from './connection.js';
 import { originOf } from './images.js';
 import { IMAGE_WORK_CHANNEL } from './wakeups.js';
 
-const toProduct = (r: Row): ProductRecord => ({
-  id: r.id as number,
-  ref: r.ref as string,
-  source: JSON.parse(r.source as string) as ProductSourceDocument,
-});
-
-export class PgProductSources implements ProductSourceStore {
-  static readonly writes = ['upsertProductSource', 'upsertProductSources', 'deleteProduct'] as const;
-
-  constructor(private readonly c: PgConnection) {}
-
-  async findProductByRef(merchantId: number, ref: string): Promise<ProductRecord | undefined> {
-    const row = await this.c.one('SELECT id, ref, source FROM products WHERE merchant_id = $1 AND ref = $2', [merchantId, ref]);
-    return row && toProduct(row);
-  }
-
+export class PgProductSources extends SqlProductSources<PgConnection> {
   async upsertProductSource(merchantId: number, ref: string, source: ProductSourceDocument, at: string): Promise<{ id: number; created: boolean }> {
     const json = JSON.stringify(source);
     // Update, else insert: INSERT ... ON CONFLICT would draw an identity value on every update too.
@@ -134,38 +119,6 @@ export class PgProductSources implements ProductSourceStore {
       )
       SELECT pg_notify('${IMAGE_WORK_CHANNEL}', '') FROM listed WHERE inserted LIMIT 1`,
     [merchantId, products.filter((p) => !p.created).map((p) => p.productId), ids, kinds, values, at]);
-  }
-
-  async productsExcludedFrom(merchantId: number, slug: string): Promise<ProductRecord[]> {
-    return (await this.c.rows(`SELECT p.id, p.ref, p.source FROM product_links AS l JOIN products AS p ON p.id = l.product_id
-      WHERE l.merchant_id = $1 AND l.kind = 'excluded_store' AND l.value = $2 ORDER BY l.product_id`,
-    [merchantId, slug])).map(toProduct);
-  }
-
-  async productsAfter(merchantId: number, afterId: number, limit: number): Promise<ProductRecord[]> {
-    return (await this.c.rows('SELECT id, ref, source FROM products WHERE merchant_id = $1 AND id > $2 ORDER BY id LIMIT $3',
-      [merchantId, afterId, limit])).map(toProduct);
-  }
-
-  async productList(merchantId: number, query: ProductListQuery): Promise<ProductListPage> {
-    // A window of the (merchant_id, ref) index past the cursor (and inside the prefix), each product
-    // marked whether the filters keep it; the exclusion is the store's published row, by its key.
-    const excluded = query.excludedFromStore !== null;
-    const rows = await this.c.rows(`SELECT p.id, p.ref, p.updated_at,
-        ($2::text IS NULL OR p.updated_at >= $2) ${excluded ? 'AND pp.exclusion_reason IS NOT NULL' : ''} AS matches
-      FROM products AS p ${excluded ? 'LEFT JOIN published_products AS pp ON pp.store_id = $7 AND pp.product_id = p.id' : ''}
-      WHERE p.merchant_id = $1 AND p.ref > $3 AND p.ref >= $4 AND p.ref < $5
-      ORDER BY p.ref LIMIT $6`, [
-      merchantId, query.updatedSince, query.afterRef ?? '', query.refPrefix ?? '', `${query.refPrefix ?? ''}${PAST_EVERY_REF_CHARACTER}`, windowSize(query),
-      ...excluded ? [query.excludedFromStore] : [],
-    ]) as unknown as ProductListRow[];
-    return productListPage(rows, query);
-  }
-
-  async productsByIds(merchantId: number, ids: number[]): Promise<ProductRecord[]> {
-    if (ids.length === 0) return [];
-    return (await this.c.rows('SELECT id, ref, source FROM products WHERE merchant_id = $1 AND id = ANY($2::bigint[]) ORDER BY id',
-      [merchantId, ids])).map(toProduct);
   }
 
   async productIdsWithImage(merchantId: number, url: string): Promise<number[]> {

@@ -15,7 +15,7 @@ import type {
 } from '../records.js';
 import type { PgConnection, Row } from './connection.js';
 import { toStore } from '../rows.js';
-import { STORE_COLUMNS } from './tenancy.js';
+import { STORE_COLUMNS } from '../sql/tenancy.js';
 
 // The summary's fields as the payload states them, each payload parsed once (json keeps the text;
 // a field that is not a JSON string reads as its JSON text, like SQLite's json_extract).

@@ -1,109 +1,11 @@
-// Merchants, API keys and stores on PostgreSQL.
-import type { TenancyStore } from '../port.js';
-import type { ApiKeyRecord, MerchantRecord, StoreInputRecord, StoreRecord } from '../records.js';
-import { toMerchant, toStore } from '../rows.js';
+// Merchants, API keys and stores on PostgreSQL: sql/tenancy.ts, with PostgreSQL's store ids.
+import { SqlTenancy, STORE_INPUT_COLUMNS } from '../sql/tenancy.js';
 import type { PgConnection, Row } from './connection.js';
 
-/** Every column of stores, listed (prepared statements: published.ts). */
-export const STORE_COLUMNS = ['id', 'merchant_id', 'slug', 'name', 'locale', 'currency', 'is_default', 'active', 'exclude_out_of_stock', 'catalog_version'];
-
-const API_KEY_COLUMNS = 'id, merchant_id, name, prefix, created_at, revoked_at, last_used_at';
-
-export class PgTenancy implements TenancyStore {
-  static readonly writes = [
-    'createMerchant', 'updateMerchant', 'insertApiKey', 'revokeApiKey', 'recordApiKeyUse', 'upsertStore', 'deleteStore', 'bumpCatalogVersion',
-  ] as const;
-
-  constructor(private readonly c: PgConnection) {}
-
-  async createMerchant(input: Omit<MerchantRecord, 'id'>): Promise<MerchantRecord> {
-    const row = await this.c.one('INSERT INTO merchants (name, sku_pattern, owner_emails, created_at) VALUES ($1, $2, $3, $4) RETURNING *',
-      [input.name, input.sku_pattern, JSON.stringify(input.owner_emails), input.created_at]);
-    return toMerchant(row!);
-  }
-
-  async listMerchants(): Promise<MerchantRecord[]> {
-    return (await this.c.rows('SELECT * FROM merchants ORDER BY id')).map(toMerchant);
-  }
-
-  async getMerchant(id: number): Promise<MerchantRecord | undefined> {
-    const row = await this.c.one('SELECT * FROM merchants WHERE id = $1', [id]);
-    return row && toMerchant(row);
-  }
-
-  async updateMerchant(id: number, patch: Partial<Omit<MerchantRecord, 'id' | 'created_at'>>): Promise<MerchantRecord | undefined> {
-    // The patch merges into the row as it is when this transaction locks it.
-    const current = await this.c.one(`SELECT * FROM merchants WHERE id = $1${this.c.inWriteTransaction ? ' FOR UPDATE' : ''}`, [id]);
-    if (!current) return undefined;
-    const next = { ...toMerchant(current), ...patch };
-    const row = await this.c.one('UPDATE merchants SET name = $1, sku_pattern = $2, owner_emails = $3 WHERE id = $4 RETURNING *',
-      [next.name, next.sku_pattern, JSON.stringify(next.owner_emails), id]);
-    return row && toMerchant(row);
-  }
-
-  async countMerchants(): Promise<number> {
-    return (await this.c.one<{ n: number }>('SELECT count(*) AS n FROM merchants'))!.n;
-  }
-
-  async insertApiKey(input: Omit<ApiKeyRecord, 'id' | 'revoked_at' | 'last_used_at'> & { key_hash: Buffer }): Promise<ApiKeyRecord> {
-    return (await this.c.one<ApiKeyRecord & Row>(`INSERT INTO api_keys (merchant_id, name, prefix, key_hash, created_at)
-      VALUES ($1, $2, $3, $4, $5) RETURNING ${API_KEY_COLUMNS}`,
-    [input.merchant_id, input.name, input.prefix, input.key_hash, input.created_at]))!;
-  }
-
-  async listApiKeys(merchantId: number): Promise<ApiKeyRecord[]> {
-    return this.c.rows<ApiKeyRecord & Row>(`SELECT ${API_KEY_COLUMNS} FROM api_keys WHERE merchant_id = $1 ORDER BY id`, [merchantId]);
-  }
-
-  async revokeApiKey(merchantId: number, keyId: number, at: string): Promise<boolean> {
-    return await this.c.run('UPDATE api_keys SET revoked_at = coalesce(revoked_at, $1) WHERE merchant_id = $2 AND id = $3',
-      [at, merchantId, keyId]) > 0;
-  }
-
-  async recordApiKeyUse(keyId: number, at: string, unlessAfter: string): Promise<boolean> {
-    return await this.c.run('UPDATE api_keys SET last_used_at = $1 WHERE id = $2 AND (last_used_at IS NULL OR last_used_at <= $3)',
-      [at, keyId, unlessAfter]) > 0;
-  }
-
-  async findActiveApiKey(keyHash: Buffer): Promise<{ id: number; merchant_id: number; key_hash: Buffer } | undefined> {
-    return this.c.one<{ id: number; merchant_id: number; key_hash: Buffer }>(
-      'SELECT id, merchant_id, key_hash FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL', [keyHash]);
-  }
-
-  async listStores(merchantId: number): Promise<StoreRecord[]> {
-    return (await this.c.rows('SELECT * FROM stores WHERE merchant_id = $1 ORDER BY is_default DESC, id', [merchantId])).map(toStore);
-  }
-
-  async findStore(merchantId: number, slug: string): Promise<StoreRecord | undefined> {
-    const row = await this.c.one('SELECT * FROM stores WHERE merchant_id = $1 AND slug = $2', [merchantId, slug]);
-    return row && toStore(row);
-  }
-
-  async findDefaultStore(merchantId: number): Promise<StoreRecord | undefined> {
-    const row = await this.c.one('SELECT * FROM stores WHERE merchant_id = $1 AND is_default', [merchantId]);
-    return row && toStore(row);
-  }
-
-  async upsertStore(merchantId: number, slug: string, input: StoreInputRecord): Promise<StoreRecord> {
-    if (input.is_default) await this.c.run('UPDATE stores SET is_default = false WHERE merchant_id = $1 AND slug <> $2 AND is_default', [merchantId, slug]);
-    const values = [merchantId, slug, input.name, input.locale, input.currency, input.is_default, input.active, input.exclude_out_of_stock];
-    const updated = await this.c.one(`UPDATE stores SET name = $3, locale = $4, currency = $5, is_default = $6, active = $7,
-      exclude_out_of_stock = $8 WHERE merchant_id = $1 AND slug = $2 RETURNING *`, values);
+export class PgTenancy extends SqlTenancy<PgConnection> {
+  protected async insertStore(values: unknown[]): Promise<Row> {
     // A new store takes its identity's next id, which is never handed out twice. (Not INSERT ... ON
     // CONFLICT: that draws an id for every update too, and ids would drift from SQLite's.)
-    const row = updated ?? await this.c.one(`INSERT INTO stores (merchant_id, slug, name, locale, currency, is_default, active, exclude_out_of_stock)
-      VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING *`, values);
-    return toStore(row!);
-  }
-
-  async deleteStore(storeId: number): Promise<void> {
-    await this.c.run('DELETE FROM published_products WHERE store_id = $1', [storeId]);
-    await this.c.run('DELETE FROM changes WHERE store_id = $1', [storeId]);
-    await this.c.run('DELETE FROM stores WHERE id = $1', [storeId]);
-  }
-
-  async bumpCatalogVersion(storeIds: number[]): Promise<void> {
-    if (storeIds.length === 0) return;
-    await this.c.run('UPDATE stores SET catalog_version = catalog_version + 1 WHERE id = ANY($1::bigint[])', [storeIds]);
+    return (await this.c.one(`INSERT INTO stores (${STORE_INPUT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING *`, values))!;
   }
 }

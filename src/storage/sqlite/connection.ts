@@ -1,9 +1,11 @@
 // One better-sqlite3 connection and its statement cache, shared by every aggregate's queries on it.
 import type Database from 'better-sqlite3';
 import type { StatementTiming } from '../../operations/statements.js';
+import { yieldToOthers } from '../../shared/cooperative.js';
 import type { WorkTopic } from '../port.js';
+import { sqliteDialect, type Row, type SqlConnection } from '../sql/dialect.js';
 
-export type Row = Record<string, unknown>;
+export type { Row } from '../sql/dialect.js';
 
 /**
  * SQLite runs every statement on the caller's thread: a bulk write (a chunk's published rows,
@@ -13,8 +15,19 @@ export type Row = Record<string, unknown>;
  */
 export const ROWS_PER_STEP = 32;
 
-export class SqliteConnection {
+/** A statement written with PostgreSQL's $n placeholders, prepared with SQLite's `?` (sql/dialect.ts). */
+interface NumberedStatement {
+  statement: Database.Statement;
+  /** The index of the value each `?` takes, in order; null when that is 0, 1, 2, ... (each $n once, in order). */
+  order: number[] | null;
+}
+
+export class SqliteConnection implements SqlConnection {
+  readonly dialect = sqliteDialect;
+  /** SQLite's one writer holds the database's write lock: nothing a transaction reads changes under it. */
+  readonly locksRows = false;
   private readonly statements = new Map<string, Database.Statement>();
+  private readonly numbered = new Map<string, NumberedStatement>();
   /** The named views of this connection (named()), made once each. */
   private readonly views: Map<string, SqliteConnection>;
 
@@ -35,7 +48,7 @@ export class SqliteConnection {
 
   /**
    * The same connection (its database, its open transaction's added work) with its statements
-   * named `name`: each storage operation runs on a view of its own (index.ts operationsOn).
+   * named `name`: each storage operation runs on a view of its own (sql/operations.ts).
    */
   named(name: string): SqliteConnection {
     let view = this.views.get(name);
@@ -54,6 +67,45 @@ export class SqliteConnection {
       this.statements.set(sql, statement);
     }
     return statement;
+  }
+
+  /** The statement for SQL written with $n placeholders (as the aggregates of sql/ are), prepared once with `?`. */
+  private numberedStmt(sql: string): NumberedStatement {
+    let numbered = this.numbered.get(sql);
+    if (!numbered) {
+      const order: number[] = [];
+      const text = sql.replace(/\$(\d+)/g, (_, n: string) => {
+        order.push(Number(n) - 1);
+        return '?';
+      });
+      numbered = { statement: this.stmt(text), order: order.every((index, i) => index === i) ? null : order };
+      this.numbered.set(sql, numbered);
+    }
+    return numbered;
+  }
+
+  private bound(sql: string, values: unknown[]): [Database.Statement, unknown[]] {
+    const { statement, order } = this.numberedStmt(sql);
+    return [statement, order === null ? values : order.map((index) => values[index])];
+  }
+
+  async one<R extends Row = Row>(sql: string, values: unknown[] = []): Promise<R | undefined> {
+    const [statement, params] = this.bound(sql, values);
+    return statement.get(...params) as R | undefined;
+  }
+
+  async rows<R extends Row = Row>(sql: string, values: unknown[] = []): Promise<R[]> {
+    const [statement, params] = this.bound(sql, values);
+    return statement.all(...params) as R[];
+  }
+
+  async run(sql: string, values: unknown[] = []): Promise<number> {
+    const [statement, params] = this.bound(sql, values);
+    return statement.run(...params).changes;
+  }
+
+  yieldToOthers(): Promise<void> {
+    return yieldToOthers();
   }
 }
 

@@ -10,20 +10,21 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { statementName, type StatementObserver, type StatementTiming } from '../../operations/statements.js';
+import type { StatementObserver, StatementTiming } from '../../operations/statements.js';
 import type { CatalogStorage, ChangedStores, StorageOperations, StorageTx, WorkTopic } from '../port.js';
 import { OPERATIONAL_COUNT_MAX, type OperationalCounts } from '../records.js';
-import { SqliteCatalogSetup } from './catalog-setup.js';
+import { SqlCatalogSetup } from '../sql/catalog-setup.js';
+import { SqlImportJobs } from '../sql/import-jobs.js';
+import { SqlNotifications } from '../sql/notifications.js';
+import { operationsOn, writesOf } from '../sql/operations.js';
+import { SqlPanel } from '../sql/panel.js';
 import { Checkpointer } from './checkpointer.js';
 import { SqliteChanges } from './changes.js';
 import { SqliteConnection } from './connection.js';
 import { SqliteDeliveries } from './deliveries.js';
 import { SqliteImages } from './images.js';
-import { SqliteImportJobs } from './import-jobs.js';
 import { migrations } from './migrations.js';
-import { SqliteNotifications } from './notifications.js';
 import { SqliteOutbox } from './outbox.js';
-import { SqlitePanel } from './panel.js';
 import { SqliteProductSources } from './product-sources.js';
 import { SqlitePublished } from './published.js';
 import { SqlitePublishRuns } from './publish-runs.js';
@@ -31,12 +32,12 @@ import { SqliteTenancy } from './tenancy.js';
 import { SqliteWebhookEndpoints } from './webhook-endpoints.js';
 
 const AGGREGATES = [
-  SqliteTenancy, SqliteCatalogSetup, SqliteProductSources, SqliteImages, SqlitePublished, SqliteChanges,
-  SqliteWebhookEndpoints, SqliteOutbox, SqliteDeliveries, SqliteNotifications, SqlitePanel, SqliteImportJobs, SqlitePublishRuns,
+  SqliteTenancy, SqlCatalogSetup, SqliteProductSources, SqliteImages, SqlitePublished, SqliteChanges,
+  SqliteWebhookEndpoints, SqliteOutbox, SqliteDeliveries, SqlNotifications, SqlPanel, SqlImportJobs, SqlitePublishRuns,
 ] as const;
 
 /** Operations that write: called on the storage itself, each runs as its own transaction. */
-const WRITES: ReadonlySet<string> = new Set(AGGREGATES.flatMap((aggregate) => aggregate.writes));
+const WRITES = writesOf(AGGREGATES);
 
 export interface SqliteOptions {
   /** How long a transaction waits for another process's write lock before it fails (default 30 s). */
@@ -45,22 +46,6 @@ export interface SqliteOptions {
   checkpointIntervalMs?: number;
   /** Told when a background checkpoint fails (the next one retries). */
   onCheckpointError?: (error: string) => void;
-}
-
-/** Every aggregate's operations over one connection, as one object. */
-function operationsOn(connection: SqliteConnection): StorageOperations {
-  const operations: Record<string, unknown> = {};
-  for (const Aggregate of AGGREGATES) {
-    for (const name of Object.getOwnPropertyNames(Aggregate.prototype)) {
-      if (name === 'constructor' || typeof Object.getOwnPropertyDescriptor(Aggregate.prototype, name)?.value !== 'function') continue;
-      // Each operation on an aggregate of its own (they hold nothing but their connection), whose
-      // statements carry the operation's name in the statement metrics (`images.claimDueImageMirrors`).
-      // Private helpers are own properties of the prototype too; they are never called from outside.
-      const aggregate = new Aggregate(connection.named(statementName(Aggregate.name, name))) as unknown as Record<string, (...args: unknown[]) => unknown>;
-      operations[name] = aggregate[name]!.bind(aggregate);
-    }
-  }
-  return operations as unknown as StorageOperations;
 }
 
 function connect(file: string, options: { readonly?: boolean } = {}): Database.Database {
@@ -152,8 +137,8 @@ export class SqliteStorage implements CatalogStorage {
     const readDb = openReader();
     this.read = new SqliteConnection(readDb, this.timing, 'storage.probe');
     this.write = new SqliteConnection(db, this.timing, 'storage.transaction');
-    this.tx = operationsOn(this.write);
-    this.reader = readDb === db ? this.tx : operationsOn(this.read);
+    this.tx = operationsOn(AGGREGATES, this.write);
+    this.reader = readDb === db ? this.tx : operationsOn(AGGREGATES, this.read);
     const self = this as unknown as Record<string, unknown>;
     for (const name of Object.keys(this.reader)) {
       const operation = name as keyof StorageOperations;
@@ -253,7 +238,7 @@ export class SqliteStorage implements CatalogStorage {
       const db = this.openReader();
       this.snapshotConnections.push(db);
       const connection = new SqliteConnection(db, this.timing, 'storage.snapshot');
-      taken = { connection, operations: operationsOn(connection) };
+      taken = { connection, operations: operationsOn(AGGREGATES, connection) };
     }
     taken.connection.stmt('BEGIN').run();
     try {

@@ -1,28 +1,13 @@
-// Product sources (what the merchant sent) on SQLite.
-import type { ProductSourceStore } from '../port.js';
-import type { ProductListPage, ProductListQuery, ProductRecord, ProductSourceDocument } from '../records.js';
+// Product sources (what the merchant sent) on SQLite: sql/product-sources.ts, with SQLite's writes
+// (a statement per step, on the event loop) and its image lookup.
+import type { ProductSourceDocument } from '../records.js';
 import { yieldToOthers } from '../../shared/cooperative.js';
 import { diffProductLinks } from '../product-links.js';
-import { PAST_EVERY_REF_CHARACTER, productListPage, windowSize, type ProductListRow } from '../product-list.js';
-import type { Row, SqliteConnection } from './connection.js';
+import { SqlProductSources } from '../sql/product-sources.js';
+import type { SqliteConnection } from './connection.js';
 import { LOWER_IMAGE_WORK_HINT, originOf } from './images.js';
 
-const toProduct = (r: Row): ProductRecord => ({
-  id: r.id as number,
-  ref: r.ref as string,
-  source: JSON.parse(r.source as string) as ProductSourceDocument,
-});
-
-export class SqliteProductSources implements ProductSourceStore {
-  static readonly writes = ['upsertProductSource', 'upsertProductSources', 'deleteProduct'] as const;
-
-  constructor(private readonly c: SqliteConnection) {}
-
-  async findProductByRef(merchantId: number, ref: string): Promise<ProductRecord | undefined> {
-    const row = this.c.stmt('SELECT id, ref, source FROM products WHERE merchant_id = ? AND ref = ?').get(merchantId, ref) as Row | undefined;
-    return row && toProduct(row);
-  }
-
+export class SqliteProductSources extends SqlProductSources<SqliteConnection> {
   async upsertProductSource(merchantId: number, ref: string, source: ProductSourceDocument, at: string): Promise<{ id: number; created: boolean }> {
     const json = JSON.stringify(source);
     const existing = this.c.stmt('SELECT id FROM products WHERE merchant_id = ? AND ref = ?').get(merchantId, ref) as { id: number } | undefined;
@@ -88,41 +73,8 @@ export class SqliteProductSources implements ProductSourceStore {
     }
   }
 
-  async productsExcludedFrom(merchantId: number, slug: string): Promise<ProductRecord[]> {
-    return (this.c.stmt(`SELECT p.id, p.ref, p.source FROM product_links AS l JOIN products AS p ON p.id = l.product_id
-      WHERE l.merchant_id = ? AND l.kind = 'excluded_store' AND l.value = ? ORDER BY l.product_id`)
-      .all(merchantId, slug) as Row[]).map(toProduct);
-  }
-
-  async productsAfter(merchantId: number, afterId: number, limit: number): Promise<ProductRecord[]> {
-    return (this.c.stmt('SELECT id, ref, source FROM products WHERE merchant_id = ? AND id > ? ORDER BY id LIMIT ?')
-      .all(merchantId, afterId, limit) as Row[]).map(toProduct);
-  }
-
-  async productList(merchantId: number, query: ProductListQuery): Promise<ProductListPage> {
-    // A window of the (merchant_id, ref) index past the cursor (and inside the prefix), each product
-    // marked whether the filters keep it; the exclusion is the store's published row, by its key.
-    const excluded = query.excludedFromStore !== null;
-    const rows = this.c.stmt(`SELECT p.id, p.ref, p.updated_at,
-        (@since IS NULL OR p.updated_at >= @since) ${excluded ? 'AND pp.exclusion_reason IS NOT NULL' : ''} AS matches
-      FROM products AS p ${excluded ? 'LEFT JOIN published_products AS pp ON pp.store_id = @store AND pp.product_id = p.id' : ''}
-      WHERE p.merchant_id = @merchant AND p.ref > @after AND p.ref >= @low AND p.ref < @high
-      ORDER BY p.ref LIMIT @window`).all({
-      since: query.updatedSince, merchant: merchantId, after: query.afterRef ?? '',
-      low: query.refPrefix ?? '', high: `${query.refPrefix ?? ''}${PAST_EVERY_REF_CHARACTER}`, window: windowSize(query),
-      ...excluded ? { store: query.excludedFromStore } : {},
-    }) as ProductListRow[];
-    return productListPage(rows, query);
-  }
-
-  async productsByIds(merchantId: number, ids: number[]): Promise<ProductRecord[]> {
-    if (ids.length === 0) return [];
-    return (this.c.stmt(`SELECT id, ref, source FROM products
-      WHERE merchant_id = ? AND id IN (SELECT value FROM json_each(?)) ORDER BY id`)
-      .all(merchantId, JSON.stringify(ids)) as Row[]).map(toProduct);
-  }
-
   async productIdsWithImage(merchantId: number, url: string): Promise<number[]> {
+    // From the links alone: one writer at a time, so the products need no lock (PgProductSources locks them).
     return this.c.stmt(`SELECT product_id FROM product_links WHERE merchant_id = ? AND kind = 'image' AND value = ? ORDER BY product_id`)
       .pluck().all(merchantId, url) as number[];
   }

@@ -1,19 +1,20 @@
-// Customer groups, exchange rates, pricing rules, suppliers and attribute definitions on PostgreSQL.
+// Customer groups, exchange rates, pricing rules, suppliers and attribute definitions, written once
+// for both engines (dialect.ts).
 import type { CatalogSetupStore } from '../port.js';
 import type {
   AttributeDefinitionRecord, CustomerGroupRecord, ExchangeRateRecord, PricingRuleInputRecord, PricingRuleRecord, SupplierRecord,
 } from '../records.js';
 import { toPricingRule } from '../rows.js';
-import type { PgConnection, Row } from './connection.js';
+import type { Row, SqlConnection } from './dialect.js';
 
-export class PgCatalogSetup implements CatalogSetupStore {
+export class SqlCatalogSetup implements CatalogSetupStore {
   static readonly writes = [
     'createCustomerGroup', 'updateCustomerGroup', 'deleteCustomerGroup', 'upsertExchangeRate', 'deleteExchangeRate',
     'createPricingRule', 'updatePricingRule', 'deletePricingRule', 'upsertSupplier', 'deleteSupplier',
     'upsertAttributeDefinition', 'deleteAttributeDefinition',
   ] as const;
 
-  constructor(private readonly c: PgConnection) {}
+  constructor(private readonly c: SqlConnection) {}
 
   async listCustomerGroups(merchantId: number): Promise<CustomerGroupRecord[]> {
     return this.c.rows<CustomerGroupRecord & Row>('SELECT id, name FROM customer_groups WHERE merchant_id = $1 ORDER BY id', [merchantId]);
@@ -66,7 +67,7 @@ export class PgCatalogSetup implements CatalogSetupStore {
         min_cost, max_cost, markup_percent, markup_amount, price_ending, is_catch_all)
       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING *`,
     [merchantId, input.priority, input.customer_group_id, input.store_id, input.manufacturer, input.min_cost,
-      input.max_cost, input.markup_percent, input.markup_amount, input.price_ending, isCatchAll]);
+      input.max_cost, input.markup_percent, input.markup_amount, input.price_ending, this.c.dialect.bool(isCatchAll)]);
     return toPricingRule(row!);
   }
 
@@ -90,7 +91,7 @@ export class PgCatalogSetup implements CatalogSetupStore {
   }
 
   async upsertSupplier(merchantId: number, ref: string, name: string): Promise<SupplierRecord> {
-    // Update, else insert: INSERT ... ON CONFLICT would draw an identity value on every update too.
+    // Update, else insert: PostgreSQL's INSERT ... ON CONFLICT would draw an identity value on every update too.
     const updated = await this.c.one<SupplierRecord & Row>('UPDATE suppliers SET name = $3 WHERE merchant_id = $1 AND ref = $2 RETURNING id, ref, name',
       [merchantId, ref, name]);
     return updated ?? (await this.c.one<SupplierRecord & Row>('INSERT INTO suppliers (merchant_id, ref, name) VALUES ($1, $2, $3) RETURNING id, ref, name',
@@ -108,8 +109,10 @@ export class PgCatalogSetup implements CatalogSetupStore {
 
   async currenciesInUse(merchantId: number, currencies: string[]): Promise<string[]> {
     if (currencies.length === 0) return [];
-    return (await this.c.rows<{ value: string }>(`SELECT c.value FROM unnest($2::text[]) AS c(value) WHERE EXISTS (
-      SELECT 1 FROM product_links AS l WHERE l.merchant_id = $1 AND l.kind = 'currency' AND l.value = c.value)`, [merchantId, currencies])).map((r) => r.value);
+    const d = this.c.dialect;
+    return (await this.c.rows<{ value: string }>(`SELECT c.value FROM ${d.listRows('$2', 'text', 'c')} WHERE EXISTS (
+      SELECT 1 FROM product_links AS l WHERE l.merchant_id = $1 AND l.kind = 'currency' AND l.value = c.value)`, [merchantId, d.list(currencies)]))
+      .map((r) => r.value);
   }
 
   // Attribute definitions

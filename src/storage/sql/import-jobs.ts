@@ -1,7 +1,8 @@
-// NDJSON import jobs on PostgreSQL: one row per import, its progress written as it runs.
+// NDJSON import jobs, written once for both engines (dialect.ts): one row per import, its progress
+// written as it runs.
 import type { ImportJobStore } from '../port.js';
 import type { ImportJobProgress, ImportJobRecord } from '../records.js';
-import type { PgConnection, Row } from './connection.js';
+import type { Row, SqlConnection } from './dialect.js';
 
 const JOB_FIELDS = [
   'merchant_id', 'started_by', 'file_name', 'state', 'started_at', 'updated_at', 'finished_at',
@@ -14,10 +15,10 @@ const PROGRESS_FIELDS = [
 const toJob = (row: Row): ImportJobRecord => ({ ...(row as unknown as ImportJobRecord), problems: JSON.parse(row.problems as string) });
 const stored = (field: string, value: unknown) => (field === 'problems' ? JSON.stringify(value) : value);
 
-export class PgImportJobs implements ImportJobStore {
+export class SqlImportJobs implements ImportJobStore {
   static readonly writes = ['insertImportJob', 'updateImportJob', 'interruptStalledImportJobs', 'insertImportChunks', 'deleteImportChunks'] as const;
 
-  constructor(private readonly c: PgConnection) {}
+  constructor(private readonly c: SqlConnection) {}
 
   async insertImportJob(job: Omit<ImportJobRecord, 'id'>): Promise<ImportJobRecord> {
     const row = await this.c.one(`INSERT INTO import_jobs (${JOB_FIELDS.join(', ')})
@@ -49,9 +50,10 @@ export class PgImportJobs implements ImportJobStore {
   }
 
   async insertImportChunks(jobId: number, chunks: { seq: number; operations: string }[]): Promise<void> {
-    // A statement per chunk (hundreds of kilobytes each): one array parameter of the whole file would
-    // be escaped and sent in one synchronous step of the event loop.
+    // A statement per chunk (hundreds of kilobytes each), the requests waiting meanwhile run between
+    // two; one array parameter of the whole file would be escaped and sent in one synchronous step.
     for (const chunk of chunks) {
+      await this.c.yieldToOthers();
       await this.c.run('INSERT INTO import_job_chunks (job_id, seq, operations) VALUES ($1, $2, $3)', [jobId, chunk.seq, chunk.operations]);
     }
   }

@@ -1,20 +1,20 @@
-// The administration panel's accounts on PostgreSQL: users, invitations, sessions, sign-in
-// failures, the audit log.
+// The administration panel's accounts, written once for both engines (dialect.ts): users,
+// invitations, sessions, sign-in failures, the audit log.
 import type { PanelStore } from '../port.js';
 import type { AuditEntryRecord, PanelInvitationRecord, PanelSessionRecord, PanelUserRecord } from '../records.js';
-import type { PgConnection, Row } from './connection.js';
+import type { Row, SqlConnection } from './dialect.js';
 
 const USER_COLUMNS = 'id, merchant_id, email, role, created_at';
 const INVITATION_COLUMNS = 'id, merchant_id, email, role, purpose, created_at, expires_at, used_at, revoked_at';
 
-export class PgPanel implements PanelStore {
+export class SqlPanel implements PanelStore {
   static readonly writes = [
     'insertPanelInvitation', 'markPanelInvitationUsed', 'revokePanelInvitations', 'upsertPanelUser', 'setPanelUserPassword',
     'deletePanelUser', 'insertPanelSession', 'touchPanelSession', 'deletePanelSession', 'deletePanelSessionsOfUser', 'insertPanelFlash',
     'takePanelFlash', 'deleteExpiredPanelFlashes', 'recordSignInFailure', 'clearSignInFailures', 'insertAuditEntry',
   ] as const;
 
-  constructor(private readonly c: PgConnection) {}
+  constructor(private readonly c: SqlConnection) {}
 
   async insertPanelInvitation(tokenHash: Buffer, invitation: Omit<PanelInvitationRecord, 'id' | 'used_at' | 'revoked_at'>): Promise<PanelInvitationRecord> {
     return (await this.c.one<PanelInvitationRecord & Row>(`INSERT INTO panel_invitations (token_hash, merchant_id, email, role, purpose, created_at, expires_at)
@@ -27,7 +27,7 @@ export class PgPanel implements PanelStore {
   }
 
   async markPanelInvitationUsed(tokenHash: Buffer, at: string): Promise<boolean> {
-    // A row lock: a concurrent revocation (a removal of the user) waits, or has already won.
+    // A row lock (PostgreSQL): a concurrent revocation (a removal of the user) waits, or has already won.
     return await this.c.run('UPDATE panel_invitations SET used_at = $1 WHERE token_hash = $2 AND used_at IS NULL AND revoked_at IS NULL',
       [at, tokenHash]) > 0;
   }
@@ -45,13 +45,12 @@ export class PgPanel implements PanelStore {
 
   async panelOwnerIds(merchantId: number): Promise<number[]> {
     // Locked in a write transaction: two owners removing each other concurrently cannot both see the other.
-    const lock = this.c.inWriteTransaction ? ' FOR UPDATE' : '';
-    return (await this.c.rows<{ id: number }>(`SELECT id FROM panel_users WHERE merchant_id = $1 AND role = 'owner' ORDER BY id${lock}`, [merchantId]))
-      .map((r) => r.id);
+    return (await this.c.rows<{ id: number }>(`SELECT id FROM panel_users WHERE merchant_id = $1 AND role = 'owner' ORDER BY id${
+      this.c.locksRows ? ' FOR UPDATE' : ''}`, [merchantId])).map((r) => r.id);
   }
 
   async upsertPanelUser(user: Omit<PanelUserRecord, 'id'>, passwordHash: string): Promise<PanelUserRecord> {
-    // Another merchant's user with this email is left alone (and returned, as on SQLite).
+    // Another merchant's user with this email is left alone (and returned).
     await this.c.run(`INSERT INTO panel_users (merchant_id, email, role, password_hash, created_at) VALUES ($1, $2, $3, $4, $5)
       ON CONFLICT (email) DO UPDATE SET role = excluded.role, password_hash = excluded.password_hash
         WHERE panel_users.merchant_id = excluded.merchant_id`, [user.merchant_id, user.email, user.role, passwordHash, user.created_at]);
@@ -81,7 +80,7 @@ export class PgPanel implements PanelStore {
 
   async insertPanelSession(tokenHash: Buffer, session: PanelSessionRecord): Promise<void> {
     await this.c.run(`INSERT INTO panel_sessions (token_hash, user_id, operator, csrf_token, created_at, last_seen_at, expires_at)
-      VALUES ($1, $2, $3, $4, $5, $6, $7)`, [tokenHash, session.user_id, session.user_id === null, session.csrf_token,
+      VALUES ($1, $2, $3, $4, $5, $6, $7)`, [tokenHash, session.user_id, this.c.dialect.bool(session.user_id === null), session.csrf_token,
       session.created_at, session.last_seen_at, session.expires_at]);
   }
 
@@ -118,13 +117,16 @@ export class PgPanel implements PanelStore {
 
   async recordSignInFailure(subjects: string[], at: string): Promise<void> {
     if (subjects.length === 0) return;
-    await this.c.run('INSERT INTO panel_sign_in_failures (subject, at) SELECT subject, $2 FROM unnest($1::text[]) AS subject', [subjects, at]);
+    const d = this.c.dialect;
+    await this.c.run(`INSERT INTO panel_sign_in_failures (subject, at) SELECT s.value, $2 FROM ${d.listRows('$1', 'text', 's')}`, [d.list(subjects), at]);
   }
 
   async countSignInFailures(subjects: string[], since: string): Promise<Map<string, { count: number; oldest: string; newest: string }>> {
     if (subjects.length === 0) return new Map();
+    const d = this.c.dialect;
     const rows = await this.c.rows<{ subject: string; count: number; oldest: string; newest: string }>(`SELECT subject, count(*) AS count,
-      min(at) AS oldest, max(at) AS newest FROM panel_sign_in_failures WHERE subject = ANY($1::text[]) AND at > $2 GROUP BY subject`, [subjects, since]);
+      min(at) AS oldest, max(at) AS newest FROM panel_sign_in_failures WHERE ${d.inList('subject', '$1', 'text')} AND at > $2 GROUP BY subject`,
+    [d.list(subjects), since]);
     return new Map(rows.map((r) => [r.subject, { count: r.count, oldest: r.oldest, newest: r.newest }]));
   }
 

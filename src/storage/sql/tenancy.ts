@@ -1,0 +1,114 @@
+// Merchants, API keys and stores, written once for both engines (dialect.ts). A new store's id is
+// each engine's own: SqliteTenancy, PgTenancy.
+import type { TenancyStore } from '../port.js';
+import type { ApiKeyRecord, MerchantRecord, StoreInputRecord, StoreRecord } from '../records.js';
+import { toMerchant, toStore } from '../rows.js';
+import type { Row, SqlConnection } from './dialect.js';
+
+/** Every column of stores, listed (PostgreSQL's prepared statements: postgres/published.ts). */
+export const STORE_COLUMNS = ['id', 'merchant_id', 'slug', 'name', 'locale', 'currency', 'is_default', 'active', 'exclude_out_of_stock', 'catalog_version'];
+
+const API_KEY_COLUMNS = 'id, merchant_id, name, prefix, created_at, revoked_at, last_used_at';
+
+/** A store's columns an upsert sets, as insertStore receives them: $1 merchant_id, $2 slug, then these. */
+export const STORE_INPUT_COLUMNS = 'merchant_id, slug, name, locale, currency, is_default, active, exclude_out_of_stock';
+
+export abstract class SqlTenancy<C extends SqlConnection = SqlConnection> implements TenancyStore {
+  static readonly writes = [
+    'createMerchant', 'updateMerchant', 'insertApiKey', 'revokeApiKey', 'recordApiKeyUse', 'upsertStore', 'deleteStore', 'bumpCatalogVersion',
+  ] as const;
+
+  constructor(protected readonly c: C) {}
+
+  /** Inserts a new store (values as STORE_INPUT_COLUMNS), returning its row: each engine draws its id its own way. */
+  protected abstract insertStore(values: unknown[]): Promise<Row>;
+
+  async createMerchant(input: Omit<MerchantRecord, 'id'>): Promise<MerchantRecord> {
+    const row = await this.c.one('INSERT INTO merchants (name, sku_pattern, owner_emails, created_at) VALUES ($1, $2, $3, $4) RETURNING *',
+      [input.name, input.sku_pattern, JSON.stringify(input.owner_emails), input.created_at]);
+    return toMerchant(row!);
+  }
+
+  async listMerchants(): Promise<MerchantRecord[]> {
+    return (await this.c.rows('SELECT * FROM merchants ORDER BY id')).map(toMerchant);
+  }
+
+  async getMerchant(id: number): Promise<MerchantRecord | undefined> {
+    const row = await this.c.one('SELECT * FROM merchants WHERE id = $1', [id]);
+    return row && toMerchant(row);
+  }
+
+  async updateMerchant(id: number, patch: Partial<Omit<MerchantRecord, 'id' | 'created_at'>>): Promise<MerchantRecord | undefined> {
+    // The patch merges into the row as it is when this transaction locks it.
+    const current = await this.c.one(`SELECT * FROM merchants WHERE id = $1${this.c.locksRows ? ' FOR UPDATE' : ''}`, [id]);
+    if (!current) return undefined;
+    const next = { ...toMerchant(current), ...patch };
+    const row = await this.c.one('UPDATE merchants SET name = $1, sku_pattern = $2, owner_emails = $3 WHERE id = $4 RETURNING *',
+      [next.name, next.sku_pattern, JSON.stringify(next.owner_emails), id]);
+    return row && toMerchant(row);
+  }
+
+  async countMerchants(): Promise<number> {
+    return (await this.c.one<{ n: number }>('SELECT count(*) AS n FROM merchants'))!.n;
+  }
+
+  async insertApiKey(input: Omit<ApiKeyRecord, 'id' | 'revoked_at' | 'last_used_at'> & { key_hash: Buffer }): Promise<ApiKeyRecord> {
+    return (await this.c.one<ApiKeyRecord & Row>(`INSERT INTO api_keys (merchant_id, name, prefix, key_hash, created_at)
+      VALUES ($1, $2, $3, $4, $5) RETURNING ${API_KEY_COLUMNS}`,
+    [input.merchant_id, input.name, input.prefix, input.key_hash, input.created_at]))!;
+  }
+
+  async listApiKeys(merchantId: number): Promise<ApiKeyRecord[]> {
+    return this.c.rows<ApiKeyRecord & Row>(`SELECT ${API_KEY_COLUMNS} FROM api_keys WHERE merchant_id = $1 ORDER BY id`, [merchantId]);
+  }
+
+  async revokeApiKey(merchantId: number, keyId: number, at: string): Promise<boolean> {
+    return await this.c.run('UPDATE api_keys SET revoked_at = coalesce(revoked_at, $1) WHERE merchant_id = $2 AND id = $3',
+      [at, merchantId, keyId]) > 0;
+  }
+
+  async recordApiKeyUse(keyId: number, at: string, unlessAfter: string): Promise<boolean> {
+    return await this.c.run('UPDATE api_keys SET last_used_at = $1 WHERE id = $2 AND (last_used_at IS NULL OR last_used_at <= $3)',
+      [at, keyId, unlessAfter]) > 0;
+  }
+
+  async findActiveApiKey(keyHash: Buffer): Promise<{ id: number; merchant_id: number; key_hash: Buffer } | undefined> {
+    return this.c.one<{ id: number; merchant_id: number; key_hash: Buffer }>(
+      'SELECT id, merchant_id, key_hash FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL', [keyHash]);
+  }
+
+  async listStores(merchantId: number): Promise<StoreRecord[]> {
+    return (await this.c.rows('SELECT * FROM stores WHERE merchant_id = $1 ORDER BY is_default DESC, id', [merchantId])).map(toStore);
+  }
+
+  async findStore(merchantId: number, slug: string): Promise<StoreRecord | undefined> {
+    const row = await this.c.one('SELECT * FROM stores WHERE merchant_id = $1 AND slug = $2', [merchantId, slug]);
+    return row && toStore(row);
+  }
+
+  async findDefaultStore(merchantId: number): Promise<StoreRecord | undefined> {
+    const row = await this.c.one('SELECT * FROM stores WHERE merchant_id = $1 AND is_default', [merchantId]);
+    return row && toStore(row);
+  }
+
+  async upsertStore(merchantId: number, slug: string, input: StoreInputRecord): Promise<StoreRecord> {
+    const d = this.c.dialect;
+    if (input.is_default) await this.c.run('UPDATE stores SET is_default = false WHERE merchant_id = $1 AND slug <> $2 AND is_default', [merchantId, slug]);
+    const values = [merchantId, slug, input.name, input.locale, input.currency, d.bool(input.is_default), d.bool(input.active), d.bool(input.exclude_out_of_stock)];
+    const updated = await this.c.one(`UPDATE stores SET name = $3, locale = $4, currency = $5, is_default = $6, active = $7,
+      exclude_out_of_stock = $8 WHERE merchant_id = $1 AND slug = $2 RETURNING *`, values);
+    return toStore(updated ?? await this.insertStore(values));
+  }
+
+  async deleteStore(storeId: number): Promise<void> {
+    await this.c.run('DELETE FROM published_products WHERE store_id = $1', [storeId]);
+    await this.c.run('DELETE FROM changes WHERE store_id = $1', [storeId]);
+    await this.c.run('DELETE FROM stores WHERE id = $1', [storeId]);
+  }
+
+  async bumpCatalogVersion(storeIds: number[]): Promise<void> {
+    if (storeIds.length === 0) return;
+    await this.c.run(`UPDATE stores SET catalog_version = catalog_version + 1 WHERE ${this.c.dialect.inList('id', '$1', 'bigint')}`,
+      [this.c.dialect.list(storeIds)]);
+  }
+}

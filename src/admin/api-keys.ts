@@ -1,7 +1,8 @@
 // API keys (product decisions, "Tenancy, keys, stores"): 32 random bytes, shown once, stored only
 // as a SHA-256 hash, compared in constant time, revocable. A key belongs to exactly one merchant.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { ApiKeyRecord, TenancyStore } from '../storage/port.js';
+import type { TenancyStore } from '../storage/port.js';
+import type { ApiKeyRecord } from '../tenancy/model.js';
 
 const KEY_PREFIX = 'cps_';
 const KEY_SHAPE = /^cps_[A-Za-z0-9_-]{43}$/;

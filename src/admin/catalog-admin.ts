@@ -17,10 +17,11 @@ import { audit, OPERATOR, type Actor, type AuditAction } from './audit.js';
 import { DEFAULT_PRODUCT_LIMITS, productLimitProblems, type ProductLimits } from './product-limits.js';
 import { retryDeadImages } from '../images/retry.js';
 import { yieldToOthers } from '../shared/cooperative.js';
+import type { CatalogStorage, ProductListPage, StorageOperations, StorageTx } from '../storage/port.js';
+import type { ApiKeyRecord, MerchantRecord } from '../tenancy/model.js';
 import type {
-  ApiKeyRecord, CatalogStorage, ImageMirrorWork, ImageStateCounts, MerchantRecord, PricingRuleInputRecord, PricingRuleRecord, ProductListPage,
-  PublishedExclusionCounts, StorageOperations, StorageTx, StoreInputRecord,
-} from '../storage/port.js';
+  ImageMirrorWork, ImageStateCounts, PricingRuleInputRecord, PricingRuleRecord, PublishedExclusionCounts, StoreInputRecord,
+} from '../catalog/model.js';
 
 /** Upserts written in one storage call at most (a bound on one statement's size and on how long it holds the loop). */
 const UPSERT_RUN = 100;

@@ -14,7 +14,8 @@ import type { ImportRunSteps, PublishRuns } from '../catalog/publish-runs.js';
 import { audit, OPERATOR, type Actor } from './audit.js';
 import type { CatalogAdmin, ProductOperation } from './catalog-admin.js';
 import { appliedLines, parseImport, type ImportResult, type NdjsonSource } from './import.js';
-import type { CatalogStorage, ImportErrorCode, ImportJobProgress, ImportJobRecord, PublishRunRecord, StorageTx } from '../storage/port.js';
+import type { CatalogStorage, PublishRunRecord, StorageTx } from '../storage/port.js';
+import type { ImportErrorCode, ImportJobProgress, ImportJobRecord } from './model.js';
 
 /** Who started an import from the admin API (the panel records the principal). */
 export const ADMIN_API_ACTOR = 'admin API';

@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { normalizeSource, type ProductSourceInput } from '../../src/admin/catalog-admin.js';
 import { loadConfig } from '../../src/config.js';
-import type { StoreInputRecord } from '../../src/storage/port.js';
+import type { StoreInputRecord } from '../../src/catalog/model.js';
 import { adminOk, importNdjson } from '../support/admin-http.js';
 import { startTestService, type TestService } from '../support/service.js';
 

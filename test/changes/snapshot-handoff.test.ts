@@ -12,7 +12,8 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ProductSourceInput } from '../../src/admin/catalog-admin.js';
 import { importNdjson } from '../../src/admin/import.js';
-import type { FeedPosition, StoreInputRecord } from '../../src/storage/port.js';
+import type { FeedPosition } from '../../src/changes/model.js';
+import type { StoreInputRecord } from '../../src/catalog/model.js';
 import { startTestService, type TestService } from '../support/service.js';
 
 interface Product { id: number }

@@ -5,7 +5,7 @@
 // longest wait (5 s); the feed's clock is a fake one (so rate-limit buckets only refill when a test
 // moves it), and a few waits of 1-5 s are real: the time-outs under test.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ProductSourceInput } from '../../src/admin/catalog-admin.js';
+import type { ProductSourceInput } from '../../src/catalog/product-sources.js';
 import { pruneExpiredChanges } from '../../src/changes/retention.js';
 import { loadConfig } from '../../src/config.js';
 import { createService } from '../../src/service.js';

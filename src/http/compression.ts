@@ -8,6 +8,7 @@ import { promisify } from 'node:util';
 import zlib from 'node:zlib';
 import type { MiddlewareHandler } from 'hono';
 import type { CodedBodyCache } from './coded-body-cache.js';
+import { answerHeader, answeredWith } from './direct-answer.js';
 
 export type ContentCoding = 'br' | 'gzip';
 export type CompressionEnv = { Variables: { contentCoding: ContentCoding | undefined } };
@@ -68,7 +69,9 @@ export function compression(minBytes: number, cache?: CodedBodyCache): Middlewar
     const coding = negotiateCoding(c.req.header('Accept-Encoding'));
     // Read by the ETag of conditional reads: one validator per content coding (RFC 9110 8.8.3).
     c.set('contentCoding', coding);
+    answerHeader(c, 'Vary', 'Accept-Encoding');
     await next();
+    if (answeredWith(c) !== undefined) return;
     const res = c.res;
     res.headers.append('Vary', 'Accept-Encoding');
     if (!coding || !res.body || res.status === 304 || res.status === 204 || res.headers.has('Content-Encoding')) return;

@@ -6,6 +6,8 @@
 import type { ChangePage } from '../changes/feed.js';
 import type { LiveStream } from '../changes/live.js';
 import type { Logger } from '../operations/log.js';
+import { codeBody, type ContentCoding } from './compression.js';
+import type { DirectBody } from './direct-answer.js';
 import type { TokenBucketLimiter } from './rate-limit.js';
 
 const encoder = new TextEncoder();
@@ -50,6 +52,22 @@ export function changeEvent(page: ChangePage): string {
 // for all of them, not once per client (a wake-up of 1,000 clients).
 const pageJson = new WeakMap<ChangePage, string>();
 const pageEvent = new WeakMap<ChangePage, Uint8Array>();
+
+const pageCoded = new WeakMap<ChangePage, Map<ContentCoding, Promise<Uint8Array>>>();
+
+/** A long-poll's answer (http/direct-answer.ts): the window's JSON, and coded, each made once per window object. */
+export function changePageBody(page: ChangePage): DirectBody {
+  return {
+    json: changePageJson(page),
+    coded(coding) {
+      let codings = pageCoded.get(page);
+      if (!codings) pageCoded.set(page, (codings = new Map()));
+      let coded = codings.get(coding);
+      if (!coded) codings.set(coding, (coded = codeBody(encoder.encode(changePageJson(page)), coding)));
+      return coded;
+    },
+  };
+}
 
 /** The window's JSON (what a long-poll answers), serialized once per window object. */
 export function changePageJson(page: ChangePage): string {

@@ -10,7 +10,8 @@ import { problemResponse, renderError } from './errors.js';
 import { ProblemError, invalidInput } from '../shared/problem.js';
 import { readChangeFeed, type ChangePage } from '../changes/feed.js';
 import type { LiveRequest } from '../changes/live.js';
-import { changeEventStream, changePageJson, cursorOfEventId, wantsEventStream } from './live-feed.js';
+import { answerDirectly } from './direct-answer.js';
+import { changeEventStream, changePageBody, changePageJson, cursorOfEventId, wantsEventStream } from './live-feed.js';
 import { validationHook } from './validation.js';
 import { CONTENT_TYPE_OF, MEDIA_KEY, type MediaStore } from '../images/media-store.js';
 import { sniffImageType } from '../images/sniff.js';
@@ -45,8 +46,8 @@ export interface PublicApiOptions {
   rateLimiter?: TokenBucketLimiter;
 }
 
-export function publicApi(service: Pick<Service, 'storage' | 'reads' | 'config' | 'apiKeys' | 'apiKeyUses' | 'liveFeed' | 'logger'>, options: PublicApiOptions = {}) {
-  const { storage, reads, apiKeys, apiKeyUses, liveFeed } = service;
+export function publicApi(service: Pick<Service, 'storage' | 'reads' | 'config' | 'apiKeys' | 'apiKeyUses' | 'liveFeed' | 'logger' | 'now'>, options: PublicApiOptions = {}) {
+  const { storage, reads, apiKeys, apiKeyUses, liveFeed, now } = service;
   const feedWindow = service.config.changes.feedWindow;
   const { media, rateLimiter } = options;
   const app = new OpenAPIHono<PublicEnv>({ defaultHook: validationHook });
@@ -131,9 +132,12 @@ export function publicApi(service: Pick<Service, 'storage' | 'reads' | 'config' 
     }
     if (query.wait > 0) {
       const page = await refundWhenCapped(c.var.apiKeyId, liveFeed.waitForChanges(live, query.wait));
-      // The window a look answered every waiting client with, serialized once for all of them.
-      const json: Response = c.body(changePageJson(page), 200, { 'Content-Type': 'application/json' });
-      return json as Response & TypedResponse<ChangePage, 200, 'json'>;
+      // The window a look answered every waiting client with, serialized (and coded) once for all
+      // of them, and written on each client's connection without a Response (direct-answer.ts).
+      const answer = await answerDirectly(c, changePageBody(page), {
+        date: () => now().toUTCString(), minBytes: service.config.compressionMinBytes,
+      }) ?? c.body(changePageJson(page), 200, { 'Content-Type': 'application/json' });
+      return answer as Response & TypedResponse<ChangePage, 200, 'json'>;
     }
     const window = await readChangeFeed(storage, c.var.merchantId, query.store, cursor, feedWindow);
     return c.json(window, 200);

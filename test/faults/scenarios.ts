@@ -298,7 +298,7 @@ async function unsentWork(db: DatabaseProbe): Promise<number> {
  */
 export async function killDuringDeliveries(options: ScenarioOptions): Promise<DeliveryFaultReport> {
   const log = options.log ?? (() => {});
-  const world = await FaultWorld.create({ database: options.database, publishChunk: options.publishChunk, receiverDelayMs: 25, log });
+  const world = await FaultWorld.create({ database: options.database, publishChunk: options.publishChunk, receiverDelayMs: RECEIVER_DELAY_MS, log });
   try {
     await startDeliveryBurst(world, options.products, log);
     await world.crash();
@@ -335,14 +335,22 @@ export interface ShutdownReport {
  * re-sends nothing: every delivery is made exactly once (one attempt each, as many requests as
  * deliveries), and the receiver sees every change.
  */
+const RECEIVER_DELAY_MS = 25;
+
 export async function stopDuringDeliveries(options: ScenarioOptions): Promise<ShutdownReport> {
   const log = options.log ?? (() => {});
-  const world = await FaultWorld.create({ database: options.database, publishChunk: options.publishChunk, receiverDelayMs: 25, log });
+  const world = await FaultWorld.create({ database: options.database, publishChunk: options.publishChunk, receiverDelayMs: RECEIVER_DELAY_MS, log });
   try {
     await startDeliveryBurst(world, options.products, log);
     await until(() => world.receiver.inFlightNow > 0, 10_000, () => 'no delivery in flight to stop during', 1);
     const inFlightAtStop = world.receiver.inFlightNow;
+    // From now on the receiver takes 400 ms per delivery (the world's webhook time-out is 1 s): the
+    // stop then comes while most of the burst is still to be sent, however late a loaded machine
+    // hands serve its SIGTERM (well within CPS_SHUTDOWN_GRACE_MS for the deliveries in flight).
+    // Quick again after the stop.
+    world.receiver.answer({ status: 204, delayMs: 400 });
     const code = await world.terminate();
+    world.receiver.answer({ status: 204, delayMs: RECEIVER_DELAY_MS });
     if (code !== 0) throw new Error(`serve exited with ${code} on SIGTERM, not 0`);
     const atStop = await world.read(async (db) => ({
       // Claimed (occurred_at set at the claim) and not finished: these would be sent again.
@@ -352,7 +360,8 @@ export async function stopDuringDeliveries(options: ScenarioOptions): Promise<Sh
     }));
     if (atStop.claimedUnfinished > 0) throw new Error(`${atStop.claimedUnfinished} deliveries were claimed and left unfinished by the shutdown`);
     if (atStop.succeeded !== world.receiver.count) {
-      throw new Error(`the receiver answered ${world.receiver.count} requests but ${atStop.succeeded} deliveries are recorded as succeeded`);
+      const statuses = await world.read((db) => db.rows("SELECT d.id, d.status, d.attempts, (d.occurred_at IS NOT NULL) AS claimed, a.status_code, a.error, a.latency_ms FROM webhook_deliveries d LEFT JOIN webhook_attempts a ON a.delivery_id = d.id WHERE d.status <> 'succeeded' OR a.status_code IS NULL OR a.status_code >= 300"));
+      throw new Error(`the receiver answered ${world.receiver.count} requests but ${atStop.succeeded} deliveries are recorded as succeeded: ${JSON.stringify(statuses).slice(0, 3000)}`);
     }
     if (atStop.handedBack === 0) throw new Error('the stop came after every delivery: make the burst larger');
     log(`  stopped with ${inFlightAtStop} deliveries in flight (all answered and recorded), ${atStop.handedBack} outbox rows and deliveries handed back`);

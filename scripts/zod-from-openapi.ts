@@ -1,6 +1,6 @@
 // Turns a bundled OpenAPI 3.1 document into the zod schemas and `createRoute` definitions that
 // @hono/zod-openapi needs, as TypeScript source. It covers the JSON Schema subset our documents
-// use (see README, "Architecture"); anything else fails generation loudly rather than silently.
+// use (see docs/architecture.md#schema-first); anything else fails generation loudly rather than silently.
 
 import { fullFormats } from 'ajv-formats/dist/formats.js';
 import { componentName, deref, operations, refsIn, type Json } from './openapi-refs.js';

@@ -139,7 +139,7 @@ function placed(s: z.output<typeof SETTINGS>) {
 /** The settings placed: parsing the environment with it yields the typed `Config`. */
 const CONFIG = SETTINGS.transform(placed);
 
-/** The configuration; what each value means is its setting's description (config/settings.ts, the README). */
+/** The configuration; what each value means is its setting's description (config/settings.ts, docs/configuration.md). */
 export type Config = z.output<typeof CONFIG>;
 
 /** Which database the configuration names, for logs and messages: a PostgreSQL URL without its password. */
@@ -160,7 +160,7 @@ export type ConfigOverrides = {
 };
 
 /**
- * Reads the configuration from environment variables (the README lists them with their defaults);
+ * Reads the configuration from environment variables (docs/configuration.md lists them with their defaults);
  * a bad value throws a ConfigError naming each bad variable, its value and its bounds.
  */
 export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = {}): Config {

@@ -213,7 +213,7 @@ describe('every setting refuses what it does not accept, the same way', () => {
       .toEqual(['CPS_DATABASE_URL must be a postgres:// or postgresql:// URL (unset it to use the SQLite file at CPS_DB_PATH), got "mysql:…"']);
   });
 
-  it('names every bad variable at once, in the README\'s order', () => {
+  it('names every bad variable at once, in the configuration table\'s order', () => {
     expect(refusals({ CPS_PANEL_SESSION_HOURS: '0', CPS_PORT: '70000', CPS_WORKERS: 'process' })).toEqual([
       'CPS_PORT must be at most 65535, got 70000',
       'CPS_WORKERS must be one of thread, inline, got "process"',

@@ -26,7 +26,7 @@ export interface ProductLimits {
  * Each limit's setting (config/settings.ts, with its default). The defaults are several times what
  * real catalogs use (a laptop's data sheet has 200-400 attributes; shops show 5-20 images; EU-wide
  * catalogs carry 24-40 locales), and a source of 512 KiB holds 24 locales of 10 KB descriptions,
- * 1,000 attributes and 100 images with room to spare (README, "Product limits").
+ * 1,000 attributes and 100 images with room to spare (docs/configuration.md#product-limits).
  */
 export const PRODUCT_LIMIT_SETTINGS = {
   maxProductBytes: 'CPS_MAX_PRODUCT_BYTES',

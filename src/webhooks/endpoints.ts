@@ -1,4 +1,4 @@
-// Receiver endpoints as operators manage them (docs/WEBHOOKS.md): registration with a signing
+// Receiver endpoints as operators manage them (docs/webhooks.md#endpoints): registration with a signing
 // secret shown once, rotation with a grace period, scope and event filters, re-enabling, and the operator tools —
 // attempt log, resend, test event, recovery of failed deliveries since a time.
 import { ProblemError, invalidInput, type InvalidParam } from '../shared/problem.js';

@@ -1,4 +1,4 @@
-// Money in integer minor units (product decisions, "Resolution rules"; docs/DOMAIN.md).
+// Money in integer minor units (docs/decisions.md#money; docs/domain.md).
 import { describe, it, expect } from 'vitest';
 import {
   currenciesRepriced, currencyExponent, formatMinorUnits, parseDecimal, roundHalfAwayFromZero, toMinorUnits,

@@ -1,5 +1,5 @@
-// Resolution of a product for a store: spec 2.1-2.3, product decisions "Resolution rules",
-// docs/DOMAIN.md "Resolution of a product for a store".
+// Resolution of a product for a store: spec 2.1-2.3, docs/decisions.md#resolution,
+// docs/domain.md#resolution-of-a-product-for-a-store-spec-21-23.
 import { describe, it, expect } from 'vitest';
 import type {
   AttributeDefinitionRecord, ExchangeRateRecord, ImageMirrorRecord, MerchantContext, OfferSource,

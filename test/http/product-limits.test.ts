@@ -133,7 +133,7 @@ describe('the default limits', () => {
     });
     expect(response.status, response.text).toBe(200);
     expect(Object.keys(response.body.overrides)).toHaveLength(1000);
-    // About half the default limit (README, "Product limits").
+    // About half the default limit (docs/configuration.md#product-limits).
     expect(Buffer.byteLength(JSON.stringify((await defaults.storage.findProductByRef(id, 'RICH-1'))!.source))).toBe(272_257);
   });
 

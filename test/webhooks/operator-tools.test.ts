@@ -1,4 +1,4 @@
-// Operator tools over the admin API (openapi/admin.yaml; docs/WEBHOOKS.md "Operator tools"): the
+// Operator tools over the admin API (openapi/admin.yaml; docs/webhooks.md#endpoints, "Operator tools"): the
 // attempt log, resend, a test event, recovery of failed deliveries since a time, the owners'
 // notifications, and 409 for sending tools on a paused or disabled endpoint.
 import { afterEach, describe, expect, it } from 'vitest';

@@ -186,7 +186,7 @@ export function zodForParameter(doc: Json, parameter: Json): string {
   const itemKind = kind === 'array' ? types(schema.items ?? {}).types[0] : undefined;
   if (kind === 'integer' || kind === 'number') {
     // One transform per value (numberParameter), not a regex check, a transform and a number
-    // schema piped: cheaper per value, which counts for lists (issue 15).
+    // schema piped: cheaper per value, which counts for lists.
     out = `numberParameter(${numberArguments(kind, schema)})`;
   } else if (itemKind === 'integer' || itemKind === 'number') {
     // A list of numbers in one transform (listParameter): an `ids` list of 200 is parsed in a few

@@ -1,6 +1,6 @@
 // The configuration (src/config.ts, src/config/settings.ts): what `loadConfig` makes of an empty
 // environment and of one that sets every variable (both written down from the loader before the
-// settings became one schema, issue 24.3, so they pin the defaults and where each variable lands),
+// settings became one schema, so they pin the defaults and where each variable lands),
 // and every setting refusing what it does not accept in the same words.
 import { execFile } from 'node:child_process';
 import os from 'node:os';
@@ -47,7 +47,7 @@ const EVERY_VARIABLE = {
 };
 
 describe('configuration', () => {
-  it('has the product decisions\' defaults when nothing is set', () => {
+  it('has the decisions\' defaults (docs/decisions.md) when nothing is set', () => {
     const config = loadConfig({});
     expect(config.adminToken).toMatch(/^adm_[A-Za-z0-9_-]{32}$/);
     expect(config).toEqual({

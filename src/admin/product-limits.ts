@@ -1,4 +1,4 @@
-// The bounds of one product's source (issue 21.10; product decisions, "Added decisions"): counts of
+// The bounds of one product's source (docs/decisions.md#product-limits): counts of
 // overrides, supplier attributes, images, offers and content locales, and the bytes of the source
 // as JSON, each configurable (config/settings.ts). A source above one is refused with 400 naming the
 // limit where it is validated (the admin API's PUT, each line of an import, before anything is

@@ -1,8 +1,8 @@
-// Every setting, declared once: its variable, default, accepted values and description (issue 24.3).
+// Every setting, declared once: its variable, default, accepted values and description.
 // `SETTINGS` is a zod schema over the environment: src/config.ts places its values in the typed
 // `Config`, and scripts/generate.ts writes the configuration table of docs/configuration.md from it, in this order.
 // A value outside its bounds refuses the start, naming the variable, the value and the bounds (never
-// a silent clamp); an empty variable is an unset one. Defaults are the product decisions' values.
+// a silent clamp); an empty variable is an unset one. Defaults are the values of docs/decisions.md.
 import os from 'node:os';
 import { z } from 'zod';
 import { CHANGES_MAX_ITEMS, WEBHOOK_PRODUCT_IDS_MAX_ITEMS } from '../generated/public-limits.js';
@@ -158,7 +158,7 @@ export const SETTINGS = z.object({
     description: 'deepest nesting of arrays and objects an admin body (or import line) may have (400 above)',
   }),
   CPS_IMPORT_BODY_BYTES: integer({ default: 64 * MIB, bytes: true, description: 'largest NDJSON import (413 above)' }),
-  // The bounds of one product's source (issue 21.10; admin/product-limits.ts), each at least 1.
+  // The bounds of one product's source (admin/product-limits.ts), each at least 1.
   CPS_MAX_PRODUCT_BYTES: integer({
     default: 512 * KIB, min: 1, bytes: true,
     description: 'largest product source document, in bytes of its JSON as stored (defaults filled in); every payload of the product is built from it (400 above; see "Product limits" below)',
@@ -201,7 +201,7 @@ export const SETTINGS = z.object({
     default: CHANGES_MAX_ITEMS, min: 1, max: CHANGES_MAX_ITEMS,
     description: 'recorded changes one `GET /v1/changes` response covers at most',
   }),
-  // Product decisions: feed history is kept at least 30 days.
+  // docs/decisions.md#changes-and-the-feed: history is kept at least 30 days.
   CPS_CHANGE_RETENTION_DAYS: integer({ default: 30, min: 30, description: 'feed history kept at least this long; an older cursor answers 410' }),
   CPS_CHANGE_PRUNE_INTERVAL_SECONDS: integer({
     default: 3600, min: 1,

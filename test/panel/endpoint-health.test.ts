@@ -1,4 +1,4 @@
-// Truthful health in a real browser (issue 22.7, 22.8): an endpoint whose last attempts failed is
+// Truthful health in a real browser: an endpoint whose last attempts failed is
 // shown failing, in amber, with how many failures since when and the last success, on the endpoint
 // list, its page and the overview's tiles; the owners' notifications link to their endpoint and say
 // when their condition ended; the endpoint's page charts the last 24 hours and 7 days of attempts

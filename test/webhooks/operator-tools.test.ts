@@ -103,7 +103,7 @@ describe('resend', () => {
   });
 });
 
-describe('what a resend replaces (issue 22.9)', () => {
+describe('what a resend replaces', () => {
   it('names the original, which names it; an original waiting for a retry is dropped, so the receiver gets the payload once', async () => {
     const { w, receiver, endpoint, path } = await setUp();
     receiver.answer(answers.serverError);
@@ -139,7 +139,7 @@ describe('what a resend replaces (issue 22.9)', () => {
   });
 });
 
-describe('the request a delivery sent (issue 22.9)', () => {
+describe('the request a delivery sent', () => {
   it('shows the exact body and, per attempt, the URL and headers as the receiver got them, signature included', async () => {
     const { w, receiver, endpoint } = await setUp();
     receiver.answer(answers.serverError);

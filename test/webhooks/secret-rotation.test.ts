@@ -1,5 +1,5 @@
-// Secret rotation with overlap (issue 21.4; product decisions: "the old secret keeps signing for a
-// grace period (default 24 h) or until the merchant confirms the new one"), over the admin API,
+// Secret rotation with overlap (docs/decisions.md#signing-secrets: "the old secret keeps
+// signing for a grace period (default 24 h) or until the merchant confirms the new one"), over the admin API,
 // with real receivers on 127.0.0.1 that verify every delivery, the dispatcher driven by hand and
 // a fake clock. The wire format stays the spec's: one X-Service-Signature, keyed with one secret.
 import { afterEach, describe, expect, it } from 'vitest';

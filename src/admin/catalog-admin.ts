@@ -25,7 +25,7 @@ import type {
 /** Upserts written in one storage call at most (a bound on one statement's size and on how long it holds the loop). */
 const UPSERT_RUN = 100;
 
-/** The catch-all rule every merchant has (product decisions: applied_rule_id is never null). */
+/** The catch-all rule every merchant has (docs/decisions.md#resolution: applied_rule_id is never null). */
 export const CATCH_ALL_PRIORITY = 2147483647;
 
 /** A product source as the admin API accepts it: every part but the ref is optional. */
@@ -517,7 +517,7 @@ export class CatalogAdmin {
   }
 
   /**
-   * A page of the merchant's products in ref order (issue 21.5, admin listProductSources), filtered
+   * A page of the merchant's products in ref order (admin listProductSources), filtered
    * by ref prefix, time of the last write, and exclusion from a store; at most `scan` products are
    * looked at for one page, so a rare filter answers short pages, each with where to go on.
    */

@@ -1,4 +1,4 @@
-// The change feed as Server-Sent Events (issue 23.2; openapi/paths/v1_changes.yaml, "Waiting for
+// The change feed as Server-Sent Events (openapi/paths/v1_changes.yaml, "Waiting for
 // the next change"): `Accept: text/event-stream` turns `GET /v1/changes` into a stream of its
 // windows, each an event whose `id` is the cursor after it, resumed exactly by `Last-Event-ID`.
 // The windows come from the domain's LiveStream (changes/live.ts); this module only frames them,

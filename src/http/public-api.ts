@@ -17,7 +17,7 @@ import { CONTENT_TYPE_OF, MEDIA_KEY, type MediaStore } from '../images/media-sto
 import { sniffImageType } from '../images/sniff.js';
 
 /**
- * On every media response (issue 21.1): no browser guesses another type than the one sent, and
+ * On every media response: no browser guesses another type than the one sent, and
  * should a copy be opened as a document it runs nothing, loads nothing and is framed by no one.
  */
 export const MEDIA_SAFETY_HEADERS = {
@@ -62,7 +62,7 @@ export function publicApi(service: Pick<Service, 'storage' | 'reads' | 'config' 
     const { key } = c.req.valid('param');
     const bytes = media ? await media.get(key) : undefined;
     const contentType = CONTENT_TYPE_OF[key.split('.')[1]!]!;
-    // Issue 21.1: a copy is served only as the type its bytes are (one mirrored before the mirror
+    // A copy is served only as the type its bytes are (one mirrored before the mirror
     // checked them, HTML labelled image/png say, is not served at all).
     if (!bytes || sniffImageType(bytes) !== contentType) throw new ProblemError('not_found', `No media file ${key}.`);
     const etag = `"${MEDIA_KEY.exec(key)![1]}"`;
@@ -101,7 +101,7 @@ export function publicApi(service: Pick<Service, 'storage' | 'reads' | 'config' 
     return conditionalJsonBytes(c, answer.body, answer);
   });
 
-  // Before getProduct: `export` is not a product id (issue 23.1).
+  // Before getProduct: `export` is not a product id.
   route(routes.exportProducts, (c) => snapshotExport(c, c.req.valid('query').store, c.req.valid('header')['if-none-match']));
 
   route(routes.getProduct, async (c) => {
@@ -123,7 +123,7 @@ export function publicApi(service: Pick<Service, 'storage' | 'reads' | 'config' 
       throw invalidInput('query', [{ name: 'since_id', in: 'query', reason: 'must be sent together with since' }]);
     }
     const cursor = lastEventId !== undefined ? cursorOfEventId(lastEventId) : { since: query.since, sinceId: query.since_id };
-    // Issue 23.2: the live feed, as a stream (Server-Sent Events) or a long-poll (wait=N).
+    // The live feed, as a stream (Server-Sent Events) or a long-poll (wait=N).
     const live: LiveRequest = { merchantId: c.var.merchantId, keyId: c.var.apiKeyId, store: query.store, cursor, signal: c.req.raw.signal };
     if (wantsEventStream(c.req.header('Accept'))) {
       const stream = await refundWhenCapped(c.var.apiKeyId, liveFeed.openStream(live));

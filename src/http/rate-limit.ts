@@ -1,4 +1,4 @@
-// Per-API-key rate limiting on /v1 (product decisions, "Errors and bad input"): a token bucket per
+// Per-API-key rate limiting on /v1 (docs/decisions.md#rate-limits): a token bucket per
 // key, in memory, advertised with the RateLimit-Policy and RateLimit fields of
 // draft-ietf-httpapi-ratelimit-headers-10 and answered 429 with Retry-After when empty.
 import type { MiddlewareHandler } from 'hono';

@@ -53,7 +53,7 @@ export interface ProductRecord {
   source: ProductSourceDocument;
 }
 
-/** What a page of the merchant's product list asks for (issue 21.5, admin listProductSources). */
+/** What a page of the merchant's product list asks for (admin listProductSources). */
 export interface ProductListQuery {
   /** Refs after this one (the previous page's `next_after`); null from the first. */
   afterRef: string | null;
@@ -282,9 +282,9 @@ export interface WebhookEndpointRecord extends EndpointHealth {
   /** null: every store of the merchant. */
   store_id: number | null;
   events: ChangeType[];
-  /** Whether deliveries also carry the Standard Webhooks headers (issue 23.3). */
+  /** Whether deliveries also carry the Standard Webhooks headers. */
   standard_webhooks: boolean;
-  /** The most deliveries a second the endpoint receives, across processes; null: no limit (issue 23.4). */
+  /** The most deliveries a second the endpoint receives, across processes; null: no limit. */
   max_per_second: number | null;
   /** The secret that signs; during a rotation, the old one (webhooks/signing.ts, secretsAt). */
   secret: string;
@@ -454,7 +454,7 @@ export interface PublishRunRecord {
   created_at: string;
 }
 
-/** An import job (admin ImportJob, issue 21.5: the document states its shape), and its merchant. */
+/** An import job (admin ImportJob: the document states its shape), and its merchant. */
 export type ImportJobRecord = AdminSchemas['ImportJob'] & { merchant_id: number };
 
 export type ImportJobProgress = Partial<Omit<ImportJobRecord, 'id' | 'merchant_id' | 'started_by' | 'file_name' | 'started_at'>>;

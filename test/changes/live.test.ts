@@ -1,4 +1,4 @@
-// The live change feed (issue 23.2; openapi/paths/v1_changes.yaml, "Waiting for the next change"):
+// The live change feed (openapi/paths/v1_changes.yaml, "Waiting for the next change"):
 // `wait=N` long-polls and `Accept: text/event-stream` streams, over real HTTP on the project's
 // engine. Every window a waiting client gets is compared with what a plain poll from the same cursor
 // answers. The fallback poll (3 s) is slower than any wake-up the tests wait for and faster than the

@@ -1,4 +1,4 @@
-// kill -9 during a bulk NDJSON import (issue 6, fault tests; quick variant of `npm run fault`).
+// kill -9 during a bulk NDJSON import (fault tests; quick variant of `npm run fault`).
 import { afterAll, expect } from 'vitest';
 import { killAllServices } from './harness.js';
 import { killDuringImport } from './scenarios.js';

@@ -1,4 +1,4 @@
-// The fault scenarios (issue 6, "Fault and load tests"): kill -9 of `serve` during a bulk NDJSON
+// The fault scenarios ("Fault and load tests"): kill -9 of `serve` during a bulk NDJSON
 // import, during an exchange-rate re-pricing, and during a delivery burst; after each restart the
 // full recompute agrees with what is stored and the receiver saw every change at least once. And
 // SIGTERM during a delivery burst: the graceful shutdown loses nothing and sends nothing twice.
@@ -222,7 +222,7 @@ const PLN_AFTER = ['4.4', '4.45', '4.5', '4.55'];
 
 /**
  * kill -9 part-way through an exchange-rate re-pricing. The rate change commits with a publish run,
- * which re-publishes a chunk per transaction (issue 20): the kill leaves the new rate, some products
+ * which re-publishes a chunk per transaction: the kill leaves the new rate, some products
  * re-priced and the run at its position; the restarted service resumes the run once its dead
  * driver's hold has run out (CPS_PUBLISH_RUN_LEASE_MS, short here), and every payload ends as a
  * full recompute with the new rate has it, each product re-priced once, every change delivered.
@@ -373,7 +373,7 @@ export interface ShutdownReport {
 }
 
 /**
- * SIGTERM while deliveries are in flight (issue 6, graceful shutdown). The process exits 0 after the
+ * SIGTERM while deliveries are in flight (graceful shutdown). The process exits 0 after the
  * deliveries in hand are answered and recorded; nothing claimed is left unfinished, so the restart
  * re-sends nothing: every delivery is made exactly once (one attempt each, as many requests as
  * deliveries), and the receiver sees every change.

@@ -46,7 +46,7 @@ export interface ImportFaultReport {
 
 /**
  * kill -9 while a bulk import (one request, staged with a publish run that applies it in chunks of
- * one transaction each, issue 20) is being applied. At the kill exactly a prefix of whole chunks is
+ * one transaction each: docs/architecture.md#big-writes-do-not-stall-reads) is being applied. At the kill exactly a prefix of whole chunks is
  * applied and consistent, the other chunks still staged with the run; the restarted service resumes
  * the run from its next chunk once its dead driver's hold has run out (CPS_PUBLISH_RUN_LEASE_MS,
  * short here) and completes the import, every change delivered. Sending the same import again (a

@@ -2,7 +2,7 @@
 // 1. Feed window latency against history size: one merchant with two stores, one with 10k change
 //    rows of history and one with 1M, served by the real server in a child process; the latency
 //    of one full feed window (1000 changes) from a cursor in the middle of each history,
-//    interleaved. Target (issue #3): 1M / 10k <= 1.3 (the cost follows the window, not the history).
+//    interleaved. Target: 1M / 10k <= 1.3 (the cost follows the window, not the history).
 // 2. An exchange-rate change that re-prices 100k products (in the stores priced in either of its
 //    currencies) and records their changes, in one transaction. Target: <= 30 s here.
 import { fork } from 'node:child_process';

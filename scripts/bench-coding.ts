@@ -1,5 +1,5 @@
 // `npm run bench:coding -- BODY.json`: which gzip level and brotli quality the compression of JSON
-// reads uses (issue 15, src/http/compression.ts). For every level: one-shot CPU per coding of the
+// reads uses (src/http/compression.ts). For every level: one-shot CPU per coding of the
 // body (the mean over many runs, and the median wall time, zlib's sync API so the figure is the coding alone), the coded
 // size, and CPU per saved kilobyte. BODY is a page as the service sends it (for example
 // `curl -H "Authorization: Bearer $KEY" ".../v1/products?per_page=200" > page1.json`).

@@ -1,4 +1,4 @@
-// `npm run bench:export` (issue 23.1): the snapshot export of a 100k-product store
+// `npm run bench:export`: the snapshot export of a 100k-product store
 // (GET /v1/products/export), on the real app served by scripts/bench-server.ts in its own process,
 // on the demo catalog (BENCH_PRODUCTS, 3 stores) of each engine. While every phase runs, two probes
 // run beside it, one request at a time each:

@@ -1,4 +1,4 @@
-// `npm run bench:live` (issue 23.2): how soon a change reaches the clients waiting on the live
+// `npm run bench:live`: how soon a change reaches the clients waiting on the live
 // change feed, with one client and with 1,000 on one process, side by side in interleaved rounds.
 //
 // The real `serve` runs in a child process (worker threads on, access log on, as `npm start` runs

@@ -1,4 +1,4 @@
-// `npm run bench:postgres` (issue 12 item 8): PostgreSQL against SQLite, each engine side by side
+// `npm run bench:postgres`: PostgreSQL against SQLite, each engine side by side
 // in one run, on a throwaway PostgreSQL server this script starts from the installed binaries in a
 // temporary folder (scripts/postgres-server.ts, durable: false: fsync, full-page writes and waiting
 // for commits off, as for the tests; a durable server pays a WAL flush per commit on top) and stops
@@ -22,14 +22,14 @@
 //                put in the outbox at once; the workers coalesce them into deliveries of 100 ids and
 //                send them. Rate = deliveries between the receiver's first and last request; the
 //                whole drain (outbox committed -> every delivery recorded) beside it. 1 worker on
-//                SQLite for reference; PostgreSQL / SQLite printed for each (issue 20 item 5's goal
+//                SQLite for reference; PostgreSQL / SQLite printed for each (the goal:
 //                >= 0.5 for 1 worker, as for the import's products/s).
 // Usage: npm run bench:postgres -- [--json] [--only page1,import,feed,deliveries]
 //   BENCH_PRODUCTS (100000), BENCH_ROUNDS (3), BENCH_SECONDS (5), BENCH_CONNECTIONS (8),
 //   BENCH_IMPORT_PRODUCTS (10000), BENCH_SMALL_HISTORY (10000), BENCH_LARGE_HISTORY (1000000),
 //   BENCH_FEED_REQUESTS (600), BENCH_DELIVERIES (2000), BENCH_ENDPOINTS (8), BENCH_PG_WORKERS (1,3: the
 //   PostgreSQL worker counts measured).
-//   Issue 20 item 5: BENCH_PRODUCTS=10000 BENCH_IMPORT_PRODUCTS=20000 npm run bench:postgres -- --only import,deliveries
+//   BENCH_PRODUCTS=10000 BENCH_IMPORT_PRODUCTS=20000 npm run bench:postgres -- --only import,deliveries
 //   Quick run: BENCH_PRODUCTS=10000 BENCH_LARGE_HISTORY=200000 BENCH_ROUNDS=2 BENCH_SECONDS=3.
 //   Exits 0 whatever the verdicts; 1 when the run itself fails.
 import { execFileSync, fork, spawn, type ChildProcess } from 'node:child_process';
@@ -698,11 +698,11 @@ function report(catalog: CatalogSide[] | null, feed: FeedSide[] | null, deliveri
       pass: page1.postgres.rps / page1.sqlite.rps >= GOALS.page1Ratio,
     }] : []),
     ...(imports ? [{
-      goal: `import: PostgreSQL products/s >= ${GOALS.writeRatio} x SQLite's (issue 20 item 5)`, measured: imports.postgres.products_per_second / imports.sqlite.products_per_second,
+      goal: `import: PostgreSQL products/s >= ${GOALS.writeRatio} x SQLite's`, measured: imports.postgres.products_per_second / imports.sqlite.products_per_second,
       pass: imports.postgres.products_per_second / imports.sqlite.products_per_second >= GOALS.writeRatio,
     }] : []),
     ...(deliveryRatio !== null ? [{
-      goal: `deliveries: PostgreSQL (1 worker) sending/s >= ${GOALS.writeRatio} x SQLite's (issue 20 item 5)`, measured: deliveryRatio,
+      goal: `deliveries: PostgreSQL (1 worker) sending/s >= ${GOALS.writeRatio} x SQLite's`, measured: deliveryRatio,
       pass: deliveryRatio >= GOALS.writeRatio,
     }] : []),
     ...(feedFigures ? [{
@@ -768,7 +768,7 @@ function report(catalog: CatalogSide[] | null, feed: FeedSide[] | null, deliveri
     if (one && three) console.log(`PostgreSQL 3 workers / 1 worker: ${fixed(three.per_second / one.per_second, 2)} (sending), ${fixed(three.drain_per_second / one.drain_per_second, 2)} (whole drain)`);
   }
   console.log('');
-  console.log('goals (issues 12 and 20), measured in this run:');
+  console.log('goals, measured in this run:');
   for (const v of verdicts) console.log(`  ${v.pass ? 'PASS' : 'FAIL'}  ${v.goal}: ${fixed(v.measured, 2)}`);
 }
 

@@ -12,25 +12,25 @@
 //   page1       - GET /v1/products?per_page=200
 //   last        - GET /v1/products?per_page=200&page=<last>
 //   ids         - GET /v1/products?ids= with 200 ids spread over the store
-//   page1-gzip  - page 1 with Accept-Encoding: gzip (issue 6: compression, for clients that ask;
-//                 issue 15: answered from the cache of coded bodies after the first request)
+//   page1-gzip  - page 1 with Accept-Encoding: gzip (compression, for clients that ask;
+//                 Answered from the cache of coded bodies after the first request)
 //   page1-br    - page 1 with Accept-Encoding: br
 //   page1-uncached, last-uncached, ids-uncached, page1-gzip-uncached, page1-br-uncached - the same
 //                 from an app without the read cache of published bytes and without the cache of
 //                 coded bodies (`X-Bench-App: uncached`): what the first reader of a page pays
 //                 (a baseline without a read cache answers them as page1 ... ids)
-//   page1-nolog - page 1 from an app with the access log off (issue 6: what logging costs)
-// and once per round, not per version (issue 15), the reference: scripts/bench-reference-server.ts,
+//   page1-nolog - page 1 from an app with the access log off (what logging costs)
+// and once per round, not per version, the reference: scripts/bench-reference-server.ts,
 // bare node:http + better-sqlite3 in its own process answering page 1's payloads from the
 // candidate's database file as one BLOB, the least a server can do for that page.
 // Req/s and server CPU per request (the server's CPU time around each run: the figure that stays
 // meaningful when the load generator, not the server, limits req/s) are medians over the rounds.
-// Verdicts (issue 10): the candidate's page 1 / static and last page / page 1 (req/s) are at least
-// the baseline's, within 5 % of noise. For reference, the absolute levels of issue 10 ("today's
-// level", about 0.60 and 0.95) are printed too; autocannon sends no Accept-Encoding unless told.
-// Issue 15's targets are printed as verdicts on the candidate: CPU per request of page 1 and the
+// Verdicts: the candidate's page 1 / static and last page / page 1 (req/s) are at least
+// the baseline's, within 5 % of noise. For reference, the absolute levels first recorded in
+// BENCHMARKS.md ("today's level", about 0.60 and 0.95) are printed too; autocannon sends no Accept-Encoding unless told.
+// The read path's targets (BENCHMARKS.md, "Reads close to the limit") are printed as verdicts on the candidate: CPU per request of page 1 and the
 // last page at most 1.5x the reference's, ?ids= at most 2x; a compressed page 1 at most the plain
-// one + 0.3 ms; page 1 on the wire at most 1.25x issue 15's sizes. The same figures for a first
+// one + 0.3 ms; page 1 on the wire at most 1.25x the sizes recorded there. The same figures for a first
 // read (uncached: both caches missed) are printed after them, for the record.
 // Usage: npm run bench:reads -- [--baseline REF] [--json] [--only page1,last,...]
 //   --only measures those targets alone (and the reference), and prints their table without the
@@ -52,9 +52,9 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 8);
 const WARM_UP_SECONDS = 2;
 /** Ratios of the candidate may fall this far below the baseline's before they fail: the noise of this machine. */
 const NOISE = 0.05;
-/** Issue 10's "today's level", printed for reference. */
+/** The first recorded "today's level" (BENCHMARKS.md), printed for reference. */
 const REFERENCE = { page1PerStatic: 0.6, lastPerPage1: 0.95 };
-/** Issue 15's limits: CPU per request against the reference target, and page 1 on the wire before it (gzip 6, brotli 4). */
+/** The read path's limits: CPU per request against the reference target, and page 1 on the wire before it (gzip 6, brotli 4). */
 const ISSUE_15 = { pagePerReference: 1.5, idsPerReference: 2, codingUs: 300, wireFactor: 1.25, gzipBytes: 11_201, brBytes: 11_047 };
 const { values: flags } = parseArgs({ options: { baseline: { type: 'string' }, json: { type: 'boolean' }, only: { type: 'string' } } });
 // With --json, stdout carries only the result.
@@ -198,7 +198,7 @@ function summary(v: Version) {
   };
 }
 
-/** Issue 15's figures of one version against the reference's CPU per request (µs). */
+/** The read path's figures of one version against the reference's CPU per request (µs). */
 function againstReference(v: Version, s: ReturnType<typeof summary>, referenceUs: number) {
   const cpu = (t: Target) => s.targets[t].cpu_us;
   return {
@@ -225,7 +225,7 @@ function report(versions: [Version, Version], reference: Reference): void {
   const referenceRps = median(reference.results.rps);
   const [b15, c15] = [againstReference(baseline, b, referenceUs), againstReference(candidate, c, referenceUs)];
   type Figure = keyof typeof c15;
-  /** Each figure of the candidate (and the baseline's) against its issue 15 limit. */
+  /** Each figure of the candidate (and the baseline's) against its read-path limit. */
   const limited = (rows: readonly (readonly [string, Figure, number, string])[]) => rows.map(([label, key, limit, unit]) => ({
     label, limit: `${limit}${unit}`, candidate: c15[key], baseline: b15[key], within: c15[key] <= limit,
   }));
@@ -301,11 +301,11 @@ function report(versions: [Version, Version], reference: Reference): void {
     console.log(`${v.name.padEnd(9)} page 1 ${v.bytes.page1} bytes, last page (${v.bytes.lastPage}) ${v.bytes.last} bytes; page 1 on the wire with gzip ${coded(v.bytes.gzip)}, with br ${coded(v.bytes.br)}`);
   }
   console.log('');
-  console.log('targets (issue 10), candidate against the baseline measured in this run:');
+  console.log('targets, candidate against the baseline measured in this run:');
   for (const v of verdicts) console.log(`  ${v.pass ? 'PASS' : 'FAIL'}  ${v.target}: candidate ${fixed(v.candidate)}, baseline ${fixed(v.baseline)}`);
-  console.log(`for reference, issue 10's "today's level" (absolute figures move with the machine's load; not a verdict):`);
+  console.log(`for reference, the first recorded "today's level" (absolute figures move with the machine's load; not a verdict):`);
   for (const r of issue10Levels) console.log(`  ${r.figure} about ${r.level.toFixed(2)}: candidate ${fixed(r.candidate)}, baseline ${fixed(r.baseline)}`);
-  console.log(`issue 15, the candidate (baseline for comparison; reference ${fixed(referenceUs, 0)} µs CPU per request):`);
+  console.log(`read-path targets, the candidate (baseline for comparison; reference ${fixed(referenceUs, 0)} µs CPU per request):`);
   for (const v of issue15) {
     const digits = v.target.endsWith('µs') ? 0 : 2;
     console.log(`  ${v.pass ? 'PASS' : 'FAIL'}  ${v.target}: candidate ${fixed(v.candidate, digits)}, baseline ${fixed(v.baseline, digits)}`);

@@ -1,4 +1,4 @@
-// The reference target of `npm run bench:reads` (issue 15): the least a server can do to answer a
+// The reference target of `npm run bench:reads`: the least a server can do to answer a
 // page from the service's database, to measure the service against. Bare node:http and
 // better-sqlite3 on the same file, read-only: `GET /?store=ID&from=A&to=B` answers the payloads of
 // that store's products A..B as one BLOB that SQLite concatenates, in the page envelope's opening

@@ -1,4 +1,4 @@
-// `npm run bench:scale` (issue 20 item 1): the whole service at catalog scale, with every worker on.
+// `npm run bench:scale`: the whole service at catalog scale, with every worker on.
 //
 // The catalog (--products N, default 100,000) is built before the measured start by a `serve`
 // started for the build alone (workers off), through the admin API: one merchant with 3 stores,
@@ -26,7 +26,7 @@
 //   c  mirroring  images/s over --phase-seconds (the cps_images gauges of /metrics; the origin's
 //                 own count of fetches beside it);
 //   d  repricing  PUT exchange-rates/EUR/GBP (re-resolves the GBP store: the costs are in EUR and USD,
-//                 and only EUR's conversion into GBP changes; before issue 21.3 the EUR store too): products/s;
+//                 and only EUR's conversion into GBP changes; before conversions through intermediate currencies, the EUR store too): products/s;
 //   e  import     an NDJSON import of min(20,000, N) new products: products/s;
 //   f  storm      a re-import of min(20,000, N) products with new costs (a price change in every
 //                 store: ~3 changes per product for every endpoint), then the deliveries the

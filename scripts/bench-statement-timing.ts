@@ -1,4 +1,4 @@
-// The cost of timing one SQL statement (issue 20 item 4): 1M indexed single-row get()s on an
+// The cost of timing one SQL statement: 1M indexed single-row get()s on an
 // in-memory table, as the statement cache ran them before (Map lookup, get), through the timing
 // wrapper with no observer, and observed into StatementMetrics; process CPU time, median of 9
 // rounds. Usage: npx tsx scripts/bench-statement-timing.ts

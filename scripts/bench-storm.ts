@@ -1,4 +1,4 @@
-// `npm run bench:storm` (issue 23.4): a bulk import to an endpoint limited by `max_per_second`.
+// `npm run bench:storm`: a bulk import to an endpoint limited by `max_per_second`.
 // A real `serve` (every default worker on: the dispatcher in its worker thread) on a fresh SQLite
 // file; a merchant with two stores; endpoint `limited` (store de, content, max_per_second R) and
 // endpoint `free` (store at, price, no limit), receivers on 127.0.0.1 (the limited one in a process of

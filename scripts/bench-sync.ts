@@ -1,4 +1,4 @@
-// `npm run bench:sync`: a full sync of a store with the typed client (issue 15), what an integrator
+// `npm run bench:sync`: a full sync of a store with the typed client, what an integrator
 // actually runs: `syncStore` of the default store of a BENCH_PRODUCTS catalog (the demo generator)
 // into a fresh in-memory replica, against the real app served by scripts/bench-server.ts in its own
 // process (access log, metrics, rate limiter on). Three syncs one after the other, on one server:
@@ -9,7 +9,7 @@
 // For each: wall time, the server's CPU time for the whole sync (process.cpuUsage over IPC), the
 // client's CPU time, requests and how their bodies were coded. BENCH_ROUNDS repeats the three on a
 // fresh server each round (so the first compressed sync is cold every time); medians over rounds.
-// Since issue 23.1 syncStore reads the store with one snapshot export (GET /v1/products/export)
+// Since the snapshot export exists, syncStore reads the store with one snapshot export (GET /v1/products/export)
 // instead of pages, so `requests` is the export and the feed's polls, and `compressed-warm` codes
 // the export again (exports are coded as they stream, never kept); `npm run bench:export` sets
 // the export against paging side by side.

@@ -1,8 +1,8 @@
 // `npm run bench:webhooks`: signed webhook deliveries per second to a keep-alive loopback receiver
 // (the whole dispatcher path: due query, claim, signing, POST, attempt log, health update), beside
 // the raw POST rate of the same HTTP client to the same receiver, interleaved in one run.
-// Target (issue #4): >= 2,000 deliveries/s here. Also the cost of checking each payload against the
-// generated webhooks registry before signing (issue 14.2): per payload, beside a delivery's time.
+// Target: >= 2,000 deliveries/s here. Also the cost of checking each payload against the
+// generated webhooks registry before signing: per payload, beside a delivery's time.
 import { fork } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';

@@ -7,13 +7,13 @@
 // reads in a loop (each write is sent by a client process of its own, as another integrator would),
 // sequentially, GET /v1/stores and page 1 (per_page=200) in turn. Phases: idle (BENCH_IDLE_SECONDS),
 // then during the EUR/GBP re-pricing (PUT .../exchange-rates/EUR/GBP, re-resolving the GBP store; the
-// EUR store too before issue 21.3, which re-resolves only stores a cost converts differently into), then during an import of BENCH_IMPORT_PRODUCTS new products (NDJSON). A write's reads are
+// EUR store too before a changed rate re-resolved only the stores a cost converts differently into), then during an import of BENCH_IMPORT_PRODUCTS new products (NDJSON). A write's reads are
 // the ones in flight at any moment while it was (counting only reads that started during the write
 // would miss the one sent just before it and held for its whole length); idle reads are the ones that
 // started and finished in the idle window. Versions alternate in rounds (baseline first
 // in odd rounds, candidate first in even ones) so machine noise hits both alike; reads are pooled
 // over the rounds, write durations are medians.
-// Targets (issue 10), for the candidate: during the re-pricing and during the import, slowest read
+// Targets, for the candidate: during the re-pricing and during the import, slowest read
 // <= 200 ms and p99 <= 50 ms; re-pricing duration <= 1.5 x the baseline's.
 // The checkouts, the CLI runner and the clean-up are scripts/baseline.ts, shared with bench:reads.
 // Usage: npm run bench:writes -- [--baseline REF] [--json]
@@ -243,7 +243,7 @@ function report(versions: Version[]): void {
     }
   }
   console.log('');
-  console.log('targets (issue 10), candidate:');
+  console.log('targets, candidate:');
   for (const v of verdicts) {
     const measured = Number.isNaN(v.measured) ? 'nothing (no reads)' : `${v.measured.toFixed(v.unit ? 1 : 2)}${v.unit ? ` ${v.unit}` : ''}`;
     console.log(`  ${v.pass ? 'PASS' : 'FAIL'}  ${v.target}: measured ${measured}`);

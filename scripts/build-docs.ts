@@ -20,7 +20,7 @@ const ATTRIBUTION_SVG = (width: number, text: string) => `data:image/svg+xml,${e
 )}`;
 
 /**
- * What the built pages would fetch from a CDN, and what they use instead (issue 22.14: the docs work
+ * What the built pages would fetch from a CDN, and what they use instead (the docs work
  * offline). The scripts are inlined by --inlineBundle and telemetry is off in redocly.yaml; Redoc
  * still loads its sidebar logo from cdn.redoc.ly, whatever the options. A Redoc upgrade that
  * changes these URLs fails the build here, so that test/docs.test.ts is not the first to notice.

@@ -1,7 +1,10 @@
-// The README's configuration table, written from the settings' declarations (src/config/settings.ts)
-// between two marker comments by `npm run generate`; `generate --check` fails when it is stale.
+// The configuration table of docs/configuration.md, written from the settings' declarations
+// (src/config/settings.ts) between two marker comments by `npm run generate`; `generate --check`
+// fails when it is stale.
 import { acceptedValues, SETTING_DOCS, SETTINGS } from '../src/config/settings.js';
 
+/** The page that holds the table, from the repository's root. */
+export const CONFIG_DOC = 'docs/configuration.md';
 export const TABLE_START = '<!-- config-table:start -->';
 export const TABLE_END = '<!-- config-table:end -->';
 
@@ -12,16 +15,16 @@ const cell = (text: string) => text.replace(/\|/g, '\\|');
 export function configTable(): string {
   const rows = Object.entries(SETTINGS.shape).map(([variable, schema]) => {
     const doc = SETTING_DOCS.get(schema);
-    if (!doc) throw new Error(`${variable} has no README row (declare it with a helper of src/config/settings.ts)`);
+    if (!doc) throw new Error(`${variable} has no row in the configuration table (declare it with a helper of src/config/settings.ts)`);
     return `| \`${variable}\` | ${cell(doc.default)} | ${cell(acceptedValues(doc.accepts))} | ${cell(doc.description)} |`;
   });
   return ['| Variable | Default | Accepted | Meaning |', '|---|---|---|---|', ...rows].join('\n');
 }
 
-/** `readme` with the table between its markers made anew. */
-export function withConfigTable(readme: string): string {
-  const start = readme.indexOf(TABLE_START);
-  const end = readme.indexOf(TABLE_END);
-  if (start < 0 || end < start) throw new Error(`the README has no ${TABLE_START} … ${TABLE_END} markers for the configuration table`);
-  return `${readme.slice(0, start + TABLE_START.length)}\n${configTable()}\n${readme.slice(end)}`;
+/** `page` (the text of `file`) with the table between its markers made anew. */
+export function withConfigTable(page: string, file = CONFIG_DOC): string {
+  const start = page.indexOf(TABLE_START);
+  const end = page.indexOf(TABLE_END);
+  if (start < 0 || end < start) throw new Error(`${file} has no ${TABLE_START} … ${TABLE_END} markers for the configuration table`);
+  return `${page.slice(0, start + TABLE_START.length)}\n${configTable()}\n${page.slice(end)}`;
 }

@@ -4,7 +4,7 @@
 // feed and the outbox, and the receiver's log against every change; and SIGTERM during a delivery
 // burst (graceful shutdown: exit 0, every delivery made exactly once). Each on SQLite (a file) and
 // on PostgreSQL (a database of its own on a server started from the installed binaries for the run).
-// scale-out (issue 12, PostgreSQL only): two `serve` and three `worker` processes on one database, a
+// scale-out (PostgreSQL only): two `serve` and three `worker` processes on one database, a
 // burst of changes written through both servers, kill -9 of a worker. Prints what it checked.
 //   FAULT_ENGINE (default both)      sqlite, postgres or both
 //   FAULT_PRODUCTS (default 40000)   products per scenario (the delivery bursts use a quarter)

@@ -1,4 +1,4 @@
-// The full contract fuzz (issue 6): at least 10,000 generated requests across every public and
+// The full contract fuzz: at least 10,000 generated requests across every public and
 // admin operation against a fresh service on 127.0.0.1; prints requests per operation and status
 // and every failure with the seed that reproduces it. Exits 1 when anything failed.
 //

@@ -1,16 +1,16 @@
 // `npm run generate`: everything derived from the authored documents under openapi/, written to
-// src/generated/ (one folder, "generated, do not edit"), and the README's configuration table,
-// written from the settings' declarations (src/config/settings.ts; scripts/config-table.ts).
-// `--check` regenerates in memory and fails when a committed file or the table differs, so CI
-// catches a spec or settings change without regenerated output. `--readme FILE`: that README
-// instead of the repository's (tests).
+// src/generated/ (one folder, "generated, do not edit"), and the configuration table of
+// docs/configuration.md, written from the settings' declarations (src/config/settings.ts;
+// scripts/config-table.ts). `--check` regenerates in memory and fails when a committed file or the
+// table differs, so CI catches a spec or settings change without regenerated output.
+// `--config-doc FILE`: the table in that file instead of docs/configuration.md (tests).
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import openapiTS, { astToString } from 'openapi-typescript';
-import { withConfigTable } from './config-table.js';
+import { CONFIG_DOC, withConfigTable } from './config-table.js';
 import { emitRouteFacts } from './route-facts-from-openapi.js';
 import { emitWebhookEventDocs } from './webhook-events-from-openapi.js';
 import { emitLimits, emitWebhookRegistry } from './webhooks-from-openapi.js';
@@ -85,9 +85,9 @@ function option(name: string): string | undefined {
 
 async function main(): Promise<void> {
   const check = process.argv.includes('--check');
-  const readmeFile = path.resolve(option('readme') ?? path.join(root, 'README.md'));
-  const readme = fs.readFileSync(readmeFile, 'utf8');
-  const newReadme = withConfigTable(readme);
+  const configDocFile = path.resolve(option('config-doc') ?? path.join(root, CONFIG_DOC));
+  const configDoc = fs.readFileSync(configDocFile, 'utf8');
+  const newConfigDoc = withConfigTable(configDoc, path.relative(root, configDocFile));
   const files = await generate();
   if (check) {
     const stale = [...files].filter(([name, text]) => {
@@ -99,18 +99,18 @@ async function main(): Promise<void> {
     if (stale.length || extra.length) {
       console.error(`src/generated is stale (${[...stale, ...extra].join(', ')}): run \`npm run generate\` and commit the result.`);
     }
-    if (newReadme !== readme) {
-      console.error(`${path.relative(root, readmeFile)}: the configuration table is stale (src/config/settings.ts): run \`npm run generate\` and commit the result.`);
+    if (newConfigDoc !== configDoc) {
+      console.error(`${path.relative(root, configDocFile)}: the configuration table is stale (src/config/settings.ts): run \`npm run generate\` and commit the result.`);
     }
-    if (stale.length || extra.length || newReadme !== readme) process.exit(1);
-    console.log('src/generated is up to date with openapi/, and the README\'s configuration table with src/config/settings.ts.');
+    if (stale.length || extra.length || newConfigDoc !== configDoc) process.exit(1);
+    console.log(`src/generated is up to date with openapi/, and the configuration table of ${path.relative(root, configDocFile)} with src/config/settings.ts.`);
     return;
   }
   fs.rmSync(outDir, { recursive: true, force: true });
   fs.mkdirSync(outDir, { recursive: true });
   for (const [name, text] of files) fs.writeFileSync(path.join(outDir, name), text);
-  fs.writeFileSync(readmeFile, newReadme);
-  console.log(`wrote ${files.size} files to src/generated/ and the configuration table of ${path.relative(root, readmeFile)}`);
+  fs.writeFileSync(configDocFile, newConfigDoc);
+  console.log(`wrote ${files.size} files to src/generated/ and the configuration table of ${path.relative(root, configDocFile)}`);
 }
 
 await main();

@@ -70,7 +70,7 @@ export async function packClient(outDir: string): Promise<string> {
       `# ${CLIENT_PACKAGE}`, '',
       'The typed client (`import … from \'catalog-publishing-client\'`) and the webhook receiver kit',
       '(`import … from \'catalog-publishing-client/webhooks\'`) of the Catalog Publishing Service.',
-      'Usage: the service\'s README, "Typed client"; the API reference: `/docs` on your deployment.', '',
+      'Usage: docs/client.md ("Typed client") in the service\'s repository; the API reference: `/docs` on your deployment.', '',
     ].join('\n'));
 
     fs.mkdirSync(outDir, { recursive: true });

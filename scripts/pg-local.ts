@@ -1,5 +1,5 @@
 // `npm run pg:local`: a local PostgreSQL from the binaries installed on this machine, to try the
-// service on PostgreSQL (README, "Scaling out"). The cluster lives in ./data/postgres (or --dir);
+// service on PostgreSQL (docs/operating.md#scaling-out-postgresql). The cluster lives in ./data/postgres (or --dir);
 // it is initialised on first use, started on --port (default: a free one) on 127.0.0.1 with trust
 // authentication, and keeps running after this command ends.
 //   npm run pg:local [-- --dir <folder>] [-- --port <n>]   start it (or show the one running)

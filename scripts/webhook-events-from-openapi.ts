@@ -1,5 +1,5 @@
 // Turns the `webhooks:` section of the bundled public document into what the panel shows beside
-// each event of the registration form (issue 22.10): the operation's summary, the first paragraph
+// each event of the registration form: the operation's summary, the first paragraph
 // of its description and its first request body example, so nobody writes them a second time.
 import { deref, type Json } from './openapi-refs.js';
 

@@ -1,6 +1,6 @@
 // Turns a bundled OpenAPI 3.1 document into the zod schemas and `createRoute` definitions that
 // @hono/zod-openapi needs, as TypeScript source. It covers the JSON Schema subset our documents
-// use (see README, "Architecture"); anything else fails generation loudly rather than silently.
+// use (see docs/architecture.md#schema-first); anything else fails generation loudly rather than silently.
 
 import { fullFormats } from 'ajv-formats/dist/formats.js';
 import { componentName, deref, operations, refsIn, type Json } from './openapi-refs.js';
@@ -186,7 +186,7 @@ export function zodForParameter(doc: Json, parameter: Json): string {
   const itemKind = kind === 'array' ? types(schema.items ?? {}).types[0] : undefined;
   if (kind === 'integer' || kind === 'number') {
     // One transform per value (numberParameter), not a regex check, a transform and a number
-    // schema piped: cheaper per value, which counts for lists (issue 15).
+    // schema piped: cheaper per value, which counts for lists.
     out = `numberParameter(${numberArguments(kind, schema)})`;
   } else if (itemKind === 'integer' || itemKind === 'number') {
     // A list of numbers in one transform (listParameter): an `ids` list of 200 is parsed in a few

@@ -184,7 +184,7 @@ async function main(argv: string[]): Promise<void> {
     } else if (command === 'import') {
       const file = rest[0] ?? fail('import needs a FILE');
       const merchantId = positiveInt(values.merchant, 'merchant');
-      // Bytes, not text: a line that is not UTF-8 is refused with its number (issue 13.6), never read as U+FFFD.
+      // Bytes, not text: a line that is not UTF-8 is refused with its number, never read as U+FFFD.
       if (!fs.existsSync(file)) fail(`import: no such file ${file}`);
       const every = values['progress-seconds'] === undefined ? IMPORT_PROGRESS_LINE_MS / 1000 : Number(values['progress-seconds']);
       if (!(every > 0)) fail('--progress-seconds must be a positive number');
@@ -203,7 +203,7 @@ async function main(argv: string[]): Promise<void> {
   }
 }
 
-/** Off a terminal, the CLI's import prints its progress this often by default (issue 21.5). */
+/** Off a terminal, the CLI's import prints its progress this often by default. */
 const IMPORT_PROGRESS_LINE_MS = 5000;
 
 /**
@@ -316,7 +316,7 @@ async function serveCommand(config: ReturnType<typeof loadConfig>): Promise<void
     const demo = await buildDemoCatalog(service.admin, config.demoProducts);
     fs.writeFileSync(credentialsFile, `${JSON.stringify(demo, null, 2)}\n`, { mode: 0o600 });
   }
-  // Issue 20.4: by default the dispatcher and the mirror run in a worker thread of their own, and so
+  // By default the dispatcher and the mirror run in a worker thread of their own, and so
   // do re-publishing a whole catalog (the requests that cause it wait for the thread to end it) and
   // the feed's retention.
   const workersInThread = config.workers === 'thread' && (config.webhookDispatcher || config.images.mirrorInServe);

@@ -1,4 +1,4 @@
-// One typed configuration object, read once at start (style: no process.env reads elsewhere).
+// One typed configuration object, read once at start (no process.env reads elsewhere: docs/architecture.md#the-layout).
 // Each setting is declared once in config/settings.ts (variable, default, bounds, description);
 // here its value takes its place in `Config`, whose type is what this placement makes of them.
 import { randomBytes } from 'node:crypto';
@@ -87,7 +87,7 @@ function placed(s: z.output<typeof SETTINGS>) {
       pollIntervalMs: s.CPS_IMAGE_POLL_INTERVAL_MS,
     },
     smtp: { url: s.CPS_SMTP_URL, from: s.CPS_SMTP_FROM },
-    /** Per-API-key token bucket on /v1 (product decisions, "Errors and bad input"). */
+    /** Per-API-key token bucket on /v1 (docs/decisions.md#rate-limits). */
     rateLimit: { burst: s.CPS_RATE_LIMIT_BURST, perSecond: s.CPS_RATE_LIMIT_PER_SECOND },
     apiKeyCacheMs: s.CPS_API_KEY_CACHE_MS,
     apiKeyLastUsedSeconds: s.CPS_API_KEY_LAST_USED_SECONDS,
@@ -139,7 +139,7 @@ function placed(s: z.output<typeof SETTINGS>) {
 /** The settings placed: parsing the environment with it yields the typed `Config`. */
 const CONFIG = SETTINGS.transform(placed);
 
-/** The configuration; what each value means is its setting's description (config/settings.ts, the README). */
+/** The configuration; what each value means is its setting's description (config/settings.ts, docs/configuration.md). */
 export type Config = z.output<typeof CONFIG>;
 
 /** Which database the configuration names, for logs and messages: a PostgreSQL URL without its password. */
@@ -160,7 +160,7 @@ export type ConfigOverrides = {
 };
 
 /**
- * Reads the configuration from environment variables (the README lists them with their defaults);
+ * Reads the configuration from environment variables (docs/configuration.md lists them with their defaults);
  * a bad value throws a ConfigError naming each bad variable, its value and its bounds.
  */
 export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = {}): Config {

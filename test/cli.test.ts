@@ -131,7 +131,7 @@ describe('the command line', () => {
     const result = await cli('import', file, '--merchant', '1', '--db', db);
     expect(result.code, result.stderr).toBe(0);
     expect(JSON.parse(result.stdout.trim().split('\n').at(-1)!)).toEqual({ import_id: expect.any(Number), lines: 3, upserted: 2, deleted: 1 });
-    // Off a terminal: where the import is, a line at its start and one with its outcome (issue 21.5).
+    // Off a terminal: where the import is, a line at its start and one with its outcome.
     expect(result.stderr).toMatch(/^import \d+ of products\.ndjson started/m);
     expect(result.stderr).toMatch(/^import \d+ succeeded: 3 lines read, 3 of 3 operations applied$/m);
     const page = await publicGet('/v1/products?per_page=200', demoKey);
@@ -161,7 +161,7 @@ describe('the command line', () => {
     expect(page.body.data.map((p: { id: number }) => p.id)).toContain(2);
   });
 
-  it('exits non-zero naming a line whose bytes are not UTF-8 (issue 13.6), and applies nothing', async () => {
+  it('exits non-zero naming a line whose bytes are not UTF-8, and applies nothing', async () => {
     const file = path.join(dir, 'latin1.ndjson');
     fs.writeFileSync(file, Buffer.concat([
       Buffer.from(`${JSON.stringify({ op: 'upsert_product', product: { ref: 'CLI-5', content: { de: { title: 'Gut' } } } })}\n`),
@@ -176,7 +176,7 @@ describe('the command line', () => {
   });
 });
 
-describe('the operator commands (issue 21.5)', () => {
+describe('the operator commands', () => {
   const json = (out: string) => JSON.parse(out);
 
   it('merchants create and list; stores set, list and delete; keys list and revoke', async () => {

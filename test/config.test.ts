@@ -1,6 +1,6 @@
 // The configuration (src/config.ts, src/config/settings.ts): what `loadConfig` makes of an empty
 // environment and of one that sets every variable (both written down from the loader before the
-// settings became one schema, issue 24.3, so they pin the defaults and where each variable lands),
+// settings became one schema, so they pin the defaults and where each variable lands),
 // and every setting refusing what it does not accept in the same words.
 import { execFile } from 'node:child_process';
 import os from 'node:os';
@@ -47,7 +47,7 @@ const EVERY_VARIABLE = {
 };
 
 describe('configuration', () => {
-  it('has the product decisions\' defaults when nothing is set', () => {
+  it('has the decisions\' defaults (docs/decisions.md) when nothing is set', () => {
     const config = loadConfig({});
     expect(config.adminToken).toMatch(/^adm_[A-Za-z0-9_-]{32}$/);
     expect(config).toEqual({
@@ -213,7 +213,7 @@ describe('every setting refuses what it does not accept, the same way', () => {
       .toEqual(['CPS_DATABASE_URL must be a postgres:// or postgresql:// URL (unset it to use the SQLite file at CPS_DB_PATH), got "mysql:…"']);
   });
 
-  it('names every bad variable at once, in the README\'s order', () => {
+  it('names every bad variable at once, in the configuration table\'s order', () => {
     expect(refusals({ CPS_PANEL_SESSION_HOURS: '0', CPS_PORT: '70000', CPS_WORKERS: 'process' })).toEqual([
       'CPS_PORT must be at most 65535, got 70000',
       'CPS_WORKERS must be one of thread, inline, got "process"',

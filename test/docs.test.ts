@@ -1,6 +1,6 @@
-// The HTML docs of every document (issue 14 item 3): `npm run build:docs` builds one page per API
+// The HTML docs of every document: `npm run build:docs` builds one page per API
 // (scripts/build-docs.ts), the server serves them at /docs, /admin/docs and /operations/docs, each
-// page links the others, and the panel links all three. They work offline (issue 22.14): in a real
+// page links the others, and the panel links all three. They work offline: in a real
 // Chromium that may reach 127.0.0.1 only, nothing is fetched from anywhere else, and the documents
 // name no placeholder contact or server.
 import fs from 'node:fs';

@@ -1,4 +1,4 @@
-// Workflows as contracts (issue 14 item 4): the Arazzo descriptions under arazzo/ run by
+// Workflows as contracts: the Arazzo descriptions under arazzo/ run by
 // `redocly respect` against the real server on 127.0.0.1. Respect checks every step's success
 // criteria and every response against the documents (status, content type, schema); a workflow
 // that fails fails this test, with respect's report as the message.

@@ -1,4 +1,4 @@
-// The zod generator (scripts/zod-from-openapi.ts) and free keys (issue 13.5): zod's record skips a
+// The zod generator (scripts/zod-from-openapi.ts) and free keys: zod's record skips a
 // member named `__proto__` unchecked, so a map whose documents allowed that key would drop it
 // silently. Generation refuses such a map; the generated maps refuse the key, naming it.
 import { describe, expect, it } from 'vitest';
@@ -41,7 +41,7 @@ describe('maps with free keys', () => {
   });
 });
 
-describe('oneOf (issue 23.1: an export line is a Product or the trailer)', () => {
+describe('oneOf (an export line is a Product or the trailer)', () => {
   const documentWithOneOf = (line: Record<string, unknown>) => ({
     openapi: '3.1.0', info: { title: 't', version: '1' }, paths: {},
     components: { schemas: { A: { type: 'object', additionalProperties: false, required: ['a'], properties: { a: { type: 'string' } } }, Line: line } },

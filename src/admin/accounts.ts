@@ -1,11 +1,11 @@
-// The administration panel's accounts (issue 11): the operator signs in with the admin token;
+// The administration panel's accounts: the operator signs in with the admin token;
 // merchant users, invited by the operator or an owner, sign in with an email and a password.
 // Invitations are single-use links valid for a configured time; passwords are hashed with scrypt
 // (memory-hard, off the event loop); sessions live in the database so every process shares them,
 // with an idle and an absolute expiry; sign-in is throttled per account and address together
 // (sign-in-throttle.ts); every change made in the panel goes to the merchant's audit log.
 //
-// Issue 22: an invitation never resets an existing account (a reset link goes to the account's own
+// An invitation never resets an existing account (a reset link goes to the account's own
 // e-mail, or to the operator), a new link for an e-mail revokes the earlier ones, removing a user
 // revokes theirs, the last owner cannot be removed, and setting a password ends the account's other
 // sessions and tells the account by e-mail.

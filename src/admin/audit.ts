@@ -1,4 +1,4 @@
-// The merchant's audit log (issue 22.13): every change to a merchant, made in the panel, through
+// The merchant's audit log: every change to a merchant, made in the panel, through
 // the admin API or with the CLI, recorded once by the domain operation that makes it, in its
 // transaction where it has one. One naming style, `noun.verb` (admin AuditEntry.action lists them).
 import type { StorageOperations } from '../storage/port.js';

@@ -1,9 +1,9 @@
-// Import jobs (issue 11, "Import: upload an NDJSON file and watch its progress"): every NDJSON import,
+// Import jobs (docs/panel.md#pages, "import"): every NDJSON import,
 // whether the admin API's importProducts or the panel's upload, runs as a job whose progress (lines
 // read, products applied) and outcome (the counts, or the bad lines with their reasons) are written
 // to the database as it runs, so any process behind a load balancer shows it. The whole file is
 // checked first (import.ts parseImport); a valid file's operations are then staged, a chunk per row,
-// with a publish run (catalog/publish-runs.ts) that applies them a chunk per transaction (issue 20):
+// with a publish run (catalog/publish-runs.ts) that applies them a chunk per transaction:
 // by this process, or, when `serve` runs its workers in threads, by its publishing thread, so the
 // chunks' resolution and writes never hold the serving loop; a run its process left (SIGTERM, a
 // crash) is resumed from its next chunk by the next process that looks.
@@ -24,7 +24,7 @@ export const ADMIN_API_ACTOR = 'admin API';
 /** A bad line's reason is kept to this many characters (the job record stays bounded). */
 const MAX_REASON_LENGTH = 500;
 
-/** What an import whose process stopped while it checked the file says (issue 21.11). */
+/** What an import whose process stopped while it checked the file says. */
 export const INTERRUPTED_IMPORT = 'The service stopped while this import was checking the file; nothing of it was applied. Send the whole file again.';
 
 export interface ImportJobOptions {

@@ -57,7 +57,7 @@ type NdjsonLine = { number: number; line: string; invalid?: undefined } | { numb
 
 /**
  * The lines of a byte stream, split at LF bytes (never inside a UTF-8 sequence) and each decoded
- * strictly (issue 13.6): a line that is not UTF-8 is reported with its number, the others still
+ * strictly: a line that is not UTF-8 is reported with its number, the others still
  * checked. Only the first line may start with a byte order mark.
  */
 async function* byteLines(bytes: AsyncIterable<Uint8Array>): AsyncGenerator<NdjsonLine> {
@@ -137,7 +137,7 @@ export async function parseImport(
       problems.push({ name, in: 'body', reason: `not valid JSON: ${(error as Error).message}` });
       continue;
     }
-    // A lone surrogate or U+0000 anywhere in the line (issue 21.9): refused before the schema.
+    // A lone surrogate or U+0000 anywhere in the line: refused before the schema.
     const refused = mayHoldRefusedString(line) ? refusedString(json) : null;
     if (refused) {
       problems.push({ name, in: 'body', reason: located(pointer(refused.path), refused.reason) });
@@ -171,7 +171,7 @@ export async function parseImport(
 
 /**
  * Applies a checked file chunk by chunk, each chunk one transaction with its publishing: a crash
- * keeps the chunks committed before it (product decisions: an import commits chunk by chunk).
+ * keeps the chunks committed before it (an import commits chunk by chunk: docs/architecture.md#big-writes-do-not-stall-reads).
  */
 export async function importNdjson(
   admin: CatalogAdmin, merchantId: number, source: NdjsonSource, options: ImportOptions = {},
@@ -199,7 +199,7 @@ export async function importNdjson(
 }
 
 /**
- * Which lines of a file an import that stopped part-way applied (issue 21.9): every line before
+ * Which lines of a file an import that stopped part-way applied: every line before
  * the first operation it did not apply (blank lines apply nothing), none from it on. `applied`
  * counts the operations applied, `stoppedAt` is the line of the first one not applied (undefined
  * when none was left) and `lastLine` the file's last line.

@@ -61,7 +61,7 @@ export type ImportErrorCode = NonNullable<AdminSchemas['ImportJob']['error_code'
 /** A bad line of a rejected import: its name (`line N`) and reason, as the admin API lists them. */
 export type ImportProblemRecord = AdminSchemas['ImportJob']['problems'][number];
 
-/** An import job (admin ImportJob, issue 21.5: the document states its shape), and its merchant. */
+/** An import job (admin ImportJob: the document states its shape), and its merchant. */
 export type ImportJobRecord = AdminSchemas['ImportJob'] & { merchant_id: number };
 
 export type ImportJobProgress = Partial<Omit<ImportJobRecord, 'id' | 'merchant_id' | 'started_by' | 'file_name' | 'started_at'>>;

@@ -1,4 +1,4 @@
-// The merchant overview of the administration panel (issue 11, "Overview"): one read that gathers
+// The merchant overview of the administration panel (docs/panel.md#pages, "Overview"): one read that gathers
 // what the catalog, image and webhook services already answer — stores with their published and
 // excluded products, image mirroring, endpoints by health, feed lag and the owners' latest
 // notifications — so the page renders one result and asks storage nothing itself.
@@ -15,7 +15,7 @@ export interface MerchantOverviewView {
   merchant: MerchantRecord;
   stores: (PublishedExclusionCounts & { store: StoreRecord })[];
   images: ImageStateCounts;
-  /** By what their deliveries do now (issue 22.7: an active endpoint whose last attempts failed is failing). */
+  /** By what their deliveries do now (an active endpoint whose last attempts failed is failing). */
   endpoints: { total: number; byHealth: Record<EndpointHealthState, number> };
   /** Seconds since the oldest change not yet attempted for an active endpoint was recorded; null when none waits. */
   feedLagSeconds: number | null;

@@ -1,4 +1,4 @@
-// Secrets shown once in the panel (issue 22.1): a POST that makes one (a new API key, a signing
+// Secrets shown once in the panel: a POST that makes one (a new API key, a signing
 // secret, an invitation or reset link) keeps it here and redirects; the GET it redirects to takes it,
 // and a reload or a second view finds nothing, so no reload repeats the change and no URL carries a
 // secret. A message belongs to one session (a second session asking for its id finds nothing) and is

@@ -1,4 +1,4 @@
-// Panel sign-in throttling (issue 22.5). Failures are counted per account and source address
+// Panel sign-in throttling. Failures are counted per account and source address
 // together: failures from one address never lock the account out at another (five wrong admin
 // tokens from anywhere used to make the right one answer 429 for everyone). Past the free failures,
 // each further attempt of that pair waits longer, doubling from `signInDelaySeconds` up to the

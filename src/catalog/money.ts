@@ -1,6 +1,6 @@
-// Money in integer minor units (product decisions, "Resolution rules"): exact decimal arithmetic
+// Money in integer minor units (docs/decisions.md#money): exact decimal arithmetic
 // over BigInt rationals, rounded half away from zero only where an amount lands in a currency.
-// Minor units stay BigInt up to the written payload (issue 13.7): a 40-digit cost converted,
+// Minor units stay BigInt up to the written payload: a 40-digit cost converted,
 // marked up and given a price ending is published digit for digit, never through a double.
 
 /** ISO 4217 minor-unit exponents that differ from the usual 2. */

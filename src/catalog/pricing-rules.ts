@@ -8,7 +8,7 @@ import { notFound, type CatalogWrites } from './catalog-writes.js';
 import type { PricingRuleInputRecord, PricingRuleRecord } from './model.js';
 import { parseDecimal } from './money.js';
 
-/** The catch-all rule every merchant has (product decisions: applied_rule_id is never null). */
+/** The catch-all rule every merchant has (docs/decisions.md#resolution: applied_rule_id is never null). */
 export const CATCH_ALL_PRIORITY = 2147483647;
 
 /** The catch-all rule a new merchant starts with: matches everything, runs last, adds nothing. */

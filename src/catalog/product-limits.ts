@@ -1,4 +1,4 @@
-// The bounds of one product's source (issue 21.10; product decisions, "Added decisions"): counts of
+// The bounds of one product's source (docs/decisions.md#product-limits): counts of
 // overrides, supplier attributes, images, offers and content locales, and the bytes of the source
 // as JSON, each configurable (config/settings.ts). A source above one is refused with 400 naming the
 // limit where it is validated (the admin API's PUT, each line of an import, before anything is
@@ -26,7 +26,7 @@ export interface ProductLimits {
  * Each limit's setting (config/settings.ts, with its default). The defaults are several times what
  * real catalogs use (a laptop's data sheet has 200-400 attributes; shops show 5-20 images; EU-wide
  * catalogs carry 24-40 locales), and a source of 512 KiB holds 24 locales of 10 KB descriptions,
- * 1,000 attributes and 100 images with room to spare (README, "Product limits").
+ * 1,000 attributes and 100 images with room to spare (docs/configuration.md#product-limits).
  */
 export const PRODUCT_LIMIT_SETTINGS = {
   maxProductBytes: 'CPS_MAX_PRODUCT_BYTES',

@@ -45,7 +45,7 @@ export class Products {
   }
 
   /**
-   * A page of the merchant's products in ref order (issue 21.5, admin listProductSources), filtered
+   * A page of the merchant's products in ref order (admin listProductSources), filtered
    * by ref prefix, time of the last write, and exclusion from a store; at most `scan` products are
    * looked at for one page, so a rare filter answers short pages, each with where to go on.
    */

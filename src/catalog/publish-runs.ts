@@ -1,4 +1,4 @@
-// Re-publishing a whole catalog, a chunk per transaction (issue 20). A change of an exchange rate,
+// Re-publishing a whole catalog, a chunk per transaction. A change of an exchange rate,
 // a pricing rule, a customer group, the merchant's SKU pattern or a store's settings can change
 // every payload of the merchant: at 1M products that is 3M payloads and, with 20 endpoints, 11M
 // outbox rows. In one transaction that held SQLite's write lock for 200 s (no mirror or delivery

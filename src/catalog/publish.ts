@@ -1,16 +1,16 @@
 // Publishing: re-resolves products after a source change and stores the payload per (store,
-// product), recording a change per store when the payload changed (spec 6; product decisions,
-// "Changes and the feed"). Runs inside the write's transaction, so reads never resolve on the fly
+// product), recording a change per store when the payload changed (spec 6;
+// docs/decisions.md#changes-and-the-feed). Runs inside the write's transaction, so reads never resolve on the fly
 // and a change is never recorded without its data, nor data without its change. Merchant-wide
 // publishing works in bounded chunks and yields the event loop between bounded steps, so reads
 // are answered (from the last committed state) while it runs.
 //
-// Only active stores are published (issue 21.2): an inactive store is neither resolved nor
+// Only active stores are published: an inactive store is neither resolved nor
 // recorded in the feed nor delivered, and its payloads stay as they were when it was deactivated.
 // Activating it publishes it through a publish run: every product whose payload differs from the
 // kept one is recorded (a product it never had as price and content), and a kept payload whose
 // product was deleted meanwhile as `removed`; a feed cursor taken before the deactivation resumes
-// exactly. Deactivating records nothing (product decisions: an inactive store is not readable, so
+// exactly. Deactivating records nothing (docs/decisions.md#stores: an inactive store is not readable, so
 // nothing about it is announced; its slug answers 404 and /v1/stores no longer lists it).
 import type { MerchantContext, ProductRecord, StoreRecord } from './model.js';
 import { resolveProduct } from './resolve.js';

@@ -1,5 +1,5 @@
 // Published bytes this process has read, kept in memory within a byte budget and served again while
-// they are still the stored bytes (issue 15): a page of a store or the products of an `?ids=` list,
+// they are still the stored bytes: a page of a store or the products of an `?ids=` list,
 // with the digests their ETag is computed over, labelled with the merchant's published version
 // they were read at. Every write of published payloads moves that version in its transaction
 // (storage/records.ts PublishedVersionRead), and every request reads the current version from the

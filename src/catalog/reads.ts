@@ -3,7 +3,7 @@
 // per block of ids (kept by the database, read again only when the set of published products
 // changes: stores.catalog_version) and one bounded read within a block, remembered per request at
 // that version: no read of every id, no OFFSET over wide rows, no count per request, whatever the
-// catalog's size (issue 20.3). Bytes read are kept (read-cache.ts) and served again while the
+// catalog's size. Bytes read are kept (read-cache.ts) and served again while the
 // merchant's published version has not moved.
 import type { components } from '../generated/public-api.js';
 import { PER_PAGE_MAXIMUM } from '../generated/public-limits.js';

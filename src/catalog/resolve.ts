@@ -1,4 +1,4 @@
-// Resolution of one product for one store: spec 2.1-2.3 with the product decisions.
+// Resolution of one product for one store: spec 2.1-2.3 with docs/decisions.md#resolution.
 // Pure functions: no storage, no HTTP. The publisher (catalog/publish.ts) runs them on writes.
 import { createHash } from 'node:crypto';
 import {
@@ -309,7 +309,7 @@ export function resolveProduct(
 export type IgnoredOfferReason = 'unknown_supplier' | 'no_exchange_rate';
 
 /**
- * Why a product resolved as it did in a store (issue 11, "Catalog": the chosen supplier and the
+ * Why a product resolved as it did in a store (docs/panel.md#pages, "Catalog": the chosen supplier and the
  * applied pricing rule): the same decisions resolveProduct writes into the payload, which this
  * never changes. Amounts are in the store currency at its exact precision, as in the payload.
  */

@@ -1,4 +1,4 @@
-// The snapshot export of a store (issue 23.1; openapi exportProducts): every published product of
+// The snapshot export of a store (openapi exportProducts): every published product of
 // the store as NDJSON lines, read in one consistent snapshot (storage.snapshot: one read
 // transaction on SQLite, REPEATABLE READ on PostgreSQL) in bounded steps, then a trailer line with
 // the feed cursor of exactly that snapshot: the merchant's latest feed position, read in the same

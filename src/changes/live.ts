@@ -1,4 +1,4 @@
-// The live change feed (issue 23.2): `GET /v1/changes` may wait for the next change instead of
+// The live change feed: `GET /v1/changes` may wait for the next change instead of
 // answering an empty window, as a long-poll (`wait=N`) or as a stream of windows (Server-Sent
 // Events, http/live-feed.ts). Positions, windows and cursors are the feed's own (feed.ts, spec 4.4):
 // a waiting client gets exactly the window a poll would have got at that moment.

@@ -37,7 +37,7 @@ export class ChangeRecorder {
   }
 }
 
-/** One outbox row per (subscribed endpoint, change): scope and event filters (docs/WEBHOOKS.md). */
+/** One outbox row per (subscribed endpoint, change): scope and event filters (docs/webhooks.md#delivery). */
 function outboxRows(endpoints: WebhookEndpointRecord[], changes: DetectedChange[], createdAt: string): OutboxRow[] {
   if (endpoints.length === 0) return [];
   const rows: OutboxRow[] = [];

@@ -1,4 +1,4 @@
-// Feed retention (product decisions, "Changes and the feed"): changes older than the retention
+// Feed retention (docs/decisions.md#changes-and-the-feed): changes older than the retention
 // period are deleted, and each store remembers the newest deleted position so that a cursor
 // before it answers 410 instead of silently skipping what was deleted.
 import { silentLogger, type Logger } from '../operations/log.js';
@@ -20,7 +20,7 @@ export async function pruneExpiredChanges(
     const pruned = await storage.pruneChangesBefore(cutoff, batch);
     deleted += pruned;
     if (pruned < batch || stopped()) return deleted;
-    // Issue 20.4: the requests and the workers waiting run between two batches.
+    // The requests and the workers waiting run between two batches.
     await new Promise<void>((resolve) => setImmediate(resolve));
   }
 }

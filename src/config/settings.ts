@@ -1,8 +1,8 @@
-// Every setting, declared once: its variable, default, accepted values and description (issue 24.3).
+// Every setting, declared once: its variable, default, accepted values and description.
 // `SETTINGS` is a zod schema over the environment: src/config.ts places its values in the typed
-// `Config`, and scripts/generate.ts writes the README's configuration table from it, in this order.
+// `Config`, and scripts/generate.ts writes the configuration table of docs/configuration.md from it, in this order.
 // A value outside its bounds refuses the start, naming the variable, the value and the bounds (never
-// a silent clamp); an empty variable is an unset one. Defaults are the product decisions' values.
+// a silent clamp); an empty variable is an unset one. Defaults are the values of docs/decisions.md.
 import os from 'node:os';
 import { z } from 'zod';
 import { CHANGES_MAX_ITEMS, WEBHOOK_PRODUCT_IDS_MAX_ITEMS } from '../generated/public-limits.js';
@@ -16,7 +16,7 @@ export type Accepts =
   /** Text of any kind (`what` says what it names), or comma-separated entries. */
   | { kind: 'text' | 'list'; what: string };
 
-/** What the README's table says of a setting. */
+/** What the configuration table (docs/configuration.md) says of a setting. */
 export interface SettingDoc {
   /** The default as the table shows it. */
   default: string;
@@ -25,7 +25,7 @@ export interface SettingDoc {
   description: string;
 }
 
-/** `1 to 1000`, `` `true` or `false` ``: the README's words for what a setting accepts. */
+/** `1 to 1000`, `` `true` or `false` ``: the configuration table's words for what a setting accepts. */
 export function acceptedValues(accepts: Accepts): string {
   switch (accepts.kind) {
     case 'integer': return accepts.max === undefined ? `${accepts.min} or more` : `${accepts.min} to ${accepts.max}`;
@@ -36,13 +36,13 @@ export function acceptedValues(accepts: Accepts): string {
   }
 }
 
-/** Each setting's schema to its README row. */
+/** Each setting's schema to its row of the configuration table. */
 export const SETTING_DOCS = z.registry<SettingDoc>();
 
 interface Declared<T> {
   default: T;
   description: string;
-  /** The default as the README shows it, when its value does not say it (`unset`, a derived value). */
+  /** The default as the configuration table shows it, when its value does not say it (`unset`, a derived value). */
   shownDefault?: string;
 }
 
@@ -135,7 +135,7 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 /** The longest a long-poll of the change feed may be configured to wait (openapi: the `wait` parameter). */
 export const MAX_FEED_WAIT_SECONDS = 300;
 
-/** The environment variables, in the README's order. */
+/** The environment variables, in the configuration table's order. */
 export const SETTINGS = z.object({
   CPS_PORT: integer({ default: 8080, max: 65535, description: 'HTTP port' }),
   CPS_HOST: text({ default: '127.0.0.1', accepts: 'an address', description: 'interface to bind' }),
@@ -158,7 +158,7 @@ export const SETTINGS = z.object({
     description: 'deepest nesting of arrays and objects an admin body (or import line) may have (400 above)',
   }),
   CPS_IMPORT_BODY_BYTES: integer({ default: 64 * MIB, bytes: true, description: 'largest NDJSON import (413 above)' }),
-  // The bounds of one product's source (issue 21.10; catalog/product-limits.ts), each at least 1.
+  // The bounds of one product's source (catalog/product-limits.ts), each at least 1.
   CPS_MAX_PRODUCT_BYTES: integer({
     default: 512 * KIB, min: 1, bytes: true,
     description: 'largest product source document, in bytes of its JSON as stored (defaults filled in); every payload of the product is built from it (400 above; see "Product limits" below)',
@@ -201,7 +201,7 @@ export const SETTINGS = z.object({
     default: CHANGES_MAX_ITEMS, min: 1, max: CHANGES_MAX_ITEMS,
     description: 'recorded changes one `GET /v1/changes` response covers at most',
   }),
-  // Product decisions: feed history is kept at least 30 days.
+  // docs/decisions.md#changes-and-the-feed: history is kept at least 30 days.
   CPS_CHANGE_RETENTION_DAYS: integer({ default: 30, min: 30, description: 'feed history kept at least this long; an older cursor answers 410' }),
   CPS_CHANGE_PRUNE_INTERVAL_SECONDS: integer({
     default: 3600, min: 1,
@@ -329,7 +329,7 @@ export const SETTINGS = z.object({
     description: "server to e-mail owners' notifications through (they are always in the notifications table)",
   }),
   CPS_SMTP_FROM: text({ default: 'catalog-publishing@localhost', accepts: 'an e-mail address', description: 'the sender of those e-mails' }),
-  // 600 at once covers a full sync of a 120k-product store at 200 per page; 50/s after that (README).
+  // 600 at once covers a full sync of a 120k-product store at 200 per page; 50/s after that (docs/configuration.md#rate-limits).
   CPS_RATE_LIMIT_BURST: integer({ default: 600, min: 1, description: 'per-API-key token bucket on `/v1`: requests at once (see below)' }),
   CPS_RATE_LIMIT_PER_SECOND: integer({ default: 50, min: 1, description: "that bucket's refill rate, requests per second (see below)" }),
   CPS_API_KEY_CACHE_MS: integer({

@@ -5,6 +5,7 @@
 import type { Context, MiddlewareHandler } from 'hono';
 import { matchedRoutes } from 'hono/route';
 import type { Logger } from '../operations/log.js';
+import { answeredWith } from './direct-answer.js';
 import type { RequestIdEnv } from './request-id.js';
 
 /** `log` is the service's logger; a line about the request carries `request_id` (see requestLog). */
@@ -36,13 +37,15 @@ export function accessLog(logger: Logger, observer: RequestObserver, logRequests
     await next();
     const seconds = (performance.now() - started) / 1000;
     const route = routeOf(c);
-    observer.observeRequest(c.req.method, route, c.res.status, seconds);
+    // A long-poll's window is written on its connection directly (direct-answer.ts): its Response is a marker.
+    const status = answeredWith(c) ?? c.res.status;
+    observer.observeRequest(c.req.method, route, status, seconds);
     if (!logRequests) return;
     const merchantId = c.get('merchantId');
     // No child logger per request: binding one costs more than the line itself.
-    const level = c.res.status >= 500 ? 'error' : OPERATIONS_ROUTES.has(route) ? 'debug' : 'info';
+    const level = status >= 500 ? 'error' : OPERATIONS_ROUTES.has(route) ? 'debug' : 'info';
     logger[level]({
-      request_id: c.var.requestId, method: c.req.method, route, path: c.req.path, status: c.res.status,
+      request_id: c.get('requestId'), method: c.req.method, route, path: c.req.path, status,
       duration_ms: Math.round(seconds * 10_000) / 10, ...(merchantId === undefined ? {} : { merchant_id: merchantId }),
     }, 'request');
   };

@@ -9,6 +9,7 @@ import { closeWhenBodyUnread } from './close-when-body-unread.js';
 import { Lifecycle } from '../operations/health.js';
 import type { Service } from '../service.js';
 import { accessLog } from './access-log.js';
+import { answeredWith } from './direct-answer.js';
 import { adminApi } from './admin-api.js';
 import { CodedBodyCache } from './coded-body-cache.js';
 import { compression } from './compression.js';
@@ -41,7 +42,7 @@ export function createApp(service: Service, { docsDir, lifecycle = new Lifecycle
   // starting cursor for the change feed (listChanges, "Initial sync").
   app.use('*', async (c, next) => {
     await next();
-    c.res.headers.set('Date', now().toUTCString());
+    if (answeredWith(c) === undefined) c.res.headers.set('Date', now().toUTCString());
   });
 
   // JSON of the public API and the documents, coded when asked; media and the admin API are not.

@@ -1,7 +1,7 @@
 // A product page or `?ids=` list answered from the read cache (catalog/read-cache.ts) is the same
 // stored bytes object on every read: its assembled body and ETag digest are kept with it, one per
-// envelope (store and meta), so such a read copies and hashes nothing of its ~155 KB again (issue 15:
-// the copy, the hash and the garbage they made cost ~50 µs of a ~250 µs page). They live exactly as
+// envelope (store and meta), so such a read copies and hashes nothing of its ~155 KB again (the
+// copy, the hash and the garbage they made cost ~50 µs of a ~250 µs page). They live exactly as
 // long as the stored bytes (a WeakMap keyed by them), so within the read cache's budget, which
 // counts each entry's bytes twice for this.
 import type { components } from '../generated/public-api.js';

@@ -1,7 +1,7 @@
 // The admin API's JSON request bodies, read once and checked as text before the validator parses
-// them (product decisions, "Errors and bad input"; issue 13.6): bytes that are not UTF-8, nesting
+// them (docs/decisions.md#errors-and-bad-input): bytes that are not UTF-8, nesting
 // deeper than the configured limit, and strings (member names too) holding a lone surrogate escape
-// or U+0000 (issue 21.9) answer 400 invalid_body naming the problem, so nothing is stored with
+// or U+0000 answer 400 invalid_body naming the problem, so nothing is stored with
 // U+FFFD in place of what was sent, and nothing reaches a database that cannot store it.
 //
 // Registered on the operations that take a JSON body (src/generated/admin-route-facts.ts), before their handlers:

@@ -1,4 +1,4 @@
-// The client's address, for what keys on it (the panel's sign-in throttle, issue 22.5): the TCP
+// The client's address, for what keys on it (the panel's sign-in throttle): the TCP
 // peer's, unless the peer is a trusted proxy (CPS_TRUSTED_PROXIES). Then X-Forwarded-For is read
 // from its right end, where each trusted proxy appended the address it was reached from, and the
 // first address that is not a trusted proxy is the client: whatever a client writes in the header

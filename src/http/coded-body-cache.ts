@@ -1,5 +1,5 @@
 // The coded bytes of JSON reads (gzip, br) kept in memory within a byte budget, so that integrators
-// reading the same page pay its compression once (issue 15). Keyed by the response's strong ETag,
+// reading the same page pay its compression once. Keyed by the response's strong ETag,
 // which names the coding and is a digest of what determines the uncompressed bytes (conditional.ts):
 // one key, one byte string, whoever asks. Least recently used entries leave first.
 import type { CodedBodyCacheObserver } from '../operations/metrics.js';

@@ -1,13 +1,14 @@
 // gzip/brotli of JSON responses by Accept-Encoding: one-shot coding of the assembled body in
 // libuv's threadpool (zlib's async gzip/brotliCompress), off the event loop, and the coded bytes of
 // responses with a strong ETag kept in a CodedBodyCache, so the same page is coded once for every
-// integrator that reads it (issue 15). Clients that do not ask get the stored bytes untouched;
+// integrator that reads it. Clients that do not ask get the stored bytes untouched;
 // small bodies and 304s are never coded; media never passes through here (its routes are not
 // under this middleware).
 import { promisify } from 'node:util';
 import zlib from 'node:zlib';
 import type { MiddlewareHandler } from 'hono';
 import type { CodedBodyCache } from './coded-body-cache.js';
+import { answerHeader, answeredWith } from './direct-answer.js';
 
 export type ContentCoding = 'br' | 'gzip';
 export type CompressionEnv = { Variables: { contentCoding: ContentCoding | undefined } };
@@ -16,7 +17,7 @@ const gzip = promisify(zlib.gzip);
 const brotli = promisify(zlib.brotliCompress);
 
 // The levels with the least CPU per saved byte among those within 1.25x of the sizes of gzip 6 and
-// brotli 4 (issue 15; `npm run bench:coding`, BENCHMARKS.md): on a page of 200 products (155 KB)
+// brotli 4 (`npm run bench:coding`, BENCHMARKS.md): on a page of 200 products (155 KB)
 // gzip 3 takes ~0.33 ms for 13.3 KB (gzip 6: ~0.69 ms, 11.2 KB) and brotli 3 ~0.42 ms for 12.2 KB
 // (brotli 4: ~0.59 ms, 11.0 KB); gzip 2 and brotli 1-2 are cheaper but larger than the bound.
 const GZIP_OPTIONS: zlib.ZlibOptions = { level: 3 };
@@ -68,7 +69,9 @@ export function compression(minBytes: number, cache?: CodedBodyCache): Middlewar
     const coding = negotiateCoding(c.req.header('Accept-Encoding'));
     // Read by the ETag of conditional reads: one validator per content coding (RFC 9110 8.8.3).
     c.set('contentCoding', coding);
+    answerHeader(c, 'Vary', 'Accept-Encoding');
     await next();
+    if (answeredWith(c) !== undefined) return;
     const res = c.res;
     res.headers.append('Vary', 'Accept-Encoding');
     if (!coding || !res.body || res.status === 304 || res.status === 204 || res.headers.has('Content-Encoding')) return;

@@ -1,4 +1,4 @@
-// The change feed as Server-Sent Events (issue 23.2; openapi/paths/v1_changes.yaml, "Waiting for
+// The change feed as Server-Sent Events (openapi/paths/v1_changes.yaml, "Waiting for
 // the next change"): `Accept: text/event-stream` turns `GET /v1/changes` into a stream of its
 // windows, each an event whose `id` is the cursor after it, resumed exactly by `Last-Event-ID`.
 // The windows come from the domain's LiveStream (changes/live.ts); this module only frames them,
@@ -6,6 +6,8 @@
 import type { ChangePage } from '../changes/feed.js';
 import type { LiveStream } from '../changes/live.js';
 import type { Logger } from '../operations/log.js';
+import { codeBody, type ContentCoding } from './compression.js';
+import type { DirectBody } from './direct-answer.js';
 import type { TokenBucketLimiter } from './rate-limit.js';
 
 const encoder = new TextEncoder();
@@ -50,6 +52,22 @@ export function changeEvent(page: ChangePage): string {
 // for all of them, not once per client (a wake-up of 1,000 clients).
 const pageJson = new WeakMap<ChangePage, string>();
 const pageEvent = new WeakMap<ChangePage, Uint8Array>();
+
+const pageCoded = new WeakMap<ChangePage, Map<ContentCoding, Promise<Uint8Array>>>();
+
+/** A long-poll's answer (http/direct-answer.ts): the window's JSON, and coded, each made once per window object. */
+export function changePageBody(page: ChangePage): DirectBody {
+  return {
+    json: changePageJson(page),
+    coded(coding) {
+      let codings = pageCoded.get(page);
+      if (!codings) pageCoded.set(page, (codings = new Map()));
+      let coded = codings.get(coding);
+      if (!coded) codings.set(coding, (coded = codeBody(encoder.encode(changePageJson(page)), coding)));
+      return coded;
+    },
+  };
+}
 
 /** The window's JSON (what a long-poll answers), serialized once per window object. */
 export function changePageJson(page: ChangePage): string {

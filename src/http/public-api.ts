@@ -10,13 +10,14 @@ import { problemResponse, renderError } from './errors.js';
 import { ProblemError, invalidInput } from '../shared/problem.js';
 import { readChangeFeed, type ChangePage } from '../changes/feed.js';
 import type { LiveRequest } from '../changes/live.js';
-import { changeEventStream, changePageJson, cursorOfEventId, wantsEventStream } from './live-feed.js';
+import { answerDirectly } from './direct-answer.js';
+import { changeEventStream, changePageBody, changePageJson, cursorOfEventId, wantsEventStream } from './live-feed.js';
 import { validationHook } from './validation.js';
 import { CONTENT_TYPE_OF, MEDIA_KEY, type MediaStore } from '../images/media-store.js';
 import { sniffImageType } from '../images/sniff.js';
 
 /**
- * On every media response (issue 21.1): no browser guesses another type than the one sent, and
+ * On every media response: no browser guesses another type than the one sent, and
  * should a copy be opened as a document it runs nothing, loads nothing and is framed by no one.
  */
 export const MEDIA_SAFETY_HEADERS = {
@@ -45,8 +46,8 @@ export interface PublicApiOptions {
   rateLimiter?: TokenBucketLimiter;
 }
 
-export function publicApi(service: Pick<Service, 'storage' | 'reads' | 'config' | 'apiKeys' | 'apiKeyUses' | 'liveFeed' | 'logger'>, options: PublicApiOptions = {}) {
-  const { storage, reads, apiKeys, apiKeyUses, liveFeed } = service;
+export function publicApi(service: Pick<Service, 'storage' | 'reads' | 'config' | 'apiKeys' | 'apiKeyUses' | 'liveFeed' | 'logger' | 'now'>, options: PublicApiOptions = {}) {
+  const { storage, reads, apiKeys, apiKeyUses, liveFeed, now } = service;
   const feedWindow = service.config.changes.feedWindow;
   const { media, rateLimiter } = options;
   const app = new OpenAPIHono<PublicEnv>({ defaultHook: validationHook });
@@ -61,7 +62,7 @@ export function publicApi(service: Pick<Service, 'storage' | 'reads' | 'config' 
     const { key } = c.req.valid('param');
     const bytes = media ? await media.get(key) : undefined;
     const contentType = CONTENT_TYPE_OF[key.split('.')[1]!]!;
-    // Issue 21.1: a copy is served only as the type its bytes are (one mirrored before the mirror
+    // A copy is served only as the type its bytes are (one mirrored before the mirror
     // checked them, HTML labelled image/png say, is not served at all).
     if (!bytes || sniffImageType(bytes) !== contentType) throw new ProblemError('not_found', `No media file ${key}.`);
     const etag = `"${MEDIA_KEY.exec(key)![1]}"`;
@@ -100,7 +101,7 @@ export function publicApi(service: Pick<Service, 'storage' | 'reads' | 'config' 
     return conditionalJsonBytes(c, answer.body, answer);
   });
 
-  // Before getProduct: `export` is not a product id (issue 23.1).
+  // Before getProduct: `export` is not a product id.
   route(routes.exportProducts, (c) => snapshotExport(c, c.req.valid('query').store, c.req.valid('header')['if-none-match']));
 
   route(routes.getProduct, async (c) => {
@@ -122,7 +123,7 @@ export function publicApi(service: Pick<Service, 'storage' | 'reads' | 'config' 
       throw invalidInput('query', [{ name: 'since_id', in: 'query', reason: 'must be sent together with since' }]);
     }
     const cursor = lastEventId !== undefined ? cursorOfEventId(lastEventId) : { since: query.since, sinceId: query.since_id };
-    // Issue 23.2: the live feed, as a stream (Server-Sent Events) or a long-poll (wait=N).
+    // The live feed, as a stream (Server-Sent Events) or a long-poll (wait=N).
     const live: LiveRequest = { merchantId: c.var.merchantId, keyId: c.var.apiKeyId, store: query.store, cursor, signal: c.req.raw.signal };
     if (wantsEventStream(c.req.header('Accept'))) {
       const stream = await refundWhenCapped(c.var.apiKeyId, liveFeed.openStream(live));
@@ -131,9 +132,12 @@ export function publicApi(service: Pick<Service, 'storage' | 'reads' | 'config' 
     }
     if (query.wait > 0) {
       const page = await refundWhenCapped(c.var.apiKeyId, liveFeed.waitForChanges(live, query.wait));
-      // The window a look answered every waiting client with, serialized once for all of them.
-      const json: Response = c.body(changePageJson(page), 200, { 'Content-Type': 'application/json' });
-      return json as Response & TypedResponse<ChangePage, 200, 'json'>;
+      // The window a look answered every waiting client with, serialized (and coded) once for all
+      // of them, and written on each client's connection without a Response (direct-answer.ts).
+      const answer = await answerDirectly(c, changePageBody(page), {
+        date: () => now().toUTCString(), minBytes: service.config.compressionMinBytes,
+      }) ?? c.body(changePageJson(page), 200, { 'Content-Type': 'application/json' });
+      return answer as Response & TypedResponse<ChangePage, 200, 'json'>;
     }
     const window = await readChangeFeed(storage, c.var.merchantId, query.store, cursor, feedWindow);
     return c.json(window, 200);

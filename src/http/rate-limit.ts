@@ -1,8 +1,9 @@
-// Per-API-key rate limiting on /v1 (product decisions, "Errors and bad input"): a token bucket per
+// Per-API-key rate limiting on /v1 (docs/decisions.md#rate-limits): a token bucket per
 // key, in memory, advertised with the RateLimit-Policy and RateLimit fields of
 // draft-ietf-httpapi-ratelimit-headers-10 and answered 429 with Retry-After when empty.
 import type { MiddlewareHandler } from 'hono';
 import type { PublicEnv } from './auth.js';
+import { answerHeader, answeredWith } from './direct-answer.js';
 import { ProblemError } from '../shared/problem.js';
 
 export interface RateLimitSettings {
@@ -102,7 +103,9 @@ export function rateLimit(limiter: TokenBucketLimiter): MiddlewareHandler<Public
         { ...headers, 'Retry-After': String(decision.retryAfterSeconds) },
       );
     }
+    for (const [name, value] of Object.entries(headers)) answerHeader(c, name, value);
     await next();
+    if (answeredWith(c) !== undefined) return;
     for (const [name, value] of Object.entries(headers)) c.res.headers.set(name, value);
   };
 }

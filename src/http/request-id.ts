@@ -2,6 +2,7 @@
 // so one id follows a request through the caller's logs and ours; otherwise a random one.
 import { randomUUID } from 'node:crypto';
 import type { MiddlewareHandler } from 'hono';
+import { answerHeader, answeredWith } from './direct-answer.js';
 
 export type RequestIdEnv = { Variables: { requestId: string } };
 
@@ -13,7 +14,8 @@ export function requestId(): MiddlewareHandler<RequestIdEnv> {
     const incoming = c.req.header('X-Request-Id');
     const id = incoming !== undefined && SANE_REQUEST_ID.test(incoming) ? incoming : randomUUID();
     c.set('requestId', id);
+    answerHeader(c, 'X-Request-Id', id);
     await next();
-    c.res.headers.set('X-Request-Id', id);
+    if (answeredWith(c) === undefined) c.res.headers.set('X-Request-Id', id);
   };
 }

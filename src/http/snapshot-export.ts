@@ -1,4 +1,4 @@
-// GET /v1/products/export (issue 23.1; openapi exportProducts): a store's snapshot as NDJSON
+// GET /v1/products/export (openapi exportProducts): a store's snapshot as NDJSON
 // (catalog/snapshot-export.ts), streamed. The snapshot is read at the database's pace into a
 // Spool (memory, then a temporary file) and sent at the client's, so a slow client holds no read
 // transaction open (on SQLite it would keep the WAL from being checkpointed; on PostgreSQL it
@@ -24,7 +24,7 @@ import { Spool } from './spool.js';
 /** For an app assembled without the access log. */
 const fallbackLogger = createLogger({ logLevel: 'error' });
 
-// The levels compression.ts chose for pages (issue 15: the least CPU per saved byte within 1.25x
+// The levels compression.ts chose for pages (the least CPU per saved byte within 1.25x
 // of gzip 6 and brotli 4), with brotli's largest window, as suits one long body.
 const encoderFor = (coding: ContentCoding): zlib.Gzip | zlib.BrotliCompress => (coding === 'br'
   ? zlib.createBrotliCompress({

@@ -1,4 +1,4 @@
-// A response body written at the producer's pace and read at the client's (issue 23.1): what the
+// A response body written at the producer's pace and read at the client's: what the
 // client has not read yet is kept in memory up to a budget, and past it in a temporary file, so a
 // producer that holds something while it writes (a database snapshot) never waits for a slow
 // client, and a slow client never costs more memory than the budget. The file is removed from its

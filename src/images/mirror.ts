@@ -1,4 +1,4 @@
-// The image mirroring worker (spec 2.1 image rules, 3 image state; product decisions, "Images"):
+// The image mirroring worker (spec 2.1 image rules, 3 image state; docs/decisions.md#images):
 // copies each not-yet-mirrored supplier image into the media store through the SSRF guard, with
 // bounded concurrency shared fairly between merchants and origins, a time-out, a size limit and an image content-type check. A 404 or 410
 // makes a source dead at once; other failures are retried with backoff until deadAfterHours have
@@ -84,7 +84,7 @@ export class HttpImageFetcher implements ImageFetcher {
         }
         chunks.push(Buffer.from(chunk));
       }
-      // Issue 21.1: the bytes decide, not the label. Not an accepted image (HTML, SVG, a script in any
+      // The bytes decide, not the label. Not an accepted image (HTML, SVG, a script in any
       // disguise): refused like a type that is not one. An accepted image under another image label
       // (a JPEG sent as image/png) is kept as what it is, and served with its real type.
       const bytes = Buffer.concat(chunks);
@@ -123,7 +123,7 @@ export function loggableUrl(url: string): string {
 const LEASE_MARGIN_MS = 60_000;
 
 /**
- * Issue 20.2: transitions of images fetched meanwhile are committed together, at most this many per
+ * Transitions of images fetched meanwhile are committed together, at most this many per
  * transaction (one merchant context, one commit, each product re-published once however many of its
  * images changed), while the fetch slots they freed fetch the next images.
  */
@@ -141,7 +141,7 @@ interface WaitingTransition {
 }
 
 /**
- * Issue 13.2: a mirror keeps up to `concurrency` fetches running and refills a slot as soon as it
+ * A mirror keeps up to `concurrency` fetches running and refills a slot as soon as it
  * frees (no round waits for its slowest fetch). Each claim asks the storage for as much due work as
  * there are free slots, merchants taking turns (the fewest fetches first) and, within a merchant,
  * its origins; a merchant gets at most `merchantConcurrency` of the slots, an origin of a merchant
@@ -288,7 +288,7 @@ export class ImageMirror {
   }
 
   /**
-   * Takes no new work, ends the fetches running (issue 20.4: a shutdown within CPS_SHUTDOWN_GRACE_MS
+   * Takes no new work, ends the fetches running (a shutdown within CPS_SHUTDOWN_GRACE_MS
    * never waits for a supplier's time-out; their images are given back, due as before, with no
    * attempt counted), waits for them, then closes the fetcher.
    */

@@ -1,4 +1,4 @@
-// What an image's bytes are (issue 21.1): the mirror keeps a copy only when its first bytes are one
+// What an image's bytes are: the mirror keeps a copy only when its first bytes are one
 // of the accepted image formats, whatever the supplier's Content-Type says, and `/media` serves a
 // copy only under the type its bytes are. So HTML or SVG labelled `image/png` is never mirrored,
 // and a copy is never served as a type it is not.

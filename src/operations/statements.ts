@@ -1,4 +1,4 @@
-// How long each SQL statement of the storage takes (issue 20 item 4): every statement a storage
+// How long each SQL statement of the storage takes: every statement a storage
 // operation runs is timed around its run/get/all/iterate (SQLite) or its query (PostgreSQL) and
 // reported here under the name of the operation that ran it (`published.publishedPageOfStore`), never
 // its SQL or its parameters: the names are the storage's methods, a bounded set.

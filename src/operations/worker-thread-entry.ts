@@ -20,7 +20,7 @@ const post = (message: FromWorkerThread) => port.postMessage(message);
 const config = loadConfig(process.env);
 const logger = createLogger(config.operations).child({ thread: data.name });
 
-// Background work yields the CPU to the thread that answers requests (issue 20: on 2 cores, the
+// Background work yields the CPU to the thread that answers requests (on 2 cores, the
 // re-publishing and coalescing threads took the serving thread's turns, and reads' p99 with them).
 // On Linux the nice value belongs to the thread: setpriority(pid 0) lowers this thread alone (and
 // the threads it starts). Elsewhere it would lower the whole process, so it is left alone.

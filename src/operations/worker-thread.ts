@@ -1,4 +1,4 @@
-// The workers of `serve` in threads of their own (issue 20.4, CPS_WORKERS=thread, the default): the
+// The workers of `serve` in threads of their own (CPS_WORKERS=thread, the default): the
 // webhook dispatcher, the image mirror and retention in one, the publish runs of merchant-wide
 // re-publishing that requests hand off in another (a re-pricing has a core's worth of work of its
 // own); their statements, their re-publishing and their coalescing never hold the event loop that

@@ -1,4 +1,4 @@
-// The confirmation step of a removal or a rotation (issue 22.2): a GET page that says what will
+// The confirmation step of a removal or a rotation: a GET page that says what will
 // happen and holds the one POST form that does it, with a way back. Without JavaScript, nothing
 // destructive is a single click.
 //

@@ -1,9 +1,9 @@
-// CSRF protection for every state-changing panel request (issue 11): a POST must come from this
+// CSRF protection for every state-changing panel request: a POST must come from this
 // service's own origin (its Origin header, or its Referer when a browser sends no Origin), and,
 // once signed in, carry the session's token in the hidden `_csrf` field. Refused requests get a
 // plain 403 page and change nothing. Sign-in and accepting an invitation have no session yet:
 // the origin check and the SameSite=Strict cookie cover them.
-// The own origin is CPS_PUBLIC_BASE_URL's when it is set (issue 22.6): the Host header is the
+// The own origin is CPS_PUBLIC_BASE_URL's when it is set: the Host header is the
 // client's to choose (a DNS-rebinding page sends its own), so it is trusted only when no public
 // base URL is configured.
 //

@@ -1,4 +1,4 @@
-// An endpoint's health wherever the panel shows it (issue 22.7): the endpoint list, the endpoint
+// An endpoint's health wherever the panel shows it: the endpoint list, the endpoint
 // page and the overview's notifications. `failing` (amber) is an active endpoint whose last
 // attempts failed, with how many since when and the last success; paused and disabled are red.
 import type { components } from '../generated/admin-api.js';

@@ -1,4 +1,4 @@
-// The administration panel (issue 11), mounted at /panel by createApp: server-rendered pages over
+// The administration panel, mounted at /panel by createApp: server-rendered pages over
 // the same domain services as the admin API. Order of the middlewares: security headers on every
 // response, then the refusal of an address holding U+0000, then the session (from the cookie),
 // then CSRF on every POST (it needs the session's token), then sign-in and tenant checks per route

@@ -1,4 +1,4 @@
-// Errors in plain words (issue 22.12): a form's invalid field is named by the label the user sees
+// Errors in plain words: a form's invalid field is named by the label the user sees
 // beside it ("Receiver URL"), never by the JSON Pointer the admin API names it with ("/url"), and
 // the schema's findings are said as a person would ("is required", not "Too small: expected array
 // to have >=1 items"). The rules stay the generated schemas' (form.ts); only the words are the panel's.

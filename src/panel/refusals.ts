@@ -1,4 +1,4 @@
-// Refused forms are POST/redirect/GET too (issue 22.1): a form the domain refuses (400, 409) keeps
+// Refused forms are POST/redirect/GET too: a form the domain refuses (400, 409) keeps
 // its error, where the page shows it, and the fields as typed (never a password, a token or a file)
 // as a one-time message of the session (admin/shown-once.ts: server-side, sealed, taken on first
 // view), and answers 303 to the form's page with `?refused={id}`. That page takes the message and

@@ -1,6 +1,6 @@
-// Security headers on every panel response (issue 11, "Users and security"): a CSP that allows
+// Security headers on every panel response (docs/panel.md#accounts-sessions-and-safety): a CSP that allows
 // no inline script or style and no framing (with X-Frame-Options: DENY for browsers that ignore
-// frame-ancestors: issue 22.6), nosniff, and no referrer leaving the site.
+// frame-ancestors), nosniff, and no referrer leaving the site.
 //
 //   panel.use('*', securityHeaders());
 import type { MiddlewareHandler } from 'hono';

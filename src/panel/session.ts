@@ -1,4 +1,4 @@
-// Panel sessions (issue 11): the cookie carries an opaque token; the session itself lives in the
+// Panel sessions: the cookie carries an opaque token; the session itself lives in the
 // database behind service.accounts, so every process of the deployment shares it. The cookie is
 // HttpOnly and SameSite=Strict, with the `__Host-` prefix and Secure when the public base URL is
 // https (a plain-http deployment cannot set a `__Host-` cookie).

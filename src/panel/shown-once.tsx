@@ -1,4 +1,4 @@
-// POST/redirect/GET for secrets shown once (issue 22.1): the POST that makes a secret keeps it as a
+// POST/redirect/GET for secrets shown once: the POST that makes a secret keeps it as a
 // one-time message of the session (admin/shown-once.ts: server-side, sealed, consumed on first view)
 // and answers 303 to a page that takes it. A reload or a "back" to that page finds nothing and says
 // so (410); it never repeats the change, and no URL carries the secret.

@@ -1,4 +1,4 @@
-// An endpoint's success rate (issue 22.8): per window (the last 24 hours by the hour, the last 7
+// An endpoint's success rate: per window (the last 24 hours by the hour, the last 7
 // days by 6 hours), the attempts per bucket stacked by outcome and their latency (average inside
 // the slowest), drawn as server-rendered SVG. No script and no style attribute (the CSP allows
 // neither): the shapes carry classes of panel.css. Readable without the picture: each figure has a

@@ -1,4 +1,4 @@
-// Every table labelled at phone width (issue 22.12). There the stylesheet stacks a table's cells and
+// Every table labelled at phone width. There the stylesheet stacks a table's cells and
 // hides its header row (panel.css), and each cell shows its column's heading before it, from its
 // data-label. The layout gives every cell of every table on a page that label, from the table's
 // own <thead>, so no page (nor a table added later) can forget one; a cell that names its own

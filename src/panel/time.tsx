@@ -1,4 +1,4 @@
-// A moment as the panel shows it (issue 22.12): the server writes it in UTC, readable as is without
+// A moment as the panel shows it: the server writes it in UTC, readable as is without
 // JavaScript ("2025-03-14 09:00:00 UTC"); assets/local-time.js rewrites it to the viewer's local
 // time and how long ago (or how soon) it is, and the UTC text stays on hover (the title). The
 // stylesheet keeps it on one line, so it never breaks mid-string.

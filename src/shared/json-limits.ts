@@ -1,5 +1,5 @@
-// JSON depth limit of the admin API and the NDJSON import (product decisions, "Errors and bad
-// input"): a body nested deeper than the configured limit is refused from its raw text, before
+// JSON depth limit of the admin API and the NDJSON import (docs/decisions.md#errors-and-bad-input):
+// a body nested deeper than the configured limit is refused from its raw text, before
 // JSON.parse builds the structure and validation recurses through it. The size limit (413) is the
 // body-limit middleware's.
 

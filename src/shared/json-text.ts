@@ -1,8 +1,8 @@
-// JSON text is well-formed Unicode (issue 13.6; RFC 8259 section 8.1, RFC 3629): a body or an
+// JSON text is well-formed Unicode (RFC 8259 section 8.1, RFC 3629): a body or an
 // import line whose bytes are not UTF-8 (FF FE, an encoded surrogate ED A0 80, a truncated
 // sequence), or whose strings hold a lone surrogate escape ("\ud800"), is refused with the problem
 // named, instead of being stored with U+FFFD or as a string no UTF-8 column can hold. Nor does
-// text hold U+0000 (issue 21.9; product decisions, "Added decisions"): PostgreSQL's text cannot
+// text hold U+0000 (docs/decisions.md#text): PostgreSQL's text cannot
 // store it, so it is refused wherever input is parsed, on either engine alike.
 
 /** The reason given for a string that holds a lone surrogate. */

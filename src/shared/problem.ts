@@ -1,4 +1,4 @@
-// The one error type (RFC 9457; product decisions, "Errors and bad input"): a failure the caller
+// The one error type (RFC 9457; docs/decisions.md#errors-and-bad-input): a failure the caller
 // can act on, named by a problem code. Below the domain and free of HTTP frameworks: domain modules
 // throw it, and http/errors.ts renders it as problem+json.
 import type { components } from '../generated/public-api.js';

@@ -1,5 +1,5 @@
 // Text from outside that is stored as it came (a receiver's answer in the attempt log): valid text
-// on both engines, whatever it holds (issue 21.7). PostgreSQL's text refuses U+0000 ("invalid byte
+// on both engines, whatever it holds. PostgreSQL's text refuses U+0000 ("invalid byte
 // sequence for encoding UTF8: 0x00") and UTF-8 has no lone surrogates: both become U+FFFD, as bytes
 // that are not UTF-8 already do when decoded.
 

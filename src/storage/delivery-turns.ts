@@ -25,7 +25,7 @@ const byDue = (a: Pick<DueDelivery, 'id' | 'nextAttemptAt'>, b: Pick<DueDelivery
  */
 export function takeTurns(
   candidates: DueDelivery[], claim: DeliveryClaim, leases: ReadonlyMap<number, number>, merchantOf: ReadonlyMap<number, number>,
-  /** Issue 23.4: per rate-limited endpoint, how many of its slots start within the horizon (rateSlots). */
+  /** Per rate-limited endpoint, how many of its slots start within the horizon (rateSlots). */
   slotsOf: ReadonlyMap<number, number> = new Map(),
 ): number[] {
   // 1. Each endpoint's turns, after the deliveries it already has in flight, and within its rate.
@@ -64,7 +64,7 @@ export function takeTurns(
 }
 
 /**
- * Issue 23.4: a claim reserves the slots of a rate-limited endpoint that start within this long
+ * A claim reserves the slots of a rate-limited endpoint that start within this long
  * from now; each claimed delivery waits for its slot. The dispatcher claims again at least every
  * poll (CPS_WEBHOOK_POLL_INTERVAL_MS, 250 ms), so the next slots are claimed before these end.
  */

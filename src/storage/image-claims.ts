@@ -1,4 +1,5 @@
-// How a claim picks image work on every engine (issue 13.2 fairness, issue 20.3 bounded cost). Each
+// How a claim picks image work on every engine (fair turns: docs/operating.md#image-mirroring; a
+// bounded cost: docs/architecture.md#every-statement-bounded). Each
 // statement it runs is bounded by the work it can take, never by the catalog nor by the number of
 // merchants:
 // - merchants with work come from image_work_merchants, one row per merchant with pending images:
@@ -93,7 +94,7 @@ export async function claimImages(
   return chosen;
 }
 
-/** The turn order of issue 13.2 over the candidates: origins within a merchant, then merchants. */
+/** The fair turn order over the candidates: origins within a merchant, then merchants. */
 function takeImageTurns(
   candidates: ClaimedImageMirror[], limit: number, fairness: ImageClaimFairness,
   busyMerchant: ReadonlyMap<number, number>, busyOrigin: ReadonlyMap<string, number>,

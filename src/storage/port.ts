@@ -144,7 +144,7 @@ export interface ImageStore {
    * image at once; should the mirror die, the image is due again when the lease ends. Returns them
    * as they were before the lease, with their origin.
    *
-   * Merchants take turns (issue 13.2): the merchant with the fewest fetches (busy plus claimed)
+   * Merchants take turns: the merchant with the fewest fetches (busy plus claimed)
    * goes first, then the oldest due work; within a merchant its origins take turns. With `fairness`,
    * nothing is claimed past `perMerchant` fetches of a merchant nor `perOrigin` fetches of one
    * origin of a merchant, counting those `busy` already; without it, no caps.
@@ -269,7 +269,7 @@ export interface OutboxStore {
   /**
    * Waiting outbox rows per (endpoint, event, store), with their count and oldest time; endpoint by
    * endpoint (in id order, so coalescers in several processes lock endpoints in one order). With
-   * `window`, among the oldest `window` rows only (issue 20.3: a pass over a bounded part of the
+   * `window`, among the oldest `window` rows only (a pass over a bounded part of the
    * backlog, oldest first), counted there.
    */
   outboxGroups(window?: number): Promise<OutboxGroup[]>;
@@ -306,7 +306,7 @@ export interface DeliveryStore {
    */
   claimDueDeliveries(claim: DeliveryClaim): Promise<ClaimedDelivery[]>;
   /**
-   * Issue 23.4: adds `productIds` to the newest delivery of the endpoint's event and store that
+   * Adds `productIds` to the newest delivery of the endpoint's event and store that
    * waits for its first attempt (pending, never attempted, not leased, neither a test nor a resend),
    * up to `batchSize` ids in all. Returns the ids it now carries of those offered (none: no such
    * delivery, or it was full).
@@ -332,8 +332,8 @@ export interface DeliveryStore {
   listAttempts(deliveryId: number): Promise<AttemptRecord[]>;
   /**
    * The endpoint's attempts of the UTC hours in [from, to) (instants on the hour), counted per hour
-   * and outcome with their latency's sum and maximum, as the attempt log's trigger keeps them
-   * (issue 22.8): one primary-key range, at most 3 rows an hour, however many attempts.
+   * and outcome with their latency's sum and maximum, as the attempt log's trigger keeps them:
+   * one primary-key range, at most 3 rows an hour, however many attempts.
    */
   attemptsPerHour(endpointId: number, from: string, to: string): Promise<AttemptHourRecord[]>;
   /** Failed, given-up or dropped deliveries of the endpoint created at or after `since`, not re-sent already. */

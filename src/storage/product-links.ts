@@ -1,7 +1,7 @@
 // What a product's source refers to, kept as rows (product_links) in the source's own transaction
 // on every engine, so that "which products show this image / exclude this store / buy from this
 // supplier / bill in this currency" is an index range, never a parse of every source of the catalog
-// (issue 20.3).
+// (docs/architecture.md#every-statement-bounded).
 import type { ProductSourceDocument } from '../catalog/model.js';
 
 export type ProductLinkKind = 'image' | 'excluded_store' | 'supplier' | 'currency';

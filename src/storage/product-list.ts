@@ -1,4 +1,4 @@
-// The merchant's product list (issue 21.5, admin listProductSources), the same on every engine: an
+// The merchant's product list (admin listProductSources), the same on every engine: an
 // engine reads one bounded window of products in ref order, each marked whether it matches the
 // filters; this turns the window into the page and where the next one starts.
 import type { ProductListPage, ProductListQuery } from './records.js';

@@ -8,7 +8,7 @@ import type { EndpointStatus } from '../webhooks/model.js';
 
 // Product sources
 
-/** What a page of the merchant's product list asks for (issue 21.5, admin listProductSources). */
+/** What a page of the merchant's product list asks for (admin listProductSources). */
 export interface ProductListQuery {
   /** Refs after this one (the previous page's `next_after`); null from the first. */
   afterRef: string | null;

@@ -1,4 +1,4 @@
-// Issue 22.11: when each API key was last used, without a write per request. A process writes a
+// When each API key was last used, without a write per request. A process writes a
 // key's use at most once per interval (CPS_API_KEY_LAST_USED_SECONDS), and the write itself is
 // skipped by the database when another process recorded one within the interval, so a key's row is
 // written about once per interval however many requests and processes use it. The write runs

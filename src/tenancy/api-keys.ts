@@ -1,4 +1,4 @@
-// API keys (product decisions, "Tenancy, keys, stores"): 32 random bytes, shown once, stored only
+// API keys (docs/decisions.md#api-keys): 32 random bytes, shown once, stored only
 // as a SHA-256 hash, compared in constant time, revocable. A key belongs to exactly one merchant.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { OPERATOR, type Actor } from '../admin/audit.js';

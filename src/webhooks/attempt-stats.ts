@@ -1,4 +1,4 @@
-// Issue 22.8: an endpoint's success rate over the last 24 hours and 7 days, from the attempt log.
+// An endpoint's success rate over the last 24 hours and 7 days, from the attempt log.
 // Storage counts the attempts per UTC hour and outcome in one range of the (endpoint, at) index
 // (attemptsPerHour); this module cuts those hours into each window's buckets (1 h for the day, 6 h
 // for the week, aligned to UTC), so one statement serves both charts whatever the log's size.

@@ -1,4 +1,4 @@
-// The webhook dispatcher (spec 3, 4.5; product decisions, "Webhook delivery"): turns outbox rows
+// The webhook dispatcher (spec 3, 4.5; docs/decisions.md#webhook-delivery): turns outbox rows
 // into coalesced deliveries, sends the due ones with bounded concurrency, retries with backoff,
 // and drives each endpoint's health. Runs in `serve` and alone as `worker`; all state is in the
 // database, so a crash at any point loses nothing and at worst re-sends (at-least-once).
@@ -76,7 +76,7 @@ export const INVALID_PAYLOAD = 'invalid_payload';
 /** The attempt log's error for an attempt whose outcome could not be recorded: a failed attempt. */
 export const RECORDING_FAILED = 'recording_failed';
 
-/** The request an attempt sent: the receiver URL and the headers the service set (issue 22.9). */
+/** The request an attempt sent: the receiver URL and the headers the service set. */
 export interface SentRequest {
   url: string;
   headers: DeliveryHeaders;
@@ -84,7 +84,7 @@ export interface SentRequest {
 
 /**
  * An attempt's row in the attempt log: the request it sent and what came back. Whatever a receiver
- * (or a sender) gave is stored as valid text (issue 21.7): a snippet with U+0000 made PostgreSQL
+ * (or a sender) gave is stored as valid text: a snippet with U+0000 made PostgreSQL
  * refuse the attempt, which then stayed unrecorded and was sent again each time its lease ran out.
  */
 function attemptRecord(result: SendResult, at: Date, request: SentRequest): NewAttempt {
@@ -95,7 +95,7 @@ function attemptRecord(result: SendResult, at: Date, request: SentRequest): NewA
   };
 }
 
-/** Issue 22.7: the owners' notifications whose condition a health transition ended end with it, in its transaction. */
+/** The owners' notifications whose condition a health transition ended end with it, in its transaction. */
 async function endConditions(tx: StorageTx, endpoint: WebhookEndpointRecord, after: EndpointHealth, at: Date): Promise<void> {
   const ended = conditionsEnded(healthOf(endpoint), after);
   if (ended.length > 0) await tx.endNotifications(endpoint.id, ended, at.toISOString());
@@ -128,7 +128,7 @@ export function coalescePassGapMs(coalesceMs: number): number {
 
 export class WebhookDispatcher {
   private readonly inflightByEndpoint = new Map<number, number>();
-  /** Issue 23.4: when this process last started an attempt to each rate-limited endpoint (ms on deps.now). */
+  /** When this process last started an attempt to each rate-limited endpoint (ms on deps.now). */
   private readonly lastStartByEndpoint = new Map<number, number>();
   private readonly inflight = new Map<number, Promise<void>>();
   private readonly policy: HealthPolicy;
@@ -243,7 +243,7 @@ export class WebhookDispatcher {
    * coalesceMs or batchSize product ids, whichever comes first. Returns the deliveries created.
    */
   async coalesce(): Promise<number> {
-    // Issue 20.3: a pass (one transaction) takes the oldest OUTBOX_WINDOW rows of the outbox, never
+    // A pass (one transaction) takes the oldest OUTBOX_WINDOW rows of the outbox, never
     // the whole backlog (a re-pricing with many endpoints writes millions); passes follow each other,
     // the event loop free between two, while they create deliveries and find the window full.
     const window = OUTBOX_WINDOW_BATCHES * this.config.batchSize;
@@ -281,7 +281,7 @@ export class WebhookDispatcher {
       await tx.updateWebhookEndpoint(endpoint.id, health);
       await endConditions(tx, endpoint, health, now);
     }
-    // Issue 23.4: an endpoint with a rate has deliveries waiting for their turn; the changes go
+    // An endpoint with a rate has deliveries waiting for their turn; the changes go
     // into the newest of them first, up to batchSize ids, so a storm arrives as few full ones.
     const filled = new Set<number>();
     const filledRows: number[] = [];
@@ -437,7 +437,7 @@ export class WebhookDispatcher {
   }
 
   /**
-   * An attempt whose outcome could not be recorded (issue 21.7) counts as a failed attempt
+   * An attempt whose outcome could not be recorded counts as a failed attempt
    * `recording_failed`, nothing of the response kept: retried on the backoff (or given up), the
    * endpoint's health counting it; should even that fail, the attempt and the retry alone. Left to
    * its lease, it would be sent again each time the lease ran out, forever, at `attempts: 0`.
@@ -539,7 +539,7 @@ export class WebhookDispatcher {
         }
         continue;
       }
-      // Honoured up to the last backoff step (issue 21.8: a receiver cannot park a delivery for years).
+      // Honoured up to the last backoff step (a receiver cannot park a delivery for years).
       const retryAfter = result.statusCode === 429 || result.statusCode === 503
         ? parseRetryAfter(result.retryAfter, at, this.config.backoffSeconds.at(-1) ?? 0) : null;
       const nextAt = nextAttemptAt(attempts, at, this.config.backoffSeconds, retryAfter, this.deps.random);
@@ -570,7 +570,7 @@ export class WebhookDispatcher {
     const endpoint = await endpointRead;
     // Paused or disabled since the claim: the lease runs out and the delivery waits for the endpoint.
     if (!endpoint || endpoint.status !== 'active') return;
-    // Issue 23.4: the slot of the endpoint's rate the claim reserved for this attempt, and no
+    // The slot of the endpoint's rate the claim reserved for this attempt, and no
     // sooner than a slot's length after this process's last start for the endpoint (a send that
     // started late must not bunch with the next one on time).
     if (delivery.send_at !== null && endpoint.max_per_second !== null) {

@@ -1,4 +1,4 @@
-// Receiver endpoints as operators manage them (docs/WEBHOOKS.md): registration with a signing
+// Receiver endpoints as operators manage them (docs/webhooks.md#endpoints): registration with a signing
 // secret shown once, rotation with a grace period, scope and event filters, re-enabling, and the operator tools —
 // attempt log, resend, test event, recovery of failed deliveries since a time.
 import { ProblemError, invalidInput, type InvalidParam } from '../shared/problem.js';
@@ -21,9 +21,9 @@ export interface EndpointInput {
   url?: string;
   store?: string | null;
   events?: ChangeType[];
-  /** Issue 23.3: also send the Standard Webhooks headers. */
+  /** Also send the Standard Webhooks headers. */
   standard_webhooks?: boolean;
-  /** Issue 23.4: the most deliveries a second (null: no limit). */
+  /** The most deliveries a second (null: no limit). */
   max_per_second?: number | null;
   status?: 'active' | 'paused';
 }
@@ -174,7 +174,7 @@ export class WebhookEndpoints {
       });
       if (input.status === 'paused') await tx.dropPendingDeliveries(endpoint.id);
       const updated = (await tx.getWebhookEndpoint(endpoint.id))!;
-      // A re-enable ends what the owners were told (failing, paused, disabled): issue 22.7.
+      // A re-enable ends what the owners were told (failing, paused, disabled).
       const ended = conditionsEnded(endpoint, updated);
       if (ended.length > 0) await tx.endNotifications(endpoint.id, ended, this.now().toISOString());
       const after = await endpointView(tx, updated, this.now());
@@ -195,7 +195,7 @@ export class WebhookEndpoints {
   }
 
   /**
-   * A new secret, shown once (product decisions: the old secret keeps signing for the grace
+   * A new secret, shown once (docs/decisions.md#signing-secrets: the old secret keeps signing for the grace
    * period or until the merchant confirms the new one). A rotation during a grace period replaces
    * the pending secret and restarts the grace period; the old secret keeps signing. Recorded in
    * the merchant's audit log as done by `actor`.
@@ -261,7 +261,7 @@ export class WebhookEndpoints {
   }
 
   /**
-   * A resend (product decisions: a new delivery that names the one it replaces). An original still
+   * A resend (docs/decisions.md#webhook-delivery: a new delivery that names the one it replaces). An original still
    * waiting for a retry is dropped, so the receiver gets the payload once; one that succeeded
    * keeps its status (the receiver gets it twice).
    */
@@ -275,7 +275,7 @@ export class WebhookEndpoints {
   private async activeEndpoint(tx: StorageTx, merchantId: number, endpointId: number): Promise<WebhookEndpointRecord> {
     const endpoint = await this.endpointIn(tx, merchantId, endpointId);
     if (endpoint.status !== 'active') {
-      // Plain words: the panel shows this beside the button that failed (issue 22.12).
+      // Plain words: the panel shows this beside the button that failed.
       throw new ProblemError('conflict', `Webhook endpoint ${endpointId} is ${endpoint.status}: enable it again first.`);
     }
     return endpoint;
@@ -363,7 +363,7 @@ export class WebhookEndpoints {
 
   /**
    * The endpoint's attempts over the last 24 hours and 7 days, per bucket and outcome, with their
-   * latency (issue 22.8): one statement over the attempt log's (endpoint, at) index.
+   * latency: one statement over the attempt log's (endpoint, at) index.
    */
   attemptStats(merchantId: number, endpointId: number): Promise<AttemptWindow[]> {
     return this.storage.snapshot(async (reader) => {

@@ -1,4 +1,4 @@
-// Receiver endpoint health (spec 3), with the product decisions' thresholds as configuration:
+// Receiver endpoint health (spec 3), with the thresholds of docs/decisions.md#endpoint-health as configuration:
 // every failed attempt counts; after repeated failures the owners are notified (once per streak,
 // again at most every renotify period); after sustained failures (a count spanning a minimum
 // time) the endpoint pauses for a cooldown; the next change after the cooldown resumes it; one
@@ -110,7 +110,7 @@ export function onChange(health: EndpointHealth, now: Date): { health: EndpointH
 export type EndpointHealthState = 'healthy' | 'failing' | 'paused' | 'disabled';
 
 /**
- * Issue 22.7: an active endpoint whose last attempts failed is `failing`, not merely active: one
+ * An active endpoint whose last attempts failed is `failing`, not merely active: one
  * failed attempt since the last success (or re-enable) is enough, as the count says how many.
  */
 export function healthState(health: Pick<EndpointHealth, 'status' | 'consecutive_failures'>): EndpointHealthState {

@@ -24,9 +24,9 @@ export interface WebhookEndpointRecord extends EndpointHealth {
   /** null: every store of the merchant. */
   store_id: number | null;
   events: ChangeType[];
-  /** Whether deliveries also carry the Standard Webhooks headers (issue 23.3). */
+  /** Whether deliveries also carry the Standard Webhooks headers. */
   standard_webhooks: boolean;
-  /** The most deliveries a second the endpoint receives, across processes; null: no limit (issue 23.4). */
+  /** The most deliveries a second the endpoint receives, across processes; null: no limit. */
   max_per_second: number | null;
   /** The secret that signs; during a rotation, the old one (webhooks/signing.ts, secretsAt). */
   secret: string;

@@ -1,4 +1,4 @@
-// Retry schedule of a failed delivery (product decisions): exponential backoff with jitter —
+// Retry schedule of a failed delivery (docs/decisions.md#retries): exponential backoff with jitter —
 // about 30 s, 2 min, 10 min, 1 h, 6 h — then the delivery is given up (the feed is the catch-up).
 
 export const DEFAULT_BACKOFF_SECONDS = [30, 120, 600, 3600, 21600] as const;
@@ -57,7 +57,7 @@ export function parseHttpDate(value: string, now: Date): number | null {
 
 /**
  * Seconds to wait from a Retry-After header (delta-seconds or an HTTP date), at most `maxSeconds`
- * (the last step of the backoff: issue 21.8), or null when it is absent or does not parse (a
+ * (the last step of the backoff: docs/decisions.md#retries), or null when it is absent or does not parse (a
  * negative or fractional number, a date Date.parse reads but HTTP does not, a day that does not
  * exist). A date in the past is 0 s. A digit string too long for a number is a very long wait,
  * capped like any other (as RFC 9111 section 1.2.2 has caches read an overflowing delta-seconds).

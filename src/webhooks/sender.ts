@@ -12,7 +12,7 @@ export interface SendResult {
   /** Why the attempt failed without (or despite) a response: timeout, connection_refused, ... */
   error: string | null;
   latencyMs: number;
-  /** The start of the body as valid text (a gzip or binary body included: issue 21.7). */
+  /** The start of the body as valid text (a gzip or binary body included: docs/decisions.md#text). */
   responseSnippet: string | null;
   retryAfter: string | null;
 }

@@ -20,7 +20,7 @@ export const SECRET_CHARACTERS = 48;
 
 /**
  * A new signing secret: `whsec_` + 48 letters and digits drawn without bias from
- * crypto.randomBytes (about 285 bits; product decisions: at least 24 bytes). Letters and digits
+ * crypto.randomBytes (about 285 bits; docs/decisions.md#signing-secrets: at least 24 bytes). Letters and digits
  * only, in a multiple of four, so the part after `whsec_` is base64 in both alphabets, unpadded:
  * the 36-byte key the Standard Webhooks libraries derive from it.
  */
@@ -61,8 +61,8 @@ export interface PendingSecret {
 type EndpointSecrets = Pick<WebhookEndpointRecord, 'secret' | 'pending_secret' | 'secret_rotated_at' | 'pending_secret_until'>;
 
 /**
- * The secret that signs at `now`, and the rotation still pending then (product decisions: the old
- * secret signs for a grace period or until the merchant confirms the new one). A rotation whose
+ * The secret that signs at `now`, and the rotation still pending then (docs/decisions.md#signing-secrets:
+ * the old secret signs for a grace period or until the merchant confirms the new one). A rotation whose
  * grace period has ended signs with its new secret whether or not a write has settled it yet.
  */
 export function secretsAt(endpoint: EndpointSecrets, now: Date): { signing: string; pending: PendingSecret | null } {

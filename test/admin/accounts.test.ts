@@ -1,5 +1,5 @@
-// The administration panel's accounts (issue 11): invitations, passwords, sessions with idle and
-// absolute expiry, sign-in throttling per account and address together (issue 22.5), password
+// The administration panel's accounts: invitations, passwords, sessions with idle and
+// absolute expiry, sign-in throttling per account and address together, password
 // resets and changes (22.4), pending links (22.3), the last owner (22.2), secrets shown once (22.1),
 // tenancy and the audit log, on a real SQLite file and a fake clock.
 import fs from 'node:fs';
@@ -61,7 +61,7 @@ describe('invitations', () => {
     await expect(accounts().acceptInvitation(invitation.token, 'a long enough password')).rejects.toMatchObject({ code: 'not_found' });
   });
 
-  it('never reset an existing account: inviting its e-mail again is refused, by the operator as by an owner (issue 22.4)', async () => {
+  it('never reset an existing account: inviting its e-mail again is refused, by the operator as by an owner', async () => {
     const { user: owner } = await invitedUser(acme, 'first-owner@acme.test', 'owner', 'the owner password');
     await invitedUser(acme, 'victim@acme.test', 'owner', 'the victim password');
     const asOwner: Principal = { kind: 'user', user: owner };
@@ -99,7 +99,7 @@ describe('invitations', () => {
     expect((await accounts().listPendingLinks(operator, acme)).filter((l) => l.purpose === 'reset')).toEqual([]);
   });
 
-  it('revoke the earlier links of an e-mail when it is invited again, list the pending ones, and revoke one by hand (issue 22.3)', async () => {
+  it('revoke the earlier links of an e-mail when it is invited again, list the pending ones, and revoke one by hand', async () => {
     const a = await accounts().invite(operator, acme, { email: 'twice@acme.test', role: 'owner' });
     const b = await accounts().invite(operator, acme, { email: 'twice@acme.test', role: 'owner' });
     expect(await accounts().invitation(a.token)).toBeUndefined();
@@ -118,7 +118,7 @@ describe('invitations', () => {
     await expect(accounts().acceptInvitation(b.token, 'a long enough password')).resolves.toMatchObject({ email: 'twice@acme.test' });
   });
 
-  it("revoke a user's pending links when the user is removed: a reset link made before the removal no longer brings them back (issue 22.3)", async () => {
+  it("revoke a user's pending links when the user is removed: a reset link made before the removal no longer brings them back", async () => {
     const { user } = await invitedUser(acme, 'removed@acme.test', 'owner');
     const reset = await accounts().requestPasswordReset(operator, acme, user.id);
     await accounts().removeUser(operator, acme, user.id);
@@ -162,7 +162,7 @@ describe('sessions', () => {
   });
 });
 
-describe('sign-in throttling (issue 22.5)', () => {
+describe('sign-in throttling', () => {
   it('never locks the operator out from another address: wrong admin tokens from one address hold back that address only', async () => {
     for (let i = 0; i < 5; i++) {
       await expect(accounts().signInOperator(`adm_wrong_${i}`, '10.1.0.1')).rejects.toMatchObject({ code: 'unauthorized' });
@@ -219,7 +219,7 @@ describe('sign-in throttling (issue 22.5)', () => {
   });
 });
 
-describe('passwords (issue 22.4)', () => {
+describe('passwords', () => {
   it("change with the current password: every other session of the account ends, this one stays", async () => {
     const { user } = await invitedUser(acme, 'changer@acme.test', 'member', 'the old password');
     const here = await accounts().signIn('changer@acme.test', 'the old password', '10.3.0.1');
@@ -237,7 +237,7 @@ describe('passwords (issue 22.4)', () => {
   });
 });
 
-describe('secrets shown once (issue 22.1)', () => {
+describe('secrets shown once', () => {
   it('are taken once, by their own session only, before they expire, and are stored sealed', async () => {
     const mine = (await accounts().signInOperator(ADMIN_TOKEN, '10.4.0.1')).sessionToken;
     const theirs = (await accounts().signInOperator(ADMIN_TOKEN, '10.4.0.2')).sessionToken;
@@ -281,7 +281,7 @@ describe('tenancy and roles', () => {
   });
 });
 
-describe('the last owner (issue 22.2)', () => {
+describe('the last owner', () => {
   it('cannot be removed, by the operator or by herself; once another owner exists, she can', async () => {
     const merchant = (await service.admin.createMerchant({ name: 'Solo' })).id;
     const { user: sole } = await invitedUser(merchant, 'sole@solo.test', 'owner');

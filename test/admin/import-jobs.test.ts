@@ -1,4 +1,4 @@
-// Import jobs (issue 11, "Import: upload an NDJSON file and watch its progress"): every import, from
+// Import jobs (docs/panel.md#pages, "import"): every import, from
 // the admin API or the panel, records in the database who started it and when, the lines read while
 // the file is checked, the products applied chunk by chunk, and the outcome (the counts, or the bad
 // lines with their reasons, or the conflict that stopped it); a second process on the same database

@@ -1,6 +1,6 @@
 // Panel invitations are also e-mailed when SMTP is configured (the link is always in the answer
 // to whoever invited); an owner's password reset goes to the account's own e-mail only, and a
-// password set tells the account (issue 22.4) — here to a real SMTP server on 127.0.0.1.
+// password set tells the account — here to a real SMTP server on 127.0.0.1.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startTestService, type TestService } from '../support/service.js';
 import { startSmtpCapture, type SmtpCapture } from '../support/smtp.js';
@@ -30,7 +30,7 @@ describe('an invitation with SMTP configured', () => {
   });
 });
 
-describe('a password reset with SMTP configured (issue 22.4)', () => {
+describe('a password reset with SMTP configured', () => {
   const text = (i: number) => smtp.mails[i]!.data.replace(/=\r?\n/g, '');
 
   it("asked by an owner, goes to the account's own e-mail and never to the owner; setting it tells the account", async () => {

@@ -1,4 +1,4 @@
-// The overview's feed lag is the merchant's own (issue 11, "Overview"): the age of its oldest change
+// The overview's feed lag is the merchant's own (docs/panel.md#pages, "Overview"): the age of its oldest change
 // not yet attempted for one of its active endpoints, from its outbox rows and its pending
 // deliveries without an attempt (counted from the oldest change each carries), read by one storage
 // query scoped to the merchant, however long its backlog. Other merchants, paused endpoints and

@@ -1,4 +1,4 @@
-// Money stays exact end to end (issue 13.7; product decisions, "Resolution rules"): every amount the
+// Money stays exact end to end (docs/decisions.md#money): every amount the
 // documents accept (decimal strings of up to 40 characters: costs, exchange rates, markups) is
 // converted, marked up, given its price ending and written digit for digit. Checked against an
 // exact reference written here from the rules, with its own decimal arithmetic, on the payload's

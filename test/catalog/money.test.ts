@@ -1,4 +1,4 @@
-// Money in integer minor units (product decisions, "Resolution rules"; docs/DOMAIN.md).
+// Money in integer minor units (docs/decisions.md#money; docs/domain.md).
 import { describe, it, expect } from 'vitest';
 import {
   currenciesRepriced, currencyExponent, formatMinorUnits, parseDecimal, roundHalfAwayFromZero, toMinorUnits,
@@ -90,7 +90,7 @@ describe('amounts are formatted with exactly the currency precision', () => {
   });
 });
 
-describe('which store currencies a changed rate re-prices (issue 21.3: paths through intermediate currencies)', () => {
+describe('which store currencies a changed rate re-prices (paths through intermediate currencies)', () => {
   const r = (base: string, quote: string, rate: string) => ({ base, quote, rate });
   const BEFORE = [r('USD', 'EUR', '0.9'), r('EUR', 'JPY', '160'), r('EUR', 'PLN', '4.25')];
   const repriced = (after: ReturnType<typeof r>[], sources: string[], targets = ['EUR', 'JPY', 'PLN', 'GBP']) =>

@@ -1,5 +1,5 @@
-// Resolution of a product for a store: spec 2.1-2.3, product decisions "Resolution rules",
-// docs/DOMAIN.md "Resolution of a product for a store".
+// Resolution of a product for a store: spec 2.1-2.3, docs/decisions.md#resolution,
+// docs/domain.md#resolution-of-a-product-for-a-store-spec-21-23.
 import { describe, it, expect } from 'vitest';
 import type {
   AttributeDefinitionRecord, ExchangeRateRecord, ImageMirrorRecord, MerchantContext, OfferSource,
@@ -594,7 +594,7 @@ describe('exchange rates: supplier costs are converted to the store currency', (
   });
 });
 
-describe('exchange rates through an intermediate currency (issue 21.3): the fewest rates, then fewer inverted ones, then the intermediate currencies alphabetically', () => {
+describe('exchange rates through an intermediate currency: the fewest rates, then fewer inverted ones, then the intermediate currencies alphabetically', () => {
   const jpyStore = store({ id: 3, slug: 'jp', locale: 'ja-JP', currency: 'JPY' });
 
   it.each(named([
@@ -1049,7 +1049,7 @@ describe('resolveProduct: priceHash changes with prices, contentHash with everyt
 // ---------------------------------------------------------------------------------------------
 // explainResolution: the chosen supplier and the applied pricing rules, beside the payload
 
-describe('explainResolution: why a product resolved as it did (issue 11, "Catalog")', () => {
+describe('explainResolution: why a product resolved as it did (docs/panel.md#pages, "Catalog")', () => {
   const c = context({
     customerGroups: [{ id: 1, name: 'Retail' }, { id: 2, name: 'Wholesale' }],
     pricingRules: [rule({ id: 7, priority: 1, customer_group_id: 2, markup_percent: '10' }), catchAll({ markup_percent: '23' })],

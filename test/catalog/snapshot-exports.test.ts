@@ -1,4 +1,4 @@
-// The process's snapshot exports take turns (catalog/snapshot-export.ts, issue 23.1): at most
+// The process's snapshot exports take turns (catalog/snapshot-export.ts): at most
 // `concurrency` snapshots are read at once (each holds a database connection), the others wait,
 // and one whose client left while it waited is dropped without reading anything. A storage whose
 // snapshots the test holds open stands in for the database; the real engines are exercised by

@@ -1,4 +1,4 @@
-// Fetching what changed in one request (issue 3): GET /v1/products?ids=… (openapi/paths/v1_products.yaml,
+// Fetching what changed in one request: GET /v1/products?ids=… (openapi/paths/v1_products.yaml,
 // components/parameters/IdsParam.yaml) and GET /v1/prices?ids=…&store=… (openapi/paths/v1_prices.yaml),
 // over real HTTP, with every response checked against the contract.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

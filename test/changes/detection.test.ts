@@ -1,4 +1,4 @@
-// Change detection (spec 6; product decisions, "Changes and the feed"): every write path records,
+// Change detection (spec 6; docs/decisions.md#changes-and-the-feed): every write path records,
 // per store and in the same transaction, `price` when only prices changed, `content` when title,
 // description, attributes, images or the excluded flag changed (and stock, sku, ean, manufacturer,
 // the rest of the payload), both when both, `removed` when the product left the store's catalog,
@@ -253,7 +253,7 @@ describe('exchange-rate changes', () => {
       .toEqual({ de: [], pl: [] });
   });
 
-  it('re-publishes no store when no cost of the merchant converts differently: CHF->PLN changes no conversion of an EUR cost (issue 21.3)', async () => {
+  it('re-publishes no store when no cost of the merchant converts differently: CHF->PLN changes no conversion of an EUR cost', async () => {
     const runs = vi.spyOn(service.admin.publishRuns, 'begin');
     try {
       // A path CHF->EUR->PLN exists already; a direct CHF->PLN rate changes CHF's conversion into
@@ -366,7 +366,7 @@ describe('merchant changes', () => {
   });
 });
 
-describe('exchange rates through an intermediate currency (issue 21.3)', () => {
+describe('exchange rates through an intermediate currency', () => {
   it('re-prices the stores whose prices use a rate through a path: a USD->EUR rate records in the PLN store too (USD->EUR->PLN)', async () => {
     const plnPerEur = (await service.storage.listExchangeRates(merchantId)).find((r) => r.base === 'EUR' && r.quote === 'PLN')!.rate;
     const usd = await upsert('USD-1', {

@@ -614,7 +614,7 @@ describe('retention', () => {
   it('is configuration: config.changes.retentionDays, 30 by default', async () => {
     expect(loadConfig({}).changes.retentionDays).toBe(30);
     expect(loadConfig({ CPS_CHANGE_RETENTION_DAYS: '45' }).changes.retentionDays).toBe(45);
-    // product decisions: history is kept at least 30 days, so a shorter setting is refused at start.
+    // docs/decisions.md#changes-and-the-feed: history is kept at least 30 days, so a shorter setting is refused at start.
     expect(() => loadConfig({ CPS_CHANGE_RETENTION_DAYS: '10' })).toThrow(/at least 30/);
     const local: Clock = { ms: D0 };
     const longer = await startTestService({ now: () => new Date(local.ms), config: changesConfig({ retentionDays: 45 }) });

@@ -1,4 +1,4 @@
-// The live change feed in `serve` as deployed (issue 23.2): the workers run in threads of their own
+// The live change feed in `serve` as deployed: the workers run in threads of their own
 // (CPS_WORKERS=thread, the default), so the changes of a merchant-wide re-pricing are recorded by
 // the publishing thread, while the feed's clients wait in the serving thread. The thread's commits
 // must wake them (SQLite: the thread tells the serving thread; PostgreSQL: its NOTIFY), well before

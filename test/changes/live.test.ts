@@ -1,9 +1,11 @@
-// The live change feed (issue 23.2; openapi/paths/v1_changes.yaml, "Waiting for the next change"):
+// The live change feed (openapi/paths/v1_changes.yaml, "Waiting for the next change"):
 // `wait=N` long-polls and `Accept: text/event-stream` streams, over real HTTP on the project's
 // engine. Every window a waiting client gets is compared with what a plain poll from the same cursor
 // answers. The fallback poll (3 s) is slower than any wake-up the tests wait for and faster than the
 // longest wait (5 s); the feed's clock is a fake one (so rate-limit buckets only refill when a test
 // moves it), and a few waits of 1-5 s are real: the time-outs under test.
+import http from 'node:http';
+import zlib from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ProductSourceInput } from '../../src/catalog/product-sources.js';
 import { pruneExpiredChanges } from '../../src/changes/retention.js';
@@ -43,6 +45,8 @@ beforeAll(async () => {
       changes: { ...loadConfig({}).changes, feedWindow: 2, maxWaitSeconds: MAX_WAIT_SECONDS, heartbeatSeconds: 1, livePollIntervalMs: POLL_INTERVAL_MS },
       // The clock stands still: each key has BURST requests until a test moves it.
       rateLimit: { burst: BURST, perSecond: 1 },
+      // A window of one change is coded too, so long-polls' coded answers are exercised.
+      compressionMinBytes: 64,
     },
   });
 });
@@ -160,6 +164,18 @@ async function tokensLeft(key: string): Promise<number> {
   return Number(/r=([0-9]+)/.exec(response.headers.get('RateLimit') ?? '')?.[1]);
 }
 
+/** A GET as it arrives on the wire: the status, the raw header fields and the body bytes (still coded). */
+function rawGet(pathAndQuery: string, headers: Record<string, string>): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    http.get(`${service.url}${pathAndQuery}`, { headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks) }));
+      res.on('error', reject);
+    }).on('error', reject);
+  });
+}
+
 describe('long-poll: GET /v1/changes?wait=N', () => {
   wokenByCommits.it('answers as soon as a change is recorded for the store, with the window a poll from the cursor gets', async () => {
     const merchant = await shop('Long-poll Outfitters');
@@ -175,6 +191,45 @@ describe('long-poll: GET /v1/changes?wait=N', () => {
     const page = response.body as ChangePage;
     expect(page.changes).toEqual([{ product_id: merchant.productId, change_type: 'price', created_at: expect.any(String) }]);
     expect(page).toEqual(await poll(merchant.key, cursorQuery(cursor)));
+  });
+
+  wokenByCommits.it('writes a woken long-poll\'s answer with the headers of a poll\'s answer, name for name, coded as asked, and logs and counts it', async () => {
+    const merchant = await shop('Header Outfitters');
+    const cursor = await caughtUp(merchant.key);
+    const answered = () => sample(exposition, 'cps_http_request_duration_seconds_count', { method: 'GET', route: '/v1/changes', status: '200' }) ?? 0;
+    let exposition = await (await service.fetch(`${service.url}/metrics`)).text();
+    let answeredBefore = answered();
+    for (const coding of ['identity', 'gzip', 'br']) {
+      const path = `/v1/changes?store=de&${cursorQuery(cursor)}`;
+      const sent = { Authorization: `Bearer ${merchant.key}`, 'Accept-Encoding': coding, 'X-Request-Id': `live-${coding}` };
+      const answer = rawGet(`${path}&wait=30`, sent);
+      await waiting(1);
+      await merchant.change();
+      const live = await answer;
+      const polled = await rawGet(path, sent);
+      expect(live.status).toBe(200);
+      // The same header names (Date, X-Request-Id, RateLimit, RateLimit-Policy, Vary, Content-Type, Content-Length, Content-Encoding when coded).
+      expect(Object.keys(live.headers).sort()).toEqual(Object.keys(polled.headers).sort());
+      for (const name of ['content-type', 'vary', 'ratelimit-policy', 'content-encoding', 'x-request-id', 'connection', 'keep-alive']) {
+        expect(live.headers[name], name).toEqual(polled.headers[name]);
+      }
+      expect(live.headers['x-request-id']).toBe(`live-${coding}`);
+      expect(live.headers['content-encoding']).toBe(coding === 'identity' ? undefined : coding);
+      expect(Number(live.headers['content-length'])).toBe(live.body.length);
+      expect(new Date(live.headers.date!).getTime()).not.toBeNaN();
+      expect(live.headers.ratelimit).toMatch(/^"default";r=[0-9]+;t=[0-9]+$/);
+      const decoded = coding === 'gzip' ? zlib.gunzipSync(live.body) : coding === 'br' ? zlib.brotliDecompressSync(live.body) : live.body;
+      const page = JSON.parse(decoded.toString('utf8')) as ChangePage;
+      expect(page.changes).toEqual([{ product_id: merchant.productId, change_type: 'price', created_at: expect.any(String) }]);
+      expect(page).toEqual(await poll(merchant.key, `${cursorQuery(cursor)}`));
+      publicContract.validateResponse('GET', `${service.url}${path}&wait=30`, live.status, new Headers(live.headers as Record<string, string>), decoded.toString('utf8'));
+      // Counted once as a 200 of /v1/changes (the long-poll, the poll beside it, the poll just above).
+      exposition = await (await service.fetch(`${service.url}/metrics`)).text();
+      expect(answered() - answeredBefore).toBe(3);
+      answeredBefore = answered();
+      cursor.next_since = page.next_since;
+      cursor.next_id = page.next_id;
+    }
   });
 
   it('answers at once, as a poll does, when changes already follow the cursor', async () => {

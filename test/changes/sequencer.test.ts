@@ -1,4 +1,4 @@
-// The change feed's positions come from a per-merchant sequencer (issue 12, item 3): ids are the
+// The change feed's positions come from a per-merchant sequencer: ids are the
 // merchant's own (a cursor reveals nothing of other merchants), and positions follow commit order,
 // so a poller following the feed while several connections write sees every change exactly once,
 // in order, however many windows one second holds.

@@ -1,4 +1,4 @@
-// GET /v1/products/export (issue 23.1, openapi exportProducts) over real HTTP on 127.0.0.1, on
+// GET /v1/products/export (openapi exportProducts) over real HTTP on 127.0.0.1, on
 // either engine: every product of the store from one snapshot, then a trailer line with the feed
 // cursor of exactly that snapshot; compression, ETag and 304; the per-key cap; and a slow client
 // that holds no snapshot open. Every response a test reads in full passes the contract harness
@@ -63,7 +63,7 @@ async function buildMerchant(service: TestService, name: string, count: number, 
 /** An export read whole through the contract harness: its product lines, its trailer, its headers. */
 interface ReadExport { status: number; headers: Headers; text: string; products: Product[]; trailer: Trailer | undefined }
 
-describe('GET /v1/products/export (issue 23.1)', () => {
+describe('GET /v1/products/export', () => {
   let service: TestService;
   let shop: Merchant;
   let big: Merchant;

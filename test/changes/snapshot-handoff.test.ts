@@ -1,4 +1,4 @@
-// The snapshot handoff as a property (issue 23.1): writers change prices and content (and stock,
+// The snapshot handoff as a property: writers change prices and content (and stock,
 // products, a merchant-wide rate) while exports of a store are taken over real HTTP, each read in
 // steps of 1 product with the event loop free between them, so the writes commit in the middle of
 // its reads. For every export:
@@ -51,7 +51,7 @@ function sourceInput({ title, cost, quantity }: Source): ProductSourceInput {
   };
 }
 
-describe('snapshot handoff under concurrent writes (issue 23.1)', () => {
+describe('snapshot handoff under concurrent writes', () => {
   let service: TestService;
   let merchantId: number;
   let key: string;

@@ -1,9 +1,9 @@
-// The typed client is a package an integrator installs (issue 14 item 5): `npm run pack:client`
+// The typed client is a package an integrator installs: `npm run pack:client`
 // packs it (scripts/pack-client.ts), the tarball installs OFFLINE into an empty project, and an
 // integrator's TypeScript example type-checks against the package's .d.ts and runs against the
-// real server: the paging iterator, pollChanges, a store's snapshot export and syncStore over it
-// (issue 23.1), following the live feed (pollChanges with follow, issue 23.2), and verifyWebhook
-// and verifyWebhookDelivery (a Standard Webhooks delivery, issue 23.3), with the generated payload
+// real server: the paging iterator, pollChanges, a store's snapshot export and syncStore over it,
+// following the live feed (pollChanges with follow), and verifyWebhook
+// and verifyWebhookDelivery (a Standard Webhooks delivery), with the generated payload
 // validator it ships, which needs no runtime dependency.
 import { execFile } from 'node:child_process';
 import { createHmac } from 'node:crypto';

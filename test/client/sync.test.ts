@@ -1,6 +1,6 @@
 // The client's feed helpers against the real server (spec 4.4; GET /v1/changes "Initial sync, and
 // resync after 410"): pollChanges, fetchProductsByIds and syncStore (from a snapshot export and its
-// cursor, issue 23.1), with an injected server clock and a feed window of 5 so that one second holds
+// cursor), with an injected server clock and a feed window of 5 so that one second holds
 // many windows.
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -1,5 +1,5 @@
 // The receiver kit: verifyWebhook checks a delivery exactly as spec 5 says, and the example
-// receiver of the README (400 on a bad signature, deduplication on event + product ids) works
+// receiver of docs/client.md (400 on a bad signature, deduplication on event + product ids) works
 // against real signed requests over HTTP.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -157,10 +157,10 @@ describe('verifyWebhookDelivery', () => {
 });
 
 describe('the example receiver', () => {
-  // As in the README: verify, answer 400 on a bad signature, deduplicate on the webhook-id.
+  // As in docs/client.md: verify, answer 400 on a bad signature, deduplicate on the webhook-id.
   const processed: WebhookPayload[] = [];
   const seen = new Set<string>();
-  // The README's WEBHOOK_SECRETS during a rotation: the old secret and the new one.
+  // docs/client.md's WEBHOOK_SECRETS during a rotation: the old secret and the new one.
   const ROTATED = 'whsec_YSblkhYwROlOXCJgBiLVYBUAHj75YekNFWd6cGv7AyA';
   const secrets = `${SECRET},${ROTATED}`.split(',');
   const server = http.createServer((req, res) => {

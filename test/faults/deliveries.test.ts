@@ -1,4 +1,4 @@
-// kill -9 during a delivery burst, with the full recompute (issue 6, fault tests; quick variant of
+// kill -9 during a delivery burst, with the full recompute (fault tests; quick variant of
 // `npm run fault`). test/webhooks/crash.test.ts covers a larger burst with the receiver check alone.
 import { afterAll, expect } from 'vitest';
 import { killAllServices } from './harness.js';

@@ -250,6 +250,15 @@ export async function until(condition: () => boolean | Promise<boolean>, timeout
   }
 }
 
+/** What is still to record or deliver changes: publish runs left, outbox rows, pending or failed deliveries. */
+async function unfinishedWork(db: DatabaseProbe): Promise<{ runs: number; waiting: number; unfinished: number }> {
+  return {
+    runs: await db.value('SELECT count(*) FROM publish_runs'),
+    waiting: await db.value('SELECT count(*) FROM webhook_outbox'),
+    unfinished: await db.value("SELECT count(*) FROM webhook_deliveries WHERE status IN ('pending', 'failed')"),
+  };
+}
+
 export const ndjson = (lines: unknown[]) => `${lines.map((line) => JSON.stringify(line)).join('\n')}\n`;
 
 export interface FaultWorldOptions {
@@ -408,18 +417,19 @@ export class FaultWorld {
     return readFrom(this.database, read);
   }
 
-  /** Waits (bounded) until the outbox is empty and no delivery is pending or failed. */
+  /**
+   * Waits (bounded) until no publish run is left, the outbox is empty and no delivery is pending or
+   * failed. A run (a resumed import or re-publishing) records changes a chunk per transaction: the
+   * outbox and the deliveries can be empty between two of its chunks, with more changes to come.
+   */
   async drained(timeoutMs = 60_000): Promise<void> {
     const started = Date.now();
     const db = await this.open();
     try {
-      let state = { waiting: 0, unfinished: 0 };
+      let state = { runs: 0, waiting: 0, unfinished: 0 };
       await until(async () => {
-        state = {
-          waiting: await db.value('SELECT count(*) FROM webhook_outbox'),
-          unfinished: await db.value("SELECT count(*) FROM webhook_deliveries WHERE status IN ('pending', 'failed')"),
-        };
-        return state.waiting === 0 && state.unfinished === 0;
+        state = await unfinishedWork(db);
+        return state.runs === 0 && state.waiting === 0 && state.unfinished === 0;
       }, timeoutMs, () => `deliveries not drained: ${JSON.stringify(state)}`, 50);
     } finally {
       await db.close();
@@ -467,8 +477,11 @@ export class FaultWorld {
       const withIt = carrying.filter((d) => (JSON.parse(d.product_ids) as number[]).includes(first.product_id))
         .map(({ product_ids: ids, ...d }) => ({ ...d, ids: (JSON.parse(ids) as number[]).length }));
       const statuses = carrying.reduce<Record<string, number>>((n, d) => ({ ...n, [d.status]: (n[d.status] ?? 0) + 1 }), {});
+      // Work still under way now: the check ran before the world was drained (its changes may yet arrive).
+      const underWay = await this.read(unfinishedWork);
       throw new Error(`${missing.length} of ${changes.length} changes never reached the receiver, e.g. ${JSON.stringify(missing.slice(0, 5))}; `
-        + `deliveries carrying product ${first.product_id}: ${JSON.stringify(withIt)}; all deliveries by status: ${JSON.stringify(statuses)}`);
+        + `deliveries carrying product ${first.product_id}: ${JSON.stringify(withIt)}; all deliveries by status: ${JSON.stringify(statuses)}; `
+        + `publish runs, outbox rows and pending or failed deliveries now: ${JSON.stringify(underWay)}`);
     }
     this.log(`  the receiver saw all ${changes.length} changes at least once (${payloads.length} verified deliveries)`);
     return { changes: changes.length, requests: payloads.length };

@@ -1,4 +1,4 @@
-// kill -9 while an import is still checking its file (issue 21.11): nothing of it was applied, and
+// kill -9 while an import is still checking its file: nothing of it was applied, and
 // the job does not stay `running` forever. The next process that looks (a `serve` or `worker`, at
 // start and then periodically) ends it as interrupted once its progress has not been written for
 // CPS_IMPORT_STALLED_SECONDS; that process's clock is injected here, so the test does not wait.

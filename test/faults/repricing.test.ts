@@ -1,5 +1,5 @@
-// kill -9 part-way through an exchange-rate re-pricing (issue 6, fault tests; issue 20: resumed after the
-// restart; quick variant of `npm run fault`).
+// kill -9 part-way through an exchange-rate re-pricing (fault tests, docs/testing.md#fault-and-load-scripts;
+// resumed after the restart; quick variant of `npm run fault`).
 import { afterAll, expect } from 'vitest';
 import { killAllServices } from './harness.js';
 import { killDuringRepricing } from './scenarios.js';

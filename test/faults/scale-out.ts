@@ -1,4 +1,4 @@
-// Scaling out on PostgreSQL under a fault (issue 12, item 7): two `serve` and three `worker`
+// Scaling out on PostgreSQL under a fault: two `serve` and three `worker`
 // processes on one database, a burst of changes to one receiver written through both servers at
 // once, and kill -9 of one worker in the middle. Afterwards every change has reached the receiver,
 // no delivery was sent twice except the ones whose lease ran out with the killed worker (counted and

@@ -1,4 +1,4 @@
-// The fault scenarios (issue 6, "Fault and load tests"): kill -9 of `serve` during a bulk NDJSON
+// The fault scenarios ("Fault and load tests"): kill -9 of `serve` during a bulk NDJSON
 // import, during an exchange-rate re-pricing, and during a delivery burst; after each restart the
 // full recompute agrees with what is stored and the receiver saw every change at least once. And
 // SIGTERM during a delivery burst: the graceful shutdown loses nothing and sends nothing twice.
@@ -35,15 +35,22 @@ export interface ImportFaultReport {
   /** Lines of the import applied when the service was killed: whole chunks, from the first. */
   linesAppliedAtKill: number;
   chunksAppliedAtKill: number;
+  /** How long after the restart the import's run had ended (resumed by the restarted service). */
+  resumedWithinMs: number;
   afterRestart: ConsistencyReport;
+  /** Changes the same import recorded when it was sent again after it had been completed. */
+  changesOfResend: number;
   afterResend: ConsistencyReport;
   receiver: ReceiverCheck;
 }
 
 /**
- * kill -9 while a bulk import (one request, applied in chunks of one transaction each) is being
- * applied. After the restart exactly a prefix of whole chunks is applied and consistent; sending
- * the same import again completes it.
+ * kill -9 while a bulk import (one request, staged with a publish run that applies it in chunks of
+ * one transaction each: docs/architecture.md#big-writes-do-not-stall-reads) is being applied. At the kill exactly a prefix of whole chunks is
+ * applied and consistent, the other chunks still staged with the run; the restarted service resumes
+ * the run from its next chunk once its dead driver's hold has run out (CPS_PUBLISH_RUN_LEASE_MS,
+ * short here) and completes the import, every change delivered. Sending the same import again (a
+ * client that never got its answer) then applies it again and records no change.
  */
 export async function killDuringImport(options: ScenarioOptions): Promise<ImportFaultReport> {
   const log = options.log ?? (() => {});
@@ -92,13 +99,16 @@ export async function killDuringImport(options: ScenarioOptions): Promise<Import
         await world.crash();
         await request.done;
         if (request.state.status !== undefined) throw new Error(`the import answered ${request.state.status} although the service was killed`);
+        // The killed process's open transaction ends (rolled back, or committed had its COMMIT been
+        // sent): from then on nothing changes until the restart.
+        await until(async () => !await probe.writeTransactionOpen(), 30_000, () => 'a write transaction of the killed service stayed open');
         break;
       }
     } finally {
       await probe.close();
     }
 
-    await world.restart();
+    // What the kill left, read before the restart: the restarted service resumes the import at once.
     const applied = await appliedLines(world, lines);
     const prefix = applied.indexOf(false) === -1 ? applied.length : applied.indexOf(false);
     if (applied.slice(prefix).some(Boolean)) {
@@ -108,29 +118,62 @@ export async function killDuringImport(options: ScenarioOptions): Promise<Import
     if (prefix % options.publishChunk !== 0) {
       throw new Error(`${prefix} lines applied: not whole chunks of ${options.publishChunk} (a chunk was half applied)`);
     }
-    log(`  after the restart: the first ${prefix} of ${lines.length} lines are applied (${prefix / options.publishChunk} whole chunks of ${options.publishChunk}), none after them`);
+    const staged = await importState(world);
+    const chunksLeft = Math.ceil((lines.length - prefix) / options.publishChunk);
+    if (staged.job?.state !== 'running' || staged.job.products_applied !== prefix || staged.runs !== 1 || staged.chunks !== chunksLeft) {
+      throw new Error(`the kill should leave the job running at line ${prefix}, its run and ${chunksLeft} chunks staged: ${JSON.stringify(staged)}`);
+    }
+    log(`  at the kill: the first ${prefix} of ${lines.length} lines are applied (${prefix / options.publishChunk} whole chunks of ${options.publishChunk}), none after them; `
+      + `the other ${chunksLeft} chunks staged with the import's run`);
+    await world.verify('at the kill');
+
+    // The restarted service resumes the import's run from its next chunk and completes it. Until
+    // the run has ended it records changes, a chunk per transaction: "drained" means after it.
+    const restarted = Date.now();
+    await world.restart();
+    await until(async () => (await importState(world)).runs === 0, 120_000, () => 'the interrupted import was never resumed to its end');
+    const resumedWithinMs = Date.now() - restarted;
+    const resumed = await importState(world);
+    if (resumed.job?.state !== 'succeeded' || resumed.job.products_applied !== lines.length || resumed.chunks !== 0) {
+      throw new Error(`the resumed import should have succeeded with all ${lines.length} lines applied: ${JSON.stringify(resumed)}`);
+    }
+    const unappliedAfterRestart = (await appliedLines(world, lines)).filter((a) => !a).length;
+    if (unappliedAfterRestart > 0) throw new Error(`${unappliedAfterRestart} lines unapplied after the restarted service completed the import`);
+    log(`  the restarted service resumed the import and completed it within ${resumedWithinMs} ms: all ${lines.length} lines applied`);
     const afterRestart = await world.verify('after the restart (deliveries under way)');
     await world.drained();
     await world.verify('after the deliveries drained');
     await world.receiverSawEveryChange();
 
-    // Re-sending the same import completes it.
+    // Re-sending the same import applies it again and changes nothing.
+    const lastBefore = await world.read((db) => db.value('SELECT coalesce(max(id), 0) FROM changes'));
     const result = await world.admin('POST', `${world.merchantPath}/imports`, text, 'application/x-ndjson');
     if (result.lines !== lines.length) throw new Error(`re-sent import reported ${result.lines} lines, sent ${lines.length}`);
     const unapplied = (await appliedLines(world, lines)).filter((a) => !a).length;
-    if (unapplied > 0) throw new Error(`${unapplied} lines still unapplied after re-sending the import`);
-    log(`  re-sent the import: all ${lines.length} lines applied`);
+    if (unapplied > 0) throw new Error(`${unapplied} lines unapplied after re-sending the import`);
+    const changesOfResend = await world.read((db) => db.value('SELECT count(*) FROM changes WHERE id > ?', [lastBefore]));
+    log(`  re-sent the import: all ${lines.length} lines applied, ${changesOfResend} changes recorded`);
     const afterResend = await world.verify('after re-sending the import');
     await world.drained();
     await world.verify('after the deliveries drained');
     const receiver = await world.receiverSawEveryChange();
     return {
       lines: lines.length, chunk: options.publishChunk, linesAppliedAtKill: prefix, chunksAppliedAtKill: prefix / options.publishChunk,
-      afterRestart, afterResend, receiver,
+      resumedWithinMs, afterRestart, changesOfResend, afterResend, receiver,
     };
   } finally {
     await world.close();
   }
+}
+
+/** The big import's job (the newest), the publish runs left and the import chunks still staged. */
+async function importState(world: FaultWorld) {
+  return world.read(async (db) => ({
+    job: (await db.rows<{ id: number; state: string; products_applied: number }>(
+      'SELECT id, state, products_applied FROM import_jobs WHERE merchant_id = ? ORDER BY id DESC LIMIT 1', [world.merchantId]))[0],
+    runs: await db.value('SELECT count(*) FROM publish_runs'),
+    chunks: await db.value('SELECT count(*) FROM import_job_chunks'),
+  }));
 }
 
 type ImportLine = { op: 'upsert_product'; ref: string; title: string } | { op: 'delete_product'; ref: string };
@@ -179,7 +222,7 @@ const PLN_AFTER = ['4.4', '4.45', '4.5', '4.55'];
 
 /**
  * kill -9 part-way through an exchange-rate re-pricing. The rate change commits with a publish run,
- * which re-publishes a chunk per transaction (issue 20): the kill leaves the new rate, some products
+ * which re-publishes a chunk per transaction: the kill leaves the new rate, some products
  * re-priced and the run at its position; the restarted service resumes the run once its dead
  * driver's hold has run out (CPS_PUBLISH_RUN_LEASE_MS, short here), and every payload ends as a
  * full recompute with the new rate has it, each product re-priced once, every change delivered.
@@ -298,7 +341,7 @@ async function unsentWork(db: DatabaseProbe): Promise<number> {
  */
 export async function killDuringDeliveries(options: ScenarioOptions): Promise<DeliveryFaultReport> {
   const log = options.log ?? (() => {});
-  const world = await FaultWorld.create({ database: options.database, publishChunk: options.publishChunk, receiverDelayMs: 25, log });
+  const world = await FaultWorld.create({ database: options.database, publishChunk: options.publishChunk, receiverDelayMs: RECEIVER_DELAY_MS, log });
   try {
     await startDeliveryBurst(world, options.products, log);
     await world.crash();
@@ -330,19 +373,27 @@ export interface ShutdownReport {
 }
 
 /**
- * SIGTERM while deliveries are in flight (issue 6, graceful shutdown). The process exits 0 after the
+ * SIGTERM while deliveries are in flight (graceful shutdown). The process exits 0 after the
  * deliveries in hand are answered and recorded; nothing claimed is left unfinished, so the restart
  * re-sends nothing: every delivery is made exactly once (one attempt each, as many requests as
  * deliveries), and the receiver sees every change.
  */
+const RECEIVER_DELAY_MS = 25;
+
 export async function stopDuringDeliveries(options: ScenarioOptions): Promise<ShutdownReport> {
   const log = options.log ?? (() => {});
-  const world = await FaultWorld.create({ database: options.database, publishChunk: options.publishChunk, receiverDelayMs: 25, log });
+  const world = await FaultWorld.create({ database: options.database, publishChunk: options.publishChunk, receiverDelayMs: RECEIVER_DELAY_MS, log });
   try {
     await startDeliveryBurst(world, options.products, log);
     await until(() => world.receiver.inFlightNow > 0, 10_000, () => 'no delivery in flight to stop during', 1);
     const inFlightAtStop = world.receiver.inFlightNow;
+    // From now on the receiver takes 400 ms per delivery (the world's webhook time-out is 1 s): the
+    // stop then comes while most of the burst is still to be sent, however late a loaded machine
+    // hands serve its SIGTERM (well within CPS_SHUTDOWN_GRACE_MS for the deliveries in flight).
+    // Quick again after the stop.
+    world.receiver.answer({ status: 204, delayMs: 400 });
     const code = await world.terminate();
+    world.receiver.answer({ status: 204, delayMs: RECEIVER_DELAY_MS });
     if (code !== 0) throw new Error(`serve exited with ${code} on SIGTERM, not 0`);
     const atStop = await world.read(async (db) => ({
       // Claimed (occurred_at set at the claim) and not finished: these would be sent again.
@@ -352,7 +403,8 @@ export async function stopDuringDeliveries(options: ScenarioOptions): Promise<Sh
     }));
     if (atStop.claimedUnfinished > 0) throw new Error(`${atStop.claimedUnfinished} deliveries were claimed and left unfinished by the shutdown`);
     if (atStop.succeeded !== world.receiver.count) {
-      throw new Error(`the receiver answered ${world.receiver.count} requests but ${atStop.succeeded} deliveries are recorded as succeeded`);
+      const statuses = await world.read((db) => db.rows("SELECT d.id, d.status, d.attempts, (d.occurred_at IS NOT NULL) AS claimed, a.status_code, a.error, a.latency_ms FROM webhook_deliveries d LEFT JOIN webhook_attempts a ON a.delivery_id = d.id WHERE d.status <> 'succeeded' OR a.status_code IS NULL OR a.status_code >= 300"));
+      throw new Error(`the receiver answered ${world.receiver.count} requests but ${atStop.succeeded} deliveries are recorded as succeeded: ${JSON.stringify(statuses).slice(0, 3000)}`);
     }
     if (atStop.handedBack === 0) throw new Error('the stop came after every delivery: make the burst larger');
     log(`  stopped with ${inFlightAtStop} deliveries in flight (all answered and recorded), ${atStop.handedBack} outbox rows and deliveries handed back`);

@@ -1,4 +1,4 @@
-// SIGTERM during a delivery burst (issue 6, graceful shutdown; quick variant of `npm run fault`):
+// SIGTERM during a delivery burst (graceful shutdown; quick variant of `npm run fault`):
 // exit 0, the deliveries in flight answered and recorded, the rest handed back to the outbox, and
 // after the restart every delivery made exactly once.
 import { afterAll, expect } from 'vitest';

@@ -1,4 +1,4 @@
-// Issue 6, "Bad input and the contract": a property-based contract fuzz over every public and
+// docs/testing.md#contract-fuzzing: a property-based contract fuzz over every public and
 // admin operation. This is the quick run of `npm test`; `npm run fuzz` sends ten times as many.
 // A failure prints the seed and the request's position: `npm run fuzz -- --seed S --requests N`
 // replays the run up to it.

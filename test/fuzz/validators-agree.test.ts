@@ -1,4 +1,4 @@
-// Issue 14 item 6: the two validators cannot drift. For every request body and every parameter of
+// The two validators cannot drift. For every request body and every parameter of
 // the three documents, the generated zod schemas (src/generated/*-routes.ts, what the server
 // validates with) and Ajv over the bundled documents (src/generated/*-openapi.json, what the
 // contract harness and integrators validate with) accept and reject the same generated inputs:

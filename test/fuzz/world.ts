@@ -259,7 +259,7 @@ export async function snapshotOf(service: TestService, merchant: SeededMerchant)
     const { status, body } = await response;
     state[label] = { status, body };
   };
-  // A key's last use (issue 22.11) is written by any request with B's key: the run's cross-tenant
+  // A key's last use is written by any request with B's key: the run's cross-tenant
   // attempts and this snapshot's own public reads. It is B's usage, not B's data.
   const withoutLastUse = (body: { data?: Record<string, unknown>[] }) =>
     (Array.isArray(body?.data) ? { ...body, data: body.data.map(({ last_used_at: _used, ...key }) => key) } : body);

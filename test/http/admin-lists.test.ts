@@ -1,4 +1,4 @@
-// Issue 21.5: the admin API lists a merchant's products (paged by ref, filtered by ref prefix, time
+// The admin API lists a merchant's products (paged by ref, filtered by ref prefix, time
 // of the last write and exclusion from a store, each page looking at a bounded number of products)
 // and its imports with their progress; an import may answer as soon as its file is checked and
 // staged (`Prefer: respond-async`), its progress then followed at its Location. Over real HTTP,

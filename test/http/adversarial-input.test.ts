@@ -1,4 +1,4 @@
-// Findings of the adversarial review (issue 13.5-13.7), end to end on either engine: what the
+// Findings of an adversarial review (exact money, UTF-8, free keys), end to end on either engine: what the
 // admin API and the NDJSON import accept is stored and published exactly, and what they cannot
 // honour is refused with 400 problem+json, nothing stored.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -20,7 +20,7 @@ function writtenPrices(text: string): { group: string; base: string; price: stri
     .map(([, group, base, price]) => ({ group: group!, base: base!, price: price! }));
 }
 
-describe('issue 13.7: money beyond double precision is published exactly', () => {
+describe('money beyond double precision is published exactly', () => {
   it('a 40-digit cost is converted, marked up and given its price ending digit for digit in every store', async () => {
     const cost = '9999999999999999999999999999999999999999';
     const created = await adminOk(service, 'PUT', `${catalog.merchant.base}/products/HUGE-1`, {
@@ -80,7 +80,7 @@ function expectInvalidBody(response: { status: number; body: any }, params: { na
   });
 }
 
-describe('issue 13.6: JSON bodies that are not well-formed UTF-8 are refused, nothing stored', () => {
+describe('JSON bodies that are not well-formed UTF-8 are refused, nothing stored', () => {
   it.each([
     { what: 'the bytes FF FE', bytes: [0xff, 0xfe], reason: /not valid UTF-8: an invalid byte sequence \(FF\) at byte 10/ },
     { what: 'an encoded surrogate ED A0 80', bytes: [0xed, 0xa0, 0x80], reason: /not valid UTF-8: an encoded UTF-16 surrogate \(ED A0 80\) at byte 10/ },
@@ -145,7 +145,7 @@ describe('issue 13.6: JSON bodies that are not well-formed UTF-8 are refused, no
 const sendJson = (method: string, path: string, json: string) =>
   service.adminApi(method, path, json, { headers: { 'Content-Type': 'application/json' } });
 
-describe('issue 13.5: a free key named __proto__ is refused everywhere; constructor and prototype are honoured', () => {
+describe('a free key named __proto__ is refused everywhere; constructor and prototype are honoured', () => {
   const m = () => catalog.merchant.base;
 
   it.each([

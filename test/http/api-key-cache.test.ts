@@ -1,4 +1,4 @@
-// Product decisions, "Tenancy, keys, stores" with CPS_API_KEY_CACHE_MS: a process accepts an active
+// docs/decisions.md#api-keys with CPS_API_KEY_CACHE_MS: a process accepts an active
 // key it looked up for that long without looking again. A key revoked through this process's admin
 // API stops working here at once; revoked by another process (written straight to the database
 // here), it stops working within the cache time; unknown and revoked keys are never remembered.

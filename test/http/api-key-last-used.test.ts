@@ -1,4 +1,4 @@
-// Issue 22.11: API keys show when each was last used, recorded without a write per request: a
+// API keys show when each was last used, recorded without a write per request: a
 // process writes a key's use at most once per CPS_API_KEY_LAST_USED_SECONDS (default 60 s), in the
 // background, and the admin API's key list shows it. A failed write fails no request and is tried
 // again with the key's next use.

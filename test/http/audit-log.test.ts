@@ -1,4 +1,4 @@
-// The audit log (issue 22.13): every change to a merchant, made through the admin API, the CLI or
+// The audit log: every change to a merchant, made through the admin API, the CLI or
 // the panel, recorded once, in one naming style (`noun.verb`, as AuditEntry.action documents it),
 // with the actor `operator` (admin API, CLI) or the panel user. Over real HTTP, on either engine.
 import { execFile } from 'node:child_process';

@@ -1,4 +1,4 @@
-// Product decisions, "Errors and bad input": every malformed input answers 400 (or 413)
+// docs/decisions.md#errors-and-bad-input: every malformed input answers 400 (or 413)
 // problem+json with a stable `code` and `invalid_params` naming each offending parameter, and
 // nothing is changed.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -24,7 +24,7 @@ async function snapshot(target: TestService, merchantBase: string, key: string):
   for (const part of ['', '/api-keys', '/stores', '/customer-groups', '/exchange-rates', '/pricing-rules', '/suppliers', '/attributes']) {
     state[part || 'merchant'] = await admin(`${merchantBase}${part}`);
   }
-  // A key's last use (issue 22.11) is written by any request with it, the snapshot's own reads included.
+  // A key's last use is written by any request with it, the snapshot's own reads included.
   const [status, keys] = state['/api-keys'] as [number, { data: { last_used_at?: unknown }[] }];
   state['/api-keys'] = [status, { data: keys.data.map(({ last_used_at: _used, ...key }) => key) }];
   for (const ref of ['BP-40', 'TENT-2', 'LAMP-1', 'NEW-1']) state[ref] = await admin(`${merchantBase}/products/${ref}`);

@@ -1,4 +1,4 @@
-// Product decisions, "Errors and bad input", and issue 6: admin request bodies are limited in size
+// docs/decisions.md#errors-and-bad-input and #product-limits: admin request bodies are limited in size
 // (413) and in nesting depth (400, checked on the raw text before parsing); an answer given before
 // the body was read leaves the client's connection usable.
 import http from 'node:http';

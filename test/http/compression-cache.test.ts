@@ -1,4 +1,4 @@
-// Compressed pages coded once (issue 15): the cache of coded bytes by strong ETag and coding, its
+// Compressed pages coded once: the cache of coded bytes by strong ETag and coding, its
 // byte budget and its counters in /metrics, over real HTTP; the bytes a client decodes are exactly
 // the uncompressed page, and conditional reads and Vary behave as without the cache.
 import http from 'node:http';

@@ -1,4 +1,4 @@
-// A client that stops reading an export (issue 23.1) is cut off after CPS_EXPORT_STALL_TIMEOUT_MS
+// A client that stops reading an export is cut off after CPS_EXPORT_STALL_TIMEOUT_MS
 // (1 s here): its connection is closed without the trailer line, and what it held (the spool's
 // memory and temporary file, the key's export slot) is freed. Otherwise a stalled connection would
 // hold them as long as it lives. Real HTTP on 127.0.0.1, on either engine.

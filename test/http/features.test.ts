@@ -1,4 +1,4 @@
-// The HTTP features integrators expect (issue 6), over real HTTP: per-key rate limits with 429 and
+// The HTTP features integrators expect, over real HTTP: per-key rate limits with 429 and
 // the RateLimit fields, ETag and 304 on catalog reads, gzip/brotli by Accept-Encoding, and
 // X-Request-Id. Raw responses (compressed bytes) are read with node:http and still go through
 // the contract harness, decoded.
@@ -59,7 +59,7 @@ function rawGet(base: string, pathAndQuery: string, headers: Record<string, stri
   });
 }
 
-describe('per-key rate limiting (product decisions, "Errors and bad input")', () => {
+describe('per-key rate limiting (docs/decisions.md#rate-limits)', () => {
   let service: TestService;
   let catalog: OutdoorCatalog;
   let clock = T0;

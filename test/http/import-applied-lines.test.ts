@@ -1,4 +1,4 @@
-// Issue 21.9: an import that still stops part-way (a chunk's supplier deleted while it runs, an
+// An import that still stops part-way (a chunk's supplier deleted while it runs, an
 // unexpected error) says exactly which lines it applied, in its answer and in its job record.
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { adminOk, createMerchant, importNdjson, simpleProduct, type MerchantHandle } from '../support/admin-http.js';

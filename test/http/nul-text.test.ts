@@ -1,4 +1,4 @@
-// Issue 21.9 (product decisions, "Added decisions"): text never holds U+0000. A NUL in any string
+// Text never holds U+0000. A NUL in any string
 // or member name of an admin JSON body, an NDJSON import line or a panel form is refused with 400
 // invalid_body where the input is parsed, on either engine (PostgreSQL's text cannot hold it, so
 // it used to answer 500 there, and an import applied its first chunks before failing), and

@@ -1,6 +1,6 @@
 // Panel users over the admin API (openapi/admin.yaml, tag "Panel users"): the operator invites,
 // lists and removes a merchant's panel users, lists and revokes pending links, makes password
-// reset links, and reads its audit log (issue 22.2-22.4). Every response passes the contract harness.
+// reset links, and reads its audit log. Every response passes the contract harness.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, type TestService } from '../support/service.js';
 
@@ -60,7 +60,7 @@ describe('panel users over the admin API', () => {
   /** The link's page on this service (the links name the configured public base URL). */
   const open = (link: string) => fetch(`${service.url}${new URL(link).pathname}`);
 
-  it('lists the pending links without their secrets, revokes one (404 after), and a new invitation revokes the earlier link (issue 22.3)', async () => {
+  it('lists the pending links without their secrets, revokes one (404 after), and a new invitation revokes the earlier link', async () => {
     const merchant = (await service.adminApi('POST', '/admin/v1/merchants', { name: 'Links' })).body.id;
     const first = await service.adminApi('POST', `/admin/v1/merchants/${merchant}/invitations`, { email: 'twice@links.test', role: 'owner' });
     const second = await service.adminApi('POST', `/admin/v1/merchants/${merchant}/invitations`, { email: 'twice@links.test', role: 'owner' });
@@ -82,7 +82,7 @@ describe('panel users over the admin API', () => {
     expect((await service.adminApi('GET', '/admin/v1/merchants/999/invitations')).status).toBe(404);
   });
 
-  it("refuses to invite an existing account (409), makes the operator a reset link instead, and a removal revokes the user's links (issue 22.3, 22.4)", async () => {
+  it("refuses to invite an existing account (409), makes the operator a reset link instead, and a removal revokes the user's links", async () => {
     const merchant = (await service.adminApi('POST', '/admin/v1/merchants', { name: 'Resets' })).body.id;
     const invited = await service.adminApi('POST', `/admin/v1/merchants/${merchant}/invitations`, { email: 'owner@resets.test', role: 'owner' });
     await service.service.accounts.acceptInvitation(secretOf(invited.body.link), 'the first password');
@@ -115,7 +115,7 @@ describe('panel users over the admin API', () => {
     expect((await service.adminApi('GET', `/admin/v1/merchants/${merchant}/users`)).body.data.map((u: { email: string }) => u.email)).toEqual(['second@resets.test']);
   });
 
-  it('lets only one of two owners removing each other at the same time succeed (issue 22.2)', async () => {
+  it('lets only one of two owners removing each other at the same time succeed', async () => {
     const merchant = (await service.adminApi('POST', '/admin/v1/merchants', { name: 'Duel' })).body.id;
     const ids: number[] = [];
     for (const email of ['a@duel.test', 'b@duel.test']) {

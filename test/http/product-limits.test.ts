@@ -1,4 +1,4 @@
-// Issue 21.10 (product decisions, "Added decisions"): one product's source is bounded (counts of
+// One product's source is bounded (counts of
 // overrides, supplier attributes, images, offers and content locales; bytes of the document as
 // JSON), each limit configurable with a documented default. Above one, the admin API's PUT and an
 // import line answer 400 invalid_body naming the member and the limit, and nothing is stored.
@@ -133,7 +133,7 @@ describe('the default limits', () => {
     });
     expect(response.status, response.text).toBe(200);
     expect(Object.keys(response.body.overrides)).toHaveLength(1000);
-    // About half the default limit (README, "Product limits").
+    // About half the default limit (docs/configuration.md#product-limits).
     expect(Buffer.byteLength(JSON.stringify((await defaults.storage.findProductByRef(id, 'RICH-1'))!.source))).toBe(272_257);
   });
 

@@ -233,7 +233,7 @@ describe('GET /v1/products/{id} (spec 4.2)', () => {
     expect(response.text).toContain('"base_cost":90.00,');
   });
 
-  it('converts an offer through an intermediate currency when no rate joins the two (issue 21.3): USD -> EUR -> PLN and USD -> EUR -> JPY', async () => {
+  it('converts an offer through an intermediate currency when no rate joins the two: USD -> EUR -> PLN and USD -> EUR -> JPY', async () => {
     // The tent's only offer is 100.00 USD; the merchant has USD->EUR 0.9, EUR->PLN 4.25, EUR->JPY 160.
     const { tent } = catalog.products;
     const pl = await service.api(`/v1/products/${tent.id}?store=pl`, key);

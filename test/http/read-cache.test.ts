@@ -1,4 +1,4 @@
-// Published bytes served again from memory (issue 15, src/catalog/read-cache.ts): a page or an
+// Published bytes served again from memory (src/catalog/read-cache.ts): a page or an
 // `?ids=` list read once is answered from the cache while the merchant's published version has not
 // moved, and read again from the database once it has, whichever process wrote. Over real HTTP, on
 // the project's engine, against a second process on the same database that writes and a third that

@@ -1,4 +1,4 @@
-// The export's spool (src/http/spool.ts, issue 23.1): what the client has not read waits in memory
+// The export's spool (src/http/spool.ts): what the client has not read waits in memory
 // up to the budget and past it in a temporary file that no folder lists, in order, and the
 // producer never waits for the client.
 import fs from 'node:fs';

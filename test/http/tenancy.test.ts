@@ -1,4 +1,4 @@
-// Product decisions, "Tenancy, keys, stores": a key of merchant A can never see, count or infer
+// docs/decisions.md#tenancy: a key of merchant A can never see, count or infer
 // merchant B's data; missing, malformed, unknown and revoked keys answer 401 with a Bearer challenge.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminOk, createMerchant, importNdjson, simpleProduct, type MerchantHandle } from '../support/admin-http.js';
@@ -154,7 +154,7 @@ describe('authentication (spec 5)', () => {
   });
 });
 
-describe('what a merchant can infer about another, exactly as SECURITY.md states it (issue 21.6)', () => {
+describe('what a merchant can infer about another, exactly as SECURITY.md states it', () => {
   it('learns nothing from the change feed: its positions are numbered per merchant, whatever the other merchant records', async () => {
     const a1 = aIds[0];
     const feed = (store: string, cursor?: { next_since: string; next_id: number }) =>

@@ -1,5 +1,5 @@
-// Big writes do not stall reads (issue 10): while a merchant-wide re-pricing runs, reads are
-// answered. The re-pricing commits a chunk of products at a time (issue 20, catalog/publish-runs.ts):
+// Big writes do not stall reads: while a merchant-wide re-pricing runs, reads are
+// answered. The re-pricing commits a chunk of products at a time (catalog/publish-runs.ts):
 // a read meanwhile shows each product whole, at its price before or after, and once the call has
 // answered every product is re-priced. Ordering, not timing: how fast is measured by
 // `npm run bench:writes` and `npm run bench:scale`.

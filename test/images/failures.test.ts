@@ -1,4 +1,4 @@
-// Failing sources (spec 2.1 image rule 3, 3 image state; product decisions, "Images"): a 404 or 410
+// Failing sources (spec 2.1 image rule 3, 3 image state; docs/decisions.md#images): a 404 or 410
 // makes a source dead at once, and a dead image is omitted from `images` in every store. Any other
 // failure (5xx, a time-out, an oversized body, a type that is not an accepted image, SVG, a
 // redirect) keeps the image not mirrored, served by its supplier URL, retried after the waits of
@@ -64,7 +64,7 @@ describe('other failures: retried with backoff, the supplier URL served meanwhil
     ['a body larger than maxBytes, streamed without Content-Length', '/huge-chunked/img.png', null, 'too_large'],
     ['text/html', '/html/img.png', null, 'not_an_image (text/html)'],
     ['SVG (image/svg+xml)', '/svg/logo.svg', null, 'not_an_image (image/svg+xml)'],
-    // Issue 21.1: the bytes decide, not the label.
+    // The bytes decide, not the label.
     ['HTML labelled image/png', '/disguised-html/img.png', null, 'not_an_image (declared image/png; the bytes are not JPEG, PNG, GIF, WebP or AVIF)'],
     ['SVG labelled image/png', '/disguised-svg/img.png', null, 'not_an_image (declared image/png; the bytes are not JPEG, PNG, GIF, WebP or AVIF)'],
     ['a redirect (not followed)', '/moved/img.png', null, 'http_301'],

@@ -1,4 +1,4 @@
-// Fair image mirroring between merchants and origins (issue 13.2; product decisions, "Images"):
+// Fair image mirroring between merchants and origins (docs/operating.md#image-mirroring):
 // one merchant's 48 source images that never answer must not delay another merchant's image. The
 // running mirror (started, as `serve` and `worker` run it) keeps its slots busy without waiting for
 // a whole round, merchants take turns, a merchant holds at most CPS_IMAGE_MERCHANT_CONCURRENCY (3)

@@ -58,7 +58,7 @@ describe('GET /media/{key}', () => {
     expect(response.headers.get('etag')).toBe(`"${jpeg.sha256}"`);
   });
 
-  it('sends nosniff and a CSP that runs and loads nothing, on the copy and on its 304 (issue 21.1)', async () => {
+  it('sends nosniff and a CSP that runs and loads nothing, on the copy and on its 304', async () => {
     for (const headers of [{}, { 'If-None-Match': `"${png.sha256}"` }] as Record<string, string>[]) {
       const response = await get(png.url, headers);
       expect(response.headers.get('x-content-type-options')).toBe('nosniff');

@@ -1,4 +1,4 @@
-// Image mirroring (spec 2.1 image rules 1 and 2, 3 image state; product decisions, "Images"): a
+// Image mirroring (spec 2.1 image rules 1 and 2, 3 image state; docs/decisions.md#images): a
 // supplier image is served by its supplier URL until the worker has copied it, then by the
 // service URL of the content-addressed copy. Each transition re-resolves the products showing the
 // image in every store and records one `content` change each, in the transaction of the state
@@ -71,7 +71,7 @@ describe('not mirrored, then mirrored', () => {
     expect(await world.imagesInEveryStore(id)).toEqual(everyStore([jpegUrl, world.mediaUrl(images.bytes('/png/later.png'), 'png')]));
   });
 
-  it('keeps a JPEG its supplier labels image/png as what its bytes are: a .jpg copy served as image/jpeg (issue 21.1)', async () => {
+  it('keeps a JPEG its supplier labels image/png as what its bytes are: a .jpg copy served as image/jpeg', async () => {
     const { images } = world;
     images.set('/mislabelled/front.png', { contentType: 'image/png', body: jpegOf('mislabelled') });
     const id = await world.putProduct('BP-40', [images.url('/mislabelled/front.png')]);

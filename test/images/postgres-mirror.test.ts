@@ -1,4 +1,4 @@
-// Several image mirrors on one PostgreSQL database (issue 12, item 4): each a service with its own
+// Several image mirrors on one PostgreSQL database: each a service with its own
 // pool, as separate processes run them, claiming image work from one table.
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { ConfigOverrides } from '../../src/config.js';

@@ -1,4 +1,4 @@
-// What an image's bytes are (issue 21.1, src/images/sniff.ts): the five accepted formats by their
+// What an image's bytes are (src/images/sniff.ts): the five accepted formats by their
 // signatures, and nothing else (HTML, SVG, text, a truncated header) whatever it is labelled.
 import { describe, expect, it } from 'vitest';
 import { sniffImageType } from '../../src/images/sniff.js';

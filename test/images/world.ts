@@ -30,7 +30,7 @@ export type Slug = (typeof SLUGS)[number];
  */
 export const IMAGE_LIMITS = { timeoutMs: 300, maxBytes: 1024, concurrency: 2 } satisfies Partial<Config['images']>;
 
-/** The default image settings (product decisions): retry waits and the dead-after period. */
+/** The default image settings (docs/decisions.md#images): retry waits and the dead-after period. */
 export const IMAGE_DEFAULTS: Config['images'] = loadConfig({}).images;
 
 /** A recorded change as the feed shows it: [product id, change type]. */

@@ -1,5 +1,5 @@
-// `serve` runs its dispatcher and mirror in a worker thread of their own by default (issue 20.4,
-// CPS_WORKERS): the thread mirrors images and delivers signed webhooks on its own connections to
+// `serve` runs its dispatcher and mirror in a worker thread of their own by default
+// (CPS_WORKERS, docs/operating.md#processes-serve-and-worker): the thread mirrors images and delivers signed webhooks on its own connections to
 // the same database, the serving process's /metrics counts its deliveries and statements, the
 // serving process's writes wake it at once (the mirror polls once a minute here), and SIGTERM stops both cleanly. CPS_WORKERS=inline
 // runs them on the serving event loop as before; an unknown value is refused at start.

@@ -1,4 +1,4 @@
-// The guarded outbound client's pools (issue 13, item 1): requests of one key (a webhook endpoint)
+// The guarded outbound client's pools: requests of one key (a webhook endpoint)
 // use connections no other key uses, and the time-out of a request counts from its turn in its
 // pool, never from a wait behind other requests. Against a real HTTP server on 127.0.0.1.
 import http from 'node:http';

@@ -1,4 +1,4 @@
-// The API keys page in a real browser (issue 22.11): each key shows when it was last used ("never"
+// The API keys page in a real browser: each key shows when it was last used ("never"
 // until then), and the page says how often a use is written (CPS_API_KEY_LAST_USED_SECONDS).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchBrowser, type TestBrowser } from '../support/browser.js';

@@ -1,4 +1,4 @@
-// The panel's catalog pages in a real browser (issue 11, "Import", "Images", "Catalog"): the
+// The panel's catalog pages in a real browser (docs/panel.md#pages, "Import", "Images", "Catalog"): the
 // operator uploads NDJSON files, finds a product's payload beside its sources (by id, ref, SKU or
 // EAN), pages through a store's products and its excluded ones, and retries dead images. The test service's image mirror is not started, so imported images stay pending.
 // Screenshots: artifacts/panel/.

@@ -1,4 +1,4 @@
-// Inspectable deliveries in a real browser (issue 22.9): the delivery log's store and product links,
+// Inspectable deliveries in a real browser: the delivery log's store and product links,
 // tests and resends marked, a delivery's page with the exact request each attempt sent (compared
 // with the header lines a real receiver got), and a resend that says which delivery it replaces and whether
 // the receiver gets the payload once or twice. A real service on a fake clock, the dispatcher

@@ -1,4 +1,4 @@
-// The endpoint detail page in a real browser (issue 11, "Endpoint detail"): a real service on a
+// The endpoint detail page in a real browser (docs/panel.md#pages, "Endpoint detail"): a real service on a
 // fake clock, a real receiver that is broken and fixed, the dispatcher driven by hand, Chromium
 // driven by playwright-core. Screenshots: artifacts/panel/.
 import type { Page } from 'playwright-core';
@@ -173,7 +173,7 @@ describe('endpoint detail in the browser', () => {
 
   it('shows a new secret once when it is rotated from the detail page', async () => {
     await page.goto(detailUrl);
-    // A confirmation step first (issue 22.2), then the secret on a page of its own (issue 22.1).
+    // A confirmation step first, then the secret on a page of its own.
     await page.getByRole('link', { name: 'Rotate secret…' }).click();
     await page.getByRole('button', { name: 'Rotate the secret' }).click();
     const rotated = (await page.locator('#secret').textContent())!.trim();

@@ -1,4 +1,4 @@
-// Editing a webhook endpoint in a real browser (issue 22.10), as a merchant's owner: the form shows
+// Editing a webhook endpoint in a real browser, as a merchant's owner: the form shows
 // each event's summary, meaning and a sample payload exactly as the public document's `webhooks:`
 // section states them; the URL, store and events change through the domain (the secret and health
 // stay), refused input shows beside the form, the next delivery goes to the new URL, and the
@@ -134,7 +134,7 @@ describe('registering and editing an endpoint in the browser', () => {
     expect(before.count).toBe(0);
   });
 
-  it('chooses the Standard Webhooks headers and a rate in the form (issue 23.3, 23.4): the endpoint page shows them and the next delivery is signed both ways', async () => {
+  it('chooses the Standard Webhooks headers and a rate in the form: the endpoint page shows them and the next delivery is signed both ways', async () => {
     const [endpoint] = await endpoints();
     const edit = `${endpointsUrl}/${endpoint!.id}/edit`;
     await page.goto(edit);
@@ -188,7 +188,7 @@ describe('registering and editing an endpoint in the browser', () => {
       page.waitForResponse((r) => r.request().method() === 'POST'),
       page.getByRole('button', { name: 'Save' }).click(),
     ]);
-    // Refused (400): the edit page again after a redirect (issue 22.1), with the fields as typed.
+    // Refused (400): the edit page again after a redirect, with the fields as typed.
     expect(response.status()).toBe(303);
     await page.waitForURL(/\/edit\?refused=\d+$/);
     expect(await page.getByRole('alert').textContent()).toBe('Events needs at least one choice.');

@@ -1,4 +1,4 @@
-// Truthful health in a real browser (issue 22.7, 22.8): an endpoint whose last attempts failed is
+// Truthful health in a real browser: an endpoint whose last attempts failed is
 // shown failing, in amber, with how many failures since when and the last success, on the endpoint
 // list, its page and the overview's tiles; the owners' notifications link to their endpoint and say
 // when their condition ended; the endpoint's page charts the last 24 hours and 7 days of attempts
@@ -132,7 +132,7 @@ describe('an endpoint whose last attempts failed', () => {
     expect(await fill('#chart-week rect.bar-failed')).toBe('rgb(227, 160, 8)');
     expect(await page.locator('[style]').count()).toBe(0);
     expect(violations).toEqual([]);
-    // The README's picture (docs/panel/endpoint-health.png): the page from its title to the charts.
+    // docs/panel.md's picture (docs/panel/endpoint-health.png): the page from its title to the charts.
     await page.evaluate(() => window.scrollTo(0, 0));
     const top = (await page.locator('h1').boundingBox())!;
     const charts = (await page.locator('section[aria-labelledby="success-rate"]').boundingBox())!;

@@ -1,4 +1,4 @@
-// An import's page in a real browser (issue 11, "Import: ... watch its progress"): while the import
+// An import's page in a real browser (docs/panel.md#pages, "import"): while the import
 // runs, the page reloads itself (a meta refresh, no inline script) and shows the progress as the
 // database has it, whichever process writes it; when the import ends it shows the outcome and stops
 // reloading. An import whose progress stopped long ago is shown as stalled. The job records are

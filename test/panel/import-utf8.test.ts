@@ -1,4 +1,4 @@
-// The panel's NDJSON upload (issue 13.6): a file with a line whose bytes are not UTF-8, or that
+// The panel's NDJSON upload: a file with a line whose bytes are not UTF-8, or that
 // holds a lone surrogate escape, fails as an import job listing those lines, nothing applied;
 // the same rules as the admin API's import. Browser-less: the form is posted over HTTP.
 import { afterAll, beforeAll, expect, it } from 'vitest';

@@ -1,4 +1,4 @@
-// The panel's overview in a real browser (issue 11, "Overview"): a merchant with two stores, products
+// The panel's overview in a real browser (docs/panel.md#pages, "Overview"): a merchant with two stores, products
 // excluded for known reasons, an endpoint with changes waiting and a notification; the operator and
 // the merchant's user see the same counts, another merchant's user gets 404, and the page holds at
 // phone width. Screenshots: artifacts/panel/overview-*.png.

@@ -1,4 +1,4 @@
-// The administration panel in a real browser (issue 11): a real service on 127.0.0.1, a real
+// The administration panel in a real browser: a real service on 127.0.0.1, a real
 // webhook receiver, and Chromium driven by playwright-core. Screenshots: artifacts/panel/.
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -177,10 +177,10 @@ describe('operator in the browser', () => {
       page.waitForResponse((r) => r.request().method() === 'POST'),
       page.getByRole('button', { name: 'Register' }).click(),
     ]);
-    // Refused (400), shown on the form's page after a redirect (issue 22.1).
+    // Refused (400), shown on the form's page after a redirect.
     expect(response.status()).toBe(303);
     expect(response.headers().location).toMatch(/\/endpoints\?refused=\d+$/);
-    // In plain words, by the field's label (issue 22.12).
+    // In plain words, by the field's label.
     expect(await page.getByRole('alert').textContent()).toMatch(/^Receiver URL \S/);
     expect((await service.service.endpoints.list(merchantId)).some((e) => e.url.includes('10.0.0.1'))).toBe(false);
   });

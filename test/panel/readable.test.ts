@@ -1,4 +1,4 @@
-// The panel, readable (issue 22.12), in a real Chromium: times in the viewer's own time zone with how
+// The panel, readable, in a real Chromium: times in the viewer's own time zone with how
 // long ago, UTC on hover and without JavaScript, never broken mid-string; every table's cells keep
 // their column's heading at phone width, on every page; a failed action's error beside it, in plain
 // words; the current page marked in the navigation; empty states that say what to do; "Published"
@@ -165,7 +165,7 @@ describe('errors', () => {
         page.waitForResponse((r) => r.request().method() === 'POST'),
         row.getByRole('button', { name: 'Send test' }).click(),
       ]);
-      // Refused (409), shown after a redirect (issue 22.1: a reload sends nothing).
+      // Refused (409), shown after a redirect (a reload sends nothing).
       expect(response.status()).toBe(303);
       await page.waitForURL(/\/endpoints\?refused=\d+$/);
       expect(await page.getByRole('alert').count()).toBe(1);

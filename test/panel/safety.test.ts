@@ -1,4 +1,4 @@
-// The panel's safety in a real browser (issue 22.1-22.4): a reload or "back" never repeats a change
+// The panel's safety in a real browser: a reload or "back" never repeats a change
 // (every POST answers with a redirect, a refused one too; a secret is shown once from a one-time message of the
 // session), removals and rotations ask first and the last owner stays, pending links are listed,
 // revoked by a new invitation, by hand and by the user's removal, and no owner can take another's
@@ -78,7 +78,7 @@ async function signedIn(page: Page): Promise<boolean> {
   return !page.url().endsWith('/panel/login');
 }
 
-describe('a reload or "back" never repeats a change (issue 22.1)', () => {
+describe('a reload or "back" never repeats a change', () => {
   it('shows a new API key once after a redirect; a reload shows it no more (410) and creates no second key; back is the form', async () => {
     const before = (await service.admin.listApiKeys(merchantId)).length;
     await operator.goto(`${base}/keys`);
@@ -137,7 +137,7 @@ describe('a reload or "back" never repeats a change (issue 22.1)', () => {
   });
 });
 
-describe('a refused form answers with a redirect too (issue 22.1)', () => {
+describe('a refused form answers with a redirect too', () => {
   it('shows the error once beside its action after a 303; a reload is a GET that posts nothing, so a refused "Send test" is never sent later', async () => {
     const tests = async () => (await service.service.endpoints.deliveries(merchantId, endpointId, { limit: 50 })).filter((d) => d.test).length;
     const before = await tests();
@@ -213,7 +213,7 @@ describe('a refused form answers with a redirect too (issue 22.1)', () => {
   });
 });
 
-describe('removals ask first, and the last owner stays (issue 22.2)', () => {
+describe('removals ask first, and the last owner stays', () => {
   it("a sole owner's removal of herself is a confirmation, then refused with the reason; she is still an owner", async () => {
     await setPassword(await browser.newPage(), await invite(operator, BOSS.email, 'owner'), BOSS.password);
     const boss = await browser.newPage();
@@ -224,7 +224,7 @@ describe('removals ask first, and the last owner stays (issue 22.2)', () => {
     expect(await boss.textContent('main')).toContain('You are signed out.');
     await browser.screenshot(boss, 'remove-self-confirm');
     const [response] = await Promise.all([boss.waitForResponse((r) => r.request().method() === 'POST'), boss.getByRole('button', { name: 'Remove the user' }).click()]);
-    // Refused (409), shown on the users page after a redirect (issue 22.1).
+    // Refused (409), shown on the users page after a redirect.
     expect(response.status()).toBe(303);
     expect(await boss.getByRole('alert').textContent()).toContain(`${BOSS.email} is the merchant's only owner and cannot be removed`);
     expect(boss.url()).toMatch(/\/users\?refused=\d+$/);
@@ -277,7 +277,7 @@ describe('removals ask first, and the last owner stays (issue 22.2)', () => {
   });
 });
 
-describe('pending links (issue 22.3)', () => {
+describe('pending links', () => {
   it('a second invitation revokes the first link; the pending one is listed and revoked by hand', async () => {
     const first = await invite(operator, 'twice@alpine.example', 'owner');
     const second = await invite(operator, 'twice@alpine.example', 'owner');
@@ -313,7 +313,7 @@ describe('pending links (issue 22.3)', () => {
   });
 });
 
-describe('no owner can take over another account (issue 22.4)', () => {
+describe('no owner can take over another account', () => {
   let boss: Page;
   let colleagueHere: Page;
   let colleagueThere: Page;
@@ -333,7 +333,7 @@ describe('no owner can take over another account (issue 22.4)', () => {
     await boss.getByLabel('E-mail').fill(COLLEAGUE.email);
     await boss.getByLabel('Role').selectOption('owner');
     const [response] = await Promise.all([boss.waitForResponse((r) => r.request().method() === 'POST'), boss.getByRole('button', { name: 'Invite' }).click()]);
-    // Refused (409), beside the invitation form after a redirect, as typed (issue 22.1).
+    // Refused (409), beside the invitation form after a redirect, as typed.
     expect(response.status()).toBe(303);
     expect(await boss.getByRole('alert').textContent()).toContain(`${COLLEAGUE.email} already has an account, and an invitation does not reset it`);
     expect(await boss.getByLabel('E-mail').inputValue()).toBe(COLLEAGUE.email);

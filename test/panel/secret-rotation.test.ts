@@ -1,4 +1,4 @@
-// Secret rotation in the panel, in a real browser (issue 21.4): a merchant user rotates an
+// Secret rotation in the panel, in a real browser: a merchant user rotates an
 // endpoint's secret, sees the new secret once and the rotation pending (until when) on the
 // endpoint's page and in the list, while a real receiver that knows only the old secret keeps
 // verifying deliveries; "Sign with the new secret now" switches at once. A real service on a
@@ -64,7 +64,7 @@ async function deliverTest(): Promise<string> {
 }
 
 const secretCell = () => page.locator('#endpoint-secret').textContent();
-// "Sign with the new secret now…" leads to a confirmation page whose button does it (issue 22.2).
+// "Sign with the new secret now…" leads to a confirmation page whose button does it.
 const confirmButton = () => page.getByRole('link', { name: 'Sign with the new secret now…' });
 const reallyConfirm = () => page.getByRole('button', { name: 'Sign with the new secret now' });
 
@@ -76,7 +76,7 @@ describe('rotating a secret in the panel', () => {
     await page.goto(detailUrl);
     expect(await confirmButton().count()).toBe(0);
     const rotatedAt = clock.ms;
-    // A confirmation step first (issue 22.2), then the secret on a page of its own (issue 22.1).
+    // A confirmation step first, then the secret on a page of its own.
     await page.getByRole('link', { name: 'Rotate secret…' }).click();
     await page.getByRole('button', { name: 'Rotate the secret' }).click();
     newSecret = (await page.locator('#secret').textContent())!.trim();
@@ -84,7 +84,7 @@ describe('rotating a secret in the panel', () => {
     expect(newSecret).not.toBe(oldSecret);
     pendingUntil = new Date(rotatedAt + 24 * HOUR).toISOString();
     const main = (await page.textContent('main'))!;
-    // The times are <time datetime> elements, shown in the viewer's local time (issue 22.12).
+    // The times are <time datetime> elements, shown in the viewer's local time.
     const time = (scope: string) => page.locator(`${scope} time`).first().getAttribute('datetime');
     expect(main).toContain(`The old secret (${oldSecret.slice(0, 12)}…) of ${receiver.url} keeps signing deliveries until `);
     expect(await time('main')).toBe(pendingUntil);

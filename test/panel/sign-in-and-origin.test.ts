@@ -1,4 +1,4 @@
-// Panel sign-in throttling and the form origin over real HTTP (issue 22.5, 22.6): failures from
+// Panel sign-in throttling and the form origin over real HTTP: failures from
 // one source address (127.0.0.2, still loopback) never lock the operator or a user out at another
 // (127.0.0.1); with CPS_PUBLIC_BASE_URL set, a form is accepted from that origin only, whatever
 // Host the request names; X-Frame-Options beside frame-ancestors; `?done=` notices never read
@@ -50,7 +50,7 @@ const userSignIn = (password: string, from?: string) =>
   request('POST', '/panel/login', { from, origin: PUBLIC, form: { email: 'owner@alpine.example', password } });
 const cookieOf = (answer: Answer) => answer.headers['set-cookie']![0]!.split(';')[0]!;
 
-describe('sign-in throttling per account and address (issue 22.5)', () => {
+describe('sign-in throttling per account and address', () => {
   it('five wrong admin tokens from one address make that address wait (Retry-After), while the right token signs in from another', async () => {
     for (let i = 0; i < 5; i++) expect((await operatorSignIn(`adm_wrong_${i}`, ATTACKER)).status).toBe(401);
     const held = await operatorSignIn(ADMIN_TOKEN, ATTACKER);
@@ -73,7 +73,7 @@ describe('sign-in throttling per account and address (issue 22.5)', () => {
   });
 });
 
-describe('the form origin, framing and notices (issue 22.6)', () => {
+describe('the form origin, framing and notices', () => {
   it('accepts a form only from CPS_PUBLIC_BASE_URL when it is set: a Host the attacker names is not trusted', async () => {
     const attacker = 'attacker.example:8080';
     const forged = await request('POST', '/panel/login/operator', { host: attacker, origin: `http://${attacker}`, form: { admin_token: ADMIN_TOKEN } });

@@ -1,4 +1,4 @@
-// The sign-in throttle behind a proxy (issue 22.5, CPS_TRUSTED_PROXIES), over real HTTP: clients on
+// The sign-in throttle behind a proxy (CPS_TRUSTED_PROXIES), over real HTTP: clients on
 // loopback addresses of their own reach the service through a real forwarding proxy (127.0.0.3),
 // which appends the address it was reached from to X-Forwarded-For, as load balancers do. With the
 // proxy trusted, failures from one client never lock out another behind the same proxy, and what a
@@ -99,7 +99,7 @@ describe('CPS_TRUSTED_PROXIES', () => {
   });
 });
 
-describe('sign-in throttling through a trusted proxy (issue 22.5)', () => {
+describe('sign-in throttling through a trusted proxy', () => {
   let service: TestService;
   let proxy: Proxy;
 

@@ -1,4 +1,4 @@
-// Issue 22.8: an endpoint's success-rate charts count its attempts per UTC hour and outcome. A
+// An endpoint's success-rate charts count its attempts per UTC hour and outcome. A
 // trigger on the attempt log keeps those counts as attempts are recorded (migration 36), however
 // they are recorded (one at a time, several in one statement, straight into the table), and a chart
 // reads them in one statement over a primary-key range: on both engines its plan searches that key

@@ -1,4 +1,4 @@
-// Issue 20.3: no statement of the image mirror, the images summary or the catalog's reference
+// No statement of the image mirror, the images summary or the catalog's reference
 // checks costs O(catalog). At a size CI affords (20,000 products listing 40,000 images from one
 // origin, plus merchants with a few), every statement these operations run is read from an index:
 // on SQLite its plan (EXPLAIN QUERY PLAN) searches an index and scans no table of the catalog; on
@@ -282,7 +282,7 @@ describe.skipIf(onPglite())(`bounded statements at ${PRODUCTS.toLocaleString('en
     expect(await storage.imageStateCounts(big)).toEqual({ pending: 2 * PRODUCTS - 3 - 1, mirrored: 0, dead: 2 });
   });
 
-  it('lists a page of the merchant\'s products by ref, filtered, looking at no more than its window (issue 21.5)', async () => {
+  it('lists a page of the merchant\'s products by ref, filtered, looking at no more than its window', async () => {
     let pages: { products: { ref: string }[]; nextAfter: string | null }[] = [];
     const query = { afterRef: null, refPrefix: null, updatedSince: null, excludedFromStore: null, limit: 50, scan: 200 };
     await expectBounded(async () => {
@@ -321,7 +321,7 @@ describe.skipIf(onPglite())(`bounded statements at ${PRODUCTS.toLocaleString('en
     });
   });
 
-  it('finds the currencies the merchant\'s costs are in with one probe of the links per currency, not by reading every product (issue 21.3)', async () => {
+  it('finds the currencies the merchant\'s costs are in with one probe of the links per currency, not by reading every product', async () => {
     let billed: string[] = [];
     await expectBounded(async () => {
       billed = await storage.currenciesInUse(big, ['EUR', 'GBP', 'USD']);
@@ -329,7 +329,7 @@ describe.skipIf(onPglite())(`bounded statements at ${PRODUCTS.toLocaleString('en
     expect(billed).toEqual(['EUR']);
   });
 
-  it('walks a store\'s published ids a chunk at a time from the primary key (a publish run finding payloads whose product is gone, issue 21.2)', async () => {
+  it('walks a store\'s published ids a chunk at a time from the primary key (a publish run finding payloads whose product is gone)', async () => {
     let ids: number[] = [];
     await expectBounded(async () => {
       ids = await storage.publishedIdsAfter(storeId, 5000, 200);
@@ -405,7 +405,7 @@ describe.skipIf(onPglite())(`bounded statements at ${PRODUCTS.toLocaleString('en
     expect(pages[2]!.meta.current_page).toBe(Math.ceil(ids.length / 200));
   });
 
-  it('reads a snapshot export a bounded step at a time from the primary key, and its cursor from the merchant\'s sequencer (issue 23.1)', async () => {
+  it('reads a snapshot export a bounded step at a time from the primary key, and its cursor from the merchant\'s sequencer', async () => {
     const ids = await storage.publishedProductIds(storeId);
     let step: Awaited<ReturnType<CatalogStorage['publishedLinesAfter']>> | undefined;
     let cursor: Awaited<ReturnType<CatalogStorage['latestFeedPosition']>>;

@@ -1,4 +1,4 @@
-// How a claim shares a dispatcher's free slots (issue 13, item 1), on every engine: merchants take
+// How a claim shares a dispatcher's free slots, on every engine: merchants take
 // turns, then each merchant's endpoints, and no merchant gets more than its share of the
 // process's slots, counting what the process already sends to any of its endpoints.
 import { describe, expect, it } from 'vitest';

@@ -56,7 +56,7 @@ describe(`the storage contract on ${ENGINE}`, () => {
       const key = await storage.insertApiKey({ merchant_id: merchant.id, name: 'integration', prefix: 'cps_live_ab', key_hash: hash, created_at: AT });
       expect(key).toEqual({ id: key.id, merchant_id: merchant.id, name: 'integration', prefix: 'cps_live_ab', created_at: AT, revoked_at: null, last_used_at: null });
       expect(await storage.listApiKeys(merchant.id)).toEqual([key]);
-      // A use is written unless one after `unlessAfter` is recorded, and never moves the time back (issue 22.11).
+      // A use is written unless one after `unlessAfter` is recorded, and never moves the time back.
       expect(await storage.recordApiKeyUse(key.id, '2026-11-26T08:01:00.000Z', '2026-11-26T08:00:00.000Z')).toBe(true);
       expect(await storage.recordApiKeyUse(key.id, '2026-11-26T08:01:30.000Z', '2026-11-26T08:00:30.000Z')).toBe(false);
       expect(await storage.recordApiKeyUse(key.id, '2026-11-26T08:00:59.000Z', '2026-11-26T07:59:59.000Z')).toBe(false);
@@ -448,7 +448,7 @@ describe(`the storage contract on ${ENGINE}`, () => {
       })]);
     });
 
-    it('ends an endpoint\'s open notifications of the given kinds once, keeping when each ended (issue 22.7)', async () => {
+    it('ends an endpoint\'s open notifications of the given kinds once, keeping when each ended', async () => {
       const { merchant } = await merchantWithStores();
       const [one, two] = [await endpointOf(merchant.id), await endpointOf(merchant.id)];
       const note = (endpointId: number, kind: 'failing' | 'paused' | 'disabled') => storage.insertNotification({
@@ -665,7 +665,7 @@ describe(`the storage contract on ${ENGINE}`, () => {
       expect(await storage.listAuditEntries(merchant.id, 1)).toHaveLength(1);
     });
 
-    it('lists and revokes pending links, keeps one-time messages per session, and ends the other sessions of a user (issue 22)', async () => {
+    it('lists and revokes pending links, keeps one-time messages per session, and ends the other sessions of a user', async () => {
       const { merchant } = await merchantWithStores();
       const other = await storage.createMerchant({ name: 'Other', sku_pattern: null, owner_emails: [], created_at: AT });
       const link = { merchant_id: merchant.id, email: 'ana@alpine.example', role: 'owner' as const, purpose: 'invitation' as const, created_at: AT, expires_at: '2026-11-27T08:00:00.000Z' };

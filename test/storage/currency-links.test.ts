@@ -1,4 +1,4 @@
-// Migration 33 (issue 21.3): the currencies a product's costs are in (its offers', its own stock's)
+// Migration 33: the currencies a product's costs are in (its offers', its own stock's)
 // become links of the product, so that which stores a changed exchange rate can re-price is a probe
 // of product_links per currency. A catalog written before the migration gets its products' currency
 // links and keeps every other link; after it, the links follow each source as the others do.

@@ -1,4 +1,4 @@
-// Fair image claims on either engine (issue 13.2; storage port, claimDueImageMirrors): merchants
+// Fair image claims on either engine (storage port, claimDueImageMirrors): merchants
 // take turns, the one with the fewest fetches first; a merchant's origins take turns; nothing is
 // claimed past the caps per merchant and per origin of a merchant, counting the fetches busy.
 import { describe, expect, it } from 'vitest';

@@ -1,4 +1,4 @@
-// An import applied by a run (issue 20, admin/import-jobs.ts): the checked operations are staged a
+// An import applied by a run (admin/import-jobs.ts): the checked operations are staged a
 // chunk per row with a publish run, which applies them a chunk per transaction. Handed off (serve's
 // publishing thread), the process that follows runs applies them while the request only waits; a
 // run whose process stopped between two chunks is resumed from its next chunk by another process.
@@ -118,7 +118,7 @@ describe('an import applied by a run', () => {
   });
 });
 
-describe('an import whose process stopped while it checked the file (issue 21.11)', () => {
+describe('an import whose process stopped while it checked the file', () => {
   const job = (fields: Partial<ImportJobRecord>) => service.storage.insertImportJob({
     merchant_id: merchantId, started_by: 'operator', file_name: 'left.ndjson', state: 'running', started_at: '2026-01-01T00:00:00.000Z',
     updated_at: '2026-01-01T00:00:00.000Z', finished_at: null, lines_read: 7, operations: null, products_applied: 0, upserted: 0, deleted: 0,

@@ -1,4 +1,4 @@
-// The links and counts migration 16 keeps (issue 20.3) always say what a recount from the sources
+// The links and counts migration 16 keeps always say what a recount from the sources
 // says: after any sequence of product upserts and deletes and image state changes, the products
 // listing each image, the products excluding each store, the referenced suppliers and the images
 // per state, and the currencies costs are in (migration 33), equal what parsing every source finds
@@ -109,7 +109,7 @@ describe(`the links and counts kept with the sources (${TEST_ENGINE})`, () => {
         expect(await storage.isSupplierReferenced(merchant.id, ref)).toBe(products.some((p) =>
           p.source.offers.some((o) => o.supplier_ref === ref) || p.source.supplier_attributes.some((a) => a.supplier_ref === ref)));
       }
-      // Issue 21.3: the currencies costs are in (offers and own stock), which a changed rate can re-price.
+      // The currencies costs are in (offers and own stock), which a changed rate can re-price.
       expect((await storage.currenciesInUse(merchant.id, CURRENCIES)).sort()).toEqual(CURRENCIES.filter((currency) => products.some((p) =>
         p.source.offers.some((o) => o.currency === currency) || p.source.own_stock?.currency === currency)).sort());
       const listed = new Set(products.flatMap((p) => p.source.images.map((i) => i.url)));

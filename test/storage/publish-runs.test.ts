@@ -1,4 +1,4 @@
-// Re-publishing a whole catalog a chunk per transaction (issue 20, catalog/publish-runs.ts): a change
+// Re-publishing a whole catalog a chunk per transaction (catalog/publish-runs.ts): a change
 // of a rate commits with a run; the run moves chunk by chunk; a run whose process stopped (between
 // two chunks, or gone without a word) is resumed from its position by another process's
 // `resumeStalled`, and the catalog ends exactly as re-publishing it in one go would leave it. On

@@ -152,7 +152,7 @@ describe('another process holding the write lock', () => {
 });
 
 
-describe('bulk writes (issue 20 item 4)', () => {
+describe('bulk writes', () => {
   it('let requests run between steps of ROWS_PER_STEP rows, and reads meanwhile see nothing of them before COMMIT', async () => {
     const storage = open();
     setYieldSlice(0);

@@ -1,4 +1,4 @@
-// Issue 20 item 4, first half: every SQL statement the storage runs is timed into
+// docs/operating.md#metrics: every SQL statement the storage runs is timed into
 // cps_db_statement_duration_seconds{engine,statement} under the name of the storage operation that
 // ran it; /metrics shows this process's event-loop delay; a statement slower than
 // CPS_SLOW_STATEMENT_MS is logged at warn with its name, engine and duration (never its parameters).

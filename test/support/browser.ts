@@ -1,4 +1,4 @@
-// A real Chromium for the panel's browser tests (issue 11), driven by playwright-core: the
+// A real Chromium for the panel's browser tests, driven by playwright-core: the
 // system's /usr/bin/chromium when it is installed, otherwise the binary that @sparticuz/chromium
 // ships inside its npm package, so `npm ci` is all a machine needs. One browser per test file
 // (launchBrowser in beforeAll, close in afterAll); screenshots go to artifacts/ (git-ignored).

@@ -88,7 +88,7 @@ function defaultBehaviour(path: string): ImageBehaviour {
     return { contentType: 'image/svg+xml', body: '<svg xmlns="http://www.w3.org/2000/svg" width="1" height="1"><script>alert(1)</script></svg>' };
   }
   if (path.startsWith('/moved/')) return { redirect: '/png/moved.png' };
-  // Issue 21.1: what is not an image, labelled as one.
+  // What is not an image, labelled as one.
   if (path.startsWith('/disguised-html/')) return { contentType: 'image/png', body: '<!doctype html><script>alert(1)</script>' };
   if (path.startsWith('/disguised-svg/')) {
     return { contentType: 'image/png', body: '<svg xmlns="http://www.w3.org/2000/svg" width="1" height="1"><script>alert(1)</script></svg>' };

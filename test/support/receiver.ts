@@ -5,7 +5,7 @@
 // - spec 4.5: POST, `Content-Type: application/json`, `X-Service-Timestamp` in Unix seconds;
 // - spec 5: `X-Service-Signature` = `sha256=` + lowercase hex HMAC-SHA256 over
 //   `{timestamp}.{raw body}` keyed with the endpoint's secret, compared in constant time;
-// - the Standard Webhooks `webhook-signature`, when sent (issue 23.3);
+// - the Standard Webhooks `webhook-signature`, when sent;
 // - the body against the schema of its event in the public document's `webhooks:` section.
 // A request that fails a check is answered 400 (as the reference receivers do) and recorded; reading
 // the log of, or closing, a receiver that saw one throws.
@@ -48,7 +48,7 @@ export interface ReceivedRequest {
 export interface ReceiverOptions {
   /** The receiver's clock for the timestamp tolerance (a test's fake clock). */
   now?: () => Date;
-  /** spec 5 / product decisions: receivers reject timestamps more than 5 minutes away. */
+  /** spec 5 / docs/decisions.md#signing-secrets: receivers reject timestamps more than 5 minutes away. */
   toleranceSeconds?: number;
   behaviour?: Behaviour;
 }
@@ -90,7 +90,7 @@ function check(
     verifiedWith = secrets.find((secret) => signatureMatches(secret, timestamp, rawBody, signature));
     if (!verifiedWith) problems.push(secrets.length ? 'signature does not verify with the endpoint secret' : 'the receiver has no secret set');
   }
-  // The Standard Webhooks signature, when sent (issue 23.3): one of its `v1,` signatures, keyed with
+  // The Standard Webhooks signature, when sent: one of its `v1,` signatures, keyed with
   // what a secret's part after whsec_ decodes to, over `{webhook-id}.{webhook-timestamp}.{raw body}`.
   const standard = headers['webhook-signature'];
   if (typeof standard === 'string') {

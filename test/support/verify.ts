@@ -1,10 +1,10 @@
-// The full-recompute consistency check (issue 6, fault and load tests): after a crash, or at any
+// The full-recompute consistency check (fault and load tests): after a crash, or at any
 // time, everything derived from the merchants' sources must agree with resolving them again.
 // Pure over the storage port, read in one snapshot; it writes nothing. Test support, not shipped:
 // the fault tests, their processes (test/faults) and scripts/soak.ts run it.
 //   (a) every stored payload of an active store (and its hashes) equals resolveProduct over the
 //       sources, and no payload is stored for a product that no longer exists (an inactive store
-//       is not published: it keeps the payloads it had until it is activated, issue 21.2);
+//       is not published: it keeps the payloads it had until it is activated);
 //   (b) the feed agrees with what is published: a published product's latest change is not
 //       `removed`, and a product that has changes but is not published has `removed` as its latest;
 //   (c) every change became an outbox row or a delivery for each endpoint subscribed to it.

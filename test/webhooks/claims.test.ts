@@ -1,4 +1,4 @@
-// Claiming due deliveries (issue 10, item 5): one atomic claim leases them, so several dispatchers
+// Claiming due deliveries: one atomic claim leases them, so several dispatchers
 // on one database (several processes, each with its own connections) never send a delivery twice.
 import { afterEach, describe, expect, it } from 'vitest';
 import { OwnerNotifier } from '../../src/webhooks/notifier.js';

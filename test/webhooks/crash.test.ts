@@ -1,4 +1,4 @@
-// Crash safety (product decisions: "a crash loses nothing"; delivery is at-least-once): the real
+// Crash safety (docs/decisions.md#webhook-delivery: "a crash loses nothing"; delivery is at-least-once): the real
 // `serve` process delivers a burst of more than 10k changes, is killed with SIGKILL in the middle of
 // its deliveries, and is started again on the same database. Once the outbox is empty and nothing is
 // pending, the receiver's log must hold every change recorded in the database at least once.

@@ -1,4 +1,4 @@
-// Webhook delivery (spec 2.7, 4.5, 6; product decisions, "Webhook delivery"): what a change sends
+// Webhook delivery (spec 2.7, 4.5, 6; docs/decisions.md#webhook-delivery): what a change sends
 // to which endpoint, coalescing, and the payload's dispatch time. Every request the receivers get
 // is checked against the `webhooks:` section and its signature verified (test/support/receiver.ts).
 import { afterEach, describe, expect, it } from 'vitest';
@@ -119,7 +119,7 @@ describe('what a change delivers', () => {
   });
 });
 
-describe('coalescing (product decisions: up to 2 s or 100 product ids)', () => {
+describe('coalescing (up to 2 s or 100 product ids)', () => {
   it('batches 150 product changes into deliveries of at most 100 ids per event and store', async () => {
     world = await startWebhookWorld({ stores: ['de', 'pl'] });
     const receiver = await world.receiver();
@@ -167,7 +167,7 @@ describe('coalescing (product decisions: up to 2 s or 100 product ids)', () => {
   });
 });
 
-describe('a running dispatcher (issue 20: a stream of small commits)', () => {
+describe('a running dispatcher (a stream of small commits)', () => {
   it('starts a coalescing pass at most once per coalescePassGapMs however many commits wake it, and still delivers every change', async () => {
     // Every product its own batch (batchSize 1): deliveries are created at the first pass after the change.
     world = await startWebhookWorld({ stores: ['de'], webhooks: { coalesceMs: 1000, batchSize: 1, pollIntervalMs: 60_000 } });
@@ -193,7 +193,7 @@ describe('a running dispatcher (issue 20: a stream of small commits)', () => {
   });
 });
 
-describe('a running dispatcher during a long coalescing pass (issue 20: a backlog of millions of outbox rows)', () => {
+describe('a running dispatcher during a long coalescing pass (a backlog of millions of outbox rows)', () => {
   it('sends the deliveries already due while the pass goes on, rather than after it', async () => {
     world = await startWebhookWorld({ stores: ['de'], webhooks: { coalesceMs: 0, batchSize: 1, pollIntervalMs: 20 } });
     const receiver = await world.receiver();

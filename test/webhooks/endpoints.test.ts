@@ -108,7 +108,7 @@ describe('receiver URLs are guarded against SSRF (no operator allowlist)', () =>
     ['IPv4-mapped loopback', 'https://[::ffff:127.0.0.1]/hooks'],
     ['IPv4-compatible loopback (deprecated form)', 'https://[::127.0.0.1]/hooks'],
     ['IPv4-mapped private', 'https://[::ffff:10.0.0.1]/hooks'],
-    // Special-purpose IPv6 ranges, and IPv4 addresses carried inside IPv6 ones (issue 13 item 3).
+    // Special-purpose IPv6 ranges, and IPv4 addresses carried inside IPv6 ones.
     ['IPv4-translated loopback', 'https://[::ffff:0:7f00:1]/hooks'],
     ['NAT64 (well-known prefix) of the metadata address', 'https://[64:ff9b::a9fe:a9fe]/hooks'],
     ['local-use NAT64', 'https://[64:ff9b:1::808:808]/hooks'],

@@ -1,4 +1,4 @@
-// Fairness between tenants (issue 13, item 1): receivers that hang hold only their own endpoints'
+// Fairness between tenants: receivers that hang hold only their own endpoints'
 // connections and their merchant's share of the dispatcher's slots, so another merchant's healthy
 // endpoint on the same host keeps getting its deliveries within about the poll interval plus the
 // coalescing window, with no failure recorded against it. The real dispatcher as `serve` runs it

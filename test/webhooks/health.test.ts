@@ -1,5 +1,5 @@
-// Failed deliveries and receiver endpoint health (spec 3, 4.5, 7; product decisions, "Webhook
-// delivery"): every failure kind counts, retries follow the backoff, then the delivery is given
+// Failed deliveries and receiver endpoint health (spec 3, 4.5, 7;
+// docs/decisions.md#endpoint-health): every failure kind counts, retries follow the backoff, then the delivery is given
 // up; owners are notified after repeated failures, the endpoint pauses after sustained failures,
 // resumes on the next change after the cooldown, and one 2xx clears everything; 410 disables it;
 // Retry-After on 429/503 is honoured. Driven through every transition with a fake clock.
@@ -16,7 +16,7 @@ afterEach(async () => {
   await world?.close();
 });
 
-/** The product decisions' backoff: 30 s, 2 min, 10 min, 1 h, 6 h (jitter fixed at ×1.0 by random 0.5). */
+/** The backoff of docs/decisions.md#retries: 30 s, 2 min, 10 min, 1 h, 6 h (jitter fixed at ×1.0 by random 0.5). */
 const BACKOFF_MS = [30 * SECOND, 2 * MINUTE, 10 * MINUTE, HOUR, 6 * HOUR];
 
 const now = () => world.clock.now().toISOString();
@@ -107,7 +107,7 @@ describe('a failed delivery (spec 3: non-2xx status or connection failure)', () 
   });
 });
 
-describe('repeated failures: owners are notified (product decisions: 5 consecutive failed attempts)', () => {
+describe('repeated failures: owners are notified (5 consecutive failed attempts)', () => {
   it('notifies once per failure streak at the 5th failure, again only after 24 h, and anew for a new streak', async () => {
     const { receiver, endpoint } = await priceEndpoint();
     await priceChange();
@@ -148,7 +148,7 @@ describe('repeated failures: owners are notified (product decisions: 5 consecuti
   });
 });
 
-describe('sustained failures: the endpoint pauses (product decisions: 20 consecutive failures spanning at least 1 h, 1 h cooldown)', () => {
+describe('sustained failures: the endpoint pauses (20 consecutive failures spanning at least 1 h, 1 h cooldown)', () => {
   /** Failing changes 2 s apart (and the retries they cause) until 20 failures are counted; returns the first failure's time. */
   async function twentyFailures(receiver: Receiver, endpoint: Endpoint): Promise<string> {
     await priceChange();

@@ -1,4 +1,4 @@
-// Inactive stores (issue 21.2; product decisions, "Tenancy, keys, stores": only active stores are
+// Inactive stores (docs/decisions.md#stores: only active stores are
 // listed and readable): an inactive store is neither recorded in the change feed nor delivered;
 // activating it publishes it (its products' changes recorded and delivered, through a chunked
 // publish run); deactivating it records and delivers nothing, and activating it again catches up

@@ -1,4 +1,4 @@
-// Operator tools over the admin API (openapi/admin.yaml; docs/WEBHOOKS.md "Operator tools"): the
+// Operator tools over the admin API (openapi/admin.yaml; docs/webhooks.md#endpoints, "Operator tools"): the
 // attempt log, resend, a test event, recovery of failed deliveries since a time, the owners'
 // notifications, and 409 for sending tools on a paused or disabled endpoint.
 import { afterEach, describe, expect, it } from 'vitest';
@@ -103,7 +103,7 @@ describe('resend', () => {
   });
 });
 
-describe('what a resend replaces (issue 22.9)', () => {
+describe('what a resend replaces', () => {
   it('names the original, which names it; an original waiting for a retry is dropped, so the receiver gets the payload once', async () => {
     const { w, receiver, endpoint, path } = await setUp();
     receiver.answer(answers.serverError);
@@ -139,7 +139,7 @@ describe('what a resend replaces (issue 22.9)', () => {
   });
 });
 
-describe('the request a delivery sent (issue 22.9)', () => {
+describe('the request a delivery sent', () => {
   it('shows the exact body and, per attempt, the URL and headers as the receiver got them, signature included', async () => {
     const { w, receiver, endpoint } = await setUp();
     receiver.answer(answers.serverError);

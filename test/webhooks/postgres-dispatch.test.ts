@@ -1,4 +1,4 @@
-// Several dispatchers on one PostgreSQL database (issue 12, item 4): each a service with its own
+// Several dispatchers on one PostgreSQL database: each a service with its own
 // pool, as separate processes run them, sending to one real receiver on 127.0.0.1.
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { DeliveryRecord } from '../../src/webhooks/model.js';

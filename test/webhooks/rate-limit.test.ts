@@ -1,4 +1,4 @@
-// Storms a receiver can take (issue 23.4): an endpoint's `max_per_second`, honoured by every
+// Storms a receiver can take: an endpoint's `max_per_second`, honoured by every
 // dispatcher on the database (a claim reserves the endpoint's slots, one claim at a time), with
 // changes that arrive while deliveries wait filling them up to their batch size; the merchant's
 // other endpoints are not held back. Over the admin API with real receivers on 127.0.0.1, the

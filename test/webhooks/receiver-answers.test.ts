@@ -1,5 +1,5 @@
-// Whatever a receiver answers, its attempt is recorded once (issue 21.7, 21.8; product decisions,
-// "Added decisions"): a body of gzip bytes, NUL bytes or invalid UTF-8 is kept as valid text, a
+// Whatever a receiver answers, its attempt is recorded once (docs/decisions.md#text,
+// #retries): a body of gzip bytes, NUL bytes or invalid UTF-8 is kept as valid text, a
 // Retry-After is honoured up to the last backoff step and ignored when it does not parse, and an
 // attempt whose bookkeeping fails anyway counts as a failed attempt, retried on the backoff. None of
 // them may leave the delivery at `attempts: 0` to be sent again each time its lease runs out.
@@ -36,7 +36,7 @@ async function oneAttempt(answer: Answer, options: Parameters<typeof startWebhoo
   return { receiver, endpoint, delivery: delivery!, attempts: detail.attempts };
 }
 
-describe('a receiver\'s body is kept as valid text (issue 21.7)', () => {
+describe('a receiver\'s body is kept as valid text', () => {
   it('records a 200 whose body is gzip bytes as a success, its snippet as text, and never sends it again', async () => {
     const gzipped = gzipSync(JSON.stringify({ received: true }));
     // The gzip header holds NUL bytes: PostgreSQL refused the snippet, and the attempt with it.
@@ -77,7 +77,7 @@ describe('a receiver\'s body is kept as valid text (issue 21.7)', () => {
   });
 });
 
-describe('Retry-After is bounded (issue 21.8: honoured up to the last backoff step, ignored when it does not parse)', () => {
+describe('Retry-After is bounded (honoured up to the last backoff step, ignored when it does not parse)', () => {
   it.each([
     { retryAfter: '99999999999999999999', why: 'more seconds than a date can hold' },
     { retryAfter: '999999999', why: 'about 31 years' },
@@ -137,7 +137,7 @@ const storesSnippet = (marker: string) => (operation: string, args: unknown[]) =
   return attempts.some((a) => a.response_snippet?.includes(marker));
 };
 
-describe('an attempt whose bookkeeping fails counts as a failed attempt (issue 21.7)', () => {
+describe('an attempt whose bookkeeping fails counts as a failed attempt', () => {
   it('records a failed attempt `recording_failed`, counts it in the endpoint\'s health and retries on the backoff when the storage refuses the attempt', async () => {
     const { receiver, endpoint, delivery, attempts } = await oneAttempt(
       { status: 200, body: 'unstorable answer' },

@@ -1,6 +1,5 @@
-// The retry schedule's pure parts (product decisions, "Webhook delivery" and "Added decisions";
-// issue 21.8): a receiver's Retry-After is honoured up to the last backoff step and ignored when it
-// is not delta-seconds or an HTTP date.
+// The retry schedule's pure parts (docs/decisions.md#retries): a receiver's Retry-After is
+// honoured up to the last backoff step and ignored when it is not delta-seconds or an HTTP date.
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_BACKOFF_SECONDS, nextAttemptAt, parseHttpDate, parseRetryAfter } from '../../src/webhooks/retry.js';
 

@@ -1,4 +1,4 @@
-// Secret rotation from the command line (issue 21.4): `webhooks rotate` prints the new secret once
+// Secret rotation from the command line: `webhooks rotate` prints the new secret once
 // and until when the old one signs, `webhooks confirm-secret` makes the new one sign now. The CLI
 // runs as a child process on the project's database (a SQLite file or the test PostgreSQL
 // server), beside a running service whose admin API reads the result.
@@ -80,7 +80,7 @@ describe('webhooks rotate and webhooks confirm-secret', () => {
   }, 120_000);
 });
 
-describe('webhooks create and update with the endpoint options (issue 23.3, 23.4)', () => {
+describe('webhooks create and update with the endpoint options', () => {
   it('create takes --standard-webhooks on and --max-per-second N; update changes them (none removes the limit); bad values fail naming the option', async () => {
     const createdRun = await cli(['webhooks', 'create', '--merchant', String(merchant.id), '--url', 'https://hooks.example.com/options',
       '--standard-webhooks', 'on', '--max-per-second', '5', '--json']);

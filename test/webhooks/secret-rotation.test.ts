@@ -1,5 +1,5 @@
-// Secret rotation with overlap (issue 21.4; product decisions: "the old secret keeps signing for a
-// grace period (default 24 h) or until the merchant confirms the new one"), over the admin API,
+// Secret rotation with overlap (docs/decisions.md#signing-secrets: "the old secret keeps
+// signing for a grace period (default 24 h) or until the merchant confirms the new one"), over the admin API,
 // with real receivers on 127.0.0.1 that verify every delivery, the dispatcher driven by hand and
 // a fake clock. The wire format stays the spec's: one X-Service-Signature, keyed with one secret.
 import { afterEach, describe, expect, it } from 'vitest';
@@ -75,7 +75,7 @@ describe('rotating the signing secret', () => {
   it('signs with the new secret from the end of the grace period on, a queued retry included; then no rotation is pending', async () => {
     const { w, receiver, created, path, deliverOne, rotate } = await rotationWorld({ webhooks: { backoffSeconds: [HOUR / SECOND] } });
     const rotated = await rotate();
-    // The receiver deploys both secrets, as the README's procedure says.
+    // The receiver deploys both secrets, as docs/webhooks.md#rotating-a-signing-secret says.
     receiver.secrets = [created.secret, rotated.secret];
     // A delivery fails just before the grace period ends; its retry comes after it.
     w.clock.advance(Date.parse(rotated.secret_rotation.pending_until) - w.clock.ms - 10 * SECOND);

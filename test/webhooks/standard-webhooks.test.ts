@@ -1,4 +1,4 @@
-// Standard Webhooks beside the spec's headers (issue 23.3): every delivery carries a `webhook-id`
+// Standard Webhooks beside the spec's headers: every delivery carries a `webhook-id`
 // that stays the same across its retries (a resend has its own and names the one it replaces), and
 // an endpoint that chooses them also gets `webhook-timestamp` and `webhook-signature`, which the
 // Standard Webhooks npm package's own verifier accepts. Over the admin API, with real receivers on

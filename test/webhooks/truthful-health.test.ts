@@ -1,4 +1,4 @@
-// Issue 22.7: health that shows failure. An active endpoint whose last attempts failed is `failing`
+// Health that shows failure. An active endpoint whose last attempts failed is `failing`
 // in the admin API's endpoint view (with how many since when, and the last success), not merely
 // `active`; one 2xx makes it `healthy` again. The owners' notifications say when their condition
 // ended: a `failing` one with the next success, a `paused` one when a change resumes the endpoint

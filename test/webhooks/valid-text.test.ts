@@ -1,4 +1,4 @@
-// What a receiver answers is stored as valid text on both engines (issue 21.7): U+0000, lone
+// What a receiver answers is stored as valid text on both engines: U+0000, lone
 // surrogates and bytes that are not UTF-8 become U+FFFD; everything else is kept as it came.
 import { describe, expect, it } from 'vitest';
 import { validText, validTextOfBytes } from '../../src/shared/valid-text.js';

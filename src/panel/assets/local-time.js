@@ -1,4 +1,4 @@
-// Progressive enhancement only (issue 22.12): every <time data-local> arrives as UTC text, readable
+// Progressive enhancement only: every <time data-local> arrives as UTC text, readable
 // without this file (src/panel/time.tsx). Here it shows the viewer's local time, followed by how long
 // ago or how soon that is; the UTC text stays in its title, on hover. Refreshed every 30 seconds so
 // "2 minutes ago" does not go stale on a page left open.

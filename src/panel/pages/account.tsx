@@ -1,4 +1,4 @@
-// The signed-in user's own account (issue 22.4): change the password with the current one. Every
+// The signed-in user's own account: change the password with the current one. Every
 // other session of the account ends (this one stays), and the account is told by e-mail when the
 // deployment sends e-mail. The operator has no password here (it signs in with the admin token).
 import { Hono } from 'hono';

@@ -1,4 +1,4 @@
-// A merchant's catalog (issue 11, "Catalog"): pick a store; find a product by its id, ref, SKU or
+// A merchant's catalog (docs/panel.md#pages, "Catalog"): pick a store; find a product by its id, ref, SKU or
 // EAN (exact match) and see its payload exactly as integrators get it (GET /v1/products/{id}) beside
 // its sources, the supplier chosen and the pricing rule each price comes from (per store, as the
 // domain's resolution explains them) and whether it is excluded; or page through

@@ -1,4 +1,4 @@
-// What the delivery log and a delivery's page show of a delivery (issue 22.9): its store by slug,
+// What the delivery log and a delivery's page show of a delivery: its store by slug,
 // its products as links to the catalog page, whether it is a test or a resend (and what a resend
 // replaces), and the request an attempt sent, as the receiver got it.
 import type { components } from '../../generated/admin-api.js';

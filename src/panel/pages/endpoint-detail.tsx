@@ -1,8 +1,8 @@
-// One webhook endpoint of a merchant (issue 11, "Endpoint detail"): its health, the delivery log
+// One webhook endpoint of a merchant (docs/panel.md#pages, "Endpoint detail"): its health, the delivery log
 // filtered by status and paged by before_id (with each delivery's store, products linked to the
-// catalog, tests and resends marked: issue 22.9), a delivery's page with the exact request each
+// catalog, tests and resends marked), a delivery's page with the exact request each
 // attempt sent and the answer it got, resend one, recover the failed ones since a time, sign with
-// a rotated secret now (issue 21.4), and the notifications the owners got about it. Reads go to
+// a rotated secret now, and the notifications the owners got about it. Reads go to
 // service.endpoints; every change is one call of it, which records it in the audit log.
 // Another merchant's endpoint or delivery is the domain's not_found (404).
 import { Hono } from 'hono';
@@ -350,7 +350,7 @@ export function endpointDetailPages(service: Service, accounts: () => PanelAccou
     return c.redirect(`/panel/merchants/${merchantId}/endpoints/${endpointId}/deliveries/${outcome.ok.id}?done=resent`, 303);
   });
 
-  // The confirmation step (issue 22.2): the old secret stops signing at once.
+  // The confirmation step: the old secret stops signing at once.
   pages.get('/confirm-secret', async (c) => {
     const session = sessionOf(c);
     const merchantId = merchantOf(c);

@@ -1,4 +1,4 @@
-// Editing a webhook endpoint (issue 22.10): its receiver URL, store and events, through the same
+// Editing a webhook endpoint: its receiver URL, store and events, through the same
 // domain call as the admin API's PATCH (service.endpoints.update, validated by its generated
 // schema, audited by the domain as `endpoint.update`). The secret and the health stay as they are.
 import { Hono } from 'hono';

@@ -1,7 +1,7 @@
 // The fields of an endpoint's form, for registering one (endpoints.tsx) and editing one
 // (endpoint-edit.tsx): the receiver URL, the store, and the events, each with its summary, what
 // it means and a sample payload, all from the public document's `webhooks:` section
-// (src/generated/public-webhook-events.ts, issue 22.10): nothing here restates the document.
+// (src/generated/public-webhook-events.ts): nothing here restates the document.
 import type { Child } from 'hono/jsx';
 import { WEBHOOK_EVENT_DOCS } from '../../generated/public-webhook-events.js';
 import type { StoreRecord } from '../../catalog/model.js';
@@ -18,9 +18,9 @@ export interface EndpointFormInput {
   /** A store's slug, or '' for all stores. */
   store: string;
   events: string[];
-  /** The checkbox: also send the Standard Webhooks headers (issue 23.3). */
+  /** The checkbox: also send the Standard Webhooks headers. */
   standardWebhooks: boolean;
-  /** As typed: a whole number, or '' for no limit (issue 23.4). */
+  /** As typed: a whole number, or '' for no limit. */
   maxPerSecond: string;
 }
 

@@ -1,7 +1,7 @@
-// Webhook endpoints of a merchant (issue 11, "Webhook endpoints"): the list with health, create
+// Webhook endpoints of a merchant (docs/panel.md#pages, "Webhook endpoints"): the list with health, create
 // (the signing secret shown once), rotate the secret (the new one shown once; the old one signs
-// through a grace period: issue 21.4), send a test, pause, re-enable, delete. Rotating and deleting
-// have a confirmation step; a secret is shown once after a redirect (issue 22.1, shown-once.tsx).
+// through a grace period: docs/webhooks.md#rotating-a-signing-secret), send a test, pause, re-enable, delete. Rotating and deleting
+// have a confirmation step; a secret is shown once after a redirect (shown-once.tsx).
 // Every change is one call of service.endpoints, then the audit log.
 import { Hono } from 'hono';
 import { WebhookEndpointInputSchema } from '../../generated/admin-routes.js';
@@ -52,7 +52,7 @@ export function SecretState(props: { endpoint: Endpoint }) {
   );
 }
 
-/** Ends a pending rotation now, after a confirmation (GET, then POST .../confirm-secret, endpoint-detail.tsx: issue 22.2). */
+/** Ends a pending rotation now, after a confirmation (GET, then POST .../confirm-secret, endpoint-detail.tsx). */
 export function ConfirmSecretButton(props: { session: PanelSession; base: string }) {
   return <a href={`${props.base}/confirm-secret`}>Sign with the new secret now…</a>;
 }
@@ -192,7 +192,7 @@ export function endpointPages(service: Service, accounts: () => PanelAccounts) {
     );
   });
 
-  // The confirmation step: rotating is a POST from this page only (issue 22.2).
+  // The confirmation step: rotating is a POST from this page only.
   pages.get('/:endpointId/rotate', async (c) => {
     const session = sessionOf(c);
     const merchantId = merchantOf(c);

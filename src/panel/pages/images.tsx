@@ -1,4 +1,4 @@
-// Image mirroring of a merchant (issue 11, "Images"): how many source images are pending, mirrored
+// Image mirroring of a merchant (docs/panel.md#pages, "Images"): how many source images are pending, mirrored
 // and dead, the dead ones with their last error, and a retry of the dead ones (CatalogAdmin, as the
 // admin API's getImageMirroring and retryDeadImages).
 import { Hono } from 'hono';

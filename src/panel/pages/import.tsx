@@ -1,4 +1,4 @@
-// NDJSON import of a merchant's products (issue 11, "Import"): upload a file, which starts an import
+// NDJSON import of a merchant's products (docs/panel.md#pages, "Import"): upload a file, which starts an import
 // job (admin/import-jobs.ts, the same as the admin API's importProducts: checked, then applied by a run) and leads to
 // the job's page. That page shows the progress while the import runs, reloading itself (a meta
 // refresh: the CSP allows no inline script), and the outcome when it is done: the counts, or each bad
@@ -29,7 +29,7 @@ const jobUrl = (merchantId: number, id: number) => `/panel/merchants/${merchantI
 
 function stateText(job: ImportJobRecord, stalled: boolean): string {
   if (stalled) return 'stalled';
-  // Its process stopped while it checked the file (issue 21.11): nothing of it was applied.
+  // Its process stopped while it checked the file: nothing of it was applied.
   if (job.state === 'failed' && job.error_code === 'interrupted') return 'interrupted';
   return job.state;
 }

@@ -1,4 +1,4 @@
-// API keys of a merchant (issue 11, "API keys"): list, create (the key shown once, after a
+// API keys of a merchant (docs/panel.md#pages, "API keys"): list, create (the key shown once, after a
 // redirect: shown-once.tsx), revoke with a confirmation step. Every change is one call of
 // service.admin, then the audit log.
 import { Hono } from 'hono';

@@ -1,4 +1,4 @@
-// The overview (issue 11, "Overview"): the operator's list of merchants at /panel, and a merchant's
+// The overview (docs/panel.md#pages, "Overview"): the operator's list of merchants at /panel, and a merchant's
 // overview — stores with products per store and the excluded ones by reason, image states,
 // endpoints by health, feed lag, the owners' latest notifications — at /panel for a merchant user
 // and /panel/merchants/:merchantId for the operator. One domain call (MerchantOverview) per page.

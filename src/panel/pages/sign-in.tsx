@@ -1,4 +1,4 @@
-// Signing in and out (issue 11, "Users and security"): the operator with the admin token, a merchant
+// Signing in and out (docs/panel.md#accounts-sessions-and-safety): the operator with the admin token, a merchant
 // user with e-mail and password; accepting an invitation sets the password. Throttling (429 with
 // Retry-After) and the checks are the accounts domain's; the pages show its answer.
 import { Hono } from 'hono';

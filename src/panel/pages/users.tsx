@@ -1,6 +1,6 @@
-// Users of a merchant and the audit log (issue 11, "Users"): invite (the link is shown once to the
+// Users of a merchant and the audit log (docs/panel.md#pages, "Users"): invite (the link is shown once to the
 // operator or owner who invites, after a redirect: shown-once.tsx), list, remove; the pending
-// invitation and reset links, each revocable; a password reset (issue 22.4: e-mailed to the account
+// invitation and reset links, each revocable; a password reset (e-mailed to the account
 // itself, or shown to the operator). Removing, revoking and resetting have a confirmation step.
 // Who may do what is the accounts domain's rule (the last owner cannot be removed).
 import { Hono } from 'hono';

@@ -51,7 +51,7 @@ export class PgDeliveries implements DeliveryStore {
     // rather than skipping it: a skipped endpoint looks like one with nothing due, and the dispatcher
     // would stop sending to it until its next poll. The claim lock is an advisory lock of its own,
     // not the endpoint's row: a claim never waits for a coalescing pass or an attempt's health update
-    // that holds the row (issue 20: with several dispatchers those serialized every claim).
+    // that holds the row (with several dispatchers those serialized every claim).
     const due = await this.c.rows<{ id: number; merchant_id: number }>(`SELECT e.id, e.merchant_id, pg_advisory_xact_lock(${ENDPOINT_CLAIM_LOCK}, (e.id % 2147483648)::integer) AS claim_lock
       FROM (SELECT e.id, e.merchant_id FROM webhook_endpoints AS e
         WHERE e.status = 'active' AND EXISTS (SELECT 1 FROM webhook_deliveries AS d
@@ -66,7 +66,7 @@ export class PgDeliveries implements DeliveryStore {
     // them). One statement, one round trip: its rows tagged by what they are.
     const inFlightIds = [...claim.inFlightByEndpoint.keys()];
     // The rates of rate-limited endpoints are read here too, after their claim locks: one claim at a
-    // time reserves an endpoint's slots (issue 23.4).
+    // time reserves an endpoint's slots.
     const found = await this.c.rows<{ kind: 'candidate' | 'leases' | 'merchant' | 'rate'; id: number | null; endpointId: number; nextAttemptAt: string | null; n: number | null }>(`
       SELECT 'candidate' AS kind, d.id, d.endpoint_id AS "endpointId", d.next_attempt_at AS "nextAttemptAt", NULL::integer AS n
         FROM unnest($1::bigint[]) AS e(id) CROSS JOIN LATERAL (

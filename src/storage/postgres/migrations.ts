@@ -409,7 +409,7 @@ DROP TABLE change_clock;
     id: 11,
     name: 'dispatch_leases',
     sql: `
--- Several dispatchers on one database (issue 12): a claimed delivery is in flight until its
+-- Several dispatchers on one database: a claimed delivery is in flight until its
 -- attempt is recorded or its lease expires, whichever process claimed it; a claim counts an
 -- endpoint's unexpired leases against its concurrency. Null when not leased.
 ALTER TABLE webhook_deliveries ADD COLUMN leased_until text COLLATE "C";
@@ -458,7 +458,7 @@ CREATE INDEX import_jobs_merchant ON import_jobs(merchant_id, id);
     id: 15,
     name: 'image_claims_per_merchant',
     sql: `
--- Fair image claims (issue 13.2) take each merchant's oldest due work: one index probe per merchant.
+-- Fair image claims take each merchant's oldest due work: one index probe per merchant.
 CREATE INDEX image_mirrors_due_per_merchant ON image_mirrors(merchant_id, next_attempt_at) WHERE state = 'pending';
 `,
   },
@@ -466,7 +466,7 @@ CREATE INDEX image_mirrors_due_per_merchant ON image_mirrors(merchant_id, next_a
     id: 16,
     name: 'bounded_statements',
     sql: `
--- Issue 20.3: no statement costs O(catalog). What a product's source refers to (its image URLs, the
+-- No statement costs O(catalog). What a product's source refers to (its image URLs, the
 -- stores it is excluded from, its suppliers) as rows kept in the source's transaction
 -- (product-sources.ts), so "the products that show this image" is an index range.
 CREATE TABLE product_links (
@@ -535,7 +535,7 @@ INSERT INTO image_work_merchants (merchant_id, due_at)
     id: 17,
     name: 'published_exclusions',
     sql: `
--- Issue 20.3: a store's counts by exclusion reason (panel overview and catalog) are kept, not counted
+-- A store's counts by exclusion reason (panel overview and catalog) are kept, not counted
 -- over every payload; the excluded-only list is an index range. The reason is the payload's own
 -- (upsertPublished writes both), NULL for a product that is not excluded.
 ALTER TABLE published_products ADD COLUMN exclusion_reason text COLLATE "C";
@@ -572,7 +572,7 @@ CREATE TRIGGER published_counted_update AFTER UPDATE OF exclusion_reason ON publ
     id: 18,
     name: 'changes_in_pruning_order',
     sql: `
--- Retention (issue 20.3) deletes the oldest changes in (created_at, merchant, id) order, a bounded
+-- Retention deletes the oldest changes in (created_at, merchant, id) order, a bounded
 -- batch at a time: from this index, without sorting every change of a second (one re-pricing
 -- records all its changes in one second).
 DROP INDEX changes_created;
@@ -583,7 +583,7 @@ CREATE INDEX changes_created ON changes(created_at, merchant_id, id);
     id: 19,
     name: 'waiting_work_indexes',
     sql: `
--- Issue 20.3: the panel's delivery log filtered by status pages by keyset over this index, however
+-- The panel's delivery log filtered by status pages by keyset over this index, however
 -- rare the status among an endpoint's deliveries.
 CREATE INDEX webhook_deliveries_endpoint_status ON webhook_deliveries(endpoint_id, status, id);
 -- The oldest change waiting per endpoint (overview's feed lag, /metrics): one probe per endpoint,
@@ -596,7 +596,7 @@ CREATE INDEX webhook_deliveries_unattempted ON webhook_deliveries(endpoint_id, (
     id: 20,
     name: 'published_blocks',
     sql: `
--- Issue 20.3: where a position of a store's id order is (numbered pages, meta.total), without
+-- Where a position of a store's id order is (numbered pages, meta.total), without
 -- reading every id of the store: its published products per block of 1024 ids (product_id >> 10,
 -- records.ts PUBLISHED_BLOCK_BITS), kept by this trigger. A page is found in its block's index
 -- range: at most 1,023 index entries are skipped to reach it.
@@ -637,7 +637,7 @@ DROP INDEX image_mirrors_state;
     id: 22,
     name: 'published_counted_per_statement',
     sql: `
--- Issue 20 item 5: the counts of migrations 17 and 20 kept once per statement, not once per row. An
+-- The counts of migrations 17 and 20 kept once per statement, not once per row. An
 -- upsert writes a whole batch of one store (the import: 500 rows, all in the same few counts and
 -- blocks), and the per-row triggers ran two upserts of the same counts rows for every row (about
 -- 40 % of the batch's time). Each statement now adds what its rows changed, grouped by (store,
@@ -694,7 +694,7 @@ CREATE TRIGGER published_counted_delete AFTER DELETE ON published_products
     id: 23,
     name: 'published_sku_ean_columns',
     sql: `
--- Issue 20 item 5: migration 12's indexes parsed every payload written twice (once per index, about
+-- Migration 12's indexes parsed every payload written twice (once per index, about
 -- a third of the published upsert's time). The payload's sku and ean are kept beside it instead, as
 -- \`payload::json ->> field\` reads them (upsertPublished writes all three), and indexed as they were.
 ALTER TABLE published_products ADD COLUMN sku text COLLATE "C";
@@ -710,7 +710,7 @@ CREATE INDEX published_products_ean ON published_products(store_id, ean, product
     id: 24,
     name: 'image_states_counted_per_statement',
     sql: `
--- Issue 20 item 5: an import's relink inserts a chunk's new images in one statement, and migration
+-- An import's relink inserts a chunk's new images in one statement, and migration
 -- 16's per-row trigger upserted the same counts row (merchant, 'pending') once per image (about 40 %
 -- of the relink's time). Inserts and deletes are counted once per statement, from their transition
 -- tables, in (merchant, state) order (two transactions lock the counts rows in one order); updates
@@ -740,7 +740,7 @@ CREATE TRIGGER image_mirrors_counted_delete AFTER DELETE ON image_mirrors
     id: 25,
     name: 'publish_runs',
     sql: `
--- Issue 20: re-publishing a whole catalog (a rate, rule, group or store setting changed) commits a
+-- Re-publishing a whole catalog (a rate, rule, group or store setting changed) commits a
 -- chunk at a time, not in one transaction as long as the catalog; a run remembers how far it got,
 -- so a run its process stopped is resumed from there (catalog/publish-runs.ts).
 CREATE TABLE publish_runs (
@@ -759,7 +759,7 @@ CREATE INDEX publish_runs_lease ON publish_runs(leased_until, id);
     id: 26,
     name: 'image_state_counted_at_commit',
     sql: `
--- Issue 20 (bench:scale on PostgreSQL): each mirror transition updates its merchant's counts rows
+-- Each mirror transition updates its merchant's counts rows
 -- (pending -1, mirrored +1), and the transition's transaction (up to 64 transitions and the products
 -- they re-publish) held those rows to its COMMIT: every other mirror of the merchant waited for it
 -- (updateImageMirror 12 ms on average, hundreds over 100 ms). Counted at COMMIT instead (a deferred
@@ -775,7 +775,7 @@ CREATE CONSTRAINT TRIGGER image_mirrors_counted_update AFTER UPDATE OF state, li
     id: 27,
     name: 'import_runs',
     sql: `
--- Issue 20: an import's checked operations are staged, a chunk per row, and applied by a publish
+-- An import's checked operations are staged, a chunk per row, and applied by a publish
 -- run (a chunk per transaction), so that serve's publishing thread applies them, off the serving
 -- loop, and a run its process left is resumed from its next chunk (admin/import-jobs.ts).
 ALTER TABLE publish_runs ADD COLUMN import_job_id bigint REFERENCES import_jobs(id);
@@ -792,7 +792,7 @@ CREATE TABLE import_job_chunks (
     id: 28,
     name: 'image_claims_by_origin_only',
     sql: `
--- Issue 20 (bench:scale on PostgreSQL, right after a 100k build): for an origin with a few pending
+-- For an origin with a few pending
 -- images (the supplier's second host), the planner took image_mirrors_due_per_merchant and walked the
 -- merchant's 175,000 pending images of its big origin to find them (a claim: 50-280 ms). The claims'
 -- statements go by origin (image_mirrors_pending_origin) alone now; every lease and transition also
@@ -804,7 +804,7 @@ DROP INDEX image_mirrors_due_per_merchant;
     id: 29,
     name: 'image_inserts_counted_at_commit',
     sql: `
--- Issue 20 (bench:scale on PostgreSQL): an import's chunk inserted its new images, which migration 24
+-- An import's chunk inserted its new images, which migration 24
 -- counted at once, holding the merchant's (merchant, 'pending') counts row to COMMIT; the chunk then
 -- waited for the merchant's change sequencer, held by a mirror transition, whose COMMIT (migration
 -- 26) waited for that counts row: a deadlock, every few chunks, until the import failed. Inserts and
@@ -822,7 +822,7 @@ CREATE CONSTRAINT TRIGGER image_mirrors_counted_delete AFTER DELETE ON image_mir
     id: 30,
     name: 'webhook_secret_rotation',
     sql: `
--- Issue 21.4: a rotated secret is pending while the old one (secret) keeps signing, until
+-- A rotated secret is pending while the old one (secret) keeps signing, until
 -- pending_secret_until or until the merchant confirms it (webhooks/signing.ts, secretsAt).
 ALTER TABLE webhook_endpoints ADD COLUMN pending_secret text COLLATE "C";
 ALTER TABLE webhook_endpoints ADD COLUMN secret_rotated_at text COLLATE "C";
@@ -833,7 +833,7 @@ ALTER TABLE webhook_endpoints ADD COLUMN pending_secret_until text COLLATE "C";
     id: 33,
     name: 'currency_links',
     sql: `
--- Issue 21.3: costs convert through intermediate currencies, so a changed rate can re-price a store
+-- Costs convert through intermediate currencies, so a changed rate can re-price a store
 -- of any currency; which ones depends on the currencies the merchant's offers and own stock are in.
 -- Those are links of the product (product-links.ts): "does a product bill in USD" is a probe of the
 -- primary key.
@@ -850,7 +850,7 @@ ON CONFLICT DO NOTHING;
     id: 34,
     name: 'import_jobs_running',
     sql: `
--- Issue 21.11: the running import jobs, for the look that ends those whose process is gone.
+-- The running import jobs, for the look that ends those whose process is gone.
 CREATE INDEX import_jobs_running ON import_jobs(updated_at) WHERE state = 'running';
 `,
   },
@@ -858,7 +858,7 @@ CREATE INDEX import_jobs_running ON import_jobs(updated_at) WHERE state = 'runni
     id: 35,
     name: 'panel_links_and_flashes',
     sql: `
--- Issue 22 (items 1, 3, 4): invitation links get an id (listed and revoked by it), a revocation, and
+-- Invitation links get an id (listed and revoked by it), a revocation, and
 -- a purpose: an invitation creates the e-mail's account, a reset sets a new password for an existing one.
 ALTER TABLE panel_invitations ADD COLUMN id bigint GENERATED BY DEFAULT AS IDENTITY UNIQUE;
 ALTER TABLE panel_invitations ADD COLUMN purpose text COLLATE "C" NOT NULL DEFAULT 'invitation' CHECK (purpose IN ('invitation', 'reset'));
@@ -884,11 +884,11 @@ CREATE INDEX panel_flashes_expiry ON panel_flashes(expires_at);
     id: 36,
     name: 'truthful_health',
     sql: `
--- Issue 22.7: a notification's condition ends (the endpoint delivers again, resumes, is re-enabled):
+-- A notification's condition ends (the endpoint delivers again, resumes, is re-enabled):
 -- the open ones of an endpoint are found by this index when its health changes.
 ALTER TABLE notifications ADD COLUMN ended_at text COLLATE "C";
 CREATE INDEX notifications_open ON notifications(endpoint_id) WHERE ended_at IS NULL;
--- Issue 22.8: the success-rate charts read an endpoint's attempts counted per UTC hour ('YYYY-MM-DDTHH')
+-- The success-rate charts read an endpoint's attempts counted per UTC hour ('YYYY-MM-DDTHH')
 -- and outcome, kept by this trigger as the attempt log grows (once per statement, grouped, from its
 -- transition table): a chart reads at most 7 x 24 x 3 rows of one primary-key range, where grouping
 -- the log itself read every attempt of the week. Outcomes: no error is a success; an error without
@@ -934,7 +934,7 @@ UPDATE notifications AS n SET ended_at = (SELECT min(s.at) FROM endpoint_success
   WHERE s.endpoint_id = n.endpoint_id AND s.at > n.created_at)
   WHERE n.endpoint_id IS NOT NULL;
 DROP TABLE endpoint_successes;
--- Issue 22.11: when each API key was last used, written at most once per CPS_API_KEY_LAST_USED_SECONDS.
+-- When each API key was last used, written at most once per CPS_API_KEY_LAST_USED_SECONDS.
 ALTER TABLE api_keys ADD COLUMN last_used_at text COLLATE "C";
 `,
   },
@@ -942,7 +942,7 @@ ALTER TABLE api_keys ADD COLUMN last_used_at text COLLATE "C";
     id: 37,
     name: 'inspectable_deliveries',
     sql: `
--- Issue 22.9: a test delivery is marked; a resend names the delivery it replaces, which names its
+-- A test delivery is marked; a resend names the delivery it replaces, which names its
 -- latest resend; each attempt keeps the request it sent (the URL, and the headers as JSON: the
 -- timestamp and signature, never the secret). Older attempts have none (NULL). A constant default
 -- adds no rewrite of the table.
@@ -957,9 +957,9 @@ ALTER TABLE webhook_attempts ADD COLUMN request_headers text;
     id: 38,
     name: 'standard_webhooks_and_endpoint_rates',
     sql: `
--- Issue 23.3: an endpoint may also receive the Standard Webhooks headers (a constant default: no rewrite).
+-- An endpoint may also receive the Standard Webhooks headers (a constant default: no rewrite).
 ALTER TABLE webhook_endpoints ADD COLUMN standard_webhooks boolean NOT NULL DEFAULT false;
--- Issue 23.4: the most deliveries a second it receives (NULL: no limit), and when its next
+-- The most deliveries a second it receives (NULL: no limit), and when its next
 -- delivery may start, shared by every process's claims (a table of its own: a claim never writes
 -- the endpoint's row, which attempts' health updates and coalescing passes hold).
 ALTER TABLE webhook_endpoints ADD COLUMN max_per_second integer;

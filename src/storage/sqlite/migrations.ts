@@ -381,7 +381,7 @@ DROP TABLE change_clock;
     id: 11,
     name: 'dispatch_leases',
     sql: `
--- Several dispatchers on one database (issue 12): a claimed delivery is in flight until its
+-- Several dispatchers on one database: a claimed delivery is in flight until its
 -- attempt is recorded or its lease expires, whichever process claimed it; a claim counts an
 -- endpoint's unexpired leases against its concurrency. Null when not leased.
 ALTER TABLE webhook_deliveries ADD COLUMN leased_until TEXT;
@@ -430,7 +430,7 @@ CREATE INDEX import_jobs_merchant ON import_jobs(merchant_id, id);
     id: 15,
     name: 'image_claims_per_merchant',
     sql: `
--- Fair image claims (issue 13.2) take each merchant's oldest due work: one index probe per merchant.
+-- Fair image claims take each merchant's oldest due work: one index probe per merchant.
 CREATE INDEX image_mirrors_due_per_merchant ON image_mirrors(merchant_id, next_attempt_at) WHERE state = 'pending';
 `,
   },
@@ -438,7 +438,7 @@ CREATE INDEX image_mirrors_due_per_merchant ON image_mirrors(merchant_id, next_a
     id: 16,
     name: 'bounded_statements',
     sql: `
--- Issue 20.3: no statement costs O(catalog). What a product's source refers to (its image URLs, the
+-- No statement costs O(catalog). What a product's source refers to (its image URLs, the
 -- stores it is excluded from, its suppliers) as rows kept in the source's transaction
 -- (product-sources.ts), so "the products that show this image" is an index range.
 CREATE TABLE product_links (
@@ -504,7 +504,7 @@ INSERT INTO image_work_merchants (merchant_id, due_at)
     id: 17,
     name: 'published_exclusions',
     sql: `
--- Issue 20.3: a store's counts by exclusion reason (panel overview and catalog) are kept, not counted
+-- A store's counts by exclusion reason (panel overview and catalog) are kept, not counted
 -- over every payload; the excluded-only list is an index range. The reason is the payload's own
 -- (upsertPublished writes both), NULL for a product that is not excluded.
 ALTER TABLE published_products ADD COLUMN exclusion_reason TEXT;
@@ -538,7 +538,7 @@ END;
     id: 18,
     name: 'changes_in_pruning_order',
     sql: `
--- Retention (issue 20.3) deletes the oldest changes in (created_at, merchant, id) order, a bounded
+-- Retention deletes the oldest changes in (created_at, merchant, id) order, a bounded
 -- batch at a time: from this index, without sorting every change of a second (one re-pricing
 -- records all its changes in one second).
 DROP INDEX changes_created;
@@ -549,7 +549,7 @@ CREATE INDEX changes_created ON changes(created_at, merchant_id, id);
     id: 19,
     name: 'waiting_work_indexes',
     sql: `
--- Issue 20.3: the panel's delivery log filtered by status pages by keyset over this index, however
+-- The panel's delivery log filtered by status pages by keyset over this index, however
 -- rare the status among an endpoint's deliveries.
 CREATE INDEX webhook_deliveries_endpoint_status ON webhook_deliveries(endpoint_id, status, id);
 -- The oldest change waiting per endpoint (overview's feed lag, /metrics): one probe per endpoint,
@@ -562,7 +562,7 @@ CREATE INDEX webhook_deliveries_unattempted ON webhook_deliveries(endpoint_id, c
     id: 20,
     name: 'published_blocks',
     sql: `
--- Issue 20.3: where a position of a store's id order is (numbered pages, meta.total), without
+-- Where a position of a store's id order is (numbered pages, meta.total), without
 -- reading every id of the store: its published products per block of 1024 ids (product_id >> 10,
 -- records.ts PUBLISHED_BLOCK_BITS), kept by these triggers. A page is found in its block's index
 -- range: at most 1,023 index entries are skipped to reach it.
@@ -597,7 +597,7 @@ DROP INDEX image_mirrors_state;
     id: 22,
     name: 'published_counted_per_statement',
     sql: `
--- PostgreSQL's statement-level counting triggers (issue 20 item 5); SQLite's triggers run in process
+-- PostgreSQL's statement-level counting triggers; SQLite's triggers run in process
 -- and stay per row. Kept so that both engines number their migrations alike.
 SELECT 1;
 `,
@@ -606,7 +606,7 @@ SELECT 1;
     id: 23,
     name: 'published_sku_ean_columns',
     sql: `
--- PostgreSQL keeps sku and ean as columns (issue 20 item 5); SQLite reads them from the payload as before.
+-- PostgreSQL keeps sku and ean as columns; SQLite reads them from the payload as before.
 SELECT 1;
 `,
   },
@@ -614,7 +614,7 @@ SELECT 1;
     id: 24,
     name: 'image_states_counted_per_statement',
     sql: `
--- PostgreSQL's statement-level image counts (issue 20 item 5); SQLite's stay per row.
+-- PostgreSQL's statement-level image counts; SQLite's stay per row.
 SELECT 1;
 `,
   },
@@ -622,7 +622,7 @@ SELECT 1;
     id: 25,
     name: 'publish_runs',
     sql: `
--- Issue 20: re-publishing a whole catalog (a rate, rule, group or store setting changed) commits a
+-- Re-publishing a whole catalog (a rate, rule, group or store setting changed) commits a
 -- chunk at a time, not in one transaction as long as the catalog; a run remembers how far it got,
 -- so a run its process stopped is resumed from there (catalog/publish-runs.ts).
 CREATE TABLE publish_runs (
@@ -649,7 +649,7 @@ SELECT 1;
     id: 27,
     name: 'import_runs',
     sql: `
--- Issue 20: an import's checked operations are staged, a chunk per row, and applied by a publish
+-- An import's checked operations are staged, a chunk per row, and applied by a publish
 -- run (a chunk per transaction), so that serve's publishing thread applies them, off the serving
 -- loop, and a run its process left is resumed from its next chunk (admin/import-jobs.ts).
 ALTER TABLE publish_runs ADD COLUMN import_job_id INTEGER REFERENCES import_jobs(id);
@@ -682,7 +682,7 @@ SELECT 1;
     id: 30,
     name: 'webhook_secret_rotation',
     sql: `
--- Issue 21.4: a rotated secret is pending while the old one (secret) keeps signing, until
+-- A rotated secret is pending while the old one (secret) keeps signing, until
 -- pending_secret_until or until the merchant confirms it (webhooks/signing.ts, secretsAt).
 ALTER TABLE webhook_endpoints ADD COLUMN pending_secret TEXT;
 ALTER TABLE webhook_endpoints ADD COLUMN secret_rotated_at TEXT;
@@ -693,7 +693,7 @@ ALTER TABLE webhook_endpoints ADD COLUMN pending_secret_until TEXT;
     id: 33,
     name: 'currency_links',
     sql: `
--- Issue 21.3: costs convert through intermediate currencies, so a changed rate can re-price a store
+-- Costs convert through intermediate currencies, so a changed rate can re-price a store
 -- of any currency; which ones depends on the currencies the merchant's offers and own stock are in.
 -- Those are links of the product (product-links.ts): "does a product bill in USD" is a probe of the
 -- primary key. SQLite cannot widen a CHECK: the table is rebuilt with the new kind.
@@ -719,7 +719,7 @@ INSERT OR IGNORE INTO product_links (merchant_id, kind, value, product_id)
     id: 34,
     name: 'import_jobs_running',
     sql: `
--- Issue 21.11: the running import jobs, for the look that ends those whose process is gone.
+-- The running import jobs, for the look that ends those whose process is gone.
 CREATE INDEX import_jobs_running ON import_jobs(updated_at) WHERE state = 'running';
 `,
   },
@@ -727,7 +727,7 @@ CREATE INDEX import_jobs_running ON import_jobs(updated_at) WHERE state = 'runni
     id: 35,
     name: 'panel_links_and_flashes',
     sql: `
--- Issue 22 (items 1, 3, 4): invitation links get an id (listed and revoked by it), a revocation, and
+-- Invitation links get an id (listed and revoked by it), a revocation, and
 -- a purpose: an invitation creates the e-mail's account, a reset sets a new password for an existing
 -- one. SQLite cannot add an id to a table keyed by token_hash: the table is rebuilt.
 CREATE TABLE panel_invitations_35 (
@@ -767,11 +767,11 @@ CREATE INDEX panel_flashes_expiry ON panel_flashes(expires_at);
     id: 36,
     name: 'truthful_health',
     sql: `
--- Issue 22.7: a notification's condition ends (the endpoint delivers again, resumes, is re-enabled):
+-- A notification's condition ends (the endpoint delivers again, resumes, is re-enabled):
 -- the open ones of an endpoint are found by this index when its health changes.
 ALTER TABLE notifications ADD COLUMN ended_at TEXT;
 CREATE INDEX notifications_open ON notifications(endpoint_id) WHERE ended_at IS NULL;
--- Issue 22.8: the success-rate charts read an endpoint's attempts counted per UTC hour ('YYYY-MM-DDTHH')
+-- The success-rate charts read an endpoint's attempts counted per UTC hour ('YYYY-MM-DDTHH')
 -- and outcome, kept by this trigger as the attempt log grows: a chart reads at most 7 x 24 x 3 rows of
 -- one primary-key range, where grouping the log itself read every attempt of the week (100,000 of
 -- an endpoint took the serving thread 150-400 ms). Outcomes: no error is a success; an error
@@ -809,7 +809,7 @@ UPDATE notifications SET ended_at = (SELECT min(s.at) FROM endpoint_successes AS
   WHERE s.endpoint_id = notifications.endpoint_id AND s.at > notifications.created_at)
   WHERE endpoint_id IS NOT NULL;
 DROP TABLE endpoint_successes;
--- Issue 22.11: when each API key was last used, written at most once per CPS_API_KEY_LAST_USED_SECONDS.
+-- When each API key was last used, written at most once per CPS_API_KEY_LAST_USED_SECONDS.
 ALTER TABLE api_keys ADD COLUMN last_used_at TEXT;
 `,
   },
@@ -817,7 +817,7 @@ ALTER TABLE api_keys ADD COLUMN last_used_at TEXT;
     id: 37,
     name: 'inspectable_deliveries',
     sql: `
--- Issue 22.9: a test delivery is marked; a resend names the delivery it replaces, which names its
+-- A test delivery is marked; a resend names the delivery it replaces, which names its
 -- latest resend; each attempt keeps the request it sent (the URL, and the headers as JSON: the
 -- timestamp and signature, never the secret). Older attempts have none (NULL).
 ALTER TABLE webhook_deliveries ADD COLUMN test INTEGER NOT NULL DEFAULT 0;
@@ -831,9 +831,9 @@ ALTER TABLE webhook_attempts ADD COLUMN request_headers TEXT;
     id: 38,
     name: 'standard_webhooks_and_endpoint_rates',
     sql: `
--- Issue 23.3: an endpoint may also receive the Standard Webhooks headers.
+-- An endpoint may also receive the Standard Webhooks headers.
 ALTER TABLE webhook_endpoints ADD COLUMN standard_webhooks INTEGER NOT NULL DEFAULT 0;
--- Issue 23.4: the most deliveries a second it receives (NULL: no limit), and when its next
+-- The most deliveries a second it receives (NULL: no limit), and when its next
 -- delivery may start, shared by every process's claims (a table of its own: a claim never writes
 -- the endpoint's row, which attempts' health updates and coalescing passes hold).
 ALTER TABLE webhook_endpoints ADD COLUMN max_per_second INTEGER;

@@ -295,7 +295,7 @@ async function benchEngine(ctx: Context): Promise<Phase[]> {
 function summary(engine: string, phases: Phase[]): Record<string, number | string> {
   const by = (name: string) => phases.find((p) => p.name.startsWith(name))!;
   const ratio = (a: number, b: number) => +(a / b).toFixed(2);
-  const [idle, exported, gzip, br, paging, slow] = ['idle', 'export identity', 'export gzip', 'export br', 'paging', 'slow client'].map(by) as Phase[];
+  const [idle, exported, gzip, br, paging, slow] = ['idle', 'export identity', 'export gzip', 'export br', 'paging', 'slow client'].map<Phase>(by);
   return {
     engine,
     export_mb_per_s: Number(exported!.detail.mb_per_s),
@@ -359,7 +359,7 @@ try {
     })();
     const phases = await benchEngine({ apiKey, merchantId, ids, database, engine });
     results[engine] = { phases, summary: summary(engine, phases) };
-    log(`  ${JSON.stringify(results[engine]!.summary)}`);
+    log(`  ${JSON.stringify(results[engine].summary)}`);
     if (postgres) {
       await postgres.stop();
       postgres = undefined;

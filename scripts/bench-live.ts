@@ -145,7 +145,7 @@ async function startServe(env: Record<string, string>): Promise<Serve> {
     },
   }));
   const output = keepOutput(child);
-  if (process.env.BENCH_SERVE_STDERR) child.stderr!.on('data', (d) => process.stderr.write(d));
+  if (process.env.BENCH_SERVE_STDERR) child.stderr.on('data', (d) => process.stderr.write(d));
   const base = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 120_000;
   for (;;) {

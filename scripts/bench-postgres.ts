@@ -32,7 +32,7 @@
 //   BENCH_PRODUCTS=10000 BENCH_IMPORT_PRODUCTS=20000 npm run bench:postgres -- --only import,deliveries
 //   Quick run: BENCH_PRODUCTS=10000 BENCH_LARGE_HISTORY=200000 BENCH_ROUNDS=2 BENCH_SECONDS=3.
 //   Exits 0 whatever the verdicts; 1 when the run itself fails.
-import { execFileSync, fork, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -467,7 +467,7 @@ async function startReceiver(ports: number): Promise<{ ports: number[]; stats: (
     }`;
   const child = track(spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] }));
   const ports_: number[] = await new Promise((resolve, reject) => {
-    child.stdout!.once('data', (chunk: Buffer) => resolve(JSON.parse(chunk.toString())));
+    child.stdout.once('data', (chunk: Buffer) => resolve(JSON.parse(chunk.toString())));
     child.once('exit', (code) => reject(new Error(`receiver exited ${code}`)));
   });
   const control = `http://127.0.0.1:${ports_[0]}/stats`;
@@ -649,7 +649,7 @@ async function deliveriesPart(): Promise<DeliveryResult[]> {
   const sides = new Map<Engine, DeliveryDatabase>();
   try {
     for (const engine of ['postgres', 'sqlite'] as const) sides.set(engine, await prepareDeliveries(engine, receiver.ports));
-    const results = DELIVERY_SETUPS.map((setup) => ({ setup: setupName(setup), perSecond: [], drainPerSecond: [], cpuUsPerDelivery: { workers: [], database: [] } }) as DeliveryResult);
+    const results = DELIVERY_SETUPS.map((setup) => ({ setup: setupName(setup), perSecond: [], drainPerSecond: [], cpuUsPerDelivery: { workers: [], database: [] } }));
     for (let round = 0; round <= ROUNDS; round++) {
       // The order of the setups turns from one round to the next.
       for (let k = 0; k < DELIVERY_SETUPS.length; k++) {
@@ -669,7 +669,6 @@ async function deliveriesPart(): Promise<DeliveryResult[]> {
 
 function report(catalog: CatalogSide[] | null, feed: FeedSide[] | null, deliveries: DeliveryResult[] | null, seconds: number): void {
   const fixed = (x: number, digits = 0) => (Number.isFinite(x) ? x.toFixed(digits) : '-');
-  const bySide = <T extends { engine: Engine }>(sides: T[] | null, engine: Engine) => sides?.find((s) => s.engine === engine);
   const page1 = catalog && parts.has('page1') ? Object.fromEntries(catalog.map((s) => [s.engine, {
     rps: median(s.page1.rps), node_cpu_us: median(s.page1.nodeUs), db_cpu_us: median(s.page1.dbUs), p99_ms: median(s.page1.p99),
     rps_rounds: s.page1.rps, bytes: Buffer.byteLength(s.page1Bytes),

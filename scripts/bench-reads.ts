@@ -37,13 +37,12 @@
 //   verdicts, which need every target: a quick side-by-side check of one read.
 //   REF defaults to origin/main, else main, else HEAD~1. BENCH_PRODUCTS (100000), BENCH_SECONDS (5),
 //   BENCH_ROUNDS (3), BENCH_CONNECTIONS (8). Exits 0 whatever the verdicts.
-import { fork, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import Database from 'better-sqlite3';
-import { buildDemo, exited, runSideBySide, startBenchServerProcess, type BenchServerProcess as BenchServer, type Checkout } from './baseline.js';
+import { buildDemo, runSideBySide, startBenchServerProcess, type BenchServerProcess as BenchServer, type Checkout } from './baseline.js';
 
 const PRODUCTS = Number(process.env.BENCH_PRODUCTS ?? 100_000);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);

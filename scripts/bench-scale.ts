@@ -220,14 +220,14 @@ function spawnCli(dir: string, args: string[], env: Record<string, string>): { c
     for (const marker of LOG_MARKERS) if (!seen.has(marker) && joined.includes(marker)) seen.set(marker, now());
     for (const watch of watchers) watch(joined);
   };
-  child.stdout!.on('data', onData);
-  child.stderr!.on('data', onData);
+  child.stdout.on('data', onData);
+  child.stderr.on('data', onData);
   if (flags.logs) {
     // --logs DIR: every service's whole output, a file per process (its pid), for what the tail misses.
     fs.mkdirSync(flags.logs, { recursive: true });
     const file = fs.createWriteStream(path.join(flags.logs, `${path.basename(dir)}-${args[0]}-${child.pid}.log`));
-    child.stdout!.pipe(file);
-    child.stderr!.pipe(file);
+    child.stdout.pipe(file);
+    child.stderr.pipe(file);
   }
   return { child, output: () => tail, seen, onLine: (watch) => { watchers.add(watch); return () => watchers.delete(watch); } };
 }
@@ -699,7 +699,7 @@ async function timedWrite(tempDir: string, url: string, init: { method: string; 
   const started = now();
   const child = track(spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] }));
   let out = '';
-  child.stdout!.on('data', (chunk: Buffer) => { out += chunk.toString(); });
+  child.stdout.on('data', (chunk: Buffer) => { out += chunk.toString(); });
   const timer = setTimeout(() => child.kill('SIGKILL'), budgetS * 1000);
   await exitOf(child);
   clearTimeout(timer);
@@ -1062,7 +1062,7 @@ async function runTenantsPhase(version: Version, peers: Peers): Promise<void> {
 function printPhase(version: Version, phase: PhaseResult): void {
   const lines = [`\n[${version.name}] phase ${phase.key} (${phase.title}): ${phase.seconds.toFixed(1)} s${phase.completed ? '' : ` (NOT finished within ${phase.budget_seconds.toFixed(0)} s)`}`];
   if (phase.first_answer_ms) lines.push(`  first answer after listening: stores ${fmt(phase.first_answer_ms.stores_ms, 0)}, page 1 ${fmt(phase.first_answer_ms.page_ms, 0)}`);
-  for (const [kind, s] of Object.entries(phase.reads) as [string, LatencyStats][]) {
+  for (const [kind, s] of Object.entries<LatencyStats>(phase.reads)) {
     lines.push(`  reads ${kind.padEnd(8)} n=${String(s.n).padStart(5)}  p50 ${fmt(s.p50).padStart(10)}  p99 ${fmt(s.p99).padStart(10)}  max ${fmt(s.max).padStart(11)}${s.errors ? `  errors ${s.errors}` : ''}${s.unanswered ? `  unanswered ${s.unanswered}` : ''}`);
   }
   if (phase.read_errors.length) lines.push(`  read errors: ${phase.read_errors.join(' | ')}`);

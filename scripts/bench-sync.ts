@@ -14,13 +14,12 @@
 // the export again (exports are coded as they stream, never kept); `npm run bench:export` sets
 // the export against paging side by side.
 // Usage: npm run bench:sync -- [--json]   BENCH_PRODUCTS (100000), BENCH_ROUNDS (1)
-import { fork } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { createCatalogClient, mapReplica, syncStore } from '../src/client/index.js';
-import { buildDemo, candidateDir, startBenchServerProcess, track, type Checkout } from './baseline.js';
+import { buildDemo, candidateDir, startBenchServerProcess, type Checkout } from './baseline.js';
 
 const PRODUCTS = Number(process.env.BENCH_PRODUCTS ?? 100_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 1);

@@ -73,7 +73,7 @@ async function signedDeliveryRate(dir: string, round: number): Promise<number> {
   }
   const rate = DELIVERIES / ((performance.now() - started) / 1000);
   const succeeded = storage.db.prepare("SELECT count(*) FROM webhook_deliveries WHERE status = 'succeeded'").pluck().get();
-  if (succeeded !== DELIVERIES) throw new Error(`${succeeded} of ${DELIVERIES} succeeded`);
+  if (succeeded !== DELIVERIES) throw new Error(`${String(succeeded)} of ${DELIVERIES} succeeded`);
   await dispatcher.stop();
   await service.close();
   return rate;

@@ -104,7 +104,7 @@ function startReader(base: string, apiKey: string) {
   const reads: { startedAt: number; endedAt: number }[] = [];
   const urls = [`${base}/v1/stores`, `${base}/v1/products?per_page=200`];
   let running = true;
-  let failure: unknown = null;
+  let failure: Error | null = null;
   const loop = (async () => {
     for (let i = 0; running; i++) {
       const startedAt = performance.now();
@@ -113,7 +113,7 @@ function startReader(base: string, apiKey: string) {
       if (response.status !== 200) throw new Error(`${urls[i % 2]}: ${response.status}`);
       reads.push({ startedAt, endedAt: performance.now() });
     }
-  })().catch((error: unknown) => { failure = error; });
+  })().catch((error: unknown) => { failure = error instanceof Error ? error : new Error(String(error)); });
   return {
     within: (from: number, to: number) => reads.filter((r) => r.startedAt >= from && r.endedAt <= to).map((r) => r.endedAt - r.startedAt),
     overlapping: (from: number, to: number) => reads.filter((r) => r.startedAt < to && r.endedAt > from).map((r) => r.endedAt - r.startedAt),

@@ -102,7 +102,7 @@ for (const engine of engines) {
     } catch (error) {
       failed++;
       killAllServices();
-      log(`  FAIL ${label}: ${(error as Error).stack ?? error}`);
+      log(`  FAIL ${label}: ${(error as Error).stack ?? String(error)}`);
       results.push(`FAIL ${label}`);
     } finally {
       await drop?.().catch(() => undefined);

@@ -28,7 +28,7 @@ export function deref(doc: Json, value: Json): Json {
     seen.push(node.$ref);
     const target = pointer(doc, node.$ref);
     if (typeof target !== 'object' || target === null) throw new Error(`$ref ${node.$ref} names no object`);
-    node = target as Json;
+    node = target;
   }
   return node;
 }

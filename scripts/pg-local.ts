@@ -13,7 +13,7 @@ async function main(): Promise<void> {
     allowPositionals: true,
     options: { dir: { type: 'string', default: path.join('data', 'postgres') }, port: { type: 'string' } },
   });
-  const dir = path.resolve(values.dir!);
+  const dir = path.resolve(values.dir);
   const command = positionals[0] ?? 'start';
   const bindir = findPostgresBinaries();
   if (!bindir) {

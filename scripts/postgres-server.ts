@@ -123,7 +123,7 @@ export async function startPostgresServer(options: PostgresServerOptions): Promi
     } catch (error) {
       // Another process may have taken the free port between our check and the server's bind.
       if (options.port !== undefined || attempt >= 3) {
-        throw new Error(`pg_ctl start failed: ${(error as Error).message}\n${tail(path.join(dir, 'log'))}`);
+        throw new Error(`pg_ctl start failed: ${(error as Error).message}\n${tail(path.join(dir, 'log'))}`, { cause: error });
       }
     }
   }

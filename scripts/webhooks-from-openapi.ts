@@ -194,7 +194,7 @@ function webhookOperations(doc: Json): WebhookOperation[] {
       if (p.in !== 'header') throw new Error(`webhook ${event}: parameter ${p.name} is not a header`);
       const schema = deref(doc, p.schema ?? {});
       if (schema.type !== 'string' || typeof schema.pattern !== 'string') throw new Error(`webhook ${event}: header ${p.name} needs a string pattern`);
-      return { name: p.name as string, required: p.required === true, pattern: schema.pattern as string };
+      return { name: p.name as string, required: p.required === true, pattern: schema.pattern };
     });
     return {
       event, operationId: operation.operationId, contentType, schemaName: componentName(doc, ref, 'schemas'),

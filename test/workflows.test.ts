@@ -6,7 +6,6 @@ import { execFile } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -64,7 +63,8 @@ async function startVerifyingReceiver(secretsOf: () => Promise<string[]>) {
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', async () => {
+    // The handler is async; an error in it surfaces as an unhandled rejection, failing the run.
+    req.on('end', () => void (async () => {
       const secrets = await secretsOf();
       const rawBody = Buffer.concat(chunks);
       try {
@@ -81,7 +81,7 @@ async function startVerifyingReceiver(secretsOf: () => Promise<string[]>) {
       } catch {
         res.writeHead(400).end();
       }
-    });
+    })());
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {

@@ -18,7 +18,7 @@ export function conversionBetween(
   from: string, to: string, context: Pick<MerchantContext, 'exchangeRates'>,
 ): Conversion | null {
   let found = conversionsByRates.get(context.exchangeRates);
-  if (!found) conversionsByRates.set(context.exchangeRates, found = new Map());
+  if (!found) conversionsByRates.set(context.exchangeRates, found = new Map<string, Conversion | null>());
   const key = `${from}>${to}`;
   if (!found.has(key)) found.set(key, findConversion(from, to, context.exchangeRates));
   return found.get(key)!;

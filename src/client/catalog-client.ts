@@ -26,9 +26,12 @@ export interface RateLimitRetryOptions {
 /** A timer that rejects with the signal's reason as soon as the request is aborted. */
 function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
+    // An abort rejects with the signal's reason, as fetch does (the caller's value; an AbortError by default).
+    // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- the reason is the caller's, passed on as fetch passes it
     if (signal.aborted) return reject(signal.reason);
     const onAbort = () => {
       clearTimeout(timer);
+      // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- as above
       reject(signal.reason);
     };
     const timer = setTimeout(() => {

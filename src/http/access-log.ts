@@ -14,7 +14,7 @@ export type LogEnv = { Variables: { requestId: string; log: Logger; merchantId?:
 /** A logger for lines about this request: the service's, bound to the request id (made on demand). */
 export function requestLog(c: Context): Logger | undefined {
   const log = c.get('log') as Logger | undefined;
-  return log?.child({ request_id: c.get('requestId') });
+  return log?.child({ request_id: c.get('requestId') as string });
 }
 
 /** The route template that answered (`/v1/products/:id`), or "unmatched": bounded label values. */

@@ -33,7 +33,7 @@ const brotliOptions = (size: number): zlib.BrotliOptions => ({
 
 /** The body in `coding`, one shot, in the threadpool. */
 export function codeBody(bytes: Uint8Array, coding: ContentCoding): Promise<Uint8Array<ArrayBuffer>> {
-  return (coding === 'br' ? brotli(bytes, brotliOptions(bytes.length)) : gzip(bytes, GZIP_OPTIONS)) as Promise<Uint8Array<ArrayBuffer>>;
+  return (coding === 'br' ? brotli(bytes, brotliOptions(bytes.length)) : gzip(bytes, GZIP_OPTIONS));
 }
 
 const JSON_TYPE = /^application\/([a-z0-9.+-]+\+)?json\s*(;|$)/i;

@@ -37,7 +37,7 @@ export function etagOf(digest: string, coding: ContentCoding | undefined): strin
  * (by default the bytes) must change whenever the bytes do; or the etagDigest of it, when known.
  */
 export function conditionalJson(c: Context, bytes: Uint8Array<ArrayBuffer>, identity: Uint8Array | { digest: string } = bytes): Response {
-  const etag = etagOf('digest' in identity ? identity.digest : etagDigest(identity), c.get('contentCoding'));
+  const etag = etagOf('digest' in identity ? identity.digest : etagDigest(identity), c.get('contentCoding') as ContentCoding | undefined);
   if (etagMatches(c.req.header('If-None-Match'), etag)) return c.body(null, 304, { ETag: etag });
   return c.body(bytes, 200, { 'Content-Type': 'application/json', ETag: etag });
 }

@@ -17,6 +17,7 @@ type BodilessStatus<R extends RouteConfig> = {
  * (from the generated zod schemas), and each bodiless status as a response without a body.
  */
 export type DocumentedResponse<R extends RouteConfig> =
+  // eslint-disable-next-line @typescript-eslint/no-empty-object-type -- {} is "any body" here: the Exclude drops every response of a bodiless status, whatever its body type
   | Exclude<RouteConfigToTypedResponse<R>, TypedResponse<{}, BodilessStatus<R>, string>>
   | TypedResponse<null, BodilessStatus<R>, 'body'>;
 

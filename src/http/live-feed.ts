@@ -61,7 +61,7 @@ export function changePageBody(page: ChangePage): DirectBody {
     json: changePageJson(page),
     coded(coding) {
       let codings = pageCoded.get(page);
-      if (!codings) pageCoded.set(page, (codings = new Map()));
+      if (!codings) pageCoded.set(page, (codings = new Map<ContentCoding, Promise<Uint8Array>>()));
       let coded = codings.get(coding);
       if (!coded) codings.set(coding, (coded = codeBody(encoder.encode(changePageJson(page)), coding)));
       return coded;

@@ -1,14 +1,13 @@
 // The public read API (spec 4.1-4.3): each handler reads validated input, calls one catalog
 // read, and returns the stored payload bytes as they are (with an ETag, or 304 when unchanged).
 import { OpenAPIHono } from '@hono/zod-openapi';
-import type { TypedResponse } from 'hono';
 import { clampPerPage, toPublicStore } from '../catalog/reads.js';
 import { routes } from '../generated/public-routes.js';
 import type { Service } from '../service.js';
 import { apiKeyAuth, type PublicEnv } from './auth.js';
 import { problemResponse, renderError } from './errors.js';
 import { ProblemError, invalidInput } from '../shared/problem.js';
-import { readChangeFeed, type ChangePage } from '../changes/feed.js';
+import { readChangeFeed } from '../changes/feed.js';
 import type { LiveRequest } from '../changes/live.js';
 import { answerDirectly } from './direct-answer.js';
 import { changeEventStream, changePageBody, changePageJson, cursorOfEventId, wantsEventStream } from './live-feed.js';
@@ -137,7 +136,7 @@ export function publicApi(service: Pick<Service, 'storage' | 'reads' | 'config' 
       const answer = await answerDirectly(c, changePageBody(page), {
         date: () => now().toUTCString(), minBytes: service.config.compressionMinBytes,
       }) ?? c.body(changePageJson(page), 200, { 'Content-Type': 'application/json' });
-      return answer as Response & TypedResponse<ChangePage, 200, 'json'>;
+      return answer;
     }
     const window = await readChangeFeed(storage, c.var.merchantId, query.store, cursor, feedWindow);
     return c.json(window, 200);

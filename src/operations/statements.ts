@@ -125,7 +125,7 @@ export class StatementMetrics implements StatementObserver {
       name: METRIC_NAME,
       help: HELP,
       type: 'histogram',
-      get: async () => this.get(),
+      get: () => Promise.resolve(this.get()),
       reset: () => {
         for (const cells of Object.values(this.cells)) cells.clear();
       },

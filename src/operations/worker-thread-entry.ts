@@ -36,7 +36,7 @@ if (process.platform === 'linux' && config.workerNice > 0) {
  * The storage, whose work listeners the serving thread's commits call too: SQLite tells only the
  * listeners of the storage that committed.
  */
-function wakeable(storage: CatalogStorage): { storage: CatalogStorage; wake(topic: WorkTopic): void } {
+function wakeable(storage: CatalogStorage): { storage: CatalogStorage; wake: (topic: WorkTopic) => void } {
   const listeners = new Map<WorkTopic, Set<() => void>>();
   const onWork = (topic: WorkTopic, listener: () => void) => {
     const own = storage.onWork?.(topic, listener);

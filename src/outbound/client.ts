@@ -56,7 +56,7 @@ function createGuardedAgent(guard: AddressGuard, options: OutboundClientOptions,
     if (guard.isReservedName(hostname)) return callback(new BlockedAddressError(`${hostname} is a reserved name`), '', 0);
     (options.lookup ?? dns.lookup)(hostname, { ...lookupOptions, all: true }, (error, addresses) => {
       if (error) return callback(error, '', 0);
-      const list = addresses as unknown as dns.LookupAddress[];
+      const list = addresses;
       const refused = list.find((a) => guard.isBlockedConnection(hostname, a.address));
       if (refused) return callback(new BlockedAddressError(`${hostname} resolves to ${refused.address}`), '', 0);
       if ((lookupOptions as { all?: boolean }).all) return (callback as unknown as (e: null, a: dns.LookupAddress[]) => void)(null, list);

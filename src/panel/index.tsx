@@ -3,7 +3,7 @@
 // response, then the refusal of an address holding U+0000, then the session (from the cookie),
 // then CSRF on every POST (it needs the session's token), then sign-in and tenant checks per route
 // group.
-import { Hono } from 'hono';
+import { Hono, type MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { contextStorage } from 'hono/context-storage';
 import { requestLog } from '../http/access-log.js';
@@ -50,7 +50,8 @@ export function panelApp(service: Service): Hono<PanelEnv> {
   const limit = (maxSize: number) => bodyLimit({ maxSize, onError: () => { throw new ProblemError('payload_too_large', `The form is larger than ${maxSize} bytes.`); } });
   const importLimit = limit(importBodyBytes);
   const formLimit = limit(adminBodyBytes);
-  panel.use('*', (c, next) => (/^\/panel\/merchants\/[^/]+\/import$/.test(c.req.path) ? importLimit : formLimit)(c, next));
+  const formBodyLimit: MiddlewareHandler<PanelEnv> = (c, next) => (/^\/panel\/merchants\/[^/]+\/import$/.test(c.req.path) ? importLimit : formLimit)(c, next);
+  panel.use('*', formBodyLimit);
   panel.use('*', csrf(service.config.publicBaseUrl, service.config.publicBaseUrlConfigured));
 
   panel.route('/', signInPages(accounts, cookie, addressOf));
@@ -61,7 +62,7 @@ export function panelApp(service: Service): Hono<PanelEnv> {
   panel.route('/merchants/:merchantId/keys', keyPages(service, accounts));
   panel.route('/merchants/:merchantId/users', userPages(service, accounts));
   panel.route('/merchants/:merchantId/import', importPages(service, accounts));
-  panel.route('/merchants/:merchantId/images', imagePages(service, accounts));
+  panel.route('/merchants/:merchantId/images', imagePages(service));
   panel.route('/merchants/:merchantId/catalog', catalogPages(service, accounts));
   panel.use('/account', signedIn());
   panel.use('/account/*', signedIn());

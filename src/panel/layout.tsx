@@ -1,7 +1,7 @@
 // The page frame and the small pieces every page shares: navigation, the CSRF field, messages.
 import { tryGetContext } from 'hono/context-storage';
 import { raw } from 'hono/html';
-import type { Child } from 'hono/jsx';
+import type { Child, JSXNode } from 'hono/jsx';
 import { principalName, type PanelSession } from '../admin/accounts.js';
 import type { InvalidParam } from '../shared/problem.js';
 import { fieldSentence, type FieldLabels } from './plain-words.js';
@@ -20,7 +20,10 @@ function NavLink(props: { href: string; exact?: boolean; children?: Child }) {
 
 /** The page's content, every table cell labelled with its column's heading for phone width (table-labels.ts). */
 async function LabelledTables(props: { children?: Child }) {
-  return raw(labelTableCells(await (<>{props.children}</>).toString()));
+  // hono's JSX types call an element a string; at run time it is a JSXNode, whose toString() is a
+  // promise when a child component is async.
+  const content = (<>{props.children}</>) as unknown as JSXNode;
+  return raw(labelTableCells(await content.toString()));
 }
 
 export function Layout(props: {

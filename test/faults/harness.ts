@@ -54,14 +54,14 @@ export class ServiceProcess {
     let output = '';
     // Keep only the tail: a long run logs a lot.
     const append = (chunk: Buffer) => { output = (output + chunk.toString()).slice(-20_000); };
-    child.stdout!.on('data', append);
-    child.stderr!.on('data', append);
+    child.stdout.on('data', append);
+    child.stderr.on('data', append);
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`${command} did not start:\n${output}`)), timeoutMs);
       const onData = () => {
         if (!output.includes(RUNNING[command])) return;
         clearTimeout(timer);
-        child.stdout!.off('data', onData);
+        child.stdout.off('data', onData);
         child.off('exit', onExit);
         resolve(new ServiceProcess(child, () => output));
       };
@@ -69,7 +69,7 @@ export class ServiceProcess {
         clearTimeout(timer);
         reject(new Error(`${command} exited (${code ?? signal}) before running:\n${output}`));
       };
-      child.stdout!.on('data', onData);
+      child.stdout.on('data', onData);
       child.once('exit', onExit);
     });
   }
@@ -181,9 +181,10 @@ class SqliteProbe implements DatabaseProbe {
 }
 
 /** bigint (ids, counts) as a JS number, as the service's own pool reads them; on this client only. */
+const INT8: number = pg.types.builtins.INT8;
 const numericBigints = {
   getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-    oid === pg.types.builtins.INT8 ? Number : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+    oid === INT8 ? Number : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
 };
 
 /**

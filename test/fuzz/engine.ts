@@ -115,7 +115,8 @@ type BodyPlan = { label?: string; contentType?: string | null } & (
   | { kind: 'bytes'; bytes: Uint8Array }
   | { kind: 'deep'; depth: number; shape: 'array' | 'object' | 'member' }
   | { kind: 'oversized'; extra: number; chunked: boolean }
-  | { kind: 'ndjson'; lines: Array<unknown | RawLine> }
+  /** Each line a JSON value, or a RawLine sent as it is. */
+  | { kind: 'ndjson'; lines: unknown[] }
   | { kind: 'none' });
 
 /** An NDJSON line written as is (malformed JSON, deep nesting). */
@@ -151,12 +152,12 @@ class PlanArbitraries {
   readonly adminSchemas: SchemaArbitraries;
 
   constructor(private readonly limits: FuzzLimits) {
-    this.publicSchemas = new SchemaArbitraries(publicDocument as Json, worldHook(PUBLIC_MEMBERS, () => this.publicSchemas, BODY_WEIGHTS));
-    this.adminSchemas = new SchemaArbitraries(adminDocument as Json, worldHook(ADMIN_MEMBERS, () => this.adminSchemas, BODY_WEIGHTS));
+    this.publicSchemas = new SchemaArbitraries(publicDocument, worldHook(PUBLIC_MEMBERS, () => this.publicSchemas, BODY_WEIGHTS));
+    this.adminSchemas = new SchemaArbitraries(adminDocument, worldHook(ADMIN_MEMBERS, () => this.adminSchemas, BODY_WEIGHTS));
   }
 
   operations(): FuzzOperation[] {
-    return [...operationsOf('public', publicDocument as Json, this.publicSchemas), ...operationsOf('admin', adminDocument as Json, this.adminSchemas)];
+    return [...operationsOf('public', publicDocument, this.publicSchemas), ...operationsOf('admin', adminDocument, this.adminSchemas)];
   }
 
   private schemas(operation: FuzzOperation): SchemaArbitraries {
@@ -213,7 +214,7 @@ class PlanArbitraries {
     if (!body) return fc.constant(undefined);
     if (body.contentType === 'application/x-ndjson') return this.ndjson(false);
     return fc.tuple(this.adminSchemas.valid(body.schema), fc.constantFrom(...JSON_CONTENT_TYPES))
-      .map(([value, contentType]) => ({ kind: 'json', value, contentType }) as BodyPlan);
+      .map(([value, contentType]): BodyPlan => ({ kind: 'json', value, contentType }));
   }
 
   /** Import lines: product upserts and deletes (the document's line format), some of them broken. */
@@ -234,7 +235,7 @@ class PlanArbitraries {
     );
     const line = malformed ? fc.oneof({ arbitrary: good, weight: 2 }, { arbitrary: bad, weight: 2 }) : good;
     return fc.tuple(fc.array(line, { minLength: malformed ? 1 : 0, maxLength: 6 }), fc.constantFrom('application/x-ndjson', 'application/x-ndjson; charset=utf-8'))
-      .map(([lines, contentType]) => ({ kind: 'ndjson', lines, contentType, label: malformed ? 'import with bad lines' : undefined }) as BodyPlan);
+      .map(([lines, contentType]): BodyPlan => ({ kind: 'ndjson', lines, contentType, label: malformed ? 'import with bad lines' : undefined }));
   }
 
   /** A valid body with one member (or the whole body) replaced by a value its schema rejects. */
@@ -245,7 +246,7 @@ class PlanArbitraries {
       const nodes = nodesOf(schemas, schema, value);
       return fc.nat({ max: nodes.length - 1 }).chain((index) => {
         const node = nodes[index]!;
-        return schemas.invalid(node.schema).map((bad) => ({ kind: 'json', value: replaceAt(value, node.path, bad), label: 'invalid member' }) as BodyPlan);
+        return schemas.invalid(node.schema).map((bad): BodyPlan => ({ kind: 'json', value: replaceAt(value, node.path, bad), label: 'invalid member' }));
       });
     });
   }
@@ -255,18 +256,18 @@ class PlanArbitraries {
     if (body.contentType === 'application/x-ndjson') {
       return fc.oneof(
         { arbitrary: this.ndjson(true), weight: 4 },
-        { arbitrary: fc.integer({ min: 1, max: 4096 }).map((extra) => ({ kind: 'oversized', extra, chunked: false, contentType: 'application/x-ndjson' }) as BodyPlan), weight: 1 },
+        { arbitrary: fc.integer({ min: 1, max: 4096 }).map((extra): BodyPlan => ({ kind: 'oversized', extra, chunked: false, contentType: 'application/x-ndjson' })), weight: 1 },
         { arbitrary: fc.constantFrom<BodyPlan>({ kind: 'none', contentType: null }, { kind: 'none', contentType: 'application/x-ndjson' }, { kind: 'bytes', bytes: Uint8Array.from([0xff, 0xfe, 0x00, 0x7b, 0x0a]), contentType: 'application/x-ndjson' }), weight: 1 },
       );
     }
     const deep = fc.record({
       depth: fc.constantFrom(this.limits.maxJsonDepth - 1, this.limits.maxJsonDepth, this.limits.maxJsonDepth + 1, this.limits.maxJsonDepth * 2, 1000, 100_000),
       shape: fc.constantFrom<'array' | 'object' | 'member'>('array', 'object', 'member'),
-    }).map(({ depth, shape }) => ({
+    }).map(({ depth, shape }): BodyPlan => ({
       kind: 'deep', depth, shape, contentType: 'application/json', label: depth > this.limits.maxJsonDepth ? 'nested too deep' : 'nested up to the limit',
-    }) as BodyPlan);
+    }));
     const text = fc.tuple(this.adminSchemas.valid(body.schema), fc.nat(), fc.constantFrom('truncate', 'garbage', 'quotes', 'bom', 'comma', 'literal', 'unicode'))
-      .map(([value, cut, how]) => {
+      .map(([value, cut, how]): BodyPlan => {
         const json = toJsonText(value);
         const broken = {
           truncate: json.slice(0, cut % Math.max(1, json.length)),
@@ -277,22 +278,22 @@ class PlanArbitraries {
           literal: ['NaN', 'undefined', '{"a":Infinity}', '{"a":01}', '{"a":"\\x41"}', '{"a":"\t"}', '// comment\n{}', '{} {}'][cut % 8]!,
           unicode: ['\u0000', '🦓', '{"\ud800":1}', '{"name":"\u202e"}', 'ｎｕｌｌ'][cut % 5]!,
         }[how];
-        return { kind: 'text', text: broken, contentType: 'application/json', label: 'malformed JSON' } as BodyPlan;
+        return { kind: 'text', text: broken, contentType: 'application/json', label: 'malformed JSON' };
       });
     const bytes = fc.constantFrom(
       Uint8Array.from([0x7b, 0x22, 0x6e, 0x61, 0x6d, 0x65, 0x22, 0x3a, 0x22, 0xff, 0xfe, 0xc0, 0xaf, 0x22, 0x7d]),
       Uint8Array.from([0xfe, 0xff, 0x00, 0x7b, 0x00, 0x7d]),
       Uint8Array.from([0x00, 0x00, 0x00]),
-    ).map((b) => ({ kind: 'bytes', bytes: b, contentType: 'application/json', label: 'invalid UTF-8' }) as BodyPlan);
+    ).map((b): BodyPlan => ({ kind: 'bytes', bytes: b, contentType: 'application/json', label: 'invalid UTF-8' }));
     const wrongType = fc.tuple(this.adminSchemas.valid(body.schema), fc.constantFrom(...WRONG_CONTENT_TYPES, null))
-      .map(([value, contentType]) => ({ kind: 'json', value, contentType, label: 'wrong content type' }) as BodyPlan);
-    const topLevel = fc.constantFrom<unknown>([], 'text', 42, null, true, [{}], new RawJson('1e400')).map((value) => ({ kind: 'json', value, label: 'wrong top-level type' }) as BodyPlan);
+      .map(([value, contentType]): BodyPlan => ({ kind: 'json', value, contentType, label: 'wrong content type' }));
+    const topLevel = fc.constantFrom<unknown>([], 'text', 42, null, true, [{}], new RawJson('1e400')).map((value): BodyPlan => ({ kind: 'json', value, label: 'wrong top-level type' }));
     const none = fc.constantFrom<BodyPlan>(
       { kind: 'none', contentType: null, label: 'missing' }, { kind: 'none', contentType: 'application/json', label: 'missing' },
       { kind: 'text', text: '', contentType: 'application/json', label: 'missing' },
     );
     const oversized = fc.record({ extra: fc.integer({ min: 1, max: 4096 }), chunked: fc.boolean() })
-      .map(({ extra, chunked }) => ({ kind: 'oversized', extra, chunked, contentType: 'application/json', label: chunked ? 'oversized, chunked' : 'oversized' }) as BodyPlan);
+      .map(({ extra, chunked }): BodyPlan => ({ kind: 'oversized', extra, chunked, contentType: 'application/json', label: chunked ? 'oversized, chunked' : 'oversized' }));
     return fc.oneof(
       { arbitrary: this.mutatedBody(operation), weight: 6 },
       { arbitrary: deep, weight: 2 },
@@ -351,7 +352,7 @@ class PlanArbitraries {
       variants.push({ arbitrary: fc.tuple(base, this.malformedBody(operation)).map(([b, body]) => ({ ...make(`body ${body.label ?? body.kind}`)(b), body })), weight: 6 });
     } else if (operation.method !== 'GET') {
       const unexpected = fc.oneof(
-        this.adminSchemas.valid({ type: 'object', properties: { since: { type: 'string' } } }).map((value) => ({ kind: 'json', value, contentType: 'application/json' }) as BodyPlan),
+        this.adminSchemas.valid({ type: 'object', properties: { since: { type: 'string' } } }).map((value): BodyPlan => ({ kind: 'json', value, contentType: 'application/json' })),
         fc.constant<BodyPlan>({ kind: 'text', text: '{"unterminated": ', contentType: 'application/json' }),
         fc.constant<BodyPlan>({ kind: 'oversized', extra: 10, chunked: true, contentType: 'application/json' }),
       );
@@ -446,7 +447,7 @@ const uniqueBy = <T>(items: T[], key: (item: T) => string) => items.filter((item
 function keepValid(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(keepValid);
   if (!value || typeof value !== 'object' || value instanceof RawJson) return value;
-  const body = Object.fromEntries(Object.entries(value).map(([k, v]) => [k, keepValid(v)])) as Json;
+  const body: Json = Object.fromEntries(Object.entries(value).map(([k, v]) => [k, keepValid(v)]));
   for (const member of ['events', 'eans', 'excluded_stores']) {
     if (Array.isArray(body[member])) body[member] = uniqueBy(body[member] as unknown[], String);
   }
@@ -685,7 +686,7 @@ async function send(baseUrl: string, request: BuiltRequest): Promise<Sent> {
     redirect: 'manual',
     signal: AbortSignal.timeout(20_000),
     ...(body instanceof ReadableStream ? { duplex: 'half' } : {}),
-  } as RequestInit);
+  });
   return { status: response.status, headers: response.headers, text: await response.text() };
 }
 
@@ -734,7 +735,7 @@ function tenancyProblems(request: BuiltRequest, response: Sent, world: World, pl
   for (const other of others) {
     for (const marker of other.markers) {
       if (response.text.includes(marker) && !request.echo.includes(marker)) {
-        problems.push(`tenancy: "${marker.trim()}" of merchant ${other.label} in a response for ${request.scope === 'nobody' ? 'no merchant' : `merchant ${(request.scope as SeededMerchant).label}`}`);
+        problems.push(`tenancy: "${marker.trim()}" of merchant ${other.label} in a response for ${request.scope === 'nobody' ? 'no merchant' : `merchant ${request.scope.label}`}`);
       }
     }
   }
@@ -752,7 +753,7 @@ function tenancyProblems(request: BuiltRequest, response: Sent, world: World, pl
     const ids = idsInResponse(schemas, schema, value);
     for (const other of others) {
       for (const [kind, id] of ids) {
-        if (other.ids[kind].has(id)) problems.push(`tenancy: ${kind} ${id} of merchant ${other.label} in a response for ${request.scope === 'nobody' ? 'no merchant' : `merchant ${(request.scope as SeededMerchant).label}`}`);
+        if (other.ids[kind].has(id)) problems.push(`tenancy: ${kind} ${id} of merchant ${other.label} in a response for ${request.scope === 'nobody' ? 'no merchant' : `merchant ${request.scope.label}`}`);
       }
     }
     if (request.scope === world.a && !problems.length) harvest(world.a, ids);
@@ -847,7 +848,7 @@ export async function runContractFuzz(service: TestService, options: FuzzOptions
     return true;
   }), { seed: options.seed, numRuns: options.requests, endOnFailure: true });
   // A failure of the fuzzer itself (an exception rather than a failing request) ends the run early.
-  if (details.failed && details.errorInstance) throw details.errorInstance;
+  if (details.failed && details.errorInstance) throw details.errorInstance instanceof Error ? details.errorInstance : new Error('the fuzzer failed', { cause: details.errorInstance });
 
   const after = await snapshotOf(service, world.b);
   if (JSON.stringify(after) !== JSON.stringify(before)) {

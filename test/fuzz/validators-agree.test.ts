@@ -67,7 +67,8 @@ function serialize(value: unknown): string | undefined {
   if (value instanceof RawJson) return value.text;
   if (Array.isArray(value)) return value.every((v) => typeof v !== 'object' || v instanceof RawJson) ? value.map(serialize).join(',') : undefined;
   if (value === null || typeof value === 'object') return undefined;
-  return String(value);
+  const scalar = value as string | number | boolean | undefined; // not an object: the line above
+  return String(scalar);
 }
 
 /** The document's reading of a parameter's text: the value of the schema's type it spells, else the text. */

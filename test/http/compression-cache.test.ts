@@ -35,7 +35,7 @@ async function metric(service: TestService, series: string): Promise<number> {
   return line ? Number(line.slice(series.length + 1)) : 0;
 }
 
-const bytes = (n: number) => new Uint8Array(n).fill(1) as Uint8Array<ArrayBuffer>;
+const bytes = (n: number) => new Uint8Array(n).fill(1);
 
 describe('the cache of coded bodies', () => {
   it('keeps coded bytes by ETag and coding, and never holds more than its budget, least recently used leaving first', () => {

@@ -52,7 +52,7 @@ function rawGet(base: string, pathAndQuery: string, headers: Record<string, stri
           if (!pathAndQuery.startsWith('/openapi.json')) publicContract.validateResponse('GET', url, res.statusCode!, responseHeaders, text);
           resolve({ status: res.statusCode!, headers: responseHeaders, raw, text });
         } catch (error) {
-          reject(error);
+          reject(error instanceof Error ? error : new Error(String(error)));
         }
       });
     }).on('error', reject);

@@ -27,7 +27,7 @@ let endpointsUrl: string;
 function documented(event: 'price' | 'content' | 'removed') {
   const doc = publicDocument as unknown as Record<string, any>;
   const operation = doc.webhooks[event].post;
-  const [example] = Object.values(operation.requestBody.content['application/json'].examples) as { $ref: string }[];
+  const [example] = Object.values<{ $ref: string }>(operation.requestBody.content['application/json'].examples);
   const lead = (operation.description as string).split('\n\n')[0]!.replaceAll('`', '').split('\n').join(' ');
   return { summary: operation.summary as string, lead, sample: doc.components.examples[example!.$ref.split('/').pop()!].value };
 }

@@ -79,9 +79,9 @@ afterAll(async () => {
 /** Every body cell of every table on the page whose column has a heading, and the label it shows before itself. */
 function cellLabels(page: Page): Promise<{ table: string; heading: string; shown: string }[]> {
   return page.locator('main table').evaluateAll((tables) => tables.flatMap((table) => {
-    const headings = [...table.querySelectorAll('thead th')].map((th) => th.textContent!.trim());
+    const headings = [...table.querySelectorAll('thead th')].map((th) => th.textContent.trim());
     return [...table.querySelectorAll('tbody tr')].flatMap((row) => [...row.children].flatMap((cell, column) => (headings[column]
-      ? [{ table: table.getAttribute('aria-label') ?? headings.join('|'), heading: headings[column]!, shown: getComputedStyle(cell, '::before').content }]
+      ? [{ table: table.getAttribute('aria-label') ?? headings.join('|'), heading: headings[column], shown: getComputedStyle(cell, '::before').content }]
       : [])));
   }));
 }

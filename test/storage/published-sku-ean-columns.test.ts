@@ -56,10 +56,11 @@ describe.skipIf(TEST_ENGINE !== 'postgres' || onPglite())('PostgreSQL: SKU and E
   /** The plan of the statement findPublishedProducts runs for this match, with its parameters. */
   async function planOf(match: { sku?: string; ean?: string }): Promise<string> {
     const ran: { sql: string; values: unknown[] }[] = [];
+    // eslint-disable-next-line @typescript-eslint/unbound-method -- called with its connection as `this` below (real.call(this, …))
     const real = PgConnection.prototype.rows;
     const spy = vi.spyOn(PgConnection.prototype, 'rows').mockImplementation(function (this: PgConnection, sql: string, values: unknown[] = []) {
       if (/FROM published_products/.test(sql)) ran.push({ sql, values });
-      return real.call(this, sql, values) as never;
+      return real.call(this, sql, values);
     });
     try {
       expect((await storage.findPublishedProducts(storeId, match, 10)).length).toBeGreaterThan(0);

@@ -40,7 +40,7 @@ const skippedOnPglite: string[] = [];
  * pglite, listed by name in a summary line when the file ends.
  */
 export const severalConnections = {
-  it(name: string, fn: () => Promise<void>, timeout?: number) {
+  it: (name: string, fn: () => Promise<void>, timeout?: number) => {
     if (TEST_ENGINE === 'postgres' && testPostgres().kind === 'pglite') {
       skippedOnPglite.push(name);
       return it.skip(`${name} [skipped: needs several PostgreSQL connections, pglite has one]`, fn, timeout);
@@ -108,7 +108,7 @@ export async function createTestDatabase(dir: string, engine: TestEngine = TEST_
       await storage.ready;
       return storage;
     },
-    drop: database.drop,
+    drop: () => database.drop(),
   };
 }
 

@@ -74,16 +74,16 @@ function check(
 ): { problems: string[]; payload?: WebhookPayload; verifiedWith?: string } {
   const problems: string[] = [];
   if (method !== 'POST') problems.push(`method ${method}, not POST`);
-  if (headers['content-type'] !== 'application/json') problems.push(`Content-Type "${headers['content-type']}", not application/json`);
+  if (headers['content-type'] !== 'application/json') problems.push(`Content-Type "${String(headers['content-type'])}", not application/json`);
   const timestamp = headers['x-service-timestamp'];
   const signature = headers['x-service-signature'];
   if (typeof timestamp !== 'string' || !/^[0-9]+$/.test(timestamp)) {
-    problems.push(`X-Service-Timestamp "${timestamp}" is not Unix seconds`);
+    problems.push(`X-Service-Timestamp "${String(timestamp)}" is not Unix seconds`);
   } else if (Math.abs(Number(timestamp) - now.getTime() / 1000) > toleranceSeconds) {
     problems.push(`X-Service-Timestamp ${timestamp} is more than ${toleranceSeconds} s away from ${now.toISOString()}`);
   }
   if (typeof signature !== 'string' || !/^sha256=[0-9a-f]{64}$/.test(signature)) {
-    problems.push(`X-Service-Signature "${signature}" is not sha256= + 64 lowercase hex digits`);
+    problems.push(`X-Service-Signature "${String(signature)}" is not sha256= + 64 lowercase hex digits`);
   }
   let verifiedWith: string | undefined;
   if (typeof timestamp === 'string' && typeof signature === 'string') {
@@ -96,9 +96,9 @@ function check(
   if (typeof standard === 'string') {
     const id = headers['webhook-id'];
     const at = headers['webhook-timestamp'];
-    if (at !== timestamp) problems.push(`webhook-timestamp "${at}" is not X-Service-Timestamp "${timestamp}"`);
+    if (at !== timestamp) problems.push(`webhook-timestamp "${String(at)}" is not X-Service-Timestamp "${String(timestamp)}"`);
     const signed = secrets.some((secret) => {
-      const expected = createHmac('sha256', Buffer.from(secret.replace(/^whsec_/, ''), 'base64')).update(`${id}.${at}.`).update(rawBody).digest('base64');
+      const expected = createHmac('sha256', Buffer.from(secret.replace(/^whsec_/, ''), 'base64')).update(`${String(id)}.${String(at)}.`).update(rawBody).digest('base64');
       return standard.split(' ').some((s) => s === `v1,${expected}`);
     });
     if (!signed) problems.push('webhook-signature does not verify with the endpoint secret');
@@ -158,10 +158,10 @@ export class Receiver {
 
   /** Starts a receiver on 127.0.0.1, on a port chosen by the system. */
   static async start(options: ReceiverOptions = {}): Promise<Receiver> {
-    let receiver: Receiver | undefined;
-    const server = http.createServer((req, res) => receiver!.handle(req, res));
+    // `receiver` exists before a request can be handled: that takes a later turn of the event loop.
+    const server = http.createServer((req, res) => receiver.handle(req, res));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    receiver = new Receiver((server.address() as AddressInfo).port, server, options);
+    const receiver = new Receiver((server.address() as AddressInfo).port, server, options);
     receiver.listening = true;
     return receiver;
   }

@@ -1,6 +1,6 @@
 // Claiming due deliveries: one atomic claim leases them, so several dispatchers
 // on one database (several processes, each with its own connections) never send a delivery twice.
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect } from 'vitest';
 import { OwnerNotifier } from '../../src/webhooks/notifier.js';
 import { WebhookDispatcher } from '../../src/webhooks/dispatcher.js';
 import { HttpDeliverySender } from '../../src/webhooks/sender.js';

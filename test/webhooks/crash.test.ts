@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, expect, it } from 'vitest';
+import { afterAll, expect } from 'vitest';
 import { freePort, readDatabase } from '../faults/harness.js';
 import { simpleProduct } from '../support/admin-http.js';
 import { sqliteOnly } from '../support/engine.js';
@@ -46,8 +46,8 @@ function serve(env: Record<string, string>): Promise<ChildProcess> {
         resolve(child);
       }
     };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', (chunk: Buffer) => { output += chunk.toString(); });
+    child.stdout.on('data', onData);
+    child.stderr.on('data', (chunk: Buffer) => { output += chunk.toString(); });
     child.once('exit', (code, signal) => {
       clearTimeout(timer);
       reject(new Error(`serve exited (${code ?? signal}) before listening:\n${output}`));

@@ -2,7 +2,6 @@
 // stores and a supplier built over the admin API, real receivers on 127.0.0.1, and a dispatcher
 // driven by hand (`deliverDue()` after moving the clock), so retries, backoff and cooldowns take
 // no real time.
-import { expect } from 'vitest';
 import { loadConfig, type Config, type ConfigOverrides } from '../../src/config.js';
 import type { components } from '../../src/generated/admin-api.js';
 import type { Logger } from '../../src/operations/log.js';

@@ -30,7 +30,7 @@ function delivered(payloads: WebhookPayload[]): Record<string, number[]> {
 /** The changes recorded in the store's feed after a position, as [product id, change type]. */
 async function feedOf(storeId: number, after = FEED_START): Promise<[number, Event][]> {
   const rows = await world.service.storage.changesAfter(storeId, after, 10_000);
-  return rows.map((row) => [row.product_id, row.change_type as Event]);
+  return rows.map((row) => [row.product_id, row.change_type]);
 }
 
 async function archiveStore(active: boolean): Promise<number> {

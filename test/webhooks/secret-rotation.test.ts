@@ -134,7 +134,7 @@ describe('rotating the signing secret', () => {
   });
 
   it('with CPS_WEBHOOK_SECRET_GRACE_HOURS=0 the new secret signs at once and nothing is pending', async () => {
-    const { w, receiver, created, deliverOne, rotate, confirm } = await rotationWorld({ webhooks: { secretGraceHours: 0 } });
+    const { receiver, created, deliverOne, rotate, confirm } = await rotationWorld({ webhooks: { secretGraceHours: 0 } });
     const rotated = await rotate();
     expect(rotated).toMatchObject({ secret_prefix: prefix(rotated.secret), secret_rotation: null });
     receiver.secret = rotated.secret;

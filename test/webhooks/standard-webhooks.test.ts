@@ -58,7 +58,7 @@ describe('webhook-id', () => {
     expect(again.headers['webhook-id']).not.toBe(first!.headers['webhook-id']);
     expect(again.headers['x-service-replaces']).toBe(`dlv_${delivery!.id}`);
     // The receiver kit exposes both, whichever scheme verified.
-    const verified = verifyWebhookDelivery({ secret: created.secret, headers: again.headers as Record<string, string>, rawBody: again.rawBody, now: w.clock.now });
+    const verified = verifyWebhookDelivery({ secret: created.secret, headers: again.headers, rawBody: again.rawBody, now: w.clock.now });
     expect(verified).toMatchObject({ id: `dlv_${resent.body.id}`, replaces: `dlv_${delivery!.id}`, scheme: 'service' });
     // Without the choice, no Standard Webhooks signature is sent.
     expect(again.headers['webhook-signature']).toBeUndefined();

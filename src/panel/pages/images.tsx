@@ -3,7 +3,7 @@
 // admin API's getImageMirroring and retryDeadImages).
 import { Hono } from 'hono';
 import type { Service } from '../../service.js';
-import { principalName, type PanelAccounts, type PanelSession } from '../../admin/accounts.js';
+import { principalName, type PanelSession } from '../../admin/accounts.js';
 import type { CatalogAdmin } from '../../admin/catalog-admin.js';
 import { merchantOf, sessionOf } from '../handlers.js';
 import { CsrfField, Layout, Notice } from '../layout.js';
@@ -52,7 +52,7 @@ function ImagesPage(props: { session: PanelSession; merchantId: number; mirrorin
   );
 }
 
-export function imagePages(service: Service, accounts: () => PanelAccounts) {
+export function imagePages(service: Service) {
   const pages = new Hono<PanelEnv>();
   const { admin } = service;
 

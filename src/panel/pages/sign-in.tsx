@@ -72,7 +72,7 @@ export function signInPages(accounts: () => PanelAccounts, cookie: SessionCookie
       if (!(error instanceof ProblemError) || (error.status !== 401 && error.status !== 429)) throw error;
       for (const [name, value] of Object.entries(error.headers)) c.header(name, value);
       // Only the merchant user's form has an e-mail.
-      return c.html(<LoginPage error={error} errorAt={email === undefined ? 'operator' : 'user'} {...(email ? { email } : {})} />, error.status as 401 | 429);
+      return c.html(<LoginPage error={error} errorAt={email === undefined ? 'operator' : 'user'} {...(email ? { email } : {})} />, error.status);
     }
   };
 

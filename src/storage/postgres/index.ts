@@ -55,9 +55,10 @@ export interface PostgresOptions {
 }
 
 /** bigint (ids, counts) as a JS number: ids stay far below 2^53. Set on this pool only, not pg's global parsers. */
+const INT8: number = pg.types.builtins.INT8;
 const types = {
-  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-    oid === pg.types.builtins.INT8 ? Number : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+  getTypeParser: ((oid: number, format?: 'text' | 'binary'): unknown =>
+    oid === INT8 ? Number : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
 };
 
 /** Makes the pool and starts applying migrations; the storage is usable at once (operations wait). */
@@ -133,10 +134,13 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** A serialization failure or a deadlock: the transaction did nothing and may run again. */
 const isRetryable = (error: unknown) => ['40001', '40P01'].includes((error as { code?: string }).code ?? '');
 
-// Declaration merging: the aggregate operations are installed on each instance in the constructor.
+// Declaration merging: the aggregate operations are installed on each instance in the constructor,
+// so the class cannot declare them itself; the interface is how its type says it has them.
+/* eslint-disable @typescript-eslint/no-unsafe-declaration-merging, @typescript-eslint/no-empty-object-type -- the operations mixin, above */
 export interface PostgresStorage extends StorageOperations {}
 
 export class PostgresStorage implements CatalogStorage {
+  /* eslint-enable @typescript-eslint/no-unsafe-declaration-merging, @typescript-eslint/no-empty-object-type */
   private migrating: Promise<void>;
   private closed = false;
   /** Each pooled client's operations, made once per client and mode. */
@@ -151,6 +155,7 @@ export class PostgresStorage implements CatalogStorage {
     const self = this as unknown as Record<string, unknown>;
     for (const name of Object.keys(reader)) {
       const operation = name as keyof StorageOperations;
+      // eslint-disable-next-line @typescript-eslint/unbound-method -- operationsOn binds each operation to its aggregate (sql/operations.ts)
       const read = reader[operation] as (...a: unknown[]) => Promise<unknown>;
       self[name] = WRITES.has(name)
         ? (...args: unknown[]) => this.transaction((tx) => (tx[operation] as (...a: unknown[]) => Promise<unknown>)(...args))

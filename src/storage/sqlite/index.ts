@@ -104,10 +104,13 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 const isBusy = (error: unknown) => (error as { code?: string }).code === 'SQLITE_BUSY';
 
-// Declaration merging: the aggregate operations are installed on each instance in the constructor.
+// Declaration merging: the aggregate operations are installed on each instance in the constructor,
+// so the class cannot declare them itself; the interface is how its type says it has them.
+/* eslint-disable @typescript-eslint/no-unsafe-declaration-merging, @typescript-eslint/no-empty-object-type -- the operations mixin, above */
 export interface SqliteStorage extends StorageOperations {}
 
 export class SqliteStorage implements CatalogStorage {
+  /* eslint-enable @typescript-eslint/no-unsafe-declaration-merging, @typescript-eslint/no-empty-object-type */
   private readonly read: SqliteConnection;
   private readonly write: SqliteConnection;
   private readonly tx: StorageTx;
@@ -142,9 +145,11 @@ export class SqliteStorage implements CatalogStorage {
     const self = this as unknown as Record<string, unknown>;
     for (const name of Object.keys(this.reader)) {
       const operation = name as keyof StorageOperations;
+      // eslint-disable-next-line @typescript-eslint/unbound-method -- operationsOn binds each operation to its aggregate (sql/operations.ts)
+      const read = this.reader[operation];
       self[name] = WRITES.has(name)
         ? (...args: unknown[]) => this.transaction((tx) => (tx[operation] as (...a: unknown[]) => Promise<unknown>)(...args))
-        : (this.reader[operation] as (...a: unknown[]) => Promise<unknown>);
+        : read;
     }
   }
 

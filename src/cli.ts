@@ -5,11 +5,14 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pino from 'pino';
 import { SingleBar, Presets } from 'cli-progress';
-import { CreateMerchantInputSchema, StoreInputSchema, WebhookEndpointInputSchema, WebhookEndpointUpdateSchema } from './generated/admin-routes.js';
+import {
+  CreateMerchantInputSchema, StoreInputSchema, WebhookEndpointInputSchema, WebhookEndpointUpdateSchema,
+} from './generated/admin-routes.js';
 import { buildDemoCatalog } from './admin/demo.js';
 import { schedulePruning } from './changes/retention.js';
 import { ConfigError, databaseLabel, loadConfig, type Config, type ConfigOverrides } from './config.js';
-import type { ChangeType, DeliveryStatus } from './storage/port.js';
+import type { ChangeType } from './changes/model.js';
+import type { DeliveryStatus } from './webhooks/model.js';
 import { EVENTS } from './webhooks/endpoints.js';
 import { ProblemError } from './shared/problem.js';
 import { createLogger, type Logger } from './operations/log.js';

@@ -29,7 +29,7 @@ function placed(s: z.output<typeof SETTINGS>) {
     trustedProxies: s.CPS_TRUSTED_PROXIES,
     demoOnEmpty: s.CPS_DEMO_ON_EMPTY,
     demoProducts: s.CPS_DEMO_PRODUCTS,
-    /** Request sizes, and (ProductLimits, admin/product-limits.ts) the bounds of one product's source. */
+    /** Request sizes, and (ProductLimits, catalog/product-limits.ts) the bounds of one product's source. */
     limits: {
       // per_page's default (50) and range (1..200) are the spec's contract (spec 8), not configuration.
       adminBodyBytes: s.CPS_ADMIN_BODY_BYTES,

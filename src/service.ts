@@ -3,8 +3,8 @@
 // CLI command, the benchmarks and the tests build it here; what they run of it is theirs to choose.
 import nodemailer from 'nodemailer';
 import { PanelAccounts, type AccountMailer } from './admin/accounts.js';
-import { ApiKeyUses } from './admin/api-key-uses.js';
-import { ActiveApiKeys } from './admin/api-keys.js';
+import { ApiKeyUses } from './tenancy/api-key-uses.js';
+import { ActiveApiKeys } from './tenancy/api-keys.js';
 import { CatalogAdmin } from './admin/catalog-admin.js';
 import { ImportJobs } from './admin/import-jobs.js';
 import { CatalogReads } from './catalog/reads.js';

@@ -12,12 +12,13 @@
 import { createHash, randomBytes, scrypt as scryptCallback, timingSafeEqual, type ScryptOptions } from 'node:crypto';
 import type { Config } from '../config.js';
 import { ProblemError, invalidInput } from '../shared/problem.js';
-import type { AuditEntryRecord, CatalogStorage, PanelInvitationRecord, PanelLinkPurpose, PanelRole, PanelUserRecord, StorageTx } from '../storage/port.js';
+import type { CatalogStorage, StorageTx } from '../storage/port.js';
+import type { AuditEntryRecord, PanelInvitationRecord, PanelLinkPurpose, PanelRole, PanelUserRecord } from './model.js';
 import { ShownOnceMessages } from './shown-once.js';
 import { SignInThrottle } from './sign-in-throttle.js';
 import { OPERATOR } from './audit.js';
 
-export type { PanelLinkPurpose, PanelRole } from '../storage/records.js';
+export type { PanelLinkPurpose, PanelRole } from './model.js';
 export type PanelUser = PanelUserRecord;
 export type Principal = { kind: 'operator' } | { kind: 'user'; user: PanelUser };
 

@@ -12,9 +12,11 @@ import { yieldToOthers } from '../shared/cooperative.js';
 import { ProblemError } from '../shared/problem.js';
 import type { ImportRunSteps, PublishRuns } from '../catalog/publish-runs.js';
 import { audit, OPERATOR, type Actor } from './audit.js';
-import type { CatalogAdmin, ProductOperation } from './catalog-admin.js';
+import type { CatalogAdmin } from './catalog-admin.js';
+import type { ProductOperation } from '../catalog/product-sources.js';
 import { appliedLines, parseImport, type ImportResult, type NdjsonSource } from './import.js';
-import type { CatalogStorage, ImportErrorCode, ImportJobProgress, ImportJobRecord, PublishRunRecord, StorageTx } from '../storage/port.js';
+import type { CatalogStorage, PublishRunRecord, StorageTx } from '../storage/port.js';
+import type { ImportErrorCode, ImportJobProgress, ImportJobRecord } from './model.js';
 
 /** Who started an import from the admin API (the panel records the principal). */
 export const ADMIN_API_ACTOR = 'admin API';

@@ -9,7 +9,8 @@ import {
   InvalidUtf8Error, decodeUtf8, mayHoldRefusedString, refusedString,
 } from '../shared/json-text.js';
 import { ProblemError, type InvalidParam } from '../shared/problem.js';
-import { normalizeSource, type CatalogAdmin } from './catalog-admin.js';
+import type { CatalogAdmin } from './catalog-admin.js';
+import { normalizeSource } from '../catalog/product-sources.js';
 import { yieldToOthers } from '../shared/cooperative.js';
 
 const ImportLineSchema = z.discriminatedUnion('op', [

@@ -5,9 +5,9 @@
 import type { CatalogAdmin } from './catalog-admin.js';
 import type { WebhookEndpoints } from '../webhooks/endpoints.js';
 import type { EndpointHealthState } from '../webhooks/health.js';
-import type {
-  ImageStateCounts, MerchantRecord, NotificationRecord, PublishedExclusionCounts, StoreRecord,
-} from '../storage/port.js';
+import type { ImageStateCounts, PublishedExclusionCounts, StoreRecord } from '../catalog/model.js';
+import type { MerchantRecord } from '../tenancy/model.js';
+import type { NotificationRecord } from '../webhooks/model.js';
 
 export const RECENT_NOTIFICATIONS = 5;
 

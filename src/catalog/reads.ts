@@ -9,7 +9,8 @@ import type { components } from '../generated/public-api.js';
 import { PER_PAGE_MAXIMUM } from '../generated/public-limits.js';
 import type { Store, StoreRecord } from './model.js';
 import { ProblemError } from '../shared/problem.js';
-import type { CatalogStorage, PublishedExclusionCounts, PublishedPage, PublishedProductSummary, StorageOperations } from '../storage/port.js';
+import type { CatalogStorage, PublishedPage, StorageOperations } from '../storage/port.js';
+import type { PublishedExclusionCounts, PublishedProductSummary } from './model.js';
 import { PUBLISHED_BLOCK_BITS } from '../storage/records.js';
 import type { PublishedReadCache } from './read-cache.js';
 

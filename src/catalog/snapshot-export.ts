@@ -8,7 +8,8 @@
 // (list-then-watch, with no time margin).
 import type { components } from '../generated/public-api.js';
 import { FEED_START } from '../changes/feed.js';
-import type { CatalogStorage, FeedPosition } from '../storage/port.js';
+import type { CatalogStorage } from '../storage/port.js';
+import type { FeedPosition } from '../changes/model.js';
 import type { StoreRecord } from './model.js';
 import { activeStore } from './reads.js';
 

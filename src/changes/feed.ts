@@ -7,7 +7,8 @@ import { activeStore } from '../catalog/reads.js';
 import type { components } from '../generated/public-api.js';
 import { ProblemError, invalidInput } from '../shared/problem.js';
 import { wholeSecondIso } from '../shared/time.js';
-import type { CatalogStorage, FeedPosition, StorageOperations } from '../storage/port.js';
+import type { CatalogStorage, StorageOperations } from '../storage/port.js';
+import type { FeedPosition } from './model.js';
 
 export type ChangeEntry = components['schemas']['ChangeEntry'];
 export type ChangePage = components['schemas']['ChangePage'];

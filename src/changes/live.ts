@@ -12,7 +12,8 @@
 // clients, for writers no wake-up reaches (another process on the SQLite file, a lost NOTIFY).
 import type { StoreRecord } from '../catalog/model.js';
 import { ProblemError } from '../shared/problem.js';
-import type { CatalogStorage, ChangedStores, FeedPosition } from '../storage/port.js';
+import type { CatalogStorage, ChangedStores } from '../storage/port.js';
+import type { FeedPosition } from './model.js';
 import { readStoreChangeFeed, readWindowAfter, type ChangePage } from './feed.js';
 
 export interface LiveFeedSettings {

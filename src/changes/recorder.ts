@@ -2,7 +2,9 @@
 // outbox rows they cause: a crash can lose neither without the other. The storage gives each change
 // its position in the merchant's feed (its own id sequence, a monotonic whole-second timestamp) in
 // commit order (ChangeStore.recordChanges).
-import type { OutboxRow, RecordedChange, StorageTx, WebhookEndpointRecord } from '../storage/port.js';
+import type { OutboxRow, StorageTx } from '../storage/port.js';
+import type { RecordedChange } from './model.js';
+import type { WebhookEndpointRecord } from '../webhooks/model.js';
 
 /** A change a write detected (spec 6), before storage gives it its feed position. */
 export type DetectedChange = RecordedChange;

@@ -158,7 +158,7 @@ export const SETTINGS = z.object({
     description: 'deepest nesting of arrays and objects an admin body (or import line) may have (400 above)',
   }),
   CPS_IMPORT_BODY_BYTES: integer({ default: 64 * MIB, bytes: true, description: 'largest NDJSON import (413 above)' }),
-  // The bounds of one product's source (admin/product-limits.ts), each at least 1.
+  // The bounds of one product's source (catalog/product-limits.ts), each at least 1.
   CPS_MAX_PRODUCT_BYTES: integer({
     default: 512 * KIB, min: 1, bytes: true,
     description: 'largest product source document, in bytes of its JSON as stored (defaults filled in); every payload of the product is built from it (400 above; see "Product limits" below)',

@@ -3,8 +3,8 @@
 // malformed or unknown credentials: 401 with WWW-Authenticate.
 import { timingSafeEqual, createHash } from 'node:crypto';
 import type { MiddlewareHandler } from 'hono';
-import type { ApiKeyUses } from '../admin/api-key-uses.js';
-import type { ActiveApiKeys } from '../admin/api-keys.js';
+import type { ApiKeyUses } from '../tenancy/api-key-uses.js';
+import type { ActiveApiKeys } from '../tenancy/api-keys.js';
 import { ProblemError } from '../shared/problem.js';
 
 /** The merchant whose catalog the request reads, and the API key it came with (rate limits are per key). */
@@ -25,8 +25,8 @@ const CATALOG_INVALID_TOKEN = 'Bearer realm="catalog", error="invalid_token"';
 
 /**
  * Resolves the request's API key into `c.var.apiKeyId` and its merchant into `c.var.merchantId`
- * (as this process remembers active keys: admin/api-keys.ts, CPS_API_KEY_CACHE_MS), and tells
- * `uses` the key was used (admin/api-key-uses.ts: written at most once per interval, in the background).
+ * (as this process remembers active keys: tenancy/api-keys.ts, CPS_API_KEY_CACHE_MS), and tells
+ * `uses` the key was used (tenancy/api-key-uses.ts: written at most once per interval, in the background).
  */
 export function apiKeyAuth(apiKeys: Pick<ActiveApiKeys, 'find'>, uses?: Pick<ApiKeyUses, 'used'>): MiddlewareHandler<PublicEnv> {
   return async (c, next) => {

@@ -5,10 +5,9 @@ import { Hono } from 'hono';
 import type { Config } from '../config.js';
 import operationsDocument from '../generated/operations-openapi.json' with { type: 'json' };
 import { routes } from '../generated/operations-routes.js';
-import { Lifecycle, readiness } from '../operations/health.js';
+import { Lifecycle, readiness, type DatabaseProbe } from '../operations/health.js';
 import { silentLogger, type Logger } from '../operations/log.js';
 import { PROMETHEUS_CONTENT_TYPE, type ServiceMetrics } from '../operations/metrics.js';
-import type { CatalogStorage } from '../storage/port.js';
 import { accessLog, requestLog } from './access-log.js';
 import { metricsTokenAuth } from './auth.js';
 import { notFound, renderError } from './errors.js';
@@ -17,7 +16,7 @@ import { documentedRoutes } from './documented-responses.js';
 import { validationHook } from './validation.js';
 
 export interface OperationsDependencies {
-  storage: CatalogStorage;
+  storage: DatabaseProbe;
   metrics: ServiceMetrics;
   lifecycle: Lifecycle;
   metricsToken: string | null;

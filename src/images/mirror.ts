@@ -11,7 +11,8 @@ import type { Config } from '../config.js';
 import { silentLogger, type Logger } from '../operations/log.js';
 import { AddressGuard } from '../outbound/address-guard.js';
 import { GuardedHttpClient } from '../outbound/client.js';
-import type { CatalogStorage, ClaimedImageMirror, ImageMirrorWork } from '../storage/port.js';
+import type { CatalogStorage, ClaimedImageMirror } from '../storage/port.js';
+import type { ImageMirrorWork } from '../catalog/model.js';
 import { IMAGE_TYPES, LocalFolderMediaStore, type MediaStore } from './media-store.js';
 import { sniffImageType } from './sniff.js';
 

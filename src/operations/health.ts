@@ -5,6 +5,9 @@ import type { Logger } from './log.js';
 
 export type Readiness = components['schemas']['Readiness'];
 
+/** What readiness asks of the database: that it answers, and which migrations it lacks. */
+export type DatabaseProbe = Pick<CatalogStorage, 'ping' | 'missingMigrations'>;
+
 /** The process's lifecycle as the probes see it: set to shutting down on SIGTERM. */
 export class Lifecycle {
   shuttingDown = false;
@@ -15,7 +18,7 @@ export class Lifecycle {
  * The probe is unauthenticated, so a failed check answers only `unavailable`; the error itself
  * goes to the log.
  */
-export async function readiness(storage: CatalogStorage, lifecycle: Lifecycle, log: Logger): Promise<Readiness> {
+export async function readiness(storage: DatabaseProbe, lifecycle: Lifecycle, log: Logger): Promise<Readiness> {
   const check = async (name: string, run: () => Promise<string>): Promise<string> => {
     try {
       return await run();

@@ -6,7 +6,7 @@
 import { raw } from 'hono/html';
 import type { HtmlEscapedString } from 'hono/utils/html';
 import { ATTEMPT_OUTCOMES, type AttemptBucket, type AttemptWindow } from '../webhooks/attempt-stats.js';
-import type { AttemptOutcomeKind } from '../storage/records.js';
+import type { AttemptOutcomeKind } from '../webhooks/model.js';
 
 const OUTCOME_LABEL: Record<AttemptOutcomeKind, string> = { succeeded: 'succeeded', failed: 'failed', no_response: 'no response' };
 

@@ -9,14 +9,24 @@
 // `snapshot(fn)` hands fn a reader on one consistent view. Operations called on the CatalogStorage itself
 // run on their own (each write its own transaction); inside a transaction, use its tx.
 import type {
-  ApiKeyRecord, AttemptRecord, AttributeDefinitionRecord, ClaimedDelivery, CustomerGroupRecord, DeliveryClaim, DeliveryRecord,
-  ClaimedImageMirror, DeliveryStatus, ExchangeRateRecord, FeedPosition, ImageMirrorRecord, ImageMirrorWork, ImageStateCounts, MerchantRecord,
-  AttemptHourRecord, NotificationKind, NotificationRecord, OperationalCounts, OutboxGroup, OutboxRow, PricingRuleInputRecord, PricingRuleRecord, ProductListPage, ProductListQuery, ProductRecord,
-  AuditEntryRecord, ImportJobProgress, ImportJobRecord, PanelInvitationRecord, PanelSessionRecord, PanelUserRecord, PublishRunRecord,
-  ExpectedStorePage, ProductSourceDocument, PublishedExclusionCounts, PublishedHashes, PublishedLines, PublishedPage, PublishedPayloads, PublishedProductSummary, PublishedRow,
-  PublishedBlock, PublishedIdWindow, PublishedSummaryWindow, PublishedVersionRead, PublishedWindowRead, RecordedChange, StoreInputRecord, StorePageRead, StoreRecord, StoredChange,
-  SupplierRecord, WebhookEndpointInputRecord, WebhookEndpointRecord, NewAttempt, NewDelivery,
+  DeliveryClaim, ClaimedImageMirror, OperationalCounts, OutboxGroup, OutboxRow, ProductListPage, ProductListQuery,
+  PublishRunRecord, ExpectedStorePage, PublishedHashes, PublishedLines, PublishedPage, PublishedPayloads, PublishedRow,
+  PublishedBlock, PublishedIdWindow, PublishedSummaryWindow, PublishedVersionRead, PublishedWindowRead, StorePageRead,
 } from './records.js';
+import type { ApiKeyRecord, MerchantRecord } from '../tenancy/model.js';
+import type {
+  AttemptRecord, ClaimedDelivery, DeliveryRecord, DeliveryStatus, AttemptHourRecord, NotificationKind, NotificationRecord,
+  WebhookEndpointInputRecord, WebhookEndpointRecord, NewAttempt, NewDelivery,
+} from '../webhooks/model.js';
+import type {
+  AttributeDefinitionRecord, CustomerGroupRecord, ExchangeRateRecord, ImageMirrorRecord, ImageMirrorWork, ImageStateCounts,
+  PricingRuleInputRecord, PricingRuleRecord, ProductRecord, ProductSourceDocument, PublishedExclusionCounts,
+  PublishedProductSummary, StoreInputRecord, StoreRecord, SupplierRecord,
+} from '../catalog/model.js';
+import type { FeedPosition, RecordedChange, StoredChange } from '../changes/model.js';
+import type {
+  AuditEntryRecord, ImportJobProgress, ImportJobRecord, PanelInvitationRecord, PanelSessionRecord, PanelUserRecord,
+} from '../admin/model.js';
 
 export type * from './records.js';
 

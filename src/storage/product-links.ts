@@ -2,7 +2,7 @@
 // on every engine, so that "which products show this image / exclude this store / buy from this
 // supplier / bill in this currency" is an index range, never a parse of every source of the catalog
 // (docs/architecture.md#every-statement-bounded).
-import type { ProductSourceDocument } from './records.js';
+import type { ProductSourceDocument } from '../catalog/model.js';
 
 export type ProductLinkKind = 'image' | 'excluded_store' | 'supplier' | 'currency';
 

@@ -1,57 +1,12 @@
-// The records storage keeps, in one place beside the port. Where a document states a shape (a
-// merchant, a store, a delivery, a change type, an image state, ...) the record is that generated
-// type, or that type plus the bookkeeping storage keeps beside it; nothing here restates a schema.
-import type { components as AdminComponents } from '../generated/admin-api.js';
-import type { components as PublicComponents } from '../generated/public-api.js';
-
-type AdminSchemas = AdminComponents['schemas'];
-type PublicSchemas = PublicComponents['schemas'];
-
-// Shapes the documents state
-
-export type ChangeType = PublicSchemas['ChangeType'];
-export type DeliveryStatus = AdminSchemas['DeliveryStatus'];
-export type ImageState = AdminSchemas['SourceImage']['state'];
-export type EndpointStatus = AdminSchemas['WebhookEndpoint']['status'];
-export type NotificationKind = AdminSchemas['Notification']['kind'];
-
-// Tenancy and keys
-
-export type MerchantRecord = AdminSchemas['Merchant'];
-
-export type ApiKeyRecord = AdminSchemas['ApiKey'] & { merchant_id: number };
-
-/** A merchant's store as the admin API states it, plus what storage keeps beside it. */
-export type StoreRecord = AdminSchemas['AdminStore'] & {
-  merchant_id: number;
-  /** Bumped when the set of products published for the store changes (read-side id index). */
-  catalog_version: number;
-};
-
-export type StoreInputRecord = Pick<StoreRecord, 'name' | 'locale' | 'currency' | 'is_default' | 'active' | 'exclude_out_of_stock'>;
-
-// Catalog setup: what resolution reads merchant-wide
-
-export type CustomerGroupRecord = AdminSchemas['CustomerGroup'];
-export type PricingRuleRecord = AdminSchemas['PricingRule'];
-export type PricingRuleInputRecord = Omit<PricingRuleRecord, 'id' | 'is_catch_all'>;
-export type ExchangeRateRecord = AdminSchemas['ExchangeRate'];
-export type AttributeDefinitionRecord = AdminSchemas['AttributeDefinition'];
-export type SupplierRecord = AdminSchemas['Supplier'];
+// The records only storage keeps: the bookkeeping of published payloads, the outbox, delivery
+// claims, publish runs and the operational counts, and the shapes of the port's bounded reads. The
+// domain's own types live with the domain (catalog/model.ts, changes/model.ts, tenancy/model.ts,
+// webhooks/model.ts, admin/model.ts): storage imports those types, never a module with behaviour.
+import type { ExclusionReason, ImageMirrorWork, ImageStateCounts, StoreRecord } from '../catalog/model.js';
+import type { ChangeType } from '../changes/model.js';
+import type { EndpointStatus } from '../webhooks/model.js';
 
 // Product sources
-
-export type OfferSource = AdminSchemas['Offer'];
-export type OwnStockSource = NonNullable<AdminSchemas['ProductSource']['own_stock']>;
-
-/** A product's source document as the merchant sent it, with every optional part filled in (images by URL only). */
-export type ProductSourceDocument = Omit<AdminSchemas['ProductSource'], 'id' | 'ref' | 'images'> & { images: { url: string }[] };
-
-export interface ProductRecord {
-  id: number;
-  ref: string;
-  source: ProductSourceDocument;
-}
 
 /** What a page of the merchant's product list asks for (admin listProductSources). */
 export interface ProductListQuery {
@@ -78,18 +33,6 @@ export interface ProductListPage {
 
 // Images
 
-export type ImageMirrorRecord = AdminSchemas['SourceImage'];
-
-/** An image source's mirroring state with its retry bookkeeping. */
-export interface ImageMirrorWork extends ImageMirrorRecord {
-  merchant_id: number;
-  attempts: number;
-  first_failure_at: string | null;
-  next_attempt_at: string | null;
-  last_error: string | null;
-  updated_at: string;
-}
-
 /**
  * Claimed image work, with the origin of its URL (scheme://host[:port], lower-cased: everything
  * before the first `/` after `://`), the key the mirror caps fetches by.
@@ -97,8 +40,6 @@ export interface ImageMirrorWork extends ImageMirrorRecord {
 export interface ClaimedImageMirror extends ImageMirrorWork {
   origin: string;
 }
-
-export type ImageStateCounts = Record<ImageState, number>;
 
 // Published payloads
 
@@ -112,25 +53,6 @@ export interface PublishedRow {
    * 17); without it, the storage reads it from the payload (one more parse of it).
    */
   exclusionReason?: ExclusionReason | null;
-}
-
-/** Why a published product is excluded from its store (null: it is not). */
-export type ExclusionReason = PublicSchemas['ExclusionReason'];
-
-/** How many products a store publishes, and how many of those are excluded, per reason. */
-export interface PublishedExclusionCounts {
-  total: number;
-  excluded: Record<NonNullable<ExclusionReason>, number>;
-}
-
-/** What the panel lists of a published product, read from its payload as integrators get it. */
-export interface PublishedProductSummary {
-  id: number;
-  title: string | null;
-  sku: string | null;
-  ean: string | null;
-  excluded: boolean;
-  exclusion_reason: ExclusionReason;
 }
 
 /** A keyset window over a store's published products (id > afterId, ascending). */
@@ -248,57 +170,7 @@ export interface PublishedLines {
   lastId: number | null;
 }
 
-// Changes and the feed
-
-/** A change detected in a write, before the engine gives it its position in the merchant's feed. */
-export interface RecordedChange {
-  storeId: number;
-  productId: number;
-  changeType: ChangeType;
-}
-
-/** A recorded change: a ChangeEntry of the feed plus its position's id (from the merchant's sequence). */
-export type StoredChange = PublicSchemas['ChangeEntry'] & { id: number };
-
-/** A position in a store's feed: a whole UTC second and a change id. */
-export interface FeedPosition {
-  at: string;
-  id: number;
-}
-
-// Webhooks: endpoints, outbox, deliveries, attempts, notifications
-
-/** An endpoint's health record (spec 3), as the state machine in webhooks/health.ts moves it. */
-export type EndpointHealth = Pick<AdminSchemas['WebhookEndpoint'],
-  'status' | 'consecutive_failures' | 'paused_until' | 'disabled_reason' | 'last_success_at' | 'last_failure_at'> & {
-  failure_streak_started_at: string | null;
-  owners_notified_at: string | null;
-};
-
-export interface WebhookEndpointRecord extends EndpointHealth {
-  id: number;
-  merchant_id: number;
-  url: string;
-  /** null: every store of the merchant. */
-  store_id: number | null;
-  events: ChangeType[];
-  /** Whether deliveries also carry the Standard Webhooks headers. */
-  standard_webhooks: boolean;
-  /** The most deliveries a second the endpoint receives, across processes; null: no limit. */
-  max_per_second: number | null;
-  /** The secret that signs; during a rotation, the old one (webhooks/signing.ts, secretsAt). */
-  secret: string;
-  /** A rotation's new secret: it signs from pending_secret_until on, or once confirmed. */
-  pending_secret: string | null;
-  /** When the pending secret was made (the rotation). */
-  secret_rotated_at: string | null;
-  /** The end of the rotation's grace period: until then `secret` signs. */
-  pending_secret_until: string | null;
-  created_at: string;
-}
-
-export type WebhookEndpointInputRecord = Pick<WebhookEndpointRecord, 'merchant_id' | 'url' | 'store_id' | 'events' | 'secret' | 'created_at'>
-  & Partial<Pick<WebhookEndpointRecord, 'standard_webhooks' | 'max_per_second'>>;
+// Webhooks: the outbox and delivery claims
 
 export interface OutboxRow {
   endpointId: number;
@@ -315,35 +187,6 @@ export interface OutboxGroup {
   count: number;
   oldestAt: string;
 }
-
-export type DeliveryRecord = AdminSchemas['Delivery'];
-/**
- * A delivery leased by a claim. `send_at`: for an endpoint with `max_per_second`, the time its
- * attempt may start (the claim reserved that slot of the endpoint's rate); null: at once.
- */
-export type ClaimedDelivery = DeliveryRecord & { send_at: string | null };
-/** A delivery to insert: a test or a resend says so (`replaced_by` is set later, by its resend). */
-export type NewDelivery = Omit<DeliveryRecord, 'id' | 'test' | 'replaces' | 'replaced_by'> & Partial<Pick<DeliveryRecord, 'test' | 'replaces'>>;
-export type AttemptRecord = AdminSchemas['Attempt'];
-/** An attempt to record: the request it sent, when one was signed (read back as null otherwise). */
-export type NewAttempt = Omit<AttemptRecord, 'request_url' | 'request_headers'> & Partial<Pick<AttemptRecord, 'request_url' | 'request_headers'>>;
-
-/**
- * How an attempt ended, for the success-rate charts: `succeeded` (2xx), `failed` (the receiver
- * answered, but not with a 2xx, or its answer could not be recorded) or `no_response` (a time-out,
- * a refused or blocked connection: no status code).
- */
-export type AttemptOutcomeKind = 'succeeded' | 'failed' | 'no_response';
-
-/** An endpoint's attempts of one outcome in one UTC hour (`hour`: `YYYY-MM-DDTHH`). */
-export interface AttemptHourRecord {
-  hour: string;
-  outcome: AttemptOutcomeKind;
-  attempts: number;
-  latencySumMs: number;
-  latencyMaxMs: number;
-}
-export type NotificationRecord = AdminSchemas['Notification'] & { merchant_id: number };
 
 /** What a dispatcher asks for when it claims due deliveries (one atomic statement). */
 export interface DeliveryClaim {
@@ -371,70 +214,15 @@ export interface DeliveryClaim {
   perMerchant?: number;
 }
 
-// Panel accounts: users, invitations, sessions, sign-in throttling, the audit log
+// Publish runs
 
-export type PanelRole = 'owner' | 'member';
-
-export interface PanelUserRecord {
-  id: number;
-  merchant_id: number;
-  email: string;
-  role: PanelRole;
-  created_at: string;
-}
-
-/** `invitation`: the link creates the e-mail's account; `reset`: it sets a new password for the e-mail's existing account. */
-export type PanelLinkPurpose = 'invitation' | 'reset';
-
-export interface PanelInvitationRecord {
-  id: number;
-  merchant_id: number;
-  email: string;
-  role: PanelRole;
-  purpose: PanelLinkPurpose;
-  created_at: string;
-  expires_at: string;
-  used_at: string | null;
-  /** Revoked by hand, by a newer link for the same e-mail, or by the removal of the user. */
-  revoked_at: string | null;
-}
-
-export interface PanelSessionRecord {
-  /** null: the operator's session. */
-  user_id: number | null;
-  csrf_token: string;
-  created_at: string;
-  last_seen_at: string;
-  /** The absolute expiry; the idle expiry is counted from last_seen_at. */
-  expires_at: string;
-}
-
-export interface AuditEntryRecord {
-  id: number;
-  merchant_id: number;
-  at: string;
-  /** `operator`, or the panel user's email. */
-  actor: string;
-  action: string;
-  detail: string;
-}
-
-// Import jobs: an NDJSON import's progress and outcome, kept where every process can read it
-
-export type ImportJobState = AdminSchemas['ImportJob']['state'];
-/** Why an import failed (admin ImportJob `error_code`). */
-export type ImportErrorCode = NonNullable<AdminSchemas['ImportJob']['error_code']>;
-
-/** A bad line of a rejected import: its name (`line N`) and reason, as the admin API lists them. */
-export type ImportProblemRecord = AdminSchemas['ImportJob']['problems'][number];
+/** The hold of a run given up: before any time, so the run is resumed by the next look. */
+export const RELEASED_PUBLISH_RUN = '1970-01-01T00:00:00.000Z';
 
 /**
  * A re-publishing of a merchant's whole catalog (a rate, rule, group or store setting changed),
  * committed a chunk at a time: where it is (`after_product_id`), and who drives it until when.
  */
-/** The hold of a run given up: before any time, so the run is resumed by the next look. */
-export const RELEASED_PUBLISH_RUN = '1970-01-01T00:00:00.000Z';
-
 export interface PublishRunRecord {
   id: number;
   merchant_id: number;
@@ -453,11 +241,6 @@ export interface PublishRunRecord {
   leased_until: string;
   created_at: string;
 }
-
-/** An import job (admin ImportJob: the document states its shape), and its merchant. */
-export type ImportJobRecord = AdminSchemas['ImportJob'] & { merchant_id: number };
-
-export type ImportJobProgress = Partial<Omit<ImportJobRecord, 'id' | 'merchant_id' | 'started_by' | 'file_name' | 'started_at'>>;
 
 // Operations
 

@@ -1,6 +1,8 @@
 // Row-to-record mappings both engines share: the columns are the same on SQLite and PostgreSQL; only
 // booleans come back differently (SQLite 0/1, PostgreSQL true/false), which `flag` reads.
-import type { AttemptRecord, DeliveryRecord, MerchantRecord, PricingRuleRecord, StoreRecord, WebhookEndpointRecord } from './records.js';
+import type { AttemptRecord, DeliveryRecord, WebhookEndpointRecord } from '../webhooks/model.js';
+import type { MerchantRecord } from '../tenancy/model.js';
+import type { PricingRuleRecord, StoreRecord } from '../catalog/model.js';
 
 export type Row = Record<string, unknown>;
 

@@ -2,7 +2,7 @@
 // Storage counts the attempts per UTC hour and outcome in one range of the (endpoint, at) index
 // (attemptsPerHour); this module cuts those hours into each window's buckets (1 h for the day, 6 h
 // for the week, aligned to UTC), so one statement serves both charts whatever the log's size.
-import type { AttemptHourRecord, AttemptOutcomeKind } from '../storage/records.js';
+import type { AttemptHourRecord, AttemptOutcomeKind } from './model.js';
 
 export const ATTEMPT_OUTCOMES: readonly AttemptOutcomeKind[] = ['succeeded', 'failed', 'no_response'];
 

@@ -4,10 +4,9 @@
 // database, so a crash at any point loses nothing and at worst re-sends (at-least-once).
 import type { Config } from '../config.js';
 import { WEBHOOKS, type WebhookPayload, type WebhookSchemaError } from '../generated/public-webhooks.js';
-import type {
-  AttemptOutcome, CatalogStorage, ClaimedDelivery, DeliveryRecord, NotificationRecord, OutboxGroup, StorageTx, WebhookEndpointRecord,
-} from '../storage/port.js';
-import type { NewAttempt } from '../storage/records.js';
+import type { AttemptOutcome, CatalogStorage, OutboxGroup, StorageTx } from '../storage/port.js';
+import type { ClaimedDelivery, DeliveryRecord, NotificationRecord, WebhookEndpointRecord } from './model.js';
+import type { NewAttempt } from './model.js';
 import {
   afterFailure, afterGone, afterSuccess, conditionsEnded, onChange, type EndpointHealth, type HealthPolicy,
 } from './health.js';

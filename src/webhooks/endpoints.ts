@@ -3,10 +3,9 @@
 // attempt log, resend, test event, recovery of failed deliveries since a time.
 import { ProblemError, invalidInput, type InvalidParam } from '../shared/problem.js';
 import type { components } from '../generated/admin-api.js';
-import type {
-  AttemptRecord, CatalogStorage, ChangeType, DeliveryRecord, DeliveryStatus, NotificationRecord, StorageOperations, StorageTx,
-  WebhookEndpointRecord,
-} from '../storage/port.js';
+import type { CatalogStorage, StorageOperations, StorageTx } from '../storage/port.js';
+import type { AttemptRecord, DeliveryRecord, DeliveryStatus, NotificationRecord, WebhookEndpointRecord } from './model.js';
+import type { ChangeType } from '../changes/model.js';
 import type { AddressGuard } from '../outbound/address-guard.js';
 import { WEBHOOK_EVENTS } from '../generated/public-webhooks.js';
 import { audit, OPERATOR, type Actor } from '../admin/audit.js';

@@ -4,9 +4,9 @@
 // time) the endpoint pauses for a cooldown; the next change after the cooldown resumes it; one
 // 2xx clears everything. Pure functions over the endpoint's health record.
 
-import type { EndpointHealth, NotificationKind } from '../storage/records.js';
+import type { EndpointHealth, NotificationKind } from './model.js';
 
-export type { EndpointHealth, EndpointStatus } from '../storage/records.js';
+export type { EndpointHealth, EndpointStatus } from './model.js';
 
 export interface HealthPolicy {
   /** "Repeated failures": consecutive failed attempts after which owners are notified. */

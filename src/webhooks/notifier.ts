@@ -2,10 +2,11 @@
 // the notifications table an operator can read, and e-mailed when SMTP is configured.
 import nodemailer, { type Transporter } from 'nodemailer';
 import { silentLogger, type Logger } from '../operations/log.js';
-import type { CatalogStorage, NotificationRecord, StorageTx, WebhookEndpointRecord } from '../storage/port.js';
+import type { CatalogStorage, StorageTx } from '../storage/port.js';
+import type { NotificationRecord, WebhookEndpointRecord } from './model.js';
 
-export type { NotificationKind } from '../storage/records.js';
-import type { NotificationKind } from '../storage/records.js';
+export type { NotificationKind } from './model.js';
+import type { NotificationKind } from './model.js';
 
 export interface Notifier {
   /** Records the notification in the caller's transaction (tx). */

@@ -4,7 +4,7 @@
 // secret's part after `whsec_` decodes to as base64 (as the Standard Webhooks libraries derive it).
 import { createHmac, randomBytes } from 'node:crypto';
 import type { WebhookOptionalHeaderName, WebhookRequiredHeaderName } from '../generated/public-webhooks.js';
-import type { WebhookEndpointRecord } from '../storage/port.js';
+import type { WebhookEndpointRecord } from './model.js';
 
 /** The delivery headers the spec's `webhooks:` section declares (the generated registry). */
 export type DeliveryHeaders = { [Name in WebhookRequiredHeaderName]: string }

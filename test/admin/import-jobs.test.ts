@@ -5,7 +5,7 @@
 // shows an import the first one runs.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ImportJobs } from '../../src/admin/import-jobs.js';
-import type { ImportJobRecord } from '../../src/storage/port.js';
+import type { ImportJobRecord } from '../../src/admin/model.js';
 import { operatorCookie } from '../panel/sign-in.js';
 import { startTestService, type TestService } from '../support/service.js';
 

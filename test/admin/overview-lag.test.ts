@@ -5,7 +5,7 @@
 // deliveries waiting for a retry do not count. Time comes from a fake clock.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MerchantOverview } from '../../src/admin/overview.js';
-import type { WebhookEndpointRecord } from '../../src/storage/port.js';
+import type { WebhookEndpointRecord } from '../../src/webhooks/model.js';
 import { fakeClock, HOUR, MINUTE } from '../support/clock.js';
 import { startTestService, type TestService } from '../support/service.js';
 import { operatorCookie } from '../panel/sign-in.js';

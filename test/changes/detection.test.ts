@@ -7,9 +7,9 @@
 // the changes of one product within a window, which would hide a `price` recorded beside a
 // `content`).
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { normalizeSource, type ProductSourceInput } from '../../src/admin/catalog-admin.js';
+import { normalizeSource, type ProductSourceInput } from '../../src/catalog/product-sources.js';
 import { loadConfig } from '../../src/config.js';
-import type { StoreInputRecord } from '../../src/storage/port.js';
+import type { StoreInputRecord } from '../../src/catalog/model.js';
 import { adminOk, importNdjson } from '../support/admin-http.js';
 import { startTestService, type TestService } from '../support/service.js';
 

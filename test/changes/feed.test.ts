@@ -3,14 +3,15 @@
 // whole-second timestamps and retention. Real server on 127.0.0.1, real SQLite file, injected
 // clock; every poll is compared with a model of the window computed from the `changes` table.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ProductSourceInput } from '../../src/admin/catalog-admin.js';
+import type { ProductSourceInput } from '../../src/catalog/product-sources.js';
 import { importNdjson } from '../../src/admin/import.js';
 import { readChangeFeed } from '../../src/changes/feed.js';
 import { pruneExpiredChanges } from '../../src/changes/retention.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { ProblemError } from '../../src/shared/problem.js';
 import type { PricingRuleRecord } from '../../src/catalog/model.js';
-import type { CatalogStorage, StorageOperations, StoreInputRecord } from '../../src/storage/port.js';
+import type { CatalogStorage, StorageOperations } from '../../src/storage/port.js';
+import type { StoreInputRecord } from '../../src/catalog/model.js';
 import { adminOk } from '../support/admin-http.js';
 import { severalConnections } from '../support/engine.js';
 import { startTestService, type TestService } from '../support/service.js';

@@ -7,7 +7,7 @@
 import http from 'node:http';
 import zlib from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ProductSourceInput } from '../../src/admin/catalog-admin.js';
+import type { ProductSourceInput } from '../../src/catalog/product-sources.js';
 import { pruneExpiredChanges } from '../../src/changes/retention.js';
 import { loadConfig } from '../../src/config.js';
 import { createService } from '../../src/service.js';

@@ -9,7 +9,8 @@ import Database from 'better-sqlite3';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { readChangeFeed } from '../../src/changes/feed.js';
-import type { CatalogStorage, RecordedChange } from '../../src/storage/port.js';
+import type { CatalogStorage } from '../../src/storage/port.js';
+import type { RecordedChange } from '../../src/changes/model.js';
 import { migrations } from '../../src/storage/sqlite/migrations.js';
 import { openSqliteStorage } from '../../src/storage/sqlite/index.js';
 

@@ -6,10 +6,10 @@
 import http from 'node:http';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ProductSourceInput } from '../../src/admin/catalog-admin.js';
+import type { ProductSourceInput } from '../../src/catalog/product-sources.js';
 import { importNdjson } from '../../src/admin/import.js';
 import type { PostgresStorage } from '../../src/storage/postgres/index.js';
-import type { StoreInputRecord } from '../../src/storage/port.js';
+import type { StoreInputRecord } from '../../src/catalog/model.js';
 import { severalConnections, TEST_ENGINE } from '../support/engine.js';
 import { startTestService, type TestService } from '../support/service.js';
 

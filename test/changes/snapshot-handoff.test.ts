@@ -10,9 +10,10 @@
 // On either engine (the postgres project runs it on a real PostgreSQL server).
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ProductSourceInput } from '../../src/admin/catalog-admin.js';
+import type { ProductSourceInput } from '../../src/catalog/product-sources.js';
 import { importNdjson } from '../../src/admin/import.js';
-import type { FeedPosition, StoreInputRecord } from '../../src/storage/port.js';
+import type { FeedPosition } from '../../src/changes/model.js';
+import type { StoreInputRecord } from '../../src/catalog/model.js';
 import { startTestService, type TestService } from '../support/service.js';
 
 interface Product { id: number }

@@ -4,7 +4,8 @@
 // many windows.
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { normalizeSource, type CatalogAdmin, type ProductSourceInput } from '../../src/admin/catalog-admin.js';
+import type { CatalogAdmin } from '../../src/admin/catalog-admin.js';
+import { normalizeSource, type ProductSourceInput } from '../../src/catalog/product-sources.js';
 import { pruneExpiredChanges } from '../../src/changes/retention.js';
 import {
   CatalogApiError, createCatalogClient, cursorFromDateHeader, fetchProductsByIds, IncompleteExportError, iterateProducts, mapReplica, pollChanges,

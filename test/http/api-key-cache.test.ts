@@ -4,7 +4,7 @@
 // here), it stops working within the cache time; unknown and revoked keys are never remembered.
 import { randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
-import { hashApiKey } from '../../src/admin/api-keys.js';
+import { hashApiKey } from '../../src/tenancy/api-keys.js';
 import { adminOk, createMerchant, type MerchantHandle } from '../support/admin-http.js';
 import { fakeClock, type FakeClock } from '../support/clock.js';
 import { startTestService, type TestService } from '../support/service.js';

@@ -5,7 +5,7 @@
 // written straight to storage here, as another process running the import would.
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ImportJobRecord } from '../../src/storage/port.js';
+import type { ImportJobRecord } from '../../src/admin/model.js';
 import { launchBrowser, type TestBrowser } from '../support/browser.js';
 import { signInAsOperator } from './sign-in.js';
 import { startTestService, type TestService } from '../support/service.js';

@@ -4,9 +4,10 @@
 // it answers exactly what the port promises. On the postgres project, the same catalog is also
 // built on both engines and must give byte-identical published bytes and equal ETags.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type {
-  CatalogStorage, DeliveryClaim, NewDelivery, ProductSourceDocument, PublishedRow, RecordedChange, StoreInputRecord,
-} from '../../src/storage/port.js';
+import type { CatalogStorage, DeliveryClaim, PublishedRow } from '../../src/storage/port.js';
+import type { NewDelivery } from '../../src/webhooks/model.js';
+import type { ProductSourceDocument, StoreInputRecord } from '../../src/catalog/model.js';
+import type { RecordedChange } from '../../src/changes/model.js';
 import { buildOutdoorCatalog, type OutdoorCatalog } from '../support/admin-http.js';
 import { fakeClock } from '../support/clock.js';
 import { storagePerTest, onPglite, postgresOnly, severalConnections, TEST_ENGINE, type TestDatabase } from '../support/engine.js';

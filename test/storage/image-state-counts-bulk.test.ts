@@ -8,7 +8,8 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { CatalogStorage, ProductSourceDocument } from '../../src/storage/port.js';
+import type { CatalogStorage } from '../../src/storage/port.js';
+import type { ProductSourceDocument } from '../../src/catalog/model.js';
 import { createTestDatabase, onPglite, TEST_ENGINE, type TestDatabase } from '../support/engine.js';
 
 const AT = '2026-11-26T08:00:00.000Z';

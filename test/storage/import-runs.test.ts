@@ -7,7 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ImportJobs, INTERRUPTED_IMPORT } from '../../src/admin/import-jobs.js';
 import { PublishRuns } from '../../src/catalog/publish-runs.js';
 import { silentLogger } from '../../src/operations/log.js';
-import { RELEASED_PUBLISH_RUN, type ImportJobRecord } from '../../src/storage/records.js';
+import { RELEASED_PUBLISH_RUN } from '../../src/storage/records.js';
+import type { ImportJobRecord } from '../../src/admin/model.js';
 import { startTestService, type TestService } from '../support/service.js';
 
 const CHUNK = 10;

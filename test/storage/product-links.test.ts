@@ -5,7 +5,8 @@
 // (what the statements before them computed).
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { CatalogStorage, ImageState, ProductSourceDocument } from '../../src/storage/port.js';
+import type { CatalogStorage } from '../../src/storage/port.js';
+import type { ImageState, ProductSourceDocument } from '../../src/catalog/model.js';
 import { storagePerTest, TEST_ENGINE } from '../support/engine.js';
 
 const AT = '2026-11-26T08:00:00.000Z';

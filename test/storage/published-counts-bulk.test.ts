@@ -9,7 +9,8 @@ import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CatalogStorage, PublishedRow } from '../../src/storage/port.js';
-import { PUBLISHED_BLOCK_BITS, type ExclusionReason } from '../../src/storage/records.js';
+import { PUBLISHED_BLOCK_BITS } from '../../src/storage/records.js';
+import type { ExclusionReason } from '../../src/catalog/model.js';
 import { createTestDatabase, onPglite, TEST_ENGINE, type TestDatabase } from '../support/engine.js';
 
 const AT = '2026-11-26T08:00:00.000Z';

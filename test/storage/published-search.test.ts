@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { StoreRecord } from '../../src/storage/port.js';
+import type { StoreRecord } from '../../src/catalog/model.js';
 import { openSqliteStorage } from '../../src/storage/sqlite/index.js';
 import { startTestService, type TestService } from '../support/service.js';
 

@@ -5,7 +5,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { CatalogAdmin } from '../../src/admin/catalog-admin.js';
-import { issueApiKey } from '../../src/admin/api-keys.js';
+import { issueApiKey } from '../../src/tenancy/api-keys.js';
+import { scopeToMerchant } from '../../src/storage/merchant-scope.js';
 import { loadConfig, type Config, type ConfigOverrides } from '../../src/config.js';
 import { silentLogger, type Logger } from '../../src/operations/log.js';
 import { startServer, type RunningServer } from '../../src/server.js';
@@ -108,7 +109,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
       },
       body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
     }),
-    keyFor: async (merchantId) => (await issueApiKey(storage, merchantId, 'test', new Date())).key,
+    keyFor: async (merchantId) => (await issueApiKey(scopeToMerchant(storage, merchantId), 'test', new Date())).key,
     close: async () => {
       await server.close();
       await service.close();

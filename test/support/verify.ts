@@ -11,7 +11,9 @@
 import { CatalogPublisher } from '../../src/catalog/publish.js';
 import { resolveProduct } from '../../src/catalog/resolve.js';
 import { wholeSecondIso } from '../../src/shared/time.js';
-import type { CatalogStorage, ChangeType, StorageOperations, StoredChange, WebhookEndpointRecord } from '../../src/storage/port.js';
+import type { CatalogStorage, StorageOperations } from '../../src/storage/port.js';
+import type { ChangeType, StoredChange } from '../../src/changes/model.js';
+import type { WebhookEndpointRecord } from '../../src/webhooks/model.js';
 
 export interface ConsistencyReport {
   merchants: number;

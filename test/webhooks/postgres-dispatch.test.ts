@@ -1,7 +1,7 @@
 // Several dispatchers on one PostgreSQL database: each a service with its own
 // pool, as separate processes run them, sending to one real receiver on 127.0.0.1.
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { DeliveryRecord } from '../../src/storage/port.js';
+import type { DeliveryRecord } from '../../src/webhooks/model.js';
 import { adminOk, createMerchant, importNdjson, simpleProduct, type MerchantHandle } from '../support/admin-http.js';
 import { Receiver } from '../support/receiver.js';
 import { startTestPostgres, type TestPostgres } from '../storage/pg-server.js';

@@ -6,12 +6,12 @@
 import { Hono } from 'hono';
 import type { Service } from '../../service.js';
 import type { PanelAccounts, PanelSession } from '../../admin/accounts.js';
-import type { ProductSourceView } from '../../admin/catalog-admin.js';
+import type { ProductSourceView } from '../../catalog/product-sources.js';
 import type { Product } from '../../catalog/model.js';
 import type { IgnoredOfferReason, ResolutionExplanation } from '../../catalog/resolve.js';
 import { SEARCH_MATCHES_MAX, type ProductSearch, type ProductSearchField, type ProductSummaryPage } from '../../catalog/reads.js';
 import { invalidInput, ProblemError } from '../../shared/problem.js';
-import type { PricingRuleRecord, StoreRecord } from '../../storage/records.js';
+import type { PricingRuleRecord, StoreRecord } from '../../catalog/model.js';
 import { merchantOf, sessionOf } from '../handlers.js';
 import { ErrorMessage, Layout } from '../layout.js';
 import type { PanelEnv } from '../session.js';

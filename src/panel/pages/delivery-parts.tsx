@@ -2,7 +2,7 @@
 // its products as links to the catalog page, whether it is a test or a resend (and what a resend
 // replaces), and the request an attempt sent, as the receiver got it.
 import type { components } from '../../generated/admin-api.js';
-import type { StoreRecord } from '../../storage/records.js';
+import type { StoreRecord } from '../../catalog/model.js';
 
 type Schemas = components['schemas'];
 type Delivery = Schemas['Delivery'];

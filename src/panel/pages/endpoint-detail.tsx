@@ -11,7 +11,7 @@ import type { components } from '../../generated/admin-api.js';
 import { principalName, type PanelAccounts, type PanelSession } from '../../admin/accounts.js';
 import type { Service } from '../../service.js';
 import { invalidInput } from '../../shared/problem.js';
-import type { DeliveryStatus } from '../../storage/records.js';
+import type { DeliveryStatus } from '../../webhooks/model.js';
 import type { AttemptWindow } from '../../webhooks/attempt-stats.js';
 import { field, formOf, validated } from '../form.js';
 import { formAction, idParam, merchantOf, sessionOf, type PanelContext } from '../handlers.js';

@@ -5,7 +5,7 @@ import { Hono } from 'hono';
 import { WebhookEndpointUpdateSchema } from '../../generated/admin-routes.js';
 import { principalName, type PanelAccounts, type PanelSession } from '../../admin/accounts.js';
 import type { Service } from '../../service.js';
-import type { StoreRecord } from '../../storage/records.js';
+import type { StoreRecord } from '../../catalog/model.js';
 import { field, fields, formOf, validated } from '../form.js';
 import { formAction, idParam, merchantOf, sessionOf } from '../handlers.js';
 import { CsrfField, ErrorMessage, Layout, type ShownError } from '../layout.js';

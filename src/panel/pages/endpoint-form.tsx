@@ -4,7 +4,7 @@
 // (src/generated/public-webhook-events.ts): nothing here restates the document.
 import type { Child } from 'hono/jsx';
 import { WEBHOOK_EVENT_DOCS } from '../../generated/public-webhook-events.js';
-import type { StoreRecord } from '../../storage/records.js';
+import type { StoreRecord } from '../../catalog/model.js';
 import { EVENTS } from '../../webhooks/endpoints.js';
 
 /** The form's labels, by field name: its errors name the fields by them (plain-words.ts). */

@@ -7,7 +7,7 @@ import { Hono } from 'hono';
 import { WebhookEndpointInputSchema } from '../../generated/admin-routes.js';
 import type { components } from '../../generated/admin-api.js';
 import type { Service } from '../../service.js';
-import type { StoreRecord } from '../../storage/records.js';
+import type { StoreRecord } from '../../catalog/model.js';
 import { EVENTS } from '../../webhooks/endpoints.js';
 import { principalName, type PanelAccounts, type PanelSession } from '../../admin/accounts.js';
 import { field, fields, formOf, validated } from '../form.js';

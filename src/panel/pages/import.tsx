@@ -12,7 +12,7 @@ import { principalName } from '../../admin/accounts.js';
 import type { ImportJobs } from '../../admin/import-jobs.js';
 import { requestLog } from '../../http/access-log.js';
 import { ProblemError } from '../../shared/problem.js';
-import type { ImportJobRecord } from '../../storage/records.js';
+import type { ImportJobRecord } from '../../admin/model.js';
 import { formOf } from '../form.js';
 import { idParam, merchantOf, sessionOf } from '../handlers.js';
 import { CsrfField, ErrorMessage, Layout, type ShownError } from '../layout.js';

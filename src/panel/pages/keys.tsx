@@ -4,7 +4,7 @@
 import { Hono } from 'hono';
 import { CreateApiKeyInputSchema } from '../../generated/admin-routes.js';
 import type { Service } from '../../service.js';
-import type { ApiKeyRecord } from '../../storage/records.js';
+import type { ApiKeyRecord } from '../../tenancy/model.js';
 import { principalName, type PanelAccounts, type PanelSession } from '../../admin/accounts.js';
 import { field, formOf, validated } from '../form.js';
 import { formAction, idParam, merchantOf, sessionOf } from '../handlers.js';

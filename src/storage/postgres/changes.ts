@@ -1,6 +1,6 @@
 // Changes (spec 2.6, 4.4), the per-merchant sequencer and retention horizons on PostgreSQL.
 import type { ChangeStore } from '../port.js';
-import type { FeedPosition, RecordedChange, StoredChange } from '../records.js';
+import type { FeedPosition, RecordedChange, StoredChange } from '../../changes/model.js';
 import { wholeSecondIso } from '../../shared/time.js';
 import type { PgConnection } from './connection.js';
 import { CHANGES_CHANNEL, changedStoresPayload } from './wakeups.js';

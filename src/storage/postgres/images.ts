@@ -1,7 +1,8 @@
 // Image mirroring state per (merchant, source URL) on PostgreSQL, claimed by several mirrors at once.
 import { claimImages, type ImageClaimQueries, type ImageWorkHint } from '../image-claims.js';
 import { UNCAPPED_IMAGE_CLAIM, type ImageClaimFairness, type ImageStore } from '../port.js';
-import type { ClaimedImageMirror, ImageMirrorRecord, ImageMirrorWork, ImageStateCounts } from '../records.js';
+import type { ClaimedImageMirror } from '../records.js';
+import type { ImageMirrorRecord, ImageMirrorWork, ImageStateCounts } from '../../catalog/model.js';
 import type { PgConnection } from './connection.js';
 import { notifyWork } from './wakeups.js';
 

@@ -1,7 +1,7 @@
 // Product sources (what the merchant sent) on PostgreSQL: sql/product-sources.ts, with
 // PostgreSQL's writes (a chunk's products and their links in two statements) and its image lookup,
 // which locks the products it finds. The document is kept as the JSON text the domain wrote.
-import type { ProductSourceDocument } from '../records.js';
+import type { ProductSourceDocument } from '../../catalog/model.js';
 import { productLinks } from '../product-links.js';
 import { SqlProductSources } from '../sql/product-sources.js';
 import type { PgConnection } from './connection.js';

@@ -1,7 +1,7 @@
 // Receiver endpoints with their health record on PostgreSQL: sql/webhook-endpoints.ts, with the
 // dispatchers' claim that skips a busy endpoint and the health of several endpoints in one statement.
 import type { WebhookEndpointHealthRecord } from '../port.js';
-import type { WebhookEndpointRecord } from '../records.js';
+import type { WebhookEndpointRecord } from '../../webhooks/model.js';
 import { toEndpoint } from '../rows.js';
 import { SqlWebhookEndpoints } from '../sql/webhook-endpoints.js';
 import type { PgConnection } from './connection.js';

@@ -3,7 +3,7 @@
 import type { CatalogSetupStore } from '../port.js';
 import type {
   AttributeDefinitionRecord, CustomerGroupRecord, ExchangeRateRecord, PricingRuleInputRecord, PricingRuleRecord, SupplierRecord,
-} from '../records.js';
+} from '../../catalog/model.js';
 import { toPricingRule } from '../rows.js';
 import type { Row, SqlConnection } from './dialect.js';
 

@@ -1,7 +1,7 @@
 // NDJSON import jobs, written once for both engines (dialect.ts): one row per import, its progress
 // written as it runs.
 import type { ImportJobStore } from '../port.js';
-import type { ImportJobProgress, ImportJobRecord } from '../records.js';
+import type { ImportJobProgress, ImportJobRecord } from '../../admin/model.js';
 import type { Row, SqlConnection } from './dialect.js';
 
 const JOB_FIELDS = [

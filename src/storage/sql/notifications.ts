@@ -1,6 +1,6 @@
 // Owners' notifications, written once for both engines (dialect.ts).
 import type { NotificationStore } from '../port.js';
-import type { NotificationKind, NotificationRecord } from '../records.js';
+import type { NotificationKind, NotificationRecord } from '../../webhooks/model.js';
 import type { Row, SqlConnection } from './dialect.js';
 
 export class SqlNotifications implements NotificationStore {

@@ -1,7 +1,7 @@
 // The administration panel's accounts, written once for both engines (dialect.ts): users,
 // invitations, sessions, sign-in failures, the audit log.
 import type { PanelStore } from '../port.js';
-import type { AuditEntryRecord, PanelInvitationRecord, PanelSessionRecord, PanelUserRecord } from '../records.js';
+import type { AuditEntryRecord, PanelInvitationRecord, PanelSessionRecord, PanelUserRecord } from '../../admin/model.js';
 import type { Row, SqlConnection } from './dialect.js';
 
 const USER_COLUMNS = 'id, merchant_id, email, role, created_at';

@@ -3,7 +3,8 @@
 // SqliteProductSources (a statement per step on the event loop), PgProductSources (a chunk's
 // products and links in two statements).
 import type { ProductSourceStore } from '../port.js';
-import type { ProductListPage, ProductListQuery, ProductRecord, ProductSourceDocument } from '../records.js';
+import type { ProductListPage, ProductListQuery } from '../records.js';
+import type { ProductRecord, ProductSourceDocument } from '../../catalog/model.js';
 import { PAST_EVERY_REF_CHARACTER, productListPage, windowSize, type ProductListRow } from '../product-list.js';
 import type { Row, SqlConnection } from './dialect.js';
 

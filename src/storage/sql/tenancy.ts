@@ -1,7 +1,8 @@
 // Merchants, API keys and stores, written once for both engines (dialect.ts). A new store's id is
 // each engine's own: SqliteTenancy, PgTenancy.
 import type { TenancyStore } from '../port.js';
-import type { ApiKeyRecord, MerchantRecord, StoreInputRecord, StoreRecord } from '../records.js';
+import type { ApiKeyRecord, MerchantRecord } from '../../tenancy/model.js';
+import type { StoreInputRecord, StoreRecord } from '../../catalog/model.js';
 import { toMerchant, toStore } from '../rows.js';
 import type { Row, SqlConnection } from './dialect.js';
 

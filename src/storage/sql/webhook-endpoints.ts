@@ -2,7 +2,7 @@
 // dispatcher's claim of an endpoint (coalescingEndpoint) is each engine's own: SqliteWebhookEndpoints,
 // PgWebhookEndpoints.
 import type { WebhookEndpointHealthRecord, WebhookEndpointStore } from '../port.js';
-import type { WebhookEndpointInputRecord, WebhookEndpointRecord } from '../records.js';
+import type { WebhookEndpointInputRecord, WebhookEndpointRecord } from '../../webhooks/model.js';
 import { ENDPOINT_FIELDS, toEndpoint } from '../rows.js';
 import type { SqlConnection } from './dialect.js';
 

@@ -1,6 +1,6 @@
 // Changes (spec 2.6, 4.4), the change clock and retention horizons on SQLite.
 import type { ChangeStore } from '../port.js';
-import type { FeedPosition, RecordedChange, StoredChange } from '../records.js';
+import type { FeedPosition, RecordedChange, StoredChange } from '../../changes/model.js';
 import { monotonicSecond } from '../../shared/time.js';
 import { yieldToOthers } from '../../shared/cooperative.js';
 import { ROWS_PER_STEP, type SqliteConnection } from './connection.js';

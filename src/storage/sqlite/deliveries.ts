@@ -1,8 +1,9 @@
 // Webhook deliveries and their attempts on SQLite.
 import type { AttemptOutcome, DeliveryStore } from '../port.js';
+import type { DeliveryClaim, OutboxGroup } from '../records.js';
 import type {
-  AttemptHourRecord, AttemptRecord, ClaimedDelivery, DeliveryClaim, DeliveryRecord, DeliveryStatus, NewAttempt, NewDelivery, OutboxGroup,
-} from '../records.js';
+  AttemptHourRecord, AttemptRecord, ClaimedDelivery, DeliveryRecord, DeliveryStatus, NewAttempt, NewDelivery,
+} from '../../webhooks/model.js';
 import { ATTEMPT_COLUMNS, DELIVERY_COLUMNS, DELIVERY_FIELDS, fillIds, hourOf, toAttempt, toDelivery } from '../rows.js';
 import { wholeSecondIso } from '../../shared/time.js';
 import { assignSlots, rateSlots, RATE_HORIZON_MS, takeTurns, type DueDelivery, type EndpointRate } from '../delivery-turns.js';

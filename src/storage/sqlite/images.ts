@@ -1,7 +1,8 @@
 // Image mirroring state per (merchant, source URL) on SQLite.
 import { claimImages, type ImageClaimQueries, type ImageWorkHint } from '../image-claims.js';
 import { UNCAPPED_IMAGE_CLAIM, type ImageClaimFairness, type ImageStore } from '../port.js';
-import type { ClaimedImageMirror, ImageMirrorRecord, ImageMirrorWork, ImageStateCounts } from '../records.js';
+import type { ClaimedImageMirror } from '../records.js';
+import type { ImageMirrorRecord, ImageMirrorWork, ImageStateCounts } from '../../catalog/model.js';
 import type { SqliteConnection } from './connection.js';
 
 /** The origin of an image URL column (ClaimedImageMirror.origin; the same rule on PostgreSQL), stored with the row. */

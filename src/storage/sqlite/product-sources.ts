@@ -1,6 +1,6 @@
 // Product sources (what the merchant sent) on SQLite: sql/product-sources.ts, with SQLite's writes
 // (a statement per step, on the event loop) and its image lookup.
-import type { ProductSourceDocument } from '../records.js';
+import type { ProductSourceDocument } from '../../catalog/model.js';
 import { yieldToOthers } from '../../shared/cooperative.js';
 import { diffProductLinks } from '../product-links.js';
 import { SqlProductSources } from '../sql/product-sources.js';

@@ -2,9 +2,10 @@
 // joins a page's payloads into one UTF-8 buffer that goes out unchanged.
 import type { PublishedStore } from '../port.js';
 import type {
-  ExpectedStorePage, PublishedExclusionCounts, PublishedHashes, PublishedLines, PublishedPage, PublishedPayloads, PublishedProductSummary, PublishedRow,
-  PublishedBlock, PublishedIdWindow, PublishedSummaryWindow, PublishedVersionRead, PublishedWindowRead, StorePageRead,
+  ExpectedStorePage, PublishedHashes, PublishedLines, PublishedPage, PublishedPayloads, PublishedRow, PublishedBlock,
+  PublishedIdWindow, PublishedSummaryWindow, PublishedVersionRead, PublishedWindowRead, StorePageRead,
 } from '../records.js';
+import type { PublishedExclusionCounts, PublishedProductSummary } from '../../catalog/model.js';
 import { yieldToOthers } from '../../shared/cooperative.js';
 import { ROWS_PER_STEP, type Row, type SqliteConnection } from './connection.js';
 import { toStore } from '../rows.js';

@@ -1,6 +1,6 @@
 // Receiver endpoints with their health record on SQLite: sql/webhook-endpoints.ts, with SQLite's
 // coalescing claim.
-import type { WebhookEndpointRecord } from '../records.js';
+import type { WebhookEndpointRecord } from '../../webhooks/model.js';
 import { SqlWebhookEndpoints } from '../sql/webhook-endpoints.js';
 import type { SqliteConnection } from './connection.js';
 

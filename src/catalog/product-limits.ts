@@ -3,7 +3,7 @@
 // as JSON, each configurable (config/settings.ts). A source above one is refused with 400 naming the
 // limit where it is validated (the admin API's PUT, each line of an import, before anything is
 // applied), so no product's payload, and no page of them, grows without bound.
-import type { ProductSourceDocument } from '../catalog/model.js';
+import type { ProductSourceDocument } from './model.js';
 import { settingDefault, type SettingName } from '../config/settings.js';
 import type { InvalidParam } from '../shared/problem.js';
 

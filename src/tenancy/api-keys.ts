@@ -1,7 +1,11 @@
 // API keys (docs/decisions.md#api-keys): 32 random bytes, shown once, stored only
 // as a SHA-256 hash, compared in constant time, revocable. A key belongs to exactly one merchant.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { ApiKeyRecord, TenancyStore } from '../storage/port.js';
+import { OPERATOR, type Actor } from '../admin/audit.js';
+import { notFound, type CatalogWrites } from '../catalog/catalog-writes.js';
+import type { MerchantScope } from '../storage/merchant-scope.js';
+import type { TenancyStore } from '../storage/port.js';
+import type { ApiKeyRecord } from './model.js';
 
 const KEY_PREFIX = 'cps_';
 const KEY_SHAPE = /^cps_[A-Za-z0-9_-]{43}$/;
@@ -11,14 +15,41 @@ export function hashApiKey(key: string): Buffer {
 }
 
 /** Issues a key for the merchant; the plain key is returned here and never again. */
-export async function issueApiKey(
-  storage: TenancyStore, merchantId: number, name: string, now: Date,
-): Promise<ApiKeyRecord & { key: string }> {
+export async function issueApiKey(merchant: Pick<MerchantScope, 'insertApiKey'>, name: string, now: Date): Promise<ApiKeyRecord & { key: string }> {
   const key = `${KEY_PREFIX}${randomBytes(32).toString('base64url')}`;
-  const record = await storage.insertApiKey({
-    merchant_id: merchantId, name, prefix: key.slice(0, 12), key_hash: hashApiKey(key), created_at: now.toISOString(),
-  });
+  const record = await merchant.insertApiKey({ name, prefix: key.slice(0, 12), key_hash: hashApiKey(key), created_at: now.toISOString() });
   return { ...record, key };
+}
+
+/** A merchant's API keys as the admin API, the CLI and the panel manage them; each change audited. */
+export class MerchantApiKeys {
+  constructor(
+    private readonly writes: CatalogWrites,
+    /** This process's remembered API keys (http auth): a revoked key is forgotten at once. */
+    private readonly remembered?: Pick<ActiveApiKeys, 'forget'>,
+  ) {}
+
+  async list(merchantId: number): Promise<ApiKeyRecord[]> {
+    return (await this.writes.reads(merchantId)).listApiKeys();
+  }
+
+  /** A new key for the merchant: the plain key is in this result and never again. */
+  create(merchantId: number, name: string, actor: Actor = OPERATOR): Promise<ApiKeyRecord & { key: string }> {
+    return this.writes.write(merchantId, actor, async ({ tx, audit }) => {
+      const created = await issueApiKey(tx, name, this.writes.now());
+      await audit('api_key.create', `key ${created.id} "${created.name}" (${created.prefix})`);
+      return created;
+    });
+  }
+
+  async revoke(merchantId: number, keyId: number, actor: Actor = OPERATOR): Promise<void> {
+    await this.writes.write(merchantId, actor, async (write) => {
+      if (!await write.tx.revokeApiKey(keyId, write.at)) throw notFound(`API key ${keyId}`);
+      await write.audit('api_key.revoke', `key ${keyId}`);
+    });
+    // After the commit: a lookup that starts now reads the revocation.
+    this.remembered?.forget(keyId);
+  }
 }
 
 /** The active key a presented key is (its id and merchant), or undefined for a malformed, unknown or revoked key. */

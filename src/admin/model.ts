@@ -1,0 +1,67 @@
+// Administration's types: the panel's accounts (users, invitations, sessions), the merchant's audit
+// log, and NDJSON import jobs. Types only: storage imports these, never the other way round.
+import type { components } from '../generated/admin-api.js';
+
+type AdminSchemas = components['schemas'];
+
+// Panel accounts: users, invitations, sessions, the audit log
+
+export type PanelRole = 'owner' | 'member';
+
+export interface PanelUserRecord {
+  id: number;
+  merchant_id: number;
+  email: string;
+  role: PanelRole;
+  created_at: string;
+}
+
+/** `invitation`: the link creates the e-mail's account; `reset`: it sets a new password for the e-mail's existing account. */
+export type PanelLinkPurpose = 'invitation' | 'reset';
+
+export interface PanelInvitationRecord {
+  id: number;
+  merchant_id: number;
+  email: string;
+  role: PanelRole;
+  purpose: PanelLinkPurpose;
+  created_at: string;
+  expires_at: string;
+  used_at: string | null;
+  /** Revoked by hand, by a newer link for the same e-mail, or by the removal of the user. */
+  revoked_at: string | null;
+}
+
+export interface PanelSessionRecord {
+  /** null: the operator's session. */
+  user_id: number | null;
+  csrf_token: string;
+  created_at: string;
+  last_seen_at: string;
+  /** The absolute expiry; the idle expiry is counted from last_seen_at. */
+  expires_at: string;
+}
+
+export interface AuditEntryRecord {
+  id: number;
+  merchant_id: number;
+  at: string;
+  /** `operator`, or the panel user's email. */
+  actor: string;
+  action: string;
+  detail: string;
+}
+
+// Import jobs: an NDJSON import's progress and outcome, kept where every process can read it
+
+export type ImportJobState = AdminSchemas['ImportJob']['state'];
+/** Why an import failed (admin ImportJob `error_code`). */
+export type ImportErrorCode = NonNullable<AdminSchemas['ImportJob']['error_code']>;
+
+/** A bad line of a rejected import: its name (`line N`) and reason, as the admin API lists them. */
+export type ImportProblemRecord = AdminSchemas['ImportJob']['problems'][number];
+
+/** An import job (admin ImportJob: the document states its shape), and its merchant. */
+export type ImportJobRecord = AdminSchemas['ImportJob'] & { merchant_id: number };
+
+export type ImportJobProgress = Partial<Omit<ImportJobRecord, 'id' | 'merchant_id' | 'started_by' | 'file_name' | 'started_at'>>;

@@ -8,7 +8,7 @@ import { SingleBar, Presets } from 'cli-progress';
 import {
   CreateMerchantInputSchema, StoreInputSchema, WebhookEndpointInputSchema, WebhookEndpointUpdateSchema,
 } from './generated/admin-routes.js';
-import { buildDemoCatalog } from './admin/demo.js';
+import { buildDemoCatalog, type DemoResult } from './admin/demo.js';
 import { schedulePruning } from './changes/retention.js';
 import { ConfigError, databaseLabel, loadConfig, type Config, type ConfigOverrides } from './config.js';
 import type { ChangeType } from './changes/model.js';
@@ -345,7 +345,7 @@ async function serveCommand(config: ReturnType<typeof loadConfig>): Promise<void
   });
   if (!workersInThread && config.webhookDispatcher) dispatcher.start();
   if (!workersInThread && config.images.mirrorInServe) mirror.start();
-  const demo = fs.existsSync(credentialsFile) ? JSON.parse(fs.readFileSync(credentialsFile, 'utf8')) : undefined;
+  const demo = fs.existsSync(credentialsFile) ? (JSON.parse(fs.readFileSync(credentialsFile, 'utf8')) as DemoResult) : undefined;
   const base = config.publicBaseUrl;
   // For the person who ran `npm start`; the JSON log line after it is for the log pipeline.
   console.log([

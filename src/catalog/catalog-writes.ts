@@ -24,20 +24,20 @@ export interface CatalogWrite {
   /** The time now, as ISO 8601 (read at each use, as the clock moves). */
   readonly at: string;
   /** Records the change in the merchant's audit log; it commits with the change. */
-  audit(action: AuditAction, detail: string): Promise<void>;
+  audit: (action: AuditAction, detail: string) => Promise<void>;
   /** Re-publishes these products of the merchant in the write's transaction. */
-  publishProducts(productIds: number[]): Promise<PublishSummary>;
+  publishProducts: (productIds: number[]) => Promise<PublishSummary>;
   /** Removes these products of the merchant from every store, in the write's transaction. */
-  unpublishProducts(productIds: number[]): Promise<PublishSummary>;
+  unpublishProducts: (productIds: number[]) => Promise<PublishSummary>;
   /** Begins re-publishing the merchant's catalog (these stores; null: every store), driven to its end after the commit. */
-  republish(storeIds: number[] | null): Promise<void>;
+  republish: (storeIds: number[] | null) => Promise<void>;
 }
 
 /** A read of one merchant's catalog on one snapshot. */
 export interface CatalogSnapshot {
   readonly reader: MerchantScope;
   /** Everything merchant-wide that resolution reads, as this snapshot sees it. */
-  context(): Promise<MerchantContext>;
+  context: () => Promise<MerchantContext>;
 }
 
 export class CatalogWrites {

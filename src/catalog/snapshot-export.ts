@@ -96,6 +96,7 @@ export class SnapshotExports {
       const onAbort = () => {
         const index = this.waiting.indexOf(take);
         if (index >= 0) this.waiting.splice(index, 1);
+        // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- the abort's reason, as fetch rejects with it (an AbortError unless the caller gave one)
         reject(signal!.reason);
       };
       this.waiting.push(take);

@@ -62,7 +62,7 @@ export interface NoWindow {
 }
 
 interface Waiter {
-  settle(found: LiveWindow | undefined, error?: unknown): void;
+  settle: (found: LiveWindow | undefined, error?: ProblemError) => void;
 }
 
 /** The clients waiting on one store after one position. */

@@ -1,7 +1,6 @@
 // The admin API (openapi/admin.yaml): each handler reads validated input, calls one CatalogAdmin
 // operation, and returns the admin shape of its result. Writes are audited as the operator's
 // (the domain's default actor: admin/audit.ts).
-import type { IncomingMessage } from 'node:http';
 import { OpenAPIHono } from '@hono/zod-openapi';
 import type { MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';

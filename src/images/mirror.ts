@@ -76,7 +76,8 @@ export class HttpImageFetcher implements ImageFetcher {
       }
       const chunks: Buffer[] = [];
       let size = 0;
-      for await (const chunk of response.body) {
+      // undici's body yields Buffers (it types them any).
+      for await (const chunk of response.body as AsyncIterable<Buffer>) {
         size += chunk.length;
         if (size > this.config.maxBytes) {
           abandon(response.body);

@@ -46,7 +46,7 @@ export const toPricingRule = (r: Row): PricingRuleRecord => ({
 
 export const toEndpoint = (r: Row): WebhookEndpointRecord => ({
   ...(r as unknown as WebhookEndpointRecord),
-  events: JSON.parse(r.events as string),
+  events: JSON.parse(r.events as string) as WebhookEndpointRecord['events'],
   standard_webhooks: flag(r.standard_webhooks),
   max_per_second: (r.max_per_second as number | null) ?? null,
 });
@@ -58,7 +58,7 @@ export const ENDPOINT_FIELDS = ['url', 'store_id', 'events', 'standard_webhooks'
 /** The record (the admin API's shape): bookkeeping columns such as oldest_change_at stay in storage. */
 export const toDelivery = ({ oldest_change_at: _bookkeeping, leased_until: _lease, ...r }: Row): DeliveryRecord => ({
   ...(r as unknown as DeliveryRecord),
-  product_ids: JSON.parse(r.product_ids as string),
+  product_ids: JSON.parse(r.product_ids as string) as DeliveryRecord['product_ids'],
   test: flag(r.test),
   replaces: (r.replaces as number | null) ?? null,
   replaced_by: (r.replaced_by as number | null) ?? null,
@@ -74,7 +74,7 @@ export const ATTEMPT_COLUMNS = 'at, status_code, error, latency_ms, response_sni
 export const toAttempt = (r: Row): AttemptRecord => ({
   ...(r as unknown as AttemptRecord),
   request_url: (r.request_url as string | null) ?? null,
-  request_headers: r.request_headers === null || r.request_headers === undefined ? null : JSON.parse(r.request_headers as string),
+  request_headers: r.request_headers === null || r.request_headers === undefined ? null : (JSON.parse(r.request_headers as string) as AttemptRecord['request_headers']),
 });
 
 /** The UTC hour an ISO instant falls in, as the attempt counts key it (migration 36): `YYYY-MM-DDTHH`. */

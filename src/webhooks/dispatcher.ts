@@ -217,7 +217,7 @@ export class WebhookDispatcher {
         }
       });
       coalescing = pass;
-      sendRound(pass);
+      void sendRound(pass); // logs its own failure; stop() waits for this.rounds
     };
     this.timer = setInterval(poll, this.config.pollIntervalMs);
     this.unsubscribe = this.storage.onWork?.('deliveries', poll) ?? null;

@@ -58,7 +58,7 @@ export function afterFailure(health: EndpointHealth, now: Date, policy: HealthPo
   } else if (next.consecutive_failures >= policy.notifyAfterFailures) {
     const last = next.owners_notified_at ? Date.parse(next.owners_notified_at) : null;
     const notifiedThisStreak = last !== null && last >= Date.parse(next.failure_streak_started_at!);
-    if (!notifiedThisStreak || now.getTime() - last! >= policy.renotifyAfterMs) notify = 'failing';
+    if (!notifiedThisStreak || now.getTime() - last >= policy.renotifyAfterMs) notify = 'failing';
   }
   if (notify) next.owners_notified_at = iso(now);
   return { health: next, notify, dropPending };

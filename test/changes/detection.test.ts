@@ -57,7 +57,7 @@ const byProduct = (changes: Recorded[]) => [...changes].sort((a, b) => a[0] - b[
 async function upsert(ref: string, source: ProductSourceInput): Promise<number> {
   sources[ref] = source;
   ids[ref] = (await service.admin.upsertProduct(merchantId, ref, source)).id;
-  return ids[ref]!;
+  return ids[ref];
 }
 
 const backpack = (): ProductSourceInput => ({

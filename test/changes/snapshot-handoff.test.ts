@@ -12,7 +12,6 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ProductSourceInput } from '../../src/catalog/product-sources.js';
 import { importNdjson } from '../../src/admin/import.js';
-import type { FeedPosition } from '../../src/changes/model.js';
 import type { StoreInputRecord } from '../../src/catalog/model.js';
 import { startTestService, type TestService } from '../support/service.js';
 

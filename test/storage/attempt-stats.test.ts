@@ -108,7 +108,7 @@ async function statementOfAttemptsPerHour(from: string, to: string): Promise<str
     })
     : vi.spyOn(PgConnection.prototype, 'rows').mockImplementation(function (this: PgConnection, sql: string, values: unknown[] = []) {
       seen.push(sql);
-      return realRows.call(this, sql, values) as never;
+      return realRows.call(this, sql, values);
     });
   try {
     await storage.attemptsPerHour(charted, from, to);
@@ -119,7 +119,10 @@ async function statementOfAttemptsPerHour(from: string, to: string): Promise<str
   expect(statements).toHaveLength(1);
   return statements[0]!;
 }
+// The spies call these with their connection as `this` (realStmt.call(this, …)).
+// eslint-disable-next-line @typescript-eslint/unbound-method -- called with its `this`, above
 const realStmt = SqliteConnection.prototype.stmt;
+// eslint-disable-next-line @typescript-eslint/unbound-method -- called with its `this`, above
 const realRows = PgConnection.prototype.rows;
 
 describe(`the attempt log per endpoint and hour (${TEST_ENGINE})`, () => {

@@ -65,10 +65,11 @@ function recordStatements(): void {
         const result = real.apply(this, args);
         recording?.push({ sql: this.source, params: args, returned: Array.isArray(result) ? result.length : undefined });
         return result;
-      } as never);
+      });
     }
   } else {
     for (const method of ['rows', 'one', 'run'] as const) {
+      // eslint-disable-next-line @typescript-eslint/unbound-method -- called with its connection as `this` (real.call(this, …))
       const real = PgConnection.prototype[method] as (...args: unknown[]) => unknown;
       (vi.spyOn(PgConnection.prototype, method) as unknown as { mockImplementation(f: unknown): void }).mockImplementation(
         function (this: PgConnection, sql: string, values: unknown[] = []) {

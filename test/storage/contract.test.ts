@@ -10,7 +10,7 @@ import type { ProductSourceDocument, StoreInputRecord } from '../../src/catalog/
 import type { RecordedChange } from '../../src/changes/model.js';
 import { buildOutdoorCatalog, type OutdoorCatalog } from '../support/admin-http.js';
 import { fakeClock } from '../support/clock.js';
-import { storagePerTest, onPglite, postgresOnly, severalConnections, TEST_ENGINE, type TestDatabase } from '../support/engine.js';
+import { storagePerTest, onPglite, postgresOnly, severalConnections, TEST_ENGINE } from '../support/engine.js';
 import { startTestService, type TestService } from '../support/service.js';
 
 const ENGINE = TEST_ENGINE === 'sqlite' ? 'SQLite' : onPglite() ? 'PostgreSQL (embedded pglite)' : 'PostgreSQL';
@@ -23,9 +23,8 @@ const SOURCE: ProductSourceDocument = {
 const source = (patch: Partial<ProductSourceDocument> = {}): ProductSourceDocument => ({ ...SOURCE, ...patch });
 const utf8 = (bytes: Uint8Array) => Buffer.from(bytes).toString('utf8');
 
-let database: TestDatabase;
 let storage: CatalogStorage;
-storagePerTest('contract', (fresh) => ({ storage, database } = fresh));
+storagePerTest('contract', (fresh) => ({ storage } = fresh));
 
 async function merchantWithStores(name = 'Alpine Outfitters') {
   const merchant = await storage.createMerchant({ name, sku_pattern: null, owner_emails: ['owner@alpine.example'], created_at: AT });

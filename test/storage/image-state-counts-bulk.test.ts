@@ -24,7 +24,7 @@ let other: number;
 const source = (images: number[]): ProductSourceDocument => ({
   eans: [], manufacturer: null, content: { de: { title: 'Zelt', description: null } }, images: images.map((n) => ({ url: url(n) })),
   offers: [], own_stock: null, supplier_attributes: [], overrides: {}, excluded_stores: [],
-} as unknown as ProductSourceDocument);
+});
 
 /** What the test wrote: each product's images (by ref), and the images whose state it changed. */
 const products = new Map<string, number[]>();
@@ -131,7 +131,7 @@ describe('kept image counts after bulk writes of product sources', () => {
       await storage.transaction(async (tx) => {
         await tx.ensureImageMirrors(merchantId, ['https://commit.example/a.jpg', 'https://commit.example/b.jpg'], AT);
       });
-      await storage.upsertProductSources(merchantId, [{ ref: 'C-1', source: { ...source([]), images: [{ url: 'https://commit.example/a.jpg' }, { url: 'https://commit.example/b.jpg' }] } as ProductSourceDocument }], AT);
+      await storage.upsertProductSources(merchantId, [{ ref: 'C-1', source: { ...source([]), images: [{ url: 'https://commit.example/a.jpg' }, { url: 'https://commit.example/b.jpg' }] } }], AT);
       const before = await storage.imageStateCounts(merchantId);
       await first.query('BEGIN');
       await second.query('BEGIN');
@@ -154,7 +154,7 @@ describe('kept image counts after bulk writes of product sources', () => {
     await Promise.all([importing.connect(), mirroring.connect()]);
     try {
       await storage.transaction((tx) => tx.ensureImageMirrors(merchantId, ['https://deadlock.example/old.jpg'], AT));
-      await storage.upsertProductSources(merchantId, [{ ref: 'D-1', source: { ...source([]), images: [{ url: 'https://deadlock.example/old.jpg' }] } as ProductSourceDocument }], AT);
+      await storage.upsertProductSources(merchantId, [{ ref: 'D-1', source: { ...source([]), images: [{ url: 'https://deadlock.example/old.jpg' }] } }], AT);
       const before = await storage.imageStateCounts(merchantId);
       const sequencer = `INSERT INTO change_sequences AS s (merchant_id, last_id, last_at) VALUES ($1, 1, $2)
         ON CONFLICT (merchant_id) DO UPDATE SET last_id = s.last_id + 1`;

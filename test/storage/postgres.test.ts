@@ -80,7 +80,7 @@ describe('migrations', () => {
     // missingMigrations still read the database as it is (what /readyz shows).
     const pool = new pg.Pool({ connectionString: url, max: 2 });
     const storage = openPostgresStorage(url, {
-      pool: { query: pool.query.bind(pool) as never, connect: () => Promise.reject(new Error('no client for migrating')), end: () => pool.end() },
+      pool: { query: pool.query.bind(pool), connect: () => Promise.reject(new Error('no client for migrating')), end: () => pool.end() },
     });
     opened.push(storage);
     await expect(storage.ready).rejects.toThrow('no client for migrating');

@@ -143,6 +143,7 @@ describe('SKU and EAN search without scanning (migration 12)', () => {
       fs.rmSync(dir, { recursive: true, force: true });
     }
   }
+  // eslint-disable-next-line @typescript-eslint/unbound-method -- called with its database as `this` (originalPrepare.call(this, …))
   const originalPrepare = Database.prototype.prepare;
 
   it('finds by SKU from the store\'s SKU index range, in id order without a sort', async () => {

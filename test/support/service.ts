@@ -36,7 +36,7 @@ export interface TestService {
   /** A request against the admin API with the admin token. */
   adminApi(method: string, pathAndQuery: string, body?: unknown, init?: RequestInit): Promise<TestResponse>;
   /** Issues an API key for a merchant directly in storage. */
-  keyFor(merchantId: number): Promise<string>;
+  keyFor: (merchantId: number) => Promise<string>;
   close(): Promise<void>;
 }
 

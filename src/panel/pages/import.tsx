@@ -154,7 +154,7 @@ export function importPages(service: Service, accounts: () => PanelAccounts) {
     }
     // The form is read whole (csrf() read it): the import runs on after this answer, from the file's bytes.
     const actor = principalName(session.principal);
-    const { job, done } = await imports.start(merchantId, actor, file.name, file.stream() as unknown as AsyncIterable<Uint8Array>, actor);
+    const { job, done } = await imports.start(merchantId, actor, file.name, file.stream(), actor);
     const log = requestLog(c);
     // The job records the outcome; only an unexpected failure is worth a log line.
     done.catch((error: unknown) => {

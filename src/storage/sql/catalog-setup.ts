@@ -119,7 +119,7 @@ export class SqlCatalogSetup implements CatalogSetupStore {
 
   async listAttributeDefinitions(merchantId: number): Promise<AttributeDefinitionRecord[]> {
     return (await this.c.rows('SELECT key, unit, labels FROM attribute_definitions WHERE merchant_id = $1 ORDER BY key', [merchantId]))
-      .map((r) => ({ key: r.key as string, unit: (r.unit as string | null) ?? null, labels: JSON.parse(r.labels as string) }));
+      .map((r) => ({ key: r.key as string, unit: (r.unit as string | null) ?? null, labels: JSON.parse(r.labels as string) as AttributeDefinitionRecord['labels'] }));
   }
 
   async upsertAttributeDefinition(merchantId: number, definition: AttributeDefinitionRecord): Promise<AttributeDefinitionRecord> {

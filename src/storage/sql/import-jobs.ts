@@ -12,7 +12,7 @@ const PROGRESS_FIELDS = [
   'state', 'updated_at', 'finished_at', 'lines_read', 'operations', 'products_applied', 'upserted', 'deleted', 'error', 'error_code', 'problems',
 ] as const;
 
-const toJob = (row: Row): ImportJobRecord => ({ ...(row as unknown as ImportJobRecord), problems: JSON.parse(row.problems as string) });
+const toJob = (row: Row): ImportJobRecord => ({ ...(row as unknown as ImportJobRecord), problems: JSON.parse(row.problems as string) as ImportJobRecord['problems'] });
 const stored = (field: string, value: unknown) => (field === 'problems' ? JSON.stringify(value) : value);
 
 export class SqlImportJobs implements ImportJobStore {

@@ -44,7 +44,10 @@ function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
 
 /** An openapi-fetch client for the public API that authenticates every request with the API key. */
 export function createCatalogClient({ baseUrl, apiKey, fetch, rateLimit }: CatalogClientOptions): CatalogClient {
-  const client = createClient<paths, ClientMediaType>({ baseUrl, fetch: retryingOn429(fetch ?? ((request) => globalThis.fetch(request)), rateLimit) });
+  const client = createClient<paths, ClientMediaType>({
+    baseUrl,
+    fetch: retryingOn429(fetch ?? ((request) => globalThis.fetch(request)), rateLimit),
+  });
   client.use(bearerAuth(apiKey));
   return client;
 }
@@ -56,7 +59,8 @@ export function createCatalogClient({ baseUrl, apiKey, fetch, rateLimit }: Catal
  * sending a request again is safe.
  */
 export function retryingOn429(
-  send: (request: Request) => Promise<Response>, options: RateLimitRetryOptions = {},
+  send: (request: Request) => Promise<Response>,
+  options: RateLimitRetryOptions = {},
 ): (request: Request) => Promise<Response> {
   const { retries = 3, maxWaitSeconds = 60, sleep = abortableSleep } = options;
   return async (request) => {

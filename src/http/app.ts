@@ -55,11 +55,14 @@ export function createApp(service: Service, { docsDir, lifecycle = new Lifecycle
   app.get('/admin/openapi.json', (c) => c.body(adminJson, 200, { 'Content-Type': 'application/json' }));
   app.route('/', docsPages(docsDir));
 
-  app.route('/', publicApi(service, {
-    media: new LocalFolderMediaStore(config.images.mediaDir),
-    // The limiter's clock is the app's, so tests refill buckets by moving it.
-    rateLimiter: new TokenBucketLimiter(config.rateLimit, now),
-  }));
+  app.route(
+    '/',
+    publicApi(service, {
+      media: new LocalFolderMediaStore(config.images.mediaDir),
+      // The limiter's clock is the app's, so tests refill buckets by moving it.
+      rateLimiter: new TokenBucketLimiter(config.rateLimit, now),
+    }),
+  );
   app.route('/', adminApi(service));
   app.use('/panel/*', closeWhenBodyUnread);
   app.route('/panel', panelApp(service));

@@ -9,7 +9,10 @@ export function etagMatches(header: string | undefined, etag: string): boolean {
   if (!header) return false;
   if (header.trim() === '*') return true;
   const opaque = etag.replace(/^W\//, '');
-  return header.split(',').map((t) => t.trim().replace(/^W\//, '')).includes(opaque);
+  return header
+    .split(',')
+    .map((t) => t.trim().replace(/^W\//, ''))
+    .includes(opaque);
 }
 
 /**

@@ -116,7 +116,7 @@ export function changeEventStream(stream: LiveStream, { limiter, keyId, log }: E
         if (stopped.signal.aborted) return;
         if (next === undefined) return end(controller);
         if (next === 'heartbeat') return controller.enqueue(HEARTBEAT);
-        if (!first && limiter && !await takeToken(limiter, keyId, stopped.signal)) return end(controller);
+        if (!first && limiter && !(await takeToken(limiter, keyId, stopped.signal))) return end(controller);
         first = false;
         controller.enqueue(changeEventBytes(next));
       } catch (error) {

@@ -5,10 +5,19 @@ import { invalidInput, type InvalidParam } from '../shared/problem.js';
 import { problemResponse } from './errors.js';
 
 const LOCATIONS: Record<string, InvalidParam['in']> = {
-  query: 'query', param: 'path', header: 'header', json: 'body', form: 'body',
+  query: 'query',
+  param: 'path',
+  header: 'header',
+  json: 'body',
+  form: 'body',
 };
 
-interface ZodIssueLike { path: PropertyKey[]; message: string; code?: string; keys?: string[] }
+interface ZodIssueLike {
+  path: PropertyKey[];
+  message: string;
+  code?: string;
+  keys?: string[];
+}
 
 type ValidationResult = Parameters<Hook<unknown, Env, string, unknown>>[0];
 

@@ -70,7 +70,11 @@ export function afterGone(health: EndpointHealth, now: Date): HealthTransition {
   const alreadyDisabled = health.status === 'disabled';
   return {
     health: {
-      ...health, status: 'disabled', disabled_reason: 'gone', paused_until: null, last_failure_at: iso(now),
+      ...health,
+      status: 'disabled',
+      disabled_reason: 'gone',
+      paused_until: null,
+      last_failure_at: iso(now),
       consecutive_failures: health.consecutive_failures + 1,
       owners_notified_at: alreadyDisabled ? health.owners_notified_at : iso(now),
       failure_streak_started_at: health.failure_streak_started_at ?? iso(now),

@@ -70,11 +70,17 @@ const parameters = (publicContract.doc.components?.parameters ?? {}) as Record<s
 
 /** Why a request is not a valid, authentic delivery (empty when it is). */
 function check(
-  method: string, headers: IncomingHttpHeaders, rawBody: Buffer, secrets: readonly string[], now: Date, toleranceSeconds: number,
+  method: string,
+  headers: IncomingHttpHeaders,
+  rawBody: Buffer,
+  secrets: readonly string[],
+  now: Date,
+  toleranceSeconds: number,
 ): { problems: string[]; payload?: WebhookPayload; verifiedWith?: string } {
   const problems: string[] = [];
   if (method !== 'POST') problems.push(`method ${method}, not POST`);
-  if (headers['content-type'] !== 'application/json') problems.push(`Content-Type "${String(headers['content-type'])}", not application/json`);
+  if (headers['content-type'] !== 'application/json')
+    problems.push(`Content-Type "${String(headers['content-type'])}", not application/json`);
   const timestamp = headers['x-service-timestamp'];
   const signature = headers['x-service-signature'];
   if (typeof timestamp !== 'string' || !/^[0-9]+$/.test(timestamp)) {
@@ -88,7 +94,8 @@ function check(
   let verifiedWith: string | undefined;
   if (typeof timestamp === 'string' && typeof signature === 'string') {
     verifiedWith = secrets.find((secret) => signatureMatches(secret, timestamp, rawBody, signature));
-    if (!verifiedWith) problems.push(secrets.length ? 'signature does not verify with the endpoint secret' : 'the receiver has no secret set');
+    if (!verifiedWith)
+      problems.push(secrets.length ? 'signature does not verify with the endpoint secret' : 'the receiver has no secret set');
   }
   // The Standard Webhooks signature, when sent: one of its `v1,` signatures, keyed with
   // what a secret's part after whsec_ decodes to, over `{webhook-id}.{webhook-timestamp}.{raw body}`.
@@ -98,7 +105,10 @@ function check(
     const at = headers['webhook-timestamp'];
     if (at !== timestamp) problems.push(`webhook-timestamp "${String(at)}" is not X-Service-Timestamp "${String(timestamp)}"`);
     const signed = secrets.some((secret) => {
-      const expected = createHmac('sha256', Buffer.from(secret.replace(/^whsec_/, ''), 'base64')).update(`${String(id)}.${String(at)}.`).update(rawBody).digest('base64');
+      const expected = createHmac('sha256', Buffer.from(secret.replace(/^whsec_/, ''), 'base64'))
+        .update(`${String(id)}.${String(at)}.`)
+        .update(rawBody)
+        .digest('base64');
       return standard.split(' ').some((s) => s === `v1,${expected}`);
     });
     if (!signed) problems.push('webhook-signature does not verify with the endpoint secret');
@@ -151,7 +161,11 @@ export class Receiver {
   private server: http.Server;
   private listening = false;
 
-  private constructor(readonly port: number, server: http.Server, private readonly options: ReceiverOptions) {
+  private constructor(
+    readonly port: number,
+    server: http.Server,
+    private readonly options: ReceiverOptions,
+  ) {
     this.server = server;
     this.behaviour = options.behaviour ?? { status: 200 };
   }
@@ -238,19 +252,34 @@ export class Receiver {
   private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
     this.inFlight++;
     this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
-    res.once('close', () => { this.inFlight--; });
+    res.once('close', () => {
+      this.inFlight--;
+    });
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
       const rawBody = Buffer.concat(chunks);
       const now = this.options.now?.() ?? new Date();
       const { problems, payload, verifiedWith } = check(
-        req.method ?? '', req.headers, rawBody, this.secrets, now, this.options.toleranceSeconds ?? 300,
+        req.method ?? '',
+        req.headers,
+        rawBody,
+        this.secrets,
+        now,
+        this.options.toleranceSeconds ?? 300,
       );
       const request: ReceivedRequest = {
-        method: req.method ?? '', path: req.url ?? '', headers: req.headers, rawHeaders: req.rawHeaders, rawBody,
-        timestamp: String(req.headers['x-service-timestamp']), signature: String(req.headers['x-service-signature']),
-        payload: payload!, verifiedWith: verifiedWith ?? '', receivedAt: Date.now(), remotePort: req.socket.remotePort ?? 0,
+        method: req.method ?? '',
+        path: req.url ?? '',
+        headers: req.headers,
+        rawHeaders: req.rawHeaders,
+        rawBody,
+        timestamp: String(req.headers['x-service-timestamp']),
+        signature: String(req.headers['x-service-signature']),
+        payload: payload!,
+        verifiedWith: verifiedWith ?? '',
+        receivedAt: Date.now(),
+        remotePort: req.socket.remotePort ?? 0,
       };
       this.log.push(request);
       if (problems.length) {

@@ -60,15 +60,19 @@ export interface WebhookWorld {
   close(): Promise<void>;
 }
 
-export async function startWebhookWorld(options: {
-  stores?: string[]; webhooks?: Partial<Config['webhooks']>; start?: string;
-  /** Other configuration of the service (e.g. `limits.publishChunk`). */
-  config?: Omit<ConfigOverrides, 'webhooks'>;
-  /** Where the service and the dispatcher log (by default nowhere). */
-  logger?: Logger;
-  /** The storage the dispatcher uses, made from the service's (a wrapper that fails on purpose). */
-  dispatcherStorage?: (storage: CatalogStorage) => CatalogStorage;
-} = {}): Promise<WebhookWorld> {
+export async function startWebhookWorld(
+  options: {
+    stores?: string[];
+    webhooks?: Partial<Config['webhooks']>;
+    start?: string;
+    /** Other configuration of the service (e.g. `limits.publishChunk`). */
+    config?: Omit<ConfigOverrides, 'webhooks'>;
+    /** Where the service and the dispatcher log (by default nowhere). */
+    logger?: Logger;
+    /** The storage the dispatcher uses, made from the service's (a wrapper that fails on purpose). */
+    dispatcherStorage?: (storage: CatalogStorage) => CatalogStorage;
+  } = {},
+): Promise<WebhookWorld> {
   const clock = fakeClock(options.start);
   const webhooks = { ...WEBHOOK_DEFAULTS, allowHosts: ['127.0.0.1'], ...options.webhooks };
   const service = await startTestService({ now: clock.now, config: { ...options.config, webhooks }, logger: options.logger });
@@ -98,7 +102,11 @@ export async function startWebhookWorld(options: {
   const receivers: Receiver[] = [];
 
   const world: WebhookWorld = {
-    service, clock, dispatcher, merchant, stores,
+    service,
+    clock,
+    dispatcher,
+    merchant,
+    stores,
     async receiver(receiverOptions = {}) {
       const receiver = await Receiver.start({ now: clock.now, ...receiverOptions });
       receivers.push(receiver);

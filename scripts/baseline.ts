@@ -31,15 +31,20 @@ const children = new Set<ChildProcess>();
 let baselineTree: string | null = null;
 let tempDir: string | null = null;
 
-export const git = (...args: string[]) => execFileSync('git', args, { cwd: candidateDir, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+export const git = (...args: string[]) =>
+  execFileSync('git', args, { cwd: candidateDir, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
 
 export function resolveBaseline(requested: string | undefined): { ref: string; sha: string } {
   for (const ref of requested ? [requested] : ['origin/main', 'main', 'HEAD~1']) {
     try {
       return { ref, sha: git('rev-parse', '--verify', '--quiet', `${ref}^{commit}`) };
-    } catch { /* not a commit here: try the next */ }
+    } catch {
+      /* not a commit here: try the next */
+    }
   }
-  throw new Error(requested ? `baseline ${requested} is not a commit here` : 'no baseline: none of origin/main, main, HEAD~1 is a commit here');
+  throw new Error(
+    requested ? `baseline ${requested} is not a commit here` : 'no baseline: none of origin/main, main, HEAD~1 is a commit here',
+  );
 }
 
 /** Every tracked child, SIGKILLed (synchronous: also from a signal handler or on exit). */
@@ -61,7 +66,13 @@ export function track<T extends ChildProcess>(child: T): T {
 
 /** `tsx src/cli.ts ...args` of one tree, as `node --import tsx` so the child's pid is the service's. */
 export function cli(dir: string, args: string[], env: Record<string, string> = {}): { child: ChildProcess; output: () => string } {
-  const child = track(spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], { cwd: dir, env: { ...inheritedEnv(), ...env }, stdio: ['ignore', 'pipe', 'pipe'] }));
+  const child = track(
+    spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], {
+      cwd: dir,
+      env: { ...inheritedEnv(), ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    }),
+  );
   return { child, output: keepOutput(child) };
 }
 
@@ -71,19 +82,27 @@ export const inheritedEnv = () => Object.fromEntries(Object.entries(process.env)
 /** The last 8000 characters a child wrote, for error messages. */
 export function keepOutput(child: ChildProcess): () => string {
   let output = '';
-  const keep = (chunk: Buffer) => { output = (output + chunk.toString()).slice(-8000); };
+  const keep = (chunk: Buffer) => {
+    output = (output + chunk.toString()).slice(-8000);
+  };
   child.stdout?.on('data', keep);
   child.stderr?.on('data', keep);
   return () => output;
 }
 
-export const exited = (child: ChildProcess) => new Promise<number | null>((resolve) => {
-  if (child.exitCode !== null || child.signalCode !== null) resolve(child.exitCode);
-  else child.once('exit', (code) => resolve(code));
-});
+export const exited = (child: ChildProcess) =>
+  new Promise<number | null>((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) resolve(child.exitCode);
+    else child.once('exit', (code) => resolve(code));
+  });
 
 /** The version's demo catalog (`demo --json`, 3 stores), built by its own CLI into `database`. */
-export async function buildDemo(checkout: Checkout, database: string, products: number, log: (line: string) => void): Promise<{ merchantId: number; apiKey: string }> {
+export async function buildDemo(
+  checkout: Checkout,
+  database: string,
+  products: number,
+  log: (line: string) => void,
+): Promise<{ merchantId: number; apiKey: string }> {
   const started = performance.now();
   const { child, output } = cli(checkout.dir, ['demo', '--db', database, '--products', String(products), '--json']);
   const code = await exited(child);
@@ -101,7 +120,11 @@ function cleanUp(): void {
       git('worktree', 'remove', '--force', baselineTree);
     } catch {
       fs.rmSync(baselineTree, { recursive: true, force: true });
-      try { git('worktree', 'prune'); } catch { /* nothing more to do */ }
+      try {
+        git('worktree', 'prune');
+      } catch {
+        /* nothing more to do */
+      }
     }
     baselineTree = null;
   }
@@ -159,19 +182,38 @@ export interface BenchServerProcess {
 
 /** `dir`/scripts/`script` on `database` (scripts/bench-server.ts, bench-reference-server.ts), run from `dir`; `name` labels its errors. */
 export async function startBenchServerProcess(dir: string, script: string, database: string, name: string): Promise<BenchServerProcess> {
-  const child = track(fork(path.join(dir, 'scripts', script), [database], {
-    cwd: dir, env: inheritedEnv(), execArgv: ['--import', 'tsx'], stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
-  }));
+  const child = track(
+    fork(path.join(dir, 'scripts', script), [database], {
+      cwd: dir,
+      env: inheritedEnv(),
+      execArgv: ['--import', 'tsx'],
+      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+    }),
+  );
   const output = keepOutput(child);
   /** The next IPC message, or the child's death. */
-  const next = <T>(what: string, timeoutMs: number) => new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => { cleanup(); reject(new Error(`${name}: ${script} sent nothing ${what} within ${timeoutMs / 1000} s:\n${output()}`)); }, timeoutMs);
-    const onMessage = (message: T) => { cleanup(); resolve(message); };
-    const onExit = () => { cleanup(); reject(new Error(`${name}: ${script} exited (${child.exitCode ?? child.signalCode}) ${what}:\n${output()}`)); };
-    const cleanup = () => { clearTimeout(timer); child.off('message', onMessage); child.off('exit', onExit); };
-    child.on('message', onMessage);
-    child.once('exit', onExit);
-  });
+  const next = <T>(what: string, timeoutMs: number) =>
+    new Promise<T>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        cleanup();
+        reject(new Error(`${name}: ${script} sent nothing ${what} within ${timeoutMs / 1000} s:\n${output()}`));
+      }, timeoutMs);
+      const onMessage = (message: T) => {
+        cleanup();
+        resolve(message);
+      };
+      const onExit = () => {
+        cleanup();
+        reject(new Error(`${name}: ${script} exited (${child.exitCode ?? child.signalCode}) ${what}:\n${output()}`));
+      };
+      const cleanup = () => {
+        clearTimeout(timer);
+        child.off('message', onMessage);
+        child.off('exit', onExit);
+      };
+      child.on('message', onMessage);
+      child.once('exit', onExit);
+    });
   const { port } = await next<{ port: number }>('before listening', 120_000);
   return {
     base: `http://127.0.0.1:${port}`,
@@ -203,23 +245,26 @@ export function demoImportBody(count: number, tag: string): string {
   for (let n = 1; n <= count; n++) {
     const cost = (10 + (n % 997) * 0.19).toFixed(2);
     const offers = [{ supplier_ref: 'alpine-wholesale', quantity: 1 + (n % 40), cost, currency: 'EUR' }];
-    if (n % 2 === 0) offers.push({ supplier_ref: 'baltic-outdoor', quantity: n % 25, cost: (Number(cost) * 0.98).toFixed(2), currency: 'EUR' });
+    if (n % 2 === 0)
+      offers.push({ supplier_ref: 'baltic-outdoor', quantity: n % 25, cost: (Number(cost) * 0.98).toFixed(2), currency: 'EUR' });
     if (n % 3 === 0) offers.push({ supplier_ref: 'pacific-imports', quantity: 5, cost: (Number(cost) * 1.05).toFixed(2), currency: 'USD' });
-    lines.push(JSON.stringify({
-      op: 'upsert_product',
-      product: {
-        ref: `BENCH-${tag.toUpperCase()}-${String(n).padStart(6, '0')}`,
-        manufacturer: 'Nordkamm',
-        content: {
-          de: { title: `Nordkamm Zelt ${n}`, description: `Zelt aus Nylon, Modell ${n}.` },
-          en: { title: `Nordkamm Tent ${n}`, description: `Tent made of nylon, model ${n}.` },
-          pl: { title: `Nordkamm Namiot ${n}`, description: `Namiot, model ${n}.` },
+    lines.push(
+      JSON.stringify({
+        op: 'upsert_product',
+        product: {
+          ref: `BENCH-${tag.toUpperCase()}-${String(n).padStart(6, '0')}`,
+          manufacturer: 'Nordkamm',
+          content: {
+            de: { title: `Nordkamm Zelt ${n}`, description: `Zelt aus Nylon, Modell ${n}.` },
+            en: { title: `Nordkamm Tent ${n}`, description: `Tent made of nylon, model ${n}.` },
+            pl: { title: `Nordkamm Namiot ${n}`, description: `Namiot, model ${n}.` },
+          },
+          images: [{ url: `https://images.demo-supplier.test/bench-${tag}/${n}.jpg` }],
+          offers,
+          supplier_attributes: [{ supplier_ref: 'alpine-wholesale', key: 'weight', value: (1 + (n % 30) / 10).toFixed(2) }],
         },
-        images: [{ url: `https://images.demo-supplier.test/bench-${tag}/${n}.jpg` }],
-        offers,
-        supplier_attributes: [{ supplier_ref: 'alpine-wholesale', key: 'weight', value: (1 + (n % 30) / 10).toFixed(2) }],
-      },
-    }));
+      }),
+    );
   }
   return `${lines.join('\n')}\n`;
 }

@@ -28,12 +28,16 @@ const p99 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length
 
 /** Appends `count` changes to a store's history: distinct products, many per second. */
 function fillHistory(storage: SqliteStorage, merchantId: number, storeId: number, count: number, start: Date): void {
-  const insert = storage.db.prepare('INSERT INTO changes (merchant_id, id, store_id, product_id, change_type, created_at) VALUES (?, ?, ?, ?, ?, ?)');
+  const insert = storage.db.prepare(
+    'INSERT INTO changes (merchant_id, id, store_id, product_id, change_type, created_at) VALUES (?, ?, ?, ?, ?, ?)',
+  );
   const kinds = WEBHOOK_EVENTS;
   // Straight into the table, on the write connection: building a history, not recording changes;
   // the merchant's sequencer row goes on from the ids written (ChangeStore.recordChanges).
   storage.db.transaction(() => {
-    const sequence = storage.db.prepare('SELECT last_id FROM change_sequences WHERE merchant_id = ?').pluck().get(merchantId) as number | undefined;
+    const sequence = storage.db.prepare('SELECT last_id FROM change_sequences WHERE merchant_id = ?').pluck().get(merchantId) as
+      | number
+      | undefined;
     let id = sequence ?? 0;
     let at = '';
     for (let i = 0; i < count; i++) {
@@ -41,8 +45,10 @@ function fillHistory(storage: SqliteStorage, merchantId: number, storeId: number
       at = wholeSecondIso(start.getTime() + Math.floor(i / 500) * 1000);
       insert.run(merchantId, ++id, storeId, 1 + (i % 50_000), kinds[i % kinds.length], at);
     }
-    storage.db.prepare(`INSERT INTO change_sequences (merchant_id, last_id, last_at) VALUES (?, ?, ?)
-      ON CONFLICT (merchant_id) DO UPDATE SET last_id = excluded.last_id, last_at = max(last_at, excluded.last_at)`).run(merchantId, id, at);
+    storage.db
+      .prepare(`INSERT INTO change_sequences (merchant_id, last_id, last_at) VALUES (?, ?, ?)
+      ON CONFLICT (merchant_id) DO UPDATE SET last_id = excluded.last_id, last_at = max(last_at, excluded.last_at)`)
+      .run(merchantId, id, at);
   })();
 }
 
@@ -52,17 +58,32 @@ async function feedLatency(dir: string): Promise<void> {
   const { admin } = service;
   const storage = service.storage as SqliteStorage;
   const merchant = await admin.createMerchant({ name: 'Feed bench' });
-  const small = await admin.upsertStore(merchant.id, 'small', { name: 'Small history', locale: 'en-GB', currency: 'EUR', is_default: true, active: true, exclude_out_of_stock: false });
-  const large = await admin.upsertStore(merchant.id, 'large', { name: 'Large history', locale: 'en-GB', currency: 'EUR', is_default: false, active: true, exclude_out_of_stock: false });
+  const small = await admin.upsertStore(merchant.id, 'small', {
+    name: 'Small history',
+    locale: 'en-GB',
+    currency: 'EUR',
+    is_default: true,
+    active: true,
+    exclude_out_of_stock: false,
+  });
+  const large = await admin.upsertStore(merchant.id, 'large', {
+    name: 'Large history',
+    locale: 'en-GB',
+    currency: 'EUR',
+    is_default: false,
+    active: true,
+    exclude_out_of_stock: false,
+  });
   console.log(`feed: writing ${SMALL} and ${LARGE} change rows of history ...`);
   const start = new Date('2026-11-01T00:00:00Z');
   fillHistory(storage, merchant.id, small.id, SMALL, start);
   fillHistory(storage, merchant.id, large.id, LARGE, start);
   const { key } = await admin.createApiKey(merchant.id, 'bench');
   // A cursor in the middle of each history: the next window is full.
-  const cursorOf = (storeId: number, count: number) => storage.db
-    .prepare('SELECT created_at AS since, id FROM changes WHERE store_id = ? ORDER BY created_at, id LIMIT 1 OFFSET ?')
-    .get(storeId, Math.floor(count / 2)) as { since: string; id: number };
+  const cursorOf = (storeId: number, count: number) =>
+    storage.db
+      .prepare('SELECT created_at AS since, id FROM changes WHERE store_id = ? ORDER BY created_at, id LIMIT 1 OFFSET ?')
+      .get(storeId, Math.floor(count / 2)) as { since: string; id: number };
   const cursors = { small: cursorOf(small.id, SMALL), large: cursorOf(large.id, LARGE) };
   await service.close();
 
@@ -79,7 +100,8 @@ async function feedLatency(dir: string): Promise<void> {
         const response = await fetch(url(store), { headers });
         const body = (await response.json()) as { changes: unknown[] };
         const elapsed = performance.now() - t;
-        if (response.status !== 200 || body.changes.length !== 1000) throw new Error(`${store}: ${response.status}, ${body.changes.length} changes`);
+        if (response.status !== 200 || body.changes.length !== 1000)
+          throw new Error(`${store}: ${response.status}, ${body.changes.length} changes`);
         if (i >= 20) times[store].push(elapsed); // the first 20 rounds warm up
       }
     }
@@ -105,7 +127,9 @@ async function exchangeRateRepricing(dir: string): Promise<void> {
   const seconds = (performance.now() - started) / 1000;
   const recorded = (storage.db.prepare('SELECT count(*) FROM changes').pluck().get() as number) - before;
   const stores = (await storage.listStores(merchantId)).filter((s) => ['EUR', 'PLN'].includes(s.currency)).length;
-  console.log(`exchange-rate change EUR/PLN: re-resolved ${PRODUCTS} products in the ${stores} stores priced in EUR or PLN and recorded ${recorded} changes in ${seconds.toFixed(1)} s (target <= 30 s)`);
+  console.log(
+    `exchange-rate change EUR/PLN: re-resolved ${PRODUCTS} products in the ${stores} stores priced in EUR or PLN and recorded ${recorded} changes in ${seconds.toFixed(1)} s (target <= 30 s)`,
+  );
   await service.close();
 }
 

@@ -42,16 +42,28 @@ const rows = levels.map(({ coding, level, code }) => {
   }
   const used = process.cpuUsage(before);
   const us = (used.user + used.system) / RUNS;
-  return { coding, level, cpu_us: us, wall_us: median(wall), bytes: size, ratio: size / body.length, us_per_saved_kb: us / ((body.length - size) / 1024) };
+  return {
+    coding,
+    level,
+    cpu_us: us,
+    wall_us: median(wall),
+    bytes: size,
+    ratio: size / body.length,
+    us_per_saved_kb: us / ((body.length - size) / 1024),
+  };
 });
 
 if (flags.json) {
   console.log(JSON.stringify({ body_bytes: body.length, runs: RUNS, levels: rows }, null, 2));
 } else {
   console.log(`${body.length} bytes, CPU: mean over ${RUNS} one-shot codings per level; wall: their median`);
-  console.log(`${'coding'.padEnd(8)}${'level'.padStart(6)}${'CPU µs'.padStart(9)}${'wall µs'.padStart(9)}${'bytes'.padStart(9)}${'ratio'.padStart(8)}${'µs per saved KB'.padStart(17)}`);
+  console.log(
+    `${'coding'.padEnd(8)}${'level'.padStart(6)}${'CPU µs'.padStart(9)}${'wall µs'.padStart(9)}${'bytes'.padStart(9)}${'ratio'.padStart(8)}${'µs per saved KB'.padStart(17)}`,
+  );
   for (const r of rows) {
-    console.log(`${r.coding.padEnd(8)}${String(r.level).padStart(6)}${r.cpu_us.toFixed(0).padStart(9)}${r.wall_us.toFixed(0).padStart(9)}${String(r.bytes).padStart(9)}`
-      + `${(r.ratio * 100).toFixed(1).padStart(7)}%${r.us_per_saved_kb.toFixed(2).padStart(17)}`);
+    console.log(
+      `${r.coding.padEnd(8)}${String(r.level).padStart(6)}${r.cpu_us.toFixed(0).padStart(9)}${r.wall_us.toFixed(0).padStart(9)}${String(r.bytes).padStart(9)}` +
+        `${(r.ratio * 100).toFixed(1).padStart(7)}%${r.us_per_saved_kb.toFixed(2).padStart(17)}`,
+    );
   }
 }

@@ -39,10 +39,15 @@ const IDLE_SECONDS = Number(process.env.BENCH_IDLE_SECONDS ?? 3);
 const PAUSE_SECONDS = Number(process.env.BENCH_PAUSE_SECONDS ?? 10);
 const { values: flags } = parseArgs({ options: { json: { type: 'boolean' }, engine: { type: 'string', default: 'sqlite' } } });
 const log = (line: string) => (flags.json ? console.error(line) : console.log(line));
-const engines = flags.engine === 'both' ? ['sqlite', 'postgres'] as const : [flags.engine as 'sqlite' | 'postgres'];
+const engines = flags.engine === 'both' ? (['sqlite', 'postgres'] as const) : [flags.engine as 'sqlite' | 'postgres'];
 if (!engines.every((e) => e === 'sqlite' || e === 'postgres')) throw new Error('--engine must be sqlite, postgres or both');
 
-interface Latencies { n: number; p50: number; p99: number; max: number }
+interface Latencies {
+  n: number;
+  p50: number;
+  p99: number;
+  max: number;
+}
 /** One run of a phase: its probes' raw latencies (ms), the server's worst event-loop delay, what it measured. */
 interface Run {
   seconds: number;
@@ -77,7 +82,11 @@ const TAIL_BYTES = 4096;
  * before reading the body. With `tailOnly`, only the body's last bytes are kept: the probes share
  * this process, and holding and decoding a whole export here would stall them, not the server.
  */
-function get(url: string, headers: Record<string, string>, { pauseMs = 0, tailOnly = false, onHeaders = () => {} } = {}): Promise<{ status: number; bytes: number; body: Buffer; headers: http.IncomingHttpHeaders; ms: number; firstByteMs: number }> {
+function get(
+  url: string,
+  headers: Record<string, string>,
+  { pauseMs = 0, tailOnly = false, onHeaders = () => {} } = {},
+): Promise<{ status: number; bytes: number; body: Buffer; headers: http.IncomingHttpHeaders; ms: number; firstByteMs: number }> {
   const started = performance.now();
   return new Promise((resolve, reject) => {
     const request = http.get(url, { headers }, (response) => {
@@ -92,7 +101,16 @@ function get(url: string, headers: Record<string, string>, { pauseMs = 0, tailOn
           chunks.push(chunk);
           if (tailOnly && chunks.length > 2) chunks = [Buffer.concat(chunks.slice(-2)).subarray(-TAIL_BYTES)];
         });
-        response.on('end', () => resolve({ status: response.statusCode!, bytes, body: Buffer.concat(chunks), headers: response.headers, ms: performance.now() - started, firstByteMs }));
+        response.on('end', () =>
+          resolve({
+            status: response.statusCode!,
+            bytes,
+            body: Buffer.concat(chunks),
+            headers: response.headers,
+            ms: performance.now() - started,
+            firstByteMs,
+          }),
+        );
         response.on('error', reject);
         response.resume();
       }, pauseMs);
@@ -103,10 +121,14 @@ function get(url: string, headers: Record<string, string>, { pauseMs = 0, tailOn
 
 function send(method: string, url: string, headers: Record<string, string>, body: string): Promise<number> {
   return new Promise((resolve, reject) => {
-    const request = http.request(url, { method, headers: { ...headers, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) } }, (response) => {
-      response.resume();
-      response.on('end', () => resolve(response.statusCode!));
-    });
+    const request = http.request(
+      url,
+      { method, headers: { ...headers, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) } },
+      (response) => {
+        response.resume();
+        response.on('end', () => resolve(response.statusCode!));
+      },
+    );
     request.on('error', reject);
     request.end(body);
   });
@@ -127,7 +149,10 @@ function startProbes(base: string, apiKey: string, merchantId: number, ids: numb
   const reader = (async () => {
     while (running) {
       const started = performance.now();
-      const { status } = await get(`${base}/v1/products/${ids[Math.floor(Math.random() * ids.length)]}?store=pl`, { Authorization: `Bearer ${apiKey}`, 'Accept-Encoding': 'identity' });
+      const { status } = await get(`${base}/v1/products/${ids[Math.floor(Math.random() * ids.length)]}?store=pl`, {
+        Authorization: `Bearer ${apiKey}`,
+        'Accept-Encoding': 'identity',
+      });
       if (status !== 200) throw new Error(`read probe: ${status}`);
       read.push(performance.now() - started);
     }
@@ -136,11 +161,20 @@ function startProbes(base: string, apiKey: string, merchantId: number, ids: numb
     while (running) {
       cost = cost === 10 ? 11 : 10;
       const body = JSON.stringify({
-        content: { de: { title: 'Messzelt', description: null }, en: { title: 'Probe tent', description: null }, pl: { title: 'Namiot', description: null } },
+        content: {
+          de: { title: 'Messzelt', description: null },
+          en: { title: 'Probe tent', description: null },
+          pl: { title: 'Namiot', description: null },
+        },
         offers: [{ supplier_ref: 'alpine-wholesale', quantity: 3, cost: `${cost}.00`, currency: 'EUR' }],
       });
       const started = performance.now();
-      const status = await send('PUT', `${base}/admin/v1/merchants/${merchantId}/products/BENCH-EXPORT-W`, { Authorization: 'Bearer bench' }, body);
+      const status = await send(
+        'PUT',
+        `${base}/admin/v1/merchants/${merchantId}/products/BENCH-EXPORT-W`,
+        { Authorization: 'Bearer bench' },
+        body,
+      );
       if (status !== 200) throw new Error(`write probe: ${status}`);
       write.push(performance.now() - started);
       await new Promise((resolve) => setTimeout(resolve, 20));
@@ -171,20 +205,43 @@ function pooled(name: string, runs: Run[]): Phase {
     detail[key] = typeof value === 'number' ? median(runs.map((r) => Number(r.detail[key]))) : value;
   }
   const phase = {
-    name, runs: runs.length, seconds: median(runs.map((r) => r.seconds)),
-    read: stats(runs.flatMap((r) => r.read)), write: stats(runs.flatMap((r) => r.write)),
-    loopMaxMs: Math.max(...runs.map((r) => r.loopMaxMs)), detail,
+    name,
+    runs: runs.length,
+    seconds: median(runs.map((r) => r.seconds)),
+    read: stats(runs.flatMap((r) => r.read)),
+    write: stats(runs.flatMap((r) => r.write)),
+    loopMaxMs: Math.max(...runs.map((r) => r.loopMaxMs)),
+    detail,
   };
-  log(`  ${name.padEnd(22)} ${phase.seconds.toFixed(2).padStart(6)} s  read p50 ${phase.read.p50.toFixed(1)} p99 ${phase.read.p99.toFixed(1)} max ${phase.read.max.toFixed(1)} ms (${phase.read.n})`
-    + `  write p50 ${phase.write.p50.toFixed(1)} p99 ${phase.write.p99.toFixed(1)} max ${phase.write.max.toFixed(1)} ms (${phase.write.n})  loop max ${phase.loopMaxMs.toFixed(1)} ms  ${JSON.stringify(detail)}`);
+  log(
+    `  ${name.padEnd(22)} ${phase.seconds.toFixed(2).padStart(6)} s  read p50 ${phase.read.p50.toFixed(1)} p99 ${phase.read.p99.toFixed(1)} max ${phase.read.max.toFixed(1)} ms (${phase.read.n})` +
+      `  write p50 ${phase.write.p50.toFixed(1)} p99 ${phase.write.p99.toFixed(1)} max ${phase.write.max.toFixed(1)} ms (${phase.write.n})  loop max ${phase.loopMaxMs.toFixed(1)} ms  ${JSON.stringify(detail)}`,
+  );
   return phase;
 }
 
-interface Context { apiKey: string; merchantId: number; ids: number[]; database: string; engine: 'sqlite' | 'postgres' }
+interface Context {
+  apiKey: string;
+  merchantId: number;
+  ids: number[];
+  database: string;
+  engine: 'sqlite' | 'postgres';
+}
 
 /** An export of `de` read whole: its NDJSON's MB/s (the identity bytes, whatever the coding), the wire's bytes beside. */
-async function exportOnce(base: string, apiKey: string, coding: 'identity' | 'gzip' | 'br', identityBytes?: number, pauseMs = 0, onHeaders?: () => void) {
-  const response = await get(`${base}/v1/products/export?store=de`, { Authorization: `Bearer ${apiKey}`, 'Accept-Encoding': coding }, { pauseMs, tailOnly: true, onHeaders });
+async function exportOnce(
+  base: string,
+  apiKey: string,
+  coding: 'identity' | 'gzip' | 'br',
+  identityBytes?: number,
+  pauseMs = 0,
+  onHeaders?: () => void,
+) {
+  const response = await get(
+    `${base}/v1/products/export?store=de`,
+    { Authorization: `Bearer ${apiKey}`, 'Accept-Encoding': coding },
+    { pauseMs, tailOnly: true, onHeaders },
+  );
   if (response.status !== 200) throw new Error(`export: ${response.status}`);
   const ndjsonBytes = coding === 'identity' ? response.bytes : identityBytes!;
   let count: number | string = '';
@@ -194,8 +251,12 @@ async function exportOnce(base: string, apiKey: string, coding: 'identity' | 'gz
   }
   const seconds = (response.ms - pauseMs) / 1000;
   return {
-    ndjson_mb: +(ndjsonBytes / 1e6).toFixed(1), wire_mb: +(response.bytes / 1e6).toFixed(1), mb_per_s: +(ndjsonBytes / 1e6 / seconds).toFixed(1),
-    products_per_s: Math.round((typeof count === 'number' ? count : PRODUCTS) / seconds), first_byte_ms: +response.firstByteMs.toFixed(1), ...(count !== '' ? { count } : {}),
+    ndjson_mb: +(ndjsonBytes / 1e6).toFixed(1),
+    wire_mb: +(response.bytes / 1e6).toFixed(1),
+    mb_per_s: +(ndjsonBytes / 1e6 / seconds).toFixed(1),
+    products_per_s: Math.round((typeof count === 'number' ? count : PRODUCTS) / seconds),
+    first_byte_ms: +response.firstByteMs.toFixed(1),
+    ...(count !== '' ? { count } : {}),
   };
 }
 
@@ -203,8 +264,11 @@ async function pagedRead(base: string, apiKey: string) {
   let bytes = 0;
   let products = 0;
   let requests = 0;
-  for (let afterId = 0; ;) {
-    const page = await get(`${base}/v1/products?store=de&per_page=200&after_id=${afterId}`, { Authorization: `Bearer ${apiKey}`, 'Accept-Encoding': 'identity' });
+  for (let afterId = 0; ; ) {
+    const page = await get(`${base}/v1/products?store=de&per_page=200&after_id=${afterId}`, {
+      Authorization: `Bearer ${apiKey}`,
+      'Accept-Encoding': 'identity',
+    });
     requests++;
     bytes += page.bytes;
     const data = (JSON.parse(page.body.toString('utf8')) as { data: { id: number }[] }).data;
@@ -230,8 +294,11 @@ async function transactionOpenSince(database: string, since: Date): Promise<bool
   const client = new pg.Client({ connectionString: database });
   await client.connect();
   try {
-    const { rows } = await client.query<{ n: number }>(`SELECT count(*)::integer AS n FROM pg_stat_activity
-      WHERE datname = current_database() AND pid <> pg_backend_pid() AND xact_start < $1`, [since]);
+    const { rows } = await client.query<{ n: number }>(
+      `SELECT count(*)::integer AS n FROM pg_stat_activity
+      WHERE datname = current_database() AND pid <> pg_backend_pid() AND xact_start < $1`,
+      [since],
+    );
     return rows[0]!.n > 0;
   } finally {
     await client.end();
@@ -248,7 +315,9 @@ async function transactionOpenSince(database: string, since: Date): Promise<bool
 async function slowClient(ctx: Context, base: string): Promise<Run['detail']> {
   const started = performance.now();
   let headersAt: Date | undefined;
-  const exported = exportOnce(base, ctx.apiKey, 'identity', undefined, PAUSE_SECONDS * 1000, () => { headersAt = new Date(); });
+  const exported = exportOnce(base, ctx.apiKey, 'identity', undefined, PAUSE_SECONDS * 1000, () => {
+    headersAt = new Date();
+  });
   let releasedAfter: number | undefined;
   while (performance.now() - started < PAUSE_SECONDS * 1000 && releasedAfter === undefined) {
     await new Promise((resolve) => setTimeout(resolve, 100));
@@ -259,7 +328,8 @@ async function slowClient(ctx: Context, base: string): Promise<Run['detail']> {
   const result = await exported;
   return {
     snapshot_released_after_s: releasedAfter === undefined ? `not within the ${PAUSE_SECONDS} s pause` : +releasedAfter.toFixed(2),
-    read_after_pause_mb_per_s: result.mb_per_s, count: result.count ?? '',
+    read_after_pause_mb_per_s: result.mb_per_s,
+    count: result.count ?? '',
   };
 }
 
@@ -272,7 +342,13 @@ async function benchEngine(ctx: Context): Promise<Phase[]> {
     const warm = await exportOnce(server.base, ctx.apiKey, 'identity');
     const identityBytes = warm.ndjson_mb * 1e6;
     const measures: [string, () => Promise<Run['detail']>][] = [
-      ['idle', async () => { await new Promise((resolve) => setTimeout(resolve, IDLE_SECONDS * 1000)); return {}; }],
+      [
+        'idle',
+        async () => {
+          await new Promise((resolve) => setTimeout(resolve, IDLE_SECONDS * 1000));
+          return {};
+        },
+      ],
       ['export identity', () => exportOnce(server.base, ctx.apiKey, 'identity')],
       ['export gzip', () => exportOnce(server.base, ctx.apiKey, 'gzip', identityBytes)],
       ['export br', () => exportOnce(server.base, ctx.apiKey, 'br', identityBytes)],
@@ -295,7 +371,14 @@ async function benchEngine(ctx: Context): Promise<Phase[]> {
 function summary(engine: string, phases: Phase[]): Record<string, number | string> {
   const by = (name: string) => phases.find((p) => p.name.startsWith(name))!;
   const ratio = (a: number, b: number) => +(a / b).toFixed(2);
-  const [idle, exported, gzip, br, paging, slow] = ['idle', 'export identity', 'export gzip', 'export br', 'paging', 'slow client'].map(by) as Phase[];
+  const [idle, exported, gzip, br, paging, slow] = [
+    'idle',
+    'export identity',
+    'export gzip',
+    'export br',
+    'paging',
+    'slow client',
+  ].map<Phase>(by);
   return {
     engine,
     export_mb_per_s: Number(exported!.detail.mb_per_s),
@@ -326,7 +409,11 @@ const cleanUp = () => {
   postgres = undefined;
   fs.rmSync(tempDir, { recursive: true, force: true });
 };
-for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => { cleanUp(); process.exit(130); });
+for (const signal of ['SIGINT', 'SIGTERM'] as const)
+  process.once(signal, () => {
+    cleanUp();
+    process.exit(130);
+  });
 try {
   const results: Record<string, { phases: Phase[]; summary: Record<string, number | string> }> = {};
   for (const engine of engines) {
@@ -343,9 +430,12 @@ try {
     const checkout: Checkout = { name: 'candidate', ref: 'HEAD', sha: '', dir: candidateDir };
     log(`\n== ${engine}`);
     const kept = `${database}.json`;
-    const { merchantId, apiKey } = engine === 'sqlite'
-      ? (DEMO_DIR && fs.existsSync(kept) ? JSON.parse(fs.readFileSync(kept, 'utf8')) as { merchantId: number; apiKey: string } : await buildDemo(checkout, database, PRODUCTS, log))
-      : await buildDemoOn(database, log);
+    const { merchantId, apiKey } =
+      engine === 'sqlite'
+        ? DEMO_DIR && fs.existsSync(kept)
+          ? (JSON.parse(fs.readFileSync(kept, 'utf8')) as { merchantId: number; apiKey: string })
+          : await buildDemo(checkout, database, PRODUCTS, log)
+        : await buildDemoOn(database, log);
     if (engine === 'sqlite' && DEMO_DIR) fs.writeFileSync(kept, JSON.stringify({ merchantId, apiKey }));
     // Product ids of the demo catalog (the read probe's targets): the first export, read once.
     const ids = await (async () => {
@@ -359,7 +449,7 @@ try {
     })();
     const phases = await benchEngine({ apiKey, merchantId, ids, database, engine });
     results[engine] = { phases, summary: summary(engine, phases) };
-    log(`  ${JSON.stringify(results[engine]!.summary)}`);
+    log(`  ${JSON.stringify(results[engine].summary)}`);
     if (postgres) {
       await postgres.stop();
       postgres = undefined;
@@ -375,12 +465,21 @@ async function buildDemoOn(url: string, write: (line: string) => void): Promise<
   const { spawn } = await import('node:child_process');
   const started = performance.now();
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'demo', '--products', String(PRODUCTS), '--json'], {
-    cwd: candidateDir, env: { ...Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('CPS_'))), CPS_DATABASE_URL: url, CPS_LOG_LEVEL: 'warn' },
+    cwd: candidateDir,
+    env: {
+      ...Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('CPS_'))),
+      CPS_DATABASE_URL: url,
+      CPS_LOG_LEVEL: 'warn',
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
-  child.stdout.on('data', (chunk: Buffer) => { output += chunk.toString('utf8'); });
-  child.stderr.on('data', (chunk: Buffer) => { output += chunk.toString('utf8'); });
+  child.stdout.on('data', (chunk: Buffer) => {
+    output += chunk.toString('utf8');
+  });
+  child.stderr.on('data', (chunk: Buffer) => {
+    output += chunk.toString('utf8');
+  });
   const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
   if (code !== 0) throw new Error(`postgres: demo exited ${code}:\n${output}`);
   const demo = JSON.parse(output.trim().split('\n').at(-1)!) as { merchant_id: number; api_key: string };

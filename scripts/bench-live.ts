@@ -58,22 +58,39 @@ const PRODUCTS = Number(process.env.BENCH_PRODUCTS ?? 1000);
 const PER_KEY = 20;
 const ADMIN_TOKEN = 'adm_bench_live_0123456789abcdef';
 const GOAL_MS = 100;
-const engines = args.engine === 'both' ? ['sqlite', 'postgres'] as const : [args.engine as 'sqlite' | 'postgres'];
-const log = (line: string) => { if (!args.json) console.log(line); };
+const engines = args.engine === 'both' ? (['sqlite', 'postgres'] as const) : [args.engine as 'sqlite' | 'postgres'];
+const log = (line: string) => {
+  if (!args.json) console.log(line);
+};
 
 type Mode = 'poll' | 'sse' | 'get';
-interface Target { name: string; mode: Mode; clients: number }
-const TARGETS: Target[] = ([
-  { name: 'poll-1', mode: 'poll', clients: 1 },
-  { name: `poll-${CLIENTS}`, mode: 'poll', clients: CLIENTS },
-  { name: 'sse-1', mode: 'sse', clients: 1 },
-  { name: `sse-${CLIENTS}`, mode: 'sse', clients: CLIENTS },
-  // The reference: as many plain polls at once, answered at once (no write, nothing waits).
-  { name: `get-${CLIENTS}`, mode: 'get', clients: CLIENTS },
-] as const satisfies readonly Target[]).filter((t) => !args.only || args.only.split(',').includes(t.name));
+interface Target {
+  name: string;
+  mode: Mode;
+  clients: number;
+}
+const TARGETS: Target[] = (
+  [
+    { name: 'poll-1', mode: 'poll', clients: 1 },
+    { name: `poll-${CLIENTS}`, mode: 'poll', clients: CLIENTS },
+    { name: 'sse-1', mode: 'sse', clients: 1 },
+    { name: `sse-${CLIENTS}`, mode: 'sse', clients: CLIENTS },
+    // The reference: as many plain polls at once, answered at once (no write, nothing waits).
+    { name: `get-${CLIENTS}`, mode: 'get', clients: CLIENTS },
+  ] as const satisfies readonly Target[]
+).filter((t) => !args.only || args.only.split(',').includes(t.name));
 
-interface Page { changes: { product_id: number }[]; next_since: string; next_id: number }
-interface RoundResult { latencies: number[]; writeMs: number; reads: number; cpuMs: number }
+interface Page {
+  changes: { product_id: number }[];
+  next_since: string;
+  next_id: number;
+}
+interface RoundResult {
+  latencies: number[];
+  writeMs: number;
+  reads: number;
+  cpuMs: number;
+}
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: Infinity });
 const adminAgent = new http.Agent({ keepAlive: true });
@@ -82,7 +99,11 @@ const adminAgent = new http.Agent({ keepAlive: true });
  * One request; sent again on a new connection when a kept-alive one turns out closed by the server
  * before any answer (its keep-alive time-out between two rounds).
  */
-async function request(base: string, pathAndQuery: string, options: { method?: string; headers?: Record<string, string>; body?: string; agent?: http.Agent | false } = {}): Promise<{ status: number; body: string }> {
+async function request(
+  base: string,
+  pathAndQuery: string,
+  options: { method?: string; headers?: Record<string, string>; body?: string; agent?: http.Agent | false } = {},
+): Promise<{ status: number; body: string }> {
   try {
     return await requestOnce(base, pathAndQuery, options);
   } catch (error) {
@@ -91,34 +112,53 @@ async function request(base: string, pathAndQuery: string, options: { method?: s
   }
 }
 
-function requestOnce(base: string, pathAndQuery: string, options: { method?: string; headers?: Record<string, string>; body?: string; agent?: http.Agent | false }): Promise<{ status: number; body: string }> {
+function requestOnce(
+  base: string,
+  pathAndQuery: string,
+  options: { method?: string; headers?: Record<string, string>; body?: string; agent?: http.Agent | false },
+): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     let answered = false;
-    const req = http.request(`${base}${pathAndQuery}`, { method: options.method ?? 'GET', headers: options.headers, agent: options.agent ?? agent }, (res) => {
-      answered = true;
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => { body += chunk; });
-      res.on('end', () => resolve({ status: res.statusCode!, body }));
-      res.on('error', reject);
-    });
-    req.on('error', (error: NodeJS.ErrnoException) => reject(answered && error.code === 'ECONNRESET' ? new Error('reset after answering') : error));
+    const req = http.request(
+      `${base}${pathAndQuery}`,
+      { method: options.method ?? 'GET', headers: options.headers, agent: options.agent ?? agent },
+      (res) => {
+        answered = true;
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => {
+          body += chunk;
+        });
+        res.on('end', () => resolve({ status: res.statusCode!, body }));
+        res.on('error', reject);
+      },
+    );
+    req.on('error', (error: NodeJS.ErrnoException) =>
+      reject(answered && error.code === 'ECONNRESET' ? new Error('reset after answering') : error),
+    );
     req.end(options.body);
   });
 }
 
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!;
-const median = (xs: number[]) => percentile([...xs].sort((a, b) => a - b), 0.5);
+const median = (xs: number[]) =>
+  percentile(
+    [...xs].sort((a, b) => a - b),
+    0.5,
+  );
 
 /** A database with the demo catalog, one product the bench re-prices, and the API keys the clients use. */
 async function prepare(database: string): Promise<{ merchantId: number; keys: string[] }> {
   const onPostgres = database.startsWith('postgres://');
-  const service = createService(loadConfig({ CPS_LOG_LEVEL: 'warn' }, onPostgres ? { databaseUrl: database } : { databasePath: database, databaseUrl: null }));
+  const service = createService(
+    loadConfig({ CPS_LOG_LEVEL: 'warn' }, onPostgres ? { databaseUrl: database } : { databasePath: database, databaseUrl: null }),
+  );
   try {
     const demo = await buildDemoCatalog(service.admin, PRODUCTS);
     await service.admin.upsertProduct(demo.merchant_id, 'LIVE-BENCH', productSource(0));
     const keys: string[] = [];
-    for (let i = 0; i < Math.ceil(CLIENTS / PER_KEY) + 1; i++) keys.push((await service.admin.createApiKey(demo.merchant_id, `live ${i}`)).key);
+    for (let i = 0; i < Math.ceil(CLIENTS / PER_KEY) + 1; i++)
+      keys.push((await service.admin.createApiKey(demo.merchant_id, `live ${i}`)).key);
     return { merchantId: demo.merchant_id, keys };
   } finally {
     await service.close();
@@ -127,25 +167,45 @@ async function prepare(database: string): Promise<{ merchantId: number; keys: st
 
 function productSource(version: number) {
   return {
-    content: { de: { title: 'Live bench tent', description: null }, en: { title: 'Live bench tent', description: null }, pl: { title: 'Namiot', description: null } },
+    content: {
+      de: { title: 'Live bench tent', description: null },
+      en: { title: 'Live bench tent', description: null },
+      pl: { title: 'Namiot', description: null },
+    },
     offers: [{ supplier_ref: 'alpine-wholesale', quantity: 5, cost: `${100 + version}.00`, currency: 'EUR' }],
   };
 }
 
-interface Serve { base: string; child: ChildProcess; output: () => string }
+interface Serve {
+  base: string;
+  child: ChildProcess;
+  output: () => string;
+}
 
 async function startServe(env: Record<string, string>): Promise<Serve> {
   const port = await freePort();
-  const child = track(spawn(process.execPath, [...(process.env.BENCH_SERVE_NODE_ARGS?.split(' ').filter(Boolean) ?? []), '--import', 'tsx', 'src/cli.ts', 'serve'], {
-    cwd: root, stdio: ['ignore', 'ignore', 'pipe'],
-    env: {
-      ...inheritedEnv(), ...env, CPS_PORT: String(port), CPS_HOST: '127.0.0.1', CPS_ADMIN_TOKEN: ADMIN_TOKEN, CPS_DEMO_ON_EMPTY: 'false',
-      // The demo's image hosts do not exist: no mirroring noise.
-      CPS_IMAGE_MIRRORING: 'false',
-    },
-  }));
+  const child = track(
+    spawn(
+      process.execPath,
+      [...(process.env.BENCH_SERVE_NODE_ARGS?.split(' ').filter(Boolean) ?? []), '--import', 'tsx', 'src/cli.ts', 'serve'],
+      {
+        cwd: root,
+        stdio: ['ignore', 'ignore', 'pipe'],
+        env: {
+          ...inheritedEnv(),
+          ...env,
+          CPS_PORT: String(port),
+          CPS_HOST: '127.0.0.1',
+          CPS_ADMIN_TOKEN: ADMIN_TOKEN,
+          CPS_DEMO_ON_EMPTY: 'false',
+          // The demo's image hosts do not exist: no mirroring noise.
+          CPS_IMAGE_MIRRORING: 'false',
+        },
+      },
+    ),
+  );
   const output = keepOutput(child);
-  if (process.env.BENCH_SERVE_STDERR) child.stderr!.on('data', (d) => process.stderr.write(d));
+  if (process.env.BENCH_SERVE_STDERR) child.stderr.on('data', (d) => process.stderr.write(d));
   const base = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 120_000;
   for (;;) {
@@ -170,8 +230,13 @@ const windowReads = (serve: Serve, engine: string) =>
 async function headCursor(serve: Serve, key: string): Promise<Page> {
   let page = JSON.parse((await request(serve.base, '/v1/changes?store=de', { headers: { Authorization: `Bearer ${key}` } })).body) as Page;
   for (;;) {
-    const next = JSON.parse((await request(serve.base, `/v1/changes?store=de&since=${page.next_since}&since_id=${page.next_id}`,
-      { headers: { Authorization: `Bearer ${key}` } })).body) as Page;
+    const next = JSON.parse(
+      (
+        await request(serve.base, `/v1/changes?store=de&since=${page.next_since}&since_id=${page.next_id}`, {
+          headers: { Authorization: `Bearer ${key}` },
+        })
+      ).body,
+    ) as Page;
     if (next.changes.length === 0) return next;
     page = next;
   }
@@ -180,23 +245,30 @@ async function headCursor(serve: Serve, key: string): Promise<Page> {
 /** One SSE client: resolves `next` with the arrival time of its first window event after it is armed. */
 function openStream(serve: Serve, key: string, cursor: Page): Promise<{ arrived: Promise<{ at: number; page: Page }>; close(): void }> {
   return new Promise((resolve, reject) => {
-    const req = http.get(`${serve.base}/v1/changes?store=de&since=${cursor.next_since}&since_id=${cursor.next_id}`, {
-      agent: false, headers: { Authorization: `Bearer ${key}`, Accept: 'text/event-stream' },
-    }, (res) => {
-      if (res.statusCode !== 200) return reject(new Error(`stream: ${res.statusCode}`));
-      let buffer = '';
-      let settle: (value: { at: number; page: Page }) => void = () => {};
-      const arrived = new Promise<{ at: number; page: Page }>((r) => { settle = r; });
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => {
-        const at = performance.now();
-        buffer += chunk;
-        const match = /\ndata: ([^\n]*)\n\n/.exec(buffer);
-        if (match) settle({ at, page: JSON.parse(match[1]!) as Page });
-      });
-      res.on('error', () => {});
-      resolve({ arrived, close: () => req.destroy() });
-    });
+    const req = http.get(
+      `${serve.base}/v1/changes?store=de&since=${cursor.next_since}&since_id=${cursor.next_id}`,
+      {
+        agent: false,
+        headers: { Authorization: `Bearer ${key}`, Accept: 'text/event-stream' },
+      },
+      (res) => {
+        if (res.statusCode !== 200) return reject(new Error(`stream: ${res.statusCode}`));
+        let buffer = '';
+        let settle: (value: { at: number; page: Page }) => void = () => {};
+        const arrived = new Promise<{ at: number; page: Page }>((r) => {
+          settle = r;
+        });
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => {
+          const at = performance.now();
+          buffer += chunk;
+          const match = /\ndata: ([^\n]*)\n\n/.exec(buffer);
+          if (match) settle({ at, page: JSON.parse(match[1]!) as Page });
+        });
+        res.on('error', () => {});
+        resolve({ arrived, close: () => req.destroy() });
+      },
+    );
     req.on('error', () => {});
   });
 }
@@ -205,19 +277,25 @@ function openStream(serve: Serve, key: string, cursor: Page): Promise<{ arrived:
 function servingThreadCpuMs(pid: number): number {
   const stat = fs.readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 1000 / CLOCK_TICKS;
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
 }
 const CLOCK_TICKS = 100;
 
 async function waitForConnections(serve: Serve, count: number): Promise<void> {
   const deadline = Date.now() + 60_000;
-  while (await metric(serve, 'cps_feed_live_connections') !== count) {
+  while ((await metric(serve, 'cps_feed_live_connections')) !== count) {
     if (Date.now() > deadline) throw new Error(`the service never reported ${count} live connections`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
 
-async function round(serve: Serve, engine: string, target: Target, setup: { merchantId: number; keys: string[] }, version: number): Promise<RoundResult> {
+async function round(
+  serve: Serve,
+  engine: string,
+  target: Target,
+  setup: { merchantId: number; keys: string[] },
+  version: number,
+): Promise<RoundResult> {
   const cursor = await headCursor(serve, setup.keys[0]!);
   const keyOf = (i: number) => setup.keys[1 + Math.floor(i / PER_KEY)]!;
   if (target.mode === 'get') return plainPolls(serve, engine, target.clients, cursor, keyOf);
@@ -225,26 +303,36 @@ async function round(serve: Serve, engine: string, target: Target, setup: { merc
   let close = () => {};
   if (target.mode === 'poll') {
     arrivals = Array.from({ length: target.clients }, (_, i) =>
-      request(serve.base, `/v1/changes?store=de&since=${cursor.next_since}&since_id=${cursor.next_id}&wait=30`, { headers: { Authorization: `Bearer ${keyOf(i)}` } })
-        .then(({ status, body }) => {
-          const at = performance.now();
-          if (status !== 200) throw new Error(`long-poll: ${status} ${body}`);
-          return { at, page: JSON.parse(body) as Page };
-        }));
+      request(serve.base, `/v1/changes?store=de&since=${cursor.next_since}&since_id=${cursor.next_id}&wait=30`, {
+        headers: { Authorization: `Bearer ${keyOf(i)}` },
+      }).then(({ status, body }) => {
+        const at = performance.now();
+        if (status !== 200) throw new Error(`long-poll: ${status} ${body}`);
+        return { at, page: JSON.parse(body) as Page };
+      }),
+    );
   } else {
     const streams: Awaited<ReturnType<typeof openStream>>[] = [];
     for (let i = 0; i < target.clients; i += 100) {
-      streams.push(...await Promise.all(Array.from({ length: Math.min(100, target.clients - i) }, (_, j) => openStream(serve, keyOf(i + j), cursor))));
+      streams.push(
+        ...(await Promise.all(
+          Array.from({ length: Math.min(100, target.clients - i) }, (_, j) => openStream(serve, keyOf(i + j), cursor)),
+        )),
+      );
     }
     arrivals = streams.map((s) => s.arrived);
-    close = () => { for (const s of streams) s.close(); };
+    close = () => {
+      for (const s of streams) s.close();
+    };
   }
   await waitForConnections(serve, target.clients);
   const readsBefore = await windowReads(serve, engine);
   const cpuBefore = servingThreadCpuMs(serve.child.pid!);
   const sent = performance.now();
   const write = await request(serve.base, `/admin/v1/merchants/${setup.merchantId}/products/LIVE-BENCH`, {
-    method: 'PUT', agent: adminAgent, headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, 'Content-Type': 'application/json' },
+    method: 'PUT',
+    agent: adminAgent,
+    headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, 'Content-Type': 'application/json' },
     body: JSON.stringify(productSource(version)),
   });
   const writeMs = performance.now() - sent;
@@ -252,10 +340,11 @@ async function round(serve: Serve, engine: string, target: Target, setup: { merc
   for (const arrival of arrivals) arrival.catch(() => {}); // one failure fails the round, not the process
   const arrived = await Promise.all(arrivals);
   const cpuMs = servingThreadCpuMs(serve.child.pid!) - cpuBefore;
-  const reads = await windowReads(serve, engine) - readsBefore;
+  const reads = (await windowReads(serve, engine)) - readsBefore;
   close();
   for (const { page } of arrived) {
-    if (page.changes.length !== 1 || page.next_id <= cursor.next_id) throw new Error(`a client got ${JSON.stringify(page)} after ${JSON.stringify(cursor)}`);
+    if (page.changes.length !== 1 || page.next_id <= cursor.next_id)
+      throw new Error(`a client got ${JSON.stringify(page)} after ${JSON.stringify(cursor)}`);
   }
   await waitForConnections(serve, 0);
   return { latencies: arrived.map(({ at }) => at - sent), writeMs, reads, cpuMs };
@@ -266,18 +355,28 @@ async function plainPolls(serve: Serve, engine: string, clients: number, cursor:
   const readsBefore = await windowReads(serve, engine);
   const cpuBefore = servingThreadCpuMs(serve.child.pid!);
   const sent = performance.now();
-  const answers = await Promise.all(Array.from({ length: clients }, (_, i) =>
-    request(serve.base, `/v1/changes?store=de&since=${cursor.next_since}&since_id=${cursor.next_id}`, { headers: { Authorization: `Bearer ${keyOf(i)}` } })
-      .then(({ status }) => {
+  const answers = await Promise.all(
+    Array.from({ length: clients }, (_, i) =>
+      request(serve.base, `/v1/changes?store=de&since=${cursor.next_since}&since_id=${cursor.next_id}`, {
+        headers: { Authorization: `Bearer ${keyOf(i)}` },
+      }).then(({ status }) => {
         if (status !== 200) throw new Error(`poll: ${status}`);
         return performance.now() - sent;
-      })));
+      }),
+    ),
+  );
   const cpuMs = servingThreadCpuMs(serve.child.pid!) - cpuBefore;
-  return { latencies: answers, writeMs: 0, reads: await windowReads(serve, engine) - readsBefore, cpuMs };
+  return { latencies: answers, writeMs: 0, reads: (await windowReads(serve, engine)) - readsBefore, cpuMs };
 }
 
 interface Summary {
-  target: string; p50: number; p99: number; max: number; roundMaxMedian: number; writeMs: number; readsPerWakeup: number;
+  target: string;
+  p50: number;
+  p99: number;
+  max: number;
+  roundMaxMedian: number;
+  writeMs: number;
+  readsPerWakeup: number;
   /** The serving thread's CPU from sending the write to the last arrival (the write included), mean over the rounds. */
   cpuMs: number;
 }
@@ -308,17 +407,23 @@ async function benchEngine(engine: 'sqlite' | 'postgres', dir: string): Promise<
           const result = await round(serve, engine, target, setup, ++version);
           if (r > 0) results.get(target.name)!.push(result);
         }
-        log(`${engine}: round ${r + 1}/${ROUNDS}${r === 0 ? ' (warm-up)' : ''}: ${order.map((t) => {
-          const last = results.get(t.name)!.at(-1);
-          return r === 0 || !last ? t.name : `${t.name} max ${Math.max(...last.latencies).toFixed(1)} ms`;
-        }).join(', ')}`);
+        log(
+          `${engine}: round ${r + 1}/${ROUNDS}${r === 0 ? ' (warm-up)' : ''}: ${order
+            .map((t) => {
+              const last = results.get(t.name)!.at(-1);
+              return r === 0 || !last ? t.name : `${t.name} max ${Math.max(...last.latencies).toFixed(1)} ms`;
+            })
+            .join(', ')}`,
+        );
       }
       return TARGETS.map((target) => {
         const rounds = results.get(target.name)!;
         const all = rounds.flatMap((x) => x.latencies).sort((a, b) => a - b);
         return {
           target: target.name,
-          p50: percentile(all, 0.5), p99: percentile(all, 0.99), max: all.at(-1)!,
+          p50: percentile(all, 0.5),
+          p99: percentile(all, 0.99),
+          max: all.at(-1)!,
           roundMaxMedian: median(rounds.map((x) => Math.max(...x.latencies))),
           writeMs: median(rounds.map((x) => x.writeMs)),
           readsPerWakeup: median(rounds.map((x) => x.reads)),
@@ -337,17 +442,29 @@ async function main(): Promise<void> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cps-bench-live-'));
   // PostgreSQL runs as the `postgres` user when this is root: it must reach its folder inside.
   fs.chmodSync(dir, 0o711);
-  const cleanUp = () => { killTracked(); fs.rmSync(dir, { recursive: true, force: true }); };
-  process.once('SIGINT', () => { cleanUp(); process.exit(130); });
+  const cleanUp = () => {
+    killTracked();
+    fs.rmSync(dir, { recursive: true, force: true });
+  };
+  process.once('SIGINT', () => {
+    cleanUp();
+    process.exit(130);
+  });
   try {
     const report: Record<string, Summary[]> = {};
     const loads: Record<string, string> = {};
     for (const engine of engines) {
       report[engine] = await benchEngine(engine, dir);
-      loads[engine] = os.loadavg().map((x) => x.toFixed(1)).join(' / ');
+      loads[engine] = os
+        .loadavg()
+        .map((x) => x.toFixed(1))
+        .join(' / ');
       if (!args.json) printEngine(engine, report[engine], loads[engine]);
     }
-    if (args.json) console.log(JSON.stringify({ clients: CLIENTS, rounds: ROUNDS - 1, products: PRODUCTS, cpus: os.cpus().length, loads, report }, null, 2));
+    if (args.json)
+      console.log(
+        JSON.stringify({ clients: CLIENTS, rounds: ROUNDS - 1, products: PRODUCTS, cpus: os.cpus().length, loads, report }, null, 2),
+      );
   } finally {
     cleanUp();
   }
@@ -356,10 +473,14 @@ async function main(): Promise<void> {
 /** One engine's figures as the Markdown tables of BENCHMARKS.md. */
 function printEngine(engine: string, summaries: Summary[], load: string): void {
   log(`\n${engine}: latency from sending the write to the window arriving at each client (${ROUNDS - 1} rounds), ms; load average ${load}`);
-  log('| target | p50 | p99 | max | median of the rounds\' max | write (request to response) | window reads per wake-up | serving thread CPU per wake-up |');
+  log(
+    "| target | p50 | p99 | max | median of the rounds' max | write (request to response) | window reads per wake-up | serving thread CPU per wake-up |",
+  );
   log('|---|---|---|---|---|---|---|---|');
   for (const s of summaries) {
-    log(`| ${s.target} | ${s.p50.toFixed(1)} | ${s.p99.toFixed(1)} | ${s.max.toFixed(1)} | ${s.roundMaxMedian.toFixed(1)} | ${s.writeMs.toFixed(1)} | ${s.readsPerWakeup} | ${s.cpuMs.toFixed(0)} ms |`);
+    log(
+      `| ${s.target} | ${s.p50.toFixed(1)} | ${s.p99.toFixed(1)} | ${s.max.toFixed(1)} | ${s.roundMaxMedian.toFixed(1)} | ${s.writeMs.toFixed(1)} | ${s.readsPerWakeup} | ${s.cpuMs.toFixed(0)} ms |`,
+    );
   }
   const by = Object.fromEntries(summaries.map((s) => [s.target, s]));
   const ratio = (a: string, b: string, what: (s: Summary) => number, label: string) => {
@@ -374,7 +495,9 @@ function printEngine(engine: string, summaries: Summary[], load: string): void {
   ratio(`poll-${CLIENTS}`, `get-${CLIENTS}`, (s) => s.cpuMs, 'serving thread CPU');
   ratio(`sse-${CLIENTS}`, `get-${CLIENTS}`, (s) => s.cpuMs, 'serving thread CPU');
   for (const s of summaries.filter((x) => x.target.endsWith(`-${CLIENTS}`) && !x.target.startsWith('get'))) {
-    log(`${engine} ${s.target}: the rounds' max median ${s.roundMaxMedian.toFixed(1)} ms: ${s.roundMaxMedian <= GOAL_MS ? 'within' : 'ABOVE'} the ${GOAL_MS} ms goal`);
+    log(
+      `${engine} ${s.target}: the rounds' max median ${s.roundMaxMedian.toFixed(1)} ms: ${s.roundMaxMedian <= GOAL_MS ? 'within' : 'ABOVE'} the ${GOAL_MS} ms goal`,
+    );
   }
 }
 

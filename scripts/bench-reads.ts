@@ -37,13 +37,12 @@
 //   verdicts, which need every target: a quick side-by-side check of one read.
 //   REF defaults to origin/main, else main, else HEAD~1. BENCH_PRODUCTS (100000), BENCH_SECONDS (5),
 //   BENCH_ROUNDS (3), BENCH_CONNECTIONS (8). Exits 0 whatever the verdicts.
-import { fork, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import Database from 'better-sqlite3';
-import { buildDemo, exited, runSideBySide, startBenchServerProcess, type BenchServerProcess as BenchServer, type Checkout } from './baseline.js';
+import { buildDemo, runSideBySide, startBenchServerProcess, type BenchServerProcess as BenchServer, type Checkout } from './baseline.js';
 
 const PRODUCTS = Number(process.env.BENCH_PRODUCTS ?? 100_000);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
@@ -61,15 +60,27 @@ const { values: flags } = parseArgs({ options: { baseline: { type: 'string' }, j
 const log = (line: string) => (flags.json ? console.error(line) : console.log(line));
 
 const TARGETS = [
-  'static', 'page1', 'last', 'ids', 'page1-gzip', 'page1-br',
-  'page1-uncached', 'last-uncached', 'ids-uncached', 'page1-gzip-uncached', 'page1-br-uncached', 'page1-nolog',
+  'static',
+  'page1',
+  'last',
+  'ids',
+  'page1-gzip',
+  'page1-br',
+  'page1-uncached',
+  'last-uncached',
+  'ids-uncached',
+  'page1-gzip-uncached',
+  'page1-br-uncached',
+  'page1-nolog',
 ] as const;
 type Target = (typeof TARGETS)[number];
 /** The targets this run measures: all, or those --only names. */
-const MEASURED: readonly Target[] = flags.only ? flags.only.split(',').map((t) => {
-  if (!(TARGETS as readonly string[]).includes(t)) throw new Error(`--only takes targets of ${TARGETS.join(',')}, got "${t}"`);
-  return t as Target;
-}) : TARGETS;
+const MEASURED: readonly Target[] = flags.only
+  ? flags.only.split(',').map((t) => {
+      if (!(TARGETS as readonly string[]).includes(t)) throw new Error(`--only takes targets of ${TARGETS.join(',')}, got "${t}"`);
+      return t as Target;
+    })
+  : TARGETS;
 interface Version extends Checkout {
   server: BenchServer;
   requests: Record<Target, { url: string; headers: Record<string, string> }>;
@@ -97,16 +108,24 @@ function startBenchServer(checkout: Checkout, database: string): Promise<BenchSe
 /** Bytes on the wire of a coded response (fetch would decode it; node:http does not); null when not coded. */
 function codedSize(url: string, headers: Record<string, string>): Promise<number | null> {
   return new Promise((resolve, reject) => {
-    http.get(url, { headers }, (res) => {
-      let size = 0;
-      res.on('data', (chunk: Buffer) => { size += chunk.length; });
-      res.on('end', () => resolve(res.headers['content-encoding'] ? size : null));
-    }).on('error', reject);
+    http
+      .get(url, { headers }, (res) => {
+        let size = 0;
+        res.on('data', (chunk: Buffer) => {
+          size += chunk.length;
+        });
+        res.on('end', () => resolve(res.headers['content-encoding'] ? size : null));
+      })
+      .on('error', reject);
   });
 }
 
 /** Starts the version's server on its built catalog, fetches page 1 and the last page, arms /__static. */
-async function prepare(checkout: Checkout, database: string, { apiKey, merchantId }: { apiKey: string; merchantId: number }): Promise<Version> {
+async function prepare(
+  checkout: Checkout,
+  database: string,
+  { apiKey, merchantId }: { apiKey: string; merchantId: number },
+): Promise<Version> {
   const server = await startBenchServer(checkout, database);
   try {
     const { base } = server;
@@ -127,7 +146,10 @@ async function prepare(checkout: Checkout, database: string, { apiKey, merchantI
     let spread: number[];
     try {
       storeId = db.prepare('SELECT id FROM stores WHERE merchant_id = ? AND slug = ?').pluck().get(merchantId, first.store) as number;
-      const all = db.prepare('SELECT product_id FROM published_products WHERE store_id = ? ORDER BY product_id').pluck().all(storeId) as number[];
+      const all = db
+        .prepare('SELECT product_id FROM published_products WHERE store_id = ? ORDER BY product_id')
+        .pluck()
+        .all(storeId) as number[];
       spread = Array.from({ length: Math.min(200, all.length) }, (_, i) => all[Math.floor((i * all.length) / Math.min(200, all.length))]!);
     } finally {
       db.close();
@@ -153,7 +175,9 @@ async function prepare(checkout: Checkout, database: string, { apiKey, merchantI
         'page1-nolog': { url: page1Url, headers: { ...headers, 'X-Bench-App': 'quiet' } },
       },
       bytes: {
-        page1: Buffer.byteLength(page1), last: Buffer.byteLength(last), lastPage,
+        page1: Buffer.byteLength(page1),
+        last: Buffer.byteLength(last),
+        lastPage,
         gzip: await codedSize(page1Url, { ...headers, 'Accept-Encoding': 'gzip' }),
         br: await codedSize(page1Url, { ...headers, 'Accept-Encoding': 'br' }),
       },
@@ -168,25 +192,29 @@ async function prepare(checkout: Checkout, database: string, { apiKey, merchantI
 
 /** One autocannon run of one target on one version (or of the reference); counted unless it is the warm-up round. */
 async function measure(version: Version | Reference, target: Target | 'reference', round: number): Promise<void> {
-  const [name, request, results] = 'requests' in version
-    ? [version.name, version.requests[target as Target], version.results[target as Target]]
-    : ['-', { url: version.url, headers: {} }, version.results];
+  const [name, request, results] =
+    'requests' in version
+      ? [version.name, version.requests[target as Target], version.results[target as Target]]
+      : ['-', { url: version.url, headers: {} }, version.results];
   const cpuBefore = await version.server.cpu();
   const run = await autocannon({ ...request, connections: CONNECTIONS, duration: round === 0 ? WARM_UP_SECONDS : SECONDS });
-  const cpuPerRequest = (await version.server.cpu() - cpuBefore) / run.requests.total;
+  const cpuPerRequest = ((await version.server.cpu()) - cpuBefore) / run.requests.total;
   if (run.non2xx || run.errors) throw new Error(`${name} ${target}: ${run.non2xx} non-2xx, ${run.errors} errors`);
   if (round === 0) return;
   results.rps.push(run.requests.average);
   results.cpu.push(cpuPerRequest);
-  log(`round ${round} ${target.padEnd(19)} ${name.padEnd(9)} ${run.requests.average.toFixed(0).padStart(6)} req/s  p99 ${String(run.latency.p99).padStart(4)} ms  server CPU ${cpuPerRequest.toFixed(0).padStart(5)} µs/request`);
+  log(
+    `round ${round} ${target.padEnd(19)} ${name.padEnd(9)} ${run.requests.average.toFixed(0).padStart(6)} req/s  p99 ${String(run.latency.p99).padStart(4)} ms  server CPU ${cpuPerRequest.toFixed(0).padStart(5)} µs/request`,
+  );
 }
 
 function summary(v: Version) {
   const rps = (t: Target) => median(v.results[t].rps);
   const cpu = (t: Target) => median(v.results[t].cpu);
   return {
-    targets: Object.fromEntries(TARGETS.map((t) => [t, { rps: rps(t), cpu_us: cpu(t), rps_rounds: v.results[t].rps, cpu_us_rounds: v.results[t].cpu }])) as
-      Record<Target, { rps: number; cpu_us: number; rps_rounds: number[]; cpu_us_rounds: number[] }>,
+    targets: Object.fromEntries(
+      TARGETS.map((t) => [t, { rps: rps(t), cpu_us: cpu(t), rps_rounds: v.results[t].rps, cpu_us_rounds: v.results[t].cpu }]),
+    ) as Record<Target, { rps: number; cpu_us: number; rps_rounds: number[]; cpu_us_rounds: number[] }>,
     ratios: {
       page1_per_static: rps('page1') / rps('static'),
       last_per_page1: rps('last') / rps('page1'),
@@ -226,9 +254,14 @@ function report(versions: [Version, Version], reference: Reference): void {
   const [b15, c15] = [againstReference(baseline, b, referenceUs), againstReference(candidate, c, referenceUs)];
   type Figure = keyof typeof c15;
   /** Each figure of the candidate (and the baseline's) against its read-path limit. */
-  const limited = (rows: readonly (readonly [string, Figure, number, string])[]) => rows.map(([label, key, limit, unit]) => ({
-    label, limit: `${limit}${unit}`, candidate: c15[key], baseline: b15[key], within: c15[key] <= limit,
-  }));
+  const limited = (rows: readonly (readonly [string, Figure, number, string])[]) =>
+    rows.map(([label, key, limit, unit]) => ({
+      label,
+      limit: `${limit}${unit}`,
+      candidate: c15[key],
+      baseline: b15[key],
+      within: c15[key] <= limit,
+    }));
   const issue15 = limited([
     ['page 1 CPU / reference', 'page1_per_reference', ISSUE_15.pagePerReference, 'x'],
     ['last page CPU / reference', 'last_per_reference', ISSUE_15.pagePerReference, 'x'],
@@ -246,50 +279,97 @@ function report(versions: [Version, Version], reference: Reference): void {
     ['page 1 gzip uncached CPU - page 1 uncached', 'gzip_uncached_extra_us', ISSUE_15.codingUs, ' µs'],
     ['page 1 br uncached CPU - page 1 uncached', 'br_uncached_extra_us', ISSUE_15.codingUs, ' µs'],
   ]).map(({ label, limit, ...figures }) => ({ target: `${label} (limit ${limit})`, ...figures }));
-  const verdicts = ([
-    ['page 1 / static', 'page1_per_static'],
-    ['last page / page 1', 'last_per_page1'],
-  ] as const).map(([label, key]) => ({
+  const verdicts = (
+    [
+      ['page 1 / static', 'page1_per_static'],
+      ['last page / page 1', 'last_per_page1'],
+    ] as const
+  ).map(([label, key]) => ({
     target: `${label} (req/s): candidate >= baseline x ${(1 - NOISE).toFixed(2)}`,
-    candidate: c.ratios[key], baseline: b.ratios[key], pass: c.ratios[key] >= b.ratios[key] * (1 - NOISE),
+    candidate: c.ratios[key],
+    baseline: b.ratios[key],
+    pass: c.ratios[key] >= b.ratios[key] * (1 - NOISE),
   }));
   const issue10Levels = [
-    { figure: 'page 1 / static (req/s)', level: REFERENCE.page1PerStatic, candidate: c.ratios.page1_per_static, baseline: b.ratios.page1_per_static },
-    { figure: 'last page / page 1 (req/s)', level: REFERENCE.lastPerPage1, candidate: c.ratios.last_per_page1, baseline: b.ratios.last_per_page1 },
+    {
+      figure: 'page 1 / static (req/s)',
+      level: REFERENCE.page1PerStatic,
+      candidate: c.ratios.page1_per_static,
+      baseline: b.ratios.page1_per_static,
+    },
+    {
+      figure: 'last page / page 1 (req/s)',
+      level: REFERENCE.lastPerPage1,
+      candidate: c.ratios.last_per_page1,
+      baseline: b.ratios.last_per_page1,
+    },
   ];
-  const candidatePerBaseline = Object.fromEntries(TARGETS.map((t) => [t, {
-    rps: c.targets[t].rps / b.targets[t].rps,
-    cpu: c.targets[t].cpu_us / b.targets[t].cpu_us,
-  }])) as Record<Target, { rps: number; cpu: number }>;
+  const candidatePerBaseline = Object.fromEntries(
+    TARGETS.map((t) => [
+      t,
+      {
+        rps: c.targets[t].rps / b.targets[t].rps,
+        cpu: c.targets[t].cpu_us / b.targets[t].cpu_us,
+      },
+    ]),
+  ) as Record<Target, { rps: number; cpu: number }>;
   if (flags.json) {
-    console.log(JSON.stringify({
-      products: PRODUCTS, rounds: ROUNDS, seconds: SECONDS, connections: CONNECTIONS,
-      versions: versions.map((v, i) => ({ name: v.name, ref: v.ref, sha: v.sha, bytes: v.bytes, ...[b, c][i] })),
-      candidate_per_baseline: candidatePerBaseline,
-      verdicts, reference: issue10Levels,
-      reference_target: { rps: referenceRps, cpu_us: referenceUs, rps_rounds: reference.results.rps, cpu_us_rounds: reference.results.cpu },
-      issue15, first_read: firstRead,
-    }, null, 2));
+    console.log(
+      JSON.stringify(
+        {
+          products: PRODUCTS,
+          rounds: ROUNDS,
+          seconds: SECONDS,
+          connections: CONNECTIONS,
+          versions: versions.map((v, i) => ({ name: v.name, ref: v.ref, sha: v.sha, bytes: v.bytes, ...[b, c][i] })),
+          candidate_per_baseline: candidatePerBaseline,
+          verdicts,
+          reference: issue10Levels,
+          reference_target: {
+            rps: referenceRps,
+            cpu_us: referenceUs,
+            rps_rounds: reference.results.rps,
+            cpu_us_rounds: reference.results.cpu,
+          },
+          issue15,
+          first_read: firstRead,
+        },
+        null,
+        2,
+      ),
+    );
     return;
   }
   const fixed = (x: number, digits = 2) => (Number.isFinite(x) ? x.toFixed(digits) : '-');
   console.log('');
-  console.log(`${PRODUCTS} products, ${ROUNDS} round(s) of ${SECONDS} s per target and version, ${CONNECTIONS} connections; medians over the rounds`);
-  console.log(`${'target'.padEnd(20)}${'baseline req/s'.padStart(15)}${'CPU µs'.padStart(8)}${'candidate req/s'.padStart(17)}${'CPU µs'.padStart(8)}${'cand/base req/s'.padStart(17)}${'CPU'.padStart(7)}`);
+  console.log(
+    `${PRODUCTS} products, ${ROUNDS} round(s) of ${SECONDS} s per target and version, ${CONNECTIONS} connections; medians over the rounds`,
+  );
+  console.log(
+    `${'target'.padEnd(20)}${'baseline req/s'.padStart(15)}${'CPU µs'.padStart(8)}${'candidate req/s'.padStart(17)}${'CPU µs'.padStart(8)}${'cand/base req/s'.padStart(17)}${'CPU'.padStart(7)}`,
+  );
   for (const t of MEASURED) {
-    console.log(`${t.padEnd(20)}${fixed(b.targets[t].rps, 0).padStart(15)}${fixed(b.targets[t].cpu_us, 0).padStart(8)}`
-      + `${fixed(c.targets[t].rps, 0).padStart(17)}${fixed(c.targets[t].cpu_us, 0).padStart(8)}`
-      + `${fixed(candidatePerBaseline[t].rps).padStart(17)}${fixed(candidatePerBaseline[t].cpu).padStart(7)}`);
+    console.log(
+      `${t.padEnd(20)}${fixed(b.targets[t].rps, 0).padStart(15)}${fixed(b.targets[t].cpu_us, 0).padStart(8)}` +
+        `${fixed(c.targets[t].rps, 0).padStart(17)}${fixed(c.targets[t].cpu_us, 0).padStart(8)}` +
+        `${fixed(candidatePerBaseline[t].rps).padStart(17)}${fixed(candidatePerBaseline[t].cpu).padStart(7)}`,
+    );
   }
-  console.log(`${'reference'.padEnd(20)}${fixed(referenceRps, 0).padStart(15)}${fixed(referenceUs, 0).padStart(8)}   (one process for both: node:http + better-sqlite3, page 1's payloads as one BLOB)`);
+  console.log(
+    `${'reference'.padEnd(20)}${fixed(referenceRps, 0).padStart(15)}${fixed(referenceUs, 0).padStart(8)}   (one process for both: node:http + better-sqlite3, page 1's payloads as one BLOB)`,
+  );
   if (flags.only) {
-    for (const t of MEASURED) console.log(`${t} CPU / reference: baseline ${fixed(b.targets[t].cpu_us / referenceUs)}, candidate ${fixed(c.targets[t].cpu_us / referenceUs)}`);
+    for (const t of MEASURED)
+      console.log(
+        `${t} CPU / reference: baseline ${fixed(b.targets[t].cpu_us / referenceUs)}, candidate ${fixed(c.targets[t].cpu_us / referenceUs)}`,
+      );
     console.log('(--only: no ratios or verdicts, they need every target)');
     return;
   }
   console.log('');
   console.log(`${'ratio'.padEnd(44)}${'baseline'.padStart(9)}${'candidate'.padStart(10)}`);
-  const ratioLine = (label: string, key: keyof typeof b.ratios) => console.log(`${label.padEnd(44)}${fixed(b.ratios[key]).padStart(9)}${fixed(c.ratios[key]).padStart(10)}`);
+  const ratioLine = (label: string, key: keyof typeof b.ratios) =>
+    console.log(`${label.padEnd(44)}${fixed(b.ratios[key]).padStart(9)}${fixed(c.ratios[key]).padStart(10)}`);
   ratioLine('page 1 / static (req/s)', 'page1_per_static');
   ratioLine('last page / page 1 (req/s)', 'last_per_page1');
   ratioLine('page 1 / static (1 / CPU per request)', 'page1_per_static_cpu');
@@ -297,23 +377,31 @@ function report(versions: [Version, Version], reference: Reference): void {
   ratioLine('page 1 with the access log / without (req/s)', 'log_on_per_off');
   console.log('');
   for (const v of versions) {
-    const coded = (size: number | null) => (size === null ? 'not coded' : `${size} bytes (${(size / v.bytes.page1 * 100).toFixed(1)} %)`);
-    console.log(`${v.name.padEnd(9)} page 1 ${v.bytes.page1} bytes, last page (${v.bytes.lastPage}) ${v.bytes.last} bytes; page 1 on the wire with gzip ${coded(v.bytes.gzip)}, with br ${coded(v.bytes.br)}`);
+    const coded = (size: number | null) => (size === null ? 'not coded' : `${size} bytes (${((size / v.bytes.page1) * 100).toFixed(1)} %)`);
+    console.log(
+      `${v.name.padEnd(9)} page 1 ${v.bytes.page1} bytes, last page (${v.bytes.lastPage}) ${v.bytes.last} bytes; page 1 on the wire with gzip ${coded(v.bytes.gzip)}, with br ${coded(v.bytes.br)}`,
+    );
   }
   console.log('');
   console.log('targets, candidate against the baseline measured in this run:');
-  for (const v of verdicts) console.log(`  ${v.pass ? 'PASS' : 'FAIL'}  ${v.target}: candidate ${fixed(v.candidate)}, baseline ${fixed(v.baseline)}`);
+  for (const v of verdicts)
+    console.log(`  ${v.pass ? 'PASS' : 'FAIL'}  ${v.target}: candidate ${fixed(v.candidate)}, baseline ${fixed(v.baseline)}`);
   console.log(`for reference, the first recorded "today's level" (absolute figures move with the machine's load; not a verdict):`);
-  for (const r of issue10Levels) console.log(`  ${r.figure} about ${r.level.toFixed(2)}: candidate ${fixed(r.candidate)}, baseline ${fixed(r.baseline)}`);
+  for (const r of issue10Levels)
+    console.log(`  ${r.figure} about ${r.level.toFixed(2)}: candidate ${fixed(r.candidate)}, baseline ${fixed(r.baseline)}`);
   console.log(`read-path targets, the candidate (baseline for comparison; reference ${fixed(referenceUs, 0)} µs CPU per request):`);
   for (const v of issue15) {
     const digits = v.target.endsWith('µs') ? 0 : 2;
-    console.log(`  ${v.pass ? 'PASS' : 'FAIL'}  ${v.target}: candidate ${fixed(v.candidate, digits)}, baseline ${fixed(v.baseline, digits)}`);
+    console.log(
+      `  ${v.pass ? 'PASS' : 'FAIL'}  ${v.target}: candidate ${fixed(v.candidate, digits)}, baseline ${fixed(v.baseline, digits)}`,
+    );
   }
   console.log('a first read (no read cache, no coded-body cache), for the record:');
   for (const v of firstRead) {
     const digits = v.target.endsWith('µs)') ? 0 : 2;
-    console.log(`  ${v.within ? 'within' : 'beyond'}  ${v.target}: candidate ${fixed(v.candidate, digits)}, baseline ${fixed(v.baseline, digits)}`);
+    console.log(
+      `  ${v.within ? 'within' : 'beyond'}  ${v.target}: candidate ${fixed(v.candidate, digits)}, baseline ${fixed(v.baseline, digits)}`,
+    );
   }
   const failed = verdicts.filter((v) => !v.pass).length + issue15.filter((v) => !v.pass).length;
   const all = verdicts.length + issue15.length;

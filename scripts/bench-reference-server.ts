@@ -12,8 +12,10 @@ import Database from 'better-sqlite3';
 const [file] = process.argv.slice(2);
 if (!file) throw new Error('usage: bench-reference-server DB');
 const db = new Database(file, { readonly: true, fileMustExist: true });
-const page = db.prepare(`SELECT CAST(coalesce(group_concat(payload, ','), '') AS BLOB) FROM
-  (SELECT payload FROM published_products WHERE store_id = ? AND product_id BETWEEN ? AND ? ORDER BY product_id)`).pluck();
+const page = db
+  .prepare(`SELECT CAST(coalesce(group_concat(payload, ','), '') AS BLOB) FROM
+  (SELECT payload FROM published_products WHERE store_id = ? AND product_id BETWEEN ? AND ? ORDER BY product_id)`)
+  .pluck();
 const OPEN = Buffer.from('{"data":[');
 const CLOSE = Buffer.from(']}');
 

@@ -68,8 +68,17 @@ import pg from 'pg';
 import { candidateDir, git, inheritedEnv, killTracked, runSideBySide, track, type Checkout } from './baseline.js';
 import { startPostgresServer, freePort, type PostgresServer } from './postgres-server.js';
 import {
-  AdminClient, buildMainCatalog, buildTenants, mainProductLine, ndjson, seedDeliveryLog, seedOldChanges,
-  type DatabaseRef, type ImageHosts, type MainCatalog, type Tenant,
+  AdminClient,
+  buildMainCatalog,
+  buildTenants,
+  mainProductLine,
+  ndjson,
+  seedDeliveryLog,
+  seedOldChanges,
+  type DatabaseRef,
+  type ImageHosts,
+  type MainCatalog,
+  type Tenant,
 } from './scale-catalog.js';
 
 // ---- options ----------------------------------------------------------------------------------
@@ -77,8 +86,14 @@ import {
 const PHASE_KEYS = ['a', 'c', 'd', 'e', 'f', 'h', 'g', 'b'] as const;
 type PhaseKey = (typeof PHASE_KEYS)[number];
 const PHASE_TITLES: Record<PhaseKey, string> = {
-  a: 'backlog after start', b: 'many tenants', c: 'mirroring', d: 'exchange-rate re-pricing', e: 'import',
-  f: 'delivery storm', g: 'retention pruning', h: 'panel and admin status',
+  a: 'backlog after start',
+  b: 'many tenants',
+  c: 'mirroring',
+  d: 'exchange-rate re-pricing',
+  e: 'import',
+  f: 'delivery storm',
+  g: 'retention pruning',
+  h: 'panel and admin status',
 };
 
 const { values: flags } = parseArgs({
@@ -112,18 +127,31 @@ if (!(PHASE_SECONDS > 0)) throw new Error('--phase-seconds must be a positive nu
 const ENDPOINTS = int('endpoints', flags.endpoints, 1);
 const READERS = int('readers', flags.readers, 1);
 const TENANTS = flags.tenants ? int('tenants', flags.tenants, 1) : Math.max(2, Math.round(Math.sqrt(PRODUCTS)));
-const TENANT_PRODUCTS = flags['tenant-products'] ? int('tenant-products', flags['tenant-products'], 1) : Math.max(10, Math.round(Math.sqrt(PRODUCTS)));
+const TENANT_PRODUCTS = flags['tenant-products']
+  ? int('tenant-products', flags['tenant-products'], 1)
+  : Math.max(10, Math.round(Math.sqrt(PRODUCTS)));
 const SEED_CHANGES = int('seed-changes', flags['seed-changes'], 1);
 const SEED_DELIVERIES = int('seed-deliveries', flags['seed-deliveries'], 1);
 const HANGING = int('hanging', flags.hanging);
 const IMPORT_PRODUCTS = Math.min(20_000, PRODUCTS);
 const STORM_PRODUCTS = Math.min(20_000, PRODUCTS);
-const ENGINE = flags.engine === 'postgres' ? 'postgres' : flags.engine === 'sqlite' ? 'sqlite' : (() => { throw new Error(`--engine takes sqlite or postgres, got "${flags.engine}"`); })();
-const PHASES = new Set<PhaseKey>(flags.only ? flags.only.split(',').map((p) => {
-  const key = p.trim() as PhaseKey;
-  if (!PHASE_KEYS.includes(key)) throw new Error(`--only takes ${PHASE_KEYS.join(',')}, got "${p}"`);
-  return key;
-}) : PHASE_KEYS);
+const ENGINE =
+  flags.engine === 'postgres'
+    ? 'postgres'
+    : flags.engine === 'sqlite'
+      ? 'sqlite'
+      : (() => {
+          throw new Error(`--engine takes sqlite or postgres, got "${flags.engine}"`);
+        })();
+const PHASES = new Set<PhaseKey>(
+  flags.only
+    ? flags.only.split(',').map((p) => {
+        const key = p.trim() as PhaseKey;
+        if (!PHASE_KEYS.includes(key)) throw new Error(`--only takes ${PHASE_KEYS.join(',')}, got "${p}"`);
+        return key;
+      })
+    : PHASE_KEYS,
+);
 const MAIN_PHASES = PHASE_KEYS.filter((k) => k !== 'b' && PHASES.has(k));
 
 const ADMIN_TOKEN = 'bench-scale-admin-token';
@@ -144,12 +172,23 @@ const now = () => performance.now();
 
 /** Nearest-rank percentile of sorted values; null when there are none. */
 const rank = (sorted: number[], p: number) => (sorted.length ? sorted[Math.max(0, Math.ceil(p * sorted.length) - 1)]! : null);
-interface LatencyStats { n: number; errors: number; unanswered: number; p50: number | null; p99: number | null; max: number | null }
+interface LatencyStats {
+  n: number;
+  errors: number;
+  unanswered: number;
+  p50: number | null;
+  p99: number | null;
+  max: number | null;
+}
 function latencyStats(samples: { ms: number; error?: string | undefined; unanswered?: boolean }[]): LatencyStats {
   const sorted = samples.map((s) => s.ms).sort((a, b) => a - b);
   return {
-    n: samples.length, errors: samples.filter((s) => s.error).length, unanswered: samples.filter((s) => s.unanswered).length,
-    p50: rank(sorted, 0.5), p99: rank(sorted, 0.99), max: sorted.at(-1) ?? null,
+    n: samples.length,
+    errors: samples.filter((s) => s.error).length,
+    unanswered: samples.filter((s) => s.unanswered).length,
+    p50: rank(sorted, 0.5),
+    p99: rank(sorted, 0.99),
+    max: sorted.at(-1) ?? null,
   };
 }
 
@@ -162,9 +201,13 @@ interface Peers {
 }
 
 async function startPeers(): Promise<Peers> {
-  const child = track(fork(path.join(candidateDir, 'scripts', 'scale-peers.ts'), [], {
-    cwd: candidateDir, execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  }));
+  const child = track(
+    fork(path.join(candidateDir, 'scripts', 'scale-peers.ts'), [], {
+      cwd: candidateDir,
+      execArgv: ['--import', 'tsx'],
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    }),
+  );
   const ports = await new Promise<{ origin: number; hang: number; receiver: number }>((resolve, reject) => {
     child.once('message', (m: any) => resolve(m.ports));
     child.once('exit', (code) => reject(new Error(`scale-peers exited ${code}`)));
@@ -180,10 +223,11 @@ async function startPeers(): Promise<Peers> {
   return {
     hosts: { origin: `http://127.0.0.1:${ports.origin}`, hang: `http://127.0.0.1:${ports.hang}` },
     receiver: `http://127.0.0.1:${ports.receiver}`,
-    counts: () => new Promise((resolve) => {
-      waiting.push(resolve);
-      if (waiting.length === 1) child.send('counts');
-    }),
+    counts: () =>
+      new Promise((resolve) => {
+        waiting.push(resolve);
+        if (waiting.length === 1) child.send('counts');
+      }),
   };
 }
 
@@ -202,13 +246,23 @@ interface ServiceProcess {
   waitForLog: (text: string, timeoutMs: number) => Promise<number>;
 }
 
-function spawnCli(dir: string, args: string[], env: Record<string, string>): { child: ChildProcess; output: () => string; seen: Map<string, number>; onLine: (watch: (chunk: string) => void) => () => void } {
+function spawnCli(
+  dir: string,
+  args: string[],
+  env: Record<string, string>,
+): { child: ChildProcess; output: () => string; seen: Map<string, number>; onLine: (watch: (chunk: string) => void) => () => void } {
   // Node 20 refuses --cpu-prof* in NODE_OPTIONS: those go on the command line (a profile per thread).
   const options = (env.NODE_OPTIONS ?? '').split(/\s+/).filter(Boolean);
   const profiling = options.filter((o) => o.startsWith('--cpu-prof'));
   const childEnv = { ...inheritedEnv(), ...env };
   if (profiling.length) childEnv.NODE_OPTIONS = options.filter((o) => !o.startsWith('--cpu-prof')).join(' ');
-  const child = track(spawn(process.execPath, [...profiling, '--import', 'tsx', 'src/cli.ts', ...args], { cwd: dir, env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] }));
+  const child = track(
+    spawn(process.execPath, [...profiling, '--import', 'tsx', 'src/cli.ts', ...args], {
+      cwd: dir,
+      env: childEnv,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    }),
+  );
   let tail = '';
   const watchers = new Set<(chunk: string) => void>();
   /** When each marker was first logged (performance.now()), watched from the spawn on. */
@@ -220,30 +274,48 @@ function spawnCli(dir: string, args: string[], env: Record<string, string>): { c
     for (const marker of LOG_MARKERS) if (!seen.has(marker) && joined.includes(marker)) seen.set(marker, now());
     for (const watch of watchers) watch(joined);
   };
-  child.stdout!.on('data', onData);
-  child.stderr!.on('data', onData);
+  child.stdout.on('data', onData);
+  child.stderr.on('data', onData);
   if (flags.logs) {
     // --logs DIR: every service's whole output, a file per process (its pid), for what the tail misses.
     fs.mkdirSync(flags.logs, { recursive: true });
     const file = fs.createWriteStream(path.join(flags.logs, `${path.basename(dir)}-${args[0]}-${child.pid}.log`));
-    child.stdout!.pipe(file);
-    child.stderr!.pipe(file);
+    child.stdout.pipe(file);
+    child.stderr.pipe(file);
   }
-  return { child, output: () => tail, seen, onLine: (watch) => { watchers.add(watch); return () => watchers.delete(watch); } };
+  return {
+    child,
+    output: () => tail,
+    seen,
+    onLine: (watch) => {
+      watchers.add(watch);
+      return () => watchers.delete(watch);
+    },
+  };
 }
 
 /** Log lines whose first appearance is remembered from the spawn on (so a wait that starts late still sees them). */
 const LOG_MARKERS = ['"msg":"listening"', 'expired changes deleted'];
 
-const exitOf = (child: ChildProcess) => new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
-  if (child.exitCode !== null || child.signalCode !== null) resolve({ code: child.exitCode, signal: child.signalCode });
-  else child.once('exit', (code, signal) => resolve({ code, signal }));
-});
+const exitOf = (child: ChildProcess) =>
+  new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) resolve({ code: child.exitCode, signal: child.signalCode });
+    else child.once('exit', (code, signal) => resolve({ code, signal }));
+  });
 
 /** `serve` (or `worker` with CPS_OPS_PORT) of one tree; resolves at its `listening` line (worker: /readyz). */
-async function startCli(dir: string, name: string, command: 'serve' | 'worker', env: Record<string, string>, ready: 'log' | 'readyz' = command === 'serve' ? 'log' : 'readyz'): Promise<ServiceProcess> {
+async function startCli(
+  dir: string,
+  name: string,
+  command: 'serve' | 'worker',
+  env: Record<string, string>,
+  ready: 'log' | 'readyz' = command === 'serve' ? 'log' : 'readyz',
+): Promise<ServiceProcess> {
   const port = await freePort();
-  const settings = command === 'serve' ? { ...env, CPS_PORT: String(port), CPS_HOST: '127.0.0.1' } : { ...env, CPS_OPS_PORT: String(port), CPS_HOST: '127.0.0.1' };
+  const settings =
+    command === 'serve'
+      ? { ...env, CPS_PORT: String(port), CPS_HOST: '127.0.0.1' }
+      : { ...env, CPS_OPS_PORT: String(port), CPS_HOST: '127.0.0.1' };
   const spawnedAt = now();
   const { child, output, onLine, seen } = spawnCli(dir, [command], settings);
   // A service that ends by itself (not by the bench's SIGTERM) is news: say so with its last output.
@@ -251,22 +323,44 @@ async function startCli(dir: string, name: string, command: 'serve' | 'worker', 
     if (!terminating.has(child)) log(`*** ${name} exited by itself (${code ?? signal}); its last output:\n${output().slice(-4000)}`);
   });
   const base = `http://127.0.0.1:${port}`;
-  const waitForLog = (text: string, timeoutMs: number) => new Promise<number>((resolve, reject) => {
-    const already = seen.get(text);
-    if (already !== undefined) return resolve(already);
-    const timer = setTimeout(() => { stop(); reject(new Error(`${name}: no "${text}" within ${timeoutMs / 1000} s`)); }, timeoutMs);
-    const onExit = () => { stop(); reject(new Error(`${name} exited (${child.exitCode ?? child.signalCode}) before "${text}":\n${output().slice(-3000)}`)); };
-    const unwatch = onLine((chunk) => { if (chunk.includes(text)) { stop(); resolve(now()); } });
-    const stop = () => { clearTimeout(timer); unwatch(); child.off('exit', onExit); };
-    child.once('exit', onExit);
-  });
+  const waitForLog = (text: string, timeoutMs: number) =>
+    new Promise<number>((resolve, reject) => {
+      const already = seen.get(text);
+      if (already !== undefined) return resolve(already);
+      const timer = setTimeout(() => {
+        stop();
+        reject(new Error(`${name}: no "${text}" within ${timeoutMs / 1000} s`));
+      }, timeoutMs);
+      const onExit = () => {
+        stop();
+        reject(new Error(`${name} exited (${child.exitCode ?? child.signalCode}) before "${text}":\n${output().slice(-3000)}`));
+      };
+      const unwatch = onLine((chunk) => {
+        if (chunk.includes(text)) {
+          stop();
+          resolve(now());
+        }
+      });
+      const stop = () => {
+        clearTimeout(timer);
+        unwatch();
+        child.off('exit', onExit);
+      };
+      child.once('exit', onExit);
+    });
   let listeningAt: number;
   if (ready === 'log') {
     listeningAt = await waitForLog('"msg":"listening"', 30 * 60_000);
   } else {
-    for (const deadline = now() + 10 * 60_000; ;) {
+    for (const deadline = now() + 10 * 60_000; ; ) {
       if (child.exitCode !== null) throw new Error(`${name} exited ${child.exitCode}:\n${output().slice(-3000)}`);
-      if (await fetch(`${base}/readyz`, { signal: AbortSignal.timeout(5000) }).then((r) => (r.body?.cancel(), r.ok), () => false)) break;
+      if (
+        await fetch(`${base}/readyz`, { signal: AbortSignal.timeout(5000) }).then(
+          (r) => (r.body?.cancel(), r.ok),
+          () => false,
+        )
+      )
+        break;
       if (now() > deadline) throw new Error(`${name}: not ready after 10 min`);
       await sleep(100);
     }
@@ -275,7 +369,14 @@ async function startCli(dir: string, name: string, command: 'serve' | 'worker', 
   return { name, child, base, spawnedAt, listeningAt, output, waitForLog };
 }
 
-interface ShutdownResult { process: string; after: string; ms: number; code: number | null; signal: string | null; killed: boolean }
+interface ShutdownResult {
+  process: string;
+  after: string;
+  ms: number;
+  code: number | null;
+  signal: string | null;
+  killed: boolean;
+}
 
 /** SIGTERM, timed until the process exits; SIGKILL after 60 s. */
 const terminating = new WeakSet<ChildProcess>();
@@ -285,7 +386,10 @@ async function terminate(service: ServiceProcess, after: string): Promise<Shutdo
   const started = now();
   service.child.kill('SIGTERM');
   let killed = false;
-  const killer = setTimeout(() => { killed = true; service.child.kill('SIGKILL'); }, 60_000);
+  const killer = setTimeout(() => {
+    killed = true;
+    service.child.kill('SIGKILL');
+  }, 60_000);
   const { code, signal } = await exitOf(service.child);
   clearTimeout(killer);
   return { process: service.name, after, ms: now() - started, code, signal, killed };
@@ -294,11 +398,26 @@ async function terminate(service: ServiceProcess, after: string): Promise<Shutdo
 // ---- the reader -------------------------------------------------------------------------------
 
 type ReadKind = 'page' | 'ids' | 'stores' | 'changes';
-interface ReadTarget { base: string; apiKey: string; store: string }
-interface ReadSample { kind: ReadKind; startedAt: number; ms: number; error?: string; unanswered?: boolean }
+interface ReadTarget {
+  base: string;
+  apiKey: string;
+  store: string;
+}
+interface ReadSample {
+  kind: ReadKind;
+  startedAt: number;
+  ms: number;
+  error?: string;
+  unanswered?: boolean;
+}
 
 /** What the reader has learnt of a target: its last page, the ids it has seen, its feed cursor. */
-interface TargetState { lastPage: number; ids: number[]; known: Set<number>; cursor: { since: string; id: number } | null }
+interface TargetState {
+  lastPage: number;
+  ids: number[];
+  known: Set<number>;
+  cursor: { since: string; id: number } | null;
+}
 
 class Reader {
   readonly samples: ReadSample[] = [];
@@ -339,7 +458,7 @@ class Reader {
       const target = this.targets(loop);
       const key = `${target.base}|${target.apiKey}|${target.store}`;
       let state = this.state.get(key);
-      if (!state) this.state.set(key, state = { lastPage: 1, ids: [], known: new Set(), cursor: null });
+      if (!state) this.state.set(key, (state = { lastPage: 1, ids: [], known: new Set(), cursor: null }));
       const next = kinds[(i + loop) % 4]!;
       // ?ids= once a page has shown some ids of this target.
       const kind = next === 'ids' && state.ids.length === 0 ? 'page' : next;
@@ -355,7 +474,12 @@ class Reader {
     if (kind === 'page') {
       // Page 1, one of the last pages, or any page: numbered pages, deep ones included.
       const r = Math.random();
-      const page = r < 0.3 ? 1 : r < 0.6 ? Math.max(1, state.lastPage - Math.floor(Math.random() * 3)) : 1 + Math.floor(Math.random() * state.lastPage);
+      const page =
+        r < 0.3
+          ? 1
+          : r < 0.6
+            ? Math.max(1, state.lastPage - Math.floor(Math.random() * 3))
+            : 1 + Math.floor(Math.random() * state.lastPage);
       url = `${target.base}/v1/products?store=${target.store}&per_page=200&page=${page}`;
     } else if (kind === 'ids') {
       const ids = new Set<number>();
@@ -372,7 +496,10 @@ class Reader {
     this.inFlight.set(id, { kind, startedAt });
     let error: string | undefined;
     try {
-      const response = await fetch(url, { headers: { Authorization: `Bearer ${target.apiKey}` }, signal: AbortSignal.timeout(READ_TIMEOUT_MS) });
+      const response = await fetch(url, {
+        headers: { Authorization: `Bearer ${target.apiKey}` },
+        signal: AbortSignal.timeout(READ_TIMEOUT_MS),
+      });
       const text = await response.text();
       if (response.status !== 200) {
         error = `${response.status} ${text.slice(0, 200)}`;
@@ -412,7 +539,13 @@ function parseMetrics(text: string): MetricSet {
   return metrics;
 }
 
-interface Scrape { at: number; process: string; metrics: MetricSet | null; ms: number; error?: string }
+interface Scrape {
+  at: number;
+  process: string;
+  metrics: MetricSet | null;
+  ms: number;
+  error?: string;
+}
 
 /** Scrapes each serve's /metrics every 5 s (one at a time per process, 10 s time-out). */
 class Scraper {
@@ -447,7 +580,13 @@ class Scraper {
         ? { at: now(), process: service.name, metrics: parseMetrics(text), ms: now() - started }
         : { at: now(), process: service.name, metrics: null, ms: now() - started, error: `${response.status}` };
     } catch (e) {
-      scrape = { at: now(), process: service.name, metrics: null, ms: now() - started, error: (e as Error).name === 'TimeoutError' ? `no answer in ${SCRAPE_TIMEOUT_MS / 1000} s` : (e as Error).message };
+      scrape = {
+        at: now(),
+        process: service.name,
+        metrics: null,
+        ms: now() - started,
+        error: (e as Error).name === 'TimeoutError' ? `no answer in ${SCRAPE_TIMEOUT_MS / 1000} s` : (e as Error).message,
+      };
     }
     this.scrapes.push(scrape);
     return scrape;
@@ -472,7 +611,8 @@ function eventLoopOf(scrapes: Scrape[], from: number, to: number) {
   const own: Record<string, number> = {};
   for (const s of answered) {
     for (const [name, value] of s.metrics!) {
-      if (/^cps_[a-z_]*event_?loop/.test(name) && !/_(bucket|count|sum)(\{|$)/.test(name)) own[name] = Math.max(own[name] ?? -Infinity, value);
+      if (/^cps_[a-z_]*event_?loop/.test(name) && !/_(bucket|count|sum)(\{|$)/.test(name))
+        own[name] = Math.max(own[name] ?? -Infinity, value);
     }
   }
   // A statement-duration histogram (cps_*statement*): what it counted between the phase's first and
@@ -490,19 +630,31 @@ function eventLoopOf(scrapes: Scrape[], from: number, to: number) {
       const statement = /statement="([^"]*)"/.exec(labels)?.[1] ?? match[1]!;
       const entry = byStatement.get(statement) ?? { count: 0, seconds: 0, over100ms: 0 };
       const delta = value - (first.metrics!.get(name) ?? 0);
-      if (match[2] === 'count') { entry.count += delta; entry.over100ms += delta; }
-      else if (match[2] === 'sum') entry.seconds += delta;
+      if (match[2] === 'count') {
+        entry.count += delta;
+        entry.over100ms += delta;
+      } else if (match[2] === 'sum') entry.seconds += delta;
       else if (labels.includes('le="0.1"')) entry.over100ms -= delta;
       byStatement.set(statement, entry);
     }
   }
-  const statements = byStatement.size ? {
-    count: [...byStatement.values()].reduce((n, e) => n + e.count, 0),
-    over_100ms: [...byStatement.values()].reduce((n, e) => n + e.over100ms, 0),
-    seconds: [...byStatement.values()].reduce((n, e) => n + e.seconds, 0),
-    top: [...byStatement].sort((a, b) => b[1].seconds - a[1].seconds).slice(0, 5)
-      .map(([name, e]) => ({ name, count: e.count, seconds: Number(e.seconds.toFixed(3)), mean_ms: e.count ? Number(((e.seconds / e.count) * 1000).toFixed(3)) : null, over_100ms: e.over100ms })),
-  } : null;
+  const statements = byStatement.size
+    ? {
+        count: [...byStatement.values()].reduce((n, e) => n + e.count, 0),
+        over_100ms: [...byStatement.values()].reduce((n, e) => n + e.over100ms, 0),
+        seconds: [...byStatement.values()].reduce((n, e) => n + e.seconds, 0),
+        top: [...byStatement]
+          .sort((a, b) => b[1].seconds - a[1].seconds)
+          .slice(0, 5)
+          .map(([name, e]) => ({
+            name,
+            count: e.count,
+            seconds: Number(e.seconds.toFixed(3)),
+            mean_ms: e.count ? Number(((e.seconds / e.count) * 1000).toFixed(3)) : null,
+            over_100ms: e.over100ms,
+          })),
+      }
+    : null;
   return {
     scrapes: within.length,
     scrapes_failed: failed.length,
@@ -523,7 +675,10 @@ function eventLoopOf(scrapes: Scrape[], from: number, to: number) {
 function imagesAt(scrapes: Scrape[], at: number, after?: number): { mirrored: number; dead: number; pending: number; at: number } | null {
   const found = imagesBefore(scrapes, at);
   if (found || after === undefined) return found;
-  const later = scrapes.filter((s) => s.at >= after).map((s) => imagesBefore([s], s.at)).find((x) => x);
+  const later = scrapes
+    .filter((s) => s.at >= after)
+    .map((s) => imagesBefore([s], s.at))
+    .find((x) => x);
   return later ?? null;
 }
 
@@ -592,30 +747,46 @@ function serviceEnv(db: DatabaseRef): Record<string, string> {
 function versionEnv(version: Version): Record<string, string> {
   const raw = version.name === 'baseline' ? flags['baseline-env'] : flags['candidate-env'];
   if (!raw) return {};
-  return Object.fromEntries(raw.split(',').map((pair) => {
-    const at = pair.indexOf('=');
-    if (at <= 0 || !(pair.startsWith('CPS_') || pair.startsWith('NODE_OPTIONS='))) {
-      throw new Error(`--${version.name}-env takes CPS_NAME=VALUE,... (or NODE_OPTIONS=..., e.g. to profile), got "${pair}"`);
-    }
-    return [pair.slice(0, at), pair.slice(at + 1)];
-  }));
+  return Object.fromEntries(
+    raw.split(',').map((pair) => {
+      const at = pair.indexOf('=');
+      if (at <= 0 || !(pair.startsWith('CPS_') || pair.startsWith('NODE_OPTIONS='))) {
+        throw new Error(`--${version.name}-env takes CPS_NAME=VALUE,... (or NODE_OPTIONS=..., e.g. to profile), got "${pair}"`);
+      }
+      return [pair.slice(0, at), pair.slice(at + 1)];
+    }),
+  );
 }
 
 /** The measured deployment: `serve` as npm start runs it (+ a second serve and a worker on PostgreSQL). */
-async function startDeployment(version: Version, db: DatabaseRef, targets: (serves: ServiceProcess[], loop: number) => ReadTarget, probe: ReadTarget & { label: string }): Promise<Deployment> {
+async function startDeployment(
+  version: Version,
+  db: DatabaseRef,
+  targets: (serves: ServiceProcess[], loop: number) => ReadTarget,
+  probe: ReadTarget & { label: string },
+): Promise<Deployment> {
   const env = { ...serviceEnv(db), ...versionEnv(version) };
   const first = await startCli(version.dir, `${version.name} serve`, 'serve', env);
   // The first answer after `listening`: /v1/stores and page 1, sent at once.
   const firstAnswer = await (async () => {
     const get = async (url: string) => {
-      const response = await fetch(url, { headers: { Authorization: `Bearer ${probe.apiKey}` }, signal: AbortSignal.timeout(READ_TIMEOUT_MS) });
+      const response = await fetch(url, {
+        headers: { Authorization: `Bearer ${probe.apiKey}` },
+        signal: AbortSignal.timeout(READ_TIMEOUT_MS),
+      });
       await response.arrayBuffer();
       if (response.status !== 200) throw new Error(`${url}: ${response.status}`);
       return now() - first.listeningAt;
     };
-    const [stores, page] = await Promise.allSettled([get(`${first.base}/v1/stores`), get(`${first.base}/v1/products?store=${probe.store}&per_page=200`)]);
+    const [stores, page] = await Promise.allSettled([
+      get(`${first.base}/v1/stores`),
+      get(`${first.base}/v1/products?store=${probe.store}&per_page=200`),
+    ]);
     const value = (r: PromiseSettledResult<number>) => (r.status === 'fulfilled' ? r.value : null);
-    const error = [stores, page].map((r) => (r.status === 'rejected' ? String((r.reason as Error).message) : '')).filter(Boolean).join('; ');
+    const error = [stores, page]
+      .map((r) => (r.status === 'rejected' ? String((r.reason as Error).message) : ''))
+      .filter(Boolean)
+      .join('; ');
     return { stores_ms: value(stores), page_ms: value(page), ...(error ? { error } : {}) };
   })();
   const serves = [first];
@@ -643,8 +814,11 @@ async function stopDeployment(deployment: Deployment, after: string): Promise<Sh
   await deployment.reader.stop();
   await deployment.scraper.stop();
   // All at once, as a deploy stops them.
-  const results = await Promise.all([...deployment.serves, ...(deployment.worker ? [deployment.worker] : [])].map((s) => terminate(s, after)));
-  for (const r of results) log(`${r.process}: SIGTERM (${after}) -> exit ${r.code ?? r.signal} after ${r.ms.toFixed(0)} ms${r.killed ? ' (killed)' : ''}`);
+  const results = await Promise.all(
+    [...deployment.serves, ...(deployment.worker ? [deployment.worker] : [])].map((s) => terminate(s, after)),
+  );
+  for (const r of results)
+    log(`${r.process}: SIGTERM (${after}) -> exit ${r.code ?? r.signal} after ${r.ms.toFixed(0)} ms${r.killed ? ' (killed)' : ''}`);
   return results;
 }
 
@@ -664,27 +838,53 @@ function verdictsOf(phase: Omit<PhaseResult, 'verdicts'>): PhaseResult['verdicts
   const verdicts: PhaseResult['verdicts'] = [];
   if (phase.first_answer_ms) {
     const fa = Math.max(phase.first_answer_ms.stores_ms ?? Infinity, phase.first_answer_ms.page_ms ?? Infinity);
-    verdicts.push({ goal: `first answer <= ${GOALS.firstAnswerMs} ms after listening`, measured: Number.isFinite(fa) ? fmt(fa, 0) : `no answer (${phase.first_answer_ms.error})`, pass: fa <= GOALS.firstAnswerMs });
+    verdicts.push({
+      goal: `first answer <= ${GOALS.firstAnswerMs} ms after listening`,
+      measured: Number.isFinite(fa) ? fmt(fa, 0) : `no answer (${phase.first_answer_ms.error})`,
+      pass: fa <= GOALS.firstAnswerMs,
+    });
   }
   const all = phase.reads.all;
-  verdicts.push({ goal: `reads p99 <= ${GOALS.readP99Ms} ms`, measured: all.n ? fmt(all.p99) : 'no reads', pass: all.n > 0 && all.p99! <= GOALS.readP99Ms });
-  verdicts.push({ goal: `reads max <= ${GOALS.readMaxMs} ms`, measured: all.n ? `${fmt(all.max)}${all.unanswered ? ` (${all.unanswered} unanswered at the end)` : ''}` : 'no reads', pass: all.n > 0 && all.max! <= GOALS.readMaxMs });
+  verdicts.push({
+    goal: `reads p99 <= ${GOALS.readP99Ms} ms`,
+    measured: all.n ? fmt(all.p99) : 'no reads',
+    pass: all.n > 0 && all.p99! <= GOALS.readP99Ms,
+  });
+  verdicts.push({
+    goal: `reads max <= ${GOALS.readMaxMs} ms`,
+    measured: all.n ? `${fmt(all.max)}${all.unanswered ? ` (${all.unanswered} unanswered at the end)` : ''}` : 'no reads',
+    pass: all.n > 0 && all.max! <= GOALS.readMaxMs,
+  });
   if (all.errors) verdicts.push({ goal: 'no read errors', measured: `${all.errors} errors`, pass: false });
   if (phase.key === 'c') {
     const v = phase.throughput.value;
-    verdicts.push({ goal: `mirroring >= ${GOALS.imagesPerSecond} images/s`, measured: v === null ? 'n/a' : `${v.toFixed(1)} images/s`, pass: v !== null && v >= GOALS.imagesPerSecond });
+    verdicts.push({
+      goal: `mirroring >= ${GOALS.imagesPerSecond} images/s`,
+      measured: v === null ? 'n/a' : `${v.toFixed(1)} images/s`,
+      pass: v !== null && v >= GOALS.imagesPerSecond,
+    });
   }
   if (phase.pages) {
     for (const page of phase.pages) {
-      verdicts.push({ goal: `${page.name} <= ${GOALS.panelMs} ms`, measured: page.error ? page.error : `max ${fmt(page.max)} (p50 ${fmt(page.p50)})`, pass: !page.error && page.max !== null && page.max <= GOALS.panelMs });
+      verdicts.push({
+        goal: `${page.name} <= ${GOALS.panelMs} ms`,
+        measured: page.error ? page.error : `max ${fmt(page.max)} (p50 ${fmt(page.p50)})`,
+        pass: !page.error && page.max !== null && page.max <= GOALS.panelMs,
+      });
     }
   }
-  if (!phase.completed) verdicts.push({ goal: 'finished within its budget', measured: `not finished after ${phase.budget_seconds.toFixed(0)} s`, pass: false });
+  if (!phase.completed)
+    verdicts.push({ goal: 'finished within its budget', measured: `not finished after ${phase.budget_seconds.toFixed(0)} s`, pass: false });
   return verdicts;
 }
 
 /** A write sent from a client process of its own (its upload must not share the reader's loop); null when over budget. */
-async function timedWrite(tempDir: string, url: string, init: { method: string; contentType: string; body: string }, budgetS: number): Promise<{ ms: number; status: number; result: any } | { ms: number; timedOut: true } | { ms: number; failed: string }> {
+async function timedWrite(
+  tempDir: string,
+  url: string,
+  init: { method: string; contentType: string; body: string },
+  budgetS: number,
+): Promise<{ ms: number; status: number; result: any } | { ms: number; timedOut: true } | { ms: number; failed: string }> {
   const bodyFile = path.join(tempDir, `write-${Date.now()}-${Math.random().toString(36).slice(2)}.body`);
   fs.writeFileSync(bodyFile, init.body);
   const script = `
@@ -699,7 +899,9 @@ async function timedWrite(tempDir: string, url: string, init: { method: string; 
   const started = now();
   const child = track(spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] }));
   let out = '';
-  child.stdout!.on('data', (chunk: Buffer) => { out += chunk.toString(); });
+  child.stdout.on('data', (chunk: Buffer) => {
+    out += chunk.toString();
+  });
   const timer = setTimeout(() => child.kill('SIGKILL'), budgetS * 1000);
   await exitOf(child);
   clearTimeout(timer);
@@ -708,7 +910,8 @@ async function timedWrite(tempDir: string, url: string, init: { method: string; 
   const answer = JSON.parse(out) as { from: number; to: number; status: number; text: string; error?: string };
   // A failed write is the phase's result (not finished), not the end of the run.
   if (answer.error) return { ms: now() - started, failed: `${init.method} ${url}: ${answer.error}` };
-  if (answer.status < 200 || answer.status > 299) return { ms: now() - started, failed: `${init.method} ${url}: ${answer.status} ${answer.text.slice(0, 500)}` };
+  if (answer.status < 200 || answer.status > 299)
+    return { ms: now() - started, failed: `${init.method} ${url}: ${answer.status} ${answer.text.slice(0, 500)}` };
   return { ms: answer.to - answer.from, status: answer.status, result: answer.text ? JSON.parse(answer.text) : null };
 }
 
@@ -741,9 +944,19 @@ async function newDatabase(tempDir: string, name: string): Promise<DatabaseRef> 
 
 /** A `serve` for building a catalog through the admin API: workers off, quiet; stopped before anything is measured. */
 async function withBuilder<T>(version: Version, db: DatabaseRef, work: (admin: AdminClient) => Promise<T>): Promise<T> {
-  const builder = await startCli(version.dir, `${version.name} builder`, 'serve', {
-    ...serviceEnv(db), CPS_IMAGE_MIRRORING: 'false', CPS_WEBHOOK_DISPATCHER: 'false', CPS_LOG_LEVEL: 'warn', CPS_ACCESS_LOG: 'false',
-  }, 'readyz');
+  const builder = await startCli(
+    version.dir,
+    `${version.name} builder`,
+    'serve',
+    {
+      ...serviceEnv(db),
+      CPS_IMAGE_MIRRORING: 'false',
+      CPS_WEBHOOK_DISPATCHER: 'false',
+      CPS_LOG_LEVEL: 'warn',
+      CPS_ACCESS_LOG: 'false',
+    },
+    'readyz',
+  );
   try {
     return await work(new AdminClient(builder.base, ADMIN_TOKEN));
   } finally {
@@ -756,25 +969,42 @@ async function buildVersion(version: Version, peers: Peers, tempDir: string): Pr
   if (MAIN_PHASES.length) {
     version.mainDb = await newDatabase(tempDir, `${version.name}_main`);
     const started = now();
-    version.main = await withBuilder(version, version.mainDb, (admin) => buildMainCatalog(admin, {
-      products: PRODUCTS, hosts: peers.hosts, endpoints: ENDPOINTS, receiver: peers.receiver, readers: READERS, hanging: HANGING, log,
-    }));
+    version.main = await withBuilder(version, version.mainDb, (admin) =>
+      buildMainCatalog(admin, {
+        products: PRODUCTS,
+        hosts: peers.hosts,
+        endpoints: ENDPOINTS,
+        receiver: peers.receiver,
+        readers: READERS,
+        hanging: HANGING,
+        log,
+      }),
+    );
     version.build.main_seconds = (now() - started) / 1000;
     version.build.main_products_per_second = PRODUCTS / version.build.main_seconds;
     if (PHASES.has('h')) {
       const seeded = now();
-      await seedDeliveryLog(version.mainDb, version.main.endpoints[0]!.id, SEED_DELIVERIES)
-        .catch((error: Error) => version.notes.push(`seeding the delivery log failed (schema?): ${error.message}`));
+      await seedDeliveryLog(version.mainDb, version.main.endpoints[0]!.id, SEED_DELIVERIES).catch((error: Error) =>
+        version.notes.push(`seeding the delivery log failed (schema?): ${error.message}`),
+      );
       version.build.delivery_log_seconds = (now() - seeded) / 1000;
     }
-    log(`${version.name}: main catalog of ${PRODUCTS} products built in ${version.build.main_seconds.toFixed(1)} s (${version.build.main_products_per_second.toFixed(0)} products/s)`);
+    log(
+      `${version.name}: main catalog of ${PRODUCTS} products built in ${version.build.main_seconds.toFixed(1)} s (${version.build.main_products_per_second.toFixed(0)} products/s)`,
+    );
   }
   if (PHASES.has('b')) {
     version.tenantsDb = await newDatabase(tempDir, `${version.name}_tenants`);
     const started = now();
-    version.tenants = await withBuilder(version, version.tenantsDb, (admin) => buildTenants(admin, {
-      merchants: TENANTS, products: TENANT_PRODUCTS, hosts: peers.hosts, receiver: peers.receiver, log,
-    }));
+    version.tenants = await withBuilder(version, version.tenantsDb, (admin) =>
+      buildTenants(admin, {
+        merchants: TENANTS,
+        products: TENANT_PRODUCTS,
+        hosts: peers.hosts,
+        receiver: peers.receiver,
+        log,
+      }),
+    );
     version.build.tenants_seconds = (now() - started) / 1000;
     log(`${version.name}: ${TENANTS} tenants of ${TENANT_PRODUCTS} products built in ${version.build.tenants_seconds.toFixed(1)} s`);
   }
@@ -796,7 +1026,9 @@ async function runMainPhases(version: Version, peers: Peers, tempDir: string): P
   const startMain = async () => {
     const started = now();
     const d = await startDeployment(version, db, targets, probe);
-    log(`${version.name}: serve listening ${((d.serves[0]!.listeningAt - started) / 1000).toFixed(1)} s after spawn; first answer: stores ${fmt(d.firstAnswer.stores_ms, 0)}, page 1 ${fmt(d.firstAnswer.page_ms, 0)}${d.firstAnswer.error ? ` (${d.firstAnswer.error})` : ''}`);
+    log(
+      `${version.name}: serve listening ${((d.serves[0]!.listeningAt - started) / 1000).toFixed(1)} s after spawn; first answer: stores ${fmt(d.firstAnswer.stores_ms, 0)}, page 1 ${fmt(d.firstAnswer.page_ms, 0)}${d.firstAnswer.error ? ` (${d.firstAnswer.error})` : ''}`,
+    );
     return d;
   };
   // Retention is measured on a start of its own (old changes seeded while stopped).
@@ -817,8 +1049,13 @@ async function runMainPhases(version: Version, peers: Peers, tempDir: string): P
   const measured = async (key: PhaseKey, from: number, to: number, budget: number, completed: boolean, d: Deployment) => {
     await scrapeAll(d);
     return {
-      key, title: PHASE_TITLES[key], seconds: (to - from) / 1000, budget_seconds: budget, completed,
-      ...readStats(d.reader, from, to), event_loop: eventLoopOf(d.scraper.scrapes, from, now()),
+      key,
+      title: PHASE_TITLES[key],
+      seconds: (to - from) / 1000,
+      budget_seconds: budget,
+      completed,
+      ...readStats(d.reader, from, to),
+      event_loop: eventLoopOf(d.scraper.scrapes, from, now()),
       ...(startedFresh ? { first_answer_ms: d.firstAnswer } : {}),
     };
   };
@@ -829,11 +1066,18 @@ async function runMainPhases(version: Version, peers: Peers, tempDir: string): P
     const b = imagesAt(d.scraper.scrapes, now());
     const origin = (await peers.counts()).images - originFrom;
     const seconds = (to - from) / 1000;
-    const finished = a && b ? (b.mirrored + b.dead) - (a.mirrored + a.dead) : null;
+    const finished = a && b ? b.mirrored + b.dead - (a.mirrored + a.dead) : null;
     return {
       value: a && b && b.at > a.at ? finished! / ((b.at - a.at) / 1000) : null,
       unit: 'images/s',
-      detail: { mirrored_or_dead: finished, gauge_seconds: a && b ? (b.at - a.at) / 1000 : null, origin_fetches: origin, origin_fetches_per_second: origin / seconds, pending_at_end: b?.pending ?? null, mirrored_at_end: b?.mirrored ?? null },
+      detail: {
+        mirrored_or_dead: finished,
+        gauge_seconds: a && b ? (b.at - a.at) / 1000 : null,
+        origin_fetches: origin,
+        origin_fetches_per_second: origin / seconds,
+        pending_at_end: b?.pending ?? null,
+        mirrored_at_end: b?.mirrored ?? null,
+      },
     };
   };
 
@@ -848,7 +1092,10 @@ async function runMainPhases(version: Version, peers: Peers, tempDir: string): P
       const to = now();
       const counts1 = await peers.counts();
       const images = await imagesThroughput(deployment, from, to, counts0.images);
-      record({ ...await measured('a', from, to, budget, true, deployment), throughput: { ...images, detail: { ...images.detail, deliveries: counts1.deliveries - counts0.deliveries } } });
+      record({
+        ...(await measured('a', from, to, budget, true, deployment)),
+        throughput: { ...images, detail: { ...images.detail, deliveries: counts1.deliveries - counts0.deliveries } },
+      });
     } else if (key === 'c') {
       const from = now();
       const counts0 = await peers.counts();
@@ -862,35 +1109,62 @@ async function runMainPhases(version: Version, peers: Peers, tempDir: string): P
       }
       const to = now();
       const throughput = await imagesThroughput(deployment, from, to, counts0.images);
-      record({ ...await measured('c', from, to, budget, true, deployment), throughput });
+      record({ ...(await measured('c', from, to, budget, true, deployment)), throughput });
     } else if (key === 'd') {
-      const rates = await fetch(`${admin(deployment)}/exchange-rates`, { headers: { Authorization: `Bearer ${ADMIN_TOKEN}` }, signal: AbortSignal.timeout(READ_TIMEOUT_MS) }).then((r) => r.json()) as { data: { base: string; quote: string; rate: string }[] };
+      const rates = (await fetch(`${admin(deployment)}/exchange-rates`, {
+        headers: { Authorization: `Bearer ${ADMIN_TOKEN}` },
+        signal: AbortSignal.timeout(READ_TIMEOUT_MS),
+      }).then((r) => r.json())) as { data: { base: string; quote: string; rate: string }[] };
       const current = rates.data.find((r) => r.base === 'EUR' && r.quote === 'GBP')!;
       const rate = (Number(current.rate) * 1.02).toFixed(4);
       const from = now();
-      const write = await timedWrite(tempDir, `${admin(deployment)}/exchange-rates/EUR/GBP`, { method: 'PUT', contentType: 'application/json', body: JSON.stringify({ rate }) }, WRITE_BUDGET_S);
+      const write = await timedWrite(
+        tempDir,
+        `${admin(deployment)}/exchange-rates/EUR/GBP`,
+        { method: 'PUT', contentType: 'application/json', body: JSON.stringify({ rate }) },
+        WRITE_BUDGET_S,
+      );
       const to = now();
       const done = 'status' in write;
       if ('failed' in write) version.notes.push(`phase d: the write failed: ${write.failed}`);
       record({
-        ...await measured('d', from, to, WRITE_BUDGET_S, done, deployment),
-        throughput: { value: done ? PRODUCTS / (write.ms / 1000) : null, unit: 'products/s', detail: { write_ms: write.ms, rate: `${current.rate} -> ${rate}`, resolutions: PRODUCTS } },
+        ...(await measured('d', from, to, WRITE_BUDGET_S, done, deployment)),
+        throughput: {
+          value: done ? PRODUCTS / (write.ms / 1000) : null,
+          unit: 'products/s',
+          detail: { write_ms: write.ms, rate: `${current.rate} -> ${rate}`, resolutions: PRODUCTS },
+        },
       });
     } else if (key === 'e' || key === 'f') {
       const count = key === 'e' ? IMPORT_PRODUCTS : STORM_PRODUCTS;
-      const body = key === 'e'
-        ? ndjson(1, count, (n) => mainProductLine(n, peers.hosts, { tag: 'import' }))
-        : ndjson(1, count, (n) => mainProductLine(n, peers.hosts, { tag: 'scale', variant: 1 + version.phases.length }));
+      const body =
+        key === 'e'
+          ? ndjson(1, count, (n) => mainProductLine(n, peers.hosts, { tag: 'import' }))
+          : ndjson(1, count, (n) => mainProductLine(n, peers.hosts, { tag: 'scale', variant: 1 + version.phases.length }));
       const counts0 = await peers.counts();
       const from = now();
-      const write = await timedWrite(tempDir, `${admin(deployment)}/imports`, { method: 'POST', contentType: 'application/x-ndjson', body }, WRITE_BUDGET_S);
+      const write = await timedWrite(
+        tempDir,
+        `${admin(deployment)}/imports`,
+        { method: 'POST', contentType: 'application/x-ndjson', body },
+        WRITE_BUDGET_S,
+      );
       const done = 'status' in write;
       if ('failed' in write) version.notes.push(`phase ${key}: the import failed: ${write.failed}`);
       if (key === 'e') {
         const to = now();
         record({
-          ...await measured('e', from, to, WRITE_BUDGET_S, done, deployment),
-          throughput: { value: done ? count / (write.ms / 1000) : null, unit: 'products/s', detail: { write_ms: write.ms, products: count, result: 'result' in write ? write.result : null, error: 'failed' in write ? write.failed : undefined } },
+          ...(await measured('e', from, to, WRITE_BUDGET_S, done, deployment)),
+          throughput: {
+            value: done ? count / (write.ms / 1000) : null,
+            unit: 'products/s',
+            detail: {
+              write_ms: write.ms,
+              products: count,
+              result: 'result' in write ? write.result : null,
+              error: 'failed' in write ? write.failed : undefined,
+            },
+          },
         });
         continue;
       }
@@ -910,11 +1184,17 @@ async function runMainPhases(version: Version, peers: Peers, tempDir: string): P
       }
       const total = series.at(-1)!.deliveries - counts0.deliveries;
       record({
-        ...await measured('f', from, to, WRITE_BUDGET_S + PHASE_SECONDS, done, deployment),
+        ...(await measured('f', from, to, WRITE_BUDGET_S + PHASE_SECONDS, done, deployment)),
         throughput: {
-          value: series.length > 5 ? peak : (series.at(-1)!.deliveries - series[0]!.deliveries) / ((series.at(-1)!.at - series[0]!.at) / 1000),
+          value:
+            series.length > 5 ? peak : (series.at(-1)!.deliveries - series[0]!.deliveries) / ((series.at(-1)!.at - series[0]!.at) / 1000),
           unit: 'deliveries/s (peak over 5 s)',
-          detail: { trigger_import_ms: write.ms, trigger_products: count, deliveries_in_phase: total, mean_per_second: total / ((to - from) / 1000) },
+          detail: {
+            trigger_import_ms: write.ms,
+            trigger_products: count,
+            deliveries_in_phase: total,
+            mean_per_second: total / ((to - from) / 1000),
+          },
         },
       });
     } else if (key === 'h') {
@@ -922,10 +1202,21 @@ async function runMainPhases(version: Version, peers: Peers, tempDir: string): P
       const pages = await panelPages(deployment, main);
       const to = now();
       const slowest = Math.max(...pages.map((p) => p.max ?? Infinity));
-      record({ ...await measured('h', from, to, PANEL_BUDGET_S, pages.every((p) => !p.error?.startsWith('not requested')), deployment), pages, throughput: { value: Number.isFinite(slowest) ? slowest : null, unit: 'ms (slowest page or call)', detail: {} } });
+      record({
+        ...(await measured(
+          'h',
+          from,
+          to,
+          PANEL_BUDGET_S,
+          pages.every((p) => !p.error?.startsWith('not requested')),
+          deployment,
+        )),
+        pages,
+        throughput: { value: Number.isFinite(slowest) ? slowest : null, unit: 'ms (slowest page or call)', detail: {} },
+      });
     } else if (key === 'g') {
       if (!onlyRetention) {
-        version.shutdowns.push(...await stopDeployment(deployment, 'retention restart'));
+        version.shutdowns.push(...(await stopDeployment(deployment, 'retention restart')));
         await seedForRetention(version, db, main);
         deployment = await startMain();
         startedFresh = true;
@@ -933,24 +1224,30 @@ async function runMainPhases(version: Version, peers: Peers, tempDir: string): P
       const from = deployment.serves[0]!.listeningAt;
       const budget = Math.max(PHASE_SECONDS * 2, 120);
       // serve prunes at start, in batches, and logs once when it has deleted everything expired.
-      const pruned = await Promise.any(deployment.serves.map((s) => s.waitForLog('expired changes deleted', Math.max(1000, from + budget * 1000 - now()))))
-        .catch(() => null);
+      const pruned = await Promise.any(
+        deployment.serves.map((s) => s.waitForLog('expired changes deleted', Math.max(1000, from + budget * 1000 - now()))),
+      ).catch(() => null);
       // Pruning starts before `listening`: timed from the spawn. Reads are sampled from `listening`
       // until it is done, and for at least a few seconds after the start.
       const spawnedAt = deployment.serves[0]!.spawnedAt;
       const to = Math.max(pruned ?? now(), from + Math.min(PHASE_SECONDS / 2, 10) * 1000);
       await sleep(Math.max(0, to - now()));
       record({
-        ...await measured('g', from, to, budget, pruned !== null, deployment),
+        ...(await measured('g', from, to, budget, pruned !== null, deployment)),
         throughput: {
-          value: pruned ? SEED_CHANGES / ((pruned - spawnedAt) / 1000) : null, unit: 'changes pruned/s',
-          detail: { seeded: SEED_CHANGES, pruned_ms_after_spawn: pruned ? pruned - spawnedAt : null, pruned_ms_after_listening: pruned ? pruned - from : null },
+          value: pruned ? SEED_CHANGES / ((pruned - spawnedAt) / 1000) : null,
+          unit: 'changes pruned/s',
+          detail: {
+            seeded: SEED_CHANGES,
+            pruned_ms_after_spawn: pruned ? pruned - spawnedAt : null,
+            pruned_ms_after_listening: pruned ? pruned - from : null,
+          },
         },
       });
     }
     startedFresh = false;
   }
-  version.shutdowns.push(...await stopDeployment(deployment, 'end of the main phases'));
+  version.shutdowns.push(...(await stopDeployment(deployment, 'end of the main phases')));
 }
 
 async function seedForRetention(version: Version, db: DatabaseRef, main: MainCatalog): Promise<void> {
@@ -964,8 +1261,11 @@ async function seedForRetention(version: Version, db: DatabaseRef, main: MainCat
 async function panelPages(deployment: Deployment, main: MainCatalog): Promise<NonNullable<PhaseResult['pages']>> {
   const base = deployment.serves[0]!.base;
   const signIn = await fetch(`${base}/panel/login/operator`, {
-    method: 'POST', redirect: 'manual', body: new URLSearchParams({ admin_token: ADMIN_TOKEN }),
-    headers: { 'Content-Type': 'application/x-www-form-urlencoded', Origin: base }, signal: AbortSignal.timeout(READ_TIMEOUT_MS),
+    method: 'POST',
+    redirect: 'manual',
+    body: new URLSearchParams({ admin_token: ADMIN_TOKEN }),
+    headers: { 'Content-Type': 'application/x-www-form-urlencoded', Origin: base },
+    signal: AbortSignal.timeout(READ_TIMEOUT_MS),
   });
   await signIn.arrayBuffer();
   const cookie = (signIn.headers.getSetCookie?.() ?? []).map((c) => c.split(';')[0]).join('; ');
@@ -985,7 +1285,11 @@ async function panelPages(deployment: Deployment, main: MainCatalog): Promise<No
     { name: 'panel: catalog search by ref', path: `${m}/catalog?store=de&q=SCALE-${String(Math.ceil(PRODUCTS / 2)).padStart(7, '0')}` },
     { name: 'admin: images status', path: `/admin/v1/merchants/${main.merchantId}/images`, admin: true },
     { name: 'admin: endpoints', path: `/admin/v1/merchants/${main.merchantId}/webhook-endpoints`, admin: true },
-    { name: 'admin: delivery log', path: `/admin/v1/merchants/${main.merchantId}/webhook-endpoints/${detail}/deliveries?limit=50`, admin: true },
+    {
+      name: 'admin: delivery log',
+      path: `/admin/v1/merchants/${main.merchantId}/webhook-endpoints/${detail}/deliveries?limit=50`,
+      admin: true,
+    },
   ];
   const results: NonNullable<PhaseResult['pages']> = [];
   // Bounded: a server that takes seconds per page gets no more requests once the budget is spent.
@@ -999,7 +1303,8 @@ async function panelPages(deployment: Deployment, main: MainCatalog): Promise<No
       const started = now();
       try {
         const response = await fetch(`${base}${target.path}`, {
-          redirect: 'manual', signal: AbortSignal.timeout(READ_TIMEOUT_MS),
+          redirect: 'manual',
+          signal: AbortSignal.timeout(READ_TIMEOUT_MS),
           headers: target.admin ? { Authorization: `Bearer ${ADMIN_TOKEN}` } : { Cookie: cookie },
         });
         await response.arrayBuffer();
@@ -1012,7 +1317,15 @@ async function panelPages(deployment: Deployment, main: MainCatalog): Promise<No
       }
     }
     const sorted = [...times].sort((a, b) => a - b);
-    results.push({ name: target.name, path: target.path, status, n: times.length, p50: rank(sorted, 0.5), max: sorted.at(-1) ?? null, ...(error ? { error } : {}) });
+    results.push({
+      name: target.name,
+      path: target.path,
+      status,
+      n: times.length,
+      p50: rank(sorted, 0.5),
+      max: sorted.at(-1) ?? null,
+      ...(error ? { error } : {}),
+    });
   }
   return results;
 }
@@ -1034,16 +1347,24 @@ async function runTenantsPhase(version: Version, peers: Peers): Promise<void> {
   const a = imagesAt(deployment.scraper.scrapes, from + 1000, from);
   const b = imagesAt(deployment.scraper.scrapes, now());
   const counts1 = await peers.counts();
-  const tenantsServed = Object.keys(counts1.byPath).filter((p) => p.startsWith('/tenant/') && (counts1.byPath[p]! - (counts0.byPath[p] ?? 0)) > 0).length;
+  const tenantsServed = Object.keys(counts1.byPath).filter(
+    (p) => p.startsWith('/tenant/') && counts1.byPath[p]! - (counts0.byPath[p] ?? 0) > 0,
+  ).length;
   const phase = {
-    key: 'b' as const, title: PHASE_TITLES.b, seconds: (to - from) / 1000, budget_seconds: budget, completed: true,
+    key: 'b' as const,
+    title: PHASE_TITLES.b,
+    seconds: (to - from) / 1000,
+    budget_seconds: budget,
+    completed: true,
     first_answer_ms: deployment.firstAnswer,
-    ...readStats(deployment.reader, from, to), event_loop: eventLoopOf(deployment.scraper.scrapes, from, now()),
+    ...readStats(deployment.reader, from, to),
+    event_loop: eventLoopOf(deployment.scraper.scrapes, from, now()),
     throughput: {
-      value: a && b && b.at > a.at ? ((b.mirrored + b.dead) - (a.mirrored + a.dead)) / ((b.at - a.at) / 1000) : null,
+      value: a && b && b.at > a.at ? (b.mirrored + b.dead - (a.mirrored + a.dead)) / ((b.at - a.at) / 1000) : null,
       unit: 'images/s',
       detail: {
-        merchants: TENANTS, products_per_merchant: TENANT_PRODUCTS,
+        merchants: TENANTS,
+        products_per_merchant: TENANT_PRODUCTS,
         origin_fetches_per_second: (counts1.images - counts0.images) / ((to - from) / 1000),
         deliveries: counts1.deliveries - counts0.deliveries,
         deliveries_per_second: (counts1.deliveries - counts0.deliveries) / ((to - from) / 1000),
@@ -1054,27 +1375,46 @@ async function runTenantsPhase(version: Version, peers: Peers): Promise<void> {
   const full = { ...phase, verdicts: verdictsOf(phase) };
   version.phases.push(full);
   printPhase(version, full);
-  version.shutdowns.push(...await stopDeployment(deployment, 'end of the tenants phase'));
+  version.shutdowns.push(...(await stopDeployment(deployment, 'end of the tenants phase')));
 }
 
 // ---- output -----------------------------------------------------------------------------------
 
 function printPhase(version: Version, phase: PhaseResult): void {
-  const lines = [`\n[${version.name}] phase ${phase.key} (${phase.title}): ${phase.seconds.toFixed(1)} s${phase.completed ? '' : ` (NOT finished within ${phase.budget_seconds.toFixed(0)} s)`}`];
-  if (phase.first_answer_ms) lines.push(`  first answer after listening: stores ${fmt(phase.first_answer_ms.stores_ms, 0)}, page 1 ${fmt(phase.first_answer_ms.page_ms, 0)}`);
-  for (const [kind, s] of Object.entries(phase.reads) as [string, LatencyStats][]) {
-    lines.push(`  reads ${kind.padEnd(8)} n=${String(s.n).padStart(5)}  p50 ${fmt(s.p50).padStart(10)}  p99 ${fmt(s.p99).padStart(10)}  max ${fmt(s.max).padStart(11)}${s.errors ? `  errors ${s.errors}` : ''}${s.unanswered ? `  unanswered ${s.unanswered}` : ''}`);
+  const lines = [
+    `\n[${version.name}] phase ${phase.key} (${phase.title}): ${phase.seconds.toFixed(1)} s${phase.completed ? '' : ` (NOT finished within ${phase.budget_seconds.toFixed(0)} s)`}`,
+  ];
+  if (phase.first_answer_ms)
+    lines.push(
+      `  first answer after listening: stores ${fmt(phase.first_answer_ms.stores_ms, 0)}, page 1 ${fmt(phase.first_answer_ms.page_ms, 0)}`,
+    );
+  for (const [kind, s] of Object.entries<LatencyStats>(phase.reads)) {
+    lines.push(
+      `  reads ${kind.padEnd(8)} n=${String(s.n).padStart(5)}  p50 ${fmt(s.p50).padStart(10)}  p99 ${fmt(s.p99).padStart(10)}  max ${fmt(s.max).padStart(11)}${s.errors ? `  errors ${s.errors}` : ''}${s.unanswered ? `  unanswered ${s.unanswered}` : ''}`,
+    );
   }
   if (phase.read_errors.length) lines.push(`  read errors: ${phase.read_errors.join(' | ')}`);
   const el = phase.event_loop;
-  lines.push(`  event-loop delay: max ${fmt(el.max_ms)}, p99 ${fmt(el.p99_ms)} (${el.scrapes} scrapes of /metrics, ${el.scrapes_failed} unanswered, slowest ${fmt(el.slowest_scrape_ms, 0)})`);
-  if (el.own) lines.push(`  the service's event-loop series (worst scrape): ${Object.entries(el.own).map(([k, v]) => `${k.replace(/^cps_/, '')}=${(v * 1000).toFixed(1)} ms`).join(', ')}`);
-  lines.push(el.statements
-    ? `  statements: ${el.statements.count} in ${el.statements.seconds.toFixed(2)} s, ${el.statements.over_100ms} over 100 ms; most time: ${el.statements.top.map((t) => `${t.name} ${t.count}x ${t.seconds.toFixed(2)} s${t.over_100ms ? ` (${t.over_100ms} > 100 ms)` : ''}`).join(', ')}`
-    : '  statement durations: n/a (no statement histogram in /metrics)');
+  lines.push(
+    `  event-loop delay: max ${fmt(el.max_ms)}, p99 ${fmt(el.p99_ms)} (${el.scrapes} scrapes of /metrics, ${el.scrapes_failed} unanswered, slowest ${fmt(el.slowest_scrape_ms, 0)})`,
+  );
+  if (el.own)
+    lines.push(
+      `  the service's event-loop series (worst scrape): ${Object.entries(el.own)
+        .map(([k, v]) => `${k.replace(/^cps_/, '')}=${(v * 1000).toFixed(1)} ms`)
+        .join(', ')}`,
+    );
+  lines.push(
+    el.statements
+      ? `  statements: ${el.statements.count} in ${el.statements.seconds.toFixed(2)} s, ${el.statements.over_100ms} over 100 ms; most time: ${el.statements.top.map((t) => `${t.name} ${t.count}x ${t.seconds.toFixed(2)} s${t.over_100ms ? ` (${t.over_100ms} > 100 ms)` : ''}`).join(', ')}`
+      : '  statement durations: n/a (no statement histogram in /metrics)',
+  );
   const t = phase.throughput;
   lines.push(`  throughput: ${t.value === null ? 'n/a' : t.value.toFixed(1)} ${t.unit}  ${JSON.stringify(t.detail)}`);
-  for (const page of phase.pages ?? []) lines.push(`  ${page.name.padEnd(36)} p50 ${fmt(page.p50).padStart(10)}  max ${fmt(page.max).padStart(10)}${page.error ? `  ${page.error}` : ''}`);
+  for (const page of phase.pages ?? [])
+    lines.push(
+      `  ${page.name.padEnd(36)} p50 ${fmt(page.p50).padStart(10)}  max ${fmt(page.max).padStart(10)}${page.error ? `  ${page.error}` : ''}`,
+    );
   for (const v of phase.verdicts) lines.push(`  ${v.pass ? 'PASS' : 'FAIL'}  ${v.goal}: ${v.measured}`);
   log(lines.join('\n'));
 }
@@ -1088,11 +1428,17 @@ function summary(versions: Version[]): void {
     for (const p of v.phases) {
       const fa = p.first_answer_ms ? Math.max(p.first_answer_ms.stores_ms ?? NaN, p.first_answer_ms.page_ms ?? NaN) : null;
       const r = p.reads.all;
-      const ms = (x: number | null) => (x === null || Number.isNaN(x) ? '-' : x >= 10_000 ? `${(x / 1000).toFixed(1)} s` : `${x.toFixed(1)}`);
-      out(`${v.name.padEnd(10)}${`${p.key} ${p.title}`.padEnd(28)}${ms(fa).padStart(11)}${String(r.n).padStart(7)}${ms(r.p50).padStart(10)}${ms(r.p99).padStart(11)}${ms(r.max).padStart(12)}${ms(p.event_loop.max_ms).padStart(11)}  `
-        + `${p.throughput.value === null ? 'n/a' : p.throughput.value.toFixed(1)} ${p.throughput.unit}${p.completed ? '' : ' (not finished)'}`);
+      const ms = (x: number | null) =>
+        x === null || Number.isNaN(x) ? '-' : x >= 10_000 ? `${(x / 1000).toFixed(1)} s` : `${x.toFixed(1)}`;
+      out(
+        `${v.name.padEnd(10)}${`${p.key} ${p.title}`.padEnd(28)}${ms(fa).padStart(11)}${String(r.n).padStart(7)}${ms(r.p50).padStart(10)}${ms(r.p99).padStart(11)}${ms(r.max).padStart(12)}${ms(p.event_loop.max_ms).padStart(11)}  ` +
+          `${p.throughput.value === null ? 'n/a' : p.throughput.value.toFixed(1)} ${p.throughput.unit}${p.completed ? '' : ' (not finished)'}`,
+      );
     }
-    for (const s of v.shutdowns) out(`${v.name.padEnd(10)}SIGTERM (${s.after}) ${s.process}: exit ${s.code ?? s.signal} after ${s.ms.toFixed(0)} ms${s.killed ? ' (KILLED after 60 s)' : ''}: ${s.ms <= GOALS.shutdownMs && !s.killed ? 'PASS' : 'FAIL'} (<= ${GOALS.shutdownMs} ms)`);
+    for (const s of v.shutdowns)
+      out(
+        `${v.name.padEnd(10)}SIGTERM (${s.after}) ${s.process}: exit ${s.code ?? s.signal} after ${s.ms.toFixed(0)} ms${s.killed ? ' (KILLED after 60 s)' : ''}: ${s.ms <= GOALS.shutdownMs && !s.killed ? 'PASS' : 'FAIL'} (<= ${GOALS.shutdownMs} ms)`,
+      );
     for (const note of v.notes) out(`${v.name.padEnd(10)}note: ${note}`);
     const failed = v.phases.flatMap((p) => p.verdicts.filter((x) => !x.pass).map((x) => `${p.key}: ${x.goal} (${x.measured})`));
     out(`${v.name}: ${failed.length ? `${failed.length} goal(s) FAIL:\n  ${failed.join('\n  ')}` : 'every goal PASS'}`);
@@ -1102,7 +1448,8 @@ function summary(versions: Version[]): void {
     for (const key of ['d', 'e'] as const) {
       const b = base.phases.find((p) => p.key === key)?.throughput.value;
       const c = cand.phases.find((p) => p.key === key)?.throughput.value;
-      if (b && c) out(`${PHASE_TITLES[key]}: candidate / baseline products/s = ${(c / b).toFixed(2)} (goal: >= 1.0, no slower per product)`);
+      if (b && c)
+        out(`${PHASE_TITLES[key]}: candidate / baseline products/s = ${(c / b).toFixed(2)} (goal: >= 1.0, no slower per product)`);
     }
   }
 }
@@ -1113,8 +1460,20 @@ async function bench(tempDir: string, checkouts: Checkout[]): Promise<void> {
   const started = now();
   const peers = await startPeers();
   log(`image origin ${peers.hosts.origin}, hanging host ${peers.hosts.hang}, receivers ${peers.receiver}`);
-  log(`${PRODUCTS} products (2-5 images each), ${ENDPOINTS} endpoints, ${READERS} reader loops; tenants ${TENANTS} x ${TENANT_PRODUCTS}; phases ${[...MAIN_PHASES, ...(PHASES.has('b') ? ['b'] : [])].join(',')}; ${ENGINE}`);
-  const versions: Version[] = checkouts.map((c) => ({ ...c, mainDb: null, tenantsDb: null, main: null, tenants: [], build: {}, phases: [], shutdowns: [], notes: [] }));
+  log(
+    `${PRODUCTS} products (2-5 images each), ${ENDPOINTS} endpoints, ${READERS} reader loops; tenants ${TENANTS} x ${TENANT_PRODUCTS}; phases ${[...MAIN_PHASES, ...(PHASES.has('b') ? ['b'] : [])].join(',')}; ${ENGINE}`,
+  );
+  const versions: Version[] = checkouts.map((c) => ({
+    ...c,
+    mainDb: null,
+    tenantsDb: null,
+    main: null,
+    tenants: [],
+    build: {},
+    phases: [],
+    shutdowns: [],
+    notes: [],
+  }));
   // Every catalog before any measured service starts (a server idle during another build measured slower in bench:reads).
   for (const v of versions) await buildVersion(v, peers, tempDir);
   for (const v of versions) {
@@ -1123,13 +1482,35 @@ async function bench(tempDir: string, checkouts: Checkout[]): Promise<void> {
   }
   summary(versions);
   if (flags.json) {
-    console.log(JSON.stringify({
-      products: PRODUCTS, engine: ENGINE, phase_seconds: PHASE_SECONDS, endpoints: ENDPOINTS, readers: READERS,
-      tenants: { merchants: TENANTS, products: TENANT_PRODUCTS }, import_products: IMPORT_PRODUCTS, storm_products: STORM_PRODUCTS,
-      seed: { changes: SEED_CHANGES, deliveries: SEED_DELIVERIES }, goals: GOALS, phases_requested: [...PHASES],
-      seconds: (now() - started) / 1000,
-      versions: versions.map((v) => ({ name: v.name, ref: v.ref, sha: v.sha, build: v.build, phases: v.phases, shutdowns: v.shutdowns, notes: v.notes })),
-    }, null, 2));
+    console.log(
+      JSON.stringify(
+        {
+          products: PRODUCTS,
+          engine: ENGINE,
+          phase_seconds: PHASE_SECONDS,
+          endpoints: ENDPOINTS,
+          readers: READERS,
+          tenants: { merchants: TENANTS, products: TENANT_PRODUCTS },
+          import_products: IMPORT_PRODUCTS,
+          storm_products: STORM_PRODUCTS,
+          seed: { changes: SEED_CHANGES, deliveries: SEED_DELIVERIES },
+          goals: GOALS,
+          phases_requested: [...PHASES],
+          seconds: (now() - started) / 1000,
+          versions: versions.map((v) => ({
+            name: v.name,
+            ref: v.ref,
+            sha: v.sha,
+            build: v.build,
+            phases: v.phases,
+            shutdowns: v.shutdowns,
+            notes: v.notes,
+          })),
+        },
+        null,
+        2,
+      ),
+    );
   }
 }
 

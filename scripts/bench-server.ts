@@ -24,18 +24,27 @@ const onPostgres = /^postgres(ql)?:\/\//.test(database);
 const rateLimit = { burst: 1e9, perSecond: 1e9 };
 // The caches' budgets may be set for a run, to compare them: BENCH_READ_CACHE_BYTES and
 // BENCH_COMPRESSION_CACHE_BYTES (the bench scripts pass no CPS_* variable on to their servers).
-const cacheEnv = Object.fromEntries(['READ', 'COMPRESSION'].flatMap((cache) => {
-  const bytes = process.env[`BENCH_${cache}_CACHE_BYTES`];
-  return bytes === undefined ? [] : [[`CPS_${cache}_CACHE_BYTES`, bytes]];
-}));
-const config = loadConfig(cacheEnv, { ...(onPostgres ? { databaseUrl: database } : { databasePath: database }), adminToken: 'bench', rateLimit });
+const cacheEnv = Object.fromEntries(
+  ['READ', 'COMPRESSION'].flatMap((cache) => {
+    const bytes = process.env[`BENCH_${cache}_CACHE_BYTES`];
+    return bytes === undefined ? [] : [[`CPS_${cache}_CACHE_BYTES`, bytes]];
+  }),
+);
+const config = loadConfig(cacheEnv, {
+  ...(onPostgres ? { databaseUrl: database } : { databasePath: database }),
+  adminToken: 'bench',
+  rateLimit,
+});
 const logger = createLogger(config.operations, pino.destination({ dest: '/dev/null', sync: true }));
 const service = createService(config, { logger });
 const app = createApp(service);
 const quiet = createApp({ ...service, config: { ...config, operations: { ...config.operations, accessLog: false } } });
 const uncachedConfig = { ...config, compressionCacheBytes: 0, readCacheBytes: 0 };
 const uncached = createApp({ ...service, config: uncachedConfig, reads: new CatalogReads(service.storage) });
-const apps = new Map([['quiet', quiet], ['uncached', uncached]]);
+const apps = new Map([
+  ['quiet', quiet],
+  ['uncached', uncached],
+]);
 let staticBody = Buffer.alloc(0);
 const root = new Hono();
 root.get('/__static', (c) => c.body(staticBody, 200, { 'Content-Type': 'application/json' }));

@@ -7,7 +7,9 @@ import { SqliteConnection } from '../src/storage/sqlite/connection.js';
 import { StatementMetrics } from '../src/operations/statements.js';
 import { silentLogger } from '../src/operations/log.js';
 const db = new Database(':memory:');
-db.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT); INSERT INTO t WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 1000) SELECT x, hex(randomblob(20)) FROM n');
+db.exec(
+  'CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT); INSERT INTO t WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 1000) SELECT x, hex(randomblob(20)) FROM n',
+);
 const SQL = 'SELECT v FROM t WHERE id = ?';
 const raw = db.prepare(SQL);
 const timing = { observer: null as StatementMetrics | null };
@@ -15,9 +17,9 @@ const conn = new SqliteConnection(db, timing).named('published.publishedPageOfSt
 const N = 1_000_000;
 function run(f: (i: number) => unknown) {
   const t = process.cpuUsage();
-  for (let i = 0; i < N; i++) f(i % 1000 + 1);
+  for (let i = 0; i < N; i++) f((i % 1000) + 1);
   const used = process.cpuUsage(t);
-  const ns = (used.user + used.system) * 1e3 / N;
+  const ns = ((used.user + used.system) * 1e3) / N;
   return ns;
 }
 const before = new Map([[SQL, raw]]);

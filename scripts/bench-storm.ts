@@ -31,7 +31,11 @@ const ENGINE = process.env.BENCH_STORM_ENGINE === 'postgres' ? 'postgres' : 'sql
 const ADMIN_TOKEN = 'storm-bench-admin-token-0123456789abcdef';
 const log = (line: string) => console.log(`[${new Date().toISOString().slice(11, 19)}] ${line}`);
 
-interface Arrival { at: number; ids: number[]; id: string }
+interface Arrival {
+  at: number;
+  ids: number[];
+  id: string;
+}
 
 /** A receiver that answers 204 at once and notes each delivery's arrival, ids and webhook-id. */
 async function receiver(): Promise<{ url: string; arrivals: Arrival[]; ids: Set<number>; close(): Promise<void> }> {
@@ -67,10 +71,11 @@ async function receiverProcess(): Promise<{ url: string; child: ChildProcess; as
   return {
     url: `http://127.0.0.1:${port}/hooks`,
     child,
-    ask: <T>(what: 'count' | 'report') => new Promise<T>((resolve) => {
-      child.once('message', (m) => resolve(m as T));
-      child.send(what);
-    }),
+    ask: <T>(what: 'count' | 'report') =>
+      new Promise<T>((resolve) => {
+        child.once('message', (m) => resolve(m as T));
+        child.send(what);
+      }),
   };
 }
 
@@ -93,14 +98,15 @@ async function database(dir: string): Promise<{ env: Record<string, string>; ser
   return { env: { CPS_DATABASE_URL: server.urlOf('storm_bench') }, server };
 }
 
-const line = (n: number, cost = 20 + (n % 50)) => JSON.stringify({
-  op: 'upsert_product',
-  product: {
-    ref: `STORM-${n}`,
-    content: { de: { title: `Sturmzelt ${n}`, description: null } },
-    offers: [{ supplier_ref: 'alpine', quantity: 3, cost: `${cost}.00`, currency: 'EUR' }],
-  },
-});
+const line = (n: number, cost = 20 + (n % 50)) =>
+  JSON.stringify({
+    op: 'upsert_product',
+    product: {
+      ref: `STORM-${n}`,
+      content: { de: { title: `Sturmzelt ${n}`, description: null } },
+      offers: [{ supplier_ref: 'alpine', quantity: 3, cost: `${cost}.00`, currency: 'EUR' }],
+    },
+  });
 
 async function main(): Promise<void> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cps-storm-'));
@@ -110,19 +116,31 @@ async function main(): Promise<void> {
   const free = await receiver();
   const port = await freePort();
   const db = await database(dir);
-  const child = track(spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve'], {
-    cwd: root, stdio: ['ignore', 'ignore', 'pipe'],
-    env: {
-      ...inheritedEnv(), ...db.env, CPS_PORT: String(port), CPS_HOST: '127.0.0.1',
-      CPS_ADMIN_TOKEN: ADMIN_TOKEN, CPS_DEMO_ON_EMPTY: 'false', CPS_WEBHOOK_ALLOW_HOSTS: '127.0.0.1', CPS_LOG_LEVEL: 'warn',
-    },
-  }));
+  const child = track(
+    spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve'], {
+      cwd: root,
+      stdio: ['ignore', 'ignore', 'pipe'],
+      env: {
+        ...inheritedEnv(),
+        ...db.env,
+        CPS_PORT: String(port),
+        CPS_HOST: '127.0.0.1',
+        CPS_ADMIN_TOKEN: ADMIN_TOKEN,
+        CPS_DEMO_ON_EMPTY: 'false',
+        CPS_WEBHOOK_ALLOW_HOSTS: '127.0.0.1',
+        CPS_LOG_LEVEL: 'warn',
+      },
+    }),
+  );
   const output = keepOutput(child);
   const base = `http://127.0.0.1:${port}`;
   try {
-    for (let ready = false; !ready;) {
+    for (let ready = false; !ready; ) {
       if (child.exitCode !== null) throw new Error(`serve exited:\n${output()}`);
-      ready = await fetch(`${base}/readyz`).then((r) => r.ok, () => false);
+      ready = await fetch(`${base}/readyz`).then(
+        (r) => r.ok,
+        () => false,
+      );
       if (!ready) await new Promise((resolve) => setTimeout(resolve, 100));
     }
     const admin = new AdminClient(base, ADMIN_TOKEN);
@@ -132,7 +150,12 @@ async function main(): Promise<void> {
     await admin.call('PUT', `${m}/stores/at`, { name: 'Sturm AT', locale: 'de-AT', currency: 'EUR', is_default: false, active: true });
     await admin.call('POST', `${m}/customer-groups`, { name: 'retail' });
     await admin.call('PUT', `${m}/suppliers/alpine`, { name: 'Alpine Wholesale AG' });
-    const limitedEndpoint = await admin.call('POST', `${m}/webhook-endpoints`, { url: limited.url, store: 'de', events: ['content'], max_per_second: RATE });
+    const limitedEndpoint = await admin.call('POST', `${m}/webhook-endpoints`, {
+      url: limited.url,
+      store: 'de',
+      events: ['content'],
+      max_per_second: RATE,
+    });
     await admin.call('POST', `${m}/webhook-endpoints`, { url: free.url, store: 'at', events: ['price'] });
     log(`serve (${ENGINE}) on ${base}; endpoint ${limitedEndpoint.id} limited to ${RATE}/s; importing ${PRODUCTS} products`);
 
@@ -157,7 +180,12 @@ async function main(): Promise<void> {
     const chunk = 20_000;
     for (let first = 1; first <= PRODUCTS; first += chunk) {
       const last = Math.min(PRODUCTS, first + chunk - 1);
-      const result = await admin.call('POST', `${m}/imports`, ndjson(first, last, (n) => line(n)), 'application/x-ndjson');
+      const result = await admin.call(
+        'POST',
+        `${m}/imports`,
+        ndjson(first, last, (n) => line(n)),
+        'application/x-ndjson',
+      );
       if (result.upserted !== last - first + 1) throw new Error(`import ${first}..${last}: ${JSON.stringify(result)}`);
     }
     const importSeconds = (performance.now() - importStarted) / 1000;
@@ -169,9 +197,10 @@ async function main(): Promise<void> {
     const received = async () => (await limited.ask<{ count: number }>('count')).count;
     const drainStarted = performance.now();
     const deadline = drainStarted + (PRODUCTS / 100 / RATE) * 1000 * 3 + 120_000;
-    while (await received() < expected && performance.now() < deadline) {
+    while ((await received()) < expected && performance.now() < deadline) {
       latencies.push(await timeChange());
-      if (latencies.length % 15 === 0) log(`  limited: ${await received()}/${expected} ids; free endpoint's last change in ${latencies.at(-1)!.toFixed(0)} ms`);
+      if (latencies.length % 15 === 0)
+        log(`  limited: ${await received()}/${expected} ids; free endpoint's last change in ${latencies.at(-1)!.toFixed(0)} ms`);
       await new Promise((resolve) => setTimeout(resolve, 2000));
     }
     const drainSeconds = (performance.now() - drainStarted) / 1000;
@@ -192,7 +221,10 @@ async function main(): Promise<void> {
       while (times[i]! - times[j]! >= 1000) j++;
       if (i - j + 1 > busiest) [busiest, busiestAt] = [i - j + 1, j];
     }
-    const busiestGaps = times.slice(busiestAt, busiestAt + busiest).slice(1).map((t, k) => Math.round(t - times[busiestAt + k]!));
+    const busiestGaps = times
+      .slice(busiestAt, busiestAt + busiest)
+      .slice(1)
+      .map((t, k) => Math.round(t - times[busiestAt + k]!));
     const pct = (values: number[], p: number) => {
       const sorted = [...values].sort((a, b) => a - b);
       return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
@@ -201,13 +233,23 @@ async function main(): Promise<void> {
     const distinctIds = new Set(arrivals.map((a) => a.id)).size;
     console.log(`\nbench:storm (${ENGINE})`);
     console.log(`  products imported            ${PRODUCTS} in ${importSeconds.toFixed(0)} s`);
-    console.log(`  limited endpoint (${RATE}/s)     ${arrivals.length} deliveries (${distinctIds} webhook-ids) in ${drainSeconds.toFixed(0)} s after the import`);
-    console.log(`    ids per delivery           full (100): ${full}; smaller: ${sizes.length - full} (${sizes.filter((n) => n < 100).join(', ') || 'none'})`);
+    console.log(
+      `  limited endpoint (${RATE}/s)     ${arrivals.length} deliveries (${distinctIds} webhook-ids) in ${drainSeconds.toFixed(0)} s after the import`,
+    );
+    console.log(
+      `    ids per delivery           full (100): ${full}; smaller: ${sizes.length - full} (${sizes.filter((n) => n < 100).join(', ') || 'none'})`,
+    );
     console.log(`    ids lost / received twice  ${lost} / ${twice}`);
-    console.log(`    most arrivals in 1 second  ${busiest} (limit ${RATE}; slots ${(1000 / RATE * 1.05).toFixed(0)} ms apart, arrival gaps min ${Math.min(...gaps).toFixed(0)} ms, p5 ${pct(gaps, 5).toFixed(0)} ms, p50 ${pct(gaps, 50).toFixed(0)} ms; the busiest second's gaps ${busiestGaps.join(', ')} ms)`);
+    console.log(
+      `    most arrivals in 1 second  ${busiest} (limit ${RATE}; slots ${((1000 / RATE) * 1.05).toFixed(0)} ms apart, arrival gaps min ${Math.min(...gaps).toFixed(0)} ms, p5 ${pct(gaps, 5).toFixed(0)} ms, p50 ${pct(gaps, 50).toFixed(0)} ms; the busiest second's gaps ${busiestGaps.join(', ')} ms)`,
+    );
     console.log(`  free endpoint, same merchant (its changes wait the ${2} s batching window)`);
-    console.log(`    before the import          ${quiet.length} changes: p50 ${pct(quiet, 50).toFixed(0)} ms, max ${Math.max(...quiet).toFixed(0)} ms`);
-    console.log(`    during the drain           ${latencies.length} changes: p50 ${pct(latencies, 50).toFixed(0)} ms, p95 ${pct(latencies, 95).toFixed(0)} ms, max ${Math.max(...latencies).toFixed(0)} ms`);
+    console.log(
+      `    before the import          ${quiet.length} changes: p50 ${pct(quiet, 50).toFixed(0)} ms, max ${Math.max(...quiet).toFixed(0)} ms`,
+    );
+    console.log(
+      `    during the drain           ${latencies.length} changes: p50 ${pct(latencies, 50).toFixed(0)} ms, p95 ${pct(latencies, 95).toFixed(0)} ms, max ${Math.max(...latencies).toFixed(0)} ms`,
+    );
     if (lost > 0) process.exitCode = 1;
   } finally {
     await stopChild(child);

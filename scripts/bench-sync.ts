@@ -14,13 +14,12 @@
 // the export again (exports are coded as they stream, never kept); `npm run bench:export` sets
 // the export against paging side by side.
 // Usage: npm run bench:sync -- [--json]   BENCH_PRODUCTS (100000), BENCH_ROUNDS (1)
-import { fork } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { createCatalogClient, mapReplica, syncStore } from '../src/client/index.js';
-import { buildDemo, candidateDir, startBenchServerProcess, track, type Checkout } from './baseline.js';
+import { buildDemo, candidateDir, startBenchServerProcess, type Checkout } from './baseline.js';
 
 const PRODUCTS = Number(process.env.BENCH_PRODUCTS ?? 100_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 1);
@@ -29,9 +28,20 @@ const log = (line: string) => (flags.json ? console.error(line) : console.log(li
 
 const SYNCS = ['compressed', 'identity', 'compressed-warm'] as const;
 type Sync = (typeof SYNCS)[number];
-interface SyncResult { wall_ms: number; server_cpu_ms: number; client_cpu_ms: number; requests: number; products: number; codings: Record<string, number> }
+interface SyncResult {
+  wall_ms: number;
+  server_cpu_ms: number;
+  client_cpu_ms: number;
+  requests: number;
+  products: number;
+  codings: Record<string, number>;
+}
 
-interface Server { base: string; cpu: () => Promise<number>; stop: () => Promise<void> }
+interface Server {
+  base: string;
+  cpu: () => Promise<number>;
+  stop: () => Promise<void>;
+}
 
 /** scripts/bench-server.ts on `database`; its CPU in ms. */
 async function startServer(database: string): Promise<Server> {
@@ -43,7 +53,8 @@ async function sync(server: Server, apiKey: string, kind: Sync): Promise<SyncRes
   const codings: Record<string, number> = {};
   let requests = 0;
   const client = createCatalogClient({
-    baseUrl: server.base, apiKey,
+    baseUrl: server.base,
+    apiKey,
     fetch: async (request) => {
       if (kind === 'identity') request.headers.set('Accept-Encoding', 'identity');
       const response = await globalThis.fetch(request);
@@ -58,8 +69,15 @@ async function sync(server: Server, apiKey: string, kind: Sync): Promise<SyncRes
   await syncStore(client, { replica });
   const wall = performance.now() - started;
   const clientCpu = process.cpuUsage(clientBefore);
-  const serverCpu = await server.cpu() - serverBefore;
-  return { wall_ms: wall, server_cpu_ms: serverCpu, client_cpu_ms: (clientCpu.user + clientCpu.system) / 1000, requests, products: replica.products.size, codings };
+  const serverCpu = (await server.cpu()) - serverBefore;
+  return {
+    wall_ms: wall,
+    server_cpu_ms: serverCpu,
+    client_cpu_ms: (clientCpu.user + clientCpu.system) / 1000,
+    requests,
+    products: replica.products.size,
+    codings,
+  };
 }
 
 const median = (xs: number[]) => {
@@ -79,30 +97,41 @@ try {
       for (const kind of SYNCS) {
         const result = await sync(server, apiKey, kind);
         results[kind].push(result);
-        log(`round ${round} ${kind.padEnd(16)} ${result.products} products, ${result.requests} requests ${JSON.stringify(result.codings)}: `
-          + `wall ${(result.wall_ms / 1000).toFixed(2)} s, server CPU ${(result.server_cpu_ms / 1000).toFixed(2)} s, client CPU ${(result.client_cpu_ms / 1000).toFixed(2)} s`);
+        log(
+          `round ${round} ${kind.padEnd(16)} ${result.products} products, ${result.requests} requests ${JSON.stringify(result.codings)}: ` +
+            `wall ${(result.wall_ms / 1000).toFixed(2)} s, server CPU ${(result.server_cpu_ms / 1000).toFixed(2)} s, client CPU ${(result.client_cpu_ms / 1000).toFixed(2)} s`,
+        );
       }
     } finally {
       await server.stop();
     }
   }
-  const summary = Object.fromEntries(SYNCS.map((kind) => [kind, {
-    wall_ms: median(results[kind].map((r) => r.wall_ms)),
-    server_cpu_ms: median(results[kind].map((r) => r.server_cpu_ms)),
-    client_cpu_ms: median(results[kind].map((r) => r.client_cpu_ms)),
-    requests: results[kind][0]!.requests,
-    codings: results[kind][0]!.codings,
-  }])) as Record<Sync, Omit<SyncResult, 'products'>>;
+  const summary = Object.fromEntries(
+    SYNCS.map((kind) => [
+      kind,
+      {
+        wall_ms: median(results[kind].map((r) => r.wall_ms)),
+        server_cpu_ms: median(results[kind].map((r) => r.server_cpu_ms)),
+        client_cpu_ms: median(results[kind].map((r) => r.client_cpu_ms)),
+        requests: results[kind][0]!.requests,
+        codings: results[kind][0]!.codings,
+      },
+    ]),
+  ) as Record<Sync, Omit<SyncResult, 'products'>>;
   if (flags.json) {
     console.log(JSON.stringify({ products: PRODUCTS, rounds: ROUNDS, syncs: summary, rounds_detail: results }, null, 2));
   } else {
     console.log('');
     console.log(`full sync of the default store of a ${PRODUCTS}-product catalog with syncStore; medians over ${ROUNDS} round(s)`);
-    console.log(`${'sync'.padEnd(18)}${'wall s'.padStart(8)}${'server CPU s'.padStart(14)}${'per request ms'.padStart(16)}${'client CPU s'.padStart(14)}${'requests'.padStart(10)}  codings`);
+    console.log(
+      `${'sync'.padEnd(18)}${'wall s'.padStart(8)}${'server CPU s'.padStart(14)}${'per request ms'.padStart(16)}${'client CPU s'.padStart(14)}${'requests'.padStart(10)}  codings`,
+    );
     for (const kind of SYNCS) {
       const s = summary[kind];
-      console.log(`${kind.padEnd(18)}${(s.wall_ms / 1000).toFixed(2).padStart(8)}${(s.server_cpu_ms / 1000).toFixed(2).padStart(14)}`
-        + `${(s.server_cpu_ms / s.requests).toFixed(2).padStart(16)}${(s.client_cpu_ms / 1000).toFixed(2).padStart(14)}${String(s.requests).padStart(10)}  ${JSON.stringify(s.codings)}`);
+      console.log(
+        `${kind.padEnd(18)}${(s.wall_ms / 1000).toFixed(2).padStart(8)}${(s.server_cpu_ms / 1000).toFixed(2).padStart(14)}` +
+          `${(s.server_cpu_ms / s.requests).toFixed(2).padStart(16)}${(s.client_cpu_ms / 1000).toFixed(2).padStart(14)}${String(s.requests).padStart(10)}  ${JSON.stringify(s.codings)}`,
+      );
     }
   }
 } finally {

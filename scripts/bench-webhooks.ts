@@ -28,19 +28,26 @@ const url = `http://127.0.0.1:${port}/hooks/catalog`;
 const guard = new AddressGuard(config.webhooks.allowHosts);
 const concurrency = config.webhooks.perEndpointConcurrency;
 
-const body = JSON.stringify({ event: 'price', store_id: 1, product_ids: Array.from({ length: 50 }, (_, i) => 1000 + i), occurred_at: '2026-11-25T12:00:00Z' });
+const body = JSON.stringify({
+  event: 'price',
+  store_id: 1,
+  product_ids: Array.from({ length: 50 }, (_, i) => 1000 + i),
+  occurred_at: '2026-11-25T12:00:00Z',
+});
 
 /** The same client (undici keep-alive agent) posting a fixed body, `concurrency` at a time. */
 async function rawPostRate(): Promise<number> {
   const sender = new HttpDeliverySender(guard, { timeoutMs: config.webhooks.timeoutMs, connectionsPerEndpoint: concurrency });
   let next = 0;
   const started = performance.now();
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    while (next++ < DELIVERIES) {
-      const result = await sender.send(url, { 'Content-Type': 'application/json' }, body);
-      if (result.error) throw new Error(`raw POST failed: ${result.error}`);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next++ < DELIVERIES) {
+        const result = await sender.send(url, { 'Content-Type': 'application/json' }, body);
+        if (result.error) throw new Error(`raw POST failed: ${result.error}`);
+      }
+    }),
+  );
   const rate = DELIVERIES / ((performance.now() - started) / 1000);
   await sender.close();
   return rate;
@@ -56,14 +63,25 @@ async function signedDeliveryRate(dir: string, round: number): Promise<number> {
   await storage.transaction(async (tx) => {
     for (let i = 0; i < DELIVERIES; i++) {
       await tx.insertDelivery({
-        endpoint_id: endpoint.id, event: 'price', store_id: null, product_ids: Array.from({ length: 50 }, (_, k) => 1000 + k),
-        occurred_at: null, status: 'pending', attempts: 0, next_attempt_at: at, created_at: at,
+        endpoint_id: endpoint.id,
+        event: 'price',
+        store_id: null,
+        product_ids: Array.from({ length: 50 }, (_, k) => 1000 + k),
+        occurred_at: null,
+        status: 'pending',
+        attempts: 0,
+        next_attempt_at: at,
+        created_at: at,
       });
     }
   });
   const now = () => new Date();
   const sender = new HttpDeliverySender(guard, { timeoutMs: config.webhooks.timeoutMs, connectionsPerEndpoint: concurrency });
-  const dispatcher = new WebhookDispatcher(storage, config.webhooks, { now, sender, notifier: new OwnerNotifier(storage, config.smtp, now) });
+  const dispatcher = new WebhookDispatcher(storage, config.webhooks, {
+    now,
+    sender,
+    notifier: new OwnerNotifier(storage, config.smtp, now),
+  });
   const started = performance.now();
   let sent = 0;
   while (sent < DELIVERIES) {
@@ -73,7 +91,7 @@ async function signedDeliveryRate(dir: string, round: number): Promise<number> {
   }
   const rate = DELIVERIES / ((performance.now() - started) / 1000);
   const succeeded = storage.db.prepare("SELECT count(*) FROM webhook_deliveries WHERE status = 'succeeded'").pluck().get();
-  if (succeeded !== DELIVERIES) throw new Error(`${succeeded} of ${DELIVERIES} succeeded`);
+  if (succeeded !== DELIVERIES) throw new Error(`${String(succeeded)} of ${DELIVERIES} succeeded`);
   await dispatcher.stop();
   await service.close();
   return rate;
@@ -115,8 +133,12 @@ try {
   console.log(`signed / raw = ${(median(signed) / median(raw)).toFixed(2)}`);
   const { check, body: built, unchecked } = payloadCheckMicros();
   const perDelivery = 1e6 / median(signed);
-  console.log(`payload check (generated registry, 50 ids)   ${check.toFixed(2)} µs/payload = ${((check / perDelivery) * 100).toFixed(2)}% of a delivery's ${perDelivery.toFixed(0)} µs`);
-  console.log(`body built and checked (deliveryBody)        ${built.toFixed(2)} µs/payload, unchecked (JSON.stringify alone) ${unchecked.toFixed(2)} µs`);
+  console.log(
+    `payload check (generated registry, 50 ids)   ${check.toFixed(2)} µs/payload = ${((check / perDelivery) * 100).toFixed(2)}% of a delivery's ${perDelivery.toFixed(0)} µs`,
+  );
+  console.log(
+    `body built and checked (deliveryBody)        ${built.toFixed(2)} µs/payload, unchecked (JSON.stringify alone) ${unchecked.toFixed(2)} µs`,
+  );
 } finally {
   receiver.kill();
   fs.rmSync(dir, { recursive: true, force: true });

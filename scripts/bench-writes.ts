@@ -56,10 +56,13 @@ const percentile = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Ma
 
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
-    const server = net.createServer().once('error', reject).listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
+    const server = net
+      .createServer()
+      .once('error', reject)
+      .listen(0, '127.0.0.1', () => {
+        const { port } = server.address() as net.AddressInfo;
+        server.close(() => resolve(port));
+      });
   });
 }
 
@@ -67,11 +70,18 @@ function freePort(): Promise<number> {
 async function startService(version: Version, database: string): Promise<{ base: string; stop: () => Promise<void> }> {
   const port = await freePort();
   const { child, output } = cli(version.dir, ['serve'], {
-    CPS_DB_PATH: database, CPS_PORT: String(port), CPS_HOST: '127.0.0.1', CPS_ADMIN_TOKEN: ADMIN_TOKEN,
-    CPS_DEMO_ON_EMPTY: 'false', CPS_LOG_LEVEL: 'silent', CPS_ACCESS_LOG: 'false',
-    CPS_WEBHOOK_DISPATCHER: 'false', CPS_IMAGE_MIRRORING: 'false',
+    CPS_DB_PATH: database,
+    CPS_PORT: String(port),
+    CPS_HOST: '127.0.0.1',
+    CPS_ADMIN_TOKEN: ADMIN_TOKEN,
+    CPS_DEMO_ON_EMPTY: 'false',
+    CPS_LOG_LEVEL: 'silent',
+    CPS_ACCESS_LOG: 'false',
+    CPS_WEBHOOK_DISPATCHER: 'false',
+    CPS_IMAGE_MIRRORING: 'false',
     // The reader must never be throttled: the limiter's bookkeeping still runs on every read.
-    CPS_RATE_LIMIT_BURST: '1000000000', CPS_RATE_LIMIT_PER_SECOND: '1000000000',
+    CPS_RATE_LIMIT_BURST: '1000000000',
+    CPS_RATE_LIMIT_PER_SECOND: '1000000000',
   });
   const base = `http://127.0.0.1:${port}`;
   const stop = async () => {
@@ -80,9 +90,12 @@ async function startService(version: Version, database: string): Promise<{ base:
     await exited(child);
     clearTimeout(killer);
   };
-  for (const deadline = Date.now() + 120_000; ;) {
+  for (const deadline = Date.now() + 120_000; ; ) {
     if (child.exitCode !== null) throw new Error(`${version.name}: serve exited ${child.exitCode}:\n${output()}`);
-    const ready = await fetch(`${base}/readyz`).then(async (r) => (await r.arrayBuffer(), r.ok), () => false);
+    const ready = await fetch(`${base}/readyz`).then(
+      async (r) => (await r.arrayBuffer(), r.ok),
+      () => false,
+    );
     if (ready) return { base, stop };
     if (Date.now() > deadline) {
       await stop();
@@ -104,7 +117,7 @@ function startReader(base: string, apiKey: string) {
   const reads: { startedAt: number; endedAt: number }[] = [];
   const urls = [`${base}/v1/stores`, `${base}/v1/products?per_page=200`];
   let running = true;
-  let failure: unknown = null;
+  let failure: Error | null = null;
   const loop = (async () => {
     for (let i = 0; running; i++) {
       const startedAt = performance.now();
@@ -113,10 +126,13 @@ function startReader(base: string, apiKey: string) {
       if (response.status !== 200) throw new Error(`${urls[i % 2]}: ${response.status}`);
       reads.push({ startedAt, endedAt: performance.now() });
     }
-  })().catch((error: unknown) => { failure = error; });
+  })().catch((error: unknown) => {
+    failure = error instanceof Error ? error : new Error(String(error));
+  });
   return {
     within: (from: number, to: number) => reads.filter((r) => r.startedAt >= from && r.endedAt <= to).map((r) => r.endedAt - r.startedAt),
-    overlapping: (from: number, to: number) => reads.filter((r) => r.startedAt < to && r.endedAt > from).map((r) => r.endedAt - r.startedAt),
+    overlapping: (from: number, to: number) =>
+      reads.filter((r) => r.startedAt < to && r.endedAt > from).map((r) => r.endedAt - r.startedAt),
     stop: async () => {
       running = false;
       await loop;
@@ -131,7 +147,9 @@ function startReader(base: string, apiKey: string) {
  * was sent and answered, on this process's performance.now() clock.
  */
 async function timedWrite(
-  tempDir: string, url: string, init: { method: string; token: string; contentType: string; body: string },
+  tempDir: string,
+  url: string,
+  init: { method: string; token: string; contentType: string; body: string },
 ): Promise<{ from: number; to: number; result: any }> {
   const bodyFile = path.join(tempDir, `write-${Date.now()}.body`);
   fs.writeFileSync(bodyFile, init.body);
@@ -152,7 +170,11 @@ async function timedWrite(
   const answer = JSON.parse(output()) as { from: number; to: number; status: number; text: string };
   if (answer.status < 200 || answer.status > 299) throw new Error(`${init.method} ${url}: ${answer.status} ${answer.text.slice(0, 500)}`);
   // Epoch milliseconds to this process's performance.now().
-  return { from: answer.from - performance.timeOrigin, to: answer.to - performance.timeOrigin, result: answer.text ? JSON.parse(answer.text) : null };
+  return {
+    from: answer.from - performance.timeOrigin,
+    to: answer.to - performance.timeOrigin,
+    result: answer.text ? JSON.parse(answer.text) : null,
+  };
 }
 
 async function runRound(version: Version, round: number, ndjson: string, tempDir: string): Promise<void> {
@@ -163,12 +185,16 @@ async function runRound(version: Version, round: number, ndjson: string, tempDir
   const service = await startService(version, database);
   const admin = `${service.base}/admin/v1/merchants/${version.merchantId}`;
   try {
-    const rates = await request(`${admin}/exchange-rates`, { token: ADMIN_TOKEN }) as { data: { base: string; quote: string; rate: string }[] };
+    const rates = (await request(`${admin}/exchange-rates`, { token: ADMIN_TOKEN })) as {
+      data: { base: string; quote: string; rate: string }[];
+    };
     const current = rates.data.find((r) => r.base === 'EUR' && r.quote === 'GBP');
     if (!current) throw new Error(`${version.name}: the demo has no EUR/GBP rate`);
     const rate = (Number(current.rate) * 1.02).toFixed(4);
-    const ukPrices = async () => ((await request(`${service.base}/v1/products?store=uk&per_page=200`, { token: version.apiKey })) as { data: { prices: unknown }[] })
-      .data.map((p) => JSON.stringify(p.prices));
+    const ukPrices = async () =>
+      (
+        (await request(`${service.base}/v1/products?store=uk&per_page=200`, { token: version.apiKey })) as { data: { prices: unknown }[] }
+      ).data.map((p) => JSON.stringify(p.prices));
     const pricesBefore = await ukPrices();
 
     const reader = startReader(service.base, version.apiKey);
@@ -177,11 +203,17 @@ async function runRound(version: Version, round: number, ndjson: string, tempDir
     await sleep(IDLE_SECONDS * 1000);
     idle.to = performance.now();
     const repricing = await timedWrite(tempDir, `${admin}/exchange-rates/EUR/GBP`, {
-      method: 'PUT', token: ADMIN_TOKEN, contentType: 'application/json', body: JSON.stringify({ rate }),
+      method: 'PUT',
+      token: ADMIN_TOKEN,
+      contentType: 'application/json',
+      body: JSON.stringify({ rate }),
     });
     await sleep(1000);
     const imported = await timedWrite(tempDir, `${admin}/imports`, {
-      method: 'POST', token: ADMIN_TOKEN, contentType: 'application/x-ndjson', body: ndjson,
+      method: 'POST',
+      token: ADMIN_TOKEN,
+      contentType: 'application/x-ndjson',
+      body: ndjson,
     });
     await reader.stop();
 
@@ -189,15 +221,18 @@ async function runRound(version: Version, round: number, ndjson: string, tempDir
     const pricesAfter = await ukPrices();
     const repriced = pricesAfter.filter((p, i) => p !== pricesBefore[i]).length;
     if (repriced === 0) throw new Error(`${version.name}: EUR/GBP ${current.rate} -> ${rate} changed no price on page 1 of uk`);
-    if (imported.result.upserted !== IMPORT_PRODUCTS) throw new Error(`${version.name}: import upserted ${imported.result.upserted} of ${IMPORT_PRODUCTS}`);
+    if (imported.result.upserted !== IMPORT_PRODUCTS)
+      throw new Error(`${version.name}: import upserted ${imported.result.upserted} of ${IMPORT_PRODUCTS}`);
 
     version.reads.idle.push(...reader.within(idle.from, idle.to));
     version.reads.repricing.push(...reader.overlapping(repricing.from, repricing.to));
     version.reads.import.push(...reader.overlapping(imported.from, imported.to));
     version.writeMs.repricing.push(repricing.to - repricing.from);
     version.writeMs.import.push(imported.to - imported.from);
-    log(`round ${round} ${version.name.padEnd(9)} re-pricing EUR/GBP ${current.rate} -> ${rate}: ${(repricing.to - repricing.from).toFixed(0)} ms `
-      + `(${repriced}/${pricesBefore.length} of uk page 1 re-priced); import of ${IMPORT_PRODUCTS}: ${(imported.to - imported.from).toFixed(0)} ms`);
+    log(
+      `round ${round} ${version.name.padEnd(9)} re-pricing EUR/GBP ${current.rate} -> ${rate}: ${(repricing.to - repricing.from).toFixed(0)} ms ` +
+        `(${repriced}/${pricesBefore.length} of uk page 1 re-priced); import of ${IMPORT_PRODUCTS}: ${(imported.to - imported.from).toFixed(0)} ms`,
+    );
   } finally {
     await service.stop();
     fs.rmSync(roundDir, { recursive: true, force: true });
@@ -216,24 +251,41 @@ function report(versions: Version[]): void {
         { target: `${phase}: p99 read <= ${TARGETS.p99Ms} ms`, measured: s.p99, unit: 'ms', pass: s.p99 <= TARGETS.p99Ms },
       ];
     }),
-    { target: `re-pricing duration candidate / baseline <= ${TARGETS.repricingRatio}`, measured: ratio, unit: '', pass: ratio <= TARGETS.repricingRatio },
+    {
+      target: `re-pricing duration candidate / baseline <= ${TARGETS.repricingRatio}`,
+      measured: ratio,
+      unit: '',
+      pass: ratio <= TARGETS.repricingRatio,
+    },
   ];
   if (flags.json) {
-    console.log(JSON.stringify({
-      products: PRODUCTS, rounds: ROUNDS, import_products: IMPORT_PRODUCTS,
-      versions: versions.map((v) => ({
-        name: v.name, ref: v.ref, sha: v.sha,
-        phases: Object.fromEntries(PHASES.map((phase) => [phase, stats(v.reads[phase])])),
-        write_ms: v.writeMs,
-      })),
-      verdicts,
-    }, null, 2));
+    console.log(
+      JSON.stringify(
+        {
+          products: PRODUCTS,
+          rounds: ROUNDS,
+          import_products: IMPORT_PRODUCTS,
+          versions: versions.map((v) => ({
+            name: v.name,
+            ref: v.ref,
+            sha: v.sha,
+            phases: Object.fromEntries(PHASES.map((phase) => [phase, stats(v.reads[phase])])),
+            write_ms: v.writeMs,
+          })),
+          verdicts,
+        },
+        null,
+        2,
+      ),
+    );
     return;
   }
   const ms = (x: number) => (Number.isNaN(x) ? '-' : x.toFixed(1)).padStart(8);
   console.log('');
   console.log(`${PRODUCTS} products, ${ROUNDS} round(s); reads pooled over the rounds, write durations: median (each round)`);
-  console.log(`${'version'.padEnd(10)}${'phase'.padEnd(12)}${'reads'.padStart(7)}${'p50 ms'.padStart(8)}${'p99 ms'.padStart(8)}${'max ms'.padStart(8)}   write ms`);
+  console.log(
+    `${'version'.padEnd(10)}${'phase'.padEnd(12)}${'reads'.padStart(7)}${'p50 ms'.padStart(8)}${'p99 ms'.padStart(8)}${'max ms'.padStart(8)}   write ms`,
+  );
   for (const v of versions) {
     for (const phase of PHASES) {
       const s = stats(v.reads[phase]);
@@ -254,8 +306,12 @@ function report(versions: Version[]): void {
 
 await runSideBySide({ tempPrefix: 'cps-bench-writes-', baseline: flags.baseline, log }, async ({ tempDir, checkouts }) => {
   const versions: Version[] = checkouts.map((checkout) => ({
-    ...checkout, database: path.join(tempDir, `${checkout.name}.db`), merchantId: 0, apiKey: '',
-    reads: { idle: [], repricing: [], import: [] }, writeMs: { repricing: [], import: [] },
+    ...checkout,
+    database: path.join(tempDir, `${checkout.name}.db`),
+    merchantId: 0,
+    apiKey: '',
+    reads: { idle: [], repricing: [], import: [] },
+    writeMs: { repricing: [], import: [] },
   }));
   for (const v of versions) Object.assign(v, await buildDemo(v, v.database, PRODUCTS, log));
   const ndjson = demoImportBody(IMPORT_PRODUCTS, 'writes');

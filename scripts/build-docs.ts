@@ -14,10 +14,11 @@ const redocly = path.join(root, 'node_modules', '.bin', 'redocly');
 const template = path.join(root, 'scripts', 'docs-template.hbs');
 
 /** Redoc's "API docs by Redocly" logo, as text drawn by the page itself. */
-const ATTRIBUTION_SVG = (width: number, text: string) => `data:image/svg+xml,${encodeURIComponent(
-  `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="16" viewBox="0 0 ${width} 16">`
-  + `<text x="0" y="13" font-family="system-ui,sans-serif" font-size="13" font-weight="600" fill="#0044d4">${text}</text></svg>`,
-)}`;
+const ATTRIBUTION_SVG = (width: number, text: string) =>
+  `data:image/svg+xml,${encodeURIComponent(
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="16" viewBox="0 0 ${width} 16">` +
+      `<text x="0" y="13" font-family="system-ui,sans-serif" font-size="13" font-weight="600" fill="#0044d4">${text}</text></svg>`,
+  )}`;
 
 /**
  * What the built pages would fetch from a CDN, and what they use instead (the docs work
@@ -34,7 +35,8 @@ export const OFFLINE_REPLACEMENTS: readonly { cdn: string; local: string }[] = [
 export function withoutCdnAssets(html: string, file: string): string {
   let offline = html;
   for (const { cdn, local } of OFFLINE_REPLACEMENTS) {
-    if (!offline.includes(cdn)) throw new Error(`${file}: Redoc no longer loads ${cdn}; check what it loads now and update OFFLINE_REPLACEMENTS.`);
+    if (!offline.includes(cdn))
+      throw new Error(`${file}: Redoc no longer loads ${cdn}; check what it loads now and update OFFLINE_REPLACEMENTS.`);
     offline = offline.replaceAll(cdn, local);
   }
   return offline;
@@ -43,13 +45,17 @@ export function withoutCdnAssets(html: string, file: string): string {
 export async function buildDocs(outDir: string): Promise<void> {
   fs.mkdirSync(outDir, { recursive: true });
   // The scripts are inlined, so the pages work without the Redocly CDN.
-  await Promise.all(DOCS_PAGES.map(async ({ api, file }) => {
-    const out = path.join(outDir, file);
-    await promisify(execFile)(redocly, [
-      'build-docs', api, '--inlineBundle', '-t', template, `--templateOptions.${api}=true`, '-o', out,
-    ], { cwd: root });
-    fs.writeFileSync(out, withoutCdnAssets(fs.readFileSync(out, 'utf8'), file));
-  }));
+  await Promise.all(
+    DOCS_PAGES.map(async ({ api, file }) => {
+      const out = path.join(outDir, file);
+      await promisify(execFile)(
+        redocly,
+        ['build-docs', api, '--inlineBundle', '-t', template, `--templateOptions.${api}=true`, '-o', out],
+        { cwd: root },
+      );
+      fs.writeFileSync(out, withoutCdnAssets(fs.readFileSync(out, 'utf8'), file));
+    }),
+  );
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {

@@ -63,7 +63,10 @@ async function postgresFor(name: string): Promise<{ database: FaultDatabase; dro
     }
   };
   await onServer(`CREATE DATABASE ${databaseName}`);
-  return { database: postgresDatabase(server.urlOf(databaseName)), drop: () => onServer(`DROP DATABASE IF EXISTS ${databaseName} WITH (FORCE)`) };
+  return {
+    database: postgresDatabase(server.urlOf(databaseName)),
+    drop: () => onServer(`DROP DATABASE IF EXISTS ${databaseName} WITH (FORCE)`),
+  };
 }
 
 const burst = Math.max(100, Math.floor(products / 4));
@@ -73,7 +76,8 @@ const runs: Record<string, (database: FaultDatabase | undefined) => Promise<unkn
   deliveries: (database) => killDuringDeliveries({ database, products: burst, publishChunk: 2000, log }),
   shutdown: (database) => stopDuringDeliveries({ database, products: burst, publishChunk: 2000, log }),
   // Each imported product is one price and one content change in its store.
-  'scale-out': (database) => killWorkerOnPostgres({ products: Math.ceil(scaleOutChanges / 2), batchSize: 20, database: { url: database!.location }, log }),
+  'scale-out': (database) =>
+    killWorkerOnPostgres({ products: Math.ceil(scaleOutChanges / 2), batchSize: 20, database: { url: database!.location }, log }),
 };
 const titles: Record<string, string> = {
   import: `kill -9 during a bulk NDJSON import of ${products} products (chunks of 2000, one transaction each)`,
@@ -102,7 +106,7 @@ for (const engine of engines) {
     } catch (error) {
       failed++;
       killAllServices();
-      log(`  FAIL ${label}: ${(error as Error).stack ?? error}`);
+      log(`  FAIL ${label}: ${(error as Error).stack ?? String(error)}`);
       results.push(`FAIL ${label}`);
     } finally {
       await drop?.().catch(() => undefined);

@@ -21,7 +21,10 @@ console.log(`contract fuzz: seed ${seed}, ${requests} requests (replay with: npm
 const service = await startFuzzService();
 try {
   const report = await runContractFuzz(service, {
-    seed, requests, limits: FUZZ_LIMITS, onProgress: (sent) => console.log(`  ${sent} requests sent`),
+    seed,
+    requests,
+    limits: FUZZ_LIMITS,
+    onProgress: (sent) => console.log(`  ${sent} requests sent`),
   });
   console.log(formatReport(report));
   process.exitCode = report.failures.length ? 1 : 0;

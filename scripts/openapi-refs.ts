@@ -11,10 +11,13 @@ export const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'o
 /** The value a local JSON pointer (`#/a/b~1c`) names; `~1` is `/` and `~0` is `~` (RFC 6901). */
 export function pointer(doc: Json, ref: string): unknown {
   if (!ref.startsWith('#/')) throw new Error(`unsupported $ref ${ref} (only local ones)`);
-  const target = ref.slice(2).split('/').reduce<unknown>((node, segment) => {
-    const key = decodeURIComponent(segment.replace(/~1/g, '/').replace(/~0/g, '~'));
-    return typeof node === 'object' && node !== null && Object.hasOwn(node, key) ? (node as Json)[key] : undefined;
-  }, doc);
+  const target = ref
+    .slice(2)
+    .split('/')
+    .reduce<unknown>((node, segment) => {
+      const key = decodeURIComponent(segment.replace(/~1/g, '/').replace(/~0/g, '~'));
+      return typeof node === 'object' && node !== null && Object.hasOwn(node, key) ? (node as Json)[key] : undefined;
+    }, doc);
   if (target === undefined) throw new Error(`$ref ${ref} points nowhere`);
   return target;
 }
@@ -28,7 +31,7 @@ export function deref(doc: Json, value: Json): Json {
     seen.push(node.$ref);
     const target = pointer(doc, node.$ref);
     if (typeof target !== 'object' || target === null) throw new Error(`$ref ${node.$ref} names no object`);
-    node = target as Json;
+    node = target;
   }
   return node;
 }
@@ -78,8 +81,12 @@ export function inline(doc: Json, schema: unknown): unknown {
       if (within.includes(object.$ref)) throw new Error(`$ref cycle: ${[...within, object.$ref].join(' -> ')} cannot be inlined`);
       return visit(pointer(doc, object.$ref), [...within, object.$ref], false);
     }
-    return Object.fromEntries(Object.entries(object).map(([key, value]) =>
-      [key, isMap ? visit(value, within, false) : INSTANCE_KEYWORDS.has(key) ? value : visit(value, within, SCHEMA_MAPS.has(key))]));
+    return Object.fromEntries(
+      Object.entries(object).map(([key, value]) => [
+        key,
+        isMap ? visit(value, within, false) : INSTANCE_KEYWORDS.has(key) ? value : visit(value, within, SCHEMA_MAPS.has(key)),
+      ]),
+    );
   };
   return visit(schema, [], false);
 }
@@ -96,6 +103,11 @@ export interface Operation {
 export function operations(doc: Json): Operation[] {
   return Object.entries((doc.paths ?? {}) as Record<string, Json>).flatMap(([path, value]) => {
     const pathItem = deref(doc, value);
-    return HTTP_METHODS.filter((method) => pathItem[method]).map((method) => ({ path, method, operation: pathItem[method] as Json, pathItem }));
+    return HTTP_METHODS.filter((method) => pathItem[method]).map((method) => ({
+      path,
+      method,
+      operation: pathItem[method] as Json,
+      pathItem,
+    }));
   });
 }

@@ -23,7 +23,8 @@ const ENTRY_POINTS = { '.': 'src/client/index', './webhooks': 'src/client/webhoo
 function bareImports(js: string): string[] {
   const code = js.replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, ''); // not the examples in comments
   const specifiers = [...code.matchAll(/(?:from|import)\s*\(?\s*['"]([^'"]+)['"]/g)].map((m) => m[1]!);
-  return specifiers.filter((s) => !s.startsWith('.') && !s.startsWith('node:') && !builtinModules.includes(s))
+  return specifiers
+    .filter((s) => !s.startsWith('.') && !s.startsWith('node:') && !builtinModules.includes(s))
     .map((s) => (s.startsWith('@') ? s.split('/').slice(0, 2).join('/') : s.split('/')[0]!));
 }
 
@@ -33,15 +34,22 @@ export async function packClient(outDir: string): Promise<string> {
   const staging = fs.mkdtempSync(path.join(os.tmpdir(), 'cps-client-package-'));
   try {
     // The repository's compiler options; only the entry points and what they import.
-    fs.writeFileSync(path.join(staging, 'tsconfig.json'), JSON.stringify({
-      extends: path.join(root, 'tsconfig.json'),
-      compilerOptions: {
-        noEmit: false, sourceMap: false, declaration: true, rootDir: root, outDir: path.join(staging, 'package', 'dist'),
-        typeRoots: [path.join(root, 'node_modules', '@types')],
-      },
-      files: Object.values(ENTRY_POINTS).map((entry) => path.join(root, `${entry}.ts`)),
-      include: [],
-    }));
+    fs.writeFileSync(
+      path.join(staging, 'tsconfig.json'),
+      JSON.stringify({
+        extends: path.join(root, 'tsconfig.json'),
+        compilerOptions: {
+          noEmit: false,
+          sourceMap: false,
+          declaration: true,
+          rootDir: root,
+          outDir: path.join(staging, 'package', 'dist'),
+          typeRoots: [path.join(root, 'node_modules', '@types')],
+        },
+        files: Object.values(ENTRY_POINTS).map((entry) => path.join(root, `${entry}.ts`)),
+        include: [],
+      }),
+    );
     await run(process.execPath, [path.join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', path.join(staging, 'tsconfig.json')]);
 
     const packageDir = path.join(staging, 'package');
@@ -53,25 +61,43 @@ export async function packClient(outDir: string): Promise<string> {
       if (!range) throw new Error(`the client imports ${name}, which is not a dependency in package.json`);
       dependencies[name] = range;
     }
-    fs.writeFileSync(path.join(packageDir, 'package.json'), `${JSON.stringify({
-      name: CLIENT_PACKAGE,
-      version: manifest.version,
-      description: 'Typed client and webhook receiver kit for the Catalog Publishing Service public API.',
-      type: 'module',
-      license: manifest.license,
-      engines: manifest.engines,
-      exports: Object.fromEntries(Object.entries(ENTRY_POINTS).map(([subpath, entry]) => [subpath, {
-        types: `./dist/${entry}.d.ts`, import: `./dist/${entry}.js`,
-      }])),
-      files: ['dist'],
-      dependencies,
-    }, null, 2)}\n`);
-    fs.writeFileSync(path.join(packageDir, 'README.md'), [
-      `# ${CLIENT_PACKAGE}`, '',
-      'The typed client (`import … from \'catalog-publishing-client\'`) and the webhook receiver kit',
-      '(`import … from \'catalog-publishing-client/webhooks\'`) of the Catalog Publishing Service.',
-      'Usage: docs/client.md ("Typed client") in the service\'s repository; the API reference: `/docs` on your deployment.', '',
-    ].join('\n'));
+    fs.writeFileSync(
+      path.join(packageDir, 'package.json'),
+      `${JSON.stringify(
+        {
+          name: CLIENT_PACKAGE,
+          version: manifest.version,
+          description: 'Typed client and webhook receiver kit for the Catalog Publishing Service public API.',
+          type: 'module',
+          license: manifest.license,
+          engines: manifest.engines,
+          exports: Object.fromEntries(
+            Object.entries(ENTRY_POINTS).map(([subpath, entry]) => [
+              subpath,
+              {
+                types: `./dist/${entry}.d.ts`,
+                import: `./dist/${entry}.js`,
+              },
+            ]),
+          ),
+          files: ['dist'],
+          dependencies,
+        },
+        null,
+        2,
+      )}\n`,
+    );
+    fs.writeFileSync(
+      path.join(packageDir, 'README.md'),
+      [
+        `# ${CLIENT_PACKAGE}`,
+        '',
+        "The typed client (`import … from 'catalog-publishing-client'`) and the webhook receiver kit",
+        "(`import … from 'catalog-publishing-client/webhooks'`) of the Catalog Publishing Service.",
+        'Usage: docs/client.md ("Typed client") in the service\'s repository; the API reference: `/docs` on your deployment.',
+        '',
+      ].join('\n'),
+    );
 
     fs.mkdirSync(outDir, { recursive: true });
     const { stdout } = await run('npm', ['pack', '--pack-destination', path.resolve(outDir), '--json'], { cwd: packageDir });

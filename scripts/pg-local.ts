@@ -13,12 +13,14 @@ async function main(): Promise<void> {
     allowPositionals: true,
     options: { dir: { type: 'string', default: path.join('data', 'postgres') }, port: { type: 'string' } },
   });
-  const dir = path.resolve(values.dir!);
+  const dir = path.resolve(values.dir);
   const command = positionals[0] ?? 'start';
   const bindir = findPostgresBinaries();
   if (!bindir) {
-    throw new Error('No PostgreSQL server binaries found (looked in /usr/lib/postgresql/*/bin, pg_config --bindir and PATH). '
-      + 'Install the server package (Debian/Ubuntu: apt-get install postgresql).');
+    throw new Error(
+      'No PostgreSQL server binaries found (looked in /usr/lib/postgresql/*/bin, pg_config --bindir and PATH). ' +
+        'Install the server package (Debian/Ubuntu: apt-get install postgresql).',
+    );
   }
   const running = runningServer(dir, bindir);
   if (command === 'stop') {
@@ -31,9 +33,14 @@ async function main(): Promise<void> {
     return;
   }
   if (command !== 'start') throw new Error(`Unknown command "${command}": use start (the default) or stop`);
-  const server = running ?? await startPostgresServer({
-    bindir, dir, port: values.port === undefined ? undefined : Number(values.port), durable: true,
-  });
+  const server =
+    running ??
+    (await startPostgresServer({
+      bindir,
+      dir,
+      port: values.port === undefined ? undefined : Number(values.port),
+      durable: true,
+    }));
   const relative = path.relative(process.cwd(), dir) || '.';
   console.log(`${running ? 'Already running' : 'Started'}: PostgreSQL from ${bindir} in ${relative}, on 127.0.0.1:${server.port}.
 

@@ -18,7 +18,10 @@ export function findPostgresBinaries(): string | undefined {
   // Debian/Ubuntu: one folder per major version; the highest first.
   const debian = '/usr/lib/postgresql';
   if (fs.existsSync(debian)) {
-    const versions = fs.readdirSync(debian).filter((name) => /^\d+(\.\d+)?$/.test(name)).sort((a, b) => Number(b) - Number(a));
+    const versions = fs
+      .readdirSync(debian)
+      .filter((name) => /^\d+(\.\d+)?$/.test(name))
+      .sort((a, b) => Number(b) - Number(a));
     for (const version of versions) candidates.push(path.join(debian, version, 'bin'));
   }
   try {
@@ -88,8 +91,19 @@ export async function initCluster(bindir: string, dir: string): Promise<boolean>
   if (isRoot()) chownToServerUser(dir);
   const data = dataDirOf(dir);
   if (fs.existsSync(path.join(data, 'PG_VERSION'))) return false;
-  const [command, args] = asServerUser(path.join(bindir, 'initdb'),
-    ['-D', data, '-A', 'trust', '-U', 'postgres', '-E', 'UTF8', '--locale=C', '--no-sync', '--no-instructions']);
+  const [command, args] = asServerUser(path.join(bindir, 'initdb'), [
+    '-D',
+    data,
+    '-A',
+    'trust',
+    '-U',
+    'postgres',
+    '-E',
+    'UTF8',
+    '--locale=C',
+    '--no-sync',
+    '--no-instructions',
+  ]);
   await run(command, args, { cwd: dir });
   return true;
 }
@@ -110,20 +124,32 @@ export async function startPostgresServer(options: PostgresServerOptions): Promi
   fs.mkdirSync(socket, { recursive: true });
   if (isRoot()) chownToServerUser(socket);
   const settings = [
-    '-c listen_addresses=127.0.0.1', `-k ${socket}`, `-c max_connections=${options.maxConnections ?? 200}`,
+    '-c listen_addresses=127.0.0.1',
+    `-k ${socket}`,
+    `-c max_connections=${options.maxConnections ?? 200}`,
     ...(options.durable === false ? ['-c fsync=off', '-c synchronous_commit=off', '-c full_page_writes=off'] : []),
   ];
   for (let attempt = 1; ; attempt++) {
-    const port = options.port ?? await freePort();
-    const [command, args] = asServerUser(path.join(bindir, 'pg_ctl'),
-      ['-D', dataDirOf(dir), '-l', path.join(dir, 'log'), '-w', '-t', '60', '-o', `-p ${port} ${settings.join(' ')}`, 'start']);
+    const port = options.port ?? (await freePort());
+    const [command, args] = asServerUser(path.join(bindir, 'pg_ctl'), [
+      '-D',
+      dataDirOf(dir),
+      '-l',
+      path.join(dir, 'log'),
+      '-w',
+      '-t',
+      '60',
+      '-o',
+      `-p ${port} ${settings.join(' ')}`,
+      'start',
+    ]);
     try {
       await run(command, args, { cwd: dir });
       return serverAt(bindir, dir, port);
     } catch (error) {
       // Another process may have taken the free port between our check and the server's bind.
       if (options.port !== undefined || attempt >= 3) {
-        throw new Error(`pg_ctl start failed: ${(error as Error).message}\n${tail(path.join(dir, 'log'))}`);
+        throw new Error(`pg_ctl start failed: ${(error as Error).message}\n${tail(path.join(dir, 'log'))}`, { cause: error });
       }
     }
   }
@@ -133,7 +159,11 @@ function serverAt(bindir: string, dir: string, port: number): PostgresServer {
   const urlOf = (database: string) => `postgres://postgres@127.0.0.1:${port}/${database}`;
   const stopArgs = (mode: string) => asServerUser(path.join(bindir, 'pg_ctl'), ['-D', dataDirOf(dir), '-m', mode, '-w', 'stop']);
   return {
-    bindir, dir, port, url: urlOf('postgres'), urlOf,
+    bindir,
+    dir,
+    port,
+    url: urlOf('postgres'),
+    urlOf,
     async stop(mode = 'fast') {
       const [command, args] = stopArgs(mode);
       await run(command, args, { cwd: dir });

@@ -10,7 +10,10 @@ import pg from 'pg';
 
 /** JSON over the admin API with the bench's admin token; throws on any non-2xx. */
 export class AdminClient {
-  constructor(readonly base: string, private readonly token: string) {}
+  constructor(
+    readonly base: string,
+    private readonly token: string,
+  ) {}
 
   async call<T = any>(method: string, path: string, body?: unknown, contentType = 'application/json'): Promise<T> {
     const response = await fetch(`${this.base}/admin/v1${path}`, {
@@ -118,27 +121,89 @@ export interface MainCatalog {
 /** The main merchant as the demo sets one up (3 stores, 2 groups, rates, 3 suppliers, rules), then its products. */
 export async function buildMainCatalog(
   admin: AdminClient,
-  options: { products: number; hosts: ImageHosts; endpoints: number; receiver: string; readers: number; hanging: number; log: (line: string) => void },
+  options: {
+    products: number;
+    hosts: ImageHosts;
+    endpoints: number;
+    receiver: string;
+    readers: number;
+    hanging: number;
+    log: (line: string) => void;
+  },
 ): Promise<MainCatalog> {
-  const merchant = await admin.call('POST', '/merchants', { name: 'Scale Outdoor GmbH', sku_pattern: 'SC-{id}', owner_emails: ['owner@scale-outdoor.test'] });
+  const merchant = await admin.call('POST', '/merchants', {
+    name: 'Scale Outdoor GmbH',
+    sku_pattern: 'SC-{id}',
+    owner_emails: ['owner@scale-outdoor.test'],
+  });
   const m = `/merchants/${merchant.id}`;
-  await admin.call('PUT', `${m}/stores/de`, { name: 'Scale DE', locale: 'de-DE', currency: 'EUR', is_default: true, active: true, exclude_out_of_stock: true });
-  await admin.call('PUT', `${m}/stores/pl`, { name: 'Scale PL', locale: 'pl-PL', currency: 'PLN', is_default: false, active: true, exclude_out_of_stock: false });
-  await admin.call('PUT', `${m}/stores/uk`, { name: 'Scale UK', locale: 'en-GB', currency: 'GBP', is_default: false, active: true, exclude_out_of_stock: false });
+  await admin.call('PUT', `${m}/stores/de`, {
+    name: 'Scale DE',
+    locale: 'de-DE',
+    currency: 'EUR',
+    is_default: true,
+    active: true,
+    exclude_out_of_stock: true,
+  });
+  await admin.call('PUT', `${m}/stores/pl`, {
+    name: 'Scale PL',
+    locale: 'pl-PL',
+    currency: 'PLN',
+    is_default: false,
+    active: true,
+    exclude_out_of_stock: false,
+  });
+  await admin.call('PUT', `${m}/stores/uk`, {
+    name: 'Scale UK',
+    locale: 'en-GB',
+    currency: 'GBP',
+    is_default: false,
+    active: true,
+    exclude_out_of_stock: false,
+  });
   const retail = await admin.call('POST', `${m}/customer-groups`, { name: 'retail' });
   const wholesale = await admin.call('POST', `${m}/customer-groups`, { name: 'wholesale' });
-  for (const [base, quote, rate] of [['EUR', 'PLN', '4.2715'], ['EUR', 'GBP', '0.8571'], ['USD', 'EUR', '0.9240'], ['USD', 'PLN', '3.9470'], ['USD', 'GBP', '0.7920']]) {
+  for (const [base, quote, rate] of [
+    ['EUR', 'PLN', '4.2715'],
+    ['EUR', 'GBP', '0.8571'],
+    ['USD', 'EUR', '0.9240'],
+    ['USD', 'PLN', '3.9470'],
+    ['USD', 'GBP', '0.7920'],
+  ]) {
     await admin.call('PUT', `${m}/exchange-rates/${base}/${quote}`, { rate });
   }
-  for (const [ref, name] of [['alpine-wholesale', 'Alpine Wholesale AG'], ['baltic-outdoor', 'Baltic Outdoor'], ['pacific-imports', 'Pacific Imports Inc.']]) {
+  for (const [ref, name] of [
+    ['alpine-wholesale', 'Alpine Wholesale AG'],
+    ['baltic-outdoor', 'Baltic Outdoor'],
+    ['pacific-imports', 'Pacific Imports Inc.'],
+  ]) {
     await admin.call('PUT', `${m}/suppliers/${ref}`, { name });
   }
   await admin.call('PUT', `${m}/attributes/weight`, { unit: 'kg', labels: { de: 'Gewicht', pl: 'Waga', en: 'Weight' } });
   await admin.call('PUT', `${m}/attributes/color`, { unit: null, labels: { de: 'Farbe', pl: 'Kolor', en: 'Colour' } });
   const rule = { store_id: null, manufacturer: null, min_cost: null, max_cost: null, markup_amount: '0' };
-  await admin.call('POST', `${m}/pricing-rules`, { ...rule, priority: 10, customer_group_id: wholesale.id, markup_percent: '12', price_ending: null });
-  await admin.call('POST', `${m}/pricing-rules`, { ...rule, priority: 20, customer_group_id: retail.id, manufacturer: 'Alpenwerk', markup_percent: '45', price_ending: 99 });
-  await admin.call('POST', `${m}/pricing-rules`, { ...rule, priority: 30, customer_group_id: retail.id, markup_percent: '35', price_ending: 99 });
+  await admin.call('POST', `${m}/pricing-rules`, {
+    ...rule,
+    priority: 10,
+    customer_group_id: wholesale.id,
+    markup_percent: '12',
+    price_ending: null,
+  });
+  await admin.call('POST', `${m}/pricing-rules`, {
+    ...rule,
+    priority: 20,
+    customer_group_id: retail.id,
+    manufacturer: 'Alpenwerk',
+    markup_percent: '45',
+    price_ending: 99,
+  });
+  await admin.call('POST', `${m}/pricing-rules`, {
+    ...rule,
+    priority: 30,
+    customer_group_id: retail.id,
+    markup_percent: '35',
+    price_ending: 99,
+  });
 
   // The few products whose last image hangs, spread over the catalog.
   const hangingEvery = Math.max(1, Math.floor(options.products / Math.max(1, options.hanging)));
@@ -146,11 +211,17 @@ export async function buildMainCatalog(
   const started = performance.now();
   for (let first = 1; first <= options.products; first += importChunk) {
     const last = Math.min(options.products, first + importChunk - 1);
-    const body = ndjson(first, last, (n) => mainProductLine(n, options.hosts, { tag: 'scale', hanging: options.hanging > 0 && n % hangingEvery === 0 && n / hangingEvery <= options.hanging }));
+    const body = ndjson(first, last, (n) =>
+      mainProductLine(n, options.hosts, {
+        tag: 'scale',
+        hanging: options.hanging > 0 && n % hangingEvery === 0 && n / hangingEvery <= options.hanging,
+      }),
+    );
     const result = await admin.call('POST', `${m}/imports`, body, 'application/x-ndjson');
     if (result.upserted !== last - first + 1) throw new Error(`import ${first}..${last}: upserted ${result.upserted}`);
     const seconds = (performance.now() - started) / 1000;
-    if (last === options.products || (last / importChunk) % 5 === 0) options.log(`  main catalog: ${last}/${options.products} products (${(last / seconds).toFixed(0)}/s)`);
+    if (last === options.products || (last / importChunk) % 5 === 0)
+      options.log(`  main catalog: ${last}/${options.products} products (${(last / seconds).toFixed(0)}/s)`);
   }
   // Endpoints after the products: the measured start has no delivery backlog of the build, only
   // what the workers then cause (every mirrored image is a content change).
@@ -165,11 +236,27 @@ export async function buildMainCatalog(
   const apiKeys: string[] = [];
   for (let i = 0; i <= options.readers; i++) apiKeys.push((await admin.call('POST', `${m}/api-keys`, { name: `reader-${i}` })).key);
   const archiveMerchant = await admin.call('POST', '/merchants', { name: 'Scale Archive', owner_emails: [] });
-  const archiveStore = await admin.call('PUT', `/merchants/${archiveMerchant.id}/stores/main`, { name: 'Archive', locale: 'de-DE', currency: 'EUR', is_default: true, active: true });
-  return { merchantId: merchant.id, apiKeys, endpoints, archive: { merchantId: archiveMerchant.id, storeId: archiveStore.id }, importChunk };
+  const archiveStore = await admin.call('PUT', `/merchants/${archiveMerchant.id}/stores/main`, {
+    name: 'Archive',
+    locale: 'de-DE',
+    currency: 'EUR',
+    is_default: true,
+    active: true,
+  });
+  return {
+    merchantId: merchant.id,
+    apiKeys,
+    endpoints,
+    archive: { merchantId: archiveMerchant.id, storeId: archiveStore.id },
+    importChunk,
+  };
 }
 
-export interface Tenant { merchantId: number; apiKey: string; endpointId: number }
+export interface Tenant {
+  merchantId: number;
+  apiKey: string;
+  endpointId: number;
+}
 
 /** `merchants` merchants of `products` products each: one store, one supplier, an endpoint (before the products: a delivery backlog), a key. */
 export async function buildTenants(
@@ -181,25 +268,43 @@ export async function buildTenants(
   let done = 0;
   const started = performance.now();
   const one = async (index: number) => {
-    const merchant = await admin.call('POST', '/merchants', { name: `Tenant ${index + 1}`, owner_emails: [`owner${index + 1}@tenants.test`] });
+    const merchant = await admin.call('POST', '/merchants', {
+      name: `Tenant ${index + 1}`,
+      owner_emails: [`owner${index + 1}@tenants.test`],
+    });
     const m = `/merchants/${merchant.id}`;
-    await admin.call('PUT', `${m}/stores/main`, { name: `Tenant ${index + 1}`, locale: 'de-DE', currency: 'EUR', is_default: true, active: true });
+    await admin.call('PUT', `${m}/stores/main`, {
+      name: `Tenant ${index + 1}`,
+      locale: 'de-DE',
+      currency: 'EUR',
+      is_default: true,
+      active: true,
+    });
     await admin.call('POST', `${m}/customer-groups`, { name: 'retail' });
     await admin.call('PUT', `${m}/suppliers/main-supplier`, { name: 'Main Supplier' });
     const endpoint = await admin.call('POST', `${m}/webhook-endpoints`, { url: `${options.receiver}/tenant/${merchant.id}` });
     const key = await admin.call('POST', `${m}/api-keys`, { name: 'reader' });
-    const result = await admin.call('POST', `${m}/imports`, ndjson(1, options.products, (n) => tenantProductLine(merchant.id, n, options.hosts)), 'application/x-ndjson');
+    const result = await admin.call(
+      'POST',
+      `${m}/imports`,
+      ndjson(1, options.products, (n) => tenantProductLine(merchant.id, n, options.hosts)),
+      'application/x-ndjson',
+    );
     if (result.upserted !== options.products) throw new Error(`tenant ${merchant.id}: upserted ${result.upserted}`);
     tenants[index] = { merchantId: merchant.id, apiKey: key.key, endpointId: endpoint.id };
     done++;
     if (done === options.merchants || done % 100 === 0) {
-      options.log(`  tenants: ${done}/${options.merchants} merchants (${((done * options.products) / ((performance.now() - started) / 1000)).toFixed(0)} products/s)`);
+      options.log(
+        `  tenants: ${done}/${options.merchants} merchants (${((done * options.products) / ((performance.now() - started) / 1000)).toFixed(0)} products/s)`,
+      );
     }
   };
   // A few at once: the builder's writes queue anyway; this keeps its loop busy between requests.
-  await Promise.all(Array.from({ length: 3 }, async () => {
-    while (next < options.merchants) await one(next++);
-  }));
+  await Promise.all(
+    Array.from({ length: 3 }, async () => {
+      while (next < options.merchants) await one(next++);
+    }),
+  );
   return tenants;
 }
 
@@ -212,7 +317,11 @@ export type DatabaseRef = { engine: 'sqlite'; path: string } | { engine: 'postgr
  * Runs `onSqlite` on the SQLite file (waiting up to 30 s for its lock) or `onPostgres` on a client
  * of the database, and closes what it opened.
  */
-async function onDatabase(db: DatabaseRef, onSqlite: (sqlite: Database.Database) => void, onPostgres: (client: pg.Client) => Promise<void>): Promise<void> {
+async function onDatabase(
+  db: DatabaseRef,
+  onSqlite: (sqlite: Database.Database) => void,
+  onPostgres: (client: pg.Client) => Promise<void>,
+): Promise<void> {
   if (db.engine === 'sqlite') {
     const sqlite = new Database(db.path);
     try {
@@ -236,31 +345,63 @@ async function onDatabase(db: DatabaseRef, onSqlite: (sqlite: Database.Database)
  * `count` changes of the archive store, `ageDays` old and older (500 per second of history), ids
  * after the merchant's sequence, which goes on from them (as bench:changes builds a history).
  */
-export async function seedOldChanges(db: DatabaseRef, archive: { merchantId: number; storeId: number }, count: number, ageDays: number): Promise<void> {
+export async function seedOldChanges(
+  db: DatabaseRef,
+  archive: { merchantId: number; storeId: number },
+  count: number,
+  ageDays: number,
+): Promise<void> {
   const start = Date.now() - ageDays * 86_400_000 - Math.ceil(count / 500) * 1000;
   const lastAt = wholeSecondIso(start + Math.floor((count - 1) / 500) * 1000);
-  await onDatabase(db, (sqlite) => {
-      const first = ((sqlite.prepare('SELECT last_id FROM change_sequences WHERE merchant_id = ?').pluck().get(archive.merchantId) as number | undefined) ?? 0) + 1;
-      const insert = sqlite.prepare('INSERT INTO changes (merchant_id, id, store_id, product_id, change_type, created_at) VALUES (?, ?, ?, ?, ?, ?)');
+  await onDatabase(
+    db,
+    (sqlite) => {
+      const first =
+        ((sqlite.prepare('SELECT last_id FROM change_sequences WHERE merchant_id = ?').pluck().get(archive.merchantId) as
+          | number
+          | undefined) ?? 0) + 1;
+      const insert = sqlite.prepare(
+        'INSERT INTO changes (merchant_id, id, store_id, product_id, change_type, created_at) VALUES (?, ?, ?, ?, ?, ?)',
+      );
       const types = ['price', 'content', 'removed'];
       sqlite.transaction(() => {
-        for (let i = 0; i < count; i++) insert.run(archive.merchantId, first + i, archive.storeId, 1 + (i % 50_000), types[i % 3], wholeSecondIso(start + Math.floor(i / 500) * 1000));
-        sqlite.prepare(`INSERT INTO change_sequences (merchant_id, last_id, last_at) VALUES (?, ?, ?)
-          ON CONFLICT (merchant_id) DO UPDATE SET last_id = excluded.last_id, last_at = excluded.last_at`).run(archive.merchantId, first + count - 1, lastAt);
+        for (let i = 0; i < count; i++)
+          insert.run(
+            archive.merchantId,
+            first + i,
+            archive.storeId,
+            1 + (i % 50_000),
+            types[i % 3],
+            wholeSecondIso(start + Math.floor(i / 500) * 1000),
+          );
+        sqlite
+          .prepare(`INSERT INTO change_sequences (merchant_id, last_id, last_at) VALUES (?, ?, ?)
+          ON CONFLICT (merchant_id) DO UPDATE SET last_id = excluded.last_id, last_at = excluded.last_at`)
+          .run(archive.merchantId, first + count - 1, lastAt);
       })();
-  }, async (client) => {
-    const row = await client.query<{ last_id: string }>('SELECT last_id FROM change_sequences WHERE merchant_id = $1', [archive.merchantId]);
-    const first = Number(row.rows[0]?.last_id ?? 0) + 1;
-    await client.query('BEGIN');
-    await client.query(`INSERT INTO changes (merchant_id, id, store_id, product_id, change_type, created_at)
+    },
+    async (client) => {
+      const row = await client.query<{ last_id: string }>('SELECT last_id FROM change_sequences WHERE merchant_id = $1', [
+        archive.merchantId,
+      ]);
+      const first = Number(row.rows[0]?.last_id ?? 0) + 1;
+      await client.query('BEGIN');
+      await client.query(
+        `INSERT INTO changes (merchant_id, id, store_id, product_id, change_type, created_at)
       SELECT $1, $2 + i, $3, 1 + i % 50000, (ARRAY['price', 'content', 'removed'])[1 + i % 3],
         to_char(to_timestamp($4::bigint / 1000 + i / 500) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
-      FROM generate_series(0, $5::bigint - 1) AS i`, [archive.merchantId, first, archive.storeId, start, count]);
-    await client.query(`INSERT INTO change_sequences (merchant_id, last_id, last_at) VALUES ($1, $2, $3)
-      ON CONFLICT (merchant_id) DO UPDATE SET last_id = excluded.last_id, last_at = excluded.last_at`, [archive.merchantId, first + count - 1, lastAt]);
-    await client.query('COMMIT');
-    await client.query('VACUUM (ANALYZE) changes');
-  });
+      FROM generate_series(0, $5::bigint - 1) AS i`,
+        [archive.merchantId, first, archive.storeId, start, count],
+      );
+      await client.query(
+        `INSERT INTO change_sequences (merchant_id, last_id, last_at) VALUES ($1, $2, $3)
+      ON CONFLICT (merchant_id) DO UPDATE SET last_id = excluded.last_id, last_at = excluded.last_at`,
+        [archive.merchantId, first + count - 1, lastAt],
+      );
+      await client.query('COMMIT');
+      await client.query('VACUUM (ANALYZE) changes');
+    },
+  );
 }
 
 /**
@@ -270,9 +411,12 @@ export async function seedOldChanges(db: DatabaseRef, archive: { merchantId: num
  */
 export async function seedDeliveryLog(db: DatabaseRef, endpointId: number, count: number): Promise<void> {
   const from = Date.now() - 7 * 86_400_000;
-  await onDatabase(db, (sqlite) => {
-      const before = (sqlite.prepare('SELECT coalesce(max(id), 0) FROM webhook_deliveries').pluck().get() as number);
-      const insert = sqlite.prepare(`INSERT INTO webhook_deliveries (endpoint_id, event, store_id, product_ids, occurred_at, status, attempts, next_attempt_at, created_at)
+  await onDatabase(
+    db,
+    (sqlite) => {
+      const before = sqlite.prepare('SELECT coalesce(max(id), 0) FROM webhook_deliveries').pluck().get() as number;
+      const insert =
+        sqlite.prepare(`INSERT INTO webhook_deliveries (endpoint_id, event, store_id, product_ids, occurred_at, status, attempts, next_attempt_at, created_at)
         VALUES (?, ?, NULL, ?, ?, ?, ?, NULL, ?)`);
       const attempt = sqlite.prepare(`INSERT INTO webhook_attempts (delivery_id, at, status_code, error, latency_ms, response_snippet)
         SELECT id, created_at, CASE status WHEN 'succeeded' THEN 200 ELSE 503 END, CASE status WHEN 'succeeded' THEN NULL ELSE 'http_status' END, 12, CASE status WHEN 'succeeded' THEN 'ok' ELSE 'unavailable' END
@@ -281,23 +425,39 @@ export async function seedDeliveryLog(db: DatabaseRef, endpointId: number, count
         for (let i = 0; i < count; i++) {
           const at = wholeSecondIso(from + Math.floor((i * 7 * 86_400_000) / count));
           const status = i % 50 < 3 ? 'given_up' : i % 50 < 5 ? 'dropped' : 'succeeded';
-          insert.run(endpointId, ['price', 'content', 'removed'][i % 3], `[${1 + (i % 1000)}]`, at, status, status === 'given_up' ? 6 : status === 'dropped' ? 0 : 1, at);
+          insert.run(
+            endpointId,
+            ['price', 'content', 'removed'][i % 3],
+            `[${1 + (i % 1000)}]`,
+            at,
+            status,
+            status === 'given_up' ? 6 : status === 'dropped' ? 0 : 1,
+            at,
+          );
         }
         attempt.run(before);
       })();
-  }, async (client) => {
-    await client.query('BEGIN');
-    const before = Number((await client.query<{ id: string }>('SELECT coalesce(max(id), 0) AS id FROM webhook_deliveries')).rows[0]!.id);
-    await client.query(`INSERT INTO webhook_deliveries (endpoint_id, event, store_id, product_ids, occurred_at, status, attempts, next_attempt_at, created_at)
+    },
+    async (client) => {
+      await client.query('BEGIN');
+      const before = Number((await client.query<{ id: string }>('SELECT coalesce(max(id), 0) AS id FROM webhook_deliveries')).rows[0]!.id);
+      await client.query(
+        `INSERT INTO webhook_deliveries (endpoint_id, event, store_id, product_ids, occurred_at, status, attempts, next_attempt_at, created_at)
       SELECT $1, (ARRAY['price', 'content', 'removed'])[1 + i % 3], NULL, '[' || (1 + i % 1000) || ']', at,
         CASE WHEN i % 50 < 3 THEN 'given_up' WHEN i % 50 < 5 THEN 'dropped' ELSE 'succeeded' END,
         CASE WHEN i % 50 < 3 THEN 6 WHEN i % 50 < 5 THEN 0 ELSE 1 END, NULL, at
       FROM (SELECT i, to_char(to_timestamp($2::bigint / 1000 + (i::bigint * 604800) / $3) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS at
-            FROM generate_series(0, $3::bigint - 1) AS i) AS s ORDER BY i`, [endpointId, from, count]);
-    await client.query(`INSERT INTO webhook_attempts (delivery_id, at, status_code, error, latency_ms, response_snippet)
+            FROM generate_series(0, $3::bigint - 1) AS i) AS s ORDER BY i`,
+        [endpointId, from, count],
+      );
+      await client.query(
+        `INSERT INTO webhook_attempts (delivery_id, at, status_code, error, latency_ms, response_snippet)
       SELECT id, created_at, CASE status WHEN 'succeeded' THEN 200 ELSE 503 END, CASE status WHEN 'succeeded' THEN NULL ELSE 'http_status' END, 12, CASE status WHEN 'succeeded' THEN 'ok' ELSE 'unavailable' END
-      FROM webhook_deliveries WHERE id > $1 AND status <> 'dropped'`, [before]);
-    await client.query('COMMIT');
-    await client.query('VACUUM (ANALYZE) webhook_deliveries');
-  });
+      FROM webhook_deliveries WHERE id > $1 AND status <> 'dropped'`,
+        [before],
+      );
+      await client.query('COMMIT');
+      await client.query('VACUUM (ANALYZE) webhook_deliveries');
+    },
+  );
 }

@@ -51,9 +51,10 @@ const receiver = http.createServer((request, response) => {
 });
 receiver.keepAliveTimeout = 60_000;
 
-const listen = (server: http.Server) => new Promise<number>((resolve, reject) => {
-  server.once('error', reject).listen(0, '127.0.0.1', () => resolve((server.address() as AddressInfo).port));
-});
+const listen = (server: http.Server) =>
+  new Promise<number>((resolve, reject) => {
+    server.once('error', reject).listen(0, '127.0.0.1', () => resolve((server.address() as AddressInfo).port));
+  });
 
 process.on('message', (message) => {
   if (message === 'counts') process.send?.({ images, gone, hangs, deliveries, byPath: Object.fromEntries(byPath) });

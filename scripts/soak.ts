@@ -68,7 +68,15 @@ interface Interval {
 
 const fresh = (): Interval => ({ requests: 0, reads: [], writes: [], errors: 0, errorSamples: [] });
 let interval = fresh();
-const totals = { requests: 0, reads: 0, writes: 0, errors: 0, rateChanges: 0, readLatencies: [] as number[], writeLatencies: [] as number[] };
+const totals = {
+  requests: 0,
+  reads: 0,
+  writes: 0,
+  errors: 0,
+  rateChanges: 0,
+  readLatencies: [] as number[],
+  writeLatencies: [] as number[],
+};
 const rssSamples: { at: number; kib: number }[] = [];
 
 function percentile(sorted: number[], p: number): number {
@@ -144,7 +152,15 @@ async function startReceiver() {
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks/catalog`;
-  return { state, url, close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }) };
+  return {
+    state,
+    url,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
 }
 
 // ---- the run --------------------------------------------------------------------------------
@@ -153,8 +169,10 @@ const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cps-soak-'));
 const database = path.join(dir, 'catalog.db');
 const log = (line: string) => console.log(line);
 
-log(`Soak: ${SECONDS} s, ${PRODUCTS} products in ${STORES.length} stores, ${READERS} readers at ${READ_RPS} req/s in all, `
-  + `${WRITE_RPS} product upserts/s, an exchange-rate change every ${RATE_EVERY_SECONDS} s, report every ${REPORT_SECONDS} s`);
+log(
+  `Soak: ${SECONDS} s, ${PRODUCTS} products in ${STORES.length} stores, ${READERS} readers at ${READ_RPS} req/s in all, ` +
+    `${WRITE_RPS} product upserts/s, an exchange-rate change every ${RATE_EVERY_SECONDS} s, report every ${REPORT_SECONDS} s`,
+);
 const setupStarted = Date.now();
 const seed = createService(loadConfig({}, { databasePath: database }));
 const demo = await buildDemoCatalog(seed.admin, PRODUCTS);
@@ -164,8 +182,13 @@ const receiver = await startReceiver();
 const port = await freePort();
 const base = `http://127.0.0.1:${port}`;
 const service = await ServiceProcess.start({
-  CPS_DB_PATH: database, CPS_PORT: String(port), CPS_HOST: '127.0.0.1', CPS_ADMIN_TOKEN: ADMIN_TOKEN,
-  CPS_DEMO_ON_EMPTY: 'false', CPS_IMAGE_MIRRORING: 'false', CPS_WEBHOOK_ALLOW_HOSTS: '127.0.0.1',
+  CPS_DB_PATH: database,
+  CPS_PORT: String(port),
+  CPS_HOST: '127.0.0.1',
+  CPS_ADMIN_TOKEN: ADMIN_TOKEN,
+  CPS_DEMO_ON_EMPTY: 'false',
+  CPS_IMAGE_MIRRORING: 'false',
+  CPS_WEBHOOK_ALLOW_HOSTS: '127.0.0.1',
 });
 const adminHeaders = { Authorization: `Bearer ${ADMIN_TOKEN}`, 'Content-Type': 'application/json' };
 const merchantPath = `${base}/admin/v1/merchants/${demo.merchant_id}`;
@@ -231,8 +254,14 @@ async function writer(): Promise<void> {
     const n = 1 + Math.floor(random() * PRODUCTS);
     const { ref, source } = demoProduct(n);
     // A new stock level and cost: usually a price and a content change in every store.
-    const offers = source.offers.map((o, k) => (k === 0 ? { ...o, quantity: (o.quantity + i) % 50, cost: (Number(o.cost) + (i % 7) / 10).toFixed(2) } : o));
-    await timed('write', `${merchantPath}/products/${ref}`, { method: 'PUT', headers: adminHeaders, body: JSON.stringify({ ...source, offers }) });
+    const offers = source.offers.map((o, k) =>
+      k === 0 ? { ...o, quantity: (o.quantity + i) % 50, cost: (Number(o.cost) + (i % 7) / 10).toFixed(2) } : o,
+    );
+    await timed('write', `${merchantPath}/products/${ref}`, {
+      method: 'PUT',
+      headers: adminHeaders,
+      body: JSON.stringify({ ...source, offers }),
+    });
   });
 }
 
@@ -241,13 +270,16 @@ async function rateChanger(): Promise<void> {
     if (i === 0) return; // the first change comes one period in
     totals.rateChanges++;
     await timed('write', `${merchantPath}/exchange-rates/EUR/PLN`, {
-      method: 'PUT', headers: adminHeaders, body: JSON.stringify({ rate: i % 2 ? '4.3015' : '4.2715' }),
+      method: 'PUT',
+      headers: adminHeaders,
+      body: JSON.stringify({ rate: i % 2 ? '4.3015' : '4.2715' }),
     });
   });
 }
 
 async function reporter(): Promise<void> {
-  const header = '  time | requests |   req/s | errors | read p50 |  read p99 | write p50 | write p99 |    RSS | deliveries | backlog | feed lag';
+  const header =
+    '  time | requests |   req/s | errors | read p50 |  read p99 | write p50 | write p99 |    RSS | deliveries | backlog | feed lag';
   log(header);
   let last = Date.now();
   let deliveredBefore = 0;
@@ -267,14 +299,22 @@ async function reporter(): Promise<void> {
     const feedLag = sample(await scrape(), 'cps_feed_lag_seconds') ?? Number.NaN;
     maxFeedLag = Math.max(maxFeedLag, feedLag);
     const ms = (v: number) => `${v.toFixed(1)} ms`;
-    log([
-      `${String(Math.round((now - started) / 1000)).padStart(4)} s`, String(requests).padStart(8),
-      ((requests * 1000) / (now - last)).toFixed(0).padStart(7), String(errors).padStart(6),
-      ms(percentile(reads, 50)).padStart(8), ms(percentile(reads, 99)).padStart(9),
-      ms(percentile(writes, 50)).padStart(9), ms(percentile(writes, 99)).padStart(9),
-      `${((kib ?? 0) / 1024).toFixed(0)} MiB`.padStart(6), String(receiver.state.deliveries - deliveredBefore).padStart(10),
-      String(outbox + unfinished).padStart(7), `${feedLag.toFixed(1)} s`.padStart(8),
-    ].join(' | '));
+    log(
+      [
+        `${String(Math.round((now - started) / 1000)).padStart(4)} s`,
+        String(requests).padStart(8),
+        ((requests * 1000) / (now - last)).toFixed(0).padStart(7),
+        String(errors).padStart(6),
+        ms(percentile(reads, 50)).padStart(8),
+        ms(percentile(reads, 99)).padStart(9),
+        ms(percentile(writes, 50)).padStart(9),
+        ms(percentile(writes, 99)).padStart(9),
+        `${((kib ?? 0) / 1024).toFixed(0)} MiB`.padStart(6),
+        String(receiver.state.deliveries - deliveredBefore).padStart(10),
+        String(outbox + unfinished).padStart(7),
+        `${feedLag.toFixed(1)} s`.padStart(8),
+      ].join(' | '),
+    );
     for (const sample of errorSamples) log(`         error: ${sample}`);
     deliveredBefore = receiver.state.deliveries;
     last = now;
@@ -298,8 +338,12 @@ const drainedMs = Date.now() - drainStarted;
 const metrics = await scrape();
 const served5xx = total(metrics, 'cps_http_request_duration_seconds_count', (labels) => labels.status!.startsWith('5'));
 const servedRequests = total(metrics, 'cps_http_request_duration_seconds_count');
-const deliveriesByOutcome = Object.fromEntries(['succeeded', 'failed', 'given_up', 'dropped']
-  .map((outcome) => [outcome, sample(metrics, 'cps_webhook_deliveries_total', { outcome }) ?? 0]));
+const deliveriesByOutcome = Object.fromEntries(
+  ['succeeded', 'failed', 'given_up', 'dropped'].map((outcome) => [
+    outcome,
+    sample(metrics, 'cps_webhook_deliveries_total', { outcome }) ?? 0,
+  ]),
+);
 const feedLagAfterDrain = sample(metrics, 'cps_feed_lag_seconds') ?? Number.NaN;
 const finalRss = service.rssKib();
 const stopStarted = Date.now();
@@ -310,10 +354,17 @@ await receiver.close();
 
 const storage = openSqliteStorage(database);
 const consistency = await verifyCatalog(storage);
-const changes = storage.db.prepare('SELECT store_id, product_id, change_type FROM changes WHERE id > ?').all(changesBefore) as { store_id: number; product_id: number; change_type: string }[];
+const changes = storage.db.prepare('SELECT store_id, product_id, change_type FROM changes WHERE id > ?').all(changesBefore) as {
+  store_id: number;
+  product_id: number;
+  change_type: string;
+}[];
 await storage.close();
-const unseen = changes.filter((c) => !receiver.state.seen.has(`${c.change_type}:${c.store_id}:${c.product_id}`)
-  && !(c.change_type === 'removed' && receiver.state.seen.has(`removed:null:${c.product_id}`))).length;
+const unseen = changes.filter(
+  (c) =>
+    !receiver.state.seen.has(`${c.change_type}:${c.store_id}:${c.product_id}`) &&
+    !(c.change_type === 'removed' && receiver.state.seen.has(`removed:null:${c.product_id}`)),
+).length;
 
 totals.readLatencies.sort((a, b) => a - b);
 totals.writeLatencies.sort((a, b) => a - b);
@@ -326,24 +377,40 @@ const rssFlat = rssSamples.length >= 3 && rssRatio <= 1.1;
 const requests = totals.requests;
 
 log('');
-log(`Totals over ${elapsedSeconds.toFixed(1)} s: ${requests} requests (${(requests / elapsedSeconds).toFixed(0)}/s: ${totals.reads} reads, `
-  + `${totals.writes} writes of which ${totals.rateChanges} exchange-rate changes), ${totals.errors} errors`);
-log(`  reads:  p50 ${percentile(totals.readLatencies, 50).toFixed(1)} ms, p99 ${percentile(totals.readLatencies, 99).toFixed(1)} ms, max ${(totals.readLatencies.at(-1) ?? 0).toFixed(1)} ms`);
-log(`  writes: p50 ${percentile(totals.writeLatencies, 50).toFixed(1)} ms, p99 ${percentile(totals.writeLatencies, 99).toFixed(1)} ms, max ${(totals.writeLatencies.at(-1) ?? 0).toFixed(1)} ms`);
-log(`  deliveries: ${receiver.state.deliveries} received, ${receiver.state.invalid} with a bad signature; backlog drained ${drainedMs} ms after the load `
-  + `(${left.outbox + left.unfinished} left); ${changes.length - unseen} of ${changes.length} changes recorded during the soak reached the receiver`);
-log(`  RSS: first ${((rssSamples[0]?.kib ?? 0) / 1024).toFixed(1)} MiB, middle third ${(middle / 1024).toFixed(1)} MiB, `
-  + `last third ${(lastThird / 1024).toFixed(1)} MiB (x${rssRatio.toFixed(3)}), at the end ${((finalRss ?? 0) / 1024).toFixed(1)} MiB`);
-log(`  the service's /metrics: ${servedRequests} requests counted, ${served5xx} answered 5xx; deliveries ${JSON.stringify(deliveriesByOutcome)}; `
-  + `feed lag at most ${maxFeedLag.toFixed(1)} s at the reports, ${feedLagAfterDrain} s after the drain`);
+log(
+  `Totals over ${elapsedSeconds.toFixed(1)} s: ${requests} requests (${(requests / elapsedSeconds).toFixed(0)}/s: ${totals.reads} reads, ` +
+    `${totals.writes} writes of which ${totals.rateChanges} exchange-rate changes), ${totals.errors} errors`,
+);
+log(
+  `  reads:  p50 ${percentile(totals.readLatencies, 50).toFixed(1)} ms, p99 ${percentile(totals.readLatencies, 99).toFixed(1)} ms, max ${(totals.readLatencies.at(-1) ?? 0).toFixed(1)} ms`,
+);
+log(
+  `  writes: p50 ${percentile(totals.writeLatencies, 50).toFixed(1)} ms, p99 ${percentile(totals.writeLatencies, 99).toFixed(1)} ms, max ${(totals.writeLatencies.at(-1) ?? 0).toFixed(1)} ms`,
+);
+log(
+  `  deliveries: ${receiver.state.deliveries} received, ${receiver.state.invalid} with a bad signature; backlog drained ${drainedMs} ms after the load ` +
+    `(${left.outbox + left.unfinished} left); ${changes.length - unseen} of ${changes.length} changes recorded during the soak reached the receiver`,
+);
+log(
+  `  RSS: first ${((rssSamples[0]?.kib ?? 0) / 1024).toFixed(1)} MiB, middle third ${(middle / 1024).toFixed(1)} MiB, ` +
+    `last third ${(lastThird / 1024).toFixed(1)} MiB (x${rssRatio.toFixed(3)}), at the end ${((finalRss ?? 0) / 1024).toFixed(1)} MiB`,
+);
+log(
+  `  the service's /metrics: ${servedRequests} requests counted, ${served5xx} answered 5xx; deliveries ${JSON.stringify(deliveriesByOutcome)}; ` +
+    `feed lag at most ${maxFeedLag.toFixed(1)} s at the reports, ${feedLagAfterDrain} s after the drain`,
+);
 log(`  SIGTERM: exited ${exitedCleanly ? 'with 0' : `with ${service.child.exitCode ?? service.child.signalCode}`} in ${stopMs} ms`);
-log(`  full recompute: ${consistency.payloadsCompared} payloads, ${consistency.changes} changes, ${consistency.deliveriesCovered} outbox/delivery pairs, ${consistency.problemCount} problems`);
+log(
+  `  full recompute: ${consistency.payloadsCompared} payloads, ${consistency.changes} changes, ${consistency.deliveriesCovered} outbox/delivery pairs, ${consistency.problemCount} problems`,
+);
 for (const problem of consistency.problems.slice(0, 5)) log(`    ${problem}`);
 const verdicts = [
   [`errors: ${totals.errors} (target 0)`, totals.errors === 0],
   [`5xx counted by the service's /metrics: ${served5xx} (target 0)`, served5xx === 0],
-  [`deliveries the service counted as succeeded equal those received: ${deliveriesByOutcome.succeeded} / ${receiver.state.deliveries}`,
-    deliveriesByOutcome.succeeded === receiver.state.deliveries],
+  [
+    `deliveries the service counted as succeeded equal those received: ${deliveriesByOutcome.succeeded} / ${receiver.state.deliveries}`,
+    deliveriesByOutcome.succeeded === receiver.state.deliveries,
+  ],
   [`RSS ${rssFlat ? 'flat' : 'growing'}: last third / middle third = ${rssRatio.toFixed(3)} (target <= 1.10)`, rssFlat],
   [`every change delivered at least once: ${unseen === 0 ? 'yes' : `${unseen} not`}`, unseen === 0 && receiver.state.invalid === 0],
   [`consistent with a full recompute: ${consistency.problemCount === 0 ? 'yes' : 'no'}`, consistency.problemCount === 0],

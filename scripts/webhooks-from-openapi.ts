@@ -12,8 +12,23 @@ const literal = (v: unknown) => JSON.stringify(v);
 /** Keywords that only annotate: they never change what a value is valid against. */
 const ANNOTATIONS = new Set(['description', 'examples', 'example', 'title', 'default', 'deprecated', 'readOnly', 'writeOnly', '$comment']);
 const VALIDATORS = new Set([
-  '$ref', 'allOf', 'type', 'const', 'enum', 'format', 'pattern', 'minLength', 'maxLength', 'minimum', 'maximum',
-  'minItems', 'maxItems', 'items', 'required', 'properties', 'additionalProperties',
+  '$ref',
+  'allOf',
+  'type',
+  'const',
+  'enum',
+  'format',
+  'pattern',
+  'minLength',
+  'maxLength',
+  'minimum',
+  'maximum',
+  'minItems',
+  'maxItems',
+  'items',
+  'required',
+  'properties',
+  'additionalProperties',
 ]);
 
 const TYPE_TESTS: Record<string, (v: string) => string> = {
@@ -68,8 +83,11 @@ class ValidatorEmitter {
       out.push(`${indent}if (${v} !== ${literal(node.const)}) ${fail('must be equal to constant')}`);
     }
     if (node.enum !== undefined) {
-      if ((node.enum as unknown[]).some((e) => typeof e === 'object' && e !== null)) throw new Error('unsupported enum: only primitive values');
-      out.push(`${indent}if (!${this.constant('ENUM', `new Set<unknown>(${literal(node.enum)})`)}.has(${v})) ${fail('must be equal to one of the allowed values')}`);
+      if ((node.enum as unknown[]).some((e) => typeof e === 'object' && e !== null))
+        throw new Error('unsupported enum: only primitive values');
+      out.push(
+        `${indent}if (!${this.constant('ENUM', `new Set<unknown>(${literal(node.enum)})`)}.has(${v})) ${fail('must be equal to one of the allowed values')}`,
+      );
     }
     const strings: string[] = [];
     if (node.format !== undefined) {
@@ -87,16 +105,20 @@ class ValidatorEmitter {
       strings.push(`if (!${name}.test(${v})) ${fail(`must match pattern "${node.pattern}"`)}`);
     }
     // Ajv counts characters as code points.
-    if (node.minLength !== undefined) strings.push(`if ([...${v}].length < ${node.minLength}) ${fail(`must NOT have fewer than ${node.minLength} characters`)}`);
-    if (node.maxLength !== undefined) strings.push(`if ([...${v}].length > ${node.maxLength}) ${fail(`must NOT have more than ${node.maxLength} characters`)}`);
+    if (node.minLength !== undefined)
+      strings.push(`if ([...${v}].length < ${node.minLength}) ${fail(`must NOT have fewer than ${node.minLength} characters`)}`);
+    if (node.maxLength !== undefined)
+      strings.push(`if ([...${v}].length > ${node.maxLength}) ${fail(`must NOT have more than ${node.maxLength} characters`)}`);
     if (strings.length) out.push(`${indent}if (typeof ${v} === 'string') {`, ...strings.map((s) => `${indent}  ${s}`), `${indent}}`);
     const numbers: string[] = [];
     if (node.minimum !== undefined) numbers.push(`if (${v} < ${node.minimum}) ${fail(`must be >= ${node.minimum}`)}`);
     if (node.maximum !== undefined) numbers.push(`if (${v} > ${node.maximum}) ${fail(`must be <= ${node.maximum}`)}`);
     if (numbers.length) out.push(`${indent}if (typeof ${v} === 'number') {`, ...numbers.map((s) => `${indent}  ${s}`), `${indent}}`);
     const arrays: string[] = [];
-    if (node.minItems !== undefined) arrays.push(`${indent}  if (${v}.length < ${node.minItems}) ${fail(`must NOT have fewer than ${node.minItems} items`)}`);
-    if (node.maxItems !== undefined) arrays.push(`${indent}  if (${v}.length > ${node.maxItems}) ${fail(`must NOT have more than ${node.maxItems} items`)}`);
+    if (node.minItems !== undefined)
+      arrays.push(`${indent}  if (${v}.length < ${node.minItems}) ${fail(`must NOT have fewer than ${node.minItems} items`)}`);
+    if (node.maxItems !== undefined)
+      arrays.push(`${indent}  if (${v}.length > ${node.maxItems}) ${fail(`must NOT have more than ${node.maxItems} items`)}`);
     if (node.items !== undefined) {
       if (Array.isArray(node.items) || typeof node.items !== 'object') throw new Error('unsupported items: only one schema');
       const i = `i${this.counter++}`;
@@ -126,11 +148,21 @@ class ValidatorEmitter {
       const pathOf = path === "''" ? literal(segment) : `${path} + ${literal(segment)}`;
       const checks = this.emit(property, value, pathOf, `${indent}    `);
       if (checks.length) {
-        objects.push(`${indent}  const ${value} = ${o}[${literal(name)}];`, `${indent}  if (${value} !== undefined) {`, ...checks, `${indent}  }`);
+        objects.push(
+          `${indent}  const ${value} = ${o}[${literal(name)}];`,
+          `${indent}  if (${value} !== undefined) {`,
+          ...checks,
+          `${indent}  }`,
+        );
       }
     }
     if (objects.length) {
-      out.push(`${indent}if (${TYPE_TESTS.object!(v)}) {`, `${indent}  const ${o} = ${v} as Record<string, unknown>;`, ...objects, `${indent}}`);
+      out.push(
+        `${indent}if (${TYPE_TESTS.object!(v)}) {`,
+        `${indent}  const ${o} = ${v} as Record<string, unknown>;`,
+        ...objects,
+        `${indent}}`,
+      );
     }
     return out;
   }
@@ -190,15 +222,22 @@ function webhookOperations(doc: Json): WebhookOperation[] {
     const [contentType, media] = content[0]!;
     const ref: string | undefined = media.schema?.$ref;
     if (!ref?.startsWith('#/components/schemas/')) throw new Error(`webhook ${event}: the body schema must be a named component`);
-    const headers = ((operation.parameters ?? []) as Json[]).map((p) => deref(doc, p)).map((p) => {
-      if (p.in !== 'header') throw new Error(`webhook ${event}: parameter ${p.name} is not a header`);
-      const schema = deref(doc, p.schema ?? {});
-      if (schema.type !== 'string' || typeof schema.pattern !== 'string') throw new Error(`webhook ${event}: header ${p.name} needs a string pattern`);
-      return { name: p.name as string, required: p.required === true, pattern: schema.pattern as string };
-    });
+    const headers = ((operation.parameters ?? []) as Json[])
+      .map((p) => deref(doc, p))
+      .map((p) => {
+        if (p.in !== 'header') throw new Error(`webhook ${event}: parameter ${p.name} is not a header`);
+        const schema = deref(doc, p.schema ?? {});
+        if (schema.type !== 'string' || typeof schema.pattern !== 'string')
+          throw new Error(`webhook ${event}: header ${p.name} needs a string pattern`);
+        return { name: p.name as string, required: p.required === true, pattern: schema.pattern };
+      });
     return {
-      event, operationId: operation.operationId, contentType, schemaName: componentName(doc, ref, 'schemas'),
-      schema: inline(doc, media.schema) as Json, headers,
+      event,
+      operationId: operation.operationId,
+      contentType,
+      schemaName: componentName(doc, ref, 'schemas'),
+      schema: inline(doc, media.schema) as Json,
+      headers,
     };
   });
 }
@@ -227,21 +266,21 @@ export function emitWebhookRegistry(doc: Json, options: { source: string }): str
     '',
     'export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];',
     '',
-    '/** The body of one event\'s delivery, as openapi-typescript types it. */',
+    "/** The body of one event's delivery, as openapi-typescript types it. */",
     "export type WebhookPayloadOf<Event extends WebhookEvent> = webhooks[Event]['post']['requestBody']['content']['application/json'];",
     '',
     '/** The body of any delivery, discriminated on `event`. */',
     'export type WebhookPayload = { [Event in WebhookEvent]: WebhookPayloadOf<Event> }[WebhookEvent];',
     '',
-    '/** The headers every delivery carries (the webhooks\' parameters), in the document\'s order. */',
+    "/** The headers every delivery carries (the webhooks' parameters), in the document's order. */",
     'export const WEBHOOK_HEADERS = [',
     ...headers.map((h) => `  { name: ${literal(h.name)}, required: ${h.required}, pattern: new RegExp(${literal(h.pattern)}, 'u') },`),
     '] as const;',
     '',
-    'export type WebhookHeaderName = (typeof WEBHOOK_HEADERS)[number][\'name\'];',
+    "export type WebhookHeaderName = (typeof WEBHOOK_HEADERS)[number]['name'];",
     '',
     '/** The headers every delivery carries (`required: true`). */',
-    'export type WebhookRequiredHeaderName = Extract<(typeof WEBHOOK_HEADERS)[number], { required: true }>[\'name\'];',
+    "export type WebhookRequiredHeaderName = Extract<(typeof WEBHOOK_HEADERS)[number], { required: true }>['name'];",
     '',
     '/** The headers only some deliveries carry (`required: false`: a resend, the Standard Webhooks headers). */',
     'export type WebhookOptionalHeaderName = Exclude<WebhookHeaderName, WebhookRequiredHeaderName>;',
@@ -293,7 +332,7 @@ export function emitWebhookRegistry(doc: Json, options: { source: string }): str
     '',
     'const isEvent = (value: unknown): value is WebhookEvent => (WEBHOOK_EVENTS as readonly unknown[]).includes(value);',
     '',
-    '/** The schema errors of a parsed delivery body, checked against its `event`\'s schema (none: it is valid). */',
+    "/** The schema errors of a parsed delivery body, checked against its `event`'s schema (none: it is valid). */",
     'export function webhookPayloadErrors(value: unknown): WebhookSchemaError[] {',
     "  const event = typeof value === 'object' && value !== null ? (value as Record<string, unknown>).event : undefined;",
     '  if (isEvent(event)) return WEBHOOKS[event].validate(value);',
@@ -312,19 +351,36 @@ export function emitWebhookRegistry(doc: Json, options: { source: string }): str
 
 /** The limits code clamps and batches by, each read from the document that states it. */
 const LIMITS = [
-  { name: 'IDS_MAX_ITEMS', pointer: '#/components/parameters/IdsParam/schema/maxItems', doc: 'Product ids one `GET /v1/products?ids=` request takes at most.' },
-  { name: 'PRICE_IDS_MAX_ITEMS', pointer: '#/components/parameters/PriceIdsParam/schema/maxItems', doc: 'Product ids one `GET /v1/prices?ids=` request takes at most.' },
-  { name: 'PER_PAGE_MAXIMUM', pointer: '#/components/schemas/PaginationMeta/properties/per_page/maximum', doc: '`per_page` is clamped to 1..this.' },
-  { name: 'CHANGES_MAX_ITEMS', pointer: '#/components/schemas/ChangePage/properties/changes/maxItems', doc: 'Changes one `GET /v1/changes` response carries at most.' },
-  { name: 'WEBHOOK_PRODUCT_IDS_MAX_ITEMS', pointer: '#/components/schemas/WebhookPayload/properties/product_ids/maxItems', doc: 'Product ids one webhook delivery carries at most.' },
+  {
+    name: 'IDS_MAX_ITEMS',
+    pointer: '#/components/parameters/IdsParam/schema/maxItems',
+    doc: 'Product ids one `GET /v1/products?ids=` request takes at most.',
+  },
+  {
+    name: 'PRICE_IDS_MAX_ITEMS',
+    pointer: '#/components/parameters/PriceIdsParam/schema/maxItems',
+    doc: 'Product ids one `GET /v1/prices?ids=` request takes at most.',
+  },
+  {
+    name: 'PER_PAGE_MAXIMUM',
+    pointer: '#/components/schemas/PaginationMeta/properties/per_page/maximum',
+    doc: '`per_page` is clamped to 1..this.',
+  },
+  {
+    name: 'CHANGES_MAX_ITEMS',
+    pointer: '#/components/schemas/ChangePage/properties/changes/maxItems',
+    doc: 'Changes one `GET /v1/changes` response carries at most.',
+  },
+  {
+    name: 'WEBHOOK_PRODUCT_IDS_MAX_ITEMS',
+    pointer: '#/components/schemas/WebhookPayload/properties/product_ids/maxItems',
+    doc: 'Product ids one webhook delivery carries at most.',
+  },
 ] as const;
 
 /** `src/generated/public-limits.ts`: the documents' maxItems and maximum as constants. */
 export function emitLimits(doc: Json, options: { source: string }): string {
-  const lines = [
-    `// Generated by scripts/generate.ts from ${options.source}: do not edit. Run \`npm run generate\`.`,
-    '',
-  ];
+  const lines = [`// Generated by scripts/generate.ts from ${options.source}: do not edit. Run \`npm run generate\`.`, ''];
   for (const limit of LIMITS) {
     const value = pointer(doc, limit.pointer);
     if (typeof value !== 'number') throw new Error(`${limit.pointer} is not a number`);

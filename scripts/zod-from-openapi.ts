@@ -81,7 +81,11 @@ export function zodForSchema(doc: Json, schema: Json): string {
 function zodForOneOf(doc: Json, schema: Json): string {
   const members = schema.oneOf as Json[];
   const { oneOf: _oneOf, description: _description, ...rest } = schema;
-  if (Object.keys(rest).length > 0 || members.length < 2 || !members.every((member) => typeof member.$ref === 'string' && Object.keys(member).length === 1)) {
+  if (
+    Object.keys(rest).length > 0 ||
+    members.length < 2 ||
+    !members.every((member) => typeof member.$ref === 'string' && Object.keys(member).length === 1)
+  ) {
     throw new Error('unsupported oneOf: only a list of $refs to component schemas, with nothing beside it but a description');
   }
   return `z.union([${members.map((member) => schemaConst(componentName(doc, member.$ref, 'schemas'))).join(', ')}])`;
@@ -95,11 +99,14 @@ function zodForType(doc: Json, kind: string, schema: Json): string {
       else if (schema.format === 'email') out = `z.email({ pattern: new RegExp(${literal(EMAIL.source)}, ${literal(EMAIL.flags)}) })`;
       else if (schema.format === 'uri') out = 'z.url()';
       // JSON Schema counts a string's length in characters (code points), not UTF-16 units.
-      if (schema.minLength !== undefined) out += `.refine((s) => [...s].length >= ${schema.minLength}, { error: 'must be at least ${schema.minLength} characters' })`;
-      if (schema.maxLength !== undefined) out += `.refine((s) => [...s].length <= ${schema.maxLength}, { error: 'must be at most ${schema.maxLength} characters' })`;
+      if (schema.minLength !== undefined)
+        out += `.refine((s) => [...s].length >= ${schema.minLength}, { error: 'must be at least ${schema.minLength} characters' })`;
+      if (schema.maxLength !== undefined)
+        out += `.refine((s) => [...s].length <= ${schema.maxLength}, { error: 'must be at most ${schema.maxLength} characters' })`;
       if (schema.pattern) out += `.regex(${regex(schema.pattern)})`;
       const excluded = excludedStrings(schema);
-      if (excluded) out += `.refine((v) => !${literal(excluded)}.includes(v), { error: ${literal(`must not be ${excluded.join(' or ')}`)} })`;
+      if (excluded)
+        out += `.refine((v) => !${literal(excluded)}.includes(v), { error: ${literal(`must not be ${excluded.join(' or ')}`)} })`;
       return out;
     }
     case 'integer':
@@ -151,16 +158,20 @@ function zodForObject(doc: Json, schema: Json): string {
     // prototype): accepted there it would vanish silently, so the documents must refuse it, and
     // freeKeys() checks it against the key schema as if it were any other key.
     if (allowsProtoKey(schema.propertyNames)) {
-      throw new Error('a map whose propertyNames allow "__proto__" would drop that key: refuse it (`not: {const: __proto__}` or a pattern)');
+      throw new Error(
+        'a map whose propertyNames allow "__proto__" would drop that key: refuse it (`not: {const: __proto__}` or a pattern)',
+      );
     }
     const keySchema = zodForSchema(doc, { type: 'string', ...schema.propertyNames });
     let out = `freeKeys(${keySchema}, ${zodForSchema(doc, additional)})`;
-    if (schema.maxProperties !== undefined) out += `.refine((o) => Object.keys(o).length <= ${schema.maxProperties}, { error: 'too many properties (at most ${schema.maxProperties})' })`;
+    if (schema.maxProperties !== undefined)
+      out += `.refine((o) => Object.keys(o).length <= ${schema.maxProperties}, { error: 'too many properties (at most ${schema.maxProperties})' })`;
     return out;
   }
   const fields = Object.entries(properties).map(([key, value]) => {
     let field = zodForSchema(doc, value as Json);
-    if (!required.has(key)) field += (value as Json).default !== undefined ? `.default(${literal((value as Json).default)})` : '.optional()';
+    if (!required.has(key))
+      field += (value as Json).default !== undefined ? `.default(${literal((value as Json).default)})` : '.optional()';
     return `${propertyKey(key)}: ${field}`;
   });
   const body = `{ ${fields.join(', ')} }`;
@@ -202,7 +213,11 @@ export function zodForParameter(doc: Json, parameter: Json): string {
     out = `z.string().transform((v) => v.split(',')).pipe(${list})`;
   } else if (kind === 'string') {
     out = zodForSchema(doc, { ...schema, type: 'string' });
-    if (schema.pattern) out = out.replace(`.regex(${regex(schema.pattern)})`, `.regex(${regex(schema.pattern)}, { error: ${literal(`must match ${schema.pattern}`)} })`);
+    if (schema.pattern)
+      out = out.replace(
+        `.regex(${regex(schema.pattern)})`,
+        `.regex(${regex(schema.pattern)}, { error: ${literal(`must match ${schema.pattern}`)} })`,
+      );
   } else {
     throw new Error(`unsupported parameter type ${kind} for ${parameter.name}`);
   }
@@ -238,15 +253,18 @@ function emitRoute(doc: Json, path: string, method: string, operation: Json, pat
   }
   if (operation.requestBody) {
     const body = deref(doc, operation.requestBody);
-    const content = Object.entries(body.content as Json).map(([type, media]) =>
-      `${literal(type)}: { schema: ${type.includes('json') ? zodForSchema(doc, (media as Json).schema) : 'z.string()'} }`);
+    const content = Object.entries(body.content as Json).map(
+      ([type, media]) =>
+        `${literal(type)}: { schema: ${type.includes('json') ? zodForSchema(doc, (media as Json).schema) : 'z.string()'} }`,
+    );
     request.push(`body: { required: ${Boolean(body.required)}, content: { ${content.join(', ')} } }`);
   }
   const responses = Object.entries(operation.responses as Json).map(([status, value]) => {
     const response = deref(doc, value as Json);
     const content = response.content
-      ? `, content: { ${Object.entries(response.content as Json).map(([type, media]) =>
-        `${literal(type)}: { schema: ${zodForSchema(doc, (media as Json).schema ?? {})} }`).join(', ')} }`
+      ? `, content: { ${Object.entries(response.content as Json)
+          .map(([type, media]) => `${literal(type)}: { schema: ${zodForSchema(doc, (media as Json).schema ?? {})} }`)
+          .join(', ')} }`
       : '';
     return `${/^[0-9]+$/.test(status) ? status : literal(status)}: { description: ${literal(response.description ?? '')}${content} }`;
   });
@@ -258,7 +276,9 @@ function emitRoute(doc: Json, path: string, method: string, operation: Json, pat
     request.length ? `  request: { ${request.join(', ')} },` : '',
     `  responses: { ${responses.join(', ')} },`,
     '});',
-  ].filter(Boolean).join('\n');
+  ]
+    .filter(Boolean)
+    .join('\n');
 }
 
 /**
@@ -286,16 +306,16 @@ const FREE_KEYS_HELPER = [
  * decimal), then its bounds, each failure one issue with the same message zod's own checks give.
  */
 const NUMBER_PARAMETER_HELPER = [
-  "const INTEGER_TEXT = /^-?[0-9]{1,16}$/;",
-  "const NUMBER_TEXT = /^-?[0-9]{1,16}(\\.[0-9]+)?$/;",
-  '/** Why a number parameter\'s text is not acceptable: its shape, then minimum and maximum; undefined when it is. */',
+  'const INTEGER_TEXT = /^-?[0-9]{1,16}$/;',
+  'const NUMBER_TEXT = /^-?[0-9]{1,16}(\\.[0-9]+)?$/;',
+  "/** Why a number parameter's text is not acceptable: its shape, then minimum and maximum; undefined when it is. */",
   'function numberProblem(text: string, shape: RegExp, kind: string, minimum: number | undefined, maximum: number, tooLarge: string): string | undefined {',
   '  if (!shape.test(text)) return `must be ${kind}`;',
   '  const value = Number(text);',
   '  if (minimum !== undefined && value < minimum) return `must be at least ${minimum}`;',
   '  return value > maximum ? tooLarge : undefined;',
   '}',
-  '/** A parameter\'s text as a number. */',
+  "/** A parameter's text as a number. */",
   'function numberParameter(shape: RegExp, kind: string, minimum: number | undefined, maximum: number, tooLarge: string) {',
   '  return z.string().transform((text, ctx) => {',
   '    const message = numberProblem(text, shape, kind, minimum, maximum, tooLarge);',
@@ -305,12 +325,12 @@ const NUMBER_PARAMETER_HELPER = [
   '  });',
   '}',
   '/**',
-  ' * A comma-separated list of numbers, with the issues zod\'s array of piped items gives: too many',
+  " * A comma-separated list of numbers, with the issues zod's array of piped items gives: too many",
   ' * items alone, else each bad item (its index in the path), then too few items.',
   ' */',
   'function listParameter(shape: RegExp, kind: string, minimum: number | undefined, maximum: number, tooLarge: string, minItems: number, maxItems: number) {',
   '  return z.string().transform((text, ctx) => {',
-  '    const items = text.split(\',\');',
+  "    const items = text.split(',');",
   '    if (items.length > maxItems) {',
   "      ctx.issues.push({ code: 'custom', message: `must list at most ${maxItems}`, input: text });",
   '      return z.NEVER;',
@@ -318,7 +338,7 @@ const NUMBER_PARAMETER_HELPER = [
   '    const values: number[] = [];',
   '    for (let index = 0; index < items.length; index++) {',
   '      const message = numberProblem(items[index]!, shape, kind, minimum, maximum, tooLarge);',
-  "      if (message === undefined) values.push(Number(items[index]));",
+  '      if (message === undefined) values.push(Number(items[index]));',
   "      else ctx.issues.push({ code: 'custom', message, input: items[index], path: [index] });",
   '    }',
   "    if (items.length < minItems) ctx.issues.push({ code: 'custom', message: `must list at least ${minItems}`, input: text });",

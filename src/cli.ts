@@ -6,9 +6,12 @@ import { parseArgs } from 'node:util';
 import pino from 'pino';
 import { SingleBar, Presets } from 'cli-progress';
 import {
-  CreateMerchantInputSchema, StoreInputSchema, WebhookEndpointInputSchema, WebhookEndpointUpdateSchema,
+  CreateMerchantInputSchema,
+  StoreInputSchema,
+  WebhookEndpointInputSchema,
+  WebhookEndpointUpdateSchema,
 } from './generated/admin-routes.js';
-import { buildDemoCatalog } from './admin/demo.js';
+import { buildDemoCatalog, type DemoResult } from './admin/demo.js';
 import { schedulePruning } from './changes/retention.js';
 import { ConfigError, databaseLabel, loadConfig, type Config, type ConfigOverrides } from './config.js';
 import type { ChangeType } from './changes/model.js';
@@ -147,7 +150,9 @@ async function main(argv: string[]): Promise<void> {
   try {
     if (command === 'demo') {
       const products = values.products ? positiveInt(values.products, 'products') : config.demoProducts;
-      const bar = values.json ? undefined : new SingleBar({ format: 'demo catalog [{bar}] {value}/{total} products' }, Presets.shades_classic);
+      const bar = values.json
+        ? undefined
+        : new SingleBar({ format: 'demo catalog [{bar}] {value}/{total} products' }, Presets.shades_classic);
       bar?.start(products, 0);
       const result = await buildDemoCatalog(admin, products, (done) => bar?.update(done));
       bar?.stop();
@@ -162,12 +167,14 @@ async function main(argv: string[]): Promise<void> {
       await usersCommand(service, rest[0], values);
     } else if (command === 'backup') {
       if (storage instanceof PostgresStorage) {
-        fail([
-          'backup copies an SQLite database; this deployment runs on PostgreSQL (CPS_DATABASE_URL).',
-          'Back it up with PostgreSQL\'s own tools while the service runs, e.g.',
-          '  pg_dump --format=custom --file=catalog.dump "$CPS_DATABASE_URL"',
-          '(restore with pg_restore), or with your database service\'s snapshots and point-in-time recovery.',
-        ].join('\n'));
+        fail(
+          [
+            'backup copies an SQLite database; this deployment runs on PostgreSQL (CPS_DATABASE_URL).',
+            "Back it up with PostgreSQL's own tools while the service runs, e.g.",
+            '  pg_dump --format=custom --file=catalog.dump "$CPS_DATABASE_URL"',
+            "(restore with pg_restore), or with your database service's snapshots and point-in-time recovery.",
+          ].join('\n'),
+        );
       }
       const destination = typeof values.to === 'string' ? path.resolve(values.to) : fail('backup needs --to FILE');
       if (fs.existsSync(destination)) fail(`${destination} exists: choose a new file`);
@@ -214,7 +221,8 @@ const IMPORT_PROGRESS_LINE_MS = 5000;
 async function importFile(service: Service, merchantId: number, file: string, lineEveryMs: number): Promise<unknown> {
   const { job, done } = await service.imports.start(merchantId, 'CLI', path.basename(file), fs.createReadStream(file));
   const terminal = process.stderr.isTTY === true;
-  if (!terminal) console.error(`import ${job.id} of ${path.basename(file)} started (imports show --merchant ${merchantId} --import ${job.id})`);
+  if (!terminal)
+    console.error(`import ${job.id} of ${path.basename(file)} started (imports show --merchant ${merchantId} --import ${job.id})`);
   const bar = terminal ? new SingleBar({ format: 'import {phase} [{bar}] {value}/{total}' }, Presets.shades_classic) : undefined;
   let barTotal = 0;
   const show = async () => {
@@ -230,9 +238,11 @@ async function importFile(service: Service, merchantId: number, file: string, li
       }
       bar.update(checking ? now.lines_read : now.products_applied, { phase: checking ? 'checking lines' : 'applying' });
     } else {
-      console.error(checking
-        ? `import ${job.id}: ${now.lines_read} lines read and checked`
-        : `import ${job.id}: ${now.products_applied} of ${now.operations} operations applied`);
+      console.error(
+        checking
+          ? `import ${job.id}: ${now.lines_read} lines read and checked`
+          : `import ${job.id}: ${now.products_applied} of ${now.operations} operations applied`,
+      );
     }
   };
   const timer = setInterval(() => void show().catch(() => undefined), terminal ? 250 : lineEveryMs);
@@ -244,14 +254,18 @@ async function importFile(service: Service, merchantId: number, file: string, li
     bar?.stop();
     const ended = await service.storage.importJob(merchantId, job.id).catch(() => undefined);
     if (!terminal && ended) {
-      console.error(`import ${job.id} ${ended.state}: ${ended.lines_read} lines read, ${ended.products_applied} of ${ended.operations ?? 0} operations applied`);
+      console.error(
+        `import ${job.id} ${ended.state}: ${ended.lines_read} lines read, ${ended.products_applied} of ${ended.operations ?? 0} operations applied`,
+      );
     }
   }
 }
 
 /** Merchants, their stores and API keys, and the imports, as the operator (the CLI runs with the deployment's database). */
 async function setupCommand(
-  { admin, imports }: Service, command: 'keys' | 'merchants' | 'stores' | 'imports', action: string | undefined,
+  { admin, imports }: Service,
+  command: 'keys' | 'merchants' | 'stores' | 'imports',
+  action: string | undefined,
   values: Record<string, string | boolean | undefined>,
 ): Promise<void> {
   const print = (value: unknown) => console.log(JSON.stringify(value, null, values.json ? undefined : 2));
@@ -276,8 +290,11 @@ async function setupCommand(
     case 'stores set': {
       const id = merchantId();
       const input = checked(StoreInputSchema, {
-        name: values.name ?? fail('--name is required'), locale: values.locale ?? fail('--locale is required'),
-        currency: values.currency ?? fail('--currency is required'), is_default: values.default === true, active: values.inactive !== true,
+        name: values.name ?? fail('--name is required'),
+        locale: values.locale ?? fail('--locale is required'),
+        currency: values.currency ?? fail('--currency is required'),
+        is_default: values.default === true,
+        active: values.inactive !== true,
         exclude_out_of_stock: values['exclude-out-of-stock'] === true,
       });
       const { merchant_id: _m, catalog_version: _v, ...store } = await admin.upsertStore(id, slug(), input);
@@ -298,7 +315,14 @@ async function setupCommand(
 }
 
 /** The input as the admin document states it (the same checks as the admin API), or exit 2 naming each problem. */
-function checked<T>(schema: { safeParse(value: unknown): { success: true; data: T } | { success: false; error: { issues: { path: PropertyKey[]; message: string }[] } } }, input: unknown): T {
+function checked<T>(
+  schema: {
+    safeParse(
+      value: unknown,
+    ): { success: true; data: T } | { success: false; error: { issues: { path: PropertyKey[]; message: string }[] } };
+  },
+  input: unknown,
+): T {
   const result = schema.safeParse(input);
   if (result.success) return result.data;
   fail(result.error.issues.map((issue) => `--${String(issue.path[0] ?? '').replaceAll('_', '-')}: ${issue.message}`).join('\n'));
@@ -311,7 +335,7 @@ async function serveCommand(config: ReturnType<typeof loadConfig>): Promise<void
   const service = createService(config);
   const { logger, storage, dispatcher, mirror } = service;
   const credentialsFile = path.join(path.dirname(config.databasePath), 'demo-credentials.json');
-  if (config.demoOnEmpty && await storage.countMerchants() === 0) {
+  if (config.demoOnEmpty && (await storage.countMerchants()) === 0) {
     console.log(`Empty database: building the demo catalog (${config.demoProducts} products) ...`);
     const demo = await buildDemoCatalog(service.admin, config.demoProducts);
     fs.writeFileSync(credentialsFile, `${JSON.stringify(demo, null, 2)}\n`, { mode: 0o600 });
@@ -320,8 +344,16 @@ async function serveCommand(config: ReturnType<typeof loadConfig>): Promise<void
   // do re-publishing a whole catalog (the requests that cause it wait for the thread to end it) and
   // the feed's retention.
   const workersInThread = config.workers === 'thread' && (config.webhookDispatcher || config.images.mirrorInServe);
-  const stopPruning = workersInThread ? () => {}
-    : schedulePruning(storage, service.now, config.changes.retentionDays, config.changes.pruneIntervalSeconds, logger, config.changes.pruneBatch);
+  const stopPruning = workersInThread
+    ? () => {}
+    : schedulePruning(
+        storage,
+        service.now,
+        config.changes.retentionDays,
+        config.changes.pruneIntervalSeconds,
+        logger,
+        config.changes.pruneBatch,
+      );
   // On PostgreSQL a run is handed off even with the workers off (serve beside `worker` processes, as
   // Scaling out recommends): a worker, or another serve's publishing thread, takes it at its NOTIFY,
   // and the request drives it itself should no one take it within a second.
@@ -330,13 +362,24 @@ async function serveCommand(config: ReturnType<typeof loadConfig>): Promise<void
   const stopResuming = workersInThread ? () => {} : service.admin.publishRuns.follow(logger);
   // Two threads: a merchant-wide re-publish has a core's worth of work of its own, which the
   // dispatcher (coalescing what it records) and the mirror would otherwise share with it.
-  const workerThreads = workersInThread ? [
-    startWorkerThread(service, { name: 'workers', dispatcher: config.webhookDispatcher, mirror: config.images.mirrorInServe, publishing: false, pruning: true }),
-    startWorkerThread(service, { name: 'publishing', dispatcher: false, mirror: false, publishing: true, pruning: false }),
-  ] : [];
+  const workerThreads = workersInThread
+    ? [
+        startWorkerThread(service, {
+          name: 'workers',
+          dispatcher: config.webhookDispatcher,
+          mirror: config.images.mirrorInServe,
+          publishing: false,
+          pruning: true,
+        }),
+        startWorkerThread(service, { name: 'publishing', dispatcher: false, mirror: false, publishing: true, pruning: false }),
+      ]
+    : [];
   // The threads load their code and open their connections before the port is listened on: the
   // first requests do not share the CPU with that (seconds when running from source under tsx).
-  await Promise.race([Promise.all(workerThreads.map((thread) => thread.started)), new Promise((resolve) => setTimeout(resolve, THREADS_START_WAIT_MS).unref())]);
+  await Promise.race([
+    Promise.all(workerThreads.map((thread) => thread.started)),
+    new Promise((resolve) => setTimeout(resolve, THREADS_START_WAIT_MS).unref()),
+  ]);
   const server = await startServer(service).catch(async (error: unknown) => {
     logger.fatal({ err: error, port: config.port }, 'failed to start: the port cannot be listened on');
     await Promise.all(workerThreads.map((thread) => thread.stop()));
@@ -345,22 +388,32 @@ async function serveCommand(config: ReturnType<typeof loadConfig>): Promise<void
   });
   if (!workersInThread && config.webhookDispatcher) dispatcher.start();
   if (!workersInThread && config.images.mirrorInServe) mirror.start();
-  const demo = fs.existsSync(credentialsFile) ? JSON.parse(fs.readFileSync(credentialsFile, 'utf8')) : undefined;
+  const demo = fs.existsSync(credentialsFile) ? (JSON.parse(fs.readFileSync(credentialsFile, 'utf8')) as DemoResult) : undefined;
   const base = config.publicBaseUrl;
   // For the person who ran `npm start`; the JSON log line after it is for the log pipeline.
-  console.log([
-    `Catalog publishing service listening on ${server.url} (database ${databaseLabel(config)})`,
-    `  API reference:  ${base}/docs   (document: ${base}/openapi.json; admin: ${base}/admin/docs, operations: ${base}/operations/docs)`,
-    demo ? `  Demo API key:   ${demo.api_key}   (merchant ${demo.merchant_id}; also in ${credentialsFile})` : '',
-    demo ? `  Try:            curl -H "Authorization: Bearer ${demo.api_key}" "${base}/v1/products?store=pl&per_page=2"` : '',
-    `  Panel:          ${base}/panel   (operator: sign in with the admin token; invite merchant users there or with "users invite")`,
-    `  Admin token:    ${config.adminTokenConfigured ? '(CPS_ADMIN_TOKEN)' : `${config.adminToken}   (generated for this run; set CPS_ADMIN_TOKEN to fix it)`}`,
-    `  Operations:     ${base}/healthz  ${base}/readyz  ${base}/metrics`,
-  ].filter(Boolean).join('\n'));
-  logger.info({
-    url: server.url, database: databaseLabel(config), webhook_dispatcher: config.webhookDispatcher, image_mirroring: config.images.mirrorInServe,
-    workers: workersInThread ? 'thread' : 'inline',
-  }, 'listening');
+  console.log(
+    [
+      `Catalog publishing service listening on ${server.url} (database ${databaseLabel(config)})`,
+      `  API reference:  ${base}/docs   (document: ${base}/openapi.json; admin: ${base}/admin/docs, operations: ${base}/operations/docs)`,
+      demo ? `  Demo API key:   ${demo.api_key}   (merchant ${demo.merchant_id}; also in ${credentialsFile})` : '',
+      demo ? `  Try:            curl -H "Authorization: Bearer ${demo.api_key}" "${base}/v1/products?store=pl&per_page=2"` : '',
+      `  Panel:          ${base}/panel   (operator: sign in with the admin token; invite merchant users there or with "users invite")`,
+      `  Admin token:    ${config.adminTokenConfigured ? '(CPS_ADMIN_TOKEN)' : `${config.adminToken}   (generated for this run; set CPS_ADMIN_TOKEN to fix it)`}`,
+      `  Operations:     ${base}/healthz  ${base}/readyz  ${base}/metrics`,
+    ]
+      .filter(Boolean)
+      .join('\n'),
+  );
+  logger.info(
+    {
+      url: server.url,
+      database: databaseLabel(config),
+      webhook_dispatcher: config.webhookDispatcher,
+      image_mirroring: config.images.mirrorInServe,
+      workers: workersInThread ? 'thread' : 'inline',
+    },
+    'listening',
+  );
   onShutdown(logger, shutdownDeadlineMs(config), async () => {
     stopPruning();
     stopResuming();
@@ -400,13 +453,16 @@ function onShutdown(logger: Logger, deadlineMs: number, stop: () => Promise<void
       logger.fatal({ deadline_ms: deadlineMs }, 'shutdown did not finish in time: exiting');
       process.exit(1);
     }, deadlineMs).unref();
-    stop().then(() => {
-      logger.info('stopped cleanly');
-      process.exit(0);
-    }, (error: unknown) => {
-      logger.fatal({ err: error }, 'shutdown failed');
-      process.exit(1);
-    });
+    stop().then(
+      () => {
+        logger.info('stopped cleanly');
+        process.exit(0);
+      },
+      (error: unknown) => {
+        logger.fatal({ err: error }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
   };
   process.on('SIGINT', handle);
   process.on('SIGTERM', handle);
@@ -423,26 +479,32 @@ function onOff(value: string | boolean | undefined): boolean {
 function perSecond(value: string | boolean | undefined): number | null | undefined {
   if (value === undefined) return undefined;
   if (value === 'none') return null;
-  return typeof value === 'string' && /^[0-9]+$/.test(value) ? Number(value) : fail('--max-per-second takes a whole number (1 to 1000) or none');
+  return typeof value === 'string' && /^[0-9]+$/.test(value)
+    ? Number(value)
+    : fail('--max-per-second takes a whole number (1 to 1000) or none');
 }
 
 /** The CLI runs with the deployment's database, as the operator (like the admin token). */
 const CLI_OPERATOR = principalName({ kind: 'operator' });
 
 async function webhooksCommand(
-  { endpoints }: Service, action: string | undefined, values: Record<string, string | boolean | undefined>,
+  { endpoints }: Service,
+  action: string | undefined,
+  values: Record<string, string | boolean | undefined>,
 ): Promise<void> {
   const merchantId = positiveInt(values.merchant as string | undefined, 'merchant');
   const endpointId = () => positiveInt(values.endpoint as string | undefined, 'endpoint');
   const print = (value: unknown) => console.log(JSON.stringify(value, null, values.json ? undefined : 2));
   switch (action) {
     case 'create': {
-      const events = typeof values.events === 'string' ? values.events.split(',') as ChangeType[] : undefined;
+      const events = typeof values.events === 'string' ? (values.events.split(',') as ChangeType[]) : undefined;
       const bad = events?.find((e) => !EVENTS.includes(e));
       if (bad) fail(`--events: unknown event "${bad}" (${EVENTS.join(', ')})`);
       const store = typeof values.store === 'string' ? values.store : null;
       const input = checked(WebhookEndpointInputSchema, {
-        url: values.url ?? fail('--url is required'), store, events,
+        url: values.url ?? fail('--url is required'),
+        store,
+        events,
         standard_webhooks: values['standard-webhooks'] === undefined ? undefined : onOff(values['standard-webhooks']),
         max_per_second: perSecond(values['max-per-second']),
       });
@@ -451,9 +513,10 @@ async function webhooksCommand(
       return;
     }
     case 'update': {
-      const events = typeof values.events === 'string' ? values.events.split(',') as ChangeType[] : undefined;
+      const events = typeof values.events === 'string' ? (values.events.split(',') as ChangeType[]) : undefined;
       const input = checked(WebhookEndpointUpdateSchema, {
-        url: values.url, events,
+        url: values.url,
+        events,
         store: values.store === undefined ? undefined : values.store === 'all' ? null : values.store,
         standard_webhooks: values['standard-webhooks'] === undefined ? undefined : onOff(values['standard-webhooks']),
         max_per_second: perSecond(values['max-per-second']),
@@ -467,9 +530,11 @@ async function webhooksCommand(
       print(rotated);
       if (!values.json) {
         const until = rotated.secret_rotation?.pending_until;
-        console.log(until
-          ? `The new secret is shown once: store it now. The old one signs until ${until}; run \`webhooks confirm-secret\` once the receiver accepts the new one.`
-          : 'The new secret is shown once: store it now. It signs from now on.');
+        console.log(
+          until
+            ? `The new secret is shown once: store it now. The old one signs until ${until}; run \`webhooks confirm-secret\` once the receiver accepts the new one.`
+            : 'The new secret is shown once: store it now. It signs from now on.',
+        );
       }
       return;
     }
@@ -504,7 +569,9 @@ async function webhooksCommand(
 
 /** Panel users, as the operator (the CLI runs with the deployment's database, like the admin token). */
 async function usersCommand(
-  { accounts, config }: Service, action: string | undefined, values: Record<string, string | boolean | undefined>,
+  { accounts, config }: Service,
+  action: string | undefined,
+  values: Record<string, string | boolean | undefined>,
 ): Promise<void> {
   const operator = { kind: 'operator' } as const;
   const merchantId = positiveInt(values.merchant as string | undefined, 'merchant');
@@ -519,7 +586,11 @@ async function usersCommand(
     case 'list':
       return print(await accounts.listUsers(operator, merchantId));
     case 'reset': {
-      const { token, role: _role, ...reset } = await accounts.requestPasswordReset(operator, merchantId, positiveInt(values.user as string | undefined, 'user'));
+      const {
+        token,
+        role: _role,
+        ...reset
+      } = await accounts.requestPasswordReset(operator, merchantId, positiveInt(values.user as string | undefined, 'user'));
       return print({ ...reset, link: accounts.linkUrl(token!) });
     }
     case 'remove':
@@ -534,12 +605,14 @@ async function workerCommand(config: ReturnType<typeof loadConfig>): Promise<voi
   const service = createService(config);
   const { logger } = service;
   // The operations listener first: a port in use stops the worker before it takes any work.
-  const ops = config.operations.workerOpsPort === null ? null
-    : await startOperationsServer(service, config.operations.workerOpsPort).catch(async (error: unknown) => {
-      logger.fatal({ err: error, port: config.operations.workerOpsPort }, 'failed to start: the operations port cannot be listened on');
-      await service.close();
-      process.exit(1);
-    });
+  const ops =
+    config.operations.workerOpsPort === null
+      ? null
+      : await startOperationsServer(service, config.operations.workerOpsPort).catch(async (error: unknown) => {
+          logger.fatal({ err: error, port: config.operations.workerOpsPort }, 'failed to start: the operations port cannot be listened on');
+          await service.close();
+          process.exit(1);
+        });
   service.dispatcher.start();
   service.mirror.start();
   const stopResuming = service.admin.publishRuns.follow(logger);

@@ -166,7 +166,8 @@ export type ConfigOverrides = {
 export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = {}): Config {
   const config = fromEnvironment(CONFIG, env);
   const merged: Config = {
-    ...config, ...overrides,
+    ...config,
+    ...overrides,
     limits: { ...config.limits, ...overrides.limits },
     storage: { ...config.storage, ...overrides.storage },
     panel: { ...config.panel, ...overrides.panel },

@@ -42,14 +42,15 @@ async function listen(fetch: (request: Request) => Response | Promise<Response>,
     port: bound,
     // Graceful: stop accepting, let requests in flight finish (idle keep-alive connections close
     // at once), and cut what is left after the grace period.
-    close: (graceMs: number) => new Promise<void>((resolve, reject) => {
-      server.close((error) => (error ? reject(error) : resolve()));
-      if ('closeIdleConnections' in server) server.closeIdleConnections();
-      const force = setTimeout(() => {
-        if ('closeAllConnections' in server) server.closeAllConnections();
-      }, graceMs);
-      force.unref();
-    }),
+    close: (graceMs: number) =>
+      new Promise<void>((resolve, reject) => {
+        server.close((error) => (error ? reject(error) : resolve()));
+        if ('closeIdleConnections' in server) server.closeIdleConnections();
+        const force = setTimeout(() => {
+          if ('closeAllConnections' in server) server.closeAllConnections();
+        }, graceMs);
+        force.unref();
+      }),
   };
 }
 

@@ -95,12 +95,22 @@ export function createService(config: Config, options: ServiceOptions = {}): Ser
   const admin = new CatalogAdmin(storage, now, config.limits.publishChunk, apiKeys, config.limits.publishRunLeaseMs, config.limits);
   const mirror = createImageMirror(storage, config, { now, logger, guard, publisher: admin.publisher });
   const imports = new ImportJobs(storage, admin, now, {
-    chunkSize: config.limits.publishChunk, maxJsonDepth: config.limits.maxJsonDepth, stalledAfterMs: config.limits.importStalledMs,
+    chunkSize: config.limits.publishChunk,
+    maxJsonDepth: config.limits.maxJsonDepth,
+    stalledAfterMs: config.limits.importStalledMs,
   });
   const { feedWindow, maxWaitSeconds, heartbeatSeconds, livePerKey, livePollIntervalMs } = config.changes;
-  const liveFeed = new LiveFeed(storage, {
-    feedWindow, maxWaitSeconds, heartbeatSeconds, perKey: livePerKey, pollIntervalMs: livePollIntervalMs,
-  }, logger);
+  const liveFeed = new LiveFeed(
+    storage,
+    {
+      feedWindow,
+      maxWaitSeconds,
+      heartbeatSeconds,
+      perKey: livePerKey,
+      pollIntervalMs: livePollIntervalMs,
+    },
+    logger,
+  );
   metrics.countLiveConnections(() => liveFeed.connections);
   let stopping: Promise<void> | undefined;
   let closing: Promise<void> | undefined;
@@ -128,7 +138,10 @@ export function createService(config: Config, options: ServiceOptions = {}): Ser
     stopWork,
     close: () => {
       liveFeed.close();
-      closing ??= stopWork().then(() => apiKeyUses.flush()).then(() => storage.close()).finally(() => metrics.close());
+      closing ??= stopWork()
+        .then(() => apiKeyUses.flush())
+        .then(() => storage.close())
+        .finally(() => metrics.close());
       return closing;
     },
   };

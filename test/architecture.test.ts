@@ -36,7 +36,13 @@ function sourceFiles(dir: string): string[] {
 
 function importsOf(file: string): Import[] {
   const text = readFileSync(file, 'utf8');
-  const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, false, file.endsWith('.tsx') ? ts.ScriptKind.TSX : ts.ScriptKind.TS);
+  const source = ts.createSourceFile(
+    file,
+    text,
+    ts.ScriptTarget.Latest,
+    false,
+    file.endsWith('.tsx') ? ts.ScriptKind.TSX : ts.ScriptKind.TS,
+  );
   const from = relative(SRC, file);
   const found: Import[] = [];
   const add = (specifier: string, typeOnly: boolean) => {
@@ -49,12 +55,23 @@ function importsOf(file: string): Import[] {
   const visit = (node: ts.Node) => {
     if (ts.isImportDeclaration(node) && ts.isStringLiteral(node.moduleSpecifier)) {
       const clause = node.importClause;
-      const typeOnly = !!clause && (clause.isTypeOnly || (!clause.name && !!clause.namedBindings && ts.isNamedImports(clause.namedBindings)
-        && clause.namedBindings.elements.length > 0 && clause.namedBindings.elements.every((e) => e.isTypeOnly)));
+      const typeOnly =
+        !!clause &&
+        (clause.isTypeOnly ||
+          (!clause.name &&
+            !!clause.namedBindings &&
+            ts.isNamedImports(clause.namedBindings) &&
+            clause.namedBindings.elements.length > 0 &&
+            clause.namedBindings.elements.every((e) => e.isTypeOnly)));
       add(node.moduleSpecifier.text, typeOnly);
     } else if (ts.isExportDeclaration(node) && node.moduleSpecifier && ts.isStringLiteral(node.moduleSpecifier)) {
       add(node.moduleSpecifier.text, node.isTypeOnly);
-    } else if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword && node.arguments[0] && ts.isStringLiteral(node.arguments[0])) {
+    } else if (
+      ts.isCallExpression(node) &&
+      node.expression.kind === ts.SyntaxKind.ImportKeyword &&
+      node.arguments[0] &&
+      ts.isStringLiteral(node.arguments[0])
+    ) {
       add(node.arguments[0].text, false);
     } else if (ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument) && ts.isStringLiteral(node.argument.literal)) {
       add(node.argument.literal.text, true);
@@ -86,8 +103,9 @@ describe('the layers of src/', () => {
   });
 
   it('storage imports no module of the domain, only the types of its model files, and nothing above the domain', () => {
-    const wrong = IMPORTS.filter((i) => i.from.startsWith('storage/')
-      && (insideSrc(i, ABOVE) || (insideSrc(i, DOMAIN) && !(MODEL_FILES.test(i.to) && i.typeOnly))));
+    const wrong = IMPORTS.filter(
+      (i) => i.from.startsWith('storage/') && (insideSrc(i, ABOVE) || (insideSrc(i, DOMAIN) && !(MODEL_FILES.test(i.to) && i.typeOnly))),
+    );
     expect(wrong.map(describeImport)).toEqual([]);
   });
 
@@ -102,7 +120,9 @@ describe('the layers of src/', () => {
   });
 
   it('shared/ imports no domain module, no storage and nothing above', () => {
-    const wrong = IMPORTS.filter((i) => i.from.startsWith('shared/') && insideSrc(i, [...DOMAIN, ...ABOVE, 'storage', 'operations', 'outbound']));
+    const wrong = IMPORTS.filter(
+      (i) => i.from.startsWith('shared/') && insideSrc(i, [...DOMAIN, ...ABOVE, 'storage', 'operations', 'outbound']),
+    );
     expect(wrong.map(describeImport)).toEqual([]);
   });
 
@@ -114,13 +134,24 @@ describe('the layers of src/', () => {
 
   it('the model files are type-only: type imports, types and interfaces, nothing that runs', () => {
     const models = sourceFiles(SRC).filter((file) => MODEL_FILES.test(relative(SRC, file)));
-    expect(models.map((file) => relative(SRC, file)).sort())
-      .toEqual(['admin/model.ts', 'catalog/model.ts', 'changes/model.ts', 'tenancy/model.ts', 'webhooks/model.ts']);
+    expect(models.map((file) => relative(SRC, file)).sort()).toEqual([
+      'admin/model.ts',
+      'catalog/model.ts',
+      'changes/model.ts',
+      'tenancy/model.ts',
+      'webhooks/model.ts',
+    ]);
     for (const file of models) {
       const source = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest);
-      const running = source.statements.filter((statement) => !(ts.isInterfaceDeclaration(statement) || ts.isTypeAliasDeclaration(statement)
-        || (ts.isImportDeclaration(statement) && statement.importClause?.isTypeOnly)
-        || (ts.isExportDeclaration(statement) && statement.isTypeOnly)));
+      const running = source.statements.filter(
+        (statement) =>
+          !(
+            ts.isInterfaceDeclaration(statement) ||
+            ts.isTypeAliasDeclaration(statement) ||
+            (ts.isImportDeclaration(statement) && statement.importClause?.isTypeOnly) ||
+            (ts.isExportDeclaration(statement) && statement.isTypeOnly)
+          ),
+      );
       expect(running.map((statement) => `${relative(SRC, file)}: ${statement.getText(source).slice(0, 80)}`)).toEqual([]);
     }
   });
@@ -129,12 +160,19 @@ describe('the layers of src/', () => {
 describe('the merchant scope (storage/merchant-scope.ts)', () => {
   // Every method of the port's interfaces, with its first parameter's name.
   const port = ts.createSourceFile('port.ts', readFileSync(join(SRC, 'storage/port.ts'), 'utf8'), ts.ScriptTarget.Latest);
-  const methods = port.statements.filter(ts.isInterfaceDeclaration).flatMap((declaration) => declaration.members
-    .filter(ts.isMethodSignature)
-    .map((method) => ({ name: method.name.getText(port), first: method.parameters[0]?.name.getText(port) })));
+  const methods = port.statements
+    .filter(ts.isInterfaceDeclaration)
+    .flatMap((declaration) =>
+      declaration.members
+        .filter(ts.isMethodSignature)
+        .map((method) => ({ name: method.name.getText(port), first: method.parameters[0]?.name.getText(port) })),
+    );
 
-  it('binds every operation of the port whose first parameter is the merchant\'s id', () => {
-    const keyedByMerchant = methods.filter((m) => m.first === 'merchantId').map((m) => m.name).sort();
+  it("binds every operation of the port whose first parameter is the merchant's id", () => {
+    const keyedByMerchant = methods
+      .filter((m) => m.first === 'merchantId')
+      .map((m) => m.name)
+      .sort();
     expect(keyedByMerchant.length).toBeGreaterThan(40);
     expect(keyedByMerchant.filter((name) => !(MERCHANT_KEYED as readonly string[]).includes(name))).toEqual([]);
   });
@@ -147,10 +185,19 @@ describe('the merchant scope (storage/merchant-scope.ts)', () => {
     expect(STORE_KEYED.filter((name) => methods.find((m) => m.name === name)?.first !== 'storeId')).toEqual([]);
   });
 
-  it('is what the catalog\'s and tenancy\'s writes use: none of their modules calls the port with a merchant id', () => {
+  it("is what the catalog's and tenancy's writes use: none of their modules calls the port with a merchant id", () => {
     // The aggregates' modules reach storage only through the scope (catalog/catalog-writes.ts hands it to them).
-    const aggregates = ['catalog/stores.ts', 'catalog/customer-groups.ts', 'catalog/exchange-rates.ts', 'catalog/pricing-rules.ts',
-      'catalog/suppliers.ts', 'catalog/attribute-definitions.ts', 'catalog/products.ts', 'catalog/product-sources.ts', 'tenancy/api-keys.ts'];
+    const aggregates = [
+      'catalog/stores.ts',
+      'catalog/customer-groups.ts',
+      'catalog/exchange-rates.ts',
+      'catalog/pricing-rules.ts',
+      'catalog/suppliers.ts',
+      'catalog/attribute-definitions.ts',
+      'catalog/products.ts',
+      'catalog/product-sources.ts',
+      'tenancy/api-keys.ts',
+    ];
     const wrong = IMPORTS.filter((i) => aggregates.includes(i.from) && i.to === 'storage/port.ts' && !i.typeOnly);
     expect(wrong.map(describeImport)).toEqual([]);
     for (const file of aggregates) {

@@ -30,7 +30,8 @@ afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
     const { stdout, stderr } = await run('npx', ['tsx', 'src/cli.ts', ...args], {
-      cwd: ROOT, env: { ...process.env, CPS_DB_PATH: path.join(dir, 'unused.db') },
+      cwd: ROOT,
+      env: { ...process.env, CPS_DB_PATH: path.join(dir, 'unused.db') },
     });
     return { code: 0, stdout, stderr };
   } catch (error) {
@@ -41,9 +42,20 @@ async function cli(...args: string[]): Promise<{ code: number; stdout: string; s
 
 /** GETs a public path from a server started on the CLI's database file, then stops it. */
 async function publicGet(pathAndQuery: string, key: string): Promise<{ status: number; body: any }> {
-  const service = createService(loadConfig({}, {
-    port: 0, host: '127.0.0.1', databasePath: db, adminToken: 'adm_cli_test_token', adminTokenConfigured: true, demoOnEmpty: false,
-  }), { logger: silentLogger, storage: openSqliteStorage(db) });
+  const service = createService(
+    loadConfig(
+      {},
+      {
+        port: 0,
+        host: '127.0.0.1',
+        databasePath: db,
+        adminToken: 'adm_cli_test_token',
+        adminTokenConfigured: true,
+        demoOnEmpty: false,
+      },
+    ),
+    { logger: silentLogger, storage: openSqliteStorage(db) },
+  );
   try {
     const server = await startServer(service, { docsDir: path.join(dir, 'no-docs') });
     try {
@@ -66,7 +78,12 @@ describe('the command line', () => {
     const lines = result.stdout.trim().split('\n');
     expect(lines).toHaveLength(1);
     const demo = JSON.parse(lines[0]!);
-    expect(demo).toEqual({ merchant_id: 1, api_key: expect.stringMatching(/^cps_[A-Za-z0-9_-]{43}$/), stores: ['de', 'pl', 'uk'], products: 50 });
+    expect(demo).toEqual({
+      merchant_id: 1,
+      api_key: expect.stringMatching(/^cps_[A-Za-z0-9_-]{43}$/),
+      stores: ['de', 'pl', 'uk'],
+      products: 50,
+    });
     demoKey = demo.api_key;
     expect(fs.existsSync(db)).toBe(true);
     expect(fs.existsSync(path.join(dir, 'unused.db'))).toBe(false);
@@ -113,7 +130,10 @@ describe('the command line', () => {
     expect(users.map((u) => u.email)).toEqual(['cli@demo.test']);
     const reset = await cli('users', 'reset', '--merchant', '1', '--user', String(users[0]!.id), '--json', '--db', db);
     expect(reset.code, reset.stderr).toBe(0);
-    expect(JSON.parse(reset.stdout)).toMatchObject({ email: 'cli@demo.test', link: expect.stringMatching(/\/panel\/invitations\/[A-Za-z0-9_-]{43}$/) });
+    expect(JSON.parse(reset.stdout)).toMatchObject({
+      email: 'cli@demo.test',
+      link: expect.stringMatching(/\/panel\/invitations\/[A-Za-z0-9_-]{43}$/),
+    });
     expect((await cli('users', 'remove', '--merchant', '1', '--user', String(users[0]!.id), '--db', db)).code).toBe(0);
     expect(JSON.parse((await cli('users', 'list', '--merchant', '1', '--json', '--db', db)).stdout)).toEqual([]);
     const bad = await cli('users', 'invite', '--merchant', '1', '--email', 'nope', '--db', db);
@@ -123,14 +143,31 @@ describe('the command line', () => {
 
   it('import FILE --merchant 1 --db FILE applies an NDJSON file', async () => {
     const file = path.join(dir, 'products.ndjson');
-    fs.writeFileSync(file, [
-      { op: 'upsert_product', product: { ref: 'CLI-1', content: { de: { title: 'Kommandozeilen-Zelt' } }, offers: [{ supplier_ref: 'alpine-wholesale', quantity: 3, cost: '99.00', currency: 'EUR' }] } },
-      { op: 'upsert_product', product: { ref: 'CLI-2', content: { de: { title: 'Zweites Produkt' } } } },
-      { op: 'delete_product', ref: 'DEMO-000001' },
-    ].map((line) => JSON.stringify(line)).join('\n'));
+    fs.writeFileSync(
+      file,
+      [
+        {
+          op: 'upsert_product',
+          product: {
+            ref: 'CLI-1',
+            content: { de: { title: 'Kommandozeilen-Zelt' } },
+            offers: [{ supplier_ref: 'alpine-wholesale', quantity: 3, cost: '99.00', currency: 'EUR' }],
+          },
+        },
+        { op: 'upsert_product', product: { ref: 'CLI-2', content: { de: { title: 'Zweites Produkt' } } } },
+        { op: 'delete_product', ref: 'DEMO-000001' },
+      ]
+        .map((line) => JSON.stringify(line))
+        .join('\n'),
+    );
     const result = await cli('import', file, '--merchant', '1', '--db', db);
     expect(result.code, result.stderr).toBe(0);
-    expect(JSON.parse(result.stdout.trim().split('\n').at(-1)!)).toEqual({ import_id: expect.any(Number), lines: 3, upserted: 2, deleted: 1 });
+    expect(JSON.parse(result.stdout.trim().split('\n').at(-1)!)).toEqual({
+      import_id: expect.any(Number),
+      lines: 3,
+      upserted: 2,
+      deleted: 1,
+    });
     // Off a terminal: where the import is, a line at its start and one with its outcome.
     expect(result.stderr).toMatch(/^import \d+ of products\.ndjson started/m);
     expect(result.stderr).toMatch(/^import \d+ succeeded: 3 lines read, 3 of 3 operations applied$/m);
@@ -139,18 +176,28 @@ describe('the command line', () => {
     const ids = page.body.data.map((p: { id: number }) => p.id);
     expect(ids).not.toContain(1);
     const imported = page.body.data.filter((p: { title: string }) => ['Kommandozeilen-Zelt', 'Zweites Produkt'].includes(p.title));
-    expect(imported.map((p: { id: number; stock: number; exclusion_reason: string | null }) => [p.id, p.stock, p.exclusion_reason]))
-      .toEqual([[51, 3, null], [52, 0, 'no_offers']]);
+    expect(
+      imported.map((p: { id: number; stock: number; exclusion_reason: string | null }) => [p.id, p.stock, p.exclusion_reason]),
+    ).toEqual([
+      [51, 3, null],
+      [52, 0, 'no_offers'],
+    ]);
     expect((await publicGet('/v1/products/1', demoKey)).status).toBe(404);
   });
 
   it('exits non-zero naming the bad line of an invalid import, and applies nothing', async () => {
     const file = path.join(dir, 'bad.ndjson');
-    fs.writeFileSync(file, [
-      JSON.stringify({ op: 'upsert_product', product: { ref: 'CLI-3', content: { de: { title: 'Gut' } } } }),
-      JSON.stringify({ op: 'upsert_product', product: { ref: 'CLI-4', offers: [{ supplier_ref: 'nobody', quantity: 1, cost: '1.00', currency: 'EUR' }] } }),
-      JSON.stringify({ op: 'delete_product', ref: 'DEMO-000002' }),
-    ].join('\n'));
+    fs.writeFileSync(
+      file,
+      [
+        JSON.stringify({ op: 'upsert_product', product: { ref: 'CLI-3', content: { de: { title: 'Gut' } } } }),
+        JSON.stringify({
+          op: 'upsert_product',
+          product: { ref: 'CLI-4', offers: [{ supplier_ref: 'nobody', quantity: 1, cost: '1.00', currency: 'EUR' }] },
+        }),
+        JSON.stringify({ op: 'delete_product', ref: 'DEMO-000002' }),
+      ].join('\n'),
+    );
     const result = await cli('import', file, '--merchant', '1', '--db', db);
     expect(result.code).not.toBe(0);
     expect(result.stderr).toContain('line 2');
@@ -163,10 +210,15 @@ describe('the command line', () => {
 
   it('exits non-zero naming a line whose bytes are not UTF-8, and applies nothing', async () => {
     const file = path.join(dir, 'latin1.ndjson');
-    fs.writeFileSync(file, Buffer.concat([
-      Buffer.from(`${JSON.stringify({ op: 'upsert_product', product: { ref: 'CLI-5', content: { de: { title: 'Gut' } } } })}\n`),
-      Buffer.from('{"op": "upsert_product", "product": {"ref": "CLI-6", "content": {"de": {"title": "Gr'), Buffer.from([0xfc]), Buffer.from('n"}}}}\n'),
-    ]));
+    fs.writeFileSync(
+      file,
+      Buffer.concat([
+        Buffer.from(`${JSON.stringify({ op: 'upsert_product', product: { ref: 'CLI-5', content: { de: { title: 'Gut' } } } })}\n`),
+        Buffer.from('{"op": "upsert_product", "product": {"ref": "CLI-6", "content": {"de": {"title": "Gr'),
+        Buffer.from([0xfc]),
+        Buffer.from('n"}}}}\n'),
+      ]),
+    );
     const result = await cli('import', file, '--merchant', '1', '--db', db);
     expect(result.code).not.toBe(0);
     expect(result.stderr).toMatch(/line 2: is not valid UTF-8: an invalid byte sequence \(FC\) at byte \d+/);
@@ -189,18 +241,77 @@ describe('the operator commands', () => {
     expect((await cli('merchants', 'create', '--name', '', '--db', db)).stderr).toMatch(/--name: /);
 
     const id = String(merchant.id);
-    const store = await cli('stores', 'set', '--merchant', id, '--store', 'de', '--name', 'CLI DE', '--locale', 'de-DE', '--currency', 'EUR', '--db', db, '--json');
+    const store = await cli(
+      'stores',
+      'set',
+      '--merchant',
+      id,
+      '--store',
+      'de',
+      '--name',
+      'CLI DE',
+      '--locale',
+      'de-DE',
+      '--currency',
+      'EUR',
+      '--db',
+      db,
+      '--json',
+    );
     expect(store.code, store.stderr).toBe(0);
-    expect(json(store.stdout)).toMatchObject({ slug: 'de', name: 'CLI DE', locale: 'de-DE', currency: 'EUR', is_default: true, active: true });
-    await cli('stores', 'set', '--merchant', id, '--store', 'pl', '--name', 'CLI PL', '--locale', 'pl-PL', '--currency', 'PLN', '--inactive', '--db', db);
-    const bad = await cli('stores', 'set', '--merchant', id, '--store', 'us', '--name', 'US', '--locale', 'english', '--currency', 'usd', '--db', db);
+    expect(json(store.stdout)).toMatchObject({
+      slug: 'de',
+      name: 'CLI DE',
+      locale: 'de-DE',
+      currency: 'EUR',
+      is_default: true,
+      active: true,
+    });
+    await cli(
+      'stores',
+      'set',
+      '--merchant',
+      id,
+      '--store',
+      'pl',
+      '--name',
+      'CLI PL',
+      '--locale',
+      'pl-PL',
+      '--currency',
+      'PLN',
+      '--inactive',
+      '--db',
+      db,
+    );
+    const bad = await cli(
+      'stores',
+      'set',
+      '--merchant',
+      id,
+      '--store',
+      'us',
+      '--name',
+      'US',
+      '--locale',
+      'english',
+      '--currency',
+      'usd',
+      '--db',
+      db,
+    );
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/--locale: /);
     expect(bad.stderr).toMatch(/--currency: /);
     const stores = json((await cli('stores', 'list', '--merchant', id, '--db', db, '--json')).stdout);
-    expect(stores.map((s: { slug: string; active: boolean }) => [s.slug, s.active])).toEqual([['de', true], ['pl', false]]);
+    expect(stores.map((s: { slug: string; active: boolean }) => [s.slug, s.active])).toEqual([
+      ['de', true],
+      ['pl', false],
+    ]);
     expect((await cli('stores', 'delete', '--merchant', id, '--store', 'pl', '--db', db)).stdout.trim()).toBe('deleted');
-    expect(json((await cli('stores', 'list', '--merchant', id, '--db', db, '--json')).stdout).map((s: { slug: string }) => s.slug)).toEqual(['de']);
+    expect(json((await cli('stores', 'list', '--merchant', id, '--db', db, '--json')).stdout).map((s: { slug: string }) => s.slug)).toEqual(
+      ['de'],
+    );
 
     const key = json((await cli('keys', 'create', '--merchant', id, '--name', 'feed', '--db', db, '--json')).stdout);
     const keys = json((await cli('keys', 'list', '--merchant', id, '--db', db, '--json')).stdout);
@@ -211,16 +322,21 @@ describe('the operator commands', () => {
     expect(json((await cli('keys', 'list', '--merchant', id, '--db', db, '--json')).stdout)[0].revoked_at).toEqual(expect.any(String));
   }, 240_000);
 
-  it('imports list and show the CLI\'s imports with their outcome; off a terminal the import prints its progress every --progress-seconds', async () => {
+  it("imports list and show the CLI's imports with their outcome; off a terminal the import prints its progress every --progress-seconds", async () => {
     // A named pipe: the file arrives while the import reads it, as a slow upload would.
     const fifo = path.join(dir, 'slow.ndjson');
     execFileSync('mkfifo', [fifo]);
-    const child = spawn('npx', ['tsx', 'src/cli.ts', 'import', fifo, '--merchant', '1', '--db', db, '--progress-seconds', '0.1'], { cwd: ROOT });
+    const child = spawn('npx', ['tsx', 'src/cli.ts', 'import', fifo, '--merchant', '1', '--db', db, '--progress-seconds', '0.1'], {
+      cwd: ROOT,
+    });
     let stderr = '';
-    child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString(); });
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
     const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
     const writer = fs.createWriteStream(fifo);
-    const line = (n: number) => `${JSON.stringify({ op: 'upsert_product', product: { ref: `SLOW-${n}`, content: { de: { title: `Langsam ${n}` } } } })}\n`;
+    const line = (n: number) =>
+      `${JSON.stringify({ op: 'upsert_product', product: { ref: `SLOW-${n}`, content: { de: { title: `Langsam ${n}` } } } })}\n`;
     writer.write(Array.from({ length: 40 }, (_, n) => line(n)).join(''));
     const deadline = Date.now() + 60_000;
     while (!/lines read and checked/.test(stderr)) {

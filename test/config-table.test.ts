@@ -21,7 +21,12 @@ describe('the configuration table of docs/configuration.md', () => {
     expect(rows.map((row) => /^\| `(CPS_[A-Z_]+)` \|/.exec(row)?.[1])).toEqual(Object.keys(SETTINGS.shape));
     expect(rows).toContain('| `CPS_FEED_WINDOW` | `1000` | 1 to 1000 | recorded changes one `GET /v1/changes` response covers at most |');
     expect(rows).toContain('| `CPS_ADMIN_BODY_BYTES` | `1048576` (1 MiB) | 0 or more | largest admin JSON body (413 above) |');
-    expect(rows.find((row) => row.startsWith('| `CPS_WORKERS` |'))?.split(' | ').slice(1, 3)).toEqual(['`thread`', '`thread`, `inline`']);
+    expect(
+      rows
+        .find((row) => row.startsWith('| `CPS_WORKERS` |'))
+        ?.split(' | ')
+        .slice(1, 3),
+    ).toEqual(['`thread`', '`thread`, `inline`']);
   });
 
   it('needs its markers, and names the page without them', () => {
@@ -33,12 +38,17 @@ describe('the configuration table of docs/configuration.md', () => {
     const stale = path.join(dir, 'configuration.md');
     fs.writeFileSync(stale, PAGE.replace('| `CPS_PORT` | `8080` |', '| `CPS_PORT` | `8081` |'));
     const run = promisify(execFile);
-    const check = (page: string) => run(process.execPath, ['--import', 'tsx', 'scripts/generate.ts', '--check', '--config-doc', page], { cwd: ROOT })
-      .then(({ stdout }) => ({ code: 0, stdout, stderr: '' }), (error: { code: number; stdout: string; stderr: string }) => error);
+    const check = (page: string) =>
+      run(process.execPath, ['--import', 'tsx', 'scripts/generate.ts', '--check', '--config-doc', page], { cwd: ROOT }).then(
+        ({ stdout }) => ({ code: 0, stdout, stderr: '' }),
+        (error: { code: number; stdout: string; stderr: string }) => error,
+      );
     try {
       const failed = await check(stale);
       expect(failed.code).toBe(1);
-      expect(failed.stderr).toContain('configuration.md: the configuration table is stale (src/config/settings.ts): run `npm run generate`');
+      expect(failed.stderr).toContain(
+        'configuration.md: the configuration table is stale (src/config/settings.ts): run `npm run generate`',
+      );
       // Written anew, the table is the committed one (which `npm run generate:check` passes).
       expect(withConfigTable(fs.readFileSync(stale, 'utf8'))).toBe(PAGE);
     } finally {

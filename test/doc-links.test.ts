@@ -39,7 +39,10 @@ function headingAnchors(markdown: string): Set<string> {
   const withoutFences = markdown.replace(/^(```|~~~)[^\n]*\n[\s\S]*?^\1[^\n]*$/gm, '');
   for (const [, heading] of withoutFences.matchAll(/^#{1,6}\s+(.+?)\s*#*\s*$/gm)) {
     const text = heading!.replace(/\[([^\]]*)\]\([^)]*\)/g, '$1').replace(/<[^>]+>/g, '');
-    const slug = text.toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, '').replace(/\s/g, '-');
+    const slug = text
+      .toLowerCase()
+      .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+      .replace(/\s/g, '-');
     const count = seen.get(slug) ?? 0;
     seen.set(slug, count + 1);
     anchors.add(count ? `${slug}-${count}` : slug);
@@ -69,27 +72,37 @@ function brokenLink(from: string, target: string): string | null {
 }
 
 /** The files whose comments and descriptions must cite only what the repository holds. */
-const CODE = ['src', 'scripts', 'openapi', 'test', 'arazzo'].flatMap((dir) => filesUnder(dir, (name) => /\.(ts|tsx|js|css|ya?ml|json|sql)$/.test(name)))
+const CODE = ['src', 'scripts', 'openapi', 'test', 'arazzo']
+  .flatMap((dir) => filesUnder(dir, (name) => /\.(ts|tsx|js|css|ya?ml|json|sql)$/.test(name)))
   .filter((file) => file !== path.join('test', 'doc-links.test.ts')); // it names what it looks for
 
 // Built from parts, so that this file does not cite what it looks for.
-const OUTSIDE = new RegExp(['\\.\\./shared/', 'shared/spec/', 'product-decisions\\.md', 'catalog-publishing-service\\.md', 'style\\.md'].join('|'));
+const OUTSIDE = new RegExp(
+  ['\\.\\./shared/', 'shared/spec/', 'product-decisions\\.md', 'catalog-publishing-service\\.md', 'style\\.md'].join('|'),
+);
 const ISSUE = new RegExp(['\\b[Ii]ssues? #?\\d', '\\(#\\d+\\)'].join('|'));
 /** `docs/page.md#anchor` as comments cite it (an `import … from '../shared/…'` is code, not a citation). */
 const DOCS_CITATION = /\bdocs\/([\w/-]+\.md)(?:#([\w-]+))?/g;
 
 /** `file`'s lines that match `pattern`, as `file:line: text`, leaving out imports of src/shared/. */
 function linesMatching(file: string, pattern: RegExp): string[] {
-  return fs.readFileSync(path.join(ROOT, file), 'utf8').split('\n').flatMap((line, index) => {
-    const withoutImports = line.replace(/(from|import)\s+'(\.\.\/)+shared\/[\w./-]+'/g, '');
-    return pattern.test(withoutImports) ? [`${file}:${index + 1}: ${line.trim().slice(0, 160)}`] : [];
-  });
+  return fs
+    .readFileSync(path.join(ROOT, file), 'utf8')
+    .split('\n')
+    .flatMap((line, index) => {
+      const withoutImports = line.replace(/(from|import)\s+'(\.\.\/)+shared\/[\w./-]+'/g, '');
+      return pattern.test(withoutImports) ? [`${file}:${index + 1}: ${line.trim().slice(0, 160)}`] : [];
+    });
 }
 
 describe('the documentation', () => {
   it('links, from every page, only to files of the repository and headings that exist', () => {
-    const broken = PAGES.flatMap((page) => relativeTargets(fs.readFileSync(path.join(ROOT, page), 'utf8'))
-      .map((target) => brokenLink(page, target)).filter((why) => why !== null).map((why) => `${page}: ${why}`));
+    const broken = PAGES.flatMap((page) =>
+      relativeTargets(fs.readFileSync(path.join(ROOT, page), 'utf8'))
+        .map((target) => brokenLink(page, target))
+        .filter((why) => why !== null)
+        .map((why) => `${page}: ${why}`),
+    );
     expect(broken).toEqual([]);
   });
 
@@ -107,7 +120,9 @@ describe('the documentation', () => {
   });
 
   it('names headings as GitHub does', () => {
-    const anchors = headingAnchors('# Snapshot, then feed: `GET /v1/products/export`\n## Rate limits\n## Rate limits\n```\n# not a heading\n```\n');
+    const anchors = headingAnchors(
+      '# Snapshot, then feed: `GET /v1/products/export`\n## Rate limits\n## Rate limits\n```\n# not a heading\n```\n',
+    );
     expect([...anchors]).toEqual(['snapshot-then-feed-get-v1productsexport', 'rate-limits', 'rate-limits-1']);
   });
 });
@@ -124,13 +139,15 @@ describe('citations in code, documents and tests', () => {
 
   it('cite docs/ pages and headings that exist', () => {
     const anchors = new Map<string, Set<string>>();
-    const broken = CODE.flatMap((file) => [...fs.readFileSync(path.join(ROOT, file), 'utf8').matchAll(DOCS_CITATION)].flatMap(([cited, page, anchor]) => {
-      const target = path.join(ROOT, 'docs', page!);
-      if (!fs.existsSync(target)) return [`${file}: ${cited}: no such page`];
-      if (!anchor) return [];
-      if (!anchors.has(page!)) anchors.set(page!, headingAnchors(fs.readFileSync(target, 'utf8')));
-      return anchors.get(page!)!.has(anchor) ? [] : [`${file}: ${cited}: no such heading`];
-    }));
+    const broken = CODE.flatMap((file) =>
+      [...fs.readFileSync(path.join(ROOT, file), 'utf8').matchAll(DOCS_CITATION)].flatMap(([cited, page, anchor]) => {
+        const target = path.join(ROOT, 'docs', page!);
+        if (!fs.existsSync(target)) return [`${file}: ${cited}: no such page`];
+        if (!anchor) return [];
+        if (!anchors.has(page!)) anchors.set(page!, headingAnchors(fs.readFileSync(target, 'utf8')));
+        return anchors.get(page!)!.has(anchor) ? [] : [`${file}: ${cited}: no such heading`];
+      }),
+    );
     expect(broken).toEqual([]);
   });
 });

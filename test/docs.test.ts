@@ -22,12 +22,18 @@ const PAGES = [
 
 /** Every operationId of a document: the docs show each operation's. */
 function operationIds(document: { paths: Record<string, Record<string, any>> }): string[] {
-  return Object.values(document.paths).flatMap((item) => Object.values(item).map((operation) => operation?.operationId).filter(Boolean));
+  return Object.values(document.paths).flatMap((item) =>
+    Object.values(item)
+      .map((operation) => operation?.operationId)
+      .filter(Boolean),
+  );
 }
 
 /** The summary of a document's first operation: its docs page lists it in the sidebar. */
 function firstSummary(document: { paths: Record<string, Record<string, any>> }): string {
-  return Object.values(document.paths).flatMap((item) => Object.values(item)).find((operation) => operation?.summary).summary;
+  return Object.values(document.paths)
+    .flatMap((item) => Object.values(item))
+    .find((operation) => operation?.summary).summary;
 }
 
 describe('the built docs', () => {
@@ -60,17 +66,24 @@ describe('the built docs', () => {
       const page = await browser.newPage();
       const elsewhere: string[] = [];
       // Whatever leaves 127.0.0.1 is recorded and refused, as it would fail on a machine without internet.
-      await page.route((url) => url.hostname !== '127.0.0.1', (request) => {
-        elsewhere.push(`${request.request().resourceType()} ${request.request().url()}`);
-        return request.abort('internetdisconnected');
-      });
+      await page.route(
+        (url) => url.hostname !== '127.0.0.1',
+        (request) => {
+          elsewhere.push(`${request.request().resourceType()} ${request.request().url()}`);
+          return request.abort('internetdisconnected');
+        },
+      );
       await page.goto(`${service.url}${route}`);
       // Hydrated (Redoc adds its logo's <img> only in the browser), with the operations listed.
       await page.locator('img[alt="redocly logo"]').waitFor({ state: 'attached' });
       await page.waitForLoadState('networkidle');
       expect(await page.textContent('body')).toContain(firstSummary(document));
       expect(elsewhere).toEqual([]);
-      const images = await page.locator('img').evaluateAll((all) => all.map((img) => ({ src: (img as HTMLImageElement).src.slice(0, 40), drawn: (img as HTMLImageElement).naturalWidth > 0 })));
+      const images = await page
+        .locator('img')
+        .evaluateAll((all) =>
+          all.map((img) => ({ src: (img as HTMLImageElement).src.slice(0, 40), drawn: (img as HTMLImageElement).naturalWidth > 0 })),
+        );
       expect(images.length).toBeGreaterThan(0);
       for (const image of images) expect(image).toMatchObject({ drawn: true });
     });
@@ -92,13 +105,16 @@ describe('the documents the docs show', () => {
       expect(servers.map((s) => s.url)).toEqual(['/']);
       for (const server of servers) expect(server.variables).toBeUndefined();
       const info = document.info as { contact?: Record<string, string>; license?: Record<string, string> };
-      for (const value of [...Object.values(info.contact ?? {}), ...Object.values(info.license ?? {})]) expect(value).not.toMatch(/example\.(com|org|net)|\{/);
+      for (const value of [...Object.values(info.contact ?? {}), ...Object.values(info.license ?? {})])
+        expect(value).not.toMatch(/example\.(com|org|net)|\{/);
       expect(info.contact?.name).toBeTruthy();
     });
   }
 
   it('the build refuses a Redoc that loads its logo from somewhere it does not expect', () => {
-    expect(() => withoutCdnAssets('<img src="https://cdn.example.net/logo.svg">', 'public.html')).toThrow(/no longer loads https:\/\/cdn\.redoc\.ly/);
+    expect(() => withoutCdnAssets('<img src="https://cdn.example.net/logo.svg">', 'public.html')).toThrow(
+      /no longer loads https:\/\/cdn\.redoc\.ly/,
+    );
   });
 });
 
@@ -110,7 +126,11 @@ describe('docs not built', () => {
   afterAll(() => service.close());
 
   it('answers 404 at each docs page and says how to build it and where the document is', async () => {
-    for (const [route, document] of [['/docs', '/openapi.json'], ['/admin/docs', '/admin/openapi.json'], ['/operations/docs', '/operations/openapi.json']]) {
+    for (const [route, document] of [
+      ['/docs', '/openapi.json'],
+      ['/admin/docs', '/admin/openapi.json'],
+      ['/operations/docs', '/operations/openapi.json'],
+    ]) {
       const response = await fetch(`${service.url}${route}`);
       expect(response.status).toBe(404);
       const text = await response.text();

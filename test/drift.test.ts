@@ -28,7 +28,15 @@ interface OperationShape {
 }
 
 function resolve(doc: Json, value: Json): Json {
-  return value.$ref ? resolve(doc, (value.$ref as string).slice(2).split('/').reduce((n: Json, k) => n[k], doc)) : value;
+  return value.$ref
+    ? resolve(
+        doc,
+        (value.$ref as string)
+          .slice(2)
+          .split('/')
+          .reduce((n: Json, k) => n[k], doc),
+      )
+    : value;
 }
 
 /** What the authored document says each operation takes and answers. */
@@ -55,12 +63,17 @@ function registered(app: { openAPIRegistry: { definitions: Json[] } }): Map<stri
     if (definition.type !== 'route') continue;
     const route = definition.route;
     const parameters: string[] = [];
-    for (const [part, location] of [['params', 'path'], ['query', 'query'], ['headers', 'header']] as const) {
+    for (const [part, location] of [
+      ['params', 'path'],
+      ['query', 'query'],
+      ['headers', 'header'],
+    ] as const) {
       const schema = route.request?.[part];
       if (schema) parameters.push(...Object.keys(schema.shape).map((name) => `${location}:${name}`));
     }
     shapes.set(`${route.method.toUpperCase()} ${route.path}`, {
-      parameters: parameters.sort(), statuses: Object.keys(route.responses).map(String).sort(),
+      parameters: parameters.sort(),
+      statuses: Object.keys(route.responses).map(String).sort(),
     });
   }
   return shapes;
@@ -76,8 +89,10 @@ beforeAll(() => {
   dir = fs.mkdtempSync(path.join(process.cwd(), 'node_modules', '.drift-'));
   const databasePath = path.join(dir, 'drift.db');
   // Built, not started: nothing here runs the dispatcher or the mirror.
-  service = createService(loadConfig({}, { adminToken: 'x', databasePath, changes: { feedWindow: 1000 } }),
-    { logger: silentLogger, storage: openSqliteStorage(databasePath) });
+  service = createService(loadConfig({}, { adminToken: 'x', databasePath, changes: { feedWindow: 1000 } }), {
+    logger: silentLogger,
+    storage: openSqliteStorage(databasePath),
+  });
 });
 afterAll(async () => {
   await service.close();

@@ -55,16 +55,20 @@ describe('the $ref walker', () => {
 
   it('refuses a $ref cycle, naming its links, rather than overflowing the stack', () => {
     const cyclic = { components: { schemas: { A: { $ref: '#/components/schemas/B' }, B: { $ref: '#/components/schemas/A' } } } };
-    expect(() => deref(cyclic, { $ref: '#/components/schemas/A' }))
-      .toThrow('$ref cycle: #/components/schemas/A -> #/components/schemas/B -> #/components/schemas/A');
-    const recursive = { components: { schemas: { Node: { type: 'object', properties: { next: { $ref: '#/components/schemas/Node' } } } } } };
+    expect(() => deref(cyclic, { $ref: '#/components/schemas/A' })).toThrow(
+      '$ref cycle: #/components/schemas/A -> #/components/schemas/B -> #/components/schemas/A',
+    );
+    const recursive = {
+      components: { schemas: { Node: { type: 'object', properties: { next: { $ref: '#/components/schemas/Node' } } } } },
+    };
     expect(() => inline(recursive, { $ref: '#/components/schemas/Node' })).toThrow(/\$ref cycle: .* cannot be inlined/);
   });
 });
 
 /** A one-operation admin-like document: `operation` at POST /things. */
 const documentWith = (operation: Json, components: Json = {}): Json => ({
-  openapi: '3.1.0', info: { title: 't', version: '1' },
+  openapi: '3.1.0',
+  info: { title: 't', version: '1' },
   paths: { '/things/{thing_id}': { post: { operationId: 'createThing', responses: { 201: { description: 'ok' } }, ...operation } } },
   components: { schemas: { Thing: { type: 'object', properties: { name: { type: 'string' } } } }, ...components },
 });
@@ -84,10 +88,15 @@ describe('the admin route facts', () => {
     return { body: kind, bodyRequired: body.required === true, bodyLimit: kind === 'json' ? 'adminBodyBytes' : 'importBodyBytes' };
   };
   const operations = Object.entries(adminDocument.paths as Record<string, Json>).flatMap(([path, item]) =>
-    Object.entries(item).filter(([, operation]) => operation?.operationId).map(([method, operation]) => ({ path, method, operation: operation as Json })));
+    Object.entries(item)
+      .filter(([, operation]) => operation?.operationId)
+      .map(([method, operation]) => ({ path, method, operation: operation as Json })),
+  );
 
   it('list every operation of admin.yaml, each once', () => {
-    expect(ADMIN_ROUTE_FACTS.map((f) => `${f.method} ${f.path}`).sort()).toEqual(operations.map((o) => `${o.method.toUpperCase()} ${o.path}`).sort());
+    expect(ADMIN_ROUTE_FACTS.map((f) => `${f.method} ${f.path}`).sort()).toEqual(
+      operations.map((o) => `${o.method.toUpperCase()} ${o.path}`).sort(),
+    );
     expect(new Set(ADMIN_ROUTE_FACTS.map((f) => f.operationId)).size).toBe(operations.length);
   });
 
@@ -105,11 +114,17 @@ describe('the admin route facts', () => {
 
   it('refuse a body of a media type the server cannot read, and a 413 where no body is read or none where one is', () => {
     const form = { required: true, content: { 'application/x-www-form-urlencoded': { schema: { type: 'object' } } } };
-    expect(() => routeFacts(documentWith({ requestBody: form, responses: tooLarge }))).toThrow(/createThing\): a request body needs exactly one media type/);
+    expect(() => routeFacts(documentWith({ requestBody: form, responses: tooLarge }))).toThrow(
+      /createThing\): a request body needs exactly one media type/,
+    );
     expect(() => routeFacts(documentWith({ requestBody: jsonBody }))).toThrow(/must document 413/);
     expect(() => routeFacts(documentWith({ responses: tooLarge }))).toThrow(/documents 413 but takes no request body/);
-    expect(routeFacts(documentWith({ requestBody: { ...jsonBody, required: false }, responses: tooLarge }))[0])
-      .toMatchObject({ body: 'json', bodyRequired: false, bodyLimit: 'adminBodyBytes', routerPath: '/things/:thing_id' });
+    expect(routeFacts(documentWith({ requestBody: { ...jsonBody, required: false }, responses: tooLarge }))[0]).toMatchObject({
+      body: 'json',
+      bodyRequired: false,
+      bodyLimit: 'adminBodyBytes',
+      routerPath: '/things/:thing_id',
+    });
   });
 });
 
@@ -121,31 +136,45 @@ describe('generation fails loudly', () => {
 
   it.each(Object.entries(generators))('on a dangling $ref: %s', (_, generate) => {
     const body = { $ref: '#/components/requestBodies/Missing' };
-    expect(() => generate(documentWith({ requestBody: body, responses: tooLarge }))).toThrow('$ref #/components/requestBodies/Missing points nowhere');
+    expect(() => generate(documentWith({ requestBody: body, responses: tooLarge }))).toThrow(
+      '$ref #/components/requestBodies/Missing points nowhere',
+    );
   });
 
   it.each(Object.entries(generators))('on a $ref cycle: %s', (_, generate) => {
     const requestBodies = { A: { $ref: '#/components/requestBodies/B' }, B: { $ref: '#/components/requestBodies/A' } };
-    expect(() => generate(documentWith({ requestBody: { $ref: '#/components/requestBodies/A' }, responses: tooLarge }, { requestBodies })))
-      .toThrow(/\$ref cycle: #\/components\/requestBodies\/A -> #\/components\/requestBodies\/B -> #\/components\/requestBodies\/A/);
+    expect(() =>
+      generate(documentWith({ requestBody: { $ref: '#/components/requestBodies/A' }, responses: tooLarge }, { requestBodies })),
+    ).toThrow(/\$ref cycle: #\/components\/requestBodies\/A -> #\/components\/requestBodies\/B -> #\/components\/requestBodies\/A/);
   });
 
   it('on a schema that names a missing schema, or itself, in the zod routes', () => {
     const schemas = (thing: Json) => ({ schemas: { Thing: thing } });
-    expect(() => emitZodModule(documentWith({}, schemas({ type: 'array', items: { $ref: '#/components/schemas/Gone' } })), { source: 'test' }))
-      .toThrow('$ref #/components/schemas/Gone points nowhere');
-    expect(() => emitZodModule(documentWith({}, schemas({ type: 'object', properties: { next: { $ref: '#/components/schemas/Thing' } } })), { source: 'test' }))
-      .toThrow('schema cycle through Thing is not supported');
+    expect(() =>
+      emitZodModule(documentWith({}, schemas({ type: 'array', items: { $ref: '#/components/schemas/Gone' } })), { source: 'test' }),
+    ).toThrow('$ref #/components/schemas/Gone points nowhere');
+    expect(() =>
+      emitZodModule(documentWith({}, schemas({ type: 'object', properties: { next: { $ref: '#/components/schemas/Thing' } } })), {
+        source: 'test',
+      }),
+    ).toThrow('schema cycle through Thing is not supported');
   });
 
   describe('in the webhook generators', () => {
     const webhookDocument = (payload: Json, example: Json = { $ref: '#/components/examples/Price' }) => ({
-      openapi: '3.1.0', info: { title: 't', version: '1' }, paths: {},
+      openapi: '3.1.0',
+      info: { title: 't', version: '1' },
+      paths: {},
       webhooks: {
         price: {
           post: {
-            operationId: 'priceWebhook', summary: 'A price changed.', description: 'A price changed.',
-            requestBody: { required: true, content: { 'application/json': { schema: { $ref: '#/components/schemas/Payload' }, examples: { price: example } } } },
+            operationId: 'priceWebhook',
+            summary: 'A price changed.',
+            description: 'A price changed.',
+            requestBody: {
+              required: true,
+              content: { 'application/json': { schema: { $ref: '#/components/schemas/Payload' }, examples: { price: example } } },
+            },
             responses: { 200: { description: 'ok' } },
           },
         },
@@ -154,16 +183,23 @@ describe('generation fails loudly', () => {
     });
 
     it('on a payload that refers to itself, or to a schema that is not there', () => {
-      expect(() => emitWebhookRegistry(webhookDocument({ type: 'object', properties: { next: { $ref: '#/components/schemas/Payload' } } }), { source: 'test' }))
-        .toThrow(/\$ref cycle: #\/components\/schemas\/Payload -> #\/components\/schemas\/Payload cannot be inlined/);
-      expect(() => emitWebhookRegistry(webhookDocument({ type: 'object', properties: { event: { $ref: '#/components/schemas/Event' } } }), { source: 'test' }))
-        .toThrow('$ref #/components/schemas/Event points nowhere');
+      expect(() =>
+        emitWebhookRegistry(webhookDocument({ type: 'object', properties: { next: { $ref: '#/components/schemas/Payload' } } }), {
+          source: 'test',
+        }),
+      ).toThrow(/\$ref cycle: #\/components\/schemas\/Payload -> #\/components\/schemas\/Payload cannot be inlined/);
+      expect(() =>
+        emitWebhookRegistry(webhookDocument({ type: 'object', properties: { event: { $ref: '#/components/schemas/Event' } } }), {
+          source: 'test',
+        }),
+      ).toThrow('$ref #/components/schemas/Event points nowhere');
     });
 
     it('on an example that is not there', () => {
       expect(emitWebhookEventDocs(webhookDocument({ type: 'object' }), { source: 'test' })).toContain('payload: {"event":"price"}');
-      expect(() => emitWebhookEventDocs(webhookDocument({ type: 'object' }, { $ref: '#/components/examples/Gone' }), { source: 'test' }))
-        .toThrow('$ref #/components/examples/Gone points nowhere');
+      expect(() =>
+        emitWebhookEventDocs(webhookDocument({ type: 'object' }, { $ref: '#/components/examples/Gone' }), { source: 'test' }),
+      ).toThrow('$ref #/components/examples/Gone points nowhere');
     });
   });
 });

@@ -6,7 +6,6 @@ import { execFile } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -47,7 +46,9 @@ async function threeProductStore(service: TestService, name: string): Promise<Me
     product: { ref, content: { de: { title, description: null } }, own_stock: { quantity: 2, cost: '20.00', currency: 'EUR' } },
   });
   const imported = await importNdjson(service, merchant.id, [
-    product('BP-40', 'Wanderrucksack 40 l'), product('TENT-2', 'Zelt für zwei'), product('LAMP-1', 'Stirnlampe'),
+    product('BP-40', 'Wanderrucksack 40 l'),
+    product('TENT-2', 'Zelt für zwei'),
+    product('LAMP-1', 'Stirnlampe'),
   ]);
   expect(imported.status, imported.text).toBe(200);
   return merchant;
@@ -64,24 +65,29 @@ async function startVerifyingReceiver(secretsOf: () => Promise<string[]>) {
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', async () => {
-      const secrets = await secretsOf();
-      const rawBody = Buffer.concat(chunks);
-      try {
-        const payload = verifyWebhook({ secret: secrets, headers: req.headers, rawBody });
-        const secret = secrets.find((one) => {
+    // The handler is async; an error in it surfaces as an unhandled rejection, failing the run.
+    req.on(
+      'end',
+      () =>
+        void (async () => {
+          const secrets = await secretsOf();
+          const rawBody = Buffer.concat(chunks);
           try {
-            return verifyWebhook({ secret: one, headers: req.headers, rawBody }) !== undefined;
+            const payload = verifyWebhook({ secret: secrets, headers: req.headers, rawBody });
+            const secret = secrets.find((one) => {
+              try {
+                return verifyWebhook({ secret: one, headers: req.headers, rawBody }) !== undefined;
+              } catch {
+                return false;
+              }
+            })!;
+            verified.push({ secret, payload });
+            res.writeHead(204).end();
           } catch {
-            return false;
+            res.writeHead(400).end();
           }
-        })!;
-        verified.push({ secret, payload });
-        res.writeHead(204).end();
-      } catch {
-        res.writeHead(400).end();
-      }
-    });
+        })(),
+    );
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
@@ -101,7 +107,10 @@ afterAll(() => service.close());
 
 describe('the Arazzo workflows (arazzo/), run by redocly respect against the server', () => {
   it('lints them with redocly lint', async () => {
-    const files = fs.readdirSync('arazzo').filter((f) => f.endsWith('.arazzo.yaml')).map((f) => path.join('arazzo', f));
+    const files = fs
+      .readdirSync('arazzo')
+      .filter((f) => f.endsWith('.arazzo.yaml'))
+      .map((f) => path.join('arazzo', f));
     expect(files.length).toBeGreaterThanOrEqual(4);
     await expect(promisify(execFile)(redocly, ['lint', ...files])).resolves.toBeDefined();
   });
@@ -109,7 +118,11 @@ describe('the Arazzo workflows (arazzo/), run by redocly respect against the ser
   it('full sync, then follow the feed: pages by after_id, polls, fetches by ids, resumes from the cursor', async () => {
     const merchant = await threeProductStore(service, 'Feed Outfitters');
     const run = await respect(service, 'arazzo/full-sync.arazzo.yaml', {
-      api_key: merchant.key, admin_token: ADMIN_TOKEN, merchant_id: merchant.id, store: 'de', changed_ref: 'BP-40',
+      api_key: merchant.key,
+      admin_token: ADMIN_TOKEN,
+      merchant_id: merchant.id,
+      store: 'de',
+      changed_ref: 'BP-40',
     });
     expect(run.passed, run.report).toBe(true);
   });
@@ -117,7 +130,11 @@ describe('the Arazzo workflows (arazzo/), run by redocly respect against the ser
   it('snapshot, then follow the live feed: exports the store, a long-poll finds nothing after its cursor, 304 on its ETag, then a long-poll answers exactly the change made after it', async () => {
     const merchant = await threeProductStore(service, 'Snapshot Outfitters');
     const run = await respect(service, 'arazzo/snapshot-then-feed.arazzo.yaml', {
-      api_key: merchant.key, admin_token: ADMIN_TOKEN, merchant_id: merchant.id, store: 'de', changed_ref: 'LAMP-1',
+      api_key: merchant.key,
+      admin_token: ADMIN_TOKEN,
+      merchant_id: merchant.id,
+      store: 'de',
+      changed_ref: 'LAMP-1',
     });
     expect(run.passed, run.report).toBe(true);
   });
@@ -131,7 +148,9 @@ describe('the Arazzo workflows (arazzo/), run by redocly respect against the ser
     const receiver = await startVerifyingReceiver(installedSecrets);
     try {
       const run = await respect(service, 'arazzo/webhook-endpoint.arazzo.yaml', {
-        admin_token: ADMIN_TOKEN, merchant_id: merchant.id, receiver_url: receiver.url,
+        admin_token: ADMIN_TOKEN,
+        merchant_id: merchant.id,
+        receiver_url: receiver.url,
       });
       expect(run.passed, run.report).toBe(true);
       // Three authentic deliveries: the one after the rotation still signed with the old secret
@@ -148,7 +167,10 @@ describe('the Arazzo workflows (arazzo/), run by redocly respect against the ser
   });
 
   it('onboard a merchant: merchant, store, customer group, key and import; the key reads the catalog', async () => {
-    const run = await respect(service, 'arazzo/onboard-merchant.arazzo.yaml', { admin_token: ADMIN_TOKEN, merchant_name: 'Onboarded Outfitters' });
+    const run = await respect(service, 'arazzo/onboard-merchant.arazzo.yaml', {
+      admin_token: ADMIN_TOKEN,
+      merchant_name: 'Onboarded Outfitters',
+    });
     expect(run.passed, run.report).toBe(true);
     const merchants = await adminOk(service, 'GET', '/admin/v1/merchants');
     expect(merchants.data.map((m: { name: string }) => m.name)).toContain('Onboarded Outfitters');

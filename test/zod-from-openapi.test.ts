@@ -6,7 +6,9 @@ import { emitZodModule } from '../scripts/zod-from-openapi.js';
 import { AttributeDefinitionInputSchema, ProductSourceInputSchema, SupplierAttributeSchema } from '../src/generated/admin-routes.js';
 
 const documentWith = (map: Record<string, unknown>) => ({
-  openapi: '3.1.0', info: { title: 't', version: '1' }, paths: {},
+  openapi: '3.1.0',
+  info: { title: 't', version: '1' },
+  paths: {},
   components: { schemas: { Map: { type: 'object', additionalProperties: { type: 'string' }, ...map } } },
 });
 
@@ -20,15 +22,37 @@ describe('maps with free keys', () => {
 
   it('are generated when the documents refuse __proto__, by pattern or by not/const', () => {
     expect(emitZodModule(documentWith({ propertyNames: { pattern: '^[a-z]{2}$' } }), { source: 'test' })).toContain('freeKeys(');
-    const module = emitZodModule(documentWith({ propertyNames: { pattern: '^[a-z_]+$', not: { const: '__proto__' } } }), { source: 'test' });
+    const module = emitZodModule(documentWith({ propertyNames: { pattern: '^[a-z_]+$', not: { const: '__proto__' } } }), {
+      source: 'test',
+    });
     expect(module).toContain('.refine((v) => !["__proto__"].includes(v)');
   });
 
   it.each([
-    { what: 'an override key', schema: ProductSourceInputSchema, json: '{"overrides": {"__proto__": "OVR"}}', path: ['overrides', '__proto__'] },
-    { what: 'a content locale', schema: ProductSourceInputSchema, json: '{"content": {"__proto__": {"title": "x"}}}', path: ['content', '__proto__'] },
-    { what: 'a label locale', schema: AttributeDefinitionInputSchema, json: '{"labels": {"__proto__": "x"}}', path: ['labels', '__proto__'] },
-    { what: 'a supplier attribute key', schema: SupplierAttributeSchema, json: '{"supplier_ref": "a", "key": "__proto__", "value": "1"}', path: ['key'] },
+    {
+      what: 'an override key',
+      schema: ProductSourceInputSchema,
+      json: '{"overrides": {"__proto__": "OVR"}}',
+      path: ['overrides', '__proto__'],
+    },
+    {
+      what: 'a content locale',
+      schema: ProductSourceInputSchema,
+      json: '{"content": {"__proto__": {"title": "x"}}}',
+      path: ['content', '__proto__'],
+    },
+    {
+      what: 'a label locale',
+      schema: AttributeDefinitionInputSchema,
+      json: '{"labels": {"__proto__": "x"}}',
+      path: ['labels', '__proto__'],
+    },
+    {
+      what: 'a supplier attribute key',
+      schema: SupplierAttributeSchema,
+      json: '{"supplier_ref": "a", "key": "__proto__", "value": "1"}',
+      path: ['key'],
+    },
   ])('refuse $what named __proto__, naming it', ({ schema, json, path }) => {
     const result = schema.safeParse(JSON.parse(json));
     expect(result.success).toBe(false);
@@ -37,26 +61,44 @@ describe('maps with free keys', () => {
 
   it('keep keys named constructor and prototype, as own members', () => {
     const result = ProductSourceInputSchema.parse(JSON.parse('{"overrides": {"constructor": "C", "prototype": "P"}}'));
-    expect(Object.entries(result.overrides)).toEqual([['constructor', 'C'], ['prototype', 'P']]);
+    expect(Object.entries(result.overrides)).toEqual([
+      ['constructor', 'C'],
+      ['prototype', 'P'],
+    ]);
   });
 });
 
 describe('oneOf (an export line is a Product or the trailer)', () => {
   const documentWithOneOf = (line: Record<string, unknown>) => ({
-    openapi: '3.1.0', info: { title: 't', version: '1' }, paths: {},
-    components: { schemas: { A: { type: 'object', additionalProperties: false, required: ['a'], properties: { a: { type: 'string' } } }, Line: line } },
+    openapi: '3.1.0',
+    info: { title: 't', version: '1' },
+    paths: {},
+    components: {
+      schemas: { A: { type: 'object', additionalProperties: false, required: ['a'], properties: { a: { type: 'string' } } }, Line: line },
+    },
   });
 
   it('of named schemas is generated as their union, and the generated export line accepts either member and nothing else', async () => {
-    expect(emitZodModule(documentWithOneOf({ description: 'x', oneOf: [{ $ref: '#/components/schemas/A' }, { $ref: '#/components/schemas/A' }] }), { source: 'test' }))
-      .toContain('export const LineSchema = z.union([ASchema, ASchema]);');
+    expect(
+      emitZodModule(
+        documentWithOneOf({ description: 'x', oneOf: [{ $ref: '#/components/schemas/A' }, { $ref: '#/components/schemas/A' }] }),
+        { source: 'test' },
+      ),
+    ).toContain('export const LineSchema = z.union([ASchema, ASchema]);');
     const { ProductExportLineSchema } = await import('../src/generated/public-routes.js');
     expect(ProductExportLineSchema.safeParse({ store: 'de', count: 0, next_since: '2025-03-14T09:26:53Z', next_id: 0 }).success).toBe(true);
     expect(ProductExportLineSchema.safeParse({ store: 'de', count: 0 }).success).toBe(false);
   });
 
   it('of anything else is refused: inline members, or keywords beside it', () => {
-    expect(() => emitZodModule(documentWithOneOf({ oneOf: [{ type: 'string' }, { $ref: '#/components/schemas/A' }] }), { source: 'test' })).toThrow(/unsupported oneOf/);
-    expect(() => emitZodModule(documentWithOneOf({ type: 'object', oneOf: [{ $ref: '#/components/schemas/A' }, { $ref: '#/components/schemas/A' }] }), { source: 'test' })).toThrow(/unsupported oneOf/);
+    expect(() =>
+      emitZodModule(documentWithOneOf({ oneOf: [{ type: 'string' }, { $ref: '#/components/schemas/A' }] }), { source: 'test' }),
+    ).toThrow(/unsupported oneOf/);
+    expect(() =>
+      emitZodModule(
+        documentWithOneOf({ type: 'object', oneOf: [{ $ref: '#/components/schemas/A' }, { $ref: '#/components/schemas/A' }] }),
+        { source: 'test' },
+      ),
+    ).toThrow(/unsupported oneOf/);
   });
 });

@@ -69,7 +69,9 @@ const notFound = (what: string) => new ProblemError('not_found', `${what} does n
 const linkGone = () => new ProblemError('not_found', 'This link is unknown, already used, revoked or expired: ask for a new one.');
 
 function scrypt(password: string, salt: Buffer, keylen: number, options: ScryptOptions): Promise<Buffer> {
-  return new Promise((resolve, reject) => scryptCallback(password, salt, keylen, options, (error, key) => (error ? reject(error) : resolve(key))));
+  return new Promise((resolve, reject) =>
+    scryptCallback(password, salt, keylen, options, (error, key) => (error ? reject(error) : resolve(key))),
+  );
 }
 
 /** `scrypt$N$r$p$salt$hash`, base64url. */
@@ -84,7 +86,10 @@ export async function verifyPassword(password: string, stored: string): Promise<
   if (scheme !== 'scrypt' || !salt || !hash) return false;
   const expected = Buffer.from(hash, 'base64url');
   const key = await scrypt(password, Buffer.from(salt, 'base64url'), expected.length, {
-    N: Number(N), r: Number(r), p: Number(p), maxmem: SCRYPT.maxmem,
+    N: Number(N),
+    r: Number(r),
+    p: Number(p),
+    maxmem: SCRYPT.maxmem,
   });
   return timingSafeEqual(key, expected);
 }
@@ -152,7 +157,11 @@ export class PanelAccounts {
     const expiresAt = new Date(now.getTime() + this.config.panel.sessionAbsoluteHours * 3600_000).toISOString();
     const csrfToken = token();
     await this.storage.insertPanelSession(sha256(sessionToken), {
-      user_id: userId, csrf_token: csrfToken, created_at: now.toISOString(), last_seen_at: now.toISOString(), expires_at: expiresAt,
+      user_id: userId,
+      csrf_token: csrfToken,
+      created_at: now.toISOString(),
+      last_seen_at: now.toISOString(),
+      expires_at: expiresAt,
     });
     return { sessionToken, session: { principal, csrfToken, expiresAt } };
   }
@@ -206,7 +215,7 @@ export class PanelAccounts {
     const account = `user:${actor.user.email}`;
     await this.throttle.check(account, address);
     const stored = await this.storage.panelUserByEmail(actor.user.email);
-    if (!stored || !await verifyPassword(current.slice(0, MAX_PASSWORD), stored.password_hash)) {
+    if (!stored || !(await verifyPassword(current.slice(0, MAX_PASSWORD), stored.password_hash))) {
       await this.throttle.failed(account, address);
       throw invalidInput('body', [{ name: '/current_password', in: 'body', reason: 'is not your current password' }]);
     }
@@ -215,7 +224,10 @@ export class PanelAccounts {
       await tx.setPanelUserPassword(stored.id, passwordHash);
       const others = await tx.deletePanelSessionsOfUser(stored.id, sha256(sessionToken));
       await tx.insertAuditEntry({
-        merchant_id: stored.merchant_id, at: this.now().toISOString(), actor: stored.email, action: 'user.change_password',
+        merchant_id: stored.merchant_id,
+        at: this.now().toISOString(),
+        actor: stored.email,
+        action: 'user.change_password',
         detail: `${stored.email}: ${others} other session(s) ended`,
       });
       return others;
@@ -233,7 +245,10 @@ export class PanelAccounts {
   async requestPasswordReset(actor: Principal, merchantId: number, userId: number): Promise<PasswordReset> {
     this.assertManager(actor, merchantId);
     if (actor.kind !== 'operator' && !this.mailer) {
-      throw new ProblemError('conflict', 'This deployment sends no e-mail, so a reset link cannot reach the account itself: ask the operator for one.');
+      throw new ProblemError(
+        'conflict',
+        'This deployment sends no e-mail, so a reset link cannot reach the account itself: ask the operator for one.',
+      );
     }
     const reset = await this.storage.transaction(async (tx) => {
       const user = await tx.panelUser(userId);
@@ -241,27 +256,46 @@ export class PanelAccounts {
       const now = this.now();
       const replaced = await tx.revokePanelInvitations(merchantId, { email: user.email }, now.toISOString());
       const link = await this.newLink(tx, { merchant_id: merchantId, email: user.email, role: user.role, purpose: 'reset' }, now);
-      const sent = [actor.kind === 'operator' ? 'shown to the operator' : '', this.mailer ? 'e-mailed to the account' : ''].filter(Boolean).join(' and ');
+      const sent = [actor.kind === 'operator' ? 'shown to the operator' : '', this.mailer ? 'e-mailed to the account' : '']
+        .filter(Boolean)
+        .join(' and ');
       await tx.insertAuditEntry({
-        merchant_id: merchantId, at: now.toISOString(), actor: principalName(actor), action: 'user.send_reset',
+        merchant_id: merchantId,
+        at: now.toISOString(),
+        actor: principalName(actor),
+        action: 'user.send_reset',
         detail: `${user.email}: link ${sent}${replaced ? `; ${replaced} earlier link(s) revoked` : ''}`,
       });
       return link;
     });
-    this.mail(reset.email, 'Reset your catalog panel password', [
-      `${principalName(actor)} asked for a new password for your account ${reset.email} of the catalog publishing panel.`,
-      `Set it here: ${this.linkUrl(reset.token)}`,
-      `The link works once, until ${reset.expires_at}. Setting a password signs the account out everywhere.`,
-      'If you did not expect this, tell the operator; your current password keeps working until the link is used.',
-    ].join('\n\n'));
-    return { id: reset.id, email: reset.email, role: reset.role, expires_at: reset.expires_at, token: actor.kind === 'operator' ? reset.token : undefined };
+    this.mail(
+      reset.email,
+      'Reset your catalog panel password',
+      [
+        `${principalName(actor)} asked for a new password for your account ${reset.email} of the catalog publishing panel.`,
+        `Set it here: ${this.linkUrl(reset.token)}`,
+        `The link works once, until ${reset.expires_at}. Setting a password signs the account out everywhere.`,
+        'If you did not expect this, tell the operator; your current password keeps working until the link is used.',
+      ].join('\n\n'),
+    );
+    return {
+      id: reset.id,
+      email: reset.email,
+      role: reset.role,
+      expires_at: reset.expires_at,
+      token: actor.kind === 'operator' ? reset.token : undefined,
+    };
   }
 
   private tellPasswordChanged(email: string, how: string): void {
-    this.mail(email, 'Your catalog panel password was changed', [
-      `The password of your account ${email} of the catalog publishing panel was changed ${how} at ${this.now().toISOString()}.`,
-      'Every other session of the account was signed out. If this was not you, ask the operator to reset it.',
-    ].join('\n\n'));
+    this.mail(
+      email,
+      'Your catalog panel password was changed',
+      [
+        `The password of your account ${email} of the catalog publishing panel was changed ${how} at ${this.now().toISOString()}.`,
+        'Every other session of the account was signed out. If this was not you, ask the operator to reset it.',
+      ].join('\n\n'),
+    );
   }
 
   private mail(to: string, subject: string, text: string): void {
@@ -279,11 +313,15 @@ export class PanelAccounts {
   private assertManager(actor: Principal, merchantId: number): void {
     this.assertMerchant(actor, merchantId);
     if (actor.kind === 'user' && actor.user.role !== 'owner') {
-      throw new ProblemError('forbidden', 'Only the merchant\'s owners and the operator manage users and read the audit log.');
+      throw new ProblemError('forbidden', "Only the merchant's owners and the operator manage users and read the audit log.");
     }
   }
 
-  private async newLink(tx: StorageTx, link: Pick<PanelInvitationRecord, 'merchant_id' | 'email' | 'role' | 'purpose'>, now: Date): Promise<Invitation> {
+  private async newLink(
+    tx: StorageTx,
+    link: Pick<PanelInvitationRecord, 'merchant_id' | 'email' | 'role' | 'purpose'>,
+    now: Date,
+  ): Promise<Invitation> {
     const secret = token();
     const expiresAt = new Date(now.getTime() + this.config.panel.invitationHours * 3600_000).toISOString();
     const stored = await tx.insertPanelInvitation(sha256(secret), { ...link, created_at: now.toISOString(), expires_at: expiresAt });
@@ -298,37 +336,56 @@ export class PanelAccounts {
   async invite(actor: Principal, merchantId: number, input: { email: string; role: PanelRole }): Promise<Invitation> {
     this.assertManager(actor, merchantId);
     const email = input.email.trim().toLowerCase();
-    if (!EMAIL.test(email) || email.length > 254) throw invalidInput('body', [{ name: '/email', in: 'body', reason: 'is not an email address' }]);
-    if (input.role !== 'owner' && input.role !== 'member') throw invalidInput('body', [{ name: '/role', in: 'body', reason: 'must be owner or member' }]);
+    if (!EMAIL.test(email) || email.length > 254)
+      throw invalidInput('body', [{ name: '/email', in: 'body', reason: 'is not an email address' }]);
+    if (input.role !== 'owner' && input.role !== 'member')
+      throw invalidInput('body', [{ name: '/role', in: 'body', reason: 'must be owner or member' }]);
     const invitation = await this.storage.transaction(async (tx) => {
-      if (!await tx.getMerchant(merchantId)) throw notFound(`Merchant ${merchantId}`);
+      if (!(await tx.getMerchant(merchantId))) throw notFound(`Merchant ${merchantId}`);
       const existing = await tx.panelUserByEmail(email);
       if (existing && existing.merchant_id !== merchantId) {
         throw new ProblemError('conflict', `${email} already signs in for another merchant.`);
       }
       if (existing) {
-        throw new ProblemError('conflict', `${email} already has an account, and an invitation does not reset it: send it a password reset instead `
-          + `(the link goes to ${email} itself${actor.kind === 'operator' ? ', and to you' : ''}).`);
+        throw new ProblemError(
+          'conflict',
+          `${email} already has an account, and an invitation does not reset it: send it a password reset instead ` +
+            `(the link goes to ${email} itself${actor.kind === 'operator' ? ', and to you' : ''}).`,
+        );
       }
       const now = this.now();
       const replaced = await tx.revokePanelInvitations(merchantId, { email }, now.toISOString());
       const link = await this.newLink(tx, { merchant_id: merchantId, email, role: input.role, purpose: 'invitation' }, now);
       await tx.insertAuditEntry({
-        merchant_id: merchantId, at: now.toISOString(), actor: principalName(actor), action: 'user.invite',
+        merchant_id: merchantId,
+        at: now.toISOString(),
+        actor: principalName(actor),
+        action: 'user.invite',
         detail: `${email} (${input.role})${replaced ? `; ${replaced} earlier link(s) revoked` : ''}`,
       });
       return link;
     });
-    this.mail(email, 'Your invitation to the catalog publishing panel',
-      `Set your password and sign in: ${this.linkUrl(invitation.token)}\n\nThe link works once, until ${invitation.expires_at}.`);
+    this.mail(
+      email,
+      'Your invitation to the catalog publishing panel',
+      `Set your password and sign in: ${this.linkUrl(invitation.token)}\n\nThe link works once, until ${invitation.expires_at}.`,
+    );
     return invitation;
   }
 
   /** The invitation or reset a link names, while it is unused, unrevoked and unexpired. */
-  async invitation(secret: string): Promise<Omit<Invitation, 'token' | 'id'> & { merchant_id: number; purpose: PanelLinkPurpose } | undefined> {
+  async invitation(
+    secret: string,
+  ): Promise<(Omit<Invitation, 'token' | 'id'> & { merchant_id: number; purpose: PanelLinkPurpose }) | undefined> {
     const stored = await this.storage.panelInvitation(sha256(secret));
     if (!stored || !pending(stored, this.now())) return undefined;
-    return { merchant_id: stored.merchant_id, email: stored.email, role: stored.role, purpose: stored.purpose, expires_at: stored.expires_at };
+    return {
+      merchant_id: stored.merchant_id,
+      email: stored.email,
+      role: stored.role,
+      purpose: stored.purpose,
+      expires_at: stored.expires_at,
+    };
   }
 
   /**
@@ -344,14 +401,17 @@ export class PanelAccounts {
       const now = this.now();
       if (!stored || !pending(stored, now)) throw linkGone();
       // Marked used first: a revocation (the user's removal) that committed meanwhile leaves nothing to mark.
-      if (!await tx.markPanelInvitationUsed(hash, now.toISOString())) throw linkGone();
+      if (!(await tx.markPanelInvitationUsed(hash, now.toISOString()))) throw linkGone();
       const existing = await tx.panelUserByEmail(stored.email);
       if (stored.purpose === 'reset') {
         if (!existing || existing.merchant_id !== stored.merchant_id) throw linkGone();
         await tx.setPanelUserPassword(existing.id, passwordHash);
         const ended = await tx.deletePanelSessionsOfUser(existing.id);
         await tx.insertAuditEntry({
-          merchant_id: stored.merchant_id, at: now.toISOString(), actor: stored.email, action: 'user.reset_password',
+          merchant_id: stored.merchant_id,
+          at: now.toISOString(),
+          actor: stored.email,
+          action: 'user.reset_password',
           detail: `${stored.email}: ${ended} session(s) ended`,
         });
         const { password_hash: _hash, ...user } = existing;
@@ -361,8 +421,17 @@ export class PanelAccounts {
         throw new ProblemError('conflict', `${stored.email} already signs in for another merchant.`);
       }
       if (existing) throw new ProblemError('conflict', `${stored.email} already has an account: sign in, or ask for a password reset.`);
-      const user = await tx.upsertPanelUser({ merchant_id: stored.merchant_id, email: stored.email, role: stored.role, created_at: now.toISOString() }, passwordHash);
-      await tx.insertAuditEntry({ merchant_id: stored.merchant_id, at: now.toISOString(), actor: stored.email, action: 'user.set_password', detail: `${stored.email} (${stored.role})` });
+      const user = await tx.upsertPanelUser(
+        { merchant_id: stored.merchant_id, email: stored.email, role: stored.role, created_at: now.toISOString() },
+        passwordHash,
+      );
+      await tx.insertAuditEntry({
+        merchant_id: stored.merchant_id,
+        at: now.toISOString(),
+        actor: stored.email,
+        action: 'user.set_password',
+        detail: `${stored.email} (${stored.role})`,
+      });
       return { user, reset: false };
     });
     if (accepted.reset) this.tellPasswordChanged(accepted.user.email, 'with a reset link');
@@ -372,7 +441,7 @@ export class PanelAccounts {
   /** The merchant's invitation and reset links that still work (never their secrets). */
   async listPendingLinks(actor: Principal, merchantId: number): Promise<PendingLink[]> {
     this.assertManager(actor, merchantId);
-    if (!await this.storage.getMerchant(merchantId)) throw notFound(`Merchant ${merchantId}`);
+    if (!(await this.storage.getMerchant(merchantId))) throw notFound(`Merchant ${merchantId}`);
     return (await this.storage.listPendingPanelInvitations(merchantId, this.now().toISOString())).map(pendingLink);
   }
 
@@ -382,9 +451,13 @@ export class PanelAccounts {
     return this.storage.transaction(async (tx) => {
       const now = this.now().toISOString();
       const link = (await tx.listPendingPanelInvitations(merchantId, now)).find((l) => l.id === linkId);
-      if (!link || await tx.revokePanelInvitations(merchantId, { id: linkId }, now) === 0) throw notFound(`Invitation ${linkId}`);
+      if (!link || (await tx.revokePanelInvitations(merchantId, { id: linkId }, now)) === 0) throw notFound(`Invitation ${linkId}`);
       await tx.insertAuditEntry({
-        merchant_id: merchantId, at: now, actor: principalName(actor), action: 'invitation.revoke', detail: `${link.email} (${link.purpose} ${link.id})`,
+        merchant_id: merchantId,
+        at: now,
+        actor: principalName(actor),
+        action: 'invitation.revoke',
+        detail: `${link.email} (${link.purpose} ${link.id})`,
       });
       return pendingLink(link);
     });
@@ -392,7 +465,7 @@ export class PanelAccounts {
 
   async listUsers(actor: Principal, merchantId: number): Promise<PanelUser[]> {
     this.assertManager(actor, merchantId);
-    if (!await this.storage.getMerchant(merchantId)) throw notFound(`Merchant ${merchantId}`);
+    if (!(await this.storage.getMerchant(merchantId))) throw notFound(`Merchant ${merchantId}`);
     return this.storage.listPanelUsers(merchantId);
   }
 
@@ -411,9 +484,12 @@ export class PanelAccounts {
       }
       const now = this.now().toISOString();
       const revoked = await tx.revokePanelInvitations(merchantId, { email: user.email }, now);
-      if (!await tx.deletePanelUser(merchantId, userId)) throw notFound(`User ${userId}`);
+      if (!(await tx.deletePanelUser(merchantId, userId))) throw notFound(`User ${userId}`);
       await tx.insertAuditEntry({
-        merchant_id: merchantId, at: now, actor: principalName(actor), action: 'user.remove',
+        merchant_id: merchantId,
+        at: now,
+        actor: principalName(actor),
+        action: 'user.remove',
         detail: `${user.email}${revoked ? `; ${revoked} pending link(s) revoked` : ''}`,
       });
       return user;
@@ -424,12 +500,18 @@ export class PanelAccounts {
 
   /** Records a change the actor made in the panel that no domain operation records itself (they all do today: admin/audit.ts). */
   async record(actor: Principal, merchantId: number, action: string, detail: string): Promise<void> {
-    await this.storage.insertAuditEntry({ merchant_id: merchantId, at: this.now().toISOString(), actor: principalName(actor), action, detail });
+    await this.storage.insertAuditEntry({
+      merchant_id: merchantId,
+      at: this.now().toISOString(),
+      actor: principalName(actor),
+      action,
+      detail,
+    });
   }
 
   async auditLog(actor: Principal, merchantId: number, limit: number): Promise<AuditEntry[]> {
     this.assertManager(actor, merchantId);
-    if (!await this.storage.getMerchant(merchantId)) throw notFound(`Merchant ${merchantId}`);
+    if (!(await this.storage.getMerchant(merchantId))) throw notFound(`Merchant ${merchantId}`);
     return (await this.storage.listAuditEntries(merchantId, limit)).map(({ merchant_id: _, ...entry }) => entry);
   }
 }
@@ -438,8 +520,14 @@ export class PanelAccounts {
 const pending = (link: PanelInvitationRecord, now: Date) =>
   link.used_at === null && link.revoked_at === null && now.getTime() < Date.parse(link.expires_at);
 
-const pendingLink = ({ id, email, role, purpose, created_at, expires_at }: PanelInvitationRecord): PendingLink =>
-  ({ id, email, role, purpose, created_at, expires_at });
+const pendingLink = ({ id, email, role, purpose, created_at, expires_at }: PanelInvitationRecord): PendingLink => ({
+  id,
+  email,
+  role,
+  purpose,
+  created_at,
+  expires_at,
+});
 
 function checkPassword(password: string, name: string): void {
   if (password.length < MIN_PASSWORD || password.length > MAX_PASSWORD) {

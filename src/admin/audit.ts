@@ -15,16 +15,27 @@ type Verbs<Noun extends string, Verb extends string> = `${Noun}.${Verb}`;
 export type AuditAction =
   | Verbs<'merchant', 'create' | 'update'>
   | Verbs<'api_key', 'create' | 'revoke'>
-  | Verbs<'store' | 'customer_group' | 'exchange_rate' | 'pricing_rule' | 'supplier' | 'attribute' | 'product', 'create' | 'update' | 'delete'>
+  | Verbs<
+      'store' | 'customer_group' | 'exchange_rate' | 'pricing_rule' | 'supplier' | 'attribute' | 'product',
+      'create' | 'update' | 'delete'
+    >
   | Verbs<'import', 'start'>
   | Verbs<'image', 'retry_dead'>
-  | Verbs<'endpoint', 'create' | 'update' | 'pause' | 'enable' | 'delete' | 'rotate_secret' | 'confirm_secret' | 'send_test' | 'resend' | 'recover'>
+  | Verbs<
+      'endpoint',
+      'create' | 'update' | 'pause' | 'enable' | 'delete' | 'rotate_secret' | 'confirm_secret' | 'send_test' | 'resend' | 'recover'
+    >
   | Verbs<'user', 'invite' | 'remove' | 'set_password' | 'change_password' | 'send_reset' | 'reset_password'>
   | Verbs<'invitation', 'revoke'>;
 
 /** Records one change in the merchant's audit log: on `tx` to commit with the change itself. */
 export function audit(
-  tx: Pick<StorageOperations, 'insertAuditEntry'>, merchantId: number, actor: Actor, action: AuditAction, detail: string, at: Date,
+  tx: Pick<StorageOperations, 'insertAuditEntry'>,
+  merchantId: number,
+  actor: Actor,
+  action: AuditAction,
+  detail: string,
+  at: Date,
 ): Promise<void> {
   return tx.insertAuditEntry({ merchant_id: merchantId, at: at.toISOString(), actor, action, detail });
 }

@@ -10,12 +10,20 @@ import { CatalogWrites } from '../catalog/catalog-writes.js';
 import { CustomerGroups } from '../catalog/customer-groups.js';
 import { ExchangeRates } from '../catalog/exchange-rates.js';
 import type {
-  AttributeDefinitionRecord, ExchangeRateRecord, PricingRuleInputRecord, ProductSourceDocument, StoreInputRecord,
+  AttributeDefinitionRecord,
+  ExchangeRateRecord,
+  PricingRuleInputRecord,
+  ProductSourceDocument,
+  StoreInputRecord,
 } from '../catalog/model.js';
 import { PricingRules } from '../catalog/pricing-rules.js';
 import { DEFAULT_PRODUCT_LIMITS, type ProductLimits } from '../catalog/product-limits.js';
 import {
-  sourceProblems, sourceReferences, type ProductOperation, type ProductSourceInput, type SourceReferences,
+  sourceProblems,
+  sourceReferences,
+  type ProductOperation,
+  type ProductSourceInput,
+  type SourceReferences,
 } from '../catalog/product-sources.js';
 import { Products } from '../catalog/products.js';
 import { PublishRuns } from '../catalog/publish-runs.js';
@@ -74,56 +82,102 @@ export class CatalogAdmin {
 
   // Merchants and keys (tenancy/)
 
-  listMerchants() { return this.merchants.listAcrossTenants(); }
+  listMerchants() {
+    return this.merchants.listAcrossTenants();
+  }
   createMerchant(input: { name: string; sku_pattern?: string | null; owner_emails?: string[] }, actor: Actor = OPERATOR) {
     return this.merchants.create(input, actor);
   }
-  merchant(merchantId: number) { return this.merchants.get(merchantId); }
-  updateMerchant(merchantId: number, patch: Partial<Pick<MerchantRecord, 'name' | 'sku_pattern' | 'owner_emails'>>, actor: Actor = OPERATOR) {
+  merchant(merchantId: number) {
+    return this.merchants.get(merchantId);
+  }
+  updateMerchant(
+    merchantId: number,
+    patch: Partial<Pick<MerchantRecord, 'name' | 'sku_pattern' | 'owner_emails'>>,
+    actor: Actor = OPERATOR,
+  ) {
     return this.merchants.update(merchantId, patch, actor);
   }
-  listApiKeys(merchantId: number) { return this.apiKeys.list(merchantId); }
-  createApiKey(merchantId: number, name: string, actor: Actor = OPERATOR) { return this.apiKeys.create(merchantId, name, actor); }
-  revokeApiKey(merchantId: number, keyId: number, actor: Actor = OPERATOR) { return this.apiKeys.revoke(merchantId, keyId, actor); }
+  listApiKeys(merchantId: number) {
+    return this.apiKeys.list(merchantId);
+  }
+  createApiKey(merchantId: number, name: string, actor: Actor = OPERATOR) {
+    return this.apiKeys.create(merchantId, name, actor);
+  }
+  revokeApiKey(merchantId: number, keyId: number, actor: Actor = OPERATOR) {
+    return this.apiKeys.revoke(merchantId, keyId, actor);
+  }
 
   // The catalog's setup (catalog/)
 
-  listStores(merchantId: number) { return this.stores.list(merchantId); }
-  publishedCounts(merchantId: number) { return this.stores.publishedCounts(merchantId); }
+  listStores(merchantId: number) {
+    return this.stores.list(merchantId);
+  }
+  publishedCounts(merchantId: number) {
+    return this.stores.publishedCounts(merchantId);
+  }
   upsertStore(merchantId: number, slug: string, input: StoreInputRecord, actor: Actor = OPERATOR) {
     return this.stores.upsert(merchantId, slug, input, actor);
   }
-  deleteStore(merchantId: number, slug: string, actor: Actor = OPERATOR) { return this.stores.delete(merchantId, slug, actor); }
+  deleteStore(merchantId: number, slug: string, actor: Actor = OPERATOR) {
+    return this.stores.delete(merchantId, slug, actor);
+  }
 
-  listCustomerGroups(merchantId: number) { return this.customerGroups.list(merchantId); }
-  createCustomerGroup(merchantId: number, name: string, actor: Actor = OPERATOR) { return this.customerGroups.create(merchantId, name, actor); }
+  listCustomerGroups(merchantId: number) {
+    return this.customerGroups.list(merchantId);
+  }
+  createCustomerGroup(merchantId: number, name: string, actor: Actor = OPERATOR) {
+    return this.customerGroups.create(merchantId, name, actor);
+  }
   updateCustomerGroup(merchantId: number, id: number, name: string, actor: Actor = OPERATOR) {
     return this.customerGroups.update(merchantId, id, name, actor);
   }
-  deleteCustomerGroup(merchantId: number, id: number, actor: Actor = OPERATOR) { return this.customerGroups.delete(merchantId, id, actor); }
+  deleteCustomerGroup(merchantId: number, id: number, actor: Actor = OPERATOR) {
+    return this.customerGroups.delete(merchantId, id, actor);
+  }
 
-  listExchangeRates(merchantId: number) { return this.exchangeRates.list(merchantId); }
-  upsertExchangeRate(merchantId: number, rate: ExchangeRateRecord, actor: Actor = OPERATOR) { return this.exchangeRates.upsert(merchantId, rate, actor); }
+  listExchangeRates(merchantId: number) {
+    return this.exchangeRates.list(merchantId);
+  }
+  upsertExchangeRate(merchantId: number, rate: ExchangeRateRecord, actor: Actor = OPERATOR) {
+    return this.exchangeRates.upsert(merchantId, rate, actor);
+  }
   deleteExchangeRate(merchantId: number, base: string, quote: string, actor: Actor = OPERATOR) {
     return this.exchangeRates.delete(merchantId, base, quote, actor);
   }
 
-  listPricingRules(merchantId: number) { return this.pricingRules.list(merchantId); }
-  createPricingRule(merchantId: number, input: PricingRuleInputRecord, actor: Actor = OPERATOR) { return this.pricingRules.create(merchantId, input, actor); }
+  listPricingRules(merchantId: number) {
+    return this.pricingRules.list(merchantId);
+  }
+  createPricingRule(merchantId: number, input: PricingRuleInputRecord, actor: Actor = OPERATOR) {
+    return this.pricingRules.create(merchantId, input, actor);
+  }
   updatePricingRule(merchantId: number, id: number, input: PricingRuleInputRecord, actor: Actor = OPERATOR) {
     return this.pricingRules.update(merchantId, id, input, actor);
   }
-  deletePricingRule(merchantId: number, id: number, actor: Actor = OPERATOR) { return this.pricingRules.delete(merchantId, id, actor); }
+  deletePricingRule(merchantId: number, id: number, actor: Actor = OPERATOR) {
+    return this.pricingRules.delete(merchantId, id, actor);
+  }
 
-  listSuppliers(merchantId: number) { return this.suppliers.list(merchantId); }
-  upsertSupplier(merchantId: number, ref: string, name: string, actor: Actor = OPERATOR) { return this.suppliers.upsert(merchantId, ref, name, actor); }
-  deleteSupplier(merchantId: number, ref: string, actor: Actor = OPERATOR) { return this.suppliers.delete(merchantId, ref, actor); }
+  listSuppliers(merchantId: number) {
+    return this.suppliers.list(merchantId);
+  }
+  upsertSupplier(merchantId: number, ref: string, name: string, actor: Actor = OPERATOR) {
+    return this.suppliers.upsert(merchantId, ref, name, actor);
+  }
+  deleteSupplier(merchantId: number, ref: string, actor: Actor = OPERATOR) {
+    return this.suppliers.delete(merchantId, ref, actor);
+  }
 
-  listAttributeDefinitions(merchantId: number) { return this.attributeDefinitions.list(merchantId); }
+  listAttributeDefinitions(merchantId: number) {
+    return this.attributeDefinitions.list(merchantId);
+  }
   upsertAttributeDefinition(merchantId: number, definition: AttributeDefinitionRecord, actor: Actor = OPERATOR) {
     return this.attributeDefinitions.upsert(merchantId, definition, actor);
   }
-  deleteAttributeDefinition(merchantId: number, key: string, actor: Actor = OPERATOR) { return this.attributeDefinitions.delete(merchantId, key, actor); }
+  deleteAttributeDefinition(merchantId: number, key: string, actor: Actor = OPERATOR) {
+    return this.attributeDefinitions.delete(merchantId, key, actor);
+  }
 
   // Products (catalog/products.ts, catalog/product-sources.ts)
 
@@ -131,26 +185,46 @@ export class CatalogAdmin {
   sourceReferences(reader: StorageOperations, merchantId: number): Promise<SourceReferences> {
     return sourceReferences(scopeToMerchant(reader, merchantId));
   }
-  sourceLimitProblems(source: ProductSourceDocument, base = ''): InvalidParam[] { return this.products.limitProblems(source, base); }
+  sourceLimitProblems(source: ProductSourceDocument, base = ''): InvalidParam[] {
+    return this.products.limitProblems(source, base);
+  }
   sourceProblems(references: SourceReferences, source: ProductSourceDocument, base = ''): InvalidParam[] {
     return sourceProblems(references, source, base);
   }
-  product(merchantId: number, ref: string) { return this.products.get(merchantId, ref); }
-  productById(merchantId: number, productId: number) { return this.products.byId(merchantId, productId); }
-  listProducts(merchantId: number, filters: Parameters<Products['list']>[1], scan: number) { return this.products.list(merchantId, filters, scan); }
-  productSource(merchantId: number, ref: string) { return this.products.source(merchantId, ref); }
-  explainProduct(merchantId: number, ref: string) { return this.products.explain(merchantId, ref); }
+  product(merchantId: number, ref: string) {
+    return this.products.get(merchantId, ref);
+  }
+  productById(merchantId: number, productId: number) {
+    return this.products.byId(merchantId, productId);
+  }
+  listProducts(merchantId: number, filters: Parameters<Products['list']>[1], scan: number) {
+    return this.products.list(merchantId, filters, scan);
+  }
+  productSource(merchantId: number, ref: string) {
+    return this.products.source(merchantId, ref);
+  }
+  explainProduct(merchantId: number, ref: string) {
+    return this.products.explain(merchantId, ref);
+  }
   upsertProduct(merchantId: number, ref: string, input: ProductSourceInput, actor: Actor = OPERATOR) {
     return this.products.upsert(merchantId, ref, input, actor);
   }
-  deleteProduct(merchantId: number, ref: string, actor: Actor = OPERATOR) { return this.products.delete(merchantId, ref, actor); }
-  applyProductBatch(merchantId: number, operations: ProductOperation[]) { return this.products.applyBatch(merchantId, operations); }
+  deleteProduct(merchantId: number, ref: string, actor: Actor = OPERATOR) {
+    return this.products.delete(merchantId, ref, actor);
+  }
+  applyProductBatch(merchantId: number, operations: ProductOperation[]) {
+    return this.products.applyBatch(merchantId, operations);
+  }
   applyProductBatchIn(tx: StorageTx, merchantId: number, operations: ProductOperation[]) {
     return this.products.applyBatchIn(tx, merchantId, operations);
   }
 
   // Images (images/retry.ts)
 
-  imageMirroring(merchantId: number, limit = 100) { return this.images.mirroring(merchantId, limit); }
-  retryDeadImages(merchantId: number, actor: Actor = OPERATOR) { return this.images.retryDead(merchantId, actor); }
+  imageMirroring(merchantId: number, limit = 100) {
+    return this.images.mirroring(merchantId, limit);
+  }
+  retryDeadImages(merchantId: number, actor: Actor = OPERATOR) {
+    return this.images.retryDead(merchantId, actor);
+  }
 }

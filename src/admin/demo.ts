@@ -33,7 +33,12 @@ const KINDS = [
   { de: 'Trekkingstöcke', en: 'Trekking poles', pl: 'Kijki trekkingowe', material: 'carbon' },
 ];
 const MANUFACTURERS = ['Alpenwerk', 'Nordkamm', 'Tatra Gear', 'Fjellsport'];
-const COLORS = [{ de: 'Rot', en: 'Red' }, { de: 'Blau', en: 'Blue' }, { de: 'Grün', en: 'Green' }, { de: 'Schwarz', en: 'Black' }];
+const COLORS = [
+  { de: 'Rot', en: 'Red' },
+  { de: 'Blau', en: 'Blue' },
+  { de: 'Grün', en: 'Green' },
+  { de: 'Schwarz', en: 'Black' },
+];
 
 function ean13(n: number): string {
   const body = `400${String(n).padStart(9, '0')}`;
@@ -53,9 +58,26 @@ export function demoProduct(n: number): { ref: string; source: ProductSourceDocu
   const offers: ProductSourceDocument['offers'] = [];
   // Every 17th product has no offer; the others have one to three overlapping offers.
   if (n % 17 !== 0) {
-    offers.push({ supplier_ref: 'alpine-wholesale', quantity: n % 11 === 0 ? 0 : Math.floor(random() * 40), cost: money(cost), currency: 'EUR' });
-    if (n % 2 === 0) offers.push({ supplier_ref: 'baltic-outdoor', quantity: n % 11 === 0 ? 0 : Math.floor(random() * 25), cost: money(cost * (0.95 + random() * 0.1)), currency: 'EUR' });
-    if (n % 3 === 0) offers.push({ supplier_ref: 'pacific-imports', quantity: n % 11 === 0 ? 0 : Math.floor(random() * 60), cost: money(cost * 1.05), currency: 'USD' });
+    offers.push({
+      supplier_ref: 'alpine-wholesale',
+      quantity: n % 11 === 0 ? 0 : Math.floor(random() * 40),
+      cost: money(cost),
+      currency: 'EUR',
+    });
+    if (n % 2 === 0)
+      offers.push({
+        supplier_ref: 'baltic-outdoor',
+        quantity: n % 11 === 0 ? 0 : Math.floor(random() * 25),
+        cost: money(cost * (0.95 + random() * 0.1)),
+        currency: 'EUR',
+      });
+    if (n % 3 === 0)
+      offers.push({
+        supplier_ref: 'pacific-imports',
+        quantity: n % 11 === 0 ? 0 : Math.floor(random() * 60),
+        cost: money(cost * 1.05),
+        currency: 'USD',
+      });
   }
   // Every 9th product is held in own stock (some of them with no supplier at all).
   const ownStock = n % 9 === 0 ? { quantity: 1 + (n % 7), cost: money(cost * 0.9), currency: 'EUR' } : null;
@@ -88,14 +110,37 @@ export function demoProduct(n: number): { ref: string; source: ProductSourceDocu
 }
 
 /** Builds the demo merchant with `products` products and issues an API key for it. */
-export async function buildDemoCatalog(
-  admin: CatalogAdmin, products: number, onProgress?: (done: number) => void,
-): Promise<DemoResult> {
-  const merchant = await admin.createMerchant({ name: 'Demo Outdoor GmbH', sku_pattern: 'DEMO-{id}', owner_emails: ['owner@demo-outdoor.test'] });
+export async function buildDemoCatalog(admin: CatalogAdmin, products: number, onProgress?: (done: number) => void): Promise<DemoResult> {
+  const merchant = await admin.createMerchant({
+    name: 'Demo Outdoor GmbH',
+    sku_pattern: 'DEMO-{id}',
+    owner_emails: ['owner@demo-outdoor.test'],
+  });
   const id = merchant.id;
-  await admin.upsertStore(id, 'de', { name: 'Demo Outdoor Deutschland', locale: 'de-DE', currency: 'EUR', is_default: true, active: true, exclude_out_of_stock: true });
-  await admin.upsertStore(id, 'pl', { name: 'Demo Outdoor Polska', locale: 'pl-PL', currency: 'PLN', is_default: false, active: true, exclude_out_of_stock: false });
-  await admin.upsertStore(id, 'uk', { name: 'Demo Outdoor UK', locale: 'en-GB', currency: 'GBP', is_default: false, active: true, exclude_out_of_stock: false });
+  await admin.upsertStore(id, 'de', {
+    name: 'Demo Outdoor Deutschland',
+    locale: 'de-DE',
+    currency: 'EUR',
+    is_default: true,
+    active: true,
+    exclude_out_of_stock: true,
+  });
+  await admin.upsertStore(id, 'pl', {
+    name: 'Demo Outdoor Polska',
+    locale: 'pl-PL',
+    currency: 'PLN',
+    is_default: false,
+    active: true,
+    exclude_out_of_stock: false,
+  });
+  await admin.upsertStore(id, 'uk', {
+    name: 'Demo Outdoor UK',
+    locale: 'en-GB',
+    currency: 'GBP',
+    is_default: false,
+    active: true,
+    exclude_out_of_stock: false,
+  });
   const retail = await admin.createCustomerGroup(id, 'retail');
   const wholesale = await admin.createCustomerGroup(id, 'wholesale');
   await admin.upsertExchangeRate(id, { base: 'EUR', quote: 'PLN', rate: '4.2715' });
@@ -111,7 +156,14 @@ export async function buildDemoCatalog(
   await admin.upsertAttributeDefinition(id, { key: 'material', unit: null, labels: { de: 'Material', pl: 'Materiał', en: 'Material' } });
   const rule = { store_id: null, manufacturer: null, min_cost: null, max_cost: null, markup_amount: '0' };
   await admin.createPricingRule(id, { ...rule, priority: 10, customer_group_id: wholesale.id, markup_percent: '12', price_ending: null });
-  await admin.createPricingRule(id, { ...rule, priority: 20, customer_group_id: retail.id, manufacturer: 'Alpenwerk', markup_percent: '45', price_ending: 99 });
+  await admin.createPricingRule(id, {
+    ...rule,
+    priority: 20,
+    customer_group_id: retail.id,
+    manufacturer: 'Alpenwerk',
+    markup_percent: '45',
+    price_ending: 99,
+  });
   await admin.createPricingRule(id, { ...rule, priority: 30, customer_group_id: retail.id, markup_percent: '35', price_ending: 99 });
   const chunk = 1000;
   for (let start = 1; start <= products; start += chunk) {

@@ -25,7 +25,8 @@ export const ADMIN_API_ACTOR = 'admin API';
 const MAX_REASON_LENGTH = 500;
 
 /** What an import whose process stopped while it checked the file says. */
-export const INTERRUPTED_IMPORT = 'The service stopped while this import was checking the file; nothing of it was applied. Send the whole file again.';
+export const INTERRUPTED_IMPORT =
+  'The service stopped while this import was checking the file; nothing of it was applied. Send the whole file again.';
 
 export interface ImportJobOptions {
   chunkSize: number;
@@ -81,21 +82,48 @@ export class ImportJobs implements ImportRunSteps {
    * for an unknown merchant. `startedBy` is what the job shows (`admin API`, `CLI`, the panel's
    * user); the merchant's audit log records the import once, with the job, as done by `actor`.
    */
-  async start(merchantId: number, startedBy: string, fileName: string | null, source: NdjsonSource, actor: Actor = OPERATOR): Promise<StartedImport> {
+  async start(
+    merchantId: number,
+    startedBy: string,
+    fileName: string | null,
+    source: NdjsonSource,
+    actor: Actor = OPERATOR,
+  ): Promise<StartedImport> {
     await this.admin.merchant(merchantId);
     const now = this.now();
     const at = now.toISOString();
     const job = await this.storage.transaction(async (tx) => {
       const inserted = await tx.insertImportJob({
-        merchant_id: merchantId, started_by: startedBy, file_name: fileName, state: 'running', started_at: at, updated_at: at,
-        finished_at: null, lines_read: 0, operations: null, products_applied: 0, upserted: 0, deleted: 0, error: null, error_code: null, problems: [],
+        merchant_id: merchantId,
+        started_by: startedBy,
+        file_name: fileName,
+        state: 'running',
+        started_at: at,
+        updated_at: at,
+        finished_at: null,
+        lines_read: 0,
+        operations: null,
+        products_applied: 0,
+        upserted: 0,
+        deleted: 0,
+        error: null,
+        error_code: null,
+        problems: [],
       });
-      await audit(tx, merchantId, actor, 'import.start',
-        `import ${inserted.id}${fileName === null ? '' : ` of "${fileName}"`}${startedBy === actor ? '' : ` (${startedBy})`}`, now);
+      await audit(
+        tx,
+        merchantId,
+        actor,
+        'import.start',
+        `import ${inserted.id}${fileName === null ? '' : ` of "${fileName}"`}${startedBy === actor ? '' : ` (${startedBy})`}`,
+        now,
+      );
       return inserted;
     });
     let onStaged!: () => void;
-    const staged = new Promise<void>((resolve) => { onStaged = resolve; });
+    const staged = new Promise<void>((resolve) => {
+      onStaged = resolve;
+    });
     const done = this.run(job, source, onStaged);
     const tracked = done.catch(() => undefined);
     this.running.add(tracked);
@@ -112,12 +140,16 @@ export class ImportJobs implements ImportRunSteps {
     let lastWritten = 0;
     let linesRead = 0;
     let staged = false;
-    const write = (progress: ImportJobProgress) => this.storage.updateImportJob(job.id, { ...progress, updated_at: this.now().toISOString() });
+    const write = (progress: ImportJobProgress) =>
+      this.storage.updateImportJob(job.id, { ...progress, updated_at: this.now().toISOString() });
     // Alive while the file is read and checked, however slowly its lines arrive (after it is staged,
     // its run's lease says who applies it).
-    const heartbeat = setInterval(() => {
-      void write({ lines_read: linesRead }).catch(() => undefined);
-    }, Math.max(1, Math.floor(this.options.stalledAfterMs / 4)));
+    const heartbeat = setInterval(
+      () => {
+        void write({ lines_read: linesRead }).catch(() => undefined);
+      },
+      Math.max(1, Math.floor(this.options.stalledAfterMs / 4)),
+    );
     heartbeat.unref();
     try {
       const operations = await parseImport(this.admin, job.merchant_id, source, this.options.maxJsonDepth, async (lines) => {
@@ -152,9 +184,11 @@ export class ImportJobs implements ImportRunSteps {
         state: 'failed',
         finished_at: this.now().toISOString(),
         lines_read: linesRead,
-        error: problem?.detail ?? (isClientAbort(error)
-          ? 'The upload was interrupted: the client closed the connection before the end of the file. Nothing of it was applied; send the whole file again.'
-          : UNEXPECTED_FAILURE),
+        error:
+          problem?.detail ??
+          (isClientAbort(error)
+            ? 'The upload was interrupted: the client closed the connection before the end of the file. Nothing of it was applied; send the whole file again.'
+            : UNEXPECTED_FAILURE),
         error_code: importErrorCode(error),
         problems: (problem?.invalidParams ?? []).map((p) => ({ name: p.name, reason: p.reason.slice(0, MAX_REASON_LENGTH) })),
       }).catch(() => undefined);
@@ -190,7 +224,9 @@ export class ImportJobs implements ImportRunSteps {
     const applied = await this.admin.applyProductBatchIn(tx, run.merchant_id, operations);
     await tx.deleteImportChunks(jobId, chunk.seq);
     const progress = {
-      products_applied: job.products_applied + operations.length, upserted: job.upserted + applied.upserted, deleted: job.deleted + applied.deleted,
+      products_applied: job.products_applied + operations.length,
+      upserted: job.upserted + applied.upserted,
+      deleted: job.deleted + applied.deleted,
     };
     const last = job.operations !== null && progress.products_applied >= job.operations;
     await tx.updateImportJob(jobId, last ? { ...progress, ...finished } : { ...progress, updated_at: at });
@@ -225,7 +261,11 @@ export class ImportJobs implements ImportRunSteps {
       await tx.deleteImportChunks(jobId);
       await tx.deletePublishRun(run.id);
       await tx.updateImportJob(jobId, {
-        state: 'failed', finished_at: at, updated_at: at, error: `${problem?.detail ?? UNEXPECTED_FAILURE} ${applied}`, error_code: importErrorCode(error),
+        state: 'failed',
+        finished_at: at,
+        updated_at: at,
+        error: `${problem?.detail ?? UNEXPECTED_FAILURE} ${applied}`,
+        error_code: importErrorCode(error),
       });
     });
   }
@@ -249,7 +289,9 @@ export class ImportJobs implements ImportRunSteps {
    * a `serve` or `worker` ends it as interrupted; until then it is shown as stalled).
    */
   stalled(job: ImportJobRecord): boolean {
-    return job.state === 'running' && job.operations === null && this.now().getTime() - Date.parse(job.updated_at) > this.options.stalledAfterMs;
+    return (
+      job.state === 'running' && job.operations === null && this.now().getTime() - Date.parse(job.updated_at) > this.options.stalledAfterMs
+    );
   }
 
   /** Waits for the imports this process runs (the service stops after them). */

@@ -5,9 +5,7 @@ import { z } from '@hono/zod-openapi';
 import { ProductSourceInputSchema, ProductSourceSchema } from '../generated/admin-routes.js';
 import type { ProductSourceDocument } from '../catalog/model.js';
 import { nestsDeeperThan, tooDeepReason } from '../shared/json-limits.js';
-import {
-  InvalidUtf8Error, decodeUtf8, mayHoldRefusedString, refusedString,
-} from '../shared/json-text.js';
+import { InvalidUtf8Error, decodeUtf8, mayHoldRefusedString, refusedString } from '../shared/json-text.js';
 import { ProblemError, type InvalidParam } from '../shared/problem.js';
 import type { CatalogAdmin } from './catalog-admin.js';
 import { normalizeSource } from '../catalog/product-sources.js';
@@ -19,7 +17,9 @@ const ImportLineSchema = z.discriminatedUnion('op', [
 ]);
 
 /** A checked line: what it does, and its number in the file. */
-type Operation = ({ op: 'upsert_product'; ref: string; source: ProductSourceDocument } | { op: 'delete_product'; ref: string }) & { line: number };
+type Operation = ({ op: 'upsert_product'; ref: string; source: ProductSourceDocument } | { op: 'delete_product'; ref: string }) & {
+  line: number;
+};
 
 /** At most this many problems are listed in one rejection. */
 const MAX_LISTED_PROBLEMS = 100;
@@ -88,9 +88,7 @@ async function* byteLines(bytes: AsyncIterable<Uint8Array>): AsyncGenerator<Ndjs
 
 /** The non-blank lines of an NDJSON source with their 1-based numbers, as they arrive. */
 async function* ndjsonLines(source: NdjsonSource): AsyncGenerator<NdjsonLine> {
-  const lines = typeof source === 'string'
-    ? source.split('\n').map((line, i): NdjsonLine => ({ number: i + 1, line }))
-    : byteLines(source);
+  const lines = typeof source === 'string' ? source.split('\n').map((line, i): NdjsonLine => ({ number: i + 1, line })) : byteLines(source);
   for await (const entry of lines) {
     if (entry.invalid !== undefined) yield entry;
     else if (entry.line.trim()) yield { number: entry.number, line: entry.line.trim() };
@@ -105,7 +103,10 @@ const PARSE_STEP = 32;
  * checked in bounded steps that let other requests run in between.
  */
 export async function parseImport(
-  admin: CatalogAdmin, merchantId: number, source: NdjsonSource, maxJsonDepth = Infinity,
+  admin: CatalogAdmin,
+  merchantId: number,
+  source: NdjsonSource,
+  maxJsonDepth = Infinity,
   onLinesRead?: ImportOptions['onLinesRead'],
 ): Promise<Operation[]> {
   const problems: InvalidParam[] = [];
@@ -174,7 +175,10 @@ export async function parseImport(
  * keeps the chunks committed before it (an import commits chunk by chunk: docs/architecture.md#big-writes-do-not-stall-reads).
  */
 export async function importNdjson(
-  admin: CatalogAdmin, merchantId: number, source: NdjsonSource, options: ImportOptions = {},
+  admin: CatalogAdmin,
+  merchantId: number,
+  source: NdjsonSource,
+  options: ImportOptions = {},
 ): Promise<ImportResult> {
   await admin.merchant(merchantId);
   const operations = await parseImport(admin, merchantId, source, options.maxJsonDepth, options.onLinesRead);

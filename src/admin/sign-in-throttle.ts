@@ -12,7 +12,10 @@ import type { PanelStore } from '../storage/port.js';
 /** An e-mail longer than any account's is cut there: the subject stays bounded, whatever is typed. */
 const MAX_ACCOUNT_CHARS = 320;
 
-type ThrottleConfig = Pick<Config['panel'], 'signInMaxFailures' | 'signInAddressMaxFailures' | 'signInWindowMinutes' | 'signInDelaySeconds'>;
+type ThrottleConfig = Pick<
+  Config['panel'],
+  'signInMaxFailures' | 'signInAddressMaxFailures' | 'signInWindowMinutes' | 'signInDelaySeconds'
+>;
 
 export class SignInThrottle {
   constructor(
@@ -34,7 +37,10 @@ export class SignInThrottle {
     const subjects = this.subjects(account, address);
     const failures = await this.storage.countSignInFailures([subjects.pair, subjects.address], new Date(now - windowMs).toISOString());
     let until = 0;
-    for (const [subject, free] of [[subjects.pair, signInMaxFailures], [subjects.address, signInAddressMaxFailures]] as const) {
+    for (const [subject, free] of [
+      [subjects.pair, signInMaxFailures],
+      [subjects.address, signInAddressMaxFailures],
+    ] as const) {
       const f = failures.get(subject);
       if (!f || f.count < free) continue;
       // The wait after the last failure doubles with each failure past the free ones, up to the window.
@@ -43,7 +49,9 @@ export class SignInThrottle {
     }
     if (until <= now) return;
     const retryAfter = Math.max(1, Math.ceil((until - now) / 1000));
-    throw new ProblemError('rate_limited', `Too many failed sign-ins from this address: try again in ${retryAfter} s.`, undefined, { 'Retry-After': String(retryAfter) });
+    throw new ProblemError('rate_limited', `Too many failed sign-ins from this address: try again in ${retryAfter} s.`, undefined, {
+      'Retry-After': String(retryAfter),
+    });
   }
 
   async failed(account: string, address: string): Promise<void> {

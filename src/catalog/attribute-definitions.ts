@@ -22,7 +22,7 @@ export class AttributeDefinitions {
 
   delete(merchantId: number, key: string, actor: Actor = OPERATOR): Promise<void> {
     return this.writes.writeAndRepublish(merchantId, actor, async ({ tx, audit }) => {
-      if (!await tx.deleteAttributeDefinition(key)) throw notFound(`Attribute definition "${key}"`);
+      if (!(await tx.deleteAttributeDefinition(key))) throw notFound(`Attribute definition "${key}"`);
       await audit('attribute.delete', `attribute "${key}"`);
     });
   }

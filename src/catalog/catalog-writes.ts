@@ -24,20 +24,20 @@ export interface CatalogWrite {
   /** The time now, as ISO 8601 (read at each use, as the clock moves). */
   readonly at: string;
   /** Records the change in the merchant's audit log; it commits with the change. */
-  audit(action: AuditAction, detail: string): Promise<void>;
+  audit: (action: AuditAction, detail: string) => Promise<void>;
   /** Re-publishes these products of the merchant in the write's transaction. */
-  publishProducts(productIds: number[]): Promise<PublishSummary>;
+  publishProducts: (productIds: number[]) => Promise<PublishSummary>;
   /** Removes these products of the merchant from every store, in the write's transaction. */
-  unpublishProducts(productIds: number[]): Promise<PublishSummary>;
+  unpublishProducts: (productIds: number[]) => Promise<PublishSummary>;
   /** Begins re-publishing the merchant's catalog (these stores; null: every store), driven to its end after the commit. */
-  republish(storeIds: number[] | null): Promise<void>;
+  republish: (storeIds: number[] | null) => Promise<void>;
 }
 
 /** A read of one merchant's catalog on one snapshot. */
 export interface CatalogSnapshot {
   readonly reader: MerchantScope;
   /** Everything merchant-wide that resolution reads, as this snapshot sees it. */
-  context(): Promise<MerchantContext>;
+  context: () => Promise<MerchantContext>;
 }
 
 export class CatalogWrites {
@@ -85,7 +85,10 @@ export class CatalogWrites {
    * commit with a publish run; resolves when the run has ended.
    */
   writeAndRepublish<T>(
-    merchantId: number, actor: Actor, fn: (write: CatalogWrite) => Promise<T>, onlyStores?: (tx: MerchantScope) => Promise<number[]>,
+    merchantId: number,
+    actor: Actor,
+    fn: (write: CatalogWrite) => Promise<T>,
+    onlyStores?: (tx: MerchantScope) => Promise<number[]>,
   ): Promise<T> {
     return this.write(merchantId, actor, async (write) => {
       const result = await fn(write);
@@ -101,7 +104,9 @@ export class CatalogWrites {
     const { publisher, publishRuns, now } = this;
     const write: CatalogWrite & { run: PublishRunRecord | null } = {
       tx: scopeToMerchant(tx, merchantId),
-      get at() { return now().toISOString(); },
+      get at() {
+        return now().toISOString();
+      },
       run: null,
       audit: (action, detail) => audit(tx, merchantId, actor, action, detail, now()),
       publishProducts: (productIds) => publisher.publishProducts(tx, merchantId, productIds),
@@ -116,10 +121,12 @@ export class CatalogWrites {
   /** Reads the merchant's catalog on one snapshot (404 unless the merchant exists). */
   async snapshot<T>(merchantId: number, fn: (snapshot: CatalogSnapshot) => Promise<T>): Promise<T> {
     await this.merchant(merchantId);
-    return this.storage.snapshot((reader: StorageOperations) => fn({
-      reader: scopeToMerchant(reader, merchantId),
-      context: () => this.publisher.loadContext(reader, merchantId),
-    }));
+    return this.storage.snapshot((reader: StorageOperations) =>
+      fn({
+        reader: scopeToMerchant(reader, merchantId),
+        context: () => this.publisher.loadContext(reader, merchantId),
+      }),
+    );
   }
 }
 

@@ -40,7 +40,7 @@ export class CustomerGroups {
       if ((await tx.listPricingRules()).some((r) => r.customer_group_id === id)) {
         throw new ProblemError('conflict', `Pricing rules still refer to customer group ${id}; change or delete them first.`);
       }
-      if (!await tx.deleteCustomerGroup(id)) throw notFound(`Customer group ${id}`);
+      if (!(await tx.deleteCustomerGroup(id))) throw notFound(`Customer group ${id}`);
       await audit('customer_group.delete', `customer group ${id}`);
     });
   }

@@ -20,22 +20,32 @@ export class ExchangeRates {
     }
     if (!/[1-9]/.test(rate.rate)) throw invalidInput('body', [{ name: '/rate', in: 'body', reason: 'must be greater than 0' }]);
     let before: ExchangeRateRecord[] = [];
-    return this.writes.writeAndRepublish(merchantId, actor, async ({ tx, audit }) => {
-      before = await tx.listExchangeRates();
-      const existed = before.some((r) => r.base === rate.base && r.quote === rate.quote);
-      const written = await tx.upsertExchangeRate(rate);
-      await audit(existed ? 'exchange_rate.update' : 'exchange_rate.create', `${rate.base}/${rate.quote} = ${written.rate}`);
-      return written;
-    }, (tx) => storesRepriced(tx, before));
+    return this.writes.writeAndRepublish(
+      merchantId,
+      actor,
+      async ({ tx, audit }) => {
+        before = await tx.listExchangeRates();
+        const existed = before.some((r) => r.base === rate.base && r.quote === rate.quote);
+        const written = await tx.upsertExchangeRate(rate);
+        await audit(existed ? 'exchange_rate.update' : 'exchange_rate.create', `${rate.base}/${rate.quote} = ${written.rate}`);
+        return written;
+      },
+      (tx) => storesRepriced(tx, before),
+    );
   }
 
   delete(merchantId: number, base: string, quote: string, actor: Actor = OPERATOR): Promise<void> {
     let before: ExchangeRateRecord[] = [];
-    return this.writes.writeAndRepublish(merchantId, actor, async ({ tx, audit }) => {
-      before = await tx.listExchangeRates();
-      if (!await tx.deleteExchangeRate(base, quote)) throw notFound(`Exchange rate ${base}/${quote}`);
-      await audit('exchange_rate.delete', `${base}/${quote}`);
-    }, (tx) => storesRepriced(tx, before));
+    return this.writes.writeAndRepublish(
+      merchantId,
+      actor,
+      async ({ tx, audit }) => {
+        before = await tx.listExchangeRates();
+        if (!(await tx.deleteExchangeRate(base, quote))) throw notFound(`Exchange rate ${base}/${quote}`);
+        await audit('exchange_rate.delete', `${base}/${quote}`);
+      },
+      (tx) => storesRepriced(tx, before),
+    );
   }
 }
 

@@ -5,9 +5,30 @@
 
 /** ISO 4217 minor-unit exponents that differ from the usual 2. */
 const EXPONENT_EXCEPTIONS: Record<string, number> = {
-  BIF: 0, CLP: 0, DJF: 0, GNF: 0, ISK: 0, JPY: 0, KMF: 0, KRW: 0, PYG: 0, RWF: 0, UGX: 0,
-  UYI: 0, VND: 0, VUV: 0, XAF: 0, XOF: 0, XPF: 0,
-  BHD: 3, IQD: 3, JOD: 3, KWD: 3, LYD: 3, OMR: 3, TND: 3,
+  BIF: 0,
+  CLP: 0,
+  DJF: 0,
+  GNF: 0,
+  ISK: 0,
+  JPY: 0,
+  KMF: 0,
+  KRW: 0,
+  PYG: 0,
+  RWF: 0,
+  UGX: 0,
+  UYI: 0,
+  VND: 0,
+  VUV: 0,
+  XAF: 0,
+  XOF: 0,
+  XPF: 0,
+  BHD: 3,
+  IQD: 3,
+  JOD: 3,
+  KWD: 3,
+  LYD: 3,
+  OMR: 3,
+  TND: 3,
 };
 
 /** ISO 4217 exponent of a currency: 2 unless listed otherwise. */
@@ -177,7 +198,10 @@ export function findConversion(from: string, to: string, rates: readonly Exchang
  * of a path.
  */
 export function currenciesRepriced(
-  before: readonly ExchangeRate[], after: readonly ExchangeRate[], targets: Iterable<string>, sources: Iterable<string>,
+  before: readonly ExchangeRate[],
+  after: readonly ExchangeRate[],
+  targets: Iterable<string>,
+  sources: Iterable<string>,
 ): Set<string> {
   const repriced = new Set<string>();
   const costCurrencies = [...sources];

@@ -13,8 +13,15 @@ export const CATCH_ALL_PRIORITY = 2147483647;
 
 /** The catch-all rule a new merchant starts with: matches everything, runs last, adds nothing. */
 export const CATCH_ALL_RULE: PricingRuleInputRecord = {
-  priority: CATCH_ALL_PRIORITY, customer_group_id: null, store_id: null, manufacturer: null,
-  min_cost: null, max_cost: null, markup_percent: '0', markup_amount: '0', price_ending: null,
+  priority: CATCH_ALL_PRIORITY,
+  customer_group_id: null,
+  store_id: null,
+  manufacturer: null,
+  min_cost: null,
+  max_cost: null,
+  markup_percent: '0',
+  markup_amount: '0',
+  price_ending: null,
 };
 
 export class PricingRules {
@@ -28,7 +35,9 @@ export class PricingRules {
     return this.writes.writeAndRepublish(merchantId, actor, async ({ tx, audit }) => {
       await checkRuleReferences(tx, input);
       if (input.priority >= CATCH_ALL_PRIORITY) {
-        throw invalidInput('body', [{ name: '/priority', in: 'body', reason: `must be below ${CATCH_ALL_PRIORITY} (the catch-all rule runs last)` }]);
+        throw invalidInput('body', [
+          { name: '/priority', in: 'body', reason: `must be below ${CATCH_ALL_PRIORITY} (the catch-all rule runs last)` },
+        ]);
       }
       const rule = await tx.createPricingRule(input);
       await audit('pricing_rule.create', ruleDetail(rule));
@@ -44,10 +53,15 @@ export class PricingRules {
       if (current.is_catch_all) {
         const conditions = [input.customer_group_id, input.store_id, input.manufacturer, input.min_cost, input.max_cost];
         if (input.priority !== CATCH_ALL_PRIORITY || conditions.some((c) => c !== null)) {
-          throw new ProblemError('conflict', `The catch-all rule keeps priority ${CATCH_ALL_PRIORITY} and no conditions; only its markups and price ending change.`);
+          throw new ProblemError(
+            'conflict',
+            `The catch-all rule keeps priority ${CATCH_ALL_PRIORITY} and no conditions; only its markups and price ending change.`,
+          );
         }
       } else if (input.priority >= CATCH_ALL_PRIORITY) {
-        throw invalidInput('body', [{ name: '/priority', in: 'body', reason: `must be below ${CATCH_ALL_PRIORITY} (the catch-all rule runs last)` }]);
+        throw invalidInput('body', [
+          { name: '/priority', in: 'body', reason: `must be below ${CATCH_ALL_PRIORITY} (the catch-all rule runs last)` },
+        ]);
       }
       await checkRuleReferences(tx, input);
       const rule = (await tx.updatePricingRule(id, input))!;
@@ -90,7 +104,9 @@ function compareDecimals(a: string, b: string): number {
 
 /** A pricing rule in the audit log: its id, priority and what it does. */
 function ruleDetail(rule: PricingRuleRecord): string {
-  const markup = [rule.markup_percent !== '0' && `+${rule.markup_percent}%`, rule.markup_amount !== '0' && `+${rule.markup_amount}`]
-    .filter(Boolean).join(' ') || 'no markup';
+  const markup =
+    [rule.markup_percent !== '0' && `+${rule.markup_percent}%`, rule.markup_amount !== '0' && `+${rule.markup_amount}`]
+      .filter(Boolean)
+      .join(' ') || 'no markup';
   return `pricing rule ${rule.id} (priority ${rule.priority}, ${markup}${rule.price_ending ? `, ending ${rule.price_ending}` : ''})`;
 }

@@ -62,7 +62,8 @@ export function productLimitProblems(source: ProductSourceDocument, limits: Prod
     const count = Array.isArray(value) ? value.length : Object.keys(value).length;
     if (count > limits[limit]) {
       problems.push({
-        name: `${base}/${member}`, in: 'body',
+        name: `${base}/${member}`,
+        in: 'body',
         reason: `has ${count} ${what}: a product has at most ${limits[limit]} (${PRODUCT_LIMIT_SETTINGS[limit]})`,
       });
     }
@@ -70,7 +71,8 @@ export function productLimitProblems(source: ProductSourceDocument, limits: Prod
   const bytes = Buffer.byteLength(JSON.stringify(source), 'utf8');
   if (bytes > limits.maxProductBytes) {
     problems.push({
-      name: base || '/', in: 'body',
+      name: base || '/',
+      in: 'body',
       reason: `is ${bytes} bytes as JSON: a product's source is at most ${limits.maxProductBytes} bytes (${PRODUCT_LIMIT_SETTINGS.maxProductBytes})`,
     });
   }

@@ -19,7 +19,8 @@ export interface ProductSourceInput {
 }
 
 /** One checked line of an import: a product to upsert or delete (with its line number in the file). */
-export type ProductOperation = { op: 'upsert_product'; ref: string; source: ProductSourceDocument; line?: number }
+export type ProductOperation =
+  | { op: 'upsert_product'; ref: string; source: ProductSourceDocument; line?: number }
   | { op: 'delete_product'; ref: string; line?: number };
 
 /** A product's source with each image's mirroring state, as the admin API shows it (generated). */
@@ -29,8 +30,9 @@ export function normalizeSource(input: ProductSourceInput): ProductSourceDocumen
   return {
     eans: input.eans ?? [],
     manufacturer: input.manufacturer ?? null,
-    content: Object.fromEntries(Object.entries(input.content ?? {}).map(([locale, c]) =>
-      [locale, { title: c.title ?? null, description: c.description ?? null }])),
+    content: Object.fromEntries(
+      Object.entries(input.content ?? {}).map(([locale, c]) => [locale, { title: c.title ?? null, description: c.description ?? null }]),
+    ),
     images: (input.images ?? []).map(({ url }) => ({ url })),
     offers: input.offers ?? [],
     own_stock: input.own_stock
@@ -60,15 +62,23 @@ export function sourceProblems(references: SourceReferences, source: ProductSour
   const problems: InvalidParam[] = [];
   const seen = new Set<string>();
   source.offers.forEach((offer, i) => {
-    if (!suppliers.has(offer.supplier_ref)) problems.push({ name: `${base}/offers/${i}/supplier_ref`, in: 'body', reason: `unknown supplier "${offer.supplier_ref}"` });
-    if (seen.has(offer.supplier_ref)) problems.push({ name: `${base}/offers/${i}/supplier_ref`, in: 'body', reason: 'one offer per supplier' });
+    if (!suppliers.has(offer.supplier_ref))
+      problems.push({ name: `${base}/offers/${i}/supplier_ref`, in: 'body', reason: `unknown supplier "${offer.supplier_ref}"` });
+    if (seen.has(offer.supplier_ref))
+      problems.push({ name: `${base}/offers/${i}/supplier_ref`, in: 'body', reason: 'one offer per supplier' });
     seen.add(offer.supplier_ref);
   });
   const seenValues = new Set<string>();
   source.supplier_attributes.forEach((value, i) => {
-    if (!suppliers.has(value.supplier_ref)) problems.push({ name: `${base}/supplier_attributes/${i}/supplier_ref`, in: 'body', reason: `unknown supplier "${value.supplier_ref}"` });
+    if (!suppliers.has(value.supplier_ref))
+      problems.push({
+        name: `${base}/supplier_attributes/${i}/supplier_ref`,
+        in: 'body',
+        reason: `unknown supplier "${value.supplier_ref}"`,
+      });
     const pair = `${value.supplier_ref}\u0000${value.key}`;
-    if (seenValues.has(pair)) problems.push({ name: `${base}/supplier_attributes/${i}/key`, in: 'body', reason: 'one value per supplier and key' });
+    if (seenValues.has(pair))
+      problems.push({ name: `${base}/supplier_attributes/${i}/key`, in: 'body', reason: 'one value per supplier and key' });
     seenValues.add(pair);
   });
   source.eans.forEach((ean, i) => {

@@ -11,7 +11,12 @@ import { notFound, type CatalogWrite, type CatalogWrites } from './catalog-write
 import type { ProductRecord, ProductSourceDocument } from './model.js';
 import { DEFAULT_PRODUCT_LIMITS, productLimitProblems, type ProductLimits } from './product-limits.js';
 import {
-  normalizeSource, sourceProblems, sourceReferences, type ProductOperation, type ProductSourceInput, type ProductSourceView,
+  normalizeSource,
+  sourceProblems,
+  sourceReferences,
+  type ProductOperation,
+  type ProductSourceInput,
+  type ProductSourceView,
 } from './product-sources.js';
 import type { PublishSummary } from './publish.js';
 import { explainResolution, type ResolutionExplanation } from './resolve.js';
@@ -49,9 +54,17 @@ export class Products {
    * by ref prefix, time of the last write, and exclusion from a store; at most `scan` products are
    * looked at for one page, so a rare filter answers short pages, each with where to go on.
    */
-  async list(merchantId: number, filters: {
-    after?: string; limit: number; ref_prefix?: string; updated_since?: string; excluded_from?: string;
-  }, scan: number): Promise<{ data: ProductListPage['products']; next_after: string | null }> {
+  async list(
+    merchantId: number,
+    filters: {
+      after?: string;
+      limit: number;
+      ref_prefix?: string;
+      updated_since?: string;
+      excluded_from?: string;
+    },
+    scan: number,
+  ): Promise<{ data: ProductListPage['products']; next_after: string | null }> {
     const merchant = await this.writes.reads(merchantId);
     let excludedFromStore: number | null = null;
     if (filters.excluded_from !== undefined) {
@@ -60,7 +73,11 @@ export class Products {
       excludedFromStore = store.id;
     }
     const page = await merchant.productList({
-      afterRef: filters.after ?? null, refPrefix: filters.ref_prefix ?? null, limit: filters.limit, scan, excludedFromStore,
+      afterRef: filters.after ?? null,
+      refPrefix: filters.ref_prefix ?? null,
+      limit: filters.limit,
+      scan,
+      excludedFromStore,
       // Stored times are ISO 8601 in UTC with milliseconds: compared as text, after the same normalisation.
       updatedSince: filters.updated_since === undefined ? null : new Date(filters.updated_since).toISOString(),
     });
@@ -86,7 +103,12 @@ export class Products {
     });
   }
 
-  upsert(merchantId: number, ref: string, input: ProductSourceInput, actor: Actor = OPERATOR): Promise<ProductSourceView & { created: boolean }> {
+  upsert(
+    merchantId: number,
+    ref: string,
+    input: ProductSourceInput,
+    actor: Actor = OPERATOR,
+  ): Promise<ProductSourceView & { created: boolean }> {
     const source = normalizeSource(input);
     const aboveLimits = this.limitProblems(source);
     if (aboveLimits.length) return Promise.reject(invalidInput('body', aboveLimits));
@@ -98,7 +120,7 @@ export class Products {
       const { id, created } = await tx.upsertProductSource(ref, source, write.at);
       await write.publishProducts([id]);
       await write.audit(created ? 'product.create' : 'product.update', `product "${ref}" (id ${id})`);
-      return { ...await sourceView(tx, { id, ref, source }), created };
+      return { ...(await sourceView(tx, { id, ref, source })), created };
     });
   }
 
@@ -122,20 +144,31 @@ export class Products {
   }
 
   /** applyBatch in the caller's transaction (a chunk of an import's run: admin/import-jobs.ts). */
-  applyBatchIn(tx: StorageTx, merchantId: number, operations: ProductOperation[]): Promise<{ upserted: number; deleted: number } & PublishSummary> {
+  applyBatchIn(
+    tx: StorageTx,
+    merchantId: number,
+    operations: ProductOperation[],
+  ): Promise<{ upserted: number; deleted: number } & PublishSummary> {
     return applyOperations(this.writes.within(tx, merchantId), operations);
   }
 }
 
-async function applyOperations(write: CatalogWrite, operations: ProductOperation[]): Promise<{ upserted: number; deleted: number } & PublishSummary> {
+async function applyOperations(
+  write: CatalogWrite,
+  operations: ProductOperation[],
+): Promise<{ upserted: number; deleted: number } & PublishSummary> {
   const { tx } = write;
   const references = await sourceReferences(tx);
-  const stale = operations.filter((operation) => operation.op === 'upsert_product'
-    && sourceProblems(references, operation.source).length > 0);
+  const stale = operations.filter(
+    (operation) => operation.op === 'upsert_product' && sourceProblems(references, operation.source).length > 0,
+  );
   if (stale.length > 0) {
     const lines = stale.slice(0, 10).map((operation) => (operation.line ? `line ${operation.line}` : `"${operation.ref}"`));
-    throw new ProblemError('conflict', `A supplier or store that ${lines.join(', ')}${stale.length > lines.length ? ' and others' : ''} `
-      + 'refer to was deleted while the import ran.');
+    throw new ProblemError(
+      'conflict',
+      `A supplier or store that ${lines.join(', ')}${stale.length > lines.length ? ' and others' : ''} ` +
+        'refer to was deleted while the import ran.',
+    );
   }
   const at = write.at;
   const upsertedIds: number[] = [];
@@ -171,8 +204,10 @@ async function applyOperations(write: CatalogWrite, operations: ProductOperation
   const published = await write.publishProducts([...new Set(upsertedIds)].filter((id) => !deleted.has(id)));
   const removed = await write.unpublishProducts(deletedIds);
   return {
-    upserted: upsertedIds.length, deleted: deletedIds.length,
-    resolved: published.resolved, changes: published.changes + removed.changes,
+    upserted: upsertedIds.length,
+    deleted: deletedIds.length,
+    resolved: published.resolved,
+    changes: published.changes + removed.changes,
   };
 }
 
@@ -183,7 +218,9 @@ async function sourceView(merchant: MerchantScope, product: ProductRecord): Prom
     ref: product.ref,
     ...product.source,
     images: product.source.images.map(({ url }) => ({
-      url, state: mirrors.get(url)?.state ?? 'pending', mirrored_url: mirrors.get(url)?.mirrored_url ?? null,
+      url,
+      state: mirrors.get(url)?.state ?? 'pending',
+      mirrored_url: mirrors.get(url)?.mirrored_url ?? null,
     })),
   };
 }

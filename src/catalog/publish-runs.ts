@@ -73,8 +73,12 @@ export class PublishRuns {
   begin(tx: StorageTx, merchantId: number, storeIds: number[] | null, importJobId: number | null = null): Promise<PublishRunRecord> {
     const now = this.now();
     return tx.insertPublishRun({
-      merchant_id: merchantId, store_ids: storeIds, after_product_id: 0, import_job_id: importJobId,
-      driver: this.handOff ? '' : this.driver, leased_until: this.handOff ? RELEASED_PUBLISH_RUN : this.leaseFrom(now),
+      merchant_id: merchantId,
+      store_ids: storeIds,
+      after_product_id: 0,
+      import_job_id: importJobId,
+      driver: this.handOff ? '' : this.driver,
+      leased_until: this.handOff ? RELEASED_PUBLISH_RUN : this.leaseFrom(now),
       created_at: now.toISOString(),
     });
   }
@@ -119,26 +123,29 @@ export class PublishRuns {
         await this.storage.releasePublishRun(run.id, this.driver).catch(() => undefined);
         throw stoppedMidRun(run);
       }
-      const step = await this.storage.transaction(async (tx): Promise<'ended' | 'taken' | 'moved' | 'failed'> => {
-        const current = await tx.publishRun(run.id);
-        if (!current) return 'ended' as const;
-        if (current.driver !== this.driver) return 'taken' as const;
-        if (current.import_job_id !== null) return this.applyImportChunk(tx, current);
-        const last = await this.publisher.publishAfter(tx, current.merchant_id, current.store_ids, current.after_product_id, summary);
-        if (last === null) {
-          await tx.deletePublishRun(run.id);
-          return 'ended' as const;
-        }
-        await tx.updatePublishRun(run.id, { after_product_id: last, leased_until: this.leaseFrom(this.now()) });
-        return 'moved' as const;
-      }).catch(async (error: unknown) => {
-        // A chunk of an import that cannot be applied (a supplier deleted since the file was
-        // checked) ends the import, rather than being tried again by every process that resumes it.
-        if (run.import_job_id === null || !this.importSteps) throw error;
-        if (!(error instanceof ProblemError)) this.log.error({ err: error, run: run.id, import_job: run.import_job_id }, 'an import chunk failed: the import stops');
-        await this.importSteps.fail(run, error);
-        return 'failed' as const;
-      });
+      const step = await this.storage
+        .transaction(async (tx): Promise<'ended' | 'taken' | 'moved' | 'failed'> => {
+          const current = await tx.publishRun(run.id);
+          if (!current) return 'ended' as const;
+          if (current.driver !== this.driver) return 'taken' as const;
+          if (current.import_job_id !== null) return this.applyImportChunk(tx, current);
+          const last = await this.publisher.publishAfter(tx, current.merchant_id, current.store_ids, current.after_product_id, summary);
+          if (last === null) {
+            await tx.deletePublishRun(run.id);
+            return 'ended' as const;
+          }
+          await tx.updatePublishRun(run.id, { after_product_id: last, leased_until: this.leaseFrom(this.now()) });
+          return 'moved' as const;
+        })
+        .catch(async (error: unknown) => {
+          // A chunk of an import that cannot be applied (a supplier deleted since the file was
+          // checked) ends the import, rather than being tried again by every process that resumes it.
+          if (run.import_job_id === null || !this.importSteps) throw error;
+          if (!(error instanceof ProblemError))
+            this.log.error({ err: error, run: run.id, import_job: run.import_job_id }, 'an import chunk failed: the import stops');
+          await this.importSteps.fail(run, error);
+          return 'failed' as const;
+        });
       if (step === 'ended' || step === 'failed') return;
       if (step === 'taken') {
         // Another process resumed it (this one held it past its lease): it ends it.
@@ -151,7 +158,7 @@ export class PublishRuns {
   /** One chunk of an import's run; a chunk that cannot be applied ends the import as failed. */
   private async applyImportChunk(tx: StorageTx, run: PublishRunRecord): Promise<'ended' | 'moved'> {
     if (!this.importSteps) throw new Error('a run of an import, but no import steps were given');
-    if (!await this.importSteps.applyNext(tx, run)) {
+    if (!(await this.importSteps.applyNext(tx, run))) {
       await tx.deletePublishRun(run.id);
       return 'ended';
     }
@@ -162,9 +169,11 @@ export class PublishRuns {
   /** Takes the runs whose driver stopped and drives them to their end; returns how many it took. */
   async resumeStalled(limit = 10): Promise<number> {
     if (this.stopping) return 0;
-    for (const job of await this.importSteps?.interruptAbandoned() ?? []) {
-      this.log.warn({ merchant_id: job.merchant_id, import_job: job.id, lines_read: job.lines_read },
-        'an import was interrupted while checking its file (its process stopped); nothing of it was applied');
+    for (const job of (await this.importSteps?.interruptAbandoned()) ?? []) {
+      this.log.warn(
+        { merchant_id: job.merchant_id, import_job: job.id, lines_read: job.lines_read },
+        'an import was interrupted while checking its file (its process stopped); nothing of it was applied',
+      );
     }
     const now = this.now();
     let taken = 0;
@@ -173,12 +182,15 @@ export class PublishRuns {
       if (!run) continue;
       taken++;
       if (stalled.leased_until !== RELEASED_PUBLISH_RUN || stalled.driver !== '') {
-        this.log.info({ merchant_id: run.merchant_id, run: run.id, after_product_id: run.after_product_id, import_job: run.import_job_id ?? undefined },
-          run.import_job_id === null ? 'resuming an interrupted re-publishing' : 'resuming an interrupted import');
+        this.log.info(
+          { merchant_id: run.merchant_id, run: run.id, after_product_id: run.after_product_id, import_job: run.import_job_id ?? undefined },
+          run.import_job_id === null ? 'resuming an interrupted re-publishing' : 'resuming an interrupted import',
+        );
       }
       void this.complete(run).then(
         () => this.log.debug({ merchant_id: run.merchant_id, run: run.id }, 're-publishing completed'),
-        (error: unknown) => this.log.error({ err: error, merchant_id: run.merchant_id, run: run.id }, 'resuming a re-publishing failed (tried again later)'),
+        (error: unknown) =>
+          this.log.error({ err: error, merchant_id: run.merchant_id, run: run.id }, 'resuming a re-publishing failed (tried again later)'),
       );
     }
     return taken;
@@ -191,7 +203,8 @@ export class PublishRuns {
    */
   follow(logger: Logger, intervalMs = this.leaseMs / 2): () => void {
     this.log = logger.child({ component: 'publish-runs' });
-    const look = () => void this.resumeStalled().catch((error: unknown) => this.log.error({ err: error }, 'looking for re-publishing to drive failed'));
+    const look = () =>
+      void this.resumeStalled().catch((error: unknown) => this.log.error({ err: error }, 'looking for re-publishing to drive failed'));
     look();
     const timer = setInterval(look, intervalMs);
     timer.unref();
@@ -216,9 +229,15 @@ export class PublishRuns {
 
 function stoppedMidRun(run: PublishRunRecord): StoppedMidRun {
   if (run.import_job_id !== null) {
-    return new StoppedMidRun('internal_error', 'The service stopped while applying the import. The chunks applied so far stay applied; '
-      + 'the rest is applied when the service runs again (the import job shows its progress).');
+    return new StoppedMidRun(
+      'internal_error',
+      'The service stopped while applying the import. The chunks applied so far stay applied; ' +
+        'the rest is applied when the service runs again (the import job shows its progress).',
+    );
   }
-  return new StoppedMidRun('internal_error', 'The service stopped while re-publishing the catalog after this change. The change is saved; '
-    + 'the products not yet re-published are re-published when the service runs again.');
+  return new StoppedMidRun(
+    'internal_error',
+    'The service stopped while re-publishing the catalog after this change. The change is saved; ' +
+      'the products not yet re-published are re-published when the service runs again.',
+  );
 }

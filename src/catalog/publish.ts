@@ -47,8 +47,12 @@ export class CatalogPublisher {
     const merchant = await tx.getMerchant(merchantId);
     if (!merchant) throw new Error(`merchant ${merchantId} does not exist`);
     const [stores, customerGroups, pricingRules, exchangeRates, attributeDefinitions, suppliers] = await Promise.all([
-      tx.listStores(merchantId), tx.listCustomerGroups(merchantId), tx.listPricingRules(merchantId),
-      tx.listExchangeRates(merchantId), tx.listAttributeDefinitions(merchantId), tx.listSuppliers(merchantId),
+      tx.listStores(merchantId),
+      tx.listCustomerGroups(merchantId),
+      tx.listPricingRules(merchantId),
+      tx.listExchangeRates(merchantId),
+      tx.listAttributeDefinitions(merchantId),
+      tx.listSuppliers(merchantId),
     ]);
     return {
       merchantId,
@@ -104,7 +108,13 @@ export class CatalogPublisher {
    * products and each store's payloads are walked side by side, a chunk ending where the first of
    * them ends.
    */
-  async publishAfter(tx: StorageTx, merchantId: number, storeIds: number[] | null, afterId: number, summary: PublishSummary): Promise<number | null> {
+  async publishAfter(
+    tx: StorageTx,
+    merchantId: number,
+    storeIds: number[] | null,
+    afterId: number,
+    summary: PublishSummary,
+  ): Promise<number | null> {
     const context = await this.loadContext(tx, merchantId);
     const stores = publishedStores(context, storeIds);
     const products = await tx.productsAfter(merchantId, afterId, this.chunkSize);
@@ -150,7 +160,11 @@ export class CatalogPublisher {
       const published = [...(await tx.publishedHashes(store.id, productIds)).keys()];
       if (published.length === 0) continue;
       await tx.deletePublished(store.id, published);
-      await this.changes.record(tx, merchantId, published.map((productId) => ({ storeId: store.id, productId, changeType: 'removed' as const })));
+      await this.changes.record(
+        tx,
+        merchantId,
+        published.map((productId) => ({ storeId: store.id, productId, changeType: 'removed' as const })),
+      );
       summary.changes += published.length;
       touched.push(store.id);
     }
@@ -159,13 +173,15 @@ export class CatalogPublisher {
   }
 
   private async publishChunk(
-    tx: StorageTx, context: MerchantContext, stores: StoreRecord[], products: ProductRecord[], summary: PublishSummary,
+    tx: StorageTx,
+    context: MerchantContext,
+    stores: StoreRecord[],
+    products: ProductRecord[],
+    summary: PublishSummary,
   ): Promise<void> {
     if (products.length === 0) return;
     const ids = products.map((p) => p.id);
-    const mirrors = await tx.imageMirrors(context.merchantId, [
-      ...new Set(products.flatMap((p) => p.source.images.map((i) => i.url))),
-    ]);
+    const mirrors = await tx.imageMirrors(context.merchantId, [...new Set(products.flatMap((p) => p.source.images.map((i) => i.url)))]);
     // Every store's published hashes first: a store's writes below touch only its own rows, so they
     // read the same before them as between them.
     const previousByStore: Map<number, PublishedHashes>[] = [];

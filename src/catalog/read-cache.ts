@@ -48,9 +48,13 @@ export class PublishedReadCache {
   private readonly reads = new Map<string, number>();
   private readsSinceAging = 0;
 
-  constructor(readonly budgetBytes: number, private readonly observer?: PublishedReadCacheObserver) {
-    this.cache = new ByteBudgetCache(budgetBytes, entrySize,
-      (event, bytes, entries) => observer?.observePublishedReadCache(event, bytes, entries));
+  constructor(
+    readonly budgetBytes: number,
+    private readonly observer?: PublishedReadCacheObserver,
+  ) {
+    this.cache = new ByteBudgetCache(budgetBytes, entrySize, (event, bytes, entries) =>
+      observer?.observePublishedReadCache(event, bytes, entries),
+    );
   }
 
   get bytes(): number {

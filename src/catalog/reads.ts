@@ -129,7 +129,10 @@ export class CatalogReads {
   private readonly servedStores = new Map<string, number>();
 
   /** `cache`: published bytes this process keeps while they are still the stored ones (read-cache.ts); none reads every time. */
-  constructor(private readonly storage: CatalogStorage, private readonly cache?: PublishedReadCache) {}
+  constructor(
+    private readonly storage: CatalogStorage,
+    private readonly cache?: PublishedReadCache,
+  ) {}
 
   /** spec 4.3: the merchant's active stores, default store first. */
   async activeStores(merchantId: number): Promise<StoreRecord[]> {
@@ -156,7 +159,11 @@ export class CatalogReads {
    * version, and that reads no rows when the process holds the page's bytes at the merchant's current
    * published version; otherwise, on a snapshot that refreshes the ids first.
    */
-  async productPage(merchantId: number, slug: string | undefined, request: PageRequest): Promise<{ store: StoreRecord; page: ProductPage }> {
+  async productPage(
+    merchantId: number,
+    slug: string | undefined,
+    request: PageRequest,
+  ): Promise<{ store: StoreRecord; page: ProductPage }> {
     const servedKey = slug === undefined ? `${merchantId}` : `${merchantId}/${slug}`;
     const storeId = this.servedStores.get(servedKey);
     const known = storeId === undefined ? undefined : this.positions.get(storeId);
@@ -164,7 +171,10 @@ export class CatalogReads {
     if (storeId !== undefined && known && plan) {
       const held = plan.range ? this.cache?.page(storeId, plan.range[0], plan.range[1]) : undefined;
       const read = await this.storage.publishedPageOfStore(merchantId, slug, {
-        storeId, catalogVersion: known.version, range: plan.range, heldVersion: held?.publishedVersion,
+        storeId,
+        catalogVersion: known.version,
+        range: plan.range,
+        heldVersion: held?.publishedVersion,
       });
       if (!read.store?.active) throw storeNotFound(slug);
       const { store } = read;
@@ -245,7 +255,14 @@ export class CatalogReads {
       for (const field of ['sku', 'ean'] as const) {
         const found = await reader.findPublishedProducts(store.id, { [field]: query }, SEARCH_MATCHES_MAX);
         if (found.length === 0) continue;
-        const refs = new Map((await reader.productsByIds(merchantId, found.map((f) => f.id))).map((p) => [p.id, p.ref]));
+        const refs = new Map(
+          (
+            await reader.productsByIds(
+              merchantId,
+              found.map((f) => f.id),
+            )
+          ).map((p) => [p.id, p.ref]),
+        );
         const matches = found.filter((f) => refs.has(f.id)).map((f) => ({ id: f.id, ref: refs.get(f.id)!, summary: f }));
         if (matches.length > 0) return { store, field, matches };
       }
@@ -257,13 +274,21 @@ export class CatalogReads {
    * A page of the store's published products by id (keyset after `afterId`, as the public API's
    * after_id), optionally the excluded ones only, with the store's counts, on one snapshot.
    */
-  productSummaries(merchantId: number, slug: string | undefined, request: { afterId?: number; perPage: number; excludedOnly?: boolean }): Promise<ProductSummaryPage> {
+  productSummaries(
+    merchantId: number,
+    slug: string | undefined,
+    request: { afterId?: number; perPage: number; excludedOnly?: boolean },
+  ): Promise<ProductSummaryPage> {
     return this.storage.snapshot(async (reader) => {
       const store = await this.activeStore(merchantId, slug, reader);
       const [counts, rows] = await Promise.all([
         reader.publishedCountsByExclusion(store.id),
         // One more than the page: whether it exists says whether there is a next page.
-        reader.publishedSummaries(store.id, { afterId: request.afterId ?? 0, limit: request.perPage + 1, excludedOnly: request.excludedOnly ?? false }),
+        reader.publishedSummaries(store.id, {
+          afterId: request.afterId ?? 0,
+          limit: request.perPage + 1,
+          excludedOnly: request.excludedOnly ?? false,
+        }),
       ]);
       const products = rows.slice(0, request.perPage);
       const nextAfterId = rows.length > request.perPage ? products[products.length - 1]!.id : null;
@@ -284,7 +309,11 @@ export class CatalogReads {
     if (cached && cached.version === store.catalog_version) return cached;
     const blocks = await reader.publishedBlocks(store.id);
     const positions: StorePositions = {
-      version: store.catalog_version, blocks: new Float64Array(blocks.length), before: new Float64Array(blocks.length), total: 0, plans: new Map(),
+      version: store.catalog_version,
+      blocks: new Float64Array(blocks.length),
+      before: new Float64Array(blocks.length),
+      total: 0,
+      plans: new Map(),
     };
     blocks.forEach((block, i) => {
       positions.blocks[i] = block.block;
@@ -299,13 +328,19 @@ export class CatalogReads {
    * The page a request asks for at the positions' catalog version: remembered, or found with one
    * bounded read; undefined when the store's catalog version is no longer the positions' one.
    */
-  private async planOf(reader: StorageOperations, storeId: number, positions: StorePositions, request: PageRequest): Promise<PagePlan | undefined> {
+  private async planOf(
+    reader: StorageOperations,
+    storeId: number,
+    positions: StorePositions,
+    request: PageRequest,
+  ): Promise<PagePlan | undefined> {
     const key = request.afterId === undefined ? `${request.page}/${request.perPage}` : `>${request.afterId}/${request.perPage}`;
     const remembered = positions.plans.get(key);
     if (remembered) return remembered;
-    const plan = request.afterId === undefined
-      ? await numberedPage(reader, storeId, positions, request.page, request.perPage)
-      : await pageAfter(reader, storeId, positions, request.afterId, request.perPage);
+    const plan =
+      request.afterId === undefined
+        ? await numberedPage(reader, storeId, positions, request.page, request.perPage)
+        : await pageAfter(reader, storeId, positions, request.afterId, request.perPage);
     if (!plan) return undefined;
     if (positions.plans.size >= PAGE_PLANS_MAX) positions.plans.delete(positions.plans.keys().next().value!);
     positions.plans.set(key, plan);
@@ -316,7 +351,13 @@ export class CatalogReads {
 type PagePlan = { meta: PageMeta; range: [number, number] | null };
 
 /** spec 4.1: page n of ceil(total / perPage), by position in the ascending id list. */
-async function numberedPage(reader: StorageOperations, storeId: number, positions: StorePositions, page: number, perPage: number): Promise<PagePlan | undefined> {
+async function numberedPage(
+  reader: StorageOperations,
+  storeId: number,
+  positions: StorePositions,
+  page: number,
+  perPage: number,
+): Promise<PagePlan | undefined> {
   const { total } = positions;
   const lastPage = Math.max(1, Math.ceil(total / perPage));
   const start = (page - 1) * perPage;
@@ -325,7 +366,9 @@ async function numberedPage(reader: StorageOperations, storeId: number, position
   // The block holding position `start`, and the page within its index range.
   const i = lastAtOrBefore(positions.before, start);
   const window = await reader.publishedWindow(storeId, {
-    fromId: positions.blocks[i]! * BLOCK_SIZE, skip: start - positions.before[i]!, limit: Math.min(perPage, total - start),
+    fromId: positions.blocks[i]! * BLOCK_SIZE,
+    skip: start - positions.before[i]!,
+    limit: Math.min(perPage, total - start),
   });
   if (window.catalogVersion !== positions.version || window.firstId === null) return undefined;
   return { meta, range: [window.firstId, window.lastId!] };
@@ -336,7 +379,13 @@ async function numberedPage(reader: StorageOperations, storeId: number, position
  * the page the last returned product is on, and equals last_page exactly when the response
  * reaches the end of the store (so the spec's paging rule still ends the loop).
  */
-async function pageAfter(reader: StorageOperations, storeId: number, positions: StorePositions, afterId: number, perPage: number): Promise<PagePlan | undefined> {
+async function pageAfter(
+  reader: StorageOperations,
+  storeId: number,
+  positions: StorePositions,
+  afterId: number,
+  perPage: number,
+): Promise<PagePlan | undefined> {
   const { total } = positions;
   const lastPage = Math.max(1, Math.ceil(total / perPage));
   // The products up to afterId: those of the blocks before its block, and its block's up to it.

@@ -2,23 +2,35 @@
 // Pure functions: no storage, no HTTP. The publisher (catalog/publish.ts) runs them on writes.
 import { createHash } from 'node:crypto';
 import {
-  currencyExponent, findConversion, formatMinorUnits, multiply, parseDecimal, roundHalfAwayFromZero,
-  toMinorUnits, type Conversion, type Ratio,
+  currencyExponent,
+  findConversion,
+  formatMinorUnits,
+  multiply,
+  parseDecimal,
+  roundHalfAwayFromZero,
+  toMinorUnits,
+  type Conversion,
+  type Ratio,
 } from './money.js';
 import type {
-  CustomerGroupRecord, ExchangeRateRecord, ExclusionReason, ImageMirrorRecord, MerchantContext, OfferSource, PricingRuleRecord,
-  ProductRecord, StoreRecord,
+  CustomerGroupRecord,
+  ExchangeRateRecord,
+  ExclusionReason,
+  ImageMirrorRecord,
+  MerchantContext,
+  OfferSource,
+  PricingRuleRecord,
+  ProductRecord,
+  StoreRecord,
 } from './model.js';
 
 /** The conversions found per set of rates (one per merchant context), by "from>to". */
 const conversionsByRates = new WeakMap<readonly ExchangeRateRecord[], Map<string, Conversion | null>>();
 
 /** The conversion between two currencies over the context's rates (money.ts findConversion), found once per context. */
-export function conversionBetween(
-  from: string, to: string, context: Pick<MerchantContext, 'exchangeRates'>,
-): Conversion | null {
+export function conversionBetween(from: string, to: string, context: Pick<MerchantContext, 'exchangeRates'>): Conversion | null {
   let found = conversionsByRates.get(context.exchangeRates);
-  if (!found) conversionsByRates.set(context.exchangeRates, found = new Map());
+  if (!found) conversionsByRates.set(context.exchangeRates, (found = new Map<string, Conversion | null>()));
   const key = `${from}>${to}`;
   if (!found.has(key)) found.set(key, findConversion(from, to, context.exchangeRates));
   return found.get(key)!;
@@ -30,7 +42,10 @@ export function conversionBetween(
  * from zero, in `to` (never in an intermediate currency).
  */
 export function convertToMinorUnits(
-  amount: string, from: string, to: string, context: Pick<MerchantContext, 'exchangeRates'>,
+  amount: string,
+  from: string,
+  to: string,
+  context: Pick<MerchantContext, 'exchangeRates'>,
 ): bigint | null {
   const conversion = conversionBetween(from, to, context);
   if (!conversion) return null;
@@ -46,9 +61,7 @@ export interface PricedOffer {
 }
 
 /** Offers whose supplier is known and whose cost converts to the store currency. */
-export function pricedOffers(
-  product: ProductRecord, store: StoreRecord, context: MerchantContext,
-): PricedOffer[] {
+export function pricedOffers(product: ProductRecord, store: StoreRecord, context: MerchantContext): PricedOffer[] {
   const priced: PricedOffer[] = [];
   for (const offer of product.source.offers) {
     const supplier = context.suppliersByRef.get(offer.supplier_ref);
@@ -84,9 +97,7 @@ export function sellableStock(product: ProductRecord, best: PricedOffer | null):
 }
 
 /** Base cost in store minor units: the best offer's cost, else own stock's cost, else 0. */
-export function baseCost(
-  product: ProductRecord, best: PricedOffer | null, store: StoreRecord, context: MerchantContext,
-): bigint {
+export function baseCost(product: ProductRecord, best: PricedOffer | null, store: StoreRecord, context: MerchantContext): bigint {
   if (best) return best.costMinor;
   const own = product.source.own_stock;
   if (own?.cost != null && own.currency != null) {
@@ -104,7 +115,10 @@ function compareWithBound(minor: bigint, bound: string, currency: string): numbe
 }
 
 function ruleMatches(
-  rule: PricingRuleRecord, groupId: number, store: StoreRecord, manufacturer: string | null,
+  rule: PricingRuleRecord,
+  groupId: number,
+  store: StoreRecord,
+  manufacturer: string | null,
   baseMinor: bigint,
 ): boolean {
   if (rule.customer_group_id !== null && rule.customer_group_id !== groupId) return false;
@@ -118,7 +132,10 @@ function ruleMatches(
 
 /** The first rule, by priority then id, that matches; the catch-all guarantees one exists. */
 export function applicablePricingRule(
-  rules: PricingRuleRecord[], groupId: number, store: StoreRecord, manufacturer: string | null,
+  rules: PricingRuleRecord[],
+  groupId: number,
+  store: StoreRecord,
+  manufacturer: string | null,
   baseMinor: bigint,
 ): PricingRuleRecord {
   const rule = rules.find((r) => ruleMatches(r, groupId, store, manufacturer, baseMinor));
@@ -161,7 +178,10 @@ function localizedLabel(labels: Record<string, string>, locale: string): string 
 
 /** Merchant overrides win over the best supplier's values, which win over other suppliers'. */
 export function resolvedAttributes(
-  product: ProductRecord, best: PricedOffer | null, store: StoreRecord, context: MerchantContext,
+  product: ProductRecord,
+  best: PricedOffer | null,
+  store: StoreRecord,
+  context: MerchantContext,
 ): { key: string; label: string; value: string }[] {
   const bestSupplierRef = best?.offer.supplier_ref;
   const supplierId = (ref: string) => context.suppliersByRef.get(ref)?.id ?? Number.MAX_SAFE_INTEGER;
@@ -215,7 +235,10 @@ export function exportedSku(pattern: string | null, product: ProductRecord): str
  * `offers` are the offers usable in the store: one that cannot be converted is ignored there.
  */
 export function exclusionReason(
-  product: ProductRecord, store: StoreRecord, title: string | null, stock: number,
+  product: ProductRecord,
+  store: StoreRecord,
+  title: string | null,
+  stock: number,
   offers: PricedOffer[],
 ): ExclusionReason | null {
   if (product.source.excluded_stores.includes(store.slug)) return 'manual';
@@ -268,7 +291,9 @@ function decide(product: ProductRecord, store: StoreRecord, context: MerchantCon
 }
 
 export function resolveProduct(
-  product: ProductRecord, store: StoreRecord, context: MerchantContext,
+  product: ProductRecord,
+  store: StoreRecord,
+  context: MerchantContext,
   mirrors: Map<string, ImageMirrorRecord>,
 ): ResolvedProduct {
   const { best, stock, content, reason, baseMinor, prices: decided } = decide(product, store, context);
@@ -278,8 +303,10 @@ export function resolveProduct(
   const prices = decided.map(({ group, rule, priceMinor }) => {
     const price = formatMinorUnits(priceMinor, store.currency);
     // Built by hand so amounts keep the currency's exact precision (12.30, not 12.3).
-    return `{"customer_group_id":${group.id},"customer_group":${JSON.stringify(group.name)},` +
-      `"base_cost":${base},"computed_price":${price},"currency":${currency},"applied_rule_id":${rule.id}}`;
+    return (
+      `{"customer_group_id":${group.id},"customer_group":${JSON.stringify(group.name)},` +
+      `"base_cost":${base},"computed_price":${price},"currency":${currency},"applied_rule_id":${rule.id}}`
+    );
   });
   const pricesJson = `[${prices.join(',')}]`;
   const head = JSON.stringify({
@@ -343,7 +370,8 @@ export function explainResolution(product: ProductRecord, store: StoreRecord, co
   const supplierNames = new Map([...context.suppliersByRef.values()].map((s) => [s.ref, s.name]));
   const own = product.source.own_stock;
   // Own stock's cost counts only when it converts to the store currency (baseCost).
-  const ownCosted = own?.cost != null && own.currency != null && convertToMinorUnits(own.cost, own.currency, store.currency, context) !== null;
+  const ownCosted =
+    own?.cost != null && own.currency != null && convertToMinorUnits(own.cost, own.currency, store.currency, context) !== null;
   return {
     store: { id: store.id, slug: store.slug, name: store.name, currency: store.currency, active: store.active },
     chosenSupplier: best && {
@@ -353,16 +381,23 @@ export function explainResolution(product: ProductRecord, store: StoreRecord, co
       cost: amount(best.costMinor),
       why: best.quantity > 0 ? 'in_stock' : 'none_in_stock',
     },
-    rankedOffers: [...offers].sort(offerOrder).map((o) => ({ supplierRef: o.offer.supplier_ref, quantity: o.quantity, cost: amount(o.costMinor) })),
-    ignoredOffers: product.source.offers.filter((o) => !usable.has(o)).map((o) => ({
-      supplierRef: o.supplier_ref,
-      reason: context.suppliersByRef.has(o.supplier_ref) ? 'no_exchange_rate' as const : 'unknown_supplier' as const,
-    })),
+    rankedOffers: [...offers]
+      .sort(offerOrder)
+      .map((o) => ({ supplierRef: o.offer.supplier_ref, quantity: o.quantity, cost: amount(o.costMinor) })),
+    ignoredOffers: product.source.offers
+      .filter((o) => !usable.has(o))
+      .map((o) => ({
+        supplierRef: o.supplier_ref,
+        reason: context.suppliersByRef.has(o.supplier_ref) ? ('no_exchange_rate' as const) : ('unknown_supplier' as const),
+      })),
     baseCost: { amount: amount(baseMinor), from: best ? 'chosen_offer' : ownCosted ? 'own_stock' : 'none' },
     stock: { own: own?.quantity ?? 0, supplier: best?.quantity ?? 0, sellable: stock },
     exclusionReason: reason,
     prices: prices.map(({ group, rule, priceMinor }) => ({
-      customerGroupId: group.id, customerGroup: group.name, rule, computedPrice: amount(priceMinor),
+      customerGroupId: group.id,
+      customerGroup: group.name,
+      rule,
+      computedPrice: amount(priceMinor),
     })),
   };
 }

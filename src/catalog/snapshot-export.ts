@@ -45,7 +45,10 @@ export class SnapshotExports {
   private running = 0;
   private readonly waiting: (() => void)[] = [];
 
-  constructor(private readonly storage: CatalogStorage, private readonly options: SnapshotExportOptions) {}
+  constructor(
+    private readonly storage: CatalogStorage,
+    private readonly options: SnapshotExportOptions,
+  ) {}
 
   /**
    * Exports the merchant's store (by slug, or its default store) into the sink; resolves with the
@@ -58,10 +61,10 @@ export class SnapshotExports {
       return await this.storage.snapshot(async (reader) => {
         // The snapshot's first read fixes it (SQLite: the read transaction's WAL mark).
         const store = await activeStore(reader, merchantId, slug);
-        const cursor = await reader.latestFeedPosition(merchantId) ?? FEED_START;
+        const cursor = (await reader.latestFeedPosition(merchantId)) ?? FEED_START;
         if (!sink.begin({ store, cursor })) return undefined;
         let count = 0;
-        for (let afterId = 0; ;) {
+        for (let afterId = 0; ; ) {
           signal?.throwIfAborted();
           const step = await reader.publishedLinesAfter(store.id, afterId, this.options.stepRows);
           if (step.count > 0) {
@@ -96,6 +99,7 @@ export class SnapshotExports {
       const onAbort = () => {
         const index = this.waiting.indexOf(take);
         if (index >= 0) this.waiting.splice(index, 1);
+        // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- the abort's reason, as fetch rejects with it (an AbortError unless the caller gave one)
         reject(signal!.reason);
       };
       this.waiting.push(take);

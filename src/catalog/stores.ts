@@ -17,7 +17,7 @@ export class Stores {
   async publishedCounts(merchantId: number): Promise<(PublishedExclusionCounts & { store: StoreRecord })[]> {
     const merchant = await this.writes.reads(merchantId);
     const stores = await merchant.listStores();
-    return Promise.all(stores.map(async (store) => ({ store, ...await merchant.publishedCountsByExclusion(store) })));
+    return Promise.all(stores.map(async (store) => ({ store, ...(await merchant.publishedCountsByExclusion(store)) })));
   }
 
   async upsert(merchantId: number, slug: string, input: StoreInputRecord, actor: Actor = OPERATOR): Promise<StoreRecord> {
@@ -34,8 +34,10 @@ export class Stores {
         throw new ProblemError('conflict', `Store "${slug}" is (or becomes) the default store, which must stay active.`);
       }
       const store = await tx.upsertStore(slug, { ...input, is_default: isDefault });
-      await audit(existing ? 'store.update' : 'store.create',
-        `store "${slug}" (${store.name}, ${store.locale}, ${store.currency}${store.is_default ? ', default' : ''}${store.active ? '' : ', inactive'})`);
+      await audit(
+        existing ? 'store.update' : 'store.create',
+        `store "${slug}" (${store.name}, ${store.locale}, ${store.currency}${store.is_default ? ', default' : ''}${store.active ? '' : ', inactive'})`,
+      );
       // An inactive store is not published (catalog/publish.ts): deactivating it, or changing it
       // while inactive, re-publishes nothing; activating it publishes it through a run.
       if (store.active) await republish([store.id]);

@@ -26,7 +26,7 @@ export class Suppliers {
       if (await tx.isSupplierReferenced(ref)) {
         throw new ProblemError('conflict', `Supplier "${ref}" still has offers; remove them from the products first.`);
       }
-      if (!await tx.deleteSupplier(ref)) throw notFound(`Supplier "${ref}"`);
+      if (!(await tx.deleteSupplier(ref))) throw notFound(`Supplier "${ref}"`);
       await audit('supplier.delete', `supplier "${ref}"`);
     });
   }

@@ -41,36 +41,49 @@ export function cursorPosition(since: string, sinceId: number): FeedPosition {
   const fractional = ms !== second || /[1-9]/.test(fraction);
   const start = fractional ? second + 1000 : second;
   if (!(second >= FIRST_SECOND && start <= LAST_SECOND)) {
-    throw invalidInput('query', [{ name: 'since', in: 'query', reason: 'must be an instant from 0000-01-01T00:00:00Z to 9999-12-31T23:59:59Z' }]);
+    throw invalidInput('query', [
+      { name: 'since', in: 'query', reason: 'must be an instant from 0000-01-01T00:00:00Z to 9999-12-31T23:59:59Z' },
+    ]);
   }
   return fractional ? { at: wholeSecondIso(start), id: 0 } : { at: wholeSecondIso(second), id: sinceId };
 }
 
 /** spec 4.4: a window of the feed of the merchant's store named by slug (the default store when omitted). */
 export async function readChangeFeed(
-  storage: CatalogStorage, merchantId: number, slug: string | undefined, cursor: { since?: string; sinceId?: number }, window: number,
+  storage: CatalogStorage,
+  merchantId: number,
+  slug: string | undefined,
+  cursor: { since?: string; sinceId?: number },
+  window: number,
 ): Promise<ChangePage> {
   return (await readStoreChangeFeed(storage, merchantId, slug, cursor, window)).page;
 }
 
 /** readChangeFeed, with the store it read (the live feed waits on it: changes/live.ts). */
 export function readStoreChangeFeed(
-  storage: CatalogStorage, merchantId: number, slug: string | undefined, cursor: { since?: string; sinceId?: number }, window: number,
+  storage: CatalogStorage,
+  merchantId: number,
+  slug: string | undefined,
+  cursor: { since?: string; sinceId?: number },
+  window: number,
 ): Promise<{ store: StoreRecord; page: ChangePage }> {
   // One snapshot: pruning committed (by another process) between reading the horizon and reading
   // the window would otherwise let a cursor it just expired skip the deleted changes without a 410.
   return storage.snapshot(async (reader) => {
     const store = await activeStore(reader, merchantId, slug);
-    return { store, page: { ...await readWindow(reader, store, cursor, window), store: store.slug } };
+    return { store, page: { ...(await readWindow(reader, store, cursor, window)), store: store.slug } };
   });
 }
 
 async function readWindow(
-  reader: StorageOperations, store: StoreRecord, cursor: { since?: string; sinceId?: number }, window: number,
+  reader: StorageOperations,
+  store: StoreRecord,
+  cursor: { since?: string; sinceId?: number },
+  window: number,
 ): Promise<ChangeWindow> {
   const horizon = await reader.changeHorizon(store.id);
   // cursor rule 3: the first poll starts at the beginning of the retained history.
-  const from = cursor.since === undefined ? horizon ?? FEED_START : cursorPosition(cursor.since, cursor.sinceId ?? 0);
+  const from = cursor.since === undefined ? (horizon ?? FEED_START) : cursorPosition(cursor.since, cursor.sinceId ?? 0);
   return windowAfter(reader, store, from, horizon, window);
 }
 
@@ -79,20 +92,31 @@ async function readWindow(
  * snapshot, and whether it is full (it covers `window` changes: more may follow).
  */
 export async function readWindowAfter(
-  reader: StorageOperations, store: StoreRecord, from: FeedPosition, window: number,
+  reader: StorageOperations,
+  store: StoreRecord,
+  from: FeedPosition,
+  window: number,
 ): Promise<{ window: ChangeWindow; full: boolean }> {
   let full = false;
-  const read = await windowAfter(reader, store, from, await reader.changeHorizon(store.id), window, (rows) => { full = rows >= window; });
+  const read = await windowAfter(reader, store, from, await reader.changeHorizon(store.id), window, (rows) => {
+    full = rows >= window;
+  });
   return { window: read, full };
 }
 
 async function windowAfter(
-  reader: StorageOperations, store: StoreRecord, from: FeedPosition, horizon: FeedPosition | undefined, window: number,
+  reader: StorageOperations,
+  store: StoreRecord,
+  from: FeedPosition,
+  horizon: FeedPosition | undefined,
+  window: number,
   covered?: (rows: number) => void,
 ): Promise<ChangeWindow> {
   if (horizon && before(from, horizon)) {
-    throw new ProblemError('cursor_expired',
-      'Changes after this cursor were deleted by retention. Resync the store from /v1/products, then poll with a new cursor.');
+    throw new ProblemError(
+      'cursor_expired',
+      'Changes after this cursor were deleted by retention. Resync the store from /v1/products, then poll with a new cursor.',
+    );
   }
   const rows = await reader.changesAfter(store.id, from, window);
   covered?.(rows.length);

@@ -62,7 +62,7 @@ export interface NoWindow {
 }
 
 interface Waiter {
-  settle(found: LiveWindow | undefined, error?: unknown): void;
+  settle: (found: LiveWindow | undefined, error?: ProblemError) => void;
 }
 
 /** The clients waiting on one store after one position. */
@@ -139,7 +139,13 @@ export class LiveFeed {
   async waitForChanges(request: LiveRequest, waitSeconds: number): Promise<ChangePage> {
     const waitMs = Math.min(waitSeconds, this.settings.maxWaitSeconds) * 1000;
     const heard = this.listen();
-    const { store, page } = await readStoreChangeFeed(this.storage, request.merchantId, request.store, request.cursor, this.settings.feedWindow);
+    const { store, page } = await readStoreChangeFeed(
+      this.storage,
+      request.merchantId,
+      request.store,
+      request.cursor,
+      this.settings.feedWindow,
+    );
     if (page.changes.length > 0 || waitMs <= 0 || this.isClosed) return page;
     const release = this.admit(request.keyId);
     try {
@@ -155,7 +161,13 @@ export class LiveFeed {
    */
   async openStream(request: LiveRequest): Promise<LiveStream> {
     const heard = this.listen();
-    const { store, page } = await readStoreChangeFeed(this.storage, request.merchantId, request.store, request.cursor, this.settings.feedWindow);
+    const { store, page } = await readStoreChangeFeed(
+      this.storage,
+      request.merchantId,
+      request.store,
+      request.cursor,
+      this.settings.feedWindow,
+    );
     const release = this.admit(request.keyId);
     return new LiveStream(this, this.storage, store, page, heard, release);
   }
@@ -182,9 +194,12 @@ export class LiveFeed {
   admit(keyId: number | string): () => void {
     const held = this.perKey.get(keyId) ?? 0;
     if (held >= this.settings.perKey) {
-      throw new ProblemError('rate_limited',
+      throw new ProblemError(
+        'rate_limited',
         `This API key already holds ${this.settings.perKey} live connections to the change feed (waiting polls and streams). Close one, or retry after 1 s.`,
-        undefined, { 'Retry-After': '1' });
+        undefined,
+        { 'Retry-After': '1' },
+      );
     }
     this.perKey.set(keyId, held + 1);
     let released = false;
@@ -203,7 +218,13 @@ export class LiveFeed {
    * (empty) window at `from`: a wake-up since then makes it look at once, so no commit between that
    * read and this wait is missed.
    */
-  nextWindow(store: StoreRecord, from: FeedPosition, heard: number, timeoutMs: number, signal?: AbortSignal): Promise<LiveWindow | NoWindow> {
+  nextWindow(
+    store: StoreRecord,
+    from: FeedPosition,
+    heard: number,
+    timeoutMs: number,
+    signal?: AbortSignal,
+  ): Promise<LiveWindow | NoWindow> {
     if (this.isClosed || timeoutMs <= 0 || signal?.aborted) return Promise.resolve({ heard });
     return new Promise((resolve, reject) => {
       let entry = this.waiting.get(store.id);
@@ -292,7 +313,10 @@ export class LiveFeed {
         }
       });
     } catch (error) {
-      this.log?.warn({ err: error, store_id: entry.store.id }, 'live feed: reading the changes of a store failed (its clients keep waiting)');
+      this.log?.warn(
+        { err: error, store_id: entry.store.id },
+        'live feed: reading the changes of a store failed (its clients keep waiting)',
+      );
     } finally {
       entry.looking = false;
       if (entry.again && this.waiting.get(entry.store.id) === entry) void this.look(entry);
@@ -362,7 +386,13 @@ export class LiveStream {
       if (read.window.changes.length > 0) page = { ...read.window, store: this.store.slug };
     }
     if (!page) {
-      const found = await this.feed.nextWindow(this.store, this.cursor, this.heard, this.feed.settings.heartbeatSeconds * 1000, this.stopped.signal);
+      const found = await this.feed.nextWindow(
+        this.store,
+        this.cursor,
+        this.heard,
+        this.feed.settings.heartbeatSeconds * 1000,
+        this.stopped.signal,
+      );
       if (!found.page) {
         this.heard = found.heard;
         return this.stopped.signal.aborted || this.feed.closed ? undefined : 'heartbeat';

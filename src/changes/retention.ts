@@ -12,7 +12,11 @@ export const PRUNE_BATCH = 1000;
 
 /** Deletes changes recorded before now - retentionDays, a batch per transaction; returns how many were deleted. */
 export async function pruneExpiredChanges(
-  storage: CatalogStorage, now: Date, retentionDays: number, batch = PRUNE_BATCH, stopped: () => boolean = () => false,
+  storage: CatalogStorage,
+  now: Date,
+  retentionDays: number,
+  batch = PRUNE_BATCH,
+  stopped: () => boolean = () => false,
 ): Promise<number> {
   const cutoff = wholeSecondIso(now.getTime() - retentionDays * DAY_MS);
   let deleted = 0;
@@ -30,7 +34,11 @@ export async function pruneExpiredChanges(
  * a stop function, which also ends a run in progress after its current batch.
  */
 export function schedulePruning(
-  storage: CatalogStorage, now: () => Date, retentionDays: number, intervalSeconds: number, logger: Logger = silentLogger,
+  storage: CatalogStorage,
+  now: () => Date,
+  retentionDays: number,
+  intervalSeconds: number,
+  logger: Logger = silentLogger,
   batch = PRUNE_BATCH,
 ): () => void {
   let stopped = false;

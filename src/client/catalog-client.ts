@@ -26,9 +26,12 @@ export interface RateLimitRetryOptions {
 /** A timer that rejects with the signal's reason as soon as the request is aborted. */
 function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
+    // An abort rejects with the signal's reason, as fetch does (the caller's value; an AbortError by default).
+    // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- the reason is the caller's, passed on as fetch passes it
     if (signal.aborted) return reject(signal.reason);
     const onAbort = () => {
       clearTimeout(timer);
+      // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- as above
       reject(signal.reason);
     };
     const timer = setTimeout(() => {
@@ -41,7 +44,10 @@ function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
 
 /** An openapi-fetch client for the public API that authenticates every request with the API key. */
 export function createCatalogClient({ baseUrl, apiKey, fetch, rateLimit }: CatalogClientOptions): CatalogClient {
-  const client = createClient<paths, ClientMediaType>({ baseUrl, fetch: retryingOn429(fetch ?? ((request) => globalThis.fetch(request)), rateLimit) });
+  const client = createClient<paths, ClientMediaType>({
+    baseUrl,
+    fetch: retryingOn429(fetch ?? ((request) => globalThis.fetch(request)), rateLimit),
+  });
   client.use(bearerAuth(apiKey));
   return client;
 }
@@ -53,7 +59,8 @@ export function createCatalogClient({ baseUrl, apiKey, fetch, rateLimit }: Catal
  * sending a request again is safe.
  */
 export function retryingOn429(
-  send: (request: Request) => Promise<Response>, options: RateLimitRetryOptions = {},
+  send: (request: Request) => Promise<Response>,
+  options: RateLimitRetryOptions = {},
 ): (request: Request) => Promise<Response> {
   const { retries = 3, maxWaitSeconds = 60, sleep = abortableSleep } = options;
   return async (request) => {

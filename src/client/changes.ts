@@ -65,9 +65,12 @@ export async function* pollChanges(
   for (;;) {
     signal?.throwIfAborted();
     const started = Date.now();
-    const page = await unwrap(client.GET('/v1/changes', {
-      params: { query: { store, since: cursor?.since, since_id: cursor?.since_id, wait } }, signal,
-    }));
+    const page = await unwrap(
+      client.GET('/v1/changes', {
+        params: { query: { store, since: cursor?.since, since_id: cursor?.since_id, wait } },
+        signal,
+      }),
+    );
     store = page.store;
     cursor = { since: page.next_since, since_id: page.next_id };
     if (page.changes.length > 0) {
@@ -172,7 +175,10 @@ async function fullSync(client: CatalogClient, replica: StoreReplica, store: str
 }
 
 async function applyChanges(
-  client: CatalogClient, replica: StoreReplica, store: string | undefined, cursor: ChangeCursor,
+  client: CatalogClient,
+  replica: StoreReplica,
+  store: string | undefined,
+  cursor: ChangeCursor,
 ): Promise<ChangeCursor> {
   for await (const window of pollChanges(client, { store, cursor })) {
     const removed = window.changes.filter((c) => c.change_type === 'removed').map((c) => c.product_id);
@@ -190,6 +196,7 @@ function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
   return new Promise((resolve, reject) => {
     const onAbort = () => {
       clearTimeout(timer);
+      // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- the abort's reason, as fetch rejects with it (an AbortError unless the caller gave one)
       reject(signal!.reason);
     };
     const timer = setTimeout(() => {

@@ -22,14 +22,19 @@ export class CatalogApiError extends Error {
     // internal_error rather than guess, so that a caller never mistakes a proxy's 404 for `not_found`.
     const detail = typeof body === 'string' && body ? body.slice(0, 200) : `HTTP ${response.status} ${response.statusText}`.trim();
     return new CatalogApiError(response.status, {
-      type: 'about:blank', title: 'Unexpected response', status: response.status, detail, code: 'internal_error',
+      type: 'about:blank',
+      title: 'Unexpected response',
+      status: response.status,
+      detail,
+      code: 'internal_error',
     });
   }
 }
 
 function isProblem(body: unknown): body is Problem {
-  return typeof body === 'object' && body !== null
-    && typeof (body as Problem).code === 'string' && typeof (body as Problem).status === 'number';
+  return (
+    typeof body === 'object' && body !== null && typeof (body as Problem).code === 'string' && typeof (body as Problem).status === 'number'
+  );
 }
 
 /** The shape every openapi-fetch call resolves to. */

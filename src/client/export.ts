@@ -42,7 +42,10 @@ type Trailer = { store: string; count: number; next_since: string; next_id: numb
  * }
  * ```
  */
-export async function* exportStore(client: CatalogClient, { store, signal }: ExportStoreOptions = {}): AsyncGenerator<Product, StoreSnapshot, undefined> {
+export async function* exportStore(
+  client: CatalogClient,
+  { store, signal }: ExportStoreOptions = {},
+): AsyncGenerator<Product, StoreSnapshot, undefined> {
   const { data, error, response } = await client.GET('/v1/products/export', { params: { query: { store } }, parseAs: 'stream', signal });
   if (!response.ok) throw CatalogApiError.from(response, error);
   if (!data) throw new IncompleteExportError('The export answered without a body.');
@@ -76,7 +79,8 @@ export async function* exportStore(client: CatalogClient, { store, signal }: Exp
     // Left early (break, an error in the caller's loop): the rest of the response is not read.
     await reader.cancel().catch(() => {});
   }
-  if (!trailer || pending !== '') throw new IncompleteExportError('The export ended without its trailer line: the connection broke. Export again.');
+  if (!trailer || pending !== '')
+    throw new IncompleteExportError('The export ended without its trailer line: the connection broke. Export again.');
   if (trailer.count !== count) throw new IncompleteExportError(`The export's trailer counts ${trailer.count} products but ${count} came.`);
   return { store: trailer.store, count, cursor: { since: trailer.next_since, since_id: trailer.next_id } };
 }

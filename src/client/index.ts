@@ -6,18 +6,49 @@
 // one). Imports only types from the generated document, the openapi-fetch runtime and the
 // runtime-neutral src/shared/time.ts, never server code.
 export {
-  bearerAuth, createCatalogClient, retryingOn429, type CatalogClientOptions, type RateLimitRetryOptions,
+  bearerAuth,
+  createCatalogClient,
+  retryingOn429,
+  type CatalogClientOptions,
+  type RateLimitRetryOptions,
 } from './catalog-client.js';
 export { CatalogApiError, unwrap, type FetchResult, type Problem } from './errors.js';
 export {
-  MAX_IDS_PER_REQUEST, fetchProductsByIds, getProduct, iterateProducts, listProducts, listStores, type StoreOption,
+  MAX_IDS_PER_REQUEST,
+  fetchProductsByIds,
+  getProduct,
+  iterateProducts,
+  listProducts,
+  listStores,
+  type StoreOption,
 } from './reads.js';
 export { IncompleteExportError, exportStore, type ExportStoreOptions, type StoreSnapshot } from './export.js';
 export {
-  cursorFromDateHeader, mapReplica, pollChanges, syncStore,
-  type ChangeCursor, type ChangeWindow, type MapReplica, type PollChangesOptions, type StoreReplica, type SyncStoreOptions,
+  cursorFromDateHeader,
+  mapReplica,
+  pollChanges,
+  syncStore,
+  type ChangeCursor,
+  type ChangeWindow,
+  type MapReplica,
+  type PollChangesOptions,
+  type StoreReplica,
+  type SyncStoreOptions,
 } from './changes.js';
 export type {
-  Attribute, CatalogClient, ChangeEntry, ChangePage, ChangeType, ExclusionReason, PaginationMeta, PriceEntry, Product,
-  ProductPage, Store, WebhookPayload, components, paths, webhooks,
+  Attribute,
+  CatalogClient,
+  ChangeEntry,
+  ChangePage,
+  ChangeType,
+  ExclusionReason,
+  PaginationMeta,
+  PriceEntry,
+  Product,
+  ProductPage,
+  Store,
+  WebhookPayload,
+  components,
+  paths,
+  webhooks,
 } from './types.js';

@@ -23,7 +23,8 @@ export async function getProduct(client: CatalogClient, id: number, { store }: S
 
 /** One page of a store's products, ordered by id (spec 4.1). */
 export async function listProducts(
-  client: CatalogClient, { store, page, perPage }: StoreOption & { page?: number; perPage?: number } = {},
+  client: CatalogClient,
+  { store, page, perPage }: StoreOption & { page?: number; perPage?: number } = {},
 ): Promise<ProductPage> {
   return unwrap(client.GET('/v1/products', { params: { query: { store, page, per_page: perPage } } }));
 }
@@ -41,9 +42,10 @@ export async function* iterateProducts(
 ): AsyncGenerator<Product, void, undefined> {
   let afterId = 0;
   for (let page = 1; ; page++) {
-    const result = paging === 'page'
-      ? await listProducts(client, { store, page, perPage })
-      : await unwrap(client.GET('/v1/products', { params: { query: { store, after_id: afterId, per_page: perPage } } }));
+    const result =
+      paging === 'page'
+        ? await listProducts(client, { store, page, perPage })
+        : await unwrap(client.GET('/v1/products', { params: { query: { store, after_id: afterId, per_page: perPage } } }));
     yield* result.data;
     // `>=` rather than `===`: if products are deleted while paging by page number, last_page can
     // drop below the page just read, and the loop must still end.
@@ -60,18 +62,18 @@ export async function* iterateProducts(
  * outside the catalog (removed, never there, another merchant's) are simply absent from the
  * result: that absence is the answer "not in this store". No ids, no request.
  */
-export async function fetchProductsByIds(
-  client: CatalogClient, ids: Iterable<number>, { store }: StoreOption = {},
-): Promise<Product[]> {
+export async function fetchProductsByIds(client: CatalogClient, ids: Iterable<number>, { store }: StoreOption = {}): Promise<Product[]> {
   const unique = [...new Set(ids)];
   const products: Product[] = [];
   for (let start = 0; start < unique.length; start += MAX_IDS_PER_REQUEST) {
     const batch = unique.slice(start, start + MAX_IDS_PER_REQUEST);
-    const page = await unwrap(client.GET('/v1/products', {
-      params: { query: { store, ids: batch } },
-      // IdsParam is `style: form, explode: false`: ids=1,2,3 rather than ids=1&ids=2&ids=3.
-      querySerializer: { array: { style: 'form', explode: false } },
-    }));
+    const page = await unwrap(
+      client.GET('/v1/products', {
+        params: { query: { store, ids: batch } },
+        // IdsParam is `style: form, explode: false`: ids=1,2,3 rather than ids=1&ids=2&ids=3.
+        querySerializer: { array: { style: 'form', explode: false } },
+      }),
+    );
     products.push(...page.data);
     // Every batch reads the store the first one was resolved for, as iterateProducts does.
     store = page.store;

@@ -14,14 +14,22 @@
 // `webhooks:` section (standalone: the package ships it without a schema library).
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import {
-  WEBHOOK_HEADERS, webhookPayloadErrors, type WebhookHeaderName, type WebhookPayload, type WebhookSchemaError,
+  WEBHOOK_HEADERS,
+  webhookPayloadErrors,
+  type WebhookHeaderName,
+  type WebhookPayload,
+  type WebhookSchemaError,
 } from '../generated/public-webhooks.js';
 
 export { WEBHOOK_EVENTS, WEBHOOKS, type WebhookEvent } from '../generated/public-webhooks.js';
 export type { WebhookPayload, WebhookSchemaError };
 
 export type WebhookVerificationFailure =
-  | 'missing_header' | 'malformed_header' | 'timestamp_out_of_tolerance' | 'signature_mismatch' | 'invalid_payload';
+  | 'missing_header'
+  | 'malformed_header'
+  | 'timestamp_out_of_tolerance'
+  | 'signature_mismatch'
+  | 'invalid_payload';
 
 /** Why a delivery was rejected; answer 400 to it (the reference receivers do). */
 export class WebhookVerificationError extends Error {
@@ -85,7 +93,8 @@ export interface VerifiedWebhookDelivery {
 function header(headers: VerifyWebhookOptions['headers'], name: WebhookHeaderName): string | undefined {
   if (typeof (headers as Headers).get === 'function') return (headers as Headers).get(name) ?? undefined;
   const record = headers as Record<string, string | string[] | undefined>;
-  const value = record[name] ?? record[name.toLowerCase()] ?? Object.entries(record).find(([k]) => k.toLowerCase() === name.toLowerCase())?.[1];
+  const value =
+    record[name] ?? record[name.toLowerCase()] ?? Object.entries(record).find(([k]) => k.toLowerCase() === name.toLowerCase())?.[1];
   return Array.isArray(value) ? value[0] : value;
 }
 
@@ -113,19 +122,27 @@ const standardKey = (secret: string) => Buffer.from(secret.startsWith('whsec_') 
  * replaces, the scheme that verified and the timestamp beside the payload.
  */
 export function verifyWebhookDelivery({
-  secret, headers, rawBody, toleranceSeconds = 300, now = () => new Date(), scheme = 'any',
+  secret,
+  headers,
+  rawBody,
+  toleranceSeconds = 300,
+  now = () => new Date(),
+  scheme = 'any',
 }: VerifyWebhookDeliveryOptions): VerifiedWebhookDelivery {
   const secrets: readonly string[] = typeof secret === 'string' ? [secret] : secret;
   // A receiver with no secret configured must not look like one whose deliveries are forged.
   if (secrets.length === 0 || secrets.some((s) => typeof s !== 'string' || s === '')) {
     throw new TypeError('verifyWebhook: `secret` must be a non-empty string or a non-empty list of them');
   }
-  const used: WebhookSignatureScheme = scheme === 'any' ? (header(headers, 'webhook-signature') !== undefined ? 'standard' : 'service') : scheme;
+  const used: WebhookSignatureScheme =
+    scheme === 'any' ? (header(headers, 'webhook-signature') !== undefined ? 'standard' : 'service') : scheme;
   const names = SCHEME_HEADERS[used];
   // The headers the scheme signs with, each present; every header the webhooks declare matching its pattern.
-  const needed: WebhookHeaderName[] = used === 'standard' ? ['webhook-id', names.timestamp, names.signature] : [names.timestamp, names.signature];
+  const needed: WebhookHeaderName[] =
+    used === 'standard' ? ['webhook-id', names.timestamp, names.signature] : [names.timestamp, names.signature];
   const missing = needed.filter((name) => !header(headers, name));
-  if (missing.length) throw new WebhookVerificationError('missing_header', `${needed.join(' and ')} are required (missing: ${missing.join(', ')}).`);
+  if (missing.length)
+    throw new WebhookVerificationError('missing_header', `${needed.join(' and ')} are required (missing: ${missing.join(', ')}).`);
   const malformed = WEBHOOK_HEADERS.find((h) => {
     const value = header(headers, h.name);
     return value !== undefined && !h.pattern.test(value);
@@ -150,10 +167,18 @@ export function verifyWebhookDelivery({
       for (const candidate of presented) if (candidate.length === expected.length && timingSafeEqual(expected, candidate)) matched = true;
     }
   }
-  if (!matched) throw new WebhookVerificationError('signature_mismatch', `The signature does not match the body${secrets.length > 1 ? ' with any of the secrets' : ''}.`);
+  if (!matched)
+    throw new WebhookVerificationError(
+      'signature_mismatch',
+      `The signature does not match the body${secrets.length > 1 ? ' with any of the secrets' : ''}.`,
+    );
   // Checked after the signature, so an attacker learns nothing from which check failed first.
   const age = Math.abs(now().getTime() / 1000 - Number(timestamp));
-  if (age > toleranceSeconds) throw new WebhookVerificationError('timestamp_out_of_tolerance', `The delivery was signed ${Math.round(age)} s ago (tolerance ${toleranceSeconds} s).`);
+  if (age > toleranceSeconds)
+    throw new WebhookVerificationError(
+      'timestamp_out_of_tolerance',
+      `The delivery was signed ${Math.round(age)} s ago (tolerance ${toleranceSeconds} s).`,
+    );
   let payload: unknown;
   try {
     payload = JSON.parse(typeof rawBody === 'string' ? rawBody : Buffer.from(rawBody).toString('utf8'));
@@ -165,5 +190,11 @@ export function verifyWebhookDelivery({
     const detail = errors.map((e) => `${e.instancePath || '/'} ${e.message}`).join('; ');
     throw new WebhookVerificationError('invalid_payload', `The body is not a webhook delivery payload: ${detail}.`, errors);
   }
-  return { id, replaces: header(headers, 'X-Service-Replaces') ?? null, scheme: used, timestamp: Number(timestamp), payload: payload as WebhookPayload };
+  return {
+    id,
+    replaces: header(headers, 'X-Service-Replaces') ?? null,
+    scheme: used,
+    timestamp: Number(timestamp),
+    payload: payload as WebhookPayload,
+  };
 }

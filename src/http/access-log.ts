@@ -14,7 +14,7 @@ export type LogEnv = { Variables: { requestId: string; log: Logger; merchantId?:
 /** A logger for lines about this request: the service's, bound to the request id (made on demand). */
 export function requestLog(c: Context): Logger | undefined {
   const log = c.get('log') as Logger | undefined;
-  return log?.child({ request_id: c.get('requestId') });
+  return log?.child({ request_id: c.get('requestId') as string });
 }
 
 /** The route template that answered (`/v1/products/:id`), or "unmatched": bounded label values. */
@@ -44,9 +44,17 @@ export function accessLog(logger: Logger, observer: RequestObserver, logRequests
     const merchantId = c.get('merchantId');
     // No child logger per request: binding one costs more than the line itself.
     const level = status >= 500 ? 'error' : OPERATIONS_ROUTES.has(route) ? 'debug' : 'info';
-    logger[level]({
-      request_id: c.get('requestId'), method: c.req.method, route, path: c.req.path, status,
-      duration_ms: Math.round(seconds * 10_000) / 10, ...(merchantId === undefined ? {} : { merchant_id: merchantId }),
-    }, 'request');
+    logger[level](
+      {
+        request_id: c.get('requestId'),
+        method: c.req.method,
+        route,
+        path: c.req.path,
+        status,
+        duration_ms: Math.round(seconds * 10_000) / 10,
+        ...(merchantId === undefined ? {} : { merchant_id: merchantId }),
+      },
+      'request',
+    );
   };
 }

@@ -1,7 +1,6 @@
 // The admin API (openapi/admin.yaml): each handler reads validated input, calls one CatalogAdmin
 // operation, and returns the admin shape of its result. Writes are audited as the operator's
 // (the domain's default actor: admin/audit.ts).
-import type { IncomingMessage } from 'node:http';
 import { OpenAPIHono } from '@hono/zod-openapi';
 import type { MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
@@ -27,7 +26,8 @@ const apiKey = ({ merchant_id: _m, ...key }: ApiKeyRecord) => key;
 const importJob = ({ merchant_id: _m, ...job }: ImportJobRecord) => job;
 
 /** Whether the request asks for an asynchronous answer (RFC 7240 `Prefer: respond-async`). */
-const prefersAsync = (prefer: string | undefined) => (prefer ?? '').split(',').some((p) => p.split(';')[0]!.trim().toLowerCase() === 'respond-async');
+const prefersAsync = (prefer: string | undefined) =>
+  (prefer ?? '').split(',').some((p) => p.split(';')[0]!.trim().toLowerCase() === 'respond-async');
 
 const tooLarge = (limit: number) => (): never => {
   throw new ProblemError('payload_too_large', `The request body exceeds the limit of ${limit} bytes.`);
@@ -42,7 +42,13 @@ const jsonBodyRequired: MiddlewareHandler = async (c, next) => {
   return next();
 };
 
-export function adminApi({ admin, imports, accounts, endpoints, config }: Pick<Service, 'admin' | 'imports' | 'accounts' | 'endpoints' | 'config'>) {
+export function adminApi({
+  admin,
+  imports,
+  accounts,
+  endpoints,
+  config,
+}: Pick<Service, 'admin' | 'imports' | 'accounts' | 'endpoints' | 'config'>) {
   const app = new OpenAPIHono({ defaultHook: validationHook });
   app.onError(renderError);
   app.use('/admin/v1/*', closeWhenBodyUnread);
@@ -68,8 +74,7 @@ export function adminApi({ admin, imports, accounts, endpoints, config }: Pick<S
   route(routes.createMerchant, async (c) => c.json(await admin.createMerchant(c.req.valid('json')), 201));
   route(routes.getMerchant, async (c) => c.json(await admin.merchant(c.req.valid('param').merchant_id), 200));
   route(routes.updateMerchant, async (c) => c.json(await admin.updateMerchant(c.req.valid('param').merchant_id, c.req.valid('json')), 200));
-  route(routes.listApiKeys, async (c) =>
-    c.json({ data: (await admin.listApiKeys(c.req.valid('param').merchant_id)).map(apiKey) }, 200));
+  route(routes.listApiKeys, async (c) => c.json({ data: (await admin.listApiKeys(c.req.valid('param').merchant_id)).map(apiKey) }, 200));
   route(routes.createApiKey, async (c) => {
     const { key, ...record } = await admin.createApiKey(c.req.valid('param').merchant_id, c.req.valid('json').name);
     return c.json({ ...apiKey(record), key }, 201);
@@ -84,7 +89,8 @@ export function adminApi({ admin, imports, accounts, endpoints, config }: Pick<S
   const operator = { kind: 'operator' } as const;
   const panelUser = ({ merchant_id: _m, ...user }: PanelUser) => user;
   route(routes.listPanelUsers, async (c) =>
-    c.json({ data: (await accounts.listUsers(operator, c.req.valid('param').merchant_id)).map(panelUser) }, 200));
+    c.json({ data: (await accounts.listUsers(operator, c.req.valid('param').merchant_id)).map(panelUser) }, 200),
+  );
   route(routes.invitePanelUser, async (c) => {
     const { token, ...invitation } = await accounts.invite(operator, c.req.valid('param').merchant_id, c.req.valid('json'));
     return c.json({ ...invitation, link: `${config.publicBaseUrl}/panel/invitations/${token}` }, 201);
@@ -101,18 +107,21 @@ export function adminApi({ admin, imports, accounts, endpoints, config }: Pick<S
     return c.json({ id, email, link: accounts.linkUrl(token!), expires_at }, 201);
   });
   route(routes.listPanelInvitations, async (c) =>
-    c.json({ data: await accounts.listPendingLinks(operator, c.req.valid('param').merchant_id) }, 200));
+    c.json({ data: await accounts.listPendingLinks(operator, c.req.valid('param').merchant_id) }, 200),
+  );
   route(routes.revokePanelInvitation, async (c) => {
     const { merchant_id, invitation_id } = c.req.valid('param');
     await accounts.revokeLink(operator, merchant_id, invitation_id);
     return c.body(null, 204);
   });
   route(routes.listAuditLog, async (c) =>
-    c.json({ data: await accounts.auditLog(operator, c.req.valid('param').merchant_id, c.req.valid('query').limit) }, 200));
+    c.json({ data: await accounts.auditLog(operator, c.req.valid('param').merchant_id, c.req.valid('query').limit) }, 200),
+  );
 
   // Stores
   route(routes.listMerchantStores, async (c) =>
-    c.json({ data: (await admin.listStores(c.req.valid('param').merchant_id)).map(adminStore) }, 200));
+    c.json({ data: (await admin.listStores(c.req.valid('param').merchant_id)).map(adminStore) }, 200),
+  );
   route(routes.upsertStore, async (c) => {
     const { merchant_id, slug } = c.req.valid('param');
     return c.json(adminStore(await admin.upsertStore(merchant_id, slug, c.req.valid('json'))), 200);
@@ -126,7 +135,8 @@ export function adminApi({ admin, imports, accounts, endpoints, config }: Pick<S
   // Customer groups
   route(routes.listCustomerGroups, async (c) => c.json({ data: await admin.listCustomerGroups(c.req.valid('param').merchant_id) }, 200));
   route(routes.createCustomerGroup, async (c) =>
-    c.json(await admin.createCustomerGroup(c.req.valid('param').merchant_id, c.req.valid('json').name), 201));
+    c.json(await admin.createCustomerGroup(c.req.valid('param').merchant_id, c.req.valid('json').name), 201),
+  );
   route(routes.updateCustomerGroup, async (c) => {
     const { merchant_id, group_id } = c.req.valid('param');
     return c.json(await admin.updateCustomerGroup(merchant_id, group_id, c.req.valid('json').name), 200);
@@ -152,7 +162,8 @@ export function adminApi({ admin, imports, accounts, endpoints, config }: Pick<S
   // Pricing rules
   route(routes.listPricingRules, async (c) => c.json({ data: await admin.listPricingRules(c.req.valid('param').merchant_id) }, 200));
   route(routes.createPricingRule, async (c) =>
-    c.json(await admin.createPricingRule(c.req.valid('param').merchant_id, c.req.valid('json')), 201));
+    c.json(await admin.createPricingRule(c.req.valid('param').merchant_id, c.req.valid('json')), 201),
+  );
   route(routes.updatePricingRule, async (c) => {
     const { merchant_id, rule_id } = c.req.valid('param');
     return c.json(await admin.updatePricingRule(merchant_id, rule_id, c.req.valid('json')), 200);
@@ -175,7 +186,8 @@ export function adminApi({ admin, imports, accounts, endpoints, config }: Pick<S
     return c.body(null, 204);
   });
   route(routes.listAttributeDefinitions, async (c) =>
-    c.json({ data: await admin.listAttributeDefinitions(c.req.valid('param').merchant_id) }, 200));
+    c.json({ data: await admin.listAttributeDefinitions(c.req.valid('param').merchant_id) }, 200),
+  );
   route(routes.upsertAttributeDefinition, async (c) => {
     const { merchant_id, key } = c.req.valid('param');
     return c.json(await admin.upsertAttributeDefinition(merchant_id, { key, ...c.req.valid('json') }), 200);

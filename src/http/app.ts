@@ -1,6 +1,6 @@
 // App assembly: the public, admin and operations APIs, the administration panel (/panel), the served documents and docs, one error
 // shape, request ids and the access log on every request.
-import { Hono } from 'hono';
+import { Hono, type MiddlewareHandler } from 'hono';
 import adminDocument from '../generated/admin-openapi.json' with { type: 'json' };
 import publicDocument from '../generated/public-openapi.json' with { type: 'json' };
 import { LocalFolderMediaStore } from '../images/media-store.js';
@@ -40,10 +40,11 @@ export function createApp(service: Service, { docsDir, lifecycle = new Lifecycle
   app.use('*', accessLog(logger, metrics, config.operations.accessLog));
   // The Date header comes from the same clock as change timestamps: clients take it as a
   // starting cursor for the change feed (listChanges, "Initial sync").
-  app.use('*', async (c, next) => {
+  const dateHeader: MiddlewareHandler = async (c, next) => {
     await next();
     if (answeredWith(c) === undefined) c.res.headers.set('Date', now().toUTCString());
-  });
+  };
+  app.use('*', dateHeader);
 
   // JSON of the public API and the documents, coded when asked; media and the admin API are not.
   const codedBodies = config.compressionCacheBytes > 0 ? new CodedBodyCache(config.compressionCacheBytes, metrics) : undefined;
@@ -54,11 +55,14 @@ export function createApp(service: Service, { docsDir, lifecycle = new Lifecycle
   app.get('/admin/openapi.json', (c) => c.body(adminJson, 200, { 'Content-Type': 'application/json' }));
   app.route('/', docsPages(docsDir));
 
-  app.route('/', publicApi(service, {
-    media: new LocalFolderMediaStore(config.images.mediaDir),
-    // The limiter's clock is the app's, so tests refill buckets by moving it.
-    rateLimiter: new TokenBucketLimiter(config.rateLimit, now),
-  }));
+  app.route(
+    '/',
+    publicApi(service, {
+      media: new LocalFolderMediaStore(config.images.mediaDir),
+      // The limiter's clock is the app's, so tests refill buckets by moving it.
+      rateLimiter: new TokenBucketLimiter(config.rateLimit, now),
+    }),
+  );
   app.route('/', adminApi(service));
   app.use('/panel/*', closeWhenBodyUnread);
   app.route('/panel', panelApp(service));

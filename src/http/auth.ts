@@ -59,4 +59,5 @@ function configuredTokenAuth(configured: string, realm: string, name: string, pl
 export const adminTokenAuth = (adminToken: string) => configuredTokenAuth(adminToken, 'admin', 'admin token', 'ADMIN_TOKEN');
 
 /** /metrics, when CPS_METRICS_TOKEN is set (operations.yaml). */
-export const metricsTokenAuth = (metricsToken: string) => configuredTokenAuth(metricsToken, 'metrics', 'metrics token', 'CPS_METRICS_TOKEN');
+export const metricsTokenAuth = (metricsToken: string) =>
+  configuredTokenAuth(metricsToken, 'metrics', 'metrics token', 'CPS_METRICS_TOKEN');

@@ -8,9 +8,7 @@
 //   app.on('PUT', '/admin/v1/merchants/:merchant_id/products/:product_ref', checkedJsonBody({ maxDepth: 32 }));
 import type { MiddlewareHandler } from 'hono';
 import { nestsDeeperThan, tooDeepReason } from '../shared/json-limits.js';
-import {
-  InvalidUtf8Error, decodeUtf8, mayHoldRefusedString, refusedString,
-} from '../shared/json-text.js';
+import { InvalidUtf8Error, decodeUtf8, mayHoldRefusedString, refusedString } from '../shared/json-text.js';
 import { invalidInput } from '../shared/problem.js';
 import { bodyPointer } from './validation.js';
 

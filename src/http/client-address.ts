@@ -26,7 +26,7 @@ function forwardedAddress(element: string): string | undefined {
  * taken for the client, never the text.
  */
 export function clientAddress(peer: string | undefined, forwardedFor: string | undefined, trusted: AddressRanges): string {
-  let address = peer === undefined ? undefined : ipAddress(peer) ?? peer;
+  let address = peer === undefined ? undefined : (ipAddress(peer) ?? peer);
   if (address === undefined) return 'unknown';
   if (forwardedFor === undefined || trusted.size === 0 || !trusted.has(address)) return address;
   const hops = forwardedFor.split(',');

@@ -9,9 +9,15 @@ import type { ContentCoding } from './compression.js';
 export class CodedBodyCache {
   private readonly cache: ByteBudgetCache<Uint8Array<ArrayBuffer>>;
 
-  constructor(readonly budgetBytes: number, private readonly observer?: CodedBodyCacheObserver) {
-    this.cache = new ByteBudgetCache(budgetBytes, (coded) => coded.length,
-      (event, bytes, entries) => observer?.observeCodedBodyCache(event, bytes, entries));
+  constructor(
+    readonly budgetBytes: number,
+    private readonly observer?: CodedBodyCacheObserver,
+  ) {
+    this.cache = new ByteBudgetCache(
+      budgetBytes,
+      (coded) => coded.length,
+      (event, bytes, entries) => observer?.observeCodedBodyCache(event, bytes, entries),
+    );
   }
 
   /** Bytes of coded bodies held now (at most budgetBytes). */

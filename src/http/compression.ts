@@ -33,7 +33,7 @@ const brotliOptions = (size: number): zlib.BrotliOptions => ({
 
 /** The body in `coding`, one shot, in the threadpool. */
 export function codeBody(bytes: Uint8Array, coding: ContentCoding): Promise<Uint8Array<ArrayBuffer>> {
-  return (coding === 'br' ? brotli(bytes, brotliOptions(bytes.length)) : gzip(bytes, GZIP_OPTIONS)) as Promise<Uint8Array<ArrayBuffer>>;
+  return coding === 'br' ? brotli(bytes, brotliOptions(bytes.length)) : gzip(bytes, GZIP_OPTIONS);
 }
 
 const JSON_TYPE = /^application\/([a-z0-9.+-]+\+)?json\s*(;|$)/i;
@@ -49,7 +49,10 @@ export function negotiateCoding(acceptEncoding: string | undefined): ContentCodi
     const [name, ...params] = part.trim().toLowerCase().split(';');
     if (!name) continue;
     // A malformed weight (not 0..1 with up to three decimals) makes the entry unacceptable.
-    const q = params.map((p) => p.trim()).find((p) => /^q\s*=/.test(p))?.replace(/^q\s*=\s*/, '');
+    const q = params
+      .map((p) => p.trim())
+      .find((p) => /^q\s*=/.test(p))
+      ?.replace(/^q\s*=\s*/, '');
     const weight = q === undefined ? 1 : /^(0(\.[0-9]{0,3})?|1(\.0{0,3})?)$/.test(q) ? Number(q) : 0;
     weights.set(name.trim(), weight);
   }

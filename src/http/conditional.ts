@@ -9,7 +9,10 @@ export function etagMatches(header: string | undefined, etag: string): boolean {
   if (!header) return false;
   if (header.trim() === '*') return true;
   const opaque = etag.replace(/^W\//, '');
-  return header.split(',').map((t) => t.trim().replace(/^W\//, '')).includes(opaque);
+  return header
+    .split(',')
+    .map((t) => t.trim().replace(/^W\//, ''))
+    .includes(opaque);
 }
 
 /**
@@ -37,7 +40,7 @@ export function etagOf(digest: string, coding: ContentCoding | undefined): strin
  * (by default the bytes) must change whenever the bytes do; or the etagDigest of it, when known.
  */
 export function conditionalJson(c: Context, bytes: Uint8Array<ArrayBuffer>, identity: Uint8Array | { digest: string } = bytes): Response {
-  const etag = etagOf('digest' in identity ? identity.digest : etagDigest(identity), c.get('contentCoding'));
+  const etag = etagOf('digest' in identity ? identity.digest : etagDigest(identity), c.get('contentCoding') as ContentCoding | undefined);
   if (etagMatches(c.req.header('If-None-Match'), etag)) return c.body(null, 304, { ETag: etag });
   return c.body(bytes, 200, { 'Content-Type': 'application/json', ETag: etag });
 }

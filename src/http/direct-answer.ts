@@ -40,7 +40,11 @@ export interface DirectBody {
  * Node connection to write on (app.request() in tests): answer through the Response then.
  * The body is coded as the compression middleware negotiated, when it is at least `minBytes` long.
  */
-export async function answerDirectly(c: Context, body: DirectBody, settings: { date: () => string; minBytes: number }): Promise<Response | undefined> {
+export async function answerDirectly(
+  c: Context,
+  body: DirectBody,
+  settings: { date: () => string; minBytes: number },
+): Promise<Response | undefined> {
   const outgoing = (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
   if (!outgoing || typeof outgoing.writeHead !== 'function') return undefined;
   const negotiated = c.get('contentCoding') as ContentCoding | undefined;

@@ -10,21 +10,23 @@ import { conditionalJson } from './conditional.js';
 type Responses<R extends RouteConfig> = R['responses'];
 type BodilessStatus<R extends RouteConfig> = {
   [S in keyof Responses<R>]: Responses<R>[S] extends { content: object } ? never : S;
-}[keyof Responses<R>] & StatusCode;
+}[keyof Responses<R>] &
+  StatusCode;
 
 /**
  * The answers a route documents: its JSON and text responses as @hono/zod-openapi types them
  * (from the generated zod schemas), and each bodiless status as a response without a body.
  */
 export type DocumentedResponse<R extends RouteConfig> =
-  | Exclude<RouteConfigToTypedResponse<R>, TypedResponse<{}, BodilessStatus<R>, string>>
-  | TypedResponse<null, BodilessStatus<R>, 'body'>;
+  // eslint-disable-next-line @typescript-eslint/no-empty-object-type -- {} is "any body" here: the Exclude drops every response of a bodiless status, whatever its body type
+  Exclude<RouteConfigToTypedResponse<R>, TypedResponse<{}, BodilessStatus<R>, string>> | TypedResponse<null, BodilessStatus<R>, 'body'>;
 
 type MaybePromise<T> = T | Promise<T>;
 
 /** A route handler whose every return is a documented response of the route. */
-export type DocumentedHandler<R extends RouteConfig, E extends Env> =
-  (c: Parameters<RouteHandler<R, E>>[0]) => MaybePromise<DocumentedResponse<R>>;
+export type DocumentedHandler<R extends RouteConfig, E extends Env> = (
+  c: Parameters<RouteHandler<R, E>>[0],
+) => MaybePromise<DocumentedResponse<R>>;
 
 /**
  * `app.openapi` with the answers checked against the document.
@@ -51,14 +53,20 @@ export function jsonPage<T extends object>(c: Context, parts: JsonParts<T>): Res
  * A JSON 200 of the schema type T with its ETag, or a bodiless 304 when If-None-Match names it
  * (conditional.ts). `identity`, by default the bytes, must change whenever the bytes do.
  */
-export function conditionalJsonPage<T extends object>(c: Context, parts: JsonParts<T>, identity?: Uint8Array):
-  Response & (TypedResponse<T, 200, 'json'> | TypedResponse<null, 304, 'body'>) {
+export function conditionalJsonPage<T extends object>(
+  c: Context,
+  parts: JsonParts<T>,
+  identity?: Uint8Array,
+): Response & (TypedResponse<T, 200, 'json'> | TypedResponse<null, 304, 'body'>) {
   const bytes = jsonObject<T>(parts);
   return conditionalJsonBytes<T>(c, bytes, identity ?? bytes);
 }
 
 /** conditionalJsonPage of bytes already assembled, and of the etagDigest of their identity when it is known. */
-export function conditionalJsonBytes<T extends object>(c: Context, bytes: JsonBytes<T>, identity: Uint8Array | { digest: string }):
-  Response & (TypedResponse<T, 200, 'json'> | TypedResponse<null, 304, 'body'>) {
+export function conditionalJsonBytes<T extends object>(
+  c: Context,
+  bytes: JsonBytes<T>,
+  identity: Uint8Array | { digest: string },
+): Response & (TypedResponse<T, 200, 'json'> | TypedResponse<null, 304, 'body'>) {
   return conditionalJson(c, bytes, identity) as Response & (TypedResponse<T, 200, 'json'> | TypedResponse<null, 304, 'body'>);
 }

@@ -49,7 +49,10 @@ const fallbackLogger = createLogger({ logLevel: 'error' });
 export function renderError(error: Error, c: Context): Response {
   const instance = new URL(c.req.url).pathname;
   if (clientClosedRequest(c, error)) {
-    requestLog(c)?.info({ method: c.req.method, path: instance, reason: error.message }, 'client closed the request before it was answered');
+    requestLog(c)?.info(
+      { method: c.req.method, path: instance, reason: error.message },
+      'client closed the request before it was answered',
+    );
     return new Response(null, { status: CLIENT_CLOSED_REQUEST });
   }
   if (error instanceof ProblemError) return problemResponse(error, instance);
@@ -58,8 +61,12 @@ export function renderError(error: Error, c: Context): Response {
   }
   if (error instanceof HTTPException && error.status < 500) {
     // Thrown by the body validators (unparsable JSON, a media type other than JSON): the whole body is named.
-    const reason = error.status === 415 ? 'must be sent as Content-Type: application/json'
-      : /malformed json/i.test(error.message) ? 'is not valid JSON' : error.message || 'is malformed';
+    const reason =
+      error.status === 415
+        ? 'must be sent as Content-Type: application/json'
+        : /malformed json/i.test(error.message)
+          ? 'is not valid JSON'
+          : error.message || 'is malformed';
     return problemResponse(invalidInput('body', [{ name: '/', in: 'body', reason }]), instance);
   }
   // The request's logger carries its id, which is in the response too: a caller's report leads here.
@@ -69,5 +76,8 @@ export function renderError(error: Error, c: Context): Response {
 }
 
 export function notFound(c: Context): Response {
-  return problemResponse(new ProblemError('not_found', `No route for ${c.req.method} ${new URL(c.req.url).pathname}.`), new URL(c.req.url).pathname);
+  return problemResponse(
+    new ProblemError('not_found', `No route for ${c.req.method} ${new URL(c.req.url).pathname}.`),
+    new URL(c.req.url).pathname,
+  );
 }

@@ -61,7 +61,7 @@ export function changePageBody(page: ChangePage): DirectBody {
     json: changePageJson(page),
     coded(coding) {
       let codings = pageCoded.get(page);
-      if (!codings) pageCoded.set(page, (codings = new Map()));
+      if (!codings) pageCoded.set(page, (codings = new Map<ContentCoding, Promise<Uint8Array>>()));
       let coded = codings.get(coding);
       if (!coded) codings.set(coding, (coded = codeBody(encoder.encode(changePageJson(page)), coding)));
       return coded;
@@ -116,7 +116,7 @@ export function changeEventStream(stream: LiveStream, { limiter, keyId, log }: E
         if (stopped.signal.aborted) return;
         if (next === undefined) return end(controller);
         if (next === 'heartbeat') return controller.enqueue(HEARTBEAT);
-        if (!first && limiter && !await takeToken(limiter, keyId, stopped.signal)) return end(controller);
+        if (!first && limiter && !(await takeToken(limiter, keyId, stopped.signal))) return end(controller);
         first = false;
         controller.enqueue(changeEventBytes(next));
       } catch (error) {

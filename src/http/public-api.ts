@@ -1,14 +1,13 @@
 // The public read API (spec 4.1-4.3): each handler reads validated input, calls one catalog
 // read, and returns the stored payload bytes as they are (with an ETag, or 304 when unchanged).
 import { OpenAPIHono } from '@hono/zod-openapi';
-import type { TypedResponse } from 'hono';
 import { clampPerPage, toPublicStore } from '../catalog/reads.js';
 import { routes } from '../generated/public-routes.js';
 import type { Service } from '../service.js';
 import { apiKeyAuth, type PublicEnv } from './auth.js';
 import { problemResponse, renderError } from './errors.js';
 import { ProblemError, invalidInput } from '../shared/problem.js';
-import { readChangeFeed, type ChangePage } from '../changes/feed.js';
+import { readChangeFeed } from '../changes/feed.js';
 import type { LiveRequest } from '../changes/live.js';
 import { answerDirectly } from './direct-answer.js';
 import { changeEventStream, changePageBody, changePageJson, cursorOfEventId, wantsEventStream } from './live-feed.js';
@@ -46,7 +45,10 @@ export interface PublicApiOptions {
   rateLimiter?: TokenBucketLimiter;
 }
 
-export function publicApi(service: Pick<Service, 'storage' | 'reads' | 'config' | 'apiKeys' | 'apiKeyUses' | 'liveFeed' | 'logger' | 'now'>, options: PublicApiOptions = {}) {
+export function publicApi(
+  service: Pick<Service, 'storage' | 'reads' | 'config' | 'apiKeys' | 'apiKeyUses' | 'liveFeed' | 'logger' | 'now'>,
+  options: PublicApiOptions = {},
+) {
   const { storage, reads, apiKeys, apiKeyUses, liveFeed, now } = service;
   const feedWindow = service.config.changes.feedWindow;
   const { media, rateLimiter } = options;
@@ -58,29 +60,36 @@ export function publicApi(service: Pick<Service, 'storage' | 'reads' | 'config' 
   const snapshotExport = productExport(new SnapshotExports(storage, service.config.exports), service.config.exports);
 
   // Mirrored images (spec 2.1 image rules): public, content-addressed, cacheable forever.
-  route(routes.getMedia, async (c) => {
-    const { key } = c.req.valid('param');
-    const bytes = media ? await media.get(key) : undefined;
-    const contentType = CONTENT_TYPE_OF[key.split('.')[1]!]!;
-    // A copy is served only as the type its bytes are (one mirrored before the mirror
-    // checked them, HTML labelled image/png say, is not served at all).
-    if (!bytes || sniffImageType(bytes) !== contentType) throw new ProblemError('not_found', `No media file ${key}.`);
-    const etag = `"${MEDIA_KEY.exec(key)![1]}"`;
-    const headers = { ETag: etag, 'Cache-Control': 'public, max-age=31536000, immutable', ...MEDIA_SAFETY_HEADERS };
-    if (etagMatches(c.req.valid('header')['if-none-match'], etag)) return c.body(null, 304, headers);
-    return c.body(new Uint8Array(bytes), 200, { ...headers, 'Content-Type': contentType, 'Content-Length': String(bytes.length) });
-  }, (result, c) => {
-    // Any malformed key names no file: 404, like an unknown one (openapi: getMedia).
-    if (!result.success) return problemResponse(new ProblemError('not_found', 'No such media file.'), c.req.path);
-    return undefined;
-  });
+  route(
+    routes.getMedia,
+    async (c) => {
+      const { key } = c.req.valid('param');
+      const bytes = media ? await media.get(key) : undefined;
+      const contentType = CONTENT_TYPE_OF[key.split('.')[1]!]!;
+      // A copy is served only as the type its bytes are (one mirrored before the mirror
+      // checked them, HTML labelled image/png say, is not served at all).
+      if (!bytes || sniffImageType(bytes) !== contentType) throw new ProblemError('not_found', `No media file ${key}.`);
+      const etag = `"${MEDIA_KEY.exec(key)![1]}"`;
+      const headers = { ETag: etag, 'Cache-Control': 'public, max-age=31536000, immutable', ...MEDIA_SAFETY_HEADERS };
+      if (etagMatches(c.req.valid('header')['if-none-match'], etag)) return c.body(null, 304, headers);
+      return c.body(new Uint8Array(bytes), 200, { ...headers, 'Content-Type': contentType, 'Content-Length': String(bytes.length) });
+    },
+    (result, c) => {
+      // Any malformed key names no file: 404, like an unknown one (openapi: getMedia).
+      if (!result.success) return problemResponse(new ProblemError('not_found', 'No such media file.'), c.req.path);
+      return undefined;
+    },
+  );
 
   route(routes.listProducts, async (c) => {
     const query = c.req.valid('query');
     if (query.ids) {
       const paging = ['page', 'per_page', 'after_id'].filter((name) => c.req.query(name) !== undefined);
       if (paging.length) {
-        throw invalidInput('query', paging.map((name) => ({ name, in: 'query' as const, reason: 'cannot be combined with ids' })));
+        throw invalidInput(
+          'query',
+          paging.map((name) => ({ name, in: 'query' as const, reason: 'cannot be combined with ids' })),
+        );
       }
       const ids = [...new Set(query.ids)];
       const { store, bytes, digests, count, kept } = await reads.productsByIds(c.var.merchantId, query.store, ids);
@@ -93,7 +102,9 @@ export function publicApi(service: Pick<Service, 'storage' | 'reads' | 'config' 
       throw invalidInput('query', [{ name: 'page', in: 'query', reason: 'cannot be combined with after_id' }]);
     }
     const { store, page } = await reads.productPage(c.var.merchantId, query.store, {
-      page: query.page, afterId: query.after_id, perPage: clampPerPage(query.per_page),
+      page: query.page,
+      afterId: query.after_id,
+      perPage: clampPerPage(query.per_page),
     });
     // The stored payload bytes go out as they are, framed by the page envelope; the ETag is
     // computed over the rows' stored hashes and the envelope rather than the ~155 KB of bytes.
@@ -134,10 +145,12 @@ export function publicApi(service: Pick<Service, 'storage' | 'reads' | 'config' 
       const page = await refundWhenCapped(c.var.apiKeyId, liveFeed.waitForChanges(live, query.wait));
       // The window a look answered every waiting client with, serialized (and coded) once for all
       // of them, and written on each client's connection without a Response (direct-answer.ts).
-      const answer = await answerDirectly(c, changePageBody(page), {
-        date: () => now().toUTCString(), minBytes: service.config.compressionMinBytes,
-      }) ?? c.body(changePageJson(page), 200, { 'Content-Type': 'application/json' });
-      return answer as Response & TypedResponse<ChangePage, 200, 'json'>;
+      const answer =
+        (await answerDirectly(c, changePageBody(page), {
+          date: () => now().toUTCString(),
+          minBytes: service.config.compressionMinBytes,
+        })) ?? c.body(changePageJson(page), 200, { 'Content-Type': 'application/json' });
+      return answer;
     }
     const window = await readChangeFeed(storage, c.var.merchantId, query.store, cursor, feedWindow);
     return c.json(window, 200);

@@ -33,7 +33,10 @@ export class TokenBucketLimiter {
   private readonly buckets = new Map<string | number, Bucket>();
   private takesSinceSweep = 0;
 
-  constructor(readonly settings: RateLimitSettings, private readonly now: () => Date = () => new Date()) {
+  constructor(
+    readonly settings: RateLimitSettings,
+    private readonly now: () => Date = () => new Date(),
+  ) {
     if (!(settings.burst > 0 && settings.perSecond > 0)) throw new Error('a rate limit needs a burst and a rate above 0');
   }
 
@@ -48,7 +51,7 @@ export class TokenBucketLimiter {
     const nowMs = this.now().getTime();
     const bucket = this.buckets.get(key) ?? { tokens: burst, updatedMs: nowMs };
     // A clock that steps back refills nothing (and never drains).
-    bucket.tokens = Math.min(burst, bucket.tokens + Math.max(0, nowMs - bucket.updatedMs) / 1000 * perSecond);
+    bucket.tokens = Math.min(burst, bucket.tokens + (Math.max(0, nowMs - bucket.updatedMs) / 1000) * perSecond);
     bucket.updatedMs = Math.max(bucket.updatedMs, nowMs);
     const allowed = bucket.tokens >= 1;
     if (allowed) bucket.tokens -= 1;
@@ -73,7 +76,7 @@ export class TokenBucketLimiter {
     this.takesSinceSweep = 0;
     const { burst, perSecond } = this.settings;
     for (const [key, bucket] of this.buckets) {
-      if (bucket.tokens + (nowMs - bucket.updatedMs) / 1000 * perSecond >= burst) this.buckets.delete(key);
+      if (bucket.tokens + ((nowMs - bucket.updatedMs) / 1000) * perSecond >= burst) this.buckets.delete(key);
     }
   }
 }

@@ -26,15 +26,16 @@ const fallbackLogger = createLogger({ logLevel: 'error' });
 
 // The levels compression.ts chose for pages (the least CPU per saved byte within 1.25x
 // of gzip 6 and brotli 4), with brotli's largest window, as suits one long body.
-const encoderFor = (coding: ContentCoding): zlib.Gzip | zlib.BrotliCompress => (coding === 'br'
-  ? zlib.createBrotliCompress({
-    params: {
-      [zlib.constants.BROTLI_PARAM_QUALITY]: 3,
-      [zlib.constants.BROTLI_PARAM_MODE]: zlib.constants.BROTLI_MODE_TEXT,
-      [zlib.constants.BROTLI_PARAM_LGWIN]: 22,
-    },
-  })
-  : zlib.createGzip({ level: 3 }));
+const encoderFor = (coding: ContentCoding): zlib.Gzip | zlib.BrotliCompress =>
+  coding === 'br'
+    ? zlib.createBrotliCompress({
+        params: {
+          [zlib.constants.BROTLI_PARAM_QUALITY]: 3,
+          [zlib.constants.BROTLI_PARAM_MODE]: zlib.constants.BROTLI_MODE_TEXT,
+          [zlib.constants.BROTLI_PARAM_LGWIN]: 22,
+        },
+      })
+    : zlib.createGzip({ level: 3 });
 
 /** The strong validator of a snapshot: what it is (the store, the merchant's feed position) names its bytes. */
 export function snapshotEtag({ store, cursor }: SnapshotHead, coding: ContentCoding | undefined): string {
@@ -46,14 +47,20 @@ export function productExport(exports: SnapshotExports, settings: Config['export
   const inFlight = new Map<number, number>();
 
   type ExportRoute = typeof routes.exportProducts;
-  return async (c: Parameters<DocumentedHandler<ExportRoute, PublicEnv>>[0], slug: string | undefined, ifNoneMatch: string | undefined)
-    : Promise<DocumentedResponse<ExportRoute>> => {
+  return async (
+    c: Parameters<DocumentedHandler<ExportRoute, PublicEnv>>[0],
+    slug: string | undefined,
+    ifNoneMatch: string | undefined,
+  ): Promise<DocumentedResponse<ExportRoute>> => {
     const keyId = c.var.apiKeyId;
     const held = inFlight.get(keyId) ?? 0;
     if (held >= settings.perKey) {
-      throw new ProblemError('rate_limited',
+      throw new ProblemError(
+        'rate_limited',
         `This API key has ${held} exports in flight, the most it may have at once (${settings.perKey}). Retry once one of them has ended.`,
-        undefined, { 'Retry-After': '1' });
+        undefined,
+        { 'Retry-After': '1' },
+      );
     }
     inFlight.set(keyId, held + 1);
     let released = false;
@@ -73,29 +80,36 @@ export function productExport(exports: SnapshotExports, settings: Config['export
     let encoder: zlib.Gzip | zlib.BrotliCompress | undefined;
     let answer: { head: SnapshotHead; etag: string; notModified: boolean } | undefined;
     let begun!: () => void;
-    const headKnown = new Promise<void>((resolve) => { begun = resolve; });
+    const headKnown = new Promise<void>((resolve) => {
+      begun = resolve;
+    });
 
     // The client leaving ends the read: while it waits for its turn or before its headers (the
     // request's signal), or once the body is being sent (the spool's, when the stream is cancelled).
-    const run = exports.export(c.var.merchantId, slug, {
-      begin(head) {
-        const etag = snapshotEtag(head, coding);
-        const notModified = etagMatches(ifNoneMatch, etag);
-        answer = { head, etag, notModified };
-        if (!notModified && !headOnly && coding) {
-          encoder = encoderFor(coding);
-          encoder.on('data', (chunk: Buffer) => spool.push(chunk));
-          encoder.on('error', (error) => spool.fail(error));
-        }
-        begun();
-        return !notModified && !headOnly;
+    const run = exports.export(
+      c.var.merchantId,
+      slug,
+      {
+        begin(head) {
+          const etag = snapshotEtag(head, coding);
+          const notModified = etagMatches(ifNoneMatch, etag);
+          answer = { head, etag, notModified };
+          if (!notModified && !headOnly && coding) {
+            encoder = encoderFor(coding);
+            encoder.on('data', (chunk: Buffer) => spool.push(chunk));
+            encoder.on('error', (error) => spool.fail(error));
+          }
+          begun();
+          return !notModified && !headOnly;
+        },
+        async write(lines) {
+          if (!encoder) return spool.push(lines);
+          // The coder's own backpressure: it codes in the threadpool, at its pace.
+          if (!encoder.write(lines)) await new Promise<void>((resolve) => encoder!.once('drain', resolve));
+        },
       },
-      async write(lines) {
-        if (!encoder) return spool.push(lines);
-        // The coder's own backpressure: it codes in the threadpool, at its pace.
-        if (!encoder.write(lines)) await new Promise<void>((resolve) => encoder!.once('drain', resolve));
-      },
-    }, AbortSignal.any([spool.signal, c.req.raw.signal]));
+      AbortSignal.any([spool.signal, c.req.raw.signal]),
+    );
 
     try {
       await Promise.race([headKnown, run]);
@@ -120,7 +134,7 @@ export function productExport(exports: SnapshotExports, settings: Config['export
     if (notModified || headOnly) {
       release();
       await run;
-      return notModified ? c.body(null, 304, { ETag: etag }) : c.body(null, 200, headers) as unknown as DocumentedResponse<ExportRoute>;
+      return notModified ? c.body(null, 304, { ETag: etag }) : (c.body(null, 200, headers) as unknown as DocumentedResponse<ExportRoute>);
     }
 
     const log = requestLog(c) ?? fallbackLogger;
@@ -129,31 +143,40 @@ export function productExport(exports: SnapshotExports, settings: Config['export
     // cut short (no trailer), and the spool released as for a client that left.
     const outgoing = (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
     const body = spool.stream();
-    const stallCheck = setInterval(() => {
-      if (spool.stalledFor() < settings.stallTimeoutMs) return;
-      log.info({ path: c.req.path, stalled_ms: Math.round(spool.stalledFor()) }, 'snapshot export cut off: its client took nothing for the stall time-out');
-      clearInterval(stallCheck);
-      outgoing?.destroy();
-    }, Math.max(25, settings.stallTimeoutMs / 4));
+    const stallCheck = setInterval(
+      () => {
+        if (spool.stalledFor() < settings.stallTimeoutMs) return;
+        log.info(
+          { path: c.req.path, stalled_ms: Math.round(spool.stalledFor()) },
+          'snapshot export cut off: its client took nothing for the stall time-out',
+        );
+        clearInterval(stallCheck);
+        outgoing?.destroy();
+      },
+      Math.max(25, settings.stallTimeoutMs / 4),
+    );
     stallCheck.unref();
     void spool.finished.then(() => {
       clearInterval(stallCheck);
       release();
     });
-    run.then(async () => {
-      if (encoder) {
-        const ended = new Promise<void>((resolve) => encoder!.once('end', resolve));
-        encoder.end();
-        await ended;
-      }
-      spool.end();
-    }).catch((error: unknown) => {
-      encoder?.destroy();
-      spool.fail(error);
-      // The client going away ends the read; anything else is the service's error, after the
-      // headers: the response is cut short without its trailer, which tells the client.
-      if (!spool.signal.aborted && !c.req.raw.signal.aborted) log.error({ err: error, path: c.req.path }, 'snapshot export failed after its first line');
-    });
+    run
+      .then(async () => {
+        if (encoder) {
+          const ended = new Promise<void>((resolve) => encoder!.once('end', resolve));
+          encoder.end();
+          await ended;
+        }
+        spool.end();
+      })
+      .catch((error: unknown) => {
+        encoder?.destroy();
+        spool.fail(error);
+        // The client going away ends the read; anything else is the service's error, after the
+        // headers: the response is cut short without its trailer, which tells the client.
+        if (!spool.signal.aborted && !c.req.raw.signal.aborted)
+          log.error({ err: error, path: c.req.path }, 'snapshot export failed after its first line');
+      });
 
     const response = c.body(body, 200, headers);
     // @hono/zod-openapi types JSON and text/plain bodies only (an application/x-ndjson 200 is

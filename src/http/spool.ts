@@ -33,9 +33,14 @@ export class Spool {
   private lastTaken: number | undefined;
   private settle!: () => void;
   /** Settles once the stream has ended, failed or been cancelled by the client (its file then closes). */
-  readonly finished = new Promise<void>((resolve) => { this.settle = resolve; });
+  readonly finished = new Promise<void>((resolve) => {
+    this.settle = resolve;
+  });
 
-  constructor(private readonly memoryBudget: number, private readonly dir: string) {}
+  constructor(
+    private readonly memoryBudget: number,
+    private readonly dir: string,
+  ) {}
 
   /** Aborted when the client went away (or the spool failed): the producer may stop. */
   get signal(): AbortSignal {
@@ -95,31 +100,34 @@ export class Spool {
   stream(): ReadableStream<Uint8Array> {
     // The client's time starts when it is handed the stream, not when the producer began.
     this.lastTaken = performance.now();
-    return new ReadableStream<Uint8Array>({
-      pull: async (controller) => {
-        this.lastTaken = performance.now();
-        try {
-          const chunk = await this.next();
+    return new ReadableStream<Uint8Array>(
+      {
+        pull: async (controller) => {
           this.lastTaken = performance.now();
-          if (chunk) controller.enqueue(chunk);
-          else {
-            controller.close();
+          try {
+            const chunk = await this.next();
+            this.lastTaken = performance.now();
+            if (chunk) controller.enqueue(chunk);
+            else {
+              controller.close();
+              void this.release();
+            }
+          } catch (error) {
+            controller.error(error);
+            this.abandoned.abort(error);
             void this.release();
           }
-        } catch (error) {
-          controller.error(error);
-          this.abandoned.abort(error);
+        },
+        cancel: (reason) => {
+          this.abandoned.abort(reason);
+          this.ended = true;
+          this.memory.length = 0;
+          this.memoryBytes = 0;
           void this.release();
-        }
+        },
       },
-      cancel: (reason) => {
-        this.abandoned.abort(reason);
-        this.ended = true;
-        this.memory.length = 0;
-        this.memoryBytes = 0;
-        void this.release();
-      },
-    }, { highWaterMark: 0 });
+      { highWaterMark: 0 },
+    );
   }
 
   private async next(): Promise<Uint8Array | undefined> {
@@ -133,7 +141,9 @@ export class Spool {
       // What was pushed before a failure of the producer is still handed over; the file's own failure ends it at once.
       if (this.failure && (this.failure.ofFile || this.queued === this.readBack)) throw this.failure.error;
       if (this.ended && this.queued === this.readBack) return undefined;
-      await new Promise<void>((resolve) => { this.wake = resolve; });
+      await new Promise<void>((resolve) => {
+        this.wake = resolve;
+      });
     }
   }
 
@@ -159,15 +169,17 @@ export class Spool {
   private toFile(bytes: Uint8Array): void {
     const offset = this.queued;
     this.queued += bytes.length;
-    this.writes = this.writes.then(async () => {
-      if (this.abandoned.signal.aborted) return;
-      this.file ??= this.openFile();
-      const file = await this.file;
-      let done = 0;
-      while (done < bytes.length) done += (await file.write(bytes, done, bytes.length - done, offset + done)).bytesWritten;
-      this.written = offset + bytes.length;
-      this.notify();
-    }).catch((error: unknown) => this.failWith(error, true));
+    this.writes = this.writes
+      .then(async () => {
+        if (this.abandoned.signal.aborted) return;
+        this.file ??= this.openFile();
+        const file = await this.file;
+        let done = 0;
+        while (done < bytes.length) done += (await file.write(bytes, done, bytes.length - done, offset + done)).bytesWritten;
+        this.written = offset + bytes.length;
+        this.notify();
+      })
+      .catch((error: unknown) => this.failWith(error, true));
   }
 
   private async openFile(): Promise<FileHandle> {

@@ -1,16 +1,28 @@
 // Turns a failed zod validation of @hono/zod-openapi into the 400 problem naming the parameter.
 import type { Hook } from '@hono/zod-openapi';
+import type { Context, Env } from 'hono';
 import { invalidInput, type InvalidParam } from '../shared/problem.js';
 import { problemResponse } from './errors.js';
 
 const LOCATIONS: Record<string, InvalidParam['in']> = {
-  query: 'query', param: 'path', header: 'header', json: 'body', form: 'body',
+  query: 'query',
+  param: 'path',
+  header: 'header',
+  json: 'body',
+  form: 'body',
 };
 
-interface ZodIssueLike { path: PropertyKey[]; message: string; code?: string; keys?: string[] }
+interface ZodIssueLike {
+  path: PropertyKey[];
+  message: string;
+  code?: string;
+  keys?: string[];
+}
 
-/** The defaultHook of every OpenAPIHono app: bad input never reaches a handler. */
-export const validationHook: Hook<any, any, any, any> = (result, c) => {
+type ValidationResult = Parameters<Hook<unknown, Env, string, unknown>>[0];
+
+/** The defaultHook of every OpenAPIHono app (generic in the app's env): bad input never reaches a handler. */
+export function validationHook<E extends Env>(result: ValidationResult, c: Context<E>): Response | undefined {
   if (result.success) return;
   const location = LOCATIONS[result.target] ?? 'body';
   const issues = (result.error as unknown as { issues: ZodIssueLike[] }).issues;
@@ -21,7 +33,7 @@ export const validationHook: Hook<any, any, any, any> = (result, c) => {
     return [{ name: pointer(location, issue.path), in: location, reason: issue.message }];
   });
   return problemResponse(invalidInput(location, params), new URL(c.req.url).pathname);
-};
+}
 
 function pointer(location: InvalidParam['in'], path: PropertyKey[]): string {
   if (location !== 'body') return String(path[0] ?? '');

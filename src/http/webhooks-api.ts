@@ -10,10 +10,10 @@ const OPERATOR = principalName({ kind: 'operator' });
 
 export function registerWebhookRoutes(app: OpenAPIHono, endpoints: WebhookEndpoints): void {
   const route = documentedRoutes(app);
-  route(routes.listWebhookEndpoints, async (c) =>
-    c.json({ data: await endpoints.list(c.req.valid('param').merchant_id) }, 200));
+  route(routes.listWebhookEndpoints, async (c) => c.json({ data: await endpoints.list(c.req.valid('param').merchant_id) }, 200));
   route(routes.createWebhookEndpoint, async (c) =>
-    c.json(await endpoints.create(c.req.valid('param').merchant_id, c.req.valid('json'), OPERATOR), 201));
+    c.json(await endpoints.create(c.req.valid('param').merchant_id, c.req.valid('json'), OPERATOR), 201),
+  );
   route(routes.getWebhookEndpoint, async (c) => {
     const { merchant_id, endpoint_id } = c.req.valid('param');
     return c.json(await endpoints.endpoint(merchant_id, endpoint_id), 200);
@@ -60,7 +60,9 @@ export function registerWebhookRoutes(app: OpenAPIHono, endpoints: WebhookEndpoi
   route(routes.listNotifications, async (c) => {
     const { merchant_id } = c.req.valid('param');
     // The admin shape of a notification: the merchant is the one in the path.
-    const data = (await endpoints.notifications(merchant_id, c.req.valid('query').limit)).map(({ merchant_id: _, ...notification }) => notification);
+    const data = (await endpoints.notifications(merchant_id, c.req.valid('query').limit)).map(
+      ({ merchant_id: _, ...notification }) => notification,
+    );
     return c.json({ data }, 200);
   });
 }

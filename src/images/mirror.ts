@@ -22,9 +22,7 @@ const IMAGE_FORMATS = 'JPEG, PNG, GIF, WebP or AVIF';
 export type ImageConfig = Config['images'];
 
 /** What fetching a source gave: the copy, or why not (and whether that is final). */
-export type FetchOutcome =
-  | { ok: true; bytes: Buffer; contentType: string }
-  | { ok: false; error: string; permanent: boolean };
+export type FetchOutcome = { ok: true; bytes: Buffer; contentType: string } | { ok: false; error: string; permanent: boolean };
 
 export interface ImageFetcher {
   fetch(url: string): Promise<FetchOutcome>;
@@ -45,7 +43,10 @@ function abandon(body: Dispatcher.ResponseData['body']): void {
 export class HttpImageFetcher implements ImageFetcher {
   private readonly client: GuardedHttpClient;
 
-  constructor(guard: AddressGuard, private readonly config: Pick<ImageConfig, 'timeoutMs' | 'maxBytes' | 'concurrency'>) {
+  constructor(
+    guard: AddressGuard,
+    private readonly config: Pick<ImageConfig, 'timeoutMs' | 'maxBytes' | 'concurrency'>,
+  ) {
     this.client = new GuardedHttpClient(guard, { timeoutMs: config.timeoutMs, connections: config.concurrency });
   }
 
@@ -55,43 +56,52 @@ export class HttpImageFetcher implements ImageFetcher {
     // Supplier images may be http:// (https-only is the webhooks' rule), but never an internal
     // address: the client checks IP literals before connecting, names at connection time after DNS.
     const accept = Object.keys(IMAGE_TYPES).join(', ');
-    const exchange = await this.client.exchange(url, { method: 'GET', headers: { Accept: accept } }, async (response): Promise<FetchOutcome> => {
-      if (response.statusCode === 404 || response.statusCode === 410) {
-        abandon(response.body);
-        return { ok: false, error: `http_${response.statusCode}`, permanent: true };
-      }
-      if (response.statusCode < 200 || response.statusCode >= 300) {
-        abandon(response.body);
-        return { ok: false, error: `http_${response.statusCode}`, permanent: false };
-      }
-      const contentType = String(response.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
-      if (!IMAGE_TYPES[contentType]) {
-        abandon(response.body);
-        return { ok: false, error: `not_an_image (${contentType || 'no content type'})`, permanent: false };
-      }
-      const declared = Number(response.headers['content-length'] ?? 0);
-      if (declared > this.config.maxBytes) {
-        abandon(response.body);
-        return { ok: false, error: 'too_large', permanent: false };
-      }
-      const chunks: Buffer[] = [];
-      let size = 0;
-      for await (const chunk of response.body) {
-        size += chunk.length;
-        if (size > this.config.maxBytes) {
+    const exchange = await this.client.exchange(
+      url,
+      { method: 'GET', headers: { Accept: accept } },
+      async (response): Promise<FetchOutcome> => {
+        if (response.statusCode === 404 || response.statusCode === 410) {
+          abandon(response.body);
+          return { ok: false, error: `http_${response.statusCode}`, permanent: true };
+        }
+        if (response.statusCode < 200 || response.statusCode >= 300) {
+          abandon(response.body);
+          return { ok: false, error: `http_${response.statusCode}`, permanent: false };
+        }
+        const contentType = String(response.headers['content-type'] ?? '')
+          .split(';')[0]!
+          .trim()
+          .toLowerCase();
+        if (!IMAGE_TYPES[contentType]) {
+          abandon(response.body);
+          return { ok: false, error: `not_an_image (${contentType || 'no content type'})`, permanent: false };
+        }
+        const declared = Number(response.headers['content-length'] ?? 0);
+        if (declared > this.config.maxBytes) {
           abandon(response.body);
           return { ok: false, error: 'too_large', permanent: false };
         }
-        chunks.push(Buffer.from(chunk));
-      }
-      // The bytes decide, not the label. Not an accepted image (HTML, SVG, a script in any
-      // disguise): refused like a type that is not one. An accepted image under another image label
-      // (a JPEG sent as image/png) is kept as what it is, and served with its real type.
-      const bytes = Buffer.concat(chunks);
-      const sniffed = sniffImageType(bytes);
-      if (!sniffed) return { ok: false, error: `not_an_image (declared ${contentType}; the bytes are not ${IMAGE_FORMATS})`, permanent: false };
-      return { ok: true, bytes, contentType: sniffed };
-    });
+        const chunks: Buffer[] = [];
+        let size = 0;
+        // undici's body yields Buffers (it types them any).
+        for await (const chunk of response.body as AsyncIterable<Buffer>) {
+          size += chunk.length;
+          if (size > this.config.maxBytes) {
+            abandon(response.body);
+            return { ok: false, error: 'too_large', permanent: false };
+          }
+          chunks.push(Buffer.from(chunk));
+        }
+        // The bytes decide, not the label. Not an accepted image (HTML, SVG, a script in any
+        // disguise): refused like a type that is not one. An accepted image under another image label
+        // (a JPEG sent as image/png) is kept as what it is, and served with its real type.
+        const bytes = Buffer.concat(chunks);
+        const sniffed = sniffImageType(bytes);
+        if (!sniffed)
+          return { ok: false, error: `not_an_image (declared ${contentType}; the bytes are not ${IMAGE_FORMATS})`, permanent: false };
+        return { ok: true, bytes, contentType: sniffed };
+      },
+    );
     return exchange.ok ? exchange.value : { ok: false, error: exchange.error, permanent: false };
   }
 
@@ -197,7 +207,8 @@ export class ImageMirror {
     let tried = 0;
     for (;;) {
       // After a storage or media failure, no more claims: the image given back would be claimed again at once.
-      if (tried < bound && this.failures === failuresBefore) tried += await this.claimAndStart(bound - tried, () => this.failures === failuresBefore);
+      if (tried < bound && this.failures === failuresBefore)
+        tried += await this.claimAndStart(bound - tried, () => this.failures === failuresBefore);
       if (this.fetches.size === 0 && this.transitions.size === 0) return tried;
       await Promise.race([...this.fetches, ...this.transitions]);
     }
@@ -211,14 +222,17 @@ export class ImageMirror {
   private claimAndStart(max: number, still: () => boolean = () => true): Promise<number> {
     const claim = this.claiming.then(async () => {
       // Fetched images waiting for their commit hold the claims back: the commits keep up.
-      const free = this.waitingTransitions.length >= TRANSITIONS_WAITING_MAX ? 0 : Math.min(this.config.concurrency - this.fetches.size, max);
+      const free =
+        this.waitingTransitions.length >= TRANSITIONS_WAITING_MAX ? 0 : Math.min(this.config.concurrency - this.fetches.size, max);
       if (free <= 0 || this.stopping || !still()) return 0;
       const now = this.now();
       // Each image is started at once: leased for its fetch's time-out and what follows it.
       const leaseUntil = new Date(now.getTime() + this.config.timeoutMs + LEASE_MARGIN_MS).toISOString();
       const perMerchant = Math.min(this.config.merchantConcurrency, this.config.concurrency);
       const due = await this.storage.claimDueImageMirrors(now.toISOString(), free, leaseUntil, {
-        perMerchant, perOrigin: Math.min(this.config.originConcurrency, perMerchant), busy: [...this.fetching.values()],
+        perMerchant,
+        perOrigin: Math.min(this.config.originConcurrency, perMerchant),
+        busy: [...this.fetching.values()],
       });
       for (const image of due) this.launch(image);
       return due.length;
@@ -252,8 +266,14 @@ export class ImageMirror {
 
   /** Ends the claim on an image not mirrored: due again when it was before the claim. */
   private async release(image: ImageMirrorWork): Promise<void> {
-    await this.storage.updateImageMirror(image.merchant_id, image.url, { next_attempt_at: image.next_attempt_at })
-      .catch((error: unknown) => this.log.error({ err: error, merchant_id: image.merchant_id, url: loggableUrl(image.url) }, 'giving back an image claim failed (it is due again when the lease ends)'));
+    await this.storage
+      .updateImageMirror(image.merchant_id, image.url, { next_attempt_at: image.next_attempt_at })
+      .catch((error: unknown) =>
+        this.log.error(
+          { err: error, merchant_id: image.merchant_id, url: loggableUrl(image.url) },
+          'giving back an image claim failed (it is due again when the lease ends)',
+        ),
+      );
   }
 
   /** Claims work for the free slots now, or once more after the claim running. */
@@ -264,7 +284,10 @@ export class ImageMirror {
       return;
     }
     this.pumping = this.claimAndStart(Infinity)
-      .then(() => undefined, (error: unknown) => this.log.error({ err: error }, 'claiming images to mirror failed'))
+      .then(
+        () => undefined,
+        (error: unknown) => this.log.error({ err: error }, 'claiming images to mirror failed'),
+      )
       .finally(() => {
         this.pumping = null;
         if (this.pumpAgain) {
@@ -321,18 +344,30 @@ export class ImageMirror {
       const key = mediaKey(outcome.bytes, outcome.contentType);
       await this.media.put(key, outcome.bytes);
       this.transition(image, {
-        state: 'mirrored', mirrored_url: `${this.publicBaseUrl}/media/${key}`, attempts: image.attempts + 1,
-        first_failure_at: null, next_attempt_at: null, last_error: null, updated_at: at,
+        state: 'mirrored',
+        mirrored_url: `${this.publicBaseUrl}/media/${key}`,
+        attempts: image.attempts + 1,
+        first_failure_at: null,
+        next_attempt_at: null,
+        last_error: null,
+        updated_at: at,
       });
       return;
     }
     const firstFailure = image.first_failure_at ?? at;
     const failingFor = now.getTime() - Date.parse(firstFailure);
     if (outcome.permanent || failingFor >= this.config.deadAfterHours * 3600_000) {
-      this.log.warn({ merchant_id: image.merchant_id, url: loggableUrl(image.url), error: outcome.error, attempts: image.attempts + 1 }, 'image source is dead');
+      this.log.warn(
+        { merchant_id: image.merchant_id, url: loggableUrl(image.url), error: outcome.error, attempts: image.attempts + 1 },
+        'image source is dead',
+      );
       this.transition(image, {
-        state: 'dead', attempts: image.attempts + 1, first_failure_at: firstFailure, next_attempt_at: null,
-        last_error: outcome.error, updated_at: at,
+        state: 'dead',
+        attempts: image.attempts + 1,
+        first_failure_at: firstFailure,
+        next_attempt_at: null,
+        last_error: outcome.error,
+        updated_at: at,
       });
       return;
     }
@@ -340,8 +375,11 @@ export class ImageMirror {
     const wait = waits[Math.min(image.attempts, waits.length - 1)] ?? 3600;
     // Still not mirrored: the supplier URL stays in the payloads, nothing to re-publish.
     await this.storage.updateImageMirror(image.merchant_id, image.url, {
-      attempts: image.attempts + 1, first_failure_at: firstFailure, last_error: outcome.error,
-      next_attempt_at: new Date(now.getTime() + wait * 1000).toISOString(), updated_at: at,
+      attempts: image.attempts + 1,
+      first_failure_at: firstFailure,
+      last_error: outcome.error,
+      next_attempt_at: new Date(now.getTime() + wait * 1000).toISOString(),
+      updated_at: at,
     });
   }
 
@@ -354,15 +392,17 @@ export class ImageMirror {
     const transition: Promise<void> = new Promise<void>((committed, failed) => {
       this.waitingTransitions.push({ image, patch, committed, failed });
       this.commitWaiting();
-    }).catch(async (error: unknown) => {
-      this.failures++;
-      this.log.error({ err: error, merchant_id: image.merchant_id, url: loggableUrl(image.url) }, 'mirroring an image failed');
-      // Given back in the claims' turn: a claim running now still sees it leased, and the next one
-      // sees the failure first (no claim takes it again in this round, nor in a tight loop).
-      const released = this.claiming.then(() => this.release(image));
-      this.claiming = released.catch(() => undefined);
-      await released;
-    }).finally(() => this.transitions.delete(transition));
+    })
+      .catch(async (error: unknown) => {
+        this.failures++;
+        this.log.error({ err: error, merchant_id: image.merchant_id, url: loggableUrl(image.url) }, 'mirroring an image failed');
+        // Given back in the claims' turn: a claim running now still sees it leased, and the next one
+        // sees the failure first (no claim takes it again in this round, nor in a tight loop).
+        const released = this.claiming.then(() => this.release(image));
+        this.claiming = released.catch(() => undefined);
+        await released;
+      })
+      .finally(() => this.transitions.delete(transition));
     this.transitions.add(transition);
   }
 
@@ -370,37 +410,56 @@ export class ImageMirror {
   private commitWaiting(): void {
     if (this.committing || this.waitingTransitions.length === 0) return;
     const batch = this.waitingTransitions.splice(0, TRANSITIONS_PER_COMMIT);
-    this.committing = this.storage.transaction(async (tx) => {
-      const productsByMerchant = new Map<number, Set<number>>();
-      for (const { image, patch } of batch) {
-        await tx.updateImageMirror(image.merchant_id, image.url, patch);
-        const products = productsByMerchant.get(image.merchant_id) ?? new Set<number>();
-        productsByMerchant.set(image.merchant_id, products);
-        for (const id of await tx.productIdsWithImage(image.merchant_id, image.url)) products.add(id);
-      }
-      for (const [merchantId, products] of productsByMerchant) {
-        await this.publisher.publishProducts(tx, merchantId, [...products].sort((a, b) => a - b));
-      }
-    }).then(() => {
-      for (const waiting of batch) waiting.committed();
-      if (this.running) this.pump();
-    }, (error: unknown) => {
-      // No more claims on a failed commit: the next poll tries again.
-      for (const waiting of batch) waiting.failed(error);
-    }).finally(() => {
-      this.committing = null;
-      this.commitWaiting();
-    });
+    this.committing = this.storage
+      .transaction(async (tx) => {
+        const productsByMerchant = new Map<number, Set<number>>();
+        for (const { image, patch } of batch) {
+          await tx.updateImageMirror(image.merchant_id, image.url, patch);
+          const products = productsByMerchant.get(image.merchant_id) ?? new Set<number>();
+          productsByMerchant.set(image.merchant_id, products);
+          for (const id of await tx.productIdsWithImage(image.merchant_id, image.url)) products.add(id);
+        }
+        for (const [merchantId, products] of productsByMerchant) {
+          await this.publisher.publishProducts(
+            tx,
+            merchantId,
+            [...products].sort((a, b) => a - b),
+          );
+        }
+      })
+      .then(
+        () => {
+          for (const waiting of batch) waiting.committed();
+          if (this.running) this.pump();
+        },
+        (error: unknown) => {
+          // No more claims on a failed commit: the next poll tries again.
+          for (const waiting of batch) waiting.failed(error);
+        },
+      )
+      .finally(() => {
+        this.committing = null;
+        this.commitWaiting();
+      });
   }
 }
 
 /** The worker as `serve` and `worker` run it: local media folder, HTTP fetcher through the SSRF guard. */
 export function createImageMirror(
-  storage: CatalogStorage, config: Config,
+  storage: CatalogStorage,
+  config: Config,
   options: { now?: () => Date; logger?: Logger; guard?: AddressGuard; publisher?: CatalogPublisher } = {},
 ): ImageMirror {
   const now = options.now ?? (() => new Date());
   const fetcher = new HttpImageFetcher(options.guard ?? new AddressGuard(config.webhooks.allowHosts), config.images);
-  return new ImageMirror(storage, new LocalFolderMediaStore(config.images.mediaDir), fetcher, config.images,
-    config.publicBaseUrl, now, options.publisher ?? new CatalogPublisher(now, config.limits.publishChunk), options.logger);
+  return new ImageMirror(
+    storage,
+    new LocalFolderMediaStore(config.images.mediaDir),
+    fetcher,
+    config.images,
+    config.publicBaseUrl,
+    now,
+    options.publisher ?? new CatalogPublisher(now, config.limits.publishChunk),
+    options.logger,
+  );
 }

@@ -12,12 +12,20 @@ export class MerchantImages {
   constructor(private readonly writes: CatalogWrites) {}
 
   /** Mirroring progress per state, and the dead images with their last error (at most `limit`). */
-  async mirroring(merchantId: number, limit = 100): Promise<ImageStateCounts & {
-    dead_images: Pick<ImageMirrorWork, 'url' | 'last_error' | 'first_failure_at' | 'updated_at'>[];
-  }> {
+  async mirroring(
+    merchantId: number,
+    limit = 100,
+  ): Promise<
+    ImageStateCounts & {
+      dead_images: Pick<ImageMirrorWork, 'url' | 'last_error' | 'first_failure_at' | 'updated_at'>[];
+    }
+  > {
     const merchant = await this.writes.reads(merchantId);
     const [counts, dead] = await Promise.all([merchant.imageStateCounts(), merchant.deadImages(limit)]);
-    return { ...counts, dead_images: dead.map(({ url, last_error, first_failure_at, updated_at }) => ({ url, last_error, first_failure_at, updated_at })) };
+    return {
+      ...counts,
+      dead_images: dead.map(({ url, last_error, first_failure_at, updated_at }) => ({ url, last_error, first_failure_at, updated_at })),
+    };
   }
 
   /** Fetches the merchant's dead images again; returns how many. Audited once it is done. */
@@ -39,7 +47,12 @@ export function retryDeadImages(storage: CatalogStorage, publisher: CatalogPubli
     const productIds = new Set<number>();
     for (const image of dead) {
       await merchant.updateImageMirror(image.url, {
-        state: 'pending', attempts: 0, first_failure_at: null, next_attempt_at: at, last_error: null, updated_at: at,
+        state: 'pending',
+        attempts: 0,
+        first_failure_at: null,
+        next_attempt_at: at,
+        last_error: null,
+        updated_at: at,
       });
       for (const id of await merchant.productIdsWithImage(image.url)) productIds.add(id);
     }

@@ -50,7 +50,12 @@ class CacheMetrics {
   private readonly entries: Gauge;
 
   constructor(registry: Registry, prefix: string, help: { lookups: string; evictions: string; bytes: string; entries: string }) {
-    this.lookups = new Counter({ name: `${prefix}_lookups_total`, help: help.lookups, labelNames: ['result'] as const, registers: [registry] });
+    this.lookups = new Counter({
+      name: `${prefix}_lookups_total`,
+      help: help.lookups,
+      labelNames: ['result'] as const,
+      registers: [registry],
+    });
     this.evictions = new Counter({ name: `${prefix}_evictions_total`, help: help.evictions, registers: [registry] });
     this.bytes = new Gauge({ name: `${prefix}_bytes`, help: help.bytes, registers: [registry] });
     this.entries = new Gauge({ name: `${prefix}_entries`, help: help.entries, registers: [registry] });
@@ -81,25 +86,39 @@ export class ServiceMetrics implements DeliveryObserver, CodedBodyCacheObserver,
     registers: [this.registry],
   });
   private readonly rateLimited = new Counter({
-    name: 'cps_rate_limited_total', help: 'Requests answered 429 by the per-key rate limit.', registers: [this.registry],
+    name: 'cps_rate_limited_total',
+    help: 'Requests answered 429 by the per-key rate limit.',
+    registers: [this.registry],
   });
   private readonly deliveries = new Counter({
-    name: 'cps_webhook_deliveries_total', help: 'Webhook delivery attempts made by this process, by outcome.',
-    labelNames: ['outcome'] as const, registers: [this.registry],
+    name: 'cps_webhook_deliveries_total',
+    help: 'Webhook delivery attempts made by this process, by outcome.',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
   });
   private readonly deliveryDuration = new Histogram({
-    name: 'cps_webhook_delivery_duration_seconds', help: 'Time from sending a delivery to the answer or the time-out.',
-    labelNames: ['outcome'] as const, buckets: LATENCY_BUCKETS, registers: [this.registry],
+    name: 'cps_webhook_delivery_duration_seconds',
+    help: 'Time from sending a delivery to the answer or the time-out.',
+    labelNames: ['outcome'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
   });
   private readonly endpoints = new Gauge({
-    name: 'cps_webhook_endpoints', help: 'Receiver endpoints by health state.', labelNames: ['state'] as const, registers: [this.registry],
+    name: 'cps_webhook_endpoints',
+    help: 'Receiver endpoints by health state.',
+    labelNames: ['state'] as const,
+    registers: [this.registry],
   });
   private readonly outboxDepth = new Gauge({
-    name: 'cps_webhook_outbox_depth', help: 'Changes recorded for an endpoint and not yet batched into a delivery.', registers: [this.registry],
+    name: 'cps_webhook_outbox_depth',
+    help: 'Changes recorded for an endpoint and not yet batched into a delivery.',
+    registers: [this.registry],
   });
   private readonly waiting = new Gauge({
-    name: 'cps_webhook_deliveries_waiting', help: 'Deliveries waiting to be sent: pending (first attempt) or failed (waiting for a retry).',
-    labelNames: ['status'] as const, registers: [this.registry],
+    name: 'cps_webhook_deliveries_waiting',
+    help: 'Deliveries waiting to be sent: pending (first attempt) or failed (waiting for a retry).',
+    labelNames: ['status'] as const,
+    registers: [this.registry],
   });
   private readonly feedLag = new Gauge({
     name: 'cps_feed_lag_seconds',
@@ -107,7 +126,10 @@ export class ServiceMetrics implements DeliveryObserver, CodedBodyCacheObserver,
     registers: [this.registry],
   });
   private readonly images = new Gauge({
-    name: 'cps_images', help: 'Image source URLs some product still lists, by mirroring state.', labelNames: ['state'] as const, registers: [this.registry],
+    name: 'cps_images',
+    help: 'Image source URLs some product still lists, by mirroring state.',
+    labelNames: ['state'] as const,
+    registers: [this.registry],
   });
   /** Read at scrape time from the live feed (changes/live.ts), once the service has one. */
   private liveConnections: () => number = () => 0;
@@ -117,7 +139,9 @@ export class ServiceMetrics implements DeliveryObserver, CodedBodyCacheObserver,
       name: 'cps_feed_live_connections',
       help: 'Change feed connections this process holds open: long-polls waiting for a change and event streams.',
       registers: [this.registry],
-      collect() { this.set(read()); },
+      collect() {
+        this.set(read());
+      },
     });
   })();
 
@@ -128,7 +152,8 @@ export class ServiceMetrics implements DeliveryObserver, CodedBodyCacheObserver,
     entries: 'Coded bodies held by the compression cache.',
   });
   private readonly readCache = new CacheMetrics(this.registry, 'cps_read_cache', {
-    lookups: 'Page and ?ids= reads looked up in the cache of published bytes, by result: hit (answered from memory) or miss (read from the database).',
+    lookups:
+      'Page and ?ids= reads looked up in the cache of published bytes, by result: hit (answered from memory) or miss (read from the database).',
     evictions: 'Entries dropped from the read cache to stay within CPS_READ_CACHE_BYTES.',
     bytes: 'Bytes held by the read cache.',
     entries: 'Pages and id lists held by the read cache.',
@@ -138,11 +163,17 @@ export class ServiceMetrics implements DeliveryObserver, CodedBodyCacheObserver,
   private readonly statements: StatementMetrics;
   /** This process's event loop, sampled every EVENT_LOOP_SAMPLE_MS; read and cleared at each scrape, so the gauges cover the time since the previous one. */
   private readonly loopDelay = new EventLoopDelay(EVENT_LOOP_SAMPLE_MS);
-  private readonly loopDelayGauges = (['p50', 'p99', 'max'] as const).map((which) => [which, new Gauge({
-    name: `cps_event_loop_delay_${which}_seconds`,
-    help: `Event-loop delay of this process since the previous scrape of its /metrics, ${which === 'max' ? 'the longest' : `${which.slice(1)}th percentile`}: how late a timer due every ${EVENT_LOOP_SAMPLE_MS} ms ran (what a request arriving then waited before it was read).`,
-    registers: [this.registry],
-  })] as const);
+  private readonly loopDelayGauges = (['p50', 'p99', 'max'] as const).map(
+    (which) =>
+      [
+        which,
+        new Gauge({
+          name: `cps_event_loop_delay_${which}_seconds`,
+          help: `Event-loop delay of this process since the previous scrape of its /metrics, ${which === 'max' ? 'the longest' : `${which.slice(1)}th percentile`}: how late a timer due every ${EVENT_LOOP_SAMPLE_MS} ms ran (what a request arriving then waited before it was read).`,
+          registers: [this.registry],
+        }),
+      ] as const,
+  );
 
   constructor(
     private readonly storage: CatalogStorage,

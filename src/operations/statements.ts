@@ -60,7 +60,8 @@ interface Cell {
 }
 
 const METRIC_NAME = 'cps_db_statement_duration_seconds';
-const HELP = 'Time one SQL statement took, by engine and by the storage operation that ran it (SQLite: the event loop was blocked that long).';
+const HELP =
+  'Time one SQL statement took, by engine and by the storage operation that ran it (SQLite: the event loop was blocked that long).';
 
 /**
  * The histogram `cps_db_statement_duration_seconds{engine,statement}` and the slow-statement log:
@@ -71,7 +72,10 @@ export class StatementMetrics implements StatementObserver {
   private readonly cells: Record<StatementEngine, Map<string, Cell>> = { sqlite: new Map(), postgres: new Map() };
   private readonly slowMs: number;
 
-  constructor(private readonly logger: Logger, slowStatementMs: number) {
+  constructor(
+    private readonly logger: Logger,
+    slowStatementMs: number,
+  ) {
     this.slowMs = slowStatementMs > 0 ? slowStatementMs : Number.POSITIVE_INFINITY;
   }
 
@@ -88,7 +92,10 @@ export class StatementMetrics implements StatementObserver {
     cell.sumMs += ms;
     cell.count += 1;
     if (ms > this.slowMs) {
-      this.logger.warn({ statement: name, engine, duration_ms: Math.round(ms * 10) / 10, slow_statement_ms: this.slowMs }, 'slow statement');
+      this.logger.warn(
+        { statement: name, engine, duration_ms: Math.round(ms * 10) / 10, slow_statement_ms: this.slowMs },
+        'slow statement',
+      );
     }
   }
 
@@ -99,7 +106,8 @@ export class StatementMetrics implements StatementObserver {
   drain(): DrainedStatements {
     const drained: DrainedStatements = [];
     for (const engine of ['sqlite', 'postgres'] as const) {
-      for (const [name, cell] of this.cells[engine]) drained.push({ engine, name, buckets: [...cell.buckets], sumMs: cell.sumMs, count: cell.count });
+      for (const [name, cell] of this.cells[engine])
+        drained.push({ engine, name, buckets: [...cell.buckets], sumMs: cell.sumMs, count: cell.count });
       this.cells[engine].clear();
     }
     return drained;
@@ -113,7 +121,9 @@ export class StatementMetrics implements StatementObserver {
         cell = { buckets: new Float64Array(BUCKETS_MS.length + 1), sumMs: 0, count: 0 };
         this.cells[engine].set(name, cell);
       }
-      buckets.forEach((n, i) => { cell.buckets[i]! += n; });
+      buckets.forEach((n, i) => {
+        cell.buckets[i]! += n;
+      });
       cell.sumMs += sumMs;
       cell.count += count;
     }
@@ -125,7 +135,7 @@ export class StatementMetrics implements StatementObserver {
       name: METRIC_NAME,
       help: HELP,
       type: 'histogram',
-      get: async () => this.get(),
+      get: () => Promise.resolve(this.get()),
       reset: () => {
         for (const cells of Object.values(this.cells)) cells.clear();
       },

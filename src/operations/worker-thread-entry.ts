@@ -28,7 +28,7 @@ if (process.platform === 'linux' && config.workerNice > 0) {
   try {
     os.setPriority(Math.min(19, os.getPriority() + config.workerNice));
   } catch (error) {
-    logger.warn({ err: error, nice: config.workerNice }, 'could not lower the worker thread\'s priority');
+    logger.warn({ err: error, nice: config.workerNice }, "could not lower the worker thread's priority");
   }
 }
 
@@ -36,7 +36,7 @@ if (process.platform === 'linux' && config.workerNice > 0) {
  * The storage, whose work listeners the serving thread's commits call too: SQLite tells only the
  * listeners of the storage that committed.
  */
-function wakeable(storage: CatalogStorage): { storage: CatalogStorage; wake(topic: WorkTopic): void } {
+function wakeable(storage: CatalogStorage): { storage: CatalogStorage; wake: (topic: WorkTopic) => void } {
   const listeners = new Map<WorkTopic, Set<() => void>>();
   const onWork = (topic: WorkTopic, listener: () => void) => {
     const own = storage.onWork?.(topic, listener);
@@ -55,17 +55,25 @@ function wakeable(storage: CatalogStorage): { storage: CatalogStorage; wake(topi
       return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
     },
   });
-  return { storage: wrapped, wake: (topic) => { for (const listener of [...(listeners.get(topic) ?? [])]) listener(); } };
+  return {
+    storage: wrapped,
+    wake: (topic) => {
+      for (const listener of [...(listeners.get(topic) ?? [])]) listener();
+    },
+  };
 }
 
 const { storage, wake } = wakeable(openStorage(config, logger));
 const service = createService(config, {
-  logger, storage,
+  logger,
+  storage,
   deliveries: { observeDelivery: (outcome, seconds) => post({ type: 'delivery', outcome, seconds }) },
 });
 // The change feed's clients wait in the serving thread: it hears of this thread's commits from here
 // on SQLite (a storage tells only its own listeners), through its own LISTEN on PostgreSQL.
-const stopTellingChanges = config.databaseUrl ? () => {} : storage.onChanges?.((stores) => post({ type: 'changes', stores })) ?? (() => {});
+const stopTellingChanges = config.databaseUrl
+  ? () => {}
+  : (storage.onChanges?.((stores) => post({ type: 'changes', stores })) ?? (() => {}));
 const flush = () => post({ type: 'statements', drained: service.metrics.drainStatements() });
 const timer = setInterval(flush, STATEMENTS_EVERY_MS);
 
@@ -89,6 +97,13 @@ if (data.mirror) service.mirror.start();
 const stopFollowing = data.publishing ? service.admin.publishRuns.follow(logger) : () => {};
 // The feed's retention: expired changes deleted a batch per transaction.
 const stopPruning = data.pruning
-  ? schedulePruning(service.storage, service.now, config.changes.retentionDays, config.changes.pruneIntervalSeconds, logger, config.changes.pruneBatch)
+  ? schedulePruning(
+      service.storage,
+      service.now,
+      config.changes.retentionDays,
+      config.changes.pruneIntervalSeconds,
+      logger,
+      config.changes.pruneBatch,
+    )
   : () => {};
 post({ type: 'started' });

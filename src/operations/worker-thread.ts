@@ -56,8 +56,10 @@ export interface WorkerThread {
 function newThread(data: WorkerThreadData): Worker {
   if (!import.meta.url.endsWith('.ts')) return new Worker(new URL('./worker-thread-entry.js', import.meta.url), { workerData: data });
   const source = new URL('./worker-thread-entry.ts', import.meta.url).href;
-  return new Worker(`import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(source)}); });`,
-    { eval: true, workerData: data });
+  return new Worker(`import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(source)}); });`, {
+    eval: true,
+    workerData: data,
+  });
 }
 
 export function startWorkerThread(service: Service, data: WorkerThreadData): WorkerThread {
@@ -65,7 +67,9 @@ export function startWorkerThread(service: Service, data: WorkerThreadData): Wor
   let worker: Worker | null = null;
   let stopping = false;
   let markStarted: () => void = () => {};
-  const started = new Promise<void>((resolve) => { markStarted = resolve; });
+  const started = new Promise<void>((resolve) => {
+    markStarted = resolve;
+  });
   let stopped: () => void = () => {};
 
   const spawn = () => {
@@ -75,8 +79,7 @@ export function startWorkerThread(service: Service, data: WorkerThreadData): Wor
       if (message.type === 'started') {
         log.info({ workers: Object.keys(data).filter((key) => data[key as keyof WorkerThreadData] === true) }, 'worker thread started');
         markStarted();
-      }
-      else if (message.type === 'delivery') service.metrics.observeDelivery(message.outcome, message.seconds);
+      } else if (message.type === 'delivery') service.metrics.observeDelivery(message.outcome, message.seconds);
       else if (message.type === 'statements') service.metrics.addStatements(message.drained);
       else if (message.type === 'changes') service.liveFeed.wake(message.stores);
       else if (message.type === 'stopped') stopped();
@@ -89,14 +92,17 @@ export function startWorkerThread(service: Service, data: WorkerThreadData): Wor
         return;
       }
       log.error({ exit_code: code }, `the worker thread ended: starting it again in ${RESTART_DELAY_MS} ms`);
-      setTimeout(() => { if (!stopping) spawn(); }, RESTART_DELAY_MS).unref();
+      setTimeout(() => {
+        if (!stopping) spawn();
+      }, RESTART_DELAY_MS).unref();
     });
   };
   spawn();
 
   // The serving thread's commits that add work (an import, an endpoint resent) wake the thread's workers.
   const unsubscribe = (['deliveries', 'images', 'publishing'] as const).map((topic) =>
-    service.storage.onWork?.(topic, () => worker?.postMessage({ type: 'work', topic } satisfies ToWorkerThread)));
+    service.storage.onWork?.(topic, () => worker?.postMessage({ type: 'work', topic } satisfies ToWorkerThread)),
+  );
 
   return {
     started,
@@ -105,7 +111,9 @@ export function startWorkerThread(service: Service, data: WorkerThreadData): Wor
       for (const off of unsubscribe) off?.();
       const thread = worker;
       if (!thread) return;
-      const done = new Promise<void>((resolve) => { stopped = resolve; });
+      const done = new Promise<void>((resolve) => {
+        stopped = resolve;
+      });
       thread.postMessage({ type: 'stop' } satisfies ToWorkerThread);
       await done;
       await thread.terminate();

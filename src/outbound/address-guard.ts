@@ -11,7 +11,11 @@
 import { isIP } from 'node:net';
 
 /** A special-purpose block: its network as a number, its prefix length, and what it is. */
-interface Block<N> { network: N; prefix: number; name: string }
+interface Block<N> {
+  network: N;
+  prefix: number;
+  name: string;
+}
 
 const V4_BITS = 32;
 const V6_BITS = 128n;
@@ -133,7 +137,9 @@ function ipv4Problem(address: number): string | null {
 function ipv6Problem(address: bigint): string | null {
   for (const { block, carried } of EMBEDDING_IPV4) {
     if (!inV6(address, block)) continue;
-    const refused = carried(address).map(ipv4Problem).find((problem) => problem !== null);
+    const refused = carried(address)
+      .map(ipv4Problem)
+      .find((problem) => problem !== null);
     return refused ? `${block.name} carrying ${refused}` : null;
   }
   if (!inV6(address, GLOBAL_UNICAST)) return 'not global unicast (outside 2000::/3)';
@@ -196,7 +202,8 @@ export class AddressGuard {
     if (parsed.protocol !== 'https:') return 'must use https://';
     const name = dnsName(host);
     if (name === 'localhost' || name.endsWith('.localhost')) return 'must not point at this machine';
-    if (isIP(host) && isBlockedAddress(host)) return 'must point at a globally routable address, not a loopback, private, link-local or other special-purpose one';
+    if (isIP(host) && isBlockedAddress(host))
+      return 'must point at a globally routable address, not a loopback, private, link-local or other special-purpose one';
     return null;
   }
 

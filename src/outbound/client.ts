@@ -13,9 +13,7 @@ import type { AddressGuard } from './address-guard.js';
 export type OutboundErrorKind = 'blocked_address' | 'timeout' | 'connection_refused' | 'connection_error';
 
 /** What one exchange gave: what `read` made of the response, or the error kind; and how long it took. */
-export type Exchange<T> =
-  | { ok: true; value: T; latencyMs: number }
-  | { ok: false; error: OutboundErrorKind; latencyMs: number };
+export type Exchange<T> = { ok: true; value: T; latencyMs: number } | { ok: false; error: OutboundErrorKind; latencyMs: number };
 
 export interface OutboundRequest {
   method: 'GET' | 'POST';
@@ -56,7 +54,7 @@ function createGuardedAgent(guard: AddressGuard, options: OutboundClientOptions,
     if (guard.isReservedName(hostname)) return callback(new BlockedAddressError(`${hostname} is a reserved name`), '', 0);
     (options.lookup ?? dns.lookup)(hostname, { ...lookupOptions, all: true }, (error, addresses) => {
       if (error) return callback(error, '', 0);
-      const list = addresses as unknown as dns.LookupAddress[];
+      const list = addresses;
       const refused = list.find((a) => guard.isBlockedConnection(hostname, a.address));
       if (refused) return callback(new BlockedAddressError(`${hostname} resolves to ${refused.address}`), '', 0);
       if ((lookupOptions as { all?: boolean }).all) return (callback as unknown as (e: null, a: dns.LookupAddress[]) => void)(null, list);
@@ -75,7 +73,14 @@ function errorKind(error: unknown): OutboundErrorKind {
   const e = error as { code?: string; name?: string; cause?: { code?: string } };
   const code = e.code ?? e.cause?.code;
   if (code === 'BLOCKED_ADDRESS' || error instanceof BlockedAddressError) return 'blocked_address';
-  if (e.name === 'TimeoutError' || e.name === 'AbortError' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT') return 'timeout';
+  if (
+    e.name === 'TimeoutError' ||
+    e.name === 'AbortError' ||
+    code === 'UND_ERR_HEADERS_TIMEOUT' ||
+    code === 'UND_ERR_BODY_TIMEOUT' ||
+    code === 'UND_ERR_CONNECT_TIMEOUT'
+  )
+    return 'timeout';
   if (code === 'ECONNREFUSED') return 'connection_refused';
   return 'connection_error';
 }
@@ -90,7 +95,12 @@ class ConnectionPool {
   private readonly waiting: (() => void)[] = [];
   private idleTimer: NodeJS.Timeout | null = null;
 
-  constructor(readonly agent: Agent, private readonly size: number, private readonly onIdle: () => void, private readonly idleMs: number) {}
+  constructor(
+    readonly agent: Agent,
+    private readonly size: number,
+    private readonly onIdle: () => void,
+    private readonly idleMs: number,
+  ) {}
 
   /** Resolves when the request may use the pool's connections. */
   turn(): Promise<void> {
@@ -128,7 +138,10 @@ export class GuardedHttpClient {
   /** Ends every exchange in flight at once (abortInFlight): a shutdown that must not wait for their time-outs. */
   private readonly inFlight = new AbortController();
 
-  constructor(private readonly guard: AddressGuard, private readonly options: OutboundClientOptions) {
+  constructor(
+    private readonly guard: AddressGuard,
+    private readonly options: OutboundClientOptions,
+  ) {
     this.idleMs = options.idleMs ?? 30_000;
   }
 
@@ -137,7 +150,8 @@ export class GuardedHttpClient {
     let pool = this.pools.get(key);
     if (!pool) {
       const created: ConnectionPool = new ConnectionPool(
-        createGuardedAgent(this.guard, this.options, this.idleMs), this.options.connections,
+        createGuardedAgent(this.guard, this.options, this.idleMs),
+        this.options.connections,
         () => {
           // Idle since the timer was set: nothing holds or waits for its connections.
           if (this.pools.get(key) === created) this.pools.delete(key);
@@ -174,9 +188,11 @@ export class GuardedHttpClient {
     const elapsed = () => Math.round(performance.now() - started);
     try {
       const response = await request(url, {
-        ...requestInit, dispatcher: pool.agent,
+        ...requestInit,
+        dispatcher: pool.agent,
         signal: AbortSignal.any([AbortSignal.timeout(this.options.timeoutMs), this.inFlight.signal]),
-        headersTimeout: this.options.timeoutMs, bodyTimeout: this.options.timeoutMs,
+        headersTimeout: this.options.timeoutMs,
+        bodyTimeout: this.options.timeoutMs,
       });
       const value = await read(response);
       return { ok: true, value, latencyMs: elapsed() };

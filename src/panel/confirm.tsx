@@ -8,14 +8,23 @@ import type { PanelSession } from '../admin/accounts.js';
 import { CsrfField, Layout } from './layout.js';
 
 export function ConfirmPage(props: {
-  session: PanelSession; merchantId: number; title: string; action: string; button: string; cancel: string; danger?: boolean; children?: Child;
+  session: PanelSession;
+  merchantId: number;
+  title: string;
+  action: string;
+  button: string;
+  cancel: string;
+  danger?: boolean;
+  children?: Child;
 }) {
   return (
     <Layout title={props.title} session={props.session} merchantId={props.merchantId}>
       {props.children}
       <form method="post" action={props.action}>
         <CsrfField session={props.session} />
-        <button type="submit" class={props.danger === false ? undefined : 'danger'}>{props.button}</button>{' '}
+        <button type="submit" class={props.danger === false ? undefined : 'danger'}>
+          {props.button}
+        </button>{' '}
         <a href={props.cancel}>Cancel</a>
       </form>
     </Layout>

@@ -30,11 +30,12 @@ function sameToken(given: string, expected: string): boolean {
   return a.length === b.length && timingSafeEqual(a, b);
 }
 
-const refusal = (reason: string) => new Response(
-  `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Request refused</title></head>`
-  + `<body><h1>Request refused</h1><p>${reason}</p><p><a href="/panel">Back to the panel</a></p></body></html>`,
-  { status: 403, headers: { 'Content-Type': 'text/html; charset=utf-8' } },
-);
+const refusal = (reason: string) =>
+  new Response(
+    `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Request refused</title></head>` +
+      `<body><h1>Request refused</h1><p>${reason}</p><p><a href="/panel">Back to the panel</a></p></body></html>`,
+    { status: 403, headers: { 'Content-Type': 'text/html; charset=utf-8' } },
+  );
 
 export function csrf(publicBaseUrl: string, publicBaseUrlConfigured: boolean): MiddlewareHandler<PanelEnv> {
   const configured = new URL(publicBaseUrl).origin;

@@ -24,13 +24,25 @@ export function Health(props: { endpoint: Endpoint }) {
   return (
     <>
       <HealthBadge health={e.health} />
-      {e.paused_until && <div class="muted">paused until <At at={e.paused_until} /></div>}
+      {e.paused_until && (
+        <div class="muted">
+          paused until <At at={e.paused_until} />
+        </div>
+      )}
       {e.disabled_reason && <div class="muted">{e.disabled_reason}</div>}
-      {e.failing_since
-        ? <div class="health-count">{failures} since <At at={e.failing_since} /></div>
-        : <div class="muted">{failures}</div>}
-      <div class={e.health === 'healthy' ? 'muted' : undefined}>last success <At at={e.last_success_at} /></div>
-      <div class="muted">last failure <At at={e.last_failure_at} /></div>
+      {e.failing_since ? (
+        <div class="health-count">
+          {failures} since <At at={e.failing_since} />
+        </div>
+      ) : (
+        <div class="muted">{failures}</div>
+      )}
+      <div class={e.health === 'healthy' ? 'muted' : undefined}>
+        last success <At at={e.last_success_at} />
+      </div>
+      <div class="muted">
+        last failure <At at={e.last_failure_at} />
+      </div>
     </>
   );
 }
@@ -38,7 +50,12 @@ export function Health(props: { endpoint: Endpoint }) {
 /** A notification's condition: when it ended, or that it lasts. */
 export function NotificationEnded(props: { notification: Notification }) {
   const { ended_at: ended, endpoint_id: endpointId } = props.notification;
-  if (ended) return <span class="notification-ended">ended <Time at={ended} /></span>;
+  if (ended)
+    return (
+      <span class="notification-ended">
+        ended <Time at={ended} />
+      </span>
+    );
   if (endpointId === null) return <span class="muted">endpoint deleted</span>;
   return <span class="notification-ongoing">ongoing</span>;
 }

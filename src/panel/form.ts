@@ -55,7 +55,9 @@ export function validated<S extends z.ZodType>(schema: S, input: unknown): z.out
   const result = schema.safeParse(input);
   if (result.success) return result.data;
   const params: InvalidParam[] = result.error.issues.map((issue) => ({
-    name: `/${issue.path.map(String).join('/')}`, in: 'body', reason: plainReason(issue),
+    name: `/${issue.path.map(String).join('/')}`,
+    in: 'body',
+    reason: plainReason(issue),
   }));
   throw invalidInput('body', params);
 }

@@ -23,7 +23,9 @@ export function merchantOf(c: PanelContext): number {
  * Runs a form's one domain call. A 400 or 409 problem comes back as the form's error (shown on the
  * form's page after a redirect: refusals.ts); anything else goes on to the panel's error page.
  */
-export async function formAction<T>(action: () => Promise<T>): Promise<{ ok: T; error?: undefined } | { ok?: undefined; error: ProblemError }> {
+export async function formAction<T>(
+  action: () => Promise<T>,
+): Promise<{ ok: T; error?: undefined } | { ok?: undefined; error: ProblemError }> {
   try {
     return { ok: await action() };
   } catch (error) {

@@ -3,7 +3,7 @@
 // response, then the refusal of an address holding U+0000, then the session (from the cookie),
 // then CSRF on every POST (it needs the session's token), then sign-in and tenant checks per route
 // group.
-import { Hono } from 'hono';
+import { Hono, type MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { contextStorage } from 'hono/context-storage';
 import { requestLog } from '../http/access-log.js';
@@ -29,7 +29,14 @@ import { accountPages } from './pages/account.js';
 import { securityHeaders } from './security-headers.js';
 import { panelSession, sessionCookie, signedIn, type PanelEnv } from './session.js';
 
-const TITLES: Record<number, string> = { 400: 'Invalid input', 403: 'Forbidden', 404: 'Not found', 409: 'Conflict', 413: 'Too large', 429: 'Too many requests' };
+const TITLES: Record<number, string> = {
+  400: 'Invalid input',
+  403: 'Forbidden',
+  404: 'Not found',
+  409: 'Conflict',
+  413: 'Too large',
+  429: 'Too many requests',
+};
 
 export function panelApp(service: Service): Hono<PanelEnv> {
   const accounts = () => service.accounts;
@@ -47,10 +54,18 @@ export function panelApp(service: Service): Hono<PanelEnv> {
   // Forms are read whole (csrf() reads them): the import upload may be as large as the admin API's
   // import body, every other form as large as an admin JSON body. The limits run before csrf().
   const { importBodyBytes, adminBodyBytes } = service.config.limits;
-  const limit = (maxSize: number) => bodyLimit({ maxSize, onError: () => { throw new ProblemError('payload_too_large', `The form is larger than ${maxSize} bytes.`); } });
+  const limit = (maxSize: number) =>
+    bodyLimit({
+      maxSize,
+      onError: () => {
+        throw new ProblemError('payload_too_large', `The form is larger than ${maxSize} bytes.`);
+      },
+    });
   const importLimit = limit(importBodyBytes);
   const formLimit = limit(adminBodyBytes);
-  panel.use('*', (c, next) => (/^\/panel\/merchants\/[^/]+\/import$/.test(c.req.path) ? importLimit : formLimit)(c, next));
+  const formBodyLimit: MiddlewareHandler<PanelEnv> = (c, next) =>
+    (/^\/panel\/merchants\/[^/]+\/import$/.test(c.req.path) ? importLimit : formLimit)(c, next);
+  panel.use('*', formBodyLimit);
   panel.use('*', csrf(service.config.publicBaseUrl, service.config.publicBaseUrlConfigured));
 
   panel.route('/', signInPages(accounts, cookie, addressOf));
@@ -61,7 +76,7 @@ export function panelApp(service: Service): Hono<PanelEnv> {
   panel.route('/merchants/:merchantId/keys', keyPages(service, accounts));
   panel.route('/merchants/:merchantId/users', userPages(service, accounts));
   panel.route('/merchants/:merchantId/import', importPages(service, accounts));
-  panel.route('/merchants/:merchantId/images', imagePages(service, accounts));
+  panel.route('/merchants/:merchantId/images', imagePages(service));
   panel.route('/merchants/:merchantId/catalog', catalogPages(service, accounts));
   panel.use('/account', signedIn());
   panel.use('/account/*', signedIn());
@@ -77,7 +92,16 @@ export function panelApp(service: Service): Hono<PanelEnv> {
     const session = c.get('session');
     if (error instanceof ProblemError) {
       if (error.status === 401) return c.redirect('/panel/login', 303);
-      return c.html(<ErrorPage status={error.status} title={TITLES[error.status] ?? 'Error'} detail={error.detail} invalidParams={error.invalidParams} session={session} />, error.status as 404);
+      return c.html(
+        <ErrorPage
+          status={error.status}
+          title={TITLES[error.status] ?? 'Error'}
+          detail={error.detail}
+          invalidParams={error.invalidParams}
+          session={session}
+        />,
+        error.status as 404,
+      );
     }
     requestLog(c)?.error({ err: error, method: c.req.method, path: new URL(c.req.url).pathname }, 'unhandled panel error');
     return c.html(<ErrorPage status={500} title="Something went wrong" detail="An unexpected error occurred." session={session} />, 500);

@@ -1,7 +1,7 @@
 // The page frame and the small pieces every page shares: navigation, the CSRF field, messages.
 import { tryGetContext } from 'hono/context-storage';
 import { raw } from 'hono/html';
-import type { Child } from 'hono/jsx';
+import type { Child, JSXNode } from 'hono/jsx';
 import { principalName, type PanelSession } from '../admin/accounts.js';
 import type { InvalidParam } from '../shared/problem.js';
 import { fieldSentence, type FieldLabels } from './plain-words.js';
@@ -15,16 +15,25 @@ import { labelTableCells } from './table-labels.js';
 function NavLink(props: { href: string; exact?: boolean; children?: Child }) {
   const path = tryGetContext()?.req.path;
   const current = path === props.href ? 'page' : !props.exact && path?.startsWith(`${props.href}/`) ? 'true' : undefined;
-  return <a href={props.href} aria-current={current}>{props.children}</a>;
+  return (
+    <a href={props.href} aria-current={current}>
+      {props.children}
+    </a>
+  );
 }
 
 /** The page's content, every table cell labelled with its column's heading for phone width (table-labels.ts). */
 async function LabelledTables(props: { children?: Child }) {
-  return raw(labelTableCells(await (<>{props.children}</>).toString()));
+  // hono's JSX types call an element a string; at run time it is a JSXNode, whose toString() is a
+  // promise when a child component is async.
+  const content = (<>{props.children}</>) as unknown as JSXNode;
+  return raw(labelTableCells(await content.toString()));
 }
 
 export function Layout(props: {
-  title: string; session?: PanelSession | undefined; merchantId?: number;
+  title: string;
+  session?: PanelSession | undefined;
+  merchantId?: number;
   /** Reloads the page this often (a page that shows work in progress); a meta refresh, as the CSP allows no inline script. */
   refreshSeconds?: number | undefined;
   children?: Child;
@@ -45,10 +54,14 @@ export function Layout(props: {
         </head>
         <body>
           <header>
-            <a class="brand" href="/panel">Catalog panel</a>
+            <a class="brand" href="/panel">
+              Catalog panel
+            </a>
             {session && merchantId !== undefined && (
               <nav aria-label="Merchant">
-                <NavLink href={session.principal.kind === 'operator' ? `/panel/merchants/${merchantId}` : '/panel'} exact>Overview</NavLink>
+                <NavLink href={session.principal.kind === 'operator' ? `/panel/merchants/${merchantId}` : '/panel'} exact>
+                  Overview
+                </NavLink>
                 <NavLink href={`/panel/merchants/${merchantId}/endpoints`}>Webhook endpoints</NavLink>
                 <NavLink href={`/panel/merchants/${merchantId}/keys`}>API keys</NavLink>
                 <NavLink href={`/panel/merchants/${merchantId}/users`}>Users</NavLink>
@@ -61,7 +74,11 @@ export function Layout(props: {
               <form class="inline" method="post" action="/panel/logout">
                 <CsrfField session={session} />
                 <span class="muted">{principalName(session.principal)} </span>
-                {session.principal.kind === 'user' && <><a href="/panel/account">Your account</a>{' '}</>}
+                {session.principal.kind === 'user' && (
+                  <>
+                    <a href="/panel/account">Your account</a>{' '}
+                  </>
+                )}
                 <button type="submit">Sign out</button>
               </form>
             )}
@@ -88,7 +105,10 @@ export function CsrfField(props: { session: PanelSession }) {
 }
 
 /** What an error message shows: a problem's detail, and the fields it found invalid. */
-export interface ShownError { detail: string; invalidParams?: readonly InvalidParam[] | undefined }
+export interface ShownError {
+  detail: string;
+  invalidParams?: readonly InvalidParam[] | undefined;
+}
 
 /**
  * A domain error, shown beside the action that caused it, in plain words: each invalid field by
@@ -98,13 +118,35 @@ export function ErrorMessage(props: { error?: ShownError | undefined; labels?: F
   const { error } = props;
   if (!error) return null;
   const fields = (error.invalidParams ?? []).map((param) => fieldSentence(param, props.labels));
-  if (fields.length === 0) return <p class="error" role="alert">{error.detail}</p>;
-  if (fields.length === 1) return <p class="error" role="alert">{fields[0]}</p>;
-  return <div class="error" role="alert"><ul>{fields.map((sentence) => <li>{sentence}</li>)}</ul></div>;
+  if (fields.length === 0)
+    return (
+      <p class="error" role="alert">
+        {error.detail}
+      </p>
+    );
+  if (fields.length === 1)
+    return (
+      <p class="error" role="alert">
+        {fields[0]}
+      </p>
+    );
+  return (
+    <div class="error" role="alert">
+      <ul>
+        {fields.map((sentence) => (
+          <li>{sentence}</li>
+        ))}
+      </ul>
+    </div>
+  );
 }
 
 export function Notice(props: { text?: string | undefined }) {
-  return props.text ? <p class="notice" role="status">{props.text}</p> : null;
+  return props.text ? (
+    <p class="notice" role="status">
+      {props.text}
+    </p>
+  ) : null;
 }
 
 /** A secret shown once: selectable text, and a copy button that panel.js reveals. */
@@ -113,17 +155,31 @@ export function ShownOnce(props: { label: string; secret: string }) {
     <section aria-labelledby="shown-once">
       <h2 id="shown-once">{props.label}</h2>
       <p>Copy it now: it is shown this once and cannot be displayed again.</p>
-      <code class="secret" id="secret">{props.secret}</code>
-      <p><button type="button" data-copy="#secret" hidden>Copy</button></p>
+      <code class="secret" id="secret">
+        {props.secret}
+      </code>
+      <p>
+        <button type="button" data-copy="#secret" hidden>
+          Copy
+        </button>
+      </p>
     </section>
   );
 }
 
-export function ErrorPage(props: { status: number; title: string; detail: string; invalidParams?: ShownError['invalidParams']; session?: PanelSession | undefined }) {
+export function ErrorPage(props: {
+  status: number;
+  title: string;
+  detail: string;
+  invalidParams?: ShownError['invalidParams'];
+  session?: PanelSession | undefined;
+}) {
   return (
     <Layout title={props.title} session={props.session}>
       <ErrorMessage error={{ detail: props.detail, invalidParams: props.invalidParams }} />
-      <p><a href="/panel">Back to the overview</a></p>
+      <p>
+        <a href="/panel">Back to the overview</a>
+      </p>
     </Layout>
   );
 }

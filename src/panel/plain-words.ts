@@ -29,14 +29,18 @@ export function fieldSentence(param: Pick<InvalidParam, 'name' | 'reason'>, labe
 }
 
 const FORMATS: Record<string, string> = {
-  url: 'is not a web address (https://…)', datetime: 'is not a date and time', date: 'is not a date', email: 'is not an e-mail address',
+  url: 'is not a web address (https://…)',
+  datetime: 'is not a date and time',
+  date: 'is not a date',
+  email: 'is not an e-mail address',
 };
 
 /** A schema's finding about a form field, in words that read on from the field's label. */
 export function plainReason(issue: z.core.$ZodIssue): string {
   switch (issue.code) {
     case 'too_small':
-      if (issue.origin === 'array') return Number(issue.minimum) === 1 ? 'needs at least one choice' : `needs at least ${issue.minimum} choices`;
+      if (issue.origin === 'array')
+        return Number(issue.minimum) === 1 ? 'needs at least one choice' : `needs at least ${issue.minimum} choices`;
       if (issue.origin === 'string') return Number(issue.minimum) === 1 ? 'is required' : `must have at least ${issue.minimum} characters`;
       return `must be at least ${issue.minimum}`;
     case 'too_big':

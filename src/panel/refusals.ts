@@ -28,11 +28,18 @@ export interface Refusal<Input = never> {
 
 /** Keeps the refusal for this session and redirects (303) to `page?refused={id}`, which shows it once. */
 export async function redirectRefused<Input = never>(
-  c: PanelContext, accounts: () => PanelAccounts, page: string, error: ProblemError, options: { at?: string; input?: Input } = {},
+  c: PanelContext,
+  accounts: () => PanelAccounts,
+  page: string,
+  error: ProblemError,
+  options: { at?: string; input?: Input } = {},
 ): Promise<Response> {
   sessionOf(c);
   const refusal: Refusal<Input> = {
-    kind: 'refused_form', page, error: { detail: error.detail, invalidParams: error.invalidParams }, ...options,
+    kind: 'refused_form',
+    page,
+    error: { detail: error.detail, invalidParams: error.invalidParams },
+    ...options,
   };
   const id = await accounts().keepShownOnce(c.get('sessionToken')!, refusal);
   return c.redirect(`${page}?refused=${id}`, 303);
@@ -42,6 +49,6 @@ export async function redirectRefused<Input = never>(
 export async function refusalOf<Input = never>(c: PanelContext, accounts: () => PanelAccounts): Promise<Refusal<Input> | undefined> {
   const raw = c.req.query('refused');
   if (raw === undefined || !/^[0-9]{1,15}$/.test(raw) || !c.get('sessionToken')) return undefined;
-  const message = await accounts().takeShownOnce(c.get('sessionToken')!, Number(raw)) as Refusal<Input> | undefined;
+  const message = (await accounts().takeShownOnce(c.get('sessionToken')!, Number(raw))) as Refusal<Input> | undefined;
   return message?.kind === 'refused_form' && message.page === c.req.path ? message : undefined;
 }

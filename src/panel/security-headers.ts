@@ -6,7 +6,8 @@
 import type { MiddlewareHandler } from 'hono';
 
 /** Scripts and styles come from /panel/assets only; forms post only to this origin. */
-export const PANEL_CSP = "default-src 'self'; script-src 'self'; style-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'";
+export const PANEL_CSP =
+  "default-src 'self'; script-src 'self'; style-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'";
 
 export function securityHeaders(): MiddlewareHandler {
   return async (c, next) => {

@@ -55,8 +55,10 @@ function outcomesText(bucket: AttemptBucket): string {
 /** One sentence for a window or a bucket: attempts, success rate, outcomes, latency. */
 export function summaryText(bucket: AttemptBucket): string {
   if (bucket.attempts === 0) return 'no attempts';
-  return `${bucket.attempts} ${bucket.attempts === 1 ? 'attempt' : 'attempts'}, ${rateText(bucket.byOutcome.succeeded, bucket.attempts)} succeeded `
-    + `(${outcomesText(bucket)}); latency ${latencyText(bucket.latencyAvgMs!)} on average, ${latencyText(bucket.latencyMaxMs!)} at most`;
+  return (
+    `${bucket.attempts} ${bucket.attempts === 1 ? 'attempt' : 'attempts'}, ${rateText(bucket.byOutcome.succeeded, bucket.attempts)} succeeded ` +
+    `(${outcomesText(bucket)}); latency ${latencyText(bucket.latencyAvgMs!)} on average, ${latencyText(bucket.latencyMaxMs!)} at most`
+  );
 }
 
 /** The x-axis label under a bucket, or none: every 6 hours of the day, every midnight of the week. */
@@ -89,36 +91,65 @@ function chart(window: AttemptWindow, titleId: string): HtmlEscapedString {
     const x = round(LEFT + i * slot + (slot - barWidth) / 2);
     // Stacked: succeeded at the bottom, then failed, then no response.
     let stacked = 0;
-    const bars = ATTEMPT_OUTCOMES.filter((o) => bucket.byOutcome[o] > 0).map((outcome) => {
-      const rect = bar(`class="bar-${outcome}" data-outcome="${outcome}"`, x, bucket.byOutcome[outcome], attemptsTop, BARS, stacked);
-      stacked += (bucket.byOutcome[outcome] / attemptsTop) * (BARS.bottom - BARS.top);
-      return rect;
-    }).join('');
-    const latency = bucket.latencyMaxMs === null ? ''
-      : bar('class="latency-max"', x, bucket.latencyMaxMs, latencyTop, LATENCY) + bar('class="latency-avg"', x, bucket.latencyAvgMs!, latencyTop, LATENCY);
+    const bars = ATTEMPT_OUTCOMES.filter((o) => bucket.byOutcome[o] > 0)
+      .map((outcome) => {
+        const rect = bar(`class="bar-${outcome}" data-outcome="${outcome}"`, x, bucket.byOutcome[outcome], attemptsTop, BARS, stacked);
+        stacked += (bucket.byOutcome[outcome] / attemptsTop) * (BARS.bottom - BARS.top);
+        return rect;
+      })
+      .join('');
+    const latency =
+      bucket.latencyMaxMs === null
+        ? ''
+        : bar('class="latency-max"', x, bucket.latencyMaxMs, latencyTop, LATENCY) +
+          bar('class="latency-avg"', x, bucket.latencyAvgMs!, latencyTop, LATENCY);
     const label = tick(window, bucket);
-    return `<g class="chart-bucket" data-from="${escaped(bucket.from)}"><title>${escaped(`${periodText(bucket)}: ${summaryText(bucket)}`)}</title>`
-      + `<rect class="chart-slot" x="${round(LEFT + i * slot)}" y="${BARS.top}" width="${round(slot)}" height="${LATENCY.bottom - BARS.top}"/>`
-      + bars + latency
-      + (label ? `<text class="chart-label chart-label-middle" x="${round(LEFT + (i + 0.5) * slot)}" y="${LABELS_Y}">${escaped(label)}</text>` : '')
-      + '</g>';
+    return (
+      `<g class="chart-bucket" data-from="${escaped(bucket.from)}"><title>${escaped(`${periodText(bucket)}: ${summaryText(bucket)}`)}</title>` +
+      `<rect class="chart-slot" x="${round(LEFT + i * slot)}" y="${BARS.top}" width="${round(slot)}" height="${LATENCY.bottom - BARS.top}"/>` +
+      bars +
+      latency +
+      (label
+        ? `<text class="chart-label chart-label-middle" x="${round(LEFT + (i + 0.5) * slot)}" y="${LABELS_Y}">${escaped(label)}</text>`
+        : '') +
+      '</g>'
+    );
   });
-  const axisLabel = (y: number, text: string | number) => `<text class="chart-label chart-label-end" x="${LEFT - 4}" y="${y}">${escaped(text)}</text>`;
+  const axisLabel = (y: number, text: string | number) =>
+    `<text class="chart-label chart-label-end" x="${LEFT - 4}" y="${y}">${escaped(text)}</text>`;
   const axis = (y: number) => `<line class="chart-axis" x1="${LEFT}" x2="${WIDTH - RIGHT}" y1="${y}" y2="${y}"/>`;
-  return raw(`<svg class="chart-drawing" viewBox="0 0 ${WIDTH} ${HEIGHT}" role="img" aria-labelledby="${escaped(titleId)}">`
-    + `<title id="${escaped(titleId)}">${escaped(`${window.label}: ${summaryText(window.total)}. The table below lists the numbers.`)}</title>`
-    + axis(BARS.bottom) + axis(LATENCY.bottom)
-    + axisLabel(BARS.top + 8, attemptsTop) + axisLabel(BARS.bottom, 0) + axisLabel(LATENCY.top + 8, latencyText(latencyTop)) + axisLabel(LATENCY.bottom, 0)
-    + buckets.join('') + '</svg>');
+  return raw(
+    `<svg class="chart-drawing" viewBox="0 0 ${WIDTH} ${HEIGHT}" role="img" aria-labelledby="${escaped(titleId)}">` +
+      `<title id="${escaped(titleId)}">${escaped(`${window.label}: ${summaryText(window.total)}. The table below lists the numbers.`)}</title>` +
+      axis(BARS.bottom) +
+      axis(LATENCY.bottom) +
+      axisLabel(BARS.top + 8, attemptsTop) +
+      axisLabel(BARS.bottom, 0) +
+      axisLabel(LATENCY.top + 8, latencyText(latencyTop)) +
+      axisLabel(LATENCY.bottom, 0) +
+      buckets.join('') +
+      '</svg>',
+  );
 }
 
 /** The table's rows, written as the drawing is (about 450 cells: hono/jsx was slow to render them cold). */
 function numbersRows(buckets: AttemptBucket[]): HtmlEscapedString {
   const cell = (label: string, value: string | number) => `<td data-label="${escaped(label)}">${escaped(value)}</td>`;
-  return raw(buckets.map((b) => '<tr>' + cell('Period', periodText(b)) + cell('Attempts', b.attempts)
-    + ATTEMPT_OUTCOMES.map((o) => cell(OUTCOME_LABEL[o], b.byOutcome[o])).join('')
-    + cell('Success rate', rateText(b.byOutcome.succeeded, b.attempts))
-    + cell('Latency (average)', latencyText(b.latencyAvgMs!)) + cell('Latency (slowest)', latencyText(b.latencyMaxMs!)) + '</tr>').join(''));
+  return raw(
+    buckets
+      .map(
+        (b) =>
+          '<tr>' +
+          cell('Period', periodText(b)) +
+          cell('Attempts', b.attempts) +
+          ATTEMPT_OUTCOMES.map((o) => cell(OUTCOME_LABEL[o], b.byOutcome[o])).join('') +
+          cell('Success rate', rateText(b.byOutcome.succeeded, b.attempts)) +
+          cell('Latency (average)', latencyText(b.latencyAvgMs!)) +
+          cell('Latency (slowest)', latencyText(b.latencyMaxMs!)) +
+          '</tr>',
+      )
+      .join(''),
+  );
 }
 
 function NumbersTable(props: { window: AttemptWindow }) {
@@ -131,7 +162,16 @@ function NumbersTable(props: { window: AttemptWindow }) {
       <table class="labelled chart-numbers">
         <caption>{window.label}, periods with attempts (UTC)</caption>
         <thead>
-          <tr><th>Period</th><th>Attempts</th>{ATTEMPT_OUTCOMES.map((o) => <th>{OUTCOME_LABEL[o]}</th>)}<th>Success rate</th><th>Latency (average)</th><th>Latency (slowest)</th></tr>
+          <tr>
+            <th>Period</th>
+            <th>Attempts</th>
+            {ATTEMPT_OUTCOMES.map((o) => (
+              <th>{OUTCOME_LABEL[o]}</th>
+            ))}
+            <th>Success rate</th>
+            <th>Latency (average)</th>
+            <th>Latency (slowest)</th>
+          </tr>
         </thead>
         <tbody>{numbersRows(rows)}</tbody>
       </table>
@@ -144,14 +184,25 @@ export function SuccessCharts(props: { windows: AttemptWindow[] }) {
     <section aria-labelledby="success-rate">
       <h2 id="success-rate">Success rate</h2>
       <ul class="chart-legend" aria-label="Legend">
-        {ATTEMPT_OUTCOMES.map((o) => <li><span class={`swatch bar-${o}`}></span>{OUTCOME_LABEL[o]}</li>)}
-        <li><span class="swatch latency-avg"></span>latency, average</li>
-        <li><span class="swatch latency-max"></span>latency, slowest</li>
+        {ATTEMPT_OUTCOMES.map((o) => (
+          <li>
+            <span class={`swatch bar-${o}`}></span>
+            {OUTCOME_LABEL[o]}
+          </li>
+        ))}
+        <li>
+          <span class="swatch latency-avg"></span>latency, average
+        </li>
+        <li>
+          <span class="swatch latency-max"></span>latency, slowest
+        </li>
       </ul>
       <div class="charts">
         {props.windows.map((window) => (
           <figure class="chart" id={`chart-${window.id}`}>
-            <figcaption><strong>{window.label}</strong>: {summaryText(window.total)}.</figcaption>
+            <figcaption>
+              <strong>{window.label}</strong>: {summaryText(window.total)}.
+            </figcaption>
             {window.total.attempts > 0 && chart(window, `chart-${window.id}-title`)}
             <NumbersTable window={window} />
           </figure>

@@ -17,7 +17,11 @@ interface OpenTable {
 }
 
 /** The heading's text: its markup without tags, on one line. */
-const textOf = (markup: string) => markup.replace(/<[^>]*>/g, '').replace(/\s+/g, ' ').trim();
+const textOf = (markup: string) =>
+  markup
+    .replace(/<[^>]*>/g, '')
+    .replace(/\s+/g, ' ')
+    .trim();
 
 const spanOf = (attributes: string) => Number(/\scolspan="(\d+)"/i.exec(attributes)?.[1] ?? 1);
 

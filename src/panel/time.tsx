@@ -14,5 +14,9 @@ export function utcText(at: string): string {
 export function Time(props: { at: string | null | undefined; none?: string }) {
   if (!props.at) return <span class="muted">{props.none ?? '—'}</span>;
   const text = utcText(props.at);
-  return <time datetime={props.at} title={text} data-local="">{text}</time>;
+  return (
+    <time datetime={props.at} title={text} data-local="">
+      {text}
+    </time>
+  );
 }

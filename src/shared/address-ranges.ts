@@ -15,7 +15,11 @@ export function ipAddress(text: string): string | undefined {
   return isIP(address) ? address.toLowerCase() : undefined;
 }
 
-export interface AddressRange { address: string; family: 'ipv4' | 'ipv6'; prefix: number }
+export interface AddressRange {
+  address: string;
+  family: 'ipv4' | 'ipv6';
+  prefix: number;
+}
 
 /** `10.0.0.0/8`, `192.0.2.7` (a /32), `2001:db8::/32`, `::1`; undefined when it is none of these. */
 export function addressRange(text: string): AddressRange | undefined {

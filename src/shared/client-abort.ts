@@ -4,7 +4,11 @@
 
 /** True for the error a request body's stream fails with when its client closed the connection. */
 export function isClientAbort(error: unknown): boolean {
-  for (let e = error as { code?: unknown; message?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 4; e = e.cause as typeof e, depth++) {
+  for (
+    let e = error as { code?: unknown; message?: unknown; cause?: unknown } | undefined, depth = 0;
+    e && depth < 4;
+    e = e.cause as typeof e, depth++
+  ) {
     // Node's http server destroys an unfinished request with ECONNRESET "aborted" when its socket closes.
     if (e.code === 'ECONNRESET' && e.message === 'aborted') return true;
   }

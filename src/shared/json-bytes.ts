@@ -35,7 +35,7 @@ export function jsonBytesOf<T>(bytes: Uint8Array): JsonBytes<T> {
 export function jsonObject<T extends object>(parts: JsonParts<T>): JsonBytes<T> {
   const chunks: Uint8Array[] = [];
   let open = '{';
-  for (const [key, value] of Object.entries(parts) as [string, unknown][]) {
+  for (const [key, value] of Object.entries<unknown>(parts)) {
     if (value === undefined) continue;
     const head = `${open}${JSON.stringify(key)}:`;
     open = ',';

@@ -6,7 +6,8 @@
 // store it, so it is refused wherever input is parsed, on either engine alike.
 
 /** The reason given for a string that holds a lone surrogate. */
-export const LONE_SURROGATE_REASON = 'holds a lone UTF-16 surrogate (an unpaired \\ud800-\\udfff escape): strings must be well-formed Unicode';
+export const LONE_SURROGATE_REASON =
+  'holds a lone UTF-16 surrogate (an unpaired \\ud800-\\udfff escape): strings must be well-formed Unicode';
 
 /** The reason given for a string or member name that holds U+0000. */
 export const NUL_REASON = 'holds U+0000 (NUL), which no text may hold';
@@ -40,15 +41,18 @@ export function invalidUtf8Reason(bytes: Uint8Array): string {
   const bad = firstIllFormedSequence(bytes);
   if (!bad) return 'is not valid UTF-8';
   const sequence = bytes.subarray(bad.offset, bad.offset + bad.length);
-  const what = bytes[bad.offset] === 0xed && (bytes[bad.offset + 1] ?? 0) >= 0xa0 && (bytes[bad.offset + 1] ?? 0) <= 0xbf
-    ? 'an encoded UTF-16 surrogate'
-    : bad.offset + bad.length >= bytes.length && bad.truncated ? 'a sequence cut off at the end' : 'an invalid byte sequence';
+  const what =
+    bytes[bad.offset] === 0xed && (bytes[bad.offset + 1] ?? 0) >= 0xa0 && (bytes[bad.offset + 1] ?? 0) <= 0xbf
+      ? 'an encoded UTF-16 surrogate'
+      : bad.offset + bad.length >= bytes.length && bad.truncated
+        ? 'a sequence cut off at the end'
+        : 'an invalid byte sequence';
   return `is not valid UTF-8: ${what} (${hex(sequence)}) at byte ${bad.offset}`;
 }
 
 /** Where the first ill-formed sequence starts and how many bytes it spans (at most 4). */
 function firstIllFormedSequence(bytes: Uint8Array): { offset: number; length: number; truncated: boolean } | null {
-  for (let i = 0; i < bytes.length;) {
+  for (let i = 0; i < bytes.length; ) {
     const lead = bytes[i]!;
     if (lead < 0x80) {
       i++;

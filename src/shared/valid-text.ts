@@ -4,6 +4,7 @@
 // that are not UTF-8 already do when decoded.
 
 /** U+0000, or a UTF-16 surrogate that is not half of a pair. */
+// eslint-disable-next-line no-control-regex -- U+0000 is what PostgreSQL's text refuses: matching it is the point
 const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
 
 /** The text with U+0000 and lone surrogates replaced by U+FFFD (same length in UTF-16 code units). */

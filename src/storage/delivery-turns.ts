@@ -12,7 +12,7 @@ export interface DueDelivery {
 }
 
 const byDue = (a: Pick<DueDelivery, 'id' | 'nextAttemptAt'>, b: Pick<DueDelivery, 'id' | 'nextAttemptAt'>) =>
-  (a.nextAttemptAt < b.nextAttemptAt ? -1 : a.nextAttemptAt > b.nextAttemptAt ? 1 : a.id - b.id);
+  a.nextAttemptAt < b.nextAttemptAt ? -1 : a.nextAttemptAt > b.nextAttemptAt ? 1 : a.id - b.id;
 
 /**
  * Merchants take turns, and within a merchant its endpoints take turns (each endpoint's oldest
@@ -24,21 +24,27 @@ const byDue = (a: Pick<DueDelivery, 'id' | 'nextAttemptAt'>, b: Pick<DueDelivery
  * merchant of each endpoint in `claim.inFlightByEndpoint`). Returns the ids to lease.
  */
 export function takeTurns(
-  candidates: DueDelivery[], claim: DeliveryClaim, leases: ReadonlyMap<number, number>, merchantOf: ReadonlyMap<number, number>,
+  candidates: DueDelivery[],
+  claim: DeliveryClaim,
+  leases: ReadonlyMap<number, number>,
+  merchantOf: ReadonlyMap<number, number>,
   /** Per rate-limited endpoint, how many of its slots start within the horizon (rateSlots). */
   slotsOf: ReadonlyMap<number, number> = new Map(),
 ): number[] {
   // 1. Each endpoint's turns, after the deliveries it already has in flight, and within its rate.
   const endpointTurns = new Map<number, number>();
   const taken = new Map<number, number>();
-  const withinEndpoints = [...candidates].sort((a, b) => a.endpointId - b.endpointId || byDue(a, b)).map((candidate) => {
-    const held = Math.max(leases.get(candidate.endpointId) ?? 0, claim.inFlightByEndpoint.get(candidate.endpointId) ?? 0);
-    const endpointTurn = (endpointTurns.get(candidate.endpointId) ?? held) + 1;
-    endpointTurns.set(candidate.endpointId, endpointTurn);
-    const nth = (taken.get(candidate.endpointId) ?? 0) + 1;
-    taken.set(candidate.endpointId, nth);
-    return { ...candidate, endpointTurn, nth };
-  }).filter((candidate) => candidate.endpointTurn <= claim.perEndpoint && candidate.nth <= (slotsOf.get(candidate.endpointId) ?? Infinity));
+  const withinEndpoints = [...candidates]
+    .sort((a, b) => a.endpointId - b.endpointId || byDue(a, b))
+    .map((candidate) => {
+      const held = Math.max(leases.get(candidate.endpointId) ?? 0, claim.inFlightByEndpoint.get(candidate.endpointId) ?? 0);
+      const endpointTurn = (endpointTurns.get(candidate.endpointId) ?? held) + 1;
+      endpointTurns.set(candidate.endpointId, endpointTurn);
+      const nth = (taken.get(candidate.endpointId) ?? 0) + 1;
+      taken.set(candidate.endpointId, nth);
+      return { ...candidate, endpointTurn, nth };
+    })
+    .filter((candidate) => candidate.endpointTurn <= claim.perEndpoint && candidate.nth <= (slotsOf.get(candidate.endpointId) ?? Infinity));
 
   // 2. Each merchant's turns, its endpoints taking theirs in order, after what this process already
   // sends to the merchant.
@@ -108,7 +114,9 @@ export function rateSlots(rates: ReadonlyMap<number, EndpointRate>, now: Date): 
  * may start (`sendAt`, by delivery id), and each endpoint's next free slot after them (`nextAt`).
  */
 export function assignSlots(
-  chosen: readonly DueDelivery[], rates: ReadonlyMap<number, EndpointRate>, now: Date,
+  chosen: readonly DueDelivery[],
+  rates: ReadonlyMap<number, EndpointRate>,
+  now: Date,
 ): { sendAt: Map<number, string>; nextAt: Map<number, string> } {
   const sendAt = new Map<number, string>();
   const nextAt = new Map<number, string>();

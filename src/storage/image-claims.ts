@@ -47,7 +47,11 @@ const byDue = (a: ClaimedImageMirror, b: ClaimedImageMirror) => {
  * `perOrigin` of one origin of a merchant, counting those busy. See ImageStore.claimDueImageMirrors.
  */
 export async function claimImages(
-  queries: ImageClaimQueries, now: string, limit: number, leaseUntil: string, fairness: ImageClaimFairness,
+  queries: ImageClaimQueries,
+  now: string,
+  limit: number,
+  leaseUntil: string,
+  fairness: ImageClaimFairness,
 ): Promise<ClaimedImageMirror[]> {
   if (limit <= 0) return [];
   const busyMerchant = new Map<number, number>();
@@ -75,7 +79,10 @@ export async function claimImages(
       if (due.length > 0) {
         candidates.push(...due);
         if (fetching === 0) idleWithWork++;
-        const earliest = due.reduce((min, image) => (image.next_attempt_at! < min ? image.next_attempt_at! : min), due[0]!.next_attempt_at!);
+        const earliest = due.reduce(
+          (min, image) => (image.next_attempt_at! < min ? image.next_attempt_at! : min),
+          due[0]!.next_attempt_at!,
+        );
         // Still a lower bound (the earliest of the origins not full): sharper turn order next time.
         if (fullOrigins.length === 0 && earliest > hint.dueAt) await queries.settleHint(hint, earliest);
         continue;
@@ -96,16 +103,22 @@ export async function claimImages(
 
 /** The fair turn order over the candidates: origins within a merchant, then merchants. */
 function takeImageTurns(
-  candidates: ClaimedImageMirror[], limit: number, fairness: ImageClaimFairness,
-  busyMerchant: ReadonlyMap<number, number>, busyOrigin: ReadonlyMap<string, number>,
+  candidates: ClaimedImageMirror[],
+  limit: number,
+  fairness: ImageClaimFairness,
+  busyMerchant: ReadonlyMap<number, number>,
+  busyOrigin: ReadonlyMap<string, number>,
 ): ClaimedImageMirror[] {
   const originTurns = new Map<string, number>();
-  const withinOrigins = [...candidates].sort(byDue).map((image) => {
-    const key = `${image.merchant_id} ${image.origin}`;
-    const turn = (originTurns.get(key) ?? busyOrigin.get(key) ?? 0) + 1;
-    originTurns.set(key, turn);
-    return { image, originTurn: turn };
-  }).filter((c) => c.originTurn <= fairness.perOrigin);
+  const withinOrigins = [...candidates]
+    .sort(byDue)
+    .map((image) => {
+      const key = `${image.merchant_id} ${image.origin}`;
+      const turn = (originTurns.get(key) ?? busyOrigin.get(key) ?? 0) + 1;
+      originTurns.set(key, turn);
+      return { image, originTurn: turn };
+    })
+    .filter((c) => c.originTurn <= fairness.perOrigin);
   const merchantTurns = new Map<number, number>();
   const ranked = withinOrigins
     .sort((a, b) => a.originTurn - b.originTurn || byDue(a.image, b.image))

@@ -14,30 +14,80 @@ import type { CatalogStorage, StorageOperations } from './port.js';
 
 /** The port's operations whose first parameter is the merchant's id. */
 export const MERCHANT_KEYED = [
-  'getMerchant', 'updateMerchant', 'listApiKeys', 'revokeApiKey',
-  'listStores', 'findStore', 'findDefaultStore', 'upsertStore',
-  'listCustomerGroups', 'createCustomerGroup', 'updateCustomerGroup', 'deleteCustomerGroup',
-  'listExchangeRates', 'upsertExchangeRate', 'deleteExchangeRate',
-  'listPricingRules', 'getPricingRule', 'createPricingRule', 'updatePricingRule', 'deletePricingRule',
-  'listSuppliers', 'upsertSupplier', 'deleteSupplier', 'isSupplierReferenced', 'currenciesInUse',
-  'listAttributeDefinitions', 'upsertAttributeDefinition', 'deleteAttributeDefinition',
-  'findProductByRef', 'upsertProductSource', 'upsertProductSources', 'deleteProduct', 'productsExcludedFrom',
-  'productsAfter', 'productsByIds', 'productList', 'productIdsWithImage',
-  'imageMirrors', 'ensureImageMirrors', 'updateImageMirror', 'imageStateCounts', 'deadImages',
-  'publishedPageOfStore', 'storeAtPublishedVersion', 'recordChanges', 'latestFeedPosition',
-  'listWebhookEndpoints', 'oldestWaitingChangeAt', 'listNotifications',
-  'listPendingPanelInvitations', 'revokePanelInvitations', 'panelOwnerIds', 'listPanelUsers', 'deletePanelUser', 'listAuditEntries',
-  'importJob', 'listImportJobs',
+  'getMerchant',
+  'updateMerchant',
+  'listApiKeys',
+  'revokeApiKey',
+  'listStores',
+  'findStore',
+  'findDefaultStore',
+  'upsertStore',
+  'listCustomerGroups',
+  'createCustomerGroup',
+  'updateCustomerGroup',
+  'deleteCustomerGroup',
+  'listExchangeRates',
+  'upsertExchangeRate',
+  'deleteExchangeRate',
+  'listPricingRules',
+  'getPricingRule',
+  'createPricingRule',
+  'updatePricingRule',
+  'deletePricingRule',
+  'listSuppliers',
+  'upsertSupplier',
+  'deleteSupplier',
+  'isSupplierReferenced',
+  'currenciesInUse',
+  'listAttributeDefinitions',
+  'upsertAttributeDefinition',
+  'deleteAttributeDefinition',
+  'findProductByRef',
+  'upsertProductSource',
+  'upsertProductSources',
+  'deleteProduct',
+  'productsExcludedFrom',
+  'productsAfter',
+  'productsByIds',
+  'productList',
+  'productIdsWithImage',
+  'imageMirrors',
+  'ensureImageMirrors',
+  'updateImageMirror',
+  'imageStateCounts',
+  'deadImages',
+  'publishedPageOfStore',
+  'storeAtPublishedVersion',
+  'recordChanges',
+  'latestFeedPosition',
+  'listWebhookEndpoints',
+  'oldestWaitingChangeAt',
+  'listNotifications',
+  'listPendingPanelInvitations',
+  'revokePanelInvitations',
+  'panelOwnerIds',
+  'listPanelUsers',
+  'deletePanelUser',
+  'listAuditEntries',
+  'importJob',
+  'listImportJobs',
 ] as const satisfies readonly (keyof StorageOperations)[];
 
 /** The port's operations whose first parameter is a new row carrying `merchant_id`. */
 export const MERCHANT_IN_ROW = [
-  'insertApiKey', 'insertAuditEntry', 'createWebhookEndpoint', 'insertNotification', 'insertImportJob',
+  'insertApiKey',
+  'insertAuditEntry',
+  'createWebhookEndpoint',
+  'insertNotification',
+  'insertImportJob',
 ] as const satisfies readonly (keyof StorageOperations)[];
 
 /** The port's operations whose first parameter is a store's id: in a scope, they take the merchant's store. */
 export const STORE_KEYED = [
-  'deleteStore', 'publishedCountsByExclusion', 'publishedSummaries', 'findPublishedProducts',
+  'deleteStore',
+  'publishedCountsByExclusion',
+  'publishedSummaries',
+  'findPublishedProducts',
 ] as const satisfies readonly (keyof StorageOperations)[];
 
 type MerchantKeyed = (typeof MERCHANT_KEYED)[number];
@@ -45,17 +95,18 @@ type MerchantInRow = (typeof MERCHANT_IN_ROW)[number];
 type StoreKeyed = (typeof STORE_KEYED)[number];
 
 type WithoutMerchant<F> = F extends (merchantId: number, ...rest: infer A) => infer R ? (...rest: A) => R : never;
-type WithoutMerchantInRow<F> = F extends (row: infer I, ...rest: infer A) => infer R ? (row: Omit<I, 'merchant_id'>, ...rest: A) => R : never;
+type WithoutMerchantInRow<F> = F extends (row: infer I, ...rest: infer A) => infer R
+  ? (row: Omit<I, 'merchant_id'>, ...rest: A) => R
+  : never;
 type OfStore<F> = F extends (storeId: number, ...rest: infer A) => infer R ? (store: MerchantStore, ...rest: A) => R : never;
 
 /** A store as a scope takes it: read through the scope, so its merchant is known. */
 export type MerchantStore = Pick<StoreRecord, 'id' | 'merchant_id'>;
 
 /** One merchant's operations: no method takes a merchant id, none reaches another merchant's rows by its merchant key. */
-export type MerchantScope = { readonly merchantId: number }
-  & { readonly [K in MerchantKeyed]: WithoutMerchant<StorageOperations[K]> }
-  & { readonly [K in MerchantInRow]: WithoutMerchantInRow<StorageOperations[K]> }
-  & { readonly [K in StoreKeyed]: OfStore<StorageOperations[K]> };
+export type MerchantScope = { readonly merchantId: number } & { readonly [K in MerchantKeyed]: WithoutMerchant<StorageOperations[K]> } & {
+  readonly [K in MerchantInRow]: WithoutMerchantInRow<StorageOperations[K]>;
+} & { readonly [K in StoreKeyed]: OfStore<StorageOperations[K]> };
 
 /** A merchant's scope over the whole storage: its operations each on their own, or in one transaction or snapshot. */
 export type MerchantStorage = MerchantScope & {
@@ -67,13 +118,18 @@ type Call = (...args: unknown[]) => unknown;
 type Operations = Record<string, Call>;
 
 class BoundScope {
-  constructor(readonly ops: StorageOperations, readonly merchantId: number) {}
+  constructor(
+    readonly ops: StorageOperations,
+    readonly merchantId: number,
+  ) {}
 }
 
 // The bound operations live on the prototype, written once: a scope is two fields, cheap per request.
 for (const name of MERCHANT_KEYED) {
   Object.defineProperty(BoundScope.prototype, name, {
-    value(this: BoundScope, ...args: unknown[]) { return (this.ops as unknown as Operations)[name]!(this.merchantId, ...args); },
+    value(this: BoundScope, ...args: unknown[]) {
+      return (this.ops as unknown as Operations)[name]!(this.merchantId, ...args);
+    },
   });
 }
 for (const name of MERCHANT_IN_ROW) {
@@ -95,7 +151,10 @@ for (const name of STORE_KEYED) {
 }
 
 class BoundStorage extends BoundScope {
-  constructor(private readonly storage: CatalogStorage, merchantId: number) {
+  constructor(
+    private readonly storage: CatalogStorage,
+    merchantId: number,
+  ) {
     super(storage, merchantId);
   }
 

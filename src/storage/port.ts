@@ -9,23 +9,66 @@
 // `snapshot(fn)` hands fn a reader on one consistent view. Operations called on the CatalogStorage itself
 // run on their own (each write its own transaction); inside a transaction, use its tx.
 import type {
-  DeliveryClaim, ClaimedImageMirror, OperationalCounts, OutboxGroup, OutboxRow, ProductListPage, ProductListQuery,
-  PublishRunRecord, ExpectedStorePage, PublishedHashes, PublishedLines, PublishedPage, PublishedPayloads, PublishedRow,
-  PublishedBlock, PublishedIdWindow, PublishedSummaryWindow, PublishedVersionRead, PublishedWindowRead, StorePageRead,
+  DeliveryClaim,
+  ClaimedImageMirror,
+  OperationalCounts,
+  OutboxGroup,
+  OutboxRow,
+  ProductListPage,
+  ProductListQuery,
+  PublishRunRecord,
+  ExpectedStorePage,
+  PublishedHashes,
+  PublishedLines,
+  PublishedPage,
+  PublishedPayloads,
+  PublishedRow,
+  PublishedBlock,
+  PublishedIdWindow,
+  PublishedSummaryWindow,
+  PublishedVersionRead,
+  PublishedWindowRead,
+  StorePageRead,
 } from './records.js';
 import type { ApiKeyRecord, MerchantRecord } from '../tenancy/model.js';
 import type {
-  AttemptRecord, ClaimedDelivery, DeliveryRecord, DeliveryStatus, AttemptHourRecord, NotificationKind, NotificationRecord,
-  WebhookEndpointInputRecord, WebhookEndpointRecord, NewAttempt, NewDelivery,
+  AttemptRecord,
+  ClaimedDelivery,
+  DeliveryRecord,
+  DeliveryStatus,
+  AttemptHourRecord,
+  NotificationKind,
+  NotificationRecord,
+  WebhookEndpointInputRecord,
+  WebhookEndpointRecord,
+  NewAttempt,
+  NewDelivery,
 } from '../webhooks/model.js';
 import type {
-  AttributeDefinitionRecord, CustomerGroupRecord, ExchangeRateRecord, ImageMirrorRecord, ImageMirrorWork, ImageStateCounts,
-  PricingRuleInputRecord, PricingRuleRecord, ProductRecord, ProductSourceDocument, PublishedExclusionCounts,
-  PublishedProductSummary, StoreInputRecord, StoreRecord, SupplierRecord,
+  AttributeDefinitionRecord,
+  CustomerGroupRecord,
+  ExchangeRateRecord,
+  ImageMirrorRecord,
+  ImageMirrorWork,
+  ImageStateCounts,
+  PricingRuleInputRecord,
+  PricingRuleRecord,
+  ProductRecord,
+  ProductSourceDocument,
+  PublishedExclusionCounts,
+  PublishedProductSummary,
+  StoreInputRecord,
+  StoreRecord,
+  SupplierRecord,
 } from '../catalog/model.js';
 import type { FeedPosition, RecordedChange, StoredChange } from '../changes/model.js';
 import type {
-  AuditEntryRecord, ImportJobProgress, ImportJobRecord, PanelInvitationRecord, PanelSessionRecord, PanelUserRecord,
+  AuditEntryRecord,
+  ImportJobProgress,
+  ImportJobRecord,
+  PanelInvitationRecord,
+  PanelSessionRecord,
+  PanelUserRecord,
 } from '../admin/model.js';
 
 export type * from './records.js';
@@ -97,12 +140,21 @@ export interface ProductSourceStore {
    * source refers to (images, excluded stores, suppliers) findable by index in the same transaction,
    * and makes its new image URLs pending work for the mirror (as ensureImageMirrors).
    */
-  upsertProductSource(merchantId: number, ref: string, source: ProductSourceDocument, at: string): Promise<{ id: number; created: boolean }>;
+  upsertProductSource(
+    merchantId: number,
+    ref: string,
+    source: ProductSourceDocument,
+    at: string,
+  ): Promise<{ id: number; created: boolean }>;
   /**
    * upsertProductSource for each product in turn (refs distinct), in fewer statements: the same
    * rows, ids (new products numbered in the given order), links and image work; results in order.
    */
-  upsertProductSources(merchantId: number, products: { ref: string; source: ProductSourceDocument }[], at: string): Promise<{ id: number; created: boolean }[]>;
+  upsertProductSources(
+    merchantId: number,
+    products: { ref: string; source: ProductSourceDocument }[],
+    at: string,
+  ): Promise<{ id: number; created: boolean }[]>;
   deleteProduct(merchantId: number, productId: number): Promise<void>;
   /** Products whose source excludes them from the store with this slug. */
   productsExcludedFrom(merchantId: number, slug: string): Promise<ProductRecord[]>;
@@ -239,8 +291,17 @@ export interface ChangeStore {
 
 /** Receiver endpoints with their health record. */
 /** An endpoint's health columns (what the dispatcher updates after each attempt). */
-export type WebhookEndpointHealthRecord = Pick<WebhookEndpointRecord, 'status' | 'consecutive_failures' | 'failure_streak_started_at'
-  | 'paused_until' | 'owners_notified_at' | 'disabled_reason' | 'last_success_at' | 'last_failure_at'>;
+export type WebhookEndpointHealthRecord = Pick<
+  WebhookEndpointRecord,
+  | 'status'
+  | 'consecutive_failures'
+  | 'failure_streak_started_at'
+  | 'paused_until'
+  | 'owners_notified_at'
+  | 'disabled_reason'
+  | 'last_success_at'
+  | 'last_failure_at'
+>;
 
 export interface WebhookEndpointStore {
   createWebhookEndpoint(input: WebhookEndpointInputRecord): Promise<WebhookEndpointRecord>;
@@ -277,7 +338,10 @@ export interface OutboxStore {
    * The group's rows in arrival order, at most `limit`. In a transaction they are the caller's until
    * it ends: a concurrent coalescer gets the rows after them, so no row goes into two deliveries.
    */
-  outboxRows(group: Pick<OutboxGroup, 'endpointId' | 'event' | 'storeId'>, limit: number): Promise<{ id: number; productId: number; createdAt: string }[]>;
+  outboxRows(
+    group: Pick<OutboxGroup, 'endpointId' | 'event' | 'storeId'>,
+    limit: number,
+  ): Promise<{ id: number; productId: number; createdAt: string }[]>;
   deleteOutboxRows(ids: number[]): Promise<void>;
 }
 
@@ -311,7 +375,11 @@ export interface DeliveryStore {
    * up to `batchSize` ids in all. Returns the ids it now carries of those offered (none: no such
    * delivery, or it was full).
    */
-  fillWaitingDelivery(group: Pick<OutboxGroup, 'endpointId' | 'event' | 'storeId'>, productIds: number[], batchSize: number): Promise<number[]>;
+  fillWaitingDelivery(
+    group: Pick<OutboxGroup, 'endpointId' | 'event' | 'storeId'>,
+    productIds: number[],
+    batchSize: number,
+  ): Promise<number[]>;
   updateDelivery(id: number, patch: Partial<Omit<DeliveryRecord, 'id' | 'endpoint_id'>>): Promise<void>;
   /** Marks the endpoint's pending and failed deliveries dropped; returns how many. */
   dropPendingDeliveries(endpointId: number): Promise<number>;
@@ -357,7 +425,10 @@ export interface NotificationStore {
 
 /** The administration panel's accounts: users, invitations, sessions, sign-in failures, the audit log. */
 export interface PanelStore {
-  insertPanelInvitation(tokenHash: Buffer, invitation: Omit<PanelInvitationRecord, 'id' | 'used_at' | 'revoked_at'>): Promise<PanelInvitationRecord>;
+  insertPanelInvitation(
+    tokenHash: Buffer,
+    invitation: Omit<PanelInvitationRecord, 'id' | 'used_at' | 'revoked_at'>,
+  ): Promise<PanelInvitationRecord>;
   panelInvitation(tokenHash: Buffer): Promise<PanelInvitationRecord | undefined>;
   /** Marks the link used; false (nothing changed) when it was already used or revoked. */
   markPanelInvitationUsed(tokenHash: Buffer, at: string): Promise<boolean>;
@@ -438,8 +509,20 @@ export interface PublishRunStore {
   stalledPublishRuns(now: string, limit: number): Promise<PublishRunRecord[]>;
 }
 
-export interface StorageOperations extends TenancyStore, CatalogSetupStore, ProductSourceStore, ImageStore, PublishedStore,
-  ChangeStore, WebhookEndpointStore, OutboxStore, DeliveryStore, NotificationStore, PanelStore, ImportJobStore, PublishRunStore {}
+export interface StorageOperations
+  extends TenancyStore,
+    CatalogSetupStore,
+    ProductSourceStore,
+    ImageStore,
+    PublishedStore,
+    ChangeStore,
+    WebhookEndpointStore,
+    OutboxStore,
+    DeliveryStore,
+    NotificationStore,
+    PanelStore,
+    ImportJobStore,
+    PublishRunStore {}
 
 /** The operations inside one write transaction. */
 export type StorageTx = StorageOperations;

@@ -46,26 +46,52 @@ export const toPricingRule = (r: Row): PricingRuleRecord => ({
 
 export const toEndpoint = (r: Row): WebhookEndpointRecord => ({
   ...(r as unknown as WebhookEndpointRecord),
-  events: JSON.parse(r.events as string),
+  events: JSON.parse(r.events as string) as WebhookEndpointRecord['events'],
   standard_webhooks: flag(r.standard_webhooks),
   max_per_second: (r.max_per_second as number | null) ?? null,
 });
 
 /** The endpoint's columns an update may set. */
-export const ENDPOINT_FIELDS = ['url', 'store_id', 'events', 'standard_webhooks', 'max_per_second', 'secret', 'pending_secret', 'secret_rotated_at', 'pending_secret_until',
-  'status', 'consecutive_failures', 'failure_streak_started_at', 'paused_until', 'owners_notified_at', 'disabled_reason', 'last_success_at', 'last_failure_at'] as const;
+export const ENDPOINT_FIELDS = [
+  'url',
+  'store_id',
+  'events',
+  'standard_webhooks',
+  'max_per_second',
+  'secret',
+  'pending_secret',
+  'secret_rotated_at',
+  'pending_secret_until',
+  'status',
+  'consecutive_failures',
+  'failure_streak_started_at',
+  'paused_until',
+  'owners_notified_at',
+  'disabled_reason',
+  'last_success_at',
+  'last_failure_at',
+] as const;
 
 /** The record (the admin API's shape): bookkeeping columns such as oldest_change_at stay in storage. */
 export const toDelivery = ({ oldest_change_at: _bookkeeping, leased_until: _lease, ...r }: Row): DeliveryRecord => ({
   ...(r as unknown as DeliveryRecord),
-  product_ids: JSON.parse(r.product_ids as string),
+  product_ids: JSON.parse(r.product_ids as string) as DeliveryRecord['product_ids'],
   test: flag(r.test),
   replaces: (r.replaces as number | null) ?? null,
   replaced_by: (r.replaced_by as number | null) ?? null,
 });
 
 /** The delivery's columns an update may set, and those a record is read from. */
-export const DELIVERY_FIELDS = ['event', 'store_id', 'product_ids', 'occurred_at', 'status', 'attempts', 'next_attempt_at', 'created_at'] as const;
+export const DELIVERY_FIELDS = [
+  'event',
+  'store_id',
+  'product_ids',
+  'occurred_at',
+  'status',
+  'attempts',
+  'next_attempt_at',
+  'created_at',
+] as const;
 export const DELIVERY_COLUMNS = `id, endpoint_id, ${DELIVERY_FIELDS.join(', ')}, test, replaces, replaced_by`;
 
 /** An attempt's columns, as listAttempts reads them (toAttempt). */
@@ -74,7 +100,10 @@ export const ATTEMPT_COLUMNS = 'at, status_code, error, latency_ms, response_sni
 export const toAttempt = (r: Row): AttemptRecord => ({
   ...(r as unknown as AttemptRecord),
   request_url: (r.request_url as string | null) ?? null,
-  request_headers: r.request_headers === null || r.request_headers === undefined ? null : JSON.parse(r.request_headers as string),
+  request_headers:
+    r.request_headers === null || r.request_headers === undefined
+      ? null
+      : (JSON.parse(r.request_headers as string) as AttemptRecord['request_headers']),
 });
 
 /** The UTC hour an ISO instant falls in, as the attempt counts key it (migration 36): `YYYY-MM-DDTHH`. */
@@ -85,7 +114,11 @@ export const hourOf = (iso: string): string => iso.slice(0, 13);
  * ids are: `carried`, the offered ids it now carries (ones it held already included); `added`,
  * whether any was new.
  */
-export function fillIds(ids: readonly number[], offered: readonly number[], batchSize: number): { ids: number[]; carried: number[]; added: boolean } {
+export function fillIds(
+  ids: readonly number[],
+  offered: readonly number[],
+  batchSize: number,
+): { ids: number[]; carried: number[]; added: boolean } {
   const held = new Set(ids);
   const carried: number[] = [];
   let added = false;

@@ -32,12 +32,13 @@ export class ApiKeyUses {
     if (this.written.size >= REMEMBERED_KEYS_MAX) this.written.delete(this.written.keys().next().value!);
     this.written.set(keyId, at.getTime());
     const unlessAfter = new Date(at.getTime() - this.intervalMs).toISOString();
-    const writing = this.storage.recordApiKeyUse(keyId, at.toISOString(), unlessAfter)
+    const writing = this.storage
+      .recordApiKeyUse(keyId, at.toISOString(), unlessAfter)
       .then(() => undefined)
       .catch((error: unknown) => {
         // The next use tries again.
         if (this.written.get(keyId) === at.getTime()) this.written.delete(keyId);
-        this.logger.warn({ err: error, api_key_id: keyId }, 'recording an API key\'s last use failed');
+        this.logger.warn({ err: error, api_key_id: keyId }, "recording an API key's last use failed");
       })
       .finally(() => this.pending.delete(writing));
     this.pending.add(writing);

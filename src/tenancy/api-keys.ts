@@ -15,7 +15,11 @@ export function hashApiKey(key: string): Buffer {
 }
 
 /** Issues a key for the merchant; the plain key is returned here and never again. */
-export async function issueApiKey(merchant: Pick<MerchantScope, 'insertApiKey'>, name: string, now: Date): Promise<ApiKeyRecord & { key: string }> {
+export async function issueApiKey(
+  merchant: Pick<MerchantScope, 'insertApiKey'>,
+  name: string,
+  now: Date,
+): Promise<ApiKeyRecord & { key: string }> {
   const key = `${KEY_PREFIX}${randomBytes(32).toString('base64url')}`;
   const record = await merchant.insertApiKey({ name, prefix: key.slice(0, 12), key_hash: hashApiKey(key), created_at: now.toISOString() });
   return { ...record, key };
@@ -44,7 +48,7 @@ export class MerchantApiKeys {
 
   async revoke(merchantId: number, keyId: number, actor: Actor = OPERATOR): Promise<void> {
     await this.writes.write(merchantId, actor, async (write) => {
-      if (!await write.tx.revokeApiKey(keyId, write.at)) throw notFound(`API key ${keyId}`);
+      if (!(await write.tx.revokeApiKey(keyId, write.at))) throw notFound(`API key ${keyId}`);
       await write.audit('api_key.revoke', `key ${keyId}`);
     });
     // After the commit: a lookup that starts now reads the revocation.

@@ -22,7 +22,10 @@ export class Merchants {
     const { storage, now } = this.writes;
     return storage.transaction(async (tx) => {
       const merchant = await tx.createMerchant({
-        name: input.name, sku_pattern: input.sku_pattern ?? null, owner_emails: input.owner_emails ?? [], created_at: now().toISOString(),
+        name: input.name,
+        sku_pattern: input.sku_pattern ?? null,
+        owner_emails: input.owner_emails ?? [],
+        created_at: now().toISOString(),
       });
       await scopeToMerchant(tx, merchant.id).createPricingRule(CATCH_ALL_RULE, true);
       await audit(tx, merchant.id, actor, 'merchant.create', `merchant ${merchant.id} "${merchant.name}"`, now());
@@ -31,11 +34,14 @@ export class Merchants {
   }
 
   update(
-    merchantId: number, patch: Partial<Pick<MerchantRecord, 'name' | 'sku_pattern' | 'owner_emails'>>, actor: Actor = OPERATOR,
+    merchantId: number,
+    patch: Partial<Pick<MerchantRecord, 'name' | 'sku_pattern' | 'owner_emails'>>,
+    actor: Actor = OPERATOR,
   ): Promise<MerchantRecord> {
     return this.writes.writeAndRepublish(merchantId, actor, async ({ tx, audit: record }) => {
       const merchant = (await tx.updateMerchant(patch))!;
-      const changed = Object.entries(patch).filter(([, value]) => value !== undefined)
+      const changed = Object.entries(patch)
+        .filter(([, value]) => value !== undefined)
         .map(([field, value]) => `${field} ${Array.isArray(value) ? value.join(', ') || 'none' : JSON.stringify(value)}`);
       await record('merchant.update', `merchant ${merchantId}: ${changed.join('; ') || 'unchanged'}`);
       return merchant;

@@ -52,7 +52,12 @@ export function attemptStatsRange(now: Date): { from: string; to: string } {
   };
 }
 
-interface Sums { attempts: number; byOutcome: Record<AttemptOutcomeKind, number>; latencySumMs: number; latencyMaxMs: number }
+interface Sums {
+  attempts: number;
+  byOutcome: Record<AttemptOutcomeKind, number>;
+  latencySumMs: number;
+  latencyMaxMs: number;
+}
 
 const emptySums = (): Sums => ({ attempts: 0, byOutcome: { succeeded: 0, failed: 0, no_response: 0 }, latencySumMs: 0, latencyMaxMs: 0 });
 
@@ -65,7 +70,10 @@ function add(sums: Sums, row: AttemptHourRecord): void {
 
 function bucketOf(sums: Sums, from: number, to: number): AttemptBucket {
   return {
-    from: new Date(from).toISOString(), to: new Date(to).toISOString(), attempts: sums.attempts, byOutcome: sums.byOutcome,
+    from: new Date(from).toISOString(),
+    to: new Date(to).toISOString(),
+    attempts: sums.attempts,
+    byOutcome: sums.byOutcome,
     latencyAvgMs: sums.attempts === 0 ? null : Math.round(sums.latencySumMs / sums.attempts),
     latencyMaxMs: sums.attempts === 0 ? null : sums.latencyMaxMs,
   };
@@ -85,7 +93,9 @@ export function attemptWindows(hours: readonly AttemptHourRecord[], now: Date): 
       add(total, row);
     }
     return {
-      id: window.id, label: window.label, bucketHours: window.bucketHours,
+      id: window.id,
+      label: window.label,
+      bucketHours: window.bucketHours,
       buckets: sums.map((s, i) => bucketOf(s, from + i * size, from + (i + 1) * size)),
       total: bucketOf(total, from, to),
     };

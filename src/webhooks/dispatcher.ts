@@ -7,9 +7,7 @@ import { WEBHOOKS, type WebhookPayload, type WebhookSchemaError } from '../gener
 import type { AttemptOutcome, CatalogStorage, OutboxGroup, StorageTx } from '../storage/port.js';
 import type { ClaimedDelivery, DeliveryRecord, NotificationRecord, WebhookEndpointRecord } from './model.js';
 import type { NewAttempt } from './model.js';
-import {
-  afterFailure, afterGone, afterSuccess, conditionsEnded, onChange, type EndpointHealth, type HealthPolicy,
-} from './health.js';
+import { afterFailure, afterGone, afterSuccess, conditionsEnded, onChange, type EndpointHealth, type HealthPolicy } from './health.js';
 import { silentLogger, type Logger } from '../operations/log.js';
 import type { DeliveryObserver, DeliveryOutcome } from '../operations/metrics.js';
 import { AddressGuard } from '../outbound/address-guard.js';
@@ -65,7 +63,12 @@ export type DeliveryBody = { ok: true; body: string } | { ok: false; errors: Web
  * registry): what no receiver could accept is never signed nor sent.
  */
 export function deliveryBody(delivery: Pick<DeliveryRecord, 'event' | 'store_id' | 'product_ids'>, occurredAt: string): DeliveryBody {
-  const payload = { event: delivery.event, store_id: delivery.store_id, product_ids: delivery.product_ids, occurred_at: occurredAt } satisfies WebhookPayload;
+  const payload = {
+    event: delivery.event,
+    store_id: delivery.store_id,
+    product_ids: delivery.product_ids,
+    occurred_at: occurredAt,
+  } satisfies WebhookPayload;
   const errors = WEBHOOKS[payload.event].validate(payload);
   return errors.length ? { ok: false, errors } : { ok: true, body: JSON.stringify(payload) };
 }
@@ -89,9 +92,13 @@ export interface SentRequest {
  */
 function attemptRecord(result: SendResult, at: Date, request: SentRequest): NewAttempt {
   return {
-    at: at.toISOString(), status_code: result.statusCode, error: result.error === null ? null : validText(result.error),
-    latency_ms: result.latencyMs, response_snippet: result.responseSnippet === null ? null : validText(result.responseSnippet),
-    request_url: request.url, request_headers: request.headers,
+    at: at.toISOString(),
+    status_code: result.statusCode,
+    error: result.error === null ? null : validText(result.error),
+    latency_ms: result.latencyMs,
+    response_snippet: result.responseSnippet === null ? null : validText(result.responseSnippet),
+    request_url: request.url,
+    request_headers: request.headers,
   };
 }
 
@@ -191,7 +198,9 @@ export class WebhookDispatcher {
       if (coalescing) {
         wokenMeanwhile = true;
         if (!duringPass && this.inflight.size < this.config.overallConcurrency && !this.stopping) {
-          duringPass = sendRound().finally(() => { duringPass = null; });
+          duringPass = sendRound().finally(() => {
+            duringPass = null;
+          });
         }
         return;
       }
@@ -217,7 +226,7 @@ export class WebhookDispatcher {
         }
       });
       coalescing = pass;
-      sendRound(pass);
+      void sendRound(pass); // logs its own failure; stop() waits for this.rounds
     };
     this.timer = setInterval(poll, this.config.pollIntervalMs);
     this.unsubscribe = this.storage.onWork?.('deliveries', poll) ?? null;
@@ -311,11 +320,20 @@ export class WebhookDispatcher {
     if (current.productIds.length === this.config.batchSize || (timeIsUp && current.productIds.length > 0)) batches.push(current);
     const createdAt = now.toISOString();
     for (const batch of batches) {
-      await tx.insertDelivery({
-        endpoint_id: endpoint.id, event: group.event, store_id: group.storeId, product_ids: batch.productIds.sort((a, b) => a - b),
-        occurred_at: null, status: deliver ? 'pending' : 'dropped', attempts: 0, next_attempt_at: deliver ? createdAt : null,
-        created_at: createdAt,
-      }, batch.oldestAt);
+      await tx.insertDelivery(
+        {
+          endpoint_id: endpoint.id,
+          event: group.event,
+          store_id: group.storeId,
+          product_ids: batch.productIds.sort((a, b) => a - b),
+          occurred_at: null,
+          status: deliver ? 'pending' : 'dropped',
+          attempts: 0,
+          next_attempt_at: deliver ? createdAt : null,
+          created_at: createdAt,
+        },
+        batch.oldestAt,
+      );
     }
     // The batched rows go in one statement (same transaction: together with their deliveries or not at all).
     await tx.deleteOutboxRows([...filledRows, ...batches.flatMap((batch) => batch.rowIds)]);
@@ -332,7 +350,11 @@ export class WebhookDispatcher {
     let sent = 0;
     const sending = new Set<Promise<void>>();
     const start = (delivery: ClaimedDelivery, endpoint: Promise<WebhookEndpointRecord | undefined>) => {
-      const send: Promise<void> = this.send(delivery, endpoint).then(() => { sent++; }).finally(() => sending.delete(send));
+      const send: Promise<void> = this.send(delivery, endpoint)
+        .then(() => {
+          sent++;
+        })
+        .finally(() => sending.delete(send));
       sending.add(send);
     };
     for (;;) {
@@ -357,9 +379,14 @@ export class WebhookDispatcher {
       // endpoint of the claim is read once for all its deliveries, as they start.
       const claimed = await this.claim(free);
       if (claimed.length === 0) return;
-      const endpoints = this.storage.getWebhookEndpoints(claimed.map((d) => d.endpoint_id))
+      const endpoints = this.storage
+        .getWebhookEndpoints(claimed.map((d) => d.endpoint_id))
         .then((list) => new Map(list.map((e) => [e.id, e])));
-      for (const delivery of claimed) start(delivery, endpoints.then((byId) => byId.get(delivery.endpoint_id)));
+      for (const delivery of claimed)
+        start(
+          delivery,
+          endpoints.then((byId) => byId.get(delivery.endpoint_id)),
+        );
     });
     this.claiming = turn.catch(() => undefined);
     return turn;
@@ -402,7 +429,11 @@ export class WebhookDispatcher {
    * endpoint's health as the one before left it, exactly as one transaction after another would.
    */
   private record(
-    delivery: DeliveryRecord, endpoint: WebhookEndpointRecord, request: SentRequest, result: SendResult, at: Date,
+    delivery: DeliveryRecord,
+    endpoint: WebhookEndpointRecord,
+    request: SentRequest,
+    result: SendResult,
+    at: Date,
   ): Promise<DeliveryOutcome | null> {
     return new Promise((resolve, reject) => {
       this.ended.push({ delivery, endpoint, request, result, at, resolve, reject });
@@ -450,15 +481,23 @@ export class WebhookDispatcher {
     try {
       return await this.recordTogether([{ ...item, result: failed }]);
     } catch (again) {
-      this.log.error({ ...ids, err: again }, 'webhook attempt could not be recorded with its endpoint\'s health: recorded without it');
+      this.log.error({ ...ids, err: again }, "webhook attempt could not be recorded with its endpoint's health: recorded without it");
     }
     try {
       const attempts = delivery.attempts + 1;
       const nextAt = nextAttemptAt(attempts, at, this.config.backoffSeconds, null, this.deps.random);
       const status = nextAt ? 'failed' : 'given_up';
-      await this.storage.transaction((tx) => tx.recordAttemptOutcomes([
-        { deliveryId: delivery.id, attempt: attemptRecord(failed, at, request), status, attempts, next_attempt_at: nextAt?.toISOString() ?? null },
-      ]));
+      await this.storage.transaction((tx) =>
+        tx.recordAttemptOutcomes([
+          {
+            deliveryId: delivery.id,
+            attempt: attemptRecord(failed, at, request),
+            status,
+            attempts,
+            next_attempt_at: nextAt?.toISOString() ?? null,
+          },
+        ]),
+      );
       item.resolve(status);
     } catch (last) {
       // The database refuses even this: the lease runs out and the delivery is sent again.
@@ -477,7 +516,11 @@ export class WebhookDispatcher {
     for (const [i, item] of batch.entries()) item.resolve(outcomes[i]!);
   }
 
-  private async applyOutcomes(tx: StorageTx, batch: EndedAttempt[], notifications: NotificationRecord[]): Promise<(DeliveryOutcome | null)[]> {
+  private async applyOutcomes(
+    tx: StorageTx,
+    batch: EndedAttempt[],
+    notifications: NotificationRecord[],
+  ): Promise<(DeliveryOutcome | null)[]> {
     // Each endpoint read under its row lock once, in id order (as claims lock them): concurrent
     // attempts to one endpoint, in this process or another, lose no failure count.
     const current = new Map((await tx.getWebhookEndpoints(batch.map((item) => item.endpoint.id))).map((e) => [e.id, e]));
@@ -520,10 +563,17 @@ export class WebhookDispatcher {
       changed.add(state.id);
       await endConditions(tx, state, next, at);
       if (transition.health.status !== state.status) {
-        this.log.warn({
-          endpoint_id: state.id, merchant_id: state.merchant_id, from: state.status, to: transition.health.status,
-          consecutive_failures: transition.health.consecutive_failures, reason: transition.health.disabled_reason ?? undefined,
-        }, `webhook endpoint ${transition.health.status}`);
+        this.log.warn(
+          {
+            endpoint_id: state.id,
+            merchant_id: state.merchant_id,
+            from: state.status,
+            to: transition.health.status,
+            consecutive_failures: transition.health.consecutive_failures,
+            reason: transition.health.disabled_reason ?? undefined,
+          },
+          `webhook endpoint ${transition.health.status}`,
+        );
       }
       if (transition.notify) {
         await write();
@@ -540,8 +590,10 @@ export class WebhookDispatcher {
         continue;
       }
       // Honoured up to the last backoff step (a receiver cannot park a delivery for years).
-      const retryAfter = result.statusCode === 429 || result.statusCode === 503
-        ? parseRetryAfter(result.retryAfter, at, this.config.backoffSeconds.at(-1) ?? 0) : null;
+      const retryAfter =
+        result.statusCode === 429 || result.statusCode === 503
+          ? parseRetryAfter(result.retryAfter, at, this.config.backoffSeconds.at(-1) ?? 0)
+          : null;
       const nextAt = nextAttemptAt(attempts, at, this.config.backoffSeconds, retryAfter, this.deps.random);
       if (nextAt) settle('failed', 'failed', nextAt.toISOString());
       else settle('given_up', 'given_up', null);
@@ -554,16 +606,34 @@ export class WebhookDispatcher {
    * A payload that breaks the document (a bug here, not the receiver's fault): given up at once,
    * `invalid_payload` in the attempt log, the endpoint's health untouched, the schema errors logged.
    */
-  private async giveUpInvalid(delivery: DeliveryRecord, endpoint: WebhookEndpointRecord, errors: WebhookSchemaError[], at: Date): Promise<void> {
+  private async giveUpInvalid(
+    delivery: DeliveryRecord,
+    endpoint: WebhookEndpointRecord,
+    errors: WebhookSchemaError[],
+    at: Date,
+  ): Promise<void> {
     const detail = errors.map((e) => `${e.instancePath || '/'} ${e.message}`).join('; ');
     await this.storage.transaction(async (tx) => {
-      await tx.recordAttempt(delivery.id, { at: at.toISOString(), status_code: null, error: INVALID_PAYLOAD, latency_ms: 0, response_snippet: null });
+      await tx.recordAttempt(delivery.id, {
+        at: at.toISOString(),
+        status_code: null,
+        error: INVALID_PAYLOAD,
+        latency_ms: 0,
+        response_snippet: null,
+      });
       await tx.updateDelivery(delivery.id, { status: 'given_up', attempts: delivery.attempts + 1, next_attempt_at: null });
     });
     this.deps.metrics?.observeDelivery('given_up', 0);
-    this.log.error({
-      delivery_id: delivery.id, endpoint_id: endpoint.id, merchant_id: endpoint.merchant_id, event: delivery.event, errors: detail,
-    }, 'webhook payload breaks the document: not sent');
+    this.log.error(
+      {
+        delivery_id: delivery.id,
+        endpoint_id: endpoint.id,
+        merchant_id: endpoint.merchant_id,
+        event: delivery.event,
+        errors: detail,
+      },
+      'webhook payload breaks the document: not sent',
+    );
   }
 
   private async attempt(delivery: ClaimedDelivery, endpointRead: Promise<WebhookEndpointRecord | undefined>): Promise<void> {
@@ -592,9 +662,17 @@ export class WebhookDispatcher {
     if (!payload.ok) return this.giveUpInvalid(delivery, endpoint, payload.errors, now);
     const { body } = payload;
     const { signing, pending } = secretsAt(endpoint, now);
-    const headers = signedHeaders({
-      signing, pending: pending?.secret, deliveryId: delivery.id, replaces: delivery.replaces, standardWebhooks: endpoint.standard_webhooks,
-    }, body, now);
+    const headers = signedHeaders(
+      {
+        signing,
+        pending: pending?.secret,
+        deliveryId: delivery.id,
+        replaces: delivery.replaces,
+        standardWebhooks: endpoint.standard_webhooks,
+      },
+      body,
+      now,
+    );
     const request: SentRequest = { url: endpoint.url, headers };
     const result = await this.deps.sender.send(request.url, request.headers, body, endpoint.id);
     const at = this.deps.now();
@@ -603,8 +681,14 @@ export class WebhookDispatcher {
     this.deps.metrics?.observeDelivery(outcome, result.latencyMs / 1000);
     // Never the URL (it may carry the receiver's own token) nor the secret: the ids lead to both.
     const fields = {
-      delivery_id: delivery.id, endpoint_id: endpoint.id, merchant_id: endpoint.merchant_id, event: delivery.event,
-      attempt: delivery.attempts + 1, outcome, status_code: result.statusCode, latency_ms: result.latencyMs,
+      delivery_id: delivery.id,
+      endpoint_id: endpoint.id,
+      merchant_id: endpoint.merchant_id,
+      event: delivery.event,
+      attempt: delivery.attempts + 1,
+      outcome,
+      status_code: result.statusCode,
+      latency_ms: result.latencyMs,
     };
     if (outcome === 'succeeded') this.log.debug(fields, 'webhook delivered');
     else this.log.warn({ ...fields, error: result.error }, 'webhook delivery failed');
@@ -615,12 +699,16 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 
 /** The dispatcher as `serve` and `worker` run it: real HTTP sender through the SSRF guard, owner notifier. */
 export function createWebhookDispatcher(
-  storage: CatalogStorage, config: Config,
+  storage: CatalogStorage,
+  config: Config,
   options: { now?: () => Date; logger?: Logger; metrics?: DeliveryObserver; guard?: AddressGuard } = {},
 ): WebhookDispatcher {
   const { now = () => new Date(), logger, metrics, guard = new AddressGuard(config.webhooks.allowHosts) } = options;
   // As many connections per endpoint as deliveries in flight to it: none waits for a connection.
-  const sender = new HttpDeliverySender(guard, { timeoutMs: config.webhooks.timeoutMs, connectionsPerEndpoint: config.webhooks.perEndpointConcurrency });
+  const sender = new HttpDeliverySender(guard, {
+    timeoutMs: config.webhooks.timeoutMs,
+    connectionsPerEndpoint: config.webhooks.perEndpointConcurrency,
+  });
   const notifier = new OwnerNotifier(storage, config.smtp, now, logger);
   return new WebhookDispatcher(storage, config.webhooks, { now, sender, notifier, logger, metrics });
 }

@@ -36,9 +36,10 @@ const prefixOf = (secret: string) => secret.slice(0, 12);
 
 /** The admin shape of an endpoint at `now`: never a secret itself, only prefixes. */
 async function endpointView(reader: StorageOperations, endpoint: WebhookEndpointRecord, now: Date): Promise<EndpointView> {
-  const store = endpoint.store_id === null
-    ? null
-    : (await reader.listStores(endpoint.merchant_id)).find((s) => s.id === endpoint.store_id)?.slug ?? null;
+  const store =
+    endpoint.store_id === null
+      ? null
+      : ((await reader.listStores(endpoint.merchant_id)).find((s) => s.id === endpoint.store_id)?.slug ?? null);
   const { signing, pending } = secretsAt(endpoint, now);
   return {
     id: endpoint.id,
@@ -56,14 +57,23 @@ async function endpointView(reader: StorageOperations, endpoint: WebhookEndpoint
     last_success_at: endpoint.last_success_at,
     last_failure_at: endpoint.last_failure_at,
     secret_prefix: prefixOf(signing),
-    secret_rotation: pending && { new_secret_prefix: prefixOf(pending.secret), rotated_at: pending.rotatedAt, pending_until: pending.until },
+    secret_rotation: pending && {
+      new_secret_prefix: prefixOf(pending.secret),
+      rotated_at: pending.rotatedAt,
+      pending_until: pending.until,
+    },
     created_at: endpoint.created_at,
   };
 }
 
 /** The shape shown once, at creation and rotation: the view and the new secret itself. */
-async function createdView(reader: StorageOperations, endpoint: WebhookEndpointRecord, secret: string, now: Date): Promise<CreatedEndpointView> {
-  return { ...await endpointView(reader, endpoint, now), secret };
+async function createdView(
+  reader: StorageOperations,
+  endpoint: WebhookEndpointRecord,
+  secret: string,
+  now: Date,
+): Promise<CreatedEndpointView> {
+  return { ...(await endpointView(reader, endpoint, now)), secret };
 }
 
 /** Events listed in the spec's order: price, content, removed. */
@@ -81,7 +91,7 @@ export class WebhookEndpoints {
   ) {}
 
   private async merchant(reader: StorageOperations, merchantId: number): Promise<void> {
-    if (!await reader.getMerchant(merchantId)) throw notFound(`Merchant ${merchantId}`);
+    if (!(await reader.getMerchant(merchantId))) throw notFound(`Merchant ${merchantId}`);
   }
 
   private async endpointIn(reader: StorageOperations, merchantId: number, endpointId: number): Promise<WebhookEndpointRecord> {
@@ -129,15 +139,35 @@ export class WebhookEndpoints {
       const storeId = await this.validate(tx, merchantId, input);
       const now = this.now();
       const secret = newSigningSecret();
-      const created = await createdView(tx, await tx.createWebhookEndpoint({
-        merchant_id: merchantId, url: input.url!, store_id: storeId ?? null, events: inSpecOrder(input.events ?? EVENTS),
-        standard_webhooks: input.standard_webhooks ?? false, max_per_second: input.max_per_second ?? null,
-        secret, created_at: now.toISOString(),
-      }), secret, now);
-      const options = [created.standard_webhooks && 'Standard Webhooks headers', created.max_per_second !== null && `at most ${created.max_per_second}/s`]
-        .filter(Boolean).join(', ');
-      await audit(tx, merchantId, actor, 'endpoint.create',
-        `endpoint ${created.id} ${created.url} (${created.store ?? 'all stores'}: ${created.events.join(', ')}${options ? `; ${options}` : ''})`, now);
+      const created = await createdView(
+        tx,
+        await tx.createWebhookEndpoint({
+          merchant_id: merchantId,
+          url: input.url!,
+          store_id: storeId ?? null,
+          events: inSpecOrder(input.events ?? EVENTS),
+          standard_webhooks: input.standard_webhooks ?? false,
+          max_per_second: input.max_per_second ?? null,
+          secret,
+          created_at: now.toISOString(),
+        }),
+        secret,
+        now,
+      );
+      const options = [
+        created.standard_webhooks && 'Standard Webhooks headers',
+        created.max_per_second !== null && `at most ${created.max_per_second}/s`,
+      ]
+        .filter(Boolean)
+        .join(', ');
+      await audit(
+        tx,
+        merchantId,
+        actor,
+        'endpoint.create',
+        `endpoint ${created.id} ${created.url} (${created.store ?? 'all stores'}: ${created.events.join(', ')}${options ? `; ${options}` : ''})`,
+        now,
+      );
       return created;
     });
   }
@@ -154,8 +184,11 @@ export class WebhookEndpoints {
         // The newest secret signs the Standard Webhooks scheme: a rotation's pending one, else the current one.
         const newest = endpoint.pending_secret ?? endpoint.secret;
         if (!suitsStandardWebhooks(newest)) {
-          throw new ProblemError('conflict', `Webhook endpoint ${endpointId}'s secret (${prefixOf(newest)}…) was issued before Standard `
-            + 'Webhooks were supported and holds "-" or "_", which their libraries cannot decode. Rotate the secret first, then turn them on.');
+          throw new ProblemError(
+            'conflict',
+            `Webhook endpoint ${endpointId}'s secret (${prefixOf(newest)}…) was issued before Standard ` +
+              'Webhooks were supported and holds "-" or "_", which their libraries cannot decode. Rotate the secret first, then turn them on.',
+          );
         }
       }
       const before = await endpointView(tx, endpoint, this.now());
@@ -166,11 +199,17 @@ export class WebhookEndpoints {
         ...(input.standard_webhooks !== undefined ? { standard_webhooks: input.standard_webhooks } : {}),
         ...(input.max_per_second !== undefined ? { max_per_second: input.max_per_second } : {}),
         // Re-enabling clears the health record: the operator vouches for the receiver.
-        ...(input.status === 'active' ? {
-          status: 'active', consecutive_failures: 0, failure_streak_started_at: null, paused_until: null, disabled_reason: null,
-        } as const : {}),
+        ...(input.status === 'active'
+          ? ({
+              status: 'active',
+              consecutive_failures: 0,
+              failure_streak_started_at: null,
+              paused_until: null,
+              disabled_reason: null,
+            } as const)
+          : {}),
         // Paused by hand: no cooldown ends it (paused_until null); only re-enabling does.
-        ...(input.status === 'paused' ? { status: 'paused', paused_until: null } as const : {}),
+        ...(input.status === 'paused' ? ({ status: 'paused', paused_until: null } as const) : {}),
       });
       if (input.status === 'paused') await tx.dropPendingDeliveries(endpoint.id);
       const updated = (await tx.getWebhookEndpoint(endpoint.id))!;
@@ -183,13 +222,26 @@ export class WebhookEndpoints {
         before.store !== after.store && `store ${after.store ?? 'all stores'}`,
         before.events.join() !== after.events.join() && `events ${after.events.join(', ')}`,
         before.standard_webhooks !== after.standard_webhooks && `Standard Webhooks headers ${after.standard_webhooks ? 'on' : 'off'}`,
-        before.max_per_second !== after.max_per_second && `rate ${after.max_per_second === null ? 'unlimited' : `at most ${after.max_per_second}/s`}`,
+        before.max_per_second !== after.max_per_second &&
+          `rate ${after.max_per_second === null ? 'unlimited' : `at most ${after.max_per_second}/s`}`,
         input.status !== undefined && `status ${input.status}`,
       ].filter((change): change is string => typeof change === 'string');
-      const statusOnly = input.status !== undefined && input.url === undefined && input.store === undefined && input.events === undefined
-        && input.standard_webhooks === undefined && input.max_per_second === undefined;
+      const statusOnly =
+        input.status !== undefined &&
+        input.url === undefined &&
+        input.store === undefined &&
+        input.events === undefined &&
+        input.standard_webhooks === undefined &&
+        input.max_per_second === undefined;
       const action = statusOnly ? (input.status === 'paused' ? 'endpoint.pause' : 'endpoint.enable') : 'endpoint.update';
-      await audit(tx, merchantId, actor, action, `endpoint ${endpoint.id} ${statusOnly ? after.url : changes.join('; ') || 'unchanged'}`, this.now());
+      await audit(
+        tx,
+        merchantId,
+        actor,
+        action,
+        `endpoint ${endpoint.id} ${statusOnly ? after.url : changes.join('; ') || 'unchanged'}`,
+        this.now(),
+      );
       return after;
     });
   }
@@ -208,13 +260,17 @@ export class WebhookEndpoints {
       const { signing } = secretsAt(endpoint, now);
       const secret = newSigningSecret();
       const until = new Date(now.getTime() + this.secretGraceHours * 3600_000);
-      await tx.updateWebhookEndpoint(endpoint.id, this.secretGraceHours === 0
-        ? { secret, pending_secret: null, secret_rotated_at: null, pending_secret_until: null }
-        : { secret: signing, pending_secret: secret, secret_rotated_at: now.toISOString(), pending_secret_until: until.toISOString() });
+      await tx.updateWebhookEndpoint(
+        endpoint.id,
+        this.secretGraceHours === 0
+          ? { secret, pending_secret: null, secret_rotated_at: null, pending_secret_until: null }
+          : { secret: signing, pending_secret: secret, secret_rotated_at: now.toISOString(), pending_secret_until: until.toISOString() },
+      );
       const rotated = (await tx.getWebhookEndpoint(endpoint.id))!;
-      const detail = this.secretGraceHours === 0
-        ? `new secret ${prefixOf(secret)}… signs now`
-        : `new secret ${prefixOf(secret)}… signs from ${until.toISOString()}; ${prefixOf(signing)}… signs until then`;
+      const detail =
+        this.secretGraceHours === 0
+          ? `new secret ${prefixOf(secret)}… signs now`
+          : `new secret ${prefixOf(secret)}… signs from ${until.toISOString()}; ${prefixOf(signing)}… signs until then`;
       await this.audit(tx, merchantId, actor, 'endpoint.rotate_secret', `endpoint ${endpoint.id} ${endpoint.url}: ${detail}`, now);
       return createdView(tx, rotated, secret, now);
     });
@@ -227,17 +283,37 @@ export class WebhookEndpoints {
       const now = this.now();
       const { signing, pending } = secretsAt(endpoint, now);
       if (!pending) {
-        throw new ProblemError('conflict',
-          `Webhook endpoint ${endpointId} has no secret rotation pending: its secret (${prefixOf(signing)}…) signs already. Rotate the secret first.`);
+        throw new ProblemError(
+          'conflict',
+          `Webhook endpoint ${endpointId} has no secret rotation pending: its secret (${prefixOf(signing)}…) signs already. Rotate the secret first.`,
+        );
       }
-      await tx.updateWebhookEndpoint(endpoint.id, { secret: pending.secret, pending_secret: null, secret_rotated_at: null, pending_secret_until: null });
-      await this.audit(tx, merchantId, actor, 'endpoint.confirm_secret',
-        `endpoint ${endpoint.id} ${endpoint.url}: ${prefixOf(pending.secret)}… signs now instead of ${prefixOf(signing)}…`, now);
+      await tx.updateWebhookEndpoint(endpoint.id, {
+        secret: pending.secret,
+        pending_secret: null,
+        secret_rotated_at: null,
+        pending_secret_until: null,
+      });
+      await this.audit(
+        tx,
+        merchantId,
+        actor,
+        'endpoint.confirm_secret',
+        `endpoint ${endpoint.id} ${endpoint.url}: ${prefixOf(pending.secret)}… signs now instead of ${prefixOf(signing)}…`,
+        now,
+      );
       return endpointView(tx, (await tx.getWebhookEndpoint(endpoint.id))!, now);
     });
   }
 
-  private audit(tx: StorageTx, merchantId: number, actor: Actor, action: 'endpoint.rotate_secret' | 'endpoint.confirm_secret', detail: string, at: Date): Promise<void> {
+  private audit(
+    tx: StorageTx,
+    merchantId: number,
+    actor: Actor,
+    action: 'endpoint.rotate_secret' | 'endpoint.confirm_secret',
+    detail: string,
+    at: Date,
+  ): Promise<void> {
     return audit(tx, merchantId, actor, action, detail, at);
   }
 
@@ -250,13 +326,23 @@ export class WebhookEndpoints {
   }
 
   private newDelivery(
-    tx: StorageTx, endpoint: WebhookEndpointRecord, from: Pick<DeliveryRecord, 'event' | 'store_id' | 'product_ids'>,
+    tx: StorageTx,
+    endpoint: WebhookEndpointRecord,
+    from: Pick<DeliveryRecord, 'event' | 'store_id' | 'product_ids'>,
     kind: { test: boolean; replaces: number | null },
   ): Promise<DeliveryRecord> {
     const at = this.now().toISOString();
     return tx.insertDelivery({
-      endpoint_id: endpoint.id, event: from.event, store_id: from.store_id, product_ids: from.product_ids,
-      occurred_at: null, status: 'pending', attempts: 0, next_attempt_at: at, created_at: at, ...kind,
+      endpoint_id: endpoint.id,
+      event: from.event,
+      store_id: from.store_id,
+      product_ids: from.product_ids,
+      occurred_at: null,
+      status: 'pending',
+      attempts: 0,
+      next_attempt_at: at,
+      created_at: at,
+      ...kind,
     });
   }
 
@@ -290,7 +376,12 @@ export class WebhookEndpoints {
       const endpoint = await this.activeEndpoint(tx, merchantId, endpointId);
       const product = (await tx.productsAfter(merchantId, 0, 1))[0];
       const storeId = endpoint.store_id ?? (await tx.findDefaultStore(merchantId))?.id ?? null;
-      const delivery = await this.newDelivery(tx, endpoint, { event: 'content', store_id: storeId, product_ids: [product?.id ?? 1] }, { test: true, replaces: null });
+      const delivery = await this.newDelivery(
+        tx,
+        endpoint,
+        { event: 'content', store_id: storeId, product_ids: [product?.id ?? 1] },
+        { test: true, replaces: null },
+      );
       await audit(tx, merchantId, actor, 'endpoint.send_test', `endpoint ${endpoint.id}: delivery ${delivery.id}`, this.now());
       return delivery;
     });
@@ -317,8 +408,14 @@ export class WebhookEndpoints {
     });
   }
 
-  deliveries(merchantId: number, endpointId: number, filter: { status?: DeliveryStatus; limit: number; beforeId?: number }): Promise<DeliveryRecord[]> {
-    return this.storage.snapshot(async (reader) => reader.listDeliveries((await this.endpointIn(reader, merchantId, endpointId)).id, filter));
+  deliveries(
+    merchantId: number,
+    endpointId: number,
+    filter: { status?: DeliveryStatus; limit: number; beforeId?: number },
+  ): Promise<DeliveryRecord[]> {
+    return this.storage.snapshot(async (reader) =>
+      reader.listDeliveries((await this.endpointIn(reader, merchantId, endpointId)).id, filter),
+    );
   }
 
   /**
@@ -345,7 +442,14 @@ export class WebhookEndpoints {
       const from = new Date(since).toISOString();
       const unsuccessful = await tx.unsuccessfulDeliveriesSince(endpoint.id, from);
       for (const delivery of unsuccessful) await this.resendIn(tx, endpoint, delivery);
-      await audit(tx, merchantId, actor, 'endpoint.recover', `endpoint ${endpoint.id}: ${unsuccessful.length} deliveries since ${from}`, this.now());
+      await audit(
+        tx,
+        merchantId,
+        actor,
+        'endpoint.recover',
+        `endpoint ${endpoint.id}: ${unsuccessful.length} deliveries since ${from}`,
+        this.now(),
+      );
       return unsuccessful.length;
     });
   }

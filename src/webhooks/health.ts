@@ -58,7 +58,7 @@ export function afterFailure(health: EndpointHealth, now: Date, policy: HealthPo
   } else if (next.consecutive_failures >= policy.notifyAfterFailures) {
     const last = next.owners_notified_at ? Date.parse(next.owners_notified_at) : null;
     const notifiedThisStreak = last !== null && last >= Date.parse(next.failure_streak_started_at!);
-    if (!notifiedThisStreak || now.getTime() - last! >= policy.renotifyAfterMs) notify = 'failing';
+    if (!notifiedThisStreak || now.getTime() - last >= policy.renotifyAfterMs) notify = 'failing';
   }
   if (notify) next.owners_notified_at = iso(now);
   return { health: next, notify, dropPending };
@@ -70,7 +70,11 @@ export function afterGone(health: EndpointHealth, now: Date): HealthTransition {
   const alreadyDisabled = health.status === 'disabled';
   return {
     health: {
-      ...health, status: 'disabled', disabled_reason: 'gone', paused_until: null, last_failure_at: iso(now),
+      ...health,
+      status: 'disabled',
+      disabled_reason: 'gone',
+      paused_until: null,
+      last_failure_at: iso(now),
       consecutive_failures: health.consecutive_failures + 1,
       owners_notified_at: alreadyDisabled ? health.owners_notified_at : iso(now),
       failure_streak_started_at: health.failure_streak_started_at ?? iso(now),

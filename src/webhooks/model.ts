@@ -11,8 +11,10 @@ export type EndpointStatus = AdminSchemas['WebhookEndpoint']['status'];
 export type NotificationKind = AdminSchemas['Notification']['kind'];
 
 /** An endpoint's health record (spec 3), as the state machine in webhooks/health.ts moves it. */
-export type EndpointHealth = Pick<AdminSchemas['WebhookEndpoint'],
-  'status' | 'consecutive_failures' | 'paused_until' | 'disabled_reason' | 'last_success_at' | 'last_failure_at'> & {
+export type EndpointHealth = Pick<
+  AdminSchemas['WebhookEndpoint'],
+  'status' | 'consecutive_failures' | 'paused_until' | 'disabled_reason' | 'last_success_at' | 'last_failure_at'
+> & {
   failure_streak_started_at: string | null;
   owners_notified_at: string | null;
 };
@@ -39,8 +41,11 @@ export interface WebhookEndpointRecord extends EndpointHealth {
   created_at: string;
 }
 
-export type WebhookEndpointInputRecord = Pick<WebhookEndpointRecord, 'merchant_id' | 'url' | 'store_id' | 'events' | 'secret' | 'created_at'>
-  & Partial<Pick<WebhookEndpointRecord, 'standard_webhooks' | 'max_per_second'>>;
+export type WebhookEndpointInputRecord = Pick<
+  WebhookEndpointRecord,
+  'merchant_id' | 'url' | 'store_id' | 'events' | 'secret' | 'created_at'
+> &
+  Partial<Pick<WebhookEndpointRecord, 'standard_webhooks' | 'max_per_second'>>;
 
 export type DeliveryRecord = AdminSchemas['Delivery'];
 /**
@@ -49,10 +54,12 @@ export type DeliveryRecord = AdminSchemas['Delivery'];
  */
 export type ClaimedDelivery = DeliveryRecord & { send_at: string | null };
 /** A delivery to insert: a test or a resend says so (`replaced_by` is set later, by its resend). */
-export type NewDelivery = Omit<DeliveryRecord, 'id' | 'test' | 'replaces' | 'replaced_by'> & Partial<Pick<DeliveryRecord, 'test' | 'replaces'>>;
+export type NewDelivery = Omit<DeliveryRecord, 'id' | 'test' | 'replaces' | 'replaced_by'> &
+  Partial<Pick<DeliveryRecord, 'test' | 'replaces'>>;
 export type AttemptRecord = AdminSchemas['Attempt'];
 /** An attempt to record: the request it sent, when one was signed (read back as null otherwise). */
-export type NewAttempt = Omit<AttemptRecord, 'request_url' | 'request_headers'> & Partial<Pick<AttemptRecord, 'request_url' | 'request_headers'>>;
+export type NewAttempt = Omit<AttemptRecord, 'request_url' | 'request_headers'> &
+  Partial<Pick<AttemptRecord, 'request_url' | 'request_headers'>>;
 
 /**
  * How an attempt ended, for the success-rate charts: `succeeded` (2xx), `failed` (the receiver
@@ -70,4 +77,3 @@ export interface AttemptHourRecord {
   latencyMaxMs: number;
 }
 export type NotificationRecord = AdminSchemas['Notification'] & { merchant_id: number };
-

@@ -23,21 +23,24 @@ function message(endpoint: WebhookEndpointRecord, kind: NotificationKind): { sub
     case 'failing':
       return {
         subject: `Webhook deliveries to ${endpoint.url} are failing`,
-        body: `The last ${endpoint.consecutive_failures} delivery attempts to ${where} failed (last failure at ${endpoint.last_failure_at}). ` +
+        body:
+          `The last ${endpoint.consecutive_failures} delivery attempts to ${where} failed (last failure at ${endpoint.last_failure_at}). ` +
           'Deliveries are retried with backoff; if failures continue the endpoint will be paused. ' +
           'Changes stay available from the change feed (GET /v1/changes).',
       };
     case 'paused':
       return {
         subject: `Webhook endpoint ${endpoint.url} is paused`,
-        body: `After ${endpoint.consecutive_failures} consecutive failed attempts, ${where} is paused until ${endpoint.paused_until}. ` +
+        body:
+          `After ${endpoint.consecutive_failures} consecutive failed attempts, ${where} is paused until ${endpoint.paused_until}. ` +
           'Nothing is sent while paused and pending retries were dropped; the next change after the cooldown resumes deliveries. ' +
           'Catch up on missed changes from the change feed (GET /v1/changes).',
       };
     case 'disabled':
       return {
         subject: `Webhook endpoint ${endpoint.url} was disabled`,
-        body: `${where} answered 410 Gone, so it was disabled and pending deliveries were dropped. ` +
+        body:
+          `${where} answered 410 Gone, so it was disabled and pending deliveries were dropped. ` +
           'Enable it again once the receiver is back: "Enable" on its page in the panel, or through the admin API.',
       };
   }
@@ -59,7 +62,12 @@ export class OwnerNotifier implements Notifier {
   async notify(tx: StorageTx, endpoint: WebhookEndpointRecord, kind: NotificationKind): Promise<NotificationRecord> {
     const { subject, body } = message(endpoint, kind);
     const notification = await tx.insertNotification({
-      merchant_id: endpoint.merchant_id, endpoint_id: endpoint.id, kind, subject, body, created_at: this.now().toISOString(),
+      merchant_id: endpoint.merchant_id,
+      endpoint_id: endpoint.id,
+      kind,
+      subject,
+      body,
+      created_at: this.now().toISOString(),
     });
     return notification;
   }
@@ -67,7 +75,8 @@ export class OwnerNotifier implements Notifier {
   email(notification: NotificationRecord): void {
     const transport = this.transport;
     if (!transport) return;
-    const sending = this.storage.getMerchant(notification.merchant_id)
+    const sending = this.storage
+      .getMerchant(notification.merchant_id)
       .then(async (merchant) => {
         const owners = merchant?.owner_emails ?? [];
         if (owners.length === 0) return;

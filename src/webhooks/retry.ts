@@ -9,8 +9,11 @@ export const DEFAULT_BACKOFF_SECONDS = [30, 120, 600, 3600, 21600] as const;
  * when it is longer.
  */
 export function nextAttemptAt(
-  attempt: number, now: Date, backoffSeconds: readonly number[] = DEFAULT_BACKOFF_SECONDS,
-  retryAfterSeconds: number | null = null, random: () => number = Math.random,
+  attempt: number,
+  now: Date,
+  backoffSeconds: readonly number[] = DEFAULT_BACKOFF_SECONDS,
+  retryAfterSeconds: number | null = null,
+  random: () => number = Math.random,
 ): Date | null {
   const base = backoffSeconds[attempt - 1];
   if (base === undefined) return null;
@@ -39,7 +42,13 @@ export function parseHttpDate(value: string, now: Date): number | null {
   else if ((match = RFC850_DATE.exec(value))) parts = [match[1]!, match[2]!, match[3]!, match[4]!, match[5]!, match[6]!];
   else if ((match = ASCTIME_DATE.exec(value))) parts = [match[2]!, match[1]!, match[6]!, match[3]!, match[4]!, match[5]!];
   else return null;
-  const [day, month, hour, minute, second] = [Number(parts[0].trim()), MONTHS.indexOf(parts[1]), Number(parts[3]), Number(parts[4]), Number(parts[5])];
+  const [day, month, hour, minute, second] = [
+    Number(parts[0].trim()),
+    MONTHS.indexOf(parts[1]),
+    Number(parts[3]),
+    Number(parts[4]),
+    Number(parts[5]),
+  ];
   let year = Number(parts[2]);
   if (parts[2].length === 2) {
     // RFC 9110: a two-digit year more than 50 years ahead is the most recent past year ending so.

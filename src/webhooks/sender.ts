@@ -44,10 +44,17 @@ export class HttpDeliverySender implements DeliverySender {
       snippet: await readSnippet(response.body, this.options.snippetBytes ?? 4096),
       retryAfter: response.headers['retry-after'],
     }));
-    if (!exchange.ok) return { statusCode: null, error: exchange.error, latencyMs: exchange.latencyMs, responseSnippet: null, retryAfter: null };
+    if (!exchange.ok)
+      return { statusCode: null, error: exchange.error, latencyMs: exchange.latencyMs, responseSnippet: null, retryAfter: null };
     const { statusCode, snippet, retryAfter } = exchange.value;
     const error = statusCode >= 200 && statusCode < 300 ? null : statusCode >= 300 && statusCode < 400 ? 'redirect' : 'http_status';
-    return { statusCode, error, latencyMs: exchange.latencyMs, responseSnippet: snippet, retryAfter: Array.isArray(retryAfter) ? retryAfter[0]! : retryAfter ?? null };
+    return {
+      statusCode,
+      error,
+      latencyMs: exchange.latencyMs,
+      responseSnippet: snippet,
+      retryAfter: Array.isArray(retryAfter) ? retryAfter[0]! : (retryAfter ?? null),
+    };
   }
 
   close(): Promise<void> {

@@ -7,9 +7,9 @@ import type { WebhookOptionalHeaderName, WebhookRequiredHeaderName } from '../ge
 import type { WebhookEndpointRecord } from './model.js';
 
 /** The delivery headers the spec's `webhooks:` section declares (the generated registry). */
-export type DeliveryHeaders = { [Name in WebhookRequiredHeaderName]: string }
-  & { [Name in WebhookOptionalHeaderName]?: string }
-  & { 'Content-Type': 'application/json' };
+export type DeliveryHeaders = { [Name in WebhookRequiredHeaderName]: string } & { [Name in WebhookOptionalHeaderName]?: string } & {
+  'Content-Type': 'application/json';
+};
 
 export const SECRET_PREFIX = 'whsec_';
 

@@ -66,7 +66,10 @@ describe('invitations', () => {
     await invitedUser(acme, 'victim@acme.test', 'owner', 'the victim password');
     const asOwner: Principal = { kind: 'user', user: owner };
     for (const actor of [asOwner, operator]) {
-      await expect(accounts().invite(actor, acme, { email: 'Victim@Acme.test', role: 'owner' })).rejects.toMatchObject({ code: 'conflict', status: 409 });
+      await expect(accounts().invite(actor, acme, { email: 'Victim@Acme.test', role: 'owner' })).rejects.toMatchObject({
+        code: 'conflict',
+        status: 409,
+      });
     }
     expect((await accounts().listPendingLinks(operator, acme)).filter((l) => l.email === 'victim@acme.test')).toEqual([]);
     await expect(accounts().signIn('victim@acme.test', 'the victim password', '10.0.0.2')).resolves.toBeDefined();
@@ -74,8 +77,10 @@ describe('invitations', () => {
 
   it("reset a lost password with the operator's reset link: the old password stops working and every session of the account ends", async () => {
     await invitedUser(acme, 'forgetful@acme.test', 'member', 'the first password');
-    const sessions = [await accounts().signIn('forgetful@acme.test', 'the first password', '10.0.0.2'),
-      await accounts().signIn('forgetful@acme.test', 'the first password', '10.0.0.3')];
+    const sessions = [
+      await accounts().signIn('forgetful@acme.test', 'the first password', '10.0.0.2'),
+      await accounts().signIn('forgetful@acme.test', 'the first password', '10.0.0.3'),
+    ];
     const user = (await accounts().listUsers(operator, acme)).find((u) => u.email === 'forgetful@acme.test')!;
     const reset = await accounts().requestPasswordReset(operator, acme, user.id);
     expect(reset).toMatchObject({ email: 'forgetful@acme.test', role: 'member', token: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/) });
@@ -84,18 +89,27 @@ describe('invitations', () => {
     expect(await accounts().invitation(reset.token!)).toMatchObject({ purpose: 'reset', email: 'forgetful@acme.test' });
     expect(await accounts().acceptInvitation(reset.token!, 'the second password')).toMatchObject({ id: user.id, role: 'member' });
     for (const { sessionToken } of sessions) expect(await accounts().session(sessionToken)).toBeUndefined();
-    await expect(accounts().signIn('forgetful@acme.test', 'the first password', '10.0.0.2')).rejects.toMatchObject({ code: 'unauthorized' });
+    await expect(accounts().signIn('forgetful@acme.test', 'the first password', '10.0.0.2')).rejects.toMatchObject({
+      code: 'unauthorized',
+    });
     await expect(accounts().signIn('forgetful@acme.test', 'the second password', '10.0.0.2')).resolves.toBeDefined();
     await expect(accounts().acceptInvitation(reset.token!, 'a third password!')).rejects.toMatchObject({ code: 'not_found' });
     const log = await accounts().auditLog(operator, acme, 2);
-    expect(log.map((e) => [e.actor, e.action])).toEqual([['forgetful@acme.test', 'user.reset_password'], ['operator', 'user.send_reset']]);
+    expect(log.map((e) => [e.actor, e.action])).toEqual([
+      ['forgetful@acme.test', 'user.reset_password'],
+      ['operator', 'user.send_reset'],
+    ]);
   });
 
-  it("give an owner no reset link: without e-mail the owner is sent to the operator (409), and a member may not ask (403)", async () => {
+  it('give an owner no reset link: without e-mail the owner is sent to the operator (409), and a member may not ask (403)', async () => {
     const { user: owner } = await invitedUser(acme, 'resetting-owner@acme.test', 'owner');
     const { user: member } = await invitedUser(acme, 'reset-me@acme.test', 'member');
-    await expect(accounts().requestPasswordReset({ kind: 'user', user: owner }, acme, member.id)).rejects.toMatchObject({ code: 'conflict' });
-    await expect(accounts().requestPasswordReset({ kind: 'user', user: member }, acme, owner.id)).rejects.toMatchObject({ code: 'forbidden' });
+    await expect(accounts().requestPasswordReset({ kind: 'user', user: owner }, acme, member.id)).rejects.toMatchObject({
+      code: 'conflict',
+    });
+    await expect(accounts().requestPasswordReset({ kind: 'user', user: member }, acme, owner.id)).rejects.toMatchObject({
+      code: 'forbidden',
+    });
     expect((await accounts().listPendingLinks(operator, acme)).filter((l) => l.purpose === 'reset')).toEqual([]);
   });
 
@@ -124,12 +138,17 @@ describe('invitations', () => {
     await accounts().removeUser(operator, acme, user.id);
     await expect(accounts().acceptInvitation(reset.token!, 'back again as owner')).rejects.toMatchObject({ code: 'not_found' });
     expect((await accounts().listUsers(operator, acme)).map((u) => u.email)).not.toContain('removed@acme.test');
-    expect((await accounts().auditLog(operator, acme, 1))[0]).toMatchObject({ action: 'user.remove', detail: 'removed@acme.test; 1 pending link(s) revoked' });
+    expect((await accounts().auditLog(operator, acme, 1))[0]).toMatchObject({
+      action: 'user.remove',
+      detail: 'removed@acme.test; 1 pending link(s) revoked',
+    });
   });
 
   it('refuse an email that already signs in for another merchant', async () => {
     await invitedUser(other, 'taken@other.test', 'owner');
-    await expect(accounts().invite(operator, acme, { email: 'taken@other.test', role: 'member' })).rejects.toMatchObject({ code: 'conflict' });
+    await expect(accounts().invite(operator, acme, { email: 'taken@other.test', role: 'member' })).rejects.toMatchObject({
+      code: 'conflict',
+    });
   });
 });
 
@@ -185,7 +204,9 @@ describe('sign-in throttling', () => {
 
   it('makes each attempt past the fifth failure wait longer: 30 s, then 60 s, then 120 s, at most the window', async () => {
     const retryAfter = async (address: string) => {
-      const refused = await accounts().signInOperator(ADMIN_TOKEN, address).catch((error: unknown) => error);
+      const refused = await accounts()
+        .signInOperator(ADMIN_TOKEN, address)
+        .catch((error: unknown) => error);
       expect(refused).toMatchObject({ code: 'rate_limited', status: 429 });
       return Number((refused as { headers: Record<string, string> }).headers['Retry-After']);
     };
@@ -211,29 +232,39 @@ describe('sign-in throttling', () => {
 
   it('holds back an address that fails across accounts (here 6: CPS_PANEL_SIGN_IN_ADDRESS_MAX_FAILURES), whatever account it tries next, and no other address', async () => {
     for (let i = 0; i < 6; i++) {
-      await expect(accounts().signIn(`nobody${i}@acme.test`, 'some password here', '10.2.0.1')).rejects.toMatchObject({ code: 'unauthorized' });
+      await expect(accounts().signIn(`nobody${i}@acme.test`, 'some password here', '10.2.0.1')).rejects.toMatchObject({
+        code: 'unauthorized',
+      });
     }
-    await expect(accounts().signInOperator(ADMIN_TOKEN, '10.2.0.1')).rejects.toMatchObject({ code: 'rate_limited', headers: { 'Retry-After': '30' } });
+    await expect(accounts().signInOperator(ADMIN_TOKEN, '10.2.0.1')).rejects.toMatchObject({
+      code: 'rate_limited',
+      headers: { 'Retry-After': '30' },
+    });
     await expect(accounts().signInOperator(ADMIN_TOKEN, '10.2.0.2')).resolves.toBeDefined();
     clock.advance(15 * MINUTE);
   });
 });
 
 describe('passwords', () => {
-  it("change with the current password: every other session of the account ends, this one stays", async () => {
+  it('change with the current password: every other session of the account ends, this one stays', async () => {
     const { user } = await invitedUser(acme, 'changer@acme.test', 'member', 'the old password');
     const here = await accounts().signIn('changer@acme.test', 'the old password', '10.3.0.1');
     const elsewhere = await accounts().signIn('changer@acme.test', 'the old password', '10.3.0.2');
     const asUser: Principal = { kind: 'user', user };
-    await expect(accounts().changePassword(asUser, here.sessionToken, 'not the password', 'the new password', '10.3.0.1'))
-      .rejects.toMatchObject({ code: 'invalid_body', invalidParams: [expect.objectContaining({ name: '/current_password' })] });
-    await expect(accounts().changePassword(asUser, here.sessionToken, 'the old password', 'short', '10.3.0.1')).rejects.toMatchObject({ code: 'invalid_body' });
+    await expect(
+      accounts().changePassword(asUser, here.sessionToken, 'not the password', 'the new password', '10.3.0.1'),
+    ).rejects.toMatchObject({ code: 'invalid_body', invalidParams: [expect.objectContaining({ name: '/current_password' })] });
+    await expect(accounts().changePassword(asUser, here.sessionToken, 'the old password', 'short', '10.3.0.1')).rejects.toMatchObject({
+      code: 'invalid_body',
+    });
     expect(await accounts().changePassword(asUser, here.sessionToken, 'the old password', 'the new password', '10.3.0.1')).toBe(1);
     expect(await accounts().session(here.sessionToken)).toBeDefined();
     expect(await accounts().session(elsewhere.sessionToken)).toBeUndefined();
     await expect(accounts().signIn('changer@acme.test', 'the old password', '10.3.0.3')).rejects.toMatchObject({ code: 'unauthorized' });
     await expect(accounts().signIn('changer@acme.test', 'the new password', '10.3.0.3')).resolves.toBeDefined();
-    await expect(accounts().changePassword(operator, here.sessionToken, 'x', 'the new password', '10.3.0.1')).rejects.toMatchObject({ code: 'forbidden' });
+    await expect(accounts().changePassword(operator, here.sessionToken, 'x', 'the new password', '10.3.0.1')).rejects.toMatchObject({
+      code: 'forbidden',
+    });
   });
 });
 

@@ -11,15 +11,24 @@ let merchantId: number;
 beforeAll(async () => {
   service = await startTestService();
   merchantId = (await service.admin.createMerchant({ name: 'Import Outfitters' })).id;
-  await service.admin.upsertStore(merchantId, 'de', { name: 'DE', locale: 'de-DE', currency: 'EUR', is_default: true, active: true, exclude_out_of_stock: false });
+  await service.admin.upsertStore(merchantId, 'de', {
+    name: 'DE',
+    locale: 'de-DE',
+    currency: 'EUR',
+    is_default: true,
+    active: true,
+    exclude_out_of_stock: false,
+  });
   await service.admin.upsertSupplier(merchantId, 'alpine', 'Alpine');
   await service.admin.upsertSupplier(merchantId, 'baltic', 'Baltic');
 });
 afterAll(() => service.close());
 
-const line = (ref: string, supplier: string) => JSON.stringify({
-  op: 'upsert_product', product: { ref, offers: [{ supplier_ref: supplier, quantity: 1, cost: '10.00', currency: 'EUR' }] },
-});
+const line = (ref: string, supplier: string) =>
+  JSON.stringify({
+    op: 'upsert_product',
+    product: { ref, offers: [{ supplier_ref: supplier, quantity: 1, cost: '10.00', currency: 'EUR' }] },
+  });
 
 describe('a supplier deleted while an import is read', () => {
   it('answers 409 at the chunk that names it, names its line, and applies nothing of that chunk', async () => {
@@ -27,14 +36,15 @@ describe('a supplier deleted while an import is read', () => {
     // Checked and valid; then the supplier goes (no product names it yet, so the delete is allowed).
     await service.admin.deleteSupplier(merchantId, 'alpine');
     await expect(service.admin.applyProductBatch(merchantId, operations)).rejects.toMatchObject({
-      code: 'conflict', detail: expect.stringContaining('line 2'),
+      code: 'conflict',
+      detail: expect.stringContaining('line 2'),
     });
     await expect(service.admin.product(merchantId, 'A-1')).rejects.toMatchObject({ code: 'not_found' });
     await expect(service.admin.product(merchantId, 'A-2')).rejects.toMatchObject({ code: 'not_found' });
   });
 });
 
-describe('an import that stops part-way (the CLI\'s, applied by importNdjson)', () => {
+describe("an import that stops part-way (the CLI's, applied by importNdjson)", () => {
   it('says exactly which lines its committed chunks applied', async () => {
     await service.admin.upsertSupplier(merchantId, 'carpathia', 'Carpathia');
     const file = ['B-1', 'B-2', '', 'B-3', 'B-4', 'B-5'].map((ref) => (ref ? line(ref, 'carpathia') : '')).join('\n');
@@ -47,11 +57,17 @@ describe('an import that stops part-way (the CLI\'s, applied by importNdjson)', 
     try {
       // Chunks of two operations: B-1 and B-2 (lines 1-2), B-3 and B-4 (lines 4-5), then B-5 (line 6) fails.
       await expect(importNdjson(service.admin, merchantId, file, { chunkSize: 2 })).rejects.toMatchObject({
-        code: 'internal_error', detail: 'The import stopped on an unexpected error. Lines 1-5 were applied (4 operations); line 6 was not.',
+        code: 'internal_error',
+        detail: 'The import stopped on an unexpected error. Lines 1-5 were applied (4 operations); line 6 was not.',
       });
     } finally {
       service.admin.applyProductBatch = applyProductBatch;
     }
-    expect((await service.storage.productsAfter(merchantId, 0, 100)).map((p) => p.ref).filter((ref) => ref.startsWith('B-')).sort()).toEqual(['B-1', 'B-2', 'B-3', 'B-4']);
+    expect(
+      (await service.storage.productsAfter(merchantId, 0, 100))
+        .map((p) => p.ref)
+        .filter((ref) => ref.startsWith('B-'))
+        .sort(),
+    ).toEqual(['B-1', 'B-2', 'B-3', 'B-4']);
   });
 });

@@ -20,7 +20,10 @@ afterAll(async () => {
 describe('an invitation with SMTP configured', () => {
   it('is e-mailed to the invited address with the same single-use link the operator got', async () => {
     const merchant = await service.adminApi('POST', '/admin/v1/merchants', { name: 'Mail Outfitters' });
-    const invited = await service.adminApi('POST', `/admin/v1/merchants/${merchant.body.id}/invitations`, { email: 'new@mail.test', role: 'owner' });
+    const invited = await service.adminApi('POST', `/admin/v1/merchants/${merchant.body.id}/invitations`, {
+      email: 'new@mail.test',
+      role: 'owner',
+    });
     expect(invited.status).toBe(201);
     await vi.waitFor(() => expect(smtp.mails).toHaveLength(1), { timeout: 10_000, interval: 20 });
     expect(smtp.mails[0]!.to).toEqual(['new@mail.test']);
@@ -41,7 +44,7 @@ describe('a password reset with SMTP configured', () => {
       const invitation = await accounts.invite({ kind: 'operator' }, merchant, { email, role: 'owner' });
       users.push(await accounts.acceptInvitation(invitation.token, 'the first password'));
     }
-    const [boss, colleague] = users as [typeof users[0], typeof users[0]];
+    const [boss, colleague] = users as [(typeof users)[0], (typeof users)[0]];
     await vi.waitFor(() => expect(smtp.mails.length).toBeGreaterThanOrEqual(3), { timeout: 10_000, interval: 20 });
     const before = smtp.mails.length;
 

@@ -24,7 +24,12 @@ afterAll(() => service?.close());
 async function merchantWithEndpoint(name: string): Promise<{ merchantId: number; endpoint: WebhookEndpointRecord }> {
   const merchantId = (await service.admin.createMerchant({ name })).id;
   const endpoint = await service.storage.createWebhookEndpoint({
-    merchant_id: merchantId, url: 'http://127.0.0.1:9/hooks', store_id: null, events: ['price', 'content', 'removed'], secret: 'whsec_test', created_at: ago(10 * HOUR),
+    merchant_id: merchantId,
+    url: 'http://127.0.0.1:9/hooks',
+    store_id: null,
+    events: ['price', 'content', 'removed'],
+    secret: 'whsec_test',
+    created_at: ago(10 * HOUR),
   });
   return { merchantId, endpoint };
 }
@@ -32,10 +37,20 @@ async function merchantWithEndpoint(name: string): Promise<{ merchantId: number;
 const outboxRow = (endpointId: number, at: string) => ({ endpointId, event: 'price' as const, storeId: null, productId: 1, createdAt: at });
 
 function pendingDelivery(endpointId: number, createdAt: string) {
-  return { endpoint_id: endpointId, event: 'price' as const, store_id: null, product_ids: [1], occurred_at: null, status: 'pending' as const, attempts: 0, next_attempt_at: createdAt, created_at: createdAt };
+  return {
+    endpoint_id: endpointId,
+    event: 'price' as const,
+    store_id: null,
+    product_ids: [1],
+    occurred_at: null,
+    status: 'pending' as const,
+    attempts: 0,
+    next_attempt_at: createdAt,
+    created_at: createdAt,
+  };
 }
 
-describe('the overview\'s feed lag', () => {
+describe("the overview's feed lag", () => {
   it('is null when nothing of the merchant waits', async () => {
     const { merchantId } = await merchantWithEndpoint('Quiet');
     expect(await service.storage.oldestWaitingChangeAt(merchantId)).toBeNull();
@@ -61,11 +76,20 @@ describe('the overview\'s feed lag', () => {
     const { merchantId, endpoint } = await merchantWithEndpoint('Scoped');
     const paused = (await merchantWithEndpoint('unused')).endpoint;
     const ownPaused = await service.storage.createWebhookEndpoint({
-      merchant_id: merchantId, url: 'http://127.0.0.1:9/paused', store_id: null, events: ['price'], secret: 'whsec_p', created_at: ago(HOUR),
+      merchant_id: merchantId,
+      url: 'http://127.0.0.1:9/paused',
+      store_id: null,
+      events: ['price'],
+      secret: 'whsec_p',
+      created_at: ago(HOUR),
     });
     await service.storage.updateWebhookEndpoint(ownPaused.id, { status: 'paused' });
     const other = await merchantWithEndpoint('Other merchant');
-    await service.storage.insertOutbox([outboxRow(other.endpoint.id, ago(5 * HOUR)), outboxRow(ownPaused.id, ago(4 * HOUR)), outboxRow(paused.id, ago(6 * HOUR))]);
+    await service.storage.insertOutbox([
+      outboxRow(other.endpoint.id, ago(5 * HOUR)),
+      outboxRow(ownPaused.id, ago(4 * HOUR)),
+      outboxRow(paused.id, ago(6 * HOUR)),
+    ]);
     await service.storage.insertDelivery({ ...pendingDelivery(endpoint.id, ago(2 * HOUR)), status: 'failed', attempts: 1 });
     await service.storage.insertOutbox([outboxRow(endpoint.id, ago(7 * MINUTE))]);
     expect(await service.storage.oldestWaitingChangeAt(merchantId)).toBe(ago(7 * MINUTE));

@@ -42,12 +42,15 @@ function referenceCost(cost: string, to: string, conversion: { rate: string; inv
 }
 
 /** round(base × (100 + percent) / 100) + amount, at least 0, then raised to the price ending. */
-function referencePrice(base: bigint, rule: Pick<PricingRuleRecord, 'markup_percent' | 'markup_amount' | 'price_ending'>, currency: string): bigint {
+function referencePrice(
+  base: bigint,
+  rule: Pick<PricingRuleRecord, 'markup_percent' | 'markup_amount' | 'price_ending'>,
+  currency: string,
+): bigint {
   const p = decimal(rule.markup_percent);
   const a = decimal(rule.markup_amount);
   const e = EXPONENT[currency]!;
-  let price = nearest(base * (100n * pow10(p.scale) + p.digits), 100n * pow10(p.scale))
-    + nearest(a.digits * pow10(e), pow10(a.scale));
+  let price = nearest(base * (100n * pow10(p.scale) + p.digits), 100n * pow10(p.scale)) + nearest(a.digits * pow10(e), pow10(a.scale));
   if (price < 0n) price = 0n;
   if (rule.price_ending === null || price === 0n) return price;
   const modulus = pow10(String(rule.price_ending).length);
@@ -70,33 +73,60 @@ function referenceText(minor: bigint, currency: string): string {
 
 function store(currency: string): StoreRecord {
   return {
-    id: 1, merchant_id: 1, slug: 'shop', name: 'Shop', locale: 'de-DE', currency,
-    is_default: true, active: true, exclude_out_of_stock: false, catalog_version: 1,
+    id: 1,
+    merchant_id: 1,
+    slug: 'shop',
+    name: 'Shop',
+    locale: 'de-DE',
+    currency,
+    is_default: true,
+    active: true,
+    exclude_out_of_stock: false,
+    catalog_version: 1,
   };
 }
 
 function rule(markup: Pick<PricingRuleRecord, 'markup_percent' | 'markup_amount' | 'price_ending'>): PricingRuleRecord {
   return {
-    id: 1, priority: 2147483647, customer_group_id: null, store_id: null, manufacturer: null,
-    min_cost: null, max_cost: null, is_catch_all: true, ...markup,
+    id: 1,
+    priority: 2147483647,
+    customer_group_id: null,
+    store_id: null,
+    manufacturer: null,
+    min_cost: null,
+    max_cost: null,
+    is_catch_all: true,
+    ...markup,
   };
 }
 
 function context(pricingRule: PricingRuleRecord, exchangeRates: ExchangeRateRecord[]): MerchantContext {
   return {
-    merchantId: 1, skuPattern: null, stores: [], customerGroups: [{ id: 1, name: 'Retail' }],
-    pricingRules: [pricingRule], exchangeRates, attributeDefinitions: new Map(),
+    merchantId: 1,
+    skuPattern: null,
+    stores: [],
+    customerGroups: [{ id: 1, name: 'Retail' }],
+    pricingRules: [pricingRule],
+    exchangeRates,
+    attributeDefinitions: new Map(),
     suppliersByRef: new Map([['north', { id: 1, ref: 'north', name: 'North' }]]),
   };
 }
 
 function product(cost: string, currency: string): ProductRecord {
   return {
-    id: 7, ref: 'P-7',
+    id: 7,
+    ref: 'P-7',
     source: {
-      eans: [], manufacturer: null, content: { de: { title: 'Zelt', description: null } }, images: [],
-      offers: [{ supplier_ref: 'north', quantity: 3, cost, currency }], own_stock: null,
-      supplier_attributes: [], overrides: {}, excluded_stores: [],
+      eans: [],
+      manufacturer: null,
+      content: { de: { title: 'Zelt', description: null } },
+      images: [],
+      offers: [{ supplier_ref: 'north', quantity: 3, cost, currency }],
+      own_stock: null,
+      supplier_attributes: [],
+      overrides: {},
+      excluded_stores: [],
     },
   };
 }
@@ -114,27 +144,53 @@ function writtenAmounts(payload: string): { base: string; price: string } {
 const MAX_DECIMAL = 40; // maxLength of every decimal string in the admin document
 
 /** Decimal strings of up to 40 characters: `^[0-9]+(\.[0-9]+)?$`. */
-const costText = fc.oneof(
-  fc.constantFrom(
-    '9999999999999999999999999999999999999999', // the finding: 40 nines
-    '999999999999999999999999999999999999.99', '0.000000000000000000000000000000000000001',
-    '90071992547409.91', '90071992547409.93', '9007199254740993', '9007199254740992.5', '18014398509481984.01',
-    '100000000000000000000.005', '0', '0.005', '1',
-  ),
-  fc.tuple(fc.stringMatching(/^[1-9][0-9]{0,29}$/), fc.option(fc.stringMatching(/^[0-9]{1,8}$/), { nil: undefined }))
-    .map(([whole, fraction]) => (fraction === undefined ? whole : `${whole}.${fraction}`)),
-).filter((text) => text.length <= MAX_DECIMAL);
+const costText = fc
+  .oneof(
+    fc.constantFrom(
+      '9999999999999999999999999999999999999999', // the finding: 40 nines
+      '999999999999999999999999999999999999.99',
+      '0.000000000000000000000000000000000000001',
+      '90071992547409.91',
+      '90071992547409.93',
+      '9007199254740993',
+      '9007199254740992.5',
+      '18014398509481984.01',
+      '100000000000000000000.005',
+      '0',
+      '0.005',
+      '1',
+    ),
+    fc
+      .tuple(fc.stringMatching(/^[1-9][0-9]{0,29}$/), fc.option(fc.stringMatching(/^[0-9]{1,8}$/), { nil: undefined }))
+      .map(([whole, fraction]) => (fraction === undefined ? whole : `${whole}.${fraction}`)),
+  )
+  .filter((text) => text.length <= MAX_DECIMAL);
 
 /** Positive rates of up to 40 characters. */
 const rateText = fc.oneof(
-  fc.constantFrom('160', '0.9', '4.25', '1.0000000000000000000000000000000000001', '9999999999999999999.9999999999999999999', '0.0000000000000000000000000000000000007', '3'),
-  fc.tuple(fc.stringMatching(/^[1-9][0-9]{0,12}$/), fc.stringMatching(/^[0-9]{0,12}$/))
+  fc.constantFrom(
+    '160',
+    '0.9',
+    '4.25',
+    '1.0000000000000000000000000000000000001',
+    '9999999999999999999.9999999999999999999',
+    '0.0000000000000000000000000000000000007',
+    '3',
+  ),
+  fc
+    .tuple(fc.stringMatching(/^[1-9][0-9]{0,12}$/), fc.stringMatching(/^[0-9]{0,12}$/))
     .map(([whole, fraction]) => (fraction ? `${whole}.${fraction}` : whole)),
 );
 
 /** Markups `^-?[0-9]+(\.[0-9]+)?$`: discounts down to -100 % and beyond, large surcharges. */
-const signedText = (wholeDigits: number) => fc.tuple(fc.boolean(), fc.stringMatching(new RegExp(`^[0-9]{1,${wholeDigits}}$`)), fc.option(fc.stringMatching(/^[0-9]{1,6}$/), { nil: undefined }))
-  .map(([negative, whole, fraction]) => `${negative ? '-' : ''}${whole}${fraction === undefined ? '' : `.${fraction}`}`);
+const signedText = (wholeDigits: number) =>
+  fc
+    .tuple(
+      fc.boolean(),
+      fc.stringMatching(new RegExp(`^[0-9]{1,${wholeDigits}}$`)),
+      fc.option(fc.stringMatching(/^[0-9]{1,6}$/), { nil: undefined }),
+    )
+    .map(([negative, whole, fraction]) => `${negative ? '-' : ''}${whole}${fraction === undefined ? '' : `.${fraction}`}`);
 
 const markup = fc.record({
   markup_percent: fc.oneof(fc.constantFrom('0', '40', '12.5', '-10', '-100', '33.333333'), signedText(6)),
@@ -156,21 +212,30 @@ describe('amounts stay exact from the cost to the written payload', () => {
   });
 
   it('an offer in the store currency: base cost and computed price equal the exact reference', () => {
-    fc.assert(fc.property(costText, markup, currency, (cost, m, cur) => {
-      const { payload } = resolveProduct(product(cost, cur), store(cur), context(rule(m), []), new Map());
-      const base = referenceCost(cost, cur, null);
-      expect(writtenAmounts(payload)).toEqual({ base: referenceText(base, cur), price: referenceText(referencePrice(base, m, cur), cur) });
-    }), { numRuns: 500 });
+    fc.assert(
+      fc.property(costText, markup, currency, (cost, m, cur) => {
+        const { payload } = resolveProduct(product(cost, cur), store(cur), context(rule(m), []), new Map());
+        const base = referenceCost(cost, cur, null);
+        expect(writtenAmounts(payload)).toEqual({
+          base: referenceText(base, cur),
+          price: referenceText(referencePrice(base, m, cur), cur),
+        });
+      }),
+      { numRuns: 500 },
+    );
   });
 
   it('an offer converted with a direct or an inverse exchange rate equals the exact reference', () => {
-    fc.assert(fc.property(costText, rateText, fc.boolean(), markup, currency, currency, (cost, rate, inverse, m, from, to) => {
-      if (from === to) return;
-      const pair = inverse ? { base: to, quote: from, rate } : { base: from, quote: to, rate };
-      const { payload } = resolveProduct(product(cost, from), store(to), context(rule(m), [pair]), new Map());
-      const base = referenceCost(cost, to, { rate, inverse });
-      expect(writtenAmounts(payload)).toEqual({ base: referenceText(base, to), price: referenceText(referencePrice(base, m, to), to) });
-    }), { numRuns: 500 });
+    fc.assert(
+      fc.property(costText, rateText, fc.boolean(), markup, currency, currency, (cost, rate, inverse, m, from, to) => {
+        if (from === to) return;
+        const pair = inverse ? { base: to, quote: from, rate } : { base: from, quote: to, rate };
+        const { payload } = resolveProduct(product(cost, from), store(to), context(rule(m), [pair]), new Map());
+        const base = referenceCost(cost, to, { rate, inverse });
+        expect(writtenAmounts(payload)).toEqual({ base: referenceText(base, to), price: referenceText(referencePrice(base, m, to), to) });
+      }),
+      { numRuns: 500 },
+    );
   });
 
   it('amounts around 2^53 minor units keep their last digit', () => {

@@ -1,19 +1,26 @@
 // Money in integer minor units (docs/decisions.md#money; docs/domain.md).
 import { describe, it, expect } from 'vitest';
 import {
-  currenciesRepriced, currencyExponent, formatMinorUnits, parseDecimal, roundHalfAwayFromZero, toMinorUnits,
+  currenciesRepriced,
+  currencyExponent,
+  formatMinorUnits,
+  parseDecimal,
+  roundHalfAwayFromZero,
+  toMinorUnits,
 } from '../../src/catalog/money.js';
 
 describe('ISO 4217 exponent of a currency', () => {
-  it.each([
-    { currency: 'EUR', exponent: 2 },
-    { currency: 'USD', exponent: 2 },
-    { currency: 'PLN', exponent: 2 },
-    { currency: 'JPY', exponent: 0 },
-    { currency: 'KRW', exponent: 0 },
-    { currency: 'KWD', exponent: 3 },
-    { currency: 'BHD', exponent: 3 },
-  ].map(({ currency, exponent }) => [currency, exponent] as [string, number]))('%s has %i decimals', (currency, exponent) => {
+  it.each(
+    [
+      { currency: 'EUR', exponent: 2 },
+      { currency: 'USD', exponent: 2 },
+      { currency: 'PLN', exponent: 2 },
+      { currency: 'JPY', exponent: 0 },
+      { currency: 'KRW', exponent: 0 },
+      { currency: 'KWD', exponent: 3 },
+      { currency: 'BHD', exponent: 3 },
+    ].map(({ currency, exponent }) => [currency, exponent] as [string, number]),
+  )('%s has %i decimals', (currency, exponent) => {
     expect(currencyExponent(currency)).toBe(exponent);
   });
 });
@@ -35,53 +42,64 @@ describe('decimal strings are parsed exactly', () => {
 });
 
 describe('rounding is half away from zero', () => {
-  it.each([
-    { amount: '2.5', rounded: 3 },
-    { amount: '-2.5', rounded: -3 },
-    { amount: '2.4999', rounded: 2 },
-    { amount: '-2.4999', rounded: -2 },
-    { amount: '3.5', rounded: 4 },
-    { amount: '0.5', rounded: 1 },
-    { amount: '7', rounded: 7 },
-  ].map(({ amount, rounded }) => [amount, rounded] as [string, number]))('%s rounds to %i', (amount, rounded) => {
+  it.each(
+    [
+      { amount: '2.5', rounded: 3 },
+      { amount: '-2.5', rounded: -3 },
+      { amount: '2.4999', rounded: 2 },
+      { amount: '-2.4999', rounded: -2 },
+      { amount: '3.5', rounded: 4 },
+      { amount: '0.5', rounded: 1 },
+      { amount: '7', rounded: 7 },
+    ].map(({ amount, rounded }) => [amount, rounded] as [string, number]),
+  )('%s rounds to %i', (amount, rounded) => {
     expect(roundHalfAwayFromZero(parseDecimal(amount))).toBe(BigInt(rounded));
   });
 });
 
 describe('amounts land in the minor units of the currency', () => {
-  it.each([
-    { amount: '12.30', currency: 'EUR', minor: 1230 },
-    { amount: '12.345', currency: 'EUR', minor: 1235 },
-    { amount: '12.344', currency: 'EUR', minor: 1234 },
-    { amount: '1500', currency: 'JPY', minor: 1500 },
-    { amount: '1499.5', currency: 'JPY', minor: 1500 },
-    { amount: '12.345', currency: 'KWD', minor: 12345 },
-    { amount: '12.3455', currency: 'KWD', minor: 12346 },
-    { amount: '-0.005', currency: 'EUR', minor: -1 },
-  ].map(({ amount, currency, minor }) => [amount, currency, minor] as [string, string, number]))('%s %s is %i minor units', (amount, currency, minor) => {
+  it.each(
+    [
+      { amount: '12.30', currency: 'EUR', minor: 1230 },
+      { amount: '12.345', currency: 'EUR', minor: 1235 },
+      { amount: '12.344', currency: 'EUR', minor: 1234 },
+      { amount: '1500', currency: 'JPY', minor: 1500 },
+      { amount: '1499.5', currency: 'JPY', minor: 1500 },
+      { amount: '12.345', currency: 'KWD', minor: 12345 },
+      { amount: '12.3455', currency: 'KWD', minor: 12346 },
+      { amount: '-0.005', currency: 'EUR', minor: -1 },
+    ].map(({ amount, currency, minor }) => [amount, currency, minor] as [string, string, number]),
+  )('%s %s is %i minor units', (amount, currency, minor) => {
     expect(toMinorUnits(parseDecimal(amount), currency)).toBe(BigInt(minor));
   });
 });
 
 describe('amounts are formatted with exactly the currency precision', () => {
-  it.each([
-    { minor: 1230, currency: 'EUR', text: '12.30' },
-    { minor: 5, currency: 'EUR', text: '0.05' },
-    { minor: 0, currency: 'EUR', text: '0.00' },
-    { minor: 8999, currency: 'USD', text: '89.99' },
-    { minor: 1500, currency: 'JPY', text: '1500' },
-    { minor: 0, currency: 'JPY', text: '0' },
-    { minor: 12345, currency: 'KWD', text: '12.345' },
-    { minor: 5, currency: 'KWD', text: '0.005' },
-    { minor: -5, currency: 'EUR', text: '-0.05' },
-  ].map(({ minor, currency, text }) => [minor, currency, text] as [number, string, string]))('%i minor units of %s are written %s', (minor, currency, text) => {
+  it.each(
+    [
+      { minor: 1230, currency: 'EUR', text: '12.30' },
+      { minor: 5, currency: 'EUR', text: '0.05' },
+      { minor: 0, currency: 'EUR', text: '0.00' },
+      { minor: 8999, currency: 'USD', text: '89.99' },
+      { minor: 1500, currency: 'JPY', text: '1500' },
+      { minor: 0, currency: 'JPY', text: '0' },
+      { minor: 12345, currency: 'KWD', text: '12.345' },
+      { minor: 5, currency: 'KWD', text: '0.005' },
+      { minor: -5, currency: 'EUR', text: '-0.05' },
+    ].map(({ minor, currency, text }) => [minor, currency, text] as [number, string, string]),
+  )('%i minor units of %s are written %s', (minor, currency, text) => {
     expect(formatMinorUnits(BigInt(minor), currency)).toBe(text);
     // Still a valid JSON number with the same value.
     expect(JSON.parse(text)).toBe(minor / 10 ** currencyExponent(currency));
   });
 
   it('writes amounts of 1e21 minor units and more in plain digits, never in exponent notation (found by the contract fuzzer)', () => {
-    for (const [minor, currency] of [[1e21, 'EUR'], [5.602353052172488e22, 'PLN'], [1e30, 'JPY'], [-1e25, 'KWD']] as const) {
+    for (const [minor, currency] of [
+      [1e21, 'EUR'],
+      [5.602353052172488e22, 'PLN'],
+      [1e30, 'JPY'],
+      [-1e25, 'KWD'],
+    ] as const) {
       const text = formatMinorUnits(BigInt(minor), currency);
       expect(text).toMatch(/^-?[0-9]+(\.[0-9]+)?$/);
       expect(JSON.parse(text)).toBe(minor / 10 ** currencyExponent(currency));

@@ -13,9 +13,8 @@ function heldStorage() {
   const reader = {
     findDefaultStore: async () => ({ id: 7, merchant_id: 1, slug: 'de', active: true }),
     latestFeedPosition: async () => ({ at: '2025-03-14T09:26:53Z', id: 42 }),
-    publishedLinesAfter: async (_store: number, afterId: number) => (afterId === 0
-      ? { bytes: Buffer.from('{"id":1}\n'), count: 1, lastId: 1 }
-      : { bytes: Buffer.alloc(0), count: 0, lastId: null }),
+    publishedLinesAfter: async (_store: number, afterId: number) =>
+      afterId === 0 ? { bytes: Buffer.from('{"id":1}\n'), count: 1, lastId: 1 } : { bytes: Buffer.alloc(0), count: 0, lastId: null },
   } as unknown as StorageOperations;
   const storage = {
     snapshot: async <T>(fn: (r: StorageOperations) => Promise<T>) => {

@@ -28,8 +28,14 @@ beforeAll(async () => {
   const imported = await importNdjson(service, catalog.merchant.id, [
     ...Array.from({ length: FILLERS }, (_, i) => simpleProduct(`F-${String(i).padStart(2, '0')}`, `${10 + i}.00`)),
     // 12.30 EUR: amounts with a trailing zero (12.30, not 12.3).
-    { op: 'upsert_product', product: { ref: 'PREC-1', content: { de: { title: 'Karabiner', description: null }, pl: { title: 'Karabińczyk', description: null } },
-      offers: [{ supplier_ref: 'alpine', quantity: 3, cost: '12.30', currency: 'EUR' }] } },
+    {
+      op: 'upsert_product',
+      product: {
+        ref: 'PREC-1',
+        content: { de: { title: 'Karabiner', description: null }, pl: { title: 'Karabińczyk', description: null } },
+        offers: [{ supplier_ref: 'alpine', quantity: 3, cost: '12.30', currency: 'EUR' }],
+      },
+    },
     simpleProduct('GONE-1'),
   ]);
   expect(imported.status, imported.text).toBe(200);
@@ -70,7 +76,9 @@ describe('GET /v1/products?ids=', () => {
     expect(response.body.store).toBe('de');
     // Byte for byte the payloads GET /v1/products/{id} serves.
     const singles = await Promise.all(ids.map((id) => rawProduct(id, 'de')));
-    expect(response.text).toBe(`{"data":[${singles.join(',')}],"store":"de","meta":{"current_page":1,"per_page":3,"last_page":1,"total":3}}`);
+    expect(response.text).toBe(
+      `{"data":[${singles.join(',')}],"store":"de","meta":{"current_page":1,"per_page":3,"last_page":1,"total":3}}`,
+    );
   });
 
   it('resolves the products for the store asked for', async () => {
@@ -173,7 +181,9 @@ describe('GET /v1/prices?ids=&store=', () => {
     const entries = [...response.text.matchAll(/\{"id":([0-9]+),"prices":(\[[^\]]*\])\}/g)].map((m) => [Number(m[1]), m[2]]);
     const expected = await Promise.all(ids.map(async (id) => [id, rawPrices(await rawProduct(id, store))]));
     expect(entries).toEqual(expected);
-    expect(response.text).toBe(`{"data":[${expected.map(([id, prices]) => `{"id":${id},"prices":${prices}}`).join(',')}],"store":"${store}"}`);
+    expect(response.text).toBe(
+      `{"data":[${expected.map(([id, prices]) => `{"id":${id},"prices":${prices}}`).join(',')}],"store":"${store}"}`,
+    );
     expect(response.text).toContain('"customer_group":"Stammkunde \\"VIP\\" \\\\ ✓"');
   });
 
@@ -194,7 +204,7 @@ describe('GET /v1/prices?ids=&store=', () => {
     expect(response.body.data[0].prices[0].currency).toBe('EUR');
   });
 
-  it("leaves out ids outside the catalog and collapses duplicates", async () => {
+  it('leaves out ids outside the catalog and collapses duplicates', async () => {
     const { backpack } = catalog.products;
     const response = await service.api(`/v1/prices?ids=${removedId},${backpack.id},${otherId},99999999,${backpack.id}`, key);
     expect(response.body.data.map((p: { id: number }) => p.id)).toEqual([backpack.id]);

@@ -26,8 +26,22 @@ const cursors = new Map<Slug, { since: string; id: number }>();
 const ids: Record<string, number> = {};
 const sources: Record<string, ProductSourceInput> = {};
 
-const DE: StoreInputRecord = { name: 'Alpine Deutschland', locale: 'de-DE', currency: 'EUR', is_default: true, active: true, exclude_out_of_stock: false };
-const PL: StoreInputRecord = { name: 'Alpine Polska', locale: 'pl-PL', currency: 'PLN', is_default: false, active: true, exclude_out_of_stock: false };
+const DE: StoreInputRecord = {
+  name: 'Alpine Deutschland',
+  locale: 'de-DE',
+  currency: 'EUR',
+  is_default: true,
+  active: true,
+  exclude_out_of_stock: false,
+};
+const PL: StoreInputRecord = {
+  name: 'Alpine Polska',
+  locale: 'pl-PL',
+  currency: 'PLN',
+  is_default: false,
+  active: true,
+  exclude_out_of_stock: false,
+};
 
 /** Reads the store's feed from the kept cursor until caught up; every change is one window. */
 async function drain(slug: Slug): Promise<Recorded[]> {
@@ -57,7 +71,7 @@ const byProduct = (changes: Recorded[]) => [...changes].sort((a, b) => a[0] - b[
 async function upsert(ref: string, source: ProductSourceInput): Promise<number> {
   sources[ref] = source;
   ids[ref] = (await service.admin.upsertProduct(merchantId, ref, source)).id;
-  return ids[ref]!;
+  return ids[ref];
 }
 
 const backpack = (): ProductSourceInput => ({
@@ -109,28 +123,45 @@ describe('product upsert (admin PUT /products/{ref})', () => {
         offers: [{ supplier_ref: 'alpine', quantity: 2, cost: '100.00', currency: 'EUR' }],
       });
     });
-    expect(changes).toEqual({ de: [[tent, 'price'], [tent, 'content']], pl: [[tent, 'price'], [tent, 'content']] });
+    expect(changes).toEqual({
+      de: [
+        [tent, 'price'],
+        [tent, 'content'],
+      ],
+      pl: [
+        [tent, 'price'],
+        [tent, 'content'],
+      ],
+    });
   });
 
   it('records nothing when the same product is PUT again', async () => {
     expect(await recorded(() => upsert('BP-40', backpack()))).toEqual({ de: [], pl: [] });
     // The same through the admin HTTP API: a bodily identical PUT leaves the payload as it was.
-    expect(await recorded(() => adminOk(service, 'PUT', `/admin/v1/merchants/${merchantId}/products/BP-40`, backpack())))
-      .toEqual({ de: [], pl: [] });
+    expect(await recorded(() => adminOk(service, 'PUT', `/admin/v1/merchants/${merchantId}/products/BP-40`, backpack()))).toEqual({
+      de: [],
+      pl: [],
+    });
   });
 
   it('records price when only prices changed', async () => {
-    const changes = await recorded(() => upsert('BP-40', {
-      ...backpack(), offers: [{ supplier_ref: 'alpine', quantity: 5, cost: '21.00', currency: 'EUR' }],
-    }));
+    const changes = await recorded(() =>
+      upsert('BP-40', {
+        ...backpack(),
+        offers: [{ supplier_ref: 'alpine', quantity: 5, cost: '21.00', currency: 'EUR' }],
+      }),
+    );
     expect(changes).toEqual({ de: [[ids['BP-40'], 'price']], pl: [[ids['BP-40'], 'price']] });
   });
 
   it('records content only in the store whose title changed', async () => {
     const source = sources['BP-40']!;
-    const changes = await recorded(() => upsert('BP-40', {
-      ...source, content: { ...source.content, de: { title: 'Wanderrucksack 40 Liter', description: 'Leicht und robust.' } },
-    }));
+    const changes = await recorded(() =>
+      upsert('BP-40', {
+        ...source,
+        content: { ...source.content, de: { title: 'Wanderrucksack 40 Liter', description: 'Leicht und robust.' } },
+      }),
+    );
     expect(changes).toEqual({ de: [[ids['BP-40'], 'content']], pl: [] });
   });
 
@@ -138,7 +169,11 @@ describe('product upsert (admin PUT /products/{ref})', () => {
     ['description', (s) => ({ ...s, content: { ...s.content, pl: { title: 'Plecak turystyczny 40 l', description: 'Lekki.' } } }), ['pl']],
     ['images', (s) => ({ ...s, images: [...s.images!, { url: 'https://img.example.test/bp-40/2.jpg' }] }), ['de', 'pl']],
     ['attributes (merchant override)', (s) => ({ ...s, overrides: { color: 'Blau' } }), ['de', 'pl']],
-    ['attributes (supplier value)', (s) => ({ ...s, supplier_attributes: [{ supplier_ref: 'alpine', key: 'weight', value: '1.3' }] }), ['de', 'pl']],
+    [
+      'attributes (supplier value)',
+      (s) => ({ ...s, supplier_attributes: [{ supplier_ref: 'alpine', key: 'weight', value: '1.3' }] }),
+      ['de', 'pl'],
+    ],
     ['stock', (s) => ({ ...s, offers: [{ ...s.offers![0]!, quantity: 9 }] }), ['de', 'pl']],
     ['ean', (s) => ({ ...s, eans: ['4006381333948'] }), ['de', 'pl']],
     ['manufacturer', (s) => ({ ...s, manufacturer: 'Alpenwerk GmbH' }), ['de', 'pl']],
@@ -153,12 +188,20 @@ describe('product upsert (admin PUT /products/{ref})', () => {
 
   it('records both price and content when both changed', async () => {
     const source = sources['BP-40']!;
-    const changes = await recorded(() => upsert('BP-40', {
-      ...source,
-      content: { ...source.content, de: { title: 'Rucksack 40 l', description: 'Leicht und robust.' } },
-      offers: [{ ...source.offers![0]!, cost: '22.00' }],
-    }));
-    expect(changes).toEqual({ de: [[ids['BP-40'], 'price'], [ids['BP-40'], 'content']], pl: [[ids['BP-40'], 'price']] });
+    const changes = await recorded(() =>
+      upsert('BP-40', {
+        ...source,
+        content: { ...source.content, de: { title: 'Rucksack 40 l', description: 'Leicht und robust.' } },
+        offers: [{ ...source.offers![0]!, cost: '22.00' }],
+      }),
+    );
+    expect(changes).toEqual({
+      de: [
+        [ids['BP-40'], 'price'],
+        [ids['BP-40'], 'content'],
+      ],
+      pl: [[ids['BP-40'], 'price']],
+    });
   });
 
   it('records content only in the store a product is manually excluded from', async () => {
@@ -167,23 +210,34 @@ describe('product upsert (admin PUT /products/{ref})', () => {
     const excluded = await service.api(`/v1/products/${ids['BP-40']}?store=pl`, key);
     expect(excluded.body.data).toMatchObject({ excluded: true, exclusion_reason: 'manual' });
     // And back: the flag flips again, in that store only.
-    expect(await recorded(() => upsert('BP-40', { ...sources['BP-40']!, excluded_stores: [] })))
-      .toEqual({ de: [], pl: [[ids['BP-40'], 'content']] });
+    expect(await recorded(() => upsert('BP-40', { ...sources['BP-40']!, excluded_stores: [] }))).toEqual({
+      de: [],
+      pl: [[ids['BP-40'], 'content']],
+    });
   });
 
   it('records the change in the transaction of the write: a rolled-back write records nothing', async () => {
     const before = await service.api(`/v1/products/${ids['BP-40']}`, key);
     // Transactions do not nest any more (admin.upsertProduct opens its own): the write path of an
     // upsert (source, image mirrors, re-publish with change recording) runs on one tx, which fails.
-    const changed: ProductSourceInput = { ...sources['BP-40']!, offers: [{ supplier_ref: 'alpine', quantity: 1, cost: '99.00', currency: 'EUR' }] };
+    const changed: ProductSourceInput = {
+      ...sources['BP-40']!,
+      offers: [{ supplier_ref: 'alpine', quantity: 1, cost: '99.00', currency: 'EUR' }],
+    };
     let publishedChanges = 0;
     const changes = await recorded(async () => {
-      await expect(service.storage.transaction(async (tx) => {
-        const { id } = await tx.upsertProductSource(merchantId, 'BP-40', normalizeSource(changed), new Date(clock.ms).toISOString());
-        await tx.ensureImageMirrors(merchantId, changed.images!.map((i) => i.url), new Date(clock.ms).toISOString());
-        publishedChanges = (await service.admin.publisher.publishProducts(tx, merchantId, [id])).changes;
-        throw new Error('the write fails after publishing');
-      })).rejects.toThrow('the write fails after publishing');
+      await expect(
+        service.storage.transaction(async (tx) => {
+          const { id } = await tx.upsertProductSource(merchantId, 'BP-40', normalizeSource(changed), new Date(clock.ms).toISOString());
+          await tx.ensureImageMirrors(
+            merchantId,
+            changed.images!.map((i) => i.url),
+            new Date(clock.ms).toISOString(),
+          );
+          publishedChanges = (await service.admin.publisher.publishProducts(tx, merchantId, [id])).changes;
+          throw new Error('the write fails after publishing');
+        }),
+      ).rejects.toThrow('the write fails after publishing');
     });
     // The write did detect and record changes in its transaction, and they rolled back with it.
     expect(publishedChanges).toBeGreaterThan(0);
@@ -196,8 +250,10 @@ describe('product upsert (admin PUT /products/{ref})', () => {
 describe('product delete (admin DELETE /products/{ref})', () => {
   it('records removed in every store the product was published in', async () => {
     const tent = ids['TENT-2']!;
-    expect(await recorded(() => service.admin.deleteProduct(merchantId, 'TENT-2')))
-      .toEqual({ de: [[tent, 'removed']], pl: [[tent, 'removed']] });
+    expect(await recorded(() => service.admin.deleteProduct(merchantId, 'TENT-2'))).toEqual({
+      de: [[tent, 'removed']],
+      pl: [[tent, 'removed']],
+    });
     expect((await service.api(`/v1/products/${tent}`, key)).status).toBe(404);
   });
 });
@@ -208,10 +264,18 @@ describe('NDJSON import (admin POST /imports)', () => {
     const gone = ids['GONE-1']!;
     const lamp = ids['LAMP-1']!;
     const lines = [
-      { op: 'upsert_product', product: { ref: 'NEW-1', content: { de: { title: 'Neu', description: null } },
-        offers: [{ supplier_ref: 'alpine', quantity: 3, cost: '5.00', currency: 'EUR' }] } },
-      { op: 'upsert_product', product: { ref: 'LAMP-1', ...sources['LAMP-1'],
-        offers: [{ supplier_ref: 'alpine', quantity: 0, cost: '8.50', currency: 'EUR' }] } },
+      {
+        op: 'upsert_product',
+        product: {
+          ref: 'NEW-1',
+          content: { de: { title: 'Neu', description: null } },
+          offers: [{ supplier_ref: 'alpine', quantity: 3, cost: '5.00', currency: 'EUR' }],
+        },
+      },
+      {
+        op: 'upsert_product',
+        product: { ref: 'LAMP-1', ...sources['LAMP-1'], offers: [{ supplier_ref: 'alpine', quantity: 0, cost: '8.50', currency: 'EUR' }] },
+      },
       { op: 'upsert_product', product: { ref: 'FREE-1', ...sources['FREE-1'] } },
       { op: 'delete_product', ref: 'GONE-1' },
     ];
@@ -224,8 +288,18 @@ describe('NDJSON import (admin POST /imports)', () => {
     ids['NEW-1'] = created;
     // NEW-1 has no Polish title: it is published in pl too, excluded (missing_title).
     expect({ de: byProduct(changes.de), pl: byProduct(changes.pl) }).toEqual({
-      de: byProduct([[lamp, 'price'], [created, 'price'], [created, 'content'], [gone, 'removed']]),
-      pl: byProduct([[lamp, 'price'], [created, 'price'], [created, 'content'], [gone, 'removed']]),
+      de: byProduct([
+        [lamp, 'price'],
+        [created, 'price'],
+        [created, 'content'],
+        [gone, 'removed'],
+      ]),
+      pl: byProduct([
+        [lamp, 'price'],
+        [created, 'price'],
+        [created, 'content'],
+        [gone, 'removed'],
+      ]),
     });
   });
 
@@ -244,13 +318,19 @@ describe('exchange-rate changes', () => {
     // FREE-1 has no cost: its prices stay 0 and nothing is recorded for it.
     expect({ ...changes, pl: byProduct(changes.pl) }).toEqual({
       de: [],
-      pl: byProduct([[ids['BP-40']!, 'price'], [ids['LAMP-1']!, 'price'], [ids['NEW-1']!, 'price']]),
+      pl: byProduct([
+        [ids['BP-40']!, 'price'],
+        [ids['LAMP-1']!, 'price'],
+        [ids['NEW-1']!, 'price'],
+      ]),
     });
   });
 
   it('records nothing for the rate of a currency no store uses', async () => {
-    expect(await recorded(() => service.admin.upsertExchangeRate(merchantId, { base: 'EUR', quote: 'CHF', rate: '0.95' })))
-      .toEqual({ de: [], pl: [] });
+    expect(await recorded(() => service.admin.upsertExchangeRate(merchantId, { base: 'EUR', quote: 'CHF', rate: '0.95' }))).toEqual({
+      de: [],
+      pl: [],
+    });
   });
 
   it('re-publishes no store when no cost of the merchant converts differently: CHF->PLN changes no conversion of an EUR cost', async () => {
@@ -258,7 +338,10 @@ describe('exchange-rate changes', () => {
     try {
       // A path CHF->EUR->PLN exists already; a direct CHF->PLN rate changes CHF's conversion into
       // PLN, but no product bills in CHF: no publish run at all.
-      expect(await recorded(() => service.admin.upsertExchangeRate(merchantId, { base: 'CHF', quote: 'PLN', rate: '4.6' }))).toEqual({ de: [], pl: [] });
+      expect(await recorded(() => service.admin.upsertExchangeRate(merchantId, { base: 'CHF', quote: 'PLN', rate: '4.6' }))).toEqual({
+        de: [],
+        pl: [],
+      });
       expect(runs).not.toHaveBeenCalled();
       await service.admin.deleteExchangeRate(merchantId, 'CHF', 'PLN');
       expect(runs).not.toHaveBeenCalled();
@@ -270,7 +353,11 @@ describe('exchange-rate changes', () => {
   it('records price and content where a deleted rate makes offers unusable, and again when it is back', async () => {
     const priced = [ids['BP-40']!, ids['LAMP-1']!, ids['NEW-1']!];
     // Without EUR->PLN the EUR offers are unusable in pl: stock 0 and no_offers (content), cost 0 (price).
-    const both = (list: number[]): Recorded[] => list.flatMap((id): Recorded[] => [[id, 'price'], [id, 'content']]);
+    const both = (list: number[]): Recorded[] =>
+      list.flatMap((id): Recorded[] => [
+        [id, 'price'],
+        [id, 'content'],
+      ]);
     const removedRate = await recorded(() => service.admin.deleteExchangeRate(merchantId, 'EUR', 'PLN'));
     expect({ ...removedRate, pl: byProduct(removedRate.pl) }).toEqual({ de: [], pl: both(priced) });
     const restored = await recorded(() => service.admin.upsertExchangeRate(merchantId, { base: 'EUR', quote: 'PLN', rate: '4.30' }));
@@ -285,10 +372,19 @@ describe('pricing-rule changes', () => {
     const retail = (await service.storage.listCustomerGroups(merchantId)).find((g) => g.name === 'retail')!;
     const all = [ids['BP-40']!, ids['LAMP-1']!, ids['FREE-1']!, ids['NEW-1']!].sort((a, b) => a - b);
     const changes = await recorded(async () => {
-      ruleId = (await service.admin.createPricingRule(merchantId, {
-        priority: 10, customer_group_id: retail.id, store_id: null, manufacturer: null, min_cost: null, max_cost: null,
-        markup_percent: '40', markup_amount: '0', price_ending: 99,
-      })).id;
+      ruleId = (
+        await service.admin.createPricingRule(merchantId, {
+          priority: 10,
+          customer_group_id: retail.id,
+          store_id: null,
+          manufacturer: null,
+          min_cost: null,
+          max_cost: null,
+          markup_percent: '40',
+          markup_amount: '0',
+          price_ending: 99,
+        })
+      ).id;
     });
     // Every entry now names the new rule (applied_rule_id), FREE-1's too although its price stays 0.
     const expected = all.map((id): Recorded => [id, 'price']);
@@ -343,8 +439,9 @@ describe('store setting changes', () => {
 
 describe('attribute-definition changes', () => {
   it('records content in the store whose label changed, for the products that carry the attribute', async () => {
-    const changes = await recorded(() => service.admin.upsertAttributeDefinition(merchantId,
-      { key: 'weight', unit: 'kg', labels: { de: 'Gewicht', pl: 'Masa' } }));
+    const changes = await recorded(() =>
+      service.admin.upsertAttributeDefinition(merchantId, { key: 'weight', unit: 'kg', labels: { de: 'Gewicht', pl: 'Masa' } }),
+    );
     expect(changes).toEqual({ de: [], pl: [[ids['BP-40'], 'content']] });
     const product = await service.api(`/v1/products/${ids['BP-40']}?store=pl`, key);
     expect(product.body.data.attributes).toContainEqual({ key: 'weight', label: 'Masa (kg)', value: '1.3' });
@@ -361,8 +458,7 @@ describe('merchant changes', () => {
   });
 
   it('records nothing when only the merchant name changes', async () => {
-    expect(await recorded(() => service.admin.updateMerchant(merchantId, { name: 'Alpine Outfitters GmbH' })))
-      .toEqual({ de: [], pl: [] });
+    expect(await recorded(() => service.admin.updateMerchant(merchantId, { name: 'Alpine Outfitters GmbH' }))).toEqual({ de: [], pl: [] });
   });
 });
 
@@ -377,7 +473,16 @@ describe('exchange rates through an intermediate currency', () => {
     expect((await service.api(`/v1/products/${usd}?store=pl`, key)).body.data).toMatchObject({ stock: 0, exclusion_reason: 'no_offers' });
 
     const added = await recorded(() => service.admin.upsertExchangeRate(merchantId, { base: 'USD', quote: 'EUR', rate: '0.9' }));
-    expect(added).toEqual({ de: [[usd, 'price'], [usd, 'content']], pl: [[usd, 'price'], [usd, 'content']] });
+    expect(added).toEqual({
+      de: [
+        [usd, 'price'],
+        [usd, 'content'],
+      ],
+      pl: [
+        [usd, 'price'],
+        [usd, 'content'],
+      ],
+    });
     const pl = (await service.api(`/v1/products/${usd}?store=pl`, key)).body.data;
     // 10.00 USD × 0.9 × the EUR->PLN rate, rounded once in PLN.
     expect(pl.prices[0].base_cost).toBe(Math.round(10 * 0.9 * Number(plnPerEur) * 100) / 100);
@@ -385,9 +490,20 @@ describe('exchange rates through an intermediate currency', () => {
 
     const changed = await recorded(() => service.admin.upsertExchangeRate(merchantId, { base: 'USD', quote: 'EUR', rate: '0.8' }));
     expect(changed).toEqual({ de: [[usd, 'price']], pl: [[usd, 'price']] });
-    expect((await service.api(`/v1/products/${usd}?store=pl`, key)).body.data.prices[0].base_cost).toBe(Math.round(10 * 0.8 * Number(plnPerEur) * 100) / 100);
+    expect((await service.api(`/v1/products/${usd}?store=pl`, key)).body.data.prices[0].base_cost).toBe(
+      Math.round(10 * 0.8 * Number(plnPerEur) * 100) / 100,
+    );
 
     const deleted = await recorded(() => service.admin.deleteExchangeRate(merchantId, 'USD', 'EUR'));
-    expect(deleted).toEqual({ de: [[usd, 'price'], [usd, 'content']], pl: [[usd, 'price'], [usd, 'content']] });
+    expect(deleted).toEqual({
+      de: [
+        [usd, 'price'],
+        [usd, 'content'],
+      ],
+      pl: [
+        [usd, 'price'],
+        [usd, 'content'],
+      ],
+    });
   });
 });

@@ -42,7 +42,13 @@ beforeAll(async () => {
     now: clock.now,
     config: {
       // Windows of 2 changes: a stream that is behind sends several.
-      changes: { ...loadConfig({}).changes, feedWindow: 2, maxWaitSeconds: MAX_WAIT_SECONDS, heartbeatSeconds: 1, livePollIntervalMs: POLL_INTERVAL_MS },
+      changes: {
+        ...loadConfig({}).changes,
+        feedWindow: 2,
+        maxWaitSeconds: MAX_WAIT_SECONDS,
+        heartbeatSeconds: 1,
+        livePollIntervalMs: POLL_INTERVAL_MS,
+      },
       // The clock stands still: each key has BURST requests until a test moves it.
       rateLimit: { burst: BURST, perSecond: 1 },
       // A window of one change is coded too, so long-polls' coded answers are exercised.
@@ -56,7 +62,14 @@ afterAll(() => service?.close());
 async function shop(name: string) {
   const { admin } = service;
   const merchant = await admin.createMerchant({ name });
-  await admin.upsertStore(merchant.id, 'de', { name: 'DE', locale: 'de-DE', currency: 'EUR', is_default: true, active: true, exclude_out_of_stock: false });
+  await admin.upsertStore(merchant.id, 'de', {
+    name: 'DE',
+    locale: 'de-DE',
+    currency: 'EUR',
+    is_default: true,
+    active: true,
+    exclude_out_of_stock: false,
+  });
   await admin.upsertSupplier(merchant.id, 'alpine', 'Alpine');
   await admin.createCustomerGroup(merchant.id, 'retail');
   let cost = 10;
@@ -65,11 +78,14 @@ async function shop(name: string) {
     id: merchant.id,
     productId: product.id,
     key: await service.keyFor(merchant.id),
-    change: async () => { await admin.upsertProduct(merchant.id, 'tent', source(`${++cost}.00`)); },
+    change: async () => {
+      await admin.upsertProduct(merchant.id, 'tent', source(`${++cost}.00`));
+    },
   };
 }
 
-const cursorQuery = (page: Pick<ChangePage, 'next_since' | 'next_id'>) => `since=${encodeURIComponent(page.next_since)}&since_id=${page.next_id}`;
+const cursorQuery = (page: Pick<ChangePage, 'next_since' | 'next_id'>) =>
+  `since=${encodeURIComponent(page.next_since)}&since_id=${page.next_id}`;
 
 /** The feed as a plain poll answers it now (the model every live answer is compared with). */
 async function poll(key: string, query: string): Promise<ChangePage> {
@@ -100,7 +116,10 @@ class EventReader {
   private streamReader: ReadableStreamDefaultReader<Uint8Array> | undefined;
   private readonly decoder = new TextDecoder();
 
-  constructor(readonly response: Response, readonly controller: AbortController) {}
+  constructor(
+    readonly response: Response,
+    readonly controller: AbortController,
+  ) {}
 
   private get reader(): ReadableStreamDefaultReader<Uint8Array> {
     this.streamReader ??= this.response.body!.getReader();
@@ -146,9 +165,18 @@ class EventReader {
 async function openStream(key: string, query: string, headers: Record<string, string> = {}): Promise<EventReader> {
   const controller = new AbortController();
   const url = `${service.url}/v1/changes?store=de${query ? `&${query}` : ''}`;
-  const response = await fetch(url, { headers: { Authorization: `Bearer ${key}`, Accept: 'text/event-stream', ...headers }, signal: controller.signal });
+  const response = await fetch(url, {
+    headers: { Authorization: `Bearer ${key}`, Accept: 'text/event-stream', ...headers },
+    signal: controller.signal,
+  });
   // The body never ends: the harness checks the status, content type and headers it documents.
-  publicContract.validateResponse('GET', url, response.status, response.headers, response.status === 200 ? '' : await response.clone().text());
+  publicContract.validateResponse(
+    'GET',
+    url,
+    response.status,
+    response.headers,
+    response.status === 200 ? '' : await response.clone().text(),
+  );
   return new EventReader(response, controller);
 }
 
@@ -165,14 +193,19 @@ async function tokensLeft(key: string): Promise<number> {
 }
 
 /** A GET as it arrives on the wire: the status, the raw header fields and the body bytes (still coded). */
-function rawGet(pathAndQuery: string, headers: Record<string, string>): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }> {
+function rawGet(
+  pathAndQuery: string,
+  headers: Record<string, string>,
+): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }> {
   return new Promise((resolve, reject) => {
-    http.get(`${service.url}${pathAndQuery}`, { headers }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks) }));
-      res.on('error', reject);
-    }).on('error', reject);
+    http
+      .get(`${service.url}${pathAndQuery}`, { headers }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks) }));
+        res.on('error', reject);
+      })
+      .on('error', reject);
   });
 }
 
@@ -193,44 +226,54 @@ describe('long-poll: GET /v1/changes?wait=N', () => {
     expect(page).toEqual(await poll(merchant.key, cursorQuery(cursor)));
   });
 
-  wokenByCommits.it('writes a woken long-poll\'s answer with the headers of a poll\'s answer, name for name, coded as asked, and logs and counts it', async () => {
-    const merchant = await shop('Header Outfitters');
-    const cursor = await caughtUp(merchant.key);
-    const answered = () => sample(exposition, 'cps_http_request_duration_seconds_count', { method: 'GET', route: '/v1/changes', status: '200' }) ?? 0;
-    let exposition = await (await service.fetch(`${service.url}/metrics`)).text();
-    let answeredBefore = answered();
-    for (const coding of ['identity', 'gzip', 'br']) {
-      const path = `/v1/changes?store=de&${cursorQuery(cursor)}`;
-      const sent = { Authorization: `Bearer ${merchant.key}`, 'Accept-Encoding': coding, 'X-Request-Id': `live-${coding}` };
-      const answer = rawGet(`${path}&wait=30`, sent);
-      await waiting(1);
-      await merchant.change();
-      const live = await answer;
-      const polled = await rawGet(path, sent);
-      expect(live.status).toBe(200);
-      // The same header names (Date, X-Request-Id, RateLimit, RateLimit-Policy, Vary, Content-Type, Content-Length, Content-Encoding when coded).
-      expect(Object.keys(live.headers).sort()).toEqual(Object.keys(polled.headers).sort());
-      for (const name of ['content-type', 'vary', 'ratelimit-policy', 'content-encoding', 'x-request-id', 'connection', 'keep-alive']) {
-        expect(live.headers[name], name).toEqual(polled.headers[name]);
+  wokenByCommits.it(
+    "writes a woken long-poll's answer with the headers of a poll's answer, name for name, coded as asked, and logs and counts it",
+    async () => {
+      const merchant = await shop('Header Outfitters');
+      const cursor = await caughtUp(merchant.key);
+      const answered = () =>
+        sample(exposition, 'cps_http_request_duration_seconds_count', { method: 'GET', route: '/v1/changes', status: '200' }) ?? 0;
+      let exposition = await (await service.fetch(`${service.url}/metrics`)).text();
+      let answeredBefore = answered();
+      for (const coding of ['identity', 'gzip', 'br']) {
+        const path = `/v1/changes?store=de&${cursorQuery(cursor)}`;
+        const sent = { Authorization: `Bearer ${merchant.key}`, 'Accept-Encoding': coding, 'X-Request-Id': `live-${coding}` };
+        const answer = rawGet(`${path}&wait=30`, sent);
+        await waiting(1);
+        await merchant.change();
+        const live = await answer;
+        const polled = await rawGet(path, sent);
+        expect(live.status).toBe(200);
+        // The same header names (Date, X-Request-Id, RateLimit, RateLimit-Policy, Vary, Content-Type, Content-Length, Content-Encoding when coded).
+        expect(Object.keys(live.headers).sort()).toEqual(Object.keys(polled.headers).sort());
+        for (const name of ['content-type', 'vary', 'ratelimit-policy', 'content-encoding', 'x-request-id', 'connection', 'keep-alive']) {
+          expect(live.headers[name], name).toEqual(polled.headers[name]);
+        }
+        expect(live.headers['x-request-id']).toBe(`live-${coding}`);
+        expect(live.headers['content-encoding']).toBe(coding === 'identity' ? undefined : coding);
+        expect(Number(live.headers['content-length'])).toBe(live.body.length);
+        expect(new Date(live.headers.date!).getTime()).not.toBeNaN();
+        expect(live.headers.ratelimit).toMatch(/^"default";r=[0-9]+;t=[0-9]+$/);
+        const decoded = coding === 'gzip' ? zlib.gunzipSync(live.body) : coding === 'br' ? zlib.brotliDecompressSync(live.body) : live.body;
+        const page = JSON.parse(decoded.toString('utf8')) as ChangePage;
+        expect(page.changes).toEqual([{ product_id: merchant.productId, change_type: 'price', created_at: expect.any(String) }]);
+        expect(page).toEqual(await poll(merchant.key, `${cursorQuery(cursor)}`));
+        publicContract.validateResponse(
+          'GET',
+          `${service.url}${path}&wait=30`,
+          live.status,
+          new Headers(live.headers as Record<string, string>),
+          decoded.toString('utf8'),
+        );
+        // Counted once as a 200 of /v1/changes (the long-poll, the poll beside it, the poll just above).
+        exposition = await (await service.fetch(`${service.url}/metrics`)).text();
+        expect(answered() - answeredBefore).toBe(3);
+        answeredBefore = answered();
+        cursor.next_since = page.next_since;
+        cursor.next_id = page.next_id;
       }
-      expect(live.headers['x-request-id']).toBe(`live-${coding}`);
-      expect(live.headers['content-encoding']).toBe(coding === 'identity' ? undefined : coding);
-      expect(Number(live.headers['content-length'])).toBe(live.body.length);
-      expect(new Date(live.headers.date!).getTime()).not.toBeNaN();
-      expect(live.headers.ratelimit).toMatch(/^"default";r=[0-9]+;t=[0-9]+$/);
-      const decoded = coding === 'gzip' ? zlib.gunzipSync(live.body) : coding === 'br' ? zlib.brotliDecompressSync(live.body) : live.body;
-      const page = JSON.parse(decoded.toString('utf8')) as ChangePage;
-      expect(page.changes).toEqual([{ product_id: merchant.productId, change_type: 'price', created_at: expect.any(String) }]);
-      expect(page).toEqual(await poll(merchant.key, `${cursorQuery(cursor)}`));
-      publicContract.validateResponse('GET', `${service.url}${path}&wait=30`, live.status, new Headers(live.headers as Record<string, string>), decoded.toString('utf8'));
-      // Counted once as a 200 of /v1/changes (the long-poll, the poll beside it, the poll just above).
-      exposition = await (await service.fetch(`${service.url}/metrics`)).text();
-      expect(answered() - answeredBefore).toBe(3);
-      answeredBefore = answered();
-      cursor.next_since = page.next_since;
-      cursor.next_id = page.next_id;
-    }
-  });
+    },
+  );
 
   it('answers at once, as a poll does, when changes already follow the cursor', async () => {
     const merchant = await shop('Behind Outfitters');
@@ -246,7 +289,10 @@ describe('long-poll: GET /v1/changes?wait=N', () => {
   it('answers the empty window with the cursor it was sent once wait seconds passed, the wait clamped to the configured maximum', async () => {
     const merchant = await shop('Quiet Outfitters');
     const cursor = await caughtUp(merchant.key);
-    for (const [wait, seconds] of [[1, 1], [300, MAX_WAIT_SECONDS]] as const) {
+    for (const [wait, seconds] of [
+      [1, 1],
+      [300, MAX_WAIT_SECONDS],
+    ] as const) {
       const started = Date.now();
       const response = await service.api(`/v1/changes?store=de&${cursorQuery(cursor)}&wait=${wait}`, merchant.key);
       const elapsed = Date.now() - started;
@@ -265,40 +311,44 @@ describe('long-poll: GET /v1/changes?wait=N', () => {
     }
   });
 
-  wokenByCommits.it('looks once per store per wake-up, however many clients wait (long-polls and streams), and wakes only the store that changed', async () => {
-    const busy = await shop('Busy Outfitters');
-    const calm = await shop('Calm Outfitters');
-    const busyCursor = await caughtUp(busy.key);
-    const calmCursor = await caughtUp(calm.key);
-    // 30 long-polls and 10 streams on the busy store (two keys: the per-key cap is 20), 5 long-polls on the calm one.
-    const keys = [busy.key, await service.keyFor(busy.id)];
-    const busyAnswers = Array.from({ length: 30 }, (_, i) =>
-      service.api(`/v1/changes?store=de&${cursorQuery(busyCursor)}&wait=30`, keys[i < 20 ? 0 : 1]!));
-    const streams = await Promise.all(Array.from({ length: 10 }, () => openStream(keys[1]!, cursorQuery(busyCursor))));
-    const calmAnswers = Array.from({ length: 5 }, () => service.api(`/v1/changes?store=de&${cursorQuery(calmCursor)}&wait=30`, calm.key));
-    await waiting(45);
-    const [windowsBefore, horizonsBefore] = [await statementRuns('changes.changesAfter'), await statementRuns('changes.changeHorizon')];
-    await busy.change();
-    const answers = await Promise.all(busyAnswers);
-    const events = await Promise.all(streams.map((stream) => stream.nextWindow()));
-    // The streams, caught up by that window, wait again without a read of their own.
-    await waiting(15);
-    // One window read for the 40 (and its horizon), not 40.
-    expect(await statementRuns('changes.changesAfter') - windowsBefore).toBe(1);
-    expect(await statementRuns('changes.changeHorizon') - horizonsBefore).toBe(1);
-    const expected = await poll(busy.key, cursorQuery(busyCursor));
-    expect(expected.changes).toHaveLength(1);
-    for (const answer of answers) expect(answer.body).toEqual(expected);
-    for (const event of events) expect(event.page).toEqual(expected);
-    for (const stream of streams) stream.close();
-    await waiting(5);
-    // The calm store's clients still wait, until their own store changes.
-    expect(service.service.liveFeed.waitingClients).toBe(5);
-    await calm.change();
-    const calmExpected = await poll(calm.key, cursorQuery(calmCursor));
-    expect(calmExpected.changes).toHaveLength(1);
-    for (const answer of await Promise.all(calmAnswers)) expect(answer.body).toEqual(calmExpected);
-  });
+  wokenByCommits.it(
+    'looks once per store per wake-up, however many clients wait (long-polls and streams), and wakes only the store that changed',
+    async () => {
+      const busy = await shop('Busy Outfitters');
+      const calm = await shop('Calm Outfitters');
+      const busyCursor = await caughtUp(busy.key);
+      const calmCursor = await caughtUp(calm.key);
+      // 30 long-polls and 10 streams on the busy store (two keys: the per-key cap is 20), 5 long-polls on the calm one.
+      const keys = [busy.key, await service.keyFor(busy.id)];
+      const busyAnswers = Array.from({ length: 30 }, (_, i) =>
+        service.api(`/v1/changes?store=de&${cursorQuery(busyCursor)}&wait=30`, keys[i < 20 ? 0 : 1]!),
+      );
+      const streams = await Promise.all(Array.from({ length: 10 }, () => openStream(keys[1]!, cursorQuery(busyCursor))));
+      const calmAnswers = Array.from({ length: 5 }, () => service.api(`/v1/changes?store=de&${cursorQuery(calmCursor)}&wait=30`, calm.key));
+      await waiting(45);
+      const [windowsBefore, horizonsBefore] = [await statementRuns('changes.changesAfter'), await statementRuns('changes.changeHorizon')];
+      await busy.change();
+      const answers = await Promise.all(busyAnswers);
+      const events = await Promise.all(streams.map((stream) => stream.nextWindow()));
+      // The streams, caught up by that window, wait again without a read of their own.
+      await waiting(15);
+      // One window read for the 40 (and its horizon), not 40.
+      expect((await statementRuns('changes.changesAfter')) - windowsBefore).toBe(1);
+      expect((await statementRuns('changes.changeHorizon')) - horizonsBefore).toBe(1);
+      const expected = await poll(busy.key, cursorQuery(busyCursor));
+      expect(expected.changes).toHaveLength(1);
+      for (const answer of answers) expect(answer.body).toEqual(expected);
+      for (const event of events) expect(event.page).toEqual(expected);
+      for (const stream of streams) stream.close();
+      await waiting(5);
+      // The calm store's clients still wait, until their own store changes.
+      expect(service.service.liveFeed.waitingClients).toBe(5);
+      await calm.change();
+      const calmExpected = await poll(calm.key, cursorQuery(calmCursor));
+      expect(calmExpected.changes).toHaveLength(1);
+      for (const answer of await Promise.all(calmAnswers)) expect(answer.body).toEqual(calmExpected);
+    },
+  );
 
   it('holds at most the configured number of live connections per key: one more answers 429 with Retry-After and costs no request', async () => {
     const merchant = await shop('Capped Outfitters');
@@ -306,9 +356,12 @@ describe('long-poll: GET /v1/changes?wait=N', () => {
     const key = await service.keyFor(merchant.id);
     const cap = service.config.changes.livePerKey;
     const controllers = Array.from({ length: cap }, () => new AbortController());
-    const held = controllers.map((controller) => fetch(`${service.url}/v1/changes?store=de&${cursorQuery(cursor)}&wait=30`, {
-      headers: { Authorization: `Bearer ${key}` }, signal: controller.signal,
-    }).catch(() => undefined));
+    const held = controllers.map((controller) =>
+      fetch(`${service.url}/v1/changes?store=de&${cursorQuery(cursor)}&wait=30`, {
+        headers: { Authorization: `Bearer ${key}` },
+        signal: controller.signal,
+      }).catch(() => undefined),
+    );
     await waiting(cap);
     const refused = await service.api(`/v1/changes?store=de&${cursorQuery(cursor)}&wait=30`, key);
     expect(refused.status).toBe(429);
@@ -353,28 +406,31 @@ describe('long-poll: GET /v1/changes?wait=N', () => {
 });
 
 describe('stream: Accept: text/event-stream', () => {
-  wokenByCommits.it('streams each non-empty window as an event whose id is the cursor after it, behind or live, as polls from the same cursors answer', async () => {
-    const merchant = await shop('Stream Outfitters');
-    const start = await caughtUp(merchant.key);
-    for (let i = 0; i < 3; i++) await merchant.change(); // 3 changes: windows of 2 and 1
-    const stream = await openStream(merchant.key, cursorQuery(start));
-    expect(stream.response.headers.get('content-type')).toBe('text/event-stream');
-    expect(await stream.next()).toEqual({ comment: 'connected' });
-    const first = await stream.nextWindow();
-    const second = await stream.nextWindow();
-    const polled = [await poll(merchant.key, cursorQuery(start))];
-    polled.push(await poll(merchant.key, cursorQuery(polled[0]!)));
-    expect([first.page, second.page]).toEqual(polled);
-    expect([first.id, second.id]).toEqual(polled.map((page) => `${page.next_since}/${page.next_id}`));
-    // Caught up: it waits with the store's other clients, and sends the next change when it is recorded.
-    await waiting(1);
-    await merchant.change();
-    const live = await stream.nextWindow();
-    expect(live.page).toEqual(await poll(merchant.key, cursorQuery(second.page)));
-    expect(live.page.changes).toHaveLength(1);
-    stream.close();
-    await waiting(0);
-  });
+  wokenByCommits.it(
+    'streams each non-empty window as an event whose id is the cursor after it, behind or live, as polls from the same cursors answer',
+    async () => {
+      const merchant = await shop('Stream Outfitters');
+      const start = await caughtUp(merchant.key);
+      for (let i = 0; i < 3; i++) await merchant.change(); // 3 changes: windows of 2 and 1
+      const stream = await openStream(merchant.key, cursorQuery(start));
+      expect(stream.response.headers.get('content-type')).toBe('text/event-stream');
+      expect(await stream.next()).toEqual({ comment: 'connected' });
+      const first = await stream.nextWindow();
+      const second = await stream.nextWindow();
+      const polled = [await poll(merchant.key, cursorQuery(start))];
+      polled.push(await poll(merchant.key, cursorQuery(polled[0]!)));
+      expect([first.page, second.page]).toEqual(polled);
+      expect([first.id, second.id]).toEqual(polled.map((page) => `${page.next_since}/${page.next_id}`));
+      // Caught up: it waits with the store's other clients, and sends the next change when it is recorded.
+      await waiting(1);
+      await merchant.change();
+      const live = await stream.nextWindow();
+      expect(live.page).toEqual(await poll(merchant.key, cursorQuery(second.page)));
+      expect(live.page.changes).toHaveLength(1);
+      stream.close();
+      await waiting(0);
+    },
+  );
 
   it('resumes exactly after the window Last-Event-ID names, whatever since says', async () => {
     const merchant = await shop('Resume Outfitters');
@@ -418,8 +474,16 @@ describe('stream: Accept: text/event-stream', () => {
     const malformed = await openStream(merchant.key, '', { 'Last-Event-ID': '48213' });
     expect(malformed.response.status).toBe(400);
     expect((await malformed.response.json()).invalid_params).toEqual([expect.objectContaining({ name: 'last-event-id', in: 'header' })]);
-    const response = await fetch(`${service.url}/v1/changes?store=zz`, { headers: { Authorization: `Bearer ${merchant.key}`, Accept: 'text/event-stream' } });
-    publicContract.validateResponse('GET', `${service.url}/v1/changes?store=zz`, response.status, response.headers, await response.clone().text());
+    const response = await fetch(`${service.url}/v1/changes?store=zz`, {
+      headers: { Authorization: `Bearer ${merchant.key}`, Accept: 'text/event-stream' },
+    });
+    publicContract.validateResponse(
+      'GET',
+      `${service.url}/v1/changes?store=zz`,
+      response.status,
+      response.headers,
+      await response.clone().text(),
+    );
     expect(response.status).toBe(404);
     expect((await response.json()).code).toBe('store_not_found');
     // Retention deletes every change recorded so far (as 31 days later): a cursor before them expired.
@@ -429,30 +493,35 @@ describe('stream: Accept: text/event-stream', () => {
     expect((await expired.response.json()).code).toBe('cursor_expired');
   });
 
-  wokenByCommits.it('takes a request from the key\'s bucket for every event after the first, and holds the next event while the bucket is empty', async () => {
-    const merchant = await shop('Metered Outfitters');
-    const key = await service.keyFor(merchant.id);
-    const stream = await openStream(key, cursorQuery(await caughtUp(merchant.key))); // 1 request
-    await waiting(1);
-    for (let i = 0; i < 3; i++) {
-      await merchant.change();
-      await stream.nextWindow(); // the first comes with the stream's request; the next two take one each
+  wokenByCommits.it(
+    "takes a request from the key's bucket for every event after the first, and holds the next event while the bucket is empty",
+    async () => {
+      const merchant = await shop('Metered Outfitters');
+      const key = await service.keyFor(merchant.id);
+      const stream = await openStream(key, cursorQuery(await caughtUp(merchant.key))); // 1 request
       await waiting(1);
-    }
-    expect(await tokensLeft(key)).toBe(BURST - 1 - 2 - 1);
-    let left = BURST - 4;
-    while (left > 0) left = await tokensLeft(key);
-    await merchant.change();
-    const held = stream.nextWindow();
-    let sent = false;
-    void held.then(() => { sent = true; });
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    expect(sent).toBe(false);
-    clock.advance(1000); // one request back in the bucket (1 per second)
-    const event = await held;
-    expect(event.page.changes).toHaveLength(1);
-    // The event took the request that came back: the bucket is empty again.
-    expect((await service.api('/v1/stores', key)).status).toBe(429);
-    stream.close();
-  });
+      for (let i = 0; i < 3; i++) {
+        await merchant.change();
+        await stream.nextWindow(); // the first comes with the stream's request; the next two take one each
+        await waiting(1);
+      }
+      expect(await tokensLeft(key)).toBe(BURST - 1 - 2 - 1);
+      let left = BURST - 4;
+      while (left > 0) left = await tokensLeft(key);
+      await merchant.change();
+      const held = stream.nextWindow();
+      let sent = false;
+      void held.then(() => {
+        sent = true;
+      });
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(sent).toBe(false);
+      clock.advance(1000); // one request back in the bucket (1 per second)
+      const event = await held;
+      expect(event.page.changes).toHaveLength(1);
+      // The event took the request that came back: the bucket is empty again.
+      expect((await service.api('/v1/stores', key)).status).toBe(429);
+      stream.close();
+    },
+  );
 });

@@ -60,74 +60,80 @@ describe('the per-merchant change sequencer', () => {
       await storage.transaction((tx) => tx.recordChanges(m.merchantId, changesFor(m.storeId, [1]), new Date('2026-11-26T08:00:09.900Z')));
       await storage.transaction((tx) => tx.recordChanges(m.merchantId, changesFor(m.storeId, [2]), new Date('2026-11-26T08:00:03Z')));
       const rows = await storage.changesAfter(m.storeId, { at: '1970-01-01T00:00:00Z', id: 0 }, 10);
-      expect(rows.map((r) => [r.id, r.created_at])).toEqual([[1, '2026-11-26T08:00:09Z'], [2, '2026-11-26T08:00:09Z']]);
+      expect(rows.map((r) => [r.id, r.created_at])).toEqual([
+        [1, '2026-11-26T08:00:09Z'],
+        [2, '2026-11-26T08:00:09Z'],
+      ]);
     } finally {
       await storage.close();
     }
   });
 
   it('gives a poller every change exactly once, in order, while several connections write inside one second', async () => {
-    await fc.assert(fc.asyncProperty(
-      fc.array(fc.array(fc.integer({ min: 1, max: 4 }), { minLength: 1, maxLength: 6 }), { minLength: 2, maxLength: 3 }),
-      fc.integer({ min: 1, max: 5 }),
-      async (writerBatches, window) => {
-        const file = freshFile();
-        const storages = [openSqliteStorage(file)];
-        try {
-          const m = await merchantWithStore(storages[0]!, 'M');
-          const other = await merchantWithStore(storages[0]!, 'Other');
-          // One connection per writer (each storage has its own write connection on the file).
-          for (let i = 1; i < writerBatches.length; i++) storages.push(openSqliteStorage(file));
-          let nextProduct = 1;
-          const written: number[] = [];
-          let writing = true;
-          const writers = writerBatches.map(async (batches, w) => {
-            for (const size of batches) {
-              const ids = Array.from({ length: size }, () => nextProduct++);
-              await storages[w]!.transaction(async (tx) => {
-                await tx.recordChanges(other.merchantId, changesFor(other.storeId, ids), new Date(AT));
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.array(fc.integer({ min: 1, max: 4 }), { minLength: 1, maxLength: 6 }), { minLength: 2, maxLength: 3 }),
+        fc.integer({ min: 1, max: 5 }),
+        async (writerBatches, window) => {
+          const file = freshFile();
+          const storages = [openSqliteStorage(file)];
+          try {
+            const m = await merchantWithStore(storages[0]!, 'M');
+            const other = await merchantWithStore(storages[0]!, 'Other');
+            // One connection per writer (each storage has its own write connection on the file).
+            for (let i = 1; i < writerBatches.length; i++) storages.push(openSqliteStorage(file));
+            let nextProduct = 1;
+            const written: number[] = [];
+            let writing = true;
+            const writers = writerBatches.map(async (batches, w) => {
+              for (const size of batches) {
+                const ids = Array.from({ length: size }, () => nextProduct++);
+                await storages[w]!.transaction(async (tx) => {
+                  await tx.recordChanges(other.merchantId, changesFor(other.storeId, ids), new Date(AT));
+                  await new Promise((resolve) => setImmediate(resolve));
+                  await tx.recordChanges(m.merchantId, changesFor(m.storeId, ids), new Date(AT));
+                  await new Promise((resolve) => setImmediate(resolve));
+                });
+                written.push(...ids);
+              }
+            });
+            const seen: number[] = [];
+            const positions: number[] = [];
+            let cursor: { since?: string; sinceId?: number } = {};
+            const poll = async () => {
+              const page = await readChangeFeed(storages[0]!, m.merchantId, 'main', cursor, window);
+              seen.push(...page.changes.map((c) => c.product_id));
+              if (page.changes.length > 0) positions.push(page.next_id);
+              expect(page.changes.every((c) => c.created_at === AT)).toBe(true);
+              cursor = { since: page.next_since, sinceId: page.next_id };
+              return page.changes.length;
+            };
+            const poller = (async () => {
+              while (writing) {
+                await poll();
                 await new Promise((resolve) => setImmediate(resolve));
-                await tx.recordChanges(m.merchantId, changesFor(m.storeId, ids), new Date(AT));
-                await new Promise((resolve) => setImmediate(resolve));
-              });
-              written.push(...ids);
-            }
-          });
-          const seen: number[] = [];
-          const positions: number[] = [];
-          let cursor: { since?: string; sinceId?: number } = {};
-          const poll = async () => {
-            const page = await readChangeFeed(storages[0]!, m.merchantId, 'main', cursor, window);
-            seen.push(...page.changes.map((c) => c.product_id));
-            if (page.changes.length > 0) positions.push(page.next_id);
-            expect(page.changes.every((c) => c.created_at === AT)).toBe(true);
-            cursor = { since: page.next_since, sinceId: page.next_id };
-            return page.changes.length;
-          };
-          const poller = (async () => {
-            while (writing) {
-              await poll();
-              await new Promise((resolve) => setImmediate(resolve));
-            }
-            while (await poll() > 0);
-          })();
-          await Promise.all(writers);
-          writing = false;
-          await poller;
-          expect([...seen].sort((a, b) => a - b)).toEqual([...written].sort((a, b) => a - b));
-          expect(new Set(seen).size).toBe(seen.length);
-          expect(positions).toEqual([...positions].sort((a, b) => a - b));
-          expect(positions.at(-1)).toBe(written.length);
-        } finally {
-          for (const storage of storages.reverse()) await storage.close();
-        }
-      },
-    ), { numRuns: 15 });
+              }
+              while ((await poll()) > 0);
+            })();
+            await Promise.all(writers);
+            writing = false;
+            await poller;
+            expect([...seen].sort((a, b) => a - b)).toEqual([...written].sort((a, b) => a - b));
+            expect(new Set(seen).size).toBe(seen.length);
+            expect(positions).toEqual([...positions].sort((a, b) => a - b));
+            expect(positions.at(-1)).toBe(written.length);
+          } finally {
+            for (const storage of storages.reverse()) await storage.close();
+          }
+        },
+      ),
+      { numRuns: 15 },
+    );
   });
 });
 
 describe('migration 10 (change sequences) on a database that has changes', () => {
-  it('keeps recorded ids, so cursors integrators hold stay exact, and goes on from each merchant\'s largest', async () => {
+  it("keeps recorded ids, so cursors integrators hold stay exact, and goes on from each merchant's largest", async () => {
     const file = freshFile();
     const db = new Database(file);
     db.exec('CREATE TABLE schema_migrations (id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)');

@@ -13,15 +13,57 @@ import type { StoreInputRecord } from '../../src/catalog/model.js';
 import { severalConnections, TEST_ENGINE } from '../support/engine.js';
 import { startTestService, type TestService } from '../support/service.js';
 
-interface Product { id: number; title: string | null; excluded: boolean; prices: { computed_price: number }[] }
-interface Trailer { store: string; count: number; next_since: string; next_id: number }
-interface ChangeEntry { product_id: number; change_type: 'price' | 'content' | 'removed'; created_at: string }
-interface Cursor { since: string; since_id: number }
-interface Merchant { id: number; key: string; refs: string[] }
+interface Product {
+  id: number;
+  title: string | null;
+  excluded: boolean;
+  prices: { computed_price: number }[];
+}
+interface Trailer {
+  store: string;
+  count: number;
+  next_since: string;
+  next_id: number;
+}
+interface ChangeEntry {
+  product_id: number;
+  change_type: 'price' | 'content' | 'removed';
+  created_at: string;
+}
+interface Cursor {
+  since: string;
+  since_id: number;
+}
+interface Merchant {
+  id: number;
+  key: string;
+  refs: string[];
+}
 
-const DE: StoreInputRecord = { name: 'Deutschland', locale: 'de-DE', currency: 'EUR', is_default: true, active: true, exclude_out_of_stock: false };
-const PL: StoreInputRecord = { name: 'Polska', locale: 'pl-PL', currency: 'PLN', is_default: false, active: true, exclude_out_of_stock: false };
-const ARCHIVE: StoreInputRecord = { name: 'Alt', locale: 'en-GB', currency: 'EUR', is_default: false, active: false, exclude_out_of_stock: false };
+const DE: StoreInputRecord = {
+  name: 'Deutschland',
+  locale: 'de-DE',
+  currency: 'EUR',
+  is_default: true,
+  active: true,
+  exclude_out_of_stock: false,
+};
+const PL: StoreInputRecord = {
+  name: 'Polska',
+  locale: 'pl-PL',
+  currency: 'PLN',
+  is_default: false,
+  active: true,
+  exclude_out_of_stock: false,
+};
+const ARCHIVE: StoreInputRecord = {
+  name: 'Alt',
+  locale: 'en-GB',
+  currency: 'EUR',
+  is_default: false,
+  active: false,
+  exclude_out_of_stock: false,
+};
 /** Steps of 7 products: a store of 23 is read in four statements. */
 const STEP_ROWS = 7;
 const PER_KEY = 2;
@@ -29,7 +71,11 @@ const BIG = 400;
 /** A product description of 48 KB (the most is 50,000 characters): the big store's `de` export (400 of them, 19 MB) outgrows every buffer between server and client. */
 const LONG_TEXT = 'Leichtes Trekkingzelt mit zwei Apsiden. '.repeat(1200);
 
-function source(ref: string, cost: string, options: { title?: string; plTitle?: string | null; description?: string } = {}): ProductSourceInput & { ref: string } {
+function source(
+  ref: string,
+  cost: string,
+  options: { title?: string; plTitle?: string | null; description?: string } = {},
+): ProductSourceInput & { ref: string } {
   return {
     ref,
     content: {
@@ -49,19 +95,35 @@ async function buildMerchant(service: TestService, name: string, count: number, 
   await admin.upsertExchangeRate(id, { base: 'EUR', quote: 'PLN', rate: '4.25' });
   await admin.upsertSupplier(id, 'alpine', 'Alpine AG');
   await admin.createPricingRule(id, {
-    priority: 10, customer_group_id: group.id, store_id: null, manufacturer: null, min_cost: null, max_cost: null,
-    markup_percent: '10', markup_amount: '0', price_ending: null,
+    priority: 10,
+    customer_group_id: group.id,
+    store_id: null,
+    manufacturer: null,
+    min_cost: null,
+    max_cost: null,
+    markup_percent: '10',
+    markup_amount: '0',
+    price_ending: null,
   });
   const refs = Array.from({ length: count }, (_, i) => `P-${String(i + 1).padStart(4, '0')}`);
-  const lines = refs.map((ref, i) => JSON.stringify({
-    op: 'upsert_product', product: source(ref, `${10 + i}.00`, { plTitle: i === 2 ? null : undefined, description: options.description }),
-  }));
+  const lines = refs.map((ref, i) =>
+    JSON.stringify({
+      op: 'upsert_product',
+      product: source(ref, `${10 + i}.00`, { plTitle: i === 2 ? null : undefined, description: options.description }),
+    }),
+  );
   await importNdjson(admin, id, `${lines.join('\n')}\n`);
   return { id, key: await service.keyFor(id), refs };
 }
 
 /** An export read whole through the contract harness: its product lines, its trailer, its headers. */
-interface ReadExport { status: number; headers: Headers; text: string; products: Product[]; trailer: Trailer | undefined }
+interface ReadExport {
+  status: number;
+  headers: Headers;
+  text: string;
+  products: Product[];
+  trailer: Trailer | undefined;
+}
 
 describe('GET /v1/products/export', () => {
   let service: TestService;
@@ -70,16 +132,28 @@ describe('GET /v1/products/export', () => {
 
   async function exportOf(key: string, query = '', headers: Record<string, string> = {}): Promise<ReadExport> {
     const response = await service.api(`/v1/products/export${query ? `?${query}` : ''}`, key, { headers });
-    const lines = response.status === 200 ? response.text.split('\n').slice(0, -1).map((line) => JSON.parse(line) as Product | Trailer) : [];
+    const lines =
+      response.status === 200
+        ? response.text
+            .split('\n')
+            .slice(0, -1)
+            .map((line) => JSON.parse(line) as Product | Trailer)
+        : [];
     const last = lines.at(-1);
     const trailer = last && 'next_id' in last ? last : undefined;
-    return { status: response.status, headers: response.headers, text: response.text, products: (trailer ? lines.slice(0, -1) : lines) as Product[], trailer };
+    return {
+      status: response.status,
+      headers: response.headers,
+      text: response.text,
+      products: (trailer ? lines.slice(0, -1) : lines) as Product[],
+      trailer,
+    };
   }
 
   /** The store as GET /v1/products lists it now, by keyset paging. */
   async function pagedRead(key: string, store: string): Promise<Product[]> {
     const products: Product[] = [];
-    for (let afterId = 0; ;) {
+    for (let afterId = 0; ; ) {
       const page = await service.api(`/v1/products?store=${store}&per_page=200&after_id=${afterId}`, key);
       expect(page.status, page.text).toBe(200);
       products.push(...page.body.data);
@@ -92,7 +166,10 @@ describe('GET /v1/products/export', () => {
   async function feedAfter(key: string, store: string, cursor: Cursor): Promise<{ changes: ChangeEntry[]; end: Cursor }> {
     const changes: ChangeEntry[] = [];
     for (;;) {
-      const page = await service.api(`/v1/changes?store=${store}&since=${encodeURIComponent(cursor.since)}&since_id=${cursor.since_id}`, key);
+      const page = await service.api(
+        `/v1/changes?store=${store}&since=${encodeURIComponent(cursor.since)}&since_id=${cursor.since_id}`,
+        key,
+      );
       expect(page.status, page.text).toBe(200);
       cursor = { since: page.body.next_since, since_id: page.body.next_id };
       if (page.body.changes.length === 0) return { changes, end: cursor };
@@ -141,7 +218,10 @@ describe('GET /v1/products/export', () => {
 
     const { changes } = await feedAfter(shop.key, 'de', cursorOf(exported.trailer!));
     expect(changes.map((c) => [c.product_id, c.change_type])).toEqual([
-      [ids[0], 'price'], [ids[1], 'content'], [ids[4], 'removed'], [added, 'content'],
+      [ids[0], 'price'],
+      [ids[1], 'content'],
+      [ids[4], 'removed'],
+      [added, 'content'],
     ]);
     // Applying them to the snapshot (spec 4.4 rule 5) gives what a fresh read gives.
     for (const change of changes) {
@@ -151,7 +231,7 @@ describe('GET /v1/products/export', () => {
     expect([...snapshot.values()].sort((a, b) => a.id - b.id)).toEqual(await pagedRead(shop.key, 'de'));
   });
 
-  it('exports the default store when store is omitted, only ever the key\'s merchant\'s; 404 store_not_found for an unknown or inactive store, 400 for a malformed slug, 401 without a key', async () => {
+  it("exports the default store when store is omitted, only ever the key's merchant's; 404 store_not_found for an unknown or inactive store, 400 for a malformed slug, 401 without a key", async () => {
     const exported = await exportOf(shop.key);
     expect(exported.trailer?.store).toBe('de');
     expect(exported.products).toEqual(await pagedRead(shop.key, 'de'));
@@ -174,7 +254,7 @@ describe('GET /v1/products/export', () => {
   // Node's fetch asks for gzip unless told otherwise.
   const IDENTITY = { 'Accept-Encoding': 'identity' };
 
-  it('is gzip- or brotli-coded as asked, with the same lines; its ETag names the snapshot: 304 while the merchant\'s catalog is unchanged, a new one after a change', async () => {
+  it("is gzip- or brotli-coded as asked, with the same lines; its ETag names the snapshot: 304 while the merchant's catalog is unchanged, a new one after a change", async () => {
     const plain = await exportOf(shop.key, 'store=de', IDENTITY);
     const etag = plain.headers.get('etag')!;
     expect(etag).toMatch(/^"[A-Za-z0-9_-]{43}"$/);
@@ -203,23 +283,31 @@ describe('GET /v1/products/export', () => {
   });
 
   /** An export whose client reads its headers and then nothing until `resume` (or `destroy`). */
-  function heldExport(key: string, query: string): Promise<{ status: number; headers: http.IncomingHttpHeaders; resume(): Promise<string>; destroy(): void }> {
+  function heldExport(
+    key: string,
+    query: string,
+  ): Promise<{ status: number; headers: http.IncomingHttpHeaders; resume(): Promise<string>; destroy(): void }> {
     return new Promise((resolve, reject) => {
-      const request = http.get(`${service.url}/v1/products/export?${query}`, { headers: { Authorization: `Bearer ${key}` } }, (response) => {
-        response.pause();
-        resolve({
-          status: response.statusCode!,
-          headers: response.headers,
-          resume: () => new Promise((done, failed) => {
-            const chunks: Buffer[] = [];
-            response.on('data', (chunk: Buffer) => chunks.push(chunk));
-            response.on('end', () => done(Buffer.concat(chunks).toString('utf8')));
-            response.on('error', failed);
-            response.resume();
-          }),
-          destroy: () => request.destroy(),
-        });
-      });
+      const request = http.get(
+        `${service.url}/v1/products/export?${query}`,
+        { headers: { Authorization: `Bearer ${key}` } },
+        (response) => {
+          response.pause();
+          resolve({
+            status: response.statusCode!,
+            headers: response.headers,
+            resume: () =>
+              new Promise((done, failed) => {
+                const chunks: Buffer[] = [];
+                response.on('data', (chunk: Buffer) => chunks.push(chunk));
+                response.on('end', () => done(Buffer.concat(chunks).toString('utf8')));
+                response.on('error', failed);
+                response.resume();
+              }),
+            destroy: () => request.destroy(),
+          });
+        },
+      );
       request.on('error', reject);
     });
   }
@@ -244,14 +332,20 @@ describe('GET /v1/products/export', () => {
     expect((await exportOf(big.key, 'store=de')).status).toBe(200);
   });
 
-  it('answers HEAD with the snapshot\'s headers alone, reading no product and holding no export slot', async () => {
+  it("answers HEAD with the snapshot's headers alone, reading no product and holding no export slot", async () => {
     const exported = await exportOf(big.key, 'store=de', IDENTITY);
     for (let i = 0; i < PER_KEY + 1; i++) {
       // Not through the contract harness: the document describes GET (HEAD is HTTP's, for any GET).
-      const head = await fetch(`${service.url}/v1/products/export?store=de`, { method: 'HEAD', headers: { Authorization: `Bearer ${big.key}`, ...IDENTITY } });
+      const head = await fetch(`${service.url}/v1/products/export?store=de`, {
+        method: 'HEAD',
+        headers: { Authorization: `Bearer ${big.key}`, ...IDENTITY },
+      });
       expect(head.status).toBe(200);
-      expect([head.headers.get('etag'), head.headers.get('x-next-id'), head.headers.get('content-type')])
-        .toEqual([exported.headers.get('etag'), String(exported.trailer!.next_id), 'application/x-ndjson']);
+      expect([head.headers.get('etag'), head.headers.get('x-next-id'), head.headers.get('content-type')]).toEqual([
+        exported.headers.get('etag'),
+        String(exported.trailer!.next_id),
+        'application/x-ndjson',
+      ]);
       expect(await head.text()).toBe('');
     }
     expect((await exportOf(big.key, 'store=de', IDENTITY)).status).toBe(200);
@@ -269,28 +363,37 @@ describe('GET /v1/products/export', () => {
         db.close();
       }
     }
-    const { rows } = await (service.storage as PostgresStorage).pool.query<{ n: number }>(`SELECT count(*)::integer AS n FROM pg_stat_activity
-      WHERE datname = current_database() AND pid <> pg_backend_pid() AND xact_start < $1`, [since]);
+    const { rows } = await (service.storage as PostgresStorage).pool.query<{ n: number }>(
+      `SELECT count(*)::integer AS n FROM pg_stat_activity
+      WHERE datname = current_database() AND pid <> pg_backend_pid() AND xact_start < $1`,
+      [since],
+    );
     return rows[0]!.n > 0;
   }
 
-  severalConnections.it('reads the snapshot to its end at once for a client that does not read: no snapshot stays open, writers commit, and the client still gets that snapshot', async () => {
-    const before = await pagedRead(big.key, 'de');
-    const held = await heldExport(big.key, 'store=de');
-    expect(held.status).toBe(200);
-    const begun = new Date();
-    // Written after the snapshot was taken, while its client reads nothing.
-    const changedRef = big.refs[1]!;
-    const write = service.admin.upsertProduct(big.id, changedRef, source(changedRef, '55.55', { description: LONG_TEXT }));
-    await expect(write).resolves.toMatchObject({ id: before[1]!.id });
-    // The snapshot ends at the database's pace: what the client has not read waits outside it.
-    await expect.poll(() => snapshotStillOpen(begun), { timeout: 10_000, interval: 50 }).toBe(false);
+  severalConnections.it(
+    'reads the snapshot to its end at once for a client that does not read: no snapshot stays open, writers commit, and the client still gets that snapshot',
+    async () => {
+      const before = await pagedRead(big.key, 'de');
+      const held = await heldExport(big.key, 'store=de');
+      expect(held.status).toBe(200);
+      const begun = new Date();
+      // Written after the snapshot was taken, while its client reads nothing.
+      const changedRef = big.refs[1]!;
+      const write = service.admin.upsertProduct(big.id, changedRef, source(changedRef, '55.55', { description: LONG_TEXT }));
+      await expect(write).resolves.toMatchObject({ id: before[1]!.id });
+      // The snapshot ends at the database's pace: what the client has not read waits outside it.
+      await expect.poll(() => snapshotStillOpen(begun), { timeout: 10_000, interval: 50 }).toBe(false);
 
-    const lines = (await held.resume()).trimEnd().split('\n').map((line) => JSON.parse(line) as Product | Trailer);
-    const trailer = lines.pop() as Trailer;
-    expect(trailer.count).toBe(BIG);
-    expect(lines).toEqual(before);
-    const { changes } = await feedAfter(big.key, 'de', cursorOf(trailer));
-    expect(changes.map((c) => [c.product_id, c.change_type])).toEqual([[before[1]!.id, 'price']]);
-  });
+      const lines = (await held.resume())
+        .trimEnd()
+        .split('\n')
+        .map((line) => JSON.parse(line) as Product | Trailer);
+      const trailer = lines.pop() as Trailer;
+      expect(trailer.count).toBe(BIG);
+      expect(lines).toEqual(before);
+      const { changes } = await feedAfter(big.key, 'de', cursorOf(trailer));
+      expect(changes.map((c) => [c.product_id, c.change_type])).toEqual([[before[1]!.id, 'price']]);
+    },
+  );
 });

@@ -12,16 +12,36 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ProductSourceInput } from '../../src/catalog/product-sources.js';
 import { importNdjson } from '../../src/admin/import.js';
-import type { FeedPosition } from '../../src/changes/model.js';
 import type { StoreInputRecord } from '../../src/catalog/model.js';
 import { startTestService, type TestService } from '../support/service.js';
 
-interface Product { id: number }
-interface Trailer { store: string; count: number; next_since: string; next_id: number }
+interface Product {
+  id: number;
+}
+interface Trailer {
+  store: string;
+  count: number;
+  next_since: string;
+  next_id: number;
+}
 
-const DE: StoreInputRecord = { name: 'Deutschland', locale: 'de-DE', currency: 'EUR', is_default: true, active: true, exclude_out_of_stock: false };
+const DE: StoreInputRecord = {
+  name: 'Deutschland',
+  locale: 'de-DE',
+  currency: 'EUR',
+  is_default: true,
+  active: true,
+  exclude_out_of_stock: false,
+};
 // Out-of-stock products are excluded here: a stock change flips `excluded`, a content change.
-const PL: StoreInputRecord = { name: 'Polska', locale: 'pl-PL', currency: 'PLN', is_default: false, active: true, exclude_out_of_stock: true };
+const PL: StoreInputRecord = {
+  name: 'Polska',
+  locale: 'pl-PL',
+  currency: 'PLN',
+  is_default: false,
+  active: true,
+  exclude_out_of_stock: true,
+};
 const INITIAL = 30;
 
 type Write =
@@ -34,15 +54,33 @@ type Write =
 
 const productIndex = fc.nat({ max: INITIAL + 3 });
 const write: fc.Arbitrary<Write> = fc.oneof(
-  { weight: 4, arbitrary: fc.record({ kind: fc.constant('price' as const), product: productIndex, cost: fc.constantFrom('9.99', '12.00', '31.50', '100.00') }) },
-  { weight: 3, arbitrary: fc.record({ kind: fc.constant('title' as const), product: productIndex, title: fc.constantFrom('Zelt', 'Kocher', 'Lampe', 'Rucksack') }) },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      kind: fc.constant('price' as const),
+      product: productIndex,
+      cost: fc.constantFrom('9.99', '12.00', '31.50', '100.00'),
+    }),
+  },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      kind: fc.constant('title' as const),
+      product: productIndex,
+      title: fc.constantFrom('Zelt', 'Kocher', 'Lampe', 'Rucksack'),
+    }),
+  },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('stock' as const), product: productIndex, quantity: fc.constantFrom(0, 3, 40) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('delete' as const), product: productIndex }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('create' as const) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('rate' as const), rate: fc.constantFrom('4.25', '4.31', '3.98') }) },
 );
 
-interface Source { title: string; cost: string; quantity: number }
+interface Source {
+  title: string;
+  cost: string;
+  quantity: number;
+}
 
 function sourceInput({ title, cost, quantity }: Source): ProductSourceInput {
   return {
@@ -70,8 +108,15 @@ describe('snapshot handoff under concurrent writes', () => {
     await admin.upsertExchangeRate(merchantId, { base: 'EUR', quote: 'PLN', rate: '4.25' });
     await admin.upsertSupplier(merchantId, 'alpine', 'Alpine AG');
     await admin.createPricingRule(merchantId, {
-      priority: 10, customer_group_id: group.id, store_id: null, manufacturer: null, min_cost: null, max_cost: null,
-      markup_percent: '25', markup_amount: '0', price_ending: null,
+      priority: 10,
+      customer_group_id: group.id,
+      store_id: null,
+      manufacturer: null,
+      min_cost: null,
+      max_cost: null,
+      markup_percent: '25',
+      markup_amount: '0',
+      price_ending: null,
     });
     const lines: string[] = [];
     for (let i = 0; i < INITIAL; i++) {
@@ -95,7 +140,10 @@ describe('snapshot handoff under concurrent writes', () => {
   async function exportOf(store: string): Promise<{ products: Product[]; trailer: Trailer }> {
     const response = await service.api(`/v1/products/export?store=${store}`, key);
     expect(response.status, response.text).toBe(200);
-    const lines = response.text.trimEnd().split('\n').map((line) => JSON.parse(line) as Product | Trailer);
+    const lines = response.text
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Product | Trailer);
     const trailer = lines.pop() as Trailer;
     expect(trailer).toMatchObject({ store, count: lines.length });
     return { products: lines as Product[], trailer };
@@ -106,13 +154,18 @@ describe('snapshot handoff under concurrent writes', () => {
     const replica = new Map(snapshot.products.map((p) => [p.id, p]));
     let cursor = { since: snapshot.trailer.next_since, since_id: snapshot.trailer.next_id };
     for (;;) {
-      const page = await service.api(`/v1/changes?store=${store}&since=${encodeURIComponent(cursor.since)}&since_id=${cursor.since_id}`, key);
+      const page = await service.api(
+        `/v1/changes?store=${store}&since=${encodeURIComponent(cursor.since)}&since_id=${cursor.since_id}`,
+        key,
+      );
       expect(page.status, page.text).toBe(200);
       cursor = { since: page.body.next_since, since_id: page.body.next_id };
       const changes = page.body.changes as { product_id: number; change_type: string }[];
       if (changes.length === 0) break;
       const fetchIds = changes.filter((c) => c.change_type !== 'removed').map((c) => c.product_id);
-      const fetched = fetchIds.length ? (await service.api(`/v1/products?store=${store}&ids=${fetchIds.join(',')}`, key)).body.data as Product[] : [];
+      const fetched = fetchIds.length
+        ? ((await service.api(`/v1/products?store=${store}&ids=${fetchIds.join(',')}`, key)).body.data as Product[])
+        : [];
       for (const change of changes) replica.delete(change.product_id);
       for (const product of fetched) replica.set(product.id, product);
     }
@@ -127,7 +180,10 @@ describe('snapshot handoff under concurrent writes', () => {
       case 'price':
       case 'title':
       case 'stock': {
-        const next = { ...sources.get(ref!)!, ...(op.kind === 'price' ? { cost: op.cost } : op.kind === 'title' ? { title: op.title } : { quantity: op.quantity }) };
+        const next = {
+          ...sources.get(ref!)!,
+          ...(op.kind === 'price' ? { cost: op.cost } : op.kind === 'title' ? { title: op.title } : { quantity: op.quantity }),
+        };
         sources.set(ref!, next);
         await admin.upsertProduct(merchantId, ref!, sourceInput(next));
         break;
@@ -156,39 +212,55 @@ describe('snapshot handoff under concurrent writes', () => {
      * under load an export's snapshot may open before every write, and that is still this case.
      */
     let interleaved = 0;
-    await fc.assert(fc.asyncProperty(
-      fc.array(write, { minLength: 2, maxLength: 10 }), fc.constantFrom('de', 'pl'), fc.nat(), fc.nat(),
-      async (writes, store, first, second) => {
-        // The states the store went through (before any write of this run, then after each) and the merchant's feed positions.
-        const states: string[] = [JSON.stringify(await freshRead(store))];
-        const positions: string[] = [JSON.stringify(await service.storage.latestFeedPosition(merchantId) ?? { at: '1970-01-01T00:00:00Z', id: 0 })];
-        const startAt = new Set([first % writes.length, second % writes.length]);
-        const exports: { at: number; startedAt: number; read: Promise<{ products: Product[]; trailer: Trailer; endedAt: number }> }[] = [];
-        const committedAt: number[] = [];
-        for (const [index, op] of writes.entries()) {
-          // An export starts right before a write: its steps and the writes that follow interleave.
-          if (startAt.has(index)) {
-            exports.push({ at: index, startedAt: performance.now(), read: exportOf(store).then((r) => ({ ...r, endedAt: performance.now() })) });
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(write, { minLength: 2, maxLength: 10 }),
+        fc.constantFrom('de', 'pl'),
+        fc.nat(),
+        fc.nat(),
+        async (writes, store, first, second) => {
+          // The states the store went through (before any write of this run, then after each) and the merchant's feed positions.
+          const states: string[] = [JSON.stringify(await freshRead(store))];
+          const positions: string[] = [
+            JSON.stringify((await service.storage.latestFeedPosition(merchantId)) ?? { at: '1970-01-01T00:00:00Z', id: 0 }),
+          ];
+          const startAt = new Set([first % writes.length, second % writes.length]);
+          const exports: { at: number; startedAt: number; read: Promise<{ products: Product[]; trailer: Trailer; endedAt: number }> }[] =
+            [];
+          const committedAt: number[] = [];
+          for (const [index, op] of writes.entries()) {
+            // An export starts right before a write: its steps and the writes that follow interleave.
+            if (startAt.has(index)) {
+              exports.push({
+                at: index,
+                startedAt: performance.now(),
+                read: exportOf(store).then((r) => ({ ...r, endedAt: performance.now() })),
+              });
+            }
+            await apply(op);
+            committedAt.push(performance.now());
+            states.push(JSON.stringify(await freshRead(store)));
+            positions.push(JSON.stringify(await service.storage.latestFeedPosition(merchantId)));
           }
-          await apply(op);
-          committedAt.push(performance.now());
-          states.push(JSON.stringify(await freshRead(store)));
-          positions.push(JSON.stringify(await service.storage.latestFeedPosition(merchantId)));
-        }
-        const now = await freshRead(store);
-        for (const { at, startedAt, read } of exports) {
-          const snapshot = await read;
-          if (committedAt.some((t) => t > startedAt && t < snapshot.endedAt)) interleaved++;
-          const cursor = JSON.stringify({ at: snapshot.trailer.next_since, id: snapshot.trailer.next_id });
-          const products = JSON.stringify(snapshot.products);
-          // One consistent state, and its own feed position: not a mix of two, not a cursor from before or after it.
-          // (The last such prefix: a write that changed nothing leaves the state and the position as they were.)
-          const prefix = states.findLastIndex((state, k) => state === products && positions[k] === cursor);
-          expect(prefix, `export started before write ${at}: no state the store went through has these products at this cursor`).toBeGreaterThanOrEqual(at);
-          expect(await snapshotPlusFeed(store, snapshot)).toEqual(now);
-        }
-      },
-    ), { numRuns: 15 });
+          const now = await freshRead(store);
+          for (const { at, startedAt, read } of exports) {
+            const snapshot = await read;
+            if (committedAt.some((t) => t > startedAt && t < snapshot.endedAt)) interleaved++;
+            const cursor = JSON.stringify({ at: snapshot.trailer.next_since, id: snapshot.trailer.next_id });
+            const products = JSON.stringify(snapshot.products);
+            // One consistent state, and its own feed position: not a mix of two, not a cursor from before or after it.
+            // (The last such prefix: a write that changed nothing leaves the state and the position as they were.)
+            const prefix = states.findLastIndex((state, k) => state === products && positions[k] === cursor);
+            expect(
+              prefix,
+              `export started before write ${at}: no state the store went through has these products at this cursor`,
+            ).toBeGreaterThanOrEqual(at);
+            expect(await snapshotPlusFeed(store, snapshot)).toEqual(now);
+          }
+        },
+      ),
+      { numRuns: 15 },
+    );
     expect(interleaved).toBeGreaterThan(0);
   });
 });

@@ -6,8 +6,15 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildDemoCatalog } from '../../src/admin/demo.js';
 import {
-  CatalogApiError, createCatalogClient, getProduct, iterateProducts, listProducts, listStores, unwrap,
-  type CatalogClient, type Product,
+  CatalogApiError,
+  createCatalogClient,
+  getProduct,
+  iterateProducts,
+  listProducts,
+  listStores,
+  unwrap,
+  type CatalogClient,
+  type Product,
 } from '../../src/client/index.js';
 import { startTestService, type TestService } from '../support/service.js';
 
@@ -24,7 +31,12 @@ beforeAll(async () => {
   // A second merchant with one store and no products (every product of a merchant is in every store).
   const empty = await service.admin.createMerchant({ name: 'Empty Shelf Ltd' });
   await service.admin.upsertStore(empty.id, 'main', {
-    name: 'Empty Shelf', locale: 'en-GB', currency: 'GBP', is_default: true, active: true, exclude_out_of_stock: false,
+    name: 'Empty Shelf',
+    locale: 'en-GB',
+    currency: 'GBP',
+    is_default: true,
+    active: true,
+    exclude_out_of_stock: false,
   });
   emptyStoreKey = await service.keyFor(empty.id);
 });
@@ -45,7 +57,10 @@ function recordingClient(apiKey = key): { client: CatalogClient; requests: Reque
 }
 
 async function caught(promise: Promise<unknown>): Promise<CatalogApiError> {
-  const error = await promise.then(() => undefined, (e: unknown) => e);
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   expect(error).toBeInstanceOf(CatalogApiError);
   return error as CatalogApiError;
 }
@@ -130,7 +145,14 @@ describe('iterateProducts', () => {
 
   it('misses no product when another is deleted while paging with after_id', async () => {
     const merchant = await service.admin.createMerchant({ name: 'Deletes while paging' });
-    await service.admin.upsertStore(merchant.id, 'x', { name: 'X', locale: 'en-GB', currency: 'EUR', is_default: true, active: true, exclude_out_of_stock: false });
+    await service.admin.upsertStore(merchant.id, 'x', {
+      name: 'X',
+      locale: 'en-GB',
+      currency: 'EUR',
+      is_default: true,
+      active: true,
+      exclude_out_of_stock: false,
+    });
     for (let n = 1; n <= 30; n++) await service.admin.upsertProduct(merchant.id, `P${n}`, { content: { en: { title: `P${n}` } } });
     const own = createCatalogClient({ baseUrl: service.url, apiKey: await service.keyFor(merchant.id), fetch: service.fetch });
     const all = (await listProducts(own, { perPage: 200 })).data.map((p) => p.id);
@@ -181,30 +203,52 @@ describe('the built client', () => {
       fs.mkdirSync(installed, { recursive: true });
       fs.symlinkSync(path.join(repo, 'node_modules/openapi-fetch'), path.join(modules, 'openapi-fetch'), 'dir');
       const manifest = JSON.parse(fs.readFileSync(path.join(repo, 'package.json'), 'utf8'));
-      fs.writeFileSync(path.join(installed, 'package.json'), JSON.stringify({
-        name: manifest.name, version: manifest.version, type: manifest.type, exports: manifest.exports,
-        dependencies: { 'openapi-fetch': manifest.dependencies['openapi-fetch'] },
-      }));
-      fs.writeFileSync(path.join(dir, 'tsconfig.json'), JSON.stringify({
-        extends: path.join(repo, 'tsconfig.json'),
-        compilerOptions: { noEmit: false, sourceMap: false, types: [], rootDir: repo, outDir: path.join(installed, 'dist') },
-        files: [path.join(repo, 'src/client/index.ts')],
-        include: [],
-      }));
+      fs.writeFileSync(
+        path.join(installed, 'package.json'),
+        JSON.stringify({
+          name: manifest.name,
+          version: manifest.version,
+          type: manifest.type,
+          exports: manifest.exports,
+          dependencies: { 'openapi-fetch': manifest.dependencies['openapi-fetch'] },
+        }),
+      );
+      fs.writeFileSync(
+        path.join(dir, 'tsconfig.json'),
+        JSON.stringify({
+          extends: path.join(repo, 'tsconfig.json'),
+          compilerOptions: { noEmit: false, sourceMap: false, types: [], rootDir: repo, outDir: path.join(installed, 'dist') },
+          files: [path.join(repo, 'src/client/index.ts')],
+          include: [],
+        }),
+      );
       await run(process.execPath, [path.join(repo, 'node_modules/typescript/bin/tsc'), '-p', path.join(dir, 'tsconfig.json')]);
 
       // The client pulls in no server code: its own modules, the (type-only) generated document, the
       // generated limits and webhooks registry (standalone, no imports) and src/shared/time.ts.
-      const emitted = fs.readdirSync(path.join(installed, 'dist'), { recursive: true, encoding: 'utf8' })
-        .filter((f) => f.endsWith('.js')).map((f) => f.split(path.sep).join('/')).sort();
+      const emitted = fs
+        .readdirSync(path.join(installed, 'dist'), { recursive: true, encoding: 'utf8' })
+        .filter((f) => f.endsWith('.js'))
+        .map((f) => f.split(path.sep).join('/'))
+        .sort();
       expect(emitted).toEqual([
-        'src/client/catalog-client.js', 'src/client/changes.js', 'src/client/errors.js', 'src/client/export.js', 'src/client/index.js', 'src/client/reads.js',
-        'src/client/types.js', 'src/generated/public-api.js', 'src/generated/public-limits.js', 'src/generated/public-webhooks.js',
+        'src/client/catalog-client.js',
+        'src/client/changes.js',
+        'src/client/errors.js',
+        'src/client/export.js',
+        'src/client/index.js',
+        'src/client/reads.js',
+        'src/client/types.js',
+        'src/generated/public-api.js',
+        'src/generated/public-limits.js',
+        'src/generated/public-webhooks.js',
         'src/shared/time.js',
       ]);
       expect(fs.existsSync(path.join(installed, 'dist/src/client/index.d.ts'))).toBe(true);
 
-      fs.writeFileSync(path.join(dir, 'consumer.mjs'), `
+      fs.writeFileSync(
+        path.join(dir, 'consumer.mjs'),
+        `
         import {
           createCatalogClient, fetchProductsByIds, iterateProducts, listStores, mapReplica, pollChanges, syncStore, CatalogApiError,
         } from 'catalog-publishing-service/client';
@@ -225,13 +269,21 @@ describe('the built client', () => {
           byIds: byIds.map((p) => p.id), windowStore: window.store, replicaSize: replica.products.size,
           cursor: typeof cursor.since === 'string' && Number.isInteger(cursor.since_id),
         }));
-      `);
+      `,
+      );
       const { stdout } = await run(process.execPath, ['consumer.mjs'], {
-        cwd: dir, env: { ...process.env, BASE_URL: service.url, API_KEY: key },
+        cwd: dir,
+        env: { ...process.env, BASE_URL: service.url, API_KEY: key },
       });
       expect(JSON.parse(stdout)).toEqual({
-        slugs: ['de', 'pl', 'uk'], status: 200, first: 1, failure: 'unauthorized',
-        byIds: [1, 3], windowStore: 'uk', replicaSize: 450, cursor: true,
+        slugs: ['de', 'pl', 'uk'],
+        status: 200,
+        first: 1,
+        failure: 'unauthorized',
+        byIds: [1, 3],
+        windowStore: 'uk',
+        replicaSize: 450,
+        cursor: true,
       });
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });

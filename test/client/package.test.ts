@@ -144,7 +144,8 @@ describe('the client package', () => {
     await adminOk(service, 'PUT', `${merchant.base}/stores/de`, { name: 'Deutschland', locale: 'de-DE', currency: 'EUR' });
     await adminOk(service, 'POST', `${merchant.base}/customer-groups`, { name: 'retail' }, 201);
     const product = (ref: string, title: string) => ({
-      op: 'upsert_product', product: { ref, content: { de: { title, description: null } }, own_stock: { quantity: 1, cost: '5.00', currency: 'EUR' } },
+      op: 'upsert_product',
+      product: { ref, content: { de: { title, description: null } }, own_stock: { quantity: 1, cost: '5.00', currency: 'EUR' } },
     });
     const imported = await importNdjson(service, merchant.id, [product('A', 'Alpha'), product('B', 'Beta'), product('C', 'Gamma')]);
     expect(imported.status, imported.text).toBe(200);
@@ -164,43 +165,85 @@ describe('the client package', () => {
     const project = path.join(dir, 'shop');
     fs.mkdirSync(project);
     fs.writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'shop', private: true, type: 'module' }));
-    fs.writeFileSync(path.join(project, 'package-lock.json'), JSON.stringify({
-      name: 'shop', lockfileVersion: 3, requires: true, packages: { '': { name: 'shop' }, ...lockEntriesFor(manifest.dependencies) },
-    }));
+    fs.writeFileSync(
+      path.join(project, 'package-lock.json'),
+      JSON.stringify({
+        name: 'shop',
+        lockfileVersion: 3,
+        requires: true,
+        packages: { '': { name: 'shop' }, ...lockEntriesFor(manifest.dependencies) },
+      }),
+    );
     await run('npm', ['install', '--offline', '--no-audit', '--no-fund', tarball], { cwd: project });
-    const installed = fs.readdirSync(path.join(project, 'node_modules')).filter((n) => !n.startsWith('.')).sort();
+    const installed = fs
+      .readdirSync(path.join(project, 'node_modules'))
+      .filter((n) => !n.startsWith('.'))
+      .sort();
     expect(installed).toEqual([CLIENT_PACKAGE, 'openapi-fetch', 'openapi-typescript-helpers']);
   }, 60_000);
 
-  it('type-checks an integrator\'s example against its .d.ts and runs it: paging, the change feed, a snapshot export and syncStore, following the live feed, webhooks of both schemes', async () => {
+  it("type-checks an integrator's example against its .d.ts and runs it: paging, the change feed, a snapshot export and syncStore, following the live feed, webhooks of both schemes", async () => {
     const project = path.join(dir, 'shop');
     fs.writeFileSync(path.join(project, 'example.ts'), EXAMPLE);
-    fs.writeFileSync(path.join(project, 'tsconfig.json'), JSON.stringify({
-      compilerOptions: {
-        target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, skipLibCheck: false, outDir: 'out',
-        lib: ['ES2023', 'DOM'], types: ['node'], typeRoots: [path.join(repo, 'node_modules', '@types')],
-      },
-      files: ['example.ts'],
-    }));
-    const tsc = await run(process.execPath, [path.join(repo, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'], { cwd: project })
-      .catch((error: { stdout: string }) => ({ stdout: error.stdout, failed: true }));
+    fs.writeFileSync(
+      path.join(project, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: {
+          target: 'ES2022',
+          module: 'NodeNext',
+          moduleResolution: 'NodeNext',
+          strict: true,
+          skipLibCheck: false,
+          outDir: 'out',
+          lib: ['ES2023', 'DOM'],
+          types: ['node'],
+          typeRoots: [path.join(repo, 'node_modules', '@types')],
+        },
+        files: ['example.ts'],
+      }),
+    );
+    const tsc = await run(process.execPath, [path.join(repo, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'], {
+      cwd: project,
+    }).catch((error: { stdout: string }) => ({ stdout: error.stdout, failed: true }));
     expect(tsc, tsc.stdout).not.toHaveProperty('failed');
 
-    const body = JSON.stringify({ event: 'price', store_id: 1, product_ids: [1], occurred_at: new Date().toISOString().replace(/\.\d+Z$/, 'Z') });
+    const body = JSON.stringify({
+      event: 'price',
+      store_id: 1,
+      product_ids: [1],
+      occurred_at: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
+    });
     const timestamp = String(Math.floor(Date.now() / 1000));
     const secret = 'whsec_exampleSecretForThePackageTest0123456789abcdefgh';
     const signature = `sha256=${createHmac('sha256', secret).update(`${timestamp}.${body}`).digest('hex')}`;
     const standardSignature = new Webhook(secret).sign('dlv_42', new Date(Number(timestamp) * 1000), body);
     const { stdout } = await run(process.execPath, ['out/example.js'], {
-      cwd: project, env: {
-        ...process.env, BASE_URL: service.url, API_KEY: apiKey, SECRET: secret, BODY: body, TIMESTAMP: timestamp, SIGNATURE: signature,
-        WEBHOOK_ID: 'dlv_42', STANDARD_SIGNATURE: standardSignature,
+      cwd: project,
+      env: {
+        ...process.env,
+        BASE_URL: service.url,
+        API_KEY: apiKey,
+        SECRET: secret,
+        BODY: body,
+        TIMESTAMP: timestamp,
+        SIGNATURE: signature,
+        WEBHOOK_ID: 'dlv_42',
+        STANDARD_SIGNATURE: standardSignature,
       },
     });
     expect(JSON.parse(stdout)).toEqual({
-      titles: ['Alpha', 'Beta', 'Gamma'], changed: [1, 2, 3], caughtUp: true, exported: [1, 2, 3], snapshotAtFeedEnd: true,
-      replica: [1, 2, 3], synced: true, event: 'price', tampered: 'signature_mismatch',
-      rejected: 'invalid_payload /product_ids', delivery: ['dlv_42', 'standard', 'price'], followed: 'waited',
+      titles: ['Alpha', 'Beta', 'Gamma'],
+      changed: [1, 2, 3],
+      caughtUp: true,
+      exported: [1, 2, 3],
+      snapshotAtFeedEnd: true,
+      replica: [1, 2, 3],
+      synced: true,
+      event: 'price',
+      tampered: 'signature_mismatch',
+      rejected: 'invalid_payload /product_ids',
+      delivery: ['dlv_42', 'standard', 'price'],
+      followed: 'waited',
     });
   }, 60_000);
 });

@@ -56,7 +56,10 @@ describe('the client and the rate limit', () => {
     ms += 60_000;
     for (let i = 0; i < 3; i++) await listStores(client({ retries: 0 }).catalog);
     const { catalog, statuses, slept } = client({ retries: 0 });
-    const error = await listStores(catalog).then(() => undefined, (e: unknown) => e);
+    const error = await listStores(catalog).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(error).toBeInstanceOf(CatalogApiError);
     expect((error as CatalogApiError).status).toBe(429);
     expect((error as CatalogApiError).problem?.code).toBe('rate_limited');
@@ -70,16 +73,25 @@ describe('the client and the rate limit', () => {
     const statuses: number[] = [];
     const slept: number[] = [];
     const catalog = createCatalogClient({
-      baseUrl: service.url, apiKey: key,
+      baseUrl: service.url,
+      apiKey: key,
       fetch: async (request) => {
         const response = await service.fetch(request);
         statuses.push(response.status);
         return response;
       },
       // Sleeps that take no time on the service's clock: the bucket never refills.
-      rateLimit: { retries: 2, sleep: async (wait) => { slept.push(wait); } },
+      rateLimit: {
+        retries: 2,
+        sleep: async (wait) => {
+          slept.push(wait);
+        },
+      },
     });
-    const error = await listStores(catalog).then(() => undefined, (e: unknown) => e);
+    const error = await listStores(catalog).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect((error as CatalogApiError).status).toBe(429);
     expect(statuses).toEqual([429, 429, 429]);
     expect(slept).toEqual([1000, 1000]);
@@ -91,7 +103,8 @@ describe('the client and the rate limit', () => {
     const controller = new AbortController();
     let requests = 0;
     const catalog = createCatalogClient({
-      baseUrl: service.url, apiKey: key,
+      baseUrl: service.url,
+      apiKey: key,
       fetch: (request) => {
         requests++;
         return service.fetch(request);
@@ -101,7 +114,10 @@ describe('the client and the rate limit', () => {
       rateLimit: { retries: 3 },
     });
     setTimeout(() => controller.abort(new Error('cancelled by the caller')), 20);
-    const error = await catalog.GET('/v1/stores', { signal: controller.signal }).then(() => undefined, (e: unknown) => e);
+    const error = await catalog.GET('/v1/stores', { signal: controller.signal }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect((error as Error).message).toBe('cancelled by the caller');
     expect(requests).toBe(1);
   });

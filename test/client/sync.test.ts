@@ -8,8 +8,19 @@ import type { CatalogAdmin } from '../../src/admin/catalog-admin.js';
 import { normalizeSource, type ProductSourceInput } from '../../src/catalog/product-sources.js';
 import { pruneExpiredChanges } from '../../src/changes/retention.js';
 import {
-  CatalogApiError, createCatalogClient, cursorFromDateHeader, fetchProductsByIds, IncompleteExportError, iterateProducts, mapReplica, pollChanges,
-  syncStore, type CatalogClient, type ChangeCursor, type ChangeWindow, type Product,
+  CatalogApiError,
+  createCatalogClient,
+  cursorFromDateHeader,
+  fetchProductsByIds,
+  IncompleteExportError,
+  iterateProducts,
+  mapReplica,
+  pollChanges,
+  syncStore,
+  type CatalogClient,
+  type ChangeCursor,
+  type ChangeWindow,
+  type Product,
 } from '../../src/client/index.js';
 import { startTestService, type TestService } from '../support/service.js';
 
@@ -27,7 +38,8 @@ async function startClockedService(start: string): Promise<ClockedService> {
   let clock = Date.parse(start);
   const now = () => new Date(clock);
   const service = await startTestService({
-    now, config: { changes: { feedWindow: FEED_WINDOW, retentionDays: 30, pruneIntervalSeconds: 3600 } },
+    now,
+    config: { changes: { feedWindow: FEED_WINDOW, retentionDays: 30, pruneIntervalSeconds: 3600 } },
   });
   return { service, now, advance: (ms) => void (clock += ms) };
 }
@@ -68,8 +80,15 @@ async function buildShop(admin: CatalogAdmin, keyFor: (merchantId: number) => Pr
   await admin.upsertExchangeRate(id, { base: 'EUR', quote: 'PLN', rate: '4.25' });
   await admin.upsertSupplier(id, 'alpine', 'Alpine Wholesale');
   const ruleInput = (groupId: number, priority: number, markup: string) => ({
-    priority, customer_group_id: groupId, store_id: null, manufacturer: null, min_cost: null, max_cost: null,
-    markup_percent: markup, markup_amount: '0', price_ending: null,
+    priority,
+    customer_group_id: groupId,
+    store_id: null,
+    manufacturer: null,
+    min_cost: null,
+    max_cost: null,
+    markup_percent: markup,
+    markup_amount: '0',
+    price_ending: null,
   });
   const rules: { input: ReturnType<typeof ruleInput>; id: number }[] = [];
   for (const input of [ruleInput(groups[0]!.id, 20, '40'), ruleInput(groups[1]!.id, 10, '10')]) {
@@ -78,9 +97,17 @@ async function buildShop(admin: CatalogAdmin, keyFor: (merchantId: number) => Pr
   return { id, key: await keyFor(id), stores, rules };
 }
 
-function productSource(
-  { title, cost, quantity, excludedFrom }: { title: string; cost: string; quantity: number; excludedFrom?: 'a' | 'b' },
-): ProductSourceInput {
+function productSource({
+  title,
+  cost,
+  quantity,
+  excludedFrom,
+}: {
+  title: string;
+  cost: string;
+  quantity: number;
+  excludedFrom?: 'a' | 'b';
+}): ProductSourceInput {
   return {
     content: { de: { title, description: null }, pl: { title: `${title} PL`, description: null } },
     offers: [{ supplier_ref: 'alpine', quantity, cost, currency: 'EUR' }],
@@ -158,7 +185,8 @@ describe('client feed helpers', () => {
 
     it('reads the default store when none is given, and stays on it', async () => {
       const shop = await buildShop(admin, keyFor, 'Poll Default');
-      for (let i = 0; i < 7; i++) await admin.upsertProduct(shop.id, `D${i}`, productSource({ title: `D ${i}`, cost: '5.00', quantity: 1 }));
+      for (let i = 0; i < 7; i++)
+        await admin.upsertProduct(shop.id, `D${i}`, productSource({ title: `D ${i}`, cost: '5.00', quantity: 1 }));
       const { client, requests } = clientOf(clocked, shop.key);
       const { windows } = await allWindows(pollChanges(client));
       expect(windows.length).toBeGreaterThan(1);
@@ -217,7 +245,14 @@ describe('client feed helpers', () => {
       requests.length = 0;
 
       const controller = new AbortController();
-      const windows = pollChanges(client, { store: 'a', cursor: end, follow: true, waitSeconds: 0, pollIntervalMs: 5, signal: controller.signal });
+      const windows = pollChanges(client, {
+        store: 'a',
+        cursor: end,
+        follow: true,
+        waitSeconds: 0,
+        pollIntervalMs: 5,
+        signal: controller.signal,
+      });
       const pending = windows.next();
       await expect.poll(() => requests.length).toBeGreaterThanOrEqual(3); // caught up, waiting and polling again
       const id = (await admin.upsertProduct(shop.id, 'F1', productSource({ title: 'F1', cost: '10.00', quantity: 3 }))).id;
@@ -233,7 +268,9 @@ describe('client feed helpers', () => {
     it('throws CatalogApiError for an unknown store', async () => {
       const shop = await buildShop(admin, keyFor, 'Poll Unknown');
       const { client } = clientOf(clocked, shop.key);
-      const error = await pollChanges(client, { store: 'zz' }).next().catch((e: unknown) => e);
+      const error = await pollChanges(client, { store: 'zz' })
+        .next()
+        .catch((e: unknown) => e);
       expect(error).toBeInstanceOf(CatalogApiError);
       expect((error as CatalogApiError).problem.code).toBe('store_not_found');
     });
@@ -244,9 +281,14 @@ describe('client feed helpers', () => {
       const shop = await buildShop(admin, keyFor, 'Batches');
       const other = await buildShop(admin, keyFor, 'Batches Elsewhere');
       const otherId = (await admin.upsertProduct(other.id, 'O1', productSource({ title: 'O', cost: '1.00', quantity: 1 }))).id;
-      await admin.applyProductBatch(shop.id, Array.from({ length: 430 }, (_, i) => ({
-        op: 'upsert_product' as const, ref: `B${i}`, source: normalizeSource(productSource({ title: `B${i}`, cost: '2.00', quantity: i % 3 })),
-      })));
+      await admin.applyProductBatch(
+        shop.id,
+        Array.from({ length: 430 }, (_, i) => ({
+          op: 'upsert_product' as const,
+          ref: `B${i}`,
+          source: normalizeSource(productSource({ title: `B${i}`, cost: '2.00', quantity: i % 3 })),
+        })),
+      );
       const { client, requests } = clientOf(clocked, shop.key);
       const catalog = await catalogOf(client, 'b');
       expect(catalog.size).toBe(430);
@@ -279,14 +321,18 @@ describe('client feed helpers', () => {
   describe('syncStore', () => {
     it('reads the store from one snapshot export, then applies only the feed after the cursor of that snapshot: no margin, nothing twice', async () => {
       const shop = await buildShop(admin, keyFor, 'Sync Basic');
-      for (let i = 0; i < 8; i++) await admin.upsertProduct(shop.id, `S${i}`, productSource({ title: `S${i}`, cost: '10.00', quantity: i % 2 }));
+      for (let i = 0; i < 8; i++)
+        await admin.upsertProduct(shop.id, `S${i}`, productSource({ title: `S${i}`, cost: '10.00', quantity: i % 2 }));
       const { client, requests } = clientOf(clocked, shop.key);
       const replica = mapReplica(new Map([[999_999_999, { id: 999_999_999 } as Product]]));
 
       const cursor = await syncStore(client, { store: 'b', replica });
       // The export, then one poll from its cursor that finds nothing: the changes recorded before the
       // snapshot (every product's creation, in this very second) are not reported again.
-      expect(requests.map((r) => `${r.pathname} ${Object.keys(query(r))}`)).toEqual(['/v1/products/export store', '/v1/changes store,since,since_id']);
+      expect(requests.map((r) => `${r.pathname} ${Object.keys(query(r)).join(',')}`)).toEqual([
+        '/v1/products/export store',
+        '/v1/changes store,since,since_id',
+      ]);
       const position = (await clocked.service.storage.latestFeedPosition(shop.id))!;
       expect(query(requests[1]!)).toEqual({ store: 'b', since: position.at, since_id: String(position.id) });
       expect(cursor).toEqual({ since: position.at, since_id: position.id });
@@ -300,7 +346,9 @@ describe('client feed helpers', () => {
       requests.length = 0;
       const next = await syncStore(client, { store: 'b', replica, cursor });
       expect(requests.map((r) => `${r.pathname} ${r.searchParams.get('ids') ?? ''}`)).toEqual([
-        '/v1/changes ', `/v1/products ${ids[1]}`, '/v1/changes ',
+        '/v1/changes ',
+        `/v1/products ${ids[1]}`,
+        '/v1/changes ',
       ]);
       expect(next).toEqual({ since: cursorFromDateHeader(clocked.now().toUTCString())!.since, since_id: expect.any(Number) });
       expect(replica.products.has(ids[2]!)).toBe(false);
@@ -325,8 +373,11 @@ describe('client feed helpers', () => {
         {
           weight: 5,
           arbitrary: fc.record({
-            kind: fc.constant('upsert' as const), ref: fc.constantFrom(...refs), title: fc.constantFrom('Tent', 'Stove', 'Lamp'),
-            cost: fc.constantFrom('9.99', '10.00', '25.50'), quantity: fc.constantFrom(0, 0, 3, 40),
+            kind: fc.constant('upsert' as const),
+            ref: fc.constantFrom(...refs),
+            title: fc.constantFrom('Tent', 'Stove', 'Lamp'),
+            cost: fc.constantFrom('9.99', '10.00', '25.50'),
+            quantity: fc.constantFrom(0, 0, 3, 40),
             excludedFrom: fc.option(store, { nil: undefined }),
           }),
         },
@@ -334,60 +385,70 @@ describe('client feed helpers', () => {
         { weight: 1, arbitrary: fc.record({ kind: fc.constant('rate' as const), rate: fc.constantFrom('4.25', '4.30', '3.90') }) },
         {
           weight: 1,
-          arbitrary: fc.record({ kind: fc.constant('markup' as const), rule: fc.constantFrom(0, 1), markup: fc.constantFrom('0', '10', '40', '55.5') }),
+          arbitrary: fc.record({
+            kind: fc.constant('markup' as const),
+            rule: fc.constantFrom(0, 1),
+            markup: fc.constantFrom('0', '10', '40', '55.5'),
+          }),
         },
         { weight: 1, arbitrary: fc.record({ kind: fc.constant('store' as const), store, excludeOutOfStock: fc.boolean() }) },
         { weight: 3, arbitrary: fc.record({ kind: fc.constant('sync' as const), store }) },
       );
       // Mostly no time at all (many changes in one second), sometimes seconds, now and then a day.
-      const step = fc.record({ op, advanceMs: fc.oneof(fc.constant(0), fc.constant(0), fc.integer({ min: 1, max: 3000 }), fc.constant(DAY)) });
+      const step = fc.record({
+        op,
+        advanceMs: fc.oneof(fc.constant(0), fc.constant(0), fc.integer({ min: 1, max: 3000 }), fc.constant(DAY)),
+      });
       let run = 0;
       let mostWindowsInOneSync = 0;
 
-      await fc.assert(fc.asyncProperty(fc.array(step, { maxLength: 30, size: 'max' }), async (steps) => {
-        const shop = await buildShop(admin, keyFor, `Property ${++run}`);
-        const { client, requests } = clientOf(clocked, shop.key);
-        const replicas = { a: mapReplica(), b: mapReplica() };
-        const cursors: Partial<Record<'a' | 'b', ChangeCursor>> = {};
-        const existing = new Set<string>();
-        const sync = async (store: 'a' | 'b') => {
-          requests.length = 0;
-          cursors[store] = await syncStore(client, { store, replica: replicas[store], cursor: cursors[store] });
-          const windows = requests.filter((r) => r.pathname === '/v1/changes').length - 1;
-          mostWindowsInOneSync = Math.max(mostWindowsInOneSync, windows);
-        };
+      await fc.assert(
+        fc.asyncProperty(fc.array(step, { maxLength: 30, size: 'max' }), async (steps) => {
+          const shop = await buildShop(admin, keyFor, `Property ${++run}`);
+          const { client, requests } = clientOf(clocked, shop.key);
+          const replicas = { a: mapReplica(), b: mapReplica() };
+          const cursors: Partial<Record<'a' | 'b', ChangeCursor>> = {};
+          const existing = new Set<string>();
+          const sync = async (store: 'a' | 'b') => {
+            requests.length = 0;
+            cursors[store] = await syncStore(client, { store, replica: replicas[store], cursor: cursors[store] });
+            const windows = requests.filter((r) => r.pathname === '/v1/changes').length - 1;
+            mostWindowsInOneSync = Math.max(mostWindowsInOneSync, windows);
+          };
 
-        for (const { op, advanceMs } of steps) {
-          clocked.advance(advanceMs);
-          switch (op.kind) {
-            case 'upsert':
-              await admin.upsertProduct(shop.id, op.ref, productSource(op));
-              existing.add(op.ref);
-              break;
-            case 'delete':
-              if (existing.delete(op.ref)) await admin.deleteProduct(shop.id, op.ref);
-              break;
-            case 'rate':
-              await admin.upsertExchangeRate(shop.id, { base: 'EUR', quote: 'PLN', rate: op.rate });
-              break;
-            case 'markup': {
-              const rule = shop.rules[op.rule]!;
-              await admin.updatePricingRule(shop.id, rule.id, { ...rule.input, markup_percent: op.markup });
-              break;
+          for (const { op, advanceMs } of steps) {
+            clocked.advance(advanceMs);
+            switch (op.kind) {
+              case 'upsert':
+                await admin.upsertProduct(shop.id, op.ref, productSource(op));
+                existing.add(op.ref);
+                break;
+              case 'delete':
+                if (existing.delete(op.ref)) await admin.deleteProduct(shop.id, op.ref);
+                break;
+              case 'rate':
+                await admin.upsertExchangeRate(shop.id, { base: 'EUR', quote: 'PLN', rate: op.rate });
+                break;
+              case 'markup': {
+                const rule = shop.rules[op.rule]!;
+                await admin.updatePricingRule(shop.id, rule.id, { ...rule.input, markup_percent: op.markup });
+                break;
+              }
+              case 'store':
+                await admin.upsertStore(shop.id, op.store, { ...shop.stores[op.store], exclude_out_of_stock: op.excludeOutOfStock });
+                break;
+              case 'sync':
+                await sync(op.store);
+                break;
             }
-            case 'store':
-              await admin.upsertStore(shop.id, op.store, { ...shop.stores[op.store], exclude_out_of_stock: op.excludeOutOfStock });
-              break;
-            case 'sync':
-              await sync(op.store);
-              break;
           }
-        }
-        for (const store of ['a', 'b'] as const) {
-          await sync(store);
-          expect(replicas[store].products).toEqual(await catalogOf(client, store));
-        }
-      }), { numRuns: 100 });
+          for (const store of ['a', 'b'] as const) {
+            await sync(store);
+            expect(replicas[store].products).toEqual(await catalogOf(client, store));
+          }
+        }),
+        { numRuns: 100 },
+      );
       // The generated histories do exceed the window of 5 (several windows in one sync).
       expect(mostWindowsInOneSync).toBeGreaterThan(2);
     });
@@ -404,7 +465,8 @@ describe('syncStore after the cursor expired', () => {
   it('answers 410 cursor_expired with a full resync and returns a cursor that keeps working', async () => {
     const { service } = clocked;
     const shop = await buildShop(service.admin, service.keyFor, 'Expired');
-    for (let i = 0; i < 6; i++) await service.admin.upsertProduct(shop.id, `E${i}`, productSource({ title: `E${i}`, cost: '10.00', quantity: 2 }));
+    for (let i = 0; i < 6; i++)
+      await service.admin.upsertProduct(shop.id, `E${i}`, productSource({ title: `E${i}`, cost: '10.00', quantity: 2 }));
     const { client, requests } = clientOf(clocked, shop.key);
     const replica = mapReplica();
     const cursor = await syncStore(client, { store: 'a', replica });
@@ -447,10 +509,12 @@ describe('syncStore on the real clock', () => {
 
   it('starts the feed at the cursor the export ends with, and a write right after the sync is applied by the next', async () => {
     const shop = await buildShop(service.admin, service.keyFor, 'Wall Clock');
-    for (let i = 0; i < 4; i++) await service.admin.upsertProduct(shop.id, `W${i}`, productSource({ title: `W${i}`, cost: '10.00', quantity: 2 }));
+    for (let i = 0; i < 4; i++)
+      await service.admin.upsertProduct(shop.id, `W${i}`, productSource({ title: `W${i}`, cost: '10.00', quantity: 2 }));
     const exchanges: { url: URL; headers: Headers }[] = [];
     const client = createCatalogClient({
-      baseUrl: service.url, apiKey: shop.key,
+      baseUrl: service.url,
+      apiKey: shop.key,
       fetch: async (request) => {
         const response = await service.fetch(request);
         exchanges.push({ url: new URL(request.url), headers: response.headers });
@@ -461,7 +525,11 @@ describe('syncStore on the real clock', () => {
     const cursor = await syncStore(client, { store: 'b', replica });
     const [exported, firstPoll] = exchanges;
     expect(exported!.url.pathname).toBe('/v1/products/export');
-    expect(query(firstPoll!.url)).toEqual({ store: 'b', since: exported!.headers.get('x-next-since'), since_id: exported!.headers.get('x-next-id') });
+    expect(query(firstPoll!.url)).toEqual({
+      store: 'b',
+      since: exported!.headers.get('x-next-since'),
+      since_id: exported!.headers.get('x-next-id'),
+    });
     expect(cursor).toEqual({ since: exported!.headers.get('x-next-since'), since_id: Number(exported!.headers.get('x-next-id')) });
 
     // Written right after the sync, most likely within the second of the export's cursor.
@@ -473,9 +541,11 @@ describe('syncStore on the real clock', () => {
 
   it('throws IncompleteExportError for an export cut short before its trailer, and removes nothing from the replica', async () => {
     const shop = await buildShop(service.admin, service.keyFor, 'Cut Short');
-    for (let i = 0; i < 3; i++) await service.admin.upsertProduct(shop.id, `C${i}`, productSource({ title: `C${i}`, cost: '10.00', quantity: 2 }));
+    for (let i = 0; i < 3; i++)
+      await service.admin.upsertProduct(shop.id, `C${i}`, productSource({ title: `C${i}`, cost: '10.00', quantity: 2 }));
     const client = createCatalogClient({
-      baseUrl: service.url, apiKey: shop.key,
+      baseUrl: service.url,
+      apiKey: shop.key,
       fetch: async (request) => {
         const response = await service.fetch(request);
         if (!request.url.includes('/v1/products/export')) return response;

@@ -15,7 +15,10 @@ const SIGNATURE = 'sha256=06cd5f65b57f194271ad2d43c750e5f544986e637b59150c440ea7
 const signedAt = () => new Date(Number(TIMESTAMP) * 1000 + 10_000);
 
 const headers = (overrides: Record<string, string | undefined> = {}) => ({
-  'content-type': 'application/json', 'x-service-timestamp': TIMESTAMP, 'x-service-signature': SIGNATURE, ...overrides,
+  'content-type': 'application/json',
+  'x-service-timestamp': TIMESTAMP,
+  'x-service-signature': SIGNATURE,
+  ...overrides,
 });
 
 describe('verifyWebhook', () => {
@@ -26,7 +29,10 @@ describe('verifyWebhook', () => {
 
   it('accepts Fetch Headers and a raw body given as bytes', () => {
     const payload = verifyWebhook({
-      secret: SECRET, headers: new Headers(headers()), rawBody: new TextEncoder().encode(BODY), now: signedAt,
+      secret: SECRET,
+      headers: new Headers(headers()),
+      rawBody: new TextEncoder().encode(BODY),
+      now: signedAt,
     });
     expect(payload.event).toBe('price');
   });
@@ -35,10 +41,18 @@ describe('verifyWebhook', () => {
     ['a body changed by one byte', { rawBody: BODY.replace('1043', '1044') }, 'signature_mismatch'],
     ['the same body re-serialized', { rawBody: JSON.stringify(JSON.parse(BODY), null, 1) }, 'signature_mismatch'],
     ['another secret', { secret: 'whsec_another' }, 'signature_mismatch'],
-    ['a timestamp other than the signed one', { headers: headers({ 'x-service-timestamp': String(Number(TIMESTAMP) + 1) }) }, 'signature_mismatch'],
+    [
+      'a timestamp other than the signed one',
+      { headers: headers({ 'x-service-timestamp': String(Number(TIMESTAMP) + 1) }) },
+      'signature_mismatch',
+    ],
     ['no signature header', { headers: headers({ 'x-service-signature': undefined }) }, 'missing_header'],
     ['no timestamp header', { headers: headers({ 'x-service-timestamp': undefined }) }, 'missing_header'],
-    ['an uppercase hex signature', { headers: headers({ 'x-service-signature': SIGNATURE.toUpperCase().replace('SHA256', 'sha256') }) }, 'malformed_header'],
+    [
+      'an uppercase hex signature',
+      { headers: headers({ 'x-service-signature': SIGNATURE.toUpperCase().replace('SHA256', 'sha256') }) },
+      'malformed_header',
+    ],
     ['a timestamp in milliseconds form', { headers: headers({ 'x-service-timestamp': '1741944415.5' }) }, 'malformed_header'],
   ] as const)('rejects %s', (_name, change, reason) => {
     const attempt = () => verifyWebhook({ secret: SECRET, headers: headers(), rawBody: BODY, now: signedAt, ...change });
@@ -54,29 +68,32 @@ describe('verifyWebhook', () => {
     const at = (seconds: number) => () => new Date((Number(TIMESTAMP) + seconds) * 1000);
     expect(verifyWebhook({ secret: SECRET, headers: headers(), rawBody: BODY, now: at(300) }).event).toBe('price');
     for (const seconds of [301, -301]) {
-      expect(() => verifyWebhook({ secret: SECRET, headers: headers(), rawBody: BODY, now: at(seconds) }))
-        .toThrow(expect.objectContaining({ reason: 'timestamp_out_of_tolerance' }));
+      expect(() => verifyWebhook({ secret: SECRET, headers: headers(), rawBody: BODY, now: at(seconds) })).toThrow(
+        expect.objectContaining({ reason: 'timestamp_out_of_tolerance' }),
+      );
     }
     expect(verifyWebhook({ secret: SECRET, headers: headers(), rawBody: BODY, now: at(900), toleranceSeconds: 1000 }).event).toBe('price');
   });
 
   it.each([
-    ['101 product ids (the document\'s maxItems is 100)', { product_ids: Array.from({ length: 101 }, (_, i) => i + 1) }, '/product_ids'],
+    ["101 product ids (the document's maxItems is 100)", { product_ids: Array.from({ length: 101 }, (_, i) => i + 1) }, '/product_ids'],
     ['a dispatch time that is not an RFC 3339 date-time', { occurred_at: '14.03.2025 09:26' }, '/occurred_at'],
     ['a dispatch time without a time zone', { occurred_at: '2025-03-14T09:26:55' }, '/occurred_at'],
     ['a property the document does not state', { retry: 1 }, ''],
   ])('rejects a correctly signed payload with %s, saying where', (_name, change, instancePath) => {
     const body = JSON.stringify({ ...JSON.parse(BODY), ...change });
     const signed = signedHeaders({ signing: SECRET, deliveryId: 7 }, body, new Date());
-    expect(() => verifyWebhook({ secret: SECRET, headers: signed, rawBody: body }))
-      .toThrow(expect.objectContaining({ reason: 'invalid_payload', schemaErrors: [expect.objectContaining({ instancePath })] }));
+    expect(() => verifyWebhook({ secret: SECRET, headers: signed, rawBody: body })).toThrow(
+      expect.objectContaining({ reason: 'invalid_payload', schemaErrors: [expect.objectContaining({ instancePath })] }),
+    );
   });
 
   it('rejects a correctly signed body that is not a delivery payload', () => {
     const body = '{"event":"deleted","product_ids":[1]}';
     const signed = signedHeaders({ signing: SECRET, deliveryId: 7 }, body, new Date());
-    expect(() => verifyWebhook({ secret: SECRET, headers: signed, rawBody: body }))
-      .toThrow(expect.objectContaining({ reason: 'invalid_payload' }));
+    expect(() => verifyWebhook({ secret: SECRET, headers: signed, rawBody: body })).toThrow(
+      expect.objectContaining({ reason: 'invalid_payload' }),
+    );
   });
 });
 
@@ -87,7 +104,10 @@ describe('verifyWebhook with a list of secrets (a secret rotation)', () => {
   it('accepts a delivery signed with any of the secrets, in either order', () => {
     for (const signedWith of [SECRET, NEW_SECRET]) {
       const signed = signedHeaders({ signing: signedWith, deliveryId: 7 }, body, new Date());
-      for (const secret of [[SECRET, NEW_SECRET], [NEW_SECRET, SECRET]]) {
+      for (const secret of [
+        [SECRET, NEW_SECRET],
+        [NEW_SECRET, SECRET],
+      ]) {
         expect(verifyWebhook({ secret, headers: signed, rawBody: body })).toEqual(JSON.parse(body));
       }
       expect(verifyWebhook({ secret: [signedWith], headers: signed, rawBody: body }).event).toBe('content');
@@ -98,13 +118,16 @@ describe('verifyWebhook with a list of secrets (a secret rotation)', () => {
 
   it('rejects a delivery that none of the secrets signed, a tampered body and a stale timestamp as with one secret', () => {
     const signed = signedHeaders({ signing: 'whsec_another', deliveryId: 7 }, body, new Date());
-    expect(() => verifyWebhook({ secret: [SECRET, NEW_SECRET], headers: signed, rawBody: body }))
-      .toThrow(expect.objectContaining({ reason: 'signature_mismatch' }));
+    expect(() => verifyWebhook({ secret: [SECRET, NEW_SECRET], headers: signed, rawBody: body })).toThrow(
+      expect.objectContaining({ reason: 'signature_mismatch' }),
+    );
     const genuine = signedHeaders({ signing: NEW_SECRET, deliveryId: 7 }, body, new Date());
-    expect(() => verifyWebhook({ secret: [SECRET, NEW_SECRET], headers: genuine, rawBody: body.replace('7', '8') }))
-      .toThrow(expect.objectContaining({ reason: 'signature_mismatch' }));
-    expect(() => verifyWebhook({ secret: [SECRET, NEW_SECRET], headers: genuine, rawBody: body, now: () => new Date(Date.now() + 301_000) }))
-      .toThrow(expect.objectContaining({ reason: 'timestamp_out_of_tolerance' }));
+    expect(() => verifyWebhook({ secret: [SECRET, NEW_SECRET], headers: genuine, rawBody: body.replace('7', '8') })).toThrow(
+      expect.objectContaining({ reason: 'signature_mismatch' }),
+    );
+    expect(() =>
+      verifyWebhook({ secret: [SECRET, NEW_SECRET], headers: genuine, rawBody: body, now: () => new Date(Date.now() + 301_000) }),
+    ).toThrow(expect.objectContaining({ reason: 'timestamp_out_of_tolerance' }));
   });
 
   it('refuses an empty list or an empty secret with a TypeError, whatever the delivery', () => {
@@ -123,20 +146,28 @@ describe('verifyWebhookDelivery', () => {
     const signed = signedHeaders({ signing: STANDARD, deliveryId: 81723, replaces: 81690, standardWebhooks: true }, body, new Date());
     expect(signed['webhook-signature']).toMatch(/^v1,/);
     const verified = verifyWebhookDelivery({ secret: STANDARD, headers: signed, rawBody: body });
-    expect(verified).toMatchObject({ id: 'dlv_81723', replaces: 'dlv_81690', scheme: 'standard', timestamp: Number(signed['X-Service-Timestamp']) });
+    expect(verified).toMatchObject({
+      id: 'dlv_81723',
+      replaces: 'dlv_81690',
+      scheme: 'standard',
+      timestamp: Number(signed['X-Service-Timestamp']),
+    });
     expect(verified.payload.product_ids).toEqual([1042]);
     // Either scheme on request; the service scheme alone when no webhook-signature came.
     expect(verifyWebhookDelivery({ secret: STANDARD, headers: signed, rawBody: body, scheme: 'service' }).scheme).toBe('service');
     const { 'webhook-signature': _s, 'webhook-timestamp': _t, ...serviceOnly } = signed;
     expect(verifyWebhookDelivery({ secret: STANDARD, headers: serviceOnly, rawBody: body }).scheme).toBe('service');
-    expect(() => verifyWebhookDelivery({ secret: STANDARD, headers: serviceOnly, rawBody: body, scheme: 'standard' }))
-      .toThrow(expect.objectContaining({ reason: 'missing_header' }));
+    expect(() => verifyWebhookDelivery({ secret: STANDARD, headers: serviceOnly, rawBody: body, scheme: 'standard' })).toThrow(
+      expect.objectContaining({ reason: 'missing_header' }),
+    );
     // The standard signature covers the id: another id does not verify; without one it cannot be checked.
-    expect(() => verifyWebhookDelivery({ secret: STANDARD, headers: { ...signed, 'webhook-id': 'dlv_1' }, rawBody: body }))
-      .toThrow(expect.objectContaining({ reason: 'signature_mismatch' }));
+    expect(() => verifyWebhookDelivery({ secret: STANDARD, headers: { ...signed, 'webhook-id': 'dlv_1' }, rawBody: body })).toThrow(
+      expect.objectContaining({ reason: 'signature_mismatch' }),
+    );
     const { 'webhook-id': _id, ...withoutId } = signed;
-    expect(() => verifyWebhookDelivery({ secret: STANDARD, headers: withoutId, rawBody: body }))
-      .toThrow(expect.objectContaining({ reason: 'missing_header' }));
+    expect(() => verifyWebhookDelivery({ secret: STANDARD, headers: withoutId, rawBody: body })).toThrow(
+      expect.objectContaining({ reason: 'missing_header' }),
+    );
     // The spec's scheme does not need the id (it does not sign it): a sender of only the spec's headers verifies.
     const { 'webhook-id': _i2, ...specOnly } = serviceOnly;
     expect(verifyWebhookDelivery({ secret: STANDARD, headers: specOnly, rawBody: body })).toMatchObject({ id: null, scheme: 'service' });
@@ -149,10 +180,12 @@ describe('verifyWebhookDelivery', () => {
     for (const secret of [STANDARD, NEW, [STANDARD, NEW]]) {
       expect(verifyWebhookDelivery({ secret, headers: signed, rawBody: body }).scheme).toBe('standard');
     }
-    expect(() => verifyWebhookDelivery({ secret: 'whsec_someone_else', headers: signed, rawBody: body }))
-      .toThrow(expect.objectContaining({ reason: 'signature_mismatch' }));
-    expect(() => verifyWebhookDelivery({ secret: STANDARD, headers: { ...signed, 'webhook-signature': 'v2,abc' }, rawBody: body }))
-      .toThrow(expect.objectContaining({ reason: 'malformed_header' }));
+    expect(() => verifyWebhookDelivery({ secret: 'whsec_someone_else', headers: signed, rawBody: body })).toThrow(
+      expect.objectContaining({ reason: 'signature_mismatch' }),
+    );
+    expect(() => verifyWebhookDelivery({ secret: STANDARD, headers: { ...signed, 'webhook-signature': 'v2,abc' }, rawBody: body })).toThrow(
+      expect.objectContaining({ reason: 'malformed_header' }),
+    );
   });
 });
 
@@ -181,10 +214,15 @@ describe('the example receiver', () => {
     });
   });
   let url: string;
-  beforeAll(() => new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => {
-    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`;
-    resolve();
-  })));
+  beforeAll(
+    () =>
+      new Promise<void>((resolve) =>
+        server.listen(0, '127.0.0.1', () => {
+          url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`;
+          resolve();
+        }),
+      ),
+  );
   afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
 
   const post = (body: string, extra: Record<string, string> = {}) =>
@@ -200,10 +238,18 @@ describe('the example receiver', () => {
   it('acknowledges a delivery signed with either secret during a rotation', async () => {
     const body = '{"event":"removed","store_id":2,"product_ids":[11],"occurred_at":"2026-11-25T10:00:00Z"}';
     for (const secret of [SECRET, ROTATED]) {
-      const response = await fetch(url, { method: 'POST', headers: signedHeaders({ signing: secret, deliveryId: 7 }, body, new Date()), body });
+      const response = await fetch(url, {
+        method: 'POST',
+        headers: signedHeaders({ signing: secret, deliveryId: 7 }, body, new Date()),
+        body,
+      });
       expect(response.status).toBe(204);
     }
-    const other = await fetch(url, { method: 'POST', headers: signedHeaders({ signing: 'whsec_someone_else', deliveryId: 7 }, body, new Date()), body });
+    const other = await fetch(url, {
+      method: 'POST',
+      headers: signedHeaders({ signing: 'whsec_someone_else', deliveryId: 7 }, body, new Date()),
+      body,
+    });
     expect(other.status).toBe(400);
   });
 

@@ -7,8 +7,13 @@ import { onTestDatabase, scenarioIt } from './test-database.js';
 
 afterAll(killAllServices);
 
-scenarioIt('agrees with a full recompute and delivers every change at least once after a SIGKILL during a delivery burst', () => onTestDatabase(async (database) => {
-  const report = await killDuringDeliveries({ database, products: 1500, publishChunk: 500 });
-  expect(report.unfinishedAtKill).toBeGreaterThan(0);
-  expect(report.receiver.changes).toBe(report.changes);
-}), 300_000);
+scenarioIt(
+  'agrees with a full recompute and delivers every change at least once after a SIGKILL during a delivery burst',
+  () =>
+    onTestDatabase(async (database) => {
+      const report = await killDuringDeliveries({ database, products: 1500, publishChunk: 500 });
+      expect(report.unfinishedAtKill).toBeGreaterThan(0);
+      expect(report.receiver.changes).toBe(report.changes);
+    }),
+  300_000,
+);

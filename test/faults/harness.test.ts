@@ -14,24 +14,35 @@ import { createTestDatabase } from '../support/engine.js';
 import { FaultWorld } from './harness.js';
 import { scenarioIt } from './test-database.js';
 
-scenarioIt('is not drained while a publish run is left, however empty the outbox and the deliveries', async () => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cps-drained-'));
-  const database = await createTestDatabase(dir);
-  const storage = await database.open();
-  const world = await FaultWorld.create({ database });
-  try {
-    const merchant = await new CatalogAdmin(storage, () => new Date(), 10).createMerchant({ name: 'Drained Outfitters' });
-    const run = await storage.transaction((tx) => tx.insertPublishRun({
-      merchant_id: merchant.id, store_ids: null, after_product_id: 0, import_job_id: null,
-      driver: 'killed', leased_until: '2000-01-01T00:00:00.000Z', created_at: '2000-01-01T00:00:00.000Z',
-    }));
-    await expect(world.drained(300)).rejects.toThrow(/deliveries not drained: \{"runs":1,"waiting":0,"unfinished":0\}/);
-    await storage.transaction((tx) => tx.deletePublishRun(run.id));
-    await world.drained(5_000);
-  } finally {
-    await world.close();
-    await storage.close();
-    await database.drop();
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
-}, 60_000);
+scenarioIt(
+  'is not drained while a publish run is left, however empty the outbox and the deliveries',
+  async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cps-drained-'));
+    const database = await createTestDatabase(dir);
+    const storage = await database.open();
+    const world = await FaultWorld.create({ database });
+    try {
+      const merchant = await new CatalogAdmin(storage, () => new Date(), 10).createMerchant({ name: 'Drained Outfitters' });
+      const run = await storage.transaction((tx) =>
+        tx.insertPublishRun({
+          merchant_id: merchant.id,
+          store_ids: null,
+          after_product_id: 0,
+          import_job_id: null,
+          driver: 'killed',
+          leased_until: '2000-01-01T00:00:00.000Z',
+          created_at: '2000-01-01T00:00:00.000Z',
+        }),
+      );
+      await expect(world.drained(300)).rejects.toThrow(/deliveries not drained: \{"runs":1,"waiting":0,"unfinished":0\}/);
+      await storage.transaction((tx) => tx.deletePublishRun(run.id));
+      await world.drained(5_000);
+    } finally {
+      await world.close();
+      await storage.close();
+      await database.drop();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  },
+  60_000,
+);

@@ -42,26 +42,33 @@ const RUNNING: Record<'serve' | 'worker', string> = { serve: 'listening on', wor
 
 /** `node --import tsx src/cli.ts serve` (or `worker`) as a child process. */
 export class ServiceProcess {
-  private constructor(readonly child: ChildProcess, private readonly log: () => string) {}
+  private constructor(
+    readonly child: ChildProcess,
+    private readonly log: () => string,
+  ) {}
 
   /** Starts `serve` (or `worker`) and resolves once it prints that it is running. */
   static start(env: Record<string, string>, timeoutMs = 30_000, command: 'serve' | 'worker' = 'serve'): Promise<ServiceProcess> {
     const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', command], {
-      cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'],
+      cwd: ROOT,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
     });
     running.add(child);
     child.once('exit', () => running.delete(child));
     let output = '';
     // Keep only the tail: a long run logs a lot.
-    const append = (chunk: Buffer) => { output = (output + chunk.toString()).slice(-20_000); };
-    child.stdout!.on('data', append);
-    child.stderr!.on('data', append);
+    const append = (chunk: Buffer) => {
+      output = (output + chunk.toString()).slice(-20_000);
+    };
+    child.stdout.on('data', append);
+    child.stderr.on('data', append);
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`${command} did not start:\n${output}`)), timeoutMs);
       const onData = () => {
         if (!output.includes(RUNNING[command])) return;
         clearTimeout(timer);
-        child.stdout!.off('data', onData);
+        child.stdout.off('data', onData);
         child.off('exit', onExit);
         resolve(new ServiceProcess(child, () => output));
       };
@@ -69,7 +76,7 @@ export class ServiceProcess {
         clearTimeout(timer);
         reject(new Error(`${command} exited (${code ?? signal}) before running:\n${output}`));
       };
-      child.stdout!.on('data', onData);
+      child.stdout.on('data', onData);
       child.once('exit', onExit);
     });
   }
@@ -157,7 +164,10 @@ class SqliteProbe implements DatabaseProbe {
   }
 
   async value<T>(sql: string, params: unknown[] = []): Promise<T> {
-    return this.db.prepare(sql).pluck().get(...params) as T;
+    return this.db
+      .prepare(sql)
+      .pluck()
+      .get(...params) as T;
   }
 
   /** The service's writes run in BEGIN IMMEDIATE transactions: one that fails at once means one is open. */
@@ -181,9 +191,10 @@ class SqliteProbe implements DatabaseProbe {
 }
 
 /** bigint (ids, counts) as a JS number, as the service's own pool reads them; on this client only. */
+const INT8: number = pg.types.builtins.INT8;
 const numericBigints = {
   getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-    oid === pg.types.builtins.INT8 ? Number : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+    oid === INT8 ? Number : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
 };
 
 /**
@@ -207,7 +218,12 @@ class PostgresProbe implements DatabaseProbe {
 
   async rows<T>(sql: string, params: unknown[] = []): Promise<T[]> {
     let n = 0;
-    return (await this.client.query(sql.replace(/\?/g, () => `$${++n}`), params)).rows as T[];
+    return (
+      await this.client.query(
+        sql.replace(/\?/g, () => `$${++n}`),
+        params,
+      )
+    ).rows as T[];
   }
 
   async value<T>(sql: string, params: unknown[] = []): Promise<T> {
@@ -242,7 +258,12 @@ export async function readFrom<T>(database: FaultDatabase, read: (db: DatabasePr
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Polls `condition` every intervalMs until it holds; throws `what` after timeoutMs. */
-export async function until(condition: () => boolean | Promise<boolean>, timeoutMs: number, what: () => string, intervalMs = 20): Promise<void> {
+export async function until(
+  condition: () => boolean | Promise<boolean>,
+  timeoutMs: number,
+  what: () => string,
+  intervalMs = 20,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await condition())) {
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms: ${what()}`);
@@ -291,7 +312,10 @@ export class FaultWorld {
   private env: Record<string, string> = {};
   private base = '';
 
-  private constructor(readonly receiver: Receiver, options: FaultWorldOptions) {
+  private constructor(
+    readonly receiver: Receiver,
+    options: FaultWorldOptions,
+  ) {
     this.database = options.database ?? sqliteFile(path.join(this.dir, 'catalog.db'));
     this.publishChunk = options.publishChunk ?? 2000;
     this.log = options.log ?? (() => {});
@@ -304,13 +328,23 @@ export class FaultWorld {
     world.base = `http://127.0.0.1:${port}`;
     world.env = {
       // The world's database only: a CPS_DATABASE_URL this process inherited does not apply.
-      CPS_DATABASE_URL: '', ...world.database.env, CPS_MEDIA_DIR: path.join(world.dir, 'media'), CPS_PORT: String(port), CPS_HOST: '127.0.0.1', CPS_ADMIN_TOKEN: ADMIN_TOKEN,
-      CPS_DEMO_ON_EMPTY: 'false', CPS_IMAGE_MIRRORING: 'false', CPS_PUBLISH_CHUNK: String(world.publishChunk),
+      CPS_DATABASE_URL: '',
+      ...world.database.env,
+      CPS_MEDIA_DIR: path.join(world.dir, 'media'),
+      CPS_PORT: String(port),
+      CPS_HOST: '127.0.0.1',
+      CPS_ADMIN_TOKEN: ADMIN_TOKEN,
+      CPS_DEMO_ON_EMPTY: 'false',
+      CPS_IMAGE_MIRRORING: 'false',
+      CPS_PUBLISH_CHUNK: String(world.publishChunk),
       // A publish run a killed service left is resumed within a second of the restart.
       CPS_PUBLISH_RUN_LEASE_MS: '1000',
-      CPS_WEBHOOK_ALLOW_HOSTS: '127.0.0.1', CPS_WEBHOOK_COALESCE_MS: '100', CPS_WEBHOOK_POLL_INTERVAL_MS: '20',
+      CPS_WEBHOOK_ALLOW_HOSTS: '127.0.0.1',
+      CPS_WEBHOOK_COALESCE_MS: '100',
+      CPS_WEBHOOK_POLL_INTERVAL_MS: '20',
       // A delivery in flight at the kill is re-sent once its claim lapses: time-out + lease margin.
-      CPS_WEBHOOK_TIMEOUT_MS: '1000', CPS_WEBHOOK_LEASE_MARGIN_MS: '1000',
+      CPS_WEBHOOK_TIMEOUT_MS: '1000',
+      CPS_WEBHOOK_LEASE_MARGIN_MS: '1000',
     };
     return world;
   }
@@ -318,7 +352,9 @@ export class FaultWorld {
   async start(): Promise<void> {
     const started = Date.now();
     this.service = await ServiceProcess.start(this.env);
-    this.log(`  serve started (pid ${this.service.pid}, ${this.database.engine === 'sqlite' ? 'SQLite' : 'PostgreSQL'}) in ${Date.now() - started} ms`);
+    this.log(
+      `  serve started (pid ${this.service.pid}, ${this.database.engine === 'sqlite' ? 'SQLite' : 'PostgreSQL'}) in ${Date.now() - started} ms`,
+    );
   }
 
   /** kill -9, and wait until the process is gone. */
@@ -362,7 +398,8 @@ export class FaultWorld {
    */
   adminUpload(pathname: string, contentType: string, contentLength: number): http.ClientRequest {
     const request = http.request(`${this.base}${pathname}`, {
-      method: 'POST', headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, 'Content-Type': contentType, 'Content-Length': String(contentLength) },
+      method: 'POST',
+      headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, 'Content-Type': contentType, 'Content-Length': String(contentLength) },
     });
     request.on('error', () => {});
     request.on('response', (response) => response.resume());
@@ -393,7 +430,12 @@ export class FaultWorld {
     const retail = await this.admin('POST', `${base}/customer-groups`, { name: 'retail' });
     const wholesale = await this.admin('POST', `${base}/customer-groups`, { name: 'wholesale' });
     await this.admin('POST', `${base}/pricing-rules`, { priority: 10, customer_group_id: wholesale.id, markup_percent: '12.5' });
-    await this.admin('POST', `${base}/pricing-rules`, { priority: 20, customer_group_id: retail.id, markup_percent: '40', price_ending: 99 });
+    await this.admin('POST', `${base}/pricing-rules`, {
+      priority: 20,
+      customer_group_id: retail.id,
+      markup_percent: '40',
+      price_ending: 99,
+    });
     await this.admin('PUT', `${base}/exchange-rates/EUR/PLN`, { rate: '4.25' });
     await this.admin('PUT', `${base}/exchange-rates/EUR/GBP`, { rate: '0.86' });
     await this.admin('PUT', `${base}/exchange-rates/USD/EUR`, { rate: '0.92' });
@@ -427,10 +469,15 @@ export class FaultWorld {
     const db = await this.open();
     try {
       let state = { runs: 0, waiting: 0, unfinished: 0 };
-      await until(async () => {
-        state = await unfinishedWork(db);
-        return state.runs === 0 && state.waiting === 0 && state.unfinished === 0;
-      }, timeoutMs, () => `deliveries not drained: ${JSON.stringify(state)}`, 50);
+      await until(
+        async () => {
+          state = await unfinishedWork(db);
+          return state.runs === 0 && state.waiting === 0 && state.unfinished === 0;
+        },
+        timeoutMs,
+        () => `deliveries not drained: ${JSON.stringify(state)}`,
+        50,
+      );
     } finally {
       await db.close();
     }
@@ -444,44 +491,60 @@ export class FaultWorld {
   async verify(when: string): Promise<ConsistencyReport> {
     const started = Date.now();
     const output = await new Promise<string>((resolve, reject) => {
-      execFile(process.execPath, ['--import', 'tsx', path.join(ROOT, 'test', 'faults', 'verify-process.ts'), this.database.location],
-        { cwd: ROOT, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => (error ? reject(new Error(`${error.message}\n${stderr}`)) : resolve(stdout)));
+      execFile(
+        process.execPath,
+        ['--import', 'tsx', path.join(ROOT, 'test', 'faults', 'verify-process.ts'), this.database.location],
+        { cwd: ROOT, maxBuffer: 64 * 1024 * 1024 },
+        (error, stdout, stderr) => (error ? reject(new Error(`${error.message}\n${stderr}`)) : resolve(stdout)),
+      );
     });
     const report = JSON.parse(output) as ConsistencyReport;
     if (report.problemCount > 0) {
       throw new Error(`full recompute ${when}: ${report.problemCount} problems:\n${report.problems.join('\n')}`);
     }
-    this.log(`  full recompute ${when}: ${report.payloadsCompared} payloads of ${report.products} products in ${report.stores} stores `
-      + `equal to the stored ones; ${report.changes} changes agree with them; ${report.deliveriesCovered} (change, endpoint) `
-      + `pairs in the outbox or a delivery (${Date.now() - started} ms)`);
+    this.log(
+      `  full recompute ${when}: ${report.payloadsCompared} payloads of ${report.products} products in ${report.stores} stores ` +
+        `equal to the stored ones; ${report.changes} changes agree with them; ${report.deliveriesCovered} (change, endpoint) ` +
+        `pairs in the outbox or a delivery (${Date.now() - started} ms)`,
+    );
     return report;
   }
 
   /** Every change in the database reached the receiver at least once (it verified each delivery). */
   async receiverSawEveryChange(): Promise<ReceiverCheck> {
     const changes = await this.read((db) =>
-      db.rows<{ store_id: number; product_id: number; change_type: string }>('SELECT store_id, product_id, change_type FROM changes'));
+      db.rows<{ store_id: number; product_id: number; change_type: string }>('SELECT store_id, product_id, change_type FROM changes'),
+    );
     const delivered = new Set<string>();
     const payloads = this.receiver.payloads;
     for (const payload of payloads) {
       for (const id of payload.product_ids) delivered.add(`${payload.event}:${payload.store_id}:${id}`);
     }
-    const missing = changes.filter((c) => !delivered.has(`${c.change_type}:${c.store_id}:${c.product_id}`)
-      // spec 2.7: a removal reaches an all-stores endpoint with store_id null.
-      && !(c.change_type === 'removed' && delivered.has(`removed:null:${c.product_id}`)));
+    const missing = changes.filter(
+      (c) =>
+        !delivered.has(`${c.change_type}:${c.store_id}:${c.product_id}`) &&
+        // spec 2.7: a removal reaches an all-stores endpoint with store_id null.
+        !(c.change_type === 'removed' && delivered.has(`removed:null:${c.product_id}`)),
+    );
     if (missing.length > 0) {
       // What became of the first one: the deliveries that carry it, by status, and its outbox rows.
       const first = missing[0]!;
-      const carrying = await this.read((db) => db.rows<{ id: number; status: string; attempts: number; event: string; store_id: number | null; product_ids: string }>(
-        'SELECT id, status, attempts, event, store_id, product_ids FROM webhook_deliveries ORDER BY id'));
-      const withIt = carrying.filter((d) => (JSON.parse(d.product_ids) as number[]).includes(first.product_id))
+      const carrying = await this.read((db) =>
+        db.rows<{ id: number; status: string; attempts: number; event: string; store_id: number | null; product_ids: string }>(
+          'SELECT id, status, attempts, event, store_id, product_ids FROM webhook_deliveries ORDER BY id',
+        ),
+      );
+      const withIt = carrying
+        .filter((d) => (JSON.parse(d.product_ids) as number[]).includes(first.product_id))
         .map(({ product_ids: ids, ...d }) => ({ ...d, ids: (JSON.parse(ids) as number[]).length }));
       const statuses = carrying.reduce<Record<string, number>>((n, d) => ({ ...n, [d.status]: (n[d.status] ?? 0) + 1 }), {});
       // Work still under way now: the check ran before the world was drained (its changes may yet arrive).
       const underWay = await this.read(unfinishedWork);
-      throw new Error(`${missing.length} of ${changes.length} changes never reached the receiver, e.g. ${JSON.stringify(missing.slice(0, 5))}; `
-        + `deliveries carrying product ${first.product_id}: ${JSON.stringify(withIt)}; all deliveries by status: ${JSON.stringify(statuses)}; `
-        + `publish runs, outbox rows and pending or failed deliveries now: ${JSON.stringify(underWay)}`);
+      throw new Error(
+        `${missing.length} of ${changes.length} changes never reached the receiver, e.g. ${JSON.stringify(missing.slice(0, 5))}; ` +
+          `deliveries carrying product ${first.product_id}: ${JSON.stringify(withIt)}; all deliveries by status: ${JSON.stringify(statuses)}; ` +
+          `publish runs, outbox rows and pending or failed deliveries now: ${JSON.stringify(underWay)}`,
+      );
     }
     this.log(`  the receiver saw all ${changes.length} changes at least once (${payloads.length} verified deliveries)`);
     return { changes: changes.length, requests: payloads.length };
@@ -502,7 +565,12 @@ export class FaultWorld {
 export function catalogProduct(i: number, version: number) {
   const cost = (cents: number) => `${Math.floor(cents / 100)}.${String(cents % 100).padStart(2, '0')}`;
   const offers: { supplier_ref: string; quantity: number; cost: string; currency: string }[] = [
-    { supplier_ref: 'alpine', quantity: i % 13 === 0 ? 0 : (i % 7) + 1, cost: cost(1000 + ((i * 37 + version * 11) % 9000)), currency: 'EUR' },
+    {
+      supplier_ref: 'alpine',
+      quantity: i % 13 === 0 ? 0 : (i % 7) + 1,
+      cost: cost(1000 + ((i * 37 + version * 11) % 9000)),
+      currency: 'EUR',
+    },
   ];
   if (i % 3 === 0) offers.push({ supplier_ref: 'baltic', quantity: i % 5, cost: cost(900 + ((i * 53) % 9500)), currency: 'USD' });
   return {

@@ -14,39 +14,57 @@ import { onTestDatabase, scenarioIt } from './test-database.js';
 
 afterAll(killAllServices);
 
-scenarioIt('ends an import killed while it checked its file as interrupted, with nothing applied', () => onTestDatabase(async (database) => {
-  const world = await FaultWorld.create({ database });
-  await world.start();
-  await world.setupMerchant();
-  const probe = await world.open();
-  try {
-    // A 200-line file announced whole (Content-Length), of which the first 100 lines arrive.
-    const lines = Array.from({ length: 200 }, (_, i) => catalogProduct(i, 1));
-    const upload = world.adminUpload(`${world.merchantPath}/imports`, 'application/x-ndjson', Buffer.byteLength(ndjson(lines)));
-    upload.write(ndjson(lines.slice(0, 100)));
-    // The job exists, and its progress (written at most every 500 ms while lines arrive) shows lines read.
-    await until(async () => Number(await probe.value('SELECT coalesce(max(lines_read), 0) FROM import_jobs')) >= 32, 30_000, () => 'the import never read its lines');
-    await world.crash();
-    const [job] = await probe.rows<{ id: number; merchant_id: number; state: string; operations: number | null }>('SELECT id, merchant_id, state, operations FROM import_jobs');
-    expect(job).toMatchObject({ state: 'running', operations: null });
+scenarioIt(
+  'ends an import killed while it checked its file as interrupted, with nothing applied',
+  () =>
+    onTestDatabase(async (database) => {
+      const world = await FaultWorld.create({ database });
+      await world.start();
+      await world.setupMerchant();
+      const probe = await world.open();
+      try {
+        // A 200-line file announced whole (Content-Length), of which the first 100 lines arrive.
+        const lines = Array.from({ length: 200 }, (_, i) => catalogProduct(i, 1));
+        const upload = world.adminUpload(`${world.merchantPath}/imports`, 'application/x-ndjson', Buffer.byteLength(ndjson(lines)));
+        upload.write(ndjson(lines.slice(0, 100)));
+        // The job exists, and its progress (written at most every 500 ms while lines arrive) shows lines read.
+        await until(
+          async () => Number(await probe.value('SELECT coalesce(max(lines_read), 0) FROM import_jobs')) >= 32,
+          30_000,
+          () => 'the import never read its lines',
+        );
+        await world.crash();
+        const [job] = await probe.rows<{ id: number; merchant_id: number; state: string; operations: number | null }>(
+          'SELECT id, merchant_id, state, operations FROM import_jobs',
+        );
+        expect(job).toMatchObject({ state: 'running', operations: null });
 
-    // The next process, as it looks at start: CPS_IMPORT_STALLED_SECONDS (60) after the kill.
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cps-interrupted-'));
-    const later = createService(loadConfig({ ...world.serviceEnv, CPS_MEDIA_DIR: path.join(dir, 'media') }), { now: () => new Date(Date.now() + 61_000) });
-    try {
-      await later.admin.publishRuns.resumeStalled();
-      const ended = await later.storage.importJob(Number(job!.merchant_id), Number(job!.id));
-      expect(ended).toMatchObject({
-        state: 'failed', error_code: 'interrupted', error: INTERRUPTED_IMPORT, operations: null, products_applied: 0, finished_at: expect.any(String),
-      });
-      expect(ended!.lines_read).toBeGreaterThanOrEqual(32);
-      expect(Number(await probe.value('SELECT count(*) FROM products'))).toBe(0);
-    } finally {
-      await later.close();
-      fs.rmSync(dir, { recursive: true, force: true });
-    }
-  } finally {
-    await probe.close();
-    await world.close();
-  }
-}), 120_000);
+        // The next process, as it looks at start: CPS_IMPORT_STALLED_SECONDS (60) after the kill.
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cps-interrupted-'));
+        const later = createService(loadConfig({ ...world.serviceEnv, CPS_MEDIA_DIR: path.join(dir, 'media') }), {
+          now: () => new Date(Date.now() + 61_000),
+        });
+        try {
+          await later.admin.publishRuns.resumeStalled();
+          const ended = await later.storage.importJob(Number(job!.merchant_id), Number(job!.id));
+          expect(ended).toMatchObject({
+            state: 'failed',
+            error_code: 'interrupted',
+            error: INTERRUPTED_IMPORT,
+            operations: null,
+            products_applied: 0,
+            finished_at: expect.any(String),
+          });
+          expect(ended!.lines_read).toBeGreaterThanOrEqual(32);
+          expect(Number(await probe.value('SELECT count(*) FROM products'))).toBe(0);
+        } finally {
+          await later.close();
+          fs.rmSync(dir, { recursive: true, force: true });
+        }
+      } finally {
+        await probe.close();
+        await world.close();
+      }
+    }),
+  120_000,
+);

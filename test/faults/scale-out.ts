@@ -59,21 +59,35 @@ export async function killWorkerOnPostgres(options: ScaleOutOptions): Promise<Sc
   const fetch = contractFetch();
   try {
     const common = {
-      CPS_DATABASE_URL: url, CPS_DB_POOL_SIZE: '4', CPS_HOST: '127.0.0.1', CPS_ADMIN_TOKEN: ADMIN_TOKEN,
-      CPS_DEMO_ON_EMPTY: 'false', CPS_IMAGE_MIRRORING: 'false', CPS_MEDIA_DIR: path.join(dir, 'media'),
-      CPS_PUBLISH_CHUNK: '1000', CPS_WEBHOOK_ALLOW_HOSTS: '127.0.0.1', CPS_WEBHOOK_COALESCE_MS: '100',
-      CPS_WEBHOOK_BATCH_SIZE: String(options.batchSize ?? 20), CPS_WEBHOOK_POLL_INTERVAL_MS: '50',
-      CPS_WEBHOOK_ENDPOINT_CONCURRENCY: '6', CPS_ACCESS_LOG: 'false',
+      CPS_DATABASE_URL: url,
+      CPS_DB_POOL_SIZE: '4',
+      CPS_HOST: '127.0.0.1',
+      CPS_ADMIN_TOKEN: ADMIN_TOKEN,
+      CPS_DEMO_ON_EMPTY: 'false',
+      CPS_IMAGE_MIRRORING: 'false',
+      CPS_MEDIA_DIR: path.join(dir, 'media'),
+      CPS_PUBLISH_CHUNK: '1000',
+      CPS_WEBHOOK_ALLOW_HOSTS: '127.0.0.1',
+      CPS_WEBHOOK_COALESCE_MS: '100',
+      CPS_WEBHOOK_BATCH_SIZE: String(options.batchSize ?? 20),
+      CPS_WEBHOOK_POLL_INTERVAL_MS: '50',
+      CPS_WEBHOOK_ENDPOINT_CONCURRENCY: '6',
+      CPS_ACCESS_LOG: 'false',
       // A delivery in flight at the kill is re-sent once its lease lapses: time-out + margin.
-      CPS_WEBHOOK_TIMEOUT_MS: '1000', CPS_WEBHOOK_LEASE_MARGIN_MS: '1000',
+      CPS_WEBHOOK_TIMEOUT_MS: '1000',
+      CPS_WEBHOOK_LEASE_MARGIN_MS: '1000',
     };
     const ports = [await freePort(), await freePort()];
     // The servers only serve; the three workers dispatch.
-    const serves = await Promise.all(ports.map((port) => ServiceProcess.start({ ...common, CPS_PORT: String(port), CPS_WEBHOOK_DISPATCHER: 'false' })));
+    const serves = await Promise.all(
+      ports.map((port) => ServiceProcess.start({ ...common, CPS_PORT: String(port), CPS_WEBHOOK_DISPATCHER: 'false' })),
+    );
     processes.push(...serves);
     const workers = await Promise.all([0, 1, 2].map(() => ServiceProcess.start(common, 30_000, 'worker')));
     processes.push(...workers);
-    log(`  2 serve (pids ${serves.map((s) => s.pid).join(', ')}) and 3 worker (pids ${workers.map((w) => w.pid).join(', ')}) on one PostgreSQL database`);
+    log(
+      `  2 serve (pids ${serves.map((s) => s.pid).join(', ')}) and 3 worker (pids ${workers.map((w) => w.pid).join(', ')}) on one PostgreSQL database`,
+    );
 
     const call = async (port: number, method: string, pathname: string, body?: unknown, contentType = 'application/json') => {
       const response = await fetch(`http://127.0.0.1:${port}${pathname}`, {
@@ -111,12 +125,22 @@ export async function killWorkerOnPostgres(options: ScaleOutOptions): Promise<Sc
     // kill -9 of one worker while deliveries are under way.
     const target = Math.max(5, Math.floor(changes / (options.batchSize ?? 20) / 4));
     await receiver.waitFor(target, 120_000);
-    await until(() => receiver.inFlightNow >= 4, 10_000, () => 'no deliveries in flight to kill a worker during', 1);
+    await until(
+      () => receiver.inFlightNow >= 4,
+      10_000,
+      () => 'no deliveries in flight to kill a worker during',
+      1,
+    );
     const victim = workers[1]!;
     await victim.stop('SIGKILL');
     const deliveredAtKill = receiver.count;
-    const heldByKilledWorker = await count(`SELECT count(*) FROM webhook_deliveries WHERE status IN ('pending', 'failed') AND leased_until > $1`, [new Date().toISOString()]);
-    log(`  killed worker ${victim.pid} with SIGKILL after ${deliveredAtKill} deliveries; ${heldByKilledWorker} deliveries leased at that moment (by any worker)`);
+    const heldByKilledWorker = await count(
+      `SELECT count(*) FROM webhook_deliveries WHERE status IN ('pending', 'failed') AND leased_until > $1`,
+      [new Date().toISOString()],
+    );
+    log(
+      `  killed worker ${victim.pid} with SIGKILL after ${deliveredAtKill} deliveries; ${heldByKilledWorker} deliveries leased at that moment (by any worker)`,
+    );
 
     // The outbox drains and nothing is left pending.
     let state = { outbox: 0, unfinished: 0 };
@@ -132,10 +156,18 @@ export async function killWorkerOnPostgres(options: ScaleOutOptions): Promise<Sc
       await sleep(100);
     }
     log(`  outbox and deliveries drained ${Date.now() - drainStarted} ms after the kill`);
-    await until(() => receiver.inFlightNow === 0, 10_000, () => 'requests still in flight at the receiver');
+    await until(
+      () => receiver.inFlightNow === 0,
+      10_000,
+      () => 'requests still in flight at the receiver',
+    );
 
     // Every change reached the receiver.
-    const rows = (await db.query('SELECT store_id, product_id, change_type FROM changes')).rows as { store_id: number; product_id: number; change_type: string }[];
+    const rows = (await db.query('SELECT store_id, product_id, change_type FROM changes')).rows as {
+      store_id: number;
+      product_id: number;
+      change_type: string;
+    }[];
     const delivered = new Set<string>();
     const bodies = new Map<string, number>();
     for (const request of receiver.requests) {
@@ -144,7 +176,10 @@ export async function killWorkerOnPostgres(options: ScaleOutOptions): Promise<Sc
       bodies.set(body, (bodies.get(body) ?? 0) + 1);
     }
     const missing = rows.filter((c) => !delivered.has(`${c.change_type}:${c.store_id}:${c.product_id}`));
-    if (missing.length > 0) throw new Error(`${missing.length} of ${rows.length} changes never reached the receiver, e.g. ${JSON.stringify(missing.slice(0, 5))}`);
+    if (missing.length > 0)
+      throw new Error(
+        `${missing.length} of ${rows.length} changes never reached the receiver, e.g. ${JSON.stringify(missing.slice(0, 5))}`,
+      );
     // A delivery's body is fixed at its claim (occurred_at included): the same body twice is the same delivery sent twice.
     const sentTwice = [...bodies.values()].filter((n) => n > 1).length;
     const deliveries = await count('SELECT count(*) FROM webhook_deliveries');
@@ -156,13 +191,19 @@ export async function killWorkerOnPostgres(options: ScaleOutOptions): Promise<Sc
       throw new Error(`${sentTwice} deliveries were sent twice: more than the killed worker can have held`);
     }
     const retried = await count('SELECT count(*) FROM webhook_deliveries WHERE attempts > 1');
-    log(`  the receiver saw all ${rows.length} changes: ${deliveries} deliveries, ${receiver.count} requests, `
-      + `${sentTwice} deliveries sent twice (their lease ran out with the killed worker; ${retried} recorded with a second attempt)`);
+    log(
+      `  the receiver saw all ${rows.length} changes: ${deliveries} deliveries, ${receiver.count} requests, ` +
+        `${sentTwice} deliveries sent twice (their lease ran out with the killed worker; ${retried} recorded with a second attempt)`,
+    );
 
     // The full recompute, in a process of its own.
     const report = await new Promise<ConsistencyReport>((resolve, reject) => {
-      execFile(process.execPath, ['--import', 'tsx', path.join(ROOT, 'test', 'faults', 'verify-process.ts'), url],
-        { cwd: ROOT, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => (error ? reject(new Error(`${error.message}\n${stderr}`)) : resolve(JSON.parse(stdout))));
+      execFile(
+        process.execPath,
+        ['--import', 'tsx', path.join(ROOT, 'test', 'faults', 'verify-process.ts'), url],
+        { cwd: ROOT, maxBuffer: 64 * 1024 * 1024 },
+        (error, stdout, stderr) => (error ? reject(new Error(`${error.message}\n${stderr}`)) : resolve(JSON.parse(stdout))),
+      );
     });
     if (report.problemCount > 0) throw new Error(`full recompute: ${report.problemCount} problems:\n${report.problems.join('\n')}`);
     log(`  full recompute: ${report.payloadsCompared} payloads equal to the stored ones; ${report.changes} changes agree with them`);

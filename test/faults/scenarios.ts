@@ -6,9 +6,7 @@
 // Each runs on either engine: an SQLite file by default, or the PostgreSQL database it is given.
 // Quick sizes run in `npm test` (test/faults/*.test.ts), larger ones in `npm run fault`.
 import type { ConsistencyReport } from '../support/verify.js';
-import {
-  FaultWorld, catalogProduct, ndjson, sleep, until, type DatabaseProbe, type FaultDatabase, type ReceiverCheck,
-} from './harness.js';
+import { FaultWorld, catalogProduct, ndjson, sleep, until, type DatabaseProbe, type FaultDatabase, type ReceiverCheck } from './harness.js';
 
 export interface ScenarioOptions {
   /** The database the service runs on (default: an SQLite file of the scenario's own). */
@@ -22,10 +20,19 @@ export interface ScenarioOptions {
 /** Settles a request that a kill is expected to interrupt, without an unhandled rejection. */
 function track(request: Promise<Response>) {
   const state: { settled: boolean; status?: number; error?: unknown } = { settled: false };
-  const done = request.then(
-    async (response) => { state.status = response.status; await response.text(); },
-    (error: unknown) => { state.error = error; },
-  ).finally(() => { state.settled = true; });
+  const done = request
+    .then(
+      async (response) => {
+        state.status = response.status;
+        await response.text();
+      },
+      (error: unknown) => {
+        state.error = error;
+      },
+    )
+    .finally(() => {
+      state.settled = true;
+    });
   return { state, done };
 }
 
@@ -64,7 +71,10 @@ export async function killDuringImport(options: ScenarioOptions): Promise<Import
     // Before: half the products (v1) and some that the big import deletes.
     const existing = [
       ...Array.from({ length: half }, (_, i) => catalogProduct(i, 1)),
-      ...Array.from({ length: deletable }, (_, j) => ({ op: 'upsert_product', product: { ...catalogProduct(100_000 + j, 1).product, ref: `D-${j}` } })),
+      ...Array.from({ length: deletable }, (_, j) => ({
+        op: 'upsert_product',
+        product: { ...catalogProduct(100_000 + j, 1).product, ref: `D-${j}` },
+      })),
     ];
     await world.admin('POST', `${world.merchantPath}/imports`, ndjson(existing), 'application/x-ndjson');
     log(`  imported ${existing.length} products (v1) before the fault`);
@@ -89,7 +99,7 @@ export async function killDuringImport(options: ScenarioOptions): Promise<Import
         const target = before + 3 * options.publishChunk * (attempt === 0 ? Math.max(1, Math.floor(chunks / 3)) : 1);
         while (!request.state.settled) {
           if (Date.now() - sent > 120_000) throw new Error('the import never committed a chunk');
-          if (await lastChange() >= target && await probe.writeTransactionOpen()) break;
+          if ((await lastChange()) >= target && (await probe.writeTransactionOpen())) break;
           await sleep(2);
         }
         if (request.state.settled) {
@@ -98,10 +108,15 @@ export async function killDuringImport(options: ScenarioOptions): Promise<Import
         }
         await world.crash();
         await request.done;
-        if (request.state.status !== undefined) throw new Error(`the import answered ${request.state.status} although the service was killed`);
+        if (request.state.status !== undefined)
+          throw new Error(`the import answered ${request.state.status} although the service was killed`);
         // The killed process's open transaction ends (rolled back, or committed had its COMMIT been
         // sent): from then on nothing changes until the restart.
-        await until(async () => !await probe.writeTransactionOpen(), 30_000, () => 'a write transaction of the killed service stayed open');
+        await until(
+          async () => !(await probe.writeTransactionOpen()),
+          30_000,
+          () => 'a write transaction of the killed service stayed open',
+        );
         break;
       }
     } finally {
@@ -114,31 +129,41 @@ export async function killDuringImport(options: ScenarioOptions): Promise<Import
     if (applied.slice(prefix).some(Boolean)) {
       throw new Error(`applied lines are not a prefix: first unapplied line ${prefix + 1}, a later line is applied`);
     }
-    if (prefix === 0 || prefix === lines.length) throw new Error(`the kill did not land inside the import (${prefix} of ${lines.length} lines applied)`);
+    if (prefix === 0 || prefix === lines.length)
+      throw new Error(`the kill did not land inside the import (${prefix} of ${lines.length} lines applied)`);
     if (prefix % options.publishChunk !== 0) {
       throw new Error(`${prefix} lines applied: not whole chunks of ${options.publishChunk} (a chunk was half applied)`);
     }
     const staged = await importState(world);
     const chunksLeft = Math.ceil((lines.length - prefix) / options.publishChunk);
     if (staged.job?.state !== 'running' || staged.job.products_applied !== prefix || staged.runs !== 1 || staged.chunks !== chunksLeft) {
-      throw new Error(`the kill should leave the job running at line ${prefix}, its run and ${chunksLeft} chunks staged: ${JSON.stringify(staged)}`);
+      throw new Error(
+        `the kill should leave the job running at line ${prefix}, its run and ${chunksLeft} chunks staged: ${JSON.stringify(staged)}`,
+      );
     }
-    log(`  at the kill: the first ${prefix} of ${lines.length} lines are applied (${prefix / options.publishChunk} whole chunks of ${options.publishChunk}), none after them; `
-      + `the other ${chunksLeft} chunks staged with the import's run`);
+    log(
+      `  at the kill: the first ${prefix} of ${lines.length} lines are applied (${prefix / options.publishChunk} whole chunks of ${options.publishChunk}), none after them; ` +
+        `the other ${chunksLeft} chunks staged with the import's run`,
+    );
     await world.verify('at the kill');
 
     // The restarted service resumes the import's run from its next chunk and completes it. Until
     // the run has ended it records changes, a chunk per transaction: "drained" means after it.
     const restarted = Date.now();
     await world.restart();
-    await until(async () => (await importState(world)).runs === 0, 120_000, () => 'the interrupted import was never resumed to its end');
+    await until(
+      async () => (await importState(world)).runs === 0,
+      120_000,
+      () => 'the interrupted import was never resumed to its end',
+    );
     const resumedWithinMs = Date.now() - restarted;
     const resumed = await importState(world);
     if (resumed.job?.state !== 'succeeded' || resumed.job.products_applied !== lines.length || resumed.chunks !== 0) {
       throw new Error(`the resumed import should have succeeded with all ${lines.length} lines applied: ${JSON.stringify(resumed)}`);
     }
     const unappliedAfterRestart = (await appliedLines(world, lines)).filter((a) => !a).length;
-    if (unappliedAfterRestart > 0) throw new Error(`${unappliedAfterRestart} lines unapplied after the restarted service completed the import`);
+    if (unappliedAfterRestart > 0)
+      throw new Error(`${unappliedAfterRestart} lines unapplied after the restarted service completed the import`);
     log(`  the restarted service resumed the import and completed it within ${resumedWithinMs} ms: all ${lines.length} lines applied`);
     const afterRestart = await world.verify('after the restart (deliveries under way)');
     await world.drained();
@@ -158,8 +183,15 @@ export async function killDuringImport(options: ScenarioOptions): Promise<Import
     await world.verify('after the deliveries drained');
     const receiver = await world.receiverSawEveryChange();
     return {
-      lines: lines.length, chunk: options.publishChunk, linesAppliedAtKill: prefix, chunksAppliedAtKill: prefix / options.publishChunk,
-      resumedWithinMs, afterRestart, changesOfResend, afterResend, receiver,
+      lines: lines.length,
+      chunk: options.publishChunk,
+      linesAppliedAtKill: prefix,
+      chunksAppliedAtKill: prefix / options.publishChunk,
+      resumedWithinMs,
+      afterRestart,
+      changesOfResend,
+      afterResend,
+      receiver,
     };
   } finally {
     await world.close();
@@ -169,8 +201,12 @@ export async function killDuringImport(options: ScenarioOptions): Promise<Import
 /** The big import's job (the newest), the publish runs left and the import chunks still staged. */
 async function importState(world: FaultWorld) {
   return world.read(async (db) => ({
-    job: (await db.rows<{ id: number; state: string; products_applied: number }>(
-      'SELECT id, state, products_applied FROM import_jobs WHERE merchant_id = ? ORDER BY id DESC LIMIT 1', [world.merchantId]))[0],
+    job: (
+      await db.rows<{ id: number; state: string; products_applied: number }>(
+        'SELECT id, state, products_applied FROM import_jobs WHERE merchant_id = ? ORDER BY id DESC LIMIT 1',
+        [world.merchantId],
+      )
+    )[0],
     runs: await db.value('SELECT count(*) FROM publish_runs'),
     chunks: await db.value('SELECT count(*) FROM import_job_chunks'),
   }));
@@ -179,9 +215,19 @@ async function importState(world: FaultWorld) {
 type ImportLine = { op: 'upsert_product'; ref: string; title: string } | { op: 'delete_product'; ref: string };
 
 /** Every product in `version`, with a delete of one of the `D-` products still there every 20 lines. */
-async function bigImport(world: FaultWorld, products: number, deletable: number, version: number): Promise<{ lines: ImportLine[]; text: string }> {
-  const remaining = new Set((await world.read((db) =>
-    db.rows<{ ref: string }>("SELECT ref FROM products WHERE merchant_id = ? AND ref LIKE 'D-%'", [world.merchantId]))).map((r) => r.ref));
+async function bigImport(
+  world: FaultWorld,
+  products: number,
+  deletable: number,
+  version: number,
+): Promise<{ lines: ImportLine[]; text: string }> {
+  const remaining = new Set(
+    (
+      await world.read((db) =>
+        db.rows<{ ref: string }>("SELECT ref FROM products WHERE merchant_id = ? AND ref LIKE 'D-%'", [world.merchantId]),
+      )
+    ).map((r) => r.ref),
+  );
   const lines: ImportLine[] = [];
   const body: unknown[] = [];
   for (let i = 0; i < products; i++) {
@@ -200,7 +246,9 @@ async function bigImport(world: FaultWorld, products: number, deletable: number,
 /** Which import lines the database shows applied: an upsert's new title is stored, a deleted ref is gone. */
 async function appliedLines(world: FaultWorld, lines: ImportLine[]): Promise<boolean[]> {
   // The stored source document is JSON text on both engines: read here, not with either's JSON functions.
-  const rows = await world.read((db) => db.rows<{ ref: string; source: string }>('SELECT ref, source FROM products WHERE merchant_id = ?', [world.merchantId]));
+  const rows = await world.read((db) =>
+    db.rows<{ ref: string; source: string }>('SELECT ref, source FROM products WHERE merchant_id = ?', [world.merchantId]),
+  );
   const titles = new Map(rows.map((r) => [r.ref, (JSON.parse(r.source) as { content?: { de?: { title?: string } } }).content?.de?.title]));
   return lines.map((line) => (line.op === 'upsert_product' ? titles.get(line.ref) === line.title : !titles.has(line.ref)));
 }
@@ -233,8 +281,12 @@ export async function killDuringRepricing(options: ScenarioOptions): Promise<Rep
   try {
     await world.start();
     await world.setupMerchant();
-    await world.admin('POST', `${world.merchantPath}/imports`,
-      ndjson(Array.from({ length: options.products }, (_, i) => catalogProduct(i, 1))), 'application/x-ndjson');
+    await world.admin(
+      'POST',
+      `${world.merchantPath}/imports`,
+      ndjson(Array.from({ length: options.products }, (_, i) => catalogProduct(i, 1))),
+      'application/x-ndjson',
+    );
     log(`  imported ${options.products} products in 3 stores`);
     // Quiet before the fault: nothing in the outbox, so the only long write is the re-pricing.
     await world.drained();
@@ -244,26 +296,29 @@ export async function killDuringRepricing(options: ScenarioOptions): Promise<Rep
 
     const pl = await world.read((db) => db.value('SELECT id FROM stores WHERE merchant_id = ? AND slug = ?', [world.merchantId, 'pl']));
     const lastChange = () => world.read((db) => db.value('SELECT coalesce(max(id), 0) FROM changes'));
-    const rate = () => world.read((db) => db.value<string>(
-      "SELECT rate FROM exchange_rates WHERE merchant_id = ? AND base = 'EUR' AND quote = 'PLN'", [world.merchantId]));
+    const rate = () =>
+      world.read((db) =>
+        db.value<string>("SELECT rate FROM exchange_rates WHERE merchant_id = ? AND base = 'EUR' AND quote = 'PLN'", [world.merchantId]),
+      );
     const runsLeft = () => world.read((db) => db.value('SELECT count(*) FROM publish_runs'));
     let before = 0;
     let rateSent = '';
-    const priceChangesSince = () => world.read((db) => db.value(
-      "SELECT count(*) FROM changes WHERE id > ? AND store_id = ? AND change_type = 'price'", [before, pl]));
+    const priceChangesSince = () =>
+      world.read((db) => db.value("SELECT count(*) FROM changes WHERE id > ? AND store_id = ? AND change_type = 'price'", [before, pl]));
 
     // Killed once a quarter of the PLN store's products are re-priced, the call not yet answered.
     // On a busy machine the re-pricing may finish before this process looks: then try the next rate.
     let repricedAtKill = 0;
     for (let attempt = 0; ; attempt++) {
-      if (attempt === PLN_AFTER.length) throw new Error(`every re-pricing finished before the kill (${attempt} attempts): use more products`);
+      if (attempt === PLN_AFTER.length)
+        throw new Error(`every re-pricing finished before the kill (${attempt} attempts): use more products`);
       before = await lastChange();
       rateSent = PLN_AFTER[attempt]!;
       const request = track(world.adminRequest('PUT', `${world.merchantPath}/exchange-rates/EUR/PLN`, { rate: rateSent }));
       const sent = Date.now();
       while (!request.state.settled) {
         if (Date.now() - sent > 120_000) throw new Error('the re-pricing never started');
-        if (await priceChangesSince() >= options.products / 4) break;
+        if ((await priceChangesSince()) >= options.products / 4) break;
         await sleep(1);
       }
       if (request.state.settled) {
@@ -273,18 +328,20 @@ export async function killDuringRepricing(options: ScenarioOptions): Promise<Rep
       }
       await world.crash();
       await request.done;
-      if (request.state.status !== undefined) throw new Error(`the re-pricing answered ${request.state.status} although the service was killed`);
+      if (request.state.status !== undefined)
+        throw new Error(`the re-pricing answered ${request.state.status} although the service was killed`);
       repricedAtKill = await priceChangesSince();
       break;
     }
-    if (await rate() !== rateSent) throw new Error(`the rate change was not committed with its run: rate ${await rate()}`);
-    if (repricedAtKill === 0 || repricedAtKill >= options.products) throw new Error(`not killed part-way: ${repricedAtKill} of ${options.products} re-priced`);
-    if (await runsLeft() !== 1) throw new Error(`expected the interrupted publish run, found ${await runsLeft()}`);
+    if ((await rate()) !== rateSent) throw new Error(`the rate change was not committed with its run: rate ${await rate()}`);
+    if (repricedAtKill === 0 || repricedAtKill >= options.products)
+      throw new Error(`not killed part-way: ${repricedAtKill} of ${options.products} re-priced`);
+    if ((await runsLeft()) !== 1) throw new Error(`expected the interrupted publish run, found ${await runsLeft()}`);
     log(`  killed with ${repricedAtKill} of ${options.products} products of pl re-priced`);
 
     const restarted = Date.now();
     await world.restart();
-    while (await runsLeft() > 0) {
+    while ((await runsLeft()) > 0) {
       if (Date.now() - restarted > 120_000) throw new Error('the interrupted publish run was never resumed');
       await sleep(20);
     }
@@ -293,7 +350,8 @@ export async function killDuringRepricing(options: ScenarioOptions): Promise<Rep
     // The recompute proves it for every payload: each one is resolved with the stored rate.
     const afterRestart = await world.verify('after the restart');
     const repriced = await priceChangesSince();
-    if (repriced !== options.products) throw new Error(`the rate change re-priced ${repriced} products of pl, once each expected (${options.products})`);
+    if (repriced !== options.products)
+      throw new Error(`the rate change re-priced ${repriced} products of pl, once each expected (${options.products})`);
     const elsewhere = await world.read((db) => db.value('SELECT count(*) FROM changes WHERE id > ? AND store_id <> ?', [before, pl]));
     if (elsewhere > 0) throw new Error(`${elsewhere} changes outside the PLN store: EUR->PLN changes only PLN prices`);
     log(`  the rate change re-priced ${repriced} of ${options.products} products in pl, each once, none elsewhere`);
@@ -320,19 +378,29 @@ export interface DeliveryFaultReport {
 async function startDeliveryBurst(world: FaultWorld, products: number, log: (line: string) => void): Promise<void> {
   await world.start();
   await world.setupMerchant();
-  await world.admin('POST', `${world.merchantPath}/imports`,
-    ndjson(Array.from({ length: products }, (_, i) => catalogProduct(i, 1))), 'application/x-ndjson');
+  await world.admin(
+    'POST',
+    `${world.merchantPath}/imports`,
+    ndjson(Array.from({ length: products }, (_, i) => catalogProduct(i, 1))),
+    'application/x-ndjson',
+  );
   const removed = Math.floor(products / 20);
-  await world.admin('POST', `${world.merchantPath}/imports`,
-    ndjson(Array.from({ length: removed }, (_, i) => ({ op: 'delete_product', ref: `P-${i * 20}` }))), 'application/x-ndjson');
+  await world.admin(
+    'POST',
+    `${world.merchantPath}/imports`,
+    ndjson(Array.from({ length: removed }, (_, i) => ({ op: 'delete_product', ref: `P-${i * 20}` }))),
+    'application/x-ndjson',
+  );
   log(`  imported ${products} products in 3 stores, then deleted ${removed}`);
   await world.receiver.waitFor(25, 60_000);
 }
 
 /** Outbox rows and deliveries not sent yet (pending or waiting for a retry). */
 async function unsentWork(db: DatabaseProbe): Promise<number> {
-  return await db.value('SELECT count(*) FROM webhook_outbox')
-    + await db.value("SELECT count(*) FROM webhook_deliveries WHERE status IN ('pending', 'failed')");
+  return (
+    (await db.value('SELECT count(*) FROM webhook_outbox')) +
+    (await db.value("SELECT count(*) FROM webhook_deliveries WHERE status IN ('pending', 'failed')"))
+  );
 }
 
 /**
@@ -341,7 +409,12 @@ async function unsentWork(db: DatabaseProbe): Promise<number> {
  */
 export async function killDuringDeliveries(options: ScenarioOptions): Promise<DeliveryFaultReport> {
   const log = options.log ?? (() => {});
-  const world = await FaultWorld.create({ database: options.database, publishChunk: options.publishChunk, receiverDelayMs: RECEIVER_DELAY_MS, log });
+  const world = await FaultWorld.create({
+    database: options.database,
+    publishChunk: options.publishChunk,
+    receiverDelayMs: RECEIVER_DELAY_MS,
+    log,
+  });
   try {
     await startDeliveryBurst(world, options.products, log);
     await world.crash();
@@ -350,7 +423,9 @@ export async function killDuringDeliveries(options: ScenarioOptions): Promise<De
       unfinished: await unsentWork(db),
     }));
     if (atKill.unfinished === 0) throw new Error('the kill came after every delivery: make the burst larger');
-    log(`  killed after ${world.receiver.count} deliveries, with ${atKill.unfinished} outbox rows and deliveries unfinished, ${atKill.changes} changes`);
+    log(
+      `  killed after ${world.receiver.count} deliveries, with ${atKill.unfinished} outbox rows and deliveries unfinished, ${atKill.changes} changes`,
+    );
     await world.restart();
     await world.verify('after the restart (deliveries under way)');
     await world.drained();
@@ -382,10 +457,20 @@ const RECEIVER_DELAY_MS = 25;
 
 export async function stopDuringDeliveries(options: ScenarioOptions): Promise<ShutdownReport> {
   const log = options.log ?? (() => {});
-  const world = await FaultWorld.create({ database: options.database, publishChunk: options.publishChunk, receiverDelayMs: RECEIVER_DELAY_MS, log });
+  const world = await FaultWorld.create({
+    database: options.database,
+    publishChunk: options.publishChunk,
+    receiverDelayMs: RECEIVER_DELAY_MS,
+    log,
+  });
   try {
     await startDeliveryBurst(world, options.products, log);
-    await until(() => world.receiver.inFlightNow > 0, 10_000, () => 'no delivery in flight to stop during', 1);
+    await until(
+      () => world.receiver.inFlightNow > 0,
+      10_000,
+      () => 'no delivery in flight to stop during',
+      1,
+    );
     const inFlightAtStop = world.receiver.inFlightNow;
     // From now on the receiver takes 400 ms per delivery (the world's webhook time-out is 1 s): the
     // stop then comes while most of the burst is still to be sent, however late a loaded machine
@@ -401,13 +486,22 @@ export async function stopDuringDeliveries(options: ScenarioOptions): Promise<Sh
       handedBack: await unsentWork(db),
       succeeded: await db.value("SELECT count(*) FROM webhook_deliveries WHERE status = 'succeeded'"),
     }));
-    if (atStop.claimedUnfinished > 0) throw new Error(`${atStop.claimedUnfinished} deliveries were claimed and left unfinished by the shutdown`);
+    if (atStop.claimedUnfinished > 0)
+      throw new Error(`${atStop.claimedUnfinished} deliveries were claimed and left unfinished by the shutdown`);
     if (atStop.succeeded !== world.receiver.count) {
-      const statuses = await world.read((db) => db.rows("SELECT d.id, d.status, d.attempts, (d.occurred_at IS NOT NULL) AS claimed, a.status_code, a.error, a.latency_ms FROM webhook_deliveries d LEFT JOIN webhook_attempts a ON a.delivery_id = d.id WHERE d.status <> 'succeeded' OR a.status_code IS NULL OR a.status_code >= 300"));
-      throw new Error(`the receiver answered ${world.receiver.count} requests but ${atStop.succeeded} deliveries are recorded as succeeded: ${JSON.stringify(statuses).slice(0, 3000)}`);
+      const statuses = await world.read((db) =>
+        db.rows(
+          "SELECT d.id, d.status, d.attempts, (d.occurred_at IS NOT NULL) AS claimed, a.status_code, a.error, a.latency_ms FROM webhook_deliveries d LEFT JOIN webhook_attempts a ON a.delivery_id = d.id WHERE d.status <> 'succeeded' OR a.status_code IS NULL OR a.status_code >= 300",
+        ),
+      );
+      throw new Error(
+        `the receiver answered ${world.receiver.count} requests but ${atStop.succeeded} deliveries are recorded as succeeded: ${JSON.stringify(statuses).slice(0, 3000)}`,
+      );
     }
     if (atStop.handedBack === 0) throw new Error('the stop came after every delivery: make the burst larger');
-    log(`  stopped with ${inFlightAtStop} deliveries in flight (all answered and recorded), ${atStop.handedBack} outbox rows and deliveries handed back`);
+    log(
+      `  stopped with ${inFlightAtStop} deliveries in flight (all answered and recorded), ${atStop.handedBack} outbox rows and deliveries handed back`,
+    );
     await world.restart();
     await world.drained();
     await world.verify('after the restart and the deliveries drained');
@@ -420,9 +514,13 @@ export async function stopDuringDeliveries(options: ScenarioOptions): Promise<Sh
     }));
     if (totals.notOnce > 0) throw new Error(`${totals.notOnce} deliveries were not made exactly once`);
     if (totals.attempts !== totals.deliveries || receiver.requests !== totals.deliveries) {
-      throw new Error(`${totals.deliveries} deliveries, ${totals.attempts} attempts, ${receiver.requests} requests received: something was sent twice`);
+      throw new Error(
+        `${totals.deliveries} deliveries, ${totals.attempts} attempts, ${receiver.requests} requests received: something was sent twice`,
+      );
     }
-    log(`  every one of ${totals.deliveries} deliveries was made exactly once (${totals.attempts} attempts, ${receiver.requests} requests received)`);
+    log(
+      `  every one of ${totals.deliveries} deliveries was made exactly once (${totals.attempts} attempts, ${receiver.requests} requests received)`,
+    );
     return { changes: totals.changes, inFlightAtStop, handedBack: atStop.handedBack, receiver, deliveries: totals.deliveries };
   } finally {
     await world.close();

@@ -8,10 +8,15 @@ import { onTestDatabase, scenarioIt } from './test-database.js';
 
 afterAll(killAllServices);
 
-scenarioIt('loses nothing and sends nothing twice when serve is stopped with SIGTERM during a delivery burst', () => onTestDatabase(async (database) => {
-  const report = await stopDuringDeliveries({ database, products: 1500, publishChunk: 500 });
-  expect(report.inFlightAtStop).toBeGreaterThan(0);
-  expect(report.handedBack).toBeGreaterThan(0);
-  expect(report.receiver.changes).toBe(report.changes);
-  expect(report.receiver.requests).toBe(report.deliveries);
-}), 300_000);
+scenarioIt(
+  'loses nothing and sends nothing twice when serve is stopped with SIGTERM during a delivery burst',
+  () =>
+    onTestDatabase(async (database) => {
+      const report = await stopDuringDeliveries({ database, products: 1500, publishChunk: 500 });
+      expect(report.inFlightAtStop).toBeGreaterThan(0);
+      expect(report.handedBack).toBeGreaterThan(0);
+      expect(report.receiver.changes).toBe(report.changes);
+      expect(report.receiver.requests).toBe(report.deliveries);
+    }),
+  300_000,
+);

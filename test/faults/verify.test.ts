@@ -30,8 +30,12 @@ async function buildCatalog(storage: CatalogStorage): Promise<Record<string, num
   await admin.upsertSupplier(merchantId, 'alpine', 'Alpine');
   await admin.upsertExchangeRate(merchantId, { base: 'EUR', quote: 'PLN', rate: '4.25' });
   await storage.createWebhookEndpoint({
-    merchant_id: merchantId, url: 'https://hooks.example.test/catalog', store_id: null, events: ['price', 'content', 'removed'],
-    secret: 'whsec_verify', created_at: '2000-01-01T00:00:00.000Z',
+    merchant_id: merchantId,
+    url: 'https://hooks.example.test/catalog',
+    store_id: null,
+    events: ['price', 'content', 'removed'],
+    secret: 'whsec_verify',
+    created_at: '2000-01-01T00:00:00.000Z',
   });
   for (let i = 0; i < 10; i++) {
     await admin.upsertProduct(merchantId, `P-${i}`, {
@@ -75,7 +79,10 @@ async function verifyAfter(sql: string, ...params: unknown[]) {
       (copy as SqliteStorage).db.prepare(sql).run(...params);
     } else {
       let n = 0;
-      await (copy as PostgresStorage).pool.query(sql.replace(/\?/g, () => `$${++n}`), params);
+      await (copy as PostgresStorage).pool.query(
+        sql.replace(/\?/g, () => `$${++n}`),
+        params,
+      );
     }
     return await verifyCatalog(copy);
   } finally {
@@ -96,8 +103,14 @@ describe('verifyCatalog', { timeout: 60_000 }, () => {
   });
 
   it('notices a stored payload that differs from resolving the sources again', async () => {
-    const report = await verifyAfter("UPDATE published_products SET payload = replace(payload, '\"stock\":3', '\"stock\":4') WHERE store_id = ? AND product_id = ?", ids.pl, ids.product);
-    expect(report.problems).toEqual([expect.stringMatching(/store pl .* product \d+ \(P-1\): stored payload differs from a full recompute/)]);
+    const report = await verifyAfter(
+      'UPDATE published_products SET payload = replace(payload, \'"stock":3\', \'"stock":4\') WHERE store_id = ? AND product_id = ?',
+      ids.pl,
+      ids.product,
+    );
+    expect(report.problems).toEqual([
+      expect.stringMatching(/store pl .* product \d+ \(P-1\): stored payload differs from a full recompute/),
+    ]);
   });
 
   it('notices a source change that was never re-published (an exchange rate written without re-pricing)', async () => {
@@ -107,7 +120,11 @@ describe('verifyCatalog', { timeout: 60_000 }, () => {
   });
 
   it('notices stored hashes that do not match the payload (change detection would go wrong)', async () => {
-    const report = await verifyAfter("UPDATE published_products SET price_hash = 'x' WHERE store_id = ? AND product_id = ?", ids.de, ids.product);
+    const report = await verifyAfter(
+      "UPDATE published_products SET price_hash = 'x' WHERE store_id = ? AND product_id = ?",
+      ids.de,
+      ids.product,
+    );
     expect(report.problems).toEqual([expect.stringContaining('hashes differ from a full recompute')]);
   });
 
@@ -122,8 +139,14 @@ describe('verifyCatalog', { timeout: 60_000 }, () => {
   });
 
   it('notices a feed whose latest change disagrees with what is published', async () => {
-    const removedButPublished = await verifyAfter("INSERT INTO changes (merchant_id, id, store_id, product_id, change_type, created_at) SELECT merchant_id, 1000000, id, ?, 'removed', '2999-01-01T00:00:00Z' FROM stores WHERE id = ?", ids.product, ids.de);
-    expect(removedButPublished.problems).toContainEqual(`store de (${ids.de}): product ${ids.product} is published but its latest change is "removed"`);
+    const removedButPublished = await verifyAfter(
+      "INSERT INTO changes (merchant_id, id, store_id, product_id, change_type, created_at) SELECT merchant_id, 1000000, id, ?, 'removed', '2999-01-01T00:00:00Z' FROM stores WHERE id = ?",
+      ids.product,
+      ids.de,
+    );
+    expect(removedButPublished.problems).toContainEqual(
+      `store de (${ids.de}): product ${ids.product} is published but its latest change is "removed"`,
+    );
     const neverAnnounced = await verifyAfter('DELETE FROM changes WHERE store_id = ? AND product_id = ?', ids.pl, ids.product);
     expect(neverAnnounced.problems).toEqual([`store pl (${ids.pl}): product ${ids.product} is published but the feed never announced it`]);
     const removalLost = await verifyAfter("DELETE FROM changes WHERE product_id = ? AND change_type = 'removed'", ids.deleted);
@@ -137,8 +160,16 @@ describe('verifyCatalog', { timeout: 60_000 }, () => {
     const report = await verifyAfter("DELETE FROM webhook_outbox WHERE product_id = ? AND event = 'removed'", ids.deleted);
     // An all-stores endpoint gets the removal with store_id null (spec 2.7): both stores' changes are lost.
     expect(report.problems).toEqual([
-      expect.stringMatching(new RegExp(`endpoint \\d+: change \\d+ \\(removed, store ${ids.de}, product ${ids.deleted}\\) is neither in the outbox nor in a delivery`)),
-      expect.stringMatching(new RegExp(`endpoint \\d+: change \\d+ \\(removed, store ${ids.pl}, product ${ids.deleted}\\) is neither in the outbox nor in a delivery`)),
+      expect.stringMatching(
+        new RegExp(
+          `endpoint \\d+: change \\d+ \\(removed, store ${ids.de}, product ${ids.deleted}\\) is neither in the outbox nor in a delivery`,
+        ),
+      ),
+      expect.stringMatching(
+        new RegExp(
+          `endpoint \\d+: change \\d+ \\(removed, store ${ids.pl}, product ${ids.deleted}\\) is neither in the outbox nor in a delivery`,
+        ),
+      ),
     ]);
   });
 });

@@ -18,7 +18,7 @@ beforeAll(async () => {
 }, 120_000);
 afterAll(() => service.close());
 
-it('answers every generated request without a 5xx, within the contract, and shows no merchant another merchant\'s data', () => {
+it("answers every generated request without a 5xx, within the contract, and shows no merchant another merchant's data", () => {
   expect(report.failures, formatReport(report)).toEqual([]);
 });
 

@@ -41,7 +41,11 @@ function operationsOf(api: 'public' | 'admin', doc: Json, schemas: SchemaArbitra
       const security = (operation.security ?? doc.security ?? []) as Json[];
       const scheme = Object.keys(security[0] ?? {})[0];
       operations.push({
-        api, operationId: operation.operationId, method: method.toUpperCase(), template, parameters,
+        api,
+        operationId: operation.operationId,
+        method: method.toUpperCase(),
+        template,
+        parameters,
         body: contentType ? { contentType, schema: media.schema ?? {}, required: Boolean(requestBody?.required) } : undefined,
         auth: !scheme ? 'none' : api === 'admin' ? 'admin' : 'apiKey',
         responses: operation.responses,
@@ -56,7 +60,11 @@ function operationsOf(api: 'public' | 'admin', doc: Json, schemas: SchemaArbitra
 
 /** An id or ref of merchant A ('own') or merchant B ('foreign'), picked from the current pools. */
 class WorldRef {
-  constructor(readonly pool: PoolName | 'merchant' | 'media', readonly who: 'own' | 'foreign', readonly pick: number) {}
+  constructor(
+    readonly pool: PoolName | 'merchant' | 'media',
+    readonly who: 'own' | 'foreign',
+    readonly pick: number,
+  ) {}
 }
 
 /** Text placed in the URL exactly as written: broken percent-encodings, encoded slashes and dots. */
@@ -64,20 +72,56 @@ class Verbatim {
   constructor(readonly text: string) {}
 }
 
-const VERBATIM = ['%', '%zz', '%c0%af', '%ff%fe', '%00', '%2F', '%5C', '%E2%80%AE', '..%2F..%2Fetc', '%25', '%F0%9F%A6%93', '%ED%A0%80', '%0d%0aX-Injected:%201'];
+const VERBATIM = [
+  '%',
+  '%zz',
+  '%c0%af',
+  '%ff%fe',
+  '%00',
+  '%2F',
+  '%5C',
+  '%E2%80%AE',
+  '..%2F..%2Fetc',
+  '%25',
+  '%F0%9F%A6%93',
+  '%ED%A0%80',
+  '%0d%0aX-Injected:%201',
+];
 
 const ADMIN_MEMBERS: Record<string, WorldRef['pool']> = {
-  merchant_id: 'merchant', key_id: 'apiKeyIds', slug: 'storeSlugs', group_id: 'groupIds', rule_id: 'ruleIds', supplier_ref: 'supplierRefs',
-  key: 'attributeKeys', product_ref: 'productRefs', endpoint_id: 'endpointIds', delivery_id: 'deliveryIds', before_id: 'deliveryIds',
-  base: 'currencies', quote: 'currencies', customer_group_id: 'groupIds', store_id: 'storeIds', store: 'storeSlugs',
-  excluded_stores: 'storeSlugs', ref: 'productRefs',
+  merchant_id: 'merchant',
+  key_id: 'apiKeyIds',
+  slug: 'storeSlugs',
+  group_id: 'groupIds',
+  rule_id: 'ruleIds',
+  supplier_ref: 'supplierRefs',
+  key: 'attributeKeys',
+  product_ref: 'productRefs',
+  endpoint_id: 'endpointIds',
+  delivery_id: 'deliveryIds',
+  before_id: 'deliveryIds',
+  base: 'currencies',
+  quote: 'currencies',
+  customer_group_id: 'groupIds',
+  store_id: 'storeIds',
+  store: 'storeSlugs',
+  excluded_stores: 'storeSlugs',
+  ref: 'productRefs',
 };
 const PUBLIC_MEMBERS: Record<string, WorldRef['pool']> = {
-  id: 'productIds', ids: 'productIds', after_id: 'productIds', store: 'storeSlugs', key: 'media',
+  id: 'productIds',
+  ids: 'productIds',
+  after_id: 'productIds',
+  store: 'storeSlugs',
+  key: 'media',
 };
 
 /** How often a member names A's things, B's things, or whatever its schema allows. */
-interface RefWeights { own: number; foreign: number; random: number }
+interface RefWeights {
+  own: number;
+  foreign: number;
+  random: number;
+}
 /** Path and query parameters probe: often B's ids, often ids of nobody. */
 const PARAMETER_WEIGHTS: RefWeights = { own: 5, foreign: 2, random: 2 };
 /** Body members mostly name A's things, so that valid bodies pass the referential rules. */
@@ -88,14 +132,18 @@ function worldHook(members: Record<string, WorldRef['pool']>, schemas: () => Sch
     const pool = members[name];
     if (!pool) return fromSchema;
     const resolved = schemas().resolve(schema);
-    const one = (random: fc.Arbitrary<unknown>) => fc.oneof(
-      { arbitrary: fc.nat().map((pick) => new WorldRef(pool, 'own', pick)), weight: weights.own },
-      { arbitrary: fc.nat().map((pick) => new WorldRef(pool, 'foreign', pick)), weight: weights.foreign },
-      { arbitrary: random, weight: weights.random },
-    );
+    const one = (random: fc.Arbitrary<unknown>) =>
+      fc.oneof(
+        { arbitrary: fc.nat().map((pick) => new WorldRef(pool, 'own', pick)), weight: weights.own },
+        { arbitrary: fc.nat().map((pick) => new WorldRef(pool, 'foreign', pick)), weight: weights.foreign },
+        { arbitrary: random, weight: weights.random },
+      );
     const types = SchemaArbitraries.types(resolved);
     let arbitrary: fc.Arbitrary<unknown> = types.includes('array')
-      ? fc.array(one(schemas().valid(resolved.items ?? {})), { minLength: resolved.minItems ?? 0, maxLength: Math.min(resolved.maxItems ?? 5, 5) })
+      ? fc.array(one(schemas().valid(resolved.items ?? {})), {
+          minLength: resolved.minItems ?? 0,
+          maxLength: Math.min(resolved.maxItems ?? 5, 5),
+        })
       : one(fromSchema);
     if (types.includes('null')) arbitrary = fc.oneof({ arbitrary, weight: 4 }, { arbitrary: fc.constant(null), weight: 1 });
     return arbitrary;
@@ -105,8 +153,19 @@ function worldHook(members: Record<string, WorldRef['pool']>, schemas: () => Sch
 // ---------------------------------------------------------------------------------------------
 // Request plans: what fast-check draws
 
-type AuthChoice = 'good' | 'other-merchant' | 'none' | 'empty' | 'basic' | 'garbage' | 'revoked' | 'wrong-api' | 'lowercase'
-  | 'spaces' | 'trailing-junk' | 'huge';
+type AuthChoice =
+  | 'good'
+  | 'other-merchant'
+  | 'none'
+  | 'empty'
+  | 'basic'
+  | 'garbage'
+  | 'revoked'
+  | 'wrong-api'
+  | 'lowercase'
+  | 'spaces'
+  | 'trailing-junk'
+  | 'huge';
 
 /** A request body; `label` names the kind of damage in the report. */
 type BodyPlan = { label?: string; contentType?: string | null } & (
@@ -115,8 +174,10 @@ type BodyPlan = { label?: string; contentType?: string | null } & (
   | { kind: 'bytes'; bytes: Uint8Array }
   | { kind: 'deep'; depth: number; shape: 'array' | 'object' | 'member' }
   | { kind: 'oversized'; extra: number; chunked: boolean }
-  | { kind: 'ndjson'; lines: Array<unknown | RawLine> }
-  | { kind: 'none' });
+  /** Each line a JSON value, or a RawLine sent as it is. */
+  | { kind: 'ndjson'; lines: unknown[] }
+  | { kind: 'none' }
+);
 
 /** An NDJSON line written as is (malformed JSON, deep nesting). */
 class RawLine {
@@ -134,8 +195,18 @@ interface RequestPlan {
 }
 
 const JSON_CONTENT_TYPES = ['application/json', 'application/json; charset=utf-8', 'Application/JSON'];
-const WRONG_CONTENT_TYPES = ['text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=xyz', 'application/xml',
-  'application/json-patch+json', 'application/jsonx', 'application/json, text/plain', ';;;', 'application/x-ndjson', 'image/png'];
+const WRONG_CONTENT_TYPES = [
+  'text/plain',
+  'application/x-www-form-urlencoded',
+  'multipart/form-data; boundary=xyz',
+  'application/xml',
+  'application/json-patch+json',
+  'application/jsonx',
+  'application/json, text/plain',
+  ';;;',
+  'application/x-ndjson',
+  'image/png',
+];
 
 const BAD_ADMIN_AUTH: AuthChoice[] = ['none', 'empty', 'basic', 'garbage', 'wrong-api', 'trailing-junk', 'huge'];
 const BAD_KEY_AUTH: AuthChoice[] = ['none', 'empty', 'basic', 'garbage', 'revoked', 'wrong-api', 'trailing-junk', 'huge'];
@@ -151,12 +222,18 @@ class PlanArbitraries {
   readonly adminSchemas: SchemaArbitraries;
 
   constructor(private readonly limits: FuzzLimits) {
-    this.publicSchemas = new SchemaArbitraries(publicDocument as Json, worldHook(PUBLIC_MEMBERS, () => this.publicSchemas, BODY_WEIGHTS));
-    this.adminSchemas = new SchemaArbitraries(adminDocument as Json, worldHook(ADMIN_MEMBERS, () => this.adminSchemas, BODY_WEIGHTS));
+    this.publicSchemas = new SchemaArbitraries(
+      publicDocument,
+      worldHook(PUBLIC_MEMBERS, () => this.publicSchemas, BODY_WEIGHTS),
+    );
+    this.adminSchemas = new SchemaArbitraries(
+      adminDocument,
+      worldHook(ADMIN_MEMBERS, () => this.adminSchemas, BODY_WEIGHTS),
+    );
   }
 
   operations(): FuzzOperation[] {
-    return [...operationsOf('public', publicDocument as Json, this.publicSchemas), ...operationsOf('admin', adminDocument as Json, this.adminSchemas)];
+    return [...operationsOf('public', publicDocument, this.publicSchemas), ...operationsOf('admin', adminDocument, this.adminSchemas)];
   }
 
   private schemas(operation: FuzzOperation): SchemaArbitraries {
@@ -177,7 +254,24 @@ class PlanArbitraries {
       { arbitrary: this.schemas(operation).invalid(parameter.schema), weight: 3 },
       { arbitrary: fc.constantFrom(...HOSTILE_STRINGS), weight: 1 },
       { arbitrary: fc.constantFrom(...VERBATIM).map((text) => new Verbatim(text)), weight: 1 },
-      { arbitrary: fc.constantFrom('99999999999999999999', '1e3', '0x10', '+1', ' 1', '1 ', '１', '-0', 'NaN', 'Infinity', '1,2', '0', '-1'), weight: 2 },
+      {
+        arbitrary: fc.constantFrom(
+          '99999999999999999999',
+          '1e3',
+          '0x10',
+          '+1',
+          ' 1',
+          '1 ',
+          '１',
+          '-0',
+          'NaN',
+          'Infinity',
+          '1,2',
+          '0',
+          '-1',
+        ),
+        weight: 2,
+      },
     );
   }
 
@@ -204,7 +298,8 @@ class PlanArbitraries {
 
   private auth(operation: FuzzOperation): fc.Arbitrary<AuthChoice> {
     if (operation.auth === 'none') return fc.constantFrom<AuthChoice>('none', 'none', 'garbage', 'good');
-    const good: AuthChoice[] = operation.auth === 'apiKey' ? ['good', 'good', 'good', 'good', 'other-merchant', 'lowercase', 'spaces'] : ['good'];
+    const good: AuthChoice[] =
+      operation.auth === 'apiKey' ? ['good', 'good', 'good', 'good', 'other-merchant', 'lowercase', 'spaces'] : ['good'];
     return fc.constantFrom(...good);
   }
 
@@ -212,29 +307,62 @@ class PlanArbitraries {
     const body = operation.body;
     if (!body) return fc.constant(undefined);
     if (body.contentType === 'application/x-ndjson') return this.ndjson(false);
-    return fc.tuple(this.adminSchemas.valid(body.schema), fc.constantFrom(...JSON_CONTENT_TYPES))
-      .map(([value, contentType]) => ({ kind: 'json', value, contentType }) as BodyPlan);
+    return fc
+      .tuple(this.adminSchemas.valid(body.schema), fc.constantFrom(...JSON_CONTENT_TYPES))
+      .map(([value, contentType]): BodyPlan => ({ kind: 'json', value, contentType }));
   }
 
   /** Import lines: product upserts and deletes (the document's line format), some of them broken. */
   private ndjson(malformed: boolean): fc.Arbitrary<BodyPlan> {
     const schemas = this.adminSchemas;
     const product = (schemas.doc.components.schemas as Json).ProductSourceInput as Json;
-    const ref = worldHook(ADMIN_MEMBERS, () => schemas, BODY_WEIGHTS)('ref', { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,128}$' },
-      schemas.valid({ type: 'string', pattern: '^[A-Za-z0-9._:-]{1,128}$' }));
-    const upsert = fc.tuple(schemas.valid(product), ref).map(([source, r]) => ({ op: 'upsert_product', product: { ...(source as Json), ref: r } }));
+    const ref = worldHook(ADMIN_MEMBERS, () => schemas, BODY_WEIGHTS)(
+      'ref',
+      { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,128}$' },
+      schemas.valid({ type: 'string', pattern: '^[A-Za-z0-9._:-]{1,128}$' }),
+    );
+    const upsert = fc
+      .tuple(schemas.valid(product), ref)
+      .map(([source, r]) => ({ op: 'upsert_product', product: { ...(source as Json), ref: r } }));
     const remove = ref.map((r) => ({ op: 'delete_product', ref: r }));
     const good = fc.oneof({ arbitrary: upsert, weight: 3 }, { arbitrary: remove, weight: 1 });
     const bad = fc.oneof(
-      fc.tuple(schemas.invalid(product), ref).map(([source, r]) => ({ op: 'upsert_product', product: typeof source === 'object' && source && !Array.isArray(source) ? { ...(source as Json), ref: r } : source })),
-      fc.constantFrom({ op: 'rename_product', ref: 'x' }, { op: 'delete_product' }, { op: 'delete_product', ref: '' }, [], 'line', 42, null),
-      fc.constantFrom('{"op": "upsert_product", ', '\u0000', '\r', '   ', '{"op":"delete_product","ref":"AA-1"}\r', 'NaN', '\ufeff{}')
+      fc.tuple(schemas.invalid(product), ref).map(([source, r]) => ({
+        op: 'upsert_product',
+        product: typeof source === 'object' && source && !Array.isArray(source) ? { ...(source as Json), ref: r } : source,
+      })),
+      fc.constantFrom(
+        { op: 'rename_product', ref: 'x' },
+        { op: 'delete_product' },
+        { op: 'delete_product', ref: '' },
+        [],
+        'line',
+        42,
+        null,
+      ),
+      fc
+        .constantFrom('{"op": "upsert_product", ', '\u0000', '\r', '   ', '{"op":"delete_product","ref":"AA-1"}\r', 'NaN', '\ufeff{}')
         .map((text) => new RawLine(text)),
-      fc.constantFrom(this.limits.maxJsonDepth + 1, 1000, 50_000).map((depth) => new RawLine(`{"op":"upsert_product","product":{"ref":"DEEP","overrides":${'['.repeat(depth)}${']'.repeat(depth)}}}`)),
+      fc
+        .constantFrom(this.limits.maxJsonDepth + 1, 1000, 50_000)
+        .map(
+          (depth) => new RawLine(`{"op":"upsert_product","product":{"ref":"DEEP","overrides":${'['.repeat(depth)}${']'.repeat(depth)}}}`),
+        ),
     );
     const line = malformed ? fc.oneof({ arbitrary: good, weight: 2 }, { arbitrary: bad, weight: 2 }) : good;
-    return fc.tuple(fc.array(line, { minLength: malformed ? 1 : 0, maxLength: 6 }), fc.constantFrom('application/x-ndjson', 'application/x-ndjson; charset=utf-8'))
-      .map(([lines, contentType]) => ({ kind: 'ndjson', lines, contentType, label: malformed ? 'import with bad lines' : undefined }) as BodyPlan);
+    return fc
+      .tuple(
+        fc.array(line, { minLength: malformed ? 1 : 0, maxLength: 6 }),
+        fc.constantFrom('application/x-ndjson', 'application/x-ndjson; charset=utf-8'),
+      )
+      .map(
+        ([lines, contentType]): BodyPlan => ({
+          kind: 'ndjson',
+          lines,
+          contentType,
+          label: malformed ? 'import with bad lines' : undefined,
+        }),
+      );
   }
 
   /** A valid body with one member (or the whole body) replaced by a value its schema rejects. */
@@ -245,7 +373,9 @@ class PlanArbitraries {
       const nodes = nodesOf(schemas, schema, value);
       return fc.nat({ max: nodes.length - 1 }).chain((index) => {
         const node = nodes[index]!;
-        return schemas.invalid(node.schema).map((bad) => ({ kind: 'json', value: replaceAt(value, node.path, bad), label: 'invalid member' }) as BodyPlan);
+        return schemas
+          .invalid(node.schema)
+          .map((bad): BodyPlan => ({ kind: 'json', value: replaceAt(value, node.path, bad), label: 'invalid member' }));
       });
     });
   }
@@ -255,18 +385,50 @@ class PlanArbitraries {
     if (body.contentType === 'application/x-ndjson') {
       return fc.oneof(
         { arbitrary: this.ndjson(true), weight: 4 },
-        { arbitrary: fc.integer({ min: 1, max: 4096 }).map((extra) => ({ kind: 'oversized', extra, chunked: false, contentType: 'application/x-ndjson' }) as BodyPlan), weight: 1 },
-        { arbitrary: fc.constantFrom<BodyPlan>({ kind: 'none', contentType: null }, { kind: 'none', contentType: 'application/x-ndjson' }, { kind: 'bytes', bytes: Uint8Array.from([0xff, 0xfe, 0x00, 0x7b, 0x0a]), contentType: 'application/x-ndjson' }), weight: 1 },
+        {
+          arbitrary: fc
+            .integer({ min: 1, max: 4096 })
+            .map((extra): BodyPlan => ({ kind: 'oversized', extra, chunked: false, contentType: 'application/x-ndjson' })),
+          weight: 1,
+        },
+        {
+          arbitrary: fc.constantFrom<BodyPlan>(
+            { kind: 'none', contentType: null },
+            { kind: 'none', contentType: 'application/x-ndjson' },
+            { kind: 'bytes', bytes: Uint8Array.from([0xff, 0xfe, 0x00, 0x7b, 0x0a]), contentType: 'application/x-ndjson' },
+          ),
+          weight: 1,
+        },
       );
     }
-    const deep = fc.record({
-      depth: fc.constantFrom(this.limits.maxJsonDepth - 1, this.limits.maxJsonDepth, this.limits.maxJsonDepth + 1, this.limits.maxJsonDepth * 2, 1000, 100_000),
-      shape: fc.constantFrom<'array' | 'object' | 'member'>('array', 'object', 'member'),
-    }).map(({ depth, shape }) => ({
-      kind: 'deep', depth, shape, contentType: 'application/json', label: depth > this.limits.maxJsonDepth ? 'nested too deep' : 'nested up to the limit',
-    }) as BodyPlan);
-    const text = fc.tuple(this.adminSchemas.valid(body.schema), fc.nat(), fc.constantFrom('truncate', 'garbage', 'quotes', 'bom', 'comma', 'literal', 'unicode'))
-      .map(([value, cut, how]) => {
+    const deep = fc
+      .record({
+        depth: fc.constantFrom(
+          this.limits.maxJsonDepth - 1,
+          this.limits.maxJsonDepth,
+          this.limits.maxJsonDepth + 1,
+          this.limits.maxJsonDepth * 2,
+          1000,
+          100_000,
+        ),
+        shape: fc.constantFrom<'array' | 'object' | 'member'>('array', 'object', 'member'),
+      })
+      .map(
+        ({ depth, shape }): BodyPlan => ({
+          kind: 'deep',
+          depth,
+          shape,
+          contentType: 'application/json',
+          label: depth > this.limits.maxJsonDepth ? 'nested too deep' : 'nested up to the limit',
+        }),
+      );
+    const text = fc
+      .tuple(
+        this.adminSchemas.valid(body.schema),
+        fc.nat(),
+        fc.constantFrom('truncate', 'garbage', 'quotes', 'bom', 'comma', 'literal', 'unicode'),
+      )
+      .map(([value, cut, how]): BodyPlan => {
         const json = toJsonText(value);
         const broken = {
           truncate: json.slice(0, cut % Math.max(1, json.length)),
@@ -277,22 +439,35 @@ class PlanArbitraries {
           literal: ['NaN', 'undefined', '{"a":Infinity}', '{"a":01}', '{"a":"\\x41"}', '{"a":"\t"}', '// comment\n{}', '{} {}'][cut % 8]!,
           unicode: ['\u0000', '🦓', '{"\ud800":1}', '{"name":"\u202e"}', 'ｎｕｌｌ'][cut % 5]!,
         }[how];
-        return { kind: 'text', text: broken, contentType: 'application/json', label: 'malformed JSON' } as BodyPlan;
+        return { kind: 'text', text: broken, contentType: 'application/json', label: 'malformed JSON' };
       });
-    const bytes = fc.constantFrom(
-      Uint8Array.from([0x7b, 0x22, 0x6e, 0x61, 0x6d, 0x65, 0x22, 0x3a, 0x22, 0xff, 0xfe, 0xc0, 0xaf, 0x22, 0x7d]),
-      Uint8Array.from([0xfe, 0xff, 0x00, 0x7b, 0x00, 0x7d]),
-      Uint8Array.from([0x00, 0x00, 0x00]),
-    ).map((b) => ({ kind: 'bytes', bytes: b, contentType: 'application/json', label: 'invalid UTF-8' }) as BodyPlan);
-    const wrongType = fc.tuple(this.adminSchemas.valid(body.schema), fc.constantFrom(...WRONG_CONTENT_TYPES, null))
-      .map(([value, contentType]) => ({ kind: 'json', value, contentType, label: 'wrong content type' }) as BodyPlan);
-    const topLevel = fc.constantFrom<unknown>([], 'text', 42, null, true, [{}], new RawJson('1e400')).map((value) => ({ kind: 'json', value, label: 'wrong top-level type' }) as BodyPlan);
+    const bytes = fc
+      .constantFrom(
+        Uint8Array.from([0x7b, 0x22, 0x6e, 0x61, 0x6d, 0x65, 0x22, 0x3a, 0x22, 0xff, 0xfe, 0xc0, 0xaf, 0x22, 0x7d]),
+        Uint8Array.from([0xfe, 0xff, 0x00, 0x7b, 0x00, 0x7d]),
+        Uint8Array.from([0x00, 0x00, 0x00]),
+      )
+      .map((b): BodyPlan => ({ kind: 'bytes', bytes: b, contentType: 'application/json', label: 'invalid UTF-8' }));
+    const wrongType = fc
+      .tuple(this.adminSchemas.valid(body.schema), fc.constantFrom(...WRONG_CONTENT_TYPES, null))
+      .map(([value, contentType]): BodyPlan => ({ kind: 'json', value, contentType, label: 'wrong content type' }));
+    const topLevel = fc
+      .constantFrom<unknown>([], 'text', 42, null, true, [{}], new RawJson('1e400'))
+      .map((value): BodyPlan => ({ kind: 'json', value, label: 'wrong top-level type' }));
     const none = fc.constantFrom<BodyPlan>(
-      { kind: 'none', contentType: null, label: 'missing' }, { kind: 'none', contentType: 'application/json', label: 'missing' },
+      { kind: 'none', contentType: null, label: 'missing' },
+      { kind: 'none', contentType: 'application/json', label: 'missing' },
       { kind: 'text', text: '', contentType: 'application/json', label: 'missing' },
     );
-    const oversized = fc.record({ extra: fc.integer({ min: 1, max: 4096 }), chunked: fc.boolean() })
-      .map(({ extra, chunked }) => ({ kind: 'oversized', extra, chunked, contentType: 'application/json', label: chunked ? 'oversized, chunked' : 'oversized' }) as BodyPlan);
+    const oversized = fc.record({ extra: fc.integer({ min: 1, max: 4096 }), chunked: fc.boolean() }).map(
+      ({ extra, chunked }): BodyPlan => ({
+        kind: 'oversized',
+        extra,
+        chunked,
+        contentType: 'application/json',
+        label: chunked ? 'oversized, chunked' : 'oversized',
+      }),
+    );
     return fc.oneof(
       { arbitrary: this.mutatedBody(operation), weight: 6 },
       { arbitrary: deep, weight: 2 },
@@ -309,8 +484,13 @@ class PlanArbitraries {
   plan(operation: FuzzOperation): fc.Arbitrary<RequestPlan> {
     const params = this.validParams(operation);
     const base = fc.record({ params, auth: this.auth(operation), body: this.validBody(operation) });
-    const make = (variant: string) => (b: { params: { path: Record<string, unknown>; query: Array<[string, unknown]>; headers: Array<[string, unknown]> }; auth: AuthChoice; body: BodyPlan | undefined }): RequestPlan =>
-      ({ operation, variant, ...b.params, auth: b.auth, body: b.body });
+    const make =
+      (variant: string) =>
+      (b: {
+        params: { path: Record<string, unknown>; query: Array<[string, unknown]>; headers: Array<[string, unknown]> };
+        auth: AuthChoice;
+        body: BodyPlan | undefined;
+      }): RequestPlan => ({ operation, variant, ...b.params, auth: b.auth, body: b.body });
     const variants: Array<fc.WeightedArbitrary<RequestPlan>> = [{ arbitrary: base.map((b) => make('valid')(b)), weight: 8 }];
 
     if (operation.parameters.length) {
@@ -327,56 +507,115 @@ class PlanArbitraries {
       variants.push({ arbitrary: badParam, weight: 4 });
     }
     const queryParameters = operation.parameters.filter((p) => p.in === 'query');
-    const queryTricks = fc.tuple(base, fc.constantFrom('duplicate', 'unknown', 'missing', 'empty', 'case', 'array-syntax'), fc.nat()).chain(([b, trick, pick]) => {
-      const plan = make(`query ${trick}`)(b);
-      const chosen = queryParameters[pick % Math.max(1, queryParameters.length)];
-      if (trick === 'unknown' || !chosen) {
-        return fc.constantFrom<Array<[string, unknown]>>([['foo', 'bar']], [['__proto__', 'x'], ['constructor', 'y']], [['store', '']], [['', 'x']], [['a'.repeat(3000), 'b']], [['page%00', '1']])
-          .map((extra) => ({ ...plan, query: [...plan.query, ...extra] }));
-      }
-      if (trick === 'missing') return fc.constant({ ...plan, query: plan.query.filter(([n]) => n !== chosen.name) });
-      if (trick === 'empty') return fc.constant({ ...plan, query: [...plan.query.filter(([n]) => n !== chosen.name), [chosen.name, '']] as Array<[string, unknown]> });
-      if (trick === 'case') return fc.constant({ ...plan, query: [...plan.query, [chosen.name.toUpperCase(), '1']] as Array<[string, unknown]> });
-      if (trick === 'array-syntax') return fc.constant({ ...plan, query: [...plan.query, [`${chosen.name}[]`, '1'], [`${chosen.name}[0]`, '2']] as Array<[string, unknown]> });
-      return fc.tuple(this.validParam(operation, chosen), this.validParam(operation, chosen))
-        .map(([first, second]) => ({ ...plan, query: [...plan.query.filter(([n]) => n !== chosen.name), [chosen.name, first], [chosen.name, second]] as Array<[string, unknown]> }));
-    });
+    const queryTricks = fc
+      .tuple(base, fc.constantFrom('duplicate', 'unknown', 'missing', 'empty', 'case', 'array-syntax'), fc.nat())
+      .chain(([b, trick, pick]) => {
+        const plan = make(`query ${trick}`)(b);
+        const chosen = queryParameters[pick % Math.max(1, queryParameters.length)];
+        if (trick === 'unknown' || !chosen) {
+          return fc
+            .constantFrom<Array<[string, unknown]>>(
+              [['foo', 'bar']],
+              [
+                ['__proto__', 'x'],
+                ['constructor', 'y'],
+              ],
+              [['store', '']],
+              [['', 'x']],
+              [['a'.repeat(3000), 'b']],
+              [['page%00', '1']],
+            )
+            .map((extra) => ({ ...plan, query: [...plan.query, ...extra] }));
+        }
+        if (trick === 'missing') return fc.constant({ ...plan, query: plan.query.filter(([n]) => n !== chosen.name) });
+        if (trick === 'empty')
+          return fc.constant({
+            ...plan,
+            query: [...plan.query.filter(([n]) => n !== chosen.name), [chosen.name, '']] as Array<[string, unknown]>,
+          });
+        if (trick === 'case')
+          return fc.constant({ ...plan, query: [...plan.query, [chosen.name.toUpperCase(), '1']] as Array<[string, unknown]> });
+        if (trick === 'array-syntax')
+          return fc.constant({
+            ...plan,
+            query: [...plan.query, [`${chosen.name}[]`, '1'], [`${chosen.name}[0]`, '2']] as Array<[string, unknown]>,
+          });
+        return fc.tuple(this.validParam(operation, chosen), this.validParam(operation, chosen)).map(([first, second]) => ({
+          ...plan,
+          query: [...plan.query.filter(([n]) => n !== chosen.name), [chosen.name, first], [chosen.name, second]] as Array<
+            [string, unknown]
+          >,
+        }));
+      });
     variants.push({ arbitrary: queryTricks, weight: 2 });
 
     if (operation.auth !== 'none') {
       const bad = operation.auth === 'admin' ? BAD_ADMIN_AUTH : BAD_KEY_AUTH;
-      variants.push({ arbitrary: fc.tuple(base, fc.constantFrom(...bad)).map(([b, auth]) => ({ ...make(`auth ${auth}`)(b), auth })), weight: 2 });
+      variants.push({
+        arbitrary: fc.tuple(base, fc.constantFrom(...bad)).map(([b, auth]) => ({ ...make(`auth ${auth}`)(b), auth })),
+        weight: 2,
+      });
     }
     if (operation.body) {
-      variants.push({ arbitrary: fc.tuple(base, this.malformedBody(operation)).map(([b, body]) => ({ ...make(`body ${body.label ?? body.kind}`)(b), body })), weight: 6 });
+      variants.push({
+        arbitrary: fc
+          .tuple(base, this.malformedBody(operation))
+          .map(([b, body]) => ({ ...make(`body ${body.label ?? body.kind}`)(b), body })),
+        weight: 6,
+      });
     } else if (operation.method !== 'GET') {
       const unexpected = fc.oneof(
-        this.adminSchemas.valid({ type: 'object', properties: { since: { type: 'string' } } }).map((value) => ({ kind: 'json', value, contentType: 'application/json' }) as BodyPlan),
+        this.adminSchemas
+          .valid({ type: 'object', properties: { since: { type: 'string' } } })
+          .map((value): BodyPlan => ({ kind: 'json', value, contentType: 'application/json' })),
         fc.constant<BodyPlan>({ kind: 'text', text: '{"unterminated": ', contentType: 'application/json' }),
         fc.constant<BodyPlan>({ kind: 'oversized', extra: 10, chunked: true, contentType: 'application/json' }),
       );
-      variants.push({ arbitrary: fc.tuple(base, unexpected).map(([b, body]) => ({ ...make(`unexpected body ${body.kind}`)(b), body })), weight: 1 });
+      variants.push({
+        arbitrary: fc.tuple(base, unexpected).map(([b, body]) => ({ ...make(`unexpected body ${body.kind}`)(b), body })),
+        weight: 1,
+      });
     }
     const odd = fc.constantFrom<Array<[string, unknown]>>(
-      [['Accept', 'application/xml']], [['Accept', 'text/html;q=0.9, */*;q=0.1']], [['Accept-Encoding', 'br']], [['Accept-Encoding', 'gzip;q=0, identity;q=0']],
-      [['Accept-Encoding', 'x-unknown, *;q=0']], [['If-None-Match', '*']], [['If-None-Match', 'W/"0"']], [['X-Request-Id', 'x'.repeat(2000)]],
-      [['X-Request-Id', '\u00ff\u00fe ; DROP']], [['X-Forwarded-For', '127.0.0.1, ::1']], [['Cookie', `a=${'b'.repeat(6000)}`]], [['Range', 'bytes=0-1']],
-      [['Content-Type', 'application/json']], [['Origin', 'https://evil.example']], [['X-HTTP-Method-Override', 'DELETE']],
+      [['Accept', 'application/xml']],
+      [['Accept', 'text/html;q=0.9, */*;q=0.1']],
+      [['Accept-Encoding', 'br']],
+      [['Accept-Encoding', 'gzip;q=0, identity;q=0']],
+      [['Accept-Encoding', 'x-unknown, *;q=0']],
+      [['If-None-Match', '*']],
+      [['If-None-Match', 'W/"0"']],
+      [['X-Request-Id', 'x'.repeat(2000)]],
+      [['X-Request-Id', '\u00ff\u00fe ; DROP']],
+      [['X-Forwarded-For', '127.0.0.1, ::1']],
+      [['Cookie', `a=${'b'.repeat(6000)}`]],
+      [['Range', 'bytes=0-1']],
+      [['Content-Type', 'application/json']],
+      [['Origin', 'https://evil.example']],
+      [['X-HTTP-Method-Override', 'DELETE']],
     );
-    variants.push({ arbitrary: fc.tuple(base, odd).map(([b, headers]) => ({ ...make('odd headers')(b), headers: [...b.params.headers, ...headers] })), weight: 1 });
+    variants.push({
+      arbitrary: fc.tuple(base, odd).map(([b, headers]) => ({ ...make('odd headers')(b), headers: [...b.params.headers, ...headers] })),
+      weight: 1,
+    });
     return fc.oneof(...variants);
   }
 }
 
 /** Every node of a value with its schema (for replacing one of them by a value the schema rejects). */
-function nodesOf(schemas: SchemaArbitraries, schema: Json, value: unknown, path: Array<string | number> = []): Array<{ path: Array<string | number>; schema: Json }> {
+function nodesOf(
+  schemas: SchemaArbitraries,
+  schema: Json,
+  value: unknown,
+  path: Array<string | number> = [],
+): Array<{ path: Array<string | number>; schema: Json }> {
   const nodes = [{ path, schema }];
   const resolved = schemas.resolve(schema);
   if (Array.isArray(value) && resolved.items) {
     value.forEach((item, index) => nodes.push(...nodesOf(schemas, resolved.items, item, [...path, index])));
   } else if (value && typeof value === 'object' && !(value instanceof RawJson) && !(value instanceof WorldRef)) {
     for (const [key, member] of Object.entries(value)) {
-      const memberSchema = resolved.properties?.[key] ?? (typeof resolved.additionalProperties === 'object' ? resolved.additionalProperties : undefined);
+      const memberSchema =
+        resolved.properties?.[key] ?? (typeof resolved.additionalProperties === 'object' ? resolved.additionalProperties : undefined);
       if (memberSchema) nodes.push(...nodesOf(schemas, memberSchema, member, [...path, key]));
     }
   }
@@ -424,7 +663,8 @@ function resolveRefs(value: unknown, world: World): unknown {
   if (value instanceof WorldRef) {
     const merchant = value.who === 'own' ? world.a : world.b;
     // A fifth of A's picks go to a merchant the fuzzer created instead.
-    if (value.pool === 'merchant') return value.who === 'own' && value.pick % 5 === 4 ? pickFrom(world.others, value.pick, merchant.id) : merchant.id;
+    if (value.pool === 'merchant')
+      return value.who === 'own' && value.pick % 5 === 4 ? pickFrom(world.others, value.pick, merchant.id) : merchant.id;
     if (value.pool === 'media') return pickFrom(world.mediaKeys, value.pick, 'none.jpg');
     const pool = merchant.pools[value.pool] as Array<string | number>;
     const numeric = /Ids$/.test(value.pool);
@@ -436,7 +676,8 @@ function resolveRefs(value: unknown, world: World): unknown {
   return value;
 }
 
-const uniqueBy = <T>(items: T[], key: (item: T) => string) => items.filter((item, index) => items.findIndex((other) => key(other) === key(item)) === index);
+const uniqueBy = <T>(items: T[], key: (item: T) => string) =>
+  items.filter((item, index) => items.findIndex((other) => key(other) === key(item)) === index);
 
 /**
  * The rules between members that the documents state in prose rather than in schemas (no
@@ -446,12 +687,13 @@ const uniqueBy = <T>(items: T[], key: (item: T) => string) => items.filter((item
 function keepValid(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(keepValid);
   if (!value || typeof value !== 'object' || value instanceof RawJson) return value;
-  const body = Object.fromEntries(Object.entries(value).map(([k, v]) => [k, keepValid(v)])) as Json;
+  const body: Json = Object.fromEntries(Object.entries(value).map(([k, v]) => [k, keepValid(v)]));
   for (const member of ['events', 'eans', 'excluded_stores']) {
     if (Array.isArray(body[member])) body[member] = uniqueBy(body[member] as unknown[], String);
   }
   if (Array.isArray(body.offers)) body.offers = uniqueBy(body.offers as Json[], (o) => String(o.supplier_ref));
-  if (Array.isArray(body.supplier_attributes)) body.supplier_attributes = uniqueBy(body.supplier_attributes as Json[], (a) => `${a.supplier_ref}\u0000${a.key}`);
+  if (Array.isArray(body.supplier_attributes))
+    body.supplier_attributes = uniqueBy(body.supplier_attributes as Json[], (a) => `${a.supplier_ref}\u0000${a.key}`);
   if (body.own_stock && typeof body.own_stock === 'object' && (body.own_stock.cost == null) !== (body.own_stock.currency == null)) {
     body.own_stock = { quantity: body.own_stock.quantity };
   }
@@ -494,26 +736,41 @@ function encoded(value: unknown): string {
 
 /** Header values must be Latin-1 without controls to be sendable at all. */
 function headerText(value: unknown): string {
-  return asText(value).replace(/[^\x20-\x7e\x80-\xff]/g, '?').slice(0, 8000);
+  return asText(value)
+    .replace(/[^\x20-\x7e\x80-\xff]/g, '?')
+    .slice(0, 8000);
 }
 
 function authorization(choice: AuthChoice, operation: FuzzOperation, world: World): string | undefined {
   const own = operation.auth === 'admin' ? ADMIN_TOKEN : world.a.key;
   switch (choice) {
-    case 'good': return operation.auth === 'none' ? undefined : `Bearer ${own}`;
-    case 'other-merchant': return `Bearer ${world.b.key}`;
-    case 'none': return undefined;
-    case 'empty': return 'Bearer ';
-    case 'basic': return `Basic ${Buffer.from(`admin:${own}`).toString('base64')}`;
-    case 'garbage': return `Bearer cps_${'A'.repeat(43)}`;
-    case 'revoked': return `Bearer ${world.a.revokedKey}`;
+    case 'good':
+      return operation.auth === 'none' ? undefined : `Bearer ${own}`;
+    case 'other-merchant':
+      return `Bearer ${world.b.key}`;
+    case 'none':
+      return undefined;
+    case 'empty':
+      return 'Bearer ';
+    case 'basic':
+      return `Basic ${Buffer.from(`admin:${own}`).toString('base64')}`;
+    case 'garbage':
+      return `Bearer cps_${'A'.repeat(43)}`;
+    case 'revoked':
+      return `Bearer ${world.a.revokedKey}`;
     // An API key on the admin API, the admin token on the public API.
-    case 'wrong-api': return `Bearer ${operation.auth === 'admin' ? world.a.key : ADMIN_TOKEN}`;
-    case 'lowercase': return `bearer ${own}`;
-    case 'spaces': return `Bearer    ${own}  `;
-    case 'trailing-junk': return `Bearer ${own} extra`;
-    case 'huge': return `Bearer ${own}${'x'.repeat(7000)}`;
-    default: return undefined;
+    case 'wrong-api':
+      return `Bearer ${operation.auth === 'admin' ? world.a.key : ADMIN_TOKEN}`;
+    case 'lowercase':
+      return `bearer ${own}`;
+    case 'spaces':
+      return `Bearer    ${own}  `;
+    case 'trailing-junk':
+      return `Bearer ${own} extra`;
+    case 'huge':
+      return `Bearer ${own}${'x'.repeat(7000)}`;
+    default:
+      return undefined;
   }
 }
 
@@ -530,9 +787,14 @@ function build(plan: RequestPlan, world: World, limits: FuzzLimits): BuiltReques
   const { operation } = plan;
   const path = resolveRefs(plan.path, world) as Record<string, unknown>;
   // Merchant B is only ever read: a write aimed at B goes to A (its ids in A's paths stay).
-  if (operation.api === 'admin' && operation.method !== 'GET' && lenientNumber(path.merchant_id) === world.b.id) path.merchant_id = world.a.id;
+  if (operation.api === 'admin' && operation.method !== 'GET' && lenientNumber(path.merchant_id) === world.b.id)
+    path.merchant_id = world.a.id;
   // A's reading key is never revoked, or the rest of the run would read nothing.
-  if (operation.operationId === 'revokeApiKey' && lenientNumber(path.merchant_id) === world.a.id && lenientNumber(path.key_id) === world.a.keyId) {
+  if (
+    operation.operationId === 'revokeApiKey' &&
+    lenientNumber(path.merchant_id) === world.a.id &&
+    lenientNumber(path.key_id) === world.a.keyId
+  ) {
     path.key_id = pickFrom(world.a.pools.apiKeyIds, 0, 987654);
   }
   // An own delivery is addressed under its own endpoint (other pairings are 404 probes already).
@@ -552,7 +814,7 @@ function build(plan: RequestPlan, world: World, limits: FuzzLimits): BuiltReques
 
   const headers: Record<string, string> = {};
   for (const [name, raw] of resolveRefs(plan.headers, world) as Array<[string, unknown]>) {
-    headers[name] = raw === 'etag' && /^if-none-match$/i.test(name) ? world.etags.get(pathname) ?? '"none"' : headerText(raw);
+    headers[name] = raw === 'etag' && /^if-none-match$/i.test(name) ? (world.etags.get(pathname) ?? '"none"') : headerText(raw);
   }
   const auth = authorization(plan.auth, operation, world);
   if (auth !== undefined) headers.Authorization = auth;
@@ -562,7 +824,7 @@ function build(plan: RequestPlan, world: World, limits: FuzzLimits): BuiltReques
   let bodySize = 0;
   let expect: Expectation | undefined;
   const limit = operation.body?.contentType === 'application/x-ndjson' ? limits.importBodyBytes : limits.adminBodyBytes;
-  const plannedBody = plan.body ? resolveRefs(plan.body, world) as BodyPlan : undefined;
+  const plannedBody = plan.body ? (resolveRefs(plan.body, world) as BodyPlan) : undefined;
   if (plannedBody && plan.variant === 'valid') {
     if (plannedBody.kind === 'json') plannedBody.value = keepValid(plannedBody.value);
     if (plannedBody.kind === 'ndjson') plannedBody.lines = plannedBody.lines.map(keepValid);
@@ -570,9 +832,18 @@ function build(plan: RequestPlan, world: World, limits: FuzzLimits): BuiltReques
   if (plannedBody) {
     if (plannedBody.contentType) headers['Content-Type'] = plannedBody.contentType;
     switch (plannedBody.kind) {
-      case 'json': bodyText = toJsonText(plannedBody.value); body = bodyText; break;
-      case 'text': bodyText = plannedBody.text; body = bodyText; break;
-      case 'bytes': body = plannedBody.bytes; bodySize = plannedBody.bytes.length; break;
+      case 'json':
+        bodyText = toJsonText(plannedBody.value);
+        body = bodyText;
+        break;
+      case 'text':
+        bodyText = plannedBody.text;
+        body = bodyText;
+        break;
+      case 'bytes':
+        body = plannedBody.bytes;
+        bodySize = plannedBody.bytes.length;
+        break;
       case 'ndjson':
         bodyText = plannedBody.lines.map((line) => (line instanceof RawLine ? line.text : toJsonText(line))).join('\n');
         body = bodyText;
@@ -581,30 +852,42 @@ function build(plan: RequestPlan, world: World, limits: FuzzLimits): BuiltReques
         bodyText = deepText(plannedBody.depth, plannedBody.shape);
         body = bodyText;
         if (plannedBody.depth > limits.maxJsonDepth && Buffer.byteLength(bodyText) <= limit) {
-          expect = { status: 400, code: 'invalid_body', name: /^\/$/, reason: /nested deeper than/, why: `a body nested ${plannedBody.depth} deep (limit ${limits.maxJsonDepth})` };
+          expect = {
+            status: 400,
+            code: 'invalid_body',
+            name: /^\/$/,
+            reason: /nested deeper than/,
+            why: `a body nested ${plannedBody.depth} deep (limit ${limits.maxJsonDepth})`,
+          };
         }
         break;
       }
       case 'oversized': {
         const size = limit + plannedBody.extra;
-        const filler = operation.body?.contentType === 'application/x-ndjson'
-          ? `${JSON.stringify({ op: 'delete_product', ref: 'OVERSIZE' })}\n`
-          : '';
+        const filler =
+          operation.body?.contentType === 'application/x-ndjson' ? `${JSON.stringify({ op: 'delete_product', ref: 'OVERSIZE' })}\n` : '';
         const text = filler ? filler.repeat(Math.ceil(size / filler.length)) : `{"name":"${'x'.repeat(size)}"}`;
         bodySize = Buffer.byteLength(text);
         body = plannedBody.chunked ? () => chunkedStream(text) : text;
         bodyText = '';
         // Only an operation that takes a body limits it; the others never read one.
-        if (operation.body) expect = { status: 413, code: 'payload_too_large', why: `a body of ${bodySize} bytes (limit ${limit})${plannedBody.chunked ? ' sent chunked' : ''}` };
+        if (operation.body)
+          expect = {
+            status: 413,
+            code: 'payload_too_large',
+            why: `a body of ${bodySize} bytes (limit ${limit})${plannedBody.chunked ? ' sent chunked' : ''}`,
+          };
         break;
       }
-      case 'none': break;
+      case 'none':
+        break;
       default:
     }
     if (typeof body === 'string') bodySize = Buffer.byteLength(body);
   }
   // Bad credentials answer 401 before anything else is looked at.
-  if (operation.auth !== 'none' && !GOOD_AUTH.has(plan.auth)) expect = { status: 401, code: 'unauthorized', why: `credentials "${plan.auth}"` };
+  if (operation.auth !== 'none' && !GOOD_AUTH.has(plan.auth))
+    expect = { status: 401, code: 'unauthorized', why: `credentials "${plan.auth}"` };
 
   let scope: BuiltRequest['scope'] = 'nobody';
   if (operation.api === 'public' && GOOD_AUTH.has(plan.auth)) scope = plan.auth === 'other-merchant' ? world.b : world.a;
@@ -615,7 +898,14 @@ function build(plan: RequestPlan, world: World, limits: FuzzLimits): BuiltReques
     else if (merchantId === world.b.id) scope = world.b;
   }
   return {
-    plan, method: operation.method, pathAndQuery, headers, body, bodySize, scope, expect,
+    plan,
+    method: operation.method,
+    pathAndQuery,
+    headers,
+    body,
+    bodySize,
+    scope,
+    expect,
     echo: `${safeDecode(pathAndQuery)}\n${bodyText.length > 200_000 ? '' : bodyText}`,
   };
 }
@@ -685,16 +975,29 @@ async function send(baseUrl: string, request: BuiltRequest): Promise<Sent> {
     redirect: 'manual',
     signal: AbortSignal.timeout(20_000),
     ...(body instanceof ReadableStream ? { duplex: 'half' } : {}),
-  } as RequestInit);
+  });
   return { status: response.status, headers: response.headers, text: await response.text() };
 }
 
 function describe(request: BuiltRequest): string {
-  const headers = Object.entries(request.headers).map(([k, v]) => `${k}: ${v.length > 120 ? `${v.slice(0, 120)}... (${v.length} chars)` : v}`);
-  const body = typeof request.body === 'string'
-    ? request.body.length > 600 ? `${JSON.stringify(request.body.slice(0, 600))}... (${request.bodySize} bytes)` : JSON.stringify(request.body)
-    : request.body ? `<${request.bodySize} bytes${typeof request.body === 'function' ? ', chunked' : ''}>` : '';
-  return [`${request.method} ${request.pathAndQuery.length > 400 ? `${request.pathAndQuery.slice(0, 400)}...` : request.pathAndQuery}`, ...headers, body].filter(Boolean).join('\n    ');
+  const headers = Object.entries(request.headers).map(
+    ([k, v]) => `${k}: ${v.length > 120 ? `${v.slice(0, 120)}... (${v.length} chars)` : v}`,
+  );
+  const body =
+    typeof request.body === 'string'
+      ? request.body.length > 600
+        ? `${JSON.stringify(request.body.slice(0, 600))}... (${request.bodySize} bytes)`
+        : JSON.stringify(request.body)
+      : request.body
+        ? `<${request.bodySize} bytes${typeof request.body === 'function' ? ', chunked' : ''}>`
+        : '';
+  return [
+    `${request.method} ${request.pathAndQuery.length > 400 ? `${request.pathAndQuery.slice(0, 400)}...` : request.pathAndQuery}`,
+    ...headers,
+    body,
+  ]
+    .filter(Boolean)
+    .join('\n    ');
 }
 
 /** Every way the response breaks the rules; empty when it is fine. */
@@ -702,7 +1005,13 @@ function check(request: BuiltRequest, response: Sent, world: World, plans: PlanA
   const problems: string[] = [];
   if (response.status >= 500) problems.push(`server error ${response.status}: ${response.text.slice(0, 300)}`);
   try {
-    contractFor(request.pathAndQuery).validateResponse(request.method, `http://x${request.pathAndQuery}`, response.status, response.headers, response.text);
+    contractFor(request.pathAndQuery).validateResponse(
+      request.method,
+      `http://x${request.pathAndQuery}`,
+      response.status,
+      response.headers,
+      response.text,
+    );
   } catch (error) {
     if (!(error instanceof ContractViolation)) throw error;
     problems.push(`contract: ${error.message.slice(0, 600)}`);
@@ -712,9 +1021,14 @@ function check(request: BuiltRequest, response: Sent, world: World, plans: PlanA
     let body: Json | undefined;
     try {
       body = JSON.parse(response.text);
-    } catch { /* judged by the status */ }
-    if (response.status !== status || (code && body?.code !== code)
-      || (name && !(body?.invalid_params as Json[] | undefined)?.some((p) => name.test(p.name) && (!reason || reason.test(p.reason))))) {
+    } catch {
+      /* judged by the status */
+    }
+    if (
+      response.status !== status ||
+      (code && body?.code !== code) ||
+      (name && !(body?.invalid_params as Json[] | undefined)?.some((p) => name.test(p.name) && (!reason || reason.test(p.reason))))
+    ) {
       problems.push(`expected ${status}${code ? ` ${code}` : ''} for ${why}, got ${response.status}: ${response.text.slice(0, 300)}`);
     }
   }
@@ -734,14 +1048,16 @@ function tenancyProblems(request: BuiltRequest, response: Sent, world: World, pl
   for (const other of others) {
     for (const marker of other.markers) {
       if (response.text.includes(marker) && !request.echo.includes(marker)) {
-        problems.push(`tenancy: "${marker.trim()}" of merchant ${other.label} in a response for ${request.scope === 'nobody' ? 'no merchant' : `merchant ${(request.scope as SeededMerchant).label}`}`);
+        problems.push(
+          `tenancy: "${marker.trim()}" of merchant ${other.label} in a response for ${request.scope === 'nobody' ? 'no merchant' : `merchant ${request.scope.label}`}`,
+        );
       }
     }
   }
   const { operation } = request.plan;
   const schemas = operation.api === 'admin' ? plans.adminSchemas : plans.publicSchemas;
   const declared = operation.responses[String(response.status)] as Json | undefined;
-  const schema = declared ? schemas.resolve(declared).content?.['application/json']?.schema as Json | undefined : undefined;
+  const schema = declared ? (schemas.resolve(declared).content?.['application/json']?.schema as Json | undefined) : undefined;
   if (response.status < 300 && schema) {
     let value: unknown;
     try {
@@ -752,7 +1068,10 @@ function tenancyProblems(request: BuiltRequest, response: Sent, world: World, pl
     const ids = idsInResponse(schemas, schema, value);
     for (const other of others) {
       for (const [kind, id] of ids) {
-        if (other.ids[kind].has(id)) problems.push(`tenancy: ${kind} ${id} of merchant ${other.label} in a response for ${request.scope === 'nobody' ? 'no merchant' : `merchant ${(request.scope as SeededMerchant).label}`}`);
+        if (other.ids[kind].has(id))
+          problems.push(
+            `tenancy: ${kind} ${id} of merchant ${other.label} in a response for ${request.scope === 'nobody' ? 'no merchant' : `merchant ${request.scope.label}`}`,
+          );
       }
     }
     if (request.scope === world.a && !problems.length) harvest(world.a, ids);
@@ -761,7 +1080,13 @@ function tenancyProblems(request: BuiltRequest, response: Sent, world: World, pl
 }
 
 const HARVESTED: Partial<Record<string, PoolName>> = {
-  product: 'productIds', store: 'storeIds', group: 'groupIds', rule: 'ruleIds', endpoint: 'endpointIds', delivery: 'deliveryIds', apiKey: 'apiKeyIds',
+  product: 'productIds',
+  store: 'storeIds',
+  group: 'groupIds',
+  rule: 'ruleIds',
+  endpoint: 'endpointIds',
+  delivery: 'deliveryIds',
+  apiKey: 'apiKeyIds',
 };
 
 /** New ids of A's seen in its responses join A's pools, so later requests address them. */
@@ -807,53 +1132,77 @@ export async function runContractFuzz(service: TestService, options: FuzzOptions
   const world = await seedWorld(service);
   const before = await snapshotOf(service, world.b);
   const report: FuzzReport = {
-    seed: options.seed, requests: 0, milliseconds: 0, byOperation: {}, byVariant: {},
-    operations: operations.map((o) => o.operationId), failures: [],
+    seed: options.seed,
+    requests: 0,
+    milliseconds: 0,
+    byOperation: {},
+    byVariant: {},
+    operations: operations.map((o) => o.operationId),
+    failures: [],
   };
   const restoreEvery = options.restoreEvery ?? 200;
   const request = requestArbitrary(plans, operations);
 
-  const details = await fc.check(fc.asyncProperty(request, async (plan) => {
-    const index = ++report.requests;
-    if (index % restoreEvery === 0) await restore(service, world.a);
-    if (index % Math.ceil(restoreEvery / 2) === 0) await refreshPools(service, world.a);
-    const built = build(plan, world, options.limits);
-    let problems: string[];
-    let status: number | 'no response';
-    let responseText = '';
-    try {
-      const response = await send(service.url, built);
-      status = response.status;
-      responseText = response.text;
-      problems = check(built, response, world, plans);
-      const etag = response.headers.get('etag');
-      if (etag && response.status === 200) world.etags.set(built.pathAndQuery.split('?')[0]!, etag);
-    } catch (error) {
-      status = 'no response';
-      problems = [`no response: ${(error as Error).message}${(error as { cause?: Error }).cause ? ` (${(error as { cause: Error }).cause.message})` : ''}`];
-    }
-    if (plan.operation.operationId === 'createMerchant' && status === 201 && world.others.length < 10) {
-      world.others.push(Number(/"id":(\d+)/.exec(responseText)?.[1]));
-    }
-    const counts = (report.byOperation[plan.operation.operationId] ??= {});
-    counts[String(status)] = (counts[String(status)] ?? 0) + 1;
-    report.byVariant[plan.variant] = (report.byVariant[plan.variant] ?? 0) + 1;
-    for (const problem of problems) {
-      report.failures.push({ seed: options.seed, index, operationId: plan.operation.operationId, variant: plan.variant, request: describe(built), status, problem });
-    }
-    if (index % 1000 === 0) options.onProgress?.(index);
-    // Failing requests are collected, not thrown: the run goes on, and nothing is shrunk (the
-    // service's state moves on with every request, so a replay needs the whole sequence).
-    return true;
-  }), { seed: options.seed, numRuns: options.requests, endOnFailure: true });
+  const details = await fc.check(
+    fc.asyncProperty(request, async (plan) => {
+      const index = ++report.requests;
+      if (index % restoreEvery === 0) await restore(service, world.a);
+      if (index % Math.ceil(restoreEvery / 2) === 0) await refreshPools(service, world.a);
+      const built = build(plan, world, options.limits);
+      let problems: string[];
+      let status: number | 'no response';
+      let responseText = '';
+      try {
+        const response = await send(service.url, built);
+        status = response.status;
+        responseText = response.text;
+        problems = check(built, response, world, plans);
+        const etag = response.headers.get('etag');
+        if (etag && response.status === 200) world.etags.set(built.pathAndQuery.split('?')[0]!, etag);
+      } catch (error) {
+        status = 'no response';
+        problems = [
+          `no response: ${(error as Error).message}${(error as { cause?: Error }).cause ? ` (${(error as { cause: Error }).cause.message})` : ''}`,
+        ];
+      }
+      if (plan.operation.operationId === 'createMerchant' && status === 201 && world.others.length < 10) {
+        world.others.push(Number(/"id":(\d+)/.exec(responseText)?.[1]));
+      }
+      const counts = (report.byOperation[plan.operation.operationId] ??= {});
+      counts[String(status)] = (counts[String(status)] ?? 0) + 1;
+      report.byVariant[plan.variant] = (report.byVariant[plan.variant] ?? 0) + 1;
+      for (const problem of problems) {
+        report.failures.push({
+          seed: options.seed,
+          index,
+          operationId: plan.operation.operationId,
+          variant: plan.variant,
+          request: describe(built),
+          status,
+          problem,
+        });
+      }
+      if (index % 1000 === 0) options.onProgress?.(index);
+      // Failing requests are collected, not thrown: the run goes on, and nothing is shrunk (the
+      // service's state moves on with every request, so a replay needs the whole sequence).
+      return true;
+    }),
+    { seed: options.seed, numRuns: options.requests, endOnFailure: true },
+  );
   // A failure of the fuzzer itself (an exception rather than a failing request) ends the run early.
-  if (details.failed && details.errorInstance) throw details.errorInstance;
+  if (details.failed && details.errorInstance)
+    throw details.errorInstance instanceof Error ? details.errorInstance : new Error('the fuzzer failed', { cause: details.errorInstance });
 
   const after = await snapshotOf(service, world.b);
   if (JSON.stringify(after) !== JSON.stringify(before)) {
     report.failures.push({
-      seed: options.seed, index: report.requests, operationId: '(end of run)', variant: 'snapshot', request: 'merchant B read back over its own paths and key',
-      status: 'no response', problem: `tenancy: merchant B changed although only merchant A was written to:\n${firstDifference(before, after)}`,
+      seed: options.seed,
+      index: report.requests,
+      operationId: '(end of run)',
+      variant: 'snapshot',
+      request: 'merchant B read back over its own paths and key',
+      status: 'no response',
+      problem: `tenancy: merchant B changed although only merchant A was written to:\n${firstDifference(before, after)}`,
     });
   }
   report.milliseconds = Date.now() - started;
@@ -869,20 +1218,30 @@ function firstDifference(before: unknown, after: unknown): string {
 
 /** The run as text: requests per operation and status, variants, and each failure with its seed. */
 export function formatReport(report: FuzzReport): string {
-  const lines = [`contract fuzz: seed ${report.seed}, ${report.requests} requests in ${(report.milliseconds / 1000).toFixed(1)} s, ${report.failures.length} failure(s)`];
+  const lines = [
+    `contract fuzz: seed ${report.seed}, ${report.requests} requests in ${(report.milliseconds / 1000).toFixed(1)} s, ${report.failures.length} failure(s)`,
+  ];
   lines.push('', 'requests by operation and status:');
   for (const operationId of report.operations) {
     const counts = report.byOperation[operationId] ?? {};
     const total = Object.values(counts).reduce((sum, n) => sum + n, 0);
-    const statuses = Object.entries(counts).sort(([x], [y]) => x.localeCompare(y)).map(([status, n]) => `${status}: ${n}`).join(', ');
+    const statuses = Object.entries(counts)
+      .sort(([x], [y]) => x.localeCompare(y))
+      .map(([status, n]) => `${status}: ${n}`)
+      .join(', ');
     lines.push(`  ${operationId.padEnd(28)} ${String(total).padStart(5)}  ${statuses || 'never sent'}`);
   }
   lines.push('', 'requests by kind:');
-  for (const [variant, n] of Object.entries(report.byVariant).sort(([, x], [, y]) => y - x)) lines.push(`  ${variant.padEnd(28)} ${String(n).padStart(5)}`);
+  for (const [variant, n] of Object.entries(report.byVariant).sort(([, x], [, y]) => y - x))
+    lines.push(`  ${variant.padEnd(28)} ${String(n).padStart(5)}`);
   for (const failure of report.failures.slice(0, 50)) {
-    lines.push('', `FAILURE at request ${failure.index} (${failure.operationId}, ${failure.variant}) -> ${failure.status}`,
-      `  ${failure.problem}`, `  request: ${failure.request}`,
-      `  reproduce: npm run fuzz -- --seed ${failure.seed} --requests ${failure.index}`);
+    lines.push(
+      '',
+      `FAILURE at request ${failure.index} (${failure.operationId}, ${failure.variant}) -> ${failure.status}`,
+      `  ${failure.problem}`,
+      `  request: ${failure.request}`,
+      `  reproduce: npm run fuzz -- --seed ${failure.seed} --requests ${failure.index}`,
+    );
   }
   if (report.failures.length > 50) lines.push('', `... and ${report.failures.length - 50} more failure(s)`);
   return lines.join('\n');

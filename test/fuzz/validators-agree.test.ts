@@ -48,13 +48,19 @@ function nearMisses(arbitraries: SchemaArbitraries, schema: Json, depth = 0): fc
   if (typeof resolved.maximum === 'number') options.push(fc.constantFrom(resolved.maximum, resolved.maximum + 1, resolved.maximum - 0.5));
   if (depth < 3 && resolved.properties) {
     for (const [name, member] of Object.entries(resolved.properties as Record<string, Json>)) {
-      options.push(fc.tuple(arbitraries.valid(schema) as fc.Arbitrary<Json>, nearMisses(arbitraries, member, depth + 1))
-        .map(([value, bad]) => ({ ...value, [name]: bad })));
+      options.push(
+        fc
+          .tuple(arbitraries.valid(schema) as fc.Arbitrary<Json>, nearMisses(arbitraries, member, depth + 1))
+          .map(([value, bad]) => ({ ...value, [name]: bad })),
+      );
     }
   }
   if (depth < 3 && resolved.items) {
-    options.push(fc.tuple(arbitraries.valid(schema) as fc.Arbitrary<unknown[]>, nearMisses(arbitraries, resolved.items, depth + 1))
-      .map(([items, bad]) => [...items, bad]));
+    options.push(
+      fc
+        .tuple(arbitraries.valid(schema) as fc.Arbitrary<unknown[]>, nearMisses(arbitraries, resolved.items, depth + 1))
+        .map(([items, bad]) => [...items, bad]),
+    );
   }
   return fc.oneof(...options);
 }
@@ -65,9 +71,11 @@ const asSent = (value: unknown) => JSON.parse(toJsonText(value));
 /** A parameter value as a client writes it (style form/simple, explode false: arrays comma-joined). */
 function serialize(value: unknown): string | undefined {
   if (value instanceof RawJson) return value.text;
-  if (Array.isArray(value)) return value.every((v) => typeof v !== 'object' || v instanceof RawJson) ? value.map(serialize).join(',') : undefined;
+  if (Array.isArray(value))
+    return value.every((v) => typeof v !== 'object' || v instanceof RawJson) ? value.map(serialize).join(',') : undefined;
   if (value === null || typeof value === 'object') return undefined;
-  return String(value);
+  const scalar = value as string | number | boolean | undefined; // not an object: the line above
+  return String(scalar);
 }
 
 /** The document's reading of a parameter's text: the value of the schema's type it spells, else the text. */
@@ -122,7 +130,9 @@ function cases(api: string, doc: Json, routes: Record<string, any>): Case[] {
       const parameters = [...(item.parameters ?? []), ...(operation.parameters ?? [])];
       parameters.forEach((reference: Json) => {
         const parameter = reference.$ref ? arbitraries.resolve(reference) : reference;
-        const pointer = reference.$ref ? `${(reference.$ref as string).slice(1)}/schema` : `${at}/parameters/${(operation.parameters as Json[]).indexOf(reference)}/schema`;
+        const pointer = reference.$ref
+          ? `${(reference.$ref as string).slice(1)}/schema`
+          : `${at}/parameters/${(operation.parameters as Json[]).indexOf(reference)}/schema`;
         const schema = arbitraries.resolve(parameter.schema);
         const part = { path: 'params', query: 'query', header: 'headers' }[parameter.in as string]!;
         const key = parameter.in === 'header' ? parameter.name.toLowerCase() : parameter.name;
@@ -134,7 +144,10 @@ function cases(api: string, doc: Json, routes: Record<string, any>): Case[] {
           ajv: validate,
           arbitrary: fc.oneof(arbitraries.valid(parameter.schema), nearMisses(arbitraries, parameter.schema), fc.constant(undefined)),
           inputs: (value) => {
-            if (value === undefined) return parameter.required ? { zod: undefined, ajv: Symbol('missing') } : { zod: undefined, ajv: schema.default ?? 'absent', exempt: !('default' in schema) && false };
+            if (value === undefined)
+              return parameter.required
+                ? { zod: undefined, ajv: Symbol('missing') }
+                : { zod: undefined, ajv: schema.default ?? 'absent', exempt: !('default' in schema) && false };
             const text = serialize(value);
             if (text === undefined) return undefined;
             const decoded = decode(text, schema);
@@ -151,13 +164,16 @@ describe('the generated zod schemas and Ajv over the bundled documents', () => {
   for (const { api, doc, routes } of DOCUMENTS) {
     for (const c of cases(api, doc, routes)) {
       it(`agree on ${api} ${c.name}`, () => {
-        fc.assert(fc.property(c.arbitrary, (value) => {
-          const input = c.inputs(value);
-          if (!input || input.exempt) return;
-          const byZod = c.zod.safeParse(input.zod).success;
-          const byAjv = typeof input.ajv === 'symbol' ? false : input.ajv === 'absent' ? true : c.ajv(input.ajv);
-          expect({ input: input.zod, zod: byZod }).toEqual({ input: input.zod, zod: byAjv });
-        }), { numRuns: RUNS });
+        fc.assert(
+          fc.property(c.arbitrary, (value) => {
+            const input = c.inputs(value);
+            if (!input || input.exempt) return;
+            const byZod = c.zod.safeParse(input.zod).success;
+            const byAjv = typeof input.ajv === 'symbol' ? false : input.ajv === 'absent' ? true : c.ajv(input.ajv);
+            expect({ input: input.zod, zod: byZod }).toEqual({ input: input.zod, zod: byAjv });
+          }),
+          { numRuns: RUNS },
+        );
       });
     }
   }

@@ -103,18 +103,35 @@ function catalogOf(animal: string) {
     stores: {
       de: { name: `${animal} Deutschland`, locale: 'de-DE', currency: 'EUR', is_default: true, active: true, exclude_out_of_stock: false },
       pl: { name: `${animal} Polska`, locale: 'pl-PL', currency: 'PLN', is_default: false, active: true, exclude_out_of_stock: true },
-      [`${lower}-outlet`]: { name: `${animal} Outlet`, locale: 'en-GB', currency: 'GBP', is_default: false, active: false, exclude_out_of_stock: false },
+      [`${lower}-outlet`]: {
+        name: `${animal} Outlet`,
+        locale: 'en-GB',
+        currency: 'GBP',
+        is_default: false,
+        active: false,
+        exclude_out_of_stock: false,
+      },
     } as Record<string, Json>,
     groups: ['retail', `${animal} VIP`],
-    rates: [['EUR', 'PLN', '4.25'], ['USD', 'EUR', '0.9'], ['EUR', 'GBP', '0.85']],
+    rates: [
+      ['EUR', 'PLN', '4.25'],
+      ['USD', 'EUR', '0.9'],
+      ['EUR', 'GBP', '0.85'],
+    ],
     suppliers: { alpine: `${animal} Alpine Supplies`, [`${lower}-direct`]: `${animal} Direct` } as Record<string, string>,
-    attributes: { weight: { unit: 'kg', labels: { de: 'Gewicht' } }, [`${lower}_color`]: { labels: { de: `${animal}farbe` } } } as Record<string, Json>,
+    attributes: { weight: { unit: 'kg', labels: { de: 'Gewicht' } }, [`${lower}_color`]: { labels: { de: `${animal}farbe` } } } as Record<
+      string,
+      Json
+    >,
     products: Array.from({ length: 5 }, (_, i) => ({
       ref: `${prefix}-${i + 1}`,
       source: {
         eans: [`40063813339${30 + i}`],
         manufacturer: `${animal} Works`,
-        content: { de: { title: `${animal} Zelt ${i + 1}`, description: `${animal} description ${i + 1}` }, pl: { title: `${animal} Namiot ${i + 1}` } },
+        content: {
+          de: { title: `${animal} Zelt ${i + 1}`, description: `${animal} description ${i + 1}` },
+          pl: { title: `${animal} Namiot ${i + 1}` },
+        },
         images: [{ url: `https://img.${lower}.example/${prefix}-${i + 1}.jpg` }],
         offers: [
           { supplier_ref: 'alpine', quantity: i, cost: `${10 + i}.50`, currency: 'EUR' },
@@ -146,13 +163,29 @@ async function seedMerchant(service: TestService, label: 'A' | 'B', animal: stri
   const endpoint = await seed.call('POST', `${base}/webhook-endpoints`, catalog.endpoint);
   ids.endpoint.add(endpoint.id);
   const merchantHandle: SeededMerchant = {
-    label, animal, id: merchant.id, base, key: main.key, keyId: main.id, revokedKey: revoked.key, ids,
+    label,
+    animal,
+    id: merchant.id,
+    base,
+    key: main.key,
+    keyId: main.id,
+    revokedKey: revoked.key,
+    ids,
     markers: [`${animal} `, `${animal.toLowerCase()}.example`],
     secrets: [main.key, spare.key, revoked.key, endpoint.secret],
     pools: {
-      productIds: [], productRefs: catalog.products.map((p) => p.ref), storeIds: [], storeSlugs: Object.keys(catalog.stores), groupIds: [],
-      ruleIds: [], supplierRefs: Object.keys(catalog.suppliers), attributeKeys: Object.keys(catalog.attributes),
-      currencies: ['EUR', 'PLN', 'USD', 'GBP'], endpointIds: [endpoint.id], deliveryIds: [], apiKeyIds: [spare.id, revoked.id],
+      productIds: [],
+      productRefs: catalog.products.map((p) => p.ref),
+      storeIds: [],
+      storeSlugs: Object.keys(catalog.stores),
+      groupIds: [],
+      ruleIds: [],
+      supplierRefs: Object.keys(catalog.suppliers),
+      attributeKeys: Object.keys(catalog.attributes),
+      currencies: ['EUR', 'PLN', 'USD', 'GBP'],
+      endpointIds: [endpoint.id],
+      deliveryIds: [],
+      apiKeyIds: [spare.id, revoked.id],
     },
     deliveryEndpoints: new Map(),
   };
@@ -211,7 +244,7 @@ export async function refreshPools(service: TestService, merchant: SeededMerchan
   const endpoints = await list('/webhook-endpoints');
   const keys = await list('/api-keys');
   const deliveries: Json[] = [];
-  for (const endpoint of endpoints.slice(0, 3)) deliveries.push(...await list(`/webhook-endpoints/${endpoint.id}/deliveries?limit=20`));
+  for (const endpoint of endpoints.slice(0, 3)) deliveries.push(...(await list(`/webhook-endpoints/${endpoint.id}/deliveries?limit=20`)));
   const products: Json[] = [];
   for (const ref of pools.productRefs.slice(0, 8)) {
     const response = await service.adminApi('GET', `${base}/products/${encodeURIComponent(ref)}`);
@@ -219,20 +252,58 @@ export async function refreshPools(service: TestService, merchant: SeededMerchan
   }
   // What exists now replaces what the pools held: a stale id would only ever answer 404.
   const merge = <T>(_current: T[], fresh: T[], cap = 12) => [...new Set(fresh)].slice(0, cap);
-  pools.storeIds = merge(pools.storeIds, stores.map((s) => s.id));
-  pools.storeSlugs = merge(pools.storeSlugs, stores.map((s) => s.slug));
-  pools.groupIds = merge(pools.groupIds, groups.map((g) => g.id));
-  pools.ruleIds = merge(pools.ruleIds, rules.map((r) => r.id));
-  pools.supplierRefs = merge(pools.supplierRefs, suppliers.map((s) => s.ref));
-  pools.attributeKeys = merge(pools.attributeKeys, attributes.map((a) => a.key));
-  pools.endpointIds = merge(pools.endpointIds, endpoints.map((e) => e.id));
-  pools.deliveryIds = merge(pools.deliveryIds, deliveries.map((d) => d.id));
+  pools.storeIds = merge(
+    pools.storeIds,
+    stores.map((s) => s.id),
+  );
+  pools.storeSlugs = merge(
+    pools.storeSlugs,
+    stores.map((s) => s.slug),
+  );
+  pools.groupIds = merge(
+    pools.groupIds,
+    groups.map((g) => g.id),
+  );
+  pools.ruleIds = merge(
+    pools.ruleIds,
+    rules.map((r) => r.id),
+  );
+  pools.supplierRefs = merge(
+    pools.supplierRefs,
+    suppliers.map((s) => s.ref),
+  );
+  pools.attributeKeys = merge(
+    pools.attributeKeys,
+    attributes.map((a) => a.key),
+  );
+  pools.endpointIds = merge(
+    pools.endpointIds,
+    endpoints.map((e) => e.id),
+  );
+  pools.deliveryIds = merge(
+    pools.deliveryIds,
+    deliveries.map((d) => d.id),
+  );
   for (const delivery of deliveries) merchant.deliveryEndpoints.set(delivery.id, delivery.endpoint_id);
-  pools.apiKeyIds = merge(pools.apiKeyIds, keys.map((k) => k.id).filter((id) => id !== merchant.keyId));
-  pools.productIds = merge(pools.productIds, products.map((p) => p.id));
+  pools.apiKeyIds = merge(
+    pools.apiKeyIds,
+    keys.map((k) => k.id).filter((id) => id !== merchant.keyId),
+  );
+  pools.productIds = merge(
+    pools.productIds,
+    products.map((p) => p.id),
+  );
   if (!initial) return;
-  for (const [kind, rows] of [['store', stores], ['group', groups], ['rule', rules], ['supplier', suppliers], ['endpoint', endpoints],
-    ['delivery', deliveries], ['apiKey', keys], ['product', products]] as [Kind, Json[]][]) {
+  for (const [kind, rows] of [
+    ['store', stores],
+    ['group', groups],
+    ['rule', rules],
+    ['supplier', suppliers],
+    ['endpoint', endpoints],
+    ['delivery', deliveries],
+    ['apiKey', keys],
+    ['product', products],
+  ] as [Kind, Json[]][]) {
     for (const row of rows) ids[kind].add(row.id);
   }
 }
@@ -262,13 +333,25 @@ export async function snapshotOf(service: TestService, merchant: SeededMerchant)
   // A key's last use is written by any request with B's key: the run's cross-tenant
   // attempts and this snapshot's own public reads. It is B's usage, not B's data.
   const withoutLastUse = (body: { data?: Record<string, unknown>[] }) =>
-    (Array.isArray(body?.data) ? { ...body, data: body.data.map(({ last_used_at: _used, ...key }) => key) } : body);
-  for (const part of ['', '/api-keys', '/stores', '/customer-groups', '/exchange-rates', '/pricing-rules', '/suppliers', '/attributes',
-    '/images', '/webhook-endpoints', '/notifications']) {
+    Array.isArray(body?.data) ? { ...body, data: body.data.map(({ last_used_at: _used, ...key }) => key) } : body;
+  for (const part of [
+    '',
+    '/api-keys',
+    '/stores',
+    '/customer-groups',
+    '/exchange-rates',
+    '/pricing-rules',
+    '/suppliers',
+    '/attributes',
+    '/images',
+    '/webhook-endpoints',
+    '/notifications',
+  ]) {
     const response = service.adminApi('GET', `${merchant.base}${part}`);
     await read(`admin ${part || '/'}`, part === '/api-keys' ? response.then((r) => ({ ...r, body: withoutLastUse(r.body) })) : response);
   }
-  for (const id of merchant.ids.endpoint) await read(`deliveries ${id}`, service.adminApi('GET', `${merchant.base}/webhook-endpoints/${id}/deliveries?limit=200`));
+  for (const id of merchant.ids.endpoint)
+    await read(`deliveries ${id}`, service.adminApi('GET', `${merchant.base}/webhook-endpoints/${id}/deliveries?limit=200`));
   for (const ref of merchant.pools.productRefs) await read(`product ${ref}`, service.adminApi('GET', `${merchant.base}/products/${ref}`));
   await read('public stores', service.api('/v1/stores', merchant.key));
   for (const store of ['de', 'pl']) {
@@ -282,7 +365,13 @@ export async function snapshotOf(service: TestService, merchant: SeededMerchant)
  * The ids of each kind a JSON response holds, found by walking it along its schema: a member
  * counts when the component it belongs to maps it in OWNED_MEMBERS.
  */
-export function idsInResponse(schemas: SchemaArbitraries, schema: Json, value: unknown, found: Array<[Kind, number]> = [], component?: string): Array<[Kind, number]> {
+export function idsInResponse(
+  schemas: SchemaArbitraries,
+  schema: Json,
+  value: unknown,
+  found: Array<[Kind, number]> = [],
+  component?: string,
+): Array<[Kind, number]> {
   const name = SchemaArbitraries.refName(schema) ?? component;
   const resolved = schemas.resolve(schema);
   if (Array.isArray(value)) {
@@ -296,7 +385,8 @@ export function idsInResponse(schemas: SchemaArbitraries, schema: Json, value: u
     if (kind) {
       for (const id of Array.isArray(memberValue) ? memberValue : [memberValue]) if (typeof id === 'number') found.push([kind, id]);
     }
-    const memberSchema = resolved.properties?.[member] ?? (typeof resolved.additionalProperties === 'object' ? resolved.additionalProperties : undefined);
+    const memberSchema =
+      resolved.properties?.[member] ?? (typeof resolved.additionalProperties === 'object' ? resolved.additionalProperties : undefined);
     if (memberSchema) idsInResponse(schemas, memberSchema, memberValue, found);
   }
   return found;

@@ -1,8 +1,6 @@
 // Every operation of openapi/admin.yaml over real HTTP, with its effect on the public API.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  adminOk, buildOutdoorCatalog, createMerchant, importNdjson, simpleProduct, type OutdoorCatalog,
-} from '../support/admin-http.js';
+import { adminOk, buildOutdoorCatalog, createMerchant, importNdjson, simpleProduct, type OutdoorCatalog } from '../support/admin-http.js';
 import { ADMIN_TOKEN, startTestService, type TestService } from '../support/service.js';
 
 let service: TestService;
@@ -34,7 +32,12 @@ describe('admin authentication', () => {
 
   it('answers 401 with exactly the documented challenge to a wrong admin token', async () => {
     for (const token of [`${ADMIN_TOKEN}x`, 'cps_not_the_admin_token']) {
-      const response = await service.adminApi('POST', '/admin/v1/merchants', { name: 'Intruder' }, { headers: { Authorization: `Bearer ${token}` } });
+      const response = await service.adminApi(
+        'POST',
+        '/admin/v1/merchants',
+        { name: 'Intruder' },
+        { headers: { Authorization: `Bearer ${token}` } },
+      );
       expect(response.status).toBe(401);
       expect(response.headers.get('www-authenticate')).toBe('Bearer realm="admin"');
       expect(response.body.code).toBe('unauthorized');
@@ -45,10 +48,15 @@ describe('admin authentication', () => {
 
   it('answers 401 on every admin operation without the token, before anything else', async () => {
     for (const [method, path] of [
-      ['GET', '/admin/v1/merchants/1'], ['PUT', '/admin/v1/merchants/1/stores/de'], ['DELETE', '/admin/v1/merchants/1/products/X'],
-      ['POST', '/admin/v1/merchants/1/imports'], ['GET', '/admin/v1/merchants/abc'],
+      ['GET', '/admin/v1/merchants/1'],
+      ['PUT', '/admin/v1/merchants/1/stores/de'],
+      ['DELETE', '/admin/v1/merchants/1/products/X'],
+      ['POST', '/admin/v1/merchants/1/imports'],
+      ['GET', '/admin/v1/merchants/abc'],
     ] as const) {
-      const response = await service.adminApi(method, path, method === 'GET' || method === 'DELETE' ? undefined : {}, { headers: { Authorization: '' } });
+      const response = await service.adminApi(method, path, method === 'GET' || method === 'DELETE' ? undefined : {}, {
+        headers: { Authorization: '' },
+      });
       expect(response.status, `${method} ${path}`).toBe(401);
     }
   });
@@ -58,12 +66,29 @@ describe('merchants', () => {
   it('creates a merchant with defaults and its catch-all pricing rule', async () => {
     const created = await service.adminApi('POST', '/admin/v1/merchants', { name: 'Fresh Merchant' });
     expect(created.status).toBe(201);
-    expect(created.body).toEqual({ id: expect.any(Number), name: 'Fresh Merchant', sku_pattern: null, owner_emails: [], created_at: expect.any(String) });
+    expect(created.body).toEqual({
+      id: expect.any(Number),
+      name: 'Fresh Merchant',
+      sku_pattern: null,
+      owner_emails: [],
+      created_at: expect.any(String),
+    });
     const rules = await adminOk(service, 'GET', `/admin/v1/merchants/${created.body.id}/pricing-rules`);
-    expect(rules.data).toEqual([{
-      id: expect.any(Number), priority: CATCH_ALL_PRIORITY, customer_group_id: null, store_id: null, manufacturer: null,
-      min_cost: null, max_cost: null, markup_percent: '0', markup_amount: '0', price_ending: null, is_catch_all: true,
-    }]);
+    expect(rules.data).toEqual([
+      {
+        id: expect.any(Number),
+        priority: CATCH_ALL_PRIORITY,
+        customer_group_id: null,
+        store_id: null,
+        manufacturer: null,
+        min_cost: null,
+        max_cost: null,
+        markup_percent: '0',
+        markup_amount: '0',
+        price_ending: null,
+        is_catch_all: true,
+      },
+    ]);
     for (const part of ['stores', 'customer-groups', 'suppliers', 'api-keys', 'exchange-rates', 'attributes']) {
       expect((await adminOk(service, 'GET', `/admin/v1/merchants/${created.body.id}/${part}`)).data, part).toEqual([]);
     }
@@ -80,7 +105,13 @@ describe('merchants', () => {
   });
 
   it('changes only the fields present in a PATCH', async () => {
-    const merchant = await adminOk(service, 'POST', '/admin/v1/merchants', { name: 'Patchable', sku_pattern: 'P-{id}', owner_emails: ['a@p.test'] }, 201);
+    const merchant = await adminOk(
+      service,
+      'POST',
+      '/admin/v1/merchants',
+      { name: 'Patchable', sku_pattern: 'P-{id}', owner_emails: ['a@p.test'] },
+      201,
+    );
     const patched = await adminOk(service, 'PATCH', `/admin/v1/merchants/${merchant.id}`, { owner_emails: ['b@p.test', 'c@p.test'] });
     expect(patched).toEqual({ ...merchant, owner_emails: ['b@p.test', 'c@p.test'] });
     const renamed = await adminOk(service, 'PATCH', `/admin/v1/merchants/${merchant.id}`, { name: 'Renamed' });
@@ -144,7 +175,14 @@ describe('API keys', () => {
     expect(list.status).toBe(200);
     expect(list.text).not.toContain(created.key);
     const entry = list.body.data.find((k: { id: number }) => k.id === created.id);
-    expect(entry).toEqual({ id: created.id, name: 'listed', prefix: created.prefix, created_at: created.created_at, revoked_at: null, last_used_at: null });
+    expect(entry).toEqual({
+      id: created.id,
+      name: 'listed',
+      prefix: created.prefix,
+      created_at: created.created_at,
+      revoked_at: null,
+      last_used_at: null,
+    });
     expect(list.body.data.every((k: Record<string, unknown>) => !('key' in k))).toBe(true);
     const ids = list.body.data.map((k: { id: number }) => k.id);
     expect(ids).toEqual([...ids].sort((x, y) => x - y));
@@ -184,8 +222,14 @@ describe('stores', () => {
     const { base } = await freshMerchant('First Store');
     const first = await adminOk(service, 'PUT', `${base}/stores/main`, storeBody('Main', { is_default: false }));
     expect(first).toEqual({
-      id: expect.any(Number), slug: 'main', name: 'Main', locale: 'de-DE', currency: 'EUR',
-      is_default: true, active: true, exclude_out_of_stock: false,
+      id: expect.any(Number),
+      slug: 'main',
+      name: 'Main',
+      locale: 'de-DE',
+      currency: 'EUR',
+      is_default: true,
+      active: true,
+      exclude_out_of_stock: false,
     });
     const second = await adminOk(service, 'PUT', `${base}/stores/second`, storeBody('Second'));
     expect(second.is_default).toBe(false);
@@ -209,7 +253,11 @@ describe('stores', () => {
     expect({ ...switched, is_default: false }).toEqual(c);
     expect(switched.is_default).toBe(true);
     const list = await adminOk(service, 'GET', `${base}/stores`);
-    expect(list.data.map((s: { slug: string; is_default: boolean }) => [s.slug, s.is_default])).toEqual([['c', true], ['a', false], ['b', false]]);
+    expect(list.data.map((s: { slug: string; is_default: boolean }) => [s.slug, s.is_default])).toEqual([
+      ['c', true],
+      ['a', false],
+      ['b', false],
+    ]);
     expect(list.data.map((s: { id: number }) => s.id)).toEqual([c.id, a.id, b.id]);
     const publicStores = await service.api('/v1/stores', merchant.key);
     expect(publicStores.body.data.map((s: { slug: string }) => s.slug)).toEqual(['c', 'a', 'b']);
@@ -220,7 +268,11 @@ describe('stores', () => {
     await adminOk(service, 'PUT', `${base}/stores/a`, storeBody('A'));
     await adminOk(service, 'PUT', `${base}/stores/b`, storeBody('B'));
     const before = await adminOk(service, 'GET', `${base}/stores`);
-    for (const body of [storeBody('A', { is_default: true, active: false }), storeBody('A', { is_default: false }), storeBody('A renamed')]) {
+    for (const body of [
+      storeBody('A', { is_default: true, active: false }),
+      storeBody('A', { is_default: false }),
+      storeBody('A renamed'),
+    ]) {
       const response = await service.adminApi('PUT', `${base}/stores/a`, body);
       expect(response.status).toBe(409);
       expect(response.body.code).toBe('conflict');
@@ -239,7 +291,7 @@ describe('stores', () => {
     expect((await adminOk(service, 'GET', `${base}/stores`)).data).toHaveLength(1);
   });
 
-  it('deletes a store: it answers 404 store_not_found and its slug leaves every product\'s excluded_stores', async () => {
+  it("deletes a store: it answers 404 store_not_found and its slug leaves every product's excluded_stores", async () => {
     const catalog = await buildOutdoorCatalog(service, 'Deleting Stores');
     const { base, key } = catalog.merchant;
     expect((await adminOk(service, 'GET', `${base}/products/LAMP-1`)).excluded_stores).toEqual(['pl']);
@@ -255,7 +307,13 @@ describe('stores', () => {
   it('answers 409 to deleting a store a pricing rule refers to', async () => {
     const catalog = await buildOutdoorCatalog(service, 'Rule On Store');
     const { base } = catalog.merchant;
-    const rule = await adminOk(service, 'POST', `${base}/pricing-rules`, { priority: 1, store_id: catalog.stores.jp.id, markup_percent: '5' }, 201);
+    const rule = await adminOk(
+      service,
+      'POST',
+      `${base}/pricing-rules`,
+      { priority: 1, store_id: catalog.stores.jp.id, markup_percent: '5' },
+      201,
+    );
     const refused = await service.adminApi('DELETE', `${base}/stores/jp`);
     expect(refused.status).toBe(409);
     expect(refused.body.code).toBe('conflict');
@@ -263,7 +321,7 @@ describe('stores', () => {
     await adminOk(service, 'DELETE', `${base}/stores/jp`);
   });
 
-  it('re-resolves a store\'s products when its locale or currency changes', async () => {
+  it("re-resolves a store's products when its locale or currency changes", async () => {
     const catalog = await buildOutdoorCatalog(service, 'Relocalized');
     const { base, key } = catalog.merchant;
     const { backpack } = catalog.products;
@@ -291,7 +349,10 @@ describe('stores', () => {
     expect(page.body.meta.total).toBe(2);
     expect(page.body.data).toHaveLength(2);
     const stores = await service.api('/v1/stores', key);
-    expect(stores.body.data.map((s: { id: number; slug: string }) => [s.slug, s.id])).toEqual([['de', expect.any(Number)], ['new', fresh.id]]);
+    expect(stores.body.data.map((s: { id: number; slug: string }) => [s.slug, s.id])).toEqual([
+      ['de', expect.any(Number)],
+      ['new', fresh.id],
+    ]);
   });
 });
 
@@ -312,7 +373,11 @@ describe('customer groups', () => {
     const product = await published(key, catalog.products.backpack.id);
     expect(product.prices.map((p: { customer_group: string }) => p.customer_group)).toEqual(['retail', 'wholesale', 'vip']);
     expect(priceOf(product, 'vip')).toEqual({
-      customer_group_id: vip.body.id, customer_group: 'vip', base_cost: 18.5, computed_price: 18.5, currency: 'EUR',
+      customer_group_id: vip.body.id,
+      customer_group: 'vip',
+      base_cost: 18.5,
+      computed_price: 18.5,
+      currency: 'EUR',
       applied_rule_id: catalog.rules.catchAll.id,
     });
   });
@@ -417,7 +482,11 @@ describe('pricing rules', () => {
 
   it('lists the rules in evaluation order, the catch-all rule last', async () => {
     const rules = await adminOk(service, 'GET', `${catalog.merchant.base}/pricing-rules`);
-    expect(rules.data.map((r: { id: number }) => r.id)).toEqual([catalog.rules.wholesale.id, catalog.rules.retail.id, catalog.rules.catchAll.id]);
+    expect(rules.data.map((r: { id: number }) => r.id)).toEqual([
+      catalog.rules.wholesale.id,
+      catalog.rules.retail.id,
+      catalog.rules.catchAll.id,
+    ]);
     expect(rules.data.at(-1)).toMatchObject({ is_catch_all: true, priority: CATCH_ALL_PRIORITY });
   });
 
@@ -433,11 +502,16 @@ describe('pricing rules', () => {
     await adminOk(service, 'POST', `${base}/customer-groups`, { name: 'vip' }, 201);
     expect(priceOf(await published(key, catalog.products.backpack.id), 'vip')).toMatchObject({ computed_price: 18.5 });
     const edited = await adminOk(service, 'PUT', `${base}/pricing-rules/${catalog.rules.catchAll.id}`, {
-      priority: CATCH_ALL_PRIORITY, markup_percent: '20', markup_amount: '0.50',
+      priority: CATCH_ALL_PRIORITY,
+      markup_percent: '20',
+      markup_amount: '0.50',
     });
     expect(edited).toMatchObject({ id: catalog.rules.catchAll.id, is_catch_all: true, markup_percent: '20', markup_amount: '0.50' });
     // 18.50 x 1.2 + 0.50
-    expect(priceOf(await published(key, catalog.products.backpack.id), 'vip')).toMatchObject({ computed_price: 22.7, applied_rule_id: catalog.rules.catchAll.id });
+    expect(priceOf(await published(key, catalog.products.backpack.id), 'vip')).toMatchObject({
+      computed_price: 22.7,
+      applied_rule_id: catalog.rules.catchAll.id,
+    });
     // 2960 JPY x 1.2 + round(0.50 JPY) = 3552 + 1
     expect(priceOf(await published(key, catalog.products.backpack.id, 'jp'), 'vip')).toMatchObject({ computed_price: 3553 });
   });
@@ -459,31 +533,54 @@ describe('pricing rules', () => {
     const { base, key } = catalog.merchant;
     const { backpack } = catalog.products;
     const created = await service.adminApi('POST', `${base}/pricing-rules`, {
-      priority: 5, store_id: catalog.stores.pl.id, manufacturer: 'Alpenwerk', markup_percent: '50',
+      priority: 5,
+      store_id: catalog.stores.pl.id,
+      manufacturer: 'Alpenwerk',
+      markup_percent: '50',
     });
     expect(created.status).toBe(201);
     expect(created.body).toEqual({
-      id: expect.any(Number), priority: 5, customer_group_id: null, store_id: catalog.stores.pl.id, manufacturer: 'Alpenwerk',
-      min_cost: null, max_cost: null, markup_percent: '50', markup_amount: '0', price_ending: null, is_catch_all: false,
+      id: expect.any(Number),
+      priority: 5,
+      customer_group_id: null,
+      store_id: catalog.stores.pl.id,
+      manufacturer: 'Alpenwerk',
+      min_cost: null,
+      max_cost: null,
+      markup_percent: '50',
+      markup_amount: '0',
+      price_ending: null,
+      is_catch_all: false,
     });
     const rule = created.body;
     // 7863 x 1.5 = 11794.5 -> 11795
     expect(priceOf(await published(key, backpack.id, 'pl'), 'retail')).toMatchObject({ computed_price: 117.95, applied_rule_id: rule.id });
     expect(priceOf(await published(key, backpack.id, 'de'), 'retail')).toMatchObject({ applied_rule_id: catalog.rules.retail.id });
     // The tent's manufacturer does not match.
-    expect(priceOf(await published(key, catalog.products.tent.id, 'pl'), 'retail')).toMatchObject({ applied_rule_id: catalog.rules.retail.id });
+    expect(priceOf(await published(key, catalog.products.tent.id, 'pl'), 'retail')).toMatchObject({
+      applied_rule_id: catalog.rules.retail.id,
+    });
 
     const updated = await adminOk(service, 'PUT', `${base}/pricing-rules/${rule.id}`, {
-      priority: 5, store_id: catalog.stores.pl.id, min_cost: '100.00', markup_percent: '50',
+      priority: 5,
+      store_id: catalog.stores.pl.id,
+      min_cost: '100.00',
+      markup_percent: '50',
     });
     expect(updated).toMatchObject({ id: rule.id, manufacturer: null, min_cost: '100.00' });
     // base 78.63 is below min_cost: the retail rule applies again
-    expect(priceOf(await published(key, backpack.id, 'pl'), 'retail')).toMatchObject({ computed_price: 110.99, applied_rule_id: catalog.rules.retail.id });
+    expect(priceOf(await published(key, backpack.id, 'pl'), 'retail')).toMatchObject({
+      computed_price: 110.99,
+      applied_rule_id: catalog.rules.retail.id,
+    });
 
     await adminOk(service, 'PUT', `${base}/pricing-rules/${rule.id}`, { priority: 5, max_cost: '78.63', markup_percent: '50' });
     expect(priceOf(await published(key, backpack.id, 'pl'), 'retail')).toMatchObject({ applied_rule_id: rule.id });
     await adminOk(service, 'DELETE', `${base}/pricing-rules/${rule.id}`);
-    expect(priceOf(await published(key, backpack.id, 'pl'), 'retail')).toMatchObject({ computed_price: 110.99, applied_rule_id: catalog.rules.retail.id });
+    expect(priceOf(await published(key, backpack.id, 'pl'), 'retail')).toMatchObject({
+      computed_price: 110.99,
+      applied_rule_id: catalog.rules.retail.id,
+    });
     expect((await service.adminApi('DELETE', `${base}/pricing-rules/${rule.id}`)).status).toBe(404);
     expect((await service.adminApi('PUT', `${base}/pricing-rules/${rule.id}`, { priority: 5 })).status).toBe(404);
   });
@@ -496,7 +593,7 @@ describe('suppliers', () => {
     catalog = await buildOutdoorCatalog(service, 'Supplier Merchant');
   });
 
-  it('keeps a supplier\'s id when its name changes, and lists suppliers by id', async () => {
+  it("keeps a supplier's id when its name changes, and lists suppliers by id", async () => {
     const { base } = catalog.merchant;
     const before = await adminOk(service, 'GET', `${base}/suppliers`);
     expect(before.data.map((s: { ref: string }) => s.ref)).toEqual(['alpine', 'baltic']);
@@ -513,7 +610,8 @@ describe('suppliers', () => {
     const source = await adminOk(service, 'GET', `${base}/products/BP-40`);
     const { id: _id, ref: _ref, images, ...rest } = source;
     await adminOk(service, 'PUT', `${base}/products/BP-40`, {
-      ...rest, images: images.map(({ url }: { url: string }) => ({ url })),
+      ...rest,
+      images: images.map(({ url }: { url: string }) => ({ url })),
       offers: rest.offers.filter((o: { supplier_ref: string }) => o.supplier_ref !== 'baltic'),
     });
     expect((await service.adminApi('DELETE', `${base}/suppliers/baltic`)).status).toBe(409);
@@ -549,9 +647,15 @@ describe('attribute definitions', () => {
     const stored = await adminOk(service, 'PUT', `${base}/attributes/weight`, { unit: 'g', labels: { 'de-DE': 'Masse', pl: 'Waga' } });
     expect(stored).toEqual({ key: 'weight', unit: 'g', labels: { 'de-DE': 'Masse', pl: 'Waga' } });
     const product = await published(key, catalog.products.backpack.id);
-    expect(product.attributes.find((a: { key: string }) => a.key === 'weight')).toEqual({ key: 'weight', label: 'Masse (g)', value: '1.1' });
+    expect(product.attributes.find((a: { key: string }) => a.key === 'weight')).toEqual({
+      key: 'weight',
+      label: 'Masse (g)',
+      value: '1.1',
+    });
     await adminOk(service, 'PUT', `${base}/attributes/material`, { labels: { de: 'Material' } });
-    expect((await published(key, catalog.products.backpack.id)).attributes.find((a: { key: string }) => a.key === 'material').label).toBe('Material');
+    expect((await published(key, catalog.products.backpack.id)).attributes.find((a: { key: string }) => a.key === 'material').label).toBe(
+      'Material',
+    );
   });
 
   it('labels an attribute with its bare key once its definition is deleted', async () => {
@@ -586,13 +690,18 @@ describe('products', () => {
     const created = await adminOk(service, 'PUT', `${base}/products/BOTTLE-1`, body);
     expect(created.id).toBeGreaterThan(catalog.products.lamp.id);
     const expected = {
-      id: created.id, ref: 'BOTTLE-1', ...body,
+      id: created.id,
+      ref: 'BOTTLE-1',
+      ...body,
       images: [{ url: 'https://img.example.test/bottle/1.jpg', state: 'pending', mirrored_url: null }],
     };
     expect(created).toEqual(expected);
     expect(await adminOk(service, 'GET', `${base}/products/BOTTLE-1`)).toEqual(expected);
     expect(await published(key, created.id)).toMatchObject({
-      id: created.id, title: 'Trinkflasche', stock: 7, images: ['https://img.example.test/bottle/1.jpg'],
+      id: created.id,
+      title: 'Trinkflasche',
+      stock: 7,
+      images: ['https://img.example.test/bottle/1.jpg'],
       attributes: [{ key: 'weight', label: 'Gewicht (kg)', value: '0.3' }],
     });
   });
@@ -601,13 +710,27 @@ describe('products', () => {
     const { base, key } = catalog.merchant;
     const replaced = await adminOk(service, 'PUT', `${base}/products/BP-40`, { content: { de: { title: 'Rucksack neu' } } });
     expect(replaced).toEqual({
-      id: catalog.products.backpack.id, ref: 'BP-40', eans: [], manufacturer: null,
-      content: { de: { title: 'Rucksack neu', description: null } }, images: [], offers: [], own_stock: null,
-      supplier_attributes: [], overrides: {}, excluded_stores: [],
+      id: catalog.products.backpack.id,
+      ref: 'BP-40',
+      eans: [],
+      manufacturer: null,
+      content: { de: { title: 'Rucksack neu', description: null } },
+      images: [],
+      offers: [],
+      own_stock: null,
+      supplier_attributes: [],
+      overrides: {},
+      excluded_stores: [],
     });
     expect(await published(key, catalog.products.backpack.id)).toMatchObject({
-      title: 'Rucksack neu', description: null, ean: null, images: [], attributes: [], stock: 0,
-      excluded: true, exclusion_reason: 'no_offers',
+      title: 'Rucksack neu',
+      description: null,
+      ean: null,
+      images: [],
+      attributes: [],
+      stock: 0,
+      excluded: true,
+      exclusion_reason: 'no_offers',
     });
   });
 
@@ -642,7 +765,11 @@ describe('NDJSON import', () => {
 
   it('applies every line of a valid file', async () => {
     const { id, key } = catalog.merchant;
-    const response = await importNdjson(service, id, [simpleProduct('IMP-1'), simpleProduct('IMP-2', '20.00'), simpleProduct('IMP-3', '30.00', 'baltic')]);
+    const response = await importNdjson(service, id, [
+      simpleProduct('IMP-1'),
+      simpleProduct('IMP-2', '20.00'),
+      simpleProduct('IMP-3', '30.00', 'baltic'),
+    ]);
     expect(response.status).toBe(200);
     expect(response.body).toEqual({ lines: 3, upserted: 3, deleted: 0 });
     expect(await refsOf(key)).toEqual(['AO-BP-40', 'AO-TENT-2', 'AO-LAMP-1', 'AO-IMP-1', 'AO-IMP-2', 'AO-IMP-3']);
@@ -663,7 +790,9 @@ describe('NDJSON import', () => {
     const response = await importNdjson(service, id, lines);
     expect(response.status).toBe(400);
     expect(response.body.code).toBe('invalid_body');
-    expect(response.body.invalid_params).toEqual([{ name: 'line 4', in: 'body', reason: expect.stringContaining('/product/offers/0/cost') }]);
+    expect(response.body.invalid_params).toEqual([
+      { name: 'line 4', in: 'body', reason: expect.stringContaining('/product/offers/0/cost') },
+    ]);
     expect(await refsOf(key)).toEqual(before);
     for (const ref of ['BAD-1', 'BAD-2', 'BAD-5']) expect((await service.adminApi('GET', `${base}/products/${ref}`)).status).toBe(404);
   });

@@ -24,7 +24,10 @@ beforeAll(async () => {
     ...Array.from({ length: 150 }, (_, i) => `B-${String(i).padStart(3, '0')}`),
   ];
   // Shuffled: the list is in ref order whatever order the products were written in.
-  const shuffled = refs.map((ref, i) => ({ ref, key: (i * 7919) % refs.length })).sort((a, b) => a.key - b.key).map((r) => r.ref);
+  const shuffled = refs
+    .map((ref, i) => ({ ref, key: (i * 7919) % refs.length }))
+    .sort((a, b) => a.key - b.key)
+    .map((r) => r.ref);
   const imported = await importNdjson(service, merchant.id, [
     ...shuffled.map((ref) => simpleProduct(ref)),
     // No offer, no own stock: excluded from `de` (no_offers).
@@ -59,10 +62,14 @@ describe('the admin product list', () => {
     expect(refs.at(-1)).toBe('C-3');
     expect(new Set(refs).size).toBe(453);
     const source = await adminOk(service, 'GET', `${merchant.base}/products/B-042`);
-    expect(pages.flatMap((p) => p.data).find((d) => d.ref === 'B-042')).toEqual({ id: source.id, ref: 'B-042', updated_at: expect.any(String) });
+    expect(pages.flatMap((p) => p.data).find((d) => d.ref === 'B-042')).toEqual({
+      id: source.id,
+      ref: 'B-042',
+      updated_at: expect.any(String),
+    });
   });
 
-  it('filters by ref prefix through the index: the prefix\'s products only', async () => {
+  it("filters by ref prefix through the index: the prefix's products only", async () => {
     const pages = await allPages('ref_prefix=B-&limit=100');
     const refs = pages.flatMap((p) => p.data.map((d) => d.ref));
     expect(refs).toHaveLength(150);
@@ -91,7 +98,12 @@ describe('the admin product list', () => {
   });
 
   it('answers 400 naming a malformed parameter, and 404 for an unknown merchant', async () => {
-    for (const [query, name] of [['after=has%20space', 'after'], ['limit=0', 'limit'], ['updated_since=yesterday', 'updated_since'], ['ref_prefix=%2F', 'ref_prefix']]) {
+    for (const [query, name] of [
+      ['after=has%20space', 'after'],
+      ['limit=0', 'limit'],
+      ['updated_since=yesterday', 'updated_since'],
+      ['ref_prefix=%2F', 'ref_prefix'],
+    ]) {
       const response = await service.adminApi('GET', `${merchant.base}/products?${query}`);
       expect(response.status, query).toBe(400);
       expect(response.body.invalid_params.map((p: { name: string }) => p.name)).toContain(name);
@@ -101,12 +113,20 @@ describe('the admin product list', () => {
 });
 
 describe('the admin import jobs', () => {
-  it('lists the merchant\'s imports newest first with their outcome, pages back with before_id, and shows one', async () => {
+  it("lists the merchant's imports newest first with their outcome, pages back with before_id, and shows one", async () => {
     const second = await importNdjson(service, merchant.id, [simpleProduct('D-1')]);
     expect(second.status).toBe(200);
     const { data } = await adminOk(service, 'GET', `${merchant.base}/imports?limit=2`);
     expect(data).toHaveLength(2);
-    expect(data[0]).toMatchObject({ started_by: 'admin API', state: 'succeeded', lines_read: 1, operations: 1, products_applied: 1, upserted: 1, error_code: null });
+    expect(data[0]).toMatchObject({
+      started_by: 'admin API',
+      state: 'succeeded',
+      lines_read: 1,
+      operations: 1,
+      products_applied: 1,
+      upserted: 1,
+      error_code: null,
+    });
     expect(data[1]).toMatchObject({ state: 'succeeded', operations: 453, upserted: 453 });
     expect(data[0].id).toBeGreaterThan(data[1].id);
     const older = await adminOk(service, 'GET', `${merchant.base}/imports?before_id=${data[0].id}`);
@@ -145,6 +165,10 @@ describe('the admin import jobs', () => {
     expect(response.body.invalid_params.map((p: { name: string }) => p.name)).toEqual(['line 2']);
     expect((await service.adminApi('GET', `${merchant.base}/products/F-1`)).status).toBe(404);
     const { data } = await adminOk(service, 'GET', `${merchant.base}/imports?limit=1`);
-    expect(data[0]).toMatchObject({ state: 'failed', error_code: 'invalid_body', problems: [{ name: 'line 2', reason: expect.any(String) }] });
+    expect(data[0]).toMatchObject({
+      state: 'failed',
+      error_code: 'invalid_body',
+      problems: [{ name: 'line 2', reason: expect.any(String) }],
+    });
   });
 });

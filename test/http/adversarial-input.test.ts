@@ -16,8 +16,9 @@ afterAll(() => service.close());
 
 /** The amounts of each price entry as written in the response text (JSON.parse would round them). */
 function writtenPrices(text: string): { group: string; base: string; price: string }[] {
-  return [...text.matchAll(/"customer_group":"([^"]+)","base_cost":([0-9.]+),"computed_price":([0-9.]+),/g)]
-    .map(([, group, base, price]) => ({ group: group!, base: base!, price: price! }));
+  return [...text.matchAll(/"customer_group":"([^"]+)","base_cost":([0-9.]+),"computed_price":([0-9.]+),/g)].map(
+    ([, group, base, price]) => ({ group: group!, base: base!, price: price! }),
+  );
 }
 
 describe('money beyond double precision is published exactly', () => {
@@ -47,7 +48,9 @@ describe('money beyond double precision is published exactly', () => {
 /** Raw bytes to the admin API, as a client with a broken encoder would send them. */
 async function sendBytes(method: string, path: string, bytes: Uint8Array, contentType = 'application/json') {
   const response = await service.fetch(`${service.url}${path}`, {
-    method, body: bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer, headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, 'Content-Type': contentType },
+    method,
+    body: bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer,
+    headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, 'Content-Type': contentType },
   });
   const text = await response.text();
   return { status: response.status, body: JSON.parse(text), text };
@@ -83,9 +86,17 @@ function expectInvalidBody(response: { status: number; body: any }, params: { na
 describe('JSON bodies that are not well-formed UTF-8 are refused, nothing stored', () => {
   it.each([
     { what: 'the bytes FF FE', bytes: [0xff, 0xfe], reason: /not valid UTF-8: an invalid byte sequence \(FF\) at byte 10/ },
-    { what: 'an encoded surrogate ED A0 80', bytes: [0xed, 0xa0, 0x80], reason: /not valid UTF-8: an encoded UTF-16 surrogate \(ED A0 80\) at byte 10/ },
+    {
+      what: 'an encoded surrogate ED A0 80',
+      bytes: [0xed, 0xa0, 0x80],
+      reason: /not valid UTF-8: an encoded UTF-16 surrogate \(ED A0 80\) at byte 10/,
+    },
     { what: 'an overlong encoding C0 AF', bytes: [0xc0, 0xaf], reason: /not valid UTF-8: an invalid byte sequence \(C0\) at byte 10/ },
-    { what: 'a sequence cut short E2 82 followed by a quote', bytes: [0xe2, 0x82], reason: /not valid UTF-8: an invalid byte sequence \(E2 82 22\) at byte 10/ },
+    {
+      what: 'a sequence cut short E2 82 followed by a quote',
+      bytes: [0xe2, 0x82],
+      reason: /not valid UTF-8: an invalid byte sequence \(E2 82 22\) at byte 10/,
+    },
   ])('a merchant name holding $what answers 400 invalid_body naming it', async ({ bytes, reason }) => {
     const before = await stored();
     const response = await sendBytes('POST', '/admin/v1/merchants', bytesOf('{"name": "', bytes, '"}'));
@@ -95,7 +106,11 @@ describe('JSON bodies that are not well-formed UTF-8 are refused, nothing stored
 
   it('a product title holding invalid bytes is refused and the stored product keeps its title', async () => {
     const before = await stored();
-    const response = await sendBytes('PUT', `${catalog.merchant.base}/products/BP-40`, bytesOf('{"content": {"de": {"title": "Rucksack ', [0xff, 0xfe], '"}}}'));
+    const response = await sendBytes(
+      'PUT',
+      `${catalog.merchant.base}/products/BP-40`,
+      bytesOf('{"content": {"de": {"title": "Rucksack ', [0xff, 0xfe], '"}}}'),
+    );
     expectInvalidBody(response, [{ name: '/', reason: /not valid UTF-8/ }]);
     expect(await stored()).toEqual(before);
   });
@@ -114,8 +129,11 @@ describe('JSON bodies that are not well-formed UTF-8 are refused, nothing stored
   });
 
   it('accepts well-formed text, surrogate pairs (escaped or not) and a leading byte order mark, and stores it exactly', async () => {
-    const response = await sendBytes('PUT', `${catalog.merchant.base}/products/UTF-2`,
-      bytesOf([0xef, 0xbb, 0xbf], '{"content": {"de": {"title": "Zebra \\ud83e\\udd93 🦓 \\\\ud800 Grüße"}}}'));
+    const response = await sendBytes(
+      'PUT',
+      `${catalog.merchant.base}/products/UTF-2`,
+      bytesOf([0xef, 0xbb, 0xbf], '{"content": {"de": {"title": "Zebra \\ud83e\\udd93 🦓 \\\\ud800 Grüße"}}}'),
+    );
     expect(response.status, response.text).toBe(200);
     expect(response.body.content.de.title).toBe('Zebra 🦓 🦓 \\ud800 Grüße');
   });
@@ -149,12 +167,60 @@ describe('a free key named __proto__ is refused everywhere; constructor and prot
   const m = () => catalog.merchant.base;
 
   it.each([
-    { what: 'an attribute key in the path', method: 'PUT', path: () => `${m()}/attributes/__proto__`, json: '{"labels": {"de": "X"}}', code: 'invalid_parameter', name: 'key', at: 'path' },
-    { what: 'an override key', method: 'PUT', path: () => `${m()}/products/BP-40`, json: '{"content": {"de": {"title": "R"}}, "overrides": {"__proto__": "OVR", "color": "Rot"}}', code: 'invalid_body', name: '/overrides/__proto__', at: 'body' },
-    { what: 'a supplier attribute key', method: 'PUT', path: () => `${m()}/products/BP-40`, json: '{"supplier_attributes": [{"supplier_ref": "alpine", "key": "__proto__", "value": "1"}]}', code: 'invalid_body', name: '/supplier_attributes/0/key', at: 'body' },
-    { what: 'a label locale', method: 'PUT', path: () => `${m()}/attributes/weight`, json: '{"labels": {"__proto__": "Evil", "de": "Gewicht"}}', code: 'invalid_body', name: '/labels/__proto__', at: 'body' },
-    { what: 'a content locale', method: 'PUT', path: () => `${m()}/products/BP-40`, json: '{"content": {"__proto__": {"title": "x"}, "de": {"title": "y"}}}', code: 'invalid_body', name: '/content/__proto__', at: 'body' },
-    { what: 'a member of a fixed object', method: 'POST', path: () => '/admin/v1/merchants', json: '{"name": "Proto", "__proto__": {"sku_pattern": "X"}}', code: 'invalid_body', name: '/__proto__', at: 'body' },
+    {
+      what: 'an attribute key in the path',
+      method: 'PUT',
+      path: () => `${m()}/attributes/__proto__`,
+      json: '{"labels": {"de": "X"}}',
+      code: 'invalid_parameter',
+      name: 'key',
+      at: 'path',
+    },
+    {
+      what: 'an override key',
+      method: 'PUT',
+      path: () => `${m()}/products/BP-40`,
+      json: '{"content": {"de": {"title": "R"}}, "overrides": {"__proto__": "OVR", "color": "Rot"}}',
+      code: 'invalid_body',
+      name: '/overrides/__proto__',
+      at: 'body',
+    },
+    {
+      what: 'a supplier attribute key',
+      method: 'PUT',
+      path: () => `${m()}/products/BP-40`,
+      json: '{"supplier_attributes": [{"supplier_ref": "alpine", "key": "__proto__", "value": "1"}]}',
+      code: 'invalid_body',
+      name: '/supplier_attributes/0/key',
+      at: 'body',
+    },
+    {
+      what: 'a label locale',
+      method: 'PUT',
+      path: () => `${m()}/attributes/weight`,
+      json: '{"labels": {"__proto__": "Evil", "de": "Gewicht"}}',
+      code: 'invalid_body',
+      name: '/labels/__proto__',
+      at: 'body',
+    },
+    {
+      what: 'a content locale',
+      method: 'PUT',
+      path: () => `${m()}/products/BP-40`,
+      json: '{"content": {"__proto__": {"title": "x"}, "de": {"title": "y"}}}',
+      code: 'invalid_body',
+      name: '/content/__proto__',
+      at: 'body',
+    },
+    {
+      what: 'a member of a fixed object',
+      method: 'POST',
+      path: () => '/admin/v1/merchants',
+      json: '{"name": "Proto", "__proto__": {"sku_pattern": "X"}}',
+      code: 'invalid_body',
+      name: '/__proto__',
+      at: 'body',
+    },
   ])('$what: 400 $code naming it, nothing stored', async ({ method, path, json, code, name, at }) => {
     const before = await stored();
     const response = await sendJson(method, path(), json);
@@ -197,15 +263,19 @@ describe('a free key named __proto__ is refused everywhere; constructor and prot
 
     // The supplier's "constructor" value is published (no override reads Object.prototype.constructor);
     // the merchant's "prototype" override wins over the supplier's.
-    const source = await sendJson('PUT', `${m()}/products/PROTO-1`, JSON.stringify({
-      content: { de: { title: 'Modell' } },
-      offers: [{ supplier_ref: 'alpine', quantity: 1, cost: '5.00', currency: 'EUR' }],
-      supplier_attributes: [
-        { supplier_ref: 'alpine', key: 'constructor', value: 'Werk A' },
-        { supplier_ref: 'alpine', key: 'prototype', value: 'V1' },
-      ],
-      overrides: { prototype: 'V2', hasownproperty: 'ja' },
-    }));
+    const source = await sendJson(
+      'PUT',
+      `${m()}/products/PROTO-1`,
+      JSON.stringify({
+        content: { de: { title: 'Modell' } },
+        offers: [{ supplier_ref: 'alpine', quantity: 1, cost: '5.00', currency: 'EUR' }],
+        supplier_attributes: [
+          { supplier_ref: 'alpine', key: 'constructor', value: 'Werk A' },
+          { supplier_ref: 'alpine', key: 'prototype', value: 'V1' },
+        ],
+        overrides: { prototype: 'V2', hasownproperty: 'ja' },
+      }),
+    );
     expect(source.status, source.text).toBe(200);
     expect(source.body.overrides).toEqual({ prototype: 'V2', hasownproperty: 'ja' });
     const published = await service.api(`/v1/products/${source.body.id}?store=de`, catalog.merchant.key);
@@ -215,9 +285,12 @@ describe('a free key named __proto__ is refused everywhere; constructor and prot
       { key: 'prototype', label: 'Vorlage', value: 'V2' },
     ]);
 
-    const imported = await service.adminApi('POST', `/admin/v1/merchants/${catalog.merchant.id}/imports`,
+    const imported = await service.adminApi(
+      'POST',
+      `/admin/v1/merchants/${catalog.merchant.id}/imports`,
       `${JSON.stringify({ op: 'upsert_product', product: { ref: 'PROTO-2', content: { de: { title: 'Zwei' } }, overrides: { constructor: 'Werk B' } } })}\n`,
-      { headers: { 'Content-Type': 'application/x-ndjson' } });
+      { headers: { 'Content-Type': 'application/x-ndjson' } },
+    );
     expect(imported.status, imported.text).toBe(200);
     const second = await adminOk(service, 'GET', `${m()}/products/PROTO-2`);
     expect(second.overrides).toEqual({ constructor: 'Werk B' });

@@ -49,7 +49,7 @@ describe('API keys remembered per process (CPS_API_KEY_CACHE_MS)', () => {
     expect((await s.api('/v1/products', merchant.key)).status).toBe(401);
   });
 
-  it('refuses a key revoked through this process\'s admin API at once, its other keys still accepted', async () => {
+  it("refuses a key revoked through this process's admin API at once, its other keys still accepted", async () => {
     const { service: s, merchant } = await started(60_000);
     const spare = await adminOk(s, 'POST', `${merchant.base}/api-keys`, { name: 'spare' }, 201);
     expect((await s.api('/v1/stores', spare.key)).status).toBe(200);
@@ -63,7 +63,13 @@ describe('API keys remembered per process (CPS_API_KEY_CACHE_MS)', () => {
     const { service: s, clock, merchant } = await started(60_000);
     const key = `cps_${randomBytes(32).toString('base64url')}`;
     expect((await s.api('/v1/stores', key)).status).toBe(401);
-    await s.storage.insertApiKey({ merchant_id: merchant.id, name: 'late', prefix: key.slice(0, 12), key_hash: hashApiKey(key), created_at: clock.iso });
+    await s.storage.insertApiKey({
+      merchant_id: merchant.id,
+      name: 'late',
+      prefix: key.slice(0, 12),
+      key_hash: hashApiKey(key),
+      created_at: clock.iso,
+    });
     expect((await s.api('/v1/stores', key)).status).toBe(200);
   });
 

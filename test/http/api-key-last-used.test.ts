@@ -29,7 +29,7 @@ async function listedKey(s: TestService, merchant: MerchantHandle): Promise<{ id
   return (await adminOk(s, 'GET', `${merchant.base}/api-keys`)).data[0];
 }
 
-describe('an API key\'s last use (CPS_API_KEY_LAST_USED_SECONDS)', () => {
+describe("an API key's last use (CPS_API_KEY_LAST_USED_SECONDS)", () => {
   it('defaults to 60 s, and refuses 0 (a write per request) naming the variable', () => {
     expect(loadConfig({}).apiKeyLastUsedSeconds).toBe(60);
     expect(loadConfig({ CPS_API_KEY_LAST_USED_SECONDS: '300' }).apiKeyLastUsedSeconds).toBe(300);
@@ -64,11 +64,13 @@ describe('an API key\'s last use (CPS_API_KEY_LAST_USED_SECONDS)', () => {
     expect((await s.api('/v1/stores', spare.key)).status).toBe(200);
     await s.service.apiKeyUses.flush();
     const keys = (await adminOk(s, 'GET', `${merchant.base}/api-keys`)).data;
-    expect(keys.map((k: { id: number; last_used_at: string | null }) => [k.id, k.last_used_at]))
-      .toEqual([[keys[0].id, null], [spare.id, '2026-11-26T08:00:05.000Z']]);
+    expect(keys.map((k: { id: number; last_used_at: string | null }) => [k.id, k.last_used_at])).toEqual([
+      [keys[0].id, null],
+      [spare.id, '2026-11-26T08:00:05.000Z'],
+    ]);
   });
 
-  it('never fails a request when the write fails, and writes at the key\'s next use instead', async () => {
+  it("never fails a request when the write fails, and writes at the key's next use instead", async () => {
     const { s, clock, merchant } = await started();
     const writes = vi.spyOn(s.storage, 'recordApiKeyUse').mockRejectedValueOnce(new Error('database is locked'));
     expect((await s.api('/v1/stores', merchant.key)).status).toBe(200);

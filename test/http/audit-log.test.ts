@@ -22,16 +22,24 @@ afterAll(() => service?.close());
 
 /** The audit log, oldest first, as `actor action`. */
 async function log(id = merchantId): Promise<{ actor: string; action: string; detail: string }[]> {
-  const entries = (await adminOk(service, 'GET', `/admin/v1/merchants/${id}/audit-log?limit=200`)).data as { actor: string; action: string; detail: string }[];
+  const entries = (await adminOk(service, 'GET', `/admin/v1/merchants/${id}/audit-log?limit=200`)).data as {
+    actor: string;
+    action: string;
+    detail: string;
+  }[];
   return entries.reverse();
 }
 
 /** Every `noun.verb` the documented table of AuditEntry.action allows. */
 function documentedActions(): Set<string> {
-  const description = (adminDocument as unknown as Record<string, any>).components.schemas.AuditEntry.properties.action.description as string;
+  const description = (adminDocument as unknown as Record<string, any>).components.schemas.AuditEntry.properties.action
+    .description as string;
   const actions = new Set<string>();
   for (const row of description.split('\n').filter((line) => /^\| `/.test(line))) {
-    const [nouns, verbs] = row.split('|').slice(1, 3).map((cell) => [...cell.matchAll(/`([a-z_]+)`/g)].map((m) => m[1]!));
+    const [nouns, verbs] = row
+      .split('|')
+      .slice(1, 3)
+      .map((cell) => [...cell.matchAll(/`([a-z_]+)`/g)].map((m) => m[1]!));
     for (const noun of nouns!) for (const verb of verbs!) actions.add(`${noun}.${verb}`);
   }
   return actions;
@@ -65,17 +73,27 @@ describe('the audit log', () => {
     await adminOk(service, 'PUT', `${base}/attributes/weight`, { unit: 'kg' });
     await adminOk(service, 'PUT', `${base}/attributes/weight`, { unit: 'g' });
     await adminOk(service, 'DELETE', `${base}/attributes/weight`);
-    const product = { content: { de: { title: 'Rucksack' } }, offers: [{ supplier_ref: 'nordwind', quantity: 2, cost: '10.00', currency: 'EUR' }] };
+    const product = {
+      content: { de: { title: 'Rucksack' } },
+      offers: [{ supplier_ref: 'nordwind', quantity: 2, cost: '10.00', currency: 'EUR' }],
+    };
     await adminOk(service, 'PUT', `${base}/products/BP-40`, product);
     await adminOk(service, 'PUT', `${base}/products/BP-40`, { ...product, manufacturer: 'Bergfex' });
     await adminOk(service, 'DELETE', `${base}/products/BP-40`);
     // An import is one entry, however many lines it applies.
     const imported = await importNdjson(service, merchantId, [
-      { op: 'upsert_product', product: { ref: 'TENT-1', ...product } }, { op: 'upsert_product', product: { ref: 'TENT-2', ...product } },
+      { op: 'upsert_product', product: { ref: 'TENT-1', ...product } },
+      { op: 'upsert_product', product: { ref: 'TENT-2', ...product } },
     ]);
     expect(imported.status, imported.text).toBe(200);
     await adminOk(service, 'POST', `${base}/images/retry-dead`);
-    const endpoint = await adminOk(service, 'POST', `${base}/webhook-endpoints`, { url: 'https://hooks.example.com/a', events: ['price'] }, 201);
+    const endpoint = await adminOk(
+      service,
+      'POST',
+      `${base}/webhook-endpoints`,
+      { url: 'https://hooks.example.com/a', events: ['price'] },
+      201,
+    );
     const hooks = `${base}/webhook-endpoints/${endpoint.id}`;
     await adminOk(service, 'PATCH', hooks, { url: 'https://hooks.example.com/b', store: 'de' });
     await adminOk(service, 'PATCH', hooks, { status: 'paused' });
@@ -87,30 +105,67 @@ describe('the audit log', () => {
     await adminOk(service, 'POST', `${hooks}/confirm-secret`);
     await adminOk(service, 'DELETE', hooks);
     const invited = await adminOk(service, 'POST', `${base}/invitations`, { email: 'buyer@audit.example', role: 'member' }, 201);
-    const user = await service.service.accounts.acceptInvitation(new URL(invited.link).pathname.split('/').pop()!, 'a password long enough');
+    const user = await service.service.accounts.acceptInvitation(
+      new URL(invited.link).pathname.split('/').pop()!,
+      'a password long enough',
+    );
     await adminOk(service, 'DELETE', `${base}/users/${user.id}`);
 
     const entries = await log();
-    expect(entries.map((e) => `${e.actor} ${e.action}`)).toEqual([
-      'merchant.create', 'merchant.update', 'api_key.create', 'api_key.revoke',
-      'store.create', 'store.update', 'store.create', 'store.delete',
-      'customer_group.create', 'customer_group.update', 'customer_group.delete',
-      'exchange_rate.create', 'exchange_rate.update', 'exchange_rate.delete',
-      'pricing_rule.create', 'pricing_rule.update', 'pricing_rule.delete',
-      'supplier.create', 'supplier.update', 'supplier.create', 'supplier.delete',
-      'attribute.create', 'attribute.update', 'attribute.delete',
-      'product.create', 'product.update', 'product.delete',
-      'import.start', 'image.retry_dead',
-      'endpoint.create', 'endpoint.update', 'endpoint.pause', 'endpoint.enable', 'endpoint.send_test', 'endpoint.resend', 'endpoint.recover',
-      'endpoint.rotate_secret', 'endpoint.confirm_secret', 'endpoint.delete',
-      'user.invite', 'user.set_password', 'user.remove',
-    ].map((action) => `${action === 'user.set_password' ? 'buyer@audit.example' : 'operator'} ${action}`));
+    expect(entries.map((e) => `${e.actor} ${e.action}`)).toEqual(
+      [
+        'merchant.create',
+        'merchant.update',
+        'api_key.create',
+        'api_key.revoke',
+        'store.create',
+        'store.update',
+        'store.create',
+        'store.delete',
+        'customer_group.create',
+        'customer_group.update',
+        'customer_group.delete',
+        'exchange_rate.create',
+        'exchange_rate.update',
+        'exchange_rate.delete',
+        'pricing_rule.create',
+        'pricing_rule.update',
+        'pricing_rule.delete',
+        'supplier.create',
+        'supplier.update',
+        'supplier.create',
+        'supplier.delete',
+        'attribute.create',
+        'attribute.update',
+        'attribute.delete',
+        'product.create',
+        'product.update',
+        'product.delete',
+        'import.start',
+        'image.retry_dead',
+        'endpoint.create',
+        'endpoint.update',
+        'endpoint.pause',
+        'endpoint.enable',
+        'endpoint.send_test',
+        'endpoint.resend',
+        'endpoint.recover',
+        'endpoint.rotate_secret',
+        'endpoint.confirm_secret',
+        'endpoint.delete',
+        'user.invite',
+        'user.set_password',
+        'user.remove',
+      ].map((action) => `${action === 'user.set_password' ? 'buyer@audit.example' : 'operator'} ${action}`),
+    );
     const documented = documentedActions();
     for (const { action } of entries) expect(documented, action).toContain(action);
     // What it was done to, in words, never a secret.
     expect(entries.find((e) => e.action === 'exchange_rate.update')!.detail).toBe('EUR/PLN = 4.3105');
     expect(entries.find((e) => e.action === 'product.update')!.detail).toMatch(/^product "BP-40" \(id \d+\)$/);
-    expect(entries.find((e) => e.action === 'endpoint.update')!.detail).toBe(`endpoint ${endpoint.id} URL https://hooks.example.com/b; store de`);
+    expect(entries.find((e) => e.action === 'endpoint.update')!.detail).toBe(
+      `endpoint ${endpoint.id} URL https://hooks.example.com/b; store de`,
+    );
     expect(entries.find((e) => e.action === 'import.start')!.detail).toMatch(/^import \d+ \(admin API\)$/);
     expect(JSON.stringify(entries)).not.toContain(endpoint.secret);
     expect(JSON.stringify(entries)).not.toContain(key.key);
@@ -124,24 +179,32 @@ describe('the audit log', () => {
     expect((await log()).length).toBe(before);
   });
 
-  it('records a panel user\'s invitation and removal once each, by the user', async () => {
+  it("records a panel user's invitation and removal once each, by the user", async () => {
     const owner = await service.service.accounts.invite({ kind: 'operator' }, merchantId, { email: 'owner@audit.example', role: 'owner' });
     await service.service.accounts.acceptInvitation(owner.token, 'another long password');
     const signIn = await fetch(`${service.url}/panel/login`, {
-      method: 'POST', redirect: 'manual', headers: { Origin: service.url, 'Content-Type': 'application/x-www-form-urlencoded' },
+      method: 'POST',
+      redirect: 'manual',
+      headers: { Origin: service.url, 'Content-Type': 'application/x-www-form-urlencoded' },
       body: new URLSearchParams({ email: 'owner@audit.example', password: 'another long password' }),
     });
     expect(signIn.status).toBe(303);
     const cookie = signIn.headers.get('set-cookie')!.split(';')[0]!;
     const usersPage = `${service.url}/panel/merchants/${merchantId}/users`;
     const csrf = /name="_csrf" value="([^"]+)"/.exec(await (await fetch(usersPage, { headers: { Cookie: cookie } })).text())![1]!;
-    const post = (url: string, form: Record<string, string>) => fetch(url, {
-      method: 'POST', redirect: 'manual', body: new URLSearchParams({ _csrf: csrf, ...form }),
-      headers: { Cookie: cookie, Origin: service.url, 'Content-Type': 'application/x-www-form-urlencoded' },
-    });
+    const post = (url: string, form: Record<string, string>) =>
+      fetch(url, {
+        method: 'POST',
+        redirect: 'manual',
+        body: new URLSearchParams({ _csrf: csrf, ...form }),
+        headers: { Cookie: cookie, Origin: service.url, 'Content-Type': 'application/x-www-form-urlencoded' },
+      });
     const before = (await log()).length;
     expect((await post(usersPage, { email: 'member@audit.example', role: 'member' })).status).toBeLessThan(400);
-    const invitation = await service.service.accounts.invite({ kind: 'operator' }, merchantId, { email: 'member@audit.example', role: 'member' });
+    const invitation = await service.service.accounts.invite({ kind: 'operator' }, merchantId, {
+      email: 'member@audit.example',
+      role: 'member',
+    });
     const member = await service.service.accounts.acceptInvitation(invitation.token, 'a third long password');
     expect((await post(`${usersPage}/${member.id}/remove`, {})).status).toBeLessThan(400);
     const mine = (await log()).slice(before).filter((e) => e.actor === 'owner@audit.example');
@@ -152,9 +215,11 @@ describe('the audit log', () => {
   it('records a CLI change as `operator`', async () => {
     const before = (await log()).length;
     await promisify(execFile)('npx', ['tsx', 'src/cli.ts', 'keys', 'create', '--merchant', String(merchantId), '--name', 'from-cli'], {
-      cwd: ROOT, env: { ...process.env, ...service.database.env, CPS_DEMO_ON_EMPTY: 'false' },
+      cwd: ROOT,
+      env: { ...process.env, ...service.database.env, CPS_DEMO_ON_EMPTY: 'false' },
     });
-    expect((await log()).slice(before).map((e) => `${e.actor} ${e.action} ${e.detail.replace(/\(cps_[^)]*\)/, '(prefix)')}`))
-      .toEqual([expect.stringMatching(/^operator api_key\.create key \d+ "from-cli" \(prefix\)$/)]);
+    expect((await log()).slice(before).map((e) => `${e.actor} ${e.action} ${e.detail.replace(/\(cps_[^)]*\)/, '(prefix)')}`)).toEqual([
+      expect.stringMatching(/^operator api_key\.create key \d+ "from-cli" \(prefix\)$/),
+    ]);
   });
 });

@@ -49,21 +49,29 @@ describe('admin bodies nested too deep', () => {
 
   it('answers 400 invalid_body naming / with the limit, and creates nothing', async () => {
     for (const body of [nested(5), `${'['.repeat(100_000)}${']'.repeat(100_000)}`]) {
-      const response = await service.adminApi('POST', `${catalog.merchant.base}/customer-groups`, body, { headers: { 'Content-Type': 'application/json' } });
+      const response = await service.adminApi('POST', `${catalog.merchant.base}/customer-groups`, body, {
+        headers: { 'Content-Type': 'application/json' },
+      });
       expect(response.status, response.text).toBe(400);
-      expect(response.body).toMatchObject({ code: 'invalid_body', invalid_params: [{ name: '/', in: 'body', reason: 'is nested deeper than 4 levels of arrays and objects' }] });
+      expect(response.body).toMatchObject({
+        code: 'invalid_body',
+        invalid_params: [{ name: '/', in: 'body', reason: 'is nested deeper than 4 levels of arrays and objects' }],
+      });
     }
     const groups = await adminOk(service, 'GET', `${catalog.merchant.base}/customer-groups`);
     expect(groups.data.map((g: { name: string }) => g.name)).toEqual(['retail', 'wholesale']);
   });
 
   it('lets a body at the limit through to validation', async () => {
-    const response = await service.adminApi('POST', `${catalog.merchant.base}/customer-groups`, nested(4), { headers: { 'Content-Type': 'application/json' } });
+    const response = await service.adminApi('POST', `${catalog.merchant.base}/customer-groups`, nested(4), {
+      headers: { 'Content-Type': 'application/json' },
+    });
     expect(response.status).toBe(400);
     expect(response.body.invalid_params).toEqual([expect.objectContaining({ name: '/name' })]);
     // A product document is four levels deep at most: content -> locale -> title sits at three.
     await adminOk(service, 'PUT', `${catalog.merchant.base}/products/DEEP-OK`, {
-      content: { de: { title: 'Tief genug' } }, offers: [{ supplier_ref: 'alpine', quantity: 1, cost: '1.00', currency: 'EUR' }],
+      content: { de: { title: 'Tief genug' } },
+      offers: [{ supplier_ref: 'alpine', quantity: 1, cost: '1.00', currency: 'EUR' }],
     });
   });
 
@@ -102,13 +110,20 @@ describe('answers given before the body was read', () => {
   function post(path: string, body: string, token = ADMIN_TOKEN): Promise<{ status: number; connection?: string }> {
     const url = new URL(service.url);
     return new Promise((resolve, reject) => {
-      const request = http.request({
-        agent, host: url.hostname, port: url.port, method: 'POST', path,
-        headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) },
-      }, (response) => {
-        response.resume();
-        response.on('end', () => resolve({ status: response.statusCode!, connection: response.headers.connection }));
-      });
+      const request = http.request(
+        {
+          agent,
+          host: url.hostname,
+          port: url.port,
+          method: 'POST',
+          path,
+          headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) },
+        },
+        (response) => {
+          response.resume();
+          response.on('end', () => resolve({ status: response.statusCode!, connection: response.headers.connection }));
+        },
+      );
       request.on('error', reject);
       request.end(body);
     });
@@ -127,7 +142,9 @@ describe('answers given before the body was read', () => {
   });
 
   it('ignores, rather than limits, a body sent to an operation that takes none', async () => {
-    const response = await service.adminApi('POST', `${merchantBase}/images/retry-dead`, `{"pad":"${'x'.repeat(5000)}"}`, { headers: { 'Content-Type': 'application/json' } });
+    const response = await service.adminApi('POST', `${merchantBase}/images/retry-dead`, `{"pad":"${'x'.repeat(5000)}"}`, {
+      headers: { 'Content-Type': 'application/json' },
+    });
     expect(response.status).toBe(200);
   });
 });
@@ -153,24 +170,33 @@ describe('every operation of admin.yaml, as its generated route facts say', () =
     expect(withBody('none').filter((operation) => operation.method !== 'GET').length).toBeGreaterThan(5);
   });
 
-  it.each(withBody('json'))('$operationId ($method): refuses a missing JSON body, and one above the admin limit with 413', async ({ method, path }) => {
-    const missing = await service.adminApi(method, urlOf(path));
-    expect(missing.status, missing.text).toBe(400);
-    expect(missing.body.invalid_params).toEqual([{ name: '/', in: 'body', reason: 'is required: send JSON with Content-Type: application/json' }]);
-    const large = await service.adminApi(method, urlOf(path), oversize);
-    expect(large.status, large.text).toBe(413);
-  });
+  it.each(withBody('json'))(
+    '$operationId ($method): refuses a missing JSON body, and one above the admin limit with 413',
+    async ({ method, path }) => {
+      const missing = await service.adminApi(method, urlOf(path));
+      expect(missing.status, missing.text).toBe(400);
+      expect(missing.body.invalid_params).toEqual([
+        { name: '/', in: 'body', reason: 'is required: send JSON with Content-Type: application/json' },
+      ]);
+      const large = await service.adminApi(method, urlOf(path), oversize);
+      expect(large.status, large.text).toBe(413);
+    },
+  );
 
   it('holds the import to the import limit, not the admin one', async () => {
-    const lines = (count: number) => Array.from({ length: count }, (_, i) => JSON.stringify({ op: 'delete_product', ref: `GONE-${i}` })).join('\n');
+    const lines = (count: number) =>
+      Array.from({ length: count }, (_, i) => JSON.stringify({ op: 'delete_product', ref: `GONE-${i}` })).join('\n');
     const id = merchantBase.split('/').pop()!;
     expect((await importNdjson(service, Number(id), lines(40))).status).toBe(200);
     expect((await importNdjson(service, Number(id), lines(100))).status).toBe(413);
   });
 
-  it.each(withBody('none').filter((operation) => operation.method !== 'GET'))('$operationId ($method): never reads, so never limits, a body sent to it', async ({ method, path }) => {
-    const response = await service.adminApi(method, urlOf(path), oversize);
-    expect(response.status, response.text).not.toBe(413);
-    expect(response.body?.invalid_params ?? []).not.toContainEqual(expect.objectContaining({ in: 'body' }));
-  });
+  it.each(withBody('none').filter((operation) => operation.method !== 'GET'))(
+    '$operationId ($method): never reads, so never limits, a body sent to it',
+    async ({ method, path }) => {
+      const response = await service.adminApi(method, urlOf(path), oversize);
+      expect(response.status, response.text).not.toBe(413);
+      expect(response.body?.invalid_params ?? []).not.toContainEqual(expect.objectContaining({ in: 'body' }));
+    },
+  );
 });

@@ -23,8 +23,14 @@ function abandonUpload(method: string, path: string, headers: Record<string, str
   const { port } = new URL(service.url);
   return new Promise((resolve, reject) => {
     const socket = net.connect(Number(port), '127.0.0.1', () => {
-      const head = [`${method} ${path} HTTP/1.1`, 'Host: 127.0.0.1', `Content-Length: ${declared}`,
-        ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`), '', ''].join('\r\n');
+      const head = [
+        `${method} ${path} HTTP/1.1`,
+        'Host: 127.0.0.1',
+        `Content-Length: ${declared}`,
+        ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
+        '',
+        '',
+      ].join('\r\n');
       socket.write(head + sent, () => setTimeout(() => socket.destroy(), 50));
     });
     socket.on('error', reject);
@@ -40,16 +46,28 @@ const statusOf = (status: string) => (labels: Record<string, string>) => labels.
 
 describe('a client that abandons its upload', () => {
   it.each([
-    ['the admin import (NDJSON, read as it arrives)', 'POST', () => `${merchant.base}/imports`, 'application/x-ndjson',
-      `${JSON.stringify({ ref: 'HALF-1', name: { en: 'Half' } })}\n{"ref":"HALF-2","na`],
+    [
+      'the admin import (NDJSON, read as it arrives)',
+      'POST',
+      () => `${merchant.base}/imports`,
+      'application/x-ndjson',
+      `${JSON.stringify({ ref: 'HALF-1', name: { en: 'Half' } })}\n{"ref":"HALF-2","na`,
+    ],
     ['a JSON body (PUT of a product)', 'PUT', () => `${merchant.base}/products/HALF-3`, 'application/json', '{"name":{"en":"Hal'],
   ])('%s is counted as 499 and logged at info, never as a server error', async (_, method, path, type, sent) => {
     const before = await metrics();
     const count = (m: string, status: string) => total(m, 'cps_http_request_duration_seconds_count', statusOf(status));
     for (let i = 0; i < 5; i++) {
-      await abandonUpload(method, path(), {
-        Authorization: `Bearer ${ADMIN_TOKEN}`, 'Content-Type': type,
-      }, 100_000, sent);
+      await abandonUpload(
+        method,
+        path(),
+        {
+          Authorization: `Bearer ${ADMIN_TOKEN}`,
+          'Content-Type': type,
+        },
+        100_000,
+        sent,
+      );
     }
     // The server notices the closed socket on its own schedule: wait for the five lines.
     await expect.poll(() => logs.lines.filter((l) => l.msg === 'request' && l.status === 499).length).toBeGreaterThanOrEqual(5);
@@ -65,8 +83,13 @@ describe('a client that abandons its upload', () => {
 
   it('applies nothing of an abandoned import, and its job says the upload was interrupted', async () => {
     const { base, id } = merchant;
-    await abandonUpload('POST', `${base}/imports`, { Authorization: `Bearer ${ADMIN_TOKEN}`, 'Content-Type': 'application/x-ndjson' },
-      100_000, `${JSON.stringify({ ref: 'CUT-1', name: { en: 'Cut' } })}\n{"ref":"CUT-2"`);
+    await abandonUpload(
+      'POST',
+      `${base}/imports`,
+      { Authorization: `Bearer ${ADMIN_TOKEN}`, 'Content-Type': 'application/x-ndjson' },
+      100_000,
+      `${JSON.stringify({ ref: 'CUT-1', name: { en: 'Cut' } })}\n{"ref":"CUT-2"`,
+    );
     await expect.poll(async () => (await service.service.imports.recent(id, 1))[0]?.state).toBe('failed');
     const [job] = await service.service.imports.recent(id, 1);
     expect(job!.error).toMatch(/^The upload was interrupted: the client closed the connection/);

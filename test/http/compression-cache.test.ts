@@ -9,22 +9,29 @@ import type { CodedBodyCacheEvent } from '../../src/operations/metrics.js';
 import { buildOutdoorCatalog, importNdjson, simpleProduct } from '../support/admin-http.js';
 import { startTestService, type TestService } from '../support/service.js';
 
-interface RawResponse { status: number; headers: http.IncomingHttpHeaders; raw: Buffer; decoded: Buffer }
+interface RawResponse {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  raw: Buffer;
+  decoded: Buffer;
+}
 
 /** node:http neither adds Accept-Encoding nor decodes: the bytes on the wire, and decoded by their Content-Encoding. */
 function rawGet(url: string, headers: Record<string, string>): Promise<RawResponse> {
   return new Promise((resolve, reject) => {
-    http.get(url, { headers }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => {
-        const raw = Buffer.concat(chunks);
-        const coding = res.headers['content-encoding'];
-        const decoded = coding === 'gzip' ? zlib.gunzipSync(raw) : coding === 'br' ? zlib.brotliDecompressSync(raw) : raw;
-        resolve({ status: res.statusCode!, headers: res.headers, raw, decoded });
-      });
-      res.on('error', reject);
-    }).on('error', reject);
+    http
+      .get(url, { headers }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => {
+          const raw = Buffer.concat(chunks);
+          const coding = res.headers['content-encoding'];
+          const decoded = coding === 'gzip' ? zlib.gunzipSync(raw) : coding === 'br' ? zlib.brotliDecompressSync(raw) : raw;
+          resolve({ status: res.statusCode!, headers: res.headers, raw, decoded });
+        });
+        res.on('error', reject);
+      })
+      .on('error', reject);
   });
 }
 
@@ -35,7 +42,7 @@ async function metric(service: TestService, series: string): Promise<number> {
   return line ? Number(line.slice(series.length + 1)) : 0;
 }
 
-const bytes = (n: number) => new Uint8Array(n).fill(1) as Uint8Array<ArrayBuffer>;
+const bytes = (n: number) => new Uint8Array(n).fill(1);
 
 describe('the cache of coded bodies', () => {
   it('keeps coded bytes by ETag and coding, and never holds more than its budget, least recently used leaving first', () => {
@@ -71,30 +78,37 @@ describe('compressed pages through the cache', () => {
     const catalog = await buildOutdoorCatalog(service);
     merchantId = catalog.merchant.id;
     auth = { Authorization: `Bearer ${catalog.merchant.key}` };
-    const imported = await importNdjson(service, merchantId, Array.from({ length: 120 }, (_, i) => simpleProduct(`Z-${i}`)));
+    const imported = await importNdjson(
+      service,
+      merchantId,
+      Array.from({ length: 120 }, (_, i) => simpleProduct(`Z-${i}`)),
+    );
     expect(imported.status, imported.text).toBe(200);
   });
   afterAll(() => service.close());
 
-  it.each(['gzip', 'br'] as const)('codes a page once in %s: the next read is a hit with the same bytes, decoding to the uncompressed page', async (coding) => {
-    const identity = await rawGet(page(), auth);
-    const hits = await metric(service, 'cps_compression_cache_lookups_total{result="hit"}');
-    const misses = await metric(service, 'cps_compression_cache_lookups_total{result="miss"}');
-    const first = await rawGet(page(), { ...auth, 'Accept-Encoding': coding });
-    const second = await rawGet(page(), { ...auth, 'Accept-Encoding': coding });
-    for (const coded of [first, second]) {
-      expect(coded.status).toBe(200);
-      expect(coded.headers['content-encoding']).toBe(coding);
-      expect(coded.headers.vary).toBe('Accept-Encoding');
-      expect(coded.headers.etag).toBe(`${identity.headers.etag!.slice(0, -1)}-${coding}"`);
-      expect(coded.headers['content-type']).toBe('application/json');
-      expect(coded.decoded.equals(identity.raw)).toBe(true);
-      expect(coded.raw.length).toBeLessThan(identity.raw.length / 4);
-    }
-    expect(second.raw.equals(first.raw)).toBe(true);
-    expect(await metric(service, 'cps_compression_cache_lookups_total{result="miss"}')).toBe(misses + 1);
-    expect(await metric(service, 'cps_compression_cache_lookups_total{result="hit"}')).toBe(hits + 1);
-  });
+  it.each(['gzip', 'br'] as const)(
+    'codes a page once in %s: the next read is a hit with the same bytes, decoding to the uncompressed page',
+    async (coding) => {
+      const identity = await rawGet(page(), auth);
+      const hits = await metric(service, 'cps_compression_cache_lookups_total{result="hit"}');
+      const misses = await metric(service, 'cps_compression_cache_lookups_total{result="miss"}');
+      const first = await rawGet(page(), { ...auth, 'Accept-Encoding': coding });
+      const second = await rawGet(page(), { ...auth, 'Accept-Encoding': coding });
+      for (const coded of [first, second]) {
+        expect(coded.status).toBe(200);
+        expect(coded.headers['content-encoding']).toBe(coding);
+        expect(coded.headers.vary).toBe('Accept-Encoding');
+        expect(coded.headers.etag).toBe(`${identity.headers.etag!.slice(0, -1)}-${coding}"`);
+        expect(coded.headers['content-type']).toBe('application/json');
+        expect(coded.decoded.equals(identity.raw)).toBe(true);
+        expect(coded.raw.length).toBeLessThan(identity.raw.length / 4);
+      }
+      expect(second.raw.equals(first.raw)).toBe(true);
+      expect(await metric(service, 'cps_compression_cache_lookups_total{result="miss"}')).toBe(misses + 1);
+      expect(await metric(service, 'cps_compression_cache_lookups_total{result="hit"}')).toBe(hits + 1);
+    },
+  );
 
   it('answers 304 without a body to the coded tag, cached or not, and a changed page with its new bytes', async () => {
     const coded = await rawGet(page(), { ...auth, 'Accept-Encoding': 'gzip' });
@@ -105,7 +119,9 @@ describe('compressed pages through the cache', () => {
     expect(notModified.headers.etag).toBe(coded.headers.etag);
 
     // A new title on the first page: a new ETag, so the cached bytes of the old page are never sent.
-    const changed = await importNdjson(service, merchantId, [{ ...simpleProduct('Z-0'), product: { ...simpleProduct('Z-0').product, content: { de: { title: 'Neu', description: null } } } }]);
+    const changed = await importNdjson(service, merchantId, [
+      { ...simpleProduct('Z-0'), product: { ...simpleProduct('Z-0').product, content: { de: { title: 'Neu', description: null } } } },
+    ]);
     expect(changed.status, changed.text).toBe(200);
     const identity = await rawGet(page(), auth);
     const fresh = await rawGet(page(), { ...auth, 'Accept-Encoding': 'gzip', 'If-None-Match': coded.headers.etag! });

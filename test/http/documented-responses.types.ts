@@ -27,8 +27,11 @@ route(routes.listPrices, (c) => jsonPage<Schemas['StoreList']>(c, { data: [] }))
 route(routes.listPrices, (c) => c.body(null, 304));
 // @ts-expect-error a plain Response is not a documented answer, though listProducts documents a bodiless 304
 route(routes.listProducts, () => new Response('{}'));
-// @ts-expect-error 201 is not a status listProducts documents
-route(routes.listProducts, (c) => conditionalJsonPage<Schemas['ProductPage']>(c, { data: products, store: 'main', meta }) && c.json({}, 201));
+route(
+  routes.listProducts,
+  // @ts-expect-error 201 is not a status listProducts documents
+  (c) => conditionalJsonPage<Schemas['ProductPage']>(c, { data: products, store: 'main', meta }) && c.json({}, 201),
+);
 // @ts-expect-error prices spliced where the products go
 jsonPage<Schemas['ProductPage']>(null!, { data: prices, store: 'main', meta });
 // @ts-expect-error the meta field is missing

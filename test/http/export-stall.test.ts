@@ -19,13 +19,26 @@ describe('an export whose client stops reading', () => {
     service = await startTestService({ config: { exports: { stallTimeoutMs: 1000, perKey: 1, memoryBytes: 64 * 1024 } } });
     const admin = service.admin;
     const id = (await admin.createMerchant({ name: 'Stalled Outdoor' })).id;
-    await admin.upsertStore(id, 'de', { name: 'DE', locale: 'de-DE', currency: 'EUR', is_default: true, active: true, exclude_out_of_stock: false });
+    await admin.upsertStore(id, 'de', {
+      name: 'DE',
+      locale: 'de-DE',
+      currency: 'EUR',
+      is_default: true,
+      active: true,
+      exclude_out_of_stock: false,
+    });
     await admin.createCustomerGroup(id, 'retail');
     await admin.upsertSupplier(id, 'alpine', 'Alpine AG');
-    const lines = Array.from({ length: PRODUCTS }, (_, i) => JSON.stringify({
-      op: 'upsert_product',
-      product: { ref: `P${i}`, content: { de: { title: `Zelt ${i}`, description: LONG_TEXT } }, offers: [{ supplier_ref: 'alpine', quantity: 2, cost: '10.00', currency: 'EUR' }] },
-    }));
+    const lines = Array.from({ length: PRODUCTS }, (_, i) =>
+      JSON.stringify({
+        op: 'upsert_product',
+        product: {
+          ref: `P${i}`,
+          content: { de: { title: `Zelt ${i}`, description: LONG_TEXT } },
+          offers: [{ supplier_ref: 'alpine', quantity: 2, cost: '10.00', currency: 'EUR' }],
+        },
+      }),
+    );
     await importNdjson(admin, id, `${lines.join('\n')}\n`);
     key = await service.keyFor(id);
   }, 60_000);
@@ -33,7 +46,9 @@ describe('an export whose client stops reading', () => {
 
   /** An export read to its end by a client that reads as fast as it can: its last line. */
   async function lastLineOfExport(): Promise<{ status: number; last: string }> {
-    const response = await fetch(`${service.url}/v1/products/export?store=de`, { headers: { Authorization: `Bearer ${key}`, 'Accept-Encoding': 'identity' } });
+    const response = await fetch(`${service.url}/v1/products/export?store=de`, {
+      headers: { Authorization: `Bearer ${key}`, 'Accept-Encoding': 'identity' },
+    });
     const text = await response.text();
     return { status: response.status, last: text.trimEnd().split('\n').at(-1)! };
   }
@@ -43,14 +58,20 @@ describe('an export whose client stops reading', () => {
     let read = 0;
     let closed!: Promise<boolean>;
     const held = await new Promise<http.IncomingMessage>((resolve, reject) => {
-      const request = http.get(`${service.url}/v1/products/export?store=de`, { headers: { Authorization: `Bearer ${key}`, 'Accept-Encoding': 'identity' } }, (response) => {
-        response.pause();
-        response.on('data', (chunk: Buffer) => { read += chunk.length; });
-        response.on('error', () => {});
-        // Whether the body was complete when the connection closed (a reset may close it while paused).
-        closed = new Promise((done) => response.on('close', () => done(response.complete)));
-        resolve(response);
-      });
+      const request = http.get(
+        `${service.url}/v1/products/export?store=de`,
+        { headers: { Authorization: `Bearer ${key}`, 'Accept-Encoding': 'identity' } },
+        (response) => {
+          response.pause();
+          response.on('data', (chunk: Buffer) => {
+            read += chunk.length;
+          });
+          response.on('error', () => {});
+          // Whether the body was complete when the connection closed (a reset may close it while paused).
+          closed = new Promise((done) => response.on('close', () => done(response.complete)));
+          resolve(response);
+        },
+      );
       request.on('error', reject);
     });
     expect(held.statusCode).toBe(200);

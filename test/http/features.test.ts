@@ -35,27 +35,30 @@ interface RawResponse {
 function rawGet(base: string, pathAndQuery: string, headers: Record<string, string> = {}): Promise<RawResponse> {
   const url = `${base}${pathAndQuery}`;
   return new Promise((resolve, reject) => {
-    http.get(url, { headers }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('error', reject);
-      res.on('end', () => {
-        try {
-          const raw = Buffer.concat(chunks);
-          const responseHeaders = new Headers();
-          for (const [name, value] of Object.entries(res.headers)) {
-            if (value !== undefined) responseHeaders.set(name, Array.isArray(value) ? value.join(', ') : value);
+    http
+      .get(url, { headers }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('error', reject);
+        res.on('end', () => {
+          try {
+            const raw = Buffer.concat(chunks);
+            const responseHeaders = new Headers();
+            for (const [name, value] of Object.entries(res.headers)) {
+              if (value !== undefined) responseHeaders.set(name, Array.isArray(value) ? value.join(', ') : value);
+            }
+            const coding = responseHeaders.get('content-encoding');
+            const decoded = coding === 'gzip' ? zlib.gunzipSync(raw) : coding === 'br' ? zlib.brotliDecompressSync(raw) : raw;
+            const text = decoded.toString('utf8');
+            if (!pathAndQuery.startsWith('/openapi.json'))
+              publicContract.validateResponse('GET', url, res.statusCode!, responseHeaders, text);
+            resolve({ status: res.statusCode!, headers: responseHeaders, raw, text });
+          } catch (error) {
+            reject(error instanceof Error ? error : new Error(String(error)));
           }
-          const coding = responseHeaders.get('content-encoding');
-          const decoded = coding === 'gzip' ? zlib.gunzipSync(raw) : coding === 'br' ? zlib.brotliDecompressSync(raw) : raw;
-          const text = decoded.toString('utf8');
-          if (!pathAndQuery.startsWith('/openapi.json')) publicContract.validateResponse('GET', url, res.statusCode!, responseHeaders, text);
-          resolve({ status: res.statusCode!, headers: responseHeaders, raw, text });
-        } catch (error) {
-          reject(error);
-        }
-      });
-    }).on('error', reject);
+        });
+      })
+      .on('error', reject);
   });
 }
 
@@ -73,7 +76,7 @@ describe('per-key rate limiting (docs/decisions.md#rate-limits)', () => {
   /** A fresh key of the catalog's merchant: a full bucket of its own. */
   const freshKey = () => service.keyFor(catalog.merchant.id);
 
-  it('answers 429 rate_limited with Retry-After, RateLimit-Policy and RateLimit once the key\'s bucket is empty', async () => {
+  it("answers 429 rate_limited with Retry-After, RateLimit-Policy and RateLimit once the key's bucket is empty", async () => {
     const key = await freshKey();
     const seen = [];
     for (let i = 0; i < 3; i++) {
@@ -88,7 +91,12 @@ describe('per-key rate limiting (docs/decisions.md#rate-limits)', () => {
     const throttled = await service.api('/v1/products', key);
     expect(throttled.status).toBe(429);
     expect(throttled.headers.get('Content-Type')).toBe('application/problem+json');
-    expect(throttled.body).toMatchObject({ code: 'rate_limited', status: 429, type: 'urn:problem:catalog:rate_limited', instance: '/v1/products' });
+    expect(throttled.body).toMatchObject({
+      code: 'rate_limited',
+      status: 429,
+      type: 'urn:problem:catalog:rate_limited',
+      instance: '/v1/products',
+    });
     expect(throttled.headers.get('Retry-After')).toBe('1');
     expect(throttled.headers.get('RateLimit-Policy')).toBe('"default";q=3;w=3');
     expect(throttled.headers.get('RateLimit')).toBe('"default";r=0;t=3');
@@ -167,7 +175,10 @@ describe('per-key rate limiting (docs/decisions.md#rate-limits)', () => {
 describe('the default rate limits', () => {
   it('are 600 requests at once and 50 per second, configurable, and at least 1', () => {
     expect(loadConfig({}).rateLimit).toEqual({ burst: 600, perSecond: 50 });
-    expect(loadConfig({ CPS_RATE_LIMIT_BURST: '1200', CPS_RATE_LIMIT_PER_SECOND: '100' }).rateLimit).toEqual({ burst: 1200, perSecond: 100 });
+    expect(loadConfig({ CPS_RATE_LIMIT_BURST: '1200', CPS_RATE_LIMIT_PER_SECOND: '100' }).rateLimit).toEqual({
+      burst: 1200,
+      perSecond: 100,
+    });
     expect(() => loadConfig({ CPS_RATE_LIMIT_PER_SECOND: '0' })).toThrow(/CPS_RATE_LIMIT_PER_SECOND/);
   });
 
@@ -201,7 +212,11 @@ describe('ETag and 304 Not Modified on catalog reads', () => {
     service = await startTestService();
     catalog = await buildOutdoorCatalog(service);
     key = catalog.merchant.key;
-    const imported = await importNdjson(service, catalog.merchant.id, Array.from({ length: 12 }, (_, i) => simpleProduct(`E-${i}`)));
+    const imported = await importNdjson(
+      service,
+      catalog.merchant.id,
+      Array.from({ length: 12 }, (_, i) => simpleProduct(`E-${i}`)),
+    );
     expect(imported.status, imported.text).toBe(200);
   });
   afterAll(() => service.close());
@@ -244,8 +259,14 @@ describe('ETag and 304 Not Modified on catalog reads', () => {
   it('tags two pages alike exactly when their bytes are alike', async () => {
     const identity = { 'Accept-Encoding': 'identity' };
     const paths = [
-      '/v1/products?per_page=5', '/v1/products?per_page=5&page=1', '/v1/products?per_page=6', '/v1/products?per_page=5&page=2',
-      '/v1/products?store=pl&per_page=5', `/v1/products?after_id=0&per_page=5`, '/v1/products?page=98', '/v1/products?page=99',
+      '/v1/products?per_page=5',
+      '/v1/products?per_page=5&page=1',
+      '/v1/products?per_page=6',
+      '/v1/products?per_page=5&page=2',
+      '/v1/products?store=pl&per_page=5',
+      `/v1/products?after_id=0&per_page=5`,
+      '/v1/products?page=98',
+      '/v1/products?page=99',
     ];
     const reads = await Promise.all(paths.map((p) => service.api(p, key, { headers: identity })));
     for (const [i, a] of reads.entries()) {
@@ -278,7 +299,11 @@ describe('ETag and 304 Not Modified on catalog reads', () => {
     const stores = await service.api('/v1/stores', key, { headers: identity });
 
     const renamed = simpleProduct('E-0').product;
-    await adminOk(service, 'PUT', `${catalog.merchant.base}/products/E-0`, { ...renamed, ref: undefined, content: { de: { title: 'Produkt E-0 (neu)', description: null } } });
+    await adminOk(service, 'PUT', `${catalog.merchant.base}/products/E-0`, {
+      ...renamed,
+      ref: undefined,
+      content: { de: { title: 'Produkt E-0 (neu)', description: null } },
+    });
 
     for (const [i, path] of paths.entries()) {
       const after = await service.api(path, key, { headers: { ...identity, 'If-None-Match': before[i]!.headers.get('ETag')! } });
@@ -290,7 +315,11 @@ describe('ETag and 304 Not Modified on catalog reads', () => {
     const untouched = await service.api('/v1/stores', key, { headers: { ...identity, 'If-None-Match': stores.headers.get('ETag')! } });
     expect(untouched.status).toBe(304);
 
-    await adminOk(service, 'PUT', `${catalog.merchant.base}/stores/pl`, { name: 'Alpine Polska Sp. z o.o.', locale: 'pl-PL', currency: 'PLN' });
+    await adminOk(service, 'PUT', `${catalog.merchant.base}/stores/pl`, {
+      name: 'Alpine Polska Sp. z o.o.',
+      locale: 'pl-PL',
+      currency: 'PLN',
+    });
     const storeRenamed = await service.api('/v1/stores', key, { headers: { ...identity, 'If-None-Match': stores.headers.get('ETag')! } });
     expect(storeRenamed.status).toBe(200);
     expect(storeRenamed.headers.get('ETag')).not.toBe(stores.headers.get('ETag'));
@@ -305,12 +334,20 @@ describe('ETag and 304 Not Modified on catalog reads', () => {
     expect(gzip.headers.get('ETag')).toBe(`${tag.slice(0, -1)}-gzip"`);
     expect(br.headers.get('ETag')).toBe(`${tag.slice(0, -1)}-br"`);
 
-    const revalidated = await rawGet(service.url, path, { Authorization: `Bearer ${key}`, 'Accept-Encoding': 'gzip', 'If-None-Match': gzip.headers.get('ETag')! });
+    const revalidated = await rawGet(service.url, path, {
+      Authorization: `Bearer ${key}`,
+      'Accept-Encoding': 'gzip',
+      'If-None-Match': gzip.headers.get('ETag')!,
+    });
     expect(revalidated.status).toBe(304);
     expect(revalidated.raw.length).toBe(0);
     expect(revalidated.headers.get('Content-Encoding')).toBeNull();
     // The identity copy's tag does not validate a gzip-coded copy: the bytes would differ.
-    const otherCoding = await rawGet(service.url, path, { Authorization: `Bearer ${key}`, 'Accept-Encoding': 'gzip', 'If-None-Match': tag });
+    const otherCoding = await rawGet(service.url, path, {
+      Authorization: `Bearer ${key}`,
+      'Accept-Encoding': 'gzip',
+      'If-None-Match': tag,
+    });
     expect(otherCoding.status).toBe(200);
     expect(otherCoding.headers.get('Content-Encoding')).toBe('gzip');
   });
@@ -332,7 +369,11 @@ describe('gzip and brotli by Accept-Encoding', () => {
     const catalog = await buildOutdoorCatalog(service);
     key = catalog.merchant.key;
     auth = { Authorization: `Bearer ${key}` };
-    const imported = await importNdjson(service, catalog.merchant.id, Array.from({ length: 60 }, (_, i) => simpleProduct(`C-${i}`)));
+    const imported = await importNdjson(
+      service,
+      catalog.merchant.id,
+      Array.from({ length: 60 }, (_, i) => simpleProduct(`C-${i}`)),
+    );
     expect(imported.status, imported.text).toBe(200);
   });
   afterAll(() => service.close());
@@ -355,17 +396,20 @@ describe('gzip and brotli by Accept-Encoding', () => {
     ['gzip, deflate, br', 'br', zlib.brotliDecompressSync],
     ['gzip;q=1.0, br;q=0.5', 'gzip', zlib.gunzipSync],
     ['br;q=0, *', 'gzip', zlib.gunzipSync],
-  ] as const)('with Accept-Encoding "%s" codes as %s, and the body decodes to exactly the uncompressed JSON', async (accept, coding, decode) => {
-    const plain = await rawGet(service.url, PAGE, auth);
-    const coded = await rawGet(service.url, PAGE, { ...auth, 'Accept-Encoding': accept });
-    expect(coded.status).toBe(200);
-    expect(coded.headers.get('Content-Encoding')).toBe(coding);
-    expect(coded.headers.get('Vary')).toBe('Accept-Encoding');
-    expect(coded.headers.get('Content-Type')).toBe('application/json');
-    expect(Number(coded.headers.get('Content-Length') ?? coded.raw.length)).toBe(coded.raw.length);
-    expect(coded.raw.length).toBeLessThan(plain.raw.length / 4);
-    expect(decode(coded.raw).equals(plain.raw)).toBe(true);
-  });
+  ] as const)(
+    'with Accept-Encoding "%s" codes as %s, and the body decodes to exactly the uncompressed JSON',
+    async (accept, coding, decode) => {
+      const plain = await rawGet(service.url, PAGE, auth);
+      const coded = await rawGet(service.url, PAGE, { ...auth, 'Accept-Encoding': accept });
+      expect(coded.status).toBe(200);
+      expect(coded.headers.get('Content-Encoding')).toBe(coding);
+      expect(coded.headers.get('Vary')).toBe('Accept-Encoding');
+      expect(coded.headers.get('Content-Type')).toBe('application/json');
+      expect(Number(coded.headers.get('Content-Length') ?? coded.raw.length)).toBe(coded.raw.length);
+      expect(coded.raw.length).toBeLessThan(plain.raw.length / 4);
+      expect(decode(coded.raw).equals(plain.raw)).toBe(true);
+    },
+  );
 
   it('codes the published document too', async () => {
     const plain = await rawGet(service.url, '/openapi.json');
@@ -470,6 +514,8 @@ describe('X-Request-Id', () => {
     const [error] = logs.find('unhandled error');
     expect(error).toMatchObject({ level: 'error', request_id: 'trace-42', method: 'GET', path: '/boom' });
     expect((error!.err as { message: string }).message).toBe('disk on fire');
-    expect(logs.find('request')).toEqual([expect.objectContaining({ level: 'error', request_id: 'trace-42', status: 500, route: '/boom' })]);
+    expect(logs.find('request')).toEqual([
+      expect.objectContaining({ level: 'error', request_id: 'trace-42', status: 500, route: '/boom' }),
+    ]);
   });
 });

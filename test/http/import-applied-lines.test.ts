@@ -18,7 +18,9 @@ afterAll(() => service.close());
 
 /** 30 operations on lines 1-31 (line 5 is blank); operations 21-30 (lines 22-31) name `supplier`. */
 function file(prefix: string, supplier: string): string {
-  const lines = Array.from({ length: 30 }, (_, i) => JSON.stringify(simpleProduct(`${prefix}-${i + 1}`, '10.00', i >= 20 ? supplier : 'alpine')));
+  const lines = Array.from({ length: 30 }, (_, i) =>
+    JSON.stringify(simpleProduct(`${prefix}-${i + 1}`, '10.00', i >= 20 ? supplier : 'alpine')),
+  );
   lines.splice(4, 0, '');
   return `${lines.join('\n')}\n`;
 }
@@ -39,9 +41,18 @@ it('a supplier deleted while the import runs: 409 saying lines 1-21 (20 operatio
   try {
     const response = await importNdjson(service, merchant.id, file('DEL', 'baltic'));
     expect(response.status, response.text).toBe(409);
-    expect(response.body.detail).toMatch(/was deleted while the import ran\. Lines 1-21 were applied \(20 operations\); lines 22-31 were not\.$/);
+    expect(response.body.detail).toMatch(
+      /was deleted while the import ran\. Lines 1-21 were applied \(20 operations\); lines 22-31 were not\.$/,
+    );
     const [job] = await imports.recent(merchant.id, 1);
-    expect(job).toMatchObject({ state: 'failed', error_code: 'conflict', products_applied: 20, operations: 30, lines_read: 31, error: response.body.detail });
+    expect(job).toMatchObject({
+      state: 'failed',
+      error_code: 'conflict',
+      products_applied: 20,
+      operations: 30,
+      lines_read: 31,
+      error: response.body.detail,
+    });
     const stored = await refs();
     expect(stored.filter((ref) => ref.startsWith('DEL-')).sort()).toEqual(Array.from({ length: 20 }, (_, i) => `DEL-${i + 1}`).sort());
   } finally {

@@ -38,7 +38,10 @@ describe('a page read after the store or its products changed (spec 4.1)', () =>
     expect([refsOf(before.body), before.body.meta.total]).toEqual([[await idOf('P-3'), await idOf('P-4')], 5]);
     await imported([simpleProduct('P-6'), { op: 'delete_product', ref: 'P-2' }]);
     const after = await service.api('/v1/products?per_page=2&page=2', merchant.key);
-    expect([refsOf(after.body), after.body.meta]).toEqual([[await idOf('P-4'), await idOf('P-5')], { current_page: 2, per_page: 2, last_page: 3, total: 5 }]);
+    expect([refsOf(after.body), after.body.meta]).toEqual([
+      [await idOf('P-4'), await idOf('P-5')],
+      { current_page: 2, per_page: 2, last_page: 3, total: 5 },
+    ]);
     const last = await service.api('/v1/products?per_page=2&page=3', merchant.key);
     expect(refsOf(last.body)).toEqual([await idOf('P-6')]);
     const pastEnd = await service.api('/v1/products?per_page=2&page=4', merchant.key);
@@ -50,7 +53,9 @@ describe('a page read after the store or its products changed (spec 4.1)', () =>
     const etag = first.headers.get('etag')!;
     const again = await service.api('/v1/products?per_page=2', merchant.key, { headers: { ...identity, 'If-None-Match': etag } });
     expect(again.status).toBe(304);
-    await imported([{ ...simpleProduct('P-1'), product: { ...simpleProduct('P-1').product, content: { de: { title: 'Neu', description: null } } } }]);
+    await imported([
+      { ...simpleProduct('P-1'), product: { ...simpleProduct('P-1').product, content: { de: { title: 'Neu', description: null } } } },
+    ]);
     const changed = await service.api('/v1/products?per_page=2', merchant.key, { headers: { ...identity, 'If-None-Match': etag } });
     expect(changed.status).toBe(200);
     expect(changed.headers.get('etag')).not.toBe(etag);
@@ -75,7 +80,12 @@ describe('a page read after the store or its products changed (spec 4.1)', () =>
     expect(old.body.meta.total).toBe(5);
     await adminOk(service, 'DELETE', `${merchant.base}/stores/at`);
     expect((await service.api('/v1/products?store=at', merchant.key)).status).toBe(404);
-    await adminOk(service, 'PUT', `${merchant.base}/stores/at`, { name: 'Österreich neu', locale: 'de-AT', currency: 'EUR', exclude_out_of_stock: true });
+    await adminOk(service, 'PUT', `${merchant.base}/stores/at`, {
+      name: 'Österreich neu',
+      locale: 'de-AT',
+      currency: 'EUR',
+      exclude_out_of_stock: true,
+    });
     const renewed = await service.api('/v1/products?store=at&per_page=1', merchant.key);
     expect(renewed.status, renewed.text).toBe(200);
     expect(renewed.body.meta.total).toBe(5);

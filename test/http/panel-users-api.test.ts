@@ -31,8 +31,11 @@ describe('panel users over the admin API', () => {
     expect(users.body.data).toEqual([expect.objectContaining({ email: 'buyer@acme.test', role: 'member' })]);
 
     const log = await service.adminApi('GET', `/admin/v1/merchants/${acme}/audit-log?limit=10`);
-    expect(log.body.data.map((e: { actor: string; action: string }) => `${e.actor} ${e.action}`))
-      .toEqual(['buyer@acme.test user.set_password', 'operator user.invite', 'operator merchant.create']);
+    expect(log.body.data.map((e: { actor: string; action: string }) => `${e.actor} ${e.action}`)).toEqual([
+      'buyer@acme.test user.set_password',
+      'operator user.invite',
+      'operator merchant.create',
+    ]);
 
     const removed = await service.adminApi('DELETE', `/admin/v1/merchants/${acme}/users/${users.body.data[0].id}`);
     expect(removed.status).toBe(204);
@@ -44,14 +47,24 @@ describe('panel users over the admin API', () => {
     const bad = await service.adminApi('POST', `/admin/v1/merchants/${acme}/invitations`, { email: 'not an email', role: 'member' });
     expect(bad.status).toBe(400);
     expect(bad.body.invalid_params).toEqual([expect.objectContaining({ name: '/email' })]);
-    expect((await service.adminApi('POST', `/admin/v1/merchants/${acme}/invitations`, { email: 'x@acme.test', role: 'admin' })).status).toBe(400);
-    expect((await service.adminApi('POST', '/admin/v1/merchants/999/invitations', { email: 'x@acme.test', role: 'member' })).status).toBe(404);
+    expect(
+      (await service.adminApi('POST', `/admin/v1/merchants/${acme}/invitations`, { email: 'x@acme.test', role: 'admin' })).status,
+    ).toBe(400);
+    expect((await service.adminApi('POST', '/admin/v1/merchants/999/invitations', { email: 'x@acme.test', role: 'member' })).status).toBe(
+      404,
+    );
     expect((await service.adminApi('GET', '/admin/v1/merchants/999/users')).status).toBe(404);
     expect((await service.adminApi('GET', '/admin/v1/merchants/999/audit-log')).status).toBe(404);
 
-    const invited = await service.adminApi('POST', `/admin/v1/merchants/${other}/invitations`, { email: 'shared@example.test', role: 'owner' });
+    const invited = await service.adminApi('POST', `/admin/v1/merchants/${other}/invitations`, {
+      email: 'shared@example.test',
+      role: 'owner',
+    });
     await service.service.accounts.acceptInvitation(new URL(invited.body.link).pathname.split('/').pop()!, 'a password long enough');
-    const conflict = await service.adminApi('POST', `/admin/v1/merchants/${acme}/invitations`, { email: 'shared@example.test', role: 'member' });
+    const conflict = await service.adminApi('POST', `/admin/v1/merchants/${acme}/invitations`, {
+      email: 'shared@example.test',
+      role: 'member',
+    });
     expect(conflict.status).toBe(409);
     expect(conflict.body.code).toBe('conflict');
   });
@@ -62,13 +75,28 @@ describe('panel users over the admin API', () => {
 
   it('lists the pending links without their secrets, revokes one (404 after), and a new invitation revokes the earlier link', async () => {
     const merchant = (await service.adminApi('POST', '/admin/v1/merchants', { name: 'Links' })).body.id;
-    const first = await service.adminApi('POST', `/admin/v1/merchants/${merchant}/invitations`, { email: 'twice@links.test', role: 'owner' });
-    const second = await service.adminApi('POST', `/admin/v1/merchants/${merchant}/invitations`, { email: 'twice@links.test', role: 'owner' });
-    const third = await service.adminApi('POST', `/admin/v1/merchants/${merchant}/invitations`, { email: 'else@links.test', role: 'member' });
+    const first = await service.adminApi('POST', `/admin/v1/merchants/${merchant}/invitations`, {
+      email: 'twice@links.test',
+      role: 'owner',
+    });
+    const second = await service.adminApi('POST', `/admin/v1/merchants/${merchant}/invitations`, {
+      email: 'twice@links.test',
+      role: 'owner',
+    });
+    const third = await service.adminApi('POST', `/admin/v1/merchants/${merchant}/invitations`, {
+      email: 'else@links.test',
+      role: 'member',
+    });
     const listed = await service.adminApi('GET', `/admin/v1/merchants/${merchant}/invitations`);
     expect(listed.status).toBe(200);
     expect(listed.body.data).toEqual([
-      expect.objectContaining({ id: second.body.id, email: 'twice@links.test', role: 'owner', purpose: 'invitation', expires_at: second.body.expires_at }),
+      expect.objectContaining({
+        id: second.body.id,
+        email: 'twice@links.test',
+        role: 'owner',
+        purpose: 'invitation',
+        expires_at: second.body.expires_at,
+      }),
       expect.objectContaining({ id: third.body.id, email: 'else@links.test', purpose: 'invitation' }),
     ]);
     expect(listed.text).not.toContain(secretOf(second.body.link));
@@ -78,18 +106,26 @@ describe('panel users over the admin API', () => {
     expect((await service.adminApi('DELETE', `/admin/v1/merchants/${merchant}/invitations/${third.body.id}`)).status).toBe(404);
     expect((await service.adminApi('DELETE', `/admin/v1/merchants/${acme}/invitations/${second.body.id}`)).status).toBe(404);
     expect((await open(third.body.link)).status).toBe(404);
-    expect((await service.adminApi('GET', `/admin/v1/merchants/${merchant}/invitations`)).body.data.map((l: { id: number }) => l.id)).toEqual([second.body.id]);
+    expect(
+      (await service.adminApi('GET', `/admin/v1/merchants/${merchant}/invitations`)).body.data.map((l: { id: number }) => l.id),
+    ).toEqual([second.body.id]);
     expect((await service.adminApi('GET', '/admin/v1/merchants/999/invitations')).status).toBe(404);
   });
 
   it("refuses to invite an existing account (409), makes the operator a reset link instead, and a removal revokes the user's links", async () => {
     const merchant = (await service.adminApi('POST', '/admin/v1/merchants', { name: 'Resets' })).body.id;
-    const invited = await service.adminApi('POST', `/admin/v1/merchants/${merchant}/invitations`, { email: 'owner@resets.test', role: 'owner' });
+    const invited = await service.adminApi('POST', `/admin/v1/merchants/${merchant}/invitations`, {
+      email: 'owner@resets.test',
+      role: 'owner',
+    });
     await service.service.accounts.acceptInvitation(secretOf(invited.body.link), 'the first password');
     const second = await service.service.accounts.invite({ kind: 'operator' }, merchant, { email: 'second@resets.test', role: 'owner' });
     const secondUser = await service.service.accounts.acceptInvitation(second.token, 'the second password');
 
-    const again = await service.adminApi('POST', `/admin/v1/merchants/${merchant}/invitations`, { email: 'owner@resets.test', role: 'owner' });
+    const again = await service.adminApi('POST', `/admin/v1/merchants/${merchant}/invitations`, {
+      email: 'owner@resets.test',
+      role: 'owner',
+    });
     expect(again.status).toBe(409);
     expect(again.body.detail).toContain('already has an account');
 
@@ -98,21 +134,26 @@ describe('panel users over the admin API', () => {
     const reset = await service.adminApi('POST', `/admin/v1/merchants/${merchant}/users/${owner.id}/password-reset`);
     expect(reset.status).toBe(201);
     expect(reset.body).toMatchObject({ id: expect.any(Number), email: 'owner@resets.test' });
-    expect((await service.adminApi('GET', `/admin/v1/merchants/${merchant}/invitations`)).body.data)
-      .toEqual([expect.objectContaining({ id: reset.body.id, purpose: 'reset', email: 'owner@resets.test' })]);
+    expect((await service.adminApi('GET', `/admin/v1/merchants/${merchant}/invitations`)).body.data).toEqual([
+      expect.objectContaining({ id: reset.body.id, purpose: 'reset', email: 'owner@resets.test' }),
+    ]);
     expect((await service.adminApi('POST', `/admin/v1/merchants/${merchant}/users/999999/password-reset`)).status).toBe(404);
 
     // Removed with a reset link pending: the link no longer brings the account back.
     expect((await service.adminApi('DELETE', `/admin/v1/merchants/${merchant}/users/${owner.id}`)).status).toBe(204);
     expect((await open(reset.body.link)).status).toBe(404);
-    await expect(service.service.accounts.acceptInvitation(secretOf(reset.body.link), 'back as an owner')).rejects.toMatchObject({ code: 'not_found' });
+    await expect(service.service.accounts.acceptInvitation(secretOf(reset.body.link), 'back as an owner')).rejects.toMatchObject({
+      code: 'not_found',
+    });
     expect((await service.adminApi('GET', `/admin/v1/merchants/${merchant}/invitations`)).body.data).toEqual([]);
 
     // The last owner stays (409), however the removal is asked for.
     const last = await service.adminApi('DELETE', `/admin/v1/merchants/${merchant}/users/${secondUser.id}`);
     expect(last.status).toBe(409);
     expect(last.body.detail).toContain('only owner');
-    expect((await service.adminApi('GET', `/admin/v1/merchants/${merchant}/users`)).body.data.map((u: { email: string }) => u.email)).toEqual(['second@resets.test']);
+    expect(
+      (await service.adminApi('GET', `/admin/v1/merchants/${merchant}/users`)).body.data.map((u: { email: string }) => u.email),
+    ).toEqual(['second@resets.test']);
   });
 
   it('lets only one of two owners removing each other at the same time succeed', async () => {
@@ -122,7 +163,9 @@ describe('panel users over the admin API', () => {
       const invitation = await service.service.accounts.invite({ kind: 'operator' }, merchant, { email, role: 'owner' });
       ids.push((await service.service.accounts.acceptInvitation(invitation.token, 'a long enough password')).id);
     }
-    const statuses = (await Promise.all(ids.map((id) => service.adminApi('DELETE', `/admin/v1/merchants/${merchant}/users/${id}`)))).map((r) => r.status);
+    const statuses = (await Promise.all(ids.map((id) => service.adminApi('DELETE', `/admin/v1/merchants/${merchant}/users/${id}`)))).map(
+      (r) => r.status,
+    );
     expect(statuses.sort()).toEqual([204, 409]);
     expect((await service.adminApi('GET', `/admin/v1/merchants/${merchant}/users`)).body.data).toHaveLength(1);
   });

@@ -9,7 +9,12 @@ import { startTestService, type TestResponse, type TestService } from '../suppor
 
 /** Small limits, so each is reached with a few items. */
 const LIMITS = {
-  maxProductLocales: 2, maxProductImages: 3, maxProductOffers: 2, maxProductSupplierAttributes: 4, maxProductOverrides: 5, maxProductBytes: 4096,
+  maxProductLocales: 2,
+  maxProductImages: 3,
+  maxProductOffers: 2,
+  maxProductSupplierAttributes: 4,
+  maxProductOverrides: 5,
+  maxProductBytes: 4096,
 };
 
 let service: TestService;
@@ -33,11 +38,41 @@ const overrides = (n: number) => Object.fromEntries(range(n).map((i) => [`k${i}`
 
 /** One source per counted limit: at the limit, and one above it. */
 const COUNTED = [
-  { member: 'content', setting: 'CPS_MAX_PRODUCT_LOCALES', limit: LIMITS.maxProductLocales, what: 'locales', of: (n: number) => ({ content: locales(n) }) },
-  { member: 'images', setting: 'CPS_MAX_PRODUCT_IMAGES', limit: LIMITS.maxProductImages, what: 'images', of: (n: number) => ({ images: images(n) }) },
-  { member: 'offers', setting: 'CPS_MAX_PRODUCT_OFFERS', limit: LIMITS.maxProductOffers, what: 'offers', of: (n: number) => ({ offers: offers(n) }) },
-  { member: 'supplier_attributes', setting: 'CPS_MAX_PRODUCT_SUPPLIER_ATTRIBUTES', limit: LIMITS.maxProductSupplierAttributes, what: 'supplier attributes', of: (n: number) => ({ supplier_attributes: attributes(n) }) },
-  { member: 'overrides', setting: 'CPS_MAX_PRODUCT_OVERRIDES', limit: LIMITS.maxProductOverrides, what: 'overrides', of: (n: number) => ({ overrides: overrides(n) }) },
+  {
+    member: 'content',
+    setting: 'CPS_MAX_PRODUCT_LOCALES',
+    limit: LIMITS.maxProductLocales,
+    what: 'locales',
+    of: (n: number) => ({ content: locales(n) }),
+  },
+  {
+    member: 'images',
+    setting: 'CPS_MAX_PRODUCT_IMAGES',
+    limit: LIMITS.maxProductImages,
+    what: 'images',
+    of: (n: number) => ({ images: images(n) }),
+  },
+  {
+    member: 'offers',
+    setting: 'CPS_MAX_PRODUCT_OFFERS',
+    limit: LIMITS.maxProductOffers,
+    what: 'offers',
+    of: (n: number) => ({ offers: offers(n) }),
+  },
+  {
+    member: 'supplier_attributes',
+    setting: 'CPS_MAX_PRODUCT_SUPPLIER_ATTRIBUTES',
+    limit: LIMITS.maxProductSupplierAttributes,
+    what: 'supplier attributes',
+    of: (n: number) => ({ supplier_attributes: attributes(n) }),
+  },
+  {
+    member: 'overrides',
+    setting: 'CPS_MAX_PRODUCT_OVERRIDES',
+    limit: LIMITS.maxProductOverrides,
+    what: 'overrides',
+    of: (n: number) => ({ overrides: overrides(n) }),
+  },
 ];
 
 /** What a refused write could have changed: the merchant's product sources and its applied imports. */
@@ -66,14 +101,34 @@ describe('the admin API refuses a product above a limit, naming it', () => {
 
   it('a source above CPS_MAX_PRODUCT_BYTES as JSON answers 400 naming its size and the limit', async () => {
     // The document as stored, with a description of n characters: sized to be exactly at the limit.
-    const empty = JSON.stringify({ eans: [], manufacturer: null, content: { de: { title: 'T', description: '' } }, images: [], offers: [], own_stock: null, supplier_attributes: [], overrides: {}, excluded_stores: [] });
+    const empty = JSON.stringify({
+      eans: [],
+      manufacturer: null,
+      content: { de: { title: 'T', description: '' } },
+      images: [],
+      offers: [],
+      own_stock: null,
+      supplier_attributes: [],
+      overrides: {},
+      excluded_stores: [],
+    });
     const fits = LIMITS.maxProductBytes - Buffer.byteLength(empty);
     await adminOk(service, 'PUT', `${merchant.base}/products/AT-LIMIT`, { content: { de: { title: 'T', description: 'x'.repeat(fits) } } });
-    expect(Buffer.byteLength(JSON.stringify((await service.storage.findProductByRef(merchant.id, 'AT-LIMIT'))!.source))).toBe(LIMITS.maxProductBytes);
+    expect(Buffer.byteLength(JSON.stringify((await service.storage.findProductByRef(merchant.id, 'AT-LIMIT'))!.source))).toBe(
+      LIMITS.maxProductBytes,
+    );
     const before = await stored();
     // Counted in UTF-8 bytes: one "é" (2 bytes) in place of an "x" is one byte too many.
-    const response = await service.adminApi('PUT', `${merchant.base}/products/KEEP-1`, { content: { de: { title: 'T', description: `${'x'.repeat(fits - 1)}é` } } });
-    expectLimit(response, '/', new RegExp(`^is ${LIMITS.maxProductBytes + 1} bytes as JSON: a product's source is at most ${LIMITS.maxProductBytes} bytes \\(CPS_MAX_PRODUCT_BYTES\\)$`));
+    const response = await service.adminApi('PUT', `${merchant.base}/products/KEEP-1`, {
+      content: { de: { title: 'T', description: `${'x'.repeat(fits - 1)}é` } },
+    });
+    expectLimit(
+      response,
+      '/',
+      new RegExp(
+        `^is ${LIMITS.maxProductBytes + 1} bytes as JSON: a product's source is at most ${LIMITS.maxProductBytes} bytes \\(CPS_MAX_PRODUCT_BYTES\\)$`,
+      ),
+    );
     expect(await stored()).toEqual(before);
   });
 
@@ -99,7 +154,9 @@ describe('an import refuses a line above a limit, naming it, and applies nothing
     expect(response.body.invalid_params.map((p: { name: string; reason: string }) => `${p.name}: ${p.reason}`)).toEqual([
       'line 2: /product/overrides: has 6 overrides: a product has at most 5 (CPS_MAX_PRODUCT_OVERRIDES)',
       'line 3: /product/offers: has 3 offers: a product has at most 2 (CPS_MAX_PRODUCT_OFFERS)',
-      expect.stringMatching(/^line 4: \/product: is \d+ bytes as JSON: a product's source is at most 4096 bytes \(CPS_MAX_PRODUCT_BYTES\)$/),
+      expect.stringMatching(
+        /^line 4: \/product: is \d+ bytes as JSON: a product's source is at most 4096 bytes \(CPS_MAX_PRODUCT_BYTES\)$/,
+      ),
     ]);
     expect(await stored()).toEqual(before);
   });
@@ -118,16 +175,51 @@ describe('the default limits', () => {
 
   it('are the documented ones, each read from its CPS_ setting, and at least 1', () => {
     expect(loadConfig({}).limits).toMatchObject({
-      maxProductLocales: 100, maxProductImages: 100, maxProductOffers: 100, maxProductSupplierAttributes: 2000, maxProductOverrides: 1000, maxProductBytes: 512 * 1024,
+      maxProductLocales: 100,
+      maxProductImages: 100,
+      maxProductOffers: 100,
+      maxProductSupplierAttributes: 2000,
+      maxProductOverrides: 1000,
+      maxProductBytes: 512 * 1024,
     });
-    expect(loadConfig({ CPS_MAX_PRODUCT_OVERRIDES: '20000', CPS_MAX_PRODUCT_BYTES: '2097152' }).limits).toMatchObject({ maxProductOverrides: 20000, maxProductBytes: 2097152 });
+    expect(loadConfig({ CPS_MAX_PRODUCT_OVERRIDES: '20000', CPS_MAX_PRODUCT_BYTES: '2097152' }).limits).toMatchObject({
+      maxProductOverrides: 20000,
+      maxProductBytes: 2097152,
+    });
     expect(() => loadConfig({ CPS_MAX_PRODUCT_IMAGES: '0' })).toThrow(/CPS_MAX_PRODUCT_IMAGES must be at least 1/);
   });
 
   it('keep a rich real product: 24 locales of 10 KB descriptions, 1,000 overrides, 100 images', async () => {
-    const languages = ['bg', 'cs', 'da', 'de', 'el', 'en', 'es', 'et', 'fi', 'fr', 'ga', 'hr', 'hu', 'it', 'lt', 'lv', 'mt', 'nl', 'pl', 'pt', 'ro', 'sk', 'sl', 'sv'];
+    const languages = [
+      'bg',
+      'cs',
+      'da',
+      'de',
+      'el',
+      'en',
+      'es',
+      'et',
+      'fi',
+      'fr',
+      'ga',
+      'hr',
+      'hu',
+      'it',
+      'lt',
+      'lv',
+      'mt',
+      'nl',
+      'pl',
+      'pt',
+      'ro',
+      'sk',
+      'sl',
+      'sv',
+    ];
     const response = await defaults.adminApi('PUT', `${base}/products/RICH-1`, {
-      content: Object.fromEntries(languages.map((l) => [l, { title: `Wanderrucksack ${l}`, description: `<p>${'Leicht und robust. '.repeat(520)}</p>` }])),
+      content: Object.fromEntries(
+        languages.map((l) => [l, { title: `Wanderrucksack ${l}`, description: `<p>${'Leicht und robust. '.repeat(520)}</p>` }]),
+      ),
       overrides: Object.fromEntries(range(1000).map((i) => [`attribute_${i}`, `value ${i}`])),
       images: range(100).map((i) => ({ url: `https://cdn.example.test/products/rich-1/${i}.jpg` })),
     });
@@ -137,19 +229,29 @@ describe('the default limits', () => {
     expect(Buffer.byteLength(JSON.stringify((await defaults.storage.findProductByRef(id, 'RICH-1'))!.source))).toBe(272_257);
   });
 
-  it('refuse the issue\'s payload: 15,000 overrides in an import line, naming the count and the bytes', async () => {
-    const line = { op: 'upsert_product', product: { ref: 'HUGE-1', overrides: Object.fromEntries(range(15_000).map((i) => [`k${i}`, 'x'.repeat(100)])) } };
+  it("refuse the issue's payload: 15,000 overrides in an import line, naming the count and the bytes", async () => {
+    const line = {
+      op: 'upsert_product',
+      product: { ref: 'HUGE-1', overrides: Object.fromEntries(range(15_000).map((i) => [`k${i}`, 'x'.repeat(100)])) },
+    };
     const response = await importNdjson(defaults, id, [line]);
     expect(response.status, response.text).toBe(400);
     expect(response.body.invalid_params.map((p: { name: string; reason: string }) => `${p.name}: ${p.reason}`)).toEqual([
       'line 1: /product/overrides: has 15000 overrides: a product has at most 1000 (CPS_MAX_PRODUCT_OVERRIDES)',
-      expect.stringMatching(/^line 1: \/product: is \d+ bytes as JSON: a product's source is at most 524288 bytes \(CPS_MAX_PRODUCT_BYTES\)$/),
+      expect.stringMatching(
+        /^line 1: \/product: is \d+ bytes as JSON: a product's source is at most 524288 bytes \(CPS_MAX_PRODUCT_BYTES\)$/,
+      ),
     ]);
     await expect(defaults.storage.findProductByRef(id, 'HUGE-1')).resolves.toBeUndefined();
   });
 
   it('refuse a source above 512 KiB sent in one admin body (12 locales of 50,000 characters)', async () => {
-    const content = Object.fromEntries(['de', 'en', 'fr', 'it', 'es', 'pl', 'nl', 'sv', 'da', 'fi', 'cs', 'pt'].map((l) => [l, { title: 'T', description: 'd'.repeat(50_000) }]));
+    const content = Object.fromEntries(
+      ['de', 'en', 'fr', 'it', 'es', 'pl', 'nl', 'sv', 'da', 'fi', 'cs', 'pt'].map((l) => [
+        l,
+        { title: 'T', description: 'd'.repeat(50_000) },
+      ]),
+    );
     const response = await defaults.adminApi('PUT', `${base}/products/BIG-1`, { content });
     expectLimit(response, '/', /^is \d{6} bytes as JSON: a product's source is at most 524288 bytes \(CPS_MAX_PRODUCT_BYTES\)$/);
     await expect(defaults.storage.findProductByRef(id, 'BIG-1')).resolves.toBeUndefined();

@@ -58,7 +58,10 @@ describe('GET /v1/products (spec 4.1)', () => {
     const page = await service.api(`/v1/products?per_page=${perPage}`, key);
     expect(page.status).toBe(200);
     expect(page.body.meta).toEqual({
-      current_page: 1, per_page: used, last_page: Math.ceil(TOTAL / used), total: TOTAL,
+      current_page: 1,
+      per_page: used,
+      last_page: Math.ceil(TOTAL / used),
+      total: TOTAL,
     });
     expect(page.body.data).toHaveLength(Math.min(used, TOTAL));
   });
@@ -73,7 +76,9 @@ describe('GET /v1/products (spec 4.1)', () => {
     const page = await service.api('/v1/products?per_page=50&page=4', key);
     expect(page.status).toBe(200);
     expect(page.body).toEqual({
-      data: [], store: 'de', meta: { current_page: 4, per_page: 50, last_page: 3, total: TOTAL },
+      data: [],
+      store: 'de',
+      meta: { current_page: 4, per_page: 50, last_page: 3, total: TOTAL },
     });
     const far = await service.api('/v1/products?page=1000000', key);
     expect(far.body.data).toEqual([]);
@@ -102,8 +107,11 @@ describe('GET /v1/products (spec 4.1)', () => {
 
   it('lists excluded products, counted in meta.total, with their exclusion reason', async () => {
     const page = await service.api('/v1/products?per_page=3', key);
-    expect(page.body.data.map((p: { excluded: boolean; exclusion_reason: string | null }) => [p.excluded, p.exclusion_reason]))
-      .toEqual([[false, null], [true, 'out_of_stock'], [true, 'no_offers']]);
+    expect(page.body.data.map((p: { excluded: boolean; exclusion_reason: string | null }) => [p.excluded, p.exclusion_reason])).toEqual([
+      [false, null],
+      [true, 'out_of_stock'],
+      [true, 'no_offers'],
+    ]);
   });
 
   it('returns 404 store_not_found for an unknown store slug', async () => {
@@ -177,8 +185,22 @@ describe('GET /v1/products/{id} (spec 4.2)', () => {
           { key: 'weight', label: 'Gewicht (kg)', value: '1.1' },
         ],
         prices: [
-          { customer_group_id: catalog.groups.retail.id, customer_group: 'retail', base_cost: 18.5, computed_price: 25.99, currency: 'EUR', applied_rule_id: catalog.rules.retail.id },
-          { customer_group_id: catalog.groups.wholesale.id, customer_group: 'wholesale', base_cost: 18.5, computed_price: 20.35, currency: 'EUR', applied_rule_id: catalog.rules.wholesale.id },
+          {
+            customer_group_id: catalog.groups.retail.id,
+            customer_group: 'retail',
+            base_cost: 18.5,
+            computed_price: 25.99,
+            currency: 'EUR',
+            applied_rule_id: catalog.rules.retail.id,
+          },
+          {
+            customer_group_id: catalog.groups.wholesale.id,
+            customer_group: 'wholesale',
+            base_cost: 18.5,
+            computed_price: 20.35,
+            currency: 'EUR',
+            applied_rule_id: catalog.rules.wholesale.id,
+          },
         ],
         // own stock 2 + best supplier's 3
         stock: 5,
@@ -192,7 +214,11 @@ describe('GET /v1/products/{id} (spec 4.2)', () => {
     const { backpack } = catalog.products;
     const response = await service.api(`/v1/products/${backpack.id}?store=pl`, key);
     expect(response.body.data).toMatchObject({
-      store: 'pl', title: 'Plecak turystyczny 40 l', description: 'Lekki i wytrzymały.', stock: 5, excluded: false,
+      store: 'pl',
+      title: 'Plecak turystyczny 40 l',
+      description: 'Lekki i wytrzymały.',
+      stock: 5,
+      excluded: false,
       attributes: [
         { key: 'color', label: 'color', value: 'Grün' },
         { key: 'material', label: 'material', value: 'polyester' },
@@ -201,7 +227,13 @@ describe('GET /v1/products/{id} (spec 4.2)', () => {
       // 18.50 EUR x 4.25 = 78.625 -> 78.63 PLN
       prices: [
         { customer_group: 'retail', base_cost: 78.63, computed_price: 110.99, currency: 'PLN', applied_rule_id: catalog.rules.retail.id },
-        { customer_group: 'wholesale', base_cost: 78.63, computed_price: 86.49, currency: 'PLN', applied_rule_id: catalog.rules.wholesale.id },
+        {
+          customer_group: 'wholesale',
+          base_cost: 78.63,
+          computed_price: 86.49,
+          currency: 'PLN',
+          applied_rule_id: catalog.rules.wholesale.id,
+        },
       ],
     });
   });
@@ -210,7 +242,11 @@ describe('GET /v1/products/{id} (spec 4.2)', () => {
     const { backpack } = catalog.products;
     const response = await service.api(`/v1/products/${backpack.id}?store=jp`, key);
     expect(response.body.data).toMatchObject({
-      store: 'jp', title: null, description: null, excluded: true, exclusion_reason: 'missing_title',
+      store: 'jp',
+      title: null,
+      description: null,
+      excluded: true,
+      exclusion_reason: 'missing_title',
       prices: [
         { customer_group: 'retail', base_cost: 2960, computed_price: 4199, currency: 'JPY' },
         { customer_group: 'wholesale', base_cost: 2960, computed_price: 3256, currency: 'JPY' },
@@ -223,7 +259,10 @@ describe('GET /v1/products/{id} (spec 4.2)', () => {
     const { tent } = catalog.products;
     const response = await service.api(`/v1/products/${tent.id}`, key);
     expect(response.body.data).toMatchObject({
-      title: 'Zelt für zwei', stock: 0, excluded: true, exclusion_reason: 'out_of_stock',
+      title: 'Zelt für zwei',
+      stock: 0,
+      excluded: true,
+      exclusion_reason: 'out_of_stock',
       // 100.00 USD x 0.9 = 90.00 EUR
       prices: [
         { customer_group: 'retail', base_cost: 90, computed_price: 126.99, currency: 'EUR' },
@@ -238,11 +277,19 @@ describe('GET /v1/products/{id} (spec 4.2)', () => {
     const { tent } = catalog.products;
     const pl = await service.api(`/v1/products/${tent.id}?store=pl`, key);
     expect(pl.body.data).toMatchObject({
-      stock: 0, excluded: true, exclusion_reason: 'missing_title',
+      stock: 0,
+      excluded: true,
+      exclusion_reason: 'missing_title',
       prices: [
         // 100 × 0.9 × 4.25 = 382.50 PLN; +40 % = 535.50, ending 99: 535.99.
         { customer_group: 'retail', base_cost: 382.5, computed_price: 535.99, currency: 'PLN', applied_rule_id: catalog.rules.retail.id },
-        { customer_group: 'wholesale', base_cost: 382.5, computed_price: 420.75, currency: 'PLN', applied_rule_id: catalog.rules.wholesale.id },
+        {
+          customer_group: 'wholesale',
+          base_cost: 382.5,
+          computed_price: 420.75,
+          currency: 'PLN',
+          applied_rule_id: catalog.rules.wholesale.id,
+        },
       ],
     });
     expect(pl.text).toContain('"base_cost":382.50');
@@ -257,7 +304,16 @@ describe('GET /v1/products/{id} (spec 4.2)', () => {
   it('excludes a product without offers as no_offers, and one the merchant excluded as manual', async () => {
     const { lamp } = catalog.products;
     const de = await service.api(`/v1/products/${lamp.id}?store=de`, key);
-    expect(de.body.data).toMatchObject({ stock: 0, excluded: true, exclusion_reason: 'no_offers', sku: 'AO-LAMP-1', ean: null, manufacturer: null, images: [], attributes: [] });
+    expect(de.body.data).toMatchObject({
+      stock: 0,
+      excluded: true,
+      exclusion_reason: 'no_offers',
+      sku: 'AO-LAMP-1',
+      ean: null,
+      manufacturer: null,
+      images: [],
+      attributes: [],
+    });
     const pl = await service.api(`/v1/products/${lamp.id}?store=pl`, key);
     expect(pl.body.data).toMatchObject({ title: 'Latarka czołowa', excluded: true, exclusion_reason: 'manual' });
   });
@@ -331,14 +387,21 @@ describe('GET /v1/stores (spec 4.3)', () => {
     await adminOk(service, 'PUT', `${base}/stores/jp`, { name: 'Alpine Japan', locale: 'ja-JP', currency: 'JPY', is_default: true });
     try {
       const stores = await service.api('/v1/stores', key);
-      expect(stores.body.data.map((s: { slug: string; is_default: boolean }) => [s.slug, s.is_default]))
-        .toEqual([['jp', true], ['de', false], ['pl', false]]);
+      expect(stores.body.data.map((s: { slug: string; is_default: boolean }) => [s.slug, s.is_default])).toEqual([
+        ['jp', true],
+        ['de', false],
+        ['pl', false],
+      ]);
       const page = await service.api('/v1/products?per_page=1', key);
       expect(page.body.store).toBe('jp');
       expect(page.body.data[0].prices[0].currency).toBe('JPY');
     } finally {
       await adminOk(service, 'PUT', `${base}/stores/de`, {
-        name: 'Alpine Deutschland', locale: 'de-DE', currency: 'EUR', is_default: true, exclude_out_of_stock: true,
+        name: 'Alpine Deutschland',
+        locale: 'de-DE',
+        currency: 'EUR',
+        is_default: true,
+        exclude_out_of_stock: true,
       });
     }
     expect((await service.api('/v1/products?per_page=1', key)).body.store).toBe('de');

@@ -18,10 +18,12 @@ async function otherProcess(service: TestService, readCacheBytes: number) {
   const server = await startServer(other, { docsDir: `${service.dir}/no-docs` });
   return {
     url: server.url,
-    get: (pathAndQuery: string, key: string) => fetch(`${server.url}${pathAndQuery}`, { headers: { Authorization: `Bearer ${key}`, 'Accept-Encoding': 'identity' } }),
+    get: (pathAndQuery: string, key: string) =>
+      fetch(`${server.url}${pathAndQuery}`, { headers: { Authorization: `Bearer ${key}`, 'Accept-Encoding': 'identity' } }),
     import: async (merchantId: number, lines: unknown[]) => {
       const response = await fetch(`${server.url}/admin/v1/merchants/${merchantId}/imports`, {
-        method: 'POST', headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, 'Content-Type': 'application/x-ndjson' },
+        method: 'POST',
+        headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, 'Content-Type': 'application/x-ndjson' },
         body: `${lines.map((line) => JSON.stringify(line)).join('\n')}\n`,
       });
       expect(response.status, await response.clone().text()).toBe(200);
@@ -60,7 +62,10 @@ beforeAll(async () => {
   await adminOk(service, 'PUT', `${merchant.base}/suppliers/alpine`, { name: 'Alpine' });
   writer = await otherProcess(service, 64 * 1024 * 1024);
   oracle = await otherProcess(service, 0);
-  await writer.import(merchant.id, Array.from({ length: 12 }, (_, i) => simpleProduct(`P-${i}`, `${10 + i}.00`)));
+  await writer.import(
+    merchant.id,
+    Array.from({ length: 12 }, (_, i) => simpleProduct(`P-${i}`, `${10 + i}.00`)),
+  );
 });
 afterAll(async () => {
   await writer?.close();
@@ -70,7 +75,9 @@ afterAll(async () => {
 
 describe('the read cache of published bytes', () => {
   it('keeps a page and an id list from their second read, and answers the next reads from memory with the same bytes and ETag', async () => {
-    const ids = (await service.api('/v1/products?per_page=12', merchant.key, { headers: identity })).body.data.map((p: { id: number }) => p.id);
+    const ids = (await service.api('/v1/products?per_page=12', merchant.key, { headers: identity })).body.data.map(
+      (p: { id: number }) => p.id,
+    );
     for (const path of ['/v1/products?per_page=5&page=2', `/v1/products?ids=${ids[7]},${ids[2]},${ids[7]},${ids[4]}`]) {
       const entries = await metric(service, 'cps_read_cache_entries');
       const first = await service.api(path, merchant.key, { headers: identity });
@@ -149,42 +156,63 @@ describe('the read cache of published bytes', () => {
       ),
     });
     const idOf = new Map<string, number>();
-    await fc.assert(fc.asyncProperty(fc.array(fc.tuple(fc.boolean(), write, fc.array(read, { minLength: 1, maxLength: 3 })), { minLength: 1, maxLength: 5 }), async (steps) => {
-      for (const [fromWriter, change, reads] of steps) {
-        if (change.kind === 'rate') {
-          const response = await fetch(`${fromWriter ? writer.url : service.url}/admin/v1/merchants/${merchant.id}/exchange-rates/EUR/PLN`, {
-            method: 'PUT', headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, 'Content-Type': 'application/json' }, body: JSON.stringify({ rate: change.rate }),
-          });
-          expect(response.status).toBe(200);
-        } else {
-          const line = change.kind === 'price' ? simpleProduct(change.ref, `${change.cost}.00`) : { op: 'delete_product', ref: change.ref };
-          if (fromWriter) await writer.import(merchant.id, [line]);
-          else expect((await importNdjson(service, merchant.id, [line])).status).toBe(200);
-        }
-        // Ids of refs (deleted refs keep their last id: a read of it finds nothing).
-        for (const product of (await (await oracle.get('/v1/products?per_page=200', merchant.key)).json()).data as { id: number; sku: string | null }[]) {
-          idOf.set(String(product.sku), product.id);
-        }
-        const known = [...idOf.values()].sort((a, b) => a - b);
-        for (const { store, query } of reads) {
-          const path = Array.isArray(query)
-            ? `/v1/products?store=${store}&ids=${query.map((i) => known[i % known.length] ?? 1).join(',')}`
-            : `/v1/products?store=${store}&per_page=${query.perPage}&page=${query.page}`;
-          // Twice: the second read comes from the cache when nothing moved.
-          for (let i = 0; i < 2; i++) {
-            const [cached, direct] = await Promise.all([service.api(path, merchant.key, { headers: identity }), oracle.get(path, merchant.key)]);
-            expect(cached.text, path).toBe(await direct.text());
-            expect(cached.headers.get('etag'), path).toBe(direct.headers.get('etag'));
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.tuple(fc.boolean(), write, fc.array(read, { minLength: 1, maxLength: 3 })), { minLength: 1, maxLength: 5 }),
+        async (steps) => {
+          for (const [fromWriter, change, reads] of steps) {
+            if (change.kind === 'rate') {
+              const response = await fetch(
+                `${fromWriter ? writer.url : service.url}/admin/v1/merchants/${merchant.id}/exchange-rates/EUR/PLN`,
+                {
+                  method: 'PUT',
+                  headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, 'Content-Type': 'application/json' },
+                  body: JSON.stringify({ rate: change.rate }),
+                },
+              );
+              expect(response.status).toBe(200);
+            } else {
+              const line =
+                change.kind === 'price' ? simpleProduct(change.ref, `${change.cost}.00`) : { op: 'delete_product', ref: change.ref };
+              if (fromWriter) await writer.import(merchant.id, [line]);
+              else expect((await importNdjson(service, merchant.id, [line])).status).toBe(200);
+            }
+            // Ids of refs (deleted refs keep their last id: a read of it finds nothing).
+            for (const product of (await (await oracle.get('/v1/products?per_page=200', merchant.key)).json()).data as {
+              id: number;
+              sku: string | null;
+            }[]) {
+              idOf.set(String(product.sku), product.id);
+            }
+            const known = [...idOf.values()].sort((a, b) => a - b);
+            for (const { store, query } of reads) {
+              const path = Array.isArray(query)
+                ? `/v1/products?store=${store}&ids=${query.map((i) => known[i % known.length] ?? 1).join(',')}`
+                : `/v1/products?store=${store}&per_page=${query.perPage}&page=${query.page}`;
+              // Twice: the second read comes from the cache when nothing moved.
+              for (let i = 0; i < 2; i++) {
+                const [cached, direct] = await Promise.all([
+                  service.api(path, merchant.key, { headers: identity }),
+                  oracle.get(path, merchant.key),
+                ]);
+                expect(cached.text, path).toBe(await direct.text());
+                expect(cached.headers.get('etag'), path).toBe(direct.headers.get('etag'));
+              }
+            }
           }
-        }
-      }
-    }), { numRuns: 15 });
+        },
+      ),
+      { numRuns: 15 },
+    );
   });
 });
 
 describe('PublishedReadCache', () => {
   const held = (publishedVersion: number, size: number): HeldPublishedBytes => ({
-    publishedVersion, bytes: new Uint8Array(size), digests: new Uint8Array(10), count: 1,
+    publishedVersion,
+    bytes: new Uint8Array(size),
+    digests: new Uint8Array(10),
+    count: 1,
   });
 
   /** What the domain does on a miss: look the page up (a read), then offer what it read. */

@@ -25,8 +25,7 @@ describe('the demo catalog over real HTTP', () => {
 describe('the contract harness', () => {
   it('rejects a response whose body breaks the schema', () => {
     const headers = new Headers({ 'content-type': 'application/json' });
-    expect(() => publicContract.validateResponse('GET', '/v1/stores', 200, headers, '{"data":[{"slug":"de"}]}'))
-      .toThrow(ContractViolation);
+    expect(() => publicContract.validateResponse('GET', '/v1/stores', 200, headers, '{"data":[{"slug":"de"}]}')).toThrow(ContractViolation);
   });
   it('rejects an undocumented status', () => {
     const headers = new Headers({ 'content-type': 'application/problem+json' });

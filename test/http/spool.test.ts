@@ -15,7 +15,9 @@ async function readAll(stream: ReadableStream<Uint8Array>): Promise<string> {
 
 describe('Spool', () => {
   let dir: string;
-  beforeEach(() => { dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cps-spool-')); });
+  beforeEach(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cps-spool-'));
+  });
   afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
 
   it('keeps up to its budget in memory and the rest in a file, handing every byte back in order, the file listed in no folder', async () => {

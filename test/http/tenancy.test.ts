@@ -17,7 +17,11 @@ async function merchantWithCatalog(name: string, stores: string[], refs: string[
   }
   await adminOk(service, 'POST', `${merchant.base}/customer-groups`, { name: 'retail' }, 201);
   await adminOk(service, 'PUT', `${merchant.base}/suppliers/alpine`, { name: 'Alpine' });
-  const imported = await importNdjson(service, merchant.id, refs.map((ref) => simpleProduct(ref)));
+  const imported = await importNdjson(
+    service,
+    merchant.id,
+    refs.map((ref) => simpleProduct(ref)),
+  );
   expect(imported.status, imported.text).toBe(200);
   const ids = [];
   for (const ref of refs) ids.push((await adminOk(service, 'GET', `${merchant.base}/products/${ref}`)).id);
@@ -42,7 +46,7 @@ function withoutId(response: TestResponse, id: number) {
   return JSON.parse(response.text.replace(new RegExp(`(?<![0-9])${id}(?![0-9])`, 'g'), 'ID'));
 }
 
-describe('one merchant never sees another merchant\'s catalog', () => {
+describe("one merchant never sees another merchant's catalog", () => {
   it('returns 404 for a product of another merchant, exactly like an id that does not exist', async () => {
     const foreign = bIds[0]!;
     const missing = 987654;
@@ -65,7 +69,7 @@ describe('one merchant never sees another merchant\'s catalog', () => {
     expect((await service.api(`/v1/products/${bIds[0]}?store=de`, b.key)).status).toBe(200);
   });
 
-  it('lists and counts only the key\'s own products', async () => {
+  it("lists and counts only the key's own products", async () => {
     const pageA = await service.api('/v1/products?per_page=200', a.key);
     expect(pageA.body.data.map((p: { id: number }) => p.id)).toEqual(aIds);
     expect(pageA.body.meta).toEqual({ current_page: 1, per_page: 200, last_page: 1, total: aIds.length });
@@ -74,10 +78,12 @@ describe('one merchant never sees another merchant\'s catalog', () => {
     expect(pageB.body.meta).toEqual({ current_page: 2, per_page: 1, last_page: bIds.length, total: bIds.length });
   });
 
-  it('lists only the key\'s own stores', async () => {
+  it("lists only the key's own stores", async () => {
     const storesA = await service.api('/v1/stores', a.key);
-    expect(storesA.body.data.map((s: { slug: string; name: string }) => [s.slug, s.name]))
-      .toEqual([['de', 'Merchant A de'], ['at', 'Merchant A at']]);
+    expect(storesA.body.data.map((s: { slug: string; name: string }) => [s.slug, s.name])).toEqual([
+      ['de', 'Merchant A de'],
+      ['at', 'Merchant A at'],
+    ]);
     const storesB = await service.api('/v1/stores', b.key);
     expect(storesB.body.data.map((s: { slug: string }) => s.slug)).toEqual(['de', 'ch']);
     const idsOfA = storesA.body.data.map((s: { id: number }) => s.id);
@@ -92,7 +98,7 @@ describe('one merchant never sees another merchant\'s catalog', () => {
     expect(response.body).toEqual({ ...unknown.body, detail: unknown.body.detail.replace('zz', 'ch') });
   });
 
-  it('does not let one merchant\'s admin path revoke another merchant\'s key', async () => {
+  it("does not let one merchant's admin path revoke another merchant's key", async () => {
     const keysOfB = await adminOk(service, 'GET', `${b.base}/api-keys`);
     const response = await service.adminApi('DELETE', `${a.base}/api-keys/${keysOfB.data[0].id}`);
     expect(response.status).toBe(404);
@@ -134,7 +140,7 @@ describe('authentication (spec 5)', () => {
     expect(response.body.code).toBe('unauthorized');
   });
 
-  it('returns 401 for a revoked key while the merchant\'s other keys keep working', async () => {
+  it("returns 401 for a revoked key while the merchant's other keys keep working", async () => {
     const spare = await adminOk(service, 'POST', `${a.base}/api-keys`, { name: 'spare' }, 201);
     expect((await service.api('/v1/stores', spare.key)).status).toBe(200);
     await adminOk(service, 'DELETE', `${a.base}/api-keys/${spare.id}`);
@@ -161,9 +167,16 @@ describe('what a merchant can infer about another, exactly as SECURITY.md states
       service.api(`/v1/changes?store=${store}${cursor ? `&since=${cursor.next_since}&since_id=${cursor.next_id}` : ''}`, a.key);
     const first = { de: (await feed('de')).body, at: (await feed('at')).body };
     // Merchant B changes its whole catalog (a change per product and store: six at least).
-    expect((await importNdjson(service, b.id, [simpleProduct('B-1', '11.00'), simpleProduct('B-2', '12.00'), simpleProduct('B-3')])).status).toBe(200);
+    expect(
+      (await importNdjson(service, b.id, [simpleProduct('B-1', '11.00'), simpleProduct('B-2', '12.00'), simpleProduct('B-3')])).status,
+    ).toBe(200);
     for (const store of ['de', 'at'] as const) {
-      expect((await feed(store, first[store])).body).toEqual({ changes: [], next_since: first[store].next_since, next_id: first[store].next_id, store });
+      expect((await feed(store, first[store])).body).toEqual({
+        changes: [],
+        next_since: first[store].next_since,
+        next_id: first[store].next_id,
+        store,
+      });
     }
     // A's next price change (one in each of A's stores) takes the next positions of A's own numbering.
     expect((await importNdjson(service, a.id, [simpleProduct('A-1', '13.00')])).status).toBe(200);
@@ -176,7 +189,7 @@ describe('what a merchant can infer about another, exactly as SECURITY.md states
     }
   });
 
-  it('can infer only the deployment\'s number of product creations in between from the gap of its own product ids', async () => {
+  it("can infer only the deployment's number of product creations in between from the gap of its own product ids", async () => {
     const before = (await adminOk(service, 'GET', `${a.base}/products/A-4`)).id;
     expect((await importNdjson(service, b.id, [simpleProduct('B-10'), simpleProduct('B-11')])).status).toBe(200);
     expect((await importNdjson(service, a.id, [simpleProduct('A-10')])).status).toBe(200);

@@ -22,13 +22,17 @@ afterAll(() => service.close());
 
 describe('a re-pricing of the whole catalog', () => {
   it('lets reads through while it runs, each product whole at its price before or after, every one re-priced when it answers', async () => {
-    const page = () => fetch(`${service.url}/v1/products?store=uk&per_page=100&page=30`, { headers: { Authorization: `Bearer ${key}` } })
-      .then(async (response) => ({ status: response.status, body: await response.json() as { data: { id: number }[] } }));
+    const page = () =>
+      fetch(`${service.url}/v1/products?store=uk&per_page=100&page=30`, { headers: { Authorization: `Bearer ${key}` } }).then(
+        async (response) => ({ status: response.status, body: (await response.json()) as { data: { id: number }[] } }),
+      );
     const all = async () => {
       const products = new Map<number, string>();
       for (let n = 1; ; n++) {
-        const response = await fetch(`${service.url}/v1/products?store=uk&per_page=200&page=${n}`, { headers: { Authorization: `Bearer ${key}` } });
-        const body = await response.json() as { data: { id: number }[] };
+        const response = await fetch(`${service.url}/v1/products?store=uk&per_page=200&page=${n}`, {
+          headers: { Authorization: `Bearer ${key}` },
+        });
+        const body = (await response.json()) as { data: { id: number }[] };
         for (const product of body.data) products.set(product.id, JSON.stringify(product));
         if (body.data.length < 200) return products;
       }

@@ -23,27 +23,29 @@ afterEach(async () => {
 function barrier(parties: number): () => Promise<void> {
   let arrived = 0;
   const waiting: (() => void)[] = [];
-  return () => new Promise<void>((resolve) => {
-    waiting.push(resolve);
-    if (++arrived >= parties) for (const release of waiting.splice(0)) release();
-    else setTimeout(resolve, 500);
-  });
+  return () =>
+    new Promise<void>((resolve) => {
+      waiting.push(resolve);
+      if (++arrived >= parties) for (const release of waiting.splice(0)) release();
+      else setTimeout(resolve, 500);
+    });
 }
 
 /** The storage, whose transactions pause after each image state change at `meet`. */
 function meetingAfterStateChanges(storage: CatalogStorage, meet: () => Promise<void>): CatalogStorage {
-  const pausing = (tx: StorageTx): StorageTx => new Proxy(tx, {
-    get(object, property) {
-      const value = Reflect.get(object, property, object) as unknown;
-      if (property === 'updateImageMirror') {
-        return async (...args: Parameters<StorageOperations['updateImageMirror']>) => {
-          await tx.updateImageMirror(...args);
-          if (args[2].state) await meet();
-        };
-      }
-      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(object) : value;
-    },
-  });
+  const pausing = (tx: StorageTx): StorageTx =>
+    new Proxy(tx, {
+      get(object, property) {
+        const value = Reflect.get(object, property, object) as unknown;
+        if (property === 'updateImageMirror') {
+          return async (...args: Parameters<StorageOperations['updateImageMirror']>) => {
+            await tx.updateImageMirror(...args);
+            if (args[2].state) await meet();
+          };
+        }
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(object) : value;
+      },
+    });
   return new Proxy(storage, {
     get(object, property) {
       if (property === 'transaction') return <T>(fn: (tx: StorageTx) => Promise<T>) => storage.transaction((tx) => fn(pausing(tx)));
@@ -63,11 +65,17 @@ describe('two images of one product changing state at once', () => {
     const mirror = world.otherMirror({ storage: meetingAfterStateChanges(world.service.storage, barrier(2)) });
     const changes = await world.recorded(() => mirror.tick());
     expect(await world.imagesInEveryStore(id)).toEqual(everyStore([world.mediaUrl(images.bytes('/png/fine.png'), 'png')]));
-    expect(await world.sourceImages('BP-40')).toMatchObject([{ url: dead, state: 'dead' }, { url: fine, state: 'mirrored' }]);
+    expect(await world.sourceImages('BP-40')).toMatchObject([
+      { url: dead, state: 'dead' },
+      { url: fine, state: 'mirrored' },
+    ]);
     // A content change per transition in each store (one or two, as the feed collapses them).
     for (const recorded of Object.values(changes)) {
       expect(recorded.length).toBeGreaterThan(0);
-      expect(recorded.every(([product, type]) => product === id && type === 'content'), JSON.stringify(recorded)).toBe(true);
+      expect(
+        recorded.every(([product, type]) => product === id && type === 'content'),
+        JSON.stringify(recorded),
+      ).toBe(true);
     }
   });
 

@@ -21,24 +21,29 @@ afterEach(async () => {
 const DEAD_AFTER = IMAGE_DEFAULTS.deadAfterHours * HOUR;
 
 describe('404 and 410: dead at once', () => {
-  it.each([404, 410])('omits an image whose source answers %i from images in every store, with one content change per store', async (status) => {
-    const { images } = world;
-    const dead = images.url(`/status/${status}/gone.png`);
-    const id = await world.putProduct('BP-40', [dead]);
-    expect(await world.imagesInEveryStore(id)).toEqual(everyStore([dead]));
-    const at = world.clock.iso;
-    expect(await world.recorded(() => world.mirror.tick())).toEqual(contentOf(id));
-    expect(await world.imagesInEveryStore(id)).toEqual(everyStore([]));
-    expect(await world.sourceImages('BP-40')).toEqual([{ url: dead, state: 'dead', mirrored_url: null }]);
-    expect(await world.status()).toEqual({
-      pending: 0, mirrored: 0, dead: 1,
-      dead_images: [{ url: dead, last_error: `http_${status}`, first_failure_at: at, updated_at: at }],
-    });
-    // Dead is final: never fetched again, nothing more recorded.
-    world.clock.advance(100 * HOUR);
-    expect(await world.recorded(async () => expect(await world.mirror.tick()).toBe(0))).toEqual(NOTHING);
-    expect(images.hits(`/status/${status}/gone.png`)).toBe(1);
-  });
+  it.each([404, 410])(
+    'omits an image whose source answers %i from images in every store, with one content change per store',
+    async (status) => {
+      const { images } = world;
+      const dead = images.url(`/status/${status}/gone.png`);
+      const id = await world.putProduct('BP-40', [dead]);
+      expect(await world.imagesInEveryStore(id)).toEqual(everyStore([dead]));
+      const at = world.clock.iso;
+      expect(await world.recorded(() => world.mirror.tick())).toEqual(contentOf(id));
+      expect(await world.imagesInEveryStore(id)).toEqual(everyStore([]));
+      expect(await world.sourceImages('BP-40')).toEqual([{ url: dead, state: 'dead', mirrored_url: null }]);
+      expect(await world.status()).toEqual({
+        pending: 0,
+        mirrored: 0,
+        dead: 1,
+        dead_images: [{ url: dead, last_error: `http_${status}`, first_failure_at: at, updated_at: at }],
+      });
+      // Dead is final: never fetched again, nothing more recorded.
+      world.clock.advance(100 * HOUR);
+      expect(await world.recorded(async () => expect(await world.mirror.tick()).toBe(0))).toEqual(NOTHING);
+      expect(images.hits(`/status/${status}/gone.png`)).toBe(1);
+    },
+  );
 
   it('keeps the other images of the product, in order, and changes every product listing the dead image', async () => {
     const { images } = world;
@@ -65,33 +70,49 @@ describe('other failures: retried with backoff, the supplier URL served meanwhil
     ['text/html', '/html/img.png', null, 'not_an_image (text/html)'],
     ['SVG (image/svg+xml)', '/svg/logo.svg', null, 'not_an_image (image/svg+xml)'],
     // The bytes decide, not the label.
-    ['HTML labelled image/png', '/disguised-html/img.png', null, 'not_an_image (declared image/png; the bytes are not JPEG, PNG, GIF, WebP or AVIF)'],
-    ['SVG labelled image/png', '/disguised-svg/img.png', null, 'not_an_image (declared image/png; the bytes are not JPEG, PNG, GIF, WebP or AVIF)'],
+    [
+      'HTML labelled image/png',
+      '/disguised-html/img.png',
+      null,
+      'not_an_image (declared image/png; the bytes are not JPEG, PNG, GIF, WebP or AVIF)',
+    ],
+    [
+      'SVG labelled image/png',
+      '/disguised-svg/img.png',
+      null,
+      'not_an_image (declared image/png; the bytes are not JPEG, PNG, GIF, WebP or AVIF)',
+    ],
     ['a redirect (not followed)', '/moved/img.png', null, 'http_301'],
   ];
 
-  it.each(failures)('keeps the supplier URL after %s, records nothing, and makes the source dead on the first failure 72 h after the first', async (_, path, behaviour, error) => {
-    const { images } = world;
-    if (behaviour) images.set(path, behaviour);
-    const source = images.url(path);
-    const id = await world.putProduct('BP-40', [source]);
-    const firstFailure = world.clock.iso;
-    expect(await world.recorded(() => world.mirror.tick())).toEqual(NOTHING);
-    expect(await world.imagesInEveryStore(id)).toEqual(everyStore([source]));
-    expect(await world.sourceImages('BP-40')).toEqual([{ url: source, state: 'pending', mirrored_url: null }]);
-    expect(await world.status()).toEqual({ pending: 1, mirrored: 0, dead: 0, dead_images: [] });
+  it.each(failures)(
+    'keeps the supplier URL after %s, records nothing, and makes the source dead on the first failure 72 h after the first',
+    async (_, path, behaviour, error) => {
+      const { images } = world;
+      if (behaviour) images.set(path, behaviour);
+      const source = images.url(path);
+      const id = await world.putProduct('BP-40', [source]);
+      const firstFailure = world.clock.iso;
+      expect(await world.recorded(() => world.mirror.tick())).toEqual(NOTHING);
+      expect(await world.imagesInEveryStore(id)).toEqual(everyStore([source]));
+      expect(await world.sourceImages('BP-40')).toEqual([{ url: source, state: 'pending', mirrored_url: null }]);
+      expect(await world.status()).toEqual({ pending: 1, mirrored: 0, dead: 0, dead_images: [] });
 
-    // The next fetch made 72 h after the first failure fails too: dead, omitted, one change per store.
-    world.clock.advance(DEAD_AFTER);
-    const deadAt = world.clock.iso;
-    expect(await world.recorded(() => world.mirror.tick())).toEqual(contentOf(id));
-    expect(await world.imagesInEveryStore(id)).toEqual(everyStore([]));
-    expect(await world.status()).toEqual({
-      pending: 0, mirrored: 0, dead: 1, dead_images: [{ url: source, last_error: error, first_failure_at: firstFailure, updated_at: deadAt }],
-    });
-    expect(images.hits(path)).toBe(2);
-    if (path === '/moved/img.png') expect(images.hits('/png/moved.png')).toBe(0);
-  });
+      // The next fetch made 72 h after the first failure fails too: dead, omitted, one change per store.
+      world.clock.advance(DEAD_AFTER);
+      const deadAt = world.clock.iso;
+      expect(await world.recorded(() => world.mirror.tick())).toEqual(contentOf(id));
+      expect(await world.imagesInEveryStore(id)).toEqual(everyStore([]));
+      expect(await world.status()).toEqual({
+        pending: 0,
+        mirrored: 0,
+        dead: 1,
+        dead_images: [{ url: source, last_error: error, first_failure_at: firstFailure, updated_at: deadAt }],
+      });
+      expect(images.hits(path)).toBe(2);
+      if (path === '/moved/img.png') expect(images.hits('/png/moved.png')).toBe(0);
+    },
+  );
 
   it('retries after each wait of retrySeconds (the last one repeating) and is dead at the first failed fetch 72 h or more after the first', async () => {
     const { images } = world;
@@ -128,7 +149,9 @@ describe('other failures: retried with backoff, the supplier URL served meanwhil
     expect(fetches).toBe(12);
     expect(elapsed).toBe(290_160 * SECOND);
     expect(await world.imagesInEveryStore(id)).toEqual(everyStore([]));
-    expect((await world.status()).dead_images).toEqual([{ url: source, last_error: 'http_500', first_failure_at: firstFailure, updated_at: world.clock.iso }]);
+    expect((await world.status()).dead_images).toEqual([
+      { url: source, last_error: 'http_500', first_failure_at: firstFailure, updated_at: world.clock.iso },
+    ]);
   });
 
   it('is not dead at a failed fetch a millisecond before 72 h, and dead at the next', async () => {

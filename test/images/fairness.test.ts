@@ -35,9 +35,14 @@ async function merchantWithStore(name: string): Promise<MerchantHandle> {
 }
 
 async function putImages(merchant: MerchantHandle, products: Record<string, string[]>): Promise<void> {
-  const response = await importNdjson(service!, merchant.id, Object.entries(products).map(([ref, urls]) => ({
-    op: 'upsert_product', product: { ref, content: { de: { title: `Produkt ${ref}`, description: null } }, images: urls.map((url) => ({ url })) },
-  })));
+  const response = await importNdjson(
+    service!,
+    merchant.id,
+    Object.entries(products).map(([ref, urls]) => ({
+      op: 'upsert_product',
+      product: { ref, content: { de: { title: `Produkt ${ref}`, description: null } }, images: urls.map((url) => ({ url })) },
+    })),
+  );
   expect(response.status, response.text).toBe(200);
 }
 
@@ -52,8 +57,10 @@ async function publishedImages(merchant: MerchantHandle, ref: string): Promise<s
 describe('image mirroring shared fairly between merchants and origins', () => {
   it('documents its defaults: 4 fetches at once, 3 for one merchant, 2 from one origin of a merchant', () => {
     expect(loadConfig({}).images).toMatchObject({ concurrency: 4, merchantConcurrency: 3, originConcurrency: 2 });
-    expect(loadConfig({ CPS_IMAGE_MERCHANT_CONCURRENCY: '2', CPS_IMAGE_ORIGIN_CONCURRENCY: '1' }).images)
-      .toMatchObject({ merchantConcurrency: 2, originConcurrency: 1 });
+    expect(loadConfig({ CPS_IMAGE_MERCHANT_CONCURRENCY: '2', CPS_IMAGE_ORIGIN_CONCURRENCY: '1' }).images).toMatchObject({
+      merchantConcurrency: 2,
+      originConcurrency: 1,
+    });
     expect(() => loadConfig({ CPS_IMAGE_ORIGIN_CONCURRENCY: 'two' })).toThrow(/CPS_IMAGE_ORIGIN_CONCURRENCY/);
   });
 
@@ -91,7 +98,10 @@ describe('image mirroring shared fairly between merchants and origins', () => {
 
     // The hanging fetches end at their time-out and free their slots for the next two at once
     // (not after a round of every claimed image), two at a time from that origin.
-    await vi.waitFor(() => expect(hanging.reduce((n, path) => n + shared.hits(path), 0)).toBe(4), { timeout: TIMEOUT_MS * 3, interval: 10 });
+    await vi.waitFor(() => expect(hanging.reduce((n, path) => n + shared.hits(path), 0)).toBe(4), {
+      timeout: TIMEOUT_MS * 3,
+      interval: 10,
+    });
     const { pending } = await adminOk(service, 'GET', `${noisy.base}/images`);
     expect(pending).toBe(48);
     const failed = await service.storage.deadImages(noisy.id, 100);

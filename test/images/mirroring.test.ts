@@ -109,7 +109,10 @@ describe('the worker', () => {
     const { images, service } = world;
     expect(service.config.images.concurrency).toBe(2);
     const slow = ['a', 'b', 'c', 'd', 'e'].map((name) => `/slow/${name}.png`);
-    await world.putProduct('SLOW', slow.map((p) => images.url(p)));
+    await world.putProduct(
+      'SLOW',
+      slow.map((p) => images.url(p)),
+    );
     // Each hangs until the 300 ms time-out: three rounds of two, two and one fetch.
     expect(await world.mirror.tick()).toBe(5);
     expect(slow.map((p) => images.hits(p))).toEqual([1, 1, 1, 1, 1]);
@@ -121,17 +124,34 @@ describe('the worker', () => {
     const { images, service, clock } = world;
     // A time-out far past the test's own: stop() returning at all shows it did not wait for it.
     const config = { ...service.config.images, timeoutMs: 10 * 60_000 };
-    const mirror = new ImageMirror(service.storage, new LocalFolderMediaStore(service.config.images.mediaDir),
-      new HttpImageFetcher(new AddressGuard(['127.0.0.1']), config), config, service.url, clock.now, new CatalogPublisher(clock.now, 2000));
+    const mirror = new ImageMirror(
+      service.storage,
+      new LocalFolderMediaStore(service.config.images.mediaDir),
+      new HttpImageFetcher(new AddressGuard(['127.0.0.1']), config),
+      config,
+      service.url,
+      clock.now,
+      new CatalogPublisher(clock.now, 2000),
+    );
     images.set('/hang/tent.png', 'hang-before-headers');
     await world.putProduct('HANG', [images.url('/hang/tent.png')]);
     mirror.start();
-    await until(() => images.hits('/hang/tent.png') === 1, 5000, () => 'the fetch did not start');
+    await until(
+      () => images.hits('/hang/tent.png') === 1,
+      5000,
+      () => 'the fetch did not start',
+    );
     await mirror.stop();
     expect(await world.status()).toMatchObject({ pending: 1, mirrored: 0, dead: 0 });
     // Due at once again (the lease given back), as it was before the claim, with no failure recorded.
     const [again] = await service.storage.claimDueImageMirrors(clock.now().toISOString(), 1, clock.now().toISOString());
-    expect(again).toMatchObject({ url: images.url('/hang/tent.png'), state: 'pending', attempts: 0, first_failure_at: null, last_error: null });
+    expect(again).toMatchObject({
+      url: images.url('/hang/tent.png'),
+      state: 'pending',
+      attempts: 0,
+      first_failure_at: null,
+      last_error: null,
+    });
   });
 });
 
@@ -143,7 +163,18 @@ describe('content-addressed copies', () => {
     const second = await world.putProduct('BP-55', [images.url('/png/own.png'), url]);
     const changes = await world.recorded(() => world.mirror.tick());
     // Two transitions: the shared image changes both products, the own image the second again.
-    expect(byProduct(changes)).toEqual({ de: [[first, 'content'], [second, 'content'], [second, 'content']], pl: [[first, 'content'], [second, 'content'], [second, 'content']] });
+    expect(byProduct(changes)).toEqual({
+      de: [
+        [first, 'content'],
+        [second, 'content'],
+        [second, 'content'],
+      ],
+      pl: [
+        [first, 'content'],
+        [second, 'content'],
+        [second, 'content'],
+      ],
+    });
     const shared = world.mediaUrl(images.bytes('/png/shared.png'), 'png');
     expect(await world.imagesInEveryStore(first)).toEqual(everyStore([shared]));
     expect(await world.imagesInEveryStore(second)).toEqual(everyStore([world.mediaUrl(images.bytes('/png/own.png'), 'png'), shared]));
@@ -225,8 +256,11 @@ describe('one transaction with the state change', () => {
     const id = await world.putProduct('BP-40', [url]);
     await world.mirror.tick();
     const broken = failingOn(world.service.storage, 'recordChanges');
-    const changes = await world.recorded(() => expect(retryDeadImages(broken, world.service.admin.publisher, world.merchant.id, world.clock.now()))
-      .rejects.toThrow(CatalogStorageProxyError));
+    const changes = await world.recorded(() =>
+      expect(retryDeadImages(broken, world.service.admin.publisher, world.merchant.id, world.clock.now())).rejects.toThrow(
+        CatalogStorageProxyError,
+      ),
+    );
     expect(changes).toEqual(NOTHING);
     expect(await world.imagesInEveryStore(id)).toEqual(everyStore([]));
     expect(await world.status()).toMatchObject({ pending: 0, dead: 1 });

@@ -44,7 +44,9 @@ describe('admin API: GET .../images', () => {
     await world.putProduct('P3', [removed]);
     await world.mirror.tick();
     expect(await world.status()).toEqual({
-      pending: 1, mirrored: 1, dead: 2,
+      pending: 1,
+      mirrored: 1,
+      dead: 2,
       dead_images: [
         { url: removed, last_error: 'http_410', first_failure_at: world.clock.iso, updated_at: world.clock.iso },
         { url: gone, last_error: 'http_404', first_failure_at: firstDeath, updated_at: firstDeath },
@@ -84,11 +86,15 @@ describe('admin API: GET .../images', () => {
     expect(unknown.body.code).toBe('not_found');
     const unknownRetry = await world.service.adminApi('POST', '/admin/v1/merchants/999/images/retry-dead');
     expect(unknownRetry.status).toBe(404);
-    for (const [method, suffix] of [['GET', 'images'], ['POST', 'images/retry-dead']] as const) {
+    for (const [method, suffix] of [
+      ['GET', 'images'],
+      ['POST', 'images/retry-dead'],
+    ] as const) {
       const anonymous = await world.service.fetch(`${world.service.url}${world.merchant.base}/${suffix}`, { method });
       expect(anonymous.status).toBe(401);
       const wrong = await world.service.fetch(`${world.service.url}${world.merchant.base}/${suffix}`, {
-        method, headers: { Authorization: `Bearer ${ADMIN_TOKEN}x` },
+        method,
+        headers: { Authorization: `Bearer ${ADMIN_TOKEN}x` },
       });
       expect(wrong.status).toBe(401);
     }
@@ -131,7 +137,9 @@ describe('admin API: POST .../images/retry-dead', () => {
     expect(await world.imagesInEveryStore(first)).toEqual(everyStore([world.mediaUrl(images.bytes('/status/404/fixed.png'), 'png')]));
     expect(await world.imagesInEveryStore(second)).toEqual(everyStore([fineUrl]));
     expect(await world.status()).toEqual({
-      pending: 0, mirrored: 2, dead: 1,
+      pending: 0,
+      mirrored: 2,
+      dead: 1,
       dead_images: [{ url: stillGone, last_error: 'http_410', first_failure_at: world.clock.iso, updated_at: world.clock.iso }],
     });
   });
@@ -184,9 +192,18 @@ describe('CLI: images status and images retry-dead', () => {
   async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
     const { database } = world.service;
     try {
-      const { stdout, stderr } = await run('npx', ['tsx', 'src/cli.ts', ...args, ...(database.engine === 'sqlite' ? ['--db', database.location] : [])], {
-        cwd: ROOT, env: { ...process.env, CPS_DB_PATH: path.join(world.service.dir, 'unused.db'), ...(database.engine === 'sqlite' ? {} : database.env) },
-      });
+      const { stdout, stderr } = await run(
+        'npx',
+        ['tsx', 'src/cli.ts', ...args, ...(database.engine === 'sqlite' ? ['--db', database.location] : [])],
+        {
+          cwd: ROOT,
+          env: {
+            ...process.env,
+            CPS_DB_PATH: path.join(world.service.dir, 'unused.db'),
+            ...(database.engine === 'sqlite' ? {} : database.env),
+          },
+        },
+      );
       return { code: 0, stdout, stderr };
     } catch (error) {
       const failed = error as { code?: number; stdout?: string; stderr?: string };

@@ -30,10 +30,18 @@ async function twoMirrors(imageConfig: ConfigOverrides['images'] = {}) {
   const merchant: MerchantHandle = await createMerchant(world.admin, 'Mirror Outfitters');
   await adminOk(world.admin, 'PUT', `${merchant.base}/stores/de`, { name: 'Store de', locale: 'de-DE', currency: 'EUR' });
   const importProducts = async (products: Record<string, string[]>) => {
-    const response = await importNdjson(world!.admin, merchant.id, Object.entries(products).map(([ref, paths]) => ({
-      op: 'upsert_product',
-      product: { ref, content: { de: { title: `Produkt ${ref}`, description: null } }, images: paths.map((p) => ({ url: images!.url(p) })) },
-    })));
+    const response = await importNdjson(
+      world!.admin,
+      merchant.id,
+      Object.entries(products).map(([ref, paths]) => ({
+        op: 'upsert_product',
+        product: {
+          ref,
+          content: { de: { title: `Produkt ${ref}`, description: null } },
+          images: paths.map((p) => ({ url: images!.url(p) })),
+        },
+      })),
+    );
     expect(response.status, response.text).toBe(200);
   };
   const [a, b] = world.services as [PgServices['services'][0], PgServices['services'][0]];
@@ -84,8 +92,10 @@ describe('several image mirrors on one PostgreSQL database', () => {
     b.mirror.start();
     await world!.storages[1]!.listening();
     await importProducts({ WAKE: ['/png/wake.png'] });
-    await vi.waitFor(async () => expect(await b.storage.imageStateCounts(merchant.id)).toEqual({ pending: 0, mirrored: 1, dead: 0 }),
-      { timeout: 10_000, interval: 20 });
+    await vi.waitFor(async () => expect(await b.storage.imageStateCounts(merchant.id)).toEqual({ pending: 0, mirrored: 1, dead: 0 }), {
+      timeout: 10_000,
+      interval: 20,
+    });
     expect(images!.hits('/png/wake.png')).toBe(1);
   });
 });

@@ -43,8 +43,9 @@ describe('SSRF guard', () => {
     expect(await world.imagesInEveryStore(id)).toEqual(everyStore([]));
     const status = await world.status();
     expect(status).toMatchObject({ pending: 0, mirrored: 0, dead: sources.length });
-    expect(Object.fromEntries(status.dead_images.map((d) => [d.url, d.last_error])))
-      .toEqual(Object.fromEntries(sources.map((url) => [url, 'blocked_address'])));
+    expect(Object.fromEntries(status.dead_images.map((d) => [d.url, d.last_error]))).toEqual(
+      Object.fromEntries(sources.map((url) => [url, 'blocked_address'])),
+    );
   });
 
   it('lifts the checks only for allowlisted hosts', async () => {

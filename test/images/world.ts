@@ -87,8 +87,15 @@ export async function startImageWorld(options: { start?: string } = {}): Promise
   const images = await ImageServer.start();
   const mirrors: ImageMirror[] = [];
   const newMirror = (guard: AddressGuard, storage: CatalogStorage = service.storage) => {
-    const mirror = new ImageMirror(storage, new LocalFolderMediaStore(mediaDir), new HttpImageFetcher(guard, service.config.images),
-      service.config.images, service.url, clock.now, new CatalogPublisher(clock.now, 2000));
+    const mirror = new ImageMirror(
+      storage,
+      new LocalFolderMediaStore(mediaDir),
+      new HttpImageFetcher(guard, service.config.images),
+      service.config.images,
+      service.url,
+      clock.now,
+      new CatalogPublisher(clock.now, 2000),
+    );
     mirrors.push(mirror);
     return mirror;
   };
@@ -114,16 +121,27 @@ export async function startImageWorld(options: { start?: string } = {}): Promise
     }
   }
 
-  const product = (urls: string[]) => ({ content: { de: { title: 'Wanderrucksack', description: null } }, images: urls.map((url) => ({ url })) });
+  const product = (urls: string[]) => ({
+    content: { de: { title: 'Wanderrucksack', description: null } },
+    images: urls.map((url) => ({ url })),
+  });
 
   const world: ImageWorld = {
-    service, clock, images, merchant, mirror, mediaDir,
+    service,
+    clock,
+    images,
+    merchant,
+    mirror,
+    mediaDir,
     async putProduct(ref, imageUrls) {
       return (await adminOk(service, 'PUT', `${base}/products/${ref}`, product(imageUrls))).id;
     },
     async importProducts(products) {
-      const response: TestResponse = await importNdjson(service, merchant.id,
-        Object.entries(products).map(([ref, urls]) => ({ op: 'upsert_product', product: { ref, ...product(urls) } })));
+      const response: TestResponse = await importNdjson(
+        service,
+        merchant.id,
+        Object.entries(products).map(([ref, urls]) => ({ op: 'upsert_product', product: { ref, ...product(urls) } })),
+      );
       expect(response.status, response.text).toBe(200);
       const ids: Record<string, number> = {};
       for (const ref of Object.keys(products)) ids[ref] = (await adminOk(service, 'GET', `${base}/products/${ref}`)).id;
@@ -152,7 +170,9 @@ export async function startImageWorld(options: { start?: string } = {}): Promise
     mediaFiles() {
       if (!fs.existsSync(mediaDir)) return [];
       return (fs.readdirSync(mediaDir, { recursive: true }) as string[])
-        .filter((name) => fs.statSync(path.join(mediaDir, name)).isFile()).map((name) => path.basename(name)).sort();
+        .filter((name) => fs.statSync(path.join(mediaDir, name)).isFile())
+        .map((name) => path.basename(name))
+        .sort();
     },
     otherMirror: ({ guard = new AddressGuard(['127.0.0.1']), storage }) => newMirror(guard, storage),
     async close() {

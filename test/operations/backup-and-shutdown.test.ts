@@ -21,7 +21,8 @@ beforeAll(() => {
 });
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-const cli = (...args: string[]) => run('npx', ['tsx', 'src/cli.ts', ...args], { cwd: ROOT, env: { ...process.env, CPS_DB_PATH: path.join(dir, 'unused.db') } });
+const cli = (...args: string[]) =>
+  run('npx', ['tsx', 'src/cli.ts', ...args], { cwd: ROOT, env: { ...process.env, CPS_DB_PATH: path.join(dir, 'unused.db') } });
 
 function count(file: string, sql: string): number {
   const db = new Database(file, { readonly: true });
@@ -49,7 +50,10 @@ describe('backup', () => {
 
 /** The JSON log lines among a process's output (the start banner is plain text). */
 function jsonLines(output: string): Record<string, unknown>[] {
-  return output.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line));
+  return output
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line));
 }
 
 async function waitFor(read: () => string, text: string, ms = 30_000): Promise<void> {
@@ -65,13 +69,19 @@ describe('graceful shutdown', () => {
     const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve'], {
       cwd: ROOT,
       env: {
-        ...process.env, CPS_DB_PATH: db, CPS_PORT: String(port), CPS_DEMO_PRODUCTS: '20', CPS_ADMIN_TOKEN: 'adm_ops_test',
+        ...process.env,
+        CPS_DB_PATH: db,
+        CPS_PORT: String(port),
+        CPS_DEMO_PRODUCTS: '20',
+        CPS_ADMIN_TOKEN: 'adm_ops_test',
         CPS_SHUTDOWN_DELAY_MS: '3000',
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let output = '';
-    child.stdout.on('data', (chunk: Buffer) => { output += chunk.toString(); });
+    child.stdout.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+    });
     await waitFor(() => output, '"msg":"listening"');
     const response = await fetch(`http://127.0.0.1:${port}/openapi.json`);
     expect(response.status).toBe(200);
@@ -104,10 +114,14 @@ describe('graceful shutdown', () => {
     await cli('demo', '--db', db, '--products', '5', '--json');
     const port = await freePort();
     const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'worker'], {
-      cwd: ROOT, env: { ...process.env, CPS_DB_PATH: db, CPS_OPS_PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'],
+      cwd: ROOT,
+      env: { ...process.env, CPS_DB_PATH: db, CPS_OPS_PORT: String(port) },
+      stdio: ['ignore', 'pipe', 'pipe'],
     });
     let output = '';
-    child.stdout.on('data', (chunk: Buffer) => { output += chunk.toString(); });
+    child.stdout.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+    });
     await waitFor(() => output, 'webhook dispatcher and image mirroring running');
     const base = `http://127.0.0.1:${port}`;
     expect(await (await fetch(`${base}/healthz`)).json()).toEqual({ status: 'ok' });
@@ -133,8 +147,12 @@ describe('graceful shutdown', () => {
     try {
       const port = (busy.address() as net.AddressInfo).port;
       const result = await run(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'worker'], {
-        cwd: ROOT, env: { ...process.env, CPS_DB_PATH: db, CPS_OPS_PORT: String(port) },
-      }).then(() => ({ code: 0, stdout: '' }), (error: { code: number; stdout: string }) => error);
+        cwd: ROOT,
+        env: { ...process.env, CPS_DB_PATH: db, CPS_OPS_PORT: String(port) },
+      }).then(
+        () => ({ code: 0, stdout: '' }),
+        (error: { code: number; stdout: string }) => error,
+      );
       expect(result.code).toBe(1);
       const fatal = jsonLines(result.stdout).find((line) => line.level === 'fatal');
       expect(fatal).toMatchObject({ msg: 'failed to start: the operations port cannot be listened on', port });

@@ -26,8 +26,13 @@ describe('the access log', () => {
     const lines = logs.find('request').filter((line) => line.request_id === 'trace-log-1');
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatchObject({
-      level: 'info', service: 'catalog-publishing-service', method: 'GET', route: '/v1/stores', path: '/v1/stores',
-      status: 200, merchant_id: merchant.id,
+      level: 'info',
+      service: 'catalog-publishing-service',
+      method: 'GET',
+      route: '/v1/stores',
+      path: '/v1/stores',
+      status: 200,
+      merchant_id: merchant.id,
     });
     expect(lines[0]!.duration_ms).toEqual(expect.any(Number));
     expect(Date.parse(lines[0]!.time)).not.toBeNaN();
@@ -82,7 +87,11 @@ describe('log configuration', () => {
       // The logger as `serve` makes it: from the configuration read from the environment.
       const { operations } = loadConfig(env);
       const raw: string[] = [];
-      const logger = createLogger(operations, { write: (line: string) => { raw.push(line); } });
+      const logger = createLogger(operations, {
+        write: (line: string) => {
+          raw.push(line);
+        },
+      });
       const service = await startTestService({ logger, config: { operations } });
       try {
         expect((await service.fetch(`${service.url}/healthz`)).status).toBe(200);
@@ -104,15 +113,31 @@ describe('log configuration', () => {
 
   it('redacts secrets logged by mistake under the usual names', () => {
     const lines: string[] = [];
-    const logger = createLogger({ logLevel: 'info' }, { write: (line: string) => { lines.push(line); } });
-    logger.info({
-      secret: 'whsec_leak', pending_secret: 'whsec_pending', endpoint: { secret: 'whsec_nested', pending_secret: 'whsec_rotated' },
-      headers: { authorization: 'Bearer cps_leak' }, token: 't0k',
-    }, 'oops');
+    const logger = createLogger(
+      { logLevel: 'info' },
+      {
+        write: (line: string) => {
+          lines.push(line);
+        },
+      },
+    );
+    logger.info(
+      {
+        secret: 'whsec_leak',
+        pending_secret: 'whsec_pending',
+        endpoint: { secret: 'whsec_nested', pending_secret: 'whsec_rotated' },
+        headers: { authorization: 'Bearer cps_leak' },
+        token: 't0k',
+      },
+      'oops',
+    );
     const line = JSON.parse(lines[0]!);
     expect(line).toMatchObject({
-      secret: '[redacted]', pending_secret: '[redacted]', endpoint: { secret: '[redacted]', pending_secret: '[redacted]' },
-      headers: { authorization: '[redacted]' }, token: '[redacted]',
+      secret: '[redacted]',
+      pending_secret: '[redacted]',
+      endpoint: { secret: '[redacted]', pending_secret: '[redacted]' },
+      headers: { authorization: '[redacted]' },
+      token: '[redacted]',
     });
     expect(lines[0]).not.toMatch(/whsec_|cps_leak|t0k/);
   });
@@ -129,7 +154,9 @@ describe('webhook dispatcher logs', () => {
   it('logs a failed attempt and a pause with ids and the error, never the URL or the secret', async () => {
     const logs = new LogCapture('debug');
     const world = await startWebhookWorld({
-      stores: ['de'], logger: logs.logger, webhooks: { pauseAfterFailures: 2, pauseMinStreakMinutes: 0, backoffSeconds: [1, 1, 1] },
+      stores: ['de'],
+      logger: logs.logger,
+      webhooks: { pauseAfterFailures: 2, pauseMinStreakMinutes: 0, backoffSeconds: [1, 1, 1] },
     });
     try {
       const receiver = await world.receiver({ behaviour: { status: 503 } });
@@ -140,8 +167,14 @@ describe('webhook dispatcher logs', () => {
       const failures = logs.find('webhook delivery failed');
       expect(failures.length).toBeGreaterThanOrEqual(2);
       expect(failures[0]).toMatchObject({
-        level: 'warn', component: 'webhook-dispatcher', endpoint_id: endpoint.id, merchant_id: world.merchant.id,
-        event: 'content', attempt: 1, outcome: 'failed', status_code: 503,
+        level: 'warn',
+        component: 'webhook-dispatcher',
+        endpoint_id: endpoint.id,
+        merchant_id: world.merchant.id,
+        event: 'content',
+        attempt: 1,
+        outcome: 'failed',
+        status_code: 503,
       });
       expect(failures[0]!.error).toEqual(expect.any(String));
       expect(logs.find('webhook endpoint paused')).toEqual([

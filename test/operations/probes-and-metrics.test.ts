@@ -52,7 +52,9 @@ describe('probes', () => {
       expect(response.status).toBe(503);
       expect((await response.json()).checks).toEqual({ database: 'ok', schema: 'migrations not applied: 6', shutdown: 'ok' });
     } finally {
-      sqliteStorageOf(service).db.prepare("INSERT INTO schema_migrations (id, name, applied_at) VALUES (6, 'operational_counts', '2026-01-01')").run();
+      sqliteStorageOf(service)
+        .db.prepare("INSERT INTO schema_migrations (id, name, applied_at) VALUES (6, 'operational_counts', '2026-01-01')")
+        .run();
     }
   });
 });
@@ -122,8 +124,9 @@ describe('/metrics', () => {
     expect(count(after, '/v1/products/:id', '404') - count(before, '/v1/products/:id', '404')).toBe(1);
     expect(count(after, '/v1/stores', '401') - count(before, '/v1/stores', '401')).toBe(1);
     expect(count(after, 'unmatched', '404') - count(before, 'unmatched', '404')).toBe(1);
-    expect(sample(after, 'cps_http_request_duration_seconds_bucket', { method: 'GET', route: '/v1/products', status: '200', le: '+Inf' }))
-      .toBe(count(after, '/v1/products', '200'));
+    expect(
+      sample(after, 'cps_http_request_duration_seconds_bucket', { method: 'GET', route: '/v1/products', status: '200', le: '+Inf' }),
+    ).toBe(count(after, '/v1/products', '200'));
     expect(after).not.toContain(key);
     expect(after).not.toContain(`/v1/products/${id}`);
     expect(after).not.toContain('Metrics Outfitters');
@@ -136,7 +139,7 @@ describe('/metrics', () => {
     for (let i = 0; i < 8; i++) statuses.push((await service.api('/v1/stores', key)).status);
     const answered429 = statuses.filter((s) => s === 429).length;
     expect(answered429).toBeGreaterThan(0);
-    expect(await limited() - before).toBe(answered429);
+    expect((await limited()) - before).toBe(answered429);
   });
 
   it('reports image source URLs by mirroring state', async () => {
@@ -192,7 +195,10 @@ describe('/metrics for webhooks', () => {
     await world.register(ok, { events: ['content'] });
     await world.register(failing, { events: ['content'] });
     const pausedEndpoint = await world.register(paused, { events: ['content'] });
-    await service.storage.updateWebhookEndpoint(pausedEndpoint.id, { status: 'paused', paused_until: new Date(clock.ms + 60 * MINUTE).toISOString() });
+    await service.storage.updateWebhookEndpoint(pausedEndpoint.id, {
+      status: 'paused',
+      paused_until: new Date(clock.ms + 60 * MINUTE).toISOString(),
+    });
 
     let metrics = await scrape(service);
     expect(sample(metrics, 'cps_webhook_endpoints', { state: 'active' })).toBe(2);
@@ -205,7 +211,8 @@ describe('/metrics for webhooks', () => {
     await world.putProduct('P1');
     await world.putProduct('P2');
     // The paused endpoint's backlog is older still, and does not count towards the lag.
-    sqliteStorageOf(service).db.prepare('UPDATE webhook_outbox SET created_at = ? WHERE endpoint_id = ?')
+    sqliteStorageOf(service)
+      .db.prepare('UPDATE webhook_outbox SET created_at = ? WHERE endpoint_id = ?')
       .run(new Date(clock.ms - 500 * SECOND).toISOString(), pausedEndpoint.id);
     clock.advance(90 * SECOND);
     metrics = await scrape(service);
@@ -252,7 +259,10 @@ describe('/metrics for webhooks', () => {
       await other.close();
     }
     // Pausing: two failures spanning no minimum time pause the endpoint on the second attempt.
-    const pausing = await startWebhookWorld({ stores: ['de'], webhooks: { backoffSeconds: [1, 1, 1], pauseAfterFailures: 2, pauseMinStreakMinutes: 0 } });
+    const pausing = await startWebhookWorld({
+      stores: ['de'],
+      webhooks: { backoffSeconds: [1, 1, 1], pauseAfterFailures: 2, pauseMinStreakMinutes: 0 },
+    });
     try {
       const failing = await pausing.receiver({ behaviour: { status: 503 } });
       await pausing.register(failing, { events: ['content'] });

@@ -34,24 +34,39 @@ afterEach(async () => {
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
 });
 
-async function startServe(workers?: string): Promise<{ base: string; admin: (method: string, pathname: string, body?: unknown) => Promise<any> }> {
+async function startServe(
+  workers?: string,
+): Promise<{ base: string; admin: (method: string, pathname: string, body?: unknown) => Promise<any> }> {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cps-worker-thread-'));
   receiver = await Receiver.start({ behaviour: { status: 204 } });
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   service = await ServiceProcess.start({
-    CPS_DATABASE_URL: '', CPS_DB_PATH: path.join(dir, 'catalog.db'), CPS_MEDIA_DIR: path.join(dir, 'media'), CPS_PORT: String(port),
-    CPS_HOST: '127.0.0.1', CPS_ADMIN_TOKEN: ADMIN_TOKEN, CPS_DEMO_ON_EMPTY: 'false', CPS_WEBHOOK_ALLOW_HOSTS: '127.0.0.1',
+    CPS_DATABASE_URL: '',
+    CPS_DB_PATH: path.join(dir, 'catalog.db'),
+    CPS_MEDIA_DIR: path.join(dir, 'media'),
+    CPS_PORT: String(port),
+    CPS_HOST: '127.0.0.1',
+    CPS_ADMIN_TOKEN: ADMIN_TOKEN,
+    CPS_DEMO_ON_EMPTY: 'false',
+    CPS_WEBHOOK_ALLOW_HOSTS: '127.0.0.1',
     CPS_WEBHOOK_COALESCE_MS: '50',
     // The mirror's poll is long: only a wake-up from the serving process's commit gets the image
     // mirrored within the test's time. (The dispatcher polls to close its coalescing windows.)
-    CPS_WEBHOOK_POLL_INTERVAL_MS: '100', CPS_IMAGE_POLL_INTERVAL_MS: '60000',
+    CPS_WEBHOOK_POLL_INTERVAL_MS: '100',
+    CPS_IMAGE_POLL_INTERVAL_MS: '60000',
     ...(workers === undefined ? {} : { CPS_WORKERS: workers }),
   });
-  await until(() => service!.output.includes('"msg":"listening"'), 10_000, () => service!.output);
+  await until(
+    () => service!.output.includes('"msg":"listening"'),
+    10_000,
+    () => service!.output,
+  );
   const admin = async (method: string, pathname: string, body?: unknown) => {
     const response = await fetch(`${base}${pathname}`, {
-      method, headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, 'Content-Type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body),
+      method,
+      headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, 'Content-Type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
     });
     if (!response.ok) throw new Error(`${method} ${pathname}: ${response.status} ${await response.text()}`);
     return response.status === 204 ? undefined : response.json();
@@ -68,7 +83,8 @@ async function catalogWithWork(admin: (method: string, pathname: string, body?: 
   const endpoint = await admin('POST', `${base}/webhook-endpoints`, { url: receiver.url });
   receiver.secret = endpoint.secret;
   await admin('PUT', `${base}/products/tent`, {
-    content: { de: { title: 'Zelt' } }, images: [{ url: images.url('/png/tent.png') }],
+    content: { de: { title: 'Zelt' } },
+    images: [{ url: images.url('/png/tent.png') }],
     offers: [{ supplier_ref: 'alpine', quantity: 3, cost: '10.00', currency: 'EUR' }],
   });
   return (await admin('POST', `${base}/api-keys`, { name: 'test' })).key as string;
@@ -88,7 +104,7 @@ function threadNiceness(pid: number): Map<number, number> {
 const metric = (text: string, name: string, labels: string) =>
   Number(new RegExp(`^${name}\\{${labels}\\} (\\S+)$`, 'm').exec(text)?.[1] ?? Number.NaN);
 
-describe('serve\'s workers in a thread of their own (CPS_WORKERS)', () => {
+describe("serve's workers in a thread of their own (CPS_WORKERS)", () => {
   it('mirrors and delivers from the worker thread by default, counts its deliveries and statements in /metrics, and stops cleanly on SIGTERM', async () => {
     const { base, admin } = await startServe();
     expect(service!.output).toMatch(/"workers":"thread"/);
@@ -106,22 +122,41 @@ describe('serve\'s workers in a thread of their own (CPS_WORKERS)', () => {
     expect(niceness.get(service!.pid)).toBe(own);
     expect([...niceness.values()].filter((nice) => nice === Math.min(19, own + 10)).length).toBeGreaterThanOrEqual(2);
     // The image is mirrored: the payload shows the service's copy (spec 2.1 image rule 2).
-    await until(async () => {
-      const product = await (await fetch(`${base}/v1/products?per_page=1`, { headers: { Authorization: `Bearer ${key}` } })).json();
-      return String(product.data[0]?.images[0]).startsWith(`${base}/media/`);
-    }, 15_000, () => `the image was not mirrored:\n${service!.output.slice(-3000)}`);
-    await until(() => receiver.requests.length >= 2, 15_000, () => `the receiver got ${receiver.requests.length} deliveries`);
+    await until(
+      async () => {
+        const product = await (await fetch(`${base}/v1/products?per_page=1`, { headers: { Authorization: `Bearer ${key}` } })).json();
+        return String(product.data[0]?.images[0]).startsWith(`${base}/media/`);
+      },
+      15_000,
+      () => `the image was not mirrored:\n${service!.output.slice(-3000)}`,
+    );
+    await until(
+      () => receiver.requests.length >= 2,
+      15_000,
+      () => `the receiver got ${receiver.requests.length} deliveries`,
+    );
     expect(receiver.requests.map((r) => r.payload.event).sort()).toEqual(expect.arrayContaining(['content', 'price']));
     const text = await (await fetch(`${base}/metrics`)).text();
-    await until(async () => metric(await (await fetch(`${base}/metrics`)).text(), 'cps_webhook_deliveries_total', 'outcome="succeeded"') >= 2,
-      5000, () => `deliveries counted: ${metric(text, 'cps_webhook_deliveries_total', 'outcome="succeeded"')}`);
+    await until(
+      async () => metric(await (await fetch(`${base}/metrics`)).text(), 'cps_webhook_deliveries_total', 'outcome="succeeded"') >= 2,
+      5000,
+      () => `deliveries counted: ${metric(text, 'cps_webhook_deliveries_total', 'outcome="succeeded"')}`,
+    );
     // The thread's statements, named as the serving process's are (reported every second).
-    await until(async () => /statement="deliveries\.claimDueDeliveries"/.test(await (await fetch(`${base}/metrics`)).text()), 5000,
-      () => 'no statement of the dispatcher in /metrics');
+    await until(
+      async () => /statement="deliveries\.claimDueDeliveries"/.test(await (await fetch(`${base}/metrics`)).text()),
+      5000,
+      () => 'no statement of the dispatcher in /metrics',
+    );
     // A merchant-wide re-publish (a store's settings) is handed to the thread (the hand-off itself:
     // test/storage/publish-runs.test.ts): the call answers once the run has ended.
     const merchant = (await admin('GET', '/admin/v1/merchants')).data[0];
-    await admin('PUT', `/admin/v1/merchants/${merchant.id}/stores/de`, { name: 'DE (renamed)', locale: 'de-DE', currency: 'EUR', is_default: true });
+    await admin('PUT', `/admin/v1/merchants/${merchant.id}/stores/de`, {
+      name: 'DE (renamed)',
+      locale: 'de-DE',
+      currency: 'EUR',
+      is_default: true,
+    });
     const db = new Database(path.join(dir, 'catalog.db'), { readonly: true });
     try {
       expect(db.prepare('SELECT count(*) FROM publish_runs').pluck().get()).toBe(0);
@@ -139,7 +174,11 @@ describe('serve\'s workers in a thread of their own (CPS_WORKERS)', () => {
     expect(service!.output).toMatch(/"workers":"inline"/);
     expect([...threadNiceness(service!.pid).values()].every((nice) => nice === os.getPriority())).toBe(true);
     await catalogWithWork(admin);
-    await until(() => receiver.requests.length >= 2, 15_000, () => `the receiver got ${receiver.requests.length} deliveries`);
+    await until(
+      () => receiver.requests.length >= 2,
+      15_000,
+      () => `the receiver got ${receiver.requests.length} deliveries`,
+    );
     await service!.stop('SIGTERM');
     expect(service!.child.exitCode).toBe(0);
   });
@@ -155,8 +194,12 @@ describe('serve\'s workers in a thread of their own (CPS_WORKERS)', () => {
   it('refuses an unknown CPS_WORKERS value at start, naming the setting', async () => {
     const run = promisify(execFile);
     const failed = await run(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve'], {
-      cwd: ROOT, env: { ...process.env, CPS_WORKERS: 'process', CPS_DB_PATH: path.join(os.tmpdir(), 'cps-unused.db') },
-    }).then(() => undefined, (error: { code: number; stderr: string }) => error);
+      cwd: ROOT,
+      env: { ...process.env, CPS_WORKERS: 'process', CPS_DB_PATH: path.join(os.tmpdir(), 'cps-unused.db') },
+    }).then(
+      () => undefined,
+      (error: { code: number; stderr: string }) => error,
+    );
     expect(failed?.code).not.toBe(0);
     expect(failed?.stderr).toMatch(/CPS_WORKERS must be one of thread, inline, got "process"/);
   });

@@ -45,25 +45,49 @@ const REFUSED_V6: [string, string, string[]][] = [
   ['::/128', 'unspecified', ['::']],
   ['::1/128', 'loopback', ['::1']],
   ['::/96', 'IPv4-compatible (deprecated), whatever it carries', ['::2', '::127.0.0.1', '::8.8.8.8', '::ffff']],
-  ['::ffff:0:0/96', 'IPv4-mapped, carrying a special-purpose IPv4 address',
-    ['::ffff:0.0.0.0', '::ffff:127.0.0.1', '::ffff:10.0.0.1', '::ffff:169.254.169.254', '::ffff:100.64.0.1', '::ffff:192.0.0.171', '::ffff:255.255.255.255']],
-  ['::ffff:0:0:0/96', 'IPv4-translated, carrying a special-purpose IPv4 address',
-    ['::ffff:0:0:0', '::ffff:0:7f00:1', '::ffff:0:a00:1', '::ffff:0:a9fe:a9fe', '::ffff:0:ffff:ffff']],
-  ['64:ff9b::/96', 'NAT64 well-known prefix, carrying a special-purpose IPv4 address',
-    ['64:ff9b::', '64:ff9b::127.0.0.1', '64:ff9b::a00:1', '64:ff9b::c0a8:101', '64:ff9b::ffff:ffff']],
-  ['64:ff9b:1::/48', 'local-use NAT64 (not globally reachable), whatever it carries',
-    ['64:ff9b:1::', '64:ff9b:1::7f00:1', '64:ff9b:1::808:808', '64:ff9b:1:ffff:ffff:ffff:ffff:ffff']],
+  [
+    '::ffff:0:0/96',
+    'IPv4-mapped, carrying a special-purpose IPv4 address',
+    [
+      '::ffff:0.0.0.0',
+      '::ffff:127.0.0.1',
+      '::ffff:10.0.0.1',
+      '::ffff:169.254.169.254',
+      '::ffff:100.64.0.1',
+      '::ffff:192.0.0.171',
+      '::ffff:255.255.255.255',
+    ],
+  ],
+  [
+    '::ffff:0:0:0/96',
+    'IPv4-translated, carrying a special-purpose IPv4 address',
+    ['::ffff:0:0:0', '::ffff:0:7f00:1', '::ffff:0:a00:1', '::ffff:0:a9fe:a9fe', '::ffff:0:ffff:ffff'],
+  ],
+  [
+    '64:ff9b::/96',
+    'NAT64 well-known prefix, carrying a special-purpose IPv4 address',
+    ['64:ff9b::', '64:ff9b::127.0.0.1', '64:ff9b::a00:1', '64:ff9b::c0a8:101', '64:ff9b::ffff:ffff'],
+  ],
+  [
+    '64:ff9b:1::/48',
+    'local-use NAT64 (not globally reachable), whatever it carries',
+    ['64:ff9b:1::', '64:ff9b:1::7f00:1', '64:ff9b:1::808:808', '64:ff9b:1:ffff:ffff:ffff:ffff:ffff'],
+  ],
   ['100::/64', 'discard-only', ['100::', '100::1', '100::ffff:ffff:ffff:ffff']],
   ['100:0:0:1::/64', 'dummy IPv6 prefix', ['100:0:0:1::', '100:0:0:1:ffff:ffff:ffff:ffff']],
   ['2001::/23', 'IETF protocol assignments', ['2001:100::1', '2001:1ff:ffff:ffff:ffff:ffff:ffff:ffff']],
-  ['2001::/32', 'Teredo, carrying a special-purpose server or client address', [
-    '2001::', // server 0.0.0.0, client 255.255.255.255
-    '2001:0:4136:e378:8000:63bf:3fff:fdd2', // RFC 4380's example: client 192.0.2.45 (TEST-NET-1)
-    '2001:0:7f00:1:0:0:f7f7:f7f7', // server 127.0.0.1, client 8.8.8.8
-    '2001:0:808:808:0:0:80ff:fffe', // server 8.8.8.8, client 127.0.0.1
-    '2001:0:808:808:0:0:f5ff:fffe', // client 10.0.0.1
-    '2001:0:808:808:0:0:5601:5601', // client 169.254.169.254
-  ]],
+  [
+    '2001::/32',
+    'Teredo, carrying a special-purpose server or client address',
+    [
+      '2001::', // server 0.0.0.0, client 255.255.255.255
+      '2001:0:4136:e378:8000:63bf:3fff:fdd2', // RFC 4380's example: client 192.0.2.45 (TEST-NET-1)
+      '2001:0:7f00:1:0:0:f7f7:f7f7', // server 127.0.0.1, client 8.8.8.8
+      '2001:0:808:808:0:0:80ff:fffe', // server 8.8.8.8, client 127.0.0.1
+      '2001:0:808:808:0:0:f5ff:fffe', // client 10.0.0.1
+      '2001:0:808:808:0:0:5601:5601', // client 169.254.169.254
+    ],
+  ],
   ['2001:1::1/128', 'Port Control Protocol anycast', ['2001:1::1']],
   ['2001:1::2/128', 'TURN anycast', ['2001:1::2']],
   ['2001:1::3/128', 'DNS-SD service registration protocol anycast', ['2001:1::3']],
@@ -74,8 +98,11 @@ const REFUSED_V6: [string, string, string[]][] = [
   ['2001:20::/28', 'ORCHIDv2', ['2001:20::', '2001:2f:ffff:ffff:ffff:ffff:ffff:ffff']],
   ['2001:30::/28', 'drone remote ID DETs', ['2001:30::', '2001:3f:ffff:ffff:ffff:ffff:ffff:ffff']],
   ['2001:db8::/32', 'documentation', ['2001:db8::', '2001:db8::1', '2001:db8:ffff:ffff:ffff:ffff:ffff:ffff']],
-  ['2002::/16', '6to4, carrying a special-purpose IPv4 address',
-    ['2002::', '2002:7f00:1::', '2002:7f00:1::1', '2002:a00:1:ffff:ffff:ffff:ffff:ffff', '2002:a9fe:a9fe::', '2002:ffff:ffff::']],
+  [
+    '2002::/16',
+    '6to4, carrying a special-purpose IPv4 address',
+    ['2002::', '2002:7f00:1::', '2002:7f00:1::1', '2002:a00:1:ffff:ffff:ffff:ffff:ffff', '2002:a9fe:a9fe::', '2002:ffff:ffff::'],
+  ],
   ['2620:4f:8000::/48', 'direct delegation AS112 service', ['2620:4f:8000::', '2620:4f:8000:ffff:ffff:ffff:ffff:ffff']],
   ['3fff::/20', 'documentation', ['3fff::', '3fff:fff:ffff:ffff:ffff:ffff:ffff:ffff']],
   ['5f00::/16', 'segment routing (SRv6) SIDs', ['5f00::', '5f00:ffff:ffff:ffff:ffff:ffff:ffff:ffff']],
@@ -88,20 +115,54 @@ const REFUSED_V6: [string, string, string[]][] = [
 
 /** Globally routable unicast, among them the neighbours just outside the refused ranges. */
 const ACCEPTED = [
-  '1.1.1.1', '8.8.8.8', '9.255.255.255', '11.0.0.0', '100.63.255.255', '100.128.0.0', '126.255.255.255', '128.0.0.0',
-  '169.253.255.255', '169.255.0.0', '172.15.255.255', '172.32.0.0', '192.0.1.0', '192.0.3.0', '192.88.98.255', '192.88.100.0',
-  '192.167.255.255', '192.169.0.0', '198.17.255.255', '198.20.0.0', '198.51.99.255', '203.0.112.255', '203.0.114.0', '223.255.255.255',
-  '2000::', '2001:200::', '2001:4860:4860::8888', '2001:db7:ffff:ffff:ffff:ffff:ffff:ffff', '2001:db9::', '2003::1',
-  '2606:4700:4700::1111', '2620:4f:7fff:ffff:ffff:ffff:ffff:ffff', '2620:4f:8001::', '2a00:1450:4001:80b::200e', '3ffe:ffff::1',
+  '1.1.1.1',
+  '8.8.8.8',
+  '9.255.255.255',
+  '11.0.0.0',
+  '100.63.255.255',
+  '100.128.0.0',
+  '126.255.255.255',
+  '128.0.0.0',
+  '169.253.255.255',
+  '169.255.0.0',
+  '172.15.255.255',
+  '172.32.0.0',
+  '192.0.1.0',
+  '192.0.3.0',
+  '192.88.98.255',
+  '192.88.100.0',
+  '192.167.255.255',
+  '192.169.0.0',
+  '198.17.255.255',
+  '198.20.0.0',
+  '198.51.99.255',
+  '203.0.112.255',
+  '203.0.114.0',
+  '223.255.255.255',
+  '2000::',
+  '2001:200::',
+  '2001:4860:4860::8888',
+  '2001:db7:ffff:ffff:ffff:ffff:ffff:ffff',
+  '2001:db9::',
+  '2003::1',
+  '2606:4700:4700::1111',
+  '2620:4f:7fff:ffff:ffff:ffff:ffff:ffff',
+  '2620:4f:8001::',
+  '2a00:1450:4001:80b::200e',
+  '3ffe:ffff::1',
   '3fff:1000::', // just past 3fff::/20
   // Carrying a globally routable IPv4 address.
-  '::ffff:8.8.8.8', '::ffff:0:808:808', '64:ff9b::808:808', '2002:808:808::1',
+  '::ffff:8.8.8.8',
+  '::ffff:0:808:808',
+  '64:ff9b::808:808',
+  '2002:808:808::1',
   '2001:0:4136:e378:8000:63bf:f7f7:f7f7', // Teredo: server 65.54.227.120, client 8.8.8.8
 ];
 
 const guard = new AddressGuard([]);
 const hostOf = (address: string) => (isIP(address) === 6 ? `[${address}]` : address);
-const cases = (table: [string, string, string[]][]) => table.flatMap(([range, what, addresses]) => addresses.map((a) => [range, what, a] as const));
+const cases = (table: [string, string, string[]][]) =>
+  table.flatMap(([range, what, addresses]) => addresses.map((a) => [range, what, a] as const));
 const REFUSED = [...cases(REFUSED_V4), ...cases(REFUSED_V6)];
 
 describe('the SSRF guard refuses every special-purpose range', () => {

@@ -54,8 +54,8 @@ async function until(condition: () => boolean, what: string): Promise<void> {
   }
 }
 
-describe('the guarded client\'s pools', () => {
-  it('keeps a key\'s requests on connections of its own: a key whose receiver hangs holds none of another key\'s, on the same origin', async () => {
+describe("the guarded client's pools", () => {
+  it("keeps a key's requests on connections of its own: a key whose receiver hangs holds none of another key's, on the same origin", async () => {
     const c = start({ timeoutMs: 1000, connections: 2 });
     // Four requests of the hanging endpoint: two hang on its two connections, two wait for a turn.
     const hanging = Array.from({ length: 4 }, () => post(c, '/hang', 'webhook-endpoint:1'));
@@ -70,7 +70,7 @@ describe('the guarded client\'s pools', () => {
     await until(() => open.get('/hang') === 0, 'the hanging connections are closed');
   });
 
-  it('counts the time-out from the request\'s turn: waiting for the pool\'s connection is not the receiver\'s time', async () => {
+  it("counts the time-out from the request's turn: waiting for the pool's connection is not the receiver's time", async () => {
     // One connection; each answer takes 350 ms; the time-out is 600 ms. The second request waits
     // 350 ms for its turn and then gets its answer in 350 ms: 700 ms in all, yet no time-out.
     const c = start({ timeoutMs: 600, connections: 1 });
@@ -81,7 +81,7 @@ describe('the guarded client\'s pools', () => {
     expect(second.latencyMs).toBeLessThan(600);
   });
 
-  it('uses the origin\'s pool for requests without a key, and forgets a pool idle for idleMs', async () => {
+  it("uses the origin's pool for requests without a key, and forgets a pool idle for idleMs", async () => {
     const c = start({ timeoutMs: 1000, connections: 1, idleMs: 50 });
     expect(await post(c, '/ok')).toMatchObject({ ok: true, value: 204 });
     expect(await post(c, '/ok', 'webhook-endpoint:1')).toMatchObject({ ok: true, value: 204 });

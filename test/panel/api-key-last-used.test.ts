@@ -14,7 +14,14 @@ let merchantId: number;
 beforeAll(async () => {
   service = await startTestService({ now: clock.now });
   merchantId = (await service.admin.createMerchant({ name: 'Alpine Outfitters' })).id;
-  await service.admin.upsertStore(merchantId, 'de', { name: 'Germany', locale: 'de-DE', currency: 'EUR', is_default: true, active: true, exclude_out_of_stock: false });
+  await service.admin.upsertStore(merchantId, 'de', {
+    name: 'Germany',
+    locale: 'de-DE',
+    currency: 'EUR',
+    is_default: true,
+    active: true,
+    exclude_out_of_stock: false,
+  });
   browser = await launchBrowser();
 });
 

@@ -19,19 +19,37 @@ const IMAGE_B = 'http://127.0.0.1:9/images/bp-40-back.jpg';
 const BACKPACK = {
   op: 'upsert_product',
   product: {
-    ref: 'BP-40-GRN', eans: ['4006381333931'], manufacturer: 'Bergfex', content: { de: { title: 'Trekkingrucksack 40 l' } },
+    ref: 'BP-40-GRN',
+    eans: ['4006381333931'],
+    manufacturer: 'Bergfex',
+    content: { de: { title: 'Trekkingrucksack 40 l' } },
     images: [{ url: IMAGE_A }, { url: IMAGE_B }],
     offers: [{ supplier_ref: 'nordwind', quantity: 14, cost: '41.90', currency: 'EUR' }],
     overrides: { color: 'grün' },
   },
 };
-const TENT = { op: 'upsert_product', product: { ref: 'TENT-2P', content: { de: { title: 'Zelt für 2 Personen' } }, own_stock: { quantity: 5, cost: '120.00', currency: 'EUR' } } };
-const ndjson = (...lines: (object | string)[]) => Buffer.from(`${lines.map((l) => (typeof l === 'string' ? l : JSON.stringify(l))).join('\n')}\n`);
+const TENT = {
+  op: 'upsert_product',
+  product: {
+    ref: 'TENT-2P',
+    content: { de: { title: 'Zelt für 2 Personen' } },
+    own_stock: { quantity: 5, cost: '120.00', currency: 'EUR' },
+  },
+};
+const ndjson = (...lines: (object | string)[]) =>
+  Buffer.from(`${lines.map((l) => (typeof l === 'string' ? l : JSON.stringify(l))).join('\n')}\n`);
 
 beforeAll(async () => {
   service = await startTestService();
   merchantId = (await service.admin.createMerchant({ name: 'Alpine Outfitters' })).id;
-  await service.admin.upsertStore(merchantId, 'de', { name: 'Deutschland', locale: 'de-DE', currency: 'EUR', is_default: true, active: true, exclude_out_of_stock: false });
+  await service.admin.upsertStore(merchantId, 'de', {
+    name: 'Deutschland',
+    locale: 'de-DE',
+    currency: 'EUR',
+    is_default: true,
+    active: true,
+    exclude_out_of_stock: false,
+  });
   await service.admin.upsertSupplier(merchantId, 'nordwind', 'Nordwind');
   await service.admin.createCustomerGroup(merchantId, 'Retail');
   browser = await launchBrowser();
@@ -41,7 +59,6 @@ afterAll(async () => {
   await browser?.close();
   await service?.close();
 });
-
 
 /**
  * Uploads a file on the import page, which answers with a redirect to the import's own page; waits
@@ -62,10 +79,17 @@ async function upload(page: Page, name: string, buffer: Buffer): Promise<{ statu
 describe('catalog pages in the browser', () => {
   let page: Page;
 
-  it('lists the line numbers and reasons of a file with bad lines on the import\'s page, and applies nothing', async () => {
+  it("lists the line numbers and reasons of a file with bad lines on the import's page, and applies nothing", async () => {
     page = await browser.newPage();
     await signInAsOperator(page, service.url);
-    const outcome = await upload(page, 'bad.ndjson', ndjson(BACKPACK, '{"op":"upsert_product","product":', { op: 'upsert_product', product: { ref: 'X-1', offers: [{ supplier_ref: 'nobody', quantity: 1, cost: '1.00', currency: 'EUR' }] } }));
+    const outcome = await upload(
+      page,
+      'bad.ndjson',
+      ndjson(BACKPACK, '{"op":"upsert_product","product":', {
+        op: 'upsert_product',
+        product: { ref: 'X-1', offers: [{ supplier_ref: 'nobody', quantity: 1, cost: '1.00', currency: 'EUR' }] },
+      }),
+    );
     expect(outcome).toEqual({ status: 303, state: 'failed' });
     const problems = page.getByRole('table', { name: 'Invalid lines' });
     expect(await problems.locator('tbody tr').count()).toBe(2);
@@ -93,12 +117,26 @@ describe('catalog pages in the browser', () => {
     await page.getByRole('link', { name: 'Import another file' }).click();
     const rows = page.getByRole('table', { name: 'Recent imports' }).locator('tbody tr');
     expect(await rows.count()).toBe(2);
-    expect(await rows.nth(0).locator('td').allTextContents()).toEqual([expect.any(String), 'good.ndjson', 'operator', expect.any(String), 'succeeded', '3 of 3 applied']);
-    expect(await rows.nth(1).locator('td').allTextContents()).toEqual([expect.any(String), 'bad.ndjson', 'operator', expect.any(String), 'failed', '2 bad lines']);
+    expect(await rows.nth(0).locator('td').allTextContents()).toEqual([
+      expect.any(String),
+      'good.ndjson',
+      'operator',
+      expect.any(String),
+      'succeeded',
+      '3 of 3 applied',
+    ]);
+    expect(await rows.nth(1).locator('td').allTextContents()).toEqual([
+      expect.any(String),
+      'bad.ndjson',
+      'operator',
+      expect.any(String),
+      'failed',
+      '2 bad lines',
+    ]);
     await browser.screenshot(page, 'import-recent');
   });
 
-  it('shows the imported product\'s payload exactly as stored, beside its sources and applied rule', async () => {
+  it("shows the imported product's payload exactly as stored, beside its sources and applied rule", async () => {
     const product = await service.admin.product(merchantId, 'BP-40-GRN');
     const stored = new TextDecoder().decode(await service.service.reads.product(merchantId, 'de', product.id));
     for (const query of ['BP-40-GRN', String(product.id)]) {
@@ -119,34 +157,68 @@ describe('catalog pages in the browser', () => {
     }
     await browser.screenshot(page, 'catalog');
     await page.getByLabel('Product id, ref, SKU or EAN').fill('NO-SUCH-REF');
-    const [miss] = await Promise.all([page.waitForResponse((r) => r.url().includes('q=NO-SUCH-REF')), page.getByRole('button', { name: 'Find' }).click()]);
+    const [miss] = await Promise.all([
+      page.waitForResponse((r) => r.url().includes('q=NO-SUCH-REF')),
+      page.getByRole('button', { name: 'Find' }).click(),
+    ]);
     expect(miss.status()).toBe(404);
   });
 
   it('shows the chosen supplier and the applied pricing rule per store, beside an unchanged payload', async () => {
     const { admin } = service;
-    await admin.upsertStore(merchantId, 'at', { name: 'Österreich', locale: 'de-AT', currency: 'EUR', is_default: false, active: true, exclude_out_of_stock: false });
+    await admin.upsertStore(merchantId, 'at', {
+      name: 'Österreich',
+      locale: 'de-AT',
+      currency: 'EUR',
+      is_default: false,
+      active: true,
+      exclude_out_of_stock: false,
+    });
     await admin.upsertSupplier(merchantId, 'sued', 'Südhandel');
     const at = (await service.storage.listStores(merchantId)).find((s) => s.slug === 'at')!;
-    const atRule = await admin.createPricingRule(merchantId, { priority: 10, customer_group_id: null, store_id: at.id, manufacturer: null, min_cost: null, max_cost: null, markup_percent: '10', markup_amount: '0', price_ending: null });
+    const atRule = await admin.createPricingRule(merchantId, {
+      priority: 10,
+      customer_group_id: null,
+      store_id: at.id,
+      manufacturer: null,
+      min_cost: null,
+      max_cost: null,
+      markup_percent: '10',
+      markup_amount: '0',
+      price_ending: null,
+    });
     // The cheaper offer has no stock: the supplier in stock is chosen.
     const stove = await admin.upsertProduct(merchantId, 'STOVE-1', {
       content: { de: { title: 'Gaskocher' } },
-      offers: [{ supplier_ref: 'sued', quantity: 0, cost: '20.00', currency: 'EUR' }, { supplier_ref: 'nordwind', quantity: 5, cost: '30.00', currency: 'EUR' }],
+      offers: [
+        { supplier_ref: 'sued', quantity: 0, cost: '20.00', currency: 'EUR' },
+        { supplier_ref: 'nordwind', quantity: 5, cost: '30.00', currency: 'EUR' },
+      ],
     });
     const payloadBefore = new TextDecoder().decode(await service.service.reads.product(merchantId, 'at', stove.id));
 
     await page.goto(`${service.url}/panel/merchants/${merchantId}/catalog?store=at&q=STOVE-1`);
     expect(await page.getByLabel('Payload', { exact: true }).textContent()).toBe(indentJson(payloadBefore));
     const resolution = page.getByLabel('Resolution in store at');
-    expect(await resolution.locator('#chosen-supplier').textContent()).toMatch(/^Nordwind \(nordwind\): 5 at 30\.00 EUR — the lowest cost among the offers in stock/);
-    expect(await resolution.getByRole('list', { name: 'Offers ranked' }).locator('li').allTextContents()).toEqual(['sued: 0 at 20.00 EUR', 'nordwind: 5 at 30.00 EUR']);
+    expect(await resolution.locator('#chosen-supplier').textContent()).toMatch(
+      /^Nordwind \(nordwind\): 5 at 30\.00 EUR — the lowest cost among the offers in stock/,
+    );
+    expect(await resolution.getByRole('list', { name: 'Offers ranked' }).locator('li').allTextContents()).toEqual([
+      'sued: 0 at 20.00 EUR',
+      'nordwind: 5 at 30.00 EUR',
+    ]);
     expect(await resolution.locator('#applied-rules').textContent()).toBe(`Retail: rule ${atRule.id} (priority 10): +10% +0 → 33.00 EUR`);
 
     const perStore = page.getByRole('table', { name: 'Resolution per store' });
     const row = async (slug: string) => perStore.locator(`tr[data-store="${slug}"] td`).allTextContents();
     const catchAll = (await admin.listPricingRules(merchantId)).find((r) => r.is_catch_all)!;
-    expect(await row('de')).toEqual(['Deutschland (de)', 'nordwind at 30.00 EUR', '30.00 EUR', '5', `Retail: rule ${catchAll.id} (catch-all)`]);
+    expect(await row('de')).toEqual([
+      'Deutschland (de)',
+      'nordwind at 30.00 EUR',
+      '30.00 EUR',
+      '5',
+      `Retail: rule ${catchAll.id} (catch-all)`,
+    ]);
     expect(await row('at')).toEqual(['Österreich (at)', 'nordwind at 30.00 EUR', '30.00 EUR', '5', `Retail: rule ${atRule.id}`]);
     await browser.screenshot(page, 'catalog-resolution');
     // Explaining reads; the published payload is what it was.
@@ -161,7 +233,12 @@ describe('catalog pages in the browser', () => {
     expect(await page.textContent('main')).toContain('No dead images');
 
     const at = new Date().toISOString();
-    await service.storage.updateImageMirror(merchantId, IMAGE_B, { state: 'dead', last_error: 'HTTP 404 from the image source', first_failure_at: at, updated_at: at });
+    await service.storage.updateImageMirror(merchantId, IMAGE_B, {
+      state: 'dead',
+      last_error: 'HTTP 404 from the image source',
+      first_failure_at: at,
+      updated_at: at,
+    });
     await page.reload();
     expect(await counts()).toEqual(['1', '0', '1']);
     const dead = await page.getByRole('table', { name: 'Dead images' }).locator('tbody td').allTextContents();
@@ -185,7 +262,9 @@ describe('import upload limit', () => {
     try {
       const merchant = (await small.admin.createMerchant({ name: 'Tiny' })).id;
       const signIn = await fetch(`${small.url}/panel/login/operator`, {
-        method: 'POST', redirect: 'manual', headers: { Origin: small.url, 'Content-Type': 'application/x-www-form-urlencoded' },
+        method: 'POST',
+        redirect: 'manual',
+        headers: { Origin: small.url, 'Content-Type': 'application/x-www-form-urlencoded' },
         body: new URLSearchParams({ admin_token: ADMIN_TOKEN }),
       });
       const cookie = signIn.headers.get('set-cookie')!.split(';')[0]!;
@@ -194,7 +273,11 @@ describe('import upload limit', () => {
       form.set('_csrf', /name="_csrf" value="([^"]+)"/.exec(html)![1]!);
       const line = JSON.stringify({ op: 'upsert_product', product: { ref: 'BIG', content: { de: { title: 'x'.repeat(8000) } } } });
       form.set('file', new File([line], 'big.ndjson', { type: 'application/x-ndjson' }));
-      const response = await fetch(`${small.url}/panel/merchants/${merchant}/import`, { method: 'POST', headers: { Cookie: cookie, Origin: small.url }, body: form });
+      const response = await fetch(`${small.url}/panel/merchants/${merchant}/import`, {
+        method: 'POST',
+        headers: { Cookie: cookie, Origin: small.url },
+        body: form,
+      });
       expect(response.status).toBe(413);
       expect(await response.text()).toContain('larger than 4096 bytes');
       await expect(small.admin.product(merchant, 'BIG')).rejects.toMatchObject({ status: 404 });
@@ -213,15 +296,31 @@ describe('catalog search by SKU and EAN, and the product list, in the browser', 
   beforeAll(async () => {
     const { admin } = service;
     shop = (await admin.createMerchant({ name: 'Summit Supply', sku_pattern: 'SU-{ref}' })).id;
-    await admin.upsertStore(shop, 'de', { name: 'Deutschland', locale: 'de-DE', currency: 'EUR', is_default: true, active: true, exclude_out_of_stock: false });
+    await admin.upsertStore(shop, 'de', {
+      name: 'Deutschland',
+      locale: 'de-DE',
+      currency: 'EUR',
+      is_default: true,
+      active: true,
+      exclude_out_of_stock: false,
+    });
     await admin.upsertSupplier(shop, 'nordwind', 'Nordwind');
     const offers = [{ supplier_ref: 'nordwind', quantity: 4, cost: '19.90', currency: 'EUR' }];
-    ids.pack = (await admin.upsertProduct(shop, 'PACK-30', { eans: ['4006381333931'], content: { de: { title: 'Tagesrucksack 30 l' } }, offers })).id;
-    ids.stoveA = (await admin.upsertProduct(shop, 'STOVE-A', { eans: ['4012345678901'], content: { de: { title: 'Kocher A' } }, offers })).id;
-    ids.stoveB = (await admin.upsertProduct(shop, 'STOVE-B', { eans: ['4012345678901'], content: { de: { title: 'Kocher B' } }, offers })).id;
+    ids.pack = (
+      await admin.upsertProduct(shop, 'PACK-30', { eans: ['4006381333931'], content: { de: { title: 'Tagesrucksack 30 l' } }, offers })
+    ).id;
+    ids.stoveA = (
+      await admin.upsertProduct(shop, 'STOVE-A', { eans: ['4012345678901'], content: { de: { title: 'Kocher A' } }, offers })
+    ).id;
+    ids.stoveB = (
+      await admin.upsertProduct(shop, 'STOVE-B', { eans: ['4012345678901'], content: { de: { title: 'Kocher B' } }, offers })
+    ).id;
     ids.bag = (await admin.upsertProduct(shop, 'BAG-NO-OFFERS', { content: { de: { title: 'Schlafsack' } } })).id;
     for (let i = 1; i <= FILLERS; i++) {
-      await admin.upsertProduct(shop, `SOCK-${String(i).padStart(2, '0')}`, { content: { de: { title: `Socke ${i}` } }, own_stock: { quantity: 3, cost: '4.00', currency: 'EUR' } });
+      await admin.upsertProduct(shop, `SOCK-${String(i).padStart(2, '0')}`, {
+        content: { de: { title: `Socke ${i}` } },
+        own_stock: { quantity: 3, cost: '4.00', currency: 'EUR' },
+      });
     }
     page = await browser.newPage();
     await signInAsOperator(page, service.url);
@@ -242,7 +341,11 @@ describe('catalog search by SKU and EAN, and the product list, in the browser', 
     expect(await find('SU-PACK-30')).toBe(200);
     expect(await page.locator('main h2').first().textContent()).toBe(`Product ${ids.pack} ref PACK-30`);
     expect(await page.textContent('main')).toContain('Found by its SKU.');
-    expect(JSON.parse((await page.getByLabel('Payload', { exact: true }).textContent())!)).toMatchObject({ id: ids.pack, sku: 'SU-PACK-30', ean: '4006381333931' });
+    expect(JSON.parse((await page.getByLabel('Payload', { exact: true }).textContent())!)).toMatchObject({
+      id: ids.pack,
+      sku: 'SU-PACK-30',
+      ean: '4006381333931',
+    });
     await browser.screenshot(page, 'catalog-by-sku');
   });
 
@@ -259,7 +362,10 @@ describe('catalog search by SKU and EAN, and the product list, in the browser', 
     await browser.screenshot(page, 'catalog-several-matches');
     await links.nth(1).click();
     await page.waitForURL(new RegExp(`q=${ids.stoveB}`));
-    expect(JSON.parse((await page.getByLabel('Payload', { exact: true }).textContent())!)).toMatchObject({ id: ids.stoveB, sku: 'SU-STOVE-B' });
+    expect(JSON.parse((await page.getByLabel('Payload', { exact: true }).textContent())!)).toMatchObject({
+      id: ids.stoveB,
+      sku: 'SU-STOVE-B',
+    });
   });
 
   it('answers 404 when neither an id, a ref, a SKU nor an EAN matches', async () => {
@@ -267,16 +373,24 @@ describe('catalog search by SKU and EAN, and the product list, in the browser', 
     expect(await page.getByRole('alert').textContent()).toContain('nor the SKU or EAN "SU-NOTHING" in store de');
   });
 
-  it('pages through the store\'s products by id, 50 a page', async () => {
+  it("pages through the store's products by id, 50 a page", async () => {
     await page.goto(`${service.url}/panel/merchants/${shop}/catalog`);
     const rows = page.getByRole('table', { name: 'Products' }).locator('tbody tr');
     const total = 4 + FILLERS;
-    expect(await page.textContent('main')).toContain(`${total} published, the excluded ones included: ${total - 1} in the store's export, 1 excluded from it (no_offers 1).`);
+    expect(await page.textContent('main')).toContain(
+      `${total} published, the excluded ones included: ${total - 1} in the store's export, 1 excluded from it (no_offers 1).`,
+    );
     expect(await rows.count()).toBe(50);
     const firstPage = (await rows.locator('td:first-child').allTextContents()).map(Number);
     expect(firstPage.slice(0, 4)).toEqual([ids.pack, ids.stoveA, ids.stoveB, ids.bag]);
     expect(firstPage).toEqual([...firstPage].sort((a, b) => a - b));
-    expect(await rows.nth(0).locator('td').allTextContents()).toEqual([String(ids.pack), 'Tagesrucksack 30 l', 'SU-PACK-30', '4006381333931', 'no']);
+    expect(await rows.nth(0).locator('td').allTextContents()).toEqual([
+      String(ids.pack),
+      'Tagesrucksack 30 l',
+      'SU-PACK-30',
+      '4006381333931',
+      'no',
+    ]);
     await browser.screenshot(page, 'catalog-products');
     await page.getByRole('link', { name: 'Next 50 products' }).click();
     await page.waitForURL(new RegExp(`after_id=${firstPage[49]}`));

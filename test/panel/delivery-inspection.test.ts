@@ -56,16 +56,18 @@ const row = (deliveryId: number) => page.locator(`tr[data-delivery="${deliveryId
 
 /** A price change of the product, batched and sent once (the coalescing window is 2 s). */
 async function changePrice(cost: string): Promise<void> {
-  productId = (await service.admin.upsertProduct(merchantId, 'BP-40', {
-    content: { de: { title: 'Rucksack' }, pl: { title: 'Plecak' } },
-    offers: [{ supplier_ref: 'nordwind', quantity: 4, cost, currency: 'EUR' }],
-  })).id;
+  productId = (
+    await service.admin.upsertProduct(merchantId, 'BP-40', {
+      content: { de: { title: 'Rucksack' }, pl: { title: 'Plecak' } },
+      offers: [{ supplier_ref: 'nordwind', quantity: 4, cost, currency: 'EUR' }],
+    })
+  ).id;
   clock.advance(2_000);
   await service.service.dispatcher.tick();
 }
 
 describe('inspecting deliveries in the browser', () => {
-  it('lists each delivery\'s store by slug, its products as links to the catalog page, and marks a test', async () => {
+  it("lists each delivery's store by slug, its products as links to the catalog page, and marks a test", async () => {
     receiver.answer({ status: 500, body: 'down for maintenance' });
     await changePrice('10.00');
     const [failed] = await deliveries();
@@ -140,8 +142,9 @@ describe('inspecting deliveries in the browser', () => {
     await page.waitForURL(/\/deliveries\/\d+\?done=resent$/);
     const resentId = Number(/\/deliveries\/(\d+)\?/.exec(page.url())![1]);
     expect(await page.getByRole('status').textContent()).toContain(`it re-sends #${failed.id}`);
-    expect(await page.locator('#delivery-replaces').textContent())
-      .toBe(`Re-sends #${failed.id}. #${failed.id} makes no further attempt: the receiver gets this payload from this delivery alone.`);
+    expect(await page.locator('#delivery-replaces').textContent()).toBe(
+      `Re-sends #${failed.id}. #${failed.id} makes no further attempt: the receiver gets this payload from this delivery alone.`,
+    );
     await browser.screenshot(page, 'delivery-resent');
 
     await service.service.dispatcher.sendDue();
@@ -152,7 +155,9 @@ describe('inspecting deliveries in the browser', () => {
     expect(receiver.requests.filter((r) => r.payload.event === 'price').length).toBe(2);
 
     await page.goto(`${detailUrl}/deliveries/${failed.id}`);
-    expect(await page.locator('#delivery-replaced-by').textContent()).toBe(`#${resentId}. Re-sent as #${resentId}: this one makes no further attempt.`);
+    expect(await page.locator('#delivery-replaced-by').textContent()).toBe(
+      `#${resentId}. Re-sent as #${resentId}: this one makes no further attempt.`,
+    );
     await page.goto(detailUrl);
     expect(await row(failed.id).textContent()).toContain(`re-sent as #${resentId}`);
     expect(await row(failed.id).textContent()).toContain('dropped');
@@ -165,7 +170,9 @@ describe('inspecting deliveries in the browser', () => {
     await page.goto(`${detailUrl}/deliveries/${delivered.id}`);
     await page.getByRole('button', { name: 'Resend' }).click();
     await page.waitForURL(/\?done=resent$/);
-    expect(await page.locator('#delivery-replaces').textContent()).toContain(`#${delivered.id} was delivered too: the receiver gets this payload twice`);
+    expect(await page.locator('#delivery-replaces').textContent()).toContain(
+      `#${delivered.id} was delivered too: the receiver gets this payload twice`,
+    );
     clock.advance(MINUTE);
   });
 

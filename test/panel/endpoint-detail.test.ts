@@ -42,7 +42,6 @@ afterAll(async () => {
   await service?.close();
 });
 
-
 /** The endpoint's deliveries as the domain states them, newest first. */
 const deliveries = () => service.service.endpoints.deliveries(merchantId, endpointId, { limit: 50 });
 
@@ -90,7 +89,7 @@ describe('endpoint detail in the browser', () => {
     await browser.screenshot(page, 'endpoint-delivery-succeeded');
   });
 
-  it('shows the failures, the failed attempts with their escaped response, and the owners\' notification', async () => {
+  it("shows the failures, the failed attempts with their escaped response, and the owners' notification", async () => {
     receiver.answer(BROKEN);
     await sendTestFromList();
     await service.service.dispatcher.tick();
@@ -191,7 +190,8 @@ describe('endpoint detail in the browser', () => {
     const pending = (await deliveries()).filter((d) => d.status === 'pending').map((d) => d.id);
     expect(pending.length).toBe(27);
     await page.goto(`${detailUrl}?status=pending`);
-    const ids = async () => (await page.locator('tr[data-delivery]').evaluateAll((rows) => rows.map((r) => Number(r.getAttribute('data-delivery')))));
+    const ids = async () =>
+      await page.locator('tr[data-delivery]').evaluateAll((rows) => rows.map((r) => Number(r.getAttribute('data-delivery'))));
     expect(await ids()).toEqual(pending.slice(0, 25));
     await page.getByRole('link', { name: 'Older deliveries' }).click();
     await page.waitForURL(/before_id=/);
@@ -201,7 +201,7 @@ describe('endpoint detail in the browser', () => {
     await browser.screenshot(page, 'endpoint-detail-older');
   });
 
-  it('answers 404 for another merchant\'s endpoint or delivery, and 400 for an unknown status filter', async () => {
+  it("answers 404 for another merchant's endpoint or delivery, and 400 for an unknown status filter", async () => {
     const other = await service.service.endpoints.create(otherMerchantId, { url: `${receiver.url}/other` });
     const [own] = await deliveries();
     const base = `${service.url}/panel/merchants/${merchantId}/endpoints`;

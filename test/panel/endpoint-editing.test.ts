@@ -27,7 +27,7 @@ let endpointsUrl: string;
 function documented(event: 'price' | 'content' | 'removed') {
   const doc = publicDocument as unknown as Record<string, any>;
   const operation = doc.webhooks[event].post;
-  const [example] = Object.values(operation.requestBody.content['application/json'].examples) as { $ref: string }[];
+  const [example] = Object.values<{ $ref: string }>(operation.requestBody.content['application/json'].examples);
   const lead = (operation.description as string).split('\n\n')[0]!.replaceAll('`', '').split('\n').join(' ');
   return { summary: operation.summary as string, lead, sample: doc.components.examples[example!.$ref.split('/').pop()!].value };
 }
@@ -66,7 +66,7 @@ afterAll(async () => {
 const endpoints = () => service.service.endpoints.list(merchantId);
 
 describe('registering and editing an endpoint in the browser', () => {
-  it('shows each event with its summary, meaning and sample payload from the document\'s webhooks: section', async () => {
+  it("shows each event with its summary, meaning and sample payload from the document's webhooks: section", async () => {
     await page.goto(endpointsUrl);
     for (const event of ['price', 'content', 'removed'] as const) {
       const { summary, lead, sample } = documented(event);
@@ -105,7 +105,9 @@ describe('registering and editing an endpoint in the browser', () => {
     await page.waitForURL(`${endpointsUrl}/${registered!.id}/edit`);
     expect(await page.getByLabel('Receiver URL').inputValue()).toBe(before.url);
     expect(await page.locator('select[name="store"]').inputValue()).toBe('at');
-    expect(await page.locator('input[name="events"]:checked').evaluateAll((boxes) => boxes.map((b) => (b as HTMLInputElement).value))).toEqual(['price']);
+    expect(
+      await page.locator('input[name="events"]:checked').evaluateAll((boxes) => boxes.map((b) => (b as HTMLInputElement).value)),
+    ).toEqual(['price']);
     await browser.screenshot(page, 'endpoint-edit');
 
     await page.getByLabel('Receiver URL').fill(after.url);
@@ -119,14 +121,19 @@ describe('registering and editing an endpoint in the browser', () => {
 
     const audit = await service.service.accounts.auditLog({ kind: 'operator' }, merchantId, 10);
     expect(audit.filter((a) => a.action.startsWith('endpoint.')).map(({ actor, action, detail }) => ({ actor, action, detail }))).toEqual([
-      { actor: OWNER, action: 'endpoint.update', detail: `endpoint ${registered!.id} URL ${after.url}; store all stores; events price, removed` },
+      {
+        actor: OWNER,
+        action: 'endpoint.update',
+        detail: `endpoint ${registered!.id} URL ${after.url}; store all stores; events price, removed`,
+      },
       { actor: OWNER, action: 'endpoint.create', detail: `endpoint ${registered!.id} ${before.url} (at: price)` },
     ]);
   });
 
   it('sends the next change to the new URL', async () => {
     await service.admin.upsertProduct(merchantId, 'BP-40', {
-      content: { de: { title: 'Rucksack' } }, offers: [{ supplier_ref: 'nordwind', quantity: 4, cost: '10.00', currency: 'EUR' }],
+      content: { de: { title: 'Rucksack' } },
+      offers: [{ supplier_ref: 'nordwind', quantity: 4, cost: '10.00', currency: 'EUR' }],
     });
     clock.advance(2_000);
     await service.service.dispatcher.tick();
@@ -151,7 +158,8 @@ describe('registering and editing an endpoint in the browser', () => {
     expect(await endpoints()).toEqual([{ ...endpoint, standard_webhooks: true, max_per_second: 5 }]);
     // A new product (a `price` change in each store); the receiver checks webhook-signature too when it is sent.
     await service.admin.upsertProduct(merchantId, 'TENT-2', {
-      content: { de: { title: 'Zelt' } }, offers: [{ supplier_ref: 'nordwind', quantity: 4, cost: '11.00', currency: 'EUR' }],
+      content: { de: { title: 'Zelt' } },
+      offers: [{ supplier_ref: 'nordwind', quantity: 4, cost: '11.00', currency: 'EUR' }],
     });
     const received = after.count;
     clock.advance(2_000);
@@ -171,7 +179,9 @@ describe('registering and editing an endpoint in the browser', () => {
     expect(await endpoints()).toEqual([{ ...delivered, standard_webhooks: false, max_per_second: null }]);
     // A rate outside 1 to 1000 is refused in plain words, naming the field; nothing changes.
     await page.goto(edit);
-    await rate.evaluate((input) => { (input as HTMLInputElement).removeAttribute('min'); });
+    await rate.evaluate((input) => {
+      (input as HTMLInputElement).removeAttribute('min');
+    });
     await rate.fill('0');
     await page.getByRole('button', { name: 'Save' }).click();
     await page.waitForLoadState();
@@ -183,7 +193,11 @@ describe('registering and editing an endpoint in the browser', () => {
     const [endpoint] = await endpoints();
     await page.goto(`${endpointsUrl}/${endpoint!.id}/edit`);
     await page.getByLabel('Receiver URL').fill('https://10.0.0.7/hooks');
-    await page.locator('input[name="events"]').evaluateAll((boxes) => boxes.forEach((b) => { (b as HTMLInputElement).checked = false; }));
+    await page.locator('input[name="events"]').evaluateAll((boxes) =>
+      boxes.forEach((b) => {
+        (b as HTMLInputElement).checked = false;
+      }),
+    );
     const [response] = await Promise.all([
       page.waitForResponse((r) => r.request().method() === 'POST'),
       page.getByRole('button', { name: 'Save' }).click(),
@@ -201,7 +215,7 @@ describe('registering and editing an endpoint in the browser', () => {
     expect(await endpoints()).toEqual([endpoint]);
   });
 
-  it('answers 404 for another merchant\'s endpoint, and changes nothing', async () => {
+  it("answers 404 for another merchant's endpoint, and changes nothing", async () => {
     const other = await service.service.endpoints.create(otherMerchantId, { url: `${after.url}/other` });
     const base = `${service.url}/panel/merchants/${otherMerchantId}/endpoints/${other.id}/edit`;
     expect((await page.goto(base))!.status()).toBe(404);
@@ -209,7 +223,9 @@ describe('registering and editing an endpoint in the browser', () => {
     expect((await page.goto(ownBase))!.status()).toBe(404);
     const csrf = (await page.locator('input[name="_csrf"]').first().getAttribute('value'))!;
     const response = await page.request.post(ownBase, {
-      form: { _csrf: csrf, url: `${after.url}/taken`, store: '', events: 'price' }, headers: { Origin: service.url }, maxRedirects: 0,
+      form: { _csrf: csrf, url: `${after.url}/taken`, store: '', events: 'price' },
+      headers: { Origin: service.url },
+      maxRedirects: 0,
     });
     expect(response.status()).toBe(404);
     expect((await service.service.endpoints.endpoint(otherMerchantId, other.id)).url).toBe(other.url);

@@ -115,19 +115,29 @@ describe('an endpoint whose last attempts failed', () => {
     await page.goto(`${base()}/endpoints/${endpointId}`);
     const day = page.locator('#chart-day');
     const week = page.locator('#chart-week');
-    expect(await day.locator('figcaption').textContent()).toMatch(/^Last 24 hours: 6 attempts, 0 % succeeded \(0 succeeded, 6 failed, 0 no response\); latency \d+ ms on average, \d+ ms at most\.$/);
-    expect(await week.locator('figcaption').textContent()).toMatch(/^Last 7 days: 7 attempts, 14\.3 % succeeded \(1 succeeded, 6 failed, 0 no response\)/);
+    expect(await day.locator('figcaption').textContent()).toMatch(
+      /^Last 24 hours: 6 attempts, 0 % succeeded \(0 succeeded, 6 failed, 0 no response\); latency \d+ ms on average, \d+ ms at most\.$/,
+    );
+    expect(await week.locator('figcaption').textContent()).toMatch(
+      /^Last 7 days: 7 attempts, 14\.3 % succeeded \(1 succeeded, 6 failed, 0 no response\)/,
+    );
     // The drawing is an image named by its summary; every bucket is drawn, each with a tooltip.
     expect(await page.getByRole('img', { name: /^Last 24 hours: 6 attempts, 0 % succeeded/ }).count()).toBe(1);
     expect(await day.locator('g.chart-bucket').count()).toBe(24);
     expect(await week.locator('g.chart-bucket').count()).toBe(28);
     const thisHour = day.locator(`g.chart-bucket[data-from="${FAILING_SINCE}"]`);
     expect(await thisHour.locator('title').textContent()).toMatch(/^2025-03-14 09:00–10:00 UTC: 6 attempts, 0 % succeeded/);
-    expect(await thisHour.locator('rect[data-outcome]').evaluateAll((rects) => rects.map((r) => r.getAttribute('data-outcome')))).toEqual(['failed']);
+    expect(await thisHour.locator('rect[data-outcome]').evaluateAll((rects) => rects.map((r) => r.getAttribute('data-outcome')))).toEqual([
+      'failed',
+    ]);
     expect(await week.locator('rect[data-outcome="succeeded"]').count()).toBe(1);
     expect(await week.locator('rect[data-outcome="failed"]').count()).toBe(1);
     // Colours come from the stylesheet's classes: nothing has a style attribute, and the CSP refused nothing.
-    const fill = (selector: string) => page.locator(selector).first().evaluate((element) => getComputedStyle(element).fill);
+    const fill = (selector: string) =>
+      page
+        .locator(selector)
+        .first()
+        .evaluate((element) => getComputedStyle(element).fill);
     expect(await fill('#chart-week rect.bar-succeeded')).toBe('rgb(29, 122, 58)');
     expect(await fill('#chart-week rect.bar-failed')).toBe('rgb(227, 160, 8)');
     expect(await page.locator('[style]').count()).toBe(0);
@@ -136,7 +146,11 @@ describe('an endpoint whose last attempts failed', () => {
     await page.evaluate(() => window.scrollTo(0, 0));
     const top = (await page.locator('h1').boundingBox())!;
     const charts = (await page.locator('section[aria-labelledby="success-rate"]').boundingBox())!;
-    await page.screenshot({ path: path.join(ARTIFACTS_DIR, 'endpoint-health-top.png'), clip: { x: 0, y: top.y - 16, width: 1100, height: charts.y + charts.height - top.y + 24 }, fullPage: true });
+    await page.screenshot({
+      path: path.join(ARTIFACTS_DIR, 'endpoint-health-top.png'),
+      clip: { x: 0, y: top.y - 16, width: 1100, height: charts.y + charts.height - top.y + 24 },
+      fullPage: true,
+    });
     // The numbers, as a table behind a summary (no script needed to open it).
     await day.getByText('The numbers per hour').click();
     const rows = day.locator('table tbody tr');
@@ -149,7 +163,7 @@ describe('an endpoint whose last attempts failed', () => {
 });
 
 describe('after one successful attempt', () => {
-  it('is healthy again, and the notification says when the failures ended, on the overview and the endpoint\'s page', async () => {
+  it("is healthy again, and the notification says when the failures ended, on the overview and the endpoint's page", async () => {
     clock.advance(5 * MINUTE);
     receiver.answer({ status: 204 });
     await deliver(1);
@@ -162,7 +176,9 @@ describe('after one successful attempt', () => {
     const ending = page.locator('section[aria-labelledby="notifications"] tr[data-notification]').first().locator('.notification-ended');
     expect(await ending.textContent()).toMatch(/^ended /);
     expect(await ending.locator('time').getAttribute('datetime')).toBe(ended);
-    expect(await page.locator('#chart-day figcaption').textContent()).toMatch(/^Last 24 hours: 7 attempts, 14\.3 % succeeded \(1 succeeded, 6 failed, 0 no response\)/);
+    expect(await page.locator('#chart-day figcaption').textContent()).toMatch(
+      /^Last 24 hours: 7 attempts, 14\.3 % succeeded \(1 succeeded, 6 failed, 0 no response\)/,
+    );
 
     await page.goto(base());
     expect(await page.getByLabel('Endpoints by health').textContent()).toMatch(/Healthy\s*1\s*Failing\s*0\s*Paused\s*0\s*Disabled\s*0/);
@@ -183,7 +199,12 @@ describe('after one successful attempt', () => {
     expect(await rows.count()).toBe(2);
     expect(await rows.first().isVisible()).toBe(true);
     // At phone width each cell keeps its column's name.
-    expect(await rows.first().locator('td[data-label="Success rate"]').evaluate((cell) => getComputedStyle(cell, '::before').content)).toBe('"Success rate: "');
+    expect(
+      await rows
+        .first()
+        .locator('td[data-label="Success rate"]')
+        .evaluate((cell) => getComputedStyle(cell, '::before').content),
+    ).toBe('"Success rate: "');
     await browser.screenshot(phone, 'endpoint-health-phone');
     expect(violations).toEqual([]);
   });

@@ -30,14 +30,28 @@ afterAll(async () => {
 function runningJob(startedAgoMs: number, overrides: Partial<ImportJobRecord> = {}): Omit<ImportJobRecord, 'id'> {
   const at = new Date(Date.now() - startedAgoMs).toISOString();
   return {
-    merchant_id: merchantId, started_by: 'owner@progress.test', file_name: 'big.ndjson', state: 'running', started_at: at, updated_at: at,
-    finished_at: null, lines_read: 0, operations: null, products_applied: 0, upserted: 0, deleted: 0, error: null, error_code: null, problems: [], ...overrides,
+    merchant_id: merchantId,
+    started_by: 'owner@progress.test',
+    file_name: 'big.ndjson',
+    state: 'running',
+    started_at: at,
+    updated_at: at,
+    finished_at: null,
+    lines_read: 0,
+    operations: null,
+    products_applied: 0,
+    upserted: 0,
+    deleted: 0,
+    error: null,
+    error_code: null,
+    problems: [],
+    ...overrides,
   };
 }
 
 const text = (selector: string) => page.locator(selector).textContent();
 
-describe('an import\'s page while it runs', () => {
+describe("an import's page while it runs", () => {
   it('shows the lines read, then the products applied, then the counts, reloading itself until the import ends', async () => {
     const job = await service.storage.insertImportJob(runningJob(0, { lines_read: 1200 }));
     await page.goto(`${service.url}/panel/merchants/${merchantId}/import/jobs/${job.id}`);
@@ -54,7 +68,14 @@ describe('an import\'s page while it runs', () => {
     expect(await page.locator('#products-applied progress').getAttribute('value')).toBe('2000');
     await browser.screenshot(page, 'import-running');
 
-    await service.storage.updateImportJob(job.id, { state: 'succeeded', products_applied: 5000, upserted: 4990, deleted: 10, finished_at: now(), updated_at: now() });
+    await service.storage.updateImportJob(job.id, {
+      state: 'succeeded',
+      products_applied: 5000,
+      upserted: 4990,
+      deleted: 10,
+      finished_at: now(),
+      updated_at: now(),
+    });
     await page.locator('#import-state', { hasText: 'succeeded' }).waitFor({ timeout: 5000 });
     expect(await page.getByRole('table', { name: 'Import result' }).locator('tbody td').allTextContents()).toEqual(['5000', '4990', '10']);
     expect(await page.locator('meta[http-equiv="refresh"]').count()).toBe(0);
@@ -65,7 +86,9 @@ describe('an import\'s page while it runs', () => {
     const job = await service.storage.insertImportJob(runningJob(20 * 60_000, { lines_read: 800 }));
     await page.goto(`${service.url}/panel/merchants/${merchantId}/import/jobs/${job.id}`);
     expect(await text('#import-state')).toBe('stalled');
-    expect(await page.getByRole('alert').textContent()).toContain('the process checking this file has stopped, and nothing of it was applied');
+    expect(await page.getByRole('alert').textContent()).toContain(
+      'the process checking this file has stopped, and nothing of it was applied',
+    );
     expect(await page.locator('meta[http-equiv="refresh"]').count()).toBe(0);
     await page.goto(`${service.url}/panel/merchants/${merchantId}/import`);
     expect(await page.locator(`tr[data-job="${job.id}"] td[data-label="State"]`).textContent()).toBe('stalled');

@@ -19,16 +19,27 @@ it('an uploaded file with invalid bytes or a lone surrogate fails naming each su
   const page = `/panel/merchants/${merchantId}/import`;
   const html = await (await fetch(`${service.url}${page}`, { headers: { Cookie: cookie } })).text();
   const csrf = /name="_csrf" value="([^"]+)"/.exec(html)![1]!;
-  const line = (ref: string, title: string | number[]) => Buffer.concat([
-    Buffer.from(`{"op": "upsert_product", "product": {"ref": "${ref}", "content": {"de": {"title": "`),
-    typeof title === 'string' ? Buffer.from(title) : Buffer.from(title),
-    Buffer.from('"}}}}\n'),
+  const line = (ref: string, title: string | number[]) =>
+    Buffer.concat([
+      Buffer.from(`{"op": "upsert_product", "product": {"ref": "${ref}", "content": {"de": {"title": "`),
+      typeof title === 'string' ? Buffer.from(title) : Buffer.from(title),
+      Buffer.from('"}}}}\n'),
+    ]);
+  const file = Buffer.concat([
+    line('OK-1', 'Zelt'),
+    line('BAD-1', [0xff, 0xfe]),
+    line('BAD-2', [0xed, 0xa0, 0x80]),
+    line('BAD-3', '\\ud800'),
   ]);
-  const file = Buffer.concat([line('OK-1', 'Zelt'), line('BAD-1', [0xff, 0xfe]), line('BAD-2', [0xed, 0xa0, 0x80]), line('BAD-3', '\\ud800')]);
   const form = new FormData();
   form.set('_csrf', csrf);
   form.set('file', new Blob([file], { type: 'application/x-ndjson' }), 'products.ndjson');
-  const response = await fetch(`${service.url}${page}`, { method: 'POST', body: form, redirect: 'manual', headers: { Cookie: cookie, Origin: service.url } });
+  const response = await fetch(`${service.url}${page}`, {
+    method: 'POST',
+    body: form,
+    redirect: 'manual',
+    headers: { Cookie: cookie, Origin: service.url },
+  });
   expect(response.status).toBe(303);
   await service.service.imports.drain();
 

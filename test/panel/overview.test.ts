@@ -18,8 +18,22 @@ beforeAll(async () => {
   const { admin } = service;
   merchantId = (await admin.createMerchant({ name: 'Alpine Outfitters' })).id;
   otherMerchantId = (await admin.createMerchant({ name: 'Harbour Supplies' })).id;
-  await admin.upsertStore(merchantId, 'de', { name: 'Germany', locale: 'de-DE', currency: 'EUR', is_default: true, active: true, exclude_out_of_stock: false });
-  await admin.upsertStore(merchantId, 'at', { name: 'Austria', locale: 'de-AT', currency: 'EUR', is_default: false, active: true, exclude_out_of_stock: true });
+  await admin.upsertStore(merchantId, 'de', {
+    name: 'Germany',
+    locale: 'de-DE',
+    currency: 'EUR',
+    is_default: true,
+    active: true,
+    exclude_out_of_stock: false,
+  });
+  await admin.upsertStore(merchantId, 'at', {
+    name: 'Austria',
+    locale: 'de-AT',
+    currency: 'EUR',
+    is_default: false,
+    active: true,
+    exclude_out_of_stock: true,
+  });
   await admin.upsertSupplier(merchantId, 'alpine', 'Alpine');
   // Registered before the products, so their changes wait in its outbox (no dispatcher runs): feed lag.
   await service.service.endpoints.create(merchantId, { url: 'http://127.0.0.1:9/hooks' });
@@ -29,8 +43,12 @@ beforeAll(async () => {
   await admin.upsertProduct(merchantId, 'bag', { content: { de: { title: 'Schlafsack' } } });
   await admin.upsertProduct(merchantId, 'lamp', { content: { de: { title: 'Stirnlampe' } }, offers: offer(0) });
   await service.storage.insertNotification({
-    merchant_id: merchantId, endpoint_id: null, kind: 'failing', subject: 'Webhook endpoint http://127.0.0.1:9/hooks is failing',
-    body: 'Deliveries have failed for an hour.', created_at: new Date().toISOString(),
+    merchant_id: merchantId,
+    endpoint_id: null,
+    kind: 'failing',
+    subject: 'Webhook endpoint http://127.0.0.1:9/hooks is failing',
+    body: 'Deliveries have failed for an hour.',
+    created_at: new Date().toISOString(),
   });
   browser = await launchBrowser();
 });
@@ -39,7 +57,6 @@ afterAll(async () => {
   await browser?.close();
   await service?.close();
 });
-
 
 /** A user of the merchant, invited by the operator, with a password set through the invitation page. */
 async function signInAsUser(page: Page, forMerchant: number, email: string): Promise<void> {
@@ -104,7 +121,9 @@ describe('merchant overview', () => {
     await page.goto(`${service.url}/panel/merchants/${merchantId}`);
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
     expect(overflow).toBeLessThanOrEqual(0);
-    const label = await page.locator('tr[data-store="at"] td[data-count="manual"]').evaluate((cell) => getComputedStyle(cell, '::before').content);
+    const label = await page
+      .locator('tr[data-store="at"] td[data-count="manual"]')
+      .evaluate((cell) => getComputedStyle(cell, '::before').content);
     expect(label).toBe('"Excluded manually: "');
     await browser.screenshot(page, 'overview-phone');
   });

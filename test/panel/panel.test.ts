@@ -28,11 +28,12 @@ afterAll(async () => {
   await service?.close();
 });
 
-
 /** Signs the operator in over plain HTTP; returns the cookie and the CSRF token of a page. */
 async function operatorCookie(): Promise<{ cookie: string; csrf: (path: string) => Promise<string> }> {
   const response = await fetch(`${service.url}/panel/login/operator`, {
-    method: 'POST', redirect: 'manual', headers: { Origin: service.url, 'Content-Type': 'application/x-www-form-urlencoded' },
+    method: 'POST',
+    redirect: 'manual',
+    headers: { Origin: service.url, 'Content-Type': 'application/x-www-form-urlencoded' },
     body: new URLSearchParams({ admin_token: ADMIN_TOKEN }),
   });
   expect(response.status).toBe(303);
@@ -62,7 +63,9 @@ describe('panel security', () => {
 
   it('sets the session cookie HttpOnly and SameSite=Strict, without __Host- on plain http', async () => {
     const response = await fetch(`${service.url}/panel/login/operator`, {
-      method: 'POST', redirect: 'manual', headers: { Origin: service.url, 'Content-Type': 'application/x-www-form-urlencoded' },
+      method: 'POST',
+      redirect: 'manual',
+      headers: { Origin: service.url, 'Content-Type': 'application/x-www-form-urlencoded' },
       body: new URLSearchParams({ admin_token: ADMIN_TOKEN }),
     });
     const setCookie = response.headers.get('set-cookie')!;
@@ -77,7 +80,8 @@ describe('panel security', () => {
     const token = await csrf(`/panel/merchants/${merchantId}/keys`);
     const before = await service.admin.listApiKeys(merchantId);
     const crossSite = await fetch(`${service.url}/panel/merchants/${merchantId}/keys`, {
-      method: 'POST', redirect: 'manual',
+      method: 'POST',
+      redirect: 'manual',
       headers: { Cookie: cookie, Origin: 'https://attacker.example', 'Content-Type': 'application/x-www-form-urlencoded' },
       body: new URLSearchParams({ _csrf: token, name: 'planted' }),
     });
@@ -85,7 +89,8 @@ describe('panel security', () => {
     expect(crossSite.headers.get('content-type')).toMatch(/^text\/html/);
     // Same origin, but no token: refused as well.
     const tokenless = await fetch(`${service.url}/panel/merchants/${merchantId}/keys`, {
-      method: 'POST', redirect: 'manual',
+      method: 'POST',
+      redirect: 'manual',
       headers: { Cookie: cookie, Origin: service.url, 'Content-Type': 'application/x-www-form-urlencoded' },
       body: new URLSearchParams({ name: 'planted' }),
     });
@@ -95,7 +100,8 @@ describe('panel security', () => {
 
   it('refuses a form larger than the admin body limit with 413 before reading it', async () => {
     const response = await fetch(`${service.url}/panel/login/operator`, {
-      method: 'POST', headers: { Origin: service.url, 'Content-Type': 'application/x-www-form-urlencoded' },
+      method: 'POST',
+      headers: { Origin: service.url, 'Content-Type': 'application/x-www-form-urlencoded' },
       body: `admin_token=${'x'.repeat(service.config.limits.adminBodyBytes + 1)}`,
     });
     expect(response.status).toBe(413);
@@ -134,7 +140,7 @@ describe('operator in the browser', () => {
 
     await page.getByRole('link', { name: /back to the endpoints/ }).click();
     await page.reload();
-    const listing = (await page.content());
+    const listing = await page.content();
     expect(listing).toContain(`${receiver.url}/hooks`);
     expect(listing).toContain(secret.slice(0, 12));
     expect(listing).not.toContain(secret);
@@ -268,11 +274,14 @@ describe('merchant users (needs service.accounts)', () => {
     const cookie = `${session.name}=${session.value}`;
     const own = await (await fetch(`${service.url}/panel/merchants/${merchantId}/keys`, { headers: { Cookie: cookie } })).text();
     const csrf = /name="_csrf" value="([^"]+)"/.exec(own)![1]!;
-    const status = (await fetch(`${service.url}/panel/merchants/${otherMerchantId}/keys`, {
-      method: 'POST', redirect: 'manual',
-      headers: { Cookie: cookie, Origin: service.url, 'Content-Type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ _csrf: csrf, name: 'planted' }),
-    })).status;
+    const status = (
+      await fetch(`${service.url}/panel/merchants/${otherMerchantId}/keys`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { Cookie: cookie, Origin: service.url, 'Content-Type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ _csrf: csrf, name: 'planted' }),
+      })
+    ).status;
     expect(status).toBe(404);
     expect(await service.admin.listApiKeys(otherMerchantId)).toEqual(before);
   });
@@ -281,7 +290,9 @@ describe('merchant users (needs service.accounts)', () => {
     let last: Response | undefined;
     for (let i = 0; i < 20; i += 1) {
       last = await fetch(`${service.url}/panel/login`, {
-        method: 'POST', redirect: 'manual', headers: { Origin: service.url, 'Content-Type': 'application/x-www-form-urlencoded' },
+        method: 'POST',
+        redirect: 'manual',
+        headers: { Origin: service.url, 'Content-Type': 'application/x-www-form-urlencoded' },
         body: new URLSearchParams({ email: 'owner@alpine.example', password: 'wrong password!!' }),
       });
       if (last.status === 429) break;

@@ -33,15 +33,29 @@ beforeAll(async () => {
   emptyMerchantId = (await admin.createMerchant({ name: 'Empty Outfitters' })).id;
   base = `/panel/merchants/${merchantId}`;
 
-  await admin.upsertStore(merchantId, 'de', { name: 'Deutschland', locale: 'de-DE', currency: 'EUR', is_default: true, active: true, exclude_out_of_stock: false });
+  await admin.upsertStore(merchantId, 'de', {
+    name: 'Deutschland',
+    locale: 'de-DE',
+    currency: 'EUR',
+    is_default: true,
+    active: true,
+    exclude_out_of_stock: false,
+  });
   await admin.upsertSupplier(merchantId, 'nordwind', 'Nordwind');
   const image = 'http://127.0.0.1:9/images/pack.jpg';
   await admin.upsertProduct(merchantId, 'PACK-30', {
-    content: { de: { title: 'Tagesrucksack 30 l' } }, images: [{ url: image }], overrides: { color: 'grün' },
+    content: { de: { title: 'Tagesrucksack 30 l' } },
+    images: [{ url: image }],
+    overrides: { color: 'grün' },
     offers: [{ supplier_ref: 'nordwind', quantity: 4, cost: '21.00', currency: 'EUR' }],
   });
   await admin.upsertProduct(merchantId, 'BAG-1', { content: { de: { title: 'Schlafsack' } } }); // no offers: excluded
-  await storage.updateImageMirror(merchantId, image, { state: 'dead', last_error: 'HTTP 404 from the image source', first_failure_at: clock.iso, updated_at: clock.iso });
+  await storage.updateImageMirror(merchantId, image, {
+    state: 'dead',
+    last_error: 'HTTP 404 from the image source',
+    first_failure_at: clock.iso,
+    updated_at: clock.iso,
+  });
 
   // An endpoint with a delivered test, an owners' notification about it, a key, a user, audit entries and two imports.
   const endpoint = await service.service.endpoints.create(merchantId, { url: receiver.url });
@@ -50,22 +64,46 @@ beforeAll(async () => {
   deliveryId = (await service.service.endpoints.sendTest(merchantId, endpointId)).id;
   await service.service.dispatcher.tick();
   await storage.insertNotification({
-    merchant_id: merchantId, endpoint_id: endpointId, kind: 'failing', subject: `Webhook deliveries to ${receiver.url} are failing`,
-    body: 'The last 5 delivery attempts failed.', created_at: clock.iso,
+    merchant_id: merchantId,
+    endpoint_id: endpointId,
+    kind: 'failing',
+    subject: `Webhook deliveries to ${receiver.url} are failing`,
+    body: 'The last 5 delivery attempts failed.',
+    created_at: clock.iso,
   });
   await admin.createApiKey(merchantId, 'Shop sync');
   const invitation = await service.service.accounts.invite(operator, merchantId, { email: 'member@alpine.test', role: 'member' });
   await service.service.accounts.acceptInvitation(invitation.token, 'a long enough password');
   await service.service.accounts.record(operator, merchantId, 'user.invite', 'member@alpine.test as member');
   const job = {
-    merchant_id: merchantId, started_by: 'owner@alpine.test', file_name: 'products.ndjson', started_at: clock.iso, updated_at: clock.iso,
-    finished_at: clock.iso, lines_read: 2, operations: 2, products_applied: 2, upserted: 2, deleted: 0, error: null, error_code: null, problems: [],
+    merchant_id: merchantId,
+    started_by: 'owner@alpine.test',
+    file_name: 'products.ndjson',
+    started_at: clock.iso,
+    updated_at: clock.iso,
+    finished_at: clock.iso,
+    lines_read: 2,
+    operations: 2,
+    products_applied: 2,
+    upserted: 2,
+    deleted: 0,
+    error: null,
+    error_code: null,
+    problems: [],
   };
   succeededImport = (await storage.insertImportJob({ ...job, state: 'succeeded' })).id;
-  failedImport = (await storage.insertImportJob({
-    ...job, state: 'failed', operations: null, products_applied: 0, upserted: 0, error: '1 line is invalid: nothing was applied.', error_code: 'invalid_body',
-    problems: [{ name: 'line 2', reason: 'is not JSON' }],
-  })).id;
+  failedImport = (
+    await storage.insertImportJob({
+      ...job,
+      state: 'failed',
+      operations: null,
+      products_applied: 0,
+      upserted: 0,
+      error: '1 line is invalid: nothing was applied.',
+      error_code: 'invalid_body',
+      problems: [{ name: 'line 2', reason: 'is not JSON' }],
+    })
+  ).id;
 
   browser = await launchBrowser();
 });
@@ -78,19 +116,41 @@ afterAll(async () => {
 
 /** Every body cell of every table on the page whose column has a heading, and the label it shows before itself. */
 function cellLabels(page: Page): Promise<{ table: string; heading: string; shown: string }[]> {
-  return page.locator('main table').evaluateAll((tables) => tables.flatMap((table) => {
-    const headings = [...table.querySelectorAll('thead th')].map((th) => th.textContent!.trim());
-    return [...table.querySelectorAll('tbody tr')].flatMap((row) => [...row.children].flatMap((cell, column) => (headings[column]
-      ? [{ table: table.getAttribute('aria-label') ?? headings.join('|'), heading: headings[column]!, shown: getComputedStyle(cell, '::before').content }]
-      : [])));
-  }));
+  return page.locator('main table').evaluateAll((tables) =>
+    tables.flatMap((table) => {
+      const headings = [...table.querySelectorAll('thead th')].map((th) => th.textContent.trim());
+      return [...table.querySelectorAll('tbody tr')].flatMap((row) =>
+        [...row.children].flatMap((cell, column) =>
+          headings[column]
+            ? [
+                {
+                  table: table.getAttribute('aria-label') ?? headings.join('|'),
+                  heading: headings[column],
+                  shown: getComputedStyle(cell, '::before').content,
+                },
+              ]
+            : [],
+        ),
+      );
+    }),
+  );
 }
 
 describe('every page at phone width', () => {
   const pages = () => [
-    '/panel', base, `${base}/endpoints`, `${base}/endpoints/${endpointId}`, `${base}/endpoints/${endpointId}/deliveries/${deliveryId}`,
-    `${base}/keys`, `${base}/users`, `${base}/import`, `${base}/import/jobs/${succeededImport}`, `${base}/import/jobs/${failedImport}`,
-    `${base}/images`, `${base}/catalog?store=de`, `${base}/catalog?store=de&q=PACK-30`,
+    '/panel',
+    base,
+    `${base}/endpoints`,
+    `${base}/endpoints/${endpointId}`,
+    `${base}/endpoints/${endpointId}/deliveries/${deliveryId}`,
+    `${base}/keys`,
+    `${base}/users`,
+    `${base}/import`,
+    `${base}/import/jobs/${succeededImport}`,
+    `${base}/import/jobs/${failedImport}`,
+    `${base}/images`,
+    `${base}/catalog?store=de`,
+    `${base}/catalog?store=de&q=PACK-30`,
   ];
 
   it('labels every table cell with its column heading, fits the screen, and keeps every time on one line', async () => {
@@ -102,8 +162,13 @@ describe('every page at phone width', () => {
       const labels = await cellLabels(page);
       expect(labels.length, `${path}: cells under a heading`).toBeGreaterThan(0);
       for (const { table, heading, shown } of labels) expect(shown, `${path}, table ${table}, column ${heading}`).toBe(`"${heading}: "`);
-      expect(await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth), `${path}: wider than the screen`).toBeLessThanOrEqual(0);
-      const times = await page.locator('main time').evaluateAll((all) => all.map((time) => ({ text: time.textContent, lines: time.getClientRects().length })));
+      expect(
+        await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth),
+        `${path}: wider than the screen`,
+      ).toBeLessThanOrEqual(0);
+      const times = await page
+        .locator('main time')
+        .evaluateAll((all) => all.map((time) => ({ text: time.textContent, lines: time.getClientRects().length })));
       for (const time of times) expect(time, path).toMatchObject({ lines: 1 });
     }
     await page.goto(`${service.url}${base}/endpoints/${endpointId}`);
@@ -139,9 +204,10 @@ describe('navigation', () => {
   it('marks the current page, and the section of a page under it', async () => {
     const page = await browser.newPage();
     await signInAsOperator(page, service.url);
-    const current = async () => page.locator('nav[aria-label="Merchant"] a[aria-current]').evaluateAll(
-      (links) => links.map((a) => `${a.textContent} ${a.getAttribute('aria-current')}`),
-    );
+    const current = async () =>
+      page
+        .locator('nav[aria-label="Merchant"] a[aria-current]')
+        .evaluateAll((links) => links.map((a) => `${a.textContent} ${a.getAttribute('aria-current')}`));
     await page.goto(`${service.url}${base}`);
     expect(await current()).toEqual(['Overview page']);
     await page.goto(`${service.url}${base}/endpoints`);
@@ -186,7 +252,9 @@ describe('errors', () => {
     const alert = page.getByRole('alert');
     expect(await alert.textContent()).toBe('Events needs at least one choice.');
     // Right above the registration form.
-    expect(await page.locator('form[action$="/endpoints"]').evaluate((form) => form.previousElementSibling?.getAttribute('role'))).toBe('alert');
+    expect(await page.locator('form[action$="/endpoints"]').evaluate((form) => form.previousElementSibling?.getAttribute('role'))).toBe(
+      'alert',
+    );
   });
 
   it("shows a failed operator sign-in above the operator's form", async () => {
@@ -227,6 +295,8 @@ describe('empty states and counts', () => {
     expect(await page.locator('tr[data-store="de"] td[data-count="total"]').textContent()).toBe('2');
     expect(await page.locator('#published-note').textContent()).toContain('the excluded ones included');
     await page.goto(`${service.url}${base}/catalog?store=de`);
-    expect(await page.locator('#published-counts').textContent()).toMatch(/^\s*2 published, the excluded ones included: 1 in the store's export,\s+1 excluded from it \(no_offers 1\)\.\s*$/);
+    expect(await page.locator('#published-counts').textContent()).toMatch(
+      /^\s*2 published, the excluded ones included: 1 in the store's export,\s+1 excluded from it \(no_offers 1\)\.\s*$/,
+    );
   });
 });

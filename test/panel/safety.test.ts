@@ -24,7 +24,9 @@ let base: string;
 
 beforeAll(async () => {
   smtp = await startSmtpCapture();
-  service = await startTestService({ config: { webhooks: { allowHosts: ['127.0.0.1'] }, smtp: { url: smtp.url, from: 'panel@catalog.test' } } });
+  service = await startTestService({
+    config: { webhooks: { allowHosts: ['127.0.0.1'] }, smtp: { url: smtp.url, from: 'panel@catalog.test' } },
+  });
   merchantId = (await service.admin.createMerchant({ name: 'Alpine Outfitters' })).id;
   endpointId = (await service.service.endpoints.create(merchantId, { url: 'https://127.0.0.1/hooks' })).id;
   base = `${service.url}/panel/merchants/${merchantId}`;
@@ -115,7 +117,9 @@ describe('a reload or "back" never repeats a change', () => {
     expect(await reload(operator)).toBe(410);
     expect(await reload(operator)).toBe(410);
     expect(await operator.content()).not.toContain(secret);
-    expect((await service.service.endpoints.endpoint(merchantId, endpointId)).secret_rotation!.new_secret_prefix).toBe(pending.new_secret_prefix);
+    expect((await service.service.endpoints.endpoint(merchantId, endpointId)).secret_rotation!.new_secret_prefix).toBe(
+      pending.new_secret_prefix,
+    );
     expect((await audit()).filter((a) => a.action === 'endpoint.rotate_secret')).toHaveLength(1);
   });
 
@@ -131,7 +135,9 @@ describe('a reload or "back" never repeats a change', () => {
 
     await invite(operator, 'reloaded@alpine.example', 'member');
     expect(await reload(operator)).toBe(410);
-    const links = (await accounts().listPendingLinks({ kind: 'operator' }, merchantId)).filter((l) => l.email === 'reloaded@alpine.example');
+    const links = (await accounts().listPendingLinks({ kind: 'operator' }, merchantId)).filter(
+      (l) => l.email === 'reloaded@alpine.example',
+    );
     expect(links).toHaveLength(1);
     expect((await audit()).filter((a) => a.action === 'user.invite' && a.detail.startsWith('reloaded@'))).toHaveLength(1);
   });
@@ -139,10 +145,13 @@ describe('a reload or "back" never repeats a change', () => {
 
 describe('a refused form answers with a redirect too', () => {
   it('shows the error once beside its action after a 303; a reload is a GET that posts nothing, so a refused "Send test" is never sent later', async () => {
-    const tests = async () => (await service.service.endpoints.deliveries(merchantId, endpointId, { limit: 50 })).filter((d) => d.test).length;
+    const tests = async () =>
+      (await service.service.endpoints.deliveries(merchantId, endpointId, { limit: 50 })).filter((d) => d.test).length;
     const before = await tests();
     const posts: string[] = [];
-    const recordPost = (request: Request) => { if (request.method() === 'POST') posts.push(request.url()); };
+    const recordPost = (request: Request) => {
+      if (request.method() === 'POST') posts.push(request.url());
+    };
     operator.on('request', recordPost);
     await service.service.endpoints.update(merchantId, endpointId, { status: 'paused' });
     try {
@@ -223,12 +232,18 @@ describe('removals ask first, and the last owner stays', () => {
     expect(await boss.textContent('h1')).toBe('Remove the user?');
     expect(await boss.textContent('main')).toContain('You are signed out.');
     await browser.screenshot(boss, 'remove-self-confirm');
-    const [response] = await Promise.all([boss.waitForResponse((r) => r.request().method() === 'POST'), boss.getByRole('button', { name: 'Remove the user' }).click()]);
+    const [response] = await Promise.all([
+      boss.waitForResponse((r) => r.request().method() === 'POST'),
+      boss.getByRole('button', { name: 'Remove the user' }).click(),
+    ]);
     // Refused (409), shown on the users page after a redirect.
     expect(response.status()).toBe(303);
     expect(await boss.getByRole('alert').textContent()).toContain(`${BOSS.email} is the merchant's only owner and cannot be removed`);
     expect(boss.url()).toMatch(/\/users\?refused=\d+$/);
-    expect((await accounts().listUsers({ kind: 'operator' }, merchantId)).map((u) => [u.email, u.role])).toContainEqual([BOSS.email, 'owner']);
+    expect((await accounts().listUsers({ kind: 'operator' }, merchantId)).map((u) => [u.email, u.role])).toContainEqual([
+      BOSS.email,
+      'owner',
+    ]);
     expect(await signedIn(boss)).toBe(true);
   });
 
@@ -238,7 +253,9 @@ describe('removals ask first, and the last owner stays', () => {
     const deletions = async () => (await audit()).filter((a) => a.action === 'endpoint.delete');
     expect(await deletions()).toEqual([]);
     const posts: string[] = [];
-    const recordPost = (request: Request) => { if (request.method() === 'POST') posts.push(request.url()); };
+    const recordPost = (request: Request) => {
+      if (request.method() === 'POST') posts.push(request.url());
+    };
     operator.on('request', recordPost);
 
     await operator.goto(`${base}/endpoints`);
@@ -294,7 +311,7 @@ describe('pending links', () => {
     expect((await fetch(`${service.url}${second}`)).status).toBe(404);
   });
 
-  it("removing a user revokes their pending links: a reset link made before the removal does not bring them back as owner", async () => {
+  it('removing a user revokes their pending links: a reset link made before the removal does not bring them back as owner', async () => {
     const page = await browser.newPage();
     await setPassword(page, await invite(operator, 'leaver@alpine.example', 'owner'), 'the leaver password');
     await operator.goto(`${base}/users`);
@@ -332,10 +349,15 @@ describe('no owner can take over another account', () => {
     await boss.goto(`${base}/users`);
     await boss.getByLabel('E-mail').fill(COLLEAGUE.email);
     await boss.getByLabel('Role').selectOption('owner');
-    const [response] = await Promise.all([boss.waitForResponse((r) => r.request().method() === 'POST'), boss.getByRole('button', { name: 'Invite' }).click()]);
+    const [response] = await Promise.all([
+      boss.waitForResponse((r) => r.request().method() === 'POST'),
+      boss.getByRole('button', { name: 'Invite' }).click(),
+    ]);
     // Refused (409), beside the invitation form after a redirect, as typed.
     expect(response.status()).toBe(303);
-    expect(await boss.getByRole('alert').textContent()).toContain(`${COLLEAGUE.email} already has an account, and an invitation does not reset it`);
+    expect(await boss.getByRole('alert').textContent()).toContain(
+      `${COLLEAGUE.email} already has an account, and an invitation does not reset it`,
+    );
     expect(await boss.getByLabel('E-mail').inputValue()).toBe(COLLEAGUE.email);
     expect(await boss.getByLabel('Role').inputValue()).toBe('owner');
     expect(await boss.content()).not.toContain('/panel/invitations/');
@@ -391,6 +413,8 @@ describe('no owner can take over another account', () => {
     const told = smtp.mails[mails]!;
     expect(told.to).toEqual([COLLEAGUE.email]);
     expect(told.data).toContain('Subject: Your catalog panel password was changed');
-    expect(told.data.replace(/=\r?\n/g, '')).toContain(`The password of your account ${COLLEAGUE.email} of the catalog publishing panel was changed in the panel`);
+    expect(told.data.replace(/=\r?\n/g, '')).toContain(
+      `The password of your account ${COLLEAGUE.email} of the catalog publishing panel was changed in the panel`,
+    );
   });
 });

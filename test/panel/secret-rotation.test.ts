@@ -141,14 +141,15 @@ describe('rotating a secret in the panel', () => {
     expect(JSON.stringify(audit)).not.toContain(newSecret);
   });
 
-  it('answers a confirmation from a stale page with the reason on the endpoint\'s page (a 409, after a redirect), changing nothing', async () => {
+  it("answers a confirmation from a stale page with the reason on the endpoint's page (a 409, after a redirect), changing nothing", async () => {
     const second = await service.service.endpoints.rotateSecret(merchantId, endpointId, 'operator');
     await page.goto(detailUrl);
     await confirmButton().click();
     // Confirmed elsewhere while the confirmation page was open.
     await service.service.endpoints.confirmSecret(merchantId, endpointId, 'operator');
     const [response] = await Promise.all([
-      page.waitForResponse((r) => r.url().endsWith('/confirm-secret') && r.request().method() === 'POST'), reallyConfirm().click(),
+      page.waitForResponse((r) => r.url().endsWith('/confirm-secret') && r.request().method() === 'POST'),
+      reallyConfirm().click(),
     ]);
     expect(response.status()).toBe(303);
     await page.waitForURL(/\/endpoints\/\d+\?refused=\d+$/);

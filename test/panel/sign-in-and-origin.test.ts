@@ -14,31 +14,50 @@ let merchantId: number;
 let endpointId: number;
 
 beforeAll(async () => {
-  service = await startTestService({ config: { publicBaseUrl: PUBLIC, publicBaseUrlConfigured: true, webhooks: { allowHosts: ['127.0.0.1'] } } });
+  service = await startTestService({
+    config: { publicBaseUrl: PUBLIC, publicBaseUrlConfigured: true, webhooks: { allowHosts: ['127.0.0.1'] } },
+  });
   merchantId = (await service.admin.createMerchant({ name: 'Alpine Outfitters' })).id;
   endpointId = (await service.service.endpoints.create(merchantId, { url: 'https://127.0.0.1/hooks' })).id;
-  const invitation = await service.service.accounts.invite({ kind: 'operator' }, merchantId, { email: 'owner@alpine.example', role: 'owner' });
+  const invitation = await service.service.accounts.invite({ kind: 'operator' }, merchantId, {
+    email: 'owner@alpine.example',
+    role: 'owner',
+  });
   await service.service.accounts.acceptInvitation(invitation.token, 'the real password');
 });
 afterAll(() => service?.close());
 
-interface Answer { status: number; headers: http.IncomingHttpHeaders; body: string }
+interface Answer {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: string;
+}
 
 /** A request from a chosen loopback source address, with the Host and Origin a client chooses. */
-function request(method: 'GET' | 'POST', path: string, options: { from?: string; host?: string; origin?: string; cookie?: string; form?: Record<string, string> } = {}): Promise<Answer> {
+function request(
+  method: 'GET' | 'POST',
+  path: string,
+  options: { from?: string; host?: string; origin?: string; cookie?: string; form?: Record<string, string> } = {},
+): Promise<Answer> {
   const { port } = new URL(service.url);
   const body = options.form ? new URLSearchParams(options.form).toString() : undefined;
   const headers: Record<string, string> = { Host: options.host ?? `127.0.0.1:${port}` };
   if (options.origin) headers.Origin = options.origin;
   if (options.cookie) headers.Cookie = options.cookie;
-  if (body !== undefined) Object.assign(headers, { 'Content-Type': 'application/x-www-form-urlencoded', 'Content-Length': String(Buffer.byteLength(body)) });
+  if (body !== undefined)
+    Object.assign(headers, { 'Content-Type': 'application/x-www-form-urlencoded', 'Content-Length': String(Buffer.byteLength(body)) });
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port: Number(port), localAddress: options.from ?? '127.0.0.1', method, path, headers }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => { text += chunk; });
-      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: text }));
-    });
+    const req = http.request(
+      { host: '127.0.0.1', port: Number(port), localAddress: options.from ?? '127.0.0.1', method, path, headers },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => {
+          text += chunk;
+        });
+        res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: text }));
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -64,7 +83,7 @@ describe('sign-in throttling per account and address', () => {
     expect((await operatorSignIn(ADMIN_TOKEN, ATTACKER)).status).toBe(429);
   });
 
-  it("the same for a known e-mail: wrong passwords from one address never lock its owner out at another", async () => {
+  it('the same for a known e-mail: wrong passwords from one address never lock its owner out at another', async () => {
     for (let i = 0; i < 5; i++) expect((await userSignIn(`a wrong guess ${i}`, ATTACKER)).status).toBe(401);
     expect((await userSignIn('the real password', ATTACKER)).status).toBe(429);
     const owner = await userSignIn('the real password');
@@ -76,7 +95,11 @@ describe('sign-in throttling per account and address', () => {
 describe('the form origin, framing and notices', () => {
   it('accepts a form only from CPS_PUBLIC_BASE_URL when it is set: a Host the attacker names is not trusted', async () => {
     const attacker = 'attacker.example:8080';
-    const forged = await request('POST', '/panel/login/operator', { host: attacker, origin: `http://${attacker}`, form: { admin_token: ADMIN_TOKEN } });
+    const forged = await request('POST', '/panel/login/operator', {
+      host: attacker,
+      origin: `http://${attacker}`,
+      form: { admin_token: ADMIN_TOKEN },
+    });
     expect(forged.status).toBe(403);
     expect(forged.headers['set-cookie']).toBeUndefined();
 
@@ -84,18 +107,31 @@ describe('the form origin, framing and notices', () => {
     const keys = await request('GET', `/panel/merchants/${merchantId}/keys`, { cookie });
     const csrf = /name="_csrf" value="([^"]+)"/.exec(keys.body)![1]!;
     const before = await service.admin.listApiKeys(merchantId);
-    const planted = await request('POST', `/panel/merchants/${merchantId}/keys`, { host: attacker, origin: `http://${attacker}`, cookie, form: { _csrf: csrf, name: 'planted' } });
+    const planted = await request('POST', `/panel/merchants/${merchantId}/keys`, {
+      host: attacker,
+      origin: `http://${attacker}`,
+      cookie,
+      form: { _csrf: csrf, name: 'planted' },
+    });
     expect(planted.status).toBe(403);
     expect(await service.admin.listApiKeys(merchantId)).toEqual(before);
     // From the configured origin, the same form goes through (to the page that shows the key once).
-    const created = await request('POST', `/panel/merchants/${merchantId}/keys`, { origin: PUBLIC, cookie, form: { _csrf: csrf, name: 'genuine' } });
+    const created = await request('POST', `/panel/merchants/${merchantId}/keys`, {
+      origin: PUBLIC,
+      cookie,
+      form: { _csrf: csrf, name: 'genuine' },
+    });
     expect(created.status).toBe(303);
     expect((await service.admin.listApiKeys(merchantId)).map((k) => k.name)).toEqual([...before.map((k) => k.name), 'genuine']);
   });
 
   it('sends X-Frame-Options: DENY beside frame-ancestors on every panel page', async () => {
     const cookie = cookieOf(await operatorSignIn(ADMIN_TOKEN));
-    for (const [path, withCookie] of [['/panel/login', false], [`/panel/merchants/${merchantId}/users`, true], ['/panel/no-such-page', false]] as const) {
+    for (const [path, withCookie] of [
+      ['/panel/login', false],
+      [`/panel/merchants/${merchantId}/users`, true],
+      ['/panel/no-such-page', false],
+    ] as const) {
       const answer = await request('GET', path, withCookie ? { cookie } : {});
       expect(answer.headers['x-frame-options'], path).toBe('DENY');
       expect(answer.headers['content-security-policy'], path).toContain("frame-ancestors 'none'");
@@ -112,6 +148,8 @@ describe('the form origin, framing and notices', () => {
         expect(page.body, `${base}?done=${done}`).not.toContain('role="status"');
       }
     }
-    expect((await request('GET', `${list}?done=deleted`, { cookie })).body).toContain('<p class="notice" role="status">The endpoint is deleted.</p>');
+    expect((await request('GET', `${list}?done=deleted`, { cookie })).body).toContain(
+      '<p class="notice" role="status">The endpoint is deleted.</p>',
+    );
   });
 });

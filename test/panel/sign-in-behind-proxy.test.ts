@@ -16,28 +16,49 @@ const PROXY = '127.0.0.3';
 const ATTACKER = '127.0.0.2';
 const OPERATOR = '127.0.0.4';
 
-interface Answer { status: number; headers: http.IncomingHttpHeaders }
+interface Answer {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+}
 
 /** One POST of a url-encoded form from a chosen loopback address, with the headers a client chooses. */
-function post(target: string, path: string, form: Record<string, string>, options: { from: string; headers?: Record<string, string> }): Promise<Answer> {
+function post(
+  target: string,
+  path: string,
+  form: Record<string, string>,
+  options: { from: string; headers?: Record<string, string> },
+): Promise<Answer> {
   const url = new URL(target);
   const body = new URLSearchParams(form).toString();
   return new Promise((resolve, reject) => {
-    const req = http.request({
-      host: url.hostname, port: Number(url.port), localAddress: options.from, method: 'POST', path,
-      headers: {
-        Origin: target, ...options.headers, 'Content-Type': 'application/x-www-form-urlencoded', 'Content-Length': String(Buffer.byteLength(body)),
+    const req = http.request(
+      {
+        host: url.hostname,
+        port: Number(url.port),
+        localAddress: options.from,
+        method: 'POST',
+        path,
+        headers: {
+          Origin: target,
+          ...options.headers,
+          'Content-Type': 'application/x-www-form-urlencoded',
+          'Content-Length': String(Buffer.byteLength(body)),
+        },
       },
-    }, (res) => {
-      res.resume();
-      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers }));
-    });
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers }));
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
 }
 
-interface Proxy { url: string; close(): Promise<void> }
+interface Proxy {
+  url: string;
+  close(): Promise<void>;
+}
 
 /**
  * A forwarding proxy on 127.0.0.1 that connects to the service from PROXY and appends the address
@@ -48,20 +69,31 @@ async function startProxy(service: string): Promise<Proxy> {
   const upstream = new URL(service);
   const server = http.createServer((req, res) => {
     const forwarded = [req.headers['x-forwarded-for'], req.socket.remoteAddress].filter(Boolean).join(', ');
-    const out = http.request({
-      host: upstream.hostname, port: Number(upstream.port), localAddress: PROXY, method: req.method, path: req.url,
-      headers: { ...req.headers, host: upstream.host, 'x-forwarded-for': forwarded },
-    }, (answer) => {
-      res.writeHead(answer.statusCode!, answer.headers);
-      answer.pipe(res);
-    });
+    const out = http.request(
+      {
+        host: upstream.hostname,
+        port: Number(upstream.port),
+        localAddress: PROXY,
+        method: req.method,
+        path: req.url,
+        headers: { ...req.headers, host: upstream.host, 'x-forwarded-for': forwarded },
+      },
+      (answer) => {
+        res.writeHead(answer.statusCode!, answer.headers);
+        answer.pipe(res);
+      },
+    );
     out.on('error', () => res.destroy());
     req.pipe(out);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 
@@ -69,16 +101,27 @@ const operatorSignIn = (service: TestService, via: string, token: string, from: 
   post(via, '/panel/login/operator', { admin_token: token }, { from, headers: { ...headers, Origin: service.url } });
 
 /** Five wrong admin tokens from `from`, each answered 401. */
-async function fiveFailures(service: TestService, via: string, from: string, headers?: (i: number) => Record<string, string>): Promise<void> {
+async function fiveFailures(
+  service: TestService,
+  via: string,
+  from: string,
+  headers?: (i: number) => Record<string, string>,
+): Promise<void> {
   for (let i = 0; i < 5; i++) expect((await operatorSignIn(service, via, `adm_wrong_${i}`, from, headers?.(i))).status).toBe(401);
 }
 
 describe('CPS_TRUSTED_PROXIES', () => {
   it('lists IP addresses and CIDR ranges, and refuses anything else at start, naming the variable', () => {
     expect(loadConfig({}).trustedProxies).toEqual([]);
-    expect(loadConfig({ CPS_TRUSTED_PROXIES: ' 10.0.0.0/8, 192.0.2.7,2001:db8::/32 ' }).trustedProxies).toEqual(['10.0.0.0/8', '192.0.2.7', '2001:db8::/32']);
+    expect(loadConfig({ CPS_TRUSTED_PROXIES: ' 10.0.0.0/8, 192.0.2.7,2001:db8::/32 ' }).trustedProxies).toEqual([
+      '10.0.0.0/8',
+      '192.0.2.7',
+      '2001:db8::/32',
+    ]);
     for (const bad of ['10.0.0.0/33', 'proxy.internal', '10.0.0.0/8/1', '2001:db8::/129', '10.0.0']) {
-      expect(() => loadConfig({ CPS_TRUSTED_PROXIES: `127.0.0.1,${bad}` })).toThrow(`CPS_TRUSTED_PROXIES must list IP addresses or CIDR ranges (10.0.0.0/8, 2001:db8::/32), got "${bad}"`);
+      expect(() => loadConfig({ CPS_TRUSTED_PROXIES: `127.0.0.1,${bad}` })).toThrow(
+        `CPS_TRUSTED_PROXIES must list IP addresses or CIDR ranges (10.0.0.0/8, 2001:db8::/32), got "${bad}"`,
+      );
     }
   });
 
@@ -112,7 +155,7 @@ describe('sign-in throttling through a trusted proxy', () => {
     await service?.close();
   });
 
-  it("five wrong admin tokens from one client behind the proxy hold back that client only: the operator behind the same proxy signs in", async () => {
+  it('five wrong admin tokens from one client behind the proxy hold back that client only: the operator behind the same proxy signs in', async () => {
     await fiveFailures(service, proxy.url, ATTACKER);
     const held = await operatorSignIn(service, proxy.url, ADMIN_TOKEN, ATTACKER);
     expect(held.status).toBe(429);

@@ -13,7 +13,9 @@ export async function signInAsOperator(page: Page, serviceUrl: string): Promise<
 /** Browser-less: the operator's session cookie (`name=value`) from the sign-in form, over HTTP. */
 export async function operatorCookie(serviceUrl: string): Promise<string> {
   const response = await fetch(`${serviceUrl}/panel/login/operator`, {
-    method: 'POST', redirect: 'manual', headers: { Origin: serviceUrl, 'Content-Type': 'application/x-www-form-urlencoded' },
+    method: 'POST',
+    redirect: 'manual',
+    headers: { Origin: serviceUrl, 'Content-Type': 'application/x-www-form-urlencoded' },
     body: new URLSearchParams({ admin_token: ADMIN_TOKEN }),
   });
   return response.headers.get('set-cookie')!.split(';')[0]!;

@@ -17,7 +17,13 @@ import { describe, expect, it } from 'vitest';
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const PHASES = ['a', 'c', 'd', 'e', 'f', 'h', 'g', 'b'];
 
-interface Stats { n: number; errors: number; p50: number | null; p99: number | null; max: number | null }
+interface Stats {
+  n: number;
+  errors: number;
+  p50: number | null;
+  p99: number | null;
+  max: number | null;
+}
 interface Phase {
   key: string;
   completed: boolean;
@@ -45,8 +51,12 @@ function runBench(args: string[], timeoutMs: number): Promise<{ code: number | n
     });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => { stdout += chunk.toString(); });
-    child.stderr.on('data', (chunk: Buffer) => { stderr = (stderr + chunk.toString()).slice(-20_000); });
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr = (stderr + chunk.toString()).slice(-20_000);
+    });
     // SIGTERM lets the bench stop its services and remove its files.
     const timer = setTimeout(() => child.kill('SIGTERM'), timeoutMs);
     child.once('exit', (code) => {
@@ -58,10 +68,28 @@ function runBench(args: string[], timeoutMs: number): Promise<{ code: number | n
 
 describe('bench:scale, CI-sized', () => {
   it('runs every phase against serve with every worker on, and each produces its figures without a failed read', async () => {
-    const { code, stdout, stderr } = await runBench([
-      '--products', '2000', '--json', '--phase-seconds', '3', '--tenants', '10', '--tenant-products', '30',
-      '--seed-changes', '20000', '--seed-deliveries', '2000', '--endpoints', '4', '--hanging', '0',
-    ], 170_000);
+    const { code, stdout, stderr } = await runBench(
+      [
+        '--products',
+        '2000',
+        '--json',
+        '--phase-seconds',
+        '3',
+        '--tenants',
+        '10',
+        '--tenant-products',
+        '30',
+        '--seed-changes',
+        '20000',
+        '--seed-deliveries',
+        '2000',
+        '--endpoints',
+        '4',
+        '--hanging',
+        '0',
+      ],
+      170_000,
+    );
     expect(code, stderr).toBe(0);
     const result = JSON.parse(stdout) as Result;
     expect(result.products).toBe(2000);

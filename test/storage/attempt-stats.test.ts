@@ -64,16 +64,30 @@ async function raw(statement: string, params: unknown[] = [], location = databas
 /** `count` attempts of one delivery, `step` seconds apart from `from`, straight into the table (the trigger counts them). */
 async function seedAttempts(endpointId: number, from: string, count: number, step = 300): Promise<void> {
   const delivery = await storage.insertDelivery({
-    endpoint_id: endpointId, event: 'price', store_id: null, product_ids: [1], occurred_at: from, status: 'succeeded', attempts: 1, next_attempt_at: null, created_at: from,
+    endpoint_id: endpointId,
+    event: 'price',
+    store_id: null,
+    product_ids: [1],
+    occurred_at: from,
+    status: 'succeeded',
+    attempts: 1,
+    next_attempt_at: null,
+    created_at: from,
   });
   if (TEST_ENGINE === 'sqlite') {
-    await raw(`WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < ? - 1)
+    await raw(
+      `WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < ? - 1)
       INSERT INTO webhook_attempts (delivery_id, at, status_code, error, latency_ms)
-      SELECT ?, strftime('%Y-%m-%dT%H:%M:%fZ', ?, '+' || (i * ?) || ' seconds'), 200, NULL, 10 FROM n`, [count, delivery.id, from, step]);
+      SELECT ?, strftime('%Y-%m-%dT%H:%M:%fZ', ?, '+' || (i * ?) || ' seconds'), 200, NULL, 10 FROM n`,
+      [count, delivery.id, from, step],
+    );
   } else {
-    await raw(`INSERT INTO webhook_attempts (delivery_id, at, status_code, error, latency_ms)
+    await raw(
+      `INSERT INTO webhook_attempts (delivery_id, at, status_code, error, latency_ms)
       SELECT $1, to_char(($2::timestamptz + i * $4::integer * interval '1 second') AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 200, NULL, 10
-      FROM generate_series(0, $3::integer - 1) AS i`, [delivery.id, from, count, step]);
+      FROM generate_series(0, $3::integer - 1) AS i`,
+      [delivery.id, from, count, step],
+    );
   }
 }
 
@@ -101,15 +115,16 @@ function expectedHours(from: string, to: string): AttemptHourRecord[] {
 /** The SQL attemptsPerHour runs (captured as the engine prepares or sends it). */
 async function statementOfAttemptsPerHour(from: string, to: string): Promise<string> {
   const seen: string[] = [];
-  const spy = TEST_ENGINE === 'sqlite'
-    ? vi.spyOn(SqliteConnection.prototype, 'stmt').mockImplementation(function (this: SqliteConnection, sql: string) {
-      seen.push(sql);
-      return realStmt.call(this, sql);
-    })
-    : vi.spyOn(PgConnection.prototype, 'rows').mockImplementation(function (this: PgConnection, sql: string, values: unknown[] = []) {
-      seen.push(sql);
-      return realRows.call(this, sql, values) as never;
-    });
+  const spy =
+    TEST_ENGINE === 'sqlite'
+      ? vi.spyOn(SqliteConnection.prototype, 'stmt').mockImplementation(function (this: SqliteConnection, sql: string) {
+          seen.push(sql);
+          return realStmt.call(this, sql);
+        })
+      : vi.spyOn(PgConnection.prototype, 'rows').mockImplementation(function (this: PgConnection, sql: string, values: unknown[] = []) {
+          seen.push(sql);
+          return realRows.call(this, sql, values);
+        });
   try {
     await storage.attemptsPerHour(charted, from, to);
   } finally {
@@ -119,7 +134,10 @@ async function statementOfAttemptsPerHour(from: string, to: string): Promise<str
   expect(statements).toHaveLength(1);
   return statements[0]!;
 }
+// The spies call these with their connection as `this` (realStmt.call(this, …)).
+// eslint-disable-next-line @typescript-eslint/unbound-method -- called with its `this`, above
 const realStmt = SqliteConnection.prototype.stmt;
+// eslint-disable-next-line @typescript-eslint/unbound-method -- called with its `this`, above
 const realRows = PgConnection.prototype.rows;
 
 describe(`the attempt log per endpoint and hour (${TEST_ENGINE})`, () => {
@@ -128,9 +146,15 @@ describe(`the attempt log per endpoint and hour (${TEST_ENGINE})`, () => {
     database = await createTestDatabase(dir);
     storage = await database.open();
     merchantId = (await storage.createMerchant({ name: 'Charts', sku_pattern: null, owner_emails: [], created_at: AT })).id;
-    const endpoint = () => storage.createWebhookEndpoint({
-      merchant_id: merchantId, url: 'https://hooks.example/catalog', store_id: null, events: ['price'], secret: 'whsec_x', created_at: AT,
-    });
+    const endpoint = () =>
+      storage.createWebhookEndpoint({
+        merchant_id: merchantId,
+        url: 'https://hooks.example/catalog',
+        store_id: null,
+        events: ['price'],
+        secret: 'whsec_x',
+        created_at: AT,
+      });
     charted = (await endpoint()).id;
     // What the statement must not read: the charted endpoint's older attempts, the other endpoints' attempts.
     await seedAttempts(charted, '2026-09-01T00:00:00.000Z', OLDER);
@@ -148,11 +172,20 @@ describe(`the attempt log per endpoint and hour (${TEST_ENGINE})`, () => {
         const latency = 5 + 10 * (i % 7);
         expected.push({ at, outcome, latency });
         const delivery = await tx.insertDelivery({
-          endpoint_id: charted, event: 'price', store_id: null, product_ids: [i + 1], occurred_at: at, status: 'pending', attempts: 0, next_attempt_at: at, created_at: at,
+          endpoint_id: charted,
+          event: 'price',
+          store_id: null,
+          product_ids: [i + 1],
+          occurred_at: at,
+          status: 'pending',
+          attempts: 0,
+          next_attempt_at: at,
+          created_at: at,
         });
         const attempt: NewAttempt = { at, status_code, error, latency_ms: latency, response_snippet: null };
         if (i % 2 === 0) await tx.recordAttempt(delivery.id, attempt);
-        else outcomes.push({ deliveryId: delivery.id, attempt, status: error ? 'failed' : 'succeeded', attempts: 1, next_attempt_at: null });
+        else
+          outcomes.push({ deliveryId: delivery.id, attempt, status: error ? 'failed' : 'succeeded', attempts: 1, next_attempt_at: null });
       }
       await tx.recordAttemptOutcomes(outcomes);
     });
@@ -166,7 +199,7 @@ describe(`the attempt log per endpoint and hour (${TEST_ENGINE})`, () => {
     if (dir) fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  it('counts the endpoint\'s attempts of the window per UTC hour and outcome, with their latency, whichever way they were recorded', async () => {
+  it("counts the endpoint's attempts of the window per UTC hour and outcome, with their latency, whichever way they were recorded", async () => {
     const { from, to } = attemptStatsRange(NOW);
     expect({ from, to }).toEqual({ from: '2026-11-19T12:00:00.000Z', to: '2026-11-26T12:00:00.000Z' });
     const hours = await storage.attemptsPerHour(charted, from, to);
@@ -175,7 +208,7 @@ describe(`the attempt log per endpoint and hour (${TEST_ENGINE})`, () => {
     expect(new Set(hours.map((h) => h.outcome))).toEqual(new Set(['succeeded', 'failed', 'no_response']));
   });
 
-  it('cuts the hours into the day\'s 24 hourly buckets and the week\'s 28 six-hour buckets, aligned to UTC', async () => {
+  it("cuts the hours into the day's 24 hourly buckets and the week's 28 six-hour buckets, aligned to UTC", async () => {
     const { from, to } = attemptStatsRange(NOW);
     const [day, week] = attemptWindows(await storage.attemptsPerHour(charted, from, to), NOW);
     expect(day!.buckets).toHaveLength(24);
@@ -183,7 +216,10 @@ describe(`the attempt log per endpoint and hour (${TEST_ENGINE})`, () => {
     expect(day!.buckets[23]!.to).toBe('2026-11-26T10:00:00.000Z');
     expect(week!.buckets).toHaveLength(28);
     expect(week!.buckets[0]!.from).toBe('2026-11-19T12:00:00.000Z');
-    for (const [window, start] of [[day!, '2026-11-25T10:00:00.000Z'], [week!, '2026-11-19T12:00:00.000Z']] as const) {
+    for (const [window, start] of [
+      [day!, '2026-11-25T10:00:00.000Z'],
+      [week!, '2026-11-19T12:00:00.000Z'],
+    ] as const) {
       const inside = expected.filter((e) => e.at >= start);
       const count = (outcome: AttemptOutcomeKind) => inside.filter((e) => e.outcome === outcome).length;
       expect(window.total.attempts).toBe(inside.length);
@@ -196,20 +232,28 @@ describe(`the attempt log per endpoint and hour (${TEST_ENGINE})`, () => {
     expect(day!.buckets[23]!.attempts).toBe(2);
   });
 
-  it('reads only the window\'s counts of that endpoint, from their primary key, whatever the size of the log', async () => {
+  it("reads only the window's counts of that endpoint, from their primary key, whatever the size of the log", async () => {
     const { from, to } = attemptStatsRange(NOW);
     const sql = await statementOfAttemptsPerHour(from, to);
     const windowRows = (await storage.attemptsPerHour(charted, from, to)).length;
     if (TEST_ENGINE === 'sqlite') {
       const db = new Database(database.location, { readonly: true });
-      const plan = (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(charted, from.slice(0, 13), to.slice(0, 13)) as { detail: string }[]).map((r) => r.detail).join('\n');
+      const plan = (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(charted, from.slice(0, 13), to.slice(0, 13)) as { detail: string }[])
+        .map((r) => r.detail)
+        .join('\n');
       db.close();
       expect(plan).toMatch(/SEARCH webhook_attempt_hours USING PRIMARY KEY \(endpoint_id=\? AND hour>\? AND hour<\?\)/);
       expect(plan).not.toMatch(/SCAN|TEMP B-TREE/);
       return;
     }
     if (onPglite()) return;
-    const [{ 'QUERY PLAN': [explained] }] = await raw(`EXPLAIN (ANALYZE, FORMAT JSON) ${sql}`, [charted, from.slice(0, 13), to.slice(0, 13)]) as [{ 'QUERY PLAN': [{ Plan: Record<string, unknown> }] }];
+    const [
+      {
+        'QUERY PLAN': [explained],
+      },
+    ] = (await raw(`EXPLAIN (ANALYZE, FORMAT JSON) ${sql}`, [charted, from.slice(0, 13), to.slice(0, 13)])) as [
+      { 'QUERY PLAN': [{ Plan: Record<string, unknown> }] },
+    ];
     const scans: Record<string, unknown>[] = [];
     const walk = (node: Record<string, unknown>) => {
       if (/Scan/.test(String(node['Node Type']))) scans.push(node);
@@ -220,21 +264,35 @@ describe(`the attempt log per endpoint and hour (${TEST_ENGINE})`, () => {
     expect(scans.map((s) => s['Node Type'])).not.toContain('Seq Scan');
     expect(scans.filter((s) => s['Index Name'] === 'webhook_attempt_hours_pkey')).toHaveLength(1);
     for (const scan of scans) {
-      const read = Number(scan['Actual Rows']) + Number(scan['Rows Removed by Filter'] ?? 0) + Number(scan['Rows Removed by Index Recheck'] ?? 0);
+      const read =
+        Number(scan['Actual Rows']) + Number(scan['Rows Removed by Filter'] ?? 0) + Number(scan['Rows Removed by Index Recheck'] ?? 0);
       expect(read, String(scan['Node Type'])).toBe(windowRows);
     }
   });
 
-  it('keeps the counts with the attempt log: a delivery\'s endpoint deleted takes its counts with it', async () => {
+  it("keeps the counts with the attempt log: a delivery's endpoint deleted takes its counts with it", async () => {
     const gone = await storage.createWebhookEndpoint({
-      merchant_id: merchantId, url: 'https://hooks.example/gone', store_id: null, events: ['price'], secret: 'whsec_x', created_at: AT,
+      merchant_id: merchantId,
+      url: 'https://hooks.example/gone',
+      store_id: null,
+      events: ['price'],
+      secret: 'whsec_x',
+      created_at: AT,
     });
     await seedAttempts(gone.id, '2026-11-26T08:00:00.000Z', 10, 1);
     const { from, to } = attemptStatsRange(NOW);
-    expect(await storage.attemptsPerHour(gone.id, from, to)).toEqual([{ hour: '2026-11-26T08', outcome: 'succeeded', attempts: 10, latencySumMs: 100, latencyMaxMs: 10 }]);
+    expect(await storage.attemptsPerHour(gone.id, from, to)).toEqual([
+      { hour: '2026-11-26T08', outcome: 'succeeded', attempts: 10, latencySumMs: 100, latencyMaxMs: 10 },
+    ]);
     await storage.deleteWebhookEndpoint(gone.id);
-    expect(await raw(TEST_ENGINE === 'sqlite' ? 'SELECT count(*) AS n FROM webhook_attempt_hours WHERE endpoint_id = ?' : 'SELECT count(*)::integer AS n FROM webhook_attempt_hours WHERE endpoint_id = $1', [gone.id]))
-      .toEqual([{ n: 0 }]);
+    expect(
+      await raw(
+        TEST_ENGINE === 'sqlite'
+          ? 'SELECT count(*) AS n FROM webhook_attempt_hours WHERE endpoint_id = ?'
+          : 'SELECT count(*)::integer AS n FROM webhook_attempt_hours WHERE endpoint_id = $1',
+        [gone.id],
+      ),
+    ).toEqual([{ n: 0 }]);
   });
 });
 
@@ -249,20 +307,47 @@ describe.skipIf(onPglite())(`what was recorded before migration 36 (${TEST_ENGIN
     if (olderDir) fs.rmSync(olderDir, { recursive: true, force: true });
   });
 
-  it('counts the older attempts per hour and outcome, and ends the older notifications at their endpoint\'s first success after them', async () => {
+  it("counts the older attempts per hour and outcome, and ends the older notifications at their endpoint's first success after them", async () => {
     olderDir = fs.mkdtempSync(path.join(os.tmpdir(), 'cps-before-36-'));
     older = await createTestDatabase(olderDir);
     const before = await older.open();
     const merchant = await before.createMerchant({ name: 'Before', sku_pattern: null, owner_emails: [], created_at: AT });
     const endpoint = await before.createWebhookEndpoint({
-      merchant_id: merchant.id, url: 'https://hooks.example/catalog', store_id: null, events: ['price'], secret: 'whsec_x', created_at: AT,
+      merchant_id: merchant.id,
+      url: 'https://hooks.example/catalog',
+      store_id: null,
+      events: ['price'],
+      secret: 'whsec_x',
+      created_at: AT,
     });
     const delivery = await before.insertDelivery({
-      endpoint_id: endpoint.id, event: 'price', store_id: null, product_ids: [1], occurred_at: AT, status: 'succeeded', attempts: 2, next_attempt_at: null, created_at: AT,
+      endpoint_id: endpoint.id,
+      event: 'price',
+      store_id: null,
+      product_ids: [1],
+      occurred_at: AT,
+      status: 'succeeded',
+      attempts: 2,
+      next_attempt_at: null,
+      created_at: AT,
     });
-    const attempt = (at: string, error: string | null): NewAttempt => ({ at, status_code: error ? 503 : 204, error, latency_ms: 40, response_snippet: null });
+    const attempt = (at: string, error: string | null): NewAttempt => ({
+      at,
+      status_code: error ? 503 : 204,
+      error,
+      latency_ms: 40,
+      response_snippet: null,
+    });
     await before.recordAttempt(delivery.id, attempt('2026-11-25T08:00:00.000Z', 'http_status'));
-    const notify = (created_at: string) => before.insertNotification({ merchant_id: merchant.id, endpoint_id: endpoint.id, kind: 'failing', subject: 's', body: 'b', created_at });
+    const notify = (created_at: string) =>
+      before.insertNotification({
+        merchant_id: merchant.id,
+        endpoint_id: endpoint.id,
+        kind: 'failing',
+        subject: 's',
+        body: 'b',
+        created_at,
+      });
     const recovered = await notify('2026-11-25T08:00:01.000Z');
     await before.recordAttempt(delivery.id, attempt('2026-11-25T08:00:30.000Z', 'http_status'));
     await before.recordAttempt(delivery.id, attempt('2026-11-25T08:10:00.000Z', null));
@@ -274,13 +359,20 @@ describe.skipIf(onPglite())(`what was recorded before migration 36 (${TEST_ENGIN
       ...(TEST_ENGINE === 'sqlite'
         ? ['DROP TRIGGER webhook_attempt_hours_counted']
         : ['DROP TRIGGER webhook_attempt_hours_counted ON webhook_attempts', 'DROP FUNCTION webhook_attempt_hours_counted()']),
-      'DROP TABLE webhook_attempt_hours', 'DROP INDEX notifications_open', 'ALTER TABLE notifications DROP COLUMN ended_at',
-      'ALTER TABLE api_keys DROP COLUMN last_used_at', 'DELETE FROM schema_migrations WHERE id = 36',
-    ]) await raw(statement, [], older.location);
+      'DROP TABLE webhook_attempt_hours',
+      'DROP INDEX notifications_open',
+      'ALTER TABLE notifications DROP COLUMN ended_at',
+      'ALTER TABLE api_keys DROP COLUMN last_used_at',
+      'DELETE FROM schema_migrations WHERE id = 36',
+    ])
+      await raw(statement, [], older.location);
 
     reopened = await older.open();
     const hours = await reopened.attemptsPerHour(endpoint.id, '2026-11-25T00:00:00.000Z', '2026-11-26T00:00:00.000Z');
-    expect(hours.map((h) => [h.hour, h.outcome, h.attempts])).toEqual([['2026-11-25T08', 'failed', 2], ['2026-11-25T08', 'succeeded', 2]]);
+    expect(hours.map((h) => [h.hour, h.outcome, h.attempts])).toEqual([
+      ['2026-11-25T08', 'failed', 2],
+      ['2026-11-25T08', 'succeeded', 2],
+    ]);
     const ended = new Map((await reopened.listNotifications(merchant.id, 10)).map((n) => [n.id, n.ended_at]));
     expect(ended.get(recovered.id)).toBe('2026-11-25T08:10:00.000Z');
     expect(ended.get(lasting.id)).toBeNull();

@@ -26,10 +26,16 @@ const ORIGIN = 'https://cdn.supplier.example';
 const ROWS_READ_MAX = 300;
 
 const source = (n: number, patch: Partial<ProductSourceDocument> = {}): ProductSourceDocument => ({
-  eans: [], manufacturer: null, content: { de: { title: `Zelt ${n}`, description: null } },
+  eans: [],
+  manufacturer: null,
+  content: { de: { title: `Zelt ${n}`, description: null } },
   images: [{ url: `${ORIGIN}/p/${n}/1.jpg` }, { url: `${ORIGIN}/p/${n}/2.jpg` }],
-  offers: [{ supplier_ref: 'alpine', quantity: 1, cost: '10.00', currency: 'EUR' }], own_stock: null,
-  supplier_attributes: [], overrides: {}, excluded_stores: n % 1000 === 0 ? ['uk'] : [], ...patch,
+  offers: [{ supplier_ref: 'alpine', quantity: 1, cost: '10.00', currency: 'EUR' }],
+  own_stock: null,
+  supplier_attributes: [],
+  overrides: {},
+  excluded_stores: n % 1000 === 0 ? ['uk'] : [],
+  ...patch,
 });
 
 /** A statement an operation ran, with its parameters. */
@@ -41,7 +47,10 @@ interface Ran {
 }
 
 // better-sqlite3's Statement class is not exported: reached through a prepared statement.
-const statementClass = Object.getPrototypeOf(new Database(':memory:').prepare('SELECT 1')) as Record<string, (...args: unknown[]) => unknown>;
+const statementClass = Object.getPrototypeOf(new Database(':memory:').prepare('SELECT 1')) as Record<
+  string,
+  (...args: unknown[]) => unknown
+>;
 
 let dir: string;
 let database: TestDatabase;
@@ -65,16 +74,20 @@ function recordStatements(): void {
         const result = real.apply(this, args);
         recording?.push({ sql: this.source, params: args, returned: Array.isArray(result) ? result.length : undefined });
         return result;
-      } as never);
+      });
     }
   } else {
     for (const method of ['rows', 'one', 'run'] as const) {
+      // eslint-disable-next-line @typescript-eslint/unbound-method -- called with its connection as `this` (real.call(this, …))
       const real = PgConnection.prototype[method] as (...args: unknown[]) => unknown;
-      (vi.spyOn(PgConnection.prototype, method) as unknown as { mockImplementation(f: unknown): void }).mockImplementation(
-        function (this: PgConnection, sql: string, values: unknown[] = []) {
-          recording?.push({ sql, params: values });
-          return real.call(this, sql, values);
-        });
+      (vi.spyOn(PgConnection.prototype, method) as unknown as { mockImplementation(f: unknown): void }).mockImplementation(function (
+        this: PgConnection,
+        sql: string,
+        values: unknown[] = [],
+      ) {
+        recording?.push({ sql, params: values });
+        return real.call(this, sql, values);
+      });
     }
   }
 }
@@ -128,9 +141,16 @@ async function postgresRowsRead(ran: Ran): Promise<number> {
     await client.query('ROLLBACK');
     let read = 0;
     const walk = (node: Record<string, unknown>) => {
-      if (/Scan/.test(String(node['Node Type'])) && !/Function Scan|CTE Scan|Subquery Scan|Values Scan|WorkTable Scan/.test(String(node['Node Type']))) {
+      if (
+        /Scan/.test(String(node['Node Type'])) &&
+        !/Function Scan|CTE Scan|Subquery Scan|Values Scan|WorkTable Scan/.test(String(node['Node Type']))
+      ) {
         const loops = Number(node['Actual Loops'] ?? 1);
-        read += (Number(node['Actual Rows'] ?? 0) + Number(node['Rows Removed by Filter'] ?? 0) + Number(node['Rows Removed by Index Recheck'] ?? 0)) * loops;
+        read +=
+          (Number(node['Actual Rows'] ?? 0) +
+            Number(node['Rows Removed by Filter'] ?? 0) +
+            Number(node['Rows Removed by Index Recheck'] ?? 0)) *
+          loops;
       }
       for (const child of (node.Plans as Record<string, unknown>[] | undefined) ?? []) walk(child);
     };
@@ -153,12 +173,20 @@ async function expectBounded(operation: () => Promise<unknown>, rowsMax = ROWS_R
       // tenancy's small tables (stores, endpoints: a row or two here, where the planner scans rather
       // than use their merchant index).
       // The image counts kept per merchant (three rows each) are read whole for the service's totals.
-      const allowed = /^SCAN (json_each|\w+ VIRTUAL TABLE\b|\(subquery-\d+\)|w\b|page\b|origins\b|o\b|CONSTANT ROW|stores\b|s\b|webhook_endpoints\b|e\b|image_state_counts\b)/;
+      const allowed =
+        /^SCAN (json_each|\w+ VIRTUAL TABLE\b|\(subquery-\d+\)|w\b|page\b|origins\b|o\b|CONSTANT ROW|stores\b|s\b|webhook_endpoints\b|e\b|image_state_counts\b)/;
       // And a table read in primary-key order under a LIMIT (the outbox's oldest rows): bounded by it.
       // Or anything under a count's LIMIT (a backlog counted up to a bound).
-      const oldestFirst = (line: string) => (/^SCAN (webhook_outbox|oldest)$/.test(line) && /FROM webhook_outbox ORDER BY id LIMIT \?\) AS oldest/.test(statement.sql))
-        || (/^SCAN webhook_outbox USING COVERING INDEX/.test(line) && /^SELECT count\(\*\) FROM \(SELECT 1 FROM webhook_outbox LIMIT \?\)$/.test(statement.sql));
-      expect.soft(plan.split('\n').filter((line) => /^SCAN /.test(line) && !allowed.test(line) && !oldestFirst(line)), `${statement.sql}\n${plan}`).toEqual([]);
+      const oldestFirst = (line: string) =>
+        (/^SCAN (webhook_outbox|oldest)$/.test(line) && /FROM webhook_outbox ORDER BY id LIMIT \?\) AS oldest/.test(statement.sql)) ||
+        (/^SCAN webhook_outbox USING COVERING INDEX/.test(line) &&
+          /^SELECT count\(\*\) FROM \(SELECT 1 FROM webhook_outbox LIMIT \?\)$/.test(statement.sql));
+      expect
+        .soft(
+          plan.split('\n').filter((line) => /^SCAN /.test(line) && !allowed.test(line) && !oldestFirst(line)),
+          `${statement.sql}\n${plan}`,
+        )
+        .toEqual([]);
     } else {
       expect.soft(await postgresRowsRead(statement), statement.sql).toBeLessThanOrEqual(rowsMax);
     }
@@ -177,30 +205,66 @@ describe.skipIf(onPglite())(`bounded statements at ${PRODUCTS.toLocaleString('en
     for (const merchantId of [big, small]) await storage.upsertSupplier(merchantId, 'alpine', 'Alpine');
     // In chunks of 1,000 products, several transactions at once (PostgreSQL's pool: round trips overlap).
     const chunks = Array.from({ length: PRODUCTS / 1000 }, (_, i) => i * 1000);
-    await Promise.all(Array.from({ length: 4 }, async () => {
-      for (let from = chunks.shift(); from !== undefined; from = chunks.shift()) {
-        const first = from;
-        await storage.transaction(async (tx) => {
-          for (let n = first; n < first + 1000; n++) await tx.upsertProductSource(big, `P-${n}`, source(n), AT);
-        });
-      }
-    }));
+    await Promise.all(
+      Array.from({ length: 4 }, async () => {
+        for (let from = chunks.shift(); from !== undefined; from = chunks.shift()) {
+          const first = from;
+          await storage.transaction(async (tx) => {
+            for (let n = first; n < first + 1000; n++) await tx.upsertProductSource(big, `P-${n}`, source(n), AT);
+          });
+        }
+      }),
+    );
     await storage.transaction(async (tx) => {
-      for (let n = 0; n < 3; n++) await tx.upsertProductSource(small, `S-${n}`, source(n, { images: [{ url: `https://small.example/${n}.jpg` }] }), AT);
+      for (let n = 0; n < 3; n++)
+        await tx.upsertProductSource(small, `S-${n}`, source(n, { images: [{ url: `https://small.example/${n}.jpg` }] }), AT);
     });
     // The big merchant's store publishes every product; one in 500 is excluded (no offers).
-    storeId = (await storage.upsertStore(big, 'de', { name: 'DE', locale: 'de-DE', currency: 'EUR', is_default: true, active: true, exclude_out_of_stock: false })).id;
-    const payload = (id: number) => JSON.stringify({ id, sku: null, ean: null, title: `T${id}`, excluded: id % 500 === 0, exclusion_reason: id % 500 === 0 ? 'no_offers' : null });
+    storeId = (
+      await storage.upsertStore(big, 'de', {
+        name: 'DE',
+        locale: 'de-DE',
+        currency: 'EUR',
+        is_default: true,
+        active: true,
+        exclude_out_of_stock: false,
+      })
+    ).id;
+    const payload = (id: number) =>
+      JSON.stringify({
+        id,
+        sku: null,
+        ean: null,
+        title: `T${id}`,
+        excluded: id % 500 === 0,
+        exclusion_reason: id % 500 === 0 ? 'no_offers' : null,
+      });
     for (let from = 1; from <= PRODUCTS; from += 5000) {
-      await storage.upsertPublished(storeId, Array.from({ length: 5000 }, (_, i) => ({ productId: from + i, payload: payload(from + i), priceHash: 'p', contentHash: 'c' })));
+      await storage.upsertPublished(
+        storeId,
+        Array.from({ length: 5000 }, (_, i) => ({ productId: from + i, payload: payload(from + i), priceHash: 'p', contentHash: 'c' })),
+      );
     }
     // One product of the big merchant has its second image on another host, due later than the rest:
     // a claim finds that origin's few images without walking the big origin's (PostgreSQL's planner did).
-    await storage.transaction((tx) => tx.upsertProductSource(big, 'P-1', source(1, {
-      images: [{ url: `${ORIGIN}/p/1/1.jpg` }, { url: 'https://second.example/p/1/2.jpg' }],
-    }), '2026-11-26T08:30:00.000Z'));
+    await storage.transaction((tx) =>
+      tx.upsertProductSource(
+        big,
+        'P-1',
+        source(1, {
+          images: [{ url: `${ORIGIN}/p/1/1.jpg` }, { url: 'https://second.example/p/1/2.jpg' }],
+        }),
+        '2026-11-26T08:30:00.000Z',
+      ),
+    );
     // A few dead images of the big merchant, for the dead list.
-    for (const n of [5, 6, 7]) await storage.updateImageMirror(big, `${ORIGIN}/p/${n}/1.jpg`, { state: 'dead', last_error: 'http_404', next_attempt_at: null, updated_at: NOW });
+    for (const n of [5, 6, 7])
+      await storage.updateImageMirror(big, `${ORIGIN}/p/${n}/1.jpg`, {
+        state: 'dead',
+        last_error: 'http_404',
+        next_attempt_at: null,
+        updated_at: NOW,
+      });
     await analyze();
   }, 300_000);
 
@@ -211,14 +275,19 @@ describe.skipIf(onPglite())(`bounded statements at ${PRODUCTS.toLocaleString('en
     if (dir) fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  it('claims the other merchant\'s image while 40,000 pending images of one origin are at their cap, reading only the due work', async () => {
+  it("claims the other merchant's image while 40,000 pending images of one origin are at their cap, reading only the due work", async () => {
     let claimed: Awaited<ReturnType<CatalogStorage['claimDueImageMirrors']>> = [];
     const ran = await expectBounded(async () => {
       claimed = await storage.claimDueImageMirrors(NOW, 2, LEASE, {
-        perMerchant: 3, perOrigin: 2, busy: [{ merchant_id: big, origin: ORIGIN, fetching: 2 }],
+        perMerchant: 3,
+        perOrigin: 2,
+        busy: [{ merchant_id: big, origin: ORIGIN, fetching: 2 }],
       });
     });
-    expect(claimed.map((i) => [i.merchant_id, i.url])).toEqual([[small, 'https://small.example/0.jpg'], [small, 'https://small.example/1.jpg']]);
+    expect(claimed.map((i) => [i.merchant_id, i.url])).toEqual([
+      [small, 'https://small.example/0.jpg'],
+      [small, 'https://small.example/1.jpg'],
+    ]);
     if (TEST_ENGINE === 'sqlite') {
       // The origin's due work comes from the (merchant, origin, next attempt) index, not by parsing URLs.
       const plans = ran.map((statement) => sqlitePlan(statement).join('\n')).join('\n');
@@ -227,7 +296,7 @@ describe.skipIf(onPglite())(`bounded statements at ${PRODUCTS.toLocaleString('en
     }
   });
 
-  it('claims the big merchant\'s oldest due images when its origin has room, in bounded statements', async () => {
+  it("claims the big merchant's oldest due images when its origin has room, in bounded statements", async () => {
     let claimed: Awaited<ReturnType<CatalogStorage['claimDueImageMirrors']>> = [];
     await expectBounded(async () => {
       claimed = await storage.claimDueImageMirrors(NOW, 2, LEASE, { perMerchant: 3, perOrigin: 2, busy: [] });
@@ -239,7 +308,9 @@ describe.skipIf(onPglite())(`bounded statements at ${PRODUCTS.toLocaleString('en
 
   it('finds the products that list an image from the links, not by parsing every source', async () => {
     let ids: number[] = [];
-    await expectBounded(async () => { ids = await storage.productIdsWithImage(big, `${ORIGIN}/p/1234/2.jpg`); });
+    await expectBounded(async () => {
+      ids = await storage.productIdsWithImage(big, `${ORIGIN}/p/1234/2.jpg`);
+    });
     expect(ids).toEqual([(await storage.findProductByRef(big, 'P-1234'))!.id]);
   });
 
@@ -269,11 +340,18 @@ describe.skipIf(onPglite())(`bounded statements at ${PRODUCTS.toLocaleString('en
     expect(excluded.map((p) => p.id)).toEqual(excluded.map((p) => p.id).sort((a, b) => a - b));
   });
 
-  it('keeps a product\'s links and its images\' counts in step with its source, in bounded statements', async () => {
-    await expectBounded(() => storage.transaction(async (tx) => {
-      // P-5 lists a dead image (1.jpg) and 2.jpg: replace 1.jpg with a new one.
-      await tx.upsertProductSource(big, 'P-5', source(5, { images: [{ url: `${ORIGIN}/p/5/2.jpg` }, { url: `${ORIGIN}/p/5/3.jpg` }] }), NOW);
-    }));
+  it("keeps a product's links and its images' counts in step with its source, in bounded statements", async () => {
+    await expectBounded(() =>
+      storage.transaction(async (tx) => {
+        // P-5 lists a dead image (1.jpg) and 2.jpg: replace 1.jpg with a new one.
+        await tx.upsertProductSource(
+          big,
+          'P-5',
+          source(5, { images: [{ url: `${ORIGIN}/p/5/2.jpg` }, { url: `${ORIGIN}/p/5/3.jpg` }] }),
+          NOW,
+        );
+      }),
+    );
     expect(await storage.imageStateCounts(big)).toEqual({ pending: 2 * PRODUCTS - 3 + 1, mirrored: 0, dead: 2 });
     const p5 = (await storage.findProductByRef(big, 'P-5'))!.id;
     expect(await storage.productIdsWithImage(big, `${ORIGIN}/p/5/1.jpg`)).toEqual([]);
@@ -282,28 +360,33 @@ describe.skipIf(onPglite())(`bounded statements at ${PRODUCTS.toLocaleString('en
     expect(await storage.imageStateCounts(big)).toEqual({ pending: 2 * PRODUCTS - 3 - 1, mirrored: 0, dead: 2 });
   });
 
-  it('lists a page of the merchant\'s products by ref, filtered, looking at no more than its window', async () => {
+  it("lists a page of the merchant's products by ref, filtered, looking at no more than its window", async () => {
     let pages: { products: { ref: string }[]; nextAfter: string | null }[] = [];
     const query = { afterRef: null, refPrefix: null, updatedSince: null, excludedFromStore: null, limit: 50, scan: 200 };
-    await expectBounded(async () => {
-      pages = [
-        await storage.productList(big, query),
-        await storage.productList(big, { ...query, refPrefix: 'P-1999' }),
-        await storage.productList(big, { ...query, excludedFromStore: storeId }),
-        await storage.productList(big, { ...query, afterRef: 'P-5', updatedSince: '2026-11-26T08:45:00.000Z' }),
-      ];
-    // The window's products and, for the exclusion filter, each one's published row by its key.
-    }, 2 * query.scan + query.limit);
+    await expectBounded(
+      async () => {
+        pages = [
+          await storage.productList(big, query),
+          await storage.productList(big, { ...query, refPrefix: 'P-1999' }),
+          await storage.productList(big, { ...query, excludedFromStore: storeId }),
+          await storage.productList(big, { ...query, afterRef: 'P-5', updatedSince: '2026-11-26T08:45:00.000Z' }),
+        ];
+        // The window's products and, for the exclusion filter, each one's published row by its key.
+      },
+      2 * query.scan + query.limit,
+    );
     expect(pages[0]!.products).toHaveLength(50);
     expect(pages[0]!.nextAfter).toBe(pages[0]!.products[49]!.ref);
-    const prefixed = Array.from({ length: PRODUCTS }, (_, n) => `P-${n}`).filter((ref) => ref.startsWith('P-1999')).sort();
+    const prefixed = Array.from({ length: PRODUCTS }, (_, n) => `P-${n}`)
+      .filter((ref) => ref.startsWith('P-1999'))
+      .sort();
     expect(pages[1]).toEqual({ products: prefixed.map((ref) => expect.objectContaining({ ref })), nextAfter: null });
     // One in 500 excluded: none among the first 200 refs looked at (P-0, P-1, P-10, P-100, ...) but P-1000's.
     expect(pages[2]!.nextAfter).not.toBeNull();
     expect(pages[3]!.products.map((p) => p.ref)).toEqual([]);
   });
 
-  it('counts a store\'s products by exclusion reason from kept counts, and lists the excluded ones from their index', async () => {
+  it("counts a store's products by exclusion reason from kept counts, and lists the excluded ones from their index", async () => {
     let counts = {};
     let excluded: { id: number }[] = [];
     await expectBounded(async () => {
@@ -313,15 +396,30 @@ describe.skipIf(onPglite())(`bounded statements at ${PRODUCTS.toLocaleString('en
     expect(counts).toEqual({ total: PRODUCTS, excluded: { manual: 0, missing_title: 0, no_offers: PRODUCTS / 500, out_of_stock: 0 } });
     expect(excluded.map((p) => p.id)).toEqual([500, 1000, 1500, 2000, 2500]);
     // The counts follow an exclusion that changes and a product that goes.
-    await storage.upsertPublished(storeId, [{ productId: 500, payload: JSON.stringify({ id: 500, title: 'T', excluded: true, exclusion_reason: 'manual' }), priceHash: 'p', contentHash: 'c2' }]);
-    await storage.upsertPublished(storeId, [{ productId: 501, payload: JSON.stringify({ id: 501, title: 'T', excluded: false, exclusion_reason: null }), priceHash: 'p2', contentHash: 'c' }]);
+    await storage.upsertPublished(storeId, [
+      {
+        productId: 500,
+        payload: JSON.stringify({ id: 500, title: 'T', excluded: true, exclusion_reason: 'manual' }),
+        priceHash: 'p',
+        contentHash: 'c2',
+      },
+    ]);
+    await storage.upsertPublished(storeId, [
+      {
+        productId: 501,
+        payload: JSON.stringify({ id: 501, title: 'T', excluded: false, exclusion_reason: null }),
+        priceHash: 'p2',
+        contentHash: 'c',
+      },
+    ]);
     await storage.deletePublished(storeId, [1000, 1001]);
     expect(await storage.publishedCountsByExclusion(storeId)).toEqual({
-      total: PRODUCTS - 2, excluded: { manual: 1, missing_title: 0, no_offers: PRODUCTS / 500 - 2, out_of_stock: 0 },
+      total: PRODUCTS - 2,
+      excluded: { manual: 1, missing_title: 0, no_offers: PRODUCTS / 500 - 2, out_of_stock: 0 },
     });
   });
 
-  it('finds the currencies the merchant\'s costs are in with one probe of the links per currency, not by reading every product', async () => {
+  it("finds the currencies the merchant's costs are in with one probe of the links per currency, not by reading every product", async () => {
     let billed: string[] = [];
     await expectBounded(async () => {
       billed = await storage.currenciesInUse(big, ['EUR', 'GBP', 'USD']);
@@ -329,7 +427,7 @@ describe.skipIf(onPglite())(`bounded statements at ${PRODUCTS.toLocaleString('en
     expect(billed).toEqual(['EUR']);
   });
 
-  it('walks a store\'s published ids a chunk at a time from the primary key (a publish run finding payloads whose product is gone)', async () => {
+  it("walks a store's published ids a chunk at a time from the primary key (a publish run finding payloads whose product is gone)", async () => {
     let ids: number[] = [];
     await expectBounded(async () => {
       ids = await storage.publishedIdsAfter(storeId, 5000, 200);
@@ -341,22 +439,37 @@ describe.skipIf(onPglite())(`bounded statements at ${PRODUCTS.toLocaleString('en
     const changes = Array.from({ length: PRODUCTS }, (_, i) => ({ storeId, productId: i + 1, changeType: 'price' as const }));
     await storage.transaction((tx) => tx.recordChanges(big, changes, new Date('2026-10-01T08:00:00Z')));
     let pruned = 0;
-    const ran = await expectBounded(async () => { pruned = await storage.pruneChangesBefore('2026-10-02T00:00:00Z', 100); });
+    const ran = await expectBounded(async () => {
+      pruned = await storage.pruneChangesBefore('2026-10-02T00:00:00Z', 100);
+    });
     expect(pruned).toBe(100);
     expect(await storage.changeHorizon(storeId)).toEqual({ at: '2026-10-01T08:00:00Z', id: 100 });
     if (TEST_ENGINE === 'sqlite') {
       // Bounded groupings of the batch's rows may sort; the batch itself comes in index order.
-      for (const statement of ran) expect(sqlitePlan(statement).join('\n'), statement.sql).not.toMatch(/TEMP B-TREE FOR (RIGHT PART OF )?ORDER BY/);
+      for (const statement of ran)
+        expect(sqlitePlan(statement).join('\n'), statement.sql).not.toMatch(/TEMP B-TREE FOR (RIGHT PART OF )?ORDER BY/);
     }
   });
 
-  it('pages an endpoint\'s deliveries of a rare status, and finds the oldest waiting change, without reading its whole log or backlog', async () => {
+  it("pages an endpoint's deliveries of a rare status, and finds the oldest waiting change, without reading its whole log or backlog", async () => {
     const endpoint = await storage.createWebhookEndpoint({
-      merchant_id: big, url: 'https://hooks.example/catalog', store_id: null, events: ['price', 'content'], secret: 'whsec_x', created_at: AT,
+      merchant_id: big,
+      url: 'https://hooks.example/catalog',
+      store_id: null,
+      events: ['price', 'content'],
+      secret: 'whsec_x',
+      created_at: AT,
     });
     const delivery = (status: 'succeeded' | 'given_up' | 'pending', at: string) => ({
-      endpoint_id: endpoint.id, event: 'price' as const, store_id: storeId, product_ids: [1], occurred_at: at, status, attempts: status === 'pending' ? 0 : 1,
-      next_attempt_at: status === 'pending' ? at : null, created_at: at,
+      endpoint_id: endpoint.id,
+      event: 'price' as const,
+      store_id: storeId,
+      product_ids: [1],
+      occurred_at: at,
+      status,
+      attempts: status === 'pending' ? 0 : 1,
+      next_attempt_at: status === 'pending' ? at : null,
+      created_at: at,
     });
     const givenUp: number[] = [];
     await storage.transaction(async (tx) => {
@@ -364,7 +477,15 @@ describe.skipIf(onPglite())(`bounded statements at ${PRODUCTS.toLocaleString('en
         const id = (await tx.insertDelivery(delivery(i % 5000 === 7 ? 'given_up' : i % 2 ? 'pending' : 'succeeded', AT), AT)).id;
         if (i % 5000 === 7) givenUp.push(id);
       }
-      await tx.insertOutbox(Array.from({ length: PRODUCTS }, (_, i) => ({ endpointId: endpoint.id, event: 'price' as const, storeId, productId: i + 1, createdAt: NOW })));
+      await tx.insertOutbox(
+        Array.from({ length: PRODUCTS }, (_, i) => ({
+          endpointId: endpoint.id,
+          event: 'price' as const,
+          storeId,
+          productId: i + 1,
+          createdAt: NOW,
+        })),
+      );
     });
     await analyze();
     let page: { id: number }[] = [];
@@ -377,11 +498,18 @@ describe.skipIf(onPglite())(`bounded statements at ${PRODUCTS.toLocaleString('en
     expect(oldest).toBe(AT);
     // The service-wide counts of /metrics: the backlogs counted up to a bound, the oldest change per endpoint.
     let counts: Awaited<ReturnType<CatalogStorage['operationalCounts']>> | undefined;
-    await expectBounded(async () => { counts = await storage.operationalCounts(100); }, 2 * 100 + 50);
+    await expectBounded(
+      async () => {
+        counts = await storage.operationalCounts(100);
+      },
+      2 * 100 + 50,
+    );
     expect(counts).toMatchObject({ outboxDepth: 100, waitingDeliveries: { pending: 100, failed: 0 }, oldestWaitingAt: AT });
     // A coalescing pass groups the oldest rows of the outbox only, however long the backlog.
     let groups: { count: number }[] = [];
-    await expectBounded(async () => { groups = await storage.outboxGroups(200); }, 2 * 200);
+    await expectBounded(async () => {
+      groups = await storage.outboxGroups(200);
+    }, 2 * 200);
     expect(groups).toEqual([expect.objectContaining({ endpointId: endpoint.id, event: 'price', storeId, count: 200 })]);
   });
 
@@ -389,23 +517,32 @@ describe.skipIf(onPglite())(`bounded statements at ${PRODUCTS.toLocaleString('en
     const ids = await storage.publishedProductIds(storeId);
     const reads = new CatalogReads(storage);
     const pages: Awaited<ReturnType<CatalogReads['productPage']>>['page'][] = [];
-    await expectBounded(async () => {
-      pages.push((await reads.productPage(big, undefined, { page: 77, perPage: 50 })).page);
-      pages.push((await reads.productPage(big, undefined, { page: 1, afterId: ids[3000]!, perPage: 200 })).page);
-      pages.push((await reads.productPage(big, undefined, { page: 1, afterId: ids[ids.length - 2]!, perPage: 200 })).page);
-    // Within a block: its ids up to a position (< 1,024) and a page past them (<= 200), then a count in a block.
-    }, 2 * 1024 + 200);
-    const idsOf = (page: (typeof pages)[number]) => (JSON.parse(`[${Buffer.from(page.data).toString('utf8')}]`) as { id: number }[]).map((p) => p.id);
+    await expectBounded(
+      async () => {
+        pages.push((await reads.productPage(big, undefined, { page: 77, perPage: 50 })).page);
+        pages.push((await reads.productPage(big, undefined, { page: 1, afterId: ids[3000]!, perPage: 200 })).page);
+        pages.push((await reads.productPage(big, undefined, { page: 1, afterId: ids[ids.length - 2]!, perPage: 200 })).page);
+        // Within a block: its ids up to a position (< 1,024) and a page past them (<= 200), then a count in a block.
+      },
+      2 * 1024 + 200,
+    );
+    const idsOf = (page: (typeof pages)[number]) =>
+      (JSON.parse(`[${Buffer.from(page.data).toString('utf8')}]`) as { id: number }[]).map((p) => p.id);
     const lastPage = Math.ceil(ids.length / 50);
     expect(pages[0]!.meta).toEqual({ current_page: 77, per_page: 50, last_page: lastPage, total: ids.length });
     expect(idsOf(pages[0]!)).toEqual(ids.slice(76 * 50, 77 * 50));
     expect(idsOf(pages[1]!)).toEqual(ids.slice(3001, 3201));
-    expect(pages[1]!.meta).toEqual({ current_page: Math.floor(3200 / 200) + 1, per_page: 200, last_page: Math.ceil(ids.length / 200), total: ids.length });
+    expect(pages[1]!.meta).toEqual({
+      current_page: Math.floor(3200 / 200) + 1,
+      per_page: 200,
+      last_page: Math.ceil(ids.length / 200),
+      total: ids.length,
+    });
     expect(idsOf(pages[2]!)).toEqual(ids.slice(-1));
     expect(pages[2]!.meta.current_page).toBe(Math.ceil(ids.length / 200));
   });
 
-  it('reads a snapshot export a bounded step at a time from the primary key, and its cursor from the merchant\'s sequencer', async () => {
+  it("reads a snapshot export a bounded step at a time from the primary key, and its cursor from the merchant's sequencer", async () => {
     const ids = await storage.publishedProductIds(storeId);
     let step: Awaited<ReturnType<CatalogStorage['publishedLinesAfter']>> | undefined;
     let cursor: Awaited<ReturnType<CatalogStorage['latestFeedPosition']>>;

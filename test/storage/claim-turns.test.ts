@@ -10,7 +10,12 @@ let storage: CatalogStorage;
 storagePerTest('claim-turns', (fresh) => ({ storage } = fresh));
 
 const claimAt = (patch: Partial<DeliveryClaim>): DeliveryClaim => ({
-  now: () => new Date(AT), leaseMs: 60_000, limit: 10, perEndpoint: 10, inFlightByEndpoint: new Map(), ...patch,
+  now: () => new Date(AT),
+  leaseMs: 60_000,
+  limit: 10,
+  perEndpoint: 10,
+  inFlightByEndpoint: new Map(),
+  ...patch,
 });
 
 /** A merchant with endpoints, each with `due` pending deliveries due at `dueAt` + i seconds. */
@@ -19,15 +24,31 @@ async function merchantWithEndpoints(name: string, endpoints: { due: number; due
   const result: { id: number; deliveries: number[] }[] = [];
   for (const [n, { due, dueAt }] of endpoints.entries()) {
     const endpoint = await storage.createWebhookEndpoint({
-      merchant_id: merchant.id, url: `https://hooks.example/${name}/${n}`, store_id: null, events: ['price'], secret: 's', created_at: AT,
+      merchant_id: merchant.id,
+      url: `https://hooks.example/${name}/${n}`,
+      store_id: null,
+      events: ['price'],
+      secret: 's',
+      created_at: AT,
     });
     const deliveries: number[] = [];
     for (let i = 0; i < due; i++) {
       const at = new Date(Date.parse(dueAt) + i * 1000).toISOString();
-      deliveries.push((await storage.insertDelivery({
-        endpoint_id: endpoint.id, event: 'price', store_id: null, product_ids: [i + 1], occurred_at: null, status: 'pending',
-        attempts: 0, next_attempt_at: at, created_at: at,
-      })).id);
+      deliveries.push(
+        (
+          await storage.insertDelivery({
+            endpoint_id: endpoint.id,
+            event: 'price',
+            store_id: null,
+            product_ids: [i + 1],
+            occurred_at: null,
+            status: 'pending',
+            attempts: 0,
+            next_attempt_at: at,
+            created_at: at,
+          })
+        ).id,
+      );
     }
     result.push({ id: endpoint.id, deliveries });
   }
@@ -35,16 +56,19 @@ async function merchantWithEndpoints(name: string, endpoints: { due: number; due
 }
 
 describe(`a claim's turns on ${TEST_ENGINE}`, () => {
-  it('lets merchants take turns, then each merchant\'s endpoints, whoever has the older backlog', async () => {
+  it("lets merchants take turns, then each merchant's endpoints, whoever has the older backlog", async () => {
     // Merchant A's three endpoints have waited longer than merchant B's one.
     const [a1, a2, a3] = await merchantWithEndpoints('a', [
-      { due: 3, dueAt: '2026-11-26T07:50:00.000Z' }, { due: 3, dueAt: '2026-11-26T07:51:00.000Z' }, { due: 3, dueAt: '2026-11-26T07:52:00.000Z' },
+      { due: 3, dueAt: '2026-11-26T07:50:00.000Z' },
+      { due: 3, dueAt: '2026-11-26T07:51:00.000Z' },
+      { due: 3, dueAt: '2026-11-26T07:52:00.000Z' },
     ]);
     const [b1] = await merchantWithEndpoints('b', [{ due: 3, dueAt: '2026-11-26T07:59:00.000Z' }]);
     const claimed = await storage.claimDueDeliveries(claimAt({ limit: 4 }));
     // A's first (its oldest endpoint's), B's first, A's second (its next endpoint's), B's second.
     expect(claimed.map((d) => d.id).sort((x, y) => x - y)).toEqual(
-      [a1!.deliveries[0]!, a2!.deliveries[0]!, b1!.deliveries[0]!, b1!.deliveries[1]!].sort((x, y) => x - y));
+      [a1!.deliveries[0]!, a2!.deliveries[0]!, b1!.deliveries[0]!, b1!.deliveries[1]!].sort((x, y) => x - y),
+    );
     // Then A's third endpoint gets its first turn before A's others their second.
     const next = await storage.claimDueDeliveries(claimAt({ limit: 2 }));
     expect(next.map((d) => d.id).sort((x, y) => x - y)).toEqual([a3!.deliveries[0]!, b1!.deliveries[2]!].sort((x, y) => x - y));
@@ -53,7 +77,9 @@ describe(`a claim's turns on ${TEST_ENGINE}`, () => {
   it('gives a merchant at most its share, counting what this process sends to any of its endpoints', async () => {
     // A already has 3 deliveries in flight in this process, to an endpoint with nothing more due.
     const [busy, a1, a2] = await merchantWithEndpoints('a', [
-      { due: 0, dueAt: AT }, { due: 4, dueAt: '2026-11-26T07:50:00.000Z' }, { due: 4, dueAt: '2026-11-26T07:51:00.000Z' },
+      { due: 0, dueAt: AT },
+      { due: 4, dueAt: '2026-11-26T07:50:00.000Z' },
+      { due: 4, dueAt: '2026-11-26T07:51:00.000Z' },
     ]);
     const [b1] = await merchantWithEndpoints('b', [{ due: 4, dueAt: '2026-11-26T07:59:00.000Z' }]);
     const inFlightByEndpoint = new Map([[busy!.id, 3]]);
@@ -63,6 +89,7 @@ describe(`a claim's turns on ${TEST_ENGINE}`, () => {
     // Once A's sends ended, A takes turns again, its endpoints in turn, within the share.
     const later = await storage.claimDueDeliveries(claimAt({ limit: 10, perEndpoint: 4, perMerchant: 4 }));
     expect(later.map((d) => d.id).sort((x, y) => x - y)).toEqual(
-      [a1!.deliveries[1]!, a1!.deliveries[2]!, a2!.deliveries[0]!, a2!.deliveries[1]!].sort((x, y) => x - y));
+      [a1!.deliveries[1]!, a1!.deliveries[2]!, a2!.deliveries[0]!, a2!.deliveries[1]!].sort((x, y) => x - y),
+    );
   });
 });

@@ -10,27 +10,46 @@ import type { ProductSourceDocument, StoreInputRecord } from '../../src/catalog/
 import type { RecordedChange } from '../../src/changes/model.js';
 import { buildOutdoorCatalog, type OutdoorCatalog } from '../support/admin-http.js';
 import { fakeClock } from '../support/clock.js';
-import { storagePerTest, onPglite, postgresOnly, severalConnections, TEST_ENGINE, type TestDatabase } from '../support/engine.js';
+import { storagePerTest, onPglite, postgresOnly, severalConnections, TEST_ENGINE } from '../support/engine.js';
 import { startTestService, type TestService } from '../support/service.js';
 
 const ENGINE = TEST_ENGINE === 'sqlite' ? 'SQLite' : onPglite() ? 'PostgreSQL (embedded pglite)' : 'PostgreSQL';
 const AT = '2026-11-26T08:00:00Z';
-const STORE: StoreInputRecord = { name: 'Deutschland', locale: 'de-DE', currency: 'EUR', is_default: true, active: true, exclude_out_of_stock: false };
+const STORE: StoreInputRecord = {
+  name: 'Deutschland',
+  locale: 'de-DE',
+  currency: 'EUR',
+  is_default: true,
+  active: true,
+  exclude_out_of_stock: false,
+};
 const SOURCE: ProductSourceDocument = {
-  eans: [], manufacturer: null, content: { de: { title: 'Zelt', description: null } }, images: [], offers: [], own_stock: null,
-  supplier_attributes: [], overrides: {}, excluded_stores: [],
+  eans: [],
+  manufacturer: null,
+  content: { de: { title: 'Zelt', description: null } },
+  images: [],
+  offers: [],
+  own_stock: null,
+  supplier_attributes: [],
+  overrides: {},
+  excluded_stores: [],
 };
 const source = (patch: Partial<ProductSourceDocument> = {}): ProductSourceDocument => ({ ...SOURCE, ...patch });
 const utf8 = (bytes: Uint8Array) => Buffer.from(bytes).toString('utf8');
 
-let database: TestDatabase;
 let storage: CatalogStorage;
-storagePerTest('contract', (fresh) => ({ storage, database } = fresh));
+storagePerTest('contract', (fresh) => ({ storage } = fresh));
 
 async function merchantWithStores(name = 'Alpine Outfitters') {
   const merchant = await storage.createMerchant({ name, sku_pattern: null, owner_emails: ['owner@alpine.example'], created_at: AT });
   const de = await storage.upsertStore(merchant.id, 'de', STORE);
-  const pl = await storage.upsertStore(merchant.id, 'pl', { ...STORE, name: 'Polska', locale: 'pl-PL', currency: 'PLN', is_default: false });
+  const pl = await storage.upsertStore(merchant.id, 'pl', {
+    ...STORE,
+    name: 'Polska',
+    locale: 'pl-PL',
+    currency: 'PLN',
+    is_default: false,
+  });
   return { merchant, de, pl };
 }
 
@@ -53,8 +72,22 @@ describe(`the storage contract on ${ENGINE}`, () => {
       const { merchant } = await merchantWithStores();
       const other = await storage.createMerchant({ name: 'Other', sku_pattern: null, owner_emails: [], created_at: AT });
       const hash = Buffer.alloc(32, 7);
-      const key = await storage.insertApiKey({ merchant_id: merchant.id, name: 'integration', prefix: 'cps_live_ab', key_hash: hash, created_at: AT });
-      expect(key).toEqual({ id: key.id, merchant_id: merchant.id, name: 'integration', prefix: 'cps_live_ab', created_at: AT, revoked_at: null, last_used_at: null });
+      const key = await storage.insertApiKey({
+        merchant_id: merchant.id,
+        name: 'integration',
+        prefix: 'cps_live_ab',
+        key_hash: hash,
+        created_at: AT,
+      });
+      expect(key).toEqual({
+        id: key.id,
+        merchant_id: merchant.id,
+        name: 'integration',
+        prefix: 'cps_live_ab',
+        created_at: AT,
+        revoked_at: null,
+        last_used_at: null,
+      });
       expect(await storage.listApiKeys(merchant.id)).toEqual([key]);
       // A use is written unless one after `unlessAfter` is recorded, and never moves the time back.
       expect(await storage.recordApiKeyUse(key.id, '2026-11-26T08:01:00.000Z', '2026-11-26T08:00:00.000Z')).toBe(true);
@@ -81,7 +114,10 @@ describe(`the storage contract on ${ENGINE}`, () => {
       const plDefault = await storage.upsertStore(merchant.id, 'pl', { ...STORE, name: 'Polska', locale: 'pl-PL', currency: 'PLN' });
       expect(plDefault.id).toBe(pl.id);
       expect(await storage.findDefaultStore(merchant.id)).toMatchObject({ slug: 'pl' });
-      expect((await storage.listStores(merchant.id)).map((s) => [s.slug, s.is_default])).toEqual([['pl', true], ['de', false]]);
+      expect((await storage.listStores(merchant.id)).map((s) => [s.slug, s.is_default])).toEqual([
+        ['pl', true],
+        ['de', false],
+      ]);
       expect(await storage.findStore(merchant.id, 'de')).toMatchObject({ id: de.id, is_default: false });
       expect(await storage.findStore(merchant.id, 'xx')).toBeUndefined();
       await storage.bumpCatalogVersion([de.id]);
@@ -94,7 +130,9 @@ describe(`the storage contract on ${ENGINE}`, () => {
       const { merchant, de, pl } = await merchantWithStores();
       const { id: productId } = await storage.upsertProductSource(merchant.id, 'TENT', source(), AT);
       await storage.upsertPublished(pl.id, [{ productId, payload: '{"id":1}', priceHash: 'p', contentHash: 'c' }]);
-      await storage.transaction((tx) => tx.recordChanges(merchant.id, [{ storeId: pl.id, productId, changeType: 'content' }], new Date(AT)));
+      await storage.transaction((tx) =>
+        tx.recordChanges(merchant.id, [{ storeId: pl.id, productId, changeType: 'content' }], new Date(AT)),
+      );
       await storage.deleteStore(pl.id);
       expect(await storage.findStore(merchant.id, 'pl')).toBeUndefined();
       expect(await storage.publishedProductIds(pl.id)).toEqual([]);
@@ -118,9 +156,14 @@ describe(`the storage contract on ${ENGINE}`, () => {
 
       await storage.upsertExchangeRate(merchant.id, { base: 'USD', quote: 'EUR', rate: '0.9' });
       await storage.upsertExchangeRate(merchant.id, { base: 'EUR', quote: 'PLN', rate: '4.25' });
-      expect(await storage.upsertExchangeRate(merchant.id, { base: 'EUR', quote: 'PLN', rate: '4.30' })).toEqual({ base: 'EUR', quote: 'PLN', rate: '4.30' });
+      expect(await storage.upsertExchangeRate(merchant.id, { base: 'EUR', quote: 'PLN', rate: '4.30' })).toEqual({
+        base: 'EUR',
+        quote: 'PLN',
+        rate: '4.30',
+      });
       expect(await storage.listExchangeRates(merchant.id)).toEqual([
-        { base: 'EUR', quote: 'PLN', rate: '4.30' }, { base: 'USD', quote: 'EUR', rate: '0.9' },
+        { base: 'EUR', quote: 'PLN', rate: '4.30' },
+        { base: 'USD', quote: 'EUR', rate: '0.9' },
       ]);
       expect(await storage.deleteExchangeRate(merchant.id, 'USD', 'EUR')).toBe(true);
       expect(await storage.deleteExchangeRate(merchant.id, 'USD', 'EUR')).toBe(false);
@@ -130,17 +173,40 @@ describe(`the storage contract on ${ENGINE}`, () => {
       const { merchant, de } = await merchantWithStores();
       const group = await storage.createCustomerGroup(merchant.id, 'retail');
       const input = {
-        priority: 20, customer_group_id: group.id, store_id: de.id, manufacturer: 'Alpenwerk', min_cost: '10.00', max_cost: '99.99',
-        markup_percent: '40', markup_amount: '0.50', price_ending: 99,
+        priority: 20,
+        customer_group_id: group.id,
+        store_id: de.id,
+        manufacturer: 'Alpenwerk',
+        min_cost: '10.00',
+        max_cost: '99.99',
+        markup_percent: '40',
+        markup_amount: '0.50',
+        price_ending: 99,
       };
-      const catchAll = await storage.createPricingRule(merchant.id, { ...input, priority: 1000, customer_group_id: null, store_id: null, manufacturer: null, min_cost: null, max_cost: null, price_ending: null }, true);
+      const catchAll = await storage.createPricingRule(
+        merchant.id,
+        {
+          ...input,
+          priority: 1000,
+          customer_group_id: null,
+          store_id: null,
+          manufacturer: null,
+          min_cost: null,
+          max_cost: null,
+          price_ending: null,
+        },
+        true,
+      );
       const rule = await storage.createPricingRule(merchant.id, input);
       expect(rule).toEqual({ id: rule.id, ...input, is_catch_all: false });
       expect(catchAll.is_catch_all).toBe(true);
       expect((await storage.listPricingRules(merchant.id)).map((r) => r.id)).toEqual([rule.id, catchAll.id]);
       expect(await storage.getPricingRule(merchant.id, rule.id)).toEqual(rule);
-      expect(await storage.updatePricingRule(merchant.id, rule.id, { ...input, priority: 5, markup_percent: '12.5' }))
-        .toEqual({ ...rule, priority: 5, markup_percent: '12.5' });
+      expect(await storage.updatePricingRule(merchant.id, rule.id, { ...input, priority: 5, markup_percent: '12.5' })).toEqual({
+        ...rule,
+        priority: 5,
+        markup_percent: '12.5',
+      });
       expect(await storage.updatePricingRule(merchant.id, 999_999, input)).toBeUndefined();
       expect(await storage.deletePricingRule(merchant.id, catchAll.id)).toBe(false);
       expect(await storage.deletePricingRule(merchant.id, rule.id)).toBe(true);
@@ -154,8 +220,18 @@ describe(`the storage contract on ${ENGINE}`, () => {
       const baltic = await storage.upsertSupplier(merchant.id, 'baltic', 'Baltic');
       expect(await storage.listSuppliers(merchant.id)).toEqual([{ id: alpine.id, ref: 'alpine', name: 'Alpine AG' }, baltic]);
       expect(await storage.isSupplierReferenced(merchant.id, 'alpine')).toBe(false);
-      await storage.upsertProductSource(merchant.id, 'A', source({ offers: [{ supplier_ref: 'alpine', quantity: 1, cost: '1.00', currency: 'EUR' }] }), AT);
-      await storage.upsertProductSource(merchant.id, 'B', source({ supplier_attributes: [{ supplier_ref: 'baltic', key: 'weight', value: '1' }] }), AT);
+      await storage.upsertProductSource(
+        merchant.id,
+        'A',
+        source({ offers: [{ supplier_ref: 'alpine', quantity: 1, cost: '1.00', currency: 'EUR' }] }),
+        AT,
+      );
+      await storage.upsertProductSource(
+        merchant.id,
+        'B',
+        source({ supplier_attributes: [{ supplier_ref: 'baltic', key: 'weight', value: '1' }] }),
+        AT,
+      );
       expect(await storage.isSupplierReferenced(merchant.id, 'alpine')).toBe(true);
       expect(await storage.isSupplierReferenced(merchant.id, 'baltic')).toBe(true);
       expect(await storage.deleteSupplier(merchant.id, 'nobody')).toBe(false);
@@ -173,7 +249,11 @@ describe(`the storage contract on ${ENGINE}`, () => {
   describe('product sources', () => {
     it('upserts sources by ref and finds products by ref, id range, ids, store exclusion and image', async () => {
       const { merchant } = await merchantWithStores();
-      const tent = source({ content: { de: { title: 'Zelt für zwei', description: 'Ünïcödé ✓' } }, images: [{ url: 'https://img.example/a.jpg' }], excluded_stores: ['pl'] });
+      const tent = source({
+        content: { de: { title: 'Zelt für zwei', description: 'Ünïcödé ✓' } },
+        images: [{ url: 'https://img.example/a.jpg' }],
+        excluded_stores: ['pl'],
+      });
       const first = await storage.upsertProductSource(merchant.id, 'TENT', tent, AT);
       expect(first.created).toBe(true);
       expect(await storage.upsertProductSource(merchant.id, 'TENT', tent, AT)).toEqual({ id: first.id, created: false });
@@ -198,9 +278,12 @@ describe(`the storage contract on ${ENGINE}`, () => {
       const [a, b, c] = ['https://img.example/a.jpg', 'https://img.example/b.jpg', 'https://img.example/c.jpg'];
       await storage.ensureImageMirrors(merchant.id, [a, b], '2026-11-26T08:00:00.000Z');
       await storage.ensureImageMirrors(merchant.id, [b, c], '2026-11-26T08:00:05.000Z');
-      expect([...(await storage.imageMirrors(merchant.id, [a, c, 'https://img.example/unknown.jpg'])).entries()]).toEqual([
-        [a, { url: a, state: 'pending', mirrored_url: null }], [c, { url: c, state: 'pending', mirrored_url: null }],
-      ].sort(([x], [y]) => ((x as string) < (y as string) ? -1 : 1)));
+      expect([...(await storage.imageMirrors(merchant.id, [a, c, 'https://img.example/unknown.jpg'])).entries()]).toEqual(
+        [
+          [a, { url: a, state: 'pending', mirrored_url: null }],
+          [c, { url: c, state: 'pending', mirrored_url: null }],
+        ].sort(([x], [y]) => ((x as string) < (y as string) ? -1 : 1)),
+      );
       // Claimed under a lease: returned as they were, and not due again until the lease ends.
       const due = await storage.claimDueImageMirrors('2026-11-26T08:00:01.000Z', 10, '2026-11-26T08:01:01.000Z');
       expect(due.map((m) => m.url).sort()).toEqual([a, b]);
@@ -208,16 +291,37 @@ describe(`the storage contract on ${ENGINE}`, () => {
       expect(await storage.claimDueImageMirrors('2026-11-26T08:00:10.000Z', 10, '2026-11-26T08:01:10.000Z')).toMatchObject([{ url: c }]);
       expect(await storage.claimDueImageMirrors('2026-11-26T08:00:20.000Z', 10, '2026-11-26T08:01:20.000Z')).toEqual([]);
       expect(await storage.claimDueImageMirrors('2026-11-26T08:01:05.000Z', 1, '2026-11-26T08:02:05.000Z')).toHaveLength(1);
-      await storage.updateImageMirror(merchant.id, a, { state: 'mirrored', mirrored_url: 'https://cdn.example/a.jpg', updated_at: '2026-11-26T08:01:00.000Z' });
-      await storage.updateImageMirror(merchant.id, b, { state: 'dead', attempts: 5, last_error: 'HTTP 404', updated_at: '2026-11-26T08:02:00.000Z' });
-      await storage.updateImageMirror(merchant.id, c, { state: 'dead', attempts: 5, last_error: 'HTTP 410', updated_at: '2026-11-26T08:03:00.000Z' });
-      expect((await storage.imageMirrors(merchant.id, [a])).get(a)).toEqual({ url: a, state: 'mirrored', mirrored_url: 'https://cdn.example/a.jpg' });
+      await storage.updateImageMirror(merchant.id, a, {
+        state: 'mirrored',
+        mirrored_url: 'https://cdn.example/a.jpg',
+        updated_at: '2026-11-26T08:01:00.000Z',
+      });
+      await storage.updateImageMirror(merchant.id, b, {
+        state: 'dead',
+        attempts: 5,
+        last_error: 'HTTP 404',
+        updated_at: '2026-11-26T08:02:00.000Z',
+      });
+      await storage.updateImageMirror(merchant.id, c, {
+        state: 'dead',
+        attempts: 5,
+        last_error: 'HTTP 410',
+        updated_at: '2026-11-26T08:03:00.000Z',
+      });
+      expect((await storage.imageMirrors(merchant.id, [a])).get(a)).toEqual({
+        url: a,
+        state: 'mirrored',
+        mirrored_url: 'https://cdn.example/a.jpg',
+      });
       // Only URLs a product still lists count.
       expect(await storage.imageStateCounts(merchant.id)).toEqual({ pending: 0, mirrored: 0, dead: 0 });
       await storage.upsertProductSource(merchant.id, 'P1', source({ images: [{ url: a }, { url: b }] }), AT);
       await storage.upsertProductSource(merchant.id, 'P2', source({ images: [{ url: b }, { url: c }] }), AT);
       expect(await storage.imageStateCounts(merchant.id)).toEqual({ pending: 0, mirrored: 1, dead: 2 });
-      expect((await storage.deadImages(merchant.id, 10)).map((m) => [m.url, m.last_error])).toEqual([[c, 'HTTP 410'], [b, 'HTTP 404']]);
+      expect((await storage.deadImages(merchant.id, 10)).map((m) => [m.url, m.last_error])).toEqual([
+        [c, 'HTTP 410'],
+        [b, 'HTTP 404'],
+      ]);
       expect(await storage.deadImages(merchant.id, 1)).toHaveLength(1);
     });
   });
@@ -226,10 +330,13 @@ describe(`the storage contract on ${ENGINE}`, () => {
     // Stored bytes go out unchanged: key order, whitespace-free JSON, number literals and UTF-8 as written.
     const payload = (id: number, title: string, amount: string, extra = '') =>
       `{"id":${id},"title":${JSON.stringify(title)},"sku":"SKU-${id}","ean":"400${id}","excluded":${extra ? 'true' : 'false'},"exclusion_reason":${extra ? `"${extra}"` : 'null'},"prices":[{"customer_group_id":1,"amount":${amount}}]}`;
-    const rows = (ids: number[]): PublishedRow[] => ids.map((id) => ({
-      productId: id, payload: payload(id, id === 2 ? 'Zelt für zwei ✓' : `Produkt ${id}`, id === 3 ? '1999.90' : '10.00', id === 4 ? 'no_offers' : ''),
-      priceHash: `price${id}`.padEnd(16, '0'), contentHash: `content${id}`.padEnd(16, '0'),
-    }));
+    const rows = (ids: number[]): PublishedRow[] =>
+      ids.map((id) => ({
+        productId: id,
+        payload: payload(id, id === 2 ? 'Zelt für zwei ✓' : `Produkt ${id}`, id === 3 ? '1999.90' : '10.00', id === 4 ? 'no_offers' : ''),
+        priceHash: `price${id}`.padEnd(16, '0'),
+        contentHash: `content${id}`.padEnd(16, '0'),
+      }));
 
     it('returns the stored bytes of a page, of some ids and of their prices, byte for byte', async () => {
       const { de } = await merchantWithStores();
@@ -239,17 +346,22 @@ describe(`the storage contract on ${ENGINE}`, () => {
       expect(await storage.publishedPayload(de.id, 99)).toBeUndefined();
       const page = await storage.publishedPage(de.id, 2, 3);
       expect(utf8(page.bytes)).toBe(`${published[1]!.payload},${published[2]!.payload}`);
-      expect(utf8(page.digests)).toBe(`${published[1]!.priceHash}${published[1]!.contentHash}${published[2]!.priceHash}${published[2]!.contentHash}`);
+      expect(utf8(page.digests)).toBe(
+        `${published[1]!.priceHash}${published[1]!.contentHash}${published[2]!.priceHash}${published[2]!.contentHash}`,
+      );
       const empty = await storage.publishedPage(de.id, 100, 200);
       expect([empty.bytes.length, empty.digests.length]).toEqual([0, 0]);
       expect(await storage.publishedProductIds(de.id)).toEqual([1, 2, 3, 4]);
       const byIds = await storage.publishedPayloadsByIds(de.id, [3, 1, 99]);
       expect([utf8(byIds.bytes), byIds.count]).toEqual([`${published[0]!.payload},${published[2]!.payload}`, 2]);
-      expect(utf8(byIds.digests)).toBe(`${published[0]!.priceHash}${published[0]!.contentHash}${published[2]!.priceHash}${published[2]!.contentHash}`);
+      expect(utf8(byIds.digests)).toBe(
+        `${published[0]!.priceHash}${published[0]!.contentHash}${published[2]!.priceHash}${published[2]!.contentHash}`,
+      );
       expect(byIds.publishedVersion).toBe(0);
       expect(await storage.publishedPayloadsByIds(de.id, [])).toMatchObject({ count: 0, publishedVersion: 0 });
       expect(utf8(await storage.publishedPricesByIds(de.id, [3, 1]))).toBe(
-        '{"id":1,"prices":[{"customer_group_id":1,"amount":10.00}]},{"id":3,"prices":[{"customer_group_id":1,"amount":1999.90}]}');
+        '{"id":1,"prices":[{"customer_group_id":1,"amount":10.00}]},{"id":3,"prices":[{"customer_group_id":1,"amount":1999.90}]}',
+      );
       expect(utf8(await storage.publishedPricesByIds(de.id, [99]))).toBe('');
     });
 
@@ -269,21 +381,37 @@ describe(`the storage contract on ${ENGINE}`, () => {
       expect([storeOnly.store, storeOnly.page!.bytes.length, storeOnly.page!.digests.length]).toEqual([de, 0, 0]);
       // Another store answers to the slug (or is the default now): no page.
       expect(await storage.publishedPageOfStore(merchant.id, 'pl', expected)).toEqual({ store: pl, publishedVersion: 0, page: null });
-      const plDefault = await storage.upsertStore(merchant.id, 'pl', { ...STORE, name: 'Polska', locale: 'pl-PL', currency: 'PLN', is_default: true });
-      expect(await storage.publishedPageOfStore(merchant.id, undefined, expected)).toEqual({ store: plDefault, publishedVersion: 0, page: null });
+      const plDefault = await storage.upsertStore(merchant.id, 'pl', {
+        ...STORE,
+        name: 'Polska',
+        locale: 'pl-PL',
+        currency: 'PLN',
+        is_default: true,
+      });
+      expect(await storage.publishedPageOfStore(merchant.id, undefined, expected)).toEqual({
+        store: plDefault,
+        publishedVersion: 0,
+        page: null,
+      });
       // The store's published products changed since the reader computed its range: no page.
       await storage.bumpCatalogVersion([de.id]);
       const bumped = await storage.publishedPageOfStore(merchant.id, 'de', expected);
       expect([bumped.store?.catalog_version, bumped.page]).toEqual([de.catalog_version + 1, null]);
-      expect(await storage.publishedPageOfStore(merchant.id, 'fr', expected)).toEqual({ store: undefined, publishedVersion: 0, page: null });
+      expect(await storage.publishedPageOfStore(merchant.id, 'fr', expected)).toEqual({
+        store: undefined,
+        publishedVersion: 0,
+        page: null,
+      });
       const other = await storage.createMerchant({ name: 'Other', sku_pattern: null, owner_emails: [], created_at: AT });
       expect(await storage.publishedPageOfStore(other.id, 'de', expected)).toEqual({ store: undefined, publishedVersion: 0, page: null });
       // Inside a snapshot too.
-      const inSnapshot = await storage.snapshot((reader) => reader.publishedPageOfStore(merchant.id, 'de', { ...expected, catalogVersion: de.catalog_version + 1 }));
+      const inSnapshot = await storage.snapshot((reader) =>
+        reader.publishedPageOfStore(merchant.id, 'de', { ...expected, catalogVersion: de.catalog_version + 1 }),
+      );
       expect(utf8(inSnapshot.page!.bytes)).toBe(utf8(page.bytes));
     });
 
-    it('reads the merchant\'s published version with the store: the rows are not read again while it is the one the reader holds', async () => {
+    it("reads the merchant's published version with the store: the rows are not read again while it is the one the reader holds", async () => {
       const { merchant, de, pl } = await merchantWithStores();
       await storage.upsertPublished(de.id, rows([1, 2, 3]));
       expect(await storage.storeAtPublishedVersion(merchant.id, 'de')).toEqual({ store: de, publishedVersion: 0 });
@@ -291,14 +419,21 @@ describe(`the storage contract on ${ENGINE}`, () => {
       expect(await storage.storeAtPublishedVersion(merchant.id, 'fr')).toEqual({ store: undefined, publishedVersion: 0 });
       // Every write of payloads records its changes in the same transaction: that is what moves the version.
       await storage.transaction(async (tx) => {
-        await tx.upsertPublished(de.id, rows([2]).map((row) => ({ ...row, payload: row.payload.replace('10.00', '11.00'), priceHash: 'price2-new'.padEnd(16, '0') })));
+        await tx.upsertPublished(
+          de.id,
+          rows([2]).map((row) => ({ ...row, payload: row.payload.replace('10.00', '11.00'), priceHash: 'price2-new'.padEnd(16, '0') })),
+        );
         await tx.recordChanges(merchant.id, [{ storeId: de.id, productId: 2, changeType: 'price' }], new Date(AT));
       });
       const moved = await storage.storeAtPublishedVersion(merchant.id, 'pl');
       expect(moved).toEqual({ store: pl, publishedVersion: 1 });
       const expected = { storeId: de.id, catalogVersion: de.catalog_version, range: [1, 3] as [number, number] };
       // Held at the current version: the store and the version, no rows.
-      expect(await storage.publishedPageOfStore(merchant.id, 'de', { ...expected, heldVersion: 1 })).toEqual({ store: de, publishedVersion: 1, page: null });
+      expect(await storage.publishedPageOfStore(merchant.id, 'de', { ...expected, heldVersion: 1 })).toEqual({
+        store: de,
+        publishedVersion: 1,
+        page: null,
+      });
       // Held at an older one: the rows as they are now.
       const fresh = await storage.publishedPageOfStore(merchant.id, 'de', { ...expected, heldVersion: 0 });
       expect(fresh.publishedVersion).toBe(1);
@@ -328,7 +463,10 @@ describe(`the storage contract on ${ENGINE}`, () => {
       expect(await storage.publishedSummaries(de.id, { afterId: 0, limit: 10, excludedOnly: true })).toEqual([
         { id: 4, title: 'Produkt 4', sku: 'SKU-4', ean: '4004', excluded: true, exclusion_reason: 'no_offers' },
       ]);
-      expect(await storage.publishedCountsByExclusion(de.id)).toEqual({ total: 4, excluded: { manual: 0, missing_title: 0, no_offers: 1, out_of_stock: 0 } });
+      expect(await storage.publishedCountsByExclusion(de.id)).toEqual({
+        total: 4,
+        excluded: { manual: 0, missing_title: 0, no_offers: 1, out_of_stock: 0 },
+      });
       await storage.deletePublished(de.id, [1, 4]);
       await storage.deletePublished(de.id, []);
       expect(await storage.publishedProductIds(de.id)).toEqual([2, 3]);
@@ -343,10 +481,16 @@ describe(`the storage contract on ${ENGINE}`, () => {
     it("numbers each merchant's changes from 1, gives one write one whole-second created_at, never earlier than the last", async () => {
       const { merchant, de, pl } = await merchantWithStores();
       const other = await merchantWithStores('Other');
-      await storage.transaction((tx) => tx.recordChanges(merchant.id, [...recorded(de.id, [1, 2]), ...recorded(pl.id, [1], 'price')], new Date('2026-11-26T08:00:00.700Z')));
-      await storage.transaction((tx) => tx.recordChanges(other.merchant.id, recorded(other.de.id, [9]), new Date('2026-11-26T08:00:01.000Z')));
+      await storage.transaction((tx) =>
+        tx.recordChanges(merchant.id, [...recorded(de.id, [1, 2]), ...recorded(pl.id, [1], 'price')], new Date('2026-11-26T08:00:00.700Z')),
+      );
+      await storage.transaction((tx) =>
+        tx.recordChanges(other.merchant.id, recorded(other.de.id, [9]), new Date('2026-11-26T08:00:01.000Z')),
+      );
       // The clock stepped back: the merchant's created_at stays at its last one.
-      await storage.transaction((tx) => tx.recordChanges(merchant.id, recorded(de.id, [3], 'removed'), new Date('2026-11-26T07:59:58.000Z')));
+      await storage.transaction((tx) =>
+        tx.recordChanges(merchant.id, recorded(de.id, [3], 'removed'), new Date('2026-11-26T07:59:58.000Z')),
+      );
       await storage.transaction((tx) => tx.recordChanges(merchant.id, [], new Date('2026-11-26T09:00:00.000Z')));
       expect(await storage.changesAfter(de.id, { at: '', id: 0 }, 10)).toEqual([
         { id: 1, product_id: 1, change_type: 'content', created_at: '2026-11-26T08:00:00Z' },
@@ -364,11 +508,20 @@ describe(`the storage contract on ${ENGINE}`, () => {
     it('reads strictly after a position in (created_at, id) order, at most the limit', async () => {
       const { merchant, de } = await merchantWithStores();
       for (const [i, at] of ['08:00:00', '08:00:00', '08:00:02', '08:00:05'].entries()) {
-        await storage.transaction((tx) => tx.recordChanges(merchant.id, recorded(de.id, [i + 1, i + 11]), new Date(`2026-11-26T${at}.000Z`)));
+        await storage.transaction((tx) =>
+          tx.recordChanges(merchant.id, recorded(de.id, [i + 1, i + 11]), new Date(`2026-11-26T${at}.000Z`)),
+        );
       }
       const all = await storage.changesAfter(de.id, { at: '', id: 0 }, 100);
       expect(all.map((c) => [c.created_at.slice(11, 19), c.id])).toEqual([
-        ['08:00:00', 1], ['08:00:00', 2], ['08:00:00', 3], ['08:00:00', 4], ['08:00:02', 5], ['08:00:02', 6], ['08:00:05', 7], ['08:00:05', 8],
+        ['08:00:00', 1],
+        ['08:00:00', 2],
+        ['08:00:00', 3],
+        ['08:00:00', 4],
+        ['08:00:02', 5],
+        ['08:00:02', 6],
+        ['08:00:05', 7],
+        ['08:00:05', 8],
       ]);
       // Windows of 3, each resuming at the last position read, see every change once.
       const seen: number[] = [];
@@ -384,9 +537,11 @@ describe(`the storage contract on ${ENGINE}`, () => {
       expect(await storage.changesAfter(de.id, { at: '2026-11-26T08:00:02Z', id: 5 }, 100)).toEqual(all.slice(5));
     });
 
-    it('prunes the oldest changes before the cutoff in bounded steps and moves each store\'s horizon to the newest pruned position', async () => {
+    it("prunes the oldest changes before the cutoff in bounded steps and moves each store's horizon to the newest pruned position", async () => {
       const { merchant, de, pl } = await merchantWithStores();
-      await storage.transaction((tx) => tx.recordChanges(merchant.id, [...recorded(de.id, [1, 2]), ...recorded(pl.id, [1])], new Date('2026-11-20T08:00:00Z')));
+      await storage.transaction((tx) =>
+        tx.recordChanges(merchant.id, [...recorded(de.id, [1, 2]), ...recorded(pl.id, [1])], new Date('2026-11-20T08:00:00Z')),
+      );
       await storage.transaction((tx) => tx.recordChanges(merchant.id, recorded(de.id, [3]), new Date('2026-11-21T08:00:00Z')));
       await storage.transaction((tx) => tx.recordChanges(merchant.id, recorded(de.id, [4]), new Date('2026-11-26T08:00:00Z')));
       expect(await storage.changeHorizon(de.id)).toBeUndefined();
@@ -403,7 +558,12 @@ describe(`the storage contract on ${ENGINE}`, () => {
   describe('webhook endpoints, outbox and notifications', () => {
     async function endpointOf(merchantId: number, storeId: number | null = null) {
       return storage.createWebhookEndpoint({
-        merchant_id: merchantId, url: 'https://hooks.example/catalog', store_id: storeId, events: ['price', 'content'], secret: 'whsec_x', created_at: AT,
+        merchant_id: merchantId,
+        url: 'https://hooks.example/catalog',
+        store_id: storeId,
+        events: ['price', 'content'],
+        secret: 'whsec_x',
+        created_at: AT,
       });
     }
 
@@ -412,18 +572,60 @@ describe(`the storage contract on ${ENGINE}`, () => {
       const other = await storage.createMerchant({ name: 'Other', sku_pattern: null, owner_emails: [], created_at: AT });
       const endpoint = await endpointOf(merchant.id, de.id);
       expect(endpoint).toEqual({
-        id: endpoint.id, merchant_id: merchant.id, url: 'https://hooks.example/catalog', store_id: de.id, events: ['price', 'content'],
-        standard_webhooks: false, max_per_second: null, secret: 'whsec_x', pending_secret: null, secret_rotated_at: null, pending_secret_until: null,
-        created_at: AT, status: 'active', consecutive_failures: 0, failure_streak_started_at: null, paused_until: null,
-        owners_notified_at: null, disabled_reason: null, last_success_at: null, last_failure_at: null,
+        id: endpoint.id,
+        merchant_id: merchant.id,
+        url: 'https://hooks.example/catalog',
+        store_id: de.id,
+        events: ['price', 'content'],
+        standard_webhooks: false,
+        max_per_second: null,
+        secret: 'whsec_x',
+        pending_secret: null,
+        secret_rotated_at: null,
+        pending_secret_until: null,
+        created_at: AT,
+        status: 'active',
+        consecutive_failures: 0,
+        failure_streak_started_at: null,
+        paused_until: null,
+        owners_notified_at: null,
+        disabled_reason: null,
+        last_success_at: null,
+        last_failure_at: null,
       });
       expect(await storage.listWebhookEndpoints(merchant.id)).toEqual([endpoint]);
       expect(await storage.getWebhookEndpoint(endpoint.id)).toEqual(endpoint);
       expect(await storage.getWebhookEndpoint(endpoint.id, other.id)).toBeUndefined();
-      await storage.updateWebhookEndpoint(endpoint.id, { status: 'paused', consecutive_failures: 7, paused_until: '2026-11-26T09:00:00.000Z', events: ['removed'] });
-      expect(await storage.getWebhookEndpoint(endpoint.id, merchant.id)).toMatchObject({ status: 'paused', consecutive_failures: 7, events: ['removed'] });
-      const note = await storage.insertNotification({ merchant_id: merchant.id, endpoint_id: endpoint.id, kind: 'failing', subject: 's', body: 'b', created_at: AT });
-      expect(note).toEqual({ id: note.id, merchant_id: merchant.id, endpoint_id: endpoint.id, kind: 'failing', subject: 's', body: 'b', created_at: AT, emailed_at: null, ended_at: null });
+      await storage.updateWebhookEndpoint(endpoint.id, {
+        status: 'paused',
+        consecutive_failures: 7,
+        paused_until: '2026-11-26T09:00:00.000Z',
+        events: ['removed'],
+      });
+      expect(await storage.getWebhookEndpoint(endpoint.id, merchant.id)).toMatchObject({
+        status: 'paused',
+        consecutive_failures: 7,
+        events: ['removed'],
+      });
+      const note = await storage.insertNotification({
+        merchant_id: merchant.id,
+        endpoint_id: endpoint.id,
+        kind: 'failing',
+        subject: 's',
+        body: 'b',
+        created_at: AT,
+      });
+      expect(note).toEqual({
+        id: note.id,
+        merchant_id: merchant.id,
+        endpoint_id: endpoint.id,
+        kind: 'failing',
+        subject: 's',
+        body: 'b',
+        created_at: AT,
+        emailed_at: null,
+        ended_at: null,
+      });
       const delivery = await storage.insertDelivery(deliveryInput(endpoint.id));
       await storage.deleteWebhookEndpoint(endpoint.id);
       expect(await storage.getWebhookEndpoint(endpoint.id)).toBeUndefined();
@@ -437,74 +639,140 @@ describe(`the storage contract on ${ENGINE}`, () => {
       const rotation = { pending_secret: 'whsec_new', secret_rotated_at: AT, pending_secret_until: '2026-11-26T08:00:00.000Z' };
       await storage.updateWebhookEndpoint(endpoint.id, rotation);
       expect(await storage.getWebhookEndpoint(endpoint.id, merchant.id)).toEqual({ ...endpoint, ...rotation });
-      await storage.transaction(async (tx) => tx.updateWebhookEndpointsHealth([{ id: endpoint.id, health: {
-        status: 'active', consecutive_failures: 1, failure_streak_started_at: AT, paused_until: null, owners_notified_at: null,
-        disabled_reason: null, last_success_at: null, last_failure_at: AT,
-      } }]));
+      await storage.transaction(async (tx) =>
+        tx.updateWebhookEndpointsHealth([
+          {
+            id: endpoint.id,
+            health: {
+              status: 'active',
+              consecutive_failures: 1,
+              failure_streak_started_at: AT,
+              paused_until: null,
+              owners_notified_at: null,
+              disabled_reason: null,
+              last_success_at: null,
+              last_failure_at: AT,
+            },
+          },
+        ]),
+      );
       expect(await storage.getWebhookEndpoint(endpoint.id)).toMatchObject({ secret: 'whsec_x', ...rotation, consecutive_failures: 1 });
-      await storage.updateWebhookEndpoint(endpoint.id, { secret: 'whsec_new', pending_secret: null, secret_rotated_at: null, pending_secret_until: null });
-      expect(await storage.listWebhookEndpoints(merchant.id)).toEqual([expect.objectContaining({
-        secret: 'whsec_new', pending_secret: null, secret_rotated_at: null, pending_secret_until: null,
-      })]);
+      await storage.updateWebhookEndpoint(endpoint.id, {
+        secret: 'whsec_new',
+        pending_secret: null,
+        secret_rotated_at: null,
+        pending_secret_until: null,
+      });
+      expect(await storage.listWebhookEndpoints(merchant.id)).toEqual([
+        expect.objectContaining({
+          secret: 'whsec_new',
+          pending_secret: null,
+          secret_rotated_at: null,
+          pending_secret_until: null,
+        }),
+      ]);
     });
 
-    it('ends an endpoint\'s open notifications of the given kinds once, keeping when each ended', async () => {
+    it("ends an endpoint's open notifications of the given kinds once, keeping when each ended", async () => {
       const { merchant } = await merchantWithStores();
       const [one, two] = [await endpointOf(merchant.id), await endpointOf(merchant.id)];
-      const note = (endpointId: number, kind: 'failing' | 'paused' | 'disabled') => storage.insertNotification({
-        merchant_id: merchant.id, endpoint_id: endpointId, kind, subject: kind, body: 'b', created_at: AT,
-      });
+      const note = (endpointId: number, kind: 'failing' | 'paused' | 'disabled') =>
+        storage.insertNotification({
+          merchant_id: merchant.id,
+          endpoint_id: endpointId,
+          kind,
+          subject: kind,
+          body: 'b',
+          created_at: AT,
+        });
       const failing = await note(one.id, 'failing');
       const paused = await note(one.id, 'paused');
       const otherFailing = await note(two.id, 'failing');
       expect(await storage.endNotifications(one.id, ['failing'], '2026-11-26T09:00:00.000Z')).toBe(1);
       expect(await storage.endNotifications(one.id, ['failing', 'paused'], '2026-11-26T10:00:00.000Z')).toBe(1);
       const ended = new Map((await storage.listNotifications(merchant.id, 10)).map((n) => [n.id, n.ended_at]));
-      expect([ended.get(failing.id), ended.get(paused.id), ended.get(otherFailing.id)])
-        .toEqual(['2026-11-26T09:00:00.000Z', '2026-11-26T10:00:00.000Z', null]);
+      expect([ended.get(failing.id), ended.get(paused.id), ended.get(otherFailing.id)]).toEqual([
+        '2026-11-26T09:00:00.000Z',
+        '2026-11-26T10:00:00.000Z',
+        null,
+      ]);
     });
 
     it('lists notifications newest first and marks them e-mailed', async () => {
       const { merchant } = await merchantWithStores();
-      const first = await storage.insertNotification({ merchant_id: merchant.id, endpoint_id: null, kind: 'failing', subject: '1', body: 'b', created_at: AT });
-      const second = await storage.insertNotification({ merchant_id: merchant.id, endpoint_id: null, kind: 'failing', subject: '2', body: 'b', created_at: AT });
+      const first = await storage.insertNotification({
+        merchant_id: merchant.id,
+        endpoint_id: null,
+        kind: 'failing',
+        subject: '1',
+        body: 'b',
+        created_at: AT,
+      });
+      const second = await storage.insertNotification({
+        merchant_id: merchant.id,
+        endpoint_id: null,
+        kind: 'failing',
+        subject: '2',
+        body: 'b',
+        created_at: AT,
+      });
       await storage.markNotificationEmailed(first.id, '2026-11-26T08:05:00.000Z');
-      expect((await storage.listNotifications(merchant.id, 10)).map((n) => [n.id, n.emailed_at])).toEqual([[second.id, null], [first.id, '2026-11-26T08:05:00.000Z']]);
+      expect((await storage.listNotifications(merchant.id, 10)).map((n) => [n.id, n.emailed_at])).toEqual([
+        [second.id, null],
+        [first.id, '2026-11-26T08:05:00.000Z'],
+      ]);
       expect(await storage.listNotifications(merchant.id, 1)).toHaveLength(1);
     });
 
-    it('groups the outbox per (endpoint, event, store) and hands out each group\'s rows in arrival order', async () => {
+    it("groups the outbox per (endpoint, event, store) and hands out each group's rows in arrival order", async () => {
       const { merchant, de, pl } = await merchantWithStores();
       const a = await endpointOf(merchant.id);
       const b = await endpointOf(merchant.id, de.id);
-      const row = (endpointId: number, event: 'price' | 'content', storeId: number | null, productId: number, createdAt: string) =>
-        ({ endpointId, event, storeId, productId, createdAt });
+      const row = (endpointId: number, event: 'price' | 'content', storeId: number | null, productId: number, createdAt: string) => ({
+        endpointId,
+        event,
+        storeId,
+        productId,
+        createdAt,
+      });
       await storage.insertOutbox([
-        row(a.id, 'content', de.id, 1, '2026-11-26T08:00:01.000Z'), row(b.id, 'price', de.id, 1, '2026-11-26T08:00:02.000Z'),
-        row(a.id, 'content', pl.id, 2, '2026-11-26T08:00:03.000Z'), row(a.id, 'content', de.id, 3, '2026-11-26T08:00:00.000Z'),
-        row(a.id, 'content', null, 4, '2026-11-26T08:00:04.000Z'), row(a.id, 'content', null, 5, '2026-11-26T08:00:05.000Z'),
+        row(a.id, 'content', de.id, 1, '2026-11-26T08:00:01.000Z'),
+        row(b.id, 'price', de.id, 1, '2026-11-26T08:00:02.000Z'),
+        row(a.id, 'content', pl.id, 2, '2026-11-26T08:00:03.000Z'),
+        row(a.id, 'content', de.id, 3, '2026-11-26T08:00:00.000Z'),
+        row(a.id, 'content', null, 4, '2026-11-26T08:00:04.000Z'),
+        row(a.id, 'content', null, 5, '2026-11-26T08:00:05.000Z'),
         row(a.id, 'price', de.id, 6, '2026-11-26T08:00:06.000Z'),
       ]);
       // The port does not promise an order of the groups (SQLite: arrival order; PostgreSQL: by key).
       const byKey = <T extends { endpointId: number; event: string; storeId: number | null }>(groups: T[]) =>
         [...groups].sort((x, y) => x.endpointId - y.endpointId || x.event.localeCompare(y.event) || (x.storeId ?? 0) - (y.storeId ?? 0));
-      expect(byKey(await storage.outboxGroups())).toEqual(byKey([
-        { endpointId: a.id, event: 'content', storeId: de.id, count: 2, oldestAt: '2026-11-26T08:00:00.000Z' },
-        { endpointId: b.id, event: 'price', storeId: de.id, count: 1, oldestAt: '2026-11-26T08:00:02.000Z' },
-        { endpointId: a.id, event: 'content', storeId: pl.id, count: 1, oldestAt: '2026-11-26T08:00:03.000Z' },
-        { endpointId: a.id, event: 'content', storeId: null, count: 2, oldestAt: '2026-11-26T08:00:04.000Z' },
-        { endpointId: a.id, event: 'price', storeId: de.id, count: 1, oldestAt: '2026-11-26T08:00:06.000Z' },
-      ]));
+      expect(byKey(await storage.outboxGroups())).toEqual(
+        byKey([
+          { endpointId: a.id, event: 'content', storeId: de.id, count: 2, oldestAt: '2026-11-26T08:00:00.000Z' },
+          { endpointId: b.id, event: 'price', storeId: de.id, count: 1, oldestAt: '2026-11-26T08:00:02.000Z' },
+          { endpointId: a.id, event: 'content', storeId: pl.id, count: 1, oldestAt: '2026-11-26T08:00:03.000Z' },
+          { endpointId: a.id, event: 'content', storeId: null, count: 2, oldestAt: '2026-11-26T08:00:04.000Z' },
+          { endpointId: a.id, event: 'price', storeId: de.id, count: 1, oldestAt: '2026-11-26T08:00:06.000Z' },
+        ]),
+      );
       const group = await storage.outboxRows({ endpointId: a.id, event: 'content', storeId: de.id }, 10);
-      expect(group.map((r) => [r.productId, r.createdAt])).toEqual([[1, '2026-11-26T08:00:01.000Z'], [3, '2026-11-26T08:00:00.000Z']]);
+      expect(group.map((r) => [r.productId, r.createdAt])).toEqual([
+        [1, '2026-11-26T08:00:01.000Z'],
+        [3, '2026-11-26T08:00:00.000Z'],
+      ]);
       const storeless = await storage.outboxRows({ endpointId: a.id, event: 'content', storeId: null }, 1);
       expect(storeless.map((r) => r.productId)).toEqual([4]);
       await storage.deleteOutboxRows([...group.map((r) => r.id), ...storeless.map((r) => r.id)]);
       await storage.deleteOutboxRows([]);
-      expect(byKey(await storage.outboxGroups()).map((g) => [g.endpointId, g.event, g.storeId, g.count])).toEqual(byKey([
-        { endpointId: b.id, event: 'price', storeId: de.id, count: 1 }, { endpointId: a.id, event: 'content', storeId: pl.id, count: 1 },
-        { endpointId: a.id, event: 'content', storeId: null, count: 1 }, { endpointId: a.id, event: 'price', storeId: de.id, count: 1 },
-      ]).map((g) => [g.endpointId, g.event, g.storeId, g.count]));
+      expect(byKey(await storage.outboxGroups()).map((g) => [g.endpointId, g.event, g.storeId, g.count])).toEqual(
+        byKey([
+          { endpointId: b.id, event: 'price', storeId: de.id, count: 1 },
+          { endpointId: a.id, event: 'content', storeId: pl.id, count: 1 },
+          { endpointId: a.id, event: 'content', storeId: null, count: 1 },
+          { endpointId: a.id, event: 'price', storeId: de.id, count: 1 },
+        ]).map((g) => [g.endpointId, g.event, g.storeId, g.count]),
+      );
       expect((await storage.operationalCounts()).outboxDepth).toBe(4);
       // Counted up to a bound: a scrape never reads the whole backlog.
       expect((await storage.operationalCounts(3)).outboxDepth).toBe(3);
@@ -513,17 +781,34 @@ describe(`the storage contract on ${ENGINE}`, () => {
 
   describe('the delivery lifecycle', () => {
     const claimAt = (iso: string, patch: Partial<DeliveryClaim> = {}): DeliveryClaim => ({
-      now: () => new Date(iso), leaseMs: 60_000, limit: 10, perEndpoint: 10, inFlightByEndpoint: new Map(), ...patch,
+      now: () => new Date(iso),
+      leaseMs: 60_000,
+      limit: 10,
+      perEndpoint: 10,
+      inFlightByEndpoint: new Map(),
+      ...patch,
     });
 
     it('inserts, claims under a lease, records attempts, updates, lists and drops deliveries', async () => {
       const { merchant, de } = await merchantWithStores();
       const endpoint = await storage.createWebhookEndpoint({
-        merchant_id: merchant.id, url: 'https://hooks.example/a', store_id: null, events: ['price'], secret: 's', created_at: AT,
+        merchant_id: merchant.id,
+        url: 'https://hooks.example/a',
+        store_id: null,
+        events: ['price'],
+        secret: 's',
+        created_at: AT,
       });
-      const first = await storage.insertDelivery(deliveryInput(endpoint.id, { store_id: de.id, product_ids: [3, 1, 2] }), '2026-11-26T07:59:00.000Z');
+      const first = await storage.insertDelivery(
+        deliveryInput(endpoint.id, { store_id: de.id, product_ids: [3, 1, 2] }),
+        '2026-11-26T07:59:00.000Z',
+      );
       expect(first).toEqual({
-        id: first.id, ...deliveryInput(endpoint.id, { store_id: de.id, product_ids: [3, 1, 2] }), test: false, replaces: null, replaced_by: null,
+        id: first.id,
+        ...deliveryInput(endpoint.id, { store_id: de.id, product_ids: [3, 1, 2] }),
+        test: false,
+        replaces: null,
+        replaced_by: null,
       });
       const later = await storage.insertDelivery(deliveryInput(endpoint.id, { next_attempt_at: '2026-11-26T08:10:00.000Z' }));
       expect(await storage.getDelivery(first.id)).toEqual(first);
@@ -533,41 +818,86 @@ describe(`the storage contract on ${ENGINE}`, () => {
       // Claimed: leased until now + lease, occurred_at the claim's whole second; not due again meanwhile.
       const claimed = await storage.claimDueDeliveries(claimAt('2026-11-26T08:00:00.400Z'));
       // An endpoint without max_per_second: no slot to wait for (send_at null).
-      expect(claimed).toEqual([{ ...first, occurred_at: '2026-11-26T08:00:00Z', next_attempt_at: '2026-11-26T08:01:00.400Z', send_at: null }]);
+      expect(claimed).toEqual([
+        { ...first, occurred_at: '2026-11-26T08:00:00Z', next_attempt_at: '2026-11-26T08:01:00.400Z', send_at: null },
+      ]);
       expect(await storage.claimDueDeliveries(claimAt('2026-11-26T08:00:30.000Z'))).toEqual([]);
-      await storage.recordAttempt(first.id, { at: '2026-11-26T08:00:01.000Z', status_code: 500, error: null, latency_ms: 12, response_snippet: 'oops' });
+      await storage.recordAttempt(first.id, {
+        at: '2026-11-26T08:00:01.000Z',
+        status_code: 500,
+        error: null,
+        latency_ms: 12,
+        response_snippet: 'oops',
+      });
       await storage.updateDelivery(first.id, { status: 'failed', attempts: 1, next_attempt_at: '2026-11-26T08:00:40.000Z' });
       // A retry keeps its occurred_at.
       expect(await storage.claimDueDeliveries(claimAt('2026-11-26T08:00:45.000Z'))).toEqual([
-        { ...first, status: 'failed', attempts: 1, occurred_at: '2026-11-26T08:00:00Z', next_attempt_at: '2026-11-26T08:01:45.000Z', send_at: null },
+        {
+          ...first,
+          status: 'failed',
+          attempts: 1,
+          occurred_at: '2026-11-26T08:00:00Z',
+          next_attempt_at: '2026-11-26T08:01:45.000Z',
+          send_at: null,
+        },
       ]);
-      const request = { request_url: 'https://hooks.example/a', request_headers: { 'Content-Type': 'application/json', 'X-Service-Timestamp': '1764144036' } };
-      await storage.recordAttempt(first.id, { at: '2026-11-26T08:00:46.000Z', status_code: null, error: 'timeout', latency_ms: 10_000, response_snippet: null, ...request });
+      const request = {
+        request_url: 'https://hooks.example/a',
+        request_headers: { 'Content-Type': 'application/json', 'X-Service-Timestamp': '1764144036' },
+      };
+      await storage.recordAttempt(first.id, {
+        at: '2026-11-26T08:00:46.000Z',
+        status_code: null,
+        error: 'timeout',
+        latency_ms: 10_000,
+        response_snippet: null,
+        ...request,
+      });
       await storage.updateDelivery(first.id, { status: 'succeeded', attempts: 2, next_attempt_at: null });
       expect(await storage.listAttempts(first.id)).toEqual([
-        { at: '2026-11-26T08:00:01.000Z', status_code: 500, error: null, latency_ms: 12, response_snippet: 'oops', request_url: null, request_headers: null },
+        {
+          at: '2026-11-26T08:00:01.000Z',
+          status_code: 500,
+          error: null,
+          latency_ms: 12,
+          response_snippet: 'oops',
+          request_url: null,
+          request_headers: null,
+        },
         { at: '2026-11-26T08:00:46.000Z', status_code: null, error: 'timeout', latency_ms: 10_000, response_snippet: null, ...request },
       ]);
 
-      const third = await storage.insertDelivery(deliveryInput(endpoint.id, { status: 'failed', attempts: 3, created_at: '2026-11-26T08:02:00.000Z' }));
+      const third = await storage.insertDelivery(
+        deliveryInput(endpoint.id, { status: 'failed', attempts: 3, created_at: '2026-11-26T08:02:00.000Z' }),
+      );
       expect((await storage.listDeliveries(endpoint.id, { limit: 10 })).map((d) => d.id)).toEqual([third.id, later.id, first.id]);
       expect((await storage.listDeliveries(endpoint.id, { limit: 10, status: 'succeeded' })).map((d) => d.id)).toEqual([first.id]);
       expect((await storage.listDeliveries(endpoint.id, { limit: 1, beforeId: third.id })).map((d) => d.id)).toEqual([later.id]);
       expect(await storage.dropPendingDeliveries(endpoint.id)).toBe(2);
       expect(await storage.getDelivery(later.id)).toMatchObject({ status: 'dropped', next_attempt_at: null });
       expect((await storage.unsuccessfulDeliveriesSince(endpoint.id, '2026-11-26T08:01:00.000Z')).map((d) => d.id)).toEqual([third.id]);
-      expect((await storage.unsuccessfulDeliveriesSince(endpoint.id, '2026-11-26T08:00:00.000Z')).map((d) => d.id)).toEqual([later.id, third.id]);
+      expect((await storage.unsuccessfulDeliveriesSince(endpoint.id, '2026-11-26T08:00:00.000Z')).map((d) => d.id)).toEqual([
+        later.id,
+        third.id,
+      ]);
     });
 
     it('marks tests and resends; a replaced delivery waiting for a retry is dropped, and no failed outcome makes it due again', async () => {
       const { merchant } = await merchantWithStores();
       const endpoint = await storage.createWebhookEndpoint({
-        merchant_id: merchant.id, url: 'https://hooks.example/r', store_id: null, events: ['price'], secret: 's', created_at: AT,
+        merchant_id: merchant.id,
+        url: 'https://hooks.example/r',
+        store_id: null,
+        events: ['price'],
+        secret: 's',
+        created_at: AT,
       });
       const test = await storage.insertDelivery(deliveryInput(endpoint.id, { test: true }));
       expect(test).toMatchObject({ test: true, replaces: null, replaced_by: null });
       // A failed delivery in flight (claimed) is re-sent: dropped at once, and its attempt's failure keeps it dropped.
-      const failed = await storage.insertDelivery(deliveryInput(endpoint.id, { status: 'failed', attempts: 1, next_attempt_at: '2026-11-26T07:59:00.000Z' }));
+      const failed = await storage.insertDelivery(
+        deliveryInput(endpoint.id, { status: 'failed', attempts: 1, next_attempt_at: '2026-11-26T07:59:00.000Z' }),
+      );
       expect((await storage.claimDueDeliveries(claimAt('2026-11-26T08:00:00.000Z'))).map((d) => d.id)).toEqual([test.id, failed.id]);
       const resend = await storage.insertDelivery(deliveryInput(endpoint.id, { test: true, replaces: failed.id }));
       await storage.replaceDelivery(failed.id, resend.id);
@@ -579,10 +909,22 @@ describe(`the storage contract on ${ENGINE}`, () => {
         { deliveryId: test.id, attempt, status: 'failed', attempts: 1, next_attempt_at: '2026-11-26T08:02:00.000Z' },
       ]);
       expect(await storage.getDelivery(failed.id)).toMatchObject({ status: 'dropped', attempts: 2, next_attempt_at: null });
-      expect(await storage.getDelivery(test.id)).toMatchObject({ status: 'failed', attempts: 1, next_attempt_at: '2026-11-26T08:02:00.000Z' });
+      expect(await storage.getDelivery(test.id)).toMatchObject({
+        status: 'failed',
+        attempts: 1,
+        next_attempt_at: '2026-11-26T08:02:00.000Z',
+      });
       expect((await storage.unsuccessfulDeliveriesSince(endpoint.id, '2026-11-26T08:00:00.000Z')).map((d) => d.id)).toEqual([test.id]);
       // A success is recorded as such, dropped or not; a replaced delivery that had succeeded keeps its status.
-      await storage.recordAttemptOutcomes([{ deliveryId: failed.id, attempt: { ...attempt, status_code: 200, error: null }, status: 'succeeded', attempts: 3, next_attempt_at: null }]);
+      await storage.recordAttemptOutcomes([
+        {
+          deliveryId: failed.id,
+          attempt: { ...attempt, status_code: 200, error: null },
+          status: 'succeeded',
+          attempts: 3,
+          next_attempt_at: null,
+        },
+      ]);
       const again = await storage.insertDelivery(deliveryInput(endpoint.id, { replaces: failed.id }));
       await storage.replaceDelivery(failed.id, again.id);
       expect(await storage.getDelivery(failed.id)).toMatchObject({ status: 'succeeded', replaced_by: again.id });
@@ -590,7 +932,8 @@ describe(`the storage contract on ${ENGINE}`, () => {
 
     it('claims only due deliveries of active endpoints, endpoints taking turns within the per-endpoint and overall limits', async () => {
       const { merchant } = await merchantWithStores();
-      const endpoint = (url: string) => storage.createWebhookEndpoint({ merchant_id: merchant.id, url, store_id: null, events: ['price'], secret: 's', created_at: AT });
+      const endpoint = (url: string) =>
+        storage.createWebhookEndpoint({ merchant_id: merchant.id, url, store_id: null, events: ['price'], secret: 's', created_at: AT });
       const busy = await endpoint('https://hooks.example/busy');
       const quiet = await endpoint('https://hooks.example/quiet');
       const paused = await endpoint('https://hooks.example/paused');
@@ -599,9 +942,13 @@ describe(`the storage contract on ${ENGINE}`, () => {
       for (let i = 0; i < 5; i++) busyIds.push((await storage.insertDelivery(deliveryInput(busy.id))).id);
       const quietOne = await storage.insertDelivery(deliveryInput(quiet.id));
       await storage.insertDelivery(deliveryInput(paused.id));
-      const claimed = await storage.claimDueDeliveries(claimAt('2026-11-26T08:00:00.000Z', {
-        limit: 3, perEndpoint: 3, inFlightByEndpoint: new Map([[busy.id, 1]]),
-      }));
+      const claimed = await storage.claimDueDeliveries(
+        claimAt('2026-11-26T08:00:00.000Z', {
+          limit: 3,
+          perEndpoint: 3,
+          inFlightByEndpoint: new Map([[busy.id, 1]]),
+        }),
+      );
       // busy has one in flight: two more at most; quiet gets its turn before busy's second.
       expect(claimed.map((d) => d.id).sort((a, b) => a - b)).toEqual([busyIds[0]!, busyIds[1]!, quietOne.id].sort((a, b) => a - b));
       const rest = await storage.claimDueDeliveries(claimAt('2026-11-26T08:00:00.000Z'));
@@ -615,7 +962,14 @@ describe(`the storage contract on ${ENGINE}`, () => {
     it('keeps invitations, users, sessions, sign-in failures and the audit log', async () => {
       const { merchant } = await merchantWithStores();
       const token = Buffer.alloc(32, 1);
-      const invitation = { merchant_id: merchant.id, email: 'ana@alpine.example', role: 'member' as const, purpose: 'invitation' as const, created_at: AT, expires_at: '2026-11-27T08:00:00.000Z' };
+      const invitation = {
+        merchant_id: merchant.id,
+        email: 'ana@alpine.example',
+        role: 'member' as const,
+        purpose: 'invitation' as const,
+        created_at: AT,
+        expires_at: '2026-11-27T08:00:00.000Z',
+      };
       const inserted = await storage.insertPanelInvitation(token, invitation);
       expect(inserted).toEqual({ ...invitation, id: inserted.id, used_at: null, revoked_at: null });
       expect(await storage.panelInvitation(Buffer.alloc(32, 1))).toEqual(inserted);
@@ -624,9 +978,15 @@ describe(`the storage contract on ${ENGINE}`, () => {
       expect((await storage.panelInvitation(token))!.used_at).toBe('2026-11-26T08:30:00.000Z');
       expect(await storage.panelInvitation(Buffer.alloc(32, 2))).toBeUndefined();
 
-      const user = await storage.upsertPanelUser({ merchant_id: merchant.id, email: 'ana@alpine.example', role: 'member', created_at: AT }, 'hash-1');
+      const user = await storage.upsertPanelUser(
+        { merchant_id: merchant.id, email: 'ana@alpine.example', role: 'member', created_at: AT },
+        'hash-1',
+      );
       expect(user).toEqual({ id: user.id, merchant_id: merchant.id, email: 'ana@alpine.example', role: 'member', created_at: AT });
-      const again = await storage.upsertPanelUser({ merchant_id: merchant.id, email: 'ana@alpine.example', role: 'owner', created_at: '2026-11-26T09:00:00.000Z' }, 'hash-2');
+      const again = await storage.upsertPanelUser(
+        { merchant_id: merchant.id, email: 'ana@alpine.example', role: 'owner', created_at: '2026-11-26T09:00:00.000Z' },
+        'hash-2',
+      );
       expect(again.id).toBe(user.id);
       expect(await storage.panelUserByEmail('ana@alpine.example')).toMatchObject({ id: user.id, role: 'owner', password_hash: 'hash-2' });
       expect(await storage.panelUserByEmail('nobody@alpine.example')).toBeUndefined();
@@ -657,10 +1017,18 @@ describe(`the storage contract on ${ENGINE}`, () => {
         'user:ana': { count: 1, oldest: '2026-11-26T08:01:00.000Z', newest: '2026-11-26T08:01:00.000Z' },
       });
       await storage.clearSignInFailures('user:ana');
-      expect(Object.keys(Object.fromEntries(await storage.countSignInFailures(['user:ana', 'ip:127.0.0.1'], AT.replace('08', '07'))))).toEqual(['ip:127.0.0.1']);
+      expect(
+        Object.keys(Object.fromEntries(await storage.countSignInFailures(['user:ana', 'ip:127.0.0.1'], AT.replace('08', '07')))),
+      ).toEqual(['ip:127.0.0.1']);
 
       await storage.insertAuditEntry({ merchant_id: merchant.id, at: AT, actor: 'operator', action: 'invite', detail: 'ana' });
-      await storage.insertAuditEntry({ merchant_id: merchant.id, at: '2026-11-26T08:01:00.000Z', actor: 'ana@alpine.example', action: 'pause', detail: 'endpoint 1' });
+      await storage.insertAuditEntry({
+        merchant_id: merchant.id,
+        at: '2026-11-26T08:01:00.000Z',
+        actor: 'ana@alpine.example',
+        action: 'pause',
+        detail: 'endpoint 1',
+      });
       expect((await storage.listAuditEntries(merchant.id, 10)).map((e) => e.action)).toEqual(['pause', 'invite']);
       expect(await storage.listAuditEntries(merchant.id, 1)).toHaveLength(1);
     });
@@ -668,14 +1036,29 @@ describe(`the storage contract on ${ENGINE}`, () => {
     it('lists and revokes pending links, keeps one-time messages per session, and ends the other sessions of a user', async () => {
       const { merchant } = await merchantWithStores();
       const other = await storage.createMerchant({ name: 'Other', sku_pattern: null, owner_emails: [], created_at: AT });
-      const link = { merchant_id: merchant.id, email: 'ana@alpine.example', role: 'owner' as const, purpose: 'invitation' as const, created_at: AT, expires_at: '2026-11-27T08:00:00.000Z' };
+      const link = {
+        merchant_id: merchant.id,
+        email: 'ana@alpine.example',
+        role: 'owner' as const,
+        purpose: 'invitation' as const,
+        created_at: AT,
+        expires_at: '2026-11-27T08:00:00.000Z',
+      };
       const first = await storage.insertPanelInvitation(Buffer.alloc(32, 11), link);
       const reset = await storage.insertPanelInvitation(Buffer.alloc(32, 12), { ...link, purpose: 'reset' });
       const bob = await storage.insertPanelInvitation(Buffer.alloc(32, 13), { ...link, email: 'bob@alpine.example' });
-      await storage.insertPanelInvitation(Buffer.alloc(32, 14), { ...link, email: 'old@alpine.example', expires_at: '2026-11-26T08:30:00.000Z' });
+      await storage.insertPanelInvitation(Buffer.alloc(32, 14), {
+        ...link,
+        email: 'old@alpine.example',
+        expires_at: '2026-11-26T08:30:00.000Z',
+      });
       await storage.insertPanelInvitation(Buffer.alloc(32, 15), { ...link, merchant_id: other.id, email: 'ana@alpine.example' });
       expect(reset.id).toBeGreaterThan(first.id);
-      expect((await storage.listPendingPanelInvitations(merchant.id, '2026-11-26T09:00:00.000Z')).map((l) => l.id)).toEqual([first.id, reset.id, bob.id]);
+      expect((await storage.listPendingPanelInvitations(merchant.id, '2026-11-26T09:00:00.000Z')).map((l) => l.id)).toEqual([
+        first.id,
+        reset.id,
+        bob.id,
+      ]);
       // By e-mail: every unused link of that e-mail in that merchant only; by id: that one, in its merchant only.
       expect(await storage.revokePanelInvitations(merchant.id, { email: 'ana@alpine.example' }, '2026-11-26T09:00:00.000Z')).toBe(2);
       expect(await storage.revokePanelInvitations(other.id, { id: bob.id }, '2026-11-26T09:00:00.000Z')).toBe(0);
@@ -686,10 +1069,18 @@ describe(`the storage contract on ${ENGINE}`, () => {
       expect(await storage.listPendingPanelInvitations(merchant.id, '2026-11-26T08:00:00.000Z')).toEqual([
         expect.objectContaining({ email: 'old@alpine.example' }),
       ]);
-      expect((await storage.listPendingPanelInvitations(other.id, '2026-11-26T09:00:00.000Z')).map((l) => l.email)).toEqual(['ana@alpine.example']);
+      expect((await storage.listPendingPanelInvitations(other.id, '2026-11-26T09:00:00.000Z')).map((l) => l.email)).toEqual([
+        'ana@alpine.example',
+      ]);
 
-      const ana = await storage.upsertPanelUser({ merchant_id: merchant.id, email: 'ana@alpine.example', role: 'owner', created_at: AT }, 'hash-1');
-      const eve = await storage.upsertPanelUser({ merchant_id: merchant.id, email: 'eve@alpine.example', role: 'member', created_at: AT }, 'hash-1');
+      const ana = await storage.upsertPanelUser(
+        { merchant_id: merchant.id, email: 'ana@alpine.example', role: 'owner', created_at: AT },
+        'hash-1',
+      );
+      const eve = await storage.upsertPanelUser(
+        { merchant_id: merchant.id, email: 'eve@alpine.example', role: 'member', created_at: AT },
+        'hash-1',
+      );
       expect(await storage.panelOwnerIds(merchant.id)).toEqual([ana.id]);
       expect(await storage.transaction((tx) => tx.panelOwnerIds(merchant.id))).toEqual([ana.id]);
       expect(await storage.panelOwnerIds(other.id)).toEqual([]);
@@ -697,7 +1088,13 @@ describe(`the storage contract on ${ENGINE}`, () => {
       expect((await storage.panelUserByEmail('ana@alpine.example'))!.password_hash).toBe('hash-2');
       expect((await storage.panelUserByEmail('eve@alpine.example'))!.password_hash).toBe('hash-1');
 
-      const session = (user_id: number) => ({ user_id, csrf_token: 'csrf', created_at: AT, last_seen_at: AT, expires_at: '2026-11-26T20:00:00.000Z' });
+      const session = (user_id: number) => ({
+        user_id,
+        csrf_token: 'csrf',
+        created_at: AT,
+        last_seen_at: AT,
+        expires_at: '2026-11-26T20:00:00.000Z',
+      });
       for (const n of [21, 22, 23]) await storage.insertPanelSession(Buffer.alloc(32, n), session(ana.id));
       await storage.insertPanelSession(Buffer.alloc(32, 24), session(eve.id));
       expect(await storage.deletePanelSessionsOfUser(ana.id, Buffer.alloc(32, 21))).toBe(2);
@@ -712,7 +1109,10 @@ describe(`the storage contract on ${ENGINE}`, () => {
       expect(await storage.deleteExpiredPanelFlashes('2026-11-26T08:05:00.000Z')).toBe(1);
       expect(await storage.takePanelFlash(Buffer.alloc(32, 21), stale)).toBeUndefined();
       const taken = await storage.takePanelFlash(Buffer.alloc(32, 21), kept);
-      expect({ ...taken, sealed: Buffer.from(taken!.sealed).toString() }).toEqual({ sealed: 'sealed', expires_at: '2026-11-26T08:10:00.000Z' });
+      expect({ ...taken, sealed: Buffer.from(taken!.sealed).toString() }).toEqual({
+        sealed: 'sealed',
+        expires_at: '2026-11-26T08:10:00.000Z',
+      });
       expect(await storage.takePanelFlash(Buffer.alloc(32, 21), kept)).toBeUndefined();
       // A message goes with its session.
       await storage.deletePanelUser(merchant.id, eve.id);
@@ -723,11 +1123,13 @@ describe(`the storage contract on ${ENGINE}`, () => {
   describe('transactions, snapshots and the database itself', () => {
     it('commits everything a transaction did together, and nothing when it throws', async () => {
       const { merchant } = await merchantWithStores();
-      await expect(storage.transaction(async (tx) => {
-        await tx.createCustomerGroup(merchant.id, 'rolled back');
-        await tx.upsertProductSource(merchant.id, 'GONE', source(), AT);
-        throw new Error('abort');
-      })).rejects.toThrow('abort');
+      await expect(
+        storage.transaction(async (tx) => {
+          await tx.createCustomerGroup(merchant.id, 'rolled back');
+          await tx.upsertProductSource(merchant.id, 'GONE', source(), AT);
+          throw new Error('abort');
+        }),
+      ).rejects.toThrow('abort');
       expect(await storage.listCustomerGroups(merchant.id)).toEqual([]);
       expect(await storage.findProductByRef(merchant.id, 'GONE')).toBeUndefined();
       const result = await storage.transaction(async (tx) => {
@@ -752,8 +1154,11 @@ describe(`the storage contract on ${ENGINE}`, () => {
       await storage.ping();
       expect(await storage.missingMigrations()).toEqual([]);
       expect(await storage.operationalCounts()).toEqual({
-        endpoints: { active: 0, paused: 0, disabled: 0 }, outboxDepth: 0, waitingDeliveries: { pending: 0, failed: 0 },
-        oldestWaitingAt: null, images: { pending: 0, mirrored: 0, dead: 0 },
+        endpoints: { active: 0, paused: 0, disabled: 0 },
+        outboxDepth: 0,
+        waitingDeliveries: { pending: 0, failed: 0 },
+        oldestWaitingAt: null,
+        images: { pending: 0, mirrored: 0, dead: 0 },
       });
     });
   });
@@ -761,8 +1166,16 @@ describe(`the storage contract on ${ENGINE}`, () => {
 
 function deliveryInput(endpointId: number, patch: Partial<NewDelivery> = {}): NewDelivery {
   return {
-    endpoint_id: endpointId, event: 'price', store_id: null, product_ids: [1], occurred_at: null, status: 'pending', attempts: 0,
-    next_attempt_at: '2026-11-26T08:00:00.000Z', created_at: '2026-11-26T08:00:00.000Z', ...patch,
+    endpoint_id: endpointId,
+    event: 'price',
+    store_id: null,
+    product_ids: [1],
+    occurred_at: null,
+    status: 'pending',
+    attempts: 0,
+    next_attempt_at: '2026-11-26T08:00:00.000Z',
+    created_at: '2026-11-26T08:00:00.000Z',
+    ...patch,
   };
 }
 
@@ -790,10 +1203,16 @@ postgresOnly.describe('the same catalog on SQLite and PostgreSQL', () => {
         const ids = await s.publishedProductIds(storeId);
         const page = await s.publishedPage(storeId, 0, 1_000_000);
         const store = (await s.findStore(catalogs[engine].merchant.id, slug))!;
-        const withStore = await s.publishedPageOfStore(catalogs[engine].merchant.id, slug,
-          { storeId, catalogVersion: store.catalog_version, range: [ids[1]!, ids.at(-1)!] });
+        const withStore = await s.publishedPageOfStore(catalogs[engine].merchant.id, slug, {
+          storeId,
+          catalogVersion: store.catalog_version,
+          range: [ids[1]!, ids.at(-1)!],
+        });
         return {
-          storeId, ids, page: utf8(page.bytes), digests: utf8(page.digests),
+          storeId,
+          ids,
+          page: utf8(page.bytes),
+          digests: utf8(page.digests),
           withStore: [utf8(withStore.page!.bytes), utf8(withStore.page!.digests)],
           byIds: utf8((await s.publishedPayloadsByIds(storeId, [...ids].reverse())).bytes),
           prices: utf8(await s.publishedPricesByIds(storeId, ids)),
@@ -808,11 +1227,22 @@ postgresOnly.describe('the same catalog on SQLite and PostgreSQL', () => {
   it('answers the public reads with equal bodies and ETags', async () => {
     const ids = [catalogs.sqlite.products.backpack.id, catalogs.sqlite.products.lamp.id].join(',');
     // Each page twice: the second read is the store and the page in one statement (reads.ts).
-    for (const request of ['/v1/stores', '/v1/products?store=de', '/v1/products?store=de', '/v1/products?store=pl&per_page=2',
-      '/v1/products?store=pl&per_page=2&page=2', '/v1/products', '/v1/products?page=99', `/v1/products?store=de&ids=${ids}`,
-      `/v1/prices?store=de&ids=${ids}`, `/v1/products/${catalogs.sqlite.products.backpack.id}?store=pl`, '/v1/changes?store=de']) {
-      const [onSqlite, onPostgres] = await Promise.all((['sqlite', 'postgres'] as const).map((engine) =>
-        services[engine].api(request, catalogs[engine].merchant.key)));
+    for (const request of [
+      '/v1/stores',
+      '/v1/products?store=de',
+      '/v1/products?store=de',
+      '/v1/products?store=pl&per_page=2',
+      '/v1/products?store=pl&per_page=2&page=2',
+      '/v1/products',
+      '/v1/products?page=99',
+      `/v1/products?store=de&ids=${ids}`,
+      `/v1/prices?store=de&ids=${ids}`,
+      `/v1/products/${catalogs.sqlite.products.backpack.id}?store=pl`,
+      '/v1/changes?store=de',
+    ]) {
+      const [onSqlite, onPostgres] = await Promise.all(
+        (['sqlite', 'postgres'] as const).map((engine) => services[engine].api(request, catalogs[engine].merchant.key)),
+      );
       expect(onSqlite!.status, `${request}: ${onSqlite!.text}`).toBe(200);
       expect(onPostgres!.status, `${request}: ${onPostgres!.text}`).toBe(200);
       expect(onPostgres!.text, request).toBe(onSqlite!.text);

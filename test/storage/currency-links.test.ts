@@ -22,16 +22,30 @@ afterAll(() => {
 });
 
 const source = (patch: Partial<ProductSourceDocument>): ProductSourceDocument => ({
-  eans: [], manufacturer: null, content: { de: { title: 'T', description: null } }, images: [], offers: [], own_stock: null,
-  supplier_attributes: [], overrides: {}, excluded_stores: [], ...patch,
+  eans: [],
+  manufacturer: null,
+  content: { de: { title: 'T', description: null } },
+  images: [],
+  offers: [],
+  own_stock: null,
+  supplier_attributes: [],
+  overrides: {},
+  excluded_stores: [],
+  ...patch,
 });
 
 /** Sources as a catalog before migration 33 holds them: USD and EUR offers, a GBP own stock, an own stock without a cost. */
 const BEFORE: [string, ProductSourceDocument][] = [
-  ['P-1', source({
-    images: [{ url: 'https://img.example/1.jpg' }],
-    offers: [{ supplier_ref: 'alpine', quantity: 1, cost: '1.00', currency: 'USD' }, { supplier_ref: 'baltic', quantity: 1, cost: '1.00', currency: 'EUR' }],
-  })],
+  [
+    'P-1',
+    source({
+      images: [{ url: 'https://img.example/1.jpg' }],
+      offers: [
+        { supplier_ref: 'alpine', quantity: 1, cost: '1.00', currency: 'USD' },
+        { supplier_ref: 'baltic', quantity: 1, cost: '1.00', currency: 'EUR' },
+      ],
+    }),
+  ],
   ['P-2', source({ own_stock: { quantity: 2, cost: '3.00', currency: 'GBP' } })],
   ['P-3', source({ own_stock: { quantity: 2, cost: null, currency: null } })],
 ];
@@ -43,10 +57,19 @@ async function expectMigrated(storage: CatalogStorage, merchantId: number): Prom
   expect(await storage.currenciesInUse(merchantId + 1, ASKED)).toEqual([]);
   expect(await storage.isSupplierReferenced(merchantId, 'baltic')).toBe(true);
   expect(await storage.productIdsWithImage(merchantId, 'https://img.example/1.jpg')).toEqual([1]);
-  await storage.transaction((tx) => tx.upsertProductSource(merchantId, 'P-1', source({
-    offers: [{ supplier_ref: 'baltic', quantity: 1, cost: '1.00', currency: 'EUR' }],
-  }), AT));
-  await storage.transaction((tx) => tx.upsertProductSource(merchantId, 'P-4', source({ own_stock: { quantity: 1, cost: '9', currency: 'JPY' } }), AT));
+  await storage.transaction((tx) =>
+    tx.upsertProductSource(
+      merchantId,
+      'P-1',
+      source({
+        offers: [{ supplier_ref: 'baltic', quantity: 1, cost: '1.00', currency: 'EUR' }],
+      }),
+      AT,
+    ),
+  );
+  await storage.transaction((tx) =>
+    tx.upsertProductSource(merchantId, 'P-4', source({ own_stock: { quantity: 1, cost: '9', currency: 'JPY' } }), AT),
+  );
   expect((await storage.currenciesInUse(merchantId, ASKED)).sort()).toEqual(['EUR', 'GBP', 'JPY']);
 }
 
@@ -62,7 +85,8 @@ describe.skipIf(TEST_ENGINE !== 'sqlite')('SQLite: migration 33 on a catalog wri
       db.prepare('INSERT INTO schema_migrations VALUES (?, ?, ?)').run(migration.id, migration.name, AT);
     }
     db.prepare("INSERT INTO merchants (name, created_at) VALUES ('Before', ?)").run(AT);
-    for (const [ref, s] of BEFORE) db.prepare('INSERT INTO products (merchant_id, ref, source, updated_at) VALUES (1, ?, ?, ?)').run(ref, JSON.stringify(s), AT);
+    for (const [ref, s] of BEFORE)
+      db.prepare('INSERT INTO products (merchant_id, ref, source, updated_at) VALUES (1, ?, ?, ?)').run(ref, JSON.stringify(s), AT);
     // The links migration 16 and the sources' writes kept before 33.
     db.exec(`INSERT INTO product_links (merchant_id, kind, value, product_id) VALUES
       (1, 'image', 'https://img.example/1.jpg', 1), (1, 'supplier', 'alpine', 1), (1, 'supplier', 'baltic', 1)`);
@@ -94,14 +118,20 @@ describe.skipIf(TEST_ENGINE !== 'postgres' || onPglite())('PostgreSQL: migration
     await before.connect();
     let opened: Awaited<ReturnType<typeof openPostgresStorage>> | undefined;
     try {
-      await before.query('CREATE TABLE schema_migrations (id integer PRIMARY KEY, name text NOT NULL, applied_at text COLLATE "C" NOT NULL)');
+      await before.query(
+        'CREATE TABLE schema_migrations (id integer PRIMARY KEY, name text NOT NULL, applied_at text COLLATE "C" NOT NULL)',
+      );
       for (const migration of migrations.filter((m) => m.id < 33)) {
         for (const statement of statementsOf(migration.sql)) await before.query(statement);
         await before.query('INSERT INTO schema_migrations VALUES ($1, $2, $3)', [migration.id, migration.name, AT]);
       }
       await before.query(`INSERT INTO merchants (name, created_at) VALUES ('Before', $1)`, [AT]);
       for (const [ref, s] of BEFORE) {
-        await before.query('INSERT INTO products (merchant_id, ref, source, updated_at) VALUES (1, $1, $2, $3)', [ref, JSON.stringify(s), AT]);
+        await before.query('INSERT INTO products (merchant_id, ref, source, updated_at) VALUES (1, $1, $2, $3)', [
+          ref,
+          JSON.stringify(s),
+          AT,
+        ]);
       }
       await before.query(`INSERT INTO product_links (merchant_id, kind, value, product_id) VALUES
         (1, 'image', 'https://img.example/1.jpg', 1), (1, 'supplier', 'alpine', 1), (1, 'supplier', 'baltic', 1)`);

@@ -22,9 +22,16 @@ let merchantId: number;
 let other: number;
 
 const source = (images: number[]): ProductSourceDocument => ({
-  eans: [], manufacturer: null, content: { de: { title: 'Zelt', description: null } }, images: images.map((n) => ({ url: url(n) })),
-  offers: [], own_stock: null, supplier_attributes: [], overrides: {}, excluded_stores: [],
-} as unknown as ProductSourceDocument);
+  eans: [],
+  manufacturer: null,
+  content: { de: { title: 'Zelt', description: null } },
+  images: images.map((n) => ({ url: url(n) })),
+  offers: [],
+  own_stock: null,
+  supplier_attributes: [],
+  overrides: {},
+  excluded_stores: [],
+});
 
 /** What the test wrote: each product's images (by ref), and the images whose state it changed. */
 const products = new Map<string, number[]>();
@@ -32,7 +39,11 @@ const states = new Map<number, 'mirrored' | 'dead'>();
 const ids = new Map<string, number>();
 
 async function upsertChunk(chunk: [string, number[]][]): Promise<void> {
-  const written = await storage.upsertProductSources(merchantId, chunk.map(([ref, images]) => ({ ref, source: source(images) })), AT);
+  const written = await storage.upsertProductSources(
+    merchantId,
+    chunk.map(([ref, images]) => ({ ref, source: source(images) })),
+    AT,
+  );
   chunk.forEach(([ref, images], i) => {
     products.set(ref, images);
     ids.set(ref, written[i]!.id);
@@ -72,7 +83,12 @@ describe('kept image counts after bulk writes of product sources', () => {
 
   it('counts images whose state changed, then a chunk that drops some, unlists others and adds new ones', async () => {
     for (const n of [5, 6, 1000]) {
-      await storage.updateImageMirror(merchantId, url(n), { state: 'mirrored', mirrored_url: `https://media.example/${n}.jpg`, next_attempt_at: null, updated_at: AT });
+      await storage.updateImageMirror(merchantId, url(n), {
+        state: 'mirrored',
+        mirrored_url: `https://media.example/${n}.jpg`,
+        next_attempt_at: null,
+        updated_at: AT,
+      });
       states.set(n, 'mirrored');
     }
     await storage.updateImageMirror(merchantId, url(7), { state: 'dead', last_error: 'http_404', next_attempt_at: null, updated_at: AT });
@@ -102,78 +118,133 @@ describe('kept image counts after bulk writes of product sources', () => {
     expect(await storage.imageStateCounts(merchantId)).toEqual(expected());
   });
 
-  it.skipIf(TEST_ENGINE !== 'postgres' || onPglite())('PostgreSQL: the kept counts equal a count of the rows after plain INSERT and DELETE statements of many rows', async () => {
-    const client = new pg.Client(database.location);
-    await client.connect();
-    try {
-      const recount = async () => (await client.query(`SELECT merchant_id::integer AS merchant_id, state, count(*)::integer AS n FROM image_mirrors
-        WHERE listed > 0 GROUP BY 1, 2 ORDER BY 1, 2`)).rows;
-      const kept = async () => (await client.query('SELECT merchant_id::integer AS merchant_id, state, n::integer AS n FROM image_state_counts WHERE n <> 0 ORDER BY 1, 2')).rows;
-      expect(await kept()).toEqual(await recount());
-      await client.query(`INSERT INTO image_mirrors (merchant_id, url, origin, state, updated_at, listed)
+  it.skipIf(TEST_ENGINE !== 'postgres' || onPglite())(
+    'PostgreSQL: the kept counts equal a count of the rows after plain INSERT and DELETE statements of many rows',
+    async () => {
+      const client = new pg.Client(database.location);
+      await client.connect();
+      try {
+        const recount = async () =>
+          (
+            await client.query(`SELECT merchant_id::integer AS merchant_id, state, count(*)::integer AS n FROM image_mirrors
+        WHERE listed > 0 GROUP BY 1, 2 ORDER BY 1, 2`)
+          ).rows;
+        const kept = async () =>
+          (
+            await client.query(
+              'SELECT merchant_id::integer AS merchant_id, state, n::integer AS n FROM image_state_counts WHERE n <> 0 ORDER BY 1, 2',
+            )
+          ).rows;
+        expect(await kept()).toEqual(await recount());
+        await client.query(
+          `INSERT INTO image_mirrors (merchant_id, url, origin, state, updated_at, listed)
         SELECT CASE WHEN i % 2 = 0 THEN $1::bigint ELSE $2::bigint END, 'https://bulk.example/' || i, 'https://bulk.example',
-          (ARRAY['pending', 'mirrored', 'dead'])[1 + i % 3], $3, i % 4 FROM generate_series(1, 600) AS i`, [merchantId, other, AT]);
-      expect(await kept()).toEqual(await recount());
-      await client.query("DELETE FROM image_mirrors WHERE url LIKE 'https://bulk.example/%' AND (url LIKE '%1' OR url LIKE '%2' OR url LIKE '%5')");
-      expect(await kept()).toEqual(await recount());
-      await client.query("DELETE FROM image_mirrors WHERE merchant_id = $1 AND state = 'pending'", [other]);
-      expect(await kept()).toEqual(await recount());
-    } finally {
-      await client.end();
-    }
-  });
+          (ARRAY['pending', 'mirrored', 'dead'])[1 + i % 3], $3, i % 4 FROM generate_series(1, 600) AS i`,
+          [merchantId, other, AT],
+        );
+        expect(await kept()).toEqual(await recount());
+        await client.query(
+          "DELETE FROM image_mirrors WHERE url LIKE 'https://bulk.example/%' AND (url LIKE '%1' OR url LIKE '%2' OR url LIKE '%5')",
+        );
+        expect(await kept()).toEqual(await recount());
+        await client.query("DELETE FROM image_mirrors WHERE merchant_id = $1 AND state = 'pending'", [other]);
+        expect(await kept()).toEqual(await recount());
+      } finally {
+        await client.end();
+      }
+    },
+  );
 
-  it.skipIf(TEST_ENGINE !== 'postgres' || onPglite())('PostgreSQL: counts a transition at COMMIT (migration 26), so two open transitions of one merchant never wait for each other', async () => {
-    const first = new pg.Client(database.location);
-    const second = new pg.Client(database.location);
-    await Promise.all([first.connect(), second.connect()]);
-    try {
-      await storage.transaction(async (tx) => {
-        await tx.ensureImageMirrors(merchantId, ['https://commit.example/a.jpg', 'https://commit.example/b.jpg'], AT);
-      });
-      await storage.upsertProductSources(merchantId, [{ ref: 'C-1', source: { ...source([]), images: [{ url: 'https://commit.example/a.jpg' }, { url: 'https://commit.example/b.jpg' }] } as ProductSourceDocument }], AT);
-      const before = await storage.imageStateCounts(merchantId);
-      await first.query('BEGIN');
-      await second.query('BEGIN');
-      // A lock wait fails at once instead of hanging the test.
-      await second.query("SET LOCAL lock_timeout = '2s'");
-      await first.query("UPDATE image_mirrors SET state = 'mirrored' WHERE merchant_id = $1 AND url = $2", [merchantId, 'https://commit.example/a.jpg']);
-      await second.query("UPDATE image_mirrors SET state = 'mirrored' WHERE merchant_id = $1 AND url = $2", [merchantId, 'https://commit.example/b.jpg']);
-      // Neither is counted before it commits.
-      expect(await storage.imageStateCounts(merchantId)).toEqual(before);
-      await first.query('COMMIT');
-      await second.query('COMMIT');
-      expect(await storage.imageStateCounts(merchantId)).toEqual({ ...before, pending: before.pending - 2, mirrored: before.mirrored + 2 });
-    } finally {
-      await Promise.all([first.end(), second.end()]);
-    }
-  });
-  it.skipIf(TEST_ENGINE !== 'postgres' || onPglite())('PostgreSQL: counts new images at COMMIT too (migration 29), so a chunk that added images and a transition that holds the change sequencer never deadlock', async () => {
-    const importing = new pg.Client(database.location);
-    const mirroring = new pg.Client(database.location);
-    await Promise.all([importing.connect(), mirroring.connect()]);
-    try {
-      await storage.transaction((tx) => tx.ensureImageMirrors(merchantId, ['https://deadlock.example/old.jpg'], AT));
-      await storage.upsertProductSources(merchantId, [{ ref: 'D-1', source: { ...source([]), images: [{ url: 'https://deadlock.example/old.jpg' }] } as ProductSourceDocument }], AT);
-      const before = await storage.imageStateCounts(merchantId);
-      const sequencer = `INSERT INTO change_sequences AS s (merchant_id, last_id, last_at) VALUES ($1, 1, $2)
+  it.skipIf(TEST_ENGINE !== 'postgres' || onPglite())(
+    'PostgreSQL: counts a transition at COMMIT (migration 26), so two open transitions of one merchant never wait for each other',
+    async () => {
+      const first = new pg.Client(database.location);
+      const second = new pg.Client(database.location);
+      await Promise.all([first.connect(), second.connect()]);
+      try {
+        await storage.transaction(async (tx) => {
+          await tx.ensureImageMirrors(merchantId, ['https://commit.example/a.jpg', 'https://commit.example/b.jpg'], AT);
+        });
+        await storage.upsertProductSources(
+          merchantId,
+          [
+            {
+              ref: 'C-1',
+              source: { ...source([]), images: [{ url: 'https://commit.example/a.jpg' }, { url: 'https://commit.example/b.jpg' }] },
+            },
+          ],
+          AT,
+        );
+        const before = await storage.imageStateCounts(merchantId);
+        await first.query('BEGIN');
+        await second.query('BEGIN');
+        // A lock wait fails at once instead of hanging the test.
+        await second.query("SET LOCAL lock_timeout = '2s'");
+        await first.query("UPDATE image_mirrors SET state = 'mirrored' WHERE merchant_id = $1 AND url = $2", [
+          merchantId,
+          'https://commit.example/a.jpg',
+        ]);
+        await second.query("UPDATE image_mirrors SET state = 'mirrored' WHERE merchant_id = $1 AND url = $2", [
+          merchantId,
+          'https://commit.example/b.jpg',
+        ]);
+        // Neither is counted before it commits.
+        expect(await storage.imageStateCounts(merchantId)).toEqual(before);
+        await first.query('COMMIT');
+        await second.query('COMMIT');
+        expect(await storage.imageStateCounts(merchantId)).toEqual({
+          ...before,
+          pending: before.pending - 2,
+          mirrored: before.mirrored + 2,
+        });
+      } finally {
+        await Promise.all([first.end(), second.end()]);
+      }
+    },
+  );
+  it.skipIf(TEST_ENGINE !== 'postgres' || onPglite())(
+    'PostgreSQL: counts new images at COMMIT too (migration 29), so a chunk that added images and a transition that holds the change sequencer never deadlock',
+    async () => {
+      const importing = new pg.Client(database.location);
+      const mirroring = new pg.Client(database.location);
+      await Promise.all([importing.connect(), mirroring.connect()]);
+      try {
+        await storage.transaction((tx) => tx.ensureImageMirrors(merchantId, ['https://deadlock.example/old.jpg'], AT));
+        await storage.upsertProductSources(
+          merchantId,
+          [{ ref: 'D-1', source: { ...source([]), images: [{ url: 'https://deadlock.example/old.jpg' }] } }],
+          AT,
+        );
+        const before = await storage.imageStateCounts(merchantId);
+        const sequencer = `INSERT INTO change_sequences AS s (merchant_id, last_id, last_at) VALUES ($1, 1, $2)
         ON CONFLICT (merchant_id) DO UPDATE SET last_id = s.last_id + 1`;
-      await importing.query('BEGIN');
-      await mirroring.query('BEGIN');
-      // The import's chunk adds a listed image (its source names it)...
-      await importing.query(`INSERT INTO image_mirrors (merchant_id, url, origin, state, updated_at, next_attempt_at, listed)
-        VALUES ($1, 'https://deadlock.example/new.jpg', 'https://deadlock.example', 'pending', $2, $2, 1)`, [merchantId, AT]);
-      // ...while a transition records its change (the sequencer, held to COMMIT) and commits.
-      await mirroring.query("UPDATE image_mirrors SET state = 'mirrored' WHERE merchant_id = $1 AND url = 'https://deadlock.example/old.jpg'", [merchantId]);
-      await mirroring.query(sequencer, [merchantId, AT]);
-      const transitionCommitted = mirroring.query('COMMIT');
-      // The chunk records its changes next: it waits for the transition's COMMIT, which must not wait for it.
-      await importing.query(sequencer, [merchantId, AT]);
-      await transitionCommitted;
-      await importing.query('COMMIT');
-      expect(await storage.imageStateCounts(merchantId)).toEqual({ ...before, pending: before.pending - 1 + 1, mirrored: before.mirrored + 1 });
-    } finally {
-      await Promise.all([importing.end(), mirroring.end()]);
-    }
-  });
+        await importing.query('BEGIN');
+        await mirroring.query('BEGIN');
+        // The import's chunk adds a listed image (its source names it)...
+        await importing.query(
+          `INSERT INTO image_mirrors (merchant_id, url, origin, state, updated_at, next_attempt_at, listed)
+        VALUES ($1, 'https://deadlock.example/new.jpg', 'https://deadlock.example', 'pending', $2, $2, 1)`,
+          [merchantId, AT],
+        );
+        // ...while a transition records its change (the sequencer, held to COMMIT) and commits.
+        await mirroring.query(
+          "UPDATE image_mirrors SET state = 'mirrored' WHERE merchant_id = $1 AND url = 'https://deadlock.example/old.jpg'",
+          [merchantId],
+        );
+        await mirroring.query(sequencer, [merchantId, AT]);
+        const transitionCommitted = mirroring.query('COMMIT');
+        // The chunk records its changes next: it waits for the transition's COMMIT, which must not wait for it.
+        await importing.query(sequencer, [merchantId, AT]);
+        await transitionCommitted;
+        await importing.query('COMMIT');
+        expect(await storage.imageStateCounts(merchantId)).toEqual({
+          ...before,
+          pending: before.pending - 1 + 1,
+          mirrored: before.mirrored + 1,
+        });
+      } finally {
+        await Promise.all([importing.end(), mirroring.end()]);
+      }
+    },
+  );
 });

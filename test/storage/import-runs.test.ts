@@ -22,20 +22,43 @@ let merchantId: number;
 beforeAll(async () => {
   service = await startTestService();
   merchantId = (await service.admin.createMerchant({ name: 'Import Run Outfitters' })).id;
-  await service.admin.upsertStore(merchantId, 'de', { name: 'DE', locale: 'de-DE', currency: 'EUR', is_default: true, active: true, exclude_out_of_stock: false });
+  await service.admin.upsertStore(merchantId, 'de', {
+    name: 'DE',
+    locale: 'de-DE',
+    currency: 'EUR',
+    is_default: true,
+    active: true,
+    exclude_out_of_stock: false,
+  });
   await service.admin.upsertSupplier(merchantId, 'alpine', 'Alpine');
 });
 afterAll(() => service?.close());
 
-const file = (prefix: string) => Array.from({ length: PRODUCTS }, (_, n) => `${JSON.stringify({
-  op: 'upsert_product', product: { ref: `${prefix}-${n}`, content: { de: { title: `${prefix} ${n}` } }, offers: [{ supplier_ref: 'alpine', quantity: 1, cost: '10.00', currency: 'EUR' }] },
-})}\n`).join('');
+const file = (prefix: string) =>
+  Array.from(
+    { length: PRODUCTS },
+    (_, n) =>
+      `${JSON.stringify({
+        op: 'upsert_product',
+        product: {
+          ref: `${prefix}-${n}`,
+          content: { de: { title: `${prefix} ${n}` } },
+          offers: [{ supplier_ref: 'alpine', quantity: 1, cost: '10.00', currency: 'EUR' }],
+        },
+      })}\n`,
+  ).join('');
 
 /** A process: its publish runs, and its import jobs applying their chunks (each call to applyNext counted). */
 function aProcess(handOff = false) {
   const runs = new PublishRuns(service.storage, service.admin.publisher, () => new Date());
   runs.handOff = handOff;
-  const imports = new ImportJobs(service.storage, service.admin, () => new Date(), { chunkSize: CHUNK, maxJsonDepth: 64, progressIntervalMs: 0, stalledAfterMs: STALLED_MS }, runs);
+  const imports = new ImportJobs(
+    service.storage,
+    service.admin,
+    () => new Date(),
+    { chunkSize: CHUNK, maxJsonDepth: 64, progressIntervalMs: 0, stalledAfterMs: STALLED_MS },
+    runs,
+  );
   const applied: number[] = [];
   const applyNext = imports.applyNext.bind(imports);
   imports.applyNext = async (tx, run) => {
@@ -49,7 +72,13 @@ function aProcess(handOff = false) {
 /** Every product of the file is in the catalog, and nothing of the job is left to apply. */
 async function expectApplied(jobId: number, prefix: string): Promise<void> {
   expect(await service.storage.importJob(merchantId, jobId)).toMatchObject({
-    state: 'succeeded', operations: PRODUCTS, products_applied: PRODUCTS, upserted: PRODUCTS, deleted: 0, error: null, finished_at: expect.any(String),
+    state: 'succeeded',
+    operations: PRODUCTS,
+    products_applied: PRODUCTS,
+    upserted: PRODUCTS,
+    deleted: 0,
+    error: null,
+    finished_at: expect.any(String),
   });
   expect(await service.storage.nextImportChunk(jobId)).toBeUndefined();
   expect(await service.storage.stalledPublishRuns('9999-01-01T00:00:00.000Z', 100)).toEqual([]);
@@ -85,7 +114,12 @@ describe('an import applied by a run', () => {
     };
     const { job, done } = await first.imports.start(merchantId, 'operator', 'stopped.ndjson', file('S'));
     await expect(done).rejects.toMatchObject({ status: 500, detail: expect.stringMatching(/rest is applied when the service runs again/) });
-    expect(await service.storage.importJob(merchantId, job.id)).toMatchObject({ state: 'running', operations: PRODUCTS, products_applied: 2 * CHUNK, error: null });
+    expect(await service.storage.importJob(merchantId, job.id)).toMatchObject({
+      state: 'running',
+      operations: PRODUCTS,
+      products_applied: 2 * CHUNK,
+      error: null,
+    });
     expect(await service.storage.nextImportChunk(job.id)).toMatchObject({ seq: 3 });
     const [stalled] = await service.storage.stalledPublishRuns(new Date().toISOString(), 10);
     expect(stalled).toMatchObject({ import_job_id: job.id, after_product_id: 2, leased_until: RELEASED_PUBLISH_RUN });
@@ -109,7 +143,11 @@ describe('an import applied by a run', () => {
     const { job, done } = await runner.imports.start(merchantId, 'operator', 'conflict.ndjson', file('C'));
     await expect(done).rejects.toMatchObject({ status: 409, detail: expect.stringContaining('line 21') });
     expect(await service.storage.importJob(merchantId, job.id)).toMatchObject({
-      state: 'failed', operations: PRODUCTS, products_applied: 2 * CHUNK, error_code: 'conflict', finished_at: expect.any(String),
+      state: 'failed',
+      operations: PRODUCTS,
+      products_applied: 2 * CHUNK,
+      error_code: 'conflict',
+      finished_at: expect.any(String),
     });
     expect(await service.storage.nextImportChunk(job.id)).toBeUndefined();
     expect(await service.storage.stalledPublishRuns('9999-01-01T00:00:00.000Z', 100)).toEqual([]);
@@ -119,11 +157,25 @@ describe('an import applied by a run', () => {
 });
 
 describe('an import whose process stopped while it checked the file', () => {
-  const job = (fields: Partial<ImportJobRecord>) => service.storage.insertImportJob({
-    merchant_id: merchantId, started_by: 'operator', file_name: 'left.ndjson', state: 'running', started_at: '2026-01-01T00:00:00.000Z',
-    updated_at: '2026-01-01T00:00:00.000Z', finished_at: null, lines_read: 7, operations: null, products_applied: 0, upserted: 0, deleted: 0,
-    error: null, error_code: null, problems: [], ...fields,
-  });
+  const job = (fields: Partial<ImportJobRecord>) =>
+    service.storage.insertImportJob({
+      merchant_id: merchantId,
+      started_by: 'operator',
+      file_name: 'left.ndjson',
+      state: 'running',
+      started_at: '2026-01-01T00:00:00.000Z',
+      updated_at: '2026-01-01T00:00:00.000Z',
+      finished_at: null,
+      lines_read: 7,
+      operations: null,
+      products_applied: 0,
+      upserted: 0,
+      deleted: 0,
+      error: null,
+      error_code: null,
+      problems: [],
+      ...fields,
+    });
 
   it('is ended as interrupted by the next look, with nothing applied; a staged or fresh one is not', async () => {
     const left = await job({});
@@ -132,18 +184,27 @@ describe('an import whose process stopped while it checked the file', () => {
     const { runs } = aProcess();
     await runs.resumeStalled();
     expect(await service.storage.importJob(merchantId, left.id)).toMatchObject({
-      state: 'failed', error_code: 'interrupted', error: INTERRUPTED_IMPORT, lines_read: 7, operations: null, products_applied: 0, finished_at: expect.any(String),
+      state: 'failed',
+      error_code: 'interrupted',
+      error: INTERRUPTED_IMPORT,
+      lines_read: 7,
+      operations: null,
+      products_applied: 0,
+      finished_at: expect.any(String),
     });
     // Staged: its run applies it (or resumes it); fresh: its process is checking it now.
     expect(await service.storage.importJob(merchantId, staged.id)).toMatchObject({ state: 'running', error_code: null });
     expect(await service.storage.importJob(merchantId, fresh.id)).toMatchObject({ state: 'running', error_code: null });
-    for (const id of [staged.id, fresh.id]) await service.storage.updateImportJob(id, { state: 'failed', finished_at: new Date().toISOString() });
+    for (const id of [staged.id, fresh.id])
+      await service.storage.updateImportJob(id, { state: 'failed', finished_at: new Date().toISOString() });
   });
 
   it('is kept alive by its process while no line arrives, so it is never ended as interrupted while the upload is only slow', async () => {
     const checking = aProcess();
     let open!: () => void;
-    const gate = new Promise<void>((resolve) => { open = resolve; });
+    const gate = new Promise<void>((resolve) => {
+      open = resolve;
+    });
     async function* slowUpload() {
       yield new TextEncoder().encode(file('S').split('\n').slice(0, 3).join('\n') + '\n');
       await gate;

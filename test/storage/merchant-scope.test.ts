@@ -9,10 +9,24 @@ import { onPglite, storagePerTest, TEST_ENGINE } from '../support/engine.js';
 
 const ENGINE = TEST_ENGINE === 'sqlite' ? 'SQLite' : onPglite() ? 'PostgreSQL (embedded pglite)' : 'PostgreSQL';
 const AT = '2026-11-26T08:00:00.000Z';
-const STORE: StoreInputRecord = { name: 'Deutschland', locale: 'de-DE', currency: 'EUR', is_default: true, active: true, exclude_out_of_stock: false };
+const STORE: StoreInputRecord = {
+  name: 'Deutschland',
+  locale: 'de-DE',
+  currency: 'EUR',
+  is_default: true,
+  active: true,
+  exclude_out_of_stock: false,
+};
 const SOURCE: ProductSourceDocument = {
-  eans: [], manufacturer: null, content: { de: { title: 'Zelt', description: null } }, images: [], offers: [], own_stock: null,
-  supplier_attributes: [], overrides: {}, excluded_stores: [],
+  eans: [],
+  manufacturer: null,
+  content: { de: { title: 'Zelt', description: null } },
+  images: [],
+  offers: [],
+  own_stock: null,
+  supplier_attributes: [],
+  overrides: {},
+  excluded_stores: [],
 };
 
 let storage: CatalogStorage;
@@ -29,7 +43,7 @@ async function merchantNamed(name: string) {
 }
 
 describe(`a merchant's scope on ${ENGINE}`, () => {
-  it('reads only its own merchant\'s rows, by the same names and by another merchant\'s ids', async () => {
+  it("reads only its own merchant's rows, by the same names and by another merchant's ids", async () => {
     const a = await merchantNamed('Alpine');
     const b = await merchantNamed('Baltic');
     const scope = scopeToMerchant(storage, a.merchant.id);
@@ -45,7 +59,7 @@ describe(`a merchant's scope on ${ENGINE}`, () => {
     await scope.listStores(b.merchant.id);
   });
 
-  it('writes only its own merchant\'s rows: another merchant\'s ids change nothing there', async () => {
+  it("writes only its own merchant's rows: another merchant's ids change nothing there", async () => {
     const a = await merchantNamed('Alpine');
     const b = await merchantNamed('Baltic');
     const scope = forMerchant(storage, a.merchant.id);
@@ -62,7 +76,7 @@ describe(`a merchant's scope on ${ENGINE}`, () => {
     expect(await storage.listAuditEntries(b.merchant.id, 10)).toEqual([]);
   });
 
-  it('refuses another merchant\'s store where the port keys by store, before any statement', async () => {
+  it("refuses another merchant's store where the port keys by store, before any statement", async () => {
     const a = await merchantNamed('Alpine');
     const b = await merchantNamed('Baltic');
     const scope = forMerchant(storage, a.merchant.id);

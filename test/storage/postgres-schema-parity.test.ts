@@ -28,9 +28,21 @@ interface Schema {
 /** Declared types, by the word both engines' columns are compared with. */
 const SQL_TYPES: Record<string, string> = {
   // SQLite (its declared types; an INTEGER PRIMARY KEY is the rowid)
-  INTEGER: 'integer', INT: 'integer', BIGINT: 'integer', TEXT: 'text', BLOB: 'bytes', REAL: 'real', BOOLEAN: 'boolean',
+  INTEGER: 'integer',
+  INT: 'integer',
+  BIGINT: 'integer',
+  TEXT: 'text',
+  BLOB: 'bytes',
+  REAL: 'real',
+  BOOLEAN: 'boolean',
   // PostgreSQL (information_schema's data_type)
-  bigint: 'integer', integer: 'integer', smallint: 'integer', text: 'text', bytea: 'bytes', 'double precision': 'real', boolean: 'boolean',
+  bigint: 'integer',
+  integer: 'integer',
+  smallint: 'integer',
+  text: 'text',
+  bytea: 'bytes',
+  'double precision': 'real',
+  boolean: 'boolean',
 };
 
 /** SQLite has no boolean type: these columns hold 0 and 1 there (rows.ts `flag` and the dialect's `bool` read and write both). */
@@ -61,11 +73,14 @@ const ON_PURPOSE: Record<string, string> = {
   'postgres: unique panel_invitations(id)': INVITATION_KEYS,
   'postgres: column published_products.sku': SKU_EAN,
   'postgres: column published_products.ean': SKU_EAN,
-  'sqlite: index published_products_sku published_products(store_id, <expression>, product_id), postgres: published_products(store_id, sku, product_id)': SKU_EAN,
-  'sqlite: index published_products_ean published_products(store_id, <expression>, product_id), postgres: published_products(store_id, ean, product_id)': SKU_EAN,
+  'sqlite: index published_products_sku published_products(store_id, <expression>, product_id), postgres: published_products(store_id, sku, product_id)':
+    SKU_EAN,
+  'sqlite: index published_products_ean published_products(store_id, <expression>, product_id), postgres: published_products(store_id, ean, product_id)':
+    SKU_EAN,
   // Migration 28: PostgreSQL's planner misused it for image claims (they go by origin alone there);
   // SQLite's plans of those claims are checked by the tests (bounded-statements, image-claims).
-  'sqlite: index image_mirrors_due_per_merchant image_mirrors(merchant_id, next_attempt_at) WHERE': 'dropped on PostgreSQL, whose planner misused it',
+  'sqlite: index image_mirrors_due_per_merchant image_mirrors(merchant_id, next_attempt_at) WHERE':
+    'dropped on PostgreSQL, whose planner misused it',
 };
 
 const typeOf = (engine: string, table: string, column: string, declared: string): string => {
@@ -80,18 +95,33 @@ function sqliteSchema(file: string): Schema {
   const db = new Database(file, { readonly: true });
   try {
     const schema: Schema = { columns: new Map(), primaryKeys: new Set(), uniques: new Set(), indexes: new Map() };
-    const tables = db.prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").pluck().all() as string[];
+    const tables = db
+      .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
+      .pluck()
+      .all() as string[];
     for (const table of tables) {
-      const columns = db.prepare('SELECT name, type, pk FROM pragma_table_info(?) ORDER BY cid').all(table) as { name: string; type: string; pk: number }[];
+      const columns = db.prepare('SELECT name, type, pk FROM pragma_table_info(?) ORDER BY cid').all(table) as {
+        name: string;
+        type: string;
+        pk: number;
+      }[];
       schema.columns.set(table, new Map(columns.map((c) => [c.name, typeOf('sqlite', table, c.name, c.type)])));
-      const pk = columns.filter((c) => c.pk > 0).sort((a, b) => a.pk - b.pk).map((c) => c.name);
+      const pk = columns
+        .filter((c) => c.pk > 0)
+        .sort((a, b) => a.pk - b.pk)
+        .map((c) => c.name);
       if (pk.length > 0) schema.primaryKeys.add(key(table, pk));
-      const indexes = db.prepare('SELECT name, "unique", origin, partial FROM pragma_index_list(?)').all(table) as
-        { name: string; unique: number; origin: 'c' | 'u' | 'pk'; partial: number }[];
+      const indexes = db.prepare('SELECT name, "unique", origin, partial FROM pragma_index_list(?)').all(table) as {
+        name: string;
+        unique: number;
+        origin: 'c' | 'u' | 'pk';
+        partial: number;
+      }[];
       for (const index of indexes) {
         if (index.origin === 'pk') continue;
-        const columnsOf = (db.prepare('SELECT cid, name FROM pragma_index_info(?) ORDER BY seqno').all(index.name) as { cid: number; name: string | null }[])
-          .map((c) => c.name ?? '<expression>');
+        const columnsOf = (
+          db.prepare('SELECT cid, name FROM pragma_index_info(?) ORDER BY seqno').all(index.name) as { cid: number; name: string | null }[]
+        ).map((c) => c.name ?? '<expression>');
         if (index.origin === 'u') schema.uniques.add(key(table, columnsOf));
         else schema.indexes.set(index.name, `${index.unique ? 'UNIQUE ' : ''}${key(table, columnsOf)}${index.partial ? ' WHERE' : ''}`);
       }
@@ -107,7 +137,11 @@ async function postgresSchema(url: string): Promise<Schema> {
   await client.connect();
   try {
     const schema: Schema = { columns: new Map(), primaryKeys: new Set(), uniques: new Set(), indexes: new Map() };
-    const columns = await client.query<{ table_name: string; column_name: string; data_type: string }>(`SELECT c.table_name, c.column_name, c.data_type
+    const columns = await client.query<{
+      table_name: string;
+      column_name: string;
+      data_type: string;
+    }>(`SELECT c.table_name, c.column_name, c.data_type
       FROM information_schema.columns AS c JOIN information_schema.tables AS t USING (table_schema, table_name)
       WHERE c.table_schema = 'public' AND t.table_type = 'BASE TABLE' ORDER BY c.table_name, c.ordinal_position`);
     for (const c of columns.rows) {
@@ -115,7 +149,15 @@ async function postgresSchema(url: string): Promise<Schema> {
       schema.columns.get(c.table_name)!.set(c.column_name, typeOf('postgres', c.table_name, c.column_name, c.data_type));
     }
     // Each index with its key columns (an expression's own text), whether a constraint made it.
-    const indexes = await client.query<{ name: string; table: string; columns: string[]; unique: boolean; primary: boolean; constraint: string | null; partial: boolean }>(`
+    const indexes = await client.query<{
+      name: string;
+      table: string;
+      columns: string[];
+      unique: boolean;
+      primary: boolean;
+      constraint: string | null;
+      partial: boolean;
+    }>(`
       SELECT i.relname AS name, t.relname AS table, x.indisunique AS unique, x.indisprimary AS primary, x.indpred IS NOT NULL AS partial,
         (SELECT contype::text FROM pg_constraint WHERE conindid = x.indexrelid LIMIT 1) AS constraint,
         ARRAY(SELECT CASE WHEN x.indkey[k - 1] = 0 THEN '<expression>' ELSE pg_get_indexdef(x.indexrelid, k, true) END
@@ -125,7 +167,11 @@ async function postgresSchema(url: string): Promise<Schema> {
     for (const index of indexes.rows) {
       if (index.primary) schema.primaryKeys.add(key(index.table, index.columns));
       else if (index.constraint === 'u') schema.uniques.add(key(index.table, index.columns));
-      else schema.indexes.set(index.name, `${index.unique ? 'UNIQUE ' : ''}${key(index.table, index.columns)}${index.partial ? ' WHERE' : ''}`);
+      else
+        schema.indexes.set(
+          index.name,
+          `${index.unique ? 'UNIQUE ' : ''}${key(index.table, index.columns)}${index.partial ? ' WHERE' : ''}`,
+        );
     }
     return schema;
   } finally {
@@ -191,7 +237,7 @@ afterAll(async () => {
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
 });
 
-describe('both engines\' migrations', () => {
+describe("both engines' migrations", () => {
   it('build the same tables, columns, keys and indexes, but for the differences listed on purpose', () => {
     expect(sqlite.columns.size).toBeGreaterThan(30);
     const found = differences(sqlite, postgres);

@@ -80,7 +80,7 @@ describe('migrations', () => {
     // missingMigrations still read the database as it is (what /readyz shows).
     const pool = new pg.Pool({ connectionString: url, max: 2 });
     const storage = openPostgresStorage(url, {
-      pool: { query: pool.query.bind(pool) as never, connect: () => Promise.reject(new Error('no client for migrating')), end: () => pool.end() },
+      pool: { query: pool.query.bind(pool), connect: () => Promise.reject(new Error('no client for migrating')), end: () => pool.end() },
     });
     opened.push(storage);
     await expect(storage.ready).rejects.toThrow('no client for migrating');
@@ -92,37 +92,52 @@ describe('migrations', () => {
 
 // The same calls on both engines: every answer must be the same.
 
-const source = (overrides: Partial<ProductSourceDocument>): ProductSourceDocument => ({
-  manufacturer: 'ACME', eans: [], images: [], offers: [], supplier_attributes: [], overrides: {}, excluded_stores: [],
-  ...overrides,
-} as unknown as ProductSourceDocument);
+const source = (overrides: Partial<ProductSourceDocument>): ProductSourceDocument =>
+  ({
+    manufacturer: 'ACME',
+    eans: [],
+    images: [],
+    offers: [],
+    supplier_attributes: [],
+    overrides: {},
+    excluded_stores: [],
+    ...overrides,
+  }) as unknown as ProductSourceDocument;
 
 // Payloads as the domain writes them: number literals of the currency's precision (12.50), escapes,
 // characters of 2, 3 and 4 UTF-8 bytes.
 const PAYLOADS: PublishedRow[] = [
   {
     productId: 1,
-    payload: '{"id":1,"title":"Zażółć \\"gęślą\\" jaźń","sku":"SKU-1","ean":"5901234123457","prices":[{"customer_group":null,"amount":12.50,"currency":"PLN"}],"excluded":false,"exclusion_reason":null}',
-    priceHash: 'p1', contentHash: 'c1',
+    payload:
+      '{"id":1,"title":"Zażółć \\"gęślą\\" jaźń","sku":"SKU-1","ean":"5901234123457","prices":[{"customer_group":null,"amount":12.50,"currency":"PLN"}],"excluded":false,"exclusion_reason":null}',
+    priceHash: 'p1',
+    contentHash: 'c1',
   },
   {
     productId: 2,
-    payload: '{"id":2,"title":"Mug ☕ 🍵","sku":"SKU-2","ean":null,"prices":[{"customer_group":3,"amount":1000,"currency":"EUR"},{"customer_group":null,"amount":9.990,"currency":"EUR"}],"excluded":true,"exclusion_reason":"out_of_stock"}',
-    priceHash: 'p2', contentHash: 'c2',
+    payload:
+      '{"id":2,"title":"Mug ☕ 🍵","sku":"SKU-2","ean":null,"prices":[{"customer_group":3,"amount":1000,"currency":"EUR"},{"customer_group":null,"amount":9.990,"currency":"EUR"}],"excluded":true,"exclusion_reason":"out_of_stock"}',
+    priceHash: 'p2',
+    contentHash: 'c2',
   },
   {
     productId: 7,
-    payload: '{"id":7,"title":null,"sku":"SKU-7","ean":"4006381333931","prices":[],"excluded":true,"exclusion_reason":"missing_title","note":"line\\u2028sep\\n"}',
-    priceHash: 'p7', contentHash: 'c7',
+    payload:
+      '{"id":7,"title":null,"sku":"SKU-7","ean":"4006381333931","prices":[],"excluded":true,"exclusion_reason":"missing_title","note":"line\\u2028sep\\n"}',
+    priceHash: 'p7',
+    contentHash: 'c7',
   },
   {
     productId: 12,
-    payload: '{"id":12,"title":"Plain","sku":"SKU-1","ean":"5901234123457","prices":[{"amount":0.5}],"excluded":true,"exclusion_reason":"manual"}',
-    priceHash: 'p12', contentHash: 'c12',
+    payload:
+      '{"id":12,"title":"Plain","sku":"SKU-1","ean":"5901234123457","prices":[{"amount":0.5}],"excluded":true,"exclusion_reason":"manual"}',
+    priceHash: 'p12',
+    contentHash: 'c12',
   },
 ];
 
-const hex = (bytes: Uint8Array | undefined) => bytes === undefined ? undefined : Buffer.from(bytes).toString('hex');
+const hex = (bytes: Uint8Array | undefined) => (bytes === undefined ? undefined : Buffer.from(bytes).toString('hex'));
 
 async function exercise(storage: CatalogStorage): Promise<Record<string, unknown>> {
   const log: Record<string, unknown> = {};
@@ -158,26 +173,69 @@ async function exercise(storage: CatalogStorage): Promise<Record<string, unknown
   // Catalog setup
   const retail = await storage.createCustomerGroup(merchant.id, 'retail');
   const wholesale = await storage.createCustomerGroup(merchant.id, 'wholesale');
-  log.groups = [retail, wholesale, await storage.updateCustomerGroup(merchant.id, wholesale.id, 'trade'),
-    await storage.updateCustomerGroup(other.id, wholesale.id, 'x'), await storage.deleteCustomerGroup(merchant.id, retail.id),
-    await storage.deleteCustomerGroup(merchant.id, retail.id), await storage.listCustomerGroups(merchant.id)];
-  for (const [base, quote, rate] of [['PLN', 'EUR', '0.23'], ['EUR', 'PLN', '4.30'], ['EUR', 'CZK', '25.1'], ['PLN', 'EUR', '0.24']] as const) {
+  log.groups = [
+    retail,
+    wholesale,
+    await storage.updateCustomerGroup(merchant.id, wholesale.id, 'trade'),
+    await storage.updateCustomerGroup(other.id, wholesale.id, 'x'),
+    await storage.deleteCustomerGroup(merchant.id, retail.id),
+    await storage.deleteCustomerGroup(merchant.id, retail.id),
+    await storage.listCustomerGroups(merchant.id),
+  ];
+  for (const [base, quote, rate] of [
+    ['PLN', 'EUR', '0.23'],
+    ['EUR', 'PLN', '4.30'],
+    ['EUR', 'CZK', '25.1'],
+    ['PLN', 'EUR', '0.24'],
+  ] as const) {
     await storage.upsertExchangeRate(merchant.id, { base, quote, rate });
   }
-  log.rates = [await storage.deleteExchangeRate(merchant.id, 'EUR', 'CZK'), await storage.deleteExchangeRate(merchant.id, 'EUR', 'CZK'),
-    await storage.listExchangeRates(merchant.id)];
-  const rule = { priority: 10, customer_group_id: wholesale.id, store_id: de.id, manufacturer: 'ACME', min_cost: '1.00', max_cost: null,
-    markup_percent: '12.5', markup_amount: '0', price_ending: 99 };
-  const catchAll = await storage.createPricingRule(merchant.id, { ...rule, priority: 1000, customer_group_id: null, store_id: null, manufacturer: null }, true);
+  log.rates = [
+    await storage.deleteExchangeRate(merchant.id, 'EUR', 'CZK'),
+    await storage.deleteExchangeRate(merchant.id, 'EUR', 'CZK'),
+    await storage.listExchangeRates(merchant.id),
+  ];
+  const rule = {
+    priority: 10,
+    customer_group_id: wholesale.id,
+    store_id: de.id,
+    manufacturer: 'ACME',
+    min_cost: '1.00',
+    max_cost: null,
+    markup_percent: '12.5',
+    markup_amount: '0',
+    price_ending: 99,
+  };
+  const catchAll = await storage.createPricingRule(
+    merchant.id,
+    { ...rule, priority: 1000, customer_group_id: null, store_id: null, manufacturer: null },
+    true,
+  );
   const created = await storage.createPricingRule(merchant.id, rule);
-  log.rules = [catchAll, created, await storage.updatePricingRule(merchant.id, created.id, { ...rule, priority: 5, price_ending: null }),
-    await storage.updatePricingRule(other.id, created.id, rule), await storage.getPricingRule(merchant.id, created.id),
-    await storage.deletePricingRule(merchant.id, catchAll.id), await storage.listPricingRules(merchant.id)];
-  log.suppliers = [await storage.upsertSupplier(merchant.id, 'S1', 'First'), await storage.upsertSupplier(merchant.id, 'S2', 'Second'),
-    await storage.upsertSupplier(merchant.id, 'S1', 'First, renamed'), await storage.upsertSupplier(merchant.id, 'S3', 'Third'),
-    await storage.deleteSupplier(merchant.id, 'S3'), await storage.deleteSupplier(merchant.id, 'S3'), await storage.listSuppliers(merchant.id)];
+  log.rules = [
+    catchAll,
+    created,
+    await storage.updatePricingRule(merchant.id, created.id, { ...rule, priority: 5, price_ending: null }),
+    await storage.updatePricingRule(other.id, created.id, rule),
+    await storage.getPricingRule(merchant.id, created.id),
+    await storage.deletePricingRule(merchant.id, catchAll.id),
+    await storage.listPricingRules(merchant.id),
+  ];
+  log.suppliers = [
+    await storage.upsertSupplier(merchant.id, 'S1', 'First'),
+    await storage.upsertSupplier(merchant.id, 'S2', 'Second'),
+    await storage.upsertSupplier(merchant.id, 'S1', 'First, renamed'),
+    await storage.upsertSupplier(merchant.id, 'S3', 'Third'),
+    await storage.deleteSupplier(merchant.id, 'S3'),
+    await storage.deleteSupplier(merchant.id, 'S3'),
+    await storage.listSuppliers(merchant.id),
+  ];
   for (const key of ['color', 'Weight', 'a_b', 'Zeta']) {
-    await storage.upsertAttributeDefinition(merchant.id, { key, unit: key === 'Weight' ? 'kg' : null, labels: { en: key, pl: `${key} ł` } });
+    await storage.upsertAttributeDefinition(merchant.id, {
+      key,
+      unit: key === 'Weight' ? 'kg' : null,
+      labels: { en: key, pl: `${key} ł` },
+    });
   }
   await storage.upsertAttributeDefinition(merchant.id, { key: 'color', unit: null, labels: { en: 'Colour' } });
   log.attributes = [await storage.deleteAttributeDefinition(merchant.id, 'Zeta'), await storage.listAttributeDefinitions(merchant.id)];
@@ -185,7 +243,13 @@ async function exercise(storage: CatalogStorage): Promise<Record<string, unknown
   // Product sources
   const sources = [
     ['A-1', source({ images: [{ url: 'https://img.example/1.jpg' }], offers: [{ supplier_ref: 'S1' }] as never, excluded_stores: ['de'] })],
-    ['A-2', source({ images: [{ url: 'https://img.example/1.jpg' }, { url: 'https://img.example/2.jpg' }], supplier_attributes: [{ supplier_ref: 'S2', key: 'color', value: 'red' }] as never })],
+    [
+      'A-2',
+      source({
+        images: [{ url: 'https://img.example/1.jpg' }, { url: 'https://img.example/2.jpg' }],
+        supplier_attributes: [{ supplier_ref: 'S2', key: 'color', value: 'red' }] as never,
+      }),
+    ],
     ['A-3', source({ manufacturer: 'Zażółć', excluded_stores: ['de', 'pl'] })],
   ] as const;
   log.upserts = [];
@@ -196,9 +260,16 @@ async function exercise(storage: CatalogStorage): Promise<Record<string, unknown
   log.excludedFrom = [await storage.productsExcludedFrom(merchant.id, 'de'), await storage.productsExcludedFrom(merchant.id, 'pl')];
   log.after = [await storage.productsAfter(merchant.id, 1, 2), await storage.productsAfter(merchant.id, 4, 10)];
   log.byIds = [await storage.productsByIds(merchant.id, [3, 1, 99]), await storage.productsByIds(merchant.id, [])];
-  log.withImage = [await storage.productIdsWithImage(merchant.id, 'https://img.example/1.jpg'), await storage.productIdsWithImage(merchant.id, 'none')];
-  log.referenced = [await storage.isSupplierReferenced(merchant.id, 'S1'), await storage.isSupplierReferenced(merchant.id, 'S2'),
-    await storage.isSupplierReferenced(merchant.id, 'S9'), await storage.isSupplierReferenced(other.id, 'S1')];
+  log.withImage = [
+    await storage.productIdsWithImage(merchant.id, 'https://img.example/1.jpg'),
+    await storage.productIdsWithImage(merchant.id, 'none'),
+  ];
+  log.referenced = [
+    await storage.isSupplierReferenced(merchant.id, 'S1'),
+    await storage.isSupplierReferenced(merchant.id, 'S2'),
+    await storage.isSupplierReferenced(merchant.id, 'S9'),
+    await storage.isSupplierReferenced(other.id, 'S1'),
+  ];
   await storage.deleteProduct(merchant.id, 4);
   log.afterDelete = await storage.productsAfter(merchant.id, 0, 10);
 
@@ -208,7 +279,12 @@ async function exercise(storage: CatalogStorage): Promise<Record<string, unknown
   await storage.upsertPublished(de.id, [PAYLOADS[1]!]);
   log.hashes = [...(await storage.publishedHashes(pl.id, [1, 7, 99])).entries()];
   log.payload = [hex(await storage.publishedPayload(pl.id, 2)), hex(await storage.publishedPayload(pl.id, 3))];
-  const pages = [[1, 12], [2, 7], [3, 6], [13, 100]];
+  const pages = [
+    [1, 12],
+    [2, 7],
+    [3, 6],
+    [13, 100],
+  ];
   log.pages = [];
   for (const [from, to] of pages) {
     const page = await storage.publishedPage(pl.id, from!, to!);
@@ -220,10 +296,17 @@ async function exercise(storage: CatalogStorage): Promise<Record<string, unknown
     return [hex(bytes), count, hex(await storage.publishedPricesByIds(pl.id, ids))];
   };
   log.byIdsPublished = [await byIds([12, 1, 2, 99]), await byIds([]), await byIds([99]), await byIds([7])];
-  log.find = [await storage.findPublishedProducts(pl.id, { sku: 'SKU-1' }, 10), await storage.findPublishedProducts(pl.id, { ean: '5901234123457', sku: 'SKU-1' }, 1),
-    await storage.findPublishedProducts(pl.id, { ean: '4006381333931' }, 10), await storage.findPublishedProducts(pl.id, {}, 10)];
-  log.summaries = [await storage.publishedSummaries(pl.id, { afterId: 0, limit: 10 }), await storage.publishedSummaries(pl.id, { afterId: 1, limit: 2 }),
-    await storage.publishedSummaries(pl.id, { afterId: 0, limit: 10, excludedOnly: true })];
+  log.find = [
+    await storage.findPublishedProducts(pl.id, { sku: 'SKU-1' }, 10),
+    await storage.findPublishedProducts(pl.id, { ean: '5901234123457', sku: 'SKU-1' }, 1),
+    await storage.findPublishedProducts(pl.id, { ean: '4006381333931' }, 10),
+    await storage.findPublishedProducts(pl.id, {}, 10),
+  ];
+  log.summaries = [
+    await storage.publishedSummaries(pl.id, { afterId: 0, limit: 10 }),
+    await storage.publishedSummaries(pl.id, { afterId: 1, limit: 2 }),
+    await storage.publishedSummaries(pl.id, { afterId: 0, limit: 10, excludedOnly: true }),
+  ];
   log.counts = [await storage.publishedCountsByExclusion(pl.id), await storage.publishedCountsByExclusion(de.id)];
   await storage.deletePublished(pl.id, [2, 99]);
   await storage.deletePublished(pl.id, []);
@@ -231,40 +314,93 @@ async function exercise(storage: CatalogStorage): Promise<Record<string, unknown
 
   // Panel accounts
   const token = Buffer.from('01'.repeat(32), 'hex');
-  const link = { merchant_id: merchant.id, email: 'new@example.com', role: 'owner' as const, purpose: 'invitation' as const, created_at: T0, expires_at: '2026-11-29T10:00:00Z' };
-  log.invitation = [await storage.insertPanelInvitation(token, link), await storage.panelInvitation(token), await storage.panelInvitation(Buffer.alloc(32))];
-  log.used = [await storage.markPanelInvitationUsed(token, '2026-11-26T10:05:00Z'), await storage.markPanelInvitationUsed(token, '2026-11-26T10:06:00Z')];
+  const link = {
+    merchant_id: merchant.id,
+    email: 'new@example.com',
+    role: 'owner' as const,
+    purpose: 'invitation' as const,
+    created_at: T0,
+    expires_at: '2026-11-29T10:00:00Z',
+  };
+  log.invitation = [
+    await storage.insertPanelInvitation(token, link),
+    await storage.panelInvitation(token),
+    await storage.panelInvitation(Buffer.alloc(32)),
+  ];
+  log.used = [
+    await storage.markPanelInvitationUsed(token, '2026-11-26T10:05:00Z'),
+    await storage.markPanelInvitationUsed(token, '2026-11-26T10:06:00Z'),
+  ];
   log.usedInvitation = await storage.panelInvitation(token);
   await storage.insertPanelInvitation(Buffer.alloc(32, 5), { ...link, email: 'b@example.com' });
   await storage.insertPanelInvitation(Buffer.alloc(32, 6), { ...link, email: 'b@example.com', purpose: 'reset' });
   await storage.insertPanelInvitation(Buffer.alloc(32, 7), { ...link, email: 'c@example.com', expires_at: '2026-11-26T10:00:00Z' });
   const c = await storage.insertPanelInvitation(Buffer.alloc(32, 8), { ...link, email: 'c@example.com' });
   log.pending = await storage.listPendingPanelInvitations(merchant.id, '2026-11-26T11:00:00Z');
-  log.revoked = [await storage.revokePanelInvitations(merchant.id, { email: 'b@example.com' }, '2026-11-26T11:00:00Z'),
-    await storage.revokePanelInvitations(other.id, { id: c.id }, '2026-11-26T11:00:00Z'), await storage.revokePanelInvitations(merchant.id, { id: c.id }, '2026-11-26T11:00:00Z'),
-    await storage.markPanelInvitationUsed(Buffer.alloc(32, 8), '2026-11-26T11:01:00Z'), await storage.listPendingPanelInvitations(merchant.id, '2026-11-26T09:00:00Z')];
-  const user = await storage.upsertPanelUser({ merchant_id: merchant.id, email: 'new@example.com', role: 'owner', created_at: T0 }, 'scrypt$1');
-  log.users = [user,
-    await storage.upsertPanelUser({ merchant_id: merchant.id, email: 'new@example.com', role: 'member', created_at: '2026-11-27T00:00:00Z' }, 'scrypt$2'),
+  log.revoked = [
+    await storage.revokePanelInvitations(merchant.id, { email: 'b@example.com' }, '2026-11-26T11:00:00Z'),
+    await storage.revokePanelInvitations(other.id, { id: c.id }, '2026-11-26T11:00:00Z'),
+    await storage.revokePanelInvitations(merchant.id, { id: c.id }, '2026-11-26T11:00:00Z'),
+    await storage.markPanelInvitationUsed(Buffer.alloc(32, 8), '2026-11-26T11:01:00Z'),
+    await storage.listPendingPanelInvitations(merchant.id, '2026-11-26T09:00:00Z'),
+  ];
+  const user = await storage.upsertPanelUser(
+    { merchant_id: merchant.id, email: 'new@example.com', role: 'owner', created_at: T0 },
+    'scrypt$1',
+  );
+  log.users = [
+    user,
+    await storage.upsertPanelUser(
+      { merchant_id: merchant.id, email: 'new@example.com', role: 'member', created_at: '2026-11-27T00:00:00Z' },
+      'scrypt$2',
+    ),
     await storage.upsertPanelUser({ merchant_id: other.id, email: 'new@example.com', role: 'owner', created_at: T0 }, 'scrypt$3'),
     await storage.upsertPanelUser({ merchant_id: merchant.id, email: 'second@example.com', role: 'member', created_at: T0 }, 'scrypt$4'),
-    await storage.panelUserByEmail('new@example.com'), await storage.panelUserByEmail('none@example.com'),
-    await storage.panelUser(user.id), await storage.listPanelUsers(merchant.id)];
+    await storage.panelUserByEmail('new@example.com'),
+    await storage.panelUserByEmail('none@example.com'),
+    await storage.panelUser(user.id),
+    await storage.listPanelUsers(merchant.id),
+  ];
   const session = Buffer.from('02'.repeat(32), 'hex');
   const operatorSession = Buffer.from('03'.repeat(32), 'hex');
-  await storage.insertPanelSession(session, { user_id: user.id, csrf_token: 'csrf', created_at: T0, last_seen_at: T0, expires_at: '2026-11-26T22:00:00Z' });
-  await storage.insertPanelSession(operatorSession, { user_id: null, csrf_token: 'csrf-op', created_at: T0, last_seen_at: T0, expires_at: '2026-11-26T22:00:00Z' });
+  await storage.insertPanelSession(session, {
+    user_id: user.id,
+    csrf_token: 'csrf',
+    created_at: T0,
+    last_seen_at: T0,
+    expires_at: '2026-11-26T22:00:00Z',
+  });
+  await storage.insertPanelSession(operatorSession, {
+    user_id: null,
+    csrf_token: 'csrf-op',
+    created_at: T0,
+    last_seen_at: T0,
+    expires_at: '2026-11-26T22:00:00Z',
+  });
   await storage.touchPanelSession(session, '2026-11-26T10:30:00Z');
   log.sessions = [await storage.panelSession(session), await storage.panelSession(operatorSession)];
   const flash = await storage.insertPanelFlash(session, Buffer.from('sealed'), '2026-11-26T10:10:00Z');
   await storage.insertPanelFlash(session, Buffer.from('old'), '2026-11-26T10:01:00Z');
-  log.flashes = [await storage.takePanelFlash(operatorSession, flash), await storage.deleteExpiredPanelFlashes('2026-11-26T10:05:00Z'),
-    await storage.takePanelFlash(session, flash), await storage.takePanelFlash(session, flash)].map((f) => (f && typeof f === 'object' ? { ...f, sealed: Buffer.from(f.sealed).toString() } : f));
+  log.flashes = [
+    await storage.takePanelFlash(operatorSession, flash),
+    await storage.deleteExpiredPanelFlashes('2026-11-26T10:05:00Z'),
+    await storage.takePanelFlash(session, flash),
+    await storage.takePanelFlash(session, flash),
+  ].map((f) => (f && typeof f === 'object' ? { ...f, sealed: Buffer.from(f.sealed).toString() } : f));
   log.owners = [await storage.panelOwnerIds(merchant.id), await storage.panelOwnerIds(other.id)];
   await storage.setPanelUserPassword(user.id, 'scrypt$5');
   log.passwordSet = (await storage.panelUserByEmail('new@example.com'))!.password_hash;
-  await storage.insertPanelSession(Buffer.alloc(32, 9), { user_id: user.id, csrf_token: 'csrf-2', created_at: T0, last_seen_at: T0, expires_at: '2026-11-26T22:00:00Z' });
-  log.sessionsOfUser = [await storage.deletePanelSessionsOfUser(user.id, Buffer.alloc(32, 9)), await storage.panelSession(Buffer.alloc(32, 9))];
+  await storage.insertPanelSession(Buffer.alloc(32, 9), {
+    user_id: user.id,
+    csrf_token: 'csrf-2',
+    created_at: T0,
+    last_seen_at: T0,
+    expires_at: '2026-11-26T22:00:00Z',
+  });
+  log.sessionsOfUser = [
+    await storage.deletePanelSessionsOfUser(user.id, Buffer.alloc(32, 9)),
+    await storage.panelSession(Buffer.alloc(32, 9)),
+  ];
   await storage.deletePanelSession(operatorSession);
   log.deletedSession = await storage.panelSession(operatorSession);
   log.deleteUser = [await storage.deletePanelUser(other.id, user.id), await storage.deletePanelUser(merchant.id, user.id)];
@@ -272,9 +408,13 @@ async function exercise(storage: CatalogStorage): Promise<Record<string, unknown
   await storage.recordSignInFailure(['account:new@example.com', 'address:127.0.0.1'], '2026-11-26T10:00:01Z');
   await storage.recordSignInFailure(['account:new@example.com'], '2026-11-26T10:00:02Z');
   await storage.recordSignInFailure(['address:127.0.0.1'], '2026-11-26T09:00:00Z');
-  log.failures = [...(await storage.countSignInFailures(['account:new@example.com', 'address:127.0.0.1', 'x'], '2026-11-26T09:30:00Z')).entries()];
+  log.failures = [
+    ...(await storage.countSignInFailures(['account:new@example.com', 'address:127.0.0.1', 'x'], '2026-11-26T09:30:00Z')).entries(),
+  ];
   await storage.clearSignInFailures('account:new@example.com');
-  log.failuresAfterClear = [...(await storage.countSignInFailures(['account:new@example.com', 'address:127.0.0.1'], '2026-11-26T08:00:00Z')).entries()];
+  log.failuresAfterClear = [
+    ...(await storage.countSignInFailures(['account:new@example.com', 'address:127.0.0.1'], '2026-11-26T08:00:00Z')).entries(),
+  ];
   for (const action of ['store.update', 'key.create', 'user.invite']) {
     await storage.insertAuditEntry({ merchant_id: merchant.id, at: T0, actor: 'operator', action, detail: `{"a":"${action}"}` });
   }
@@ -288,10 +428,19 @@ async function exercise(storage: CatalogStorage): Promise<Record<string, unknown
   await storage.recordChanges(merchant.id, [change(pl.id, 4), change(de.id, 4)], new Date('2026-11-20T00:00:00Z'));
   await storage.recordChanges(merchant.id, [], new Date('2026-11-21T00:00:00Z'));
   const everything = { at: '', id: 0 };
-  log.feeds = [await storage.changesAfter(pl.id, everything, 100), await storage.changesAfter(de.id, everything, 100),
-    await storage.changesAfter(pl.id, { at: '2026-10-01T00:00:00Z', id: 3 }, 2)];
-  log.pruned = [await storage.pruneChangesBefore('2026-10-15T00:00:00Z', 2), await storage.changeHorizon(pl.id), await storage.changeHorizon(de.id),
-    await storage.pruneChangesBefore('2026-10-15T00:00:00Z', 100), await storage.changeHorizon(pl.id), await storage.changesAfter(pl.id, everything, 100)];
+  log.feeds = [
+    await storage.changesAfter(pl.id, everything, 100),
+    await storage.changesAfter(de.id, everything, 100),
+    await storage.changesAfter(pl.id, { at: '2026-10-01T00:00:00Z', id: 3 }, 2),
+  ];
+  log.pruned = [
+    await storage.pruneChangesBefore('2026-10-15T00:00:00Z', 2),
+    await storage.changeHorizon(pl.id),
+    await storage.changeHorizon(de.id),
+    await storage.pruneChangesBefore('2026-10-15T00:00:00Z', 100),
+    await storage.changeHorizon(pl.id),
+    await storage.changesAfter(pl.id, everything, 100),
+  ];
   return log;
 }
 
@@ -305,18 +454,28 @@ describe('the core aggregates', () => {
 
   it('serve published pages, ?ids= and prices as the very bytes SQLite serves', async () => {
     const engines = [openSqlite(), await openFresh()];
-    const answers = await Promise.all(engines.map(async (storage) => {
-      const merchant = await storage.createMerchant({ name: 'Bytes', sku_pattern: null, owner_emails: [], created_at: T0 });
-      const store = await storage.upsertStore(merchant.id, 'pl', { name: 'PL', locale: 'pl-PL', currency: 'PLN', is_default: true, active: true, exclude_out_of_stock: false });
-      await storage.upsertPublished(store.id, PAYLOADS);
-      const page = await storage.publishedPage(store.id, 1, 12);
-      return {
-        page: Buffer.from(page.bytes), digests: Buffer.from(page.digests),
-        ids: Buffer.from((await storage.publishedPayloadsByIds(store.id, [1, 2, 7, 12])).bytes),
-        prices: Buffer.from(await storage.publishedPricesByIds(store.id, [1, 2, 7, 12])),
-      };
-    }));
-    const [sqlite, postgres] = answers as [typeof answers[0], typeof answers[0]];
+    const answers = await Promise.all(
+      engines.map(async (storage) => {
+        const merchant = await storage.createMerchant({ name: 'Bytes', sku_pattern: null, owner_emails: [], created_at: T0 });
+        const store = await storage.upsertStore(merchant.id, 'pl', {
+          name: 'PL',
+          locale: 'pl-PL',
+          currency: 'PLN',
+          is_default: true,
+          active: true,
+          exclude_out_of_stock: false,
+        });
+        await storage.upsertPublished(store.id, PAYLOADS);
+        const page = await storage.publishedPage(store.id, 1, 12);
+        return {
+          page: Buffer.from(page.bytes),
+          digests: Buffer.from(page.digests),
+          ids: Buffer.from((await storage.publishedPayloadsByIds(store.id, [1, 2, 7, 12])).bytes),
+          prices: Buffer.from(await storage.publishedPricesByIds(store.id, [1, 2, 7, 12])),
+        };
+      }),
+    );
+    const [sqlite, postgres] = answers as [(typeof answers)[0], (typeof answers)[0]];
     expect(postgres.page.equals(sqlite.page)).toBe(true);
     expect(postgres.page.toString('utf8')).toBe(PAYLOADS.map((p) => p.payload).join(','));
     expect(postgres.digests.equals(sqlite.digests)).toBe(true);
@@ -330,13 +489,20 @@ describe('the core aggregates', () => {
 });
 
 describe('prepared statements', () => {
-  it('prepare a page read again when another process\'s migration changes a column it returns', async () => {
+  it("prepare a page read again when another process's migration changes a column it returns", async () => {
     const url = await freshDatabase();
     // One connection: the statement is prepared on it before the change and runs on it after.
     const storage = openPostgresStorage(url, { poolSize: 1 });
     opened.push(storage);
     const merchant = await storage.createMerchant({ name: 'M', sku_pattern: null, owner_emails: [], created_at: T0 });
-    const store = await storage.upsertStore(merchant.id, 'de', { name: 'DE', locale: 'de-DE', currency: 'EUR', is_default: true, active: true, exclude_out_of_stock: false });
+    const store = await storage.upsertStore(merchant.id, 'de', {
+      name: 'DE',
+      locale: 'de-DE',
+      currency: 'EUR',
+      is_default: true,
+      active: true,
+      exclude_out_of_stock: false,
+    });
     await storage.upsertPublished(store.id, [{ productId: 1, payload: '{"id":1}', priceHash: 'p', contentHash: 'c' }]);
     const expected = { storeId: store.id, catalogVersion: store.catalog_version, range: [1, 1] as [number, number] };
     const read = async () => {
@@ -363,10 +529,12 @@ describe('prepared statements', () => {
 describe('transactions and snapshots', () => {
   it('roll back everything done through tx when the callback fails', async () => {
     const storage = await openFresh();
-    await expect(storage.transaction(async (tx) => {
-      await tx.createMerchant({ name: 'Gone', sku_pattern: null, owner_emails: [], created_at: T0 });
-      throw new Error('fails after a write');
-    })).rejects.toThrow('fails after a write');
+    await expect(
+      storage.transaction(async (tx) => {
+        await tx.createMerchant({ name: 'Gone', sku_pattern: null, owner_emails: [], created_at: T0 });
+        throw new Error('fails after a write');
+      }),
+    ).rejects.toThrow('fails after a write');
     expect(await storage.countMerchants()).toBe(0);
   });
 
@@ -393,12 +561,13 @@ describe('transactions and snapshots', () => {
     };
     let calls = 0;
     // Each locks one merchant row, then wants the other's: one of them is chosen as the victim.
-    const crossing = (first: number, second: number) => storage.transaction(async (tx) => {
-      calls++;
-      await tx.updateMerchant(first, { sku_pattern: `by ${first}` });
-      await bothLocked();
-      await tx.updateMerchant(second, { sku_pattern: `by ${first}` });
-    });
+    const crossing = (first: number, second: number) =>
+      storage.transaction(async (tx) => {
+        calls++;
+        await tx.updateMerchant(first, { sku_pattern: `by ${first}` });
+        await bothLocked();
+        await tx.updateMerchant(second, { sku_pattern: `by ${first}` });
+      });
     await Promise.all([crossing(a.id, b.id), crossing(b.id, a.id)]);
     expect(calls).toBe(3);
   });
@@ -406,16 +575,28 @@ describe('transactions and snapshots', () => {
   it('run a write called on the storage itself as its own transaction', async () => {
     const storage = await openFresh();
     const merchant = await storage.createMerchant({ name: 'Own', sku_pattern: null, owner_emails: [], created_at: T0 });
-    const store = await storage.upsertStore(merchant.id, 'pl', { name: 'PL', locale: 'pl-PL', currency: 'PLN', is_default: true, active: true, exclude_out_of_stock: false });
+    const store = await storage.upsertStore(merchant.id, 'pl', {
+      name: 'PL',
+      locale: 'pl-PL',
+      currency: 'PLN',
+      is_default: true,
+      active: true,
+      exclude_out_of_stock: false,
+    });
     await storage.recordChanges(merchant.id, [{ storeId: store.id, productId: 1, changeType: 'price' }], new Date(T0));
-    expect(await storage.changesAfter(store.id, { at: '', id: 0 }, 10)).toEqual([{ id: 1, product_id: 1, change_type: 'price', created_at: T0 }]);
+    expect(await storage.changesAfter(store.id, { at: '', id: 0 }, 10)).toEqual([
+      { id: 1, product_id: 1, change_type: 'price', created_at: T0 },
+    ]);
   });
 
   it('count what /metrics reports on a fresh database', async () => {
     const storage = await openFresh();
     expect(await storage.operationalCounts()).toEqual({
-      endpoints: { active: 0, paused: 0, disabled: 0 }, outboxDepth: 0, waitingDeliveries: { pending: 0, failed: 0 },
-      oldestWaitingAt: null, images: { pending: 0, mirrored: 0, dead: 0 },
+      endpoints: { active: 0, paused: 0, disabled: 0 },
+      outboxDepth: 0,
+      waitingDeliveries: { pending: 0, failed: 0 },
+      oldestWaitingAt: null,
+      images: { pending: 0, mirrored: 0, dead: 0 },
     });
   });
 });
@@ -423,7 +604,14 @@ describe('transactions and snapshots', () => {
 describe('the change sequencer', () => {
   async function merchantWithStore(storage: CatalogStorage, name: string) {
     const merchant = await storage.createMerchant({ name, sku_pattern: null, owner_emails: [], created_at: T0 });
-    const store = await storage.upsertStore(merchant.id, 'pl', { name, locale: 'pl-PL', currency: 'PLN', is_default: true, active: true, exclude_out_of_stock: false });
+    const store = await storage.upsertStore(merchant.id, 'pl', {
+      name,
+      locale: 'pl-PL',
+      currency: 'PLN',
+      is_default: true,
+      active: true,
+      exclude_out_of_stock: false,
+    });
     return { merchantId: merchant.id, storeId: store.id };
   }
 
@@ -431,8 +619,14 @@ describe('the change sequencer', () => {
     const storage = await openFresh();
     const acme = await merchantWithStore(storage, 'Acme');
     const other = await merchantWithStore(storage, 'Other');
-    const record = (who: typeof acme, count: number, at: string) => storage.transaction((tx) => tx.recordChanges(who.merchantId,
-      Array.from({ length: count }, (_, i) => ({ storeId: who.storeId, productId: 100 + i, changeType: 'content' as const })), new Date(at)));
+    const record = (who: typeof acme, count: number, at: string) =>
+      storage.transaction((tx) =>
+        tx.recordChanges(
+          who.merchantId,
+          Array.from({ length: count }, (_, i) => ({ storeId: who.storeId, productId: 100 + i, changeType: 'content' as const })),
+          new Date(at),
+        ),
+      );
     await record(acme, 3, '2026-11-26T10:00:00.700Z');
     await record(other, 1, '2026-11-26T10:00:01.000Z');
     await record(acme, 1, '2026-11-26T09:59:58.000Z'); // the clock stepped back
@@ -440,8 +634,12 @@ describe('the change sequencer', () => {
     await storage.transaction(async (tx) => tx.recordChanges(acme.merchantId, [], new Date()));
     const feed = await storage.changesAfter(acme.storeId, { at: '', id: 0 }, 100);
     expect(feed.map((c) => [c.id, c.created_at])).toEqual([
-      [1, '2026-11-26T10:00:00Z'], [2, '2026-11-26T10:00:00Z'], [3, '2026-11-26T10:00:00Z'],
-      [4, '2026-11-26T10:00:00Z'], [5, '2026-11-26T10:00:05Z'], [6, '2026-11-26T10:00:05Z'],
+      [1, '2026-11-26T10:00:00Z'],
+      [2, '2026-11-26T10:00:00Z'],
+      [3, '2026-11-26T10:00:00Z'],
+      [4, '2026-11-26T10:00:00Z'],
+      [5, '2026-11-26T10:00:05Z'],
+      [6, '2026-11-26T10:00:05Z'],
     ]);
     expect(feed[0]).toEqual({ id: 1, product_id: 100, change_type: 'content', created_at: '2026-11-26T10:00:00Z' });
     expect(await storage.changesAfter(other.storeId, { at: '', id: 0 }, 100)).toEqual([
@@ -449,25 +647,56 @@ describe('the change sequencer', () => {
     ]);
     expect((await storage.changesAfter(acme.storeId, { at: '2026-11-26T10:00:00Z', id: 2 }, 2)).map((c) => c.id)).toEqual([3, 4]);
     // A rolled-back write hands out nothing: the next one goes on from 7.
-    await expect(storage.transaction(async (tx) => {
-      await tx.recordChanges(acme.merchantId, [{ storeId: acme.storeId, productId: 1, changeType: 'price' }], new Date('2026-11-26T10:00:06Z'));
-      throw new Error('rolled back');
-    })).rejects.toThrow('rolled back');
+    await expect(
+      storage.transaction(async (tx) => {
+        await tx.recordChanges(
+          acme.merchantId,
+          [{ storeId: acme.storeId, productId: 1, changeType: 'price' }],
+          new Date('2026-11-26T10:00:06Z'),
+        );
+        throw new Error('rolled back');
+      }),
+    ).rejects.toThrow('rolled back');
     await record(acme, 1, '2026-11-26T10:00:06Z');
     expect((await storage.changesAfter(acme.storeId, { at: '2026-11-26T10:00:05Z', id: 6 }, 10)).map((c) => c.id)).toEqual([7]);
   });
 
-  it('prunes the oldest changes and moves each store\'s horizon to the newest pruned position', async () => {
+  it("prunes the oldest changes and moves each store's horizon to the newest pruned position", async () => {
     const storage = await openFresh();
     const acme = await merchantWithStore(storage, 'Acme');
-    const de = await storage.upsertStore(acme.merchantId, 'de', { name: 'DE', locale: 'de-DE', currency: 'EUR', is_default: false, active: true, exclude_out_of_stock: false });
+    const de = await storage.upsertStore(acme.merchantId, 'de', {
+      name: 'DE',
+      locale: 'de-DE',
+      currency: 'EUR',
+      is_default: false,
+      active: true,
+      exclude_out_of_stock: false,
+    });
     const other = await merchantWithStore(storage, 'Other');
-    await storage.recordChanges(acme.merchantId, [
-      { storeId: acme.storeId, productId: 1, changeType: 'price' }, { storeId: de.id, productId: 1, changeType: 'price' },
-      { storeId: acme.storeId, productId: 2, changeType: 'content' }], new Date('2026-10-01T00:00:00Z'));
-    await storage.recordChanges(other.merchantId, [{ storeId: other.storeId, productId: 5, changeType: 'removed' }], new Date('2026-10-01T00:00:00Z'));
-    await storage.recordChanges(acme.merchantId, [{ storeId: acme.storeId, productId: 3, changeType: 'price' }], new Date('2026-10-02T00:00:00Z'));
-    await storage.recordChanges(acme.merchantId, [{ storeId: acme.storeId, productId: 4, changeType: 'price' }], new Date('2026-11-20T00:00:00Z'));
+    await storage.recordChanges(
+      acme.merchantId,
+      [
+        { storeId: acme.storeId, productId: 1, changeType: 'price' },
+        { storeId: de.id, productId: 1, changeType: 'price' },
+        { storeId: acme.storeId, productId: 2, changeType: 'content' },
+      ],
+      new Date('2026-10-01T00:00:00Z'),
+    );
+    await storage.recordChanges(
+      other.merchantId,
+      [{ storeId: other.storeId, productId: 5, changeType: 'removed' }],
+      new Date('2026-10-01T00:00:00Z'),
+    );
+    await storage.recordChanges(
+      acme.merchantId,
+      [{ storeId: acme.storeId, productId: 3, changeType: 'price' }],
+      new Date('2026-10-02T00:00:00Z'),
+    );
+    await storage.recordChanges(
+      acme.merchantId,
+      [{ storeId: acme.storeId, productId: 4, changeType: 'price' }],
+      new Date('2026-11-20T00:00:00Z'),
+    );
     expect(await storage.pruneChangesBefore('2026-10-15T00:00:00Z', 2)).toBe(2);
     expect(await storage.changeHorizon(acme.storeId)).toEqual({ at: '2026-10-01T00:00:00Z', id: 1 });
     expect(await storage.changeHorizon(de.id)).toEqual({ at: '2026-10-01T00:00:00Z', id: 2 });
@@ -493,7 +722,11 @@ describe('the change sequencer', () => {
         const count = 1 + ((writer + i) % 3);
         await storage.transaction(async (tx) => {
           await sleep(Math.random() * 3);
-          await tx.recordChanges(merchantId, Array.from({ length: count }, (_, k) => ({ storeId, productId: writer * 1000 + i * 10 + k, changeType: 'price' as const })), now);
+          await tx.recordChanges(
+            merchantId,
+            Array.from({ length: count }, (_, k) => ({ storeId, productId: writer * 1000 + i * 10 + k, changeType: 'price' as const })),
+            now,
+          );
           // Holding the transaction open after taking positions: a later writer must not commit a
           // smaller position after the poller has moved past it.
           await sleep(Math.random() * 3);
@@ -531,7 +764,8 @@ describe('the command line on PostgreSQL', () => {
     const cli = async (...args: string[]) => {
       try {
         const { stdout } = await promisify(execFile)('npx', ['tsx', 'src/cli.ts', ...args], {
-          cwd: ROOT, env: { ...process.env, CPS_DATABASE_URL: url, CPS_DB_PATH: path.join(dir, 'unused.db'), CPS_LOG_LEVEL: 'warn' },
+          cwd: ROOT,
+          env: { ...process.env, CPS_DATABASE_URL: url, CPS_DB_PATH: path.join(dir, 'unused.db'), CPS_LOG_LEVEL: 'warn' },
         });
         return { code: 0, stdout, stderr: '' };
       } catch (error) {
@@ -544,8 +778,11 @@ describe('the command line on PostgreSQL', () => {
       expect(demo.code).toBe(0);
       expect(JSON.parse(demo.stdout)).toMatchObject({ merchant_id: 1, products: 5 });
       const [key, invitation, endpoints, backup] = await Promise.all([
-        cli('keys', 'create', '--merchant', '1', '--json'), cli('users', 'invite', '--merchant', '1', '--email', 'owner@example.com', '--json'),
-        cli('webhooks', 'list', '--merchant', '1', '--json'), cli('backup', '--to', path.join(dir, 'copy.db'))]);
+        cli('keys', 'create', '--merchant', '1', '--json'),
+        cli('users', 'invite', '--merchant', '1', '--email', 'owner@example.com', '--json'),
+        cli('webhooks', 'list', '--merchant', '1', '--json'),
+        cli('backup', '--to', path.join(dir, 'copy.db')),
+      ]);
       expect(JSON.parse(key.stdout)).toMatchObject({ merchant_id: 1, name: 'cli' });
       expect(JSON.parse(invitation.stdout)).toMatchObject({ email: 'owner@example.com', role: 'member' });
       expect(JSON.parse(endpoints.stdout)).toEqual([]);

@@ -19,18 +19,32 @@ const CURRENCIES = ['EUR', 'USD', 'GBP'];
 let storage: CatalogStorage;
 storagePerTest('product-links', (fresh) => ({ storage } = fresh));
 
-const sourceArbitrary: fc.Arbitrary<ProductSourceDocument> = fc.record({
-  images: fc.uniqueArray(fc.constantFrom(...URLS), { maxLength: 3 }).map((urls) => urls.map((url) => ({ url }))),
-  offers: fc.uniqueArray(fc.record({ supplier_ref: fc.constantFrom(...SUPPLIERS), currency: fc.constantFrom('EUR', 'USD') }), { maxLength: 2, selector: (o) => o.supplier_ref })
-    .map((offers) => offers.map(({ supplier_ref, currency }) => ({ supplier_ref, quantity: 1, cost: '1.00', currency }))),
-  attributes: fc.uniqueArray(fc.constantFrom(...SUPPLIERS), { maxLength: 1 }).map((refs) => refs.map((supplier_ref) => ({ supplier_ref, key: 'weight', value: '1' }))),
-  excluded: fc.uniqueArray(fc.constantFrom(...SLUGS), { maxLength: 2 }),
-  ownStock: fc.option(fc.constantFrom<string | null>('GBP', 'EUR', null), { nil: undefined }),
-}).map(({ images, offers, attributes, excluded, ownStock }) => ({
-  eans: [], manufacturer: null, content: { de: { title: 'T', description: null } }, images, offers,
-  own_stock: ownStock === undefined ? null : { quantity: 1, cost: ownStock === null ? null : '2.00', currency: ownStock },
-  supplier_attributes: attributes, overrides: {}, excluded_stores: excluded,
-}));
+const sourceArbitrary: fc.Arbitrary<ProductSourceDocument> = fc
+  .record({
+    images: fc.uniqueArray(fc.constantFrom(...URLS), { maxLength: 3 }).map((urls) => urls.map((url) => ({ url }))),
+    offers: fc
+      .uniqueArray(fc.record({ supplier_ref: fc.constantFrom(...SUPPLIERS), currency: fc.constantFrom('EUR', 'USD') }), {
+        maxLength: 2,
+        selector: (o) => o.supplier_ref,
+      })
+      .map((offers) => offers.map(({ supplier_ref, currency }) => ({ supplier_ref, quantity: 1, cost: '1.00', currency }))),
+    attributes: fc
+      .uniqueArray(fc.constantFrom(...SUPPLIERS), { maxLength: 1 })
+      .map((refs) => refs.map((supplier_ref) => ({ supplier_ref, key: 'weight', value: '1' }))),
+    excluded: fc.uniqueArray(fc.constantFrom(...SLUGS), { maxLength: 2 }),
+    ownStock: fc.option(fc.constantFrom<string | null>('GBP', 'EUR', null), { nil: undefined }),
+  })
+  .map(({ images, offers, attributes, excluded, ownStock }) => ({
+    eans: [],
+    manufacturer: null,
+    content: { de: { title: 'T', description: null } },
+    images,
+    offers,
+    own_stock: ownStock === undefined ? null : { quantity: 1, cost: ownStock === null ? null : '2.00', currency: ownStock },
+    supplier_attributes: attributes,
+    overrides: {},
+    excluded_stores: excluded,
+  }));
 
 type Step =
   | { op: 'upsert'; ref: string; source: ProductSourceDocument }
@@ -40,7 +54,11 @@ type Step =
 const stepArbitrary: fc.Arbitrary<Step> = fc.oneof(
   fc.record({ op: fc.constant('upsert' as const), ref: fc.constantFrom(...REFS), source: sourceArbitrary }),
   fc.record({ op: fc.constant('delete' as const), ref: fc.constantFrom(...REFS) }),
-  fc.record({ op: fc.constant('state' as const), url: fc.constantFrom(...URLS), state: fc.constantFrom<ImageState>('pending', 'mirrored', 'dead') }),
+  fc.record({
+    op: fc.constant('state' as const),
+    url: fc.constantFrom(...URLS),
+    state: fc.constantFrom<ImageState>('pending', 'mirrored', 'dead'),
+  }),
 );
 
 /**
@@ -56,7 +74,7 @@ function batches(steps: Step[]): (Step | Extract<Step, { op: 'upsert' }>[])[] {
       out.push(step);
       continue;
     }
-    if (!run || run.some((s) => s.ref === step.ref)) out.push(run = []);
+    if (!run || run.some((s) => s.ref === step.ref)) out.push((run = []));
     run.push(step);
   }
   return out;
@@ -64,61 +82,90 @@ function batches(steps: Step[]): (Step | Extract<Step, { op: 'upsert' }>[])[] {
 
 describe(`the links and counts kept with the sources (${TEST_ENGINE})`, () => {
   for (const batched of [false, true]) {
-  it(`equal a recount from every source after any sequence of upserts, deletes and image state changes${batched ? ' (upserts in batches)' : ''}`, async () => {
-    let run = 0;
-    await fc.assert(fc.asyncProperty(fc.array(stepArbitrary, { minLength: 1, maxLength: 14 }), async (steps) => {
-      // A merchant of its own per run: the runs share the database.
-      const merchant = await storage.createMerchant({ name: `M${++run}${batched ? 'b' : ''}`, sku_pattern: null, owner_emails: [], created_at: AT });
-      const sources = new Map<string, { id: number; source: ProductSourceDocument }>();
-      const states = new Map<string, ImageState>();
-      for (const step of batched ? batches(steps) : steps) {
-        if (Array.isArray(step)) {
-          // The same ids as one upsert after another: existing refs keep theirs, new ones in order.
-          const results = await storage.transaction((tx) => tx.upsertProductSources(merchant.id, step.map(({ ref, source }) => ({ ref, source })), AT));
-          expect(results.map((r) => r.created)).toEqual(step.map((s) => !sources.has(s.ref)));
-          for (const [i, s] of step.entries()) {
-            if (sources.has(s.ref)) expect(results[i]!.id).toBe(sources.get(s.ref)!.id);
-            sources.set(s.ref, { id: results[i]!.id, source: s.source });
-            for (const image of s.source.images) if (!states.has(image.url)) states.set(image.url, 'pending');
+    it(`equal a recount from every source after any sequence of upserts, deletes and image state changes${batched ? ' (upserts in batches)' : ''}`, async () => {
+      let run = 0;
+      await fc.assert(
+        fc.asyncProperty(fc.array(stepArbitrary, { minLength: 1, maxLength: 14 }), async (steps) => {
+          // A merchant of its own per run: the runs share the database.
+          const merchant = await storage.createMerchant({
+            name: `M${++run}${batched ? 'b' : ''}`,
+            sku_pattern: null,
+            owner_emails: [],
+            created_at: AT,
+          });
+          const sources = new Map<string, { id: number; source: ProductSourceDocument }>();
+          const states = new Map<string, ImageState>();
+          for (const step of batched ? batches(steps) : steps) {
+            if (Array.isArray(step)) {
+              // The same ids as one upsert after another: existing refs keep theirs, new ones in order.
+              const results = await storage.transaction((tx) =>
+                tx.upsertProductSources(
+                  merchant.id,
+                  step.map(({ ref, source }) => ({ ref, source })),
+                  AT,
+                ),
+              );
+              expect(results.map((r) => r.created)).toEqual(step.map((s) => !sources.has(s.ref)));
+              for (const [i, s] of step.entries()) {
+                if (sources.has(s.ref)) expect(results[i]!.id).toBe(sources.get(s.ref)!.id);
+                sources.set(s.ref, { id: results[i]!.id, source: s.source });
+                for (const image of s.source.images) if (!states.has(image.url)) states.set(image.url, 'pending');
+              }
+              const created = results.filter((r) => r.created).map((r) => r.id);
+              expect(created).toEqual([...created].sort((a, b) => a - b));
+            } else if (step.op === 'upsert') {
+              const { id } = await storage.transaction((tx) => tx.upsertProductSource(merchant.id, step.ref, step.source, AT));
+              sources.set(step.ref, { id, source: step.source });
+              for (const image of step.source.images) if (!states.has(image.url)) states.set(image.url, 'pending');
+            } else if (step.op === 'delete') {
+              const product = sources.get(step.ref);
+              if (!product) continue;
+              await storage.transaction((tx) => tx.deleteProduct(merchant.id, product.id));
+              sources.delete(step.ref);
+            } else if (states.has(step.url)) {
+              await storage.updateImageMirror(merchant.id, step.url, {
+                state: step.state,
+                updated_at: AT,
+                next_attempt_at: step.state === 'pending' ? AT : null,
+              });
+              states.set(step.url, step.state);
+            }
           }
-          const created = results.filter((r) => r.created).map((r) => r.id);
-          expect(created).toEqual([...created].sort((a, b) => a - b));
-        } else if (step.op === 'upsert') {
-          const { id } = await storage.transaction((tx) => tx.upsertProductSource(merchant.id, step.ref, step.source, AT));
-          sources.set(step.ref, { id, source: step.source });
-          for (const image of step.source.images) if (!states.has(image.url)) states.set(image.url, 'pending');
-        } else if (step.op === 'delete') {
-          const product = sources.get(step.ref);
-          if (!product) continue;
-          await storage.transaction((tx) => tx.deleteProduct(merchant.id, product.id));
-          sources.delete(step.ref);
-        } else if (states.has(step.url)) {
-          await storage.updateImageMirror(merchant.id, step.url, { state: step.state, updated_at: AT, next_attempt_at: step.state === 'pending' ? AT : null });
-          states.set(step.url, step.state);
-        }
-      }
-      const products = [...sources.values()].sort((a, b) => a.id - b.id);
-      for (const url of URLS) {
-        expect(await storage.productIdsWithImage(merchant.id, url)).toEqual(products.filter((p) => p.source.images.some((i) => i.url === url)).map((p) => p.id));
-      }
-      for (const slug of SLUGS) {
-        expect((await storage.productsExcludedFrom(merchant.id, slug)).map((p) => p.id))
-          .toEqual(products.filter((p) => p.source.excluded_stores.includes(slug)).map((p) => p.id));
-      }
-      for (const ref of SUPPLIERS) {
-        expect(await storage.isSupplierReferenced(merchant.id, ref)).toBe(products.some((p) =>
-          p.source.offers.some((o) => o.supplier_ref === ref) || p.source.supplier_attributes.some((a) => a.supplier_ref === ref)));
-      }
-      // The currencies costs are in (offers and own stock), which a changed rate can re-price.
-      expect((await storage.currenciesInUse(merchant.id, CURRENCIES)).sort()).toEqual(CURRENCIES.filter((currency) => products.some((p) =>
-        p.source.offers.some((o) => o.currency === currency) || p.source.own_stock?.currency === currency)).sort());
-      const listed = new Set(products.flatMap((p) => p.source.images.map((i) => i.url)));
-      const expected = { pending: 0, mirrored: 0, dead: 0 };
-      for (const url of listed) expected[states.get(url)!]++;
-      expect(await storage.imageStateCounts(merchant.id)).toEqual(expected);
-      expect((await storage.deadImages(merchant.id, 10)).map((d) => d.url).sort())
-        .toEqual([...listed].filter((url) => states.get(url) === 'dead').sort());
-    }), { numRuns: TEST_ENGINE === 'sqlite' ? 60 : 25 });
-  });
+          const products = [...sources.values()].sort((a, b) => a.id - b.id);
+          for (const url of URLS) {
+            expect(await storage.productIdsWithImage(merchant.id, url)).toEqual(
+              products.filter((p) => p.source.images.some((i) => i.url === url)).map((p) => p.id),
+            );
+          }
+          for (const slug of SLUGS) {
+            expect((await storage.productsExcludedFrom(merchant.id, slug)).map((p) => p.id)).toEqual(
+              products.filter((p) => p.source.excluded_stores.includes(slug)).map((p) => p.id),
+            );
+          }
+          for (const ref of SUPPLIERS) {
+            expect(await storage.isSupplierReferenced(merchant.id, ref)).toBe(
+              products.some(
+                (p) =>
+                  p.source.offers.some((o) => o.supplier_ref === ref) || p.source.supplier_attributes.some((a) => a.supplier_ref === ref),
+              ),
+            );
+          }
+          // The currencies costs are in (offers and own stock), which a changed rate can re-price.
+          expect((await storage.currenciesInUse(merchant.id, CURRENCIES)).sort()).toEqual(
+            CURRENCIES.filter((currency) =>
+              products.some((p) => p.source.offers.some((o) => o.currency === currency) || p.source.own_stock?.currency === currency),
+            ).sort(),
+          );
+          const listed = new Set(products.flatMap((p) => p.source.images.map((i) => i.url)));
+          const expected = { pending: 0, mirrored: 0, dead: 0 };
+          for (const url of listed) expected[states.get(url)!]++;
+          expect(await storage.imageStateCounts(merchant.id)).toEqual(expected);
+          expect((await storage.deadImages(merchant.id, 10)).map((d) => d.url).sort()).toEqual(
+            [...listed].filter((url) => states.get(url) === 'dead').sort(),
+          );
+        }),
+        { numRuns: TEST_ENGINE === 'sqlite' ? 60 : 25 },
+      );
+    });
   }
 });

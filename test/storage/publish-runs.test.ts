@@ -51,14 +51,29 @@ beforeAll(async () => {
   service = await startTestService({ config: { limits: { publishChunk: CHUNK } } });
   const { admin } = service;
   merchantId = (await admin.createMerchant({ name: 'Run Outfitters' })).id;
-  await admin.upsertStore(merchantId, 'de', { name: 'DE', locale: 'de-DE', currency: 'EUR', is_default: true, active: true, exclude_out_of_stock: false });
-  await admin.upsertStore(merchantId, 'uk', { name: 'UK', locale: 'en-GB', currency: 'GBP', is_default: false, active: true, exclude_out_of_stock: false });
+  await admin.upsertStore(merchantId, 'de', {
+    name: 'DE',
+    locale: 'de-DE',
+    currency: 'EUR',
+    is_default: true,
+    active: true,
+    exclude_out_of_stock: false,
+  });
+  await admin.upsertStore(merchantId, 'uk', {
+    name: 'UK',
+    locale: 'en-GB',
+    currency: 'GBP',
+    is_default: false,
+    active: true,
+    exclude_out_of_stock: false,
+  });
   await admin.upsertSupplier(merchantId, 'alpine', 'Alpine');
   await admin.createCustomerGroup(merchantId, 'retail');
   await admin.upsertExchangeRate(merchantId, { base: 'EUR', quote: 'GBP', rate: '0.85' });
   for (let n = 0; n < PRODUCTS; n++) {
     await admin.upsertProduct(merchantId, `P-${n}`, {
-      content: { de: { title: `Zelt ${n}` }, en: { title: `Tent ${n}` } }, offers: [{ supplier_ref: 'alpine', quantity: 3, cost: `${10 + n}.00`, currency: 'EUR' }],
+      content: { de: { title: `Zelt ${n}` }, en: { title: `Tent ${n}` } },
+      offers: [{ supplier_ref: 'alpine', quantity: 3, cost: `${10 + n}.00`, currency: 'EUR' }],
     });
   }
 }, 60_000);
@@ -67,7 +82,9 @@ afterAll(() => service?.close());
 describe('publish runs', () => {
   it('re-price through the admin call a chunk per transaction, and leave no run behind', async () => {
     const { storage } = service;
-    const changesBefore = (await storage.changesAfter((await storage.listStores(merchantId)).find((s) => s.slug === 'uk')!.id, { at: '', id: 0 }, 10_000)).length;
+    const changesBefore = (
+      await storage.changesAfter((await storage.listStores(merchantId)).find((s) => s.slug === 'uk')!.id, { at: '', id: 0 }, 10_000)
+    ).length;
     await service.admin.upsertExchangeRate(merchantId, { base: 'EUR', quote: 'GBP', rate: '0.86' });
     expect(await fullyPublished()).toBe(true);
     expect(await storage.stalledPublishRuns('9999-01-01T00:00:00.000Z', 10)).toEqual([]);
@@ -81,7 +98,10 @@ describe('publish runs', () => {
     const run = await rateChangeWithRun(first, '0.87');
     const before = await payloads();
     void first.stop();
-    await expect(first.complete(run)).rejects.toMatchObject({ code: 'internal_error', detail: expect.stringMatching(/re-published when the service runs again/) });
+    await expect(first.complete(run)).rejects.toMatchObject({
+      code: 'internal_error',
+      detail: expect.stringMatching(/re-published when the service runs again/),
+    });
     // Given up: held by no one, position unchanged, nothing re-published yet.
     expect(await service.storage.publishRun(run.id)).toMatchObject({ after_product_id: 0, leased_until: RELEASED_PUBLISH_RUN });
     expect(await payloads()).toEqual(before);

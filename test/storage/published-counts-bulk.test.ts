@@ -31,7 +31,10 @@ const payload = (id: number, reason: ExclusionReason | null) =>
 /** Rows for these ids with these reasons; every other row leaves its reason for the storage to read from the payload. */
 function rowsOf(ids: number[], reasonOf: (id: number) => ExclusionReason | null): PublishedRow[] {
   return ids.map((id, i) => ({
-    productId: id, payload: payload(id, reasonOf(id)), priceHash: `p${id}`, contentHash: `c${id}`,
+    productId: id,
+    payload: payload(id, reasonOf(id)),
+    priceHash: `p${id}`,
+    contentHash: `c${id}`,
     ...(i % 2 === 0 ? { exclusionReason: reasonOf(id) } : {}),
   }));
 }
@@ -39,7 +42,8 @@ function rowsOf(ids: number[], reasonOf: (id: number) => ExclusionReason | null)
 async function upsert(storeId: number, rows: PublishedRow[]): Promise<void> {
   await storage.upsertPublished(storeId, rows);
   const kept = published.get(storeId) ?? new Map();
-  for (const row of rows) kept.set(row.productId, (JSON.parse(row.payload) as { exclusion_reason: ExclusionReason | null }).exclusion_reason);
+  for (const row of rows)
+    kept.set(row.productId, (JSON.parse(row.payload) as { exclusion_reason: ExclusionReason | null }).exclusion_reason);
   published.set(storeId, kept);
 }
 
@@ -76,7 +80,14 @@ beforeAll(async () => {
   database = await createTestDatabase(dir);
   storage = await database.open();
   const merchant = await storage.createMerchant({ name: 'Bulk', sku_pattern: null, owner_emails: [], created_at: AT });
-  const store = (slug: string) => ({ name: slug, locale: 'de-DE', currency: 'EUR', is_default: slug === 'de', active: true, exclude_out_of_stock: false });
+  const store = (slug: string) => ({
+    name: slug,
+    locale: 'de-DE',
+    currency: 'EUR',
+    is_default: slug === 'de',
+    active: true,
+    exclude_out_of_stock: false,
+  });
   de = (await storage.upsertStore(merchant.id, 'de', store('de'))).id;
   at = (await storage.upsertStore(merchant.id, 'at', store('at'))).id;
 });
@@ -89,20 +100,29 @@ afterAll(async () => {
 
 describe('kept counts after bulk writes', () => {
   it('counts a batch of new rows across several blocks and reasons, per store', async () => {
-    await upsert(de, rowsOf(range(1, 3000), (id) => REASONS[id % 5]!));
-    await upsert(at, rowsOf(range(500, 1200), (id) => REASONS[id % 3]!));
+    await upsert(
+      de,
+      rowsOf(range(1, 3000), (id) => REASONS[id % 5]!),
+    );
+    await upsert(
+      at,
+      rowsOf(range(500, 1200), (id) => REASONS[id % 3]!),
+    );
     await expectCountsExact(de);
     await expectCountsExact(at);
   });
 
   it('counts a batch that updates rows (some changing reason, some not) and inserts others, in one statement', async () => {
     // 2,001-3,000 exist: every third changes reason; 3,001-4,500 are new, in blocks not seen before.
-    await upsert(de, rowsOf(range(2001, 2500), (id) => (id % 3 === 0 ? REASONS[(id + 1) % 5]! : REASONS[id % 5]!)));
+    await upsert(
+      de,
+      rowsOf(range(2001, 2500), (id) => (id % 3 === 0 ? REASONS[(id + 1) % 5]! : REASONS[id % 5]!)),
+    );
     await expectCountsExact(de);
     await expectCountsExact(at);
   });
 
-  it('counts a product listed twice in a batch once, under its last row\'s reason', async () => {
+  it("counts a product listed twice in a batch once, under its last row's reason", async () => {
     await storage.upsertPublished(de, [
       { productId: 10_000, payload: payload(10_000, 'manual'), priceHash: 'p', contentHash: 'c', exclusionReason: 'manual' },
       { productId: 7, payload: payload(7, null), priceHash: 'p', contentHash: 'c' },
@@ -122,9 +142,15 @@ describe('kept counts after bulk writes', () => {
 
   it('counts the writes of a transaction together with the rows already there', async () => {
     await storage.transaction(async (tx) => {
-      await tx.upsertPublished(de, rowsOf(range(1, 2048), (id) => REASONS[id % 4]!));
+      await tx.upsertPublished(
+        de,
+        rowsOf(range(1, 2048), (id) => REASONS[id % 4]!),
+      );
       await tx.deletePublished(at, range(600, 100));
-      await tx.upsertPublished(at, rowsOf(range(1500, 300), () => 'out_of_stock'));
+      await tx.upsertPublished(
+        at,
+        rowsOf(range(1500, 300), () => 'out_of_stock'),
+      );
     });
     for (const id of range(1, 2048)) published.get(de)!.set(id, REASONS[id % 4]!);
     for (const id of range(600, 100)) published.get(at)!.delete(id);
@@ -133,31 +159,40 @@ describe('kept counts after bulk writes', () => {
     await expectCountsExact(at);
   });
 
-  it('counts nothing for a deleted store, and leaves the other store\'s counts as they were', async () => {
+  it("counts nothing for a deleted store, and leaves the other store's counts as they were", async () => {
     await storage.deleteStore(at);
     published.delete(at);
     await expectCountsExact(at);
     await expectCountsExact(de);
   });
 
-  it.skipIf(TEST_ENGINE !== 'postgres' || onPglite())('PostgreSQL: counts plain UPDATE and DELETE statements of many rows, reasons and blocks moved', async () => {
-    const client = new pg.Client(database.location);
-    await client.connect();
-    try {
-      // Reasons changed, some to the same reason; then ids moved two blocks up (a block counted on both sides).
-      await client.query(`UPDATE published_products SET exclusion_reason = CASE WHEN product_id % 2 = 0 THEN 'manual' ELSE exclusion_reason END
-        WHERE store_id = $1 AND product_id <= 1500`, [de]);
-      for (const id of range(1, 1500)) if (id % 2 === 0) published.get(de)!.set(id, 'manual');
-      await expectCountsExact(de);
-      await client.query('UPDATE published_products SET product_id = product_id + 2048 WHERE store_id = $1 AND product_id BETWEEN 1 AND 1000', [de]);
-      const moved = new Map([...published.get(de)!.entries()].map(([id, reason]) => [id <= 1000 ? id + 2048 : id, reason]));
-      published.set(de, moved);
-      await expectCountsExact(de);
-      await client.query('DELETE FROM published_products WHERE store_id = $1 AND product_id % 3 = 0', [de]);
-      for (const id of [...moved.keys()]) if (id % 3 === 0) moved.delete(id);
-      await expectCountsExact(de);
-    } finally {
-      await client.end();
-    }
-  });
+  it.skipIf(TEST_ENGINE !== 'postgres' || onPglite())(
+    'PostgreSQL: counts plain UPDATE and DELETE statements of many rows, reasons and blocks moved',
+    async () => {
+      const client = new pg.Client(database.location);
+      await client.connect();
+      try {
+        // Reasons changed, some to the same reason; then ids moved two blocks up (a block counted on both sides).
+        await client.query(
+          `UPDATE published_products SET exclusion_reason = CASE WHEN product_id % 2 = 0 THEN 'manual' ELSE exclusion_reason END
+        WHERE store_id = $1 AND product_id <= 1500`,
+          [de],
+        );
+        for (const id of range(1, 1500)) if (id % 2 === 0) published.get(de)!.set(id, 'manual');
+        await expectCountsExact(de);
+        await client.query(
+          'UPDATE published_products SET product_id = product_id + 2048 WHERE store_id = $1 AND product_id BETWEEN 1 AND 1000',
+          [de],
+        );
+        const moved = new Map([...published.get(de)!.entries()].map(([id, reason]) => [id <= 1000 ? id + 2048 : id, reason]));
+        published.set(de, moved);
+        await expectCountsExact(de);
+        await client.query('DELETE FROM published_products WHERE store_id = $1 AND product_id % 3 = 0', [de]);
+        for (const id of [...moved.keys()]) if (id % 3 === 0) moved.delete(id);
+        await expectCountsExact(de);
+      } finally {
+        await client.end();
+      }
+    },
+  );
 });

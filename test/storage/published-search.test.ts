@@ -21,8 +21,22 @@ beforeAll(async () => {
   service = await startTestService();
   const { admin } = service;
   merchantId = (await admin.createMerchant({ name: 'Search Outfitters', sku_pattern: 'SO-{ref}' })).id;
-  await admin.upsertStore(merchantId, 'de', { name: 'DE', locale: 'de-DE', currency: 'EUR', is_default: true, active: true, exclude_out_of_stock: false });
-  await admin.upsertStore(merchantId, 'at', { name: 'AT', locale: 'de-AT', currency: 'EUR', is_default: false, active: true, exclude_out_of_stock: true });
+  await admin.upsertStore(merchantId, 'de', {
+    name: 'DE',
+    locale: 'de-DE',
+    currency: 'EUR',
+    is_default: true,
+    active: true,
+    exclude_out_of_stock: false,
+  });
+  await admin.upsertStore(merchantId, 'at', {
+    name: 'AT',
+    locale: 'de-AT',
+    currency: 'EUR',
+    is_default: false,
+    active: true,
+    exclude_out_of_stock: true,
+  });
   await admin.upsertSupplier(merchantId, 'alpine', 'Alpine');
   const offer = (quantity: number) => [{ supplier_ref: 'alpine', quantity, cost: '10.00', currency: 'EUR' }];
   const products: [string, Parameters<typeof admin.upsertProduct>[2]][] = [
@@ -56,7 +70,9 @@ describe('finding published products by SKU or EAN', () => {
   });
 
   it('requires every field given to match, and matches nothing when none is given', async () => {
-    expect((await service.storage.findPublishedProducts(de.id, { sku: 'SO-tent-red', ean: '4012345678901' }, 10)).map((p) => p.id)).toEqual([ids['tent-red']]);
+    expect((await service.storage.findPublishedProducts(de.id, { sku: 'SO-tent-red', ean: '4012345678901' }, 10)).map((p) => p.id)).toEqual(
+      [ids['tent-red']],
+    );
     expect(await service.storage.findPublishedProducts(de.id, { sku: 'SO-pack', ean: '4012345678901' }, 10)).toEqual([]);
     expect(await service.storage.findPublishedProducts(de.id, {}, 10)).toEqual([]);
   });
@@ -76,30 +92,53 @@ describe('finding published products by SKU or EAN', () => {
     await expect(reads.findProducts(merchantId, 'nowhere', 'pack')).rejects.toMatchObject({ code: 'store_not_found' });
   });
 
-  it('does not find another merchant\'s product by its id', async () => {
+  it("does not find another merchant's product by its id", async () => {
     const other = (await service.admin.createMerchant({ name: 'Other' })).id;
-    await service.admin.upsertStore(other, 'de', { name: 'DE', locale: 'de-DE', currency: 'EUR', is_default: true, active: true, exclude_out_of_stock: false });
+    await service.admin.upsertStore(other, 'de', {
+      name: 'DE',
+      locale: 'de-DE',
+      currency: 'EUR',
+      is_default: true,
+      active: true,
+      exclude_out_of_stock: false,
+    });
     expect((await service.service.reads.findProducts(other, 'de', String(ids.pack))).matches).toEqual([]);
   });
 });
 
-describe('listing a store\'s published products', () => {
+describe("listing a store's published products", () => {
   it('pages by id with a keyset after the last id', async () => {
     const first = await service.storage.publishedSummaries(de.id, { afterId: 0, limit: 2 });
     expect(first.map((p) => p.id)).toEqual([ids.pack, ids['tent-green']]);
     const rest = await service.storage.publishedSummaries(de.id, { afterId: first[1]!.id, limit: 10 });
     expect(rest.map((p) => p.id)).toEqual([ids['tent-red'], ids['no-offers'], ids.untitled]);
-    expect(rest[2]).toEqual({ id: ids.untitled, title: null, sku: 'SO-untitled', ean: null, excluded: true, exclusion_reason: 'missing_title' });
+    expect(rest[2]).toEqual({
+      id: ids.untitled,
+      title: null,
+      sku: 'SO-untitled',
+      ean: null,
+      excluded: true,
+      exclusion_reason: 'missing_title',
+    });
   });
 
-  it('lists the excluded products only, each with its reason as the store\'s payload states it', async () => {
-    const reasons = async (store: StoreRecord) => (await service.storage.publishedSummaries(store.id, { afterId: 0, limit: 10, excludedOnly: true }))
-      .map((p) => [p.id, p.exclusion_reason]);
-    expect(await reasons(de)).toEqual([[ids['no-offers'], 'no_offers'], [ids.untitled, 'missing_title']]);
-    expect(await reasons(at)).toEqual([[ids['no-offers'], 'no_offers'], [ids.untitled, 'missing_title']]);
+  it("lists the excluded products only, each with its reason as the store's payload states it", async () => {
+    const reasons = async (store: StoreRecord) =>
+      (await service.storage.publishedSummaries(store.id, { afterId: 0, limit: 10, excludedOnly: true })).map((p) => [
+        p.id,
+        p.exclusion_reason,
+      ]);
+    expect(await reasons(de)).toEqual([
+      [ids['no-offers'], 'no_offers'],
+      [ids.untitled, 'missing_title'],
+    ]);
+    expect(await reasons(at)).toEqual([
+      [ids['no-offers'], 'no_offers'],
+      [ids.untitled, 'missing_title'],
+    ]);
   });
 
-  it('CatalogReads.productSummaries gives the page, the next after_id while more follow, and the store\'s counts', async () => {
+  it("CatalogReads.productSummaries gives the page, the next after_id while more follow, and the store's counts", async () => {
     const { reads } = service.service;
     const page1 = await reads.productSummaries(merchantId, 'de', { perPage: 2 });
     expect(page1.products.map((p) => p.id)).toEqual([ids.pack, ids['tent-green']]);
@@ -127,12 +166,36 @@ describe('SKU and EAN search without scanning (migration 12)', () => {
       return originalPrepare.call(this, sql);
     });
     try {
-      const merchant = await storage.createMerchant({ name: 'Plan', sku_pattern: null, owner_emails: [], created_at: new Date().toISOString() });
-      const store = await storage.upsertStore(merchant.id, 'de', { name: 'DE', locale: 'de-DE', currency: 'EUR', is_default: true, active: true, exclude_out_of_stock: false });
-      await storage.upsertPublished(store.id, Array.from({ length: 50 }, (_, i) => ({
-        productId: i + 1, payload: JSON.stringify({ id: i + 1, sku: `SKU-${i}`, ean: `400000000${String(i).padStart(4, '0')}`, title: 't', excluded: false, exclusion_reason: null }),
-        priceHash: 'p', contentHash: 'c',
-      })));
+      const merchant = await storage.createMerchant({
+        name: 'Plan',
+        sku_pattern: null,
+        owner_emails: [],
+        created_at: new Date().toISOString(),
+      });
+      const store = await storage.upsertStore(merchant.id, 'de', {
+        name: 'DE',
+        locale: 'de-DE',
+        currency: 'EUR',
+        is_default: true,
+        active: true,
+        exclude_out_of_stock: false,
+      });
+      await storage.upsertPublished(
+        store.id,
+        Array.from({ length: 50 }, (_, i) => ({
+          productId: i + 1,
+          payload: JSON.stringify({
+            id: i + 1,
+            sku: `SKU-${i}`,
+            ean: `400000000${String(i).padStart(4, '0')}`,
+            title: 't',
+            excluded: false,
+            exclusion_reason: null,
+          }),
+          priceHash: 'p',
+          contentHash: 'c',
+        })),
+      );
       expect(await storage.findPublishedProducts(store.id, match, 10)).toHaveLength(1);
       expect(prepared).toHaveLength(1);
       const params = { storeId: store.id, limit: 10, ...match };
@@ -143,15 +206,16 @@ describe('SKU and EAN search without scanning (migration 12)', () => {
       fs.rmSync(dir, { recursive: true, force: true });
     }
   }
+  // eslint-disable-next-line @typescript-eslint/unbound-method -- called with its database as `this` (originalPrepare.call(this, …))
   const originalPrepare = Database.prototype.prepare;
 
-  it('finds by SKU from the store\'s SKU index range, in id order without a sort', async () => {
+  it("finds by SKU from the store's SKU index range, in id order without a sort", async () => {
     const plan = await plansFor({ sku: 'SKU-7' });
     expect(plan.join('\n')).toMatch(/SEARCH published_products USING INDEX published_products_sku \(store_id=\? AND <expr>=\?\)/);
     expect(plan.join('\n')).not.toMatch(/SCAN|TEMP B-TREE/);
   });
 
-  it('finds by EAN from the store\'s EAN index range', async () => {
+  it("finds by EAN from the store's EAN index range", async () => {
     const plan = await plansFor({ ean: '4000000000007' });
     expect(plan.join('\n')).toMatch(/SEARCH published_products USING INDEX published_products_ean \(store_id=\? AND <expr>=\?\)/);
     expect(plan.join('\n')).not.toMatch(/SCAN|TEMP B-TREE/);

@@ -18,7 +18,8 @@ afterEach(() => {
   for (const dir of dirs.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
 });
 
-const worker = (storage: SqliteStorage) => (storage as unknown as { checkpointer: { worker: import('node:worker_threads').Worker } }).checkpointer.worker;
+const worker = (storage: SqliteStorage) =>
+  (storage as unknown as { checkpointer: { worker: import('node:worker_threads').Worker } }).checkpointer.worker;
 
 describe('WAL checkpoints', () => {
   it('run off the event loop: the write connection never checkpoints in COMMIT', async () => {
@@ -30,7 +31,7 @@ describe('WAL checkpoints', () => {
     }
   });
 
-  it('fall back to SQLite\'s own checkpoint in COMMIT when the worker ends, and close still resolves', async () => {
+  it("fall back to SQLite's own checkpoint in COMMIT when the worker ends, and close still resolves", async () => {
     const errors: string[] = [];
     const storage = open({ onCheckpointError: (error) => errors.push(error) });
     await worker(storage).terminate();
@@ -68,10 +69,12 @@ describe('transactions', () => {
   it('roll back everything done through tx when the callback fails, and let the next one run', async () => {
     const storage = open();
     try {
-      await expect(storage.transaction(async (tx) => {
-        await tx.createMerchant({ name: 'Gone', sku_pattern: null, owner_emails: [], created_at: '2026-11-26T00:00:00Z' });
-        throw new Error('fails after a write');
-      })).rejects.toThrow('fails after a write');
+      await expect(
+        storage.transaction(async (tx) => {
+          await tx.createMerchant({ name: 'Gone', sku_pattern: null, owner_emails: [], created_at: '2026-11-26T00:00:00Z' });
+          throw new Error('fails after a write');
+        }),
+      ).rejects.toThrow('fails after a write');
       expect(await storage.countMerchants()).toBe(0);
       await storage.createMerchant({ name: 'Kept', sku_pattern: null, owner_emails: [], created_at: '2026-11-26T00:00:00Z' });
       expect(await storage.countMerchants()).toBe(1);
@@ -108,7 +111,9 @@ describe('another process holding the write lock', () => {
       let release!: () => void;
       const held = first.transaction(async (tx) => {
         await tx.createMerchant(merchant('Holder'));
-        await new Promise<void>((resolve) => { release = resolve; });
+        await new Promise<void>((resolve) => {
+          release = resolve;
+        });
       });
       let waitingWrite = false;
       const waiting = second.transaction(async (tx) => {
@@ -118,7 +123,12 @@ describe('another process holding the write lock', () => {
       // Timers still fire while the second write waits for the lock.
       let ticks = 0;
       await new Promise<void>((resolve) => {
-        const timer = setInterval(() => { if (++ticks === 5) { clearInterval(timer); resolve(); } }, 5);
+        const timer = setInterval(() => {
+          if (++ticks === 5) {
+            clearInterval(timer);
+            resolve();
+          }
+        }, 5);
       });
       expect(waitingWrite).toBe(false);
       release();
@@ -137,7 +147,9 @@ describe('another process holding the write lock', () => {
     try {
       let release!: () => void;
       const held = first.transaction(async () => {
-        await new Promise<void>((resolve) => { release = resolve; });
+        await new Promise<void>((resolve) => {
+          release = resolve;
+        });
       });
       await expect(second.createMerchant(merchant('Too late'))).rejects.toMatchObject({ code: 'SQLITE_BUSY' });
       release();
@@ -151,15 +163,24 @@ describe('another process holding the write lock', () => {
   });
 });
 
-
 describe('bulk writes', () => {
   it('let requests run between steps of ROWS_PER_STEP rows, and reads meanwhile see nothing of them before COMMIT', async () => {
     const storage = open();
     setYieldSlice(0);
     try {
-      const { id: merchantId } = await storage.createMerchant({ name: 'Bulk', sku_pattern: null, owner_emails: [], created_at: '2026-11-26T00:00:00Z' });
+      const { id: merchantId } = await storage.createMerchant({
+        name: 'Bulk',
+        sku_pattern: null,
+        owner_emails: [],
+        created_at: '2026-11-26T00:00:00Z',
+      });
       const store = await storage.upsertStore(merchantId, 'de', {
-        name: 'DE', locale: 'de-DE', currency: 'EUR', is_default: true, active: true, exclude_out_of_stock: false,
+        name: 'DE',
+        locale: 'de-DE',
+        currency: 'EUR',
+        is_default: true,
+        active: true,
+        exclude_out_of_stock: false,
       });
       const count = 20 * ROWS_PER_STEP;
       const changes = Array.from({ length: count }, (_, i) => ({ storeId: store.id, productId: i + 1, changeType: 'content' as const }));

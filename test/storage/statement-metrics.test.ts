@@ -65,7 +65,9 @@ describe('statement durations and the event-loop delay in /metrics', () => {
   it('shows the event-loop delay since the previous scrape: a loop blocked 150 ms shows in the max', async () => {
     await scrape(service);
     const start = performance.now();
-    while (performance.now() - start < 150) { /* blocks this process's event loop, the server's too */ }
+    while (performance.now() - start < 150) {
+      /* blocks this process's event loop, the server's too */
+    }
     // The monitor's timer, due during the block, runs now and records how late it is.
     await new Promise((resolve) => setTimeout(resolve, 30));
     const metrics = await scrape(service);
@@ -80,60 +82,88 @@ describe('statement durations and the event-loop delay in /metrics', () => {
 });
 
 describe('slow statements', () => {
-  sqliteOnly.it('SQLite: a statement slower than CPS_SLOW_STATEMENT_MS is logged at warn with its name, engine and duration, and is in the histogram', async () => {
-    const logs = new LogCapture('info');
-    const service = await startTestService({ logger: logs.logger, config: { operations: { slowStatementMs: 5 } } });
-    try {
-      // /readyz reads the applied migrations (`storage.probe`): with half a million rows more, a recursive CTE's count, that read takes tens of ms.
-      sqliteStorageOf(service).db.prepare(`INSERT INTO schema_migrations (id, name, applied_at)
-        WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 500000) SELECT 1000000 + x, 'padding', '' FROM n`).run();
-      expect((await service.fetch(`${service.url}/readyz`)).status).toBe(200);
-      const lines = slowLines(logs).filter((line) => line.statement === 'storage.probe');
-      expect(lines.length).toBeGreaterThanOrEqual(1);
-      const [line] = lines;
-      expect(line!.level).toBe('warn');
-      expect(line!.engine).toBe('sqlite');
-      expect(line!.duration_ms).toBeGreaterThan(5);
-      expect(line!.slow_statement_ms).toBe(5);
-      // Its name, engine and duration: no parameters, no SQL.
-      expect(Object.keys(line!).sort()).toEqual(['duration_ms', 'engine', 'level', 'msg', 'service', 'slow_statement_ms', 'statement', 'time']);
-      const metrics = await scrape(service);
-      const labels = { engine: 'sqlite', statement: 'storage.probe' };
-      // Observed above the 5 ms bucket at least once.
-      expect(sample(metrics, `${METRIC}_count`, labels)! - sample(metrics, `${METRIC}_bucket`, { ...labels, le: '0.005' })!).toBeGreaterThanOrEqual(1);
-    } finally {
-      await service.close();
-    }
-  });
-
-  it.skipIf(TEST_ENGINE !== 'postgres' || onPglite())('PostgreSQL: a statement waiting 300 ms for a lock is logged at warn with its operation\'s name', async () => {
-    const logs = new LogCapture('info');
-    const service = await startTestService({ logger: logs.logger });
-    const locker = new pg.Client({ connectionString: service.database.location });
-    await locker.connect();
-    try {
-      const key = await catalog(service);
-      // The read waits for the stores table: another connection holds it for 300 ms.
-      await locker.query('BEGIN');
-      await locker.query('LOCK TABLE stores IN ACCESS EXCLUSIVE MODE');
-      const release = new Promise((resolve) => setTimeout(resolve, 300)).then(() => locker.query('COMMIT'));
-      expect((await service.api('/v1/products?store=de', key)).status).toBe(200);
-      await release;
-      const lines = slowLines(logs);
-      expect(lines.length).toBeGreaterThanOrEqual(1);
-      for (const line of lines) {
-        expect(line.level).toBe('warn');
-        expect(line.engine).toBe('postgres');
-        expect(line.statement).toMatch(/^(published|tenancy)\.[a-z][A-Za-z]*$/);
-        expect(Object.keys(line).sort()).toEqual(['duration_ms', 'engine', 'level', 'msg', 'service', 'slow_statement_ms', 'statement', 'time']);
+  sqliteOnly.it(
+    'SQLite: a statement slower than CPS_SLOW_STATEMENT_MS is logged at warn with its name, engine and duration, and is in the histogram',
+    async () => {
+      const logs = new LogCapture('info');
+      const service = await startTestService({ logger: logs.logger, config: { operations: { slowStatementMs: 5 } } });
+      try {
+        // /readyz reads the applied migrations (`storage.probe`): with half a million rows more, a recursive CTE's count, that read takes tens of ms.
+        sqliteStorageOf(service)
+          .db.prepare(`INSERT INTO schema_migrations (id, name, applied_at)
+        WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 500000) SELECT 1000000 + x, 'padding', '' FROM n`)
+          .run();
+        expect((await service.fetch(`${service.url}/readyz`)).status).toBe(200);
+        const lines = slowLines(logs).filter((line) => line.statement === 'storage.probe');
+        expect(lines.length).toBeGreaterThanOrEqual(1);
+        const [line] = lines;
+        expect(line!.level).toBe('warn');
+        expect(line!.engine).toBe('sqlite');
+        expect(line!.duration_ms).toBeGreaterThan(5);
+        expect(line!.slow_statement_ms).toBe(5);
+        // Its name, engine and duration: no parameters, no SQL.
+        expect(Object.keys(line!).sort()).toEqual([
+          'duration_ms',
+          'engine',
+          'level',
+          'msg',
+          'service',
+          'slow_statement_ms',
+          'statement',
+          'time',
+        ]);
+        const metrics = await scrape(service);
+        const labels = { engine: 'sqlite', statement: 'storage.probe' };
+        // Observed above the 5 ms bucket at least once.
+        expect(
+          sample(metrics, `${METRIC}_count`, labels)! - sample(metrics, `${METRIC}_bucket`, { ...labels, le: '0.005' })!,
+        ).toBeGreaterThanOrEqual(1);
+      } finally {
+        await service.close();
       }
-      expect(Math.max(...lines.map((line) => line.duration_ms as number))).toBeGreaterThanOrEqual(250);
-      expect(logs.text).not.toContain(key);
-    } finally {
-      await locker.end();
-      await service.close();
-    }
-  });
+    },
+  );
+
+  it.skipIf(TEST_ENGINE !== 'postgres' || onPglite())(
+    "PostgreSQL: a statement waiting 300 ms for a lock is logged at warn with its operation's name",
+    async () => {
+      const logs = new LogCapture('info');
+      const service = await startTestService({ logger: logs.logger });
+      const locker = new pg.Client({ connectionString: service.database.location });
+      await locker.connect();
+      try {
+        const key = await catalog(service);
+        // The read waits for the stores table: another connection holds it for 300 ms.
+        await locker.query('BEGIN');
+        await locker.query('LOCK TABLE stores IN ACCESS EXCLUSIVE MODE');
+        const release = new Promise((resolve) => setTimeout(resolve, 300)).then(() => locker.query('COMMIT'));
+        expect((await service.api('/v1/products?store=de', key)).status).toBe(200);
+        await release;
+        const lines = slowLines(logs);
+        expect(lines.length).toBeGreaterThanOrEqual(1);
+        for (const line of lines) {
+          expect(line.level).toBe('warn');
+          expect(line.engine).toBe('postgres');
+          expect(line.statement).toMatch(/^(published|tenancy)\.[a-z][A-Za-z]*$/);
+          expect(Object.keys(line).sort()).toEqual([
+            'duration_ms',
+            'engine',
+            'level',
+            'msg',
+            'service',
+            'slow_statement_ms',
+            'statement',
+            'time',
+          ]);
+        }
+        expect(Math.max(...lines.map((line) => line.duration_ms as number))).toBeGreaterThanOrEqual(250);
+        expect(logs.text).not.toContain(key);
+      } finally {
+        await locker.end();
+        await service.close();
+      }
+    },
+  );
 
   it('CPS_SLOW_STATEMENT_MS: 100 by default, 0 turns the log off, anything else but a whole number is refused', () => {
     expect(loadConfig({}).operations.slowStatementMs).toBe(100);
@@ -147,14 +177,22 @@ describe('slow statements', () => {
     on.observeStatement('sqlite', 'published.publishedPage', 100);
     expect(slowLines(logs)).toEqual([]);
     on.observeStatement('postgres', 'published.publishedPage', 100.5);
-    expect(slowLines(logs).map((line) => [line.engine, line.statement, line.duration_ms])).toEqual([['postgres', 'published.publishedPage', 100.5]]);
+    expect(slowLines(logs).map((line) => [line.engine, line.statement, line.duration_ms])).toEqual([
+      ['postgres', 'published.publishedPage', 100.5],
+    ]);
   });
 
   sqliteOnly.it('SQLite: iterate() counts once, when it ends or is left, and leaves the statement free for its next run', () => {
     const db = new Database(':memory:');
     try {
       const observed: [string, string][] = [];
-      const timing = { observer: { observeStatement: (engine: string, name: string) => { observed.push([engine, name]); } } };
+      const timing = {
+        observer: {
+          observeStatement: (engine: string, name: string) => {
+            observed.push([engine, name]);
+          },
+        },
+      };
       const connection = new SqliteConnection(db, timing).named('test.countTo');
       const sql = 'WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 10) SELECT x FROM n';
       expect([...connection.stmt(sql).pluck().iterate()]).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);

@@ -5,7 +5,11 @@ import type { TestResponse, TestService } from './service.js';
 
 /** Sends an admin request and fails the test unless it answers `status`. */
 export async function adminOk(
-  service: TestService, method: string, path: string, body?: unknown, status = method === 'DELETE' ? 204 : 200,
+  service: TestService,
+  method: string,
+  path: string,
+  body?: unknown,
+  status = method === 'DELETE' ? 204 : 200,
 ): Promise<any> {
   const response = await service.adminApi(method, path, body);
   expect(response.status, `${method} ${path}: ${response.text}`).toBe(status);
@@ -60,10 +64,20 @@ export async function buildOutdoorCatalog(service: TestService, name = 'Alpine O
   await adminOk(service, 'PUT', `${base}/suppliers/baltic`, { name: 'Baltic Outdoor' });
   await adminOk(service, 'PUT', `${base}/attributes/weight`, { unit: 'kg', labels: { de: 'Gewicht', pl: 'Waga' } });
   await adminOk(service, 'PUT', `${base}/attributes/color`, { labels: { de: 'Farbe' } });
-  const wholesaleRule = await adminOk(service, 'POST', `${base}/pricing-rules`,
-    { priority: 10, customer_group_id: wholesale.id, markup_percent: '10' }, 201);
-  const retailRule = await adminOk(service, 'POST', `${base}/pricing-rules`,
-    { priority: 20, customer_group_id: retail.id, markup_percent: '40', price_ending: 99 }, 201);
+  const wholesaleRule = await adminOk(
+    service,
+    'POST',
+    `${base}/pricing-rules`,
+    { priority: 10, customer_group_id: wholesale.id, markup_percent: '10' },
+    201,
+  );
+  const retailRule = await adminOk(
+    service,
+    'POST',
+    `${base}/pricing-rules`,
+    { priority: 20, customer_group_id: retail.id, markup_percent: '40', price_ending: 99 },
+    201,
+  );
   const rules = (await adminOk(service, 'GET', `${base}/pricing-rules`)).data;
   const catchAll = rules.find((r: { is_catch_all: boolean }) => r.is_catch_all);
 
@@ -100,7 +114,10 @@ export async function buildOutdoorCatalog(service: TestService, name = 'Alpine O
     excluded_stores: ['pl'],
   });
   return {
-    merchant, stores, groups: { retail, wholesale }, rules: { wholesale: wholesaleRule, retail: retailRule, catchAll },
+    merchant,
+    stores,
+    groups: { retail, wholesale },
+    rules: { wholesale: wholesaleRule, retail: retailRule, catchAll },
     products: { backpack, tent, lamp },
   };
 }

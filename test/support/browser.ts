@@ -18,7 +18,12 @@ export const ARTIFACTS_DIR = path.resolve(path.dirname(fileURLToPath(import.meta
 
 // Quiet and hermetic: the tests reach 127.0.0.1 only, and nothing may phone home.
 const QUIET_ARGS = [
-  '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
 ];
 
 export interface TestBrowser {
@@ -33,7 +38,10 @@ export interface TestBrowser {
 }
 
 const UNSAFE_ARGS = [
-  '--single-process', '--disable-web-security', '--disable-site-isolation-trials', '--allow-running-insecure-content',
+  '--single-process',
+  '--disable-web-security',
+  '--disable-site-isolation-trials',
+  '--allow-running-insecure-content',
   '--disable-features=AudioServiceOutOfProcess,IsolateOrigins,site-per-process',
 ];
 
@@ -61,9 +69,9 @@ export async function launchBrowser(): Promise<TestBrowser> {
   } catch (error) {
     const why = error instanceof Error ? error.message : String(error);
     throw new Error(
-      `The panel's browser tests need Chromium and none could start (${process.env.CI ? 'CI=true: this is a failure, not a skip' : 'local run'}).\n`
-      + `Tried: ${fs.existsSync(SYSTEM_CHROMIUM) ? SYSTEM_CHROMIUM : `@sparticuz/chromium (${executablePath}), since ${SYSTEM_CHROMIUM} does not exist`}.\n`
-      + `Install it with \`apt-get install chromium\` or reinstall the dev dependencies with \`npm ci\`.\nCause: ${why}`,
+      `The panel's browser tests need Chromium and none could start (${process.env.CI ? 'CI=true: this is a failure, not a skip' : 'local run'}).\n` +
+        `Tried: ${fs.existsSync(SYSTEM_CHROMIUM) ? SYSTEM_CHROMIUM : `@sparticuz/chromium (${executablePath}), since ${SYSTEM_CHROMIUM} does not exist`}.\n` +
+        `Install it with \`apt-get install chromium\` or reinstall the dev dependencies with \`npm ci\`.\nCause: ${why}`,
       { cause: error },
     );
   }

@@ -18,8 +18,14 @@ export function fakeClock(start = '2025-03-14T09:00:00.000Z'): FakeClock {
   let ms = Date.parse(start);
   return {
     now: () => new Date(ms),
-    advance: (by: number) => { ms += by; },
-    get ms() { return ms; },
-    get iso() { return new Date(ms).toISOString(); },
+    advance: (by: number) => {
+      ms += by;
+    },
+    get ms() {
+      return ms;
+    },
+    get iso() {
+      return new Date(ms).toISOString();
+    },
   };
 }

@@ -25,7 +25,10 @@ export class Contract {
   private readonly operations: Operation[];
   private readonly compiled = new Map<string, ValidateFunction>();
 
-  constructor(readonly name: string, readonly doc: Json) {
+  constructor(
+    readonly name: string,
+    readonly doc: Json,
+  ) {
     this.ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: true });
     addFormats(this.ajv);
     this.ajv.addSchema(doc, name);
@@ -82,7 +85,8 @@ export class Contract {
       if (value !== null && spec.schema) {
         const schema = this.resolve(spec.schema);
         // Header values are text; an integer header (Content-Length) is checked as the number it spells.
-        const typed = (schema.type === 'integer' || schema.type === 'number') && /^-?[0-9]+(\.[0-9]+)?$/.test(value) ? Number(value) : value;
+        const typed =
+          (schema.type === 'integer' || schema.type === 'number') && /^-?[0-9]+(\.[0-9]+)?$/.test(value) ? Number(value) : value;
         const validate = this.ajv.compile(schema);
         if (!validate(typed)) throw new ContractViolation(`${where}: header ${name}: "${value}" ${this.ajv.errorsText(validate.errors)}`);
       }
@@ -93,13 +97,15 @@ export class Contract {
     }
     const contentType = (headers.get('content-type') ?? '').split(';')[0]!.trim();
     const media = (response.content as Json)[contentType];
-    if (!media) throw new ContractViolation(`${where}: content type "${contentType}" not documented (${Object.keys(response.content).join(', ')})`);
+    if (!media)
+      throw new ContractViolation(`${where}: content type "${contentType}" not documented (${Object.keys(response.content).join(', ')})`);
     // NDJSON (exportProducts): a string whose every line, each ending in a newline, is a value of
     // its contentSchema (the schema of one line: OpenAPI 3.2's itemSchema).
     if (contentType === 'application/x-ndjson') {
       if (body.length > 0 && !body.endsWith('\n')) throw new ContractViolation(`${where}: NDJSON body does not end with a newline`);
       const schemaRef = media.schema?.contentSchema?.$ref as string | undefined;
-      if (media.schema?.type !== 'string' || !schemaRef) throw new ContractViolation(`${where}: NDJSON is documented without a line schema (contentSchema)`);
+      if (media.schema?.type !== 'string' || !schemaRef)
+        throw new ContractViolation(`${where}: NDJSON is documented without a line schema (contentSchema)`);
       for (const [index, line] of body.split('\n').slice(0, -1).entries()) {
         let value: unknown;
         try {

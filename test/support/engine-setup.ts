@@ -6,6 +6,8 @@ import { pgliteSkips } from './engine.js';
 afterAll(() => {
   const skipped = pgliteSkips();
   if (skipped.length > 0) {
-    console.warn(`[pglite] ${skipped.length} test(s) skipped, they need several PostgreSQL connections: ${skipped.map((name) => `"${name}"`).join(', ')}`);
+    console.warn(
+      `[pglite] ${skipped.length} test(s) skipped, they need several PostgreSQL connections: ${skipped.map((name) => `"${name}"`).join(', ')}`,
+    );
   }
 });

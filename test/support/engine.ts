@@ -40,7 +40,7 @@ const skippedOnPglite: string[] = [];
  * pglite, listed by name in a summary line when the file ends.
  */
 export const severalConnections = {
-  it(name: string, fn: () => Promise<void>, timeout?: number) {
+  it: (name: string, fn: () => Promise<void>, timeout?: number) => {
     if (TEST_ENGINE === 'postgres' && testPostgres().kind === 'pglite') {
       skippedOnPglite.push(name);
       return it.skip(`${name} [skipped: needs several PostgreSQL connections, pglite has one]`, fn, timeout);
@@ -71,7 +71,9 @@ export async function createTestDatabase(dir: string, engine: TestEngine = TEST_
   if (engine === 'sqlite') {
     const file = path.join(dir, 'catalog.db');
     return {
-      engine, location: file, env: { CPS_DB_PATH: file },
+      engine,
+      location: file,
+      env: { CPS_DB_PATH: file },
       open: async () => openSqliteStorage(file),
       drop: async () => {},
     };
@@ -89,7 +91,9 @@ export async function createTestDatabase(dir: string, engine: TestEngine = TEST_
     const pool = await (await pgliteBase).clone();
     let opened = false;
     return {
-      engine, location: 'pglite://embedded', env: {},
+      engine,
+      location: 'pglite://embedded',
+      env: {},
       async open() {
         if (opened) throw new Error('pglite has one connection: a second storage (another process) needs a PostgreSQL server');
         opened = true;
@@ -102,13 +106,15 @@ export async function createTestDatabase(dir: string, engine: TestEngine = TEST_
   }
   const database = await freshDatabase();
   return {
-    engine, location: database.url, env: { CPS_DATABASE_URL: database.url },
+    engine,
+    location: database.url,
+    env: { CPS_DATABASE_URL: database.url },
     async open() {
       const storage = openPostgresStorage(database.url);
       await storage.ready;
       return storage;
     },
-    drop: database.drop,
+    drop: () => database.drop(),
   };
 }
 

@@ -85,13 +85,19 @@ function defaultBehaviour(path: string): ImageBehaviour {
   if (path.startsWith('/huge-chunked/')) return { oversized: 64 * 1024, declared: false };
   if (path.startsWith('/html/')) return { contentType: 'text/html; charset=utf-8', body: '<!doctype html><p>Not an image</p>' };
   if (path.startsWith('/svg/')) {
-    return { contentType: 'image/svg+xml', body: '<svg xmlns="http://www.w3.org/2000/svg" width="1" height="1"><script>alert(1)</script></svg>' };
+    return {
+      contentType: 'image/svg+xml',
+      body: '<svg xmlns="http://www.w3.org/2000/svg" width="1" height="1"><script>alert(1)</script></svg>',
+    };
   }
   if (path.startsWith('/moved/')) return { redirect: '/png/moved.png' };
   // What is not an image, labelled as one.
   if (path.startsWith('/disguised-html/')) return { contentType: 'image/png', body: '<!doctype html><script>alert(1)</script>' };
   if (path.startsWith('/disguised-svg/')) {
-    return { contentType: 'image/png', body: '<svg xmlns="http://www.w3.org/2000/svg" width="1" height="1"><script>alert(1)</script></svg>' };
+    return {
+      contentType: 'image/png',
+      body: '<svg xmlns="http://www.w3.org/2000/svg" width="1" height="1"><script>alert(1)</script></svg>',
+    };
   }
   return { status: 404 };
 }
@@ -104,7 +110,10 @@ export class ImageServer {
   /** The most requests this server had open at once. */
   maxInFlight = 0;
 
-  private constructor(private readonly server: http.Server, readonly origin: string) {}
+  private constructor(
+    private readonly server: http.Server,
+    readonly origin: string,
+  ) {}
 
   static async start(): Promise<ImageServer> {
     const server = http.createServer();
@@ -164,7 +173,9 @@ export class ImageServer {
     this.counts.set(path, this.hits(path) + 1);
     this.inFlight++;
     this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
-    response.once('close', () => { this.inFlight--; });
+    response.once('close', () => {
+      this.inFlight--;
+    });
     const behaviour = this.behaviour(path);
     if (behaviour === 'hang-before-headers') return;
     if (behaviour === 'stall-body') {

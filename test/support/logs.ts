@@ -15,7 +15,14 @@ export class LogCapture {
   readonly logger: Logger;
 
   constructor(level: LogLevel = 'debug') {
-    this.logger = createLogger({ logLevel: level }, { write: (line: string) => { this.raw.push(line); } });
+    this.logger = createLogger(
+      { logLevel: level },
+      {
+        write: (line: string) => {
+          this.raw.push(line);
+        },
+      },
+    );
   }
 
   get lines(): LogLine[] {

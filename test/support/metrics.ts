@@ -21,11 +21,14 @@ export function parseExposition(exposition: string): Sample[] {
 /** The value of the sample with this name and exactly these labels; undefined when absent. */
 export function sample(exposition: string, name: string, labels: Record<string, string> = {}): number | undefined {
   const wanted = Object.entries(labels);
-  return parseExposition(exposition).find((s) => s.name === name
-    && Object.keys(s.labels).length === wanted.length && wanted.every(([k, v]) => s.labels[k] === v))?.value;
+  return parseExposition(exposition).find(
+    (s) => s.name === name && Object.keys(s.labels).length === wanted.length && wanted.every(([k, v]) => s.labels[k] === v),
+  )?.value;
 }
 
 /** The sum of the samples with this name whose labels include these. */
 export function total(exposition: string, name: string, match: (labels: Record<string, string>) => boolean = () => true): number {
-  return parseExposition(exposition).filter((s) => s.name === name && match(s.labels)).reduce((sum, s) => sum + s.value, 0);
+  return parseExposition(exposition)
+    .filter((s) => s.name === name && match(s.labels))
+    .reduce((sum, s) => sum + s.value, 0);
 }

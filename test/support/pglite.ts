@@ -85,10 +85,15 @@ export class PglitePool implements PgPoolLike {
   private async acquire(): Promise<() => void> {
     const previous = this.holder;
     let release!: () => void;
-    this.holder = new Promise<void>((resolve) => { release = resolve; });
+    this.holder = new Promise<void>((resolve) => {
+      release = resolve;
+    });
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_resolve, reject) => {
-      timer = setTimeout(() => reject(new Error(`pglite has one connection and it stayed busy for ${WAIT_MS} ms: this needs several connections`)), WAIT_MS);
+      timer = setTimeout(
+        () => reject(new Error(`pglite has one connection and it stayed busy for ${WAIT_MS} ms: this needs several connections`)),
+        WAIT_MS,
+      );
     });
     try {
       await Promise.race([previous, timeout]);

@@ -17,9 +17,7 @@ import type { TestProject } from 'vitest/node';
 import { findPostgresBinaries, startPostgresServer, type PostgresServer } from '../../scripts/postgres-server.js';
 
 /** What the setup hands the tests (serializable). */
-export type TestPostgres =
-  | { kind: 'server'; url: string; template: string; version: string }
-  | { kind: 'pglite'; reason: string };
+export type TestPostgres = { kind: 'server'; url: string; template: string; version: string } | { kind: 'pglite'; reason: string };
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -49,13 +47,16 @@ function onSignal(signal: NodeJS.Signals): void {
 export async function setup(project: TestProject): Promise<void> {
   const bindir = process.env.CPS_TEST_PG_BINARIES === 'none' ? undefined : findPostgresBinaries();
   if (!bindir) {
-    const reason = process.env.CPS_TEST_PG_BINARIES === 'none'
-      ? 'CPS_TEST_PG_BINARIES=none'
-      : 'no PostgreSQL server binaries (initdb, pg_ctl, postgres) under /usr/lib/postgresql/*/bin, pg_config --bindir or PATH';
+    const reason =
+      process.env.CPS_TEST_PG_BINARIES === 'none'
+        ? 'CPS_TEST_PG_BINARIES=none'
+        : 'no PostgreSQL server binaries (initdb, pg_ctl, postgres) under /usr/lib/postgresql/*/bin, pg_config --bindir or PATH';
     if (process.env.CPS_TEST_REQUIRE_POSTGRES === '1') {
       throw new Error(`CPS_TEST_REQUIRE_POSTGRES=1 but ${reason}: install PostgreSQL's server package (Debian: postgresql)`);
     }
-    console.warn(`[postgres] ${reason}: the postgres project runs on the embedded @electric-sql/pglite (one connection); multi-connection tests are skipped`);
+    console.warn(
+      `[postgres] ${reason}: the postgres project runs on the embedded @electric-sql/pglite (one connection); multi-connection tests are skipped`,
+    );
     project.provide('postgres', { kind: 'pglite', reason });
     return;
   }

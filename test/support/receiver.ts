@@ -70,25 +70,32 @@ const parameters = (publicContract.doc.components?.parameters ?? {}) as Record<s
 
 /** Why a request is not a valid, authentic delivery (empty when it is). */
 function check(
-  method: string, headers: IncomingHttpHeaders, rawBody: Buffer, secrets: readonly string[], now: Date, toleranceSeconds: number,
+  method: string,
+  headers: IncomingHttpHeaders,
+  rawBody: Buffer,
+  secrets: readonly string[],
+  now: Date,
+  toleranceSeconds: number,
 ): { problems: string[]; payload?: WebhookPayload; verifiedWith?: string } {
   const problems: string[] = [];
   if (method !== 'POST') problems.push(`method ${method}, not POST`);
-  if (headers['content-type'] !== 'application/json') problems.push(`Content-Type "${headers['content-type']}", not application/json`);
+  if (headers['content-type'] !== 'application/json')
+    problems.push(`Content-Type "${String(headers['content-type'])}", not application/json`);
   const timestamp = headers['x-service-timestamp'];
   const signature = headers['x-service-signature'];
   if (typeof timestamp !== 'string' || !/^[0-9]+$/.test(timestamp)) {
-    problems.push(`X-Service-Timestamp "${timestamp}" is not Unix seconds`);
+    problems.push(`X-Service-Timestamp "${String(timestamp)}" is not Unix seconds`);
   } else if (Math.abs(Number(timestamp) - now.getTime() / 1000) > toleranceSeconds) {
     problems.push(`X-Service-Timestamp ${timestamp} is more than ${toleranceSeconds} s away from ${now.toISOString()}`);
   }
   if (typeof signature !== 'string' || !/^sha256=[0-9a-f]{64}$/.test(signature)) {
-    problems.push(`X-Service-Signature "${signature}" is not sha256= + 64 lowercase hex digits`);
+    problems.push(`X-Service-Signature "${String(signature)}" is not sha256= + 64 lowercase hex digits`);
   }
   let verifiedWith: string | undefined;
   if (typeof timestamp === 'string' && typeof signature === 'string') {
     verifiedWith = secrets.find((secret) => signatureMatches(secret, timestamp, rawBody, signature));
-    if (!verifiedWith) problems.push(secrets.length ? 'signature does not verify with the endpoint secret' : 'the receiver has no secret set');
+    if (!verifiedWith)
+      problems.push(secrets.length ? 'signature does not verify with the endpoint secret' : 'the receiver has no secret set');
   }
   // The Standard Webhooks signature, when sent: one of its `v1,` signatures, keyed with
   // what a secret's part after whsec_ decodes to, over `{webhook-id}.{webhook-timestamp}.{raw body}`.
@@ -96,9 +103,12 @@ function check(
   if (typeof standard === 'string') {
     const id = headers['webhook-id'];
     const at = headers['webhook-timestamp'];
-    if (at !== timestamp) problems.push(`webhook-timestamp "${at}" is not X-Service-Timestamp "${timestamp}"`);
+    if (at !== timestamp) problems.push(`webhook-timestamp "${String(at)}" is not X-Service-Timestamp "${String(timestamp)}"`);
     const signed = secrets.some((secret) => {
-      const expected = createHmac('sha256', Buffer.from(secret.replace(/^whsec_/, ''), 'base64')).update(`${id}.${at}.`).update(rawBody).digest('base64');
+      const expected = createHmac('sha256', Buffer.from(secret.replace(/^whsec_/, ''), 'base64'))
+        .update(`${String(id)}.${String(at)}.`)
+        .update(rawBody)
+        .digest('base64');
       return standard.split(' ').some((s) => s === `v1,${expected}`);
     });
     if (!signed) problems.push('webhook-signature does not verify with the endpoint secret');
@@ -151,17 +161,21 @@ export class Receiver {
   private server: http.Server;
   private listening = false;
 
-  private constructor(readonly port: number, server: http.Server, private readonly options: ReceiverOptions) {
+  private constructor(
+    readonly port: number,
+    server: http.Server,
+    private readonly options: ReceiverOptions,
+  ) {
     this.server = server;
     this.behaviour = options.behaviour ?? { status: 200 };
   }
 
   /** Starts a receiver on 127.0.0.1, on a port chosen by the system. */
   static async start(options: ReceiverOptions = {}): Promise<Receiver> {
-    let receiver: Receiver | undefined;
-    const server = http.createServer((req, res) => receiver!.handle(req, res));
+    // `receiver` exists before a request can be handled: that takes a later turn of the event loop.
+    const server = http.createServer((req, res) => receiver.handle(req, res));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    receiver = new Receiver((server.address() as AddressInfo).port, server, options);
+    const receiver = new Receiver((server.address() as AddressInfo).port, server, options);
     receiver.listening = true;
     return receiver;
   }
@@ -238,19 +252,34 @@ export class Receiver {
   private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
     this.inFlight++;
     this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
-    res.once('close', () => { this.inFlight--; });
+    res.once('close', () => {
+      this.inFlight--;
+    });
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
       const rawBody = Buffer.concat(chunks);
       const now = this.options.now?.() ?? new Date();
       const { problems, payload, verifiedWith } = check(
-        req.method ?? '', req.headers, rawBody, this.secrets, now, this.options.toleranceSeconds ?? 300,
+        req.method ?? '',
+        req.headers,
+        rawBody,
+        this.secrets,
+        now,
+        this.options.toleranceSeconds ?? 300,
       );
       const request: ReceivedRequest = {
-        method: req.method ?? '', path: req.url ?? '', headers: req.headers, rawHeaders: req.rawHeaders, rawBody,
-        timestamp: String(req.headers['x-service-timestamp']), signature: String(req.headers['x-service-signature']),
-        payload: payload!, verifiedWith: verifiedWith ?? '', receivedAt: Date.now(), remotePort: req.socket.remotePort ?? 0,
+        method: req.method ?? '',
+        path: req.url ?? '',
+        headers: req.headers,
+        rawHeaders: req.rawHeaders,
+        rawBody,
+        timestamp: String(req.headers['x-service-timestamp']),
+        signature: String(req.headers['x-service-signature']),
+        payload: payload!,
+        verifiedWith: verifiedWith ?? '',
+        receivedAt: Date.now(),
+        remotePort: req.socket.remotePort ?? 0,
       };
       this.log.push(request);
       if (problems.length) {

@@ -36,7 +36,7 @@ export interface TestService {
   /** A request against the admin API with the admin token. */
   adminApi(method: string, pathAndQuery: string, body?: unknown, init?: RequestInit): Promise<TestResponse>;
   /** Issues an API key for a merchant directly in storage. */
-  keyFor(merchantId: number): Promise<string>;
+  keyFor: (merchantId: number) => Promise<string>;
   close(): Promise<void>;
 }
 
@@ -60,14 +60,24 @@ export interface TestServiceOptions {
 
 export async function startTestService(options: TestServiceOptions = {}): Promise<TestService> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cps-test-'));
-  const config = loadConfig({}, {
-    port: 0, host: '127.0.0.1', databasePath: path.join(dir, 'catalog.db'), adminToken: ADMIN_TOKEN,
-    adminTokenConfigured: true, demoOnEmpty: false, ...options.config,
-  });
+  const config = loadConfig(
+    {},
+    {
+      port: 0,
+      host: '127.0.0.1',
+      databasePath: path.join(dir, 'catalog.db'),
+      adminToken: ADMIN_TOKEN,
+      adminTokenConfigured: true,
+      demoOnEmpty: false,
+      ...options.config,
+    },
+  );
   const database = await createTestDatabase(dir, options.engine);
   // SQLite: the service opens the file from its config, as `serve` does; PostgreSQL: the test's database.
   const service = createService(config, {
-    now: options.now, logger: options.logger ?? silentLogger, storage: database.engine === 'sqlite' ? undefined : await database.open(),
+    now: options.now,
+    logger: options.logger ?? silentLogger,
+    storage: database.engine === 'sqlite' ? undefined : await database.open(),
   });
   const { storage } = service;
   const server = await startServer(service, { docsDir: options.docsDir ?? path.join(dir, 'no-docs') });
@@ -96,19 +106,22 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     admin,
     server,
     fetch: validatingFetch,
-    api: (pathAndQuery, key, init = {}) => call(pathAndQuery, {
-      ...init, headers: { ...(key ? { Authorization: `Bearer ${key}` } : {}), ...(init.headers as Record<string, string>) },
-    }),
-    adminApi: (method, pathAndQuery, body, init = {}) => call(pathAndQuery, {
-      ...init,
-      method,
-      headers: {
-        Authorization: `Bearer ${ADMIN_TOKEN}`,
-        ...(body !== undefined && typeof body !== 'string' ? { 'Content-Type': 'application/json' } : {}),
-        ...(init.headers as Record<string, string>),
-      },
-      body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
-    }),
+    api: (pathAndQuery, key, init = {}) =>
+      call(pathAndQuery, {
+        ...init,
+        headers: { ...(key ? { Authorization: `Bearer ${key}` } : {}), ...(init.headers as Record<string, string>) },
+      }),
+    adminApi: (method, pathAndQuery, body, init = {}) =>
+      call(pathAndQuery, {
+        ...init,
+        method,
+        headers: {
+          Authorization: `Bearer ${ADMIN_TOKEN}`,
+          ...(body !== undefined && typeof body !== 'string' ? { 'Content-Type': 'application/json' } : {}),
+          ...(init.headers as Record<string, string>),
+        },
+        body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+      }),
     keyFor: async (merchantId) => (await issueApiKey(scopeToMerchant(storage, merchantId), 'test', new Date())).key,
     close: async () => {
       await server.close();
@@ -121,6 +134,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
 
 /** The service's SQLite storage, for tests that look into the file (SQLite-only tests). */
 export function sqliteStorageOf(service: Pick<TestService, 'storage'>): SqliteStorage {
-  if (!(service.storage instanceof SqliteStorage)) throw new Error('This test reads the SQLite file: mark it sqliteOnly (test/support/engine.ts)');
+  if (!(service.storage instanceof SqliteStorage))
+    throw new Error('This test reads the SQLite file: mark it sqliteOnly (test/support/engine.ts)');
   return service.storage;
 }

@@ -3,7 +3,11 @@
 import type { AddressInfo } from 'node:net';
 import { SMTPServer } from 'smtp-server';
 
-export interface Mail { from: string; to: string[]; data: string }
+export interface Mail {
+  from: string;
+  to: string[];
+  data: string;
+}
 
 export interface SmtpCapture {
   /** `smtp://127.0.0.1:{port}`: the service's CPS_SMTP_URL. */
@@ -20,7 +24,9 @@ export async function startSmtpCapture(): Promise<SmtpCapture> {
     disabledCommands: ['STARTTLS'],
     onData(stream, session, callback) {
       let data = '';
-      stream.on('data', (chunk: Buffer) => { data += chunk.toString('utf8'); });
+      stream.on('data', (chunk: Buffer) => {
+        data += chunk.toString('utf8');
+      });
       stream.on('end', () => {
         mails.push({
           from: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',

@@ -45,8 +45,15 @@ export function verifyCatalog(storage: CatalogStorage, options: VerifyOptions = 
   const maxProblems = options.maxProblems ?? 50;
   const chunkSize = options.chunkSize ?? 1000;
   const report: ConsistencyReport = {
-    merchants: 0, stores: 0, products: 0, payloadsCompared: 0, changes: 0, endpoints: 0, deliveriesCovered: 0,
-    problems: [], problemCount: 0,
+    merchants: 0,
+    stores: 0,
+    products: 0,
+    payloadsCompared: 0,
+    changes: 0,
+    endpoints: 0,
+    deliveriesCovered: 0,
+    problems: [],
+    problemCount: 0,
   };
   const problem = (text: string) => {
     report.problemCount++;
@@ -61,7 +68,7 @@ export function verifyCatalog(storage: CatalogStorage, options: VerifyOptions = 
       const productIds = new Set<number>();
 
       // (a) published payloads == full recompute
-      for (let afterId = 0; ;) {
+      for (let afterId = 0; ; ) {
         const products = await reader.productsAfter(merchant.id, afterId, chunkSize);
         if (products.length === 0) break;
         afterId = products[products.length - 1]!.id;
@@ -82,7 +89,9 @@ export function verifyCatalog(storage: CatalogStorage, options: VerifyOptions = 
             const payload = decoder.decode(stored);
             const hash = hashes.get(product.id);
             if (payload !== expected.payload) {
-              problem(`${where}: stored payload differs from a full recompute:\n  stored   ${payload.slice(0, 400)}\n  resolved ${expected.payload.slice(0, 400)}`);
+              problem(
+                `${where}: stored payload differs from a full recompute:\n  stored   ${payload.slice(0, 400)}\n  resolved ${expected.payload.slice(0, 400)}`,
+              );
             } else if (hash?.priceHash !== expected.priceHash || hash.contentHash !== expected.contentHash) {
               problem(`${where}: stored price/content hashes differ from a full recompute`);
             }
@@ -99,7 +108,8 @@ export function verifyCatalog(storage: CatalogStorage, options: VerifyOptions = 
         const published = new Set<number>();
         for (const id of await reader.publishedProductIds(store.id)) {
           published.add(id);
-          if (store.active && !productIds.has(id)) problem(`store ${store.slug} (${store.id}): product ${id} is published but does not exist`);
+          if (store.active && !productIds.has(id))
+            problem(`store ${store.slug} (${store.id}): product ${id} is published but does not exist`);
         }
 
         // (b) the latest change of each product in the store agrees with what is published
@@ -112,15 +122,20 @@ export function verifyCatalog(storage: CatalogStorage, options: VerifyOptions = 
             if (!subscribed(endpoint, store.id, change)) continue;
             const storeId = endpoint.store_id === null && change.change_type === 'removed' ? null : store.id;
             if (delivered.get(endpoint.id)!.has(`${change.change_type}:${storeId}:${change.product_id}`)) report.deliveriesCovered++;
-            else problem(`endpoint ${endpoint.id}: change ${change.id} (${change.change_type}, store ${store.id}, product ${change.product_id}) is neither in the outbox nor in a delivery`);
+            else
+              problem(
+                `endpoint ${endpoint.id}: change ${change.id} (${change.change_type}, store ${store.id}, product ${change.product_id}) is neither in the outbox nor in a delivery`,
+              );
           }
         });
-        const pruned = await reader.changeHorizon(store.id) !== undefined;
+        const pruned = (await reader.changeHorizon(store.id)) !== undefined;
         for (const id of published) {
           const type = latest.get(id);
-          if (type === 'removed') problem(`store ${store.slug} (${store.id}): product ${id} is published but its latest change is "removed"`);
+          if (type === 'removed')
+            problem(`store ${store.slug} (${store.id}): product ${id} is published but its latest change is "removed"`);
           // Retention may have deleted a product's only changes; without pruning every published product has one.
-          if (type === undefined && !pruned) problem(`store ${store.slug} (${store.id}): product ${id} is published but the feed never announced it`);
+          if (type === undefined && !pruned)
+            problem(`store ${store.slug} (${store.id}): product ${id} is published but the feed never announced it`);
         }
         for (const [id, type] of latest) {
           if (!published.has(id) && type !== 'removed') {
@@ -134,10 +149,11 @@ export function verifyCatalog(storage: CatalogStorage, options: VerifyOptions = 
 }
 
 /** What resolution reads merchant-wide: the same inputs, loaded the same way, as the publisher's. */
-const loadContext = (reader: StorageOperations, merchantId: number) => new CatalogPublisher(() => new Date()).loadContext(reader, merchantId);
+const loadContext = (reader: StorageOperations, merchantId: number) =>
+  new CatalogPublisher(() => new Date()).loadContext(reader, merchantId);
 
 async function forEachChange(reader: StorageOperations, storeId: number, visit: (change: StoredChange) => void): Promise<void> {
-  for (let at = '', id = 0; ;) {
+  for (let at = '', id = 0; ; ) {
     const page = await reader.changesAfter(storeId, { at, id }, PAGE);
     for (const change of page) visit(change);
     if (page.length < PAGE) return;
@@ -166,7 +182,7 @@ async function deliveredChanges(reader: StorageOperations, endpoints: WebhookEnd
   }
   for (const endpoint of endpoints) {
     const keys = covered.get(endpoint.id)!;
-    for (let beforeId: number | undefined; ;) {
+    for (let beforeId: number | undefined; ; ) {
       const deliveries = await reader.listDeliveries(endpoint.id, { limit: PAGE, beforeId });
       for (const delivery of deliveries) {
         for (const productId of delivery.product_ids) keys.add(`${delivery.event}:${delivery.store_id}:${productId}`);

@@ -1,6 +1,6 @@
 // Claiming due deliveries: one atomic claim leases them, so several dispatchers
 // on one database (several processes, each with its own connections) never send a delivery twice.
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect } from 'vitest';
 import { OwnerNotifier } from '../../src/webhooks/notifier.js';
 import { WebhookDispatcher } from '../../src/webhooks/dispatcher.js';
 import { HttpDeliverySender } from '../../src/webhooks/sender.js';
@@ -21,7 +21,11 @@ describe('several dispatchers on one database', () => {
     world = await startWebhookWorld({ stores: ['de'], webhooks: { batchSize: 5, perEndpointConcurrency: 8, overallConcurrency: 4 } });
     const receiver = await world.receiver();
     await world.register(receiver, { events: ['content'] });
-    const imported = await importNdjson(world.service, world.merchant.id, Array.from({ length: 200 }, (_, i) => simpleProduct(`CLAIM-${i}`)));
+    const imported = await importNdjson(
+      world.service,
+      world.merchant.id,
+      Array.from({ length: 200 }, (_, i) => simpleProduct(`CLAIM-${i}`)),
+    );
     expect(imported.status).toBe(200);
     world.clock.advance(2 * SECOND);
     const created = await world.dispatcher.coalesce();
@@ -50,36 +54,50 @@ describe('several dispatchers on one database', () => {
     expect(new Set(ids).size).toBe(200);
     expect(ids).toHaveLength(200);
     const deliveries = await world.service.storage.listDeliveries(
-      (await world.service.storage.listWebhookEndpoints(world.merchant.id))[0]!.id, { limit: 100 },
+      (await world.service.storage.listWebhookEndpoints(world.merchant.id))[0]!.id,
+      { limit: 100 },
     );
     expect(deliveries).toHaveLength(40);
     expect(deliveries.every((d) => d.status === 'succeeded' && d.attempts === 1)).toBe(true);
   });
 
-  severalConnections.it('hold per-endpoint concurrency across processes: a lease counts until its attempt is recorded or it expires', async () => {
-    world = await startWebhookWorld({ stores: ['de'], webhooks: { batchSize: 1, perEndpointConcurrency: 1 } });
-    const receiver = await world.receiver();
-    await world.register(receiver, { events: ['content'] });
-    await importNdjson(world.service, world.merchant.id, [simpleProduct('ONE'), simpleProduct('TWO')]);
-    expect(await world.dispatcher.coalesce()).toBe(2);
-    const claim = { now: world.clock.now, leaseMs: 40 * SECOND, limit: 10, perEndpoint: 1, inFlightByEndpoint: new Map<number, number>() };
+  severalConnections.it(
+    'hold per-endpoint concurrency across processes: a lease counts until its attempt is recorded or it expires',
+    async () => {
+      world = await startWebhookWorld({ stores: ['de'], webhooks: { batchSize: 1, perEndpointConcurrency: 1 } });
+      const receiver = await world.receiver();
+      await world.register(receiver, { events: ['content'] });
+      await importNdjson(world.service, world.merchant.id, [simpleProduct('ONE'), simpleProduct('TWO')]);
+      expect(await world.dispatcher.coalesce()).toBe(2);
+      const claim = {
+        now: world.clock.now,
+        leaseMs: 40 * SECOND,
+        limit: 10,
+        perEndpoint: 1,
+        inFlightByEndpoint: new Map<number, number>(),
+      };
 
-    // Another process on the same file: its claim sees this one's lease, though its own count is 0.
-    const other = await world.service.database.open();
-    try {
-      const [first] = await world.service.storage.claimDueDeliveries(claim);
-      expect(first).toBeDefined();
-      expect(await other.claimDueDeliveries(claim)).toEqual([]);
-      // The attempt recorded (here: failed, retry later), the endpoint has a free slot again.
-      await world.service.storage.updateDelivery(first!.id, { status: 'failed', attempts: 1, next_attempt_at: new Date(world.clock.now().getTime() + HOUR).toISOString() });
-      const [second] = await other.claimDueDeliveries(claim);
-      expect(second?.id).not.toBe(first!.id);
-      expect(await world.service.storage.claimDueDeliveries(claim)).toEqual([]);
-      // An expired lease (its dispatcher died) frees its slot, and its delivery is due again.
-      world.clock.advance(41 * SECOND);
-      expect((await world.service.storage.claimDueDeliveries(claim)).map((d) => d.id)).toEqual([second!.id]);
-    } finally {
-      await other.close();
-    }
-  });
+      // Another process on the same file: its claim sees this one's lease, though its own count is 0.
+      const other = await world.service.database.open();
+      try {
+        const [first] = await world.service.storage.claimDueDeliveries(claim);
+        expect(first).toBeDefined();
+        expect(await other.claimDueDeliveries(claim)).toEqual([]);
+        // The attempt recorded (here: failed, retry later), the endpoint has a free slot again.
+        await world.service.storage.updateDelivery(first!.id, {
+          status: 'failed',
+          attempts: 1,
+          next_attempt_at: new Date(world.clock.now().getTime() + HOUR).toISOString(),
+        });
+        const [second] = await other.claimDueDeliveries(claim);
+        expect(second?.id).not.toBe(first!.id);
+        expect(await world.service.storage.claimDueDeliveries(claim)).toEqual([]);
+        // An expired lease (its dispatcher died) frees its slot, and its delivery is due again.
+        world.clock.advance(41 * SECOND);
+        expect((await world.service.storage.claimDueDeliveries(claim)).map((d) => d.id)).toEqual([second!.id]);
+      } finally {
+        await other.close();
+      }
+    },
+  );
 });

@@ -14,12 +14,13 @@ afterEach(async () => {
 });
 
 /** Payloads without occurred_at, in a stable order, for comparisons. */
-const summary = (payloads: WebhookPayload[]) => payloads
-  .map(({ event, store_id, product_ids }) => ({ event, store_id, product_ids }))
-  .sort((a, b) => `${a.event}:${a.store_id}`.localeCompare(`${b.event}:${b.store_id}`));
+const summary = (payloads: WebhookPayload[]) =>
+  payloads
+    .map(({ event, store_id, product_ids }) => ({ event, store_id, product_ids }))
+    .sort((a, b) => `${a.event}:${a.store_id}`.localeCompare(`${b.event}:${b.store_id}`));
 
 describe('what a change delivers', () => {
-  it('delivers a product upsert as signed price and content deliveries carrying each store\'s id to an all-stores endpoint', async () => {
+  it("delivers a product upsert as signed price and content deliveries carrying each store's id to an all-stores endpoint", async () => {
     world = await startWebhookWorld({ stores: ['de', 'pl'] });
     const receiver = await world.receiver();
     await world.register(receiver);
@@ -27,12 +28,14 @@ describe('what a change delivers', () => {
     await world.after(2 * SECOND);
 
     const { de, pl } = world.stores;
-    expect(summary(receiver.payloads)).toEqual(summary([
-      { event: 'price', store_id: de!.id, product_ids: [id], occurred_at: '' },
-      { event: 'content', store_id: de!.id, product_ids: [id], occurred_at: '' },
-      { event: 'price', store_id: pl!.id, product_ids: [id], occurred_at: '' },
-      { event: 'content', store_id: pl!.id, product_ids: [id], occurred_at: '' },
-    ]));
+    expect(summary(receiver.payloads)).toEqual(
+      summary([
+        { event: 'price', store_id: de!.id, product_ids: [id], occurred_at: '' },
+        { event: 'content', store_id: de!.id, product_ids: [id], occurred_at: '' },
+        { event: 'price', store_id: pl!.id, product_ids: [id], occurred_at: '' },
+        { event: 'content', store_id: pl!.id, product_ids: [id], occurred_at: '' },
+      ]),
+    );
     for (const request of receiver.requests) {
       expect(request.headers['content-type']).toBe('application/json');
       expect(request.timestamp).toBe(String(Math.floor(world.clock.ms / 1000)));
@@ -42,7 +45,7 @@ describe('what a change delivers', () => {
     expect(stores.body.data.map((s: { id: number }) => s.id).sort()).toEqual([de!.id, pl!.id].sort());
   });
 
-  it('delivers a product delete as one `removed` delivery with store_id null to an all-stores endpoint and with the store\'s id to a store-scoped one', async () => {
+  it("delivers a product delete as one `removed` delivery with store_id null to an all-stores endpoint and with the store's id to a store-scoped one", async () => {
     world = await startWebhookWorld({ stores: ['de', 'pl'] });
     const allStores = await world.receiver();
     const plOnly = await world.receiver();
@@ -105,7 +108,10 @@ describe('what a change delivers', () => {
     const [delivery] = await world.deliveries(endpoint.id);
     expect(delivery).toMatchObject({ status: 'succeeded', attempts: 1, next_attempt_at: null });
     expect(await world.endpoint(endpoint.id)).toMatchObject({
-      status: 'active', consecutive_failures: 0, last_success_at: world.clock.now().toISOString(), last_failure_at: null,
+      status: 'active',
+      consecutive_failures: 0,
+      last_success_at: world.clock.now().toISOString(),
+      last_failure_at: null,
     });
   });
 
@@ -124,7 +130,11 @@ describe('coalescing (up to 2 s or 100 product ids)', () => {
     world = await startWebhookWorld({ stores: ['de', 'pl'] });
     const receiver = await world.receiver();
     await world.register(receiver);
-    const imported = await importNdjson(world.service, world.merchant.id, Array.from({ length: 150 }, (_, i) => simpleProduct(`P-${i}`)));
+    const imported = await importNdjson(
+      world.service,
+      world.merchant.id,
+      Array.from({ length: 150 }, (_, i) => simpleProduct(`P-${i}`)),
+    );
     expect(imported.status, imported.text).toBe(200);
 
     // 100 ids are waiting in each (event, store): those leave at once, without waiting.
@@ -202,7 +212,9 @@ describe('a running dispatcher during a long coalescing pass (a backlog of milli
     // The first pass makes the delivery; the next one does not end until the test says so.
     expect(await world.dispatcher.coalesce()).toBe(1);
     let endPass!: () => void;
-    const passEnds = new Promise<void>((resolve) => { endPass = resolve; });
+    const passEnds = new Promise<void>((resolve) => {
+      endPass = resolve;
+    });
     let passes = 0;
     world.dispatcher.coalesce = async () => {
       passes++;
@@ -267,7 +279,7 @@ describe('connections and concurrency', () => {
     expect(receiver.maxInFlight).toBe(4);
   });
 
-  it('does not hold back other endpoints behind one endpoint\'s backlog', async () => {
+  it("does not hold back other endpoints behind one endpoint's backlog", async () => {
     // Small bounds, so that the backlog is larger than what one round reads (16 x overall).
     world = await startWebhookWorld({ stores: ['de', 'pl'], webhooks: { overallConcurrency: 2, perEndpointConcurrency: 1 } });
     const busy = await world.receiver({ behaviour: { status: 204, delayMs: 20 } });

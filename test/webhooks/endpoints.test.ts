@@ -29,9 +29,17 @@ describe('registering an endpoint', () => {
     const created = await w.register(receiver);
     expect(created.secret).toMatch(SECRET);
     expect(created).toMatchObject({
-      url: receiver.url, store: null, events: ['price', 'content', 'removed'], status: 'active', consecutive_failures: 0,
-      paused_until: null, disabled_reason: null, last_success_at: null, last_failure_at: null,
-      secret_prefix: created.secret.slice(0, 12), created_at: w.clock.now().toISOString(),
+      url: receiver.url,
+      store: null,
+      events: ['price', 'content', 'removed'],
+      status: 'active',
+      consecutive_failures: 0,
+      paused_until: null,
+      disabled_reason: null,
+      last_success_at: null,
+      last_failure_at: null,
+      secret_prefix: created.secret.slice(0, 12),
+      created_at: w.clock.now().toISOString(),
     });
 
     const list = await w.service.adminApi('GET', base);
@@ -66,7 +74,8 @@ describe('registering an endpoint', () => {
   it('answers 400 naming /events for an event listed twice', async () => {
     const { world: w, receiver } = await worldWithReceiver();
     const response = await w.service.adminApi('POST', `${w.merchant.base}/webhook-endpoints`, {
-      url: receiver.url, events: ['price', 'content', 'price'],
+      url: receiver.url,
+      events: ['price', 'content', 'price'],
     });
     expect(response.status).toBe(400);
     expect(response.body.code).toBe('invalid_body');
@@ -129,12 +138,14 @@ describe('receiver URLs are guarded against SSRF (no operator allowlist)', () =>
     expect(response.body).toMatchObject({ code: 'invalid_body', invalid_params: [{ name: '/url', in: 'body' }] });
   });
 
-  it('refuses the same addresses when an endpoint\'s URL is changed', async () => {
+  it("refuses the same addresses when an endpoint's URL is changed", async () => {
     const created = await adminOk(service, 'POST', `${merchant.base}/webhook-endpoints`, { url: 'https://hooks.example.com/catalog' }, 201);
     const response = await service.adminApi('PATCH', `${merchant.base}/webhook-endpoints/${created.id}`, { url: 'https://[::1]/hooks' });
     expect(response.status).toBe(400);
     expect(response.body.invalid_params[0].name).toBe('/url');
-    expect((await adminOk(service, 'GET', `${merchant.base}/webhook-endpoints/${created.id}`)).url).toBe('https://hooks.example.com/catalog');
+    expect((await adminOk(service, 'GET', `${merchant.base}/webhook-endpoints/${created.id}`)).url).toBe(
+      'https://hooks.example.com/catalog',
+    );
   });
 
   it('accepts a public https:// URL', async () => {
@@ -191,11 +202,18 @@ describe('updating an endpoint', () => {
     await w.putProduct('A', { cost: '11.00' });
     await w.after(2 * SECOND);
     expect(other.payloads.map((p) => p.event)).toEqual(['price']);
-    expect(await w.endpoint(created.id)).toMatchObject({ status: 'active', consecutive_failures: 0, last_success_at: w.clock.now().toISOString() });
+    expect(await w.endpoint(created.id)).toMatchObject({
+      status: 'active',
+      consecutive_failures: 0,
+      last_success_at: w.clock.now().toISOString(),
+    });
   });
 
   it('resumes a paused endpoint at once with status=active (thresholds are configuration)', async () => {
-    const { world: w, receiver } = await worldWithReceiver({ stores: ['de'], webhooks: { pauseAfterFailures: 2, pauseMinStreakMinutes: 0 } });
+    const { world: w, receiver } = await worldWithReceiver({
+      stores: ['de'],
+      webhooks: { pauseAfterFailures: 2, pauseMinStreakMinutes: 0 },
+    });
     const created = await w.register(receiver, { events: ['price'] });
     receiver.answer(answers.serverError);
     await w.putProduct('A');
@@ -217,7 +235,11 @@ describe('updating an endpoint', () => {
     const { world: w, receiver } = await worldWithReceiver();
     const created = await w.register(receiver);
     const path = `${w.merchant.base}/webhook-endpoints/${created.id}`;
-    for (const [body, name] of [[{ store: 'fr' }, '/store'], [{ events: ['price', 'price'] }, '/events/1'], [{ url: 'ftp://127.0.0.1/x' }, '/url']] as const) {
+    for (const [body, name] of [
+      [{ store: 'fr' }, '/store'],
+      [{ events: ['price', 'price'] }, '/events/1'],
+      [{ url: 'ftp://127.0.0.1/x' }, '/url'],
+    ] as const) {
       const response = await w.service.adminApi('PATCH', path, body);
       expect(response.status).toBe(400);
       expect(response.body.invalid_params[0].name).toBe(name);
@@ -226,8 +248,9 @@ describe('updating an endpoint', () => {
     expect(updated).toMatchObject({ store: 'pl', events: ['content'], url: receiver.url, secret_prefix: created.secret_prefix });
     const id = await w.putProduct('A');
     await w.after(2 * SECOND);
-    expect(receiver.payloads.map(({ event, store_id, product_ids }) => ({ event, store_id, product_ids })))
-      .toEqual([{ event: 'content', store_id: w.stores.pl!.id, product_ids: [id] }]);
+    expect(receiver.payloads.map(({ event, store_id, product_ids }) => ({ event, store_id, product_ids }))).toEqual([
+      { event: 'content', store_id: w.stores.pl!.id, product_ids: [id] },
+    ]);
     const all = await adminOk(w.service, 'PATCH', path, { store: null });
     expect(all.store).toBeNull();
   });

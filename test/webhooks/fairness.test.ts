@@ -46,9 +46,15 @@ describe('fairness between merchants', () => {
     service = await startTestService({
       config: {
         webhooks: {
-          allowHosts: ['127.0.0.1'], timeoutMs: TIMEOUT_MS, pollIntervalMs: POLL_MS, coalesceMs: COALESCE_MS, batchSize: 5,
+          allowHosts: ['127.0.0.1'],
+          timeoutMs: TIMEOUT_MS,
+          pollIntervalMs: POLL_MS,
+          coalesceMs: COALESCE_MS,
+          batchSize: 5,
           // The defaults of the slots: 32 overall, 4 per endpoint, 8 per merchant.
-          overallConcurrency: 32, perEndpointConcurrency: 4, perMerchantConcurrency: 8,
+          overallConcurrency: 32,
+          perEndpointConcurrency: 4,
+          perMerchantConcurrency: 8,
         },
       },
     });
@@ -58,16 +64,32 @@ describe('fairness between merchants', () => {
     const a = await merchantWithStore(service, 'Hanging Receivers GmbH');
     const b = await merchantWithStore(service, 'Healthy Receiver AG');
     for (let n = 1; n <= 10; n++) {
-      const created = await adminOk(service, 'POST', `${a.base}/webhook-endpoints`, { url: `${hooks.url}?tenant=a&n=${n}`, events: ['content'] }, 201);
+      const created = await adminOk(
+        service,
+        'POST',
+        `${a.base}/webhook-endpoints`,
+        { url: `${hooks.url}?tenant=a&n=${n}`, events: ['content'] },
+        201,
+      );
       hooks.secrets.push(created.secret);
     }
-    const healthy = await adminOk(service, 'POST', `${b.base}/webhook-endpoints`, { url: `${hooks.url}?tenant=b`, events: ['content'] }, 201);
+    const healthy = await adminOk(
+      service,
+      'POST',
+      `${b.base}/webhook-endpoints`,
+      { url: `${hooks.url}?tenant=b`, events: ['content'] },
+      201,
+    );
     hooks.secrets.push(healthy.secret);
     const receivedByB = () => hooks.requests.filter((r) => r.path.includes('tenant=b'));
 
     service.service.dispatcher.start();
     // 60 new products of A: 12 deliveries (of 5 ids) for each of its 10 endpoints, more than all the slots.
-    const imported = await importNdjson(service, a.id, Array.from({ length: 60 }, (_, i) => simpleProduct(`HANG-${i}`)));
+    const imported = await importNdjson(
+      service,
+      a.id,
+      Array.from({ length: 60 }, (_, i) => simpleProduct(`HANG-${i}`)),
+    );
     expect(imported.status).toBe(200);
     await until(() => hooks.inFlightNow >= 4, "merchant A's receivers hang on 4 requests");
     await new Promise((resolve) => setTimeout(resolve, 2 * POLL_MS));
@@ -91,7 +113,11 @@ describe('fairness between merchants', () => {
 
     // No failure recorded against B: one successful attempt per delivery, the endpoint healthy.
     const deliveries = await service.storage.listDeliveries(healthy.id, { limit: 100 });
-    expect(deliveries.map((d) => [d.status, d.attempts])).toEqual([['succeeded', 1], ['succeeded', 1], ['succeeded', 1]]);
+    expect(deliveries.map((d) => [d.status, d.attempts])).toEqual([
+      ['succeeded', 1],
+      ['succeeded', 1],
+      ['succeeded', 1],
+    ]);
     const endpoint = await service.storage.getWebhookEndpoint(healthy.id);
     expect(endpoint).toMatchObject({ status: 'active', consecutive_failures: 0, last_failure_at: null });
   }, 60_000);

@@ -2,7 +2,6 @@
 // stores and a supplier built over the admin API, real receivers on 127.0.0.1, and a dispatcher
 // driven by hand (`deliverDue()` after moving the clock), so retries, backoff and cooldowns take
 // no real time.
-import { expect } from 'vitest';
 import { loadConfig, type Config, type ConfigOverrides } from '../../src/config.js';
 import type { components } from '../../src/generated/admin-api.js';
 import type { Logger } from '../../src/operations/log.js';
@@ -61,15 +60,19 @@ export interface WebhookWorld {
   close(): Promise<void>;
 }
 
-export async function startWebhookWorld(options: {
-  stores?: string[]; webhooks?: Partial<Config['webhooks']>; start?: string;
-  /** Other configuration of the service (e.g. `limits.publishChunk`). */
-  config?: Omit<ConfigOverrides, 'webhooks'>;
-  /** Where the service and the dispatcher log (by default nowhere). */
-  logger?: Logger;
-  /** The storage the dispatcher uses, made from the service's (a wrapper that fails on purpose). */
-  dispatcherStorage?: (storage: CatalogStorage) => CatalogStorage;
-} = {}): Promise<WebhookWorld> {
+export async function startWebhookWorld(
+  options: {
+    stores?: string[];
+    webhooks?: Partial<Config['webhooks']>;
+    start?: string;
+    /** Other configuration of the service (e.g. `limits.publishChunk`). */
+    config?: Omit<ConfigOverrides, 'webhooks'>;
+    /** Where the service and the dispatcher log (by default nowhere). */
+    logger?: Logger;
+    /** The storage the dispatcher uses, made from the service's (a wrapper that fails on purpose). */
+    dispatcherStorage?: (storage: CatalogStorage) => CatalogStorage;
+  } = {},
+): Promise<WebhookWorld> {
   const clock = fakeClock(options.start);
   const webhooks = { ...WEBHOOK_DEFAULTS, allowHosts: ['127.0.0.1'], ...options.webhooks };
   const service = await startTestService({ now: clock.now, config: { ...options.config, webhooks }, logger: options.logger });
@@ -99,7 +102,11 @@ export async function startWebhookWorld(options: {
   const receivers: Receiver[] = [];
 
   const world: WebhookWorld = {
-    service, clock, dispatcher, merchant, stores,
+    service,
+    clock,
+    dispatcher,
+    merchant,
+    stores,
     async receiver(receiverOptions = {}) {
       const receiver = await Receiver.start({ now: clock.now, ...receiverOptions });
       receivers.push(receiver);

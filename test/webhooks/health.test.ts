@@ -56,7 +56,11 @@ describe('a failed delivery (spec 3: non-2xx status or connection failure)', () 
 
       for (let attempt = 1; attempt <= 6; attempt++) {
         expect(await attempts()).toHaveLength(attempt);
-        expect(await world.endpoint(endpoint.id)).toMatchObject({ status: 'active', consecutive_failures: attempt, last_failure_at: now() });
+        expect(await world.endpoint(endpoint.id)).toMatchObject({
+          status: 'active',
+          consecutive_failures: attempt,
+          last_failure_at: now(),
+        });
         const delivery = (await world.deliveries(endpoint.id))[0]!;
         if (attempt === 6) {
           expect(delivery).toMatchObject({ id, status: 'given_up', attempts: 6, next_attempt_at: null });
@@ -100,7 +104,9 @@ describe('a failed delivery (spec 3: non-2xx status or connection failure)', () 
     const [delivery] = await world.deliveries(endpoint.id);
     expect(delivery).toMatchObject({ status: 'failed', attempts: 1, next_attempt_at: plus(now(), 30 * SECOND) });
     expect((await world.delivery(endpoint.id, delivery!.id)).attempts[0]).toMatchObject({
-      status_code: null, error: 'blocked_address', response_snippet: null,
+      status_code: null,
+      error: 'blocked_address',
+      response_snippet: null,
     });
     expect((await world.endpoint(endpoint.id)).consecutive_failures).toBe(1);
     expect(receiver.count).toBe(0);
@@ -197,7 +203,10 @@ describe('sustained failures: the endpoint pauses (20 consecutive failures spann
     expect(resumed).toMatchObject({ status: 'succeeded', attempts: 1 });
     expect(receiver.payloads.at(-1)!.product_ids).toEqual(resumed!.product_ids);
     expect(await world.endpoint(endpoint.id)).toMatchObject({
-      status: 'active', consecutive_failures: 0, paused_until: null, last_success_at: now(),
+      status: 'active',
+      consecutive_failures: 0,
+      paused_until: null,
+      last_success_at: now(),
     });
     // Only that change was sent: the dropped deliveries stay dropped.
     await world.after(24 * HOUR);
@@ -211,7 +220,9 @@ describe('sustained failures: the endpoint pauses (20 consecutive failures spann
     world.clock.advance(Date.parse(streakStart) + HOUR - 2 * SECOND - 1 - world.clock.ms);
     await priceChange();
     expect(await world.endpoint(endpoint.id)).toMatchObject({
-      status: 'active', paused_until: null, last_failure_at: plus(streakStart, HOUR - 1),
+      status: 'active',
+      paused_until: null,
+      last_failure_at: plus(streakStart, HOUR - 1),
     });
     // ... and the next one, a full hour after.
     await priceChange();
@@ -230,7 +241,10 @@ describe('sustained failures: the endpoint pauses (20 consecutive failures spann
     const kinds = (await world.notifications()).map((n) => n.kind);
     expect(kinds[0]).toBe('paused');
     expect(await world.endpoint(endpoint.id)).toMatchObject({
-      status: 'active', consecutive_failures: 0, paused_until: null, last_success_at: now(),
+      status: 'active',
+      consecutive_failures: 0,
+      paused_until: null,
+      last_success_at: now(),
     });
     const statuses = (await world.deliveries(endpoint.id)).map((d) => d.status);
     expect(statuses.filter((s) => s === 'succeeded')).toHaveLength(1);

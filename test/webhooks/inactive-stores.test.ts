@@ -30,7 +30,7 @@ function delivered(payloads: WebhookPayload[]): Record<string, number[]> {
 /** The changes recorded in the store's feed after a position, as [product id, change type]. */
 async function feedOf(storeId: number, after = FEED_START): Promise<[number, Event][]> {
   const rows = await world.service.storage.changesAfter(storeId, after, 10_000);
-  return rows.map((row) => [row.product_id, row.change_type as Event]);
+  return rows.map((row) => [row.product_id, row.change_type]);
 }
 
 async function archiveStore(active: boolean): Promise<number> {
@@ -55,8 +55,10 @@ describe('a store created inactive', () => {
     const { de, pl } = world.stores;
     expect(allStores.payloads.map((p) => p.store_id)).not.toContain(archive);
     expect(delivered(allStores.payloads)).toEqual({
-      [`price:${de!.id}`]: [first, second], [`content:${de!.id}`]: [first, second],
-      [`price:${pl!.id}`]: [first, second], [`content:${pl!.id}`]: [first, second],
+      [`price:${de!.id}`]: [first, second],
+      [`content:${de!.id}`]: [first, second],
+      [`price:${pl!.id}`]: [first, second],
+      [`content:${pl!.id}`]: [first, second],
       'removed:null': [second],
     });
     expect(await feedOf(archive)).toEqual([]);
@@ -84,12 +86,17 @@ describe('a store created inactive', () => {
     await archiveStore(true);
     await world.after(2 * SECOND);
     expect(delivered(archiveOnly.payloads)).toEqual({ [`price:${archive}`]: [first, second], [`content:${archive}`]: [first, second] });
-    expect(delivered(allStores.payloads.slice(before))).toEqual({ [`price:${archive}`]: [first, second], [`content:${archive}`]: [first, second] });
+    expect(delivered(allStores.payloads.slice(before))).toEqual({
+      [`price:${archive}`]: [first, second],
+      [`content:${archive}`]: [first, second],
+    });
     // The feed lists them; the store is readable.
     const feed = await world.service.api('/v1/changes?store=archive', world.merchant.key);
     expect(feed.status, feed.text).toBe(200);
-    expect(feed.body.changes.map((c: { product_id: number; change_type: string }) => [c.product_id, c.change_type]))
-      .toEqual([[first, 'content'], [second, 'content']]);
+    expect(feed.body.changes.map((c: { product_id: number; change_type: string }) => [c.product_id, c.change_type])).toEqual([
+      [first, 'content'],
+      [second, 'content'],
+    ]);
     const page = await world.service.api('/v1/products?store=archive', world.merchant.key);
     expect(page.body.data.map((p: { id: number }) => p.id)).toEqual([first, second]);
   });
@@ -121,14 +128,18 @@ describe('deactivating a store', () => {
     await archiveStore(true);
     await world.after(2 * SECOND);
     expect(delivered(archiveOnly.payloads.slice(deliveredBefore))).toEqual({
-      [`content:${archive}`]: [changed, added], [`price:${archive}`]: [added], [`removed:${archive}`]: [deleted],
+      [`content:${archive}`]: [changed, added],
+      [`price:${archive}`]: [added],
+      [`removed:${archive}`]: [deleted],
     });
     // A cursor taken before the deactivation resumes exactly: what changed, and nothing else.
     const since = (await feedOf(archive, cursor)).map(([id, type]) => `${id}:${type}`).sort();
     expect(since).toEqual([`${changed}:content`, `${deleted}:removed`, `${added}:content`, `${added}:price`].sort());
     const page = await world.service.api('/v1/products?store=archive', world.merchant.key);
     expect(page.body.data.map((p: { id: number; title: string }) => [p.id, p.title])).toEqual([
-      [kept, 'Produkt BP-40'], [changed, 'Stirnlampe neu'], [added, 'Produkt MUG-1'],
+      [kept, 'Produkt BP-40'],
+      [changed, 'Stirnlampe neu'],
+      [added, 'Produkt MUG-1'],
     ]);
   });
 });
@@ -147,7 +158,12 @@ describe('at catalog scale', () => {
 
     await archiveStore(true);
     // 10 products in chunks of 4: three chunks, then the call that finds none left.
-    expect(chunks.mock.calls.map((call) => [call[2], call[3]])).toEqual([[[archive], 0], [[archive], ids[3]], [[archive], ids[7]], [[archive], ids[9]]]);
+    expect(chunks.mock.calls.map((call) => [call[2], call[3]])).toEqual([
+      [[archive], 0],
+      [[archive], ids[3]],
+      [[archive], ids[7]],
+      [[archive], ids[9]],
+    ]);
     expect(runs).toHaveBeenCalledTimes(1);
     expect(whole).not.toHaveBeenCalled();
     expect((await feedOf(archive)).filter(([, type]) => type === 'content').map(([id]) => id)).toEqual(ids);
@@ -164,7 +180,9 @@ describe('at catalog scale', () => {
     const added = [await world.putProduct('Q-0'), await world.putProduct('Q-1')];
     await archiveStore(true);
     const since = (await feedOf(archive, { at: last!.created_at, id: last!.id })).map(([id, type]) => `${id}:${type}`).sort();
-    expect(since).toEqual([...ids.slice(0, 7).map((id) => `${id}:removed`), ...added.flatMap((id) => [`${id}:content`, `${id}:price`])].sort());
+    expect(since).toEqual(
+      [...ids.slice(0, 7).map((id) => `${id}:removed`), ...added.flatMap((id) => [`${id}:content`, `${id}:price`])].sort(),
+    );
     expect(await world.service.storage.publishedIdsAfter(archive, 0, 100)).toEqual([...ids.slice(7), ...added]);
     expect(chunks.mock.calls.length).toBeGreaterThanOrEqual(Math.ceil(12 / CHUNK));
   });

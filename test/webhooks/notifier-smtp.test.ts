@@ -20,17 +20,26 @@ afterAll(async () => {
   await service.close();
 });
 
-describe('owners\' notifications', () => {
+describe("owners' notifications", () => {
   it('records the notification and e-mails every owner when SMTP is configured', async () => {
     const merchant = await service.admin.createMerchant({ name: 'Mail merchant', owner_emails: ['ops@shop.test', 'cto@shop.test'] });
     const endpoint = await service.storage.createWebhookEndpoint({
-      merchant_id: merchant.id, url: 'https://shop.test/hooks', store_id: null, events: ['price'],
-      secret: 'whsec_x', created_at: new Date().toISOString(),
+      merchant_id: merchant.id,
+      url: 'https://shop.test/hooks',
+      store_id: null,
+      events: ['price'],
+      secret: 'whsec_x',
+      created_at: new Date().toISOString(),
     });
-    const notifier = new OwnerNotifier(service.storage, { url: `smtp://127.0.0.1:${port}`, from: 'catalog@service.test' }, () => new Date());
+    const notifier = new OwnerNotifier(
+      service.storage,
+      { url: `smtp://127.0.0.1:${port}`, from: 'catalog@service.test' },
+      () => new Date(),
+    );
     // Recorded in the caller's transaction, e-mailed once it committed (as the dispatcher does).
     const notification = await service.storage.transaction((tx) =>
-      notifier.notify(tx, { ...endpoint, consecutive_failures: 5, last_failure_at: new Date().toISOString() }, 'failing'));
+      notifier.notify(tx, { ...endpoint, consecutive_failures: 5, last_failure_at: new Date().toISOString() }, 'failing'),
+    );
     notifier.email(notification);
     await notifier.flush();
     expect(mails).toHaveLength(1);
@@ -45,13 +54,18 @@ describe('owners\' notifications', () => {
   it('records the notification without e-mail when SMTP is not configured', async () => {
     const merchant = await service.admin.createMerchant({ name: 'No mail merchant', owner_emails: ['ops@quiet.test'] });
     const endpoint = await service.storage.createWebhookEndpoint({
-      merchant_id: merchant.id, url: 'https://quiet.test/hooks', store_id: null, events: ['price'],
-      secret: 'whsec_y', created_at: new Date().toISOString(),
+      merchant_id: merchant.id,
+      url: 'https://quiet.test/hooks',
+      store_id: null,
+      events: ['price'],
+      secret: 'whsec_y',
+      created_at: new Date().toISOString(),
     });
     const before = mails.length;
     const notifier = new OwnerNotifier(service.storage, { url: null, from: 'catalog@service.test' }, () => new Date());
     const notification = await service.storage.transaction((tx) =>
-      notifier.notify(tx, { ...endpoint, paused_until: new Date().toISOString() }, 'paused'));
+      notifier.notify(tx, { ...endpoint, paused_until: new Date().toISOString() }, 'paused'),
+    );
     notifier.email(notification);
     await notifier.flush();
     expect(mails).toHaveLength(before);

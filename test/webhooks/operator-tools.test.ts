@@ -89,8 +89,14 @@ describe('resend', () => {
     const response = await w.post(`${path}/deliveries/${original!.id}/resend`);
     expect(response.status).toBe(202);
     expect(response.body).toMatchObject({
-      endpoint_id: endpoint.id, event: 'price', store_id: original!.store_id, product_ids: [id],
-      status: 'pending', attempts: 0, occurred_at: null, next_attempt_at: w.clock.now().toISOString(),
+      endpoint_id: endpoint.id,
+      event: 'price',
+      store_id: original!.store_id,
+      product_ids: [id],
+      status: 'pending',
+      attempts: 0,
+      occurred_at: null,
+      next_attempt_at: w.clock.now().toISOString(),
     });
     expect(response.body.id).toBeGreaterThan(original!.id);
     await w.deliverDue();
@@ -161,17 +167,21 @@ describe('the request a delivery sent', () => {
       expect(detail.body).toBe(got.rawBody.toString('utf8'));
       expect(attempt.request_url).toBe(receiver.url);
       expect(attempt.request_headers).toEqual({
-        'Content-Type': got.headers['content-type'], 'X-Service-Timestamp': got.timestamp, 'X-Service-Signature': got.signature,
+        'Content-Type': got.headers['content-type'],
+        'X-Service-Timestamp': got.timestamp,
+        'X-Service-Signature': got.signature,
         'webhook-id': got.headers['webhook-id'],
       });
     }
     // Two attempts, two timestamps, two signatures over the same bytes.
-    expect(detail.attempts[0]!.request_headers!['X-Service-Timestamp']).not.toBe(detail.attempts[1]!.request_headers!['X-Service-Timestamp']);
+    expect(detail.attempts[0]!.request_headers!['X-Service-Timestamp']).not.toBe(
+      detail.attempts[1]!.request_headers!['X-Service-Timestamp'],
+    );
   });
 });
 
 describe('a test event', () => {
-  it('queues a real-shaped content delivery for the smallest product id and the default store, whatever the endpoint\'s events', async () => {
+  it("queues a real-shaped content delivery for the smallest product id and the default store, whatever the endpoint's events", async () => {
     const { w, receiver, endpoint, path } = await setUp({ stores: ['de', 'pl'] });
     const first = await w.putProduct('A');
     await w.putProduct('B');
@@ -181,15 +191,21 @@ describe('a test event', () => {
     const response = await w.post(`${path}/test`);
     expect(response.status).toBe(202);
     expect(response.body).toMatchObject({
-      endpoint_id: endpoint.id, event: 'content', store_id: w.stores.de!.id, product_ids: [first], status: 'pending', attempts: 0,
+      endpoint_id: endpoint.id,
+      event: 'content',
+      store_id: w.stores.de!.id,
+      product_ids: [first],
+      status: 'pending',
+      attempts: 0,
     });
     await w.deliverDue();
-    expect(receiver.payloads.slice(sent).map(({ event, store_id, product_ids }) => ({ event, store_id, product_ids })))
-      .toEqual([{ event: 'content', store_id: w.stores.de!.id, product_ids: [first] }]);
+    expect(receiver.payloads.slice(sent).map(({ event, store_id, product_ids }) => ({ event, store_id, product_ids }))).toEqual([
+      { event: 'content', store_id: w.stores.de!.id, product_ids: [first] },
+    ]);
     expect(await w.delivery(endpoint.id, response.body.id)).toMatchObject({ status: 'succeeded' });
   });
 
-  it('uses the endpoint\'s store, and product id 1 when the merchant has no products', async () => {
+  it("uses the endpoint's store, and product id 1 when the merchant has no products", async () => {
     const { w, receiver, path } = await setUp({ stores: ['de', 'pl'] }, { store: 'pl' });
     const response = await w.post(`${path}/test`);
     expect(response.body).toMatchObject({ event: 'content', store_id: w.stores.pl!.id, product_ids: [1] });
@@ -197,7 +213,7 @@ describe('a test event', () => {
     expect(receiver.payloads).toHaveLength(1);
   });
 
-  it('counts for the endpoint\'s health like any delivery', async () => {
+  it("counts for the endpoint's health like any delivery", async () => {
     const { w, receiver, endpoint, path } = await setUp();
     receiver.answer(answers.serverError);
     await w.post(`${path}/test`);
@@ -234,13 +250,22 @@ describe('recover', () => {
     const pending = (await adminOk(w.service, 'GET', `${w.merchant.base}${path}/deliveries?status=pending`)).data;
     expect(pending.map((d: { product_ids: number[] }) => d.product_ids[0]).sort()).toEqual([givenUp, failing].sort());
     await w.deliverDue();
-    expect(receiver.payloads.slice(sent).map((p) => p.product_ids[0]).sort()).toEqual([givenUp, failing].sort());
+    expect(
+      receiver.payloads
+        .slice(sent)
+        .map((p) => p.product_ids[0])
+        .sort(),
+    ).toEqual([givenUp, failing].sort());
     // Each resend names its original, which names it; the failed original makes no further attempt.
     expect(statuses[failing]).toBe('failed');
     for (const product of [givenUp, failing]) {
       const [original, resend] = (await w.deliveries(endpoint.id)).filter((d) => d.product_ids[0] === product).sort((x, y) => x.id - y.id);
       expect(resend).toMatchObject({ status: 'succeeded', replaces: original!.id, replaced_by: null, test: false });
-      expect(original).toMatchObject({ replaced_by: resend!.id, status: product === failing ? 'dropped' : 'given_up', next_attempt_at: null });
+      expect(original).toMatchObject({
+        replaced_by: resend!.id,
+        status: product === failing ? 'dropped' : 'given_up',
+        next_attempt_at: null,
+      });
     }
     const delivered = receiver.count;
     for (const wait of [30 * SECOND, 2 * MINUTE, 10 * MINUTE, HOUR, 6 * HOUR]) await w.after(wait);
@@ -262,11 +287,16 @@ describe('recover', () => {
     receiver.answer(answers.ok);
     expect((await w.post(`${path}/recover`, { since })).body).toEqual({ resent: 2 });
     await w.deliverDue();
-    expect(receiver.payloads.slice(1).map((p) => p.product_ids[0]).sort()).toEqual([a, b].sort());
+    expect(
+      receiver.payloads
+        .slice(1)
+        .map((p) => p.product_ids[0])
+        .sort(),
+    ).toEqual([a, b].sort());
   });
 });
 
-describe('the owners\' notifications', () => {
+describe("the owners' notifications", () => {
   it('lists them newest first with the endpoint, kind, subject and body', async () => {
     const { w, receiver, endpoint } = await setUp();
     receiver.answer(answers.serverError);
@@ -279,7 +309,8 @@ describe('the owners\' notifications', () => {
     await w.after(30 * SECOND);
     const notifications = await w.notifications();
     expect(notifications.map((n) => ({ kind: n.kind, endpoint_id: n.endpoint_id }))).toEqual([
-      { kind: 'disabled', endpoint_id: endpoint.id }, { kind: 'failing', endpoint_id: endpoint.id },
+      { kind: 'disabled', endpoint_id: endpoint.id },
+      { kind: 'failing', endpoint_id: endpoint.id },
     ]);
     expect(notifications[1]).toMatchObject({ created_at: failingAt, emailed_at: null });
     for (const notification of notifications) {
@@ -321,7 +352,9 @@ describe('sending tools need an active endpoint', () => {
     const before = (await w.deliveries(endpoint.id)).length;
 
     for (const [operation, body] of [
-      ['/test', undefined], [`/deliveries/${delivery!.id}/resend`, undefined], ['/recover', { since: '2025-01-01T00:00:00Z' }],
+      ['/test', undefined],
+      [`/deliveries/${delivery!.id}/resend`, undefined],
+      ['/recover', { since: '2025-01-01T00:00:00Z' }],
     ] as const) {
       const response = await w.post(`${path}${operation}`, body);
       expect(response.status, operation).toBe(409);

@@ -27,10 +27,19 @@ let databases = 0;
 export async function startPgServices(postgres: TestPostgres, count: number, overrides: ConfigOverrides = {}): Promise<PgServices> {
   const url = await postgres.createDatabase(`dispatch_${process.pid}_${++databases}`);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cps-pg-dispatch-'));
-  const config = loadConfig({}, {
-    port: 0, host: '127.0.0.1', databasePath: path.join(dir, 'unused.db'), adminToken: ADMIN_TOKEN, adminTokenConfigured: true,
-    demoOnEmpty: false, ...overrides, webhooks: { allowHosts: ['127.0.0.1'], ...overrides.webhooks },
-  });
+  const config = loadConfig(
+    {},
+    {
+      port: 0,
+      host: '127.0.0.1',
+      databasePath: path.join(dir, 'unused.db'),
+      adminToken: ADMIN_TOKEN,
+      adminTokenConfigured: true,
+      demoOnEmpty: false,
+      ...overrides,
+      webhooks: { allowHosts: ['127.0.0.1'], ...overrides.webhooks },
+    },
+  );
   const storages = Array.from({ length: count }, () => openPostgresStorage(url, { poolSize: 4 }));
   await Promise.all(storages.map((storage) => storage.ready));
   const services = storages.map((storage) => createService(config, { storage, logger: silentLogger }));
@@ -38,7 +47,8 @@ export async function startPgServices(postgres: TestPostgres, count: number, ove
 
   async function adminApi(method: string, pathAndQuery: string, body?: unknown, init: RequestInit = {}): Promise<TestResponse> {
     const response = await fetch(`${server.url}${pathAndQuery}`, {
-      ...init, method,
+      ...init,
+      method,
       headers: {
         Authorization: `Bearer ${ADMIN_TOKEN}`,
         ...(body !== undefined && typeof body !== 'string' ? { 'Content-Type': 'application/json' } : {}),
@@ -51,7 +61,8 @@ export async function startPgServices(postgres: TestPostgres, count: number, ove
   }
 
   return {
-    services, storages,
+    services,
+    storages,
     admin: { adminApi } as unknown as TestService,
     async close() {
       await server.close();

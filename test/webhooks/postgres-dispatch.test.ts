@@ -34,7 +34,13 @@ async function twoDispatchers(webhooks: ConfigOverrides['webhooks'], answer?: Pa
   await adminOk(world.admin, 'PUT', `${merchant.base}/suppliers/alpine`, { name: 'Alpine Wholesale AG' });
   const receiver = await Receiver.start(answer ? { behaviour: answer } : {});
   receivers.push(receiver);
-  const endpoint = await adminOk(world.admin, 'POST', `${merchant.base}/webhook-endpoints`, { url: receiver.url, events: ['content'] }, 201);
+  const endpoint = await adminOk(
+    world.admin,
+    'POST',
+    `${merchant.base}/webhook-endpoints`,
+    { url: receiver.url, events: ['content'] },
+    201,
+  );
   receiver.secret = endpoint.secret;
   const [a, b] = world.services as [PgServices['services'][0], PgServices['services'][0]];
   const deliveries = async (): Promise<DeliveryRecord[]> => a.storage.listDeliveries(endpoint.id, { limit: 10_000 });
@@ -42,13 +48,21 @@ async function twoDispatchers(webhooks: ConfigOverrides['webhooks'], answer?: Pa
 }
 
 async function importProducts(merchant: MerchantHandle, refs: string[]) {
-  const response = await importNdjson(world!.admin, merchant.id, refs.map((ref) => simpleProduct(ref)));
+  const response = await importNdjson(
+    world!.admin,
+    merchant.id,
+    refs.map((ref) => simpleProduct(ref)),
+  );
   expect(response.status, response.text).toBe(200);
 }
 
 describe('several dispatchers on one PostgreSQL database', () => {
   it('deliver every change once, and never put one outbox row into two deliveries, while both coalesce during the writes', async () => {
-    const { merchant, receiver, a, b, deliveries } = await twoDispatchers({ batchSize: 3, perEndpointConcurrency: 4, overallConcurrency: 4 });
+    const { merchant, receiver, a, b, deliveries } = await twoDispatchers({
+      batchSize: 3,
+      perEndpointConcurrency: 4,
+      overallConcurrency: 4,
+    });
     const refs = Array.from({ length: 120 }, (_, i) => `ONCE-${i}`);
     let writing = true;
     const dispatching = async (service: typeof a) => {
@@ -77,8 +91,13 @@ describe('several dispatchers on one PostgreSQL database', () => {
 
   it('count concurrent failed attempts to one endpoint exactly (the endpoint row is locked for its health update)', async () => {
     const { merchant, receiver, endpointId, a, b, deliveries } = await twoDispatchers(
-      { batchSize: 1, perEndpointConcurrency: 8, overallConcurrency: 4 }, { status: 500, delayMs: 30 });
-    await importProducts(merchant, Array.from({ length: 8 }, (_, i) => `FAIL-${i}`));
+      { batchSize: 1, perEndpointConcurrency: 8, overallConcurrency: 4 },
+      { status: 500, delayMs: 30 },
+    );
+    await importProducts(
+      merchant,
+      Array.from({ length: 8 }, (_, i) => `FAIL-${i}`),
+    );
     expect(await a.dispatcher.coalesce()).toBe(8);
     // Both dispatchers send at once (the second claims while the first one's four are in flight):
     // attempts end, and record their failure, at the same moments.
@@ -97,8 +116,13 @@ describe('several dispatchers on one PostgreSQL database', () => {
 
   it('hold per-endpoint concurrency 1 across two dispatchers', async () => {
     const { merchant, receiver, a, b, deliveries } = await twoDispatchers(
-      { batchSize: 1, perEndpointConcurrency: 1, overallConcurrency: 4 }, { status: 200, delayMs: 40 });
-    await importProducts(merchant, Array.from({ length: 10 }, (_, i) => `ONE-AT-A-TIME-${i}`));
+      { batchSize: 1, perEndpointConcurrency: 1, overallConcurrency: 4 },
+      { status: 200, delayMs: 40 },
+    );
+    await importProducts(
+      merchant,
+      Array.from({ length: 10 }, (_, i) => `ONE-AT-A-TIME-${i}`),
+    );
     expect(await a.dispatcher.coalesce()).toBe(10);
     let sentByA = 0;
     let sentByB = 0;
@@ -143,7 +167,12 @@ describe('several dispatchers on one PostgreSQL database', () => {
       await tx.getWebhookEndpoint(endpointId);
       // A claim takes its per-endpoint lock of its own (an advisory lock), not the row: it leases at once.
       const claimed = await b.storage.claimDueDeliveries({
-        now: () => new Date(), leaseMs: 60_000, limit: 10, perEndpoint: 2, inFlightByEndpoint: new Map(), perMerchant: 10,
+        now: () => new Date(),
+        leaseMs: 60_000,
+        limit: 10,
+        perEndpoint: 2,
+        inFlightByEndpoint: new Map(),
+        perMerchant: 10,
       });
       expect(claimed.map((d) => d.endpoint_id)).toEqual([endpointId, endpointId]);
     });

@@ -17,7 +17,7 @@ afterEach(async () => {
 const products = (from: number, count: number) => Array.from({ length: count }, (_, i) => simpleProduct(`STORM-${from + i}`));
 
 describe('max_per_second', () => {
-  it('spaces an endpoint\'s deliveries by its rate, fills the waiting ones up to the batch size, and holds back none of the merchant\'s other endpoints', async () => {
+  it("spaces an endpoint's deliveries by its rate, fills the waiting ones up to the batch size, and holds back none of the merchant's other endpoints", async () => {
     const w = await startWebhookWorld({ stores: ['de'], webhooks: { batchSize: 5 } });
     world = w;
     const limitedReceiver = await w.receiver();
@@ -78,54 +78,67 @@ describe('max_per_second', () => {
       expect(refused.status, `max_per_second ${JSON.stringify(bad)}`).toBe(400);
       expect(refused.body.invalid_params?.[0]?.name).toBe('/max_per_second');
     }
-    const refusedAtRegistration = await w.service.adminApi('POST', `${w.merchant.base}/webhook-endpoints`, { url: receiver.url, max_per_second: 0 });
+    const refusedAtRegistration = await w.service.adminApi('POST', `${w.merchant.base}/webhook-endpoints`, {
+      url: receiver.url,
+      max_per_second: 0,
+    });
     expect(refusedAtRegistration.status).toBe(400);
     expect((await w.endpoint(created.id)).max_per_second).toBe(5);
     const edited = await w.service.adminApi('PATCH', path, { max_per_second: 20 });
     expect(edited.body.max_per_second).toBe(20);
     const removed = await w.service.adminApi('PATCH', path, { max_per_second: null });
     expect(removed.body.max_per_second).toBeNull();
-    const audit = (await w.service.adminApi('GET', `${w.merchant.base}/audit-log?limit=20`)).body.data as { action: string; detail: string }[];
-    expect(audit.map((e) => e.detail)).toEqual(expect.arrayContaining([
-      expect.stringContaining('at most 5/s'), expect.stringContaining('rate at most 20/s'), expect.stringContaining('rate unlimited'),
-    ]));
+    const audit = (await w.service.adminApi('GET', `${w.merchant.base}/audit-log?limit=20`)).body.data as {
+      action: string;
+      detail: string;
+    }[];
+    expect(audit.map((e) => e.detail)).toEqual(
+      expect.arrayContaining([
+        expect.stringContaining('at most 5/s'),
+        expect.stringContaining('rate at most 20/s'),
+        expect.stringContaining('rate unlimited'),
+      ]),
+    );
   });
 });
 
 describe('max_per_second across processes', () => {
-  severalConnections.it('gives each slot of the rate to one claim, whichever process claims: slots 1000 / max_per_second ms (and 5%) apart', async () => {
-    const w = await startWebhookWorld({ stores: ['de'], webhooks: { batchSize: 1 } });
-    world = w;
-    const receiver = await w.receiver();
-    const endpoint = await w.register(receiver, { events: ['content'], max_per_second: 4 });
-    await importNdjson(w.service, w.merchant.id, products(1, 20));
-    w.clock.advance(2 * SECOND);
-    expect(await w.dispatcher.coalesce()).toBe(20);
-    const claim = { now: w.clock.now, leaseMs: 40 * SECOND, limit: 20, perEndpoint: 20, inFlightByEndpoint: new Map<number, number>() };
-    // Another process on the same database: its own storage.
-    const other = await w.service.database.open();
-    try {
-      const start = w.clock.ms;
-      const [first, second] = await Promise.all([w.service.storage.claimDueDeliveries(claim), other.claimDueDeliveries(claim)]);
-      // The slots of the next second: four, between the two claims, never the same one twice.
-      const firstSecond = [...first, ...second];
-      expect(firstSecond).toHaveLength(4);
-      expect(new Set(firstSecond.map((d) => d.id)).size).toBe(4);
-      expect(firstSecond.map((d) => Date.parse(d.send_at!) - start).sort((a, b) => a - b)).toEqual([0, 262, 525, 787]);
-      // Nothing more within that second, from either process.
-      expect(await other.claimDueDeliveries(claim)).toEqual([]);
-      expect(await w.service.storage.claimDueDeliveries(claim)).toEqual([]);
-      // A second on, the next four, from where the last claim left off.
-      w.clock.advance(SECOND);
-      const next = await other.claimDueDeliveries(claim);
-      expect(next.map((d) => Date.parse(d.send_at!) - start)).toEqual([1050, 1312, 1575, 1837]);
-      // An endpoint without a rate is claimed as before: at once, send_at null.
-      await w.service.adminApi('PATCH', `${w.merchant.base}/webhook-endpoints/${endpoint.id}`, { max_per_second: null });
-      const unlimited = await w.service.storage.claimDueDeliveries(claim);
-      expect(unlimited.length).toBeGreaterThan(4);
-      expect(unlimited.every((d) => d.send_at === null)).toBe(true);
-    } finally {
-      await other.close();
-    }
-  });
+  severalConnections.it(
+    'gives each slot of the rate to one claim, whichever process claims: slots 1000 / max_per_second ms (and 5%) apart',
+    async () => {
+      const w = await startWebhookWorld({ stores: ['de'], webhooks: { batchSize: 1 } });
+      world = w;
+      const receiver = await w.receiver();
+      const endpoint = await w.register(receiver, { events: ['content'], max_per_second: 4 });
+      await importNdjson(w.service, w.merchant.id, products(1, 20));
+      w.clock.advance(2 * SECOND);
+      expect(await w.dispatcher.coalesce()).toBe(20);
+      const claim = { now: w.clock.now, leaseMs: 40 * SECOND, limit: 20, perEndpoint: 20, inFlightByEndpoint: new Map<number, number>() };
+      // Another process on the same database: its own storage.
+      const other = await w.service.database.open();
+      try {
+        const start = w.clock.ms;
+        const [first, second] = await Promise.all([w.service.storage.claimDueDeliveries(claim), other.claimDueDeliveries(claim)]);
+        // The slots of the next second: four, between the two claims, never the same one twice.
+        const firstSecond = [...first, ...second];
+        expect(firstSecond).toHaveLength(4);
+        expect(new Set(firstSecond.map((d) => d.id)).size).toBe(4);
+        expect(firstSecond.map((d) => Date.parse(d.send_at!) - start).sort((a, b) => a - b)).toEqual([0, 262, 525, 787]);
+        // Nothing more within that second, from either process.
+        expect(await other.claimDueDeliveries(claim)).toEqual([]);
+        expect(await w.service.storage.claimDueDeliveries(claim)).toEqual([]);
+        // A second on, the next four, from where the last claim left off.
+        w.clock.advance(SECOND);
+        const next = await other.claimDueDeliveries(claim);
+        expect(next.map((d) => Date.parse(d.send_at!) - start)).toEqual([1050, 1312, 1575, 1837]);
+        // An endpoint without a rate is claimed as before: at once, send_at null.
+        await w.service.adminApi('PATCH', `${w.merchant.base}/webhook-endpoints/${endpoint.id}`, { max_per_second: null });
+        const unlimited = await w.service.storage.claimDueDeliveries(claim);
+        expect(unlimited.length).toBeGreaterThan(4);
+        expect(unlimited.every((d) => d.send_at === null)).toBe(true);
+      } finally {
+        await other.close();
+      }
+    },
+  );
 });

@@ -36,13 +36,15 @@ async function oneAttempt(answer: Answer, options: Parameters<typeof startWebhoo
   return { receiver, endpoint, delivery: delivery!, attempts: detail.attempts };
 }
 
-describe('a receiver\'s body is kept as valid text', () => {
+describe("a receiver's body is kept as valid text", () => {
   it('records a 200 whose body is gzip bytes as a success, its snippet as text, and never sends it again', async () => {
     const gzipped = gzipSync(JSON.stringify({ received: true }));
     // The gzip header holds NUL bytes: PostgreSQL refused the snippet, and the attempt with it.
     expect(gzipped.includes(0)).toBe(true);
     const { receiver, endpoint, delivery, attempts } = await oneAttempt({
-      status: 200, headers: { 'Content-Type': 'application/json', 'Content-Encoding': 'gzip' }, body: gzipped,
+      status: 200,
+      headers: { 'Content-Type': 'application/json', 'Content-Encoding': 'gzip' },
+      body: gzipped,
     });
     expect(delivery).toMatchObject({ status: 'succeeded', attempts: 1, next_attempt_at: null });
     expect(attempts).toHaveLength(1);
@@ -61,9 +63,13 @@ describe('a receiver\'s body is kept as valid text', () => {
     const { receiver, endpoint, delivery, attempts } = await oneAttempt({ status: 500, body });
     const failedAt = now();
     expect(delivery).toMatchObject({ status: 'failed', attempts: 1, next_attempt_at: plus(failedAt, FIRST_RETRY_MS) });
-    expect(attempts).toEqual([expect.objectContaining({
-      status_code: 500, error: 'http_status', response_snippet: `err${'\uFFFD'.repeat(7)}end`,
-    })]);
+    expect(attempts).toEqual([
+      expect.objectContaining({
+        status_code: 500,
+        error: 'http_status',
+        response_snippet: `err${'\uFFFD'.repeat(7)}end`,
+      }),
+    ]);
     expect(await world.endpoint(endpoint.id)).toMatchObject({ consecutive_failures: 1, last_failure_at: failedAt });
 
     receiver.answer(answers.ok);
@@ -114,42 +120,58 @@ describe('Retry-After is bounded (honoured up to the last backoff step, ignored 
  * and out of transactions), as a storage that cannot hold what it is given would.
  */
 function refusing(storage: CatalogStorage, refuses: (operation: string, args: unknown[]) => boolean): CatalogStorage {
-  const guard = <T extends object>(target: T, extra: (key: string | symbol, value: unknown) => unknown = () => undefined): T => new Proxy(target, {
-    get(object, key) {
-      const value: unknown = Reflect.get(object, key, object);
-      if (typeof value !== 'function') return value;
-      const replaced = extra(key, value);
-      if (replaced) return replaced;
-      return (...args: unknown[]) => (refuses(String(key), args)
-        ? Promise.reject(new Error(`simulated storage failure in ${String(key)}`))
-        : (value as (...a: unknown[]) => unknown).apply(object, args));
-    },
-  });
-  return guard(storage, (key, value) => key === 'transaction' && (
-    <T>(fn: (tx: StorageTx) => Promise<T>) => (value as CatalogStorage['transaction']).call(storage, (tx) => fn(guard(tx)))));
+  const guard = <T extends object>(target: T, extra: (key: string | symbol, value: unknown) => unknown = () => undefined): T =>
+    new Proxy(target, {
+      get(object, key) {
+        const value: unknown = Reflect.get(object, key, object);
+        if (typeof value !== 'function') return value;
+        const replaced = extra(key, value);
+        if (replaced) return replaced;
+        return (...args: unknown[]) =>
+          refuses(String(key), args)
+            ? Promise.reject(new Error(`simulated storage failure in ${String(key)}`))
+            : (value as (...a: unknown[]) => unknown).apply(object, args);
+      },
+    });
+  return guard(
+    storage,
+    (key, value) =>
+      key === 'transaction' &&
+      (<T>(fn: (tx: StorageTx) => Promise<T>) => (value as CatalogStorage['transaction']).call(storage, (tx) => fn(guard(tx)))),
+  );
 }
 
 /** True when the operation stores an attempt whose response snippet holds `marker`. */
 const storesSnippet = (marker: string) => (operation: string, args: unknown[]) => {
-  const attempts = operation === 'recordAttemptOutcomes'
-    ? (args[0] as { attempt: { response_snippet: string | null } }[]).map((o) => o.attempt)
-    : operation === 'recordAttempt' ? [args[1] as { response_snippet: string | null }] : [];
+  const attempts =
+    operation === 'recordAttemptOutcomes'
+      ? (args[0] as { attempt: { response_snippet: string | null } }[]).map((o) => o.attempt)
+      : operation === 'recordAttempt'
+        ? [args[1] as { response_snippet: string | null }]
+        : [];
   return attempts.some((a) => a.response_snippet?.includes(marker));
 };
 
 describe('an attempt whose bookkeeping fails counts as a failed attempt', () => {
-  it('records a failed attempt `recording_failed`, counts it in the endpoint\'s health and retries on the backoff when the storage refuses the attempt', async () => {
+  it("records a failed attempt `recording_failed`, counts it in the endpoint's health and retries on the backoff when the storage refuses the attempt", async () => {
     const { receiver, endpoint, delivery, attempts } = await oneAttempt(
       { status: 200, body: 'unstorable answer' },
       { dispatcherStorage: (storage) => refusing(storage, storesSnippet('unstorable')) },
     );
     const failedAt = now();
     expect(delivery).toMatchObject({ status: 'failed', attempts: 1, next_attempt_at: plus(failedAt, FIRST_RETRY_MS) });
-    expect(attempts).toEqual([{
-      at: failedAt, status_code: 200, error: RECORDING_FAILED, latency_ms: expect.any(Number), response_snippet: null,
-      // The request was sent: it is kept, whatever became of the answer.
-      request_url: receiver.url, request_headers: expect.objectContaining({ 'X-Service-Signature': expect.stringMatching(/^sha256=[0-9a-f]{64}$/) }),
-    }]);
+    expect(attempts).toEqual([
+      {
+        at: failedAt,
+        status_code: 200,
+        error: RECORDING_FAILED,
+        latency_ms: expect.any(Number),
+        response_snippet: null,
+        // The request was sent: it is kept, whatever became of the answer.
+        request_url: receiver.url,
+        request_headers: expect.objectContaining({ 'X-Service-Signature': expect.stringMatching(/^sha256=[0-9a-f]{64}$/) }),
+      },
+    ]);
     expect(await world.endpoint(endpoint.id)).toMatchObject({ consecutive_failures: 1, last_failure_at: failedAt });
 
     // Not re-sent when the lease would have run out; sent again on the backoff, and recorded.
@@ -164,11 +186,14 @@ describe('an attempt whose bookkeeping fails counts as a failed attempt', () => 
     expect(receiver.count).toBe(2);
   });
 
-  it('still records the failed attempt and its retry when the endpoint\'s health cannot be written either', async () => {
+  it("still records the failed attempt and its retry when the endpoint's health cannot be written either", async () => {
     const refusesSnippet = storesSnippet('unstorable');
     const { receiver, endpoint, delivery, attempts } = await oneAttempt(
       { status: 200, body: 'unstorable answer' },
-      { dispatcherStorage: (storage) => refusing(storage, (operation, args) => operation === 'updateWebhookEndpointsHealth' || refusesSnippet(operation, args)) },
+      {
+        dispatcherStorage: (storage) =>
+          refusing(storage, (operation, args) => operation === 'updateWebhookEndpointsHealth' || refusesSnippet(operation, args)),
+      },
     );
     expect(delivery).toMatchObject({ status: 'failed', attempts: 1, next_attempt_at: plus(now(), FIRST_RETRY_MS) });
     expect(attempts).toEqual([expect.objectContaining({ status_code: 200, error: RECORDING_FAILED, response_snippet: null })]);
@@ -178,7 +203,7 @@ describe('an attempt whose bookkeeping fails counts as a failed attempt', () => 
     expect(receiver.count).toBe(1);
   });
 
-  it('gives the delivery up after the last step when every attempt\'s bookkeeping fails', async () => {
+  it("gives the delivery up after the last step when every attempt's bookkeeping fails", async () => {
     const { receiver, endpoint } = await oneAttempt(
       { status: 200, body: 'unstorable answer' },
       { dispatcherStorage: (storage) => refusing(storage, storesSnippet('unstorable')) },

@@ -13,7 +13,9 @@ afterEach(async () => {
   await receiver.close().catch(() => undefined);
 });
 
-async function post(options: { body?: string; timestamp?: string; signature?: string; contentType?: string; webhookId?: string | null } = {}) {
+async function post(
+  options: { body?: string; timestamp?: string; signature?: string; contentType?: string; webhookId?: string | null } = {},
+) {
   const raw = options.body ?? body;
   const ts = options.timestamp ?? timestamp;
   const response = await fetch(receiver.url, {
@@ -47,8 +49,14 @@ describe('the test receiver', () => {
     ['another content type', { contentType: 'text/plain' }],
     ['a delivery without webhook-id', { webhookId: null }],
     ['a webhook-id that is not dlv_ and a number', { webhookId: 'msg_1' }],
-    ['a payload outside the webhooks: schema', { body: JSON.stringify({ event: 'price', store_id: 1, product_ids: [], occurred_at: '2025-03-14T09:26:55Z' }) }],
-    ['an event the spec does not have', { body: JSON.stringify({ event: 'test', store_id: 1, product_ids: [1], occurred_at: '2025-03-14T09:26:55Z' }) }],
+    [
+      'a payload outside the webhooks: schema',
+      { body: JSON.stringify({ event: 'price', store_id: 1, product_ids: [], occurred_at: '2025-03-14T09:26:55Z' }) },
+    ],
+    [
+      'an event the spec does not have',
+      { body: JSON.stringify({ event: 'test', store_id: 1, product_ids: [1], occurred_at: '2025-03-14T09:26:55Z' }) },
+    ],
   ])('answers 400 to %s and fails the test that reads its log', async (_, options) => {
     receiver = await Receiver.start({ now: () => NOW });
     receiver.secret = SECRET;

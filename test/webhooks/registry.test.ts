@@ -34,14 +34,18 @@ describe('the webhook registry', () => {
       expect(WEBHOOKS[event].headers.map((h) => h.name)).toEqual(declared);
     }
     expect(WEBHOOK_HEADERS.map((h) => [h.name, h.required])).toEqual([
-      ['X-Service-Timestamp', true], ['X-Service-Signature', true], ['webhook-id', true],
-      ['X-Service-Replaces', false], ['webhook-timestamp', false], ['webhook-signature', false],
+      ['X-Service-Timestamp', true],
+      ['X-Service-Signature', true],
+      ['webhook-id', true],
+      ['X-Service-Replaces', false],
+      ['webhook-timestamp', false],
+      ['webhook-signature', false],
     ]);
     expect(WEBHOOK_PRODUCT_IDS_MAX_ITEMS).toBe(doc.components.schemas.WebhookPayload.properties.product_ids.maxItems);
     expect([IDS_MAX_ITEMS, PER_PAGE_MAXIMUM, CHANGES_MAX_ITEMS]).toEqual([200, 200, 1000]);
   });
 
-  it('accepts the document\'s own webhook examples', () => {
+  it("accepts the document's own webhook examples", () => {
     for (const event of WEBHOOK_EVENTS) {
       const examples = doc.webhooks[event].post.requestBody.content['application/json'].examples as Record<string, Json>;
       for (const example of Object.values(examples)) {
@@ -52,7 +56,12 @@ describe('the webhook registry', () => {
   });
 
   it.each([
-    ['101 product ids', { ...VALID, product_ids: Array.from({ length: 101 }, (_, i) => i + 1) }, '/product_ids', 'must NOT have more than 100 items'],
+    [
+      '101 product ids',
+      { ...VALID, product_ids: Array.from({ length: 101 }, (_, i) => i + 1) },
+      '/product_ids',
+      'must NOT have more than 100 items',
+    ],
     ['no product ids', { ...VALID, product_ids: [] }, '/product_ids', 'must NOT have fewer than 1 items'],
     ['a date without a time zone', { ...VALID, occurred_at: '2025-03-14T09:26:55' }, '/occurred_at', 'must match format "date-time"'],
     ['a 30th of February', { ...VALID, occurred_at: '2025-02-30T09:26:55Z' }, '/occurred_at', 'must match format "date-time"'],
@@ -67,37 +76,66 @@ describe('the webhook registry', () => {
 
   it('accepts and rejects exactly what Ajv over the bundled document does', () => {
     const validators = Object.fromEntries(WEBHOOK_EVENTS.map((e) => [e, ajvFor(e)]));
-    const productId = fc.oneof(fc.integer({ min: -2, max: 2 ** 40 }), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.string({ maxLength: 3 }), fc.constant(null));
+    const productId = fc.oneof(
+      fc.integer({ min: -2, max: 2 ** 40 }),
+      fc.double({ noNaN: true, noDefaultInfinity: true }),
+      fc.string({ maxLength: 3 }),
+      fc.constant(null),
+    );
     const instant = fc.oneof(
       fc.date({ min: new Date('1970-01-01'), max: new Date('2999-12-31'), noInvalidDate: true }).map((d) => d.toISOString()),
-      fc.constantFrom('2025-03-14T09:26:55Z', '2025-03-14t09:26:55+01:00', '2024-02-29T23:59:60Z', '2023-02-29T10:00:00Z',
-        '2025-03-14 09:26:55Z', '2025-03-14T09:26:55', '2025-13-01T00:00:00Z', '2025-03-14T24:00:00Z', '2025-03-14', '', 'now',
-        '2016-12-31T23:59:60Z', '2025-03-14T09:26:55.123456+05:30', '2025-03-14T09:26:55+2400'),
+      fc.constantFrom(
+        '2025-03-14T09:26:55Z',
+        '2025-03-14t09:26:55+01:00',
+        '2024-02-29T23:59:60Z',
+        '2023-02-29T10:00:00Z',
+        '2025-03-14 09:26:55Z',
+        '2025-03-14T09:26:55',
+        '2025-13-01T00:00:00Z',
+        '2025-03-14T24:00:00Z',
+        '2025-03-14',
+        '',
+        'now',
+        '2016-12-31T23:59:60Z',
+        '2025-03-14T09:26:55.123456+05:30',
+        '2025-03-14T09:26:55+2400',
+      ),
       fc.string({ maxLength: 25 }),
       fc.integer(),
     );
-    const payload = fc.record({
-      event: fc.oneof(fc.constantFrom(...WEBHOOK_EVENTS), fc.constantFrom('deleted', '', 'Price'), fc.integer()),
-      store_id: fc.oneof(fc.constant(null), fc.integer({ min: -1, max: 1000 }), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.string({ maxLength: 2 })),
-      product_ids: fc.oneof(
-        fc.array(fc.integer({ min: 1, max: 2 ** 40 }), { minLength: 0, maxLength: 120 }),
-        fc.array(productId, { maxLength: 5 }),
-        fc.constant('1,2'),
-      ),
-      occurred_at: instant,
-      extra: fc.anything({ maxDepth: 1 }),
-    }, { requiredKeys: [] });
+    const payload = fc.record(
+      {
+        event: fc.oneof(fc.constantFrom(...WEBHOOK_EVENTS), fc.constantFrom('deleted', '', 'Price'), fc.integer()),
+        store_id: fc.oneof(
+          fc.constant(null),
+          fc.integer({ min: -1, max: 1000 }),
+          fc.double({ noNaN: true, noDefaultInfinity: true }),
+          fc.string({ maxLength: 2 }),
+        ),
+        product_ids: fc.oneof(
+          fc.array(fc.integer({ min: 1, max: 2 ** 40 }), { minLength: 0, maxLength: 120 }),
+          fc.array(productId, { maxLength: 5 }),
+          fc.constant('1,2'),
+        ),
+        occurred_at: instant,
+        extra: fc.anything({ maxDepth: 1 }),
+      },
+      { requiredKeys: [] },
+    );
     const value = fc.oneof({ weight: 8, arbitrary: payload }, { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 2 }) });
-    fc.assert(fc.property(value, (input) => {
-      const generated = webhookPayloadErrors(input).length === 0;
-      // Ajv: valid when the body validates against its event's schema (an unknown event is valid against none).
-      const event = (input as Json | null)?.event;
-      const byAjv = WEBHOOK_EVENTS.includes(event) ? validators[event]!(input) : false;
-      expect(generated).toBe(byAjv);
-      if (!generated && WEBHOOK_EVENTS.includes(event)) {
-        const ajvPaths = new Set(validators[event]!.errors!.map((e) => e.instancePath));
-        expect(new Set(webhookPayloadErrors(input).map((e) => e.instancePath))).toEqual(ajvPaths);
-      }
-    }), { numRuns: 3000 });
+    fc.assert(
+      fc.property(value, (input) => {
+        const generated = webhookPayloadErrors(input).length === 0;
+        // Ajv: valid when the body validates against its event's schema (an unknown event is valid against none).
+        const event = (input as Json | null)?.event;
+        const byAjv = WEBHOOK_EVENTS.includes(event) ? validators[event]!(input) : false;
+        expect(generated).toBe(byAjv);
+        if (!generated && WEBHOOK_EVENTS.includes(event)) {
+          const ajvPaths = new Set(validators[event]!.errors!.map((e) => e.instancePath));
+          expect(new Set(webhookPayloadErrors(input).map((e) => e.instancePath))).toEqual(ajvPaths);
+        }
+      }),
+      { numRuns: 3000 },
+    );
   });
 });

@@ -38,12 +38,33 @@ describe('parseRetryAfter', () => {
   });
 
   it.each([
-    null, '', '   ', 'soon', '-5', '+5', '12.5', '1e3', '0x10', 'Infinity', 'NaN', '120 s', '1 20',
+    null,
+    '',
+    '   ',
+    'soon',
+    '-5',
+    '+5',
+    '12.5',
+    '1e3',
+    '0x10',
+    'Infinity',
+    'NaN',
+    '120 s',
+    '1 20',
     // Date.parse reads these; they are not HTTP dates.
-    '-1', '2058-01-01', '2058-01-01T00:00:00Z', 'Jan 1 2058', '1 Jan 2058 00:00:00 GMT', 'Fri, 01 Jan 2100 00:00:00 UTC',
+    '-1',
+    '2058-01-01',
+    '2058-01-01T00:00:00Z',
+    'Jan 1 2058',
+    '1 Jan 2058 00:00:00 GMT',
+    'Fri, 01 Jan 2100 00:00:00 UTC',
     // Dates that name no time, or none a Date holds.
-    'Mon, 31 Feb 2031 00:00:00 GMT', 'Fri, 14 Mar 2025 24:00:00 GMT', 'Fri, 14 Mar 2025 09:60:00 GMT', 'Fri, 01 Jan 275760 00:00:00 GMT',
-    'Fri, 14 Foo 2025 09:31:55 GMT', 'Fri, 00 Mar 2025 09:31:55 GMT',
+    'Mon, 31 Feb 2031 00:00:00 GMT',
+    'Fri, 14 Mar 2025 24:00:00 GMT',
+    'Fri, 14 Mar 2025 09:60:00 GMT',
+    'Fri, 01 Jan 275760 00:00:00 GMT',
+    'Fri, 14 Foo 2025 09:31:55 GMT',
+    'Fri, 00 Mar 2025 09:31:55 GMT',
   ])('treats Retry-After %j as absent', (value) => {
     expect(parse(value)).toBeNull();
   });
@@ -63,7 +84,8 @@ describe('parseHttpDate', () => {
 
 describe('nextAttemptAt with a Retry-After', () => {
   it('waits the Retry-After when it is longer than the step, and the step otherwise', () => {
-    const at = (attempt: number, retryAfter: number | null) => nextAttemptAt(attempt, NOW, DEFAULT_BACKOFF_SECONDS, retryAfter, () => 0.5)!.getTime() - NOW.getTime();
+    const at = (attempt: number, retryAfter: number | null) =>
+      nextAttemptAt(attempt, NOW, DEFAULT_BACKOFF_SECONDS, retryAfter, () => 0.5)!.getTime() - NOW.getTime();
     expect(at(1, parse('999999999'))).toBe(LAST_STEP * 1000);
     expect(at(1, parse('5'))).toBe(30_000);
     expect(at(1, parse('soon'))).toBe(30_000);

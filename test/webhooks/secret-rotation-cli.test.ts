@@ -26,7 +26,8 @@ afterAll(() => service?.close());
 async function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
     const { stdout, stderr } = await run('npx', ['tsx', 'src/cli.ts', ...args], {
-      cwd: ROOT, env: { ...process.env, ...service.database.env, CPS_DEMO_ON_EMPTY: 'false', ...env },
+      cwd: ROOT,
+      env: { ...process.env, ...service.database.env, CPS_DEMO_ON_EMPTY: 'false', ...env },
     });
     return { code: 0, stdout, stderr };
   } catch (error) {
@@ -45,7 +46,11 @@ describe('webhooks rotate and webhooks confirm-secret', () => {
     expect(rotatedRun.code, rotatedRun.stderr).toBe(0);
     const rotated = JSON.parse(rotatedRun.stdout);
     expect(rotated.secret).toMatch(/^whsec_[A-Za-z0-9]{48}$/);
-    expect(rotated).toMatchObject({ id: created.id, secret_prefix: created.secret_prefix, secret_rotation: { new_secret_prefix: rotated.secret.slice(0, 12) } });
+    expect(rotated).toMatchObject({
+      id: created.id,
+      secret_prefix: created.secret_prefix,
+      secret_rotation: { new_secret_prefix: rotated.secret.slice(0, 12) },
+    });
     const until = Date.parse(rotated.secret_rotation.pending_until);
     expect(until).toBeGreaterThanOrEqual(before + 24 * 3600_000 - 1000);
     expect(until).toBeLessThanOrEqual(Date.now() + 24 * 3600_000);
@@ -56,7 +61,11 @@ describe('webhooks rotate and webhooks confirm-secret', () => {
 
     const confirmedRun = await cli(['webhooks', 'confirm-secret', ...endpointArgs(created.id), '--json']);
     expect(confirmedRun.code, confirmedRun.stderr).toBe(0);
-    expect(JSON.parse(confirmedRun.stdout)).toMatchObject({ id: created.id, secret_prefix: rotated.secret.slice(0, 12), secret_rotation: null });
+    expect(JSON.parse(confirmedRun.stdout)).toMatchObject({
+      id: created.id,
+      secret_prefix: rotated.secret.slice(0, 12),
+      secret_rotation: null,
+    });
     expect(confirmedRun.stdout).not.toContain(rotated.secret);
 
     const again = await cli(['webhooks', 'confirm-secret', ...endpointArgs(created.id)]);
@@ -64,8 +73,14 @@ describe('webhooks rotate and webhooks confirm-secret', () => {
     expect(again.stderr).toContain(`Webhook endpoint ${created.id} has no secret rotation pending`);
 
     const audit = await adminOk(service, 'GET', `${merchant.base}/audit-log?limit=10`);
-    expect(audit.data.filter((e: { action: string }) => e.action.endsWith('_secret')).map((e: { action: string; actor: string }) => [e.action, e.actor]))
-      .toEqual([['endpoint.confirm_secret', 'operator'], ['endpoint.rotate_secret', 'operator']]);
+    expect(
+      audit.data
+        .filter((e: { action: string }) => e.action.endsWith('_secret'))
+        .map((e: { action: string; actor: string }) => [e.action, e.actor]),
+    ).toEqual([
+      ['endpoint.confirm_secret', 'operator'],
+      ['endpoint.rotate_secret', 'operator'],
+    ]);
   }, 120_000);
 
   it('rotate without --json says the secret is shown once and how to confirm; the grace period is CPS_WEBHOOK_SECRET_GRACE_HOURS', async () => {
@@ -76,22 +91,49 @@ describe('webhooks rotate and webhooks confirm-secret', () => {
     const until = (await adminOk(service, 'GET', `${merchant.base}/webhook-endpoints/${created.id}`)).secret_rotation.pending_until;
     expect(Date.parse(until)).toBeGreaterThanOrEqual(before + 2 * 3600_000 - 1000);
     expect(Date.parse(until)).toBeLessThanOrEqual(Date.now() + 2 * 3600_000);
-    expect(result.stdout).toContain(`The new secret is shown once: store it now. The old one signs until ${until}; run \`webhooks confirm-secret\``);
+    expect(result.stdout).toContain(
+      `The new secret is shown once: store it now. The old one signs until ${until}; run \`webhooks confirm-secret\``,
+    );
   }, 120_000);
 });
 
 describe('webhooks create and update with the endpoint options', () => {
   it('create takes --standard-webhooks on and --max-per-second N; update changes them (none removes the limit); bad values fail naming the option', async () => {
-    const createdRun = await cli(['webhooks', 'create', '--merchant', String(merchant.id), '--url', 'https://hooks.example.com/options',
-      '--standard-webhooks', 'on', '--max-per-second', '5', '--json']);
+    const createdRun = await cli([
+      'webhooks',
+      'create',
+      '--merchant',
+      String(merchant.id),
+      '--url',
+      'https://hooks.example.com/options',
+      '--standard-webhooks',
+      'on',
+      '--max-per-second',
+      '5',
+      '--json',
+    ]);
     expect(createdRun.code, createdRun.stderr).toBe(0);
     const created = JSON.parse(createdRun.stdout);
     expect(created).toMatchObject({ standard_webhooks: true, max_per_second: 5 });
     expect(created.secret).toMatch(/^whsec_[A-Za-z0-9]{48}$/);
 
-    const updatedRun = await cli(['webhooks', 'update', ...endpointArgs(created.id), '--standard-webhooks', 'off', '--max-per-second', 'none', '--json']);
+    const updatedRun = await cli([
+      'webhooks',
+      'update',
+      ...endpointArgs(created.id),
+      '--standard-webhooks',
+      'off',
+      '--max-per-second',
+      'none',
+      '--json',
+    ]);
     expect(updatedRun.code, updatedRun.stderr).toBe(0);
-    expect(JSON.parse(updatedRun.stdout)).toMatchObject({ id: created.id, standard_webhooks: false, max_per_second: null, url: created.url });
+    expect(JSON.parse(updatedRun.stdout)).toMatchObject({
+      id: created.id,
+      standard_webhooks: false,
+      max_per_second: null,
+      url: created.url,
+    });
     const shown = await service.adminApi('GET', `${merchant.base}/webhook-endpoints/${created.id}`);
     expect(shown.body).toMatchObject({ standard_webhooks: false, max_per_second: null });
 

@@ -134,7 +134,7 @@ describe('rotating the signing secret', () => {
   });
 
   it('with CPS_WEBHOOK_SECRET_GRACE_HOURS=0 the new secret signs at once and nothing is pending', async () => {
-    const { w, receiver, created, deliverOne, rotate, confirm } = await rotationWorld({ webhooks: { secretGraceHours: 0 } });
+    const { receiver, created, deliverOne, rotate, confirm } = await rotationWorld({ webhooks: { secretGraceHours: 0 } });
     const rotated = await rotate();
     expect(rotated).toMatchObject({ secret_prefix: prefix(rotated.secret), secret_rotation: null });
     receiver.secret = rotated.secret;
@@ -169,14 +169,15 @@ describe('confirming the new secret (sign with the new secret now)', () => {
     expect((await deliverOne()).verifiedWith).toBe(rotated.secret);
   });
 
-  it('answers 409 conflict and changes nothing when no rotation is pending; 404 for an unknown endpoint or another merchant\'s', async () => {
+  it("answers 409 conflict and changes nothing when no rotation is pending; 404 for an unknown endpoint or another merchant's", async () => {
     const { w, receiver, created, deliverOne, confirm } = await rotationWorld();
     const before = await w.endpoint(created.id);
     const response = await confirm();
     expect(response.status).toBe(409);
     expect(response.headers.get('content-type')).toBe('application/problem+json');
     expect(response.body).toMatchObject({
-      code: 'conflict', detail: `Webhook endpoint ${created.id} has no secret rotation pending: its secret (${created.secret_prefix}…) signs already. Rotate the secret first.`,
+      code: 'conflict',
+      detail: `Webhook endpoint ${created.id} has no secret rotation pending: its secret (${created.secret_prefix}…) signs already. Rotate the secret first.`,
     });
     expect(await w.endpoint(created.id)).toEqual(before);
     expect((await deliverOne()).verifiedWith).toBe(created.secret);
@@ -203,9 +204,13 @@ describe('the audit log', () => {
       ['endpoint.confirm_secret', 'operator', w.clock.iso],
       ['endpoint.rotate_secret', 'operator', rotatedAt],
     ]);
-    expect(entries[1].detail).toBe(`endpoint ${created.id} ${created.url}: new secret ${prefix(rotated.secret)}… signs from ${plusHours(rotatedAt, 24)}; `
-      + `${created.secret_prefix}… signs until then`);
-    expect(entries[0].detail).toBe(`endpoint ${created.id} ${created.url}: ${prefix(rotated.secret)}… signs now instead of ${created.secret_prefix}…`);
+    expect(entries[1].detail).toBe(
+      `endpoint ${created.id} ${created.url}: new secret ${prefix(rotated.secret)}… signs from ${plusHours(rotatedAt, 24)}; ` +
+        `${created.secret_prefix}… signs until then`,
+    );
+    expect(entries[0].detail).toBe(
+      `endpoint ${created.id} ${created.url}: ${prefix(rotated.secret)}… signs now instead of ${created.secret_prefix}…`,
+    );
     expect(log.text).not.toContain(rotated.secret);
     expect(log.text).not.toContain(created.secret);
   });
@@ -224,7 +229,9 @@ describe('CPS_WEBHOOK_SECRET_GRACE_HOURS', () => {
     expect(loadConfig({ CPS_WEBHOOK_SECRET_GRACE_HOURS: '0' }).webhooks.secretGraceHours).toBe(0);
     expect(loadConfig({ CPS_WEBHOOK_SECRET_GRACE_HOURS: '720' }).webhooks.secretGraceHours).toBe(720);
     expect(() => loadConfig({ CPS_WEBHOOK_SECRET_GRACE_HOURS: '721' })).toThrow(/CPS_WEBHOOK_SECRET_GRACE_HOURS must be at most 720/);
-    expect(() => loadConfig({ CPS_WEBHOOK_SECRET_GRACE_HOURS: '1.5' })).toThrow(/CPS_WEBHOOK_SECRET_GRACE_HOURS must be a non-negative integer/);
+    expect(() => loadConfig({ CPS_WEBHOOK_SECRET_GRACE_HOURS: '1.5' })).toThrow(
+      /CPS_WEBHOOK_SECRET_GRACE_HOURS must be a non-negative integer/,
+    );
   });
 
   it('sets the grace period of a rotation', async () => {

@@ -26,7 +26,9 @@ async function standardWorld() {
 
 /** The request's headers as the standardwebhooks package takes them (plain strings). */
 const plainHeaders = (request: ReceivedRequest) =>
-  Object.fromEntries(Object.entries(request.headers).map(([name, value]) => [name, Array.isArray(value) ? value.join(', ') : String(value)]));
+  Object.fromEntries(
+    Object.entries(request.headers).map(([name, value]) => [name, Array.isArray(value) ? value.join(', ') : String(value)]),
+  );
 
 describe('webhook-id', () => {
   it('is the same on every retry of a delivery, dlv_ and its id in the attempt log; a resend has its own and names the one it replaces', async () => {
@@ -58,7 +60,7 @@ describe('webhook-id', () => {
     expect(again.headers['webhook-id']).not.toBe(first!.headers['webhook-id']);
     expect(again.headers['x-service-replaces']).toBe(`dlv_${delivery!.id}`);
     // The receiver kit exposes both, whichever scheme verified.
-    const verified = verifyWebhookDelivery({ secret: created.secret, headers: again.headers as Record<string, string>, rawBody: again.rawBody, now: w.clock.now });
+    const verified = verifyWebhookDelivery({ secret: created.secret, headers: again.headers, rawBody: again.rawBody, now: w.clock.now });
     expect(verified).toMatchObject({ id: `dlv_${resent.body.id}`, replaces: `dlv_${delivery!.id}`, scheme: 'service' });
     // Without the choice, no Standard Webhooks signature is sent.
     expect(again.headers['webhook-signature']).toBeUndefined();
@@ -67,7 +69,7 @@ describe('webhook-id', () => {
 });
 
 describe('the Standard Webhooks headers', () => {
-  it('are sent to an endpoint that chose them, beside the spec\'s, and verify with the standardwebhooks package and the receiver kit', async () => {
+  it("are sent to an endpoint that chose them, beside the spec's, and verify with the standardwebhooks package and the receiver kit", async () => {
     const w = await standardWorld();
     const receiver = await w.receiver();
     const created = await w.register(receiver, { events: ['price'], standard_webhooks: true });
@@ -85,20 +87,30 @@ describe('the Standard Webhooks headers', () => {
     const payload = new Webhook(created.secret).verify(request.rawBody.toString('utf8'), plainHeaders(request));
     expect(payload).toEqual(request.payload);
     // The package refuses a changed id or body: the id is signed.
-    expect(() => new Webhook(created.secret).verify(request.rawBody.toString('utf8'), { ...plainHeaders(request), 'webhook-id': 'dlv_999' }))
-      .toThrow(StandardVerificationError);
-    expect(() => new Webhook(created.secret).verify(`${request.rawBody.toString('utf8')} `, plainHeaders(request)))
-      .toThrow(StandardVerificationError);
+    expect(() =>
+      new Webhook(created.secret).verify(request.rawBody.toString('utf8'), { ...plainHeaders(request), 'webhook-id': 'dlv_999' }),
+    ).toThrow(StandardVerificationError);
+    expect(() => new Webhook(created.secret).verify(`${request.rawBody.toString('utf8')} `, plainHeaders(request))).toThrow(
+      StandardVerificationError,
+    );
     // The receiver kit verifies the standard scheme when present, and either one when asked.
     const headers = request.headers as Record<string, string>;
     const kit = verifyWebhookDelivery({ secret: created.secret, headers, rawBody: request.rawBody, now: w.clock.now });
     expect(kit).toMatchObject({ scheme: 'standard', id: request.headers['webhook-id'], replaces: null, payload: request.payload });
-    expect(verifyWebhookDelivery({ secret: created.secret, headers, rawBody: request.rawBody, now: w.clock.now, scheme: 'service' }).scheme).toBe('service');
-    expect(() => verifyWebhookDelivery({ secret: created.secret, headers: { ...headers, 'webhook-id': 'dlv_999' }, rawBody: request.rawBody, now: w.clock.now }))
-      .toThrow(WebhookVerificationError);
+    expect(
+      verifyWebhookDelivery({ secret: created.secret, headers, rawBody: request.rawBody, now: w.clock.now, scheme: 'service' }).scheme,
+    ).toBe('service');
+    expect(() =>
+      verifyWebhookDelivery({
+        secret: created.secret,
+        headers: { ...headers, 'webhook-id': 'dlv_999' },
+        rawBody: request.rawBody,
+        now: w.clock.now,
+      }),
+    ).toThrow(WebhookVerificationError);
   });
 
-  it('carry one signature per secret during a rotation\'s grace period, so the package verifies with the old or the new one', async () => {
+  it("carry one signature per secret during a rotation's grace period, so the package verifies with the old or the new one", async () => {
     const w = await standardWorld();
     const receiver = await w.receiver();
     const created = await w.register(receiver, { events: ['price'], standard_webhooks: true });
@@ -154,10 +166,16 @@ describe('the Standard Webhooks headers', () => {
     expect(last.headers['webhook-signature']).toBeUndefined();
     expect(last.headers['webhook-id']).toMatch(/^dlv_[0-9]+$/);
     // Both changes are in the audit log, in plain words.
-    const audit = (await w.service.adminApi('GET', `${w.merchant.base}/audit-log?limit=20`)).body.data as { action: string; detail: string }[];
-    expect(audit.filter((e) => e.action === 'endpoint.update').map((e) => e.detail)).toEqual(expect.arrayContaining([
-      expect.stringContaining('Standard Webhooks headers on'), expect.stringContaining('Standard Webhooks headers off'),
-    ]));
+    const audit = (await w.service.adminApi('GET', `${w.merchant.base}/audit-log?limit=20`)).body.data as {
+      action: string;
+      detail: string;
+    }[];
+    expect(audit.filter((e) => e.action === 'endpoint.update').map((e) => e.detail)).toEqual(
+      expect.arrayContaining([
+        expect.stringContaining('Standard Webhooks headers on'),
+        expect.stringContaining('Standard Webhooks headers off'),
+      ]),
+    );
   });
 });
 
@@ -177,8 +195,14 @@ describe('secrets issued now', () => {
     const secret = newSigningSecret();
     const body = '{"event":"price","store_id":null,"product_ids":[1],"occurred_at":"2025-03-14T09:26:55Z"}';
     const at = new Date(1741944415000);
-    const headers = { 'webhook-id': 'dlv_5', 'webhook-timestamp': '1741944415', 'webhook-signature': new Webhook(secret).sign('dlv_5', at, body) };
+    const headers = {
+      'webhook-id': 'dlv_5',
+      'webhook-timestamp': '1741944415',
+      'webhook-signature': new Webhook(secret).sign('dlv_5', at, body),
+    };
     expect(verifyWebhookDelivery({ secret, rawBody: body, headers, now: () => at })).toMatchObject({ id: 'dlv_5', scheme: 'standard' });
-    expect(() => verifyWebhookDelivery({ secret: newSigningSecret(), rawBody: body, headers, now: () => at })).toThrow(WebhookVerificationError);
+    expect(() => verifyWebhookDelivery({ secret: newSigningSecret(), rawBody: body, headers, now: () => at })).toThrow(
+      WebhookVerificationError,
+    );
   });
 });

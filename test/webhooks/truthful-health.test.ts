@@ -31,7 +31,7 @@ async function priceChange(ref = 'A'): Promise<void> {
 
 const notificationsByKind = async () => Object.fromEntries((await world.notifications()).map((n) => [n.kind, n]));
 
-describe('an endpoint\'s health in the admin API', () => {
+describe("an endpoint's health in the admin API", () => {
   it('is healthy when registered, failing (still active) from its first failed attempt with the count since when and the last success, healthy again after one 2xx', async () => {
     const { receiver, endpoint } = await priceEndpoint();
     expect(endpoint).toMatchObject({ status: 'active', health: 'healthy', failing_since: null, consecutive_failures: 0 });
@@ -44,7 +44,11 @@ describe('an endpoint\'s health in the admin API', () => {
     for (let i = 0; i < 6; i++) await priceChange();
     const failing = await world.endpoint(endpoint.id);
     expect(failing).toMatchObject({
-      status: 'active', health: 'failing', consecutive_failures: receiver.count - 1, failing_since: firstFailure, last_success_at: lastSuccess,
+      status: 'active',
+      health: 'failing',
+      consecutive_failures: receiver.count - 1,
+      failing_since: firstFailure,
+      last_success_at: lastSuccess,
     });
     expect(failing.consecutive_failures).toBeGreaterThanOrEqual(5);
     // The list says the same.
@@ -54,13 +58,17 @@ describe('an endpoint\'s health in the admin API', () => {
     receiver.answer(answers.noContent);
     await priceChange();
     expect(await world.endpoint(endpoint.id)).toMatchObject({
-      status: 'active', health: 'healthy', consecutive_failures: 0, failing_since: null, last_success_at: now(),
+      status: 'active',
+      health: 'healthy',
+      consecutive_failures: 0,
+      failing_since: null,
+      last_success_at: now(),
     });
   });
 });
 
 describe('a notification says when its condition ended', () => {
-  it('ends a failing notification with the next successful attempt, and a later streak\'s notification stays open', async () => {
+  it("ends a failing notification with the next successful attempt, and a later streak's notification stays open", async () => {
     const { receiver } = await priceEndpoint();
     receiver.answer(answers.serverError);
     for (let i = 0; i < 5; i++) await priceChange();
@@ -76,7 +84,10 @@ describe('a notification says when its condition ended', () => {
     // A new streak: a new notification, open; the ended one keeps its time.
     receiver.answer(answers.serverError);
     for (let i = 0; i < 5; i++) await priceChange();
-    expect((await world.notifications()).map((n) => [n.kind, n.ended_at])).toEqual([['failing', null], ['failing', endedAt]]);
+    expect((await world.notifications()).map((n) => [n.kind, n.ended_at])).toEqual([
+      ['failing', null],
+      ['failing', endedAt],
+    ]);
   });
 
   it('ends a paused notification when a change resumes the endpoint after the cooldown, while the failing one lasts until a success', async () => {
@@ -88,7 +99,10 @@ describe('a notification says when its condition ended', () => {
     world.clock.advance(streakStart + HOUR - world.clock.ms);
     await world.deliverDue();
     expect((await world.endpoint(endpoint.id)).health).toBe('paused');
-    expect((await world.notifications()).map((n) => [n.kind, n.ended_at])).toEqual([['paused', null], ['failing', null]]);
+    expect((await world.notifications()).map((n) => [n.kind, n.ended_at])).toEqual([
+      ['paused', null],
+      ['failing', null],
+    ]);
 
     // After the cooldown the next change resumes the endpoint (as it is batched, before any attempt):
     // no longer paused, but still failing.
@@ -106,7 +120,10 @@ describe('a notification says when its condition ended', () => {
     receiver.answer(answers.ok);
     await world.deliverDue();
     expect(await world.endpoint(endpoint.id)).toMatchObject({ status: 'active', health: 'healthy' });
-    expect((await world.notifications()).map((n) => [n.kind, n.ended_at])).toEqual([['paused', resumedAt], ['failing', now()]]);
+    expect((await world.notifications()).map((n) => [n.kind, n.ended_at])).toEqual([
+      ['paused', resumedAt],
+      ['failing', now()],
+    ]);
   });
 
   it('ends a disabled notification when the endpoint is re-enabled', async () => {

@@ -18,7 +18,12 @@ describe('validText', () => {
 
 describe('validTextOfBytes', () => {
   it('decodes UTF-8, with NUL and every invalid sequence (WHATWG decoder) as U+FFFD, and keeps a byte order mark', () => {
-    const bytes = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('err'), Buffer.from([0x00, 0xff, 0xfe, 0xed, 0xa0, 0x80, 0xc3]), Buffer.from('€nd')]);
+    const bytes = Buffer.concat([
+      Buffer.from([0xef, 0xbb, 0xbf]),
+      Buffer.from('err'),
+      Buffer.from([0x00, 0xff, 0xfe, 0xed, 0xa0, 0x80, 0xc3]),
+      Buffer.from('€nd'),
+    ]);
     expect(validTextOfBytes(bytes)).toBe(`\uFEFFerr${'\uFFFD'.repeat(7)}€nd`);
   });
 

@@ -17,17 +17,29 @@ function AccountPage(props: { session: PanelSession; notice?: string | undefined
   return (
     <Layout title="Your account" session={session} {...(user ? { merchantId: user.merchant_id } : {})}>
       <Notice text={props.notice} />
-      {!user ? <p>The operator signs in with the admin token (<code>CPS_ADMIN_TOKEN</code>) and has no password to change here.</p> : (
+      {!user ? (
+        <p>
+          The operator signs in with the admin token (<code>CPS_ADMIN_TOKEN</code>) and has no password to change here.
+        </p>
+      ) : (
         <>
-          <p>{user.email}, {user.role} since <Time at={user.created_at} />.</p>
+          <p>
+            {user.email}, {user.role} since <Time at={user.created_at} />.
+          </p>
           <h2>Change your password</h2>
           <p class="muted">Every other session of your account is signed out; this one stays.</p>
           <ErrorMessage error={props.error} labels={{ current_password: 'Current password', new_password: 'New password' }} />
           <form class="stacked" method="post" action="/panel/account/password">
             <CsrfField session={session} />
             <input type="text" name="username" autocomplete="username" value={user.email} hidden readonly />
-            <label>Current password<input type="password" name="current_password" autocomplete="current-password" required /></label>
-            <label>New password<input type="password" name="new_password" autocomplete="new-password" minlength={12} required /></label>
+            <label>
+              Current password
+              <input type="password" name="current_password" autocomplete="current-password" required />
+            </label>
+            <label>
+              New password
+              <input type="password" name="new_password" autocomplete="new-password" minlength={12} required />
+            </label>
             <button type="submit">Change password</button>
           </form>
         </>
@@ -41,8 +53,10 @@ export function accountPages(accounts: () => PanelAccounts, addressOf: AddressOf
 
   pages.get('/', async (c) => {
     const ended = c.req.query('ended');
-    const notice = ended === undefined ? undefined
-      : `Your password is changed; ${/^[0-9]{1,6}$/.test(ended) ? ended : 'every'} other session(s) of your account signed out.`;
+    const notice =
+      ended === undefined
+        ? undefined
+        : `Your password is changed; ${/^[0-9]{1,6}$/.test(ended) ? ended : 'every'} other session(s) of your account signed out.`;
     // A refused change, above the form (refusals.ts); the passwords typed are never kept.
     const refused = await refusalOf(c, accounts);
     return c.html(<AccountPage session={sessionOf(c)} notice={notice} error={refused?.error} />);
@@ -51,9 +65,15 @@ export function accountPages(accounts: () => PanelAccounts, addressOf: AddressOf
   pages.post('/password', async (c) => {
     const session = sessionOf(c);
     const form = await formOf(c);
-    const outcome = await formAction(() => accounts().changePassword(
-      session.principal, c.get('sessionToken')!, field(form, 'current_password'), field(form, 'new_password'), addressOf(c),
-    ));
+    const outcome = await formAction(() =>
+      accounts().changePassword(
+        session.principal,
+        c.get('sessionToken')!,
+        field(form, 'current_password'),
+        field(form, 'new_password'),
+        addressOf(c),
+      ),
+    );
     if (outcome.error) return redirectRefused(c, accounts, '/panel/account', outcome.error);
     return c.redirect(`/panel/account?ended=${outcome.ok}`, 303);
   });

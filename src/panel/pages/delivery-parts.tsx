@@ -27,13 +27,23 @@ export function catalogLink(merchantId: number, productId: number, storeSlug: st
 }
 
 /** The product ids as links to the catalog page; at most `limit` of them, then how many there are. */
-export function ProductLinks(props: { merchantId: number; delivery: Pick<Delivery, 'product_ids' | 'store_id'>; stores: StoresById; limit?: number }) {
+export function ProductLinks(props: {
+  merchantId: number;
+  delivery: Pick<Delivery, 'product_ids' | 'store_id'>;
+  stores: StoresById;
+  limit?: number;
+}) {
   const { product_ids: ids, store_id: storeId } = props.delivery;
   const slug = storeId === null ? undefined : props.stores.get(storeId)?.slug;
   const shown = props.limit !== undefined && ids.length > props.limit ? ids.slice(0, props.limit) : ids;
   return (
     <span class="product-links">
-      {shown.map((id, i) => <>{i > 0 && ', '}<a href={catalogLink(props.merchantId, id, slug)}>{id}</a></>)}
+      {shown.map((id, i) => (
+        <>
+          {i > 0 && ', '}
+          <a href={catalogLink(props.merchantId, id, slug)}>{id}</a>
+        </>
+      ))}
       {shown.length < ids.length && ` … (${ids.length})`}
     </span>
   );
@@ -44,9 +54,22 @@ export function DeliveryKind(props: { base: string; delivery: Pick<Delivery, 'te
   const { test, replaces, replaced_by: replacedBy } = props.delivery;
   return (
     <>
-      {test && <> <span class="tag tag-test">test</span></>}
-      {replaces !== null && <div class="muted">resend of <a href={`${props.base}/deliveries/${replaces}`}>#{replaces}</a></div>}
-      {replacedBy !== null && <div class="muted">re-sent as <a href={`${props.base}/deliveries/${replacedBy}`}>#{replacedBy}</a></div>}
+      {test && (
+        <>
+          {' '}
+          <span class="tag tag-test">test</span>
+        </>
+      )}
+      {replaces !== null && (
+        <div class="muted">
+          resend of <a href={`${props.base}/deliveries/${replaces}`}>#{replaces}</a>
+        </div>
+      )}
+      {replacedBy !== null && (
+        <div class="muted">
+          re-sent as <a href={`${props.base}/deliveries/${replacedBy}`}>#{replacedBy}</a>
+        </div>
+      )}
     </>
   );
 }
@@ -59,7 +82,8 @@ const retrying = (status: Delivery['status']) => status === 'pending' || status 
  * delivery); one that had succeeded, or whose attempt in flight then succeeded, was delivered too.
  */
 export function resendOutcome(original: Pick<Delivery, 'id' | 'status'>): string {
-  if (original.status === 'succeeded') return `#${original.id} was delivered too: the receiver gets this payload twice (receivers deduplicate on event and product ids).`;
+  if (original.status === 'succeeded')
+    return `#${original.id} was delivered too: the receiver gets this payload twice (receivers deduplicate on event and product ids).`;
   if (retrying(original.status)) return `#${original.id} is still retrying: both will arrive.`;
   return `#${original.id} makes no further attempt: the receiver gets this payload from this delivery alone.`;
 }
@@ -94,13 +118,21 @@ export function RequestAsSent(props: { attempt: Attempt; bodyBytes: number | nul
   const { request_url: url, request_headers: headers } = props.attempt;
   if (url === null || headers === null) return <span class="muted">not recorded</span>;
   const target = new URL(url);
-  const recorded = [`POST ${target.pathname}${target.search} HTTP/1.1`, ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`)];
+  const recorded = [
+    `POST ${target.pathname}${target.search} HTTP/1.1`,
+    ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`),
+  ];
   return (
     <>
       <pre class="request">{recorded.join('\n')}</pre>
       <p class="muted client-headers">
         Added by the HTTP client, not recorded:{' '}
-        {clientAddedHeaders(url, props.bodyBytes).map(([name, value], i) => <>{i > 0 && ', '}<code>{`${name}: ${value}`}</code></>)}
+        {clientAddedHeaders(url, props.bodyBytes).map(([name, value], i) => (
+          <>
+            {i > 0 && ', '}
+            <code>{`${name}: ${value}`}</code>
+          </>
+        ))}
       </p>
     </>
   );

@@ -25,7 +25,14 @@ import { Health, NotificationEnded } from '../endpoint-health.js';
 import { SuccessCharts } from '../success-chart.js';
 import { Time } from '../time.js';
 import {
-  DeliveryKind, ProductLinks, RequestAsSent, StoreSlug, replacedOutcome, resendOutcome, storesById, type StoresById,
+  DeliveryKind,
+  ProductLinks,
+  RequestAsSent,
+  StoreSlug,
+  replacedOutcome,
+  resendOutcome,
+  storesById,
+  type StoresById,
 } from './delivery-parts.js';
 import { ConfirmSecretButton, SecretState } from './endpoints.js';
 
@@ -40,11 +47,15 @@ const PAGE_SIZE = 25;
 /** How far back the owners' notifications are read (the merchant's, then this endpoint's). */
 const NOTIFICATIONS_READ = 100;
 
-interface LogFilter { status?: DeliveryStatus | undefined; beforeId?: number | undefined }
+interface LogFilter {
+  status?: DeliveryStatus | undefined;
+  beforeId?: number | undefined;
+}
 /** Where the page shows a failed action's error: beside the buttons of the secret, the deliveries' resend, the recovery form. */
 type ErrorAt = 'secret' | 'deliveries' | 'recover';
 const ERROR_AT: readonly string[] = ['secret', 'deliveries', 'recover'] satisfies ErrorAt[];
-const errorAtOf = (at: string | undefined): ErrorAt | undefined => (at !== undefined && ERROR_AT.includes(at) ? at as ErrorAt : undefined);
+const errorAtOf = (at: string | undefined): ErrorAt | undefined =>
+  at !== undefined && ERROR_AT.includes(at) ? (at as ErrorAt) : undefined;
 const detailPath = (merchantId: number, endpointId: number) => `/panel/merchants/${merchantId}/endpoints/${endpointId}`;
 
 /** The log's query, checked by the admin API's own query schema (status, before_id); '' means "any". */
@@ -56,7 +67,10 @@ function logFilter(c: PanelContext): LogFilter {
   }
   const result = routes.listWebhookDeliveries.request.query.safeParse(query);
   if (!result.success) {
-    throw invalidInput('query', result.error.issues.map((issue) => ({ name: issue.path.map(String).join('.'), in: 'query', reason: plainReason(issue) })));
+    throw invalidInput(
+      'query',
+      result.error.issues.map((issue) => ({ name: issue.path.map(String).join('.'), in: 'query', reason: plainReason(issue) })),
+    );
   }
   return { status: result.data.status, beforeId: result.data.before_id };
 }
@@ -78,21 +92,36 @@ function When(props: { at: string | null | undefined; none?: string }) {
 }
 
 function DeliveryLog(props: {
-  base: string; merchantId: number; deliveries: Delivery[]; stores: StoresById; filter: LogFilter; session: PanelSession; active: boolean;
-  error?: ShownError | undefined; errorAt?: ErrorAt | undefined;
+  base: string;
+  merchantId: number;
+  deliveries: Delivery[];
+  stores: StoresById;
+  filter: LogFilter;
+  session: PanelSession;
+  active: boolean;
+  error?: ShownError | undefined;
+  errorAt?: ErrorAt | undefined;
 }) {
   const { base, deliveries, filter, session } = props;
-  const older = deliveries.length === PAGE_SIZE
-    ? `${base}?${new URLSearchParams({ ...(filter.status ? { status: filter.status } : {}), before_id: String(deliveries[deliveries.length - 1]!.id) })}`
-    : null;
+  const older =
+    deliveries.length === PAGE_SIZE
+      ? `${base}?${new URLSearchParams({ ...(filter.status ? { status: filter.status } : {}), before_id: String(deliveries[deliveries.length - 1]!.id) })}`
+      : null;
   return (
     <section aria-labelledby="deliveries">
       <h2 id="deliveries">Deliveries</h2>
       <form class="inline" method="get" action={base}>
-        <label>Status
+        <label>
+          Status
           <select name="status">
-            <option value="" selected={!filter.status}>Any status</option>
-            {STATUSES.map((s) => <option value={s} selected={filter.status === s}>{s}</option>)}
+            <option value="" selected={!filter.status}>
+              Any status
+            </option>
+            {STATUSES.map((s) => (
+              <option value={s} selected={filter.status === s}>
+                {s}
+              </option>
+            ))}
           </select>
         </label>{' '}
         <button type="submit">Filter</button>
@@ -100,28 +129,58 @@ function DeliveryLog(props: {
       {props.errorAt === 'deliveries' && <ErrorMessage error={props.error} />}
       {deliveries.length === 0 ? (
         <p>
-          No deliveries{filter.status ? ` with status ${filter.status}` : ''}{filter.beforeId ? ' before these' : ''}
-          {filter.status || filter.beforeId ? '.' : ' yet: one is sent when a product the endpoint follows changes; "Send test" on the endpoints page sends one now.'}
+          No deliveries{filter.status ? ` with status ${filter.status}` : ''}
+          {filter.beforeId ? ' before these' : ''}
+          {filter.status || filter.beforeId
+            ? '.'
+            : ' yet: one is sent when a product the endpoint follows changes; "Send test" on the endpoints page sends one now.'}
         </p>
       ) : (
         <table>
-          <thead><tr><th>Delivery</th><th>Event</th><th>Store</th><th>Products</th><th>Status</th><th>Attempts</th><th>Created</th><th>Next attempt</th><th>Actions</th></tr></thead>
+          <thead>
+            <tr>
+              <th>Delivery</th>
+              <th>Event</th>
+              <th>Store</th>
+              <th>Products</th>
+              <th>Status</th>
+              <th>Attempts</th>
+              <th>Created</th>
+              <th>Next attempt</th>
+              <th>Actions</th>
+            </tr>
+          </thead>
           <tbody>
             {deliveries.map((d) => (
               <tr data-delivery={d.id}>
-                <td><a href={`${base}/deliveries/${d.id}`}>#{d.id}</a><DeliveryKind base={base} delivery={d} /></td>
+                <td>
+                  <a href={`${base}/deliveries/${d.id}`}>#{d.id}</a>
+                  <DeliveryKind base={base} delivery={d} />
+                </td>
                 <td>{d.event}</td>
-                <td class="delivery-store"><StoreSlug storeId={d.store_id} stores={props.stores} /></td>
-                <td><ProductLinks merchantId={props.merchantId} delivery={d} stores={props.stores} limit={5} /></td>
-                <td><span class={`delivery-${d.status}`}>{d.status}</span></td>
+                <td class="delivery-store">
+                  <StoreSlug storeId={d.store_id} stores={props.stores} />
+                </td>
+                <td>
+                  <ProductLinks merchantId={props.merchantId} delivery={d} stores={props.stores} limit={5} />
+                </td>
+                <td>
+                  <span class={`delivery-${d.status}`}>{d.status}</span>
+                </td>
                 <td>{d.attempts}</td>
-                <td><When at={d.created_at} /></td>
-                <td><When at={d.next_attempt_at} /></td>
+                <td>
+                  <When at={d.created_at} />
+                </td>
+                <td>
+                  <When at={d.next_attempt_at} />
+                </td>
                 <td>
                   {props.active && (
                     <form class="inline" method="post" action={`${base}/deliveries/${d.id}/resend`}>
                       <CsrfField session={session} />
-                      <button type="submit" aria-label={`Resend delivery ${d.id}`}>Resend</button>
+                      <button type="submit" aria-label={`Resend delivery ${d.id}`}>
+                        Resend
+                      </button>
                     </form>
                   )}
                 </td>
@@ -131,8 +190,16 @@ function DeliveryLog(props: {
         </table>
       )}
       <p>
-        {filter.beforeId !== undefined && <><a href={filter.status ? `${base}?status=${filter.status}` : base}>Newest</a>{' '}</>}
-        {older && <a href={older} rel="next">Older deliveries</a>}
+        {filter.beforeId !== undefined && (
+          <>
+            <a href={filter.status ? `${base}?status=${filter.status}` : base}>Newest</a>{' '}
+          </>
+        )}
+        {older && (
+          <a href={older} rel="next">
+            Older deliveries
+          </a>
+        )}
       </p>
     </section>
   );
@@ -142,17 +209,38 @@ function Notifications(props: { notifications: Notification[] }) {
   return (
     <section aria-labelledby="notifications">
       <h2 id="notifications">Notifications to the owners</h2>
-      {props.notifications.length === 0 ? <p>No notifications about this endpoint.</p> : (
+      {props.notifications.length === 0 ? (
+        <p>No notifications about this endpoint.</p>
+      ) : (
         <table>
-          <thead><tr><th>When</th><th>Kind</th><th>Message</th><th>E-mailed</th><th>Condition</th></tr></thead>
+          <thead>
+            <tr>
+              <th>When</th>
+              <th>Kind</th>
+              <th>Message</th>
+              <th>E-mailed</th>
+              <th>Condition</th>
+            </tr>
+          </thead>
           <tbody>
             {props.notifications.map((n) => (
               <tr data-notification={n.id}>
-                <td><When at={n.created_at} /></td>
-                <td><span class={`status-${n.kind}`}>{n.kind}</span></td>
-                <td><strong>{n.subject}</strong><div class="muted">{n.body}</div></td>
-                <td><When at={n.emailed_at} none="not e-mailed" /></td>
-                <td><NotificationEnded notification={n} /></td>
+                <td>
+                  <When at={n.created_at} />
+                </td>
+                <td>
+                  <span class={`status-${n.kind}`}>{n.kind}</span>
+                </td>
+                <td>
+                  <strong>{n.subject}</strong>
+                  <div class="muted">{n.body}</div>
+                </td>
+                <td>
+                  <When at={n.emailed_at} none="not e-mailed" />
+                </td>
+                <td>
+                  <NotificationEnded notification={n} />
+                </td>
               </tr>
             ))}
           </tbody>
@@ -163,9 +251,18 @@ function Notifications(props: { notifications: Notification[] }) {
 }
 
 function EndpointDetailPage(props: {
-  session: PanelSession; merchantId: number; endpoint: Endpoint; deliveries: Delivery[]; stores: StoresById; notifications: Notification[]; filter: LogFilter;
+  session: PanelSession;
+  merchantId: number;
+  endpoint: Endpoint;
+  deliveries: Delivery[];
+  stores: StoresById;
+  notifications: Notification[];
+  filter: LogFilter;
   stats: AttemptWindow[];
-  notice?: string | undefined; error?: ShownError | undefined; errorAt?: ErrorAt; since?: string;
+  notice?: string | undefined;
+  error?: ShownError | undefined;
+  errorAt?: ErrorAt;
+  since?: string;
 }) {
   const { session, merchantId, endpoint } = props;
   const list = `/panel/merchants/${merchantId}/endpoints`;
@@ -173,45 +270,86 @@ function EndpointDetailPage(props: {
   const active = endpoint.status === 'active';
   return (
     <Layout title={`Endpoint #${endpoint.id}`} session={session} merchantId={merchantId}>
-      <p><a href={list}>All endpoints</a></p>
+      <p>
+        <a href={list}>All endpoints</a>
+      </p>
       <Notice text={props.notice} />
       {props.errorAt === undefined && <ErrorMessage error={props.error} />}
       <section aria-labelledby="health">
         <h2 id="health">Health</h2>
         <dl>
-          <dt>URL</dt><dd>{endpoint.url}</dd>
-          <dt>Store</dt><dd>{endpoint.store ?? 'all stores'}</dd>
-          <dt>Events</dt><dd>{endpoint.events.join(', ')}</dd>
-          <dt>Headers</dt><dd id="endpoint-headers">{endpoint.standard_webhooks
-            ? <>The service's and the Standard Webhooks headers (<code>webhook-signature</code>)</>
-            : <>The service's (<code>X-Service-Signature</code>, <code>webhook-id</code>)</>}</dd>
-          <dt>Rate</dt><dd id="endpoint-rate">{endpoint.max_per_second === null ? 'No limit' : `At most ${endpoint.max_per_second} deliveries a second`}</dd>
-          <dt>Secret</dt><dd id="endpoint-secret"><SecretState endpoint={endpoint} /></dd>
-          <dt>Health</dt><dd id="endpoint-health"><Health endpoint={endpoint} /></dd>
+          <dt>URL</dt>
+          <dd>{endpoint.url}</dd>
+          <dt>Store</dt>
+          <dd>{endpoint.store ?? 'all stores'}</dd>
+          <dt>Events</dt>
+          <dd>{endpoint.events.join(', ')}</dd>
+          <dt>Headers</dt>
+          <dd id="endpoint-headers">
+            {endpoint.standard_webhooks ? (
+              <>
+                The service's and the Standard Webhooks headers (<code>webhook-signature</code>)
+              </>
+            ) : (
+              <>
+                The service's (<code>X-Service-Signature</code>, <code>webhook-id</code>)
+              </>
+            )}
+          </dd>
+          <dt>Rate</dt>
+          <dd id="endpoint-rate">
+            {endpoint.max_per_second === null ? 'No limit' : `At most ${endpoint.max_per_second} deliveries a second`}
+          </dd>
+          <dt>Secret</dt>
+          <dd id="endpoint-secret">
+            <SecretState endpoint={endpoint} />
+          </dd>
+          <dt>Health</dt>
+          <dd id="endpoint-health">
+            <Health endpoint={endpoint} />
+          </dd>
         </dl>
-        <a href={`${base}/edit`}>Edit URL, store and events…</a>{' '}
-        <a href={`${base}/rotate?from=detail`}>Rotate secret…</a>{' '}
-        {endpoint.secret_rotation && <><ConfirmSecretButton session={session} base={base} />{' '}</>}
+        <a href={`${base}/edit`}>Edit URL, store and events…</a> <a href={`${base}/rotate?from=detail`}>Rotate secret…</a>{' '}
+        {endpoint.secret_rotation && (
+          <>
+            <ConfirmSecretButton session={session} base={base} />{' '}
+          </>
+        )}
         {!active && (
-          <form class="inline" method="post" action={`${base}/enable`}><CsrfField session={session} /><button type="submit">Enable</button></form>
+          <form class="inline" method="post" action={`${base}/enable`}>
+            <CsrfField session={session} />
+            <button type="submit">Enable</button>
+          </form>
         )}
         {props.errorAt === 'secret' && <ErrorMessage error={props.error} />}
       </section>
       <SuccessCharts windows={props.stats} />
-      <DeliveryLog base={base} merchantId={merchantId} deliveries={props.deliveries} stores={props.stores} filter={props.filter} session={session} active={active}
-        error={props.error} errorAt={props.errorAt} />
+      <DeliveryLog
+        base={base}
+        merchantId={merchantId}
+        deliveries={props.deliveries}
+        stores={props.stores}
+        filter={props.filter}
+        session={session}
+        active={active}
+        error={props.error}
+        errorAt={props.errorAt}
+      />
       <section aria-labelledby="recover">
         <h2 id="recover">Recover failed deliveries</h2>
         {props.errorAt === 'recover' && <ErrorMessage error={props.error} labels={{ since: 'Recover failed deliveries since' }} />}
         {active ? (
           <form class="stacked" method="post" action={`${base}/recover`}>
             <CsrfField session={session} />
-            <label>Recover failed deliveries since (UTC)
+            <label>
+              Recover failed deliveries since (UTC)
               <input type="datetime-local" name="since" step="1" required value={props.since ?? ''} />
             </label>
             <button type="submit">Recover</button>
           </form>
-        ) : <p>The endpoint is {endpoint.status}: enable it to resend or recover deliveries.</p>}
+        ) : (
+          <p>The endpoint is {endpoint.status}: enable it to resend or recover deliveries.</p>
+        )}
       </section>
       <Notifications notifications={props.notifications} />
     </Layout>
@@ -219,7 +357,11 @@ function EndpointDetailPage(props: {
 }
 
 function DeliveryPage(props: {
-  session: PanelSession; merchantId: number; endpointId: number; delivery: Schemas['DeliveryDetail']; stores: StoresById;
+  session: PanelSession;
+  merchantId: number;
+  endpointId: number;
+  delivery: Schemas['DeliveryDetail'];
+  stores: StoresById;
   /** The delivery a resend replaces, as it is now. */
   original?: Pick<Delivery, 'id' | 'status'> | undefined;
   notice?: string | undefined;
@@ -229,30 +371,71 @@ function DeliveryPage(props: {
   const bodyBytes = delivery.body === null ? null : Buffer.byteLength(delivery.body);
   return (
     <Layout title={`Delivery #${delivery.id}`} session={session} merchantId={merchantId}>
-      <p><a href={base}>Back to endpoint #{endpointId}</a></p>
+      <p>
+        <a href={base}>Back to endpoint #{endpointId}</a>
+      </p>
       <Notice text={props.notice} />
       <dl class="facts" id="delivery-facts">
-        <dt>Delivery id</dt><dd>{delivery.id} <span class="muted">(<code>webhook-id: dlv_{delivery.id}</code>, the same in each retry; a resend is a new delivery with its own id)</span></dd>
-        <dt>Status</dt><dd><span class={`delivery-${delivery.status}`}>{delivery.status}</span></dd>
+        <dt>Delivery id</dt>
+        <dd>
+          {delivery.id}{' '}
+          <span class="muted">
+            (<code>webhook-id: dlv_{delivery.id}</code>, the same in each retry; a resend is a new delivery with its own id)
+          </span>
+        </dd>
+        <dt>Status</dt>
+        <dd>
+          <span class={`delivery-${delivery.status}`}>{delivery.status}</span>
+        </dd>
         {delivery.test && (
-          <><dt>Test</dt><dd id="delivery-test"><span class="tag tag-test">test</span> Sent with “Send test”: its product is a sample and nothing changed (the receiver cannot tell).</dd></>
+          <>
+            <dt>Test</dt>
+            <dd id="delivery-test">
+              <span class="tag tag-test">test</span> Sent with “Send test”: its product is a sample and nothing changed (the receiver cannot
+              tell).
+            </dd>
+          </>
         )}
         {delivery.replaces !== null && (
-          <><dt>Replaces</dt><dd id="delivery-replaces">
-            Re-sends <a href={`${base}/deliveries/${delivery.replaces}`}>#{delivery.replaces}</a>. {original ? resendOutcome(original) : ''}
-          </dd></>
+          <>
+            <dt>Replaces</dt>
+            <dd id="delivery-replaces">
+              Re-sends <a href={`${base}/deliveries/${delivery.replaces}`}>#{delivery.replaces}</a>.{' '}
+              {original ? resendOutcome(original) : ''}
+            </dd>
+          </>
         )}
         {delivery.replaced_by !== null && (
-          <><dt>Replaced by</dt><dd id="delivery-replaced-by">
-            <a href={`${base}/deliveries/${delivery.replaced_by}`}>#{delivery.replaced_by}</a>. {replacedOutcome(delivery)}
-          </dd></>
+          <>
+            <dt>Replaced by</dt>
+            <dd id="delivery-replaced-by">
+              <a href={`${base}/deliveries/${delivery.replaced_by}`}>#{delivery.replaced_by}</a>. {replacedOutcome(delivery)}
+            </dd>
+          </>
         )}
-        <dt>Event</dt><dd>{delivery.event}</dd>
-        <dt>Store</dt><dd><StoreSlug storeId={delivery.store_id} stores={props.stores} />{delivery.store_id !== null && <span class="muted"> (store_id {delivery.store_id})</span>}</dd>
-        <dt>Products</dt><dd><ProductLinks merchantId={merchantId} delivery={delivery} stores={props.stores} /></dd>
-        <dt>Created</dt><dd><When at={delivery.created_at} /></dd>
-        <dt>Occurred at</dt><dd><When at={delivery.occurred_at} none="not sent yet" /></dd>
-        <dt>Next attempt</dt><dd><When at={delivery.next_attempt_at} none="none" /></dd>
+        <dt>Event</dt>
+        <dd>{delivery.event}</dd>
+        <dt>Store</dt>
+        <dd>
+          <StoreSlug storeId={delivery.store_id} stores={props.stores} />
+          {delivery.store_id !== null && <span class="muted"> (store_id {delivery.store_id})</span>}
+        </dd>
+        <dt>Products</dt>
+        <dd>
+          <ProductLinks merchantId={merchantId} delivery={delivery} stores={props.stores} />
+        </dd>
+        <dt>Created</dt>
+        <dd>
+          <When at={delivery.created_at} />
+        </dd>
+        <dt>Occurred at</dt>
+        <dd>
+          <When at={delivery.occurred_at} none="not sent yet" />
+        </dd>
+        <dt>Next attempt</dt>
+        <dd>
+          <When at={delivery.next_attempt_at} none="none" />
+        </dd>
       </dl>
       <form class="inline" method="post" action={`${base}/deliveries/${delivery.id}/resend`}>
         <CsrfField session={session} />
@@ -260,23 +443,44 @@ function DeliveryPage(props: {
       </form>
       <section aria-labelledby="request">
         <h2 id="request">Request body</h2>
-        {delivery.body === null ? <p>Nothing sent yet: the body is fixed at the first attempt (its <code>occurred_at</code>).</p> : (
+        {delivery.body === null ? (
+          <p>
+            Nothing sent yet: the body is fixed at the first attempt (its <code>occurred_at</code>).
+          </p>
+        ) : (
           <>
             <p>Every attempt sends these exact bytes ({bodyBytes} bytes), signed anew: each attempt's timestamp and signature are below.</p>
-            <pre class="payload" id="request-body">{delivery.body}</pre>
+            <pre class="payload" id="request-body">
+              {delivery.body}
+            </pre>
           </>
         )}
       </section>
       <section aria-labelledby="attempts">
         <h2 id="attempts">Attempts</h2>
-        {delivery.attempts.length === 0 ? <p>No attempts yet: the delivery is sent at its next attempt time, above.</p> : (
+        {delivery.attempts.length === 0 ? (
+          <p>No attempts yet: the delivery is sent at its next attempt time, above.</p>
+        ) : (
           <table>
-            <thead><tr><th>Time</th><th>Request sent</th><th>Status code</th><th>Error</th><th>Latency</th><th>Response</th></tr></thead>
+            <thead>
+              <tr>
+                <th>Time</th>
+                <th>Request sent</th>
+                <th>Status code</th>
+                <th>Error</th>
+                <th>Latency</th>
+                <th>Response</th>
+              </tr>
+            </thead>
             <tbody>
               {delivery.attempts.map((a) => (
                 <tr class="attempt">
-                  <td><When at={a.at} /></td>
-                  <td><RequestAsSent attempt={a} bodyBytes={bodyBytes} /></td>
+                  <td>
+                    <When at={a.at} />
+                  </td>
+                  <td>
+                    <RequestAsSent attempt={a} bodyBytes={bodyBytes} />
+                  </td>
                   <td>{a.status_code ?? <span class="muted">no response</span>}</td>
                   <td>{a.error ?? <span class="muted">none</span>}</td>
                   <td>{a.latency_ms} ms</td>
@@ -305,7 +509,11 @@ export function endpointDetailPages(service: Service, accounts: () => PanelAccou
       service.admin.listStores(merchantId),
     ]);
     return {
-      endpoint, deliveries, filter, stats, stores: storesById(stores),
+      endpoint,
+      deliveries,
+      filter,
+      stats,
+      stores: storesById(stores),
       notifications: notifications.filter((n) => n.endpoint_id === endpointId).map(({ merchant_id: _, ...n }) => n),
     };
   };
@@ -314,12 +522,20 @@ export function endpointDetailPages(service: Service, accounts: () => PanelAccou
     const merchantId = merchantOf(c);
     const endpointId = idParam(c, 'endpointId', 'Webhook endpoint');
     const done = c.req.query('done');
-    const notice = done === 'recovered' ? `${Number(c.req.query('count') ?? 0)} failed deliveries are queued again.` : noticeFor(DONE, done);
+    const notice =
+      done === 'recovered' ? `${Number(c.req.query('count') ?? 0)} failed deliveries are queued again.` : noticeFor(DONE, done);
     // A refused resend, "Sign with the new secret now" or recovery, beside its action (refusals.ts).
     const refused = await refusalOf<{ since: string }>(c, accounts);
     return c.html(
-      <EndpointDetailPage session={sessionOf(c)} merchantId={merchantId} {...await detail(merchantId, endpointId, logFilter(c))} notice={notice}
-        error={refused?.error} errorAt={errorAtOf(refused?.at)} since={refused?.input?.since} />,
+      <EndpointDetailPage
+        session={sessionOf(c)}
+        merchantId={merchantId}
+        {...(await detail(merchantId, endpointId, logFilter(c)))}
+        notice={notice}
+        error={refused?.error}
+        errorAt={errorAtOf(refused?.at)}
+        since={refused?.input?.since}
+      />,
     );
   });
 
@@ -331,11 +547,20 @@ export function endpointDetailPages(service: Service, accounts: () => PanelAccou
       service.admin.listStores(merchantId),
       delivery.replaces === null ? undefined : endpoints.delivery(merchantId, endpointId, delivery.replaces).catch(() => undefined),
     ]);
-    const notice = c.req.query('done') === 'resent' && delivery.replaces !== null
-      ? `Delivery #${delivery.id} is queued again as a new delivery: it re-sends #${delivery.replaces}.` : undefined;
+    const notice =
+      c.req.query('done') === 'resent' && delivery.replaces !== null
+        ? `Delivery #${delivery.id} is queued again as a new delivery: it re-sends #${delivery.replaces}.`
+        : undefined;
     return c.html(
-      <DeliveryPage session={sessionOf(c)} merchantId={merchantId} endpointId={endpointId} delivery={delivery} stores={storesById(stores)}
-        original={original} notice={notice} />,
+      <DeliveryPage
+        session={sessionOf(c)}
+        merchantId={merchantId}
+        endpointId={endpointId}
+        delivery={delivery}
+        stores={storesById(stores)}
+        original={original}
+        notice={notice}
+      />,
     );
   });
 
@@ -345,7 +570,8 @@ export function endpointDetailPages(service: Service, accounts: () => PanelAccou
     const endpointId = idParam(c, 'endpointId', 'Webhook endpoint');
     const deliveryId = idParam(c, 'deliveryId', 'Delivery');
     const outcome = await formAction(() => endpoints.resend(merchantId, endpointId, deliveryId, principalName(session.principal)));
-    if (outcome.error) return redirectRefused(c, accounts, detailPath(merchantId, endpointId), outcome.error, { at: 'deliveries' satisfies ErrorAt });
+    if (outcome.error)
+      return redirectRefused(c, accounts, detailPath(merchantId, endpointId), outcome.error, { at: 'deliveries' satisfies ErrorAt });
     // To the resend's own page: it says which delivery it replaces, and whether the receiver gets the payload once or twice.
     return c.redirect(`/panel/merchants/${merchantId}/endpoints/${endpointId}/deliveries/${outcome.ok.id}?done=resent`, 303);
   });
@@ -358,11 +584,18 @@ export function endpointDetailPages(service: Service, accounts: () => PanelAccou
     const detailUrl = `/panel/merchants/${merchantId}/endpoints/${endpoint.id}`;
     if (!endpoint.secret_rotation) return c.redirect(detailUrl, 303);
     return c.html(
-      <ConfirmPage session={session} merchantId={merchantId} title="Sign with the new secret now?" action={`${detailUrl}/confirm-secret`}
-        button="Sign with the new secret now" cancel={detailUrl} danger={false}>
+      <ConfirmPage
+        session={session}
+        merchantId={merchantId}
+        title="Sign with the new secret now?"
+        action={`${detailUrl}/confirm-secret`}
+        button="Sign with the new secret now"
+        cancel={detailUrl}
+        danger={false}
+      >
         <p>
-          Every delivery to {endpoint.url} is signed with the new secret (<code>{endpoint.secret_rotation.new_secret_prefix}…</code>) from now on;
-          the old one (<code>{endpoint.secret_prefix}…</code>) no longer verifies. Install the new secret on the receiver first.
+          Every delivery to {endpoint.url} is signed with the new secret (<code>{endpoint.secret_rotation.new_secret_prefix}…</code>) from
+          now on; the old one (<code>{endpoint.secret_prefix}…</code>) no longer verifies. Install the new secret on the receiver first.
         </p>
       </ConfirmPage>,
     );
@@ -374,7 +607,8 @@ export function endpointDetailPages(service: Service, accounts: () => PanelAccou
     const merchantId = merchantOf(c);
     const endpointId = idParam(c, 'endpointId', 'Webhook endpoint');
     const outcome = await formAction(() => endpoints.confirmSecret(merchantId, endpointId, principalName(session.principal)));
-    if (outcome.error) return redirectRefused(c, accounts, detailPath(merchantId, endpointId), outcome.error, { at: 'secret' satisfies ErrorAt });
+    if (outcome.error)
+      return redirectRefused(c, accounts, detailPath(merchantId, endpointId), outcome.error, { at: 'secret' satisfies ErrorAt });
     return c.redirect(`/panel/merchants/${merchantId}/endpoints/${endpointId}?done=secret_confirmed`, 303);
   });
 
@@ -383,9 +617,19 @@ export function endpointDetailPages(service: Service, accounts: () => PanelAccou
     const merchantId = merchantOf(c);
     const endpointId = idParam(c, 'endpointId', 'Webhook endpoint');
     const since = field(await formOf(c), 'since');
-    const outcome = await formAction(() => endpoints.recover(merchantId, endpointId, validated(RecoverDeliveriesInputSchema, { since: sinceOf(since) }).since,
-      principalName(session.principal)));
-    if (outcome.error) return redirectRefused(c, accounts, detailPath(merchantId, endpointId), outcome.error, { at: 'recover' satisfies ErrorAt, input: { since } });
+    const outcome = await formAction(() =>
+      endpoints.recover(
+        merchantId,
+        endpointId,
+        validated(RecoverDeliveriesInputSchema, { since: sinceOf(since) }).since,
+        principalName(session.principal),
+      ),
+    );
+    if (outcome.error)
+      return redirectRefused(c, accounts, detailPath(merchantId, endpointId), outcome.error, {
+        at: 'recover' satisfies ErrorAt,
+        input: { since },
+      });
     return c.redirect(`/panel/merchants/${merchantId}/endpoints/${endpointId}?done=recovered&count=${outcome.ok}`, 303);
   });
 

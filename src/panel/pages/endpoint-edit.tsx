@@ -14,24 +14,29 @@ import type { PanelEnv } from '../session.js';
 import { ENDPOINT_FIELD_LABELS, EndpointFields, endpointOptions, formOptionsOf, type EndpointFormInput } from './endpoint-form.js';
 
 function EditEndpointPage(props: {
-  session: PanelSession; merchantId: number; endpointId: number; stores: StoreRecord[]; input: EndpointFormInput;
+  session: PanelSession;
+  merchantId: number;
+  endpointId: number;
+  stores: StoreRecord[];
+  input: EndpointFormInput;
   error?: ShownError | undefined;
 }) {
   const { session, merchantId, endpointId } = props;
   const detail = `/panel/merchants/${merchantId}/endpoints/${endpointId}`;
   return (
     <Layout title={`Edit endpoint #${endpointId}`} session={session} merchantId={merchantId}>
-      <p><a href={detail}>Back to endpoint #{endpointId}</a></p>
       <p>
-        The signing secret and the endpoint's health stay as they are. Deliveries already queued go to the new URL
-        from their next attempt; a change of store or events applies to changes recorded from now on.
+        <a href={detail}>Back to endpoint #{endpointId}</a>
+      </p>
+      <p>
+        The signing secret and the endpoint's health stay as they are. Deliveries already queued go to the new URL from their next attempt;
+        a change of store or events applies to changes recorded from now on.
       </p>
       <ErrorMessage error={props.error} labels={ENDPOINT_FIELD_LABELS} />
       <form class="stacked" method="post" action={`${detail}/edit`}>
         <CsrfField session={session} />
         <EndpointFields input={props.input} stores={props.stores} />
-        <button type="submit">Save</button>{' '}
-        <a href={detail}>Cancel</a>
+        <button type="submit">Save</button> <a href={detail}>Cancel</a>
       </form>
     </Layout>
   );
@@ -49,8 +54,14 @@ export function endpointEditPages(service: Service, accounts: () => PanelAccount
     const refused = await refusalOf<EndpointFormInput>(c, accounts);
     const input = refused?.input ?? { url: endpoint.url, store: endpoint.store ?? '', events: endpoint.events, ...formOptionsOf(endpoint) };
     return c.html(
-      <EditEndpointPage session={sessionOf(c)} merchantId={merchantId} endpointId={endpoint.id} stores={await admin.listStores(merchantId)} input={input}
-        error={refused?.error} />,
+      <EditEndpointPage
+        session={sessionOf(c)}
+        merchantId={merchantId}
+        endpointId={endpoint.id}
+        stores={await admin.listStores(merchantId)}
+        input={input}
+        error={refused?.error}
+      />,
     );
   });
 
@@ -61,13 +72,27 @@ export function endpointEditPages(service: Service, accounts: () => PanelAccount
     const endpointId = (await endpoints.endpoint(merchantId, idParam(c, 'endpointId', 'Webhook endpoint'))).id;
     const form = await formOf(c);
     const input = {
-      url: field(form, 'url'), store: field(form, 'store'), events: fields(form, 'events'),
-      standardWebhooks: field(form, 'standard_webhooks') === 'on', maxPerSecond: field(form, 'max_per_second'),
+      url: field(form, 'url'),
+      store: field(form, 'store'),
+      events: fields(form, 'events'),
+      standardWebhooks: field(form, 'standard_webhooks') === 'on',
+      maxPerSecond: field(form, 'max_per_second'),
     };
-    const outcome = await formAction(() => endpoints.update(merchantId, endpointId, validated(WebhookEndpointUpdateSchema, {
-      url: input.url, store: input.store || null, events: input.events, ...endpointOptions(input),
-    }), principalName(session.principal)));
-    if (outcome.error) return redirectRefused(c, accounts, `/panel/merchants/${merchantId}/endpoints/${endpointId}/edit`, outcome.error, { input });
+    const outcome = await formAction(() =>
+      endpoints.update(
+        merchantId,
+        endpointId,
+        validated(WebhookEndpointUpdateSchema, {
+          url: input.url,
+          store: input.store || null,
+          events: input.events,
+          ...endpointOptions(input),
+        }),
+        principalName(session.principal),
+      ),
+    );
+    if (outcome.error)
+      return redirectRefused(c, accounts, `/panel/merchants/${merchantId}/endpoints/${endpointId}/edit`, outcome.error, { input });
     return c.redirect(`/panel/merchants/${merchantId}/endpoints/${endpointId}?done=updated`, 303);
   });
 

@@ -9,7 +9,11 @@ import { EVENTS } from '../../webhooks/endpoints.js';
 
 /** The form's labels, by field name: its errors name the fields by them (plain-words.ts). */
 export const ENDPOINT_FIELD_LABELS = {
-  url: 'Receiver URL', store: 'Store', events: 'Events', standard_webhooks: 'Standard Webhooks headers', max_per_second: 'Deliveries a second at most',
+  url: 'Receiver URL',
+  store: 'Store',
+  events: 'Events',
+  standard_webhooks: 'Standard Webhooks headers',
+  max_per_second: 'Deliveries a second at most',
 } as const;
 
 /** What the form holds: as typed, so that a refused form shows it again. */
@@ -33,8 +37,14 @@ export function endpointOptions(input: EndpointFormInput): { standard_webhooks: 
 }
 
 /** The form's input from an endpoint as it is. */
-export function formOptionsOf(endpoint: { standard_webhooks: boolean; max_per_second: number | null }): Pick<EndpointFormInput, 'standardWebhooks' | 'maxPerSecond'> {
-  return { standardWebhooks: endpoint.standard_webhooks, maxPerSecond: endpoint.max_per_second === null ? '' : String(endpoint.max_per_second) };
+export function formOptionsOf(endpoint: {
+  standard_webhooks: boolean;
+  max_per_second: number | null;
+}): Pick<EndpointFormInput, 'standardWebhooks' | 'maxPerSecond'> {
+  return {
+    standardWebhooks: endpoint.standard_webhooks,
+    maxPerSecond: endpoint.max_per_second === null ? '' : String(endpoint.max_per_second),
+  };
 }
 
 /** A description's `code` spans as <code>; the rest as text (the document's Markdown is no richer here). */
@@ -51,11 +61,21 @@ export function EndpointFields(props: { input: EndpointFormInput; stores: StoreR
   const { input } = props;
   return (
     <>
-      <label>Receiver URL<input type="url" name="url" required value={input.url} /></label>
-      <label>Store
+      <label>
+        Receiver URL
+        <input type="url" name="url" required value={input.url} />
+      </label>
+      <label>
+        Store
         <select name="store">
-          <option value="" selected={input.store === ''}>All stores</option>
-          {props.stores.map((s) => <option value={s.slug} selected={input.store === s.slug}>{s.name} ({s.slug})</option>)}
+          <option value="" selected={input.store === ''}>
+            All stores
+          </option>
+          {props.stores.map((s) => (
+            <option value={s.slug} selected={input.store === s.slug}>
+              {s.name} ({s.slug})
+            </option>
+          ))}
         </select>
       </label>
       <fieldset class="events">
@@ -65,10 +85,18 @@ export function EndpointFields(props: { input: EndpointFormInput; stores: StoreR
           return (
             <div class="event" id={`event-${event}`}>
               <label>
-                <input type="checkbox" name="events" value={event} checked={input.events.includes(event)} aria-describedby={`event-${event}-lead`} />
-                {' '}<strong>{event}</strong>: {doc.summary}
+                <input
+                  type="checkbox"
+                  name="events"
+                  value={event}
+                  checked={input.events.includes(event)}
+                  aria-describedby={`event-${event}-lead`}
+                />{' '}
+                <strong>{event}</strong>: {doc.summary}
               </label>
-              <p class="muted" id={`event-${event}-lead`}>{withCode(doc.lead)}</p>
+              <p class="muted" id={`event-${event}-lead`}>
+                {withCode(doc.lead)}
+              </p>
               <details>
                 <summary>Sample payload ({withCode(doc.sample.summary)})</summary>
                 <pre class="payload">{samplePayload(event)}</pre>
@@ -80,16 +108,31 @@ export function EndpointFields(props: { input: EndpointFormInput; stores: StoreR
       <fieldset class="delivery-options">
         <legend>Delivery</legend>
         <label>
-          <input type="checkbox" name="standard_webhooks" value="on" checked={input.standardWebhooks} aria-describedby="standard-webhooks-help" />
-          {' '}Also send the Standard Webhooks headers
+          <input
+            type="checkbox"
+            name="standard_webhooks"
+            value="on"
+            checked={input.standardWebhooks}
+            aria-describedby="standard-webhooks-help"
+          />{' '}
+          Also send the Standard Webhooks headers
         </label>
         <p class="muted" id="standard-webhooks-help">
           <code>webhook-timestamp</code> and <code>webhook-signature</code>, beside the service's own headers, so the receiver can verify
           deliveries with a Standard Webhooks library. Every delivery carries <code>webhook-id</code>, the same on each retry.
         </p>
-        <label>Deliveries a second at most
-          <input type="number" name="max_per_second" min="1" max="1000" step="1" inputmode="numeric" value={input.maxPerSecond}
-            aria-describedby="max-per-second-help" />
+        <label>
+          Deliveries a second at most
+          <input
+            type="number"
+            name="max_per_second"
+            min="1"
+            max="1000"
+            step="1"
+            inputmode="numeric"
+            value={input.maxPerSecond}
+            aria-describedby="max-per-second-help"
+          />
         </label>
         <p class="muted" id="max-per-second-help">
           Empty: no limit. With a limit, changes that arrive while deliveries wait for their turn fill them up to 100 products each.

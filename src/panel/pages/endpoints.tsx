@@ -25,7 +25,15 @@ import { ENDPOINT_FIELD_LABELS as FIELD_LABELS, EndpointFields, endpointOptions,
 /** A new secret, between the POST that made it and the one page that shows it. */
 type ShownSecret =
   | { kind: 'endpoint_secret'; created: true; url: string; events: string[]; store: string | null; secret: string }
-  | { kind: 'endpoint_secret'; created: false; url: string; endpointId: number; secret: string; oldPrefix: string; pendingUntil: string | null };
+  | {
+      kind: 'endpoint_secret';
+      created: false;
+      url: string;
+      endpointId: number;
+      secret: string;
+      oldPrefix: string;
+      pendingUntil: string | null;
+    };
 
 type Endpoint = components['schemas']['WebhookEndpoint'];
 
@@ -44,8 +52,7 @@ export function SecretState(props: { endpoint: Endpoint }) {
       <code>{signing}…</code> signs
       {rotation && (
         <div class="muted secret-rotation">
-          rotation pending: <code>{rotation.new_secret_prefix}…</code> signs from{' '}
-          <Time at={rotation.pending_until} />, or once confirmed
+          rotation pending: <code>{rotation.new_secret_prefix}…</code> signs from <Time at={rotation.pending_until} />, or once confirmed
         </div>
       )}
     </>
@@ -58,8 +65,13 @@ export function ConfirmSecretButton(props: { session: PanelSession; base: string
 }
 
 function EndpointsPage(props: {
-  session: PanelSession; merchantId: number; endpoints: Endpoint[]; stores: StoreRecord[];
-  notice?: string | undefined; error?: ShownError | undefined; input?: EndpointFormInput | undefined;
+  session: PanelSession;
+  merchantId: number;
+  endpoints: Endpoint[];
+  stores: StoreRecord[];
+  notice?: string | undefined;
+  error?: ShownError | undefined;
+  input?: EndpointFormInput | undefined;
   /** The action the error comes from, where the page shows it: the registration form unless a row's `test:<id>`. */
   errorAt?: string | undefined;
 }) {
@@ -69,29 +81,58 @@ function EndpointsPage(props: {
   return (
     <Layout title="Webhook endpoints" session={session} merchantId={merchantId}>
       <Notice text={props.notice} />
-      {props.endpoints.length === 0 ? <p>No endpoints yet: register your receiver's URL below, and every change of the catalog is sent to it, signed.</p> : (
+      {props.endpoints.length === 0 ? (
+        <p>No endpoints yet: register your receiver's URL below, and every change of the catalog is sent to it, signed.</p>
+      ) : (
         <table>
-          <thead><tr><th>URL</th><th>Store</th><th>Events</th><th>Health</th><th>Secret</th><th>Actions</th></tr></thead>
+          <thead>
+            <tr>
+              <th>URL</th>
+              <th>Store</th>
+              <th>Events</th>
+              <th>Health</th>
+              <th>Secret</th>
+              <th>Actions</th>
+            </tr>
+          </thead>
           <tbody>
             {props.endpoints.map((e) => (
               <tr>
-                <td><a href={`${base}/${e.id}`}>{e.url}</a></td>
+                <td>
+                  <a href={`${base}/${e.id}`}>{e.url}</a>
+                </td>
                 <td>{e.store ?? 'all stores'}</td>
                 <td>{e.events.join(', ')}</td>
-                <td><Health endpoint={e} /></td>
-                <td><SecretState endpoint={e} /></td>
                 <td>
-                  <form class="inline" method="post" action={`${base}/${e.id}/test`}><CsrfField session={session} /><button type="submit">Send test</button></form>{' '}
+                  <Health endpoint={e} />
+                </td>
+                <td>
+                  <SecretState endpoint={e} />
+                </td>
+                <td>
+                  <form class="inline" method="post" action={`${base}/${e.id}/test`}>
+                    <CsrfField session={session} />
+                    <button type="submit">Send test</button>
+                  </form>{' '}
                   <a href={`${base}/${e.id}/rotate`}>Rotate secret…</a>{' '}
-                  {e.secret_rotation && <><ConfirmSecretButton session={session} base={`${base}/${e.id}`} />{' '}</>}
+                  {e.secret_rotation && (
+                    <>
+                      <ConfirmSecretButton session={session} base={`${base}/${e.id}`} />{' '}
+                    </>
+                  )}
                   {e.status !== 'active' && (
-                    <form class="inline" method="post" action={`${base}/${e.id}/enable`}><CsrfField session={session} /><button type="submit">Enable</button></form>
+                    <form class="inline" method="post" action={`${base}/${e.id}/enable`}>
+                      <CsrfField session={session} />
+                      <button type="submit">Enable</button>
+                    </form>
                   )}
                   {e.status === 'active' && (
-                    <form class="inline" method="post" action={`${base}/${e.id}/pause`}><CsrfField session={session} /><button type="submit">Pause</button></form>
+                    <form class="inline" method="post" action={`${base}/${e.id}/pause`}>
+                      <CsrfField session={session} />
+                      <button type="submit">Pause</button>
+                    </form>
                   )}{' '}
-                  <a href={`${base}/${e.id}/edit`}>Edit…</a>{' '}
-                  <a href={`${base}/${e.id}/delete`}>Delete…</a>
+                  <a href={`${base}/${e.id}/edit`}>Edit…</a> <a href={`${base}/${e.id}/delete`}>Delete…</a>
                   {props.errorAt === `test:${e.id}` && <ErrorMessage error={props.error} />}
                 </td>
               </tr>
@@ -124,8 +165,15 @@ export function endpointPages(service: Service, accounts: () => PanelAccounts) {
     const merchantId = merchantOf(c);
     const refused = await refusalOf<EndpointFormInput>(c, accounts);
     return c.html(
-      <EndpointsPage session={sessionOf(c)} merchantId={merchantId} {...await listing(merchantId)} notice={noticeFor(DONE, c.req.query('done'))}
-        error={refused?.error} errorAt={refused?.at} input={refused?.input} />,
+      <EndpointsPage
+        session={sessionOf(c)}
+        merchantId={merchantId}
+        {...(await listing(merchantId))}
+        notice={noticeFor(DONE, c.req.query('done'))}
+        error={refused?.error}
+        errorAt={refused?.at}
+        input={refused?.input}
+      />,
     );
   });
 
@@ -134,16 +182,33 @@ export function endpointPages(service: Service, accounts: () => PanelAccounts) {
     const merchantId = merchantOf(c);
     const form = await formOf(c);
     const input = {
-      url: field(form, 'url'), store: field(form, 'store'), events: fields(form, 'events'),
-      standardWebhooks: field(form, 'standard_webhooks') === 'on', maxPerSecond: field(form, 'max_per_second'),
+      url: field(form, 'url'),
+      store: field(form, 'store'),
+      events: fields(form, 'events'),
+      standardWebhooks: field(form, 'standard_webhooks') === 'on',
+      maxPerSecond: field(form, 'max_per_second'),
     };
-    const outcome = await formAction(() => endpoints.create(merchantId, validated(WebhookEndpointInputSchema, {
-      url: input.url, store: input.store || null, events: input.events, ...endpointOptions(input),
-    }), principalName(session.principal)));
+    const outcome = await formAction(() =>
+      endpoints.create(
+        merchantId,
+        validated(WebhookEndpointInputSchema, {
+          url: input.url,
+          store: input.store || null,
+          events: input.events,
+          ...endpointOptions(input),
+        }),
+        principalName(session.principal),
+      ),
+    );
     if (outcome.error) return redirectRefused(c, accounts, `/panel/merchants/${merchantId}/endpoints`, outcome.error, { input });
     const created = outcome.ok;
     return redirectToShownOnce(c, accounts, `/panel/merchants/${merchantId}/endpoints/shown`, {
-      kind: 'endpoint_secret', created: true, url: created.url, events: created.events, store: created.store, secret: created.secret,
+      kind: 'endpoint_secret',
+      created: true,
+      url: created.url,
+      events: created.events,
+      store: created.store,
+      secret: created.secret,
     } satisfies ShownSecret);
   });
 
@@ -154,15 +219,27 @@ export function endpointPages(service: Service, accounts: () => PanelAccounts) {
     const list = `/panel/merchants/${merchantId}/endpoints`;
     const shown = await shownOnce<ShownSecret>(c, accounts, 'endpoint_secret');
     if (!shown) {
-      return c.html(<AlreadyShown session={session} merchantId={merchantId} what="The signing secret" back={{ href: list, label: 'Back to the endpoints' }}
-        lost="If it was not copied, rotate the endpoint's secret again." />, 410);
+      return c.html(
+        <AlreadyShown
+          session={session}
+          merchantId={merchantId}
+          what="The signing secret"
+          back={{ href: list, label: 'Back to the endpoints' }}
+          lost="If it was not copied, rotate the endpoint's secret again."
+        />,
+        410,
+      );
     }
     if (shown.created) {
       return c.html(
         <Layout title="Endpoint registered" session={session} merchantId={merchantId}>
-          <p>{shown.url} receives {shown.events.join(', ')} for {shown.store ?? 'all stores'}.</p>
+          <p>
+            {shown.url} receives {shown.events.join(', ')} for {shown.store ?? 'all stores'}.
+          </p>
           <ShownOnce label="Signing secret" secret={shown.secret} />
-          <p><a href={list}>Done: back to the endpoints</a></p>
+          <p>
+            <a href={list}>Done: back to the endpoints</a>
+          </p>
         </Layout>,
       );
     }
@@ -172,13 +249,13 @@ export function endpointPages(service: Service, accounts: () => PanelAccounts) {
         {shown.pendingUntil ? (
           <>
             <p>
-              The old secret (<code>{shown.oldPrefix}…</code>) of {shown.url} keeps signing deliveries
-              until <Time at={shown.pendingUntil} />; from then on the new one does.
+              The old secret (<code>{shown.oldPrefix}…</code>) of {shown.url} keeps signing deliveries until{' '}
+              <Time at={shown.pendingUntil} />; from then on the new one does.
             </p>
             <ShownOnce label="New signing secret" secret={shown.secret} />
             <p>
-              Install the new secret on the receiver beside the old one (verifying with either), then sign with the
-              new secret now on the <a href={detail}>endpoint's page</a>, or let the grace period end.
+              Install the new secret on the receiver beside the old one (verifying with either), then sign with the new secret now on the{' '}
+              <a href={detail}>endpoint's page</a>, or let the grace period end.
             </p>
           </>
         ) : (
@@ -187,7 +264,9 @@ export function endpointPages(service: Service, accounts: () => PanelAccounts) {
             <ShownOnce label="New signing secret" secret={shown.secret} />
           </>
         )}
-        <p><a href={list}>Done: back to the endpoints</a></p>
+        <p>
+          <a href={list}>Done: back to the endpoints</a>
+        </p>
       </Layout>,
     );
   });
@@ -200,13 +279,29 @@ export function endpointPages(service: Service, accounts: () => PanelAccounts) {
     const base = `/panel/merchants/${merchantId}/endpoints`;
     const grace = service.config.webhooks.secretGraceHours;
     return c.html(
-      <ConfirmPage session={session} merchantId={merchantId} title="Rotate the signing secret?" action={`${base}/${endpoint.id}/rotate`}
-        button="Rotate the secret" cancel={c.req.query('from') === 'detail' ? `${base}/${endpoint.id}` : base} danger={false}>
+      <ConfirmPage
+        session={session}
+        merchantId={merchantId}
+        title="Rotate the signing secret?"
+        action={`${base}/${endpoint.id}/rotate`}
+        button="Rotate the secret"
+        cancel={c.req.query('from') === 'detail' ? `${base}/${endpoint.id}` : base}
+        danger={false}
+      >
         <p>A new signing secret is made for {endpoint.url} and shown once on the next page.</p>
-        {grace > 0
-          ? <p>The current secret (<code>{endpoint.secret_prefix}…</code>) keeps signing for {grace} hours, or until you sign with the new one, so that the receiver can install it first.</p>
-          : <p>The new secret signs every delivery from now on: the receiver must be changed at once.</p>}
-        {endpoint.secret_rotation && <p>The rotation pending now (<code>{endpoint.secret_rotation.new_secret_prefix}…</code>) is replaced: its secret will never sign.</p>}
+        {grace > 0 ? (
+          <p>
+            The current secret (<code>{endpoint.secret_prefix}…</code>) keeps signing for {grace} hours, or until you sign with the new one,
+            so that the receiver can install it first.
+          </p>
+        ) : (
+          <p>The new secret signs every delivery from now on: the receiver must be changed at once.</p>
+        )}
+        {endpoint.secret_rotation && (
+          <p>
+            The rotation pending now (<code>{endpoint.secret_rotation.new_secret_prefix}…</code>) is replaced: its secret will never sign.
+          </p>
+        )}
       </ConfirmPage>,
     );
   });
@@ -215,10 +310,19 @@ export function endpointPages(service: Service, accounts: () => PanelAccounts) {
     const session = sessionOf(c);
     const merchantId = merchantOf(c);
     // Recorded in the audit log by the domain, in the rotation's transaction.
-    const rotated = await endpoints.rotateSecret(merchantId, idParam(c, 'endpointId', 'Webhook endpoint'), principalName(session.principal));
+    const rotated = await endpoints.rotateSecret(
+      merchantId,
+      idParam(c, 'endpointId', 'Webhook endpoint'),
+      principalName(session.principal),
+    );
     return redirectToShownOnce(c, accounts, `/panel/merchants/${merchantId}/endpoints/shown`, {
-      kind: 'endpoint_secret', created: false, url: rotated.url, endpointId: rotated.id, secret: rotated.secret,
-      oldPrefix: rotated.secret_prefix, pendingUntil: rotated.secret_rotation?.pending_until ?? null,
+      kind: 'endpoint_secret',
+      created: false,
+      url: rotated.url,
+      endpointId: rotated.id,
+      secret: rotated.secret,
+      oldPrefix: rotated.secret_prefix,
+      pendingUntil: rotated.secret_rotation?.pending_until ?? null,
     } satisfies ShownSecret);
   });
 
@@ -227,12 +331,16 @@ export function endpointPages(service: Service, accounts: () => PanelAccounts) {
     const merchantId = merchantOf(c);
     const endpointId = idParam(c, 'endpointId', 'Webhook endpoint');
     const outcome = await formAction(() => endpoints.sendTest(merchantId, endpointId, principalName(session.principal)));
-    if (outcome.error) return redirectRefused(c, accounts, `/panel/merchants/${merchantId}/endpoints`, outcome.error, { at: `test:${endpointId}` });
+    if (outcome.error)
+      return redirectRefused(c, accounts, `/panel/merchants/${merchantId}/endpoints`, outcome.error, { at: `test:${endpointId}` });
     return c.redirect(`/panel/merchants/${merchantId}/endpoints?done=test`, 303);
   });
 
   // Enable and pause: one status change each, recorded, back to the list with a notice.
-  for (const [action, status, done] of [['enable', 'active', 'enabled'], ['pause', 'paused', 'paused']] as const) {
+  for (const [action, status, done] of [
+    ['enable', 'active', 'enabled'],
+    ['pause', 'paused', 'paused'],
+  ] as const) {
     pages.post(`/:endpointId/${action}`, async (c) => {
       const session = sessionOf(c);
       const merchantId = merchantOf(c);
@@ -251,7 +359,9 @@ export function endpointPages(service: Service, accounts: () => PanelAccounts) {
         <p>{endpoint.url} will receive no more deliveries.</p>
         <form method="post" action={`/panel/merchants/${merchantId}/endpoints/${endpoint.id}/delete`}>
           <CsrfField session={session} />
-          <button type="submit" class="danger">Delete the endpoint</button>{' '}
+          <button type="submit" class="danger">
+            Delete the endpoint
+          </button>{' '}
           <a href={`/panel/merchants/${merchantId}/endpoints`}>Cancel</a>
         </form>
       </Layout>,

@@ -3,7 +3,7 @@
 // admin API's getImageMirroring and retryDeadImages).
 import { Hono } from 'hono';
 import type { Service } from '../../service.js';
-import { principalName, type PanelAccounts, type PanelSession } from '../../admin/accounts.js';
+import { principalName, type PanelSession } from '../../admin/accounts.js';
 import type { CatalogAdmin } from '../../admin/catalog-admin.js';
 import { merchantOf, sessionOf } from '../handlers.js';
 import { CsrfField, Layout, Notice } from '../layout.js';
@@ -18,29 +18,58 @@ function ImagesPage(props: { session: PanelSession; merchantId: number; mirrorin
     <Layout title="Images" session={session} merchantId={merchantId}>
       <Notice text={props.notice} />
       <table aria-label="Images per state">
-        <thead><tr><th>Pending</th><th>Mirrored</th><th>Dead</th></tr></thead>
-        <tbody><tr><td>{mirroring.pending}</td><td>{mirroring.mirrored}</td><td>{mirroring.dead}</td></tr></tbody>
+        <thead>
+          <tr>
+            <th>Pending</th>
+            <th>Mirrored</th>
+            <th>Dead</th>
+          </tr>
+        </thead>
+        <tbody>
+          <tr>
+            <td>{mirroring.pending}</td>
+            <td>{mirroring.mirrored}</td>
+            <td>{mirroring.dead}</td>
+          </tr>
+        </tbody>
       </table>
       {mirroring.pending + mirroring.mirrored + mirroring.dead === 0 && (
         <p>No images yet: the images of the products you import are mirrored here, from their source URLs.</p>
       )}
       <h2>Dead images</h2>
-      {mirroring.dead_images.length === 0 ? <p>No dead images: none to retry.</p> : (
+      {mirroring.dead_images.length === 0 ? (
+        <p>No dead images: none to retry.</p>
+      ) : (
         <>
           <table aria-label="Dead images">
-            <thead><tr><th>Source URL</th><th>Last error</th><th>First failure</th><th>Last updated</th></tr></thead>
+            <thead>
+              <tr>
+                <th>Source URL</th>
+                <th>Last error</th>
+                <th>First failure</th>
+                <th>Last updated</th>
+              </tr>
+            </thead>
             <tbody>
               {mirroring.dead_images.map((image) => (
                 <tr>
                   <td class="wrap">{image.url}</td>
                   <td>{image.last_error ?? '—'}</td>
-                  <td><Time at={image.first_failure_at} /></td>
-                  <td><Time at={image.updated_at} /></td>
+                  <td>
+                    <Time at={image.first_failure_at} />
+                  </td>
+                  <td>
+                    <Time at={image.updated_at} />
+                  </td>
                 </tr>
               ))}
             </tbody>
           </table>
-          {mirroring.dead > mirroring.dead_images.length && <p class="muted">The newest {mirroring.dead_images.length} of {mirroring.dead} are listed.</p>}
+          {mirroring.dead > mirroring.dead_images.length && (
+            <p class="muted">
+              The newest {mirroring.dead_images.length} of {mirroring.dead} are listed.
+            </p>
+          )}
           <form method="post" action={`/panel/merchants/${merchantId}/images/retry-dead`}>
             <CsrfField session={session} />
             <button type="submit">Retry dead images</button>
@@ -52,15 +81,20 @@ function ImagesPage(props: { session: PanelSession; merchantId: number; mirrorin
   );
 }
 
-export function imagePages(service: Service, accounts: () => PanelAccounts) {
+export function imagePages(service: Service) {
   const pages = new Hono<PanelEnv>();
   const { admin } = service;
 
   pages.get('/', async (c) => {
     const merchantId = merchantOf(c);
     const retried = c.req.query('retried');
-    const notice = retried !== undefined && /^[0-9]+$/.test(retried) ? `${retried} dead ${retried === '1' ? 'image goes' : 'images go'} back to pending.` : undefined;
-    return c.html(<ImagesPage session={sessionOf(c)} merchantId={merchantId} mirroring={await admin.imageMirroring(merchantId)} notice={notice} />);
+    const notice =
+      retried !== undefined && /^[0-9]+$/.test(retried)
+        ? `${retried} dead ${retried === '1' ? 'image goes' : 'images go'} back to pending.`
+        : undefined;
+    return c.html(
+      <ImagesPage session={sessionOf(c)} merchantId={merchantId} mirroring={await admin.imageMirroring(merchantId)} notice={notice} />,
+    );
   });
 
   pages.post('/retry-dead', async (c) => {

@@ -43,16 +43,33 @@ function RecentImports(props: { merchantId: number; jobs: ImportJobRecord[]; imp
   if (props.jobs.length === 0) return <p>No imports yet: upload a file above to add, change or delete products.</p>;
   return (
     <table aria-label="Recent imports" class="labelled">
-      <thead><tr><th>Import</th><th>File</th><th>Started by</th><th>Started</th><th>State</th><th>Progress</th></tr></thead>
+      <thead>
+        <tr>
+          <th>Import</th>
+          <th>File</th>
+          <th>Started by</th>
+          <th>Started</th>
+          <th>State</th>
+          <th>Progress</th>
+        </tr>
+      </thead>
       <tbody>
         {props.jobs.map((job) => (
           <tr data-job={job.id}>
-            <td data-label="Import"><a href={jobUrl(props.merchantId, job.id)}>{job.id}</a></td>
+            <td data-label="Import">
+              <a href={jobUrl(props.merchantId, job.id)}>{job.id}</a>
+            </td>
             <td data-label="File">{job.file_name ?? <span class="muted">request body</span>}</td>
             <td data-label="Started by">{job.started_by}</td>
-            <td data-label="Started"><Time at={job.started_at} /></td>
+            <td data-label="Started">
+              <Time at={job.started_at} />
+            </td>
             <td data-label="State">{stateText(job, props.imports.stalled(job))}</td>
-            <td data-label="Progress">{job.state === 'failed' && job.problems.length > 0 ? `${new Set(job.problems.map((p) => p.name)).size} bad lines` : progressText(job)}</td>
+            <td data-label="Progress">
+              {job.state === 'failed' && job.problems.length > 0
+                ? `${new Set(job.problems.map((p) => p.name)).size} bad lines`
+                : progressText(job)}
+            </td>
           </tr>
         ))}
       </tbody>
@@ -61,21 +78,27 @@ function RecentImports(props: { merchantId: number; jobs: ImportJobRecord[]; imp
 }
 
 function ImportPage(props: {
-  session: PanelSession; merchantId: number; jobs: ImportJobRecord[]; imports: ImportJobs; error?: ShownError | undefined;
+  session: PanelSession;
+  merchantId: number;
+  jobs: ImportJobRecord[];
+  imports: ImportJobs;
+  error?: ShownError | undefined;
 }) {
   const { session, merchantId, error } = props;
   return (
     <Layout title="Import products" session={session} merchantId={merchantId}>
       <h2>Upload an NDJSON file</h2>
       <p>
-        One operation per line: <code>{'{"op":"upsert_product","product":{…}}'}</code> or{' '}
-        <code>{'{"op":"delete_product","ref":"…"}'}</code>, as the admin API's import takes them. The whole file is
-        checked first: one bad line and nothing is applied.
+        One operation per line: <code>{'{"op":"upsert_product","product":{…}}'}</code> or <code>{'{"op":"delete_product","ref":"…"}'}</code>
+        , as the admin API's import takes them. The whole file is checked first: one bad line and nothing is applied.
       </p>
       <ErrorMessage error={error} labels={{ file: 'NDJSON file' }} />
       <form class="stacked" method="post" enctype="multipart/form-data" action={`/panel/merchants/${merchantId}/import`}>
         <CsrfField session={session} />
-        <label>NDJSON file<input type="file" name="file" required accept=".ndjson,.jsonl,application/x-ndjson,text/plain" /></label>
+        <label>
+          NDJSON file
+          <input type="file" name="file" required accept=".ndjson,.jsonl,application/x-ndjson,text/plain" />
+        </label>
         <button type="submit">Import</button>
       </form>
       <p class="muted">The import starts at once and its page shows the progress: lines read, then products applied, chunk by chunk.</p>
@@ -90,21 +113,51 @@ function JobPage(props: { session: PanelSession; merchantId: number; job: Import
   const running = job.state === 'running' && !stalled;
   const badLines = new Set(job.problems.map((p) => p.name)).size;
   return (
-    <Layout title={`Import ${job.id}`} session={session} merchantId={merchantId} refreshSeconds={running ? IMPORT_REFRESH_SECONDS : undefined}>
+    <Layout
+      title={`Import ${job.id}`}
+      session={session}
+      merchantId={merchantId}
+      refreshSeconds={running ? IMPORT_REFRESH_SECONDS : undefined}
+    >
       <dl class="facts" aria-label="Import">
-        <dt>File</dt><dd>{job.file_name ?? 'request body (admin API)'}</dd>
-        <dt>Started by</dt><dd>{job.started_by}</dd>
-        <dt>Started</dt><dd><Time at={job.started_at} /></dd>
-        <dt>State</dt><dd id="import-state">{stateText(job, stalled)}</dd>
-        <dt>Lines read</dt><dd id="lines-read">{job.lines_read}</dd>
+        <dt>File</dt>
+        <dd>{job.file_name ?? 'request body (admin API)'}</dd>
+        <dt>Started by</dt>
+        <dd>{job.started_by}</dd>
+        <dt>Started</dt>
+        <dd>
+          <Time at={job.started_at} />
+        </dd>
+        <dt>State</dt>
+        <dd id="import-state">{stateText(job, stalled)}</dd>
+        <dt>Lines read</dt>
+        <dd id="lines-read">{job.lines_read}</dd>
         <dt>Products applied</dt>
         <dd id="products-applied">
           {job.operations === null ? 'none yet: the lines are checked first' : `${job.products_applied} of ${job.operations}`}
-          {job.operations !== null && job.operations > 0 && <> <progress max={job.operations} value={job.products_applied}>{job.products_applied} of {job.operations}</progress></>}
+          {job.operations !== null && job.operations > 0 && (
+            <>
+              {' '}
+              <progress max={job.operations} value={job.products_applied}>
+                {job.products_applied} of {job.operations}
+              </progress>
+            </>
+          )}
         </dd>
-        {job.finished_at && <><dt>Finished</dt><dd><Time at={job.finished_at} /></dd></>}
+        {job.finished_at && (
+          <>
+            <dt>Finished</dt>
+            <dd>
+              <Time at={job.finished_at} />
+            </dd>
+          </>
+        )}
       </dl>
-      {running && <p role="status" class="notice">Running: this page reloads itself every second until the import ends.</p>}
+      {running && (
+        <p role="status" class="notice">
+          Running: this page reloads itself every second until the import ends.
+        </p>
+      )}
       {stalled && (
         <p role="alert" class="error">
           No progress since <Time at={job.updated_at} />: the process checking this file has stopped, and nothing of it was applied. The
@@ -113,21 +166,53 @@ function JobPage(props: { session: PanelSession; merchantId: number; job: Import
       )}
       {job.state === 'succeeded' && (
         <>
-          <p role="status" class="notice">{job.file_name ? `"${job.file_name}" is imported.` : 'The import is done.'}</p>
+          <p role="status" class="notice">
+            {job.file_name ? `"${job.file_name}" is imported.` : 'The import is done.'}
+          </p>
           <table aria-label="Import result">
-            <thead><tr><th>Lines</th><th>Upserted</th><th>Deleted</th></tr></thead>
-            <tbody><tr><td>{job.operations ?? 0}</td><td>{job.upserted}</td><td>{job.deleted}</td></tr></tbody>
+            <thead>
+              <tr>
+                <th>Lines</th>
+                <th>Upserted</th>
+                <th>Deleted</th>
+              </tr>
+            </thead>
+            <tbody>
+              <tr>
+                <td>{job.operations ?? 0}</td>
+                <td>{job.upserted}</td>
+                <td>{job.deleted}</td>
+              </tr>
+            </tbody>
           </table>
         </>
       )}
-      {job.state === 'failed' && <p role="alert" class="error">{job.error}</p>}
+      {job.state === 'failed' && (
+        <p role="alert" class="error">
+          {job.error}
+        </p>
+      )}
       {badLines > 0 && (
         <table aria-label="Invalid lines">
-          <thead><tr><th>Line</th><th>Reason</th></tr></thead>
-          <tbody>{job.problems.map((p) => <tr><td>{p.name}</td><td class="wrap">{p.reason}</td></tr>)}</tbody>
+          <thead>
+            <tr>
+              <th>Line</th>
+              <th>Reason</th>
+            </tr>
+          </thead>
+          <tbody>
+            {job.problems.map((p) => (
+              <tr>
+                <td>{p.name}</td>
+                <td class="wrap">{p.reason}</td>
+              </tr>
+            ))}
+          </tbody>
         </table>
       )}
-      <p><a href={`/panel/merchants/${merchantId}/import`}>Import another file</a></p>
+      <p>
+        <a href={`/panel/merchants/${merchantId}/import`}>Import another file</a>
+      </p>
     </Layout>
   );
 }
@@ -149,12 +234,14 @@ export function importPages(service: Service, accounts: () => PanelAccounts) {
     const merchantId = merchantOf(c);
     const file = (await formOf(c))['file'];
     if (!(file instanceof File) || file.size === 0) {
-      const error = new ProblemError('invalid_body', 'Choose a non-empty NDJSON file to import.', [{ name: 'file', in: 'body', reason: 'is required' }]);
+      const error = new ProblemError('invalid_body', 'Choose a non-empty NDJSON file to import.', [
+        { name: 'file', in: 'body', reason: 'is required' },
+      ]);
       return redirectRefused(c, accounts, `/panel/merchants/${merchantId}/import`, error);
     }
     // The form is read whole (csrf() read it): the import runs on after this answer, from the file's bytes.
     const actor = principalName(session.principal);
-    const { job, done } = await imports.start(merchantId, actor, file.name, file.stream() as unknown as AsyncIterable<Uint8Array>, actor);
+    const { job, done } = await imports.start(merchantId, actor, file.name, file.stream(), actor);
     const log = requestLog(c);
     // The job records the outcome; only an unexpected failure is worth a log line.
     done.catch((error: unknown) => {

@@ -15,10 +15,19 @@ import { AlreadyShown, redirectToShownOnce, shownOnce } from '../shown-once.js';
 import { Time } from '../time.js';
 
 /** A created key, between the POST and the one page that shows it. */
-interface CreatedKey { kind: 'api_key'; name: string; key: string }
+interface CreatedKey {
+  kind: 'api_key';
+  name: string;
+  key: string;
+}
 
 function KeysPage(props: {
-  session: PanelSession; merchantId: number; keys: ApiKeyRecord[]; lastUsedSeconds: number; notice?: string | undefined; error?: ShownError | undefined;
+  session: PanelSession;
+  merchantId: number;
+  keys: ApiKeyRecord[];
+  lastUsedSeconds: number;
+  notice?: string | undefined;
+  error?: ShownError | undefined;
   /** The name as typed, after a refusal. */
   name?: string | undefined;
 }) {
@@ -26,29 +35,56 @@ function KeysPage(props: {
   return (
     <Layout title="API keys" session={session} merchantId={merchantId}>
       <Notice text={props.notice} />
-      {props.keys.length === 0 ? <p>No API keys yet: create one below for each integration that reads the catalog.</p> : (
+      {props.keys.length === 0 ? (
+        <p>No API keys yet: create one below for each integration that reads the catalog.</p>
+      ) : (
         <table>
-          <thead><tr><th>Name</th><th>Prefix</th><th>Created</th><th>Last used</th><th>Revoked</th><th></th></tr></thead>
+          <thead>
+            <tr>
+              <th>Name</th>
+              <th>Prefix</th>
+              <th>Created</th>
+              <th>Last used</th>
+              <th>Revoked</th>
+              <th></th>
+            </tr>
+          </thead>
           <tbody>
             {props.keys.map((k) => (
               <tr data-key={k.id}>
                 <td>{k.name}</td>
-                <td><code>{k.prefix}…</code></td>
-                <td><Time at={k.created_at} /></td>
-                <td class="key-last-used"><Time at={k.last_used_at} none="never" /></td>
-                <td><Time at={k.revoked_at} /></td>
+                <td>
+                  <code>{k.prefix}…</code>
+                </td>
+                <td>
+                  <Time at={k.created_at} />
+                </td>
+                <td class="key-last-used">
+                  <Time at={k.last_used_at} none="never" />
+                </td>
+                <td>
+                  <Time at={k.revoked_at} />
+                </td>
                 <td>{!k.revoked_at && <a href={`/panel/merchants/${merchantId}/keys/${k.id}/revoke`}>Revoke…</a>}</td>
               </tr>
             ))}
           </tbody>
         </table>
       )}
-      {props.keys.length > 0 && <p class="muted">A key's last use is written at most once every {props.lastUsedSeconds} s, not on every request: the time shown can lag by about that much.</p>}
+      {props.keys.length > 0 && (
+        <p class="muted">
+          A key's last use is written at most once every {props.lastUsedSeconds} s, not on every request: the time shown can lag by about
+          that much.
+        </p>
+      )}
       <h2>Create a key</h2>
       <ErrorMessage error={props.error} labels={{ name: 'Name' }} />
       <form class="stacked" method="post" action={`/panel/merchants/${merchantId}/keys`}>
         <CsrfField session={session} />
-        <label>Name (the integration that uses it)<input name="name" required maxlength={200} value={props.name ?? ''} /></label>
+        <label>
+          Name (the integration that uses it)
+          <input name="name" required maxlength={200} value={props.name ?? ''} />
+        </label>
         <button type="submit">Create key</button>
       </form>
     </Layout>
@@ -66,8 +102,15 @@ export function keyPages(service: Service, accounts: () => PanelAccounts) {
     // A refused name, beside the form, as typed (refusals.ts).
     const refused = await refusalOf<{ name: string }>(c, accounts);
     return c.html(
-      <KeysPage session={sessionOf(c)} merchantId={merchantId} keys={await admin.listApiKeys(merchantId)} lastUsedSeconds={lastUsedSeconds} notice={notice}
-        error={refused?.error} name={refused?.input?.name} />,
+      <KeysPage
+        session={sessionOf(c)}
+        merchantId={merchantId}
+        keys={await admin.listApiKeys(merchantId)}
+        lastUsedSeconds={lastUsedSeconds}
+        notice={notice}
+        error={refused?.error}
+        name={refused?.input?.name}
+      />,
     );
   });
 
@@ -76,10 +119,16 @@ export function keyPages(service: Service, accounts: () => PanelAccounts) {
     const merchantId = merchantOf(c);
     const form = await formOf(c);
     const name = field(form, 'name');
-    const outcome = await formAction(() => admin.createApiKey(merchantId, validated(CreateApiKeyInputSchema, { name }).name, principalName(session.principal)));
+    const outcome = await formAction(() =>
+      admin.createApiKey(merchantId, validated(CreateApiKeyInputSchema, { name }).name, principalName(session.principal)),
+    );
     if (outcome.error) return redirectRefused(c, accounts, `/panel/merchants/${merchantId}/keys`, outcome.error, { input: { name } });
     const created = outcome.ok;
-    return redirectToShownOnce(c, accounts, `/panel/merchants/${merchantId}/keys/shown`, { kind: 'api_key', name: created.name, key: created.key } satisfies CreatedKey);
+    return redirectToShownOnce(c, accounts, `/panel/merchants/${merchantId}/keys/shown`, {
+      kind: 'api_key',
+      name: created.name,
+      key: created.key,
+    } satisfies CreatedKey);
   });
 
   pages.get('/shown/:shownId', async (c) => {
@@ -88,13 +137,23 @@ export function keyPages(service: Service, accounts: () => PanelAccounts) {
     const back = { href: `/panel/merchants/${merchantId}/keys`, label: 'Back to the keys' };
     const created = await shownOnce<CreatedKey>(c, accounts, 'api_key');
     if (!created) {
-      return c.html(<AlreadyShown session={session} merchantId={merchantId} what="The new API key" back={back}
-        lost="If it was not copied, revoke that key and create another." />, 410);
+      return c.html(
+        <AlreadyShown
+          session={session}
+          merchantId={merchantId}
+          what="The new API key"
+          back={back}
+          lost="If it was not copied, revoke that key and create another."
+        />,
+        410,
+      );
     }
     return c.html(
       <Layout title="API key created" session={session} merchantId={merchantId}>
         <ShownOnce label={`API key "${created.name}"`} secret={created.key} />
-        <p><a href={back.href}>Done: back to the keys</a></p>
+        <p>
+          <a href={back.href}>Done: back to the keys</a>
+        </p>
       </Layout>,
     );
   });
@@ -107,10 +166,14 @@ export function keyPages(service: Service, accounts: () => PanelAccounts) {
     if (!key) return c.redirect(`/panel/merchants/${merchantId}/keys`, 303);
     return c.html(
       <Layout title="Revoke the key?" session={session} merchantId={merchantId}>
-        <p>Requests with "{key.name}" (<code>{key.prefix}…</code>) are refused from now on. This cannot be undone.</p>
+        <p>
+          Requests with "{key.name}" (<code>{key.prefix}…</code>) are refused from now on. This cannot be undone.
+        </p>
         <form method="post" action={`/panel/merchants/${merchantId}/keys/${key.id}/revoke`}>
           <CsrfField session={session} />
-          <button type="submit" class="danger">Revoke the key</button>{' '}
+          <button type="submit" class="danger">
+            Revoke the key
+          </button>{' '}
           <a href={`/panel/merchants/${merchantId}/keys`}>Cancel</a>
         </form>
       </Layout>,

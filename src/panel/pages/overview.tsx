@@ -32,7 +32,12 @@ function lagText(seconds: number | null): string {
 function Counts(props: { label: string; rows: [string, number, string?][] }) {
   return (
     <dl class="counts" aria-label={props.label}>
-      {props.rows.map(([name, n, tone]) => <div class={tone && n > 0 ? `tile-${tone}` : undefined}><dt>{name}</dt><dd>{n}</dd></div>)}
+      {props.rows.map(([name, n, tone]) => (
+        <div class={tone && n > 0 ? `tile-${tone}` : undefined}>
+          <dt>{name}</dt>
+          <dd>{n}</dd>
+        </div>
+      ))}
     </dl>
   );
 }
@@ -47,18 +52,36 @@ function MerchantOverviewPage(props: { session: PanelSession; view: MerchantOver
         <h2 id="stores">Stores</h2>
         {view.stores.length === 0 ? (
           <p>
-            No stores yet: the operator creates them (the command line's <code>stores set</code>, or the admin API); then
-            add products on the <a href={`${base}/import`}>Import</a> page.
+            No stores yet: the operator creates them (the command line's <code>stores set</code>, or the admin API); then add products on
+            the <a href={`${base}/import`}>Import</a> page.
           </p>
         ) : (
           <table class="labelled">
-            <thead><tr><th>Store</th><th>Published (incl. excluded)</th>{REASONS.map(([, label]) => <th>{label}</th>)}</tr></thead>
+            <thead>
+              <tr>
+                <th>Store</th>
+                <th>Published (incl. excluded)</th>
+                {REASONS.map(([, label]) => (
+                  <th>{label}</th>
+                ))}
+              </tr>
+            </thead>
             <tbody>
               {view.stores.map(({ store, total, excluded }) => (
                 <tr data-store={store.slug}>
-                  <td data-label="Store">{store.name} <span class="muted">{store.slug} · {store.currency}{store.active ? '' : ' · inactive'}</span></td>
+                  <td data-label="Store">
+                    {store.name}{' '}
+                    <span class="muted">
+                      {store.slug} · {store.currency}
+                      {store.active ? '' : ' · inactive'}
+                    </span>
+                  </td>
                   <td data-count="total">{total}</td>
-                  {REASONS.map(([reason, label]) => <td data-label={label} data-count={reason}>{excluded[reason]}</td>)}
+                  {REASONS.map(([reason, label]) => (
+                    <td data-label={label} data-count={reason}>
+                      {excluded[reason]}
+                    </td>
+                  ))}
                 </tr>
               ))}
             </tbody>
@@ -66,37 +89,58 @@ function MerchantOverviewPage(props: { session: PanelSession; view: MerchantOver
         )}
         {view.stores.length > 0 && (
           <p class="muted" id="published-note">
-            Published counts every product integrators can read in the store, the excluded ones included (they are listed
-            with <code>excluded: true</code>); the other columns count the excluded ones by reason.
+            Published counts every product integrators can read in the store, the excluded ones included (they are listed with{' '}
+            <code>excluded: true</code>); the other columns count the excluded ones by reason.
           </p>
         )}
       </section>
       <div class="overview-grid">
         <section aria-labelledby="endpoints">
           <h2 id="endpoints">Webhook endpoints</h2>
-          <Counts label="Endpoints by health" rows={[
-            ['Healthy', view.endpoints.byHealth.healthy], ['Failing', view.endpoints.byHealth.failing, 'failing'],
-            ['Paused', view.endpoints.byHealth.paused], ['Disabled', view.endpoints.byHealth.disabled],
-          ]} />
-          <p><a href={`${base}/endpoints`}>{view.endpoints.total} {view.endpoints.total === 1 ? 'endpoint' : 'endpoints'}</a></p>
-          <p>Feed lag: <strong id="feed-lag">{lagText(view.feedLagSeconds)}</strong></p>
+          <Counts
+            label="Endpoints by health"
+            rows={[
+              ['Healthy', view.endpoints.byHealth.healthy],
+              ['Failing', view.endpoints.byHealth.failing, 'failing'],
+              ['Paused', view.endpoints.byHealth.paused],
+              ['Disabled', view.endpoints.byHealth.disabled],
+            ]}
+          />
+          <p>
+            <a href={`${base}/endpoints`}>
+              {view.endpoints.total} {view.endpoints.total === 1 ? 'endpoint' : 'endpoints'}
+            </a>
+          </p>
+          <p>
+            Feed lag: <strong id="feed-lag">{lagText(view.feedLagSeconds)}</strong>
+          </p>
         </section>
         <section aria-labelledby="images">
           <h2 id="images">Images</h2>
-          <Counts label="Images by mirroring state" rows={[
-            ['Pending', view.images.pending], ['Mirrored', view.images.mirrored], ['Dead', view.images.dead],
-          ]} />
+          <Counts
+            label="Images by mirroring state"
+            rows={[
+              ['Pending', view.images.pending],
+              ['Mirrored', view.images.mirrored],
+              ['Dead', view.images.dead],
+            ]}
+          />
         </section>
       </div>
       <section aria-labelledby="notifications">
         <h2 id="notifications">Recent notifications</h2>
-        {view.notifications.length === 0 ? <p>No notifications to the owners: they appear here when a webhook endpoint fails, is paused or is disabled.</p> : (
+        {view.notifications.length === 0 ? (
+          <p>No notifications to the owners: they appear here when a webhook endpoint fails, is paused or is disabled.</p>
+        ) : (
           <ul class="notifications">
             {view.notifications.map((n) => (
               <li data-notification={n.id}>
                 <span class={`status-${n.kind}`}>{n.kind}</span>{' '}
                 {n.endpoint_id === null ? n.subject : <a href={`${base}/endpoints/${n.endpoint_id}`}>{n.subject}</a>}{' '}
-                <span class="muted"><Time at={n.created_at} /></span>{' · '}
+                <span class="muted">
+                  <Time at={n.created_at} />
+                </span>
+                {' · '}
                 <NotificationEnded notification={n} />
               </li>
             ))}
@@ -121,17 +165,33 @@ export function overviewPage(service: Service, accounts: () => PanelAccounts) {
     const merchants = await admin.listMerchants();
     return c.html(
       <Layout title="Merchants" session={session}>
-        {merchants.length === 0 ? <p>No merchants yet: create one with the command line (<code>merchants create --name N</code>) or the admin API.</p> : (
+        {merchants.length === 0 ? (
+          <p>
+            No merchants yet: create one with the command line (<code>merchants create --name N</code>) or the admin API.
+          </p>
+        ) : (
           <table>
-            <thead><tr><th>Merchant</th><th>Created</th><th></th></tr></thead>
+            <thead>
+              <tr>
+                <th>Merchant</th>
+                <th>Created</th>
+                <th></th>
+              </tr>
+            </thead>
             <tbody>
               {merchants.map((m) => (
                 <tr>
-                  <td><a href={`/panel/merchants/${m.id}`}>{m.name}</a> <span class="muted">#{m.id}</span></td>
-                  <td><Time at={m.created_at} /></td>
                   <td>
-                    <a href={`/panel/merchants/${m.id}/endpoints`}>Endpoints</a>{' · '}
-                    <a href={`/panel/merchants/${m.id}/keys`}>API keys</a>{' · '}
+                    <a href={`/panel/merchants/${m.id}`}>{m.name}</a> <span class="muted">#{m.id}</span>
+                  </td>
+                  <td>
+                    <Time at={m.created_at} />
+                  </td>
+                  <td>
+                    <a href={`/panel/merchants/${m.id}/endpoints`}>Endpoints</a>
+                    {' · '}
+                    <a href={`/panel/merchants/${m.id}/keys`}>API keys</a>
+                    {' · '}
                     <a href={`/panel/merchants/${m.id}/users`}>Users</a>
                   </td>
                 </tr>

@@ -10,7 +10,9 @@ import { endSession, startSession, type PanelEnv, type SessionCookie } from '../
 import { ProblemError } from '../../shared/problem.js';
 
 function LoginPage(props: {
-  error?: { detail: string } | undefined; notice?: string | undefined; email?: string;
+  error?: { detail: string } | undefined;
+  notice?: string | undefined;
+  email?: string;
   /** Which form failed: its error is shown above it. */
   errorAt?: 'user' | 'operator';
 }) {
@@ -20,14 +22,23 @@ function LoginPage(props: {
       <h2>Merchant user</h2>
       {props.errorAt === 'user' && <ErrorMessage error={props.error} />}
       <form class="stacked" method="post" action="/panel/login">
-        <label>E-mail<input type="email" name="email" autocomplete="username" required value={props.email ?? ''} /></label>
-        <label>Password<input type="password" name="password" autocomplete="current-password" required /></label>
+        <label>
+          E-mail
+          <input type="email" name="email" autocomplete="username" required value={props.email ?? ''} />
+        </label>
+        <label>
+          Password
+          <input type="password" name="password" autocomplete="current-password" required />
+        </label>
         <button type="submit">Sign in</button>
       </form>
       <h2>Operator</h2>
       {props.errorAt === 'operator' && <ErrorMessage error={props.error} />}
       <form class="stacked" method="post" action="/panel/login/operator">
-        <label>Admin token<input type="password" name="admin_token" autocomplete="off" required /></label>
+        <label>
+          Admin token
+          <input type="password" name="admin_token" autocomplete="off" required />
+        </label>
         <button type="submit">Sign in as operator</button>
       </form>
     </Layout>
@@ -37,13 +48,18 @@ function LoginPage(props: {
 function InvitationPage(props: { token: string; email: string; purpose: PanelLinkPurpose; error?: { detail: string } | undefined }) {
   return (
     <Layout title={props.purpose === 'reset' ? 'Set a new password' : 'Set your password'}>
-      {props.purpose === 'reset'
-        ? <p>Choose a new password of at least 12 characters for {props.email}. Every session of the account is then signed out.</p>
-        : <p>Welcome, {props.email}. Choose a password of at least 12 characters to finish your account.</p>}
+      {props.purpose === 'reset' ? (
+        <p>Choose a new password of at least 12 characters for {props.email}. Every session of the account is then signed out.</p>
+      ) : (
+        <p>Welcome, {props.email}. Choose a password of at least 12 characters to finish your account.</p>
+      )}
       <ErrorMessage error={props.error} labels={{ password: 'New password' }} />
       <form class="stacked" method="post" action={`/panel/invitations/${encodeURIComponent(props.token)}`}>
         <input type="text" name="username" autocomplete="username" value={props.email} hidden readonly />
-        <label>New password<input type="password" name="password" autocomplete="new-password" minlength={12} required /></label>
+        <label>
+          New password
+          <input type="password" name="password" autocomplete="new-password" minlength={12} required />
+        </label>
         <button type="submit">Set password</button>
       </form>
     </Layout>
@@ -58,8 +74,11 @@ export function signInPages(accounts: () => PanelAccounts, cookie: SessionCookie
 
   pages.get('/login', (c) => {
     if (c.get('session')) return c.redirect('/panel', 303);
-    const notice = c.req.query('welcome') ? 'Your password is set: sign in.'
-      : c.req.query('reset') ? 'Your new password is set and every session of the account is signed out: sign in.' : undefined;
+    const notice = c.req.query('welcome')
+      ? 'Your password is set: sign in.'
+      : c.req.query('reset')
+        ? 'Your new password is set and every session of the account is signed out: sign in.'
+        : undefined;
     return c.html(<LoginPage notice={notice} />);
   });
 
@@ -72,7 +91,10 @@ export function signInPages(accounts: () => PanelAccounts, cookie: SessionCookie
       if (!(error instanceof ProblemError) || (error.status !== 401 && error.status !== 429)) throw error;
       for (const [name, value] of Object.entries(error.headers)) c.header(name, value);
       // Only the merchant user's form has an e-mail.
-      return c.html(<LoginPage error={error} errorAt={email === undefined ? 'operator' : 'user'} {...(email ? { email } : {})} />, error.status as 401 | 429);
+      return c.html(
+        <LoginPage error={error} errorAt={email === undefined ? 'operator' : 'user'} {...(email ? { email } : {})} />,
+        error.status,
+      );
     }
   };
 

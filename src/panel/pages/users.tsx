@@ -26,10 +26,21 @@ const DONE = {
 } as const satisfies Record<string, string>;
 
 /** The invitation form's fields. */
-interface InviteInput { email: string; role: PanelRole }
+interface InviteInput {
+  email: string;
+  role: PanelRole;
+}
 
 /** An invitation or reset link, between the POST that made it and the one page that shows it. */
-interface ShownLink { kind: 'panel_link'; purpose: 'invitation' | 'reset'; email: string; role: PanelRole; expires_at: string; path: string; url: string }
+interface ShownLink {
+  kind: 'panel_link';
+  purpose: 'invitation' | 'reset';
+  email: string;
+  role: PanelRole;
+  expires_at: string;
+  path: string;
+  url: string;
+}
 
 function LinkShown(props: { link: ShownLink }) {
   const { link } = props;
@@ -42,25 +53,40 @@ function LinkShown(props: { link: ShownLink }) {
           : `Send this single-use link to the new user; it works until ${utcText(link.expires_at)}.`}{' '}
         It is shown this once.
       </p>
-      <code class="secret" id="secret"><a href={link.path}>{link.url}</a></code>
-      <p><button type="button" data-copy="#secret" hidden>Copy</button></p>
+      <code class="secret" id="secret">
+        <a href={link.path}>{link.url}</a>
+      </code>
+      <p>
+        <button type="button" data-copy="#secret" hidden>
+          Copy
+        </button>
+      </p>
     </section>
   );
 }
 
 function UsersPage(props: {
-  session: PanelSession; merchantId: number; users: PanelUser[]; links: PendingLink[]; audit: AuditEntry[]; sendsEmail: boolean;
-  notice?: string | undefined; error?: ShownError | undefined; inviteError?: ShownError | undefined; shown?: ShownLink | undefined;
+  session: PanelSession;
+  merchantId: number;
+  users: PanelUser[];
+  links: PendingLink[];
+  audit: AuditEntry[];
+  sendsEmail: boolean;
+  notice?: string | undefined;
+  error?: ShownError | undefined;
+  inviteError?: ShownError | undefined;
+  shown?: ShownLink | undefined;
   /** The invitation form as typed, after a refusal. */
   invite?: InviteInput | undefined;
 }) {
   const { session, merchantId } = props;
   const base = `/panel/merchants/${merchantId}/users`;
-  const resetHelp = session.principal.kind === 'operator'
-    ? 'A password reset gives you a single-use link for the account (also e-mailed to it when the deployment sends e-mail).'
-    : props.sendsEmail
-      ? "A password reset e-mails a single-use link to the account's own address; you never see it."
-      : 'This deployment sends no e-mail: ask the operator to reset a password.';
+  const resetHelp =
+    session.principal.kind === 'operator'
+      ? 'A password reset gives you a single-use link for the account (also e-mailed to it when the deployment sends e-mail).'
+      : props.sendsEmail
+        ? "A password reset e-mails a single-use link to the account's own address; you never see it."
+        : 'This deployment sends no e-mail: ask the operator to reset a password.';
   return (
     <Layout title="Users" session={session} merchantId={merchantId}>
       <Notice text={props.notice} />
@@ -68,13 +94,28 @@ function UsersPage(props: {
       <ErrorMessage error={props.error} />
       {props.users.length === 0 && <p>No users yet: invite the merchant's people below.</p>}
       <table>
-        <thead><tr><th>E-mail</th><th>Role</th><th>Since</th><th>Actions</th></tr></thead>
+        <thead>
+          <tr>
+            <th>E-mail</th>
+            <th>Role</th>
+            <th>Since</th>
+            <th>Actions</th>
+          </tr>
+        </thead>
         <tbody>
           {props.users.map((u) => (
             <tr>
-              <td>{u.email}</td><td>{u.role}</td><td><Time at={u.created_at} /></td>
+              <td>{u.email}</td>
+              <td>{u.role}</td>
               <td>
-                {(session.principal.kind === 'operator' || props.sendsEmail) && <><a href={`${base}/${u.id}/reset`}>Reset password…</a>{' '}</>}
+                <Time at={u.created_at} />
+              </td>
+              <td>
+                {(session.principal.kind === 'operator' || props.sendsEmail) && (
+                  <>
+                    <a href={`${base}/${u.id}/reset`}>Reset password…</a>{' '}
+                  </>
+                )}
                 <a href={`${base}/${u.id}/remove`}>Remove…</a>
               </td>
             </tr>
@@ -83,17 +124,33 @@ function UsersPage(props: {
       </table>
       <p class="muted">{resetHelp}</p>
       <h2 id="pending-links">Pending invitations and resets</h2>
-      {props.links.length === 0 ? <p>No link is waiting to be used.</p> : (
+      {props.links.length === 0 ? (
+        <p>No link is waiting to be used.</p>
+      ) : (
         <table aria-labelledby="pending-links">
-          <thead><tr><th>E-mail</th><th>For</th><th>Created</th><th>Works until</th><th>Actions</th></tr></thead>
+          <thead>
+            <tr>
+              <th>E-mail</th>
+              <th>For</th>
+              <th>Created</th>
+              <th>Works until</th>
+              <th>Actions</th>
+            </tr>
+          </thead>
           <tbody>
             {props.links.map((l) => (
               <tr data-link={l.id}>
                 <td>{l.email}</td>
                 <td>{l.purpose === 'reset' ? 'password reset' : `invitation as ${l.role}`}</td>
-                <td><Time at={l.created_at} /></td>
-                <td><Time at={l.expires_at} /></td>
-                <td><a href={`${base}/links/${l.id}/revoke`}>Revoke…</a></td>
+                <td>
+                  <Time at={l.created_at} />
+                </td>
+                <td>
+                  <Time at={l.expires_at} />
+                </td>
+                <td>
+                  <a href={`${base}/links/${l.id}/revoke`}>Revoke…</a>
+                </td>
               </tr>
             ))}
           </tbody>
@@ -101,14 +158,23 @@ function UsersPage(props: {
       )}
       <h2>Invite a user</h2>
       <ErrorMessage error={props.inviteError} labels={{ email: 'E-mail', role: 'Role' }} />
-      <p class="muted">A new invitation for an e-mail revokes its earlier links. An e-mail that already has an account cannot be invited again: reset its password instead.</p>
+      <p class="muted">
+        A new invitation for an e-mail revokes its earlier links. An e-mail that already has an account cannot be invited again: reset its
+        password instead.
+      </p>
       <form class="stacked" method="post" action={base}>
         <CsrfField session={session} />
-        <label>E-mail<input type="email" name="email" required value={props.invite?.email ?? ''} /></label>
-        <label>Role
+        <label>
+          E-mail
+          <input type="email" name="email" required value={props.invite?.email ?? ''} />
+        </label>
+        <label>
+          Role
           <select name="role">
             <option value="member">member</option>
-            <option value="owner" selected={props.invite?.role === 'owner'}>owner (can invite and remove users)</option>
+            <option value="owner" selected={props.invite?.role === 'owner'}>
+              owner (can invite and remove users)
+            </option>
           </select>
         </label>
         <button type="submit">Invite</button>
@@ -116,8 +182,26 @@ function UsersPage(props: {
       <h2>Audit log</h2>
       {props.audit.length === 0 && <p>Nothing recorded yet: every change made in the panel is listed here, with who made it and when.</p>}
       <table>
-        <thead><tr><th>When</th><th>Who</th><th>What</th><th>Detail</th></tr></thead>
-        <tbody>{props.audit.map((a) => <tr><td><Time at={a.at} /></td><td>{a.actor}</td><td>{a.action}</td><td>{a.detail}</td></tr>)}</tbody>
+        <thead>
+          <tr>
+            <th>When</th>
+            <th>Who</th>
+            <th>What</th>
+            <th>Detail</th>
+          </tr>
+        </thead>
+        <tbody>
+          {props.audit.map((a) => (
+            <tr>
+              <td>
+                <Time at={a.at} />
+              </td>
+              <td>{a.actor}</td>
+              <td>{a.action}</td>
+              <td>{a.detail}</td>
+            </tr>
+          ))}
+        </tbody>
       </table>
     </Layout>
   );
@@ -127,21 +211,36 @@ export function userPages(_service: Service, accounts: () => PanelAccounts) {
   const pages = new Hono<PanelEnv>();
   const listing = async (session: PanelSession, merchantId: number) => {
     const [users, links, audit] = await Promise.all([
-      accounts().listUsers(session.principal, merchantId), accounts().listPendingLinks(session.principal, merchantId),
+      accounts().listUsers(session.principal, merchantId),
+      accounts().listPendingLinks(session.principal, merchantId),
       accounts().auditLog(session.principal, merchantId, AUDIT_ROWS),
     ]);
     return { users, links, audit, sendsEmail: accounts().sendsEmail };
   };
-  const page = async (c: PanelContext, extra: { notice?: string | undefined; error?: ShownError | undefined; inviteError?: ShownError | undefined; invite?: InviteInput | undefined; shown?: ShownLink }) => {
+  const page = async (
+    c: PanelContext,
+    extra: {
+      notice?: string | undefined;
+      error?: ShownError | undefined;
+      inviteError?: ShownError | undefined;
+      invite?: InviteInput | undefined;
+      shown?: ShownLink;
+    },
+  ) => {
     const session = sessionOf(c);
     const merchantId = merchantOf(c);
-    return c.html(<UsersPage session={session} merchantId={merchantId} {...await listing(session, merchantId)} {...extra} />);
+    return c.html(<UsersPage session={session} merchantId={merchantId} {...(await listing(session, merchantId))} {...extra} />);
   };
   const usersUrl = (c: PanelContext) => `/panel/merchants/${merchantOf(c)}/users`;
   const shownLink = (c: PanelContext, link: Omit<ShownLink, 'kind' | 'path' | 'url'> & { token: string }) => {
     const { token, ...rest } = link;
     const path = `/panel/invitations/${encodeURIComponent(token)}`;
-    return redirectToShownOnce(c, accounts, `${usersUrl(c)}/shown`, { kind: 'panel_link', ...rest, path, url: accounts().linkUrl(token) } satisfies ShownLink);
+    return redirectToShownOnce(c, accounts, `${usersUrl(c)}/shown`, {
+      kind: 'panel_link',
+      ...rest,
+      path,
+      url: accounts().linkUrl(token),
+    } satisfies ShownLink);
   };
 
   // The list, with a refused invitation beside its form, a refused removal or reset above (refusals.ts).
@@ -150,7 +249,9 @@ export function userPages(_service: Service, accounts: () => PanelAccounts) {
     const invite = refused?.at === 'invite';
     return page(c, {
       notice: noticeFor(DONE, c.req.query('done')),
-      error: invite ? undefined : refused?.error, inviteError: invite ? refused.error : undefined, invite: refused?.input,
+      error: invite ? undefined : refused?.error,
+      inviteError: invite ? refused.error : undefined,
+      invite: refused?.input,
     });
   });
 
@@ -168,12 +269,21 @@ export function userPages(_service: Service, accounts: () => PanelAccounts) {
   pages.get('/shown/:shownId', async (c) => {
     const shown = await shownOnce<ShownLink>(c, accounts, 'panel_link');
     if (!shown) {
-      return c.html(<AlreadyShown session={sessionOf(c)} merchantId={merchantOf(c)} what="The link" back={{ href: usersUrl(c), label: 'Back to the users' }}
-        lost="If it was not copied, revoke it in the pending links and make a new one." />, 410);
+      return c.html(
+        <AlreadyShown
+          session={sessionOf(c)}
+          merchantId={merchantOf(c)}
+          what="The link"
+          back={{ href: usersUrl(c), label: 'Back to the users' }}
+          lost="If it was not copied, revoke it in the pending links and make a new one."
+        />,
+        410,
+      );
     }
-    const notice = shown.purpose === 'reset'
-      ? `A password reset link for ${shown.email} works until ${utcText(shown.expires_at)}.`
-      : `${shown.email} is invited as ${shown.role} until ${utcText(shown.expires_at)}.`;
+    const notice =
+      shown.purpose === 'reset'
+        ? `A password reset link for ${shown.email} works until ${utcText(shown.expires_at)}.`
+        : `${shown.email} is invited as ${shown.role} until ${utcText(shown.expires_at)}.`;
     return page(c, { notice, shown });
   });
 
@@ -183,8 +293,18 @@ export function userPages(_service: Service, accounts: () => PanelAccounts) {
     const user = await userOf(c, session, merchantId);
     const self = session.principal.kind === 'user' && session.principal.user.id === user.id;
     return c.html(
-      <ConfirmPage session={session} merchantId={merchantId} title="Remove the user?" action={`${usersUrl(c)}/${user.id}/remove`} button="Remove the user" cancel={usersUrl(c)}>
-        <p>{self ? 'You' : user.email} ({user.role}) will no longer sign in for this merchant: every session of the account ends at once, and its pending links stop working.{self ? ' You are signed out.' : ''}</p>
+      <ConfirmPage
+        session={session}
+        merchantId={merchantId}
+        title="Remove the user?"
+        action={`${usersUrl(c)}/${user.id}/remove`}
+        button="Remove the user"
+        cancel={usersUrl(c)}
+      >
+        <p>
+          {self ? 'You' : user.email} ({user.role}) will no longer sign in for this merchant: every session of the account ends at once, and
+          its pending links stop working.{self ? ' You are signed out.' : ''}
+        </p>
       </ConfirmPage>,
     );
   });
@@ -203,13 +323,21 @@ export function userPages(_service: Service, accounts: () => PanelAccounts) {
     const user = await userOf(c, session, merchantId);
     const operator = session.principal.kind === 'operator';
     return c.html(
-      <ConfirmPage session={session} merchantId={merchantId} title="Reset the password?" action={`${usersUrl(c)}/${user.id}/reset`}
-        button={operator ? 'Make a reset link' : 'E-mail a reset link'} cancel={usersUrl(c)} danger={false}>
+      <ConfirmPage
+        session={session}
+        merchantId={merchantId}
+        title="Reset the password?"
+        action={`${usersUrl(c)}/${user.id}/reset`}
+        button={operator ? 'Make a reset link' : 'E-mail a reset link'}
+        cancel={usersUrl(c)}
+        danger={false}
+      >
         <p>
           {operator
             ? `A single-use link that sets a new password for ${user.email} is shown to you once${accounts().sendsEmail ? ', and e-mailed to the account' : ''}.`
-            : `A single-use link that sets a new password is e-mailed to ${user.email} itself.`}
-          {' '}The current password keeps working until the link is used; then every session of the account ends. Earlier links for {user.email} stop working.
+            : `A single-use link that sets a new password is e-mailed to ${user.email} itself.`}{' '}
+          The current password keeps working until the link is used; then every session of the account ends. Earlier links for {user.email}{' '}
+          stop working.
         </p>
       </ConfirmPage>,
     );
@@ -233,8 +361,17 @@ export function userPages(_service: Service, accounts: () => PanelAccounts) {
     const link = (await accounts().listPendingLinks(session.principal, merchantId)).find((l) => l.id === linkId);
     if (!link) return c.redirect(usersUrl(c), 303);
     return c.html(
-      <ConfirmPage session={session} merchantId={merchantId} title="Revoke the link?" action={`${usersUrl(c)}/links/${link.id}/revoke`} button="Revoke the link" cancel={usersUrl(c)}>
-        <p>The {link.purpose === 'reset' ? 'password reset' : 'invitation'} link for {link.email} stops working at once.</p>
+      <ConfirmPage
+        session={session}
+        merchantId={merchantId}
+        title="Revoke the link?"
+        action={`${usersUrl(c)}/links/${link.id}/revoke`}
+        button="Revoke the link"
+        cancel={usersUrl(c)}
+      >
+        <p>
+          The {link.purpose === 'reset' ? 'password reset' : 'invitation'} link for {link.email} stops working at once.
+        </p>
       </ConfirmPage>,
     );
   });

@@ -17,7 +17,8 @@ export class PgChanges implements ChangeStore {
     // follow commit order, and created_at never goes back (greatest) whatever the clocks say.
     // It wakes the live feed's waiting clients of these stores, in every process, at COMMIT
     // (pg_notify: no NOTIFY round trip after it).
-    await this.c.run(`WITH sequence AS (
+    await this.c.run(
+      `WITH sequence AS (
         INSERT INTO change_sequences AS s (merchant_id, last_id, last_at) VALUES ($1, $2, $3)
         ON CONFLICT (merchant_id) DO UPDATE SET last_id = s.last_id + excluded.last_id, last_at = greatest(s.last_at, excluded.last_at)
         RETURNING last_id, last_at),
@@ -26,30 +27,45 @@ export class PgChanges implements ChangeStore {
           SELECT $1, sequence.last_id - $2 + change.ordinal, change.store_id, change.product_id, change.change_type, sequence.last_at
           FROM sequence, unnest($4::bigint[], $5::bigint[], $6::text[]) WITH ORDINALITY AS change (store_id, product_id, change_type, ordinal))
       SELECT pg_notify('${CHANGES_CHANNEL}', $7)`,
-    [merchantId, changes.length, wholeSecondIso(now),
-      changes.map((c) => c.storeId), changes.map((c) => c.productId), changes.map((c) => c.changeType),
-      changedStoresPayload(changes.map((c) => c.storeId))]);
+      [
+        merchantId,
+        changes.length,
+        wholeSecondIso(now),
+        changes.map((c) => c.storeId),
+        changes.map((c) => c.productId),
+        changes.map((c) => c.changeType),
+        changedStoresPayload(changes.map((c) => c.storeId)),
+      ],
+    );
   }
 
   async changesAfter(storeId: number, after: FeedPosition, limit: number): Promise<StoredChange[]> {
-    return this.c.rows<StoredChange & Record<string, unknown>>(`SELECT id, product_id, change_type, created_at FROM changes
-      WHERE store_id = $1 AND (created_at, id) > ($2, $3) ORDER BY created_at, id LIMIT $4`, [storeId, after.at, after.id, limit]);
+    return this.c.rows<StoredChange & Record<string, unknown>>(
+      `SELECT id, product_id, change_type, created_at FROM changes
+      WHERE store_id = $1 AND (created_at, id) > ($2, $3) ORDER BY created_at, id LIMIT $4`,
+      [storeId, after.at, after.id, limit],
+    );
   }
 
   async latestFeedPosition(merchantId: number): Promise<FeedPosition | undefined> {
-    return this.c.one<FeedPosition & Record<string, unknown>>('SELECT last_at AS at, last_id AS id FROM change_sequences WHERE merchant_id = $1',
-      [merchantId]);
+    return this.c.one<FeedPosition & Record<string, unknown>>(
+      'SELECT last_at AS at, last_id AS id FROM change_sequences WHERE merchant_id = $1',
+      [merchantId],
+    );
   }
 
   async changeHorizon(storeId: number): Promise<FeedPosition | undefined> {
-    return this.c.one<FeedPosition & Record<string, unknown>>('SELECT created_at AS at, change_id AS id FROM change_horizons WHERE store_id = $1',
-      [storeId]);
+    return this.c.one<FeedPosition & Record<string, unknown>>(
+      'SELECT created_at AS at, change_id AS id FROM change_horizons WHERE store_id = $1',
+      [storeId],
+    );
   }
 
   async pruneChangesBefore(cutoff: string, limit: number): Promise<number> {
     // A store's changes all belong to one merchant, whose ids and times both grow: its newest pruned
     // position is (max(created_at), max(id)) of what is deleted.
-    const row = await this.c.one<{ n: number }>(`WITH doomed AS (
+    const row = await this.c.one<{ n: number }>(
+      `WITH doomed AS (
         SELECT ctid AS row, store_id, created_at, id FROM changes WHERE created_at < $1 ORDER BY created_at, merchant_id, id LIMIT $2),
       horizon AS (
         INSERT INTO change_horizons AS h (store_id, created_at, change_id)
@@ -59,7 +75,9 @@ export class PgChanges implements ChangeStore {
       deleted AS (
         -- By row address (a TID scan): the batch's rows, whatever the planner guesses of the table's size.
         DELETE FROM changes WHERE ctid = ANY(ARRAY(SELECT row FROM doomed)) RETURNING 1)
-      SELECT count(*) AS n FROM deleted`, [cutoff, limit]);
+      SELECT count(*) AS n FROM deleted`,
+      [cutoff, limit],
+    );
     return row!.n;
   }
 }

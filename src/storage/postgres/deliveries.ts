@@ -2,7 +2,13 @@
 import type { AttemptOutcome, DeliveryStore } from '../port.js';
 import type { DeliveryClaim, OutboxGroup } from '../records.js';
 import type {
-  AttemptHourRecord, AttemptRecord, ClaimedDelivery, DeliveryRecord, DeliveryStatus, NewAttempt, NewDelivery,
+  AttemptHourRecord,
+  AttemptRecord,
+  ClaimedDelivery,
+  DeliveryRecord,
+  DeliveryStatus,
+  NewAttempt,
+  NewDelivery,
 } from '../../webhooks/model.js';
 import { ATTEMPT_COLUMNS, DELIVERY_COLUMNS, DELIVERY_FIELDS, fillIds, hourOf, toAttempt, toDelivery } from '../rows.js';
 import { wholeSecondIso } from '../../shared/time.js';
@@ -18,7 +24,14 @@ const ENDPOINT_CLAIM_LOCK = 0x63707363;
 
 export class PgDeliveries implements DeliveryStore {
   static readonly writes = [
-    'insertDelivery', 'claimDueDeliveries', 'updateDelivery', 'dropPendingDeliveries', 'recordAttempt', 'recordAttemptOutcomes', 'replaceDelivery', 'fillWaitingDelivery',
+    'insertDelivery',
+    'claimDueDeliveries',
+    'updateDelivery',
+    'dropPendingDeliveries',
+    'recordAttempt',
+    'recordAttemptOutcomes',
+    'replaceDelivery',
+    'fillWaitingDelivery',
   ] as const;
 
   constructor(private readonly c: PgConnection) {}
@@ -26,14 +39,27 @@ export class PgDeliveries implements DeliveryStore {
   async insertDelivery(input: NewDelivery, oldestChangeAt = input.created_at): Promise<DeliveryRecord> {
     // A pending delivery wakes the dispatchers at commit: pg_notify in the same statement (one round
     // trip, not a NOTIFY after it; PostgreSQL sends a channel's notification once per transaction).
-    const row = await this.c.one(`WITH inserted AS (
+    const row = await this.c.one(
+      `WITH inserted AS (
         INSERT INTO webhook_deliveries (endpoint_id, event, store_id, product_ids, occurred_at, status, attempts,
           next_attempt_at, created_at, oldest_change_at, test, replaces)
         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING ${DELIVERY_COLUMNS})
-      SELECT inserted.* FROM inserted${input.status === 'pending' ? `, (SELECT pg_notify('${DELIVERY_WORK_CHANNEL}', '')) AS woken` : ''}`, [
-      input.endpoint_id, input.event, input.store_id, JSON.stringify(input.product_ids), input.occurred_at, input.status,
-      input.attempts, input.next_attempt_at, input.created_at, oldestChangeAt, input.test ?? false, input.replaces ?? null,
-    ]);
+      SELECT inserted.* FROM inserted${input.status === 'pending' ? `, (SELECT pg_notify('${DELIVERY_WORK_CHANNEL}', '')) AS woken` : ''}`,
+      [
+        input.endpoint_id,
+        input.event,
+        input.store_id,
+        JSON.stringify(input.product_ids),
+        input.occurred_at,
+        input.status,
+        input.attempts,
+        input.next_attempt_at,
+        input.created_at,
+        oldestChangeAt,
+        input.test ?? false,
+        input.replaces ?? null,
+      ],
+    );
     return toDelivery(row!);
   }
 
@@ -52,11 +78,14 @@ export class PgDeliveries implements DeliveryStore {
     // would stop sending to it until its next poll. The claim lock is an advisory lock of its own,
     // not the endpoint's row: a claim never waits for a coalescing pass or an attempt's health update
     // that holds the row (with several dispatchers those serialized every claim).
-    const due = await this.c.rows<{ id: number; merchant_id: number }>(`SELECT e.id, e.merchant_id, pg_advisory_xact_lock(${ENDPOINT_CLAIM_LOCK}, (e.id % 2147483648)::integer) AS claim_lock
+    const due = await this.c.rows<{ id: number; merchant_id: number }>(
+      `SELECT e.id, e.merchant_id, pg_advisory_xact_lock(${ENDPOINT_CLAIM_LOCK}, (e.id % 2147483648)::integer) AS claim_lock
       FROM (SELECT e.id, e.merchant_id FROM webhook_endpoints AS e
         WHERE e.status = 'active' AND EXISTS (SELECT 1 FROM webhook_deliveries AS d
           WHERE d.endpoint_id = e.id AND d.status IN ('pending', 'failed') AND d.next_attempt_at <= $1)
-        ORDER BY e.id) AS e`, [now]);
+        ORDER BY e.id) AS e`,
+      [now],
+    );
     if (due.length === 0) return [];
     const endpointIds = due.map((r) => r.id);
     const merchantOfDue = new Map(due.map((r) => [r.id, r.merchant_id]));
@@ -67,7 +96,14 @@ export class PgDeliveries implements DeliveryStore {
     const inFlightIds = [...claim.inFlightByEndpoint.keys()];
     // The rates of rate-limited endpoints are read here too, after their claim locks: one claim at a
     // time reserves an endpoint's slots.
-    const found = await this.c.rows<{ kind: 'candidate' | 'leases' | 'merchant' | 'rate'; id: number | null; endpointId: number; nextAttemptAt: string | null; n: number | null }>(`
+    const found = await this.c.rows<{
+      kind: 'candidate' | 'leases' | 'merchant' | 'rate';
+      id: number | null;
+      endpointId: number;
+      nextAttemptAt: string | null;
+      n: number | null;
+    }>(
+      `
       SELECT 'candidate' AS kind, d.id, d.endpoint_id AS "endpointId", d.next_attempt_at AS "nextAttemptAt", NULL::integer AS n
         FROM unnest($1::bigint[]) AS e(id) CROSS JOIN LATERAL (
           SELECT x.id, x.endpoint_id, x.next_attempt_at FROM webhook_deliveries AS x
@@ -82,45 +118,74 @@ export class PgDeliveries implements DeliveryStore {
       SELECT 'rate', NULL, e.id, r.next_at, e.max_per_second FROM webhook_endpoints AS e
         LEFT JOIN webhook_endpoint_rates AS r ON r.endpoint_id = e.id
         WHERE e.id = ANY($1::bigint[]) AND e.max_per_second IS NOT NULL`,
-    [endpointIds, now, claim.perEndpoint, inFlightIds]);
-    const candidates = found.filter((r) => r.kind === 'candidate')
-      .map((c): DueDelivery => ({ id: c.id!, endpointId: c.endpointId, merchantId: merchantOfDue.get(c.endpointId)!, nextAttemptAt: c.nextAttemptAt! }));
+      [endpointIds, now, claim.perEndpoint, inFlightIds],
+    );
+    const candidates = found
+      .filter((r) => r.kind === 'candidate')
+      .map(
+        (c): DueDelivery => ({
+          id: c.id!,
+          endpointId: c.endpointId,
+          merchantId: merchantOfDue.get(c.endpointId)!,
+          nextAttemptAt: c.nextAttemptAt!,
+        }),
+      );
     if (candidates.length === 0) return [];
     const leases = found.filter((r) => r.kind === 'leases').map((r) => ({ endpointId: r.endpointId, n: r.n! }));
     const merchantOf = new Map(found.filter((r) => r.kind === 'merchant').map((r) => [r.endpointId, r.id!]));
-    const rates = new Map<number, EndpointRate>(found.filter((r) => r.kind === 'rate')
-      .map((r) => [r.endpointId, { maxPerSecond: r.n!, nextAt: r.nextAttemptAt }]));
+    const rates = new Map<number, EndpointRate>(
+      found.filter((r) => r.kind === 'rate').map((r) => [r.endpointId, { maxPerSecond: r.n!, nextAt: r.nextAttemptAt }]),
+    );
     const chosen = takeTurns(candidates, claim, new Map(leases.map((r) => [r.endpointId, r.n])), merchantOf, rateSlots(rates, at));
     if (chosen.length === 0) return [];
     const chosenIds = new Set(chosen);
-    const slots = assignSlots(candidates.filter((c) => chosenIds.has(c.id)), rates, at);
+    const slots = assignSlots(
+      candidates.filter((c) => chosenIds.has(c.id)),
+      rates,
+      at,
+    );
     // 3. The lease: next_attempt_at keeps the delivery from being due again; leased_until counts it
     // in flight for its endpoint, in every process, until its attempt is recorded. A delivery
     // waiting for its rate's slot holds its lease that much longer; the endpoints' next slots are
     // written in the same statement (its own table: the endpoint's row is never waited for).
     const leaseUntil = new Date(at.getTime() + claim.leaseMs + (slots.sendAt.size > 0 ? RATE_HORIZON_MS : 0)).toISOString();
-    const rows = await this.c.rows(`WITH rates AS (
+    const rows = await this.c.rows(
+      `WITH rates AS (
         INSERT INTO webhook_endpoint_rates (endpoint_id, next_at) SELECT * FROM unnest($5::bigint[], $6::text[])
         ON CONFLICT (endpoint_id) DO UPDATE SET next_at = excluded.next_at)
       UPDATE webhook_deliveries SET next_attempt_at = $1, leased_until = $1, occurred_at = coalesce(occurred_at, $2)
       WHERE id = ANY($3::bigint[]) AND status IN ('pending', 'failed') AND next_attempt_at <= $4
-      RETURNING ${DELIVERY_COLUMNS}`, [leaseUntil, wholeSecondIso(at), chosen, now, [...slots.nextAt.keys()], [...slots.nextAt.values()]]);
-    return rows.map((row): ClaimedDelivery => ({ ...toDelivery(row), send_at: slots.sendAt.get(Number(row.id)) ?? null })).sort((a, b) => a.id - b.id);
+      RETURNING ${DELIVERY_COLUMNS}`,
+      [leaseUntil, wholeSecondIso(at), chosen, now, [...slots.nextAt.keys()], [...slots.nextAt.values()]],
+    );
+    return rows
+      .map((row): ClaimedDelivery => ({ ...toDelivery(row), send_at: slots.sendAt.get(Number(row.id)) ?? null }))
+      .sort((a, b) => a.id - b.id);
   }
 
-  async fillWaitingDelivery(group: Pick<OutboxGroup, 'endpointId' | 'event' | 'storeId'>, productIds: number[], batchSize: number): Promise<number[]> {
+  async fillWaitingDelivery(
+    group: Pick<OutboxGroup, 'endpointId' | 'event' | 'storeId'>,
+    productIds: number[],
+    batchSize: number,
+  ): Promise<number[]> {
     // The endpoint's pending deliveries newest first (webhook_deliveries_endpoint_status): the first
     // of the group's event and store that was never attempted nor leased. One a claim holds is
     // skipped; the update checks again that no claim leased it meanwhile.
-    const row = await this.c.one<{ id: number; product_ids: string }>(`SELECT id, product_ids FROM webhook_deliveries
+    const row = await this.c.one<{ id: number; product_ids: string }>(
+      `SELECT id, product_ids FROM webhook_deliveries
       WHERE endpoint_id = $1 AND status = 'pending' AND event = $2 AND store_id IS NOT DISTINCT FROM $3 AND attempts = 0
         AND leased_until IS NULL AND NOT test AND replaces IS NULL
-      ORDER BY id DESC LIMIT 1 FOR UPDATE SKIP LOCKED`, [group.endpointId, group.event, group.storeId]);
+      ORDER BY id DESC LIMIT 1 FOR UPDATE SKIP LOCKED`,
+      [group.endpointId, group.event, group.storeId],
+    );
     if (!row) return [];
     const merged = fillIds(JSON.parse(row.product_ids) as number[], productIds, batchSize);
     if (!merged.added) return merged.carried;
-    const updated = await this.c.run(`UPDATE webhook_deliveries SET product_ids = $1
-      WHERE id = $2 AND status = 'pending' AND attempts = 0 AND leased_until IS NULL`, [JSON.stringify(merged.ids), row.id]);
+    const updated = await this.c.run(
+      `UPDATE webhook_deliveries SET product_ids = $1
+      WHERE id = $2 AND status = 'pending' AND attempts = 0 AND leased_until IS NULL`,
+      [JSON.stringify(merged.ids), row.id],
+    );
     return updated === 1 ? merged.carried : [];
   }
 
@@ -129,30 +194,48 @@ export class PgDeliveries implements DeliveryStore {
     if (fields.length === 0) return;
     const values = fields.map((f) => (f === 'product_ids' ? JSON.stringify(patch.product_ids) : (patch[f] as unknown)));
     // An update records the outcome of the attempt the lease was for: the delivery is in flight no more.
-    await this.c.run(`UPDATE webhook_deliveries SET ${fields.map((f, i) => `${f} = $${i + 1}`).join(', ')}, leased_until = NULL
-      WHERE id = $${fields.length + 1}`, [...values, id]);
+    await this.c.run(
+      `UPDATE webhook_deliveries SET ${fields.map((f, i) => `${f} = $${i + 1}`).join(', ')}, leased_until = NULL
+      WHERE id = $${fields.length + 1}`,
+      [...values, id],
+    );
     if (patch.status === 'pending') await notifyWork(this.c, 'deliveries');
   }
 
   async dropPendingDeliveries(endpointId: number): Promise<number> {
-    return this.c.run(`UPDATE webhook_deliveries SET status = 'dropped', next_attempt_at = NULL
-      WHERE endpoint_id = $1 AND status IN ('pending', 'failed')`, [endpointId]);
+    return this.c.run(
+      `UPDATE webhook_deliveries SET status = 'dropped', next_attempt_at = NULL
+      WHERE endpoint_id = $1 AND status IN ('pending', 'failed')`,
+      [endpointId],
+    );
   }
 
   async recordAttempt(deliveryId: number, attempt: NewAttempt): Promise<void> {
-    await this.c.run(`INSERT INTO webhook_attempts (delivery_id, at, status_code, error, latency_ms, response_snippet, request_url, request_headers)
+    await this.c.run(
+      `INSERT INTO webhook_attempts (delivery_id, at, status_code, error, latency_ms, response_snippet, request_url, request_headers)
       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-    [deliveryId, attempt.at, attempt.status_code, attempt.error, attempt.latency_ms, attempt.response_snippet,
-      attempt.request_url ?? null, attempt.request_headers ? JSON.stringify(attempt.request_headers) : null]);
+      [
+        deliveryId,
+        attempt.at,
+        attempt.status_code,
+        attempt.error,
+        attempt.latency_ms,
+        attempt.response_snippet,
+        attempt.request_url ?? null,
+        attempt.request_headers ? JSON.stringify(attempt.request_headers) : null,
+      ],
+    );
   }
 
   async recordAttemptOutcomes(outcomes: AttemptOutcome[]): Promise<void> {
     if (outcomes.length === 0) return;
-    if (new Set(outcomes.map((o) => o.deliveryId)).size !== outcomes.length) throw new TypeError('recordAttemptOutcomes: deliveries must be distinct');
+    if (new Set(outcomes.map((o) => o.deliveryId)).size !== outcomes.length)
+      throw new TypeError('recordAttemptOutcomes: deliveries must be distinct');
     // One statement for every attempt and its delivery (the attempts' ids in the given order); an
     // outcome never makes a delivery pending again, so nothing is notified.
     if (outcomes.some((o) => o.status === 'pending')) throw new TypeError('recordAttemptOutcomes: an outcome is never pending');
-    await this.c.run(`WITH outcome AS (
+    await this.c.run(
+      `WITH outcome AS (
         SELECT * FROM unnest($1::bigint[], $2::text[], $3::integer[], $4::text[], $5::integer[], $6::text[], $7::text[], $8::integer[], $9::text[],
             $10::text[], $11::text[])
           WITH ORDINALITY AS o(delivery_id, at, status_code, error, latency_ms, response_snippet, status, attempts, next_attempt_at,
@@ -165,55 +248,87 @@ export class PgDeliveries implements DeliveryStore {
       UPDATE webhook_deliveries AS d SET attempts = o.attempts, leased_until = NULL,
           status = CASE WHEN d.status = 'dropped' AND o.status <> 'succeeded' THEN 'dropped' ELSE o.status END,
           next_attempt_at = CASE WHEN d.status = 'dropped' AND o.status <> 'succeeded' THEN NULL ELSE o.next_attempt_at END
-        FROM outcome AS o WHERE d.id = o.delivery_id`, [
-      outcomes.map((o) => o.deliveryId), outcomes.map((o) => o.attempt.at), outcomes.map((o) => o.attempt.status_code),
-      outcomes.map((o) => o.attempt.error), outcomes.map((o) => o.attempt.latency_ms), outcomes.map((o) => o.attempt.response_snippet),
-      outcomes.map((o) => o.status), outcomes.map((o) => o.attempts), outcomes.map((o) => o.next_attempt_at),
-      outcomes.map((o) => o.attempt.request_url ?? null), outcomes.map((o) => (o.attempt.request_headers ? JSON.stringify(o.attempt.request_headers) : null)),
-    ]);
+        FROM outcome AS o WHERE d.id = o.delivery_id`,
+      [
+        outcomes.map((o) => o.deliveryId),
+        outcomes.map((o) => o.attempt.at),
+        outcomes.map((o) => o.attempt.status_code),
+        outcomes.map((o) => o.attempt.error),
+        outcomes.map((o) => o.attempt.latency_ms),
+        outcomes.map((o) => o.attempt.response_snippet),
+        outcomes.map((o) => o.status),
+        outcomes.map((o) => o.attempts),
+        outcomes.map((o) => o.next_attempt_at),
+        outcomes.map((o) => o.attempt.request_url ?? null),
+        outcomes.map((o) => (o.attempt.request_headers ? JSON.stringify(o.attempt.request_headers) : null)),
+      ],
+    );
   }
 
   async replaceDelivery(originalId: number, replacementId: number): Promise<void> {
-    await this.c.run(`UPDATE webhook_deliveries SET replaced_by = $2,
+    await this.c.run(
+      `UPDATE webhook_deliveries SET replaced_by = $2,
         status = CASE WHEN status IN ('pending', 'failed') THEN 'dropped' ELSE status END,
         next_attempt_at = CASE WHEN status IN ('pending', 'failed') THEN NULL ELSE next_attempt_at END
-      WHERE id = $1`, [originalId, replacementId]);
+      WHERE id = $1`,
+      [originalId, replacementId],
+    );
   }
 
-  async listDeliveries(endpointId: number, filter: { status?: DeliveryStatus; limit: number; beforeId?: number }): Promise<DeliveryRecord[]> {
+  async listDeliveries(
+    endpointId: number,
+    filter: { status?: DeliveryStatus; limit: number; beforeId?: number },
+  ): Promise<DeliveryRecord[]> {
     // Newest first by keyset: from (endpoint, id), or (endpoint, status, id) for one status (migration 19).
     const values = [endpointId, filter.beforeId ?? Number.MAX_SAFE_INTEGER, filter.limit];
-    return (await this.c.rows(`SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE endpoint_id = $1
+    return (
+      await this.c.rows(
+        `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE endpoint_id = $1
       ${filter.status === undefined ? '' : 'AND status = $4'} AND id < $2 ORDER BY id DESC LIMIT $3`,
-    filter.status === undefined ? values : [...values, filter.status])).map(toDelivery);
+        filter.status === undefined ? values : [...values, filter.status],
+      )
+    ).map(toDelivery);
   }
 
   async listAttempts(deliveryId: number): Promise<AttemptRecord[]> {
-    return (await this.c.rows(`SELECT ${ATTEMPT_COLUMNS} FROM webhook_attempts WHERE delivery_id = $1 ORDER BY id`, [deliveryId])).map(toAttempt);
+    return (await this.c.rows(`SELECT ${ATTEMPT_COLUMNS} FROM webhook_attempts WHERE delivery_id = $1 ORDER BY id`, [deliveryId])).map(
+      toAttempt,
+    );
   }
 
   async attemptsPerHour(endpointId: number, from: string, to: string): Promise<AttemptHourRecord[]> {
     // One range of the counts the attempt log's trigger keeps, by their primary key (migration 36).
-    return this.c.rows<AttemptHourRecord & Row>(`SELECT hour, outcome, attempts, latency_sum_ms AS "latencySumMs", latency_max_ms AS "latencyMaxMs"
-      FROM webhook_attempt_hours WHERE endpoint_id = $1 AND hour >= $2 AND hour < $3 ORDER BY hour, outcome`, [endpointId, hourOf(from), hourOf(to)]);
+    return this.c.rows<AttemptHourRecord & Row>(
+      `SELECT hour, outcome, attempts, latency_sum_ms AS "latencySumMs", latency_max_ms AS "latencyMaxMs"
+      FROM webhook_attempt_hours WHERE endpoint_id = $1 AND hour >= $2 AND hour < $3 ORDER BY hour, outcome`,
+      [endpointId, hourOf(from), hourOf(to)],
+    );
   }
 
   async unsuccessfulDeliveriesSince(endpointId: number, since: string): Promise<DeliveryRecord[]> {
-    return (await this.c.rows(`SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE endpoint_id = $1 AND created_at >= $2
-      AND status IN ('failed', 'given_up', 'dropped') AND replaced_by IS NULL ORDER BY id`, [endpointId, since])).map(toDelivery);
+    return (
+      await this.c.rows(
+        `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE endpoint_id = $1 AND created_at >= $2
+      AND status IN ('failed', 'given_up', 'dropped') AND replaced_by IS NULL ORDER BY id`,
+        [endpointId, since],
+      )
+    ).map(toDelivery);
   }
 
   async oldestWaitingChangeAt(merchantId: number): Promise<string | null> {
     // Per active endpoint of the merchant, one probe each (migration 19): its oldest outbox row, and
     // its deliveries waiting for a first attempt (from the oldest change each carries), never the
     // endpoint's delivered history nor its whole backlog.
-    const row = await this.c.one<{ at: string | null }>(`SELECT min(at) AS at FROM (
+    const row = await this.c.one<{ at: string | null }>(
+      `SELECT min(at) AS at FROM (
       SELECT (SELECT min(o.created_at) FROM webhook_outbox AS o WHERE o.endpoint_id = e.id) AS at
         FROM webhook_endpoints AS e WHERE e.merchant_id = $1 AND e.status = 'active'
       UNION ALL
       SELECT (SELECT min(coalesce(d.oldest_change_at, d.created_at)) FROM webhook_deliveries AS d
           WHERE d.endpoint_id = e.id AND d.status = 'pending' AND d.attempts = 0)
-        FROM webhook_endpoints AS e WHERE e.merchant_id = $1 AND e.status = 'active') AS waiting`, [merchantId]);
+        FROM webhook_endpoints AS e WHERE e.merchant_id = $1 AND e.status = 'active') AS waiting`,
+      [merchantId],
+    );
     return row?.at ?? null;
   }
 }

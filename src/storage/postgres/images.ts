@@ -12,7 +12,8 @@ type WorkRow = ImageMirrorWork & Record<string, unknown>;
 type ClaimedRow = ClaimedImageMirror & Record<string, unknown>;
 
 /** The origin of an image URL column (ClaimedImageMirror.origin; the same rule on SQLite), stored with the row. */
-export const originOf = (url: string) => `lower(substr(${url}, 1, strpos(${url}, '://') + strpos(substr(${url}, strpos(${url}, '://') + 3) || '/', '/') + 1))`;
+export const originOf = (url: string) =>
+  `lower(substr(${url}, 1, strpos(${url}, '://') + strpos(substr(${url}, strpos(${url}, '://') + 3) || '/', '/') + 1))`;
 
 /** The columns of image work as the port returns it (ImageMirrorWork, with its origin). */
 const WORK_COLUMNS = 'merchant_id, url, state, mirrored_url, updated_at, attempts, first_failure_at, next_attempt_at, last_error, origin';
@@ -28,8 +29,11 @@ const LOWER_IMAGE_WORK_HINT = `INSERT INTO image_work_merchants (merchant_id, du
 /** Adds image mirror rows for new URLs (and lowers the merchant's hint): shared with product-sources.ts. */
 export async function ensureMirrorRows(c: PgConnection, merchantId: number, urls: string[], at: string): Promise<void> {
   if (urls.length === 0) return;
-  const added = await c.run(`INSERT INTO image_mirrors (merchant_id, url, origin, state, updated_at, next_attempt_at)
-    SELECT $1, url, ${originOf('url')}, 'pending', $2, $2 FROM unnest($3::text[]) AS url ON CONFLICT DO NOTHING`, [merchantId, at, urls]);
+  const added = await c.run(
+    `INSERT INTO image_mirrors (merchant_id, url, origin, state, updated_at, next_attempt_at)
+    SELECT $1, url, ${originOf('url')}, 'pending', $2, $2 FROM unnest($3::text[]) AS url ON CONFLICT DO NOTHING`,
+    [merchantId, at, urls],
+  );
   if (added === 0) return;
   await c.run(LOWER_IMAGE_WORK_HINT, [merchantId, at]);
   await notifyWork(c, 'images');
@@ -53,30 +57,38 @@ class PgImageClaimQueries implements ImageClaimQueries {
   constructor(private readonly c: PgConnection) {}
 
   async dueMerchants(now: string, after: Pick<ImageWorkHint, 'dueAt' | 'merchantId'> | null, limit: number): Promise<ImageWorkHint[]> {
-    return this.c.rows<ImageWorkHint & Record<string, unknown>>(`SELECT merchant_id AS "merchantId", due_at AS "dueAt", version FROM image_work_merchants
+    return this.c.rows<ImageWorkHint & Record<string, unknown>>(
+      `SELECT merchant_id AS "merchantId", due_at AS "dueAt", version FROM image_work_merchants
       WHERE due_at <= $1 AND (due_at, merchant_id) > ($2, $3) ORDER BY due_at, merchant_id LIMIT $4`,
-    [now, after?.dueAt ?? '', after?.merchantId ?? 0, limit]);
+      [now, after?.dueAt ?? '', after?.merchantId ?? 0, limit],
+    );
   }
 
   async dueImagesOf(merchantId: number, now: string, fullOrigins: string[], perOrigin: number): Promise<ClaimedImageMirror[]> {
     // A loose index scan of the merchant's origins with pending work (one probe each), then each
     // origin's oldest due images from the same index.
-    return this.c.rows<ClaimedRow>(`${PENDING_ORIGINS}
+    return this.c.rows<ClaimedRow>(
+      `${PENDING_ORIGINS}
       SELECT d.* FROM origins AS o CROSS JOIN LATERAL (
         SELECT ${WORK_COLUMNS} FROM image_mirrors AS e
         WHERE e.merchant_id = $1 AND e.state = 'pending' AND e.origin = o.origin AND e.next_attempt_at <= $2
         ORDER BY e.next_attempt_at LIMIT $4 FOR UPDATE SKIP LOCKED
       ) AS d
-      WHERE o.origin IS NOT NULL AND o.origin <> ALL($3::text[])`, [merchantId, now, fullOrigins, perOrigin]);
+      WHERE o.origin IS NOT NULL AND o.origin <> ALL($3::text[])`,
+      [merchantId, now, fullOrigins, perOrigin],
+    );
   }
 
   async earliestPending(merchantId: number): Promise<string | null> {
     // The earliest of each origin's earliest (one probe per origin, from the same index as the claim's).
-    const row = await this.c.one<{ at: string | null }>(`${PENDING_ORIGINS}
+    const row = await this.c.one<{ at: string | null }>(
+      `${PENDING_ORIGINS}
       SELECT min(d.at) AS at FROM origins AS o CROSS JOIN LATERAL (
         SELECT e.next_attempt_at AS at FROM image_mirrors AS e WHERE e.merchant_id = $1 AND e.state = 'pending' AND e.origin = o.origin
         ORDER BY e.next_attempt_at LIMIT 1
-      ) AS d WHERE o.origin IS NOT NULL`, [merchantId]);
+      ) AS d WHERE o.origin IS NOT NULL`,
+      [merchantId],
+    );
     return row?.at ?? null;
   }
 
@@ -88,9 +100,11 @@ class PgImageClaimQueries implements ImageClaimQueries {
   }
 
   async lease(images: ClaimedImageMirror[], leaseUntil: string): Promise<void> {
-    await this.c.run(`UPDATE image_mirrors AS m SET next_attempt_at = $1
+    await this.c.run(
+      `UPDATE image_mirrors AS m SET next_attempt_at = $1
       FROM unnest($2::bigint[], $3::text[]) AS leased(merchant_id, url) WHERE m.merchant_id = leased.merchant_id AND m.url = leased.url`,
-    [leaseUntil, images.map((i) => i.merchant_id), images.map((i) => i.url)]);
+      [leaseUntil, images.map((i) => i.merchant_id), images.map((i) => i.url)],
+    );
   }
 }
 
@@ -106,8 +120,11 @@ export class PgImages implements ImageStore {
   async imageMirrors(merchantId: number, urls: string[]): Promise<Map<string, ImageMirrorRecord>> {
     const mirrors = new Map<string, ImageMirrorRecord>();
     if (urls.length === 0) return mirrors;
-    const rows = await this.c.rows<ImageMirrorRecord & Record<string, unknown>>(`SELECT url, state, mirrored_url FROM image_mirrors
-      WHERE merchant_id = $1 AND url = ANY($2::text[])`, [merchantId, urls]);
+    const rows = await this.c.rows<ImageMirrorRecord & Record<string, unknown>>(
+      `SELECT url, state, mirrored_url FROM image_mirrors
+      WHERE merchant_id = $1 AND url = ANY($2::text[])`,
+      [merchantId, urls],
+    );
     for (const row of rows) mirrors.set(row.url, row);
     return mirrors;
   }
@@ -116,18 +133,26 @@ export class PgImages implements ImageStore {
     await ensureMirrorRows(this.c, merchantId, urls, at);
   }
 
-  async claimDueImageMirrors(now: string, limit: number, leaseUntil: string, fairness: ImageClaimFairness = UNCAPPED_IMAGE_CLAIM): Promise<ClaimedImageMirror[]> {
+  async claimDueImageMirrors(
+    now: string,
+    limit: number,
+    leaseUntil: string,
+    fairness: ImageClaimFairness = UNCAPPED_IMAGE_CLAIM,
+  ): Promise<ClaimedImageMirror[]> {
     return claimImages(this.claims, now, limit, leaseUntil, fairness);
   }
 
   async updateImageMirror(merchantId: number, url: string, patch: Partial<Omit<ImageMirrorWork, 'merchant_id' | 'url'>>): Promise<void> {
     const fields = IMAGE_FIELDS.filter((f) => f in patch);
     if (fields.length === 0) return;
-    const row = await this.c.one<{ state: string; next_attempt_at: string | null }>(`UPDATE image_mirrors SET ${fields.map((f, i) => `${f} = $${i + 1}`).join(', ')}
+    const row = await this.c.one<{ state: string; next_attempt_at: string | null }>(
+      `UPDATE image_mirrors SET ${fields.map((f, i) => `${f} = $${i + 1}`).join(', ')}
       WHERE merchant_id = $${fields.length + 1} AND url = $${fields.length + 2} RETURNING state, next_attempt_at`,
-    [...fields.map((f) => patch[f] as unknown), merchantId, url]);
+      [...fields.map((f) => patch[f] as unknown), merchantId, url],
+    );
     // Pending again (a release, a backoff, retry-dead): the merchant's hint must not be later than it.
-    if (row?.state === 'pending' && row.next_attempt_at !== null) await this.c.run(LOWER_IMAGE_WORK_HINT, [merchantId, row.next_attempt_at]);
+    if (row?.state === 'pending' && row.next_attempt_at !== null)
+      await this.c.run(LOWER_IMAGE_WORK_HINT, [merchantId, row.next_attempt_at]);
     // A dead image put back to pending (retry-dead) is work for the mirrors.
     if (patch.state === 'pending') await notifyWork(this.c, 'images');
   }
@@ -136,14 +161,20 @@ export class PgImages implements ImageStore {
     // Per distinct source URL that a product of the merchant still lists: counts the trigger of
     // migration 16 keeps, not a count of the rows.
     const counts: ImageStateCounts = { pending: 0, mirrored: 0, dead: 0 };
-    const rows = await this.c.rows<{ state: keyof ImageStateCounts; n: number }>('SELECT state, n::integer AS n FROM image_state_counts WHERE merchant_id = $1', [merchantId]);
+    const rows = await this.c.rows<{ state: keyof ImageStateCounts; n: number }>(
+      'SELECT state, n::integer AS n FROM image_state_counts WHERE merchant_id = $1',
+      [merchantId],
+    );
     for (const row of rows) counts[row.state] = row.n;
     return counts;
   }
 
   async deadImages(merchantId: number, limit: number): Promise<ImageMirrorWork[]> {
     // The ones imageStateCounts counts: a source URL no product lists any more is neither shown nor retried.
-    return this.c.rows<WorkRow>(`SELECT ${WORK_COLUMNS} FROM image_mirrors
-      WHERE merchant_id = $1 AND state = 'dead' AND listed > 0 ORDER BY updated_at DESC, url LIMIT $2`, [merchantId, limit]);
+    return this.c.rows<WorkRow>(
+      `SELECT ${WORK_COLUMNS} FROM image_mirrors
+      WHERE merchant_id = $1 AND state = 'dead' AND listed > 0 ORDER BY updated_at DESC, url LIMIT $2`,
+      [merchantId, limit],
+    );
   }
 }

@@ -32,8 +32,19 @@ import { PgWebhookEndpoints } from './webhook-endpoints.js';
 export type { PgPoolLike } from './connection.js';
 
 const AGGREGATES = [
-  PgTenancy, SqlCatalogSetup, PgProductSources, PgImages, PgPublished, PgChanges,
-  PgWebhookEndpoints, PgOutbox, PgDeliveries, SqlNotifications, SqlPanel, SqlImportJobs, PgPublishRuns,
+  PgTenancy,
+  SqlCatalogSetup,
+  PgProductSources,
+  PgImages,
+  PgPublished,
+  PgChanges,
+  PgWebhookEndpoints,
+  PgOutbox,
+  PgDeliveries,
+  SqlNotifications,
+  SqlPanel,
+  SqlImportJobs,
+  PgPublishRuns,
 ] as const;
 
 /** Operations that write: called on the storage itself, each runs as its own transaction. */
@@ -55,28 +66,33 @@ export interface PostgresOptions {
 }
 
 /** bigint (ids, counts) as a JS number: ids stay far below 2^53. Set on this pool only, not pg's global parsers. */
+const INT8: number = pg.types.builtins.INT8;
 const types = {
-  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-    oid === pg.types.builtins.INT8 ? Number : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+  getTypeParser: ((oid: number, format?: 'text' | 'binary'): unknown =>
+    oid === INT8 ? Number : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
 };
 
 /** Makes the pool and starts applying migrations; the storage is usable at once (operations wait). */
 export function openPostgresStorage(url: string, options: PostgresOptions = {}): PostgresStorage {
   const lockTimeoutMs = options.lockTimeoutMs ?? 30_000;
-  const pool = options.pool ?? new pg.Pool({
-    connectionString: url,
-    max: options.poolSize ?? 10,
-    types,
-    options: `-c lock_timeout=${lockTimeoutMs}`,
-    application_name: 'catalog-publishing-service',
-  });
+  const pool =
+    options.pool ??
+    new pg.Pool({
+      connectionString: url,
+      max: options.poolSize ?? 10,
+      types,
+      options: `-c lock_timeout=${lockTimeoutMs}`,
+      application_name: 'catalog-publishing-service',
+    });
   if (pool instanceof pg.Pool) {
     // An idle client whose connection breaks (a server restart) is dropped from the pool; without a
     // listener, its error event would end the process.
     pool.on('error', () => {});
   }
   // Wake-ups after commit on a dedicated listening connection (not with an injected pool: polling only).
-  const wakeups = options.pool ? null : new PgWakeups(() => new pg.Client({ connectionString: url, application_name: 'catalog-publishing-service' }));
+  const wakeups = options.pool
+    ? null
+    : new PgWakeups(() => new pg.Client({ connectionString: url, application_name: 'catalog-publishing-service' }));
   return new PostgresStorage(pool, wakeups);
 }
 
@@ -95,16 +111,23 @@ async function migrate(pool: PgPoolLike): Promise<void> {
         await client.query('BEGIN');
         try {
           for (const statement of statementsOf(migration.sql)) await client.query(statement);
-          await client.query('INSERT INTO schema_migrations (id, name, applied_at) VALUES ($1, $2, $3)',
-            [migration.id, migration.name, new Date().toISOString()]);
+          await client.query('INSERT INTO schema_migrations (id, name, applied_at) VALUES ($1, $2, $3)', [
+            migration.id,
+            migration.name,
+            new Date().toISOString(),
+          ]);
           await client.query('COMMIT');
         } catch (error) {
-          await client.query('ROLLBACK').catch(() => { broken = true; });
+          await client.query('ROLLBACK').catch(() => {
+            broken = true;
+          });
           throw new Error(`PostgreSQL migration ${migration.id} (${migration.name}) failed: ${(error as Error).message}`, { cause: error });
         }
       }
     } finally {
-      await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch(() => { broken = true; });
+      await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch(() => {
+        broken = true;
+      });
     }
   } finally {
     client.release(broken);
@@ -133,10 +156,13 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** A serialization failure or a deadlock: the transaction did nothing and may run again. */
 const isRetryable = (error: unknown) => ['40001', '40P01'].includes((error as { code?: string }).code ?? '');
 
-// Declaration merging: the aggregate operations are installed on each instance in the constructor.
+// Declaration merging: the aggregate operations are installed on each instance in the constructor,
+// so the class cannot declare them itself; the interface is how its type says it has them.
+/* eslint-disable @typescript-eslint/no-unsafe-declaration-merging, @typescript-eslint/no-empty-object-type -- the operations mixin, above */
 export interface PostgresStorage extends StorageOperations {}
 
 export class PostgresStorage implements CatalogStorage {
+  /* eslint-enable @typescript-eslint/no-unsafe-declaration-merging, @typescript-eslint/no-empty-object-type */
   private migrating: Promise<void>;
   private closed = false;
   /** Each pooled client's operations, made once per client and mode. */
@@ -145,19 +171,23 @@ export class PostgresStorage implements CatalogStorage {
   /** Where every connection's statement durations go (operations/statements.ts). */
   private readonly timing: StatementTiming = { observer: null };
 
-  constructor(readonly pool: PgPoolLike, private readonly wakeups: PgWakeups | null = null) {
+  constructor(
+    readonly pool: PgPoolLike,
+    private readonly wakeups: PgWakeups | null = null,
+  ) {
     this.migrating = this.startMigrating();
     const reader = operationsOn(AGGREGATES, new PgConnection(pool, false, false, this.timing));
     const self = this as unknown as Record<string, unknown>;
     for (const name of Object.keys(reader)) {
       const operation = name as keyof StorageOperations;
+      // eslint-disable-next-line @typescript-eslint/unbound-method -- operationsOn binds each operation to its aggregate (sql/operations.ts)
       const read = reader[operation] as (...a: unknown[]) => Promise<unknown>;
       self[name] = WRITES.has(name)
         ? (...args: unknown[]) => this.transaction((tx) => (tx[operation] as (...a: unknown[]) => Promise<unknown>)(...args))
         : async (...args: unknown[]) => {
-          await this.whenReady();
-          return read(...args);
-        };
+            await this.whenReady();
+            return read(...args);
+          };
     }
   }
 
@@ -189,7 +219,9 @@ export class PostgresStorage implements CatalogStorage {
     await this.whenReady();
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.onClient('BEGIN ISOLATION LEVEL READ COMMITTED', (client) => fn(this.operationsOf(client, this.txOperations, true)));
+        return await this.onClient('BEGIN ISOLATION LEVEL READ COMMITTED', (client) =>
+          fn(this.operationsOf(client, this.txOperations, true)),
+        );
       } catch (error) {
         if (!isRetryable(error) || attempt >= MAX_ATTEMPTS) throw error;
         // Jittered backoff, so that the transactions that collided do not collide again.
@@ -224,7 +256,9 @@ export class PostgresStorage implements CatalogStorage {
         return result;
       } catch (error) {
         // A client whose ROLLBACK fails (its connection broke) is not given back to the pool.
-        await client.query('ROLLBACK').catch(() => { broken = true; });
+        await client.query('ROLLBACK').catch(() => {
+          broken = true;
+        });
         throw error;
       }
     } finally {
@@ -282,35 +316,47 @@ export class PostgresStorage implements CatalogStorage {
       const rows = <R extends Record<string, unknown>>(sql: string, params: unknown[] = []) => connection.rows<R>(sql, params);
       const counts: OperationalCounts = {
         endpoints: { active: 0, paused: 0, disabled: 0 },
-        outboxDepth: (await rows<{ n: number }>('SELECT count(*)::integer AS n FROM (SELECT 1 FROM webhook_outbox LIMIT $1) AS o', [countMax]))[0]!.n,
+        outboxDepth: (
+          await rows<{ n: number }>('SELECT count(*)::integer AS n FROM (SELECT 1 FROM webhook_outbox LIMIT $1) AS o', [countMax])
+        )[0]!.n,
         waitingDeliveries: { pending: 0, failed: 0 },
         oldestWaitingAt: null,
         images: { pending: 0, mirrored: 0, dead: 0 },
       };
-      for (const row of await rows<{ status: 'active'; n: number }>('SELECT status, count(*) AS n FROM webhook_endpoints GROUP BY status')) {
+      for (const row of await rows<{ status: 'active'; n: number }>(
+        'SELECT status, count(*) AS n FROM webhook_endpoints GROUP BY status',
+      )) {
         counts.endpoints[row.status] = row.n;
       }
       for (const status of ['pending', 'failed'] as const) {
         // Endpoint by endpoint from the (endpoint, status) index: the matching rows only, never the
         // other status's backlog nor the delivered history.
-        counts.waitingDeliveries[status] = (await rows<{ n: number }>(`SELECT count(*)::integer AS n FROM (SELECT 1 FROM webhook_endpoints AS e
+        counts.waitingDeliveries[status] = (
+          await rows<{ n: number }>(
+            `SELECT count(*)::integer AS n FROM (SELECT 1 FROM webhook_endpoints AS e
           CROSS JOIN LATERAL (SELECT 1 FROM webhook_deliveries AS d WHERE d.endpoint_id = e.id AND d.status = $1 LIMIT $2) AS d LIMIT $2) AS w`,
-        [status, countMax]))[0]!.n;
+            [status, countMax],
+          )
+        )[0]!.n;
       }
       // The listed images (what the merchants' summaries count), from the counts kept per merchant.
-      for (const row of await rows<{ state: 'pending'; n: number }>('SELECT state, sum(n)::integer AS n FROM image_state_counts GROUP BY state')) {
+      for (const row of await rows<{ state: 'pending'; n: number }>(
+        'SELECT state, sum(n)::integer AS n FROM image_state_counts GROUP BY state',
+      )) {
         counts.images[row.state] = row.n;
       }
       // Not yet attempted: a failed delivery waiting for its retry is the receiver's lag, not the
       // dispatcher's (it shows in cps_webhook_deliveries_waiting{status="failed"}).
       // One probe per active endpoint, as oldestWaitingChangeAt (never the whole backlog).
-      counts.oldestWaitingAt = (await rows<{ at: string | null }>(`SELECT min(at) AS at FROM (
+      counts.oldestWaitingAt = (
+        await rows<{ at: string | null }>(`SELECT min(at) AS at FROM (
         SELECT (SELECT min(o.created_at) FROM webhook_outbox AS o WHERE o.endpoint_id = e.id) AS at
           FROM webhook_endpoints AS e WHERE e.status = 'active'
         UNION ALL
         SELECT (SELECT min(coalesce(d.oldest_change_at, d.created_at)) FROM webhook_deliveries AS d
             WHERE d.endpoint_id = e.id AND d.status = 'pending' AND d.attempts = 0)
-          FROM webhook_endpoints AS e WHERE e.status = 'active') AS waiting`))[0]!.at;
+          FROM webhook_endpoints AS e WHERE e.status = 'active') AS waiting`)
+      )[0]!.at;
       return counts;
     });
   }

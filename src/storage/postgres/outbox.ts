@@ -10,12 +10,18 @@ export class PgOutbox extends SqlOutbox<PgConnection> {
     if (rows.length === 0) return;
     // One statement; unnest keeps the rows' order, so ids follow arrival order. It wakes the
     // dispatchers at commit itself (pg_notify: no NOTIFY round trip after it).
-    await this.c.run(`WITH inserted AS (
+    await this.c.run(
+      `WITH inserted AS (
         INSERT INTO webhook_outbox (endpoint_id, event, store_id, product_id, created_at)
         SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bigint[], $5::text[]) RETURNING 1)
-      SELECT pg_notify('${DELIVERY_WORK_CHANNEL}', '') WHERE EXISTS (SELECT 1 FROM inserted)`, [
-      rows.map((r) => r.endpointId), rows.map((r) => r.event), rows.map((r) => r.storeId), rows.map((r) => r.productId),
-      rows.map((r) => r.createdAt),
-    ]);
+      SELECT pg_notify('${DELIVERY_WORK_CHANNEL}', '') WHERE EXISTS (SELECT 1 FROM inserted)`,
+      [
+        rows.map((r) => r.endpointId),
+        rows.map((r) => r.event),
+        rows.map((r) => r.storeId),
+        rows.map((r) => r.productId),
+        rows.map((r) => r.createdAt),
+      ],
+    );
   }
 }

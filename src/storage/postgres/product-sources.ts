@@ -9,17 +9,26 @@ import { originOf } from './images.js';
 import { IMAGE_WORK_CHANNEL } from './wakeups.js';
 
 export class PgProductSources extends SqlProductSources<PgConnection> {
-  async upsertProductSource(merchantId: number, ref: string, source: ProductSourceDocument, at: string): Promise<{ id: number; created: boolean }> {
+  async upsertProductSource(
+    merchantId: number,
+    ref: string,
+    source: ProductSourceDocument,
+    at: string,
+  ): Promise<{ id: number; created: boolean }> {
     const json = JSON.stringify(source);
     // Update, else insert: INSERT ... ON CONFLICT would draw an identity value on every update too.
-    const updated = await this.c.one<{ id: number }>('UPDATE products SET source = $3, updated_at = $4 WHERE merchant_id = $1 AND ref = $2 RETURNING id',
-      [merchantId, ref, json, at]);
+    const updated = await this.c.one<{ id: number }>(
+      'UPDATE products SET source = $3, updated_at = $4 WHERE merchant_id = $1 AND ref = $2 RETURNING id',
+      [merchantId, ref, json, at],
+    );
     if (updated) {
       await this.relink(merchantId, updated.id, source, at);
       return { id: updated.id, created: false };
     }
-    const inserted = await this.c.one<{ id: number }>('INSERT INTO products (merchant_id, ref, source, updated_at) VALUES ($1, $2, $3, $4) RETURNING id',
-      [merchantId, ref, json, at]);
+    const inserted = await this.c.one<{ id: number }>(
+      'INSERT INTO products (merchant_id, ref, source, updated_at) VALUES ($1, $2, $3, $4) RETURNING id',
+      [merchantId, ref, json, at],
+    );
     await this.relink(merchantId, inserted!.id, source, at, true);
     return { id: inserted!.id, created: true };
   }
@@ -29,13 +38,18 @@ export class PgProductSources extends SqlProductSources<PgConnection> {
    * updated, else inserted in the given order (ids as one upsertProductSource after another would
    * draw them), then every product's links relinked at once.
    */
-  async upsertProductSources(merchantId: number, products: { ref: string; source: ProductSourceDocument }[], at: string): Promise<{ id: number; created: boolean }[]> {
+  async upsertProductSources(
+    merchantId: number,
+    products: { ref: string; source: ProductSourceDocument }[],
+    at: string,
+  ): Promise<{ id: number; created: boolean }[]> {
     if (products.length === 0) return [];
     if (new Set(products.map((p) => p.ref)).size !== products.length) throw new TypeError('upsertProductSources: refs must be distinct');
     // Each ref found by one probe of (merchant_id, ref) (OFFSET 0 keeps the probe per ref: a planner
     // whose statistics predate a bulk load would rather read the merchant's every product and hash
     // them), the rows then updated by id.
-    const rows = await this.c.rows<{ id: number; created: boolean }>(`WITH input AS (
+    const rows = await this.c.rows<{ id: number; created: boolean }>(
+      `WITH input AS (
         SELECT * FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS i(ref, source, ordinal)
       ), found AS (
         SELECT x.id, i.ref, i.source FROM input AS i CROSS JOIN LATERAL (
@@ -51,8 +65,13 @@ export class PgProductSources extends SqlProductSources<PgConnection> {
       )
       SELECT coalesce(u.id, n.id) AS id, n.id IS NOT NULL AS created FROM input AS i
         LEFT JOIN updated AS u ON u.ref = i.ref LEFT JOIN inserted AS n ON n.ref = i.ref ORDER BY i.ordinal`,
-    [merchantId, products.map((p) => p.ref), products.map((p) => JSON.stringify(p.source)), at]);
-    await this.relinkMany(merchantId, rows.map((r, i) => ({ productId: r.id, source: products[i]!.source, created: r.created })), at);
+      [merchantId, products.map((p) => p.ref), products.map((p) => JSON.stringify(p.source)), at],
+    );
+    await this.relinkMany(
+      merchantId,
+      rows.map((r, i) => ({ productId: r.id, source: products[i]!.source, created: r.created })),
+      at,
+    );
     return rows.map((r) => ({ id: r.id, created: r.created }));
   }
 
@@ -76,7 +95,11 @@ export class PgProductSources extends SqlProductSources<PgConnection> {
    * counts, rows and work as relinking the products one after another. A product just created has
    * no links to look for.
    */
-  private async relinkMany(merchantId: number, products: { productId: number; source: ProductSourceDocument | null; created: boolean }[], at: string): Promise<void> {
+  private async relinkMany(
+    merchantId: number,
+    products: { productId: number; source: ProductSourceDocument | null; created: boolean }[],
+    at: string,
+  ): Promise<void> {
     const ids: number[] = [];
     const kinds: string[] = [];
     const values: string[] = [];
@@ -88,7 +111,8 @@ export class PgProductSources extends SqlProductSources<PgConnection> {
         values.push(key.slice(space + 1));
       }
     }
-    await this.c.run(`WITH wanted(product_id, kind, value) AS (SELECT * FROM unnest($3::bigint[], $4::text[], $5::text[])),
+    await this.c.run(
+      `WITH wanted(product_id, kind, value) AS (SELECT * FROM unnest($3::bigint[], $4::text[], $5::text[])),
       gone AS (
         -- Each product's links from the products' index, one probe per product (OFFSET 0 keeps it
         -- so; merchant_id + 0 is not a prefix of the primary key: a planner whose statistics predate
@@ -118,7 +142,8 @@ export class PgProductSources extends SqlProductSources<PgConnection> {
         ON CONFLICT (merchant_id) DO UPDATE SET due_at = least(image_work_merchants.due_at, excluded.due_at), version = image_work_merchants.version + 1
       )
       SELECT pg_notify('${IMAGE_WORK_CHANNEL}', '') FROM listed WHERE inserted LIMIT 1`,
-    [merchantId, products.filter((p) => !p.created).map((p) => p.productId), ids, kinds, values, at]);
+      [merchantId, products.filter((p) => !p.created).map((p) => p.productId), ids, kinds, values, at],
+    );
   }
 
   async productIdsWithImage(merchantId: number, url: string): Promise<number[]> {
@@ -126,9 +151,13 @@ export class PgProductSources extends SqlProductSources<PgConnection> {
     // two image transitions of one product take turns, and the second resolves it with the first's
     // state change committed (without the lock each saw the other image as it was, and the payload
     // committed last showed a dead image by its supplier URL).
-    return (await this.c.rows<{ id: number }>(`SELECT p.id FROM product_links AS l JOIN products AS p ON p.id = l.product_id
+    return (
+      await this.c.rows<{ id: number }>(
+        `SELECT p.id FROM product_links AS l JOIN products AS p ON p.id = l.product_id
       WHERE l.merchant_id = $1 AND l.kind = 'image' AND l.value = $2 ORDER BY p.id
       ${this.c.inWriteTransaction ? 'FOR NO KEY UPDATE OF p' : ''}`,
-    [merchantId, url])).map((r) => r.id);
+        [merchantId, url],
+      )
+    ).map((r) => r.id);
   }
 }

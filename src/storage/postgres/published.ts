@@ -10,8 +10,18 @@
 // them saved node at most ~0.1 ms of that and cost PostgreSQL ~0.4 ms more to encode: text stays.
 import type { PublishedStore } from '../port.js';
 import type {
-  ExpectedStorePage, PublishedHashes, PublishedLines, PublishedPage, PublishedPayloads, PublishedRow, PublishedBlock,
-  PublishedIdWindow, PublishedSummaryWindow, PublishedVersionRead, PublishedWindowRead, StorePageRead,
+  ExpectedStorePage,
+  PublishedHashes,
+  PublishedLines,
+  PublishedPage,
+  PublishedPayloads,
+  PublishedRow,
+  PublishedBlock,
+  PublishedIdWindow,
+  PublishedSummaryWindow,
+  PublishedVersionRead,
+  PublishedWindowRead,
+  StorePageRead,
 } from '../records.js';
 import type { PublishedExclusionCounts, PublishedProductSummary } from '../../catalog/model.js';
 import type { PgConnection, Row } from './connection.js';
@@ -84,8 +94,11 @@ export class PgPublished implements PublishedStore {
   async publishedHashes(storeId: number, productIds: number[]): Promise<Map<number, PublishedHashes>> {
     const hashes = new Map<number, PublishedHashes>();
     if (productIds.length === 0) return hashes;
-    const rows = await this.c.rows<{ product_id: number; price_hash: string; content_hash: string }>(`SELECT product_id, price_hash, content_hash
-      FROM published_products WHERE store_id = $1 AND product_id = ANY($2::bigint[])`, [storeId, productIds]);
+    const rows = await this.c.rows<{ product_id: number; price_hash: string; content_hash: string }>(
+      `SELECT product_id, price_hash, content_hash
+      FROM published_products WHERE store_id = $1 AND product_id = ANY($2::bigint[])`,
+      [storeId, productIds],
+    );
     for (const r of rows) hashes.set(r.product_id, { priceHash: r.price_hash, contentHash: r.content_hash });
     return hashes;
   }
@@ -99,16 +112,27 @@ export class PgPublished implements PublishedStore {
     // resolution decided it, and the SKU and EAN (migration 23's indexes) as read here; a value not
     // known here is read from the payload by the statement.
     const fields = batch.map((r) => skuAndEan(r.payload));
-    await this.c.run(`INSERT INTO published_products (store_id, product_id, payload, price_hash, content_hash, exclusion_reason, sku, ean)
+    await this.c.run(
+      `INSERT INTO published_products (store_id, product_id, payload, price_hash, content_hash, exclusion_reason, sku, ean)
       SELECT $1, product_id, payload, price_hash, content_hash, CASE WHEN known THEN reason ELSE payload::json ->> 'exclusion_reason' END,
         CASE WHEN fields_known THEN sku ELSE payload::json ->> 'sku' END, CASE WHEN fields_known THEN ean ELSE payload::json ->> 'ean' END
       FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::boolean[], $7::text[], $8::boolean[], $9::text[], $10::text[])
         AS row (product_id, payload, price_hash, content_hash, known, reason, fields_known, sku, ean)
       ON CONFLICT (store_id, product_id) DO UPDATE SET payload = excluded.payload, price_hash = excluded.price_hash,
         content_hash = excluded.content_hash, exclusion_reason = excluded.exclusion_reason, sku = excluded.sku, ean = excluded.ean`,
-    [storeId, batch.map((r) => r.productId), batch.map((r) => r.payload), batch.map((r) => r.priceHash), batch.map((r) => r.contentHash),
-      batch.map((r) => r.exclusionReason !== undefined), batch.map((r) => r.exclusionReason ?? null),
-      fields.map((f) => f !== undefined), fields.map((f) => f?.sku ?? null), fields.map((f) => f?.ean ?? null)]);
+      [
+        storeId,
+        batch.map((r) => r.productId),
+        batch.map((r) => r.payload),
+        batch.map((r) => r.priceHash),
+        batch.map((r) => r.contentHash),
+        batch.map((r) => r.exclusionReason !== undefined),
+        batch.map((r) => r.exclusionReason ?? null),
+        fields.map((f) => f !== undefined),
+        fields.map((f) => f?.sku ?? null),
+        fields.map((f) => f?.ean ?? null),
+      ],
+    );
   }
 
   async deletePublished(storeId: number, productIds: number[]): Promise<void> {
@@ -117,15 +141,20 @@ export class PgPublished implements PublishedStore {
   }
 
   async publishedPayload(storeId: number, productId: number): Promise<Uint8Array | undefined> {
-    const row = await this.c.one<{ payload: string }>('SELECT payload FROM published_products WHERE store_id = $1 AND product_id = $2',
-      [storeId, productId]);
+    const row = await this.c.one<{ payload: string }>('SELECT payload FROM published_products WHERE store_id = $1 AND product_id = $2', [
+      storeId,
+      productId,
+    ]);
     return row && utf8(row.payload);
   }
 
   async publishedPage(storeId: number, fromId: number, toId: number): Promise<PublishedPage> {
     // The rows' hashes come from the same scan.
-    const row = await this.c.one<{ page_bytes: string; page_digests: string }>(`SELECT ${PAGE_AGGREGATES}
-      FROM published_products WHERE store_id = $1 AND product_id BETWEEN $2 AND $3`, [storeId, fromId, toId]);
+    const row = await this.c.one<{ page_bytes: string; page_digests: string }>(
+      `SELECT ${PAGE_AGGREGATES}
+      FROM published_products WHERE store_id = $1 AND product_id BETWEEN $2 AND $3`,
+      [storeId, fromId, toId],
+    );
     return { bytes: utf8(row!.page_bytes), digests: utf8(row!.page_digests) };
   }
 
@@ -136,9 +165,19 @@ export class PgPublished implements PublishedStore {
     // published version (otherwise its conditions are false before any row is read). Prepared:
     // planning it cost about as much as running it.
     const [fromId, toId] = expected.range ?? [1, 0];
-    const row = await this.c.prepared(slug === undefined ? 'publishedPageOfDefaultStore' : 'publishedPageOfStore',
+    const row = await this.c.prepared(
+      slug === undefined ? 'publishedPageOfDefaultStore' : 'publishedPageOfStore',
       slug === undefined ? PAGE_OF_STORE_SQL('s.is_default') : PAGE_OF_STORE_SQL('s.slug = $7'),
-      [merchantId, expected.storeId, expected.catalogVersion, fromId, toId, expected.heldVersion ?? null, ...(slug === undefined ? [] : [slug])]);
+      [
+        merchantId,
+        expected.storeId,
+        expected.catalogVersion,
+        fromId,
+        toId,
+        expected.heldVersion ?? null,
+        ...(slug === undefined ? [] : [slug]),
+      ],
+    );
     if (!row) return { store: undefined, publishedVersion: 0, page: null };
     const store = toStore(row);
     const publishedVersion = row.published_version as number;
@@ -150,54 +189,75 @@ export class PgPublished implements PublishedStore {
 
   async storeAtPublishedVersion(merchantId: number, slug: string | undefined): Promise<PublishedVersionRead> {
     const columns = `${STORE_COLUMNS.join(', ')}, ${PUBLISHED_VERSION('$1')} AS published_version`;
-    const row = slug === undefined
-      ? await this.c.one(`SELECT ${columns} FROM stores WHERE merchant_id = $1 AND is_default`, [merchantId])
-      : await this.c.one(`SELECT ${columns} FROM stores WHERE merchant_id = $1 AND slug = $2`, [merchantId, slug]);
+    const row =
+      slug === undefined
+        ? await this.c.one(`SELECT ${columns} FROM stores WHERE merchant_id = $1 AND is_default`, [merchantId])
+        : await this.c.one(`SELECT ${columns} FROM stores WHERE merchant_id = $1 AND slug = $2`, [merchantId, slug]);
     return row ? { store: toStore(row), publishedVersion: row.published_version as number } : { store: undefined, publishedVersion: 0 };
   }
 
   async publishedIdsAfter(storeId: number, afterId: number, limit: number): Promise<number[]> {
-    return (await this.c.rows<{ product_id: number }>(
-      'SELECT product_id FROM published_products WHERE store_id = $1 AND product_id > $2 ORDER BY product_id LIMIT $3',
-      [storeId, afterId, limit])).map((r) => r.product_id);
+    return (
+      await this.c.rows<{ product_id: number }>(
+        'SELECT product_id FROM published_products WHERE store_id = $1 AND product_id > $2 ORDER BY product_id LIMIT $3',
+        [storeId, afterId, limit],
+      )
+    ).map((r) => r.product_id);
   }
 
   async publishedProductIds(storeId: number): Promise<number[]> {
-    return (await this.c.rows<{ product_id: number }>('SELECT product_id FROM published_products WHERE store_id = $1 ORDER BY product_id',
-      [storeId])).map((r) => r.product_id);
+    return (
+      await this.c.rows<{ product_id: number }>('SELECT product_id FROM published_products WHERE store_id = $1 ORDER BY product_id', [
+        storeId,
+      ])
+    ).map((r) => r.product_id);
   }
 
   async publishedBlocks(storeId: number): Promise<PublishedBlock[]> {
-    return this.c.rows<PublishedBlock & Row>('SELECT block, n AS count FROM published_blocks WHERE store_id = $1 AND n > 0 ORDER BY block', [storeId]);
+    return this.c.rows<PublishedBlock & Row>(
+      'SELECT block, n AS count FROM published_blocks WHERE store_id = $1 AND n > 0 ORDER BY block',
+      [storeId],
+    );
   }
 
   async publishedWindow(storeId: number, window: PublishedIdWindow, countIn?: [number, number]): Promise<PublishedWindowRead> {
     // One statement (one read): the window from the primary key's index range, skipping at most a
     // block's ids plus a page's, and the count within one block.
-    const row = await this.c.one(`WITH w AS (SELECT product_id FROM published_products WHERE store_id = $1 AND product_id >= $2
+    const row = await this.c.one(
+      `WITH w AS (SELECT product_id FROM published_products WHERE store_id = $1 AND product_id >= $2
         ORDER BY product_id LIMIT $3 OFFSET $4)
       SELECT (SELECT catalog_version FROM stores WHERE id = $1) AS catalog_version, min(product_id) AS first_id, max(product_id) AS last_id,
         count(*)::integer AS n, (SELECT count(*)::integer FROM published_products WHERE store_id = $1 AND product_id BETWEEN $5 AND $6) AS counted
-      FROM w`, [storeId, window.fromId, window.limit, window.skip, countIn?.[0] ?? 1, countIn?.[1] ?? 0]);
+      FROM w`,
+      [storeId, window.fromId, window.limit, window.skip, countIn?.[0] ?? 1, countIn?.[1] ?? 0],
+    );
     return {
       catalogVersion: (row!.catalog_version as number | null) ?? undefined,
-      firstId: row!.first_id as number | null, lastId: row!.last_id as number | null, count: row!.n as number, counted: row!.counted as number,
+      firstId: row!.first_id as number | null,
+      lastId: row!.last_id as number | null,
+      count: row!.n as number,
+      counted: row!.counted as number,
     };
   }
 
   async publishedPayloadsByIds(storeId: number, productIds: number[]): Promise<PublishedPayloads> {
-    const row = await this.c.one<{ page_bytes: string; page_digests: string; count: number; published_version: number }>(`SELECT
+    const row = await this.c.one<{ page_bytes: string; page_digests: string; count: number; published_version: number }>(
+      `SELECT
         ${PAGE_AGGREGATES}, count(*) AS count, ${PUBLISHED_VERSION('(SELECT merchant_id FROM stores WHERE id = $1)')} AS published_version
-      FROM published_products WHERE store_id = $1 AND product_id = ANY($2::bigint[])`, [storeId, productIds]);
+      FROM published_products WHERE store_id = $1 AND product_id = ANY($2::bigint[])`,
+      [storeId, productIds],
+    );
     return { bytes: utf8(row!.page_bytes), digests: utf8(row!.page_digests), count: row!.count, publishedVersion: row!.published_version };
   }
 
   async publishedLinesAfter(storeId: number, afterId: number, limit: number): Promise<PublishedLines> {
     // One range of the primary key, joined by PostgreSQL into one string (as a page is).
-    const row = await this.c.one<{ lines: string; n: number; last_id: number | null }>(`SELECT
+    const row = await this.c.one<{ lines: string; n: number; last_id: number | null }>(
+      `SELECT
         coalesce(string_agg(payload, chr(10) ORDER BY product_id) || chr(10), '') AS lines, count(*)::integer AS n, max(product_id) AS last_id
       FROM (SELECT product_id, payload FROM published_products WHERE store_id = $1 AND product_id > $2 ORDER BY product_id LIMIT $3) AS step`,
-    [storeId, afterId, limit]);
+      [storeId, afterId, limit],
+    );
     return { bytes: row!.n === 0 ? EMPTY : utf8(row!.lines), count: row!.n, lastId: row!.last_id };
   }
 
@@ -205,9 +265,12 @@ export class PgPublished implements PublishedStore {
     if (productIds.length === 0) return EMPTY;
     // json (not jsonb) keeps the stored text of the prices member, number literals and all, so
     // amounts keep the currency's exact precision: the same bytes as SQLite's json().
-    const row = await this.c.one<{ bytes: string }>(`SELECT coalesce(string_agg(
+    const row = await this.c.one<{ bytes: string }>(
+      `SELECT coalesce(string_agg(
         '{"id":' || product_id || ',"prices":' || coalesce((payload::json -> 'prices')::text, 'null') || '}', ',' ORDER BY product_id), '') AS bytes
-      FROM published_products WHERE store_id = $1 AND product_id = ANY($2::bigint[])`, [storeId, productIds]);
+      FROM published_products WHERE store_id = $1 AND product_id = ANY($2::bigint[])`,
+      [storeId, productIds],
+    );
     return utf8(row!.bytes);
   }
 
@@ -217,22 +280,31 @@ export class PgPublished implements PublishedStore {
     const fields = (['sku', 'ean'] as const).filter((field) => match[field] !== undefined);
     if (fields.length === 0) return [];
     const conditions = fields.map((field, i) => `AND published_products.${field} = $${i + 3}`).join(' ');
-    const rows = await this.c.rows(`SELECT ${SUMMARY_COLUMNS} FROM ${SUMMARY_FROM}
-      WHERE store_id = $1 ${conditions} ORDER BY product_id LIMIT $2`, [storeId, limit, ...fields.map((field) => match[field])]);
+    const rows = await this.c.rows(
+      `SELECT ${SUMMARY_COLUMNS} FROM ${SUMMARY_FROM}
+      WHERE store_id = $1 ${conditions} ORDER BY product_id LIMIT $2`,
+      [storeId, limit, ...fields.map((field) => match[field])],
+    );
     return rows.map(toSummary);
   }
 
   async publishedSummaries(storeId: number, window: PublishedSummaryWindow): Promise<PublishedProductSummary[]> {
     // The excluded ones from their own index range (migration 17), not a filter over every row.
-    const rows = await this.c.rows(`SELECT ${SUMMARY_COLUMNS} FROM ${SUMMARY_FROM}
+    const rows = await this.c.rows(
+      `SELECT ${SUMMARY_COLUMNS} FROM ${SUMMARY_FROM}
       WHERE store_id = $1 AND product_id > $2 ${window.excludedOnly ? 'AND published_products.exclusion_reason IS NOT NULL' : ''}
-      ORDER BY product_id LIMIT $3`, [storeId, window.afterId, window.limit]);
+      ORDER BY product_id LIMIT $3`,
+      [storeId, window.afterId, window.limit],
+    );
     return rows.map(toSummary);
   }
 
   async publishedCountsByExclusion(storeId: number): Promise<PublishedExclusionCounts> {
     // The counts kept per store and reason (migration 17's trigger), not a count of the rows.
-    const rows = await this.c.rows<{ reason: string; n: number }>('SELECT exclusion_reason AS reason, n::integer AS n FROM published_counts WHERE store_id = $1', [storeId]);
+    const rows = await this.c.rows<{ reason: string; n: number }>(
+      'SELECT exclusion_reason AS reason, n::integer AS n FROM published_counts WHERE store_id = $1',
+      [storeId],
+    );
     const counts: PublishedExclusionCounts = { total: 0, excluded: { manual: 0, missing_title: 0, no_offers: 0, out_of_stock: 0 } };
     for (const { reason, n } of rows) {
       counts.total += n;

@@ -73,14 +73,18 @@ export class PgWakeups {
     if (!set) this.listeners.set(topic, (set = new Set()));
     set.add(listener);
     this.listen();
-    return () => { set.delete(listener); };
+    return () => {
+      set.delete(listener);
+    };
   }
 
   /** Subscribes to the changes recorded in any process (CHANGES_CHANNEL); returns the unsubscribe. */
   subscribeChanges(listener: (stores: ChangedStores) => void): () => void {
     this.changeListeners.add(listener);
     this.listen();
-    return () => { this.changeListeners.delete(listener); };
+    return () => {
+      this.changeListeners.delete(listener);
+    };
   }
 
   /** The listening connection opens with the first subscriber. */

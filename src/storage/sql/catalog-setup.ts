@@ -2,16 +2,30 @@
 // for both engines (dialect.ts).
 import type { CatalogSetupStore } from '../port.js';
 import type {
-  AttributeDefinitionRecord, CustomerGroupRecord, ExchangeRateRecord, PricingRuleInputRecord, PricingRuleRecord, SupplierRecord,
+  AttributeDefinitionRecord,
+  CustomerGroupRecord,
+  ExchangeRateRecord,
+  PricingRuleInputRecord,
+  PricingRuleRecord,
+  SupplierRecord,
 } from '../../catalog/model.js';
 import { toPricingRule } from '../rows.js';
 import type { Row, SqlConnection } from './dialect.js';
 
 export class SqlCatalogSetup implements CatalogSetupStore {
   static readonly writes = [
-    'createCustomerGroup', 'updateCustomerGroup', 'deleteCustomerGroup', 'upsertExchangeRate', 'deleteExchangeRate',
-    'createPricingRule', 'updatePricingRule', 'deletePricingRule', 'upsertSupplier', 'deleteSupplier',
-    'upsertAttributeDefinition', 'deleteAttributeDefinition',
+    'createCustomerGroup',
+    'updateCustomerGroup',
+    'deleteCustomerGroup',
+    'upsertExchangeRate',
+    'deleteExchangeRate',
+    'createPricingRule',
+    'updatePricingRule',
+    'deletePricingRule',
+    'upsertSupplier',
+    'deleteSupplier',
+    'upsertAttributeDefinition',
+    'deleteAttributeDefinition',
   ] as const;
 
   constructor(private readonly c: SqlConnection) {}
@@ -21,34 +35,45 @@ export class SqlCatalogSetup implements CatalogSetupStore {
   }
 
   async createCustomerGroup(merchantId: number, name: string): Promise<CustomerGroupRecord> {
-    return (await this.c.one<CustomerGroupRecord & Row>('INSERT INTO customer_groups (merchant_id, name) VALUES ($1, $2) RETURNING id, name',
-      [merchantId, name]))!;
+    return (await this.c.one<CustomerGroupRecord & Row>(
+      'INSERT INTO customer_groups (merchant_id, name) VALUES ($1, $2) RETURNING id, name',
+      [merchantId, name],
+    ))!;
   }
 
   async updateCustomerGroup(merchantId: number, id: number, name: string): Promise<CustomerGroupRecord | undefined> {
-    return this.c.one<CustomerGroupRecord & Row>('UPDATE customer_groups SET name = $1 WHERE merchant_id = $2 AND id = $3 RETURNING id, name',
-      [name, merchantId, id]);
+    return this.c.one<CustomerGroupRecord & Row>(
+      'UPDATE customer_groups SET name = $1 WHERE merchant_id = $2 AND id = $3 RETURNING id, name',
+      [name, merchantId, id],
+    );
   }
 
   async deleteCustomerGroup(merchantId: number, id: number): Promise<boolean> {
-    return await this.c.run('DELETE FROM customer_groups WHERE merchant_id = $1 AND id = $2', [merchantId, id]) > 0;
+    return (await this.c.run('DELETE FROM customer_groups WHERE merchant_id = $1 AND id = $2', [merchantId, id])) > 0;
   }
 
   // Exchange rates
 
   async listExchangeRates(merchantId: number): Promise<ExchangeRateRecord[]> {
-    return this.c.rows<ExchangeRateRecord & Row>('SELECT base, quote, rate FROM exchange_rates WHERE merchant_id = $1 ORDER BY base, quote',
-      [merchantId]);
+    return this.c.rows<ExchangeRateRecord & Row>(
+      'SELECT base, quote, rate FROM exchange_rates WHERE merchant_id = $1 ORDER BY base, quote',
+      [merchantId],
+    );
   }
 
   async upsertExchangeRate(merchantId: number, rate: ExchangeRateRecord): Promise<ExchangeRateRecord> {
-    await this.c.run(`INSERT INTO exchange_rates (merchant_id, base, quote, rate) VALUES ($1, $2, $3, $4)
-      ON CONFLICT (merchant_id, base, quote) DO UPDATE SET rate = excluded.rate`, [merchantId, rate.base, rate.quote, rate.rate]);
+    await this.c.run(
+      `INSERT INTO exchange_rates (merchant_id, base, quote, rate) VALUES ($1, $2, $3, $4)
+      ON CONFLICT (merchant_id, base, quote) DO UPDATE SET rate = excluded.rate`,
+      [merchantId, rate.base, rate.quote, rate.rate],
+    );
     return rate;
   }
 
   async deleteExchangeRate(merchantId: number, base: string, quote: string): Promise<boolean> {
-    return await this.c.run('DELETE FROM exchange_rates WHERE merchant_id = $1 AND base = $2 AND quote = $3', [merchantId, base, quote]) > 0;
+    return (
+      (await this.c.run('DELETE FROM exchange_rates WHERE merchant_id = $1 AND base = $2 AND quote = $3', [merchantId, base, quote])) > 0
+    );
   }
 
   // Pricing rules
@@ -63,25 +88,51 @@ export class SqlCatalogSetup implements CatalogSetupStore {
   }
 
   async createPricingRule(merchantId: number, input: PricingRuleInputRecord, isCatchAll = false): Promise<PricingRuleRecord> {
-    const row = await this.c.one(`INSERT INTO pricing_rules (merchant_id, priority, customer_group_id, store_id, manufacturer,
+    const row = await this.c.one(
+      `INSERT INTO pricing_rules (merchant_id, priority, customer_group_id, store_id, manufacturer,
         min_cost, max_cost, markup_percent, markup_amount, price_ending, is_catch_all)
       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING *`,
-    [merchantId, input.priority, input.customer_group_id, input.store_id, input.manufacturer, input.min_cost,
-      input.max_cost, input.markup_percent, input.markup_amount, input.price_ending, this.c.dialect.bool(isCatchAll)]);
+      [
+        merchantId,
+        input.priority,
+        input.customer_group_id,
+        input.store_id,
+        input.manufacturer,
+        input.min_cost,
+        input.max_cost,
+        input.markup_percent,
+        input.markup_amount,
+        input.price_ending,
+        this.c.dialect.bool(isCatchAll),
+      ],
+    );
     return toPricingRule(row!);
   }
 
   async updatePricingRule(merchantId: number, id: number, input: PricingRuleInputRecord): Promise<PricingRuleRecord | undefined> {
-    const row = await this.c.one(`UPDATE pricing_rules SET priority = $1, customer_group_id = $2, store_id = $3, manufacturer = $4,
+    const row = await this.c.one(
+      `UPDATE pricing_rules SET priority = $1, customer_group_id = $2, store_id = $3, manufacturer = $4,
         min_cost = $5, max_cost = $6, markup_percent = $7, markup_amount = $8, price_ending = $9
       WHERE merchant_id = $10 AND id = $11 RETURNING *`,
-    [input.priority, input.customer_group_id, input.store_id, input.manufacturer, input.min_cost, input.max_cost,
-      input.markup_percent, input.markup_amount, input.price_ending, merchantId, id]);
+      [
+        input.priority,
+        input.customer_group_id,
+        input.store_id,
+        input.manufacturer,
+        input.min_cost,
+        input.max_cost,
+        input.markup_percent,
+        input.markup_amount,
+        input.price_ending,
+        merchantId,
+        id,
+      ],
+    );
     return row && toPricingRule(row);
   }
 
   async deletePricingRule(merchantId: number, id: number): Promise<boolean> {
-    return await this.c.run('DELETE FROM pricing_rules WHERE merchant_id = $1 AND id = $2 AND NOT is_catch_all', [merchantId, id]) > 0;
+    return (await this.c.run('DELETE FROM pricing_rules WHERE merchant_id = $1 AND id = $2 AND NOT is_catch_all', [merchantId, id])) > 0;
   }
 
   // Suppliers
@@ -92,44 +143,67 @@ export class SqlCatalogSetup implements CatalogSetupStore {
 
   async upsertSupplier(merchantId: number, ref: string, name: string): Promise<SupplierRecord> {
     // Update, else insert: PostgreSQL's INSERT ... ON CONFLICT would draw an identity value on every update too.
-    const updated = await this.c.one<SupplierRecord & Row>('UPDATE suppliers SET name = $3 WHERE merchant_id = $1 AND ref = $2 RETURNING id, ref, name',
-      [merchantId, ref, name]);
-    return updated ?? (await this.c.one<SupplierRecord & Row>('INSERT INTO suppliers (merchant_id, ref, name) VALUES ($1, $2, $3) RETURNING id, ref, name',
-      [merchantId, ref, name]))!;
+    const updated = await this.c.one<SupplierRecord & Row>(
+      'UPDATE suppliers SET name = $3 WHERE merchant_id = $1 AND ref = $2 RETURNING id, ref, name',
+      [merchantId, ref, name],
+    );
+    return (
+      updated ??
+      (await this.c.one<SupplierRecord & Row>(
+        'INSERT INTO suppliers (merchant_id, ref, name) VALUES ($1, $2, $3) RETURNING id, ref, name',
+        [merchantId, ref, name],
+      ))!
+    );
   }
 
   async deleteSupplier(merchantId: number, ref: string): Promise<boolean> {
-    return await this.c.run('DELETE FROM suppliers WHERE merchant_id = $1 AND ref = $2', [merchantId, ref]) > 0;
+    return (await this.c.run('DELETE FROM suppliers WHERE merchant_id = $1 AND ref = $2', [merchantId, ref])) > 0;
   }
 
   async isSupplierReferenced(merchantId: number, ref: string): Promise<boolean> {
     // An offer or a supplier attribute of a product names it (product_links, kept with the sources).
-    return (await this.c.one(`SELECT 1 FROM product_links WHERE merchant_id = $1 AND kind = 'supplier' AND value = $2 LIMIT 1`, [merchantId, ref])) !== undefined;
+    return (
+      (await this.c.one(`SELECT 1 FROM product_links WHERE merchant_id = $1 AND kind = 'supplier' AND value = $2 LIMIT 1`, [
+        merchantId,
+        ref,
+      ])) !== undefined
+    );
   }
 
   async currenciesInUse(merchantId: number, currencies: string[]): Promise<string[]> {
     if (currencies.length === 0) return [];
     const d = this.c.dialect;
-    return (await this.c.rows<{ value: string }>(`SELECT c.value FROM ${d.listRows('$2', 'text', 'c')} WHERE EXISTS (
-      SELECT 1 FROM product_links AS l WHERE l.merchant_id = $1 AND l.kind = 'currency' AND l.value = c.value)`, [merchantId, d.list(currencies)]))
-      .map((r) => r.value);
+    return (
+      await this.c.rows<{ value: string }>(
+        `SELECT c.value FROM ${d.listRows('$2', 'text', 'c')} WHERE EXISTS (
+      SELECT 1 FROM product_links AS l WHERE l.merchant_id = $1 AND l.kind = 'currency' AND l.value = c.value)`,
+        [merchantId, d.list(currencies)],
+      )
+    ).map((r) => r.value);
   }
 
   // Attribute definitions
 
   async listAttributeDefinitions(merchantId: number): Promise<AttributeDefinitionRecord[]> {
-    return (await this.c.rows('SELECT key, unit, labels FROM attribute_definitions WHERE merchant_id = $1 ORDER BY key', [merchantId]))
-      .map((r) => ({ key: r.key as string, unit: (r.unit as string | null) ?? null, labels: JSON.parse(r.labels as string) }));
+    return (await this.c.rows('SELECT key, unit, labels FROM attribute_definitions WHERE merchant_id = $1 ORDER BY key', [merchantId])).map(
+      (r) => ({
+        key: r.key as string,
+        unit: (r.unit as string | null) ?? null,
+        labels: JSON.parse(r.labels as string) as AttributeDefinitionRecord['labels'],
+      }),
+    );
   }
 
   async upsertAttributeDefinition(merchantId: number, definition: AttributeDefinitionRecord): Promise<AttributeDefinitionRecord> {
-    await this.c.run(`INSERT INTO attribute_definitions (merchant_id, key, unit, labels) VALUES ($1, $2, $3, $4)
+    await this.c.run(
+      `INSERT INTO attribute_definitions (merchant_id, key, unit, labels) VALUES ($1, $2, $3, $4)
       ON CONFLICT (merchant_id, key) DO UPDATE SET unit = excluded.unit, labels = excluded.labels`,
-    [merchantId, definition.key, definition.unit, JSON.stringify(definition.labels)]);
+      [merchantId, definition.key, definition.unit, JSON.stringify(definition.labels)],
+    );
     return definition;
   }
 
   async deleteAttributeDefinition(merchantId: number, key: string): Promise<boolean> {
-    return await this.c.run('DELETE FROM attribute_definitions WHERE merchant_id = $1 AND key = $2', [merchantId, key]) > 0;
+    return (await this.c.run('DELETE FROM attribute_definitions WHERE merchant_id = $1 AND key = $2', [merchantId, key])) > 0;
   }
 }

@@ -5,32 +5,69 @@ import type { ImportJobProgress, ImportJobRecord } from '../../admin/model.js';
 import type { Row, SqlConnection } from './dialect.js';
 
 const JOB_FIELDS = [
-  'merchant_id', 'started_by', 'file_name', 'state', 'started_at', 'updated_at', 'finished_at',
-  'lines_read', 'operations', 'products_applied', 'upserted', 'deleted', 'error', 'error_code', 'problems',
+  'merchant_id',
+  'started_by',
+  'file_name',
+  'state',
+  'started_at',
+  'updated_at',
+  'finished_at',
+  'lines_read',
+  'operations',
+  'products_applied',
+  'upserted',
+  'deleted',
+  'error',
+  'error_code',
+  'problems',
 ] as const;
 const PROGRESS_FIELDS = [
-  'state', 'updated_at', 'finished_at', 'lines_read', 'operations', 'products_applied', 'upserted', 'deleted', 'error', 'error_code', 'problems',
+  'state',
+  'updated_at',
+  'finished_at',
+  'lines_read',
+  'operations',
+  'products_applied',
+  'upserted',
+  'deleted',
+  'error',
+  'error_code',
+  'problems',
 ] as const;
 
-const toJob = (row: Row): ImportJobRecord => ({ ...(row as unknown as ImportJobRecord), problems: JSON.parse(row.problems as string) });
+const toJob = (row: Row): ImportJobRecord => ({
+  ...(row as unknown as ImportJobRecord),
+  problems: JSON.parse(row.problems as string) as ImportJobRecord['problems'],
+});
 const stored = (field: string, value: unknown) => (field === 'problems' ? JSON.stringify(value) : value);
 
 export class SqlImportJobs implements ImportJobStore {
-  static readonly writes = ['insertImportJob', 'updateImportJob', 'interruptStalledImportJobs', 'insertImportChunks', 'deleteImportChunks'] as const;
+  static readonly writes = [
+    'insertImportJob',
+    'updateImportJob',
+    'interruptStalledImportJobs',
+    'insertImportChunks',
+    'deleteImportChunks',
+  ] as const;
 
   constructor(private readonly c: SqlConnection) {}
 
   async insertImportJob(job: Omit<ImportJobRecord, 'id'>): Promise<ImportJobRecord> {
-    const row = await this.c.one(`INSERT INTO import_jobs (${JOB_FIELDS.join(', ')})
-      VALUES (${JOB_FIELDS.map((_, i) => `$${i + 1}`).join(', ')}) RETURNING *`, JOB_FIELDS.map((field) => stored(field, job[field])));
+    const row = await this.c.one(
+      `INSERT INTO import_jobs (${JOB_FIELDS.join(', ')})
+      VALUES (${JOB_FIELDS.map((_, i) => `$${i + 1}`).join(', ')}) RETURNING *`,
+      JOB_FIELDS.map((field) => stored(field, job[field])),
+    );
     return toJob(row!);
   }
 
   async updateImportJob(id: number, progress: ImportJobProgress): Promise<void> {
     const fields = PROGRESS_FIELDS.filter((field) => progress[field] !== undefined);
     if (fields.length === 0) return;
-    await this.c.run(`UPDATE import_jobs SET ${fields.map((field, i) => `${field} = $${i + 2}`).join(', ')} WHERE id = $1`,
-      [id, ...fields.map((field) => stored(field, progress[field]))]);
+    await this.c.run(`UPDATE import_jobs SET ${fields.map((field, i) => `${field} = $${i + 2}`).join(', ')} WHERE id = $1`, [
+      id,
+      ...fields.map((field) => stored(field, progress[field])),
+    ]);
   }
 
   async importJob(merchantId: number, id: number): Promise<ImportJobRecord | undefined> {
@@ -39,14 +76,24 @@ export class SqlImportJobs implements ImportJobStore {
   }
 
   async listImportJobs(merchantId: number, limit: number, beforeId = Number.MAX_SAFE_INTEGER): Promise<ImportJobRecord[]> {
-    return (await this.c.rows('SELECT * FROM import_jobs WHERE merchant_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3', [merchantId, beforeId, limit]))
-      .map(toJob);
+    return (
+      await this.c.rows('SELECT * FROM import_jobs WHERE merchant_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3', [
+        merchantId,
+        beforeId,
+        limit,
+      ])
+    ).map(toJob);
   }
 
   async interruptStalledImportJobs(updatedBefore: string, at: string, error: string): Promise<ImportJobRecord[]> {
     // import_jobs_running (migration 34): only the running jobs are looked at.
-    return (await this.c.rows(`UPDATE import_jobs SET state = 'failed', error_code = 'interrupted', error = $1, finished_at = $2, updated_at = $2
-      WHERE state = 'running' AND operations IS NULL AND updated_at < $3 RETURNING *`, [error, at, updatedBefore])).map(toJob);
+    return (
+      await this.c.rows(
+        `UPDATE import_jobs SET state = 'failed', error_code = 'interrupted', error = $1, finished_at = $2, updated_at = $2
+      WHERE state = 'running' AND operations IS NULL AND updated_at < $3 RETURNING *`,
+        [error, at, updatedBefore],
+      )
+    ).map(toJob);
   }
 
   async insertImportChunks(jobId: number, chunks: { seq: number; operations: string }[]): Promise<void> {
@@ -59,7 +106,10 @@ export class SqlImportJobs implements ImportJobStore {
   }
 
   async nextImportChunk(jobId: number): Promise<{ seq: number; operations: string } | undefined> {
-    return this.c.one<{ seq: number; operations: string }>('SELECT seq, operations FROM import_job_chunks WHERE job_id = $1 ORDER BY seq LIMIT 1', [jobId]);
+    return this.c.one<{ seq: number; operations: string }>(
+      'SELECT seq, operations FROM import_job_chunks WHERE job_id = $1 ORDER BY seq LIMIT 1',
+      [jobId],
+    );
   }
 
   async deleteImportChunks(jobId: number, seq?: number): Promise<void> {

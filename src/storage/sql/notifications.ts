@@ -9,19 +9,27 @@ export class SqlNotifications implements NotificationStore {
   constructor(private readonly c: SqlConnection) {}
 
   async insertNotification(input: Omit<NotificationRecord, 'id' | 'emailed_at' | 'ended_at'>): Promise<NotificationRecord> {
-    return (await this.c.one<NotificationRecord & Row>(`INSERT INTO notifications (merchant_id, endpoint_id, kind, subject, body, created_at)
+    return (await this.c.one<NotificationRecord & Row>(
+      `INSERT INTO notifications (merchant_id, endpoint_id, kind, subject, body, created_at)
       VALUES ($1, $2, $3, $4, $5, $6) RETURNING *`,
-    [input.merchant_id, input.endpoint_id, input.kind, input.subject, input.body, input.created_at]))!;
+      [input.merchant_id, input.endpoint_id, input.kind, input.subject, input.body, input.created_at],
+    ))!;
   }
 
   async endNotifications(endpointId: number, kinds: readonly NotificationKind[], at: string): Promise<number> {
     // The endpoint's open notifications (migration 36's partial index), of the kinds that ended.
-    return this.c.run(`UPDATE notifications SET ended_at = $1
-      WHERE endpoint_id = $2 AND ended_at IS NULL AND ${this.c.dialect.inList('kind', '$3', 'text')}`, [at, endpointId, this.c.dialect.list(kinds)]);
+    return this.c.run(
+      `UPDATE notifications SET ended_at = $1
+      WHERE endpoint_id = $2 AND ended_at IS NULL AND ${this.c.dialect.inList('kind', '$3', 'text')}`,
+      [at, endpointId, this.c.dialect.list(kinds)],
+    );
   }
 
   async listNotifications(merchantId: number, limit: number): Promise<NotificationRecord[]> {
-    return this.c.rows<NotificationRecord & Row>('SELECT * FROM notifications WHERE merchant_id = $1 ORDER BY id DESC LIMIT $2', [merchantId, limit]);
+    return this.c.rows<NotificationRecord & Row>('SELECT * FROM notifications WHERE merchant_id = $1 ORDER BY id DESC LIMIT $2', [
+      merchantId,
+      limit,
+    ]);
   }
 
   async markNotificationEmailed(id: number, at: string): Promise<void> {

@@ -27,14 +27,20 @@ function methodsOf(Aggregate: { prototype: object }): string[] {
 }
 
 /** Every aggregate's operations over one connection, as one object. */
-export function operationsOn<C extends { named(name: string): C }>(aggregates: readonly AggregateClass<C>[], connection: C): StorageOperations {
+export function operationsOn<C extends { named(name: string): C }>(
+  aggregates: readonly AggregateClass<C>[],
+  connection: C,
+): StorageOperations {
   const operations: Record<string, unknown> = {};
   for (const Aggregate of aggregates) {
     for (const name of methodsOf(Aggregate)) {
       // Each operation on an aggregate of its own (they hold nothing but their connection), whose
       // statements carry the operation's name in the statement metrics (`images.claimDueImageMirrors`).
       // Private helpers are methods too; they are never called from outside.
-      const aggregate = new Aggregate(connection.named(statementName(Aggregate.name, name))) as Record<string, (...args: unknown[]) => unknown>;
+      const aggregate = new Aggregate(connection.named(statementName(Aggregate.name, name))) as Record<
+        string,
+        (...args: unknown[]) => unknown
+      >;
       operations[name] = aggregate[name]!.bind(aggregate);
     }
   }

@@ -19,8 +19,17 @@ export abstract class SqlProductSources<C extends SqlConnection = SqlConnection>
 
   constructor(protected readonly c: C) {}
 
-  abstract upsertProductSource(merchantId: number, ref: string, source: ProductSourceDocument, at: string): Promise<{ id: number; created: boolean }>;
-  abstract upsertProductSources(merchantId: number, products: { ref: string; source: ProductSourceDocument }[], at: string): Promise<{ id: number; created: boolean }[]>;
+  abstract upsertProductSource(
+    merchantId: number,
+    ref: string,
+    source: ProductSourceDocument,
+    at: string,
+  ): Promise<{ id: number; created: boolean }>;
+  abstract upsertProductSources(
+    merchantId: number,
+    products: { ref: string; source: ProductSourceDocument }[],
+    at: string,
+  ): Promise<{ id: number; created: boolean }[]>;
   abstract deleteProduct(merchantId: number, productId: number): Promise<void>;
   abstract productIdsWithImage(merchantId: number, url: string): Promise<number[]>;
 
@@ -30,34 +39,55 @@ export abstract class SqlProductSources<C extends SqlConnection = SqlConnection>
   }
 
   async productsExcludedFrom(merchantId: number, slug: string): Promise<ProductRecord[]> {
-    return (await this.c.rows(`SELECT p.id, p.ref, p.source FROM product_links AS l JOIN products AS p ON p.id = l.product_id
+    return (
+      await this.c.rows(
+        `SELECT p.id, p.ref, p.source FROM product_links AS l JOIN products AS p ON p.id = l.product_id
       WHERE l.merchant_id = $1 AND l.kind = 'excluded_store' AND l.value = $2 ORDER BY l.product_id`,
-    [merchantId, slug])).map(toProduct);
+        [merchantId, slug],
+      )
+    ).map(toProduct);
   }
 
   async productsAfter(merchantId: number, afterId: number, limit: number): Promise<ProductRecord[]> {
-    return (await this.c.rows('SELECT id, ref, source FROM products WHERE merchant_id = $1 AND id > $2 ORDER BY id LIMIT $3',
-      [merchantId, afterId, limit])).map(toProduct);
+    return (
+      await this.c.rows('SELECT id, ref, source FROM products WHERE merchant_id = $1 AND id > $2 ORDER BY id LIMIT $3', [
+        merchantId,
+        afterId,
+        limit,
+      ])
+    ).map(toProduct);
   }
 
   async productList(merchantId: number, query: ProductListQuery): Promise<ProductListPage> {
     // A window of the (merchant_id, ref) index past the cursor (and inside the prefix), each product
     // marked whether the filters keep it; the exclusion is the store's published row, by its key.
     const excluded = query.excludedFromStore !== null;
-    const rows = await this.c.rows<ProductListRow & Row>(`SELECT p.id, p.ref, p.updated_at,
+    const rows = await this.c.rows<ProductListRow & Row>(
+      `SELECT p.id, p.ref, p.updated_at,
         (${this.c.dialect.typed('$2', 'text')} IS NULL OR p.updated_at >= $2) ${excluded ? 'AND pp.exclusion_reason IS NOT NULL' : ''} AS matches
       FROM products AS p ${excluded ? 'LEFT JOIN published_products AS pp ON pp.store_id = $7 AND pp.product_id = p.id' : ''}
       WHERE p.merchant_id = $1 AND p.ref > $3 AND p.ref >= $4 AND p.ref < $5
-      ORDER BY p.ref LIMIT $6`, [
-      merchantId, query.updatedSince, query.afterRef ?? '', query.refPrefix ?? '', `${query.refPrefix ?? ''}${PAST_EVERY_REF_CHARACTER}`, windowSize(query),
-      ...excluded ? [query.excludedFromStore] : [],
-    ]);
+      ORDER BY p.ref LIMIT $6`,
+      [
+        merchantId,
+        query.updatedSince,
+        query.afterRef ?? '',
+        query.refPrefix ?? '',
+        `${query.refPrefix ?? ''}${PAST_EVERY_REF_CHARACTER}`,
+        windowSize(query),
+        ...(excluded ? [query.excludedFromStore] : []),
+      ],
+    );
     return productListPage(rows, query);
   }
 
   async productsByIds(merchantId: number, ids: number[]): Promise<ProductRecord[]> {
     if (ids.length === 0) return [];
-    return (await this.c.rows(`SELECT id, ref, source FROM products WHERE merchant_id = $1 AND ${this.c.dialect.inList('id', '$2', 'bigint')} ORDER BY id`,
-      [merchantId, this.c.dialect.list(ids)])).map(toProduct);
+    return (
+      await this.c.rows(
+        `SELECT id, ref, source FROM products WHERE merchant_id = $1 AND ${this.c.dialect.inList('id', '$2', 'bigint')} ORDER BY id`,
+        [merchantId, this.c.dialect.list(ids)],
+      )
+    ).map(toProduct);
   }
 }

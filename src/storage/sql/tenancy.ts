@@ -7,7 +7,18 @@ import { toMerchant, toStore } from '../rows.js';
 import type { Row, SqlConnection } from './dialect.js';
 
 /** Every column of stores, listed (PostgreSQL's prepared statements: postgres/published.ts). */
-export const STORE_COLUMNS = ['id', 'merchant_id', 'slug', 'name', 'locale', 'currency', 'is_default', 'active', 'exclude_out_of_stock', 'catalog_version'];
+export const STORE_COLUMNS = [
+  'id',
+  'merchant_id',
+  'slug',
+  'name',
+  'locale',
+  'currency',
+  'is_default',
+  'active',
+  'exclude_out_of_stock',
+  'catalog_version',
+];
 
 const API_KEY_COLUMNS = 'id, merchant_id, name, prefix, created_at, revoked_at, last_used_at';
 
@@ -16,7 +27,14 @@ export const STORE_INPUT_COLUMNS = 'merchant_id, slug, name, locale, currency, i
 
 export abstract class SqlTenancy<C extends SqlConnection = SqlConnection> implements TenancyStore {
   static readonly writes = [
-    'createMerchant', 'updateMerchant', 'insertApiKey', 'revokeApiKey', 'recordApiKeyUse', 'upsertStore', 'deleteStore', 'bumpCatalogVersion',
+    'createMerchant',
+    'updateMerchant',
+    'insertApiKey',
+    'revokeApiKey',
+    'recordApiKeyUse',
+    'upsertStore',
+    'deleteStore',
+    'bumpCatalogVersion',
   ] as const;
 
   constructor(protected readonly c: C) {}
@@ -25,8 +43,10 @@ export abstract class SqlTenancy<C extends SqlConnection = SqlConnection> implem
   protected abstract insertStore(values: unknown[]): Promise<Row>;
 
   async createMerchant(input: Omit<MerchantRecord, 'id'>): Promise<MerchantRecord> {
-    const row = await this.c.one('INSERT INTO merchants (name, sku_pattern, owner_emails, created_at) VALUES ($1, $2, $3, $4) RETURNING *',
-      [input.name, input.sku_pattern, JSON.stringify(input.owner_emails), input.created_at]);
+    const row = await this.c.one(
+      'INSERT INTO merchants (name, sku_pattern, owner_emails, created_at) VALUES ($1, $2, $3, $4) RETURNING *',
+      [input.name, input.sku_pattern, JSON.stringify(input.owner_emails), input.created_at],
+    );
     return toMerchant(row!);
   }
 
@@ -44,8 +64,12 @@ export abstract class SqlTenancy<C extends SqlConnection = SqlConnection> implem
     const current = await this.c.one(`SELECT * FROM merchants WHERE id = $1${this.c.locksRows ? ' FOR UPDATE' : ''}`, [id]);
     if (!current) return undefined;
     const next = { ...toMerchant(current), ...patch };
-    const row = await this.c.one('UPDATE merchants SET name = $1, sku_pattern = $2, owner_emails = $3 WHERE id = $4 RETURNING *',
-      [next.name, next.sku_pattern, JSON.stringify(next.owner_emails), id]);
+    const row = await this.c.one('UPDATE merchants SET name = $1, sku_pattern = $2, owner_emails = $3 WHERE id = $4 RETURNING *', [
+      next.name,
+      next.sku_pattern,
+      JSON.stringify(next.owner_emails),
+      id,
+    ]);
     return row && toMerchant(row);
   }
 
@@ -54,9 +78,11 @@ export abstract class SqlTenancy<C extends SqlConnection = SqlConnection> implem
   }
 
   async insertApiKey(input: Omit<ApiKeyRecord, 'id' | 'revoked_at' | 'last_used_at'> & { key_hash: Buffer }): Promise<ApiKeyRecord> {
-    return (await this.c.one<ApiKeyRecord & Row>(`INSERT INTO api_keys (merchant_id, name, prefix, key_hash, created_at)
+    return (await this.c.one<ApiKeyRecord & Row>(
+      `INSERT INTO api_keys (merchant_id, name, prefix, key_hash, created_at)
       VALUES ($1, $2, $3, $4, $5) RETURNING ${API_KEY_COLUMNS}`,
-    [input.merchant_id, input.name, input.prefix, input.key_hash, input.created_at]))!;
+      [input.merchant_id, input.name, input.prefix, input.key_hash, input.created_at],
+    ))!;
   }
 
   async listApiKeys(merchantId: number): Promise<ApiKeyRecord[]> {
@@ -64,18 +90,30 @@ export abstract class SqlTenancy<C extends SqlConnection = SqlConnection> implem
   }
 
   async revokeApiKey(merchantId: number, keyId: number, at: string): Promise<boolean> {
-    return await this.c.run('UPDATE api_keys SET revoked_at = coalesce(revoked_at, $1) WHERE merchant_id = $2 AND id = $3',
-      [at, merchantId, keyId]) > 0;
+    return (
+      (await this.c.run('UPDATE api_keys SET revoked_at = coalesce(revoked_at, $1) WHERE merchant_id = $2 AND id = $3', [
+        at,
+        merchantId,
+        keyId,
+      ])) > 0
+    );
   }
 
   async recordApiKeyUse(keyId: number, at: string, unlessAfter: string): Promise<boolean> {
-    return await this.c.run('UPDATE api_keys SET last_used_at = $1 WHERE id = $2 AND (last_used_at IS NULL OR last_used_at <= $3)',
-      [at, keyId, unlessAfter]) > 0;
+    return (
+      (await this.c.run('UPDATE api_keys SET last_used_at = $1 WHERE id = $2 AND (last_used_at IS NULL OR last_used_at <= $3)', [
+        at,
+        keyId,
+        unlessAfter,
+      ])) > 0
+    );
   }
 
   async findActiveApiKey(keyHash: Buffer): Promise<{ id: number; merchant_id: number; key_hash: Buffer } | undefined> {
     return this.c.one<{ id: number; merchant_id: number; key_hash: Buffer }>(
-      'SELECT id, merchant_id, key_hash FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL', [keyHash]);
+      'SELECT id, merchant_id, key_hash FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL',
+      [keyHash],
+    );
   }
 
   async listStores(merchantId: number): Promise<StoreRecord[]> {
@@ -94,11 +132,24 @@ export abstract class SqlTenancy<C extends SqlConnection = SqlConnection> implem
 
   async upsertStore(merchantId: number, slug: string, input: StoreInputRecord): Promise<StoreRecord> {
     const d = this.c.dialect;
-    if (input.is_default) await this.c.run('UPDATE stores SET is_default = false WHERE merchant_id = $1 AND slug <> $2 AND is_default', [merchantId, slug]);
-    const values = [merchantId, slug, input.name, input.locale, input.currency, d.bool(input.is_default), d.bool(input.active), d.bool(input.exclude_out_of_stock)];
-    const updated = await this.c.one(`UPDATE stores SET name = $3, locale = $4, currency = $5, is_default = $6, active = $7,
-      exclude_out_of_stock = $8 WHERE merchant_id = $1 AND slug = $2 RETURNING *`, values);
-    return toStore(updated ?? await this.insertStore(values));
+    if (input.is_default)
+      await this.c.run('UPDATE stores SET is_default = false WHERE merchant_id = $1 AND slug <> $2 AND is_default', [merchantId, slug]);
+    const values = [
+      merchantId,
+      slug,
+      input.name,
+      input.locale,
+      input.currency,
+      d.bool(input.is_default),
+      d.bool(input.active),
+      d.bool(input.exclude_out_of_stock),
+    ];
+    const updated = await this.c.one(
+      `UPDATE stores SET name = $3, locale = $4, currency = $5, is_default = $6, active = $7,
+      exclude_out_of_stock = $8 WHERE merchant_id = $1 AND slug = $2 RETURNING *`,
+      values,
+    );
+    return toStore(updated ?? (await this.insertStore(values)));
   }
 
   async deleteStore(storeId: number): Promise<void> {
@@ -109,7 +160,8 @@ export abstract class SqlTenancy<C extends SqlConnection = SqlConnection> implem
 
   async bumpCatalogVersion(storeIds: number[]): Promise<void> {
     if (storeIds.length === 0) return;
-    await this.c.run(`UPDATE stores SET catalog_version = catalog_version + 1 WHERE ${this.c.dialect.inList('id', '$1', 'bigint')}`,
-      [this.c.dialect.list(storeIds)]);
+    await this.c.run(`UPDATE stores SET catalog_version = catalog_version + 1 WHERE ${this.c.dialect.inList('id', '$1', 'bigint')}`, [
+      this.c.dialect.list(storeIds),
+    ]);
   }
 }

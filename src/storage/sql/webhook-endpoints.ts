@@ -7,7 +7,12 @@ import { ENDPOINT_FIELDS, toEndpoint } from '../rows.js';
 import type { SqlConnection } from './dialect.js';
 
 export abstract class SqlWebhookEndpoints<C extends SqlConnection = SqlConnection> implements WebhookEndpointStore {
-  static readonly writes = ['createWebhookEndpoint', 'updateWebhookEndpoint', 'updateWebhookEndpointsHealth', 'deleteWebhookEndpoint'] as const;
+  static readonly writes = [
+    'createWebhookEndpoint',
+    'updateWebhookEndpoint',
+    'updateWebhookEndpointsHealth',
+    'deleteWebhookEndpoint',
+  ] as const;
 
   constructor(protected readonly c: C) {}
 
@@ -23,10 +28,20 @@ export abstract class SqlWebhookEndpoints<C extends SqlConnection = SqlConnectio
   }
 
   async createWebhookEndpoint(input: WebhookEndpointInputRecord): Promise<WebhookEndpointRecord> {
-    const row = await this.c.one(`INSERT INTO webhook_endpoints (merchant_id, url, store_id, events, standard_webhooks, max_per_second, secret, created_at)
+    const row = await this.c.one(
+      `INSERT INTO webhook_endpoints (merchant_id, url, store_id, events, standard_webhooks, max_per_second, secret, created_at)
       VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING *`,
-    [input.merchant_id, input.url, input.store_id, JSON.stringify(input.events), this.c.dialect.bool(input.standard_webhooks ?? false),
-      input.max_per_second ?? null, input.secret, input.created_at]);
+      [
+        input.merchant_id,
+        input.url,
+        input.store_id,
+        JSON.stringify(input.events),
+        this.c.dialect.bool(input.standard_webhooks ?? false),
+        input.max_per_second ?? null,
+        input.secret,
+        input.created_at,
+      ],
+    );
     return toEndpoint(row!);
   }
 
@@ -35,25 +50,40 @@ export abstract class SqlWebhookEndpoints<C extends SqlConnection = SqlConnectio
   }
 
   async getWebhookEndpoint(id: number, merchantId?: number): Promise<WebhookEndpointRecord | undefined> {
-    const row = await this.c.one(`SELECT * FROM webhook_endpoints WHERE id = $1 AND merchant_id = coalesce($2, merchant_id)
-      ${this.endpointLock}`, [id, merchantId ?? null]);
+    const row = await this.c.one(
+      `SELECT * FROM webhook_endpoints WHERE id = $1 AND merchant_id = coalesce($2, merchant_id)
+      ${this.endpointLock}`,
+      [id, merchantId ?? null],
+    );
     return row && toEndpoint(row);
   }
 
   async getWebhookEndpoints(ids: number[]): Promise<WebhookEndpointRecord[]> {
     if (ids.length === 0) return [];
     // In a write transaction locked as getWebhookEndpoint locks one, in id order (as claims lock them).
-    return (await this.c.rows(`SELECT * FROM webhook_endpoints WHERE ${this.c.dialect.inList('id', '$1', 'bigint')} ORDER BY id
-      ${this.endpointLock}`, [this.c.dialect.list([...new Set(ids)])])).map(toEndpoint);
+    return (
+      await this.c.rows(
+        `SELECT * FROM webhook_endpoints WHERE ${this.c.dialect.inList('id', '$1', 'bigint')} ORDER BY id
+      ${this.endpointLock}`,
+        [this.c.dialect.list([...new Set(ids)])],
+      )
+    ).map(toEndpoint);
   }
 
   async updateWebhookEndpoint(id: number, patch: Partial<Omit<WebhookEndpointRecord, 'id' | 'merchant_id' | 'created_at'>>): Promise<void> {
     const fields = ENDPOINT_FIELDS.filter((f) => f in patch);
     if (fields.length === 0) return;
-    const values = fields.map((f) => (f === 'events' ? JSON.stringify(patch.events)
-      : f === 'standard_webhooks' ? this.c.dialect.bool(patch.standard_webhooks as boolean) : (patch[f] as unknown)));
-    await this.c.run(`UPDATE webhook_endpoints SET ${fields.map((f, i) => `${f} = $${i + 1}`).join(', ')} WHERE id = $${fields.length + 1}`,
-      [...values, id]);
+    const values = fields.map((f) =>
+      f === 'events'
+        ? JSON.stringify(patch.events)
+        : f === 'standard_webhooks'
+          ? this.c.dialect.bool(patch.standard_webhooks as boolean)
+          : (patch[f] as unknown),
+    );
+    await this.c.run(
+      `UPDATE webhook_endpoints SET ${fields.map((f, i) => `${f} = $${i + 1}`).join(', ')} WHERE id = $${fields.length + 1}`,
+      [...values, id],
+    );
   }
 
   /** Each endpoint's health, one after another (PgWebhookEndpoints: in one statement). */

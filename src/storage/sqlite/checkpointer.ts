@@ -76,11 +76,13 @@ export class Checkpointer {
   /** Lets a checkpoint in progress finish, then closes the worker's connection. */
   close(): Promise<void> {
     clearInterval(this.timer);
-    this.closed ??= this.gone ? Promise.resolve() : new Promise<void>((resolve) => {
-      this.worker.ref();
-      this.worker.once('exit', () => resolve());
-      this.worker.postMessage('close');
-    });
+    this.closed ??= this.gone
+      ? Promise.resolve()
+      : new Promise<void>((resolve) => {
+          this.worker.ref();
+          this.worker.once('exit', () => resolve());
+          this.worker.postMessage('close');
+        });
     return this.closed;
   }
 }

@@ -43,7 +43,7 @@ export class SqliteConnection implements SqlConnection {
     /** Stores the open transaction records changes for: the storage wakes the live feed after its COMMIT. */
     readonly changedStores = new Set<number>(),
   ) {
-    this.views = views ?? new Map();
+    this.views = views ?? new Map<string, SqliteConnection>();
   }
 
   /**
@@ -152,7 +152,7 @@ function timed(statement: Database.Statement, name: string, timing: StatementTim
       rows.return?.();
       observer.observeStatement('sqlite', name, ms);
     }
-  } as unknown as Run;
+  };
   return statement;
 }
 

@@ -6,7 +6,8 @@ import type { ImageMirrorRecord, ImageMirrorWork, ImageStateCounts } from '../..
 import type { SqliteConnection } from './connection.js';
 
 /** The origin of an image URL column (ClaimedImageMirror.origin; the same rule on PostgreSQL), stored with the row. */
-export const originOf = (url: string) => `lower(substr(${url}, 1, instr(${url}, '://') + instr(substr(${url}, instr(${url}, '://') + 3) || '/', '/') + 1))`;
+export const originOf = (url: string) =>
+  `lower(substr(${url}, 1, instr(${url}, '://') + instr(substr(${url}, instr(${url}, '://') + 3) || '/', '/') + 1))`;
 
 const IMAGE_FIELDS = ['state', 'mirrored_url', 'attempts', 'first_failure_at', 'next_attempt_at', 'last_error', 'updated_at'] as const;
 
@@ -38,7 +39,8 @@ class SqliteImageClaimQueries implements ImageClaimQueries {
   constructor(private readonly c: SqliteConnection) {}
 
   async dueMerchants(now: string, after: Pick<ImageWorkHint, 'dueAt' | 'merchantId'> | null, limit: number): Promise<ImageWorkHint[]> {
-    return this.c.stmt(`SELECT merchant_id AS merchantId, due_at AS dueAt, version FROM image_work_merchants
+    return this.c
+      .stmt(`SELECT merchant_id AS merchantId, due_at AS dueAt, version FROM image_work_merchants
       WHERE due_at <= @now AND (due_at, merchant_id) > (@after_due, @after_merchant) ORDER BY due_at, merchant_id LIMIT @limit`)
       .all({ now, after_due: after?.dueAt ?? '', after_merchant: after?.merchantId ?? 0, limit }) as ImageWorkHint[];
   }
@@ -46,7 +48,8 @@ class SqliteImageClaimQueries implements ImageClaimQueries {
   async dueImagesOf(merchantId: number, now: string, fullOrigins: string[], perOrigin: number): Promise<ClaimedImageMirror[]> {
     // A loose index scan of the merchant's origins with pending work (one probe each), then each
     // origin's oldest due images from the same index.
-    return this.c.stmt(`WITH RECURSIVE origins(origin) AS (
+    return this.c
+      .stmt(`WITH RECURSIVE origins(origin) AS (
         SELECT min(origin) FROM image_mirrors WHERE merchant_id = @merchant AND state = 'pending'
         UNION ALL
         SELECT (SELECT min(i.origin) FROM image_mirrors AS i WHERE i.merchant_id = @merchant AND i.state = 'pending' AND i.origin > o.origin)
@@ -56,19 +59,25 @@ class SqliteImageClaimQueries implements ImageClaimQueries {
       WHERE o.origin IS NOT NULL AND o.origin NOT IN (SELECT value FROM json_each(@full))
         AND d.rowid IN (SELECT e.rowid FROM image_mirrors AS e
           WHERE e.merchant_id = @merchant AND e.state = 'pending' AND e.origin = o.origin AND e.next_attempt_at <= @now
-          ORDER BY e.next_attempt_at LIMIT @per_origin)`).all({ merchant: merchantId, now, full: JSON.stringify(fullOrigins), per_origin: perOrigin }) as ClaimedImageMirror[];
+          ORDER BY e.next_attempt_at LIMIT @per_origin)`)
+      .all({ merchant: merchantId, now, full: JSON.stringify(fullOrigins), per_origin: perOrigin }) as ClaimedImageMirror[];
   }
 
   async earliestPending(merchantId: number): Promise<string | null> {
-    return (this.c.stmt(`SELECT min(next_attempt_at) FROM image_mirrors WHERE merchant_id = ? AND state = 'pending'`)
-      .pluck().get(merchantId) as string | null) ?? null;
+    return (
+      (this.c.stmt(`SELECT min(next_attempt_at) FROM image_mirrors WHERE merchant_id = ? AND state = 'pending'`).pluck().get(merchantId) as
+        | string
+        | null) ?? null
+    );
   }
 
   async settleHint(hint: ImageWorkHint, dueAt: string | null): Promise<void> {
     if (dueAt === null) {
       this.c.stmt('DELETE FROM image_work_merchants WHERE merchant_id = ? AND version = ?').run(hint.merchantId, hint.version);
     } else {
-      this.c.stmt('UPDATE image_work_merchants SET due_at = ? WHERE merchant_id = ? AND version = ?').run(dueAt, hint.merchantId, hint.version);
+      this.c
+        .stmt('UPDATE image_work_merchants SET due_at = ? WHERE merchant_id = ? AND version = ?')
+        .run(dueAt, hint.merchantId, hint.version);
     }
   }
 
@@ -90,8 +99,10 @@ export class SqliteImages implements ImageStore {
   async imageMirrors(merchantId: number, urls: string[]): Promise<Map<string, ImageMirrorRecord>> {
     const mirrors = new Map<string, ImageMirrorRecord>();
     if (urls.length === 0) return mirrors;
-    const rows = this.c.stmt(`SELECT url, state, mirrored_url FROM image_mirrors
-      WHERE merchant_id = ? AND url IN (SELECT value FROM json_each(?))`).all(merchantId, JSON.stringify(urls)) as ImageMirrorRecord[];
+    const rows = this.c
+      .stmt(`SELECT url, state, mirrored_url FROM image_mirrors
+      WHERE merchant_id = ? AND url IN (SELECT value FROM json_each(?))`)
+      .all(merchantId, JSON.stringify(urls)) as ImageMirrorRecord[];
     for (const row of rows) mirrors.set(row.url, row);
     return mirrors;
   }
@@ -100,14 +111,20 @@ export class SqliteImages implements ImageStore {
     ensureMirrorRows(this.c, merchantId, urls, at);
   }
 
-  async claimDueImageMirrors(now: string, limit: number, leaseUntil: string, fairness: ImageClaimFairness = UNCAPPED_IMAGE_CLAIM): Promise<ClaimedImageMirror[]> {
+  async claimDueImageMirrors(
+    now: string,
+    limit: number,
+    leaseUntil: string,
+    fairness: ImageClaimFairness = UNCAPPED_IMAGE_CLAIM,
+  ): Promise<ClaimedImageMirror[]> {
     return claimImages(this.claims, now, limit, leaseUntil, fairness);
   }
 
   async updateImageMirror(merchantId: number, url: string, patch: Partial<Omit<ImageMirrorWork, 'merchant_id' | 'url'>>): Promise<void> {
     const fields = IMAGE_FIELDS.filter((f) => f in patch);
     if (fields.length === 0) return;
-    const row = this.c.stmt(`UPDATE image_mirrors SET ${fields.map((f) => `${f} = ?`).join(', ')} WHERE merchant_id = ? AND url = ?
+    const row = this.c
+      .stmt(`UPDATE image_mirrors SET ${fields.map((f) => `${f} = ?`).join(', ')} WHERE merchant_id = ? AND url = ?
       RETURNING state, next_attempt_at`)
       .get(...fields.map((f) => patch[f] as unknown), merchantId, url) as { state: string; next_attempt_at: string | null } | undefined;
     // Pending again (a release, a backoff, retry-dead): the merchant's hint must not be later than it.
@@ -122,14 +139,18 @@ export class SqliteImages implements ImageStore {
     // Per distinct source URL that a product of the merchant still lists: counts the triggers of
     // migration 16 keep, not a count of the rows.
     const counts: ImageStateCounts = { pending: 0, mirrored: 0, dead: 0 };
-    const rows = this.c.stmt('SELECT state, n FROM image_state_counts WHERE merchant_id = ?').all(merchantId) as { state: keyof ImageStateCounts; n: number }[];
+    const rows = this.c.stmt('SELECT state, n FROM image_state_counts WHERE merchant_id = ?').all(merchantId) as {
+      state: keyof ImageStateCounts;
+      n: number;
+    }[];
     for (const row of rows) counts[row.state] = row.n;
     return counts;
   }
 
   async deadImages(merchantId: number, limit: number): Promise<ImageMirrorWork[]> {
     // The ones imageStateCounts counts: a source URL no product lists any more is neither shown nor retried.
-    return this.c.stmt(`SELECT ${WORK_COLUMNS} FROM image_mirrors
+    return this.c
+      .stmt(`SELECT ${WORK_COLUMNS} FROM image_mirrors
       WHERE merchant_id = @merchant AND state = 'dead' AND listed > 0 ORDER BY updated_at DESC, url LIMIT @limit`)
       .all({ merchant: merchantId, limit }) as ImageMirrorWork[];
   }

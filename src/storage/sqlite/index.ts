@@ -32,8 +32,19 @@ import { SqliteTenancy } from './tenancy.js';
 import { SqliteWebhookEndpoints } from './webhook-endpoints.js';
 
 const AGGREGATES = [
-  SqliteTenancy, SqlCatalogSetup, SqliteProductSources, SqliteImages, SqlitePublished, SqliteChanges,
-  SqliteWebhookEndpoints, SqliteOutbox, SqliteDeliveries, SqlNotifications, SqlPanel, SqlImportJobs, SqlitePublishRuns,
+  SqliteTenancy,
+  SqlCatalogSetup,
+  SqliteProductSources,
+  SqliteImages,
+  SqlitePublished,
+  SqliteChanges,
+  SqliteWebhookEndpoints,
+  SqliteOutbox,
+  SqliteDeliveries,
+  SqlNotifications,
+  SqlPanel,
+  SqlImportJobs,
+  SqlitePublishRuns,
 ] as const;
 
 /** Operations that write: called on the storage itself, each runs as its own transaction. */
@@ -86,15 +97,16 @@ export function openSqliteStorage(file: string, options: SqliteOptions = {}): Sq
 function migrate(db: Database.Database): void {
   db.pragma('busy_timeout = 5000');
   db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)');
-  const applied = new Set(
-    (db.prepare('SELECT id FROM schema_migrations').all() as { id: number }[]).map((r) => r.id),
-  );
+  const applied = new Set((db.prepare('SELECT id FROM schema_migrations').all() as { id: number }[]).map((r) => r.id));
   for (const migration of migrations) {
     if (applied.has(migration.id)) continue;
     db.transaction(() => {
       db.exec(migration.sql);
-      db.prepare('INSERT INTO schema_migrations (id, name, applied_at) VALUES (?, ?, ?)')
-        .run(migration.id, migration.name, new Date().toISOString());
+      db.prepare('INSERT INTO schema_migrations (id, name, applied_at) VALUES (?, ?, ?)').run(
+        migration.id,
+        migration.name,
+        new Date().toISOString(),
+      );
     })();
   }
   db.pragma('busy_timeout = 0');
@@ -104,10 +116,13 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 const isBusy = (error: unknown) => (error as { code?: string }).code === 'SQLITE_BUSY';
 
-// Declaration merging: the aggregate operations are installed on each instance in the constructor.
+// Declaration merging: the aggregate operations are installed on each instance in the constructor,
+// so the class cannot declare them itself; the interface is how its type says it has them.
+/* eslint-disable @typescript-eslint/no-unsafe-declaration-merging, @typescript-eslint/no-empty-object-type -- the operations mixin, above */
 export interface SqliteStorage extends StorageOperations {}
 
 export class SqliteStorage implements CatalogStorage {
+  /* eslint-enable @typescript-eslint/no-unsafe-declaration-merging, @typescript-eslint/no-empty-object-type */
   private readonly read: SqliteConnection;
   private readonly write: SqliteConnection;
   private readonly tx: StorageTx;
@@ -142,16 +157,20 @@ export class SqliteStorage implements CatalogStorage {
     const self = this as unknown as Record<string, unknown>;
     for (const name of Object.keys(this.reader)) {
       const operation = name as keyof StorageOperations;
+      // eslint-disable-next-line @typescript-eslint/unbound-method -- operationsOn binds each operation to its aggregate (sql/operations.ts)
+      const read = this.reader[operation];
       self[name] = WRITES.has(name)
         ? (...args: unknown[]) => this.transaction((tx) => (tx[operation] as (...a: unknown[]) => Promise<unknown>)(...args))
-        : (this.reader[operation] as (...a: unknown[]) => Promise<unknown>);
+        : read;
     }
   }
 
   async transaction<T>(fn: (tx: StorageTx) => Promise<T>): Promise<T> {
     const previous = this.queue;
     let release!: () => void;
-    const turn = new Promise<void>((resolve) => { release = resolve; });
+    const turn = new Promise<void>((resolve) => {
+      release = resolve;
+    });
     this.queue = turn;
     // Transactions of this process run one after another; only another process's lock times out.
     await previous;
@@ -201,12 +220,16 @@ export class SqliteStorage implements CatalogStorage {
     let listeners = this.workListeners.get(topic);
     if (!listeners) this.workListeners.set(topic, (listeners = new Set()));
     listeners.add(listener);
-    return () => { listeners.delete(listener); };
+    return () => {
+      listeners.delete(listener);
+    };
   }
 
   onChanges(listener: (stores: ChangedStores) => void): () => void {
     this.changeListeners.add(listener);
-    return () => { this.changeListeners.delete(listener); };
+    return () => {
+      this.changeListeners.delete(listener);
+    };
   }
 
   /** After a COMMIT that added work: this process's workers look at once (other processes poll). */
@@ -279,17 +302,25 @@ export class SqliteStorage implements CatalogStorage {
         oldestWaitingAt: null,
         images: { pending: 0, mirrored: 0, dead: 0 },
       };
-      for (const row of stmt('SELECT status, count(*) AS n FROM webhook_endpoints GROUP BY status').all() as { status: 'active'; n: number }[]) {
+      for (const row of stmt('SELECT status, count(*) AS n FROM webhook_endpoints GROUP BY status').all() as {
+        status: 'active';
+        n: number;
+      }[]) {
         counts.endpoints[row.status] = row.n;
       }
       // Endpoint by endpoint from the (endpoint, status) index: the matching rows only, never the
       // other status's backlog nor the delivered history.
       for (const status of ['pending', 'failed'] as const) {
         counts.waitingDeliveries[status] = stmt(`SELECT count(*) FROM (SELECT 1 FROM webhook_endpoints AS e
-          CROSS JOIN webhook_deliveries AS d ON d.endpoint_id = e.id AND d.status = ? LIMIT ?)`).pluck().get(status, countMax) as number;
+          CROSS JOIN webhook_deliveries AS d ON d.endpoint_id = e.id AND d.status = ? LIMIT ?)`)
+          .pluck()
+          .get(status, countMax) as number;
       }
       // The listed images (what the merchants' summaries count), from the counts kept per merchant.
-      for (const row of stmt('SELECT state, sum(n) AS n FROM image_state_counts GROUP BY state').all() as { state: 'pending'; n: number }[]) {
+      for (const row of stmt('SELECT state, sum(n) AS n FROM image_state_counts GROUP BY state').all() as {
+        state: 'pending';
+        n: number;
+      }[]) {
         counts.images[row.state] = row.n;
       }
       // Not yet attempted: a failed delivery waiting for its retry is the receiver's lag, not the
@@ -301,7 +332,9 @@ export class SqliteStorage implements CatalogStorage {
         UNION ALL
         SELECT (SELECT min(coalesce(d.oldest_change_at, d.created_at)) FROM webhook_deliveries AS d
             WHERE d.endpoint_id = e.id AND d.status = 'pending' AND d.attempts = 0)
-          FROM webhook_endpoints AS e WHERE e.status = 'active')`).pluck().get() as string | null;
+          FROM webhook_endpoints AS e WHERE e.status = 'active')`)
+        .pluck()
+        .get() as string | null;
       return counts;
     });
   }

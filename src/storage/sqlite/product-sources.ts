@@ -8,21 +8,34 @@ import type { SqliteConnection } from './connection.js';
 import { LOWER_IMAGE_WORK_HINT, originOf } from './images.js';
 
 export class SqliteProductSources extends SqlProductSources<SqliteConnection> {
-  async upsertProductSource(merchantId: number, ref: string, source: ProductSourceDocument, at: string): Promise<{ id: number; created: boolean }> {
+  async upsertProductSource(
+    merchantId: number,
+    ref: string,
+    source: ProductSourceDocument,
+    at: string,
+  ): Promise<{ id: number; created: boolean }> {
     const json = JSON.stringify(source);
-    const existing = this.c.stmt('SELECT id FROM products WHERE merchant_id = ? AND ref = ?').get(merchantId, ref) as { id: number } | undefined;
+    const existing = this.c.stmt('SELECT id FROM products WHERE merchant_id = ? AND ref = ?').get(merchantId, ref) as
+      | { id: number }
+      | undefined;
     if (existing) {
       this.c.stmt('UPDATE products SET source = ?, updated_at = ? WHERE id = ?').run(json, at, existing.id);
       this.relink(merchantId, existing.id, source, false, at);
       return { id: existing.id, created: false };
     }
-    const info = this.c.stmt('INSERT INTO products (merchant_id, ref, source, updated_at) VALUES (?, ?, ?, ?)').run(merchantId, ref, json, at);
+    const info = this.c
+      .stmt('INSERT INTO products (merchant_id, ref, source, updated_at) VALUES (?, ?, ?, ?)')
+      .run(merchantId, ref, json, at);
     const id = Number(info.lastInsertRowid);
     this.relink(merchantId, id, source, true, at);
     return { id, created: true };
   }
 
-  async upsertProductSources(merchantId: number, products: { ref: string; source: ProductSourceDocument }[], at: string): Promise<{ id: number; created: boolean }[]> {
+  async upsertProductSources(
+    merchantId: number,
+    products: { ref: string; source: ProductSourceDocument }[],
+    at: string,
+  ): Promise<{ id: number; created: boolean }[]> {
     // Statements here are function calls: one product at a time costs no more than a batch would.
     // The loop is let go after its slice, every 16 products (as the import's loop did before it
     // called this).
@@ -45,27 +58,36 @@ export class SqliteProductSources extends SqlProductSources<SqliteConnection> {
    * products that list it.
    */
   private relink(merchantId: number, productId: number, source: ProductSourceDocument | null, created: boolean, at: string): void {
-    const before = created ? [] : this.c.stmt('SELECT kind, value FROM product_links WHERE product_id = ?').raw().all(productId) as [string, string][];
+    const before = created
+      ? []
+      : (this.c.stmt('SELECT kind, value FROM product_links WHERE product_id = ?').raw().all(productId) as [string, string][]);
     const diff = diffProductLinks(before, source);
     const link = { merchant: merchantId, product: productId };
     if (diff.removed.length > 0) {
-      this.c.stmt(`DELETE FROM product_links WHERE merchant_id = @merchant AND product_id = @product
-        AND (kind, value) IN (SELECT value ->> 0, value ->> 1 FROM json_each(@links))`).run({ ...link, links: JSON.stringify(diff.removed) });
+      this.c
+        .stmt(`DELETE FROM product_links WHERE merchant_id = @merchant AND product_id = @product
+        AND (kind, value) IN (SELECT value ->> 0, value ->> 1 FROM json_each(@links))`)
+        .run({ ...link, links: JSON.stringify(diff.removed) });
     }
     if (diff.added.length > 0) {
-      this.c.stmt(`INSERT OR IGNORE INTO product_links (merchant_id, kind, value, product_id)
-        SELECT @merchant, value ->> 0, value ->> 1, @product FROM json_each(@links)`).run({ ...link, links: JSON.stringify(diff.added) });
+      this.c
+        .stmt(`INSERT OR IGNORE INTO product_links (merchant_id, kind, value, product_id)
+        SELECT @merchant, value ->> 0, value ->> 1, @product FROM json_each(@links)`)
+        .run({ ...link, links: JSON.stringify(diff.added) });
     }
     if (diff.removedImages.length > 0) {
-      this.c.stmt('UPDATE image_mirrors SET listed = listed - 1 WHERE merchant_id = ? AND url IN (SELECT value FROM json_each(?))')
+      this.c
+        .stmt('UPDATE image_mirrors SET listed = listed - 1 WHERE merchant_id = ? AND url IN (SELECT value FROM json_each(?))')
         .run(merchantId, JSON.stringify(diff.removedImages));
     }
     if (diff.addedImages.length === 0) return;
     // New URLs are pending work, due at once; known ones count one more product.
-    const listed = this.c.stmt(`INSERT INTO image_mirrors (merchant_id, url, origin, state, updated_at, next_attempt_at, listed)
+    const listed = this.c
+      .stmt(`INSERT INTO image_mirrors (merchant_id, url, origin, state, updated_at, next_attempt_at, listed)
       SELECT @merchant, value, ${originOf('value')}, 'pending', @at, @at, 1 FROM json_each(@urls) WHERE true
       ON CONFLICT (merchant_id, url) DO UPDATE SET listed = listed + 1 RETURNING listed`)
-      .pluck().all({ merchant: merchantId, at, urls: JSON.stringify(diff.addedImages) }) as number[];
+      .pluck()
+      .all({ merchant: merchantId, at, urls: JSON.stringify(diff.addedImages) }) as number[];
     // Listed by one product now: new (or listed again, when the hint stays a lower bound all the same).
     if (listed.includes(1)) {
       this.c.stmt(LOWER_IMAGE_WORK_HINT).run({ merchant_id: merchantId, due_at: at });
@@ -75,7 +97,9 @@ export class SqliteProductSources extends SqlProductSources<SqliteConnection> {
 
   async productIdsWithImage(merchantId: number, url: string): Promise<number[]> {
     // From the links alone: one writer at a time, so the products need no lock (PgProductSources locks them).
-    return this.c.stmt(`SELECT product_id FROM product_links WHERE merchant_id = ? AND kind = 'image' AND value = ? ORDER BY product_id`)
-      .pluck().all(merchantId, url) as number[];
+    return this.c
+      .stmt(`SELECT product_id FROM product_links WHERE merchant_id = ? AND kind = 'image' AND value = ? ORDER BY product_id`)
+      .pluck()
+      .all(merchantId, url) as number[];
   }
 }

@@ -2,8 +2,18 @@
 // joins a page's payloads into one UTF-8 buffer that goes out unchanged.
 import type { PublishedStore } from '../port.js';
 import type {
-  ExpectedStorePage, PublishedHashes, PublishedLines, PublishedPage, PublishedPayloads, PublishedRow, PublishedBlock,
-  PublishedIdWindow, PublishedSummaryWindow, PublishedVersionRead, PublishedWindowRead, StorePageRead,
+  ExpectedStorePage,
+  PublishedHashes,
+  PublishedLines,
+  PublishedPage,
+  PublishedPayloads,
+  PublishedRow,
+  PublishedBlock,
+  PublishedIdWindow,
+  PublishedSummaryWindow,
+  PublishedVersionRead,
+  PublishedWindowRead,
+  StorePageRead,
 } from '../records.js';
 import type { PublishedExclusionCounts, PublishedProductSummary } from '../../catalog/model.js';
 import { yieldToOthers } from '../../shared/cooperative.js';
@@ -58,8 +68,10 @@ export class SqlitePublished implements PublishedStore {
   async publishedHashes(storeId: number, productIds: number[]): Promise<Map<number, PublishedHashes>> {
     const hashes = new Map<number, PublishedHashes>();
     if (productIds.length === 0) return hashes;
-    const rows = this.c.stmt(`SELECT product_id, price_hash, content_hash FROM published_products
-      WHERE store_id = ? AND product_id IN (SELECT value FROM json_each(?))`).all(storeId, JSON.stringify(productIds)) as Row[];
+    const rows = this.c
+      .stmt(`SELECT product_id, price_hash, content_hash FROM published_products
+      WHERE store_id = ? AND product_id IN (SELECT value FROM json_each(?))`)
+      .all(storeId, JSON.stringify(productIds)) as Row[];
     for (const r of rows) hashes.set(r.product_id as number, { priceHash: r.price_hash as string, contentHash: r.content_hash as string });
     return hashes;
   }
@@ -74,21 +86,29 @@ export class SqlitePublished implements PublishedStore {
     for (const [i, row] of rows.entries()) {
       if (i % ROWS_PER_STEP === 0) await yieldToOthers();
       upsert.run({
-        store: storeId, product: row.productId, payload: row.payload, price: row.priceHash, content: row.contentHash,
-        known: row.exclusionReason === undefined ? 0 : 1, reason: row.exclusionReason ?? null,
+        store: storeId,
+        product: row.productId,
+        payload: row.payload,
+        price: row.priceHash,
+        content: row.contentHash,
+        known: row.exclusionReason === undefined ? 0 : 1,
+        reason: row.exclusionReason ?? null,
       });
     }
   }
 
   async deletePublished(storeId: number, productIds: number[]): Promise<void> {
     if (productIds.length === 0) return;
-    this.c.stmt('DELETE FROM published_products WHERE store_id = ? AND product_id IN (SELECT value FROM json_each(?))')
+    this.c
+      .stmt('DELETE FROM published_products WHERE store_id = ? AND product_id IN (SELECT value FROM json_each(?))')
       .run(storeId, JSON.stringify(productIds));
   }
 
   async publishedPayload(storeId: number, productId: number): Promise<Uint8Array | undefined> {
-    return this.c.stmt('SELECT CAST(payload AS BLOB) FROM published_products WHERE store_id = ? AND product_id = ?')
-      .pluck().get(storeId, productId) as Uint8Array | undefined;
+    return this.c
+      .stmt('SELECT CAST(payload AS BLOB) FROM published_products WHERE store_id = ? AND product_id = ?')
+      .pluck()
+      .get(storeId, productId) as Uint8Array | undefined;
   }
 
   async publishedPage(storeId: number, fromId: number, toId: number): Promise<PublishedPage> {
@@ -98,9 +118,11 @@ export class SqlitePublished implements PublishedStore {
   private pageOf(storeId: number, fromId: number, toId: number): PublishedPage {
     // One UTF-8 buffer built by SQLite: no per-row strings, no re-encoding on the way out; the
     // rows' hashes come from the same scan.
-    const [bytes, digests] = this.c.stmt(`SELECT ${PAGE_AGGREGATES} FROM
+    const [bytes, digests] = this.c
+      .stmt(`SELECT ${PAGE_AGGREGATES} FROM
       (SELECT payload, price_hash, content_hash FROM published_products WHERE store_id = ? AND product_id BETWEEN ? AND ? ORDER BY product_id)`)
-      .raw().get(storeId, fromId, toId) as [Uint8Array, Uint8Array];
+      .raw()
+      .get(storeId, fromId, toId) as [Uint8Array, Uint8Array];
     return { bytes, digests };
   }
 
@@ -109,8 +131,13 @@ export class SqlitePublished implements PublishedStore {
     // published version and the page agree; the page's rows are read only when they are wanted.
     const [fromId, toId] = expected.range ?? [1, 0];
     const row = this.c.stmt(slug === undefined ? PAGE_OF_STORE_SQL('s.is_default') : PAGE_OF_STORE_SQL('s.slug = @slug')).get({
-      merchantId, storeId: expected.storeId, catalogVersion: expected.catalogVersion, fromId, toId,
-      heldVersion: expected.heldVersion ?? null, ...(slug === undefined ? {} : { slug }),
+      merchantId,
+      storeId: expected.storeId,
+      catalogVersion: expected.catalogVersion,
+      fromId,
+      toId,
+      heldVersion: expected.heldVersion ?? null,
+      ...(slug === undefined ? {} : { slug }),
     }) as Row | undefined;
     if (!row) return { store: undefined, publishedVersion: 0, page: null };
     const store = toStore(row);
@@ -123,63 +150,79 @@ export class SqlitePublished implements PublishedStore {
 
   async storeAtPublishedVersion(merchantId: number, slug: string | undefined): Promise<PublishedVersionRead> {
     const columns = `*, ${PUBLISHED_VERSION('@merchantId')} AS published_version`;
-    const row = (slug === undefined
-      ? this.c.stmt(`SELECT ${columns} FROM stores WHERE merchant_id = @merchantId AND is_default`).get({ merchantId })
-      : this.c.stmt(`SELECT ${columns} FROM stores WHERE merchant_id = @merchantId AND slug = @slug`).get({ merchantId, slug })) as Row | undefined;
+    const row = (
+      slug === undefined
+        ? this.c.stmt(`SELECT ${columns} FROM stores WHERE merchant_id = @merchantId AND is_default`).get({ merchantId })
+        : this.c.stmt(`SELECT ${columns} FROM stores WHERE merchant_id = @merchantId AND slug = @slug`).get({ merchantId, slug })
+    ) as Row | undefined;
     return row ? { store: toStore(row), publishedVersion: row.published_version as number } : { store: undefined, publishedVersion: 0 };
   }
 
   async publishedIdsAfter(storeId: number, afterId: number, limit: number): Promise<number[]> {
-    return this.c.stmt('SELECT product_id FROM published_products WHERE store_id = ? AND product_id > ? ORDER BY product_id LIMIT ?')
-      .pluck().all(storeId, afterId, limit) as number[];
+    return this.c
+      .stmt('SELECT product_id FROM published_products WHERE store_id = ? AND product_id > ? ORDER BY product_id LIMIT ?')
+      .pluck()
+      .all(storeId, afterId, limit) as number[];
   }
 
   async publishedProductIds(storeId: number): Promise<number[]> {
-    return this.c.stmt('SELECT product_id FROM published_products WHERE store_id = ? ORDER BY product_id')
-      .pluck().all(storeId) as number[];
+    return this.c.stmt('SELECT product_id FROM published_products WHERE store_id = ? ORDER BY product_id').pluck().all(storeId) as number[];
   }
 
   async publishedBlocks(storeId: number): Promise<PublishedBlock[]> {
-    return this.c.stmt('SELECT block, n AS count FROM published_blocks WHERE store_id = ? AND n > 0 ORDER BY block').all(storeId) as PublishedBlock[];
+    return this.c
+      .stmt('SELECT block, n AS count FROM published_blocks WHERE store_id = ? AND n > 0 ORDER BY block')
+      .all(storeId) as PublishedBlock[];
   }
 
   async publishedWindow(storeId: number, window: PublishedIdWindow, countIn?: [number, number]): Promise<PublishedWindowRead> {
     // One statement (one read): the window from the primary key's index range, skipping at most a
     // block's ids plus a page's, and the count within one block.
-    const row = this.c.stmt(`WITH w AS (SELECT product_id FROM published_products WHERE store_id = @store AND product_id >= @fromId
+    const row = this.c
+      .stmt(`WITH w AS (SELECT product_id FROM published_products WHERE store_id = @store AND product_id >= @fromId
         ORDER BY product_id LIMIT @limit OFFSET @skip)
       SELECT (SELECT catalog_version FROM stores WHERE id = @store) AS catalog_version, min(product_id) AS first_id, max(product_id) AS last_id,
         count(*) AS n, (SELECT count(*) FROM published_products WHERE store_id = @store AND product_id BETWEEN @countFrom AND @countTo) AS counted
-      FROM w`).get({ store: storeId, ...window, countFrom: countIn?.[0] ?? 1, countTo: countIn?.[1] ?? 0 }) as Row;
+      FROM w`)
+      .get({ store: storeId, ...window, countFrom: countIn?.[0] ?? 1, countTo: countIn?.[1] ?? 0 }) as Row;
     return {
       catalogVersion: (row.catalog_version as number | null) ?? undefined,
-      firstId: row.first_id as number | null, lastId: row.last_id as number | null, count: row.n as number, counted: row.counted as number,
+      firstId: row.first_id as number | null,
+      lastId: row.last_id as number | null,
+      count: row.n as number,
+      counted: row.counted as number,
     };
   }
 
   async publishedPayloadsByIds(storeId: number, productIds: number[]): Promise<PublishedPayloads> {
-    const [bytes, digests, count, publishedVersion] = this.c.stmt(`SELECT ${PAGE_AGGREGATES}, count(*),
+    const [bytes, digests, count, publishedVersion] = this.c
+      .stmt(`SELECT ${PAGE_AGGREGATES}, count(*),
         ${PUBLISHED_VERSION('(SELECT merchant_id FROM stores WHERE id = @storeId)')} FROM
       (SELECT payload, price_hash, content_hash FROM published_products
         WHERE store_id = @storeId AND product_id IN (SELECT value FROM json_each(@ids)) ORDER BY product_id)`)
-      .raw().get({ storeId, ids: JSON.stringify(productIds) }) as [Uint8Array, Uint8Array, number, number];
+      .raw()
+      .get({ storeId, ids: JSON.stringify(productIds) }) as [Uint8Array, Uint8Array, number, number];
     return { bytes, digests, count, publishedVersion };
   }
 
   async publishedLinesAfter(storeId: number, afterId: number, limit: number): Promise<PublishedLines> {
     // One range of the primary key, joined by SQLite into one UTF-8 buffer (as a page is).
-    const [bytes, count, lastId] = this.c.stmt(`SELECT CAST(coalesce(group_concat(payload, char(10)) || char(10), '') AS BLOB), count(*), max(product_id)
+    const [bytes, count, lastId] = this.c
+      .stmt(`SELECT CAST(coalesce(group_concat(payload, char(10)) || char(10), '') AS BLOB), count(*), max(product_id)
       FROM (SELECT product_id, payload FROM published_products WHERE store_id = ? AND product_id > ? ORDER BY product_id LIMIT ?)`)
-      .raw().get(storeId, afterId, limit) as [Uint8Array, number, number | null];
+      .raw()
+      .get(storeId, afterId, limit) as [Uint8Array, number, number | null];
     return { bytes, count, lastId };
   }
 
   async publishedPricesByIds(storeId: number, productIds: number[]): Promise<Uint8Array> {
     // json() keeps the stored number literals, so amounts keep the currency's exact precision.
-    return this.c.stmt(`SELECT CAST(coalesce(group_concat(json_object('id', product_id, 'prices', json(json_extract(payload, '$.prices'))), ','), '') AS BLOB)
+    return this.c
+      .stmt(`SELECT CAST(coalesce(group_concat(json_object('id', product_id, 'prices', json(json_extract(payload, '$.prices'))), ','), '') AS BLOB)
       FROM (SELECT product_id, payload FROM published_products
         WHERE store_id = ? AND product_id IN (SELECT value FROM json_each(?)) ORDER BY product_id)`)
-      .pluck().get(storeId, JSON.stringify(productIds)) as Uint8Array;
+      .pluck()
+      .get(storeId, JSON.stringify(productIds)) as Uint8Array;
   }
 
   async findPublishedProducts(storeId: number, match: { sku?: string; ean?: string }, limit: number): Promise<PublishedProductSummary[]> {
@@ -188,7 +231,8 @@ export class SqlitePublished implements PublishedStore {
     const fields = (['sku', 'ean'] as const).filter((field) => match[field] !== undefined);
     if (fields.length === 0) return [];
     const conditions = fields.map((field) => `AND json_extract(payload, '$.${field}') = @${field}`).join(' ');
-    const rows = this.c.stmt(`SELECT ${SUMMARY_COLUMNS} FROM published_products
+    const rows = this.c
+      .stmt(`SELECT ${SUMMARY_COLUMNS} FROM published_products
       WHERE store_id = @storeId ${conditions} ORDER BY product_id LIMIT @limit`)
       .all({ storeId, ...Object.fromEntries(fields.map((field) => [field, match[field]])), limit }) as Row[];
     return rows.map(toSummary);
@@ -206,7 +250,10 @@ export class SqlitePublished implements PublishedStore {
 
   async publishedCountsByExclusion(storeId: number): Promise<PublishedExclusionCounts> {
     // The counts kept per store and reason (migration 17's triggers), not a count of the rows.
-    const rows = this.c.stmt('SELECT exclusion_reason AS reason, n FROM published_counts WHERE store_id = ?').all(storeId) as { reason: string; n: number }[];
+    const rows = this.c.stmt('SELECT exclusion_reason AS reason, n FROM published_counts WHERE store_id = ?').all(storeId) as {
+      reason: string;
+      n: number;
+    }[];
     const counts: PublishedExclusionCounts = { total: 0, excluded: { manual: 0, missing_title: 0, no_offers: 0, out_of_stock: 0 } };
     for (const { reason, n } of rows) {
       counts.total += n;

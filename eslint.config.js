@@ -1,5 +1,6 @@
 // Lint (npm run lint, part of npm test): ESLint's recommended rules and typescript-eslint's
-// type-aware recommended ones over src/, scripts/ and test/. Formatting is Biome's (biome.json).
+// type-aware recommended ones over the whole tree (src/, scripts/, test/ and the root's config
+// files). Formatting is Biome's (biome.json).
 // A rule is switched off only with the reason beside it.
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';

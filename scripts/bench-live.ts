@@ -4,7 +4,8 @@
 // The real `serve` runs in a child process (worker threads on, access log on, as `npm start` runs
 // it) on the demo catalog (BENCH_PRODUCTS, 3 stores); the clients wait on store `de` from the
 // current cursor, spread over API keys of 20 connections each (the default per-key cap):
-//   poll-1, poll-N  - 1 or N long-polls (`GET /v1/changes?wait=30`), each on a connection of its own;
+//   poll-1, poll-N  - 1 or N long-polls (`GET /v1/changes?wait=30`), each on a connection of its own,
+//                     timed at the answer's first bytes on a bare socket (rawLongPoll);
 //   sse-1, sse-N    - 1 or N streams (`Accept: text/event-stream`), opened for the round.
 //   get-N           - the reference: N plain polls (no `wait`) sent at once and answered at once:
 //                     what the same clients cost the service when they poll instead of waiting.
@@ -23,7 +24,7 @@
 // Goal: with N = 1000, every client has the change within 100 ms (the rounds' max, median).
 //
 // Usage: npm run bench:live -- [--clients 1000] [--rounds 11] [--engine sqlite|postgres|both]
-//          [--only poll-1,poll-1000,sse-1,sse-1000,get-1000] [--json]
+//          [--only poll-1,poll-1000,sse-1,sse-1000,get-1000] [--poll-client raw|http] [--json]
 //   BENCH_PRODUCTS (1000). PostgreSQL: a throwaway server from the installed binaries
 //   (scripts/postgres-server.ts, durable: false). BENCH_SERVE_NODE_ARGS: node options for serve
 //   (`--cpu-prof --cpu-prof-dir=/tmp/prof`); BENCH_SERVE_STDERR=1 passes serve's stderr through.
@@ -31,6 +32,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -50,6 +52,7 @@ const { values: args } = parseArgs({
     engine: { type: 'string', default: 'sqlite' },
     json: { type: 'boolean', default: false },
     only: { type: 'string' },
+    'poll-client': { type: 'string', default: 'raw' },
   },
 });
 const CLIENTS = Number(args.clients);
@@ -273,6 +276,38 @@ function openStream(serve: Serve, key: string, cursor: Page): Promise<{ arrived:
   });
 }
 
+/**
+ * One long-poll on a connection of its own, kept alive, sent and read on a bare socket: its arrival
+ * is when the answer's first bytes come in (as a stream's event is timed), then the answer is
+ * parsed and checked. 1,000 clients in one process through http.request cost the bench itself
+ * about as much as the service (a response object, headers, a promise each): the last arrival then
+ * measured this process's queue as much as the service's (`--poll-client http` still does that).
+ */
+function rawLongPoll(serve: Serve, pathAndQuery: string, key: string): { arrived: Promise<{ at: number; page: Page }>; close(): void } {
+  const { hostname, port } = new URL(serve.base);
+  const socket = net.connect(Number(port), hostname);
+  socket.setNoDelay(true);
+  const arrived = new Promise<{ at: number; page: Page }>((resolve, reject) => {
+    let at = 0;
+    let buffer = Buffer.alloc(0);
+    socket.on('data', (chunk: Buffer) => {
+      if (at === 0) at = performance.now();
+      buffer = Buffer.concat([buffer, chunk]);
+      const end = buffer.indexOf('\r\n\r\n');
+      if (end < 0) return;
+      const head = buffer.subarray(0, end).toString('latin1');
+      const length = Number(/\r\ncontent-length: *([0-9]+)/i.exec(head)?.[1]);
+      if (buffer.length < end + 4 + length) return;
+      const body = buffer.subarray(end + 4, end + 4 + length).toString('utf8');
+      if (!head.startsWith('HTTP/1.1 200 ')) reject(new Error(`long-poll: ${head.split('\r\n')[0]} ${body}`));
+      else resolve({ at, page: JSON.parse(body) as Page });
+    });
+    socket.on('error', reject);
+  });
+  socket.write(`GET ${pathAndQuery} HTTP/1.1\r\nHost: ${hostname}:${port}\r\nAuthorization: Bearer ${key}\r\n\r\n`);
+  return { arrived, close: () => socket.destroy() };
+}
+
 /** CPU time (user + system) of serve's serving thread so far, ms (Linux: /proc, in clock ticks). */
 function servingThreadCpuMs(pid: number): number {
   const stat = fs.readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8');
@@ -301,7 +336,7 @@ async function round(
   if (target.mode === 'get') return plainPolls(serve, engine, target.clients, cursor, keyOf);
   let arrivals: Promise<{ at: number; page: Page }>[];
   let close = () => {};
-  if (target.mode === 'poll') {
+  if (target.mode === 'poll' && args['poll-client'] === 'http') {
     arrivals = Array.from({ length: target.clients }, (_, i) =>
       request(serve.base, `/v1/changes?store=de&since=${cursor.next_since}&since_id=${cursor.next_id}&wait=30`, {
         headers: { Authorization: `Bearer ${keyOf(i)}` },
@@ -311,6 +346,14 @@ async function round(
         return { at, page: JSON.parse(body) as Page };
       }),
     );
+  } else if (target.mode === 'poll') {
+    const polls = Array.from({ length: target.clients }, (_, i) =>
+      rawLongPoll(serve, `/v1/changes?store=de&since=${cursor.next_since}&since_id=${cursor.next_id}&wait=30`, keyOf(i)),
+    );
+    arrivals = polls.map((p) => p.arrived);
+    close = () => {
+      for (const p of polls) p.close();
+    };
   } else {
     const streams: Awaited<ReturnType<typeof openStream>>[] = [];
     for (let i = 0; i < target.clients; i += 100) {

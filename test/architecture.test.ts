@@ -185,7 +185,7 @@ describe('the merchant scope (storage/merchant-scope.ts)', () => {
     expect(STORE_KEYED.filter((name) => methods.find((m) => m.name === name)?.first !== 'storeId')).toEqual([]);
   });
 
-  it("is what the catalog's and tenancy's writes use: none of their modules calls the port with a merchant id", () => {
+  it("is what the catalog's and tenancy's writes use: their modules import the port for its types only", () => {
     // The aggregates' modules reach storage only through the scope (catalog/catalog-writes.ts hands it to them).
     const aggregates = [
       'catalog/stores.ts',
@@ -200,9 +200,91 @@ describe('the merchant scope (storage/merchant-scope.ts)', () => {
     ];
     const wrong = IMPORTS.filter((i) => aggregates.includes(i.from) && i.to === 'storage/port.ts' && !i.typeOnly);
     expect(wrong.map(describeImport)).toEqual([]);
-    for (const file of aggregates) {
-      const text = readFileSync(join(SRC, file), 'utf8');
-      expect(text, file).not.toMatch(/\b(tx|reader|storage|merchant)\.\w+\(\s*merchantId\b/);
+  });
+
+  /**
+   * The domain's modules that act across merchants, each with its reason: the only ones that may call
+   * the port's cross-tenant operations (CROSS_TENANT_OPERATIONS). What they then do for one merchant
+   * (a claimed image's, run's or delivery's) goes through that merchant's scope like everything else.
+   */
+  const CROSS_TENANT_MODULES: Record<string, string> = {
+    // Claims due deliveries of every merchant's endpoints, and reads the outbox of all of them.
+    'webhooks/dispatcher.ts': 'the delivery worker claims work across merchants',
+    // Claims due image mirrors of every merchant.
+    'images/mirror.ts': 'the mirroring worker claims work across merchants',
+    // Resumes the runs of every merchant whose process stopped (stalled runs, any merchant's).
+    'catalog/publish-runs.ts': "a process resumes any merchant's orphaned publish runs",
+    // Ends any merchant's imports whose process stopped while checking the file.
+    'admin/import-jobs.ts': "a process ends any merchant's stalled imports",
+    // Deletes changes older than the retention window, every store's at once.
+    'changes/retention.ts': "retention prunes every merchant's history by age",
+    // The operator's list of merchants (and its count).
+    'tenancy/merchants.ts': "the operator's merchant list",
+    // The public API's key check: the key's hash names the merchant, none is known before it.
+    'tenancy/api-keys.ts': 'an API key is looked up by its hash, before its merchant is known',
+  };
+  /** The port's operations over every merchant's rows: claims, prunes, listings, lookups by secret. */
+  const CROSS_TENANT_OPERATIONS = new Set([
+    'listMerchants',
+    'countMerchants',
+    'findActiveApiKey',
+    'claimDueImageMirrors',
+    'claimDueDeliveries',
+    'outboxGroups',
+    'stalledPublishRuns',
+    'interruptStalledImportJobs',
+    'pruneChangesBefore',
+  ]);
+
+  // The domain's calls of the port, resolved by the type checker: which operation each call reaches,
+  // and whether it reaches the port itself (a merchant id passed by hand) or a merchant's scope.
+  const domainCallsOfThePort = (() => {
+    const ROOT = resolve(SRC, '..');
+    const config = ts.getParsedCommandLineOfConfigFile(
+      join(ROOT, 'tsconfig.json'),
+      {},
+      {
+        ...ts.sys,
+        onUnRecoverableConfigFileDiagnostic: () => {},
+      },
+    )!;
+    const program = ts.createProgram({ rootNames: config.fileNames.filter((f) => f.startsWith(SRC)), options: config.options });
+    const checker = program.getTypeChecker();
+    const portFile = join(SRC, 'storage/port.ts');
+    const calls: { file: string; line: number; operation: string; text: string }[] = [];
+    for (const source of program.getSourceFiles()) {
+      const file = relative(SRC, source.fileName);
+      if (!inside(file, DOMAIN)) continue;
+      const visit = (node: ts.Node) => {
+        if (ts.isCallExpression(node) && ts.isPropertyAccessExpression(node.expression)) {
+          const declaration = checker.getResolvedSignature(node)?.declaration;
+          if (declaration?.getSourceFile().fileName === portFile) {
+            const line = source.getLineAndCharacterOfPosition(node.getStart(source)).line + 1;
+            calls.push({ file, line, operation: node.expression.name.text, text: node.getText(source).slice(0, 80) });
+          }
+        }
+        ts.forEachChild(node, visit);
+      };
+      visit(source);
     }
+    return calls;
+  })();
+
+  it('is how every domain module reaches tenant data: none calls an operation keyed by merchant or store on the port itself', () => {
+    // Every module of catalog, changes, webhooks, images, admin and tenancy, the cross-tenant ones
+    // included: once a worker holds a claimed row, it acts for that row's merchant through its scope.
+    const keyed = new Set<string>([...MERCHANT_KEYED, ...MERCHANT_IN_ROW, ...STORE_KEYED]);
+    expect(domainCallsOfThePort.length).toBeGreaterThan(100);
+    const unscoped = domainCallsOfThePort.filter((call) => keyed.has(call.operation));
+    expect(unscoped.map((call) => `${call.file}:${call.line} ${call.text}`)).toEqual([]);
+  });
+
+  it('is left only by the named cross-tenant modules: no other domain module calls a cross-tenant operation', () => {
+    const crossTenant = domainCallsOfThePort.filter((call) => CROSS_TENANT_OPERATIONS.has(call.operation));
+    const elsewhere = crossTenant.filter((call) => !(call.file in CROSS_TENANT_MODULES));
+    expect(elsewhere.map((call) => `${call.file}:${call.line} ${call.text}`)).toEqual([]);
+    // The list stays true: every module named acts across merchants.
+    const named = Object.keys(CROSS_TENANT_MODULES).filter((file) => !crossTenant.some((call) => call.file === file));
+    expect(named).toEqual([]);
   });
 });

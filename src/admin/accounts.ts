@@ -13,6 +13,7 @@ import { createHash, randomBytes, scrypt as scryptCallback, timingSafeEqual, typ
 import type { Config } from '../config.js';
 import { ProblemError, invalidInput } from '../shared/problem.js';
 import type { CatalogStorage, StorageTx } from '../storage/port.js';
+import { forMerchant, scopeToMerchant } from '../storage/merchant-scope.js';
 import type { AuditEntryRecord, PanelInvitationRecord, PanelLinkPurpose, PanelRole, PanelUserRecord } from './model.js';
 import { ShownOnceMessages } from './shown-once.js';
 import { SignInThrottle } from './sign-in-throttle.js';
@@ -223,8 +224,7 @@ export class PanelAccounts {
     const ended = await this.storage.transaction(async (tx) => {
       await tx.setPanelUserPassword(stored.id, passwordHash);
       const others = await tx.deletePanelSessionsOfUser(stored.id, sha256(sessionToken));
-      await tx.insertAuditEntry({
-        merchant_id: stored.merchant_id,
+      await scopeToMerchant(tx, stored.merchant_id).insertAuditEntry({
         at: this.now().toISOString(),
         actor: stored.email,
         action: 'user.change_password',
@@ -251,16 +251,16 @@ export class PanelAccounts {
       );
     }
     const reset = await this.storage.transaction(async (tx) => {
+      const merchant = scopeToMerchant(tx, merchantId);
       const user = await tx.panelUser(userId);
       if (!user || user.merchant_id !== merchantId) throw notFound(`User ${userId}`);
       const now = this.now();
-      const replaced = await tx.revokePanelInvitations(merchantId, { email: user.email }, now.toISOString());
+      const replaced = await merchant.revokePanelInvitations({ email: user.email }, now.toISOString());
       const link = await this.newLink(tx, { merchant_id: merchantId, email: user.email, role: user.role, purpose: 'reset' }, now);
       const sent = [actor.kind === 'operator' ? 'shown to the operator' : '', this.mailer ? 'e-mailed to the account' : '']
         .filter(Boolean)
         .join(' and ');
-      await tx.insertAuditEntry({
-        merchant_id: merchantId,
+      await merchant.insertAuditEntry({
         at: now.toISOString(),
         actor: principalName(actor),
         action: 'user.send_reset',
@@ -341,7 +341,8 @@ export class PanelAccounts {
     if (input.role !== 'owner' && input.role !== 'member')
       throw invalidInput('body', [{ name: '/role', in: 'body', reason: 'must be owner or member' }]);
     const invitation = await this.storage.transaction(async (tx) => {
-      if (!(await tx.getMerchant(merchantId))) throw notFound(`Merchant ${merchantId}`);
+      const merchant = scopeToMerchant(tx, merchantId);
+      if (!(await merchant.getMerchant())) throw notFound(`Merchant ${merchantId}`);
       const existing = await tx.panelUserByEmail(email);
       if (existing && existing.merchant_id !== merchantId) {
         throw new ProblemError('conflict', `${email} already signs in for another merchant.`);
@@ -354,10 +355,9 @@ export class PanelAccounts {
         );
       }
       const now = this.now();
-      const replaced = await tx.revokePanelInvitations(merchantId, { email }, now.toISOString());
+      const replaced = await merchant.revokePanelInvitations({ email }, now.toISOString());
       const link = await this.newLink(tx, { merchant_id: merchantId, email, role: input.role, purpose: 'invitation' }, now);
-      await tx.insertAuditEntry({
-        merchant_id: merchantId,
+      await merchant.insertAuditEntry({
         at: now.toISOString(),
         actor: principalName(actor),
         action: 'user.invite',
@@ -407,8 +407,7 @@ export class PanelAccounts {
         if (!existing || existing.merchant_id !== stored.merchant_id) throw linkGone();
         await tx.setPanelUserPassword(existing.id, passwordHash);
         const ended = await tx.deletePanelSessionsOfUser(existing.id);
-        await tx.insertAuditEntry({
-          merchant_id: stored.merchant_id,
+        await scopeToMerchant(tx, stored.merchant_id).insertAuditEntry({
           at: now.toISOString(),
           actor: stored.email,
           action: 'user.reset_password',
@@ -425,8 +424,7 @@ export class PanelAccounts {
         { merchant_id: stored.merchant_id, email: stored.email, role: stored.role, created_at: now.toISOString() },
         passwordHash,
       );
-      await tx.insertAuditEntry({
-        merchant_id: stored.merchant_id,
+      await scopeToMerchant(tx, stored.merchant_id).insertAuditEntry({
         at: now.toISOString(),
         actor: stored.email,
         action: 'user.set_password',
@@ -441,19 +439,20 @@ export class PanelAccounts {
   /** The merchant's invitation and reset links that still work (never their secrets). */
   async listPendingLinks(actor: Principal, merchantId: number): Promise<PendingLink[]> {
     this.assertManager(actor, merchantId);
-    if (!(await this.storage.getMerchant(merchantId))) throw notFound(`Merchant ${merchantId}`);
-    return (await this.storage.listPendingPanelInvitations(merchantId, this.now().toISOString())).map(pendingLink);
+    const merchant = forMerchant(this.storage, merchantId);
+    if (!(await merchant.getMerchant())) throw notFound(`Merchant ${merchantId}`);
+    return (await merchant.listPendingPanelInvitations(this.now().toISOString())).map(pendingLink);
   }
 
   /** Revokes one pending link: it no longer works. 404 for a link that is not pending. */
   async revokeLink(actor: Principal, merchantId: number, linkId: number): Promise<PendingLink> {
     this.assertManager(actor, merchantId);
     return this.storage.transaction(async (tx) => {
+      const merchant = scopeToMerchant(tx, merchantId);
       const now = this.now().toISOString();
-      const link = (await tx.listPendingPanelInvitations(merchantId, now)).find((l) => l.id === linkId);
-      if (!link || (await tx.revokePanelInvitations(merchantId, { id: linkId }, now)) === 0) throw notFound(`Invitation ${linkId}`);
-      await tx.insertAuditEntry({
-        merchant_id: merchantId,
+      const link = (await merchant.listPendingPanelInvitations(now)).find((l) => l.id === linkId);
+      if (!link || (await merchant.revokePanelInvitations({ id: linkId }, now)) === 0) throw notFound(`Invitation ${linkId}`);
+      await merchant.insertAuditEntry({
         at: now,
         actor: principalName(actor),
         action: 'invitation.revoke',
@@ -465,8 +464,9 @@ export class PanelAccounts {
 
   async listUsers(actor: Principal, merchantId: number): Promise<PanelUser[]> {
     this.assertManager(actor, merchantId);
-    if (!(await this.storage.getMerchant(merchantId))) throw notFound(`Merchant ${merchantId}`);
-    return this.storage.listPanelUsers(merchantId);
+    const merchant = forMerchant(this.storage, merchantId);
+    if (!(await merchant.getMerchant())) throw notFound(`Merchant ${merchantId}`);
+    return merchant.listPanelUsers();
   }
 
   /**
@@ -476,17 +476,17 @@ export class PanelAccounts {
   async removeUser(actor: Principal, merchantId: number, userId: number): Promise<PanelUser> {
     this.assertManager(actor, merchantId);
     return this.storage.transaction(async (tx) => {
+      const merchant = scopeToMerchant(tx, merchantId);
       const user = await tx.panelUser(userId);
       if (!user || user.merchant_id !== merchantId) throw notFound(`User ${userId}`);
       // Locks the owners (PostgreSQL): two owners removing each other at once cannot both succeed.
-      if (user.role === 'owner' && (await tx.panelOwnerIds(merchantId)).filter((id) => id !== userId).length === 0) {
+      if (user.role === 'owner' && (await merchant.panelOwnerIds()).filter((id) => id !== userId).length === 0) {
         throw new ProblemError('conflict', `${user.email} is the merchant's only owner and cannot be removed: invite another owner first.`);
       }
       const now = this.now().toISOString();
-      const revoked = await tx.revokePanelInvitations(merchantId, { email: user.email }, now);
-      if (!(await tx.deletePanelUser(merchantId, userId))) throw notFound(`User ${userId}`);
-      await tx.insertAuditEntry({
-        merchant_id: merchantId,
+      const revoked = await merchant.revokePanelInvitations({ email: user.email }, now);
+      if (!(await merchant.deletePanelUser(userId))) throw notFound(`User ${userId}`);
+      await merchant.insertAuditEntry({
         at: now,
         actor: principalName(actor),
         action: 'user.remove',
@@ -500,8 +500,7 @@ export class PanelAccounts {
 
   /** Records a change the actor made in the panel that no domain operation records itself (they all do today: admin/audit.ts). */
   async record(actor: Principal, merchantId: number, action: string, detail: string): Promise<void> {
-    await this.storage.insertAuditEntry({
-      merchant_id: merchantId,
+    await forMerchant(this.storage, merchantId).insertAuditEntry({
       at: this.now().toISOString(),
       actor: principalName(actor),
       action,
@@ -511,8 +510,9 @@ export class PanelAccounts {
 
   async auditLog(actor: Principal, merchantId: number, limit: number): Promise<AuditEntry[]> {
     this.assertManager(actor, merchantId);
-    if (!(await this.storage.getMerchant(merchantId))) throw notFound(`Merchant ${merchantId}`);
-    return (await this.storage.listAuditEntries(merchantId, limit)).map(({ merchant_id: _, ...entry }) => entry);
+    const merchant = forMerchant(this.storage, merchantId);
+    if (!(await merchant.getMerchant())) throw notFound(`Merchant ${merchantId}`);
+    return (await merchant.listAuditEntries(limit)).map(({ merchant_id: _, ...entry }) => entry);
   }
 }
 

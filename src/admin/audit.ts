@@ -2,6 +2,7 @@
 // the admin API or with the CLI, recorded once by the domain operation that makes it, in its
 // transaction where it has one. One naming style, `noun.verb` (admin AuditEntry.action lists them).
 import type { StorageOperations } from '../storage/port.js';
+import { scopeToMerchant } from '../storage/merchant-scope.js';
 
 /** The actor of the admin API and the CLI (the deployment's admin token), and of the operator in the panel. */
 export const OPERATOR = 'operator';
@@ -28,14 +29,14 @@ export type AuditAction =
   | Verbs<'user', 'invite' | 'remove' | 'set_password' | 'change_password' | 'send_reset' | 'reset_password'>
   | Verbs<'invitation', 'revoke'>;
 
-/** Records one change in the merchant's audit log: on `tx` to commit with the change itself. */
+/** Records one change in the merchant's audit log: on `tx` to commit with the change itself, through the merchant's scope on it. */
 export function audit(
-  tx: Pick<StorageOperations, 'insertAuditEntry'>,
+  tx: StorageOperations,
   merchantId: number,
   actor: Actor,
   action: AuditAction,
   detail: string,
   at: Date,
 ): Promise<void> {
-  return tx.insertAuditEntry({ merchant_id: merchantId, at: at.toISOString(), actor, action, detail });
+  return scopeToMerchant(tx, merchantId).insertAuditEntry({ at: at.toISOString(), actor, action, detail });
 }

@@ -16,6 +16,7 @@ import type { CatalogAdmin } from './catalog-admin.js';
 import type { ProductOperation } from '../catalog/product-sources.js';
 import { appliedLines, parseImport, type ImportResult, type NdjsonSource } from './import.js';
 import type { CatalogStorage, PublishRunRecord, StorageTx } from '../storage/port.js';
+import { forMerchant, scopeToMerchant } from '../storage/merchant-scope.js';
 import type { ImportErrorCode, ImportJobProgress, ImportJobRecord } from './model.js';
 
 /** Who started an import from the admin API (the panel records the principal). */
@@ -93,8 +94,7 @@ export class ImportJobs implements ImportRunSteps {
     const now = this.now();
     const at = now.toISOString();
     const job = await this.storage.transaction(async (tx) => {
-      const inserted = await tx.insertImportJob({
-        merchant_id: merchantId,
+      const inserted = await scopeToMerchant(tx, merchantId).insertImportJob({
         started_by: startedBy,
         file_name: fileName,
         state: 'running',
@@ -170,7 +170,7 @@ export class ImportJobs implements ImportRunSteps {
       clearInterval(heartbeat);
       onStaged();
       await this.runs.complete(run);
-      const ended = await this.storage.importJob(job.merchant_id, job.id);
+      const ended = await forMerchant(this.storage, job.merchant_id).importJob(job.id);
       if (ended?.state !== 'succeeded') {
         const code = ended?.error_code === 'interrupted' || !ended?.error_code ? 'internal_error' : ended.error_code;
         throw new ProblemError(code, ended?.error ?? UNEXPECTED_FAILURE);
@@ -211,7 +211,8 @@ export class ImportJobs implements ImportRunSteps {
   /** ImportRunSteps: applies the job's next chunk and counts it; finishes the job with its last one. */
   async applyNext(tx: StorageTx, run: PublishRunRecord): Promise<boolean> {
     const jobId = run.import_job_id!;
-    const job = await tx.importJob(run.merchant_id, jobId);
+    // A run is claimed across merchants; its job is read through the run's merchant's scope.
+    const job = await scopeToMerchant(tx, run.merchant_id).importJob(jobId);
     if (!job) return false;
     const chunk = await tx.nextImportChunk(jobId);
     const at = this.now().toISOString();
@@ -254,7 +255,7 @@ export class ImportJobs implements ImportRunSteps {
     await this.storage.transaction(async (tx) => {
       const current = await tx.publishRun(run.id);
       if (current?.driver !== run.driver) return;
-      const job = await tx.importJob(run.merchant_id, jobId);
+      const job = await scopeToMerchant(tx, run.merchant_id).importJob(jobId);
       const next = await tx.nextImportChunk(jobId);
       const stoppedAt = next ? (JSON.parse(next.operations) as ProductOperation[])[0]?.line : undefined;
       const applied = appliedLines(job?.products_applied ?? 0, stoppedAt, job?.lines_read ?? 0);
@@ -273,7 +274,7 @@ export class ImportJobs implements ImportRunSteps {
   /** The merchant's import job; 404 for an unknown one or another merchant's. */
   async job(merchantId: number, id: number): Promise<ImportJobRecord> {
     await this.admin.merchant(merchantId);
-    const job = await this.storage.importJob(merchantId, id);
+    const job = await forMerchant(this.storage, merchantId).importJob(id);
     if (!job) throw new ProblemError('not_found', `Import ${id} does not exist.`);
     return job;
   }
@@ -281,7 +282,7 @@ export class ImportJobs implements ImportRunSteps {
   /** The merchant's imports, newest first (those older than the job `beforeId` when given). */
   async recent(merchantId: number, limit: number, beforeId?: number): Promise<ImportJobRecord[]> {
     await this.admin.merchant(merchantId);
-    return this.storage.listImportJobs(merchantId, limit, beforeId);
+    return forMerchant(this.storage, merchantId).listImportJobs(limit, beforeId);
   }
 
   /**

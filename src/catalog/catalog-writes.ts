@@ -102,15 +102,16 @@ export class CatalogWrites {
   /** A write in the caller's transaction (a chunk of an import's run: admin/import-jobs.ts); its run, if any, is the caller's to drive. */
   within(tx: StorageTx, merchantId: number, actor: Actor = OPERATOR): CatalogWrite & { run: PublishRunRecord | null } {
     const { publisher, publishRuns, now } = this;
+    const merchant = scopeToMerchant(tx, merchantId);
     const write: CatalogWrite & { run: PublishRunRecord | null } = {
-      tx: scopeToMerchant(tx, merchantId),
+      tx: merchant,
       get at() {
         return now().toISOString();
       },
       run: null,
       audit: (action, detail) => audit(tx, merchantId, actor, action, detail, now()),
-      publishProducts: (productIds) => publisher.publishProducts(tx, merchantId, productIds),
-      unpublishProducts: (productIds) => publisher.unpublishProducts(tx, merchantId, productIds),
+      publishProducts: (productIds) => publisher.publishProducts(tx, merchant, productIds),
+      unpublishProducts: (productIds) => publisher.unpublishProducts(tx, merchant, productIds),
       republish: async (storeIds) => {
         write.run = await publishRuns.begin(tx, merchantId, storeIds);
       },
@@ -121,12 +122,10 @@ export class CatalogWrites {
   /** Reads the merchant's catalog on one snapshot (404 unless the merchant exists). */
   async snapshot<T>(merchantId: number, fn: (snapshot: CatalogSnapshot) => Promise<T>): Promise<T> {
     await this.merchant(merchantId);
-    return this.storage.snapshot((reader: StorageOperations) =>
-      fn({
-        reader: scopeToMerchant(reader, merchantId),
-        context: () => this.publisher.loadContext(reader, merchantId),
-      }),
-    );
+    return this.storage.snapshot((reader: StorageOperations) => {
+      const scope = scopeToMerchant(reader, merchantId);
+      return fn({ reader: scope, context: () => this.publisher.loadContext(scope) });
+    });
   }
 }
 

@@ -19,6 +19,7 @@ import { randomUUID } from 'node:crypto';
 import { silentLogger, type Logger } from '../operations/log.js';
 import { ProblemError } from '../shared/problem.js';
 import type { CatalogStorage, PublishRunRecord, StorageTx } from '../storage/port.js';
+import { scopeToMerchant } from '../storage/merchant-scope.js';
 import { RELEASED_PUBLISH_RUN } from '../storage/records.js';
 import type { CatalogPublisher, PublishSummary } from './publish.js';
 
@@ -129,7 +130,13 @@ export class PublishRuns {
           if (!current) return 'ended' as const;
           if (current.driver !== this.driver) return 'taken' as const;
           if (current.import_job_id !== null) return this.applyImportChunk(tx, current);
-          const last = await this.publisher.publishAfter(tx, current.merchant_id, current.store_ids, current.after_product_id, summary);
+          const last = await this.publisher.publishAfter(
+            tx,
+            scopeToMerchant(tx, current.merchant_id),
+            current.store_ids,
+            current.after_product_id,
+            summary,
+          );
           if (last === null) {
             await tx.deletePublishRun(run.id);
             return 'ended' as const;

@@ -16,7 +16,8 @@ import type { MerchantContext, ProductRecord, StoreRecord } from './model.js';
 import { resolveProduct } from './resolve.js';
 import { ChangeRecorder, type DetectedChange } from '../changes/recorder.js';
 import { yieldToOthers } from '../shared/cooperative.js';
-import type { PublishedHashes, PublishedRow, StorageOperations, StorageTx } from '../storage/port.js';
+import type { PublishedHashes, PublishedRow, StorageTx } from '../storage/port.js';
+import type { MerchantScope } from '../storage/merchant-scope.js';
 
 /** Products resolved between two checks of the event loop's time slice. */
 const RESOLVE_STEP = 16;
@@ -42,20 +43,20 @@ export class CatalogPublisher {
     this.changes = new ChangeRecorder(now);
   }
 
-  /** Everything merchant-wide that resolution reads, loaded once per publish. */
-  async loadContext(tx: StorageOperations, merchantId: number): Promise<MerchantContext> {
-    const merchant = await tx.getMerchant(merchantId);
-    if (!merchant) throw new Error(`merchant ${merchantId} does not exist`);
+  /** Everything merchant-wide that resolution reads, loaded once per publish (through the merchant's scope on the transaction or snapshot). */
+  async loadContext(scope: MerchantScope): Promise<MerchantContext> {
+    const merchant = await scope.getMerchant();
+    if (!merchant) throw new Error(`merchant ${scope.merchantId} does not exist`);
     const [stores, customerGroups, pricingRules, exchangeRates, attributeDefinitions, suppliers] = await Promise.all([
-      tx.listStores(merchantId),
-      tx.listCustomerGroups(merchantId),
-      tx.listPricingRules(merchantId),
-      tx.listExchangeRates(merchantId),
-      tx.listAttributeDefinitions(merchantId),
-      tx.listSuppliers(merchantId),
+      scope.listStores(),
+      scope.listCustomerGroups(),
+      scope.listPricingRules(),
+      scope.listExchangeRates(),
+      scope.listAttributeDefinitions(),
+      scope.listSuppliers(),
     ]);
     return {
-      merchantId,
+      merchantId: scope.merchantId,
       skuPattern: merchant.sku_pattern,
       stores,
       customerGroups,
@@ -66,15 +67,18 @@ export class CatalogPublisher {
     };
   }
 
-  /** Re-publishes the given products (every store of the merchant), in the caller's transaction. */
-  async publishProducts(tx: StorageTx, merchantId: number, productIds: number[]): Promise<PublishSummary> {
-    const context = await this.loadContext(tx, merchantId);
+  /**
+   * Re-publishes the given products (every store of the merchant), in the caller's transaction:
+   * `merchant` is the merchant's scope on `tx`, whose own operations are keyed by the merchant's stores.
+   */
+  async publishProducts(tx: StorageTx, merchant: MerchantScope, productIds: number[]): Promise<PublishSummary> {
+    const context = await this.loadContext(merchant);
     const summary = { resolved: 0, changes: 0 };
     for (let i = 0; i < productIds.length; i += this.chunkSize) {
       await yieldToOthers();
-      const products = await tx.productsByIds(merchantId, productIds.slice(i, i + this.chunkSize));
+      const products = await merchant.productsByIds(productIds.slice(i, i + this.chunkSize));
       await yieldToOthers();
-      await this.publishChunk(tx, context, publishedStores(context), products, summary);
+      await this.publishChunk(tx, merchant, context, publishedStores(context), products, summary);
     }
     return summary;
   }
@@ -83,17 +87,22 @@ export class CatalogPublisher {
    * Re-publishes every product of the merchant, in bounded chunks (an exchange rate, pricing rule,
    * customer group or store setting can change any payload). `onlyStores` limits it to some stores.
    */
-  async publishAll(tx: StorageTx, merchantId: number, onlyStores?: number[], onProgress?: (done: number) => void): Promise<PublishSummary> {
-    const context = await this.loadContext(tx, merchantId);
+  async publishAll(
+    tx: StorageTx,
+    merchant: MerchantScope,
+    onlyStores?: number[],
+    onProgress?: (done: number) => void,
+  ): Promise<PublishSummary> {
+    const context = await this.loadContext(merchant);
     const stores = publishedStores(context, onlyStores);
     const summary = { resolved: 0, changes: 0 };
     let afterId = 0;
     for (;;) {
       await yieldToOthers();
-      const products = await tx.productsAfter(merchantId, afterId, this.chunkSize);
+      const products = await merchant.productsAfter(afterId, this.chunkSize);
       if (products.length === 0) break;
       await yieldToOthers();
-      await this.publishChunk(tx, context, stores, products, summary);
+      await this.publishChunk(tx, merchant, context, stores, products, summary);
       afterId = products[products.length - 1]!.id;
       onProgress?.(summary.resolved);
     }
@@ -110,14 +119,14 @@ export class CatalogPublisher {
    */
   async publishAfter(
     tx: StorageTx,
-    merchantId: number,
+    merchant: MerchantScope,
     storeIds: number[] | null,
     afterId: number,
     summary: PublishSummary,
   ): Promise<number | null> {
-    const context = await this.loadContext(tx, merchantId);
+    const context = await this.loadContext(merchant);
     const stores = publishedStores(context, storeIds);
-    const products = await tx.productsAfter(merchantId, afterId, this.chunkSize);
+    const products = await merchant.productsAfter(afterId, this.chunkSize);
     const keptByStore: number[][] = [];
     for (const store of stores) keptByStore.push(await tx.publishedIdsAfter(store.id, afterId, this.chunkSize));
     // The chunk covers ids up to where the first full list ends: beyond it, a list is not known.
@@ -130,7 +139,7 @@ export class CatalogPublisher {
     if (last === 0) return null;
     const end = Math.min(upTo, last);
     const covered = products.filter((p) => p.id <= end);
-    await this.publishChunk(tx, context, stores, covered, summary);
+    await this.publishChunk(tx, merchant, context, stores, covered, summary);
     const present = new Set(covered.map((p) => p.id));
     const gone: DetectedChange[] = [];
     const touched: number[] = [];
@@ -142,7 +151,7 @@ export class CatalogPublisher {
       touched.push(store.id);
     }
     if (gone.length > 0) {
-      await this.changes.record(tx, merchantId, gone);
+      await this.changes.record(tx, merchant, gone);
       await tx.bumpCatalogVersion(touched);
       summary.changes += gone.length;
     }
@@ -153,16 +162,16 @@ export class CatalogPublisher {
    * Removes products from every active store's catalog: a `removed` change where one was published.
    * An inactive store keeps its payloads until it is activated, whose run records the removal.
    */
-  async unpublishProducts(tx: StorageTx, merchantId: number, productIds: number[]): Promise<PublishSummary> {
+  async unpublishProducts(tx: StorageTx, merchant: MerchantScope, productIds: number[]): Promise<PublishSummary> {
     const summary = { resolved: 0, changes: 0 };
     const touched: number[] = [];
-    for (const store of (await tx.listStores(merchantId)).filter((s) => s.active)) {
+    for (const store of (await merchant.listStores()).filter((s) => s.active)) {
       const published = [...(await tx.publishedHashes(store.id, productIds)).keys()];
       if (published.length === 0) continue;
       await tx.deletePublished(store.id, published);
       await this.changes.record(
         tx,
-        merchantId,
+        merchant,
         published.map((productId) => ({ storeId: store.id, productId, changeType: 'removed' as const })),
       );
       summary.changes += published.length;
@@ -174,6 +183,7 @@ export class CatalogPublisher {
 
   private async publishChunk(
     tx: StorageTx,
+    merchant: MerchantScope,
     context: MerchantContext,
     stores: StoreRecord[],
     products: ProductRecord[],
@@ -181,7 +191,7 @@ export class CatalogPublisher {
   ): Promise<void> {
     if (products.length === 0) return;
     const ids = products.map((p) => p.id);
-    const mirrors = await tx.imageMirrors(context.merchantId, [...new Set(products.flatMap((p) => p.source.images.map((i) => i.url)))]);
+    const mirrors = await merchant.imageMirrors([...new Set(products.flatMap((p) => p.source.images.map((i) => i.url)))]);
     // Every store's published hashes first: a store's writes below touch only its own rows, so they
     // read the same before them as between them.
     const previousByStore: Map<number, PublishedHashes>[] = [];
@@ -219,7 +229,7 @@ export class CatalogPublisher {
       }
       writing = writing.then(async () => {
         await tx.upsertPublished(store.id, rows);
-        await this.changes.outbox(tx, context.merchantId, changes);
+        await this.changes.outbox(tx, merchant, changes);
         if (added) await tx.bumpCatalogVersion([store.id]);
       });
       chunkChanges.push(...changes);
@@ -228,7 +238,7 @@ export class CatalogPublisher {
       summary.changes += changes.length;
     }
     await writing;
-    await this.changes.positions(tx, context.merchantId, chunkChanges);
+    await this.changes.positions(merchant, chunkChanges);
     await yieldToOthers();
   }
 }

@@ -10,6 +10,7 @@ import { PER_PAGE_MAXIMUM } from '../generated/public-limits.js';
 import type { Store, StoreRecord } from './model.js';
 import { ProblemError } from '../shared/problem.js';
 import type { CatalogStorage, PublishedPage, StorageOperations } from '../storage/port.js';
+import { scopeToMerchant, type MerchantScope } from '../storage/merchant-scope.js';
 import type { PublishedExclusionCounts, PublishedProductSummary } from './model.js';
 import { PUBLISHED_BLOCK_BITS } from '../storage/records.js';
 import type { PublishedReadCache } from './read-cache.js';
@@ -47,9 +48,9 @@ export function toPublicStore(store: StoreRecord): Store {
   };
 }
 
-/** The active store named by slug, or the default store when slug is omitted; 404 store_not_found otherwise. */
-export async function activeStore(reader: StorageOperations, merchantId: number, slug: string | undefined): Promise<StoreRecord> {
-  const store = slug === undefined ? await reader.findDefaultStore(merchantId) : await reader.findStore(merchantId, slug);
+/** The merchant's active store named by slug, or its default store when slug is omitted; 404 store_not_found otherwise. */
+export async function activeStore(merchant: MerchantScope, slug: string | undefined): Promise<StoreRecord> {
+  const store = slug === undefined ? await merchant.findDefaultStore() : await merchant.findStore(slug);
   if (store?.active) return store;
   throw storeNotFound(slug);
 }
@@ -136,11 +137,11 @@ export class CatalogReads {
 
   /** spec 4.3: the merchant's active stores, default store first. */
   async activeStores(merchantId: number): Promise<StoreRecord[]> {
-    return (await this.storage.listStores(merchantId)).filter((s) => s.active);
+    return (await scopeToMerchant(this.storage, merchantId).listStores()).filter((s) => s.active);
   }
 
-  activeStore(merchantId: number, slug: string | undefined, reader: StorageOperations = this.storage): Promise<StoreRecord> {
-    return activeStore(reader, merchantId, slug);
+  activeStore(merchantId: number, slug: string | undefined): Promise<StoreRecord> {
+    return activeStore(scopeToMerchant(this.storage, merchantId), slug);
   }
 
   /** spec 4.2: the payload of one product in the store; 404 outside the merchant's catalog. */
@@ -170,7 +171,7 @@ export class CatalogReads {
     const plan = storeId !== undefined && known ? await this.planOf(this.storage, storeId, known, request) : undefined;
     if (storeId !== undefined && known && plan) {
       const held = plan.range ? this.cache?.page(storeId, plan.range[0], plan.range[1]) : undefined;
-      const read = await this.storage.publishedPageOfStore(merchantId, slug, {
+      const read = await scopeToMerchant(this.storage, merchantId).publishedPageOfStore(slug, {
         storeId,
         catalogVersion: known.version,
         range: plan.range,
@@ -192,7 +193,7 @@ export class CatalogReads {
       // Another store now answers to the slug, or its published products changed: on a snapshot.
     }
     return this.storage.snapshot(async (reader) => {
-      const { store, publishedVersion } = await reader.storeAtPublishedVersion(merchantId, slug);
+      const { store, publishedVersion } = await scopeToMerchant(reader, merchantId).storeAtPublishedVersion(slug);
       if (!store?.active) throw storeNotFound(slug);
       const positions = await this.positionsOf(reader, store);
       this.servedStores.set(servedKey, store.id);
@@ -216,7 +217,7 @@ export class CatalogReads {
    * while the merchant's published version is the one this process read the same list at.
    */
   async productsByIds(merchantId: number, slug: string | undefined, ids: number[]): Promise<ProductsByIds> {
-    const { store, publishedVersion } = await this.storage.storeAtPublishedVersion(merchantId, slug);
+    const { store, publishedVersion } = await scopeToMerchant(this.storage, merchantId).storeAtPublishedVersion(slug);
     if (!store?.active) throw storeNotFound(slug);
     // One entry per set of ids, however the request orders or repeats them (the answer is ascending).
     const list = [...new Set(ids)].sort((a, b) => a - b);
@@ -245,24 +246,18 @@ export class CatalogReads {
    */
   findProducts(merchantId: number, slug: string | undefined, query: string): Promise<ProductSearch> {
     return this.storage.snapshot(async (reader) => {
-      const store = await this.activeStore(merchantId, slug, reader);
+      const merchant = scopeToMerchant(reader, merchantId);
+      const store = await activeStore(merchant, slug);
       if (/^[0-9]{1,15}$/.test(query)) {
-        const [byId] = await reader.productsByIds(merchantId, [Number(query)]);
+        const [byId] = await merchant.productsByIds([Number(query)]);
         if (byId) return { store, field: 'id', matches: [{ id: byId.id, ref: byId.ref }] };
       }
-      const byRef = await reader.findProductByRef(merchantId, query);
+      const byRef = await merchant.findProductByRef(query);
       if (byRef) return { store, field: 'ref', matches: [{ id: byRef.id, ref: byRef.ref }] };
       for (const field of ['sku', 'ean'] as const) {
-        const found = await reader.findPublishedProducts(store.id, { [field]: query }, SEARCH_MATCHES_MAX);
+        const found = await merchant.findPublishedProducts(store, { [field]: query }, SEARCH_MATCHES_MAX);
         if (found.length === 0) continue;
-        const refs = new Map(
-          (
-            await reader.productsByIds(
-              merchantId,
-              found.map((f) => f.id),
-            )
-          ).map((p) => [p.id, p.ref]),
-        );
+        const refs = new Map((await merchant.productsByIds(found.map((f) => f.id))).map((p) => [p.id, p.ref]));
         const matches = found.filter((f) => refs.has(f.id)).map((f) => ({ id: f.id, ref: refs.get(f.id)!, summary: f }));
         if (matches.length > 0) return { store, field, matches };
       }
@@ -280,11 +275,12 @@ export class CatalogReads {
     request: { afterId?: number; perPage: number; excludedOnly?: boolean },
   ): Promise<ProductSummaryPage> {
     return this.storage.snapshot(async (reader) => {
-      const store = await this.activeStore(merchantId, slug, reader);
+      const merchant = scopeToMerchant(reader, merchantId);
+      const store = await activeStore(merchant, slug);
       const [counts, rows] = await Promise.all([
-        reader.publishedCountsByExclusion(store.id),
+        merchant.publishedCountsByExclusion(store),
         // One more than the page: whether it exists says whether there is a next page.
-        reader.publishedSummaries(store.id, {
+        merchant.publishedSummaries(store, {
           afterId: request.afterId ?? 0,
           limit: request.perPage + 1,
           excludedOnly: request.excludedOnly ?? false,

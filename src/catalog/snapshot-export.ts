@@ -12,6 +12,7 @@ import type { CatalogStorage } from '../storage/port.js';
 import type { FeedPosition } from '../changes/model.js';
 import type { StoreRecord } from './model.js';
 import { activeStore } from './reads.js';
+import { scopeToMerchant } from '../storage/merchant-scope.js';
 
 export type ExportTrailer = components['schemas']['ProductExportTrailer'];
 
@@ -60,8 +61,9 @@ export class SnapshotExports {
     try {
       return await this.storage.snapshot(async (reader) => {
         // The snapshot's first read fixes it (SQLite: the read transaction's WAL mark).
-        const store = await activeStore(reader, merchantId, slug);
-        const cursor = (await reader.latestFeedPosition(merchantId)) ?? FEED_START;
+        const merchant = scopeToMerchant(reader, merchantId);
+        const store = await activeStore(merchant, slug);
+        const cursor = (await merchant.latestFeedPosition()) ?? FEED_START;
         if (!sink.begin({ store, cursor })) return undefined;
         let count = 0;
         for (let afterId = 0; ; ) {

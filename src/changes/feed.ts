@@ -4,6 +4,7 @@
 // cursor resumes exactly where the previous window ended, whatever one second holds.
 import type { StoreRecord } from '../catalog/model.js';
 import { activeStore } from '../catalog/reads.js';
+import { scopeToMerchant } from '../storage/merchant-scope.js';
 import type { components } from '../generated/public-api.js';
 import { ProblemError, invalidInput } from '../shared/problem.js';
 import { wholeSecondIso } from '../shared/time.js';
@@ -70,7 +71,7 @@ export function readStoreChangeFeed(
   // One snapshot: pruning committed (by another process) between reading the horizon and reading
   // the window would otherwise let a cursor it just expired skip the deleted changes without a 410.
   return storage.snapshot(async (reader) => {
-    const store = await activeStore(reader, merchantId, slug);
+    const store = await activeStore(scopeToMerchant(reader, merchantId), slug);
     return { store, page: { ...(await readWindow(reader, store, cursor, window)), store: store.slug } };
   });
 }

@@ -2,6 +2,7 @@
 // outbox rows they cause: a crash can lose neither without the other. The storage gives each change
 // its position in the merchant's feed (its own id sequence, a monotonic whole-second timestamp) in
 // commit order (ChangeStore.recordChanges).
+import type { MerchantScope } from '../storage/merchant-scope.js';
 import type { OutboxRow, StorageTx } from '../storage/port.js';
 import type { RecordedChange } from './model.js';
 import type { WebhookEndpointRecord } from '../webhooks/model.js';
@@ -12,17 +13,17 @@ export type DetectedChange = RecordedChange;
 export class ChangeRecorder {
   constructor(private readonly now: () => Date) {}
 
-  /** Writes the merchant's changes in tx, the transaction of the data change that caused them. */
-  async record(tx: StorageTx, merchantId: number, changes: DetectedChange[]): Promise<void> {
-    await this.outbox(tx, merchantId, changes);
-    await this.positions(tx, merchantId, changes);
+  /** Writes the merchant's changes in tx, the transaction of the data change that caused them (`merchant`: its scope on tx). */
+  async record(tx: StorageTx, merchant: MerchantScope, changes: DetectedChange[]): Promise<void> {
+    await this.outbox(tx, merchant, changes);
+    await this.positions(merchant, changes);
   }
 
   /** The outbox rows of the changes (record's first half: a bulk write records its parts' as it goes). */
-  async outbox(tx: StorageTx, merchantId: number, changes: DetectedChange[]): Promise<void> {
+  async outbox(tx: StorageTx, merchant: MerchantScope, changes: DetectedChange[]): Promise<void> {
     if (changes.length === 0) return;
     // Paused and disabled endpoints get rows too: the dispatcher records them as dropped deliveries.
-    await tx.insertOutbox(outboxRows(await tx.listWebhookEndpoints(merchantId), changes, this.now().toISOString()));
+    await tx.insertOutbox(outboxRows(await merchant.listWebhookEndpoints(), changes, this.now().toISOString()));
   }
 
   /**
@@ -31,9 +32,9 @@ export class ChangeRecorder {
    * merchant waits for it; the outbox rows (tens of thousands for a chunk with 20 endpoints) and a
    * bulk write's every part are written before it is taken.
    */
-  async positions(tx: StorageTx, merchantId: number, changes: DetectedChange[]): Promise<void> {
+  async positions(merchant: MerchantScope, changes: DetectedChange[]): Promise<void> {
     if (changes.length === 0) return;
-    await tx.recordChanges(merchantId, changes, this.now());
+    await merchant.recordChanges(changes, this.now());
   }
 }
 

@@ -11,6 +11,7 @@ import type { Config } from '../config.js';
 import { silentLogger, type Logger } from '../operations/log.js';
 import { AddressGuard } from '../outbound/address-guard.js';
 import { GuardedHttpClient } from '../outbound/client.js';
+import { scopeToMerchant } from '../storage/merchant-scope.js';
 import type { CatalogStorage, ClaimedImageMirror } from '../storage/port.js';
 import type { ImageMirrorWork } from '../catalog/model.js';
 import { IMAGE_TYPES, LocalFolderMediaStore, type MediaStore } from './media-store.js';
@@ -266,8 +267,8 @@ export class ImageMirror {
 
   /** Ends the claim on an image not mirrored: due again when it was before the claim. */
   private async release(image: ImageMirrorWork): Promise<void> {
-    await this.storage
-      .updateImageMirror(image.merchant_id, image.url, { next_attempt_at: image.next_attempt_at })
+    await scopeToMerchant(this.storage, image.merchant_id)
+      .updateImageMirror(image.url, { next_attempt_at: image.next_attempt_at })
       .catch((error: unknown) =>
         this.log.error(
           { err: error, merchant_id: image.merchant_id, url: loggableUrl(image.url) },
@@ -374,7 +375,7 @@ export class ImageMirror {
     const waits = this.config.retrySeconds;
     const wait = waits[Math.min(image.attempts, waits.length - 1)] ?? 3600;
     // Still not mirrored: the supplier URL stays in the payloads, nothing to re-publish.
-    await this.storage.updateImageMirror(image.merchant_id, image.url, {
+    await scopeToMerchant(this.storage, image.merchant_id).updateImageMirror(image.url, {
       attempts: image.attempts + 1,
       first_failure_at: firstFailure,
       last_error: outcome.error,
@@ -414,15 +415,17 @@ export class ImageMirror {
       .transaction(async (tx) => {
         const productsByMerchant = new Map<number, Set<number>>();
         for (const { image, patch } of batch) {
-          await tx.updateImageMirror(image.merchant_id, image.url, patch);
+          // A claim is cross-tenant; each image, once claimed, is written through its merchant's scope.
+          const merchant = scopeToMerchant(tx, image.merchant_id);
+          await merchant.updateImageMirror(image.url, patch);
           const products = productsByMerchant.get(image.merchant_id) ?? new Set<number>();
           productsByMerchant.set(image.merchant_id, products);
-          for (const id of await tx.productIdsWithImage(image.merchant_id, image.url)) products.add(id);
+          for (const id of await merchant.productIdsWithImage(image.url)) products.add(id);
         }
         for (const [merchantId, products] of productsByMerchant) {
           await this.publisher.publishProducts(
             tx,
-            merchantId,
+            scopeToMerchant(tx, merchantId),
             [...products].sort((a, b) => a - b),
           );
         }

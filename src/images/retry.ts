@@ -56,7 +56,7 @@ export function retryDeadImages(storage: CatalogStorage, publisher: CatalogPubli
       });
       for (const id of await merchant.productIdsWithImage(image.url)) productIds.add(id);
     }
-    await publisher.publishProducts(tx, merchantId, [...productIds]);
+    await publisher.publishProducts(tx, merchant, [...productIds]);
     return dead.length;
   });
 }

@@ -4,6 +4,7 @@
 import { ProblemError, invalidInput, type InvalidParam } from '../shared/problem.js';
 import type { components } from '../generated/admin-api.js';
 import type { CatalogStorage, StorageOperations, StorageTx } from '../storage/port.js';
+import { scopeToMerchant, type MerchantScope } from '../storage/merchant-scope.js';
 import type { AttemptRecord, DeliveryRecord, DeliveryStatus, NotificationRecord, WebhookEndpointRecord } from './model.js';
 import type { ChangeType } from '../changes/model.js';
 import type { AddressGuard } from '../outbound/address-guard.js';
@@ -39,7 +40,7 @@ async function endpointView(reader: StorageOperations, endpoint: WebhookEndpoint
   const store =
     endpoint.store_id === null
       ? null
-      : ((await reader.listStores(endpoint.merchant_id)).find((s) => s.id === endpoint.store_id)?.slug ?? null);
+      : ((await scopeToMerchant(reader, endpoint.merchant_id).listStores()).find((s) => s.id === endpoint.store_id)?.slug ?? null);
   const { signing, pending } = secretsAt(endpoint, now);
   return {
     id: endpoint.id,
@@ -90,8 +91,11 @@ export class WebhookEndpoints {
     private readonly secretGraceHours: number,
   ) {}
 
-  private async merchant(reader: StorageOperations, merchantId: number): Promise<void> {
-    if (!(await reader.getMerchant(merchantId))) throw notFound(`Merchant ${merchantId}`);
+  /** The merchant (404 otherwise): its scope on `reader`. */
+  private async merchant(reader: StorageOperations, merchantId: number): Promise<MerchantScope> {
+    const merchant = scopeToMerchant(reader, merchantId);
+    if (!(await merchant.getMerchant())) throw notFound(`Merchant ${merchantId}`);
+    return merchant;
   }
 
   private async endpointIn(reader: StorageOperations, merchantId: number, endpointId: number): Promise<WebhookEndpointRecord> {
@@ -107,9 +111,9 @@ export class WebhookEndpoints {
 
   list(merchantId: number): Promise<EndpointView[]> {
     return this.storage.snapshot(async (reader) => {
-      await this.merchant(reader, merchantId);
+      const merchant = await this.merchant(reader, merchantId);
       const now = this.now();
-      return Promise.all((await reader.listWebhookEndpoints(merchantId)).map((e) => endpointView(reader, e, now)));
+      return Promise.all((await merchant.listWebhookEndpoints()).map((e) => endpointView(reader, e, now)));
     });
   }
 
@@ -122,7 +126,7 @@ export class WebhookEndpoints {
     }
     let storeId: number | null | undefined;
     if (input.store !== undefined) {
-      storeId = input.store === null ? null : (await tx.findStore(merchantId, input.store))?.id;
+      storeId = input.store === null ? null : (await scopeToMerchant(tx, merchantId).findStore(input.store))?.id;
       if (storeId === undefined) problems.push({ name: '/store', in: 'body', reason: `unknown store "${input.store}"` });
     }
     input.events?.forEach((event, i) => {
@@ -135,14 +139,13 @@ export class WebhookEndpoints {
   /** Registers an endpoint; its signing secret is in this result and never again. Audited as done by `actor`. */
   create(merchantId: number, input: EndpointInput, actor: Actor = OPERATOR): Promise<CreatedEndpointView> {
     return this.storage.transaction(async (tx) => {
-      await this.merchant(tx, merchantId);
+      const merchant = await this.merchant(tx, merchantId);
       const storeId = await this.validate(tx, merchantId, input);
       const now = this.now();
       const secret = newSigningSecret();
       const created = await createdView(
         tx,
-        await tx.createWebhookEndpoint({
-          merchant_id: merchantId,
+        await merchant.createWebhookEndpoint({
           url: input.url!,
           store_id: storeId ?? null,
           events: inSpecOrder(input.events ?? EVENTS),
@@ -374,8 +377,9 @@ export class WebhookEndpoints {
   sendTest(merchantId: number, endpointId: number, actor: Actor = OPERATOR): Promise<DeliveryRecord> {
     return this.storage.transaction(async (tx) => {
       const endpoint = await this.activeEndpoint(tx, merchantId, endpointId);
-      const product = (await tx.productsAfter(merchantId, 0, 1))[0];
-      const storeId = endpoint.store_id ?? (await tx.findDefaultStore(merchantId))?.id ?? null;
+      const merchant = scopeToMerchant(tx, merchantId);
+      const product = (await merchant.productsAfter(0, 1))[0];
+      const storeId = endpoint.store_id ?? (await merchant.findDefaultStore())?.id ?? null;
       const delivery = await this.newDelivery(
         tx,
         endpoint,
@@ -461,8 +465,7 @@ export class WebhookEndpoints {
    * from the oldest change it carries.
    */
   async oldestWaitingChange(merchantId: number): Promise<string | null> {
-    await this.merchant(this.storage, merchantId);
-    return this.storage.oldestWaitingChangeAt(merchantId);
+    return (await this.merchant(this.storage, merchantId)).oldestWaitingChangeAt();
   }
 
   /**
@@ -480,7 +483,6 @@ export class WebhookEndpoints {
 
   /** The merchant's most recent notifications, newest first. */
   async notifications(merchantId: number, limit: number): Promise<NotificationRecord[]> {
-    await this.merchant(this.storage, merchantId);
-    return this.storage.listNotifications(merchantId, limit);
+    return (await this.merchant(this.storage, merchantId)).listNotifications(limit);
   }
 }

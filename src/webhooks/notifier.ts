@@ -3,6 +3,7 @@
 import nodemailer, { type Transporter } from 'nodemailer';
 import { silentLogger, type Logger } from '../operations/log.js';
 import type { CatalogStorage, StorageTx } from '../storage/port.js';
+import { scopeToMerchant } from '../storage/merchant-scope.js';
 import type { NotificationRecord, WebhookEndpointRecord } from './model.js';
 
 export type { NotificationKind } from './model.js';
@@ -59,10 +60,10 @@ export class OwnerNotifier implements Notifier {
     this.transport = smtp.url ? nodemailer.createTransport(smtp.url) : null;
   }
 
+  /** Writes the notification for the endpoint's merchant (through its scope), in the transaction of what caused it. */
   async notify(tx: StorageTx, endpoint: WebhookEndpointRecord, kind: NotificationKind): Promise<NotificationRecord> {
     const { subject, body } = message(endpoint, kind);
-    const notification = await tx.insertNotification({
-      merchant_id: endpoint.merchant_id,
+    const notification = await scopeToMerchant(tx, endpoint.merchant_id).insertNotification({
       endpoint_id: endpoint.id,
       kind,
       subject,
@@ -75,8 +76,8 @@ export class OwnerNotifier implements Notifier {
   email(notification: NotificationRecord): void {
     const transport = this.transport;
     if (!transport) return;
-    const sending = this.storage
-      .getMerchant(notification.merchant_id)
+    const sending = scopeToMerchant(this.storage, notification.merchant_id)
+      .getMerchant()
       .then(async (merchant) => {
         const owners = merchant?.owner_emails ?? [];
         if (owners.length === 0) return;

@@ -9,6 +9,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { normalizeSource, type ProductSourceInput } from '../../src/catalog/product-sources.js';
 import { loadConfig } from '../../src/config.js';
+import { scopeToMerchant } from '../../src/storage/merchant-scope.js';
 import type { StoreInputRecord } from '../../src/catalog/model.js';
 import { adminOk, importNdjson } from '../support/admin-http.js';
 import { startTestService, type TestService } from '../support/service.js';
@@ -234,7 +235,7 @@ describe('product upsert (admin PUT /products/{ref})', () => {
             changed.images!.map((i) => i.url),
             new Date(clock.ms).toISOString(),
           );
-          publishedChanges = (await service.admin.publisher.publishProducts(tx, merchantId, [id])).changes;
+          publishedChanges = (await service.admin.publisher.publishProducts(tx, scopeToMerchant(tx, merchantId), [id])).changes;
           throw new Error('the write fails after publishing');
         }),
       ).rejects.toThrow('the write fails after publishing');

@@ -5,6 +5,7 @@
 // `npm run bench:writes` and `npm run bench:scale`.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildDemoCatalog } from '../../src/admin/demo.js';
+import { scopeToMerchant } from '../../src/storage/merchant-scope.js';
 import { ADMIN_TOKEN, startTestService, type TestService } from '../support/service.js';
 
 let service: TestService;
@@ -63,7 +64,7 @@ describe('a re-pricing of the whole catalog', () => {
     expect(after.size).toBe(5000);
     // Every product was re-published at the new rate: re-publishing again changes nothing.
     expect([...after].filter(([id, product]) => product !== before.get(id)).length).toBeGreaterThan(1000);
-    const again = await service.storage.transaction((tx) => service.admin.publisher.publishAll(tx, merchantId));
+    const again = await service.storage.transaction((tx) => service.admin.publisher.publishAll(tx, scopeToMerchant(tx, merchantId)));
     expect(again).toEqual({ resolved: 5000 * 3, changes: 0 });
     for (const read of during) {
       expect(read.status).toBe(200);

@@ -5,6 +5,7 @@
 // the project's engine (SQLite and PostgreSQL); two PublishRuns over one storage stand for two processes.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PublishRuns } from '../../src/catalog/publish-runs.js';
+import { scopeToMerchant } from '../../src/storage/merchant-scope.js';
 import { silentLogger } from '../../src/operations/log.js';
 import { RELEASED_PUBLISH_RUN } from '../../src/storage/records.js';
 import { startTestService, type TestService } from '../support/service.js';
@@ -43,7 +44,7 @@ async function expectEnded(runId: number): Promise<void> {
 
 /** Whether every product is as re-publishing now would leave it (nothing left to change). */
 async function fullyPublished(): Promise<boolean> {
-  const again = await service.storage.transaction((tx) => service.admin.publisher.publishAll(tx, merchantId));
+  const again = await service.storage.transaction((tx) => service.admin.publisher.publishAll(tx, scopeToMerchant(tx, merchantId)));
   return again.changes === 0;
 }
 
@@ -120,7 +121,9 @@ describe('publish runs', () => {
     const summary = { resolved: 0, changes: 0 };
     let after = 0;
     for (let chunk = 0; chunk < 2; chunk++) {
-      after = (await service.storage.transaction((tx) => service.admin.publisher.publishAfter(tx, merchantId, null, after, summary)))!;
+      after = (await service.storage.transaction((tx) =>
+        service.admin.publisher.publishAfter(tx, scopeToMerchant(tx, merchantId), null, after, summary),
+      ))!;
     }
     await service.storage.updatePublishRun(run.id, { after_product_id: after, leased_until: '2000-01-01T00:00:00.000Z' });
     // Not yet stalled for a clock before its hold ends; stalled after.

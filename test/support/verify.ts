@@ -12,6 +12,7 @@ import { CatalogPublisher } from '../../src/catalog/publish.js';
 import { resolveProduct } from '../../src/catalog/resolve.js';
 import { wholeSecondIso } from '../../src/shared/time.js';
 import type { CatalogStorage, StorageOperations } from '../../src/storage/port.js';
+import { scopeToMerchant } from '../../src/storage/merchant-scope.js';
 import type { ChangeType, StoredChange } from '../../src/changes/model.js';
 import type { WebhookEndpointRecord } from '../../src/webhooks/model.js';
 
@@ -150,7 +151,7 @@ export function verifyCatalog(storage: CatalogStorage, options: VerifyOptions = 
 
 /** What resolution reads merchant-wide: the same inputs, loaded the same way, as the publisher's. */
 const loadContext = (reader: StorageOperations, merchantId: number) =>
-  new CatalogPublisher(() => new Date()).loadContext(reader, merchantId);
+  new CatalogPublisher(() => new Date()).loadContext(scopeToMerchant(reader, merchantId));
 
 async function forEachChange(reader: StorageOperations, storeId: number, visit: (change: StoredChange) => void): Promise<void> {
   for (let at = '', id = 0; ; ) {

@@ -61,6 +61,7 @@ export const MERCHANT_KEYED = [
   'recordChanges',
   'latestFeedPosition',
   'listWebhookEndpoints',
+  'findWebhookEndpoint',
   'oldestWaitingChangeAt',
   'listNotifications',
   'listPendingPanelInvitations',

@@ -306,8 +306,10 @@ export type WebhookEndpointHealthRecord = Pick<
 export interface WebhookEndpointStore {
   createWebhookEndpoint(input: WebhookEndpointInputRecord): Promise<WebhookEndpointRecord>;
   listWebhookEndpoints(merchantId: number): Promise<WebhookEndpointRecord[]>;
-  /** An endpoint by id, of any merchant when merchantId is undefined. */
-  getWebhookEndpoint(id: number, merchantId?: number): Promise<WebhookEndpointRecord | undefined>;
+  /** The merchant's endpoint with this id (undefined for another merchant's). */
+  findWebhookEndpoint(merchantId: number, id: number): Promise<WebhookEndpointRecord | undefined>;
+  /** An endpoint by id, of any merchant: for an id the caller holds from a scoped read or a claim. */
+  getWebhookEndpoint(id: number): Promise<WebhookEndpointRecord | undefined>;
   /** getWebhookEndpoint for several ids at once (any merchant's), those that exist, in id order. */
   getWebhookEndpoints(ids: number[]): Promise<WebhookEndpointRecord[]>;
   /**

@@ -99,8 +99,7 @@ export class WebhookEndpoints {
   }
 
   private async endpointIn(reader: StorageOperations, merchantId: number, endpointId: number): Promise<WebhookEndpointRecord> {
-    await this.merchant(reader, merchantId);
-    const endpoint = await reader.getWebhookEndpoint(endpointId, merchantId);
+    const endpoint = await (await this.merchant(reader, merchantId)).findWebhookEndpoint(endpointId);
     if (!endpoint) throw notFound(`Webhook endpoint ${endpointId}`);
     return endpoint;
   }

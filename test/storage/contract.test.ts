@@ -595,14 +595,14 @@ describe(`the storage contract on ${ENGINE}`, () => {
       });
       expect(await storage.listWebhookEndpoints(merchant.id)).toEqual([endpoint]);
       expect(await storage.getWebhookEndpoint(endpoint.id)).toEqual(endpoint);
-      expect(await storage.getWebhookEndpoint(endpoint.id, other.id)).toBeUndefined();
+      expect(await storage.findWebhookEndpoint(other.id, endpoint.id)).toBeUndefined();
       await storage.updateWebhookEndpoint(endpoint.id, {
         status: 'paused',
         consecutive_failures: 7,
         paused_until: '2026-11-26T09:00:00.000Z',
         events: ['removed'],
       });
-      expect(await storage.getWebhookEndpoint(endpoint.id, merchant.id)).toMatchObject({
+      expect(await storage.findWebhookEndpoint(merchant.id, endpoint.id)).toMatchObject({
         status: 'paused',
         consecutive_failures: 7,
         events: ['removed'],
@@ -638,7 +638,7 @@ describe(`the storage contract on ${ENGINE}`, () => {
       const endpoint = await endpointOf(merchant.id);
       const rotation = { pending_secret: 'whsec_new', secret_rotated_at: AT, pending_secret_until: '2026-11-26T08:00:00.000Z' };
       await storage.updateWebhookEndpoint(endpoint.id, rotation);
-      expect(await storage.getWebhookEndpoint(endpoint.id, merchant.id)).toEqual({ ...endpoint, ...rotation });
+      expect(await storage.findWebhookEndpoint(merchant.id, endpoint.id)).toEqual({ ...endpoint, ...rotation });
       await storage.transaction(async (tx) =>
         tx.updateWebhookEndpointsHealth([
           {

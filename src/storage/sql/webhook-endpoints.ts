@@ -49,12 +49,16 @@ export abstract class SqlWebhookEndpoints<C extends SqlConnection = SqlConnectio
     return (await this.c.rows('SELECT * FROM webhook_endpoints WHERE merchant_id = $1 ORDER BY id', [merchantId])).map(toEndpoint);
   }
 
-  async getWebhookEndpoint(id: number, merchantId?: number): Promise<WebhookEndpointRecord | undefined> {
-    const row = await this.c.one(
-      `SELECT * FROM webhook_endpoints WHERE id = $1 AND merchant_id = coalesce($2, merchant_id)
-      ${this.endpointLock}`,
-      [id, merchantId ?? null],
-    );
+  async findWebhookEndpoint(merchantId: number, id: number): Promise<WebhookEndpointRecord | undefined> {
+    const row = await this.c.one(`SELECT * FROM webhook_endpoints WHERE id = $1 AND merchant_id = $2 ${this.endpointLock}`, [
+      id,
+      merchantId,
+    ]);
+    return row && toEndpoint(row);
+  }
+
+  async getWebhookEndpoint(id: number): Promise<WebhookEndpointRecord | undefined> {
+    const row = await this.c.one(`SELECT * FROM webhook_endpoints WHERE id = $1 ${this.endpointLock}`, [id]);
     return row && toEndpoint(row);
   }
 

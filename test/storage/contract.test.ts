@@ -6,34 +6,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CatalogStorage, DeliveryClaim, PublishedRow } from '../../src/storage/port.js';
 import type { NewDelivery } from '../../src/webhooks/model.js';
-import type { ProductSourceDocument, StoreInputRecord } from '../../src/catalog/model.js';
+import type { ProductSourceDocument } from '../../src/catalog/model.js';
 import type { RecordedChange } from '../../src/changes/model.js';
 import { buildOutdoorCatalog, type OutdoorCatalog } from '../support/admin-http.js';
 import { fakeClock } from '../support/clock.js';
-import { storagePerTest, onPglite, postgresOnly, severalConnections, TEST_ENGINE } from '../support/engine.js';
+import { postgresOnly, severalConnections, storagePerTest } from '../support/engine.js';
+import { ENGINE, SOURCE, STORE } from '../support/storage-fixtures.js';
 import { startTestService, type TestService } from '../support/service.js';
 
-const ENGINE = TEST_ENGINE === 'sqlite' ? 'SQLite' : onPglite() ? 'PostgreSQL (embedded pglite)' : 'PostgreSQL';
 const AT = '2026-11-26T08:00:00Z';
-const STORE: StoreInputRecord = {
-  name: 'Deutschland',
-  locale: 'de-DE',
-  currency: 'EUR',
-  is_default: true,
-  active: true,
-  exclude_out_of_stock: false,
-};
-const SOURCE: ProductSourceDocument = {
-  eans: [],
-  manufacturer: null,
-  content: { de: { title: 'Zelt', description: null } },
-  images: [],
-  offers: [],
-  own_stock: null,
-  supplier_attributes: [],
-  overrides: {},
-  excluded_stores: [],
-};
 const source = (patch: Partial<ProductSourceDocument> = {}): ProductSourceDocument => ({ ...SOURCE, ...patch });
 const utf8 = (bytes: Uint8Array) => Buffer.from(bytes).toString('utf8');
 

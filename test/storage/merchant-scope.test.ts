@@ -2,32 +2,12 @@
 // scoped call reads and writes its own merchant's rows only, whatever ids it is handed, and its
 // methods take no merchant id at all (the @ts-expect-error lines fail to compile if one does).
 import { describe, expect, it } from 'vitest';
-import type { ProductSourceDocument, StoreInputRecord } from '../../src/catalog/model.js';
 import { forMerchant, scopeToMerchant } from '../../src/storage/merchant-scope.js';
 import type { CatalogStorage } from '../../src/storage/port.js';
-import { onPglite, storagePerTest, TEST_ENGINE } from '../support/engine.js';
+import { storagePerTest } from '../support/engine.js';
+import { ENGINE, SOURCE, STORE } from '../support/storage-fixtures.js';
 
-const ENGINE = TEST_ENGINE === 'sqlite' ? 'SQLite' : onPglite() ? 'PostgreSQL (embedded pglite)' : 'PostgreSQL';
 const AT = '2026-11-26T08:00:00.000Z';
-const STORE: StoreInputRecord = {
-  name: 'Deutschland',
-  locale: 'de-DE',
-  currency: 'EUR',
-  is_default: true,
-  active: true,
-  exclude_out_of_stock: false,
-};
-const SOURCE: ProductSourceDocument = {
-  eans: [],
-  manufacturer: null,
-  content: { de: { title: 'Zelt', description: null } },
-  images: [],
-  offers: [],
-  own_stock: null,
-  supplier_attributes: [],
-  overrides: {},
-  excluded_stores: [],
-};
 
 let storage: CatalogStorage;
 storagePerTest('merchant-scope', (fresh) => ({ storage } = fresh));

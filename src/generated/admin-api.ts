@@ -2945,8 +2945,9 @@ export interface components {
             /**
              * Format: uri
              * @description Receiver URL. Must be `https://`, carry no credentials, and point only at globally
-             *     routable unicast addresses (nothing in an IANA special-purpose range, IPv4 or IPv6; see
-             *     *Address rules* under the Webhook endpoints tag), unless its
+             *     routable unicast addresses (nothing in an IANA special-purpose range, IPv4 or IPv6, and
+             *     no host name reserved for tests and documentation such as `hooks.test` or
+             *     `shop.example.com`; see *Address rules* under the Webhook endpoints tag), unless its
              *     host is in the operator allowlist `CPS_WEBHOOK_ALLOW_HOSTS` (which also permits
              *     `http://`). A refused URL answers `400 invalid_body` naming `/url`.
              */

@@ -37,7 +37,7 @@ const post = (path: string, body: string | Uint8Array, contentType = 'applicatio
   fetch(`${service.url}${path}`, {
     method: 'POST',
     redirect: 'manual',
-    body,
+    body: body as BodyInit,
     headers: { Cookie: cookie, Origin: service.url, 'Content-Type': contentType },
   });
 

@@ -9,10 +9,12 @@ export class UsageError extends Error {}
 
 type Options = NonNullable<ParseArgsConfig['options']>;
 
-/** parseArgs with positionals, every usage error a UsageError. */
-export function parseCommandLine<O extends Options>(argv: string[], options: O) {
+/** parseArgs, every usage error a UsageError. */
+export function parseCommandLine<T extends ParseArgsConfig & { args: string[]; options: Options }>(
+  config: T,
+): ReturnType<typeof parseArgs<T>> {
   try {
-    return parseArgs({ args: withDashedValues(argv, options), allowPositionals: true, options, strict: true });
+    return parseArgs({ ...config, args: withDashedValues(config.args, config.options) });
   } catch (error) {
     if (error instanceof Error && String((error as { code?: unknown }).code).startsWith('ERR_PARSE_ARGS')) {
       throw new UsageError(`${error.message}\nRun with --help for the usage.`);

@@ -1942,7 +1942,7 @@ export interface components {
              *     | `store`, `customer_group`, `exchange_rate`, `pricing_rule`, `supplier`, `attribute`, `product` | `create`, `update`, `delete` (a `PUT` is a `create` or an `update`, as it was) |
              *     | `import` | `start` (one entry per import, whatever it applies; the import job tells its outcome) |
              *     | `image` | `retry_dead` |
-             *     | `endpoint` | `create`, `update` (URL, store or events), `pause`, `enable`, `delete`, `rotate_secret`, `confirm_secret`, `send_test`, `resend`, `recover` |
+             *     | `endpoint` | `create`, `update` (URL, store, events or options), `pause`, `enable`, `delete`, `rotate_secret`, `confirm_secret`, `send_test`, `resend`, `recover`; a `PATCH` that changes nothing (empty, or the values the endpoint has) is not recorded |
              *     | `user` | `invite`, `remove`, `set_password` (with an invitation link), `change_password` (on the account page), `send_reset` (a reset link issued), `reset_password` (with a reset link) |
              *     | `invitation` | `revoke` (a pending invitation or reset link) |
              *

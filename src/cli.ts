@@ -2,7 +2,6 @@
 // The command line: serve, worker, import, imports, merchants, stores, keys, users, webhooks, demo. `--help` lists them.
 import fs from 'node:fs';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import pino from 'pino';
 import { SingleBar, Presets } from 'cli-progress';
 import {
@@ -18,6 +17,7 @@ import type { ChangeType } from './changes/model.js';
 import type { DeliveryStatus } from './webhooks/model.js';
 import { EVENTS } from './webhooks/endpoints.js';
 import { ProblemError } from './shared/problem.js';
+import { UsageError, parseCommandLine, positiveIntOption, secondsOption } from './cli-arguments.js';
 import { createLogger, type Logger } from './operations/log.js';
 import { startOperationsServer, startServer } from './server.js';
 import { startWorkerThread } from './operations/worker-thread.js';
@@ -94,45 +94,57 @@ function configuration(overrides: ConfigOverrides): Config {
   }
 }
 
+/** A whole number option from 1 (an id, a count); anything else stops the command (exit 2) naming it. */
 function positiveInt(value: string | undefined, name: string): number {
-  if (!value || !/^[1-9][0-9]*$/.test(value)) fail(`--${name} must be a positive integer`);
-  return Number(value);
+  return usage(() => positiveIntOption(value, name));
+}
+
+/** The result, or exit 2 with the message of a UsageError (never a stack trace). */
+function usage<T>(parse: () => T): T {
+  try {
+    return parse();
+  } catch (error) {
+    if (error instanceof UsageError) fail(error.message);
+    throw error;
+  }
 }
 
 async function main(argv: string[]): Promise<void> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: {
-      db: { type: 'string' },
-      merchant: { type: 'string' },
-      name: { type: 'string' },
-      products: { type: 'string' },
-      url: { type: 'string' },
-      store: { type: 'string' },
-      events: { type: 'string' },
-      endpoint: { type: 'string' },
-      email: { type: 'string' },
-      role: { type: 'string' },
-      user: { type: 'string' },
-      delivery: { type: 'string' },
-      since: { type: 'string' },
-      to: { type: 'string' },
-      status: { type: 'string' },
-      key: { type: 'string' },
-      import: { type: 'string' },
-      locale: { type: 'string' },
-      currency: { type: 'string' },
-      default: { type: 'boolean' },
-      inactive: { type: 'boolean' },
-      'exclude-out-of-stock': { type: 'boolean' },
-      'progress-seconds': { type: 'string' },
-      'standard-webhooks': { type: 'string' },
-      'max-per-second': { type: 'string' },
-      json: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-    },
-  });
+  const { values, positionals } = usage(() =>
+    parseCommandLine({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        db: { type: 'string' },
+        merchant: { type: 'string' },
+        name: { type: 'string' },
+        products: { type: 'string' },
+        url: { type: 'string' },
+        store: { type: 'string' },
+        events: { type: 'string' },
+        endpoint: { type: 'string' },
+        email: { type: 'string' },
+        role: { type: 'string' },
+        user: { type: 'string' },
+        delivery: { type: 'string' },
+        since: { type: 'string' },
+        to: { type: 'string' },
+        status: { type: 'string' },
+        key: { type: 'string' },
+        import: { type: 'string' },
+        locale: { type: 'string' },
+        currency: { type: 'string' },
+        default: { type: 'boolean' },
+        inactive: { type: 'boolean' },
+        'exclude-out-of-stock': { type: 'boolean' },
+        'progress-seconds': { type: 'string' },
+        'standard-webhooks': { type: 'string' },
+        'max-per-second': { type: 'string' },
+        json: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    }),
+  );
   const [command, ...rest] = positionals;
   if (values.help || !command) {
     console.log(USAGE);
@@ -193,8 +205,9 @@ async function main(argv: string[]): Promise<void> {
       const merchantId = positiveInt(values.merchant, 'merchant');
       // Bytes, not text: a line that is not UTF-8 is refused with its number, never read as U+FFFD.
       if (!fs.existsSync(file)) fail(`import: no such file ${file}`);
-      const every = values['progress-seconds'] === undefined ? IMPORT_PROGRESS_LINE_MS / 1000 : Number(values['progress-seconds']);
-      if (!(every > 0)) fail('--progress-seconds must be a positive number');
+      const progress = values['progress-seconds'];
+      const every =
+        progress === undefined ? IMPORT_PROGRESS_LINE_MS / 1000 : usage(() => secondsOption(progress, 'progress-seconds', 86_400));
       console.log(JSON.stringify(await importFile(service, merchantId, file, every * 1000)));
     } else {
       fail(`unknown command "${[command, ...rest].join(' ')}"\n\n${USAGE}`);

@@ -1942,7 +1942,7 @@ export interface components {
              *     | `store`, `customer_group`, `exchange_rate`, `pricing_rule`, `supplier`, `attribute`, `product` | `create`, `update`, `delete` (a `PUT` is a `create` or an `update`, as it was) |
              *     | `import` | `start` (one entry per import, whatever it applies; the import job tells its outcome) |
              *     | `image` | `retry_dead` |
-             *     | `endpoint` | `create`, `update` (URL, store or events), `pause`, `enable`, `delete`, `rotate_secret`, `confirm_secret`, `send_test`, `resend`, `recover` |
+             *     | `endpoint` | `create`, `update` (URL, store, events or options), `pause`, `enable`, `delete`, `rotate_secret`, `confirm_secret`, `send_test`, `resend`, `recover`; a `PATCH` that changes nothing (empty, or the values the endpoint has) is not recorded |
              *     | `user` | `invite`, `remove`, `set_password` (with an invitation link), `change_password` (on the account page), `send_reset` (a reset link issued), `reset_password` (with a reset link) |
              *     | `invitation` | `revoke` (a pending invitation or reset link) |
              *
@@ -2945,8 +2945,9 @@ export interface components {
             /**
              * Format: uri
              * @description Receiver URL. Must be `https://`, carry no credentials, and point only at globally
-             *     routable unicast addresses (nothing in an IANA special-purpose range, IPv4 or IPv6; see
-             *     *Address rules* under the Webhook endpoints tag), unless its
+             *     routable unicast addresses (nothing in an IANA special-purpose range, IPv4 or IPv6, and
+             *     no host name reserved for tests and documentation such as `hooks.test` or
+             *     `shop.example.com`; see *Address rules* under the Webhook endpoints tag), unless its
              *     host is in the operator allowlist `CPS_WEBHOOK_ALLOW_HOSTS` (which also permits
              *     `http://`). A refused URL answers `400 invalid_body` naming `/url`.
              */

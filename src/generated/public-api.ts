@@ -1232,8 +1232,12 @@ export interface components {
          * @description The cursor to resume a stream (`Accept: text/event-stream`) from: the `id` of the last event
          *     you received, `{next_since}/{next_id}` of its window. `EventSource` sends it by itself when it
          *     reconnects. It takes precedence over `since` and `since_id`, and resumes exactly after that
-         *     window, like sending its `next_since` and `next_id` as `since` and `since_id`. A value of
-         *     another form answers 400 `invalid_parameter`.
+         *     window, like sending its `next_since` and `next_id` as `since` and `since_id`. It is read
+         *     by the same parser as they are: the part before the slash must be a real UTC date-time in
+         *     whole seconds (`YYYY-MM-DDThh:mm:ssZ`, hours 00-23, a day the month has, so `2025-02-29`,
+         *     `2025-04-31` and `T24:00:00Z` are refused, as `since` refuses them), the part after it an
+         *     integer from 0 to 999999999999999. Any other value answers 400 `invalid_parameter` naming
+         *     `last-event-id`; it is never read as another cursor.
          */
         LastEventIdParam: string;
         /**
@@ -1684,8 +1688,12 @@ export interface operations {
                  * @description The cursor to resume a stream (`Accept: text/event-stream`) from: the `id` of the last event
                  *     you received, `{next_since}/{next_id}` of its window. `EventSource` sends it by itself when it
                  *     reconnects. It takes precedence over `since` and `since_id`, and resumes exactly after that
-                 *     window, like sending its `next_since` and `next_id` as `since` and `since_id`. A value of
-                 *     another form answers 400 `invalid_parameter`.
+                 *     window, like sending its `next_since` and `next_id` as `since` and `since_id`. It is read
+                 *     by the same parser as they are: the part before the slash must be a real UTC date-time in
+                 *     whole seconds (`YYYY-MM-DDThh:mm:ssZ`, hours 00-23, a day the month has, so `2025-02-29`,
+                 *     `2025-04-31` and `T24:00:00Z` are refused, as `since` refuses them), the part after it an
+                 *     integer from 0 to 999999999999999. Any other value answers 400 `invalid_parameter` naming
+                 *     `last-event-id`; it is never read as another cursor.
                  */
                 "Last-Event-ID"?: components["parameters"]["LastEventIdParam"];
             };

@@ -1,5 +1,5 @@
 // The admin API's JSON request bodies, read once and checked as text before the validator parses
-// them (docs/decisions.md#errors-and-bad-input): bytes that are not UTF-8, nesting
+// them (docs/decisions.md#errors-and-bad-input): a leading byte order mark, bytes that are not UTF-8, nesting
 // deeper than the configured limit, and strings (member names too) holding a lone surrogate escape
 // or U+0000 answer 400 invalid_body naming the problem, so nothing is stored with
 // U+FFFD in place of what was sent, and nothing reaches a database that cannot store it.
@@ -8,7 +8,7 @@
 //   app.on('PUT', '/admin/v1/merchants/:merchant_id/products/:product_ref', checkedJsonBody({ maxDepth: 32 }));
 import type { MiddlewareHandler } from 'hono';
 import { nestsDeeperThan, tooDeepReason } from '../shared/json-limits.js';
-import { InvalidUtf8Error, decodeUtf8, mayHoldRefusedString, refusedString } from '../shared/json-text.js';
+import { BOM_REASON, InvalidUtf8Error, decodeUtf8, mayHoldRefusedString, refusedString, startsWithBom } from '../shared/json-text.js';
 import { invalidInput } from '../shared/problem.js';
 import { bodyPointer } from './validation.js';
 
@@ -20,8 +20,10 @@ export interface CheckedJsonBodyOptions {
 export function checkedJsonBody({ maxDepth }: CheckedJsonBodyOptions): MiddlewareHandler {
   return async (c, next) => {
     let text: string;
+    const bytes = new Uint8Array(await c.req.arrayBuffer());
+    if (startsWithBom(bytes)) throw invalidInput('body', [{ name: '/', in: 'body', reason: BOM_REASON }]);
     try {
-      text = decodeUtf8(new Uint8Array(await c.req.arrayBuffer()));
+      text = decodeUtf8(bytes);
     } catch (error) {
       if (error instanceof InvalidUtf8Error) throw invalidInput('body', [{ name: '/', in: 'body', reason: error.reason }]);
       throw error;

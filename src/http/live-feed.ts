@@ -37,12 +37,6 @@ export function wantsEventStream(accept: string | undefined): boolean {
 /** An event's id: the cursor after its window (the Last-Event-ID parameter's form). */
 export const eventIdOf = (page: Pick<ChangePage, 'next_since' | 'next_id'>) => `${page.next_since}/${page.next_id}`;
 
-/** The cursor a Last-Event-ID names (its form is checked by the route's schema). */
-export function cursorOfEventId(lastEventId: string): { since: string; sinceId: number } {
-  const slash = lastEventId.lastIndexOf('/');
-  return { since: lastEventId.slice(0, slash), sinceId: Number(lastEventId.slice(slash + 1)) };
-}
-
 /** One window as an event: `id` the cursor after it, `data` the window's JSON on one line. */
 export function changeEvent(page: ChangePage): string {
   return `id: ${eventIdOf(page)}\ndata: ${changePageJson(page)}\n\n`;

@@ -10,7 +10,8 @@ import { ProblemError, invalidInput } from '../shared/problem.js';
 import { readChangeFeed } from '../changes/feed.js';
 import type { LiveRequest } from '../changes/live.js';
 import { answerDirectly } from './direct-answer.js';
-import { changeEventStream, changePageBody, changePageJson, cursorOfEventId, wantsEventStream } from './live-feed.js';
+import { changeEventStream, changePageBody, changePageJson, wantsEventStream } from './live-feed.js';
+import { feedCursor } from './feed-cursor.js';
 import { validationHook } from './validation.js';
 import { CONTENT_TYPE_OF, MEDIA_KEY, type MediaStore } from '../images/media-store.js';
 import { sniffImageType } from '../images/sniff.js';
@@ -128,12 +129,7 @@ export function publicApi(
 
   route(routes.listChanges, async (c) => {
     const query = c.req.valid('query');
-    const lastEventId = c.req.valid('header')['last-event-id'];
-    // spec 4.4 cursor rule 1: the two halves travel together (a stream's Last-Event-ID carries both).
-    if (lastEventId === undefined && query.since === undefined && c.req.query('since_id') !== undefined) {
-      throw invalidInput('query', [{ name: 'since_id', in: 'query', reason: 'must be sent together with since' }]);
-    }
-    const cursor = lastEventId !== undefined ? cursorOfEventId(lastEventId) : { since: query.since, sinceId: query.since_id };
+    const cursor = feedCursor(query, c.req.query('since_id') !== undefined, c.req.valid('header')['last-event-id']);
     // The live feed, as a stream (Server-Sent Events) or a long-poll (wait=N).
     const live: LiveRequest = { merchantId: c.var.merchantId, keyId: c.var.apiKeyId, store: query.store, cursor, signal: c.req.raw.signal };
     if (wantsEventStream(c.req.header('Accept'))) {

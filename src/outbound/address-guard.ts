@@ -6,8 +6,8 @@
 // Addresses that embed an IPv4 address (IPv4-mapped and -translated, NAT64's well-known prefix,
 // 6to4, Teredo) are judged by the IPv4 address they carry. Checked at registration and again at
 // connection time, after DNS resolution, so a name that later resolves to an internal address is
-// still refused. Operators opt hosts in explicitly (CPS_WEBHOOK_ALLOW_HOSTS) for local development
-// and tests.
+// still refused; names reserved for tests and documentation (RFC 2606, 6761) are refused at both.
+// Operators opt hosts in explicitly (CPS_WEBHOOK_ALLOW_HOSTS) for local development and tests.
 import { isIP } from 'node:net';
 
 /** A special-purpose block: its network as a number, its prefix length, and what it is. */
@@ -174,6 +174,10 @@ function dnsName(hostname: string): string {
   return hostname.toLowerCase().replace(/\.$/, '');
 }
 
+/** Why a reserved name is refused at registration (the same names isReservedName refuses at connection). */
+export const RESERVED_NAME_REASON =
+  'must not use a name reserved for tests and documentation (RFC 2606, RFC 6761: .test, .example, .invalid, .localhost, example.com, example.net, example.org): it never resolves publicly';
+
 export class AddressGuard {
   private readonly allowed: Set<string>;
 
@@ -202,6 +206,7 @@ export class AddressGuard {
     if (parsed.protocol !== 'https:') return 'must use https://';
     const name = dnsName(host);
     if (name === 'localhost' || name.endsWith('.localhost')) return 'must not point at this machine';
+    if (this.isReservedName(host)) return RESERVED_NAME_REASON;
     if (isIP(host) && isBlockedAddress(host))
       return 'must point at a globally routable address, not a loopback, private, link-local or other special-purpose one';
     return null;

@@ -1,18 +1,23 @@
 // Reading the panel's url-encoded forms. Each body is parsed once per request (hono caches it), with
 // repeated fields kept as lists (the events checkboxes), and checked against the same generated
 // schema the admin API uses: the panel adds no second set of rules. A field (its name, its text,
-// an uploaded file's name) holding U+0000 is refused with 400 as the admin API refuses it (issue
-// 21.9): no form can carry it to a database that cannot store it.
+// an uploaded file's name) holding U+0000, or bytes that are not UTF-8 (form-utf8.ts), is refused
+// with 400 as the admin API refuses it: no form stores U+FFFD for what was sent, or carries a NUL
+// to a database that cannot store it.
 import type { Context } from 'hono';
 import type { z } from 'zod';
 import { NUL_REASON, holdsNul } from '../shared/json-text.js';
 import { invalidInput, type InvalidParam } from '../shared/problem.js';
+import { fieldNotUtf8 } from './form-utf8.js';
 import { plainReason } from './plain-words.js';
 
 export type FormBody = Record<string, string | File | (string | File)[]>;
 
-/** The form of the request (parsed once), or the 400 naming a field that holds U+0000. */
+/** The form of the request (parsed once), or the 400 naming a field that is not UTF-8 or holds U+0000. */
 export async function formOf(c: Context): Promise<FormBody> {
+  // The raw bytes, read once: hono's parseBody parses the same cached buffer.
+  const notUtf8 = fieldNotUtf8(new Uint8Array(await c.req.arrayBuffer()), c.req.header('Content-Type') ?? '');
+  if (notUtf8) throw invalidInput('body', [notUtf8]);
   const form = await c.req.parseBody({ all: true });
   const refused = fieldHoldingNul(form);
   if (refused) throw invalidInput('body', [refused]);

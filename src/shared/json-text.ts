@@ -12,6 +12,15 @@ export const LONE_SURROGATE_REASON =
 /** The reason given for a string or member name that holds U+0000. */
 export const NUL_REASON = 'holds U+0000 (NUL), which no text may hold';
 
+/**
+ * Why a JSON body starting with a byte order mark is refused: RFC 8259 section 8.1 says senders
+ * MUST NOT add one and parsers MAY ignore it; the service takes one behaviour for every body.
+ */
+export const BOM_REASON = 'must not start with a byte order mark (EF BB BF, U+FEFF): send the JSON text without one (RFC 8259 section 8.1)';
+
+/** True when bytes start with the UTF-8 byte order mark. */
+export const startsWithBom = (bytes: Uint8Array): boolean => bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf;
+
 /** True when a text holds U+0000. */
 export const holdsNul = (text: string): boolean => text.includes('\u0000');
 

@@ -1,6 +1,7 @@
 // Receiver endpoints as operators manage them (docs/webhooks.md#endpoints): registration with a signing
 // secret shown once, rotation with a grace period, scope and event filters, re-enabling, and the operator tools —
 // attempt log, resend, test event, recovery of failed deliveries since a time.
+import { isDeepStrictEqual } from 'node:util';
 import { ProblemError, invalidInput, type InvalidParam } from '../shared/problem.js';
 import type { components } from '../generated/admin-api.js';
 import type { CatalogStorage, StorageOperations, StorageTx } from '../storage/port.js';
@@ -213,12 +214,14 @@ export class WebhookEndpoints {
         // Paused by hand: no cooldown ends it (paused_until null); only re-enabling does.
         ...(input.status === 'paused' ? ({ status: 'paused', paused_until: null } as const) : {}),
       });
-      if (input.status === 'paused') await tx.dropPendingDeliveries(endpoint.id);
+      const dropped = input.status === 'paused' ? await tx.dropPendingDeliveries(endpoint.id) : 0;
       const updated = (await tx.getWebhookEndpoint(endpoint.id))!;
       // A re-enable ends what the owners were told (failing, paused, disabled).
       const ended = conditionsEnded(endpoint, updated);
       if (ended.length > 0) await tx.endNotifications(endpoint.id, ended, this.now().toISOString());
       const after = await endpointView(tx, updated, this.now());
+      // An empty PATCH, or one sending the values the endpoint has: nothing happened, nothing is audited.
+      if (dropped === 0 && isDeepStrictEqual(endpoint, updated)) return after;
       const changes = [
         before.url !== after.url && `URL ${after.url}`,
         before.store !== after.store && `store ${after.store ?? 'all stores'}`,

@@ -143,7 +143,7 @@ function catalogOf(animal: string) {
         excluded_stores: i === 4 ? ['pl'] : [],
       },
     })),
-    endpoint: { url: `https://hooks.${lower}.example/catalog`, store: null },
+    endpoint: { url: `https://hooks.${lower}-outfitters.com/catalog`, store: null },
   };
 }
 

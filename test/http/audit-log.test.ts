@@ -91,11 +91,11 @@ describe('the audit log', () => {
       service,
       'POST',
       `${base}/webhook-endpoints`,
-      { url: 'https://hooks.example.com/a', events: ['price'] },
+      { url: 'https://hooks.outfitters-shop.com/a', events: ['price'] },
       201,
     );
     const hooks = `${base}/webhook-endpoints/${endpoint.id}`;
-    await adminOk(service, 'PATCH', hooks, { url: 'https://hooks.example.com/b', store: 'de' });
+    await adminOk(service, 'PATCH', hooks, { url: 'https://hooks.outfitters-shop.com/b', store: 'de' });
     await adminOk(service, 'PATCH', hooks, { status: 'paused' });
     await adminOk(service, 'PATCH', hooks, { status: 'active' });
     const test = await adminOk(service, 'POST', `${hooks}/test`, undefined, 202);
@@ -164,7 +164,7 @@ describe('the audit log', () => {
     expect(entries.find((e) => e.action === 'exchange_rate.update')!.detail).toBe('EUR/PLN = 4.3105');
     expect(entries.find((e) => e.action === 'product.update')!.detail).toMatch(/^product "BP-40" \(id \d+\)$/);
     expect(entries.find((e) => e.action === 'endpoint.update')!.detail).toBe(
-      `endpoint ${endpoint.id} URL https://hooks.example.com/b; store de`,
+      `endpoint ${endpoint.id} URL https://hooks.outfitters-shop.com/b; store de`,
     );
     expect(entries.find((e) => e.action === 'import.start')!.detail).toMatch(/^import \d+ \(admin API\)$/);
     expect(JSON.stringify(entries)).not.toContain(endpoint.secret);

@@ -48,7 +48,13 @@ describe('the access log', () => {
   });
 
   it('never writes an API key, the admin token or a webhook signing secret', async () => {
-    const created = await adminOk(service, 'POST', `${merchant.base}/webhook-endpoints`, { url: 'https://hooks.example.test/in' }, 201);
+    const created = await adminOk(
+      service,
+      'POST',
+      `${merchant.base}/webhook-endpoints`,
+      { url: 'https://hooks.outfitters-shop.com/in' },
+      201,
+    );
     expect(created.secret).toMatch(/^whsec_/);
     await service.api('/v1/stores', `${merchant.key}x`);
     await service.api('/v1/stores', merchant.key);

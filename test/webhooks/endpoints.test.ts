@@ -103,7 +103,7 @@ describe('receiver URLs are guarded against SSRF (no operator allowlist)', () =>
   afterAll(() => service.close());
 
   it.each([
-    ['plain http://', 'http://hooks.example.com/catalog'],
+    ['plain http://', 'http://hooks.outfitters-shop.com/catalog'],
     ['a private address', 'https://10.0.0.1/hooks'],
     ['a private address (192.168/16)', 'https://192.168.1.20/hooks'],
     ['the loopback address', 'https://127.0.0.1/hooks'],
@@ -131,7 +131,7 @@ describe('receiver URLs are guarded against SSRF (no operator allowlist)', () =>
     ['localhost', 'https://localhost/hooks'],
     ['localhost with a trailing dot', 'https://localhost./hooks'],
     ['a name under .localhost', 'https://shop.localhost/hooks'],
-    ['credentials in the URL', 'https://user:pass@hooks.example.com/catalog'],
+    ['credentials in the URL', 'https://user:pass@hooks.outfitters-shop.com/catalog'],
   ])('refuses %s with 400 naming /url', async (_, url) => {
     const response = await service.adminApi('POST', `${merchant.base}/webhook-endpoints`, { url });
     expect(response.status, response.text).toBe(400);
@@ -139,18 +139,30 @@ describe('receiver URLs are guarded against SSRF (no operator allowlist)', () =>
   });
 
   it("refuses the same addresses when an endpoint's URL is changed", async () => {
-    const created = await adminOk(service, 'POST', `${merchant.base}/webhook-endpoints`, { url: 'https://hooks.example.com/catalog' }, 201);
+    const created = await adminOk(
+      service,
+      'POST',
+      `${merchant.base}/webhook-endpoints`,
+      { url: 'https://hooks.outfitters-shop.com/catalog' },
+      201,
+    );
     const response = await service.adminApi('PATCH', `${merchant.base}/webhook-endpoints/${created.id}`, { url: 'https://[::1]/hooks' });
     expect(response.status).toBe(400);
     expect(response.body.invalid_params[0].name).toBe('/url');
     expect((await adminOk(service, 'GET', `${merchant.base}/webhook-endpoints/${created.id}`)).url).toBe(
-      'https://hooks.example.com/catalog',
+      'https://hooks.outfitters-shop.com/catalog',
     );
   });
 
   it('accepts a public https:// URL', async () => {
-    const created = await adminOk(service, 'POST', `${merchant.base}/webhook-endpoints`, { url: 'https://hooks.example.com/catalog' }, 201);
-    expect(created.url).toBe('https://hooks.example.com/catalog');
+    const created = await adminOk(
+      service,
+      'POST',
+      `${merchant.base}/webhook-endpoints`,
+      { url: 'https://hooks.outfitters-shop.com/catalog' },
+      201,
+    );
+    expect(created.url).toBe('https://hooks.outfitters-shop.com/catalog');
   });
 });
 

@@ -40,7 +40,13 @@ const endpointArgs = (id: number) => ['--merchant', String(merchant.id), '--endp
 
 describe('webhooks rotate and webhooks confirm-secret', () => {
   it('rotate prints the new secret once and until when the old one signs; confirm-secret makes the new one sign; a second confirm-secret fails naming why', async () => {
-    const created = await adminOk(service, 'POST', `${merchant.base}/webhook-endpoints`, { url: 'https://hooks.example.com/catalog' }, 201);
+    const created = await adminOk(
+      service,
+      'POST',
+      `${merchant.base}/webhook-endpoints`,
+      { url: 'https://hooks.outfitters-shop.com/catalog' },
+      201,
+    );
     const before = Date.now();
     const rotatedRun = await cli(['webhooks', 'rotate', ...endpointArgs(created.id), '--json']);
     expect(rotatedRun.code, rotatedRun.stderr).toBe(0);
@@ -84,7 +90,13 @@ describe('webhooks rotate and webhooks confirm-secret', () => {
   }, 120_000);
 
   it('rotate without --json says the secret is shown once and how to confirm; the grace period is CPS_WEBHOOK_SECRET_GRACE_HOURS', async () => {
-    const created = await adminOk(service, 'POST', `${merchant.base}/webhook-endpoints`, { url: 'https://hooks.example.com/other' }, 201);
+    const created = await adminOk(
+      service,
+      'POST',
+      `${merchant.base}/webhook-endpoints`,
+      { url: 'https://hooks.outfitters-shop.com/other' },
+      201,
+    );
     const before = Date.now();
     const result = await cli(['webhooks', 'rotate', ...endpointArgs(created.id)], { CPS_WEBHOOK_SECRET_GRACE_HOURS: '2' });
     expect(result.code, result.stderr).toBe(0);
@@ -105,7 +117,7 @@ describe('webhooks create and update with the endpoint options', () => {
       '--merchant',
       String(merchant.id),
       '--url',
-      'https://hooks.example.com/options',
+      'https://hooks.outfitters-shop.com/options',
       '--standard-webhooks',
       'on',
       '--max-per-second',

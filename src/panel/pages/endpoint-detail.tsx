@@ -24,6 +24,7 @@ import type { PanelEnv } from '../session.js';
 import { Health, NotificationEnded } from '../endpoint-health.js';
 import { SuccessCharts } from '../success-chart.js';
 import { Time } from '../time.js';
+import { VisibleText } from '../visible-text.js';
 import {
   DeliveryKind,
   ProductLinks,
@@ -482,9 +483,17 @@ function DeliveryPage(props: {
                     <RequestAsSent attempt={a} bodyBytes={bodyBytes} />
                   </td>
                   <td>{a.status_code ?? <span class="muted">no response</span>}</td>
-                  <td>{a.error ?? <span class="muted">none</span>}</td>
+                  <td>{a.error === null ? <span class="muted">none</span> : <VisibleText text={a.error} />}</td>
                   <td>{a.latency_ms} ms</td>
-                  <td>{a.response_snippet ? <code class="snippet">{a.response_snippet}</code> : <span class="muted">empty</span>}</td>
+                  <td>
+                    {a.response_snippet ? (
+                      <code class="snippet">
+                        <VisibleText text={a.response_snippet} />
+                      </code>
+                    ) : (
+                      <span class="muted">empty</span>
+                    )}
+                  </td>
                 </tr>
               ))}
             </tbody>

@@ -99,7 +99,7 @@ export function createService(config: Config, options: ServiceOptions = {}): Ser
     maxJsonDepth: config.limits.maxJsonDepth,
     stalledAfterMs: config.limits.importStalledMs,
   });
-  const { feedWindow, maxWaitSeconds, heartbeatSeconds, livePerKey, livePollIntervalMs } = config.changes;
+  const { feedWindow, maxWaitSeconds, heartbeatSeconds, livePerKey, livePerMerchant, livePerProcess, livePollIntervalMs } = config.changes;
   const liveFeed = new LiveFeed(
     storage,
     {
@@ -107,6 +107,8 @@ export function createService(config: Config, options: ServiceOptions = {}): Ser
       maxWaitSeconds,
       heartbeatSeconds,
       perKey: livePerKey,
+      perMerchant: livePerMerchant,
+      perProcess: livePerProcess,
       pollIntervalMs: livePollIntervalMs,
     },
     logger,

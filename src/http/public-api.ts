@@ -156,12 +156,12 @@ export function publicApi(
     return c.json(window, 200);
   });
 
-  /** A live connection refused by the per-key cap (429) is throttled: it takes nothing from the bucket. */
+  /** A live connection refused by a cap (429 for the key or merchant, 503 for the process) takes nothing from the bucket. */
   async function refundWhenCapped<T>(keyId: number, opened: Promise<T>): Promise<T> {
     try {
       return await opened;
     } catch (error) {
-      if (error instanceof ProblemError && error.code === 'rate_limited') rateLimiter?.refund(keyId);
+      if (error instanceof ProblemError && (error.code === 'rate_limited' || error.code === 'service_unavailable')) rateLimiter?.refund(keyId);
       throw error;
     }
   }

@@ -7,6 +7,7 @@ import type { Service } from '../service.js';
 import { apiKeyAuth, type PublicEnv } from './auth.js';
 import { problemResponse, renderError } from './errors.js';
 import { ProblemError, invalidInput } from '../shared/problem.js';
+import type { ServerResponse } from 'node:http';
 import { readChangeFeed } from '../changes/feed.js';
 import type { LiveRequest } from '../changes/live.js';
 import { answerDirectly } from './direct-answer.js';
@@ -138,7 +139,13 @@ export function publicApi(
     const live: LiveRequest = { merchantId: c.var.merchantId, keyId: c.var.apiKeyId, store: query.store, cursor, signal: c.req.raw.signal };
     if (wantsEventStream(c.req.header('Accept'))) {
       const stream = await refundWhenCapped(c.var.apiKeyId, liveFeed.openStream(live));
-      const body = changeEventStream(stream, { limiter: rateLimiter, keyId: c.var.apiKeyId, log: service.logger });
+      const outgoing = (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
+      const body = changeEventStream(stream, {
+        limiter: rateLimiter,
+        keyId: c.var.apiKeyId,
+        log: service.logger,
+        unsent: { outgoing, max: service.config.unsentBytesMax },
+      });
       return c.body(body, 200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', 'X-Accel-Buffering': 'no' });
     }
     if (query.wait > 0) {
@@ -149,6 +156,7 @@ export function publicApi(
         (await answerDirectly(c, changePageBody(page), {
           date: () => now().toUTCString(),
           minBytes: service.config.compressionMinBytes,
+          unsentBytesMax: service.config.unsentBytesMax,
         })) ?? c.body(changePageJson(page), 200, { 'Content-Type': 'application/json' });
       return answer;
     }

@@ -187,7 +187,7 @@ describe('configuration', () => {
       rateLimit: { burst: 600, perSecond: 50 },
       apiKeysPerMerchant: 100,
       apiKeyCacheMs: 1000,
-      unsentBytesMax: 1048576,
+      unsentBytesMax: 262144,
       apiKeyLastUsedSeconds: 60,
       compressionMinBytes: 1024,
       compressionCacheBytes: 67108864,

@@ -372,11 +372,11 @@ export const SETTINGS = z.object({
       'live change-feed connections one process holds at once, over every merchant; one more answers `503 service_unavailable` with `Retry-After: 1`',
   }),
   CPS_UNSENT_BYTES_MAX: integer({
-    default: MIB,
+    default: 256 * KIB,
     bytes: true,
     min: 1024,
     description:
-      "bytes waiting in the process for a client that does not read them (past what the kernel's socket buffer took), at which a change-feed stream or long-poll answer is closed rather than queue more",
+      "bytes waiting in the process for a client that does not read them (past what the kernel's socket buffers took) with its next change-feed event or long-poll answer, at which its connection is reset rather than queue more; while the kernel takes everything, nothing waits",
   }),
   CPS_FEED_LIVE_POLL_MS: integer({
     default: 1000,

@@ -361,8 +361,8 @@ export interface paths {
          *     request from the bucket (the operator may configure other numbers).
          *
          *     **A client that does not read is closed.** A stream's next event, or a long-poll's answer,
-         *     is written only while fewer than 1 MiB (by default) of what was sent before still waits in
-         *     the server for you (past what the network buffers took): a client that stops reading has
+         *     is written only while the network buffers took what was sent before, or what still waits in
+         *     the server for you and the next event stay within 256 KiB (by default): a client that stops reading has
          *     its connection closed rather than more queued for it. Reconnect with `Last-Event-ID` (or
          *     your cursor): nothing is lost.
          *

@@ -15,9 +15,10 @@ export function unsentBytes(outgoing: ServerResponse | undefined): number {
   return outgoing?.writableLength ?? 0;
 }
 
-/** True while `next` more bytes keep the connection's unsent bytes within `max`. */
+/** True while the kernel took everything written so far, or what waits and `next` more bytes stay within `max`. */
 export function unsentRoom(outgoing: ServerResponse | undefined, next: number, max: number): boolean {
-  return unsentBytes(outgoing) + next <= max;
+  const waiting = unsentBytes(outgoing);
+  return waiting === 0 || waiting + next <= max;
 }
 
 /** Ends a connection whose client does not read: a reset drops what waits for it (in the process and the kernel). */

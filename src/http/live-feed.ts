@@ -113,7 +113,10 @@ export function changeEventStream(stream: LiveStream, { limiter, keyId, log, uns
   /** Enqueues the bytes, or closes a client that has not taken what came before (http/unsent-bytes.ts). */
   const send = (controller: ReadableStreamDefaultController<Uint8Array>, bytes: Uint8Array) => {
     if (unsent && !unsentRoom(unsent.outgoing, bytes.length, unsent.max)) {
-      log?.info({ store_id: stream.store.id, unsent_bytes: unsent.outgoing?.writableLength }, 'live feed: a stream whose client does not read was closed');
+      log?.info(
+        { store_id: stream.store.id, unsent_bytes: unsent.outgoing?.writableLength },
+        'live feed: a stream whose client does not read was closed',
+      );
       closeNonReader(unsent.outgoing);
       return end(controller);
     }

@@ -169,7 +169,8 @@ export function publicApi(
     try {
       return await opened;
     } catch (error) {
-      if (error instanceof ProblemError && (error.code === 'rate_limited' || error.code === 'service_unavailable')) rateLimiter?.refund(keyId);
+      if (error instanceof ProblemError && (error.code === 'rate_limited' || error.code === 'service_unavailable'))
+        rateLimiter?.refund(keyId);
       throw error;
     }
   }

@@ -44,10 +44,16 @@ export class SpoolBudget {
   admit(merchantId: number): void {
     const ofMerchant = this.byMerchant.get(merchantId) ?? 0;
     if (ofMerchant >= this.caps.perMerchant) {
-      throw refusal('rate_limited', `Your exports hold ${ofMerchant} bytes in temporary files, the most one merchant may (${this.caps.perMerchant}).`);
+      throw refusal(
+        'rate_limited',
+        `Your exports hold ${ofMerchant} bytes in temporary files, the most one merchant may (${this.caps.perMerchant}).`,
+      );
     }
     if (this.total >= this.caps.perProcess) {
-      throw refusal('service_unavailable', `Exports hold ${this.total} bytes in temporary files on this server, the most it takes (${this.caps.perProcess}).`);
+      throw refusal(
+        'service_unavailable',
+        `Exports hold ${this.total} bytes in temporary files on this server, the most it takes (${this.caps.perProcess}).`,
+      );
     }
   }
 

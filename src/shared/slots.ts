@@ -50,10 +50,14 @@ export class Slots {
   take({ keyId, merchantId }: SlotHolder): () => void {
     const { perKey, perMerchant, perProcess } = this.caps;
     const ofKey = this.byKey.get(keyId) ?? 0;
-    if (ofKey >= perKey) throw this.refusal('rate_limited', `This API key holds ${ofKey} ${this.what}, the most one key may hold at once (${perKey}).`);
+    if (ofKey >= perKey)
+      throw this.refusal('rate_limited', `This API key holds ${ofKey} ${this.what}, the most one key may hold at once (${perKey}).`);
     const ofMerchant = this.heldBy(merchantId);
     if (ofMerchant >= perMerchant) {
-      throw this.refusal('rate_limited', `Your API keys hold ${ofMerchant} ${this.what}, the most one merchant may hold at once (${perMerchant}).`);
+      throw this.refusal(
+        'rate_limited',
+        `Your API keys hold ${ofMerchant} ${this.what}, the most one merchant may hold at once (${perMerchant}).`,
+      );
     }
     if (this.total >= perProcess) {
       throw this.refusal('service_unavailable', `This server holds ${this.total} ${this.what}, the most it takes at once (${perProcess}).`);

@@ -14,7 +14,14 @@ const LONG_TEXT = 'Leichtes Trekkingzelt mit zwei Apsiden. '.repeat(1200);
 async function merchantWithStore(service: TestService, name: string, products: number): Promise<number> {
   const admin = service.admin;
   const id = (await admin.createMerchant({ name })).id;
-  await admin.upsertStore(id, 'de', { name: 'DE', locale: 'de-DE', currency: 'EUR', is_default: true, active: true, exclude_out_of_stock: false });
+  await admin.upsertStore(id, 'de', {
+    name: 'DE',
+    locale: 'de-DE',
+    currency: 'EUR',
+    is_default: true,
+    active: true,
+    exclude_out_of_stock: false,
+  });
   await admin.createCustomerGroup(id, 'retail');
   await admin.upsertSupplier(id, 'alpine', 'Alpine AG');
   const lines = Array.from({ length: products }, (_, i) =>
@@ -34,11 +41,15 @@ async function merchantWithStore(service: TestService, name: string, products: n
 /** A request whose client takes nothing of the body (its response paused): it holds what it opened until `close`. */
 function heldRequest(service: TestService, path: string, key: string, headers: Record<string, string> = {}) {
   return new Promise<{ status: number; close: () => void }>((resolve, reject) => {
-    const request = http.get(`${service.url}${path}`, { headers: { Authorization: `Bearer ${key}`, 'Accept-Encoding': 'identity', ...headers } }, (response) => {
-      response.pause();
-      response.on('error', () => {});
-      resolve({ status: response.statusCode!, close: () => request.destroy() });
-    });
+    const request = http.get(
+      `${service.url}${path}`,
+      { headers: { Authorization: `Bearer ${key}`, 'Accept-Encoding': 'identity', ...headers } },
+      (response) => {
+        response.pause();
+        response.on('error', () => {});
+        resolve({ status: response.statusCode!, close: () => request.destroy() });
+      },
+    );
     request.on('error', reject);
   });
 }

@@ -28,7 +28,7 @@ function busyStream() {
         next_since: at,
         next_id: windows * 1000,
         store: 'de',
-      } as ChangePage;
+      };
     },
     close: () => {
       closed = true;

@@ -89,7 +89,10 @@ function placed(s: z.output<typeof SETTINGS>) {
     smtp: { url: s.CPS_SMTP_URL, from: s.CPS_SMTP_FROM },
     /** Per-API-key token bucket on /v1 (docs/decisions.md#rate-limits). */
     rateLimit: { burst: s.CPS_RATE_LIMIT_BURST, perSecond: s.CPS_RATE_LIMIT_PER_SECOND },
+    apiKeysPerMerchant: s.CPS_API_KEYS_PER_MERCHANT,
     apiKeyCacheMs: s.CPS_API_KEY_CACHE_MS,
+    /** A client that does not read: its connection is closed once this many bytes wait for it (http/unsent-bytes.ts). */
+    unsentBytesMax: s.CPS_UNSENT_BYTES_MAX,
     apiKeyLastUsedSeconds: s.CPS_API_KEY_LAST_USED_SECONDS,
     compressionMinBytes: s.CPS_COMPRESSION_MIN_BYTES,
     compressionCacheBytes: s.CPS_COMPRESSION_CACHE_BYTES,
@@ -121,6 +124,10 @@ function placed(s: z.output<typeof SETTINGS>) {
       spoolDir: path.resolve(s.CPS_EXPORT_SPOOL_DIR),
       concurrency: s.CPS_EXPORT_CONCURRENCY,
       perKey: s.CPS_EXPORTS_PER_KEY,
+      perMerchant: s.CPS_EXPORTS_PER_MERCHANT,
+      perProcess: s.CPS_EXPORTS_PER_PROCESS,
+      spoolBytesPerMerchant: s.CPS_EXPORT_SPOOL_BYTES_PER_MERCHANT,
+      spoolBytesPerProcess: s.CPS_EXPORT_SPOOL_BYTES_PER_PROCESS,
       stallTimeoutMs: s.CPS_EXPORT_STALL_TIMEOUT_MS,
     },
     changes: {
@@ -131,6 +138,8 @@ function placed(s: z.output<typeof SETTINGS>) {
       maxWaitSeconds: s.CPS_FEED_MAX_WAIT_SECONDS,
       heartbeatSeconds: s.CPS_FEED_HEARTBEAT_SECONDS,
       livePerKey: s.CPS_FEED_LIVE_PER_KEY,
+      livePerMerchant: s.CPS_FEED_LIVE_PER_MERCHANT,
+      livePerProcess: s.CPS_FEED_LIVE_PER_PROCESS,
       livePollIntervalMs: s.CPS_FEED_LIVE_POLL_MS,
     },
   };

@@ -92,14 +92,22 @@ export function createService(config: Config, options: ServiceOptions = {}): Ser
   const dispatcher = createWebhookDispatcher(storage, config, { now, logger, metrics: options.deliveries ?? metrics, guard });
   const apiKeys = new ActiveApiKeys(storage, config.apiKeyCacheMs, now);
   const apiKeyUses = new ApiKeyUses(storage, config.apiKeyLastUsedSeconds * 1000, now, logger);
-  const admin = new CatalogAdmin(storage, now, config.limits.publishChunk, apiKeys, config.limits.publishRunLeaseMs, config.limits);
+  const admin = new CatalogAdmin(
+    storage,
+    now,
+    config.limits.publishChunk,
+    apiKeys,
+    config.limits.publishRunLeaseMs,
+    config.limits,
+    config.apiKeysPerMerchant,
+  );
   const mirror = createImageMirror(storage, config, { now, logger, guard, publisher: admin.publisher });
   const imports = new ImportJobs(storage, admin, now, {
     chunkSize: config.limits.publishChunk,
     maxJsonDepth: config.limits.maxJsonDepth,
     stalledAfterMs: config.limits.importStalledMs,
   });
-  const { feedWindow, maxWaitSeconds, heartbeatSeconds, livePerKey, livePollIntervalMs } = config.changes;
+  const { feedWindow, maxWaitSeconds, heartbeatSeconds, livePerKey, livePerMerchant, livePerProcess, livePollIntervalMs } = config.changes;
   const liveFeed = new LiveFeed(
     storage,
     {
@@ -107,6 +115,8 @@ export function createService(config: Config, options: ServiceOptions = {}): Ser
       maxWaitSeconds,
       heartbeatSeconds,
       perKey: livePerKey,
+      perMerchant: livePerMerchant,
+      perProcess: livePerProcess,
       pollIntervalMs: livePollIntervalMs,
     },
     logger,

@@ -50,10 +50,17 @@ const EVERY_VARIABLE = {
   CPS_EXPORT_SPOOL_DIR: 'spool',
   CPS_EXPORT_CONCURRENCY: '3',
   CPS_EXPORTS_PER_KEY: '4',
+  CPS_EXPORTS_PER_MERCHANT: '5',
+  CPS_EXPORTS_PER_PROCESS: '11',
+  CPS_EXPORT_SPOOL_BYTES_PER_MERCHANT: '3000',
+  CPS_EXPORT_SPOOL_BYTES_PER_PROCESS: '9000',
   CPS_EXPORT_STALL_TIMEOUT_MS: '2800',
   CPS_FEED_MAX_WAIT_SECONDS: '0',
   CPS_FEED_HEARTBEAT_SECONDS: '300',
   CPS_FEED_LIVE_PER_KEY: '29',
+  CPS_FEED_LIVE_PER_MERCHANT: '31',
+  CPS_FEED_LIVE_PER_PROCESS: '37',
+  CPS_UNSENT_BYTES_MAX: '4096',
   CPS_FEED_LIVE_POLL_MS: '50',
   CPS_WEBHOOK_DISPATCHER: 'false',
   CPS_WORKERS: 'inline',
@@ -88,6 +95,7 @@ const EVERY_VARIABLE = {
   CPS_SMTP_FROM: 'catalog@example.com',
   CPS_RATE_LIMIT_BURST: '1',
   CPS_RATE_LIMIT_PER_SECOND: '1',
+  CPS_API_KEYS_PER_MERCHANT: '7',
   CPS_API_KEY_CACHE_MS: '0',
   CPS_API_KEY_LAST_USED_SECONDS: '1',
   CPS_COMPRESSION_MIN_BYTES: '0',
@@ -177,7 +185,9 @@ describe('configuration', () => {
       },
       smtp: { url: null, from: 'catalog-publishing@localhost' },
       rateLimit: { burst: 600, perSecond: 50 },
+      apiKeysPerMerchant: 100,
       apiKeyCacheMs: 1000,
+      unsentBytesMax: 262144,
       apiKeyLastUsedSeconds: 60,
       compressionMinBytes: 1024,
       compressionCacheBytes: 67108864,
@@ -207,6 +217,10 @@ describe('configuration', () => {
         spoolDir: path.resolve(os.tmpdir()),
         concurrency: 2,
         perKey: 2,
+        perMerchant: 4,
+        perProcess: 16,
+        spoolBytesPerMerchant: 134217728,
+        spoolBytesPerProcess: 536870912,
         stallTimeoutMs: 60000,
       },
       changes: {
@@ -217,6 +231,8 @@ describe('configuration', () => {
         maxWaitSeconds: 30,
         heartbeatSeconds: 15,
         livePerKey: 20,
+        livePerMerchant: 250,
+        livePerProcess: 1000,
         livePollIntervalMs: 1000,
       },
     });
@@ -294,7 +310,9 @@ describe('configuration', () => {
       },
       smtp: { url: 'smtp://mail.example:25', from: 'catalog@example.com' },
       rateLimit: { burst: 1, perSecond: 1 },
+      apiKeysPerMerchant: 7,
       apiKeyCacheMs: 0,
+      unsentBytesMax: 4096,
       apiKeyLastUsedSeconds: 1,
       compressionMinBytes: 0,
       compressionCacheBytes: 0,
@@ -318,7 +336,18 @@ describe('configuration', () => {
         signInDelaySeconds: 6,
         shownOnceMinutes: 8,
       },
-      exports: { stepRows: 27, memoryBytes: 0, spoolDir: path.resolve('spool'), concurrency: 3, perKey: 4, stallTimeoutMs: 2800 },
+      exports: {
+        stepRows: 27,
+        memoryBytes: 0,
+        spoolDir: path.resolve('spool'),
+        concurrency: 3,
+        perKey: 4,
+        perMerchant: 5,
+        perProcess: 11,
+        spoolBytesPerMerchant: 3000,
+        spoolBytesPerProcess: 9000,
+        stallTimeoutMs: 2800,
+      },
       changes: {
         feedWindow: 23,
         retentionDays: 45,
@@ -327,6 +356,8 @@ describe('configuration', () => {
         maxWaitSeconds: 0,
         heartbeatSeconds: 300,
         livePerKey: 29,
+        livePerMerchant: 31,
+        livePerProcess: 37,
         livePollIntervalMs: 50,
       },
     });
@@ -363,8 +394,8 @@ describe('every setting refuses what it does not accept, the same way', () => {
     accepts: SETTING_DOCS.get(schema)?.accepts as Accepts,
   }));
 
-  it('declares what each of the 93 settings accepts', () => {
-    expect(settings).toHaveLength(93);
+  it('declares what each of the 101 settings accepts', () => {
+    expect(settings).toHaveLength(101);
     expect(settings.filter(({ accepts }) => !accepts)).toEqual([]);
   });
 

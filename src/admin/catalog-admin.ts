@@ -64,12 +64,14 @@ export class CatalogAdmin {
     publishRunLeaseMs?: number,
     /** The bounds of one product's source (configuration: `config.limits`). */
     readonly productLimits: ProductLimits = DEFAULT_PRODUCT_LIMITS,
+    /** Active API keys one merchant may have (CPS_API_KEYS_PER_MERCHANT). */
+    apiKeysPerMerchant?: number,
   ) {
     this.publisher = new CatalogPublisher(now, publishChunk);
     this.publishRuns = new PublishRuns(storage, this.publisher, now, publishRunLeaseMs);
     this.writes = new CatalogWrites(storage, this.publisher, this.publishRuns, now);
     this.merchants = new Merchants(this.writes);
-    this.apiKeys = new MerchantApiKeys(this.writes, rememberedApiKeys);
+    this.apiKeys = new MerchantApiKeys(this.writes, rememberedApiKeys, apiKeysPerMerchant);
     this.stores = new Stores(this.writes);
     this.customerGroups = new CustomerGroups(this.writes);
     this.exchangeRates = new ExchangeRates(this.writes);

@@ -12,6 +12,7 @@
 // clients, for writers no wake-up reaches (another process on the SQLite file, a lost NOTIFY).
 import type { StoreRecord } from '../catalog/model.js';
 import { ProblemError } from '../shared/problem.js';
+import { Slots, type SlotHolder } from '../shared/slots.js';
 import type { CatalogStorage, ChangedStores } from '../storage/port.js';
 import type { FeedPosition } from './model.js';
 import { readStoreChangeFeed, readWindowAfter, type ChangePage } from './feed.js';
@@ -23,8 +24,10 @@ export interface LiveFeedSettings {
   maxWaitSeconds: number;
   /** A stream with nothing to send for this long sends a comment, so proxies keep it open. */
   heartbeatSeconds: number;
-  /** Live connections (long-polls waiting, streams open) one API key may hold at once in this process. */
+  /** Live connections (long-polls waiting, streams open) one API key, one merchant and this process may hold at once. */
   perKey: number;
+  perMerchant: number;
+  perProcess: number;
   /** Every store with waiting clients is looked at this often whatever wake-ups came. */
   pollIntervalMs: number;
 }
@@ -32,7 +35,7 @@ export interface LiveFeedSettings {
 /** Where a waiting client reads from, as the public API received it. */
 export interface LiveRequest {
   merchantId: number;
-  /** The API key: live connections are capped per key (settings.perKey). */
+  /** The API key: live connections are capped per key, per merchant and per process (shared/slots.ts). */
   keyId: number | string;
   /** The store's slug; the merchant's default store when omitted. */
   store?: string;
@@ -90,7 +93,7 @@ export class LiveFeed {
   private wakeups = 0;
   private unsubscribe: (() => void) | null = null;
   private pollTimer: NodeJS.Timeout | null = null;
-  private readonly perKey = new Map<number | string, number>();
+  private readonly places: Slots;
   private isClosed = false;
   /** Looks run so far (each one snapshot of one store); tests and the bench read it. */
   looks = 0;
@@ -99,17 +102,17 @@ export class LiveFeed {
     private readonly storage: CatalogStorage,
     readonly settings: LiveFeedSettings,
     private readonly log?: LiveFeedLog,
-  ) {}
+  ) {
+    this.places = new Slots(settings, 'live connections to the change feed (waiting polls and streams)');
+  }
 
   get closed(): boolean {
     return this.isClosed;
   }
 
-  /** Live connections held now: long-polls waiting and streams open (what the per-key cap counts). */
+  /** Live connections held now: long-polls waiting and streams open (what the caps count). */
   get connections(): number {
-    let count = 0;
-    for (const held of this.perKey.values()) count += held;
-    return count;
+    return this.places.held;
   }
 
   /** Clients waiting now, over every store. */
@@ -134,7 +137,7 @@ export class LiveFeed {
    * `GET /v1/changes?wait=N`: the window after the cursor; when it is empty, waits up to
    * `waitSeconds` (clamped to settings.maxWaitSeconds) for a change of the store and answers the
    * window then, or the empty window (the same cursor) once the time is up, the client went away or
-   * the service shuts down. 429 when the key already holds settings.perKey live connections.
+   * the service shuts down. 429 when the key or its merchant holds its cap of live connections, 503 when the process does.
    */
   async waitForChanges(request: LiveRequest, waitSeconds: number): Promise<ChangePage> {
     const waitMs = Math.min(waitSeconds, this.settings.maxWaitSeconds) * 1000;
@@ -147,7 +150,7 @@ export class LiveFeed {
       this.settings.feedWindow,
     );
     if (page.changes.length > 0 || waitMs <= 0 || this.isClosed) return page;
-    const release = this.admit(request.keyId);
+    const release = this.admit(request);
     try {
       return (await this.nextWindow(store, { at: page.next_since, id: page.next_id }, heard, waitMs, request.signal)).page ?? page;
     } finally {
@@ -157,7 +160,7 @@ export class LiveFeed {
 
   /**
    * `GET /v1/changes` as a stream: reads the first window now (a bad cursor or store fails here,
-   * before anything is sent) and takes one of the key's live places (429 when it has none left).
+   * before anything is sent) and takes a live place (429 when the key or its merchant has none left, 503 when the process has none).
    */
   async openStream(request: LiveRequest): Promise<LiveStream> {
     const heard = this.listen();
@@ -168,7 +171,7 @@ export class LiveFeed {
       request.cursor,
       this.settings.feedWindow,
     );
-    const release = this.admit(request.keyId);
+    const release = this.admit(request);
     return new LiveStream(this, this.storage, store, page, heard, release);
   }
 
@@ -190,26 +193,9 @@ export class LiveFeed {
     return this.wakeups;
   }
 
-  /** Takes one of the key's live places; the returned function gives it back (once). */
-  admit(keyId: number | string): () => void {
-    const held = this.perKey.get(keyId) ?? 0;
-    if (held >= this.settings.perKey) {
-      throw new ProblemError(
-        'rate_limited',
-        `This API key already holds ${this.settings.perKey} live connections to the change feed (waiting polls and streams). Close one, or retry after 1 s.`,
-        undefined,
-        { 'Retry-After': '1' },
-      );
-    }
-    this.perKey.set(keyId, held + 1);
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      const left = (this.perKey.get(keyId) ?? 1) - 1;
-      if (left > 0) this.perKey.set(keyId, left);
-      else this.perKey.delete(keyId);
-    };
+  /** Takes a live place for the key and its merchant; the returned function gives it back (once). */
+  admit(holder: SlotHolder): () => void {
+    return this.places.take(holder);
   }
 
   /**

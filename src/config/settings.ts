@@ -307,6 +307,33 @@ export const SETTINGS = z.object({
     description:
       'exports one API key may have in flight at once, from the request to the last byte sent; one more answers `429 rate_limited` with `Retry-After: 1`',
   }),
+  // Fairness: a merchant's share is a quarter of the process's, whatever its number of keys (issue 32 item 4).
+  CPS_EXPORTS_PER_MERCHANT: integer({
+    default: 4,
+    min: 1,
+    description:
+      "exports one merchant's API keys, together, may have in flight at once in one process; one more answers `429 rate_limited` with `Retry-After: 1`",
+  }),
+  CPS_EXPORTS_PER_PROCESS: integer({
+    default: 16,
+    min: 1,
+    description:
+      'exports one process has in flight at once, over every merchant; one more answers `503 service_unavailable` with `Retry-After: 1`. Their memory is at most this many times `CPS_EXPORT_MEMORY_BYTES` (128 MiB by default)',
+  }),
+  CPS_EXPORT_SPOOL_BYTES_PER_MERCHANT: integer({
+    default: 128 * MIB,
+    bytes: true,
+    min: 1,
+    description:
+      "bytes of one merchant's exports waiting in temporary files at once in one process: while they are full, a new export of the merchant answers `429 rate_limited` and a running one stops reading its snapshot until its client (or another) takes bytes",
+  }),
+  CPS_EXPORT_SPOOL_BYTES_PER_PROCESS: integer({
+    default: 512 * MIB,
+    bytes: true,
+    min: 1,
+    description:
+      "bytes of every export's temporary file together in one process: while they are full, a new export answers `503 service_unavailable` and a running one stops reading until bytes are taken (a stalled client is cut off after `CPS_EXPORT_STALL_TIMEOUT_MS`)",
+  }),
   CPS_EXPORT_STALL_TIMEOUT_MS: integer({
     default: 60_000,
     min: 100,
@@ -331,6 +358,25 @@ export const SETTINGS = z.object({
     min: 1,
     description:
       'live change-feed connections (long-polls waiting, streams open) one API key may hold at once, per process; one more answers `429 rate_limited`',
+  }),
+  CPS_FEED_LIVE_PER_MERCHANT: integer({
+    default: 250,
+    min: 1,
+    description:
+      "live change-feed connections one merchant's API keys, together, may hold at once in one process; one more answers `429 rate_limited`",
+  }),
+  CPS_FEED_LIVE_PER_PROCESS: integer({
+    default: 1000,
+    min: 1,
+    description:
+      'live change-feed connections one process holds at once, over every merchant; one more answers `503 service_unavailable` with `Retry-After: 1`',
+  }),
+  CPS_UNSENT_BYTES_MAX: integer({
+    default: 256 * KIB,
+    bytes: true,
+    min: 1024,
+    description:
+      "bytes waiting in the process for a client that does not read them (past what the kernel's socket buffers took) with its next change-feed event or long-poll answer, at which its connection is reset rather than queue more; while the kernel takes everything, nothing waits",
   }),
   CPS_FEED_LIVE_POLL_MS: integer({
     default: 1000,
@@ -467,6 +513,12 @@ export const SETTINGS = z.object({
   // 600 at once covers a full sync of a 120k-product store at 200 per page; 50/s after that (docs/configuration.md#rate-limits).
   CPS_RATE_LIMIT_BURST: integer({ default: 600, min: 1, description: 'per-API-key token bucket on `/v1`: requests at once (see below)' }),
   CPS_RATE_LIMIT_PER_SECOND: integer({ default: 50, min: 1, description: "that bucket's refill rate, requests per second (see below)" }),
+  CPS_API_KEYS_PER_MERCHANT: integer({
+    default: 100,
+    min: 1,
+    description:
+      'active (unrevoked) API keys one merchant may have; creating one more answers `409 conflict` (admin API), an error in the panel and the CLI: revoke one first',
+  }),
   CPS_API_KEY_CACHE_MS: integer({
     default: 1000,
     description:

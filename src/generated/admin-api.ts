@@ -87,7 +87,10 @@ export interface paths {
          *     the service stores only its SHA-256 hash and the 12-character `prefix`. Hand the key over
          *     securely; if it is lost, issue a new one and revoke the old one. The key is valid on the
          *     public API as soon as this response is sent. A merchant may hold several valid keys, which
-         *     allows rotation without downtime.
+         *     allows rotation without downtime: up to 100 active (unrevoked) keys by default
+         *     (`CPS_API_KEYS_PER_MERCHANT`). One more answers 409 `conflict` naming the limit; revoke a key
+         *     no longer used first. Caps on exports and live feed connections count every key of the
+         *     merchant together, so more keys do not buy more of them.
          */
         post: operations["createApiKey"];
         delete?: never;
@@ -1630,12 +1633,13 @@ export interface components {
              *     | `conflict` | 409 | the request conflicts with the current state |
              *     | `cursor_expired` | 410 | the change feed cursor is older than the retained history |
              *     | `payload_too_large` | 413 | the request body is too large |
-             *     | `rate_limited` | 429 | too many requests for this key; see `Retry-After` |
+             *     | `rate_limited` | 429 | too many requests for this key, or more exports or live feed connections than this key or your merchant may hold at once; see `Retry-After` |
+             *     | `service_unavailable` | 503 | this server holds as many exports or live feed connections as it takes at once (from every merchant); see `Retry-After` |
              *     | `internal_error` | 500 | unexpected server error |
              * @example invalid_parameter
              * @enum {string}
              */
-            code: "unauthorized" | "forbidden" | "not_found" | "store_not_found" | "invalid_parameter" | "invalid_body" | "conflict" | "cursor_expired" | "payload_too_large" | "rate_limited" | "internal_error";
+            code: "unauthorized" | "forbidden" | "not_found" | "store_not_found" | "invalid_parameter" | "invalid_body" | "conflict" | "cursor_expired" | "payload_too_large" | "rate_limited" | "service_unavailable" | "internal_error";
             /** @description Present only with `invalid_parameter` and `invalid_body`: one entry per offending input. */
             invalid_params?: {
                 /**
@@ -3914,6 +3918,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
         };
     };

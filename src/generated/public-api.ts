@@ -112,10 +112,16 @@ export interface paths {
          *     changed, the same request answers the same bytes with the same tag, and `If-None-Match` with
          *     it answers `304 Not Modified` without a body: your copy and cursor are still current.
          *
-         *     **Limits.** An export counts as one request against the rate limit. An API key may run two
-         *     exports at once (by default; the operator may configure another number): a third one answers
-         *     429 `rate_limited` with `Retry-After` until one ends. For a store with a few products, or to
-         *     revalidate one page, `GET /v1/products` remains the lighter call.
+         *     **Limits.** An export counts as one request against the rate limit. Exports in flight (from
+         *     the request to the last byte sent) are capped on each server, by default: 2 per API key and 4
+         *     per merchant (all its keys together), where one more answers 429 `rate_limited`; 16 for the
+         *     server as a whole, where one more answers 503 `service_unavailable`. Bytes of exports waiting
+         *     for their clients in temporary files are capped too (128 MiB per merchant, 512 MiB per
+         *     server, by default): while they are full a new export answers the same 429 or 503, and a
+         *     running one reads on only as its client takes bytes. Every refusal comes with `Retry-After`.
+         *     `HEAD` answers the headers (`ETag`, the cursor) and holds no export, so it is never refused
+         *     by these caps. For a store with a few products, or to revalidate one page,
+         *     `GET /v1/products` remains the lighter call.
          *
          *     **Store.** `store` selects the store by slug; omitted, the merchant's default store is used.
          *     An unknown or inactive slug answers 404 with code `store_not_found`.
@@ -348,9 +354,17 @@ export interface paths {
          *     long-poll is one request however long it waits, a stream takes one request when it opens and
          *     one more for every later event it sends (heartbeats are free); when the bucket is empty the
          *     stream holds its next event until the bucket has a request again (changes recorded meanwhile
-         *     come together in the window after it). One API key may hold at most 20 live connections at once on one server
-         *     (waiting long-polls and open streams; the operator may configure another number): one more
-         *     answers 429 `rate_limited` with `Retry-After`, and takes no request from the bucket.
+         *     come together in the window after it). Live connections (waiting long-polls and open
+         *     streams) are capped on each server, by default: 20 per API key and 250 per merchant (all its
+         *     keys together), where one more answers 429 `rate_limited`; 1,000 for the server as a whole,
+         *     where one more answers 503 `service_unavailable`. Both come with `Retry-After` and take no
+         *     request from the bucket (the operator may configure other numbers).
+         *
+         *     **A client that does not read is closed.** A stream's next event, or a long-poll's answer,
+         *     is written only while the network buffers took what was sent before, or what still waits in
+         *     the server for you and the next event stay within 256 KiB (by default): a client that stops reading has
+         *     its connection closed rather than more queued for it. Reconnect with `Last-Event-ID` (or
+         *     your cursor): nothing is lost.
          *
          *     **A cursor never moves backwards.** The next cursor (`next_since`, `next_id`) is never
          *     before the cursor you sent. A `since` with a fraction of a second means "from the next whole
@@ -801,12 +815,13 @@ export interface components {
              *     | `conflict` | 409 | the request conflicts with the current state |
              *     | `cursor_expired` | 410 | the change feed cursor is older than the retained history |
              *     | `payload_too_large` | 413 | the request body is too large |
-             *     | `rate_limited` | 429 | too many requests for this key; see `Retry-After` |
+             *     | `rate_limited` | 429 | too many requests for this key, or more exports or live feed connections than this key or your merchant may hold at once; see `Retry-After` |
+             *     | `service_unavailable` | 503 | this server holds as many exports or live feed connections as it takes at once (from every merchant); see `Retry-After` |
              *     | `internal_error` | 500 | unexpected server error |
              * @example invalid_parameter
              * @enum {string}
              */
-            code: "unauthorized" | "forbidden" | "not_found" | "store_not_found" | "invalid_parameter" | "invalid_body" | "conflict" | "cursor_expired" | "payload_too_large" | "rate_limited" | "internal_error";
+            code: "unauthorized" | "forbidden" | "not_found" | "store_not_found" | "invalid_parameter" | "invalid_body" | "conflict" | "cursor_expired" | "payload_too_large" | "rate_limited" | "service_unavailable" | "internal_error";
             /** @description Present only with `invalid_parameter` and `invalid_body`: one entry per offending input. */
             invalid_params?: {
                 /**
@@ -1111,6 +1126,23 @@ export interface components {
                 "Retry-After": components["headers"]["Retry-After"];
                 "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                 RateLimit: components["headers"]["RateLimit"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
+         * @description This server is full for this kind of work (code `service_unavailable`): it holds as many exports
+         *     in flight, live change-feed connections, or bytes of exports waiting in temporary files as it
+         *     takes at once, over every merchant. It is not about your key or your merchant; wait the
+         *     `Retry-After` seconds and send the request again (another server behind the same address may
+         *     have room). A refused request is not counted against the rate limit's bucket.
+         */
+        ServiceUnavailable: {
+            headers: {
+                "Retry-After": components["headers"]["Retry-After"];
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
@@ -1514,6 +1546,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getProduct: {
@@ -1724,6 +1757,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             410: components["responses"]["Gone"];
             429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getMedia: {

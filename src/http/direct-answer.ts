@@ -12,6 +12,7 @@ import type { ServerResponse } from 'node:http';
 import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response';
 import type { Context } from 'hono';
 import type { ContentCoding } from './compression.js';
+import { closeNonReader, unsentRoom } from './unsent-bytes.js';
 
 export type DirectAnswerEnv = { Variables: { answerHeaders?: Record<string, string>; answeredWith?: number } };
 
@@ -43,7 +44,7 @@ export interface DirectBody {
 export async function answerDirectly(
   c: Context,
   body: DirectBody,
-  settings: { date: () => string; minBytes: number },
+  settings: { date: () => string; minBytes: number; unsentBytesMax?: number },
 ): Promise<Response | undefined> {
   const outgoing = (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
   if (!outgoing || typeof outgoing.writeHead !== 'function') return undefined;
@@ -59,6 +60,11 @@ export async function answerDirectly(
   if (coding) headers['Content-Encoding'] = coding;
   c.set('answeredWith', 200);
   if (!outgoing.headersSent && !outgoing.destroyed) {
+    // A client that has not taken what came before on this connection (pipelined answers) gets no more: it is closed.
+    if (settings.unsentBytesMax !== undefined && !unsentRoom(outgoing, Number(headers['Content-Length']), settings.unsentBytesMax)) {
+      closeNonReader(outgoing);
+      return RESPONSE_ALREADY_SENT;
+    }
     outgoing.writeHead(200, headers);
     outgoing.end(bytes);
   }

@@ -3,12 +3,14 @@
 // windows, each an event whose `id` is the cursor after it, resumed exactly by `Last-Event-ID`.
 // The windows come from the domain's LiveStream (changes/live.ts); this module only frames them,
 // sends heartbeats as comments, and takes a rate-limit token for every event after the first.
+import type { ServerResponse } from 'node:http';
 import type { ChangePage } from '../changes/feed.js';
 import type { LiveStream } from '../changes/live.js';
 import type { Logger } from '../operations/log.js';
 import { codeBody, type ContentCoding } from './compression.js';
 import type { DirectBody } from './direct-answer.js';
 import type { TokenBucketLimiter } from './rate-limit.js';
+import { closeNonReader, unsentRoom } from './unsent-bytes.js';
 
 const encoder = new TextEncoder();
 const OPENED = encoder.encode(': connected\n\n');
@@ -82,6 +84,8 @@ export interface EventStreamOptions {
   limiter?: TokenBucketLimiter;
   keyId: number;
   log?: Logger;
+  /** The connection, and the bytes that may wait in the process for it (CPS_UNSENT_BYTES_MAX): a client that does not read is closed. */
+  unsent?: { outgoing: ServerResponse | undefined; max: number };
 }
 
 /**
@@ -90,7 +94,7 @@ export interface EventStreamOptions {
  * windows, never a queue), and heartbeats. It ends when the LiveStream does (shutdown) or fails;
  * the client going away closes the LiveStream.
  */
-export function changeEventStream(stream: LiveStream, { limiter, keyId, log }: EventStreamOptions): ReadableStream<Uint8Array> {
+export function changeEventStream(stream: LiveStream, { limiter, keyId, log, unsent }: EventStreamOptions): ReadableStream<Uint8Array> {
   let first = true;
   /** Aborted once the body ends or the client cancels it: nothing is enqueued after that. */
   const stopped = new AbortController();
@@ -99,6 +103,18 @@ export function changeEventStream(stream: LiveStream, { limiter, keyId, log }: E
     stopped.abort();
     stream.close();
     controller.close();
+  };
+  /** Enqueues the bytes, or closes a client that has not taken what came before (http/unsent-bytes.ts). */
+  const send = (controller: ReadableStreamDefaultController<Uint8Array>, bytes: Uint8Array) => {
+    if (unsent && !unsentRoom(unsent.outgoing, bytes.length, unsent.max)) {
+      log?.info(
+        { store_id: stream.store.id, unsent_bytes: unsent.outgoing?.writableLength },
+        'live feed: a stream whose client does not read was closed',
+      );
+      closeNonReader(unsent.outgoing);
+      return end(controller);
+    }
+    controller.enqueue(bytes);
   };
   return new ReadableStream<Uint8Array>({
     start(controller) {
@@ -109,10 +125,10 @@ export function changeEventStream(stream: LiveStream, { limiter, keyId, log }: E
         const next = await stream.next();
         if (stopped.signal.aborted) return;
         if (next === undefined) return end(controller);
-        if (next === 'heartbeat') return controller.enqueue(HEARTBEAT);
+        if (next === 'heartbeat') return send(controller, HEARTBEAT);
         if (!first && limiter && !(await takeToken(limiter, keyId, stopped.signal))) return end(controller);
         first = false;
-        controller.enqueue(changeEventBytes(next));
+        send(controller, changeEventBytes(next));
       } catch (error) {
         if (stopped.signal.aborted) return;
         // The client reconnects with Last-Event-ID and gets the error (a 410, say) as a response.

@@ -7,6 +7,7 @@ import type { Service } from '../service.js';
 import { apiKeyAuth, type PublicEnv } from './auth.js';
 import { problemResponse, renderError } from './errors.js';
 import { ProblemError, invalidInput } from '../shared/problem.js';
+import type { ServerResponse } from 'node:http';
 import { readChangeFeed } from '../changes/feed.js';
 import type { LiveRequest } from '../changes/live.js';
 import { answerDirectly } from './direct-answer.js';
@@ -134,7 +135,13 @@ export function publicApi(
     const live: LiveRequest = { merchantId: c.var.merchantId, keyId: c.var.apiKeyId, store: query.store, cursor, signal: c.req.raw.signal };
     if (wantsEventStream(c.req.header('Accept'))) {
       const stream = await refundWhenCapped(c.var.apiKeyId, liveFeed.openStream(live));
-      const body = changeEventStream(stream, { limiter: rateLimiter, keyId: c.var.apiKeyId, log: service.logger });
+      const outgoing = (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
+      const body = changeEventStream(stream, {
+        limiter: rateLimiter,
+        keyId: c.var.apiKeyId,
+        log: service.logger,
+        unsent: { outgoing, max: service.config.unsentBytesMax },
+      });
       return c.body(body, 200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', 'X-Accel-Buffering': 'no' });
     }
     if (query.wait > 0) {
@@ -145,6 +152,7 @@ export function publicApi(
         (await answerDirectly(c, changePageBody(page), {
           date: () => now().toUTCString(),
           minBytes: service.config.compressionMinBytes,
+          unsentBytesMax: service.config.unsentBytesMax,
         })) ?? c.body(changePageJson(page), 200, { 'Content-Type': 'application/json' });
       return answer;
     }
@@ -152,12 +160,13 @@ export function publicApi(
     return c.json(window, 200);
   });
 
-  /** A live connection refused by the per-key cap (429) is throttled: it takes nothing from the bucket. */
+  /** A live connection refused by a cap (429 for the key or merchant, 503 for the process) takes nothing from the bucket. */
   async function refundWhenCapped<T>(keyId: number, opened: Promise<T>): Promise<T> {
     try {
       return await opened;
     } catch (error) {
-      if (error instanceof ProblemError && error.code === 'rate_limited') rateLimiter?.refund(keyId);
+      if (error instanceof ProblemError && (error.code === 'rate_limited' || error.code === 'service_unavailable'))
+        rateLimiter?.refund(keyId);
       throw error;
     }
   }

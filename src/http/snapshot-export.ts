@@ -11,7 +11,6 @@ import zlib from 'node:zlib';
 import type { SnapshotExports, SnapshotHead } from '../catalog/snapshot-export.js';
 import type { Config } from '../config.js';
 import { createLogger } from '../operations/log.js';
-import { ProblemError } from '../shared/problem.js';
 import { requestLog } from './access-log.js';
 import { CLIENT_CLOSED_REQUEST } from './client-abort.js';
 import type { PublicEnv } from './auth.js';
@@ -20,6 +19,8 @@ import type { routes } from '../generated/public-routes.js';
 import { negotiateCoding, type ContentCoding } from './compression.js';
 import { etagDigest, etagMatches, etagOf } from './conditional.js';
 import { Spool } from './spool.js';
+import { SpoolBudget } from './spool-budget.js';
+import { Slots } from '../shared/slots.js';
 
 /** For an app assembled without the access log. */
 const fallbackLogger = createLogger({ logLevel: 'error' });
@@ -42,9 +43,13 @@ export function snapshotEtag({ store, cursor }: SnapshotHead, coding: ContentCod
   return etagOf(etagDigest(Buffer.from(`products-export/1\n${store.id}\n${store.slug}\n${cursor.at}\n${cursor.id}`, 'utf8')), coding);
 }
 
-/** The handler of exportProducts over the process's snapshot exports, with the per-key cap. */
+/**
+ * The handler of exportProducts over the process's snapshot exports: exports in flight capped per
+ * key, per merchant and per process (shared/slots.ts), their temporary files by the spool budget.
+ */
 export function productExport(exports: SnapshotExports, settings: Config['exports']) {
-  const inFlight = new Map<number, number>();
+  const inFlight = new Slots(settings, 'exports in flight');
+  const spoolBudget = new SpoolBudget({ perMerchant: settings.spoolBytesPerMerchant, perProcess: settings.spoolBytesPerProcess });
 
   type ExportRoute = typeof routes.exportProducts;
   return async (
@@ -52,31 +57,17 @@ export function productExport(exports: SnapshotExports, settings: Config['export
     slug: string | undefined,
     ifNoneMatch: string | undefined,
   ): Promise<DocumentedResponse<ExportRoute>> => {
-    const keyId = c.var.apiKeyId;
-    const held = inFlight.get(keyId) ?? 0;
-    if (held >= settings.perKey) {
-      throw new ProblemError(
-        'rate_limited',
-        `This API key has ${held} exports in flight, the most it may have at once (${settings.perKey}). Retry once one of them has ended.`,
-        undefined,
-        { 'Retry-After': '1' },
-      );
-    }
-    inFlight.set(keyId, held + 1);
-    let released = false;
-    const release = () => {
-      if (released) return;
-      released = true;
-      const left = inFlight.get(keyId)! - 1;
-      if (left > 0) inFlight.set(keyId, left);
-      else inFlight.delete(keyId);
-    };
-
     // HEAD (Hono answers it with the GET handler's headers and drops its body): the snapshot's
-    // headers only, nothing read past them, so nothing is left holding a spool and a slot.
+    // headers only, nothing read past them, so it holds no spool and takes no export slot.
     const headOnly = c.req.method === 'HEAD';
+    const holder = { keyId: c.var.apiKeyId, merchantId: c.var.merchantId };
+    let release = () => {};
+    if (!headOnly) {
+      spoolBudget.admit(holder.merchantId);
+      release = inFlight.take(holder);
+    }
     const coding = negotiateCoding(c.req.header('Accept-Encoding'));
-    const spool = new Spool(settings.memoryBytes, settings.spoolDir);
+    const spool = new Spool(settings.memoryBytes, settings.spoolDir, spoolBudget.account(holder.merchantId));
     let encoder: zlib.Gzip | zlib.BrotliCompress | undefined;
     let answer: { head: SnapshotHead; etag: string; notModified: boolean } | undefined;
     let begun!: () => void;
@@ -103,6 +94,8 @@ export function productExport(exports: SnapshotExports, settings: Config['export
           return !notModified && !headOnly;
         },
         async write(lines) {
+          // The spool budget full: the snapshot waits until bytes are taken (or the client is cut off).
+          await spool.room();
           if (!encoder) return spool.push(lines);
           // The coder's own backpressure: it codes in the threadpool, at its pace.
           if (!encoder.write(lines)) await new Promise<void>((resolve) => encoder!.once('drain', resolve));

@@ -11,6 +11,7 @@
 import { randomUUID } from 'node:crypto';
 import { open, unlink, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
+import type { SpoolAccount } from './spool-budget.js';
 
 /** What one read from the file hands the client at most. */
 const READ_BYTES = 1024 * 1024;
@@ -28,6 +29,10 @@ export class Spool {
   private ended = false;
   private failure: { error: unknown; ofFile: boolean } | undefined;
   private wake: (() => void) | undefined;
+  /** Wakes a producer waiting for room (room()) when the client takes bytes. */
+  private taken: (() => void) | undefined;
+  /** Bytes handed to the file and counted in the disk budget, not yet given back. */
+  private counted = 0;
   private readonly abandoned = new AbortController();
   /** When the client last asked for or took bytes, or was handed the stream; undefined before that. */
   private lastTaken: number | undefined;
@@ -40,6 +45,8 @@ export class Spool {
   constructor(
     private readonly memoryBudget: number,
     private readonly dir: string,
+    /** The process's file budget (spool-budget.ts): the file's bytes count in it; none: unbounded. */
+    private readonly disk?: SpoolAccount,
   ) {}
 
   /** Aborted when the client went away (or the spool failed): the producer may stop. */
@@ -77,6 +84,22 @@ export class Spool {
       this.toFile(bytes);
     }
     this.notify();
+  }
+
+  /**
+   * Resolves once the next bytes may be pushed: at once while they would go to memory or the disk
+   * budget has room; otherwise when bytes are freed (this client or another read some) or the client went away.
+   */
+  async room(): Promise<void> {
+    const toFile = () => this.queued > this.readBack || this.memoryBytes >= this.memoryBudget;
+    while (this.disk?.full && toFile() && !this.abandoned.signal.aborted) {
+      await Promise.race([
+        this.disk.freed(this.abandoned.signal),
+        new Promise<void>((resolve) => {
+          this.taken = resolve;
+        }),
+      ]);
+    }
   }
 
   /** Nothing more will be pushed: the stream ends once the client has read everything. */
@@ -135,6 +158,7 @@ export class Spool {
       const chunk = this.memory.shift();
       if (chunk) {
         this.memoryBytes -= chunk.length;
+        this.tookBytes();
         return chunk;
       }
       if (this.written > this.readBack) return this.readFromFile();
@@ -162,13 +186,17 @@ export class Spool {
       // Drained: the next bytes start over in memory, and the file over at its start.
       this.queued = this.written = this.readBack = 0;
       this.writes = this.writes.then(() => file.truncate(0));
+      this.uncount();
     }
+    this.tookBytes();
     return buffer;
   }
 
   private toFile(bytes: Uint8Array): void {
     const offset = this.queued;
     this.queued += bytes.length;
+    this.counted += bytes.length;
+    this.disk?.add(bytes.length);
     this.writes = this.writes
       .then(async () => {
         if (this.abandoned.signal.aborted) return;
@@ -190,6 +218,18 @@ export class Spool {
     return file;
   }
 
+  private tookBytes(): void {
+    const taken = this.taken;
+    this.taken = undefined;
+    taken?.();
+  }
+
+  /** The file's bytes no longer count in the disk budget (read empty, or closed). */
+  private uncount(): void {
+    this.disk?.remove(this.counted);
+    this.counted = 0;
+  }
+
   private notify(): void {
     const wake = this.wake;
     this.wake = undefined;
@@ -199,6 +239,8 @@ export class Spool {
   /** The stream is over: `finished` settles now (before the client can see its end), the file closes once its pending writes are done. */
   private async release(): Promise<void> {
     this.settle();
+    this.uncount();
+    this.tookBytes();
     const file = this.file;
     this.file = undefined;
     if (file) {

@@ -17,6 +17,7 @@ export const MERCHANT_KEYED = [
   'getMerchant',
   'updateMerchant',
   'listApiKeys',
+  'countActiveApiKeys',
   'revokeApiKey',
   'listStores',
   'findStore',

@@ -83,6 +83,8 @@ export interface TenancyStore {
 
   insertApiKey(input: Omit<ApiKeyRecord, 'id' | 'revoked_at' | 'last_used_at'> & { key_hash: Buffer }): Promise<ApiKeyRecord>;
   listApiKeys(merchantId: number): Promise<ApiKeyRecord[]>;
+  /** The merchant's unrevoked keys; in a write transaction it serializes with other writes counting them (the merchant's row locked). */
+  countActiveApiKeys(merchantId: number): Promise<number>;
   revokeApiKey(merchantId: number, keyId: number, at: string): Promise<boolean>;
   /**
    * Records a use of the key at `at`, unless its recorded last use is after `unlessAfter` (written

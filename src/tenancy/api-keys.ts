@@ -3,6 +3,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { OPERATOR, type Actor } from '../admin/audit.js';
 import { notFound, type CatalogWrites } from '../catalog/catalog-writes.js';
+import { ProblemError } from '../shared/problem.js';
 import type { MerchantScope } from '../storage/merchant-scope.js';
 import type { TenancyStore } from '../storage/port.js';
 import type { ApiKeyRecord } from './model.js';
@@ -31,6 +32,8 @@ export class MerchantApiKeys {
     private readonly writes: CatalogWrites,
     /** This process's remembered API keys (http auth): a revoked key is forgotten at once. */
     private readonly remembered?: Pick<ActiveApiKeys, 'forget'>,
+    /** Active keys one merchant may have (CPS_API_KEYS_PER_MERCHANT): caps per merchant then hold whatever its number of keys. */
+    private readonly perMerchant = 100,
   ) {}
 
   async list(merchantId: number): Promise<ApiKeyRecord[]> {
@@ -40,6 +43,13 @@ export class MerchantApiKeys {
   /** A new key for the merchant: the plain key is in this result and never again. */
   create(merchantId: number, name: string, actor: Actor = OPERATOR): Promise<ApiKeyRecord & { key: string }> {
     return this.writes.write(merchantId, actor, async ({ tx, audit }) => {
+      const active = await tx.countActiveApiKeys();
+      if (active >= this.perMerchant) {
+        throw new ProblemError(
+          'conflict',
+          `Merchant ${merchantId} has ${active} active API keys, the most a merchant may have (${this.perMerchant}): revoke one it no longer uses first.`,
+        );
+      }
       const created = await issueApiKey(tx, name, this.writes.now());
       await audit('api_key.create', `key ${created.id} "${created.name}" (${created.prefix})`);
       return created;

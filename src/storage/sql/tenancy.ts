@@ -85,6 +85,15 @@ export abstract class SqlTenancy<C extends SqlConnection = SqlConnection> implem
     ))!;
   }
 
+  async countActiveApiKeys(merchantId: number): Promise<number> {
+    // In a write, the merchant's row is locked first: two key creations count one after the other.
+    if (this.c.locksRows) await this.c.one('SELECT id FROM merchants WHERE id = $1 FOR UPDATE', [merchantId]);
+    return Number(
+      (await this.c.one<{ n: number }>('SELECT count(*) AS n FROM api_keys WHERE merchant_id = $1 AND revoked_at IS NULL', [merchantId]))!
+        .n,
+    );
+  }
+
   async listApiKeys(merchantId: number): Promise<ApiKeyRecord[]> {
     return this.c.rows<ApiKeyRecord & Row>(`SELECT ${API_KEY_COLUMNS} FROM api_keys WHERE merchant_id = $1 ORDER BY id`, [merchantId]);
   }

@@ -123,6 +123,7 @@ function placed(s: z.output<typeof SETTINGS>) {
       memoryBytes: s.CPS_EXPORT_MEMORY_BYTES,
       spoolDir: path.resolve(s.CPS_EXPORT_SPOOL_DIR),
       concurrency: s.CPS_EXPORT_CONCURRENCY,
+      concurrencyPerMerchant: s.CPS_EXPORT_CONCURRENCY_PER_MERCHANT,
       perKey: s.CPS_EXPORTS_PER_KEY,
       perMerchant: s.CPS_EXPORTS_PER_MERCHANT,
       perProcess: s.CPS_EXPORTS_PER_PROCESS,

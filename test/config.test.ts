@@ -49,6 +49,7 @@ const EVERY_VARIABLE = {
   CPS_EXPORT_MEMORY_BYTES: '0',
   CPS_EXPORT_SPOOL_DIR: 'spool',
   CPS_EXPORT_CONCURRENCY: '3',
+  CPS_EXPORT_CONCURRENCY_PER_MERCHANT: '2',
   CPS_EXPORTS_PER_KEY: '4',
   CPS_EXPORTS_PER_MERCHANT: '5',
   CPS_EXPORTS_PER_PROCESS: '11',
@@ -216,6 +217,7 @@ describe('configuration', () => {
         memoryBytes: 8388608,
         spoolDir: path.resolve(os.tmpdir()),
         concurrency: 2,
+        concurrencyPerMerchant: 1,
         perKey: 2,
         perMerchant: 4,
         perProcess: 16,
@@ -341,6 +343,7 @@ describe('configuration', () => {
         memoryBytes: 0,
         spoolDir: path.resolve('spool'),
         concurrency: 3,
+        concurrencyPerMerchant: 2,
         perKey: 4,
         perMerchant: 5,
         perProcess: 11,
@@ -394,8 +397,8 @@ describe('every setting refuses what it does not accept, the same way', () => {
     accepts: SETTING_DOCS.get(schema)?.accepts as Accepts,
   }));
 
-  it('declares what each of the 101 settings accepts', () => {
-    expect(settings).toHaveLength(101);
+  it('declares what each of the 102 settings accepts', () => {
+    expect(settings).toHaveLength(102);
     expect(settings.filter(({ accepts }) => !accepts)).toEqual([]);
   });
 

@@ -35,6 +35,8 @@ export interface SnapshotExportOptions {
   stepRows: number;
   /** Snapshots read at once by this process; the others wait their turn (each holds a database connection). */
   concurrency: number;
+  /** Of those, snapshots of one merchant at once: a merchant whose clients stall its reads never holds every turn. */
+  concurrencyPerMerchant: number;
 }
 
 /** The trailer line: how many products came before it, and the feed cursor of the snapshot. */
@@ -42,9 +44,16 @@ export function trailerLine(trailer: ExportTrailer): Uint8Array {
   return Buffer.from(`${JSON.stringify(trailer)}\n`, 'utf8');
 }
 
+/** One export waiting for its turn: its merchant, and how to hand it the turn. */
+interface Waiter {
+  merchantId: number;
+  take: () => void;
+}
+
 export class SnapshotExports {
   private running = 0;
-  private readonly waiting: (() => void)[] = [];
+  private readonly runningByMerchant = new Map<number, number>();
+  private readonly waiting: Waiter[] = [];
 
   constructor(
     private readonly storage: CatalogStorage,
@@ -57,7 +66,7 @@ export class SnapshotExports {
    * `begin` for a store that is not active; with the signal's reason once it is aborted.
    */
   async export(merchantId: number, slug: string | undefined, sink: SnapshotSink, signal?: AbortSignal): Promise<ExportTrailer | undefined> {
-    await this.turn(signal);
+    await this.turn(merchantId, signal);
     try {
       return await this.storage.snapshot(async (reader) => {
         // The snapshot's first read fixes it (SQLite: the read transaction's WAL mark).
@@ -84,35 +93,57 @@ export class SnapshotExports {
         return trailer;
       });
     } finally {
-      this.leave();
+      this.leave(merchantId);
     }
   }
 
-  private async turn(signal: AbortSignal | undefined): Promise<void> {
-    if (this.running < this.options.concurrency) {
-      this.running++;
-      return;
-    }
+  /** A turn is free for the merchant while the process and the merchant are both below their counts. */
+  private mayRun(merchantId: number): boolean {
+    return this.running < this.options.concurrency && (this.runningByMerchant.get(merchantId) ?? 0) < this.options.concurrencyPerMerchant;
+  }
+
+  private start(merchantId: number): void {
+    this.running++;
+    this.runningByMerchant.set(merchantId, (this.runningByMerchant.get(merchantId) ?? 0) + 1);
+  }
+
+  private async turn(merchantId: number, signal: AbortSignal | undefined): Promise<void> {
+    if (this.mayRun(merchantId)) return this.start(merchantId);
     await new Promise<void>((resolve, reject) => {
-      const take = () => {
-        signal?.removeEventListener('abort', onAbort);
-        resolve();
+      const waiter: Waiter = {
+        merchantId,
+        take: () => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve();
+        },
       };
       const onAbort = () => {
-        const index = this.waiting.indexOf(take);
+        const index = this.waiting.indexOf(waiter);
         if (index >= 0) this.waiting.splice(index, 1);
         // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- the abort's reason, as fetch rejects with it (an AbortError unless the caller gave one)
         reject(signal!.reason);
       };
-      this.waiting.push(take);
+      this.waiting.push(waiter);
       signal?.addEventListener('abort', onAbort, { once: true });
     });
-    // The slot was handed over by leave(): running already counts it.
+    // The turn was counted for it by leave().
   }
 
-  private leave(): void {
-    const next = this.waiting.shift();
-    if (next) next();
-    else this.running--;
+  /** Frees the merchant's turn and hands turns to the first waiters, in order, whose merchants may run. */
+  private leave(merchantId: number): void {
+    this.running--;
+    const left = this.runningByMerchant.get(merchantId)! - 1;
+    if (left > 0) this.runningByMerchant.set(merchantId, left);
+    else this.runningByMerchant.delete(merchantId);
+    for (let i = 0; i < this.waiting.length && this.running < this.options.concurrency; ) {
+      const waiter = this.waiting[i]!;
+      if (!this.mayRun(waiter.merchantId)) {
+        i++;
+        continue;
+      }
+      this.waiting.splice(i, 1);
+      this.start(waiter.merchantId);
+      waiter.take();
+    }
   }
 }

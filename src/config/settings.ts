@@ -301,13 +301,19 @@ export const SETTINGS = z.object({
     min: 1,
     description: 'snapshots one process reads at once (each holds a database connection while it is read); more wait their turn',
   }),
+  CPS_EXPORT_CONCURRENCY_PER_MERCHANT: integer({
+    default: 1,
+    min: 1,
+    description:
+      "of those, snapshots of one merchant read at once; its other exports wait their turn, so a merchant whose clients do not read (its snapshots then wait for room in its temporary files) never holds every turn, and other merchants' exports go on",
+  }),
   CPS_EXPORTS_PER_KEY: integer({
     default: 2,
     min: 1,
     description:
       'exports one API key may have in flight at once, from the request to the last byte sent; one more answers `429 rate_limited` with `Retry-After: 1`',
   }),
-  // Fairness: a merchant's share is a quarter of the process's, whatever its number of keys (issue 32 item 4).
+  // Fairness: a merchant's share is a quarter of the process's, whatever its number of keys.
   CPS_EXPORTS_PER_MERCHANT: integer({
     default: 4,
     min: 1,

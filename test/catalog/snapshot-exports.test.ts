@@ -1,5 +1,6 @@
 // The process's snapshot exports take turns (catalog/snapshot-export.ts): at most
-// `concurrency` snapshots are read at once (each holds a database connection), the others wait,
+// `concurrency` snapshots are read at once (each holds a database connection), at most
+// `concurrencyPerMerchant` of one merchant, the others wait,
 // and one whose client left while it waited is dropped without reading anything. A storage whose
 // snapshots the test holds open stands in for the database; the real engines are exercised by
 // test/changes/snapshot-export.test.ts.
@@ -35,7 +36,7 @@ const settle = () => new Promise((resolve) => setImmediate(resolve));
 describe('SnapshotExports', () => {
   it('reads at most `concurrency` snapshots at once; the next one starts when one ends', async () => {
     const { storage, opened } = heldStorage();
-    const exports = new SnapshotExports(storage, { stepRows: 10, concurrency: 2 });
+    const exports = new SnapshotExports(storage, { stepRows: 10, concurrency: 2, concurrencyPerMerchant: 2 });
     const sinks = [sink(), sink(), sink()];
     const runs = sinks.map((s) => exports.export(1, undefined, s));
     await settle();
@@ -52,7 +53,7 @@ describe('SnapshotExports', () => {
 
   it('drops an export whose client left while it waited for its turn, without opening a snapshot for it', async () => {
     const { storage, opened } = heldStorage();
-    const exports = new SnapshotExports(storage, { stepRows: 10, concurrency: 1 });
+    const exports = new SnapshotExports(storage, { stepRows: 10, concurrency: 1, concurrencyPerMerchant: 1 });
     const first = exports.export(1, undefined, sink());
     const left = new AbortController();
     const waiting = exports.export(1, undefined, sink(), left.signal);
@@ -67,5 +68,28 @@ describe('SnapshotExports', () => {
     expect(opened).toHaveLength(2);
     opened[1]!.release();
     await expect(third).resolves.toMatchObject({ count: 1 });
+  });
+
+  it("gives a turn to another merchant's export while one merchant holds its share, ahead of that merchant's queued exports", async () => {
+    const { storage, opened } = heldStorage();
+    const exports = new SnapshotExports(storage, { stepRows: 10, concurrency: 2, concurrencyPerMerchant: 1 });
+    // Merchant 1's clients stall: its first snapshot is held open; its second waits behind its share.
+    const stalled = exports.export(1, undefined, sink());
+    const queued = exports.export(1, undefined, sink());
+    const other = exports.export(2, undefined, sink());
+    await settle();
+    // Two turns are in use: merchant 1's one, and merchant 2's, though merchant 1 asked first.
+    expect(opened).toHaveLength(2);
+    opened[1]!.release();
+    await expect(other).resolves.toMatchObject({ count: 1 });
+    await settle();
+    // A free turn does not go to merchant 1's queued export while its first one still reads.
+    expect(opened).toHaveLength(2);
+    opened[0]!.release();
+    await stalled;
+    await settle();
+    expect(opened).toHaveLength(3);
+    opened[2]!.release();
+    await expect(queued).resolves.toMatchObject({ count: 1 });
   });
 });

@@ -1,4 +1,4 @@
-// A merchant has at most CPS_API_KEYS_PER_MERCHANT active keys (3 here; issue 32 item 4): one more
+// A merchant has at most CPS_API_KEYS_PER_MERCHANT active keys (3 here): one more
 // answers 409 conflict naming the limit, whoever creates it and however many at once (the count
 // and the insert are one step under the merchant's row lock); a revoked key frees its place, and
 // another merchant's keys are its own. Real HTTP on 127.0.0.1, on either engine.

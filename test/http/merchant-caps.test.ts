@@ -1,4 +1,4 @@
-// One merchant's many keys cannot exhaust a process (issue 32 item 4): exports in flight and live
+// One merchant's many keys cannot exhaust a process: exports in flight and live
 // change-feed connections are capped per key, per merchant (all its keys together: 429) and per
 // process (503 with Retry-After), so another merchant is still served; HEAD on the export holds no
 // export (item 6). Small caps are configured here; real HTTP on 127.0.0.1, on either engine.

@@ -1,4 +1,4 @@
-// Stalled clients cannot pile spooled exports up on disk (issue 32 item 4): the bytes in export
+// Stalled clients cannot pile spooled exports up on disk: the bytes in export
 // spool files count per merchant and per process (http/spool-budget.ts); while a budget is full, a
 // new export is refused (429 for the merchant's, 503 for the process's) and the producer of a
 // running one waits in room() until its client takes bytes. Real temporary files.

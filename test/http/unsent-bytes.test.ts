@@ -1,4 +1,4 @@
-// A client that does not read gets nothing more queued (issue 32 item 4): once the bytes waiting
+// A client that does not read gets nothing more queued: once the bytes waiting
 // in the process for its connection, and the next event, would pass CPS_UNSENT_BYTES_MAX, its
 // change-feed stream is closed (the connection reset) and its live place given back, rather than
 // a window after window queued for it. A real server and a real socket client that never reads.

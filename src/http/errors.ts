@@ -21,6 +21,7 @@ const TITLES: Record<ProblemCode, string> = {
   payload_too_large: 'Payload too large',
   rate_limited: 'Too many requests',
   internal_error: 'Internal server error',
+  service_unavailable: 'Service unavailable',
 };
 
 /** The problem+json body of an error; `instance` is the request path. */

@@ -19,6 +19,7 @@ const STATUS: Record<ProblemCode, number> = {
   payload_too_large: 413,
   rate_limited: 429,
   internal_error: 500,
+  service_unavailable: 503,
 };
 
 /** A failure the client can act on; rendered as problem+json by the app's error handler. */

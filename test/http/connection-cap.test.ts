@@ -1,4 +1,4 @@
-// The cap on connections below the file descriptor limit (issue 32 item 5): `serve` in a child
+// The cap on connections below the file descriptor limit: `serve` in a child
 // process under `ulimit -n 200`, on the project's engine, with more event streams opened at once
 // than the cap (200 minus the default reserve of 128: 72). Every surplus connection is answered
 // 503 with Retry-After (none 500, none reset), /readyz, /healthz and /metrics still answer on a

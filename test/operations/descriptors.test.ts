@@ -1,5 +1,5 @@
 // The descriptor limit as read from /proc/self/limits, and the connection cap computed below it
-// (CPS_MAX_CONNECTIONS, CPS_DESCRIPTOR_RESERVE; issue 32 item 5).
+// (CPS_MAX_CONNECTIONS, CPS_DESCRIPTOR_RESERVE).
 import { describe, expect, it } from 'vitest';
 import { ASSUMED_DESCRIPTOR_LIMIT, connectionLimits, parseOpenFilesLimit, readDescriptorLimit } from '../../src/operations/descriptors.js';
 

@@ -394,7 +394,8 @@ async function serveCommand(config: ReturnType<typeof loadConfig>): Promise<void
     new Promise((resolve) => setTimeout(resolve, THREADS_START_WAIT_MS).unref()),
   ]);
   const server = await startServer(service).catch(async (error: unknown) => {
-    logger.fatal({ err: error, port: config.port }, 'failed to start: the port cannot be listened on');
+    const reason = error instanceof RangeError ? error.message : 'the port cannot be listened on';
+    logger.fatal({ err: error, port: config.port }, `failed to start: ${reason}`);
     await Promise.all(workerThreads.map((thread) => thread.stop()));
     await service.close();
     process.exit(1);
@@ -403,6 +404,7 @@ async function serveCommand(config: ReturnType<typeof loadConfig>): Promise<void
   if (!workersInThread && config.images.mirrorInServe) mirror.start();
   const demo = fs.existsSync(credentialsFile) ? (JSON.parse(fs.readFileSync(credentialsFile, 'utf8')) as DemoResult) : undefined;
   const base = config.publicBaseUrl;
+  const { limits } = server.connections;
   // For the person who ran `npm start`; the JSON log line after it is for the log pipeline.
   console.log(
     [
@@ -413,6 +415,7 @@ async function serveCommand(config: ReturnType<typeof loadConfig>): Promise<void
       `  Panel:          ${base}/panel   (operator: sign in with the admin token; invite merchant users there or with "users invite")`,
       `  Admin token:    ${config.adminTokenConfigured ? '(CPS_ADMIN_TOKEN)' : `${config.adminToken}   (generated for this run; set CPS_ADMIN_TOKEN to fix it)`}`,
       `  Operations:     ${base}/healthz  ${base}/readyz  ${base}/metrics`,
+      `  Connections:    at most ${limits.maxConnections} (file descriptor limit ${limits.descriptorLimit ?? 'unknown'}, ${limits.descriptorReserve} kept in reserve)`,
     ]
       .filter(Boolean)
       .join('\n'),
@@ -424,6 +427,9 @@ async function serveCommand(config: ReturnType<typeof loadConfig>): Promise<void
       webhook_dispatcher: config.webhookDispatcher,
       image_mirroring: config.images.mirrorInServe,
       workers: workersInThread ? 'thread' : 'inline',
+      descriptor_limit: limits.descriptorLimit,
+      descriptor_reserve: limits.descriptorReserve,
+      max_connections: limits.maxConnections,
     },
     'listening',
   );
@@ -629,7 +635,14 @@ async function workerCommand(config: ReturnType<typeof loadConfig>): Promise<voi
   service.dispatcher.start();
   service.mirror.start();
   const stopResuming = service.admin.publishRuns.follow(logger);
-  logger.info({ database: databaseLabel(config), operations_url: ops?.url }, 'webhook dispatcher and image mirroring running');
+  logger.info(
+    {
+      database: databaseLabel(config),
+      operations_url: ops?.url,
+      ...(ops ? { descriptor_limit: ops.connections.limits.descriptorLimit, max_connections: ops.connections.limits.maxConnections } : {}),
+    },
+    'webhook dispatcher and image mirroring running',
+  );
   onShutdown(logger, shutdownDeadlineMs(config), async () => {
     stopResuming();
     if (ops) ops.lifecycle.shuttingDown = true;

@@ -104,6 +104,8 @@ function placed(s: z.output<typeof SETTINGS>) {
       metricsToken: s.CPS_METRICS_TOKEN,
       slowStatementMs: s.CPS_SLOW_STATEMENT_MS,
       workerOpsPort: s.CPS_OPS_PORT,
+      maxConnections: s.CPS_MAX_CONNECTIONS,
+      descriptorReserve: s.CPS_DESCRIPTOR_RESERVE,
       shutdownDelayMs: s.CPS_SHUTDOWN_DELAY_MS,
       shutdownGraceMs: s.CPS_SHUTDOWN_GRACE_MS,
     },

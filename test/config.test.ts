@@ -115,6 +115,8 @@ const EVERY_VARIABLE = {
   CPS_METRICS_TOKEN: 'metrics-token',
   CPS_SLOW_STATEMENT_MS: '0',
   CPS_OPS_PORT: '9091',
+  CPS_MAX_CONNECTIONS: '500',
+  CPS_DESCRIPTOR_RESERVE: '200',
   CPS_SHUTDOWN_DELAY_MS: '500',
   CPS_SHUTDOWN_GRACE_MS: '0',
 };
@@ -199,6 +201,8 @@ describe('configuration', () => {
         metricsToken: null,
         slowStatementMs: 100,
         workerOpsPort: null,
+        maxConnections: null,
+        descriptorReserve: 128,
         shutdownDelayMs: 0,
         shutdownGraceMs: 10000,
       },
@@ -325,6 +329,8 @@ describe('configuration', () => {
         metricsToken: 'metrics-token',
         slowStatementMs: 0,
         workerOpsPort: 9091,
+        maxConnections: 500,
+        descriptorReserve: 200,
         shutdownDelayMs: 500,
         shutdownGraceMs: 0,
       },
@@ -397,8 +403,8 @@ describe('every setting refuses what it does not accept, the same way', () => {
     accepts: SETTING_DOCS.get(schema)?.accepts as Accepts,
   }));
 
-  it('declares what each of the 102 settings accepts', () => {
-    expect(settings).toHaveLength(102);
+  it('declares what each of the 104 settings accepts', () => {
+    expect(settings).toHaveLength(104);
     expect(settings.filter(({ accepts }) => !accepts)).toEqual([]);
   });
 

@@ -603,6 +603,19 @@ export const SETTINGS = z.object({
     shownDefault: 'unset',
     description: 'port `worker` answers `/healthz`, `/readyz` and `/metrics` on',
   }),
+  CPS_MAX_CONNECTIONS: integer<number | null>({
+    default: null,
+    min: 1,
+    shownDefault: 'the file descriptor limit minus `CPS_DESCRIPTOR_RESERVE`',
+    description:
+      "open HTTP connections (event streams, long-polls, exports, idle keep-alives included) the listener of `serve` (and of `worker`) holds at most: one more is answered `503 service_unavailable` with `Retry-After: 10` and closed (except `/healthz`, `/readyz` and `/metrics`, which are answered), not reset and never a 500. Unset, it is the process's soft file descriptor limit (`ulimit -n`, read from `/proc/self/limits` at start; 1024 assumed where that cannot be read) minus the reserve. `/readyz` and the `listening` log line show the limit, the reserve and the cap",
+  }),
+  CPS_DESCRIPTOR_RESERVE: integer({
+    default: 128,
+    min: 8,
+    description:
+      "file descriptors kept from connections for the rest of the process: some 80 for Node, its worker threads and the logs, the SQLite files (database, WAL, shared memory, per connection) or PostgreSQL's pooled connections (`CPS_DB_POOL_SIZE` per thread), and the export spool files; a quarter of it answers the connections past the cap (their 503, or the operations endpoints), and a connection beyond that is closed at once. Raise it with `CPS_DB_POOL_SIZE` or `CPS_EXPORT_CONCURRENCY`",
+  }),
   CPS_SHUTDOWN_DELAY_MS: integer({ default: 0, description: 'on SIGTERM, `/readyz` answers 503 this long while the process still serves' }),
   CPS_SHUTDOWN_GRACE_MS: integer({ default: 10_000, description: 'then requests in flight get this long to finish' }),
 });

@@ -33,6 +33,9 @@ export interface paths {
          * Readiness probe
          * @description `200` when every check passes, `503` when one fails or the process is shutting down. The
          *     body names each check and its result either way, so the reason is in the probe's log.
+         *     It also shows the connection cap (`connections`): the descriptor limit read at start,
+         *     the reserve, the cap and the connections open now. It is answered on a connection past
+         *     the cap too.
          */
         get: operations["getReadiness"];
         put?: never;
@@ -69,6 +72,8 @@ export interface paths {
          *     | `cps_feed_lag_seconds` | gauge | | how far webhook dispatch trails the change feed: the age of the oldest change recorded for an active endpoint and not yet attempted (still in the outbox, or in a delivery not yet sent); 0 when nothing waits. Paused and disabled endpoints do not count (their backlog is not being worked on), nor do failed deliveries waiting for a retry (a receiver's trouble, not the dispatcher's: see `cps_webhook_deliveries_waiting{status="failed"}`) |
          *     | `cps_images` | gauge | `state` | image source URLs some product still lists, by mirroring state: `pending`, `mirrored`, `dead` (kept counts, not a count of every image at each scrape) |
          *     | `cps_rate_limited_total` | counter | | requests answered `429` by the per-key rate limit (and by the per-key cap on live change-feed connections) |
+         *     | `cps_http_connections` | gauge | | connections this process's listener holds open now (at most `CPS_MAX_CONNECTIONS`, plus those being answered past it) |
+         *     | `cps_http_connections_refused_total` | counter | | connections past `CPS_MAX_CONNECTIONS` refused: answered `503 service_unavailable`, or closed at once past the reserve's share for such answers |
          *     | `cps_feed_live_connections` | gauge | | change-feed connections this process holds open: long-polls (`wait`) waiting for a change, and event streams (`Accept: text/event-stream`) |
          *     | `cps_compression_cache_lookups_total` | counter | `result` | gzip- or br-coded JSON reads (a `200` with a strong `ETag`) looked up in this process's cache of coded bytes: `hit` (sent from memory, not compressed again), `miss` (compressed now, then kept) |
          *     | `cps_compression_cache_evictions_total` | counter | | coded bodies dropped, least recently used first, to stay within `CPS_COMPRESSION_CACHE_BYTES` |
@@ -118,6 +123,25 @@ export interface components {
                 /** @description `ok`, or `shutting down` once SIGTERM or SIGINT was received. */
                 shutdown: string;
             };
+            /**
+             * @description The listener's cap on open connections and how many it holds now: informational, never
+             *     a failed check (a process at its cap still serves the connections it holds). Past the
+             *     cap a new connection's first request is answered `503 service_unavailable` with
+             *     `Retry-After`, except `/healthz`, `/readyz` and `/metrics`, and the connection closed.
+             */
+            connections?: {
+                /**
+                 * @description The process's soft file descriptor limit (`ulimit -n`), read from
+                 *     `/proc/self/limits` at start; `null` where it cannot be read (then 1024 is assumed).
+                 */
+                descriptor_limit: number | null;
+                /** @description `CPS_DESCRIPTOR_RESERVE`: descriptors kept for the database, the export spool, threads, logs and the answers past the cap. */
+                descriptor_reserve: number;
+                /** @description `CPS_MAX_CONNECTIONS`, or by default the descriptor limit minus the reserve. */
+                max_connections: number;
+                /** @description Connections the listener holds now, the one asking included. */
+                open: number;
+            };
         };
         /**
          * @description Problem details (RFC 9457), returned with `Content-Type: application/problem+json` by every
@@ -160,7 +184,7 @@ export interface components {
              *     | `cursor_expired` | 410 | the change feed cursor is older than the retained history |
              *     | `payload_too_large` | 413 | the request body is too large |
              *     | `rate_limited` | 429 | too many requests for this key, or more exports or live feed connections than this key or your merchant may hold at once; see `Retry-After` |
-             *     | `service_unavailable` | 503 | this server holds as many exports or live feed connections as it takes at once (from every merchant); see `Retry-After` |
+             *     | `service_unavailable` | 503 | this server holds as many connections, exports or live feed connections as it takes at once (from every merchant); see `Retry-After` |
              *     | `internal_error` | 500 | unexpected server error |
              * @example invalid_parameter
              * @enum {string}

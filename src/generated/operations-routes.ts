@@ -3,7 +3,7 @@ import { createRoute, z } from '@hono/zod-openapi';
 
 export const HealthSchema = z.strictObject({ status: z.literal("ok") });
 export const ProblemSchema = z.strictObject({ type: z.string().refine((s) => [...s].length >= 1, { error: 'must be at least 1 characters' }), title: z.string().refine((s) => [...s].length >= 1, { error: 'must be at least 1 characters' }), status: z.number().int().min(400).max(599), detail: z.string().refine((s) => [...s].length >= 1, { error: 'must be at least 1 characters' }), code: z.enum(["unauthorized","forbidden","not_found","store_not_found","invalid_parameter","invalid_body","conflict","cursor_expired","payload_too_large","rate_limited","service_unavailable","internal_error"]), invalid_params: z.array(z.strictObject({ name: z.string().refine((s) => [...s].length >= 1, { error: 'must be at least 1 characters' }), in: z.enum(["query","path","header","body"]), reason: z.string().refine((s) => [...s].length >= 1, { error: 'must be at least 1 characters' }) })).min(1).optional(), instance: z.string().refine((s) => [...s].length >= 1, { error: 'must be at least 1 characters' }).optional() });
-export const ReadinessSchema = z.strictObject({ status: z.enum(["ready","not_ready"]), checks: z.strictObject({ database: z.string(), schema: z.string(), shutdown: z.string() }) });
+export const ReadinessSchema = z.strictObject({ status: z.enum(["ready","not_ready"]), checks: z.strictObject({ database: z.string(), schema: z.string(), shutdown: z.string() }), connections: z.strictObject({ descriptor_limit: z.number().int().nullable(), descriptor_reserve: z.number().int(), max_connections: z.number().int(), open: z.number().int() }).optional() });
 
 export const getHealthRoute = createRoute({
   operationId: "getHealth",

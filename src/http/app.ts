@@ -6,6 +6,7 @@ import publicDocument from '../generated/public-openapi.json' with { type: 'json
 import { LocalFolderMediaStore } from '../images/media-store.js';
 import { panelApp } from '../panel/index.js';
 import { closeWhenBodyUnread } from './close-when-body-unread.js';
+import type { ConnectionsReadout } from '../operations/descriptors.js';
 import { Lifecycle } from '../operations/health.js';
 import type { Service } from '../service.js';
 import { accessLog } from './access-log.js';
@@ -25,13 +26,15 @@ export interface AppOptions {
   docsDir?: string;
   /** Turns /readyz to 503 on shutdown. */
   lifecycle?: Lifecycle;
+  /** The listener's connection cap, shown by /readyz (server.ts). */
+  connections?: ConnectionsReadout;
 }
 
 const publicJson = JSON.stringify(publicDocument);
 const adminJson = JSON.stringify(adminDocument);
 
 /** The HTTP surface of a service (service.ts): every handler calls one of its domain services. */
-export function createApp(service: Service, { docsDir, lifecycle = new Lifecycle() }: AppOptions = {}) {
+export function createApp(service: Service, { docsDir, lifecycle = new Lifecycle(), connections }: AppOptions = {}) {
   const { storage, config, now, logger, metrics } = service;
   const app = new Hono();
   app.onError(renderError);
@@ -66,6 +69,6 @@ export function createApp(service: Service, { docsDir, lifecycle = new Lifecycle
   app.route('/', adminApi(service));
   app.use('/panel/*', closeWhenBodyUnread);
   app.route('/panel', panelApp(service));
-  app.route('/', operationsApi({ storage, metrics, lifecycle, metricsToken: config.operations.metricsToken }));
+  app.route('/', operationsApi({ storage, metrics, lifecycle, metricsToken: config.operations.metricsToken, connections }));
   return app;
 }

@@ -5,6 +5,7 @@ import { Hono } from 'hono';
 import type { Config } from '../config.js';
 import operationsDocument from '../generated/operations-openapi.json' with { type: 'json' };
 import { routes } from '../generated/operations-routes.js';
+import type { ConnectionsReadout } from '../operations/descriptors.js';
 import { Lifecycle, readiness, type DatabaseProbe } from '../operations/health.js';
 import { silentLogger, type Logger } from '../operations/log.js';
 import { PROMETHEUS_CONTENT_TYPE, type ServiceMetrics } from '../operations/metrics.js';
@@ -20,11 +21,13 @@ export interface OperationsDependencies {
   metrics: ServiceMetrics;
   lifecycle: Lifecycle;
   metricsToken: string | null;
+  /** The listener's connection cap; /readyz shows it when given. */
+  connections?: ConnectionsReadout;
 }
 
 const operationsJson = JSON.stringify(operationsDocument);
 
-export function operationsApi({ storage, metrics, lifecycle, metricsToken }: OperationsDependencies) {
+export function operationsApi({ storage, metrics, lifecycle, metricsToken, connections }: OperationsDependencies) {
   const app = new OpenAPIHono({ defaultHook: validationHook });
   app.onError(renderError);
   if (metricsToken) app.use('/metrics', metricsTokenAuth(metricsToken));
@@ -33,7 +36,7 @@ export function operationsApi({ storage, metrics, lifecycle, metricsToken }: Ope
   route(routes.getHealth, (c) => c.json({ status: 'ok' as const }, 200));
 
   route(routes.getReadiness, async (c) => {
-    const answer = await readiness(storage, lifecycle, requestLog(c) ?? silentLogger);
+    const answer = await readiness(storage, lifecycle, requestLog(c) ?? silentLogger, connections);
     return c.json(answer, answer.status === 'ready' ? 200 : 503);
   });
 

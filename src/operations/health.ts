@@ -1,6 +1,7 @@
 // Liveness and readiness (openapi/operations.yaml): what /healthz and /readyz answer.
 import type { components } from '../generated/operations-api.js';
 import type { CatalogStorage } from '../storage/port.js';
+import type { ConnectionsReadout } from './descriptors.js';
 import type { Logger } from './log.js';
 
 export type Readiness = components['schemas']['Readiness'];
@@ -18,7 +19,12 @@ export class Lifecycle {
  * The probe is unauthenticated, so a failed check answers only `unavailable`; the error itself
  * goes to the log.
  */
-export async function readiness(storage: DatabaseProbe, lifecycle: Lifecycle, log: Logger): Promise<Readiness> {
+export async function readiness(
+  storage: DatabaseProbe,
+  lifecycle: Lifecycle,
+  log: Logger,
+  connections?: ConnectionsReadout,
+): Promise<Readiness> {
   const check = async (name: string, run: () => Promise<string>): Promise<string> => {
     try {
       return await run();
@@ -38,5 +44,16 @@ export async function readiness(storage: DatabaseProbe, lifecycle: Lifecycle, lo
     }),
     shutdown: lifecycle.shuttingDown ? 'shutting down' : 'ok',
   };
-  return { status: Object.values(checks).every((v) => v === 'ok') ? 'ready' : 'not_ready', checks };
+  const status = Object.values(checks).every((v) => v === 'ok') ? 'ready' : 'not_ready';
+  return connections ? { status, checks, connections: connectionsShown(connections) } : { status, checks };
+}
+
+/** The cap as /readyz shows it: informational, never a failed check (a full process still serves what it holds). */
+function connectionsShown({ limits, open }: ConnectionsReadout): NonNullable<Readiness['connections']> {
+  return {
+    descriptor_limit: limits.descriptorLimit,
+    descriptor_reserve: limits.descriptorReserve,
+    max_connections: limits.maxConnections,
+    open,
+  };
 }

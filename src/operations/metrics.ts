@@ -145,6 +145,25 @@ export class ServiceMetrics implements DeliveryObserver, CodedBodyCacheObserver,
     });
   })();
 
+  /** Read at scrape time from the listener's connection cap (http/connection-cap.ts), once there is one. */
+  private httpConnections: () => number = () => 0;
+  private readonly openConnections = (() => {
+    const read = () => this.httpConnections();
+    return new Gauge({
+      name: 'cps_http_connections',
+      help: "Connections this process's listener holds open.",
+      registers: [this.registry],
+      collect() {
+        this.set(read());
+      },
+    });
+  })();
+  private readonly refusedConnections = new Counter({
+    name: 'cps_http_connections_refused_total',
+    help: 'Connections past CPS_MAX_CONNECTIONS refused: answered 503, or closed past the reserve.',
+    registers: [this.registry],
+  });
+
   private readonly codedCache = new CacheMetrics(this.registry, 'cps_compression_cache', {
     lookups: 'Compressed JSON reads looked up in the cache of coded bytes, by result: hit (answered from the cache) or miss (coded now).',
     evictions: 'Coded bodies dropped from the cache to stay within CPS_COMPRESSION_CACHE_BYTES.',
@@ -210,6 +229,15 @@ export class ServiceMetrics implements DeliveryObserver, CodedBodyCacheObserver,
   /** Where cps_feed_live_connections is read from. */
   countLiveConnections(count: () => number): void {
     this.liveConnections = count;
+  }
+
+  /** Where cps_http_connections is read from. */
+  countConnections(connections: { readonly open: number }): void {
+    this.httpConnections = () => connections.open;
+  }
+
+  observeRefusedConnection(): void {
+    this.refusedConnections.inc();
   }
 
   observeRequest(method: string, route: string, status: number, seconds: number): void {

@@ -47,9 +47,18 @@ export class ServiceProcess {
     private readonly log: () => string,
   ) {}
 
-  /** Starts `serve` (or `worker`) and resolves once it prints that it is running. */
-  static start(env: Record<string, string>, timeoutMs = 30_000, command: 'serve' | 'worker' = 'serve'): Promise<ServiceProcess> {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', command], {
+  /** Starts `serve` (or `worker`), under a file descriptor limit when given, and resolves once it prints that it is running. */
+  static start(
+    env: Record<string, string>,
+    timeoutMs = 30_000,
+    command: 'serve' | 'worker' = 'serve',
+    options: { descriptorLimit?: number } = {},
+  ): Promise<ServiceProcess> {
+    const node = [process.execPath, '--import', 'tsx', 'src/cli.ts', command];
+    // Under `ulimit -n` (soft and hard alike: Node raises a soft limit to the hard one at start); exec keeps the pid.
+    const [file, ...args] =
+      options.descriptorLimit === undefined ? node : ['sh', '-c', `ulimit -n ${options.descriptorLimit} && exec "$@"`, 'sh', ...node];
+    const child = spawn(file!, args, {
       cwd: ROOT,
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -4,6 +4,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { adminOk, createMerchant, importNdjson, simpleProduct } from '../support/admin-http.js';
 import { LogCapture } from '../support/logs.js';
 import { sample } from '../support/metrics.js';
+import { ASSUMED_DESCRIPTOR_LIMIT, readDescriptorLimit } from '../../src/operations/descriptors.js';
 import { sqliteStorageOf, startTestService, type TestService } from '../support/service.js';
 import { startWebhookWorld, MINUTE, SECOND, type WebhookWorld } from '../webhooks/harness.js';
 
@@ -34,14 +35,23 @@ describe('probes', () => {
   it('/readyz answers 200 ready with every check ok', async () => {
     const response = await service.fetch(`${service.url}/readyz`);
     expect(response.status).toBe(200);
-    expect(await response.json()).toEqual({ status: 'ready', checks: { database: 'ok', schema: 'ok', shutdown: 'ok' } });
+    const body = await response.json();
+    expect(body).toEqual({ status: 'ready', checks: { database: 'ok', schema: 'ok', shutdown: 'ok' }, connections: expect.any(Object) });
+    // The cap below this process's descriptor limit (CPS_MAX_CONNECTIONS unset: the limit minus the reserve).
+    expect(body.connections).toEqual({
+      descriptor_limit: readDescriptorLimit() ?? null,
+      descriptor_reserve: 128,
+      max_connections: (readDescriptorLimit() ?? ASSUMED_DESCRIPTOR_LIMIT) - 128,
+      open: expect.any(Number),
+    });
+    expect(body.connections.open).toBeGreaterThanOrEqual(1);
   });
 
   it('/readyz answers 503 once the process is shutting down, while /healthz stays 200', async () => {
     service.server.lifecycle.shuttingDown = true;
     const ready = await service.fetch(`${service.url}/readyz`);
     expect(ready.status).toBe(503);
-    expect(await ready.json()).toEqual({ status: 'not_ready', checks: { database: 'ok', schema: 'ok', shutdown: 'shutting down' } });
+    expect(await ready.json()).toMatchObject({ status: 'not_ready', checks: { database: 'ok', schema: 'ok', shutdown: 'shutting down' } });
     expect((await service.fetch(`${service.url}/healthz`)).status).toBe(200);
   });
 

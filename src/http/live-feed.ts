@@ -6,6 +6,7 @@
 import type { ChangePage } from '../changes/feed.js';
 import type { LiveStream } from '../changes/live.js';
 import type { Logger } from '../operations/log.js';
+import type { KeyHold } from '../tenancy/held-api-keys.js';
 import { codeBody, type ContentCoding } from './compression.js';
 import type { DirectBody } from './direct-answer.js';
 import type { TokenBucketLimiter } from './rate-limit.js';
@@ -88,15 +89,17 @@ export interface EventStreamOptions {
   limiter?: TokenBucketLimiter;
   keyId: number;
   log?: Logger;
+  /** The stream's hold on its key (tenancy/held-api-keys.ts): the body ends once the key is revoked, and lets go when it ends. */
+  hold?: KeyHold;
 }
 
 /**
  * The response body: a comment at once (the headers go out with it), then each window of the
  * stream as an event, pulled one at a time as the client reads (a slow reader gets fewer, larger
- * windows, never a queue), and heartbeats. It ends when the LiveStream does (shutdown) or fails;
- * the client going away closes the LiveStream.
+ * windows, never a queue), and heartbeats. It ends when the LiveStream does (shutdown) or fails,
+ * or when its key is revoked; the client going away closes the LiveStream.
  */
-export function changeEventStream(stream: LiveStream, { limiter, keyId, log }: EventStreamOptions): ReadableStream<Uint8Array> {
+export function changeEventStream(stream: LiveStream, { limiter, keyId, log, hold }: EventStreamOptions): ReadableStream<Uint8Array> {
   let first = true;
   /** Aborted once the body ends or the client cancels it: nothing is enqueued after that. */
   const stopped = new AbortController();
@@ -104,11 +107,15 @@ export function changeEventStream(stream: LiveStream, { limiter, keyId, log }: E
     if (stopped.signal.aborted) return;
     stopped.abort();
     stream.close();
+    hold?.release();
     controller.close();
   };
   return new ReadableStream<Uint8Array>({
     start(controller) {
       controller.enqueue(OPENED);
+      // The key revoked: the body closes now, whatever the stream waits for (a client reconnecting gets 401).
+      if (hold?.signal.aborted) end(controller);
+      else hold?.signal.addEventListener('abort', () => end(controller), { once: true });
     },
     async pull(controller) {
       try {
@@ -117,6 +124,7 @@ export function changeEventStream(stream: LiveStream, { limiter, keyId, log }: E
         if (next === undefined) return end(controller);
         if (next === 'heartbeat') return controller.enqueue(HEARTBEAT);
         if (!first && limiter && !(await takeToken(limiter, keyId, stopped.signal))) return end(controller);
+        if (stopped.signal.aborted) return;
         first = false;
         controller.enqueue(changeEventBytes(next));
       } catch (error) {
@@ -129,6 +137,7 @@ export function changeEventStream(stream: LiveStream, { limiter, keyId, log }: E
     cancel() {
       stopped.abort();
       stream.close();
+      hold?.release();
     },
   });
 }

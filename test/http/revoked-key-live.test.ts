@@ -3,7 +3,7 @@
 // carries nothing of the changes made after the revocation, a waiting long-poll answers 401. Revoked
 // by another process on the same database, at this process's next re-check of its held keys
 // (every CPS_API_KEY_CACHE_MS); the key is then refused here too. Real HTTP, the project's engine.
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { ProductSourceInput } from '../../src/catalog/product-sources.js';
 import { createService, type Service } from '../../src/service.js';
 import { fakeClock } from '../support/clock.js';
@@ -196,5 +196,21 @@ describe('revoked by another process on the same database (cache time 200 ms)', 
     await (await otherProcess(s)).admin.revokeApiKey(merchant.id, merchant.keyId);
     expectRevokedKeyAnswer(await answer);
     expect(s.service.liveFeed.connections).toBe(0);
+  });
+
+  severalConnections.it('keeps the streams while re-checks fail, and ends them at the first one that finds the revocation', async () => {
+    const s = await started(200);
+    const merchant = await shop(s, 'Flaky Outfitters');
+    const stream = await openStream(s, merchant.key, merchant.cursor);
+    await waiting(s, 1);
+    const recheck = vi.spyOn(s.storage, 'activeApiKeyIds').mockRejectedValue(new Error('database is locked'));
+    await (await otherProcess(s)).admin.revokeApiKey(merchant.id, merchant.keyId);
+    recheck.mockClear();
+    await expect.poll(() => recheck.mock.calls.length, { timeout: 5000 }).toBeGreaterThanOrEqual(2);
+    // The lookups failed after the revocation: nothing is known, so nothing is ended.
+    expect(s.service.liveFeed.connections).toBe(1);
+    recheck.mockRestore();
+    expect(await stream.untilEnded()).toEqual([]);
+    expect(s.service.heldApiKeys.keys).toBe(0);
   });
 });

@@ -5,6 +5,7 @@ import nodemailer from 'nodemailer';
 import { PanelAccounts, type AccountMailer } from './admin/accounts.js';
 import { ApiKeyUses } from './tenancy/api-key-uses.js';
 import { ActiveApiKeys } from './tenancy/api-keys.js';
+import { HeldApiKeys } from './tenancy/held-api-keys.js';
 import { CatalogAdmin } from './admin/catalog-admin.js';
 import { ImportJobs } from './admin/import-jobs.js';
 import { CatalogReads } from './catalog/reads.js';
@@ -39,6 +40,8 @@ export interface Service {
   reads: CatalogReads;
   /** The public API's keys as this process remembers them (CPS_API_KEY_CACHE_MS); the admin's revoke forgets one at once. */
   apiKeys: ActiveApiKeys;
+  /** The keys this process's open streams and long-polls hold: a revoked key ends them (here at once, elsewhere within CPS_API_KEY_CACHE_MS). */
+  heldApiKeys: HeldApiKeys;
   /** Each API key's last use, written at most once per CPS_API_KEY_LAST_USED_SECONDS per key. */
   apiKeyUses: ApiKeyUses;
   endpoints: WebhookEndpoints;
@@ -91,12 +94,13 @@ export function createService(config: Config, options: ServiceOptions = {}): Ser
   const guard = new AddressGuard(config.webhooks.allowHosts);
   const dispatcher = createWebhookDispatcher(storage, config, { now, logger, metrics: options.deliveries ?? metrics, guard });
   const apiKeys = new ActiveApiKeys(storage, config.apiKeyCacheMs, now);
+  const heldApiKeys = new HeldApiKeys(storage, apiKeys, config.apiKeyCacheMs, logger);
   const apiKeyUses = new ApiKeyUses(storage, config.apiKeyLastUsedSeconds * 1000, now, logger);
   const admin = new CatalogAdmin(
     storage,
     now,
     config.limits.publishChunk,
-    apiKeys,
+    heldApiKeys,
     config.limits.publishRunLeaseMs,
     config.limits,
     config.apiKeysPerMerchant,
@@ -140,6 +144,7 @@ export function createService(config: Config, options: ServiceOptions = {}): Ser
     accounts: new PanelAccounts(storage, config, now, accountMailer(config, logger)),
     reads: new CatalogReads(storage, config.readCacheBytes > 0 ? new PublishedReadCache(config.readCacheBytes, metrics) : undefined),
     apiKeys,
+    heldApiKeys,
     apiKeyUses,
     endpoints: new WebhookEndpoints(storage, guard, now, config.webhooks.secretGraceHours),
     liveFeed,
@@ -148,6 +153,7 @@ export function createService(config: Config, options: ServiceOptions = {}): Ser
     stopWork,
     close: () => {
       liveFeed.close();
+      heldApiKeys.close();
       closing ??= stopWork()
         .then(() => apiKeyUses.flush())
         .then(() => storage.close())

@@ -222,12 +222,15 @@ describe('the merchant scope (storage/merchant-scope.ts)', () => {
     'tenancy/merchants.ts': "the operator's merchant list",
     // The public API's key check: the key's hash names the merchant, none is known before it.
     'tenancy/api-keys.ts': 'an API key is looked up by its hash, before its merchant is known',
+    // Re-checks the keys every open stream and long-poll of the process holds, whichever merchants they are.
+    'tenancy/held-api-keys.ts': "one lookup re-checks the keys of every merchant's open streams",
   };
   /** The port's operations over every merchant's rows: claims, prunes, listings, lookups by secret. */
   const CROSS_TENANT_OPERATIONS = new Set([
     'listMerchants',
     'countMerchants',
     'findActiveApiKey',
+    'activeApiKeyIds',
     'claimDueImageMirrors',
     'claimDueDeliveries',
     'outboxGroups',

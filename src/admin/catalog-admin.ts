@@ -59,7 +59,7 @@ export class CatalogAdmin {
     readonly storage: CatalogStorage,
     readonly now: () => Date = () => new Date(),
     publishChunk = 500,
-    /** This process's remembered API keys (http auth): a revoked key is forgotten at once. */
+    /** This process's API keys (http auth, open streams): a revoked key is forgotten, and its streams ended, at once. */
     rememberedApiKeys?: Pick<ActiveApiKeys, 'forget'>,
     publishRunLeaseMs?: number,
     /** The bounds of one product's source (configuration: `config.limits`). */

@@ -528,7 +528,7 @@ export const SETTINGS = z.object({
   CPS_API_KEY_CACHE_MS: integer({
     default: 1000,
     description:
-      'a process accepts an active API key it looked up for this long without looking again (`0`: every request looks it up); a key revoked by another process stops working within this time (see "Auth" below)',
+      'a process accepts an active API key it looked up for this long without looking again (`0`: every request looks it up); a key revoked by another process stops working within this time, and its open change streams and long-polls there end within it too (their keys are re-checked this often, at least every 100 ms; see "Auth" below)',
   }),
   CPS_API_KEY_LAST_USED_SECONDS: integer({
     default: 60,

@@ -350,6 +350,13 @@ export interface paths {
          *       it shuts down (reconnect with `Last-Event-ID`), and a stream that cannot go on (its cursor
          *       expired meanwhile) ends too, so the reconnect answers the error.
          *
+         *     **When the API key is revoked.** Its open streams end (the body closes; reconnecting answers
+         *     401) and its waiting long-polls answer 401 with code `unauthorized` instead of a window: on
+         *     every server of the deployment within 1 second of the revocation (the default; the operator
+         *     may configure another time, the same one new requests with the key are still accepted for),
+         *     and at once on the server that revoked it, where neither carries a change recorded after the
+         *     revocation.
+         *
          *     Live connections count against your key's rate limit like the polls they replace: a
          *     long-poll is one request however long it waits, a stream takes one request when it opens and
          *     one more for every later event it sends (heartbeats are free); when the bucket is empty the

@@ -23,6 +23,9 @@ const CATALOG_CHALLENGE = 'Bearer realm="catalog"';
 // RFC 6750: a presented but unusable key also gets error="invalid_token".
 const CATALOG_INVALID_TOKEN = 'Bearer realm="catalog", error="invalid_token"';
 
+/** 401 for a key that is unknown or revoked (a long-poll whose key was revoked while it waited answers it too). */
+export const invalidApiKey = () => unauthorized(CATALOG_INVALID_TOKEN, 'The API key is invalid or has been revoked.');
+
 /**
  * Resolves the request's API key into `c.var.apiKeyId` and its merchant into `c.var.merchantId`
  * (as this process remembers active keys: tenancy/api-keys.ts, CPS_API_KEY_CACHE_MS), and tells
@@ -33,7 +36,7 @@ export function apiKeyAuth(apiKeys: Pick<ActiveApiKeys, 'find'>, uses?: Pick<Api
     const key = bearer(c.req.header('Authorization'));
     if (!key) throw unauthorized(CATALOG_CHALLENGE, 'Send your API key as `Authorization: Bearer <API_KEY>`.');
     const found = await apiKeys.find(key);
-    if (!found) throw unauthorized(CATALOG_INVALID_TOKEN, 'The API key is invalid or has been revoked.');
+    if (!found) throw invalidApiKey();
     uses?.used(found.id);
     c.set('merchantId', found.merchant_id);
     c.set('apiKeyId', found.id);

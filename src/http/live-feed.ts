@@ -7,6 +7,7 @@ import type { ServerResponse } from 'node:http';
 import type { ChangePage } from '../changes/feed.js';
 import type { LiveStream } from '../changes/live.js';
 import type { Logger } from '../operations/log.js';
+import type { KeyHold } from '../tenancy/held-api-keys.js';
 import { codeBody, type ContentCoding } from './compression.js';
 import type { DirectBody } from './direct-answer.js';
 import type { TokenBucketLimiter } from './rate-limit.js';
@@ -86,15 +87,20 @@ export interface EventStreamOptions {
   log?: Logger;
   /** The connection, and the bytes that may wait in the process for it (CPS_UNSENT_BYTES_MAX): a client that does not read is closed. */
   unsent?: { outgoing: ServerResponse | undefined; max: number };
+  /** The stream's hold on its key (tenancy/held-api-keys.ts): the body ends once the key is revoked, and lets go when it ends. */
+  hold?: KeyHold;
 }
 
 /**
  * The response body: a comment at once (the headers go out with it), then each window of the
  * stream as an event, pulled one at a time as the client reads (a slow reader gets fewer, larger
- * windows, never a queue), and heartbeats. It ends when the LiveStream does (shutdown) or fails;
- * the client going away closes the LiveStream.
+ * windows, never a queue), and heartbeats. It ends when the LiveStream does (shutdown) or fails,
+ * or when its key is revoked; the client going away closes the LiveStream.
  */
-export function changeEventStream(stream: LiveStream, { limiter, keyId, log, unsent }: EventStreamOptions): ReadableStream<Uint8Array> {
+export function changeEventStream(
+  stream: LiveStream,
+  { limiter, keyId, log, unsent, hold }: EventStreamOptions,
+): ReadableStream<Uint8Array> {
   let first = true;
   /** Aborted once the body ends or the client cancels it: nothing is enqueued after that. */
   const stopped = new AbortController();
@@ -102,6 +108,7 @@ export function changeEventStream(stream: LiveStream, { limiter, keyId, log, uns
     if (stopped.signal.aborted) return;
     stopped.abort();
     stream.close();
+    hold?.release();
     controller.close();
   };
   /** Enqueues the bytes, or closes a client that has not taken what came before (http/unsent-bytes.ts). */
@@ -119,6 +126,9 @@ export function changeEventStream(stream: LiveStream, { limiter, keyId, log, uns
   return new ReadableStream<Uint8Array>({
     start(controller) {
       controller.enqueue(OPENED);
+      // The key revoked: the body closes now, whatever the stream waits for (a client reconnecting gets 401).
+      if (hold?.signal.aborted) end(controller);
+      else hold?.signal.addEventListener('abort', () => end(controller), { once: true });
     },
     async pull(controller) {
       try {
@@ -127,6 +137,7 @@ export function changeEventStream(stream: LiveStream, { limiter, keyId, log, uns
         if (next === undefined) return end(controller);
         if (next === 'heartbeat') return send(controller, HEARTBEAT);
         if (!first && limiter && !(await takeToken(limiter, keyId, stopped.signal))) return end(controller);
+        if (stopped.signal.aborted) return;
         first = false;
         send(controller, changeEventBytes(next));
       } catch (error) {
@@ -139,6 +150,7 @@ export function changeEventStream(stream: LiveStream, { limiter, keyId, log, uns
     cancel() {
       stopped.abort();
       stream.close();
+      hold?.release();
     },
   });
 }

@@ -4,7 +4,7 @@ import { OpenAPIHono } from '@hono/zod-openapi';
 import { clampPerPage, toPublicStore } from '../catalog/reads.js';
 import { routes } from '../generated/public-routes.js';
 import type { Service } from '../service.js';
-import { apiKeyAuth, type PublicEnv } from './auth.js';
+import { apiKeyAuth, invalidApiKey, type PublicEnv } from './auth.js';
 import { problemResponse, renderError } from './errors.js';
 import { ProblemError, invalidInput } from '../shared/problem.js';
 import type { ServerResponse } from 'node:http';
@@ -48,10 +48,10 @@ export interface PublicApiOptions {
 }
 
 export function publicApi(
-  service: Pick<Service, 'storage' | 'reads' | 'config' | 'apiKeys' | 'apiKeyUses' | 'liveFeed' | 'logger' | 'now'>,
+  service: Pick<Service, 'storage' | 'reads' | 'config' | 'apiKeys' | 'heldApiKeys' | 'apiKeyUses' | 'liveFeed' | 'logger' | 'now'>,
   options: PublicApiOptions = {},
 ) {
-  const { storage, reads, apiKeys, apiKeyUses, liveFeed, now } = service;
+  const { storage, reads, apiKeys, heldApiKeys, apiKeyUses, liveFeed, now } = service;
   const feedWindow = service.config.changes.feedWindow;
   const { media, rateLimiter } = options;
   const app = new OpenAPIHono<PublicEnv>({ defaultHook: validationHook });
@@ -134,18 +134,28 @@ export function publicApi(
     // The live feed, as a stream (Server-Sent Events) or a long-poll (wait=N).
     const live: LiveRequest = { merchantId: c.var.merchantId, keyId: c.var.apiKeyId, store: query.store, cursor, signal: c.req.raw.signal };
     if (wantsEventStream(c.req.header('Accept'))) {
-      const stream = await refundWhenCapped(c.var.apiKeyId, liveFeed.openStream(live));
+      // Held from before the first read: a revocation while it opens ends it too (tenancy/held-api-keys.ts).
+      const hold = heldApiKeys.hold(c.var.apiKeyId);
+      const stream = await refundWhenCapped(c.var.apiKeyId, liveFeed.openStream(live)).catch((error: unknown) => {
+        hold.release();
+        throw error;
+      });
       const outgoing = (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
       const body = changeEventStream(stream, {
         limiter: rateLimiter,
         keyId: c.var.apiKeyId,
         log: service.logger,
         unsent: { outgoing, max: service.config.unsentBytesMax },
+        hold,
       });
       return c.body(body, 200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', 'X-Accel-Buffering': 'no' });
     }
     if (query.wait > 0) {
-      const page = await refundWhenCapped(c.var.apiKeyId, liveFeed.waitForChanges(live, query.wait));
+      // A long-poll whose key is revoked while it waits stops waiting and answers 401, not its window.
+      const hold = heldApiKeys.hold(c.var.apiKeyId);
+      const waiting = { ...live, signal: AbortSignal.any([c.req.raw.signal, hold.signal]) };
+      const page = await refundWhenCapped(c.var.apiKeyId, liveFeed.waitForChanges(waiting, query.wait)).finally(() => hold.release());
+      if (hold.signal.aborted) throw invalidApiKey();
       // The window a look answered every waiting client with, serialized (and coded) once for all
       // of them, and written on each client's connection without a Response (direct-answer.ts).
       const answer =

@@ -94,6 +94,8 @@ export interface TenancyStore {
   recordApiKeyUse(keyId: number, at: string, unlessAfter: string): Promise<boolean>;
   /** The key with this hash that is not revoked, with its stored hash for a constant-time check. */
   findActiveApiKey(keyHash: Buffer): Promise<{ id: number; merchant_id: number; key_hash: Buffer } | undefined>;
+  /** Of these key ids, the keys that exist and are not revoked (the re-check of the keys open streams and long-polls hold). */
+  activeApiKeyIds(keyIds: readonly number[]): Promise<number[]>;
 
   listStores(merchantId: number): Promise<StoreRecord[]>;
   findStore(merchantId: number, slug: string): Promise<StoreRecord | undefined>;

@@ -30,7 +30,7 @@ export async function issueApiKey(
 export class MerchantApiKeys {
   constructor(
     private readonly writes: CatalogWrites,
-    /** This process's remembered API keys (http auth): a revoked key is forgotten at once. */
+    /** This process's API keys (http auth; HeldApiKeys: open streams): a revoked key is forgotten, and its streams ended, at once. */
     private readonly remembered?: Pick<ActiveApiKeys, 'forget'>,
     /** Active keys one merchant may have (CPS_API_KEYS_PER_MERCHANT): caps per merchant then hold whatever its number of keys. */
     private readonly perMerchant = 100,
@@ -61,7 +61,7 @@ export class MerchantApiKeys {
       if (!(await write.tx.revokeApiKey(keyId, write.at))) throw notFound(`API key ${keyId}`);
       await write.audit('api_key.revoke', `key ${keyId}`);
     });
-    // After the commit: a lookup that starts now reads the revocation.
+    // After the commit: a lookup that starts now reads the revocation (and no change after it reaches the key's streams).
     this.remembered?.forget(keyId);
   }
 }

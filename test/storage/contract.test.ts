@@ -86,6 +86,16 @@ describe(`the storage contract on ${ENGINE}`, () => {
       await storage.revokeApiKey(merchant.id, key.id, '2026-11-27T00:00:00Z');
       expect((await storage.listApiKeys(merchant.id))[0]!.revoked_at).toBe('2026-11-26T09:00:00Z');
       expect(await storage.findActiveApiKey(hash)).toBeUndefined();
+      // The re-check of held keys: of the ids asked, those of keys that exist and are not revoked.
+      const spare = await storage.insertApiKey({
+        merchant_id: other.id,
+        name: 'spare',
+        prefix: 'cps_live_cd',
+        key_hash: Buffer.alloc(32, 8),
+        created_at: AT,
+      });
+      expect(await storage.activeApiKeyIds([key.id, spare.id, spare.id + 1000])).toEqual([spare.id]);
+      expect(await storage.activeApiKeyIds([])).toEqual([]);
     });
 
     it('upserts stores with one default per merchant, lists the default first, and bumps catalog versions', async () => {

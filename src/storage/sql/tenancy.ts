@@ -125,6 +125,15 @@ export abstract class SqlTenancy<C extends SqlConnection = SqlConnection> implem
     );
   }
 
+  async activeApiKeyIds(keyIds: readonly number[]): Promise<number[]> {
+    if (keyIds.length === 0) return [];
+    const rows = await this.c.rows<{ id: number }>(
+      `SELECT id FROM api_keys WHERE ${this.c.dialect.inList('id', '$1', 'bigint')} AND revoked_at IS NULL ORDER BY id`,
+      [this.c.dialect.list(keyIds)],
+    );
+    return rows.map((row) => Number(row.id));
+  }
+
   async listStores(merchantId: number): Promise<StoreRecord[]> {
     return (await this.c.rows('SELECT * FROM stores WHERE merchant_id = $1 ORDER BY is_default DESC, id', [merchantId])).map(toStore);
   }

@@ -160,11 +160,12 @@ export interface components {
              *     | `cursor_expired` | 410 | the change feed cursor is older than the retained history |
              *     | `payload_too_large` | 413 | the request body is too large |
              *     | `rate_limited` | 429 | too many requests for this key; see `Retry-After` |
+             *     | `service_unavailable` | 503 | the server is at capacity for this kind of work (for example checking panel passwords); see `Retry-After` |
              *     | `internal_error` | 500 | unexpected server error |
              * @example invalid_parameter
              * @enum {string}
              */
-            code: "unauthorized" | "forbidden" | "not_found" | "store_not_found" | "invalid_parameter" | "invalid_body" | "conflict" | "cursor_expired" | "payload_too_large" | "rate_limited" | "internal_error";
+            code: "unauthorized" | "forbidden" | "not_found" | "store_not_found" | "invalid_parameter" | "invalid_body" | "conflict" | "cursor_expired" | "payload_too_large" | "rate_limited" | "service_unavailable" | "internal_error";
             /** @description Present only with `invalid_parameter` and `invalid_body`: one entry per offending input. */
             invalid_params?: {
                 /**

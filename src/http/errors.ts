@@ -20,6 +20,7 @@ const TITLES: Record<ProblemCode, string> = {
   cursor_expired: 'Cursor expired',
   payload_too_large: 'Payload too large',
   rate_limited: 'Too many requests',
+  service_unavailable: 'Service unavailable',
   internal_error: 'Internal server error',
 };
 

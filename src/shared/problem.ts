@@ -18,6 +18,7 @@ const STATUS: Record<ProblemCode, number> = {
   cursor_expired: 410,
   payload_too_large: 413,
   rate_limited: 429,
+  service_unavailable: 503,
   internal_error: 500,
 };
 

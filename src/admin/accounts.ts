@@ -514,4 +514,3 @@ function checkPassword(password: string, name: string): void {
     throw invalidInput('body', [{ name, in: 'body', reason: `must have ${MIN_PASSWORD} to ${MAX_PASSWORD} characters` }]);
   }
 }
-

@@ -66,9 +66,14 @@ export class PasswordHasher {
     if (this.running >= atOnce) {
       if (this.waiting.length >= queue) {
         this.observer?.observePasswordHashRefused();
-        throw new ProblemError('service_unavailable', 'The server is checking as many passwords as it can: try again in a moment.', undefined, {
-          'Retry-After': '1',
-        });
+        throw new ProblemError(
+          'service_unavailable',
+          'The server is checking as many passwords as it can: try again in a moment.',
+          undefined,
+          {
+            'Retry-After': '1',
+          },
+        );
       }
       // The hash that ends hands its turn over: `running` stays counted for this one.
       await new Promise<void>((resolve) => this.waiting.push(resolve));

@@ -70,6 +70,8 @@ export interface paths {
          *     | `cps_images` | gauge | `state` | image source URLs some product still lists, by mirroring state: `pending`, `mirrored`, `dead` (kept counts, not a count of every image at each scrape) |
          *     | `cps_rate_limited_total` | counter | | requests answered `429` by the per-key rate limit (and by the per-key cap on live change-feed connections) |
          *     | `cps_feed_live_connections` | gauge | | change-feed connections this process holds open: long-polls (`wait`) waiting for a change, and event streams (`Accept: text/event-stream`) |
+         *     | `cps_password_hashes_in_flight` | gauge | | panel password hashes (scrypt: sign-in, password change, invitation and reset links) running now on this process's thread pool, at most `CPS_PANEL_PASSWORD_HASHES_AT_ONCE` |
+         *     | `cps_password_hashes_refused_total` | counter | | sign-ins, password changes and links refused with `503` and `Retry-After`, unchecked, because `CPS_PANEL_PASSWORD_HASH_QUEUE` hashes already waited for a turn |
          *     | `cps_compression_cache_lookups_total` | counter | `result` | gzip- or br-coded JSON reads (a `200` with a strong `ETag`) looked up in this process's cache of coded bytes: `hit` (sent from memory, not compressed again), `miss` (compressed now, then kept) |
          *     | `cps_compression_cache_evictions_total` | counter | | coded bodies dropped, least recently used first, to stay within `CPS_COMPRESSION_CACHE_BYTES` |
          *     | `cps_compression_cache_bytes` | gauge | | bytes of coded bodies the cache holds now (at most `CPS_COMPRESSION_CACHE_BYTES`) |

@@ -7,7 +7,6 @@
 import { BlockList, isIP } from 'node:net';
 import { canonicalAddress } from './canonical-address.js';
 
-
 export interface AddressRange {
   address: string;
   family: 'ipv4' | 'ipv6';

@@ -18,7 +18,14 @@ describe('password hashing under a flood of sign-ins', () => {
     service = await startTestService({ config: { trustedProxies: ['127.0.0.1'], panel: { passwordHashes: limits } } });
     const admin = service.admin;
     const id = (await admin.createMerchant({ name: 'Busy Outdoor' })).id;
-    await admin.upsertStore(id, 'de', { name: 'DE', locale: 'de-DE', currency: 'EUR', is_default: true, active: true, exclude_out_of_stock: false });
+    await admin.upsertStore(id, 'de', {
+      name: 'DE',
+      locale: 'de-DE',
+      currency: 'EUR',
+      is_default: true,
+      active: true,
+      exclude_out_of_stock: false,
+    });
     await admin.createCustomerGroup(id, 'retail');
     await admin.upsertSupplier(id, 'alpine', 'Alpine AG');
     const lines = Array.from({ length: 50 }, (_, i) =>
@@ -53,7 +60,11 @@ describe('password hashing under a flood of sign-ins', () => {
     const response = await fetch(`${service.url}/panel/login`, {
       method: 'POST',
       redirect: 'manual',
-      headers: { Origin: service.url, 'Content-Type': 'application/x-www-form-urlencoded', 'X-Forwarded-For': `10.${round}.${i >> 8}.${i & 255}` },
+      headers: {
+        Origin: service.url,
+        'Content-Type': 'application/x-www-form-urlencoded',
+        'X-Forwarded-For': `10.${round}.${i >> 8}.${i & 255}`,
+      },
       body: new URLSearchParams({ email: `user${i}@busy.example`, password: 'some wrong password' }),
     });
     return { status: response.status, retryAfter: response.headers.get('retry-after'), body: await response.text() };

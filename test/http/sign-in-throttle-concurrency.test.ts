@@ -88,7 +88,14 @@ describe('sign-in throttle under concurrent guesses', () => {
     // Each storage is another process's view of the service's database (its own connections).
     const processes = [await service.database.open(), await service.database.open()];
     try {
-      const throttles = processes.map((storage) => new SignInThrottle(storage, () => service.config.panel, () => new Date()));
+      const throttles = processes.map(
+        (storage) =>
+          new SignInThrottle(
+            storage,
+            () => service.config.panel,
+            () => new Date(),
+          ),
+      );
       const outcomes = await Promise.allSettled(
         Array.from({ length: 100 }, (_, i) => throttles[i % 2]!.reserve('user:bo@guarded.example', '198.51.100.50')),
       );

@@ -6,7 +6,10 @@ import { SqlPanel } from '../sql/panel.js';
 const SIGN_IN_SUBJECT_LOCK = 0x63707373;
 
 export class PgPanel extends SqlPanel {
-  override async countSignInFailures(subjects: string[], since: string): Promise<Map<string, { count: number; oldest: string; newest: string }>> {
+  override async countSignInFailures(
+    subjects: string[],
+    since: string,
+  ): Promise<Map<string, { count: number; oldest: string; newest: string }>> {
     // A lock per subject (held to the transaction's end, taken in one order so two attempts never
     // deadlock), then the count in a statement of its own: READ COMMITTED gives it a snapshot taken
     // after the lock, which sees every failure the previous holder committed.

@@ -118,6 +118,7 @@ function placed(s: z.output<typeof SETTINGS>) {
       signInWindowMinutes: s.CPS_PANEL_SIGN_IN_WINDOW_MINUTES,
       signInDelaySeconds: s.CPS_PANEL_SIGN_IN_DELAY_SECONDS,
       shownOnceMinutes: s.CPS_PANEL_SHOWN_ONCE_MINUTES,
+      passwordHashes: { atOnce: s.CPS_PANEL_PASSWORD_HASHES_AT_ONCE, queue: s.CPS_PANEL_PASSWORD_HASH_QUEUE },
     },
     /** Snapshot exports of a store (`GET /v1/products/export`, catalog/snapshot-export.ts). */
     exports: {

@@ -141,7 +141,7 @@ export function createService(config: Config, options: ServiceOptions = {}): Ser
     guard,
     admin,
     imports,
-    accounts: new PanelAccounts(storage, config, now, accountMailer(config, logger)),
+    accounts: new PanelAccounts(storage, config, now, accountMailer(config, logger), metrics),
     reads: new CatalogReads(storage, config.readCacheBytes > 0 ? new PublishedReadCache(config.readCacheBytes, metrics) : undefined),
     apiKeys,
     heldApiKeys,

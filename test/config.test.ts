@@ -110,6 +110,8 @@ const EVERY_VARIABLE = {
   CPS_PANEL_SIGN_IN_DELAY_SECONDS: '6',
   CPS_PANEL_SIGN_IN_ADDRESS_MAX_FAILURES: '7',
   CPS_PANEL_SHOWN_ONCE_MINUTES: '8',
+  CPS_PANEL_PASSWORD_HASHES_AT_ONCE: '3',
+  CPS_PANEL_PASSWORD_HASH_QUEUE: '0',
   CPS_LOG_LEVEL: 'silent',
   CPS_ACCESS_LOG: '0',
   CPS_METRICS_TOKEN: 'metrics-token',
@@ -215,6 +217,7 @@ describe('configuration', () => {
         signInWindowMinutes: 15,
         signInDelaySeconds: 30,
         shownOnceMinutes: 10,
+        passwordHashes: { atOnce: 1, queue: 16 },
       },
       exports: {
         stepRows: 500,
@@ -343,6 +346,7 @@ describe('configuration', () => {
         signInWindowMinutes: 5,
         signInDelaySeconds: 6,
         shownOnceMinutes: 8,
+        passwordHashes: { atOnce: 3, queue: 0 },
       },
       exports: {
         stepRows: 27,
@@ -403,8 +407,8 @@ describe('every setting refuses what it does not accept, the same way', () => {
     accepts: SETTING_DOCS.get(schema)?.accepts as Accepts,
   }));
 
-  it('declares what each of the 104 settings accepts', () => {
-    expect(settings).toHaveLength(104);
+  it('declares what each of the 106 settings accepts', () => {
+    expect(settings).toHaveLength(106);
     expect(settings.filter(({ accepts }) => !accepts)).toEqual([]);
   });
 

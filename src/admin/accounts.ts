@@ -1,7 +1,7 @@
 // The administration panel's accounts: the operator signs in with the admin token;
 // merchant users, invited by the operator or an owner, sign in with an email and a password.
 // Invitations are single-use links valid for a configured time; passwords are hashed with scrypt
-// (memory-hard, off the event loop); sessions live in the database so every process shares them,
+// (memory-hard, off the event loop, a bounded share of the thread pool: password-hashing.ts); sessions live in the database so every process shares them,
 // with an idle and an absolute expiry; sign-in is throttled per account and address together
 // (sign-in-throttle.ts); every change made in the panel goes to the merchant's audit log.
 //
@@ -9,14 +9,15 @@
 // e-mail, or to the operator), a new link for an e-mail revokes the earlier ones, removing a user
 // revokes theirs, the last owner cannot be removed, and setting a password ends the account's other
 // sessions and tells the account by e-mail.
-import { createHash, randomBytes, scrypt as scryptCallback, timingSafeEqual, type ScryptOptions } from 'node:crypto';
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Config } from '../config.js';
 import { ProblemError, invalidInput } from '../shared/problem.js';
 import type { CatalogStorage, StorageTx } from '../storage/port.js';
 import { forMerchant, scopeToMerchant } from '../storage/merchant-scope.js';
 import type { AuditEntryRecord, PanelInvitationRecord, PanelLinkPurpose, PanelRole, PanelUserRecord } from './model.js';
 import { ShownOnceMessages } from './shown-once.js';
-import { SignInThrottle } from './sign-in-throttle.js';
+import { DUMMY_HASH, PasswordHasher, type PasswordHashObserver } from './password-hashing.js';
+import { SignInThrottle, type SignInAttempt } from './sign-in-throttle.js';
 import { OPERATOR } from './audit.js';
 
 export type { PanelLinkPurpose, PanelRole } from './model.js';
@@ -59,8 +60,6 @@ export type AccountMailer = (mail: { to: string; subject: string; text: string }
 const MIN_PASSWORD = 12;
 const MAX_PASSWORD = 1024;
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
-/** scrypt: N = 2^15 (32 MiB), r = 8, p = 1; the parameters are stored with each hash. */
-const SCRYPT = { N: 32768, r: 8, p: 1, maxmem: 64 * 1024 * 1024 };
 /** last_seen_at is written at most this often, not on every request. */
 const TOUCH_EVERY_MS = 60_000;
 
@@ -69,37 +68,12 @@ const token = () => randomBytes(32).toString('base64url');
 const notFound = (what: string) => new ProblemError('not_found', `${what} does not exist.`);
 const linkGone = () => new ProblemError('not_found', 'This link is unknown, already used, revoked or expired: ask for a new one.');
 
-function scrypt(password: string, salt: Buffer, keylen: number, options: ScryptOptions): Promise<Buffer> {
-  return new Promise((resolve, reject) =>
-    scryptCallback(password, salt, keylen, options, (error, key) => (error ? reject(error) : resolve(key))),
-  );
-}
-
-/** `scrypt$N$r$p$salt$hash`, base64url. */
-export async function hashPassword(password: string): Promise<string> {
-  const salt = randomBytes(16);
-  const key = await scrypt(password, salt, 32, SCRYPT);
-  return ['scrypt', SCRYPT.N, SCRYPT.r, SCRYPT.p, salt.toString('base64url'), key.toString('base64url')].join('$');
-}
-
-export async function verifyPassword(password: string, stored: string): Promise<boolean> {
-  const [scheme, N, r, p, salt, hash] = stored.split('$');
-  if (scheme !== 'scrypt' || !salt || !hash) return false;
-  const expected = Buffer.from(hash, 'base64url');
-  const key = await scrypt(password, Buffer.from(salt, 'base64url'), expected.length, {
-    N: Number(N),
-    r: Number(r),
-    p: Number(p),
-    maxmem: SCRYPT.maxmem,
-  });
-  return timingSafeEqual(key, expected);
-}
-
 /** Who did it, as the pages and the audit log name them. */
 export const principalName = (actor: Principal) => (actor.kind === 'operator' ? OPERATOR : actor.user.email);
 
 export class PanelAccounts {
   private readonly throttle: SignInThrottle;
+  private readonly hasher: PasswordHasher;
   private readonly shownOnce: ShownOnceMessages;
 
   constructor(
@@ -107,8 +81,10 @@ export class PanelAccounts {
     private readonly config: Pick<Config, 'adminToken' | 'panel' | 'publicBaseUrl'>,
     private readonly now: () => Date,
     private readonly mailer?: AccountMailer,
+    hashes?: PasswordHashObserver,
   ) {
     this.throttle = new SignInThrottle(storage, () => config.panel, now);
+    this.hasher = new PasswordHasher(() => config.panel.passwordHashes, hashes);
     this.shownOnce = new ShownOnceMessages(storage, () => config.panel.shownOnceMinutes, now);
   }
 
@@ -126,30 +102,35 @@ export class PanelAccounts {
 
   /** The operator signs in with the admin token. */
   async signInOperator(adminToken: string, address: string): Promise<SignedIn> {
-    await this.throttle.check('operator', address);
+    // Reserved before the check, as a failure until it succeeds: concurrent guesses each count.
+    const attempt = await this.throttle.reserve('operator', address);
     const given = sha256(adminToken);
-    if (!timingSafeEqual(given, sha256(this.config.adminToken))) {
-      await this.throttle.failed('operator', address);
-      throw new ProblemError('unauthorized', 'The admin token is not right.');
-    }
-    await this.throttle.succeeded('operator', address);
+    if (!timingSafeEqual(given, sha256(this.config.adminToken))) throw new ProblemError('unauthorized', 'The admin token is not right.');
+    await this.throttle.succeeded(attempt);
     return this.startSession(null, { kind: 'operator' });
   }
 
   /** A merchant user signs in with their email and password. */
   async signIn(email: string, password: string, address: string): Promise<SignedIn> {
     const normalized = email.trim().toLowerCase();
-    await this.throttle.check(`user:${normalized}`, address);
+    const attempt = await this.throttle.reserve(`user:${normalized}`, address);
     const user = await this.storage.panelUserByEmail(normalized);
     // The same work and the same answer whether the account exists or not.
-    const ok = await verifyPassword(password.slice(0, MAX_PASSWORD), user?.password_hash ?? DUMMY_HASH);
-    if (!user || !ok) {
-      await this.throttle.failed(`user:${normalized}`, address);
-      throw new ProblemError('unauthorized', 'The email or the password is not right.');
-    }
-    await this.throttle.succeeded(`user:${normalized}`, address);
+    const ok = await this.verify(attempt, password, user?.password_hash ?? DUMMY_HASH);
+    if (!user || !ok) throw new ProblemError('unauthorized', 'The email or the password is not right.');
+    await this.throttle.succeeded(attempt);
     const { password_hash: _hash, ...record } = user;
     return this.startSession(user.id, { kind: 'user', user: record });
+  }
+
+  /** Checks a password for a reserved attempt; one the hasher refused (503) was never checked and is forgiven. */
+  private async verify(attempt: SignInAttempt, password: string, stored: string): Promise<boolean> {
+    try {
+      return await this.hasher.verify(password.slice(0, MAX_PASSWORD), stored);
+    } catch (error) {
+      await this.throttle.forgive(attempt);
+      throw error;
+    }
   }
 
   private async startSession(userId: number | null, principal: Principal): Promise<SignedIn> {
@@ -213,14 +194,13 @@ export class PanelAccounts {
   async changePassword(actor: Principal, sessionToken: string, current: string, next: string, address: string): Promise<number> {
     if (actor.kind !== 'user') throw new ProblemError('forbidden', 'The operator signs in with the admin token and has no password.');
     checkPassword(next, '/new_password');
-    const account = `user:${actor.user.email}`;
-    await this.throttle.check(account, address);
+    const attempt = await this.throttle.reserve(`user:${actor.user.email}`, address);
     const stored = await this.storage.panelUserByEmail(actor.user.email);
-    if (!stored || !(await verifyPassword(current.slice(0, MAX_PASSWORD), stored.password_hash))) {
-      await this.throttle.failed(account, address);
+    if (!stored || !(await this.verify(attempt, current, stored.password_hash))) {
       throw invalidInput('body', [{ name: '/current_password', in: 'body', reason: 'is not your current password' }]);
     }
-    const passwordHash = await hashPassword(next);
+    await this.throttle.succeeded(attempt);
+    const passwordHash = await this.hasher.hash(next);
     const ended = await this.storage.transaction(async (tx) => {
       await tx.setPanelUserPassword(stored.id, passwordHash);
       const others = await tx.deletePanelSessionsOfUser(stored.id, sha256(sessionToken));
@@ -394,7 +374,7 @@ export class PanelAccounts {
    */
   async acceptInvitation(secret: string, password: string): Promise<PanelUser> {
     checkPassword(password, '/password');
-    const passwordHash = await hashPassword(password);
+    const passwordHash = await this.hasher.hash(password);
     const accepted = await this.storage.transaction(async (tx) => {
       const hash = sha256(secret);
       const stored = await tx.panelInvitation(hash);
@@ -534,6 +514,3 @@ function checkPassword(password: string, name: string): void {
     throw invalidInput('body', [{ name, in: 'body', reason: `must have ${MIN_PASSWORD} to ${MAX_PASSWORD} characters` }]);
   }
 }
-
-/** Verified against when the account does not exist, so that answers take the same time. */
-const DUMMY_HASH = 'scrypt$32768$8$1$AAAAAAAAAAAAAAAAAAAAAA$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA';

@@ -570,6 +570,20 @@ export const SETTINGS = z.object({
     min: 1,
     description: 'failed sign-ins from one address, whatever the accounts, after which that address waits the same way',
   }),
+  CPS_PANEL_PASSWORD_HASHES_AT_ONCE: integer({
+    default: 1,
+    min: 1,
+    max: 64,
+    description:
+      "panel password hashes (scrypt: sign-in, password change, invitation and reset links; about 100 ms and 32 MiB each) a process runs at once, on Node's thread pool of 4 threads (`UV_THREADPOOL_SIZE`) that compression, file work and DNS share: keep it below the pool's size, so that a flood of sign-ins never holds them back",
+  }),
+  CPS_PANEL_PASSWORD_HASH_QUEUE: integer({
+    default: 16,
+    min: 0,
+    max: 10_000,
+    description:
+      'panel password hashes that wait for a turn beyond those; any further sign-in, password change or link accepted is refused at once (503 with `Retry-After`, the attempt not counted as a failure)',
+  }),
   CPS_TRUSTED_PROXIES: list(proxyAddress, {
     default: [],
     shownDefault: 'empty (trust none)',

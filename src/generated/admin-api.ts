@@ -1634,7 +1634,7 @@ export interface components {
              *     | `cursor_expired` | 410 | the change feed cursor is older than the retained history |
              *     | `payload_too_large` | 413 | the request body is too large |
              *     | `rate_limited` | 429 | too many requests for this key, or more exports or live feed connections than this key or your merchant may hold at once; see `Retry-After` |
-             *     | `service_unavailable` | 503 | this server holds as many connections, exports or live feed connections as it takes at once (from every merchant); see `Retry-After` |
+             *     | `service_unavailable` | 503 | the server is at capacity for this kind of work: as many connections, exports or live feed connections as it takes at once (from every merchant), or panel passwords being checked; see `Retry-After` |
              *     | `internal_error` | 500 | unexpected server error |
              * @example invalid_parameter
              * @enum {string}

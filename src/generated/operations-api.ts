@@ -75,6 +75,8 @@ export interface paths {
          *     | `cps_http_connections` | gauge | | connections this process's listener holds open now (at most `CPS_MAX_CONNECTIONS`, plus those being answered past it) |
          *     | `cps_http_connections_refused_total` | counter | | connections past `CPS_MAX_CONNECTIONS` refused: answered `503 service_unavailable`, or closed at once past the reserve's share for such answers |
          *     | `cps_feed_live_connections` | gauge | | change-feed connections this process holds open: long-polls (`wait`) waiting for a change, and event streams (`Accept: text/event-stream`) |
+         *     | `cps_password_hashes_in_flight` | gauge | | panel password hashes (scrypt: sign-in, password change, invitation and reset links) running now on this process's thread pool, at most `CPS_PANEL_PASSWORD_HASHES_AT_ONCE` |
+         *     | `cps_password_hashes_refused_total` | counter | | sign-ins, password changes and links refused with `503` and `Retry-After`, unchecked, because `CPS_PANEL_PASSWORD_HASH_QUEUE` hashes already waited for a turn |
          *     | `cps_compression_cache_lookups_total` | counter | `result` | gzip- or br-coded JSON reads (a `200` with a strong `ETag`) looked up in this process's cache of coded bytes: `hit` (sent from memory, not compressed again), `miss` (compressed now, then kept) |
          *     | `cps_compression_cache_evictions_total` | counter | | coded bodies dropped, least recently used first, to stay within `CPS_COMPRESSION_CACHE_BYTES` |
          *     | `cps_compression_cache_bytes` | gauge | | bytes of coded bodies the cache holds now (at most `CPS_COMPRESSION_CACHE_BYTES`) |
@@ -184,7 +186,7 @@ export interface components {
              *     | `cursor_expired` | 410 | the change feed cursor is older than the retained history |
              *     | `payload_too_large` | 413 | the request body is too large |
              *     | `rate_limited` | 429 | too many requests for this key, or more exports or live feed connections than this key or your merchant may hold at once; see `Retry-After` |
-             *     | `service_unavailable` | 503 | this server holds as many connections, exports or live feed connections as it takes at once (from every merchant); see `Retry-After` |
+             *     | `service_unavailable` | 503 | the server is at capacity for this kind of work: as many connections, exports or live feed connections as it takes at once (from every merchant), or panel passwords being checked; see `Retry-After` |
              *     | `internal_error` | 500 | unexpected server error |
              * @example invalid_parameter
              * @enum {string}

@@ -3,21 +3,23 @@
 // from its right end, where each trusted proxy appended the address it was reached from, and the
 // first address that is not a trusted proxy is the client: whatever a client writes in the header
 // itself stays to the left of it. Without trusted proxies, or from any other peer, the header is
-// ignored, so no client spoofs its way out of a throttle.
+// ignored, so no client spoofs its way out of a throttle. The address is in its canonical spelling
+// (shared/canonical-address.ts): no client escapes a count by writing its address another way.
 //
 //   const addressOf = clientAddressReader(config.trustedProxies);
 //   await accounts.signIn(email, password, addressOf(c));
 import { getConnInfo } from '@hono/node-server/conninfo';
 import type { Context } from 'hono';
-import { AddressRanges, ipAddress } from '../shared/address-ranges.js';
+import { AddressRanges } from '../shared/address-ranges.js';
+import { canonicalAddress } from '../shared/canonical-address.js';
 
 /** One X-Forwarded-For element: an address, maybe with a port (`192.0.2.1:5678`, `[2001:db8::1]:443`). */
 function forwardedAddress(element: string): string | undefined {
   const text = element.trim();
   const bracketed = /^\[([^\]]+)\](?::\d+)?$/.exec(text);
-  if (bracketed) return ipAddress(bracketed[1]!);
+  if (bracketed) return canonicalAddress(bracketed[1]!);
   const withPort = /^(\d{1,3}(?:\.\d{1,3}){3}):\d+$/.exec(text);
-  return ipAddress(withPort ? withPort[1]! : text);
+  return canonicalAddress(withPort ? withPort[1]! : text);
 }
 
 /**
@@ -26,7 +28,7 @@ function forwardedAddress(element: string): string | undefined {
  * taken for the client, never the text.
  */
 export function clientAddress(peer: string | undefined, forwardedFor: string | undefined, trusted: AddressRanges): string {
-  let address = peer === undefined ? undefined : (ipAddress(peer) ?? peer);
+  let address = peer === undefined ? undefined : (canonicalAddress(peer) ?? peer);
   if (address === undefined) return 'unknown';
   if (forwardedFor === undefined || trusted.size === 0 || !trusted.has(address)) return address;
   const hops = forwardedFor.split(',');

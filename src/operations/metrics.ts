@@ -4,6 +4,7 @@
 // merchant can be read from them.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { CatalogStorage, OperationalCounts } from '../storage/port.js';
+import type { PasswordHashObserver } from '../admin/password-hashing.js';
 import type { PublishedReadCacheObserver } from '../catalog/read-cache.js';
 import type { CacheEvent } from '../shared/byte-budget-cache.js';
 import { EventLoopDelay } from './event-loop-delay.js';
@@ -76,7 +77,9 @@ export interface ServiceMetricsOptions {
   slowStatementMs?: number;
 }
 
-export class ServiceMetrics implements DeliveryObserver, CodedBodyCacheObserver, PublishedReadCacheObserver, StatementObserver {
+export class ServiceMetrics
+  implements DeliveryObserver, CodedBodyCacheObserver, PublishedReadCacheObserver, StatementObserver, PasswordHashObserver
+{
   readonly registry = new Registry();
   private readonly requestDuration = new Histogram({
     name: 'cps_http_request_duration_seconds',
@@ -177,6 +180,16 @@ export class ServiceMetrics implements DeliveryObserver, CodedBodyCacheObserver,
     bytes: 'Bytes held by the read cache.',
     entries: 'Pages and id lists held by the read cache.',
   });
+  private readonly passwordHashesInFlight = new Gauge({
+    name: 'cps_password_hashes_in_flight',
+    help: "Panel password hashes running on this process's thread pool (at most CPS_PANEL_PASSWORD_HASHES_AT_ONCE).",
+    registers: [this.registry],
+  });
+  private readonly passwordHashesRefused = new Counter({
+    name: 'cps_password_hashes_refused_total',
+    help: 'Sign-ins, password changes and links refused with 503 because CPS_PANEL_PASSWORD_HASH_QUEUE hashes already waited.',
+    registers: [this.registry],
+  });
 
   /** cps_db_statement_duration_seconds{engine,statement}, and the slow-statement log. */
   private readonly statements: StatementMetrics;
@@ -256,6 +269,14 @@ export class ServiceMetrics implements DeliveryObserver, CodedBodyCacheObserver,
   observeDelivery(outcome: DeliveryOutcome, seconds: number): void {
     this.deliveries.inc({ outcome });
     this.deliveryDuration.observe({ outcome }, seconds);
+  }
+
+  observePasswordHashesInFlight(running: number): void {
+    this.passwordHashesInFlight.set(running);
+  }
+
+  observePasswordHashRefused(): void {
+    this.passwordHashesRefused.inc();
   }
 
   /** The exposition: the database gauges are read now, in one snapshot. */

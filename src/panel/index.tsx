@@ -36,6 +36,7 @@ const TITLES: Record<number, string> = {
   409: 'Conflict',
   413: 'Too large',
   429: 'Too many requests',
+  503: 'Busy',
 };
 
 export function panelApp(service: Service): Hono<PanelEnv> {
@@ -92,6 +93,8 @@ export function panelApp(service: Service): Hono<PanelEnv> {
     const session = c.get('session');
     if (error instanceof ProblemError) {
       if (error.status === 401) return c.redirect('/panel/login', 303);
+      // Retry-After of a 429 or 503.
+      for (const [name, value] of Object.entries(error.headers)) c.header(name, value);
       return c.html(
         <ErrorPage
           status={error.status}

@@ -1,19 +1,11 @@
 // IP addresses and CIDR ranges, as settings list them (CPS_TRUSTED_PROXIES): parsed and checked once
-// at start, then matched per request with node's BlockList. An IPv4 address written as IPv6
-// (`::ffff:10.0.0.1`, what a dual-stack socket reports) is the IPv4 address it carries.
+// at start, then matched per request with node's BlockList. Addresses are read in their canonical
+// spelling (canonical-address.ts): `::ffff:10.0.0.1`, what a dual-stack socket reports, is `10.0.0.1`.
 //
 //   const proxies = new AddressRanges(['10.0.0.0/8', '2001:db8::5']);
 //   proxies.has('10.1.2.3');   // true
 import { BlockList, isIP } from 'node:net';
-
-const MAPPED_IPV4 = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i;
-
-/** The address in its canonical family: `::ffff:1.2.3.4` is `1.2.3.4`; undefined when it is not an IP address. */
-export function ipAddress(text: string): string | undefined {
-  const mapped = MAPPED_IPV4.exec(text);
-  const address = mapped ? mapped[1]! : text;
-  return isIP(address) ? address.toLowerCase() : undefined;
-}
+import { canonicalAddress } from './canonical-address.js';
 
 export interface AddressRange {
   address: string;
@@ -25,7 +17,7 @@ export interface AddressRange {
 export function addressRange(text: string): AddressRange | undefined {
   const [head, prefixText, ...rest] = text.trim().split('/');
   if (rest.length > 0 || head === undefined) return undefined;
-  const address = ipAddress(head);
+  const address = canonicalAddress(head);
   if (!address) return undefined;
   const family = isIP(address) === 4 ? 'ipv4' : 'ipv6';
   const bits = family === 'ipv4' ? 32 : 128;
@@ -49,7 +41,7 @@ export class AddressRanges {
   }
 
   has(address: string): boolean {
-    const ip = ipAddress(address);
+    const ip = canonicalAddress(address);
     return ip !== undefined && this.list.check(ip, isIP(ip) === 4 ? 'ipv4' : 'ipv6');
   }
 }

@@ -463,10 +463,16 @@ export interface PanelStore {
   /** Deletes and returns the session's message with this id (a second take finds nothing). */
   takePanelFlash(sessionHash: Buffer, id: number): Promise<{ sealed: Buffer; expires_at: string } | undefined>;
   deleteExpiredPanelFlashes(now: string): Promise<number>;
-  recordSignInFailure(subjects: string[], at: string): Promise<void>;
-  /** Failures per subject after `since`, with the first and the last of them. */
+  /** One failure per subject at `at`; the ids of the rows recorded (clearSignInFailures forgives them). */
+  recordSignInFailure(subjects: string[], at: string): Promise<number[]>;
+  /**
+   * Failures per subject after `since`, with the first and the last of them. Inside a transaction the
+   * subjects stay held until it ends (SQLite: its write lock; PostgreSQL: an advisory lock per
+   * subject), so a count and the failure recorded after it are one step for every process.
+   */
   countSignInFailures(subjects: string[], since: string): Promise<Map<string, { count: number; oldest: string; newest: string }>>;
-  clearSignInFailures(subject: string): Promise<void>;
+  /** Deletes every failure of `subject` (none when null) and the failures with these ids. */
+  clearSignInFailures(subject: string | null, ids?: readonly number[]): Promise<void>;
   insertAuditEntry(entry: Omit<AuditEntryRecord, 'id'>): Promise<void>;
   listAuditEntries(merchantId: number, limit: number): Promise<AuditEntryRecord[]>;
 }

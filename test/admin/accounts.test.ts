@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Principal } from '../../src/admin/accounts.js';
-import { verifyPassword } from '../../src/admin/accounts.js';
+import { PasswordHasher } from '../../src/admin/password-hashing.js';
 import { SignInThrottle } from '../../src/admin/sign-in-throttle.js';
 import { fakeClock } from '../support/clock.js';
 import { ADMIN_TOKEN, startTestService, type TestService } from '../support/service.js';
@@ -45,7 +45,7 @@ describe('invitations', () => {
     const stored = await service.storage.panelUserByEmail('owner@acme.test');
     expect(stored!.password_hash).toMatch(/^scrypt\$32768\$8\$1\$/);
     expect(stored!.password_hash).not.toContain('correct horse');
-    expect(await verifyPassword('correct horse battery', stored!.password_hash)).toBe(true);
+    expect(await new PasswordHasher(() => ({ atOnce: 1, queue: 0 })).verify('correct horse battery', stored!.password_hash)).toBe(true);
 
     const signedIn = await accounts().signIn('owner@acme.test', 'correct horse battery', '10.0.0.1');
     const session = await accounts().session(signedIn.sessionToken);
@@ -225,8 +225,9 @@ describe('sign-in throttling', () => {
 
     // However many failures, the wait is at most the window (15 minutes).
     const throttle = new SignInThrottle(service.storage, () => service.config.panel, clock.now);
-    for (let i = 0; i < 15; i++) await throttle.failed('operator', '10.1.4.4');
-    await expect(throttle.check('operator', '10.1.4.4')).rejects.toMatchObject({ headers: { 'Retry-After': String(15 * 60) } });
+    const at = clock.now().toISOString();
+    for (let i = 0; i < 15; i++) await service.storage.recordSignInFailure(['account+address:operator 10.1.4.4', 'address:10.1.4.4'], at);
+    await expect(throttle.reserve('operator', '10.1.4.4')).rejects.toMatchObject({ headers: { 'Retry-After': String(15 * 60) } });
     clock.advance(15 * MINUTE);
   });
 

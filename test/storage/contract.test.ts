@@ -1011,6 +1011,13 @@ describe(`the storage contract on ${ENGINE}`, () => {
       expect(
         Object.keys(Object.fromEntries(await storage.countSignInFailures(['user:ana', 'ip:127.0.0.1'], AT.replace('08', '07')))),
       ).toEqual(['ip:127.0.0.1']);
+      // A reservation's rows, forgiven by id: the subject's other failures stay.
+      const reserved = await storage.recordSignInFailure(['user:bob', 'ip:127.0.0.1'], '2026-11-26T08:02:00.000Z');
+      expect(reserved).toHaveLength(2);
+      await storage.clearSignInFailures(null, reserved);
+      expect(Object.fromEntries(await storage.countSignInFailures(['user:bob', 'ip:127.0.0.1'], '2026-11-26T07:00:00.000Z'))).toEqual({
+        'ip:127.0.0.1': { count: 1, oldest: '2026-11-26T08:00:00.000Z', newest: '2026-11-26T08:00:00.000Z' },
+      });
 
       await storage.insertAuditEntry({ merchant_id: merchant.id, at: AT, actor: 'operator', action: 'invite', detail: 'ana' });
       await storage.insertAuditEntry({

@@ -1,6 +1,7 @@
 // Signing in and out (docs/panel.md#accounts-sessions-and-safety): the operator with the admin token, a merchant
 // user with e-mail and password; accepting an invitation sets the password. Throttling (429 with
-// Retry-After) and the checks are the accounts domain's; the pages show its answer.
+// Retry-After), the bound on password hashing (503 with Retry-After) and the checks are the
+// accounts domain's; the pages show its answer.
 import { Hono } from 'hono';
 import type { PanelAccounts, PanelLinkPurpose, SignedIn } from '../../admin/accounts.js';
 import { field, formOf } from '../form.js';
@@ -88,12 +89,13 @@ export function signInPages(accounts: () => PanelAccounts, cookie: SessionCookie
       startSession(c, cookie, signedIn.sessionToken);
       return c.redirect('/panel', 303);
     } catch (error) {
-      if (!(error instanceof ProblemError) || (error.status !== 401 && error.status !== 429)) throw error;
+      // Wrong (401), throttled (429), or not checked while the server checks as many passwords as it can (503).
+      if (!(error instanceof ProblemError) || ![401, 429, 503].includes(error.status)) throw error;
       for (const [name, value] of Object.entries(error.headers)) c.header(name, value);
       // Only the merchant user's form has an e-mail.
       return c.html(
         <LoginPage error={error} errorAt={email === undefined ? 'operator' : 'user'} {...(email ? { email } : {})} />,
-        error.status,
+        error.status as 401 | 429 | 503,
       );
     }
   };

@@ -15,7 +15,7 @@ import { SqlCatalogSetup } from '../sql/catalog-setup.js';
 import { SqlImportJobs } from '../sql/import-jobs.js';
 import { SqlNotifications } from '../sql/notifications.js';
 import { operationsOn, writesOf } from '../sql/operations.js';
-import { SqlPanel } from '../sql/panel.js';
+import { PgPanel } from './panel.js';
 import { PgChanges } from './changes.js';
 import { PgConnection, type PgPoolClientLike, type PgPoolLike, type PgPreparedQuery, type PgQueryable } from './connection.js';
 import { PgDeliveries } from './deliveries.js';
@@ -42,7 +42,7 @@ const AGGREGATES = [
   PgOutbox,
   PgDeliveries,
   SqlNotifications,
-  SqlPanel,
+  PgPanel,
   SqlImportJobs,
   PgPublishRuns,
 ] as const;

@@ -27,7 +27,7 @@ export class SqlPanel implements PanelStore {
     'insertAuditEntry',
   ] as const;
 
-  constructor(private readonly c: SqlConnection) {}
+  constructor(protected readonly c: SqlConnection) {}
 
   async insertPanelInvitation(
     tokenHash: Buffer,
@@ -178,13 +178,14 @@ export class SqlPanel implements PanelStore {
     return this.c.run('DELETE FROM panel_flashes WHERE expires_at <= $1', [now]);
   }
 
-  async recordSignInFailure(subjects: string[], at: string): Promise<void> {
-    if (subjects.length === 0) return;
+  async recordSignInFailure(subjects: string[], at: string): Promise<number[]> {
+    if (subjects.length === 0) return [];
     const d = this.c.dialect;
-    await this.c.run(`INSERT INTO panel_sign_in_failures (subject, at) SELECT s.value, $2 FROM ${d.listRows('$1', 'text', 's')}`, [
-      d.list(subjects),
-      at,
-    ]);
+    const rows = await this.c.rows<{ id: number }>(
+      `INSERT INTO panel_sign_in_failures (subject, at) SELECT s.value, $2 FROM ${d.listRows('$1', 'text', 's')} RETURNING id`,
+      [d.list(subjects), at],
+    );
+    return rows.map((r) => Number(r.id));
   }
 
   async countSignInFailures(subjects: string[], since: string): Promise<Map<string, { count: number; oldest: string; newest: string }>> {
@@ -195,11 +196,12 @@ export class SqlPanel implements PanelStore {
       min(at) AS oldest, max(at) AS newest FROM panel_sign_in_failures WHERE ${d.inList('subject', '$1', 'text')} AND at > $2 GROUP BY subject`,
       [d.list(subjects), since],
     );
-    return new Map(rows.map((r) => [r.subject, { count: r.count, oldest: r.oldest, newest: r.newest }]));
+    return new Map(rows.map((r) => [r.subject, { count: Number(r.count), oldest: r.oldest, newest: r.newest }]));
   }
 
-  async clearSignInFailures(subject: string): Promise<void> {
-    await this.c.run('DELETE FROM panel_sign_in_failures WHERE subject = $1', [subject]);
+  async clearSignInFailures(subject: string | null, ids: readonly number[] = []): Promise<void> {
+    const d = this.c.dialect;
+    await this.c.run(`DELETE FROM panel_sign_in_failures WHERE subject = $1 OR ${d.inList('id', '$2', 'bigint')}`, [subject, d.list(ids)]);
   }
 
   async insertAuditEntry(entry: Omit<AuditEntryRecord, 'id'>): Promise<void> {

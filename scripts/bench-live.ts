@@ -29,22 +29,18 @@
 //   (scripts/postgres-server.ts, durable: false). BENCH_SERVE_NODE_ARGS: node options for serve
 //   (`--cpu-prof --cpu-prof-dir=/tmp/prof`); BENCH_SERVE_STDERR=1 passes serve's stderr through.
 //   Exits 0 whatever the verdicts; 1 when the run fails.
-import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import pg from 'pg';
 import { buildDemoCatalog } from '../src/admin/demo.js';
 import { loadConfig } from '../src/config.js';
 import { createService } from '../src/service.js';
-import { inheritedEnv, keepOutput, stopChild, track, killTracked } from './baseline.js';
-import { freePort, startPostgresServer, type PostgresServer } from './postgres-server.js';
+import { killTracked } from './baseline.js';
+import { adminAgent, benchDatabase, metric, request, startServe, type Serve } from './serve-process.js';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const { values: args } = parseArgs({
   options: {
     clients: { type: 'string', default: '1000' },
@@ -95,54 +91,6 @@ interface RoundResult {
   cpuMs: number;
 }
 
-const agent = new http.Agent({ keepAlive: true, maxSockets: Infinity });
-const adminAgent = new http.Agent({ keepAlive: true });
-
-/**
- * One request; sent again on a new connection when a kept-alive one turns out closed by the server
- * before any answer (its keep-alive time-out between two rounds).
- */
-async function request(
-  base: string,
-  pathAndQuery: string,
-  options: { method?: string; headers?: Record<string, string>; body?: string; agent?: http.Agent | false } = {},
-): Promise<{ status: number; body: string }> {
-  try {
-    return await requestOnce(base, pathAndQuery, options);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ECONNRESET' || options.agent === false) throw error;
-    return requestOnce(base, pathAndQuery, { ...options, agent: false });
-  }
-}
-
-function requestOnce(
-  base: string,
-  pathAndQuery: string,
-  options: { method?: string; headers?: Record<string, string>; body?: string; agent?: http.Agent | false },
-): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    let answered = false;
-    const req = http.request(
-      `${base}${pathAndQuery}`,
-      { method: options.method ?? 'GET', headers: options.headers, agent: options.agent ?? agent },
-      (res) => {
-        answered = true;
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => {
-          body += chunk;
-        });
-        res.on('end', () => resolve({ status: res.statusCode!, body }));
-        res.on('error', reject);
-      },
-    );
-    req.on('error', (error: NodeJS.ErrnoException) =>
-      reject(answered && error.code === 'ECONNRESET' ? new Error('reset after answering') : error),
-    );
-    req.end(options.body);
-  });
-}
-
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!;
 const median = (xs: number[]) =>
   percentile(
@@ -177,53 +125,6 @@ function productSource(version: number) {
     },
     offers: [{ supplier_ref: 'alpine-wholesale', quantity: 5, cost: `${100 + version}.00`, currency: 'EUR' }],
   };
-}
-
-interface Serve {
-  base: string;
-  child: ChildProcess;
-  output: () => string;
-}
-
-async function startServe(env: Record<string, string>): Promise<Serve> {
-  const port = await freePort();
-  const child = track(
-    spawn(
-      process.execPath,
-      [...(process.env.BENCH_SERVE_NODE_ARGS?.split(' ').filter(Boolean) ?? []), '--import', 'tsx', 'src/cli.ts', 'serve'],
-      {
-        cwd: root,
-        stdio: ['ignore', 'ignore', 'pipe'],
-        env: {
-          ...inheritedEnv(),
-          ...env,
-          CPS_PORT: String(port),
-          CPS_HOST: '127.0.0.1',
-          CPS_ADMIN_TOKEN: ADMIN_TOKEN,
-          CPS_DEMO_ON_EMPTY: 'false',
-          // The demo's image hosts do not exist: no mirroring noise.
-          CPS_IMAGE_MIRRORING: 'false',
-        },
-      },
-    ),
-  );
-  const output = keepOutput(child);
-  if (process.env.BENCH_SERVE_STDERR) child.stderr.on('data', (d) => process.stderr.write(d));
-  const base = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 120_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`serve exited (${child.exitCode}):\n${output()}`);
-    const ready = await request(base, '/readyz').catch(() => undefined);
-    if (ready?.status === 200) return { base, child, output };
-    if (Date.now() > deadline) throw new Error(`serve did not get ready:\n${output()}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
-
-async function metric(serve: Serve, name: string, labels = ''): Promise<number> {
-  const { body } = await request(serve.base, '/metrics', { agent: adminAgent });
-  const line = body.split('\n').find((l) => l.startsWith(`${name}${labels} `) || (labels === '' && l.startsWith(`${name} `)));
-  return line ? Number(line.split(' ').at(-1)) : 0;
 }
 
 const windowReads = (serve: Serve, engine: string) =>
@@ -425,22 +326,11 @@ interface Summary {
 }
 
 async function benchEngine(engine: 'sqlite' | 'postgres', dir: string): Promise<Summary[]> {
-  let postgres: PostgresServer | undefined;
-  let database: string;
-  if (engine === 'postgres') {
-    postgres = await startPostgresServer({ dir: path.join(dir, 'postgres'), durable: false });
-    const client = new pg.Client({ connectionString: postgres.url });
-    await client.connect();
-    await client.query('CREATE DATABASE live_bench');
-    await client.end();
-    database = postgres.urlOf('live_bench');
-  } else {
-    database = path.join(dir, 'live.db');
-  }
+  const { database, settings, postgres } = await benchDatabase(engine, dir, 'live_bench');
   try {
     log(`${engine}: building the demo catalog (${PRODUCTS} products) and ${Math.ceil(CLIENTS / PER_KEY) + 1} API keys ...`);
     const setup = await prepare(database);
-    const serve = await startServe(engine === 'postgres' ? { CPS_DATABASE_URL: database } : { CPS_DB_PATH: database });
+    const serve = await startServe({ adminToken: ADMIN_TOKEN, env: settings });
     try {
       const results = new Map<string, RoundResult[]>(TARGETS.map((t) => [t.name, []]));
       let version = 0;
@@ -474,7 +364,7 @@ async function benchEngine(engine: 'sqlite' | 'postgres', dir: string): Promise<
         };
       });
     } finally {
-      await stopChild(serve.child);
+      await serve.stop();
     }
   } finally {
     await postgres?.stop('immediate').catch(() => {});

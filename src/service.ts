@@ -78,6 +78,7 @@ export function openStorage(config: Config, logger?: Logger): CatalogStorage {
   }
   return openSqliteStorage(config.databasePath, {
     lockTimeoutMs: config.storage.lockTimeoutMs,
+    snapshotConnections: config.storage.poolSize,
     checkpointIntervalMs: config.storage.checkpointIntervalMs,
     onCheckpointError: (error) => logger?.warn({ error }, 'WAL checkpoint failed (the next one retries)'),
   });

@@ -175,7 +175,12 @@ export const SETTINGS = z.object({
     { kind: 'text', what: 'a `postgres://` or `postgresql://` URL' },
     'unset',
   ),
-  CPS_DB_POOL_SIZE: integer({ default: 10, min: 1, description: 'connections to PostgreSQL each process keeps at most' }),
+  CPS_DB_POOL_SIZE: integer({
+    default: 10,
+    min: 1,
+    description:
+      'connections to PostgreSQL each process (and each of its worker threads) keeps at most; on SQLite, the read connections for snapshots (a page, a feed window, an export) each keeps at most, opened as needed (about 2 MiB and 2 file descriptors each): more snapshots at once wait for one, so a burst of reads never opens a connection per request',
+  }),
   CPS_ADMIN_TOKEN: text({
     default: null,
     shownDefault: 'random per start, printed',

@@ -207,3 +207,45 @@ describe('bulk writes', () => {
     }
   });
 });
+
+describe('Snapshots', () => {
+  /** Descriptors of this process open on the database file itself (one per SQLite connection). */
+  const openOnFile = (file: string) =>
+    fs.readdirSync('/proc/self/fd').filter((fd) => {
+      try {
+        return fs.readlinkSync(`/proc/self/fd/${fd}`) === file;
+      } catch {
+        return false;
+      }
+    }).length;
+
+  it('hold at most snapshotConnections read connections however many run at once; the others wait for one and all complete', async () => {
+    const storage = open({ snapshotConnections: 3 });
+    const file = storage.db.name;
+    try {
+      const before = openOnFile(file);
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => (release = resolve));
+      let running = 0;
+      let most = 0;
+      const snapshots = Array.from({ length: 40 }, () =>
+        storage.snapshot(async () => {
+          running++;
+          most = Math.max(most, running);
+          await held;
+          running--;
+        }),
+      );
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(running).toBe(3);
+      expect(openOnFile(file) - before).toBe(3);
+      release();
+      await Promise.all(snapshots);
+      expect(most).toBe(3);
+      // Kept for the next snapshots, never more than the bound.
+      expect(openOnFile(file) - before).toBe(3);
+    } finally {
+      await storage.close();
+    }
+  });
+});

@@ -57,6 +57,8 @@ export interface SqliteOptions {
   checkpointIntervalMs?: number;
   /** Told when a background checkpoint fails (the next one retries). */
   onCheckpointError?: (error: string) => void;
+  /** Read connections for snapshots kept at most (default 10, CPS_DB_POOL_SIZE): more snapshots at once wait for one. */
+  snapshotConnections?: number;
 }
 
 function connect(file: string, options: { readonly?: boolean } = {}): Database.Database {
@@ -121,6 +123,12 @@ const isBusy = (error: unknown) => (error as { code?: string }).code === 'SQLITE
 /* eslint-disable @typescript-eslint/no-unsafe-declaration-merging, @typescript-eslint/no-empty-object-type -- the operations mixin, above */
 export interface SqliteStorage extends StorageOperations {}
 
+/** A read connection of its own for one snapshot at a time, with the operations bound to it. */
+interface SnapshotConnection {
+  connection: SqliteConnection;
+  operations: StorageOperations;
+}
+
 export class SqliteStorage implements CatalogStorage {
   /* eslint-enable @typescript-eslint/no-unsafe-declaration-merging, @typescript-eslint/no-empty-object-type */
   private readonly read: SqliteConnection;
@@ -131,8 +139,11 @@ export class SqliteStorage implements CatalogStorage {
   private readonly idle: Promise<void> = Promise.resolve();
   private queue: Promise<void> = this.idle;
   /** Read connections not in use by a snapshot: each snapshot has one to itself. */
-  private readonly idleSnapshots: { connection: SqliteConnection; operations: StorageOperations }[] = [];
+  private readonly idleSnapshots: SnapshotConnection[] = [];
   private readonly snapshotConnections: Database.Database[] = [];
+  /** Snapshots waiting for a read connection while all `maxSnapshotConnections` are in use. */
+  private readonly snapshotWaiters: ((taken: SnapshotConnection) => void)[] = [];
+  private readonly maxSnapshotConnections: number;
   private readonly lockTimeoutMs: number;
   /** This process's workers waiting for work (SQLite has no cross-process wake-up: they poll for that). */
   private readonly workListeners = new Map<WorkTopic, Set<() => void>>();
@@ -149,6 +160,7 @@ export class SqliteStorage implements CatalogStorage {
     options: SqliteOptions = {},
   ) {
     this.lockTimeoutMs = options.lockTimeoutMs ?? 30_000;
+    this.maxSnapshotConnections = options.snapshotConnections ?? 10;
     const readDb = openReader();
     this.read = new SqliteConnection(readDb, this.timing, 'storage.probe');
     this.write = new SqliteConnection(db, this.timing, 'storage.transaction');
@@ -256,20 +268,33 @@ export class SqliteStorage implements CatalogStorage {
     if (this.read.db === this.db) return fn(this.read, this.reader);
     // A read transaction on a connection of its own, so plain reads meanwhile (and other
     // snapshots) see the newest committed state, not this snapshot's.
-    let taken = this.idleSnapshots.pop();
-    if (!taken) {
-      const db = this.openReader();
-      this.snapshotConnections.push(db);
-      const connection = new SqliteConnection(db, this.timing, 'storage.snapshot');
-      taken = { connection, operations: operationsOn(AGGREGATES, connection) };
-    }
+    const taken = await this.takeSnapshotConnection();
     taken.connection.stmt('BEGIN').run();
     try {
       return await fn(taken.connection, taken.operations);
     } finally {
       taken.connection.stmt('COMMIT').run();
-      this.idleSnapshots.push(taken);
+      this.giveBackSnapshotConnection(taken);
     }
+  }
+
+  /** An idle read connection, a new one below the bound, or the next one given back (each ~2 MiB and 2 descriptors). */
+  private takeSnapshotConnection(): SnapshotConnection | Promise<SnapshotConnection> {
+    const idle = this.idleSnapshots.pop();
+    if (idle) return idle;
+    if (this.snapshotConnections.length < this.maxSnapshotConnections) {
+      const db = this.openReader();
+      this.snapshotConnections.push(db);
+      const connection = new SqliteConnection(db, this.timing, 'storage.snapshot');
+      return { connection, operations: operationsOn(AGGREGATES, connection) };
+    }
+    return new Promise((resolve) => this.snapshotWaiters.push(resolve));
+  }
+
+  private giveBackSnapshotConnection(taken: SnapshotConnection): void {
+    const next = this.snapshotWaiters.shift();
+    if (next) next(taken);
+    else this.idleSnapshots.push(taken);
   }
 
   async close(): Promise<void> {

@@ -58,35 +58,35 @@ export class SpoolBudget {
   }
 
   account(merchantId: number): SpoolAccount {
-    const budget = this;
+    const held = () => this.byMerchant.get(merchantId) ?? 0;
+    const full = () => this.total >= this.caps.perProcess || held() >= this.caps.perMerchant;
     return {
-      add(bytes) {
-        budget.total += bytes;
-        budget.byMerchant.set(merchantId, (budget.byMerchant.get(merchantId) ?? 0) + bytes);
+      add: (bytes) => {
+        this.total += bytes;
+        this.byMerchant.set(merchantId, held() + bytes);
       },
-      remove(bytes) {
+      remove: (bytes) => {
         if (bytes <= 0) return;
-        budget.total -= bytes;
-        const left = (budget.byMerchant.get(merchantId) ?? 0) - bytes;
-        if (left > 0) budget.byMerchant.set(merchantId, left);
-        else budget.byMerchant.delete(merchantId);
-        budget.wakeAll();
+        this.total -= bytes;
+        const left = held() - bytes;
+        if (left > 0) this.byMerchant.set(merchantId, left);
+        else this.byMerchant.delete(merchantId);
+        this.wakeAll();
       },
       get full() {
-        return budget.total >= budget.caps.perProcess || (budget.byMerchant.get(merchantId) ?? 0) >= budget.caps.perMerchant;
+        return full();
       },
-      freed(signal) {
-        return new Promise<void>((resolve) => {
+      freed: (signal) =>
+        new Promise<void>((resolve) => {
           const done = () => {
-            budget.waiting.delete(done);
+            this.waiting.delete(done);
             signal.removeEventListener('abort', done);
             resolve();
           };
           if (signal.aborted) return resolve();
-          budget.waiting.add(done);
+          this.waiting.add(done);
           signal.addEventListener('abort', done, { once: true });
-        });
-      },
+        }),
     };
   }
 

@@ -8,7 +8,6 @@
 // @example
 // if (!unsentRoom(outgoing, bytes.length, max)) return closeNonReader(outgoing);
 import type { ServerResponse } from 'node:http';
-import type { Socket } from 'node:net';
 
 /** Bytes written to the connection that wait in the process (not yet taken by the kernel). */
 export function unsentBytes(outgoing: ServerResponse | undefined): number {
@@ -23,10 +22,7 @@ export function unsentRoom(outgoing: ServerResponse | undefined, next: number, m
 
 /** Ends a connection whose client does not read: a reset drops what waits for it (in the process and the kernel). */
 export function closeNonReader(outgoing: ServerResponse | undefined): void {
-  const socket = outgoing?.socket as (Socket & { resetAndDestroy?: () => Socket }) | null | undefined;
-  if (socket && !socket.destroyed) {
-    if (typeof socket.resetAndDestroy === 'function') socket.resetAndDestroy();
-    else socket.destroy();
-  }
+  const socket = outgoing?.socket;
+  if (socket && !socket.destroyed) socket.resetAndDestroy();
   outgoing?.destroy();
 }

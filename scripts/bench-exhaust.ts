@@ -1,5 +1,5 @@
-// `npm run bench:exhaust`: whether one merchant with many API keys can exhaust a process (issue 32
-// item 4). The real `serve` runs in a child process (worker threads, access log, every default
+// `npm run bench:exhaust`: whether one merchant with many API keys can exhaust a process.
+// The real `serve` runs in a child process (worker threads, access log, every default
 // cap) on the demo catalog of merchant A (BENCH_PRODUCTS, 40,000: an export of store `uk` is ~33 MB
 // of NDJSON, four times CPS_EXPORT_MEMORY_BYTES, so what a client does not read is spooled) and
 // a second demo merchant B (1,000 products). A attacks with 60 API keys from bare sockets

@@ -142,6 +142,7 @@ function placed(s: z.output<typeof SETTINGS>) {
       maxWaitSeconds: s.CPS_FEED_MAX_WAIT_SECONDS,
       heartbeatSeconds: s.CPS_FEED_HEARTBEAT_SECONDS,
       livePerKey: s.CPS_FEED_LIVE_PER_KEY,
+      streamStallTimeoutMs: s.CPS_FEED_STALL_TIMEOUT_MS,
       livePerMerchant: s.CPS_FEED_LIVE_PER_MERCHANT,
       livePerProcess: s.CPS_FEED_LIVE_PER_PROCESS,
       livePollIntervalMs: s.CPS_FEED_LIVE_POLL_MS,

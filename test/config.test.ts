@@ -59,6 +59,7 @@ const EVERY_VARIABLE = {
   CPS_FEED_MAX_WAIT_SECONDS: '0',
   CPS_FEED_HEARTBEAT_SECONDS: '300',
   CPS_FEED_LIVE_PER_KEY: '29',
+  CPS_FEED_STALL_TIMEOUT_MS: '4500',
   CPS_FEED_LIVE_PER_MERCHANT: '31',
   CPS_FEED_LIVE_PER_PROCESS: '37',
   CPS_UNSENT_BYTES_MAX: '4096',
@@ -240,6 +241,7 @@ describe('configuration', () => {
         maxWaitSeconds: 30,
         heartbeatSeconds: 15,
         livePerKey: 20,
+        streamStallTimeoutMs: 60000,
         livePerMerchant: 250,
         livePerProcess: 1000,
         livePollIntervalMs: 1000,
@@ -369,6 +371,7 @@ describe('configuration', () => {
         maxWaitSeconds: 0,
         heartbeatSeconds: 300,
         livePerKey: 29,
+        streamStallTimeoutMs: 4500,
         livePerMerchant: 31,
         livePerProcess: 37,
         livePollIntervalMs: 50,
@@ -407,8 +410,8 @@ describe('every setting refuses what it does not accept, the same way', () => {
     accepts: SETTING_DOCS.get(schema)?.accepts as Accepts,
   }));
 
-  it('declares what each of the 106 settings accepts', () => {
-    expect(settings).toHaveLength(106);
+  it('declares what each of the 107 settings accepts', () => {
+    expect(settings).toHaveLength(107);
     expect(settings.filter(({ accepts }) => !accepts)).toEqual([]);
   });
 

@@ -364,6 +364,12 @@ export const SETTINGS = z.object({
     description:
       'a change-feed stream (`Accept: text/event-stream`) with nothing to send for this long sends a comment line, so proxies keep it open',
   }),
+  CPS_FEED_STALL_TIMEOUT_MS: integer({
+    default: 60_000,
+    min: 100,
+    description:
+      "a change-feed stream whose client takes none of the bytes waiting for it for this long is closed: a client that stopped reading no longer holds its connection and what the kernel's send buffer took for it (up to `net.ipv4.tcp_wmem`'s maximum, 4 MiB on Linux)",
+  }),
   CPS_FEED_LIVE_PER_KEY: integer({
     default: 20,
     min: 1,

@@ -10,6 +10,7 @@ import type { Logger } from '../operations/log.js';
 import type { KeyHold } from '../tenancy/held-api-keys.js';
 import { codeBody, type ContentCoding } from './compression.js';
 import type { DirectBody } from './direct-answer.js';
+import { watchForStall } from './stalled-client.js';
 import type { TokenBucketLimiter } from './rate-limit.js';
 import { closeNonReader, unsentRoom } from './unsent-bytes.js';
 
@@ -85,8 +86,11 @@ export interface EventStreamOptions {
   limiter?: TokenBucketLimiter;
   keyId: number;
   log?: Logger;
-  /** The connection, and the bytes that may wait in the process for it (CPS_UNSENT_BYTES_MAX): a client that does not read is closed. */
-  unsent?: { outgoing: ServerResponse | undefined; max: number };
+  /**
+   * The connection, the bytes that may wait in the process for it (CPS_UNSENT_BYTES_MAX) and how long
+   * it may take none of them (CPS_FEED_STALL_TIMEOUT_MS): a client that does not read is closed.
+   */
+  unsent?: { outgoing: ServerResponse | undefined; max: number; stallMs?: number };
   /** The stream's hold on its key (tenancy/held-api-keys.ts): the body ends once the key is revoked, and lets go when it ends. */
   hold?: KeyHold;
 }
@@ -104,8 +108,10 @@ export function changeEventStream(
   let first = true;
   /** Aborted once the body ends or the client cancels it: nothing is enqueued after that. */
   const stopped = new AbortController();
+  let unwatch = () => {};
   const end = (controller: ReadableStreamDefaultController<Uint8Array>) => {
     if (stopped.signal.aborted) return;
+    unwatch();
     stopped.abort();
     stream.close();
     hold?.release();
@@ -126,6 +132,17 @@ export function changeEventStream(
   return new ReadableStream<Uint8Array>({
     start(controller) {
       controller.enqueue(OPENED);
+      if (unsent?.outgoing && unsent.stallMs !== undefined) {
+        const outgoing = unsent.outgoing;
+        unwatch = watchForStall(outgoing, unsent.stallMs, () => {
+          log?.info(
+            { store_id: stream.store.id, unsent_bytes: outgoing.writableLength },
+            'live feed: a stream whose client stopped reading was closed',
+          );
+          closeNonReader(outgoing);
+          end(controller);
+        });
+      }
       // The key revoked: the body closes now, whatever the stream waits for (a client reconnecting gets 401).
       if (hold?.signal.aborted) end(controller);
       else hold?.signal.addEventListener('abort', () => end(controller), { once: true });
@@ -148,6 +165,7 @@ export function changeEventStream(
       }
     },
     cancel() {
+      unwatch();
       stopped.abort();
       stream.close();
       hold?.release();

@@ -145,7 +145,7 @@ export function publicApi(
         limiter: rateLimiter,
         keyId: c.var.apiKeyId,
         log: service.logger,
-        unsent: { outgoing, max: service.config.unsentBytesMax },
+        unsent: { outgoing, max: service.config.unsentBytesMax, stallMs: service.config.changes.streamStallTimeoutMs },
         hold,
       });
       return c.body(body, 200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', 'X-Accel-Buffering': 'no' });

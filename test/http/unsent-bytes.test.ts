@@ -37,9 +37,50 @@ function busyStream() {
   return { stream: stream as unknown as LiveStream, windows: () => windows, closed: () => closed };
 }
 
+/** A server answering every request with the busy stream's events, pumped as @hono/node-server pumps a body. */
+function streamingServer(busy: ReturnType<typeof busyStream>, unsent: { max: number; stallMs?: number }) {
+  const sockets: net.Socket[] = [];
+  const server = http.createServer((_request, response) => {
+    response.writeHead(200, { 'Content-Type': 'text/event-stream' });
+    const reader = changeEventStream(busy.stream, { keyId: 1, unsent: { outgoing: response, ...unsent } }).getReader();
+    const pump = async (): Promise<void> => {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) return void response.end();
+        if (!response.write(value)) await new Promise((resolve) => response.once('drain', resolve));
+      }
+    };
+    response.on('close', () => void reader.cancel().catch(() => {}));
+    void pump().catch(() => {});
+  });
+  server.on('connection', (socket) => sockets.push(socket));
+  return { server, sockets };
+}
+
+/** Sends its request, then never reads: its receive window fills, then the server's send buffer. */
+function nonReader(port: number): net.Socket {
+  const client = net.connect(port, '127.0.0.1');
+  client.on('error', () => {});
+  client.pause();
+  client.write('GET /v1/changes HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n');
+  return client;
+}
+
 describe('a change-feed stream whose client does not read', () => {
   let server: http.Server | undefined;
   afterEach(() => new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve())));
+
+  it('is closed once it has taken none of its waiting bytes for the stall time, though they stay under the unsent limit', async () => {
+    const busy = busyStream();
+    const started = streamingServer(busy, { max: 1024 * 1024 * 1024, stallMs: 300 });
+    server = started.server;
+    await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
+    const client = nonReader((server.address() as AddressInfo).port);
+    // The kernel's buffers fill, then bytes wait in the process: well under 1 GiB, so only the stall closes it.
+    await expect.poll(() => started.sockets[0]?.destroyed, { timeout: 20_000, interval: 20 }).toBe(true);
+    expect(busy.closed()).toBe(true);
+    client.destroy();
+  });
 
   it('is closed once its unsent bytes pass the limit, and its stream closed (its live place freed)', async () => {
     const busy = busyStream();

@@ -242,7 +242,7 @@ describe('configuration', () => {
         heartbeatSeconds: 15,
         livePerKey: 20,
         streamStallTimeoutMs: 60000,
-        livePerMerchant: 250,
+        livePerMerchant: 100,
         livePerProcess: 1000,
         livePollIntervalMs: 1000,
       },

@@ -377,10 +377,10 @@ export const SETTINGS = z.object({
       'live change-feed connections (long-polls waiting, streams open) one API key may hold at once, per process; one more answers `429 rate_limited`',
   }),
   CPS_FEED_LIVE_PER_MERCHANT: integer({
-    default: 250,
+    default: 100,
     min: 1,
     description:
-      "live change-feed connections one merchant's API keys, together, may hold at once in one process; one more answers `429 rate_limited`",
+      "live change-feed connections one merchant's API keys, together, may hold at once in one process (a tenth of the process's: each stream whose client stops reading can hold up to 4 MiB of the kernel's socket memory until `CPS_FEED_STALL_TIMEOUT_MS`); one more answers `429 rate_limited`",
   }),
   CPS_FEED_LIVE_PER_PROCESS: integer({
     default: 1000,

@@ -362,7 +362,7 @@ export interface paths {
          *     one more for every later event it sends (heartbeats are free); when the bucket is empty the
          *     stream holds its next event until the bucket has a request again (changes recorded meanwhile
          *     come together in the window after it). Live connections (waiting long-polls and open
-         *     streams) are capped on each server, by default: 20 per API key and 250 per merchant (all its
+         *     streams) are capped on each server, by default: 20 per API key and 100 per merchant (all its
          *     keys together), where one more answers 429 `rate_limited`; 1,000 for the server as a whole,
          *     where one more answers 503 `service_unavailable`. Both come with `Retry-After` and take no
          *     request from the bucket (the operator may configure other numbers).
@@ -370,8 +370,9 @@ export interface paths {
          *     **A client that does not read is closed.** A stream's next event, or a long-poll's answer,
          *     is written only while the network buffers took what was sent before, or what still waits in
          *     the server for you and the next event stay within 256 KiB (by default): a client that stops reading has
-         *     its connection closed rather than more queued for it. Reconnect with `Last-Event-ID` (or
-         *     your cursor): nothing is lost.
+         *     its connection closed rather than more queued for it, and a stream that takes none of what
+         *     waits for it for 60 s (by default) is closed too. Reconnect with `Last-Event-ID` (or your
+         *     cursor): nothing is lost.
          *
          *     **A cursor never moves backwards.** The next cursor (`next_since`, `next_id`) is never
          *     before the cursor you sent. A `since` with a fraction of a second means "from the next whole

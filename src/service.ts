@@ -111,7 +111,8 @@ export function createService(config: Config, options: ServiceOptions = {}): Ser
     maxJsonDepth: config.limits.maxJsonDepth,
     stalledAfterMs: config.limits.importStalledMs,
   });
-  const { feedWindow, maxWaitSeconds, heartbeatSeconds, livePerKey, livePerMerchant, livePerProcess, livePollIntervalMs } = config.changes;
+  const { feedWindow, maxWaitSeconds, heartbeatSeconds, livePerKey, livePerMerchant, livePerProcess, livePollIntervalMs, windowCache } =
+    config.changes;
   const liveFeed = new LiveFeed(
     storage,
     {
@@ -122,6 +123,7 @@ export function createService(config: Config, options: ServiceOptions = {}): Ser
       perMerchant: livePerMerchant,
       perProcess: livePerProcess,
       pollIntervalMs: livePollIntervalMs,
+      windowCache,
     },
     logger,
   );

@@ -18,6 +18,8 @@ import type { FeedPosition } from './model.js';
 export interface CatchUpWindow {
   page: ChangePage;
   full: boolean;
+  /** The live feed's wake-ups heard before the read's snapshot: a stream that joined the read later waits with it, missing no commit. */
+  heard: number;
 }
 
 export class CatchUpReads {
@@ -32,6 +34,8 @@ export class CatchUpReads {
     private readonly feedWindow: number,
     /** Full windows kept at most (CPS_FEED_WINDOW_CACHE; 0: only reads in flight are shared). */
     private readonly capacity: number,
+    /** The live feed's count of wake-ups heard (LiveFeed.listen). */
+    private readonly listen: () => number,
   ) {}
 
   /** The window of the store after `from`: kept, in flight, or read now (one snapshot). */
@@ -53,9 +57,10 @@ export class CatchUpReads {
 
   private async readNow(store: StoreRecord, from: FeedPosition, key: string): Promise<CatchUpWindow> {
     this.reads++;
+    const heard = this.listen();
     try {
       const read = await this.storage.snapshot((reader) => readWindowAfter(reader, store, from, this.feedWindow));
-      const found: CatchUpWindow = { page: { ...read.window, store: store.slug }, full: read.full };
+      const found: CatchUpWindow = { page: { ...read.window, store: store.slug }, full: read.full, heard };
       if (found.full && this.capacity > 0) {
         this.kept.set(key, found);
         if (this.kept.size > this.capacity) this.kept.delete(this.kept.keys().next().value!);

@@ -109,7 +109,7 @@ export class LiveFeed {
     private readonly log?: LiveFeedLog,
   ) {
     this.places = new Slots(settings, 'live connections to the change feed (waiting polls and streams)');
-    this.catchUp = new CatchUpReads(storage, settings.feedWindow, settings.windowCache ?? 0);
+    this.catchUp = new CatchUpReads(storage, settings.feedWindow, settings.windowCache ?? 0, () => this.listen());
   }
 
   get closed(): boolean {
@@ -372,9 +372,9 @@ export class LiveStream {
     let page = this.pending;
     this.pending = undefined;
     if (!page && this.behind) {
-      this.heard = this.feed.listen();
       // Streams at the same cursor share the read and get the same window object (catch-up-reads.ts).
       const read = await this.feed.catchUp.read(this.store, this.cursor);
+      this.heard = read.heard;
       this.behind = read.full;
       if (read.page.changes.length > 0) page = read.page;
     }

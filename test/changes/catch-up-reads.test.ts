@@ -176,7 +176,7 @@ describe('streams behind their store share their catch-up reads', () => {
         throw new ProblemError('cursor_expired', 'Changes after this cursor were deleted by retention.');
       },
     } as unknown as CatalogStorage;
-    const reads = new CatchUpReads(expired, WINDOW, 8);
+    const reads = new CatchUpReads(expired, WINDOW, 8, () => 0);
     const store = { id: 1, slug: 'de' } as StoreRecord;
     for (let i = 0; i < 2; i++) await expect(reads.read(store, { at: '2025-01-01T00:00:00Z', id: 3 })).rejects.toThrow(ProblemError);
     expect(snapshots).toBe(2);

@@ -146,6 +146,7 @@ function placed(s: z.output<typeof SETTINGS>) {
       livePerMerchant: s.CPS_FEED_LIVE_PER_MERCHANT,
       livePerProcess: s.CPS_FEED_LIVE_PER_PROCESS,
       livePollIntervalMs: s.CPS_FEED_LIVE_POLL_MS,
+      windowCache: s.CPS_FEED_WINDOW_CACHE,
     },
   };
 }

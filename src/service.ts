@@ -112,7 +112,8 @@ export function createService(config: Config, options: ServiceOptions = {}): Ser
     maxJsonDepth: config.limits.maxJsonDepth,
     stalledAfterMs: config.limits.importStalledMs,
   });
-  const { feedWindow, maxWaitSeconds, heartbeatSeconds, livePerKey, livePerMerchant, livePerProcess, livePollIntervalMs } = config.changes;
+  const { feedWindow, maxWaitSeconds, heartbeatSeconds, livePerKey, livePerMerchant, livePerProcess, livePollIntervalMs, windowCache } =
+    config.changes;
   const liveFeed = new LiveFeed(
     storage,
     {
@@ -123,6 +124,7 @@ export function createService(config: Config, options: ServiceOptions = {}): Ser
       perMerchant: livePerMerchant,
       perProcess: livePerProcess,
       pollIntervalMs: livePollIntervalMs,
+      windowCache,
     },
     logger,
   );

@@ -64,6 +64,7 @@ const EVERY_VARIABLE = {
   CPS_FEED_LIVE_PER_PROCESS: '37',
   CPS_UNSENT_BYTES_MAX: '4096',
   CPS_FEED_LIVE_POLL_MS: '50',
+  CPS_FEED_WINDOW_CACHE: '7',
   CPS_WEBHOOK_DISPATCHER: 'false',
   CPS_WORKERS: 'inline',
   CPS_WORKER_NICE: '0',
@@ -245,6 +246,7 @@ describe('configuration', () => {
         livePerMerchant: 100,
         livePerProcess: 1000,
         livePollIntervalMs: 1000,
+        windowCache: 32,
       },
     });
   });
@@ -375,6 +377,7 @@ describe('configuration', () => {
         livePerMerchant: 31,
         livePerProcess: 37,
         livePollIntervalMs: 50,
+        windowCache: 7,
       },
     });
   });

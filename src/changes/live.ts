@@ -15,6 +15,7 @@ import { ProblemError } from '../shared/problem.js';
 import { Slots, type SlotHolder } from '../shared/slots.js';
 import type { CatalogStorage, ChangedStores } from '../storage/port.js';
 import type { FeedPosition } from './model.js';
+import { CatchUpReads } from './catch-up-reads.js';
 import { readStoreChangeFeed, readWindowAfter, type ChangePage } from './feed.js';
 
 export interface LiveFeedSettings {
@@ -30,6 +31,8 @@ export interface LiveFeedSettings {
   perProcess: number;
   /** Every store with waiting clients is looked at this often whatever wake-ups came. */
   pollIntervalMs: number;
+  /** Full windows kept for streams catching up (CPS_FEED_WINDOW_CACHE, changes/catch-up-reads.ts); 0 keeps none. */
+  windowCache?: number;
 }
 
 /** Where a waiting client reads from, as the public API received it. */
@@ -97,6 +100,8 @@ export class LiveFeed {
   private isClosed = false;
   /** Looks run so far (each one snapshot of one store); tests and the bench read it. */
   looks = 0;
+  /** The windows streams behind their store read, shared per (store, cursor). */
+  readonly catchUp: CatchUpReads;
 
   constructor(
     private readonly storage: CatalogStorage,
@@ -104,6 +109,7 @@ export class LiveFeed {
     private readonly log?: LiveFeedLog,
   ) {
     this.places = new Slots(settings, 'live connections to the change feed (waiting polls and streams)');
+    this.catchUp = new CatchUpReads(storage, settings.feedWindow, settings.windowCache ?? 0, () => this.listen());
   }
 
   get closed(): boolean {
@@ -172,7 +178,7 @@ export class LiveFeed {
       this.settings.feedWindow,
     );
     const release = this.admit(request);
-    return new LiveStream(this, this.storage, store, page, heard, release);
+    return new LiveStream(this, store, page, heard, release);
   }
 
   /** Ends every wait now (long-polls answer their empty window, streams end); later waits end at once. */
@@ -335,7 +341,8 @@ export class LiveFeed {
 /**
  * One client's stream of windows: each non-empty window once, in order, from its cursor on. While
  * behind (its last window was full) it reads the next window itself; once caught up it waits with
- * the store's other clients, so a wake-up costs one look however many streams follow the store.
+ * the store's other clients, so a wake-up costs one look however many streams follow the store;
+ * streams behind at the same cursor share their reads too (catch-up-reads.ts).
  * `next()` answers 'heartbeat' after settings.heartbeatSeconds without a window, and undefined once
  * the feed closed (shutdown) or the stream was closed.
  */
@@ -348,7 +355,6 @@ export class LiveStream {
 
   constructor(
     private readonly feed: LiveFeed,
-    private readonly storage: CatalogStorage,
     readonly store: StoreRecord,
     first: ChangePage,
     /** listen()'s count before the first window was read. */
@@ -366,10 +372,11 @@ export class LiveStream {
     let page = this.pending;
     this.pending = undefined;
     if (!page && this.behind) {
-      this.heard = this.feed.listen();
-      const read = await this.storage.snapshot((reader) => readWindowAfter(reader, this.store, this.cursor, this.feed.settings.feedWindow));
+      // Streams at the same cursor share the read and get the same window object (catch-up-reads.ts).
+      const read = await this.feed.catchUp.read(this.store, this.cursor);
+      this.heard = read.heard;
       this.behind = read.full;
-      if (read.window.changes.length > 0) page = { ...read.window, store: this.store.slug };
+      if (read.page.changes.length > 0) page = read.page;
     }
     if (!page) {
       const found = await this.feed.nextWindow(

@@ -401,6 +401,13 @@ export const SETTINGS = z.object({
     description:
       "the live feed's fallback: every store with waiting clients is read this often, for writers whose commits wake no one here (another process on the SQLite file, such as a CLI import; a PostgreSQL notification lost while reconnecting)",
   }),
+  // A full window is at most CPS_FEED_WINDOW changes (~75 bytes each as JSON, kept as the object, its JSON and its event bytes): ~300 KB.
+  CPS_FEED_WINDOW_CACHE: integer({
+    default: 32,
+    min: 0,
+    description:
+      'full change-feed windows one process keeps for streams catching up after the same cursor (a full window never changes: changes take their positions in commit order), so streams behind their store read and serialize each window once rather than once each; at most about 300 KB each at the default `CPS_FEED_WINDOW` (`0`: streams share only reads in flight)',
+  }),
   CPS_WEBHOOK_DISPATCHER: flag({
     default: true,
     description: 'run the webhook dispatcher inside `serve` (set `false` when a `worker` runs it)',

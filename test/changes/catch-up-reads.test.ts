@@ -1,0 +1,184 @@
+// Streams behind their store share their catch-up reads (changes/catch-up-reads.ts): streams at the
+// same cursor read each window once, not once each, and get the same window object (serialized once),
+// while each still gets exactly the windows a poll from its cursor answers, changes arriving or not.
+// The LiveFeed runs on the project's engine through a storage that counts the windows read.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ProductSourceInput } from '../../src/catalog/product-sources.js';
+import { readChangeFeed, type ChangePage } from '../../src/changes/feed.js';
+import { CatchUpReads } from '../../src/changes/catch-up-reads.js';
+import { LiveFeed, type LiveStream } from '../../src/changes/live.js';
+import type { StoreRecord } from '../../src/catalog/model.js';
+import { ProblemError } from '../../src/shared/problem.js';
+import type { CatalogStorage, StorageOperations } from '../../src/storage/port.js';
+import { startTestService, type TestService } from '../support/service.js';
+
+const WINDOW = 2;
+const STREAMS = 12;
+
+const source = (cost: number): ProductSourceInput => ({
+  content: { de: { title: 'Zelt', description: null } },
+  offers: [{ supplier_ref: 'alpine', quantity: 4, cost: `${cost}.00`, currency: 'EUR' }],
+});
+
+let service: TestService;
+beforeAll(async () => {
+  service = await startTestService();
+});
+afterAll(() => service?.close());
+
+/** The storage, counting the windows read (changesAfter) per cursor, in every snapshot. */
+function countingStorage(storage: CatalogStorage) {
+  const reads = new Map<string, number>();
+  const counting = (reader: StorageOperations) =>
+    new Proxy(reader, {
+      get(target, name) {
+        const value = Reflect.get(target, name, target) as unknown;
+        if (typeof value !== 'function') return value;
+        if (name !== 'changesAfter') return value.bind(target);
+        return (storeId: number, after: { at: string; id: number }, limit: number) => {
+          const key = `${after.at}/${after.id}`;
+          reads.set(key, (reads.get(key) ?? 0) + 1);
+          return target.changesAfter(storeId, after, limit);
+        };
+      },
+    });
+  const wrapped = new Proxy(storage, {
+    get(target, name) {
+      if (name === 'snapshot')
+        return <T>(fn: (reader: StorageOperations) => Promise<T>) => target.snapshot((reader) => fn(counting(reader)));
+      const value = Reflect.get(target, name, target) as unknown;
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  return { storage: wrapped, reads };
+}
+
+/** A merchant with store `de` and five products; `change(i)` re-prices product i (one change). */
+async function shop(name: string) {
+  const { admin } = service;
+  const merchant = await admin.createMerchant({ name });
+  await admin.upsertStore(merchant.id, 'de', {
+    name: 'DE',
+    locale: 'de-DE',
+    currency: 'EUR',
+    is_default: true,
+    active: true,
+    exclude_out_of_stock: false,
+  });
+  await admin.upsertSupplier(merchant.id, 'alpine', 'Alpine');
+  await admin.createCustomerGroup(merchant.id, 'retail');
+  let cost = 10;
+  for (let i = 0; i < 5; i++) await admin.upsertProduct(merchant.id, `tent-${i}`, source(cost));
+  return {
+    id: merchant.id,
+    change: async (i: number) => {
+      await admin.upsertProduct(merchant.id, `tent-${i % 5}`, source(++cost));
+    },
+  };
+}
+
+const poll = (merchantId: number, from: Pick<ChangePage, 'next_since' | 'next_id'> | undefined) =>
+  readChangeFeed(service.storage, merchantId, 'de', from ? { since: from.next_since, sinceId: from.next_id } : {}, WINDOW);
+
+async function caughtUp(merchantId: number): Promise<ChangePage> {
+  let page = await poll(merchantId, undefined);
+  while (page.changes.length > 0) page = await poll(merchantId, page);
+  return page;
+}
+
+/** The windows a poll answers now from `from` until caught up. */
+async function pollsFrom(merchantId: number, from: ChangePage): Promise<ChangePage[]> {
+  const pages: ChangePage[] = [];
+  for (let page = await poll(merchantId, from); page.changes.length > 0; page = await poll(merchantId, page)) pages.push(page);
+  return pages;
+}
+
+async function openStreams(feed: LiveFeed, merchantId: number, from: ChangePage): Promise<LiveStream[]> {
+  const cursor = { since: from.next_since, sinceId: from.next_id };
+  return Promise.all(Array.from({ length: STREAMS }, (_, i) => feed.openStream({ merchantId, keyId: `key-${i}`, store: 'de', cursor })));
+}
+
+const settings = {
+  feedWindow: WINDOW,
+  maxWaitSeconds: 5,
+  heartbeatSeconds: 60,
+  perKey: 100,
+  perMerchant: 100,
+  perProcess: 100,
+  pollIntervalMs: 60_000,
+  windowCache: 8,
+};
+
+describe('streams behind their store share their catch-up reads', () => {
+  it('streams at the same cursor read each next window once, get the same window object, and as a poll answers it', async () => {
+    const merchant = await shop('Shared Reads Outfitters');
+    const start = await caughtUp(merchant.id);
+    for (let i = 0; i < 5; i++) await merchant.change(i); // windows of 2, 2 and 1
+    const expected = await pollsFrom(merchant.id, start);
+    expect(expected.map((page) => page.changes.length)).toEqual([2, 2, 1]);
+    const { storage, reads } = countingStorage(service.storage);
+    const feed = new LiveFeed(storage, settings);
+    const streams = await openStreams(feed, merchant.id, start);
+    reads.clear(); // each open read its first window itself
+    for (const [round, window] of expected.entries()) {
+      const pages = (await Promise.all(streams.map((stream) => stream.next()))) as ChangePage[];
+      for (const page of pages) expect(page).toEqual(window);
+      // After the first (each stream's own opening read), one object: its JSON is made once for all.
+      if (round > 0) expect(new Set(pages).size).toBe(1);
+    }
+    // The second and third windows were read once each, for all 12 streams, each one object for all.
+    expect(Object.fromEntries(reads)).toEqual({
+      [`${expected[0]!.next_since}/${expected[0]!.next_id}`]: 1,
+      [`${expected[1]!.next_since}/${expected[1]!.next_id}`]: 1,
+    });
+    for (const stream of streams) stream.close();
+    feed.close();
+  });
+
+  it('keeps a full window for the streams that reach its cursor later, while changes keep arriving; a window not full is read again', async () => {
+    const merchant = await shop('Late Readers Outfitters');
+    const start = await caughtUp(merchant.id);
+    for (let i = 0; i < 5; i++) await merchant.change(i);
+    const { storage, reads } = countingStorage(service.storage);
+    const feed = new LiveFeed(storage, settings);
+    const streams = await openStreams(feed, merchant.id, start);
+    reads.clear();
+    const seen = new Map<string, ChangePage>();
+    // One stream after the other catches up; a change is recorded after each.
+    for (const [i, stream] of streams.entries()) {
+      const expected = await pollsFrom(merchant.id, start);
+      for (const [n, window] of expected.entries()) {
+        const page = (await stream.next()) as ChangePage;
+        expect(page).toEqual(window);
+        // A full window read after the opening one is one object for every stream that reached it.
+        const cursor = `${page.next_since}/${page.next_id}`;
+        if (n > 0 && page.changes.length === WINDOW && seen.has(cursor)) expect(page).toBe(seen.get(cursor));
+        if (n > 0) seen.set(cursor, page);
+      }
+      await merchant.change(i);
+    }
+    // Stream 0 read two windows; every later one only the window it found not full (or now full) at its
+    // last cursor: each cursor read at most twice (once not full, once full), not once per stream.
+    expect(
+      [...reads.values()].every((count) => count <= 2),
+      JSON.stringify([...reads]),
+    ).toBe(true);
+    expect([...reads.values()].reduce((sum, count) => sum + count, 0)).toBe(STREAMS + 1);
+    for (const stream of streams) stream.close();
+    feed.close();
+  });
+
+  it('keeps no error: a cursor that expired is read again by the next stream (410 each time)', async () => {
+    let snapshots = 0;
+    const expired = {
+      snapshot: async () => {
+        snapshots++;
+        throw new ProblemError('cursor_expired', 'Changes after this cursor were deleted by retention.');
+      },
+    } as unknown as CatalogStorage;
+    const reads = new CatchUpReads(expired, WINDOW, 8, () => 0);
+    const store = { id: 1, slug: 'de' } as StoreRecord;
+    for (let i = 0; i < 2; i++) await expect(reads.read(store, { at: '2025-01-01T00:00:00Z', id: 3 })).rejects.toThrow(ProblemError);
+    expect(snapshots).toBe(2);
+  });
+});

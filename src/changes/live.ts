@@ -147,17 +147,18 @@ export class LiveFeed {
    */
   async waitForChanges(request: LiveRequest, waitSeconds: number): Promise<ChangePage> {
     const waitMs = Math.min(waitSeconds, this.settings.maxWaitSeconds) * 1000;
-    const heard = this.listen();
-    const { store, page } = await readStoreChangeFeed(
-      this.storage,
-      request.merchantId,
-      request.store,
-      request.cursor,
-      this.settings.feedWindow,
-    );
-    if (page.changes.length > 0 || waitMs <= 0 || this.isClosed) return page;
-    const release = this.admit(request);
+    // The place first: a refused client costs no read (its retries came at hundreds a second).
+    const release = waitMs > 0 && !this.isClosed ? this.admit(request) : () => {};
     try {
+      const heard = this.listen();
+      const { store, page } = await readStoreChangeFeed(
+        this.storage,
+        request.merchantId,
+        request.store,
+        request.cursor,
+        this.settings.feedWindow,
+      );
+      if (page.changes.length > 0 || waitMs <= 0 || this.isClosed) return page;
       return (await this.nextWindow(store, { at: page.next_since, id: page.next_id }, heard, waitMs, request.signal)).page ?? page;
     } finally {
       release();
@@ -165,20 +166,26 @@ export class LiveFeed {
   }
 
   /**
-   * `GET /v1/changes` as a stream: reads the first window now (a bad cursor or store fails here,
-   * before anything is sent) and takes a live place (429 when the key or its merchant has none left, 503 when the process has none).
+   * `GET /v1/changes` as a stream: takes a live place (429 when the key or its merchant has none left, 503 when the
+   * process has none), then reads the first window (a bad cursor or store fails here, before anything is sent).
    */
   async openStream(request: LiveRequest): Promise<LiveStream> {
-    const heard = this.listen();
-    const { store, page } = await readStoreChangeFeed(
-      this.storage,
-      request.merchantId,
-      request.store,
-      request.cursor,
-      this.settings.feedWindow,
-    );
+    // The place first: a refused client costs no read (its retries came at hundreds a second).
     const release = this.admit(request);
-    return new LiveStream(this, store, page, heard, release);
+    try {
+      const heard = this.listen();
+      const { store, page } = await readStoreChangeFeed(
+        this.storage,
+        request.merchantId,
+        request.store,
+        request.cursor,
+        this.settings.feedWindow,
+      );
+      return new LiveStream(this, store, page, heard, release);
+    } catch (error) {
+      release();
+      throw error;
+    }
   }
 
   /** Ends every wait now (long-polls answer their empty window, streams end); later waits end at once. */

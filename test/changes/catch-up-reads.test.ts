@@ -181,4 +181,25 @@ describe('streams behind their store share their catch-up reads', () => {
     for (let i = 0; i < 2; i++) await expect(reads.read(store, { at: '2025-01-01T00:00:00Z', id: 3 })).rejects.toThrow(ProblemError);
     expect(snapshots).toBe(2);
   });
+
+  it('reads nothing for a stream or long-poll refused at its cap: the place is taken before the first window is read', async () => {
+    const merchant = await shop('Refused Reads Outfitters');
+    const start = await caughtUp(merchant.id);
+    const { storage, reads } = countingStorage(service.storage);
+    const feed = new LiveFeed(storage, { ...settings, perMerchant: 1 });
+    const cursor = { since: start.next_since, sinceId: start.next_id };
+    const held = await feed.openStream({ merchantId: merchant.id, keyId: 'held', store: 'de', cursor });
+    reads.clear();
+    for (let i = 0; i < 20; i++) {
+      await expect(feed.openStream({ merchantId: merchant.id, keyId: `refused-${i}`, store: 'de', cursor })).rejects.toMatchObject({
+        code: 'rate_limited',
+      });
+      await expect(feed.waitForChanges({ merchantId: merchant.id, keyId: `refused-${i}`, store: 'de', cursor }, 5)).rejects.toMatchObject({
+        code: 'rate_limited',
+      });
+    }
+    expect(Object.fromEntries(reads)).toEqual({});
+    held.close();
+    feed.close();
+  });
 });

@@ -13,6 +13,7 @@ import type { StoreRecord } from '../catalog/model.js';
 import type { CatalogStorage } from '../storage/port.js';
 import { readWindowAfter, type ChangePage } from './feed.js';
 import type { FeedPosition } from './model.js';
+import { FairTurns } from '../shared/fair-turns.js';
 
 /** The window after a cursor, as a stream sends it, and whether it covers a whole window (more may follow). */
 export interface CatchUpWindow {
@@ -28,6 +29,7 @@ export class CatchUpReads {
   private readonly kept = new Map<string, CatchUpWindow>();
   /** Windows read from the storage so far (each one snapshot); tests and the bench read it. */
   reads = 0;
+  private readonly turns = new FairTurns();
 
   constructor(
     private readonly storage: CatalogStorage,
@@ -57,9 +59,13 @@ export class CatchUpReads {
 
   private async readNow(store: StoreRecord, from: FeedPosition, key: string): Promise<CatchUpWindow> {
     this.reads++;
-    const heard = this.listen();
     try {
-      const read = await this.storage.snapshot((reader) => readWindowAfter(reader, store, from, this.feedWindow));
+      // One read at a time, merchants in turn: a merchant's many streams behind its store cannot
+      // hold the event loop from other merchants' requests (shared/fair-turns.ts).
+      const { read, heard } = await this.turns.run(store.merchant_id, async () => {
+        const heard = this.listen();
+        return { read: await this.storage.snapshot((reader) => readWindowAfter(reader, store, from, this.feedWindow)), heard };
+      });
       const found: CatchUpWindow = { page: { ...read.window, store: store.slug }, full: read.full, heard };
       if (found.full && this.capacity > 0) {
         this.kept.set(key, found);

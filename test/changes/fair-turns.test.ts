@@ -1,0 +1,47 @@
+// Catch-up reads take turns (shared/fair-turns.ts): one at a time, merchants in turn, the event
+// loop turning between two, so one merchant's many streams behind its store wait for each other and
+// not the other merchants, and what arrived meanwhile runs between two reads.
+import { describe, expect, it } from 'vitest';
+import { FairTurns } from '../../src/shared/fair-turns.js';
+
+describe('FairTurns', () => {
+  it("runs one piece at a time, merchants in turn: another merchant's piece goes ahead of the first merchant's queue", async () => {
+    const turns = new FairTurns();
+    const order: string[] = [];
+    let running = 0;
+    let most = 0;
+    const piece = (name: string) => async () => {
+      running++;
+      most = Math.max(most, running);
+      order.push(name);
+      await new Promise((resolve) => setImmediate(resolve));
+      running--;
+      return name;
+    };
+    const pieces = [
+      ...['a1', 'a2', 'a3', 'a4'].map((name) => turns.run(1, piece(name))),
+      turns.run(2, piece('b1')),
+      turns.run(2, piece('b2')),
+      turns.run(3, piece('c1')),
+    ];
+    expect(await Promise.all(pieces)).toEqual(['a1', 'a2', 'a3', 'a4', 'b1', 'b2', 'c1']);
+    expect(most).toBe(1);
+    // Merchant 1 asked four times first; merchants 2 and 3 did not wait for all four.
+    expect(order).toEqual(['a1', 'a2', 'b1', 'c1', 'a3', 'b2', 'a4']);
+    expect(turns.queued).toBe(0);
+  });
+
+  it('lets the event loop turn between two pieces, and goes on after a piece fails', async () => {
+    const turns = new FairTurns();
+    const order: string[] = [];
+    const first = turns.run(1, async () => {
+      order.push('first');
+      setImmediate(() => order.push('arrived meanwhile'));
+      throw new Error('read failed');
+    });
+    const second = turns.run(1, async () => void order.push('second'));
+    await expect(first).rejects.toThrow('read failed');
+    await second;
+    expect(order).toEqual(['first', 'arrived meanwhile', 'second']);
+  });
+});

@@ -85,6 +85,12 @@ interface WaitingStore {
   again: boolean;
 }
 
+/**
+ * `Retry-After` of a live connection refused at a cap: a place frees when a stream ends or a long-poll
+ * is answered, rarely within a second, and clients told 1 s came back a thousand times a second.
+ */
+export const LIVE_RETRY_AFTER_SECONDS = 5;
+
 const positionKey = (position: FeedPosition) => `${position.at}/${position.id}`;
 
 export class LiveFeed {
@@ -108,7 +114,7 @@ export class LiveFeed {
     readonly settings: LiveFeedSettings,
     private readonly log?: LiveFeedLog,
   ) {
-    this.places = new Slots(settings, 'live connections to the change feed (waiting polls and streams)');
+    this.places = new Slots(settings, 'live connections to the change feed (waiting polls and streams)', LIVE_RETRY_AFTER_SECONDS);
     this.catchUp = new CatchUpReads(storage, settings.feedWindow, settings.windowCache ?? 0, () => this.listen());
   }
 

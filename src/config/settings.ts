@@ -386,7 +386,7 @@ export const SETTINGS = z.object({
     default: 1000,
     min: 1,
     description:
-      'live change-feed connections one process holds at once, over every merchant; one more answers `503 service_unavailable` with `Retry-After: 1`',
+      'live change-feed connections one process holds at once, over every merchant; one more answers `503 service_unavailable` with `Retry-After: 5`',
   }),
   CPS_UNSENT_BYTES_MAX: integer({
     default: 256 * KIB,

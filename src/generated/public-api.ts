@@ -364,8 +364,9 @@ export interface paths {
          *     come together in the window after it). Live connections (waiting long-polls and open
          *     streams) are capped on each server, by default: 20 per API key and 100 per merchant (all its
          *     keys together), where one more answers 429 `rate_limited`; 1,000 for the server as a whole,
-         *     where one more answers 503 `service_unavailable`. Both come with `Retry-After` and take no
-         *     request from the bucket (the operator may configure other numbers).
+         *     where one more answers 503 `service_unavailable`. Both come with `Retry-After: 5` (a place
+         *     frees when a stream ends or a long-poll is answered) and take no request from the bucket (the
+         *     operator may configure other numbers).
          *
          *     **A client that does not read is closed.** A stream's next event, or a long-poll's answer,
          *     is written only while the network buffers took what was sent before, or what still waits in

@@ -22,9 +22,6 @@ export interface SlotHolder {
   merchantId: number;
 }
 
-/** Seconds a refused client is asked to wait: places free as exports end and streams close. */
-const RETRY_AFTER_SECONDS = '1';
-
 export class Slots {
   private readonly byKey = new Map<number | string, number>();
   private readonly byMerchant = new Map<number, number>();
@@ -34,6 +31,8 @@ export class Slots {
     readonly caps: SlotCaps,
     /** What a place is, in the refusals' words: `exports in flight`, `live connections to the change feed`. */
     private readonly what: string,
+    /** Seconds a refused client is asked to wait (`Retry-After`): about how soon a place frees. */
+    private readonly retryAfterSeconds = 1,
   ) {}
 
   /** Places held now, over every merchant. */
@@ -76,7 +75,9 @@ export class Slots {
   }
 
   private refusal(code: 'rate_limited' | 'service_unavailable', detail: string): ProblemError {
-    return new ProblemError(code, `${detail} Retry once one of them has ended.`, undefined, { 'Retry-After': RETRY_AFTER_SECONDS });
+    return new ProblemError(code, `${detail} Retry once one of them has ended.`, undefined, {
+      'Retry-After': String(this.retryAfterSeconds),
+    });
   }
 }
 

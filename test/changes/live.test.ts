@@ -9,6 +9,7 @@ import zlib from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ProductSourceInput } from '../../src/catalog/product-sources.js';
 import { pruneExpiredChanges } from '../../src/changes/retention.js';
+import { LIVE_RETRY_AFTER_SECONDS } from '../../src/changes/live.js';
 import { loadConfig } from '../../src/config.js';
 import { createService } from '../../src/service.js';
 import { fakeClock, type FakeClock } from '../support/clock.js';
@@ -366,7 +367,7 @@ describe('long-poll: GET /v1/changes?wait=N', () => {
     const refused = await service.api(`/v1/changes?store=de&${cursorQuery(cursor)}&wait=30`, key);
     expect(refused.status).toBe(429);
     expect(refused.body.code).toBe('rate_limited');
-    expect(refused.headers.get('Retry-After')).toBe('1');
+    expect(refused.headers.get('Retry-After')).toBe(String(LIVE_RETRY_AFTER_SECONDS));
     const stream = await openStream(key, cursorQuery(cursor));
     expect(stream.response.status).toBe(429);
     // The cap's refusals took nothing: the bucket lost the `cap` waiting polls and this request only.

@@ -2,6 +2,7 @@
 // change-feed connections are capped per key, per merchant (all its keys together: 429) and per
 // process (503 with Retry-After), so another merchant is still served; HEAD on the export holds no
 // export (item 6). Small caps are configured here; real HTTP on 127.0.0.1, on either engine.
+import { LIVE_RETRY_AFTER_SECONDS } from '../../src/changes/live.js';
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { importNdjson } from '../../src/admin/import.js';
@@ -54,10 +55,10 @@ function heldRequest(service: TestService, path: string, key: string, headers: R
   });
 }
 
-function expectRefusal(response: { status: number; headers: Headers; body: any }, status: 429 | 503, words: string) {
+function expectRefusal(response: { status: number; headers: Headers; body: any }, status: 429 | 503, words: string, retryAfter = '1') {
   expect(response.status).toBe(status);
   expect(response.headers.get('content-type')).toContain('application/problem+json');
-  expect(response.headers.get('retry-after')).toBe('1');
+  expect(response.headers.get('retry-after')).toBe(retryAfter);
   expect(response.body.code).toBe(status === 429 ? 'rate_limited' : 'service_unavailable');
   expect(response.body.detail).toContain(words);
 }
@@ -147,8 +148,13 @@ describe('live change-feed connections, capped per key, per merchant and per pro
     const held = [await stream(a[0]!), await stream(a[1]!)];
     try {
       expect(held.map((h) => h.status)).toEqual([200, 200]);
-      expectRefusal(await service.api('/v1/changes', a[2]!, { headers: { Accept: 'text/event-stream' } }), 429, 'one merchant');
-      expectRefusal(await longPoll(a[2]!), 429, 'one merchant');
+      expectRefusal(
+        await service.api('/v1/changes', a[2]!, { headers: { Accept: 'text/event-stream' } }),
+        429,
+        'one merchant',
+        String(LIVE_RETRY_AFTER_SECONDS),
+      );
+      expectRefusal(await longPoll(a[2]!), 429, 'one merchant', String(LIVE_RETRY_AFTER_SECONDS));
       const other = await stream(b[0]!);
       expect(other.status).toBe(200);
       other.close();
@@ -161,8 +167,13 @@ describe('live change-feed connections, capped per key, per merchant and per pro
     const held = [await stream(a[0]!), await stream(a[1]!), await stream(b[0]!)];
     try {
       expect(held.map((h) => h.status)).toEqual([200, 200, 200]);
-      expectRefusal(await longPoll(b[1]!), 503, 'This server holds 3 live connections');
-      expectRefusal(await service.api('/v1/changes', b[1]!, { headers: { Accept: 'text/event-stream' } }), 503, 'This server holds 3');
+      expectRefusal(await longPoll(b[1]!), 503, 'This server holds 3 live connections', String(LIVE_RETRY_AFTER_SECONDS));
+      expectRefusal(
+        await service.api('/v1/changes', b[1]!, { headers: { Accept: 'text/event-stream' } }),
+        503,
+        'This server holds 3',
+        String(LIVE_RETRY_AFTER_SECONDS),
+      );
       held[0]!.close();
       await expect.poll(() => service.service.liveFeed.connections, { timeout: 5000, interval: 20 }).toBe(2);
       const waited = service.api('/v1/changes?wait=1', b[1]!);

@@ -3,7 +3,8 @@
 // cap) on the demo catalog of merchant A (BENCH_PRODUCTS, 40,000: an export of store `uk` is ~33 MB
 // of NDJSON, four times CPS_EXPORT_MEMORY_BYTES, so what a client does not read is spooled) and
 // a second demo merchant B (1,000 products). A attacks with 60 API keys from bare sockets
-// (scripts/exhaust-clients.ts: a refused attempt is sent again after Retry-After, 1 s); B, with
+// (scripts/exhaust-clients.ts: a refused attempt is sent again after its Retry-After, or after
+// 1 s whatever it says with --ignore-retry-after, as a client that ignores it would); B, with
 // one key, meanwhile reads `GET /v1/products?store=de&per_page=50` one request at a time on a new
 // connection each (what a new client of B meets), and checks `/healthz` and the admin API
 // (`GET /admin/v1/merchants/{B}`) every 250 ms. Phases, BENCH_SECONDS (20) each, in this order:
@@ -25,7 +26,7 @@
 // connection's own state), SECURITY.md), and B within its usual latency: no failed read or check,
 // and p99 at most 3x idle (the machine is shared: only this run's ratios mean anything).
 //
-// Usage: npm run bench:exhaust -- [--engine sqlite|postgres] [--only 1,2,3,4] [--nofile 1024] [--json]
+// Usage: npm run bench:exhaust -- [--engine sqlite|postgres] [--only 1,2,3,4] [--nofile 1024] [--ignore-retry-after] [--json]
 //   BENCH_PRODUCTS (40000), BENCH_SECONDS (20). Exits 0 whatever the verdicts; 1 when the run fails.
 import fs from 'node:fs';
 import os from 'node:os';
@@ -45,6 +46,7 @@ const { values: args } = parseArgs({
     only: { type: 'string' },
     nofile: { type: 'string' },
     json: { type: 'boolean', default: false },
+    'ignore-retry-after': { type: 'boolean', default: false },
   },
 });
 const engine = args.engine as Engine;
@@ -229,6 +231,7 @@ async function runPhase(serve: Serve, setup: Setup, spoolDir: string, scenario: 
         pathAndQuery: scenario.kind === 'export' ? '/v1/products/export?store=uk' : `/v1/changes?store=uk&since=${since}`,
         headers: scenario.kind === 'export' ? { 'Accept-Encoding': 'identity' } : { Accept: 'text/event-stream' },
         bytesPerSecond: scenario.bytesPerSecond ?? 0,
+        honourRetryAfter: !args['ignore-retry-after'],
       })
     : undefined;
   await sleep(SECONDS * 1000);
@@ -297,7 +300,7 @@ function print(results: PhaseResult[], load: string, nofile: number): void {
   const referenceOf = (r: PhaseResult) => byName.get(r.reference ?? 'idle') ?? byName.get('idle')!;
   const limits = ceilings();
   log(
-    `\n${engine}, ${PRODUCTS} products, ${SECONDS} s a phase, serve's ulimit -n ${nofile}, load average ${load} (${os.cpus().length} cores)`,
+    `\n${engine}, ${PRODUCTS} products, ${SECONDS} s a phase, serve's ulimit -n ${nofile}, A's refusals retried ${args['ignore-retry-after'] ? 'every 1 s' : 'after their Retry-After'}, load average ${load} (${os.cpus().length} cores)`,
   );
   log(
     "| phase | A attempts (200 / 429 / 503 / other / reset / unanswered) | A's 200s at the end (held / closed / reset) | live held | peak RSS MiB (over its reference) | peak fds (sockets) | spool files, MiB (on disk) | TCP buffers MiB | B reads n, p50 / p99 / max ms | B failures | B checks (failed) |",

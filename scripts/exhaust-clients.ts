@@ -1,7 +1,8 @@
 // The attacking clients of `npm run bench:exhaust`, on bare sockets so that a thousand of them cost
 // this process next to nothing: each sends one GET, reads the status line of its answer, then reads
 // nothing more (a stalled export, a non-reading stream) or a few KB a second (a slow-trickle export).
-// A refused attempt (429, 503, a reset) is sent again after `Retry-After` (1 s) on a new connection
+// A refused attempt (429, 503, a reset) is sent again after its `Retry-After` (1 s without one, or
+// always 1 s with --ignore-retry-after) on a new connection
 // for as long as the attack lasts, as a persistent client would; each is counted.
 import net from 'node:net';
 
@@ -22,6 +23,8 @@ export interface AttemptCounts {
 
 interface Connection {
   answer: Promise<Answer>;
+  /** The answer's `Retry-After`, in seconds, when it had one. */
+  retryAfterSeconds(): number | undefined;
   /** Reads what is left for `ms`: whether the server still held it, or had closed or reset it. */
   fate(ms: number): Promise<Fate>;
   destroy(): void;
@@ -37,6 +40,7 @@ function connect(base: string, pathAndQuery: string, headers: Record<string, str
   });
   let ended: Exclude<Fate, 'held'> | undefined;
   let head = '';
+  let retryAfter: number | undefined;
   let taken = 0;
   const started = performance.now();
   const onData = (chunk: Buffer) => {
@@ -44,6 +48,9 @@ function connect(base: string, pathAndQuery: string, headers: Record<string, str
     if (head.length < 12) {
       head += chunk.toString('latin1', 0, 12);
       const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(head)?.[1]);
+      // The headers come in the answer's first bytes.
+      const seconds = /\r\nretry-after: *(\d+)/i.exec(chunk.toString('latin1', 0, 2048))?.[1];
+      if (seconds !== undefined) retryAfter = Number(seconds);
       if (status) settleAnswer(status === 200 || status === 429 || status === 503 ? status : 'other');
     }
     if (bytesPerSecond === 0) return void socket.pause();
@@ -67,6 +74,7 @@ function connect(base: string, pathAndQuery: string, headers: Record<string, str
   socket.write(`GET ${pathAndQuery} HTTP/1.1\r\n${lines.join('')}\r\n`);
   return {
     answer,
+    retryAfterSeconds: () => retryAfter,
     async fate(ms) {
       if (ended) return ended;
       // A paused socket learns of a close or a reset only by reading: drain it for a while.
@@ -94,10 +102,12 @@ export interface AttackPlan {
   pathAndQuery: string;
   headers: Record<string, string>;
   bytesPerSecond: number;
+  /** Retry a refusal after its `Retry-After` (a client as the docs ask), or always after 1 s. */
+  honourRetryAfter: boolean;
 }
 
-/** `keys.length` × `perKey` clients at once, each retrying a refusal once a second until stopped. */
-export function startAttack({ base, keys, perKey, pathAndQuery, headers, bytesPerSecond }: AttackPlan): Attack {
+/** `keys.length` × `perKey` clients at once, each retrying a refusal after its Retry-After (or 1 s) until stopped. */
+export function startAttack({ base, keys, perKey, pathAndQuery, headers, bytesPerSecond, honourRetryAfter }: AttackPlan): Attack {
   const attempts: AttemptCounts = { 200: 0, 429: 0, 503: 0, other: 0, reset: 0, unanswered: 0 };
   const held: Connection[] = [];
   const open = new Set<Connection>();
@@ -110,9 +120,10 @@ export function startAttack({ base, keys, perKey, pathAndQuery, headers, bytesPe
       if (answer === undefined) return void attempts.unanswered++;
       attempts[answer]++;
       if (answer === 200) return void held.push(connection);
+      const waitMs = (honourRetryAfter ? (connection.retryAfterSeconds() ?? 1) : 1) * 1000;
       connection.destroy();
       open.delete(connection);
-      await Promise.race([new Promise((resolve) => setTimeout(resolve, 1000)), stopped]);
+      await Promise.race([new Promise((resolve) => setTimeout(resolve, waitMs)), stopped]);
     }
   };
   let stop: (value: undefined) => void = () => {};

@@ -4,8 +4,8 @@
 // hold them as long as it lives. Real HTTP on 127.0.0.1, on either engine.
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { importNdjson } from '../../src/admin/import.js';
 import { startTestService, type TestService } from '../support/service.js';
+import { merchantWithTents } from '../support/tent-catalog.js';
 
 /** 300 products of ~48 KB in `de`: an export of 14 MB, more than every buffer between server and client. */
 const PRODUCTS = 300;
@@ -17,29 +17,7 @@ describe('an export whose client stops reading', () => {
 
   beforeAll(async () => {
     service = await startTestService({ config: { exports: { stallTimeoutMs: 1000, perKey: 1, memoryBytes: 64 * 1024 } } });
-    const admin = service.admin;
-    const id = (await admin.createMerchant({ name: 'Stalled Outdoor' })).id;
-    await admin.upsertStore(id, 'de', {
-      name: 'DE',
-      locale: 'de-DE',
-      currency: 'EUR',
-      is_default: true,
-      active: true,
-      exclude_out_of_stock: false,
-    });
-    await admin.createCustomerGroup(id, 'retail');
-    await admin.upsertSupplier(id, 'alpine', 'Alpine AG');
-    const lines = Array.from({ length: PRODUCTS }, (_, i) =>
-      JSON.stringify({
-        op: 'upsert_product',
-        product: {
-          ref: `P${i}`,
-          content: { de: { title: `Zelt ${i}`, description: LONG_TEXT } },
-          offers: [{ supplier_ref: 'alpine', quantity: 2, cost: '10.00', currency: 'EUR' }],
-        },
-      }),
-    );
-    await importNdjson(admin, id, `${lines.join('\n')}\n`);
+    const id = await merchantWithTents(service, 'Stalled Outdoor', PRODUCTS, LONG_TEXT);
     key = await service.keyFor(id);
   }, 60_000);
   afterAll(() => service.close());

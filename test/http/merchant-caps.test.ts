@@ -5,39 +5,12 @@
 import { LIVE_RETRY_AFTER_SECONDS } from '../../src/changes/live.js';
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { importNdjson } from '../../src/admin/import.js';
 import { startTestService, type TestService } from '../support/service.js';
+import { merchantWithTents } from '../support/tent-catalog.js';
 
 /** 300 products of ~48 KB: an export of 14 MB, more than every buffer between server and client, so a client that does not read holds it. */
 const PRODUCTS = 300;
 const LONG_TEXT = 'Leichtes Trekkingzelt mit zwei Apsiden. '.repeat(1200);
-
-async function merchantWithStore(service: TestService, name: string, products: number): Promise<number> {
-  const admin = service.admin;
-  const id = (await admin.createMerchant({ name })).id;
-  await admin.upsertStore(id, 'de', {
-    name: 'DE',
-    locale: 'de-DE',
-    currency: 'EUR',
-    is_default: true,
-    active: true,
-    exclude_out_of_stock: false,
-  });
-  await admin.createCustomerGroup(id, 'retail');
-  await admin.upsertSupplier(id, 'alpine', 'Alpine AG');
-  const lines = Array.from({ length: products }, (_, i) =>
-    JSON.stringify({
-      op: 'upsert_product',
-      product: {
-        ref: `P${i}`,
-        content: { de: { title: `Zelt ${i}`, description: LONG_TEXT } },
-        offers: [{ supplier_ref: 'alpine', quantity: 2, cost: '10.00', currency: 'EUR' }],
-      },
-    }),
-  );
-  if (products > 0) await importNdjson(admin, id, `${lines.join('\n')}\n`);
-  return id;
-}
 
 /** A request whose client takes nothing of the body (its response paused): it holds what it opened until `close`. */
 function heldRequest(service: TestService, path: string, key: string, headers: Record<string, string> = {}) {
@@ -70,8 +43,8 @@ describe('exports in flight, capped per key, per merchant and per process', () =
 
   beforeAll(async () => {
     service = await startTestService({ config: { exports: { perKey: 1, perMerchant: 2, perProcess: 3, memoryBytes: 64 * 1024 } } });
-    const merchantA = await merchantWithStore(service, 'Many Keys Outdoor', PRODUCTS);
-    const merchantB = await merchantWithStore(service, 'Other Outdoor', PRODUCTS);
+    const merchantA = await merchantWithTents(service, 'Many Keys Outdoor', PRODUCTS, LONG_TEXT);
+    const merchantB = await merchantWithTents(service, 'Other Outdoor', PRODUCTS, LONG_TEXT);
     a = await Promise.all([1, 2, 3].map(() => service.keyFor(merchantA)));
     b = await Promise.all([1, 2].map(() => service.keyFor(merchantB)));
   }, 120_000);
@@ -134,8 +107,8 @@ describe('live change-feed connections, capped per key, per merchant and per pro
 
   beforeAll(async () => {
     service = await startTestService({ config: { changes: { livePerKey: 1, livePerMerchant: 2, livePerProcess: 3 } } });
-    const merchantA = await merchantWithStore(service, 'Many Keys Outdoor', 0);
-    const merchantB = await merchantWithStore(service, 'Other Outdoor', 0);
+    const merchantA = await merchantWithTents(service, 'Many Keys Outdoor', 0, LONG_TEXT);
+    const merchantB = await merchantWithTents(service, 'Other Outdoor', 0, LONG_TEXT);
     a = await Promise.all([1, 2, 3].map(() => service.keyFor(merchantA)));
     b = await Promise.all([1, 2].map(() => service.keyFor(merchantB)));
   });

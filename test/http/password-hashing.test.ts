@@ -5,9 +5,9 @@
 // counted in /metrics), and a gzip export, whose coding runs on the same pool, is answered while the
 // hashes still queue. The clients' addresses come from X-Forwarded-For through 127.0.0.1, a trusted proxy.
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { importNdjson } from '../../src/admin/import.js';
 import type { Config } from '../../src/config.js';
 import { startTestService, type TestService } from '../support/service.js';
+import { merchantWithTents } from '../support/tent-catalog.js';
 
 describe('password hashing under a flood of sign-ins', () => {
   let service: TestService;
@@ -16,29 +16,7 @@ describe('password hashing under a flood of sign-ins', () => {
 
   beforeAll(async () => {
     service = await startTestService({ config: { trustedProxies: ['127.0.0.1'], panel: { passwordHashes: limits } } });
-    const admin = service.admin;
-    const id = (await admin.createMerchant({ name: 'Busy Outdoor' })).id;
-    await admin.upsertStore(id, 'de', {
-      name: 'DE',
-      locale: 'de-DE',
-      currency: 'EUR',
-      is_default: true,
-      active: true,
-      exclude_out_of_stock: false,
-    });
-    await admin.createCustomerGroup(id, 'retail');
-    await admin.upsertSupplier(id, 'alpine', 'Alpine AG');
-    const lines = Array.from({ length: 50 }, (_, i) =>
-      JSON.stringify({
-        op: 'upsert_product',
-        product: {
-          ref: `P${i}`,
-          content: { de: { title: `Zelt ${i}`, description: 'Leichtes Trekkingzelt mit zwei Apsiden. '.repeat(50) } },
-          offers: [{ supplier_ref: 'alpine', quantity: 2, cost: '10.00', currency: 'EUR' }],
-        },
-      }),
-    );
-    await importNdjson(admin, id, `${lines.join('\n')}\n`);
+    const id = await merchantWithTents(service, 'Busy Outdoor', 50, 'Leichtes Trekkingzelt mit zwei Apsiden. '.repeat(50));
     key = await service.keyFor(id);
   }, 60_000);
   afterAll(() => service.close());

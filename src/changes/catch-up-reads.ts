@@ -29,7 +29,6 @@ export class CatchUpReads {
   private readonly kept = new Map<string, CatchUpWindow>();
   /** Windows read from the storage so far (each one snapshot); tests and the bench read it. */
   reads = 0;
-  private readonly turns = new FairTurns();
 
   constructor(
     private readonly storage: CatalogStorage,
@@ -38,6 +37,8 @@ export class CatchUpReads {
     private readonly capacity: number,
     /** The live feed's count of wake-ups heard (LiveFeed.listen). */
     private readonly listen: () => number,
+    /** The turns every read of the live feed takes (one at a time, merchants in turn). */
+    private readonly turns = new FairTurns(),
   ) {}
 
   /** The window of the store after `from`: kept, in flight, or read now (one snapshot). */

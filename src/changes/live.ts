@@ -16,7 +16,8 @@ import { Slots, type SlotHolder } from '../shared/slots.js';
 import type { CatalogStorage, ChangedStores } from '../storage/port.js';
 import type { FeedPosition } from './model.js';
 import { CatchUpReads } from './catch-up-reads.js';
-import { readStoreChangeFeed, readWindowAfter, type ChangePage } from './feed.js';
+import { FairTurns } from '../shared/fair-turns.js';
+import { readStoreChangeFeed, type ChangePage } from './feed.js';
 
 export interface LiveFeedSettings {
   /** spec 4.4: recorded changes one window covers at most (CPS_FEED_WINDOW). */
@@ -108,6 +109,11 @@ export class LiveFeed {
   looks = 0;
   /** The windows streams behind their store read, shared per (store, cursor). */
   readonly catchUp: CatchUpReads;
+  /**
+   * Every read of the live feed (a client's first window, a look, a catch-up read) takes a turn: one
+   * at a time, merchants in turn, the event loop free between two (shared/fair-turns.ts).
+   */
+  private readonly turns = new FairTurns();
 
   constructor(
     private readonly storage: CatalogStorage,
@@ -115,7 +121,7 @@ export class LiveFeed {
     private readonly log?: LiveFeedLog,
   ) {
     this.places = new Slots(settings, 'live connections to the change feed (waiting polls and streams)', LIVE_RETRY_AFTER_SECONDS);
-    this.catchUp = new CatchUpReads(storage, settings.feedWindow, settings.windowCache ?? 0, () => this.listen());
+    this.catchUp = new CatchUpReads(storage, settings.feedWindow, settings.windowCache ?? 0, () => this.listen(), this.turns);
   }
 
   get closed(): boolean {
@@ -156,14 +162,7 @@ export class LiveFeed {
     // The place first: a refused client costs no read (its retries came at hundreds a second).
     const release = waitMs > 0 && !this.isClosed ? this.admit(request) : () => {};
     try {
-      const heard = this.listen();
-      const { store, page } = await readStoreChangeFeed(
-        this.storage,
-        request.merchantId,
-        request.store,
-        request.cursor,
-        this.settings.feedWindow,
-      );
+      const { store, page, heard } = await this.firstWindow(request);
       if (page.changes.length > 0 || waitMs <= 0 || this.isClosed) return page;
       return (await this.nextWindow(store, { at: page.next_since, id: page.next_id }, heard, waitMs, request.signal)).page ?? page;
     } finally {
@@ -179,19 +178,21 @@ export class LiveFeed {
     // The place first: a refused client costs no read (its retries came at hundreds a second).
     const release = this.admit(request);
     try {
-      const heard = this.listen();
-      const { store, page } = await readStoreChangeFeed(
-        this.storage,
-        request.merchantId,
-        request.store,
-        request.cursor,
-        this.settings.feedWindow,
-      );
+      const { store, page, heard } = await this.firstWindow(request);
       return new LiveStream(this, store, page, heard, release);
     } catch (error) {
       release();
       throw error;
     }
+  }
+
+  /** The client's first window, in the merchant's turn; `heard` is listen()'s count before its snapshot. */
+  private firstWindow(request: LiveRequest): Promise<{ store: StoreRecord; page: ChangePage; heard: number }> {
+    return this.turns.run(request.merchantId, async () => {
+      const heard = this.listen();
+      const read = await readStoreChangeFeed(this.storage, request.merchantId, request.store, request.cursor, this.settings.feedWindow);
+      return { ...read, heard };
+    });
   }
 
   /** Ends every wait now (long-polls answer their empty window, streams end); later waits end at once. */
@@ -285,47 +286,39 @@ export class LiveFeed {
     });
   }
 
-  /** One look at a store: one snapshot, one window per cursor its clients wait after; each client of a non-empty one is answered. */
+  /**
+   * One look at a store: the window after each cursor its clients wait after, each its own snapshot
+   * read in the feed's turns (one read at a time, merchants in turn, the event loop free between
+   * two: a hundred cursors of one merchant never hold another merchant's requests for the whole
+   * look); each client of a non-empty window is answered as soon as it is read.
+   */
   private async look(entry: WaitingStore): Promise<void> {
     entry.looking = true;
     entry.again = false;
     this.looks++;
-    const groups = [...entry.groups.values()];
-    // Taken before the snapshot: a wake-up for a commit it does not see comes after it.
-    const heard = this.wakeups;
     try {
-      const windows = await this.storage.snapshot(async (reader) => {
-        const read: (Awaited<ReturnType<typeof readWindowAfter>> | ProblemError)[] = [];
-        for (const group of groups) {
-          try {
-            read.push(await readWindowAfter(reader, entry.store, group.from, this.settings.feedWindow));
-          } catch (error) {
-            // 410: retention deleted changes after this cursor while its clients waited.
-            if (!(error instanceof ProblemError)) throw error;
-            read.push(error);
-          }
-        }
-        return read;
-      });
-      groups.forEach((group, i) => {
-        const read = windows[i]!;
-        if (read instanceof ProblemError) {
-          for (const waiter of [...group.waiters]) waiter.settle(undefined, read);
-        } else if (read.window.changes.length > 0) {
-          // One window for every client of the cursor.
-          const found: LiveWindow = { page: { ...read.window, store: entry.store.slug }, full: read.full, heard };
-          for (const waiter of [...group.waiters]) waiter.settle(found);
-        }
-      });
-    } catch (error) {
-      this.log?.warn(
-        { err: error, store_id: entry.store.id },
-        'live feed: reading the changes of a store failed (its clients keep waiting)',
-      );
+      await Promise.all([...entry.groups.values()].map((group) => this.lookAfter(entry, group)));
     } finally {
       entry.looking = false;
       if (entry.again && this.waiting.get(entry.store.id) === entry) void this.look(entry);
       else this.forgetIfIdle(entry);
+    }
+  }
+
+  private async lookAfter(entry: WaitingStore, group: CursorGroup): Promise<void> {
+    try {
+      // Shared with streams catching up at the same cursor; `heard` is taken before its snapshot.
+      const read = await this.catchUp.read(entry.store, group.from);
+      // One window for every client of the cursor.
+      if (read.page.changes.length > 0) for (const waiter of [...group.waiters]) waiter.settle(read);
+    } catch (error) {
+      // 410: retention deleted changes after this cursor while its clients waited.
+      if (error instanceof ProblemError) for (const waiter of [...group.waiters]) waiter.settle(undefined, error);
+      else
+        this.log?.warn(
+          { err: error, store_id: entry.store.id },
+          'live feed: reading the changes of a store failed (its clients keep waiting)',
+        );
     }
   }
 

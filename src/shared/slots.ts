@@ -2,7 +2,10 @@
 // key, per merchant and per process: one key cannot take its merchant's share, and one merchant
 // (whatever its number of keys) cannot take the process's, so another merchant always finds room.
 // Over a key's or a merchant's cap: 429 rate_limited (the caller's own use); over the process's:
-// 503 service_unavailable (the process is full, whoever asks). Both with Retry-After.
+// 503 service_unavailable (the process is full, whoever asks). Both with Retry-After, spread at
+// random over [base, 2 x base] seconds: clients refused together (a thousand streams opened at once)
+// would otherwise all come back in the same second, again and again, and every other client's
+// requests would wait behind each burst.
 //
 // @example
 // const exports = new Slots({ perKey: 2, perMerchant: 4, perProcess: 16 }, 'exports in flight');
@@ -31,9 +34,16 @@ export class Slots {
     readonly caps: SlotCaps,
     /** What a place is, in the refusals' words: `exports in flight`, `live connections to the change feed`. */
     private readonly what: string,
-    /** Seconds a refused client is asked to wait (`Retry-After`): about how soon a place frees. */
+    /** Seconds a refused client is asked to wait at least (`Retry-After`, up to twice this): about how soon a place frees. */
     private readonly retryAfterSeconds = 1,
+    /** Draws from [0, 1) to spread each refusal's `Retry-After` (tests pass a fixed one). */
+    private readonly random: () => number = Math.random,
   ) {}
+
+  /** A refusal's `Retry-After`: from retryAfterSeconds to twice it, whole seconds, at random. */
+  retryAfter(): number {
+    return this.retryAfterSeconds + Math.floor(this.random() * (this.retryAfterSeconds + 1));
+  }
 
   /** Places held now, over every merchant. */
   get held(): number {
@@ -76,7 +86,7 @@ export class Slots {
 
   private refusal(code: 'rate_limited' | 'service_unavailable', detail: string): ProblemError {
     return new ProblemError(code, `${detail} Retry once one of them has ended.`, undefined, {
-      'Retry-After': String(this.retryAfterSeconds),
+      'Retry-After': String(this.retryAfter()),
     });
   }
 }

@@ -318,7 +318,7 @@ describe('GET /v1/products/export', () => {
     const refused = await service.api('/v1/products/export?store=de', big.key);
     expect(refused.status).toBe(429);
     expect(refused.body).toMatchObject({ code: 'rate_limited' });
-    expect(refused.headers.get('retry-after')).toBe('1');
+    expect(['1', '2']).toContain(refused.headers.get('retry-after'));
     // Another key of the same merchant exports meanwhile.
     const otherKey = await service.keyFor(big.id);
     const other = await exportOf(otherKey, 'store=de');

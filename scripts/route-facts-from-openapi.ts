@@ -7,6 +7,8 @@ import { deref, operations, type Json } from './openapi-refs.js';
 /** The media types a request body may have, the kind the server reads it as, and the limit it is held to. */
 const BODY_MEDIA_TYPES: Record<string, { body: 'json' | 'ndjson'; limit: 'adminBodyBytes' | 'importBodyBytes' }> = {
   'application/json': { body: 'json', limit: 'adminBodyBytes' },
+  // A JSON merge patch (RFC 7396): JSON text, checked as any JSON body, then merged by its handler.
+  'application/merge-patch+json': { body: 'json', limit: 'adminBodyBytes' },
   // A bulk import: read as a stream, a bounded piece at a time, under its own larger limit.
   'application/x-ndjson': { body: 'ndjson', limit: 'importBodyBytes' },
 };
@@ -19,6 +21,7 @@ export interface RouteFacts {
   body: 'json' | 'ndjson' | 'none';
   bodyRequired: boolean;
   bodyLimit: 'adminBodyBytes' | 'importBodyBytes' | null;
+  mediaTypes: string[];
 }
 
 /** The facts of every operation of the document, path by path. */
@@ -37,18 +40,23 @@ export function routeFacts(doc: Json): RouteFacts[] {
     if (!operation.requestBody) {
       // A body sent to such an operation is never read, so it can never be too large.
       if (documents413) throw new Error(`${where}: documents 413 but takes no request body`);
-      return { ...facts, body: 'none', bodyRequired: false, bodyLimit: null };
+      return { ...facts, body: 'none', bodyRequired: false, bodyLimit: null, mediaTypes: [] };
     }
     const requestBody = deref(doc, operation.requestBody);
     const mediaTypes = Object.keys(requestBody.content ?? {});
-    if (mediaTypes.length !== 1 || !BODY_MEDIA_TYPES[mediaTypes[0]!]) {
+    const kinds = new Set(mediaTypes.map((type) => JSON.stringify(BODY_MEDIA_TYPES[type] ?? null)));
+    if (mediaTypes.length === 0 || !mediaTypes.every((type) => BODY_MEDIA_TYPES[type]) || kinds.size !== 1) {
       throw new Error(
-        `${where}: a request body needs exactly one media type of ${Object.keys(BODY_MEDIA_TYPES).join(', ')}, got ${mediaTypes.join(', ') || 'none'}`,
+        `${where}: a request body needs media types of one kind among ${Object.keys(BODY_MEDIA_TYPES).join(', ')}, got ${mediaTypes.join(', ') || 'none'}`,
       );
     }
     if (!documents413) throw new Error(`${where}: takes a request body, so it must document 413 (the body's size limit)`);
+    // A merge patch's media type is the contract (RFC 5789 section 2.2): another one is a 415, documented.
+    if (mediaTypes.includes('application/merge-patch+json') && !Object.hasOwn(operation.responses ?? {}, '415')) {
+      throw new Error(`${where}: takes a merge patch, so it must document 415 (a patch of another media type)`);
+    }
     const { body, limit } = BODY_MEDIA_TYPES[mediaTypes[0]!]!;
-    return { ...facts, body, bodyRequired: requestBody.required === true, bodyLimit: limit };
+    return { ...facts, body, bodyRequired: requestBody.required === true, bodyLimit: limit, mediaTypes };
   });
 }
 
@@ -68,19 +76,21 @@ export function emitRouteFacts(doc: Json, options: { source: string; name: strin
     '  path: string;',
     "  /** The same path as Hono's router matches it (`:name` for a parameter). */",
     '  routerPath: string;',
-    '  /** `json`: application/json; `ndjson`: application/x-ndjson, read as a stream; `none`: no request body (one sent is never read). */',
+    '  /** `json`: application/json or application/merge-patch+json; `ndjson`: application/x-ndjson, read as a stream; `none`: no request body (one sent is never read). */',
     "  body: 'json' | 'ndjson' | 'none';",
     '  /** `requestBody.required`. */',
     '  bodyRequired: boolean;',
     '  /** The configured limit (`config.limits`) the body is held to, answering 413 above it; null without a body. */',
     "  bodyLimit: 'adminBodyBytes' | 'importBodyBytes' | null;",
+    "  /** The request body's declared media types (`requestBody.content`), in document order; empty without a body. */",
+    '  mediaTypes: readonly string[];',
     '}',
     '',
     `/** Every operation of ${options.source}, path by path. */`,
     `export const ${options.name}: readonly RouteFacts[] = [`,
     ...facts.map(
       (f) =>
-        `  { operationId: ${literal(f.operationId)}, method: ${literal(f.method)}, path: ${literal(f.path)}, routerPath: ${literal(f.routerPath)}, body: ${literal(f.body)}, bodyRequired: ${f.bodyRequired}, bodyLimit: ${literal(f.bodyLimit)} },`,
+        `  { operationId: ${literal(f.operationId)}, method: ${literal(f.method)}, path: ${literal(f.path)}, routerPath: ${literal(f.routerPath)}, body: ${literal(f.body)}, bodyRequired: ${f.bodyRequired}, bodyLimit: ${literal(f.bodyLimit)}, mediaTypes: ${literal(f.mediaTypes)} },`,
     ),
     '];',
     '',

@@ -14,7 +14,6 @@ import type {
   ExchangeRateRecord,
   PricingRuleInputRecord,
   ProductSourceDocument,
-  StoreInputRecord,
 } from '../catalog/model.js';
 import { PricingRules } from '../catalog/pricing-rules.js';
 import { DEFAULT_PRODUCT_LIMITS, type ProductLimits } from '../catalog/product-limits.js';
@@ -118,7 +117,7 @@ export class CatalogAdmin {
   publishedCounts(merchantId: number) {
     return this.stores.publishedCounts(merchantId);
   }
-  upsertStore(merchantId: number, slug: string, input: StoreInputRecord, actor: Actor = OPERATOR) {
+  upsertStore(merchantId: number, slug: string, input: Parameters<Stores['upsert']>[2], actor: Actor = OPERATOR) {
     return this.stores.upsert(merchantId, slug, input, actor);
   }
   deleteStore(merchantId: number, slug: string, actor: Actor = OPERATOR) {
@@ -154,7 +153,7 @@ export class CatalogAdmin {
   createPricingRule(merchantId: number, input: PricingRuleInputRecord, actor: Actor = OPERATOR) {
     return this.pricingRules.create(merchantId, input, actor);
   }
-  updatePricingRule(merchantId: number, id: number, input: PricingRuleInputRecord, actor: Actor = OPERATOR) {
+  updatePricingRule(merchantId: number, id: number, input: Parameters<PricingRules['update']>[2], actor: Actor = OPERATOR) {
     return this.pricingRules.update(merchantId, id, input, actor);
   }
   deletePricingRule(merchantId: number, id: number, actor: Actor = OPERATOR) {
@@ -210,6 +209,9 @@ export class CatalogAdmin {
   }
   upsertProduct(merchantId: number, ref: string, input: ProductSourceInput, actor: Actor = OPERATOR) {
     return this.products.upsert(merchantId, ref, input, actor);
+  }
+  editProduct(merchantId: number, ref: string, edit: Parameters<Products['edit']>[2], actor: Actor = OPERATOR) {
+    return this.products.edit(merchantId, ref, edit, actor);
   }
   deleteProduct(merchantId: number, ref: string, actor: Actor = OPERATOR) {
     return this.products.delete(merchantId, ref, actor);

@@ -45,10 +45,17 @@ export class PricingRules {
     });
   }
 
-  update(merchantId: number, id: number, input: PricingRuleInputRecord, actor: Actor = OPERATOR): Promise<PricingRuleRecord> {
+  /** Replaces the rule with `change`, or with what `change` makes of the current rule (a merge patch), in one transaction. */
+  update(
+    merchantId: number,
+    id: number,
+    change: PricingRuleInputRecord | ((current: PricingRuleRecord) => PricingRuleInputRecord),
+    actor: Actor = OPERATOR,
+  ): Promise<PricingRuleRecord> {
     return this.writes.writeAndRepublish(merchantId, actor, async ({ tx, audit }) => {
       const current = await tx.getPricingRule(id);
       if (!current) throw notFound(`Pricing rule ${id}`);
+      const input = typeof change === 'function' ? change(current) : change;
       // The catch-all keeps matching everything and running last; only its markup and ending change.
       if (current.is_catch_all) {
         const conditions = [input.customer_group_id, input.store_id, input.manufacturer, input.min_cost, input.max_cost];

@@ -112,15 +112,28 @@ export class Products {
     const source = normalizeSource(input);
     const aboveLimits = this.limitProblems(source);
     if (aboveLimits.length) return Promise.reject(invalidInput('body', aboveLimits));
+    return this.writes.write(merchantId, actor, (write) => writeSource(write, ref, source));
+  }
+
+  /**
+   * Replaces an existing product's source with what `edit` makes of it (a merge patch: the
+   * admin API's PATCH), read and written in one transaction: on PostgreSQL the product's row is
+   * locked from the read on, so two edits of one product take turns and neither loses the
+   * other's change. Whatever `edit` throws (a refused document) changes nothing.
+   */
+  edit(
+    merchantId: number,
+    ref: string,
+    edit: (current: ProductSourceView) => ProductSourceInput,
+    actor: Actor = OPERATOR,
+  ): Promise<ProductSourceView & { created: boolean }> {
     return this.writes.write(merchantId, actor, async (write) => {
-      const { tx } = write;
-      const problems = sourceProblems(await sourceReferences(tx), source);
-      if (problems.length) throw invalidInput('body', problems);
-      // The mirror learns of new image sources with the write (state is per source URL).
-      const { id, created } = await tx.upsertProductSource(ref, source, write.at);
-      await write.publishProducts([id]);
-      await write.audit(created ? 'product.create' : 'product.update', `product "${ref}" (id ${id})`);
-      return { ...(await sourceView(tx, { id, ref, source })), created };
+      const product = await write.tx.findProductByRef(ref);
+      if (!product) throw notFound(`Product "${ref}"`);
+      const source = normalizeSource(edit(await sourceView(write.tx, product)));
+      const aboveLimits = this.limitProblems(source);
+      if (aboveLimits.length) throw invalidInput('body', aboveLimits);
+      return writeSource(write, ref, source);
     });
   }
 
@@ -209,6 +222,22 @@ async function applyOperations(
     resolved: published.resolved,
     changes: published.changes + removed.changes,
   };
+}
+
+/** Writes one product's source in the write's transaction and re-publishes it (upsert and edit). */
+async function writeSource(
+  write: CatalogWrite,
+  ref: string,
+  source: ProductSourceDocument,
+): Promise<ProductSourceView & { created: boolean }> {
+  const { tx } = write;
+  const problems = sourceProblems(await sourceReferences(tx), source);
+  if (problems.length) throw invalidInput('body', problems);
+  // The mirror learns of new image sources with the write (state is per source URL).
+  const { id, created } = await tx.upsertProductSource(ref, source, write.at);
+  await write.publishProducts([id]);
+  await write.audit(created ? 'product.create' : 'product.update', `product "${ref}" (id ${id})`);
+  return { ...(await sourceView(tx, { id, ref, source })), created };
 }
 
 async function sourceView(merchant: MerchantScope, product: ProductRecord): Promise<ProductSourceView> {

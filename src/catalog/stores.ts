@@ -20,9 +20,20 @@ export class Stores {
     return Promise.all(stores.map(async (store) => ({ store, ...(await merchant.publishedCountsByExclusion(store)) })));
   }
 
-  async upsert(merchantId: number, slug: string, input: StoreInputRecord, actor: Actor = OPERATOR): Promise<StoreRecord> {
+  /**
+   * Creates or replaces the store; or, given an edit, replaces the existing store with what the
+   * edit makes of it (a merge patch), read and written in one transaction (404 without the store).
+   */
+  async upsert(
+    merchantId: number,
+    slug: string,
+    change: StoreInputRecord | ((current: StoreRecord) => StoreInputRecord),
+    actor: Actor = OPERATOR,
+  ): Promise<StoreRecord> {
     const store = await this.writes.write(merchantId, actor, async ({ tx, audit, republish }) => {
       const existing = await tx.findStore(slug);
+      if (typeof change === 'function' && !existing) throw notFound(`Store "${slug}"`);
+      const input = typeof change === 'function' ? change(existing!) : change;
       const isOnlyStore = (await tx.listStores()).every((s) => s.slug === slug);
       // The first store is the default; the default store must stay active and stay default
       // until another store takes over (spec 1: a merchant has one default store).

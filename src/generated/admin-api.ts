@@ -416,7 +416,17 @@ export interface paths {
         delete: operations["deleteStore"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Change part of a store
+         * @description Changes the members of the store that the patch names and keeps the others: a JSON merge
+         *     patch (RFC 7396) of the store as `GET .../stores` lists it, sent as
+         *     `Content-Type: application/merge-patch+json` (any other media type answers `415` with
+         *     `Accept-Patch`); `null` removes a member, which takes its `PUT` default. The merged store is
+         *     checked and written exactly as a `PUT` of it would be, in one transaction, with the same
+         *     default-store rules and re-publishing. A store that does not exist answers `404` (create it
+         *     with `PUT`).
+         */
+        patch: operations["patchStore"];
         trace?: never;
     };
     "/admin/v1/merchants/{merchant_id}/customer-groups": {
@@ -663,7 +673,17 @@ export interface paths {
         delete: operations["deletePricingRule"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Change part of a pricing rule
+         * @description Changes the members of the rule that the patch names and keeps the others: a JSON merge
+         *     patch (RFC 7396) of the rule as `GET .../pricing-rules` lists it, sent as
+         *     `Content-Type: application/merge-patch+json` (any other media type answers `415` with
+         *     `Accept-Patch`); `null` removes a member, which takes its `PUT` default. The merged rule is
+         *     checked and written exactly as a `PUT` of it would be, in one transaction (the catch-all
+         *     rule's markups and ending can change, its priority and conditions cannot: `409`), and the
+         *     merchant's products are re-resolved before the call answers.
+         */
+        patch: operations["patchPricingRule"];
         trace?: never;
     };
     "/admin/v1/merchants/{merchant_id}/suppliers": {
@@ -871,7 +891,40 @@ export interface paths {
         delete: operations["deleteProduct"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Change part of a product source
+         * @description Changes the members of the product's source document that the patch names and keeps the
+         *     others: a JSON merge patch (RFC 7396) of the document `GET` returns, sent as
+         *     `Content-Type: application/merge-patch+json` (any other media type answers `415` with
+         *     `Accept-Patch`). Objects merge member by member (`content` by locale, `overrides` by key),
+         *     `null` removes a member (it takes its `PUT` default), and **arrays are replaced whole**
+         *     (`offers`, `images`, `eans`, `supplier_attributes`, `excluded_stores`).
+         *
+         *     **Change one offer's cost.** Offers are an array, so send the whole `offers` array with
+         *     the one cost changed and the other offers as `GET` returned them (an offer left out is
+         *     removed):
+         *
+         *     ```sh
+         *     curl -X PATCH -H "Authorization: Bearer $ADMIN" \
+         *       -H "Content-Type: application/merge-patch+json" \
+         *       -d '{"offers":[{"supplier_ref":"nordwind","quantity":14,"cost":"43.50","currency":"EUR"},
+         *                      {"supplier_ref":"alpin-direct","quantity":0,"cost":"39.50","currency":"CHF"}]}' \
+         *       http://127.0.0.1:8080/admin/v1/merchants/1/products/BP-40-GRN
+         *     ```
+         *
+         *     **Change one locale's title.** `{"content": {"de": {"title": "Trekkingrucksack 40 l"}}}`
+         *     changes the German title and keeps its description and every other locale.
+         *
+         *     The merged document is checked exactly as a `PUT` of it would be (the body schema, the
+         *     referential rules, the product limits): a problem answers `400 invalid_body` naming the
+         *     member by its JSON Pointer in the merged document, and nothing is changed. The product is
+         *     read, merged and written in one transaction (on PostgreSQL its row is locked meanwhile),
+         *     so two patches of one product never lose each other's change. The product is re-resolved
+         *     in every store and its `price`/`content` changes recorded and delivered, as with `PUT`; a
+         *     patch that changes nothing records nothing. A product that does not exist answers `404`
+         *     (create it with `PUT`).
+         */
+        patch: operations["patchProduct"];
         trace?: never;
     };
     "/admin/v1/merchants/{merchant_id}/products": {
@@ -1193,7 +1246,12 @@ export interface paths {
         /**
          * Update or re-enable a webhook endpoint
          * @description Changes the fields present in the body (any of `url`, `store`, `events`,
-         *     `standard_webhooks`, `max_per_second`, `status`) and leaves the others as they are. `url`, `store` and `events` follow the rules of creation
+         *     `standard_webhooks`, `max_per_second`, `status`) and leaves the others as they are. The body
+         *     is a JSON merge patch (RFC 7396), sent as `application/merge-patch+json` or
+         *     `application/json` (any other media type answers `415` with `Accept-Patch`): `null` clears
+         *     `store` (all stores) and `max_per_second` (no limit); `events` is replaced whole. The
+         *     document `GET` returns may be sent back as it is: its read-only members are ignored, and a
+         *     `status` of `paused` or `disabled` equal to the endpoint's own changes nothing. `url`, `store` and `events` follow the rules of creation
          *     (`400 invalid_body` naming the field). A new `url` is used from the next attempt on, also
          *     for deliveries already queued; new `store` and `events` apply to changes recorded from now
          *     on, while queued deliveries are still sent.
@@ -1633,13 +1691,14 @@ export interface components {
              *     | `conflict` | 409 | the request conflicts with the current state |
              *     | `cursor_expired` | 410 | the change feed cursor is older than the retained history |
              *     | `payload_too_large` | 413 | the request body is too large |
+             *     | `unsupported_media_type` | 415 | a patch sent with a media type the operation does not take (admin API; see `Accept-Patch`) |
              *     | `rate_limited` | 429 | too many requests for this key, or more exports or live feed connections than this key or your merchant may hold at once; see `Retry-After` |
              *     | `service_unavailable` | 503 | the server is at capacity for this kind of work: as many connections, exports or live feed connections as it takes at once (from every merchant), or panel passwords being checked; see `Retry-After` |
              *     | `internal_error` | 500 | unexpected server error |
              * @example invalid_parameter
              * @enum {string}
              */
-            code: "unauthorized" | "forbidden" | "not_found" | "store_not_found" | "invalid_parameter" | "invalid_body" | "conflict" | "cursor_expired" | "payload_too_large" | "rate_limited" | "service_unavailable" | "internal_error";
+            code: "unauthorized" | "forbidden" | "not_found" | "store_not_found" | "invalid_parameter" | "invalid_body" | "conflict" | "cursor_expired" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "service_unavailable" | "internal_error";
             /** @description Present only with `invalid_parameter` and `invalid_body`: one entry per offending input. */
             invalid_params?: {
                 /**
@@ -1973,12 +2032,12 @@ export interface components {
              * @description Service-assigned store id (the `store_id` of webhook payloads).
              * @example 3
              */
-            id: number;
+            readonly id: number;
             /**
              * @description Merchant-chosen identifier, passed as `store` on the public API.
              * @example de
              */
-            slug: string;
+            readonly slug: string;
             /**
              * @description Display name.
              * @example Acme Germany
@@ -2010,9 +2069,15 @@ export interface components {
         };
         /**
          * @description The full definition of a store; the slug is taken from the URL. Omitted optional fields take
-         *     their defaults, also when replacing an existing store.
+         *     their defaults, also when replacing an existing store. A store as `GET .../stores` lists it
+         *     is accepted as it is: its read-only members `id` and `slug` are checked for their type and
+         *     otherwise ignored.
          */
         StoreInput: {
+            /** @description Read-only (the service assigns it); accepted as listed, and ignored. */
+            readonly id?: number;
+            /** @description Read-only (the slug is the URL's); accepted as listed, and ignored. */
+            readonly slug?: string;
             /** @description Display name. */
             name: string;
             /** @description Content language, e.g. `de-DE` or `fr`. Content is taken for this locale, else its language. */
@@ -2040,6 +2105,14 @@ export interface components {
              */
             exclude_out_of_stock: boolean;
         };
+        /**
+         * @description A JSON merge patch (RFC 7396) of the store as `GET .../stores` lists it: a member left out is
+         *     kept, a member given replaces it, `null` removes it (it takes its default, as if a `PUT` had
+         *     left it out; `name`, `locale` and `currency` have none, so `null` for them answers `400`). The
+         *     merged document is checked exactly as a `PUT` of it would be, with the same default-store
+         *     rules (`409`).
+         */
+        StorePatch: Record<string, never>;
         /** @description A customer group prices are computed for. */
         CustomerGroup: {
             /**
@@ -2103,7 +2176,7 @@ export interface components {
              * @description Service-assigned id, published as `applied_rule_id` in price entries.
              * @example 12
              */
-            id: number;
+            readonly id: number;
             /**
              * @description Lower runs first; ties by id. The catch-all rule has 2147483647.
              * @example 100
@@ -2155,7 +2228,7 @@ export interface components {
              * @description Read-only. True for the merchant's catch-all rule (created with the merchant, no
              *     conditions, priority 2147483647): its markup and ending can be edited, it cannot be deleted.
              */
-            is_catch_all: boolean;
+            readonly is_catch_all: boolean;
         };
         /** @description The merchant's pricing rules in evaluation order (priority, then id); the catch-all rule last. */
         PricingRuleList: {
@@ -2170,8 +2243,15 @@ export interface components {
          *     is reserved for the catch-all rule. When updating the catch-all rule, send its priority
          *     (2147483647) and no conditions (omitted or `null`); only `markup_percent`, `markup_amount` and
          *     `price_ending` can change, anything else answers `409 conflict`.
+         *
+         *     A rule as `GET .../pricing-rules` lists it is accepted as it is: its read-only members `id`
+         *     and `is_catch_all` are checked for their type and otherwise ignored.
          */
         PricingRuleInput: {
+            /** @description Read-only (the service assigns it); accepted as `GET .../pricing-rules` lists it, and ignored. */
+            readonly id?: number;
+            /** @description Read-only; accepted as listed, and ignored. */
+            readonly is_catch_all?: boolean;
             /** @description Lower runs first; ties by id. */
             priority: number;
             /**
@@ -2215,6 +2295,14 @@ export interface components {
              */
             price_ending: number | null;
         };
+        /**
+         * @description A JSON merge patch (RFC 7396) of the rule as `GET .../pricing-rules` lists it: a member left
+         *     out is kept, a member given replaces it, `null` removes it (it takes its default, as if a
+         *     `PUT` had left it out: a condition `null` matches everything, a markup `"0"`). The merged
+         *     document is checked exactly as a `PUT` of it would be (`400` naming the member, `409` for
+         *     the catch-all rule's conditions).
+         */
+        PricingRulePatch: Record<string, never>;
         /** @description A supplier of the merchant. */
         Supplier: {
             /**
@@ -2317,14 +2405,14 @@ export interface components {
              * @example mirrored
              * @enum {string}
              */
-            state: "pending" | "mirrored" | "dead";
+            readonly state: "pending" | "mirrored" | "dead";
             /**
              * Format: uri
              * @description URL of the service-hosted copy, `{public base URL}/media/{sha256}.{ext}` (content-addressed,
              *     immutable, served without an API key); `null` unless `state` is `mirrored`.
              * @example http://127.0.0.1:8080/media/0a7558e12180a7e66bbbf1d82c7d63a51c820f899ede0aaa90bb185c647c39c5.jpg
              */
-            mirrored_url: string | null;
+            readonly mirrored_url: string | null;
         };
         /**
          * @description A supplier's offer for the product. `supplier_ref` must name a supplier of the merchant, and
@@ -2384,12 +2472,12 @@ export interface components {
              * @description Service-assigned product id, the `id` of the public API. Stable across upserts.
              * @example 1042
              */
-            id: number;
+            readonly id: number;
             /**
              * @description Merchant-chosen product reference, unique per merchant.
              * @example BP-40-GRN
              */
-            ref: string;
+            readonly ref: string;
             /** @description EANs of the product; the first is the primary EAN published as `ean`. */
             eans: string[];
             /**
@@ -2446,8 +2534,18 @@ export interface components {
              */
             description: string | null;
         };
-        /** @description A source image, as supplied. */
+        /** @description A source image, as supplied (`state` and `mirrored_url`, which `GET` adds, are ignored). */
         ImageInput: {
+            /**
+             * @description Read-only (the mirror's state of the URL); accepted as `GET` returns it, and ignored.
+             * @enum {string}
+             */
+            readonly state?: "pending" | "mirrored" | "dead";
+            /**
+             * Format: uri
+             * @description Read-only (the service-hosted copy); accepted as `GET` returns it, and ignored.
+             */
+            readonly mirrored_url?: string | null;
             /**
              * Format: uri
              * @description Original (supplier) URL of the image; the service mirrors it.
@@ -2469,12 +2567,20 @@ export interface components {
          *     Images whose `url` the product already had keep their mirroring state; new URLs start as
          *     `pending`.
          *
+         *     The document `GET` returns is accepted as it is: its read-only members (`id`, `ref`, and
+         *     each image's `state` and `mirrored_url`) are checked for their type and otherwise ignored,
+         *     so a client can GET the source, edit it and PUT it back. The ref is always the URL's.
+         *
          *     Product limits (each configurable; above one, `400 invalid_body` naming the member and the
          *     limit): at most 100 `content` entries, 100 `images`, 100 `offers`, 2000
          *     `supplier_attributes` and 1000 `overrides`, and 512 KiB for the whole document as JSON (see
          *     `PUT .../products/{product_ref}` for the settings).
          */
         ProductSourceInput: {
+            /** @description Read-only (the service assigns it); accepted as `GET` returns it, and ignored. */
+            readonly id?: number;
+            /** @description Read-only (the ref is the URL's); accepted as `GET` returns it, and ignored. */
+            readonly ref?: string;
             /**
              * @description EANs; the first is the primary EAN. Default `[]`.
              * @default []
@@ -2544,6 +2650,24 @@ export interface components {
              */
             excluded_stores: string[];
         };
+        /**
+         * @description A JSON merge patch (RFC 7396) of the product's source document, the document
+         *     `GET .../products/{product_ref}` returns: a member left out is kept as it is, a member given
+         *     replaces it, and `null` removes it (it takes its default, as if a `PUT` had left it out).
+         *     Objects merge member by member: `content` by locale (`{"content": {"de": {"title": "…"}}}`
+         *     changes the German title alone and keeps its description), `overrides` by key, `own_stock` by
+         *     member. Arrays are replaced whole, as RFC 7396 says: `eans`, `images`, `offers`,
+         *     `supplier_attributes` and `excluded_stores` hold exactly what the patch gives.
+         *
+         *     To change one offer's cost, send the whole `offers` array with that cost changed (the other
+         *     offers as `GET` returned them): an offer is known by its `supplier_ref`, and one that the
+         *     array leaves out is removed.
+         *
+         *     The merged document is checked exactly as a `PUT` of it would be (schema, referential rules,
+         *     product limits); a problem answers `400 invalid_body` naming the member by its JSON Pointer
+         *     in the merged document (`/offers/0/cost`), and nothing is changed.
+         */
+        ProductSourcePatch: Record<string, never>;
         /**
          * @description A page of a merchant's products in `ref` order. `next_after` is where the next page starts
          *     (send it as `after`); null when no product follows.
@@ -2828,7 +2952,7 @@ export interface components {
              * @description Service-assigned endpoint id, used as `endpoint_id` in admin URLs.
              * @example 4
              */
-            id: number;
+            readonly id: number;
             /**
              * Format: uri
              * @description The receiver URL deliveries are POSTed to, as registered.
@@ -2887,7 +3011,7 @@ export interface components {
              * @example healthy
              * @enum {string}
              */
-            health: "healthy" | "failing" | "paused" | "disabled";
+            readonly health: "healthy" | "failing" | "paused" | "disabled";
             /**
              * Format: date-time
              * @description When the first failed attempt of the current failure streak happened (the streak
@@ -2895,50 +3019,50 @@ export interface components {
              *     the receiver has been failing.
              * @example null
              */
-            failing_since: string | null;
+            readonly failing_since: string | null;
             /**
              * @description Failed attempts since the last successful (2xx) attempt or the last re-enable. Owners are
              *     notified and the endpoint is paused at the configured thresholds (see the tag description).
              * @example 0
              */
-            consecutive_failures: number;
+            readonly consecutive_failures: number;
             /**
              * Format: date-time
              * @description End of the cooldown while `status` is `paused`; `null` otherwise.
              * @example null
              */
-            paused_until: string | null;
+            readonly paused_until: string | null;
             /**
              * @description Why the endpoint is `disabled`; `null` otherwise. Currently always `gone` (the receiver
              *     answered `410 Gone`); treat other values the same way.
              * @example null
              */
-            disabled_reason: string | null;
+            readonly disabled_reason: string | null;
             /**
              * Format: date-time
              * @description When an attempt last succeeded (2xx); `null` if none has yet.
              * @example 2025-03-14T09:26:55Z
              */
-            last_success_at: string | null;
+            readonly last_success_at: string | null;
             /**
              * Format: date-time
              * @description When an attempt last failed; `null` if none has yet.
              * @example 2025-03-02T17:04:12Z
              */
-            last_failure_at: string | null;
+            readonly last_failure_at: string | null;
             /**
              * @description The first 12 characters of the secret that signs deliveries now, to recognise it (during a
              *     rotation's grace period, the old secret's).
              * @example whsec_1kySdj
              */
-            secret_prefix: string;
-            secret_rotation: components["schemas"]["SecretRotation"];
+            readonly secret_prefix: string;
+            readonly secret_rotation: components["schemas"]["SecretRotation"];
             /**
              * Format: date-time
              * @description When the endpoint was registered.
              * @example 2025-02-03T10:15:00Z
              */
-            created_at: string;
+            readonly created_at: string;
         };
         /** @description The merchant's webhook endpoints, ordered by id. */
         WebhookEndpointList: {
@@ -3074,9 +3198,57 @@ export interface components {
         /**
          * @description Partial update of a webhook endpoint: only the fields present are changed; an empty object
          *     changes nothing. Changes of `url`, `store` and `events` apply to changes recorded from now on
-         *     and to the next attempt of queued deliveries.
+         *     and to the next attempt of queued deliveries. This is a JSON merge patch (RFC 7396) of the
+         *     endpoint: a member left out is kept, `null` clears `store` (all stores) or `max_per_second`
+         *     (no limit), and `events` is replaced whole.
+         *
+         *     The document `GET` returns is accepted as it is: its read-only members (`id`, `health`,
+         *     `failing_since`, `consecutive_failures`, `paused_until`, `disabled_reason`,
+         *     `last_success_at`, `last_failure_at`, `secret_prefix`, `secret_rotation`, `created_at`) are
+         *     checked for their type and otherwise ignored, and a `status` equal to the endpoint's own
+         *     changes nothing but for `active` (see `status`).
          */
         WebhookEndpointUpdate: {
+            /** @description Read-only; accepted as `GET` returns it, and ignored. */
+            readonly id?: number;
+            /**
+             * @description Read-only; ignored.
+             * @enum {string}
+             */
+            readonly health?: "healthy" | "failing" | "paused" | "disabled";
+            /**
+             * Format: date-time
+             * @description Read-only; ignored.
+             */
+            readonly failing_since?: string | null;
+            /** @description Read-only; ignored (`status` `active` resets it). */
+            readonly consecutive_failures?: number;
+            /**
+             * Format: date-time
+             * @description Read-only; ignored.
+             */
+            readonly paused_until?: string | null;
+            /** @description Read-only; ignored. */
+            readonly disabled_reason?: string | null;
+            /**
+             * Format: date-time
+             * @description Read-only; ignored.
+             */
+            readonly last_success_at?: string | null;
+            /**
+             * Format: date-time
+             * @description Read-only; ignored.
+             */
+            readonly last_failure_at?: string | null;
+            /** @description Read-only; ignored (see `POST .../rotate-secret`). */
+            readonly secret_prefix?: string;
+            /** @description Read-only; ignored. */
+            readonly secret_rotation?: components["schemas"]["SecretRotation"];
+            /**
+             * Format: date-time
+             * @description Read-only; ignored.
+             */
+            readonly created_at?: string;
             /**
              * Format: uri
              * @description New receiver URL, under the same rules as at creation (`400 invalid_body` naming `/url`
@@ -3105,7 +3277,10 @@ export interface components {
              */
             max_per_second?: number | null;
             /**
-             * @description `paused` pauses the endpoint by hand until it is re-enabled: nothing is sent, its pending
+             * @description `paused` or `disabled` equal to the endpoint's current status changes nothing (so a
+             *     document from `GET` can be sent back); `disabled` is otherwise refused (`400`: only a
+             *     receiver's `410 Gone` disables an endpoint).
+             *     `paused` pauses the endpoint by hand until it is re-enabled: nothing is sent, its pending
              *     and failed deliveries are dropped, and changes arriving meanwhile are recorded as `dropped`
              *     deliveries (`paused_until` stays `null`: no cooldown ends it). `active` re-enables a paused
              *     or disabled endpoint: `status` becomes `active`,
@@ -3115,7 +3290,7 @@ export interface components {
              *     re-sent; use `POST .../recover` for that.
              * @enum {string}
              */
-            status?: "active" | "paused";
+            status?: "active" | "paused" | "disabled";
         };
         /**
          * @description State of a webhook delivery:
@@ -3499,6 +3674,23 @@ export interface components {
             };
         };
         /**
+         * @description The patch document was sent with a media type this operation does not take (code
+         *     `unsupported_media_type`, RFC 5789 section 2.2): send it as
+         *     `Content-Type: application/merge-patch+json`. `Accept-Patch` lists the media types the
+         *     operation takes. Nothing was read or changed.
+         */
+        UnsupportedPatchMediaType: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                /** @description The patch media types the operation takes (RFC 5789). */
+                "Accept-Patch"?: string;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
          * @description The import was rejected and nothing was applied. With code `invalid_body`, `invalid_params`
          *     has one entry per problem, named `line N` (1-based line number in the file, blank lines
          *     counted) with `in: body`; the `reason` starts with the JSON Pointer of the offending member
@@ -3666,6 +3858,12 @@ export interface components {
                 "application/json": components["schemas"]["StoreInput"];
             };
         };
+        /** @description A JSON merge patch (RFC 7396) of the store. */
+        PatchStore: {
+            content: {
+                "application/merge-patch+json": components["schemas"]["StorePatch"];
+            };
+        };
         /** @description The customer group's name. */
         CustomerGroup: {
             content: {
@@ -3684,6 +3882,12 @@ export interface components {
                 "application/json": components["schemas"]["PricingRuleInput"];
             };
         };
+        /** @description A JSON merge patch (RFC 7396) of the pricing rule. */
+        PatchPricingRule: {
+            content: {
+                "application/merge-patch+json": components["schemas"]["PricingRulePatch"];
+            };
+        };
         /** @description The supplier's name. */
         UpsertSupplier: {
             content: {
@@ -3700,6 +3904,12 @@ export interface components {
         UpsertProduct: {
             content: {
                 "application/json": components["schemas"]["ProductSourceInput"];
+            };
+        };
+        /** @description A JSON merge patch (RFC 7396) of the product's source document. */
+        PatchProduct: {
+            content: {
+                "application/merge-patch+json": components["schemas"]["ProductSourcePatch"];
             };
         };
         /**
@@ -3727,9 +3937,13 @@ export interface components {
                 "application/json": components["schemas"]["WebhookEndpointInput"];
             };
         };
-        /** @description The fields to change. */
+        /**
+         * @description The fields to change: a JSON merge patch (RFC 7396) of the endpoint, sent as
+         *     `application/merge-patch+json` or, as before, `application/json` (the same meaning).
+         */
         UpdateWebhookEndpoint: {
             content: {
+                "application/merge-patch+json": components["schemas"]["WebhookEndpointUpdate"];
                 "application/json": components["schemas"]["WebhookEndpointUpdate"];
             };
         };
@@ -4288,6 +4502,44 @@ export interface operations {
             409: components["responses"]["Conflict"];
         };
     };
+    patchStore: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
+                 * @example 1
+                 */
+                merchant_id: components["parameters"]["MerchantId"];
+                /**
+                 * @description Store slug, chosen by the merchant.
+                 * @example de
+                 */
+                slug: components["parameters"]["StoreSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody: components["requestBodies"]["PatchStore"];
+        responses: {
+            /** @description The store as stored after the patch. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminStore"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedPatchMediaType"];
+        };
+    };
     listCustomerGroups: {
         parameters: {
             query?: never;
@@ -4662,6 +4914,44 @@ export interface operations {
             409: components["responses"]["Conflict"];
         };
     };
+    patchPricingRule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
+                 * @example 1
+                 */
+                merchant_id: components["parameters"]["MerchantId"];
+                /**
+                 * @description Id of the pricing rule.
+                 * @example 12
+                 */
+                rule_id: components["parameters"]["RuleId"];
+            };
+            cookie?: never;
+        };
+        requestBody: components["requestBodies"]["PatchPricingRule"];
+        responses: {
+            /** @description The pricing rule after the patch. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PricingRule"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedPatchMediaType"];
+        };
+    };
     listSuppliers: {
         parameters: {
             query?: never;
@@ -4970,6 +5260,44 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+        };
+    };
+    patchProduct: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
+                 * @example 1
+                 */
+                merchant_id: components["parameters"]["MerchantId"];
+                /**
+                 * @description The product's merchant-chosen ref (unique per merchant). Percent-encoding is not needed for
+                 *     the allowed characters; avoid the refs `.` and `..`, which URL normalization removes.
+                 * @example BP-40-GRN
+                 */
+                product_ref: components["parameters"]["ProductRef"];
+            };
+            cookie?: never;
+        };
+        requestBody: components["requestBodies"]["PatchProduct"];
+        responses: {
+            /** @description The product source as stored after the patch (images with their current state). */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProductSource"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedPatchMediaType"];
         };
     };
     listProductSources: {
@@ -5397,6 +5725,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedPatchMediaType"];
         };
     };
     rotateWebhookSecret: {

@@ -18,12 +18,18 @@ import { checkedJsonBody } from './checked-json-body.js';
 import { registerWebhookRoutes } from './webhooks-api.js';
 import { closeWhenBodyUnread } from './close-when-body-unread.js';
 import { documentedRoutes } from './documented-responses.js';
+import { mergedDocument, patchMediaType } from './merge-patch.js';
 import type { Service } from '../service.js';
 import type { PanelUser } from '../admin/accounts.js';
 
 const adminStore = ({ merchant_id: _m, catalog_version: _v, ...store }: StoreRecord) => store;
 const apiKey = ({ merchant_id: _m, ...key }: ApiKeyRecord) => key;
 const importJob = ({ merchant_id: _m, ...job }: ImportJobRecord) => job;
+
+// The bodies a PUT is checked by (generated from admin.yaml): a merge patch's result is checked by the same.
+const PUT_STORE = routes.upsertStore.request.body.content['application/json'].schema;
+const PUT_PRICING_RULE = routes.updatePricingRule.request.body.content['application/json'].schema;
+const PUT_PRODUCT = routes.upsertProduct.request.body.content['application/json'].schema;
 
 /** Whether the request asks for an asynchronous answer (RFC 7240 `Prefer: respond-async`). */
 const prefersAsync = (prefer: string | undefined) =>
@@ -63,6 +69,8 @@ export function adminApi({
     if (operation.bodyLimit === null) continue;
     const maxSize = config.limits[operation.bodyLimit];
     const checks: MiddlewareHandler[] = [bodyLimit({ maxSize, onError: tooLarge(maxSize) })];
+    // A merge patch's media type is checked first (415 with Accept-Patch), before its body is read.
+    if (operation.mediaTypes.includes('application/merge-patch+json')) checks.unshift(patchMediaType(operation.mediaTypes));
     if (operation.body === 'json') checks.push(...(operation.bodyRequired ? [jsonBodyRequired] : []), checkedJson);
     app.on(operation.method, [operation.routerPath], ...checks);
   }
@@ -126,6 +134,13 @@ export function adminApi({
     const { merchant_id, slug } = c.req.valid('param');
     return c.json(adminStore(await admin.upsertStore(merchant_id, slug, c.req.valid('json'))), 200);
   });
+  route(routes.patchStore, async (c) => {
+    const { merchant_id, slug } = c.req.valid('param');
+    const patch = c.req.valid('json');
+    // Merged into the store as the list shows it, then checked as a PUT of it would be.
+    const edit = (current: StoreRecord) => mergedDocument(PUT_STORE, adminStore(current), patch);
+    return c.json(adminStore(await admin.upsertStore(merchant_id, slug, edit)), 200);
+  });
   route(routes.deleteStore, async (c) => {
     const { merchant_id, slug } = c.req.valid('param');
     await admin.deleteStore(merchant_id, slug);
@@ -168,6 +183,11 @@ export function adminApi({
     const { merchant_id, rule_id } = c.req.valid('param');
     return c.json(await admin.updatePricingRule(merchant_id, rule_id, c.req.valid('json')), 200);
   });
+  route(routes.patchPricingRule, async (c) => {
+    const { merchant_id, rule_id } = c.req.valid('param');
+    const patch = c.req.valid('json');
+    return c.json(await admin.updatePricingRule(merchant_id, rule_id, (current) => mergedDocument(PUT_PRICING_RULE, current, patch)), 200);
+  });
   route(routes.deletePricingRule, async (c) => {
     const { merchant_id, rule_id } = c.req.valid('param');
     await admin.deletePricingRule(merchant_id, rule_id);
@@ -206,6 +226,15 @@ export function adminApi({
   route(routes.upsertProduct, async (c) => {
     const { merchant_id, product_ref } = c.req.valid('param');
     const { created: _created, ...source } = await admin.upsertProduct(merchant_id, product_ref, c.req.valid('json'));
+    return c.json(source, 200);
+  });
+  route(routes.patchProduct, async (c) => {
+    const { merchant_id, product_ref } = c.req.valid('param');
+    const patch = c.req.valid('json');
+    // Merged into the document GET shows, then checked as a PUT of it would be (read-only members ignored).
+    const { created: _created, ...source } = await admin.editProduct(merchant_id, product_ref, (current) =>
+      mergedDocument(PUT_PRODUCT, current, patch),
+    );
     return c.json(source, 200);
   });
   route(routes.deleteProduct, async (c) => {

@@ -19,6 +19,7 @@ const TITLES: Record<ProblemCode, string> = {
   conflict: 'Conflict',
   cursor_expired: 'Cursor expired',
   payload_too_large: 'Payload too large',
+  unsupported_media_type: 'Unsupported media type',
   rate_limited: 'Too many requests',
   service_unavailable: 'Service unavailable',
   internal_error: 'Internal server error',

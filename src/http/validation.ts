@@ -25,14 +25,18 @@ type ValidationResult = Parameters<Hook<unknown, Env, string, unknown>>[0];
 export function validationHook<E extends Env>(result: ValidationResult, c: Context<E>): Response | undefined {
   if (result.success) return;
   const location = LOCATIONS[result.target] ?? 'body';
-  const issues = (result.error as unknown as { issues: ZodIssueLike[] }).issues;
-  const params = issues.flatMap((issue): InvalidParam[] => {
+  return problemResponse(invalidInput(location, invalidParams(location, result.error)), new URL(c.req.url).pathname);
+}
+
+/** What a failed zod validation names: each offending input, a body's members by JSON Pointer. */
+export function invalidParams(location: InvalidParam['in'], error: unknown): InvalidParam[] {
+  const issues = (error as { issues: ZodIssueLike[] }).issues;
+  return issues.flatMap((issue): InvalidParam[] => {
     if (issue.code === 'unrecognized_keys' && issue.keys) {
       return issue.keys.map((key) => ({ name: pointer(location, [...issue.path, key]), in: location, reason: 'is not a known field' }));
     }
     return [{ name: pointer(location, issue.path), in: location, reason: issue.message }];
   });
-  return problemResponse(invalidInput(location, params), new URL(c.req.url).pathname);
 }
 
 function pointer(location: InvalidParam['in'], path: PropertyKey[]): string {

@@ -17,6 +17,7 @@ const STATUS: Record<ProblemCode, number> = {
   conflict: 409,
   cursor_expired: 410,
   payload_too_large: 413,
+  unsupported_media_type: 415,
   rate_limited: 429,
   service_unavailable: 503,
   internal_error: 500,

@@ -138,6 +138,7 @@ export interface CatalogSetupStore {
 
 /** Products as the merchant sent them. */
 export interface ProductSourceStore {
+  /** The product with this ref; in a write transaction its row stays locked until it ends (PostgreSQL). */
   findProductByRef(merchantId: number, ref: string): Promise<ProductRecord | undefined>;
   /**
    * Inserts or replaces the source; returns the product id and whether it was created. Keeps what the

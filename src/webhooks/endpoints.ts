@@ -27,7 +27,8 @@ export interface EndpointInput {
   standard_webhooks?: boolean;
   /** The most deliveries a second (null: no limit). */
   max_per_second?: number | null;
-  status?: 'active' | 'paused';
+  /** `disabled` only as the endpoint's own status (a document from GET sent back): it changes nothing. */
+  status?: 'active' | 'paused' | 'disabled';
 }
 
 type EndpointView = components['schemas']['WebhookEndpoint'];
@@ -179,9 +180,19 @@ export class WebhookEndpoints {
    * Changes an endpoint's URL, store, events or status; audited as done by `actor`: a change of
    * the status alone as `endpoint.pause` or `endpoint.enable`, anything else as `endpoint.update`.
    */
-  update(merchantId: number, endpointId: number, input: EndpointInput, actor: Actor = OPERATOR): Promise<EndpointView> {
+  update(merchantId: number, endpointId: number, change: EndpointInput, actor: Actor = OPERATOR): Promise<EndpointView> {
     return this.storage.transaction(async (tx) => {
       const endpoint = await this.endpointIn(tx, merchantId, endpointId);
+      // A merge patch states the document wanted: `paused` or `disabled` as the endpoint has it
+      // already changes nothing (an automatic pause is not turned into a pause by hand); `active`
+      // keeps its meaning of re-enabling, which resets the failure count.
+      const unchangedStatus = change.status === endpoint.status && change.status !== 'active';
+      const input: EndpointInput = { ...change, status: unchangedStatus ? undefined : change.status };
+      if (input.status === 'disabled') {
+        throw invalidInput('body', [
+          { name: '/status', in: 'body', reason: "must be active or paused: only a receiver's 410 Gone disables an endpoint" },
+        ]);
+      }
       const storeId = await this.validate(tx, merchantId, input);
       if (input.standard_webhooks === true && !endpoint.standard_webhooks) {
         // The newest secret signs the Standard Webhooks scheme: a rotation's pending one, else the current one.

@@ -10,11 +10,19 @@ export type DeliveryStatus = AdminSchemas['DeliveryStatus'];
 export type EndpointStatus = AdminSchemas['WebhookEndpoint']['status'];
 export type NotificationKind = AdminSchemas['Notification']['kind'];
 
-/** An endpoint's health record (spec 3), as the state machine in webhooks/health.ts moves it. */
-export type EndpointHealth = Pick<
-  AdminSchemas['WebhookEndpoint'],
-  'status' | 'consecutive_failures' | 'paused_until' | 'disabled_reason' | 'last_success_at' | 'last_failure_at'
-> & {
+/**
+ * An endpoint's health record (spec 3), as the state machine in webhooks/health.ts moves it (the
+ * API's read-only members are the service's to write).
+ */
+export type EndpointHealth = {
+  -readonly [K in
+    | 'status'
+    | 'consecutive_failures'
+    | 'paused_until'
+    | 'disabled_reason'
+    | 'last_success_at'
+    | 'last_failure_at']: AdminSchemas['WebhookEndpoint'][K];
+} & {
   failure_streak_started_at: string | null;
   owners_notified_at: string | null;
 };

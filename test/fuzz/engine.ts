@@ -195,6 +195,9 @@ interface RequestPlan {
 }
 
 const JSON_CONTENT_TYPES = ['application/json', 'application/json; charset=utf-8', 'Application/JSON'];
+/** The spellings of an operation's declared JSON media type a valid request may use. */
+const declaredJsonTypes = (declared: string) =>
+  declared === 'application/json' ? JSON_CONTENT_TYPES : [declared, `${declared}; charset=utf-8`, declared.toUpperCase()];
 const WRONG_CONTENT_TYPES = [
   'text/plain',
   'application/x-www-form-urlencoded',
@@ -308,7 +311,7 @@ class PlanArbitraries {
     if (!body) return fc.constant(undefined);
     if (body.contentType === 'application/x-ndjson') return this.ndjson(false);
     return fc
-      .tuple(this.adminSchemas.valid(body.schema), fc.constantFrom(...JSON_CONTENT_TYPES))
+      .tuple(this.adminSchemas.valid(body.schema), fc.constantFrom(...declaredJsonTypes(body.contentType)))
       .map(([value, contentType]): BodyPlan => ({ kind: 'json', value, contentType }));
   }
 
@@ -401,6 +404,8 @@ class PlanArbitraries {
         },
       );
     }
+    // The malformed bodies are sent as the operation's own JSON media type (a merge patch's, for a PATCH that takes one).
+    const jsonType = body.contentType;
     const deep = fc
       .record({
         depth: fc.constantFrom(
@@ -418,7 +423,7 @@ class PlanArbitraries {
           kind: 'deep',
           depth,
           shape,
-          contentType: 'application/json',
+          contentType: jsonType,
           label: depth > this.limits.maxJsonDepth ? 'nested too deep' : 'nested up to the limit',
         }),
       );
@@ -439,7 +444,7 @@ class PlanArbitraries {
           literal: ['NaN', 'undefined', '{"a":Infinity}', '{"a":01}', '{"a":"\\x41"}', '{"a":"\t"}', '// comment\n{}', '{} {}'][cut % 8]!,
           unicode: ['\u0000', '🦓', '{"\ud800":1}', '{"name":"\u202e"}', 'ｎｕｌｌ'][cut % 5]!,
         }[how];
-        return { kind: 'text', text: broken, contentType: 'application/json', label: 'malformed JSON' };
+        return { kind: 'text', text: broken, contentType: jsonType, label: 'malformed JSON' };
       });
     const bytes = fc
       .constantFrom(
@@ -447,7 +452,7 @@ class PlanArbitraries {
         Uint8Array.from([0xfe, 0xff, 0x00, 0x7b, 0x00, 0x7d]),
         Uint8Array.from([0x00, 0x00, 0x00]),
       )
-      .map((b): BodyPlan => ({ kind: 'bytes', bytes: b, contentType: 'application/json', label: 'invalid UTF-8' }));
+      .map((b): BodyPlan => ({ kind: 'bytes', bytes: b, contentType: jsonType, label: 'invalid UTF-8' }));
     const wrongType = fc
       .tuple(this.adminSchemas.valid(body.schema), fc.constantFrom(...WRONG_CONTENT_TYPES, null))
       .map(([value, contentType]): BodyPlan => ({ kind: 'json', value, contentType, label: 'wrong content type' }));
@@ -456,15 +461,15 @@ class PlanArbitraries {
       .map((value): BodyPlan => ({ kind: 'json', value, label: 'wrong top-level type' }));
     const none = fc.constantFrom<BodyPlan>(
       { kind: 'none', contentType: null, label: 'missing' },
-      { kind: 'none', contentType: 'application/json', label: 'missing' },
-      { kind: 'text', text: '', contentType: 'application/json', label: 'missing' },
+      { kind: 'none', contentType: jsonType, label: 'missing' },
+      { kind: 'text', text: '', contentType: jsonType, label: 'missing' },
     );
     const oversized = fc.record({ extra: fc.integer({ min: 1, max: 4096 }), chunked: fc.boolean() }).map(
       ({ extra, chunked }): BodyPlan => ({
         kind: 'oversized',
         extra,
         chunked,
-        contentType: 'application/json',
+        contentType: jsonType,
         label: chunked ? 'oversized, chunked' : 'oversized',
       }),
     );

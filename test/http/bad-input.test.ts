@@ -245,10 +245,11 @@ const adminCases: Case[] = [
     params: ['body:/offers/0/price'],
   },
   {
-    request: 'an is_catch_all field on a pricing rule',
+    // is_catch_all is read-only (a rule as listed is accepted, the member ignored), but typed.
+    request: 'an is_catch_all field on a pricing rule that is not a boolean',
     method: 'POST',
     path: () => `${m()}/pricing-rules`,
-    body: { priority: 5, is_catch_all: true },
+    body: { priority: 5, is_catch_all: 'yes' },
     code: 'invalid_body',
     params: ['body:/is_catch_all'],
   },

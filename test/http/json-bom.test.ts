@@ -39,11 +39,16 @@ async function stored(): Promise<unknown> {
 }
 
 /** A request with these exact body bytes (through the contract harness); the JSON answer parsed. */
-async function send(method: string, path: string, body: Buffer): Promise<{ status: number; headers: Headers; body: any; text: string }> {
+async function send(
+  method: string,
+  path: string,
+  body: Buffer,
+  contentType = 'application/json',
+): Promise<{ status: number; headers: Headers; body: any; text: string }> {
   const response = await service.fetch(`${service.url}${path}`, {
     method,
     body: new Uint8Array(body),
-    headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, 'Content-Type': 'application/json' },
+    headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, 'Content-Type': contentType },
   });
   const text = await response.text();
   return { status: response.status, headers: response.headers, body: text ? JSON.parse(text) : undefined, text };
@@ -60,7 +65,13 @@ describe('a JSON body starting with a byte order mark', () => {
     '%s: 400 invalid_body naming the mark, nothing written',
     async (_, operation) => {
       const before = await stored();
-      const response = await send(operation.method, pathOf(operation.path), Buffer.concat([BOM, Buffer.from('{}')]));
+      // Sent as the operation's own JSON media type (a merge patch's, for a PATCH that takes one).
+      const response = await send(
+        operation.method,
+        pathOf(operation.path),
+        Buffer.concat([BOM, Buffer.from('{}')]),
+        operation.mediaTypes[0],
+      );
       expect(response.status, response.text).toBe(400);
       expect(response.headers.get('content-type')).toMatch(/^application\/problem\+json/);
       expect(response.body).toMatchObject({

@@ -34,7 +34,12 @@ export abstract class SqlProductSources<C extends SqlConnection = SqlConnection>
   abstract productIdsWithImage(merchantId: number, url: string): Promise<number[]>;
 
   async findProductByRef(merchantId: number, ref: string): Promise<ProductRecord | undefined> {
-    const row = await this.c.one('SELECT id, ref, source FROM products WHERE merchant_id = $1 AND ref = $2', [merchantId, ref]);
+    // In a write transaction the row is locked (PostgreSQL) until it ends: a write that replaces
+    // the source with one made from what it read (a merge patch) never overwrites another's change.
+    const row = await this.c.one(
+      `SELECT id, ref, source FROM products WHERE merchant_id = $1 AND ref = $2${this.c.locksRows ? ' FOR NO KEY UPDATE' : ''}`,
+      [merchantId, ref],
+    );
     return row && toProduct(row);
   }
 

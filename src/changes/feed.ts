@@ -9,7 +9,7 @@ import type { components } from '../generated/public-api.js';
 import { ProblemError, invalidInput } from '../shared/problem.js';
 import { wholeSecondIso } from '../shared/time.js';
 import type { CatalogStorage, StorageOperations } from '../storage/port.js';
-import type { FeedPosition } from './model.js';
+import type { FeedPosition, StoredChange } from './model.js';
 
 export type ChangeEntry = components['schemas']['ChangeEntry'];
 export type ChangePage = components['schemas']['ChangePage'];
@@ -90,19 +90,23 @@ async function readWindow(
 
 /**
  * The window after a position (410 when retention deleted changes after it), in the caller's
- * snapshot, and whether it is full (it covers `window` changes: more may follow).
+ * snapshot; whether it is full (it covers `window` changes: more may follow); and the id of each
+ * entry's position (its created_at is the other half), so a later reader can take the part of the
+ * window after its own cursor (changes/catch-up-reads.ts).
  */
 export async function readWindowAfter(
   reader: StorageOperations,
   store: StoreRecord,
   from: FeedPosition,
   window: number,
-): Promise<{ window: ChangeWindow; full: boolean }> {
+): Promise<{ window: ChangeWindow; full: boolean; ids: number[] }> {
   let full = false;
-  const read = await windowAfter(reader, store, from, await reader.changeHorizon(store.id), window, (rows) => {
+  const ids: number[] = [];
+  const read = await windowAfter(reader, store, from, await reader.changeHorizon(store.id), window, (rows, latest) => {
     full = rows >= window;
+    ids.push(...latest);
   });
-  return { window: read, full };
+  return { window: read, full, ids };
 }
 
 async function windowAfter(
@@ -111,7 +115,7 @@ async function windowAfter(
   from: FeedPosition,
   horizon: FeedPosition | undefined,
   window: number,
-  covered?: (rows: number) => void,
+  covered?: (rows: number, ids: number[]) => void,
 ): Promise<ChangeWindow> {
   if (horizon && before(from, horizon)) {
     throw new ProblemError(
@@ -120,14 +124,25 @@ async function windowAfter(
     );
   }
   const rows = await reader.changesAfter(store.id, from, window);
-  covered?.(rows.length);
-  if (rows.length === 0) return { changes: [], next_since: from.at, next_id: from.id };
+  if (rows.length === 0) {
+    covered?.(0, []);
+    return { changes: [], next_since: from.at, next_id: from.id };
+  }
   // spec 6 rule 3: only the latest change per product in the window, in position order.
-  const latest = new Map<number, ChangeEntry>();
+  const latest = new Map<number, StoredChange>();
   for (const row of rows) {
     latest.delete(row.product_id);
-    latest.set(row.product_id, { product_id: row.product_id, change_type: row.change_type, created_at: row.created_at });
+    latest.set(row.product_id, row);
   }
+  const kept = [...latest.values()];
+  covered?.(
+    rows.length,
+    kept.map((row) => row.id),
+  );
   const last = rows[rows.length - 1]!;
-  return { changes: [...latest.values()], next_since: last.created_at, next_id: last.id };
+  return {
+    changes: kept.map((row) => ({ product_id: row.product_id, change_type: row.change_type, created_at: row.created_at })),
+    next_since: last.created_at,
+    next_id: last.id,
+  };
 }

@@ -316,8 +316,9 @@ export interface paths {
          * Read a merchant's audit log
          * @description Every change made to this merchant, in the administration panel, through this admin API or
          *     with the CLI (stores, exchange rates, pricing rules, suppliers, products, imports, keys,
-         *     endpoints, users, ...), once each, with who made it (`operator` for the admin API and the
-         *     CLI) and when, newest first, at most `limit` entries.
+         *     endpoints, users, ...), once each, with who made it (the operator, a panel user, or a merchant
+         *     API key: `credential`, and `api_key` with the key's id, name and prefix) and when, newest
+         *     first, at most `limit` entries. `api_key_id` lists only one key's changes.
          */
         get: operations["listAuditLog"];
         put?: never;
@@ -1626,6 +1627,7 @@ export interface components {
              *     |---|---|---|
              *     | `unauthorized` | 401 | missing, malformed, unknown or revoked API key |
              *     | `forbidden` | 403 | the key may not perform this operation |
+             *     | `insufficient_scope` | 403 | the API key lacks the scope the operation needs (named in `WWW-Authenticate` and `detail`) |
              *     | `not_found` | 404 | the resource does not exist for your merchant |
              *     | `store_not_found` | 404 | unknown or inactive store slug |
              *     | `invalid_parameter` | 400 | a path, query or header parameter is invalid (see `invalid_params`) |
@@ -1639,7 +1641,7 @@ export interface components {
              * @example invalid_parameter
              * @enum {string}
              */
-            code: "unauthorized" | "forbidden" | "not_found" | "store_not_found" | "invalid_parameter" | "invalid_body" | "conflict" | "cursor_expired" | "payload_too_large" | "rate_limited" | "service_unavailable" | "internal_error";
+            code: "unauthorized" | "forbidden" | "insufficient_scope" | "not_found" | "store_not_found" | "invalid_parameter" | "invalid_body" | "conflict" | "cursor_expired" | "payload_too_large" | "rate_limited" | "service_unavailable" | "internal_error";
             /** @description Present only with `invalid_parameter` and `invalid_body`: one entry per offending input. */
             invalid_params?: {
                 /**
@@ -1697,6 +1699,18 @@ export interface components {
             /** @description Replaces the list of account owners' email addresses. */
             owner_emails?: string[];
         };
+        /**
+         * @description What a key may do. `catalog:read`: the public read API (`/v1`). `catalog:write`: the
+         *     merchant's catalog through the admin API (stores, customer groups, exchange rates, pricing
+         *     rules, suppliers, attribute definitions, products, imports, images, the audit log), and
+         *     `catalog:read`. `webhooks:read`: the webhook endpoints, deliveries, delivery log and
+         *     notifications. `webhooks:write`: creating, editing and deleting endpoints, rotating and
+         *     confirming secrets, test deliveries, resends and recovery, and `webhooks:read`. A write scope
+         *     implies its read scope; nothing else is implied (a `webhooks:write` key cannot read the catalog).
+         * @example catalog:read
+         * @enum {string}
+         */
+        ApiKeyScope: "catalog:read" | "catalog:write" | "webhooks:read" | "webhooks:write";
         /** @description A merchant API key as listed. The secret key itself is never returned again. */
         ApiKey: {
             /**
@@ -1714,6 +1728,21 @@ export interface components {
              * @example cps_Xk3J9aQ2
              */
             prefix: string;
+            /**
+             * @description What the key may do (`ApiKeyScope`), as issued. Keys issued before scopes existed have exactly `catalog:read`.
+             * @example [
+             *       "catalog:read"
+             *     ]
+             */
+            scopes: components["schemas"]["ApiKeyScope"][];
+            /**
+             * @description The store slugs the key is restricted to, or `null` for every store of its merchant. A
+             *     restricted key reads only these stores on `/v1` (`/v1/stores` lists only them, any other
+             *     `store` answers `404 store_not_found`, and without `store` it reads the default store only
+             *     when that is one of them) and sees and manages only the webhook endpoints of these stores.
+             * @example null
+             */
+            stores: string[] | null;
             /**
              * Format: date-time
              * @description When the key was issued.
@@ -1745,6 +1774,20 @@ export interface components {
         CreateApiKeyInput: {
             /** @description Label for the key, e.g. the integration that will use it. */
             name: string;
+            /**
+             * @description What the key may do; `[catalog:read]` (the public read API) when omitted.
+             * @default [
+             *       "catalog:read"
+             *     ]
+             */
+            scopes: components["schemas"]["ApiKeyScope"][];
+            /**
+             * @description Restricts the key to these stores of the merchant (each must exist: an unknown slug answers
+             *     `400 invalid_body` naming it); `null` or omitted: every store. A restricted key cannot
+             *     hold `catalog:write` (the catalog it would write is published to every store; `400`).
+             * @default null
+             */
+            stores: string[] | null;
         };
         /**
          * @description A newly issued API key, including the secret `key`. This is the only time the key is shown:
@@ -1757,6 +1800,21 @@ export interface components {
             name: string;
             /** @description The first 12 characters of `key`. */
             prefix: string;
+            /**
+             * @description What the key may do (`ApiKeyScope`), as issued. Keys issued before scopes existed have exactly `catalog:read`.
+             * @example [
+             *       "catalog:read"
+             *     ]
+             */
+            scopes: components["schemas"]["ApiKeyScope"][];
+            /**
+             * @description The store slugs the key is restricted to, or `null` for every store of its merchant. A
+             *     restricted key reads only these stores on `/v1` (`/v1/stores` lists only them, any other
+             *     `store` answers `404 store_not_found`, and without `store` it reads the default store only
+             *     when that is one of them) and sees and manages only the webhook endpoints of these stores.
+             * @example null
+             */
+            stores: string[] | null;
             /**
              * Format: date-time
              * @description When the key was issued.
@@ -1931,11 +1989,31 @@ export interface components {
              */
             at: string;
             /**
-             * @description Who made it: `operator` for the admin API and the CLI (both act with the deployment's
-             *     admin token) and for the operator signed in to the panel; otherwise the panel user's email.
+             * @description Who made it, in words: `operator` for the admin token (admin API, CLI) and for the operator
+             *     signed in to the panel; the panel user's email; or, for a merchant API key,
+             *     `key "<name>" (<prefix>…)`.
              * @example buyer@acme.test
              */
             actor: string;
+            /**
+             * @description The kind of credential that made it: the operator (admin token), a panel user, or a merchant
+             *     API key (then `api_key` names it).
+             * @example user
+             * @enum {string}
+             */
+            credential: "operator" | "user" | "key";
+            /**
+             * @description The key that made the change (`credential` is `key`), else `null`.
+             * @example null
+             */
+            api_key: {
+                /** @description The key's id (filter the log by it with `api_key_id`). */
+                id: number;
+                /** @description The key's name. */
+                name: string;
+                /** @description The first 12 characters of the key. */
+                prefix: string;
+            } | null;
             /**
              * @description What was done, as `noun.verb` (both in lower case, words joined by `_`):
              *
@@ -3425,13 +3503,31 @@ export interface components {
     };
     responses: {
         /**
-         * @description The admin token is missing, malformed or wrong (or the admin API is disabled because
-         *     `CPS_ADMIN_TOKEN` is not configured). Merchant API keys are not accepted here.
+         * @description The `Authorization` header is missing or malformed, or it carries neither the admin token nor
+         *     an active merchant API key (unknown or revoked).
          */
         Unauthorized: {
             headers: {
                 /** @description Authentication challenge (RFC 6750); always exactly `Bearer realm="admin"`. */
                 "WWW-Authenticate": "Bearer realm=\"admin\"";
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
+         * @description The credential is a merchant API key that may not perform this operation: it lacks the
+         *     operation's scope (code `insufficient_scope`, the scope named in the `WWW-Authenticate`
+         *     challenge and in `detail`), or the operation is the operator's alone (code `forbidden`).
+         *     Nothing was read or written. Ask for a key with the scope (keys are issued by the operator and
+         *     by the merchant's owners in the panel; a key never issues or widens a key).
+         */
+        Forbidden: {
+            headers: {
+                /** @description With `insufficient_scope` (RFC 6750): `Bearer error="insufficient_scope", scope="<the scope>"`. */
+                "WWW-Authenticate"?: string;
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
@@ -3564,6 +3660,12 @@ export interface components {
          * @example 100
          */
         Limit: number;
+        /**
+         * @description Only the changes made with this API key (its `id`, as `GET .../api-keys` lists it and each
+         *     entry's `api_key.id` shows). An id of no key of the merchant returns an empty list.
+         * @example 7
+         */
+        AuditApiKeyId: number;
         /**
          * @description Store slug, chosen by the merchant.
          * @example de
@@ -3773,6 +3875,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
         };
     };
     createMerchant: {
@@ -3796,6 +3899,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
         };
     };
@@ -3826,6 +3930,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
         };
     };
@@ -3856,6 +3961,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
         };
@@ -3887,6 +3993,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
         };
     };
@@ -3917,6 +4024,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -3952,6 +4060,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
         };
     };
@@ -3982,6 +4091,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
         };
     };
@@ -4015,6 +4125,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
         };
@@ -4051,6 +4162,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
         };
     };
@@ -4081,6 +4193,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
         };
     };
@@ -4111,6 +4224,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -4146,6 +4260,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
         };
     };
@@ -4159,6 +4274,12 @@ export interface operations {
                  * @example 100
                  */
                 limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Only the changes made with this API key (its `id`, as `GET .../api-keys` lists it and each
+                 *     entry's `api_key.id` shows). An id of no key of the merchant returns an empty list.
+                 * @example 7
+                 */
+                api_key_id?: components["parameters"]["AuditApiKeyId"];
             };
             header?: never;
             path: {
@@ -4184,6 +4305,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
         };
     };
@@ -4214,6 +4336,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
         };
     };
@@ -4249,6 +4372,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -4284,6 +4408,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
         };
@@ -4315,6 +4440,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
         };
     };
@@ -4345,6 +4471,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -4382,6 +4509,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -4417,6 +4545,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
         };
@@ -4448,6 +4577,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
         };
     };
@@ -4488,6 +4618,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
         };
@@ -4527,6 +4658,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
         };
     };
@@ -4557,6 +4689,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
         };
     };
@@ -4587,6 +4720,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
         };
@@ -4623,6 +4757,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -4658,6 +4793,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
         };
@@ -4689,6 +4825,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
         };
     };
@@ -4724,6 +4861,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
         };
@@ -4758,6 +4896,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
         };
@@ -4789,6 +4928,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
         };
     };
@@ -4826,6 +4966,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
         };
@@ -4862,6 +5003,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
         };
     };
@@ -4898,6 +5040,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
         };
     };
@@ -4934,6 +5077,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
         };
@@ -4969,6 +5113,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
         };
     };
@@ -5029,6 +5174,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
         };
     };
@@ -5073,6 +5219,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
         };
     };
@@ -5132,6 +5279,7 @@ export interface operations {
             };
             400: components["responses"]["ImportRejected"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -5170,6 +5318,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
         };
     };
@@ -5200,6 +5349,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
         };
     };
@@ -5230,6 +5380,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
         };
     };
@@ -5260,6 +5411,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
         };
     };
@@ -5290,6 +5442,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
         };
@@ -5326,6 +5479,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
         };
     };
@@ -5359,6 +5513,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
         };
     };
@@ -5394,6 +5549,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -5431,6 +5587,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
         };
     };
@@ -5466,6 +5623,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
         };
@@ -5502,6 +5660,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
         };
@@ -5538,6 +5697,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -5595,6 +5755,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
         };
     };
@@ -5635,6 +5796,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
         };
     };
@@ -5675,6 +5837,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
         };
@@ -5714,6 +5877,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
         };
     };

@@ -50,5 +50,11 @@ export function audit(
   at: Date,
 ): Promise<void> {
   const apiKeyId = typeof actor === 'string' ? null : actor.id;
-  return scopeToMerchant(tx, merchantId).insertAuditEntry({ at: at.toISOString(), actor: actorName(actor), api_key_id: apiKeyId, action, detail });
+  return scopeToMerchant(tx, merchantId).insertAuditEntry({
+    at: at.toISOString(),
+    actor: actorName(actor),
+    api_key_id: apiKeyId,
+    action,
+    detail,
+  });
 }

@@ -81,11 +81,16 @@ export function adminApi({
   route(routes.listMerchants, async (c) => c.json({ data: await admin.listMerchants() }, 200));
   route(routes.createMerchant, async (c) => c.json(await admin.createMerchant(c.req.valid('json'), actorOf(c.var.credential)), 201));
   route(routes.getMerchant, async (c) => c.json(await admin.merchant(c.req.valid('param').merchant_id), 200));
-  route(routes.updateMerchant, async (c) => c.json(await admin.updateMerchant(c.req.valid('param').merchant_id, c.req.valid('json'), actorOf(c.var.credential)), 200));
+  route(routes.updateMerchant, async (c) =>
+    c.json(await admin.updateMerchant(c.req.valid('param').merchant_id, c.req.valid('json'), actorOf(c.var.credential)), 200),
+  );
   route(routes.listApiKeys, async (c) => c.json({ data: (await admin.listApiKeys(c.req.valid('param').merchant_id)).map(apiKey) }, 200));
   route(routes.createApiKey, async (c) => {
     const { name, scopes, stores } = c.req.valid('json');
-    const { key, ...record } = await admin.createApiKey(c.req.valid('param').merchant_id, name, actorOf(c.var.credential), { scopes, stores });
+    const { key, ...record } = await admin.createApiKey(c.req.valid('param').merchant_id, name, actorOf(c.var.credential), {
+      scopes,
+      stores,
+    });
     return c.json({ ...apiKey(record), key }, 201);
   });
   route(routes.revokeApiKey, async (c) => {
@@ -162,7 +167,10 @@ export function adminApi({
   route(routes.listExchangeRates, async (c) => c.json({ data: await admin.listExchangeRates(c.req.valid('param').merchant_id) }, 200));
   route(routes.upsertExchangeRate, async (c) => {
     const { merchant_id, base, quote } = c.req.valid('param');
-    return c.json(await admin.upsertExchangeRate(merchant_id, { base, quote, rate: c.req.valid('json').rate }, actorOf(c.var.credential)), 200);
+    return c.json(
+      await admin.upsertExchangeRate(merchant_id, { base, quote, rate: c.req.valid('json').rate }, actorOf(c.var.credential)),
+      200,
+    );
   });
   route(routes.deleteExchangeRate, async (c) => {
     const { merchant_id, base, quote } = c.req.valid('param');
@@ -216,7 +224,12 @@ export function adminApi({
   });
   route(routes.upsertProduct, async (c) => {
     const { merchant_id, product_ref } = c.req.valid('param');
-    const { created: _created, ...source } = await admin.upsertProduct(merchant_id, product_ref, c.req.valid('json'), actorOf(c.var.credential));
+    const { created: _created, ...source } = await admin.upsertProduct(
+      merchant_id,
+      product_ref,
+      c.req.valid('json'),
+      actorOf(c.var.credential),
+    );
     return c.json(source, 200);
   });
   route(routes.deleteProduct, async (c) => {
@@ -257,7 +270,9 @@ export function adminApi({
 
   // Image mirroring progress
   route(routes.getImageMirroring, async (c) => c.json(await admin.imageMirroring(c.req.valid('param').merchant_id), 200));
-  route(routes.retryDeadImages, async (c) => c.json({ retried: await admin.retryDeadImages(c.req.valid('param').merchant_id, actorOf(c.var.credential)) }, 200));
+  route(routes.retryDeadImages, async (c) =>
+    c.json({ retried: await admin.retryDeadImages(c.req.valid('param').merchant_id, actorOf(c.var.credential)) }, 200),
+  );
 
   registerWebhookRoutes(app, endpoints);
   return app;

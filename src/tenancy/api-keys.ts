@@ -63,7 +63,11 @@ export class MerchantApiKeys {
   create(merchantId: number, name: string, actor: Actor = OPERATOR, grant: ApiKeyGrant = {}): Promise<ApiKeyRecord & { key: string }> {
     if (grant.stores && grant.scopes?.includes('catalog:write')) {
       throw invalidInput('body', [
-        { name: '/scopes', in: 'body', reason: "cannot hold catalog:write with stores: the catalog is the merchant's, published to every store" },
+        {
+          name: '/scopes',
+          in: 'body',
+          reason: "cannot hold catalog:write with stores: the catalog is the merchant's, published to every store",
+        },
       ]);
     }
     return this.writes.write(merchantId, actor, async ({ tx, audit }) => {
@@ -73,7 +77,11 @@ export class MerchantApiKeys {
         if (unknown.length) {
           throw invalidInput(
             'body',
-            unknown.map(({ slug, index }) => ({ name: `/stores/${index}`, in: 'body' as const, reason: `is not a store of the merchant: "${slug}"` })),
+            unknown.map(({ slug, index }) => ({
+              name: `/stores/${index}`,
+              in: 'body' as const,
+              reason: `is not a store of the merchant: "${slug}"`,
+            })),
           );
         }
       }

@@ -21,7 +21,7 @@ import type { StoreRecord } from '../../catalog/model.js';
 /** What each scope lets a key do, as the form explains it. */
 const SCOPE_HELP: Record<Scope, string> = {
   'catalog:read': 'read the published catalog (the public /v1 API)',
-  'catalog:write': "write the catalog through the admin API (stores, pricing, products, imports); reads it too",
+  'catalog:write': 'write the catalog through the admin API (stores, pricing, products, imports); reads it too',
   'webhooks:read': 'read the webhook endpoints, their deliveries and the notifications',
   'webhooks:write': 'create, edit and delete webhook endpoints, rotate secrets, test and resend; reads them too',
 };

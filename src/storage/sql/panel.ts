@@ -1,7 +1,13 @@
 // The administration panel's accounts, written once for both engines (dialect.ts): users,
 // invitations, sessions, sign-in failures, the audit log.
 import type { PanelStore } from '../port.js';
-import type { AuditEntryRecord, ListedAuditEntryRecord, PanelInvitationRecord, PanelSessionRecord, PanelUserRecord } from '../../admin/model.js';
+import type {
+  AuditEntryRecord,
+  ListedAuditEntryRecord,
+  PanelInvitationRecord,
+  PanelSessionRecord,
+  PanelUserRecord,
+} from '../../admin/model.js';
 import type { Row, SqlConnection } from './dialect.js';
 
 const USER_COLUMNS = 'id, merchant_id, email, role, created_at';
@@ -225,7 +231,8 @@ export class SqlPanel implements PanelStore {
     );
     return rows.map(({ key_id, key_name, key_prefix, ...entry }) => ({
       ...(entry as Omit<ListedAuditEntryRecord, 'api_key'>),
-      api_key: key_id === null || key_id === undefined ? null : { id: Number(key_id), name: key_name as string, prefix: key_prefix as string },
+      api_key:
+        key_id === null || key_id === undefined ? null : { id: Number(key_id), name: key_name as string, prefix: key_prefix as string },
     }));
   }
 }

@@ -23,12 +23,17 @@ export const STORE_COLUMNS = [
 const API_KEY_COLUMNS = 'id, merchant_id, name, prefix, scopes, stores, created_at, revoked_at, last_used_at';
 
 /** A key's row: its scopes and stores are kept as JSON text. */
-const toApiKey = <T extends Row>(row: T): ApiKeyRecord =>
-  ({
-    ...row,
-    scopes: JSON.parse(row.scopes as string),
-    stores: row.stores === null || row.stores === undefined ? null : JSON.parse(row.stores as string),
-  }) as unknown as ApiKeyRecord;
+const toApiKey = (row: Row): ApiKeyRecord => ({
+  id: Number(row.id),
+  merchant_id: Number(row.merchant_id),
+  name: row.name as string,
+  prefix: row.prefix as string,
+  scopes: JSON.parse(row.scopes as string) as ApiKeyRecord['scopes'],
+  stores: row.stores === null || row.stores === undefined ? null : (JSON.parse(row.stores as string) as string[]),
+  created_at: row.created_at as string,
+  revoked_at: (row.revoked_at as string | null) ?? null,
+  last_used_at: (row.last_used_at as string | null) ?? null,
+});
 
 /** A store's columns an upsert sets, as insertStore receives them: $1 merchant_id, $2 slug, then these. */
 export const STORE_INPUT_COLUMNS = 'merchant_id, slug, name, locale, currency, is_default, active, exclude_out_of_stock';

@@ -67,7 +67,7 @@ async function generate(): Promise<Map<string, string>> {
       '- `*-openapi.json`: the bundled document (served at `/openapi.json`, `/admin/openapi.json` and `/operations/openapi.json`).',
       '- `*-api.ts`: openapi-typescript types (`paths`, `components`, `webhooks`).',
       '- `*-routes.ts`: zod schemas and `createRoute` definitions for @hono/zod-openapi.',
-      "- `admin-route-facts.ts`: per admin operation, its request body's kind, whether it is required and the size limit",
+      "- `admin-route-facts.ts`: per admin operation, the scope a merchant API key needs (from its security requirements), its request body's kind, whether it is required and the size limit",
       '  that holds it: what the admin API wires its body checks by.',
       '- `public-webhooks.ts`: the `webhooks:` section as a registry (events, headers, payload schemas and a',
       '  standalone validator per event, no run-time imports): what the dispatcher and the receiver kit check.',

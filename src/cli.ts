@@ -5,6 +5,7 @@ import path from 'node:path';
 import pino from 'pino';
 import { SingleBar, Presets } from 'cli-progress';
 import {
+  CreateApiKeyInputSchema,
   CreateMerchantInputSchema,
   StoreInputSchema,
   WebhookEndpointInputSchema,
@@ -47,7 +48,9 @@ Commands:
   stores set --merchant ID --store SLUG --name N --locale L --currency C [--default] [--inactive] [--exclude-out-of-stock]
                                       create or replace a store (as PUT .../stores/{slug}: its products re-published)
   stores delete --merchant ID --store SLUG
-  keys create --merchant ID [--name N] issue an API key (printed once)
+  keys create --merchant ID [--name N] [--scopes S,S] [--stores SLUG,SLUG]
+                                      issue an API key (printed once); scopes of catalog:read (the default),
+                                      catalog:write, webhooks:read, webhooks:write; stores: restrict it to those
   keys list --merchant ID             the merchant's API keys (prefix, name, created, revoked; never the key)
   keys revoke --merchant ID --key ID  revoke a key: it stops working at once
   users invite --merchant ID --email E [--role owner|member]
@@ -122,6 +125,8 @@ async function main(argv: string[]): Promise<void> {
         url: { type: 'string' },
         store: { type: 'string' },
         events: { type: 'string' },
+        scopes: { type: 'string' },
+        stores: { type: 'string' },
         endpoint: { type: 'string' },
         email: { type: 'string' },
         role: { type: 'string' },
@@ -171,7 +176,13 @@ async function main(argv: string[]): Promise<void> {
       console.log(values.json ? JSON.stringify(result) : `merchant ${result.merchant_id}, API key ${result.api_key}`);
     } else if (command === 'keys' && rest[0] === 'create') {
       const merchantId = positiveInt(values.merchant, 'merchant');
-      const key = await admin.createApiKey(merchantId, values.name ?? 'cli');
+      // As POST .../api-keys: comma-separated scopes (default catalog:read) and stores (default: every store).
+      const { name, scopes, stores } = checked(CreateApiKeyInputSchema, {
+        name: values.name ?? 'cli',
+        ...(values.scopes === undefined ? {} : { scopes: values.scopes.split(',') }),
+        ...(values.stores === undefined ? {} : { stores: values.stores.split(',') }),
+      });
+      const key = await admin.createApiKey(merchantId, name, CLI_OPERATOR, { scopes, stores });
       console.log(values.json ? JSON.stringify(key) : `API key for merchant ${merchantId} (shown once): ${key.key}`);
     } else if (command === 'keys' || command === 'merchants' || command === 'stores' || command === 'imports') {
       await setupCommand(service, command, rest[0], values);

@@ -105,6 +105,33 @@ describe('the command line', () => {
     expect(stores.body.data[0]).toMatchObject({ slug: 'de', is_default: true });
   });
 
+  it('keys create --scopes --stores issues a key restricted to them, and refuses an unknown scope with exit code 2', async () => {
+    const result = await cli(
+      'keys',
+      'create',
+      '--merchant',
+      '1',
+      '--name',
+      'shop-pl',
+      '--scopes',
+      'catalog:read,webhooks:read',
+      '--stores',
+      'pl',
+      '--json',
+      '--db',
+      db,
+    );
+    expect(result.code, result.stderr).toBe(0);
+    const key = JSON.parse(result.stdout);
+    expect(key).toMatchObject({ scopes: ['catalog:read', 'webhooks:read'], stores: ['pl'] });
+    const stores = await publicGet('/v1/stores', key.key);
+    expect(stores.body.data.map((s: { slug: string }) => s.slug)).toEqual(['pl']);
+    const refused = await cli('keys', 'create', '--merchant', '1', '--scopes', 'catalog:admin', '--db', db);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/--scopes/);
+    expect(refused.stdout).not.toMatch(/cps_/);
+  });
+
   it('keys create for an unknown merchant exits non-zero and issues nothing', async () => {
     const result = await cli('keys', 'create', '--merchant', '99', '--db', db);
     expect(result.code).not.toBe(0);

@@ -14,7 +14,7 @@ import type { Config } from '../config.js';
 import { ProblemError, invalidInput } from '../shared/problem.js';
 import type { CatalogStorage, StorageTx } from '../storage/port.js';
 import { forMerchant, scopeToMerchant } from '../storage/merchant-scope.js';
-import type { AuditEntryRecord, PanelInvitationRecord, PanelLinkPurpose, PanelRole, PanelUserRecord } from './model.js';
+import type { ListedAuditEntryRecord, PanelInvitationRecord, PanelLinkPurpose, PanelRole, PanelUserRecord } from './model.js';
 import { ShownOnceMessages } from './shown-once.js';
 import { DUMMY_HASH, PasswordHasher, type PasswordHashObserver } from './password-hashing.js';
 import { SignInThrottle, type SignInAttempt } from './sign-in-throttle.js';
@@ -52,7 +52,8 @@ export type PendingLink = Pick<PanelInvitationRecord, 'id' | 'email' | 'role' | 
 /** A password reset: the link for the operator; for an owner, only the address it was e-mailed to. */
 export type PasswordReset = { id: number; email: string; role: PanelRole; expires_at: string; token?: string | undefined };
 
-export type AuditEntry = Omit<AuditEntryRecord, 'merchant_id'>;
+/** An entry of the audit log as the admin API and the panel show it (admin.yaml: AuditEntry). */
+export type AuditEntry = Omit<ListedAuditEntryRecord, 'merchant_id'> & { credential: 'operator' | 'user' | 'key' };
 
 /** Sends a message to an account's e-mail when SMTP is configured (errors are the mailer's to log). */
 export type AccountMailer = (mail: { to: string; subject: string; text: string }) => Promise<void>;
@@ -488,11 +489,15 @@ export class PanelAccounts {
     });
   }
 
-  async auditLog(actor: Principal, merchantId: number, limit: number): Promise<AuditEntry[]> {
+  /** The newest entries, each with the kind of credential that made it; with `apiKeyId`, only that key's. */
+  async auditLog(actor: Principal, merchantId: number, limit: number, apiKeyId?: number): Promise<AuditEntry[]> {
     this.assertManager(actor, merchantId);
     const merchant = forMerchant(this.storage, merchantId);
     if (!(await merchant.getMerchant())) throw notFound(`Merchant ${merchantId}`);
-    return (await merchant.listAuditEntries(limit)).map(({ merchant_id: _, ...entry }) => entry);
+    return (await merchant.listAuditEntries(limit, apiKeyId)).map(({ merchant_id: _, ...entry }) => ({
+      ...entry,
+      credential: entry.api_key ? 'key' : entry.actor === OPERATOR ? 'operator' : 'user',
+    }));
   }
 }
 

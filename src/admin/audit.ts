@@ -7,8 +7,19 @@ import { scopeToMerchant } from '../storage/merchant-scope.js';
 /** The actor of the admin API and the CLI (the deployment's admin token), and of the operator in the panel. */
 export const OPERATOR = 'operator';
 
-/** Who made a change: `operator`, or the panel user's email. */
-export type Actor = string;
+/** A merchant API key that made a change: the audit log names it by id, name and prefix. */
+export interface KeyActor {
+  kind: 'key';
+  id: number;
+  name: string;
+  prefix: string;
+}
+
+/** Who made a change: `operator`, the panel user's email, or a merchant API key. */
+export type Actor = string | KeyActor;
+
+/** An actor in words, as the audit log's `actor` shows it: `operator`, the user's email, or `key "name" (prefix…)`. */
+export const actorName = (actor: Actor): string => (typeof actor === 'string' ? actor : `key "${actor.name}" (${actor.prefix}…)`);
 
 type Verbs<Noun extends string, Verb extends string> = `${Noun}.${Verb}`;
 
@@ -38,5 +49,12 @@ export function audit(
   detail: string,
   at: Date,
 ): Promise<void> {
-  return scopeToMerchant(tx, merchantId).insertAuditEntry({ at: at.toISOString(), actor, action, detail });
+  const apiKeyId = typeof actor === 'string' ? null : actor.id;
+  return scopeToMerchant(tx, merchantId).insertAuditEntry({
+    at: at.toISOString(),
+    actor: actorName(actor),
+    api_key_id: apiKeyId,
+    action,
+    detail,
+  });
 }

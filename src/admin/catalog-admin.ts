@@ -33,7 +33,7 @@ import { MerchantImages } from '../images/retry.js';
 import type { InvalidParam } from '../shared/problem.js';
 import { scopeToMerchant } from '../storage/merchant-scope.js';
 import type { CatalogStorage, StorageOperations, StorageTx } from '../storage/port.js';
-import { MerchantApiKeys, type ActiveApiKeys } from '../tenancy/api-keys.js';
+import { MerchantApiKeys, type ActiveApiKeys, type ApiKeyGrant } from '../tenancy/api-keys.js';
 import { Merchants } from '../tenancy/merchants.js';
 import type { MerchantRecord } from '../tenancy/model.js';
 import { OPERATOR, type Actor } from './audit.js';
@@ -102,8 +102,8 @@ export class CatalogAdmin {
   listApiKeys(merchantId: number) {
     return this.apiKeys.list(merchantId);
   }
-  createApiKey(merchantId: number, name: string, actor: Actor = OPERATOR) {
-    return this.apiKeys.create(merchantId, name, actor);
+  createApiKey(merchantId: number, name: string, actor: Actor = OPERATOR, grant: ApiKeyGrant = {}) {
+    return this.apiKeys.create(merchantId, name, actor, grant);
   }
   revokeApiKey(merchantId: number, keyId: number, actor: Actor = OPERATOR) {
     return this.apiKeys.revoke(merchantId, keyId, actor);

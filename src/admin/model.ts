@@ -46,10 +46,17 @@ export interface AuditEntryRecord {
   id: number;
   merchant_id: number;
   at: string;
-  /** `operator`, or the panel user's email. */
+  /** `operator`, the panel user's email, or `key "name" (prefix…)`. */
   actor: string;
+  /** The key that made the change, or null (the operator or a panel user). */
+  api_key_id: number | null;
   action: string;
   detail: string;
+}
+
+/** An audit entry as listed: the key that made it named by id, name and prefix. */
+export interface ListedAuditEntryRecord extends Omit<AuditEntryRecord, 'api_key_id'> {
+  api_key: { id: number; name: string; prefix: string } | null;
 }
 
 // Import jobs: an NDJSON import's progress and outcome, kept where every process can read it

@@ -55,7 +55,7 @@ export async function activeStore(merchant: MerchantScope, slug: string | undefi
   throw storeNotFound(slug);
 }
 
-function storeNotFound(slug: string | undefined): ProblemError {
+export function storeNotFound(slug: string | undefined): ProblemError {
   return slug === undefined
     ? new ProblemError('store_not_found', 'The merchant has no active default store.')
     : new ProblemError('store_not_found', `No active store with slug "${slug}".`);

@@ -316,8 +316,9 @@ export interface paths {
          * Read a merchant's audit log
          * @description Every change made to this merchant, in the administration panel, through this admin API or
          *     with the CLI (stores, exchange rates, pricing rules, suppliers, products, imports, keys,
-         *     endpoints, users, ...), once each, with who made it (`operator` for the admin API and the
-         *     CLI) and when, newest first, at most `limit` entries.
+         *     endpoints, users, ...), once each, with who made it (the operator, a panel user, or a merchant
+         *     API key: `credential`, and `api_key` with the key's id, name and prefix) and when, newest
+         *     first, at most `limit` entries. `api_key_id` lists only one key's changes.
          */
         get: operations["listAuditLog"];
         put?: never;
@@ -1684,6 +1685,7 @@ export interface components {
              *     |---|---|---|
              *     | `unauthorized` | 401 | missing, malformed, unknown or revoked API key |
              *     | `forbidden` | 403 | the key may not perform this operation |
+             *     | `insufficient_scope` | 403 | the API key lacks the scope the operation needs (named in `WWW-Authenticate` and `detail`) |
              *     | `not_found` | 404 | the resource does not exist for your merchant |
              *     | `store_not_found` | 404 | unknown or inactive store slug |
              *     | `invalid_parameter` | 400 | a path, query or header parameter is invalid (see `invalid_params`) |
@@ -1698,7 +1700,7 @@ export interface components {
              * @example invalid_parameter
              * @enum {string}
              */
-            code: "unauthorized" | "forbidden" | "not_found" | "store_not_found" | "invalid_parameter" | "invalid_body" | "conflict" | "cursor_expired" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "service_unavailable" | "internal_error";
+            code: "unauthorized" | "forbidden" | "insufficient_scope" | "not_found" | "store_not_found" | "invalid_parameter" | "invalid_body" | "conflict" | "cursor_expired" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "service_unavailable" | "internal_error";
             /** @description Present only with `invalid_parameter` and `invalid_body`: one entry per offending input. */
             invalid_params?: {
                 /**
@@ -1756,6 +1758,18 @@ export interface components {
             /** @description Replaces the list of account owners' email addresses. */
             owner_emails?: string[];
         };
+        /**
+         * @description What a key may do. `catalog:read`: the public read API (`/v1`). `catalog:write`: the
+         *     merchant's catalog through the admin API (stores, customer groups, exchange rates, pricing
+         *     rules, suppliers, attribute definitions, products, imports, images, the audit log), and
+         *     `catalog:read`. `webhooks:read`: the webhook endpoints, deliveries, delivery log and
+         *     notifications. `webhooks:write`: creating, editing and deleting endpoints, rotating and
+         *     confirming secrets, test deliveries, resends and recovery, and `webhooks:read`. A write scope
+         *     implies its read scope; nothing else is implied (a `webhooks:write` key cannot read the catalog).
+         * @example catalog:read
+         * @enum {string}
+         */
+        ApiKeyScope: "catalog:read" | "catalog:write" | "webhooks:read" | "webhooks:write";
         /** @description A merchant API key as listed. The secret key itself is never returned again. */
         ApiKey: {
             /**
@@ -1773,6 +1787,21 @@ export interface components {
              * @example cps_Xk3J9aQ2
              */
             prefix: string;
+            /**
+             * @description What the key may do (`ApiKeyScope`), as issued. Keys issued before scopes existed have exactly `catalog:read`.
+             * @example [
+             *       "catalog:read"
+             *     ]
+             */
+            scopes: components["schemas"]["ApiKeyScope"][];
+            /**
+             * @description The store slugs the key is restricted to, or `null` for every store of its merchant. A
+             *     restricted key reads only these stores on `/v1` (`/v1/stores` lists only them, any other
+             *     `store` answers `404 store_not_found`, and without `store` it reads the default store only
+             *     when that is one of them) and sees and manages only the webhook endpoints of these stores.
+             * @example null
+             */
+            stores: string[] | null;
             /**
              * Format: date-time
              * @description When the key was issued.
@@ -1804,6 +1833,20 @@ export interface components {
         CreateApiKeyInput: {
             /** @description Label for the key, e.g. the integration that will use it. */
             name: string;
+            /**
+             * @description What the key may do; `[catalog:read]` (the public read API) when omitted.
+             * @default [
+             *       "catalog:read"
+             *     ]
+             */
+            scopes: components["schemas"]["ApiKeyScope"][];
+            /**
+             * @description Restricts the key to these stores of the merchant (each must exist: an unknown slug answers
+             *     `400 invalid_body` naming it); `null` or omitted: every store. A restricted key cannot
+             *     hold `catalog:write` (the catalog it would write is published to every store; `400`).
+             * @default null
+             */
+            stores: string[] | null;
         };
         /**
          * @description A newly issued API key, including the secret `key`. This is the only time the key is shown:
@@ -1816,6 +1859,21 @@ export interface components {
             name: string;
             /** @description The first 12 characters of `key`. */
             prefix: string;
+            /**
+             * @description What the key may do (`ApiKeyScope`), as issued. Keys issued before scopes existed have exactly `catalog:read`.
+             * @example [
+             *       "catalog:read"
+             *     ]
+             */
+            scopes: components["schemas"]["ApiKeyScope"][];
+            /**
+             * @description The store slugs the key is restricted to, or `null` for every store of its merchant. A
+             *     restricted key reads only these stores on `/v1` (`/v1/stores` lists only them, any other
+             *     `store` answers `404 store_not_found`, and without `store` it reads the default store only
+             *     when that is one of them) and sees and manages only the webhook endpoints of these stores.
+             * @example null
+             */
+            stores: string[] | null;
             /**
              * Format: date-time
              * @description When the key was issued.
@@ -1990,11 +2048,31 @@ export interface components {
              */
             at: string;
             /**
-             * @description Who made it: `operator` for the admin API and the CLI (both act with the deployment's
-             *     admin token) and for the operator signed in to the panel; otherwise the panel user's email.
+             * @description Who made it, in words: `operator` for the admin token (admin API, CLI) and for the operator
+             *     signed in to the panel; the panel user's email; or, for a merchant API key,
+             *     `key "<name>" (<prefix>…)`.
              * @example buyer@acme.test
              */
             actor: string;
+            /**
+             * @description The kind of credential that made it: the operator (admin token), a panel user, or a merchant
+             *     API key (then `api_key` names it).
+             * @example user
+             * @enum {string}
+             */
+            credential: "operator" | "user" | "key";
+            /**
+             * @description The key that made the change (`credential` is `key`), else `null`.
+             * @example null
+             */
+            api_key: {
+                /** @description The key's id (filter the log by it with `api_key_id`). */
+                id: number;
+                /** @description The key's name. */
+                name: string;
+                /** @description The first 12 characters of the key. */
+                prefix: string;
+            } | null;
             /**
              * @description What was done, as `noun.verb` (both in lower case, words joined by `_`):
              *
@@ -3600,13 +3678,31 @@ export interface components {
     };
     responses: {
         /**
-         * @description The admin token is missing, malformed or wrong (or the admin API is disabled because
-         *     `CPS_ADMIN_TOKEN` is not configured). Merchant API keys are not accepted here.
+         * @description The `Authorization` header is missing or malformed, or it carries neither the admin token nor
+         *     an active merchant API key (unknown or revoked).
          */
         Unauthorized: {
             headers: {
                 /** @description Authentication challenge (RFC 6750); always exactly `Bearer realm="admin"`. */
                 "WWW-Authenticate": "Bearer realm=\"admin\"";
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
+         * @description The credential is a merchant API key that may not perform this operation: it lacks the
+         *     operation's scope (code `insufficient_scope`, the scope named in the `WWW-Authenticate`
+         *     challenge and in `detail`), or the operation is the operator's alone (code `forbidden`).
+         *     Nothing was read or written. Ask for a key with the scope (keys are issued by the operator and
+         *     by the merchant's owners in the panel; a key never issues or widens a key).
+         */
+        Forbidden: {
+            headers: {
+                /** @description With `insufficient_scope` (RFC 6750): `Bearer error="insufficient_scope", scope="<the scope>"`. */
+                "WWW-Authenticate"?: string;
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
@@ -3756,6 +3852,12 @@ export interface components {
          * @example 100
          */
         Limit: number;
+        /**
+         * @description Only the changes made with this API key (its `id`, as `GET .../api-keys` lists it and each
+         *     entry's `api_key.id` shows). An id of no key of the merchant returns an empty list.
+         * @example 7
+         */
+        AuditApiKeyId: number;
         /**
          * @description Store slug, chosen by the merchant.
          * @example de
@@ -3987,6 +4089,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
         };
     };
     createMerchant: {
@@ -4010,6 +4113,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
         };
     };
@@ -4040,6 +4144,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
         };
     };
@@ -4070,6 +4175,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
         };
@@ -4101,6 +4207,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
         };
     };
@@ -4131,6 +4238,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -4166,6 +4274,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
         };
     };
@@ -4196,6 +4305,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
         };
     };
@@ -4229,6 +4339,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
         };
@@ -4265,6 +4376,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
         };
     };
@@ -4295,6 +4407,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
         };
     };
@@ -4325,6 +4438,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -4360,6 +4474,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
         };
     };
@@ -4373,6 +4488,12 @@ export interface operations {
                  * @example 100
                  */
                 limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Only the changes made with this API key (its `id`, as `GET .../api-keys` lists it and each
+                 *     entry's `api_key.id` shows). An id of no key of the merchant returns an empty list.
+                 * @example 7
+                 */
+                api_key_id?: components["parameters"]["AuditApiKeyId"];
             };
             header?: never;
             path: {
@@ -4398,6 +4519,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
         };
     };
@@ -4428,6 +4550,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
         };
     };
@@ -4463,6 +4586,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -4498,6 +4622,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
         };
@@ -4534,6 +4659,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -4567,6 +4693,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
         };
     };
@@ -4597,6 +4724,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -4634,6 +4762,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -4669,6 +4798,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
         };
@@ -4700,6 +4830,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
         };
     };
@@ -4740,6 +4871,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
         };
@@ -4779,6 +4911,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
         };
     };
@@ -4809,6 +4942,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
         };
     };
@@ -4839,6 +4973,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
         };
@@ -4875,6 +5010,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -4910,6 +5046,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
         };
@@ -4946,6 +5083,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -4979,6 +5117,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
         };
     };
@@ -5014,6 +5153,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
         };
@@ -5048,6 +5188,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
         };
@@ -5079,6 +5220,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
         };
     };
@@ -5116,6 +5258,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
         };
@@ -5152,6 +5295,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
         };
     };
@@ -5188,6 +5332,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
         };
     };
@@ -5224,6 +5369,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
         };
@@ -5259,6 +5405,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
         };
     };
@@ -5295,6 +5442,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedPatchMediaType"];
@@ -5357,6 +5505,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
         };
     };
@@ -5401,6 +5550,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
         };
     };
@@ -5460,6 +5610,7 @@ export interface operations {
             };
             400: components["responses"]["ImportRejected"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -5498,6 +5649,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
         };
     };
@@ -5528,6 +5680,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
         };
     };
@@ -5558,6 +5711,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
         };
     };
@@ -5588,6 +5742,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
         };
     };
@@ -5618,6 +5773,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
         };
@@ -5654,6 +5810,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
         };
     };
@@ -5687,6 +5844,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
         };
     };
@@ -5722,6 +5880,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -5760,6 +5919,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
         };
     };
@@ -5795,6 +5955,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
         };
@@ -5831,6 +5992,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
         };
@@ -5867,6 +6029,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -5924,6 +6087,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
         };
     };
@@ -5964,6 +6128,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
         };
     };
@@ -6004,6 +6169,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
         };
@@ -6043,6 +6209,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
         };
     };

@@ -178,6 +178,7 @@ export interface components {
              *     |---|---|---|
              *     | `unauthorized` | 401 | missing, malformed, unknown or revoked API key |
              *     | `forbidden` | 403 | the key may not perform this operation |
+             *     | `insufficient_scope` | 403 | the API key lacks the scope the operation needs (named in `WWW-Authenticate` and `detail`) |
              *     | `not_found` | 404 | the resource does not exist for your merchant |
              *     | `store_not_found` | 404 | unknown or inactive store slug |
              *     | `invalid_parameter` | 400 | a path, query or header parameter is invalid (see `invalid_params`) |
@@ -192,7 +193,7 @@ export interface components {
              * @example invalid_parameter
              * @enum {string}
              */
-            code: "unauthorized" | "forbidden" | "not_found" | "store_not_found" | "invalid_parameter" | "invalid_body" | "conflict" | "cursor_expired" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "service_unavailable" | "internal_error";
+            code: "unauthorized" | "forbidden" | "insufficient_scope" | "not_found" | "store_not_found" | "invalid_parameter" | "invalid_body" | "conflict" | "cursor_expired" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "service_unavailable" | "internal_error";
             /** @description Present only with `invalid_parameter` and `invalid_body`: one entry per offending input. */
             invalid_params?: {
                 /**

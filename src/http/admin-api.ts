@@ -1,6 +1,7 @@
 // The admin API (openapi/admin.yaml): each handler reads validated input, calls one CatalogAdmin
-// operation, and returns the admin shape of its result. Writes are audited as the operator's
-// (the domain's default actor: admin/audit.ts).
+// operation, and returns the admin shape of its result. Who may call which operation is decided
+// before it (auth.ts, authorize.ts, from the generated route facts); writes are audited as the
+// request's credential (`c.var.credential`: the operator or a merchant API key).
 import { OpenAPIHono } from '@hono/zod-openapi';
 import type { MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
@@ -10,7 +11,10 @@ import { ADMIN_ROUTE_FACTS } from '../generated/admin-route-facts.js';
 import { routes } from '../generated/admin-routes.js';
 import type { ApiKeyRecord } from '../tenancy/model.js';
 import type { ImportJobRecord } from '../admin/model.js';
-import { adminTokenAuth } from './auth.js';
+import { adminAuth, type AdminEnv } from './auth.js';
+import { authorizeOperation } from './authorize.js';
+import { actorOf } from '../tenancy/credential.js';
+import { actorName } from '../admin/audit.js';
 import { renderError } from './errors.js';
 import { ProblemError, invalidInput } from '../shared/problem.js';
 import { validationHook } from './validation.js';
@@ -54,11 +58,13 @@ export function adminApi({
   accounts,
   endpoints,
   config,
-}: Pick<Service, 'admin' | 'imports' | 'accounts' | 'endpoints' | 'config'>) {
-  const app = new OpenAPIHono({ defaultHook: validationHook });
+  apiKeys,
+  apiKeyUses,
+}: Pick<Service, 'admin' | 'imports' | 'accounts' | 'endpoints' | 'config' | 'apiKeys' | 'apiKeyUses'>) {
+  const app = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook });
   app.onError(renderError);
   app.use('/admin/v1/*', closeWhenBodyUnread);
-  app.use('/admin/v1/*', adminTokenAuth(config.adminToken));
+  app.use('/admin/v1/*', adminAuth(config.adminToken, apiKeys, apiKeyUses));
 
   // Each operation's body checks, wired by the facts generated from admin.yaml, before its handler:
   // the size limit of its kind (413), then for JSON a required body and the checks on its raw text
@@ -66,6 +72,8 @@ export function adminApi({
   // sent to an operation that takes none (test, resend, rotate-secret) is never read: no limit, no 413.
   const checkedJson = checkedJsonBody({ maxDepth: config.limits.maxJsonDepth });
   for (const operation of ADMIN_ROUTE_FACTS) {
+    // Who may call it (its security requirements), before its body is read.
+    app.on(operation.method, [operation.routerPath], authorizeOperation(operation));
     if (operation.bodyLimit === null) continue;
     const maxSize = config.limits[operation.bodyLimit];
     const checks: MiddlewareHandler[] = [bodyLimit({ maxSize, onError: tooLarge(maxSize) })];
@@ -79,21 +87,28 @@ export function adminApi({
 
   // Merchants and keys
   route(routes.listMerchants, async (c) => c.json({ data: await admin.listMerchants() }, 200));
-  route(routes.createMerchant, async (c) => c.json(await admin.createMerchant(c.req.valid('json')), 201));
+  route(routes.createMerchant, async (c) => c.json(await admin.createMerchant(c.req.valid('json'), actorOf(c.var.credential)), 201));
   route(routes.getMerchant, async (c) => c.json(await admin.merchant(c.req.valid('param').merchant_id), 200));
-  route(routes.updateMerchant, async (c) => c.json(await admin.updateMerchant(c.req.valid('param').merchant_id, c.req.valid('json')), 200));
+  route(routes.updateMerchant, async (c) =>
+    c.json(await admin.updateMerchant(c.req.valid('param').merchant_id, c.req.valid('json'), actorOf(c.var.credential)), 200),
+  );
   route(routes.listApiKeys, async (c) => c.json({ data: (await admin.listApiKeys(c.req.valid('param').merchant_id)).map(apiKey) }, 200));
   route(routes.createApiKey, async (c) => {
-    const { key, ...record } = await admin.createApiKey(c.req.valid('param').merchant_id, c.req.valid('json').name);
+    const { name, scopes, stores } = c.req.valid('json');
+    const { key, ...record } = await admin.createApiKey(c.req.valid('param').merchant_id, name, actorOf(c.var.credential), {
+      scopes,
+      stores,
+    });
     return c.json({ ...apiKey(record), key }, 201);
   });
   route(routes.revokeApiKey, async (c) => {
     const { merchant_id, key_id } = c.req.valid('param');
-    await admin.revokeApiKey(merchant_id, key_id);
+    await admin.revokeApiKey(merchant_id, key_id, actorOf(c.var.credential));
     return c.body(null, 204);
   });
 
-  // Panel users and the audit log: the admin token acts as the operator.
+  // Panel users and the audit log: the admin token acts as the operator (a key reaches only the
+  // audit log, of its own merchant, authorized before the handler).
   const operator = { kind: 'operator' } as const;
   const panelUser = ({ merchant_id: _m, ...user }: PanelUser) => user;
   route(routes.listPanelUsers, async (c) =>
@@ -122,9 +137,10 @@ export function adminApi({
     await accounts.revokeLink(operator, merchant_id, invitation_id);
     return c.body(null, 204);
   });
-  route(routes.listAuditLog, async (c) =>
-    c.json({ data: await accounts.auditLog(operator, c.req.valid('param').merchant_id, c.req.valid('query').limit) }, 200),
-  );
+  route(routes.listAuditLog, async (c) => {
+    const { limit, api_key_id } = c.req.valid('query');
+    return c.json({ data: await accounts.auditLog(operator, c.req.valid('param').merchant_id, limit, api_key_id) }, 200);
+  });
 
   // Stores
   route(routes.listMerchantStores, async (c) =>
@@ -132,33 +148,33 @@ export function adminApi({
   );
   route(routes.upsertStore, async (c) => {
     const { merchant_id, slug } = c.req.valid('param');
-    return c.json(adminStore(await admin.upsertStore(merchant_id, slug, c.req.valid('json'))), 200);
+    return c.json(adminStore(await admin.upsertStore(merchant_id, slug, c.req.valid('json'), actorOf(c.var.credential))), 200);
   });
   route(routes.patchStore, async (c) => {
     const { merchant_id, slug } = c.req.valid('param');
     const patch = c.req.valid('json');
     // Merged into the store as the list shows it, then checked as a PUT of it would be.
     const edit = (current: StoreRecord) => mergedDocument(PUT_STORE, adminStore(current), patch);
-    return c.json(adminStore(await admin.upsertStore(merchant_id, slug, edit)), 200);
+    return c.json(adminStore(await admin.upsertStore(merchant_id, slug, edit, actorOf(c.var.credential))), 200);
   });
   route(routes.deleteStore, async (c) => {
     const { merchant_id, slug } = c.req.valid('param');
-    await admin.deleteStore(merchant_id, slug);
+    await admin.deleteStore(merchant_id, slug, actorOf(c.var.credential));
     return c.body(null, 204);
   });
 
   // Customer groups
   route(routes.listCustomerGroups, async (c) => c.json({ data: await admin.listCustomerGroups(c.req.valid('param').merchant_id) }, 200));
   route(routes.createCustomerGroup, async (c) =>
-    c.json(await admin.createCustomerGroup(c.req.valid('param').merchant_id, c.req.valid('json').name), 201),
+    c.json(await admin.createCustomerGroup(c.req.valid('param').merchant_id, c.req.valid('json').name, actorOf(c.var.credential)), 201),
   );
   route(routes.updateCustomerGroup, async (c) => {
     const { merchant_id, group_id } = c.req.valid('param');
-    return c.json(await admin.updateCustomerGroup(merchant_id, group_id, c.req.valid('json').name), 200);
+    return c.json(await admin.updateCustomerGroup(merchant_id, group_id, c.req.valid('json').name, actorOf(c.var.credential)), 200);
   });
   route(routes.deleteCustomerGroup, async (c) => {
     const { merchant_id, group_id } = c.req.valid('param');
-    await admin.deleteCustomerGroup(merchant_id, group_id);
+    await admin.deleteCustomerGroup(merchant_id, group_id, actorOf(c.var.credential));
     return c.body(null, 204);
   });
 
@@ -166,31 +182,42 @@ export function adminApi({
   route(routes.listExchangeRates, async (c) => c.json({ data: await admin.listExchangeRates(c.req.valid('param').merchant_id) }, 200));
   route(routes.upsertExchangeRate, async (c) => {
     const { merchant_id, base, quote } = c.req.valid('param');
-    return c.json(await admin.upsertExchangeRate(merchant_id, { base, quote, rate: c.req.valid('json').rate }), 200);
+    return c.json(
+      await admin.upsertExchangeRate(merchant_id, { base, quote, rate: c.req.valid('json').rate }, actorOf(c.var.credential)),
+      200,
+    );
   });
   route(routes.deleteExchangeRate, async (c) => {
     const { merchant_id, base, quote } = c.req.valid('param');
-    await admin.deleteExchangeRate(merchant_id, base, quote);
+    await admin.deleteExchangeRate(merchant_id, base, quote, actorOf(c.var.credential));
     return c.body(null, 204);
   });
 
   // Pricing rules
   route(routes.listPricingRules, async (c) => c.json({ data: await admin.listPricingRules(c.req.valid('param').merchant_id) }, 200));
   route(routes.createPricingRule, async (c) =>
-    c.json(await admin.createPricingRule(c.req.valid('param').merchant_id, c.req.valid('json')), 201),
+    c.json(await admin.createPricingRule(c.req.valid('param').merchant_id, c.req.valid('json'), actorOf(c.var.credential)), 201),
   );
   route(routes.updatePricingRule, async (c) => {
     const { merchant_id, rule_id } = c.req.valid('param');
-    return c.json(await admin.updatePricingRule(merchant_id, rule_id, c.req.valid('json')), 200);
+    return c.json(await admin.updatePricingRule(merchant_id, rule_id, c.req.valid('json'), actorOf(c.var.credential)), 200);
   });
   route(routes.patchPricingRule, async (c) => {
     const { merchant_id, rule_id } = c.req.valid('param');
     const patch = c.req.valid('json');
-    return c.json(await admin.updatePricingRule(merchant_id, rule_id, (current) => mergedDocument(PUT_PRICING_RULE, current, patch)), 200);
+    return c.json(
+      await admin.updatePricingRule(
+        merchant_id,
+        rule_id,
+        (current) => mergedDocument(PUT_PRICING_RULE, current, patch),
+        actorOf(c.var.credential),
+      ),
+      200,
+    );
   });
   route(routes.deletePricingRule, async (c) => {
     const { merchant_id, rule_id } = c.req.valid('param');
-    await admin.deletePricingRule(merchant_id, rule_id);
+    await admin.deletePricingRule(merchant_id, rule_id, actorOf(c.var.credential));
     return c.body(null, 204);
   });
 
@@ -198,11 +225,11 @@ export function adminApi({
   route(routes.listSuppliers, async (c) => c.json({ data: await admin.listSuppliers(c.req.valid('param').merchant_id) }, 200));
   route(routes.upsertSupplier, async (c) => {
     const { merchant_id, supplier_ref } = c.req.valid('param');
-    return c.json(await admin.upsertSupplier(merchant_id, supplier_ref, c.req.valid('json').name), 200);
+    return c.json(await admin.upsertSupplier(merchant_id, supplier_ref, c.req.valid('json').name, actorOf(c.var.credential)), 200);
   });
   route(routes.deleteSupplier, async (c) => {
     const { merchant_id, supplier_ref } = c.req.valid('param');
-    await admin.deleteSupplier(merchant_id, supplier_ref);
+    await admin.deleteSupplier(merchant_id, supplier_ref, actorOf(c.var.credential));
     return c.body(null, 204);
   });
   route(routes.listAttributeDefinitions, async (c) =>
@@ -210,11 +237,11 @@ export function adminApi({
   );
   route(routes.upsertAttributeDefinition, async (c) => {
     const { merchant_id, key } = c.req.valid('param');
-    return c.json(await admin.upsertAttributeDefinition(merchant_id, { key, ...c.req.valid('json') }), 200);
+    return c.json(await admin.upsertAttributeDefinition(merchant_id, { key, ...c.req.valid('json') }, actorOf(c.var.credential)), 200);
   });
   route(routes.deleteAttributeDefinition, async (c) => {
     const { merchant_id, key } = c.req.valid('param');
-    await admin.deleteAttributeDefinition(merchant_id, key);
+    await admin.deleteAttributeDefinition(merchant_id, key, actorOf(c.var.credential));
     return c.body(null, 204);
   });
 
@@ -225,21 +252,29 @@ export function adminApi({
   });
   route(routes.upsertProduct, async (c) => {
     const { merchant_id, product_ref } = c.req.valid('param');
-    const { created: _created, ...source } = await admin.upsertProduct(merchant_id, product_ref, c.req.valid('json'));
+    const { created: _created, ...source } = await admin.upsertProduct(
+      merchant_id,
+      product_ref,
+      c.req.valid('json'),
+      actorOf(c.var.credential),
+    );
     return c.json(source, 200);
   });
   route(routes.patchProduct, async (c) => {
     const { merchant_id, product_ref } = c.req.valid('param');
     const patch = c.req.valid('json');
     // Merged into the document GET shows, then checked as a PUT of it would be (read-only members ignored).
-    const { created: _created, ...source } = await admin.editProduct(merchant_id, product_ref, (current) =>
-      mergedDocument(PUT_PRODUCT, current, patch),
+    const { created: _created, ...source } = await admin.editProduct(
+      merchant_id,
+      product_ref,
+      (current) => mergedDocument(PUT_PRODUCT, current, patch),
+      actorOf(c.var.credential),
     );
     return c.json(source, 200);
   });
   route(routes.deleteProduct, async (c) => {
     const { merchant_id, product_ref } = c.req.valid('param');
-    await admin.deleteProduct(merchant_id, product_ref);
+    await admin.deleteProduct(merchant_id, product_ref, actorOf(c.var.credential));
     return c.body(null, 204);
   });
   route(routes.listProductSources, async (c) => {
@@ -252,7 +287,9 @@ export function adminApi({
     const body = c.req.raw.body ?? (async function* () {})();
     // Recorded as an import job (the panel lists it with its outcome); the answer waits for the end,
     // or, asked to respond asynchronously, for the file to be checked and staged.
-    const { job, done, staged } = await imports.start(merchant_id, ADMIN_API_ACTOR, null, body);
+    const actor = actorOf(c.var.credential);
+    const startedBy = c.var.credential.kind === 'key' ? actorName(actor) : ADMIN_API_ACTOR;
+    const { job, done, staged } = await imports.start(merchant_id, startedBy, null, body, actor);
     if (prefersAsync(c.req.header('Prefer'))) {
       await staged;
       c.header('Location', `/admin/v1/merchants/${merchant_id}/imports/${job.id}`);
@@ -273,7 +310,9 @@ export function adminApi({
 
   // Image mirroring progress
   route(routes.getImageMirroring, async (c) => c.json(await admin.imageMirroring(c.req.valid('param').merchant_id), 200));
-  route(routes.retryDeadImages, async (c) => c.json({ retried: await admin.retryDeadImages(c.req.valid('param').merchant_id) }, 200));
+  route(routes.retryDeadImages, async (c) =>
+    c.json({ retried: await admin.retryDeadImages(c.req.valid('param').merchant_id, actorOf(c.var.credential)) }, 200),
+  );
 
   registerWebhookRoutes(app, endpoints);
   return app;

@@ -1,14 +1,40 @@
 // Bearer authentication (spec 5): the public API by merchant API key, the admin API by the
-// configured admin token, /metrics by the metrics token when one is configured. Missing,
-// malformed or unknown credentials: 401 with WWW-Authenticate.
+// configured admin token or a merchant API key, /metrics by the metrics token when one is
+// configured. Missing, malformed or unknown credentials: 401 with WWW-Authenticate. Who the
+// request acts as goes into `c.var.credential` (tenancy/credential.ts).
 import { timingSafeEqual, createHash } from 'node:crypto';
 import type { MiddlewareHandler } from 'hono';
 import type { ApiKeyUses } from '../tenancy/api-key-uses.js';
 import type { ActiveApiKeys } from '../tenancy/api-keys.js';
 import { ProblemError } from '../shared/problem.js';
+import { grants, type Credential, type KeyCredential, type Scope } from '../tenancy/credential.js';
+import type { ActiveApiKeyRecord } from '../tenancy/model.js';
 
-/** The merchant whose catalog the request reads, and the API key it came with (rate limits are per key). */
-export type PublicEnv = { Variables: { merchantId: number; apiKeyId: number } };
+/**
+ * The merchant whose catalog the request reads, the API key it came with (rate limits are per
+ * key), and the key as a credential (its scopes and stores).
+ */
+export type PublicEnv = { Variables: { merchantId: number; apiKeyId: number; credential: KeyCredential } };
+
+/** The credential an admin request acts as: the operator (admin token) or a merchant API key. */
+export type AdminEnv = { Variables: { credential: Credential } };
+
+/** 403 for a key without the scope an operation needs (RFC 6750 section 3.1). */
+export function insufficientScope(scope: Scope): ProblemError {
+  return new ProblemError('insufficient_scope', `This API key lacks the scope ${scope}, which this operation needs.`, undefined, {
+    'WWW-Authenticate': `Bearer error="insufficient_scope", scope="${scope}"`,
+  });
+}
+
+const keyCredential = (key: ActiveApiKeyRecord): KeyCredential => ({
+  kind: 'key',
+  id: key.id,
+  name: key.name,
+  prefix: key.prefix,
+  merchantId: key.merchant_id,
+  scopes: key.scopes,
+  stores: key.stores,
+});
 
 function bearer(header: string | undefined): string | undefined {
   const match = /^Bearer +([^ ]+) *$/i.exec(header ?? '');
@@ -27,9 +53,10 @@ const CATALOG_INVALID_TOKEN = 'Bearer realm="catalog", error="invalid_token"';
 export const invalidApiKey = () => unauthorized(CATALOG_INVALID_TOKEN, 'The API key is invalid or has been revoked.');
 
 /**
- * Resolves the request's API key into `c.var.apiKeyId` and its merchant into `c.var.merchantId`
- * (as this process remembers active keys: tenancy/api-keys.ts, CPS_API_KEY_CACHE_MS), and tells
- * `uses` the key was used (tenancy/api-key-uses.ts: written at most once per interval, in the background).
+ * Resolves the request's API key into `c.var.credential`, `c.var.apiKeyId` and its merchant into
+ * `c.var.merchantId` (as this process remembers active keys: tenancy/api-keys.ts,
+ * CPS_API_KEY_CACHE_MS), tells `uses` the key was used (tenancy/api-key-uses.ts: written at most
+ * once per interval, in the background), and refuses a key without `catalog:read` (403).
  */
 export function apiKeyAuth(apiKeys: Pick<ActiveApiKeys, 'find'>, uses?: Pick<ApiKeyUses, 'used'>): MiddlewareHandler<PublicEnv> {
   return async (c, next) => {
@@ -38,8 +65,10 @@ export function apiKeyAuth(apiKeys: Pick<ActiveApiKeys, 'find'>, uses?: Pick<Api
     const found = await apiKeys.find(key);
     if (!found) throw invalidApiKey();
     uses?.used(found.id);
+    if (!grants(found.scopes, 'catalog:read')) throw insufficientScope('catalog:read');
     c.set('merchantId', found.merchant_id);
     c.set('apiKeyId', found.id);
+    c.set('credential', keyCredential(found));
     await next();
   };
 }
@@ -58,8 +87,33 @@ function configuredTokenAuth(configured: string, realm: string, name: string, pl
   };
 }
 
-/** Admin API: the deployment's admin token (admin.yaml: the challenge is always `Bearer realm="admin"`). */
-export const adminTokenAuth = (adminToken: string) => configuredTokenAuth(adminToken, 'admin', 'admin token', 'ADMIN_TOKEN');
+const ADMIN_CHALLENGE = 'Bearer realm="admin"';
+
+/**
+ * Admin API: the deployment's admin token (the operator) or an active merchant API key, into
+ * `c.var.credential`; what the credential may do is authorize.ts's (admin.yaml: the challenge is
+ * always `Bearer realm="admin"`).
+ */
+export function adminAuth(
+  adminToken: string,
+  apiKeys: Pick<ActiveApiKeys, 'find'>,
+  uses?: Pick<ApiKeyUses, 'used'>,
+): MiddlewareHandler<AdminEnv> {
+  const expected = digest(adminToken);
+  return async (c, next) => {
+    const token = bearer(c.req.header('Authorization'));
+    if (!token) throw unauthorized(ADMIN_CHALLENGE, 'Send the admin token or an API key as `Authorization: Bearer <TOKEN>`.');
+    if (timingSafeEqual(digest(token), expected)) {
+      c.set('credential', { kind: 'operator' });
+      return next();
+    }
+    const found = await apiKeys.find(token);
+    if (!found) throw unauthorized(ADMIN_CHALLENGE, 'The admin token or API key is invalid (or the key has been revoked).');
+    uses?.used(found.id);
+    c.set('credential', keyCredential(found));
+    return next();
+  };
+}
 
 /** /metrics, when CPS_METRICS_TOKEN is set (operations.yaml). */
 export const metricsTokenAuth = (metricsToken: string) =>

@@ -12,6 +12,7 @@ import { CLIENT_CLOSED_REQUEST, clientClosedRequest } from './client-abort.js';
 const TITLES: Record<ProblemCode, string> = {
   unauthorized: 'Unauthorized',
   forbidden: 'Forbidden',
+  insufficient_scope: 'Insufficient scope',
   not_found: 'Not found',
   store_not_found: 'Store not found',
   invalid_parameter: 'Invalid parameter',

@@ -14,6 +14,7 @@ import { answerDirectly } from './direct-answer.js';
 import { changeEventStream, changePageBody, changePageJson, wantsEventStream } from './live-feed.js';
 import { feedCursor } from './feed-cursor.js';
 import { validationHook } from './validation.js';
+import { keyStores } from './key-stores.js';
 import { CONTENT_TYPE_OF, MEDIA_KEY, type MediaStore } from '../images/media-store.js';
 import { sniffImageType } from '../images/sniff.js';
 
@@ -58,6 +59,8 @@ export function publicApi(
   app.onError(renderError);
   app.use('/v1/*', apiKeyAuth(apiKeys, apiKeyUses));
   if (rateLimiter) app.use('/v1/*', rateLimit(rateLimiter));
+  // A store-restricted key: every read that takes a store (all but /v1/stores, which lists only the key's).
+  for (const path of ['/v1/products', '/v1/products/*', '/v1/prices', '/v1/changes']) app.use(path, keyStores(reads));
   const route = documentedRoutes(app);
   const snapshotExport = productExport(new SnapshotExports(storage, service.config.exports), service.config.exports);
 
@@ -182,7 +185,10 @@ export function publicApi(
   }
 
   route(routes.listStores, async (c) => {
-    const stores = (await reads.activeStores(c.var.merchantId)).map(toPublicStore);
+    const { stores: keyStoreSlugs } = c.var.credential;
+    const stores = (await reads.activeStores(c.var.merchantId))
+      .filter((store) => keyStoreSlugs === null || keyStoreSlugs.includes(store.slug))
+      .map(toPublicStore);
     return conditionalJsonPage<Schemas['StoreList']>(c, { data: stores });
   });
 

@@ -1,48 +1,80 @@
 // The admin operations on webhook endpoints, deliveries and notifications (openapi/admin.yaml,
-// tags "Webhook endpoints" and "Notifications").
+// tags "Webhook endpoints" and "Notifications"). Their scopes (webhooks:read, webhooks:write) are
+// checked before them (authorize.ts); here, a key restricted to stores sees and manages only the
+// endpoints of those stores: any other endpoint answers 404, exactly like one that does not exist.
 import type { OpenAPIHono } from '@hono/zod-openapi';
+import type { MiddlewareHandler } from 'hono';
+import { notFound } from '../catalog/catalog-writes.js';
 import { routes } from '../generated/admin-routes.js';
+import { ProblemError } from '../shared/problem.js';
+import { actorOf, seesStore, type Credential } from '../tenancy/credential.js';
 import type { WebhookEndpoints } from '../webhooks/endpoints.js';
+import type { AdminEnv } from './auth.js';
 import { documentedRoutes } from './documented-responses.js';
-import { principalName } from '../admin/accounts.js';
 
-const OPERATOR = principalName({ kind: 'operator' });
+/** 403 unless the credential manages endpoints of the store (null: every store): a store-restricted key names one of its own. */
+function assertManagesStore(credential: Credential, store: string | null): void {
+  if (seesStore(credential, store)) return;
+  const stores = credential.kind === 'key' ? (credential.stores ?? []).join(', ') : '';
+  throw new ProblemError('forbidden', `This API key manages only the endpoints of the stores ${stores}: set store to one of them.`);
+}
 
-export function registerWebhookRoutes(app: OpenAPIHono, endpoints: WebhookEndpoints): void {
+/** 404 for an endpoint of a store the key does not see (so it cannot tell it from one that does not exist). */
+const endpointInKeyStores =
+  (endpoints: WebhookEndpoints): MiddlewareHandler<AdminEnv> =>
+  async (c, next) => {
+    const credential = c.var.credential;
+    const endpointId = c.req.param('endpoint_id') ?? '';
+    if (credential.kind === 'key' && credential.stores !== null && /^[1-9][0-9]{0,15}$/.test(endpointId)) {
+      const endpoint = await endpoints.endpoint(credential.merchantId, Number(endpointId));
+      if (!seesStore(credential, endpoint.store)) throw notFound(`Webhook endpoint ${endpointId}`);
+    }
+    return next();
+  };
+
+export function registerWebhookRoutes(app: OpenAPIHono<AdminEnv>, endpoints: WebhookEndpoints): void {
   const route = documentedRoutes(app);
-  route(routes.listWebhookEndpoints, async (c) => c.json({ data: await endpoints.list(c.req.valid('param').merchant_id) }, 200));
-  route(routes.createWebhookEndpoint, async (c) =>
-    c.json(await endpoints.create(c.req.valid('param').merchant_id, c.req.valid('json'), OPERATOR), 201),
-  );
+  app.use('/admin/v1/merchants/:merchant_id/webhook-endpoints/:endpoint_id', endpointInKeyStores(endpoints));
+  app.use('/admin/v1/merchants/:merchant_id/webhook-endpoints/:endpoint_id/*', endpointInKeyStores(endpoints));
+  route(routes.listWebhookEndpoints, async (c) => {
+    const all = await endpoints.list(c.req.valid('param').merchant_id);
+    return c.json({ data: all.filter((endpoint) => seesStore(c.var.credential, endpoint.store)) }, 200);
+  });
+  route(routes.createWebhookEndpoint, async (c) => {
+    const input = c.req.valid('json');
+    assertManagesStore(c.var.credential, input.store ?? null);
+    return c.json(await endpoints.create(c.req.valid('param').merchant_id, input, actorOf(c.var.credential)), 201);
+  });
   route(routes.getWebhookEndpoint, async (c) => {
     const { merchant_id, endpoint_id } = c.req.valid('param');
     return c.json(await endpoints.endpoint(merchant_id, endpoint_id), 200);
   });
   route(routes.updateWebhookEndpoint, async (c) => {
     const { merchant_id, endpoint_id } = c.req.valid('param');
-    return c.json(await endpoints.update(merchant_id, endpoint_id, c.req.valid('json'), OPERATOR), 200);
+    const input = c.req.valid('json');
+    if (input.store !== undefined) assertManagesStore(c.var.credential, input.store);
+    return c.json(await endpoints.update(merchant_id, endpoint_id, input, actorOf(c.var.credential)), 200);
   });
   route(routes.deleteWebhookEndpoint, async (c) => {
     const { merchant_id, endpoint_id } = c.req.valid('param');
-    await endpoints.delete(merchant_id, endpoint_id, OPERATOR);
+    await endpoints.delete(merchant_id, endpoint_id, actorOf(c.var.credential));
     return c.body(null, 204);
   });
-  // The admin token acts as the operator in the audit log (as the panel's operator does).
   route(routes.rotateWebhookSecret, async (c) => {
     const { merchant_id, endpoint_id } = c.req.valid('param');
-    return c.json(await endpoints.rotateSecret(merchant_id, endpoint_id, OPERATOR), 200);
+    return c.json(await endpoints.rotateSecret(merchant_id, endpoint_id, actorOf(c.var.credential)), 200);
   });
   route(routes.confirmWebhookSecret, async (c) => {
     const { merchant_id, endpoint_id } = c.req.valid('param');
-    return c.json(await endpoints.confirmSecret(merchant_id, endpoint_id, OPERATOR), 200);
+    return c.json(await endpoints.confirmSecret(merchant_id, endpoint_id, actorOf(c.var.credential)), 200);
   });
   route(routes.sendTestWebhook, async (c) => {
     const { merchant_id, endpoint_id } = c.req.valid('param');
-    return c.json(await endpoints.sendTest(merchant_id, endpoint_id, OPERATOR), 202);
+    return c.json(await endpoints.sendTest(merchant_id, endpoint_id, actorOf(c.var.credential)), 202);
   });
   route(routes.recoverWebhookDeliveries, async (c) => {
     const { merchant_id, endpoint_id } = c.req.valid('param');
-    return c.json({ resent: await endpoints.recover(merchant_id, endpoint_id, c.req.valid('json').since, OPERATOR) }, 202);
+    return c.json({ resent: await endpoints.recover(merchant_id, endpoint_id, c.req.valid('json').since, actorOf(c.var.credential)) }, 202);
   });
   route(routes.listWebhookDeliveries, async (c) => {
     const { merchant_id, endpoint_id } = c.req.valid('param');
@@ -55,14 +87,20 @@ export function registerWebhookRoutes(app: OpenAPIHono, endpoints: WebhookEndpoi
   });
   route(routes.resendWebhookDelivery, async (c) => {
     const { merchant_id, endpoint_id, delivery_id } = c.req.valid('param');
-    return c.json(await endpoints.resend(merchant_id, endpoint_id, delivery_id, OPERATOR), 202);
+    return c.json(await endpoints.resend(merchant_id, endpoint_id, delivery_id, actorOf(c.var.credential)), 202);
   });
   route(routes.listNotifications, async (c) => {
     const { merchant_id } = c.req.valid('param');
+    // A store-restricted key reads the notifications of the endpoints it sees (and none of the merchant's others).
+    const credential = c.var.credential;
+    const seen =
+      credential.kind === 'key' && credential.stores !== null
+        ? new Set((await endpoints.list(merchant_id)).filter((endpoint) => seesStore(credential, endpoint.store)).map((e) => e.id))
+        : null;
     // The admin shape of a notification: the merchant is the one in the path.
-    const data = (await endpoints.notifications(merchant_id, c.req.valid('query').limit)).map(
-      ({ merchant_id: _, ...notification }) => notification,
-    );
+    const data = (await endpoints.notifications(merchant_id, c.req.valid('query').limit))
+      .filter((notification) => seen === null || (notification.endpoint_id !== null && seen.has(notification.endpoint_id)))
+      .map(({ merchant_id: _, ...notification }) => notification);
     return c.json({ data }, 200);
   });
 }

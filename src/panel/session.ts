@@ -8,12 +8,15 @@
 import type { Context, MiddlewareHandler } from 'hono';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import type { PanelAccounts, PanelSession } from '../admin/accounts.js';
+import type { Credential } from '../tenancy/credential.js';
 
 export interface PanelEnv {
   Variables: {
     /** The signed-in session, when there is one. */
     session?: PanelSession;
     sessionToken?: string;
+    /** Who the signed-in request acts as (tenancy/credential.ts): the operator or a panel user. */
+    credential?: Credential;
   };
 }
 
@@ -34,6 +37,13 @@ export function panelSession(accounts: () => PanelAccounts, cookie: SessionCooki
     if (token && session) {
       c.set('session', session);
       c.set('sessionToken', token);
+      const { principal } = session;
+      c.set(
+        'credential',
+        principal.kind === 'operator'
+          ? { kind: 'operator' }
+          : { kind: 'user', userId: principal.user.id, email: principal.user.email, merchantId: principal.user.merchant_id },
+      );
     }
     await next();
   };

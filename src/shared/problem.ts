@@ -10,6 +10,7 @@ export type InvalidParam = NonNullable<Problem['invalid_params']>[number];
 const STATUS: Record<ProblemCode, number> = {
   unauthorized: 401,
   forbidden: 403,
+  insufficient_scope: 403,
   not_found: 404,
   store_not_found: 404,
   invalid_parameter: 400,

@@ -30,7 +30,7 @@ import type {
   PublishedWindowRead,
   StorePageRead,
 } from './records.js';
-import type { ApiKeyRecord, MerchantRecord } from '../tenancy/model.js';
+import type { ActiveApiKeyRecord, ApiKeyRecord, MerchantRecord, NewApiKey } from '../tenancy/model.js';
 import type {
   AttemptRecord,
   ClaimedDelivery,
@@ -64,6 +64,7 @@ import type {
 import type { FeedPosition, RecordedChange, StoredChange } from '../changes/model.js';
 import type {
   AuditEntryRecord,
+  ListedAuditEntryRecord,
   ImportJobProgress,
   ImportJobRecord,
   PanelInvitationRecord,
@@ -81,7 +82,8 @@ export interface TenancyStore {
   updateMerchant(id: number, patch: Partial<Omit<MerchantRecord, 'id' | 'created_at'>>): Promise<MerchantRecord | undefined>;
   countMerchants(): Promise<number>;
 
-  insertApiKey(input: Omit<ApiKeyRecord, 'id' | 'revoked_at' | 'last_used_at'> & { key_hash: Buffer }): Promise<ApiKeyRecord>;
+  /** Without scopes, a catalog:read key; without stores, one for every store. */
+  insertApiKey(input: NewApiKey): Promise<ApiKeyRecord>;
   listApiKeys(merchantId: number): Promise<ApiKeyRecord[]>;
   /** The merchant's unrevoked keys; in a write transaction it serializes with other writes counting them (the merchant's row locked). */
   countActiveApiKeys(merchantId: number): Promise<number>;
@@ -93,7 +95,7 @@ export interface TenancyStore {
    */
   recordApiKeyUse(keyId: number, at: string, unlessAfter: string): Promise<boolean>;
   /** The key with this hash that is not revoked, with its stored hash for a constant-time check. */
-  findActiveApiKey(keyHash: Buffer): Promise<{ id: number; merchant_id: number; key_hash: Buffer } | undefined>;
+  findActiveApiKey(keyHash: Buffer): Promise<(ActiveApiKeyRecord & { key_hash: Buffer }) | undefined>;
   /** Of these key ids, the keys that exist and are not revoked (the re-check of the keys open streams and long-polls hold). */
   activeApiKeyIds(keyIds: readonly number[]): Promise<number[]>;
 
@@ -474,8 +476,9 @@ export interface PanelStore {
   countSignInFailures(subjects: string[], since: string): Promise<Map<string, { count: number; oldest: string; newest: string }>>;
   /** Deletes every failure of `subject` (none when null) and the failures with these ids. */
   clearSignInFailures(subject: string | null, ids?: readonly number[]): Promise<void>;
-  insertAuditEntry(entry: Omit<AuditEntryRecord, 'id'>): Promise<void>;
-  listAuditEntries(merchantId: number, limit: number): Promise<AuditEntryRecord[]>;
+  insertAuditEntry(entry: Omit<AuditEntryRecord, 'id' | 'api_key_id'> & { api_key_id?: number | null }): Promise<void>;
+  /** The newest entries first; with `apiKeyId`, only that key's. */
+  listAuditEntries(merchantId: number, limit: number, apiKeyId?: number): Promise<ListedAuditEntryRecord[]>;
 }
 
 /** Work a commit can wake a worker for: deliveries to coalesce or claim, images to mirror. */

@@ -3,10 +3,11 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { OPERATOR, type Actor } from '../admin/audit.js';
 import { notFound, type CatalogWrites } from '../catalog/catalog-writes.js';
-import { ProblemError } from '../shared/problem.js';
+import { ProblemError, invalidInput } from '../shared/problem.js';
 import type { MerchantScope } from '../storage/merchant-scope.js';
 import type { TenancyStore } from '../storage/port.js';
-import type { ApiKeyRecord } from './model.js';
+import type { ActiveApiKeyRecord, ApiKeyRecord } from './model.js';
+import { SCOPES, type Scope } from './credential.js';
 
 const KEY_PREFIX = 'cps_';
 const KEY_SHAPE = /^cps_[A-Za-z0-9_-]{43}$/;
@@ -15,14 +16,29 @@ export function hashApiKey(key: string): Buffer {
   return createHash('sha256').update(key).digest();
 }
 
+/** What a new key may do: its scopes (default `catalog:read`) and the stores it is restricted to (default: every store). */
+export interface ApiKeyGrant {
+  scopes?: readonly Scope[] | undefined;
+  stores?: readonly string[] | null | undefined;
+}
+
 /** Issues a key for the merchant; the plain key is returned here and never again. */
 export async function issueApiKey(
   merchant: Pick<MerchantScope, 'insertApiKey'>,
   name: string,
   now: Date,
+  grant: ApiKeyGrant = {},
 ): Promise<ApiKeyRecord & { key: string }> {
   const key = `${KEY_PREFIX}${randomBytes(32).toString('base64url')}`;
-  const record = await merchant.insertApiKey({ name, prefix: key.slice(0, 12), key_hash: hashApiKey(key), created_at: now.toISOString() });
+  const record = await merchant.insertApiKey({
+    name,
+    prefix: key.slice(0, 12),
+    key_hash: hashApiKey(key),
+    created_at: now.toISOString(),
+    // In the order of SCOPES, whatever the order asked: the list reads the same for equal keys.
+    scopes: SCOPES.filter((scope) => (grant.scopes ?? ['catalog:read']).includes(scope)),
+    stores: grant.stores ? [...grant.stores] : null,
+  });
   return { ...record, key };
 }
 
@@ -40,9 +56,35 @@ export class MerchantApiKeys {
     return (await this.writes.reads(merchantId)).listApiKeys();
   }
 
-  /** A new key for the merchant: the plain key is in this result and never again. */
-  create(merchantId: number, name: string, actor: Actor = OPERATOR): Promise<ApiKeyRecord & { key: string }> {
+  /**
+   * A new key for the merchant: the plain key is in this result and never again. Its stores must
+   * be the merchant's; a key restricted to stores cannot write the catalog, which every store publishes.
+   */
+  create(merchantId: number, name: string, actor: Actor = OPERATOR, grant: ApiKeyGrant = {}): Promise<ApiKeyRecord & { key: string }> {
+    if (grant.stores && grant.scopes?.includes('catalog:write')) {
+      throw invalidInput('body', [
+        {
+          name: '/scopes',
+          in: 'body',
+          reason: "cannot hold catalog:write with stores: the catalog is the merchant's, published to every store",
+        },
+      ]);
+    }
     return this.writes.write(merchantId, actor, async ({ tx, audit }) => {
+      if (grant.stores) {
+        const known = new Set((await tx.listStores()).map((store) => store.slug));
+        const unknown = grant.stores.map((slug, index) => ({ slug, index })).filter(({ slug }) => !known.has(slug));
+        if (unknown.length) {
+          throw invalidInput(
+            'body',
+            unknown.map(({ slug, index }) => ({
+              name: `/stores/${index}`,
+              in: 'body' as const,
+              reason: `is not a store of the merchant: "${slug}"`,
+            })),
+          );
+        }
+      }
       const active = await tx.countActiveApiKeys();
       if (active >= this.perMerchant) {
         throw new ProblemError(
@@ -50,8 +92,9 @@ export class MerchantApiKeys {
           `Merchant ${merchantId} has ${active} active API keys, the most a merchant may have (${this.perMerchant}): revoke one it no longer uses first.`,
         );
       }
-      const created = await issueApiKey(tx, name, this.writes.now());
-      await audit('api_key.create', `key ${created.id} "${created.name}" (${created.prefix})`);
+      const created = await issueApiKey(tx, name, this.writes.now(), grant);
+      const stores = created.stores ? `; stores ${created.stores.join(', ')}` : '';
+      await audit('api_key.create', `key ${created.id} "${created.name}" (${created.prefix}): ${created.scopes.join(', ')}${stores}`);
       return created;
     });
   }
@@ -66,13 +109,14 @@ export class MerchantApiKeys {
   }
 }
 
-/** The active key a presented key is (its id and merchant), or undefined for a malformed, unknown or revoked key. */
-export async function activeApiKey(storage: TenancyStore, key: string): Promise<{ id: number; merchant_id: number } | undefined> {
+/** The active key a presented key is (its id, merchant, scopes and stores), or undefined for a malformed, unknown or revoked key. */
+export async function activeApiKey(storage: TenancyStore, key: string): Promise<ActiveApiKeyRecord | undefined> {
   if (!KEY_SHAPE.test(key)) return undefined;
   const presented = hashApiKey(key);
   const found = await storage.findActiveApiKey(presented);
   if (!found || !timingSafeEqual(found.key_hash, presented)) return undefined;
-  return { id: found.id, merchant_id: found.merchant_id };
+  const { key_hash: _, ...active } = found;
+  return active;
 }
 
 /** The most active keys one process remembers; past it, the longest remembered is forgotten first. */
@@ -88,7 +132,7 @@ const REMEMBERED_KEYS_MAX = 10_000;
  */
 export class ActiveApiKeys {
   /** By the presented key's hash: the key's id and merchant, and until when (ms) they hold. */
-  private readonly remembered = new Map<string, { id: number; merchant_id: number; until: number }>();
+  private readonly remembered = new Map<string, { key: ActiveApiKeyRecord; until: number }>();
   /** Counts forget() calls: a lookup that a revocation overtook is not remembered. */
   private revocations = 0;
 
@@ -98,20 +142,20 @@ export class ActiveApiKeys {
     private readonly now: () => Date = () => new Date(),
   ) {}
 
-  /** The active key a presented key is (its id and merchant), or undefined for a malformed, unknown or revoked key. */
-  async find(key: string): Promise<{ id: number; merchant_id: number } | undefined> {
+  /** The active key a presented key is (its id, merchant, scopes and stores), or undefined for a malformed, unknown or revoked key. */
+  async find(key: string): Promise<ActiveApiKeyRecord | undefined> {
     if (this.ttlMs <= 0) return activeApiKey(this.storage, key);
     if (!KEY_SHAPE.test(key)) return undefined;
     const hash = hashApiKey(key).toString('base64');
     const at = this.now().getTime();
     const known = this.remembered.get(hash);
-    if (known && at < known.until) return { id: known.id, merchant_id: known.merchant_id };
+    if (known && at < known.until) return known.key;
     this.remembered.delete(hash);
     const revocations = this.revocations;
     const found = await activeApiKey(this.storage, key);
     if (found && revocations === this.revocations) {
       if (this.remembered.size >= REMEMBERED_KEYS_MAX) this.remembered.delete(this.remembered.keys().next().value!);
-      this.remembered.set(hash, { ...found, until: at + this.ttlMs });
+      this.remembered.set(hash, { key: found, until: at + this.ttlMs });
     }
     return found;
   }
@@ -119,7 +163,7 @@ export class ActiveApiKeys {
   /** The key was revoked: this process stops accepting it now. */
   forget(keyId: number): void {
     this.revocations++;
-    for (const [hash, known] of this.remembered) if (known.id === keyId) this.remembered.delete(hash);
+    for (const [hash, known] of this.remembered) if (known.key.id === keyId) this.remembered.delete(hash);
   }
 }
 

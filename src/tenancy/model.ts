@@ -7,3 +7,10 @@ type AdminSchemas = components['schemas'];
 export type MerchantRecord = AdminSchemas['Merchant'];
 
 export type ApiKeyRecord = AdminSchemas['ApiKey'] & { merchant_id: number };
+
+/** A key to store: without scopes, a catalog:read key; without stores, one for every store. */
+export type NewApiKey = Omit<ApiKeyRecord, 'id' | 'revoked_at' | 'last_used_at' | 'scopes' | 'stores'> &
+  Partial<Pick<ApiKeyRecord, 'scopes' | 'stores'>> & { key_hash: Buffer };
+
+/** What a request needs of its active key: who it is, its merchant, scopes and stores. */
+export type ActiveApiKeyRecord = Pick<ApiKeyRecord, 'id' | 'merchant_id' | 'name' | 'prefix' | 'scopes' | 'stores'>;

@@ -268,7 +268,7 @@ export class WebhookEndpoints {
    * the pending secret and restarts the grace period; the old secret keeps signing. Recorded in
    * the merchant's audit log as done by `actor`.
    */
-  rotateSecret(merchantId: number, endpointId: number, actor: string): Promise<CreatedEndpointView> {
+  rotateSecret(merchantId: number, endpointId: number, actor: Actor): Promise<CreatedEndpointView> {
     return this.storage.transaction(async (tx) => {
       const endpoint = await this.endpointIn(tx, merchantId, endpointId);
       const now = this.now();
@@ -293,7 +293,7 @@ export class WebhookEndpoints {
   }
 
   /** Ends a pending rotation now: its new secret signs from here on. 409 when none is pending. */
-  confirmSecret(merchantId: number, endpointId: number, actor: string): Promise<EndpointView> {
+  confirmSecret(merchantId: number, endpointId: number, actor: Actor): Promise<EndpointView> {
     return this.storage.transaction(async (tx) => {
       const endpoint = await this.endpointIn(tx, merchantId, endpointId);
       const now = this.now();

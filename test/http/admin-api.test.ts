@@ -179,6 +179,8 @@ describe('API keys', () => {
       id: created.id,
       name: 'listed',
       prefix: created.prefix,
+      scopes: ['catalog:read'],
+      stores: null,
       created_at: created.created_at,
       revoked_at: null,
       last_used_at: null,

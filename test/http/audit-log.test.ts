@@ -219,7 +219,7 @@ describe('the audit log', () => {
       env: { ...process.env, ...service.database.env, CPS_DEMO_ON_EMPTY: 'false' },
     });
     expect((await log()).slice(before).map((e) => `${e.actor} ${e.action} ${e.detail.replace(/\(cps_[^)]*\)/, '(prefix)')}`)).toEqual([
-      expect.stringMatching(/^operator api_key\.create key \d+ "from-cli" \(prefix\)$/),
+      expect.stringMatching(/^operator api_key\.create key \d+ "from-cli" \(prefix\): catalog:read$/),
     ]);
   });
 });

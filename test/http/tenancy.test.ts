@@ -153,10 +153,10 @@ describe('authentication (spec 5)', () => {
     expect((await service.api('/v1/stores', a.key)).status).toBe(200);
   });
 
-  it('does not accept a merchant API key on the admin API', async () => {
+  it("refuses a merchant API key on the operator's admin operations with 403 forbidden", async () => {
     const response = await service.adminApi('GET', '/admin/v1/merchants', undefined, { headers: { Authorization: `Bearer ${a.key}` } });
-    expect(response.status).toBe(401);
-    expect(response.body.code).toBe('unauthorized');
+    expect(response.status).toBe(403);
+    expect(response.body.code).toBe('forbidden');
   });
 });
 

@@ -65,6 +65,9 @@ describe(`the storage contract on ${ENGINE}`, () => {
         merchant_id: merchant.id,
         name: 'integration',
         prefix: 'cps_live_ab',
+        // Without scopes, a catalog:read key for every store (as every key issued before scopes).
+        scopes: ['catalog:read'],
+        stores: null,
         created_at: AT,
         revoked_at: null,
         last_used_at: null,
@@ -78,7 +81,7 @@ describe(`the storage contract on ${ENGINE}`, () => {
       expect(await storage.recordApiKeyUse(key.id, '2026-11-26T08:02:00.000Z', '2026-11-26T08:01:00.000Z')).toBe(true);
       expect((await storage.listApiKeys(merchant.id))[0]!.last_used_at).toBe('2026-11-26T08:02:00.000Z');
       const found = await storage.findActiveApiKey(Buffer.alloc(32, 7));
-      expect(found).toMatchObject({ id: key.id, merchant_id: merchant.id });
+      expect(found).toMatchObject({ id: key.id, merchant_id: merchant.id, name: 'integration', scopes: ['catalog:read'], stores: null });
       expect(Buffer.from(found!.key_hash).equals(hash)).toBe(true);
       expect(await storage.revokeApiKey(other.id, key.id, AT)).toBe(false);
       expect(await storage.revokeApiKey(merchant.id, key.id, '2026-11-26T09:00:00Z')).toBe(true);
@@ -96,6 +99,37 @@ describe(`the storage contract on ${ENGINE}`, () => {
       });
       expect(await storage.activeApiKeyIds([key.id, spare.id, spare.id + 1000])).toEqual([spare.id]);
       expect(await storage.activeApiKeyIds([])).toEqual([]);
+    });
+
+    it("keeps a key's scopes and stores, and lists the audit entries of one key with its name and prefix", async () => {
+      const { merchant } = await merchantWithStores();
+      const scoped = await storage.insertApiKey({
+        merchant_id: merchant.id,
+        name: 'shop de',
+        prefix: 'cps_live_ef',
+        key_hash: Buffer.alloc(32, 9),
+        created_at: AT,
+        scopes: ['catalog:read', 'webhooks:write'],
+        stores: ['de'],
+      });
+      expect(scoped).toMatchObject({ scopes: ['catalog:read', 'webhooks:write'], stores: ['de'] });
+      expect(await storage.findActiveApiKey(Buffer.alloc(32, 9))).toMatchObject({
+        scopes: ['catalog:read', 'webhooks:write'],
+        stores: ['de'],
+      });
+      await storage.insertAuditEntry({ merchant_id: merchant.id, at: AT, actor: 'operator', action: 'store.update', detail: 'de' });
+      await storage.insertAuditEntry({
+        merchant_id: merchant.id,
+        at: AT,
+        actor: 'key "shop de" (cps_live_ef…)',
+        api_key_id: scoped.id,
+        action: 'endpoint.create',
+        detail: 'endpoint 1',
+      });
+      const all = await storage.listAuditEntries(merchant.id, 10);
+      expect(all.map((e) => e.api_key)).toEqual([{ id: scoped.id, name: 'shop de', prefix: 'cps_live_ef' }, null]);
+      const own = await storage.listAuditEntries(merchant.id, 10, scoped.id);
+      expect(own.map((e) => e.action)).toEqual(['endpoint.create']);
     });
 
     it('upserts stores with one default per merchant, lists the default first, and bumps catalog versions', async () => {

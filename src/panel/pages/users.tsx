@@ -192,7 +192,7 @@ function UsersPage(props: {
         </thead>
         <tbody>
           {props.audit.map((a) => (
-            <tr>
+            <tr data-credential={a.credential} data-api-key={a.api_key?.id}>
               <td>
                 <Time at={a.at} />
               </td>

@@ -969,4 +969,18 @@ CREATE TABLE webhook_endpoint_rates (
 );
 `,
   },
+  {
+    id: 39,
+    name: 'scoped_api_keys',
+    sql: `
+-- What a key may do (a JSON list of scopes: every key issued before is a catalog:read key) and,
+-- optionally, the store slugs it is restricted to (NULL: every store of its merchant). Constant
+-- defaults: no rewrite of the tables.
+ALTER TABLE api_keys ADD COLUMN scopes text NOT NULL DEFAULT '["catalog:read"]';
+ALTER TABLE api_keys ADD COLUMN stores text;
+-- Which key made a change (NULL: the operator or a panel user), so a key's writes can be listed.
+ALTER TABLE audit_log ADD COLUMN api_key_id bigint REFERENCES api_keys(id);
+CREATE INDEX audit_log_api_key ON audit_log(merchant_id, api_key_id, id);
+`,
+  },
 ];

@@ -1,7 +1,13 @@
 // The administration panel's accounts, written once for both engines (dialect.ts): users,
 // invitations, sessions, sign-in failures, the audit log.
 import type { PanelStore } from '../port.js';
-import type { AuditEntryRecord, PanelInvitationRecord, PanelSessionRecord, PanelUserRecord } from '../../admin/model.js';
+import type {
+  AuditEntryRecord,
+  ListedAuditEntryRecord,
+  PanelInvitationRecord,
+  PanelSessionRecord,
+  PanelUserRecord,
+} from '../../admin/model.js';
 import type { Row, SqlConnection } from './dialect.js';
 
 const USER_COLUMNS = 'id, merchant_id, email, role, created_at';
@@ -204,20 +210,29 @@ export class SqlPanel implements PanelStore {
     await this.c.run(`DELETE FROM panel_sign_in_failures WHERE subject = $1 OR ${d.inList('id', '$2', 'bigint')}`, [subject, d.list(ids)]);
   }
 
-  async insertAuditEntry(entry: Omit<AuditEntryRecord, 'id'>): Promise<void> {
-    await this.c.run('INSERT INTO audit_log (merchant_id, at, actor, action, detail) VALUES ($1, $2, $3, $4, $5)', [
+  async insertAuditEntry(entry: Omit<AuditEntryRecord, 'id' | 'api_key_id'> & { api_key_id?: number | null }): Promise<void> {
+    await this.c.run('INSERT INTO audit_log (merchant_id, at, actor, api_key_id, action, detail) VALUES ($1, $2, $3, $4, $5, $6)', [
       entry.merchant_id,
       entry.at,
       entry.actor,
+      entry.api_key_id ?? null,
       entry.action,
       entry.detail,
     ]);
   }
 
-  async listAuditEntries(merchantId: number, limit: number): Promise<AuditEntryRecord[]> {
-    return this.c.rows<AuditEntryRecord & Row>(
-      'SELECT id, merchant_id, at, actor, action, detail FROM audit_log WHERE merchant_id = $1 ORDER BY id DESC LIMIT $2',
-      [merchantId, limit],
+  async listAuditEntries(merchantId: number, limit: number, apiKeyId?: number): Promise<ListedAuditEntryRecord[]> {
+    // The key's name and prefix from its row (a key is never deleted, and its name never changes).
+    const rows = await this.c.rows(
+      `SELECT a.id, a.merchant_id, a.at, a.actor, a.action, a.detail, k.id AS key_id, k.name AS key_name, k.prefix AS key_prefix
+      FROM audit_log AS a LEFT JOIN api_keys AS k ON k.id = a.api_key_id
+      WHERE a.merchant_id = $1${apiKeyId === undefined ? '' : ' AND a.api_key_id = $3'} ORDER BY a.id DESC LIMIT $2`,
+      apiKeyId === undefined ? [merchantId, limit] : [merchantId, limit, apiKeyId],
     );
+    return rows.map(({ key_id, key_name, key_prefix, ...entry }) => ({
+      ...(entry as Omit<ListedAuditEntryRecord, 'api_key'>),
+      api_key:
+        key_id === null || key_id === undefined ? null : { id: Number(key_id), name: key_name as string, prefix: key_prefix as string },
+    }));
   }
 }

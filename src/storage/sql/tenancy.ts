@@ -1,7 +1,7 @@
 // Merchants, API keys and stores, written once for both engines (dialect.ts). A new store's id is
 // each engine's own: SqliteTenancy, PgTenancy.
 import type { TenancyStore } from '../port.js';
-import type { ApiKeyRecord, MerchantRecord } from '../../tenancy/model.js';
+import type { ActiveApiKeyRecord, ApiKeyRecord, MerchantRecord, NewApiKey } from '../../tenancy/model.js';
 import type { StoreInputRecord, StoreRecord } from '../../catalog/model.js';
 import { toMerchant, toStore } from '../rows.js';
 import type { Row, SqlConnection } from './dialect.js';
@@ -20,7 +20,20 @@ export const STORE_COLUMNS = [
   'catalog_version',
 ];
 
-const API_KEY_COLUMNS = 'id, merchant_id, name, prefix, created_at, revoked_at, last_used_at';
+const API_KEY_COLUMNS = 'id, merchant_id, name, prefix, scopes, stores, created_at, revoked_at, last_used_at';
+
+/** A key's row: its scopes and stores are kept as JSON text. */
+const toApiKey = (row: Row): ApiKeyRecord => ({
+  id: Number(row.id),
+  merchant_id: Number(row.merchant_id),
+  name: row.name as string,
+  prefix: row.prefix as string,
+  scopes: JSON.parse(row.scopes as string) as ApiKeyRecord['scopes'],
+  stores: row.stores === null || row.stores === undefined ? null : (JSON.parse(row.stores as string) as string[]),
+  created_at: row.created_at as string,
+  revoked_at: (row.revoked_at as string | null) ?? null,
+  last_used_at: (row.last_used_at as string | null) ?? null,
+});
 
 /** A store's columns an upsert sets, as insertStore receives them: $1 merchant_id, $2 slug, then these. */
 export const STORE_INPUT_COLUMNS = 'merchant_id, slug, name, locale, currency, is_default, active, exclude_out_of_stock';
@@ -77,12 +90,21 @@ export abstract class SqlTenancy<C extends SqlConnection = SqlConnection> implem
     return (await this.c.one<{ n: number }>('SELECT count(*) AS n FROM merchants'))!.n;
   }
 
-  async insertApiKey(input: Omit<ApiKeyRecord, 'id' | 'revoked_at' | 'last_used_at'> & { key_hash: Buffer }): Promise<ApiKeyRecord> {
-    return (await this.c.one<ApiKeyRecord & Row>(
-      `INSERT INTO api_keys (merchant_id, name, prefix, key_hash, created_at)
-      VALUES ($1, $2, $3, $4, $5) RETURNING ${API_KEY_COLUMNS}`,
-      [input.merchant_id, input.name, input.prefix, input.key_hash, input.created_at],
-    ))!;
+  async insertApiKey(input: NewApiKey): Promise<ApiKeyRecord> {
+    const row = await this.c.one(
+      `INSERT INTO api_keys (merchant_id, name, prefix, key_hash, created_at, scopes, stores)
+      VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${API_KEY_COLUMNS}`,
+      [
+        input.merchant_id,
+        input.name,
+        input.prefix,
+        input.key_hash,
+        input.created_at,
+        JSON.stringify(input.scopes ?? ['catalog:read']),
+        input.stores ? JSON.stringify(input.stores) : null,
+      ],
+    );
+    return toApiKey(row!);
   }
 
   async countActiveApiKeys(merchantId: number): Promise<number> {
@@ -95,7 +117,7 @@ export abstract class SqlTenancy<C extends SqlConnection = SqlConnection> implem
   }
 
   async listApiKeys(merchantId: number): Promise<ApiKeyRecord[]> {
-    return this.c.rows<ApiKeyRecord & Row>(`SELECT ${API_KEY_COLUMNS} FROM api_keys WHERE merchant_id = $1 ORDER BY id`, [merchantId]);
+    return (await this.c.rows(`SELECT ${API_KEY_COLUMNS} FROM api_keys WHERE merchant_id = $1 ORDER BY id`, [merchantId])).map(toApiKey);
   }
 
   async revokeApiKey(merchantId: number, keyId: number, at: string): Promise<boolean> {
@@ -118,11 +140,14 @@ export abstract class SqlTenancy<C extends SqlConnection = SqlConnection> implem
     );
   }
 
-  async findActiveApiKey(keyHash: Buffer): Promise<{ id: number; merchant_id: number; key_hash: Buffer } | undefined> {
-    return this.c.one<{ id: number; merchant_id: number; key_hash: Buffer }>(
-      'SELECT id, merchant_id, key_hash FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL',
+  async findActiveApiKey(keyHash: Buffer): Promise<(ActiveApiKeyRecord & { key_hash: Buffer }) | undefined> {
+    const row = await this.c.one(
+      'SELECT id, merchant_id, name, prefix, scopes, stores, key_hash FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL',
       [keyHash],
     );
+    if (!row) return undefined;
+    const { id, merchant_id, name, prefix, scopes, stores } = toApiKey(row);
+    return { id, merchant_id, name, prefix, scopes, stores, key_hash: row.key_hash as Buffer };
   }
 
   async activeApiKeyIds(keyIds: readonly number[]): Promise<number[]> {

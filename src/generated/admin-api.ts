@@ -1631,6 +1631,8 @@ export interface components {
              *     | `invalid_parameter` | 400 | a path, query or header parameter is invalid (see `invalid_params`) |
              *     | `invalid_body` | 400 | the request body is invalid (see `invalid_params`) |
              *     | `conflict` | 409 | the request conflicts with the current state |
+             *     | `idempotency_key_in_use` | 409 | admin API: a request with this `Idempotency-Key` is still running; retry once it has been answered |
+             *     | `idempotency_key_reused` | 422 | admin API: this `Idempotency-Key` was used with a different request (method, path or body) |
              *     | `cursor_expired` | 410 | the change feed cursor is older than the retained history |
              *     | `payload_too_large` | 413 | the request body is too large |
              *     | `rate_limited` | 429 | too many requests for this key, or more exports or live feed connections than this key or your merchant may hold at once; see `Retry-After` |
@@ -1639,7 +1641,7 @@ export interface components {
              * @example invalid_parameter
              * @enum {string}
              */
-            code: "unauthorized" | "forbidden" | "not_found" | "store_not_found" | "invalid_parameter" | "invalid_body" | "conflict" | "cursor_expired" | "payload_too_large" | "rate_limited" | "service_unavailable" | "internal_error";
+            code: "unauthorized" | "forbidden" | "not_found" | "store_not_found" | "invalid_parameter" | "invalid_body" | "conflict" | "idempotency_key_in_use" | "idempotency_key_reused" | "cursor_expired" | "payload_too_large" | "rate_limited" | "service_unavailable" | "internal_error";
             /** @description Present only with `invalid_parameter` and `invalid_body`: one entry per offending input. */
             invalid_params?: {
                 /**
@@ -3463,10 +3465,39 @@ export interface components {
             };
         };
         /**
+         * @description A request with the same `Idempotency-Key` is still running (code `idempotency_key_in_use`):
+         *     nothing was done. Retry after a moment; once the first has been answered, the retry replays its
+         *     answer. Rarely, code `conflict`: the first request's service stopped after part of its work
+         *     had committed and before its answer (see the `Idempotency-Key` parameter); nothing is done again.
+         */
+        IdempotencyKeyInUse: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
          * @description The request body exceeds the configured size limit (default 1 MiB for JSON bodies, 64 MiB for
          *     imports); code `payload_too_large`. Nothing was read or changed.
          */
         PayloadTooLarge: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
+         * @description The `Idempotency-Key` was used with a different request (method, path or body) within
+         *     `CPS_IDEMPOTENCY_HOURS` (code `idempotency_key_reused`): nothing was done. Use a new key for a
+         *     new request.
+         */
+        IdempotencyKeyReused: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
@@ -3487,7 +3518,8 @@ export interface components {
         };
         /**
          * @description The request conflicts with the merchant's current state (code `conflict`); `detail` says
-         *     which rule was hit. Nothing was changed.
+         *     which rule was hit. Nothing was changed. Or a request with the same `Idempotency-Key` is still
+         *     running (code `idempotency_key_in_use`): retry after a moment.
          */
         Conflict: {
             headers: {
@@ -3537,6 +3569,37 @@ export interface components {
         };
     };
     parameters: {
+        /**
+         * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+         *     UUID v4) with each new write, and the same key with each retry of it.
+         *
+         *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+         *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+         *       default). Keys are per credential: the admin token's keys are its own.
+         *     - The same key with the same request within that time answers the kept answer again, with
+         *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+         *       and nothing is audited twice).
+         *     - The same key with a different request (another method, path or body) answers
+         *       `422 idempotency_key_reused`, and does nothing.
+         *     - While the first request with the key is still running, another with it answers
+         *       `409 idempotency_key_in_use`: retry after a moment.
+         *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+         *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+         *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+         *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+         *       whose file was not read to its end: no key is taken then.
+         *     - The answer commits in the same transaction as the write (the transaction of the request's
+         *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+         *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+         *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+         *       marks the key in each: should the service stop after one of them committed and before the
+         *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+         *
+         *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+         *     the write runs as always.
+         * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+         */
+        IdempotencyKey: string;
         /**
          * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
          * @example 1
@@ -3778,7 +3841,39 @@ export interface operations {
     createMerchant: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3796,7 +3891,9 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            409: components["responses"]["IdempotencyKeyInUse"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     getMerchant: {
@@ -3832,7 +3929,39 @@ export interface operations {
     updateMerchant: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
@@ -3857,7 +3986,9 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyKeyInUse"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     listApiKeys: {
@@ -3893,7 +4024,39 @@ export interface operations {
     createApiKey: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
@@ -3920,12 +4083,45 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     revokeApiKey: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
@@ -3953,6 +4149,8 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyKeyInUse"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     listPanelUsers: {
@@ -3988,7 +4186,39 @@ export interface operations {
     removePanelUser: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
@@ -4017,12 +4247,45 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     resetPanelUserPassword: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
@@ -4052,6 +4315,8 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyKeyInUse"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     listPanelInvitations: {
@@ -4087,7 +4352,39 @@ export interface operations {
     invitePanelUser: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
@@ -4114,12 +4411,45 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     revokePanelInvitation: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
@@ -4147,6 +4477,8 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyKeyInUse"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     listAuditLog: {
@@ -4220,7 +4552,39 @@ export interface operations {
     upsertStore: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
@@ -4252,12 +4616,45 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     deleteStore: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
@@ -4286,6 +4683,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     listCustomerGroups: {
@@ -4321,7 +4719,39 @@ export interface operations {
     createCustomerGroup: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
@@ -4348,12 +4778,45 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     updateCustomerGroup: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
@@ -4385,12 +4848,45 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     deleteCustomerGroup: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
@@ -4419,6 +4915,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     listExchangeRates: {
@@ -4454,7 +4951,39 @@ export interface operations {
     upsertExchangeRate: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
@@ -4489,13 +5018,47 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyKeyInUse"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     deleteExchangeRate: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
@@ -4528,6 +5091,8 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyKeyInUse"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     listPricingRules: {
@@ -4563,7 +5128,39 @@ export interface operations {
     createPricingRule: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
@@ -4588,13 +5185,47 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyKeyInUse"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     updatePricingRule: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
@@ -4626,12 +5257,45 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     deletePricingRule: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
@@ -4660,6 +5324,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     listSuppliers: {
@@ -4695,7 +5360,39 @@ export interface operations {
     upsertSupplier: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
@@ -4725,13 +5422,47 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyKeyInUse"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     deleteSupplier: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
@@ -4760,6 +5491,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     listAttributeDefinitions: {
@@ -4795,7 +5527,39 @@ export interface operations {
     upsertAttributeDefinition: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
@@ -4827,13 +5591,47 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyKeyInUse"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     deleteAttributeDefinition: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
@@ -4863,6 +5661,8 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyKeyInUse"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     getProductSource: {
@@ -4904,7 +5704,39 @@ export interface operations {
     upsertProduct: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
@@ -4935,13 +5767,47 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyKeyInUse"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     deleteProduct: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
@@ -4970,6 +5836,8 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyKeyInUse"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     listProductSources: {
@@ -5081,6 +5949,37 @@ export interface operations {
             query?: never;
             header?: {
                 /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                /**
                  * @description `respond-async`: answer `202` once the file is checked and staged, without waiting for it to be applied.
                  * @example respond-async
                  */
@@ -5135,6 +6034,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["ImportStopped"];
         };
     };
@@ -5206,7 +6106,39 @@ export interface operations {
     retryDeadImages: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
@@ -5231,6 +6163,8 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyKeyInUse"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     listWebhookEndpoints: {
@@ -5266,7 +6200,39 @@ export interface operations {
     createWebhookEndpoint: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
@@ -5291,7 +6257,9 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyKeyInUse"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     getWebhookEndpoint: {
@@ -5332,7 +6300,39 @@ export interface operations {
     deleteWebhookEndpoint: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
@@ -5360,12 +6360,46 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyKeyInUse"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     updateWebhookEndpoint: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
@@ -5397,12 +6431,45 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     rotateWebhookSecret: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
@@ -5432,12 +6499,46 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyKeyInUse"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     confirmWebhookSecret: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
@@ -5468,12 +6569,45 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     sendTestWebhook: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
@@ -5504,12 +6638,45 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     recoverWebhookDeliveries: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
@@ -5541,6 +6708,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     listWebhookDeliveries: {
@@ -5641,7 +6809,39 @@ export interface operations {
     resendWebhookDelivery: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
@@ -5677,6 +6877,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     listNotifications: {

@@ -240,6 +240,7 @@ describe('configuration', () => {
         retentionDays: 30,
         pruneIntervalSeconds: 3600,
         pruneBatch: 1000,
+        idempotencyHours: 24,
         maxWaitSeconds: 30,
         heartbeatSeconds: 15,
         livePerKey: 20,

@@ -27,7 +27,7 @@ export class RequestCommits {
   private held: Held | null = null;
   private open = true;
   /** A held transaction's commit that failed when nobody awaited it: the request fails with it. */
-  private failure: unknown = null;
+  private failure: Error | null = null;
 
   /** @param beforeCommit runs in each of the request's write transactions, after its work and before its commit. */
   constructor(private readonly beforeCommit: (tx: StorageTx) => Promise<void>) {}
@@ -92,7 +92,8 @@ export class RequestCommits {
           if (last) await last(tx);
         }),
       );
-      held.committed.catch((error: unknown) => {
+      held.committed.catch((thrown: unknown) => {
+        const error = thrown instanceof Error ? thrown : new Error(String(thrown));
         if (!wasHeld) reject(error);
         else this.failure ??= error;
       });

@@ -2,6 +2,8 @@
 // first answer without doing the work again, a different request with the key is refused (422), one
 // that comes while the first runs is told so (409), and a key is forgotten (and pruned) after
 // CPS_IDEMPOTENCY_HOURS, on the service's injected clock.
+import { createHash } from 'node:crypto';
+import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pruneExpiredIdempotencyKeys } from '../../src/admin/idempotency-keys.js';
 import { adminOk, createMerchant, type MerchantHandle } from '../support/admin-http.js';
@@ -62,9 +64,9 @@ describe('a retry with the same key and request', () => {
   it('keeps an answer below 500 (a 404): the retry gets the same 404 even once the resource exists', async () => {
     const key = newKey();
     const path = `${merchant.base}/customer-groups/999999`;
-    const first = await service.adminApi('PATCH', path, { name: 'outlet' }, withKey(key));
+    const first = await service.adminApi('PUT', path, { name: 'outlet' }, withKey(key));
     expect(first.status).toBe(404);
-    const again = await service.adminApi('PATCH', path, { name: 'outlet' }, withKey(key));
+    const again = await service.adminApi('PUT', path, { name: 'outlet' }, withKey(key));
     expect(again.status).toBe(404);
     expect(again.body).toEqual(first.body);
     expect(again.headers.get('idempotent-replayed')).toBe('true');
@@ -112,24 +114,28 @@ describe('while the first request with the key runs', () => {
   it('answers 409 idempotency_key_in_use to a second one; once the first is answered, the retry replays it', async () => {
     const key = newKey();
     const line = (ref: string) => `${JSON.stringify({ op: 'upsert_product', product: { ref, offers: [] } })}\n`;
-    // The first: an import whose file arrives in two parts; the second part waits for the test.
-    let sendRest!: () => void;
-    const rest = new Promise<void>((resolve) => (sendRest = resolve));
-    const encoder = new TextEncoder();
-    const upload = new ReadableStream<Uint8Array>({
-      async start(controller) {
-        controller.enqueue(encoder.encode(line('TENT-1')));
-        await rest;
-        controller.enqueue(encoder.encode(line('TENT-2')));
-        controller.close();
+    // The first: an import whose file (its length announced) arrives in two parts; the second waits for the test.
+    const file = line('TENT-1') + line('TENT-2');
+    const upload = http.request(`${service.url}${merchant.base}/imports`, {
+      method: 'POST',
+      headers: {
+        Authorization: `Bearer ${ADMIN_TOKEN}`,
+        'Content-Type': 'application/x-ndjson',
+        'Content-Length': String(Buffer.byteLength(file)),
+        'Idempotency-Key': key,
       },
     });
-    const first = fetch(`${service.url}${merchant.base}/imports`, {
-      method: 'POST',
-      headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, 'Content-Type': 'application/x-ndjson', 'Idempotency-Key': key },
-      body: upload,
-      duplex: 'half',
-    } as RequestInit);
+    const first = new Promise<{ status: number; text: string }>((resolve, reject) => {
+      upload.on('error', reject);
+      upload.on('response', (response) => {
+        let text = '';
+        response.setEncoding('utf8');
+        response.on('data', (chunk: string) => (text += chunk));
+        response.on('end', () => resolve({ status: response.statusCode!, text }));
+      });
+    });
+    upload.write(line('TENT-1'));
+    const sendRest = () => upload.end(line('TENT-2'));
     // The key is the first's once it runs.
     await until(async () => (await service.storage.idempotencyKey('operator', key)) !== undefined);
     const second = await service.adminApi('POST', `${merchant.base}/imports`, line('TENT-1') + line('TENT-2'), {
@@ -140,7 +146,7 @@ describe('while the first request with the key runs', () => {
     sendRest();
     const answered = await first;
     expect(answered.status).toBe(200);
-    const firstBody = await answered.text();
+    const firstBody = answered.text;
     expect(JSON.parse(firstBody)).toMatchObject({ lines: 2, upserted: 2 });
     const retry = await service.adminApi('POST', `${merchant.base}/imports`, line('TENT-1') + line('TENT-2'), {
       headers: { 'Content-Type': 'application/x-ndjson', 'Idempotency-Key': key },
@@ -155,6 +161,53 @@ describe('while the first request with the key runs', () => {
       headers: { 'Content-Type': 'application/x-ndjson', 'Idempotency-Key': key },
     });
     expect(other.status).toBe(422);
+  });
+});
+
+describe("a key whose first request's process is gone (its lease lapsed)", () => {
+  const abandoned = async (key: string, writeCommitted: boolean, hashOf: { method: string; path: string; body: string }) => {
+    const at = clock.now();
+    await service.storage.claimIdempotencyKey(
+      {
+        credential: 'operator',
+        key,
+        request_hash: createHash('sha256').update(`${hashOf.method}\n${hashOf.path}\n`).update(hashOf.body).digest('hex'),
+        created_at: at.toISOString(),
+        expires_at: new Date(at.getTime() + 24 * HOUR).toISOString(),
+        owner: 'a-process-that-was-killed',
+        leased_until: new Date(at.getTime() + 30 * SECOND).toISOString(),
+      },
+      false,
+    );
+    if (writeCommitted) await service.storage.markIdempotentWrite('operator', key, 'a-process-that-was-killed');
+  };
+
+  it('is answered 409 idempotency_key_in_use while the lease runs, then taken by the retry when nothing of the first committed', async () => {
+    const key = newKey();
+    const path = `${merchant.base}/suppliers/orphan`;
+    const body = JSON.stringify({ name: 'Orphan' });
+    await abandoned(key, false, { method: 'PUT', path, body });
+    const running = await service.adminApi('PUT', path, body, { headers: { 'Content-Type': 'application/json', 'Idempotency-Key': key } });
+    expect(running.status).toBe(409);
+    expect(running.body.code).toBe('idempotency_key_in_use');
+    clock.advance(31 * SECOND);
+    const retry = await service.adminApi('PUT', path, body, { headers: { 'Content-Type': 'application/json', 'Idempotency-Key': key } });
+    expect(retry.status).toBe(200);
+    expect(retry.headers.get('idempotent-replayed')).toBeNull();
+    expect(retry.body).toMatchObject({ ref: 'orphan', name: 'Orphan' });
+  });
+
+  it('answers 409 conflict, applying nothing, when a write of the first committed but its answer was never kept', async () => {
+    const key = newKey();
+    const path = `${merchant.base}/customer-groups`;
+    const body = JSON.stringify({ name: 'outlet' });
+    await abandoned(key, true, { method: 'POST', path, body });
+    clock.advance(31 * SECOND);
+    const groups = (await adminOk(service, 'GET', path)).data.length;
+    const retry = await service.adminApi('POST', path, body, { headers: { 'Content-Type': 'application/json', 'Idempotency-Key': key } });
+    expect(retry.status).toBe(409);
+    expect(retry.body.code).toBe('conflict');
+    expect((await adminOk(service, 'GET', path)).data).toHaveLength(groups);
   });
 });
 

@@ -139,6 +139,8 @@ function placed(s: z.output<typeof SETTINGS>) {
       retentionDays: s.CPS_CHANGE_RETENTION_DAYS,
       pruneIntervalSeconds: s.CPS_CHANGE_PRUNE_INTERVAL_SECONDS,
       pruneBatch: s.CPS_CHANGE_PRUNE_BATCH,
+      /** Admin API idempotency keys are kept this long (admin/idempotency-keys.ts), pruned with the changes. */
+      idempotencyHours: s.CPS_IDEMPOTENCY_HOURS,
       maxWaitSeconds: s.CPS_FEED_MAX_WAIT_SECONDS,
       heartbeatSeconds: s.CPS_FEED_HEARTBEAT_SECONDS,
       livePerKey: s.CPS_FEED_LIVE_PER_KEY,

@@ -20,6 +20,8 @@ import { setYieldSlice } from './shared/cooperative.js';
 import type { CatalogStorage } from './storage/port.js';
 import { openPostgresStorage } from './storage/postgres/index.js';
 import { openSqliteStorage } from './storage/sqlite/index.js';
+import { withHeldCommits } from './storage/held-commits.js';
+import { IdempotencyKeys } from './admin/idempotency-keys.js';
 import { AddressGuard } from './outbound/address-guard.js';
 import { createWebhookDispatcher, type WebhookDispatcher } from './webhooks/dispatcher.js';
 import { WebhookEndpoints } from './webhooks/endpoints.js';
@@ -45,6 +47,8 @@ export interface Service {
   /** Each API key's last use, written at most once per CPS_API_KEY_LAST_USED_SECONDS per key. */
   apiKeyUses: ApiKeyUses;
   endpoints: WebhookEndpoints;
+  /** The admin API's Idempotency-Keys, kept CPS_IDEMPOTENCY_HOURS. */
+  idempotencyKeys: IdempotencyKeys;
   /**
    * The change feed's waiting clients (long-polls, streams) and their wake-ups; it listens to the
    * storage from its first client on (serve's worker threads tell it their commits: worker-thread.ts).
@@ -88,7 +92,8 @@ export function createService(config: Config, options: ServiceOptions = {}): Ser
   const now = options.now ?? (() => new Date());
   const logger = options.logger ?? createLogger(config.operations);
   setYieldSlice(config.storage.writeSliceMs);
-  const storage = options.storage ?? openStorage(config, logger);
+  // A request's transactions may hold their commit for its answer (storage/held-commits.ts: the admin API's idempotency keys).
+  const storage = withHeldCommits(options.storage ?? openStorage(config, logger));
   const metrics = new ServiceMetrics(storage, now, logger, { slowStatementMs: config.operations.slowStatementMs });
   // Every statement's duration into /metrics, and the slow ones into the log (also a storage the caller opened).
   if (isStatementTimed(storage)) storage.observeStatements(metrics);
@@ -150,6 +155,7 @@ export function createService(config: Config, options: ServiceOptions = {}): Ser
     heldApiKeys,
     apiKeyUses,
     endpoints: new WebhookEndpoints(storage, guard, now, config.webhooks.secretGraceHours),
+    idempotencyKeys: new IdempotencyKeys(storage, now, config.changes.idempotencyHours),
     liveFeed,
     dispatcher,
     mirror,

@@ -218,6 +218,8 @@ describe('the merchant scope (storage/merchant-scope.ts)', () => {
     'admin/import-jobs.ts': "a process ends any merchant's stalled imports",
     // Deletes changes older than the retention window, every store's at once.
     'changes/retention.ts': "retention prunes every merchant's history by age",
+    // Deletes the admin API's idempotency keys past CPS_IDEMPOTENCY_HOURS, every credential's at once.
+    'admin/idempotency-keys.ts': "retention prunes every credential's expired idempotency keys",
     // The operator's list of merchants (and its count).
     'tenancy/merchants.ts': "the operator's merchant list",
     // The public API's key check: the key's hash names the merchant, none is known before it.
@@ -237,6 +239,7 @@ describe('the merchant scope (storage/merchant-scope.ts)', () => {
     'stalledPublishRuns',
     'interruptStalledImportJobs',
     'pruneChangesBefore',
+    'pruneIdempotencyKeys',
   ]);
 
   // The domain's calls of the port, resolved by the type checker: which operation each call reaches,

@@ -45,6 +45,7 @@ const EVERY_VARIABLE = {
   CPS_CHANGE_RETENTION_DAYS: '45',
   CPS_CHANGE_PRUNE_INTERVAL_SECONDS: '25',
   CPS_CHANGE_PRUNE_BATCH: '26',
+  CPS_IDEMPOTENCY_HOURS: '48',
   CPS_EXPORT_STEP_ROWS: '27',
   CPS_EXPORT_MEMORY_BYTES: '0',
   CPS_EXPORT_SPOOL_DIR: 'spool',
@@ -239,6 +240,7 @@ describe('configuration', () => {
         retentionDays: 30,
         pruneIntervalSeconds: 3600,
         pruneBatch: 1000,
+        idempotencyHours: 24,
         maxWaitSeconds: 30,
         heartbeatSeconds: 15,
         livePerKey: 20,
@@ -370,6 +372,7 @@ describe('configuration', () => {
         retentionDays: 45,
         pruneIntervalSeconds: 25,
         pruneBatch: 26,
+        idempotencyHours: 48,
         maxWaitSeconds: 0,
         heartbeatSeconds: 300,
         livePerKey: 29,
@@ -413,8 +416,8 @@ describe('every setting refuses what it does not accept, the same way', () => {
     accepts: SETTING_DOCS.get(schema)?.accepts as Accepts,
   }));
 
-  it('declares what each of the 108 settings accepts', () => {
-    expect(settings).toHaveLength(108);
+  it('declares what each of the 109 settings accepts', () => {
+    expect(settings).toHaveLength(109);
     expect(settings.filter(({ accepts }) => !accepts)).toEqual([]);
   });
 

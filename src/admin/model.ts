@@ -72,3 +72,33 @@ export type ImportProblemRecord = AdminSchemas['ImportJob']['problems'][number];
 export type ImportJobRecord = AdminSchemas['ImportJob'] & { merchant_id: number };
 
 export type ImportJobProgress = Partial<Omit<ImportJobRecord, 'id' | 'merchant_id' | 'started_by' | 'file_name' | 'started_at'>>;
+
+// Idempotency keys (admin/idempotency-keys.ts)
+
+/** The answer kept for an idempotency key: replayed as it was first sent. */
+export interface IdempotentAnswer {
+  status: number;
+  /** The answer's headers worth replaying (Content-Type, Location, …), as [name, value] pairs. */
+  headers: [string, string][];
+  /** The body's text ('' for none). */
+  body: string;
+}
+
+/** A credential's idempotency key: the first request's hash, and its answer once it was given. */
+export interface IdempotencyKeyRecord {
+  credential: string;
+  key: string;
+  /** SHA-256 of the method, path and body (hex); null while a streamed body (an import) is still being read. */
+  request_hash: string | null;
+  created_at: string;
+  /** When the key is forgotten: created_at + CPS_IDEMPOTENCY_HOURS. */
+  expires_at: string;
+  /** The run holding the key while the first request runs (null once answered). */
+  owner: string | null;
+  /** Until when that run holds it; it renews the lease while it runs, so a lapsed lease means its process is gone. */
+  leased_until: string | null;
+  /** A write of the first request committed (marked in that write's own transaction). */
+  write_committed: boolean;
+  /** The kept answer; null while the first request runs. */
+  answer: IdempotentAnswer | null;
+}

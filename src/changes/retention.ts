@@ -1,6 +1,8 @@
 // Feed retention (docs/decisions.md#changes-and-the-feed): changes older than the retention
 // period are deleted, and each store remembers the newest deleted position so that a cursor
-// before it answers 410 instead of silently skipping what was deleted.
+// before it answers 410 instead of silently skipping what was deleted. The same schedule deletes
+// the admin API's expired idempotency keys (admin/idempotency-keys.ts).
+import { pruneExpiredIdempotencyKeys } from '../admin/idempotency-keys.js';
 import { silentLogger, type Logger } from '../operations/log.js';
 import { wholeSecondIso } from '../shared/time.js';
 import type { CatalogStorage } from '../storage/port.js';
@@ -49,6 +51,9 @@ export function schedulePruning(
     try {
       const deleted = await pruneExpiredChanges(storage, now(), retentionDays, batch, () => stopped);
       if (deleted > 0) logger.info({ deleted, retention_days: retentionDays }, 'expired changes deleted');
+      // The admin API's idempotency keys past CPS_IDEMPOTENCY_HOURS, on the same schedule.
+      const keys = await pruneExpiredIdempotencyKeys(storage, now(), batch, () => stopped);
+      if (keys > 0) logger.info({ deleted: keys }, 'expired idempotency keys deleted');
     } catch (error) {
       logger.error({ err: error }, 'pruning expired changes failed');
     } finally {

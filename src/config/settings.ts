@@ -283,6 +283,13 @@ export const SETTINGS = z.object({
     min: 1,
     description: 'changes deleted per transaction while pruning, oldest first from an index; reads and other work run between two batches',
   }),
+  CPS_IDEMPOTENCY_HOURS: integer({
+    default: 24,
+    min: 1,
+    max: 24 * 30,
+    description:
+      'how long the admin API keeps an `Idempotency-Key` with its first answer: a retry with the same key and request within it replays that answer; the key is deleted after it (with the changes past their retention)',
+  }),
   CPS_EXPORT_STEP_ROWS: integer({
     default: 500,
     min: 1,

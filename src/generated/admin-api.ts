@@ -1691,6 +1691,8 @@ export interface components {
              *     | `invalid_parameter` | 400 | a path, query or header parameter is invalid (see `invalid_params`) |
              *     | `invalid_body` | 400 | the request body is invalid (see `invalid_params`) |
              *     | `conflict` | 409 | the request conflicts with the current state |
+             *     | `idempotency_key_in_use` | 409 | admin API: a request with this `Idempotency-Key` is still running; retry once it has been answered |
+             *     | `idempotency_key_reused` | 422 | admin API: this `Idempotency-Key` was used with a different request (method, path or body) |
              *     | `cursor_expired` | 410 | the change feed cursor is older than the retained history |
              *     | `payload_too_large` | 413 | the request body is too large |
              *     | `unsupported_media_type` | 415 | a patch sent with a media type the operation does not take (admin API; see `Accept-Patch`) |
@@ -1700,7 +1702,7 @@ export interface components {
              * @example invalid_parameter
              * @enum {string}
              */
-            code: "unauthorized" | "forbidden" | "insufficient_scope" | "not_found" | "store_not_found" | "invalid_parameter" | "invalid_body" | "conflict" | "cursor_expired" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "service_unavailable" | "internal_error";
+            code: "unauthorized" | "forbidden" | "insufficient_scope" | "not_found" | "store_not_found" | "invalid_parameter" | "invalid_body" | "conflict" | "idempotency_key_in_use" | "idempotency_key_reused" | "cursor_expired" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "service_unavailable" | "internal_error";
             /** @description Present only with `invalid_parameter` and `invalid_body`: one entry per offending input. */
             invalid_params?: {
                 /**
@@ -3734,10 +3736,39 @@ export interface components {
             };
         };
         /**
+         * @description A request with the same `Idempotency-Key` is still running (code `idempotency_key_in_use`):
+         *     nothing was done. Retry after a moment; once the first has been answered, the retry replays its
+         *     answer. Rarely, code `conflict`: the first request's service stopped after part of its work
+         *     had committed and before its answer (see the `Idempotency-Key` parameter); nothing is done again.
+         */
+        IdempotencyKeyInUse: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
          * @description The request body exceeds the configured size limit (default 1 MiB for JSON bodies, 64 MiB for
          *     imports); code `payload_too_large`. Nothing was read or changed.
          */
         PayloadTooLarge: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
+         * @description The `Idempotency-Key` was used with a different request (method, path or body) within
+         *     `CPS_IDEMPOTENCY_HOURS` (code `idempotency_key_reused`): nothing was done. Use a new key for a
+         *     new request.
+         */
+        IdempotencyKeyReused: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
@@ -3758,7 +3789,8 @@ export interface components {
         };
         /**
          * @description The request conflicts with the merchant's current state (code `conflict`); `detail` says
-         *     which rule was hit. Nothing was changed.
+         *     which rule was hit. Nothing was changed. Or a request with the same `Idempotency-Key` is still
+         *     running (code `idempotency_key_in_use`): retry after a moment.
          */
         Conflict: {
             headers: {
@@ -3825,6 +3857,37 @@ export interface components {
         };
     };
     parameters: {
+        /**
+         * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+         *     UUID v4) with each new write, and the same key with each retry of it.
+         *
+         *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+         *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+         *       default). Keys are per credential: the admin token's keys are its own.
+         *     - The same key with the same request within that time answers the kept answer again, with
+         *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+         *       and nothing is audited twice).
+         *     - The same key with a different request (another method, path or body) answers
+         *       `422 idempotency_key_reused`, and does nothing.
+         *     - While the first request with the key is still running, another with it answers
+         *       `409 idempotency_key_in_use`: retry after a moment.
+         *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+         *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+         *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+         *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+         *       whose file was not read to its end: no key is taken then.
+         *     - The answer commits in the same transaction as the write (the transaction of the request's
+         *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+         *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+         *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+         *       marks the key in each: should the service stop after one of them committed and before the
+         *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+         *
+         *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+         *     the write runs as always.
+         * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+         */
+        IdempotencyKey: string;
         /**
          * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
          * @example 1
@@ -4095,7 +4158,39 @@ export interface operations {
     createMerchant: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -4114,7 +4209,9 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            409: components["responses"]["IdempotencyKeyInUse"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     getMerchant: {
@@ -4151,7 +4248,39 @@ export interface operations {
     updateMerchant: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
@@ -4177,7 +4306,9 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyKeyInUse"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     listApiKeys: {
@@ -4214,7 +4345,39 @@ export interface operations {
     createApiKey: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
@@ -4242,12 +4405,45 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     revokeApiKey: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
@@ -4276,6 +4472,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyKeyInUse"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     listPanelUsers: {
@@ -4312,7 +4510,39 @@ export interface operations {
     removePanelUser: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
@@ -4342,12 +4572,45 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     resetPanelUserPassword: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
@@ -4378,6 +4641,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyKeyInUse"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     listPanelInvitations: {
@@ -4414,7 +4679,39 @@ export interface operations {
     invitePanelUser: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
@@ -4442,12 +4739,45 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     revokePanelInvitation: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
@@ -4476,6 +4806,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyKeyInUse"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     listAuditLog: {
@@ -4557,7 +4889,39 @@ export interface operations {
     upsertStore: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
@@ -4590,12 +4954,45 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     deleteStore: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
@@ -4625,12 +5022,45 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     patchStore: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
@@ -4664,6 +5094,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedPatchMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     listCustomerGroups: {
@@ -4700,7 +5131,39 @@ export interface operations {
     createCustomerGroup: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
@@ -4728,12 +5191,45 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     updateCustomerGroup: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
@@ -4766,12 +5262,45 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     deleteCustomerGroup: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
@@ -4801,6 +5330,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     listExchangeRates: {
@@ -4837,7 +5367,39 @@ export interface operations {
     upsertExchangeRate: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
@@ -4873,13 +5435,47 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyKeyInUse"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     deleteExchangeRate: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
@@ -4913,6 +5509,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyKeyInUse"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     listPricingRules: {
@@ -4949,7 +5547,39 @@ export interface operations {
     createPricingRule: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
@@ -4975,13 +5605,47 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyKeyInUse"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     updatePricingRule: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
@@ -5014,12 +5678,45 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     deletePricingRule: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
@@ -5049,12 +5746,45 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     patchPricingRule: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
@@ -5088,6 +5818,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedPatchMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     listSuppliers: {
@@ -5124,7 +5855,39 @@ export interface operations {
     upsertSupplier: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
@@ -5155,13 +5918,47 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyKeyInUse"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     deleteSupplier: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
@@ -5191,6 +5988,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     listAttributeDefinitions: {
@@ -5227,7 +6025,39 @@ export interface operations {
     upsertAttributeDefinition: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
@@ -5260,13 +6090,47 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyKeyInUse"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     deleteAttributeDefinition: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
@@ -5297,6 +6161,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyKeyInUse"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     getProductSource: {
@@ -5339,7 +6205,39 @@ export interface operations {
     upsertProduct: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
@@ -5371,13 +6269,47 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyKeyInUse"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     deleteProduct: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
@@ -5407,12 +6339,46 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyKeyInUse"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     patchProduct: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
@@ -5444,8 +6410,10 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyKeyInUse"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedPatchMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     listProductSources: {
@@ -5559,6 +6527,37 @@ export interface operations {
             query?: never;
             header?: {
                 /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                /**
                  * @description `respond-async`: answer `202` once the file is checked and staged, without waiting for it to be applied.
                  * @example respond-async
                  */
@@ -5614,6 +6613,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
             500: components["responses"]["ImportStopped"];
         };
     };
@@ -5687,7 +6687,39 @@ export interface operations {
     retryDeadImages: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
@@ -5713,6 +6745,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyKeyInUse"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     listWebhookEndpoints: {
@@ -5749,7 +6783,39 @@ export interface operations {
     createWebhookEndpoint: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
@@ -5775,7 +6841,9 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyKeyInUse"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     getWebhookEndpoint: {
@@ -5817,7 +6885,39 @@ export interface operations {
     deleteWebhookEndpoint: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
@@ -5846,12 +6946,46 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyKeyInUse"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     updateWebhookEndpoint: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
@@ -5885,12 +7019,45 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedPatchMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     rotateWebhookSecret: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
@@ -5921,12 +7088,46 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyKeyInUse"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     confirmWebhookSecret: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
@@ -5958,12 +7159,45 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     sendTestWebhook: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
@@ -5995,12 +7229,45 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     recoverWebhookDeliveries: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
@@ -6033,6 +7300,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     listWebhookDeliveries: {
@@ -6135,7 +7403,39 @@ export interface operations {
     resendWebhookDelivery: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /**
                  * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
@@ -6172,6 +7472,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            422: components["responses"]["IdempotencyKeyReused"];
         };
     };
     listNotifications: {

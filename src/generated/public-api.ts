@@ -823,6 +823,8 @@ export interface components {
              *     | `invalid_parameter` | 400 | a path, query or header parameter is invalid (see `invalid_params`) |
              *     | `invalid_body` | 400 | the request body is invalid (see `invalid_params`) |
              *     | `conflict` | 409 | the request conflicts with the current state |
+             *     | `idempotency_key_in_use` | 409 | admin API: a request with this `Idempotency-Key` is still running; retry once it has been answered |
+             *     | `idempotency_key_reused` | 422 | admin API: this `Idempotency-Key` was used with a different request (method, path or body) |
              *     | `cursor_expired` | 410 | the change feed cursor is older than the retained history |
              *     | `payload_too_large` | 413 | the request body is too large |
              *     | `unsupported_media_type` | 415 | a patch sent with a media type the operation does not take (admin API; see `Accept-Patch`) |
@@ -832,7 +834,7 @@ export interface components {
              * @example invalid_parameter
              * @enum {string}
              */
-            code: "unauthorized" | "forbidden" | "insufficient_scope" | "not_found" | "store_not_found" | "invalid_parameter" | "invalid_body" | "conflict" | "cursor_expired" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "service_unavailable" | "internal_error";
+            code: "unauthorized" | "forbidden" | "insufficient_scope" | "not_found" | "store_not_found" | "invalid_parameter" | "invalid_body" | "conflict" | "idempotency_key_in_use" | "idempotency_key_reused" | "cursor_expired" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "service_unavailable" | "internal_error";
             /** @description Present only with `invalid_parameter` and `invalid_body`: one entry per offending input. */
             invalid_params?: {
                 /**

@@ -21,10 +21,14 @@ import { validationHook } from './validation.js';
 import { checkedJsonBody } from './checked-json-body.js';
 import { registerWebhookRoutes } from './webhooks-api.js';
 import { closeWhenBodyUnread } from './close-when-body-unread.js';
+import { idempotency } from './idempotency.js';
 import { documentedRoutes } from './documented-responses.js';
 import { mergedDocument, patchMediaType } from './merge-patch.js';
 import type { Service } from '../service.js';
 import type { PanelUser } from '../admin/accounts.js';
+
+/** The methods whose operations take an Idempotency-Key. */
+const WRITE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 const adminStore = ({ merchant_id: _m, catalog_version: _v, ...store }: StoreRecord) => store;
 const apiKey = ({ merchant_id: _m, ...key }: ApiKeyRecord) => key;
@@ -60,7 +64,8 @@ export function adminApi({
   config,
   apiKeys,
   apiKeyUses,
-}: Pick<Service, 'admin' | 'imports' | 'accounts' | 'endpoints' | 'config' | 'apiKeys' | 'apiKeyUses'>) {
+  idempotencyKeys,
+}: Pick<Service, 'admin' | 'imports' | 'accounts' | 'endpoints' | 'config' | 'apiKeys' | 'apiKeyUses' | 'idempotencyKeys'>) {
   const app = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook });
   app.onError(renderError);
   app.use('/admin/v1/*', closeWhenBodyUnread);
@@ -70,17 +75,21 @@ export function adminApi({
   // the size limit of its kind (413), then for JSON a required body and the checks on its raw text
   // (UTF-8, depth, lone surrogates: the decoded text is cached, so the body is read once). A body
   // sent to an operation that takes none (test, resend, rotate-secret) is never read: no limit, no 413.
+  // Then, on every write, its Idempotency-Key (idempotency.ts): a body refused by the checks is not kept.
   const checkedJson = checkedJsonBody({ maxDepth: config.limits.maxJsonDepth });
   for (const operation of ADMIN_ROUTE_FACTS) {
     // Who may call it (its security requirements), before its body is read.
     app.on(operation.method, [operation.routerPath], authorizeOperation(operation));
-    if (operation.bodyLimit === null) continue;
-    const maxSize = config.limits[operation.bodyLimit];
-    const checks: MiddlewareHandler[] = [bodyLimit({ maxSize, onError: tooLarge(maxSize) })];
-    // A merge patch's media type is checked first (415 with Accept-Patch), before its body is read.
-    if (operation.mediaTypes.includes('application/merge-patch+json')) checks.unshift(patchMediaType(operation.mediaTypes));
-    if (operation.body === 'json') checks.push(...(operation.bodyRequired ? [jsonBodyRequired] : []), checkedJson);
-    app.on(operation.method, [operation.routerPath], ...checks);
+    const checks: MiddlewareHandler[] = [];
+    if (operation.bodyLimit !== null) {
+      const maxSize = config.limits[operation.bodyLimit];
+      checks.push(bodyLimit({ maxSize, onError: tooLarge(maxSize) }));
+      // A merge patch's media type is checked first (415 with Accept-Patch), before its body is read.
+      if (operation.mediaTypes.includes('application/merge-patch+json')) checks.unshift(patchMediaType(operation.mediaTypes));
+      if (operation.body === 'json') checks.push(...(operation.bodyRequired ? [jsonBodyRequired] : []), checkedJson);
+    }
+    if (WRITE_METHODS.has(operation.method)) checks.push(idempotency(idempotencyKeys, operation.body));
+    if (checks.length > 0) app.on(operation.method, [operation.routerPath], ...checks);
   }
 
   const route = documentedRoutes(app);

@@ -18,6 +18,8 @@ const TITLES: Record<ProblemCode, string> = {
   invalid_parameter: 'Invalid parameter',
   invalid_body: 'Invalid request body',
   conflict: 'Conflict',
+  idempotency_key_in_use: 'Idempotency key in use',
+  idempotency_key_reused: 'Idempotency key reused',
   cursor_expired: 'Cursor expired',
   payload_too_large: 'Payload too large',
   unsupported_media_type: 'Unsupported media type',

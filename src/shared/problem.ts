@@ -16,6 +16,8 @@ const STATUS: Record<ProblemCode, number> = {
   invalid_parameter: 400,
   invalid_body: 400,
   conflict: 409,
+  idempotency_key_in_use: 409,
+  idempotency_key_reused: 422,
   cursor_expired: 410,
   payload_too_large: 413,
   unsupported_media_type: 415,

@@ -70,6 +70,8 @@ import type {
   PanelInvitationRecord,
   PanelSessionRecord,
   PanelUserRecord,
+  IdempotencyKeyRecord,
+  IdempotentAnswer,
 } from '../admin/model.js';
 
 export type * from './records.js';
@@ -509,6 +511,31 @@ export interface ImportJobStore {
   deleteImportChunks(jobId: number, seq?: number): Promise<void>;
 }
 
+/**
+ * The admin API's idempotency keys (admin/idempotency-keys.ts), per credential; every process
+ * sees them. Writes by `owner` change the row only while that run still holds it.
+ */
+export interface IdempotencyKeyStore {
+  /** The key's row (in a write transaction on PostgreSQL, locked until it ends). */
+  idempotencyKey(credential: string, key: string): Promise<IdempotencyKeyRecord | undefined>;
+  /** Inserts the claim (false: the key exists), or with `replacing` overwrites the existing row (false: it is gone). */
+  claimIdempotencyKey(
+    claim: Pick<IdempotencyKeyRecord, 'credential' | 'key' | 'request_hash' | 'created_at' | 'expires_at' | 'owner' | 'leased_until'>,
+    replacing: boolean,
+  ): Promise<boolean>;
+  /** Marks that a write of the owner's request committed: called inside that write's transaction. */
+  markIdempotentWrite(credential: string, key: string, owner: string): Promise<void>;
+  renewIdempotencyLease(credential: string, key: string, owner: string, until: string): Promise<void>;
+  /** The hash of a streamed request, known once its body was read to the end. */
+  setIdempotentRequestHash(credential: string, key: string, owner: string, requestHash: string): Promise<void>;
+  /** Keeps the answer and ends the owner's hold; false when the owner no longer holds the key. */
+  keepIdempotentAnswer(credential: string, key: string, owner: string, answer: IdempotentAnswer): Promise<boolean>;
+  /** Forgets the owner's claim (an answer not kept: a retry does the work). */
+  releaseIdempotencyKey(credential: string, key: string, owner: string): Promise<void>;
+  /** Deletes up to `limit` keys that expired by `expiredBy` (and are not held by a live request); how many. */
+  pruneIdempotencyKeys(expiredBy: string, limit: number): Promise<number>;
+}
+
 /** Every aggregate's operations: what a transaction's tx and a snapshot's reader offer. */
 /** Re-publishing runs (catalog/publish-runs.ts): one row per run, its position moved by every chunk. */
 export interface PublishRunStore {
@@ -538,7 +565,8 @@ export interface StorageOperations
     NotificationStore,
     PanelStore,
     ImportJobStore,
-    PublishRunStore {}
+    PublishRunStore,
+    IdempotencyKeyStore {}
 
 /** The operations inside one write transaction. */
 export type StorageTx = StorageOperations;

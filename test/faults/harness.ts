@@ -52,9 +52,11 @@ export class ServiceProcess {
     env: Record<string, string>,
     timeoutMs = 30_000,
     command: 'serve' | 'worker' = 'serve',
-    options: { descriptorLimit?: number } = {},
+    options: { descriptorLimit?: number; preload?: readonly string[] } = {},
   ): Promise<ServiceProcess> {
-    const node = [process.execPath, '--import', 'tsx', 'src/cli.ts', command];
+    // A test's fault hooks (test/faults/stall-answers.ts) load after tsx, before the CLI.
+    const hooks = (options.preload ?? []).flatMap((module) => ['--import', module]);
+    const node = [process.execPath, '--import', 'tsx', ...hooks, 'src/cli.ts', command];
     // Under `ulimit -n` (soft and hard alike: Node raises a soft limit to the hard one at start); exec keeps the pid.
     const [file, ...args] =
       options.descriptorLimit === undefined ? node : ['sh', '-c', `ulimit -n ${options.descriptorLimit} && exec "$@"`, 'sh', ...node];
@@ -316,6 +318,8 @@ export class FaultWorld {
   readonly publishChunk: number;
   readonly log: (line: string) => void;
   service: ServiceProcess | undefined;
+  /** Modules the next start() preloads into `serve` (fault hooks: test/faults/stall-answers.ts). */
+  preload: string[] = [];
   merchantId = 0;
   private readonly fetch = contractFetch();
   private env: Record<string, string> = {};
@@ -360,7 +364,7 @@ export class FaultWorld {
 
   async start(): Promise<void> {
     const started = Date.now();
-    this.service = await ServiceProcess.start(this.env);
+    this.service = await ServiceProcess.start(this.env, undefined, 'serve', { preload: this.preload });
     this.log(
       `  serve started (pid ${this.service.pid}, ${this.database.engine === 'sqlite' ? 'SQLite' : 'PostgreSQL'}) in ${Date.now() - started} ms`,
     );
@@ -393,10 +397,16 @@ export class FaultWorld {
   }
 
   /** The raw admin request (for one that a kill interrupts). */
-  adminRequest(method: string, pathname: string, body?: unknown, contentType = 'application/json'): Promise<Response> {
+  adminRequest(
+    method: string,
+    pathname: string,
+    body?: unknown,
+    contentType = 'application/json',
+    headers: Record<string, string> = {},
+  ): Promise<Response> {
     return this.fetch(`${this.base}${pathname}`, {
       method,
-      headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, ...(body === undefined ? {} : { 'Content-Type': contentType }) },
+      headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, ...(body === undefined ? {} : { 'Content-Type': contentType }), ...headers },
       body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
     });
   }

@@ -64,6 +64,7 @@ const ON_PURPOSE: Record<string, string> = {
   'sqlite: stores.is_default integer, postgres: boolean': BOOLEAN,
   'sqlite: webhook_deliveries.test integer, postgres: boolean': BOOLEAN,
   'sqlite: webhook_endpoints.standard_webhooks integer, postgres: boolean': BOOLEAN,
+  'sqlite: idempotency_keys.write_committed integer, postgres: boolean': BOOLEAN,
   // Migration 2: a new store takes the next id never handed out (webhook payloads carry store ids);
   // PostgreSQL's identity never hands one out twice by itself.
   'sqlite: table store_id_sequence': 'store ids are never reused: a sequence table on SQLite, an identity on PostgreSQL',

@@ -12,6 +12,7 @@ import type { StatementObserver, StatementTiming } from '../../operations/statem
 import type { CatalogStorage, ChangedStores, StorageOperations, StorageTx, WorkTopic } from '../port.js';
 import { OPERATIONAL_COUNT_MAX, type OperationalCounts } from '../records.js';
 import { SqlCatalogSetup } from '../sql/catalog-setup.js';
+import { SqlIdempotencyKeys } from '../sql/idempotency-keys.js';
 import { SqlImportJobs } from '../sql/import-jobs.js';
 import { SqlNotifications } from '../sql/notifications.js';
 import { operationsOn, writesOf } from '../sql/operations.js';
@@ -44,6 +45,7 @@ const AGGREGATES = [
   SqlNotifications,
   PgPanel,
   SqlImportJobs,
+  SqlIdempotencyKeys,
   PgPublishRuns,
 ] as const;
 

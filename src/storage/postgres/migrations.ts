@@ -983,4 +983,28 @@ ALTER TABLE audit_log ADD COLUMN api_key_id bigint REFERENCES api_keys(id);
 CREATE INDEX audit_log_api_key ON audit_log(merchant_id, api_key_id, id);
 `,
   },
+  {
+    id: 40,
+    name: 'idempotency_keys',
+    sql: `
+-- The admin API's idempotency keys, per credential: the first request's hash, the run holding the
+-- key while it runs (its lease renewed), whether its write committed (set in that write's own
+-- transaction), and its answer once given; deleted CPS_IDEMPOTENCY_HOURS after the first request.
+CREATE TABLE idempotency_keys (
+  credential text COLLATE "C" NOT NULL,
+  key text COLLATE "C" NOT NULL,
+  request_hash text COLLATE "C",
+  created_at text COLLATE "C" NOT NULL,
+  expires_at text COLLATE "C" NOT NULL,
+  owner text COLLATE "C",
+  leased_until text COLLATE "C",
+  write_committed boolean NOT NULL DEFAULT false,
+  status integer,
+  headers text,
+  body text,
+  PRIMARY KEY (credential, key)
+);
+CREATE INDEX idempotency_keys_expires ON idempotency_keys(expires_at);
+`,
+  },
 ];

@@ -856,4 +856,28 @@ ALTER TABLE audit_log ADD COLUMN api_key_id INTEGER REFERENCES api_keys(id);
 CREATE INDEX audit_log_api_key ON audit_log(merchant_id, api_key_id, id);
 `,
   },
+  {
+    id: 40,
+    name: 'idempotency_keys',
+    sql: `
+-- The admin API's idempotency keys, per credential: the first request's hash, the run holding the
+-- key while it runs (its lease renewed), whether its write committed (set in that write's own
+-- transaction), and its answer once given; deleted CPS_IDEMPOTENCY_HOURS after the first request.
+CREATE TABLE idempotency_keys (
+  credential TEXT NOT NULL,
+  key TEXT NOT NULL,
+  request_hash TEXT,
+  created_at TEXT NOT NULL,
+  expires_at TEXT NOT NULL,
+  owner TEXT,
+  leased_until TEXT,
+  write_committed INTEGER NOT NULL DEFAULT 0,
+  status INTEGER,
+  headers TEXT,
+  body TEXT,
+  PRIMARY KEY (credential, key)
+);
+CREATE INDEX idempotency_keys_expires ON idempotency_keys(expires_at);
+`,
+  },
 ];

@@ -53,7 +53,7 @@ async function drain(body: ReadableStream<Uint8Array> | null, hash: Hash): Promi
 }
 
 /** @param body how the operation's request body is read: whole (json), as a stream (ndjson), or not at all. */
-export function idempotency(keys: IdempotencyKeys, body: 'json' | 'ndjson' | 'none'): MiddlewareHandler {
+export function idempotency(keys: IdempotencyKeys, body: 'json' | 'ndjson' | 'none'): MiddlewareHandler<AdminEnv> {
   return async (c, next) => {
     const key = c.req.header('Idempotency-Key');
     if (key === undefined) return next();

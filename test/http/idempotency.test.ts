@@ -73,6 +73,29 @@ describe('a retry with the same key and request', () => {
   });
 });
 
+describe('keys per credential', () => {
+  it("keeps a merchant key's Idempotency-Key apart from the operator's and from another key's: each does its own work once", async () => {
+    const issue = async (name: string) =>
+      (await adminOk(service, 'POST', `${merchant.base}/api-keys`, { name, scopes: ['catalog:write'] }, 201)).key as string;
+    const [erp, pim] = [await issue('ERP'), await issue('PIM')];
+    const asKey = (key: string, body: unknown, idempotencyKey: string) =>
+      service.adminApi('POST', `${merchant.base}/customer-groups`, body, {
+        headers: { Authorization: `Bearer ${key}`, 'Idempotency-Key': idempotencyKey },
+      });
+    const key = newKey();
+    const byOperator = await service.adminApi('POST', `${merchant.base}/customer-groups`, { name: 'operator group' }, withKey(key));
+    const byErp = await asKey(erp, { name: 'erp group' }, key);
+    const byPim = await asKey(pim, { name: 'pim group' }, key);
+    // Three credentials, three different requests under one key: none is a reuse (422), each is done.
+    expect([byOperator.status, byErp.status, byPim.status]).toEqual([201, 201, 201]);
+    expect(new Set([byOperator.body.id, byErp.body.id, byPim.body.id]).size).toBe(3);
+    // Each credential's retry replays its own first answer.
+    const erpAgain = await asKey(erp, { name: 'erp group' }, key);
+    expect([erpAgain.status, erpAgain.body.id, erpAgain.headers.get('idempotent-replayed')]).toEqual([201, byErp.body.id, 'true']);
+    expect((await asKey(pim, { name: 'erp group' }, key)).status).toBe(422);
+  });
+});
+
 describe('the same key with a different request', () => {
   it('answers 422 idempotency_key_reused for another body, and applies nothing', async () => {
     const key = newKey();

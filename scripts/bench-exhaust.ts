@@ -236,9 +236,10 @@ async function runPhase(serve: Serve, setup: Setup, spoolDir: string, scenario: 
     : undefined;
   await sleep(SECONDS * 1000);
   const liveHeld = await metric(serve, 'cps_feed_live_connections').catch(() => NaN);
+  // B is measured while A holds its connections: A letting go of all of them at once is not the scenario.
+  const b = await victim.stop();
   const repricings = (await repricing?.stop()) ?? 0;
   const attacked = await attack?.stop();
-  const b = await victim.stop();
   const peak = sampler.stop();
   const reads = b.reads.sort((x, y) => x - y);
   const result: PhaseResult = {

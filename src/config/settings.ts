@@ -291,7 +291,7 @@ export const SETTINGS = z.object({
       'how long the admin API keeps an `Idempotency-Key` with its first answer: a retry with the same key and request within it replays that answer; the key is deleted after it (with the changes past their retention)',
   }),
   CPS_EXPORT_STEP_ROWS: integer({
-    default: 500,
+    default: 100,
     min: 1,
     description:
       'products a snapshot export (`GET /v1/products/export`) reads per statement of its snapshot; the event loop is free between two',

@@ -149,6 +149,7 @@ function placed(s: z.output<typeof SETTINGS>) {
       livePerProcess: s.CPS_FEED_LIVE_PER_PROCESS,
       livePollIntervalMs: s.CPS_FEED_LIVE_POLL_MS,
       windowCache: s.CPS_FEED_WINDOW_CACHE,
+      turnMs: s.CPS_FEED_TURN_MS,
     },
   };
 }

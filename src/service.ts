@@ -117,8 +117,17 @@ export function createService(config: Config, options: ServiceOptions = {}): Ser
     maxJsonDepth: config.limits.maxJsonDepth,
     stalledAfterMs: config.limits.importStalledMs,
   });
-  const { feedWindow, maxWaitSeconds, heartbeatSeconds, livePerKey, livePerMerchant, livePerProcess, livePollIntervalMs, windowCache } =
-    config.changes;
+  const {
+    feedWindow,
+    maxWaitSeconds,
+    heartbeatSeconds,
+    livePerKey,
+    livePerMerchant,
+    livePerProcess,
+    livePollIntervalMs,
+    windowCache,
+    turnMs,
+  } = config.changes;
   const liveFeed = new LiveFeed(
     storage,
     {
@@ -130,10 +139,14 @@ export function createService(config: Config, options: ServiceOptions = {}): Ser
       perProcess: livePerProcess,
       pollIntervalMs: livePollIntervalMs,
       windowCache,
+      turnMs,
     },
     logger,
   );
-  metrics.countLiveConnections(() => liveFeed.connections);
+  metrics.countLiveConnections(
+    () => liveFeed.connections,
+    () => liveFeed.waitingClients,
+  );
   let stopping: Promise<void> | undefined;
   let closing: Promise<void> | undefined;
   const stopWork = () => {

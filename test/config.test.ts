@@ -66,6 +66,7 @@ const EVERY_VARIABLE = {
   CPS_UNSENT_BYTES_MAX: '4096',
   CPS_FEED_LIVE_POLL_MS: '50',
   CPS_FEED_WINDOW_CACHE: '7',
+  CPS_FEED_TURN_MS: '3',
   CPS_WEBHOOK_DISPATCHER: 'false',
   CPS_WORKERS: 'inline',
   CPS_WORKER_NICE: '0',
@@ -223,7 +224,7 @@ describe('configuration', () => {
         passwordHashes: { atOnce: 1, queue: 16 },
       },
       exports: {
-        stepRows: 500,
+        stepRows: 100,
         memoryBytes: 8388608,
         spoolDir: path.resolve(os.tmpdir()),
         concurrency: 2,
@@ -249,6 +250,7 @@ describe('configuration', () => {
         livePerProcess: 1000,
         livePollIntervalMs: 1000,
         windowCache: 32,
+        turnMs: 2,
       },
     });
   });
@@ -381,6 +383,7 @@ describe('configuration', () => {
         livePerProcess: 37,
         livePollIntervalMs: 50,
         windowCache: 7,
+        turnMs: 3,
       },
     });
   });
@@ -416,8 +419,8 @@ describe('every setting refuses what it does not accept, the same way', () => {
     accepts: SETTING_DOCS.get(schema)?.accepts as Accepts,
   }));
 
-  it('declares what each of the 109 settings accepts', () => {
-    expect(settings).toHaveLength(109);
+  it('declares what each of the 110 settings accepts', () => {
+    expect(settings).toHaveLength(110);
     expect(settings.filter(({ accepts }) => !accepts)).toEqual([]);
   });
 

@@ -1,14 +1,18 @@
 // The live change feed: `GET /v1/changes` may wait for the next change instead of
 // answering an empty window, as a long-poll (`wait=N`) or as a stream of windows (Server-Sent
 // Events, http/live-feed.ts). Positions, windows and cursors are the feed's own (feed.ts, spec 4.4):
-// a waiting client gets exactly the window a poll would have got at that moment.
+// a waiting client gets a window a poll could have got: after its exact cursor, at most a window of
+// changes, the latest per product (a stream behind may get the part of a window other streams were
+// sent, from its cursor on: catch-up-reads.ts).
 //
 // Wake-ups come from the commit: the storage tells which stores a commit recorded changes for
 // (CatalogStorage.onChanges: this process's commits on SQLite, plus what serve's worker threads
 // post; every process's on PostgreSQL, by LISTEN/NOTIFY). Waiting clients are grouped by store and
-// cursor, so a wake-up costs one look per store (one snapshot, one window read per distinct cursor,
-// in practice one: clients wait only once caught up), however many clients wait; every client of a
-// cursor is answered from that one read. A slow fallback poll looks at every store with waiting
+// cursor, so a wake-up costs one look per store (one window read per distinct cursor, in practice
+// one: clients wait only once caught up), however many clients wait; every client of a cursor is
+// answered from that one read. Every read, and every window handed to a client, takes a turn (one
+// at a time, merchants in turn, the event loop free between two: shared/fair-turns.ts), so one
+// merchant's hundred streams never hold the event loop from another merchant's requests. A slow fallback poll looks at every store with waiting
 // clients, for writers no wake-up reaches (another process on the SQLite file, a lost NOTIFY).
 import type { StoreRecord } from '../catalog/model.js';
 import { ProblemError } from '../shared/problem.js';
@@ -34,6 +38,8 @@ export interface LiveFeedSettings {
   pollIntervalMs: number;
   /** Full windows kept for streams catching up (CPS_FEED_WINDOW_CACHE, changes/catch-up-reads.ts); 0 keeps none. */
   windowCache?: number;
+  /** How long the feed's pieces of work run back to back before the event loop turns (CPS_FEED_TURN_MS; shared/fair-turns.ts). */
+  turnMs?: number;
 }
 
 /** Where a waiting client reads from, as the public API received it. */
@@ -113,7 +119,7 @@ export class LiveFeed {
    * Every read of the live feed (a client's first window, a look, a catch-up read) takes a turn: one
    * at a time, merchants in turn, the event loop free between two (shared/fair-turns.ts).
    */
-  private readonly turns = new FairTurns();
+  private readonly turns: FairTurns;
 
   constructor(
     private readonly storage: CatalogStorage,
@@ -121,6 +127,7 @@ export class LiveFeed {
     private readonly log?: LiveFeedLog,
   ) {
     this.places = new Slots(settings, 'live connections to the change feed (waiting polls and streams)', LIVE_RETRY_AFTER_SECONDS);
+    this.turns = new FairTurns(settings.turnMs ?? 0);
     this.catchUp = new CatchUpReads(storage, settings.feedWindow, settings.windowCache ?? 0, () => this.listen(), this.turns);
   }
 

@@ -290,6 +290,8 @@ export const SETTINGS = z.object({
     description:
       'how long the admin API keeps an `Idempotency-Key` with its first answer: a retry with the same key and request within it replays that answer; the key is deleted after it (with the changes past their retention)',
   }),
+  // 100 products (~75 KB of lines at 100,000 products) keep a step near a millisecond: another
+  // merchant's request waits at most about that behind a running export (bench:exhaust).
   CPS_EXPORT_STEP_ROWS: integer({
     default: 100,
     min: 1,
@@ -408,12 +410,21 @@ export const SETTINGS = z.object({
     description:
       "the live feed's fallback: every store with waiting clients is read this often, for writers whose commits wake no one here (another process on the SQLite file, such as a CLI import; a PostgreSQL notification lost while reconnecting)",
   }),
-  // A full window is at most CPS_FEED_WINDOW changes (~75 bytes each as JSON, kept as the object, its JSON and its event bytes): ~300 KB.
+  // A window is at most CPS_FEED_WINDOW changes (~75 bytes each as JSON, kept as the object, its JSON and its event bytes): ~300 KB.
+  // A slice near two milliseconds: another merchant's request waits at most about that behind one
+  // merchant's live clients, while a thousand small answers still take only a few turns of the loop.
+  CPS_FEED_TURN_MS: integer({
+    default: 2,
+    min: 0,
+    max: 1000,
+    description:
+      "how long the live feed's work (window reads, windows handed to streams and long-polls) runs back to back, merchants in turn, before the event loop turns and other requests run (`0`: it turns after every piece)",
+  }),
   CPS_FEED_WINDOW_CACHE: integer({
     default: 32,
     min: 0,
     description:
-      'full change-feed windows one process keeps for streams catching up after the same cursor (a full window never changes: changes take their positions in commit order), so streams behind their store read and serialize each window once rather than once each; at most about 300 KB each at the default `CPS_FEED_WINDOW` (`0`: streams share only reads in flight)',
+      'change-feed windows one process keeps for the live clients of a store (a window read is a final range of the feed: changes take their positions in commit order), so streams behind their store read and serialize each window once rather than once each, and a stream whose cursor falls inside a kept window is sent the part after it; at most about 300 KB each at the default `CPS_FEED_WINDOW` (`0`: clients share only reads in flight)',
   }),
   CPS_WEBHOOK_DISPATCHER: flag({
     default: true,

@@ -118,7 +118,8 @@ export interface paths {
          *     server as a whole, where one more answers 503 `service_unavailable`. Bytes of exports waiting
          *     for their clients in temporary files are capped too (128 MiB per merchant, 512 MiB per
          *     server, by default): while they are full a new export answers the same 429 or 503, and a
-         *     running one reads on only as its client takes bytes. Every refusal comes with `Retry-After`.
+         *     running one reads on only as its client takes bytes. Every refusal comes with a `Retry-After`
+         *     of 1 or 2 seconds, drawn at random so that clients refused together do not come back together.
          *     `HEAD` answers the headers (`ETag`, the cursor) and holds no export, so it is never refused
          *     by these caps. For a store with a few products, or to revalidate one page,
          *     `GET /v1/products` remains the lighter call.
@@ -341,7 +342,11 @@ export interface paths {
          *       event's `id` is the cursor after its window, `{next_since}/{next_id}`, and its `data` the
          *       window as the JSON response would carry it (`changes`, `next_since`, `next_id`, `store`).
          *       The stream starts after `since`/`since_id` (or at the beginning of the retained history),
-         *       sends windows back to back while it is behind, then one as each change is recorded. Lines
+         *       sends windows back to back while it is behind, then one as each change is recorded. A
+         *       stream's window may cover fewer changes than a poll from the same cursor would (never more
+         *       than a poll's window, and the event's `id` resumes exactly after it): a stream that is
+         *       behind is sent the windows other streams of the store were already sent, from the part
+         *       after its cursor on, so that one read serves them all. Lines
          *       starting with `:` are comments: one when the stream opens, and a heartbeat after 15 seconds
          *       (by default) without an event, so that proxies keep the connection open. To resume after a
          *       disconnect, send the last event's `id` as `Last-Event-ID` (`EventSource` does it by
@@ -364,9 +369,10 @@ export interface paths {
          *     come together in the window after it). Live connections (waiting long-polls and open
          *     streams) are capped on each server, by default: 20 per API key and 100 per merchant (all its
          *     keys together), where one more answers 429 `rate_limited`; 1,000 for the server as a whole,
-         *     where one more answers 503 `service_unavailable`. Both come with `Retry-After: 5` (a place
-         *     frees when a stream ends or a long-poll is answered) and take no request from the bucket (the
-         *     operator may configure other numbers).
+         *     where one more answers 503 `service_unavailable`. Both come with a `Retry-After` of 5 to 10
+         *     seconds, drawn at random for each refusal so that clients refused together do not all come
+         *     back in the same second (a place frees when a stream ends or a long-poll is answered), and
+         *     take no request from the bucket (the operator may configure other numbers).
          *
          *     **A client that does not read is closed.** A stream's next event, or a long-poll's answer,
          *     is written only while the network buffers took what was sent before, or what still waits in

@@ -148,6 +148,19 @@ export class ServiceMetrics
     });
   })();
 
+  private liveWaiting: () => number = () => 0;
+  private readonly liveFeedWaiting = (() => {
+    const read = () => this.liveWaiting();
+    return new Gauge({
+      name: 'cps_feed_live_waiting',
+      help: 'Of those, the clients waiting for the next change of their store (caught up: each wake-up of the store answers them from one read).',
+      registers: [this.registry],
+      collect() {
+        this.set(read());
+      },
+    });
+  })();
+
   /** Read at scrape time from the listener's connection cap (http/connection-cap.ts), once there is one. */
   private httpConnections: () => number = () => 0;
   private readonly openConnections = (() => {
@@ -240,8 +253,9 @@ export class ServiceMetrics
   }
 
   /** Where cps_feed_live_connections is read from. */
-  countLiveConnections(count: () => number): void {
+  countLiveConnections(count: () => number, waiting: () => number = () => 0): void {
     this.liveConnections = count;
+    this.liveWaiting = waiting;
   }
 
   /** Where cps_http_connections is read from. */

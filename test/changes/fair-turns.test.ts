@@ -44,4 +44,35 @@ describe('FairTurns', () => {
     await second;
     expect(order).toEqual(['first', 'arrived meanwhile', 'second']);
   });
+
+  it('runs pieces back to back within a slice, then lets the event loop turn before the next slice', async () => {
+    const turns = new FairTurns(5);
+    const order: string[] = [];
+    const busy = (ms: number) => {
+      const until = performance.now() + ms;
+      while (performance.now() < until);
+    };
+    setImmediate(() => order.push('arrived meanwhile'));
+    // Ten pieces of ~1 ms: about five fit in a slice, then the loop turns.
+    await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        turns.run(1, async () => {
+          busy(1);
+          order.push(`piece ${i}`);
+        }),
+      ),
+    );
+    const turned = order.indexOf('arrived meanwhile');
+    expect(turned).toBeGreaterThanOrEqual(4);
+    expect(turned).toBeLessThanOrEqual(7);
+    expect(order.filter((x) => x.startsWith('piece'))).toEqual(Array.from({ length: 10 }, (_, i) => `piece ${i}`));
+  });
+
+  it('with a slice of 0, lets the event loop turn after every piece', async () => {
+    const turns = new FairTurns(0);
+    const order: string[] = [];
+    setImmediate(() => order.push('arrived meanwhile'));
+    await Promise.all([1, 2, 3].map((i) => turns.run(1, async () => void order.push(`piece ${i}`))));
+    expect(order).toEqual(['piece 1', 'arrived meanwhile', 'piece 2', 'piece 3']);
+  });
 });

@@ -7,7 +7,8 @@
 // 1 s whatever it says with --ignore-retry-after, as a client that ignores it would); B, with
 // one key, meanwhile reads `GET /v1/products?store=de&per_page=50` one request at a time on a new
 // connection each (what a new client of B meets), and checks `/healthz` and the admin API
-// (`GET /admin/v1/merchants/{B}`) every 250 ms. Phases, BENCH_SECONDS (20) each, in this order:
+// (`GET /admin/v1/merchants/{B}`) every 250 ms. B is measured while A holds its connections (stopped
+// before A's clients let go of them all at once). Phases, BENCH_SECONDS (20) each, in this order:
 //   idle       - B alone: its usual latency
 //   repricing  - B while A's EUR/GBP rate is changed again and again (each re-prices store `uk`):
 //                the reference of scenario 3

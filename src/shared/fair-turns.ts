@@ -16,8 +16,14 @@ export class FairTurns {
   /** When the current slice began (performance.now()); -1 between slices. */
   private sliceStarted = -1;
 
-  /** @param sliceMs how long pieces may run back to back before the event loop turns (0: it turns after every piece). */
-  constructor(private readonly sliceMs = 0) {}
+  /**
+   * @param sliceMs how long pieces may run back to back before the event loop turns (0: it turns after every piece).
+   * @param now the clock slices are measured on, in milliseconds (tests pass their own).
+   */
+  constructor(
+    private readonly sliceMs = 0,
+    private readonly now: () => number = () => performance.now(),
+  ) {}
 
   /** Pieces waiting now, over every merchant. */
   get queued(): number {
@@ -29,11 +35,11 @@ export class FairTurns {
   /** Runs `piece` once it is the merchant's turn; rejects as it does. */
   async run<T>(merchantId: number, piece: () => Promise<T>): Promise<T> {
     await this.turn(merchantId);
-    if (this.sliceStarted < 0) this.sliceStarted = performance.now();
+    if (this.sliceStarted < 0) this.sliceStarted = this.now();
     try {
       return await piece();
     } finally {
-      if (performance.now() - this.sliceStarted < this.sliceMs) this.next();
+      if (this.now() - this.sliceStarted < this.sliceMs) this.next();
       else {
         // The slice is spent: the next piece starts after the event loop has turned.
         this.sliceStarted = -1;

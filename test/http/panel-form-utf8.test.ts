@@ -139,7 +139,7 @@ describe('the panel refuses form fields that are not UTF-8, nothing stored', () 
   });
 
   it('still takes well-formed text beyond ASCII', async () => {
-    const created = await post(`${m()}/keys`, urlEncoded(`name=${encodeURIComponent('Kasse Zürich 🏔')}`));
+    const created = await post(`${m()}/keys`, urlEncoded(`name=${encodeURIComponent('Kasse Zürich 🏔')}&scopes=catalog%3Aread`));
     expect(created.status).toBe(303);
     const keys = (await service.adminApi('GET', `${merchant.base}/api-keys`)).body;
     expect(JSON.stringify(keys)).toContain('Kasse Zürich 🏔');

@@ -9,12 +9,7 @@ import { AttributeDefinitions } from '../catalog/attribute-definitions.js';
 import { CatalogWrites } from '../catalog/catalog-writes.js';
 import { CustomerGroups } from '../catalog/customer-groups.js';
 import { ExchangeRates } from '../catalog/exchange-rates.js';
-import type {
-  AttributeDefinitionRecord,
-  ExchangeRateRecord,
-  PricingRuleInputRecord,
-  ProductSourceDocument,
-} from '../catalog/model.js';
+import type { AttributeDefinitionRecord, ExchangeRateRecord, PricingRuleInputRecord, ProductSourceDocument } from '../catalog/model.js';
 import { PricingRules } from '../catalog/pricing-rules.js';
 import { DEFAULT_PRODUCT_LIMITS, type ProductLimits } from '../catalog/product-limits.js';
 import {
@@ -107,6 +102,9 @@ export class CatalogAdmin {
   }
   revokeApiKey(merchantId: number, keyId: number, actor: Actor = OPERATOR) {
     return this.apiKeys.revoke(merchantId, keyId, actor);
+  }
+  rollApiKey(merchantId: number, keyId: number, actor: Actor = OPERATOR, oldExpiresAt?: string | null) {
+    return this.apiKeys.roll(merchantId, keyId, actor, oldExpiresAt);
   }
 
   // The catalog's setup (catalog/)

@@ -133,6 +133,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/v1/merchants/{merchant_id}/api-keys/{key_id}/roll": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
+                 * @example 1
+                 */
+                merchant_id: components["parameters"]["MerchantId"];
+                /**
+                 * @description Id of the API key (from the creation response or the key listing).
+                 * @example 7
+                 */
+                key_id: components["parameters"]["KeyId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Roll an API key
+         * @description Replaces a key's secret without downtime, as Stripe's "roll key" does: issues a **new key
+         *     record** (a new `id` and `prefix`, the same `name`, `scopes` and `stores`, `rolled_from` set to
+         *     the old key's id) and sets the old key's `expires_at` to the time given, from now up to 7 days
+         *     later (default: now). Until then both keys work, so the integration can switch at its own
+         *     pace; from then on the old key answers `401` and its open change streams and long-polls end.
+         *     The new key is a record of its own so that the audit log and `last_used_at` tell which secret
+         *     an integration still uses; revoke either one on its own. The answer is the only place the new
+         *     `key` appears. A revoked or expired key cannot be rolled (`409 conflict`: issue a new key);
+         *     the new key counts toward `CPS_API_KEYS_PER_MERCHANT`, and the old one does until it expires.
+         *     A key id of another merchant answers `404`.
+         */
+        post: operations["rollApiKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/v1/merchants/{merchant_id}/users": {
         parameters: {
             query?: never;
@@ -1816,6 +1856,19 @@ export interface components {
             revoked_at: string | null;
             /**
              * Format: date-time
+             * @description When the key stops working, as chosen at issue or set by a roll of the key (`null`: never).
+             *     From then on it answers `401` (`error="invalid_token"`) on `/v1` and the admin API as a
+             *     revoked key does, and its open change streams and long-polls end.
+             * @example null
+             */
+            expires_at: string | null;
+            /**
+             * @description The key this one replaced when it was issued by rolling that key (`POST .../api-keys/{key_id}/roll`); `null` for a key issued otherwise.
+             * @example null
+             */
+            rolled_from: number | null;
+            /**
+             * Format: date-time
              * @description When a request to the public API last came with this key, to within
              *     `CPS_API_KEY_LAST_USED_SECONDS` (default 60 s): the use is written at most that often per key,
              *     not on every request, so a key in steady use shows a time at most about that old (twice
@@ -1847,6 +1900,14 @@ export interface components {
              * @default null
              */
             stores: string[] | null;
+            /**
+             * Format: date-time
+             * @description When the key stops working (RFC 3339, in the future: a time already past answers `400
+             *     invalid_body`); `null` or omitted: it works until revoked. An expired key answers `401` as a
+             *     revoked one does.
+             * @default null
+             */
+            expires_at: string | null;
         };
         /**
          * @description A newly issued API key, including the secret `key`. This is the only time the key is shown:
@@ -1886,6 +1947,19 @@ export interface components {
             revoked_at: string | null;
             /**
              * Format: date-time
+             * @description When the key stops working, as chosen at issue or set by a roll of the key (`null`: never).
+             *     From then on it answers `401` (`error="invalid_token"`) on `/v1` and the admin API as a
+             *     revoked key does, and its open change streams and long-polls end.
+             * @example null
+             */
+            expires_at: string | null;
+            /**
+             * @description The key this one replaced when it was issued by rolling that key (`POST .../api-keys/{key_id}/roll`); `null` for a key issued otherwise.
+             * @example null
+             */
+            rolled_from: number | null;
+            /**
+             * Format: date-time
              * @description Always `null` for a new key (see `ApiKey`).
              */
             last_used_at: string | null;
@@ -1894,6 +1968,17 @@ export interface components {
              *     `Authorization: Bearer <key>` on the public API. Shown once; store it securely.
              */
             key: string;
+        };
+        /** @description How long the rolled key's old secret keeps working. */
+        RollApiKeyInput: {
+            /**
+             * Format: date-time
+             * @description When the old key stops working (RFC 3339): from now up to 7 days later; `null` or omitted:
+             *     now. A time in the past or more than 7 days ahead answers `400 invalid_body`. A key that
+             *     already expires sooner keeps its earlier time.
+             * @default null
+             */
+            expires_at: string | null;
         };
         /**
          * @description `owner`: manages the merchant's webhook endpoints, API keys and catalog in the panel, invites
@@ -3679,12 +3764,18 @@ export interface components {
     responses: {
         /**
          * @description The `Authorization` header is missing or malformed, or it carries neither the admin token nor
-         *     an active merchant API key (unknown or revoked).
+         *     an active merchant API key (unknown, revoked or expired). Each wrong token or key counts
+         *     against the client's address: past `CPS_ADMIN_AUTH_MAX_FAILURES` (default 20) the address is
+         *     answered `429` until its wait is over (see the `429` response).
          */
         Unauthorized: {
             headers: {
-                /** @description Authentication challenge (RFC 6750); always exactly `Bearer realm="admin"`. */
-                "WWW-Authenticate": "Bearer realm=\"admin\"";
+                /**
+                 * @description Authentication challenge (RFC 6750): `Bearer realm="admin"` without a token, and
+                 *     `Bearer realm="admin", error="invalid_token"` when the token or key sent is wrong, revoked
+                 *     or expired.
+                 */
+                "WWW-Authenticate": "Bearer realm=\"admin\"" | "Bearer realm=\"admin\", error=\"invalid_token\"";
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
@@ -3703,6 +3794,31 @@ export interface components {
             headers: {
                 /** @description With `insufficient_scope` (RFC 6750): `Bearer error="insufficient_scope", scope="<the scope>"`. */
                 "WWW-Authenticate"?: string;
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
+         * @description Too many requests (code `rate_limited`); wait `Retry-After` seconds, then continue. Either the
+         *     credential's admin bucket is empty (the admin token and each merchant API key have their own:
+         *     `CPS_ADMIN_RATE_BURST` requests at once, default 1000, refilled at `CPS_ADMIN_RATE_PER_SECOND`,
+         *     default 100; `RateLimit-Policy` and `RateLimit` state them), or the client's address sent too
+         *     many wrong tokens or keys (`CPS_ADMIN_AUTH_MAX_FAILURES` within
+         *     `CPS_ADMIN_AUTH_WINDOW_MINUTES`, default 20 in 15 minutes): then every request from that
+         *     address answers 429 before its token is even checked, the right one too, until the wait is
+         *     over, and carries no `RateLimit` fields. A throttled request is not counted and changes nothing.
+         */
+        TooManyRequests: {
+            headers: {
+                /** @description Seconds to wait before the next request (RFC 9110 10.2.3). */
+                "Retry-After": number;
+                /** @description The credential's admin policy (see the `RateLimit-Policy` of a successful answer); absent when the address is throttled. */
+                "RateLimit-Policy"?: string;
+                /** @description The credential's empty bucket, `r=0`; absent when the address is throttled. */
+                RateLimit?: string;
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
@@ -3948,6 +4064,12 @@ export interface components {
                 "application/json": components["schemas"]["CreateApiKeyInput"];
             };
         };
+        /** @description Optional: when the old key stops working. Without a body (or with `{}`) it stops at once. */
+        RollApiKey: {
+            content: {
+                "application/json": components["schemas"]["RollApiKeyInput"];
+            };
+        };
         /** @description Who to invite. */
         InvitePanelUser: {
             content: {
@@ -4058,6 +4180,20 @@ export interface components {
     };
     headers: {
         /**
+         * @description The admin API's rate-limit policy for the request's credential (draft-ietf-httpapi-ratelimit-headers-10):
+         *     one policy named `default`, a token bucket of `q` requests that refills completely in `w`
+         *     seconds. Each credential has its own bucket: the admin token one, each merchant API key its own
+         *     (separate from the key's `/v1` bucket). With the default configuration
+         *     (`CPS_ADMIN_RATE_BURST` 1000, `CPS_ADMIN_RATE_PER_SECOND` 100): `"default";q=1000;w=10`.
+         */
+        "RateLimit-Policy": string;
+        /**
+         * @description The state of the credential's admin bucket after this request (draft-ietf-httpapi-ratelimit-headers-10):
+         *     `r` requests may still be sent at once, the bucket is full again in `t` seconds. Every
+         *     authenticated request takes one, whatever its status; a throttled (429) request takes none.
+         */
+        RateLimit: string;
+        /**
          * @description The id of this request in the service's logs; quote it when you report a problem. When the
          *     request carried an `X-Request-Id` of 1 to 128 characters from `A-Z a-z 0-9 . _ -`, it is
          *     echoed unchanged (so one id follows a request through your logs and ours); otherwise the
@@ -4081,6 +4217,8 @@ export interface operations {
             /** @description All merchants. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -4090,6 +4228,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     createMerchant: {
@@ -4104,6 +4243,8 @@ export interface operations {
             /** @description The created merchant. */
             201: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -4115,6 +4256,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     getMerchant: {
@@ -4135,6 +4277,8 @@ export interface operations {
             /** @description The merchant. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -4146,6 +4290,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     updateMerchant: {
@@ -4166,6 +4311,8 @@ export interface operations {
             /** @description The updated merchant. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -4178,6 +4325,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     listApiKeys: {
@@ -4198,6 +4346,8 @@ export interface operations {
             /** @description The merchant's API keys. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -4209,6 +4359,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     createApiKey: {
@@ -4229,6 +4380,8 @@ export interface operations {
             /** @description The new key, including the secret `key` (shown once). */
             201: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -4242,6 +4395,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     revokeApiKey: {
@@ -4267,6 +4421,8 @@ export interface operations {
             /** @description The key is revoked. */
             204: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -4276,6 +4432,48 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+        };
+    };
+    rollApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
+                 * @example 1
+                 */
+                merchant_id: components["parameters"]["MerchantId"];
+                /**
+                 * @description Id of the API key (from the creation response or the key listing).
+                 * @example 7
+                 */
+                key_id: components["parameters"]["KeyId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: components["requestBodies"]["RollApiKey"];
+        responses: {
+            /** @description The new key, including the secret `key` (shown once); the old key expires at the time asked. */
+            201: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreatedApiKey"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     listPanelUsers: {
@@ -4296,6 +4494,8 @@ export interface operations {
             /** @description The merchant's panel users. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -4307,6 +4507,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     removePanelUser: {
@@ -4332,6 +4533,8 @@ export interface operations {
             /** @description The user was removed. */
             204: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -4342,6 +4545,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     resetPanelUserPassword: {
@@ -4367,6 +4571,8 @@ export interface operations {
             /** @description The reset link (shown once). */
             201: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -4378,6 +4584,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     listPanelInvitations: {
@@ -4398,6 +4605,8 @@ export interface operations {
             /** @description The pending links. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -4409,6 +4618,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     invitePanelUser: {
@@ -4429,6 +4639,8 @@ export interface operations {
             /** @description The invitation, with its link (shown once). */
             201: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -4442,6 +4654,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     revokePanelInvitation: {
@@ -4467,6 +4680,8 @@ export interface operations {
             /** @description The link was revoked. */
             204: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -4476,6 +4691,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     listAuditLog: {
@@ -4510,6 +4726,8 @@ export interface operations {
             /** @description The newest entries. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -4521,6 +4739,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     listMerchantStores: {
@@ -4541,6 +4760,8 @@ export interface operations {
             /** @description The merchant's stores. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -4552,6 +4773,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     upsertStore: {
@@ -4577,6 +4799,8 @@ export interface operations {
             /** @description The store as stored. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -4590,6 +4814,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     deleteStore: {
@@ -4615,6 +4840,8 @@ export interface operations {
             /** @description The store is deleted. */
             204: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -4625,6 +4852,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     patchStore: {
@@ -4650,6 +4878,8 @@ export interface operations {
             /** @description The store as stored after the patch. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -4664,6 +4894,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedPatchMediaType"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     listCustomerGroups: {
@@ -4684,6 +4915,8 @@ export interface operations {
             /** @description The merchant's customer groups. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -4695,6 +4928,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     createCustomerGroup: {
@@ -4715,6 +4949,8 @@ export interface operations {
             /** @description The created customer group. */
             201: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -4728,6 +4964,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     updateCustomerGroup: {
@@ -4753,6 +4990,8 @@ export interface operations {
             /** @description The updated customer group. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -4766,6 +5005,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     deleteCustomerGroup: {
@@ -4791,6 +5031,8 @@ export interface operations {
             /** @description The customer group is deleted. */
             204: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -4801,6 +5043,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     listExchangeRates: {
@@ -4821,6 +5064,8 @@ export interface operations {
             /** @description The merchant's exchange rates. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -4832,6 +5077,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     upsertExchangeRate: {
@@ -4862,6 +5108,8 @@ export interface operations {
             /** @description The rate as stored. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -4874,6 +5122,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     deleteExchangeRate: {
@@ -4904,6 +5153,8 @@ export interface operations {
             /** @description The rate is deleted. */
             204: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -4913,6 +5164,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     listPricingRules: {
@@ -4933,6 +5185,8 @@ export interface operations {
             /** @description The merchant's pricing rules. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -4944,6 +5198,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     createPricingRule: {
@@ -4964,6 +5219,8 @@ export interface operations {
             /** @description The created pricing rule. */
             201: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -4976,6 +5233,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     updatePricingRule: {
@@ -5001,6 +5259,8 @@ export interface operations {
             /** @description The updated pricing rule. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -5014,6 +5274,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     deletePricingRule: {
@@ -5039,6 +5300,8 @@ export interface operations {
             /** @description The rule is deleted. */
             204: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -5049,6 +5312,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     patchPricingRule: {
@@ -5074,6 +5338,8 @@ export interface operations {
             /** @description The pricing rule after the patch. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -5088,6 +5354,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedPatchMediaType"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     listSuppliers: {
@@ -5108,6 +5375,8 @@ export interface operations {
             /** @description The merchant's suppliers. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -5119,6 +5388,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     upsertSupplier: {
@@ -5144,6 +5414,8 @@ export interface operations {
             /** @description The supplier as stored. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -5156,6 +5428,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     deleteSupplier: {
@@ -5181,6 +5454,8 @@ export interface operations {
             /** @description The supplier is deleted. */
             204: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -5191,6 +5466,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     listAttributeDefinitions: {
@@ -5211,6 +5487,8 @@ export interface operations {
             /** @description The merchant's attribute definitions. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -5222,6 +5500,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     upsertAttributeDefinition: {
@@ -5249,6 +5528,8 @@ export interface operations {
             /** @description The attribute definition as stored. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -5261,6 +5542,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     deleteAttributeDefinition: {
@@ -5288,6 +5570,8 @@ export interface operations {
             /** @description The definition is deleted. */
             204: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -5297,6 +5581,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     getProductSource: {
@@ -5323,6 +5608,8 @@ export interface operations {
             /** @description The product source. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -5334,6 +5621,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     upsertProduct: {
@@ -5360,6 +5648,8 @@ export interface operations {
             /** @description The product source as stored (images with their current state). */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -5372,6 +5662,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     deleteProduct: {
@@ -5398,6 +5689,8 @@ export interface operations {
             /** @description The product is deleted. */
             204: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -5407,6 +5700,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     patchProduct: {
@@ -5433,6 +5727,8 @@ export interface operations {
             /** @description The product source as stored after the patch (images with their current state). */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -5446,6 +5742,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedPatchMediaType"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     listProductSources: {
@@ -5496,6 +5793,8 @@ export interface operations {
             /** @description A page of the merchant's products. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -5507,6 +5806,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     listImportJobs: {
@@ -5541,6 +5841,8 @@ export interface operations {
             /** @description The newest imports. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -5552,6 +5854,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     importProducts: {
@@ -5578,6 +5881,8 @@ export interface operations {
             /** @description Every line was applied. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -5591,6 +5896,8 @@ export interface operations {
              */
             202: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     /**
                      * @description The import's URL (`GET .../imports/{import_id}`).
@@ -5614,6 +5921,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ImportStopped"];
         };
     };
@@ -5640,6 +5948,8 @@ export interface operations {
             /** @description The import. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -5651,6 +5961,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     getImageMirroring: {
@@ -5671,6 +5982,8 @@ export interface operations {
             /** @description The merchant's mirroring progress. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -5682,6 +5995,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     retryDeadImages: {
@@ -5702,6 +6016,8 @@ export interface operations {
             /** @description The number of dead images set back to pending. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -5713,6 +6029,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     listWebhookEndpoints: {
@@ -5733,6 +6050,8 @@ export interface operations {
             /** @description The merchant's webhook endpoints. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -5744,6 +6063,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     createWebhookEndpoint: {
@@ -5764,6 +6084,8 @@ export interface operations {
             /** @description The new endpoint, including the signing `secret` (shown once). */
             201: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -5776,6 +6098,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     getWebhookEndpoint: {
@@ -5801,6 +6124,8 @@ export interface operations {
             /** @description The webhook endpoint. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -5812,6 +6137,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     deleteWebhookEndpoint: {
@@ -5837,6 +6163,8 @@ export interface operations {
             /** @description The endpoint is deleted. */
             204: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -5846,6 +6174,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     updateWebhookEndpoint: {
@@ -5871,6 +6200,8 @@ export interface operations {
             /** @description The updated endpoint. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -5885,6 +6216,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedPatchMediaType"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     rotateWebhookSecret: {
@@ -5910,6 +6242,8 @@ export interface operations {
             /** @description The endpoint with its new `secret` (shown once) and the pending rotation. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -5921,6 +6255,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     confirmWebhookSecret: {
@@ -5946,6 +6281,8 @@ export interface operations {
             /** @description The endpoint, its new secret signing. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -5958,6 +6295,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     sendTestWebhook: {
@@ -5983,6 +6321,8 @@ export interface operations {
             /** @description The test delivery, queued for immediate dispatch. */
             202: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -5995,6 +6335,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     recoverWebhookDeliveries: {
@@ -6020,6 +6361,8 @@ export interface operations {
             /** @description The number of deliveries queued again. */
             202: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -6033,6 +6376,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     listWebhookDeliveries: {
@@ -6078,6 +6422,8 @@ export interface operations {
             /** @description A page of the endpoint's deliveries, newest first. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -6089,6 +6435,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     getWebhookDelivery: {
@@ -6119,6 +6466,8 @@ export interface operations {
             /** @description The delivery and its attempts. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -6130,6 +6479,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     resendWebhookDelivery: {
@@ -6160,6 +6510,8 @@ export interface operations {
             /** @description The new delivery, queued. */
             202: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -6172,6 +6524,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     listNotifications: {
@@ -6200,6 +6553,8 @@ export interface operations {
             /** @description The most recent notifications, newest first. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -6211,6 +6566,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
 }

@@ -983,4 +983,14 @@ ALTER TABLE audit_log ADD COLUMN api_key_id bigint REFERENCES api_keys(id);
 CREATE INDEX audit_log_api_key ON audit_log(merchant_id, api_key_id, id);
 `,
   },
+  {
+    id: 40,
+    name: 'api_key_expiry_and_roll',
+    sql: `
+-- When a key stops working (NULL: never), set at issue or by a roll of the key: an expired key is
+-- refused as a revoked one is. A key issued by a roll names the key it replaces.
+ALTER TABLE api_keys ADD COLUMN expires_at text COLLATE "C";
+ALTER TABLE api_keys ADD COLUMN rolled_from bigint REFERENCES api_keys(id);
+`,
+  },
 ];

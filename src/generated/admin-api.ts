@@ -2164,7 +2164,7 @@ export interface components {
              *     | noun | verbs |
              *     |---|---|
              *     | `merchant` | `create`, `update` |
-             *     | `api_key` | `create`, `revoke` |
+             *     | `api_key` | `create`, `revoke`, `roll` (the old key, the key it was rolled into, and when the old one expires) |
              *     | `store`, `customer_group`, `exchange_rate`, `pricing_rule`, `supplier`, `attribute`, `product` | `create`, `update`, `delete` (a `PUT` is a `create` or an `update`, as it was) |
              *     | `import` | `start` (one entry per import, whatever it applies; the import job tells its outcome) |
              *     | `image` | `retry_dead` |

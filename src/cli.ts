@@ -6,6 +6,7 @@ import pino from 'pino';
 import { SingleBar, Presets } from 'cli-progress';
 import {
   CreateApiKeyInputSchema,
+  RollApiKeyInputSchema,
   CreateMerchantInputSchema,
   StoreInputSchema,
   WebhookEndpointInputSchema,
@@ -48,11 +49,15 @@ Commands:
   stores set --merchant ID --store SLUG --name N --locale L --currency C [--default] [--inactive] [--exclude-out-of-stock]
                                       create or replace a store (as PUT .../stores/{slug}: its products re-published)
   stores delete --merchant ID --store SLUG
-  keys create --merchant ID [--name N] [--scopes S,S] [--stores SLUG,SLUG]
+  keys create --merchant ID [--name N] [--scopes S,S] [--stores SLUG,SLUG] [--expires-at TIME]
                                       issue an API key (printed once); scopes of catalog:read (the default),
-                                      catalog:write, webhooks:read, webhooks:write; stores: restrict it to those
-  keys list --merchant ID             the merchant's API keys (prefix, name, created, revoked; never the key)
+                                      catalog:write, webhooks:read, webhooks:write; stores: restrict it to those;
+                                      expires-at: when it stops working (RFC 3339; default never)
+  keys list --merchant ID             the merchant's API keys (prefix, name, created, revoked, expiry; never the key)
   keys revoke --merchant ID --key ID  revoke a key: it stops working at once
+  keys roll --merchant ID --key ID [--expires-at TIME]
+                                      a new key with the same name, scopes and stores (printed once); the old one
+                                      stops at TIME, up to 7 days later (RFC 3339; default now)
   users invite --merchant ID --email E [--role owner|member]
                                       a single-use panel invitation link (printed; valid 72 h)
   users list --merchant ID            the merchant's panel users
@@ -127,6 +132,7 @@ async function main(argv: string[]): Promise<void> {
         events: { type: 'string' },
         scopes: { type: 'string' },
         stores: { type: 'string' },
+        'expires-at': { type: 'string' },
         endpoint: { type: 'string' },
         email: { type: 'string' },
         role: { type: 'string' },
@@ -177,13 +183,24 @@ async function main(argv: string[]): Promise<void> {
     } else if (command === 'keys' && rest[0] === 'create') {
       const merchantId = positiveInt(values.merchant, 'merchant');
       // As POST .../api-keys: comma-separated scopes (default catalog:read) and stores (default: every store).
-      const { name, scopes, stores } = checked(CreateApiKeyInputSchema, {
+      const { name, scopes, stores, expires_at } = checked(CreateApiKeyInputSchema, {
         name: values.name ?? 'cli',
         ...(values.scopes === undefined ? {} : { scopes: values.scopes.split(',') }),
         ...(values.stores === undefined ? {} : { stores: values.stores.split(',') }),
+        ...(values['expires-at'] === undefined ? {} : { expires_at: values['expires-at'] }),
       });
-      const key = await admin.createApiKey(merchantId, name, CLI_OPERATOR, { scopes, stores });
+      const key = await admin.createApiKey(merchantId, name, CLI_OPERATOR, { scopes, stores, expires_at });
       console.log(values.json ? JSON.stringify(key) : `API key for merchant ${merchantId} (shown once): ${key.key}`);
+    } else if (command === 'keys' && rest[0] === 'roll') {
+      const merchantId = positiveInt(values.merchant, 'merchant');
+      // As POST .../api-keys/{key_id}/roll: the old key stops at --expires-at (default now).
+      const { expires_at } = checked(RollApiKeyInputSchema, values['expires-at'] === undefined ? {} : { expires_at: values['expires-at'] });
+      const key = await admin.rollApiKey(merchantId, positiveInt(values.key, 'key'), CLI_OPERATOR, expires_at);
+      console.log(
+        values.json
+          ? JSON.stringify(key)
+          : `API key ${key.id} for merchant ${merchantId}, replacing key ${key.rolled_from} (shown once): ${key.key}`,
+      );
     } else if (command === 'keys' || command === 'merchants' || command === 'stores' || command === 'imports') {
       await setupCommand(service, command, rest[0], values);
     } else if (command === 'users') {

@@ -89,6 +89,10 @@ function placed(s: z.output<typeof SETTINGS>) {
     smtp: { url: s.CPS_SMTP_URL, from: s.CPS_SMTP_FROM },
     /** Per-API-key token bucket on /v1 (docs/decisions.md#rate-limits). */
     rateLimit: { burst: s.CPS_RATE_LIMIT_BURST, perSecond: s.CPS_RATE_LIMIT_PER_SECOND },
+    /** Per-credential token bucket on /admin/v1 (http/rate-limit.ts). */
+    adminRateLimit: { burst: s.CPS_ADMIN_RATE_BURST, perSecond: s.CPS_ADMIN_RATE_PER_SECOND },
+    /** Wrong admin tokens and keys per client address (http/auth-failures.ts). */
+    adminAuthFailures: { max: s.CPS_ADMIN_AUTH_MAX_FAILURES, windowMinutes: s.CPS_ADMIN_AUTH_WINDOW_MINUTES },
     apiKeysPerMerchant: s.CPS_API_KEYS_PER_MERCHANT,
     apiKeyCacheMs: s.CPS_API_KEY_CACHE_MS,
     /** A client that does not read: its connection is closed once this many bytes wait for it (http/unsent-bytes.ts). */
@@ -195,6 +199,8 @@ export function loadConfig(env: Env = process.env, overrides: ConfigOverrides = 
     smtp: { ...config.smtp, ...overrides.smtp },
     images: { ...config.images, ...overrides.images },
     rateLimit: { ...config.rateLimit, ...overrides.rateLimit },
+    adminRateLimit: { ...config.adminRateLimit, ...overrides.adminRateLimit },
+    adminAuthFailures: { ...config.adminAuthFailures, ...overrides.adminAuthFailures },
     operations: { ...config.operations, ...overrides.operations },
   };
   if (!merged.images.mediaDir) merged.images = { ...merged.images, mediaDir: path.join(path.dirname(merged.databasePath), 'media') };

@@ -100,7 +100,7 @@ export function createService(config: Config, options: ServiceOptions = {}): Ser
   const guard = new AddressGuard(config.webhooks.allowHosts);
   const dispatcher = createWebhookDispatcher(storage, config, { now, logger, metrics: options.deliveries ?? metrics, guard });
   const apiKeys = new ActiveApiKeys(storage, config.apiKeyCacheMs, now);
-  const heldApiKeys = new HeldApiKeys(storage, apiKeys, config.apiKeyCacheMs, logger);
+  const heldApiKeys = new HeldApiKeys(storage, apiKeys, config.apiKeyCacheMs, logger, now);
   const apiKeyUses = new ApiKeyUses(storage, config.apiKeyLastUsedSeconds * 1000, now, logger);
   const admin = new CatalogAdmin(
     storage,

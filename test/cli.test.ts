@@ -132,6 +132,42 @@ describe('the command line', () => {
     expect(refused.stdout).not.toMatch(/cps_/);
   });
 
+  it('keys create --expires-at issues a key that expires then; keys roll prints a new key and ends the old one at --expires-at (default now)', async () => {
+    const expiresAt = new Date(Date.now() + 3600_000).toISOString();
+    const created = await cli('keys', 'create', '--merchant', '1', '--name', 'erp', '--expires-at', expiresAt, '--json', '--db', db);
+    expect(created.code, created.stderr).toBe(0);
+    const key = JSON.parse(created.stdout);
+    expect(key.expires_at).toBe(expiresAt);
+    const tomorrow = new Date(Date.now() + 86_400_000).toISOString();
+    const rolled = await cli('keys', 'roll', '--merchant', '1', '--key', String(key.id), '--expires-at', tomorrow, '--json', '--db', db);
+    expect(rolled.code, rolled.stderr).toBe(0);
+    const next = JSON.parse(rolled.stdout);
+    expect(next).toMatchObject({ name: 'erp', rolled_from: key.id, expires_at: null });
+    // The old key keeps its sooner expiry and works until then, as the new one does.
+    expect((await publicGet('/v1/stores', key.key)).status).toBe(200);
+    expect((await publicGet('/v1/stores', next.key)).status).toBe(200);
+    const listed = JSON.parse((await cli('keys', 'list', '--merchant', '1', '--json', '--db', db)).stdout);
+    expect(listed.find((k: { id: number }) => k.id === key.id).expires_at).toBe(expiresAt);
+    const tooLate = await cli(
+      'keys',
+      'roll',
+      '--merchant',
+      '1',
+      '--key',
+      String(next.id),
+      '--expires-at',
+      '2999-01-01T00:00:00Z',
+      '--db',
+      db,
+    );
+    expect(tooLate.code).not.toBe(0);
+    expect(tooLate.stdout).not.toMatch(/cps_/);
+    const now = await cli('keys', 'roll', '--merchant', '1', '--key', String(next.id), '--db', db);
+    expect(now.code, now.stderr).toBe(0);
+    expect(now.stdout).toMatch(new RegExp(`replacing key ${next.id} \\(shown once\\): cps_`));
+    expect((await publicGet('/v1/stores', next.key)).status).toBe(401);
+  });
+
   it('keys create for an unknown merchant exits non-zero and issues nothing', async () => {
     const result = await cli('keys', 'create', '--merchant', '99', '--db', db);
     expect(result.code).not.toBe(0);

@@ -100,6 +100,10 @@ const EVERY_VARIABLE = {
   CPS_SMTP_FROM: 'catalog@example.com',
   CPS_RATE_LIMIT_BURST: '1',
   CPS_RATE_LIMIT_PER_SECOND: '1',
+  CPS_ADMIN_RATE_BURST: '3',
+  CPS_ADMIN_RATE_PER_SECOND: '2',
+  CPS_ADMIN_AUTH_MAX_FAILURES: '4',
+  CPS_ADMIN_AUTH_WINDOW_MINUTES: '5',
   CPS_API_KEYS_PER_MERCHANT: '7',
   CPS_API_KEY_CACHE_MS: '0',
   CPS_API_KEY_LAST_USED_SECONDS: '1',
@@ -194,6 +198,8 @@ describe('configuration', () => {
       },
       smtp: { url: null, from: 'catalog-publishing@localhost' },
       rateLimit: { burst: 600, perSecond: 50 },
+      adminRateLimit: { burst: 1000, perSecond: 100 },
+      adminAuthFailures: { max: 20, windowMinutes: 15 },
       apiKeysPerMerchant: 100,
       apiKeyCacheMs: 1000,
       unsentBytesMax: 262144,
@@ -327,6 +333,8 @@ describe('configuration', () => {
       },
       smtp: { url: 'smtp://mail.example:25', from: 'catalog@example.com' },
       rateLimit: { burst: 1, perSecond: 1 },
+      adminRateLimit: { burst: 3, perSecond: 2 },
+      adminAuthFailures: { max: 4, windowMinutes: 5 },
       apiKeysPerMerchant: 7,
       apiKeyCacheMs: 0,
       unsentBytesMax: 4096,
@@ -419,8 +427,8 @@ describe('every setting refuses what it does not accept, the same way', () => {
     accepts: SETTING_DOCS.get(schema)?.accepts as Accepts,
   }));
 
-  it('declares what each of the 110 settings accepts', () => {
-    expect(settings).toHaveLength(110);
+  it('declares what each of the 114 settings accepts', () => {
+    expect(settings).toHaveLength(114);
     expect(settings.filter(({ accepts }) => !accepts)).toEqual([]);
   });
 

@@ -103,6 +103,9 @@ export class CatalogAdmin {
   revokeApiKey(merchantId: number, keyId: number, actor: Actor = OPERATOR) {
     return this.apiKeys.revoke(merchantId, keyId, actor);
   }
+  rollApiKey(merchantId: number, keyId: number, actor: Actor = OPERATOR, oldExpiresAt?: string | null) {
+    return this.apiKeys.roll(merchantId, keyId, actor, oldExpiresAt);
+  }
 
   // The catalog's setup (catalog/)
 

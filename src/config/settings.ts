@@ -555,6 +555,24 @@ export const SETTINGS = z.object({
   // 600 at once covers a full sync of a 120k-product store at 200 per page; 50/s after that (docs/configuration.md#rate-limits).
   CPS_RATE_LIMIT_BURST: integer({ default: 600, min: 1, description: 'per-API-key token bucket on `/v1`: requests at once (see below)' }),
   CPS_RATE_LIMIT_PER_SECOND: integer({ default: 50, min: 1, description: "that bucket's refill rate, requests per second (see below)" }),
+  // 1000 at once and 100/s: an import is one request, and a loop of single upserts at full speed keeps up.
+  CPS_ADMIN_RATE_BURST: integer({
+    default: 1000,
+    min: 1,
+    description: 'per-credential token bucket on `/admin/v1` (the admin token one, each merchant API key its own): requests at once',
+  }),
+  CPS_ADMIN_RATE_PER_SECOND: integer({ default: 100, min: 1, description: "that bucket's refill rate, requests per second" }),
+  CPS_ADMIN_AUTH_MAX_FAILURES: integer({
+    default: 20,
+    min: 1,
+    description:
+      'wrong admin tokens or API keys one client address may send to `/admin/v1` at once; past them it may send one more every `CPS_ADMIN_AUTH_WINDOW_MINUTES` divided by this, and every other request from it answers `429` with `Retry-After` before its token is checked',
+  }),
+  CPS_ADMIN_AUTH_WINDOW_MINUTES: integer({
+    default: 15,
+    min: 1,
+    description: 'the time in which an address gets those failures back (a token bucket refilling at that pace)',
+  }),
   CPS_API_KEYS_PER_MERCHANT: integer({
     default: 100,
     min: 1,

@@ -133,6 +133,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/v1/merchants/{merchant_id}/api-keys/{key_id}/roll": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
+                 * @example 1
+                 */
+                merchant_id: components["parameters"]["MerchantId"];
+                /**
+                 * @description Id of the API key (from the creation response or the key listing).
+                 * @example 7
+                 */
+                key_id: components["parameters"]["KeyId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Roll an API key
+         * @description Replaces a key's secret without downtime, as Stripe's "roll key" does: issues a **new key
+         *     record** (a new `id` and `prefix`, the same `name`, `scopes` and `stores`, `rolled_from` set to
+         *     the old key's id) and sets the old key's `expires_at` to the time given, from now up to 7 days
+         *     later (default: now). Until then both keys work, so the integration can switch at its own
+         *     pace; from then on the old key answers `401` and its open change streams and long-polls end.
+         *     The new key is a record of its own so that the audit log and `last_used_at` tell which secret
+         *     an integration still uses; revoke either one on its own. The answer is the only place the new
+         *     `key` appears. A revoked or expired key cannot be rolled (`409 conflict`: issue a new key);
+         *     the new key counts toward `CPS_API_KEYS_PER_MERCHANT`, and the old one does until it expires.
+         *     A key id of another merchant answers `404`.
+         */
+        post: operations["rollApiKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/v1/merchants/{merchant_id}/users": {
         parameters: {
             query?: never;
@@ -1818,6 +1858,19 @@ export interface components {
             revoked_at: string | null;
             /**
              * Format: date-time
+             * @description When the key stops working, as chosen at issue or set by a roll of the key (`null`: never).
+             *     From then on it answers `401` (`error="invalid_token"`) on `/v1` and the admin API as a
+             *     revoked key does, and its open change streams and long-polls end.
+             * @example null
+             */
+            expires_at: string | null;
+            /**
+             * @description The key this one replaced when it was issued by rolling that key (`POST .../api-keys/{key_id}/roll`); `null` for a key issued otherwise.
+             * @example null
+             */
+            rolled_from: number | null;
+            /**
+             * Format: date-time
              * @description When a request to the public API last came with this key, to within
              *     `CPS_API_KEY_LAST_USED_SECONDS` (default 60 s): the use is written at most that often per key,
              *     not on every request, so a key in steady use shows a time at most about that old (twice
@@ -1849,6 +1902,14 @@ export interface components {
              * @default null
              */
             stores: string[] | null;
+            /**
+             * Format: date-time
+             * @description When the key stops working (RFC 3339, in the future: a time already past answers `400
+             *     invalid_body`); `null` or omitted: it works until revoked. An expired key answers `401` as a
+             *     revoked one does.
+             * @default null
+             */
+            expires_at: string | null;
         };
         /**
          * @description A newly issued API key, including the secret `key`. This is the only time the key is shown:
@@ -1888,6 +1949,19 @@ export interface components {
             revoked_at: string | null;
             /**
              * Format: date-time
+             * @description When the key stops working, as chosen at issue or set by a roll of the key (`null`: never).
+             *     From then on it answers `401` (`error="invalid_token"`) on `/v1` and the admin API as a
+             *     revoked key does, and its open change streams and long-polls end.
+             * @example null
+             */
+            expires_at: string | null;
+            /**
+             * @description The key this one replaced when it was issued by rolling that key (`POST .../api-keys/{key_id}/roll`); `null` for a key issued otherwise.
+             * @example null
+             */
+            rolled_from: number | null;
+            /**
+             * Format: date-time
              * @description Always `null` for a new key (see `ApiKey`).
              */
             last_used_at: string | null;
@@ -1896,6 +1970,17 @@ export interface components {
              *     `Authorization: Bearer <key>` on the public API. Shown once; store it securely.
              */
             key: string;
+        };
+        /** @description How long the rolled key's old secret keeps working. */
+        RollApiKeyInput: {
+            /**
+             * Format: date-time
+             * @description When the old key stops working (RFC 3339): from now up to 7 days later; `null` or omitted:
+             *     now. A time in the past or more than 7 days ahead answers `400 invalid_body`. A key that
+             *     already expires sooner keeps its earlier time.
+             * @default null
+             */
+            expires_at: string | null;
         };
         /**
          * @description `owner`: manages the merchant's webhook endpoints, API keys and catalog in the panel, invites
@@ -2081,7 +2166,7 @@ export interface components {
              *     | noun | verbs |
              *     |---|---|
              *     | `merchant` | `create`, `update` |
-             *     | `api_key` | `create`, `revoke` |
+             *     | `api_key` | `create`, `revoke`, `roll` (the old key, the key it was rolled into, and when the old one expires) |
              *     | `store`, `customer_group`, `exchange_rate`, `pricing_rule`, `supplier`, `attribute`, `product` | `create`, `update`, `delete` (a `PUT` is a `create` or an `update`, as it was) |
              *     | `import` | `start` (one entry per import, whatever it applies; the import job tells its outcome) |
              *     | `image` | `retry_dead` |
@@ -3681,12 +3766,18 @@ export interface components {
     responses: {
         /**
          * @description The `Authorization` header is missing or malformed, or it carries neither the admin token nor
-         *     an active merchant API key (unknown or revoked).
+         *     an active merchant API key (unknown, revoked or expired). Each wrong token or key counts
+         *     against the client's address: past `CPS_ADMIN_AUTH_MAX_FAILURES` (default 20) the address is
+         *     answered `429` until its wait is over (see the `429` response).
          */
         Unauthorized: {
             headers: {
-                /** @description Authentication challenge (RFC 6750); always exactly `Bearer realm="admin"`. */
-                "WWW-Authenticate": "Bearer realm=\"admin\"";
+                /**
+                 * @description Authentication challenge (RFC 6750): `Bearer realm="admin"` without a token, and
+                 *     `Bearer realm="admin", error="invalid_token"` when the token or key sent is wrong, revoked
+                 *     or expired.
+                 */
+                "WWW-Authenticate": "Bearer realm=\"admin\"" | "Bearer realm=\"admin\", error=\"invalid_token\"";
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
@@ -3705,6 +3796,31 @@ export interface components {
             headers: {
                 /** @description With `insufficient_scope` (RFC 6750): `Bearer error="insufficient_scope", scope="<the scope>"`. */
                 "WWW-Authenticate"?: string;
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
+         * @description Too many requests (code `rate_limited`); wait `Retry-After` seconds, then continue. Either the
+         *     credential's admin bucket is empty (the admin token and each merchant API key have their own:
+         *     `CPS_ADMIN_RATE_BURST` requests at once, default 1000, refilled at `CPS_ADMIN_RATE_PER_SECOND`,
+         *     default 100; `RateLimit-Policy` and `RateLimit` state them), or the client's address sent too
+         *     many wrong tokens or keys (`CPS_ADMIN_AUTH_MAX_FAILURES` within
+         *     `CPS_ADMIN_AUTH_WINDOW_MINUTES`, default 20 in 15 minutes): then every request from that
+         *     address answers 429 before its token is even checked, the right one too, until the wait is
+         *     over, and carries no `RateLimit` fields. A throttled request is not counted and changes nothing.
+         */
+        TooManyRequests: {
+            headers: {
+                /** @description Seconds to wait before the next request (RFC 9110 10.2.3). */
+                "Retry-After": number;
+                /** @description The credential's admin policy (see the `RateLimit-Policy` of a successful answer); absent when the address is throttled. */
+                "RateLimit-Policy"?: string;
+                /** @description The credential's empty bucket, `r=0`; absent when the address is throttled. */
+                RateLimit?: string;
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
@@ -4011,6 +4127,12 @@ export interface components {
                 "application/json": components["schemas"]["CreateApiKeyInput"];
             };
         };
+        /** @description Optional: when the old key stops working. Without a body (or with `{}`) it stops at once. */
+        RollApiKey: {
+            content: {
+                "application/json": components["schemas"]["RollApiKeyInput"];
+            };
+        };
         /** @description Who to invite. */
         InvitePanelUser: {
             content: {
@@ -4121,6 +4243,20 @@ export interface components {
     };
     headers: {
         /**
+         * @description The admin API's rate-limit policy for the request's credential (draft-ietf-httpapi-ratelimit-headers-10):
+         *     one policy named `default`, a token bucket of `q` requests that refills completely in `w`
+         *     seconds. Each credential has its own bucket: the admin token one, each merchant API key its own
+         *     (separate from the key's `/v1` bucket). With the default configuration
+         *     (`CPS_ADMIN_RATE_BURST` 1000, `CPS_ADMIN_RATE_PER_SECOND` 100): `"default";q=1000;w=10`.
+         */
+        "RateLimit-Policy": string;
+        /**
+         * @description The state of the credential's admin bucket after this request (draft-ietf-httpapi-ratelimit-headers-10):
+         *     `r` requests may still be sent at once, the bucket is full again in `t` seconds. Every
+         *     authenticated request takes one, whatever its status; a throttled (429) request takes none.
+         */
+        RateLimit: string;
+        /**
          * @description The id of this request in the service's logs; quote it when you report a problem. When the
          *     request carried an `X-Request-Id` of 1 to 128 characters from `A-Z a-z 0-9 . _ -`, it is
          *     echoed unchanged (so one id follows a request through your logs and ours); otherwise the
@@ -4144,6 +4280,8 @@ export interface operations {
             /** @description All merchants. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -4153,6 +4291,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     createMerchant: {
@@ -4199,6 +4338,8 @@ export interface operations {
             /** @description The created merchant. */
             201: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -4212,6 +4353,7 @@ export interface operations {
             409: components["responses"]["IdempotencyKeyInUse"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     getMerchant: {
@@ -4232,6 +4374,8 @@ export interface operations {
             /** @description The merchant. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -4243,6 +4387,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     updateMerchant: {
@@ -4295,6 +4440,8 @@ export interface operations {
             /** @description The updated merchant. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -4309,6 +4456,7 @@ export interface operations {
             409: components["responses"]["IdempotencyKeyInUse"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     listApiKeys: {
@@ -4329,6 +4477,8 @@ export interface operations {
             /** @description The merchant's API keys. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -4340,6 +4490,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     createApiKey: {
@@ -4392,6 +4543,8 @@ export interface operations {
             /** @description The new key, including the secret `key` (shown once). */
             201: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -4406,6 +4559,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     revokeApiKey: {
@@ -4463,6 +4617,8 @@ export interface operations {
             /** @description The key is revoked. */
             204: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -4474,6 +4630,48 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["IdempotencyKeyInUse"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+        };
+    };
+    rollApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
+                 * @example 1
+                 */
+                merchant_id: components["parameters"]["MerchantId"];
+                /**
+                 * @description Id of the API key (from the creation response or the key listing).
+                 * @example 7
+                 */
+                key_id: components["parameters"]["KeyId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: components["requestBodies"]["RollApiKey"];
+        responses: {
+            /** @description The new key, including the secret `key` (shown once); the old key expires at the time asked. */
+            201: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreatedApiKey"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     listPanelUsers: {
@@ -4494,6 +4692,8 @@ export interface operations {
             /** @description The merchant's panel users. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -4505,6 +4705,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     removePanelUser: {
@@ -4562,6 +4763,8 @@ export interface operations {
             /** @description The user was removed. */
             204: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -4573,6 +4776,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     resetPanelUserPassword: {
@@ -4630,6 +4834,8 @@ export interface operations {
             /** @description The reset link (shown once). */
             201: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -4643,6 +4849,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["IdempotencyKeyInUse"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     listPanelInvitations: {
@@ -4663,6 +4870,8 @@ export interface operations {
             /** @description The pending links. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -4674,6 +4883,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     invitePanelUser: {
@@ -4726,6 +4936,8 @@ export interface operations {
             /** @description The invitation, with its link (shown once). */
             201: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -4740,6 +4952,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     revokePanelInvitation: {
@@ -4797,6 +5010,8 @@ export interface operations {
             /** @description The link was revoked. */
             204: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -4808,6 +5023,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["IdempotencyKeyInUse"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     listAuditLog: {
@@ -4842,6 +5058,8 @@ export interface operations {
             /** @description The newest entries. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -4853,6 +5071,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     listMerchantStores: {
@@ -4873,6 +5092,8 @@ export interface operations {
             /** @description The merchant's stores. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -4884,6 +5105,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     upsertStore: {
@@ -4941,6 +5163,8 @@ export interface operations {
             /** @description The store as stored. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -4955,6 +5179,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     deleteStore: {
@@ -5012,6 +5237,8 @@ export interface operations {
             /** @description The store is deleted. */
             204: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -5023,6 +5250,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     patchStore: {
@@ -5080,6 +5308,8 @@ export interface operations {
             /** @description The store as stored after the patch. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -5095,6 +5325,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedPatchMediaType"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     listCustomerGroups: {
@@ -5115,6 +5346,8 @@ export interface operations {
             /** @description The merchant's customer groups. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -5126,6 +5359,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     createCustomerGroup: {
@@ -5178,6 +5412,8 @@ export interface operations {
             /** @description The created customer group. */
             201: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -5192,6 +5428,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     updateCustomerGroup: {
@@ -5249,6 +5486,8 @@ export interface operations {
             /** @description The updated customer group. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -5263,6 +5502,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     deleteCustomerGroup: {
@@ -5320,6 +5560,8 @@ export interface operations {
             /** @description The customer group is deleted. */
             204: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -5331,6 +5573,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     listExchangeRates: {
@@ -5351,6 +5594,8 @@ export interface operations {
             /** @description The merchant's exchange rates. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -5362,6 +5607,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     upsertExchangeRate: {
@@ -5424,6 +5670,8 @@ export interface operations {
             /** @description The rate as stored. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -5438,6 +5686,7 @@ export interface operations {
             409: components["responses"]["IdempotencyKeyInUse"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     deleteExchangeRate: {
@@ -5500,6 +5749,8 @@ export interface operations {
             /** @description The rate is deleted. */
             204: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -5511,6 +5762,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["IdempotencyKeyInUse"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     listPricingRules: {
@@ -5531,6 +5783,8 @@ export interface operations {
             /** @description The merchant's pricing rules. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -5542,6 +5796,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     createPricingRule: {
@@ -5594,6 +5849,8 @@ export interface operations {
             /** @description The created pricing rule. */
             201: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -5608,6 +5865,7 @@ export interface operations {
             409: components["responses"]["IdempotencyKeyInUse"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     updatePricingRule: {
@@ -5665,6 +5923,8 @@ export interface operations {
             /** @description The updated pricing rule. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -5679,6 +5939,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     deletePricingRule: {
@@ -5736,6 +5997,8 @@ export interface operations {
             /** @description The rule is deleted. */
             204: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -5747,6 +6010,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     patchPricingRule: {
@@ -5804,6 +6068,8 @@ export interface operations {
             /** @description The pricing rule after the patch. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -5819,6 +6085,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedPatchMediaType"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     listSuppliers: {
@@ -5839,6 +6106,8 @@ export interface operations {
             /** @description The merchant's suppliers. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -5850,6 +6119,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     upsertSupplier: {
@@ -5907,6 +6177,8 @@ export interface operations {
             /** @description The supplier as stored. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -5921,6 +6193,7 @@ export interface operations {
             409: components["responses"]["IdempotencyKeyInUse"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     deleteSupplier: {
@@ -5978,6 +6251,8 @@ export interface operations {
             /** @description The supplier is deleted. */
             204: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -5989,6 +6264,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     listAttributeDefinitions: {
@@ -6009,6 +6285,8 @@ export interface operations {
             /** @description The merchant's attribute definitions. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -6020,6 +6298,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     upsertAttributeDefinition: {
@@ -6079,6 +6358,8 @@ export interface operations {
             /** @description The attribute definition as stored. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -6093,6 +6374,7 @@ export interface operations {
             409: components["responses"]["IdempotencyKeyInUse"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     deleteAttributeDefinition: {
@@ -6152,6 +6434,8 @@ export interface operations {
             /** @description The definition is deleted. */
             204: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -6163,6 +6447,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["IdempotencyKeyInUse"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     getProductSource: {
@@ -6189,6 +6474,8 @@ export interface operations {
             /** @description The product source. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -6200,6 +6487,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     upsertProduct: {
@@ -6258,6 +6546,8 @@ export interface operations {
             /** @description The product source as stored (images with their current state). */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -6272,6 +6562,7 @@ export interface operations {
             409: components["responses"]["IdempotencyKeyInUse"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     deleteProduct: {
@@ -6330,6 +6621,8 @@ export interface operations {
             /** @description The product is deleted. */
             204: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -6341,6 +6634,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["IdempotencyKeyInUse"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     patchProduct: {
@@ -6399,6 +6693,8 @@ export interface operations {
             /** @description The product source as stored after the patch (images with their current state). */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -6414,6 +6710,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedPatchMediaType"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     listProductSources: {
@@ -6464,6 +6761,8 @@ export interface operations {
             /** @description A page of the merchant's products. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -6475,6 +6774,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     listImportJobs: {
@@ -6509,6 +6809,8 @@ export interface operations {
             /** @description The newest imports. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -6520,6 +6822,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     importProducts: {
@@ -6577,6 +6880,8 @@ export interface operations {
             /** @description Every line was applied. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -6590,6 +6895,8 @@ export interface operations {
              */
             202: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     /**
                      * @description The import's URL (`GET .../imports/{import_id}`).
@@ -6614,6 +6921,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["ImportStopped"];
         };
     };
@@ -6640,6 +6948,8 @@ export interface operations {
             /** @description The import. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -6651,6 +6961,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     getImageMirroring: {
@@ -6671,6 +6982,8 @@ export interface operations {
             /** @description The merchant's mirroring progress. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -6682,6 +6995,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     retryDeadImages: {
@@ -6734,6 +7048,8 @@ export interface operations {
             /** @description The number of dead images set back to pending. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -6747,6 +7063,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["IdempotencyKeyInUse"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     listWebhookEndpoints: {
@@ -6767,6 +7084,8 @@ export interface operations {
             /** @description The merchant's webhook endpoints. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -6778,6 +7097,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     createWebhookEndpoint: {
@@ -6830,6 +7150,8 @@ export interface operations {
             /** @description The new endpoint, including the signing `secret` (shown once). */
             201: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -6844,6 +7166,7 @@ export interface operations {
             409: components["responses"]["IdempotencyKeyInUse"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     getWebhookEndpoint: {
@@ -6869,6 +7192,8 @@ export interface operations {
             /** @description The webhook endpoint. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -6880,6 +7205,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     deleteWebhookEndpoint: {
@@ -6937,6 +7263,8 @@ export interface operations {
             /** @description The endpoint is deleted. */
             204: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -6948,6 +7276,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["IdempotencyKeyInUse"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     updateWebhookEndpoint: {
@@ -7005,6 +7334,8 @@ export interface operations {
             /** @description The updated endpoint. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -7020,6 +7351,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedPatchMediaType"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     rotateWebhookSecret: {
@@ -7077,6 +7409,8 @@ export interface operations {
             /** @description The endpoint with its new `secret` (shown once) and the pending rotation. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -7090,6 +7424,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["IdempotencyKeyInUse"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     confirmWebhookSecret: {
@@ -7147,6 +7482,8 @@ export interface operations {
             /** @description The endpoint, its new secret signing. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -7160,6 +7497,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     sendTestWebhook: {
@@ -7217,6 +7555,8 @@ export interface operations {
             /** @description The test delivery, queued for immediate dispatch. */
             202: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -7230,6 +7570,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     recoverWebhookDeliveries: {
@@ -7287,6 +7628,8 @@ export interface operations {
             /** @description The number of deliveries queued again. */
             202: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -7301,6 +7644,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     listWebhookDeliveries: {
@@ -7346,6 +7690,8 @@ export interface operations {
             /** @description A page of the endpoint's deliveries, newest first. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -7357,6 +7703,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     getWebhookDelivery: {
@@ -7387,6 +7734,8 @@ export interface operations {
             /** @description The delivery and its attempts. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -7398,6 +7747,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     resendWebhookDelivery: {
@@ -7460,6 +7810,8 @@ export interface operations {
             /** @description The new delivery, queued. */
             202: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -7473,6 +7825,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
     listNotifications: {
@@ -7501,6 +7854,8 @@ export interface operations {
             /** @description The most recent notifications, newest first. */
             200: {
                 headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -7512,6 +7867,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
         };
     };
 }

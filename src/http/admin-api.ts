@@ -13,6 +13,9 @@ import type { ApiKeyRecord } from '../tenancy/model.js';
 import type { ImportJobRecord } from '../admin/model.js';
 import { adminAuth, type AdminEnv } from './auth.js';
 import { authorizeOperation } from './authorize.js';
+import { AuthFailureThrottle } from './auth-failures.js';
+import { clientAddressReader } from './client-address.js';
+import { adminRateLimit, TokenBucketLimiter } from './rate-limit.js';
 import { actorOf } from '../tenancy/credential.js';
 import { actorName } from '../admin/audit.js';
 import { renderError } from './errors.js';
@@ -65,11 +68,18 @@ export function adminApi({
   apiKeys,
   apiKeyUses,
   idempotencyKeys,
-}: Pick<Service, 'admin' | 'imports' | 'accounts' | 'endpoints' | 'config' | 'apiKeys' | 'apiKeyUses' | 'idempotencyKeys'>) {
+  now,
+}: Pick<Service, 'admin' | 'imports' | 'accounts' | 'endpoints' | 'config' | 'apiKeys' | 'apiKeyUses' | 'idempotencyKeys' | 'now'>) {
   const app = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook });
   app.onError(renderError);
   app.use('/admin/v1/*', closeWhenBodyUnread);
-  app.use('/admin/v1/*', adminAuth(config.adminToken, apiKeys, apiKeyUses));
+  // Who the request is (wrong tokens counted per client address), then its credential's bucket.
+  const failures = {
+    throttle: new AuthFailureThrottle(config.adminAuthFailures, now),
+    addressOf: clientAddressReader(config.trustedProxies),
+  };
+  app.use('/admin/v1/*', adminAuth(config.adminToken, apiKeys, apiKeyUses, failures));
+  app.use('/admin/v1/*', adminRateLimit(new TokenBucketLimiter(config.adminRateLimit, now)));
 
   // Each operation's body checks, wired by the facts generated from admin.yaml, before its handler:
   // the size limit of its kind (413), then for JSON a required body and the checks on its raw text
@@ -103,11 +113,17 @@ export function adminApi({
   );
   route(routes.listApiKeys, async (c) => c.json({ data: (await admin.listApiKeys(c.req.valid('param').merchant_id)).map(apiKey) }, 200));
   route(routes.createApiKey, async (c) => {
-    const { name, scopes, stores } = c.req.valid('json');
+    const { name, scopes, stores, expires_at } = c.req.valid('json');
     const { key, ...record } = await admin.createApiKey(c.req.valid('param').merchant_id, name, actorOf(c.var.credential), {
       scopes,
       stores,
+      expires_at,
     });
+    return c.json({ ...apiKey(record), key }, 201);
+  });
+  route(routes.rollApiKey, async (c) => {
+    const { merchant_id, key_id } = c.req.valid('param');
+    const { key, ...record } = await admin.rollApiKey(merchant_id, key_id, actorOf(c.var.credential), c.req.valid('json').expires_at);
     return c.json({ ...apiKey(record), key }, 201);
   });
   route(routes.revokeApiKey, async (c) => {

@@ -3,7 +3,8 @@
 // configured. Missing, malformed or unknown credentials: 401 with WWW-Authenticate. Who the
 // request acts as goes into `c.var.credential` (tenancy/credential.ts).
 import { timingSafeEqual, createHash } from 'node:crypto';
-import type { MiddlewareHandler } from 'hono';
+import type { Context, MiddlewareHandler } from 'hono';
+import type { AuthFailureThrottle } from './auth-failures.js';
 import type { ApiKeyUses } from '../tenancy/api-key-uses.js';
 import type { ActiveApiKeys } from '../tenancy/api-keys.js';
 import { ProblemError } from '../shared/problem.js';
@@ -49,8 +50,8 @@ const CATALOG_CHALLENGE = 'Bearer realm="catalog"';
 // RFC 6750: a presented but unusable key also gets error="invalid_token".
 const CATALOG_INVALID_TOKEN = 'Bearer realm="catalog", error="invalid_token"';
 
-/** 401 for a key that is unknown or revoked (a long-poll whose key was revoked while it waited answers it too). */
-export const invalidApiKey = () => unauthorized(CATALOG_INVALID_TOKEN, 'The API key is invalid or has been revoked.');
+/** 401 for a key that is unknown, revoked or expired (a long-poll whose key was revoked or expired while it waited answers it too). */
+export const invalidApiKey = () => unauthorized(CATALOG_INVALID_TOKEN, 'The API key is invalid, has been revoked or has expired.');
 
 /**
  * Resolves the request's API key into `c.var.credential`, `c.var.apiKeyId` and its merchant into
@@ -88,27 +89,43 @@ function configuredTokenAuth(configured: string, realm: string, name: string, pl
 }
 
 const ADMIN_CHALLENGE = 'Bearer realm="admin"';
+// RFC 6750: a presented but unusable token or key (wrong, unknown, revoked, expired).
+const ADMIN_INVALID_TOKEN = 'Bearer realm="admin", error="invalid_token"';
+
+/** Where wrong tokens are counted: the throttle and how a request's client address is read. */
+export interface AdminAuthFailures {
+  throttle: Pick<AuthFailureThrottle, 'check' | 'failed'>;
+  addressOf: (c: Context) => string;
+}
 
 /**
  * Admin API: the deployment's admin token (the operator) or an active merchant API key, into
  * `c.var.credential`; what the credential may do is authorize.ts's (admin.yaml: the challenge is
- * always `Bearer realm="admin"`).
+ * `Bearer realm="admin"`, with `error="invalid_token"` when a token was sent). A wrong token or
+ * key counts against the client's address (`failures`), which past its limit answers 429 before
+ * any token is compared.
  */
 export function adminAuth(
   adminToken: string,
   apiKeys: Pick<ActiveApiKeys, 'find'>,
   uses?: Pick<ApiKeyUses, 'used'>,
+  failures?: AdminAuthFailures,
 ): MiddlewareHandler<AdminEnv> {
   const expected = digest(adminToken);
   return async (c, next) => {
     const token = bearer(c.req.header('Authorization'));
     if (!token) throw unauthorized(ADMIN_CHALLENGE, 'Send the admin token or an API key as `Authorization: Bearer <TOKEN>`.');
+    const address = failures?.addressOf(c);
+    if (address !== undefined) failures!.throttle.check(address);
     if (timingSafeEqual(digest(token), expected)) {
       c.set('credential', { kind: 'operator' });
       return next();
     }
     const found = await apiKeys.find(token);
-    if (!found) throw unauthorized(ADMIN_CHALLENGE, 'The admin token or API key is invalid (or the key has been revoked).');
+    if (!found) {
+      if (address !== undefined) failures!.throttle.failed(address);
+      throw unauthorized(ADMIN_INVALID_TOKEN, 'The admin token or API key is invalid (or the key has been revoked or has expired).');
+    }
     uses?.used(found.id);
     c.set('credential', keyCredential(found));
     return next();

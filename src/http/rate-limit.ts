@@ -1,8 +1,9 @@
-// Per-API-key rate limiting on /v1 (docs/decisions.md#rate-limits): a token bucket per
-// key, in memory, advertised with the RateLimit-Policy and RateLimit fields of
-// draft-ietf-httpapi-ratelimit-headers-10 and answered 429 with Retry-After when empty.
-import type { MiddlewareHandler } from 'hono';
-import type { PublicEnv } from './auth.js';
+// Rate limiting (docs/decisions.md#rate-limits): a token bucket per API key on /v1, and per
+// credential on /admin/v1 (the admin token, each merchant API key), in memory, advertised with the
+// RateLimit-Policy and RateLimit fields of draft-ietf-httpapi-ratelimit-headers-10 and answered 429
+// with Retry-After when empty.
+import type { Context, Env, MiddlewareHandler } from 'hono';
+import type { AdminEnv, PublicEnv } from './auth.js';
 import { answerHeader, answeredWith } from './direct-answer.js';
 import { ProblemError } from '../shared/problem.js';
 
@@ -65,6 +66,15 @@ export class TokenBucketLimiter {
     };
   }
 
+  /** Seconds until the key's bucket holds a token again, without taking one; 0 when it holds one now. */
+  waitSeconds(key: string | number): number {
+    const bucket = this.buckets.get(key);
+    if (!bucket) return 0;
+    const { burst, perSecond } = this.settings;
+    const tokens = Math.min(burst, bucket.tokens + (Math.max(0, this.now().getTime() - bucket.updatedMs) / 1000) * perSecond);
+    return tokens >= 1 ? 0 : Math.max(1, Math.ceil((1 - tokens) / perSecond));
+  }
+
   /** Gives back the token a request took when it was refused after all (the live feed's per-key cap): it counts as throttled. */
   refund(key: string | number): void {
     const bucket = this.buckets.get(key);
@@ -95,13 +105,37 @@ export function rateLimitHeaders(limiter: TokenBucketLimiter, decision: RateLimi
  * 429 `rate_limited` with Retry-After.
  */
 export function rateLimit(limiter: TokenBucketLimiter): MiddlewareHandler<PublicEnv> {
+  return limitedBy(limiter, (c: Context<PublicEnv>) => c.var.apiKeyId, 'requests for this API key');
+}
+
+/**
+ * After adminAuth: the same per credential of the admin API, in buckets of their own (the admin
+ * token's, each key's: a key's admin requests do not spend its /v1 bucket). A panel session is not
+ * limited here: the panel is a page a person clicks through.
+ */
+export function adminRateLimit(limiter: TokenBucketLimiter): MiddlewareHandler<AdminEnv> {
+  return limitedBy(
+    limiter,
+    (c: Context<AdminEnv>) => {
+      const credential = c.var.credential;
+      return credential.kind === 'key' ? `key:${credential.id}` : credential.kind === 'user' ? `user:${credential.userId}` : 'operator';
+    },
+    'admin API requests for this credential',
+  );
+}
+
+function limitedBy<E extends Env>(
+  limiter: TokenBucketLimiter,
+  bucketOf: (c: Context<E>) => string | number,
+  what: string,
+): MiddlewareHandler<E> {
   return async (c, next) => {
-    const decision = limiter.take(c.var.apiKeyId);
+    const decision = limiter.take(bucketOf(c));
     const headers = rateLimitHeaders(limiter, decision);
     if (!decision.allowed) {
       throw new ProblemError(
         'rate_limited',
-        `Too many requests for this API key: ${limiter.settings.burst} at once and ${limiter.settings.perSecond} per second. Retry after ${decision.retryAfterSeconds} s.`,
+        `Too many ${what}: ${limiter.settings.burst} at once and ${limiter.settings.perSecond} per second. Retry after ${decision.retryAfterSeconds} s.`,
         undefined,
         { ...headers, 'Retry-After': String(decision.retryAfterSeconds) },
       );

@@ -19,6 +19,7 @@ export const MERCHANT_KEYED = [
   'listApiKeys',
   'countActiveApiKeys',
   'revokeApiKey',
+  'expireApiKey',
   'listStores',
   'findStore',
   'findDefaultStore',

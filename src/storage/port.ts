@@ -87,19 +87,21 @@ export interface TenancyStore {
   /** Without scopes, a catalog:read key; without stores, one for every store. */
   insertApiKey(input: NewApiKey): Promise<ApiKeyRecord>;
   listApiKeys(merchantId: number): Promise<ApiKeyRecord[]>;
-  /** The merchant's unrevoked keys; in a write transaction it serializes with other writes counting them (the merchant's row locked). */
-  countActiveApiKeys(merchantId: number): Promise<number>;
+  /** The merchant's keys neither revoked nor expired at `at`; in a write transaction it serializes with other writes counting them (the merchant's row locked). */
+  countActiveApiKeys(merchantId: number, at: string): Promise<number>;
   revokeApiKey(merchantId: number, keyId: number, at: string): Promise<boolean>;
+  /** Makes an unrevoked key expire at `at`, unless it expires sooner; whether the key was changed. */
+  expireApiKey(merchantId: number, keyId: number, at: string): Promise<boolean>;
   /**
    * Records a use of the key at `at`, unless its recorded last use is after `unlessAfter` (written
    * since, by this process or another): a key's row is written at most once per interval, never
    * moved back. Returns whether it was written.
    */
   recordApiKeyUse(keyId: number, at: string, unlessAfter: string): Promise<boolean>;
-  /** The key with this hash that is not revoked, with its stored hash for a constant-time check. */
+  /** The key with this hash that is not revoked (expired or not: the caller's clock decides), with its stored hash for a constant-time check. */
   findActiveApiKey(keyHash: Buffer): Promise<(ActiveApiKeyRecord & { key_hash: Buffer }) | undefined>;
-  /** Of these key ids, the keys that exist and are not revoked (the re-check of the keys open streams and long-polls hold). */
-  activeApiKeyIds(keyIds: readonly number[]): Promise<number[]>;
+  /** Of these key ids, the keys that exist, are not revoked and not expired at `at` (the re-check of the keys open streams and long-polls hold). */
+  activeApiKeyIds(keyIds: readonly number[], at: string): Promise<number[]>;
 
   listStores(merchantId: number): Promise<StoreRecord[]>;
   findStore(merchantId: number, slug: string): Promise<StoreRecord | undefined>;

@@ -16,10 +16,29 @@ export function hashApiKey(key: string): Buffer {
   return createHash('sha256').update(key).digest();
 }
 
-/** What a new key may do: its scopes (default `catalog:read`) and the stores it is restricted to (default: every store). */
+/**
+ * What a new key may do: its scopes (default `catalog:read`), the stores it is restricted to
+ * (default: every store), and when it stops working (default: never).
+ */
 export interface ApiKeyGrant {
   scopes?: readonly Scope[] | undefined;
   stores?: readonly string[] | null | undefined;
+  expires_at?: string | null | undefined;
+  /** The key a roll replaces. */
+  rolled_from?: number | undefined;
+}
+
+/** How long a rolled key's old secret may keep working at most (Stripe's roll: up to 7 days). */
+export const ROLL_OVERLAP_MAX_MS = 7 * 24 * 3600_000;
+
+/** Whether a key with this expiry is expired at `now` (it stops at its `expires_at`, not a moment later). */
+export const isExpired = (expiresAt: string | null, now: Date): boolean => expiresAt !== null && Date.parse(expiresAt) <= now.getTime();
+
+/** An RFC 3339 time of the body as stored (UTC, milliseconds), or a 400 naming it. */
+function bodyTime(text: string, name: string): Date {
+  const at = new Date(text);
+  if (Number.isNaN(at.getTime())) throw invalidInput('body', [{ name, in: 'body', reason: 'must be an RFC 3339 date-time' }]);
+  return at;
 }
 
 /** Issues a key for the merchant; the plain key is returned here and never again. */
@@ -38,6 +57,8 @@ export async function issueApiKey(
     // In the order of SCOPES, whatever the order asked: the list reads the same for equal keys.
     scopes: SCOPES.filter((scope) => (grant.scopes ?? ['catalog:read']).includes(scope)),
     stores: grant.stores ? [...grant.stores] : null,
+    expires_at: grant.expires_at ?? null,
+    ...(grant.rolled_from === undefined ? {} : { rolled_from: grant.rolled_from }),
   });
   return { ...record, key };
 }
@@ -70,7 +91,13 @@ export class MerchantApiKeys {
         },
       ]);
     }
-    return this.writes.write(merchantId, actor, async ({ tx, audit }) => {
+    if (grant.expires_at) {
+      const expiresAt = bodyTime(grant.expires_at, '/expires_at');
+      if (expiresAt <= this.writes.now())
+        throw invalidInput('body', [{ name: '/expires_at', in: 'body', reason: 'must be in the future' }]);
+      grant = { ...grant, expires_at: expiresAt.toISOString() };
+    }
+    return this.writes.write(merchantId, actor, async ({ tx, audit, at }) => {
       if (grant.stores) {
         const known = new Set((await tx.listStores()).map((store) => store.slug));
         const unknown = grant.stores.map((slug, index) => ({ slug, index })).filter(({ slug }) => !known.has(slug));
@@ -85,18 +112,69 @@ export class MerchantApiKeys {
           );
         }
       }
-      const active = await tx.countActiveApiKeys();
-      if (active >= this.perMerchant) {
-        throw new ProblemError(
-          'conflict',
-          `Merchant ${merchantId} has ${active} active API keys, the most a merchant may have (${this.perMerchant}): revoke one it no longer uses first.`,
-        );
-      }
+      await this.refuseOverLimit(merchantId, await tx.countActiveApiKeys(at));
       const created = await issueApiKey(tx, name, this.writes.now(), grant);
       const stores = created.stores ? `; stores ${created.stores.join(', ')}` : '';
-      await audit('api_key.create', `key ${created.id} "${created.name}" (${created.prefix}): ${created.scopes.join(', ')}${stores}`);
+      const expires = created.expires_at ? `; expires ${created.expires_at}` : '';
+      await audit(
+        'api_key.create',
+        `key ${created.id} "${created.name}" (${created.prefix}): ${created.scopes.join(', ')}${stores}${expires}`,
+      );
       return created;
     });
+  }
+
+  private refuseOverLimit(merchantId: number, active: number): Promise<void> {
+    if (active < this.perMerchant) return Promise.resolve();
+    throw new ProblemError(
+      'conflict',
+      `Merchant ${merchantId} has ${active} active API keys, the most a merchant may have (${this.perMerchant}): revoke one it no longer uses first.`,
+    );
+  }
+
+  /**
+   * Rolls a key (Stripe's "roll key"): a new key record with the old one's name, scopes and stores
+   * (`rolled_from` naming it), shown once in this result; the old key expires at `oldExpiresAt`,
+   * from now up to ROLL_OVERLAP_MAX_MS later (default now), or sooner if it already expires sooner.
+   * A new record rather than a new secret on the same one: the audit log and last use then tell
+   * which secret an integration still sends. A revoked or expired key is not rolled (409).
+   */
+  async roll(
+    merchantId: number,
+    keyId: number,
+    actor: Actor = OPERATOR,
+    oldExpiresAt?: string | null,
+  ): Promise<ApiKeyRecord & { key: string }> {
+    const now = this.writes.now();
+    const until = oldExpiresAt ? bodyTime(oldExpiresAt, '/expires_at') : now;
+    if (until < now || until.getTime() > now.getTime() + ROLL_OVERLAP_MAX_MS) {
+      throw invalidInput('body', [{ name: '/expires_at', in: 'body', reason: 'must be from now up to 7 days later' }]);
+    }
+    const created = await this.writes.write(merchantId, actor, async ({ tx, audit, at }) => {
+      // Counted first: the merchant's row is locked, so rolls and creations of its keys run one at a time.
+      const active = await tx.countActiveApiKeys(at);
+      const old = (await tx.listApiKeys()).find((k) => k.id === keyId);
+      if (!old) throw notFound(`API key ${keyId}`);
+      if (old.revoked_at !== null || isExpired(old.expires_at, now)) {
+        throw new ProblemError(
+          'conflict',
+          `API key ${keyId} is ${old.revoked_at !== null ? 'revoked' : 'expired'}: issue a new key instead.`,
+        );
+      }
+      await tx.expireApiKey(keyId, until.toISOString());
+      // The old key no longer counts once it has expired (a roll that ends it now never hits the limit).
+      await this.refuseOverLimit(merchantId, until <= now ? active - 1 : active);
+      const rolled = await issueApiKey(tx, old.name, now, { scopes: old.scopes, stores: old.stores, rolled_from: old.id });
+      const ends = until <= now ? 'now' : `at ${until.toISOString()}`;
+      await audit(
+        'api_key.roll',
+        `key ${old.id} "${old.name}" (${old.prefix}) rolled into key ${rolled.id} (${rolled.prefix}); key ${old.id} expires ${ends}`,
+      );
+      return rolled;
+    });
+    // After the commit: an old key that expires now stops here at once, and its streams end (as a revocation's).
+    if (until <= now) this.remembered?.forget(keyId);
+    return created;
   }
 
   async revoke(merchantId: number, keyId: number, actor: Actor = OPERATOR): Promise<void> {
@@ -109,12 +187,15 @@ export class MerchantApiKeys {
   }
 }
 
-/** The active key a presented key is (its id, merchant, scopes and stores), or undefined for a malformed, unknown or revoked key. */
-export async function activeApiKey(storage: TenancyStore, key: string): Promise<ActiveApiKeyRecord | undefined> {
+/**
+ * The active key a presented key is (its id, merchant, scopes and stores), or undefined for a
+ * malformed, unknown, revoked or (at `now`) expired key.
+ */
+export async function activeApiKey(storage: TenancyStore, key: string, now: Date = new Date()): Promise<ActiveApiKeyRecord | undefined> {
   if (!KEY_SHAPE.test(key)) return undefined;
   const presented = hashApiKey(key);
   const found = await storage.findActiveApiKey(presented);
-  if (!found || !timingSafeEqual(found.key_hash, presented)) return undefined;
+  if (!found || !timingSafeEqual(found.key_hash, presented) || isExpired(found.expires_at, now)) return undefined;
   const { key_hash: _, ...active } = found;
   return active;
 }
@@ -144,18 +225,21 @@ export class ActiveApiKeys {
 
   /** The active key a presented key is (its id, merchant, scopes and stores), or undefined for a malformed, unknown or revoked key. */
   async find(key: string): Promise<ActiveApiKeyRecord | undefined> {
-    if (this.ttlMs <= 0) return activeApiKey(this.storage, key);
+    const now = this.now();
+    if (this.ttlMs <= 0) return activeApiKey(this.storage, key, now);
     if (!KEY_SHAPE.test(key)) return undefined;
     const hash = hashApiKey(key).toString('base64');
-    const at = this.now().getTime();
+    const at = now.getTime();
     const known = this.remembered.get(hash);
     if (known && at < known.until) return known.key;
     this.remembered.delete(hash);
     const revocations = this.revocations;
-    const found = await activeApiKey(this.storage, key);
+    const found = await activeApiKey(this.storage, key, now);
     if (found && revocations === this.revocations) {
       if (this.remembered.size >= REMEMBERED_KEYS_MAX) this.remembered.delete(this.remembered.keys().next().value!);
-      this.remembered.set(hash, { key: found, until: at + this.ttlMs });
+      // Remembered no longer than the key lives: an expired key is refused at its time, not a cache period later.
+      const expires = found.expires_at === null ? Infinity : Date.parse(found.expires_at);
+      this.remembered.set(hash, { key: found, until: Math.min(at + this.ttlMs, expires) });
     }
     return found;
   }
@@ -167,7 +251,7 @@ export class ActiveApiKeys {
   }
 }
 
-/** The merchant a presented key belongs to, or undefined for a malformed, unknown or revoked key. */
-export async function merchantForApiKey(storage: TenancyStore, key: string): Promise<number | undefined> {
-  return (await activeApiKey(storage, key))?.merchant_id;
+/** The merchant a presented key belongs to, or undefined for a malformed, unknown, revoked or expired key. */
+export async function merchantForApiKey(storage: TenancyStore, key: string, now?: Date): Promise<number | undefined> {
+  return (await activeApiKey(storage, key, now))?.merchant_id;
 }

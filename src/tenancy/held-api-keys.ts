@@ -1,11 +1,11 @@
 // The API keys this process's open streams and long-polls hold (docs/decisions.md#api-keys): a key
-// revoked through this process ends them at once; revoked elsewhere (another `serve` on the same
-// database, the CLI), they end at the next re-check, one batched lookup of every held key at least
+// revoked (or rolled to end now) through this process ends them at once; revoked elsewhere (another
+// `serve` on the same database, the CLI), or expired, they end at the next re-check, one batched lookup of every held key at least
 // every CPS_API_KEY_CACHE_MS. The database is the one channel every process shares.
 import type { TenancyStore } from '../storage/port.js';
 import type { ActiveApiKeys } from './api-keys.js';
 
-/** One open stream's or long-poll's hold on its key: `signal` aborts once the key is revoked or gone. */
+/** One open stream's or long-poll's hold on its key: `signal` aborts once the key is revoked, expired or gone. */
 export interface KeyHold {
   readonly signal: AbortSignal;
   /** The stream or long-poll ended: its key is no longer re-checked for it (once; later calls do nothing). */
@@ -41,6 +41,8 @@ export class HeldApiKeys {
     private readonly remembered: Pick<ActiveApiKeys, 'forget'>,
     apiKeyCacheMs: number,
     private readonly log?: HeldApiKeysLog,
+    /** The service's clock: a key whose expiry has passed is no longer active. */
+    private readonly now: () => Date = () => new Date(),
   ) {
     this.recheckMs = Math.max(apiKeyCacheMs, KEY_RECHECK_MIN_MS);
   }
@@ -91,7 +93,7 @@ export class HeldApiKeys {
     this.checks++;
     const keyIds = [...this.held.keys()];
     try {
-      const active = new Set(await this.storage.activeApiKeyIds(keyIds));
+      const active = new Set(await this.storage.activeApiKeyIds(keyIds, this.now().toISOString()));
       for (const keyId of keyIds) if (!active.has(keyId)) this.forget(keyId);
     } catch (error) {
       this.log?.warn(

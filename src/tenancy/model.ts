@@ -8,9 +8,12 @@ export type MerchantRecord = AdminSchemas['Merchant'];
 
 export type ApiKeyRecord = AdminSchemas['ApiKey'] & { merchant_id: number };
 
-/** A key to store: without scopes, a catalog:read key; without stores, one for every store. */
-export type NewApiKey = Omit<ApiKeyRecord, 'id' | 'revoked_at' | 'last_used_at' | 'scopes' | 'stores'> &
-  Partial<Pick<ApiKeyRecord, 'scopes' | 'stores'>> & { key_hash: Buffer };
+/**
+ * A key to store: without scopes, a catalog:read key; without stores, one for every store; without
+ * expires_at, one that works until revoked; rolled_from, the key a roll replaces.
+ */
+export type NewApiKey = Omit<ApiKeyRecord, 'id' | 'revoked_at' | 'last_used_at' | 'scopes' | 'stores' | 'expires_at' | 'rolled_from'> &
+  Partial<Pick<ApiKeyRecord, 'scopes' | 'stores' | 'expires_at' | 'rolled_from'>> & { key_hash: Buffer };
 
-/** What a request needs of its active key: who it is, its merchant, scopes and stores. */
-export type ActiveApiKeyRecord = Pick<ApiKeyRecord, 'id' | 'merchant_id' | 'name' | 'prefix' | 'scopes' | 'stores'>;
+/** What a request needs of its unrevoked key: who it is, its merchant, scopes and stores, and when it expires. */
+export type ActiveApiKeyRecord = Pick<ApiKeyRecord, 'id' | 'merchant_id' | 'name' | 'prefix' | 'scopes' | 'stores' | 'expires_at'>;

@@ -39,7 +39,7 @@ describe('admin authentication', () => {
         { headers: { Authorization: `Bearer ${token}` } },
       );
       expect(response.status).toBe(401);
-      expect(response.headers.get('www-authenticate')).toBe('Bearer realm="admin"');
+      expect(response.headers.get('www-authenticate')).toBe('Bearer realm="admin", error="invalid_token"');
       expect(response.body.code).toBe('unauthorized');
     }
     const merchants = await adminOk(service, 'GET', '/admin/v1/merchants');
@@ -183,6 +183,8 @@ describe('API keys', () => {
       stores: null,
       created_at: created.created_at,
       revoked_at: null,
+      expires_at: null,
+      rolled_from: null,
       last_used_at: null,
     });
     expect(list.body.data.every((k: Record<string, unknown>) => !('key' in k))).toBe(true);

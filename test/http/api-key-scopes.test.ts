@@ -115,6 +115,7 @@ describe('admin operations by credential', () => {
         'listApiKeys',
         'createApiKey',
         'revokeApiKey',
+        'rollApiKey',
         'listPanelUsers',
         'removePanelUser',
         'resetPanelUserPassword',
@@ -189,7 +190,7 @@ describe('admin operations by credential', () => {
         headers: { Authorization: `Bearer ${token}` },
       });
       expect(response.status).toBe(401);
-      expect(response.headers.get('www-authenticate')).toBe('Bearer realm="admin"');
+      expect(response.headers.get('www-authenticate')).toBe('Bearer realm="admin", error="invalid_token"');
     }
   });
 });

@@ -146,3 +146,71 @@ describe('API keys page: scopes and stores', () => {
     expect((await service.admin.listApiKeys(merchantId)).length).toBe(before);
   });
 });
+
+describe('API keys page: expiry, last use and rolling', () => {
+  it('lets an owner issue a key that expires, lists its expiry and last use, and roll it: a new key shown once, the old one working until the time chosen', async () => {
+    const page = await browser.newPage();
+    await signInAs(page, 'owner@alpine.example');
+    const keysPage = `${service.url}/panel/merchants/${merchantId}/keys`;
+    await page.goto(keysPage);
+    await page.getByLabel('Name (the integration that uses it)').fill('PIM import');
+    await page.getByLabel('Expires').selectOption({ label: 'in 30 days' });
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const oldKey = (await page.locator('#secret').textContent())!.trim();
+    expect((await service.api('/v1/stores', oldKey)).status).toBe(200);
+    const old = (await service.admin.listApiKeys(merchantId)).find((k) => k.name === 'PIM import')!;
+    expect(Date.parse(old.expires_at!) - Date.parse(old.created_at)).toBe(30 * 24 * 3600_000);
+
+    await page.goto(keysPage);
+    const cell = (id: number, column: string) => page.locator(`tr[data-key="${id}"] td.key-${column}`);
+    expect(await cell(old.id, 'expires').locator('time').getAttribute('datetime')).toBe(old.expires_at);
+    expect(await cell(old.id, 'scopes').textContent()).toBe('catalog:read');
+    expect(await cell(old.id, 'stores').textContent()).toBe('all');
+    await expect.poll(async () => (await service.admin.listApiKeys(merchantId)).find((k) => k.id === old.id)!.last_used_at).not.toBeNull();
+    await page.goto(keysPage);
+    expect(await cell(old.id, 'last-used').locator('time').count()).toBe(1);
+
+    await page.locator(`tr[data-key="${old.id}"]`).getByRole('link', { name: 'Roll…' }).click();
+    await page.getByLabel('The old key stops working').selectOption({ label: 'in 24 hours' });
+    await page.getByRole('button', { name: 'Roll the key' }).click();
+    const newKey = (await page.locator('#secret').textContent())!.trim();
+    expect(newKey).toMatch(/^cps_/);
+    expect(newKey).not.toBe(oldKey);
+
+    const keys = await service.admin.listApiKeys(merchantId);
+    const rolled = keys.find((k) => k.rolled_from === old.id)!;
+    expect(rolled).toMatchObject({ name: 'PIM import', scopes: ['catalog:read'], stores: null, expires_at: null });
+    const oldNow = keys.find((k) => k.id === old.id)!;
+    expect(Date.parse(oldNow.expires_at!) - Date.now()).toBeGreaterThan(23 * 3600_000);
+    expect(Date.parse(oldNow.expires_at!) - Date.now()).toBeLessThanOrEqual(24 * 3600_000);
+    // Both work until the old one's time.
+    expect((await service.api('/v1/stores', oldKey)).status).toBe(200);
+    expect((await service.api('/v1/stores', newKey)).status).toBe(200);
+
+    await page.goto(keysPage);
+    expect(await cell(rolled.id, 'expires').textContent()).toContain(`never rolled from key ${old.id}`);
+    expect(await cell(old.id, 'expires').locator('time').getAttribute('datetime')).toBe(oldNow.expires_at);
+    await browser.screenshot(page, 'api-keys-rolled');
+  });
+
+  it('rolls a key to stop now: the old key is refused at once', async () => {
+    const page = await browser.newPage();
+    await signInAs(page, 'owner@alpine.example');
+    const created = await service.admin.createApiKey(merchantId, 'Old frontend');
+    await page.goto(`${service.url}/panel/merchants/${merchantId}/keys/${created.id}/roll`);
+    await page.getByRole('button', { name: 'Roll the key' }).click();
+    const newKey = (await page.locator('#secret').textContent())!.trim();
+    expect((await service.api('/v1/stores', created.key)).status).toBe(401);
+    expect((await service.api('/v1/stores', newKey)).status).toBe(200);
+    await page.goto(`${service.url}/panel/merchants/${merchantId}/keys`);
+    expect(await page.locator(`tr[data-key="${created.id}"]`).getByRole('link', { name: 'Roll…' }).count()).toBe(0);
+    expect(await page.locator(`tr[data-key="${created.id}"] td.key-expires`).textContent()).toContain('(expired)');
+  });
+
+  it('offers a member no roll', async () => {
+    const page = await browser.newPage();
+    await signInAs(page, 'member@alpine.example');
+    await page.goto(`${service.url}/panel/merchants/${merchantId}/keys`);
+    expect(await page.getByRole('link', { name: 'Roll…' }).count()).toBe(0);
+  });
+});

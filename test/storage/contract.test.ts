@@ -70,6 +70,8 @@ describe(`the storage contract on ${ENGINE}`, () => {
         stores: null,
         created_at: AT,
         revoked_at: null,
+        expires_at: null,
+        rolled_from: null,
         last_used_at: null,
       });
       expect(await storage.listApiKeys(merchant.id)).toEqual([key]);
@@ -97,8 +99,39 @@ describe(`the storage contract on ${ENGINE}`, () => {
         key_hash: Buffer.alloc(32, 8),
         created_at: AT,
       });
-      expect(await storage.activeApiKeyIds([key.id, spare.id, spare.id + 1000])).toEqual([spare.id]);
-      expect(await storage.activeApiKeyIds([])).toEqual([]);
+      expect(await storage.activeApiKeyIds([key.id, spare.id, spare.id + 1000], AT)).toEqual([spare.id]);
+      expect(await storage.activeApiKeyIds([], AT)).toEqual([]);
+    });
+
+    it("keeps a key's expiry and the key it was rolled from; an expired key is neither counted nor held active", async () => {
+      const { merchant } = await merchantWithStores();
+      const old = await storage.insertApiKey({
+        merchant_id: merchant.id,
+        name: 'erp',
+        prefix: 'cps_live_gh',
+        key_hash: Buffer.alloc(32, 10),
+        created_at: AT,
+        expires_at: '2026-12-01T00:00:00.000Z',
+      });
+      const rolled = await storage.insertApiKey({
+        merchant_id: merchant.id,
+        name: 'erp',
+        prefix: 'cps_live_ij',
+        key_hash: Buffer.alloc(32, 11),
+        created_at: AT,
+        rolled_from: old.id,
+      });
+      expect(old.expires_at).toBe('2026-12-01T00:00:00.000Z');
+      expect(rolled).toMatchObject({ expires_at: null, rolled_from: old.id });
+      expect(await storage.findActiveApiKey(Buffer.alloc(32, 10))).toMatchObject({ id: old.id, expires_at: '2026-12-01T00:00:00.000Z' });
+      // A later expiry never lengthens a key's life; a sooner one shortens it.
+      expect(await storage.expireApiKey(merchant.id, old.id, '2026-12-05T00:00:00.000Z')).toBe(false);
+      expect(await storage.expireApiKey(merchant.id, old.id, '2026-11-28T00:00:00.000Z')).toBe(true);
+      expect((await storage.listApiKeys(merchant.id)).find((k) => k.id === old.id)!.expires_at).toBe('2026-11-28T00:00:00.000Z');
+      expect(await storage.countActiveApiKeys(merchant.id, '2026-11-27T23:59:59.999Z')).toBe(2);
+      expect(await storage.countActiveApiKeys(merchant.id, '2026-11-28T00:00:00.000Z')).toBe(1);
+      expect(await storage.activeApiKeyIds([old.id, rolled.id], '2026-11-27T23:59:59.999Z')).toEqual([old.id, rolled.id]);
+      expect(await storage.activeApiKeyIds([old.id, rolled.id], '2026-11-28T00:00:00.000Z')).toEqual([rolled.id]);
     });
 
     it("keeps a key's scopes and stores, and lists the audit entries of one key with its name and prefix", async () => {

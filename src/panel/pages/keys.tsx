@@ -1,7 +1,8 @@
-// API keys of a merchant (docs/panel.md#pages, "API keys"): list with their scopes and stores,
-// create (the operator and the merchant's owners, choosing scopes and stores; the key shown once,
-// after a redirect: shown-once.tsx), revoke with a confirmation step. Every change is one call of
-// service.admin, then the audit log.
+// API keys of a merchant (docs/panel.md#pages, "API keys"): list with their scopes, stores, expiry
+// and last use, create (the operator and the merchant's owners, choosing scopes, stores and an
+// expiry; the key shown once, after a redirect: shown-once.tsx), roll (the same people: a new key,
+// the old one stopping now or up to 7 days later) and revoke with a confirmation step. Every change
+// is one call of service.admin, then the audit log.
 import { Hono } from 'hono';
 import { CreateApiKeyInputSchema } from '../../generated/admin-routes.js';
 import type { Service } from '../../service.js';
@@ -29,12 +30,36 @@ const SCOPE_HELP: Record<Scope, string> = {
 /** Issuing a key: the operator, or one of the merchant's owners (a member cannot). */
 const issuesKeys = (session: PanelSession) => session.principal.kind === 'operator' || session.principal.user.role === 'owner';
 
-/** The key form's fields, as typed. */
+/** The key form's fields, as typed; `expires` one of EXPIRY_CHOICES' values. */
 interface KeyInput {
   name: string;
   scopes: string[];
   stores: string[];
+  expires?: string;
 }
+
+const DAY_MS = 24 * 3600_000;
+
+/** When a new key stops working, as the form offers it: from now, in days ('' never). */
+const EXPIRY_CHOICES: readonly { value: string; label: string; days: number | null }[] = [
+  { value: '', label: 'never (until revoked)', days: null },
+  { value: '7', label: 'in 7 days', days: 7 },
+  { value: '30', label: 'in 30 days', days: 30 },
+  { value: '90', label: 'in 90 days', days: 90 },
+  { value: '365', label: 'in a year', days: 365 },
+];
+
+/** When a rolled key's old secret stops, as the roll form offers it: from now, in hours (at most 7 days). */
+const ROLL_CHOICES: readonly { value: string; label: string; hours: number }[] = [
+  { value: '0', label: 'now', hours: 0 },
+  { value: '1', label: 'in 1 hour', hours: 1 },
+  { value: '24', label: 'in 24 hours', hours: 24 },
+  { value: '72', label: 'in 3 days', hours: 72 },
+  { value: '168', label: 'in 7 days', hours: 168 },
+];
+
+/** Whether the key still works at `now`: neither revoked nor expired. */
+const isActive = (key: ApiKeyRecord, now: Date) => !key.revoked_at && !(key.expires_at && Date.parse(key.expires_at) <= now.getTime());
 
 /** A created key, between the POST and the one page that shows it. */
 interface CreatedKey {
@@ -49,13 +74,14 @@ function KeysPage(props: {
   keys: ApiKeyRecord[];
   stores: StoreRecord[];
   lastUsedSeconds: number;
+  now: Date;
   notice?: string | undefined;
   error?: ShownError | undefined;
   /** The form as filled in, after a refusal. */
   input?: KeyInput | undefined;
 }) {
   const input = props.input ?? { name: '', scopes: ['catalog:read'], stores: [] };
-  const { session, merchantId } = props;
+  const { session, merchantId, now } = props;
   return (
     <Layout title="API keys" session={session} merchantId={merchantId}>
       <Notice text={props.notice} />
@@ -70,6 +96,7 @@ function KeysPage(props: {
               <th>Scopes</th>
               <th>Stores</th>
               <th>Created</th>
+              <th>Expires</th>
               <th>Last used</th>
               <th>Revoked</th>
               <th></th>
@@ -87,13 +114,25 @@ function KeysPage(props: {
                 <td>
                   <Time at={k.created_at} />
                 </td>
+                <td class="key-expires">
+                  <Time at={k.expires_at} none="never" />
+                  {k.expires_at && !k.revoked_at && Date.parse(k.expires_at) <= now.getTime() && ' (expired)'}
+                  {k.rolled_from !== null && <span class="muted"> rolled from key {k.rolled_from}</span>}
+                </td>
                 <td class="key-last-used">
                   <Time at={k.last_used_at} none="never" />
                 </td>
                 <td>
                   <Time at={k.revoked_at} />
                 </td>
-                <td>{!k.revoked_at && <a href={`/panel/merchants/${merchantId}/keys/${k.id}/revoke`}>Revoke…</a>}</td>
+                <td>
+                  {isActive(k, now) && issuesKeys(session) && (
+                    <>
+                      <a href={`/panel/merchants/${merchantId}/keys/${k.id}/roll`}>Roll…</a>{' '}
+                    </>
+                  )}
+                  {!k.revoked_at && <a href={`/panel/merchants/${merchantId}/keys/${k.id}/revoke`}>Revoke…</a>}
+                </td>
               </tr>
             ))}
           </tbody>
@@ -135,6 +174,16 @@ function KeysPage(props: {
                 ))}
               </fieldset>
             )}
+            <label>
+              Expires
+              <select name="expires">
+                {EXPIRY_CHOICES.map((choice) => (
+                  <option value={choice.value} selected={(input.expires ?? '') === choice.value}>
+                    {choice.label}
+                  </option>
+                ))}
+              </select>
+            </label>
             <button type="submit">Create key</button>
           </form>
         </>
@@ -162,6 +211,7 @@ export function keyPages(service: Service, accounts: () => PanelAccounts) {
         keys={await admin.listApiKeys(merchantId)}
         stores={await admin.listStores(merchantId)}
         lastUsedSeconds={lastUsedSeconds}
+        now={service.now()}
         notice={notice}
         error={refused?.error}
         input={refused?.input}
@@ -174,15 +224,22 @@ export function keyPages(service: Service, accounts: () => PanelAccounts) {
     const merchantId = merchantOf(c);
     if (!issuesKeys(session)) throw new ProblemError('forbidden', "Keys are issued by the merchant's owners and the operator.");
     const form = await formOf(c);
-    const input: KeyInput = { name: field(form, 'name'), scopes: fields(form, 'scopes'), stores: fields(form, 'stores') };
+    const input: KeyInput = {
+      name: field(form, 'name'),
+      scopes: fields(form, 'scopes'),
+      stores: fields(form, 'stores'),
+      expires: field(form, 'expires'),
+    };
+    const days = EXPIRY_CHOICES.find((choice) => choice.value === input.expires)?.days ?? null;
     const outcome = await formAction(() => {
       // No store ticked: every store (the schema's null).
-      const { name, scopes, stores } = validated(CreateApiKeyInputSchema, {
+      const { name, scopes, stores, expires_at } = validated(CreateApiKeyInputSchema, {
         name: input.name,
         scopes: input.scopes,
         stores: input.stores.length ? input.stores : null,
+        expires_at: days === null ? null : new Date(service.now().getTime() + days * DAY_MS).toISOString(),
       });
-      return admin.createApiKey(merchantId, name, principalName(session.principal), { scopes, stores });
+      return admin.createApiKey(merchantId, name, principalName(session.principal), { scopes, stores, expires_at });
     });
     if (outcome.error) return redirectRefused(c, accounts, `/panel/merchants/${merchantId}/keys`, outcome.error, { input });
     const created = outcome.ok;
@@ -218,6 +275,53 @@ export function keyPages(service: Service, accounts: () => PanelAccounts) {
         </p>
       </Layout>,
     );
+  });
+
+  pages.get('/:keyId/roll', async (c) => {
+    const session = sessionOf(c);
+    const merchantId = merchantOf(c);
+    const keyId = idParam(c, 'keyId', 'API key');
+    const key = (await admin.listApiKeys(merchantId)).find((k) => k.id === keyId && isActive(k, service.now()));
+    if (!key || !issuesKeys(session)) return c.redirect(`/panel/merchants/${merchantId}/keys`, 303);
+    return c.html(
+      <Layout title="Roll the key?" session={session} merchantId={merchantId}>
+        <p>
+          A new key "{key.name}" is issued with the same scopes ({key.scopes.join(', ')}) and stores (
+          {key.stores ? key.stores.join(', ') : 'all'}), shown once. The old key (<code>{key.prefix}…</code>) keeps working until the time
+          chosen here, so the integration can switch to the new one first; then it is refused.
+        </p>
+        <form class="stacked" method="post" action={`/panel/merchants/${merchantId}/keys/${key.id}/roll`}>
+          <CsrfField session={session} />
+          <label>
+            The old key stops working
+            <select name="old_expires">
+              {ROLL_CHOICES.map((choice) => (
+                <option value={choice.value}>{choice.label}</option>
+              ))}
+            </select>
+          </label>
+          <button type="submit">Roll the key</button> <a href={`/panel/merchants/${merchantId}/keys`}>Cancel</a>
+        </form>
+      </Layout>,
+    );
+  });
+
+  pages.post('/:keyId/roll', async (c) => {
+    const session = sessionOf(c);
+    const merchantId = merchantOf(c);
+    const keyId = idParam(c, 'keyId', 'API key');
+    if (!issuesKeys(session)) throw new ProblemError('forbidden', "Keys are rolled by the merchant's owners and the operator.");
+    const form = await formOf(c);
+    const hours = ROLL_CHOICES.find((choice) => choice.value === field(form, 'old_expires'))?.hours ?? 0;
+    const oldExpiresAt = new Date(service.now().getTime() + hours * 3600_000).toISOString();
+    const outcome = await formAction(() => admin.rollApiKey(merchantId, keyId, principalName(session.principal), oldExpiresAt));
+    if (outcome.error) return redirectRefused(c, accounts, `/panel/merchants/${merchantId}/keys`, outcome.error, undefined);
+    const rolled = outcome.ok;
+    return redirectToShownOnce(c, accounts, `/panel/merchants/${merchantId}/keys/shown`, {
+      kind: 'api_key',
+      name: rolled.name,
+      key: rolled.key,
+    } satisfies CreatedKey);
   });
 
   pages.get('/:keyId/revoke', async (c) => {

@@ -1007,4 +1007,14 @@ CREATE TABLE idempotency_keys (
 CREATE INDEX idempotency_keys_expires ON idempotency_keys(expires_at);
 `,
   },
+  {
+    id: 41,
+    name: 'api_key_expiry_and_roll',
+    sql: `
+-- When a key stops working (NULL: never), set at issue or by a roll of the key: an expired key is
+-- refused as a revoked one is. A key issued by a roll names the key it replaces.
+ALTER TABLE api_keys ADD COLUMN expires_at text COLLATE "C";
+ALTER TABLE api_keys ADD COLUMN rolled_from bigint REFERENCES api_keys(id);
+`,
+  },
 ];

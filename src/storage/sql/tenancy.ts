@@ -20,7 +20,7 @@ export const STORE_COLUMNS = [
   'catalog_version',
 ];
 
-const API_KEY_COLUMNS = 'id, merchant_id, name, prefix, scopes, stores, created_at, revoked_at, last_used_at';
+const API_KEY_COLUMNS = 'id, merchant_id, name, prefix, scopes, stores, created_at, revoked_at, expires_at, rolled_from, last_used_at';
 
 /** A key's row: its scopes and stores are kept as JSON text. */
 const toApiKey = (row: Row): ApiKeyRecord => ({
@@ -32,6 +32,8 @@ const toApiKey = (row: Row): ApiKeyRecord => ({
   stores: row.stores === null || row.stores === undefined ? null : (JSON.parse(row.stores as string) as string[]),
   created_at: row.created_at as string,
   revoked_at: (row.revoked_at as string | null) ?? null,
+  expires_at: (row.expires_at as string | null) ?? null,
+  rolled_from: row.rolled_from === null || row.rolled_from === undefined ? null : Number(row.rolled_from),
   last_used_at: (row.last_used_at as string | null) ?? null,
 });
 
@@ -44,6 +46,7 @@ export abstract class SqlTenancy<C extends SqlConnection = SqlConnection> implem
     'updateMerchant',
     'insertApiKey',
     'revokeApiKey',
+    'expireApiKey',
     'recordApiKeyUse',
     'upsertStore',
     'deleteStore',
@@ -92,8 +95,8 @@ export abstract class SqlTenancy<C extends SqlConnection = SqlConnection> implem
 
   async insertApiKey(input: NewApiKey): Promise<ApiKeyRecord> {
     const row = await this.c.one(
-      `INSERT INTO api_keys (merchant_id, name, prefix, key_hash, created_at, scopes, stores)
-      VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${API_KEY_COLUMNS}`,
+      `INSERT INTO api_keys (merchant_id, name, prefix, key_hash, created_at, scopes, stores, expires_at, rolled_from)
+      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING ${API_KEY_COLUMNS}`,
       [
         input.merchant_id,
         input.name,
@@ -102,17 +105,21 @@ export abstract class SqlTenancy<C extends SqlConnection = SqlConnection> implem
         input.created_at,
         JSON.stringify(input.scopes ?? ['catalog:read']),
         input.stores ? JSON.stringify(input.stores) : null,
+        input.expires_at ?? null,
+        input.rolled_from ?? null,
       ],
     );
     return toApiKey(row!);
   }
 
-  async countActiveApiKeys(merchantId: number): Promise<number> {
+  async countActiveApiKeys(merchantId: number, at: string): Promise<number> {
     // In a write, the merchant's row is locked first: two key creations count one after the other.
     if (this.c.locksRows) await this.c.one('SELECT id FROM merchants WHERE id = $1 FOR UPDATE', [merchantId]);
     return Number(
-      (await this.c.one<{ n: number }>('SELECT count(*) AS n FROM api_keys WHERE merchant_id = $1 AND revoked_at IS NULL', [merchantId]))!
-        .n,
+      (await this.c.one<{ n: number }>(
+        'SELECT count(*) AS n FROM api_keys WHERE merchant_id = $1 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $2)',
+        [merchantId, at],
+      ))!.n,
     );
   }
 
@@ -130,6 +137,16 @@ export abstract class SqlTenancy<C extends SqlConnection = SqlConnection> implem
     );
   }
 
+  async expireApiKey(merchantId: number, keyId: number, at: string): Promise<boolean> {
+    // A key that expires sooner keeps its time: a roll never lengthens a key's life.
+    return (
+      (await this.c.run(
+        'UPDATE api_keys SET expires_at = $1 WHERE merchant_id = $2 AND id = $3 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $1)',
+        [at, merchantId, keyId],
+      )) > 0
+    );
+  }
+
   async recordApiKeyUse(keyId: number, at: string, unlessAfter: string): Promise<boolean> {
     return (
       (await this.c.run('UPDATE api_keys SET last_used_at = $1 WHERE id = $2 AND (last_used_at IS NULL OR last_used_at <= $3)', [
@@ -142,19 +159,20 @@ export abstract class SqlTenancy<C extends SqlConnection = SqlConnection> implem
 
   async findActiveApiKey(keyHash: Buffer): Promise<(ActiveApiKeyRecord & { key_hash: Buffer }) | undefined> {
     const row = await this.c.one(
-      'SELECT id, merchant_id, name, prefix, scopes, stores, key_hash FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL',
+      'SELECT id, merchant_id, name, prefix, scopes, stores, expires_at, key_hash FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL',
       [keyHash],
     );
     if (!row) return undefined;
-    const { id, merchant_id, name, prefix, scopes, stores } = toApiKey(row);
-    return { id, merchant_id, name, prefix, scopes, stores, key_hash: row.key_hash as Buffer };
+    const { id, merchant_id, name, prefix, scopes, stores, expires_at } = toApiKey(row);
+    return { id, merchant_id, name, prefix, scopes, stores, expires_at, key_hash: row.key_hash as Buffer };
   }
 
-  async activeApiKeyIds(keyIds: readonly number[]): Promise<number[]> {
+  async activeApiKeyIds(keyIds: readonly number[], at: string): Promise<number[]> {
     if (keyIds.length === 0) return [];
     const rows = await this.c.rows<{ id: number }>(
-      `SELECT id FROM api_keys WHERE ${this.c.dialect.inList('id', '$1', 'bigint')} AND revoked_at IS NULL ORDER BY id`,
-      [this.c.dialect.list(keyIds)],
+      `SELECT id FROM api_keys WHERE ${this.c.dialect.inList('id', '$1', 'bigint')} AND revoked_at IS NULL
+      AND (expires_at IS NULL OR expires_at > $2) ORDER BY id`,
+      [this.c.dialect.list(keyIds), at],
     );
     return rows.map((row) => Number(row.id));
   }

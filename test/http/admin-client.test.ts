@@ -2,7 +2,8 @@
 // webhooks:write. In front of the service, a gateway on 127.0.0.1 answers the requests a test
 // scripts (a 429 or 503, with or without Retry-After, a 500) and forwards the rest, logging every
 // request's Idempotency-Key and Content-Type. Waits are injected, so no real time passes; one
-// test has the service itself answer 503 at its connection cap.
+// test has the service itself answer 503 at its connection cap. (Here rather than in test/client so
+// that it runs on both storage engines.)
 import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -81,7 +82,8 @@ class Gateway {
       const scripted = this.script.shift();
       if (scripted) {
         seen.status = scripted.status;
-        const problem = { type: 'about:blank', title: 'Gateway', status: scripted.status, detail: 'scripted', code: 'rate_limited' };
+        const code = { 429: 'rate_limited', 503: 'service_unavailable' }[scripted.status] ?? 'internal_error';
+        const problem = { type: `urn:problem:catalog:${code}`, title: 'Gateway', status: scripted.status, detail: 'scripted', code };
         res
           .writeHead(scripted.status, {
             'Content-Type': 'application/problem+json',

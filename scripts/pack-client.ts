@@ -1,6 +1,6 @@
-// `npm run pack:client`: the typed client and receiver kit (src/client) as a package of its own,
+// `npm run pack:client`: the typed clients and receiver kit (src/client) as a package of its own,
 // `catalog-publishing-client`, packed by `npm pack` into a tarball integrators install. It holds
-// only the client's compiled modules (and the types of the public document), and depends only on
+// only the clients' compiled modules (and the types of the public and admin documents), and depends only on
 // what they import at run time (openapi-fetch), at the ranges this repository's package.json
 // pins: installing it pulls in none of the server's dependencies (SQLite, PostgreSQL, Hono).
 // Usage: tsx scripts/pack-client.ts [outDir]   (default dist/, prints the tarball's path)
@@ -16,8 +16,8 @@ const run = promisify(execFile);
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 export const CLIENT_PACKAGE = 'catalog-publishing-client';
-/** The package's entry points: the client, and the receiver kit (Node: node:crypto). */
-const ENTRY_POINTS = { '.': 'src/client/index', './webhooks': 'src/client/webhooks' } as const;
+/** The package's entry points: the read client, the admin client for merchants' systems, and the receiver kit (Node: node:crypto). */
+const ENTRY_POINTS = { '.': 'src/client/index', './admin': 'src/client/admin', './webhooks': 'src/client/webhooks' } as const;
 
 /** The bare specifiers a compiled module imports (`import … from 'x'`, `export … from 'x'`, `import('x')`). */
 function bareImports(js: string): string[] {
@@ -67,7 +67,8 @@ export async function packClient(outDir: string): Promise<string> {
         {
           name: CLIENT_PACKAGE,
           version: manifest.version,
-          description: 'Typed client and webhook receiver kit for the Catalog Publishing Service public API.',
+          description:
+            "Typed clients (public API, admin API for merchants' systems) and webhook receiver kit for the Catalog Publishing Service.",
           type: 'module',
           license: manifest.license,
           engines: manifest.engines,
@@ -92,9 +93,10 @@ export async function packClient(outDir: string): Promise<string> {
       [
         `# ${CLIENT_PACKAGE}`,
         '',
-        "The typed client (`import … from 'catalog-publishing-client'`) and the webhook receiver kit",
+        "The typed client (`import … from 'catalog-publishing-client'`), the admin client for merchants' systems",
+        "(`import … from 'catalog-publishing-client/admin'`) and the webhook receiver kit",
         "(`import … from 'catalog-publishing-client/webhooks'`) of the Catalog Publishing Service.",
-        'Usage: docs/client.md ("Typed client") in the service\'s repository; the API reference: `/docs` on your deployment.',
+        'Usage: docs/client.md ("Typed client") and docs/admin-client.md in the service\'s repository; the API reference: `/docs` on your deployment.',
         '',
       ].join('\n'),
     );

@@ -2,6 +2,7 @@
 // and waiting out rate limits (429 + Retry-After).
 import createClient, { type Middleware } from 'openapi-fetch';
 import type { paths } from '../generated/public-api.js';
+import { retryAfterSeconds, retryingAfter, type RetryAfterOptions } from './retry-after.js';
 import type { CatalogClient, ClientMediaType } from './types.js';
 
 export interface CatalogClientOptions {
@@ -14,33 +15,8 @@ export interface CatalogClientOptions {
   rateLimit?: RateLimitRetryOptions;
 }
 
-export interface RateLimitRetryOptions {
-  /** Times one request is sent again after a 429 (default 3); then the 429 is returned. */
-  retries?: number;
-  /** A 429 whose `Retry-After` asks for a longer wait than this is returned at once (default 60). */
-  maxWaitSeconds?: number;
-  /** How to wait (tests pass a fake clock's); defaults to a timer that the request's abort signal cuts short. */
-  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
-}
-
-/** A timer that rejects with the signal's reason as soon as the request is aborted. */
-function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    // An abort rejects with the signal's reason, as fetch does (the caller's value; an AbortError by default).
-    // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- the reason is the caller's, passed on as fetch passes it
-    if (signal.aborted) return reject(signal.reason);
-    const onAbort = () => {
-      clearTimeout(timer);
-      // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- as above
-      reject(signal.reason);
-    };
-    const timer = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
-}
+/** Waiting out `429 rate_limited`: `retries` (default 3), `maxWaitSeconds` (default 60), `sleep`. */
+export type RateLimitRetryOptions = RetryAfterOptions;
 
 /** An openapi-fetch client for the public API that authenticates every request with the API key. */
 export function createCatalogClient({ baseUrl, apiKey, fetch, rateLimit }: CatalogClientOptions): CatalogClient {
@@ -55,26 +31,14 @@ export function createCatalogClient({ baseUrl, apiKey, fetch, rateLimit }: Catal
 /**
  * The public API limits each key to a token bucket (`RateLimit-Policy`); an empty bucket answers
  * 429 with `Retry-After` in seconds. The client waits that long and sends the request again, so a
- * sync that outruns the bucket slows down instead of failing. Every public operation is a GET, so
- * sending a request again is safe.
+ * sync that outruns the bucket slows down instead of failing (a 429 without `Retry-After`: 1 s).
+ * Every public operation is a GET, so sending a request again is safe.
  */
 export function retryingOn429(
   send: (request: Request) => Promise<Response>,
   options: RateLimitRetryOptions = {},
 ): (request: Request) => Promise<Response> {
-  const { retries = 3, maxWaitSeconds = 60, sleep = abortableSleep } = options;
-  return async (request) => {
-    for (let attempt = 0; ; attempt++) {
-      const response = await send(attempt < retries ? request.clone() : request);
-      if (response.status !== 429 || attempt >= retries) return response;
-      const header = response.headers.get('Retry-After');
-      const seconds = header !== null && /^[0-9]+$/.test(header) ? Number(header) : 1;
-      if (seconds > maxWaitSeconds) return response;
-      await response.body?.cancel();
-      // Cancelling the request (its AbortSignal) ends the wait at once, with the abort's reason.
-      await sleep(seconds * 1000, request.signal);
-    }
-  };
+  return retryingAfter(send, (response) => (response.status === 429 ? (retryAfterSeconds(response) ?? 1) : undefined), options);
 }
 
 /** spec 5, rule 1: every request carries `Authorization: Bearer <API_KEY>`. */

@@ -16,7 +16,7 @@ import {
   type CatalogClient,
   type Product,
 } from '../../src/client/index.js';
-import { startTestService, type TestService } from '../support/service.js';
+import { ADMIN_TOKEN, startTestService, type TestService } from '../support/service.js';
 
 const run = promisify(execFile);
 const repo = path.resolve(import.meta.dirname, '../..');
@@ -193,7 +193,7 @@ describe('iterateProducts', () => {
 });
 
 describe('the built client', () => {
-  it('installs as catalog-publishing-service/client and runs from plain JavaScript', async () => {
+  it('installs as catalog-publishing-service/client (and /client/admin) and runs from plain JavaScript', async () => {
     // A stand-in for an installed package: the client alone, compiled with the repo's compiler
     // options, under node_modules/catalog-publishing-service with the real package.json exports.
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cps-client-'));
@@ -218,27 +218,34 @@ describe('the built client', () => {
         JSON.stringify({
           extends: path.join(repo, 'tsconfig.json'),
           compilerOptions: { noEmit: false, sourceMap: false, types: [], rootDir: repo, outDir: path.join(installed, 'dist') },
-          files: [path.join(repo, 'src/client/index.ts')],
+          files: [path.join(repo, 'src/client/index.ts'), path.join(repo, 'src/client/admin.ts')],
           include: [],
         }),
       );
       await run(process.execPath, [path.join(repo, 'node_modules/typescript/bin/tsc'), '-p', path.join(dir, 'tsconfig.json')]);
 
-      // The client pulls in no server code: its own modules, the (type-only) generated document, the
-      // generated limits and webhooks registry (standalone, no imports) and src/shared/time.ts.
+      // The clients pull in no server code: their own modules, the (type-only) generated documents, the
+      // generated limits, webhooks registry and admin route facts (standalone, no imports) and src/shared/time.ts.
       const emitted = fs
         .readdirSync(path.join(installed, 'dist'), { recursive: true, encoding: 'utf8' })
         .filter((f) => f.endsWith('.js'))
         .map((f) => f.split(path.sep).join('/'))
         .sort();
       expect(emitted).toEqual([
+        'src/client/admin-client.js',
+        'src/client/admin-imports.js',
+        'src/client/admin-types.js',
+        'src/client/admin.js',
         'src/client/catalog-client.js',
         'src/client/changes.js',
         'src/client/errors.js',
         'src/client/export.js',
         'src/client/index.js',
         'src/client/reads.js',
+        'src/client/retry-after.js',
         'src/client/types.js',
+        'src/generated/admin-api.js',
+        'src/generated/admin-route-facts.js',
         'src/generated/public-api.js',
         'src/generated/public-limits.js',
         'src/generated/public-webhooks.js',
@@ -252,7 +259,10 @@ describe('the built client', () => {
         import {
           createCatalogClient, fetchProductsByIds, iterateProducts, listStores, mapReplica, pollChanges, syncStore, CatalogApiError,
         } from 'catalog-publishing-service/client';
+        import { createAdminClient, unwrap, CatalogApiError as AdminError } from 'catalog-publishing-service/client/admin';
         const client = createCatalogClient({ baseUrl: process.env.BASE_URL, apiKey: process.env.API_KEY });
+        const admin = createAdminClient({ baseUrl: process.env.BASE_URL, key: process.env.ADMIN_TOKEN });
+        const merchants = await unwrap(admin.GET('/admin/v1/merchants'));
         const stores = await listStores(client);
         const raw = await client.GET('/v1/stores');
         let first;
@@ -268,12 +278,13 @@ describe('the built client', () => {
           failure: failure instanceof CatalogApiError ? failure.problem.code : String(failure),
           byIds: byIds.map((p) => p.id), windowStore: window.store, replicaSize: replica.products.size,
           cursor: typeof cursor.since === 'string' && Number.isInteger(cursor.since_id),
+          listsMerchants: merchants.data.some((m) => m.name === 'Empty Shelf Ltd'), oneErrorType: AdminError === CatalogApiError,
         }));
       `,
       );
       const { stdout } = await run(process.execPath, ['consumer.mjs'], {
         cwd: dir,
-        env: { ...process.env, BASE_URL: service.url, API_KEY: key },
+        env: { ...process.env, BASE_URL: service.url, API_KEY: key, ADMIN_TOKEN },
       });
       expect(JSON.parse(stdout)).toEqual({
         slugs: ['de', 'pl', 'uk'],
@@ -284,6 +295,8 @@ describe('the built client', () => {
         windowStore: 'uk',
         replicaSize: 450,
         cursor: true,
+        listsMerchants: true,
+        oneErrorType: true,
       });
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });

@@ -132,15 +132,104 @@ console.log(JSON.stringify({
 }));
 `;
 
+// A merchant's system: its ERP pushes the catalog and its integration watches its own receiver.
+const ADMIN_EXAMPLE = `
+import { createAdminClient, importProducts, unwrap, CatalogApiError, type Delivery, type ProductSource } from '${CLIENT_PACKAGE}/admin';
+import { verifyWebhook, type WebhookPayload } from '${CLIENT_PACKAGE}/webhooks';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+const env = process.env as Record<string, string>;
+const merchant_id = Number(env.MERCHANT_ID);
+const admin = createAdminClient({ baseUrl: env.BASE_URL, key: env.ADMIN_KEY });
+
+// The receiver: verifies each delivery with the endpoint's secret (known once it is registered).
+let secret = '';
+const received: WebhookPayload[] = [];
+const receiver = http.createServer((req, res) => {
+  const chunks: Buffer[] = [];
+  req.on('data', (chunk: Buffer) => chunks.push(chunk));
+  req.on('end', () => {
+    try {
+      received.push(verifyWebhook({ secret, rawBody: Buffer.concat(chunks).toString('utf8'), headers: req.headers }));
+      res.writeHead(204).end();
+    } catch {
+      res.writeHead(400).end();
+    }
+  });
+});
+await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+
+// 1. An NDJSON import: two products, each with two offers.
+const offer = (supplier_ref: string, cost: string) => ({ supplier_ref, quantity: 5, cost, currency: 'EUR' });
+const imported = await importProducts(admin, merchant_id, [
+  { op: 'upsert_product', product: { ref: 'ERP-1', content: { de: { title: 'Zelt', description: null } }, offers: [offer('alpine', '80.00'), offer('baltic', '75.00')] } },
+  { op: 'upsert_product', product: { ref: 'ERP-2', content: { de: { title: 'Kocher', description: null } }, offers: [offer('alpine', '30.00')] } },
+]);
+
+// 2. An endpoint for the price changes of store de, pointed at the receiver.
+const endpoint = await unwrap(admin.POST('/admin/v1/merchants/{merchant_id}/webhook-endpoints', {
+  params: { path: { merchant_id } },
+  body: { url: 'http://127.0.0.1:' + (receiver.address() as AddressInfo).port + '/hooks', store: 'de', events: ['price'], standard_webhooks: false, max_per_second: null },
+}));
+secret = endpoint.secret;
+
+// 3. One cost changed: GET the source, send its offers back with baltic's cost changed (a merge patch replaces arrays whole).
+const path = { merchant_id, product_ref: 'ERP-1' };
+const source: ProductSource = await unwrap(admin.GET('/admin/v1/merchants/{merchant_id}/products/{product_ref}', { params: { path } }));
+const patched = await unwrap(admin.PATCH('/admin/v1/merchants/{merchant_id}/products/{product_ref}', {
+  params: { path },
+  body: { offers: source.offers.map((o) => (o.supplier_ref === 'baltic' ? { ...o, cost: '70.00' } : o)) },
+}));
+// Never called, only type-checked: a patch is typed from the product document, where a cost is a decimal string.
+// @ts-expect-error: 70 is a number.
+void (() => admin.PATCH('/admin/v1/merchants/{merchant_id}/products/{product_ref}', { params: { path }, body: { offers: [{ supplier_ref: 'baltic', quantity: 1, cost: 70, currency: 'EUR' }] } }));
+
+// 4. The endpoint's deliveries, until the price change has been delivered.
+let deliveries: Delivery[] = [];
+for (const deadline = Date.now() + 15_000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 100))) {
+  deliveries = (await unwrap(admin.GET('/admin/v1/merchants/{merchant_id}/webhook-endpoints/{endpoint_id}/deliveries', {
+    params: { path: { merchant_id, endpoint_id: endpoint.id } },
+  }))).data;
+  if (deliveries.some((d) => d.status === 'succeeded')) break;
+}
+receiver.close();
+
+// The key holds no operator's right: issuing keys stays the operator's.
+let forbidden = 'allowed';
+try {
+  await unwrap(admin.POST('/admin/v1/merchants/{merchant_id}/api-keys', { params: { path: { merchant_id } }, body: { name: 'wider', scopes: ['catalog:write'], stores: null } }));
+} catch (error) {
+  if (error instanceof CatalogApiError) forbidden = error.status + ' ' + error.problem.code;
+}
+
+console.log(JSON.stringify({
+  imported,
+  costs: patched.offers.map((o) => o.supplier_ref + ' ' + o.cost),
+  deliveries: deliveries.map((d) => [d.event, d.status, d.product_ids.length]),
+  received: received.map((p) => p.event),
+  forbidden,
+}));
+`;
+
 describe('the client package', () => {
   let service: TestService;
   let apiKey: string;
+  let merchantId: number;
+  let adminKey: string;
   let dir: string;
   let tarball: string;
   beforeAll(async () => {
-    service = await startTestService();
+    // The admin example registers an endpoint to its own receiver on 127.0.0.1; the dispatcher delivers at once.
+    service = await startTestService({ config: { webhooks: { allowHosts: ['127.0.0.1'], coalesceMs: 100, pollIntervalMs: 20 } } });
     const merchant = await createMerchant(service, 'Package Outfitters');
     apiKey = merchant.key;
+    merchantId = merchant.id;
+    adminKey = (
+      await adminOk(service, 'POST', `${merchant.base}/api-keys`, { name: 'erp', scopes: ['catalog:write', 'webhooks:write'] }, 201)
+    ).key;
+    await adminOk(service, 'PUT', `${merchant.base}/suppliers/alpine`, { name: 'Alpine Wholesale AG' });
+    await adminOk(service, 'PUT', `${merchant.base}/suppliers/baltic`, { name: 'Baltic Outdoor' });
     await adminOk(service, 'PUT', `${merchant.base}/stores/de`, { name: 'Deutschland', locale: 'de-DE', currency: 'EUR' });
     await adminOk(service, 'POST', `${merchant.base}/customer-groups`, { name: 'retail' }, 201);
     const product = (ref: string, title: string) => ({
@@ -245,5 +334,31 @@ describe('the client package', () => {
       delivery: ['dlv_42', 'standard', 'price'],
       followed: 'waited',
     });
+  }, 60_000);
+  it('runs a merchant system on the admin client with a catalog:write + webhooks:write key: an import, a merge patch of one cost, an endpoint to its own receiver and its deliveries', async () => {
+    const project = path.join(dir, 'shop');
+    fs.writeFileSync(path.join(project, 'admin-example.ts'), ADMIN_EXAMPLE);
+    const tsconfig = JSON.parse(fs.readFileSync(path.join(project, 'tsconfig.json'), 'utf8'));
+    fs.writeFileSync(path.join(project, 'tsconfig.admin.json'), JSON.stringify({ ...tsconfig, files: ['admin-example.ts'] }));
+    const tsc = await run(process.execPath, [path.join(repo, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.admin.json'], {
+      cwd: project,
+    }).catch((error: { stdout: string }) => ({ stdout: error.stdout, failed: true }));
+    expect(tsc, tsc.stdout).not.toHaveProperty('failed');
+
+    service.service.dispatcher.start();
+    const { stdout } = await run(process.execPath, ['out/admin-example.js'], {
+      cwd: project,
+      env: { ...process.env, BASE_URL: service.url, MERCHANT_ID: String(merchantId), ADMIN_KEY: adminKey },
+    });
+    expect(JSON.parse(stdout)).toEqual({
+      imported: { lines: 2, upserted: 2, deleted: 0 },
+      costs: ['alpine 80.00', 'baltic 70.00'],
+      deliveries: [['price', 'succeeded', 1]],
+      received: ['price'],
+      forbidden: '403 forbidden',
+    });
+    // The source the operator reads holds the new cost.
+    const source = await adminOk(service, 'GET', `/admin/v1/merchants/${merchantId}/products/ERP-1`);
+    expect(source.offers.map((o: { cost: string }) => o.cost)).toEqual(['80.00', '70.00']);
   }, 60_000);
 });

@@ -123,6 +123,9 @@ function zodForType(doc: Json, kind: string, schema: Json): string {
       let out = `z.array(${zodForSchema(doc, schema.items ?? {})})`;
       if (schema.minItems !== undefined) out += `.min(${schema.minItems})`;
       if (schema.maxItems !== undefined) out += `.max(${schema.maxItems})`;
+      // JSON Schema's uniqueItems, for items compared as JSON (the schemas that ask it list strings).
+      if (schema.uniqueItems === true)
+        out += `.refine((items) => !Array.isArray(items) || new Set(items.map((item) => JSON.stringify(item))).size === items.length, { error: 'must NOT have duplicate items' })`;
       return out;
     }
     case 'object':

@@ -198,7 +198,7 @@ receiver.close();
 // The key holds no operator's right: issuing keys stays the operator's.
 let forbidden = 'allowed';
 try {
-  await unwrap(admin.POST('/admin/v1/merchants/{merchant_id}/api-keys', { params: { path: { merchant_id } }, body: { name: 'wider', scopes: ['catalog:write'], stores: null } }));
+  await unwrap(admin.POST('/admin/v1/merchants/{merchant_id}/api-keys', { params: { path: { merchant_id } }, body: { name: 'wider', scopes: ['catalog:write'], stores: null, expires_at: null } }));
 } catch (error) {
   if (error instanceof CatalogApiError) forbidden = error.status + ' ' + error.problem.code;
 }

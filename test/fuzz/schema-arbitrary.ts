@@ -1,6 +1,6 @@
 // JSON Schema to fast-check, for the subset the bundled documents use: type (with 'null'), enum,
 // const, pattern, format (date-time, email, uri), minimum/maximum, minLength/maxLength,
-// minItems/maxItems, properties/required/additionalProperties/propertyNames, allOf and $ref.
+// minItems/maxItems/uniqueItems, properties/required/additionalProperties/propertyNames, allOf and $ref.
 // `valid()` draws values the schema accepts; `invalid()` draws values it rejects at that node.
 import fc from 'fast-check';
 
@@ -168,6 +168,12 @@ export class SchemaArbitraries {
       case 'array': {
         const min = schema.minItems ?? 0;
         const max = Math.min(schema.maxItems ?? MAX_GENERATED_ITEMS, Math.max(min, MAX_GENERATED_ITEMS));
+        if (schema.uniqueItems === true)
+          return fc.uniqueArray(this.valid(schema.items ?? {}), {
+            minLength: min,
+            maxLength: max,
+            selector: (item) => JSON.stringify(item),
+          });
         return fc.array(this.valid(schema.items ?? {}), { minLength: min, maxLength: max });
       }
       case 'object':

@@ -59,7 +59,8 @@ function nearMisses(arbitraries: SchemaArbitraries, schema: Json, depth = 0): fc
     options.push(
       fc
         .tuple(arbitraries.valid(schema) as fc.Arbitrary<unknown[]>, nearMisses(arbitraries, resolved.items, depth + 1))
-        .map(([items, bad]) => [...items, bad]),
+        // A nullable array's valid values include null: the bad item goes into an empty one then.
+        .map(([items, bad]) => [...(Array.isArray(items) ? items : []), bad]),
     );
   }
   return fc.oneof(...options);

@@ -119,7 +119,7 @@ describe('the form origin, framing and notices', () => {
     const created = await request('POST', `/panel/merchants/${merchantId}/keys`, {
       origin: PUBLIC,
       cookie,
-      form: { _csrf: csrf, name: 'genuine' },
+      form: { _csrf: csrf, name: 'genuine', scopes: 'catalog:read' },
     });
     expect(created.status).toBe(303);
     expect((await service.admin.listApiKeys(merchantId)).map((k) => k.name)).toEqual([...before.map((k) => k.name), 'genuine']);

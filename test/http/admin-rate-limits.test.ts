@@ -5,6 +5,7 @@
 // project's engine, an injected clock (no sleeps); client addresses through a trusted proxy's
 // X-Forwarded-For.
 import { afterEach, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
 import { fakeClock, SECOND, type FakeClock } from '../support/clock.js';
 import { ADMIN_TOKEN, startTestService, type TestResponse, type TestService } from '../support/service.js';
 
@@ -78,7 +79,10 @@ describe('admin API rate limits per credential', () => {
   });
 
   it('leaves the defaults generous: 1000 at once, 100 per second', async () => {
-    const s = await started(fakeClock());
+    // The settings' defaults (the test service's own are wide open for the other tests).
+    const defaults = loadConfig({}).adminRateLimit;
+    const s = await started(fakeClock(), { config: { adminRateLimit: defaults } });
+    expect(defaults).toEqual({ burst: 1000, perSecond: 100 });
     const response = await s.adminApi('GET', '/admin/v1/merchants');
     expect(response.headers.get('ratelimit-policy')).toBe('"default";q=1000;w=10');
     expect(response.headers.get('ratelimit')).toBe('"default";r=999;t=1');

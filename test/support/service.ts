@@ -69,6 +69,10 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
       adminToken: ADMIN_TOKEN,
       adminTokenConfigured: true,
       demoOnEmpty: false,
+      // Tests drive the admin API with the operator token far faster than one credential of a
+      // deployment is allowed to (CPS_ADMIN_RATE_*: 1,000 at once, 100 a second); the limit's own
+      // tests (test/http/admin-rate-limits.test.ts) set theirs.
+      adminRateLimit: { burst: 1_000_000, perSecond: 1_000_000 },
       ...options.config,
     },
   );

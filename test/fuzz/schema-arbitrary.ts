@@ -273,7 +273,10 @@ export class SchemaArbitraries {
       }
       if (resolved.minItems) broken.push(fc.constant([]));
       if (resolved.items)
-        broken.push(fc.tuple(this.valid(resolved), this.invalid(resolved.items)).map(([items, bad]) => [...(items as unknown[]), bad]));
+        // A nullable array's valid values include null: the bad item goes into an empty one then.
+        broken.push(
+          fc.tuple(this.valid(resolved), this.invalid(resolved.items)).map(([items, bad]) => [...(Array.isArray(items) ? items : []), bad]),
+        );
     }
     if (types.includes('object')) {
       // An object of the schema (one that is also nullable or another type yields those values too).

@@ -93,6 +93,9 @@ const EVERY_VARIABLE = {
   CPS_IMAGE_CONCURRENCY: '5',
   CPS_IMAGE_MERCHANT_CONCURRENCY: '1',
   CPS_IMAGE_ORIGIN_CONCURRENCY: '1',
+  CPS_IMAGE_ORIGIN_FAILURES: '7',
+  CPS_IMAGE_ORIGIN_PROBE_MS: '5000',
+  CPS_IMAGE_ORIGIN_PROBE_MAX_MS: '60000',
   CPS_IMAGE_RETRY_SECONDS: '5,10',
   CPS_IMAGE_DEAD_AFTER_HOURS: '0',
   CPS_IMAGE_POLL_INTERVAL_MS: '10',
@@ -192,6 +195,9 @@ describe('configuration', () => {
         concurrency: 4,
         merchantConcurrency: 3,
         originConcurrency: 2,
+        originFailures: 20,
+        originProbeMs: 30_000,
+        originProbeMaxMs: 900_000,
         retrySeconds: [60, 300, 1800, 7200, 21600, 43200],
         deadAfterHours: 72,
         pollIntervalMs: 1000,
@@ -327,6 +333,9 @@ describe('configuration', () => {
         concurrency: 5,
         merchantConcurrency: 1,
         originConcurrency: 1,
+        originFailures: 7,
+        originProbeMs: 5000,
+        originProbeMaxMs: 60_000,
         retrySeconds: [5, 10],
         deadAfterHours: 0,
         pollIntervalMs: 10,
@@ -428,7 +437,7 @@ describe('every setting refuses what it does not accept, the same way', () => {
   }));
 
   it('declares what each of the 114 settings accepts', () => {
-    expect(settings).toHaveLength(114);
+    expect(settings).toHaveLength(117);
     expect(settings.filter(({ accepts }) => !accepts)).toEqual([]);
   });
 

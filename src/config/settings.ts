@@ -531,6 +531,18 @@ export const SETTINGS = z.object({
     min: 1,
     description: 'at most this many fetches from one origin (scheme, host, port) of one merchant',
   }),
+  CPS_IMAGE_ORIGIN_FAILURES: integer({
+    default: 20,
+    min: 1,
+    description:
+      'an origin of a merchant failing this many fetches in a row (DNS, refused or blocked address, connect error, time-out, 5xx) is down: its images wait, and one probe per interval tries it',
+  }),
+  CPS_IMAGE_ORIGIN_PROBE_MS: integer({ default: 30_000, min: 1, description: 'wait before the first probe of a down image origin' }),
+  CPS_IMAGE_ORIGIN_PROBE_MAX_MS: integer({
+    default: 15 * 60_000,
+    min: 1,
+    description: "each failed probe doubles a down origin's wait up to this; the first success reopens the origin",
+  }),
   CPS_IMAGE_RETRY_SECONDS: list(wholeSeconds, {
     default: [60, 300, 1800, 7200, 21600, 43200],
     accepts: 'whole seconds',

@@ -115,6 +115,12 @@ export class HttpImageFetcher implements ImageFetcher {
   }
 }
 
+/** A failure of the origin rather than of the image: no answer (DNS, address, connection, time-out) or a 5xx. */
+export function isOriginFailure(outcome: FetchOutcome): boolean {
+  if (outcome.ok || outcome.permanent) return false;
+  return /^(blocked_address|timeout|connection_refused|connection_error|http_5\d\d)$/.test(outcome.error);
+}
+
 /** The media key of a copy: the sha-256 of its bytes and the extension of its type. */
 export function mediaKey(bytes: Uint8Array, contentType: string): string {
   return `${createHash('sha256').update(bytes).digest('hex')}.${IMAGE_TYPES[contentType]}`;
@@ -332,7 +338,7 @@ export class ImageMirror {
     await this.fetcher.close();
   }
 
-  private async mirror(image: ImageMirrorWork): Promise<void> {
+  private async mirror(image: ClaimedImageMirror): Promise<void> {
     const outcome = await this.fetcher.fetch(image.url);
     // Ended by stop(): not the source's failure. Due again as it was before the claim.
     if (!outcome.ok && this.stopping) {
@@ -340,6 +346,7 @@ export class ImageMirror {
       return;
     }
     const now = this.now();
+    await this.recordOrigin(image, outcome, now);
     const at = now.toISOString();
     if (outcome.ok) {
       const key = mediaKey(outcome.bytes, outcome.contentType);
@@ -382,6 +389,35 @@ export class ImageMirror {
       next_attempt_at: new Date(now.getTime() + wait * 1000).toISOString(),
       updated_at: at,
     });
+  }
+
+  /**
+   * Counts an origin's failures in a row (the host did not answer, or answered 5xx); at
+   * originFailures it is down until its next probe, each failed probe doubling the wait up to
+   * originProbeMaxMs. Any other answer (an image, a 404, not an image) means the origin is up.
+   */
+  private async recordOrigin(image: ClaimedImageMirror, outcome: FetchOutcome, now: Date): Promise<void> {
+    const merchant = scopeToMerchant(this.storage, image.merchant_id);
+    if (!isOriginFailure(outcome)) {
+      if (image.origin_failing) await merchant.clearImageOrigin(image.origin);
+      return;
+    }
+    // Counted in one step (several fetches of the origin fail at once); down once, by the count that reaches the limit.
+    const state = await merchant.countImageOriginFailure(image.origin);
+    const at = now.getTime();
+    if (state.down_since === null && state.failures >= this.config.originFailures) {
+      state.down_since = now.toISOString();
+      state.probe_ms = this.config.originProbeMs;
+      state.next_probe_at = new Date(at + state.probe_ms).toISOString();
+      this.log.warn(
+        { merchant_id: image.merchant_id, origin: image.origin, failures: state.failures, next_probe_at: state.next_probe_at },
+        'image origin is down',
+      );
+    } else if (state.down_since !== null && image.probe) {
+      state.probe_ms = Math.min((state.probe_ms ?? this.config.originProbeMs) * 2, this.config.originProbeMaxMs);
+      state.next_probe_at = new Date(at + state.probe_ms).toISOString();
+    } else return;
+    await merchant.putImageOrigin(state);
   }
 
   /**

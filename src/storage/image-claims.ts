@@ -8,9 +8,11 @@
 //   that finds nothing due there; `version` moves with every lowering, so a settle never hides work
 //   a concurrent write just added (PostgreSQL: the settle is a compare-and-set on it);
 // - within a merchant, its origins come from a loose index scan of (merchant, origin, next attempt)
-//   over the pending images, and each origin's oldest due work from a range of that index.
+//   over the pending images, and each origin's oldest due work from a range of that index;
+// - a down origin (image_origins: CPS_IMAGE_ORIGIN_FAILURES failures in a row) is skipped until its
+//   next probe is due; then one of its images is claimed, and the probe leased like the image.
 import type { ImageClaimFairness } from './port.js';
-import type { ClaimedImageMirror } from './records.js';
+import type { ClaimedImageMirror, ImageOriginState } from './records.js';
 
 export interface ImageWorkHint {
   merchantId: number;
@@ -33,6 +35,10 @@ export interface ImageClaimQueries {
   settleHint(hint: ImageWorkHint, dueAt: string | null): Promise<void>;
   /** Leases the images until leaseUntil. */
   lease(images: ClaimedImageMirror[], leaseUntil: string): Promise<void>;
+  /** The merchant's origins whose last fetch failed (image_origins): a few rows. */
+  failingOrigins(merchantId: number): Promise<Pick<ImageOriginState, 'origin' | 'down_since' | 'next_probe_at'>[]>;
+  /** No other probe of the down origin until `until` (the probe's lease; its outcome sets the next one). */
+  leaseProbe(merchantId: number, origin: string, until: string): Promise<void>;
 }
 
 const byDue = (a: ClaimedImageMirror, b: ClaimedImageMirror) => {
@@ -74,8 +80,30 @@ export async function claimImages(
       const fullOrigins = fairness.busy
         .filter((b) => b.merchant_id === hint.merchantId && (busyOrigin.get(`${b.merchant_id} ${b.origin}`) ?? 0) >= fairness.perOrigin)
         .map((b) => b.origin);
+      // Down origins wait for their probe time; then one image of each is their probe.
+      const failing = await queries.failingOrigins(hint.merchantId);
+      const probing = new Set<string>();
+      for (const origin of failing) {
+        if (origin.down_since === null) continue;
+        if (origin.next_probe_at !== null && origin.next_probe_at > now) fullOrigins.push(origin.origin);
+        else probing.add(origin.origin);
+      }
+      const failingOrigins = new Set(failing.map((o) => o.origin));
       const window = Math.min(limit, fairness.perMerchant - fetching, fairness.perOrigin);
-      const due = await queries.dueImagesOf(hint.merchantId, now, fullOrigins, window);
+      const probed = new Set<string>();
+      const due = (await queries.dueImagesOf(hint.merchantId, now, fullOrigins, window))
+        .sort(byDue)
+        .filter((image) => {
+          if (!probing.has(image.origin)) return true;
+          if (probed.has(image.origin)) return false;
+          probed.add(image.origin);
+          return true;
+        })
+        .map((image) => ({
+          ...image,
+          origin_failing: failingOrigins.has(image.origin),
+          probe: probing.has(image.origin),
+        }));
       if (due.length > 0) {
         candidates.push(...due);
         if (fetching === 0) idleWithWork++;
@@ -98,6 +126,7 @@ export async function claimImages(
   }
   const chosen = takeImageTurns(candidates, limit, fairness, busyMerchant, busyOrigin);
   if (chosen.length > 0) await queries.lease(chosen, leaseUntil);
+  for (const image of chosen) if (image.probe) await queries.leaseProbe(image.merchant_id, image.origin, leaseUntil);
   return chosen;
 }
 

@@ -11,6 +11,7 @@
 import type {
   DeliveryClaim,
   ClaimedImageMirror,
+  ImageOriginState,
   OperationalCounts,
   OutboxGroup,
   OutboxRow,
@@ -218,6 +219,14 @@ export interface ImageStore {
   imageStateCounts(merchantId: number): Promise<ImageStateCounts>;
   /** The merchant's dead images that a product still lists, newest first. */
   deadImages(merchantId: number, limit: number): Promise<ImageMirrorWork[]>;
+  /** The merchant's origins whose last fetch failed (the others are up), down ones first. */
+  imageOrigins(merchantId: number): Promise<ImageOriginState[]>;
+  /** Counts one more failure in a row of the origin (one atomic step); returns its state. */
+  countImageOriginFailure(merchantId: number, origin: string): Promise<ImageOriginState>;
+  /** Writes an origin's down state (see ImageOriginState); its count of failures is countImageOriginFailure's. */
+  putImageOrigin(merchantId: number, state: ImageOriginState): Promise<void>;
+  /** Forgets an origin's failures: it is up. */
+  clearImageOrigin(merchantId: number, origin: string): Promise<void>;
 }
 
 /** The payload published per (store, product), and the reads of the public API over it. */

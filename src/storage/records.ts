@@ -39,6 +39,22 @@ export interface ProductListPage {
  */
 export interface ClaimedImageMirror extends ImageMirrorWork {
   origin: string;
+  /** Its origin failed last (a row in image_origins): a success clears it. */
+  origin_failing?: boolean;
+  /** The one probe of a down origin: its failure lengthens the origin's probe interval. */
+  probe?: boolean;
+}
+
+/**
+ * An image origin (scheme, host, port) of a merchant whose last fetch failed: failures in a row and,
+ * once down (CPS_IMAGE_ORIGIN_FAILURES reached), since when, its next probe and the probe interval.
+ */
+export interface ImageOriginState {
+  origin: string;
+  failures: number;
+  down_since: string | null;
+  next_probe_at: string | null;
+  probe_ms: number | null;
 }
 
 // Published payloads

@@ -75,11 +75,11 @@ export interface ImageWorld {
   close(): Promise<void>;
 }
 
-export async function startImageWorld(options: { start?: string } = {}): Promise<ImageWorld> {
+export async function startImageWorld(options: { start?: string; images?: Partial<Config['images']> } = {}): Promise<ImageWorld> {
   const clock = fakeClock(options.start);
   const service = await startTestService({
     now: clock.now,
-    config: { images: IMAGE_LIMITS, webhooks: { allowHosts: ['127.0.0.1'] }, changes: { feedWindow: 1 } },
+    config: { images: { ...IMAGE_LIMITS, ...options.images }, webhooks: { allowHosts: ['127.0.0.1'] }, changes: { feedWindow: 1 } },
   });
   // The media folder sits beside the test database, so nothing is written into ./data/media.
   const mediaDir = service.config.images.mediaDir;

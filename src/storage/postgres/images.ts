@@ -1,7 +1,7 @@
 // Image mirroring state per (merchant, source URL) on PostgreSQL, claimed by several mirrors at once.
 import { claimImages, type ImageClaimQueries, type ImageWorkHint } from '../image-claims.js';
 import { UNCAPPED_IMAGE_CLAIM, type ImageClaimFairness, type ImageStore } from '../port.js';
-import type { ClaimedImageMirror } from '../records.js';
+import type { ClaimedImageMirror, ImageOriginState } from '../records.js';
 import type { ImageMirrorRecord, ImageMirrorWork, ImageStateCounts } from '../../catalog/model.js';
 import type { PgConnection } from './connection.js';
 import { notifyWork } from './wakeups.js';
@@ -106,10 +106,28 @@ class PgImageClaimQueries implements ImageClaimQueries {
       [leaseUntil, images.map((i) => i.merchant_id), images.map((i) => i.url)],
     );
   }
+
+  async failingOrigins(merchantId: number): Promise<Pick<ImageOriginState, 'origin' | 'down_since' | 'next_probe_at'>[]> {
+    return this.c.rows<Pick<ImageOriginState, 'origin' | 'down_since' | 'next_probe_at'> & Record<string, unknown>>(
+      'SELECT origin, down_since, next_probe_at FROM image_origins WHERE merchant_id = $1',
+      [merchantId],
+    );
+  }
+
+  async leaseProbe(merchantId: number, origin: string, until: string): Promise<void> {
+    await this.c.run('UPDATE image_origins SET next_probe_at = $1 WHERE merchant_id = $2 AND origin = $3', [until, merchantId, origin]);
+  }
 }
 
 export class PgImages implements ImageStore {
-  static readonly writes = ['ensureImageMirrors', 'claimDueImageMirrors', 'updateImageMirror'] as const;
+  static readonly writes = [
+    'ensureImageMirrors',
+    'claimDueImageMirrors',
+    'updateImageMirror',
+    'countImageOriginFailure',
+    'putImageOrigin',
+    'clearImageOrigin',
+  ] as const;
 
   private readonly claims: PgImageClaimQueries;
 
@@ -176,5 +194,35 @@ export class PgImages implements ImageStore {
       WHERE merchant_id = $1 AND state = 'dead' AND listed > 0 ORDER BY updated_at DESC, url LIMIT $2`,
       [merchantId, limit],
     );
+  }
+
+  async imageOrigins(merchantId: number): Promise<ImageOriginState[]> {
+    return this.c.rows<ImageOriginState & Record<string, unknown>>(
+      `SELECT origin, failures, down_since, next_probe_at, probe_ms FROM image_origins WHERE merchant_id = $1
+      ORDER BY down_since IS NULL, down_since, origin`,
+      [merchantId],
+    );
+  }
+
+  async countImageOriginFailure(merchantId: number, origin: string): Promise<ImageOriginState> {
+    return (await this.c.one<ImageOriginState & Record<string, unknown>>(
+      `INSERT INTO image_origins (merchant_id, origin, failures) VALUES ($1, $2, 1)
+      ON CONFLICT (merchant_id, origin) DO UPDATE SET failures = image_origins.failures + 1
+      RETURNING origin, failures, down_since, next_probe_at, probe_ms`,
+      [merchantId, origin],
+    ))!;
+  }
+
+  async putImageOrigin(merchantId: number, state: ImageOriginState): Promise<void> {
+    await this.c.run(
+      `INSERT INTO image_origins (merchant_id, origin, failures, down_since, next_probe_at, probe_ms) VALUES ($1, $2, $3, $4, $5, $6)
+      ON CONFLICT (merchant_id, origin) DO UPDATE SET down_since = excluded.down_since,
+        next_probe_at = excluded.next_probe_at, probe_ms = excluded.probe_ms`,
+      [merchantId, state.origin, state.failures, state.down_since, state.next_probe_at, state.probe_ms],
+    );
+  }
+
+  async clearImageOrigin(merchantId: number, origin: string): Promise<void> {
+    await this.c.run('DELETE FROM image_origins WHERE merchant_id = $1 AND origin = $2', [merchantId, origin]);
   }
 }

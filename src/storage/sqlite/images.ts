@@ -1,7 +1,7 @@
 // Image mirroring state per (merchant, source URL) on SQLite.
 import { claimImages, type ImageClaimQueries, type ImageWorkHint } from '../image-claims.js';
 import { UNCAPPED_IMAGE_CLAIM, type ImageClaimFairness, type ImageStore } from '../port.js';
-import type { ClaimedImageMirror } from '../records.js';
+import type { ClaimedImageMirror, ImageOriginState } from '../records.js';
 import type { ImageMirrorRecord, ImageMirrorWork, ImageStateCounts } from '../../catalog/model.js';
 import type { SqliteConnection } from './connection.js';
 
@@ -85,10 +85,28 @@ class SqliteImageClaimQueries implements ImageClaimQueries {
     const lease = this.c.stmt('UPDATE image_mirrors SET next_attempt_at = ? WHERE merchant_id = ? AND url = ?');
     for (const image of images) lease.run(leaseUntil, image.merchant_id, image.url);
   }
+
+  async failingOrigins(merchantId: number): Promise<Pick<ImageOriginState, 'origin' | 'down_since' | 'next_probe_at'>[]> {
+    return this.c.stmt('SELECT origin, down_since, next_probe_at FROM image_origins WHERE merchant_id = ?').all(merchantId) as Pick<
+      ImageOriginState,
+      'origin' | 'down_since' | 'next_probe_at'
+    >[];
+  }
+
+  async leaseProbe(merchantId: number, origin: string, until: string): Promise<void> {
+    this.c.stmt('UPDATE image_origins SET next_probe_at = ? WHERE merchant_id = ? AND origin = ?').run(until, merchantId, origin);
+  }
 }
 
 export class SqliteImages implements ImageStore {
-  static readonly writes = ['ensureImageMirrors', 'claimDueImageMirrors', 'updateImageMirror'] as const;
+  static readonly writes = [
+    'ensureImageMirrors',
+    'claimDueImageMirrors',
+    'updateImageMirror',
+    'countImageOriginFailure',
+    'putImageOrigin',
+    'clearImageOrigin',
+  ] as const;
 
   private readonly claims: SqliteImageClaimQueries;
 
@@ -153,5 +171,33 @@ export class SqliteImages implements ImageStore {
       .stmt(`SELECT ${WORK_COLUMNS} FROM image_mirrors
       WHERE merchant_id = @merchant AND state = 'dead' AND listed > 0 ORDER BY updated_at DESC, url LIMIT @limit`)
       .all({ merchant: merchantId, limit }) as ImageMirrorWork[];
+  }
+
+  async imageOrigins(merchantId: number): Promise<ImageOriginState[]> {
+    return this.c
+      .stmt(`SELECT origin, failures, down_since, next_probe_at, probe_ms FROM image_origins WHERE merchant_id = ?
+      ORDER BY down_since IS NULL, down_since, origin`)
+      .all(merchantId) as ImageOriginState[];
+  }
+
+  async countImageOriginFailure(merchantId: number, origin: string): Promise<ImageOriginState> {
+    return this.c
+      .stmt(`INSERT INTO image_origins (merchant_id, origin, failures) VALUES (?, ?, 1)
+      ON CONFLICT (merchant_id, origin) DO UPDATE SET failures = failures + 1
+      RETURNING origin, failures, down_since, next_probe_at, probe_ms`)
+      .get(merchantId, origin) as ImageOriginState;
+  }
+
+  async putImageOrigin(merchantId: number, state: ImageOriginState): Promise<void> {
+    this.c
+      .stmt(`INSERT INTO image_origins (merchant_id, origin, failures, down_since, next_probe_at, probe_ms)
+      VALUES (@merchant_id, @origin, @failures, @down_since, @next_probe_at, @probe_ms)
+      ON CONFLICT (merchant_id, origin) DO UPDATE SET down_since = excluded.down_since,
+        next_probe_at = excluded.next_probe_at, probe_ms = excluded.probe_ms`)
+      .run({ merchant_id: merchantId, ...state });
+  }
+
+  async clearImageOrigin(merchantId: number, origin: string): Promise<void> {
+    this.c.stmt('DELETE FROM image_origins WHERE merchant_id = ? AND origin = ?').run(merchantId, origin);
   }
 }

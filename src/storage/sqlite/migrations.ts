@@ -890,4 +890,23 @@ ALTER TABLE api_keys ADD COLUMN expires_at TEXT;
 ALTER TABLE api_keys ADD COLUMN rolled_from INTEGER REFERENCES api_keys(id);
 `,
   },
+  {
+    id: 42,
+    name: 'image_origins',
+    sql: `
+-- The image origins (scheme, host, port) of a merchant that failed last: their failures in a row
+-- (DNS, refused or blocked address, connect error, time-out, 5xx) and, once CPS_IMAGE_ORIGIN_FAILURES
+-- are reached, since when the origin is down, when its next probe is due and the probe interval.
+-- A down origin's images are not claimed but for one probe at a time; its first success deletes the row.
+CREATE TABLE image_origins (
+  merchant_id INTEGER NOT NULL REFERENCES merchants(id),
+  origin TEXT NOT NULL,
+  failures INTEGER NOT NULL DEFAULT 0,
+  down_since TEXT,
+  next_probe_at TEXT,
+  probe_ms INTEGER,
+  PRIMARY KEY (merchant_id, origin)
+);
+`,
+  },
 ];

@@ -1,0 +1,136 @@
+// Image origins isolated (docs/operating.md#image-mirroring): a merchant's origins take turns in the
+// claims, so a dead supplier host's backlog never holds up its working ones; an origin failing
+// CPS_IMAGE_ORIGIN_FAILURES fetches in a row is down, its images wait, and one probe per interval
+// (doubling up to CPS_IMAGE_ORIGIN_PROBE_MAX_MS) tries it until the first success reopens it. Real
+// image hosts on 127.0.0.1 (one answering 503, one port nothing listens on), a fake clock, the
+// mirror driven by tick().
+import net from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ImageServer } from '../support/image-server.js';
+import { SECOND, startImageWorld, type ImageWorld } from './world.js';
+
+const ORIGIN_RULES = { originFailures: 5, originProbeMs: 30 * SECOND, originProbeMaxMs: 120 * SECOND };
+
+let world: ImageWorld | undefined;
+const hosts: ImageServer[] = [];
+
+afterEach(async () => {
+  await world?.close();
+  world = undefined;
+  for (const host of hosts.splice(0)) await host.close();
+});
+
+async function deadHost(): Promise<ImageServer> {
+  const host = await ImageServer.start();
+  hosts.push(host);
+  return host;
+}
+
+/** A port on 127.0.0.1 that nothing listens on (its connections are refused). */
+async function closedPort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+const deadPaths = Array.from({ length: 200 }, (_, i) => `/status/503/dead-${i}.png`);
+const goodPaths = Array.from({ length: 5 }, (_, i) => `/png/good-${i}.png`);
+
+async function importBacklog(w: ImageWorld, deadUrl: (path: string) => string): Promise<void> {
+  // The dead origin's 200 images first, then the working origin's 5.
+  await w.importProducts(Object.fromEntries(deadPaths.map((path, i) => [`D-${i}`, [deadUrl(path)]])));
+  await w.importProducts(Object.fromEntries(goodPaths.map((path, i) => [`G-${i}`, [w.images.url(path)]])));
+}
+
+describe('image origins isolated from one another', () => {
+  it('documents its defaults: down after 20 failures in a row, probed after 30 s, doubling up to 15 min', async () => {
+    const { loadConfig } = await import('../../src/config.js');
+    expect(loadConfig({}).images).toMatchObject({ originFailures: 20, originProbeMs: 30_000, originProbeMaxMs: 900_000 });
+  });
+
+  it("claims a working origin's images in the first claim, not after a dead origin's backlog queued before them", async () => {
+    world = await startImageWorld({ images: ORIGIN_RULES });
+    const dead = await deadHost();
+    await importBacklog(world, (path) => dead.url(path));
+    const now = world.clock.now();
+    const claimed = await world.service.storage.claimDueImageMirrors(now.toISOString(), 2, new Date(now.getTime() + 60_000).toISOString(), {
+      perMerchant: 2,
+      perOrigin: 2,
+      busy: [],
+    });
+    expect(claimed.map((image) => image.origin).sort()).toEqual([dead.origin, world.images.origin].sort());
+  });
+
+  it("mirrors the working origin's 5 images in the first round while 200 images of a refused origin wait", async () => {
+    world = await startImageWorld({ images: ORIGIN_RULES });
+    const port = await closedPort();
+    await importBacklog(world, (path) => `http://127.0.0.1:${port}${path}`);
+    const tried = await world.mirror.tick();
+    expect(world.images.totalHits).toBe(5);
+    expect((await world.status()).mirrored).toBe(5);
+    // The rest of the round went to the refused origin until it was down.
+    expect(tried - 5).toBeLessThanOrEqual(ORIGIN_RULES.originFailures + 1);
+    const [origin] = await world.service.storage.imageOrigins(world.merchant.id);
+    expect(origin).toMatchObject({ origin: `http://127.0.0.1:${port}`, probe_ms: 30_000 });
+    expect(origin!.down_since).not.toBeNull();
+  });
+
+  it('marks an origin down after its failures in a row, attempts nothing until the probe time, and reopens it at the first successful probe', async () => {
+    world = await startImageWorld({ images: ORIGIN_RULES });
+    const dead = await deadHost();
+    await world.importProducts(Object.fromEntries(deadPaths.map((path, i) => [`D-${i}`, [dead.url(path)]])));
+    const origins = () => world!.service.storage.imageOrigins(world!.merchant.id);
+
+    await world.mirror.tick();
+    const down = dead.totalHits;
+    // 5 failures in a row, and at most the one fetch already running beside the fifth.
+    expect(down).toBeGreaterThanOrEqual(ORIGIN_RULES.originFailures);
+    expect(down).toBeLessThanOrEqual(ORIGIN_RULES.originFailures + 1);
+    expect(await origins()).toEqual([
+      {
+        origin: dead.origin,
+        failures: down,
+        down_since: world.clock.now().toISOString(),
+        next_probe_at: new Date(world.clock.now().getTime() + 30 * SECOND).toISOString(),
+        probe_ms: 30_000,
+      },
+    ]);
+
+    // Down: no attempt until the probe is due, however often the mirror looks.
+    expect(await world.mirror.tick()).toBe(0);
+    world.clock.advance(29 * SECOND);
+    expect(await world.mirror.tick()).toBe(0);
+    expect(dead.totalHits).toBe(down);
+
+    // One probe at its time; it fails, and the next waits twice as long.
+    world.clock.advance(1 * SECOND);
+    expect(await world.mirror.tick()).toBe(1);
+    expect(dead.totalHits).toBe(down + 1);
+    expect((await origins())[0]).toMatchObject({
+      probe_ms: 60_000,
+      next_probe_at: new Date(world.clock.now().getTime() + 60 * SECOND).toISOString(),
+    });
+    // The images that failed before are due again (their own retry wait is 60 s), and still wait.
+    world.clock.advance(59 * SECOND);
+    expect(await world.mirror.tick()).toBe(0);
+    world.clock.advance(1 * SECOND);
+    expect(await world.mirror.tick()).toBe(1);
+    expect(dead.totalHits).toBe(down + 2);
+    expect((await origins())[0]).toMatchObject({ probe_ms: 120_000 });
+    // The wait stops at its cap.
+    world.clock.advance(120 * SECOND);
+    expect(await world.mirror.tick()).toBe(1);
+    expect((await origins())[0]).toMatchObject({ probe_ms: 120_000 });
+    expect((await world.status()).mirrored).toBe(0);
+
+    // The host is back: the next probe succeeds, the origin is up, and its images are fetched again.
+    deadPaths.forEach((path, i) => dead.set(path, { png: `back-${i}` }));
+    world.clock.advance(120 * SECOND);
+    const tried = await world.mirror.tick();
+    expect(await origins()).toEqual([]);
+    expect(tried).toBeGreaterThan(1);
+    expect((await world.status()).mirrored).toBe(tried);
+  });
+});

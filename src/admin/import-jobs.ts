@@ -13,7 +13,7 @@ import { ProblemError } from '../shared/problem.js';
 import type { ImportRunSteps, PublishRuns } from '../catalog/publish-runs.js';
 import { audit, OPERATOR, type Actor } from './audit.js';
 import type { CatalogAdmin } from './catalog-admin.js';
-import type { ProductOperation } from '../catalog/product-sources.js';
+import { operationsJson, type ProductOperation } from '../catalog/product-sources.js';
 import { appliedLines, parseImport, type ImportResult, type NdjsonSource } from './import.js';
 import type { CatalogStorage, PublishRunRecord, StorageTx } from '../storage/port.js';
 import { forMerchant, scopeToMerchant } from '../storage/merchant-scope.js';
@@ -203,7 +203,7 @@ export class ImportJobs implements ImportRunSteps {
     const chunks: { seq: number; operations: string }[] = [];
     for (let i = 0; i < operations.length; i += this.options.chunkSize) {
       await yieldToOthers();
-      chunks.push({ seq: chunks.length + 1, operations: JSON.stringify(operations.slice(i, i + this.options.chunkSize)) });
+      chunks.push({ seq: chunks.length + 1, operations: operationsJson(operations.slice(i, i + this.options.chunkSize)) });
     }
     return chunks;
   }

@@ -10,7 +10,7 @@ import { audit, OPERATOR, type Actor, type AuditAction } from '../admin/audit.js
 import { ProblemError } from '../shared/problem.js';
 import type { CatalogStorage, PublishRunRecord, StorageOperations, StorageTx } from '../storage/port.js';
 import { forMerchant, scopeToMerchant, type MerchantScope, type MerchantStorage } from '../storage/merchant-scope.js';
-import type { MerchantContext } from './model.js';
+import type { MerchantContext, ProductRecord } from './model.js';
 import type { CatalogPublisher, PublishSummary } from './publish.js';
 import type { PublishRuns } from './publish-runs.js';
 import type { MerchantRecord } from '../tenancy/model.js';
@@ -27,6 +27,8 @@ export interface CatalogWrite {
   audit: (action: AuditAction, detail: string) => Promise<void>;
   /** Re-publishes these products of the merchant in the write's transaction. */
   publishProducts: (productIds: number[]) => Promise<PublishSummary>;
+  /** Re-publishes these products, as their sources were just written in the write's transaction. */
+  publishRecords: (products: ProductRecord[]) => Promise<PublishSummary>;
   /** Removes these products of the merchant from every store, in the write's transaction. */
   unpublishProducts: (productIds: number[]) => Promise<PublishSummary>;
   /** Begins re-publishing the merchant's catalog (these stores; null: every store), driven to its end after the commit. */
@@ -111,6 +113,7 @@ export class CatalogWrites {
       run: null,
       audit: (action, detail) => audit(tx, merchantId, actor, action, detail, now()),
       publishProducts: (productIds) => publisher.publishProducts(tx, merchant, productIds),
+      publishRecords: (products) => publisher.publishRecords(tx, merchant, products),
       unpublishProducts: (productIds) => publisher.unpublishProducts(tx, merchant, productIds),
       republish: async (storeIds) => {
         write.run = await publishRuns.begin(tx, merchantId, storeIds);

@@ -4,6 +4,7 @@
 // limit where it is validated (the admin API's PUT, each line of an import, before anything is
 // applied), so no product's payload, and no page of them, grows without bound.
 import type { ProductSourceDocument } from './model.js';
+import { sourceJson } from './product-sources.js';
 import { settingDefault, type SettingName } from '../config/settings.js';
 import type { InvalidParam } from '../shared/problem.js';
 
@@ -68,7 +69,7 @@ export function productLimitProblems(source: ProductSourceDocument, limits: Prod
       });
     }
   }
-  const bytes = Buffer.byteLength(JSON.stringify(source), 'utf8');
+  const bytes = Buffer.byteLength(sourceJson(source), 'utf8');
   if (bytes > limits.maxProductBytes) {
     problems.push({
       name: base || '/',

@@ -44,6 +44,37 @@ export function normalizeSource(input: ProductSourceInput): ProductSourceDocumen
   };
 }
 
+/** Sources already written as JSON (sourceJson), each written once however often it is asked for. */
+const writtenSources = new WeakMap<ProductSourceDocument, string>();
+
+/**
+ * The source as JSON, written once per source object: an import checks its size, stages it and
+ * stores it from the same text (the object must not change after it is first written).
+ */
+export function sourceJson(source: ProductSourceDocument): string {
+  let json = writtenSources.get(source);
+  if (json === undefined) {
+    json = JSON.stringify(source);
+    writtenSources.set(source, json);
+  }
+  return json;
+}
+
+/**
+ * The operations as one JSON array, as JSON.stringify writes it, each upsert's source from
+ * sourceJson (not written again).
+ */
+export function operationsJson(operations: readonly ProductOperation[]): string {
+  const parts = operations.map((operation) =>
+    operation.op === 'upsert_product'
+      ? `{"op":"upsert_product","ref":${JSON.stringify(operation.ref)},"source":${sourceJson(operation.source)}${
+          operation.line === undefined ? '' : `,"line":${operation.line}`
+        }}`
+      : JSON.stringify(operation),
+  );
+  return `[${parts.join(',')}]`;
+}
+
 /** The suppliers and stores a product source may name, loaded once per request or import. */
 export interface SourceReferences {
   suppliers: Set<string>;

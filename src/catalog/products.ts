@@ -184,7 +184,9 @@ async function applyOperations(
     );
   }
   const at = write.at;
-  const upsertedIds: number[] = [];
+  // The upserted products as written (the last write of an id wins), re-published from these records.
+  const upserted = new Map<number, ProductRecord>();
+  let upsertCount = 0;
   const deletedIds: number[] = [];
   // Runs of upserts with distinct refs are written together (upsertProductSources: the same
   // rows and ids as one after another, in a few statements on PostgreSQL instead of three per
@@ -194,7 +196,12 @@ async function applyOperations(
   let runRefs = new Set<string>();
   const flush = async () => {
     if (run.length === 0) return;
-    for (const { id } of await tx.upsertProductSources(run, at)) upsertedIds.push(id);
+    const written = await tx.upsertProductSources(run, at);
+    for (const [index, { id }] of written.entries()) {
+      upserted.delete(id);
+      upserted.set(id, { id, ...run[index]! });
+    }
+    upsertCount += written.length;
     run = [];
     runRefs = new Set();
     await yieldToOthers();
@@ -209,15 +216,15 @@ async function applyOperations(
       const existing = await tx.findProductByRef(operation.ref);
       if (!existing) continue;
       await tx.deleteProduct(existing.id);
+      upserted.delete(existing.id);
       deletedIds.push(existing.id);
     }
   }
   await flush();
-  const deleted = new Set(deletedIds);
-  const published = await write.publishProducts([...new Set(upsertedIds)].filter((id) => !deleted.has(id)));
+  const published = await write.publishRecords([...upserted.values()]);
   const removed = await write.unpublishProducts(deletedIds);
   return {
-    upserted: upsertedIds.length,
+    upserted: upsertCount,
     deleted: deletedIds.length,
     resolved: published.resolved,
     changes: published.changes + removed.changes,

@@ -84,6 +84,21 @@ export class CatalogPublisher {
   }
 
   /**
+   * publishProducts for products whose sources the caller has just written in `tx` (an import's
+   * chunk): resolved from those records, in id order, without reading them back.
+   */
+  async publishRecords(tx: StorageTx, merchant: MerchantScope, records: ProductRecord[]): Promise<PublishSummary> {
+    const context = await this.loadContext(merchant);
+    const summary = { resolved: 0, changes: 0 };
+    const products = [...records].sort((a, b) => a.id - b.id);
+    for (let i = 0; i < products.length; i += this.chunkSize) {
+      await yieldToOthers();
+      await this.publishChunk(tx, merchant, context, publishedStores(context), products.slice(i, i + this.chunkSize), summary);
+    }
+    return summary;
+  }
+
+  /**
    * Re-publishes every product of the merchant, in bounded chunks (an exchange rate, pricing rule,
    * customer group or store setting can change any payload). `onlyStores` limits it to some stores.
    */

@@ -259,6 +259,9 @@ export interface ResolvedProduct {
   contentHash: string;
   /** The payload's exclusion_reason (null: not excluded), kept beside it by the storage. */
   exclusionReason: ExclusionReason | null;
+  /** The payload's sku and ean, kept beside it by the storage (PostgreSQL) without parsing it again. */
+  sku: string | null;
+  ean: string | null;
 }
 
 const hash = (text: string) => createHash('sha1').update(text).digest('base64url');
@@ -309,10 +312,12 @@ export function resolveProduct(
     );
   });
   const pricesJson = `[${prices.join(',')}]`;
+  const sku = exportedSku(context.skuPattern, product);
+  const ean = product.source.eans[0] ?? null;
   const head = JSON.stringify({
     id: product.id,
-    sku: exportedSku(context.skuPattern, product),
-    ean: product.source.eans[0] ?? null,
+    sku,
+    ean,
     title,
     description: content.description,
     manufacturer: product.source.manufacturer,
@@ -329,6 +334,8 @@ export function resolveProduct(
     priceHash: hash(pricesJson),
     contentHash: hash(contentJson),
     exclusionReason: reason,
+    sku,
+    ean,
   };
 }
 

@@ -69,6 +69,9 @@ export interface PublishedRow {
    * 17); without it, the storage reads it from the payload (one more parse of it).
    */
   exclusionReason?: ExclusionReason | null;
+  /** The payload's `sku` and `ean`, as resolution wrote them; without them, the storage reads them from the payload. */
+  sku?: string | null;
+  ean?: string | null;
 }
 
 /** A keyset window over a store's published products (id > afterId, ascending). */

@@ -48,30 +48,28 @@ export class PgProductSources extends SqlProductSources<PgConnection> {
     // Each ref found by one probe of (merchant_id, ref) (OFFSET 0 keeps the probe per ref: a planner
     // whose statistics predate a bulk load would rather read the merchant's every product and hash
     // them), the rows then updated by id.
-    const rows = await this.c.rows<{ id: number; created: boolean }>(
+    const rows = await this.c.rows<{ id: number; created: boolean; same: boolean }>(
       `WITH input AS (
         SELECT * FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS i(ref, source, ordinal)
       ), found AS (
-        SELECT x.id, i.ref, i.source FROM input AS i CROSS JOIN LATERAL (
-          SELECT q.id FROM products AS q WHERE q.merchant_id = $1 AND q.ref = i.ref OFFSET 0) AS x
+        SELECT x.id, i.ref, i.source, x.same FROM input AS i CROSS JOIN LATERAL (
+          SELECT q.id, q.source = i.source AS same FROM products AS q WHERE q.merchant_id = $1 AND q.ref = i.ref OFFSET 0) AS x
       ), updated AS (
         UPDATE products AS p SET source = f.source, updated_at = $4 FROM found AS f
-        WHERE p.id = ANY(ARRAY(SELECT id FROM found)) AND p.id = f.id RETURNING p.id, p.ref
+        WHERE p.id = ANY(ARRAY(SELECT id FROM found)) AND p.id = f.id RETURNING p.id, p.ref, f.same
       ), inserted AS (
         -- Update, else insert (as upsertProductSource: no identity value drawn for an update), in order.
         INSERT INTO products (merchant_id, ref, source, updated_at)
           SELECT $1, i.ref, i.source, $4 FROM input AS i WHERE NOT EXISTS (SELECT 1 FROM updated AS u WHERE u.ref = i.ref) ORDER BY i.ordinal
         RETURNING id, ref
       )
-      SELECT coalesce(u.id, n.id) AS id, n.id IS NOT NULL AS created FROM input AS i
+      SELECT coalesce(u.id, n.id) AS id, n.id IS NOT NULL AS created, coalesce(u.same, false) AS same FROM input AS i
         LEFT JOIN updated AS u ON u.ref = i.ref LEFT JOIN inserted AS n ON n.ref = i.ref ORDER BY i.ordinal`,
       [merchantId, products.map((p) => p.ref), products.map((p) => JSON.stringify(p.source)), at],
     );
-    await this.relinkMany(
-      merchantId,
-      rows.map((r, i) => ({ productId: r.id, source: products[i]!.source, created: r.created })),
-      at,
-    );
+    // A source sent again unchanged has the links it had: only the others are relinked.
+    const relinked = rows.flatMap((r, i) => (r.same ? [] : [{ productId: r.id, source: products[i]!.source, created: r.created }]));
+    if (relinked.length > 0) await this.relinkMany(merchantId, relinked, at);
     return rows.map((r) => ({ id: r.id, created: r.created }));
   }
 

@@ -111,7 +111,7 @@ export class PgPublished implements PublishedStore {
     // Kept beside the payload: the exclusion reason (the store's counts follow it: migration 17) as
     // resolution decided it, and the SKU and EAN (migration 23's indexes) as read here; a value not
     // known here is read from the payload by the statement.
-    const fields = batch.map((r) => skuAndEan(r.payload));
+    const fields = batch.map((r) => (r.sku !== undefined && r.ean !== undefined ? { sku: r.sku, ean: r.ean } : skuAndEan(r.payload)));
     await this.c.run(
       `INSERT INTO published_products (store_id, product_id, payload, price_hash, content_hash, exclusion_reason, sku, ean)
       SELECT $1, product_id, payload, price_hash, content_hash, CASE WHEN known THEN reason ELSE payload::json ->> 'exclusion_reason' END,

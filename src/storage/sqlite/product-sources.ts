@@ -15,13 +15,21 @@ export class SqliteProductSources extends SqlProductSources<SqliteConnection> {
     at: string,
   ): Promise<{ id: number; created: boolean }> {
     const json = JSON.stringify(source);
-    const existing = this.c.stmt('SELECT id FROM products WHERE merchant_id = ? AND ref = ?').get(merchantId, ref) as
-      | { id: number }
-      | undefined;
+    // The stored text compared in SQL (never read out): a source sent again unchanged keeps its row
+    // and its links as they are, only its time of the last write moves.
+    const existing = this.c
+      .stmt('SELECT id, source = ? AS same FROM products WHERE merchant_id = ? AND ref = ?')
+      .raw()
+      .get(json, merchantId, ref) as [number, number] | undefined;
     if (existing) {
-      this.c.stmt('UPDATE products SET source = ?, updated_at = ? WHERE id = ?').run(json, at, existing.id);
-      this.relink(merchantId, existing.id, source, false, at);
-      return { id: existing.id, created: false };
+      const [id, same] = existing;
+      if (same) {
+        this.c.stmt('UPDATE products SET updated_at = ? WHERE id = ?').run(at, id);
+        return { id, created: false };
+      }
+      this.c.stmt('UPDATE products SET source = ?, updated_at = ? WHERE id = ?').run(json, at, id);
+      this.relink(merchantId, id, source, false, at);
+      return { id, created: false };
     }
     const info = this.c
       .stmt('INSERT INTO products (merchant_id, ref, source, updated_at) VALUES (?, ?, ?, ?)')

@@ -78,22 +78,24 @@ export class SqlitePublished implements PublishedStore {
 
   async upsertPublished(storeId: number, rows: PublishedRow[]): Promise<void> {
     // The exclusion reason kept beside the payload (the store's counts follow it: migration 17): as
-    // resolution decided it, else as the payload states it.
-    const upsert = this.c.stmt(`INSERT INTO published_products (store_id, product_id, payload, price_hash, content_hash, exclusion_reason)
-      VALUES (@store, @product, @payload, @price, @content, CASE WHEN @known THEN @reason ELSE json_extract(@payload, '$.exclusion_reason') END)
+    // resolution decided it, else as the payload states it. Values bound by position (no object
+    // per row).
+    const decided = this.c.stmt(`INSERT INTO published_products (store_id, product_id, payload, price_hash, content_hash, exclusion_reason)
+      VALUES (?, ?, ?, ?, ?, ?)
       ON CONFLICT (store_id, product_id) DO UPDATE SET payload = excluded.payload,
         price_hash = excluded.price_hash, content_hash = excluded.content_hash, exclusion_reason = excluded.exclusion_reason`);
     for (const [i, row] of rows.entries()) {
       if (i % ROWS_PER_STEP === 0) await yieldToOthers();
-      upsert.run({
-        store: storeId,
-        product: row.productId,
-        payload: row.payload,
-        price: row.priceHash,
-        content: row.contentHash,
-        known: row.exclusionReason === undefined ? 0 : 1,
-        reason: row.exclusionReason ?? null,
-      });
+      if (row.exclusionReason !== undefined) {
+        decided.run(storeId, row.productId, row.payload, row.priceHash, row.contentHash, row.exclusionReason);
+        continue;
+      }
+      this.c
+        .stmt(`INSERT INTO published_products (store_id, product_id, payload, price_hash, content_hash, exclusion_reason)
+        VALUES (?, ?, ?, ?, ?, json_extract(?, '$.exclusion_reason'))
+        ON CONFLICT (store_id, product_id) DO UPDATE SET payload = excluded.payload,
+          price_hash = excluded.price_hash, content_hash = excluded.content_hash, exclusion_reason = excluded.exclusion_reason`)
+        .run(storeId, row.productId, row.payload, row.priceHash, row.contentHash, row.payload);
     }
   }
 

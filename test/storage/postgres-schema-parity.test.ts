@@ -50,7 +50,6 @@ const BOOLEAN = 'a boolean: INTEGER 0/1 on SQLite';
 /** Migration 35: SQLite cannot add an id to a table keyed by token_hash, so it rebuilt the table keyed by id; PostgreSQL added the id as a unique identity. Both columns are unique on both. */
 const INVITATION_KEYS = 'panel_invitations keyed by id (SQLite) or token_hash (PostgreSQL), the other unique';
 /** Migration 23: PostgreSQL keeps the payload's sku and ean beside it (parsing them for the index cost a third of an upsert); SQLite indexes the payload's fields. */
-const SKU_EAN = 'published_products: sku and ean as columns (PostgreSQL) or read from the payload (SQLite)';
 
 /**
  * Differences that exist on purpose, each `engine: what` as the comparison below words it, with
@@ -72,12 +71,6 @@ const ON_PURPOSE: Record<string, string> = {
   'sqlite: unique panel_invitations(token_hash)': INVITATION_KEYS,
   'postgres: primary key panel_invitations(token_hash)': INVITATION_KEYS,
   'postgres: unique panel_invitations(id)': INVITATION_KEYS,
-  'postgres: column published_products.sku': SKU_EAN,
-  'postgres: column published_products.ean': SKU_EAN,
-  'sqlite: index published_products_sku published_products(store_id, <expression>, product_id), postgres: published_products(store_id, sku, product_id)':
-    SKU_EAN,
-  'sqlite: index published_products_ean published_products(store_id, <expression>, product_id), postgres: published_products(store_id, ean, product_id)':
-    SKU_EAN,
   // Migration 28: PostgreSQL's planner misused it for image claims (they go by origin alone there);
   // SQLite's plans of those claims are checked by the tests (bounded-statements, image-claims).
   'sqlite: index image_mirrors_due_per_merchant image_mirrors(merchant_id, next_attempt_at) WHERE':

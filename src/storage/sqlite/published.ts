@@ -77,25 +77,41 @@ export class SqlitePublished implements PublishedStore {
   }
 
   async upsertPublished(storeId: number, rows: PublishedRow[]): Promise<void> {
-    // The exclusion reason kept beside the payload (the store's counts follow it: migration 17): as
-    // resolution decided it, else as the payload states it. Values bound by position (no object
-    // per row).
-    const decided = this.c.stmt(`INSERT INTO published_products (store_id, product_id, payload, price_hash, content_hash, exclusion_reason)
-      VALUES (?, ?, ?, ?, ?, ?)
-      ON CONFLICT (store_id, product_id) DO UPDATE SET payload = excluded.payload,
-        price_hash = excluded.price_hash, content_hash = excluded.content_hash, exclusion_reason = excluded.exclusion_reason`);
+    // Kept beside the payload: the exclusion reason (the store's counts follow it: migration 17) and
+    // the sku and ean (migration 44's indexes), as resolution decided them, bound by position; a
+    // row without them has them read from its payload by the statement.
+    const decided =
+      this.c.stmt(`INSERT INTO published_products (store_id, product_id, payload, price_hash, content_hash, exclusion_reason, sku, ean)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+      ON CONFLICT (store_id, product_id) DO UPDATE SET payload = excluded.payload, price_hash = excluded.price_hash,
+        content_hash = excluded.content_hash, exclusion_reason = excluded.exclusion_reason, sku = excluded.sku, ean = excluded.ean`);
     for (const [i, row] of rows.entries()) {
       if (i % ROWS_PER_STEP === 0) await yieldToOthers();
-      if (row.exclusionReason !== undefined) {
-        decided.run(storeId, row.productId, row.payload, row.priceHash, row.contentHash, row.exclusionReason);
+      const { exclusionReason, sku, ean } = row;
+      if (exclusionReason !== undefined && sku !== undefined && ean !== undefined) {
+        decided.run(storeId, row.productId, row.payload, row.priceHash, row.contentHash, exclusionReason, sku, ean);
         continue;
       }
       this.c
-        .stmt(`INSERT INTO published_products (store_id, product_id, payload, price_hash, content_hash, exclusion_reason)
-        VALUES (?, ?, ?, ?, ?, json_extract(?, '$.exclusion_reason'))
-        ON CONFLICT (store_id, product_id) DO UPDATE SET payload = excluded.payload,
-          price_hash = excluded.price_hash, content_hash = excluded.content_hash, exclusion_reason = excluded.exclusion_reason`)
-        .run(storeId, row.productId, row.payload, row.priceHash, row.contentHash, row.payload);
+        .stmt(`INSERT INTO published_products (store_id, product_id, payload, price_hash, content_hash, exclusion_reason, sku, ean)
+        VALUES (@store, @product, @payload, @price, @content,
+          CASE WHEN @knownReason THEN @reason ELSE json_extract(@payload, '$.exclusion_reason') END,
+          CASE WHEN @knownFields THEN @sku ELSE json_extract(@payload, '$.sku') END,
+          CASE WHEN @knownFields THEN @ean ELSE json_extract(@payload, '$.ean') END)
+        ON CONFLICT (store_id, product_id) DO UPDATE SET payload = excluded.payload, price_hash = excluded.price_hash,
+          content_hash = excluded.content_hash, exclusion_reason = excluded.exclusion_reason, sku = excluded.sku, ean = excluded.ean`)
+        .run({
+          store: storeId,
+          product: row.productId,
+          payload: row.payload,
+          price: row.priceHash,
+          content: row.contentHash,
+          knownReason: exclusionReason === undefined ? 0 : 1,
+          reason: exclusionReason ?? null,
+          knownFields: sku !== undefined && ean !== undefined ? 1 : 0,
+          sku: sku ?? null,
+          ean: ean ?? null,
+        });
     }
   }
 
@@ -228,11 +244,11 @@ export class SqlitePublished implements PublishedStore {
   }
 
   async findPublishedProducts(storeId: number, match: { sku?: string; ean?: string }, limit: number): Promise<PublishedProductSummary[]> {
-    // An equality on an indexed expression (migration 12) reads the index range of the store's
-    // matches in product id order; the other field, when given too, filters that range.
+    // An equality on an indexed column (migration 44) reads the index range of the store's matches
+    // in product id order; the other field, when given too, filters that range.
     const fields = (['sku', 'ean'] as const).filter((field) => match[field] !== undefined);
     if (fields.length === 0) return [];
-    const conditions = fields.map((field) => `AND json_extract(payload, '$.${field}') = @${field}`).join(' ');
+    const conditions = fields.map((field) => `AND published_products.${field} = @${field}`).join(' ');
     const rows = this.c
       .stmt(`SELECT ${SUMMARY_COLUMNS} FROM published_products
       WHERE store_id = @storeId ${conditions} ORDER BY product_id LIMIT @limit`)

@@ -16,7 +16,7 @@ import type { MerchantContext, ProductRecord, StoreRecord } from './model.js';
 import { resolveProduct } from './resolve.js';
 import { ChangeRecorder, type DetectedChange } from '../changes/recorder.js';
 import { yieldToOthers } from '../shared/cooperative.js';
-import type { PublishedHashes, PublishedRow, StorageTx } from '../storage/port.js';
+import type { PublishedHashes, PublishedPriceRow, PublishedRow, StorageTx } from '../storage/port.js';
 import type { MerchantScope } from '../storage/merchant-scope.js';
 
 /** Products resolved between two checks of the event loop's time slice. */
@@ -222,6 +222,9 @@ export class CatalogPublisher {
       await yieldToOthers();
       const previous = previousByStore[storeIndex]!;
       const rows: PublishedRow[] = [];
+      // Price changes alone (the content hash, which covers the exclusion reason, sku and ean, is
+      // unchanged): only the payload and its price hash are rewritten.
+      const prices: PublishedPriceRow[] = [];
       const changes: DetectedChange[] = [];
       let added = false;
       for (const [index, product] of products.entries()) {
@@ -231,7 +234,8 @@ export class CatalogPublisher {
         const before = previous.get(product.id);
         if (!before) added = true;
         if (before && before.priceHash === resolved.priceHash && before.contentHash === resolved.contentHash) continue;
-        rows.push(resolved);
+        if (before && before.contentHash === resolved.contentHash) prices.push(resolved);
+        else rows.push(resolved);
         // Price first, content last: when the feed collapses both into the latest change of the
         // product, the survivor is `content`, which tells a client to fetch the whole product.
         // A product new to the store is announced as both.
@@ -244,6 +248,7 @@ export class CatalogPublisher {
       }
       writing = writing.then(async () => {
         await tx.upsertPublished(store.id, rows);
+        await tx.updatePublishedPrices(store.id, prices);
         await this.changes.outbox(tx, merchant, changes);
         if (added) await tx.bumpCatalogVersion([store.id]);
       });

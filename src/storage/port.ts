@@ -24,6 +24,7 @@ import type {
   PublishedPage,
   PublishedPayloads,
   PublishedRow,
+  PublishedPriceRow,
   PublishedBlock,
   PublishedIdWindow,
   PublishedSummaryWindow,
@@ -238,6 +239,12 @@ export interface PublishedStore {
    * which tells readers holding bytes read earlier whether they still hold the stored ones.
    */
   upsertPublished(storeId: number, rows: PublishedRow[]): Promise<void>;
+  /**
+   * Replaces the payload and price hash of products already published in the store whose content
+   * hash is unchanged (a price change alone): their exclusion reason, sku and ean, all part of the
+   * content, stay as they are. Recorded as upsertPublished is.
+   */
+  updatePublishedPrices(storeId: number, rows: PublishedPriceRow[]): Promise<void>;
   /** Deletes payloads; the changes are recorded in the same transaction, as for upsertPublished. */
   deletePublished(storeId: number, productIds: number[]): Promise<void>;
   /** The stored payload (UTF-8 JSON) of one product in the store. */

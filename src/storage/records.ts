@@ -74,6 +74,9 @@ export interface PublishedRow {
   ean?: string | null;
 }
 
+/** A published product's new payload and price hash, its content hash unchanged (updatePublishedPrices). */
+export type PublishedPriceRow = Pick<PublishedRow, 'productId' | 'payload' | 'priceHash'>;
+
 /** A keyset window over a store's published products (id > afterId, ascending). */
 export interface PublishedSummaryWindow {
   afterId: number;

@@ -159,6 +159,24 @@ describe('kept counts after bulk writes', () => {
     await expectCountsExact(at);
   });
 
+  it('rewrites a price change alone (updatePublishedPrices): payload and price hash move; content hash, sku and counts stay', async () => {
+    const ids = range(100, 400);
+    const before = await storage.publishedHashes(de, ids);
+    await storage.updatePublishedPrices(
+      de,
+      ids.map((id) => ({
+        productId: id,
+        payload: payload(id, published.get(de)!.get(id)!).replace('"title"', '"price":1,"title"'),
+        priceHash: `p2-${id}`,
+      })),
+    );
+    const after = await storage.publishedHashes(de, ids);
+    for (const id of ids) expect(after.get(id)).toEqual({ priceHash: `p2-${id}`, contentHash: before.get(id)!.contentHash });
+    expect(new TextDecoder().decode(await storage.publishedPayload(de, 100))).toContain('"price":1');
+    expect((await storage.findPublishedProducts(de, { sku: 'SKU-100' }, 5)).map((p) => p.id)).toEqual([100]);
+    await expectCountsExact(de);
+  });
+
   it("counts nothing for a deleted store, and leaves the other store's counts as they were", async () => {
     await storage.deleteStore(at);
     published.delete(at);

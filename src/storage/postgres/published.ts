@@ -16,6 +16,7 @@ import type {
   PublishedPage,
   PublishedPayloads,
   PublishedRow,
+  PublishedPriceRow,
   PublishedBlock,
   PublishedIdWindow,
   PublishedSummaryWindow,
@@ -87,7 +88,7 @@ const PAGE_OF_STORE_SQL = (which: string) => `SELECT ${STORE_COLUMNS.map((column
   WHERE s.merchant_id = $1 AND ${which}`;
 
 export class PgPublished implements PublishedStore {
-  static readonly writes = ['upsertPublished', 'deletePublished'] as const;
+  static readonly writes = ['upsertPublished', 'updatePublishedPrices', 'deletePublished'] as const;
 
   constructor(private readonly c: PgConnection) {}
 
@@ -132,6 +133,19 @@ export class PgPublished implements PublishedStore {
         fields.map((f) => f?.sku ?? null),
         fields.map((f) => f?.ean ?? null),
       ],
+    );
+  }
+
+  async updatePublishedPrices(storeId: number, rows: PublishedPriceRow[]): Promise<void> {
+    if (rows.length === 0) return;
+    // One statement for the batch (a product listed twice keeps its last row); no indexed column is
+    // set, so each row can be updated in place (HOT).
+    const batch = [...new Map(rows.map((row) => [row.productId, row])).values()];
+    await this.c.run(
+      `UPDATE published_products AS p SET payload = u.payload, price_hash = u.price_hash
+      FROM unnest($2::bigint[], $3::text[], $4::text[]) AS u (product_id, payload, price_hash)
+      WHERE p.store_id = $1 AND p.product_id = u.product_id`,
+      [storeId, batch.map((r) => r.productId), batch.map((r) => r.payload), batch.map((r) => r.priceHash)],
     );
   }
 

@@ -8,6 +8,7 @@ import type {
   PublishedPage,
   PublishedPayloads,
   PublishedRow,
+  PublishedPriceRow,
   PublishedBlock,
   PublishedIdWindow,
   PublishedSummaryWindow,
@@ -61,7 +62,7 @@ function toSummary(row: Row): PublishedProductSummary {
 }
 
 export class SqlitePublished implements PublishedStore {
-  static readonly writes = ['upsertPublished', 'deletePublished'] as const;
+  static readonly writes = ['upsertPublished', 'updatePublishedPrices', 'deletePublished'] as const;
 
   constructor(private readonly c: SqliteConnection) {}
 
@@ -112,6 +113,15 @@ export class SqlitePublished implements PublishedStore {
           sku: sku ?? null,
           ean: ean ?? null,
         });
+    }
+  }
+
+  async updatePublishedPrices(storeId: number, rows: PublishedPriceRow[]): Promise<void> {
+    // The row alone is rewritten: no column of an index or of the counting triggers is set.
+    const update = this.c.stmt('UPDATE published_products SET payload = ?, price_hash = ? WHERE store_id = ? AND product_id = ?');
+    for (const [i, row] of rows.entries()) {
+      if (i % ROWS_PER_STEP === 0) await yieldToOthers();
+      update.run(row.payload, row.priceHash, storeId, row.productId);
     }
   }
 

@@ -24,8 +24,9 @@
 //               deliveries it received), until the outbox is drained or --unit-seconds.
 // CPU per unit: utime + stime of the serve process (/proc/PID/stat: every thread, ended ones
 // included) over the unit's window, divided by the units; per thread too (/proc/PID/task/*/stat: the
-// serving thread, the worker threads (they lower their own priority: CPS_WORKER_NICE) and the
-// helper threads (libuv's pool, V8's GC and compilers)); on PostgreSQL the database server's
+// serving thread, the worker thread (it lowers its own priority: CPS_WORKER_NICE; Node names every
+// thread `node`, so the nice value tells it) and the helper threads (libuv's pool, V8's GC and
+// compilers, the SQLite WAL checkpointer's thread, tsx's module loader)); on PostgreSQL the database server's
 // processes added (the postmaster's children, live and reaped). Rate: units per second of the window.
 // Statement counts and times per unit from serve's cps_db_statement_duration_seconds histogram.
 // The reference (scripts/cost-reference.ts) runs in this process while no serve runs: the three

@@ -2,13 +2,10 @@
 // stays right: every unit on both engines (SQLite only without PostgreSQL binaries) measured from
 // serve's /proc figures, beside its reference, with the verdicts. The figures themselves belong to
 // the benchmark and BENCHMARKS.md: nothing here asserts a time or a ratio.
-import { spawn } from 'node:child_process';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { runBenchScript } from '../support/bench-script.js';
 import { findPostgresBinaries } from '../../scripts/postgres-server.js';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const UNITS = ['import', 'unchanged', 'new_cost', 'image', 'delivery'];
 
 interface Unit {
@@ -28,35 +25,12 @@ interface Result {
   verdicts: { engine: string; unit: string; value: number | null; met: boolean | null }[];
 }
 
-function runBench(args: string[], timeoutMs: number): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/bench-cost.ts', ...args], {
-      cwd: ROOT,
-      env: process.env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString();
-    });
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr = (stderr + chunk.toString()).slice(-20_000);
-    });
-    // SIGTERM lets the bench stop its services and remove its files.
-    const timer = setTimeout(() => child.kill('SIGTERM'), timeoutMs);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
-
 describe('bench:cost, small', () => {
   it('measures every unit on each engine with its reference and gives the verdicts', async () => {
     const engines = findPostgresBinaries() ? ['sqlite', 'postgres'] : ['sqlite'];
     const imported = 300;
-    const { code, stdout, stderr } = await runBench(
+    const { code, stdout, stderr } = await runBenchScript(
+      'bench-cost.ts',
       [
         '--engine',
         engines.length === 2 ? 'both' : 'sqlite',

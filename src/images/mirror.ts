@@ -10,7 +10,7 @@ import { CatalogPublisher } from '../catalog/publish.js';
 import type { Config } from '../config.js';
 import { silentLogger, type Logger } from '../operations/log.js';
 import { AddressGuard } from '../outbound/address-guard.js';
-import { GuardedHttpClient } from '../outbound/client.js';
+import { GuardedHttpClient, type OutboundClientOptions } from '../outbound/client.js';
 import { scopeToMerchant } from '../storage/merchant-scope.js';
 import type { CatalogStorage, ClaimedImageMirror } from '../storage/port.js';
 import type { ImageMirrorWork } from '../catalog/model.js';
@@ -47,8 +47,10 @@ export class HttpImageFetcher implements ImageFetcher {
   constructor(
     guard: AddressGuard,
     private readonly config: Pick<ImageConfig, 'timeoutMs' | 'maxBytes' | 'concurrency'>,
+    /** The DNS resolver (default: the system's); tests answer names without a DNS query. */
+    lookup?: OutboundClientOptions['lookup'],
   ) {
-    this.client = new GuardedHttpClient(guard, { timeoutMs: config.timeoutMs, connections: config.concurrency });
+    this.client = new GuardedHttpClient(guard, { timeoutMs: config.timeoutMs, connections: config.concurrency, lookup });
   }
 
   async fetch(url: string): Promise<FetchOutcome> {
@@ -364,7 +366,8 @@ export class ImageMirror {
       });
       return;
     }
-    const firstFailure = image.first_failure_at ?? at;
+    // A probe of a down origin never fetched before failed since it waited on the origin (as its siblings that wait).
+    const firstFailure = image.first_failure_at ?? (image.waiting_since !== undefined && image.waiting_since < at ? image.waiting_since : at);
     const failingFor = now.getTime() - Date.parse(firstFailure);
     if (outcome.permanent || failingFor >= this.config.deadAfterHours * 3600_000) {
       this.log.warn(

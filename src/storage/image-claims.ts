@@ -132,11 +132,12 @@ export async function claimImages(
           probed.add(image.origin);
           return true;
         })
-        .map((image) => ({
-          ...image,
-          origin_failing: failingOrigins.has(image.origin),
-          probe: probing.has(image.origin),
-        }));
+        .map((image) => {
+          const claimed: ClaimedImageMirror = { ...image, origin_failing: failingOrigins.has(image.origin), probe: probing.has(image.origin) };
+          const downSince = probing.has(image.origin) ? down.find((o) => o.origin === image.origin)!.down_since : null;
+          if (downSince !== null && image.first_failure_at === null) claimed.waiting_since = later(downSince, image.next_attempt_at ?? downSince);
+          return claimed;
+        });
       if (due.length > 0 || expired.length > 0) {
         candidates.push(...due, ...expired);
         if (fetching === 0) idleWithWork++;

@@ -44,6 +44,11 @@ export interface ClaimedImageMirror extends ImageMirrorWork {
   /** The one probe of a down origin: its failure lengthens the origin's probe interval. */
   probe?: boolean;
   /**
+   * A probe never failed before: since when it waited on its down origin (the later of the origin's
+   * down_since and when it was due), its first failure should the probe fail.
+   */
+  waiting_since?: string;
+  /**
    * An image of a down origin whose own time is up (ImageClaimFairness.deadAfterMs): it becomes dead
    * without a fetch, as a fetch would have failed, with this first failure and error.
    */

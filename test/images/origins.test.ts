@@ -7,7 +7,7 @@
 import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ImageServer } from '../support/image-server.js';
-import { SECOND, startImageWorld, type ImageWorld } from './world.js';
+import { HOUR, SECOND, startImageWorld, type ImageWorld } from './world.js';
 
 const ORIGIN_RULES = { originFailures: 5, originProbeMs: 30 * SECOND, originProbeMaxMs: 120 * SECOND };
 
@@ -239,5 +239,55 @@ describe('a supplier host that does not resolve, beside a working local origin',
     expect(vanished.totalHits).toBe(30);
     // Only the test's resolver was asked, and only for that name.
     expect(new Set(resolver.asked)).toEqual(new Set([VANISHED_HOST]));
+  });
+});
+
+describe("a down origin's backlog still ages", () => {
+  it("makes each waiting image dead once its own time is up, never fetched, as if it had been: 72 h after its first failure, or after the origin went down, or after it was added", async () => {
+    world = await startImageWorld({ images: ORIGIN_RULES });
+    const dead = (path: string) => `http://${RESERVED_HOST}${path}`;
+    const first = Array.from({ length: 12 }, (_, i) => `/first/${i}.png`);
+    const later = Array.from({ length: 4 }, (_, i) => `/later/${i}.png`);
+    const ids = await world.importProducts(Object.fromEntries(first.map((path, i) => [`F-${i}`, [dead(path)]])));
+    const downAt = world.clock.ms;
+    await world.mirror.tick();
+    expect(await world.origins()).toMatchObject([{ state: 'down', down_since: world.clock.iso, pending: 12 }]);
+    const fetchedBefore = world.fetched.length;
+
+    // Added 10 h after the origin went down: these never fail before the origin is back, and wait.
+    world.clock.advance(10 * HOUR);
+    const laterIds = await world.importProducts(Object.fromEntries(later.map((path, i) => [`L-${i}`, [dead(path)]])));
+
+    // Up to a second before 72 h: nothing dead, the supplier URLs served (one probe per interval meanwhile).
+    world.clock.advance(62 * HOUR - SECOND);
+    await drain(world);
+    expect(await world.status()).toMatchObject({ pending: 16, dead: 0 });
+    expect(await world.publicImages(ids['F-0']!)).toEqual([dead(first[0]!)]);
+    const probes = world.fetched.length - fetchedBefore;
+
+    // At 72 h: the 12 of the first import are dead (those fetched before, and those that only waited),
+    // with the origin's error and a content change each, and none was fetched for it.
+    world.clock.advance(1 * SECOND);
+    const changes = await world.recorded(() => drain(world!));
+    expect(world.fetched.length - fetchedBefore).toBe(probes);
+    const status = await world.status();
+    expect(status).toMatchObject({ pending: 4, dead: 12 });
+    expect(status.dead_images.every((image) => image.last_error === 'blocked_address')).toBe(true);
+    expect(status.dead_images.every((image) => image.first_failure_at === new Date(downAt).toISOString())).toBe(true);
+    expect(changes.de.filter(([, type]) => type === 'content').map(([id]) => id).sort((a, b) => a - b)).toEqual(
+      Object.values(ids).sort((a, b) => a - b),
+    );
+    expect(await world.publicImages(ids['F-0']!)).toEqual([]);
+    expect(await world.publicImages(laterIds['L-0']!)).toEqual([dead(later[0]!)]);
+
+    // The later ones' own time: 72 h after they were added, the origin down all along.
+    world.clock.advance(10 * HOUR - SECOND);
+    await drain(world);
+    expect(await world.status()).toMatchObject({ pending: 4, dead: 12 });
+    world.clock.advance(1 * SECOND);
+    await drain(world);
+    expect(await world.status()).toMatchObject({ pending: 0, dead: 16 });
+    expect(await world.publicImages(laterIds['L-0']!)).toEqual([]);
+    expect(world.fetched.length - fetchedBefore).toBeLessThan(probes + 5);
   });
 });

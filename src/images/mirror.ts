@@ -367,7 +367,8 @@ export class ImageMirror {
       return;
     }
     // A probe of a down origin never fetched before failed since it waited on the origin (as its siblings that wait).
-    const firstFailure = image.first_failure_at ?? (image.waiting_since !== undefined && image.waiting_since < at ? image.waiting_since : at);
+    const firstFailure =
+      image.first_failure_at ?? (image.waiting_since !== undefined && image.waiting_since < at ? image.waiting_since : at);
     const failingFor = now.getTime() - Date.parse(firstFailure);
     if (outcome.permanent || failingFor >= this.config.deadAfterHours * 3600_000) {
       this.log.warn(

@@ -44,7 +44,13 @@ export interface ImageClaimQueries {
    * (an image due by then and not failed yet waited on the down origin since). At most `limit`;
    * PostgreSQL: locked (another claim skips them).
    */
-  expiredImagesOf(merchantId: number, origin: string, cutoff: string, neverFetchedToo: boolean, limit: number): Promise<ClaimedImageMirror[]>;
+  expiredImagesOf(
+    merchantId: number,
+    origin: string,
+    cutoff: string,
+    neverFetchedToo: boolean,
+    limit: number,
+  ): Promise<ClaimedImageMirror[]>;
   /** Sets the hint to dueAt (null: removes it) if its version is still hint.version. */
   settleHint(hint: ImageWorkHint, dueAt: string | null): Promise<void>;
   /** Leases the images until leaseUntil. */
@@ -133,9 +139,14 @@ export async function claimImages(
           return true;
         })
         .map((image) => {
-          const claimed: ClaimedImageMirror = { ...image, origin_failing: failingOrigins.has(image.origin), probe: probing.has(image.origin) };
+          const claimed: ClaimedImageMirror = {
+            ...image,
+            origin_failing: failingOrigins.has(image.origin),
+            probe: probing.has(image.origin),
+          };
           const downSince = probing.has(image.origin) ? down.find((o) => o.origin === image.origin)!.down_since : null;
-          if (downSince !== null && image.first_failure_at === null) claimed.waiting_since = later(downSince, image.next_attempt_at ?? downSince);
+          if (downSince !== null && image.first_failure_at === null)
+            claimed.waiting_since = later(downSince, image.next_attempt_at ?? downSince);
           return claimed;
         });
       if (due.length > 0 || expired.length > 0) {

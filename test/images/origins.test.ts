@@ -202,7 +202,10 @@ describe('a supplier host that does not resolve, beside a working local origin',
       expect(await drain(world)).toBe(1);
       expect(deadFetches()).toBe(++fetches);
       const [origin] = await world.origins();
-      expect(origin).toMatchObject({ state: 'down', next_probe_at: new Date(world.clock.ms + Math.min(interval * 2, 120) * SECOND).toISOString() });
+      expect(origin).toMatchObject({
+        state: 'down',
+        next_probe_at: new Date(world.clock.ms + Math.min(interval * 2, 120) * SECOND).toISOString(),
+      });
     }
     // The reserved name was refused before any DNS query: the resolver was never asked.
     expect(resolver.asked).toEqual([]);
@@ -220,7 +223,9 @@ describe('a supplier host that does not resolve, beside a working local origin',
 
     await world.mirror.tick();
     expect((await world.status()).mirrored).toBe(5);
-    expect(await world.origins()).toMatchObject([{ origin: `http://${VANISHED_HOST}:${port}`, state: 'down', last_error: 'connection_error' }]);
+    expect(await world.origins()).toMatchObject([
+      { origin: `http://${VANISHED_HOST}:${port}`, state: 'down', last_error: 'connection_error' },
+    ]);
     const attempts = resolver.asked.length;
     expect(attempts).toBeLessThanOrEqual(ORIGIN_RULES.originFailures + 1);
 
@@ -228,7 +233,10 @@ describe('a supplier host that does not resolve, beside a working local origin',
     world.clock.advance(30 * SECOND);
     expect(await drain(world)).toBe(1);
     expect(resolver.asked).toHaveLength(attempts + 1);
-    expect((await world.origins())[0]).toMatchObject({ state: 'down', next_probe_at: new Date(world.clock.ms + 60 * SECOND).toISOString() });
+    expect((await world.origins())[0]).toMatchObject({
+      state: 'down',
+      next_probe_at: new Date(world.clock.ms + 60 * SECOND).toISOString(),
+    });
 
     // The name resolves again: the next probe is mirrored, the origin is up, and its images follow.
     resolver.answer(VANISHED_HOST, '127.0.0.1');
@@ -243,7 +251,7 @@ describe('a supplier host that does not resolve, beside a working local origin',
 });
 
 describe("a down origin's backlog still ages", () => {
-  it("makes each waiting image dead once its own time is up, never fetched, as if it had been: 72 h after its first failure, or after the origin went down, or after it was added", async () => {
+  it('makes each waiting image dead once its own time is up, never fetched, as if it had been: 72 h after its first failure, or after the origin went down, or after it was added', async () => {
     world = await startImageWorld({ images: ORIGIN_RULES });
     const dead = (path: string) => `http://${RESERVED_HOST}${path}`;
     const first = Array.from({ length: 12 }, (_, i) => `/first/${i}.png`);
@@ -274,9 +282,12 @@ describe("a down origin's backlog still ages", () => {
     expect(status).toMatchObject({ pending: 4, dead: 12 });
     expect(status.dead_images.every((image) => image.last_error === 'blocked_address')).toBe(true);
     expect(status.dead_images.every((image) => image.first_failure_at === new Date(downAt).toISOString())).toBe(true);
-    expect(changes.de.filter(([, type]) => type === 'content').map(([id]) => id).sort((a, b) => a - b)).toEqual(
-      Object.values(ids).sort((a, b) => a - b),
-    );
+    expect(
+      changes.de
+        .filter(([, type]) => type === 'content')
+        .map(([id]) => id)
+        .sort((a, b) => a - b),
+    ).toEqual(Object.values(ids).sort((a, b) => a - b));
     expect(await world.publicImages(ids['F-0']!)).toEqual([]);
     expect(await world.publicImages(laterIds['L-0']!)).toEqual([dead(later[0]!)]);
 

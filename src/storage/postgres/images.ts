@@ -242,10 +242,10 @@ export class PgImages implements ImageStore {
   }
 
   async pendingImageOrigins(merchantId: number, limit: number): Promise<string[]> {
-    const rows = await this.c.rows<{ origin: string }>(
-      `${PENDING_ORIGINS} SELECT origin FROM origins WHERE origin IS NOT NULL LIMIT $2`,
-      [merchantId, limit],
-    );
+    const rows = await this.c.rows<{ origin: string }>(`${PENDING_ORIGINS} SELECT origin FROM origins WHERE origin IS NOT NULL LIMIT $2`, [
+      merchantId,
+      limit,
+    ]);
     return rows.map((r) => r.origin);
   }
 

@@ -192,6 +192,12 @@ export interface ImageClaimFairness {
   perMerchant: number;
   perOrigin: number;
   busy: { merchant_id: number; origin: string; fetching: number }[];
+  /**
+   * CPS_IMAGE_DEAD_AFTER_HOURS in ms: a down origin's images whose own time is up (failing this long
+   * since their first failure, or waiting this long since the origin went down) are claimed `expired`,
+   * to become dead without a fetch. Absent: none is.
+   */
+  deadAfterMs?: number;
 }
 
 /** Claims with no caps: a window this wide per merchant. */
@@ -221,12 +227,16 @@ export interface ImageStore {
   deadImages(merchantId: number, limit: number): Promise<ImageMirrorWork[]>;
   /** The merchant's origins whose last fetch failed (the others are up), down ones first. */
   imageOrigins(merchantId: number): Promise<ImageOriginState[]>;
-  /** Counts one more failure in a row of the origin (one atomic step); returns its state. */
-  countImageOriginFailure(merchantId: number, origin: string): Promise<ImageOriginState>;
+  /** The merchant's origins with pending images (from the index, one probe each), in order, at most `limit`. */
+  pendingImageOrigins(merchantId: number, limit: number): Promise<string[]>;
+  /** The origin's pending images, counted up to `countMax`. */
+  countPendingImagesOf(merchantId: number, origin: string, countMax: number): Promise<number>;
+  /** Counts one more failure in a row of the origin (one atomic step), with its error; returns its state. */
+  countImageOriginFailure(merchantId: number, origin: string, error: string): Promise<ImageOriginState>;
   /** Writes an origin's down state (see ImageOriginState); its count of failures is countImageOriginFailure's. */
   putImageOrigin(merchantId: number, state: ImageOriginState): Promise<void>;
-  /** Forgets an origin's failures: it is up. */
-  clearImageOrigin(merchantId: number, origin: string): Promise<void>;
+  /** Forgets an origin's failures: it is up, and its pending images are due for claims from `at`. */
+  clearImageOrigin(merchantId: number, origin: string, at: string): Promise<void>;
 }
 
 /** The payload published per (store, product), and the reads of the public API over it. */

@@ -14,6 +14,7 @@ import type {
   ImageOriginState,
   OperationalCounts,
   OutboxGroup,
+  OutboxWindowGroup,
   OutboxRow,
   ProductListPage,
   ProductListQuery,
@@ -364,6 +365,19 @@ export interface OutboxStore {
     group: Pick<OutboxGroup, 'endpointId' | 'event' | 'storeId'>,
     limit: number,
   ): Promise<{ id: number; productId: number; createdAt: string }[]>;
+  /**
+   * The oldest `window` waiting rows, read once and grouped as outboxGroups groups them (endpoint by
+   * endpoint in id order, then by each group's oldest row), each group with its rows in arrival
+   * order: what a coalescing pass works on, in one statement rather than one per group. Read
+   * without locks: a pass holds the rows it batches with holdOutboxRows.
+   */
+  outboxWindow(window: number): Promise<OutboxWindowGroup[]>;
+  /**
+   * Of these rows, those the caller now holds until its transaction ends (in arrival order): a
+   * concurrent coalescer (PostgreSQL) neither waits for them nor gets them, and rows another one
+   * holds or has batched meanwhile are left out, so no row goes into two deliveries.
+   */
+  holdOutboxRows(ids: number[]): Promise<number[]>;
   deleteOutboxRows(ids: number[]): Promise<void>;
 }
 

@@ -258,11 +258,16 @@ export class WebhookDispatcher {
     // the event loop free between two, while they create deliveries and find the window full.
     const window = OUTBOX_WINDOW_BATCHES * this.config.batchSize;
     let created = 0;
+    // The passes of one call each start after the window of the pass before: rows a pass left (a busy
+    // endpoint, a batch waiting for its time) wait for the next call, and a pass never walks again
+    // what the passes before it deleted (on PostgreSQL, index entries of dead rows until a vacuum).
+    let afterId = 0;
     for (;;) {
       const now = this.deps.now();
       const pass = await this.storage.transaction(async (tx) => {
-        // The window read once (its rows are this pass's until it ends); the rows batched go in one statement.
-        const groups = await tx.outboxWindow(window);
+        // The window read once; the rows batched go in one statement.
+        const groups = await tx.outboxWindow(window, afterId);
+        for (const group of groups) afterId = Math.max(afterId, group.rows.at(-1)!.id);
         const taken: number[] = [];
         let made = 0;
         for (const group of groups) made += await this.coalesceGroup(tx, group, now, taken);
@@ -327,9 +332,9 @@ export class WebhookDispatcher {
     // A partial batch waits for more ids until its time is up.
     if (current.productIds.length === this.config.batchSize || (timeIsUp && current.productIds.length > 0)) batches.push(current);
     const createdAt = now.toISOString();
-    for (const batch of batches) {
-      await tx.insertDelivery(
-        {
+    await tx.insertCoalescedDeliveries(
+      batches.map((batch) => ({
+        delivery: {
           endpoint_id: endpoint.id,
           event: group.event,
           store_id: group.storeId,
@@ -340,9 +345,9 @@ export class WebhookDispatcher {
           next_attempt_at: deliver ? createdAt : null,
           created_at: createdAt,
         },
-        batch.oldestAt,
-      );
-    }
+        oldestChangeAt: batch.oldestAt,
+      })),
+    );
     // The batched rows are deleted in the pass's transaction: together with their deliveries or not at all.
     for (const id of filledRows) taken.push(id);
     for (const batch of batches) for (const id of batch.rowIds) taken.push(id);

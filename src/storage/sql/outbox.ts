@@ -38,7 +38,7 @@ export abstract class SqlOutbox<C extends SqlConnection = SqlConnection> impleme
     );
   }
 
-  async outboxWindow(window: number): Promise<OutboxWindowGroup[]> {
+  async outboxWindow(window: number, afterId = 0): Promise<OutboxWindowGroup[]> {
     // The oldest rows from the primary key, the group by in the caller (one statement, no sort).
     const rows = await this.c.rows<{
       id: number;
@@ -49,8 +49,8 @@ export abstract class SqlOutbox<C extends SqlConnection = SqlConnection> impleme
       createdAt: string;
     }>(
       `SELECT id, endpoint_id AS "endpointId", event, store_id AS "storeId", product_id AS "productId", created_at AS "createdAt"
-      FROM webhook_outbox ORDER BY id LIMIT $1`,
-      [window],
+      FROM webhook_outbox WHERE id > $2 ORDER BY id LIMIT $1`,
+      [window, afterId],
     );
     return groupWindow(
       rows.map((r) => [

@@ -5,12 +5,12 @@ import { groupWindow, SqlOutbox, type OutboxWindowRow } from '../sql/outbox.js';
 import { ROWS_PER_STEP, type SqliteConnection } from './connection.js';
 
 export class SqliteOutbox extends SqlOutbox<SqliteConnection> {
-  override async outboxWindow(window: number): Promise<OutboxWindowGroup[]> {
+  override async outboxWindow(window: number, afterId = 0): Promise<OutboxWindowGroup[]> {
     // Rows as arrays: a pass reads thousands, and an object per row cost more than the read itself.
     const rows = this.c
-      .stmt('SELECT id, endpoint_id, event, store_id, product_id, created_at FROM webhook_outbox ORDER BY id LIMIT ?')
+      .stmt('SELECT id, endpoint_id, event, store_id, product_id, created_at FROM webhook_outbox WHERE id > ? ORDER BY id LIMIT ?')
       .raw(true)
-      .all(window) as OutboxWindowRow[];
+      .all(afterId, window) as OutboxWindowRow[];
     return groupWindow(rows);
   }
 

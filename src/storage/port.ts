@@ -373,9 +373,10 @@ export interface OutboxStore {
    */
   outboxWindow(window: number, afterId?: number): Promise<OutboxWindowGroup[]>;
   /**
-   * Of these rows, those the caller now holds until its transaction ends (in arrival order): a
+   * Of these rows (read by outboxWindow), those the caller now holds until its transaction ends: a
    * concurrent coalescer (PostgreSQL) neither waits for them nor gets them, and rows another one
-   * holds or has batched meanwhile are left out, so no row goes into two deliveries.
+   * holds or has batched meanwhile are left out, so no row goes into two deliveries. On SQLite the
+   * transaction is the only writer: all of them.
    */
   holdOutboxRows(ids: number[]): Promise<number[]>;
   deleteOutboxRows(ids: number[]): Promise<void>;

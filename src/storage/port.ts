@@ -14,6 +14,7 @@ import type {
   ImageOriginState,
   OperationalCounts,
   OutboxGroup,
+  OutboxWindowGroup,
   OutboxRow,
   ProductListPage,
   ProductListQuery,
@@ -374,6 +375,20 @@ export interface OutboxStore {
     group: Pick<OutboxGroup, 'endpointId' | 'event' | 'storeId'>,
     limit: number,
   ): Promise<{ id: number; productId: number; createdAt: string }[]>;
+  /**
+   * The oldest `window` waiting rows (after row `afterId`, when given), read once and grouped as outboxGroups groups them (endpoint by
+   * endpoint in id order, then by each group's oldest row), each group with its rows in arrival
+   * order: what a coalescing pass works on, in one statement rather than one per group. Read
+   * without locks: a pass holds the rows it batches with holdOutboxRows.
+   */
+  outboxWindow(window: number, afterId?: number): Promise<OutboxWindowGroup[]>;
+  /**
+   * Of these rows (read by outboxWindow), those the caller now holds until its transaction ends: a
+   * concurrent coalescer (PostgreSQL) neither waits for them nor gets them, and rows another one
+   * holds or has batched meanwhile are left out, so no row goes into two deliveries. On SQLite the
+   * transaction is the only writer: all of them.
+   */
+  holdOutboxRows(ids: number[]): Promise<number[]>;
   deleteOutboxRows(ids: number[]): Promise<void>;
 }
 
@@ -390,6 +405,11 @@ export interface AttemptOutcome {
 export interface DeliveryStore {
   /** oldestChangeAt: when the oldest change it carries was recorded (default: created_at). */
   insertDelivery(input: NewDelivery, oldestChangeAt?: string): Promise<DeliveryRecord>;
+  /**
+   * A coalescing pass's new deliveries of one group, in order (ids in that order), neither read
+   * back nor tests nor resends: insertDelivery for each, in one statement where the engine can.
+   */
+  insertCoalescedDeliveries(deliveries: { delivery: NewDelivery; oldestChangeAt: string }[]): Promise<void>;
   getDelivery(id: number): Promise<DeliveryRecord | undefined>;
   /**
    * Claims due deliveries (pending or failed, next attempt due, endpoint active) atomically, so

@@ -216,6 +216,18 @@ export interface OutboxGroup {
   oldestAt: string;
 }
 
+/** A waiting outbox row as a coalescing pass reads it. */
+export interface OutboxEntry {
+  id: number;
+  productId: number;
+  createdAt: string;
+}
+
+/** A group of an outbox window with its rows, in arrival order (outboxWindow). */
+export interface OutboxWindowGroup extends OutboxGroup {
+  rows: OutboxEntry[];
+}
+
 /** What a dispatcher asks for when it claims due deliveries (one atomic statement). */
 export interface DeliveryClaim {
   /**

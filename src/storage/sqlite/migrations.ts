@@ -921,4 +921,14 @@ CREATE INDEX image_mirrors_pending_first_failure ON image_mirrors(merchant_id, o
   WHERE state = 'pending' AND first_failure_at IS NOT NULL;
 `,
   },
+  {
+    id: 45,
+    name: 'outbox_window',
+    sql: `
+-- Coalescing reads the outbox by its primary key (a window of the oldest rows, grouped as it is
+-- read) and holds the rows it batches by id: the index by (endpoint, event, store, id) that passes
+-- read each group through only cost every outbox row's insert and delete a third B-tree.
+DROP INDEX webhook_outbox_group;
+`,
+  },
 ];

@@ -96,15 +96,20 @@ export const exited = (child: ChildProcess) =>
     else child.once('exit', (code) => resolve(code));
   });
 
-/** The version's demo catalog (`demo --json`, 3 stores), built by its own CLI into `database`. */
+/** The version's demo catalog (`demo --json`, 3 stores), built by its own CLI into `database` (an SQLite file, or a postgres:// URL). */
 export async function buildDemo(
-  checkout: Checkout,
+  checkout: Pick<Checkout, 'name' | 'dir'>,
   database: string,
   products: number,
   log: (line: string) => void,
 ): Promise<{ merchantId: number; apiKey: string }> {
   const started = performance.now();
-  const { child, output } = cli(checkout.dir, ['demo', '--db', database, '--products', String(products), '--json']);
+  const onPostgres = /^postgres(ql)?:\/\//.test(database);
+  const { child, output } = cli(
+    checkout.dir,
+    ['demo', ...(onPostgres ? [] : ['--db', database]), '--products', String(products), '--json'],
+    onPostgres ? { CPS_DATABASE_URL: database } : {},
+  );
   const code = await exited(child);
   if (code !== 0) throw new Error(`${checkout.name}: demo exited ${code}:\n${output()}`);
   const demo = JSON.parse(output().trim().split('\n').at(-1)!) as { merchant_id: number; api_key: string };
@@ -238,12 +243,15 @@ export async function stopChild(child: ChildProcess): Promise<void> {
 
 /**
  * NDJSON of `count` new products valid for the demo merchant (its suppliers, its three stores'
- * languages), refs `BENCH-<TAG>-000001`…: what bench:writes and bench:postgres import.
+ * languages), refs `BENCH-<TAG>-000001`…: what bench:writes, bench:postgres and bench:cost import.
+ * `options.images(n)`: product n's image URLs (default: one on the demo's image host, which never
+ * resolves); `options.costStep`: added to every cost (the same refs with new prices in every store).
  */
-export function demoImportBody(count: number, tag: string): string {
+export function demoImportBody(count: number, tag: string, options: { images?: (n: number) => string[]; costStep?: number } = {}): string {
+  const images = options.images ?? ((n: number) => [`https://images.demo-supplier.test/bench-${tag}/${n}.jpg`]);
   const lines: string[] = [];
   for (let n = 1; n <= count; n++) {
-    const cost = (10 + (n % 997) * 0.19).toFixed(2);
+    const cost = (10 + (n % 997) * 0.19 + (options.costStep ?? 0)).toFixed(2);
     const offers = [{ supplier_ref: 'alpine-wholesale', quantity: 1 + (n % 40), cost, currency: 'EUR' }];
     if (n % 2 === 0)
       offers.push({ supplier_ref: 'baltic-outdoor', quantity: n % 25, cost: (Number(cost) * 0.98).toFixed(2), currency: 'EUR' });
@@ -259,7 +267,7 @@ export function demoImportBody(count: number, tag: string): string {
             en: { title: `Nordkamm Tent ${n}`, description: `Tent made of nylon, model ${n}.` },
             pl: { title: `Nordkamm Namiot ${n}`, description: `Namiot, model ${n}.` },
           },
-          images: [{ url: `https://images.demo-supplier.test/bench-${tag}/${n}.jpg` }],
+          images: images(n).map((url) => ({ url })),
           offers,
           supplier_attributes: [{ supplier_ref: 'alpine-wholesale', key: 'weight', value: (1 + (n % 30) / 10).toFixed(2) }],
         },

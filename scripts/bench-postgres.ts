@@ -32,7 +32,7 @@
 //   BENCH_PRODUCTS=10000 BENCH_IMPORT_PRODUCTS=20000 npm run bench:postgres -- --only import,deliveries
 //   Quick run: BENCH_PRODUCTS=10000 BENCH_LARGE_HISTORY=200000 BENCH_ROUNDS=2 BENCH_SECONDS=3.
 //   Exits 0 whatever the verdicts; 1 when the run itself fails.
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -57,6 +57,7 @@ import {
   track,
 } from './baseline.js';
 import { dataDirOf, freePort, startPostgresServer, type PostgresServer } from './postgres-server.js';
+import { postgresServerCpu, processCpu } from './process-sampler.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
@@ -126,45 +127,8 @@ function cli(args: string[], settings: Record<string, string>): { child: ChildPr
 
 // ---- CPU --------------------------------------------------------------------------------------
 
-const TICKS_PER_SECOND = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
-
-/** utime, stime, cutime, cstime of /proc/<pid>/stat in µs, with its parent's pid; null when gone. */
-function procCpu(pid: number): { ppid: number; own: number; reaped: number } | null {
-  let stat: string;
-  try {
-    stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-  } catch {
-    return null;
-  }
-  // After "pid (comm) ": state, ppid, ... utime is field 14 of the whole line, index 11 here.
-  const fields = stat
-    .slice(stat.lastIndexOf(')') + 2)
-    .split(' ')
-    .map(Number);
-  const us = (ticks: number) => (ticks * 1e6) / TICKS_PER_SECOND;
-  return { ppid: fields[1]!, own: us(fields[11]! + fields[12]!), reaped: us(fields[13]! + fields[14]!) };
-}
-
-/**
- * The PostgreSQL server's CPU so far (µs): the postmaster, its live children (backends, walwriter,
- * checkpointer, autovacuum, ...) and the children it has reaped (a backend that ended counts there).
- */
-function postgresCpu(): number {
-  if (!postgres) return 0;
-  const postmaster = Number(fs.readFileSync(path.join(dataDirOf(postgres.dir), 'postmaster.pid'), 'utf8').split('\n')[0]);
-  let total = 0;
-  for (const entry of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    const pid = Number(entry);
-    const cpu = procCpu(pid);
-    if (!cpu) continue;
-    if (pid === postmaster) total += cpu.own + cpu.reaped;
-    else if (cpu.ppid === postmaster) total += cpu.own;
-  }
-  return total;
-}
-
-const processCpu = (pids: number[]) => pids.reduce((sum, pid) => sum + (procCpu(pid)?.own ?? 0), 0);
+/** The PostgreSQL server's CPU so far (µs; 0 when none runs): scripts/process-sampler.ts. */
+const postgresCpu = () => (postgres ? postgresServerCpu(dataDirOf(postgres.dir)) : 0);
 
 // ---- databases --------------------------------------------------------------------------------
 

@@ -59,13 +59,14 @@
 //   (e.g. --baseline HEAD --baseline-env CPS_WORKERS=inline: one commit, two settings, side by side)
 // With --json, stdout carries only the result (progress on stderr). Exits 0 whatever the verdicts;
 // 1 when the run itself fails.
-import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { candidateDir, git, inheritedEnv, killTracked, runSideBySide, track, type Checkout } from './baseline.js';
+import { startPeers, type Peers } from './peers.js';
 import { startPostgresServer, freePort, type PostgresServer } from './postgres-server.js';
 import {
   AdminClient,
@@ -76,7 +77,6 @@ import {
   seedDeliveryLog,
   seedOldChanges,
   type DatabaseRef,
-  type ImageHosts,
   type MainCatalog,
   type Tenant,
 } from './scale-catalog.js';
@@ -189,45 +189,6 @@ function latencyStats(samples: { ms: number; error?: string | undefined; unanswe
     p50: rank(sorted, 0.5),
     p99: rank(sorted, 0.99),
     max: sorted.at(-1) ?? null,
-  };
-}
-
-// ---- the peers: image origin, hanging host, receivers -----------------------------------------
-
-interface Peers {
-  hosts: ImageHosts;
-  receiver: string;
-  counts: () => Promise<{ images: number; gone: number; hangs: number; deliveries: number; byPath: Record<string, number> }>;
-}
-
-async function startPeers(): Promise<Peers> {
-  const child = track(
-    fork(path.join(candidateDir, 'scripts', 'scale-peers.ts'), [], {
-      cwd: candidateDir,
-      execArgv: ['--import', 'tsx'],
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    }),
-  );
-  const ports = await new Promise<{ origin: number; hang: number; receiver: number }>((resolve, reject) => {
-    child.once('message', (m: any) => resolve(m.ports));
-    child.once('exit', (code) => reject(new Error(`scale-peers exited ${code}`)));
-  });
-  let waiting: ((value: any) => void)[] = [];
-  child.on('message', (m: any) => {
-    if (m && typeof m.deliveries === 'number') {
-      const all = waiting;
-      waiting = [];
-      for (const resolve of all) resolve(m);
-    }
-  });
-  return {
-    hosts: { origin: `http://127.0.0.1:${ports.origin}`, hang: `http://127.0.0.1:${ports.hang}` },
-    receiver: `http://127.0.0.1:${ports.receiver}`,
-    counts: () =>
-      new Promise((resolve) => {
-        waiting.push(resolve);
-        if (waiting.length === 1) child.send('counts');
-      }),
   };
 }
 

@@ -97,13 +97,13 @@ export async function startServe({ adminToken, env, nofile }: ServeOptions): Pro
       stdio: ['ignore', 'ignore', 'pipe'],
       env: {
         ...inheritedEnv(),
+        CPS_DEMO_ON_EMPTY: 'false',
+        // The demo's image hosts do not exist: no mirroring noise (unless the run's settings turn it on: bench:cost).
+        CPS_IMAGE_MIRRORING: 'false',
         ...env,
         CPS_PORT: String(port),
         CPS_HOST: '127.0.0.1',
         CPS_ADMIN_TOKEN: adminToken,
-        CPS_DEMO_ON_EMPTY: 'false',
-        // The demo's image hosts do not exist: no mirroring noise.
-        CPS_IMAGE_MIRRORING: 'false',
       },
     }),
   );

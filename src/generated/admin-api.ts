@@ -1144,8 +1144,13 @@ export interface paths {
          * Show image mirroring progress
          * @description Returns how many of the merchant's image source URLs are `pending` (not mirrored yet, or
          *     being retried), `mirrored` and `dead`, and the 100 most recently dead images with the error
-         *     of their last fetch, newest first. The state of a single product's images is shown by
-         *     `GET .../products/{product_ref}` (`images[].state`).
+         *     of their last fetch, newest first, and the merchant's image origins (scheme, host, port) with
+         *     their state: `up`, or `down` after `CPS_IMAGE_ORIGIN_FAILURES` failed fetches in a row (a host
+         *     that does not resolve, refuses, times out or answers 5xx), when it went down, its failures in a
+         *     row, its last error, when its next probe is due and how many images wait on it. A down origin's
+         *     images are not fetched one by one: one probe per interval (doubling up to a cap) tries it, and
+         *     the first success reopens it; another origin's images are mirrored meanwhile. The state of a
+         *     single product's images is shown by `GET .../products/{product_ref}` (`images[].state`).
          *
          *     Dead images are omitted from the public API. When the cause is fixed on the supplier's side,
          *     fetch them again with `POST .../images/retry-dead`; an image whose source URL changes in a
@@ -3032,6 +3037,62 @@ export interface components {
             updated_at: string;
         };
         /**
+         * @description An origin (scheme, host and port) of the merchant's image source URLs, and whether the mirror
+         *     fetches from it. An origin that fails `CPS_IMAGE_ORIGIN_FAILURES` (default 20) fetches in a row
+         *     (the name does not resolve, the address is refused or blocked, the connection fails or times out,
+         *     or it answers 5xx) is `down`: its images wait, and one probe (one of its images) is fetched per
+         *     interval, `CPS_IMAGE_ORIGIN_PROBE_MS` (default 30 s) after it went down, the interval doubling
+         *     after each failed probe up to `CPS_IMAGE_ORIGIN_PROBE_MAX_MS` (default 15 min). The first probe
+         *     answered otherwise (an image, a 404) makes it `up` again. Meanwhile its images keep their
+         *     supplier URL in the public API, and each one still becomes dead (omitted) once its own
+         *     dead-after period (default 72 h) is up, counted from its first failure, or from when the origin
+         *     went down for an image never fetched.
+         */
+        ImageOrigin: {
+            /**
+             * @description The origin, lower case, as in the source URLs (`https://cdn.nordwind.test`, with a port when one is given).
+             * @example https://cdn.nordwind.test
+             */
+            origin: string;
+            /**
+             * @description `up`: its images are fetched (`failures` may count a few failures in a row below the
+             *     threshold); `down`: only its probes are.
+             * @example down
+             * @enum {string}
+             */
+            state: "up" | "down";
+            /**
+             * @description Fetches from the origin that failed in a row (0 once one succeeds).
+             * @example 20
+             */
+            failures: number;
+            /**
+             * Format: date-time
+             * @description When the origin went down; `null` while it is up.
+             * @example 2025-03-14T09:31:02Z
+             */
+            down_since: string | null;
+            /**
+             * Format: date-time
+             * @description When its next probe is fetched at the earliest (while a probe runs: when that probe's lease
+             *     ends); `null` while it is up.
+             * @example 2025-03-14T09:31:32Z
+             */
+            next_probe_at: string | null;
+            /**
+             * @description The error of its last failed fetch, as in `dead_images[].last_error` (`blocked_address`,
+             *     `connection_error`, `timeout`, `http_503`, …); `null` when none failed since its last success.
+             * @example connection_error
+             */
+            last_error: string | null;
+            /**
+             * @description Its pending images (not mirrored yet), counted up to 10,000: 10,000 means at least as many.
+             *     For a down origin, the images that wait on it.
+             * @example 1840
+             */
+            pending: number;
+        };
+        /**
          * @description Mirroring progress of a merchant's images. State is kept per distinct source URL, so an image
          *     that several products share counts once.
          */
@@ -3057,6 +3118,13 @@ export interface components {
              *     `dead` tells how many there are in all.
              */
             dead_images: components["schemas"]["DeadImage"][];
+            /**
+             * @description The merchant's image origins that failed last or have pending images, at most 50: the down
+             *     ones first (longest down first), then those failing below the threshold, then the others by
+             *     name. An origin whose images are all mirrored or dead and whose last fetch succeeded is not
+             *     listed.
+             */
+            origins: components["schemas"]["ImageOrigin"][];
         };
         /** @description Outcome of a retry of the merchant's dead images. */
         RetryDeadImagesResult: {

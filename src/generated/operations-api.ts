@@ -58,7 +58,8 @@ export interface paths {
          * @description The process's metrics in the Prometheus text exposition format (version 0.0.4). Counters
          *     and histograms count what this process did since it started; the gauges computed from the
          *     database (`cps_webhook_endpoints`, `cps_webhook_outbox_depth`,
-         *     `cps_webhook_deliveries_waiting`, `cps_feed_lag_seconds`, `cps_images`) are the same in
+         *     `cps_webhook_deliveries_waiting`, `cps_feed_lag_seconds`, `cps_images`, `cps_image_origins`,
+         *     `cps_images_waiting_on_down_origins`) are the same in
          *     every process on one database.
          *
          *     | metric | type | labels | what it measures |
@@ -71,6 +72,8 @@ export interface paths {
          *     | `cps_webhook_deliveries_waiting` | gauge | `status` | deliveries waiting to be sent: `pending` (first attempt) and `failed` (waiting for a retry), each counted up to 100,000 |
          *     | `cps_feed_lag_seconds` | gauge | | how far webhook dispatch trails the change feed: the age of the oldest change recorded for an active endpoint and not yet attempted (still in the outbox, or in a delivery not yet sent); 0 when nothing waits. Paused and disabled endpoints do not count (their backlog is not being worked on), nor do failed deliveries waiting for a retry (a receiver's trouble, not the dispatcher's: see `cps_webhook_deliveries_waiting{status="failed"}`) |
          *     | `cps_images` | gauge | `state` | image source URLs some product still lists, by mirroring state: `pending`, `mirrored`, `dead` (kept counts, not a count of every image at each scrape) |
+         *     | `cps_image_origins` | gauge | `state` | image origins (scheme, host, port) of all merchants whose last fetch failed: `failing` (failures in a row below `CPS_IMAGE_ORIGIN_FAILURES`, their images still fetched) and `down` (their images wait, one probe per interval); each counted up to 100,000. No label names an origin: the merchant's `GET /admin/v1/merchants/{merchant_id}/images` does |
+         *     | `cps_images_waiting_on_down_origins` | gauge | | pending images whose origin is down (they wait for a probe to succeed, or for their own dead-after period), counted up to 100,000 |
          *     | `cps_rate_limited_total` | counter | | requests answered `429` by the per-key rate limit (and by the per-key cap on live change-feed connections) |
          *     | `cps_http_connections` | gauge | | connections this process's listener holds open now (at most `CPS_MAX_CONNECTIONS`, plus those being answered past it) |
          *     | `cps_http_connections_refused_total` | counter | | connections past `CPS_MAX_CONNECTIONS` refused: answered `503 service_unavailable`, or closed at once past the reserve's share for such answers |

@@ -10,7 +10,7 @@ import { CatalogPublisher } from '../catalog/publish.js';
 import type { Config } from '../config.js';
 import { silentLogger, type Logger } from '../operations/log.js';
 import { AddressGuard } from '../outbound/address-guard.js';
-import { GuardedHttpClient } from '../outbound/client.js';
+import { GuardedHttpClient, type OutboundClientOptions } from '../outbound/client.js';
 import { scopeToMerchant } from '../storage/merchant-scope.js';
 import type { CatalogStorage, ClaimedImageMirror } from '../storage/port.js';
 import type { ImageMirrorWork } from '../catalog/model.js';
@@ -47,8 +47,10 @@ export class HttpImageFetcher implements ImageFetcher {
   constructor(
     guard: AddressGuard,
     private readonly config: Pick<ImageConfig, 'timeoutMs' | 'maxBytes' | 'concurrency'>,
+    /** The DNS resolver (default: the system's); tests answer names without a DNS query. */
+    lookup?: OutboundClientOptions['lookup'],
   ) {
-    this.client = new GuardedHttpClient(guard, { timeoutMs: config.timeoutMs, connections: config.concurrency });
+    this.client = new GuardedHttpClient(guard, { timeoutMs: config.timeoutMs, connections: config.concurrency, lookup });
   }
 
   async fetch(url: string): Promise<FetchOutcome> {
@@ -240,6 +242,7 @@ export class ImageMirror {
         perMerchant,
         perOrigin: Math.min(this.config.originConcurrency, perMerchant),
         busy: [...this.fetching.values()],
+        deadAfterMs: this.config.deadAfterHours * 3600_000,
       });
       for (const image of due) this.launch(image);
       return due.length;
@@ -339,6 +342,7 @@ export class ImageMirror {
   }
 
   private async mirror(image: ClaimedImageMirror): Promise<void> {
+    if (image.expired) return this.expire(image, image.expired);
     const outcome = await this.fetcher.fetch(image.url);
     // Ended by stop(): not the source's failure. Due again as it was before the claim.
     if (!outcome.ok && this.stopping) {
@@ -362,7 +366,9 @@ export class ImageMirror {
       });
       return;
     }
-    const firstFailure = image.first_failure_at ?? at;
+    // A probe of a down origin never fetched before failed since it waited on the origin (as its siblings that wait).
+    const firstFailure =
+      image.first_failure_at ?? (image.waiting_since !== undefined && image.waiting_since < at ? image.waiting_since : at);
     const failingFor = now.getTime() - Date.parse(firstFailure);
     if (outcome.permanent || failingFor >= this.config.deadAfterHours * 3600_000) {
       this.log.warn(
@@ -392,6 +398,24 @@ export class ImageMirror {
   }
 
   /**
+   * An image of a down origin whose own time is up (claimed `expired`): dead as its fetch would have
+   * made it, without the fetch (its origin is down), with the origin's error; `attempts` counts fetches only.
+   */
+  private expire(image: ClaimedImageMirror, expired: NonNullable<ClaimedImageMirror['expired']>): void {
+    this.log.warn(
+      { merchant_id: image.merchant_id, url: loggableUrl(image.url), error: expired.last_error, origin: image.origin },
+      'image source is dead (its origin is down)',
+    );
+    this.transition(image, {
+      state: 'dead',
+      first_failure_at: expired.first_failure_at,
+      next_attempt_at: null,
+      last_error: expired.last_error,
+      updated_at: this.now().toISOString(),
+    });
+  }
+
+  /**
    * Counts an origin's failures in a row (the host did not answer, or answered 5xx); at
    * originFailures it is down until its next probe, each failed probe doubling the wait up to
    * originProbeMaxMs. Any other answer (an image, a 404, not an image) means the origin is up.
@@ -399,11 +423,11 @@ export class ImageMirror {
   private async recordOrigin(image: ClaimedImageMirror, outcome: FetchOutcome, now: Date): Promise<void> {
     const merchant = scopeToMerchant(this.storage, image.merchant_id);
     if (!isOriginFailure(outcome)) {
-      if (image.origin_failing) await merchant.clearImageOrigin(image.origin);
+      if (image.origin_failing) await merchant.clearImageOrigin(image.origin, now.toISOString());
       return;
     }
     // Counted in one step (several fetches of the origin fail at once); down once, by the count that reaches the limit.
-    const state = await merchant.countImageOriginFailure(image.origin);
+    const state = await merchant.countImageOriginFailure(image.origin, outcome.ok ? '' : outcome.error);
     const at = now.getTime();
     if (state.down_since === null && state.failures >= this.config.originFailures) {
       state.down_since = now.toISOString();

@@ -1,5 +1,5 @@
 // A merchant's image mirroring as the admin sees it (spec 5): progress per state, the dead images,
-// and retrying them (admin `retryDeadImages`, CLI `images retry-dead`): they go back to pending and
+// its origins with their state (up, or down and only probed: docs/operating.md#image-mirroring), and retrying them (admin `retryDeadImages`, CLI `images retry-dead`): they go back to pending and
 // are fetched again; meanwhile their products show the supplier URL again.
 import { audit, OPERATOR, type Actor } from '../admin/audit.js';
 import type { CatalogWrites } from '../catalog/catalog-writes.js';
@@ -7,6 +7,24 @@ import type { CatalogPublisher } from '../catalog/publish.js';
 import { scopeToMerchant } from '../storage/merchant-scope.js';
 import type { CatalogStorage } from '../storage/port.js';
 import type { ImageMirrorWork, ImageStateCounts } from '../catalog/model.js';
+
+/** Origins a summary lists at most (down ones first, then failing, then those with pending images). */
+export const ORIGINS_LISTED_MAX = 50;
+/** An origin's pending images are counted up to this (one index range each). */
+export const ORIGIN_PENDING_COUNT_MAX = 10_000;
+
+/** An origin of the merchant as its summary shows it. */
+export interface ImageOriginView {
+  origin: string;
+  /** `down`: CPS_IMAGE_ORIGIN_FAILURES failures in a row, its images wait and only probes are fetched. */
+  state: 'up' | 'down';
+  failures: number;
+  down_since: string | null;
+  next_probe_at: string | null;
+  last_error: string | null;
+  /** Its pending images, counted up to ORIGIN_PENDING_COUNT_MAX. */
+  pending: number;
+}
 
 export class MerchantImages {
   constructor(private readonly writes: CatalogWrites) {}
@@ -18,13 +36,40 @@ export class MerchantImages {
   ): Promise<
     ImageStateCounts & {
       dead_images: Pick<ImageMirrorWork, 'url' | 'last_error' | 'first_failure_at' | 'updated_at'>[];
+      origins: ImageOriginView[];
     }
   > {
     const merchant = await this.writes.reads(merchantId);
-    const [counts, dead] = await Promise.all([merchant.imageStateCounts(), merchant.deadImages(limit)]);
+    const [counts, dead, failing, pending] = await Promise.all([
+      merchant.imageStateCounts(),
+      merchant.deadImages(limit),
+      merchant.imageOrigins(),
+      merchant.pendingImageOrigins(ORIGINS_LISTED_MAX),
+    ]);
+    // Failing origins first (down ones first, as imageOrigins orders them), then the others with pending images.
+    const known = new Set(failing.map((o) => o.origin));
+    const listed = [
+      ...failing,
+      ...pending
+        .filter((origin) => !known.has(origin))
+        .map((origin) => ({ origin, failures: 0, down_since: null, next_probe_at: null, last_error: null })),
+    ].slice(0, ORIGINS_LISTED_MAX);
+    const origins: ImageOriginView[] = [];
+    for (const o of listed) {
+      origins.push({
+        origin: o.origin,
+        state: o.down_since === null ? 'up' : 'down',
+        failures: o.failures,
+        down_since: o.down_since,
+        next_probe_at: o.down_since === null ? null : o.next_probe_at,
+        last_error: o.last_error,
+        pending: await merchant.countPendingImagesOf(o.origin, ORIGIN_PENDING_COUNT_MAX),
+      });
+    }
     return {
       ...counts,
       dead_images: dead.map(({ url, last_error, first_failure_at, updated_at }) => ({ url, last_error, first_failure_at, updated_at })),
+      origins,
     };
   }
 

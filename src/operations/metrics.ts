@@ -134,6 +134,17 @@ export class ServiceMetrics
     labelNames: ['state'] as const,
     registers: [this.registry],
   });
+  private readonly imageOrigins = new Gauge({
+    name: 'cps_image_origins',
+    help: 'Image origins (per merchant) failing in a row but not down yet, and down (only probed).',
+    labelNames: ['state'] as const,
+    registers: [this.registry],
+  });
+  private readonly imagesWaitingOnDownOrigins = new Gauge({
+    name: 'cps_images_waiting_on_down_origins',
+    help: 'Pending images whose origin is down: they wait for its probe to succeed, or for their own dead-after time.',
+    registers: [this.registry],
+  });
   /** Read at scrape time from the live feed (changes/live.ts), once the service has one. */
   private liveConnections: () => number = () => 0;
   private readonly liveFeed = (() => {
@@ -302,7 +313,16 @@ export class ServiceMetrics
       // A database that cannot answer shows in /readyz; the process metrics still go out.
       this.logger.error({ err: error }, 'reading the operational counts for /metrics failed');
     }
-    for (const gauge of [this.endpoints, this.outboxDepth, this.waiting, this.feedLag, this.images]) gauge.reset();
+    for (const gauge of [
+      this.endpoints,
+      this.outboxDepth,
+      this.waiting,
+      this.feedLag,
+      this.images,
+      this.imageOrigins,
+      this.imagesWaitingOnDownOrigins,
+    ])
+      gauge.reset();
     if (counts) {
       for (const [state, n] of Object.entries(counts.endpoints)) this.endpoints.set({ state }, n);
       this.outboxDepth.set(counts.outboxDepth);
@@ -310,6 +330,8 @@ export class ServiceMetrics
       const lagMs = counts.oldestWaitingAt ? this.now().getTime() - Date.parse(counts.oldestWaitingAt) : 0;
       this.feedLag.set(Math.max(0, lagMs) / 1000);
       for (const [state, n] of Object.entries(counts.images)) this.images.set({ state }, n);
+      for (const [state, n] of Object.entries(counts.imageOrigins)) this.imageOrigins.set({ state }, n);
+      this.imagesWaitingOnDownOrigins.set(counts.imagesWaitingOnDownOrigins);
     }
     const loopDelay = this.loopDelay.take();
     for (const [which, gauge] of this.loopDelayGauges) gauge.set(loopDelay[which]);

@@ -10,7 +10,12 @@
 // - within a merchant, its origins come from a loose index scan of (merchant, origin, next attempt)
 //   over the pending images, and each origin's oldest due work from a range of that index;
 // - a down origin (image_origins: CPS_IMAGE_ORIGIN_FAILURES failures in a row) is skipped until its
-//   next probe is due; then one of its images is claimed, and the probe leased like the image.
+//   next probe is due; then one of its images is claimed, and the probe leased like the image;
+// - a down origin's images whose own time is up (CPS_IMAGE_DEAD_AFTER_HOURS since their first
+//   failure, or since the origin went down for one never fetched) come from two index ranges and are
+//   claimed `expired`: they become dead without a fetch, as a fetch would have failed;
+// - a merchant whose only pending work is on down origins is settled to its next probe or the first
+//   of its images' own times, whichever is first: claims do not visit it before.
 import type { ImageClaimFairness } from './port.js';
 import type { ClaimedImageMirror, ImageOriginState } from './records.js';
 
@@ -29,17 +34,37 @@ export interface ImageClaimQueries {
    * skipped), at most `perOrigin` of each. PostgreSQL: locked (another claim skips them).
    */
   dueImagesOf(merchantId: number, now: string, fullOrigins: string[], perOrigin: number): Promise<ClaimedImageMirror[]>;
-  /** When the merchant's earliest pending image is due (null: none is pending). */
-  earliestPending(merchantId: number): Promise<string | null>;
+  /** When each origin's earliest pending image of the merchant is due (one probe per origin; none: nothing pending). */
+  earliestPendingByOrigin(merchantId: number): Promise<Map<string, string>>;
+  /** The earliest first failure of the origin's pending images (from its index; null: none failed). */
+  earliestFirstFailure(merchantId: number, origin: string): Promise<string | null>;
+  /**
+   * The origin's pending images whose own time is up at `cutoff` (now less the dead-after period):
+   * their first failure at or before it and, when `neverFetchedToo`, those due at or before it
+   * (an image due by then and not failed yet waited on the down origin since). At most `limit`;
+   * PostgreSQL: locked (another claim skips them).
+   */
+  expiredImagesOf(
+    merchantId: number,
+    origin: string,
+    cutoff: string,
+    neverFetchedToo: boolean,
+    limit: number,
+  ): Promise<ClaimedImageMirror[]>;
   /** Sets the hint to dueAt (null: removes it) if its version is still hint.version. */
   settleHint(hint: ImageWorkHint, dueAt: string | null): Promise<void>;
   /** Leases the images until leaseUntil. */
   lease(images: ClaimedImageMirror[], leaseUntil: string): Promise<void>;
   /** The merchant's origins whose last fetch failed (image_origins): a few rows. */
-  failingOrigins(merchantId: number): Promise<Pick<ImageOriginState, 'origin' | 'down_since' | 'next_probe_at'>[]>;
+  failingOrigins(merchantId: number): Promise<FailingOrigin[]>;
   /** No other probe of the down origin until `until` (the probe's lease; its outcome sets the next one). */
   leaseProbe(merchantId: number, origin: string, until: string): Promise<void>;
 }
+
+type FailingOrigin = Pick<ImageOriginState, 'origin' | 'down_since' | 'next_probe_at' | 'last_error'>;
+
+const later = (a: string, b: string) => (a > b ? a : b);
+const earlier = (a: string | null, b: string | null) => (a === null ? b : b === null ? a : a < b ? a : b);
 
 const byDue = (a: ClaimedImageMirror, b: ClaimedImageMirror) => {
   const at = a.next_attempt_at ?? '';
@@ -82,16 +107,30 @@ export async function claimImages(
         .map((b) => b.origin);
       // Down origins wait for their probe time; then one image of each is their probe.
       const failing = await queries.failingOrigins(hint.merchantId);
+      const down = failing.filter((o): o is FailingOrigin & { down_since: string } => o.down_since !== null);
       const probing = new Set<string>();
-      for (const origin of failing) {
-        if (origin.down_since === null) continue;
+      for (const origin of down) {
         if (origin.next_probe_at !== null && origin.next_probe_at > now) fullOrigins.push(origin.origin);
         else probing.add(origin.origin);
       }
       const failingOrigins = new Set(failing.map((o) => o.origin));
       const window = Math.min(limit, fairness.perMerchant - fetching, fairness.perOrigin);
+      // A down origin's backlog still ages: the images whose own time is up, at most a window of each.
+      const expired: ClaimedImageMirror[] = [];
+      if (fairness.deadAfterMs !== undefined) {
+        const cutoff = new Date(Date.parse(now) - fairness.deadAfterMs).toISOString();
+        for (const origin of down) {
+          for (const image of await queries.expiredImagesOf(hint.merchantId, origin.origin, cutoff, origin.down_since <= cutoff, window)) {
+            const firstFailure = image.first_failure_at ?? later(origin.down_since, image.next_attempt_at ?? origin.down_since);
+            const lastError = origin.last_error ?? image.last_error ?? 'connection_error';
+            expired.push({ ...image, origin_failing: true, expired: { first_failure_at: firstFailure, last_error: lastError } });
+          }
+        }
+      }
+      const expiredUrls = new Set(expired.map((image) => image.url));
       const probed = new Set<string>();
       const due = (await queries.dueImagesOf(hint.merchantId, now, fullOrigins, window))
+        .filter((image) => !expiredUrls.has(image.url))
         .sort(byDue)
         .filter((image) => {
           if (!probing.has(image.origin)) return true;
@@ -99,26 +138,33 @@ export async function claimImages(
           probed.add(image.origin);
           return true;
         })
-        .map((image) => ({
-          ...image,
-          origin_failing: failingOrigins.has(image.origin),
-          probe: probing.has(image.origin),
-        }));
-      if (due.length > 0) {
-        candidates.push(...due);
+        .map((image) => {
+          const claimed: ClaimedImageMirror = {
+            ...image,
+            origin_failing: failingOrigins.has(image.origin),
+            probe: probing.has(image.origin),
+          };
+          const downSince = probing.has(image.origin) ? down.find((o) => o.origin === image.origin)!.down_since : null;
+          if (downSince !== null && image.first_failure_at === null)
+            claimed.waiting_since = later(downSince, image.next_attempt_at ?? downSince);
+          return claimed;
+        });
+      if (due.length > 0 || expired.length > 0) {
+        candidates.push(...due, ...expired);
         if (fetching === 0) idleWithWork++;
+        if (due.length === 0) continue;
         const earliest = due.reduce(
           (min, image) => (image.next_attempt_at! < min ? image.next_attempt_at! : min),
           due[0]!.next_attempt_at!,
         );
         // Still a lower bound (the earliest of the origins not full): sharper turn order next time.
-        if (fullOrigins.length === 0 && earliest > hint.dueAt) await queries.settleHint(hint, earliest);
+        if (fullOrigins.length === 0 && expired.length === 0 && earliest > hint.dueAt) await queries.settleHint(hint, earliest);
         continue;
       }
-      // Nothing due here now (leased, backing off, or the origins with due work are full): the hint
-      // moves to the merchant's earliest pending work, or goes when there is none.
-      const earliest = await queries.earliestPending(hint.merchantId);
-      if (earliest === null || earliest > now) await queries.settleHint(hint, earliest);
+      // Nothing due here now (leased, backing off, down, or the origins with due work are full): the
+      // hint moves to when the merchant's work may be due next, or goes when there is none.
+      const next = await nextWorkAt(queries, hint.merchantId, down, fairness.deadAfterMs);
+      if (next === null || next > now) await queries.settleHint(hint, next);
     }
     if (hints.length < page || idleWithWork >= limit) break;
     const last = hints[hints.length - 1]!;
@@ -128,6 +174,35 @@ export async function claimImages(
   if (chosen.length > 0) await queries.lease(chosen, leaseUntil);
   for (const image of chosen) if (image.probe) await queries.leaseProbe(image.merchant_id, image.origin, leaseUntil);
   return chosen;
+}
+
+/**
+ * When the merchant's pending work may be claimed next (a lower bound; null: nothing is pending):
+ * an up origin's earliest pending image; a down origin's next probe (once one of its images is due)
+ * or the first of its images' own times to be up, whichever comes first.
+ */
+async function nextWorkAt(
+  queries: ImageClaimQueries,
+  merchantId: number,
+  down: (FailingOrigin & { down_since: string })[],
+  deadAfterMs: number | undefined,
+): Promise<string | null> {
+  const downByOrigin = new Map(down.map((o) => [o.origin, o]));
+  let next: string | null = null;
+  for (const [origin, earliest] of await queries.earliestPendingByOrigin(merchantId)) {
+    const isDown = downByOrigin.get(origin);
+    if (!isDown) {
+      next = earlier(next, earliest);
+      continue;
+    }
+    next = earlier(next, later(earliest, isDown.next_probe_at ?? earliest));
+    if (deadAfterMs === undefined) continue;
+    // Its images' own times: the earliest first failure, or since the origin is down for those never failed.
+    const firstFailure = await queries.earliestFirstFailure(merchantId, origin);
+    const start = earlier(firstFailure, later(isDown.down_since, earliest))!;
+    next = earlier(next, new Date(Date.parse(start) + deadAfterMs).toISOString());
+  }
+  return next;
 }
 
 /** The fair turn order over the candidates: origins within a merchant, then merchants. */

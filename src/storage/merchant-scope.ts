@@ -59,6 +59,8 @@ export const MERCHANT_KEYED = [
   'imageStateCounts',
   'deadImages',
   'imageOrigins',
+  'pendingImageOrigins',
+  'countPendingImagesOf',
   'countImageOriginFailure',
   'putImageOrigin',
   'clearImageOrigin',

@@ -14,6 +14,7 @@ import type {
   ImageOriginState,
   OperationalCounts,
   OutboxGroup,
+  OutboxWindowGroup,
   OutboxRow,
   ProductListPage,
   ProductListQuery,
@@ -193,6 +194,12 @@ export interface ImageClaimFairness {
   perMerchant: number;
   perOrigin: number;
   busy: { merchant_id: number; origin: string; fetching: number }[];
+  /**
+   * CPS_IMAGE_DEAD_AFTER_HOURS in ms: a down origin's images whose own time is up (failing this long
+   * since their first failure, or waiting this long since the origin went down) are claimed `expired`,
+   * to become dead without a fetch. Absent: none is.
+   */
+  deadAfterMs?: number;
 }
 
 /** Claims with no caps: a window this wide per merchant. */
@@ -222,12 +229,16 @@ export interface ImageStore {
   deadImages(merchantId: number, limit: number): Promise<ImageMirrorWork[]>;
   /** The merchant's origins whose last fetch failed (the others are up), down ones first. */
   imageOrigins(merchantId: number): Promise<ImageOriginState[]>;
-  /** Counts one more failure in a row of the origin (one atomic step); returns its state. */
-  countImageOriginFailure(merchantId: number, origin: string): Promise<ImageOriginState>;
+  /** The merchant's origins with pending images (from the index, one probe each), in order, at most `limit`. */
+  pendingImageOrigins(merchantId: number, limit: number): Promise<string[]>;
+  /** The origin's pending images, counted up to `countMax`. */
+  countPendingImagesOf(merchantId: number, origin: string, countMax: number): Promise<number>;
+  /** Counts one more failure in a row of the origin (one atomic step), with its error; returns its state. */
+  countImageOriginFailure(merchantId: number, origin: string, error: string): Promise<ImageOriginState>;
   /** Writes an origin's down state (see ImageOriginState); its count of failures is countImageOriginFailure's. */
   putImageOrigin(merchantId: number, state: ImageOriginState): Promise<void>;
-  /** Forgets an origin's failures: it is up. */
-  clearImageOrigin(merchantId: number, origin: string): Promise<void>;
+  /** Forgets an origin's failures: it is up, and its pending images are due for claims from `at`. */
+  clearImageOrigin(merchantId: number, origin: string, at: string): Promise<void>;
 }
 
 /** The payload published per (store, product), and the reads of the public API over it. */
@@ -371,6 +382,20 @@ export interface OutboxStore {
     group: Pick<OutboxGroup, 'endpointId' | 'event' | 'storeId'>,
     limit: number,
   ): Promise<{ id: number; productId: number; createdAt: string }[]>;
+  /**
+   * The oldest `window` waiting rows (after row `afterId`, when given), read once and grouped as outboxGroups groups them (endpoint by
+   * endpoint in id order, then by each group's oldest row), each group with its rows in arrival
+   * order: what a coalescing pass works on, in one statement rather than one per group. Read
+   * without locks: a pass holds the rows it batches with holdOutboxRows.
+   */
+  outboxWindow(window: number, afterId?: number): Promise<OutboxWindowGroup[]>;
+  /**
+   * Of these rows (read by outboxWindow), those the caller now holds until its transaction ends: a
+   * concurrent coalescer (PostgreSQL) neither waits for them nor gets them, and rows another one
+   * holds or has batched meanwhile are left out, so no row goes into two deliveries. On SQLite the
+   * transaction is the only writer: all of them.
+   */
+  holdOutboxRows(ids: number[]): Promise<number[]>;
   deleteOutboxRows(ids: number[]): Promise<void>;
 }
 
@@ -387,6 +412,11 @@ export interface AttemptOutcome {
 export interface DeliveryStore {
   /** oldestChangeAt: when the oldest change it carries was recorded (default: created_at). */
   insertDelivery(input: NewDelivery, oldestChangeAt?: string): Promise<DeliveryRecord>;
+  /**
+   * A coalescing pass's new deliveries of one group, in order (ids in that order), neither read
+   * back nor tests nor resends: insertDelivery for each, in one statement where the engine can.
+   */
+  insertCoalescedDeliveries(deliveries: { delivery: NewDelivery; oldestChangeAt: string }[]): Promise<void>;
   getDelivery(id: number): Promise<DeliveryRecord | undefined>;
   /**
    * Claims due deliveries (pending or failed, next attempt due, endpoint active) atomically, so

@@ -43,6 +43,16 @@ export interface ClaimedImageMirror extends ImageMirrorWork {
   origin_failing?: boolean;
   /** The one probe of a down origin: its failure lengthens the origin's probe interval. */
   probe?: boolean;
+  /**
+   * A probe never failed before: since when it waited on its down origin (the later of the origin's
+   * down_since and when it was due), its first failure should the probe fail.
+   */
+  waiting_since?: string;
+  /**
+   * An image of a down origin whose own time is up (ImageClaimFairness.deadAfterMs): it becomes dead
+   * without a fetch, as a fetch would have failed, with this first failure and error.
+   */
+  expired?: { first_failure_at: string; last_error: string };
 }
 
 /**
@@ -55,6 +65,8 @@ export interface ImageOriginState {
   down_since: string | null;
   next_probe_at: string | null;
   probe_ms: number | null;
+  /** The error of its last failed fetch (`blocked_address`, `timeout`, `http_503`, …). */
+  last_error: string | null;
 }
 
 // Published payloads
@@ -210,6 +222,18 @@ export interface OutboxGroup {
   oldestAt: string;
 }
 
+/** A waiting outbox row as a coalescing pass reads it. */
+export interface OutboxEntry {
+  id: number;
+  productId: number;
+  createdAt: string;
+}
+
+/** A group of an outbox window with its rows, in arrival order (outboxWindow). */
+export interface OutboxWindowGroup extends OutboxGroup {
+  rows: OutboxEntry[];
+}
+
 /** What a dispatcher asks for when it claims due deliveries (one atomic statement). */
 export interface DeliveryClaim {
   /**
@@ -280,4 +304,8 @@ export interface OperationalCounts {
   /** When the oldest change not yet attempted for an active endpoint (in the outbox or a pending delivery) was recorded; null when none. */
   oldestWaitingAt: string | null;
   images: ImageStateCounts;
+  /** Image origins of all merchants failing in a row but not down yet, and down (each counted up to the bound). */
+  imageOrigins: Record<'failing' | 'down', number>;
+  /** Pending images whose origin is down (at most the count's bound). */
+  imagesWaitingOnDownOrigins: number;
 }

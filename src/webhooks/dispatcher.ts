@@ -4,7 +4,8 @@
 // database, so a crash at any point loses nothing and at worst re-sends (at-least-once).
 import type { Config } from '../config.js';
 import { WEBHOOKS, type WebhookPayload, type WebhookSchemaError } from '../generated/public-webhooks.js';
-import type { AttemptOutcome, CatalogStorage, OutboxGroup, StorageTx } from '../storage/port.js';
+import type { AttemptOutcome, CatalogStorage, StorageTx } from '../storage/port.js';
+import type { OutboxWindowGroup } from '../storage/records.js';
 import type { ClaimedDelivery, DeliveryRecord, NotificationRecord, WebhookEndpointRecord } from './model.js';
 import type { NewAttempt } from './model.js';
 import { afterFailure, afterGone, afterSuccess, conditionsEnded, onChange, type EndpointHealth, type HealthPolicy } from './health.js';
@@ -257,12 +258,20 @@ export class WebhookDispatcher {
     // the event loop free between two, while they create deliveries and find the window full.
     const window = OUTBOX_WINDOW_BATCHES * this.config.batchSize;
     let created = 0;
+    // The passes of one call each start after the window of the pass before: rows a pass left (a busy
+    // endpoint, a batch waiting for its time) wait for the next call, and a pass never walks again
+    // what the passes before it deleted (on PostgreSQL, index entries of dead rows until a vacuum).
+    let afterId = 0;
     for (;;) {
       const now = this.deps.now();
       const pass = await this.storage.transaction(async (tx) => {
-        const groups = await tx.outboxGroups(window);
+        // The window read once; the rows batched go in one statement.
+        const groups = await tx.outboxWindow(window, afterId);
+        for (const group of groups) afterId = Math.max(afterId, group.rows.at(-1)!.id);
+        const taken: number[] = [];
         let made = 0;
-        for (const group of groups) made += await this.coalesceGroup(tx, group, now);
+        for (const group of groups) made += await this.coalesceGroup(tx, group, now, taken);
+        await tx.deleteOutboxRows(taken);
         return { made, full: groups.reduce((rows, group) => rows + group.count, 0) >= window };
       });
       created += pass.made;
@@ -271,16 +280,20 @@ export class WebhookDispatcher {
     }
   }
 
-  private async coalesceGroup(tx: StorageTx, group: OutboxGroup, now: Date): Promise<number> {
+  /** Creates the group's due deliveries; the ids of the rows they took (or that no endpoint wants) go into `taken`. */
+  private async coalesceGroup(tx: StorageTx, group: OutboxWindowGroup, now: Date, taken: number[]): Promise<number> {
     const waitedMs = now.getTime() - Date.parse(group.oldestAt);
     const timeIsUp = waitedMs >= this.config.coalesceMs;
     if (!timeIsUp && group.count < this.config.batchSize) return 0;
     const endpoint = await tx.coalescingEndpoint(group.endpointId);
     // Held by an attempt's health update or another pass: its rows wait for the next pass.
     if (endpoint === 'busy') return 0;
-    const rows = await tx.outboxRows(group, Math.max(group.count, 1));
+    // The group's rows of the window that no other coalescer took meanwhile, held to this pass's end.
+    const held = new Set(await tx.holdOutboxRows(group.rows.map((r) => r.id)));
+    const rows = held.size === group.rows.length ? group.rows : group.rows.filter((r) => held.has(r.id));
+    if (rows.length === 0) return 0;
     if (!endpoint) {
-      await tx.deleteOutboxRows(rows.map((r) => r.id));
+      for (const row of rows) taken.push(row.id);
       return 0;
     }
     // spec 3: a change after the cooldown resumes a paused endpoint; during it, nothing is sent:
@@ -319,9 +332,9 @@ export class WebhookDispatcher {
     // A partial batch waits for more ids until its time is up.
     if (current.productIds.length === this.config.batchSize || (timeIsUp && current.productIds.length > 0)) batches.push(current);
     const createdAt = now.toISOString();
-    for (const batch of batches) {
-      await tx.insertDelivery(
-        {
+    await tx.insertCoalescedDeliveries(
+      batches.map((batch) => ({
+        delivery: {
           endpoint_id: endpoint.id,
           event: group.event,
           store_id: group.storeId,
@@ -332,11 +345,12 @@ export class WebhookDispatcher {
           next_attempt_at: deliver ? createdAt : null,
           created_at: createdAt,
         },
-        batch.oldestAt,
-      );
-    }
-    // The batched rows go in one statement (same transaction: together with their deliveries or not at all).
-    await tx.deleteOutboxRows([...filledRows, ...batches.flatMap((batch) => batch.rowIds)]);
+        oldestChangeAt: batch.oldestAt,
+      })),
+    );
+    // The batched rows are deleted in the pass's transaction: together with their deliveries or not at all.
+    for (const id of filledRows) taken.push(id);
+    for (const batch of batches) for (const id of batch.rowIds) taken.push(id);
     return batches.length;
   }
 

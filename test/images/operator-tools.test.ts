@@ -220,7 +220,7 @@ describe('CLI: images status and images retry-dead', () => {
 
     const status = await cli('images', 'status', '--merchant', String(world.merchant.id));
     expect(status.code, status.stderr).toBe(0);
-    const shown = await world.status();
+    const shown = { ...(await world.status()), origins: await world.origins() };
     expect(shown).toMatchObject({ pending: 1, mirrored: 1, dead: 1 });
     expect(JSON.parse(status.stdout)).toEqual(shown);
     const compact = await cli('images', 'status', '--merchant', String(world.merchant.id), '--json');

@@ -9,7 +9,8 @@ import path from 'node:path';
 import { expect } from 'vitest';
 import { loadConfig, type Config } from '../../src/config.js';
 import { CatalogPublisher } from '../../src/catalog/publish.js';
-import { HttpImageFetcher, ImageMirror } from '../../src/images/mirror.js';
+import { HttpImageFetcher, ImageMirror, type FetchOutcome, type ImageFetcher } from '../../src/images/mirror.js';
+import type { OutboundClientOptions } from '../../src/outbound/client.js';
 import { LocalFolderMediaStore } from '../../src/images/media-store.js';
 import type { CatalogStorage } from '../../src/storage/port.js';
 import { AddressGuard } from '../../src/outbound/address-guard.js';
@@ -43,6 +44,16 @@ export interface MirroringStatus {
   dead_images: { url: string; last_error: string | null; first_failure_at: string | null; updated_at: string }[];
 }
 
+export interface ImageOriginStatus {
+  origin: string;
+  state: 'up' | 'down';
+  failures: number;
+  down_since: string | null;
+  next_probe_at: string | null;
+  last_error: string | null;
+  pending: number;
+}
+
 export interface ImageWorld {
   service: TestService;
   clock: FakeClock;
@@ -50,6 +61,8 @@ export interface ImageWorld {
   merchant: MerchantHandle;
   /** The worker, with the service's image settings and the image host allowlisted. */
   mirror: ImageMirror;
+  /** Every URL the mirrors fetched (or tried to), in order. */
+  fetched: string[];
   /** The local media store's folder: the one the server's `/media` route reads. */
   mediaDir: string;
   /** Creates or replaces a product with these image URLs over the admin API; returns its id. */
@@ -62,8 +75,10 @@ export interface ImageWorld {
   imagesInEveryStore(productId: number): Promise<Record<Slug, string[]>>;
   /** The changes `write` records in each store, read from `GET /v1/changes` (one change per window). */
   recorded(write: () => unknown): Promise<Record<Slug, Recorded[]>>;
-  /** `GET .../images` over the admin API. */
+  /** `GET .../images` over the admin API, its counts and dead images (its `origins`: `origins()`). */
   status(): Promise<MirroringStatus>;
+  /** The `origins` of `GET .../images` over the admin API. */
+  origins(): Promise<ImageOriginStatus[]>;
   /** The product's source images with their state (`GET .../products/{ref}`). */
   sourceImages(ref: string): Promise<{ url: string; state: string; mirrored_url: string | null }[]>;
   /** The service URL of a mirrored copy of these bytes. */
@@ -75,7 +90,32 @@ export interface ImageWorld {
   close(): Promise<void>;
 }
 
-export async function startImageWorld(options: { start?: string; images?: Partial<Config['images']> } = {}): Promise<ImageWorld> {
+/** The real fetcher, each URL it is asked for written down first. */
+class CountingFetcher implements ImageFetcher {
+  constructor(
+    private readonly real: HttpImageFetcher,
+    private readonly log: string[],
+  ) {}
+  fetch(url: string): Promise<FetchOutcome> {
+    this.log.push(url);
+    return this.real.fetch(url);
+  }
+  abort(): void {
+    this.real.abort();
+  }
+  close(): Promise<void> {
+    return this.real.close();
+  }
+}
+
+export async function startImageWorld(
+  options: {
+    start?: string;
+    images?: Partial<Config['images']>;
+    /** The mirrors' DNS resolver (no test sends a DNS query: names it does not answer fail as the system's would). */
+    lookup?: OutboundClientOptions['lookup'];
+  } = {},
+): Promise<ImageWorld> {
   const clock = fakeClock(options.start);
   const service = await startTestService({
     now: clock.now,
@@ -86,11 +126,12 @@ export async function startImageWorld(options: { start?: string; images?: Partia
   expect(mediaDir).toBe(path.join(service.dir, 'media'));
   const images = await ImageServer.start();
   const mirrors: ImageMirror[] = [];
+  const fetched: string[] = [];
   const newMirror = (guard: AddressGuard, storage: CatalogStorage = service.storage) => {
     const mirror = new ImageMirror(
       storage,
       new LocalFolderMediaStore(mediaDir),
-      new HttpImageFetcher(guard, service.config.images),
+      new CountingFetcher(new HttpImageFetcher(guard, service.config.images, options.lookup), fetched),
       service.config.images,
       service.url,
       clock.now,
@@ -133,6 +174,7 @@ export async function startImageWorld(options: { start?: string; images?: Partia
     merchant,
     mirror,
     mediaDir,
+    fetched,
     async putProduct(ref, imageUrls) {
       return (await adminOk(service, 'PUT', `${base}/products/${ref}`, product(imageUrls))).id;
     },
@@ -162,7 +204,13 @@ export async function startImageWorld(options: { start?: string; images?: Partia
       await write();
       return { de: await drain('de'), pl: await drain('pl') };
     },
-    status: () => adminOk(service, 'GET', `${base}/images`),
+    async status() {
+      const { origins: _origins, ...status } = await adminOk(service, 'GET', `${base}/images`);
+      return status;
+    },
+    async origins() {
+      return (await adminOk(service, 'GET', `${base}/images`)).origins;
+    },
     async sourceImages(ref) {
       return (await adminOk(service, 'GET', `${base}/products/${ref}`)).images;
     },

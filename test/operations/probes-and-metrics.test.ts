@@ -98,9 +98,11 @@ describe('a database that cannot answer', () => {
 describe('/metrics', () => {
   let service: TestService;
   let key: string;
+  let merchantId: number;
   beforeAll(async () => {
     service = await startTestService({ config: { rateLimit: { burst: 5, perSecond: 1 } } });
     const merchant = await createMerchant(service, 'Metrics Outfitters');
+    merchantId = merchant.id;
     key = merchant.key;
     await adminOk(service, 'PUT', `${merchant.base}/stores/de`, { name: 'DE', locale: 'de-DE', currency: 'EUR' });
     await adminOk(service, 'PUT', `${merchant.base}/suppliers/alpine`, { name: 'Alpine' });
@@ -157,6 +159,33 @@ describe('/metrics', () => {
     expect(sample(metrics, 'cps_images', { state: 'pending' })).toBe(3);
     expect(sample(metrics, 'cps_images', { state: 'mirrored' })).toBe(0);
     expect(sample(metrics, 'cps_images', { state: 'dead' })).toBe(0);
+  });
+
+  it('reports image origins failing and down, and the images waiting on the down ones, with no origin in a label', async () => {
+    const origin = 'https://img.example.test';
+    let metrics = await scrape(service);
+    expect(sample(metrics, 'cps_image_origins', { state: 'down' })).toBe(0);
+    expect(sample(metrics, 'cps_images_waiting_on_down_origins')).toBe(0);
+    const at = new Date().toISOString();
+    await service.storage.putImageOrigin(merchantId, {
+      origin,
+      failures: 20,
+      down_since: at,
+      next_probe_at: at,
+      probe_ms: 30_000,
+      last_error: 'blocked_address',
+    });
+    await service.storage.countImageOriginFailure(merchantId, 'https://other.example.test', 'timeout');
+    try {
+      metrics = await scrape(service);
+      expect(sample(metrics, 'cps_image_origins', { state: 'down' })).toBe(1);
+      expect(sample(metrics, 'cps_image_origins', { state: 'failing' })).toBe(1);
+      expect(sample(metrics, 'cps_images_waiting_on_down_origins')).toBe(3);
+      expect(metrics).not.toContain('img.example.test');
+    } finally {
+      await service.storage.clearImageOrigin(merchantId, origin, at);
+      await service.storage.clearImageOrigin(merchantId, 'https://other.example.test', at);
+    }
   });
 
   it('includes the process metrics', async () => {

@@ -254,6 +254,41 @@ describe('catalog pages in the browser', () => {
     const audit = await service.service.accounts.auditLog({ kind: 'operator' }, merchantId, 10);
     expect(audit.map((a) => a.action)).toContain('image.retry_dead');
   });
+
+  it("lists the merchant's image origins with their state: a down one with its failures, down since, next probe, last error and waiting images", async () => {
+    const origin = new URL(IMAGE_A).origin;
+    await page.goto(`${service.url}/panel/merchants/${merchantId}/images`);
+    const rows = () => page.getByRole('table', { name: 'Image origins' }).locator('tbody tr');
+    const cells = async () => (await rows().first().locator('td').allTextContents()).map((text) => text.trim());
+    expect(await cells()).toEqual([origin, 'up', '0', '—', '—', '—', '2']);
+
+    const downSince = new Date();
+    const nextProbe = new Date(downSince.getTime() + 60_000);
+    await service.storage.putImageOrigin(merchantId, {
+      origin,
+      failures: 20,
+      down_since: downSince.toISOString(),
+      next_probe_at: nextProbe.toISOString(),
+      probe_ms: 60_000,
+      last_error: 'connection_refused',
+    });
+    try {
+      await page.reload();
+      expect(await rows().count()).toBe(1);
+      const shown = await cells();
+      expect([...shown.slice(0, 3), ...shown.slice(5)]).toEqual([origin, 'down', '20', 'connection_refused', '2']);
+      // The two moments, as the panel writes times (each in a <time> with its instant).
+      const times = rows().first().locator('time');
+      expect(await times.evaluateAll((nodes) => nodes.map((n) => n.getAttribute('datetime')))).toEqual([
+        downSince.toISOString(),
+        nextProbe.toISOString(),
+      ]);
+      expect(await page.textContent('main')).toContain('A down origin failed 20 fetches in a row');
+      await browser.screenshot(page, 'images-origin-down');
+    } finally {
+      await service.storage.clearImageOrigin(merchantId, origin, new Date().toISOString());
+    }
+  });
 });
 
 describe('import upload limit', () => {

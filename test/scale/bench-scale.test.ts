@@ -9,12 +9,9 @@
 // child processes with every worker on, real HTTP on 127.0.0.1 only. No hanging image host
 // (--hanging 0): a fetch hanging until the mirror's 15 s time-out would only make each SIGTERM wait
 // for it (the benchmark measures that; this test only needs the exits).
-import { spawn } from 'node:child_process';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { runBenchScript } from '../support/bench-script.js';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const PHASES = ['a', 'c', 'd', 'e', 'f', 'h', 'g', 'b'];
 
 interface Stats {
@@ -41,34 +38,10 @@ interface Result {
   versions: { name: string; phases: Phase[]; shutdowns: { process: string; code: number | null; killed: boolean }[]; notes: string[] }[];
 }
 
-function runBench(args: string[], timeoutMs: number): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/bench-scale.ts', ...args], {
-      cwd: ROOT,
-      // The bench passes no CPS_* setting of this process on to its services anyway.
-      env: process.env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString();
-    });
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr = (stderr + chunk.toString()).slice(-20_000);
-    });
-    // SIGTERM lets the bench stop its services and remove its files.
-    const timer = setTimeout(() => child.kill('SIGTERM'), timeoutMs);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
-
 describe('bench:scale, CI-sized', () => {
   it('runs every phase against serve with every worker on, and each produces its figures without a failed read', async () => {
-    const { code, stdout, stderr } = await runBench(
+    const { code, stdout, stderr } = await runBenchScript(
+      'bench-scale.ts',
       [
         '--products',
         '2000',

@@ -161,6 +161,28 @@ async function postgresRowsRead(ran: Ran): Promise<number> {
   }
 }
 
+/** The merchant's hint of due image work (image_work_merchants.due_at), read directly. */
+async function hintOf(merchantId: number): Promise<string | null> {
+  if (TEST_ENGINE === 'sqlite') {
+    const db = new Database(database.location, { readonly: true });
+    try {
+      return (
+        (db.prepare('SELECT due_at FROM image_work_merchants WHERE merchant_id = ?').pluck().get(merchantId) as string | undefined) ?? null
+      );
+    } finally {
+      db.close();
+    }
+  }
+  const client = new pg.Client(database.location);
+  await client.connect();
+  try {
+    const { rows } = await client.query('SELECT due_at FROM image_work_merchants WHERE merchant_id = $1', [merchantId]);
+    return (rows[0]?.due_at as string | undefined) ?? null;
+  } finally {
+    await client.end();
+  }
+}
+
 /** Every statement the operation runs reads from an index, never a table of the catalog whole. */
 async function expectBounded(operation: () => Promise<unknown>, rowsMax = ROWS_READ_MAX): Promise<Ran[]> {
   const ran = await statementsOf(operation);
@@ -172,9 +194,10 @@ async function expectBounded(operation: () => Promise<unknown>, rowsMax = ROWS_R
       // alias), an intermediate result (a subquery's or a CTE's bounded rows), a constant row, or the
       // tenancy's small tables (stores, endpoints: a row or two here, where the planner scans rather
       // than use their merchant index).
-      // The image counts kept per merchant (three rows each) are read whole for the service's totals.
+      // The image counts kept per merchant (three rows each) are read whole for the service's totals,
+      // and so are the failing image origins (a row per origin whose last fetch failed), counted up to a bound.
       const allowed =
-        /^SCAN (json_each|\w+ VIRTUAL TABLE\b|\(subquery-\d+\)|w\b|page\b|origins\b|o\b|CONSTANT ROW|stores\b|s\b|webhook_endpoints\b|e\b|image_state_counts\b)/;
+        /^SCAN (json_each|\w+ VIRTUAL TABLE\b|\(subquery-\d+\)|w\b|page\b|origins\b|o\b|CONSTANT ROW|stores\b|s\b|webhook_endpoints\b|e\b|image_state_counts\b|image_origins\b)/;
       // And a table read in primary-key order under a LIMIT (the outbox's oldest rows): bounded by it.
       // Or anything under a count's LIMIT (a backlog counted up to a bound).
       const oldestFirst = (line: string) =>
@@ -304,6 +327,53 @@ describe.skipIf(onPglite())(`bounded statements at ${PRODUCTS.toLocaleString('en
     expect(claimed).toHaveLength(2);
     expect(claimed.map((i) => i.merchant_id)).toEqual([big, small]);
     expect(claimed.map((i) => i.origin)).toEqual([ORIGIN, 'https://small.example']);
+  });
+
+  it("skips a merchant whose only due images are on down origins until its next probe, and takes a down origin's images whose own time is up from an index range", async () => {
+    const probeAt = '2026-11-26T09:05:00.000Z';
+    const downOrigins = [ORIGIN, 'https://second.example'];
+    for (const origin of downOrigins) {
+      await storage.putImageOrigin(big, {
+        origin,
+        failures: 20,
+        down_since: '2026-11-26T08:59:00.000Z',
+        next_probe_at: probeAt,
+        probe_ms: 300_000,
+        last_error: 'blocked_address',
+      });
+    }
+    const fairness = { perMerchant: 3, perOrigin: 2, busy: [], deadAfterMs: 72 * 3600_000 };
+    try {
+      let claimed: Awaited<ReturnType<CatalogStorage['claimDueImageMirrors']>> = [];
+      await expectBounded(async () => {
+        claimed = await storage.claimDueImageMirrors(NOW, 2, LEASE, fairness);
+      });
+      expect(claimed.map((i) => i.merchant_id)).not.toContain(big);
+      // Its hint now says its next probe: no claim before then looks at its 40,000 waiting images.
+      expect(await hintOf(big)).toBe(probeAt);
+      const before = await statementsOf(() => storage.claimDueImageMirrors('2026-11-26T09:04:59.000Z', 2, LEASE, fairness));
+      const ofBig = (ran: Ran) => {
+        const values = (ran.params as unknown[]).flatMap((p) =>
+          p !== null && typeof p === 'object' && !Array.isArray(p) ? Object.values(p) : [p],
+        );
+        return /image_mirrors|image_origins/.test(ran.sql) && values.includes(big);
+      };
+      expect(before.filter(ofBig).map((ran) => ran.sql)).toEqual([]);
+
+      // 72 h after the origin went down: its images are expired, a window of them read from the index.
+      const later = '2026-11-29T09:00:00.000Z';
+      await expectBounded(async () => {
+        claimed = await storage.claimDueImageMirrors(later, 2, '2026-11-29T09:01:00.000Z', fairness);
+      });
+      const expired = claimed.filter((i) => i.expired !== undefined);
+      expect(expired.length).toBeGreaterThan(0);
+      expect(expired[0]).toMatchObject({
+        merchant_id: big,
+        expired: { first_failure_at: '2026-11-26T08:59:00.000Z', last_error: 'blocked_address' },
+      });
+    } finally {
+      for (const origin of downOrigins) await storage.clearImageOrigin(big, origin, NOW);
+    }
   });
 
   it('finds the products that list an image from the links, not by parsing every source', async () => {

@@ -835,6 +835,90 @@ describe(`the storage contract on ${ENGINE}`, () => {
       // Counted up to a bound: a scrape never reads the whole backlog.
       expect((await storage.operationalCounts(3)).outboxDepth).toBe(3);
     });
+
+    it('reads a window of the oldest outbox rows grouped with their rows, from after a given row, and holds the rows a pass batches', async () => {
+      const { merchant, de } = await merchantWithStores();
+      const a = await endpointOf(merchant.id);
+      const b = await endpointOf(merchant.id, de.id);
+      const at = (second: number) => `2026-11-26T08:00:0${second}.000Z`;
+      await storage.insertOutbox([
+        { endpointId: b.id, event: 'price', storeId: de.id, productId: 1, createdAt: at(1) },
+        { endpointId: a.id, event: 'content', storeId: null, productId: 2, createdAt: at(2) },
+        { endpointId: b.id, event: 'price', storeId: de.id, productId: 3, createdAt: at(0) },
+        { endpointId: a.id, event: 'content', storeId: null, productId: 4, createdAt: at(3) },
+        { endpointId: a.id, event: 'price', storeId: de.id, productId: 5, createdAt: at(4) },
+      ]);
+      const shape = (groups: Awaited<ReturnType<typeof storage.outboxWindow>>) =>
+        groups.map((g) => [g.endpointId, g.event, g.storeId, g.count, g.oldestAt, g.rows.map((r) => [r.productId, r.createdAt])]);
+      // The oldest 4 rows: endpoint by endpoint, then by each group's oldest row; each group's rows in arrival order.
+      const window = await storage.outboxWindow(4);
+      expect(shape(window)).toEqual([
+        [
+          a.id,
+          'content',
+          null,
+          2,
+          at(2),
+          [
+            [2, at(2)],
+            [4, at(3)],
+          ],
+        ],
+        [
+          b.id,
+          'price',
+          de.id,
+          2,
+          at(0),
+          [
+            [1, at(1)],
+            [3, at(0)],
+          ],
+        ],
+      ]);
+      // From after the window's last row: the rest.
+      const lastId = Math.max(...window.flatMap((g) => g.rows.map((r) => r.id)));
+      expect(shape(await storage.outboxWindow(4, lastId))).toEqual([[a.id, 'price', de.id, 1, at(4), [[5, at(4)]]]]);
+      // Held by the transaction that read them: every one (no other coalescer holds any).
+      const ids = window.flatMap((g) => g.rows.map((r) => r.id)).sort((x, y) => x - y);
+      const held = await storage.transaction(async (tx) =>
+        tx.holdOutboxRows((await tx.outboxWindow(4)).flatMap((g) => g.rows.map((r) => r.id))),
+      );
+      expect(held.sort((x, y) => x - y)).toEqual(ids);
+      expect(await storage.transaction((tx) => tx.holdOutboxRows([]))).toEqual([]);
+    });
+
+    it("inserts a coalescing pass's deliveries of one group in their order, with the oldest change each carries", async () => {
+      const { merchant, de } = await merchantWithStores();
+      const endpoint = await endpointOf(merchant.id);
+      const delivery = (productIds: number[], status: 'pending' | 'dropped') => ({
+        endpoint_id: endpoint.id,
+        event: 'price' as const,
+        store_id: de.id,
+        product_ids: productIds,
+        occurred_at: null,
+        status,
+        attempts: 0,
+        next_attempt_at: status === 'pending' ? '2026-11-26T08:00:10.000Z' : null,
+        created_at: '2026-11-26T08:00:10.000Z',
+      });
+      await storage.transaction((tx) =>
+        tx.insertCoalescedDeliveries([
+          { delivery: delivery([1, 2], 'pending'), oldestChangeAt: '2026-11-26T08:00:01.000Z' },
+          { delivery: delivery([3], 'pending'), oldestChangeAt: '2026-11-26T08:00:05.000Z' },
+          { delivery: delivery([4], 'dropped'), oldestChangeAt: '2026-11-26T08:00:06.000Z' },
+        ]),
+      );
+      await storage.transaction((tx) => tx.insertCoalescedDeliveries([]));
+      const listed = (await storage.listDeliveries(endpoint.id, { limit: 10 })).reverse();
+      expect(listed.map((d) => [d.product_ids, d.status, d.store_id, d.attempts, d.next_attempt_at, d.test, d.replaces])).toEqual([
+        [[1, 2], 'pending', de.id, 0, '2026-11-26T08:00:10.000Z', false, null],
+        [[3], 'pending', de.id, 0, '2026-11-26T08:00:10.000Z', false, null],
+        [[4], 'dropped', de.id, 0, null, false, null],
+      ]);
+      // The oldest change each carries: the feed lag counts from the first pending one's.
+      expect(await storage.oldestWaitingChangeAt(merchant.id)).toBe('2026-11-26T08:00:01.000Z');
+    });
   });
 
   describe('the delivery lifecycle', () => {
@@ -1224,6 +1308,8 @@ describe(`the storage contract on ${ENGINE}`, () => {
         waitingDeliveries: { pending: 0, failed: 0 },
         oldestWaitingAt: null,
         images: { pending: 0, mirrored: 0, dead: 0 },
+        imageOrigins: { failing: 0, down: 0 },
+        imagesWaitingOnDownOrigins: 0,
       });
     });
   });

@@ -51,6 +51,35 @@ describe('fair image claims', () => {
     ]);
   });
 
+  it("alternates a merchant's origins claim after claim while their fetches run, though one origin's backlog was queued first", async () => {
+    const merchant = await merchantWithImages('Backlog', [
+      ...Array.from({ length: 6 }, (_, i) => `https://dead.example/${i}.png`),
+      'https://cdn.example/a.png',
+      'https://cdn.example/b.png',
+      'https://cdn.example/c.png',
+    ]);
+    // One free slot at a time, the fetches claimed before still running (busy), as the mirror claims.
+    const busy = new Map<string, number>();
+    const origins: string[] = [];
+    for (let n = 0; n < 6; n++) {
+      const [image] = await storage.claimDueImageMirrors(NOW, 1, LEASE, {
+        perMerchant: 6,
+        perOrigin: 3,
+        busy: [...busy].map(([origin, fetching]) => ({ merchant_id: merchant, origin, fetching })),
+      });
+      origins.push(image!.origin);
+      busy.set(image!.origin, (busy.get(image!.origin) ?? 0) + 1);
+    }
+    expect(origins).toEqual([
+      'https://dead.example',
+      'https://cdn.example',
+      'https://dead.example',
+      'https://cdn.example',
+      'https://dead.example',
+      'https://cdn.example',
+    ]);
+  });
+
   it('claims nothing past the caps per merchant and per origin of a merchant, counting the fetches busy, and leases what it claims', async () => {
     const noisy = await merchantWithImages('Noisy', [
       'https://slow.example/1.png',

@@ -150,6 +150,23 @@ describe('several dispatchers on one PostgreSQL database', () => {
     expect(await b.storage.transaction((other) => other.outboxRows(group!, 100))).toHaveLength(3);
   });
 
+  it("holds a window's rows for one coalescer: another transaction meanwhile is given none of them, nor the rows it deleted", async () => {
+    const { merchant, a, b } = await twoDispatchers({ batchSize: 100 });
+    await importProducts(merchant, ['HOLD-1', 'HOLD-2', 'HOLD-3']);
+    const ids = (await a.storage.outboxWindow(100)).flatMap((g) => g.rows.map((r) => r.id));
+    expect(ids).toHaveLength(3);
+    await a.storage.transaction(async (tx) => {
+      expect(await tx.holdOutboxRows(ids)).toHaveLength(3);
+      // Another process's coalescer, while this one holds them: skips them rather than waiting.
+      expect(await b.storage.transaction((other) => other.holdOutboxRows(ids))).toEqual([]);
+      await tx.deleteOutboxRows([ids[0]!]);
+    });
+    // Once that pass has committed, the row it batched is gone for the other one; the rest are its.
+    expect((await b.storage.transaction((other) => other.holdOutboxRows(ids))).sort((x, y) => x - y)).toEqual(
+      ids.slice(1).sort((x, y) => x - y),
+    );
+  });
+
   it('coalesce past an endpoint whose row another transaction holds, leaving its rows for the next pass, and claim without waiting for that row', async () => {
     const { merchant, endpointId, a, b, deliveries } = await twoDispatchers({ batchSize: 1 });
     await importProducts(merchant, ['HELD-1', 'HELD-2']);

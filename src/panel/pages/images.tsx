@@ -1,5 +1,5 @@
 // Image mirroring of a merchant (docs/panel.md#pages, "Images"): how many source images are pending, mirrored
-// and dead, the dead ones with their last error, and a retry of the dead ones (CatalogAdmin, as the
+// and dead, its origins with their state (up, or down and only probed), the dead ones with their last error, and a retry of the dead ones (CatalogAdmin, as the
 // admin API's getImageMirroring and retryDeadImages).
 import { Hono } from 'hono';
 import type { Service } from '../../service.js';
@@ -9,11 +9,18 @@ import { merchantOf, sessionOf } from '../handlers.js';
 import { CsrfField, Layout, Notice } from '../layout.js';
 import type { PanelEnv } from '../session.js';
 import { Time } from '../time.js';
+import { ORIGIN_PENDING_COUNT_MAX } from '../../images/retry.js';
 
 type ImageMirroring = Awaited<ReturnType<CatalogAdmin['imageMirroring']>>;
 
-function ImagesPage(props: { session: PanelSession; merchantId: number; mirroring: ImageMirroring; notice?: string | undefined }) {
-  const { session, merchantId, mirroring } = props;
+function ImagesPage(props: {
+  session: PanelSession;
+  merchantId: number;
+  mirroring: ImageMirroring;
+  failuresToDown: number;
+  notice?: string | undefined;
+}) {
+  const { session, merchantId, mirroring, failuresToDown } = props;
   return (
     <Layout title="Images" session={session} merchantId={merchantId}>
       <Notice text={props.notice} />
@@ -35,6 +42,47 @@ function ImagesPage(props: { session: PanelSession; merchantId: number; mirrorin
       </table>
       {mirroring.pending + mirroring.mirrored + mirroring.dead === 0 && (
         <p>No images yet: the images of the products you import are mirrored here, from their source URLs.</p>
+      )}
+      <h2>Origins</h2>
+      {mirroring.origins.length === 0 ? (
+        <p>No origin has pending images or failed its last fetch.</p>
+      ) : (
+        <>
+          <table aria-label="Image origins">
+            <thead>
+              <tr>
+                <th>Origin</th>
+                <th>State</th>
+                <th>Failures in a row</th>
+                <th>Down since</th>
+                <th>Next probe</th>
+                <th>Last error</th>
+                <th>Pending images</th>
+              </tr>
+            </thead>
+            <tbody>
+              {mirroring.origins.map((origin) => (
+                <tr>
+                  <td class="wrap">{origin.origin}</td>
+                  <td>{origin.state}</td>
+                  <td>{origin.failures}</td>
+                  <td>
+                    <Time at={origin.down_since} />
+                  </td>
+                  <td>
+                    <Time at={origin.next_probe_at} />
+                  </td>
+                  <td>{origin.last_error ?? '—'}</td>
+                  <td>{origin.pending >= ORIGIN_PENDING_COUNT_MAX ? `${ORIGIN_PENDING_COUNT_MAX}+` : origin.pending}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+          <p class="muted">
+            A down origin failed {failuresToDown} fetches in a row: its images wait, keeping their supplier URLs, and one of them is tried
+            per probe interval until one succeeds; each still becomes dead once its own dead-after period is up.
+          </p>
+        </>
       )}
       <h2>Dead images</h2>
       {mirroring.dead_images.length === 0 ? (
@@ -93,7 +141,13 @@ export function imagePages(service: Service) {
         ? `${retried} dead ${retried === '1' ? 'image goes' : 'images go'} back to pending.`
         : undefined;
     return c.html(
-      <ImagesPage session={sessionOf(c)} merchantId={merchantId} mirroring={await admin.imageMirroring(merchantId)} notice={notice} />,
+      <ImagesPage
+        session={sessionOf(c)}
+        merchantId={merchantId}
+        mirroring={await admin.imageMirroring(merchantId)}
+        failuresToDown={service.config.images.originFailures}
+        notice={notice}
+      />,
     );
   });
 

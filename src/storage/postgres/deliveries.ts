@@ -25,6 +25,7 @@ const ENDPOINT_CLAIM_LOCK = 0x63707363;
 export class PgDeliveries implements DeliveryStore {
   static readonly writes = [
     'insertDelivery',
+    'insertCoalescedDeliveries',
     'claimDueDeliveries',
     'updateDelivery',
     'dropPendingDeliveries',
@@ -61,6 +62,33 @@ export class PgDeliveries implements DeliveryStore {
       ],
     );
     return toDelivery(row!);
+  }
+
+  async insertCoalescedDeliveries(deliveries: { delivery: NewDelivery; oldestChangeAt: string }[]): Promise<void> {
+    if (deliveries.length === 0) return;
+    const column = <K extends keyof NewDelivery>(key: K) => deliveries.map(({ delivery }) => delivery[key]);
+    // One statement (unnest keeps the order, so ids follow it); a pending one wakes the dispatchers at commit.
+    await this.c.run(
+      `WITH inserted AS (
+        INSERT INTO webhook_deliveries (endpoint_id, event, store_id, product_ids, occurred_at, status, attempts,
+          next_attempt_at, created_at, oldest_change_at)
+        SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::integer[], $8::text[],
+          $9::text[], $10::text[])
+        RETURNING status)
+      SELECT pg_notify('${DELIVERY_WORK_CHANNEL}', '') WHERE EXISTS (SELECT 1 FROM inserted WHERE status = 'pending')`,
+      [
+        column('endpoint_id'),
+        column('event'),
+        column('store_id'),
+        deliveries.map(({ delivery }) => JSON.stringify(delivery.product_ids)),
+        column('occurred_at'),
+        column('status'),
+        column('attempts'),
+        column('next_attempt_at'),
+        column('created_at'),
+        deliveries.map((d) => d.oldestChangeAt),
+      ],
+    );
   }
 
   async getDelivery(id: number): Promise<DeliveryRecord | undefined> {

@@ -79,17 +79,54 @@ class PgImageClaimQueries implements ImageClaimQueries {
     );
   }
 
-  async earliestPending(merchantId: number): Promise<string | null> {
-    // The earliest of each origin's earliest (one probe per origin, from the same index as the claim's).
-    const row = await this.c.one<{ at: string | null }>(
+  async earliestPendingByOrigin(merchantId: number): Promise<Map<string, string>> {
+    // The earliest of each origin (one probe per origin, from the same index as the claim's).
+    const rows = await this.c.rows<{ origin: string; at: string } & Record<string, unknown>>(
       `${PENDING_ORIGINS}
-      SELECT min(d.at) AS at FROM origins AS o CROSS JOIN LATERAL (
+      SELECT o.origin, d.at FROM origins AS o CROSS JOIN LATERAL (
         SELECT e.next_attempt_at AS at FROM image_mirrors AS e WHERE e.merchant_id = $1 AND e.state = 'pending' AND e.origin = o.origin
         ORDER BY e.next_attempt_at LIMIT 1
-      ) AS d WHERE o.origin IS NOT NULL`,
+      ) AS d WHERE o.origin IS NOT NULL AND d.at IS NOT NULL`,
       [merchantId],
     );
+    return new Map(rows.map((r) => [r.origin, r.at]));
+  }
+
+  async earliestFirstFailure(merchantId: number, origin: string): Promise<string | null> {
+    const row = await this.c.one<{ at: string | null }>(
+      `SELECT first_failure_at AS at FROM image_mirrors
+      WHERE merchant_id = $1 AND origin = $2 AND state = 'pending' AND first_failure_at IS NOT NULL
+      ORDER BY first_failure_at LIMIT 1`,
+      [merchantId, origin],
+    );
     return row?.at ?? null;
+  }
+
+  async expiredImagesOf(
+    merchantId: number,
+    origin: string,
+    cutoff: string,
+    neverFetchedToo: boolean,
+    limit: number,
+  ): Promise<ClaimedImageMirror[]> {
+    // Two ranges of two indexes (by first failure; by next attempt), each exact: every row read is one.
+    const failed = await this.c.rows<ClaimedRow>(
+      `SELECT ${WORK_COLUMNS} FROM image_mirrors
+      WHERE merchant_id = $1 AND origin = $2 AND state = 'pending' AND first_failure_at IS NOT NULL AND first_failure_at <= $3
+      ORDER BY first_failure_at LIMIT $4 FOR UPDATE SKIP LOCKED`,
+      [merchantId, origin, cutoff, limit],
+    );
+    if (!neverFetchedToo || failed.length >= limit) return failed;
+    const seen = new Set(failed.map((image) => image.url));
+    const waited = (
+      await this.c.rows<ClaimedRow>(
+        `SELECT ${WORK_COLUMNS} FROM image_mirrors
+        WHERE merchant_id = $1 AND origin = $2 AND state = 'pending' AND next_attempt_at <= $3
+        ORDER BY next_attempt_at LIMIT $4 FOR UPDATE SKIP LOCKED`,
+        [merchantId, origin, cutoff, limit],
+      )
+    ).filter((image) => !seen.has(image.url));
+    return [...failed, ...waited].slice(0, limit);
   }
 
   async settleHint(hint: ImageWorkHint, dueAt: string | null): Promise<void> {
@@ -107,9 +144,9 @@ class PgImageClaimQueries implements ImageClaimQueries {
     );
   }
 
-  async failingOrigins(merchantId: number): Promise<Pick<ImageOriginState, 'origin' | 'down_since' | 'next_probe_at'>[]> {
-    return this.c.rows<Pick<ImageOriginState, 'origin' | 'down_since' | 'next_probe_at'> & Record<string, unknown>>(
-      'SELECT origin, down_since, next_probe_at FROM image_origins WHERE merchant_id = $1',
+  async failingOrigins(merchantId: number): Promise<Pick<ImageOriginState, 'origin' | 'down_since' | 'next_probe_at' | 'last_error'>[]> {
+    return this.c.rows<Pick<ImageOriginState, 'origin' | 'down_since' | 'next_probe_at' | 'last_error'> & Record<string, unknown>>(
+      'SELECT origin, down_since, next_probe_at, last_error FROM image_origins WHERE merchant_id = $1',
       [merchantId],
     );
   }
@@ -198,31 +235,54 @@ export class PgImages implements ImageStore {
 
   async imageOrigins(merchantId: number): Promise<ImageOriginState[]> {
     return this.c.rows<ImageOriginState & Record<string, unknown>>(
-      `SELECT origin, failures, down_since, next_probe_at, probe_ms FROM image_origins WHERE merchant_id = $1
+      `SELECT origin, failures, down_since, next_probe_at, probe_ms, last_error FROM image_origins WHERE merchant_id = $1
       ORDER BY down_since IS NULL, down_since, origin`,
       [merchantId],
     );
   }
 
-  async countImageOriginFailure(merchantId: number, origin: string): Promise<ImageOriginState> {
+  async pendingImageOrigins(merchantId: number, limit: number): Promise<string[]> {
+    const rows = await this.c.rows<{ origin: string }>(`${PENDING_ORIGINS} SELECT origin FROM origins WHERE origin IS NOT NULL LIMIT $2`, [
+      merchantId,
+      limit,
+    ]);
+    return rows.map((r) => r.origin);
+  }
+
+  async countPendingImagesOf(merchantId: number, origin: string, countMax: number): Promise<number> {
+    const row = await this.c.one<{ n: number }>(
+      `SELECT count(*)::integer AS n FROM (SELECT 1 FROM image_mirrors
+      WHERE merchant_id = $1 AND origin = $2 AND state = 'pending' LIMIT $3) AS waiting`,
+      [merchantId, origin, countMax],
+    );
+    return row?.n ?? 0;
+  }
+
+  async countImageOriginFailure(merchantId: number, origin: string, error: string): Promise<ImageOriginState> {
     return (await this.c.one<ImageOriginState & Record<string, unknown>>(
-      `INSERT INTO image_origins (merchant_id, origin, failures) VALUES ($1, $2, 1)
-      ON CONFLICT (merchant_id, origin) DO UPDATE SET failures = image_origins.failures + 1
-      RETURNING origin, failures, down_since, next_probe_at, probe_ms`,
-      [merchantId, origin],
+      `INSERT INTO image_origins (merchant_id, origin, failures, last_error) VALUES ($1, $2, 1, $3)
+      ON CONFLICT (merchant_id, origin) DO UPDATE SET failures = image_origins.failures + 1, last_error = excluded.last_error
+      RETURNING origin, failures, down_since, next_probe_at, probe_ms, last_error`,
+      [merchantId, origin, error],
     ))!;
   }
 
   async putImageOrigin(merchantId: number, state: ImageOriginState): Promise<void> {
     await this.c.run(
-      `INSERT INTO image_origins (merchant_id, origin, failures, down_since, next_probe_at, probe_ms) VALUES ($1, $2, $3, $4, $5, $6)
+      `INSERT INTO image_origins (merchant_id, origin, failures, down_since, next_probe_at, probe_ms, last_error)
+      VALUES ($1, $2, $3, $4, $5, $6, $7)
       ON CONFLICT (merchant_id, origin) DO UPDATE SET down_since = excluded.down_since,
         next_probe_at = excluded.next_probe_at, probe_ms = excluded.probe_ms`,
-      [merchantId, state.origin, state.failures, state.down_since, state.next_probe_at, state.probe_ms],
+      [merchantId, state.origin, state.failures, state.down_since, state.next_probe_at, state.probe_ms, state.last_error],
     );
   }
 
-  async clearImageOrigin(merchantId: number, origin: string): Promise<void> {
-    await this.c.run('DELETE FROM image_origins WHERE merchant_id = $1 AND origin = $2', [merchantId, origin]);
+  async clearImageOrigin(merchantId: number, origin: string, at: string): Promise<void> {
+    const cleared = await this.c.run('DELETE FROM image_origins WHERE merchant_id = $1 AND origin = $2', [merchantId, origin]);
+    // Its images wait no more: the merchant's hint (settled to the next probe, perhaps) must not be later.
+    if (cleared > 0) {
+      await this.c.run(LOWER_IMAGE_WORK_HINT, [merchantId, at]);
+      await notifyWork(this.c, 'images');
+    }
   }
 }

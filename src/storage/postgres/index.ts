@@ -324,6 +324,8 @@ export class PostgresStorage implements CatalogStorage {
         waitingDeliveries: { pending: 0, failed: 0 },
         oldestWaitingAt: null,
         images: { pending: 0, mirrored: 0, dead: 0 },
+        imageOrigins: { failing: 0, down: 0 },
+        imagesWaitingOnDownOrigins: 0,
       };
       for (const row of await rows<{ status: 'active'; n: number }>(
         'SELECT status, count(*) AS n FROM webhook_endpoints GROUP BY status',
@@ -347,6 +349,25 @@ export class PostgresStorage implements CatalogStorage {
       )) {
         counts.images[row.state] = row.n;
       }
+      // Image origins failing and down (a few rows), and the images waiting on the down ones from the
+      // (merchant, origin, next attempt) index, each counted up to the bound.
+      for (const down of [false, true]) {
+        counts.imageOrigins[down ? 'down' : 'failing'] = (
+          await rows<{ n: number }>(
+            `SELECT count(*)::integer AS n FROM (SELECT 1 FROM image_origins WHERE down_since IS ${down ? 'NOT NULL' : 'NULL'} LIMIT $1) AS o`,
+            [countMax],
+          )
+        )[0]!.n;
+      }
+      counts.imagesWaitingOnDownOrigins = (
+        await rows<{ n: number }>(
+          `SELECT count(*)::integer AS n FROM (SELECT 1 FROM image_origins AS o
+          CROSS JOIN LATERAL (SELECT 1 FROM image_mirrors AS m
+            WHERE m.merchant_id = o.merchant_id AND m.origin = o.origin AND m.state = 'pending' LIMIT $1) AS m
+          WHERE o.down_since IS NOT NULL LIMIT $1) AS w`,
+          [countMax],
+        )
+      )[0]!.n;
       // Not yet attempted: a failed delivery waiting for its retry is the receiver's lag, not the
       // dispatcher's (it shows in cps_webhook_deliveries_waiting{status="failed"}).
       // One probe per active endpoint, as oldestWaitingChangeAt (never the whole backlog).

@@ -1036,4 +1036,26 @@ CREATE TABLE image_origins (
 );
 `,
   },
+  {
+    id: 43,
+    name: 'image_origin_backlog',
+    sql: `
+-- The error of a failing origin's last fetch (what its waiting images die of, once their own
+-- CPS_IMAGE_DEAD_AFTER_HOURS are up), and the pending images by their first failure per origin:
+-- a down origin's images whose own time is up are found from it, never by reading its backlog.
+ALTER TABLE image_origins ADD COLUMN last_error text COLLATE "C";
+CREATE INDEX image_mirrors_pending_first_failure ON image_mirrors(merchant_id, origin, first_failure_at)
+  WHERE state = 'pending' AND first_failure_at IS NOT NULL;
+`,
+  },
+  {
+    id: 45,
+    name: 'outbox_window',
+    sql: `
+-- Coalescing reads the outbox by its primary key (a window of the oldest rows, grouped as it is
+-- read) and holds the rows it batches by id: the index by (endpoint, event, store, id) that passes
+-- read each group through only cost every outbox row's insert and delete a third B-tree.
+DROP INDEX webhook_outbox_group;
+`,
+  },
 ];

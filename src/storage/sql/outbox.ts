@@ -2,7 +2,8 @@
 // change), written with the change. Its insert wakes the dispatchers each engine's own way:
 // SqliteOutbox, PgOutbox.
 import type { OutboxStore } from '../port.js';
-import type { OutboxGroup, OutboxRow } from '../records.js';
+import type { ChangeType } from '../../changes/model.js';
+import type { OutboxEntry, OutboxGroup, OutboxRow, OutboxWindowGroup } from '../records.js';
 import type { SqlConnection } from './dialect.js';
 
 export abstract class SqlOutbox<C extends SqlConnection = SqlConnection> implements OutboxStore {
@@ -37,8 +38,66 @@ export abstract class SqlOutbox<C extends SqlConnection = SqlConnection> impleme
     );
   }
 
+  async outboxWindow(window: number, afterId = 0): Promise<OutboxWindowGroup[]> {
+    // The oldest rows from the primary key, the group by in the caller (one statement, no sort).
+    const rows = await this.c.rows<{
+      id: number;
+      endpointId: number;
+      event: ChangeType;
+      storeId: number | null;
+      productId: number;
+      createdAt: string;
+    }>(
+      `SELECT id, endpoint_id AS "endpointId", event, store_id AS "storeId", product_id AS "productId", created_at AS "createdAt"
+      FROM webhook_outbox WHERE id > $2 ORDER BY id LIMIT $1`,
+      [window, afterId],
+    );
+    return groupWindow(
+      rows.map((r) => [
+        Number(r.id),
+        Number(r.endpointId),
+        r.event,
+        r.storeId === null ? null : Number(r.storeId),
+        Number(r.productId),
+        r.createdAt,
+      ]),
+    );
+  }
+
+  async holdOutboxRows(ids: number[]): Promise<number[]> {
+    // Only PostgreSQL has other writers meanwhile: a row another coalescer holds (or has deleted) is left out.
+    if (!this.c.locksRows || ids.length === 0) return ids;
+    const held = await this.c.rows<{ id: number }>(
+      `SELECT id FROM webhook_outbox WHERE ${this.c.dialect.inList('id', '$1', 'bigint')} FOR UPDATE SKIP LOCKED`,
+      [this.c.dialect.list(ids)],
+    );
+    return held.map((r) => Number(r.id));
+  }
+
   async deleteOutboxRows(ids: number[]): Promise<void> {
     if (ids.length === 0) return;
     await this.c.run(`DELETE FROM webhook_outbox WHERE ${this.c.dialect.inList('id', '$1', 'bigint')}`, [this.c.dialect.list(ids)]);
   }
+}
+
+/** A window row as [id, endpoint_id, event, store_id, product_id, created_at], in id order. */
+export type OutboxWindowRow = [number, number, ChangeType, number | null, number, string];
+
+/** The window's rows grouped as outboxGroups groups them: by endpoint id, then by each group's oldest row. */
+export function groupWindow(rows: OutboxWindowRow[]): OutboxWindowGroup[] {
+  const groups = new Map<string, OutboxWindowGroup>();
+  for (const [id, endpointId, event, storeId, productId, createdAt] of rows) {
+    const key = `${endpointId}:${event}:${storeId}`;
+    let group = groups.get(key);
+    if (!group) {
+      group = { endpointId, event, storeId, count: 0, oldestAt: createdAt, rows: [] };
+      groups.set(key, group);
+    }
+    const entry: OutboxEntry = { id, productId, createdAt };
+    group.rows.push(entry);
+    group.count++;
+    if (createdAt < group.oldestAt) group.oldestAt = createdAt;
+  }
+  // Map order is each group's first (oldest) row: a stable sort by endpoint keeps it within one.
+  return [...groups.values()].sort((a, b) => a.endpointId - b.endpointId);
 }

@@ -18,6 +18,7 @@ import type { Row, SqliteConnection } from './connection.js';
 export class SqliteDeliveries implements DeliveryStore {
   static readonly writes = [
     'insertDelivery',
+    'insertCoalescedDeliveries',
     'claimDueDeliveries',
     'updateDelivery',
     'dropPendingDeliveries',
@@ -55,6 +56,26 @@ export class SqliteDeliveries implements DeliveryStore {
       );
     if (input.status === 'pending') this.c.addedWork.add('deliveries');
     return this.delivery(Number(info.lastInsertRowid))!;
+  }
+
+  async insertCoalescedDeliveries(deliveries: { delivery: NewDelivery; oldestChangeAt: string }[]): Promise<void> {
+    const insert = this.c.stmt(`INSERT INTO webhook_deliveries (endpoint_id, event, store_id, product_ids, occurred_at, status, attempts,
+      next_attempt_at, created_at, oldest_change_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
+    for (const { delivery: d, oldestChangeAt } of deliveries) {
+      insert.run(
+        d.endpoint_id,
+        d.event,
+        d.store_id,
+        JSON.stringify(d.product_ids),
+        d.occurred_at,
+        d.status,
+        d.attempts,
+        d.next_attempt_at,
+        d.created_at,
+        oldestChangeAt,
+      );
+      if (d.status === 'pending') this.c.addedWork.add('deliveries');
+    }
   }
 
   async getDelivery(id: number): Promise<DeliveryRecord | undefined> {

@@ -34,6 +34,14 @@ export function ensureMirrorRows(c: SqliteConnection, merchantId: number, urls: 
   c.addedWork.add('images');
 }
 
+/** The origins of merchant @merchant with pending images: a loose index scan of image_mirrors_pending_origin, one probe per origin. */
+const PENDING_ORIGINS = `WITH RECURSIVE origins(origin) AS (
+    SELECT min(origin) FROM image_mirrors WHERE merchant_id = @merchant AND state = 'pending'
+    UNION ALL
+    SELECT (SELECT min(i.origin) FROM image_mirrors AS i WHERE i.merchant_id = @merchant AND i.state = 'pending' AND i.origin > o.origin)
+    FROM origins AS o WHERE o.origin IS NOT NULL
+  )`;
+
 /** The claim's statements on SQLite (claims run in a write transaction: no other process claims in between). */
 class SqliteImageClaimQueries implements ImageClaimQueries {
   constructor(private readonly c: SqliteConnection) {}
@@ -49,12 +57,7 @@ class SqliteImageClaimQueries implements ImageClaimQueries {
     // A loose index scan of the merchant's origins with pending work (one probe each), then each
     // origin's oldest due images from the same index.
     return this.c
-      .stmt(`WITH RECURSIVE origins(origin) AS (
-        SELECT min(origin) FROM image_mirrors WHERE merchant_id = @merchant AND state = 'pending'
-        UNION ALL
-        SELECT (SELECT min(i.origin) FROM image_mirrors AS i WHERE i.merchant_id = @merchant AND i.state = 'pending' AND i.origin > o.origin)
-        FROM origins AS o WHERE o.origin IS NOT NULL
-      )
+      .stmt(`${PENDING_ORIGINS}
       SELECT ${WORK_COLUMNS.replace(/(\w+)/g, 'd.$1')} FROM origins AS o, image_mirrors AS d
       WHERE o.origin IS NOT NULL AND o.origin NOT IN (SELECT value FROM json_each(@full))
         AND d.rowid IN (SELECT e.rowid FROM image_mirrors AS e
@@ -63,12 +66,51 @@ class SqliteImageClaimQueries implements ImageClaimQueries {
       .all({ merchant: merchantId, now, full: JSON.stringify(fullOrigins), per_origin: perOrigin }) as ClaimedImageMirror[];
   }
 
-  async earliestPending(merchantId: number): Promise<string | null> {
+  async earliestPendingByOrigin(merchantId: number): Promise<Map<string, string>> {
+    // The earliest of each origin (one probe per origin, from the same index as the claim's).
+    const rows = this.c
+      .stmt(`${PENDING_ORIGINS}
+      SELECT o.origin, (SELECT min(e.next_attempt_at) FROM image_mirrors AS e
+        WHERE e.merchant_id = @merchant AND e.state = 'pending' AND e.origin = o.origin) AS at
+      FROM origins AS o WHERE o.origin IS NOT NULL`)
+      .all({ merchant: merchantId }) as { origin: string; at: string | null }[];
+    return new Map(rows.filter((r) => r.at !== null).map((r) => [r.origin, r.at!]));
+  }
+
+  async earliestFirstFailure(merchantId: number, origin: string): Promise<string | null> {
     return (
-      (this.c.stmt(`SELECT min(next_attempt_at) FROM image_mirrors WHERE merchant_id = ? AND state = 'pending'`).pluck().get(merchantId) as
-        | string
-        | null) ?? null
+      (this.c
+        .stmt(`SELECT min(first_failure_at) FROM image_mirrors
+        WHERE merchant_id = ? AND origin = ? AND state = 'pending' AND first_failure_at IS NOT NULL`)
+        .pluck()
+        .get(merchantId, origin) as string | null) ?? null
     );
+  }
+
+  async expiredImagesOf(
+    merchantId: number,
+    origin: string,
+    cutoff: string,
+    neverFetchedToo: boolean,
+    limit: number,
+  ): Promise<ClaimedImageMirror[]> {
+    // Two ranges of two indexes (by first failure; by next attempt), each exact: every row read is one.
+    const failed = this.c
+      .stmt(`SELECT ${WORK_COLUMNS} FROM image_mirrors INDEXED BY image_mirrors_pending_first_failure
+      WHERE merchant_id = @merchant AND origin = @origin AND state = 'pending' AND first_failure_at IS NOT NULL
+        AND first_failure_at <= @cutoff
+      ORDER BY first_failure_at LIMIT @limit`)
+      .all({ merchant: merchantId, origin, cutoff, limit }) as ClaimedImageMirror[];
+    if (!neverFetchedToo || failed.length >= limit) return failed;
+    const seen = new Set(failed.map((image) => image.url));
+    const waited = (
+      this.c
+        .stmt(`SELECT ${WORK_COLUMNS} FROM image_mirrors INDEXED BY image_mirrors_pending_origin
+        WHERE merchant_id = @merchant AND origin = @origin AND state = 'pending' AND next_attempt_at <= @cutoff
+        ORDER BY next_attempt_at LIMIT @limit`)
+        .all({ merchant: merchantId, origin, cutoff, limit }) as ClaimedImageMirror[]
+    ).filter((image) => !seen.has(image.url));
+    return [...failed, ...waited].slice(0, limit);
   }
 
   async settleHint(hint: ImageWorkHint, dueAt: string | null): Promise<void> {
@@ -86,11 +128,10 @@ class SqliteImageClaimQueries implements ImageClaimQueries {
     for (const image of images) lease.run(leaseUntil, image.merchant_id, image.url);
   }
 
-  async failingOrigins(merchantId: number): Promise<Pick<ImageOriginState, 'origin' | 'down_since' | 'next_probe_at'>[]> {
-    return this.c.stmt('SELECT origin, down_since, next_probe_at FROM image_origins WHERE merchant_id = ?').all(merchantId) as Pick<
-      ImageOriginState,
-      'origin' | 'down_since' | 'next_probe_at'
-    >[];
+  async failingOrigins(merchantId: number): Promise<Pick<ImageOriginState, 'origin' | 'down_since' | 'next_probe_at' | 'last_error'>[]> {
+    return this.c
+      .stmt('SELECT origin, down_since, next_probe_at, last_error FROM image_origins WHERE merchant_id = ?')
+      .all(merchantId) as Pick<ImageOriginState, 'origin' | 'down_since' | 'next_probe_at' | 'last_error'>[];
   }
 
   async leaseProbe(merchantId: number, origin: string, until: string): Promise<void> {
@@ -175,29 +216,48 @@ export class SqliteImages implements ImageStore {
 
   async imageOrigins(merchantId: number): Promise<ImageOriginState[]> {
     return this.c
-      .stmt(`SELECT origin, failures, down_since, next_probe_at, probe_ms FROM image_origins WHERE merchant_id = ?
+      .stmt(`SELECT origin, failures, down_since, next_probe_at, probe_ms, last_error FROM image_origins WHERE merchant_id = ?
       ORDER BY down_since IS NULL, down_since, origin`)
       .all(merchantId) as ImageOriginState[];
   }
 
-  async countImageOriginFailure(merchantId: number, origin: string): Promise<ImageOriginState> {
+  async pendingImageOrigins(merchantId: number, limit: number): Promise<string[]> {
     return this.c
-      .stmt(`INSERT INTO image_origins (merchant_id, origin, failures) VALUES (?, ?, 1)
-      ON CONFLICT (merchant_id, origin) DO UPDATE SET failures = failures + 1
-      RETURNING origin, failures, down_since, next_probe_at, probe_ms`)
-      .get(merchantId, origin) as ImageOriginState;
+      .stmt(`${PENDING_ORIGINS} SELECT origin FROM origins WHERE origin IS NOT NULL LIMIT @limit`)
+      .pluck()
+      .all({ merchant: merchantId, limit }) as string[];
+  }
+
+  async countPendingImagesOf(merchantId: number, origin: string, countMax: number): Promise<number> {
+    return this.c
+      .stmt(`SELECT count(*) FROM (SELECT 1 FROM image_mirrors INDEXED BY image_mirrors_pending_origin
+      WHERE merchant_id = ? AND origin = ? AND state = 'pending' LIMIT ?)`)
+      .pluck()
+      .get(merchantId, origin, countMax) as number;
+  }
+
+  async countImageOriginFailure(merchantId: number, origin: string, error: string): Promise<ImageOriginState> {
+    return this.c
+      .stmt(`INSERT INTO image_origins (merchant_id, origin, failures, last_error) VALUES (?, ?, 1, ?)
+      ON CONFLICT (merchant_id, origin) DO UPDATE SET failures = failures + 1, last_error = excluded.last_error
+      RETURNING origin, failures, down_since, next_probe_at, probe_ms, last_error`)
+      .get(merchantId, origin, error) as ImageOriginState;
   }
 
   async putImageOrigin(merchantId: number, state: ImageOriginState): Promise<void> {
     this.c
-      .stmt(`INSERT INTO image_origins (merchant_id, origin, failures, down_since, next_probe_at, probe_ms)
-      VALUES (@merchant_id, @origin, @failures, @down_since, @next_probe_at, @probe_ms)
+      .stmt(`INSERT INTO image_origins (merchant_id, origin, failures, down_since, next_probe_at, probe_ms, last_error)
+      VALUES (@merchant_id, @origin, @failures, @down_since, @next_probe_at, @probe_ms, @last_error)
       ON CONFLICT (merchant_id, origin) DO UPDATE SET down_since = excluded.down_since,
         next_probe_at = excluded.next_probe_at, probe_ms = excluded.probe_ms`)
       .run({ merchant_id: merchantId, ...state });
   }
 
-  async clearImageOrigin(merchantId: number, origin: string): Promise<void> {
-    this.c.stmt('DELETE FROM image_origins WHERE merchant_id = ? AND origin = ?').run(merchantId, origin);
+  async clearImageOrigin(merchantId: number, origin: string, at: string): Promise<void> {
+    const cleared = this.c.stmt('DELETE FROM image_origins WHERE merchant_id = ? AND origin = ?').run(merchantId, origin).changes;
+    // Its images wait no more: the merchant's hint (settled to the next probe, perhaps) must not be later.
+    if (cleared === 0) return;
+    this.c.stmt(LOWER_IMAGE_WORK_HINT).run({ merchant_id: merchantId, due_at: at });
+    this.c.addedWork.add('images');
   }
 }

@@ -328,6 +328,8 @@ export class SqliteStorage implements CatalogStorage {
         waitingDeliveries: { pending: 0, failed: 0 },
         oldestWaitingAt: null,
         images: { pending: 0, mirrored: 0, dead: 0 },
+        imageOrigins: { failing: 0, down: 0 },
+        imagesWaitingOnDownOrigins: 0,
       };
       for (const row of stmt('SELECT status, count(*) AS n FROM webhook_endpoints GROUP BY status').all() as {
         status: 'active';
@@ -350,6 +352,20 @@ export class SqliteStorage implements CatalogStorage {
       }[]) {
         counts.images[row.state] = row.n;
       }
+      // Image origins failing and down (a few rows), and the images waiting on the down ones from the
+      // (merchant, origin, next attempt) index, each counted up to the bound.
+      for (const down of [false, true]) {
+        counts.imageOrigins[down ? 'down' : 'failing'] = stmt(
+          `SELECT count(*) FROM (SELECT 1 FROM image_origins WHERE down_since IS ${down ? 'NOT NULL' : 'NULL'} LIMIT ?)`,
+        )
+          .pluck()
+          .get(countMax) as number;
+      }
+      counts.imagesWaitingOnDownOrigins = stmt(`SELECT count(*) FROM (SELECT 1 FROM image_origins AS o
+        CROSS JOIN image_mirrors AS m ON m.merchant_id = o.merchant_id AND m.origin = o.origin AND m.state = 'pending'
+        WHERE o.down_since IS NOT NULL LIMIT ?)`)
+        .pluck()
+        .get(countMax) as number;
       // Not yet attempted: a failed delivery waiting for its retry is the receiver's lag, not the
       // dispatcher's (it shows in cps_webhook_deliveries_waiting{status="failed"}).
       // One probe per active endpoint, as oldestWaitingChangeAt (never the whole backlog).

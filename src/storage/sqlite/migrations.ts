@@ -910,8 +910,18 @@ CREATE TABLE image_origins (
 `,
   },
   {
-    // 44, not 43: the next free id is left to the image origins' backlog migration written meanwhile
-    // (migrations are applied by id, each once, whatever ids are missing).
+    id: 43,
+    name: 'image_origin_backlog',
+    sql: `
+-- The error of a failing origin's last fetch (what its waiting images die of, once their own
+-- CPS_IMAGE_DEAD_AFTER_HOURS are up), and the pending images by their first failure per origin:
+-- a down origin's images whose own time is up are found from it, never by reading its backlog.
+ALTER TABLE image_origins ADD COLUMN last_error TEXT;
+CREATE INDEX image_mirrors_pending_first_failure ON image_mirrors(merchant_id, origin, first_failure_at)
+  WHERE state = 'pending' AND first_failure_at IS NOT NULL;
+`,
+  },
+  {
     id: 44,
     name: 'published_sku_ean_columns',
     sql: `
@@ -926,6 +936,16 @@ DROP INDEX published_products_ean;
 UPDATE published_products SET sku = json_extract(payload, '$.sku'), ean = json_extract(payload, '$.ean');
 CREATE INDEX published_products_sku ON published_products(store_id, sku, product_id);
 CREATE INDEX published_products_ean ON published_products(store_id, ean, product_id);
+`,
+  },
+  {
+    id: 45,
+    name: 'outbox_window',
+    sql: `
+-- Coalescing reads the outbox by its primary key (a window of the oldest rows, grouped as it is
+-- read) and holds the rows it batches by id: the index by (endpoint, event, store, id) that passes
+-- read each group through only cost every outbox row's insert and delete a third B-tree.
+DROP INDEX webhook_outbox_group;
 `,
   },
 ];

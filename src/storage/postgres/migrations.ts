@@ -1049,6 +1049,14 @@ CREATE INDEX image_mirrors_pending_first_failure ON image_mirrors(merchant_id, o
 `,
   },
   {
+    id: 44,
+    name: 'published_sku_ean_columns',
+    sql: `
+-- Nothing to do on PostgreSQL: the published payload's sku and ean are columns since migration 23;
+-- SQLite's migration 44 keeps them as columns too.
+`,
+  },
+  {
     id: 45,
     name: 'outbox_window',
     sql: `

@@ -597,6 +597,8 @@ describe('transactions and snapshots', () => {
       waitingDeliveries: { pending: 0, failed: 0 },
       oldestWaitingAt: null,
       images: { pending: 0, mirrored: 0, dead: 0 },
+      imageOrigins: { failing: 0, down: 0 },
+      imagesWaitingOnDownOrigins: 0,
     });
   });
 });

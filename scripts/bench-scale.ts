@@ -67,15 +67,21 @@ import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { candidateDir, git, inheritedEnv, killTracked, runSideBySide, track, type Checkout } from './baseline.js';
 import { startPeers, type Peers } from './peers.js';
-import { startPostgresServer, freePort, type PostgresServer } from './postgres-server.js';
+import { startPostgresServer, freePort, dataDirOf, type PostgresServer } from './postgres-server.js';
+import { postgresServerCpu, processCpu, threadCpu } from './process-sampler.js';
+import Database from 'better-sqlite3';
 import {
   AdminClient,
   buildMainCatalog,
   buildTenants,
+  layoutOf,
+  liveImagesUpTo,
+  liveProductsFor,
   mainProductLine,
   ndjson,
   seedDeliveryLog,
   seedOldChanges,
+  type CatalogLayout,
   type DatabaseRef,
   type MainCatalog,
   type Tenant,
@@ -83,7 +89,7 @@ import {
 
 // ---- options ----------------------------------------------------------------------------------
 
-const PHASE_KEYS = ['a', 'c', 'd', 'e', 'f', 'h', 'g', 'b'] as const;
+const PHASE_KEYS = ['a', 'c', 'i', 'd', 'e', 'f', 'h', 'g', 'b'] as const;
 type PhaseKey = (typeof PHASE_KEYS)[number];
 const PHASE_TITLES: Record<PhaseKey, string> = {
   a: 'backlog after start',
@@ -94,6 +100,7 @@ const PHASE_TITLES: Record<PhaseKey, string> = {
   f: 'delivery storm',
   g: 'retention pruning',
   h: 'panel and admin status',
+  i: 'dead origin',
 };
 
 const { values: flags } = parseArgs({
@@ -111,6 +118,8 @@ const { values: flags } = parseArgs({
     'seed-changes': { type: 'string', default: '1000000' },
     'seed-deliveries': { type: 'string', default: '100000' },
     hanging: { type: 'string', default: '8' },
+    'live-images': { type: 'string' },
+    'quiet-seconds': { type: 'string' },
     'baseline-env': { type: 'string' },
     'candidate-env': { type: 'string' },
     logs: { type: 'string' },
@@ -133,6 +142,13 @@ const TENANT_PRODUCTS = flags['tenant-products']
 const SEED_CHANGES = int('seed-changes', flags['seed-changes'], 1);
 const SEED_DELIVERIES = int('seed-deliveries', flags['seed-deliveries'], 1);
 const HANGING = int('hanging', flags.hanging);
+/** Images of the catalog on the live origin: enough for phases a and c at twice the goal's rate. */
+const LIVE_IMAGES = flags['live-images'] ? int('live-images', flags['live-images'], 1) : Math.ceil(600 * PHASE_SECONDS);
+/** The dead-origin phase's quiet window (the reader paused), and how many products it then imports on the fresh origin. */
+const QUIET_SECONDS = flags['quiet-seconds'] ? Number(flags['quiet-seconds']) : Math.max(1, Math.min(30, PHASE_SECONDS / 2));
+if (!(QUIET_SECONDS > 0)) throw new Error('--quiet-seconds must be a positive number');
+const FRESH_PRODUCTS = Math.min(200, PRODUCTS);
+const LAYOUT: CatalogLayout = { products: PRODUCTS, liveProducts: liveProductsFor(LIVE_IMAGES, PRODUCTS), hanging: HANGING };
 const IMPORT_PRODUCTS = Math.min(20_000, PRODUCTS);
 const STORM_PRODUCTS = Math.min(20_000, PRODUCTS);
 const ENGINE =
@@ -155,7 +171,19 @@ const PHASES = new Set<PhaseKey>(
 const MAIN_PHASES = PHASE_KEYS.filter((k) => k !== 'b' && PHASES.has(k));
 
 const ADMIN_TOKEN = 'bench-scale-admin-token';
-const GOALS = { firstAnswerMs: 2000, readP99Ms: 50, readMaxMs: 200, imagesPerSecond: 200, panelMs: 300, shutdownMs: 10_000 };
+const GOALS = {
+  firstAnswerMs: 2000,
+  readP99Ms: 50,
+  readMaxMs: 200,
+  imagesPerSecond: 300,
+  panelMs: 300,
+  shutdownMs: 10_000,
+  /** The dead-origin phase: the fresh origin's first image and all its images mirrored, after the import's answer. */
+  freshFirstMs: 2000,
+  freshAllMs: 10_000,
+  /** The deployment's CPU over the quiet window once the dead host is down, in cores. */
+  deadHostCores: 0.05,
+};
 const READ_TIMEOUT_MS = 120_000;
 const SCRAPE_INTERVAL_MS = 5000;
 const SCRAPE_TIMEOUT_MS = 10_000;
@@ -390,7 +418,9 @@ class Reader {
 
   constructor(private readonly targets: (loop: number) => ReadTarget) {}
 
+  /** Starts the loops (again, after stop(): the dead-origin phase pauses the reader for its quiet window). */
   start(loops: number): void {
+    this.running = true;
     for (let loop = 0; loop < loops; loop++) this.loops.push(this.loop(loop));
   }
 
@@ -668,6 +698,7 @@ interface Version extends Checkout {
   mainDb: DatabaseRef | null;
   tenantsDb: DatabaseRef | null;
   main: MainCatalog | null;
+  layout: CatalogLayout;
   tenants: Tenant[];
   build: Record<string, number>;
   phases: PhaseResult[];
@@ -825,6 +856,39 @@ function verdictsOf(phase: Omit<PhaseResult, 'verdicts'>): PhaseResult['verdicts
       pass: v !== null && v >= GOALS.imagesPerSecond,
     });
   }
+  if (phase.key === 'i') {
+    const detail = phase.throughput.detail as {
+      first_mirrored_ms: number | null;
+      all_mirrored_ms: number | null;
+      fresh_images: number;
+      mirrored_at_end: number | null;
+      dead_host: { down_since: string | null };
+      quiet: { cores: number; seconds: number; live_origin_pending: number; deliveries_settled: boolean };
+    };
+    verdicts.push({
+      goal: 'the dead host marked down',
+      measured: detail.dead_host.down_since ? `down since ${detail.dead_host.down_since}` : 'not marked down',
+      pass: detail.dead_host.down_since !== null,
+    });
+    verdicts.push({
+      goal: `the fresh origin's first image mirrored <= ${GOALS.freshFirstMs} ms after the import's answer`,
+      measured: detail.first_mirrored_ms === null ? 'none mirrored' : fmt(detail.first_mirrored_ms, 0),
+      pass: detail.first_mirrored_ms !== null && detail.first_mirrored_ms <= GOALS.freshFirstMs,
+    });
+    verdicts.push({
+      goal: `all ${detail.fresh_images} of its images mirrored <= ${GOALS.freshAllMs} ms after the import's answer`,
+      measured:
+        detail.all_mirrored_ms === null
+          ? `${detail.mirrored_at_end ?? 0} of ${detail.fresh_images} mirrored`
+          : fmt(detail.all_mirrored_ms, 0),
+      pass: detail.all_mirrored_ms !== null && detail.all_mirrored_ms <= GOALS.freshAllMs,
+    });
+    verdicts.push({
+      goal: `the deployment's CPU with the dead host down < ${GOALS.deadHostCores * 100} % of a core (quiet window)`,
+      measured: `${(detail.quiet.cores * 100).toFixed(2)} % over ${detail.quiet.seconds.toFixed(1)} s${detail.quiet.live_origin_pending || !detail.quiet.deliveries_settled ? ` (not quiet: ${detail.quiet.live_origin_pending} live images pending, deliveries ${detail.quiet.deliveries_settled ? 'settled' : 'still arriving'})` : ''}`,
+      pass: detail.quiet.cores < GOALS.deadHostCores,
+    });
+  }
   if (phase.pages) {
     for (const page of phase.pages) {
       verdicts.push({
@@ -845,7 +909,9 @@ async function timedWrite(
   url: string,
   init: { method: string; contentType: string; body: string },
   budgetS: number,
-): Promise<{ ms: number; status: number; result: any } | { ms: number; timedOut: true } | { ms: number; failed: string }> {
+): Promise<
+  { ms: number; status: number; result: any; answeredAt: number } | { ms: number; timedOut: true } | { ms: number; failed: string }
+> {
   const bodyFile = path.join(tempDir, `write-${Date.now()}-${Math.random().toString(36).slice(2)}.body`);
   fs.writeFileSync(bodyFile, init.body);
   const script = `
@@ -873,7 +939,13 @@ async function timedWrite(
   if (answer.error) return { ms: now() - started, failed: `${init.method} ${url}: ${answer.error}` };
   if (answer.status < 200 || answer.status > 299)
     return { ms: now() - started, failed: `${init.method} ${url}: ${answer.status} ${answer.text.slice(0, 500)}` };
-  return { ms: answer.to - answer.from, status: answer.status, result: answer.text ? JSON.parse(answer.text) : null };
+  // answeredAt: when the answer arrived, on this process's clock (performance.now()).
+  return {
+    ms: answer.to - answer.from,
+    status: answer.status,
+    result: answer.text ? JSON.parse(answer.text) : null,
+    answeredAt: answer.to - performance.timeOrigin,
+  };
 }
 
 // ---- builds -----------------------------------------------------------------------------------
@@ -901,6 +973,66 @@ async function newDatabase(tempDir: string, name: string): Promise<DatabaseRef> 
     await client.end();
   }
   return { engine: 'postgres', url: postgres.urlOf(database) };
+}
+
+/**
+ * Read-only looks at a version's database while its services run (tables by name, as the seeding
+ * does): a few indexed statements a second at most, from the bench's own process. `?` placeholders.
+ */
+class DatabaseProbe {
+  private constructor(
+    private readonly sqlite: Database.Database | null,
+    private readonly client: pg.Client | null,
+  ) {}
+
+  static async open(db: DatabaseRef): Promise<DatabaseProbe> {
+    if (db.engine === 'sqlite') {
+      const sqlite = new Database(db.path, { readonly: true, fileMustExist: true });
+      sqlite.pragma('busy_timeout = 30000');
+      return new DatabaseProbe(sqlite, null);
+    }
+    const client = new pg.Client({ connectionString: db.url });
+    await client.connect();
+    return new DatabaseProbe(null, client);
+  }
+
+  async all<T>(sql: string, params: unknown[]): Promise<T[]> {
+    if (this.sqlite) return this.sqlite.prepare(sql).all(...params) as T[];
+    let i = 0;
+    return (
+      await this.client!.query(
+        sql.replace(/\?/g, () => `$${++i}`),
+        params,
+      )
+    ).rows as T[];
+  }
+
+  /** The merchant's images of one host by state: a range of the primary key (merchant, url). */
+  async imagesOfHost(merchantId: number, host: string): Promise<{ pending: number; mirrored: number; dead: number }> {
+    const rows = await this.all<{ state: string; n: number | string }>(
+      'SELECT state, count(*) AS n FROM image_mirrors WHERE merchant_id = ? AND url >= ? AND url < ? GROUP BY state',
+      [merchantId, `${host}/`, `${host}0`],
+    );
+    const of = (state: string) => Number(rows.find((r) => r.state === state)?.n ?? 0);
+    return { pending: of('pending'), mirrored: of('mirrored'), dead: of('dead') };
+  }
+
+  /** The merchant's row of an origin in image_origins (the breaker's state), or null. */
+  async originState(
+    merchantId: number,
+    host: string,
+  ): Promise<{ failures: number; down_since: string | null; next_probe_at: string | null; probe_ms: number | null } | null> {
+    const rows = await this.all<{ failures: number; down_since: string | null; next_probe_at: string | null; probe_ms: number | null }>(
+      'SELECT failures, down_since, next_probe_at, probe_ms FROM image_origins WHERE merchant_id = ? AND origin = ?',
+      [merchantId, host.toLowerCase()],
+    ).catch(() => []);
+    return rows[0] ? { ...rows[0], failures: Number(rows[0].failures) } : null;
+  }
+
+  async close(): Promise<void> {
+    this.sqlite?.close();
+    await this.client?.end();
+  }
 }
 
 /** A `serve` for building a catalog through the admin API: workers off, quiet; stopped before anything is measured. */
@@ -937,7 +1069,7 @@ async function buildVersion(version: Version, peers: Peers, tempDir: string): Pr
         endpoints: ENDPOINTS,
         receiver: peers.receiver,
         readers: READERS,
-        hanging: HANGING,
+        layout: version.layout,
         log,
       }),
     );
@@ -999,6 +1131,7 @@ async function runMainPhases(version: Version, peers: Peers, tempDir: string): P
   }
   let deployment = await startMain();
   let startedFresh = true;
+  const dbProbe = await DatabaseProbe.open(db);
 
   const record = (phase: Omit<PhaseResult, 'verdicts'>) => {
     const full = { ...phase, verdicts: verdictsOf(phase) };
@@ -1042,6 +1175,165 @@ async function runMainPhases(version: Version, peers: Peers, tempDir: string): P
     };
   };
 
+  /**
+   * The dead-origin phase: the dead host marked down, the live origin's backlog and its deliveries
+   * done, then a quiet window (the reader paused) whose CPU is the deployment's cost of the down
+   * host at rest, then FRESH_PRODUCTS products on the fresh origin imported and timed until all
+   * their images are mirrored, reads sampled meanwhile.
+   */
+  const deadOriginPhase = async (d: Deployment): Promise<Omit<PhaseResult, 'verdicts'>> => {
+    const merchant = main.merchantId;
+    const budgetMs = WRITE_BUDGET_S * 1000;
+    const started = now();
+    // 1. The dead host marked down (from the first start's backlog on).
+    let dead = await dbProbe.originState(merchant, peers.hosts.dead);
+    while (!dead?.down_since && now() - started < budgetMs) {
+      await sleep(250);
+      dead = await dbProbe.originState(merchant, peers.hosts.dead);
+    }
+    const listeningWall = performance.timeOrigin + d.serves[0]!.listeningAt;
+    const downAfterListeningMs = dead?.down_since ? Date.parse(dead.down_since) - listeningWall : null;
+    // 2. The live origin's backlog mirrored and the deliveries it caused made (the quiet window is
+    // quiet only then): the live origin's pending images, then the receivers' count steady for 3 s.
+    let live = await dbProbe.imagesOfHost(merchant, peers.hosts.origin);
+    while (live.pending > 0 && now() - started < budgetMs) {
+      await sleep(1000);
+      live = await dbProbe.imagesOfHost(merchant, peers.hosts.origin);
+    }
+    let deliveriesSettled = false;
+    for (let last = (await peers.counts()).deliveries, steadySince = now(); now() - started < budgetMs + 60_000; ) {
+      await sleep(500);
+      const count = (await peers.counts()).deliveries;
+      if (count !== last) [last, steadySince] = [count, now()];
+      else if (now() - steadySince >= 3000) {
+        deliveriesSettled = true;
+        break;
+      }
+    }
+    const waitedS = (now() - started) / 1000;
+    log(
+      `  dead origin: ${peers.hosts.dead} ${dead?.down_since ? `down since ${dead.down_since} (${fmt(downAfterListeningMs, 0)} after listening)` : 'NOT marked down'}; live origin ${live.pending} pending; deliveries ${deliveriesSettled ? 'settled' : 'NOT settled'}; ${waitedS.toFixed(0)} s of waiting`,
+    );
+
+    // 3. The quiet window: nothing asked of the deployment but /metrics every 5 s; its CPU from /proc.
+    await d.reader.stop();
+    const processes = [...d.serves, ...(d.worker ? [d.worker] : [])];
+    const pgData = postgres ? dataDirOf(postgres.dir) : null;
+    const cpuNow = () => ({
+      processes: processes.map((p) => processCpu([p.child.pid!])),
+      threads: processes.map((p) => new Map(threadCpu(p.child.pid!).map((t) => [t.tid, t]))),
+      db: pgData ? postgresServerCpu(pgData) : null,
+    });
+    const deadBefore = await dbProbe.originState(merchant, peers.hosts.dead);
+    const peers0 = await peers.counts();
+    const cpu0 = cpuNow();
+    const q0 = now();
+    await sleep(QUIET_SECONDS * 1000);
+    const cpu1 = cpuNow();
+    const q1 = now();
+    const peers1 = await peers.counts();
+    const deadAfter = await dbProbe.originState(merchant, peers.hosts.dead);
+    const quietS = (q1 - q0) / 1000;
+    const cores = (us: number) => Number((us / 1e6 / quietS).toFixed(4));
+    const perProcess = processes.map((p, i) => {
+      const threads = [...cpu1.threads[i]!.values()]
+        .map((t) => ({ tid: t.tid, nice: t.nice, main: t.tid === p.child.pid, us: t.us - (cpu0.threads[i]!.get(t.tid)?.us ?? 0) }))
+        .filter((t) => t.us > 0)
+        .sort((a, b) => b.us - a.us);
+      return {
+        process: p.name,
+        cores: cores(cpu1.processes[i]! - cpu0.processes[i]!),
+        main_thread_cores: cores(threads.filter((t) => t.main).reduce((n, t) => n + t.us, 0)),
+        other_threads: threads.filter((t) => !t.main).map((t) => ({ tid: t.tid, nice: t.nice, cores: cores(t.us) })),
+      };
+    });
+    const dbCores = cpu1.db !== null && cpu0.db !== null ? cores(cpu1.db - cpu0.db) : null;
+    const quietCores = perProcess.reduce((n, p) => n + p.cores, 0) + (dbCores ?? 0);
+    log(
+      `  quiet window ${quietS.toFixed(1)} s: ${(quietCores * 100).toFixed(2)} % of a core (${perProcess.map((p) => `${p.process} ${(p.cores * 100).toFixed(2)} %`).join(', ')}${dbCores !== null ? `, PostgreSQL ${(dbCores * 100).toFixed(2)} %` : ''}); dead host failures ${deadBefore?.failures ?? 'n/a'} -> ${deadAfter?.failures ?? 'n/a'}`,
+    );
+    d.reader.start(READERS);
+
+    // 4. FRESH_PRODUCTS products on the fresh origin: from the import's answer to their images mirrored.
+    const expected = Array.from({ length: FRESH_PRODUCTS }, (_, i) => 2 + ((i + 1) % 4)).reduce((a, b) => a + b, 0);
+    const body = ndjson(1, FRESH_PRODUCTS, (n) => mainProductLine(n, peers.hosts, { tag: 'fresh', images: 'fresh' }));
+    const seen: { at: number; mirrored: number; pending: number; dead: number }[] = [];
+    let polling = true;
+    const poller = (async () => {
+      while (polling) {
+        const state = await dbProbe.imagesOfHost(merchant, peers.hosts.fresh);
+        // When the state was seen at the latest: after the look.
+        seen.push({ at: now(), ...state });
+        if (state.mirrored + state.dead >= expected) return;
+        await sleep(50);
+      }
+    })();
+    const from = now();
+    const write = await timedWrite(
+      tempDir,
+      `${admin(d)}/imports`,
+      { method: 'POST', contentType: 'application/x-ndjson', body },
+      WRITE_BUDGET_S,
+    );
+    const answeredAt = 'answeredAt' in write ? write.answeredAt : null;
+    if ('failed' in write) version.notes.push(`phase i: the import failed: ${write.failed}`);
+    const doneOf = (x: { mirrored: number; dead: number } | undefined) => !!x && x.mirrored + x.dead >= expected;
+    const waitUntil = (answeredAt ?? now()) + Math.max(30_000, 3 * GOALS.freshAllMs);
+    while (answeredAt !== null && now() < waitUntil && !doneOf(seen.at(-1))) await sleep(50);
+    polling = false;
+    await poller;
+    const firstSeen = seen.find((x) => x.mirrored > 0);
+    const allSeen = seen.find(doneOf);
+    const firstMs = answeredAt !== null && firstSeen ? firstSeen.at - answeredAt : null;
+    const allMs = answeredAt !== null && allSeen ? allSeen.at - answeredAt : null;
+    // Reads: from the import on, until its images are mirrored, and at least half a phase.
+    const to = Math.max(now(), from + (PHASE_SECONDS / 2) * 1000);
+    await sleep(Math.max(0, to - now()));
+    const peers2 = await peers.counts();
+    const last = seen.at(-1);
+    const deadImages = await dbProbe.imagesOfHost(merchant, peers.hosts.dead);
+    const deadEnd = await dbProbe.originState(merchant, peers.hosts.dead);
+    return {
+      ...(await measured('i', from, to, WRITE_BUDGET_S, allMs !== null, d)),
+      throughput: {
+        value: allMs,
+        unit: `ms from the import's answer to all ${FRESH_PRODUCTS} products' images mirrored`,
+        detail: {
+          import_ms: write.ms,
+          fresh_products: FRESH_PRODUCTS,
+          fresh_images: expected,
+          first_mirrored_ms: firstMs,
+          all_mirrored_ms: allMs,
+          mirrored_at_end: last?.mirrored ?? null,
+          pending_at_end: last?.pending ?? null,
+          fresh_origin_fetches: peers2.fresh - peers1.fresh,
+          live_origin_fetches: peers2.images - peers1.images,
+          dead_host: {
+            origin: peers.hosts.dead,
+            down_since: dead?.down_since ?? null,
+            down_ms_after_listening: downAfterListeningMs,
+            failures: deadEnd?.failures ?? null,
+            next_probe_at: deadEnd?.next_probe_at ?? null,
+            probe_ms: deadEnd?.probe_ms ?? null,
+            images: deadImages,
+          },
+          quiet: {
+            seconds: quietS,
+            cores: Number(quietCores.toFixed(4)),
+            processes: perProcess,
+            database_cores: dbCores,
+            live_origin_pending: live.pending,
+            deliveries_settled: deliveriesSettled,
+            deliveries: peers1.deliveries - peers0.deliveries,
+            live_origin_fetches: peers1.images - peers0.images,
+            dead_host_failures: deadBefore && deadAfter ? deadAfter.failures - deadBefore.failures : null,
+            waited_seconds_before: waitedS,
+          },
+        },
+      },
+    };
+  };
+
   for (const key of MAIN_PHASES) {
     if (key !== 'a' && key !== 'g') await scrapeAll(deployment);
     if (key === 'a') {
@@ -1062,15 +1354,21 @@ async function runMainPhases(version: Version, peers: Peers, tempDir: string): P
       const counts0 = await peers.counts();
       await deployment.scraper.scrape(deployment.serves[0]!);
       const budget = PHASE_SECONDS;
-      // The window, or until nothing is pending any more.
-      while (now() - from < budget * 1000) {
+      // The window, or until nothing of the live origin is pending any more (the dead host's images
+      // stay pending: the mirror only probes that host once it is down).
+      let live = await dbProbe.imagesOfHost(main.merchantId, peers.hosts.origin);
+      while (now() - from < budget * 1000 && live.pending > 0) {
         await sleep(1000);
-        const latest = imagesAt(deployment.scraper.scrapes, now());
-        if (latest && latest.at > from && latest.pending === 0) break;
+        live = await dbProbe.imagesOfHost(main.merchantId, peers.hosts.origin);
       }
       const to = now();
       const throughput = await imagesThroughput(deployment, from, to, counts0.images);
-      record({ ...(await measured('c', from, to, budget, true, deployment)), throughput });
+      record({
+        ...(await measured('c', from, to, budget, true, deployment)),
+        throughput: { ...throughput, detail: { ...throughput.detail, live_origin_pending_at_end: live.pending } },
+      });
+    } else if (key === 'i') {
+      record(await deadOriginPhase(deployment));
     } else if (key === 'd') {
       const rates = (await fetch(`${admin(deployment)}/exchange-rates`, {
         headers: { Authorization: `Bearer ${ADMIN_TOKEN}` },
@@ -1100,8 +1398,10 @@ async function runMainPhases(version: Version, peers: Peers, tempDir: string): P
       const count = key === 'e' ? IMPORT_PRODUCTS : STORM_PRODUCTS;
       const body =
         key === 'e'
-          ? ndjson(1, count, (n) => mainProductLine(n, peers.hosts, { tag: 'import' }))
-          : ndjson(1, count, (n) => mainProductLine(n, peers.hosts, { tag: 'scale', variant: 1 + version.phases.length }));
+          ? ndjson(1, count, (n) => mainProductLine(n, peers.hosts, { tag: 'import', images: layoutOf(version.layout, n).images }))
+          : ndjson(1, count, (n) =>
+              mainProductLine(n, peers.hosts, { tag: 'scale', variant: 1 + version.phases.length, ...layoutOf(version.layout, n) }),
+            );
       const counts0 = await peers.counts();
       const from = now();
       const write = await timedWrite(
@@ -1209,6 +1509,7 @@ async function runMainPhases(version: Version, peers: Peers, tempDir: string): P
     startedFresh = false;
   }
   version.shutdowns.push(...(await stopDeployment(deployment, 'end of the main phases')));
+  await dbProbe.close();
 }
 
 async function seedForRetention(version: Version, db: DatabaseRef, main: MainCatalog): Promise<void> {
@@ -1420,7 +1721,12 @@ function summary(versions: Version[]): void {
 async function bench(tempDir: string, checkouts: Checkout[]): Promise<void> {
   const started = now();
   const peers = await startPeers();
-  log(`image origin ${peers.hosts.origin}, hanging host ${peers.hosts.hang}, receivers ${peers.receiver}`);
+  log(
+    `live image origin ${peers.hosts.origin}, fresh origin ${peers.hosts.fresh}, dead host ${peers.hosts.dead}, hanging host ${peers.hosts.hang}, receivers ${peers.receiver}`,
+  );
+  log(
+    `main catalog: products 1..${LAYOUT.liveProducts} with their first image on the dead host and ${liveImagesUpTo(LAYOUT.liveProducts)} images on the live origin, every image of the other ${PRODUCTS - LAYOUT.liveProducts} on the dead host`,
+  );
   log(
     `${PRODUCTS} products (2-5 images each), ${ENDPOINTS} endpoints, ${READERS} reader loops; tenants ${TENANTS} x ${TENANT_PRODUCTS}; phases ${[...MAIN_PHASES, ...(PHASES.has('b') ? ['b'] : [])].join(',')}; ${ENGINE}`,
   );
@@ -1429,6 +1735,7 @@ async function bench(tempDir: string, checkouts: Checkout[]): Promise<void> {
     mainDb: null,
     tenantsDb: null,
     main: null,
+    layout: LAYOUT,
     tenants: [],
     build: {},
     phases: [],
@@ -1453,6 +1760,12 @@ async function bench(tempDir: string, checkouts: Checkout[]): Promise<void> {
           readers: READERS,
           tenants: { merchants: TENANTS, products: TENANT_PRODUCTS },
           import_products: IMPORT_PRODUCTS,
+          layout: {
+            ...LAYOUT,
+            live_images: liveImagesUpTo(LAYOUT.liveProducts),
+            fresh_products: FRESH_PRODUCTS,
+            quiet_seconds: QUIET_SECONDS,
+          },
           storm_products: STORM_PRODUCTS,
           seed: { changes: SEED_CHANGES, deliveries: SEED_DELIVERIES },
           goals: GOALS,

@@ -2,14 +2,36 @@
 //
 // The catalog (--products N, default 100,000) is built before the measured start by a `serve`
 // started for the build alone (workers off), through the admin API: one merchant with 3 stores,
-// 2 to 5 images per product, every image on one local origin (plus a few products whose last image
-// is on a second local host that never answers), local webhook receivers behind --endpoints
-// endpoints (a quarter of them for one store), and (seeded into the database while no service runs)
-// an endpoint with --seed-deliveries finished deliveries in its log. Then `serve` starts on it as
-// `npm start` runs it: every default on (image mirroring, webhook dispatcher, retention), only the
-// port, the database, the admin token and CPS_WEBHOOK_ALLOW_HOSTS=127.0.0.1 (so the local origin and
-// receivers pass the SSRF guard) set. It runs from the version's tree as `node --import tsx
-// src/cli.ts serve`, as every bench script here does (the same code `npm start` builds to dist/).
+// 2 to 5 images per product, local webhook receivers behind --endpoints endpoints (a quarter of them
+// for one store), and (seeded into the database while no service runs) an endpoint with
+// --seed-deliveries finished deliveries in its log. Nothing is cached between runs: every run
+// builds its catalogs anew (at 100,000 products about a minute on SQLite; at 1,000,000 several).
+//
+// Where the catalog's images are: the demo's unresolvable host behind the whole catalog, a live
+// origin beside it. Every product has images on `images.demo-supplier.test`, the host `demo`
+// puts every image on: a name reserved for tests, which the service's outbound guard refuses before
+// any DNS query, so each fetch of it fails at once (`blocked_address`) and nothing leaves
+// 127.0.0.1. Products 1..K also have every image but the first on the live origin (a local port
+// answering every image at once), K the fewest products with --live-images images there (default
+// 400 x --phase-seconds, 24,000 at the default 60 s: phases a and c at 4/3 of the mirroring goal's
+// rate; faster, c ends when they are all mirrored and its rate is over the time it took); every image of the other products is on the dead host (as in the demo's catalog), plus
+// --hanging products whose last image is on a local host that accepts and never answers (the
+// mirror's time-out ends each of those fetches). Why not the whole catalog on the dead host alone:
+// the mirroring phase has to measure a live origin's images/s, which needs a live backlog; and why
+// not a live share of every product: the dead-origin phase needs the live backlog done to measure
+// what the down host costs at rest, and 2.5 live images in each product would put 14 minutes (at
+// 100,000 products) to 2.3 hours (1,000,000) of mirroring at the goal's rate before it. So the
+// breaker meets the dead host from the first start on, beside a busy live origin, as a merchant with
+// a dead supplier host and working ones would have it. The imports of phases e and f follow the same
+// layout (f re-imports the catalog's refs with their images unchanged); the tenants' catalog (b) is
+// on the live origin alone.
+//
+// Then `serve` starts on it as `npm start` runs it: every default on (image mirroring, webhook
+// dispatcher, retention; the origin breaker's CPS_IMAGE_ORIGIN_FAILURES and probe intervals), only
+// the port, the database, the admin token and CPS_WEBHOOK_ALLOW_HOSTS=127.0.0.1 (so the local origins
+// and receivers pass the SSRF guard; the dead host's name stays refused) set. It runs from the
+// version's tree as `node --import tsx src/cli.ts serve`, as every bench script here does (the same
+// code `npm start` builds to dist/).
 //
 // During every phase a light reader (--readers loops, one API key each, at most 20 requests/s
 // each: far under the default rate limit) reads in turn: a numbered page of 200 (page 1, the last
@@ -23,8 +45,22 @@
 // Phases (each bounded in time; a write that cannot finish within its budget is reported as such):
 //   a  backlog    the start: time to the first answer after the `listening` log line, then
 //                 --phase-seconds/2 of reads while the workers start on the mirroring backlog;
-//   c  mirroring  images/s over --phase-seconds (the cps_images gauges of /metrics; the origin's
-//                 own count of fetches beside it);
+//   c  mirroring  images/s over --phase-seconds, or until the live origin has nothing pending (the
+//                 cps_images gauges of /metrics; the origin's own count of fetches beside it; the
+//                 dead host's images stay pending, only probed once it is down);
+//   i  dead origin (the mirror has met the dead host since the start) waits until the dead host is
+//                 marked down in image_origins (the time from `listening` is reported), the live
+//                 origin's backlog is mirrored and the receivers' count has been steady for 3 s;
+//                 then a quiet window (--quiet-seconds, default min(30, --phase-seconds/2)) with the
+//                 reader paused, nothing asked of the service but /metrics every 5 s: the CPU of
+//                 every service process in it (utime + stime of all threads, /proc/PID/stat, per
+//                 thread; on PostgreSQL the database server's processes added), the cost of a down
+//                 host at rest (goal: < 5 % of a core), with the host's probes meanwhile; then the
+//                 reader again, and an import of 200 products whose 700 images are on a second live
+//                 origin (a host of its own): the time from the import's answer to the first of
+//                 them mirrored and to all (goals 2 s and 10 s), from their rows in image_mirrors
+//                 (a range of its primary key, looked at every 50 ms from the bench's process), and
+//                 reads meanwhile (until all are mirrored, at least --phase-seconds/2);
 //   d  repricing  PUT exchange-rates/EUR/GBP (re-resolves the GBP store: the costs are in EUR and USD,
 //                 and only EUR's conversion into GBP changes; before conversions through intermediate currencies, the EUR store too): products/s;
 //   e  import     an NDJSON import of min(20,000, N) new products: products/s;
@@ -42,7 +78,7 @@
 //                 so 1,000 x 1,000 at N = 1,000,000; --tenants / --tenant-products), one endpoint
 //                 each created before their products (a delivery backlog per merchant), its own
 //                 `serve`: first answer, reads of random tenants, images/s and deliveries/s.
-// Run in the order a c d e f h g, then b. At the end of each serve: SIGTERM, and the time until it
+// Run in the order a c i d e f h g, then b. At the end of each serve: SIGTERM, and the time until it
 // exited (goal: within CPS_SHUTDOWN_GRACE_MS, 10 s by default).
 //
 // --engine postgres: a throwaway PostgreSQL (scripts/postgres-server.ts, non-durable as for
@@ -52,7 +88,8 @@
 // both versions built before either version's measured service starts.
 //
 // Usage: npm run bench:scale -- [--products N] [--baseline REF] [--engine sqlite|postgres]
-//   [--only a,c,d,e,f,h,g,b] [--json] [--phase-seconds S (60)] [--endpoints E (20)] [--readers R (2)]
+//   [--only a,c,i,d,e,f,h,g,b] [--json] [--phase-seconds S (60)] [--endpoints E (20)] [--readers R (2)]
+//   [--live-images L (600 x S)] [--quiet-seconds Q] [--hanging H (8)]
 //   [--tenants M] [--tenant-products P] [--seed-changes C (1000000)] [--seed-deliveries D (100000)]
 //   [--baseline-env CPS_X=V,...] [--candidate-env CPS_X=V,...]  settings of each version's measured services
 //   [--logs DIR]  every service's whole output in DIR, a file per process
@@ -142,8 +179,8 @@ const TENANT_PRODUCTS = flags['tenant-products']
 const SEED_CHANGES = int('seed-changes', flags['seed-changes'], 1);
 const SEED_DELIVERIES = int('seed-deliveries', flags['seed-deliveries'], 1);
 const HANGING = int('hanging', flags.hanging);
-/** Images of the catalog on the live origin: enough for phases a and c at twice the goal's rate. */
-const LIVE_IMAGES = flags['live-images'] ? int('live-images', flags['live-images'], 1) : Math.ceil(600 * PHASE_SECONDS);
+/** Images of the catalog on the live origin: phases a and c's windows at 4/3 of the goal's rate. */
+const LIVE_IMAGES = flags['live-images'] ? int('live-images', flags['live-images'], 1) : Math.ceil(400 * PHASE_SECONDS);
 /** The dead-origin phase's quiet window (the reader paused), and how many products it then imports on the fresh origin. */
 const QUIET_SECONDS = flags['quiet-seconds'] ? Number(flags['quiet-seconds']) : Math.max(1, Math.min(30, PHASE_SECONDS / 2));
 if (!(QUIET_SECONDS > 0)) throw new Error('--quiet-seconds must be a positive number');
@@ -686,11 +723,89 @@ function imagesBefore(scrapes: Scrape[], at: number): { mirrored: number; dead: 
 
 // ---- one measured deployment ------------------------------------------------------------------
 
+// ---- CPU of the deployment ---------------------------------------------------------------------
+
+/** One look at the deployment's CPU so far, µs: each process (all its threads), its main thread, the database server. */
+interface CpuSample {
+  at: number;
+  processes: Map<string, { us: number; mainUs: number }>;
+  db: number | null;
+}
+
+/** The CPU a phase's window cost: cores used on average in it, per process, its main thread, the database server. */
+interface PhaseCpu {
+  seconds: number;
+  cores: number;
+  processes: Record<string, { cores: number; main_thread_cores: number }>;
+  database_cores: number | null;
+  /** CPU of the whole deployment (database included) per unit of the phase's throughput, ms. */
+  ms_per_unit?: number | null;
+  unit?: string;
+}
+
+/**
+ * Samples the CPU of the deployment's processes from /proc every 500 ms (utime + stime of every
+ * thread, the main thread apart; on PostgreSQL the database server's processes): a phase's CPU is
+ * the difference of the samples around its window.
+ */
+class CpuSampler {
+  private readonly samples: CpuSample[] = [];
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(
+    private readonly processes: () => ServiceProcess[],
+    private readonly pgData: string | null,
+  ) {
+    this.sample();
+    this.timer = setInterval(() => this.sample(), 500);
+  }
+
+  sample(): void {
+    const processes = new Map<string, { us: number; mainUs: number }>();
+    for (const p of this.processes()) {
+      const pid = p.child.pid!;
+      if (p.child.exitCode !== null || p.child.signalCode !== null) continue;
+      processes.set(p.name, { us: processCpu([pid]), mainUs: threadCpu(pid).find((t) => t.tid === pid)?.us ?? 0 });
+    }
+    let db: number | null;
+    try {
+      db = this.pgData ? postgresServerCpu(this.pgData) : null;
+    } catch {
+      db = null; // the server stopping meanwhile
+    }
+    this.samples.push({ at: now(), processes, db });
+  }
+
+  /** The CPU between the last sample at or before `from` and the first at or after `to`. */
+  between(from: number, to: number): PhaseCpu | null {
+    this.sample();
+    const a = [...this.samples].reverse().find((s) => s.at <= from) ?? this.samples[0];
+    const b = this.samples.find((s) => s.at >= to) ?? this.samples.at(-1);
+    if (!a || !b || b.at <= a.at) return null;
+    const seconds = (b.at - a.at) / 1000;
+    const cores = (us: number) => Number((us / 1e6 / seconds).toFixed(3));
+    const processes: PhaseCpu['processes'] = {};
+    let total = 0;
+    for (const [name, end] of b.processes) {
+      const start = a.processes.get(name) ?? { us: 0, mainUs: 0 };
+      total += end.us - start.us;
+      processes[name] = { cores: cores(end.us - start.us), main_thread_cores: cores(end.mainUs - start.mainUs) };
+    }
+    const db = a.db !== null && b.db !== null ? b.db - a.db : null;
+    return { seconds, cores: cores(total + (db ?? 0)), processes, database_cores: db === null ? null : cores(db) };
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+}
+
 interface Deployment {
   serves: ServiceProcess[];
   worker: ServiceProcess | null;
   reader: Reader;
   scraper: Scraper;
+  cpu: CpuSampler;
   firstAnswer: { stores_ms: number | null; page_ms: number | null; error?: string };
 }
 
@@ -717,6 +832,8 @@ interface PhaseResult {
   reads: { all: LatencyStats } & Partial<Record<ReadKind, LatencyStats>>;
   read_errors: string[];
   event_loop: ReturnType<typeof eventLoopOf>;
+  /** The deployment's CPU over the phase's window (every service process, the database server). */
+  cpu?: PhaseCpu | null;
   throughput: { value: number | null; unit: string; detail: Record<string, unknown> };
   pages?: { name: string; path: string; status: number; n: number; p50: number | null; max: number | null; error?: string }[];
   verdicts: { goal: string; measured: string; pass: boolean }[];
@@ -794,7 +911,8 @@ async function startDeployment(
     scraper.add(second);
     worker = await startCli(version.dir, `${version.name} worker`, 'worker', env);
   }
-  return { serves, worker, reader, scraper, firstAnswer };
+  const cpu = new CpuSampler(() => [...serves, ...(worker ? [worker] : [])], postgres ? dataDirOf(postgres.dir) : null);
+  return { serves, worker, reader, scraper, firstAnswer, cpu };
 }
 
 /** One scrape of every serve's /metrics now (beside the periodic ones). */
@@ -805,6 +923,7 @@ async function scrapeAll(deployment: Deployment): Promise<void> {
 async function stopDeployment(deployment: Deployment, after: string): Promise<ShutdownResult[]> {
   await deployment.reader.stop();
   await deployment.scraper.stop();
+  deployment.cpu.stop();
   // All at once, as a deploy stops them.
   const results = await Promise.all(
     [...deployment.serves, ...(deployment.worker ? [deployment.worker] : [])].map((s) => terminate(s, after)),
@@ -812,6 +931,32 @@ async function stopDeployment(deployment: Deployment, after: string): Promise<Sh
   for (const r of results)
     log(`${r.process}: SIGTERM (${after}) -> exit ${r.code ?? r.signal} after ${r.ms.toFixed(0)} ms${r.killed ? ' (killed)' : ''}`);
   return results;
+}
+
+/**
+ * The phase's CPU per unit of its throughput (images finished, products re-priced or imported,
+ * deliveries made): the whole deployment's CPU in the window, whatever else ran meanwhile (reads,
+ * the deliveries that mirrored images cause), over the units.
+ */
+function withCpuPerUnit(phase: Omit<PhaseResult, 'verdicts'>): void {
+  const cpu = phase.cpu;
+  if (!cpu) return;
+  const d = phase.throughput.detail as Record<string, number | null | undefined>;
+  const [units, unit] =
+    phase.key === 'a' || phase.key === 'c'
+      ? [d.mirrored_or_dead, 'image']
+      : phase.key === 'd'
+        ? [phase.completed ? PRODUCTS : null, 'product re-priced']
+        : phase.key === 'e'
+          ? [phase.completed ? d.products : null, 'product imported']
+          : phase.key === 'f'
+            ? [d.deliveries_in_phase, 'delivery']
+            : phase.key === 'b'
+              ? [d.images, 'image']
+              : [null, ''];
+  if (!unit) return;
+  cpu.unit = unit;
+  cpu.ms_per_unit = units ? Number(((cpu.cores * cpu.seconds * 1000) / units).toFixed(3)) : null;
 }
 
 function readStats(reader: Reader, from: number, to: number): Pick<PhaseResult, 'reads' | 'read_errors'> {
@@ -1017,6 +1162,35 @@ class DatabaseProbe {
     return { pending: of('pending'), mirrored: of('mirrored'), dead: of('dead') };
   }
 
+  /** The host's pending images: how many are due now, and when the others are (leased, or waiting for a retry). */
+  async pendingOfHost(
+    merchantId: number,
+    host: string,
+  ): Promise<{ pending: number; due: number; attempted: number; next_at: string | null; last_at: string | null }> {
+    const at = new Date().toISOString();
+    const rows = await this.all<{
+      pending: number | string;
+      due: number | string | null;
+      attempted: number | string | null;
+      next_at: string | null;
+      last_at: string | null;
+    }>(
+      `SELECT count(*) AS pending, sum(CASE WHEN next_attempt_at <= ? THEN 1 ELSE 0 END) AS due,
+         sum(CASE WHEN attempts > 0 THEN 1 ELSE 0 END) AS attempted,
+         min(CASE WHEN next_attempt_at > ? THEN next_attempt_at END) AS next_at, max(next_attempt_at) AS last_at
+       FROM image_mirrors WHERE merchant_id = ? AND url >= ? AND url < ? AND state = 'pending'`,
+      [at, at, merchantId, `${host}/`, `${host}0`],
+    );
+    const row = rows[0]!;
+    return {
+      pending: Number(row.pending),
+      due: Number(row.due ?? 0),
+      attempted: Number(row.attempted ?? 0),
+      next_at: row.next_at,
+      last_at: row.last_at,
+    };
+  }
+
   /** The merchant's row of an origin in image_origins (the breaker's state), or null. */
   async originState(
     merchantId: number,
@@ -1134,6 +1308,7 @@ async function runMainPhases(version: Version, peers: Peers, tempDir: string): P
   const dbProbe = await DatabaseProbe.open(db);
 
   const record = (phase: Omit<PhaseResult, 'verdicts'>) => {
+    withCpuPerUnit(phase);
     const full = { ...phase, verdicts: verdictsOf(phase) };
     version.phases.push(full);
     printPhase(version, full);
@@ -1150,6 +1325,7 @@ async function runMainPhases(version: Version, peers: Peers, tempDir: string): P
       completed,
       ...readStats(d.reader, from, to),
       event_loop: eventLoopOf(d.scraper.scrapes, from, now()),
+      cpu: d.cpu.between(from, to),
       ...(startedFresh ? { first_answer_ms: d.firstAnswer } : {}),
     };
   };
@@ -1196,12 +1372,13 @@ async function runMainPhases(version: Version, peers: Peers, tempDir: string): P
     // 2. The live origin's backlog mirrored and the deliveries it caused made (the quiet window is
     // quiet only then): the live origin's pending images, then the receivers' count steady for 3 s.
     let live = await dbProbe.imagesOfHost(merchant, peers.hosts.origin);
-    while (live.pending > 0 && now() - started < budgetMs) {
+    const drainMs = Math.max(budgetMs, (LIVE_IMAGES / 100) * 1000);
+    while (live.pending > 0 && now() - started < drainMs) {
       await sleep(1000);
       live = await dbProbe.imagesOfHost(merchant, peers.hosts.origin);
     }
     let deliveriesSettled = false;
-    for (let last = (await peers.counts()).deliveries, steadySince = now(); now() - started < budgetMs + 60_000; ) {
+    for (let last = (await peers.counts()).deliveries, steadySince = now(); now() - started < drainMs + 60_000; ) {
       await sleep(500);
       const count = (await peers.counts()).deliveries;
       if (count !== last) [last, steadySince] = [count, now()];
@@ -1225,6 +1402,7 @@ async function runMainPhases(version: Version, peers: Peers, tempDir: string): P
       db: pgData ? postgresServerCpu(pgData) : null,
     });
     const deadBefore = await dbProbe.originState(merchant, peers.hosts.dead);
+    const livePending = await dbProbe.pendingOfHost(merchant, peers.hosts.origin);
     const peers0 = await peers.counts();
     const cpu0 = cpuNow();
     const q0 = now();
@@ -1323,6 +1501,7 @@ async function runMainPhases(version: Version, peers: Peers, tempDir: string): P
             processes: perProcess,
             database_cores: dbCores,
             live_origin_pending: live.pending,
+            live_origin_pending_detail: livePending,
             deliveries_settled: deliveriesSettled,
             deliveries: peers1.deliveries - peers0.deliveries,
             live_origin_fetches: peers1.images - peers0.images,
@@ -1621,10 +1800,12 @@ async function runTenantsPhase(version: Version, peers: Peers): Promise<void> {
     first_answer_ms: deployment.firstAnswer,
     ...readStats(deployment.reader, from, to),
     event_loop: eventLoopOf(deployment.scraper.scrapes, from, now()),
+    cpu: deployment.cpu.between(from, to),
     throughput: {
       value: a && b && b.at > a.at ? (b.mirrored + b.dead - (a.mirrored + a.dead)) / ((b.at - a.at) / 1000) : null,
       unit: 'images/s',
       detail: {
+        images: a && b ? b.mirrored + b.dead - (a.mirrored + a.dead) : null,
         merchants: TENANTS,
         products_per_merchant: TENANT_PRODUCTS,
         origin_fetches_per_second: (counts1.images - counts0.images) / ((to - from) / 1000),
@@ -1634,6 +1815,7 @@ async function runTenantsPhase(version: Version, peers: Peers): Promise<void> {
       },
     },
   };
+  withCpuPerUnit(phase);
   const full = { ...phase, verdicts: verdictsOf(phase) };
   version.phases.push(full);
   printPhase(version, full);
@@ -1671,6 +1853,16 @@ function printPhase(version: Version, phase: PhaseResult): void {
       ? `  statements: ${el.statements.count} in ${el.statements.seconds.toFixed(2)} s, ${el.statements.over_100ms} over 100 ms; most time: ${el.statements.top.map((t) => `${t.name} ${t.count}x ${t.seconds.toFixed(2)} s${t.over_100ms ? ` (${t.over_100ms} > 100 ms)` : ''}`).join(', ')}`
       : '  statement durations: n/a (no statement histogram in /metrics)',
   );
+  if (phase.cpu) {
+    const c = phase.cpu;
+    lines.push(
+      `  CPU: ${c.cores.toFixed(2)} cores over ${c.seconds.toFixed(1)} s (${Object.entries(c.processes)
+        .map(([name, p]) => `${name} ${p.cores.toFixed(2)}, its main thread ${p.main_thread_cores.toFixed(2)}`)
+        .join(
+          '; ',
+        )}${c.database_cores !== null ? `; PostgreSQL ${c.database_cores.toFixed(2)}` : ''})${c.unit ? `; ${c.ms_per_unit === null || c.ms_per_unit === undefined ? 'n/a' : `${c.ms_per_unit.toFixed(2)} ms`} per ${c.unit}` : ''}`,
+    );
+  }
   const t = phase.throughput;
   lines.push(`  throughput: ${t.value === null ? 'n/a' : t.value.toFixed(1)} ${t.unit}  ${JSON.stringify(t.detail)}`);
   for (const page of phase.pages ?? [])

@@ -1404,11 +1404,21 @@ async function runMainPhases(version: Version, peers: Peers, tempDir: string): P
     const deadBefore = await dbProbe.originState(merchant, peers.hosts.dead);
     const livePending = await dbProbe.pendingOfHost(merchant, peers.hosts.origin);
     const peers0 = await peers.counts();
+    // The window on the monotonic clock (µs) too: a --cpu-prof profile's sample times (NODE_OPTIONS in
+    // --candidate-env) are on it, so the profile can be cut to the window.
+    const monotonicUs = () => Number(process.hrtime.bigint() / 1000n);
+    const scrapedBefore = now();
+    await scrapeAll(d);
     const cpu0 = cpuNow();
     const q0 = now();
+    const m0 = monotonicUs();
     await sleep(QUIET_SECONDS * 1000);
     const cpu1 = cpuNow();
     const q1 = now();
+    const m1 = monotonicUs();
+    await scrapeAll(d);
+    // The statements the window ran (cps_db_statement_duration_seconds between the scrapes around it).
+    const quietStatements = eventLoopOf(d.scraper.scrapes, scrapedBefore, now()).statements;
     const peers1 = await peers.counts();
     const deadAfter = await dbProbe.originState(merchant, peers.hosts.dead);
     const quietS = (q1 - q0) / 1000;
@@ -1502,6 +1512,8 @@ async function runMainPhases(version: Version, peers: Peers, tempDir: string): P
             database_cores: dbCores,
             live_origin_pending: live.pending,
             live_origin_pending_detail: livePending,
+            statements: quietStatements,
+            monotonic_us: { from: m0, to: m1 },
             deliveries_settled: deliveriesSettled,
             deliveries: peers1.deliveries - peers0.deliveries,
             live_origin_fetches: peers1.images - peers0.images,

@@ -71,6 +71,8 @@ export interface CatalogLayout {
   liveProducts: number;
   /** Products whose last image is on the hanging host, spread over the catalog. */
   hanging: number;
+  /** False: no dead host, every image on the live origin (a reference for what the dead host costs). */
+  deadHost: boolean;
 }
 
 /** Live-origin images of products 1..n (product n has 2 + n % 4 images, the first on the dead host). */
@@ -91,7 +93,7 @@ export function liveProductsFor(images: number, products: number): number {
 export function layoutOf(layout: CatalogLayout, n: number): { images: ImagePlace; hanging: boolean } {
   const hangingEvery = Math.max(1, Math.floor(layout.products / Math.max(1, layout.hanging)));
   return {
-    images: n <= layout.liveProducts ? 'live' : 'dead',
+    images: !layout.deadHost ? 'origin' : n <= layout.liveProducts ? 'live' : 'dead',
     hanging: layout.hanging > 0 && n % hangingEvery === 0 && n / hangingEvery <= layout.hanging,
   };
 }

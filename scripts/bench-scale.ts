@@ -1491,7 +1491,8 @@ async function runMainPhases(version: Version, peers: Peers, tempDir: string): P
     const deadImages = await dbProbe.imagesOfHost(merchant, peers.hosts.dead);
     const deadEnd = await dbProbe.originState(merchant, peers.hosts.dead);
     return {
-      ...(await measured('i', from, to, WRITE_BUDGET_S, allMs !== null, d)),
+      // Its budget: the wait for the fresh images after the import's answer.
+      ...(await measured('i', from, to, Math.max(30, (3 * GOALS.freshAllMs) / 1000), allMs !== null, d)),
       throughput: {
         value: allMs,
         unit: `ms from the import's answer to all ${FRESH_PRODUCTS} products' images mirrored`,

@@ -2,14 +2,36 @@
 //
 // The catalog (--products N, default 100,000) is built before the measured start by a `serve`
 // started for the build alone (workers off), through the admin API: one merchant with 3 stores,
-// 2 to 5 images per product, every image on one local origin (plus a few products whose last image
-// is on a second local host that never answers), local webhook receivers behind --endpoints
-// endpoints (a quarter of them for one store), and (seeded into the database while no service runs)
-// an endpoint with --seed-deliveries finished deliveries in its log. Then `serve` starts on it as
-// `npm start` runs it: every default on (image mirroring, webhook dispatcher, retention), only the
-// port, the database, the admin token and CPS_WEBHOOK_ALLOW_HOSTS=127.0.0.1 (so the local origin and
-// receivers pass the SSRF guard) set. It runs from the version's tree as `node --import tsx
-// src/cli.ts serve`, as every bench script here does (the same code `npm start` builds to dist/).
+// 2 to 5 images per product, local webhook receivers behind --endpoints endpoints (a quarter of them
+// for one store), and (seeded into the database while no service runs) an endpoint with
+// --seed-deliveries finished deliveries in its log. Nothing is cached between runs: every run
+// builds its catalogs anew (at 100,000 products about a minute on SQLite; at 1,000,000 several).
+//
+// Where the catalog's images are: the demo's unresolvable host behind the whole catalog, a live
+// origin beside it. Every product has images on `images.demo-supplier.test`, the host `demo`
+// puts every image on: a name reserved for tests, which the service's outbound guard refuses before
+// any DNS query, so each fetch of it fails at once (`blocked_address`) and nothing leaves
+// 127.0.0.1. Products 1..K also have every image but the first on the live origin (a local port
+// answering every image at once), K the fewest products with --live-images images there (default
+// 400 x --phase-seconds, 24,000 at the default 60 s: phases a and c at 4/3 of the mirroring goal's
+// rate; faster, c ends when they are all mirrored and its rate is over the time it took); every image of the other products is on the dead host (as in the demo's catalog), plus
+// --hanging products whose last image is on a local host that accepts and never answers (the
+// mirror's time-out ends each of those fetches). Why not the whole catalog on the dead host alone:
+// the mirroring phase has to measure a live origin's images/s, which needs a live backlog; and why
+// not a live share of every product: the dead-origin phase needs the live backlog done to measure
+// what the down host costs at rest, and 2.5 live images in each product would put 14 minutes (at
+// 100,000 products) to 2.3 hours (1,000,000) of mirroring at the goal's rate before it. So the
+// breaker meets the dead host from the first start on, beside a busy live origin, as a merchant with
+// a dead supplier host and working ones would have it. The imports of phases e and f follow the same
+// layout (f re-imports the catalog's refs with their images unchanged); the tenants' catalog (b) is
+// on the live origin alone.
+//
+// Then `serve` starts on it as `npm start` runs it: every default on (image mirroring, webhook
+// dispatcher, retention; the origin breaker's CPS_IMAGE_ORIGIN_FAILURES and probe intervals), only
+// the port, the database, the admin token and CPS_WEBHOOK_ALLOW_HOSTS=127.0.0.1 (so the local origins
+// and receivers pass the SSRF guard; the dead host's name stays refused) set. It runs from the
+// version's tree as `node --import tsx src/cli.ts serve`, as every bench script here does (the same
+// code `npm start` builds to dist/).
 //
 // During every phase a light reader (--readers loops, one API key each, at most 20 requests/s
 // each: far under the default rate limit) reads in turn: a numbered page of 200 (page 1, the last
@@ -23,8 +45,22 @@
 // Phases (each bounded in time; a write that cannot finish within its budget is reported as such):
 //   a  backlog    the start: time to the first answer after the `listening` log line, then
 //                 --phase-seconds/2 of reads while the workers start on the mirroring backlog;
-//   c  mirroring  images/s over --phase-seconds (the cps_images gauges of /metrics; the origin's
-//                 own count of fetches beside it);
+//   c  mirroring  images/s over --phase-seconds, or until the live origin has nothing pending (the
+//                 cps_images gauges of /metrics; the origin's own count of fetches beside it; the
+//                 dead host's images stay pending, only probed once it is down);
+//   i  dead origin (the mirror has met the dead host since the start) waits until the dead host is
+//                 marked down in image_origins (the time from `listening` is reported), the live
+//                 origin's backlog is mirrored and the receivers' count has been steady for 3 s;
+//                 then a quiet window (--quiet-seconds, default min(30, --phase-seconds/2)) with the
+//                 reader paused, nothing asked of the service but /metrics every 5 s: the CPU of
+//                 every service process in it (utime + stime of all threads, /proc/PID/stat, per
+//                 thread; on PostgreSQL the database server's processes added), the cost of a down
+//                 host at rest (goal: < 5 % of a core), with the host's probes meanwhile; then the
+//                 reader again, and an import of 200 products whose 700 images are on a second live
+//                 origin (a host of its own): the time from the import's answer to the first of
+//                 them mirrored and to all (goals 2 s and 10 s), from their rows in image_mirrors
+//                 (a range of its primary key, looked at every 50 ms from the bench's process), and
+//                 reads meanwhile (until all are mirrored, at least --phase-seconds/2);
 //   d  repricing  PUT exchange-rates/EUR/GBP (re-resolves the GBP store: the costs are in EUR and USD,
 //                 and only EUR's conversion into GBP changes; before conversions through intermediate currencies, the EUR store too): products/s;
 //   e  import     an NDJSON import of min(20,000, N) new products: products/s;
@@ -42,7 +78,7 @@
 //                 so 1,000 x 1,000 at N = 1,000,000; --tenants / --tenant-products), one endpoint
 //                 each created before their products (a delivery backlog per merchant), its own
 //                 `serve`: first answer, reads of random tenants, images/s and deliveries/s.
-// Run in the order a c d e f h g, then b. At the end of each serve: SIGTERM, and the time until it
+// Run in the order a c i d e f h g, then b. At the end of each serve: SIGTERM, and the time until it
 // exited (goal: within CPS_SHUTDOWN_GRACE_MS, 10 s by default).
 //
 // --engine postgres: a throwaway PostgreSQL (scripts/postgres-server.ts, non-durable as for
@@ -52,7 +88,10 @@
 // both versions built before either version's measured service starts.
 //
 // Usage: npm run bench:scale -- [--products N] [--baseline REF] [--engine sqlite|postgres]
-//   [--only a,c,d,e,f,h,g,b] [--json] [--phase-seconds S (60)] [--endpoints E (20)] [--readers R (2)]
+//   [--only a,c,i,d,e,f,h,g,b] [--json] [--phase-seconds S (60)] [--endpoints E (20)] [--readers R (2)]
+//   [--live-images L (400 x S)] [--quiet-seconds Q] [--hanging H (8)]
+//   [--no-dead-host]  every image on the live origin: the dead-origin phase's quiet window without a
+//                     dead host, the reference for what the down host itself costs (small catalogs)
 //   [--tenants M] [--tenant-products P] [--seed-changes C (1000000)] [--seed-deliveries D (100000)]
 //   [--baseline-env CPS_X=V,...] [--candidate-env CPS_X=V,...]  settings of each version's measured services
 //   [--logs DIR]  every service's whole output in DIR, a file per process
@@ -67,15 +106,21 @@ import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { candidateDir, git, inheritedEnv, killTracked, runSideBySide, track, type Checkout } from './baseline.js';
 import { startPeers, type Peers } from './peers.js';
-import { startPostgresServer, freePort, type PostgresServer } from './postgres-server.js';
+import { startPostgresServer, freePort, dataDirOf, type PostgresServer } from './postgres-server.js';
+import { postgresServerCpu, processCpu, threadCpu } from './process-sampler.js';
+import Database from 'better-sqlite3';
 import {
   AdminClient,
   buildMainCatalog,
   buildTenants,
+  layoutOf,
+  liveImagesUpTo,
+  liveProductsFor,
   mainProductLine,
   ndjson,
   seedDeliveryLog,
   seedOldChanges,
+  type CatalogLayout,
   type DatabaseRef,
   type MainCatalog,
   type Tenant,
@@ -83,7 +128,7 @@ import {
 
 // ---- options ----------------------------------------------------------------------------------
 
-const PHASE_KEYS = ['a', 'c', 'd', 'e', 'f', 'h', 'g', 'b'] as const;
+const PHASE_KEYS = ['a', 'c', 'i', 'd', 'e', 'f', 'h', 'g', 'b'] as const;
 type PhaseKey = (typeof PHASE_KEYS)[number];
 const PHASE_TITLES: Record<PhaseKey, string> = {
   a: 'backlog after start',
@@ -94,6 +139,7 @@ const PHASE_TITLES: Record<PhaseKey, string> = {
   f: 'delivery storm',
   g: 'retention pruning',
   h: 'panel and admin status',
+  i: 'dead origin',
 };
 
 const { values: flags } = parseArgs({
@@ -111,6 +157,9 @@ const { values: flags } = parseArgs({
     'seed-changes': { type: 'string', default: '1000000' },
     'seed-deliveries': { type: 'string', default: '100000' },
     hanging: { type: 'string', default: '8' },
+    'live-images': { type: 'string' },
+    'quiet-seconds': { type: 'string' },
+    'no-dead-host': { type: 'boolean' },
     'baseline-env': { type: 'string' },
     'candidate-env': { type: 'string' },
     logs: { type: 'string' },
@@ -133,6 +182,18 @@ const TENANT_PRODUCTS = flags['tenant-products']
 const SEED_CHANGES = int('seed-changes', flags['seed-changes'], 1);
 const SEED_DELIVERIES = int('seed-deliveries', flags['seed-deliveries'], 1);
 const HANGING = int('hanging', flags.hanging);
+/** Images of the catalog on the live origin: phases a and c's windows at 4/3 of the goal's rate. */
+const LIVE_IMAGES = flags['live-images'] ? int('live-images', flags['live-images'], 1) : Math.ceil(400 * PHASE_SECONDS);
+/** The dead-origin phase's quiet window (the reader paused), and how many products it then imports on the fresh origin. */
+const QUIET_SECONDS = flags['quiet-seconds'] ? Number(flags['quiet-seconds']) : Math.max(1, Math.min(30, PHASE_SECONDS / 2));
+if (!(QUIET_SECONDS > 0)) throw new Error('--quiet-seconds must be a positive number');
+const FRESH_PRODUCTS = Math.min(200, PRODUCTS);
+const LAYOUT: CatalogLayout = {
+  products: PRODUCTS,
+  liveProducts: liveProductsFor(LIVE_IMAGES, PRODUCTS),
+  hanging: HANGING,
+  deadHost: !flags['no-dead-host'],
+};
 const IMPORT_PRODUCTS = Math.min(20_000, PRODUCTS);
 const STORM_PRODUCTS = Math.min(20_000, PRODUCTS);
 const ENGINE =
@@ -155,7 +216,19 @@ const PHASES = new Set<PhaseKey>(
 const MAIN_PHASES = PHASE_KEYS.filter((k) => k !== 'b' && PHASES.has(k));
 
 const ADMIN_TOKEN = 'bench-scale-admin-token';
-const GOALS = { firstAnswerMs: 2000, readP99Ms: 50, readMaxMs: 200, imagesPerSecond: 200, panelMs: 300, shutdownMs: 10_000 };
+const GOALS = {
+  firstAnswerMs: 2000,
+  readP99Ms: 50,
+  readMaxMs: 200,
+  imagesPerSecond: 300,
+  panelMs: 300,
+  shutdownMs: 10_000,
+  /** The dead-origin phase: the fresh origin's first image and all its images mirrored, after the import's answer. */
+  freshFirstMs: 2000,
+  freshAllMs: 10_000,
+  /** The deployment's CPU over the quiet window once the dead host is down, in cores. */
+  deadHostCores: 0.05,
+};
 const READ_TIMEOUT_MS = 120_000;
 const SCRAPE_INTERVAL_MS = 5000;
 const SCRAPE_TIMEOUT_MS = 10_000;
@@ -390,7 +463,9 @@ class Reader {
 
   constructor(private readonly targets: (loop: number) => ReadTarget) {}
 
+  /** Starts the loops (again, after stop(): the dead-origin phase pauses the reader for its quiet window). */
   start(loops: number): void {
+    this.running = true;
     for (let loop = 0; loop < loops; loop++) this.loops.push(this.loop(loop));
   }
 
@@ -656,11 +731,89 @@ function imagesBefore(scrapes: Scrape[], at: number): { mirrored: number; dead: 
 
 // ---- one measured deployment ------------------------------------------------------------------
 
+// ---- CPU of the deployment ---------------------------------------------------------------------
+
+/** One look at the deployment's CPU so far, µs: each process (all its threads), its main thread, the database server. */
+interface CpuSample {
+  at: number;
+  processes: Map<string, { us: number; mainUs: number }>;
+  db: number | null;
+}
+
+/** The CPU a phase's window cost: cores used on average in it, per process, its main thread, the database server. */
+interface PhaseCpu {
+  seconds: number;
+  cores: number;
+  processes: Record<string, { cores: number; main_thread_cores: number }>;
+  database_cores: number | null;
+  /** CPU of the whole deployment (database included) per unit of the phase's throughput, ms. */
+  ms_per_unit?: number | null;
+  unit?: string;
+}
+
+/**
+ * Samples the CPU of the deployment's processes from /proc every 500 ms (utime + stime of every
+ * thread, the main thread apart; on PostgreSQL the database server's processes): a phase's CPU is
+ * the difference of the samples around its window.
+ */
+class CpuSampler {
+  private readonly samples: CpuSample[] = [];
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(
+    private readonly processes: () => ServiceProcess[],
+    private readonly pgData: string | null,
+  ) {
+    this.sample();
+    this.timer = setInterval(() => this.sample(), 500);
+  }
+
+  sample(): void {
+    const processes = new Map<string, { us: number; mainUs: number }>();
+    for (const p of this.processes()) {
+      const pid = p.child.pid!;
+      if (p.child.exitCode !== null || p.child.signalCode !== null) continue;
+      processes.set(p.name, { us: processCpu([pid]), mainUs: threadCpu(pid).find((t) => t.tid === pid)?.us ?? 0 });
+    }
+    let db: number | null;
+    try {
+      db = this.pgData ? postgresServerCpu(this.pgData) : null;
+    } catch {
+      db = null; // the server stopping meanwhile
+    }
+    this.samples.push({ at: now(), processes, db });
+  }
+
+  /** The CPU between the last sample at or before `from` and the first at or after `to`. */
+  between(from: number, to: number): PhaseCpu | null {
+    this.sample();
+    const a = [...this.samples].reverse().find((s) => s.at <= from) ?? this.samples[0];
+    const b = this.samples.find((s) => s.at >= to) ?? this.samples.at(-1);
+    if (!a || !b || b.at <= a.at) return null;
+    const seconds = (b.at - a.at) / 1000;
+    const cores = (us: number) => Number((us / 1e6 / seconds).toFixed(3));
+    const processes: PhaseCpu['processes'] = {};
+    let total = 0;
+    for (const [name, end] of b.processes) {
+      const start = a.processes.get(name) ?? { us: 0, mainUs: 0 };
+      total += end.us - start.us;
+      processes[name] = { cores: cores(end.us - start.us), main_thread_cores: cores(end.mainUs - start.mainUs) };
+    }
+    const db = a.db !== null && b.db !== null ? b.db - a.db : null;
+    return { seconds, cores: cores(total + (db ?? 0)), processes, database_cores: db === null ? null : cores(db) };
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+}
+
 interface Deployment {
   serves: ServiceProcess[];
   worker: ServiceProcess | null;
   reader: Reader;
   scraper: Scraper;
+  cpu: CpuSampler;
   firstAnswer: { stores_ms: number | null; page_ms: number | null; error?: string };
 }
 
@@ -668,6 +821,7 @@ interface Version extends Checkout {
   mainDb: DatabaseRef | null;
   tenantsDb: DatabaseRef | null;
   main: MainCatalog | null;
+  layout: CatalogLayout;
   tenants: Tenant[];
   build: Record<string, number>;
   phases: PhaseResult[];
@@ -686,6 +840,8 @@ interface PhaseResult {
   reads: { all: LatencyStats } & Partial<Record<ReadKind, LatencyStats>>;
   read_errors: string[];
   event_loop: ReturnType<typeof eventLoopOf>;
+  /** The deployment's CPU over the phase's window (every service process, the database server). */
+  cpu?: PhaseCpu | null;
   throughput: { value: number | null; unit: string; detail: Record<string, unknown> };
   pages?: { name: string; path: string; status: number; n: number; p50: number | null; max: number | null; error?: string }[];
   verdicts: { goal: string; measured: string; pass: boolean }[];
@@ -763,7 +919,8 @@ async function startDeployment(
     scraper.add(second);
     worker = await startCli(version.dir, `${version.name} worker`, 'worker', env);
   }
-  return { serves, worker, reader, scraper, firstAnswer };
+  const cpu = new CpuSampler(() => [...serves, ...(worker ? [worker] : [])], postgres ? dataDirOf(postgres.dir) : null);
+  return { serves, worker, reader, scraper, firstAnswer, cpu };
 }
 
 /** One scrape of every serve's /metrics now (beside the periodic ones). */
@@ -774,6 +931,7 @@ async function scrapeAll(deployment: Deployment): Promise<void> {
 async function stopDeployment(deployment: Deployment, after: string): Promise<ShutdownResult[]> {
   await deployment.reader.stop();
   await deployment.scraper.stop();
+  deployment.cpu.stop();
   // All at once, as a deploy stops them.
   const results = await Promise.all(
     [...deployment.serves, ...(deployment.worker ? [deployment.worker] : [])].map((s) => terminate(s, after)),
@@ -781,6 +939,32 @@ async function stopDeployment(deployment: Deployment, after: string): Promise<Sh
   for (const r of results)
     log(`${r.process}: SIGTERM (${after}) -> exit ${r.code ?? r.signal} after ${r.ms.toFixed(0)} ms${r.killed ? ' (killed)' : ''}`);
   return results;
+}
+
+/**
+ * The phase's CPU per unit of its throughput (images finished, products re-priced or imported,
+ * deliveries made): the whole deployment's CPU in the window, whatever else ran meanwhile (reads,
+ * the deliveries that mirrored images cause), over the units.
+ */
+function withCpuPerUnit(phase: Omit<PhaseResult, 'verdicts'>): void {
+  const cpu = phase.cpu;
+  if (!cpu) return;
+  const d = phase.throughput.detail as Record<string, number | null | undefined>;
+  const [units, unit] =
+    phase.key === 'a' || phase.key === 'c'
+      ? [d.mirrored_or_dead, 'image']
+      : phase.key === 'd'
+        ? [phase.completed ? PRODUCTS : null, 'product re-priced']
+        : phase.key === 'e'
+          ? [phase.completed ? d.products : null, 'product imported']
+          : phase.key === 'f'
+            ? [d.deliveries_in_phase, 'delivery']
+            : phase.key === 'b'
+              ? [d.images, 'image']
+              : [null, ''];
+  if (!unit) return;
+  cpu.unit = unit;
+  cpu.ms_per_unit = units ? Number(((cpu.cores * cpu.seconds * 1000) / units).toFixed(3)) : null;
 }
 
 function readStats(reader: Reader, from: number, to: number): Pick<PhaseResult, 'reads' | 'read_errors'> {
@@ -825,6 +1009,40 @@ function verdictsOf(phase: Omit<PhaseResult, 'verdicts'>): PhaseResult['verdicts
       pass: v !== null && v >= GOALS.imagesPerSecond,
     });
   }
+  if (phase.key === 'i') {
+    const detail = phase.throughput.detail as {
+      first_mirrored_ms: number | null;
+      all_mirrored_ms: number | null;
+      fresh_images: number;
+      mirrored_at_end: number | null;
+      dead_host: { down_since: string | null };
+      quiet: { cores: number; seconds: number; live_origin_pending: number; deliveries_settled: boolean };
+    };
+    if (LAYOUT.deadHost)
+      verdicts.push({
+        goal: 'the dead host marked down',
+        measured: detail.dead_host.down_since ? `down since ${detail.dead_host.down_since}` : 'not marked down',
+        pass: detail.dead_host.down_since !== null,
+      });
+    verdicts.push({
+      goal: `the fresh origin's first image mirrored <= ${GOALS.freshFirstMs} ms after the import's answer`,
+      measured: detail.first_mirrored_ms === null ? 'none mirrored' : fmt(detail.first_mirrored_ms, 0),
+      pass: detail.first_mirrored_ms !== null && detail.first_mirrored_ms <= GOALS.freshFirstMs,
+    });
+    verdicts.push({
+      goal: `all ${detail.fresh_images} of its images mirrored <= ${GOALS.freshAllMs} ms after the import's answer`,
+      measured:
+        detail.all_mirrored_ms === null
+          ? `${detail.mirrored_at_end ?? 0} of ${detail.fresh_images} mirrored`
+          : fmt(detail.all_mirrored_ms, 0),
+      pass: detail.all_mirrored_ms !== null && detail.all_mirrored_ms <= GOALS.freshAllMs,
+    });
+    verdicts.push({
+      goal: `the deployment's CPU with the dead host down < ${GOALS.deadHostCores * 100} % of a core (quiet window)`,
+      measured: `${(detail.quiet.cores * 100).toFixed(2)} % over ${detail.quiet.seconds.toFixed(1)} s${detail.quiet.live_origin_pending || !detail.quiet.deliveries_settled ? ` (not quiet: ${detail.quiet.live_origin_pending} live images pending, deliveries ${detail.quiet.deliveries_settled ? 'settled' : 'still arriving'})` : ''}`,
+      pass: detail.quiet.cores < GOALS.deadHostCores,
+    });
+  }
   if (phase.pages) {
     for (const page of phase.pages) {
       verdicts.push({
@@ -845,7 +1063,9 @@ async function timedWrite(
   url: string,
   init: { method: string; contentType: string; body: string },
   budgetS: number,
-): Promise<{ ms: number; status: number; result: any } | { ms: number; timedOut: true } | { ms: number; failed: string }> {
+): Promise<
+  { ms: number; status: number; result: any; answeredAt: number } | { ms: number; timedOut: true } | { ms: number; failed: string }
+> {
   const bodyFile = path.join(tempDir, `write-${Date.now()}-${Math.random().toString(36).slice(2)}.body`);
   fs.writeFileSync(bodyFile, init.body);
   const script = `
@@ -873,7 +1093,13 @@ async function timedWrite(
   if (answer.error) return { ms: now() - started, failed: `${init.method} ${url}: ${answer.error}` };
   if (answer.status < 200 || answer.status > 299)
     return { ms: now() - started, failed: `${init.method} ${url}: ${answer.status} ${answer.text.slice(0, 500)}` };
-  return { ms: answer.to - answer.from, status: answer.status, result: answer.text ? JSON.parse(answer.text) : null };
+  // answeredAt: when the answer arrived, on this process's clock (performance.now()).
+  return {
+    ms: answer.to - answer.from,
+    status: answer.status,
+    result: answer.text ? JSON.parse(answer.text) : null,
+    answeredAt: answer.to - performance.timeOrigin,
+  };
 }
 
 // ---- builds -----------------------------------------------------------------------------------
@@ -901,6 +1127,95 @@ async function newDatabase(tempDir: string, name: string): Promise<DatabaseRef> 
     await client.end();
   }
   return { engine: 'postgres', url: postgres.urlOf(database) };
+}
+
+/**
+ * Read-only looks at a version's database while its services run (tables by name, as the seeding
+ * does): a few indexed statements a second at most, from the bench's own process. `?` placeholders.
+ */
+class DatabaseProbe {
+  private constructor(
+    private readonly sqlite: Database.Database | null,
+    private readonly client: pg.Client | null,
+  ) {}
+
+  static async open(db: DatabaseRef): Promise<DatabaseProbe> {
+    if (db.engine === 'sqlite') {
+      const sqlite = new Database(db.path, { readonly: true, fileMustExist: true });
+      sqlite.pragma('busy_timeout = 30000');
+      return new DatabaseProbe(sqlite, null);
+    }
+    const client = new pg.Client({ connectionString: db.url });
+    await client.connect();
+    return new DatabaseProbe(null, client);
+  }
+
+  async all<T>(sql: string, params: unknown[]): Promise<T[]> {
+    if (this.sqlite) return this.sqlite.prepare(sql).all(...params) as T[];
+    let i = 0;
+    return (
+      await this.client!.query(
+        sql.replace(/\?/g, () => `$${++i}`),
+        params,
+      )
+    ).rows as T[];
+  }
+
+  /** The merchant's images of one host by state: a range of the primary key (merchant, url). */
+  async imagesOfHost(merchantId: number, host: string): Promise<{ pending: number; mirrored: number; dead: number }> {
+    const rows = await this.all<{ state: string; n: number | string }>(
+      'SELECT state, count(*) AS n FROM image_mirrors WHERE merchant_id = ? AND url >= ? AND url < ? GROUP BY state',
+      [merchantId, `${host}/`, `${host}0`],
+    );
+    const of = (state: string) => Number(rows.find((r) => r.state === state)?.n ?? 0);
+    return { pending: of('pending'), mirrored: of('mirrored'), dead: of('dead') };
+  }
+
+  /** The host's pending images: how many are due now, and when the others are (leased, or waiting for a retry). */
+  async pendingOfHost(
+    merchantId: number,
+    host: string,
+  ): Promise<{ pending: number; due: number; attempted: number; next_at: string | null; last_at: string | null }> {
+    const at = new Date().toISOString();
+    const rows = await this.all<{
+      pending: number | string;
+      due: number | string | null;
+      attempted: number | string | null;
+      next_at: string | null;
+      last_at: string | null;
+    }>(
+      `SELECT count(*) AS pending, sum(CASE WHEN next_attempt_at <= ? THEN 1 ELSE 0 END) AS due,
+         sum(CASE WHEN attempts > 0 THEN 1 ELSE 0 END) AS attempted,
+         min(CASE WHEN next_attempt_at > ? THEN next_attempt_at END) AS next_at, max(next_attempt_at) AS last_at
+       FROM image_mirrors WHERE merchant_id = ? AND url >= ? AND url < ? AND state = 'pending'`,
+      [at, at, merchantId, `${host}/`, `${host}0`],
+    );
+    const row = rows[0]!;
+    return {
+      pending: Number(row.pending),
+      due: Number(row.due ?? 0),
+      attempted: Number(row.attempted ?? 0),
+      next_at: row.next_at,
+      last_at: row.last_at,
+    };
+  }
+
+  /** The merchant's row of an origin in image_origins (the breaker's state), or null. */
+  async originState(
+    merchantId: number,
+    host: string,
+  ): Promise<{ failures: number; down_since: string | null; next_probe_at: string | null; probe_ms: number | null } | null> {
+    const rows = await this.all<{ failures: number; down_since: string | null; next_probe_at: string | null; probe_ms: number | null }>(
+      'SELECT failures, down_since, next_probe_at, probe_ms FROM image_origins WHERE merchant_id = ? AND origin = ?',
+      [merchantId, host.toLowerCase()],
+    ).catch(() => []);
+    return rows[0] ? { ...rows[0], failures: Number(rows[0].failures) } : null;
+  }
+
+  async close(): Promise<void> {
+    this.sqlite?.close();
+    await this.client?.end();
+  }
 }
 
 /** A `serve` for building a catalog through the admin API: workers off, quiet; stopped before anything is measured. */
@@ -937,7 +1252,7 @@ async function buildVersion(version: Version, peers: Peers, tempDir: string): Pr
         endpoints: ENDPOINTS,
         receiver: peers.receiver,
         readers: READERS,
-        hanging: HANGING,
+        layout: version.layout,
         log,
       }),
     );
@@ -999,8 +1314,10 @@ async function runMainPhases(version: Version, peers: Peers, tempDir: string): P
   }
   let deployment = await startMain();
   let startedFresh = true;
+  const dbProbe = await DatabaseProbe.open(db);
 
   const record = (phase: Omit<PhaseResult, 'verdicts'>) => {
+    withCpuPerUnit(phase);
     const full = { ...phase, verdicts: verdictsOf(phase) };
     version.phases.push(full);
     printPhase(version, full);
@@ -1017,6 +1334,7 @@ async function runMainPhases(version: Version, peers: Peers, tempDir: string): P
       completed,
       ...readStats(d.reader, from, to),
       event_loop: eventLoopOf(d.scraper.scrapes, from, now()),
+      cpu: d.cpu.between(from, to),
       ...(startedFresh ? { first_answer_ms: d.firstAnswer } : {}),
     };
   };
@@ -1042,6 +1360,181 @@ async function runMainPhases(version: Version, peers: Peers, tempDir: string): P
     };
   };
 
+  /**
+   * The dead-origin phase: the dead host marked down, the live origin's backlog and its deliveries
+   * done, then a quiet window (the reader paused) whose CPU is the deployment's cost of the down
+   * host at rest, then FRESH_PRODUCTS products on the fresh origin imported and timed until all
+   * their images are mirrored, reads sampled meanwhile.
+   */
+  const deadOriginPhase = async (d: Deployment): Promise<Omit<PhaseResult, 'verdicts'>> => {
+    const merchant = main.merchantId;
+    const budgetMs = WRITE_BUDGET_S * 1000;
+    const started = now();
+    // 1. The dead host marked down (from the first start's backlog on).
+    let dead = await dbProbe.originState(merchant, peers.hosts.dead);
+    while (version.layout.deadHost && !dead?.down_since && now() - started < budgetMs) {
+      await sleep(250);
+      dead = await dbProbe.originState(merchant, peers.hosts.dead);
+    }
+    const listeningWall = performance.timeOrigin + d.serves[0]!.listeningAt;
+    const downAfterListeningMs = dead?.down_since ? Date.parse(dead.down_since) - listeningWall : null;
+    // 2. The live origin's backlog mirrored and the deliveries it caused made (the quiet window is
+    // quiet only then): the live origin's pending images, then the receivers' count steady for 3 s.
+    let live = await dbProbe.imagesOfHost(merchant, peers.hosts.origin);
+    const drainMs = Math.max(budgetMs, (LIVE_IMAGES / 100) * 1000);
+    while (live.pending > 0 && now() - started < drainMs) {
+      await sleep(1000);
+      live = await dbProbe.imagesOfHost(merchant, peers.hosts.origin);
+    }
+    let deliveriesSettled = false;
+    for (let last = (await peers.counts()).deliveries, steadySince = now(); now() - started < drainMs + 60_000; ) {
+      await sleep(500);
+      const count = (await peers.counts()).deliveries;
+      if (count !== last) [last, steadySince] = [count, now()];
+      else if (now() - steadySince >= 3000) {
+        deliveriesSettled = true;
+        break;
+      }
+    }
+    const waitedS = (now() - started) / 1000;
+    log(
+      `  dead origin: ${peers.hosts.dead} ${dead?.down_since ? `down since ${dead.down_since} (${fmt(downAfterListeningMs, 0)} after listening)` : 'NOT marked down'}; live origin ${live.pending} pending; deliveries ${deliveriesSettled ? 'settled' : 'NOT settled'}; ${waitedS.toFixed(0)} s of waiting`,
+    );
+
+    // 3. The quiet window: nothing asked of the deployment but /metrics every 5 s; its CPU from /proc.
+    await d.reader.stop();
+    const processes = [...d.serves, ...(d.worker ? [d.worker] : [])];
+    const pgData = postgres ? dataDirOf(postgres.dir) : null;
+    const cpuNow = () => ({
+      processes: processes.map((p) => processCpu([p.child.pid!])),
+      threads: processes.map((p) => new Map(threadCpu(p.child.pid!).map((t) => [t.tid, t]))),
+      db: pgData ? postgresServerCpu(pgData) : null,
+    });
+    const deadBefore = await dbProbe.originState(merchant, peers.hosts.dead);
+    const livePending = await dbProbe.pendingOfHost(merchant, peers.hosts.origin);
+    const peers0 = await peers.counts();
+    // The window on the monotonic clock (µs) too: a --cpu-prof profile's sample times (NODE_OPTIONS in
+    // --candidate-env) are on it, so the profile can be cut to the window.
+    const monotonicUs = () => Number(process.hrtime.bigint() / 1000n);
+    const scrapedBefore = now();
+    await scrapeAll(d);
+    const cpu0 = cpuNow();
+    const q0 = now();
+    const m0 = monotonicUs();
+    await sleep(QUIET_SECONDS * 1000);
+    const cpu1 = cpuNow();
+    const q1 = now();
+    const m1 = monotonicUs();
+    await scrapeAll(d);
+    // The statements the window ran (cps_db_statement_duration_seconds between the scrapes around it).
+    const quietStatements = eventLoopOf(d.scraper.scrapes, scrapedBefore, now()).statements;
+    const peers1 = await peers.counts();
+    const deadAfter = await dbProbe.originState(merchant, peers.hosts.dead);
+    const quietS = (q1 - q0) / 1000;
+    const cores = (us: number) => Number((us / 1e6 / quietS).toFixed(4));
+    const perProcess = processes.map((p, i) => {
+      const threads = [...cpu1.threads[i]!.values()]
+        .map((t) => ({ tid: t.tid, nice: t.nice, main: t.tid === p.child.pid, us: t.us - (cpu0.threads[i]!.get(t.tid)?.us ?? 0) }))
+        .filter((t) => t.us > 0)
+        .sort((a, b) => b.us - a.us);
+      return {
+        process: p.name,
+        cores: cores(cpu1.processes[i]! - cpu0.processes[i]!),
+        main_thread_cores: cores(threads.filter((t) => t.main).reduce((n, t) => n + t.us, 0)),
+        other_threads: threads.filter((t) => !t.main).map((t) => ({ tid: t.tid, nice: t.nice, cores: cores(t.us) })),
+      };
+    });
+    const dbCores = cpu1.db !== null && cpu0.db !== null ? cores(cpu1.db - cpu0.db) : null;
+    const quietCores = perProcess.reduce((n, p) => n + p.cores, 0) + (dbCores ?? 0);
+    log(
+      `  quiet window ${quietS.toFixed(1)} s: ${(quietCores * 100).toFixed(2)} % of a core (${perProcess.map((p) => `${p.process} ${(p.cores * 100).toFixed(2)} %`).join(', ')}${dbCores !== null ? `, PostgreSQL ${(dbCores * 100).toFixed(2)} %` : ''}); dead host failures ${deadBefore?.failures ?? 'n/a'} -> ${deadAfter?.failures ?? 'n/a'}`,
+    );
+    d.reader.start(READERS);
+
+    // 4. FRESH_PRODUCTS products on the fresh origin: from the import's answer to their images mirrored.
+    const expected = Array.from({ length: FRESH_PRODUCTS }, (_, i) => 2 + ((i + 1) % 4)).reduce((a, b) => a + b, 0);
+    const body = ndjson(1, FRESH_PRODUCTS, (n) => mainProductLine(n, peers.hosts, { tag: 'fresh', images: 'fresh' }));
+    const seen: { at: number; mirrored: number; pending: number; dead: number }[] = [];
+    let polling = true;
+    const poller = (async () => {
+      while (polling) {
+        const state = await dbProbe.imagesOfHost(merchant, peers.hosts.fresh);
+        // When the state was seen at the latest: after the look.
+        seen.push({ at: now(), ...state });
+        if (state.mirrored + state.dead >= expected) return;
+        await sleep(50);
+      }
+    })();
+    const from = now();
+    const write = await timedWrite(
+      tempDir,
+      `${admin(d)}/imports`,
+      { method: 'POST', contentType: 'application/x-ndjson', body },
+      WRITE_BUDGET_S,
+    );
+    const answeredAt = 'answeredAt' in write ? write.answeredAt : null;
+    if ('failed' in write) version.notes.push(`phase i: the import failed: ${write.failed}`);
+    const doneOf = (x: { mirrored: number; dead: number } | undefined) => !!x && x.mirrored + x.dead >= expected;
+    const waitUntil = (answeredAt ?? now()) + Math.max(30_000, 3 * GOALS.freshAllMs);
+    while (answeredAt !== null && now() < waitUntil && !doneOf(seen.at(-1))) await sleep(50);
+    polling = false;
+    await poller;
+    const firstSeen = seen.find((x) => x.mirrored > 0);
+    const allSeen = seen.find(doneOf);
+    const firstMs = answeredAt !== null && firstSeen ? firstSeen.at - answeredAt : null;
+    const allMs = answeredAt !== null && allSeen ? allSeen.at - answeredAt : null;
+    // Reads: from the import on, until its images are mirrored, and at least half a phase.
+    const to = Math.max(now(), from + (PHASE_SECONDS / 2) * 1000);
+    await sleep(Math.max(0, to - now()));
+    const peers2 = await peers.counts();
+    const last = seen.at(-1);
+    const deadImages = await dbProbe.imagesOfHost(merchant, peers.hosts.dead);
+    const deadEnd = await dbProbe.originState(merchant, peers.hosts.dead);
+    return {
+      // Its budget: the wait for the fresh images after the import's answer.
+      ...(await measured('i', from, to, Math.max(30, (3 * GOALS.freshAllMs) / 1000), allMs !== null, d)),
+      throughput: {
+        value: allMs,
+        unit: `ms from the import's answer to all ${FRESH_PRODUCTS} products' images mirrored`,
+        detail: {
+          import_ms: write.ms,
+          fresh_products: FRESH_PRODUCTS,
+          fresh_images: expected,
+          first_mirrored_ms: firstMs,
+          all_mirrored_ms: allMs,
+          mirrored_at_end: last?.mirrored ?? null,
+          pending_at_end: last?.pending ?? null,
+          fresh_origin_fetches: peers2.fresh - peers1.fresh,
+          live_origin_fetches: peers2.images - peers1.images,
+          dead_host: {
+            origin: peers.hosts.dead,
+            down_since: dead?.down_since ?? null,
+            down_ms_after_listening: downAfterListeningMs,
+            failures: deadEnd?.failures ?? null,
+            next_probe_at: deadEnd?.next_probe_at ?? null,
+            probe_ms: deadEnd?.probe_ms ?? null,
+            images: deadImages,
+          },
+          quiet: {
+            seconds: quietS,
+            cores: Number(quietCores.toFixed(4)),
+            processes: perProcess,
+            database_cores: dbCores,
+            live_origin_pending: live.pending,
+            live_origin_pending_detail: livePending,
+            statements: quietStatements,
+            monotonic_us: { from: m0, to: m1 },
+            deliveries_settled: deliveriesSettled,
+            deliveries: peers1.deliveries - peers0.deliveries,
+            live_origin_fetches: peers1.images - peers0.images,
+            dead_host_failures: deadBefore && deadAfter ? deadAfter.failures - deadBefore.failures : null,
+            waited_seconds_before: waitedS,
+          },
+        },
+      },
+    };
+  };
+
   for (const key of MAIN_PHASES) {
     if (key !== 'a' && key !== 'g') await scrapeAll(deployment);
     if (key === 'a') {
@@ -1062,15 +1555,21 @@ async function runMainPhases(version: Version, peers: Peers, tempDir: string): P
       const counts0 = await peers.counts();
       await deployment.scraper.scrape(deployment.serves[0]!);
       const budget = PHASE_SECONDS;
-      // The window, or until nothing is pending any more.
-      while (now() - from < budget * 1000) {
+      // The window, or until nothing of the live origin is pending any more (the dead host's images
+      // stay pending: the mirror only probes that host once it is down).
+      let live = await dbProbe.imagesOfHost(main.merchantId, peers.hosts.origin);
+      while (now() - from < budget * 1000 && live.pending > 0) {
         await sleep(1000);
-        const latest = imagesAt(deployment.scraper.scrapes, now());
-        if (latest && latest.at > from && latest.pending === 0) break;
+        live = await dbProbe.imagesOfHost(main.merchantId, peers.hosts.origin);
       }
       const to = now();
       const throughput = await imagesThroughput(deployment, from, to, counts0.images);
-      record({ ...(await measured('c', from, to, budget, true, deployment)), throughput });
+      record({
+        ...(await measured('c', from, to, budget, true, deployment)),
+        throughput: { ...throughput, detail: { ...throughput.detail, live_origin_pending_at_end: live.pending } },
+      });
+    } else if (key === 'i') {
+      record(await deadOriginPhase(deployment));
     } else if (key === 'd') {
       const rates = (await fetch(`${admin(deployment)}/exchange-rates`, {
         headers: { Authorization: `Bearer ${ADMIN_TOKEN}` },
@@ -1100,8 +1599,10 @@ async function runMainPhases(version: Version, peers: Peers, tempDir: string): P
       const count = key === 'e' ? IMPORT_PRODUCTS : STORM_PRODUCTS;
       const body =
         key === 'e'
-          ? ndjson(1, count, (n) => mainProductLine(n, peers.hosts, { tag: 'import' }))
-          : ndjson(1, count, (n) => mainProductLine(n, peers.hosts, { tag: 'scale', variant: 1 + version.phases.length }));
+          ? ndjson(1, count, (n) => mainProductLine(n, peers.hosts, { tag: 'import', images: layoutOf(version.layout, n).images }))
+          : ndjson(1, count, (n) =>
+              mainProductLine(n, peers.hosts, { tag: 'scale', variant: 1 + version.phases.length, ...layoutOf(version.layout, n) }),
+            );
       const counts0 = await peers.counts();
       const from = now();
       const write = await timedWrite(
@@ -1209,6 +1710,7 @@ async function runMainPhases(version: Version, peers: Peers, tempDir: string): P
     startedFresh = false;
   }
   version.shutdowns.push(...(await stopDeployment(deployment, 'end of the main phases')));
+  await dbProbe.close();
 }
 
 async function seedForRetention(version: Version, db: DatabaseRef, main: MainCatalog): Promise<void> {
@@ -1320,10 +1822,12 @@ async function runTenantsPhase(version: Version, peers: Peers): Promise<void> {
     first_answer_ms: deployment.firstAnswer,
     ...readStats(deployment.reader, from, to),
     event_loop: eventLoopOf(deployment.scraper.scrapes, from, now()),
+    cpu: deployment.cpu.between(from, to),
     throughput: {
       value: a && b && b.at > a.at ? (b.mirrored + b.dead - (a.mirrored + a.dead)) / ((b.at - a.at) / 1000) : null,
       unit: 'images/s',
       detail: {
+        images: a && b ? b.mirrored + b.dead - (a.mirrored + a.dead) : null,
         merchants: TENANTS,
         products_per_merchant: TENANT_PRODUCTS,
         origin_fetches_per_second: (counts1.images - counts0.images) / ((to - from) / 1000),
@@ -1333,6 +1837,7 @@ async function runTenantsPhase(version: Version, peers: Peers): Promise<void> {
       },
     },
   };
+  withCpuPerUnit(phase);
   const full = { ...phase, verdicts: verdictsOf(phase) };
   version.phases.push(full);
   printPhase(version, full);
@@ -1370,6 +1875,16 @@ function printPhase(version: Version, phase: PhaseResult): void {
       ? `  statements: ${el.statements.count} in ${el.statements.seconds.toFixed(2)} s, ${el.statements.over_100ms} over 100 ms; most time: ${el.statements.top.map((t) => `${t.name} ${t.count}x ${t.seconds.toFixed(2)} s${t.over_100ms ? ` (${t.over_100ms} > 100 ms)` : ''}`).join(', ')}`
       : '  statement durations: n/a (no statement histogram in /metrics)',
   );
+  if (phase.cpu) {
+    const c = phase.cpu;
+    lines.push(
+      `  CPU: ${c.cores.toFixed(2)} cores over ${c.seconds.toFixed(1)} s (${Object.entries(c.processes)
+        .map(([name, p]) => `${name} ${p.cores.toFixed(2)}, its main thread ${p.main_thread_cores.toFixed(2)}`)
+        .join(
+          '; ',
+        )}${c.database_cores !== null ? `; PostgreSQL ${c.database_cores.toFixed(2)}` : ''})${c.unit ? `; ${c.ms_per_unit === null || c.ms_per_unit === undefined ? 'n/a' : `${c.ms_per_unit.toFixed(2)} ms`} per ${c.unit}` : ''}`,
+    );
+  }
   const t = phase.throughput;
   lines.push(`  throughput: ${t.value === null ? 'n/a' : t.value.toFixed(1)} ${t.unit}  ${JSON.stringify(t.detail)}`);
   for (const page of phase.pages ?? [])
@@ -1420,7 +1935,14 @@ function summary(versions: Version[]): void {
 async function bench(tempDir: string, checkouts: Checkout[]): Promise<void> {
   const started = now();
   const peers = await startPeers();
-  log(`image origin ${peers.hosts.origin}, hanging host ${peers.hosts.hang}, receivers ${peers.receiver}`);
+  log(
+    `live image origin ${peers.hosts.origin}, fresh origin ${peers.hosts.fresh}, dead host ${peers.hosts.dead}, hanging host ${peers.hosts.hang}, receivers ${peers.receiver}`,
+  );
+  log(
+    !LAYOUT.deadHost
+      ? 'main catalog: every image on the live origin (--no-dead-host)'
+      : `main catalog: products 1..${LAYOUT.liveProducts} with their first image on the dead host and ${liveImagesUpTo(LAYOUT.liveProducts)} images on the live origin, every image of the other ${PRODUCTS - LAYOUT.liveProducts} on the dead host`,
+  );
   log(
     `${PRODUCTS} products (2-5 images each), ${ENDPOINTS} endpoints, ${READERS} reader loops; tenants ${TENANTS} x ${TENANT_PRODUCTS}; phases ${[...MAIN_PHASES, ...(PHASES.has('b') ? ['b'] : [])].join(',')}; ${ENGINE}`,
   );
@@ -1429,6 +1951,7 @@ async function bench(tempDir: string, checkouts: Checkout[]): Promise<void> {
     mainDb: null,
     tenantsDb: null,
     main: null,
+    layout: LAYOUT,
     tenants: [],
     build: {},
     phases: [],
@@ -1453,6 +1976,12 @@ async function bench(tempDir: string, checkouts: Checkout[]): Promise<void> {
           readers: READERS,
           tenants: { merchants: TENANTS, products: TENANT_PRODUCTS },
           import_products: IMPORT_PRODUCTS,
+          layout: {
+            ...LAYOUT,
+            live_images: liveImagesUpTo(LAYOUT.liveProducts),
+            fresh_products: FRESH_PRODUCTS,
+            quiet_seconds: QUIET_SECONDS,
+          },
           storm_products: STORM_PRODUCTS,
           seed: { changes: SEED_CHANGES, deliveries: SEED_DELIVERIES },
           goals: GOALS,

@@ -36,19 +36,79 @@ function ean13(n: number): string {
   return `${body}${(10 - (sum % 10)) % 10}`;
 }
 
+/**
+ * The demo's image host (src/admin/demo.ts): a name reserved for tests (RFC 6761) that the
+ * service's outbound guard refuses before any DNS query, so every fetch of it fails at once
+ * (`blocked_address`) and nothing leaves the machine: a supplier host that is dead for good.
+ */
+export const DEAD_IMAGE_HOST = 'https://images.demo-supplier.test';
+
 export interface ImageHosts {
-  /** http://127.0.0.1:PORT of the fast origin. */
+  /** http://127.0.0.1:PORT of the fast origin: the catalog's live origin. */
   origin: string;
   /** http://127.0.0.1:PORT of the origin that never answers. */
   hang: string;
+  /** http://127.0.0.1:PORT of a second fast origin (a host of its own): the dead-origin phase's 200 products. */
+  fresh: string;
+  /** The dead host (DEAD_IMAGE_HOST). */
+  dead: string;
+}
+
+/**
+ * Where a product's images are: `dead` all on the dead host (as the demo's catalog); `live` the
+ * first on the dead host, the others on the live origin; `fresh` all on the fresh origin; `origin`
+ * all on the live origin (bench:cost).
+ */
+export type ImagePlace = 'dead' | 'live' | 'fresh' | 'origin';
+
+/**
+ * Which products of the main catalog have a share on the live origin and which have a hanging
+ * image: the build, the storm's re-import of the same refs and the import phase use it alike.
+ */
+export interface CatalogLayout {
+  products: number;
+  /** Products 1..liveProducts are `live`, the others `dead`. */
+  liveProducts: number;
+  /** Products whose last image is on the hanging host, spread over the catalog. */
+  hanging: number;
+  /** False: no dead host, every image on the live origin (a reference for what the dead host costs). */
+  deadHost: boolean;
+}
+
+/** Live-origin images of products 1..n (product n has 2 + n % 4 images, the first on the dead host). */
+export const liveImagesUpTo = (n: number) => {
+  let images = 0;
+  for (let i = 1; i <= n; i++) images += 1 + (i % 4);
+  return images;
+};
+
+/** The fewest first products whose live-origin images are at least `images` (at most `products`). */
+export function liveProductsFor(images: number, products: number): number {
+  let n = 0;
+  for (let count = 0; count < images && n < products; ) count += 1 + (++n % 4);
+  return n;
+}
+
+/** Product n's options in the main catalog's layout. */
+export function layoutOf(layout: CatalogLayout, n: number): { images: ImagePlace; hanging: boolean } {
+  const hangingEvery = Math.max(1, Math.floor(layout.products / Math.max(1, layout.hanging)));
+  return {
+    images: !layout.deadHost ? 'origin' : n <= layout.liveProducts ? 'live' : 'dead',
+    hanging: layout.hanging > 0 && n % hangingEvery === 0 && n / hangingEvery <= layout.hanging,
+  };
 }
 
 /**
  * Product `n` of the main merchant (3 stores de/pl/uk, suppliers alpine/baltic/pacific): 2 to 5
- * images, all on the one origin, except `hanging` products whose last image is on the hanging host.
- * `variant` changes every cost (a re-import of the same refs then changes their prices).
+ * images, where `images` says (default: all on the live origin), except that a `hanging` product's
+ * last image is on the hanging host. `variant` changes every cost (a re-import of the same refs then
+ * changes their prices).
  */
-export function mainProductLine(n: number, hosts: ImageHosts, options: { tag: string; variant?: number; hanging?: boolean }): string {
+export function mainProductLine(
+  n: number,
+  hosts: ImageHosts,
+  options: { tag: string; variant?: number; hanging?: boolean; images?: ImagePlace },
+): string {
   const variant = options.variant ?? 0;
   const cost = 10 + ((n * 7919) % 20000) / 100 + variant * 0.37;
   const offers: { supplier_ref: string; quantity: number; cost: string; currency: string }[] = [
@@ -57,7 +117,10 @@ export function mainProductLine(n: number, hosts: ImageHosts, options: { tag: st
   if (n % 2 === 0) offers.push({ supplier_ref: 'baltic-outdoor', quantity: n % 25, cost: money(cost * 0.98), currency: 'EUR' });
   if (n % 3 === 0) offers.push({ supplier_ref: 'pacific-imports', quantity: 5, cost: money(cost * 1.05), currency: 'USD' });
   const count = 2 + (n % 4);
-  const images = Array.from({ length: count }, (_, i) => ({ url: `${hosts.origin}/p/${options.tag}/${n}/${i + 1}.jpg` }));
+  const place = options.images ?? 'origin';
+  const hostOf = (i: number) =>
+    place === 'fresh' ? hosts.fresh : place === 'dead' || (place === 'live' && i === 0) ? hosts.dead : hosts.origin;
+  const images = Array.from({ length: count }, (_, i) => ({ url: `${hostOf(i)}/p/${options.tag}/${n}/${i + 1}.jpg` }));
   if (options.hanging) images[count - 1] = { url: `${hosts.hang}/slow/${options.tag}/${n}.jpg` };
   return JSON.stringify({
     op: 'upsert_product',
@@ -127,7 +190,7 @@ export async function buildMainCatalog(
     endpoints: number;
     receiver: string;
     readers: number;
-    hanging: number;
+    layout: CatalogLayout;
     log: (line: string) => void;
   },
 ): Promise<MainCatalog> {
@@ -205,18 +268,11 @@ export async function buildMainCatalog(
     price_ending: 99,
   });
 
-  // The few products whose last image hangs, spread over the catalog.
-  const hangingEvery = Math.max(1, Math.floor(options.products / Math.max(1, options.hanging)));
   const importChunk = 20_000;
   const started = performance.now();
   for (let first = 1; first <= options.products; first += importChunk) {
     const last = Math.min(options.products, first + importChunk - 1);
-    const body = ndjson(first, last, (n) =>
-      mainProductLine(n, options.hosts, {
-        tag: 'scale',
-        hanging: options.hanging > 0 && n % hangingEvery === 0 && n / hangingEvery <= options.hanging,
-      }),
-    );
+    const body = ndjson(first, last, (n) => mainProductLine(n, options.hosts, { tag: 'scale', ...layoutOf(options.layout, n) }));
     const result = await admin.call('POST', `${m}/imports`, body, 'application/x-ndjson');
     if (result.upserted !== last - first + 1) throw new Error(`import ${first}..${last}: upserted ${result.upserted}`);
     const seconds = (performance.now() - started) / 1000;

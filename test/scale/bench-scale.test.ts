@@ -4,15 +4,17 @@
 // start, answer or exit on SIGTERM. The figures themselves (latencies, rates, verdicts against the
 // issue's goals) belong to the benchmark and BENCHMARKS.md: nothing here asserts a time.
 //
-// The run: 2,000 products (2-5 images each) and 10 tenants of 30, every phase (a c d e f h g b) with
-// windows of 3 s, 20,000 old changes to prune and 2,000 deliveries in an endpoint's log; `serve` in
-// child processes with every worker on, real HTTP on 127.0.0.1 only. No hanging image host
+// The run: 2,000 products (2-5 images each; the demo's unresolvable host behind all of them, a
+// share on the local origin) and 10 tenants of 30, every phase (a c i d e f h g b) with windows of
+// 3 s, 20,000 old changes to prune and 2,000 deliveries in an endpoint's log; `serve` in child
+// processes with every worker on, real HTTP on 127.0.0.1 only (the dead host's name is refused by
+// the service's guard before any DNS query). No hanging image host
 // (--hanging 0): a fetch hanging until the mirror's 15 s time-out would only make each SIGTERM wait
 // for it (the benchmark measures that; this test only needs the exits).
 import { describe, expect, it } from 'vitest';
 import { runBenchScript } from '../support/bench-script.js';
 
-const PHASES = ['a', 'c', 'd', 'e', 'f', 'h', 'g', 'b'];
+const PHASES = ['a', 'c', 'i', 'd', 'e', 'f', 'h', 'g', 'b'];
 
 interface Stats {
   n: number;
@@ -103,6 +105,24 @@ describe('bench:scale, CI-sized', () => {
     expect(byKey.g!.throughput.detail.pruned_ms_after_spawn).not.toBeNull();
     // Mirroring went on and the receivers got deliveries.
     expect(byKey.c!.throughput.detail.origin_fetches).toBeGreaterThan(0);
+    // The dead host was marked down, its images left pending; a quiet window was measured; the 200
+    // products on the second origin had every image fetched and mirrored.
+    const dead = byKey.i!.throughput.detail as {
+      dead_host: { down_since: string | null; images: { pending: number } };
+      quiet: { seconds: number; cores: number; processes: unknown[] };
+      fresh_images: number;
+      mirrored_at_end: number;
+      fresh_origin_fetches: number;
+      first_mirrored_ms: number | null;
+    };
+    expect(dead.dead_host.down_since).not.toBeNull();
+    expect(dead.dead_host.images.pending).toBeGreaterThan(0);
+    expect(dead.quiet.seconds).toBeGreaterThan(0);
+    expect(dead.quiet.processes).toHaveLength(1);
+    expect(dead.fresh_images).toBe(700);
+    expect(dead.mirrored_at_end).toBe(700);
+    expect(dead.fresh_origin_fetches).toBe(700);
+    expect(dead.first_mirrored_ms).not.toBeNull();
     expect(byKey.f!.throughput.detail.deliveries_in_phase).toBeGreaterThan(0);
     expect(byKey.b!.throughput.detail.merchants_delivered_to).toBeGreaterThan(0);
     // Every panel page and admin status call answered 200.

@@ -142,13 +142,30 @@ export function loggableUrl(url: string): string {
 const LEASE_MARGIN_MS = 60_000;
 
 /**
+ * Images claimed ahead per fetch slot: one claim (a write transaction) takes up to `concurrency *
+ * CLAIM_AHEAD` images into a local queue, each merchant and origin up to CLAIM_AHEAD times its
+ * share of the slots, and freed slots start them from there; the next claim comes when the queue is
+ * down to half of what the last claim left in it (or at a poll or a wake-up). A queued image is
+ * leased for its wait too: at most CLAIM_AHEAD fetches of its origin before it, each within the
+ * time-out.
+ */
+export const CLAIM_AHEAD = 8;
+
+/**
  * Transitions of images fetched meanwhile are committed together, at most this many per
  * transaction (one merchant context, one commit, each product re-published once however many of its
  * images changed), while the fetch slots they freed fetch the next images.
  */
 export const TRANSITIONS_PER_COMMIT = 64;
 
-/** Fetched images waiting for their transition's commit, at most: no more is claimed beyond it. */
+/**
+ * How long a fetched image's transition waits for others before its commit starts (unless
+ * TRANSITIONS_PER_COMMIT are waiting): a product's images, fetched one after the other, are
+ * re-published once, and a commit serves several images.
+ */
+const COMMIT_GATHER_MS = 25;
+
+/** Fetched images waiting for their transition's commit, at most: no more is started beyond it. */
 const TRANSITIONS_WAITING_MAX = 4 * TRANSITIONS_PER_COMMIT;
 
 /** A state change waiting to be committed, and who waits for it. */
@@ -159,11 +176,18 @@ interface WaitingTransition {
   failed: (error: unknown) => void;
 }
 
+/** A claimed image not started yet, and until when its lease holds (ms). */
+interface QueuedImage {
+  image: ClaimedImageMirror;
+  leasedUntil: number;
+}
+
 /**
  * A mirror keeps up to `concurrency` fetches running and refills a slot as soon as it
- * frees (no round waits for its slowest fetch). Each claim asks the storage for as much due work as
- * there are free slots, merchants taking turns (the fewest fetches first) and, within a merchant,
- * its origins; a merchant gets at most `merchantConcurrency` of the slots, an origin of a merchant
+ * frees (no round waits for its slowest fetch), from the images it claimed ahead. Each claim asks
+ * the storage for due work, merchants taking turns (the fewest fetches first) and, within a merchant,
+ * its origins; a freed slot starts the queued image whose merchant, then origin, fetches fewest; a
+ * merchant fetches at most `merchantConcurrency` at once, an origin of a merchant
  * `originConcurrency`. So one merchant's hanging sources hold a few slots until their time-outs,
  * never the others' turn.
  */
@@ -177,16 +201,24 @@ export class ImageMirror {
   private readonly fetches = new Set<Promise<void>>();
   /** Fetches running per merchant and origin: `${merchant_id} ${origin}`. */
   private readonly fetching = new Map<string, { merchant_id: number; origin: string; fetching: number }>();
+  /** Fetches running per merchant. */
+  private readonly merchantFetching = new Map<number, number>();
+  /** Claimed images waiting for a slot, in the claims' turn order. */
+  private queued: QueuedImage[] = [];
+  /** The queue's length after the last claim: the next claim comes at half of it. */
+  private queuedAfterClaim = 0;
   /** Claims run one at a time, so that two never hand out the same free slot. */
   private claiming: Promise<unknown> = Promise.resolve();
   /** A claim started by a poll, a wake-up or a freed slot (started mirror); another is asked for meanwhile. */
   private pumping: Promise<void> | null = null;
   private pumpAgain = false;
+  private pumpForced = false;
   /** Images whose mirroring failed in the storage or media store (given back), so far. */
   private failures = 0;
   /** Transitions fetched and waiting for a commit, and the commit running (one at a time). */
   private readonly waitingTransitions: WaitingTransition[] = [];
   private committing: Promise<void> | null = null;
+  private gathering: NodeJS.Timeout | null = null;
   /** Each fetched image's transition, from its fetch to its commit (or failure). */
   private readonly transitions = new Set<Promise<void>>();
   private readonly log: Logger;
@@ -206,6 +238,14 @@ export class ImageMirror {
     this.log = logger.child({ component: 'image-mirror' });
   }
 
+  private get perMerchant(): number {
+    return Math.min(this.config.merchantConcurrency, this.config.concurrency);
+  }
+
+  private get perOrigin(): number {
+    return Math.min(this.config.originConcurrency, this.perMerchant);
+  }
+
   /**
    * Mirrors due images, at most concurrency * 8 of them, refilling each freed slot at once;
    * resolves when no more due work fits and every fetch it started is done; returns how many it tried.
@@ -214,41 +254,108 @@ export class ImageMirror {
     const bound = this.config.concurrency * 8;
     const failuresBefore = this.failures;
     let tried = 0;
+    let force = true;
     for (;;) {
       // After a storage or media failure, no more claims: the image given back would be claimed again at once.
       if (tried < bound && this.failures === failuresBefore)
-        tried += await this.claimAndStart(bound - tried, () => this.failures === failuresBefore);
-      if (this.fetches.size === 0 && this.transitions.size === 0) return tried;
+        tried += await this.claimAndStart(bound - tried, force, () => this.failures === failuresBefore);
+      force = false;
+      if (this.fetches.size === 0 && this.transitions.size === 0) {
+        // What a round claimed and did not start (a failure ended it) is given back.
+        if (!this.running && this.queued.length > 0) await this.giveBack(this.queued.splice(0).map((q) => q.image));
+        return tried;
+      }
       await Promise.race([...this.fetches, ...this.transitions]);
     }
   }
 
   /**
-   * Claims due work for the free slots (at most `max`) and starts fetching it; returns how many it
-   * started. `still`: checked when the claim's turn comes (a transition that failed meanwhile gave its
-   * image back, due at once: a round must not take it again).
+   * Starts queued images in the free slots and, when the queue runs low (or `force`: a poll, a
+   * wake-up), claims more due work into it (at most `max` started and queued in all); returns how
+   * many it started. `still`: checked when the claim's turn comes (a transition that failed meanwhile
+   * gave its image back, due at once: a round must not take it again).
    */
-  private claimAndStart(max: number, still: () => boolean = () => true): Promise<number> {
+  private claimAndStart(max: number, force: boolean, still: () => boolean = () => true): Promise<number> {
     const claim = this.claiming.then(async () => {
+      if (this.stopping) return 0;
+      let started = this.startQueued(max);
+      const room = Math.min(
+        this.config.concurrency * CLAIM_AHEAD - this.fetches.size - this.queued.length,
+        max - started - this.queued.length,
+      );
+      const low = this.queued.length === 0 || this.queued.length <= this.queuedAfterClaim / 2;
       // Fetched images waiting for their commit hold the claims back: the commits keep up.
-      const free =
-        this.waitingTransitions.length >= TRANSITIONS_WAITING_MAX ? 0 : Math.min(this.config.concurrency - this.fetches.size, max);
-      if (free <= 0 || this.stopping || !still()) return 0;
+      if (room <= 0 || !(force || low) || this.waitingTransitions.length >= TRANSITIONS_WAITING_MAX || !still()) return started;
       const now = this.now();
-      // Each image is started at once: leased for its fetch's time-out and what follows it.
-      const leaseUntil = new Date(now.getTime() + this.config.timeoutMs + LEASE_MARGIN_MS).toISOString();
-      const perMerchant = Math.min(this.config.merchantConcurrency, this.config.concurrency);
-      const due = await this.storage.claimDueImageMirrors(now.toISOString(), free, leaseUntil, {
-        perMerchant,
-        perOrigin: Math.min(this.config.originConcurrency, perMerchant),
-        busy: [...this.fetching.values()],
+      // Leased for the wait in the queue (at most CLAIM_AHEAD fetches of its origin before it), its fetch and what follows it.
+      const leasedUntil = now.getTime() + this.config.timeoutMs * (CLAIM_AHEAD + 1) + LEASE_MARGIN_MS;
+      // Queued images count as busy: each merchant and origin queues at most CLAIM_AHEAD times its share.
+      const busy = new Map<string, { merchant_id: number; origin: string; fetching: number }>();
+      for (const [key, b] of this.fetching) busy.set(key, { ...b });
+      for (const { image } of this.queued) {
+        const key = `${image.merchant_id} ${image.origin}`;
+        const b = busy.get(key) ?? { merchant_id: image.merchant_id, origin: image.origin, fetching: 0 };
+        b.fetching++;
+        busy.set(key, b);
+      }
+      const due = await this.storage.claimDueImageMirrors(now.toISOString(), room, new Date(leasedUntil).toISOString(), {
+        perMerchant: this.perMerchant * CLAIM_AHEAD,
+        perOrigin: this.perOrigin * CLAIM_AHEAD,
+        busy: [...busy.values()],
         deadAfterMs: this.config.deadAfterHours * 3600_000,
       });
-      for (const image of due) this.launch(image);
-      return due.length;
+      for (const image of due) this.queued.push({ image, leasedUntil });
+      this.queuedAfterClaim = this.queued.length;
+      started += this.startQueued(max - started);
+      return started;
     });
     this.claiming = claim.catch(() => undefined);
     return claim;
+  }
+
+  /**
+   * Starts queued images while slots are free (at most `max`): each time the one whose merchant,
+   * then origin, fetches fewest now (the claims' order among equals), within the merchant's and the
+   * origin's caps. An image whose lease would end before its fetch could is given back instead.
+   */
+  private startQueued(max: number): number {
+    let started = 0;
+    const stale: ClaimedImageMirror[] = [];
+    const now = this.now().getTime();
+    while (
+      started < max &&
+      this.queued.length > 0 &&
+      this.fetches.size < this.config.concurrency &&
+      this.waitingTransitions.length < TRANSITIONS_WAITING_MAX &&
+      !this.stopping
+    ) {
+      let best = -1;
+      let bestMerchant = Infinity;
+      let bestOrigin = Infinity;
+      for (let i = 0; i < this.queued.length; i++) {
+        const { image } = this.queued[i]!;
+        const merchant = this.merchantFetching.get(image.merchant_id) ?? 0;
+        if (merchant >= this.perMerchant || merchant > bestMerchant) continue;
+        const origin = this.fetching.get(`${image.merchant_id} ${image.origin}`)?.fetching ?? 0;
+        if (origin >= this.perOrigin) continue;
+        if (merchant < bestMerchant || origin < bestOrigin) {
+          best = i;
+          bestMerchant = merchant;
+          bestOrigin = origin;
+          if (merchant === 0 && origin === 0) break;
+        }
+      }
+      if (best < 0) break;
+      const [{ image, leasedUntil }] = this.queued.splice(best, 1) as [QueuedImage];
+      if (leasedUntil < now + this.config.timeoutMs + LEASE_MARGIN_MS / 2) {
+        stale.push(image);
+        continue;
+      }
+      this.launch(image);
+      started++;
+    }
+    if (stale.length > 0) void this.giveBack(stale);
+    return started;
   }
 
   private launch(image: ClaimedImageMirror): void {
@@ -256,6 +363,7 @@ export class ImageMirror {
     const busy = this.fetching.get(key) ?? { merchant_id: image.merchant_id, origin: image.origin, fetching: 0 };
     busy.fetching++;
     this.fetching.set(key, busy);
+    this.merchantFetching.set(image.merchant_id, (this.merchantFetching.get(image.merchant_id) ?? 0) + 1);
     let failed = false;
     const fetch: Promise<void> = this.mirror(image)
       // One image's storage or media failure must not end the others' work; the image is due again
@@ -269,6 +377,9 @@ export class ImageMirror {
       .finally(() => {
         this.fetches.delete(fetch);
         if (--busy.fetching === 0) this.fetching.delete(key);
+        const merchant = this.merchantFetching.get(image.merchant_id)! - 1;
+        if (merchant === 0) this.merchantFetching.delete(image.merchant_id);
+        else this.merchantFetching.set(image.merchant_id, merchant);
         if (this.running && !failed) this.pump();
       });
     this.fetches.add(fetch);
@@ -286,14 +397,49 @@ export class ImageMirror {
       );
   }
 
-  /** Claims work for the free slots now, or once more after the claim running. */
-  private pump(): void {
+  /**
+   * Ends the claims on queued images never started, in one transaction and in the claims' turn (a
+   * claim running now still sees them leased): due again when they were before the claim.
+   */
+  private giveBack(images: ClaimedImageMirror[]): Promise<void> {
+    if (images.length === 0) return Promise.resolve();
+    const given = this.claiming.then(() =>
+      this.storage
+        .transaction(async (tx) => {
+          for (const image of images)
+            await scopeToMerchant(tx, image.merchant_id).updateImageMirror(image.url, { next_attempt_at: image.next_attempt_at });
+        })
+        .catch((error: unknown) =>
+          this.log.error(
+            { err: error, images: images.length },
+            'giving back claimed images failed (they are due again when their lease ends)',
+          ),
+        ),
+    );
+    this.claiming = given;
+    return given;
+  }
+
+  /** Queued images of a merchant's origin, taken out of the queue (it is down: they wait for its probe). */
+  private unqueueOrigin(merchantId: number, origin: string): ClaimedImageMirror[] {
+    const taken: ClaimedImageMirror[] = [];
+    this.queued = this.queued.filter((q) => {
+      if (q.image.merchant_id !== merchantId || q.image.origin !== origin || q.image.expired) return true;
+      taken.push(q.image);
+      return false;
+    });
+    return taken;
+  }
+
+  /** Starts queued work and claims more when the queue runs low (`force`: whenever it has room), now or once more after the claim running. */
+  private pump(force = false): void {
     if (this.stopping) return;
     if (this.pumping) {
       this.pumpAgain = true;
+      this.pumpForced ||= force;
       return;
     }
-    this.pumping = this.claimAndStart(Infinity)
+    this.pumping = this.claimAndStart(Infinity, force)
       .then(
         () => undefined,
         (error: unknown) => this.log.error({ err: error }, 'claiming images to mirror failed'),
@@ -301,8 +447,10 @@ export class ImageMirror {
       .finally(() => {
         this.pumping = null;
         if (this.pumpAgain) {
+          const forced = this.pumpForced;
           this.pumpAgain = false;
-          this.pump();
+          this.pumpForced = false;
+          this.pump(forced);
         }
       });
   }
@@ -314,7 +462,7 @@ export class ImageMirror {
   start(): void {
     if (this.timer) return;
     this.running = true;
-    const poll = () => this.pump();
+    const poll = () => this.pump(true);
     this.timer = setInterval(poll, this.config.pollIntervalMs);
     this.unsubscribe = this.storage.onWork?.('images', poll) ?? null;
     poll();
@@ -334,10 +482,14 @@ export class ImageMirror {
     this.unsubscribe = null;
     await this.pumping;
     await this.claiming;
+    // Claimed and not started: given back, due as before.
+    await this.giveBack(this.queued.splice(0).map((q) => q.image));
     this.fetcher.abort?.();
     await Promise.all(this.fetches);
     // What was fetched is committed (or given back) before the mirror ends.
+    this.commitWaiting();
     await Promise.all(this.transitions);
+    await this.claiming;
     await this.fetcher.close();
   }
 
@@ -429,6 +581,9 @@ export class ImageMirror {
     // Counted in one step (several fetches of the origin fail at once); down once, by the count that reaches the limit.
     const state = await merchant.countImageOriginFailure(image.origin, outcome.ok ? '' : outcome.error);
     const at = now.getTime();
+    // Down (now, or already by another fetch or process): its queued images are not attempted, they wait for its probe.
+    if (state.down_since !== null || state.failures >= this.config.originFailures)
+      void this.giveBack(this.unqueueOrigin(image.merchant_id, image.origin));
     if (state.down_since === null && state.failures >= this.config.originFailures) {
       state.down_since = now.toISOString();
       state.probe_ms = this.config.originProbeMs;
@@ -467,8 +622,26 @@ export class ImageMirror {
     this.transitions.add(transition);
   }
 
-  /** Commits the waiting transitions, TRANSITIONS_PER_COMMIT at a time, one commit after the other. */
+  /**
+   * Commits the waiting transitions, TRANSITIONS_PER_COMMIT at a time, one commit after the other;
+   * a commit starts COMMIT_GATHER_MS after the first of them waits (at once when a whole batch waits
+   * or the mirror stops), so that transitions fetched meanwhile share it.
+   */
   private commitWaiting(): void {
+    if (this.committing || this.waitingTransitions.length === 0) return;
+    if (this.waitingTransitions.length < TRANSITIONS_PER_COMMIT && !this.stopping) {
+      this.gathering ??= setTimeout(() => {
+        this.gathering = null;
+        this.commitBatch();
+      }, COMMIT_GATHER_MS);
+      return;
+    }
+    this.commitBatch();
+  }
+
+  private commitBatch(): void {
+    if (this.gathering) clearTimeout(this.gathering);
+    this.gathering = null;
     if (this.committing || this.waitingTransitions.length === 0) return;
     const batch = this.waitingTransitions.splice(0, TRANSITIONS_PER_COMMIT);
     this.committing = this.storage

@@ -1066,4 +1066,14 @@ CREATE INDEX image_mirrors_pending_first_failure ON image_mirrors(merchant_id, o
 DROP INDEX webhook_outbox_group;
 `,
   },
+  {
+    id: 46,
+    name: 'image_mirrors_vacuumed_often',
+    sql: `
+-- Every image mirrored or leased leaves a dead entry in the partial pending indexes (next_attempt_at
+-- is indexed, so those updates are never HOT), and the claim's first probe of a merchant's origins
+-- walks them until VACUUM: vacuum image_mirrors after every 1,000 dead rows, whatever its size.
+ALTER TABLE image_mirrors SET (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000);
+`,
+  },
 ];

@@ -7,24 +7,15 @@ import type { CatalogPublisher } from '../catalog/publish.js';
 import { scopeToMerchant } from '../storage/merchant-scope.js';
 import type { CatalogStorage } from '../storage/port.js';
 import type { ImageMirrorWork, ImageStateCounts } from '../catalog/model.js';
+import type { components } from '../generated/admin-api.js';
 
 /** Origins a summary lists at most (down ones first, then failing, then those with pending images). */
 export const ORIGINS_LISTED_MAX = 50;
 /** An origin's pending images are counted up to this (one index range each). */
 export const ORIGIN_PENDING_COUNT_MAX = 10_000;
 
-/** An origin of the merchant as its summary shows it. */
-export interface ImageOriginView {
-  origin: string;
-  /** `down`: CPS_IMAGE_ORIGIN_FAILURES failures in a row, its images wait and only probes are fetched. */
-  state: 'up' | 'down';
-  failures: number;
-  down_since: string | null;
-  next_probe_at: string | null;
-  last_error: string | null;
-  /** Its pending images, counted up to ORIGIN_PENDING_COUNT_MAX. */
-  pending: number;
-}
+/** An origin of the merchant as its summary shows it (the admin API's ImageOrigin). */
+export type ImageOriginView = components['schemas']['ImageOrigin'];
 
 export class MerchantImages {
   constructor(private readonly writes: CatalogWrites) {}

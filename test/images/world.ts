@@ -3,6 +3,7 @@
 // (allowlisted, as CPS_WEBHOOK_ALLOW_HOSTS would), and a mirroring worker driven by hand (`tick()`
 // after moving the clock), so backoff and the dead-after period take no real time. Every response
 // passes through the contract harness.
+import type { ImageOriginView } from '../../src/images/retry.js';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -44,15 +45,7 @@ export interface MirroringStatus {
   dead_images: { url: string; last_error: string | null; first_failure_at: string | null; updated_at: string }[];
 }
 
-export interface ImageOriginStatus {
-  origin: string;
-  state: 'up' | 'down';
-  failures: number;
-  down_since: string | null;
-  next_probe_at: string | null;
-  last_error: string | null;
-  pending: number;
-}
+export type ImageOriginStatus = ImageOriginView;
 
 export interface ImageWorld {
   service: TestService;

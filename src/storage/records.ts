@@ -206,11 +206,12 @@ export interface PublishedLines {
 
 // Webhooks: the outbox and delivery claims
 
+/** The changes of one write for one (endpoint, event, store): their products, in the order the write changed them. */
 export interface OutboxRow {
   endpointId: number;
   event: ChangeType;
   storeId: number | null;
-  productId: number;
+  productIds: number[];
   createdAt: string;
 }
 
@@ -218,14 +219,15 @@ export interface OutboxGroup {
   endpointId: number;
   event: ChangeType;
   storeId: number | null;
+  /** Its changes: the product ids its rows carry. */
   count: number;
   oldestAt: string;
 }
 
-/** A waiting outbox row as a coalescing pass reads it. */
+/** A waiting outbox row as a coalescing pass reads it: the products of one write, in the order it changed them. */
 export interface OutboxEntry {
   id: number;
-  productId: number;
+  productIds: number[];
   createdAt: string;
 }
 

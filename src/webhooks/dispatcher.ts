@@ -269,9 +269,11 @@ export class WebhookDispatcher {
         const groups = await tx.outboxWindow(window, afterId);
         for (const group of groups) afterId = Math.max(afterId, group.rows.at(-1)!.id);
         const taken: number[] = [];
+        const trimmed: { id: number; productIds: number[] }[] = [];
         let made = 0;
-        for (const group of groups) made += await this.coalesceGroup(tx, group, now, taken);
+        for (const group of groups) made += await this.coalesceGroup(tx, group, now, taken, trimmed);
         await tx.deleteOutboxRows(taken);
+        await tx.trimOutboxRows(trimmed);
         return { made, full: groups.reduce((rows, group) => rows + group.count, 0) >= window };
       });
       created += pass.made;
@@ -280,8 +282,17 @@ export class WebhookDispatcher {
     }
   }
 
-  /** Creates the group's due deliveries; the ids of the rows they took (or that no endpoint wants) go into `taken`. */
-  private async coalesceGroup(tx: StorageTx, group: OutboxWindowGroup, now: Date, taken: number[]): Promise<number> {
+  /**
+   * Creates the group's due deliveries; the ids of the rows they took (or that no endpoint wants)
+   * go into `taken`, the rows of which they took only some products into `trimmed` with the rest.
+   */
+  private async coalesceGroup(
+    tx: StorageTx,
+    group: OutboxWindowGroup,
+    now: Date,
+    taken: number[],
+    trimmed: { id: number; productIds: number[] }[],
+  ): Promise<number> {
     const waitedMs = now.getTime() - Date.parse(group.oldestAt);
     const timeIsUp = waitedMs >= this.config.coalesceMs;
     if (!timeIsUp && group.count < this.config.batchSize) return 0;
@@ -306,31 +317,38 @@ export class WebhookDispatcher {
     // An endpoint with a rate has deliveries waiting for their turn; the changes go
     // into the newest of them first, up to batchSize ids, so a storm arrives as few full ones.
     const filled = new Set<number>();
-    const filledRows: number[] = [];
     if (endpoint.max_per_second !== null && deliver) {
-      const offered = [...new Set(rows.map((r) => r.productId))];
+      const offered = [...new Set(rows.flatMap((r) => r.productIds))];
       for (const id of await tx.fillWaitingDelivery(group, offered, this.config.batchSize)) filled.add(id);
     }
-    const batches: { rowIds: number[]; productIds: number[]; oldestAt: string }[] = [];
-    let current = { rowIds: [] as number[], productIds: [] as number[], oldestAt: '' };
+    const batches: { productIds: number[]; oldestAt: string }[] = [];
+    let current = { productIds: [] as number[], ids: new Set<number>(), oldestAt: '' };
+    // Per row, the products that went into the batch still open (the one that may wait for more).
+    const open = new Map<number, number[]>();
     for (const row of rows) {
-      if (filled.has(row.productId)) {
-        filledRows.push(row.id);
-        continue;
-      }
-      if (!current.productIds.includes(row.productId)) {
-        if (current.productIds.length === this.config.batchSize) {
-          batches.push(current);
-          current = { rowIds: [], productIds: [], oldestAt: '' };
+      for (const productId of row.productIds) {
+        if (filled.has(productId)) continue;
+        if (!current.ids.has(productId)) {
+          if (current.productIds.length === this.config.batchSize) {
+            batches.push(current);
+            current = { productIds: [], ids: new Set(), oldestAt: '' };
+            open.clear();
+          }
+          current.productIds.push(productId);
+          current.ids.add(productId);
         }
-        current.productIds.push(row.productId);
+        // Rows come in arrival order: the first of a batch is its oldest change.
+        if (!current.oldestAt) current.oldestAt = row.createdAt;
+        let rest = open.get(row.id);
+        if (!rest) open.set(row.id, (rest = []));
+        rest.push(productId);
       }
-      current.rowIds.push(row.id);
-      // Rows come in arrival order: the first of a batch is its oldest change.
-      if (!current.oldestAt) current.oldestAt = row.createdAt;
     }
-    // A partial batch waits for more ids until its time is up.
-    if (current.productIds.length === this.config.batchSize || (timeIsUp && current.productIds.length > 0)) batches.push(current);
+    // A partial batch waits for more ids until its time is up: its rows keep its products.
+    if (current.productIds.length === this.config.batchSize || (timeIsUp && current.productIds.length > 0)) {
+      batches.push(current);
+      open.clear();
+    }
     const createdAt = now.toISOString();
     await tx.insertCoalescedDeliveries(
       batches.map((batch) => ({
@@ -348,9 +366,13 @@ export class WebhookDispatcher {
         oldestChangeAt: batch.oldestAt,
       })),
     );
-    // The batched rows are deleted in the pass's transaction: together with their deliveries or not at all.
-    for (const id of filledRows) taken.push(id);
-    for (const batch of batches) for (const id of batch.rowIds) taken.push(id);
+    // The batched rows are deleted (or trimmed to what waits) in the pass's transaction: together
+    // with their deliveries or not at all.
+    for (const row of rows) {
+      const rest = open.get(row.id);
+      if (!rest) taken.push(row.id);
+      else if (rest.length < row.productIds.length) trimmed.push({ id: row.id, productIds: rest });
+    }
     return batches.length;
   }
 

@@ -790,7 +790,7 @@ describe(`the storage contract on ${ENGINE}`, () => {
         endpointId,
         event,
         storeId,
-        productId,
+        productIds: [productId],
         createdAt,
       });
       await storage.insertOutbox([
@@ -842,14 +842,14 @@ describe(`the storage contract on ${ENGINE}`, () => {
       const b = await endpointOf(merchant.id, de.id);
       const at = (second: number) => `2026-11-26T08:00:0${second}.000Z`;
       await storage.insertOutbox([
-        { endpointId: b.id, event: 'price', storeId: de.id, productId: 1, createdAt: at(1) },
-        { endpointId: a.id, event: 'content', storeId: null, productId: 2, createdAt: at(2) },
-        { endpointId: b.id, event: 'price', storeId: de.id, productId: 3, createdAt: at(0) },
-        { endpointId: a.id, event: 'content', storeId: null, productId: 4, createdAt: at(3) },
-        { endpointId: a.id, event: 'price', storeId: de.id, productId: 5, createdAt: at(4) },
+        { endpointId: b.id, event: 'price', storeId: de.id, productIds: [1], createdAt: at(1) },
+        { endpointId: a.id, event: 'content', storeId: null, productIds: [2], createdAt: at(2) },
+        { endpointId: b.id, event: 'price', storeId: de.id, productIds: [3], createdAt: at(0) },
+        { endpointId: a.id, event: 'content', storeId: null, productIds: [4], createdAt: at(3) },
+        { endpointId: a.id, event: 'price', storeId: de.id, productIds: [5], createdAt: at(4) },
       ]);
       const shape = (groups: Awaited<ReturnType<typeof storage.outboxWindow>>) =>
-        groups.map((g) => [g.endpointId, g.event, g.storeId, g.count, g.oldestAt, g.rows.map((r) => [r.productId, r.createdAt])]);
+        groups.map((g) => [g.endpointId, g.event, g.storeId, g.count, g.oldestAt, g.rows.map((r) => [...r.productIds, r.createdAt])]);
       // The oldest 4 rows: endpoint by endpoint, then by each group's oldest row; each group's rows in arrival order.
       const window = await storage.outboxWindow(4);
       expect(shape(window)).toEqual([
@@ -886,6 +886,35 @@ describe(`the storage contract on ${ENGINE}`, () => {
       );
       expect(held.sort((x, y) => x - y)).toEqual(ids);
       expect(await storage.transaction((tx) => tx.holdOutboxRows([]))).toEqual([]);
+    });
+
+    it("keeps a write's products in one row: a window counts changes, a row is trimmed to the products a pass left, the depth counts changes", async () => {
+      const { merchant, de } = await merchantWithStores();
+      const a = await endpointOf(merchant.id);
+      const at = '2026-11-26T08:00:00.000Z';
+      await storage.insertOutbox([
+        { endpointId: a.id, event: 'price', storeId: de.id, productIds: [7, 3, 9], createdAt: at },
+        { endpointId: a.id, event: 'price', storeId: de.id, productIds: [4, 5], createdAt: at },
+        { endpointId: a.id, event: 'content', storeId: de.id, productIds: [1], createdAt: at },
+      ]);
+      expect((await storage.operationalCounts()).outboxDepth).toBe(6);
+      expect((await storage.outboxGroups()).map((g) => [g.event, g.count])).toEqual([
+        ['price', 5],
+        ['content', 1],
+      ]);
+      // Up to 2 changes: the first row carries 3 (a row is never split by a window); up to 4: two rows.
+      const rowsOf = (groups: Awaited<ReturnType<typeof storage.outboxWindow>>) => groups.flatMap((g) => g.rows.map((r) => r.productIds));
+      expect(rowsOf(await storage.outboxWindow(2))).toEqual([[7, 3, 9]]);
+      expect(rowsOf(await storage.outboxWindow(4))).toEqual([
+        [7, 3, 9],
+        [4, 5],
+      ]);
+      const [first] = (await storage.outboxWindow(1))[0]!.rows;
+      await storage.transaction((tx) => tx.trimOutboxRows([{ id: first!.id, productIds: [9] }]));
+      expect(rowsOf(await storage.outboxWindow(10))).toEqual([[9], [4, 5], [1]]);
+      expect((await storage.outboxRows({ endpointId: a.id, event: 'price', storeId: de.id }, 2)).map((r) => r.productId)).toEqual([9, 4]);
+      expect((await storage.operationalCounts()).outboxDepth).toBe(4);
+      expect((await storage.operationalCounts(3)).outboxDepth).toBe(3);
     });
 
     it("inserts a coalescing pass's deliveries of one group in their order, with the oldest change each carries", async () => {

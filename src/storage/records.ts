@@ -260,6 +260,16 @@ export interface DeliveryClaim {
    * share of a dispatcher's slots. Merchants take turns either way; absent, no per-merchant bound.
    */
   perMerchant?: number;
+  /**
+   * Claimed ahead: up to this many more per endpoint (beyond perEndpoint, claim.limit and the
+   * merchant's share) for an endpoint that has all of its perEndpoint turns, no rate, and whose
+   * every unexpired lease is this process's (in flight or waiting): the dispatcher starts them as
+   * its own attempts to the endpoint end, without a claim each. With another process's lease on the
+   * endpoint, none are: per-endpoint concurrency holds across processes.
+   */
+  ahead?: number;
+  /** This process's deliveries claimed ahead and not started yet, per endpoint: held like those in flight. */
+  waitingByEndpoint?: ReadonlyMap<number, number>;
 }
 
 // Publish runs

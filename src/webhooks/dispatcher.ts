@@ -17,7 +17,7 @@ import { validText } from '../shared/valid-text.js';
 import { OwnerNotifier, type Notifier } from './notifier.js';
 import { nextAttemptAt, parseRetryAfter } from './retry.js';
 import { HttpDeliverySender, type DeliverySender, type SendResult } from './sender.js';
-import { slotInterval } from '../storage/delivery-turns.js';
+import { RATE_HORIZON_MS, slotInterval } from '../storage/delivery-turns.js';
 import { secretsAt, signedHeaders, type DeliveryHeaders } from './signing.js';
 
 export type WebhookConfig = Config['webhooks'];
@@ -134,8 +134,20 @@ export function coalescePassGapMs(coalesceMs: number): number {
   return Math.min(100, coalesceMs / 10);
 }
 
+/** A delivery claimed ahead, waiting in this process for one of its endpoint's slots. */
+interface WaitingDelivery {
+  delivery: ClaimedDelivery;
+  endpoint: Promise<WebhookEndpointRecord | undefined>;
+  /** When its lease runs out (ms on deps.now). */
+  leaseEnds: number;
+}
+
 export class WebhookDispatcher {
   private readonly inflightByEndpoint = new Map<number, number>();
+  /** Deliveries claimed ahead per endpoint, in claim order (claimFreeSlots). */
+  private readonly waiting = new Map<number, WaitingDelivery[]>();
+  /** Endpoints a recorded outcome left paused or disabled: their waiting deliveries are not started. */
+  private readonly inactive = new Set<number>();
   /** When this process last started an attempt to each rate-limited endpoint (ms on deps.now). */
   private readonly lastStartByEndpoint = new Map<number, number>();
   private readonly inflight = new Map<number, Promise<void>>();
@@ -244,6 +256,7 @@ export class WebhookDispatcher {
     this.unsubscribe = null;
     await Promise.all(this.rounds);
     await Promise.all(this.inflight.values());
+    await this.releaseWaiting();
     await this.deps.notifier.flush();
     await this.deps.sender.close();
   }
@@ -405,39 +418,99 @@ export class WebhookDispatcher {
   /**
    * Claims for this process's free slots and starts the sends, one claim at a time (rounds
    * overlap): each claim counts the sends the claims before it started, per endpoint and per
-   * merchant, so no merchant's share is handed out twice.
+   * merchant, so no merchant's share is handed out twice. A free slot of an endpoint is first given
+   * to a delivery claimed ahead for it; a claim takes, besides the free slots, up to another
+   * perEndpointConcurrency per endpoint whose leases are all this process's (DeliveryClaim.ahead),
+   * which wait here for their endpoint's slots: a fast receiver costs a claim every few attempts,
+   * not one per attempt.
    */
   private claimFreeSlots(start: (delivery: ClaimedDelivery, endpoint: Promise<WebhookEndpointRecord | undefined>) => void): Promise<void> {
     const turn = this.claiming.then(async () => {
+      if (this.stopping) return;
+      this.startWaiting(start);
       const free = this.config.overallConcurrency - this.inflight.size;
-      if (free <= 0 || this.stopping) return;
+      if (free <= 0) return;
       // send() counts each delivery in flight before it yields: the next claim sees it. Each
       // endpoint of the claim is read once for all its deliveries, as they start.
+      const claimedAt = this.deps.now().getTime();
       const claimed = await this.claim(free);
       if (claimed.length === 0) return;
       const endpoints = this.storage
         .getWebhookEndpoints(claimed.map((d) => d.endpoint_id))
         .then((list) => new Map(list.map((e) => [e.id, e])));
-      for (const delivery of claimed)
-        start(
-          delivery,
-          endpoints.then((byId) => byId.get(delivery.endpoint_id)),
-        );
+      // A failed read fails the attempts that await it, not this claim (nor an unhandled rejection).
+      endpoints.catch(() => {});
+      for (const delivery of claimed) {
+        // The claim found its endpoint active: fresher than an outcome recorded before it.
+        this.inactive.delete(delivery.endpoint_id);
+        const endpoint = endpoints.then((byId) => byId.get(delivery.endpoint_id));
+        const queue = this.waiting.get(delivery.endpoint_id);
+        const running = this.inflightByEndpoint.get(delivery.endpoint_id) ?? 0;
+        if (!queue && running < this.config.perEndpointConcurrency && this.inflight.size < this.config.overallConcurrency) {
+          start(delivery, endpoint);
+          continue;
+        }
+        const leaseEnds = claimedAt + this.leaseMs() + (delivery.send_at === null ? 0 : RATE_HORIZON_MS);
+        const entry: WaitingDelivery = { delivery, endpoint, leaseEnds };
+        if (queue) queue.push(entry);
+        else this.waiting.set(delivery.endpoint_id, [entry]);
+      }
     });
     this.claiming = turn.catch(() => undefined);
     return turn;
   }
 
+  /**
+   * Starts deliveries claimed ahead in the free slots of their endpoints. One whose lease would run
+   * out before its attempt could end, or whose endpoint an outcome since left paused or disabled,
+   * is left to its lease (due again when it runs out, unless it was dropped meanwhile).
+   */
+  private startWaiting(start: (delivery: ClaimedDelivery, endpoint: Promise<WebhookEndpointRecord | undefined>) => void): void {
+    if (this.waiting.size === 0) return;
+    const now = this.deps.now().getTime();
+    for (const [endpointId, queue] of this.waiting) {
+      while (queue.length > 0 && this.inflight.size < this.config.overallConcurrency) {
+        if ((this.inflightByEndpoint.get(endpointId) ?? 0) >= this.config.perEndpointConcurrency) break;
+        const next = queue.shift()!;
+        if (this.inactive.has(endpointId) || now + this.config.timeoutMs > next.leaseEnds) continue;
+        start(next.delivery, next.endpoint);
+      }
+      if (queue.length === 0) this.waiting.delete(endpointId);
+    }
+  }
+
+  /** At stop: deliveries claimed ahead and never started are due again at once, for any process. */
+  private async releaseWaiting(): Promise<void> {
+    const ids = [...this.waiting.values()].flatMap((queue) => queue.map((w) => w.delivery.id));
+    this.waiting.clear();
+    if (ids.length === 0) return;
+    const now = this.deps.now().toISOString();
+    try {
+      await this.storage.transaction(async (tx) => {
+        for (const id of ids) await tx.updateDelivery(id, { next_attempt_at: now });
+      });
+    } catch (error) {
+      // Their leases run out instead.
+      this.log.error({ err: error }, 'webhook deliveries claimed ahead could not be released');
+    }
+  }
+
+  private leaseMs(): number {
+    // Should this process die mid-send, the lease expires and the delivery is re-sent.
+    return this.config.timeoutMs + this.config.leaseMarginMs;
+  }
+
   private claim(limit: number): Promise<ClaimedDelivery[]> {
     return this.storage.claimDueDeliveries({
       now: this.deps.now,
-      // Should this process die mid-send, the lease expires and the delivery is re-sent.
-      leaseMs: this.config.timeoutMs + this.config.leaseMarginMs,
+      leaseMs: this.leaseMs(),
       limit,
       perEndpoint: this.config.perEndpointConcurrency,
       inFlightByEndpoint: this.inflightByEndpoint,
+      waitingByEndpoint: new Map([...this.waiting].map(([endpointId, queue]) => [endpointId, queue.length])),
       // Slots a merchant's hanging receivers cannot take stay free for the other merchants.
       perMerchant: this.config.perMerchantConcurrency,
+      ahead: this.config.perEndpointConcurrency,
     });
   }
 
@@ -544,10 +617,17 @@ export class WebhookDispatcher {
   /** One transaction for the batch; settles each item after the commit. Rejects (settling none) when it fails. */
   private async recordTogether(batch: EndedAttempt[]): Promise<void> {
     let notifications: NotificationRecord[] = [];
+    let statuses = new Map<number, WebhookEndpointRecord['status']>();
     const outcomes = await this.storage.transaction(async (tx) => {
       notifications = [];
-      return this.applyOutcomes(tx, batch, notifications);
+      statuses = new Map();
+      return this.applyOutcomes(tx, batch, notifications, statuses);
     });
+    // Deliveries claimed ahead for an endpoint these outcomes paused or disabled are not started.
+    for (const [id, status] of statuses) {
+      if (status === 'active') this.inactive.delete(id);
+      else this.inactive.add(id);
+    }
     for (const notification of notifications) this.deps.notifier.email(notification);
     for (const [i, item] of batch.entries()) item.resolve(outcomes[i]!);
   }
@@ -556,6 +636,8 @@ export class WebhookDispatcher {
     tx: StorageTx,
     batch: EndedAttempt[],
     notifications: NotificationRecord[],
+    /** Filled with each endpoint's status after the outcomes. */
+    statuses: Map<number, WebhookEndpointRecord['status']>,
   ): Promise<(DeliveryOutcome | null)[]> {
     // Each endpoint read under its row lock once, in id order (as claims lock them): concurrent
     // attempts to one endpoint, in this process or another, lose no failure count.
@@ -635,6 +717,7 @@ export class WebhookDispatcher {
       else settle('given_up', 'given_up', null);
     }
     await write();
+    for (const [id, endpoint] of current) statuses.set(id, endpoint.status);
     return results;
   }
 

@@ -146,7 +146,7 @@ export class PgDeliveries implements DeliveryStore {
       SELECT 'rate', NULL, e.id, r.next_at, e.max_per_second FROM webhook_endpoints AS e
         LEFT JOIN webhook_endpoint_rates AS r ON r.endpoint_id = e.id
         WHERE e.id = ANY($1::bigint[]) AND e.max_per_second IS NOT NULL`,
-      [endpointIds, now, claim.perEndpoint, inFlightIds],
+      [endpointIds, now, claim.perEndpoint + (claim.ahead ?? 0), inFlightIds],
     );
     const candidates = found
       .filter((r) => r.kind === 'candidate')

@@ -146,6 +146,8 @@ export class WebhookDispatcher {
   private readonly inflightByEndpoint = new Map<number, number>();
   /** Deliveries claimed ahead per endpoint, in claim order (claimFreeSlots). */
   private readonly waiting = new Map<number, WaitingDelivery[]>();
+  /** Endpoints whose sends ended since the last claim (claimFreeSlots). */
+  private readonly freed = new Set<number>();
   /** Endpoints a recorded outcome left paused or disabled: their waiting deliveries are not started. */
   private readonly inactive = new Set<number>();
   /** When this process last started an attempt to each rate-limited endpoint (ms on deps.now). */
@@ -406,8 +408,8 @@ export class WebhookDispatcher {
         .finally(() => sending.delete(send));
       sending.add(send);
     };
-    for (;;) {
-      if (!this.stopping) await this.claimFreeSlots(start);
+    for (let first = true; ; first = false) {
+      if (!this.stopping) await this.claimFreeSlots(start, !first);
       if (sending.size === 0) return sent;
       await Promise.race(sending);
       // Sends that end together free their slots together: one claim for all of them.
@@ -424,10 +426,17 @@ export class WebhookDispatcher {
    * which wait here for their endpoint's slots: a fast receiver costs a claim every few attempts,
    * not one per attempt.
    */
-  private claimFreeSlots(start: (delivery: ClaimedDelivery, endpoint: Promise<WebhookEndpointRecord | undefined>) => void): Promise<void> {
+  private claimFreeSlots(
+    start: (delivery: ClaimedDelivery, endpoint: Promise<WebhookEndpointRecord | undefined>) => void,
+    /** Called because sends ended: no claim when deliveries claimed ahead took every slot they freed. */
+    afterSends = false,
+  ): Promise<void> {
     const turn = this.claiming.then(async () => {
       if (this.stopping) return;
       this.startWaiting(start);
+      const freed = [...this.freed];
+      this.freed.clear();
+      if (afterSends && freed.every((id) => (this.inflightByEndpoint.get(id) ?? 0) >= this.config.perEndpointConcurrency)) return;
       const free = this.config.overallConcurrency - this.inflight.size;
       if (free <= 0) return;
       // send() counts each delivery in flight before it yields: the next claim sees it. Each
@@ -435,15 +444,19 @@ export class WebhookDispatcher {
       const claimedAt = this.deps.now().getTime();
       const claimed = await this.claim(free);
       if (claimed.length === 0) return;
-      const endpoints = this.storage
-        .getWebhookEndpoints(claimed.map((d) => d.endpoint_id))
-        .then((list) => new Map(list.map((e) => [e.id, e])));
+      // The endpoints the claim did not read with the deliveries (ClaimedDelivery.endpoint), read once.
+      const unread = claimed.filter((d) => !d.endpoint).map((d) => d.endpoint_id);
+      const endpoints =
+        unread.length === 0
+          ? Promise.resolve(new Map<number, WebhookEndpointRecord>())
+          : this.storage.getWebhookEndpoints(unread).then((list) => new Map(list.map((e) => [e.id, e])));
       // A failed read fails the attempts that await it, not this claim (nor an unhandled rejection).
       endpoints.catch(() => {});
-      for (const delivery of claimed) {
+      for (const claimedDelivery of claimed) {
+        const { endpoint: read, ...delivery } = claimedDelivery;
         // The claim found its endpoint active: fresher than an outcome recorded before it.
         this.inactive.delete(delivery.endpoint_id);
-        const endpoint = endpoints.then((byId) => byId.get(delivery.endpoint_id));
+        const endpoint = read ? Promise.resolve(read) : endpoints.then((byId) => byId.get(delivery.endpoint_id));
         const queue = this.waiting.get(delivery.endpoint_id);
         const running = this.inflightByEndpoint.get(delivery.endpoint_id) ?? 0;
         if (!queue && running < this.config.perEndpointConcurrency && this.inflight.size < this.config.overallConcurrency) {
@@ -526,6 +539,7 @@ export class WebhookDispatcher {
       const left = (this.inflightByEndpoint.get(delivery.endpoint_id) ?? 1) - 1;
       if (left > 0) this.inflightByEndpoint.set(delivery.endpoint_id, left);
       else this.inflightByEndpoint.delete(delivery.endpoint_id);
+      this.freed.add(delivery.endpoint_id);
     }
   }
 

@@ -140,6 +140,8 @@ interface WaitingDelivery {
   endpoint: Promise<WebhookEndpointRecord | undefined>;
   /** When its lease runs out (ms on deps.now). */
   leaseEnds: number;
+  /** Whether its claim gave it its occurred_at (a first dispatch that has not happened yet). */
+  claimDated: boolean;
 }
 
 export class WebhookDispatcher {
@@ -464,7 +466,8 @@ export class WebhookDispatcher {
           continue;
         }
         const leaseEnds = claimedAt + this.leaseMs() + (delivery.send_at === null ? 0 : RATE_HORIZON_MS);
-        const entry: WaitingDelivery = { delivery, endpoint, leaseEnds };
+        const claimDated = delivery.attempts === 0 && delivery.occurred_at === wholeSecondIso(new Date(claimedAt));
+        const entry: WaitingDelivery = { delivery, endpoint, leaseEnds, claimDated };
         if (queue) queue.push(entry);
         else this.waiting.set(delivery.endpoint_id, [entry]);
       }
@@ -492,15 +495,19 @@ export class WebhookDispatcher {
     }
   }
 
-  /** At stop: deliveries claimed ahead and never started are due again at once, for any process. */
+  /**
+   * At stop: deliveries claimed ahead and never started are due again at once, for any process, as
+   * if never claimed (the occurred_at their claim gave them is the first dispatch's, which did not happen).
+   */
   private async releaseWaiting(): Promise<void> {
-    const ids = [...this.waiting.values()].flatMap((queue) => queue.map((w) => w.delivery.id));
+    const waiting = [...this.waiting.values()].flat();
     this.waiting.clear();
-    if (ids.length === 0) return;
+    if (waiting.length === 0) return;
     const now = this.deps.now().toISOString();
     try {
       await this.storage.transaction(async (tx) => {
-        for (const id of ids) await tx.updateDelivery(id, { next_attempt_at: now });
+        for (const { delivery, claimDated } of waiting)
+          await tx.updateDelivery(delivery.id, claimDated ? { next_attempt_at: now, occurred_at: null } : { next_attempt_at: now });
       });
     } catch (error) {
       // Their leases run out instead.

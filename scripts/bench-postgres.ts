@@ -641,8 +641,8 @@ async function prepareDeliveries(engine: Engine, receiverPorts: number[]): Promi
         const { perEndpoint, createdAt } = rowsFor(changes);
         await client.query('BEGIN');
         await client.query(
-          `INSERT INTO webhook_outbox (endpoint_id, event, store_id, product_id, created_at)
-          SELECT e, 'price', $2, 1 + i, $3 FROM unnest($1::bigint[]) AS e, generate_series(0, $4::integer - 1) AS i ORDER BY i, e`,
+          `INSERT INTO webhook_outbox (endpoint_id, event, store_id, product_ids, product_count, created_at)
+          SELECT e, 'price', $2, '[' || (1 + i) || ']', 1, $3 FROM unnest($1::bigint[]) AS e, generate_series(0, $4::integer - 1) AS i ORDER BY i, e`,
           [endpointIds, store.id, createdAt, perEndpoint],
         );
         // As a write that adds outbox rows does: the workers are woken at commit.
@@ -664,7 +664,9 @@ async function prepareDeliveries(engine: Engine, receiverPorts: number[]): Promi
   }
   const db = new Database(database);
   db.pragma('busy_timeout = 30000');
-  const insert = db.prepare('INSERT INTO webhook_outbox (endpoint_id, event, store_id, product_id, created_at) VALUES (?, ?, ?, ?, ?)');
+  const insert = db.prepare(
+    'INSERT INTO webhook_outbox (endpoint_id, event, store_id, product_ids, product_count, created_at) VALUES (?, ?, ?, ?, 1, ?)',
+  );
   const drained = db
     .prepare(`SELECT NOT EXISTS (SELECT 1 FROM webhook_outbox)
     AND NOT EXISTS (SELECT 1 FROM webhook_deliveries WHERE status IN ('pending', 'failed'))`)
@@ -679,7 +681,7 @@ async function prepareDeliveries(engine: Engine, receiverPorts: number[]): Promi
     fillOutbox: async (changes) => {
       const { perEndpoint, createdAt } = rowsFor(changes);
       db.transaction(() => {
-        for (let i = 0; i < perEndpoint; i++) for (const e of endpointIds) insert.run(e, 'price', store.id, 1 + i, createdAt);
+        for (let i = 0; i < perEndpoint; i++) for (const e of endpointIds) insert.run(e, 'price', store.id, `[${1 + i}]`, createdAt);
       })();
     },
     drained: async () => drained.get() === 1,

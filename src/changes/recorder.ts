@@ -1,5 +1,5 @@
 // Records detected changes (spec 6) inside the caller's transaction, together with the webhook
-// outbox rows they cause: a crash can lose neither without the other. The storage gives each change
+// outbox rows they cause (one per endpoint, event and store, carrying the products): a crash can lose neither without the other. The storage gives each change
 // its position in the merchant's feed (its own id sequence, a monotonic whole-second timestamp) in
 // commit order (ChangeStore.recordChanges).
 import type { MerchantScope } from '../storage/merchant-scope.js';
@@ -38,10 +38,13 @@ export class ChangeRecorder {
   }
 }
 
-/** One outbox row per (subscribed endpoint, change): scope and event filters (docs/webhooks.md#delivery). */
+/**
+ * One outbox row per (subscribed endpoint, event, store) of the changes, carrying their products in
+ * the order the write changed them (each once): scope and event filters (docs/webhooks.md#delivery).
+ */
 function outboxRows(endpoints: WebhookEndpointRecord[], changes: DetectedChange[], createdAt: string): OutboxRow[] {
   if (endpoints.length === 0) return [];
-  const rows: OutboxRow[] = [];
+  const rows = new Map<string, OutboxRow & { seen: Set<number> }>();
   for (const change of changes) {
     for (const endpoint of endpoints) {
       if (endpoint.store_id !== null && endpoint.store_id !== change.storeId) continue;
@@ -49,8 +52,16 @@ function outboxRows(endpoints: WebhookEndpointRecord[], changes: DetectedChange[
       // spec 2.7: store_id is null for all-stores endpoints when the change is not store-specific;
       // a removal takes the product out of every store at once.
       const storeId = endpoint.store_id === null && change.changeType === 'removed' ? null : change.storeId;
-      rows.push({ endpointId: endpoint.id, event: change.changeType, storeId, productId: change.productId, createdAt });
+      const key = `${endpoint.id}:${change.changeType}:${storeId}`;
+      let row = rows.get(key);
+      if (!row) {
+        row = { endpointId: endpoint.id, event: change.changeType, storeId, productIds: [], createdAt, seen: new Set() };
+        rows.set(key, row);
+      }
+      if (row.seen.has(change.productId)) continue;
+      row.seen.add(change.productId);
+      row.productIds.push(change.productId);
     }
   }
-  return rows;
+  return [...rows.values()].map(({ seen: _seen, ...row }) => row);
 }

@@ -31,20 +31,32 @@ export function takeTurns(
   /** Per rate-limited endpoint, how many of its slots start within the horizon (rateSlots). */
   slotsOf: ReadonlyMap<number, number> = new Map(),
 ): number[] {
-  // 1. Each endpoint's turns, after the deliveries it already has in flight, and within its rate.
+  // 1. Each endpoint's turns, after the deliveries it already has (in flight, or claimed ahead and
+  // waiting in this process), and within its rate; up to claim.ahead more for an endpoint without a
+  // rate whose every lease is this process's.
+  const waiting = claim.waitingByEndpoint ?? new Map<number, number>();
+  const ownOf = (endpointId: number) => (claim.inFlightByEndpoint.get(endpointId) ?? 0) + (waiting.get(endpointId) ?? 0);
+  const aheadOf = (endpointId: number) =>
+    claim.ahead && !slotsOf.has(endpointId) && (leases.get(endpointId) ?? 0) <= ownOf(endpointId) ? claim.ahead : 0;
   const endpointTurns = new Map<number, number>();
   const taken = new Map<number, number>();
   const withinEndpoints = [...candidates]
     .sort((a, b) => a.endpointId - b.endpointId || byDue(a, b))
     .map((candidate) => {
-      const held = Math.max(leases.get(candidate.endpointId) ?? 0, claim.inFlightByEndpoint.get(candidate.endpointId) ?? 0);
+      const held = Math.max(leases.get(candidate.endpointId) ?? 0, ownOf(candidate.endpointId));
       const endpointTurn = (endpointTurns.get(candidate.endpointId) ?? held) + 1;
       endpointTurns.set(candidate.endpointId, endpointTurn);
       const nth = (taken.get(candidate.endpointId) ?? 0) + 1;
       taken.set(candidate.endpointId, nth);
       return { ...candidate, endpointTurn, nth };
     })
-    .filter((candidate) => candidate.endpointTurn <= claim.perEndpoint && candidate.nth <= (slotsOf.get(candidate.endpointId) ?? Infinity));
+    .filter(
+      (candidate) =>
+        candidate.endpointTurn <= claim.perEndpoint + aheadOf(candidate.endpointId) &&
+        candidate.nth <= (slotsOf.get(candidate.endpointId) ?? Infinity),
+    );
+  const ahead = withinEndpoints.filter((candidate) => candidate.endpointTurn > claim.perEndpoint);
+  const now = withinEndpoints.filter((candidate) => candidate.endpointTurn <= claim.perEndpoint);
 
   // 2. Each merchant's turns, its endpoints taking theirs in order, after what this process already
   // sends to the merchant.
@@ -55,7 +67,7 @@ export function takeTurns(
   }
   const merchantTurns = new Map<number, number>();
   const perMerchant = claim.perMerchant ?? Number.POSITIVE_INFINITY;
-  const ranked = withinEndpoints
+  const ranked = now
     .sort((a, b) => a.merchantId - b.merchantId || a.endpointTurn - b.endpointTurn || byDue(a, b))
     .map((candidate) => {
       const turn = (merchantTurns.get(candidate.merchantId) ?? heldByMerchant.get(candidate.merchantId) ?? 0) + 1;
@@ -66,7 +78,14 @@ export function takeTurns(
 
   // 3. Merchants take turns: every merchant's first before any merchant's second; the longest due first within a turn.
   ranked.sort((a, b) => a.turn - b.turn || byDue(a, b));
-  return ranked.slice(0, claim.limit).map((candidate) => candidate.id);
+  const chosen = ranked.slice(0, claim.limit);
+  // 4. Turns ahead (beyond claim.limit and the merchant's share: they hold no slot until one of
+  // their endpoint's own ends) only for an endpoint that now has all of its turns.
+  const full = new Map<number, number>();
+  for (const candidate of chosen) full.set(candidate.endpointId, Math.max(full.get(candidate.endpointId) ?? 0, candidate.endpointTurn));
+  const held = (endpointId: number) => Math.max(leases.get(endpointId) ?? 0, ownOf(endpointId));
+  const extra = ahead.filter((candidate) => Math.max(full.get(candidate.endpointId) ?? 0, held(candidate.endpointId)) >= claim.perEndpoint);
+  return [...chosen, ...extra].map((candidate) => candidate.id);
 }
 
 /**

@@ -364,29 +364,33 @@ export interface WebhookEndpointStore {
   deleteWebhookEndpoint(id: number): Promise<void>;
 }
 
-/** Changes waiting to be coalesced into deliveries, written in the change's transaction. */
+/**
+ * Changes waiting to be coalesced into deliveries, written in the change's transaction: a row per
+ * (write, endpoint, event, store), carrying the products the write changed.
+ */
 export interface OutboxStore {
   insertOutbox(rows: OutboxRow[]): Promise<void>;
   /**
-   * Waiting outbox rows per (endpoint, event, store), with their count and oldest time; endpoint by
-   * endpoint (in id order, so coalescers in several processes lock endpoints in one order). With
-   * `window`, among the oldest `window` rows only (a pass over a bounded part of the
-   * backlog, oldest first), counted there.
+   * Waiting changes per (endpoint, event, store), with their count (product ids) and oldest time;
+   * endpoint by endpoint (in id order). With `window`, among the oldest `window` rows only (a pass
+   * over a bounded part of the backlog, oldest first), counted there.
    */
   outboxGroups(window?: number): Promise<OutboxGroup[]>;
   /**
-   * The group's rows in arrival order, at most `limit`. In a transaction they are the caller's until
-   * it ends: a concurrent coalescer gets the rows after them, so no row goes into two deliveries.
+   * The group's changes in arrival order, a product id each (with its row's id), at most `limit`.
+   * In a transaction the rows they come from are the caller's until it ends (PostgreSQL): a
+   * concurrent coalescer gets the rows after them.
    */
   outboxRows(
     group: Pick<OutboxGroup, 'endpointId' | 'event' | 'storeId'>,
     limit: number,
   ): Promise<{ id: number; productId: number; createdAt: string }[]>;
   /**
-   * The oldest `window` waiting rows (after row `afterId`, when given), read once and grouped as outboxGroups groups them (endpoint by
-   * endpoint in id order, then by each group's oldest row), each group with its rows in arrival
-   * order: what a coalescing pass works on, in one statement rather than one per group. Read
-   * without locks: a pass holds the rows it batches with holdOutboxRows.
+   * The oldest waiting rows (after row `afterId`, when given) up to `window` changes (product ids;
+   * at least one row, whatever it carries), read once and grouped as outboxGroups groups them
+   * (endpoint by endpoint in id order, then by each group's oldest row), each group with its rows
+   * in arrival order: what a coalescing pass works on, in one statement rather than one per group.
+   * Read without locks: a pass holds the rows it batches with holdOutboxRows.
    */
   outboxWindow(window: number, afterId?: number): Promise<OutboxWindowGroup[]>;
   /**
@@ -397,6 +401,8 @@ export interface OutboxStore {
    */
   holdOutboxRows(ids: number[]): Promise<number[]>;
   deleteOutboxRows(ids: number[]): Promise<void>;
+  /** Rows the caller holds of which a pass batched some products: each keeps only the rest (in order). */
+  trimOutboxRows(rows: { id: number; productIds: number[] }[]): Promise<void>;
 }
 
 /** An attempt and the delivery's state after it (recordAttemptOutcomes). */

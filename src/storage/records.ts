@@ -206,11 +206,12 @@ export interface PublishedLines {
 
 // Webhooks: the outbox and delivery claims
 
+/** The changes of one write for one (endpoint, event, store): their products, in the order the write changed them. */
 export interface OutboxRow {
   endpointId: number;
   event: ChangeType;
   storeId: number | null;
-  productId: number;
+  productIds: number[];
   createdAt: string;
 }
 
@@ -218,14 +219,15 @@ export interface OutboxGroup {
   endpointId: number;
   event: ChangeType;
   storeId: number | null;
+  /** Its changes: the product ids its rows carry. */
   count: number;
   oldestAt: string;
 }
 
-/** A waiting outbox row as a coalescing pass reads it. */
+/** A waiting outbox row as a coalescing pass reads it: the products of one write, in the order it changed them. */
 export interface OutboxEntry {
   id: number;
-  productId: number;
+  productIds: number[];
   createdAt: string;
 }
 
@@ -258,6 +260,16 @@ export interface DeliveryClaim {
    * share of a dispatcher's slots. Merchants take turns either way; absent, no per-merchant bound.
    */
   perMerchant?: number;
+  /**
+   * Claimed ahead: up to this many more per endpoint (beyond perEndpoint, claim.limit and the
+   * merchant's share) for an endpoint that has all of its perEndpoint turns, no rate, and whose
+   * every unexpired lease is this process's (in flight or waiting): the dispatcher starts them as
+   * its own attempts to the endpoint end, without a claim each. With another process's lease on the
+   * endpoint, none are: per-endpoint concurrency holds across processes.
+   */
+  ahead?: number;
+  /** This process's deliveries claimed ahead and not started yet, per endpoint: held like those in flight. */
+  waitingByEndpoint?: ReadonlyMap<number, number>;
 }
 
 // Publish runs

@@ -17,7 +17,7 @@ import { validText } from '../shared/valid-text.js';
 import { OwnerNotifier, type Notifier } from './notifier.js';
 import { nextAttemptAt, parseRetryAfter } from './retry.js';
 import { HttpDeliverySender, type DeliverySender, type SendResult } from './sender.js';
-import { slotInterval } from '../storage/delivery-turns.js';
+import { RATE_HORIZON_MS, slotInterval } from '../storage/delivery-turns.js';
 import { secretsAt, signedHeaders, type DeliveryHeaders } from './signing.js';
 
 export type WebhookConfig = Config['webhooks'];
@@ -134,8 +134,24 @@ export function coalescePassGapMs(coalesceMs: number): number {
   return Math.min(100, coalesceMs / 10);
 }
 
+/** A delivery claimed ahead, waiting in this process for one of its endpoint's slots. */
+interface WaitingDelivery {
+  delivery: ClaimedDelivery;
+  endpoint: Promise<WebhookEndpointRecord | undefined>;
+  /** When its lease runs out (ms on deps.now). */
+  leaseEnds: number;
+  /** Whether its claim gave it its occurred_at (a first dispatch that has not happened yet). */
+  claimDated: boolean;
+}
+
 export class WebhookDispatcher {
   private readonly inflightByEndpoint = new Map<number, number>();
+  /** Deliveries claimed ahead per endpoint, in claim order (claimFreeSlots). */
+  private readonly waiting = new Map<number, WaitingDelivery[]>();
+  /** Endpoints whose sends ended since the last claim (claimFreeSlots). */
+  private readonly freed = new Set<number>();
+  /** Endpoints a recorded outcome left paused or disabled: their waiting deliveries are not started. */
+  private readonly inactive = new Set<number>();
   /** When this process last started an attempt to each rate-limited endpoint (ms on deps.now). */
   private readonly lastStartByEndpoint = new Map<number, number>();
   private readonly inflight = new Map<number, Promise<void>>();
@@ -244,6 +260,7 @@ export class WebhookDispatcher {
     this.unsubscribe = null;
     await Promise.all(this.rounds);
     await Promise.all(this.inflight.values());
+    await this.releaseWaiting();
     await this.deps.notifier.flush();
     await this.deps.sender.close();
   }
@@ -269,9 +286,11 @@ export class WebhookDispatcher {
         const groups = await tx.outboxWindow(window, afterId);
         for (const group of groups) afterId = Math.max(afterId, group.rows.at(-1)!.id);
         const taken: number[] = [];
+        const trimmed: { id: number; productIds: number[] }[] = [];
         let made = 0;
-        for (const group of groups) made += await this.coalesceGroup(tx, group, now, taken);
+        for (const group of groups) made += await this.coalesceGroup(tx, group, now, taken, trimmed);
         await tx.deleteOutboxRows(taken);
+        await tx.trimOutboxRows(trimmed);
         return { made, full: groups.reduce((rows, group) => rows + group.count, 0) >= window };
       });
       created += pass.made;
@@ -280,8 +299,17 @@ export class WebhookDispatcher {
     }
   }
 
-  /** Creates the group's due deliveries; the ids of the rows they took (or that no endpoint wants) go into `taken`. */
-  private async coalesceGroup(tx: StorageTx, group: OutboxWindowGroup, now: Date, taken: number[]): Promise<number> {
+  /**
+   * Creates the group's due deliveries; the ids of the rows they took (or that no endpoint wants)
+   * go into `taken`, the rows of which they took only some products into `trimmed` with the rest.
+   */
+  private async coalesceGroup(
+    tx: StorageTx,
+    group: OutboxWindowGroup,
+    now: Date,
+    taken: number[],
+    trimmed: { id: number; productIds: number[] }[],
+  ): Promise<number> {
     const waitedMs = now.getTime() - Date.parse(group.oldestAt);
     const timeIsUp = waitedMs >= this.config.coalesceMs;
     if (!timeIsUp && group.count < this.config.batchSize) return 0;
@@ -306,31 +334,38 @@ export class WebhookDispatcher {
     // An endpoint with a rate has deliveries waiting for their turn; the changes go
     // into the newest of them first, up to batchSize ids, so a storm arrives as few full ones.
     const filled = new Set<number>();
-    const filledRows: number[] = [];
     if (endpoint.max_per_second !== null && deliver) {
-      const offered = [...new Set(rows.map((r) => r.productId))];
+      const offered = [...new Set(rows.flatMap((r) => r.productIds))];
       for (const id of await tx.fillWaitingDelivery(group, offered, this.config.batchSize)) filled.add(id);
     }
-    const batches: { rowIds: number[]; productIds: number[]; oldestAt: string }[] = [];
-    let current = { rowIds: [] as number[], productIds: [] as number[], oldestAt: '' };
+    const batches: { productIds: number[]; oldestAt: string }[] = [];
+    let current = { productIds: [] as number[], ids: new Set<number>(), oldestAt: '' };
+    // Per row, the products that went into the batch still open (the one that may wait for more).
+    const open = new Map<number, number[]>();
     for (const row of rows) {
-      if (filled.has(row.productId)) {
-        filledRows.push(row.id);
-        continue;
-      }
-      if (!current.productIds.includes(row.productId)) {
-        if (current.productIds.length === this.config.batchSize) {
-          batches.push(current);
-          current = { rowIds: [], productIds: [], oldestAt: '' };
+      for (const productId of row.productIds) {
+        if (filled.has(productId)) continue;
+        if (!current.ids.has(productId)) {
+          if (current.productIds.length === this.config.batchSize) {
+            batches.push(current);
+            current = { productIds: [], ids: new Set(), oldestAt: '' };
+            open.clear();
+          }
+          current.productIds.push(productId);
+          current.ids.add(productId);
         }
-        current.productIds.push(row.productId);
+        // Rows come in arrival order: the first of a batch is its oldest change.
+        if (!current.oldestAt) current.oldestAt = row.createdAt;
+        let rest = open.get(row.id);
+        if (!rest) open.set(row.id, (rest = []));
+        rest.push(productId);
       }
-      current.rowIds.push(row.id);
-      // Rows come in arrival order: the first of a batch is its oldest change.
-      if (!current.oldestAt) current.oldestAt = row.createdAt;
     }
-    // A partial batch waits for more ids until its time is up.
-    if (current.productIds.length === this.config.batchSize || (timeIsUp && current.productIds.length > 0)) batches.push(current);
+    // A partial batch waits for more ids until its time is up: its rows keep its products.
+    if (current.productIds.length === this.config.batchSize || (timeIsUp && current.productIds.length > 0)) {
+      batches.push(current);
+      open.clear();
+    }
     const createdAt = now.toISOString();
     await tx.insertCoalescedDeliveries(
       batches.map((batch) => ({
@@ -348,9 +383,13 @@ export class WebhookDispatcher {
         oldestChangeAt: batch.oldestAt,
       })),
     );
-    // The batched rows are deleted in the pass's transaction: together with their deliveries or not at all.
-    for (const id of filledRows) taken.push(id);
-    for (const batch of batches) for (const id of batch.rowIds) taken.push(id);
+    // The batched rows are deleted (or trimmed to what waits) in the pass's transaction: together
+    // with their deliveries or not at all.
+    for (const row of rows) {
+      const rest = open.get(row.id);
+      if (!rest) taken.push(row.id);
+      else if (rest.length < row.productIds.length) trimmed.push({ id: row.id, productIds: rest });
+    }
     return batches.length;
   }
 
@@ -371,8 +410,8 @@ export class WebhookDispatcher {
         .finally(() => sending.delete(send));
       sending.add(send);
     };
-    for (;;) {
-      if (!this.stopping) await this.claimFreeSlots(start);
+    for (let first = true; ; first = false) {
+      if (!this.stopping) await this.claimFreeSlots(start, !first);
       if (sending.size === 0) return sent;
       await Promise.race(sending);
       // Sends that end together free their slots together: one claim for all of them.
@@ -383,39 +422,115 @@ export class WebhookDispatcher {
   /**
    * Claims for this process's free slots and starts the sends, one claim at a time (rounds
    * overlap): each claim counts the sends the claims before it started, per endpoint and per
-   * merchant, so no merchant's share is handed out twice.
+   * merchant, so no merchant's share is handed out twice. A free slot of an endpoint is first given
+   * to a delivery claimed ahead for it; a claim takes, besides the free slots, up to another
+   * perEndpointConcurrency per endpoint whose leases are all this process's (DeliveryClaim.ahead),
+   * which wait here for their endpoint's slots: a fast receiver costs a claim every few attempts,
+   * not one per attempt.
    */
-  private claimFreeSlots(start: (delivery: ClaimedDelivery, endpoint: Promise<WebhookEndpointRecord | undefined>) => void): Promise<void> {
+  private claimFreeSlots(
+    start: (delivery: ClaimedDelivery, endpoint: Promise<WebhookEndpointRecord | undefined>) => void,
+    /** Called because sends ended: no claim when deliveries claimed ahead took every slot they freed. */
+    afterSends = false,
+  ): Promise<void> {
     const turn = this.claiming.then(async () => {
+      if (this.stopping) return;
+      this.startWaiting(start);
+      const freed = [...this.freed];
+      this.freed.clear();
+      if (afterSends && freed.every((id) => (this.inflightByEndpoint.get(id) ?? 0) >= this.config.perEndpointConcurrency)) return;
       const free = this.config.overallConcurrency - this.inflight.size;
-      if (free <= 0 || this.stopping) return;
+      if (free <= 0) return;
       // send() counts each delivery in flight before it yields: the next claim sees it. Each
       // endpoint of the claim is read once for all its deliveries, as they start.
+      const claimedAt = this.deps.now().getTime();
       const claimed = await this.claim(free);
       if (claimed.length === 0) return;
-      const endpoints = this.storage
-        .getWebhookEndpoints(claimed.map((d) => d.endpoint_id))
-        .then((list) => new Map(list.map((e) => [e.id, e])));
-      for (const delivery of claimed)
-        start(
-          delivery,
-          endpoints.then((byId) => byId.get(delivery.endpoint_id)),
-        );
+      // The endpoints the claim did not read with the deliveries (ClaimedDelivery.endpoint), read once.
+      const unread = claimed.filter((d) => !d.endpoint).map((d) => d.endpoint_id);
+      const endpoints =
+        unread.length === 0
+          ? Promise.resolve(new Map<number, WebhookEndpointRecord>())
+          : this.storage.getWebhookEndpoints(unread).then((list) => new Map(list.map((e) => [e.id, e])));
+      // A failed read fails the attempts that await it, not this claim (nor an unhandled rejection).
+      endpoints.catch(() => {});
+      for (const claimedDelivery of claimed) {
+        const { endpoint: read, ...delivery } = claimedDelivery;
+        // The claim found its endpoint active: fresher than an outcome recorded before it.
+        this.inactive.delete(delivery.endpoint_id);
+        const endpoint = read ? Promise.resolve(read) : endpoints.then((byId) => byId.get(delivery.endpoint_id));
+        const queue = this.waiting.get(delivery.endpoint_id);
+        const running = this.inflightByEndpoint.get(delivery.endpoint_id) ?? 0;
+        if (!queue && running < this.config.perEndpointConcurrency && this.inflight.size < this.config.overallConcurrency) {
+          start(delivery, endpoint);
+          continue;
+        }
+        const leaseEnds = claimedAt + this.leaseMs() + (delivery.send_at === null ? 0 : RATE_HORIZON_MS);
+        const claimDated = delivery.attempts === 0 && delivery.occurred_at === wholeSecondIso(new Date(claimedAt));
+        const entry: WaitingDelivery = { delivery, endpoint, leaseEnds, claimDated };
+        if (queue) queue.push(entry);
+        else this.waiting.set(delivery.endpoint_id, [entry]);
+      }
     });
     this.claiming = turn.catch(() => undefined);
     return turn;
   }
 
+  /**
+   * Starts deliveries claimed ahead in the free slots of their endpoints. One whose lease would run
+   * out before its attempt could end, or whose endpoint an outcome since left paused or disabled,
+   * is left to its lease (due again when it runs out, unless it was dropped meanwhile).
+   */
+  private startWaiting(start: (delivery: ClaimedDelivery, endpoint: Promise<WebhookEndpointRecord | undefined>) => void): void {
+    if (this.waiting.size === 0) return;
+    const now = this.deps.now().getTime();
+    for (const [endpointId, queue] of this.waiting) {
+      while (queue.length > 0 && this.inflight.size < this.config.overallConcurrency) {
+        if ((this.inflightByEndpoint.get(endpointId) ?? 0) >= this.config.perEndpointConcurrency) break;
+        const next = queue.shift()!;
+        if (this.inactive.has(endpointId) || now + this.config.timeoutMs > next.leaseEnds) continue;
+        start(next.delivery, next.endpoint);
+      }
+      if (queue.length === 0) this.waiting.delete(endpointId);
+    }
+  }
+
+  /**
+   * At stop: deliveries claimed ahead and never started are due again at once, for any process, as
+   * if never claimed (the occurred_at their claim gave them is the first dispatch's, which did not happen).
+   */
+  private async releaseWaiting(): Promise<void> {
+    const waiting = [...this.waiting.values()].flat();
+    this.waiting.clear();
+    if (waiting.length === 0) return;
+    const now = this.deps.now().toISOString();
+    try {
+      await this.storage.transaction(async (tx) => {
+        for (const { delivery, claimDated } of waiting)
+          await tx.updateDelivery(delivery.id, claimDated ? { next_attempt_at: now, occurred_at: null } : { next_attempt_at: now });
+      });
+    } catch (error) {
+      // Their leases run out instead.
+      this.log.error({ err: error }, 'webhook deliveries claimed ahead could not be released');
+    }
+  }
+
+  private leaseMs(): number {
+    // Should this process die mid-send, the lease expires and the delivery is re-sent.
+    return this.config.timeoutMs + this.config.leaseMarginMs;
+  }
+
   private claim(limit: number): Promise<ClaimedDelivery[]> {
     return this.storage.claimDueDeliveries({
       now: this.deps.now,
-      // Should this process die mid-send, the lease expires and the delivery is re-sent.
-      leaseMs: this.config.timeoutMs + this.config.leaseMarginMs,
+      leaseMs: this.leaseMs(),
       limit,
       perEndpoint: this.config.perEndpointConcurrency,
       inFlightByEndpoint: this.inflightByEndpoint,
+      waitingByEndpoint: new Map([...this.waiting].map(([endpointId, queue]) => [endpointId, queue.length])),
       // Slots a merchant's hanging receivers cannot take stay free for the other merchants.
       perMerchant: this.config.perMerchantConcurrency,
+      ahead: this.config.perEndpointConcurrency,
     });
   }
 
@@ -431,6 +546,7 @@ export class WebhookDispatcher {
       const left = (this.inflightByEndpoint.get(delivery.endpoint_id) ?? 1) - 1;
       if (left > 0) this.inflightByEndpoint.set(delivery.endpoint_id, left);
       else this.inflightByEndpoint.delete(delivery.endpoint_id);
+      this.freed.add(delivery.endpoint_id);
     }
   }
 
@@ -522,10 +638,17 @@ export class WebhookDispatcher {
   /** One transaction for the batch; settles each item after the commit. Rejects (settling none) when it fails. */
   private async recordTogether(batch: EndedAttempt[]): Promise<void> {
     let notifications: NotificationRecord[] = [];
+    let statuses = new Map<number, WebhookEndpointRecord['status']>();
     const outcomes = await this.storage.transaction(async (tx) => {
       notifications = [];
-      return this.applyOutcomes(tx, batch, notifications);
+      statuses = new Map();
+      return this.applyOutcomes(tx, batch, notifications, statuses);
     });
+    // Deliveries claimed ahead for an endpoint these outcomes paused or disabled are not started.
+    for (const [id, status] of statuses) {
+      if (status === 'active') this.inactive.delete(id);
+      else this.inactive.add(id);
+    }
     for (const notification of notifications) this.deps.notifier.email(notification);
     for (const [i, item] of batch.entries()) item.resolve(outcomes[i]!);
   }
@@ -534,6 +657,8 @@ export class WebhookDispatcher {
     tx: StorageTx,
     batch: EndedAttempt[],
     notifications: NotificationRecord[],
+    /** Filled with each endpoint's status after the outcomes. */
+    statuses: Map<number, WebhookEndpointRecord['status']>,
   ): Promise<(DeliveryOutcome | null)[]> {
     // Each endpoint read under its row lock once, in id order (as claims lock them): concurrent
     // attempts to one endpoint, in this process or another, lose no failure count.
@@ -613,6 +738,7 @@ export class WebhookDispatcher {
       else settle('given_up', 'given_up', null);
     }
     await write();
+    for (const [id, endpoint] of current) statuses.set(id, endpoint.status);
     return results;
   }
 

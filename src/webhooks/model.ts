@@ -59,8 +59,10 @@ export type DeliveryRecord = AdminSchemas['Delivery'];
 /**
  * A delivery leased by a claim. `send_at`: for an endpoint with `max_per_second`, the time its
  * attempt may start (the claim reserved that slot of the endpoint's rate); null: at once.
+ * `endpoint`: its endpoint as the claim's statement read it, where the engine reads it there
+ * (PostgreSQL: no round trip of its own); absent, the dispatcher reads it.
  */
-export type ClaimedDelivery = DeliveryRecord & { send_at: string | null };
+export type ClaimedDelivery = DeliveryRecord & { send_at: string | null; endpoint?: WebhookEndpointRecord };
 /** A delivery to insert: a test or a resend says so (`replaced_by` is set later, by its resend). */
 export type NewDelivery = Omit<DeliveryRecord, 'id' | 'test' | 'replaces' | 'replaced_by'> &
   Partial<Pick<DeliveryRecord, 'test' | 'replaces'>>;

@@ -34,7 +34,13 @@ async function merchantWithEndpoint(name: string): Promise<{ merchantId: number;
   return { merchantId, endpoint };
 }
 
-const outboxRow = (endpointId: number, at: string) => ({ endpointId, event: 'price' as const, storeId: null, productId: 1, createdAt: at });
+const outboxRow = (endpointId: number, at: string) => ({
+  endpointId,
+  event: 'price' as const,
+  storeId: null,
+  productIds: [1],
+  createdAt: at,
+});
 
 function pendingDelivery(endpointId: number, createdAt: string) {
   return {

@@ -157,7 +157,10 @@ describe('verifyCatalog', { timeout: 60_000 }, () => {
   });
 
   it('notices a change that reached neither the outbox nor a delivery of a subscribed endpoint', async () => {
-    const report = await verifyAfter("DELETE FROM webhook_outbox WHERE product_id = ? AND event = 'removed'", ids.deleted);
+    const report = await verifyAfter(
+      "DELETE FROM webhook_outbox WHERE product_ids = '[' || ? || ']' AND event = 'removed'",
+      String(ids.deleted),
+    );
     // An all-stores endpoint gets the removal with store_id null (spec 2.7): both stores' changes are lost.
     expect(report.problems).toEqual([
       expect.stringMatching(

@@ -92,4 +92,23 @@ describe(`a claim's turns on ${TEST_ENGINE}`, () => {
       [a1!.deliveries[1]!, a1!.deliveries[2]!, a2!.deliveries[0]!, a2!.deliveries[1]!].sort((x, y) => x - y),
     );
   });
+
+  it('claims ahead for an endpoint that has all its turns and only this process leases, and never beside another process', async () => {
+    const [a1] = await merchantWithEndpoints('a', [{ due: 12, dueAt: '2026-11-26T07:50:00.000Z' }]);
+    const ids = a1!.deliveries;
+    // This process sends 3 to it: one slot is free; the claim takes it and 2 ahead (beyond its limit and share).
+    const first = await storage.claimDueDeliveries(
+      claimAt({ limit: 1, perEndpoint: 2, perMerchant: 2, ahead: 2, inFlightByEndpoint: new Map([[a1!.id, 1]]) }),
+    );
+    expect(first.map((d) => d.id)).toEqual(ids.slice(0, 3));
+    // Those 3 leased and held by this process (1 in flight, 2 waiting), plus the one in flight before
+    // the claim that has no lease here: its 4 turns are taken, nothing more.
+    const waitingByEndpoint = new Map([[a1!.id, 2]]);
+    const full = await storage.claimDueDeliveries(
+      claimAt({ limit: 5, perEndpoint: 2, ahead: 2, inFlightByEndpoint: new Map([[a1!.id, 2]]), waitingByEndpoint }),
+    );
+    expect(full).toEqual([]);
+    // Another process (nothing of its own in flight) sees the 3 leases: no turn, let alone one ahead.
+    expect(await storage.claimDueDeliveries(claimAt({ limit: 5, perEndpoint: 4, ahead: 4 }))).toMatchObject([{ id: ids[3] }]);
+  });
 });

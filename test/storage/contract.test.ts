@@ -5,7 +5,7 @@
 // built on both engines and must give byte-identical published bytes and equal ETags.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CatalogStorage, DeliveryClaim, PublishedRow } from '../../src/storage/port.js';
-import type { NewDelivery } from '../../src/webhooks/model.js';
+import type { ClaimedDelivery, NewDelivery } from '../../src/webhooks/model.js';
 import type { ProductSourceDocument } from '../../src/catalog/model.js';
 import type { RecordedChange } from '../../src/changes/model.js';
 import { buildOutdoorCatalog, type OutdoorCatalog } from '../support/admin-http.js';
@@ -790,7 +790,7 @@ describe(`the storage contract on ${ENGINE}`, () => {
         endpointId,
         event,
         storeId,
-        productId,
+        productIds: [productId],
         createdAt,
       });
       await storage.insertOutbox([
@@ -842,14 +842,14 @@ describe(`the storage contract on ${ENGINE}`, () => {
       const b = await endpointOf(merchant.id, de.id);
       const at = (second: number) => `2026-11-26T08:00:0${second}.000Z`;
       await storage.insertOutbox([
-        { endpointId: b.id, event: 'price', storeId: de.id, productId: 1, createdAt: at(1) },
-        { endpointId: a.id, event: 'content', storeId: null, productId: 2, createdAt: at(2) },
-        { endpointId: b.id, event: 'price', storeId: de.id, productId: 3, createdAt: at(0) },
-        { endpointId: a.id, event: 'content', storeId: null, productId: 4, createdAt: at(3) },
-        { endpointId: a.id, event: 'price', storeId: de.id, productId: 5, createdAt: at(4) },
+        { endpointId: b.id, event: 'price', storeId: de.id, productIds: [1], createdAt: at(1) },
+        { endpointId: a.id, event: 'content', storeId: null, productIds: [2], createdAt: at(2) },
+        { endpointId: b.id, event: 'price', storeId: de.id, productIds: [3], createdAt: at(0) },
+        { endpointId: a.id, event: 'content', storeId: null, productIds: [4], createdAt: at(3) },
+        { endpointId: a.id, event: 'price', storeId: de.id, productIds: [5], createdAt: at(4) },
       ]);
       const shape = (groups: Awaited<ReturnType<typeof storage.outboxWindow>>) =>
-        groups.map((g) => [g.endpointId, g.event, g.storeId, g.count, g.oldestAt, g.rows.map((r) => [r.productId, r.createdAt])]);
+        groups.map((g) => [g.endpointId, g.event, g.storeId, g.count, g.oldestAt, g.rows.map((r) => [...r.productIds, r.createdAt])]);
       // The oldest 4 rows: endpoint by endpoint, then by each group's oldest row; each group's rows in arrival order.
       const window = await storage.outboxWindow(4);
       expect(shape(window)).toEqual([
@@ -886,6 +886,35 @@ describe(`the storage contract on ${ENGINE}`, () => {
       );
       expect(held.sort((x, y) => x - y)).toEqual(ids);
       expect(await storage.transaction((tx) => tx.holdOutboxRows([]))).toEqual([]);
+    });
+
+    it("keeps a write's products in one row: a window counts changes, a row is trimmed to the products a pass left, the depth counts changes", async () => {
+      const { merchant, de } = await merchantWithStores();
+      const a = await endpointOf(merchant.id);
+      const at = '2026-11-26T08:00:00.000Z';
+      await storage.insertOutbox([
+        { endpointId: a.id, event: 'price', storeId: de.id, productIds: [7, 3, 9], createdAt: at },
+        { endpointId: a.id, event: 'price', storeId: de.id, productIds: [4, 5], createdAt: at },
+        { endpointId: a.id, event: 'content', storeId: de.id, productIds: [1], createdAt: at },
+      ]);
+      expect((await storage.operationalCounts()).outboxDepth).toBe(6);
+      expect((await storage.outboxGroups()).map((g) => [g.event, g.count])).toEqual([
+        ['price', 5],
+        ['content', 1],
+      ]);
+      // Up to 2 changes: the first row carries 3 (a row is never split by a window); up to 4: two rows.
+      const rowsOf = (groups: Awaited<ReturnType<typeof storage.outboxWindow>>) => groups.flatMap((g) => g.rows.map((r) => r.productIds));
+      expect(rowsOf(await storage.outboxWindow(2))).toEqual([[7, 3, 9]]);
+      expect(rowsOf(await storage.outboxWindow(4))).toEqual([
+        [7, 3, 9],
+        [4, 5],
+      ]);
+      const [first] = (await storage.outboxWindow(1))[0]!.rows;
+      await storage.transaction((tx) => tx.trimOutboxRows([{ id: first!.id, productIds: [9] }]));
+      expect(rowsOf(await storage.outboxWindow(10))).toEqual([[9], [4, 5], [1]]);
+      expect((await storage.outboxRows({ endpointId: a.id, event: 'price', storeId: de.id }, 2)).map((r) => r.productId)).toEqual([9, 4]);
+      expect((await storage.operationalCounts()).outboxDepth).toBe(4);
+      expect((await storage.operationalCounts(3)).outboxDepth).toBe(3);
     });
 
     it("inserts a coalescing pass's deliveries of one group in their order, with the oldest change each carries", async () => {
@@ -958,7 +987,15 @@ describe(`the storage contract on ${ENGINE}`, () => {
       expect((await storage.operationalCounts()).oldestWaitingAt).toBe('2026-11-26T07:59:00.000Z');
 
       // Claimed: leased until now + lease, occurred_at the claim's whole second; not due again meanwhile.
-      const claimed = await storage.claimDueDeliveries(claimAt('2026-11-26T08:00:00.400Z'));
+      // An engine that reads each delivery's endpoint with the claim (ClaimedDelivery.endpoint) reads it whole.
+      const withoutEndpoint = async (claim: Promise<ClaimedDelivery[]>) => {
+        const current = await storage.getWebhookEndpoint(endpoint.id);
+        return (await claim).map(({ endpoint: read, ...delivery }) => {
+          if (read !== undefined) expect(read).toEqual(current);
+          return delivery;
+        });
+      };
+      const claimed = await withoutEndpoint(storage.claimDueDeliveries(claimAt('2026-11-26T08:00:00.400Z')));
       // An endpoint without max_per_second: no slot to wait for (send_at null).
       expect(claimed).toEqual([
         { ...first, occurred_at: '2026-11-26T08:00:00Z', next_attempt_at: '2026-11-26T08:01:00.400Z', send_at: null },
@@ -973,7 +1010,7 @@ describe(`the storage contract on ${ENGINE}`, () => {
       });
       await storage.updateDelivery(first.id, { status: 'failed', attempts: 1, next_attempt_at: '2026-11-26T08:00:40.000Z' });
       // A retry keeps its occurred_at.
-      expect(await storage.claimDueDeliveries(claimAt('2026-11-26T08:00:45.000Z'))).toEqual([
+      expect(await withoutEndpoint(storage.claimDueDeliveries(claimAt('2026-11-26T08:00:45.000Z')))).toEqual([
         {
           ...first,
           status: 'failed',

@@ -6,6 +6,7 @@ import { importNdjson, simpleProduct } from '../support/admin-http.js';
 import { answers } from '../support/receiver.js';
 import type { WebhookPayload } from '../support/receiver.js';
 import { coalescePassGapMs } from '../../src/webhooks/dispatcher.js';
+import type { CatalogStorage } from '../../src/storage/port.js';
 import { SECOND, startWebhookWorld, type WebhookWorld } from './harness.js';
 
 let world: WebhookWorld;
@@ -277,6 +278,60 @@ describe('connections and concurrency', () => {
     await world.deliverDue();
     expect(receiver.count).toBe(10);
     expect(receiver.maxInFlight).toBe(4);
+  });
+
+  it('claims ahead for an endpoint with a backlog: its 4 slots and 4 more per claim, never more than 4 at once', async () => {
+    const claims: number[] = [];
+    world = await startWebhookWorld({
+      stores: ['de'],
+      dispatcherStorage: (storage) =>
+        new Proxy(storage, {
+          get(target, key, receiver) {
+            if (key === 'claimDueDeliveries') {
+              return async (claim: Parameters<CatalogStorage['claimDueDeliveries']>[0]) => {
+                const claimed = await target.claimDueDeliveries(claim);
+                if (claimed.length > 0) claims.push(claimed.length);
+                return claimed;
+              };
+            }
+            const value = Reflect.get(target, key, receiver);
+            return typeof value === 'function' ? value.bind(target) : value;
+          },
+        }),
+    });
+    const receiver = await world.receiver({ behaviour: { status: 204, delayMs: 20 } });
+    const endpoint = await world.register(receiver);
+    for (let i = 0; i < 16; i++) expect((await world.post(`/webhook-endpoints/${endpoint.id}/test`)).status).toBe(202);
+    await world.deliverDue();
+    expect(receiver.count).toBe(16);
+    expect(receiver.maxInFlight).toBe(4);
+    // 4 in flight and 4 ahead, then 4 more ahead as each 4 waiting have started: a claim per 4 attempts
+    // however apart the attempts end (without claims ahead, a claim for each attempt that ends alone).
+    expect(claims[0]).toBe(8);
+    expect(claims.reduce((a, b) => a + b, 0)).toBe(16);
+    expect(claims.length).toBeLessThanOrEqual(4);
+  });
+
+  it('hands the deliveries claimed ahead back at stop: due again at once, for any process', async () => {
+    world = await startWebhookWorld({ stores: ['de'] });
+    const receiver = await world.receiver({ behaviour: { status: 204, delayMs: 100 } });
+    const endpoint = await world.register(receiver);
+    for (let i = 0; i < 8; i++) expect((await world.post(`/webhook-endpoints/${endpoint.id}/test`)).status).toBe(202);
+    const sending = world.dispatcher.sendDue();
+    while (receiver.inFlightNow < 4) await new Promise((resolve) => setTimeout(resolve, 5));
+    await world.dispatcher.stop();
+    await sending;
+    expect(receiver.count).toBe(4);
+    // Another dispatcher on the same database claims the other 4 at once (no lease to wait for).
+    const claimed = await world.service.storage.claimDueDeliveries({
+      now: world.clock.now,
+      leaseMs: 60_000,
+      limit: 10,
+      perEndpoint: 4,
+      inFlightByEndpoint: new Map(),
+    });
+    expect(claimed).toHaveLength(4);
+    expect(new Set(claimed.map((d) => d.endpoint_id))).toEqual(new Set([endpoint.id]));
   });
 
   it("does not hold back other endpoints behind one endpoint's backlog", async () => {

@@ -152,7 +152,8 @@ describe('several dispatchers on one PostgreSQL database', () => {
 
   it("holds a window's rows for one coalescer: another transaction meanwhile is given none of them, nor the rows it deleted", async () => {
     const { merchant, a, b } = await twoDispatchers({ batchSize: 100 });
-    await importProducts(merchant, ['HOLD-1', 'HOLD-2', 'HOLD-3']);
+    // Three writes: three rows (a write's products share one).
+    for (const sku of ['HOLD-1', 'HOLD-2', 'HOLD-3']) await importProducts(merchant, [sku]);
     const ids = (await a.storage.outboxWindow(100)).flatMap((g) => g.rows.map((r) => r.id));
     expect(ids).toHaveLength(3);
     await a.storage.transaction(async (tx) => {

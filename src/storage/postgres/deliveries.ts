@@ -10,7 +10,7 @@ import type {
   NewAttempt,
   NewDelivery,
 } from '../../webhooks/model.js';
-import { ATTEMPT_COLUMNS, DELIVERY_COLUMNS, DELIVERY_FIELDS, fillIds, hourOf, toAttempt, toDelivery } from '../rows.js';
+import { ATTEMPT_COLUMNS, DELIVERY_COLUMNS, DELIVERY_FIELDS, fillIds, hourOf, toAttempt, toDelivery, toEndpoint } from '../rows.js';
 import { wholeSecondIso } from '../../shared/time.js';
 import { assignSlots, rateSlots, RATE_HORIZON_MS, takeTurns, type DueDelivery, type EndpointRate } from '../delivery-turns.js';
 import type { PgConnection, Row } from './connection.js';
@@ -146,7 +146,7 @@ export class PgDeliveries implements DeliveryStore {
       SELECT 'rate', NULL, e.id, r.next_at, e.max_per_second FROM webhook_endpoints AS e
         LEFT JOIN webhook_endpoint_rates AS r ON r.endpoint_id = e.id
         WHERE e.id = ANY($1::bigint[]) AND e.max_per_second IS NOT NULL`,
-      [endpointIds, now, claim.perEndpoint, inFlightIds],
+      [endpointIds, now, claim.perEndpoint + (claim.ahead ?? 0), inFlightIds],
     );
     const candidates = found
       .filter((r) => r.kind === 'candidate')
@@ -181,13 +181,22 @@ export class PgDeliveries implements DeliveryStore {
       `WITH rates AS (
         INSERT INTO webhook_endpoint_rates (endpoint_id, next_at) SELECT * FROM unnest($5::bigint[], $6::text[])
         ON CONFLICT (endpoint_id) DO UPDATE SET next_at = excluded.next_at)
-      UPDATE webhook_deliveries SET next_attempt_at = $1, leased_until = $1, occurred_at = coalesce(occurred_at, $2)
-      WHERE id = ANY($3::bigint[]) AND status IN ('pending', 'failed') AND next_attempt_at <= $4
-      RETURNING ${DELIVERY_COLUMNS}`,
+      , leased AS (
+        UPDATE webhook_deliveries SET next_attempt_at = $1, leased_until = $1, occurred_at = coalesce(occurred_at, $2)
+        WHERE id = ANY($3::bigint[]) AND status IN ('pending', 'failed') AND next_attempt_at <= $4
+        RETURNING ${DELIVERY_COLUMNS})
+      SELECT leased.*, row_to_json(e) AS endpoint FROM leased JOIN webhook_endpoints AS e ON e.id = leased.endpoint_id`,
       [leaseUntil, wholeSecondIso(at), chosen, now, [...slots.nextAt.keys()], [...slots.nextAt.values()]],
     );
+    // Each with its endpoint as this statement read it: the dispatcher needs no read of its own.
     return rows
-      .map((row): ClaimedDelivery => ({ ...toDelivery(row), send_at: slots.sendAt.get(Number(row.id)) ?? null }))
+      .map(
+        ({ endpoint, ...row }): ClaimedDelivery => ({
+          ...toDelivery(row),
+          send_at: slots.sendAt.get(Number(row.id)) ?? null,
+          endpoint: toEndpoint(endpoint as Row),
+        }),
+      )
       .sort((a, b) => a.id - b.id);
   }
 

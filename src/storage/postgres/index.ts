@@ -319,7 +319,10 @@ export class PostgresStorage implements CatalogStorage {
       const counts: OperationalCounts = {
         endpoints: { active: 0, paused: 0, disabled: 0 },
         outboxDepth: (
-          await rows<{ n: number }>('SELECT count(*)::integer AS n FROM (SELECT 1 FROM webhook_outbox LIMIT $1) AS o', [countMax])
+          await rows<{ n: number }>(
+            'SELECT least(coalesce(sum(product_count), 0), $1)::integer AS n FROM (SELECT product_count FROM webhook_outbox LIMIT $1) AS o',
+            [countMax],
+          )
         )[0]!.n,
         waitingDeliveries: { pending: 0, failed: 0 },
         oldestWaitingAt: null,

@@ -1076,4 +1076,17 @@ DROP INDEX webhook_outbox_group;
 ALTER TABLE image_mirrors SET (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000);
 `,
   },
+  {
+    id: 47,
+    name: 'outbox_rows_carry_products',
+    sql: `
+-- An outbox row carries every product of one write for one (endpoint, event, store): a JSON array
+-- of product ids, in the order the write changed them, and their count. A row per (change,
+-- endpoint) cost each change a row written at import and read and deleted at coalescing.
+ALTER TABLE webhook_outbox ADD COLUMN product_ids text NOT NULL DEFAULT '[]';
+ALTER TABLE webhook_outbox ADD COLUMN product_count integer NOT NULL DEFAULT 1;
+UPDATE webhook_outbox SET product_ids = '[' || product_id || ']';
+ALTER TABLE webhook_outbox DROP COLUMN product_id;
+`,
+  },
 ];

@@ -12,14 +12,15 @@ export class PgOutbox extends SqlOutbox<PgConnection> {
     // dispatchers at commit itself (pg_notify: no NOTIFY round trip after it).
     await this.c.run(
       `WITH inserted AS (
-        INSERT INTO webhook_outbox (endpoint_id, event, store_id, product_id, created_at)
-        SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bigint[], $5::text[]) RETURNING 1)
+        INSERT INTO webhook_outbox (endpoint_id, event, store_id, product_ids, product_count, created_at)
+        SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::integer[], $6::text[]) RETURNING 1)
       SELECT pg_notify('${DELIVERY_WORK_CHANNEL}', '') WHERE EXISTS (SELECT 1 FROM inserted)`,
       [
         rows.map((r) => r.endpointId),
         rows.map((r) => r.event),
         rows.map((r) => r.storeId),
-        rows.map((r) => r.productId),
+        rows.map((r) => JSON.stringify(r.productIds)),
+        rows.map((r) => r.productIds.length),
         rows.map((r) => r.createdAt),
       ],
     );

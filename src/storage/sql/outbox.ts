@@ -1,5 +1,5 @@
-// The webhook outbox, written once for both engines (dialect.ts): one row per (subscribed endpoint,
-// change), written with the change. Its insert wakes the dispatchers each engine's own way:
+// The webhook outbox, written once for both engines (dialect.ts): one row per (write, subscribed
+// endpoint, event, store), carrying the products the write changed, written with the changes. Its insert wakes the dispatchers each engine's own way:
 // SqliteOutbox, PgOutbox.
 import type { OutboxStore } from '../port.js';
 import type { ChangeType } from '../../changes/model.js';
@@ -7,7 +7,7 @@ import type { OutboxEntry, OutboxGroup, OutboxRow, OutboxWindowGroup } from '../
 import type { SqlConnection } from './dialect.js';
 
 export abstract class SqlOutbox<C extends SqlConnection = SqlConnection> implements OutboxStore {
-  static readonly writes = ['insertOutbox', 'deleteOutboxRows'] as const;
+  static readonly writes = ['insertOutbox', 'deleteOutboxRows', 'trimOutboxRows'] as const;
 
   constructor(protected readonly c: C) {}
 
@@ -17,8 +17,8 @@ export abstract class SqlOutbox<C extends SqlConnection = SqlConnection> impleme
     // The oldest `window` rows from the primary key (all without it), grouped.
     return this.c.rows<OutboxGroup & Record<string, unknown>>(
       `SELECT endpoint_id AS "endpointId", event, store_id AS "storeId",
-        CAST(count(*) AS integer) AS count, min(created_at) AS "oldestAt"
-      FROM (SELECT id, endpoint_id, event, store_id, created_at FROM webhook_outbox ORDER BY id${window === undefined ? '' : ' LIMIT $1'}) AS oldest
+        CAST(sum(product_count) AS integer) AS count, min(created_at) AS "oldestAt"
+      FROM (SELECT id, endpoint_id, event, store_id, product_count, created_at FROM webhook_outbox ORDER BY id${window === undefined ? '' : ' LIMIT $1'}) AS oldest
       GROUP BY endpoint_id, event, store_id ORDER BY endpoint_id, min(id)`,
       window === undefined ? [] : [window],
     );
@@ -28,28 +28,34 @@ export abstract class SqlOutbox<C extends SqlConnection = SqlConnection> impleme
     group: Pick<OutboxGroup, 'endpointId' | 'event' | 'storeId'>,
     limit: number,
   ): Promise<{ id: number; productId: number; createdAt: string }[]> {
-    // A coalescer locks the rows it batches, and another one skips them (PostgreSQL): no outbox row
-    // goes into two deliveries however many dispatchers coalesce at once.
-    return this.c.rows(
-      `SELECT id, product_id AS "productId", created_at AS "createdAt" FROM webhook_outbox
+    // A row carries one product at least: `limit` rows carry `limit` changes at least.
+    const rows = await this.c.rows<{ id: number; productIds: string; createdAt: string }>(
+      `SELECT id, product_ids AS "productIds", created_at AS "createdAt" FROM webhook_outbox
       WHERE endpoint_id = $1 AND event = $2 AND store_id IS NOT DISTINCT FROM ${this.c.dialect.typed('$3', 'bigint')} ORDER BY id LIMIT $4
       ${this.c.locksRows ? 'FOR UPDATE SKIP LOCKED' : ''}`,
       [group.endpointId, group.event, group.storeId, limit],
     );
+    return rows
+      .flatMap((r) => (JSON.parse(r.productIds) as number[]).map((productId) => ({ id: Number(r.id), productId, createdAt: r.createdAt })))
+      .slice(0, limit);
   }
 
   async outboxWindow(window: number, afterId = 0): Promise<OutboxWindowGroup[]> {
-    // The oldest rows from the primary key, the group by in the caller (one statement, no sort).
+    // The oldest rows from the primary key, up to `window` changes (the rows before them carry fewer),
+    // the group by in the caller (one statement, no sort).
     const rows = await this.c.rows<{
       id: number;
       endpointId: number;
       event: ChangeType;
       storeId: number | null;
-      productId: number;
+      productIds: string;
       createdAt: string;
     }>(
-      `SELECT id, endpoint_id AS "endpointId", event, store_id AS "storeId", product_id AS "productId", created_at AS "createdAt"
-      FROM webhook_outbox WHERE id > $2 ORDER BY id LIMIT $1`,
+      `SELECT id, "endpointId", event, "storeId", "productIds", "createdAt" FROM (
+        SELECT id, endpoint_id AS "endpointId", event, store_id AS "storeId", product_ids AS "productIds", created_at AS "createdAt",
+          sum(product_count) OVER (ORDER BY id) - product_count AS before
+        FROM (SELECT * FROM webhook_outbox WHERE id > $2 ORDER BY id LIMIT $1) AS oldest) AS counted
+      WHERE before < $1 ORDER BY id`,
       [window, afterId],
     );
     return groupWindow(
@@ -58,7 +64,7 @@ export abstract class SqlOutbox<C extends SqlConnection = SqlConnection> impleme
         Number(r.endpointId),
         r.event,
         r.storeId === null ? null : Number(r.storeId),
-        Number(r.productId),
+        r.productIds,
         r.createdAt,
       ]),
     );
@@ -78,24 +84,35 @@ export abstract class SqlOutbox<C extends SqlConnection = SqlConnection> impleme
     if (ids.length === 0) return;
     await this.c.run(`DELETE FROM webhook_outbox WHERE ${this.c.dialect.inList('id', '$1', 'bigint')}`, [this.c.dialect.list(ids)]);
   }
+
+  async trimOutboxRows(rows: { id: number; productIds: number[] }[]): Promise<void> {
+    for (const row of rows) {
+      await this.c.run('UPDATE webhook_outbox SET product_ids = $2, product_count = $3 WHERE id = $1', [
+        row.id,
+        JSON.stringify(row.productIds),
+        row.productIds.length,
+      ]);
+    }
+  }
 }
 
-/** A window row as [id, endpoint_id, event, store_id, product_id, created_at], in id order. */
-export type OutboxWindowRow = [number, number, ChangeType, number | null, number, string];
+/** A window row as [id, endpoint_id, event, store_id, product_ids (JSON), created_at], in id order. */
+export type OutboxWindowRow = [number, number, ChangeType, number | null, string, string];
 
 /** The window's rows grouped as outboxGroups groups them: by endpoint id, then by each group's oldest row. */
 export function groupWindow(rows: OutboxWindowRow[]): OutboxWindowGroup[] {
   const groups = new Map<string, OutboxWindowGroup>();
-  for (const [id, endpointId, event, storeId, productId, createdAt] of rows) {
+  for (const [id, endpointId, event, storeId, productIdsJson, createdAt] of rows) {
     const key = `${endpointId}:${event}:${storeId}`;
     let group = groups.get(key);
     if (!group) {
       group = { endpointId, event, storeId, count: 0, oldestAt: createdAt, rows: [] };
       groups.set(key, group);
     }
-    const entry: OutboxEntry = { id, productId, createdAt };
+    const productIds = JSON.parse(productIdsJson) as number[];
+    const entry: OutboxEntry = { id, productIds, createdAt };
     group.rows.push(entry);
-    group.count++;
+    group.count += productIds.length;
     if (createdAt < group.oldestAt) group.oldestAt = createdAt;
   }
   // Map order is each group's first (oldest) row: a stable sort by endpoint keeps it within one.

@@ -95,7 +95,10 @@ export class SqliteDeliveries implements DeliveryStore {
         WHERE x.endpoint_id = e.id AND x.status IN ('pending', 'failed') AND x.next_attempt_at <= @now
         ORDER BY x.next_attempt_at, x.id LIMIT @perEndpoint)
       WHERE e.status = 'active'`)
-      .all({ now, perEndpoint: claim.perEndpoint }) as (DueDelivery & { maxPerSecond: number | null; rateNextAt: string | null })[];
+      .all({ now, perEndpoint: claim.perEndpoint + (claim.ahead ?? 0) }) as (DueDelivery & {
+      maxPerSecond: number | null;
+      rateNextAt: string | null;
+    })[];
     if (found.length === 0) return [];
     const rates = new Map<number, EndpointRate>();
     for (const f of found) if (f.maxPerSecond !== null) rates.set(f.endpointId, { maxPerSecond: f.maxPerSecond, nextAt: f.rateNextAt });

@@ -324,7 +324,10 @@ export class SqliteStorage implements CatalogStorage {
       const stmt = (sql: string) => connection.named('storage.operationalCounts').stmt(sql);
       const counts: OperationalCounts = {
         endpoints: { active: 0, paused: 0, disabled: 0 },
-        outboxDepth: stmt('SELECT count(*) FROM (SELECT 1 FROM webhook_outbox LIMIT ?)').pluck().get(countMax) as number,
+        // Changes (a row carries a write's products), counted in the first countMax rows at most.
+        outboxDepth: stmt('SELECT min(coalesce(sum(product_count), 0), ?) FROM (SELECT product_count FROM webhook_outbox LIMIT ?)')
+          .pluck()
+          .get(countMax, countMax) as number,
         waitingDeliveries: { pending: 0, failed: 0 },
         oldestWaitingAt: null,
         images: { pending: 0, mirrored: 0, dead: 0 },

@@ -957,4 +957,17 @@ DROP INDEX webhook_outbox_group;
 SELECT 1;
 `,
   },
+  {
+    id: 47,
+    name: 'outbox_rows_carry_products',
+    sql: `
+-- An outbox row carries every product of one write for one (endpoint, event, store): a JSON array
+-- of product ids, in the order the write changed them, and their count. A row per (change,
+-- endpoint) cost each change a row written at import and read and deleted at coalescing.
+ALTER TABLE webhook_outbox ADD COLUMN product_ids TEXT NOT NULL DEFAULT '[]';
+ALTER TABLE webhook_outbox ADD COLUMN product_count INTEGER NOT NULL DEFAULT 1;
+UPDATE webhook_outbox SET product_ids = json_array(product_id);
+ALTER TABLE webhook_outbox DROP COLUMN product_id;
+`,
+  },
 ];

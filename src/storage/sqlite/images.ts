@@ -1,6 +1,6 @@
 // Image mirroring state per (merchant, source URL) on SQLite.
 import { claimImages, type ImageClaimQueries, type ImageWorkHint } from '../image-claims.js';
-import { UNCAPPED_IMAGE_CLAIM, type ImageClaimFairness, type ImageStore } from '../port.js';
+import { UNCAPPED_IMAGE_CLAIM, type ImageClaimFairness, type ImageMirrorChange, type ImageStore } from '../port.js';
 import type { ClaimedImageMirror, ImageOriginState } from '../records.js';
 import type { ImageMirrorRecord, ImageMirrorWork, ImageStateCounts } from '../../catalog/model.js';
 import type { SqliteConnection } from './connection.js';
@@ -144,6 +144,7 @@ export class SqliteImages implements ImageStore {
     'ensureImageMirrors',
     'claimDueImageMirrors',
     'updateImageMirror',
+    'updateImageMirrors',
     'countImageOriginFailure',
     'putImageOrigin',
     'clearImageOrigin',
@@ -192,6 +193,19 @@ export class SqliteImages implements ImageStore {
     }
     // A dead image put back to pending (retry-dead) is work for the mirror.
     if (patch.state === 'pending') this.c.addedWork.add('images');
+  }
+
+  async updateImageMirrors(merchantId: number, changes: ImageMirrorChange[]): Promise<number[]> {
+    // In process, a statement per image costs no round trip: each as updateImageMirror, then the
+    // products of them all from the links (one writer at a time: no lock needed).
+    const last = new Map(changes.map((change) => [change.url, change.patch]));
+    for (const [url, patch] of last) await this.updateImageMirror(merchantId, url, patch);
+    if (last.size === 0) return [];
+    return this.c
+      .stmt(`SELECT DISTINCT product_id FROM product_links
+      WHERE merchant_id = ? AND kind = 'image' AND value IN (SELECT value FROM json_each(?)) ORDER BY product_id`)
+      .pluck()
+      .all(merchantId, JSON.stringify([...last.keys()])) as number[];
   }
 
   async imageStateCounts(merchantId: number): Promise<ImageStateCounts> {

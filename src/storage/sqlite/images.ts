@@ -67,11 +67,13 @@ class SqliteImageClaimQueries implements ImageClaimQueries {
   }
 
   async earliestPendingByOrigin(merchantId: number): Promise<Map<string, string>> {
-    // The earliest of each origin (one probe per origin, from the same index as the claim's).
+    // The earliest of each origin: one probe per origin (LIMIT 1 of an index range, never a min() over a
+    // down origin's whole backlog), from the same index as the claim's.
     const rows = this.c
       .stmt(`${PENDING_ORIGINS}
-      SELECT o.origin, (SELECT min(e.next_attempt_at) FROM image_mirrors AS e
-        WHERE e.merchant_id = @merchant AND e.state = 'pending' AND e.origin = o.origin) AS at
+      SELECT o.origin, (SELECT e.next_attempt_at FROM image_mirrors AS e
+        WHERE e.merchant_id = @merchant AND e.state = 'pending' AND e.origin = o.origin AND e.next_attempt_at IS NOT NULL
+        ORDER BY e.next_attempt_at LIMIT 1) AS at
       FROM origins AS o WHERE o.origin IS NOT NULL`)
       .all({ merchant: merchantId }) as { origin: string; at: string | null }[];
     return new Map(rows.filter((r) => r.at !== null).map((r) => [r.origin, r.at!]));
@@ -80,8 +82,8 @@ class SqliteImageClaimQueries implements ImageClaimQueries {
   async earliestFirstFailure(merchantId: number, origin: string): Promise<string | null> {
     return (
       (this.c
-        .stmt(`SELECT min(first_failure_at) FROM image_mirrors
-        WHERE merchant_id = ? AND origin = ? AND state = 'pending' AND first_failure_at IS NOT NULL`)
+        .stmt(`SELECT first_failure_at FROM image_mirrors INDEXED BY image_mirrors_pending_first_failure
+        WHERE merchant_id = ? AND origin = ? AND state = 'pending' AND first_failure_at IS NOT NULL ORDER BY first_failure_at LIMIT 1`)
         .pluck()
         .get(merchantId, origin) as string | null) ?? null
     );

@@ -646,21 +646,17 @@ export class ImageMirror {
     const batch = this.waitingTransitions.splice(0, TRANSITIONS_PER_COMMIT);
     this.committing = this.storage
       .transaction(async (tx) => {
-        const productsByMerchant = new Map<number, Set<number>>();
+        const changesByMerchant = new Map<number, { url: string; patch: Partial<ImageMirrorWork> }[]>();
         for (const { image, patch } of batch) {
-          // A claim is cross-tenant; each image, once claimed, is written through its merchant's scope.
-          const merchant = scopeToMerchant(tx, image.merchant_id);
-          await merchant.updateImageMirror(image.url, patch);
-          const products = productsByMerchant.get(image.merchant_id) ?? new Set<number>();
-          productsByMerchant.set(image.merchant_id, products);
-          for (const id of await merchant.productIdsWithImage(image.url)) products.add(id);
+          const changes = changesByMerchant.get(image.merchant_id) ?? [];
+          changesByMerchant.set(image.merchant_id, changes);
+          changes.push({ url: image.url, patch });
         }
-        for (const [merchantId, products] of productsByMerchant) {
-          await this.publisher.publishProducts(
-            tx,
-            scopeToMerchant(tx, merchantId),
-            [...products].sort((a, b) => a - b),
-          );
+        // A claim is cross-tenant; each merchant's images, once claimed, are written through its
+        // scope, all in a few statements, and their products re-published once.
+        for (const [merchantId, changes] of changesByMerchant) {
+          const merchant = scopeToMerchant(tx, merchantId);
+          await this.publisher.publishProducts(tx, merchant, await merchant.updateImageMirrors(changes));
         }
       })
       .then(

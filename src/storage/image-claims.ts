@@ -95,6 +95,8 @@ export async function claimImages(
   // so looking further than the busy ones and `limit` more could not change the outcome.
   const page = Math.min(limit, 1000) + busyMerchant.size;
   const candidates: ClaimedImageMirror[] = [];
+  // Merchants with a down origin that had due work: settled once their images and probes are leased.
+  const settleAfterLease: { hint: ImageWorkHint; down: (FailingOrigin & { down_since: string })[] }[] = [];
   let idleWithWork = 0;
   let after: Pick<ImageWorkHint, 'dueAt' | 'merchantId'> | null = null;
   for (;;) {
@@ -153,6 +155,13 @@ export async function claimImages(
         candidates.push(...due, ...expired);
         if (fetching === 0) idleWithWork++;
         if (due.length === 0) continue;
+        // A down origin's due backlog keeps the hint at its oldest image: once the claim's leases are
+        // taken, the hint moves to the next probe (or whatever else is due first), so that polls do
+        // not visit the merchant in between.
+        if (down.length > 0 && expired.length === 0) {
+          settleAfterLease.push({ hint, down });
+          continue;
+        }
         const earliest = due.reduce(
           (min, image) => (image.next_attempt_at! < min ? image.next_attempt_at! : min),
           due[0]!.next_attempt_at!,
@@ -173,6 +182,14 @@ export async function claimImages(
   const chosen = takeImageTurns(candidates, limit, fairness, busyMerchant, busyOrigin);
   if (chosen.length > 0) await queries.lease(chosen, leaseUntil);
   for (const image of chosen) if (image.probe) await queries.leaseProbe(image.merchant_id, image.origin, leaseUntil);
+  for (const { hint, down } of settleAfterLease) {
+    // Nothing chosen of it (the claim was full): its work is still due, the hint stays.
+    const probed = new Set(chosen.filter((i) => i.probe && i.merchant_id === hint.merchantId).map((i) => i.origin));
+    if (!chosen.some((i) => i.merchant_id === hint.merchantId)) continue;
+    const leased = down.map((o) => (probed.has(o.origin) ? { ...o, next_probe_at: leaseUntil } : o));
+    const next = await nextWorkAt(queries, hint.merchantId, leased, fairness.deadAfterMs);
+    if (next === null || next > now) await queries.settleHint(hint, next);
+  }
   return chosen;
 }
 

@@ -56,6 +56,7 @@ export const MERCHANT_KEYED = [
   'imageMirrors',
   'ensureImageMirrors',
   'updateImageMirror',
+  'updateImageMirrors',
   'imageStateCounts',
   'deadImages',
   'imageOrigins',

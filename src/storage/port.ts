@@ -205,6 +205,12 @@ export interface ImageClaimFairness {
 /** Claims with no caps: a window this wide per merchant. */
 export const UNCAPPED_IMAGE_CLAIM: ImageClaimFairness = { perMerchant: 1_000_000, perOrigin: 1_000_000, busy: [] };
 
+/** A change of one image's mirroring state (updateImageMirrors). */
+export interface ImageMirrorChange {
+  url: string;
+  patch: Partial<Omit<ImageMirrorWork, 'merchant_id' | 'url'>>;
+}
+
 /** Mirroring state per (merchant, source URL). */
 export interface ImageStore {
   imageMirrors(merchantId: number, urls: string[]): Promise<Map<string, ImageMirrorRecord>>;
@@ -223,6 +229,13 @@ export interface ImageStore {
    */
   claimDueImageMirrors(now: string, limit: number, leaseUntil: string, fairness?: ImageClaimFairness): Promise<ClaimedImageMirror[]>;
   updateImageMirror(merchantId: number, url: string, patch: Partial<Omit<ImageMirrorWork, 'merchant_id' | 'url'>>): Promise<void>;
+  /**
+   * Applies the merchant's image state changes (each as updateImageMirror would; a URL given twice:
+   * its last change) and returns the ids of the merchant's products that list any of their URLs, in
+   * id order, locked as productIdsWithImage locks them. A batch of the mirror's transitions in a few
+   * statements, not a round trip per image.
+   */
+  updateImageMirrors(merchantId: number, changes: ImageMirrorChange[]): Promise<number[]>;
   /** Per distinct source URL that a product of the merchant still lists. */
   imageStateCounts(merchantId: number): Promise<ImageStateCounts>;
   /** The merchant's dead images that a product still lists, newest first. */

@@ -1,6 +1,6 @@
 // Image mirroring state per (merchant, source URL) on PostgreSQL, claimed by several mirrors at once.
 import { claimImages, type ImageClaimQueries, type ImageWorkHint } from '../image-claims.js';
-import { UNCAPPED_IMAGE_CLAIM, type ImageClaimFairness, type ImageStore } from '../port.js';
+import { UNCAPPED_IMAGE_CLAIM, type ImageClaimFairness, type ImageMirrorChange, type ImageStore } from '../port.js';
 import type { ClaimedImageMirror, ImageOriginState } from '../records.js';
 import type { ImageMirrorRecord, ImageMirrorWork, ImageStateCounts } from '../../catalog/model.js';
 import type { PgConnection } from './connection.js';
@@ -161,6 +161,7 @@ export class PgImages implements ImageStore {
     'ensureImageMirrors',
     'claimDueImageMirrors',
     'updateImageMirror',
+    'updateImageMirrors',
     'countImageOriginFailure',
     'putImageOrigin',
     'clearImageOrigin',
@@ -210,6 +211,48 @@ export class PgImages implements ImageStore {
       await this.c.run(LOWER_IMAGE_WORK_HINT, [merchantId, row.next_attempt_at]);
     // A dead image put back to pending (retry-dead) is work for the mirrors.
     if (patch.state === 'pending') await notifyWork(this.c, 'images');
+  }
+
+  async updateImageMirrors(merchantId: number, changes: ImageMirrorChange[]): Promise<number[]> {
+    // The changes with the same fields (a batch's mirrored ones, its dead ones) in one UPDATE from
+    // their arrays; a URL given twice: its last change.
+    const last = new Map(changes.map((change) => [change.url, change.patch]));
+    const groups = new Map<string, { fields: (typeof IMAGE_FIELDS)[number][]; urls: string[]; values: unknown[][] }>();
+    for (const [url, patch] of last) {
+      const fields = IMAGE_FIELDS.filter((f) => f in patch);
+      if (fields.length === 0) continue;
+      const key = fields.join(' ');
+      const group = groups.get(key) ?? { fields, urls: [], values: fields.map(() => []) };
+      groups.set(key, group);
+      group.urls.push(url);
+      fields.forEach((f, i) => group.values[i]!.push(patch[f] ?? null));
+    }
+    let dueAt: string | null = null;
+    for (const { fields, urls, values } of groups.values()) {
+      const rows = await this.c.rows<{ state: string; next_attempt_at: string | null }>(
+        `UPDATE image_mirrors AS m SET ${fields.map((f) => `${f} = u.${f}`).join(', ')}
+        FROM unnest($2::text[], ${fields.map((f, i) => `$${i + 3}::${f === 'attempts' ? 'integer' : 'text'}[]`).join(', ')})
+          AS u(url, ${fields.join(', ')})
+        WHERE m.merchant_id = $1 AND m.url = u.url RETURNING m.state, m.next_attempt_at`,
+        [merchantId, urls, ...values],
+      );
+      // Pending again (a release, a backoff, retry-dead): the merchant's hint must not be later than it.
+      for (const row of rows)
+        if (row.state === 'pending' && row.next_attempt_at !== null && (dueAt === null || row.next_attempt_at < dueAt))
+          dueAt = row.next_attempt_at;
+    }
+    if (dueAt !== null) await this.c.run(LOWER_IMAGE_WORK_HINT, [merchantId, dueAt]);
+    if ([...last.values()].some((patch) => patch.state === 'pending')) await notifyWork(this.c, 'images');
+    if (last.size === 0) return [];
+    // Their products, locked in id order as productIdsWithImage locks them (in a write transaction).
+    return (
+      await this.c.rows<{ id: number }>(
+        `SELECT p.id FROM products AS p WHERE p.merchant_id = $1 AND p.id IN (SELECT l.product_id FROM product_links AS l
+          WHERE l.merchant_id = $1 AND l.kind = 'image' AND l.value = ANY($2::text[]))
+        ORDER BY p.id ${this.c.inWriteTransaction ? 'FOR NO KEY UPDATE OF p' : ''}`,
+        [merchantId, [...last.keys()]],
+      )
+    ).map((r) => Number(r.id));
   }
 
   async imageStateCounts(merchantId: number): Promise<ImageStateCounts> {

@@ -1,6 +1,6 @@
 // Image mirroring state per (merchant, source URL) on SQLite.
 import { claimImages, type ImageClaimQueries, type ImageWorkHint } from '../image-claims.js';
-import { UNCAPPED_IMAGE_CLAIM, type ImageClaimFairness, type ImageStore } from '../port.js';
+import { UNCAPPED_IMAGE_CLAIM, type ImageClaimFairness, type ImageMirrorChange, type ImageStore } from '../port.js';
 import type { ClaimedImageMirror, ImageOriginState } from '../records.js';
 import type { ImageMirrorRecord, ImageMirrorWork, ImageStateCounts } from '../../catalog/model.js';
 import type { SqliteConnection } from './connection.js';
@@ -67,11 +67,13 @@ class SqliteImageClaimQueries implements ImageClaimQueries {
   }
 
   async earliestPendingByOrigin(merchantId: number): Promise<Map<string, string>> {
-    // The earliest of each origin (one probe per origin, from the same index as the claim's).
+    // The earliest of each origin: one probe per origin (LIMIT 1 of an index range, never a min() over a
+    // down origin's whole backlog), from the same index as the claim's.
     const rows = this.c
       .stmt(`${PENDING_ORIGINS}
-      SELECT o.origin, (SELECT min(e.next_attempt_at) FROM image_mirrors AS e
-        WHERE e.merchant_id = @merchant AND e.state = 'pending' AND e.origin = o.origin) AS at
+      SELECT o.origin, (SELECT e.next_attempt_at FROM image_mirrors AS e
+        WHERE e.merchant_id = @merchant AND e.state = 'pending' AND e.origin = o.origin AND e.next_attempt_at IS NOT NULL
+        ORDER BY e.next_attempt_at LIMIT 1) AS at
       FROM origins AS o WHERE o.origin IS NOT NULL`)
       .all({ merchant: merchantId }) as { origin: string; at: string | null }[];
     return new Map(rows.filter((r) => r.at !== null).map((r) => [r.origin, r.at!]));
@@ -80,8 +82,8 @@ class SqliteImageClaimQueries implements ImageClaimQueries {
   async earliestFirstFailure(merchantId: number, origin: string): Promise<string | null> {
     return (
       (this.c
-        .stmt(`SELECT min(first_failure_at) FROM image_mirrors
-        WHERE merchant_id = ? AND origin = ? AND state = 'pending' AND first_failure_at IS NOT NULL`)
+        .stmt(`SELECT first_failure_at FROM image_mirrors INDEXED BY image_mirrors_pending_first_failure
+        WHERE merchant_id = ? AND origin = ? AND state = 'pending' AND first_failure_at IS NOT NULL ORDER BY first_failure_at LIMIT 1`)
         .pluck()
         .get(merchantId, origin) as string | null) ?? null
     );
@@ -144,6 +146,7 @@ export class SqliteImages implements ImageStore {
     'ensureImageMirrors',
     'claimDueImageMirrors',
     'updateImageMirror',
+    'updateImageMirrors',
     'countImageOriginFailure',
     'putImageOrigin',
     'clearImageOrigin',
@@ -192,6 +195,19 @@ export class SqliteImages implements ImageStore {
     }
     // A dead image put back to pending (retry-dead) is work for the mirror.
     if (patch.state === 'pending') this.c.addedWork.add('images');
+  }
+
+  async updateImageMirrors(merchantId: number, changes: ImageMirrorChange[]): Promise<number[]> {
+    // In process, a statement per image costs no round trip: each as updateImageMirror, then the
+    // products of them all from the links (one writer at a time: no lock needed).
+    const last = new Map(changes.map((change) => [change.url, change.patch]));
+    for (const [url, patch] of last) await this.updateImageMirror(merchantId, url, patch);
+    if (last.size === 0) return [];
+    return this.c
+      .stmt(`SELECT DISTINCT product_id FROM product_links
+      WHERE merchant_id = ? AND kind = 'image' AND value IN (SELECT value FROM json_each(?)) ORDER BY product_id`)
+      .pluck()
+      .all(merchantId, JSON.stringify([...last.keys()])) as number[];
   }
 
   async imageStateCounts(merchantId: number): Promise<ImageStateCounts> {

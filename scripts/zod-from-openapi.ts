@@ -98,11 +98,13 @@ function zodForType(doc: Json, kind: string, schema: Json): string {
       if (schema.format === 'date-time') out = 'z.iso.datetime({ offset: true })';
       else if (schema.format === 'email') out = `z.email({ pattern: new RegExp(${literal(EMAIL.source)}, ${literal(EMAIL.flags)}) })`;
       else if (schema.format === 'uri') out = 'z.url()';
-      // JSON Schema counts a string's length in characters (code points), not UTF-16 units.
+      // JSON Schema counts a string's length in characters (code points), not UTF-16 units. A string
+      // has at least half as many code points as UTF-16 units and at most as many: the code points
+      // are counted (an array of them built) only when the units alone do not decide.
       if (schema.minLength !== undefined)
-        out += `.refine((s) => [...s].length >= ${schema.minLength}, { error: 'must be at least ${schema.minLength} characters' })`;
+        out += `.refine((s) => s.length >= ${2 * schema.minLength} || [...s].length >= ${schema.minLength}, { error: 'must be at least ${schema.minLength} characters' })`;
       if (schema.maxLength !== undefined)
-        out += `.refine((s) => [...s].length <= ${schema.maxLength}, { error: 'must be at most ${schema.maxLength} characters' })`;
+        out += `.refine((s) => s.length <= ${schema.maxLength} || [...s].length <= ${schema.maxLength}, { error: 'must be at most ${schema.maxLength} characters' })`;
       if (schema.pattern) out += `.regex(${regex(schema.pattern)})`;
       const excluded = excludedStrings(schema);
       if (excluded)

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { CatalogReads } from '../../src/catalog/reads.js';
 import type { CatalogStorage } from '../../src/storage/port.js';
 import type { ProductSourceDocument } from '../../src/catalog/model.js';
-import { PgConnection } from '../../src/storage/postgres/connection.js';
+import { postgresRowsRead, recordStatements, sqlitePlan, statementsOf, type Ran } from '../support/statement-plans.js';
 import { createTestDatabase, onPglite, TEST_ENGINE, type TestDatabase } from '../support/engine.js';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -38,71 +38,12 @@ const source = (n: number, patch: Partial<ProductSourceDocument> = {}): ProductS
   ...patch,
 });
 
-/** A statement an operation ran, with its parameters. */
-interface Ran {
-  sql: string;
-  params: unknown;
-  /** SQLite: how many rows it returned (all()). */
-  returned?: number;
-}
-
-// better-sqlite3's Statement class is not exported: reached through a prepared statement.
-const statementClass = Object.getPrototypeOf(new Database(':memory:').prepare('SELECT 1')) as Record<
-  string,
-  (...args: unknown[]) => unknown
->;
-
 let dir: string;
 let database: TestDatabase;
 let storage: CatalogStorage;
 let big: number;
 let small: number;
 let storeId: number;
-
-/** Where the statements run go while an operation is watched (statementsOf). */
-let recording: Ran[] | null = null;
-
-/**
- * Records every statement run, for the whole file: installed before the storage opens, since the
- * storage keeps each prepared statement's methods as they were when it prepared it.
- */
-function recordStatements(): void {
-  if (TEST_ENGINE === 'sqlite') {
-    for (const method of ['all', 'get', 'run', 'iterate'] as const) {
-      const real = statementClass[method]!;
-      vi.spyOn(statementClass, method as never).mockImplementation(function (this: { source: string }, ...args: unknown[]) {
-        const result = real.apply(this, args);
-        recording?.push({ sql: this.source, params: args, returned: Array.isArray(result) ? result.length : undefined });
-        return result;
-      });
-    }
-  } else {
-    for (const method of ['rows', 'one', 'run'] as const) {
-      // eslint-disable-next-line @typescript-eslint/unbound-method -- called with its connection as `this` (real.call(this, …))
-      const real = PgConnection.prototype[method] as (...args: unknown[]) => unknown;
-      (vi.spyOn(PgConnection.prototype, method) as unknown as { mockImplementation(f: unknown): void }).mockImplementation(function (
-        this: PgConnection,
-        sql: string,
-        values: unknown[] = [],
-      ) {
-        recording?.push({ sql, params: values });
-        return real.call(this, sql, values);
-      });
-    }
-  }
-}
-
-/** The statements `operation` runs on the storage (every one, in order). */
-async function statementsOf(operation: () => Promise<unknown>): Promise<Ran[]> {
-  const ran: Ran[] = [];
-  recording = ran;
-  try {
-    await operation();
-  } finally {
-    recording = null;
-  }
-  return ran.filter((r) => !/^\s*(BEGIN|COMMIT|ROLLBACK|SAVEPOINT|RELEASE|SELECT pg_notify|NOTIFY)/i.test(r.sql));
-}
 
 /** Statistics as a database of this size has them (the planners choose by them). */
 async function analyze(): Promise<void> {
@@ -118,46 +59,6 @@ async function analyze(): Promise<void> {
     const db = new Database(database.location);
     db.exec('ANALYZE');
     db.close();
-  }
-}
-
-/** SQLite: the plan's lines. */
-function sqlitePlan(ran: Ran): string[] {
-  const db = new Database(database.location, { readonly: true });
-  try {
-    return (db.prepare(`EXPLAIN QUERY PLAN ${ran.sql}`).all(...(ran.params as unknown[])) as { detail: string }[]).map((r) => r.detail);
-  } finally {
-    db.close();
-  }
-}
-
-/** PostgreSQL: the rows the statement reads (every scan node's rows out and rows filtered away), run and rolled back. */
-async function postgresRowsRead(ran: Ran): Promise<number> {
-  const client = new pg.Client(database.location);
-  await client.connect();
-  try {
-    await client.query('BEGIN');
-    const { rows } = await client.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${ran.sql}`, ran.params as unknown[]);
-    await client.query('ROLLBACK');
-    let read = 0;
-    const walk = (node: Record<string, unknown>) => {
-      if (
-        /Scan/.test(String(node['Node Type'])) &&
-        !/Function Scan|CTE Scan|Subquery Scan|Values Scan|WorkTable Scan/.test(String(node['Node Type']))
-      ) {
-        const loops = Number(node['Actual Loops'] ?? 1);
-        read +=
-          (Number(node['Actual Rows'] ?? 0) +
-            Number(node['Rows Removed by Filter'] ?? 0) +
-            Number(node['Rows Removed by Index Recheck'] ?? 0)) *
-          loops;
-      }
-      for (const child of (node.Plans as Record<string, unknown>[] | undefined) ?? []) walk(child);
-    };
-    walk((rows[0]['QUERY PLAN'] as { Plan: Record<string, unknown> }[])[0]!.Plan);
-    return read;
-  } finally {
-    await client.end();
   }
 }
 
@@ -189,7 +90,7 @@ async function expectBounded(operation: () => Promise<unknown>, rowsMax = ROWS_R
   expect(ran.length).toBeGreaterThan(0);
   for (const statement of ran) {
     if (TEST_ENGINE === 'sqlite') {
-      const plan = sqlitePlan(statement).join('\n');
+      const plan = sqlitePlan(database.location, statement).join('\n');
       // A SCAN is allowed only of a JSON parameter (json_each, a virtual table, under whatever
       // alias), an intermediate result (a subquery's or a CTE's bounded rows), a constant row, or the
       // tenancy's small tables (stores, endpoints: a row or two here, where the planner scans rather
@@ -213,7 +114,7 @@ async function expectBounded(operation: () => Promise<unknown>, rowsMax = ROWS_R
         )
         .toEqual([]);
     } else {
-      expect.soft(await postgresRowsRead(statement), statement.sql).toBeLessThanOrEqual(rowsMax);
+      expect.soft(await postgresRowsRead(database.location, statement), statement.sql).toBeLessThanOrEqual(rowsMax);
     }
   }
   return ran;
@@ -315,7 +216,7 @@ describe.skipIf(onPglite())(`bounded statements at ${PRODUCTS.toLocaleString('en
     ]);
     if (TEST_ENGINE === 'sqlite') {
       // The origin's due work comes from the (merchant, origin, next attempt) index, not by parsing URLs.
-      const plans = ran.map((statement) => sqlitePlan(statement).join('\n')).join('\n');
+      const plans = ran.map((statement) => sqlitePlan(database.location, statement).join('\n')).join('\n');
       expect(plans).toMatch(/USING (COVERING )?INDEX image_mirrors_pending_origin \(merchant_id=\? AND origin=\? AND next_attempt_at<\?\)/);
       expect(plans).toMatch(/USING (COVERING )?INDEX image_work_merchants_due/);
     }
@@ -355,9 +256,7 @@ describe.skipIf(onPglite())(`bounded statements at ${PRODUCTS.toLocaleString('en
       expect(await hintOf(big)).toBe(probeAt);
       const before = await statementsOf(() => storage.claimDueImageMirrors('2026-11-26T09:04:59.000Z', 2, LEASE, fairness));
       const ofBig = (ran: Ran) => {
-        const values = (ran.params as unknown[]).flatMap((p) =>
-          p !== null && typeof p === 'object' && !Array.isArray(p) ? Object.values(p) : [p],
-        );
+        const values = ran.params.flatMap((p) => (p !== null && typeof p === 'object' && !Array.isArray(p) ? Object.values(p) : [p]));
         return /image_mirrors|image_origins/.test(ran.sql) && values.includes(big);
       };
       expect(before.filter(ofBig).map((ran) => ran.sql)).toEqual([]);
@@ -519,7 +418,7 @@ describe.skipIf(onPglite())(`bounded statements at ${PRODUCTS.toLocaleString('en
     if (TEST_ENGINE === 'sqlite') {
       // Bounded groupings of the batch's rows may sort; the batch itself comes in index order.
       for (const statement of ran)
-        expect(sqlitePlan(statement).join('\n'), statement.sql).not.toMatch(/TEMP B-TREE FOR (RIGHT PART OF )?ORDER BY/);
+        expect(sqlitePlan(database.location, statement).join('\n'), statement.sql).not.toMatch(/TEMP B-TREE FOR (RIGHT PART OF )?ORDER BY/);
     }
   });
 

@@ -6,11 +6,9 @@
 // and the backlog's own time up. And once the probe is leased and nothing else is due, claims do not
 // visit the merchant until its next probe: a quiet interval of polls, with an injected clock, runs
 // one statement per claim.
-import Database from 'better-sqlite3';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { CatalogStorage, ImageClaimFairness } from '../../src/storage/port.js';
-import { PgConnection } from '../../src/storage/postgres/connection.js';
+import { postgresRowsRead, recordStatements, sqlitePlan, statementsOf, type Ran } from '../support/statement-plans.js';
 import { createTestDatabase, onPglite, TEST_ENGINE, type TestDatabase } from '../support/engine.js';
 import { DOWN_ORIGIN, LIVE_ORIGIN, seedImageBacklog } from '../support/image-backlog.js';
 import fs from 'node:fs';
@@ -26,96 +24,18 @@ const ROWS_READ_MAX = 40;
 const at = (ms: number) => new Date(Date.parse('2026-11-26T09:00:00.000Z') + ms).toISOString();
 const fairness: ImageClaimFairness = { perMerchant: 16, perOrigin: 8, busy: [], deadAfterMs: 72 * 3600_000 };
 
-interface Ran {
-  sql: string;
-  params: unknown[];
-  returned?: number;
-}
-
-const statementClass = Object.getPrototypeOf(new Database(':memory:').prepare('SELECT 1')) as Record<
-  string,
-  (...args: unknown[]) => unknown
->;
-
 let dir: string;
 let database: TestDatabase;
 let storage: CatalogStorage;
 let merchant: number;
-let recording: Ran[] | null = null;
-
-function recordStatements(): void {
-  if (TEST_ENGINE === 'sqlite') {
-    for (const method of ['all', 'get', 'run'] as const) {
-      const real = statementClass[method]!;
-      vi.spyOn(statementClass, method as never).mockImplementation(function (this: { source: string }, ...args: unknown[]) {
-        const result = real.apply(this, args);
-        recording?.push({ sql: this.source, params: args, returned: Array.isArray(result) ? result.length : undefined });
-        return result;
-      });
-    }
-    return;
-  }
-  for (const method of ['rows', 'one', 'run'] as const) {
-    // eslint-disable-next-line @typescript-eslint/unbound-method -- called with its connection as `this` (real.call(this, …))
-    const real = PgConnection.prototype[method] as (...args: unknown[]) => unknown;
-    (vi.spyOn(PgConnection.prototype, method) as unknown as { mockImplementation(f: unknown): void }).mockImplementation(function (
-      this: PgConnection,
-      sql: string,
-      values: unknown[] = [],
-    ) {
-      recording?.push({ sql, params: values });
-      return real.call(this, sql, values);
-    });
-  }
-}
 
 /** The statements of one claim at `now` (transaction control left out). */
 async function claimStatements(now: string, leaseMs = 60_000) {
-  const ran: Ran[] = [];
-  recording = ran;
-  let claimed: Awaited<ReturnType<CatalogStorage['claimDueImageMirrors']>>;
-  try {
+  let claimed: Awaited<ReturnType<CatalogStorage['claimDueImageMirrors']>> | undefined;
+  const ran = await statementsOf(async () => {
     claimed = await storage.claimDueImageMirrors(now, 16, new Date(Date.parse(now) + leaseMs).toISOString(), fairness);
-  } finally {
-    recording = null;
-  }
-  return { claimed, ran: ran.filter((r) => !/^\s*(BEGIN|COMMIT|ROLLBACK|SAVEPOINT|RELEASE|SELECT pg_notify|NOTIFY)/i.test(r.sql)) };
-}
-
-function sqlitePlan(ran: Ran): string[] {
-  const db = new Database(database.location, { readonly: true });
-  try {
-    return (db.prepare(`EXPLAIN QUERY PLAN ${ran.sql}`).all(...ran.params) as { detail: string }[]).map((r) => r.detail);
-  } finally {
-    db.close();
-  }
-}
-
-async function postgresRowsRead(ran: Ran): Promise<number> {
-  const client = new pg.Client(database.location);
-  await client.connect();
-  try {
-    await client.query('BEGIN');
-    const { rows } = await client.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${ran.sql}`, ran.params);
-    await client.query('ROLLBACK');
-    let read = 0;
-    const walk = (node: Record<string, unknown>) => {
-      if (
-        /Scan/.test(String(node['Node Type'])) &&
-        !/Function Scan|CTE Scan|Subquery Scan|Values Scan|WorkTable Scan/.test(String(node['Node Type']))
-      )
-        read +=
-          (Number(node['Actual Rows'] ?? 0) +
-            Number(node['Rows Removed by Filter'] ?? 0) +
-            Number(node['Rows Removed by Index Recheck'] ?? 0)) *
-          Number(node['Actual Loops'] ?? 1);
-      for (const child of (node.Plans as Record<string, unknown>[] | undefined) ?? []) walk(child);
-    };
-    walk((rows[0]['QUERY PLAN'] as { Plan: Record<string, unknown> }[])[0]!.Plan);
-    return read;
-  } finally {
-    await client.end();
-  }
+  });
+  return { claimed: claimed!, ran };
 }
 
 /** Every statement of the claim reads a bounded range of an index, whatever the down origin's backlog. */
@@ -123,7 +43,7 @@ async function expectBacklogFree(ran: Ran[]): Promise<void> {
   expect(ran.length).toBeGreaterThan(0);
   for (const statement of ran) {
     if (TEST_ENGINE === 'sqlite') {
-      const plan = sqlitePlan(statement);
+      const plan = sqlitePlan(database.location, statement);
       // No table scanned (but the merchant's failing origins, json parameters and the CTE's own rows),
       // and every search of image_mirrors pins its merchant and origin, or is the loose scan's min().
       expect
@@ -134,7 +54,7 @@ async function expectBacklogFree(ran: Ran[]): Promise<void> {
         .toEqual([]);
       expect.soft(statement.returned ?? 0, statement.sql).toBeLessThanOrEqual(ROWS_READ_MAX);
     } else {
-      expect.soft(await postgresRowsRead(statement), statement.sql).toBeLessThanOrEqual(ROWS_READ_MAX);
+      expect.soft(await postgresRowsRead(database.location, statement), statement.sql).toBeLessThanOrEqual(ROWS_READ_MAX);
     }
   }
 }

@@ -150,6 +150,22 @@ export function threadCpu(pid: number): { tid: number; name: string; nice: numbe
 }
 
 /**
+ * A thread's scheduler accounting so far (/proc/<pid>/task/<tid>/schedstat), µs: time it ran on a
+ * core, time it was runnable but waited in a run queue for one (a busy machine's share of a
+ * latency, not the thread's own work), and how many times it was put on a core; null when gone.
+ */
+export function threadSchedstat(pid: number, tid = pid): { runUs: number; waitUs: number; slices: number } | null {
+  let text: string;
+  try {
+    text = fs.readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8');
+  } catch {
+    return null;
+  }
+  const [run, wait, slices] = text.trim().split(' ').map(Number);
+  return { runUs: run! / 1000, waitUs: wait! / 1000, slices: slices! };
+}
+
+/**
  * A PostgreSQL server's CPU so far (µs), from its data folder's postmaster.pid: the postmaster, its
  * live children (backends, walwriter, checkpointer, autovacuum, ...) and the children it has reaped
  * (a backend that ended counts there).

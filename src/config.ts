@@ -110,6 +110,7 @@ function placed(s: z.output<typeof SETTINGS>) {
       accessLog: s.CPS_ACCESS_LOG,
       metricsToken: s.CPS_METRICS_TOKEN,
       slowStatementMs: s.CPS_SLOW_STATEMENT_MS,
+      metricsCountMax: s.CPS_METRICS_COUNT_MAX,
       workerOpsPort: s.CPS_OPS_PORT,
       maxConnections: s.CPS_MAX_CONNECTIONS,
       descriptorReserve: s.CPS_DESCRIPTOR_RESERVE,

@@ -94,7 +94,10 @@ export function createService(config: Config, options: ServiceOptions = {}): Ser
   setYieldSlice(config.storage.writeSliceMs);
   // A request's transactions may hold their commit for its answer (storage/held-commits.ts: the admin API's idempotency keys).
   const storage = withHeldCommits(options.storage ?? openStorage(config, logger));
-  const metrics = new ServiceMetrics(storage, now, logger, { slowStatementMs: config.operations.slowStatementMs });
+  const metrics = new ServiceMetrics(storage, now, logger, {
+    slowStatementMs: config.operations.slowStatementMs,
+    countMax: config.operations.metricsCountMax,
+  });
   // Every statement's duration into /metrics, and the slow ones into the log (also a storage the caller opened).
   if (isStatementTimed(storage)) storage.observeStatements(metrics);
   const guard = new AddressGuard(config.webhooks.allowHosts);

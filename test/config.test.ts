@@ -127,6 +127,7 @@ const EVERY_VARIABLE = {
   CPS_ACCESS_LOG: '0',
   CPS_METRICS_TOKEN: 'metrics-token',
   CPS_SLOW_STATEMENT_MS: '0',
+  CPS_METRICS_COUNT_MAX: '500',
   CPS_OPS_PORT: '9091',
   CPS_MAX_CONNECTIONS: '500',
   CPS_DESCRIPTOR_RESERVE: '200',
@@ -218,6 +219,7 @@ describe('configuration', () => {
         accessLog: true,
         metricsToken: null,
         slowStatementMs: 100,
+        metricsCountMax: 10_000,
         workerOpsPort: null,
         maxConnections: null,
         descriptorReserve: 128,
@@ -356,6 +358,7 @@ describe('configuration', () => {
         accessLog: false,
         metricsToken: 'metrics-token',
         slowStatementMs: 0,
+        metricsCountMax: 500,
         workerOpsPort: 9091,
         maxConnections: 500,
         descriptorReserve: 200,
@@ -437,7 +440,7 @@ describe('every setting refuses what it does not accept, the same way', () => {
   }));
 
   it('declares what each of the 114 settings accepts', () => {
-    expect(settings).toHaveLength(117);
+    expect(settings).toHaveLength(118);
     expect(settings.filter(({ accepts }) => !accepts)).toEqual([]);
   });
 

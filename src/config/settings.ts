@@ -672,6 +672,12 @@ export const SETTINGS = z.object({
     accepts: 'any text',
     description: 'bearer token `/metrics` requires',
   }),
+  CPS_METRICS_COUNT_MAX: integer({
+    default: 10_000,
+    min: 1,
+    description:
+      "`/metrics`' database gauges (the outbox's depth, waiting deliveries, failing and down image origins, images waiting on down origins) are each counted up to this many, read from an index: a scrape costs at most this many index entries per gauge, whatever a backlog's size (a gauge at the bound means at least that many)",
+  }),
   CPS_SLOW_STATEMENT_MS: integer({
     default: 100,
     description:

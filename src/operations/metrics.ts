@@ -75,6 +75,8 @@ class CacheMetrics {
 export interface ServiceMetricsOptions {
   /** A statement slower than this is logged at warn (CPS_SLOW_STATEMENT_MS); 0: never. */
   slowStatementMs?: number;
+  /** Each database gauge counted up to this many (CPS_METRICS_COUNT_MAX); the storage's bound when unset. */
+  countMax?: number;
 }
 
 export class ServiceMetrics
@@ -217,6 +219,7 @@ export class ServiceMetrics
 
   /** cps_db_statement_duration_seconds{engine,statement}, and the slow-statement log. */
   private readonly statements: StatementMetrics;
+  private readonly countMax: number | undefined;
   /** This process's event loop, sampled every EVENT_LOOP_SAMPLE_MS; read and cleared at each scrape, so the gauges cover the time since the previous one. */
   private readonly loopDelay = new EventLoopDelay(EVENT_LOOP_SAMPLE_MS);
   private readonly loopDelayGauges = (['p50', 'p99', 'max'] as const).map(
@@ -240,6 +243,7 @@ export class ServiceMetrics
     // Every labelled series exists from the start, at 0: a rate() over a series that appears late misses its first increments.
     for (const outcome of ['succeeded', 'failed', 'given_up', 'dropped'] as const) this.deliveries.inc({ outcome }, 0);
     this.statements = new StatementMetrics(logger, options.slowStatementMs ?? 0);
+    this.countMax = options.countMax;
     this.statements.register(this.registry);
     this.loopDelay.start();
   }
@@ -308,7 +312,7 @@ export class ServiceMetrics
   async exposition(): Promise<string> {
     let counts: OperationalCounts | undefined;
     try {
-      counts = await this.storage.operationalCounts();
+      counts = await this.storage.operationalCounts(this.countMax);
     } catch (error) {
       // A database that cannot answer shows in /readyz; the process metrics still go out.
       this.logger.error({ err: error }, 'reading the operational counts for /metrics failed');

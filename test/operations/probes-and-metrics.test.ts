@@ -195,6 +195,34 @@ describe('/metrics', () => {
   });
 });
 
+describe('/metrics with CPS_METRICS_COUNT_MAX set', () => {
+  let service: TestService;
+  afterAll(() => service.close());
+
+  it('counts the images waiting on a down origin up to the bound, and the kept image counts whole', async () => {
+    service = await startTestService({ config: { operations: { metricsCountMax: 2 } } });
+    const merchant = await createMerchant(service, 'Bounded Outfitters');
+    await adminOk(service, 'PUT', `${merchant.base}/stores/de`, { name: 'DE', locale: 'de-DE', currency: 'EUR' });
+    await adminOk(service, 'PUT', `${merchant.base}/suppliers/alpine`, { name: 'Alpine' });
+    const line = simpleProduct('A');
+    const urls = ['1', '2', '3'].map((n) => ({ url: `https://img.example.test/a/${n}.jpg` }));
+    expect((await importNdjson(service, merchant.id, [{ ...line, product: { ...line.product, images: urls } }])).status).toBe(200);
+    const at = new Date().toISOString();
+    await service.storage.putImageOrigin(merchant.id, {
+      origin: 'https://img.example.test',
+      failures: 20,
+      down_since: at,
+      next_probe_at: at,
+      probe_ms: 30_000,
+      last_error: 'blocked_address',
+    });
+    const metrics = await scrape(service);
+    expect(sample(metrics, 'cps_images_waiting_on_down_origins')).toBe(2);
+    expect(sample(metrics, 'cps_images', { state: 'pending' })).toBe(3);
+    expect(sample(metrics, 'cps_image_origins', { state: 'down' })).toBe(1);
+  });
+});
+
 describe('/metrics with CPS_METRICS_TOKEN set', () => {
   let service: TestService;
   beforeAll(async () => {

@@ -89,6 +89,20 @@ function recordStatements(): void {
         return real.call(this, sql, values);
       });
     }
+    // The hot statements, prepared under a name: recorded as their text and values.
+    for (const method of ['preparedRows', 'preparedRun'] as const) {
+      // eslint-disable-next-line @typescript-eslint/unbound-method -- called with its connection as `this` (real.call(this, …))
+      const real = PgConnection.prototype[method] as (...args: unknown[]) => unknown;
+      (vi.spyOn(PgConnection.prototype, method) as unknown as { mockImplementation(f: unknown): void }).mockImplementation(function (
+        this: PgConnection,
+        name: string,
+        sql: string,
+        values: unknown[],
+      ) {
+        recording?.push({ sql, params: values });
+        return real.call(this, name, sql, values);
+      });
+    }
   }
 }
 

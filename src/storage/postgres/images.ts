@@ -153,6 +153,35 @@ class PgImageClaimQueries implements ImageClaimQueries {
     );
   }
 
+  async leaseAndSettle(images: ClaimedImageMirror[], leaseUntil: string, settles: { hint: ImageWorkHint; dueAt: string }[]): Promise<void> {
+    // One round trip: the lease, and each hint's compare-and-set on its version (a hint another
+    // transaction is lowering is left to it, SKIP LOCKED, as settleHint leaves it).
+    await this.c.preparedRows(
+      'images.leaseAndSettle',
+      `WITH leased AS (
+        UPDATE image_mirrors AS m SET next_attempt_at = $1
+        FROM unnest($2::bigint[], $3::text[]) AS leased(merchant_id, url) WHERE m.merchant_id = leased.merchant_id AND m.url = leased.url
+        RETURNING 1
+      ), settled AS (
+        UPDATE image_work_merchants AS w SET due_at = s.due_at
+        FROM unnest($4::bigint[], $5::text[]) AS s(merchant_id, due_at)
+        WHERE w.merchant_id = s.merchant_id AND w.merchant_id IN (
+          SELECT h.merchant_id FROM image_work_merchants AS h JOIN unnest($4::bigint[], $6::bigint[]) AS v(merchant_id, version)
+            ON h.merchant_id = v.merchant_id AND h.version = v.version
+          FOR UPDATE OF h SKIP LOCKED)
+        RETURNING 1
+      ) SELECT (SELECT count(*) FROM leased)::integer AS leased, (SELECT count(*) FROM settled)::integer AS settled`,
+      [
+        leaseUntil,
+        images.map((i) => i.merchant_id),
+        images.map((i) => i.url),
+        settles.map((s) => s.hint.merchantId),
+        settles.map((s) => s.dueAt),
+        settles.map((s) => s.hint.version),
+      ],
+    );
+  }
+
   async failingOrigins(merchantId: number): Promise<Pick<ImageOriginState, 'origin' | 'down_since' | 'next_probe_at' | 'last_error'>[]> {
     return this.c.preparedRows<Pick<ImageOriginState, 'origin' | 'down_since' | 'next_probe_at' | 'last_error'> & Record<string, unknown>>(
       'images.failingOrigins',

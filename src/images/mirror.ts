@@ -149,7 +149,7 @@ const LEASE_MARGIN_MS = 60_000;
  * leased for its wait too: at most CLAIM_AHEAD fetches of its origin before it, each within the
  * time-out.
  */
-export const CLAIM_AHEAD = 8;
+export const CLAIM_AHEAD = 16;
 
 /**
  * Transitions of images fetched meanwhile are committed together, at most this many per

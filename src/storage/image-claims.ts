@@ -55,6 +55,11 @@ export interface ImageClaimQueries {
   settleHint(hint: ImageWorkHint, dueAt: string | null): Promise<void>;
   /** Leases the images until leaseUntil. */
   lease(images: ClaimedImageMirror[], leaseUntil: string): Promise<void>;
+  /**
+   * Leases the images and settles the hints (each as settleHint would) at once: an engine that
+   * can do both in one round trip offers it (PostgreSQL); otherwise lease, then settleHint each.
+   */
+  leaseAndSettle?(images: ClaimedImageMirror[], leaseUntil: string, settles: { hint: ImageWorkHint; dueAt: string }[]): Promise<void>;
   /** The merchant's origins whose last fetch failed (image_origins): a few rows. */
   failingOrigins(merchantId: number): Promise<FailingOrigin[]>;
   /** No other probe of the down origin until `until` (the probe's lease; its outcome sets the next one). */
@@ -97,6 +102,8 @@ export async function claimImages(
   const candidates: ClaimedImageMirror[] = [];
   // Merchants with a down origin that had due work: settled once their images and probes are leased.
   const settleAfterLease: { hint: ImageWorkHint; down: (FailingOrigin & { down_since: string })[] }[] = [];
+  // Hints sharpened to the earliest image claimed of them: settled with the lease.
+  const sharpened: { hint: ImageWorkHint; dueAt: string }[] = [];
   let idleWithWork = 0;
   let after: Pick<ImageWorkHint, 'dueAt' | 'merchantId'> | null = null;
   for (;;) {
@@ -167,7 +174,7 @@ export async function claimImages(
           due[0]!.next_attempt_at!,
         );
         // Still a lower bound (the earliest of the origins not full): sharper turn order next time.
-        if (fullOrigins.length === 0 && expired.length === 0 && earliest > hint.dueAt) await queries.settleHint(hint, earliest);
+        if (fullOrigins.length === 0 && expired.length === 0 && earliest > hint.dueAt) sharpened.push({ hint, dueAt: earliest });
         continue;
       }
       // Nothing due here now (leased, backing off, down, or the origins with due work are full): the
@@ -180,7 +187,11 @@ export async function claimImages(
     after = { dueAt: last.dueAt, merchantId: last.merchantId };
   }
   const chosen = takeImageTurns(candidates, limit, fairness, busyMerchant, busyOrigin);
-  if (chosen.length > 0) await queries.lease(chosen, leaseUntil);
+  if (chosen.length > 0 && queries.leaseAndSettle) await queries.leaseAndSettle(chosen, leaseUntil, sharpened);
+  else {
+    if (chosen.length > 0) await queries.lease(chosen, leaseUntil);
+    for (const { hint, dueAt } of sharpened) await queries.settleHint(hint, dueAt);
+  }
   for (const image of chosen) if (image.probe) await queries.leaseProbe(image.merchant_id, image.origin, leaseUntil);
   for (const { hint, down } of settleAfterLease) {
     // Nothing chosen of it (the claim was full): its work is still due, the hint stays.

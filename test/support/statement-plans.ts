@@ -54,18 +54,20 @@ export function recordStatements(): void {
       return real.call(this, sql, values);
     });
   }
-  // Named prepared statements: the same statement, parsed once per connection.
-  // eslint-disable-next-line @typescript-eslint/unbound-method -- called with its connection as `this` (real.call(this, …))
-  const prepared = PgConnection.prototype.prepared as (...args: unknown[]) => unknown;
-  (vi.spyOn(PgConnection.prototype, 'prepared') as unknown as { mockImplementation(f: unknown): void }).mockImplementation(function (
-    this: PgConnection,
-    name: string,
-    sql: string,
-    values: unknown[],
-  ) {
-    recording?.push({ sql, params: values });
-    return prepared.call(this, name, sql, values);
-  });
+  // Named prepared statements (the hot ones, parsed once per connection): recorded as their text and values.
+  for (const method of ['prepared', 'preparedRows', 'preparedRun'] as const) {
+    // eslint-disable-next-line @typescript-eslint/unbound-method -- called with its connection as `this` (real.call(this, …))
+    const real = PgConnection.prototype[method] as (...args: unknown[]) => unknown;
+    (vi.spyOn(PgConnection.prototype, method) as unknown as { mockImplementation(f: unknown): void }).mockImplementation(function (
+      this: PgConnection,
+      name: string,
+      sql: string,
+      values: unknown[],
+    ) {
+      recording?.push({ sql, params: values });
+      return real.call(this, name, sql, values);
+    });
+  }
 }
 
 /** The statements `operation` runs on the storage, in order (transaction control left out). */

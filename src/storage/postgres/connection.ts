@@ -89,13 +89,27 @@ export class PgConnection implements SqlConnection {
    * prepared again under a new name, on every connection as it next runs it.
    */
   async prepared<R extends Row = Row>(name: string, sql: string, values: unknown[]): Promise<R | undefined> {
+    return (await this.preparedQuery<R>(name, sql, values)).rows[0];
+  }
+
+  /** Every row of a named prepared statement (see prepared): for the hot multi-row statements of a claim. */
+  async preparedRows<R extends Row = Row>(name: string, sql: string, values: unknown[]): Promise<R[]> {
+    return (await this.preparedQuery<R>(name, sql, values)).rows;
+  }
+
+  /** The rows a named prepared statement changed (see prepared). */
+  async preparedRun(name: string, sql: string, values: unknown[]): Promise<number> {
+    return (await this.preparedQuery(name, sql, values)).rowCount ?? 0;
+  }
+
+  private async preparedQuery<R extends Row>(name: string, sql: string, values: unknown[]): Promise<PgQueryResult<R>> {
     const generation = generations.get(name) ?? 0;
     try {
-      return (await this.query<R>({ name: `${name}.${generation}`, text: sql, values })).rows[0];
+      return await this.query<R>({ name: `${name}.${generation}`, text: sql, values });
     } catch (error) {
       if ((error as { code?: string }).code !== FEATURE_NOT_SUPPORTED || this.inTransaction) throw error;
       if ((generations.get(name) ?? 0) === generation) generations.set(name, generation + 1);
-      return (await this.query<R>({ name: `${name}.${generation + 1}`, text: sql, values })).rows[0];
+      return await this.query<R>({ name: `${name}.${generation + 1}`, text: sql, values });
     }
   }
 

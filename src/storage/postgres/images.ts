@@ -57,7 +57,8 @@ class PgImageClaimQueries implements ImageClaimQueries {
   constructor(private readonly c: PgConnection) {}
 
   async dueMerchants(now: string, after: Pick<ImageWorkHint, 'dueAt' | 'merchantId'> | null, limit: number): Promise<ImageWorkHint[]> {
-    return this.c.rows<ImageWorkHint & Record<string, unknown>>(
+    return this.c.preparedRows<ImageWorkHint & Record<string, unknown>>(
+      'images.dueMerchants',
       `SELECT merchant_id AS "merchantId", due_at AS "dueAt", version FROM image_work_merchants
       WHERE due_at <= $1 AND (due_at, merchant_id) > ($2, $3) ORDER BY due_at, merchant_id LIMIT $4`,
       [now, after?.dueAt ?? '', after?.merchantId ?? 0, limit],
@@ -67,7 +68,8 @@ class PgImageClaimQueries implements ImageClaimQueries {
   async dueImagesOf(merchantId: number, now: string, fullOrigins: string[], perOrigin: number): Promise<ClaimedImageMirror[]> {
     // A loose index scan of the merchant's origins with pending work (one probe each), then each
     // origin's oldest due images from the same index.
-    return this.c.rows<ClaimedRow>(
+    return this.c.preparedRows<ClaimedRow>(
+      'images.dueImagesOf',
       `${PENDING_ORIGINS}
       SELECT d.* FROM origins AS o CROSS JOIN LATERAL (
         SELECT ${WORK_COLUMNS} FROM image_mirrors AS e
@@ -132,20 +134,57 @@ class PgImageClaimQueries implements ImageClaimQueries {
   async settleHint(hint: ImageWorkHint, dueAt: string | null): Promise<void> {
     // A hint another transaction is lowering is left to it (SKIP LOCKED): its version moves anyway.
     const locked = `merchant_id IN (SELECT merchant_id FROM image_work_merchants WHERE merchant_id = $1 AND version = $2 FOR UPDATE SKIP LOCKED)`;
-    if (dueAt === null) await this.c.run(`DELETE FROM image_work_merchants WHERE ${locked}`, [hint.merchantId, hint.version]);
-    else await this.c.run(`UPDATE image_work_merchants SET due_at = $3 WHERE ${locked}`, [hint.merchantId, hint.version, dueAt]);
+    if (dueAt === null)
+      await this.c.preparedRun('images.removeHint', `DELETE FROM image_work_merchants WHERE ${locked}`, [hint.merchantId, hint.version]);
+    else
+      await this.c.preparedRun('images.settleHint', `UPDATE image_work_merchants SET due_at = $3 WHERE ${locked}`, [
+        hint.merchantId,
+        hint.version,
+        dueAt,
+      ]);
   }
 
   async lease(images: ClaimedImageMirror[], leaseUntil: string): Promise<void> {
-    await this.c.run(
+    await this.c.preparedRun(
+      'images.lease',
       `UPDATE image_mirrors AS m SET next_attempt_at = $1
       FROM unnest($2::bigint[], $3::text[]) AS leased(merchant_id, url) WHERE m.merchant_id = leased.merchant_id AND m.url = leased.url`,
       [leaseUntil, images.map((i) => i.merchant_id), images.map((i) => i.url)],
     );
   }
 
+  async leaseAndSettle(images: ClaimedImageMirror[], leaseUntil: string, settles: { hint: ImageWorkHint; dueAt: string }[]): Promise<void> {
+    // One round trip: the lease, and each hint's compare-and-set on its version (a hint another
+    // transaction is lowering is left to it, SKIP LOCKED, as settleHint leaves it).
+    await this.c.preparedRows(
+      'images.leaseAndSettle',
+      `WITH leased AS (
+        UPDATE image_mirrors AS m SET next_attempt_at = $1
+        FROM unnest($2::bigint[], $3::text[]) AS leased(merchant_id, url) WHERE m.merchant_id = leased.merchant_id AND m.url = leased.url
+        RETURNING 1
+      ), settled AS (
+        UPDATE image_work_merchants AS w SET due_at = s.due_at
+        FROM unnest($4::bigint[], $5::text[]) AS s(merchant_id, due_at)
+        WHERE w.merchant_id = s.merchant_id AND w.merchant_id IN (
+          SELECT h.merchant_id FROM image_work_merchants AS h JOIN unnest($4::bigint[], $6::bigint[]) AS v(merchant_id, version)
+            ON h.merchant_id = v.merchant_id AND h.version = v.version
+          FOR UPDATE OF h SKIP LOCKED)
+        RETURNING 1
+      ) SELECT (SELECT count(*) FROM leased)::integer AS leased, (SELECT count(*) FROM settled)::integer AS settled`,
+      [
+        leaseUntil,
+        images.map((i) => i.merchant_id),
+        images.map((i) => i.url),
+        settles.map((s) => s.hint.merchantId),
+        settles.map((s) => s.dueAt),
+        settles.map((s) => s.hint.version),
+      ],
+    );
+  }
+
   async failingOrigins(merchantId: number): Promise<Pick<ImageOriginState, 'origin' | 'down_since' | 'next_probe_at' | 'last_error'>[]> {
-    return this.c.rows<Pick<ImageOriginState, 'origin' | 'down_since' | 'next_probe_at' | 'last_error'> & Record<string, unknown>>(
+    return this.c.preparedRows<Pick<ImageOriginState, 'origin' | 'down_since' | 'next_probe_at' | 'last_error'> & Record<string, unknown>>(
+      'images.failingOrigins',
       'SELECT origin, down_since, next_probe_at, last_error FROM image_origins WHERE merchant_id = $1',
       [merchantId],
     );
@@ -229,7 +268,11 @@ export class PgImages implements ImageStore {
     }
     let dueAt: string | null = null;
     for (const { fields, urls, values } of groups.values()) {
-      const rows = await this.c.rows<{ state: string; next_attempt_at: string | null }>(
+      // Prepared per set of fields (a few: mirrored, dead, released, backed off), named by its
+      // bits in IMAGE_FIELDS (a statement's name is at most 63 bytes).
+      const set = fields.reduce((bits, f) => bits | (1 << IMAGE_FIELDS.indexOf(f)), 0);
+      const rows = await this.c.preparedRows<{ state: string; next_attempt_at: string | null }>(
+        `images.updateMirrors.${set}`,
         `UPDATE image_mirrors AS m SET ${fields.map((f) => `${f} = u.${f}`).join(', ')}
         FROM unnest($2::text[], ${fields.map((f, i) => `$${i + 3}::${f === 'attempts' ? 'integer' : 'text'}[]`).join(', ')})
           AS u(url, ${fields.join(', ')})
@@ -241,15 +284,17 @@ export class PgImages implements ImageStore {
         if (row.state === 'pending' && row.next_attempt_at !== null && (dueAt === null || row.next_attempt_at < dueAt))
           dueAt = row.next_attempt_at;
     }
-    if (dueAt !== null) await this.c.run(LOWER_IMAGE_WORK_HINT, [merchantId, dueAt]);
+    if (dueAt !== null) await this.c.preparedRun('images.lowerHint', LOWER_IMAGE_WORK_HINT, [merchantId, dueAt]);
     if ([...last.values()].some((patch) => patch.state === 'pending')) await notifyWork(this.c, 'images');
     if (last.size === 0) return [];
     // Their products, locked in id order as productIdsWithImage locks them (in a write transaction).
+    const lock = this.c.inWriteTransaction;
     return (
-      await this.c.rows<{ id: number }>(
+      await this.c.preparedRows<{ id: number }>(
+        lock ? 'images.productsOfImages.locked' : 'images.productsOfImages',
         `SELECT p.id FROM products AS p WHERE p.merchant_id = $1 AND p.id IN (SELECT l.product_id FROM product_links AS l
           WHERE l.merchant_id = $1 AND l.kind = 'image' AND l.value = ANY($2::text[]))
-        ORDER BY p.id ${this.c.inWriteTransaction ? 'FOR NO KEY UPDATE OF p' : ''}`,
+        ORDER BY p.id ${lock ? 'FOR NO KEY UPDATE OF p' : ''}`,
         [merchantId, [...last.keys()]],
       )
     ).map((r) => Number(r.id));

@@ -42,7 +42,7 @@ export class PgProductSources extends SqlProductSources<PgConnection> {
     merchantId: number,
     products: { ref: string; source: ProductSourceDocument }[],
     at: string,
-  ): Promise<{ id: number; created: boolean }[]> {
+  ): Promise<{ id: number; created: boolean; unchanged: boolean }[]> {
     if (products.length === 0) return [];
     if (new Set(products.map((p) => p.ref)).size !== products.length) throw new TypeError('upsertProductSources: refs must be distinct');
     // Each ref found by one probe of (merchant_id, ref) (OFFSET 0 keeps the probe per ref: a planner
@@ -70,7 +70,7 @@ export class PgProductSources extends SqlProductSources<PgConnection> {
     // A source sent again unchanged has the links it had: only the others are relinked.
     const relinked = rows.flatMap((r, i) => (r.same ? [] : [{ productId: r.id, source: products[i]!.source, created: r.created }]));
     if (relinked.length > 0) await this.relinkMany(merchantId, relinked, at);
-    return rows.map((r) => ({ id: r.id, created: r.created }));
+    return rows.map((r) => ({ id: r.id, created: r.created, unchanged: r.same }));
   }
 
   async deleteProduct(merchantId: number, productId: number): Promise<void> {

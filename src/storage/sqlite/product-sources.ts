@@ -31,7 +31,7 @@ export class SqliteProductSources extends SqlProductSources<SqliteConnection> {
     merchantId: number,
     products: { ref: string; source: ProductSourceDocument }[],
     at: string,
-  ): Promise<{ id: number; created: boolean }[]> {
+  ): Promise<{ id: number; created: boolean; unchanged: boolean }[]> {
     // A statement a row written, a few a run besides: the run's stored sources are read in one
     // statement (compared here), the sources sent again unchanged have their time of the last write
     // moved in one, the changed products' links are read in one, and the links and image rows the
@@ -68,14 +68,14 @@ export class SqliteProductSources extends SqlProductSources<SqliteConnection> {
       }
       for (const id of changed) if (!links.stored.has(id)) links.stored.set(id, []);
     }
-    const results: { id: number; created: boolean }[] = [];
+    const results: { id: number; created: boolean; unchanged: boolean }[] = [];
     for (const [index, { ref, source }] of products.entries()) {
       if (index > 0 && index % 16 === 0) await yieldToOthers();
       const json = texts[index]!;
       const existing = stored.get(ref);
       if (existing) {
         const [id, text] = existing;
-        results.push({ id, created: false });
+        results.push({ id, created: false, unchanged: text === json });
         if (text === json) continue;
         this.c.stmt('UPDATE products SET source = ?, updated_at = ? WHERE id = ?').run(json, at, id);
         this.relink(merchantId, id, source, false, at, links);
@@ -85,7 +85,7 @@ export class SqliteProductSources extends SqlProductSources<SqliteConnection> {
         .stmt('INSERT INTO products (merchant_id, ref, source, updated_at) VALUES (?, ?, ?, ?)')
         .run(merchantId, ref, json, at);
       const id = Number(info.lastInsertRowid);
-      results.push({ id, created: true });
+      results.push({ id, created: true, unchanged: false });
       this.relink(merchantId, id, source, true, at, links);
     }
     if (unchanged.length > 0) {

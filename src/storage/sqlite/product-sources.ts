@@ -5,6 +5,7 @@ import { yieldToOthers } from '../../shared/cooperative.js';
 import { diffProductLinks } from '../product-links.js';
 import { SqlProductSources } from '../sql/product-sources.js';
 import type { SqliteConnection } from './connection.js';
+import { inBatches, valueRows } from './batches.js';
 import { LOWER_IMAGE_WORK_HINT, originOf } from './images.js';
 
 /** The links ([kind, value, product id]) and image URLs a run of upserts adds, written at its end. */
@@ -68,6 +69,20 @@ export class SqliteProductSources extends SqlProductSources<SqliteConnection> {
       }
       for (const id of changed) if (!links.stored.has(id)) links.stored.set(id, []);
     }
+    // The new products' rows first, up to ROWS_PER_STATEMENT a statement in the given order (so
+    // their ids are drawn in that order), each id read back by its ref.
+    const createdIds = new Map<string, number>();
+    const fresh = products.flatMap((product, index) => (stored.has(product.ref) ? [] : [index]));
+    await inBatches(fresh.length, (from, count) => {
+      const values: unknown[] = [];
+      for (const index of fresh.slice(from, from + count)) values.push(merchantId, products[index]!.ref, texts[index], at);
+      for (const [id, ref] of this.c
+        .stmt(`INSERT INTO products (merchant_id, ref, source, updated_at) VALUES ${valueRows(count, 4)} RETURNING id, ref`)
+        .raw()
+        .all(values) as [number, string][]) {
+        createdIds.set(ref, id);
+      }
+    });
     const results: { id: number; created: boolean; unchanged: boolean }[] = [];
     for (const [index, { ref, source }] of products.entries()) {
       if (index > 0 && index % 16 === 0) await yieldToOthers();
@@ -81,10 +96,7 @@ export class SqliteProductSources extends SqlProductSources<SqliteConnection> {
         this.relink(merchantId, id, source, false, at, links);
         continue;
       }
-      const info = this.c
-        .stmt('INSERT INTO products (merchant_id, ref, source, updated_at) VALUES (?, ?, ?, ?)')
-        .run(merchantId, ref, json, at);
-      const id = Number(info.lastInsertRowid);
+      const id = createdIds.get(ref)!;
       results.push({ id, created: true, unchanged: false });
       this.relink(merchantId, id, source, true, at, links);
     }

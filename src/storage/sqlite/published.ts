@@ -81,7 +81,7 @@ export class SqlitePublished implements PublishedStore {
   async upsertPublished(storeId: number, rows: PublishedRow[]): Promise<void> {
     // Kept beside the payload: the exclusion reason (the store's counts follow it: migration 17) and
     // the sku and ean (migration 44's indexes), as resolution decided them, bound by position, up to
-    // ROWS_PER_STATEMENT rows a statement (statement.ts batchesOf); a row without them has them read
+    // ROWS_PER_STATEMENT rows a statement (batches.ts); a row without them has them read
     // from its payload by the statement.
     const decided: unknown[] = [];
     let decidedRows = 0;

@@ -84,6 +84,8 @@ export class SqliteProductSources extends SqlProductSources<SqliteConnection> {
       }
     });
     const results: { id: number; created: boolean; unchanged: boolean }[] = [];
+    // The changed sources' [id, text] pairs, rewritten together below.
+    const rewritten: unknown[] = [];
     for (const [index, { ref, source }] of products.entries()) {
       if (index > 0 && index % 16 === 0) await yieldToOthers();
       const json = texts[index]!;
@@ -92,7 +94,7 @@ export class SqliteProductSources extends SqlProductSources<SqliteConnection> {
         const [id, text] = existing;
         results.push({ id, created: false, unchanged: text === json });
         if (text === json) continue;
-        this.c.stmt('UPDATE products SET source = ?, updated_at = ? WHERE id = ?').run(json, at, id);
+        rewritten.push(id, json);
         this.relink(merchantId, id, source, false, at, links);
         continue;
       }
@@ -100,6 +102,12 @@ export class SqliteProductSources extends SqlProductSources<SqliteConnection> {
       results.push({ id, created: true, unchanged: false });
       this.relink(merchantId, id, source, true, at, links);
     }
+    await inBatches(rewritten.length / 2, (from, count) => {
+      this.c
+        .stmt(`WITH v(id, source) AS (VALUES ${valueRows(count, 2)})
+        UPDATE products SET source = v.source, updated_at = ? FROM v WHERE products.id = v.id`)
+        .run(...rewritten.slice(from * 2, (from + count) * 2), at);
+    });
     if (unchanged.length > 0) {
       this.c.stmt('UPDATE products SET updated_at = ? WHERE id IN (SELECT value FROM json_each(?))').run(at, JSON.stringify(unchanged));
     }

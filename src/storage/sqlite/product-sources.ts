@@ -33,11 +33,12 @@ export class SqliteProductSources extends SqlProductSources<SqliteConnection> {
     products: { ref: string; source: ProductSourceDocument }[],
     at: string,
   ): Promise<{ id: number; created: boolean; unchanged: boolean }[]> {
-    // A statement a row written, a few a run besides: the run's stored sources are read in one
-    // statement (compared here), the sources sent again unchanged have their time of the last write
-    // moved in one, the changed products' links are read in one, and the links and image rows the
-    // run adds are written together at its end (one statement each), where one product at a time
-    // took ~8 statements per new product (its probe, its row, its links one by one, its image rows).
+    // A few statements a run: the run's stored sources are read in one statement (compared here),
+    // the new rows and the changed sources written a batch of up to 64 a statement (batches.ts), the
+    // sources sent again unchanged have their time of the last write moved in one, the changed
+    // products' links are read in one, and the links and image rows the run adds are written
+    // together at its end (one statement each), where one product at a time took ~8 statements per
+    // new product (its probe, its row, its links one by one, its image rows).
     // The loop is let go after its slice, every 16 products (as the import's loop did before it called this).
     const refs = products.map((p) => p.ref);
     if (new Set(refs).size !== refs.length) throw new TypeError('upsertProductSources: refs must be distinct');

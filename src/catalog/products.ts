@@ -197,7 +197,11 @@ async function applyOperations(
   const flush = async () => {
     if (run.length === 0) return;
     const written = await tx.upsertProductSources(run, at);
-    for (const [index, { id }] of written.entries()) {
+    for (const [index, { id, unchanged }] of written.entries()) {
+      // A source sent again unchanged resolves to the payloads it has (every write that changes what
+      // resolution reads re-publishes, in its own transaction or its publish run): nothing to
+      // publish, unless an earlier line of the chunk changed it.
+      if (unchanged && !upserted.has(id)) continue;
       upserted.delete(id);
       upserted.set(id, { id, ...run[index]! });
     }

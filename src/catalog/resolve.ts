@@ -1,6 +1,6 @@
 // Resolution of one product for one store: spec 2.1-2.3 with docs/decisions.md#resolution.
 // Pure functions: no storage, no HTTP. The publisher (catalog/publish.ts) runs them on writes.
-import { createHash } from 'node:crypto';
+import { hash as oneShotHash } from 'node:crypto';
 import {
   currencyExponent,
   findConversion,
@@ -264,7 +264,8 @@ export interface ResolvedProduct {
   ean: string | null;
 }
 
-const hash = (text: string) => createHash('sha1').update(text).digest('base64url');
+// One-shot (no Hash object per call): the same digest as createHash('sha1').update(text).digest('base64url'), in half the time.
+const hash = (text: string) => oneShotHash('sha1', text, 'base64url');
 
 /** The choices resolution makes for a product in a store, before they are written as a payload. */
 interface Decisions {

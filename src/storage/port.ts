@@ -162,13 +162,14 @@ export interface ProductSourceStore {
   ): Promise<{ id: number; created: boolean }>;
   /**
    * upsertProductSource for each product in turn (refs distinct), in fewer statements: the same
-   * rows, ids (new products numbered in the given order), links and image work; results in order.
+   * rows, ids (new products numbered in the given order), links and image work; results in order,
+   * `unchanged` where the product existed with this very source (only its time of the last write moved).
    */
   upsertProductSources(
     merchantId: number,
     products: { ref: string; source: ProductSourceDocument }[],
     at: string,
-  ): Promise<{ id: number; created: boolean }[]>;
+  ): Promise<{ id: number; created: boolean; unchanged: boolean }[]>;
   deleteProduct(merchantId: number, productId: number): Promise<void>;
   /** Products whose source excludes them from the store with this slug. */
   productsExcludedFrom(merchantId: number, slug: string): Promise<ProductRecord[]>;

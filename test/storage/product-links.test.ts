@@ -106,6 +106,10 @@ describe(`the links and counts kept with the sources (${TEST_ENGINE})`, () => {
                 ),
               );
               expect(results.map((r) => r.created)).toEqual(step.map((s) => !sources.has(s.ref)));
+              // Unchanged: the product existed with this very source.
+              expect(results.map((r) => r.unchanged)).toEqual(
+                step.map((s) => sources.has(s.ref) && JSON.stringify(sources.get(s.ref)!.source) === JSON.stringify(s.source)),
+              );
               for (const [i, s] of step.entries()) {
                 if (sources.has(s.ref)) expect(results[i]!.id).toBe(sources.get(s.ref)!.id);
                 sources.set(s.ref, { id: results[i]!.id, source: s.source });

@@ -1,6 +1,7 @@
 // Product sources (what the merchant sent) on PostgreSQL: sql/product-sources.ts, with
 // PostgreSQL's writes (a chunk's products and their links in two statements) and its image lookup,
 // which locks the products it finds. The document is kept as the JSON text the domain wrote.
+import { joinJsonTexts, splitJsonTexts } from './json-texts.js';
 import type { ProductSourceDocument } from '../../catalog/model.js';
 import { productLinks } from '../product-links.js';
 import { SqlProductSources } from '../sql/product-sources.js';
@@ -42,7 +43,7 @@ export class PgProductSources extends SqlProductSources<PgConnection> {
     merchantId: number,
     products: { ref: string; source: ProductSourceDocument }[],
     at: string,
-  ): Promise<{ id: number; created: boolean }[]> {
+  ): Promise<{ id: number; created: boolean; unchanged: boolean }[]> {
     if (products.length === 0) return [];
     if (new Set(products.map((p) => p.ref)).size !== products.length) throw new TypeError('upsertProductSources: refs must be distinct');
     // Each ref found by one probe of (merchant_id, ref) (OFFSET 0 keeps the probe per ref: a planner
@@ -50,7 +51,7 @@ export class PgProductSources extends SqlProductSources<PgConnection> {
     // them), the rows then updated by id.
     const rows = await this.c.rows<{ id: number; created: boolean; same: boolean }>(
       `WITH input AS (
-        SELECT * FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS i(ref, source, ordinal)
+        SELECT * FROM unnest($2::text[], ${splitJsonTexts('$3')}) WITH ORDINALITY AS i(ref, source, ordinal)
       ), found AS (
         SELECT x.id, i.ref, i.source, x.same FROM input AS i CROSS JOIN LATERAL (
           SELECT q.id, q.source = i.source AS same FROM products AS q WHERE q.merchant_id = $1 AND q.ref = i.ref OFFSET 0) AS x
@@ -65,12 +66,12 @@ export class PgProductSources extends SqlProductSources<PgConnection> {
       )
       SELECT coalesce(u.id, n.id) AS id, n.id IS NOT NULL AS created, coalesce(u.same, false) AS same FROM input AS i
         LEFT JOIN updated AS u ON u.ref = i.ref LEFT JOIN inserted AS n ON n.ref = i.ref ORDER BY i.ordinal`,
-      [merchantId, products.map((p) => p.ref), products.map((p) => JSON.stringify(p.source)), at],
+      [merchantId, products.map((p) => p.ref), joinJsonTexts(products.map((p) => JSON.stringify(p.source))), at],
     );
     // A source sent again unchanged has the links it had: only the others are relinked.
     const relinked = rows.flatMap((r, i) => (r.same ? [] : [{ productId: r.id, source: products[i]!.source, created: r.created }]));
     if (relinked.length > 0) await this.relinkMany(merchantId, relinked, at);
-    return rows.map((r) => ({ id: r.id, created: r.created }));
+    return rows.map((r) => ({ id: r.id, created: r.created, unchanged: r.same }));
   }
 
   async deleteProduct(merchantId: number, productId: number): Promise<void> {

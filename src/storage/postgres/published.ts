@@ -8,6 +8,7 @@
 // `binary: true` (brianc/node-postgres#3495), so the page's bytes cost a decode and a Buffer.from;
 // measured on the demo's 155 KB page 1 (BENCHMARKS.md), sending them as bytea (hex) or as base64 of
 // them saved node at most ~0.1 ms of that and cost PostgreSQL ~0.4 ms more to encode: text stays.
+import { joinJsonTexts, splitJsonTexts } from './json-texts.js';
 import type { PublishedStore } from '../port.js';
 import type {
   ExpectedStorePage,
@@ -117,14 +118,14 @@ export class PgPublished implements PublishedStore {
       `INSERT INTO published_products (store_id, product_id, payload, price_hash, content_hash, exclusion_reason, sku, ean)
       SELECT $1, product_id, payload, price_hash, content_hash, CASE WHEN known THEN reason ELSE payload::json ->> 'exclusion_reason' END,
         CASE WHEN fields_known THEN sku ELSE payload::json ->> 'sku' END, CASE WHEN fields_known THEN ean ELSE payload::json ->> 'ean' END
-      FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::boolean[], $7::text[], $8::boolean[], $9::text[], $10::text[])
+      FROM unnest($2::bigint[], ${splitJsonTexts('$3')}, $4::text[], $5::text[], $6::boolean[], $7::text[], $8::boolean[], $9::text[], $10::text[])
         AS row (product_id, payload, price_hash, content_hash, known, reason, fields_known, sku, ean)
       ON CONFLICT (store_id, product_id) DO UPDATE SET payload = excluded.payload, price_hash = excluded.price_hash,
         content_hash = excluded.content_hash, exclusion_reason = excluded.exclusion_reason, sku = excluded.sku, ean = excluded.ean`,
       [
         storeId,
         batch.map((r) => r.productId),
-        batch.map((r) => r.payload),
+        joinJsonTexts(batch.map((r) => r.payload)),
         batch.map((r) => r.priceHash),
         batch.map((r) => r.contentHash),
         batch.map((r) => r.exclusionReason !== undefined),
@@ -143,9 +144,9 @@ export class PgPublished implements PublishedStore {
     const batch = [...new Map(rows.map((row) => [row.productId, row])).values()];
     await this.c.run(
       `UPDATE published_products AS p SET payload = u.payload, price_hash = u.price_hash
-      FROM unnest($2::bigint[], $3::text[], $4::text[]) AS u (product_id, payload, price_hash)
+      FROM unnest($2::bigint[], ${splitJsonTexts('$3')}, $4::text[]) AS u (product_id, payload, price_hash)
       WHERE p.store_id = $1 AND p.product_id = u.product_id`,
-      [storeId, batch.map((r) => r.productId), batch.map((r) => r.payload), batch.map((r) => r.priceHash)],
+      [storeId, batch.map((r) => r.productId), joinJsonTexts(batch.map((r) => r.payload)), batch.map((r) => r.priceHash)],
     );
   }
 

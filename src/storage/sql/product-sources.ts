@@ -29,7 +29,7 @@ export abstract class SqlProductSources<C extends SqlConnection = SqlConnection>
     merchantId: number,
     products: { ref: string; source: ProductSourceDocument }[],
     at: string,
-  ): Promise<{ id: number; created: boolean }[]>;
+  ): Promise<{ id: number; created: boolean; unchanged: boolean }[]>;
   abstract deleteProduct(merchantId: number, productId: number): Promise<void>;
   abstract productIdsWithImage(merchantId: number, url: string): Promise<number[]>;
 

@@ -2,8 +2,8 @@
 import type { ChangeStore } from '../port.js';
 import type { FeedPosition, RecordedChange, StoredChange } from '../../changes/model.js';
 import { monotonicSecond } from '../../shared/time.js';
-import { yieldToOthers } from '../../shared/cooperative.js';
-import { ROWS_PER_STEP, type SqliteConnection } from './connection.js';
+import type { SqliteConnection } from './connection.js';
+import { inBatches, valueRows } from './batches.js';
 
 export class SqliteChanges implements ChangeStore {
   static readonly writes = ['recordChanges', 'pruneChangesBefore'] as const;
@@ -23,14 +23,18 @@ export class SqliteChanges implements ChangeStore {
       .stmt(`INSERT INTO change_sequences (merchant_id, last_id, last_at) VALUES (?, ?, ?)
       ON CONFLICT (merchant_id) DO UPDATE SET last_id = excluded.last_id, last_at = excluded.last_at`)
       .run(merchantId, firstId + changes.length - 1, createdAt);
-    const insert = this.c.stmt(
-      'INSERT INTO changes (merchant_id, id, store_id, product_id, change_type, created_at) VALUES (?, ?, ?, ?, ?, ?)',
-    );
-    for (const [i, change] of changes.entries()) {
-      if (i % ROWS_PER_STEP === 0) await yieldToOthers();
-      insert.run(merchantId, firstId + i, change.storeId, change.productId, change.changeType, createdAt);
-      this.c.changedStores.add(change.storeId);
-    }
+    // Up to ROWS_PER_STATEMENT rows a statement (batches.ts), each change numbered in its order.
+    await inBatches(changes.length, (from, count) => {
+      const values: unknown[] = [];
+      for (let i = from; i < from + count; i++) {
+        const change = changes[i]!;
+        values.push(merchantId, firstId + i, change.storeId, change.productId, change.changeType, createdAt);
+        this.c.changedStores.add(change.storeId);
+      }
+      this.c
+        .stmt(`INSERT INTO changes (merchant_id, id, store_id, product_id, change_type, created_at) VALUES ${valueRows(count, 6)}`)
+        .run(values);
+    });
   }
 
   async changesAfter(storeId: number, after: FeedPosition, limit: number): Promise<StoredChange[]> {

@@ -5,6 +5,7 @@ import { yieldToOthers } from '../../shared/cooperative.js';
 import { diffProductLinks } from '../product-links.js';
 import { SqlProductSources } from '../sql/product-sources.js';
 import type { SqliteConnection } from './connection.js';
+import { inBatches, valueRows } from './batches.js';
 import { LOWER_IMAGE_WORK_HINT, originOf } from './images.js';
 
 /** The links ([kind, value, product id]) and image URLs a run of upserts adds, written at its end. */
@@ -31,12 +32,13 @@ export class SqliteProductSources extends SqlProductSources<SqliteConnection> {
     merchantId: number,
     products: { ref: string; source: ProductSourceDocument }[],
     at: string,
-  ): Promise<{ id: number; created: boolean }[]> {
-    // A statement a row written, a few a run besides: the run's stored sources are read in one
-    // statement (compared here), the sources sent again unchanged have their time of the last write
-    // moved in one, the changed products' links are read in one, and the links and image rows the
-    // run adds are written together at its end (one statement each), where one product at a time
-    // took ~8 statements per new product (its probe, its row, its links one by one, its image rows).
+  ): Promise<{ id: number; created: boolean; unchanged: boolean }[]> {
+    // A few statements a run: the run's stored sources are read in one statement (compared here),
+    // the new rows and the changed sources written a batch of up to 64 a statement (batches.ts), the
+    // sources sent again unchanged have their time of the last write moved in one, the changed
+    // products' links are read in one, and the links and image rows the run adds are written
+    // together at its end (one statement each), where one product at a time took ~8 statements per
+    // new product (its probe, its row, its links one by one, its image rows).
     // The loop is let go after its slice, every 16 products (as the import's loop did before it called this).
     const refs = products.map((p) => p.ref);
     if (new Set(refs).size !== refs.length) throw new TypeError('upsertProductSources: refs must be distinct');
@@ -68,26 +70,45 @@ export class SqliteProductSources extends SqlProductSources<SqliteConnection> {
       }
       for (const id of changed) if (!links.stored.has(id)) links.stored.set(id, []);
     }
-    const results: { id: number; created: boolean }[] = [];
+    // The new products' rows first, up to ROWS_PER_STATEMENT a statement in the given order (so
+    // their ids are drawn in that order), each id read back by its ref.
+    const createdIds = new Map<string, number>();
+    const fresh = products.flatMap((product, index) => (stored.has(product.ref) ? [] : [index]));
+    await inBatches(fresh.length, (from, count) => {
+      const values: unknown[] = [];
+      for (const index of fresh.slice(from, from + count)) values.push(merchantId, products[index]!.ref, texts[index], at);
+      for (const [id, ref] of this.c
+        .stmt(`INSERT INTO products (merchant_id, ref, source, updated_at) VALUES ${valueRows(count, 4)} RETURNING id, ref`)
+        .raw()
+        .all(values) as [number, string][]) {
+        createdIds.set(ref, id);
+      }
+    });
+    const results: { id: number; created: boolean; unchanged: boolean }[] = [];
+    // The changed sources' [id, text] pairs, rewritten together below.
+    const rewritten: unknown[] = [];
     for (const [index, { ref, source }] of products.entries()) {
       if (index > 0 && index % 16 === 0) await yieldToOthers();
       const json = texts[index]!;
       const existing = stored.get(ref);
       if (existing) {
         const [id, text] = existing;
-        results.push({ id, created: false });
+        results.push({ id, created: false, unchanged: text === json });
         if (text === json) continue;
-        this.c.stmt('UPDATE products SET source = ?, updated_at = ? WHERE id = ?').run(json, at, id);
+        rewritten.push(id, json);
         this.relink(merchantId, id, source, false, at, links);
         continue;
       }
-      const info = this.c
-        .stmt('INSERT INTO products (merchant_id, ref, source, updated_at) VALUES (?, ?, ?, ?)')
-        .run(merchantId, ref, json, at);
-      const id = Number(info.lastInsertRowid);
-      results.push({ id, created: true });
+      const id = createdIds.get(ref)!;
+      results.push({ id, created: true, unchanged: false });
       this.relink(merchantId, id, source, true, at, links);
     }
+    await inBatches(rewritten.length / 2, (from, count) => {
+      this.c
+        .stmt(`WITH v(id, source) AS (VALUES ${valueRows(count, 2)})
+        UPDATE products SET source = v.source, updated_at = ? FROM v WHERE products.id = v.id`)
+        .run(...rewritten.slice(from * 2, (from + count) * 2), at);
+    });
     if (unchanged.length > 0) {
       this.c.stmt('UPDATE products SET updated_at = ? WHERE id IN (SELECT value FROM json_each(?))').run(at, JSON.stringify(unchanged));
     }

@@ -19,6 +19,7 @@ import type {
 import type { PublishedExclusionCounts, PublishedProductSummary } from '../../catalog/model.js';
 import { yieldToOthers } from '../../shared/cooperative.js';
 import { ROWS_PER_STEP, type Row, type SqliteConnection } from './connection.js';
+import { inBatches, valueRows } from './batches.js';
 import { toStore } from '../rows.js';
 
 /** A page's payloads joined by commas and their digests, from one scan of the (ordered) rows of the FROM. */
@@ -79,18 +80,17 @@ export class SqlitePublished implements PublishedStore {
 
   async upsertPublished(storeId: number, rows: PublishedRow[]): Promise<void> {
     // Kept beside the payload: the exclusion reason (the store's counts follow it: migration 17) and
-    // the sku and ean (migration 44's indexes), as resolution decided them, bound by position; a
-    // row without them has them read from its payload by the statement.
-    const decided =
-      this.c.stmt(`INSERT INTO published_products (store_id, product_id, payload, price_hash, content_hash, exclusion_reason, sku, ean)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-      ON CONFLICT (store_id, product_id) DO UPDATE SET payload = excluded.payload, price_hash = excluded.price_hash,
-        content_hash = excluded.content_hash, exclusion_reason = excluded.exclusion_reason, sku = excluded.sku, ean = excluded.ean`);
+    // the sku and ean (migration 44's indexes), as resolution decided them, bound by position, up to
+    // ROWS_PER_STATEMENT rows a statement (batches.ts); a row without them has them read
+    // from its payload by the statement.
+    const decided: unknown[] = [];
+    let decidedRows = 0;
     for (const [i, row] of rows.entries()) {
       if (i % ROWS_PER_STEP === 0) await yieldToOthers();
       const { exclusionReason, sku, ean } = row;
       if (exclusionReason !== undefined && sku !== undefined && ean !== undefined) {
-        decided.run(storeId, row.productId, row.payload, row.priceHash, row.contentHash, exclusionReason, sku, ean);
+        decided.push(storeId, row.productId, row.payload, row.priceHash, row.contentHash, exclusionReason, sku, ean);
+        decidedRows++;
         continue;
       }
       this.c
@@ -114,15 +114,29 @@ export class SqlitePublished implements PublishedStore {
           ean: ean ?? null,
         });
     }
+    // The same rows in the same order as a statement a row (SQLite's upsert takes a statement's rows one after another).
+    await inBatches(decidedRows, async (from, count) => {
+      this.c
+        .stmt(`INSERT INTO published_products (store_id, product_id, payload, price_hash, content_hash, exclusion_reason, sku, ean)
+        VALUES ${valueRows(count, 8)}
+        ON CONFLICT (store_id, product_id) DO UPDATE SET payload = excluded.payload, price_hash = excluded.price_hash,
+          content_hash = excluded.content_hash, exclusion_reason = excluded.exclusion_reason, sku = excluded.sku, ean = excluded.ean`)
+        .run(decided.slice(from * 8, (from + count) * 8));
+    });
   }
 
   async updatePublishedPrices(storeId: number, rows: PublishedPriceRow[]): Promise<void> {
-    // The row alone is rewritten: no column of an index or of the counting triggers is set.
-    const update = this.c.stmt('UPDATE published_products SET payload = ?, price_hash = ? WHERE store_id = ? AND product_id = ?');
-    for (const [i, row] of rows.entries()) {
-      if (i % ROWS_PER_STEP === 0) await yieldToOthers();
-      update.run(row.payload, row.priceHash, storeId, row.productId);
-    }
+    // The row alone is rewritten: no column of an index or of the counting triggers is set. Up to
+    // ROWS_PER_STATEMENT rows a statement, matched by (store, product) from a VALUES list.
+    await inBatches(rows.length, async (from, count) => {
+      const values: unknown[] = [];
+      for (let i = from; i < from + count; i++) values.push(rows[i]!.productId, rows[i]!.payload, rows[i]!.priceHash);
+      this.c
+        .stmt(`WITH v(product_id, payload, price_hash) AS (VALUES ${valueRows(count, 3)})
+        UPDATE published_products SET payload = v.payload, price_hash = v.price_hash FROM v
+        WHERE published_products.store_id = ? AND published_products.product_id = v.product_id`)
+        .run(...values, storeId);
+    });
   }
 
   async deletePublished(storeId: number, productIds: number[]): Promise<void> {

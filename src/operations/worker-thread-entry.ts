@@ -9,10 +9,17 @@ import { schedulePruning } from '../changes/retention.js';
 import { createService, openStorage } from '../service.js';
 import type { CatalogStorage, WorkTopic } from '../storage/port.js';
 import { createLogger } from './log.js';
+import type { DeliveryOutcome } from './metrics.js';
 import type { FromWorkerThread, ToWorkerThread, WorkerThreadData } from './worker-thread.js';
 
 /** How often the statement timings go to the serving thread's /metrics. */
 const STATEMENTS_EVERY_MS = 1000;
+
+/**
+ * How long the delivery attempts' outcomes gather before they go to the serving thread's /metrics
+ * in one message: a message per attempt cost the thread about as much as the attempt's signing.
+ */
+const DELIVERIES_EVERY_MS = 100;
 
 const port = parentPort!;
 const data = workerData as WorkerThreadData;
@@ -64,10 +71,27 @@ function wakeable(storage: CatalogStorage): { storage: CatalogStorage; wake: (to
 }
 
 const { storage, wake } = wakeable(openStorage(config, logger));
+let outcomes: DeliveryOutcome[] = [];
+let durations: number[] = [];
+let deliveriesTimer: NodeJS.Timeout | null = null;
+const flushDeliveries = () => {
+  if (deliveriesTimer) clearTimeout(deliveriesTimer);
+  deliveriesTimer = null;
+  if (outcomes.length === 0) return;
+  post({ type: 'deliveries', outcomes, seconds: durations });
+  outcomes = [];
+  durations = [];
+};
 const service = createService(config, {
   logger,
   storage,
-  deliveries: { observeDelivery: (outcome, seconds) => post({ type: 'delivery', outcome, seconds }) },
+  deliveries: {
+    observeDelivery: (outcome, seconds) => {
+      outcomes.push(outcome);
+      durations.push(seconds);
+      deliveriesTimer ??= setTimeout(flushDeliveries, DELIVERIES_EVERY_MS);
+    },
+  },
 });
 // The change feed's clients wait in the serving thread: it hears of this thread's commits from here
 // on SQLite (a storage tells only its own listeners), through its own LISTEN on PostgreSQL.
@@ -85,6 +109,7 @@ port.on('message', (message: ToWorkerThread) => {
     stopFollowing();
     stopPruning();
     void service.close().finally(() => {
+      flushDeliveries();
       flush();
       post({ type: 'stopped' });
     });

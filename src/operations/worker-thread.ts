@@ -4,8 +4,8 @@
 // own); their statements, their re-publishing and their coalescing never hold the event loop that
 // answers requests. The thread opens its own connections
 // to the same database (SQLite: WAL readers never wait for its writes; PostgreSQL: its own pool)
-// and reports to the serving thread what /metrics shows: each delivery attempt, and its statement
-// timings every second, and (SQLite) the stores its commits recorded changes for, which wake the
+// and reports to the serving thread what /metrics shows: its delivery attempts (gathered for up to
+// DELIVERIES_EVERY_MS, a message per batch rather than per attempt), its statement timings every second, and (SQLite) the stores its commits recorded changes for, which wake the
 // change feed's waiting clients (changes/live.ts). Commits of the serving thread that add work wake
 // it at once (SQLite tells only its own process's listeners; PostgreSQL's NOTIFY reaches the thread
 // anyway, and the serving thread's live feed hears the thread's NOTIFY). A thread that
@@ -21,7 +21,8 @@ import type { DrainedStatements } from './statements.js';
 export type ToWorkerThread = { type: 'work'; topic: WorkTopic } | { type: 'stop' };
 export type FromWorkerThread =
   | { type: 'started' }
-  | { type: 'delivery'; outcome: DeliveryOutcome; seconds: number }
+  /** Delivery attempts' outcomes and durations (seconds) since the last such message, in the order they ended. */
+  | { type: 'deliveries'; outcomes: DeliveryOutcome[]; seconds: number[] }
   | { type: 'statements'; drained: DrainedStatements }
   /** The thread committed changes of these stores (SQLite: its commits wake only its own listeners). */
   | { type: 'changes'; stores: ChangedStores }
@@ -79,8 +80,9 @@ export function startWorkerThread(service: Service, data: WorkerThreadData): Wor
       if (message.type === 'started') {
         log.info({ workers: Object.keys(data).filter((key) => data[key as keyof WorkerThreadData] === true) }, 'worker thread started');
         markStarted();
-      } else if (message.type === 'delivery') service.metrics.observeDelivery(message.outcome, message.seconds);
-      else if (message.type === 'statements') service.metrics.addStatements(message.drained);
+      } else if (message.type === 'deliveries') {
+        for (const [i, outcome] of message.outcomes.entries()) service.metrics.observeDelivery(outcome, message.seconds[i]!);
+      } else if (message.type === 'statements') service.metrics.addStatements(message.drained);
       else if (message.type === 'changes') service.liveFeed.wake(message.stores);
       else if (message.type === 'stopped') stopped();
     });

@@ -471,6 +471,14 @@ export interface DeliveryStore {
    */
   recordAttemptOutcomes(outcomes: AttemptOutcome[]): Promise<void>;
   /**
+   * recordAttemptOutcomes, then updateWebhookEndpointsHealth, in one statement: where each statement
+   * is a round trip to the database (PostgreSQL); a storage without it gets the two calls.
+   */
+  recordAttemptOutcomesWithHealth?(
+    outcomes: AttemptOutcome[],
+    health: { id: number; health: WebhookEndpointHealthRecord }[],
+  ): Promise<void>;
+  /**
    * Names `replacementId` as the latest resend of `originalId`. An original still waiting for a
    * retry (pending or failed) is dropped: it makes no further attempt; any other keeps its status.
    */

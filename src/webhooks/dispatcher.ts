@@ -569,7 +569,10 @@ export class WebhookDispatcher {
       this.ended.push({ delivery, endpoint, request, result, at, resolve, reject });
       if (this.recording) return;
       this.recording = true;
-      void this.recordEnded();
+      // Recorded once the event loop has handled what else arrived with this response: attempts
+      // whose responses came in the same turn share the transaction (SQLite's transactions never
+      // yield to the loop, so without this each attempt had one of its own).
+      setImmediate(() => void this.recordEnded());
     });
   }
 
@@ -667,9 +670,14 @@ export class WebhookDispatcher {
     let written: AttemptOutcome[] = [];
     /** Writes what the outcomes so far decided (before a step that reads or changes deliveries in bulk). */
     const write = async () => {
-      await tx.recordAttemptOutcomes(written);
+      const health = [...changed].sort((a, b) => a - b).map((id) => ({ id, health: healthOf(current.get(id)!) }));
+      // One statement for both where the storage has it (a round trip fewer on PostgreSQL).
+      if (tx.recordAttemptOutcomesWithHealth) await tx.recordAttemptOutcomesWithHealth(written, health);
+      else {
+        await tx.recordAttemptOutcomes(written);
+        await tx.updateWebhookEndpointsHealth(health);
+      }
       written = [];
-      await tx.updateWebhookEndpointsHealth([...changed].sort((a, b) => a - b).map((id) => ({ id, health: healthOf(current.get(id)!) })));
       changed.clear();
     };
     const results: (DeliveryOutcome | null)[] = [];

@@ -2,7 +2,7 @@
 // and, for endpoints that choose them, the Standard Webhooks headers beside it: `webhook-signature`
 // = `v1,` + base64(HMAC_SHA256(key, `${id}.${timestamp}.${raw_body}`)), the key being what the
 // secret's part after `whsec_` decodes to as base64 (as the Standard Webhooks libraries derive it).
-import { createHmac, randomBytes } from 'node:crypto';
+import { createHmac, createSecretKey, type KeyObject, randomBytes } from 'node:crypto';
 import type { WebhookOptionalHeaderName, WebhookRequiredHeaderName } from '../generated/public-webhooks.js';
 import type { WebhookEndpointRecord } from './model.js';
 
@@ -72,9 +72,45 @@ export function secretsAt(endpoint: EndpointSecrets, now: Date): { signing: stri
   return { signing: secret, pending: { secret: pending, rotatedAt, until } };
 }
 
+/** Secrets' HMAC keys kept at most: more endpoints than this sign with keys made again as they come. */
+export const SIGNING_KEYS_KEPT = 1024;
+
+/**
+ * HMAC keys made once per secret rather than per send (createHmac with a string key encodes and
+ * imports it each time), for the service's own scheme (the secret's UTF-8) and for the Standard
+ * Webhooks one (its base64 part decoded). Looked up by the secret itself, so a rotated or new secret
+ * never signs with an old key: the old one is simply no longer asked for, and the map, emptied
+ * when it reaches SIGNING_KEYS_KEPT, never holds more than that.
+ */
+class SigningKeys {
+  private readonly keys = new Map<string, KeyObject>();
+
+  constructor(private readonly derive: (secret: string) => Buffer) {}
+
+  of(secret: string): KeyObject {
+    let key = this.keys.get(secret);
+    if (key === undefined) {
+      if (this.keys.size >= SIGNING_KEYS_KEPT) this.keys.clear();
+      key = createSecretKey(this.derive(secret));
+      this.keys.set(secret, key);
+    }
+    return key;
+  }
+
+  get size(): number {
+    return this.keys.size;
+  }
+}
+
+const serviceKeys = new SigningKeys((secret) => Buffer.from(secret, 'utf8'));
+const standardKeys = new SigningKeys(standardWebhooksKey);
+
+/** How many secrets' keys are kept now, per scheme (tests). */
+export const signingKeysKept = () => ({ service: serviceKeys.size, standard: standardKeys.size });
+
 /** The X-Service-Signature value for a body signed at `timestamp` (Unix seconds, as sent). */
 export function signatureFor(secret: string, timestamp: string, rawBody: string | Uint8Array): string {
-  const hmac = createHmac('sha256', secret);
+  const hmac = createHmac('sha256', serviceKeys.of(secret));
   hmac.update(`${timestamp}.`);
   hmac.update(rawBody);
   return `sha256=${hmac.digest('hex')}`;
@@ -82,7 +118,7 @@ export function signatureFor(secret: string, timestamp: string, rawBody: string 
 
 /** One `v1,` signature of the Standard Webhooks scheme. */
 export function standardSignatureFor(secret: string, id: string, timestamp: string, rawBody: string | Uint8Array): string {
-  const hmac = createHmac('sha256', standardWebhooksKey(secret));
+  const hmac = createHmac('sha256', standardKeys.of(secret));
   hmac.update(`${id}.${timestamp}.`);
   hmac.update(rawBody);
   return `v1,${hmac.digest('base64')}`;

@@ -81,6 +81,20 @@ describe("the guarded client's pools", () => {
     expect(second.latencyMs).toBeLessThan(600);
   });
 
+  it('ends the exchanges in flight at once on abortInFlight, as time-outs, and every later one without sending it', async () => {
+    const c = start({ timeoutMs: 30_000, connections: 2 });
+    const hanging = [post(c, '/hang', 'webhook-endpoint:1'), post(c, '/hang', 'webhook-endpoint:1')];
+    await until(() => open.get('/hang') === 2, 'two requests hang');
+    const started = Date.now();
+    c.abortInFlight();
+    const ended = await Promise.all(hanging);
+    expect(ended.map((e) => (e.ok ? 'ok' : e.error))).toEqual(['timeout', 'timeout']);
+    expect(Date.now() - started).toBeLessThan(1000);
+    const later = await post(c, '/ok', 'webhook-endpoint:2');
+    expect(later).toMatchObject({ ok: false, error: 'timeout' });
+    expect(open.get('/ok')).toBeUndefined();
+  });
+
   it("uses the origin's pool for requests without a key, and forgets a pool idle for idleMs", async () => {
     const c = start({ timeoutMs: 1000, connections: 1, idleMs: 50 });
     expect(await post(c, '/ok')).toMatchObject({ ok: true, value: 204 });

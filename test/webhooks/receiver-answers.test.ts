@@ -144,7 +144,7 @@ function refusing(storage: CatalogStorage, refuses: (operation: string, args: un
 /** True when the operation stores an attempt whose response snippet holds `marker`. */
 const storesSnippet = (marker: string) => (operation: string, args: unknown[]) => {
   const attempts =
-    operation === 'recordAttemptOutcomes'
+    operation === 'recordAttemptOutcomes' || operation === 'recordAttemptOutcomesWithHealth'
       ? (args[0] as { attempt: { response_snippet: string | null } }[]).map((o) => o.attempt)
       : operation === 'recordAttempt'
         ? [args[1] as { response_snippet: string | null }]
@@ -192,7 +192,14 @@ describe('an attempt whose bookkeeping fails counts as a failed attempt', () => 
       { status: 200, body: 'unstorable answer' },
       {
         dispatcherStorage: (storage) =>
-          refusing(storage, (operation, args) => operation === 'updateWebhookEndpointsHealth' || refusesSnippet(operation, args)),
+          refusing(
+            storage,
+            (operation, args) =>
+              operation === 'updateWebhookEndpointsHealth' ||
+              // PostgreSQL writes the health in the outcomes' statement: refused when it carries any.
+              (operation === 'recordAttemptOutcomesWithHealth' && (args[1] as unknown[]).length > 0) ||
+              refusesSnippet(operation, args),
+          ),
       },
     );
     expect(delivery).toMatchObject({ status: 'failed', attempts: 1, next_attempt_at: plus(now(), FIRST_RETRY_MS) });

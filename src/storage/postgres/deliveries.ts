@@ -1,5 +1,5 @@
 // Webhook deliveries and their attempts on PostgreSQL, claimed by several dispatchers at once.
-import type { AttemptOutcome, DeliveryStore } from '../port.js';
+import type { AttemptOutcome, DeliveryStore, WebhookEndpointHealthRecord } from '../port.js';
 import type { DeliveryClaim, OutboxGroup } from '../records.js';
 import type {
   AttemptHourRecord,
@@ -31,6 +31,7 @@ export class PgDeliveries implements DeliveryStore {
     'dropPendingDeliveries',
     'recordAttempt',
     'recordAttemptOutcomes',
+    'recordAttemptOutcomesWithHealth',
     'replaceDelivery',
     'fillWaitingDelivery',
   ] as const;
@@ -266,11 +267,41 @@ export class PgDeliveries implements DeliveryStore {
 
   async recordAttemptOutcomes(outcomes: AttemptOutcome[]): Promise<void> {
     if (outcomes.length === 0) return;
+    await this.recordAttemptOutcomesWithHealth(outcomes, []);
+  }
+
+  /**
+   * The attempts, their deliveries and (when given) the endpoints' health in one statement: one
+   * round trip where the two calls took two. The endpoints are those the caller's transaction read
+   * under their row lock (getWebhookEndpoints), so the update waits for no one.
+   */
+  async recordAttemptOutcomesWithHealth(
+    outcomes: AttemptOutcome[],
+    health: { id: number; health: WebhookEndpointHealthRecord }[],
+  ): Promise<void> {
+    if (outcomes.length === 0) {
+      if (health.length > 0) await this.c.run(HEALTH_UPDATE(1), healthParams(health));
+      return;
+    }
     if (new Set(outcomes.map((o) => o.deliveryId)).size !== outcomes.length)
       throw new TypeError('recordAttemptOutcomes: deliveries must be distinct');
     // One statement for every attempt and its delivery (the attempts' ids in the given order); an
     // outcome never makes a delivery pending again, so nothing is notified.
     if (outcomes.some((o) => o.status === 'pending')) throw new TypeError('recordAttemptOutcomes: an outcome is never pending');
+    const outcomeParams = [
+      outcomes.map((o) => o.deliveryId),
+      outcomes.map((o) => o.attempt.at),
+      outcomes.map((o) => o.attempt.status_code),
+      outcomes.map((o) => o.attempt.error),
+      outcomes.map((o) => o.attempt.latency_ms),
+      outcomes.map((o) => o.attempt.response_snippet),
+      outcomes.map((o) => o.status),
+      outcomes.map((o) => o.attempts),
+      outcomes.map((o) => o.next_attempt_at),
+      outcomes.map((o) => o.attempt.request_url ?? null),
+      outcomes.map((o) => (o.attempt.request_headers ? JSON.stringify(o.attempt.request_headers) : null)),
+    ];
+    const withHealth = health.length > 0;
     await this.c.run(
       `WITH outcome AS (
         SELECT * FROM unnest($1::bigint[], $2::text[], $3::integer[], $4::text[], $5::integer[], $6::text[], $7::text[], $8::integer[], $9::text[],
@@ -280,25 +311,13 @@ export class PgDeliveries implements DeliveryStore {
       ), attempt AS (
         INSERT INTO webhook_attempts (delivery_id, at, status_code, error, latency_ms, response_snippet, request_url, request_headers)
           SELECT delivery_id, at, status_code, error, latency_ms, response_snippet, request_url, request_headers FROM outcome ORDER BY ordinal
-      )
+      )${withHealth ? `, health AS (${HEALTH_UPDATE(12)})` : ''}
       -- Dropped meanwhile (a pause, a resend): only a success changes it; a failure never makes it due again.
       UPDATE webhook_deliveries AS d SET attempts = o.attempts, leased_until = NULL,
           status = CASE WHEN d.status = 'dropped' AND o.status <> 'succeeded' THEN 'dropped' ELSE o.status END,
           next_attempt_at = CASE WHEN d.status = 'dropped' AND o.status <> 'succeeded' THEN NULL ELSE o.next_attempt_at END
         FROM outcome AS o WHERE d.id = o.delivery_id`,
-      [
-        outcomes.map((o) => o.deliveryId),
-        outcomes.map((o) => o.attempt.at),
-        outcomes.map((o) => o.attempt.status_code),
-        outcomes.map((o) => o.attempt.error),
-        outcomes.map((o) => o.attempt.latency_ms),
-        outcomes.map((o) => o.attempt.response_snippet),
-        outcomes.map((o) => o.status),
-        outcomes.map((o) => o.attempts),
-        outcomes.map((o) => o.next_attempt_at),
-        outcomes.map((o) => o.attempt.request_url ?? null),
-        outcomes.map((o) => (o.attempt.request_headers ? JSON.stringify(o.attempt.request_headers) : null)),
-      ],
+      withHealth ? [...outcomeParams, ...healthParams(health)] : outcomeParams,
     );
   }
 
@@ -368,4 +387,37 @@ export class PgDeliveries implements DeliveryStore {
     );
     return row?.at ?? null;
   }
+}
+
+/**
+ * The endpoints' health, one row each, in id order (as every other writer locks several
+ * endpoints); its parameters from `$first` on (healthParams). PgWebhookEndpoints'
+ * updateWebhookEndpointsHealth writes the same columns.
+ */
+const HEALTH_UPDATE = (first: number) => {
+  const p = (n: number) => `$${first + n}`;
+  return `UPDATE webhook_endpoints AS e SET status = h.status, consecutive_failures = h.consecutive_failures,
+        failure_streak_started_at = h.failure_streak_started_at, paused_until = h.paused_until, owners_notified_at = h.owners_notified_at,
+        disabled_reason = h.disabled_reason, last_success_at = h.last_success_at, last_failure_at = h.last_failure_at
+      FROM (SELECT * FROM unnest(${p(0)}::bigint[], ${p(1)}::text[], ${p(2)}::integer[], ${p(3)}::text[], ${p(4)}::text[], ${p(5)}::text[], ${p(6)}::text[], ${p(7)}::text[], ${p(8)}::text[])
+        AS h(id, status, consecutive_failures, failure_streak_started_at, paused_until, owners_notified_at, disabled_reason, last_success_at, last_failure_at)
+        ORDER BY id) AS h
+      WHERE e.id = h.id`;
+};
+
+function healthParams(updates: { id: number; health: WebhookEndpointHealthRecord }[]): unknown[] {
+  if (new Set(updates.map((u) => u.id)).size !== updates.length) throw new TypeError('updateWebhookEndpointsHealth: ids must be distinct');
+  const sorted = [...updates].sort((a, b) => a.id - b.id);
+  const column = <K extends keyof WebhookEndpointHealthRecord>(key: K) => sorted.map((u) => u.health[key]);
+  return [
+    sorted.map((u) => u.id),
+    column('status'),
+    column('consecutive_failures'),
+    column('failure_streak_started_at'),
+    column('paused_until'),
+    column('owners_notified_at'),
+    column('disabled_reason'),
+    column('last_success_at'),
+    column('last_failure_at'),
+  ];
 }

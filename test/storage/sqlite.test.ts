@@ -3,9 +3,9 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { setYieldSlice } from '../../src/shared/cooperative.js';
-import { ROWS_PER_STEP } from '../../src/storage/sqlite/connection.js';
+import { ROWS_PER_STATEMENT } from '../../src/storage/sqlite/batches.js';
 import { openSqliteStorage, type SqliteStorage } from '../../src/storage/sqlite/index.js';
 
 const dirs: string[] = [];
@@ -164,7 +164,7 @@ describe('another process holding the write lock', () => {
 });
 
 describe('bulk writes', () => {
-  it('let requests run between steps of ROWS_PER_STEP rows, and reads meanwhile see nothing of them before COMMIT', async () => {
+  it('let requests run between batches of ROWS_PER_STATEMENT rows, and reads meanwhile see nothing of them before COMMIT', async () => {
     const storage = open();
     setYieldSlice(0);
     try {
@@ -182,7 +182,7 @@ describe('bulk writes', () => {
         active: true,
         exclude_out_of_stock: false,
       });
-      const count = 20 * ROWS_PER_STEP;
+      const count = 20 * ROWS_PER_STATEMENT;
       const changes = Array.from({ length: count }, (_, i) => ({ storeId: store.id, productId: i + 1, changeType: 'content' as const }));
       const from = { at: '1970-01-01T00:00:00Z', id: 0 };
       // A turn of the event loop after another while the write runs, each reading the feed.
@@ -198,7 +198,7 @@ describe('bulk writes', () => {
       writing = false;
       const seen = await Promise.all(seenMeanwhile);
       // One synchronous loop over the rows would have let no turn run until it ended.
-      expect(seen.length).toBeGreaterThanOrEqual(count / ROWS_PER_STEP - 2);
+      expect(seen.length).toBeGreaterThanOrEqual(count / ROWS_PER_STATEMENT - 2);
       expect(seen.every((n) => n === 0)).toBe(true);
       expect((await storage.changesAfter(store.id, from, 10_000)).length).toBe(count);
     } finally {
@@ -223,6 +223,9 @@ describe('Snapshots', () => {
     const storage = open({ snapshotConnections: 3 });
     const file = storage.db.name;
     try {
+      // The write and read connections, and the checkpoint thread's once it has started (it opens
+      // its own asynchronously: counted before it, it would pass for a fourth snapshot connection).
+      await vi.waitFor(() => expect(openOnFile(file)).toBe(3));
       const before = openOnFile(file);
       let release!: () => void;
       const held = new Promise<void>((resolve) => (release = resolve));
@@ -236,6 +239,8 @@ describe('Snapshots', () => {
           running--;
         }),
       );
+      // The first three open (however slow the machine), then no fourth while they are held.
+      await vi.waitFor(() => expect(running).toBe(3));
       await new Promise((resolve) => setTimeout(resolve, 20));
       expect(running).toBe(3);
       expect(openOnFile(file) - before).toBe(3);

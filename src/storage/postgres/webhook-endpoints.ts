@@ -1,6 +1,7 @@
 // Receiver endpoints with their health record on PostgreSQL: sql/webhook-endpoints.ts, with the
 // dispatchers' claim that skips a busy endpoint and the health of several endpoints in one statement.
 import type { WebhookEndpointHealthRecord } from '../port.js';
+import { HEALTH_UPDATE, healthParams } from './endpoint-health.js';
 import type { WebhookEndpointRecord } from '../../webhooks/model.js';
 import { toEndpoint } from '../rows.js';
 import { SqlWebhookEndpoints } from '../sql/webhook-endpoints.js';
@@ -24,29 +25,6 @@ export class PgWebhookEndpoints extends SqlWebhookEndpoints<PgConnection> {
 
   override async updateWebhookEndpointsHealth(updates: { id: number; health: WebhookEndpointHealthRecord }[]): Promise<void> {
     if (updates.length === 0) return;
-    if (new Set(updates.map((u) => u.id)).size !== updates.length)
-      throw new TypeError('updateWebhookEndpointsHealth: ids must be distinct');
-    const column = <K extends keyof WebhookEndpointHealthRecord>(key: K) => updates.map((u) => u.health[key]);
-    // One statement, the rows in id order (as every other writer locks several endpoints).
-    await this.c.run(
-      `UPDATE webhook_endpoints AS e SET status = h.status, consecutive_failures = h.consecutive_failures,
-        failure_streak_started_at = h.failure_streak_started_at, paused_until = h.paused_until, owners_notified_at = h.owners_notified_at,
-        disabled_reason = h.disabled_reason, last_success_at = h.last_success_at, last_failure_at = h.last_failure_at
-      FROM (SELECT * FROM unnest($1::bigint[], $2::text[], $3::integer[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[])
-        AS h(id, status, consecutive_failures, failure_streak_started_at, paused_until, owners_notified_at, disabled_reason, last_success_at, last_failure_at)
-        ORDER BY id) AS h
-      WHERE e.id = h.id`,
-      [
-        updates.map((u) => u.id),
-        column('status'),
-        column('consecutive_failures'),
-        column('failure_streak_started_at'),
-        column('paused_until'),
-        column('owners_notified_at'),
-        column('disabled_reason'),
-        column('last_success_at'),
-        column('last_failure_at'),
-      ],
-    );
+    await this.c.run(HEALTH_UPDATE(1), healthParams(updates));
   }
 }

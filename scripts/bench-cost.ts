@@ -392,6 +392,9 @@ async function runEngine(engine: Engine, peers: Peers, tempDir: string): Promise
         fs.rmSync(profileDir, { recursive: true, force: true });
         process.env.BENCH_SERVE_NODE_ARGS = `--cpu-prof --cpu-prof-dir=${profileDir} --cpu-prof-interval 500`;
       }
+      // The receiver's count before serve starts: its dispatcher may send before /readyz answers,
+      // and under load it can finish a small outbox before the first scrape.
+      const receivedBeforeStart = (await peers.counts()).byPath[receiverPath] ?? 0;
       const serve = await startServe({ adminToken: ADMIN_TOKEN, env: unitEnv });
       delete process.env.BENCH_SERVE_NODE_ARGS;
       const pid = serve.child.pid!;
@@ -467,21 +470,34 @@ async function runEngine(engine: Engine, peers: Peers, tempDir: string): Promise
         } else {
           result = await measure(async () => {
             const received = async () => (await peers.counts()).byPath[receiverPath] ?? 0;
-            const received0 = await received();
-            let last = { mark: mark(pid, postgres), scrape: await scrape(serve), deliveries: 0, at: now() };
+            const beforeWindow = (await received()) - receivedBeforeStart;
+            let last = { mark: mark(pid, postgres), scrape: await scrape(serve), deliveries: beforeWindow, at: now() };
+            let latest = last.scrape;
+            const waitingIn = (s: Scrape) =>
+              gauge(s, 'cps_webhook_outbox_depth') +
+              gauge(s, 'cps_webhook_deliveries_waiting{status="pending"}') +
+              gauge(s, 'cps_webhook_deliveries_waiting{status="failed"}');
             const started = now();
             while (now() - started < UNIT_SECONDS * 1000) {
+              const settled = waitingIn(latest) === 0 && last.deliveries > 0 && now() - last.at > 3000;
+              if (settled) break;
               await sleep(1000);
-              const [at, s, deliveries] = [mark(pid, postgres), await scrape(serve), (await received()) - received0];
+              const [at, s, deliveries] = [mark(pid, postgres), await scrape(serve), (await received()) - receivedBeforeStart];
+              latest = s;
               if (deliveries > last.deliveries) last = { mark: at, scrape: s, deliveries, at: now() };
-              const waiting =
-                gauge(s, 'cps_webhook_outbox_depth') +
-                gauge(s, 'cps_webhook_deliveries_waiting{status="pending"}') +
-                gauge(s, 'cps_webhook_deliveries_waiting{status="failed"}');
-              if (waiting === 0 && last.deliveries > 0 && now() - last.at > 3000) break;
             }
-            const delivered = gauge(last.scrape, 'cps_webhook_deliveries_total{outcome="succeeded"}');
-            return { units: last.deliveries, end: last.mark, endScrape: last.scrape, detail: { succeeded_total: delivered } };
+            const outcomes = Object.fromEntries(
+              ['succeeded', 'failed', 'given_up', 'dropped'].map((o) => [o, gauge(latest, `cps_webhook_deliveries_total{outcome="${o}"}`)]),
+            );
+            if (last.deliveries === 0) log(`no delivery reached the receiver; serve's output:\n${serve.output().slice(-4000)}`);
+            return {
+              units: last.deliveries,
+              end: last.mark,
+              endScrape: last.scrape,
+              // Deliveries the receiver had before the window opened (counted as units, their CPU not):
+              // what was still waiting at the end, and the outcomes serve counted.
+              detail: { before_window: beforeWindow, waiting_at_end: waitingIn(latest), outcomes },
+            };
           });
         }
       } finally {

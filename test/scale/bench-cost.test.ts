@@ -57,7 +57,7 @@ describe('bench:cost, small', () => {
       expect(engine.deadHostDownSeconds, where).not.toBeNull();
       expect(engine.units.map((u) => u.unit)).toEqual(UNITS);
       for (const unit of engine.units) {
-        expect(unit.units, `${unit.unit} ${where}`).toBeGreaterThan(0);
+        expect(unit.units, `${unit.unit} ${JSON.stringify(unit.detail)} ${where}`).toBeGreaterThan(0);
         expect(unit.serveMsPerUnit, `${unit.unit} ${where}`).toBeGreaterThan(0);
         expect(Number.isFinite(unit.perSecond), unit.unit).toBe(true);
         // The database server's CPU is counted on PostgreSQL only.

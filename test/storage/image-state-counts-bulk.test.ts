@@ -2,7 +2,9 @@
 // sources: chunks that add many new images at once, images shared by several products, dropped by
 // some, unlisted by all, state changes, products deleted. PostgreSQL counts inserted and deleted
 // image rows once per statement (migration 24), so every image of a chunk must be counted; on
-// PostgreSQL the kept counts also equal a count of the rows after plain INSERT and DELETE statements.
+// PostgreSQL the kept counts also equal a count of the rows after plain INSERT and DELETE statements,
+// and after transitions committed from several connections at once, whose count deltas wait for
+// the transaction that holds the merchant's fold lock (migration 48).
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -132,7 +134,8 @@ describe('kept image counts after bulk writes of product sources', () => {
         const kept = async () =>
           (
             await client.query(
-              'SELECT merchant_id::integer AS merchant_id, state, n::integer AS n FROM image_state_counts WHERE n <> 0 ORDER BY 1, 2',
+              `SELECT merchant_id::integer AS merchant_id, state, sum(n)::integer AS n FROM (SELECT merchant_id, state, n FROM image_state_counts
+              UNION ALL SELECT merchant_id, state, n FROM image_state_count_deltas) AS kept GROUP BY 1, 2 HAVING sum(n) <> 0 ORDER BY 1, 2`,
             )
           ).rows;
         expect(await kept()).toEqual(await recount());
@@ -156,7 +159,7 @@ describe('kept image counts after bulk writes of product sources', () => {
   );
 
   it.skipIf(TEST_ENGINE !== 'postgres' || onPglite())(
-    'PostgreSQL: counts a transition at COMMIT (migration 26), so two open transitions of one merchant never wait for each other',
+    'PostgreSQL: counts a transition once it commits, and two open transitions of one merchant never wait for each other',
     async () => {
       const first = new pg.Client(database.location);
       const second = new pg.Client(database.location);
@@ -244,6 +247,70 @@ describe('kept image counts after bulk writes of product sources', () => {
         });
       } finally {
         await Promise.all([importing.end(), mirroring.end()]);
+      }
+    },
+  );
+  it.skipIf(TEST_ENGINE !== 'postgres' || onPglite())(
+    'PostgreSQL: counts stay exact while another transaction holds the fold lock, after concurrent transitions from two connections, and are folded by the next statement',
+    async () => {
+      const holder = new pg.Client(database.location);
+      const first = new pg.Client(database.location);
+      const second = new pg.Client(database.location);
+      await Promise.all([holder.connect(), first.connect(), second.connect()]);
+      const urls = Array.from({ length: 40 }, (_, i) => `https://fold.example/${i}.jpg`);
+      const recount = async () => {
+        const counts = { pending: 0, mirrored: 0, dead: 0 };
+        for (const row of (
+          await holder.query<{ state: 'pending'; n: number }>(
+            'SELECT state, count(*)::integer AS n FROM image_mirrors WHERE merchant_id = $1 AND listed > 0 GROUP BY state',
+            [merchantId],
+          )
+        ).rows)
+          counts[row.state] = row.n;
+        return counts;
+      };
+      const deltas = async () =>
+        (
+          await holder.query<{ n: number }>('SELECT count(*)::integer AS n FROM image_state_count_deltas WHERE merchant_id = $1', [
+            merchantId,
+          ])
+        ).rows[0]!.n;
+      try {
+        await storage.transaction((tx) => tx.ensureImageMirrors(merchantId, urls, AT));
+        await storage.upsertProductSources(
+          merchantId,
+          urls.map((u, i) => ({ ref: `F-${i}`, source: { ...source([]), images: [{ url: u }] } })),
+          AT,
+        );
+        expect(await storage.imageStateCounts(merchantId)).toEqual(await recount());
+        // One transaction changes an image and so holds the merchant's fold lock, open.
+        await holder.query('BEGIN');
+        await holder.query("SET LOCAL lock_timeout = '2s'");
+        await holder.query("UPDATE image_mirrors SET state = 'dead' WHERE merchant_id = $1 AND url = $2", [merchantId, urls[0]]);
+        // Two connections mirror the other images at once, a statement of a few images at a time.
+        const mirror = async (client: pg.Client, part: string[]) => {
+          for (let i = 0; i < part.length; i += 4) {
+            await client.query('BEGIN');
+            await client.query("SET LOCAL lock_timeout = '2s'");
+            await client.query("UPDATE image_mirrors SET state = 'mirrored' WHERE merchant_id = $1 AND url = ANY($2::text[])", [
+              merchantId,
+              part.slice(i, i + 4),
+            ]);
+            await client.query('COMMIT');
+          }
+        };
+        await Promise.all([mirror(first, urls.slice(1, 21)), mirror(second, urls.slice(21))]);
+        // Their deltas wait for the fold, and the counts include them (the holder's change not yet).
+        expect(await deltas()).toBeGreaterThan(0);
+        const committed = await storage.imageStateCounts(merchantId);
+        await holder.query('ROLLBACK');
+        expect(committed).toEqual(await recount());
+        // The next statement that changes an image folds them all.
+        await first.query("UPDATE image_mirrors SET state = 'dead' WHERE merchant_id = $1 AND url = $2", [merchantId, urls[0]]);
+        expect(await deltas()).toBe(0);
+        expect(await storage.imageStateCounts(merchantId)).toEqual(await recount());
+      } finally {
+        await Promise.all([holder.end(), first.end(), second.end()]);
       }
     },
   );

@@ -49,6 +49,8 @@ const SQL_TYPES: Record<string, string> = {
 const BOOLEAN = 'a boolean: INTEGER 0/1 on SQLite';
 /** Migration 35: SQLite cannot add an id to a table keyed by token_hash, so it rebuilt the table keyed by id; PostgreSQL added the id as a unique identity. Both columns are unique on both. */
 const INVITATION_KEYS = 'panel_invitations keyed by id (SQLite) or token_hash (PostgreSQL), the other unique';
+/** Migration 48: concurrent writers on PostgreSQL add count deltas; the one that gets a merchant's fold lock without waiting folds them. */
+const IMAGE_COUNT_DELTAS = 'image state count deltas (PostgreSQL), folded without waiting; SQLite has one writer';
 /** Migration 23: PostgreSQL keeps the payload's sku and ean beside it (parsing them for the index cost a third of an upsert); SQLite indexes the payload's fields. */
 
 /**
@@ -75,6 +77,10 @@ const ON_PURPOSE: Record<string, string> = {
   // SQLite's plans of those claims are checked by the tests (bounded-statements, image-claims).
   'sqlite: index image_mirrors_due_per_merchant image_mirrors(merchant_id, next_attempt_at) WHERE':
     'dropped on PostgreSQL, whose planner misused it',
+  // Migration 48: PostgreSQL's image state counts per statement, as deltas that no writer waits to
+  // fold; SQLite's one writer counts in its own transaction.
+  'postgres: table image_state_count_deltas': IMAGE_COUNT_DELTAS,
+  'postgres: index image_state_count_deltas_merchant image_state_count_deltas(merchant_id)': IMAGE_COUNT_DELTAS,
 };
 
 const typeOf = (engine: string, table: string, column: string, declared: string): string => {

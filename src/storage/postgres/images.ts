@@ -301,11 +301,12 @@ export class PgImages implements ImageStore {
   }
 
   async imageStateCounts(merchantId: number): Promise<ImageStateCounts> {
-    // Per distinct source URL that a product of the merchant still lists: counts the trigger of
-    // migration 16 keeps, not a count of the rows.
+    // Per distinct source URL that a product of the merchant still lists: counts the triggers keep
+    // (migration 48: the counts rows plus the deltas not folded into them yet), not a count of the rows.
     const counts: ImageStateCounts = { pending: 0, mirrored: 0, dead: 0 };
     const rows = await this.c.rows<{ state: keyof ImageStateCounts; n: number }>(
-      'SELECT state, n::integer AS n FROM image_state_counts WHERE merchant_id = $1',
+      `SELECT state, sum(n)::integer AS n FROM (SELECT state, n FROM image_state_counts WHERE merchant_id = $1
+      UNION ALL SELECT state, n FROM image_state_count_deltas WHERE merchant_id = $1) AS kept GROUP BY state`,
       [merchantId],
     );
     for (const row of rows) counts[row.state] = row.n;

@@ -346,9 +346,11 @@ export class PostgresStorage implements CatalogStorage {
           )
         )[0]!.n;
       }
-      // The listed images (what the merchants' summaries count), from the counts kept per merchant.
+      // The listed images (what the merchants' summaries count), from the counts kept per merchant
+      // and the deltas not folded into them yet (migration 48).
       for (const row of await rows<{ state: 'pending'; n: number }>(
-        'SELECT state, sum(n)::integer AS n FROM image_state_counts GROUP BY state',
+        `SELECT state, sum(n)::integer AS n FROM (SELECT state, n FROM image_state_counts
+        UNION ALL SELECT state, n FROM image_state_count_deltas) AS kept GROUP BY state`,
       )) {
         counts.images[row.state] = row.n;
       }

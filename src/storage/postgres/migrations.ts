@@ -1089,4 +1089,71 @@ UPDATE webhook_outbox SET product_ids = '[' || product_id || ']';
 ALTER TABLE webhook_outbox DROP COLUMN product_id;
 `,
   },
+  {
+    id: 48,
+    name: 'image_states_counted_per_statement_without_waiting',
+    sql: `
+-- Migrations 26 and 29 counted image states per row at COMMIT: a mirror's commit of 64 transitions
+-- ran 128 trigger calls, each writing a version of one of the merchant's two counts rows. Now each
+-- statement on image_mirrors counts what its rows changed, grouped by (merchant, state), from its
+-- transition tables, into image_state_count_deltas (an insert: it waits for no one), and folds the
+-- merchant's deltas into image_state_counts only when it gets the merchant's fold lock without
+-- waiting (an advisory lock held to its COMMIT; counts rows are written by the holder alone). A
+-- transaction that does not get it leaves its deltas to the next fold: the counts are
+-- image_state_counts plus the merchant's deltas (imageStateCounts, /metrics). No transaction ever
+-- waits for a counts row, so the deadlock of migration 29 cannot come back.
+CREATE TABLE image_state_count_deltas (
+  merchant_id bigint NOT NULL,
+  state text COLLATE "C" NOT NULL,
+  n bigint NOT NULL
+);
+CREATE INDEX image_state_count_deltas_merchant ON image_state_count_deltas(merchant_id);
+DROP TRIGGER image_mirrors_counted_insert ON image_mirrors;
+DROP TRIGGER image_mirrors_counted_delete ON image_mirrors;
+DROP TRIGGER image_mirrors_counted_update ON image_mirrors;
+CREATE FUNCTION image_state_deltas_counted() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  folded bigint[];
+BEGIN
+  IF TG_OP = 'INSERT' THEN
+    INSERT INTO image_state_count_deltas (merchant_id, state, n)
+      SELECT merchant_id, state, count(*) FROM new_rows WHERE listed > 0 GROUP BY 1, 2;
+  ELSIF TG_OP = 'DELETE' THEN
+    INSERT INTO image_state_count_deltas (merchant_id, state, n)
+      SELECT merchant_id, state, -count(*) FROM old_rows WHERE listed > 0 GROUP BY 1, 2;
+  ELSE
+    INSERT INTO image_state_count_deltas (merchant_id, state, n)
+      SELECT merchant_id, state, sum(n) FROM (
+        SELECT merchant_id, state, 1 AS n FROM new_rows WHERE listed > 0
+        UNION ALL SELECT merchant_id, state, -1 FROM old_rows WHERE listed > 0) AS moved
+      GROUP BY 1, 2 HAVING sum(n) <> 0;
+  END IF;
+  IF NOT FOUND THEN
+    RETURN NULL;
+  END IF;
+  -- The merchants with deltas whose fold lock is free (taken without waiting, held to COMMIT).
+  SELECT array_agg(m ORDER BY m) INTO folded FROM (SELECT DISTINCT merchant_id AS m FROM image_state_count_deltas) AS waiting
+    WHERE pg_try_advisory_xact_lock(1668313961, (m % 2147483648)::integer);
+  IF folded IS NOT NULL THEN
+    WITH moved AS (DELETE FROM image_state_count_deltas WHERE merchant_id = ANY(folded) RETURNING merchant_id, state, n)
+    INSERT INTO image_state_counts (merchant_id, state, n)
+      SELECT merchant_id, state, sum(n) FROM moved GROUP BY 1, 2 ORDER BY 1, 2
+      ON CONFLICT (merchant_id, state) DO UPDATE SET n = image_state_counts.n + excluded.n;
+  END IF;
+  RETURN NULL;
+END
+$$;
+CREATE TRIGGER image_mirrors_counted_insert AFTER INSERT ON image_mirrors
+  REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION image_state_deltas_counted();
+CREATE TRIGGER image_mirrors_counted_update AFTER UPDATE ON image_mirrors
+  REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION image_state_deltas_counted();
+CREATE TRIGGER image_mirrors_counted_delete AFTER DELETE ON image_mirrors
+  REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION image_state_deltas_counted();
+-- A price-only rewrite of a published payload or a source changes no indexed column: with room
+-- left on its page the new version is a HOT update (no index entry written). New pages keep a
+-- fifth free.
+ALTER TABLE published_products SET (fillfactor = 80);
+ALTER TABLE products SET (fillfactor = 80);
+`,
+  },
 ];

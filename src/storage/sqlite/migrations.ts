@@ -970,4 +970,15 @@ UPDATE webhook_outbox SET product_ids = json_array(product_id);
 ALTER TABLE webhook_outbox DROP COLUMN product_id;
 `,
   },
+  {
+    id: 48,
+    name: 'image_states_counted_per_statement_without_waiting',
+    sql: `
+-- PostgreSQL's image state counts per statement, as deltas folded by whoever gets the merchant's
+-- lock without waiting, and room for HOT updates of published payloads and sources; SQLite's
+-- writers are serialized and its triggers already count inside the one write transaction. Kept so
+-- that both engines number their migrations alike.
+SELECT 1;
+`,
+  },
 ];

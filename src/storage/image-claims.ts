@@ -138,7 +138,12 @@ export async function claimImages(
       }
       const expiredUrls = new Set(expired.map((image) => image.url));
       const probed = new Set<string>();
-      const due = (await queries.dueImagesOf(hint.merchantId, now, fullOrigins, window))
+      const found = await queries.dueImagesOf(hint.merchantId, now, fullOrigins, window);
+      // An up origin that gave a whole window may have more due now: the merchant's work is due still.
+      const perOrigin = new Map<string, number>();
+      for (const image of found) perOrigin.set(image.origin, (perOrigin.get(image.origin) ?? 0) + 1);
+      const moreDue = [...perOrigin].some(([origin, n]) => n >= window && !down.some((o) => o.origin === origin));
+      const due = found
         .filter((image) => !expiredUrls.has(image.url))
         .sort(byDue)
         .filter((image) => {
@@ -165,8 +170,9 @@ export async function claimImages(
         // A down origin's due backlog keeps the hint at its oldest image: once the claim's leases are
         // taken, the hint moves to the next probe (or whatever else is due first), so that polls do
         // not visit the merchant in between.
+        // (Not when an up origin has more due: the hint would stay where it is, at or before now.)
         if (down.length > 0 && expired.length === 0) {
-          settleAfterLease.push({ hint, down });
+          if (!moreDue) settleAfterLease.push({ hint, down });
           continue;
         }
         const earliest = due.reduce(

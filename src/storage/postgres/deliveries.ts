@@ -70,7 +70,8 @@ export class PgDeliveries implements DeliveryStore {
     if (deliveries.length === 0) return;
     const column = <K extends keyof NewDelivery>(key: K) => deliveries.map(({ delivery }) => delivery[key]);
     // One statement (unnest keeps the order, so ids follow it); a pending one wakes the dispatchers at commit.
-    await this.c.run(
+    await this.c.preparedRun(
+      'deliveries.insertCoalesced',
       `WITH inserted AS (
         INSERT INTO webhook_deliveries (endpoint_id, event, store_id, product_ids, occurred_at, status, attempts,
           next_attempt_at, created_at, oldest_change_at)
@@ -108,7 +109,8 @@ export class PgDeliveries implements DeliveryStore {
     // would stop sending to it until its next poll. The claim lock is an advisory lock of its own,
     // not the endpoint's row: a claim never waits for a coalescing pass or an attempt's health update
     // that holds the row (with several dispatchers those serialized every claim).
-    const due = await this.c.rows<{ id: number; merchant_id: number }>(
+    const due = await this.c.preparedRows<{ id: number; merchant_id: number }>(
+      'deliveries.claim.dueEndpoints',
       `SELECT e.id, e.merchant_id, pg_advisory_xact_lock(${ENDPOINT_CLAIM_LOCK}, (e.id % 2147483648)::integer) AS claim_lock
       FROM (SELECT e.id, e.merchant_id FROM webhook_endpoints AS e
         WHERE e.status = 'active' AND EXISTS (SELECT 1 FROM webhook_deliveries AS d
@@ -126,13 +128,14 @@ export class PgDeliveries implements DeliveryStore {
     const inFlightIds = [...claim.inFlightByEndpoint.keys()];
     // The rates of rate-limited endpoints are read here too, after their claim locks: one claim at a
     // time reserves an endpoint's slots.
-    const found = await this.c.rows<{
+    const found = await this.c.preparedRows<{
       kind: 'candidate' | 'leases' | 'merchant' | 'rate';
       id: number | null;
       endpointId: number;
       nextAttemptAt: string | null;
       n: number | null;
     }>(
+      'deliveries.claim.found',
       `
       SELECT 'candidate' AS kind, d.id, d.endpoint_id AS "endpointId", d.next_attempt_at AS "nextAttemptAt", NULL::integer AS n
         FROM unnest($1::bigint[]) AS e(id) CROSS JOIN LATERAL (
@@ -179,7 +182,8 @@ export class PgDeliveries implements DeliveryStore {
     // waiting for its rate's slot holds its lease that much longer; the endpoints' next slots are
     // written in the same statement (its own table: the endpoint's row is never waited for).
     const leaseUntil = new Date(at.getTime() + claim.leaseMs + (slots.sendAt.size > 0 ? RATE_HORIZON_MS : 0)).toISOString();
-    const rows = await this.c.rows(
+    const rows = await this.c.preparedRows(
+      'deliveries.claim.lease',
       `WITH rates AS (
         INSERT INTO webhook_endpoint_rates (endpoint_id, next_at) SELECT * FROM unnest($5::bigint[], $6::text[])
         ON CONFLICT (endpoint_id) DO UPDATE SET next_at = excluded.next_at)
@@ -303,7 +307,8 @@ export class PgDeliveries implements DeliveryStore {
       outcomes.map((o) => (o.attempt.request_headers ? JSON.stringify(o.attempt.request_headers) : null)),
     ];
     const withHealth = health.length > 0;
-    await this.c.run(
+    await this.c.preparedRun(
+      withHealth ? 'deliveries.outcomesWithHealth' : 'deliveries.outcomes',
       `WITH outcome AS (
         SELECT * FROM unnest($1::bigint[], $2::text[], $3::integer[], $4::text[], $5::integer[], $6::text[], $7::text[], $8::integer[], $9::text[],
             $10::text[], $11::text[])

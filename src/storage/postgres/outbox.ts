@@ -10,7 +10,8 @@ export class PgOutbox extends SqlOutbox<PgConnection> {
     if (rows.length === 0) return;
     // One statement; unnest keeps the rows' order, so ids follow arrival order. It wakes the
     // dispatchers at commit itself (pg_notify: no NOTIFY round trip after it).
-    await this.c.run(
+    await this.c.preparedRun(
+      'outbox.insert',
       `WITH inserted AS (
         INSERT INTO webhook_outbox (endpoint_id, event, store_id, product_ids, product_count, created_at)
         SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::integer[], $6::text[]) RETURNING 1)

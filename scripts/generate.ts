@@ -14,6 +14,7 @@ import { CONFIG_DOC, withConfigTable } from './config-table.js';
 import { emitRouteFacts } from './route-facts-from-openapi.js';
 import { emitWebhookEventDocs } from './webhook-events-from-openapi.js';
 import { emitLimits, emitWebhookRegistry } from './webhooks-from-openapi.js';
+import { emitFastParseModule } from './fast-parse-from-openapi.js';
 import { emitZodModule } from './zod-from-openapi.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -49,7 +50,11 @@ async function generate(): Promise<Map<string, string>> {
     const ast = await openapiTS(structuredClone(doc) as Parameters<typeof openapiTS>[0], { alphabetize: false, exportType: false });
     files.set(`${api}-api.ts`, `${header(source)}/* eslint-disable */\n${astToString(ast)}`);
     files.set(`${api}-routes.ts`, emitZodModule(doc, { source }));
-    if (api === 'admin') files.set('admin-route-facts.ts', emitRouteFacts(doc, { source, name: 'ADMIN_ROUTE_FACTS' }));
+    if (api === 'admin') {
+      files.set('admin-route-facts.ts', emitRouteFacts(doc, { source, name: 'ADMIN_ROUTE_FACTS' }));
+      // An import's lines: a product source checked without zod when it is surely valid.
+      files.set('admin-fast-parse.ts', emitFastParseModule(doc, ['ProductSourceInput'], { source, routes: 'admin-routes' }));
+    }
     if (api === 'public') {
       files.set('public-webhooks.ts', emitWebhookRegistry(doc, { source }));
       files.set('public-limits.ts', emitLimits(doc, { source }));
@@ -69,6 +74,7 @@ async function generate(): Promise<Map<string, string>> {
       '- `*-routes.ts`: zod schemas and `createRoute` definitions for @hono/zod-openapi.',
       "- `admin-route-facts.ts`: per admin operation, the scope a merchant API key needs (from its security requirements), its request body's kind, whether it is required and the size limit",
       '  that holds it: what the admin API wires its body checks by.',
+      '- `admin-fast-parse.ts`: for the schemas an import checks a line by, a plain parser giving what the zod schema gives for a value it surely accepts, or undefined (zod then says why).',
       '- `public-webhooks.ts`: the `webhooks:` section as a registry (events, headers, payload schemas and a',
       '  standalone validator per event, no run-time imports): what the dispatcher and the receiver kit check.',
       "- `public-limits.ts`: the documents' `maxItems` and `maximum` that code clamps and batches by.",

@@ -25,7 +25,7 @@ function regex(pattern: string): string {
 }
 
 /** Merges allOf members (after resolving $refs) into one object schema. */
-function mergeAllOf(doc: Json, schema: Json): Json {
+export function mergeAllOf(doc: Json, schema: Json): Json {
   const merged: Json = { type: 'object', properties: {}, required: [] };
   for (const member of schema.allOf as Json[]) {
     const part = deref(doc, member);
@@ -38,7 +38,8 @@ function mergeAllOf(doc: Json, schema: Json): Json {
   return { ...rest, ...merged };
 }
 
-function types(schema: Json): { types: string[]; nullable: boolean } {
+/** A schema's non-null types, and whether it allows null. */
+export function types(schema: Json): { types: string[]; nullable: boolean } {
   const list: string[] = Array.isArray(schema.type) ? schema.type : schema.type ? [schema.type] : [];
   const nullable = list.includes('null') || (Array.isArray(schema.enum) && schema.enum.includes(null));
   return { types: list.filter((t) => t !== 'null'), nullable };
@@ -138,7 +139,7 @@ function zodForType(doc: Json, kind: string, schema: Json): string {
 }
 
 /** The strings a `not: {const}` or `not: {enum}` excludes, or undefined without such a `not`. */
-function excludedStrings(schema: Json): string[] | undefined {
+export function excludedStrings(schema: Json): string[] | undefined {
   const not = schema.not as Json | undefined;
   if (!not) return undefined;
   const values = 'const' in not ? [not.const] : Array.isArray(not.enum) ? not.enum : undefined;

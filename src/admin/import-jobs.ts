@@ -2,19 +2,18 @@
 // whether the admin API's importProducts or the panel's upload, runs as a job whose progress (lines
 // read, products applied) and outcome (the counts, or the bad lines with their reasons) are written
 // to the database as it runs, so any process behind a load balancer shows it. The whole file is
-// checked first (import.ts parseImport); a valid file's operations are then staged, a chunk per row,
+// checked first (import.ts checkImport); a valid file's operations are then staged, a chunk per row,
 // with a publish run (catalog/publish-runs.ts) that applies them a chunk per transaction:
 // by this process, or, when `serve` runs its workers in threads, by its publishing thread, so the
 // chunks' resolution and writes never hold the serving loop; a run its process left (SIGTERM, a
 // crash) is resumed from its next chunk by the next process that looks.
 import { isClientAbort } from '../shared/client-abort.js';
-import { yieldToOthers } from '../shared/cooperative.js';
 import { ProblemError } from '../shared/problem.js';
 import type { ImportRunSteps, PublishRuns } from '../catalog/publish-runs.js';
 import { audit, OPERATOR, type Actor } from './audit.js';
 import type { CatalogAdmin } from './catalog-admin.js';
-import { operationsJson, type ProductOperation } from '../catalog/product-sources.js';
-import { appliedLines, parseImport, type ImportResult, type NdjsonSource } from './import.js';
+import { operationsJson, parseOperations, type ProductOperation } from '../catalog/product-sources.js';
+import { appliedLines, checkImport, type ImportResult, type NdjsonSource } from './import.js';
 import type { CatalogStorage, PublishRunRecord, StorageTx } from '../storage/port.js';
 import { forMerchant, scopeToMerchant } from '../storage/merchant-scope.js';
 import type { ImportErrorCode, ImportJobProgress, ImportJobRecord } from './model.js';
@@ -152,17 +151,35 @@ export class ImportJobs implements ImportRunSteps {
     );
     heartbeat.unref();
     try {
-      const operations = await parseImport(this.admin, job.merchant_id, source, this.options.maxJsonDepth, async (lines) => {
-        linesRead = lines;
-        const at = this.now().getTime();
-        if (at - lastWritten < interval) return;
-        lastWritten = at;
-        await write({ lines_read: lines });
-      });
-      const chunks = await this.chunksOf(operations);
+      // The operations as the chunks their run applies, one transaction each, written as the
+      // lines are checked (a chunk's text is one string, not a thousand parsed sources to keep).
+      const chunks: { seq: number; operations: string }[] = [];
+      let pending: ProductOperation[] = [];
+      const stage = () => {
+        chunks.push({ seq: chunks.length + 1, operations: operationsJson(pending) });
+        pending = [];
+      };
+      const operations = await checkImport(
+        this.admin,
+        job.merchant_id,
+        source,
+        (operation) => {
+          pending.push(operation);
+          if (pending.length >= this.options.chunkSize) stage();
+        },
+        this.options.maxJsonDepth,
+        async (lines) => {
+          linesRead = lines;
+          const at = this.now().getTime();
+          if (at - lastWritten < interval) return;
+          lastWritten = at;
+          await write({ lines_read: lines });
+        },
+      );
+      if (pending.length > 0) stage();
       // Staged with its run in one transaction: from its COMMIT on, the import is applied to its end.
       const run = await this.storage.transaction(async (tx) => {
-        await tx.updateImportJob(job.id, { lines_read: linesRead, operations: operations.length, updated_at: this.now().toISOString() });
+        await tx.updateImportJob(job.id, { lines_read: linesRead, operations, updated_at: this.now().toISOString() });
         await tx.insertImportChunks(job.id, chunks);
         return this.runs.begin(tx, job.merchant_id, null, job.id);
       });
@@ -175,7 +192,7 @@ export class ImportJobs implements ImportRunSteps {
         const code = ended?.error_code === 'interrupted' || !ended?.error_code ? 'internal_error' : ended.error_code;
         throw new ProblemError(code, ended?.error ?? UNEXPECTED_FAILURE);
       }
-      return { lines: operations.length, upserted: ended.upserted, deleted: ended.deleted };
+      return { lines: operations, upserted: ended.upserted, deleted: ended.deleted };
     } catch (error) {
       // Once staged, the run writes the outcome (or the next process resumes it).
       if (staged) throw error;
@@ -198,16 +215,6 @@ export class ImportJobs implements ImportRunSteps {
     }
   }
 
-  /** The operations as the chunks their run applies, one transaction each (stringified a bounded step at a time). */
-  private async chunksOf(operations: ProductOperation[]): Promise<{ seq: number; operations: string }[]> {
-    const chunks: { seq: number; operations: string }[] = [];
-    for (let i = 0; i < operations.length; i += this.options.chunkSize) {
-      await yieldToOthers();
-      chunks.push({ seq: chunks.length + 1, operations: operationsJson(operations.slice(i, i + this.options.chunkSize)) });
-    }
-    return chunks;
-  }
-
   /** ImportRunSteps: applies the job's next chunk and counts it; finishes the job with its last one. */
   async applyNext(tx: StorageTx, run: PublishRunRecord): Promise<boolean> {
     const jobId = run.import_job_id!;
@@ -221,7 +228,7 @@ export class ImportJobs implements ImportRunSteps {
       await tx.updateImportJob(jobId, finished);
       return false;
     }
-    const operations = JSON.parse(chunk.operations) as ProductOperation[];
+    const operations = parseOperations(chunk.operations);
     const applied = await this.admin.applyProductBatchIn(tx, run.merchant_id, operations);
     await tx.deleteImportChunks(jobId, chunk.seq);
     const progress = {

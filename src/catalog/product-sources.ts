@@ -61,18 +61,44 @@ export function sourceJson(source: ProductSourceDocument): string {
 }
 
 /**
- * The operations as one JSON array, as JSON.stringify writes it, each upsert's source from
- * sourceJson (not written again).
+ * The operations as one JSON array, as JSON.stringify writes it but an operation a line (JSON text
+ * never holds a raw line feed), each upsert's source from sourceJson (not written again).
  */
 export function operationsJson(operations: readonly ProductOperation[]): string {
   const parts = operations.map((operation) =>
     operation.op === 'upsert_product'
-      ? `{"op":"upsert_product","ref":${JSON.stringify(operation.ref)},"source":${sourceJson(operation.source)}${
-          operation.line === undefined ? '' : `,"line":${operation.line}`
-        }}`
+      ? `${upsertPrefix(operation.ref)}${sourceJson(operation.source)}${upsertSuffix(operation.line)}`
       : JSON.stringify(operation),
   );
-  return `[${parts.join(',')}]`;
+  return `[${parts.join(',\n')}]`;
+}
+
+const upsertPrefix = (ref: string) => `{"op":"upsert_product","ref":${JSON.stringify(ref)},"source":`;
+const upsertSuffix = (line: number | undefined) => (line === undefined ? '}' : `,"line":${line}}`);
+
+/**
+ * The operations of operationsJson's text, each upsert's source with its text as written there
+ * (sourceJson gives it without writing the source again: JSON.stringify of what JSON.parse read
+ * from JSON.stringify's text is that text).
+ */
+export function parseOperations(json: string): ProductOperation[] {
+  const operations = JSON.parse(json) as ProductOperation[];
+  const lines = json.split('\n');
+  // A text written an operation a line (one written otherwise is parsed alone).
+  if (lines.length !== operations.length) return operations;
+  for (const [index, operation] of operations.entries()) {
+    if (operation.op !== 'upsert_product') continue;
+    const line = lines[index]!;
+    // `[op,`, `op,`, `op]` or `[op]`: the operation's text ends a character before its line.
+    const start = index === 0 ? 1 : 0;
+    const end = line.length - 1;
+    const prefix = upsertPrefix(operation.ref);
+    const suffix = upsertSuffix(operation.line);
+    if (line.startsWith(prefix, start) && line.endsWith(suffix, end)) {
+      writtenSources.set(operation.source, line.slice(start + prefix.length, end - suffix.length));
+    }
+  }
+  return operations;
 }
 
 /** The suppliers and stores a product source may name, loaded once per request or import. */

@@ -12,6 +12,7 @@ import type { ProductRecord, ProductSourceDocument } from './model.js';
 import { DEFAULT_PRODUCT_LIMITS, productLimitProblems, type ProductLimits } from './product-limits.js';
 import {
   normalizeSource,
+  sourceJson,
   sourceProblems,
   sourceReferences,
   type ProductOperation,
@@ -192,7 +193,7 @@ async function applyOperations(
   // rows and ids as one after another, in a few statements on PostgreSQL instead of three per
   // product); a delete, or a ref seen again in the run, ends the run first, so every operation
   // still applies in line order.
-  let run: { ref: string; source: ProductSourceDocument }[] = [];
+  let run: { ref: string; source: ProductSourceDocument; json: string }[] = [];
   let runRefs = new Set<string>();
   const flush = async () => {
     if (run.length === 0) return;
@@ -203,7 +204,8 @@ async function applyOperations(
       // publish, unless an earlier line of the chunk changed it.
       if (unchanged && !upserted.has(id)) continue;
       upserted.delete(id);
-      upserted.set(id, { id, ...run[index]! });
+      const { ref, source } = run[index]!;
+      upserted.set(id, { id, ref, source });
     }
     upsertCount += written.length;
     run = [];
@@ -213,7 +215,8 @@ async function applyOperations(
   for (const operation of operations) {
     if (operation.op === 'upsert_product') {
       if (runRefs.has(operation.ref) || run.length >= UPSERT_RUN) await flush();
-      run.push({ ref: operation.ref, source: operation.source });
+      // The source's text as the import checked and staged it (sourceJson: not written again).
+      run.push({ ref: operation.ref, source: operation.source, json: sourceJson(operation.source) });
       runRefs.add(operation.ref);
     } else {
       await flush();

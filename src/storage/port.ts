@@ -164,10 +164,11 @@ export interface ProductSourceStore {
    * upsertProductSource for each product in turn (refs distinct), in fewer statements: the same
    * rows, ids (new products numbered in the given order), links and image work; results in order,
    * `unchanged` where the product existed with this very source (only its time of the last write moved).
+   * A product's `json`, when given, is its source as JSON.stringify writes it (the caller has it).
    */
   upsertProductSources(
     merchantId: number,
-    products: { ref: string; source: ProductSourceDocument }[],
+    products: { ref: string; source: ProductSourceDocument; json?: string }[],
     at: string,
   ): Promise<{ id: number; created: boolean; unchanged: boolean }[]>;
   deleteProduct(merchantId: number, productId: number): Promise<void>;

@@ -27,7 +27,7 @@ export abstract class SqlProductSources<C extends SqlConnection = SqlConnection>
   ): Promise<{ id: number; created: boolean }>;
   abstract upsertProductSources(
     merchantId: number,
-    products: { ref: string; source: ProductSourceDocument }[],
+    products: { ref: string; source: ProductSourceDocument; json?: string }[],
     at: string,
   ): Promise<{ id: number; created: boolean; unchanged: boolean }[]>;
   abstract deleteProduct(merchantId: number, productId: number): Promise<void>;

@@ -30,7 +30,7 @@ export class SqliteProductSources extends SqlProductSources<SqliteConnection> {
 
   async upsertProductSources(
     merchantId: number,
-    products: { ref: string; source: ProductSourceDocument }[],
+    products: { ref: string; source: ProductSourceDocument; json?: string }[],
     at: string,
   ): Promise<{ id: number; created: boolean; unchanged: boolean }[]> {
     // A few statements a run: the run's stored sources are read in one statement (compared here),
@@ -49,7 +49,7 @@ export class SqliteProductSources extends SqlProductSources<SqliteConnection> {
       .all(merchantId, JSON.stringify(refs)) as [number, string, string][]) {
       stored.set(ref, [id, text]);
     }
-    const texts = products.map(({ source }) => JSON.stringify(source));
+    const texts = products.map(({ source, json }) => json ?? JSON.stringify(source));
     const unchanged: number[] = [];
     const links = new RunLinks();
     const changed: number[] = [];

@@ -41,6 +41,27 @@ export interface OutboundClientOptions {
   idleMs?: number;
 }
 
+/** What `post` keeps of a response. */
+export interface PostResponse {
+  statusCode: number;
+  /** The first bytes of the body, as received. */
+  snippet: Buffer;
+  /** The first Retry-After header, if any. */
+  retryAfter: string | null;
+}
+
+/** A URL as `post` sends to it. */
+interface Target {
+  origin: string;
+  /** Path and query. */
+  path: string;
+  /** An IP literal the guard refuses. */
+  blocked: boolean;
+}
+
+/** URLs kept parsed at most: more are parsed again as they come. */
+const TARGETS_KEPT = 1024;
+
 class BlockedAddressError extends Error {
   readonly code = 'BLOCKED_ADDRESS';
 }
@@ -140,6 +161,10 @@ export class GuardedHttpClient {
   private closed = false;
   /** The exchanges in flight, which abortInFlight ends at once: a shutdown that must not wait for their time-outs. */
   private readonly inFlight = new Set<AbortController>();
+  /** The same for `post`'s exchanges: each one's abort. */
+  private readonly inFlightAborts = new Set<(reason: Error) => void>();
+  /** Parsed URLs (target()), at most TARGETS_KEPT. */
+  private readonly targets = new Map<string, Target>();
   private abortedInFlight = false;
 
   constructor(
@@ -217,11 +242,110 @@ export class GuardedHttpClient {
     }
   }
 
+  /**
+   * The URL parsed, its origin and path, and whether it is a blocked IP literal: once per URL (a
+   * webhook endpoint sends every delivery to the same one), not once per request.
+   */
+  private target(url: string): Target {
+    let target = this.targets.get(url);
+    if (!target) {
+      const parsed = new URL(url);
+      target = { origin: parsed.origin, path: `${parsed.pathname}${parsed.search}`, blocked: this.guard.isBlockedLiteral(parsed) };
+      if (this.targets.size >= TARGETS_KEPT) this.targets.clear();
+      this.targets.set(url, target);
+    }
+    return target;
+  }
+
+  /**
+   * A POST whose response matters only as its status, its Retry-After and the first `snippetBytes`
+   * of its body (a webhook delivery): the same pools, turns, time-out, guard and error kinds as
+   * `exchange`, through undici's handler interface rather than `request`, so that an exchange
+   * allocates no AbortController, response stream nor async iterator. The body past
+   * `snippetBytes` is not read: the connection is closed instead. A URL that does not parse throws.
+   */
+  async post(url: string, init: Omit<OutboundRequest, 'method'>, snippetBytes: number): Promise<Exchange<PostResponse>> {
+    const target = this.target(url);
+    if (target.blocked) return { ok: false, error: 'blocked_address', latencyMs: 0 };
+    if (this.closed) return { ok: false, error: 'connection_error', latencyMs: 0 };
+    const pool = this.pool(init.pool ?? `origin:${target.origin}`);
+    await pool.turn();
+    const started = performance.now();
+    return new Promise<Exchange<PostResponse>>((resolve) => {
+      let settled = false;
+      /** undici's abort of the request, once it is on a connection. */
+      let abortRequest: ((reason: Error) => void) | null = null;
+      let abortReason: Error | null = null;
+      let statusCode = 0;
+      let retryAfter: string | null = null;
+      const chunks: Buffer[] = [];
+      let size = 0;
+      const settle = (outcome: { ok: true; value: PostResponse } | { ok: false; error: OutboundErrorKind }) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        this.inFlightAborts.delete(abort);
+        pool.release();
+        resolve({ ...outcome, latencyMs: Math.round(performance.now() - started) });
+      };
+      const abort = (reason: Error) => {
+        if (abortRequest) abortRequest(reason);
+        else abortReason ??= reason;
+      };
+      const timer = setTimeout(() => abort(timeoutError()), this.options.timeoutMs).unref();
+      this.inFlightAborts.add(abort);
+      if (this.abortedInFlight) abort(timeoutError());
+      const snippet = () => Buffer.concat(chunks, Math.min(size, snippetBytes));
+      const handler: Dispatcher.DispatchHandler = {
+        onRequestStart: (controller) => {
+          // Started again on another connection (a retried request): the newest one aborts.
+          if (abortReason) return controller.abort(abortReason);
+          abortRequest = (reason) => controller.abort(reason);
+        },
+        onResponseStart: (_controller, status, headers) => {
+          // 1xx: informational, the response is still to come.
+          if (status < 200) return;
+          statusCode = status;
+          const header = headers['retry-after'];
+          retryAfter = Array.isArray(header) ? (header[0] ?? null) : (header ?? null);
+        },
+        onResponseData: (controller, chunk) => {
+          if (size < snippetBytes) chunks.push(chunk.subarray(0, snippetBytes - size));
+          size += chunk.length;
+          if (size >= snippetBytes) {
+            // What is kept is read: the rest is not waited for (the connection is closed).
+            settle({ ok: true, value: { statusCode, snippet: snippet(), retryAfter } });
+            controller.abort(new Error('the snippet is read'));
+          }
+        },
+        onResponseEnd: () => settle({ ok: true, value: { statusCode, snippet: snippet(), retryAfter } }),
+        onResponseError: (_controller, error) => settle({ ok: false, error: errorKind(error) }),
+      };
+      try {
+        pool.agent.dispatch(
+          {
+            origin: target.origin,
+            path: target.path,
+            method: 'POST',
+            headers: init.headers,
+            body: init.body,
+            headersTimeout: this.options.timeoutMs,
+            bodyTimeout: this.options.timeoutMs,
+          },
+          handler,
+        );
+      } catch (error) {
+        settle({ ok: false, error: errorKind(error) });
+      }
+    });
+  }
+
   /** Ends the exchanges in flight now (their error: `timeout`), and every later one at once. */
   abortInFlight(): void {
     this.abortedInFlight = true;
     for (const controller of this.inFlight) controller.abort(timeoutError());
     this.inFlight.clear();
+    for (const abort of [...this.inFlightAborts]) abort(timeoutError());
   }
 
   /** Closes every pool's connections, after the requests they are sending. */

@@ -112,6 +112,12 @@ async function endConditions(tx: StorageTx, endpoint: WebhookEndpointRecord, aft
 /** Outcomes recorded in one transaction at most. */
 const OUTCOMES_PER_TRANSACTION = 64;
 
+/**
+ * An ended attempt waits this long at most for the attempts still awaiting their responses, to be
+ * recorded with them in one transaction (WebhookDispatcher.record).
+ */
+export const RECORD_GATHER_MS = 2;
+
 /** An attempt that ended, waiting to be recorded (WebhookDispatcher.record). */
 interface EndedAttempt {
   delivery: DeliveryRecord;
@@ -162,6 +168,10 @@ export class WebhookDispatcher {
   /** Attempts that ended while outcomes were being recorded: the next transaction records them together. */
   private ended: EndedAttempt[] = [];
   private recording = false;
+  /** Per endpoint, its attempts sent and still waiting for their response (or failure). */
+  private readonly awaitingResponse = new Map<number, number>();
+  /** The wait for more attempts to end before recording (record()): null when none is set. */
+  private gathering: NodeJS.Timeout | null = null;
   private timer: NodeJS.Timeout | null = null;
   /** A coalescing pass asked for within the gap after the last one (start()). */
   private nextPass: NodeJS.Timeout | null = null;
@@ -567,13 +577,37 @@ export class WebhookDispatcher {
   ): Promise<DeliveryOutcome | null> {
     return new Promise((resolve, reject) => {
       this.ended.push({ delivery, endpoint, request, result, at, resolve, reject });
+      if (this.gathering && !this.stillAwaited()) this.recordSoon();
       if (this.recording) return;
       this.recording = true;
-      // Recorded once the event loop has handled what else arrived with this response: attempts
-      // whose responses came in the same turn share the transaction (SQLite's transactions never
-      // yield to the loop, so without this each attempt had one of its own).
-      setImmediate(() => void this.recordEnded());
+      // Recorded once the other attempts to the same endpoints have their responses too, or after
+      // RECORD_GATHER_MS, whichever comes first: the attempts to a receiver end one after another,
+      // a fraction of a millisecond apart, and together they share one transaction (its BEGIN and
+      // COMMIT, the endpoint's read and health write, the pages it writes) instead of one each.
+      // Attempts to other endpoints are not waited for (a receiver that hangs delays none of
+      // theirs); a receiver that hangs delays its own endpoint's recording by RECORD_GATHER_MS at most.
+      if (!this.stillAwaited()) this.recordSoon();
+      else this.gathering = setTimeout(() => this.recordSoon(), RECORD_GATHER_MS);
     });
+  }
+
+  /** Whether an attempt to the endpoint of an ended attempt still waits for its response. */
+  private stillAwaited(): boolean {
+    return this.ended.some((item) => (this.awaitingResponse.get(item.endpoint.id) ?? 0) > 0);
+  }
+
+  /** Records what has ended, once the event loop has handled what else arrived with the last response. */
+  private recordSoon(): void {
+    if (this.gathering) clearTimeout(this.gathering);
+    this.gathering = null;
+    setImmediate(() => void this.recordEnded());
+  }
+
+  /** An attempt's response (or failure) came: the last one awaited ends the wait for more (record()). */
+  private responded(endpointId: number): void {
+    const left = (this.awaitingResponse.get(endpointId) ?? 1) - 1;
+    if (left > 0) this.awaitingResponse.set(endpointId, left);
+    else this.awaitingResponse.delete(endpointId);
   }
 
   /** Records what has ended until nothing is left (never rejects: each failure rejects its own attempt). */
@@ -822,7 +856,13 @@ export class WebhookDispatcher {
       now,
     );
     const request: SentRequest = { url: endpoint.url, headers };
-    const result = await this.deps.sender.send(request.url, request.headers, body, endpoint.id);
+    this.awaitingResponse.set(endpoint.id, (this.awaitingResponse.get(endpoint.id) ?? 0) + 1);
+    let result: SendResult;
+    try {
+      result = await this.deps.sender.send(request.url, request.headers, body, endpoint.id);
+    } finally {
+      this.responded(endpoint.id);
+    }
     const at = this.deps.now();
     const outcome = await this.record(delivery, endpoint, request, result, at);
     if (!outcome) return;

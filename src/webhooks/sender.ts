@@ -39,43 +39,15 @@ export class HttpDeliverySender implements DeliverySender {
 
   async send(url: string, headers: Record<string, string>, body: string, endpointId?: number): Promise<SendResult> {
     const pool = endpointId === undefined ? undefined : `webhook-endpoint:${endpointId}`;
-    const exchange = await this.client.exchange(url, { method: 'POST', headers, body, pool }, async (response) => ({
-      statusCode: response.statusCode,
-      snippet: await readSnippet(response.body, this.options.snippetBytes ?? 4096),
-      retryAfter: response.headers['retry-after'],
-    }));
+    const exchange = await this.client.post(url, { headers, body, pool }, this.options.snippetBytes ?? 4096);
     if (!exchange.ok)
       return { statusCode: null, error: exchange.error, latencyMs: exchange.latencyMs, responseSnippet: null, retryAfter: null };
     const { statusCode, snippet, retryAfter } = exchange.value;
     const error = statusCode >= 200 && statusCode < 300 ? null : statusCode >= 300 && statusCode < 400 ? 'redirect' : 'http_status';
-    return {
-      statusCode,
-      error,
-      latencyMs: exchange.latencyMs,
-      responseSnippet: snippet,
-      retryAfter: Array.isArray(retryAfter) ? retryAfter[0]! : (retryAfter ?? null),
-    };
+    return { statusCode, error, latencyMs: exchange.latencyMs, responseSnippet: validTextOfBytes(snippet), retryAfter };
   }
 
   close(): Promise<void> {
     return this.client.close();
   }
-}
-
-/**
- * Reads at most `limit` bytes of a body as UTF-8 and discards the rest. The bytes as received (a
- * compressed body is not decompressed): invalid UTF-8 and U+0000 become U+FFFD.
- */
-async function readSnippet(body: AsyncIterable<Uint8Array> & { destroy?: () => void }, limit: number): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body) {
-    if (size < limit) chunks.push(Buffer.from(chunk).subarray(0, limit - size));
-    size += chunk.length;
-    if (size >= limit) {
-      body.destroy?.();
-      break;
-    }
-  }
-  return validTextOfBytes(Buffer.concat(chunks));
 }

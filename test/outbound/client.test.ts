@@ -20,8 +20,17 @@ beforeEach(async () => {
     res.once('close', () => open.set(path, open.get(path)! - 1));
     req.resume();
     req.on('end', () => {
-      // /hang never answers; /slow answers after 350 ms; anything else at once.
+      // /hang never answers; /slow answers after 350 ms; /endless sends a body that never ends;
+      // /busy answers 503 with a Retry-After; anything else at once.
       if (path === '/hang') return;
+      if (path === '/endless') {
+        res.writeHead(200, { 'Content-Type': 'text/plain' });
+        const more = () => {
+          if (!res.destroyed) res.write('x'.repeat(16_384), () => setImmediate(more));
+        };
+        return more();
+      }
+      if (path === '/busy') return res.writeHead(503, { 'Retry-After': '7' }).end('busy');
       setTimeout(() => res.writeHead(204).end(), path === '/slow' ? 350 : 0);
     });
   });
@@ -104,5 +113,45 @@ describe("the guarded client's pools", () => {
     // A pool comes back on the next request.
     expect(await post(c, '/ok', 'webhook-endpoint:1')).toMatchObject({ ok: true, value: 204 });
     expect(c.openPools).toBe(1);
+  });
+});
+
+describe("the guarded client's POST of a small answer (webhook deliveries)", () => {
+  const postSmall = (c: GuardedHttpClient, path: string, snippetBytes = 4096, pool = 'webhook-endpoint:1') =>
+    c.post(`${origin}${path}`, { headers: { 'Content-Type': 'application/json' }, body: '{}', pool }, snippetBytes);
+
+  it('keeps the status, the Retry-After and the body up to the bound, and does not read an endless body to its end', async () => {
+    const c = start({ timeoutMs: 5000, connections: 2 });
+    const busy = await postSmall(c, '/busy');
+    expect(busy).toMatchObject({ ok: true, value: { statusCode: 503, retryAfter: '7' } });
+    expect(busy.ok && busy.value.snippet.toString()).toBe('busy');
+    const started = Date.now();
+    const endless = await postSmall(c, '/endless', 100);
+    expect(endless).toMatchObject({ ok: true, value: { statusCode: 200, retryAfter: null } });
+    expect(endless.ok && endless.value.snippet.toString()).toBe('x'.repeat(100));
+    expect(Date.now() - started).toBeLessThan(2000);
+    await until(() => open.get('/endless') === 0, 'the endless answer is closed');
+    expect(await postSmall(c, '/ok')).toMatchObject({ ok: true, value: { statusCode: 204 } });
+  });
+
+  it('ends by its time-out, counted from its turn, and on abortInFlight at once; refuses a blocked IP literal without sending', async () => {
+    const c = start({ timeoutMs: 300, connections: 1 });
+    const [hung, waited] = await Promise.all([postSmall(c, '/hang'), postSmall(c, '/slow', 4096)]);
+    expect(hung).toMatchObject({ ok: false, error: 'timeout' });
+    expect(hung.latencyMs).toBeGreaterThanOrEqual(290);
+    // Its turn came after the hanging one's time-out; 350 ms is more than its own 300.
+    expect(waited).toMatchObject({ ok: false, error: 'timeout' });
+    const slow = start({ timeoutMs: 30_000, connections: 2 });
+    const hanging = [postSmall(slow, '/hang', 4096, 'webhook-endpoint:2'), postSmall(slow, '/hang', 4096, 'webhook-endpoint:2')];
+    await until(() => open.get('/hang') === 2, 'two requests hang');
+    const abortedAt = Date.now();
+    slow.abortInFlight();
+    expect((await Promise.all(hanging)).map((e) => (e.ok ? 'ok' : e.error))).toEqual(['timeout', 'timeout']);
+    expect(Date.now() - abortedAt).toBeLessThan(1000);
+    await slow.close();
+    const guarded = new GuardedHttpClient(new AddressGuard([]), { timeoutMs: 1000, connections: 1 });
+    expect(await guarded.post(`${origin}/ok`, { body: '{}' }, 10)).toEqual({ ok: false, error: 'blocked_address', latencyMs: 0 });
+    expect(open.get('/ok')).toBeUndefined();
+    await guarded.close();
   });
 });

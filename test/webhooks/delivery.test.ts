@@ -5,8 +5,10 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { importNdjson, simpleProduct } from '../support/admin-http.js';
 import { answers } from '../support/receiver.js';
 import type { WebhookPayload } from '../support/receiver.js';
-import { coalescePassGapMs } from '../../src/webhooks/dispatcher.js';
-import type { CatalogStorage } from '../../src/storage/port.js';
+import { coalescePassGapMs, WebhookDispatcher } from '../../src/webhooks/dispatcher.js';
+import { OwnerNotifier } from '../../src/webhooks/notifier.js';
+import type { DeliverySender, SendResult } from '../../src/webhooks/sender.js';
+import type { CatalogStorage, StorageTx } from '../../src/storage/port.js';
 import { SECOND, startWebhookWorld, type WebhookWorld } from './harness.js';
 
 let world: WebhookWorld;
@@ -264,6 +266,81 @@ describe('connections and concurrency', () => {
     }
     expect(receiver.count).toBe(3);
     expect(new Set(receiver.requests.map((r) => r.remotePort)).size).toBe(1);
+  });
+
+  it("keeps an endpoint's concurrent deliveries on at most 4 keep-alive connections, each reused", async () => {
+    world = await startWebhookWorld({ stores: ['de'] });
+    const receiver = await world.receiver({ behaviour: { status: 204, delayMs: 5 } });
+    const endpoint = await world.register(receiver);
+    for (let i = 0; i < 24; i++) expect((await world.post(`/webhook-endpoints/${endpoint.id}/test`)).status).toBe(202);
+    await world.deliverDue();
+    expect(receiver.count).toBe(24);
+    // Counted by the receiver: the client ports its 24 requests came from.
+    const connections = new Set(receiver.requests.map((r) => r.remotePort));
+    expect(connections.size).toBeLessThanOrEqual(4);
+    expect(receiver.requests.length / connections.size).toBeGreaterThanOrEqual(6);
+  });
+
+  it('records the attempts to an endpoint that end within a few turns of the event loop in one transaction, not one each', async () => {
+    world = await startWebhookWorld({ stores: ['de'] });
+    /** Per transaction that recorded outcomes, how many. */
+    const recorded: number[] = [];
+    const storage = new Proxy(world.service.storage, {
+      get(target, key, receiver) {
+        if (key === 'transaction') {
+          return <T>(fn: (tx: StorageTx) => Promise<T>) =>
+            target.transaction((tx) => {
+              let outcomes = 0;
+              const counting = new Proxy(tx, {
+                get(t, k, r) {
+                  const value = Reflect.get(t, k, r) as unknown;
+                  if (typeof value !== 'function') return value;
+                  if (k === 'recordAttemptOutcomes' || k === 'recordAttemptOutcomesWithHealth')
+                    return (written: unknown[], ...rest: unknown[]) => {
+                      outcomes += written.length;
+                      return (value as (...a: unknown[]) => unknown).call(t, written, ...rest);
+                    };
+                  return (value as (...a: unknown[]) => unknown).bind(t);
+                },
+              });
+              return fn(counting).finally(() => {
+                if (outcomes > 0) recorded.push(outcomes);
+              });
+            });
+        }
+        const value = Reflect.get(target, key, receiver) as unknown;
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+    // A receiver's 4 answers arrive one per turn of the event loop, as from a real receiver a
+    // fraction of a millisecond apart (each attempt was recorded in a transaction of its own on SQLite).
+    const waiting: (() => void)[] = [];
+    const sender: DeliverySender = {
+      send: () =>
+        new Promise<SendResult>((resolve) => {
+          waiting.push(() => resolve({ statusCode: 204, error: null, latencyMs: 1, responseSnippet: '', retryAfter: null }));
+          if (waiting.length < 4) return;
+          const answers = waiting.splice(0);
+          const next = () => {
+            answers.shift()?.();
+            if (answers.length > 0) setImmediate(next);
+          };
+          next();
+        }),
+      close: async () => {},
+    };
+    const dispatcher = new WebhookDispatcher(storage, world.service.config.webhooks, {
+      now: world.clock.now,
+      sender,
+      notifier: new OwnerNotifier(world.service.storage, { url: null, from: 'x' }, world.clock.now),
+    });
+    const endpoint = await world.register(await world.receiver());
+    for (let i = 0; i < 16; i++) expect((await world.post(`/webhook-endpoints/${endpoint.id}/test`)).status).toBe(202);
+    await dispatcher.tick();
+    await dispatcher.stop();
+    expect(recorded.reduce((a, b) => a + b, 0)).toBe(16);
+    expect(recorded).toEqual([4, 4, 4, 4]);
+    for (const delivery of await world.deliveries(endpoint.id)) expect(delivery.status).toBe('succeeded');
   });
 
   it('sends at most 4 deliveries at once to one endpoint', async () => {

@@ -17,6 +17,7 @@ import { validText } from '../shared/valid-text.js';
 import { OwnerNotifier, type Notifier } from './notifier.js';
 import { nextAttemptAt, parseRetryAfter } from './retry.js';
 import { HttpDeliverySender, type DeliverySender, type SendResult } from './sender.js';
+import { IdlePoll } from '../shared/idle-poll.js';
 import { RATE_HORIZON_MS, slotInterval } from '../storage/delivery-turns.js';
 import { secretsAt, signedHeaders, type DeliveryHeaders } from './signing.js';
 
@@ -162,7 +163,10 @@ export class WebhookDispatcher {
   /** Attempts that ended while outcomes were being recorded: the next transaction records them together. */
   private ended: EndedAttempt[] = [];
   private recording = false;
-  private timer: NodeJS.Timeout | null = null;
+  /** The fallback poll's schedule, while started. */
+  private schedule: IdlePoll | null = null;
+  /** Whether the last coalescing pass saw outbox rows (a batch waiting for its time is work in progress). */
+  private outboxSeen = false;
   /** A coalescing pass asked for within the gap after the last one (start()). */
   private nextPass: NodeJS.Timeout | null = null;
   private unsubscribe: (() => void) | null = null;
@@ -191,7 +195,7 @@ export class WebhookDispatcher {
    * holds its workers, not every other endpoint.
    */
   start(): void {
-    if (this.timer) return;
+    if (this.schedule) return;
     let coalescing: Promise<unknown> | null = null;
     let wokenMeanwhile = false;
     let lastPassAt = -Infinity;
@@ -200,6 +204,7 @@ export class WebhookDispatcher {
     const sendRound = (after: Promise<unknown> = Promise.resolve()) => {
       const round: Promise<unknown> = after
         .then(() => (this.inflight.size < this.config.overallConcurrency && !this.stopping ? this.sendDue() : 0))
+        .then((sent) => sent > 0 && this.schedule?.work())
         .catch((error: unknown) => this.log.error({ err: error }, 'webhook dispatcher round failed'))
         .finally(() => this.rounds.delete(round));
       this.rounds.add(round);
@@ -245,15 +250,30 @@ export class WebhookDispatcher {
       coalescing = pass;
       void sendRound(pass); // logs its own failure; stop() waits for this.rounds
     };
-    this.timer = setInterval(poll, this.config.pollIntervalMs);
-    this.unsubscribe = this.storage.onWork?.('deliveries', poll) ?? null;
+    // The fallback poll backs off while it finds nothing and wake-ups are heard (shared/idle-poll.ts):
+    // work is a pass that saw outbox rows (a batch waiting for its time) or made deliveries, a round
+    // that sent, sends in flight or deliveries claimed ahead waiting here.
+    const schedule = new IdlePoll({
+      fastMs: this.config.pollIntervalMs,
+      idleMaxMs: this.config.idlePollMaxMs,
+      live: () => this.storage.wakeupsLive?.() ?? false,
+      busy: () => this.outboxSeen || this.inflight.size > 0 || this.waiting.size > 0,
+      poll,
+    });
+    this.schedule = schedule;
+    schedule.start();
+    this.unsubscribe =
+      this.storage.onWork?.('deliveries', () => {
+        schedule.work();
+        poll();
+      }) ?? null;
   }
 
   /** Stops polling, waits for deliveries in flight and e-mails being sent, and closes connections. */
   async stop(): Promise<void> {
     this.stopping = true;
-    if (this.timer) clearInterval(this.timer);
-    this.timer = null;
+    this.schedule?.stop();
+    this.schedule = null;
     if (this.nextPass) clearTimeout(this.nextPass);
     this.nextPass = null;
     this.unsubscribe?.();
@@ -284,6 +304,7 @@ export class WebhookDispatcher {
       const pass = await this.storage.transaction(async (tx) => {
         // The window read once; the rows batched go in one statement.
         const groups = await tx.outboxWindow(window, afterId);
+        this.outboxSeen = groups.length > 0;
         for (const group of groups) afterId = Math.max(afterId, group.rows.at(-1)!.id);
         const taken: number[] = [];
         const trimmed: { id: number; productIds: number[] }[] = [];

@@ -460,8 +460,9 @@ export class ImageMirror {
   }
 
   /**
-   * Mirrors continuously: every pollIntervalMs, at once when the storage tells of new images
-   * (polling stays the fallback), and whenever a fetch ends and frees a slot.
+   * Mirrors continuously: every pollIntervalMs (backing off while idle: shared/idle-poll.ts), at
+   * once when the storage tells of new images (polling stays the fallback), and whenever a fetch
+   * ends and frees a slot.
    */
   start(): void {
     if (this.schedule) return;

@@ -189,9 +189,9 @@ export class WebhookDispatcher {
   }
 
   /**
-   * Polls for work every pollIntervalMs until stop(), and at once when the storage tells of new
-   * work (a wake-up after another write's commit, in any process; polling stays the fallback). A
-   * poll does not wait for the previous round's sends: a receiver that hangs until the time-out
+   * Polls for work every pollIntervalMs (backing off while idle: shared/idle-poll.ts) until stop(),
+   * and at once when the storage tells of new work (a wake-up after another write's commit, in any
+   * process; polling stays the fallback). A poll does not wait for the previous round's sends: a receiver that hangs until the time-out
    * holds its workers, not every other endpoint.
    */
   start(): void {

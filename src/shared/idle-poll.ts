@@ -1,10 +1,14 @@
-// The schedule of a worker's fallback poll (the webhook dispatcher's, the image mirror's). A poll
-// that finds nothing while wake-ups are heard (storage.onWork: PostgreSQL's LISTEN connection up,
-// or SQLite's in-process wake-ups) doubles the wait before the next one, up to `idleMaxMs`; a
+// The schedule of a worker's fallback poll (the webhook dispatcher's, the image mirror's). Once
+// IDLE_POLLS_BEFORE_BACKOFF polls in a row found nothing while wake-ups are heard (storage.onWork:
+// PostgreSQL's LISTEN connection up, or SQLite's in-process wake-ups), each further one that finds
+// nothing doubles the wait before the next one, up to `idleMaxMs`; a
 // wake-up, a poll that finds work, or wake-ups not heard (the LISTEN connection down) bring it back
 // to `fastMs` at once. Work that becomes due by time and not by a write (a retry's next attempt, a
 // lease that ran out in a process that died, a down origin's next probe) is looked at no later than
 // `idleMaxMs` after it is due: the cap bounds how late it can be.
+
+/** Polls in a row that found nothing before the waits grow. */
+export const IDLE_POLLS_BEFORE_BACKOFF = 4;
 
 export interface IdlePollOptions {
   /** The wait while there is work, or while wake-ups are not heard (CPS_*_POLL_INTERVAL_MS). */
@@ -30,6 +34,8 @@ export class IdlePoll {
   private waitMs: number;
   /** Whether something since the last timed poll said there is work (a wake-up, a poll that found some). */
   private sawWork = true;
+  /** Timed polls in a row since the last work: the back-off starts after IDLE_POLLS_BEFORE_BACKOFF. */
+  private emptyPolls = 0;
   private readonly setTimer: (fn: () => void, ms: number) => NodeJS.Timeout;
   private readonly clearTimer: (timer: NodeJS.Timeout) => void;
   private readonly now: () => number;
@@ -79,8 +85,11 @@ export class IdlePoll {
   private fire(): void {
     this.timer = null;
     const { fastMs, idleMaxMs } = this.options;
-    // Doubles only after a whole wait without work; never while wake-ups are not heard.
-    if (this.sawWork || this.options.busy?.() || !(this.options.live?.() ?? false)) this.waitMs = fastMs;
+    // Doubles only after IDLE_POLLS_BEFORE_BACKOFF waits in a row without work; never while wake-ups
+    // are not heard. Several workers share the due work (claims skip what another holds): one that
+    // found nothing in a burst keeps polling at fastMs for that long, as before.
+    this.emptyPolls = this.sawWork || this.options.busy?.() ? 0 : this.emptyPolls + 1;
+    if (this.emptyPolls < IDLE_POLLS_BEFORE_BACKOFF || !(this.options.live?.() ?? false)) this.waitMs = fastMs;
     else this.waitMs = Math.max(fastMs, Math.min(this.waitMs * 2, idleMaxMs));
     this.sawWork = false;
     this.arm(this.waitMs);

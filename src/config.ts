@@ -67,6 +67,7 @@ function placed(s: z.output<typeof SETTINGS>) {
       pauseMinStreakMinutes: s.CPS_WEBHOOK_PAUSE_MIN_STREAK_MINUTES,
       cooldownMinutes: s.CPS_WEBHOOK_COOLDOWN_MINUTES,
       pollIntervalMs: s.CPS_WEBHOOK_POLL_INTERVAL_MS,
+      idlePollMaxMs: s.CPS_WEBHOOK_IDLE_POLL_MAX_MS,
       leaseMarginMs: s.CPS_WEBHOOK_LEASE_MARGIN_MS,
       secretGraceHours: s.CPS_WEBHOOK_SECRET_GRACE_HOURS,
     },
@@ -88,6 +89,7 @@ function placed(s: z.output<typeof SETTINGS>) {
       retrySeconds: s.CPS_IMAGE_RETRY_SECONDS,
       deadAfterHours: s.CPS_IMAGE_DEAD_AFTER_HOURS,
       pollIntervalMs: s.CPS_IMAGE_POLL_INTERVAL_MS,
+      idlePollMaxMs: s.CPS_IMAGE_IDLE_POLL_MAX_MS,
     },
     smtp: { url: s.CPS_SMTP_URL, from: s.CPS_SMTP_FROM },
     /** Per-API-key token bucket on /v1 (docs/decisions.md#rate-limits). */

@@ -84,6 +84,7 @@ const EVERY_VARIABLE = {
   CPS_WEBHOOK_PAUSE_MIN_STREAK_MINUTES: '0',
   CPS_WEBHOOK_COOLDOWN_MINUTES: '61',
   CPS_WEBHOOK_POLL_INTERVAL_MS: '10',
+  CPS_WEBHOOK_IDLE_POLL_MAX_MS: '2000',
   CPS_WEBHOOK_LEASE_MARGIN_MS: '0',
   CPS_WEBHOOK_SECRET_GRACE_HOURS: '720',
   CPS_IMAGE_MIRRORING: 'FALSE',
@@ -99,6 +100,7 @@ const EVERY_VARIABLE = {
   CPS_IMAGE_RETRY_SECONDS: '5,10',
   CPS_IMAGE_DEAD_AFTER_HOURS: '0',
   CPS_IMAGE_POLL_INTERVAL_MS: '10',
+  CPS_IMAGE_IDLE_POLL_MAX_MS: '3000',
   CPS_SMTP_URL: 'smtp://mail.example:25',
   CPS_SMTP_FROM: 'catalog@example.com',
   CPS_RATE_LIMIT_BURST: '1',
@@ -182,6 +184,7 @@ describe('configuration', () => {
         pauseMinStreakMinutes: 60,
         cooldownMinutes: 60,
         pollIntervalMs: 250,
+        idlePollMaxMs: 5000,
         leaseMarginMs: 30000,
         secretGraceHours: 24,
       },
@@ -202,6 +205,7 @@ describe('configuration', () => {
         retrySeconds: [60, 300, 1800, 7200, 21600, 43200],
         deadAfterHours: 72,
         pollIntervalMs: 1000,
+        idlePollMaxMs: 5000,
       },
       smtp: { url: null, from: 'catalog-publishing@localhost' },
       rateLimit: { burst: 600, perSecond: 50 },
@@ -321,6 +325,7 @@ describe('configuration', () => {
         pauseMinStreakMinutes: 0,
         cooldownMinutes: 61,
         pollIntervalMs: 10,
+        idlePollMaxMs: 2000,
         leaseMarginMs: 0,
         secretGraceHours: 720,
       },
@@ -341,6 +346,7 @@ describe('configuration', () => {
         retrySeconds: [5, 10],
         deadAfterHours: 0,
         pollIntervalMs: 10,
+        idlePollMaxMs: 3000,
       },
       smtp: { url: 'smtp://mail.example:25', from: 'catalog@example.com' },
       rateLimit: { burst: 1, perSecond: 1 },
@@ -440,7 +446,7 @@ describe('every setting refuses what it does not accept, the same way', () => {
   }));
 
   it('declares what each of the 114 settings accepts', () => {
-    expect(settings).toHaveLength(118);
+    expect(settings).toHaveLength(120);
     expect(settings.filter(({ accepts }) => !accepts)).toEqual([]);
   });
 

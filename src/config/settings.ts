@@ -496,6 +496,12 @@ export const SETTINGS = z.object({
   CPS_WEBHOOK_PAUSE_MIN_STREAK_MINUTES: integer({ default: 60, description: 'how long those failures must span to pause the endpoint' }),
   CPS_WEBHOOK_COOLDOWN_MINUTES: integer({ default: 60, description: 'how long a paused endpoint stays paused' }),
   CPS_WEBHOOK_POLL_INTERVAL_MS: integer({ default: 250, min: 10, description: 'how often the dispatcher looks for work' }),
+  CPS_WEBHOOK_IDLE_POLL_MAX_MS: integer({
+    default: 5000,
+    min: 10,
+    description:
+      "while wake-ups are heard (PostgreSQL's LISTEN connection up; SQLite: the process's own writes), an idle dispatcher's polls back off from `CPS_WEBHOOK_POLL_INTERVAL_MS` up to this; work due by time (a retry, a lease that ran out) waits at most this long past its time",
+  }),
   CPS_WEBHOOK_LEASE_MARGIN_MS: integer({
     default: 30_000,
     description: 'a delivery claimed by a process that died is re-sent this long after its time-out',
@@ -553,6 +559,12 @@ export const SETTINGS = z.object({
     description: 'a source failing this long (other than 404/410, which are final at once) is dead',
   }),
   CPS_IMAGE_POLL_INTERVAL_MS: integer({ default: 1000, min: 10, description: 'how often the mirroring worker looks for work' }),
+  CPS_IMAGE_IDLE_POLL_MAX_MS: integer({
+    default: 5000,
+    min: 10,
+    description:
+      "while wake-ups are heard, an idle mirror's polls back off from `CPS_IMAGE_POLL_INTERVAL_MS` up to this; work due by time (an image's next attempt, a down origin's probe) waits at most this long past its time",
+  }),
   CPS_SMTP_URL: text({
     default: null,
     shownDefault: 'unset',

@@ -16,6 +16,7 @@ import type { CatalogStorage, ClaimedImageMirror } from '../storage/port.js';
 import type { ImageMirrorWork } from '../catalog/model.js';
 import { IMAGE_TYPES, LocalFolderMediaStore, type MediaStore } from './media-store.js';
 import { sniffImageType } from './sniff.js';
+import { IdlePoll } from '../shared/idle-poll.js';
 
 /** The formats the mirror keeps, as an error names them. */
 const IMAGE_FORMATS = 'JPEG, PNG, GIF, WebP or AVIF';
@@ -192,7 +193,8 @@ interface QueuedImage {
  * never the others' turn.
  */
 export class ImageMirror {
-  private timer: NodeJS.Timeout | null = null;
+  /** The fallback poll's schedule, while started. */
+  private schedule: IdlePoll | null = null;
   private unsubscribe: (() => void) | null = null;
   /** Started: a freed slot is refilled at once, and polls and wake-ups claim work. */
   private running = false;
@@ -441,7 +443,9 @@ export class ImageMirror {
     }
     this.pumping = this.claimAndStart(Infinity, force)
       .then(
-        () => undefined,
+        (started) => {
+          if (started > 0) this.schedule?.work();
+        },
         (error: unknown) => this.log.error({ err: error }, 'claiming images to mirror failed'),
       )
       .finally(() => {
@@ -456,15 +460,30 @@ export class ImageMirror {
   }
 
   /**
-   * Mirrors continuously: every pollIntervalMs, at once when the storage tells of new images
-   * (polling stays the fallback), and whenever a fetch ends and frees a slot.
+   * Mirrors continuously: every pollIntervalMs (backing off while idle: shared/idle-poll.ts), at
+   * once when the storage tells of new images (polling stays the fallback), and whenever a fetch
+   * ends and frees a slot.
    */
   start(): void {
-    if (this.timer) return;
+    if (this.schedule) return;
     this.running = true;
     const poll = () => this.pump(true);
-    this.timer = setInterval(poll, this.config.pollIntervalMs);
-    this.unsubscribe = this.storage.onWork?.('images', poll) ?? null;
+    // The fallback poll backs off while it finds nothing and wake-ups are heard (shared/idle-poll.ts):
+    // work is a claim that started fetches, or fetches, commits or claimed images under way here.
+    const schedule = new IdlePoll({
+      fastMs: this.config.pollIntervalMs,
+      idleMaxMs: this.config.idlePollMaxMs,
+      live: () => this.storage.wakeupsLive?.() ?? false,
+      busy: () => this.fetches.size > 0 || this.transitions.size > 0 || this.queued.length > 0,
+      poll,
+    });
+    this.schedule = schedule;
+    schedule.start();
+    this.unsubscribe =
+      this.storage.onWork?.('images', () => {
+        schedule.work();
+        poll();
+      }) ?? null;
     poll();
   }
 
@@ -476,8 +495,8 @@ export class ImageMirror {
   async stop(): Promise<void> {
     this.stopping = true;
     this.running = false;
-    if (this.timer) clearInterval(this.timer);
-    this.timer = null;
+    this.schedule?.stop();
+    this.schedule = null;
     this.unsubscribe?.();
     this.unsubscribe = null;
     await this.pumping;

@@ -674,6 +674,12 @@ export interface CatalogStorage extends StorageOperations {
    */
   onWork?(topic: WorkTopic, listener: () => void): () => void;
   /**
+   * Whether onWork's wake-ups are heard now: on PostgreSQL while the listening connection is up
+   * (every process's commits), on SQLite always (this process's commits). Idle workers back off
+   * their polls only then (shared/idle-poll.ts).
+   */
+  wakeupsLive?(): boolean;
+  /**
    * Calls listener soon after a commit that recorded changes (ChangeStore.recordChanges), with the
    * stores they are of: on SQLite the commits of this storage only, on PostgreSQL those of every
    * process on the database (LISTEN/NOTIFY). Returns the unsubscribe. A wake-up, never a

@@ -17,6 +17,7 @@ import { validText } from '../shared/valid-text.js';
 import { OwnerNotifier, type Notifier } from './notifier.js';
 import { nextAttemptAt, parseRetryAfter } from './retry.js';
 import { HttpDeliverySender, type DeliverySender, type SendResult } from './sender.js';
+import { IdlePoll } from '../shared/idle-poll.js';
 import { RATE_HORIZON_MS, slotInterval } from '../storage/delivery-turns.js';
 import { secretsAt, signedHeaders, type DeliveryHeaders } from './signing.js';
 
@@ -172,7 +173,10 @@ export class WebhookDispatcher {
   private readonly awaitingResponse = new Map<number, number>();
   /** The wait for more attempts to end before recording (record()): null when none is set. */
   private gathering: NodeJS.Timeout | null = null;
-  private timer: NodeJS.Timeout | null = null;
+  /** The fallback poll's schedule, while started. */
+  private schedule: IdlePoll | null = null;
+  /** Whether the last coalescing pass saw outbox rows (a batch waiting for its time is work in progress). */
+  private outboxSeen = false;
   /** A coalescing pass asked for within the gap after the last one (start()). */
   private nextPass: NodeJS.Timeout | null = null;
   private unsubscribe: (() => void) | null = null;
@@ -195,13 +199,13 @@ export class WebhookDispatcher {
   }
 
   /**
-   * Polls for work every pollIntervalMs until stop(), and at once when the storage tells of new
-   * work (a wake-up after another write's commit, in any process; polling stays the fallback). A
-   * poll does not wait for the previous round's sends: a receiver that hangs until the time-out
+   * Polls for work every pollIntervalMs (backing off while idle: shared/idle-poll.ts) until stop(),
+   * and at once when the storage tells of new work (a wake-up after another write's commit, in any
+   * process; polling stays the fallback). A poll does not wait for the previous round's sends: a receiver that hangs until the time-out
    * holds its workers, not every other endpoint.
    */
   start(): void {
-    if (this.timer) return;
+    if (this.schedule) return;
     let coalescing: Promise<unknown> | null = null;
     let wokenMeanwhile = false;
     let lastPassAt = -Infinity;
@@ -210,6 +214,7 @@ export class WebhookDispatcher {
     const sendRound = (after: Promise<unknown> = Promise.resolve()) => {
       const round: Promise<unknown> = after
         .then(() => (this.inflight.size < this.config.overallConcurrency && !this.stopping ? this.sendDue() : 0))
+        .then((sent) => sent > 0 && this.schedule?.work())
         .catch((error: unknown) => this.log.error({ err: error }, 'webhook dispatcher round failed'))
         .finally(() => this.rounds.delete(round));
       this.rounds.add(round);
@@ -255,15 +260,30 @@ export class WebhookDispatcher {
       coalescing = pass;
       void sendRound(pass); // logs its own failure; stop() waits for this.rounds
     };
-    this.timer = setInterval(poll, this.config.pollIntervalMs);
-    this.unsubscribe = this.storage.onWork?.('deliveries', poll) ?? null;
+    // The fallback poll backs off while it finds nothing and wake-ups are heard (shared/idle-poll.ts):
+    // work is a pass that saw outbox rows (a batch waiting for its time) or made deliveries, a round
+    // that sent, sends in flight or deliveries claimed ahead waiting here.
+    const schedule = new IdlePoll({
+      fastMs: this.config.pollIntervalMs,
+      idleMaxMs: this.config.idlePollMaxMs,
+      live: () => this.storage.wakeupsLive?.() ?? false,
+      busy: () => this.outboxSeen || this.inflight.size > 0 || this.waiting.size > 0,
+      poll,
+    });
+    this.schedule = schedule;
+    schedule.start();
+    this.unsubscribe =
+      this.storage.onWork?.('deliveries', () => {
+        schedule.work();
+        poll();
+      }) ?? null;
   }
 
   /** Stops polling, waits for deliveries in flight and e-mails being sent, and closes connections. */
   async stop(): Promise<void> {
     this.stopping = true;
-    if (this.timer) clearInterval(this.timer);
-    this.timer = null;
+    this.schedule?.stop();
+    this.schedule = null;
     if (this.nextPass) clearTimeout(this.nextPass);
     this.nextPass = null;
     this.unsubscribe?.();
@@ -294,6 +314,7 @@ export class WebhookDispatcher {
       const pass = await this.storage.transaction(async (tx) => {
         // The window read once; the rows batched go in one statement.
         const groups = await tx.outboxWindow(window, afterId);
+        this.outboxSeen = groups.length > 0;
         for (const group of groups) afterId = Math.max(afterId, group.rows.at(-1)!.id);
         const taken: number[] = [];
         const trimmed: { id: number; productIds: number[] }[] = [];

@@ -76,6 +76,11 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
       ...options.config,
     },
   );
+  // Tests move injected clocks far ahead at once, and work due by time (a retry, a probe) must be
+  // looked at without waiting for a backed-off poll in real time: the idle back-off stays off unless
+  // a test sets it (test/operations/idle-poll.test.ts).
+  if (options.config?.webhooks?.idlePollMaxMs === undefined) config.webhooks.idlePollMaxMs = config.webhooks.pollIntervalMs;
+  if (options.config?.images?.idlePollMaxMs === undefined) config.images.idlePollMaxMs = config.images.pollIntervalMs;
   const database = await createTestDatabase(dir, options.engine);
   // SQLite: the service opens the file from its config, as `serve` does; PostgreSQL: the test's database.
   const service = createService(config, {

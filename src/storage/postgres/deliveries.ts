@@ -242,7 +242,8 @@ export class PgDeliveries implements DeliveryStore {
       WHERE id = $${fields.length + 1}`,
       [...values, id],
     );
-    if (patch.status === 'pending') await notifyWork(this.c, 'deliveries');
+    // Pending again, or due again (deliveries claimed ahead handed back at a stop): work for every dispatcher.
+    if (patch.status === 'pending' || (patch.status === undefined && patch.next_attempt_at)) await notifyWork(this.c, 'deliveries');
   }
 
   async dropPendingDeliveries(endpointId: number): Promise<number> {

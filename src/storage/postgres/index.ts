@@ -286,6 +286,11 @@ export class PostgresStorage implements CatalogStorage {
     return this.wakeups?.subscribe(topic, listener) ?? (() => {});
   }
 
+  /** Whether the listening connection is up: NOTIFYs of every process are heard. */
+  wakeupsLive(): boolean {
+    return this.wakeups?.live ?? false;
+  }
+
   /** LISTEN/NOTIFY: the changes a commit in any process recorded, by store (storage/postgres/wakeups.ts). */
   onChanges(listener: (stores: ChangedStores) => void): () => void {
     return this.wakeups?.subscribeChanges(listener) ?? (() => {});

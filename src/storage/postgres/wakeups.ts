@@ -2,7 +2,9 @@
 // topic's channel, which PostgreSQL delivers at COMMIT (never for a rollback, once per channel per
 // transaction); one dedicated listening connection per storage hands it to the subscribed workers.
 // A wake-up only: the dispatcher and the mirror keep polling, so a notification lost while the
-// listener reconnects delays work by at most a poll interval (and a reconnect wakes everyone).
+// listener reconnects delays work by at most a poll interval (and a reconnect wakes everyone). While
+// the connection is up (`live`) idle workers back off their polls (shared/idle-poll.ts); when it
+// fails, every worker is woken, and finds it down: it polls at its fast interval until it is back.
 import type { ChangedStores, WorkTopic } from '../port.js';
 import type { PgConnection } from './connection.js';
 
@@ -92,6 +94,11 @@ export class PgWakeups {
     if (!this.client && !this.connecting && !this.retryTimer && !this.closed) this.connecting = this.connect();
   }
 
+  /** Whether the listening connection is up (LISTENing on every channel). */
+  get live(): boolean {
+    return this.client !== null && !this.closed;
+  }
+
   /** Resolves when the listening connection is up (tests: a NOTIFY after this is heard). */
   async listening(): Promise<void> {
     while (this.connecting && !this.closed) await this.connecting;
@@ -113,10 +120,13 @@ export class PgWakeups {
     const fail = (error: Error) => {
       if (failed) return;
       failed = true;
-      if (this.client === client) this.client = null;
+      const wasLive = this.client === client;
+      if (wasLive) this.client = null;
       void client.end().catch(() => {});
       if (this.closed) return;
       this.options.onError?.(error);
+      // Not heard any more: the workers that backed off their polls look now and poll fast meanwhile.
+      if (wasLive) for (const topic of this.listeners.keys()) this.wake(topic);
       this.retryTimer = setTimeout(() => {
         this.retryTimer = null;
         if (!this.closed) this.connecting = this.connect();

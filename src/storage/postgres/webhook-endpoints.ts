@@ -6,6 +6,7 @@ import type { WebhookEndpointRecord } from '../../webhooks/model.js';
 import { toEndpoint } from '../rows.js';
 import { SqlWebhookEndpoints } from '../sql/webhook-endpoints.js';
 import type { PgConnection } from './connection.js';
+import { notifyWork } from './wakeups.js';
 
 export class PgWebhookEndpoints extends SqlWebhookEndpoints<PgConnection> {
   async coalescingEndpoint(id: number): Promise<WebhookEndpointRecord | 'busy' | undefined> {
@@ -21,6 +22,15 @@ export class PgWebhookEndpoints extends SqlWebhookEndpoints<PgConnection> {
     if (!row) return undefined;
     const { busy, ...endpoint } = row;
     return busy ? 'busy' : toEndpoint(endpoint);
+  }
+
+  /** Active again (re-enabled, or resumed by a change after its cooldown): its pending deliveries are work for every dispatcher. */
+  override async updateWebhookEndpoint(
+    id: number,
+    patch: Partial<Omit<WebhookEndpointRecord, 'id' | 'merchant_id' | 'created_at'>>,
+  ): Promise<void> {
+    await super.updateWebhookEndpoint(id, patch);
+    if (patch.status === 'active') await notifyWork(this.c, 'deliveries');
   }
 
   override async updateWebhookEndpointsHealth(updates: { id: number; health: WebhookEndpointHealthRecord }[]): Promise<void> {

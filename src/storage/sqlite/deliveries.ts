@@ -191,7 +191,8 @@ export class SqliteDeliveries implements DeliveryStore {
     this.c
       .stmt(`UPDATE webhook_deliveries SET ${fields.map((f) => `${f} = ?`).join(', ')}, leased_until = NULL WHERE id = ?`)
       .run(...values, id);
-    if (patch.status === 'pending') this.c.addedWork.add('deliveries');
+    // Pending again, or due again (deliveries claimed ahead handed back at a stop): work for the dispatchers.
+    if (patch.status === 'pending' || (patch.status === undefined && patch.next_attempt_at)) this.c.addedWork.add('deliveries');
   }
 
   async dropPendingDeliveries(endpointId: number): Promise<number> {

@@ -239,6 +239,11 @@ export class SqliteStorage implements CatalogStorage {
     };
   }
 
+  /** This process's commits wake its workers always (other processes' are found by polling). */
+  wakeupsLive(): boolean {
+    return true;
+  }
+
   onChanges(listener: (stores: ChangedStores) => void): () => void {
     this.changeListeners.add(listener);
     return () => {

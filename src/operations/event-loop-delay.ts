@@ -34,6 +34,11 @@ export class EventLoopDelay {
     this.timer.unref();
   }
 
+  /** Whether its timer runs (between start() and stop()). */
+  get running(): boolean {
+    return this.timer !== undefined;
+  }
+
   stop(): void {
     clearInterval(this.timer);
     this.timer = undefined;

@@ -220,7 +220,12 @@ export class ServiceMetrics
   /** cps_db_statement_duration_seconds{engine,statement}, and the slow-statement log. */
   private readonly statements: StatementMetrics;
   private readonly countMax: number | undefined;
-  /** This process's event loop, sampled every EVENT_LOOP_SAMPLE_MS; read and cleared at each scrape, so the gauges cover the time since the previous one. */
+  /**
+   * This process's event loop, sampled every EVENT_LOOP_SAMPLE_MS from the first scrape on; read and
+   * cleared at each scrape, so the gauges cover the time since the previous one. A thread or process
+   * nobody scrapes (worker threads, a `worker` without its operations port, CLI commands) runs no
+   * sampling timer: 100 wake-ups a second each were a third of an idle worker thread's CPU.
+   */
   private readonly loopDelay = new EventLoopDelay(EVENT_LOOP_SAMPLE_MS);
   private readonly loopDelayGauges = (['p50', 'p99', 'max'] as const).map(
     (which) =>
@@ -245,7 +250,6 @@ export class ServiceMetrics
     this.statements = new StatementMetrics(logger, options.slowStatementMs ?? 0);
     this.countMax = options.countMax;
     this.statements.register(this.registry);
-    this.loopDelay.start();
   }
 
   observeStatement(engine: StatementEngine, name: string, ms: number): void {
@@ -260,6 +264,11 @@ export class ServiceMetrics
   /** Statement observations of a worker thread, shown with this thread's. */
   addStatements(drained: DrainedStatements): void {
     this.statements.addDrained(drained);
+  }
+
+  /** Whether this process's event loop is being sampled: from its first scrape on. */
+  get samplesEventLoop(): boolean {
+    return this.loopDelay.running;
   }
 
   /** Stops sampling the event loop (the service closes). */
@@ -338,6 +347,7 @@ export class ServiceMetrics
       this.imagesWaitingOnDownOrigins.set(counts.imagesWaitingOnDownOrigins);
     }
     const loopDelay = this.loopDelay.take();
+    this.loopDelay.start();
     for (const [which, gauge] of this.loopDelayGauges) gauge.set(loopDelay[which]);
     return `${await this.registry.metrics()}\n${await processMetrics().metrics()}`;
   }

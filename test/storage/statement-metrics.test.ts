@@ -81,6 +81,21 @@ describe('statement durations and the event-loop delay in /metrics', () => {
   });
 });
 
+describe('the event-loop sampling', () => {
+  it('starts with the first scrape: a service nobody scrapes (a worker thread, a worker without its operations port) runs no sampling timer', async () => {
+    const service = await startTestService();
+    try {
+      expect(service.service.metrics.samplesEventLoop).toBe(false);
+      // The first scrape has nothing sampled yet: its delay is 0.
+      expect(sample(await scrape(service), 'cps_event_loop_delay_max_seconds')).toBe(0);
+      expect(service.service.metrics.samplesEventLoop).toBe(true);
+    } finally {
+      await service.close();
+    }
+    expect(service.service.metrics.samplesEventLoop).toBe(false);
+  });
+});
+
 describe('slow statements', () => {
   sqliteOnly.it(
     'SQLite: a statement slower than CPS_SLOW_STATEMENT_MS is logged at warn with its name, engine and duration, and is in the histogram',

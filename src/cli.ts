@@ -431,7 +431,8 @@ async function serveCommand(config: ReturnType<typeof loadConfig>): Promise<void
   if (!workersInThread && config.webhookDispatcher) dispatcher.start();
   if (!workersInThread && config.images.mirrorInServe) mirror.start();
   const demo = fs.existsSync(credentialsFile) ? (JSON.parse(fs.readFileSync(credentialsFile, 'utf8')) as DemoResult) : undefined;
-  const base = config.publicBaseUrl;
+  // The port listened on (CPS_PORT=0 picks a free one) unless the public address is configured.
+  const base = config.publicBaseUrlConfigured ? config.publicBaseUrl : server.url.replace(/\/+$/, '');
   const { limits } = server.connections;
   // For the person who ran `npm start`; the JSON log line after it is for the log pipeline.
   console.log(

@@ -10,7 +10,7 @@ import { createService, openStorage } from '../service.js';
 import type { CatalogStorage, WorkTopic } from '../storage/port.js';
 import { createLogger } from './log.js';
 import type { DeliveryOutcome } from './metrics.js';
-import type { FromWorkerThread, ToWorkerThread, WorkerThreadData } from './worker-thread.js';
+import { type FromWorkerThread, type ToWorkerThread, WORK_TOPICS, type WorkerThreadData } from './worker-thread.js';
 
 /** How often the statement timings go to the serving thread's /metrics. */
 const STATEMENTS_EVERY_MS = 1000;
@@ -70,7 +70,8 @@ function wakeable(storage: CatalogStorage): { storage: CatalogStorage; wake: (to
   };
 }
 
-const { storage, wake } = wakeable(openStorage(config, logger));
+const own = openStorage(config, logger);
+const { storage, wake } = wakeable(own);
 let outcomes: DeliveryOutcome[] = [];
 let durations: number[] = [];
 let deliveriesTimer: NodeJS.Timeout | null = null;
@@ -98,6 +99,17 @@ const service = createService(config, {
 const stopTellingChanges = config.databaseUrl
   ? () => {}
   : (storage.onChanges?.((stores) => post({ type: 'changes', stores })) ?? (() => {}));
+// Work this thread's commits add wakes the other threads' workers through the serving thread
+// (SQLite; PostgreSQL's NOTIFY reaches them): the storage's own listeners, not the wrapped ones, so
+// a wake-up passed on to this thread is not sent back.
+const stopTellingWork = config.databaseUrl
+  ? () => {}
+  : (() => {
+      const offs = WORK_TOPICS.map((topic) => own.onWork?.(topic, () => post({ type: 'work', topic })));
+      return () => {
+        for (const off of offs) off?.();
+      };
+    })();
 const flush = () => post({ type: 'statements', drained: service.metrics.drainStatements() });
 const timer = setInterval(flush, STATEMENTS_EVERY_MS);
 
@@ -106,6 +118,7 @@ port.on('message', (message: ToWorkerThread) => {
   else if (message.type === 'stop') {
     clearInterval(timer);
     stopTellingChanges();
+    stopTellingWork();
     stopFollowing();
     stopPruning();
     void service.close().finally(() => {

@@ -6,9 +6,12 @@
 // to the same database (SQLite: WAL readers never wait for its writes; PostgreSQL: its own pool)
 // and reports to the serving thread what /metrics shows: its delivery attempts (gathered for up to
 // DELIVERIES_EVERY_MS, a message per batch rather than per attempt), its statement timings every second, and (SQLite) the stores its commits recorded changes for, which wake the
-// change feed's waiting clients (changes/live.ts). Commits of the serving thread that add work wake
-// it at once (SQLite tells only its own process's listeners; PostgreSQL's NOTIFY reaches the thread
-// anyway, and the serving thread's live feed hears the thread's NOTIFY). A thread that
+// change feed's waiting clients (changes/live.ts). Commits that add work wake the threads whose
+// workers take it at once: the serving thread's, and (SQLite, whose commits tell only the
+// listeners of the connection that made them) each thread's own, which the serving thread passes on
+// to the other threads (an import applied by the publishing thread wakes the mirror and the
+// dispatcher of the workers thread). PostgreSQL's NOTIFY reaches every thread anyway, and the
+// serving thread's live feed hears the threads' NOTIFY. A thread that
 // dies is started again after RESTART_DELAY_MS; `stop()` lets it finish what it holds (the
 // dispatcher's and the mirror's own stop) before it ends.
 import { Worker } from 'node:worker_threads';
@@ -26,6 +29,8 @@ export type FromWorkerThread =
   | { type: 'statements'; drained: DrainedStatements }
   /** The thread committed changes of these stores (SQLite: its commits wake only its own listeners). */
   | { type: 'changes'; stores: ChangedStores }
+  /** The thread committed work of this kind (SQLite): the serving thread wakes the other threads with it. */
+  | { type: 'work'; topic: WorkTopic }
   | { type: 'stopped' };
 
 /** What the thread runs (workerData). */
@@ -41,6 +46,12 @@ export interface WorkerThreadData {
 }
 
 const RESTART_DELAY_MS = 1000;
+
+/** The kinds of work a commit can add (storage onWork), each told across threads. */
+export const WORK_TOPICS: readonly WorkTopic[] = ['deliveries', 'images', 'publishing'];
+
+/** The process's worker threads running now: work one of them commits wakes the others. */
+const running = new Set<Worker>();
 
 export interface WorkerThread {
   /** Resolves once the thread runs its workers. */
@@ -76,6 +87,7 @@ export function startWorkerThread(service: Service, data: WorkerThreadData): Wor
   const spawn = () => {
     const thread = newThread(data);
     worker = thread;
+    running.add(thread);
     thread.on('message', (message: FromWorkerThread) => {
       if (message.type === 'started') {
         log.info({ workers: Object.keys(data).filter((key) => data[key as keyof WorkerThreadData] === true) }, 'worker thread started');
@@ -84,11 +96,15 @@ export function startWorkerThread(service: Service, data: WorkerThreadData): Wor
         for (const [i, outcome] of message.outcomes.entries()) service.metrics.observeDelivery(outcome, message.seconds[i]!);
       } else if (message.type === 'statements') service.metrics.addStatements(message.drained);
       else if (message.type === 'changes') service.liveFeed.wake(message.stores);
-      else if (message.type === 'stopped') stopped();
+      else if (message.type === 'work') {
+        for (const other of running)
+          if (other !== thread) other.postMessage({ type: 'work', topic: message.topic } satisfies ToWorkerThread);
+      } else if (message.type === 'stopped') stopped();
     });
     thread.on('error', (error) => log.error({ err: error }, 'the worker thread failed'));
     thread.on('exit', (code) => {
       worker = null;
+      running.delete(thread);
       if (stopping) {
         stopped();
         return;
@@ -102,7 +118,7 @@ export function startWorkerThread(service: Service, data: WorkerThreadData): Wor
   spawn();
 
   // The serving thread's commits that add work (an import, an endpoint resent) wake the thread's workers.
-  const unsubscribe = (['deliveries', 'images', 'publishing'] as const).map((topic) =>
+  const unsubscribe = WORK_TOPICS.map((topic) =>
     service.storage.onWork?.(topic, () => worker?.postMessage({ type: 'work', topic } satisfies ToWorkerThread)),
   );
 

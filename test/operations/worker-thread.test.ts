@@ -169,6 +169,48 @@ describe("serve's workers in a thread of their own (CPS_WORKERS)", () => {
     expect(service!.output).not.toMatch(/worker thread (failed|ended)/);
   });
 
+  it("wakes the workers thread's mirror at once for an import the publishing thread applies (SQLite tells only the committing thread)", async () => {
+    const { base, admin } = await startServe();
+    const key = await catalogWithWork(admin);
+    const firstImage = async () => {
+      const product = await (await fetch(`${base}/v1/products?per_page=1`, { headers: { Authorization: `Bearer ${key}` } })).json();
+      return String(product.data[0]?.images[0]);
+    };
+    // The first product's image, written by the serving thread, is mirrored: the mirror has made its
+    // first claim, and polls again only after CPS_IMAGE_POLL_INTERVAL_MS (a minute).
+    await until(
+      async () => (await firstImage()).startsWith(`${base}/media/`),
+      15_000,
+      () => 'the first image was not mirrored',
+    );
+    const merchant = (await admin('GET', '/admin/v1/merchants')).data[0];
+    const line = JSON.stringify({
+      op: 'upsert_product',
+      product: {
+        ref: 'lamp',
+        content: { de: { title: 'Lampe' } },
+        images: [{ url: images.url('/png/lamp.png') }],
+        offers: [{ supplier_ref: 'alpine', quantity: 2, cost: '5.00', currency: 'EUR' }],
+      },
+    });
+    const imported = await fetch(`${base}/admin/v1/merchants/${merchant.id}/imports`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, 'Content-Type': 'application/x-ndjson' },
+      body: `${line}\n`,
+    });
+    expect(imported.status).toBe(200);
+    const answered = performance.now();
+    // Applied by the publishing thread: its commit wakes the other thread's mirror through the
+    // serving thread, long before the minute's poll.
+    await until(
+      () => images.hits('/png/lamp.png') > 0,
+      15_000,
+      () => `the imported image was not fetched:\n${service!.output.slice(-3000)}`,
+    );
+    expect(performance.now() - answered).toBeLessThan(15_000);
+    expect(service!.output).toMatch(/"thread":"publishing"/);
+  });
+
   it('runs them on the serving event loop with CPS_WORKERS=inline', async () => {
     const { admin } = await startServe('inline');
     expect(service!.output).toMatch(/"workers":"inline"/);

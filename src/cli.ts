@@ -411,6 +411,7 @@ async function serveCommand(config: ReturnType<typeof loadConfig>): Promise<void
           mirror: config.images.mirrorInServe,
           publishing: false,
           pruning: true,
+          counts: true,
         }),
         startWorkerThread(service, { name: 'publishing', dispatcher: false, mirror: false, publishing: true, pruning: false }),
       ]

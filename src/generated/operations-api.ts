@@ -60,7 +60,8 @@ export interface paths {
          *     database (`cps_webhook_endpoints`, `cps_webhook_outbox_depth`,
          *     `cps_webhook_deliveries_waiting`, `cps_feed_lag_seconds`, `cps_images`, `cps_image_origins`,
          *     `cps_images_waiting_on_down_origins`) are the same in
-         *     every process on one database.
+         *     every process on one database (read at each scrape; in `serve` with its workers in threads,
+         *     by its workers thread, so the thread that answers requests does not run their statements).
          *
          *     | metric | type | labels | what it measures |
          *     |---|---|---|---|

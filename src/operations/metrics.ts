@@ -72,6 +72,13 @@ class CacheMetrics {
   }
 }
 
+/**
+ * Where a scrape reads the database gauges: `serve`'s worker thread reads them on its own
+ * connections (operations/worker-thread.ts), so the serving thread only waits for its answer; by
+ * default this process's storage. Given the bound each count stops at (CPS_METRICS_COUNT_MAX).
+ */
+export type OperationalCountsSource = (countMax: number | undefined) => Promise<OperationalCounts>;
+
 export interface ServiceMetricsOptions {
   /** A statement slower than this is logged at warn (CPS_SLOW_STATEMENT_MS); 0: never. */
   slowStatementMs?: number;
@@ -220,6 +227,7 @@ export class ServiceMetrics
   /** cps_db_statement_duration_seconds{engine,statement}, and the slow-statement log. */
   private readonly statements: StatementMetrics;
   private readonly countMax: number | undefined;
+  private countsSource: OperationalCountsSource | undefined;
   /**
    * This process's event loop, sampled every EVENT_LOOP_SAMPLE_MS from the first scrape on; read and
    * cleared at each scrape, so the gauges cover the time since the previous one. A thread or process
@@ -276,6 +284,14 @@ export class ServiceMetrics
     this.loopDelay.stop();
   }
 
+  /**
+   * Where the database gauges are read from at each scrape (undefined: this process's storage, on
+   * the thread that answers the scrape).
+   */
+  readCountsFrom(source: OperationalCountsSource | undefined): void {
+    this.countsSource = source;
+  }
+
   /** Where cps_feed_live_connections is read from. */
   countLiveConnections(count: () => number, waiting: () => number = () => 0): void {
     this.liveConnections = count;
@@ -317,11 +333,11 @@ export class ServiceMetrics
     this.passwordHashesRefused.inc();
   }
 
-  /** The exposition: the database gauges are read now, in one snapshot. */
+  /** The exposition: the database gauges are read now, in one snapshot (by the counts' source, when one is set). */
   async exposition(): Promise<string> {
     let counts: OperationalCounts | undefined;
     try {
-      counts = await this.storage.operationalCounts(this.countMax);
+      counts = await (this.countsSource ? this.countsSource(this.countMax) : this.storage.operationalCounts(this.countMax));
     } catch (error) {
       // A database that cannot answer shows in /readyz; the process metrics still go out.
       this.logger.error({ err: error }, 'reading the operational counts for /metrics failed');

@@ -1,7 +1,7 @@
 // A worker thread of `serve` (operations/worker-thread.ts): the dispatcher, the mirror and the feed's
 // retention (the `workers` thread), or the publish runs the serving thread hands off (the
 // `publishing` thread), on connections of their own, reporting deliveries and statement timings to
-// the serving thread.
+// the serving thread, and reading /metrics' database gauges for its scrapes.
 import os from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { loadConfig } from '../config.js';
@@ -115,7 +115,13 @@ const timer = setInterval(flush, STATEMENTS_EVERY_MS);
 
 port.on('message', (message: ToWorkerThread) => {
   if (message.type === 'work') wake(message.topic);
-  else if (message.type === 'stop') {
+  else if (message.type === 'counts') {
+    const { id } = message;
+    service.storage.operationalCounts(message.countMax).then(
+      (counts) => post({ type: 'counts', id, counts }),
+      (error: unknown) => post({ type: 'counts', id, error: error instanceof Error ? error.message : String(error) }),
+    );
+  } else if (message.type === 'stop') {
     clearInterval(timer);
     stopTellingChanges();
     stopTellingWork();

@@ -11,17 +11,24 @@
 // listeners of the connection that made them) each thread's own, which the serving thread passes on
 // to the other threads (an import applied by the publishing thread wakes the mirror and the
 // dispatcher of the workers thread). PostgreSQL's NOTIFY reaches every thread anyway, and the
-// serving thread's live feed hears the threads' NOTIFY. A thread that
+// serving thread's live feed hears the threads' NOTIFY. One thread also reads /metrics' database
+// gauges for each scrape (storage `operationalCounts`, a few statements on a snapshot: on SQLite
+// they held the serving loop for milliseconds per scrape, tens at a million products); the serving
+// thread reads them itself while no thread runs. A thread that
 // dies is started again after RESTART_DELAY_MS; `stop()` lets it finish what it holds (the
 // dispatcher's and the mirror's own stop) before it ends.
 import { Worker } from 'node:worker_threads';
 import type { Service } from '../service.js';
-import type { ChangedStores, WorkTopic } from '../storage/port.js';
+import type { ChangedStores, OperationalCounts, WorkTopic } from '../storage/port.js';
 import type { DeliveryOutcome } from './metrics.js';
 import type { DrainedStatements } from './statements.js';
 
 /** Messages between the serving thread and the worker thread. */
-export type ToWorkerThread = { type: 'work'; topic: WorkTopic } | { type: 'stop' };
+export type ToWorkerThread =
+  | { type: 'work'; topic: WorkTopic }
+  /** Read /metrics' database gauges, each counted up to countMax (the storage's bound when unset). */
+  | { type: 'counts'; id: number; countMax?: number }
+  | { type: 'stop' };
 export type FromWorkerThread =
   | { type: 'started' }
   /** Delivery attempts' outcomes and durations (seconds) since the last such message, in the order they ended. */
@@ -31,6 +38,8 @@ export type FromWorkerThread =
   | { type: 'changes'; stores: ChangedStores }
   /** The thread committed work of this kind (SQLite): the serving thread wakes the other threads with it. */
   | { type: 'work'; topic: WorkTopic }
+  /** The answer to a `counts` message: the counts, or why they could not be read. */
+  | { type: 'counts'; id: number; counts?: OperationalCounts; error?: string }
   | { type: 'stopped' };
 
 /** What the thread runs (workerData). */
@@ -41,6 +50,8 @@ export interface WorkerThreadData {
   publishing: boolean;
   /** Deletes expired changes (changes/retention.ts). */
   pruning: boolean;
+  /** Reads /metrics' database gauges for the serving thread's scrapes (one thread of a process). */
+  counts?: boolean;
   /** Names the thread in its log lines. */
   name: string;
 }
@@ -83,6 +94,27 @@ export function startWorkerThread(service: Service, data: WorkerThreadData): Wor
     markStarted = resolve;
   });
   let stopped: () => void = () => {};
+  let answering = false;
+  // Scrapes waiting for the thread's counts, by message id; read on this thread should the thread end first.
+  const countsAsked = new Map<number, { countMax: number | undefined; resolve: (counts: Promise<OperationalCounts>) => void }>();
+  let nextCountsId = 0;
+  const countHere = (countMax: number | undefined) => service.storage.operationalCounts(countMax);
+  const countsEnded = () => {
+    for (const [id, asked] of countsAsked) {
+      countsAsked.delete(id);
+      asked.resolve(countHere(asked.countMax));
+    }
+  };
+  if (data.counts)
+    service.metrics.readCountsFrom((countMax) => {
+      const thread = worker;
+      if (!thread || !answering || stopping) return countHere(countMax);
+      return new Promise<OperationalCounts>((resolve) => {
+        const id = ++nextCountsId;
+        countsAsked.set(id, { countMax, resolve: (counts) => resolve(counts) });
+        thread.postMessage({ type: 'counts', id, ...(countMax === undefined ? {} : { countMax }) } satisfies ToWorkerThread);
+      });
+    });
 
   const spawn = () => {
     const thread = newThread(data);
@@ -91,6 +123,7 @@ export function startWorkerThread(service: Service, data: WorkerThreadData): Wor
     thread.on('message', (message: FromWorkerThread) => {
       if (message.type === 'started') {
         log.info({ workers: Object.keys(data).filter((key) => data[key as keyof WorkerThreadData] === true) }, 'worker thread started');
+        answering = true;
         markStarted();
       } else if (message.type === 'deliveries') {
         for (const [i, outcome] of message.outcomes.entries()) service.metrics.observeDelivery(outcome, message.seconds[i]!);
@@ -99,12 +132,18 @@ export function startWorkerThread(service: Service, data: WorkerThreadData): Wor
       else if (message.type === 'work') {
         for (const other of running)
           if (other !== thread) other.postMessage({ type: 'work', topic: message.topic } satisfies ToWorkerThread);
+      } else if (message.type === 'counts') {
+        const asked = countsAsked.get(message.id);
+        countsAsked.delete(message.id);
+        asked?.resolve(message.counts ? Promise.resolve(message.counts) : Promise.reject(new Error(message.error)));
       } else if (message.type === 'stopped') stopped();
     });
     thread.on('error', (error) => log.error({ err: error }, 'the worker thread failed'));
     thread.on('exit', (code) => {
       worker = null;
       running.delete(thread);
+      answering = false;
+      countsEnded();
       if (stopping) {
         stopped();
         return;
@@ -126,6 +165,8 @@ export function startWorkerThread(service: Service, data: WorkerThreadData): Wor
     started,
     async stop() {
       stopping = true;
+      if (data.counts) service.metrics.readCountsFrom(undefined);
+      countsEnded();
       for (const off of unsubscribe) off?.();
       const thread = worker;
       if (!thread) return;

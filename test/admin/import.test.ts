@@ -2,7 +2,8 @@
 // its lines' references again in its own transaction, so a supplier deleted while the file was
 // being read stops the import at that chunk instead of storing offers that name nobody.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { importNdjson, parseImport } from '../../src/admin/import.js';
+import { checkImport, importNdjson, parseImport } from '../../src/admin/import.js';
+import { setYieldSlice } from '../../src/shared/cooperative.js';
 import { startTestService, type TestService } from '../support/service.js';
 
 let service: TestService;
@@ -69,5 +70,81 @@ describe("an import that stops part-way (the CLI's, applied by importNdjson)", (
         .filter((ref) => ref.startsWith('B-'))
         .sort(),
     ).toEqual(['B-1', 'B-2', 'B-3', 'B-4']);
+  });
+});
+
+describe("an import's check shares the event loop", () => {
+  const file = (lines: number) => Array.from({ length: lines }, (_, i) => line(`Y-${i + 1}`, 'baltic')).join('\n');
+
+  it('offers the loop to other work after every line it checks, however long the file (counted in lines, not time)', async () => {
+    // The yield is injected: it counts the lines checked since the previous offer, whatever the clock.
+    let sinceOffer = 0;
+    let mostBetweenOffers = 0;
+    let offers = 0;
+    const checked = await checkImport(
+      service.admin,
+      merchantId,
+      file(500),
+      () => {
+        sinceOffer++;
+        mostBetweenOffers = Math.max(mostBetweenOffers, sinceOffer);
+      },
+      Infinity,
+      undefined,
+      async () => {
+        offers++;
+        sinceOffer = 0;
+      },
+    );
+    expect(checked).toBe(500);
+    expect(offers).toBe(499);
+    expect(mostBetweenOffers).toBe(1);
+  });
+
+  it('answers a read while a large file is being checked (a 1 ms slice)', async () => {
+    setYieldSlice(1);
+    try {
+      const key = await service.keyFor(merchantId);
+      let linesChecked = 0;
+      let checking = true;
+      const check = checkImport(
+        service.admin,
+        merchantId,
+        file(20_000),
+        () => {},
+        Infinity,
+        (lines) => {
+          linesChecked = lines;
+        },
+      ).finally(() => {
+        checking = false;
+      });
+      // Asked once the check has started: answered before it ends.
+      await new Promise((resolve) => setImmediate(resolve));
+      const answered = await service.api('/v1/stores', key);
+      const linesAtAnswer = linesChecked;
+      const stillChecking = checking;
+      expect(answered.status).toBe(200);
+      expect(await check).toBe(20_000);
+      expect(stillChecking).toBe(true);
+      expect(linesAtAnswer).toBeLessThan(20_000);
+    } finally {
+      setYieldSlice(5);
+    }
+  });
+
+  it('stops handing on operations once a line is bad (nothing of the file is applied either way), and still lists every bad line', async () => {
+    const lines = [line('Z-1', 'baltic'), '{"op":"upsert_product"}', line('Z-3', 'baltic'), 'not json', line('Z-5', 'baltic')];
+    const taken: number[] = [];
+    await expect(
+      checkImport(service.admin, merchantId, lines.join('\n'), (operation) => {
+        taken.push(operation.line);
+      }),
+    ).rejects.toMatchObject({
+      code: 'invalid_body',
+      detail: '2 of 5 lines are invalid; nothing was applied.',
+      invalidParams: [expect.objectContaining({ name: 'line 2' }), expect.objectContaining({ name: 'line 4' })],
+    });
+    expect(taken).toEqual([1]);
   });
 });

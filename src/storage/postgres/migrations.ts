@@ -1156,4 +1156,16 @@ ALTER TABLE published_products SET (fillfactor = 80);
 ALTER TABLE products SET (fillfactor = 80);
 `,
   },
+  {
+    id: 52,
+    name: 'outbox_waiting_index_counts_products',
+    sql: `
+-- /metrics' outbox depth sums product_count over the first CPS_METRICS_COUNT_MAX outbox rows: on
+-- SQLite reading it from the table walked each row's product ids, so its waiting index carries
+-- the count; here the same index (the engines' indexes stay alike), where a scan of it can answer
+-- the sum without the rows where the visibility map allows.
+DROP INDEX webhook_outbox_waiting;
+CREATE INDEX webhook_outbox_waiting ON webhook_outbox(endpoint_id, created_at, product_count);
+`,
+  },
 ];

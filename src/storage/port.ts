@@ -366,10 +366,12 @@ export interface WebhookEndpointStore {
   /** getWebhookEndpoint for several ids at once (any merchant's), those that exist, in id order. */
   getWebhookEndpoints(ids: number[]): Promise<WebhookEndpointRecord[]>;
   /**
-   * The endpoint whose outbox rows a coalescing pass turns into deliveries, locked (as
-   * getWebhookEndpoint in a write transaction) to the end of the pass; `busy` when another
-   * transaction holds it (PostgreSQL: an attempt's health update, another process's pass), which
-   * this pass then leaves for the next one rather than waiting; undefined when it was deleted.
+   * The endpoint whose outbox rows a coalescing pass turns into deliveries, held to the end of the
+   * pass against a drop of its pending deliveries (PostgreSQL: an advisory lock shared by passes,
+   * never the row an attempt's health update locks; a paused or disabled endpoint, which the pass
+   * may resume, locked as getWebhookEndpoint locks it in a write transaction); `busy` when another
+   * transaction holds it (a drop under way; a paused endpoint's row), which this pass then leaves
+   * for the next one rather than waiting; undefined when it was deleted.
    */
   coalescingEndpoint(id: number): Promise<WebhookEndpointRecord | 'busy' | undefined>;
   updateWebhookEndpoint(id: number, patch: Partial<Omit<WebhookEndpointRecord, 'id' | 'merchant_id' | 'created_at'>>): Promise<void>;

@@ -345,7 +345,8 @@ export class WebhookDispatcher {
     const timeIsUp = waitedMs >= this.config.coalesceMs;
     if (!timeIsUp && group.count < this.config.batchSize) return 0;
     const endpoint = await tx.coalescingEndpoint(group.endpointId);
-    // Held by an attempt's health update or another pass: its rows wait for the next pass.
+    // Busy (PostgreSQL: a drop of its pending deliveries under way, or a paused endpoint's row held
+    // by an attempt's health update or another pass): its rows wait for the next pass.
     if (endpoint === 'busy') return 0;
     // The group's rows of the window that no other coalescer took meanwhile, held to this pass's end.
     const held = new Set(await tx.holdOutboxRows(group.rows.map((r) => r.id)));

@@ -168,21 +168,16 @@ describe('several dispatchers on one PostgreSQL database', () => {
     );
   });
 
-  it('coalesce past an endpoint whose row another transaction holds, leaving its rows for the next pass, and claim without waiting for that row', async () => {
+  it("coalesces while an attempt's health update holds the endpoint's row, and claims without waiting for that row", async () => {
     const { merchant, endpointId, a, b, deliveries } = await twoDispatchers({ batchSize: 1 });
     await importProducts(merchant, ['HELD-1', 'HELD-2']);
     await a.storage.transaction(async (tx) => {
-      // An attempt's health update (or another process's pass) holds the endpoint's row.
+      // An attempt's health update holds the endpoint's row (to its COMMIT, below).
       await tx.getWebhookEndpoint(endpointId);
-      // The other process's pass neither waits nor batches the rows: it finds the endpoint busy.
-      expect(await b.storage.transaction((other) => other.coalescingEndpoint(endpointId))).toBe('busy');
-      expect(await b.dispatcher.coalesce()).toBe(0);
-      expect(await b.storage.outboxGroups()).toMatchObject([{ endpointId, count: 2 }]);
-    });
-    // Its next pass, the row free again, batches them.
-    expect(await b.dispatcher.coalesce()).toBe(2);
-    await a.storage.transaction(async (tx) => {
-      await tx.getWebhookEndpoint(endpointId);
+      // The other process's pass does not wait for it (it would wait for this transaction, which
+      // waits for it): the pass lock it holds is not the row.
+      expect(await b.dispatcher.coalesce()).toBe(2);
+      expect(await b.storage.outboxGroups()).toEqual([]);
       // A claim takes its per-endpoint lock of its own (an advisory lock), not the row: it leases at once.
       const claimed = await b.storage.claimDueDeliveries({
         now: () => new Date(),
@@ -195,6 +190,45 @@ describe('several dispatchers on one PostgreSQL database', () => {
       expect(claimed.map((d) => d.endpoint_id)).toEqual([endpointId, endpointId]);
     });
     expect((await deliveries()).map((d) => d.status)).toEqual(['pending', 'pending']);
+  });
+
+  it('drops the deliveries a pass under way makes: the drop waits for the pass, and a pass meanwhile finds the endpoint busy', async () => {
+    const { merchant, endpointId, a, b, deliveries } = await twoDispatchers({ batchSize: 1 });
+    const at = new Date().toISOString();
+    const pending = {
+      endpoint_id: endpointId,
+      event: 'price' as const,
+      store_id: null,
+      product_ids: [1],
+      occurred_at: null,
+      status: 'pending' as const,
+      attempts: 0,
+      next_attempt_at: at,
+      created_at: at,
+    };
+    let dropped: Promise<number> | null = null;
+    let dropEnded = false;
+    await b.storage.transaction(async (pass) => {
+      // A pass holds the endpoint (read active) and makes a delivery; an attempt that pauses the
+      // endpoint drops its pending deliveries meanwhile, in another process.
+      expect(await pass.coalescingEndpoint(endpointId)).toMatchObject({ id: endpointId, status: 'active' });
+      await pass.insertDelivery(pending);
+      dropped = a.storage.transaction((tx) => tx.dropPendingDeliveries(endpointId));
+      void dropped.then(() => (dropEnded = true));
+      await new Promise<void>((resolve) => setTimeout(resolve, 200));
+      expect(dropEnded).toBe(false);
+    });
+    // The pass committed: the drop went on, and its statement saw the pass's delivery.
+    expect(await dropped!).toBe(1);
+    expect((await deliveries()).map((d) => d.status)).toEqual(['dropped']);
+    // While a drop holds the endpoint, a pass leaves its rows for the next one.
+    await importProducts(merchant, ['BUSY-1']);
+    await a.storage.transaction(async (tx) => {
+      await tx.dropPendingDeliveries(endpointId);
+      expect(await b.storage.transaction((pass) => pass.coalescingEndpoint(endpointId))).toBe('busy');
+      expect(await b.dispatcher.coalesce()).toBe(0);
+    });
+    expect(await b.dispatcher.coalesce()).toBe(1);
   });
 
   it('wakes a dispatcher on a commit in another process (NOTIFY) long before its poll interval', async () => {

@@ -1,6 +1,7 @@
 // Webhook deliveries and their attempts on PostgreSQL, claimed by several dispatchers at once.
 import type { AttemptOutcome, DeliveryStore, WebhookEndpointHealthRecord } from '../port.js';
 import { HEALTH_UPDATE, healthParams } from './endpoint-health.js';
+import { ENDPOINT_PASS_LOCK } from './webhook-endpoints.js';
 import type { DeliveryClaim, OutboxGroup } from '../records.js';
 import type {
   AttemptHourRecord,
@@ -247,6 +248,9 @@ export class PgDeliveries implements DeliveryStore {
   }
 
   async dropPendingDeliveries(endpointId: number): Promise<number> {
+    // The endpoint's pass lock, exclusively (PgWebhookEndpoints.coalescingEndpoint): the passes under
+    // way commit first, and this statement's snapshot, taken after, sees the deliveries they made.
+    await this.c.run(`SELECT pg_advisory_xact_lock(${ENDPOINT_PASS_LOCK}, ($1::bigint % 2147483648)::integer)`, [endpointId]);
     return this.c.run(
       `UPDATE webhook_deliveries SET status = 'dropped', next_attempt_at = NULL
       WHERE endpoint_id = $1 AND status IN ('pending', 'failed')`,

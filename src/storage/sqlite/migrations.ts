@@ -982,6 +982,16 @@ SELECT 1;
 `,
   },
   {
+    id: 50,
+    name: 'deliveries_due_index_dropped',
+    sql: `
+-- Claims find each active endpoint's due deliveries in webhook_deliveries_endpoint_due (endpoint,
+-- next attempt, id); nothing has read the index of every endpoint's due deliveries by time since
+-- then, yet each delivery wrote it three times (inserted pending, leased, recorded).
+DROP INDEX webhook_deliveries_due;
+`,
+  },
+  {
     id: 52,
     name: 'outbox_waiting_index_counts_products',
     sql: `

@@ -21,6 +21,7 @@ import { yieldToOthers } from '../../shared/cooperative.js';
 import { ROWS_PER_STEP, type Row, type SqliteConnection } from './connection.js';
 import { inBatches, valueRows } from './batches.js';
 import { toStore } from '../rows.js';
+import { PUBLISHED_BLOCK_BITS } from '../records.js';
 
 /** A page's payloads joined by commas and their digests, from one scan of the (ordered) rows of the FROM. */
 const PAGE_AGGREGATES = `CAST(coalesce(group_concat(payload, ','), '') AS BLOB) AS page_bytes,
@@ -62,9 +63,6 @@ function toSummary(row: Row): PublishedProductSummary {
   };
 }
 
-/** Rows of published_products a block of ids counts (published_blocks): a store's page plan (migration 20). */
-const BLOCK_SHIFT = 10;
-
 /**
  * A write's changes to a store's counts per exclusion reason (published_counts: '' for none) and
  * per block of product ids (published_blocks), gathered row by row and written a statement per key
@@ -82,8 +80,8 @@ class PublishedCountDeltas {
     if (before === after) return;
     if (before !== undefined) this.add(this.reasons, before ?? '', -1);
     if (after !== undefined) this.add(this.reasons, after ?? '', 1);
-    if (before === undefined) this.add(this.blocks, productId >> BLOCK_SHIFT, 1);
-    else if (after === undefined) this.add(this.blocks, productId >> BLOCK_SHIFT, -1);
+    if (before === undefined) this.add(this.blocks, productId >> PUBLISHED_BLOCK_BITS, 1);
+    else if (after === undefined) this.add(this.blocks, productId >> PUBLISHED_BLOCK_BITS, -1);
   }
 
   apply(c: SqliteConnection): void {

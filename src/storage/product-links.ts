@@ -36,28 +36,79 @@ export function productLinks(source: ProductSourceDocument | null): Set<LinkKey>
   return links;
 }
 
+/** Appends `value` as a link of `kind` unless the list has it already (a source's lists are short). */
+function addLink(links: [ProductLinkKind, string][], kind: ProductLinkKind, value: string): void {
+  for (const [k, v] of links) if (k === kind && v === value) return;
+  links.push([kind, value]);
+}
+
+/** Links a source may list at most for linkPairs' linear checks of what it has (a few, as a rule). */
+const FEW_LINKS = 24;
+
 const split = (key: LinkKey): [ProductLinkKind, string] => {
   const space = key.indexOf(' ');
   return [key.slice(0, space) as ProductLinkKind, key.slice(space + 1)];
 };
 
+/** productLinks' links as [kind, value] pairs, in the same order: without a string per link when they are few. */
+function linkPairs(source: ProductSourceDocument | null): [ProductLinkKind, string][] {
+  const links: [ProductLinkKind, string][] = [];
+  if (!source) return links;
+  const listed =
+    (source.images?.length ?? 0) +
+    (source.excluded_stores?.length ?? 0) +
+    2 * (source.offers?.length ?? 0) +
+    (source.supplier_attributes?.length ?? 0) +
+    1;
+  if (listed > FEW_LINKS) return [...productLinks(source)].map(split);
+  for (const image of source.images ?? []) addLink(links, 'image', image.url);
+  for (const slug of source.excluded_stores ?? []) addLink(links, 'excluded_store', slug);
+  for (const offer of source.offers ?? []) addLink(links, 'supplier', offer.supplier_ref);
+  for (const value of source.supplier_attributes ?? []) addLink(links, 'supplier', value.supplier_ref);
+  for (const offer of source.offers ?? []) addLink(links, 'currency', offer.currency);
+  if (source.own_stock?.currency) addLink(links, 'currency', source.own_stock.currency);
+  return links;
+}
+
+/** Whether `links` holds [kind, value]. */
+function hasLink(links: readonly (readonly [string, string])[], kind: string, value: string): boolean {
+  for (const [k, v] of links) if (k === kind && v === value) return true;
+  return false;
+}
+
 /** What changes in a product's links when its source goes from `before` (stored links) to `after`. */
 export function diffProductLinks(before: Iterable<[string, string]>, after: ProductSourceDocument | null): ProductLinkDiff {
-  const next = productLinks(after);
-  const previous = new Set<LinkKey>();
-  for (const [kind, value] of before) previous.add(`${kind} ${value}`);
+  const next = linkPairs(after);
+  const previous = [...before];
+  if (next.length > FEW_LINKS || previous.length > FEW_LINKS) return diffManyLinks(previous, next);
   const diff: ProductLinkDiff = { added: [], removed: [], addedImages: [], removedImages: [] };
-  for (const key of next) {
-    if (previous.has(key)) continue;
-    const link = split(key);
+  for (const link of next) {
+    if (previous.length > 0 && hasLink(previous, link[0], link[1])) continue;
     diff.added.push(link);
     if (link[0] === 'image') diff.addedImages.push(link[1]);
   }
-  for (const key of previous) {
-    if (next.has(key)) continue;
-    const link = split(key);
-    diff.removed.push(link);
-    if (link[0] === 'image') diff.removedImages.push(link[1]);
+  for (const [kind, value] of previous) {
+    if (hasLink(next, kind, value)) continue;
+    diff.removed.push([kind as ProductLinkKind, value]);
+    if (kind === 'image') diff.removedImages.push(value);
+  }
+  return diff;
+}
+
+/** diffProductLinks of many links: by set membership of `${kind} ${value}` keys. */
+function diffManyLinks(before: [string, string][], after: [ProductLinkKind, string][]): ProductLinkDiff {
+  const previous = new Set<LinkKey>(before.map(([kind, value]) => `${kind} ${value}`));
+  const next = new Set<LinkKey>(after.map(([kind, value]) => `${kind} ${value}`));
+  const diff: ProductLinkDiff = { added: [], removed: [], addedImages: [], removedImages: [] };
+  for (const link of after) {
+    if (previous.has(`${link[0]} ${link[1]}`)) continue;
+    diff.added.push(link);
+    if (link[0] === 'image') diff.addedImages.push(link[1]);
+  }
+  for (const [kind, value] of before) {
+    if (next.has(`${kind} ${value}`)) continue;
+    diff.removed.push([kind as ProductLinkKind, value]);
+    if (kind === 'image') diff.removedImages.push(value);
   }
   return diff;
 }

@@ -1,6 +1,7 @@
 // A store's kept counts (published_counts per exclusion reason, published_blocks per block of ids)
 // after bulk writes: batches that insert, update and do both at once, deletes spanning blocks, a
-// store deleted. PostgreSQL keeps them once per statement from its transition tables (migration 22),
+// store deleted. SQLite's writes keep them, a delta per (store, reason) and (store, block) a call
+// (migration 49); PostgreSQL keeps them once per statement from its transition tables (migration 22),
 // so every batch's rows must be counted, each in its own (store, reason) and (store, block); on
 // PostgreSQL also after plain UPDATE and DELETE statements of many rows, as any writer might run.
 import fs from 'node:fs';

@@ -21,6 +21,7 @@ import { yieldToOthers } from '../../shared/cooperative.js';
 import { ROWS_PER_STEP, type Row, type SqliteConnection } from './connection.js';
 import { inBatches, valueRows } from './batches.js';
 import { toStore } from '../rows.js';
+import { PUBLISHED_BLOCK_BITS } from '../records.js';
 
 /** A page's payloads joined by commas and their digests, from one scan of the (ordered) rows of the FROM. */
 const PAGE_AGGREGATES = `CAST(coalesce(group_concat(payload, ','), '') AS BLOB) AS page_bytes,
@@ -62,6 +63,45 @@ function toSummary(row: Row): PublishedProductSummary {
   };
 }
 
+/**
+ * A write's changes to a store's counts per exclusion reason (published_counts: '' for none) and
+ * per block of product ids (published_blocks), gathered row by row and written a statement per key
+ * at the end of the write, in its transaction: where a trigger per row upserted both counts rows for
+ * each payload inserted, updated or deleted (migration 49 dropped those triggers).
+ */
+class PublishedCountDeltas {
+  private readonly reasons = new Map<string, number>();
+  private readonly blocks = new Map<number, number>();
+
+  constructor(private readonly storeId: number) {}
+
+  /** A row's reason before (undefined: no row) and after (undefined: deleted). */
+  replaced(productId: number, before: string | null | undefined, after: string | null | undefined): void {
+    if (before === after) return;
+    if (before !== undefined) this.add(this.reasons, before ?? '', -1);
+    if (after !== undefined) this.add(this.reasons, after ?? '', 1);
+    if (before === undefined) this.add(this.blocks, productId >> PUBLISHED_BLOCK_BITS, 1);
+    else if (after === undefined) this.add(this.blocks, productId >> PUBLISHED_BLOCK_BITS, -1);
+  }
+
+  apply(c: SqliteConnection): void {
+    for (const [reason, n] of this.reasons) {
+      if (n === 0) continue;
+      c.stmt(`INSERT INTO published_counts (store_id, exclusion_reason, n) VALUES (?, ?, ?)
+        ON CONFLICT (store_id, exclusion_reason) DO UPDATE SET n = n + excluded.n`).run(this.storeId, reason, n);
+    }
+    for (const [block, n] of this.blocks) {
+      if (n === 0) continue;
+      c.stmt(`INSERT INTO published_blocks (store_id, block, n) VALUES (?, ?, ?)
+        ON CONFLICT (store_id, block) DO UPDATE SET n = n + excluded.n`).run(this.storeId, block, n);
+    }
+  }
+
+  private add<K>(map: Map<K, number>, key: K, n: number): void {
+    map.set(key, (map.get(key) ?? 0) + n);
+  }
+}
+
 export class SqlitePublished implements PublishedStore {
   static readonly writes = ['upsertPublished', 'updatePublishedPrices', 'deletePublished'] as const;
 
@@ -70,17 +110,36 @@ export class SqlitePublished implements PublishedStore {
   async publishedHashes(storeId: number, productIds: number[]): Promise<Map<number, PublishedHashes>> {
     const hashes = new Map<number, PublishedHashes>();
     if (productIds.length === 0) return hashes;
+    // Rows as arrays: an object per row read cost more than the row.
     const rows = this.c
       .stmt(`SELECT product_id, price_hash, content_hash FROM published_products
       WHERE store_id = ? AND product_id IN (SELECT value FROM json_each(?))`)
-      .all(storeId, JSON.stringify(productIds)) as Row[];
-    for (const r of rows) hashes.set(r.product_id as number, { priceHash: r.price_hash as string, contentHash: r.content_hash as string });
+      .raw()
+      .all(storeId, JSON.stringify(productIds)) as [number, string, string][];
+    for (const [productId, priceHash, contentHash] of rows) hashes.set(productId, { priceHash, contentHash });
     return hashes;
   }
 
   async upsertPublished(storeId: number, rows: PublishedRow[]): Promise<void> {
-    // Kept beside the payload: the exclusion reason (the store's counts follow it: migration 17) and
-    // the sku and ean (migration 44's indexes), as resolution decided them, bound by position, up to
+    if (rows.length === 0) return;
+    // The store's counts per exclusion reason and per block of ids follow the rows (kept in code,
+    // a delta per key a call: migration 49), from the reasons stored before and written now.
+    const counts = new PublishedCountDeltas(storeId);
+    const stored = new Map<number, string | null>();
+    for (const [productId, reason] of this.c
+      .stmt(
+        'SELECT product_id, exclusion_reason FROM published_products WHERE store_id = ? AND product_id IN (SELECT value FROM json_each(?))',
+      )
+      .raw()
+      .all(storeId, JSON.stringify(rows.map((row) => row.productId))) as [number, string | null][]) {
+      stored.set(productId, reason);
+    }
+    const written = (productId: number, reason: string | null) => {
+      counts.replaced(productId, stored.has(productId) ? stored.get(productId)! : undefined, reason);
+      stored.set(productId, reason);
+    };
+    // Kept beside the payload: the exclusion reason (the store's counts follow it) and the sku and
+    // ean (migration 44's indexes), as resolution decided them, bound by position, up to
     // ROWS_PER_STATEMENT rows a statement (batches.ts); a row without them has them read
     // from its payload by the statement.
     const decided: unknown[] = [];
@@ -93,15 +152,17 @@ export class SqlitePublished implements PublishedStore {
         decidedRows++;
         continue;
       }
-      this.c
+      const reason = this.c
         .stmt(`INSERT INTO published_products (store_id, product_id, payload, price_hash, content_hash, exclusion_reason, sku, ean)
         VALUES (@store, @product, @payload, @price, @content,
           CASE WHEN @knownReason THEN @reason ELSE json_extract(@payload, '$.exclusion_reason') END,
           CASE WHEN @knownFields THEN @sku ELSE json_extract(@payload, '$.sku') END,
           CASE WHEN @knownFields THEN @ean ELSE json_extract(@payload, '$.ean') END)
         ON CONFLICT (store_id, product_id) DO UPDATE SET payload = excluded.payload, price_hash = excluded.price_hash,
-          content_hash = excluded.content_hash, exclusion_reason = excluded.exclusion_reason, sku = excluded.sku, ean = excluded.ean`)
-        .run({
+          content_hash = excluded.content_hash, exclusion_reason = excluded.exclusion_reason, sku = excluded.sku, ean = excluded.ean
+        RETURNING exclusion_reason`)
+        .pluck()
+        .get({
           store: storeId,
           product: row.productId,
           payload: row.payload,
@@ -112,7 +173,8 @@ export class SqlitePublished implements PublishedStore {
           knownFields: sku !== undefined && ean !== undefined ? 1 : 0,
           sku: sku ?? null,
           ean: ean ?? null,
-        });
+        }) as string | null;
+      written(row.productId, reason);
     }
     // The same rows in the same order as a statement a row (SQLite's upsert takes a statement's rows one after another).
     await inBatches(decidedRows, async (from, count) => {
@@ -123,6 +185,8 @@ export class SqlitePublished implements PublishedStore {
           content_hash = excluded.content_hash, exclusion_reason = excluded.exclusion_reason, sku = excluded.sku, ean = excluded.ean`)
         .run(decided.slice(from * 8, (from + count) * 8));
     });
+    for (let i = 0; i < decidedRows; i++) written(decided[i * 8 + 1] as number, decided[i * 8 + 5] as string | null);
+    counts.apply(this.c);
   }
 
   async updatePublishedPrices(storeId: number, rows: PublishedPriceRow[]): Promise<void> {
@@ -141,9 +205,16 @@ export class SqlitePublished implements PublishedStore {
 
   async deletePublished(storeId: number, productIds: number[]): Promise<void> {
     if (productIds.length === 0) return;
-    this.c
-      .stmt('DELETE FROM published_products WHERE store_id = ? AND product_id IN (SELECT value FROM json_each(?))')
-      .run(storeId, JSON.stringify(productIds));
+    const counts = new PublishedCountDeltas(storeId);
+    for (const [productId, reason] of this.c
+      .stmt(
+        'DELETE FROM published_products WHERE store_id = ? AND product_id IN (SELECT value FROM json_each(?)) RETURNING product_id, exclusion_reason',
+      )
+      .raw()
+      .all(storeId, JSON.stringify(productIds)) as [number, string | null][]) {
+      counts.replaced(productId, reason, undefined);
+    }
+    counts.apply(this.c);
   }
 
   async publishedPayload(storeId: number, productId: number): Promise<Uint8Array | undefined> {

@@ -665,15 +665,9 @@ export class ImageMirror {
     const batch = this.waitingTransitions.splice(0, TRANSITIONS_PER_COMMIT);
     this.committing = this.storage
       .transaction(async (tx) => {
-        const changesByMerchant = new Map<number, { url: string; patch: Partial<ImageMirrorWork> }[]>();
-        for (const { image, patch } of batch) {
-          const changes = changesByMerchant.get(image.merchant_id) ?? [];
-          changesByMerchant.set(image.merchant_id, changes);
-          changes.push({ url: image.url, patch });
-        }
         // A claim is cross-tenant; each merchant's images, once claimed, are written through its
         // scope, all in a few statements, and their products re-published once.
-        for (const [merchantId, changes] of changesByMerchant) {
+        for (const [merchantId, changes] of transitionsByMerchant(batch)) {
           const merchant = scopeToMerchant(tx, merchantId);
           await this.publisher.publishProducts(tx, merchant, await merchant.updateImageMirrors(changes));
         }
@@ -693,6 +687,24 @@ export class ImageMirror {
         this.commitWaiting();
       });
   }
+}
+
+/**
+ * A commit's transitions by merchant, merchants in ascending id order. Each merchant's part locks
+ * its products (in id order) and its change sequencer row until COMMIT: two processes committing
+ * batches of the same merchants must take them in one order, or each can hold a merchant the other
+ * waits for (PostgreSQL: a deadlock, found only after deadlock_timeout, 1 s, and one batch failed).
+ */
+export function transitionsByMerchant(
+  batch: readonly { image: ImageMirrorWork; patch: Partial<ImageMirrorWork> }[],
+): [merchantId: number, changes: { url: string; patch: Partial<ImageMirrorWork> }[]][] {
+  const byMerchant = new Map<number, { url: string; patch: Partial<ImageMirrorWork> }[]>();
+  for (const { image, patch } of batch) {
+    const changes = byMerchant.get(image.merchant_id) ?? [];
+    byMerchant.set(image.merchant_id, changes);
+    changes.push({ url: image.url, patch });
+  }
+  return [...byMerchant].sort(([a], [b]) => a - b);
 }
 
 /** The worker as `serve` and `worker` run it: local media folder, HTTP fetcher through the SSRF guard. */

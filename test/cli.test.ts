@@ -1,21 +1,20 @@
 // The command line (`catalog-publishing-service demo|keys|import`) against a real SQLite file,
 // checked through the real public API served from that file.
-import { execFile, execFileSync, spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.js';
 import { silentLogger } from '../src/operations/log.js';
 import { startServer } from '../src/server.js';
 import { createService } from '../src/service.js';
 import { openSqliteStorage } from '../src/storage/sqlite/index.js';
+import { runCli, type CliResult } from './support/cli.js';
 import { contractFetch } from './support/contract.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const run = promisify(execFile);
 
 let dir: string;
 let db: string;
@@ -27,17 +26,8 @@ beforeAll(() => {
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
 /** Runs the CLI; resolves with its exit code and output (never rejects on a non-zero exit). */
-async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await run('npx', ['tsx', 'src/cli.ts', ...args], {
-      cwd: ROOT,
-      env: { ...process.env, CPS_DB_PATH: path.join(dir, 'unused.db') },
-    });
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const failed = error as { code?: number; stdout?: string; stderr?: string };
-    return { code: typeof failed.code === 'number' ? failed.code : -1, stdout: failed.stdout ?? '', stderr: failed.stderr ?? '' };
-  }
+function cli(...args: string[]): Promise<CliResult> {
+  return runCli(args, { CPS_DB_PATH: path.join(dir, 'unused.db') });
 }
 
 /** GETs a public path from a server started on the CLI's database file, then stops it. */

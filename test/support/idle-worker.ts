@@ -1,6 +1,6 @@
 // What the idle-poll tests of a worker (the dispatcher's, the image mirror's) share: a storage of the
 // worker's own whose wake-ups are heard, and the times of the worker's claims.
-import { afterEach } from 'vitest';
+import { afterEach, expect, vi } from 'vitest';
 import type { CatalogStorage } from '../../src/storage/port.js';
 import type { TestService } from './service.js';
 
@@ -46,3 +46,14 @@ export function timingCalls(storage: CatalogStorage, method: keyof CatalogStorag
 }
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** Resolves once the last wait between two of `claims` was at least `ms`: the worker's poll has backed off. */
+export async function backedOff(claims: number[], ms = 600): Promise<void> {
+  await vi.waitFor(
+    () => {
+      expect(claims.length).toBeGreaterThanOrEqual(2);
+      expect(claims.at(-1)! - claims.at(-2)!).toBeGreaterThanOrEqual(ms);
+    },
+    { timeout: 5000, interval: 20 },
+  );
+}

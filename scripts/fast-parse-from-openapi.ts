@@ -7,37 +7,13 @@
 // that zod would trim, a `__proto__` member) they leave to zod. test/fast-parse.test.ts holds
 // them to zod's answers.
 import { componentName, type Json } from './openapi-refs.js';
-import { excludedStrings, mergeAllOf, types } from './zod-from-openapi.js';
+import { ANNOTATION_KEYWORDS, excludedStrings, mergeAllOf, types, VALIDATION_KEYWORDS } from './zod-from-openapi.js';
 
 const literal = (v: unknown) => JSON.stringify(v);
 
 /** Keywords that never change what a value is valid against, or that zod-from-openapi ignores as zod does. */
-const ANNOTATIONS = new Set(['description', 'examples', 'example', 'title', 'deprecated', 'readOnly', 'writeOnly', '$comment']);
-const HANDLED = new Set([
-  '$ref',
-  'allOf',
-  'type',
-  'const',
-  'enum',
-  'format',
-  'pattern',
-  'minLength',
-  'maxLength',
-  'not',
-  'minimum',
-  'maximum',
-  'exclusiveMinimum',
-  'items',
-  'minItems',
-  'maxItems',
-  'uniqueItems',
-  'properties',
-  'required',
-  'additionalProperties',
-  'propertyNames',
-  'maxProperties',
-  'default',
-]);
+const ANNOTATIONS = new Set(ANNOTATION_KEYWORDS);
+const HANDLED = new Set([...VALIDATION_KEYWORDS, 'not', 'exclusiveMinimum', 'uniqueItems', 'propertyNames', 'maxProperties', 'default']);
 
 class FastParseEmitter {
   private counter = 0;

@@ -6,30 +6,13 @@
 // test/webhooks/registry.test.ts shows it accepts and rejects what Ajv over the document does.
 // Also emits the documents' limits (maxItems, maximum) that code clamps and batches by.
 import { componentName, deref, inline, pointer, type Json } from './openapi-refs.js';
+import { ANNOTATION_KEYWORDS, VALIDATION_KEYWORDS } from './zod-from-openapi.js';
 
 const literal = (v: unknown) => JSON.stringify(v);
 
-/** Keywords that only annotate: they never change what a value is valid against. */
-const ANNOTATIONS = new Set(['description', 'examples', 'example', 'title', 'default', 'deprecated', 'readOnly', 'writeOnly', '$comment']);
-const VALIDATORS = new Set([
-  '$ref',
-  'allOf',
-  'type',
-  'const',
-  'enum',
-  'format',
-  'pattern',
-  'minLength',
-  'maxLength',
-  'minimum',
-  'maximum',
-  'minItems',
-  'maxItems',
-  'items',
-  'required',
-  'properties',
-  'additionalProperties',
-]);
+/** Keywords that only annotate: they never change what a value is valid against (Ajv ignores `default`). */
+const ANNOTATIONS = new Set([...ANNOTATION_KEYWORDS, 'default']);
+const VALIDATORS = new Set(VALIDATION_KEYWORDS);
 
 const TYPE_TESTS: Record<string, (v: string) => string> = {
   object: (v) => `(typeof ${v} === 'object' && ${v} !== null && !Array.isArray(${v}))`,

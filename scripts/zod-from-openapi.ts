@@ -11,6 +11,42 @@ const EMAIL = fullFormats.email as RegExp;
 
 const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
 
+/**
+ * Keywords that only annotate: they never change what a value is valid against (`default` is not
+ * among them: zod and the fast parsers fill it in; Ajv, as the webhook validators do, ignores it).
+ */
+export const ANNOTATION_KEYWORDS: readonly string[] = [
+  'description',
+  'examples',
+  'example',
+  'title',
+  'deprecated',
+  'readOnly',
+  'writeOnly',
+  '$comment',
+];
+
+/** The validation keywords that every generator here checks as JSON Schema does (each may add its own). */
+export const VALIDATION_KEYWORDS: readonly string[] = [
+  '$ref',
+  'allOf',
+  'type',
+  'const',
+  'enum',
+  'format',
+  'pattern',
+  'minLength',
+  'maxLength',
+  'minimum',
+  'maximum',
+  'minItems',
+  'maxItems',
+  'items',
+  'required',
+  'properties',
+  'additionalProperties',
+];
+
 export interface EmitOptions {
   /** Written in the header, e.g. "openapi/openapi.yaml". */
   source: string;

@@ -2,16 +2,11 @@
 // huge or non-numeric value (`--max-per-second -1` used to crash parseArgs with a stack trace), an
 // unknown option or a missing value stops the command with exit code 2 and one message naming the
 // option, never a stack trace, and nothing is written.
-import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const run = promisify(execFile);
+import { runCli, type CliResult } from './support/cli.js';
 
 let dir: string;
 let db: string;
@@ -23,17 +18,8 @@ beforeAll(() => {
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
 /** Runs the CLI on the test's file; resolves with its exit code and output (never rejects). */
-async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await run('npx', ['tsx', 'src/cli.ts', ...args, '--db', db], {
-      cwd: ROOT,
-      env: { ...process.env, CPS_DEMO_ON_EMPTY: 'false' },
-    });
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const failed = error as { code?: number; stdout?: string; stderr?: string };
-    return { code: typeof failed.code === 'number' ? failed.code : -1, stdout: failed.stdout ?? '', stderr: failed.stderr ?? '' };
-  }
+function cli(...args: string[]): Promise<CliResult> {
+  return runCli([...args, '--db', db], { CPS_DEMO_ON_EMPTY: 'false' });
 }
 
 const URL = ['--url', 'https://hooks.outfitters-shop.com/catalog'];

@@ -1,21 +1,20 @@
 // The command line (`catalog-publishing-service demo|keys|import`) against a real SQLite file,
 // checked through the real public API served from that file.
-import { execFile, execFileSync, spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.js';
 import { silentLogger } from '../src/operations/log.js';
 import { startServer } from '../src/server.js';
 import { createService } from '../src/service.js';
 import { openSqliteStorage } from '../src/storage/sqlite/index.js';
+import { runCli, type CliResult } from './support/cli.js';
 import { contractFetch } from './support/contract.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const run = promisify(execFile);
 
 let dir: string;
 let db: string;
@@ -27,17 +26,8 @@ beforeAll(() => {
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
 /** Runs the CLI; resolves with its exit code and output (never rejects on a non-zero exit). */
-async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await run('npx', ['tsx', 'src/cli.ts', ...args], {
-      cwd: ROOT,
-      env: { ...process.env, CPS_DB_PATH: path.join(dir, 'unused.db') },
-    });
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const failed = error as { code?: number; stdout?: string; stderr?: string };
-    return { code: typeof failed.code === 'number' ? failed.code : -1, stdout: failed.stdout ?? '', stderr: failed.stderr ?? '' };
-  }
+function cli(...args: string[]): Promise<CliResult> {
+  return runCli(args, { CPS_DB_PATH: path.join(dir, 'unused.db') });
 }
 
 /** GETs a public path from a server started on the CLI's database file, then stops it. */
@@ -146,20 +136,13 @@ describe('the command line', () => {
     // The old key keeps its sooner expiry and works until then, as the new one does.
     expect((await publicGet('/v1/stores', key.key)).status).toBe(200);
     expect((await publicGet('/v1/stores', next.key)).status).toBe(200);
-    const listed = JSON.parse((await cli('keys', 'list', '--merchant', '1', '--json', '--db', db)).stdout);
+    // The list and a refused roll (it changes nothing) are independent of each other: side by side.
+    const [listedRun, tooLate] = await Promise.all([
+      cli('keys', 'list', '--merchant', '1', '--json', '--db', db),
+      cli('keys', 'roll', '--merchant', '1', '--key', String(next.id), '--expires-at', '2999-01-01T00:00:00Z', '--db', db),
+    ]);
+    const listed = JSON.parse(listedRun.stdout);
     expect(listed.find((k: { id: number }) => k.id === key.id).expires_at).toBe(expiresAt);
-    const tooLate = await cli(
-      'keys',
-      'roll',
-      '--merchant',
-      '1',
-      '--key',
-      String(next.id),
-      '--expires-at',
-      '2999-01-01T00:00:00Z',
-      '--db',
-      db,
-    );
     expect(tooLate.code).not.toBe(0);
     expect(tooLate.stdout).not.toMatch(/cps_/);
     const now = await cli('keys', 'roll', '--merchant', '1', '--key', String(next.id), '--db', db);

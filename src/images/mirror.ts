@@ -16,7 +16,7 @@ import type { CatalogStorage, ClaimedImageMirror } from '../storage/port.js';
 import type { ImageMirrorWork } from '../catalog/model.js';
 import { IMAGE_TYPES, LocalFolderMediaStore, type MediaStore } from './media-store.js';
 import { sniffImageType } from './sniff.js';
-import { IdlePoll } from '../shared/idle-poll.js';
+import { type IdlePoll, startIdlePoll } from '../shared/idle-poll.js';
 
 /** The formats the mirror keeps, as an error names them. */
 const IMAGE_FORMATS = 'JPEG, PNG, GIF, WebP or AVIF';
@@ -195,7 +195,6 @@ interface QueuedImage {
 export class ImageMirror {
   /** The fallback poll's schedule, while started. */
   private schedule: IdlePoll | null = null;
-  private unsubscribe: (() => void) | null = null;
   /** Started: a freed slot is refilled at once, and polls and wake-ups claim work. */
   private running = false;
   private stopping = false;
@@ -470,20 +469,10 @@ export class ImageMirror {
     const poll = () => this.pump(true);
     // The fallback poll backs off while it finds nothing and wake-ups are heard (shared/idle-poll.ts):
     // work is a claim that started fetches, or fetches, commits or claimed images under way here.
-    const schedule = new IdlePoll({
-      fastMs: this.config.pollIntervalMs,
-      idleMaxMs: this.config.idlePollMaxMs,
-      live: () => this.storage.wakeupsLive?.() ?? false,
+    this.schedule = startIdlePoll(this.storage, 'images', this.config, {
       busy: () => this.fetches.size > 0 || this.transitions.size > 0 || this.queued.length > 0,
       poll,
     });
-    this.schedule = schedule;
-    schedule.start();
-    this.unsubscribe =
-      this.storage.onWork?.('images', () => {
-        schedule.work();
-        poll();
-      }) ?? null;
     poll();
   }
 
@@ -497,8 +486,6 @@ export class ImageMirror {
     this.running = false;
     this.schedule?.stop();
     this.schedule = null;
-    this.unsubscribe?.();
-    this.unsubscribe = null;
     await this.pumping;
     await this.claiming;
     // Claimed and not started: given back, due as before.

@@ -21,6 +21,8 @@ export interface IdlePollOptions {
   busy?: () => boolean;
   /** Runs a poll. */
   poll: () => void;
+  /** Subscribes to wake-ups while started (storage.onWork): each is work() and a poll. Returns the unsubscribe. */
+  listen?: (wake: () => void) => (() => void) | undefined;
   /** Timers (tests pass fake ones). */
   setTimer?: (fn: () => void, ms: number) => NodeJS.Timeout;
   clearTimer?: (timer: NodeJS.Timeout) => void;
@@ -29,6 +31,7 @@ export interface IdlePollOptions {
 
 export class IdlePoll {
   private timer: NodeJS.Timeout | null = null;
+  private unsubscribe: (() => void) | undefined;
   /** When the armed timer fires (ms on `now`). */
   private firesAt = 0;
   private waitMs: number;
@@ -52,14 +55,20 @@ export class IdlePoll {
     return this.waitMs;
   }
 
-  /** Arms the first timed poll, fastMs from now. */
+  /** Arms the first timed poll, fastMs from now, and listens for wake-ups. */
   start(): void {
     if (!this.timer) this.arm(this.options.fastMs);
+    this.unsubscribe ??= this.options.listen?.(() => {
+      this.work();
+      this.options.poll();
+    });
   }
 
   stop(): void {
     if (this.timer) this.clearTimer(this.timer);
     this.timer = null;
+    this.unsubscribe?.();
+    this.unsubscribe = undefined;
   }
 
   /** There is work (a wake-up, a poll that found some): the next timed poll comes at most fastMs from now. */
@@ -95,4 +104,31 @@ export class IdlePoll {
     this.arm(this.waitMs);
     this.options.poll();
   }
+}
+
+/** Where a worker hears of new work: the storage's onWork and wakeupsLive (shared/ imports no storage). */
+export interface WorkWakeups<Topic extends string> {
+  onWork?(topic: Topic, listener: () => void): () => void;
+  wakeupsLive?(): boolean;
+}
+
+/**
+ * Starts a worker's fallback poll (the dispatcher's, the mirror's) on its CPS_*_POLL_INTERVAL_MS and
+ * CPS_*_IDLE_POLL_MAX_MS, woken by `wakeups` on `topic`; its stop() also stops listening.
+ */
+export function startIdlePoll<Topic extends string>(
+  wakeups: WorkWakeups<Topic>,
+  topic: Topic,
+  intervals: { pollIntervalMs: number; idlePollMaxMs: number },
+  work: Pick<IdlePollOptions, 'busy' | 'poll'>,
+): IdlePoll {
+  const schedule = new IdlePoll({
+    fastMs: intervals.pollIntervalMs,
+    idleMaxMs: intervals.idlePollMaxMs,
+    live: () => wakeups.wakeupsLive?.() ?? false,
+    listen: (wake) => wakeups.onWork?.(topic, wake),
+    ...work,
+  });
+  schedule.start();
+  return schedule;
 }

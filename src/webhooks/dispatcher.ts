@@ -17,7 +17,7 @@ import { validText } from '../shared/valid-text.js';
 import { OwnerNotifier, type Notifier } from './notifier.js';
 import { nextAttemptAt, parseRetryAfter } from './retry.js';
 import { HttpDeliverySender, type DeliverySender, type SendResult } from './sender.js';
-import { IdlePoll } from '../shared/idle-poll.js';
+import { type IdlePoll, startIdlePoll } from '../shared/idle-poll.js';
 import { RATE_HORIZON_MS, slotInterval } from '../storage/delivery-turns.js';
 import { secretsAt, signedHeaders, type DeliveryHeaders } from './signing.js';
 
@@ -179,7 +179,6 @@ export class WebhookDispatcher {
   private outboxSeen = false;
   /** A coalescing pass asked for within the gap after the last one (start()). */
   private nextPass: NodeJS.Timeout | null = null;
-  private unsubscribe: (() => void) | null = null;
   private stopping = false;
   private readonly log: Logger;
 
@@ -263,20 +262,10 @@ export class WebhookDispatcher {
     // The fallback poll backs off while it finds nothing and wake-ups are heard (shared/idle-poll.ts):
     // work is a pass that saw outbox rows (a batch waiting for its time) or made deliveries, a round
     // that sent, sends in flight or deliveries claimed ahead waiting here.
-    const schedule = new IdlePoll({
-      fastMs: this.config.pollIntervalMs,
-      idleMaxMs: this.config.idlePollMaxMs,
-      live: () => this.storage.wakeupsLive?.() ?? false,
+    this.schedule = startIdlePoll(this.storage, 'deliveries', this.config, {
       busy: () => this.outboxSeen || this.inflight.size > 0 || this.waiting.size > 0,
       poll,
     });
-    this.schedule = schedule;
-    schedule.start();
-    this.unsubscribe =
-      this.storage.onWork?.('deliveries', () => {
-        schedule.work();
-        poll();
-      }) ?? null;
   }
 
   /** Stops polling, waits for deliveries in flight and e-mails being sent, and closes connections. */
@@ -286,8 +275,6 @@ export class WebhookDispatcher {
     this.schedule = null;
     if (this.nextPass) clearTimeout(this.nextPass);
     this.nextPass = null;
-    this.unsubscribe?.();
-    this.unsubscribe = null;
     await Promise.all(this.rounds);
     await Promise.all(this.inflight.values());
     await this.releaseWaiting();

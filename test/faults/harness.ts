@@ -300,6 +300,13 @@ export interface FaultWorldOptions {
   publishChunk?: number;
   /** How the receiver answers (delay makes deliveries be in flight at a kill). */
   receiverDelayMs?: number;
+  /**
+   * CPS_WEBHOOK_TIMEOUT_MS and CPS_WEBHOOK_LEASE_MARGIN_MS (default 1000 each: a delivery in flight
+   * at a kill is re-sent soon after; a delivery claimed ahead that waits longer than the margin is
+   * left to its lease).
+   */
+  webhookTimeoutMs?: number;
+  webhookLeaseMarginMs?: number;
   log?: (line: string) => void;
 }
 
@@ -356,8 +363,8 @@ export class FaultWorld {
       CPS_WEBHOOK_COALESCE_MS: '100',
       CPS_WEBHOOK_POLL_INTERVAL_MS: '20',
       // A delivery in flight at the kill is re-sent once its claim lapses: time-out + lease margin.
-      CPS_WEBHOOK_TIMEOUT_MS: '1000',
-      CPS_WEBHOOK_LEASE_MARGIN_MS: '1000',
+      CPS_WEBHOOK_TIMEOUT_MS: String(options.webhookTimeoutMs ?? 1000),
+      CPS_WEBHOOK_LEASE_MARGIN_MS: String(options.webhookLeaseMarginMs ?? 1000),
     };
     return world;
   }

@@ -454,6 +454,8 @@ export interface ShutdownReport {
  * deliveries), and the receiver sees every change.
  */
 const RECEIVER_DELAY_MS = 25;
+/** Deliveries answered at once before the receiver holds the next ones until the stop is under way. */
+const ANSWERED_BEFORE_STOP = 25;
 
 export async function stopDuringDeliveries(options: ScenarioOptions): Promise<ShutdownReport> {
   const log = options.log ?? (() => {});
@@ -461,24 +463,43 @@ export async function stopDuringDeliveries(options: ScenarioOptions): Promise<Sh
     database: options.database,
     publishChunk: options.publishChunk,
     receiverDelayMs: RECEIVER_DELAY_MS,
+    // The held deliveries wait for a loaded machine to hand serve its SIGTERM: never long enough to
+    // time out, nor (the margin) for a delivery claimed ahead behind them to be left to its lease.
+    webhookTimeoutMs: 120_000,
+    webhookLeaseMarginMs: 120_000,
     log,
   });
   try {
+    // The first deliveries are answered; the next ones are held until serve says it is shutting
+    // down, so the stop comes while they are in flight and the rest of the burst is still to be
+    // sent, however slowly a loaded machine runs either side.
+    let releaseHeld!: () => void;
+    const stopUnderWay = new Promise<void>((resolve) => (releaseHeld = resolve));
+    let answered = 0;
+    world.receiver.answer(() =>
+      ++answered <= ANSWERED_BEFORE_STOP
+        ? { status: 204, delayMs: RECEIVER_DELAY_MS }
+        : { status: 204, delayMs: RECEIVER_DELAY_MS, after: stopUnderWay },
+    );
     await startDeliveryBurst(world, options.products, log);
     await until(
-      () => world.receiver.inFlightNow > 0,
-      10_000,
-      () => 'no delivery in flight to stop during',
+      () => world.receiver.inFlightNow > 0 && answered > ANSWERED_BEFORE_STOP,
+      60_000,
+      () => 'no delivery held in flight to stop during',
       1,
     );
     const inFlightAtStop = world.receiver.inFlightNow;
-    // From now on the receiver takes 400 ms per delivery (the world's webhook time-out is 1 s): the
-    // stop then comes while most of the burst is still to be sent, however late a loaded machine
-    // hands serve its SIGTERM (well within CPS_SHUTDOWN_GRACE_MS for the deliveries in flight).
-    // Quick again after the stop.
-    world.receiver.answer({ status: 204, delayMs: 400 });
-    const code = await world.terminate();
+    const terminated = world.terminate();
+    await until(
+      () => world.service!.output.includes('shutting down'),
+      60_000,
+      () => `serve did not say it is shutting down:\n${world.service!.output.slice(-2000)}`,
+      1,
+    );
+    // The dispatcher takes no new work now; the deliveries it holds are answered (quickly from now on).
     world.receiver.answer({ status: 204, delayMs: RECEIVER_DELAY_MS });
+    releaseHeld();
+    const code = await terminated;
     if (code !== 0) throw new Error(`serve exited with ${code} on SIGTERM, not 0`);
     const atStop = await world.read(async (db) => ({
       // Claimed (occurred_at set at the claim) and not finished: these would be sent again.

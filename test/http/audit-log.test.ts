@@ -1,16 +1,12 @@
 // The audit log: every change to a merchant, made through the admin API, the CLI or
 // the panel, recorded once, in one naming style (`noun.verb`, as AuditEntry.action documents it),
 // with the actor `operator` (admin API, CLI) or the panel user. Over real HTTP, on either engine.
-import { execFile } from 'node:child_process';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import adminDocument from '../../src/generated/admin-openapi.json' with { type: 'json' };
 import { adminOk, importNdjson } from '../support/admin-http.js';
+import { runCli } from '../support/cli.js';
 import { startTestService, type TestService } from '../support/service.js';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 let service: TestService;
 let base: string;
 let merchantId: number;
@@ -214,10 +210,11 @@ describe('the audit log', () => {
 
   it('records a CLI change as `operator`', async () => {
     const before = (await log()).length;
-    await promisify(execFile)('npx', ['tsx', 'src/cli.ts', 'keys', 'create', '--merchant', String(merchantId), '--name', 'from-cli'], {
-      cwd: ROOT,
-      env: { ...process.env, ...service.database.env, CPS_DEMO_ON_EMPTY: 'false' },
+    const created = await runCli(['keys', 'create', '--merchant', String(merchantId), '--name', 'from-cli'], {
+      ...service.database.env,
+      CPS_DEMO_ON_EMPTY: 'false',
     });
+    expect(created.code, created.stderr).toBe(0);
     expect((await log()).slice(before).map((e) => `${e.actor} ${e.action} ${e.detail.replace(/\(cps_[^)]*\)/, '(prefix)')}`)).toEqual([
       expect.stringMatching(/^operator api_key\.create key \d+ "from-cli" \(prefix\): catalog:read$/),
     ]);

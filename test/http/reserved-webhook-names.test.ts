@@ -3,17 +3,11 @@
 // 400 other URL refusals get, by the admin API, the panel and the CLI alike (one check, in the
 // domain), and nothing is stored. A name the operator allowlists exactly
 // (CPS_WEBHOOK_ALLOW_HOSTS) is accepted, as every other address rule is lifted for it.
-import { execFile } from 'node:child_process';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminOk, createMerchant, type MerchantHandle } from '../support/admin-http.js';
+import { runCli, type CliResult } from '../support/cli.js';
 import { startTestService, type TestService } from '../support/service.js';
 import { operatorCookie } from '../panel/sign-in.js';
-
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-const run = promisify(execFile);
 
 const RESERVED = [
   'https://hooks.test/catalog',
@@ -109,17 +103,8 @@ describe('the panel refuses reserved names', () => {
 
 describe('the CLI refuses reserved names', () => {
   /** Runs the CLI on the service's database; never rejects on a non-zero exit. */
-  async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-    try {
-      const { stdout, stderr } = await run('npx', ['tsx', 'src/cli.ts', ...args], {
-        cwd: ROOT,
-        env: { ...process.env, ...service.database.env, CPS_DEMO_ON_EMPTY: 'false' },
-      });
-      return { code: 0, stdout, stderr };
-    } catch (error) {
-      const failed = error as { code?: number; stdout?: string; stderr?: string };
-      return { code: typeof failed.code === 'number' ? failed.code : -1, stdout: failed.stdout ?? '', stderr: failed.stderr ?? '' };
-    }
+  function cli(args: string[]): Promise<CliResult> {
+    return runCli(args, { ...service.database.env, CPS_DEMO_ON_EMPTY: 'false' });
   }
 
   it('webhooks create and webhooks update fail naming the reason, nothing stored', async () => {

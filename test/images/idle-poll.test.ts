@@ -1,44 +1,26 @@
 // An idle mirror's fallback poll backs off while wake-ups are heard (shared/idle-poll.ts): it counts
 // its claims, and a write that adds images (on PostgreSQL from another process's connection, NOTIFY;
 // on SQLite this process's commit) wakes it at once.
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { CatalogPublisher } from '../../src/catalog/publish.js';
 import type { Config } from '../../src/config.js';
 import { LocalFolderMediaStore } from '../../src/images/media-store.js';
 import { HttpImageFetcher, ImageMirror } from '../../src/images/mirror.js';
 import { AddressGuard } from '../../src/outbound/address-guard.js';
-import type { CatalogStorage } from '../../src/storage/port.js';
 import { severalConnections, TEST_ENGINE } from '../support/engine.js';
+import { backedOff, cleanupsAfterEach, listeningStorage, sleep, timingCalls } from '../support/idle-worker.js';
 import { startImageWorld, type ImageWorld } from './world.js';
 
 let world: ImageWorld | undefined;
-const cleanups: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+const cleanups = cleanupsAfterEach(async () => {
   await world?.close();
   world = undefined;
 });
 
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
 /** A started mirror of its own on `storage` (on PostgreSQL another process's), counting its claims with the time of each. */
 async function idleMirror(w: ImageWorld, images: Partial<Config['images']>, otherConnection: boolean) {
-  const storage: CatalogStorage = otherConnection ? await w.service.database.open() : w.service.storage;
-  if (otherConnection) cleanups.push(() => storage.close());
-  await (storage as { listening?: () => Promise<void> }).listening?.();
   const claims: number[] = [];
-  const counted = new Proxy(storage, {
-    get(target, property, receiver) {
-      const value = Reflect.get(target, property, receiver) as unknown;
-      if (typeof value !== 'function') return value;
-      const bound = (value as (...args: unknown[]) => unknown).bind(target);
-      if (property !== 'claimDueImageMirrors') return bound;
-      return (...args: unknown[]) => {
-        claims.push(performance.now());
-        return bound(...args);
-      };
-    },
-  });
+  const counted = timingCalls(await listeningStorage(w.service, otherConnection, cleanups), 'claimDueImageMirrors', claims);
   const config = { ...w.service.config.images, ...images };
   const mirror = new ImageMirror(
     counted,
@@ -66,13 +48,7 @@ describe('an idle mirror', () => {
   severalConnections.it('is woken at once by a write that adds images (on PostgreSQL from another process)', async () => {
     world = await startImageWorld();
     const { claims } = await idleMirror(world, { pollIntervalMs: 20, idlePollMaxMs: 60_000 }, TEST_ENGINE === 'postgres');
-    await vi.waitFor(
-      () => {
-        expect(claims.length).toBeGreaterThanOrEqual(2);
-        expect(claims.at(-1)! - claims.at(-2)!).toBeGreaterThanOrEqual(600);
-      },
-      { timeout: 5000, interval: 20 },
-    );
+    await backedOff(claims);
     const lastIdleClaim = claims.at(-1)!;
     const url = world.images.url('/png/woken.png');
     await world.putProduct('WOKEN', [url]);

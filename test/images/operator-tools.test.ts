@@ -3,16 +3,12 @@
 // state per distinct source URL, the dead images with the error of their last fetch, newest first;
 // a retry sets every dead image back to pending (the supplier URL is served again, one `content`
 // change per product and store) with its failure history cleared, and the next round fetches it.
-import { execFile } from 'node:child_process';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { runCli, type CliResult } from '../support/cli.js';
 import { ADMIN_TOKEN } from '../support/service.js';
 import { HOUR, IMAGE_DEFAULTS, MINUTE, NOTHING, byProduct, contentOf, everyStore, startImageWorld, type ImageWorld } from './world.js';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-const run = promisify(execFile);
 const DEAD_AFTER = IMAGE_DEFAULTS.deadAfterHours * HOUR;
 
 let world: ImageWorld;
@@ -189,26 +185,12 @@ describe('CLI: images status and images retry-dead', () => {
   });
 
   /** Runs the CLI on the world's database (SQLite: --db with the file; PostgreSQL: CPS_DATABASE_URL); never rejects on a non-zero exit. */
-  async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  function cli(...args: string[]): Promise<CliResult> {
     const { database } = world.service;
-    try {
-      const { stdout, stderr } = await run(
-        'npx',
-        ['tsx', 'src/cli.ts', ...args, ...(database.engine === 'sqlite' ? ['--db', database.location] : [])],
-        {
-          cwd: ROOT,
-          env: {
-            ...process.env,
-            CPS_DB_PATH: path.join(world.service.dir, 'unused.db'),
-            ...(database.engine === 'sqlite' ? {} : database.env),
-          },
-        },
-      );
-      return { code: 0, stdout, stderr };
-    } catch (error) {
-      const failed = error as { code?: number; stdout?: string; stderr?: string };
-      return { code: typeof failed.code === 'number' ? failed.code : -1, stdout: failed.stdout ?? '', stderr: failed.stderr ?? '' };
-    }
+    return runCli([...args, ...(database.engine === 'sqlite' ? ['--db', database.location] : [])], {
+      CPS_DB_PATH: path.join(world.service.dir, 'unused.db'),
+      ...(database.engine === 'sqlite' ? {} : database.env),
+    });
   }
 
   it('images status --merchant prints the counts and dead images the admin API shows; retry-dead --merchant sets them back to pending', async () => {
@@ -245,13 +227,11 @@ describe('CLI: images status and images retry-dead', () => {
   });
 
   it('fails with exit code 2 without --merchant or for an unknown merchant', async () => {
-    for (const command of ['status', 'retry-dead']) {
-      const missing = await cli('images', command);
-      expect(missing.code).toBe(2);
-      expect(missing.stderr).toMatch(/--merchant/);
-      const unknown = await cli('images', command, '--merchant', '999');
-      expect(unknown.code).toBe(2);
-      expect(unknown.stderr).toMatch(/error: /);
+    // Four refused runs, independent of each other: side by side.
+    const runs = ['status', 'retry-dead'].flatMap((command) => [cli('images', command), cli('images', command, '--merchant', '999')]);
+    for (const [i, result] of (await Promise.all(runs)).entries()) {
+      expect(result.code).toBe(2);
+      expect(result.stderr).toMatch(i % 2 === 0 ? /--merchant/ : /error: /);
     }
   });
 });

@@ -19,7 +19,14 @@ export type WebhookPayload = components['schemas']['WebhookPayload'];
 
 /** How the receiver answers one request. */
 export type Answer =
-  | { status: number; headers?: Record<string, string>; body?: string | Buffer; delayMs?: number }
+  | {
+      status: number;
+      headers?: Record<string, string>;
+      body?: string | Buffer;
+      delayMs?: number;
+      /** Held until this settles (then delayMs): a test decides when the deliveries in flight end. */
+      after?: Promise<unknown>;
+    }
   /** Read the request, never answer (the delivery time-out must end it). */
   | 'hang';
 
@@ -154,7 +161,7 @@ export class Receiver {
   /** The most requests that were open at once. */
   maxInFlight = 0;
 
-  /** Requests open right now (received, not yet answered). */
+  /** Requests open right now (received, not yet answered, their client still there). */
   get inFlightNow(): number {
     return this.inFlight;
   }
@@ -252,9 +259,21 @@ export class Receiver {
   private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
     this.inFlight++;
     this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
-    res.once('close', () => {
+    // Ended when answered, or as soon as the client is gone: its end of the connection read (a FIN:
+    // 'end'; a reset: 'close'), not when the socket finally closes turns of the event loop later, by
+    // when the client (a sender whose time-out aborted this one) may have sent its next requests.
+    const socket = req.socket;
+    let ended = false;
+    const end = () => {
+      if (ended) return;
+      ended = true;
       this.inFlight--;
-    });
+      socket.off('end', end);
+      socket.off('close', end);
+    };
+    res.once('close', end);
+    socket.once('end', end);
+    socket.once('close', end);
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
@@ -293,8 +312,9 @@ export class Receiver {
         if (res.destroyed) return;
         res.writeHead(answer.status, answer.headers ?? {}).end(answer.body ?? '');
       };
-      if (answer.delayMs) setTimeout(send, answer.delayMs);
-      else send();
+      const delayed = () => (answer.delayMs ? setTimeout(send, answer.delayMs) : send());
+      if (answer.after) void answer.after.then(delayed, delayed);
+      else delayed();
     });
   }
 }

@@ -3,47 +3,30 @@
 // connection, NOTIFY; on SQLite by this process's commit), sends a retry no later than the cap after
 // it is due, and polls at its fast interval while PostgreSQL's listening connection is down.
 import pg from 'pg';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { OwnerNotifier } from '../../src/webhooks/notifier.js';
 import { WebhookDispatcher, type WebhookConfig } from '../../src/webhooks/dispatcher.js';
 import { HttpDeliverySender } from '../../src/webhooks/sender.js';
 import { AddressGuard } from '../../src/outbound/address-guard.js';
-import type { CatalogStorage } from '../../src/storage/port.js';
 import { adminOk } from '../support/admin-http.js';
 import { postgresOnly, severalConnections, TEST_ENGINE } from '../support/engine.js';
+import { backedOff, cleanupsAfterEach, listeningStorage, sleep, timingCalls } from '../support/idle-worker.js';
 import { SECOND, startWebhookWorld, type WebhookWorld } from './harness.js';
 
 let world: WebhookWorld | undefined;
-const cleanups: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+const cleanups = cleanupsAfterEach(async () => {
   await world?.close();
   world = undefined;
 });
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /**
  * A started dispatcher of its own on `storage` (on PostgreSQL another process's: its own pool and
  * listening connection), counting its delivery claims with the time of each.
  */
 async function idleDispatcher(w: WebhookWorld, webhooks: Partial<WebhookConfig>, otherConnection: boolean) {
-  const storage: CatalogStorage = otherConnection ? await w.service.database.open() : w.service.storage;
-  if (otherConnection) cleanups.push(() => storage.close());
-  await (storage as { listening?: () => Promise<void> }).listening?.();
+  const storage = await listeningStorage(w.service, otherConnection, cleanups);
   const claims: number[] = [];
-  const counted = new Proxy(storage, {
-    get(target, property, receiver) {
-      const value = Reflect.get(target, property, receiver) as unknown;
-      if (typeof value !== 'function') return value;
-      const bound = (value as (...args: unknown[]) => unknown).bind(target);
-      if (property !== 'claimDueDeliveries') return bound;
-      return (...args: unknown[]) => {
-        claims.push(performance.now());
-        return bound(...args);
-      };
-    },
-  });
+  const counted = timingCalls(storage, 'claimDueDeliveries', claims);
   const config = { ...w.service.config.webhooks, ...webhooks };
   const dispatcher = new WebhookDispatcher(counted, config, {
     now: w.clock.now,
@@ -78,13 +61,7 @@ describe('an idle dispatcher', () => {
       await world.register(receiver, { events: ['content'] });
       const { claims } = await idleDispatcher(world, { pollIntervalMs: 20, idlePollMaxMs: 60_000, coalesceMs: 0 }, otherProcess);
       // Backed off: the last wait at least 600 ms, so the next timed poll is at least 1.2 s after the last.
-      await vi.waitFor(
-        () => {
-          expect(claims.length).toBeGreaterThanOrEqual(2);
-          expect(claims.at(-1)! - claims.at(-2)!).toBeGreaterThanOrEqual(600);
-        },
-        { timeout: 5000, interval: 20 },
-      );
+      await backedOff(claims);
       const lastIdleClaim = claims.at(-1)!;
       const claimsBefore = claims.length;
       await world.putProduct('WOKEN-1');
@@ -120,7 +97,7 @@ describe('an idle dispatcher', () => {
   postgresOnly.it('polls at its fast interval at once when the listening connection drops', async () => {
     world = await startWebhookWorld({ stores: ['de'] });
     const { claims, storage } = await idleDispatcher(world, { pollIntervalMs: 20, idlePollMaxMs: 60_000 }, true);
-    await vi.waitFor(() => expect(claims.at(-1)! - claims.at(-2)!).toBeGreaterThanOrEqual(600), { timeout: 5000, interval: 20 });
+    await backedOff(claims);
     expect(storage.wakeupsLive?.()).toBe(true);
     const client = new pg.Client({ connectionString: world.service.database.env.CPS_DATABASE_URL });
     await client.connect();
@@ -151,9 +128,7 @@ describe('an idle dispatcher', () => {
       // Failed once, due again in 30 s.
       expect(delivery).toMatchObject({ attempts: 1 });
       // On PostgreSQL another process listens (NOTIFY); on SQLite this process's commits wake.
-      const listening: CatalogStorage = otherProcess ? await world.service.database.open() : world.service.storage;
-      if (otherProcess) cleanups.push(() => listening.close());
-      await (listening as { listening?: () => Promise<void> }).listening?.();
+      const listening = await listeningStorage(world.service, otherProcess, cleanups);
       let woken = 0;
       const unsubscribe = listening.onWork!('deliveries', () => woken++);
       cleanups.push(async () => unsubscribe());

@@ -99,22 +99,7 @@ export class PgProductSources extends SqlProductSources<PgConnection> {
         INSERT INTO product_links (merchant_id, kind, value, product_id) SELECT $1, w.kind, w.value, w.product_id FROM wanted AS w
           WHERE NOT EXISTS (SELECT 1 FROM existing AS e WHERE e.product_id = w.product_id AND e.kind = w.kind AND e.value = w.value)
         ON CONFLICT DO NOTHING RETURNING kind, value
-      ), delta AS (
-        SELECT value, sum(n)::integer AS n FROM (
-          SELECT value, 1 AS n FROM added WHERE kind = 'image' UNION ALL SELECT value, -1 FROM gone WHERE kind = 'image') AS d
-        GROUP BY value HAVING sum(n) <> 0
-      ), unlisted AS (
-        UPDATE image_mirrors AS m SET listed = m.listed + delta.n FROM delta WHERE delta.n < 0 AND m.merchant_id = $1 AND m.url = delta.value
-      ), listed AS (
-        -- In URL order: two transactions counting the same images lock their rows in one order.
-        INSERT INTO image_mirrors (merchant_id, url, origin, state, updated_at, next_attempt_at, listed)
-          SELECT $1, value, ${originOf('value')}, 'pending', $4, $4, n FROM delta WHERE n > 0 ORDER BY value
-        ON CONFLICT (merchant_id, url) DO UPDATE SET listed = image_mirrors.listed + excluded.listed
-        RETURNING (xmax = 0) AS inserted
-      ), hinted AS (
-        INSERT INTO image_work_merchants (merchant_id, due_at, version) SELECT $1, $4, 0 WHERE EXISTS (SELECT 1 FROM listed WHERE inserted)
-        ON CONFLICT (merchant_id) DO UPDATE SET due_at = least(image_work_merchants.due_at, excluded.due_at), version = image_work_merchants.version + 1
-      ), notified AS (
+      ), ${imageCounting('$4')}, notified AS (
         SELECT pg_notify('${IMAGE_WORK_CHANNEL}', '') FROM listed WHERE inserted LIMIT 1
       )
       SELECT r.id, r.created, r.same FROM result AS r CROSS JOIN (SELECT count(*) FROM notified) AS n ORDER BY r.ordinal`,
@@ -173,22 +158,7 @@ export class PgProductSources extends SqlProductSources<PgConnection> {
       ), added AS (
         INSERT INTO product_links (merchant_id, kind, value, product_id) SELECT $1, kind, value, product_id FROM wanted
         ON CONFLICT DO NOTHING RETURNING kind, value
-      ), delta AS (
-        SELECT value, sum(n)::integer AS n FROM (
-          SELECT value, 1 AS n FROM added WHERE kind = 'image' UNION ALL SELECT value, -1 FROM gone WHERE kind = 'image') AS d
-        GROUP BY value HAVING sum(n) <> 0
-      ), unlisted AS (
-        UPDATE image_mirrors AS m SET listed = m.listed + delta.n FROM delta WHERE delta.n < 0 AND m.merchant_id = $1 AND m.url = delta.value
-      ), listed AS (
-        -- In URL order: two transactions counting the same images lock their rows in one order.
-        INSERT INTO image_mirrors (merchant_id, url, origin, state, updated_at, next_attempt_at, listed)
-          SELECT $1, value, ${originOf('value')}, 'pending', $6, $6, n FROM delta WHERE n > 0 ORDER BY value
-        ON CONFLICT (merchant_id, url) DO UPDATE SET listed = image_mirrors.listed + excluded.listed
-        RETURNING (xmax = 0) AS inserted
-      ), hinted AS (
-        INSERT INTO image_work_merchants (merchant_id, due_at, version) SELECT $1, $6, 0 WHERE EXISTS (SELECT 1 FROM listed WHERE inserted)
-        ON CONFLICT (merchant_id) DO UPDATE SET due_at = least(image_work_merchants.due_at, excluded.due_at), version = image_work_merchants.version + 1
-      )
+      ), ${imageCounting('$6')}
       SELECT pg_notify('${IMAGE_WORK_CHANNEL}', '') FROM listed WHERE inserted LIMIT 1`,
       [merchantId, products.filter((p) => !p.created).map((p) => p.productId), ids, kinds, values, at],
     );
@@ -208,4 +178,29 @@ export class PgProductSources extends SqlProductSources<PgConnection> {
       )
     ).map((r) => r.id);
   }
+}
+
+/**
+ * The CTEs that follow a statement's `added` and `gone` links (each `RETURNING kind, value`): the
+ * products listing each image counted up or down (`listed`), new URLs pending work due `at` (a
+ * parameter such as `$4`), and the merchant's image work hint lowered when one is new. `listed`
+ * returns whether each image row is new (`inserted`).
+ */
+function imageCounting(at: string): string {
+  return `delta AS (
+        SELECT value, sum(n)::integer AS n FROM (
+          SELECT value, 1 AS n FROM added WHERE kind = 'image' UNION ALL SELECT value, -1 FROM gone WHERE kind = 'image') AS d
+        GROUP BY value HAVING sum(n) <> 0
+      ), unlisted AS (
+        UPDATE image_mirrors AS m SET listed = m.listed + delta.n FROM delta WHERE delta.n < 0 AND m.merchant_id = $1 AND m.url = delta.value
+      ), listed AS (
+        -- In URL order: two transactions counting the same images lock their rows in one order.
+        INSERT INTO image_mirrors (merchant_id, url, origin, state, updated_at, next_attempt_at, listed)
+          SELECT $1, value, ${originOf('value')}, 'pending', ${at}, ${at}, n FROM delta WHERE n > 0 ORDER BY value
+        ON CONFLICT (merchant_id, url) DO UPDATE SET listed = image_mirrors.listed + excluded.listed
+        RETURNING (xmax = 0) AS inserted
+      ), hinted AS (
+        INSERT INTO image_work_merchants (merchant_id, due_at, version) SELECT $1, ${at}, 0 WHERE EXISTS (SELECT 1 FROM listed WHERE inserted)
+        ON CONFLICT (merchant_id) DO UPDATE SET due_at = least(image_work_merchants.due_at, excluded.due_at), version = image_work_merchants.version + 1
+      )`;
 }

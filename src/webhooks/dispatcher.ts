@@ -454,7 +454,8 @@ export class WebhookDispatcher {
   ): Promise<void> {
     const turn = this.claiming.then(async () => {
       if (this.stopping) return;
-      this.startWaiting(start);
+      // Those whose lease ran short are handed back first: this claim can take them again.
+      await this.startWaiting(start);
       const freed = [...this.freed];
       this.freed.clear();
       if (afterSends && freed.every((id) => (this.inflightByEndpoint.get(id) ?? 0) >= this.config.perEndpointConcurrency)) return;
@@ -496,22 +497,31 @@ export class WebhookDispatcher {
   }
 
   /**
-   * Starts deliveries claimed ahead in the free slots of their endpoints. One whose lease would run
-   * out before its attempt could end, or whose endpoint an outcome since left paused or disabled,
-   * is left to its lease (due again when it runs out, unless it was dropped meanwhile).
+   * Starts deliveries claimed ahead in the free slots of their endpoints. One whose endpoint an
+   * outcome since left paused or disabled is left to its lease (due again when it runs out, unless
+   * it was dropped meanwhile); one whose lease would run out before its attempt could end is handed
+   * back, due again at once (the next claim, here or in another process, takes it with a new lease).
    */
-  private startWaiting(start: (delivery: ClaimedDelivery, endpoint: Promise<WebhookEndpointRecord | undefined>) => void): void {
+  private async startWaiting(
+    start: (delivery: ClaimedDelivery, endpoint: Promise<WebhookEndpointRecord | undefined>) => void,
+  ): Promise<void> {
     if (this.waiting.size === 0) return;
     const now = this.deps.now().getTime();
+    const stale: WaitingDelivery[] = [];
     for (const [endpointId, queue] of this.waiting) {
       while (queue.length > 0 && this.inflight.size < this.config.overallConcurrency) {
         if ((this.inflightByEndpoint.get(endpointId) ?? 0) >= this.config.perEndpointConcurrency) break;
         const next = queue.shift()!;
-        if (this.inactive.has(endpointId) || now + this.config.timeoutMs > next.leaseEnds) continue;
+        if (this.inactive.has(endpointId)) continue;
+        if (now + this.config.timeoutMs > next.leaseEnds) {
+          stale.push(next);
+          continue;
+        }
         start(next.delivery, next.endpoint);
       }
       if (queue.length === 0) this.waiting.delete(endpointId);
     }
+    await this.handBack(stale);
   }
 
   /**
@@ -521,6 +531,11 @@ export class WebhookDispatcher {
   private async releaseWaiting(): Promise<void> {
     const waiting = [...this.waiting.values()].flat();
     this.waiting.clear();
+    await this.handBack(waiting);
+  }
+
+  /** Deliveries claimed and not started, due again at once as if never claimed (their leases end now). */
+  private async handBack(waiting: WaitingDelivery[]): Promise<void> {
     if (waiting.length === 0) return;
     const now = this.deps.now().toISOString();
     try {

@@ -411,6 +411,24 @@ describe('connections and concurrency', () => {
     expect(new Set(claimed.map((d) => d.endpoint_id))).toEqual(new Set([endpoint.id]));
   });
 
+  it('hands back a delivery claimed ahead whose lease ran short while it waited, and the same round sends it', async () => {
+    world = await startWebhookWorld({ stores: ['de'] });
+    const receiver = await world.receiver({ behaviour: { status: 204, delayMs: 100 } });
+    const endpoint = await world.register(receiver);
+    for (let i = 0; i < 8; i++) expect((await world.post(`/webhook-endpoints/${endpoint.id}/test`)).status).toBe(202);
+    const sending = world.dispatcher.sendDue();
+    while (receiver.inFlightNow < 4) await new Promise((resolve) => setTimeout(resolve, 5));
+    // 4 in flight, 4 claimed ahead behind them; while they wait, their leases (the time-out, 10 s,
+    // plus the margin, 30 s) come within an attempt's time-out of their end, and have not ended.
+    world.clock.advance(35 * SECOND);
+    const sent = await sending;
+    // Handed back when their turn came, and claimed again by the same round with a new lease: not
+    // left leased until the lease ran out.
+    expect(sent).toBe(8);
+    expect(receiver.count).toBe(8);
+    expect(new Set(receiver.requests.map((r) => r.headers['webhook-id'])).size).toBe(8);
+  });
+
   it("does not hold back other endpoints behind one endpoint's backlog", async () => {
     // Small bounds, so that the backlog is larger than what one round reads (16 x overall).
     world = await startWebhookWorld({ stores: ['de', 'pl'], webhooks: { overallConcurrency: 2, perEndpointConcurrency: 1 } });

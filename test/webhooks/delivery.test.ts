@@ -389,13 +389,19 @@ describe('connections and concurrency', () => {
     expect(claims.length).toBeLessThanOrEqual(4);
   });
 
-  it('hands the deliveries claimed ahead back at stop: due again at once, for any process', async () => {
+  /** 8 test deliveries to one slow receiver, sendDue running: 4 in flight, 4 claimed ahead behind them. */
+  async function fourSentFourClaimedAhead() {
     world = await startWebhookWorld({ stores: ['de'] });
     const receiver = await world.receiver({ behaviour: { status: 204, delayMs: 100 } });
     const endpoint = await world.register(receiver);
     for (let i = 0; i < 8; i++) expect((await world.post(`/webhook-endpoints/${endpoint.id}/test`)).status).toBe(202);
     const sending = world.dispatcher.sendDue();
     while (receiver.inFlightNow < 4) await new Promise((resolve) => setTimeout(resolve, 5));
+    return { receiver, endpoint, sending };
+  }
+
+  it('hands the deliveries claimed ahead back at stop: due again at once, for any process', async () => {
+    const { receiver, endpoint, sending } = await fourSentFourClaimedAhead();
     await world.dispatcher.stop();
     await sending;
     expect(receiver.count).toBe(4);
@@ -412,12 +418,7 @@ describe('connections and concurrency', () => {
   });
 
   it('hands back a delivery claimed ahead whose lease ran short while it waited, and the same round sends it', async () => {
-    world = await startWebhookWorld({ stores: ['de'] });
-    const receiver = await world.receiver({ behaviour: { status: 204, delayMs: 100 } });
-    const endpoint = await world.register(receiver);
-    for (let i = 0; i < 8; i++) expect((await world.post(`/webhook-endpoints/${endpoint.id}/test`)).status).toBe(202);
-    const sending = world.dispatcher.sendDue();
-    while (receiver.inFlightNow < 4) await new Promise((resolve) => setTimeout(resolve, 5));
+    const { receiver, sending } = await fourSentFourClaimedAhead();
     // 4 in flight, 4 claimed ahead behind them; while they wait, their leases (the time-out, 10 s,
     // plus the margin, 30 s) come within an attempt's time-out of their end, and have not ended.
     world.clock.advance(35 * SECOND);

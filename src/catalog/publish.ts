@@ -88,8 +88,10 @@ export class CatalogPublisher {
    * chunk): resolved from those records, in id order, without reading them back.
    */
   async publishRecords(tx: StorageTx, merchant: MerchantScope, records: ProductRecord[]): Promise<PublishSummary> {
-    const context = await this.loadContext(merchant);
     const summary = { resolved: 0, changes: 0 };
+    // Nothing to publish (a chunk of sources sent again unchanged): not even the context is read.
+    if (records.length === 0) return summary;
+    const context = await this.loadContext(merchant);
     const products = [...records].sort((a, b) => a.id - b.id);
     for (let i = 0; i < products.length; i += this.chunkSize) {
       await yieldToOthers();
@@ -179,6 +181,7 @@ export class CatalogPublisher {
    */
   async unpublishProducts(tx: StorageTx, merchant: MerchantScope, productIds: number[]): Promise<PublishSummary> {
     const summary = { resolved: 0, changes: 0 };
+    if (productIds.length === 0) return summary;
     const touched: number[] = [];
     for (const store of (await merchant.listStores()).filter((s) => s.active)) {
       const published = [...(await tx.publishedHashes(store.id, productIds)).keys()];

@@ -1,7 +1,7 @@
 // Product sources (what the merchant sent) on PostgreSQL: sql/product-sources.ts, with
-// PostgreSQL's writes (a chunk's products and their links in two statements) and its image lookup,
+// PostgreSQL's writes (a run of products in one statement, the links of those whose source changed in another) and its image lookup,
 // which locks the products it finds. The document is kept as the JSON text the domain wrote.
-import { joinJsonTexts, splitJsonTexts } from './json-texts.js';
+import { integerArray, joinJsonTexts, splitJsonTexts, textArray } from './json-texts.js';
 import type { ProductSourceDocument } from '../../catalog/model.js';
 import { productLinks } from '../product-links.js';
 import { SqlProductSources } from '../sql/product-sources.js';
@@ -35,34 +35,22 @@ export class PgProductSources extends SqlProductSources<PgConnection> {
   }
 
   /**
-   * Many products in one statement instead of three per product (a bulk import's chunk): the rows
+   * Many products in two statements instead of three per product (a bulk import's chunk): the rows
    * updated, else inserted in the given order (ids as one upsertProductSource after another would
-   * draw them), and the links of every product whose source changed relinked (relinkMany's work,
-   * in the same statement: a round trip less per run of an import).
+   * draw them), then the links of the products whose source changed relinked (relinkMany). A source
+   * sent again unchanged keeps its links, and its links are not sent: an import of unchanged lines
+   * is one statement.
    */
   async upsertProductSources(
     merchantId: number,
-    products: { ref: string; source: ProductSourceDocument }[],
+    products: { ref: string; source: ProductSourceDocument; json?: string }[],
     at: string,
   ): Promise<{ id: number; created: boolean; unchanged: boolean }[]> {
     if (products.length === 0) return [];
     if (new Set(products.map((p) => p.ref)).size !== products.length) throw new TypeError('upsertProductSources: refs must be distinct');
-    // Each product's links, by its ordinal in the input (1-based).
-    const ordinals: number[] = [];
-    const kinds: string[] = [];
-    const values: string[] = [];
-    products.forEach(({ source }, index) => {
-      for (const key of productLinks(source)) {
-        const space = key.indexOf(' ');
-        ordinals.push(index + 1);
-        kinds.push(key.slice(0, space));
-        values.push(key.slice(space + 1));
-      }
-    });
     // Each ref found by one probe of (merchant_id, ref) (OFFSET 0 keeps the probe per ref: a planner
     // whose statistics predate a bulk load would rather read the merchant's every product and hash
-    // them), the rows then updated by id. A source sent again unchanged keeps the links it had:
-    // only the others are relinked, as relinkMany relinks (see there).
+    // them), the rows then updated by id; the stored text compared with the one sent.
     const rows = await this.c.rows<{ id: number; created: boolean; same: boolean }>(
       `WITH input AS (
         SELECT * FROM unnest($2::text[], ${splitJsonTexts('$3')}) WITH ORDINALITY AS i(ref, source, ordinal)
@@ -77,34 +65,17 @@ export class PgProductSources extends SqlProductSources<PgConnection> {
         INSERT INTO products (merchant_id, ref, source, updated_at)
           SELECT $1, i.ref, i.source, $4 FROM input AS i WHERE NOT EXISTS (SELECT 1 FROM updated AS u WHERE u.ref = i.ref) ORDER BY i.ordinal
         RETURNING id, ref
-      ), result AS (
-        SELECT i.ordinal, coalesce(u.id, n.id) AS id, n.id IS NOT NULL AS created, coalesce(u.same, false) AS same FROM input AS i
-          LEFT JOIN updated AS u ON u.ref = i.ref LEFT JOIN inserted AS n ON n.ref = i.ref
-      ), wanted(product_id, kind, value) AS (
-        SELECT r.id, w.kind, w.value FROM unnest($5::bigint[], $6::text[], $7::text[]) AS w(ordinal, kind, value)
-          JOIN result AS r ON r.ordinal = w.ordinal WHERE NOT r.same
-      ), existing AS MATERIALIZED (
-        -- The links of each product updated with a new source, one probe per product (see relinkMany).
-        SELECT p.id AS product_id, x.ctid, x.kind, x.value FROM result AS p CROSS JOIN LATERAL (
-          SELECT k.ctid, k.kind, k.value FROM product_links AS k WHERE k.product_id = p.id AND k.merchant_id + 0 = $1 OFFSET 0) AS x
-        WHERE NOT p.created AND NOT p.same
-      ), gone AS (
-        DELETE FROM product_links AS l WHERE l.ctid = ANY(ARRAY(
-          SELECT e.ctid FROM existing AS e
-          WHERE NOT EXISTS (SELECT 1 FROM wanted AS w WHERE w.product_id = e.product_id AND w.kind = e.kind AND w.value = e.value)))
-        RETURNING l.kind, l.value
-      ), added AS (
-        -- Only the links a product did not have (a new price keeps them all): no probe of the
-        -- primary key for each link kept.
-        INSERT INTO product_links (merchant_id, kind, value, product_id) SELECT $1, w.kind, w.value, w.product_id FROM wanted AS w
-          WHERE NOT EXISTS (SELECT 1 FROM existing AS e WHERE e.product_id = w.product_id AND e.kind = w.kind AND e.value = w.value)
-        ON CONFLICT DO NOTHING RETURNING kind, value
-      ), ${imageCounting('$4')}, notified AS (
-        SELECT pg_notify('${IMAGE_WORK_CHANNEL}', '') FROM listed WHERE inserted LIMIT 1
       )
-      SELECT r.id, r.created, r.same FROM result AS r CROSS JOIN (SELECT count(*) FROM notified) AS n ORDER BY r.ordinal`,
-      [merchantId, products.map((p) => p.ref), joinJsonTexts(products.map((p) => JSON.stringify(p.source))), at, ordinals, kinds, values],
+      SELECT coalesce(u.id, n.id) AS id, n.id IS NOT NULL AS created, coalesce(u.same, false) AS same FROM input AS i
+        LEFT JOIN updated AS u ON u.ref = i.ref LEFT JOIN inserted AS n ON n.ref = i.ref
+      ORDER BY i.ordinal`,
+      [merchantId, textArray(products.map((p) => p.ref)), joinJsonTexts(products.map((p) => p.json ?? JSON.stringify(p.source))), at],
     );
+    const relinked: { productId: number; source: ProductSourceDocument; created: boolean }[] = [];
+    rows.forEach((row, index) => {
+      if (!row.same) relinked.push({ productId: row.id, source: products[index]!.source, created: row.created });
+    });
+    if (relinked.length > 0) await this.relinkMany(merchantId, relinked, at);
     return rows.map((r) => ({ id: r.id, created: r.created, unchanged: r.same }));
   }
 
@@ -146,21 +117,34 @@ export class PgProductSources extends SqlProductSources<PgConnection> {
     }
     await this.c.run(
       `WITH wanted(product_id, kind, value) AS (SELECT * FROM unnest($3::bigint[], $4::text[], $5::text[])),
-      gone AS (
+      existing AS MATERIALIZED (
         -- Each product's links from the products' index, one probe per product (OFFSET 0 keeps it
         -- so; merchant_id + 0 is not a prefix of the primary key: a planner whose statistics predate
-        -- a bulk load chose that range, or a scan of the whole table), deleted by row address.
+        -- a bulk load chose that range, or a scan of the whole table).
+        SELECT p.id AS product_id, x.ctid, x.kind, x.value FROM unnest($2::bigint[]) AS p(id) CROSS JOIN LATERAL (
+          SELECT k.ctid, k.kind, k.value FROM product_links AS k WHERE k.product_id = p.id AND k.merchant_id + 0 = $1 OFFSET 0) AS x
+      ), gone AS (
+        -- The links a product no longer has, deleted by row address.
         DELETE FROM product_links AS l WHERE l.ctid = ANY(ARRAY(
-          SELECT x.ctid FROM unnest($2::bigint[]) AS p(id) CROSS JOIN LATERAL (
-            SELECT k.ctid, k.kind, k.value FROM product_links AS k WHERE k.product_id = p.id AND k.merchant_id + 0 = $1 OFFSET 0) AS x
-          WHERE NOT EXISTS (SELECT 1 FROM wanted AS w WHERE w.product_id = p.id AND w.kind = x.kind AND w.value = x.value)))
+          SELECT e.ctid FROM existing AS e
+          WHERE NOT EXISTS (SELECT 1 FROM wanted AS w WHERE w.product_id = e.product_id AND w.kind = e.kind AND w.value = e.value)))
         RETURNING l.kind, l.value
       ), added AS (
-        INSERT INTO product_links (merchant_id, kind, value, product_id) SELECT $1, kind, value, product_id FROM wanted
+        -- Only the links a product did not have (a new price keeps them all): no probe of the
+        -- primary key for each link kept.
+        INSERT INTO product_links (merchant_id, kind, value, product_id) SELECT $1, w.kind, w.value, w.product_id FROM wanted AS w
+          WHERE NOT EXISTS (SELECT 1 FROM existing AS e WHERE e.product_id = w.product_id AND e.kind = w.kind AND e.value = w.value)
         ON CONFLICT DO NOTHING RETURNING kind, value
       ), ${imageCounting('$6')}
       SELECT pg_notify('${IMAGE_WORK_CHANNEL}', '') FROM listed WHERE inserted LIMIT 1`,
-      [merchantId, products.filter((p) => !p.created).map((p) => p.productId), ids, kinds, values, at],
+      [
+        merchantId,
+        integerArray(products.filter((p) => !p.created).map((p) => p.productId)),
+        integerArray(ids),
+        textArray(kinds),
+        textArray(values),
+        at,
+      ],
     );
   }
 

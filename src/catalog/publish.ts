@@ -221,6 +221,8 @@ export class CatalogPublisher {
     // PostgreSQL recording them takes the merchant's change sequencer to COMMIT (every other write
     // of the merchant waits for it), which must not be held while the next store resolves.
     const chunkChanges: DetectedChange[] = [];
+    // The stores a product is new to: their catalog versions moved together, once the payloads are written.
+    const grown: number[] = [];
     for (const [storeIndex, store] of stores.entries()) {
       await yieldToOthers();
       const previous = previousByStore[storeIndex]!;
@@ -253,14 +255,15 @@ export class CatalogPublisher {
         await tx.upsertPublished(store.id, rows);
         await tx.updatePublishedPrices(store.id, prices);
         await this.changes.outbox(tx, merchant, changes);
-        if (added) await tx.bumpCatalogVersion([store.id]);
       });
+      if (added) grown.push(store.id);
       chunkChanges.push(...changes);
       // Awaited below; a failure meanwhile is not an unhandled rejection (and stops the writes after it).
       writing.catch(() => {});
       summary.changes += changes.length;
     }
     await writing;
+    await tx.bumpCatalogVersion(grown);
     await this.changes.positions(merchant, chunkChanges);
     await yieldToOthers();
   }

@@ -16,6 +16,7 @@ beforeAll(async () => {
   merchant = await createMerchant(service, 'Unchanged Outfitters');
   await adminOk(service, 'PUT', `${merchant.base}/stores/de`, { name: 'DE', locale: 'de-DE', currency: 'EUR' });
   await adminOk(service, 'PUT', `${merchant.base}/suppliers/alpine`, { name: 'Alpine' });
+  await adminOk(service, 'PUT', `${merchant.base}/suppliers/baltic`, { name: 'Baltic' });
   storeId = (await service.storage.listStores(merchant.id))[0]!.id;
 });
 afterAll(() => service.close());
@@ -61,7 +62,7 @@ async function statementsRun(statement: string): Promise<number> {
   return sample(await response.text(), 'cps_db_statement_duration_seconds_count', { engine: TEST_ENGINE, statement }) ?? 0;
 }
 
-it('re-importing unchanged lines reads nothing of publishing, and on PostgreSQL writes a chunk of sources in one statement', async () => {
+it('re-importing unchanged lines reads nothing of publishing; on PostgreSQL a chunk of sources keeping their links is one statement', async () => {
   const file = ndjson(Array.from({ length: 30 }, (_, i) => simpleProduct(`QUIET-${i}`, `${10 + i}.00`)));
   expect((await importNdjson(service, merchant.id, file)).status).toBe(200);
   const watched = [
@@ -80,9 +81,19 @@ it('re-importing unchanged lines reads nothing of publishing, and on PostgreSQL 
   expect(ran[3]).toBe(0);
   // PostgreSQL: the sources compared and their time moved in one statement, no links sent.
   if (TEST_ENGINE === 'postgres') expect(ran[2]).toBe(1);
-  // A changed line relinks its product: a second statement.
-  const changed = ndjson([simpleProduct('QUIET-0', '99.00')]);
-  const sources = await statementsRun('productSources.upsertProductSources');
-  expect((await importNdjson(service, merchant.id, changed)).status).toBe(200);
-  if (TEST_ENGINE === 'postgres') expect((await statementsRun('productSources.upsertProductSources')) - sources).toBe(2);
+  // A new cost keeps the product's links: on PostgreSQL none are sent (one statement); a new
+  // supplier changes them: a second statement relinks the product.
+  for (const [line, statements] of [
+    [simpleProduct('QUIET-0', '99.00'), 1],
+    [simpleProduct('QUIET-0', '99.00', 'baltic'), 2],
+  ] as const) {
+    const sources = await statementsRun('productSources.upsertProductSources');
+    const response = await importNdjson(service, merchant.id, ndjson([line]));
+    expect(response.status, response.text).toBe(200);
+    if (TEST_ENGINE === 'postgres') expect((await statementsRun('productSources.upsertProductSources')) - sources).toBe(statements);
+  }
+  const id = await idOf('QUIET-0');
+  expect(await service.storage.isSupplierReferenced(merchant.id, 'baltic')).toBe(true);
+  expect(await service.storage.isSupplierReferenced(merchant.id, 'alpine')).toBe(true);
+  expect(JSON.parse(await payload('QUIET-0')).id).toBe(id);
 });

@@ -219,3 +219,37 @@ describe(`a run of upserts longer than one statement's batch (${TEST_ENGINE})`, 
     expect(await storage.imageStateCounts(merchant.id)).toEqual({ pending: listed.size, mirrored: 0, dead: 0 });
   });
 });
+
+describe(`links kept by a run whose new sources list the same links (${TEST_ENGINE})`, () => {
+  const withCost = (url: string, cost: string): ProductSourceDocument => ({
+    eans: [],
+    manufacturer: null,
+    content: { de: { title: 'T', description: null } },
+    images: [{ url }],
+    offers: [{ supplier_ref: 'alpine', quantity: 1, cost, currency: 'EUR' }],
+    own_stock: null,
+    supplier_attributes: [],
+    overrides: {},
+    excluded_stores: [],
+  });
+  const [first, second] = ['https://a.example/keyed-1.jpg', 'https://a.example/keyed-2.jpg'];
+
+  it('a new cost keeps the links; a single write in between that changed them does not leave them stale', async () => {
+    const merchant = await storage.createMerchant({ name: 'Keyed', sku_pattern: null, owner_emails: [], created_at: AT });
+    const run = (url: string, cost: string) =>
+      storage.transaction((tx) => tx.upsertProductSources(merchant.id, [{ ref: 'K-1', source: withCost(url, cost) }], AT));
+    const [{ id }] = await run(first, '1.00');
+    expect(await storage.productIdsWithImage(merchant.id, first)).toEqual([id]);
+    // A new cost: the same links.
+    expect(await run(first, '2.00')).toEqual([{ id, created: false, unchanged: false }]);
+    expect(await storage.productIdsWithImage(merchant.id, first)).toEqual([id]);
+    // A single write moves the product to the second image; a run then moves it back to the first.
+    await storage.transaction((tx) => tx.upsertProductSource(merchant.id, 'K-1', withCost(second, '3.00'), AT));
+    expect(await storage.productIdsWithImage(merchant.id, first)).toEqual([]);
+    expect(await storage.productIdsWithImage(merchant.id, second)).toEqual([id]);
+    await run(first, '4.00');
+    expect(await storage.productIdsWithImage(merchant.id, first)).toEqual([id]);
+    expect(await storage.productIdsWithImage(merchant.id, second)).toEqual([]);
+    expect(await storage.imageStateCounts(merchant.id)).toEqual({ pending: 1, mirrored: 0, dead: 0 });
+  });
+});

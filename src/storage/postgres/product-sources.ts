@@ -3,6 +3,7 @@
 // which locks the products it finds. The document is kept as the JSON text the domain wrote.
 import { integerArray, joinJsonTexts, splitJsonTexts, textArray } from './json-texts.js';
 import type { ProductSourceDocument } from '../../catalog/model.js';
+import { hash } from 'node:crypto';
 import { productLinks } from '../product-links.js';
 import { SqlProductSources } from '../sql/product-sources.js';
 import type { PgConnection } from './connection.js';
@@ -19,7 +20,8 @@ export class PgProductSources extends SqlProductSources<PgConnection> {
     const json = JSON.stringify(source);
     // Update, else insert: INSERT ... ON CONFLICT would draw an identity value on every update too.
     const updated = await this.c.one<{ id: number }>(
-      'UPDATE products SET source = $3, updated_at = $4 WHERE merchant_id = $1 AND ref = $2 RETURNING id',
+      // Relinked one by one, without the run's key of its links (a later run relinks it once more).
+      'UPDATE products SET source = $3, updated_at = $4, links_key = NULL WHERE merchant_id = $1 AND ref = $2 RETURNING id',
       [merchantId, ref, json, at],
     );
     if (updated) {
@@ -37,9 +39,10 @@ export class PgProductSources extends SqlProductSources<PgConnection> {
   /**
    * Many products in two statements instead of three per product (a bulk import's chunk): the rows
    * updated, else inserted in the given order (ids as one upsertProductSource after another would
-   * draw them), then the links of the products whose source changed relinked (relinkMany). A source
-   * sent again unchanged keeps its links, and its links are not sent: an import of unchanged lines
-   * is one statement.
+   * draw them), then the links of the products whose links changed relinked (relinkMany). A source
+   * sent again unchanged keeps its links, and so does a changed one whose links are the same (a new
+   * cost): each row keeps a key of the links it was last relinked to by a run (links_key, migration
+   * 54; null when unknown), compared with the new source's, so their links are not sent again.
    */
   async upsertProductSources(
     merchantId: number,
@@ -48,32 +51,42 @@ export class PgProductSources extends SqlProductSources<PgConnection> {
   ): Promise<{ id: number; created: boolean; unchanged: boolean }[]> {
     if (products.length === 0) return [];
     if (new Set(products.map((p) => p.ref)).size !== products.length) throw new TypeError('upsertProductSources: refs must be distinct');
+    const links = products.map(({ source }) => productLinks(source));
     // Each ref found by one probe of (merchant_id, ref) (OFFSET 0 keeps the probe per ref: a planner
     // whose statistics predate a bulk load would rather read the merchant's every product and hash
-    // them), the rows then updated by id; the stored text compared with the one sent.
-    const rows = await this.c.rows<{ id: number; created: boolean; same: boolean }>(
+    // them), the rows then updated by id; the stored text and links key compared with the ones sent.
+    const rows = await this.c.rows<{ id: number; created: boolean; same: boolean; relink: boolean }>(
       `WITH input AS (
-        SELECT * FROM unnest($2::text[], ${splitJsonTexts('$3')}) WITH ORDINALITY AS i(ref, source, ordinal)
+        SELECT * FROM unnest($2::text[], ${splitJsonTexts('$3')}, $5::text[]) WITH ORDINALITY AS i(ref, source, links_key, ordinal)
       ), found AS (
-        SELECT x.id, i.ref, i.source, x.same FROM input AS i CROSS JOIN LATERAL (
-          SELECT q.id, q.source = i.source AS same FROM products AS q WHERE q.merchant_id = $1 AND q.ref = i.ref OFFSET 0) AS x
+        SELECT x.id, i.ref, i.source, i.links_key, x.same, x.links_same FROM input AS i CROSS JOIN LATERAL (
+          SELECT q.id, q.source = i.source AS same, q.links_key IS NOT DISTINCT FROM i.links_key AS links_same
+          FROM products AS q WHERE q.merchant_id = $1 AND q.ref = i.ref OFFSET 0) AS x
       ), updated AS (
-        UPDATE products AS p SET source = f.source, updated_at = $4 FROM found AS f
-        WHERE p.id = ANY(ARRAY(SELECT id FROM found)) AND p.id = f.id RETURNING p.id, p.ref, f.same
+        UPDATE products AS p SET source = f.source, updated_at = $4, links_key = f.links_key FROM found AS f
+        WHERE p.id = ANY(ARRAY(SELECT id FROM found)) AND p.id = f.id RETURNING p.id, p.ref, f.same, f.links_same
       ), inserted AS (
         -- Update, else insert (as upsertProductSource: no identity value drawn for an update), in order.
-        INSERT INTO products (merchant_id, ref, source, updated_at)
-          SELECT $1, i.ref, i.source, $4 FROM input AS i WHERE NOT EXISTS (SELECT 1 FROM updated AS u WHERE u.ref = i.ref) ORDER BY i.ordinal
+        INSERT INTO products (merchant_id, ref, source, updated_at, links_key)
+          SELECT $1, i.ref, i.source, $4, i.links_key FROM input AS i WHERE NOT EXISTS (SELECT 1 FROM updated AS u WHERE u.ref = i.ref)
+          ORDER BY i.ordinal
         RETURNING id, ref
       )
-      SELECT coalesce(u.id, n.id) AS id, n.id IS NOT NULL AS created, coalesce(u.same, false) AS same FROM input AS i
-        LEFT JOIN updated AS u ON u.ref = i.ref LEFT JOIN inserted AS n ON n.ref = i.ref
+      SELECT coalesce(u.id, n.id) AS id, n.id IS NOT NULL AS created, coalesce(u.same, false) AS same,
+        n.id IS NOT NULL OR NOT (u.same OR u.links_same) AS relink
+      FROM input AS i LEFT JOIN updated AS u ON u.ref = i.ref LEFT JOIN inserted AS n ON n.ref = i.ref
       ORDER BY i.ordinal`,
-      [merchantId, textArray(products.map((p) => p.ref)), joinJsonTexts(products.map((p) => p.json ?? JSON.stringify(p.source))), at],
+      [
+        merchantId,
+        textArray(products.map((p) => p.ref)),
+        joinJsonTexts(products.map((p) => p.json ?? JSON.stringify(p.source))),
+        at,
+        textArray(links.map(linksKey)),
+      ],
     );
     const relinked: { productId: number; source: ProductSourceDocument; created: boolean }[] = [];
     rows.forEach((row, index) => {
-      if (!row.same) relinked.push({ productId: row.id, source: products[index]!.source, created: row.created });
+      if (row.relink) relinked.push({ productId: row.id, source: products[index]!.source, created: row.created });
     });
     if (relinked.length > 0) await this.relinkMany(merchantId, relinked, at);
     return rows.map((r) => ({ id: r.id, created: r.created, unchanged: r.same }));
@@ -187,4 +200,12 @@ function imageCounting(at: string): string {
         INSERT INTO image_work_merchants (merchant_id, due_at, version) SELECT $1, ${at}, 0 WHERE EXISTS (SELECT 1 FROM listed WHERE inserted)
         ON CONFLICT (merchant_id) DO UPDATE SET due_at = least(image_work_merchants.due_at, excluded.due_at), version = image_work_merchants.version + 1
       )`;
+}
+
+/**
+ * A key of a product's links (productLinks' members, in its order): equal keys, equal links. Two
+ * sources listing the same links in another order get different keys, and are relinked.
+ */
+function linksKey(links: Set<string>): string {
+  return hash('sha1', [...links].join('\n'), 'base64url');
 }

@@ -238,7 +238,7 @@ describe(`links kept by a run whose new sources list the same links (${TEST_ENGI
     const merchant = await storage.createMerchant({ name: 'Keyed', sku_pattern: null, owner_emails: [], created_at: AT });
     const run = (url: string, cost: string) =>
       storage.transaction((tx) => tx.upsertProductSources(merchant.id, [{ ref: 'K-1', source: withCost(url, cost) }], AT));
-    const [{ id }] = await run(first, '1.00');
+    const id = (await run(first, '1.00'))[0]!.id;
     expect(await storage.productIdsWithImage(merchant.id, first)).toEqual([id]);
     // A new cost: the same links.
     expect(await run(first, '2.00')).toEqual([{ id, created: false, unchanged: false }]);

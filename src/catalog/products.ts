@@ -22,8 +22,12 @@ import {
 import type { PublishSummary } from './publish.js';
 import { explainResolution, type ResolutionExplanation } from './resolve.js';
 
-/** Upserts written in one storage call at most (a bound on one statement's size and on how long it holds the loop). */
-const UPSERT_RUN = 100;
+/**
+ * Upserts written in one storage call at most (more than an import chunk's 500 lines by default): a bound
+ * on one call's statements (PostgreSQL writes them in two; SQLite a run of 100 at a time, yielding
+ * the loop between its steps).
+ */
+const UPSERT_RUN = 1000;
 
 export class Products {
   constructor(

@@ -88,8 +88,10 @@ export class CatalogPublisher {
    * chunk): resolved from those records, in id order, without reading them back.
    */
   async publishRecords(tx: StorageTx, merchant: MerchantScope, records: ProductRecord[]): Promise<PublishSummary> {
-    const context = await this.loadContext(merchant);
     const summary = { resolved: 0, changes: 0 };
+    // Nothing to publish (a chunk of sources sent again unchanged): not even the context is read.
+    if (records.length === 0) return summary;
+    const context = await this.loadContext(merchant);
     const products = [...records].sort((a, b) => a.id - b.id);
     for (let i = 0; i < products.length; i += this.chunkSize) {
       await yieldToOthers();
@@ -179,6 +181,7 @@ export class CatalogPublisher {
    */
   async unpublishProducts(tx: StorageTx, merchant: MerchantScope, productIds: number[]): Promise<PublishSummary> {
     const summary = { resolved: 0, changes: 0 };
+    if (productIds.length === 0) return summary;
     const touched: number[] = [];
     for (const store of (await merchant.listStores()).filter((s) => s.active)) {
       const published = [...(await tx.publishedHashes(store.id, productIds)).keys()];
@@ -218,6 +221,8 @@ export class CatalogPublisher {
     // PostgreSQL recording them takes the merchant's change sequencer to COMMIT (every other write
     // of the merchant waits for it), which must not be held while the next store resolves.
     const chunkChanges: DetectedChange[] = [];
+    // The stores a product is new to: their catalog versions moved together, once the payloads are written.
+    const grown: number[] = [];
     for (const [storeIndex, store] of stores.entries()) {
       await yieldToOthers();
       const previous = previousByStore[storeIndex]!;
@@ -250,14 +255,15 @@ export class CatalogPublisher {
         await tx.upsertPublished(store.id, rows);
         await tx.updatePublishedPrices(store.id, prices);
         await this.changes.outbox(tx, merchant, changes);
-        if (added) await tx.bumpCatalogVersion([store.id]);
       });
+      if (added) grown.push(store.id);
       chunkChanges.push(...changes);
       // Awaited below; a failure meanwhile is not an unhandled rejection (and stops the writes after it).
       writing.catch(() => {});
       summary.changes += changes.length;
     }
     await writing;
+    await tx.bumpCatalogVersion(grown);
     await this.changes.positions(merchant, chunkChanges);
     await yieldToOthers();
   }

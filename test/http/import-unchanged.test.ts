@@ -3,6 +3,8 @@
 // of the same chunk changed still publishes that change.
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { adminOk, createMerchant, importNdjson, simpleProduct, type MerchantHandle } from '../support/admin-http.js';
+import { TEST_ENGINE } from '../support/engine.js';
+import { sample } from '../support/metrics.js';
 import { startTestService, type TestService } from '../support/service.js';
 
 let service: TestService;
@@ -14,6 +16,7 @@ beforeAll(async () => {
   merchant = await createMerchant(service, 'Unchanged Outfitters');
   await adminOk(service, 'PUT', `${merchant.base}/stores/de`, { name: 'DE', locale: 'de-DE', currency: 'EUR' });
   await adminOk(service, 'PUT', `${merchant.base}/suppliers/alpine`, { name: 'Alpine' });
+  await adminOk(service, 'PUT', `${merchant.base}/suppliers/baltic`, { name: 'Baltic' });
   storeId = (await service.storage.listStores(merchant.id))[0]!.id;
 });
 afterAll(() => service.close());
@@ -50,4 +53,47 @@ it('a line sending again what an earlier line of its chunk changed still publish
   expect((await service.storage.publishedHashes(storeId, [id])).get(id)!.contentHash).not.toBe(before!.contentHash);
   const latest = await service.storage.latestFeedPosition(merchant.id);
   expect(latest!.id).toBeGreaterThan(position!.id);
+});
+
+/** How many statements of the storage operation `statement` this process has run so far (/metrics). */
+async function statementsRun(statement: string): Promise<number> {
+  const response = await service.fetch(`${service.url}/metrics`);
+  expect(response.status).toBe(200);
+  return sample(await response.text(), 'cps_db_statement_duration_seconds_count', { engine: TEST_ENGINE, statement }) ?? 0;
+}
+
+it('re-importing unchanged lines reads nothing of publishing; on PostgreSQL a chunk of sources keeping their links is one statement', async () => {
+  const file = ndjson(Array.from({ length: 30 }, (_, i) => simpleProduct(`QUIET-${i}`, `${10 + i}.00`)));
+  expect((await importNdjson(service, merchant.id, file)).status).toBe(200);
+  const watched = [
+    'catalogSetup.listPricingRules',
+    'published.publishedHashes',
+    'productSources.upsertProductSources',
+    'images.imageMirrors',
+  ];
+  const before = await Promise.all(watched.map(statementsRun));
+  const again = await importNdjson(service, merchant.id, file);
+  expect(again.status, again.text).toBe(200);
+  expect(again.body).toMatchObject({ upserted: 30, deleted: 0 });
+  const ran = (await Promise.all(watched.map(statementsRun))).map((after, i) => after - before[i]!);
+  // No context, image state or published hash is read: nothing is resolved.
+  expect(ran.slice(0, 2)).toEqual([0, 0]);
+  expect(ran[3]).toBe(0);
+  // PostgreSQL: the sources compared and their time moved in one statement, no links sent.
+  if (TEST_ENGINE === 'postgres') expect(ran[2]).toBe(1);
+  // A new cost keeps the product's links: on PostgreSQL none are sent (one statement); a new
+  // supplier changes them: a second statement relinks the product.
+  for (const [line, statements] of [
+    [simpleProduct('QUIET-0', '99.00'), 1],
+    [simpleProduct('QUIET-0', '99.00', 'baltic'), 2],
+  ] as const) {
+    const sources = await statementsRun('productSources.upsertProductSources');
+    const response = await importNdjson(service, merchant.id, ndjson([line]));
+    expect(response.status, response.text).toBe(200);
+    if (TEST_ENGINE === 'postgres') expect((await statementsRun('productSources.upsertProductSources')) - sources).toBe(statements);
+  }
+  const id = await idOf('QUIET-0');
+  expect(await service.storage.isSupplierReferenced(merchant.id, 'baltic')).toBe(true);
+  expect(await service.storage.isSupplierReferenced(merchant.id, 'alpine')).toBe(true);
+  expect(JSON.parse(await payload('QUIET-0')).id).toBe(id);
 });

@@ -74,6 +74,46 @@ describe('migrations', () => {
     await storage.ping();
   });
 
+  it("store an import's staged chunks as they are, uncompressed (migration 54), and read them back whole", async () => {
+    const url = await freshDatabase();
+    const storage = openPostgresStorage(url);
+    opened.push(storage);
+    const merchant = await storage.createMerchant({ name: 'Chunks', sku_pattern: null, owner_emails: [], created_at: T0 });
+    const job = await storage.insertImportJob({
+      merchant_id: merchant.id,
+      started_by: 'test',
+      file_name: null,
+      state: 'running',
+      started_at: T0,
+      updated_at: T0,
+      finished_at: null,
+      lines_read: 0,
+      operations: null,
+      products_applied: 0,
+      upserted: 0,
+      deleted: 0,
+      error: null,
+      error_code: null,
+      problems: [],
+    });
+    // A chunk's text as staged: repetitive JSON, which compression would have shrunk to a tenth.
+    const operations = `[${Array.from({ length: 500 }, (_, i) => JSON.stringify({ op: 'upsert_product', ref: `R-${i}`, line: i + 1 })).join(',\n')}]`;
+    await storage.transaction((tx) => tx.insertImportChunks(job.id, [{ seq: 1, operations }]));
+    expect(await storage.nextImportChunk(job.id)).toEqual({ seq: 1, operations });
+    const client = new pg.Client(url);
+    await client.connect();
+    try {
+      const { rows } = await client.query(
+        `SELECT a.attstorage, (SELECT pg_column_size(operations) FROM import_job_chunks WHERE job_id = $1) AS stored
+        FROM pg_attribute AS a WHERE a.attrelid = 'import_job_chunks'::regclass AND a.attname = 'operations'`,
+        [job.id],
+      );
+      expect(rows).toEqual([{ attstorage: 'e', stored: operations.length }]);
+    } finally {
+      await client.end();
+    }
+  });
+
   it('report every migration missing on a database nobody could migrate', async () => {
     const url = await freshDatabase();
     // A pool that answers queries but never hands out a client for migrating: ping and

@@ -173,3 +173,83 @@ describe(`the links and counts kept with the sources (${TEST_ENGINE})`, () => {
     });
   }
 });
+
+describe(`a run of upserts longer than one statement's batch (${TEST_ENGINE})`, () => {
+  const longSource = (n: number, version: number): ProductSourceDocument => ({
+    eans: [],
+    manufacturer: null,
+    content: { de: { title: `T ${n} v${version}`, description: null } },
+    images: [{ url: `https://a.example/long/${n % 7}-${version}.jpg` }],
+    offers: [{ supplier_ref: SUPPLIERS[n % 2]!, quantity: 1, cost: '1.00', currency: 'EUR' }],
+    own_stock: null,
+    supplier_attributes: [],
+    overrides: {},
+    excluded_stores: n % 5 === 0 ? ['de'] : [],
+  });
+
+  it('keeps the ids, the flags and the links of one upsert after another (new, changed and unchanged products mixed)', async () => {
+    const merchant = await storage.createMerchant({ name: 'Long run', sku_pattern: null, owner_emails: [], created_at: AT });
+    // 150 products first, then a run of 260: the first 150 again (every third changed, the rest as
+    // they were) and 110 new ones.
+    const first = Array.from({ length: 150 }, (_, i) => ({ ref: `L-${i}`, source: longSource(i, 1) }));
+    const before = await storage.transaction((tx) => tx.upsertProductSources(merchant.id, first, AT));
+    expect(before.every((r) => r.created)).toBe(true);
+    const run = Array.from({ length: 260 }, (_, i) => ({ ref: `L-${i}`, source: longSource(i, i < 150 && i % 3 !== 0 ? 1 : 2) }));
+    const results = await storage.transaction((tx) => tx.upsertProductSources(merchant.id, run, AT));
+    expect(results.map((r) => r.created)).toEqual(run.map((_, i) => i >= 150));
+    expect(results.map((r) => r.unchanged)).toEqual(run.map((_, i) => i < 150 && i % 3 !== 0));
+    expect(results.slice(0, 150).map((r) => r.id)).toEqual(before.map((r) => r.id));
+    const created = results.slice(150).map((r) => r.id);
+    expect(created).toEqual([...created].sort((a, b) => a - b));
+    expect(created[0]).toBeGreaterThan(Math.max(...before.map((r) => r.id)));
+    const products = run.map((p, i) => ({ id: results[i]!.id, source: p.source })).sort((a, b) => a.id - b.id);
+    for (const url of new Set(products.flatMap((p) => p.source.images.map((image) => image.url)))) {
+      expect(await storage.productIdsWithImage(merchant.id, url)).toEqual(
+        products.filter((p) => p.source.images.some((image) => image.url === url)).map((p) => p.id),
+      );
+    }
+    // The images of the changed products' first sources are listed by no product any more.
+    expect(await storage.productIdsWithImage(merchant.id, 'https://a.example/long/0-1.jpg')).toEqual(
+      products.filter((p) => p.source.images[0]!.url === 'https://a.example/long/0-1.jpg').map((p) => p.id),
+    );
+    expect((await storage.productsExcludedFrom(merchant.id, 'de')).map((p) => p.id)).toEqual(
+      products.filter((p) => p.source.excluded_stores.includes('de')).map((p) => p.id),
+    );
+    const listed = new Set(products.flatMap((p) => p.source.images.map((image) => image.url)));
+    expect(await storage.imageStateCounts(merchant.id)).toEqual({ pending: listed.size, mirrored: 0, dead: 0 });
+  });
+});
+
+describe(`links kept by a run whose new sources list the same links (${TEST_ENGINE})`, () => {
+  const withCost = (url: string, cost: string): ProductSourceDocument => ({
+    eans: [],
+    manufacturer: null,
+    content: { de: { title: 'T', description: null } },
+    images: [{ url }],
+    offers: [{ supplier_ref: 'alpine', quantity: 1, cost, currency: 'EUR' }],
+    own_stock: null,
+    supplier_attributes: [],
+    overrides: {},
+    excluded_stores: [],
+  });
+  const [first, second] = ['https://a.example/keyed-1.jpg', 'https://a.example/keyed-2.jpg'];
+
+  it('a new cost keeps the links; a single write in between that changed them does not leave them stale', async () => {
+    const merchant = await storage.createMerchant({ name: 'Keyed', sku_pattern: null, owner_emails: [], created_at: AT });
+    const run = (url: string, cost: string) =>
+      storage.transaction((tx) => tx.upsertProductSources(merchant.id, [{ ref: 'K-1', source: withCost(url, cost) }], AT));
+    const id = (await run(first, '1.00'))[0]!.id;
+    expect(await storage.productIdsWithImage(merchant.id, first)).toEqual([id]);
+    // A new cost: the same links.
+    expect(await run(first, '2.00')).toEqual([{ id, created: false, unchanged: false }]);
+    expect(await storage.productIdsWithImage(merchant.id, first)).toEqual([id]);
+    // A single write moves the product to the second image; a run then moves it back to the first.
+    await storage.transaction((tx) => tx.upsertProductSource(merchant.id, 'K-1', withCost(second, '3.00'), AT));
+    expect(await storage.productIdsWithImage(merchant.id, first)).toEqual([]);
+    expect(await storage.productIdsWithImage(merchant.id, second)).toEqual([id]);
+    await run(first, '4.00');
+    expect(await storage.productIdsWithImage(merchant.id, first)).toEqual([id]);
+    expect(await storage.productIdsWithImage(merchant.id, second)).toEqual([]);
+    expect(await storage.imageStateCounts(merchant.id)).toEqual({ pending: 1, mirrored: 0, dead: 0 });
+  });
+});

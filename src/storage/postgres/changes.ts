@@ -3,6 +3,7 @@ import type { ChangeStore } from '../port.js';
 import type { FeedPosition, RecordedChange, StoredChange } from '../../changes/model.js';
 import { wholeSecondIso } from '../../shared/time.js';
 import type { PgConnection } from './connection.js';
+import { integerArray, textArray } from './json-texts.js';
 import { CHANGES_CHANNEL, changedStoresPayload } from './wakeups.js';
 
 export class PgChanges implements ChangeStore {
@@ -31,9 +32,9 @@ export class PgChanges implements ChangeStore {
         merchantId,
         changes.length,
         wholeSecondIso(now),
-        changes.map((c) => c.storeId),
-        changes.map((c) => c.productId),
-        changes.map((c) => c.changeType),
+        integerArray(changes.map((c) => c.storeId)),
+        integerArray(changes.map((c) => c.productId)),
+        textArray(changes.map((c) => c.changeType)),
         changedStoresPayload(changes.map((c) => c.storeId)),
       ],
     );

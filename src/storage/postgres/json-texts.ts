@@ -16,3 +16,32 @@ export function joinJsonTexts(texts: readonly string[]): string {
   }
   return texts.join(SEPARATOR);
 }
+
+// Array parameters written as PostgreSQL's array literal here: node-pg writes every element of an
+// array parameter through two regular expressions and quotes it (a number too), ~0.2 µs an element,
+// and an import's chunk sends tens of array elements per product. The statement reads the text as
+// it reads node-pg's (`$n::bigint[]`): the same literal syntax, every element quoted but numbers.
+
+/** An integer array parameter (bigint[], integer[]). */
+export function integerArray(values: readonly number[]): string {
+  return `{${values.join(',')}}`;
+}
+
+/** A boolean[] parameter. */
+export function booleanArray(values: readonly boolean[]): string {
+  let literal = '{';
+  for (let i = 0; i < values.length; i++) literal += i === 0 ? (values[i] ? 't' : 'f') : values[i] ? ',t' : ',f';
+  return `${literal}}`;
+}
+
+/** A text[] parameter: each element quoted (a backslash or double quote escaped), null as NULL. */
+export function textArray(values: readonly (string | null)[]): string {
+  let literal = '{';
+  for (let i = 0; i < values.length; i++) {
+    if (i > 0) literal += ',';
+    const value = values[i];
+    if (value === null || value === undefined) literal += 'NULL';
+    else literal += `"${value.includes('\\') || value.includes('"') ? value.replace(/\\/g, '\\\\').replace(/"/g, '\\"') : value}"`;
+  }
+  return `${literal}}`;
+}

@@ -1,8 +1,9 @@
 // Product sources (what the merchant sent) on PostgreSQL: sql/product-sources.ts, with
-// PostgreSQL's writes (a chunk's products and their links in two statements) and its image lookup,
+// PostgreSQL's writes (a run of products in one statement, the links of those whose source changed in another) and its image lookup,
 // which locks the products it finds. The document is kept as the JSON text the domain wrote.
-import { joinJsonTexts, splitJsonTexts } from './json-texts.js';
+import { integerArray, joinJsonTexts, splitJsonTexts, textArray } from './json-texts.js';
 import type { ProductSourceDocument } from '../../catalog/model.js';
+import { hash } from 'node:crypto';
 import { productLinks } from '../product-links.js';
 import { SqlProductSources } from '../sql/product-sources.js';
 import type { PgConnection } from './connection.js';
@@ -19,7 +20,8 @@ export class PgProductSources extends SqlProductSources<PgConnection> {
     const json = JSON.stringify(source);
     // Update, else insert: INSERT ... ON CONFLICT would draw an identity value on every update too.
     const updated = await this.c.one<{ id: number }>(
-      'UPDATE products SET source = $3, updated_at = $4 WHERE merchant_id = $1 AND ref = $2 RETURNING id',
+      // Relinked one by one, without the run's key of its links (a later run relinks it once more).
+      'UPDATE products SET source = $3, updated_at = $4, links_key = NULL WHERE merchant_id = $1 AND ref = $2 RETURNING id',
       [merchantId, ref, json, at],
     );
     if (updated) {
@@ -35,76 +37,58 @@ export class PgProductSources extends SqlProductSources<PgConnection> {
   }
 
   /**
-   * Many products in one statement instead of three per product (a bulk import's chunk): the rows
+   * Many products in two statements instead of three per product (a bulk import's chunk): the rows
    * updated, else inserted in the given order (ids as one upsertProductSource after another would
-   * draw them), and the links of every product whose source changed relinked (relinkMany's work,
-   * in the same statement: a round trip less per run of an import).
+   * draw them), then the links of the products whose links changed relinked (relinkMany). A source
+   * sent again unchanged keeps its links, and so does a changed one whose links are the same (a new
+   * cost): each row keeps a key of the links it was last relinked to by a run (links_key, migration
+   * 54; null when unknown), compared with the new source's, so their links are not sent again.
    */
   async upsertProductSources(
     merchantId: number,
-    products: { ref: string; source: ProductSourceDocument }[],
+    products: { ref: string; source: ProductSourceDocument; json?: string }[],
     at: string,
   ): Promise<{ id: number; created: boolean; unchanged: boolean }[]> {
     if (products.length === 0) return [];
     if (new Set(products.map((p) => p.ref)).size !== products.length) throw new TypeError('upsertProductSources: refs must be distinct');
-    // Each product's links, by its ordinal in the input (1-based).
-    const ordinals: number[] = [];
-    const kinds: string[] = [];
-    const values: string[] = [];
-    products.forEach(({ source }, index) => {
-      for (const key of productLinks(source)) {
-        const space = key.indexOf(' ');
-        ordinals.push(index + 1);
-        kinds.push(key.slice(0, space));
-        values.push(key.slice(space + 1));
-      }
-    });
+    const links = products.map(({ source }) => productLinks(source));
     // Each ref found by one probe of (merchant_id, ref) (OFFSET 0 keeps the probe per ref: a planner
     // whose statistics predate a bulk load would rather read the merchant's every product and hash
-    // them), the rows then updated by id. A source sent again unchanged keeps the links it had:
-    // only the others are relinked, as relinkMany relinks (see there).
-    const rows = await this.c.rows<{ id: number; created: boolean; same: boolean }>(
+    // them), the rows then updated by id; the stored text and links key compared with the ones sent.
+    const rows = await this.c.rows<{ id: number; created: boolean; same: boolean; relink: boolean }>(
       `WITH input AS (
-        SELECT * FROM unnest($2::text[], ${splitJsonTexts('$3')}) WITH ORDINALITY AS i(ref, source, ordinal)
+        SELECT * FROM unnest($2::text[], ${splitJsonTexts('$3')}, $5::text[]) WITH ORDINALITY AS i(ref, source, links_key, ordinal)
       ), found AS (
-        SELECT x.id, i.ref, i.source, x.same FROM input AS i CROSS JOIN LATERAL (
-          SELECT q.id, q.source = i.source AS same FROM products AS q WHERE q.merchant_id = $1 AND q.ref = i.ref OFFSET 0) AS x
+        SELECT x.id, i.ref, i.source, i.links_key, x.same, x.links_same FROM input AS i CROSS JOIN LATERAL (
+          SELECT q.id, q.source = i.source AS same, q.links_key IS NOT DISTINCT FROM i.links_key AS links_same
+          FROM products AS q WHERE q.merchant_id = $1 AND q.ref = i.ref OFFSET 0) AS x
       ), updated AS (
-        UPDATE products AS p SET source = f.source, updated_at = $4 FROM found AS f
-        WHERE p.id = ANY(ARRAY(SELECT id FROM found)) AND p.id = f.id RETURNING p.id, p.ref, f.same
+        UPDATE products AS p SET source = f.source, updated_at = $4, links_key = f.links_key FROM found AS f
+        WHERE p.id = ANY(ARRAY(SELECT id FROM found)) AND p.id = f.id RETURNING p.id, p.ref, f.same, f.links_same
       ), inserted AS (
         -- Update, else insert (as upsertProductSource: no identity value drawn for an update), in order.
-        INSERT INTO products (merchant_id, ref, source, updated_at)
-          SELECT $1, i.ref, i.source, $4 FROM input AS i WHERE NOT EXISTS (SELECT 1 FROM updated AS u WHERE u.ref = i.ref) ORDER BY i.ordinal
+        INSERT INTO products (merchant_id, ref, source, updated_at, links_key)
+          SELECT $1, i.ref, i.source, $4, i.links_key FROM input AS i WHERE NOT EXISTS (SELECT 1 FROM updated AS u WHERE u.ref = i.ref)
+          ORDER BY i.ordinal
         RETURNING id, ref
-      ), result AS (
-        SELECT i.ordinal, coalesce(u.id, n.id) AS id, n.id IS NOT NULL AS created, coalesce(u.same, false) AS same FROM input AS i
-          LEFT JOIN updated AS u ON u.ref = i.ref LEFT JOIN inserted AS n ON n.ref = i.ref
-      ), wanted(product_id, kind, value) AS (
-        SELECT r.id, w.kind, w.value FROM unnest($5::bigint[], $6::text[], $7::text[]) AS w(ordinal, kind, value)
-          JOIN result AS r ON r.ordinal = w.ordinal WHERE NOT r.same
-      ), existing AS MATERIALIZED (
-        -- The links of each product updated with a new source, one probe per product (see relinkMany).
-        SELECT p.id AS product_id, x.ctid, x.kind, x.value FROM result AS p CROSS JOIN LATERAL (
-          SELECT k.ctid, k.kind, k.value FROM product_links AS k WHERE k.product_id = p.id AND k.merchant_id + 0 = $1 OFFSET 0) AS x
-        WHERE NOT p.created AND NOT p.same
-      ), gone AS (
-        DELETE FROM product_links AS l WHERE l.ctid = ANY(ARRAY(
-          SELECT e.ctid FROM existing AS e
-          WHERE NOT EXISTS (SELECT 1 FROM wanted AS w WHERE w.product_id = e.product_id AND w.kind = e.kind AND w.value = e.value)))
-        RETURNING l.kind, l.value
-      ), added AS (
-        -- Only the links a product did not have (a new price keeps them all): no probe of the
-        -- primary key for each link kept.
-        INSERT INTO product_links (merchant_id, kind, value, product_id) SELECT $1, w.kind, w.value, w.product_id FROM wanted AS w
-          WHERE NOT EXISTS (SELECT 1 FROM existing AS e WHERE e.product_id = w.product_id AND e.kind = w.kind AND e.value = w.value)
-        ON CONFLICT DO NOTHING RETURNING kind, value
-      ), ${imageCounting('$4')}, notified AS (
-        SELECT pg_notify('${IMAGE_WORK_CHANNEL}', '') FROM listed WHERE inserted LIMIT 1
       )
-      SELECT r.id, r.created, r.same FROM result AS r CROSS JOIN (SELECT count(*) FROM notified) AS n ORDER BY r.ordinal`,
-      [merchantId, products.map((p) => p.ref), joinJsonTexts(products.map((p) => JSON.stringify(p.source))), at, ordinals, kinds, values],
+      SELECT coalesce(u.id, n.id) AS id, n.id IS NOT NULL AS created, coalesce(u.same, false) AS same,
+        n.id IS NOT NULL OR NOT (u.same OR u.links_same) AS relink
+      FROM input AS i LEFT JOIN updated AS u ON u.ref = i.ref LEFT JOIN inserted AS n ON n.ref = i.ref
+      ORDER BY i.ordinal`,
+      [
+        merchantId,
+        textArray(products.map((p) => p.ref)),
+        joinJsonTexts(products.map((p) => p.json ?? JSON.stringify(p.source))),
+        at,
+        textArray(links.map(linksKey)),
+      ],
     );
+    const relinked: { productId: number; source: ProductSourceDocument; created: boolean }[] = [];
+    rows.forEach((row, index) => {
+      if (row.relink) relinked.push({ productId: row.id, source: products[index]!.source, created: row.created });
+    });
+    if (relinked.length > 0) await this.relinkMany(merchantId, relinked, at);
     return rows.map((r) => ({ id: r.id, created: r.created, unchanged: r.same }));
   }
 
@@ -146,21 +130,34 @@ export class PgProductSources extends SqlProductSources<PgConnection> {
     }
     await this.c.run(
       `WITH wanted(product_id, kind, value) AS (SELECT * FROM unnest($3::bigint[], $4::text[], $5::text[])),
-      gone AS (
+      existing AS MATERIALIZED (
         -- Each product's links from the products' index, one probe per product (OFFSET 0 keeps it
         -- so; merchant_id + 0 is not a prefix of the primary key: a planner whose statistics predate
-        -- a bulk load chose that range, or a scan of the whole table), deleted by row address.
+        -- a bulk load chose that range, or a scan of the whole table).
+        SELECT p.id AS product_id, x.ctid, x.kind, x.value FROM unnest($2::bigint[]) AS p(id) CROSS JOIN LATERAL (
+          SELECT k.ctid, k.kind, k.value FROM product_links AS k WHERE k.product_id = p.id AND k.merchant_id + 0 = $1 OFFSET 0) AS x
+      ), gone AS (
+        -- The links a product no longer has, deleted by row address.
         DELETE FROM product_links AS l WHERE l.ctid = ANY(ARRAY(
-          SELECT x.ctid FROM unnest($2::bigint[]) AS p(id) CROSS JOIN LATERAL (
-            SELECT k.ctid, k.kind, k.value FROM product_links AS k WHERE k.product_id = p.id AND k.merchant_id + 0 = $1 OFFSET 0) AS x
-          WHERE NOT EXISTS (SELECT 1 FROM wanted AS w WHERE w.product_id = p.id AND w.kind = x.kind AND w.value = x.value)))
+          SELECT e.ctid FROM existing AS e
+          WHERE NOT EXISTS (SELECT 1 FROM wanted AS w WHERE w.product_id = e.product_id AND w.kind = e.kind AND w.value = e.value)))
         RETURNING l.kind, l.value
       ), added AS (
-        INSERT INTO product_links (merchant_id, kind, value, product_id) SELECT $1, kind, value, product_id FROM wanted
+        -- Only the links a product did not have (a new price keeps them all): no probe of the
+        -- primary key for each link kept.
+        INSERT INTO product_links (merchant_id, kind, value, product_id) SELECT $1, w.kind, w.value, w.product_id FROM wanted AS w
+          WHERE NOT EXISTS (SELECT 1 FROM existing AS e WHERE e.product_id = w.product_id AND e.kind = w.kind AND e.value = w.value)
         ON CONFLICT DO NOTHING RETURNING kind, value
       ), ${imageCounting('$6')}
       SELECT pg_notify('${IMAGE_WORK_CHANNEL}', '') FROM listed WHERE inserted LIMIT 1`,
-      [merchantId, products.filter((p) => !p.created).map((p) => p.productId), ids, kinds, values, at],
+      [
+        merchantId,
+        integerArray(products.filter((p) => !p.created).map((p) => p.productId)),
+        integerArray(ids),
+        textArray(kinds),
+        textArray(values),
+        at,
+      ],
     );
   }
 
@@ -203,4 +200,12 @@ function imageCounting(at: string): string {
         INSERT INTO image_work_merchants (merchant_id, due_at, version) SELECT $1, ${at}, 0 WHERE EXISTS (SELECT 1 FROM listed WHERE inserted)
         ON CONFLICT (merchant_id) DO UPDATE SET due_at = least(image_work_merchants.due_at, excluded.due_at), version = image_work_merchants.version + 1
       )`;
+}
+
+/**
+ * A key of a product's links (productLinks' members, in its order): equal keys, equal links. Two
+ * sources listing the same links in another order get different keys, and are relinked.
+ */
+function linksKey(links: Set<string>): string {
+  return hash('sha1', [...links].join('\n'), 'base64url');
 }

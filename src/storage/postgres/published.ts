@@ -8,7 +8,7 @@
 // `binary: true` (brianc/node-postgres#3495), so the page's bytes cost a decode and a Buffer.from;
 // measured on the demo's 155 KB page 1 (BENCHMARKS.md), sending them as bytea (hex) or as base64 of
 // them saved node at most ~0.1 ms of that and cost PostgreSQL ~0.4 ms more to encode: text stays.
-import { joinJsonTexts, splitJsonTexts } from './json-texts.js';
+import { booleanArray, integerArray, joinJsonTexts, splitJsonTexts, textArray } from './json-texts.js';
 import type { PublishedStore } from '../port.js';
 import type {
   ExpectedStorePage,
@@ -99,7 +99,7 @@ export class PgPublished implements PublishedStore {
     const rows = await this.c.rows<{ product_id: number; price_hash: string; content_hash: string }>(
       `SELECT product_id, price_hash, content_hash
       FROM published_products WHERE store_id = $1 AND product_id = ANY($2::bigint[])`,
-      [storeId, productIds],
+      [storeId, integerArray(productIds)],
     );
     for (const r of rows) hashes.set(r.product_id, { priceHash: r.price_hash, contentHash: r.content_hash });
     return hashes;
@@ -124,15 +124,15 @@ export class PgPublished implements PublishedStore {
         content_hash = excluded.content_hash, exclusion_reason = excluded.exclusion_reason, sku = excluded.sku, ean = excluded.ean`,
       [
         storeId,
-        batch.map((r) => r.productId),
+        integerArray(batch.map((r) => r.productId)),
         joinJsonTexts(batch.map((r) => r.payload)),
-        batch.map((r) => r.priceHash),
-        batch.map((r) => r.contentHash),
-        batch.map((r) => r.exclusionReason !== undefined),
-        batch.map((r) => r.exclusionReason ?? null),
-        fields.map((f) => f !== undefined),
-        fields.map((f) => f?.sku ?? null),
-        fields.map((f) => f?.ean ?? null),
+        textArray(batch.map((r) => r.priceHash)),
+        textArray(batch.map((r) => r.contentHash)),
+        booleanArray(batch.map((r) => r.exclusionReason !== undefined)),
+        textArray(batch.map((r) => r.exclusionReason ?? null)),
+        booleanArray(fields.map((f) => f !== undefined)),
+        textArray(fields.map((f) => f?.sku ?? null)),
+        textArray(fields.map((f) => f?.ean ?? null)),
       ],
     );
   }
@@ -146,7 +146,12 @@ export class PgPublished implements PublishedStore {
       `UPDATE published_products AS p SET payload = u.payload, price_hash = u.price_hash
       FROM unnest($2::bigint[], ${splitJsonTexts('$3')}, $4::text[]) AS u (product_id, payload, price_hash)
       WHERE p.store_id = $1 AND p.product_id = u.product_id`,
-      [storeId, batch.map((r) => r.productId), joinJsonTexts(batch.map((r) => r.payload)), batch.map((r) => r.priceHash)],
+      [
+        storeId,
+        integerArray(batch.map((r) => r.productId)),
+        joinJsonTexts(batch.map((r) => r.payload)),
+        textArray(batch.map((r) => r.priceHash)),
+      ],
     );
   }
 

@@ -1030,4 +1030,15 @@ DROP INDEX webhook_outbox_waiting;
 CREATE INDEX webhook_outbox_waiting ON webhook_outbox(endpoint_id, created_at, product_count);
 `,
   },
+  {
+    id: 54,
+    name: 'import_chunks_uncompressed_links_keyed',
+    sql: `
+-- PostgreSQL stores an import's staged chunks uncompressed (it compressed each when staged);
+-- SQLite never compresses a value. PostgreSQL keeps a key of each product's links, so a bulk write
+-- whose new sources keep their links sends none; SQLite compares the links it reads in the
+-- writing process, and leaves the column null (unknown).
+ALTER TABLE products ADD COLUMN links_key TEXT;
+`,
+  },
 ];

@@ -16,6 +16,9 @@ class RunLinks {
   readonly addedImages: string[] = [];
 }
 
+/** Products written by one run of statements at most (upsertProductSources). */
+const RUN = 100;
+
 export class SqliteProductSources extends SqlProductSources<SqliteConnection> {
   async upsertProductSource(
     merchantId: number,
@@ -28,7 +31,25 @@ export class SqliteProductSources extends SqlProductSources<SqliteConnection> {
     return { id, created };
   }
 
+  /**
+   * The products a run of up to RUN at a time (runOf), in order: the same rows, ids and statements
+   * as the import's runs of that size gave before PostgreSQL took larger ones.
+   */
   async upsertProductSources(
+    merchantId: number,
+    products: { ref: string; source: ProductSourceDocument; json?: string }[],
+    at: string,
+  ): Promise<{ id: number; created: boolean; unchanged: boolean }[]> {
+    if (new Set(products.map((p) => p.ref)).size !== products.length) throw new TypeError('upsertProductSources: refs must be distinct');
+    const results: { id: number; created: boolean; unchanged: boolean }[] = [];
+    for (let from = 0; from < products.length; from += RUN) {
+      if (from > 0) await yieldToOthers();
+      results.push(...(await this.runOf(merchantId, products.slice(from, from + RUN), at)));
+    }
+    return results;
+  }
+
+  private async runOf(
     merchantId: number,
     products: { ref: string; source: ProductSourceDocument; json?: string }[],
     at: string,
@@ -41,7 +62,6 @@ export class SqliteProductSources extends SqlProductSources<SqliteConnection> {
     // new product (its probe, its row, its links one by one, its image rows).
     // The loop is let go after its slice, every 16 products (as the import's loop did before it called this).
     const refs = products.map((p) => p.ref);
-    if (new Set(refs).size !== refs.length) throw new TypeError('upsertProductSources: refs must be distinct');
     const stored = new Map<string, [number, string]>();
     for (const [id, ref, text] of this.c
       .stmt('SELECT id, ref, source FROM products WHERE merchant_id = ? AND ref IN (SELECT value FROM json_each(?))')

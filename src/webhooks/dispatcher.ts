@@ -18,7 +18,7 @@ import { OwnerNotifier, type Notifier } from './notifier.js';
 import { nextAttemptAt, parseRetryAfter } from './retry.js';
 import { HttpDeliverySender, type DeliverySender, type SendResult } from './sender.js';
 import { type IdlePoll, startIdlePoll } from '../shared/idle-poll.js';
-import { RATE_HORIZON_MS, slotInterval } from '../storage/delivery-turns.js';
+import { claimAheadRounds, RATE_HORIZON_MS, slotInterval } from '../storage/delivery-turns.js';
 import { secretsAt, signedHeaders, type DeliveryHeaders } from './signing.js';
 
 export type WebhookConfig = Config['webhooks'];
@@ -305,8 +305,10 @@ export class WebhookDispatcher {
         for (const group of groups) afterId = Math.max(afterId, group.rows.at(-1)!.id);
         const taken: number[] = [];
         const trimmed: { id: number; productIds: number[] }[] = [];
+        // Each endpoint read (PostgreSQL: its pass lock taken) once a pass, for all of its groups.
+        const endpoints = new Map<number, WebhookEndpointRecord | 'busy' | undefined>();
         let made = 0;
-        for (const group of groups) made += await this.coalesceGroup(tx, group, now, taken, trimmed);
+        for (const group of groups) made += await this.coalesceGroup(tx, group, now, taken, trimmed, endpoints);
         await tx.deleteOutboxRows(taken);
         await tx.trimOutboxRows(trimmed);
         return { made, full: groups.reduce((rows, group) => rows + group.count, 0) >= window };
@@ -327,11 +329,14 @@ export class WebhookDispatcher {
     now: Date,
     taken: number[],
     trimmed: { id: number; productIds: number[] }[],
+    /** The endpoints this pass has read, by id: what the pass holds and has written of each is as read here. */
+    endpoints: Map<number, WebhookEndpointRecord | 'busy' | undefined>,
   ): Promise<number> {
     const waitedMs = now.getTime() - Date.parse(group.oldestAt);
     const timeIsUp = waitedMs >= this.config.coalesceMs;
     if (!timeIsUp && group.count < this.config.batchSize) return 0;
-    const endpoint = await tx.coalescingEndpoint(group.endpointId);
+    if (!endpoints.has(group.endpointId)) endpoints.set(group.endpointId, await tx.coalescingEndpoint(group.endpointId));
+    const endpoint = endpoints.get(group.endpointId);
     // Busy (PostgreSQL: a drop of its pending deliveries under way, or a paused endpoint's row held
     // by an attempt's health update or another pass): its rows wait for the next pass.
     if (endpoint === 'busy') return 0;
@@ -349,6 +354,7 @@ export class WebhookDispatcher {
     if (health.status !== endpoint.status) {
       await tx.updateWebhookEndpoint(endpoint.id, health);
       await endConditions(tx, endpoint, health, now);
+      endpoints.set(endpoint.id, { ...endpoint, ...health });
     }
     // An endpoint with a rate has deliveries waiting for their turn; the changes go
     // into the newest of them first, up to batchSize ids, so a storm arrives as few full ones.
@@ -442,8 +448,8 @@ export class WebhookDispatcher {
    * Claims for this process's free slots and starts the sends, one claim at a time (rounds
    * overlap): each claim counts the sends the claims before it started, per endpoint and per
    * merchant, so no merchant's share is handed out twice. A free slot of an endpoint is first given
-   * to a delivery claimed ahead for it; a claim takes, besides the free slots, up to another
-   * perEndpointConcurrency per endpoint whose leases are all this process's (DeliveryClaim.ahead),
+   * to a delivery claimed ahead for it; a claim takes, besides the free slots, up to claimAheadRounds
+   * x perEndpointConcurrency more per endpoint whose leases are all this process's (DeliveryClaim.ahead),
    * which wait here for their endpoint's slots: a fast receiver costs a claim every few attempts,
    * not one per attempt.
    */
@@ -564,7 +570,7 @@ export class WebhookDispatcher {
       waitingByEndpoint: new Map([...this.waiting].map(([endpointId, queue]) => [endpointId, queue.length])),
       // Slots a merchant's hanging receivers cannot take stay free for the other merchants.
       perMerchant: this.config.perMerchantConcurrency,
-      ahead: this.config.perEndpointConcurrency,
+      ahead: this.config.perEndpointConcurrency * claimAheadRounds(this.config.timeoutMs, this.config.leaseMarginMs),
     });
   }
 

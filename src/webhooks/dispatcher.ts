@@ -7,19 +7,18 @@ import { WEBHOOKS, type WebhookPayload, type WebhookSchemaError } from '../gener
 import type { AttemptOutcome, CatalogStorage, StorageTx } from '../storage/port.js';
 import type { OutboxWindowGroup } from '../storage/records.js';
 import type { ClaimedDelivery, DeliveryRecord, NotificationRecord, WebhookEndpointRecord } from './model.js';
-import type { NewAttempt } from './model.js';
 import { afterFailure, afterGone, afterSuccess, conditionsEnded, onChange, type EndpointHealth, type HealthPolicy } from './health.js';
 import { silentLogger, type Logger } from '../operations/log.js';
 import type { DeliveryObserver, DeliveryOutcome } from '../operations/metrics.js';
 import { AddressGuard } from '../outbound/address-guard.js';
 import { wholeSecondIso } from '../shared/time.js';
-import { validText } from '../shared/valid-text.js';
+import { attemptRecord, type SentRequest } from './attempt-record.js';
 import { OwnerNotifier, type Notifier } from './notifier.js';
 import { nextAttemptAt, parseRetryAfter } from './retry.js';
 import { HttpDeliverySender, type DeliverySender, type SendResult } from './sender.js';
 import { type IdlePoll, startIdlePoll } from '../shared/idle-poll.js';
 import { claimAheadRounds, RATE_HORIZON_MS, slotInterval } from '../storage/delivery-turns.js';
-import { secretsAt, signedHeaders, type DeliveryHeaders } from './signing.js';
+import { secretsAt, signedHeaders } from './signing.js';
 
 export type WebhookConfig = Config['webhooks'];
 
@@ -80,29 +79,6 @@ export const INVALID_PAYLOAD = 'invalid_payload';
 
 /** The attempt log's error for an attempt whose outcome could not be recorded: a failed attempt. */
 export const RECORDING_FAILED = 'recording_failed';
-
-/** The request an attempt sent: the receiver URL and the headers the service set. */
-export interface SentRequest {
-  url: string;
-  headers: DeliveryHeaders;
-}
-
-/**
- * An attempt's row in the attempt log: the request it sent and what came back. Whatever a receiver
- * (or a sender) gave is stored as valid text: a snippet with U+0000 made PostgreSQL
- * refuse the attempt, which then stayed unrecorded and was sent again each time its lease ran out.
- */
-function attemptRecord(result: SendResult, at: Date, request: SentRequest): NewAttempt {
-  return {
-    at: at.toISOString(),
-    status_code: result.statusCode,
-    error: result.error === null ? null : validText(result.error),
-    latency_ms: result.latencyMs,
-    response_snippet: result.responseSnippet === null ? null : validText(result.responseSnippet),
-    request_url: request.url,
-    request_headers: request.headers,
-  };
-}
 
 /** The owners' notifications whose condition a health transition ended end with it, in its transaction. */
 async function endConditions(tx: StorageTx, endpoint: WebhookEndpointRecord, after: EndpointHealth, at: Date): Promise<void> {

@@ -89,6 +89,18 @@ export function takeTurns(
 }
 
 /**
+ * How many rounds of an endpoint's concurrency a dispatcher claims ahead of its free slots
+ * (DeliveryClaim.ahead = perEndpoint x this): as many as the lease's margin holds attempts that
+ * each run to the time-out (a delivery claimed ahead is leased for its wait too, and one whose
+ * lease would end before its attempt could is handed back), at least 1, at most 4. A claim is a
+ * write transaction: with the defaults (a 10 s time-out, a 30 s margin) one claims 3 x 4 ahead, a
+ * claim per ~12 attempts to a fast receiver rather than one per ~4.
+ */
+export function claimAheadRounds(timeoutMs: number, leaseMarginMs: number): number {
+  return Math.max(1, Math.min(4, Math.floor(leaseMarginMs / Math.max(1, timeoutMs))));
+}
+
+/**
  * A claim reserves the slots of a rate-limited endpoint that start within this long
  * from now; each claimed delivery waits for its slot. The dispatcher claims again at least every
  * poll (CPS_WEBHOOK_POLL_INTERVAL_MS, 250 ms), so the next slots are claimed before these end.

@@ -7,19 +7,18 @@ import { WEBHOOKS, type WebhookPayload, type WebhookSchemaError } from '../gener
 import type { AttemptOutcome, CatalogStorage, StorageTx } from '../storage/port.js';
 import type { OutboxWindowGroup } from '../storage/records.js';
 import type { ClaimedDelivery, DeliveryRecord, NotificationRecord, WebhookEndpointRecord } from './model.js';
-import type { NewAttempt } from './model.js';
 import { afterFailure, afterGone, afterSuccess, conditionsEnded, onChange, type EndpointHealth, type HealthPolicy } from './health.js';
 import { silentLogger, type Logger } from '../operations/log.js';
 import type { DeliveryObserver, DeliveryOutcome } from '../operations/metrics.js';
 import { AddressGuard } from '../outbound/address-guard.js';
 import { wholeSecondIso } from '../shared/time.js';
-import { validText } from '../shared/valid-text.js';
+import { attemptRecord, type SentRequest } from './attempt-record.js';
 import { OwnerNotifier, type Notifier } from './notifier.js';
 import { nextAttemptAt, parseRetryAfter } from './retry.js';
 import { HttpDeliverySender, type DeliverySender, type SendResult } from './sender.js';
 import { type IdlePoll, startIdlePoll } from '../shared/idle-poll.js';
-import { RATE_HORIZON_MS, slotInterval } from '../storage/delivery-turns.js';
-import { secretsAt, signedHeaders, type DeliveryHeaders } from './signing.js';
+import { claimAheadRounds, RATE_HORIZON_MS, slotInterval } from '../storage/delivery-turns.js';
+import { secretsAt, signedHeaders } from './signing.js';
 
 export type WebhookConfig = Config['webhooks'];
 
@@ -80,29 +79,6 @@ export const INVALID_PAYLOAD = 'invalid_payload';
 
 /** The attempt log's error for an attempt whose outcome could not be recorded: a failed attempt. */
 export const RECORDING_FAILED = 'recording_failed';
-
-/** The request an attempt sent: the receiver URL and the headers the service set. */
-export interface SentRequest {
-  url: string;
-  headers: DeliveryHeaders;
-}
-
-/**
- * An attempt's row in the attempt log: the request it sent and what came back. Whatever a receiver
- * (or a sender) gave is stored as valid text: a snippet with U+0000 made PostgreSQL
- * refuse the attempt, which then stayed unrecorded and was sent again each time its lease ran out.
- */
-function attemptRecord(result: SendResult, at: Date, request: SentRequest): NewAttempt {
-  return {
-    at: at.toISOString(),
-    status_code: result.statusCode,
-    error: result.error === null ? null : validText(result.error),
-    latency_ms: result.latencyMs,
-    response_snippet: result.responseSnippet === null ? null : validText(result.responseSnippet),
-    request_url: request.url,
-    request_headers: request.headers,
-  };
-}
 
 /** The owners' notifications whose condition a health transition ended end with it, in its transaction. */
 async function endConditions(tx: StorageTx, endpoint: WebhookEndpointRecord, after: EndpointHealth, at: Date): Promise<void> {
@@ -305,8 +281,10 @@ export class WebhookDispatcher {
         for (const group of groups) afterId = Math.max(afterId, group.rows.at(-1)!.id);
         const taken: number[] = [];
         const trimmed: { id: number; productIds: number[] }[] = [];
+        // Each endpoint read (PostgreSQL: its pass lock taken) once a pass, for all of its groups.
+        const endpoints = new Map<number, WebhookEndpointRecord | 'busy' | undefined>();
         let made = 0;
-        for (const group of groups) made += await this.coalesceGroup(tx, group, now, taken, trimmed);
+        for (const group of groups) made += await this.coalesceGroup(tx, group, now, taken, trimmed, endpoints);
         await tx.deleteOutboxRows(taken);
         await tx.trimOutboxRows(trimmed);
         return { made, full: groups.reduce((rows, group) => rows + group.count, 0) >= window };
@@ -327,11 +305,14 @@ export class WebhookDispatcher {
     now: Date,
     taken: number[],
     trimmed: { id: number; productIds: number[] }[],
+    /** The endpoints this pass has read, by id: what the pass holds and has written of each is as read here. */
+    endpoints: Map<number, WebhookEndpointRecord | 'busy' | undefined>,
   ): Promise<number> {
     const waitedMs = now.getTime() - Date.parse(group.oldestAt);
     const timeIsUp = waitedMs >= this.config.coalesceMs;
     if (!timeIsUp && group.count < this.config.batchSize) return 0;
-    const endpoint = await tx.coalescingEndpoint(group.endpointId);
+    if (!endpoints.has(group.endpointId)) endpoints.set(group.endpointId, await tx.coalescingEndpoint(group.endpointId));
+    const endpoint = endpoints.get(group.endpointId);
     // Busy (PostgreSQL: a drop of its pending deliveries under way, or a paused endpoint's row held
     // by an attempt's health update or another pass): its rows wait for the next pass.
     if (endpoint === 'busy') return 0;
@@ -349,6 +330,7 @@ export class WebhookDispatcher {
     if (health.status !== endpoint.status) {
       await tx.updateWebhookEndpoint(endpoint.id, health);
       await endConditions(tx, endpoint, health, now);
+      endpoints.set(endpoint.id, { ...endpoint, ...health });
     }
     // An endpoint with a rate has deliveries waiting for their turn; the changes go
     // into the newest of them first, up to batchSize ids, so a storm arrives as few full ones.
@@ -442,8 +424,8 @@ export class WebhookDispatcher {
    * Claims for this process's free slots and starts the sends, one claim at a time (rounds
    * overlap): each claim counts the sends the claims before it started, per endpoint and per
    * merchant, so no merchant's share is handed out twice. A free slot of an endpoint is first given
-   * to a delivery claimed ahead for it; a claim takes, besides the free slots, up to another
-   * perEndpointConcurrency per endpoint whose leases are all this process's (DeliveryClaim.ahead),
+   * to a delivery claimed ahead for it; a claim takes, besides the free slots, up to claimAheadRounds
+   * x perEndpointConcurrency more per endpoint whose leases are all this process's (DeliveryClaim.ahead),
    * which wait here for their endpoint's slots: a fast receiver costs a claim every few attempts,
    * not one per attempt.
    */
@@ -564,7 +546,7 @@ export class WebhookDispatcher {
       waitingByEndpoint: new Map([...this.waiting].map(([endpointId, queue]) => [endpointId, queue.length])),
       // Slots a merchant's hanging receivers cannot take stay free for the other merchants.
       perMerchant: this.config.perMerchantConcurrency,
-      ahead: this.config.perEndpointConcurrency,
+      ahead: this.config.perEndpointConcurrency * claimAheadRounds(this.config.timeoutMs, this.config.leaseMarginMs),
     });
   }
 

@@ -9,6 +9,7 @@ import { coalescePassGapMs, WebhookDispatcher } from '../../src/webhooks/dispatc
 import { OwnerNotifier } from '../../src/webhooks/notifier.js';
 import type { DeliverySender, SendResult } from '../../src/webhooks/sender.js';
 import type { CatalogStorage, StorageTx } from '../../src/storage/port.js';
+import type { Config } from '../../src/config.js';
 import { SECOND, startWebhookWorld, type WebhookWorld } from './harness.js';
 
 let world: WebhookWorld;
@@ -129,6 +130,62 @@ describe('what a change delivers', () => {
 });
 
 describe('coalescing (up to 2 s or 100 product ids)', () => {
+  /** A world whose dispatcher counts, per coalescing pass that read an endpoint, the endpoint reads and the endpoint writes. */
+  async function countingPasses() {
+    const passes: { reads: number; writes: number }[] = [];
+    world = await startWebhookWorld({
+      stores: ['de', 'at'],
+      dispatcherStorage: (storage) =>
+        new Proxy(storage, {
+          get(target, key, receiver) {
+            if (key === 'transaction') {
+              return <T>(fn: (tx: StorageTx) => Promise<T>) =>
+                target.transaction((tx) => {
+                  const pass = { reads: 0, writes: 0 };
+                  const counting = new Proxy(tx, {
+                    get(t, k, r) {
+                      const value = Reflect.get(t, k, r) as unknown;
+                      if (typeof value !== 'function') return value;
+                      if (k === 'coalescingEndpoint') pass.reads++;
+                      if (k === 'updateWebhookEndpoint') pass.writes++;
+                      return (value as (...a: unknown[]) => unknown).bind(t);
+                    },
+                  });
+                  return fn(counting).finally(() => {
+                    if (pass.reads > 0) passes.push(pass);
+                  });
+                });
+            }
+            const value = Reflect.get(target, key, receiver) as unknown;
+            return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+          },
+        }),
+    });
+    const receiver = await world.receiver();
+    const endpoint = await world.register(receiver);
+    return { passes, receiver, endpoint };
+  }
+
+  it("reads an endpoint once a pass for all of its groups (each event and store's)", async () => {
+    const { passes, receiver } = await countingPasses();
+    // A new product: price and content in each of the 2 stores, 4 groups of the one endpoint.
+    await world.putProduct('A');
+    await world.after(2 * SECOND);
+    expect(receiver.count).toBe(4);
+    expect(passes).toEqual([{ reads: 1, writes: 0 }]);
+  });
+
+  it("resumes a paused endpoint whose cooldown is over once in a pass, and delivers every group's changes", async () => {
+    const { passes, receiver, endpoint } = await countingPasses();
+    await world.service.storage.updateWebhookEndpoint(endpoint.id, { status: 'paused', paused_until: world.clock.now().toISOString() });
+    await world.putProduct('A');
+    await world.after(2 * SECOND);
+    expect(receiver.count).toBe(4);
+    expect(passes).toEqual([{ reads: 1, writes: 1 }]);
+    for (const delivery of await world.deliveries(endpoint.id)) expect(delivery.status).toBe('succeeded');
+    expect((await world.endpoint(endpoint.id)).status).toBe('active');
+  });
+
   it('batches 150 product changes into deliveries of at most 100 ids per event and store', async () => {
     world = await startWebhookWorld({ stores: ['de', 'pl'] });
     const receiver = await world.receiver();
@@ -357,10 +414,12 @@ describe('connections and concurrency', () => {
     expect(receiver.maxInFlight).toBe(4);
   });
 
-  it('claims ahead for an endpoint with a backlog: its 4 slots and 4 more per claim, never more than 4 at once', async () => {
+  /** `count` test deliveries to one receiver answering after 20 ms, delivered; the size of each claim that took any. */
+  async function claimsOfABacklog(count: number, webhooks: Partial<Config['webhooks']> = {}) {
     const claims: number[] = [];
     world = await startWebhookWorld({
       stores: ['de'],
+      webhooks,
       dispatcherStorage: (storage) =>
         new Proxy(storage, {
           get(target, key, receiver) {
@@ -378,15 +437,26 @@ describe('connections and concurrency', () => {
     });
     const receiver = await world.receiver({ behaviour: { status: 204, delayMs: 20 } });
     const endpoint = await world.register(receiver);
-    for (let i = 0; i < 16; i++) expect((await world.post(`/webhook-endpoints/${endpoint.id}/test`)).status).toBe(202);
+    for (let i = 0; i < count; i++) expect((await world.post(`/webhook-endpoints/${endpoint.id}/test`)).status).toBe(202);
     await world.deliverDue();
-    expect(receiver.count).toBe(16);
+    expect(receiver.count).toBe(count);
     expect(receiver.maxInFlight).toBe(4);
-    // 4 in flight and 4 ahead, then 4 more ahead as each 4 waiting have started: a claim per 4 attempts
-    // however apart the attempts end (without claims ahead, a claim for each attempt that ends alone).
+    return claims;
+  }
+
+  it('claims ahead for an endpoint with a backlog: its 4 slots and 12 more per claim (3 rounds: the 30 s lease margin over the 10 s time-out), never more than 4 at once', async () => {
+    const claims = await claimsOfABacklog(40);
+    // 4 in flight and 12 ahead, then more ahead as the waiting ones have started: a claim per ~12
+    // attempts however apart they end (without claims ahead, a claim for each attempt that ends alone).
+    expect(claims[0]).toBe(16);
+    expect(claims.reduce((a, b) => a + b, 0)).toBe(40);
+    expect(claims.length).toBeLessThanOrEqual(4);
+  });
+
+  it('claims one round ahead when the lease margin holds a single time-out', async () => {
+    const claims = await claimsOfABacklog(16, { timeoutMs: 10_000, leaseMarginMs: 10_000 });
     expect(claims[0]).toBe(8);
     expect(claims.reduce((a, b) => a + b, 0)).toBe(16);
-    expect(claims.length).toBeLessThanOrEqual(4);
   });
 
   /** 8 test deliveries to one slow receiver, sendDue running: 4 in flight, 4 claimed ahead behind them. */

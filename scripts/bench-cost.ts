@@ -21,7 +21,13 @@
 //               of requests beside it), until none is left or --unit-seconds (300);
 //   delivery    every default on: the outbox the imports and the mirroring filled, coalesced and
 //               delivered to the one endpoint, whose local receiver answers 200 at once (the
-//               deliveries it received), until the outbox is drained or --unit-seconds.
+//               deliveries it received), until the outbox is drained or --unit-seconds. Its window
+//               opens once the receiver has --warmup-deliveries (default 400) of them: a fresh serve
+//               spends its first second compiling (V8's optimising compiler on its helper threads,
+//               a third of the unit's CPU on 2,400 deliveries, measured with perf) and loading the
+//               publishing thread's modules, a cost per process start, not per delivery. The
+//               reference warms up the same way (as many deliveries, not measured). The figure
+//               from /readyz on is reported beside it (`from_start` in --json, "cold" in the table).
 // CPU per unit: utime + stime of the serve process (/proc/PID/stat: every thread, ended ones
 // included) over the unit's window, divided by the units; per thread too (/proc/PID/task/*/stat: the
 // serving thread, the worker thread (it lowers its own priority: CPS_WORKER_NICE; Node names every
@@ -42,7 +48,8 @@
 // processes share it (rates less so).
 // Usage: npm run bench:cost -- [--engine sqlite|postgres|both (both)] [--products N (2000)]
 //   [--import-products N (20000)] [--images-per-product N (2)] [--unit-seconds S (300)]
-//   [--reference-images N (4000)] [--reference-deliveries N (1000)] [--profile DIR] [--json]
+//   [--reference-images N (4000)] [--reference-deliveries N (1000)] [--warmup-deliveries N (400)]
+//   [--profile DIR] [--json]
 //   [--keep]  leaves the temporary folder (each engine's database, media, the stopped PostgreSQL
 //             cluster) for a look afterwards, e.g. EXPLAIN of the statements a unit ran
 // With --json, stdout carries only the result (progress on stderr). Exits 0 whatever the verdicts;
@@ -80,6 +87,7 @@ const { values: flags } = parseArgs({
     'unit-seconds': { type: 'string', default: '300' },
     'reference-images': { type: 'string', default: '4000' },
     'reference-deliveries': { type: 'string', default: '1000' },
+    'warmup-deliveries': { type: 'string', default: '400' },
     profile: { type: 'string' },
     keep: { type: 'boolean' },
     json: { type: 'boolean' },
@@ -97,6 +105,7 @@ const IMAGES_PER_PRODUCT = int('images-per-product', 1);
 const UNIT_SECONDS = int('unit-seconds', 1);
 const REFERENCE_IMAGES = int('reference-images', 1);
 const REFERENCE_DELIVERIES = int('reference-deliveries', 1);
+const WARMUP_DELIVERIES = int('warmup-deliveries', 0);
 const ENGINES: Engine[] =
   flags.engine === 'both'
     ? ['sqlite', 'postgres']
@@ -468,8 +477,15 @@ async function runEngine(engine: Engine, peers: Peers, tempDir: string): Promise
             };
           });
         } else {
+          const received = async () => (await peers.counts()).byPath[receiverPath] ?? 0;
+          // From /readyz on (the "cold" figure), then the warm-up: the window opens once the
+          // receiver has WARMUP_DELIVERIES deliveries (or after a fifth of --unit-seconds).
+          const fromStart = mark(pid, postgres);
+          const warmupUntil = now() + (UNIT_SECONDS * 1000) / 5;
+          while (WARMUP_DELIVERIES > 0 && (await received()) - receivedBeforeStart < WARMUP_DELIVERIES && now() < warmupUntil) {
+            await sleep(20);
+          }
           result = await measure(async () => {
-            const received = async () => (await peers.counts()).byPath[receiverPath] ?? 0;
             const beforeWindow = (await received()) - receivedBeforeStart;
             let last = { mark: mark(pid, postgres), scrape: await scrape(serve), deliveries: beforeWindow, at: now() };
             let latest = last.scrape;
@@ -490,13 +506,25 @@ async function runEngine(engine: Engine, peers: Peers, tempDir: string): Promise
               ['succeeded', 'failed', 'given_up', 'dropped'].map((o) => [o, gauge(latest, `cps_webhook_deliveries_total{outcome="${o}"}`)]),
             );
             if (last.deliveries === 0) log(`no delivery reached the receiver; serve's output:\n${serve.output().slice(-4000)}`);
+            const cold = spent(pid, fromStart, last.mark);
             return {
-              units: last.deliveries,
+              // With a warm-up, the deliveries in the window; without one, those the receiver had
+              // before the window opened too (counted as units, their CPU not).
+              units: WARMUP_DELIVERIES > 0 ? last.deliveries - beforeWindow : last.deliveries,
               end: last.mark,
               endScrape: last.scrape,
-              // Deliveries the receiver had before the window opened (counted as units, their CPU not):
-              // what was still waiting at the end, and the outcomes serve counted.
-              detail: { before_window: beforeWindow, waiting_at_end: waitingIn(latest), outcomes },
+              // What was still waiting at the end, the outcomes serve counted, and the figure from
+              // /readyz on (warm-up included).
+              detail: {
+                before_window: beforeWindow,
+                waiting_at_end: waitingIn(latest),
+                outcomes,
+                from_start: {
+                  units: last.deliveries,
+                  cpuMsPerUnit: (cold.serveMs + cold.dbMs) / Math.max(1, last.deliveries),
+                  seconds: cold.seconds,
+                },
+              },
             };
           });
         }
@@ -508,7 +536,7 @@ async function runEngine(engine: Engine, peers: Peers, tempDir: string): Promise
       results.push(entry);
       log(
         `${UNIT_TITLES[unit].padEnd(22)} ${entry.units} units in ${entry.seconds.toFixed(1)} s: ${entry.cpuMsPerUnit.toFixed(3)} ms CPU/unit ` +
-          `(${threadLine(entry)}), ${entry.perSecond.toFixed(0)}/s`,
+          `(${threadLine(entry)}), ${entry.perSecond.toFixed(0)}/s${coldLine(entry)}`,
       );
     }
 
@@ -539,7 +567,12 @@ async function runEngine(engine: Engine, peers: Peers, tempDir: string): Promise
           ),
         delivery: () => referenceDeliveries(db, `${peers.receiver}/reference/${engine}`, REFERENCE_DELIVERIES),
       };
+      // Not measured: the delivery reference's warm-up, as the delivery unit's window opens after its own.
+      const warmups: Partial<Record<Unit, () => Promise<unknown>>> = {
+        delivery: () => referenceDeliveries(db, `${peers.receiver}/reference/${engine}`, WARMUP_DELIVERIES),
+      };
       for (const entry of results) {
+        if (WARMUP_DELIVERIES > 0) await warmups[entry.unit]?.();
         const [cpu0, db0, t0] = [process.cpuUsage(), postgres ? postgresServerCpu(dataDirOf(postgres.dir)) : 0, now()];
         const units = await runs[entry.unit]();
         const seconds = (now() - t0) / 1000;
@@ -575,6 +608,12 @@ function imageGauges(s: Scrape): Map<string, number> {
 }
 
 const ms = (x: number) => (x >= 10 ? x.toFixed(1) : x >= 1 ? x.toFixed(2) : x.toFixed(3));
+
+/** The delivery unit's figure from /readyz on, its warm-up included, beside the window's. */
+function coldLine(u: UnitResult): string {
+  const cold = u.detail.from_start as { units: number; cpuMsPerUnit: number } | undefined;
+  return cold ? `; cold (from /readyz, ${cold.units} units): ${ms(cold.cpuMsPerUnit)} ms CPU/unit` : '';
+}
 
 function threadLine(u: UnitResult): string {
   const t = u.threadsMsPerUnit;
@@ -656,7 +695,7 @@ function printReport(results: EngineResult[]): void {
     log('  per thread (ms/unit) and idle serve (ms of CPU per second, before the unit):');
     for (const u of r.units) {
       const idle = Number.isNaN(u.idleMsPerSecond) ? '' : `; idle ${u.idleMsPerSecond.toFixed(1)} ms/s`;
-      log(`    ${UNIT_TITLES[u.unit].padEnd(22)} ${threadLine(u)}${idle}`);
+      log(`    ${UNIT_TITLES[u.unit].padEnd(22)} ${threadLine(u)}${idle}${coldLine(u)}`);
     }
     log('  statements per unit (most time first):');
     for (const u of r.units) {

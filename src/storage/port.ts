@@ -14,6 +14,7 @@ import type {
   ImageOriginState,
   OperationalCounts,
   OutboxGroup,
+  OutboxEntry,
   OutboxWindowGroup,
   OutboxRow,
   ProductListPage,
@@ -411,12 +412,13 @@ export interface OutboxStore {
    */
   outboxWindow(window: number, afterId?: number): Promise<OutboxWindowGroup[]>;
   /**
-   * Of these rows (read by outboxWindow), those the caller now holds until its transaction ends: a
-   * concurrent coalescer (PostgreSQL) neither waits for them nor gets them, and rows another one
-   * holds or has batched meanwhile are left out, so no row goes into two deliveries. On SQLite the
-   * transaction is the only writer: all of them.
+   * Of these rows (read by outboxWindow), those the caller now holds until its transaction ends, as
+   * they are now: a concurrent coalescer (PostgreSQL) neither waits for them nor gets them, rows
+   * another one holds or has batched meanwhile are left out, and a row another one trimmed since
+   * the window was read carries only the products it left, so no change goes into two deliveries.
+   * On SQLite the transaction is the only writer: all of them, as read.
    */
-  holdOutboxRows(ids: number[]): Promise<number[]>;
+  holdOutboxRows(rows: OutboxEntry[]): Promise<OutboxEntry[]>;
   deleteOutboxRows(ids: number[]): Promise<void>;
   /** Rows the caller holds of which a pass batched some products: each keeps only the rest (in order). */
   trimOutboxRows(rows: { id: number; productIds: number[] }[]): Promise<void>;

@@ -316,9 +316,9 @@ export class WebhookDispatcher {
     // Busy (PostgreSQL: a drop of its pending deliveries under way, or a paused endpoint's row held
     // by an attempt's health update or another pass): its rows wait for the next pass.
     if (endpoint === 'busy') return 0;
-    // The group's rows of the window that no other coalescer took meanwhile, held to this pass's end.
-    const held = new Set(await tx.holdOutboxRows(group.rows.map((r) => r.id)));
-    const rows = held.size === group.rows.length ? group.rows : group.rows.filter((r) => held.has(r.id));
+    // The group's rows of the window that no other coalescer took meanwhile, held to this pass's
+    // end, with the products they carry now (another coalescer may have trimmed one).
+    const rows = await tx.holdOutboxRows(group.rows);
     if (rows.length === 0) return 0;
     if (!endpoint) {
       for (const row of rows) taken.push(row.id);

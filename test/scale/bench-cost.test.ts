@@ -42,6 +42,9 @@ describe('bench:cost, small', () => {
         '100',
         '--reference-deliveries',
         '50',
+        // A few deliveries of warm-up before the delivery unit's window (the outbox is small here).
+        '--warmup-deliveries',
+        '5',
         '--unit-seconds',
         '60',
         '--json',
@@ -73,6 +76,10 @@ describe('bench:cost, small', () => {
       expect(byUnit.image!.units).toBeLessThanOrEqual(imported * 2);
       expect(byUnit.image!.detail.origin_requests).toBeGreaterThan(0);
       expect(byUnit.delivery!.units).toBeGreaterThan(0);
+      // Beside the window after the warm-up, the figure from /readyz on, warm-up included.
+      const cold = byUnit.delivery!.detail.from_start as { units: number; cpuMsPerUnit: number };
+      expect(cold.units).toBeGreaterThanOrEqual(byUnit.delivery!.units + 5);
+      expect(cold.cpuMsPerUnit).toBeGreaterThan(0);
     }
     // One verdict per unit on SQLite, two on PostgreSQL (CPU and rate against SQLite's).
     expect(result.verdicts).toHaveLength(UNITS.length * (engines.length === 2 ? 3 : 1));

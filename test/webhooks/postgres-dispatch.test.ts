@@ -154,18 +154,38 @@ describe('several dispatchers on one PostgreSQL database', () => {
     const { merchant, a, b } = await twoDispatchers({ batchSize: 100 });
     // Three writes: three rows (a write's products share one).
     for (const sku of ['HOLD-1', 'HOLD-2', 'HOLD-3']) await importProducts(merchant, [sku]);
-    const ids = (await a.storage.outboxWindow(100)).flatMap((g) => g.rows.map((r) => r.id));
+    const rows = (await a.storage.outboxWindow(100)).flatMap((g) => g.rows);
+    const ids = rows.map((r) => r.id);
     expect(ids).toHaveLength(3);
     await a.storage.transaction(async (tx) => {
-      expect(await tx.holdOutboxRows(ids)).toHaveLength(3);
+      expect(await tx.holdOutboxRows(rows)).toHaveLength(3);
       // Another process's coalescer, while this one holds them: skips them rather than waiting.
-      expect(await b.storage.transaction((other) => other.holdOutboxRows(ids))).toEqual([]);
+      expect(await b.storage.transaction((other) => other.holdOutboxRows(rows))).toEqual([]);
       await tx.deleteOutboxRows([ids[0]!]);
     });
     // Once that pass has committed, the row it batched is gone for the other one; the rest are its.
-    expect((await b.storage.transaction((other) => other.holdOutboxRows(ids))).sort((x, y) => x - y)).toEqual(
-      ids.slice(1).sort((x, y) => x - y),
-    );
+    const heldByB = await b.storage.transaction((other) => other.holdOutboxRows(rows));
+    expect(heldByB.map((r) => r.id).sort((x, y) => x - y)).toEqual(ids.slice(1).sort((x, y) => x - y));
+  });
+
+  it('holds a row another coalescer trimmed after the window was read with the products that one left, not those it batched', async () => {
+    const { merchant, a, b } = await twoDispatchers({ batchSize: 100 });
+    // One write of five products: one row carrying all five.
+    await importProducts(merchant, ['TRIM-1', 'TRIM-2', 'TRIM-3', 'TRIM-4', 'TRIM-5']);
+    // B's pass reads the window first...
+    const seenByB = (await b.storage.outboxWindow(100)).flatMap((g) => g.rows);
+    expect(seenByB).toHaveLength(1);
+    const [row] = seenByB as [(typeof seenByB)[0]];
+    expect(row.productIds).toHaveLength(5);
+    // ... then A's pass batches the first three of the row's products and leaves it the other two.
+    await a.storage.transaction(async (tx) => {
+      const [held] = await tx.holdOutboxRows([row]);
+      expect(held!.productIds).toEqual(row.productIds);
+      await tx.trimOutboxRows([{ id: row.id, productIds: row.productIds.slice(3) }]);
+    });
+    // B holds the row as it is now: the two products A left, none of the three A batched.
+    const heldByB = await b.storage.transaction((tx) => tx.holdOutboxRows(seenByB));
+    expect(heldByB).toEqual([{ ...row, productIds: row.productIds.slice(3) }]);
   });
 
   it("coalesces while an attempt's health update holds the endpoint's row, and claims without waiting for that row", async () => {

@@ -70,14 +70,22 @@ export abstract class SqlOutbox<C extends SqlConnection = SqlConnection> impleme
     );
   }
 
-  async holdOutboxRows(ids: number[]): Promise<number[]> {
-    // Only PostgreSQL has other writers meanwhile: a row another coalescer holds (or has deleted) is left out.
-    if (!this.c.locksRows || ids.length === 0) return ids;
-    const held = await this.c.rows<{ id: number }>(
-      `SELECT id FROM webhook_outbox WHERE ${this.c.dialect.inList('id', '$1', 'bigint')} FOR UPDATE SKIP LOCKED`,
-      [this.c.dialect.list(ids)],
+  async holdOutboxRows(rows: OutboxEntry[]): Promise<OutboxEntry[]> {
+    // Only PostgreSQL has other writers meanwhile: a row another coalescer holds (or has deleted) is
+    // left out, and one it trimmed after the window was read is taken as it is now (a row locked
+    // FOR UPDATE is its latest committed version), not with the products that coalescer batched.
+    if (!this.c.locksRows || rows.length === 0) return rows;
+    const held = await this.c.rows<{ id: number; productIds: string }>(
+      `SELECT id, product_ids AS "productIds" FROM webhook_outbox WHERE ${this.c.dialect.inList('id', '$1', 'bigint')} FOR UPDATE SKIP LOCKED`,
+      [this.c.dialect.list(rows.map((r) => r.id))],
     );
-    return held.map((r) => Number(r.id));
+    const now = new Map(held.map((r) => [Number(r.id), r.productIds]));
+    return rows.flatMap((row) => {
+      const productIds = now.get(row.id);
+      if (productIds === undefined) return [];
+      const current = JSON.parse(productIds) as number[];
+      return [current.length === row.productIds.length ? row : { ...row, productIds: current }];
+    });
   }
 
   async deleteOutboxRows(ids: number[]): Promise<void> {

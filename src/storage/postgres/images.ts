@@ -116,7 +116,8 @@ class PgImageClaimQueries implements ImageClaimQueries {
   }
 
   async earliestFirstFailure(merchantId: number, origin: string): Promise<string | null> {
-    const row = await this.c.one<{ at: string | null }>(
+    const [row] = await this.c.preparedRows<{ at: string | null }>(
+      'images.earliestFirstFailure',
       `SELECT first_failure_at AS at FROM image_mirrors
       WHERE merchant_id = $1 AND origin = $2 AND state = 'pending' AND first_failure_at IS NOT NULL
       ORDER BY first_failure_at LIMIT 1`,
@@ -133,7 +134,9 @@ class PgImageClaimQueries implements ImageClaimQueries {
     limit: number,
   ): Promise<ClaimedImageMirror[]> {
     // Two ranges of two indexes (by first failure; by next attempt), each exact: every row read is one.
-    const failed = await this.c.rows<ClaimedRow>(
+    // Prepared: a claim beside a down origin runs them at every claim (planning was most of their cost).
+    const failed = await this.c.preparedRows<ClaimedRow>(
+      'images.expiredFailed',
       `SELECT ${WORK_COLUMNS} FROM image_mirrors
       WHERE merchant_id = $1 AND origin = $2 AND state = 'pending' AND first_failure_at IS NOT NULL AND first_failure_at <= $3
       ORDER BY first_failure_at LIMIT $4 FOR UPDATE SKIP LOCKED`,
@@ -142,7 +145,8 @@ class PgImageClaimQueries implements ImageClaimQueries {
     if (!neverFetchedToo || failed.length >= limit) return failed;
     const seen = new Set(failed.map((image) => image.url));
     const waited = (
-      await this.c.rows<ClaimedRow>(
+      await this.c.preparedRows<ClaimedRow>(
+        'images.expiredWaited',
         `SELECT ${WORK_COLUMNS} FROM image_mirrors
         WHERE merchant_id = $1 AND origin = $2 AND state = 'pending' AND next_attempt_at <= $3
         ORDER BY next_attempt_at LIMIT $4 FOR UPDATE SKIP LOCKED`,

@@ -208,6 +208,8 @@ export class ImageMirror {
   private queued: QueuedImage[] = [];
   /** The queue's length after the last claim: the next claim comes at half of it. */
   private queuedAfterClaim = 0;
+  /** The last claim took every image due that it could see: the next waits for a poll or a wake-up. */
+  private claimedAllDue = false;
   /** Claims run one at a time, so that two never hand out the same free slot. */
   private claiming: Promise<unknown> = Promise.resolve();
   /** A claim started by a poll, a wake-up or a freed slot (started mirror); another is asked for meanwhile. */
@@ -284,7 +286,10 @@ export class ImageMirror {
         this.config.concurrency * CLAIM_AHEAD - this.fetches.size - this.queued.length,
         max - started - this.queued.length,
       );
-      const low = this.queued.length === 0 || this.queued.length <= this.queuedAfterClaim / 2;
+      // After a claim that came back short of its room with no merchant nor origin at its cap, every
+      // image due then was claimed (here or by another process): a freed slot does not claim again
+      // until a poll or a wake-up says more may be due.
+      const low = !this.claimedAllDue && (this.queued.length === 0 || this.queued.length <= this.queuedAfterClaim / 2);
       // Fetched images waiting for their commit hold the claims back: the commits keep up.
       if (room <= 0 || !(force || low) || this.waitingTransitions.length >= TRANSITIONS_WAITING_MAX || !still()) return started;
       const now = this.now();
@@ -307,6 +312,7 @@ export class ImageMirror {
       });
       for (const image of due) this.queued.push({ image, leasedUntil });
       this.queuedAfterClaim = this.queued.length;
+      this.claimedAllDue = due.length < room && !atCap(busy.values(), due, this.perMerchant * CLAIM_AHEAD, this.perOrigin * CLAIM_AHEAD);
       started += this.startQueued(max - started);
       return started;
     });
@@ -581,7 +587,11 @@ export class ImageMirror {
   private async recordOrigin(image: ClaimedImageMirror, outcome: FetchOutcome, now: Date): Promise<void> {
     const merchant = scopeToMerchant(this.storage, image.merchant_id);
     if (!isOriginFailure(outcome)) {
-      if (image.origin_failing) await merchant.clearImageOrigin(image.origin, now.toISOString());
+      if (image.origin_failing) {
+        await merchant.clearImageOrigin(image.origin, now.toISOString());
+        // Up again: its waiting images are due, the next freed slot claims them.
+        this.claimedAllDue = false;
+      }
       return;
     }
     // Counted in one step (several fetches of the origin fail at once); down once, by the count that reaches the limit.
@@ -692,6 +702,27 @@ export function transitionsByMerchant(
     changes.push({ url: image.url, patch });
   }
   return [...byMerchant].sort(([a], [b]) => a - b);
+}
+
+/**
+ * Whether a merchant or an origin of a merchant is at its cap of fetches (running and queued) once
+ * the claimed images are counted: a claim that came back short may have left it due work.
+ */
+export function atCap(
+  busy: Iterable<{ merchant_id: number; origin: string; fetching: number }>,
+  claimed: readonly ClaimedImageMirror[],
+  perMerchant: number,
+  perOrigin: number,
+): boolean {
+  const merchants = new Map<number, number>();
+  const origins = new Map<string, number>();
+  const count = (merchantId: number, origin: string, n: number) => {
+    merchants.set(merchantId, (merchants.get(merchantId) ?? 0) + n);
+    origins.set(`${merchantId} ${origin}`, (origins.get(`${merchantId} ${origin}`) ?? 0) + n);
+  };
+  for (const b of busy) count(b.merchant_id, b.origin, b.fetching);
+  for (const image of claimed) count(image.merchant_id, image.origin, 1);
+  return [...merchants.values()].some((n) => n >= perMerchant) || [...origins.values()].some((n) => n >= perOrigin);
 }
 
 /** The worker as `serve` and `worker` run it: local media folder, HTTP fetcher through the SSRF guard. */

@@ -25,17 +25,18 @@ export interface ImageWorkHint {
   version: number;
 }
 
-/** What an engine answers a claim with: each a bounded statement. */
+/** What an engine answers a claim with: each a bounded statement, for one merchant or a page of them. */
 export interface ImageClaimQueries {
   /** Hints due at `now`, in (dueAt, merchantId) order after `after`, at most `limit`. */
   dueMerchants(now: string, after: Pick<ImageWorkHint, 'dueAt' | 'merchantId'> | null, limit: number): Promise<ImageWorkHint[]>;
   /**
-   * The merchant's oldest due images of each origin with pending work (origins in `fullOrigins`
-   * skipped), at most `perOrigin` of each. PostgreSQL: locked (another claim skips them).
+   * Each asked merchant's oldest due images of each origin with pending work (its `fullOrigins`
+   * skipped), at most its `perOrigin` of each: a page of merchants at once (PostgreSQL: one
+   * statement; locked, another claim skips them).
    */
-  dueImagesOf(merchantId: number, now: string, fullOrigins: string[], perOrigin: number): Promise<ClaimedImageMirror[]>;
-  /** When each origin's earliest pending image of the merchant is due (one probe per origin; none: nothing pending). */
-  earliestPendingByOrigin(merchantId: number): Promise<Map<string, string>>;
+  dueImagesOf(now: string, asked: DueImagesAsked[]): Promise<ClaimedImageMirror[]>;
+  /** When each origin's earliest pending image of each merchant is due (one probe per origin; none: nothing pending). */
+  earliestPendingByOrigin(merchantIds: number[]): Promise<Map<number, Map<string, string>>>;
   /** The earliest first failure of the origin's pending images (from its index; null: none failed). */
   earliestFirstFailure(merchantId: number, origin: string): Promise<string | null>;
   /**
@@ -51,22 +52,32 @@ export interface ImageClaimQueries {
     neverFetchedToo: boolean,
     limit: number,
   ): Promise<ClaimedImageMirror[]>;
-  /** Sets the hint to dueAt (null: removes it) if its version is still hint.version. */
-  settleHint(hint: ImageWorkHint, dueAt: string | null): Promise<void>;
+  /** Sets each hint to its dueAt (null: removes it) if its version is still hint.version. */
+  settleHints(settles: { hint: ImageWorkHint; dueAt: string | null }[]): Promise<void>;
   /** Leases the images until leaseUntil. */
   lease(images: ClaimedImageMirror[], leaseUntil: string): Promise<void>;
   /**
-   * Leases the images and settles the hints (each as settleHint would) at once: an engine that
-   * can do both in one round trip offers it (PostgreSQL); otherwise lease, then settleHint each.
+   * Leases the images and settles the hints (each as settleHints would) at once: an engine that
+   * can do both in one round trip offers it (PostgreSQL); otherwise lease, then settleHints.
    */
   leaseAndSettle?(images: ClaimedImageMirror[], leaseUntil: string, settles: { hint: ImageWorkHint; dueAt: string }[]): Promise<void>;
-  /** The merchant's origins whose last fetch failed (image_origins): a few rows. */
-  failingOrigins(merchantId: number): Promise<FailingOrigin[]>;
+  /** The merchants' origins whose last fetch failed (image_origins): a few rows each. */
+  failingOrigins(merchantIds: number[]): Promise<Map<number, FailingOrigin[]>>;
   /** No other probe of the down origin until `until` (the probe's lease; its outcome sets the next one). */
   leaseProbe(merchantId: number, origin: string, until: string): Promise<void>;
 }
 
-type FailingOrigin = Pick<ImageOriginState, 'origin' | 'down_since' | 'next_probe_at' | 'last_error'>;
+/** A merchant whose due images a claim asks for. */
+export interface DueImagesAsked {
+  merchantId: number;
+  /** Origins not asked (full, or down and not due for a probe). */
+  fullOrigins: string[];
+  /** At most this many of each origin. */
+  perOrigin: number;
+}
+
+export type FailingOrigin = Pick<ImageOriginState, 'origin' | 'down_since' | 'next_probe_at' | 'last_error'>;
+type DownOrigin = FailingOrigin & { down_since: string };
 
 const later = (a: string, b: string) => (a > b ? a : b);
 const earlier = (a: string | null, b: string | null) => (a === null ? b : b === null ? a : a < b ? a : b);
@@ -77,10 +88,24 @@ const byDue = (a: ClaimedImageMirror, b: ClaimedImageMirror) => {
   return at < bt ? -1 : at > bt ? 1 : a.url < b.url ? -1 : a.url > b.url ? 1 : 0;
 };
 
+/** What a claim knows of a due merchant of its page once it has looked at its origins. */
+interface Visit {
+  hint: ImageWorkHint;
+  fetching: number;
+  fullOrigins: string[];
+  down: DownOrigin[];
+  probing: Set<string>;
+  failing: Set<string>;
+  window: number;
+  expired: ClaimedImageMirror[];
+}
+
 /**
  * Claims up to `limit` due images: merchants take turns (the fewest fetches first, then the oldest
  * due work), and within a merchant its origins; nothing past `perMerchant` fetches of a merchant nor
  * `perOrigin` of one origin of a merchant, counting those busy. See ImageStore.claimDueImageMirrors.
+ * Each page of due merchants is looked at with a few statements whatever its size (their failing
+ * origins, their due images); the hints to settle are settled together at the end.
  */
 export async function claimImages(
   queries: ImageClaimQueries,
@@ -101,28 +126,31 @@ export async function claimImages(
   const page = Math.min(limit, 1000) + busyMerchant.size;
   const candidates: ClaimedImageMirror[] = [];
   // Merchants with a down origin that had due work: settled once their images and probes are leased.
-  const settleAfterLease: { hint: ImageWorkHint; down: (FailingOrigin & { down_since: string })[] }[] = [];
+  const settleAfterLease: { hint: ImageWorkHint; down: DownOrigin[] }[] = [];
+  // Merchants with nothing due now: their hints move to when their work may be due next.
+  const settleIdle: { hint: ImageWorkHint; down: DownOrigin[] }[] = [];
   // Hints sharpened to the earliest image claimed of them: settled with the lease.
   const sharpened: { hint: ImageWorkHint; dueAt: string }[] = [];
   let idleWithWork = 0;
   let after: Pick<ImageWorkHint, 'dueAt' | 'merchantId'> | null = null;
   for (;;) {
     const hints = await queries.dueMerchants(now, after, page);
-    for (const hint of hints) {
+    const open = hints.filter((hint) => (busyMerchant.get(hint.merchantId) ?? 0) < fairness.perMerchant);
+    const failingOf = open.length > 0 ? await queries.failingOrigins(open.map((h) => h.merchantId)) : new Map<number, FailingOrigin[]>();
+    const visits: Visit[] = [];
+    for (const hint of open) {
       const fetching = busyMerchant.get(hint.merchantId) ?? 0;
-      if (fetching >= fairness.perMerchant) continue;
       const fullOrigins = fairness.busy
         .filter((b) => b.merchant_id === hint.merchantId && (busyOrigin.get(`${b.merchant_id} ${b.origin}`) ?? 0) >= fairness.perOrigin)
         .map((b) => b.origin);
       // Down origins wait for their probe time; then one image of each is their probe.
-      const failing = await queries.failingOrigins(hint.merchantId);
-      const down = failing.filter((o): o is FailingOrigin & { down_since: string } => o.down_since !== null);
+      const failing = failingOf.get(hint.merchantId) ?? [];
+      const down = failing.filter((o): o is DownOrigin => o.down_since !== null);
       const probing = new Set<string>();
       for (const origin of down) {
         if (origin.next_probe_at !== null && origin.next_probe_at > now) fullOrigins.push(origin.origin);
         else probing.add(origin.origin);
       }
-      const failingOrigins = new Set(failing.map((o) => o.origin));
       const window = Math.min(limit, fairness.perMerchant - fetching, fairness.perOrigin);
       // A down origin's backlog still ages: the images whose own time is up, at most a window of each.
       const expired: ClaimedImageMirror[] = [];
@@ -136,33 +164,105 @@ export async function claimImages(
           }
         }
       }
-      const expiredUrls = new Set(expired.map((image) => image.url));
+      visits.push({ hint, fetching, fullOrigins, down, probing, failing: new Set(failing.map((o) => o.origin)), window, expired });
+    }
+    // Each merchant's window first cut to its share of the claim when the page has more merchants
+    // than the claim has room for windows: merchants take turns, so none is given more than its
+    // share while the others fill theirs. A merchant whose cut window came back full is asked again
+    // with its whole window when its next image could take a turn the claim reaches (the claim
+    // short, or the merchant's turns coming before others' taken): the same outcome as asking
+    // everyone for whole windows, without locking and reading windows the claim cannot take.
+    const share = Math.max(1, Math.ceil(limit / Math.max(1, visits.length)));
+    const cut = (v: Visit) => Math.min(v.window, share);
+    const found = new Map<number, ClaimedImageMirror[]>();
+    const collect = (images: ClaimedImageMirror[]) => {
+      for (const image of images) {
+        const of = found.get(image.merchant_id) ?? [];
+        found.set(image.merchant_id, of);
+        if (!of.some((i) => i.url === image.url)) of.push(image);
+      }
+    };
+    if (visits.length > 0)
+      collect(
+        await queries.dueImagesOf(
+          now,
+          visits.map((v) => ({ merchantId: v.hint.merchantId, fullOrigins: v.fullOrigins, perOrigin: cut(v) })),
+        ),
+      );
+    // The merchant's due images as the claim can take them: not those expired, one probe of a down origin.
+    const dueOf = (visit: Visit): ClaimedImageMirror[] => {
+      const expiredUrls = new Set(visit.expired.map((image) => image.url));
       const probed = new Set<string>();
-      const found = await queries.dueImagesOf(hint.merchantId, now, fullOrigins, window);
-      // An up origin that gave a whole window may have more due now: the merchant's work is due still.
-      const perOrigin = new Map<string, number>();
-      for (const image of found) perOrigin.set(image.origin, (perOrigin.get(image.origin) ?? 0) + 1);
-      const moreDue = [...perOrigin].some(([origin, n]) => n >= window && !down.some((o) => o.origin === origin));
-      const due = found
+      return (found.get(visit.hint.merchantId) ?? [])
         .filter((image) => !expiredUrls.has(image.url))
         .sort(byDue)
         .filter((image) => {
-          if (!probing.has(image.origin)) return true;
+          if (!visit.probing.has(image.origin)) return true;
           if (probed.has(image.origin)) return false;
           probed.add(image.origin);
           return true;
-        })
-        .map((image) => {
-          const claimed: ClaimedImageMirror = {
-            ...image,
-            origin_failing: failingOrigins.has(image.origin),
-            probe: probing.has(image.origin),
-          };
-          const downSince = probing.has(image.origin) ? down.find((o) => o.origin === image.origin)!.down_since : null;
-          if (downSince !== null && image.first_failure_at === null)
-            claimed.waiting_since = later(downSince, image.next_attempt_at ?? downSince);
-          return claimed;
         });
+    };
+    // An origin (not probed) that gave a whole window may have more due.
+    const wholeWindows = (visit: Visit, window: number) => {
+      const perOrigin = new Map<string, number>();
+      for (const image of found.get(visit.hint.merchantId) ?? []) perOrigin.set(image.origin, (perOrigin.get(image.origin) ?? 0) + 1);
+      return [...perOrigin].filter(([origin, n]) => n >= window && !visit.probing.has(origin)).map(([origin]) => origin);
+    };
+    const truncated = visits.filter((v) => cut(v) < v.window && wholeWindows(v, cut(v)).length > 0);
+    const askedWhole = new Set<number>();
+    if (truncated.length > 0) {
+      const pageCandidates = visits.flatMap((v) => [...dueOf(v), ...v.expired]);
+      const taken = takeImageTurns([...candidates, ...pageCandidates], limit, fairness, busyMerchant, busyOrigin);
+      // The last merchant turn the claim reaches: a truncated merchant whose next image would take a
+      // turn up to it could change the outcome (the claim short of its limit: any could).
+      const takenOf = new Map<number, number>();
+      for (const image of taken) takenOf.set(image.merchant_id, (takenOf.get(image.merchant_id) ?? 0) + 1);
+      const lastTurn = Math.max(0, ...[...takenOf].map(([merchantId, n]) => (busyMerchant.get(merchantId) ?? 0) + n));
+      const couldGain = (v: Visit) => {
+        const merchantId = v.hint.merchantId;
+        // Each candidate's turn within its origin; an image past an origin's cut window comes after all of that origin's.
+        const originTurns: number[] = [];
+        const seen = new Map<string, number>();
+        for (const image of [...dueOf(v), ...v.expired].sort(byDue)) {
+          const turn = (seen.get(image.origin) ?? busyOrigin.get(`${merchantId} ${image.origin}`) ?? 0) + 1;
+          seen.set(image.origin, turn);
+          originTurns.push(turn);
+        }
+        return wholeWindows(v, cut(v)).some((origin) => {
+          const originTurn = (busyOrigin.get(`${merchantId} ${origin}`) ?? 0) + cut(v) + 1;
+          if (originTurn > fairness.perOrigin) return false;
+          const merchantTurn = (busyMerchant.get(merchantId) ?? 0) + originTurns.filter((t) => t < originTurn).length + 1;
+          return merchantTurn <= fairness.perMerchant && merchantTurn <= lastTurn;
+        });
+      };
+      const again = taken.length < limit ? truncated : truncated.filter(couldGain);
+      if (again.length > 0) {
+        collect(
+          await queries.dueImagesOf(
+            now,
+            again.map((v) => ({ merchantId: v.hint.merchantId, fullOrigins: v.fullOrigins, perOrigin: v.window })),
+          ),
+        );
+        for (const v of again) askedWhole.add(v.hint.merchantId);
+      }
+    }
+    for (const visit of visits) {
+      const { hint, fetching, fullOrigins, down, probing, failing, expired } = visit;
+      // An up origin that gave a whole window (as asked) may have more due now: the merchant's work is due still.
+      const window = askedWhole.has(hint.merchantId) ? visit.window : cut(visit);
+      const moreDue = wholeWindows(visit, window).some((origin) => !down.some((o) => o.origin === origin));
+      const due = dueOf(visit).map((image) => {
+        const claimed: ClaimedImageMirror = {
+          ...image,
+          origin_failing: failing.has(image.origin),
+          probe: probing.has(image.origin),
+        };
+        const downSince = probing.has(image.origin) ? down.find((o) => o.origin === image.origin)!.down_since : null;
+        if (downSince !== null && image.first_failure_at === null)
+          claimed.waiting_since = later(downSince, image.next_attempt_at ?? downSince);
+        return claimed;
+      });
       if (due.length > 0 || expired.length > 0) {
         candidates.push(...due, ...expired);
         if (fetching === 0) idleWithWork++;
@@ -184,9 +284,9 @@ export async function claimImages(
         continue;
       }
       // Nothing due here now (leased, backing off, down, or the origins with due work are full): the
-      // hint moves to when the merchant's work may be due next, or goes when there is none.
-      const next = await nextWorkAt(queries, hint.merchantId, down, fairness.deadAfterMs);
-      if (next === null || next > now) await queries.settleHint(hint, next);
+      // hint moves to when the merchant's work may be due next, or goes when there is none (its
+      // pending images are not claimed: the same whether looked at now or after the lease).
+      settleIdle.push({ hint, down });
     }
     if (hints.length < page || idleWithWork >= limit) break;
     const last = hints[hints.length - 1]!;
@@ -196,34 +296,50 @@ export async function claimImages(
   if (chosen.length > 0 && queries.leaseAndSettle) await queries.leaseAndSettle(chosen, leaseUntil, sharpened);
   else {
     if (chosen.length > 0) await queries.lease(chosen, leaseUntil);
-    for (const { hint, dueAt } of sharpened) await queries.settleHint(hint, dueAt);
+    if (sharpened.length > 0) await queries.settleHints(sharpened);
   }
   for (const image of chosen) if (image.probe) await queries.leaseProbe(image.merchant_id, image.origin, leaseUntil);
+  const toSettle = [...settleIdle];
   for (const { hint, down } of settleAfterLease) {
     // Nothing chosen of it (the claim was full): its work is still due, the hint stays.
-    const probed = new Set(chosen.filter((i) => i.probe && i.merchant_id === hint.merchantId).map((i) => i.origin));
     if (!chosen.some((i) => i.merchant_id === hint.merchantId)) continue;
-    const leased = down.map((o) => (probed.has(o.origin) ? { ...o, next_probe_at: leaseUntil } : o));
-    const next = await nextWorkAt(queries, hint.merchantId, leased, fairness.deadAfterMs);
-    if (next === null || next > now) await queries.settleHint(hint, next);
+    const probed = new Set(chosen.filter((i) => i.probe && i.merchant_id === hint.merchantId).map((i) => i.origin));
+    toSettle.push({ hint, down: down.map((o) => (probed.has(o.origin) ? { ...o, next_probe_at: leaseUntil } : o)) });
+  }
+  if (toSettle.length > 0) {
+    const settles: { hint: ImageWorkHint; dueAt: string | null }[] = [];
+    const pendingOf = await queries.earliestPendingByOrigin(toSettle.map((s) => s.hint.merchantId));
+    for (const { hint, down } of toSettle) {
+      const next = await nextWorkAt(
+        queries,
+        hint.merchantId,
+        pendingOf.get(hint.merchantId) ?? new Map<string, string>(),
+        down,
+        fairness.deadAfterMs,
+      );
+      if (next === null || next > now) settles.push({ hint, dueAt: next });
+    }
+    if (settles.length > 0) await queries.settleHints(settles);
   }
   return chosen;
 }
 
 /**
- * When the merchant's pending work may be claimed next (a lower bound; null: nothing is pending):
- * an up origin's earliest pending image; a down origin's next probe (once one of its images is due)
- * or the first of its images' own times to be up, whichever comes first.
+ * When the merchant's pending work may be claimed next (a lower bound; null: nothing is pending),
+ * from the earliest pending image of each of its origins: an up origin's; a down origin's next
+ * probe (once one of its images is due) or the first of its images' own times to be up, whichever
+ * comes first.
  */
 async function nextWorkAt(
   queries: ImageClaimQueries,
   merchantId: number,
-  down: (FailingOrigin & { down_since: string })[],
+  earliestByOrigin: Map<string, string>,
+  down: DownOrigin[],
   deadAfterMs: number | undefined,
 ): Promise<string | null> {
   const downByOrigin = new Map(down.map((o) => [o.origin, o]));
   let next: string | null = null;
-  for (const [origin, earliest] of await queries.earliestPendingByOrigin(merchantId)) {
+  for (const [origin, earliest] of earliestByOrigin) {
     const isDown = downByOrigin.get(origin);
     if (!isDown) {
       next = earlier(next, earliest);

@@ -1,5 +1,5 @@
 // Image mirroring state per (merchant, source URL) on PostgreSQL, claimed by several mirrors at once.
-import { claimImages, type ImageClaimQueries, type ImageWorkHint } from '../image-claims.js';
+import { claimImages, type DueImagesAsked, type FailingOrigin, type ImageClaimQueries, type ImageWorkHint } from '../image-claims.js';
 import { UNCAPPED_IMAGE_CLAIM, type ImageClaimFairness, type ImageMirrorChange, type ImageStore } from '../port.js';
 import type { ClaimedImageMirror, ImageOriginState } from '../records.js';
 import type { ImageMirrorRecord, ImageMirrorWork, ImageStateCounts } from '../../catalog/model.js';
@@ -52,6 +52,20 @@ const PENDING_ORIGINS = `WITH RECURSIVE origins(origin) AS (
     FROM origins AS o WHERE o.origin IS NOT NULL
   )`;
 
+/**
+ * The origins with pending images of each merchant of $1 (bigint[]): the same loose index scan, for
+ * a page of merchants at once.
+ */
+const PENDING_ORIGINS_OF = `WITH RECURSIVE asked(merchant_id) AS (SELECT DISTINCT unnest($1::bigint[])),
+  origins(merchant_id, origin) AS (
+    SELECT a.merchant_id, (SELECT min(i.origin) FROM image_mirrors AS i WHERE i.merchant_id = a.merchant_id AND i.state = 'pending')
+    FROM asked AS a
+    UNION ALL
+    SELECT o.merchant_id, (SELECT min(i.origin) FROM image_mirrors AS i
+      WHERE i.merchant_id = o.merchant_id AND i.state = 'pending' AND i.origin > o.origin)
+    FROM origins AS o WHERE o.origin IS NOT NULL
+  )`;
+
 /** The claim's statements on PostgreSQL, in the claim's transaction: rows are locked, and another mirror's claim skips them. */
 class PgImageClaimQueries implements ImageClaimQueries {
   constructor(private readonly c: PgConnection) {}
@@ -65,37 +79,45 @@ class PgImageClaimQueries implements ImageClaimQueries {
     );
   }
 
-  async dueImagesOf(merchantId: number, now: string, fullOrigins: string[], perOrigin: number): Promise<ClaimedImageMirror[]> {
-    // A loose index scan of the merchant's origins with pending work (one probe each), then each
-    // origin's oldest due images from the same index.
+  async dueImagesOf(now: string, asked: DueImagesAsked[]): Promise<ClaimedImageMirror[]> {
+    // One statement for the page of merchants: a loose index scan of each one's origins with pending
+    // work (one probe each), then each origin's oldest due images from the same index, at most the
+    // merchant's window of each (its full origins skipped).
+    const full = asked.flatMap((a) => a.fullOrigins.map((origin) => [a.merchantId, origin] as const));
     return this.c.preparedRows<ClaimedRow>(
-      'images.dueImagesOf',
-      `${PENDING_ORIGINS}
-      SELECT d.* FROM origins AS o CROSS JOIN LATERAL (
+      'images.dueImagesOfMerchants',
+      `${PENDING_ORIGINS_OF}
+      SELECT d.* FROM origins AS o JOIN unnest($1::bigint[], $2::integer[]) AS w(merchant_id, per_origin) ON w.merchant_id = o.merchant_id
+      CROSS JOIN LATERAL (
         SELECT ${WORK_COLUMNS} FROM image_mirrors AS e
-        WHERE e.merchant_id = $1 AND e.state = 'pending' AND e.origin = o.origin AND e.next_attempt_at <= $2
-        ORDER BY e.next_attempt_at LIMIT $4 FOR UPDATE SKIP LOCKED
+        WHERE e.merchant_id = o.merchant_id AND e.state = 'pending' AND e.origin = o.origin AND e.next_attempt_at <= $3
+        ORDER BY e.next_attempt_at LIMIT w.per_origin FOR UPDATE SKIP LOCKED
       ) AS d
-      WHERE o.origin IS NOT NULL AND o.origin <> ALL($3::text[])`,
-      [merchantId, now, fullOrigins, perOrigin],
+      WHERE o.origin IS NOT NULL
+        AND NOT EXISTS (SELECT 1 FROM unnest($4::bigint[], $5::text[]) AS f(merchant_id, origin) WHERE f.merchant_id = o.merchant_id AND f.origin = o.origin)`,
+      [asked.map((a) => a.merchantId), asked.map((a) => a.perOrigin), now, full.map(([m]) => m), full.map(([, origin]) => origin)],
     );
   }
 
-  async earliestPendingByOrigin(merchantId: number): Promise<Map<string, string>> {
-    // The earliest of each origin (one probe per origin, from the same index as the claim's).
-    const rows = await this.c.rows<{ origin: string; at: string } & Record<string, unknown>>(
-      `${PENDING_ORIGINS}
-      SELECT o.origin, d.at FROM origins AS o CROSS JOIN LATERAL (
-        SELECT e.next_attempt_at AS at FROM image_mirrors AS e WHERE e.merchant_id = $1 AND e.state = 'pending' AND e.origin = o.origin
+  async earliestPendingByOrigin(merchantIds: number[]): Promise<Map<number, Map<string, string>>> {
+    // The earliest of each origin of each merchant (one probe per origin, from the same index as the claim's).
+    const rows = await this.c.preparedRows<{ merchant_id: number; origin: string; at: string } & Record<string, unknown>>(
+      'images.earliestPendingByOrigin',
+      `${PENDING_ORIGINS_OF}
+      SELECT o.merchant_id, o.origin, d.at FROM origins AS o CROSS JOIN LATERAL (
+        SELECT e.next_attempt_at AS at FROM image_mirrors AS e WHERE e.merchant_id = o.merchant_id AND e.state = 'pending' AND e.origin = o.origin
         ORDER BY e.next_attempt_at LIMIT 1
       ) AS d WHERE o.origin IS NOT NULL AND d.at IS NOT NULL`,
-      [merchantId],
+      [merchantIds],
     );
-    return new Map(rows.map((r) => [r.origin, r.at]));
+    const earliest = new Map<number, Map<string, string>>(merchantIds.map((id) => [id, new Map()]));
+    for (const row of rows) earliest.get(Number(row.merchant_id))?.set(row.origin, row.at);
+    return earliest;
   }
 
   async earliestFirstFailure(merchantId: number, origin: string): Promise<string | null> {
-    const row = await this.c.one<{ at: string | null }>(
+    const [row] = await this.c.preparedRows<{ at: string | null }>(
+      'images.earliestFirstFailure',
       `SELECT first_failure_at AS at FROM image_mirrors
       WHERE merchant_id = $1 AND origin = $2 AND state = 'pending' AND first_failure_at IS NOT NULL
       ORDER BY first_failure_at LIMIT 1`,
@@ -112,7 +134,9 @@ class PgImageClaimQueries implements ImageClaimQueries {
     limit: number,
   ): Promise<ClaimedImageMirror[]> {
     // Two ranges of two indexes (by first failure; by next attempt), each exact: every row read is one.
-    const failed = await this.c.rows<ClaimedRow>(
+    // Prepared: a claim beside a down origin runs them at every claim (planning was most of their cost).
+    const failed = await this.c.preparedRows<ClaimedRow>(
+      'images.expiredFailed',
       `SELECT ${WORK_COLUMNS} FROM image_mirrors
       WHERE merchant_id = $1 AND origin = $2 AND state = 'pending' AND first_failure_at IS NOT NULL AND first_failure_at <= $3
       ORDER BY first_failure_at LIMIT $4 FOR UPDATE SKIP LOCKED`,
@@ -121,7 +145,8 @@ class PgImageClaimQueries implements ImageClaimQueries {
     if (!neverFetchedToo || failed.length >= limit) return failed;
     const seen = new Set(failed.map((image) => image.url));
     const waited = (
-      await this.c.rows<ClaimedRow>(
+      await this.c.preparedRows<ClaimedRow>(
+        'images.expiredWaited',
         `SELECT ${WORK_COLUMNS} FROM image_mirrors
         WHERE merchant_id = $1 AND origin = $2 AND state = 'pending' AND next_attempt_at <= $3
         ORDER BY next_attempt_at LIMIT $4 FOR UPDATE SKIP LOCKED`,
@@ -131,17 +156,26 @@ class PgImageClaimQueries implements ImageClaimQueries {
     return [...failed, ...waited].slice(0, limit);
   }
 
-  async settleHint(hint: ImageWorkHint, dueAt: string | null): Promise<void> {
-    // A hint another transaction is lowering is left to it (SKIP LOCKED): its version moves anyway.
-    const locked = `merchant_id IN (SELECT merchant_id FROM image_work_merchants WHERE merchant_id = $1 AND version = $2 FOR UPDATE SKIP LOCKED)`;
-    if (dueAt === null)
-      await this.c.preparedRun('images.removeHint', `DELETE FROM image_work_merchants WHERE ${locked}`, [hint.merchantId, hint.version]);
-    else
-      await this.c.preparedRun('images.settleHint', `UPDATE image_work_merchants SET due_at = $3 WHERE ${locked}`, [
-        hint.merchantId,
-        hint.version,
-        dueAt,
-      ]);
+  async settleHints(settles: { hint: ImageWorkHint; dueAt: string | null }[]): Promise<void> {
+    // One statement: each hint's compare-and-set on its version (a hint another transaction is
+    // lowering is left to it, SKIP LOCKED: its version moves anyway); a null due time removes it.
+    await this.c.preparedRows(
+      'images.settleHints',
+      `WITH s AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[]) AS s(merchant_id, version, due_at)),
+      locked AS (
+        SELECT h.merchant_id FROM image_work_merchants AS h JOIN s ON h.merchant_id = s.merchant_id AND h.version = s.version
+        FOR UPDATE OF h SKIP LOCKED
+      ), removed AS (
+        DELETE FROM image_work_merchants AS w USING s
+        WHERE w.merchant_id = s.merchant_id AND s.due_at IS NULL AND w.merchant_id IN (SELECT merchant_id FROM locked)
+        RETURNING 1
+      ), settled AS (
+        UPDATE image_work_merchants AS w SET due_at = s.due_at FROM s
+        WHERE w.merchant_id = s.merchant_id AND s.due_at IS NOT NULL AND w.merchant_id IN (SELECT merchant_id FROM locked)
+        RETURNING 1
+      ) SELECT (SELECT count(*) FROM removed)::integer AS removed, (SELECT count(*) FROM settled)::integer AS settled`,
+      [settles.map((s) => s.hint.merchantId), settles.map((s) => s.hint.version), settles.map((s) => s.dueAt)],
+    );
   }
 
   async lease(images: ClaimedImageMirror[], leaseUntil: string): Promise<void> {
@@ -182,12 +216,15 @@ class PgImageClaimQueries implements ImageClaimQueries {
     );
   }
 
-  async failingOrigins(merchantId: number): Promise<Pick<ImageOriginState, 'origin' | 'down_since' | 'next_probe_at' | 'last_error'>[]> {
-    return this.c.preparedRows<Pick<ImageOriginState, 'origin' | 'down_since' | 'next_probe_at' | 'last_error'> & Record<string, unknown>>(
-      'images.failingOrigins',
-      'SELECT origin, down_since, next_probe_at, last_error FROM image_origins WHERE merchant_id = $1',
-      [merchantId],
+  async failingOrigins(merchantIds: number[]): Promise<Map<number, FailingOrigin[]>> {
+    const rows = await this.c.preparedRows<FailingOrigin & { merchant_id: number } & Record<string, unknown>>(
+      'images.failingOriginsOf',
+      'SELECT merchant_id, origin, down_since, next_probe_at, last_error FROM image_origins WHERE merchant_id = ANY($1::bigint[])',
+      [merchantIds],
     );
+    const failing = new Map<number, FailingOrigin[]>(merchantIds.map((id) => [id, []]));
+    for (const { merchant_id, ...origin } of rows) failing.get(Number(merchant_id))?.push(origin);
+    return failing;
   }
 
   async leaseProbe(merchantId: number, origin: string, until: string): Promise<void> {
@@ -288,12 +325,15 @@ export class PgImages implements ImageStore {
     if ([...last.values()].some((patch) => patch.state === 'pending')) await notifyWork(this.c, 'images');
     if (last.size === 0) return [];
     // Their products, locked in id order as productIdsWithImage locks them (in a write transaction).
+    // Their ids from the links first (an index range per URL), then those rows by primary key: as a
+    // semi-join under ORDER BY p.id the planner walked every product of the merchant in id order
+    // (22 ms a commit at 22,000 products, for a few dozen).
     const lock = this.c.inWriteTransaction;
     return (
       await this.c.preparedRows<{ id: number }>(
         lock ? 'images.productsOfImages.locked' : 'images.productsOfImages',
-        `SELECT p.id FROM products AS p WHERE p.merchant_id = $1 AND p.id IN (SELECT l.product_id FROM product_links AS l
-          WHERE l.merchant_id = $1 AND l.kind = 'image' AND l.value = ANY($2::text[]))
+        `SELECT p.id FROM products AS p WHERE p.id = ANY(ARRAY(SELECT l.product_id FROM product_links AS l
+          WHERE l.merchant_id = $1 AND l.kind = 'image' AND l.value = ANY($2::text[]))) AND p.merchant_id = $1
         ORDER BY p.id ${lock ? 'FOR NO KEY UPDATE OF p' : ''}`,
         [merchantId, [...last.keys()]],
       )

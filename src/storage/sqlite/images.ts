@@ -1,5 +1,5 @@
 // Image mirroring state per (merchant, source URL) on SQLite.
-import { claimImages, type ImageClaimQueries, type ImageWorkHint } from '../image-claims.js';
+import { claimImages, type DueImagesAsked, type FailingOrigin, type ImageClaimQueries, type ImageWorkHint } from '../image-claims.js';
 import { UNCAPPED_IMAGE_CLAIM, type ImageClaimFairness, type ImageMirrorChange, type ImageStore } from '../port.js';
 import type { ClaimedImageMirror, ImageOriginState } from '../records.js';
 import type { ImageMirrorRecord, ImageMirrorWork, ImageStateCounts } from '../../catalog/model.js';
@@ -53,30 +53,35 @@ class SqliteImageClaimQueries implements ImageClaimQueries {
       .all({ now, after_due: after?.dueAt ?? '', after_merchant: after?.merchantId ?? 0, limit }) as ImageWorkHint[];
   }
 
-  async dueImagesOf(merchantId: number, now: string, fullOrigins: string[], perOrigin: number): Promise<ClaimedImageMirror[]> {
-    // A loose index scan of the merchant's origins with pending work (one probe each), then each
-    // origin's oldest due images from the same index.
-    return this.c
-      .stmt(`${PENDING_ORIGINS}
+  async dueImagesOf(now: string, asked: DueImagesAsked[]): Promise<ClaimedImageMirror[]> {
+    // Per merchant (in process, a statement costs no round trip): a loose index scan of its origins
+    // with pending work (one probe each), then each origin's oldest due images from the same index.
+    const statement = this.c.stmt(`${PENDING_ORIGINS}
       SELECT ${WORK_COLUMNS.replace(/(\w+)/g, 'd.$1')} FROM origins AS o, image_mirrors AS d
       WHERE o.origin IS NOT NULL AND o.origin NOT IN (SELECT value FROM json_each(@full))
         AND d.rowid IN (SELECT e.rowid FROM image_mirrors AS e
           WHERE e.merchant_id = @merchant AND e.state = 'pending' AND e.origin = o.origin AND e.next_attempt_at <= @now
-          ORDER BY e.next_attempt_at LIMIT @per_origin)`)
-      .all({ merchant: merchantId, now, full: JSON.stringify(fullOrigins), per_origin: perOrigin }) as ClaimedImageMirror[];
+          ORDER BY e.next_attempt_at LIMIT @per_origin)`);
+    return asked.flatMap(
+      ({ merchantId, fullOrigins, perOrigin }) =>
+        statement.all({ merchant: merchantId, now, full: JSON.stringify(fullOrigins), per_origin: perOrigin }) as ClaimedImageMirror[],
+    );
   }
 
-  async earliestPendingByOrigin(merchantId: number): Promise<Map<string, string>> {
+  async earliestPendingByOrigin(merchantIds: number[]): Promise<Map<number, Map<string, string>>> {
     // The earliest of each origin: one probe per origin (LIMIT 1 of an index range, never a min() over a
     // down origin's whole backlog), from the same index as the claim's.
-    const rows = this.c
-      .stmt(`${PENDING_ORIGINS}
+    const statement = this.c.stmt(`${PENDING_ORIGINS}
       SELECT o.origin, (SELECT e.next_attempt_at FROM image_mirrors AS e
         WHERE e.merchant_id = @merchant AND e.state = 'pending' AND e.origin = o.origin AND e.next_attempt_at IS NOT NULL
         ORDER BY e.next_attempt_at LIMIT 1) AS at
-      FROM origins AS o WHERE o.origin IS NOT NULL`)
-      .all({ merchant: merchantId }) as { origin: string; at: string | null }[];
-    return new Map(rows.filter((r) => r.at !== null).map((r) => [r.origin, r.at!]));
+      FROM origins AS o WHERE o.origin IS NOT NULL`);
+    const earliest = new Map<number, Map<string, string>>();
+    for (const merchantId of merchantIds) {
+      const rows = statement.all({ merchant: merchantId }) as { origin: string; at: string | null }[];
+      earliest.set(merchantId, new Map(rows.filter((r) => r.at !== null).map((r) => [r.origin, r.at!])));
+    }
+    return earliest;
   }
 
   async earliestFirstFailure(merchantId: number, origin: string): Promise<string | null> {
@@ -115,13 +120,15 @@ class SqliteImageClaimQueries implements ImageClaimQueries {
     return [...failed, ...waited].slice(0, limit);
   }
 
-  async settleHint(hint: ImageWorkHint, dueAt: string | null): Promise<void> {
-    if (dueAt === null) {
-      this.c.stmt('DELETE FROM image_work_merchants WHERE merchant_id = ? AND version = ?').run(hint.merchantId, hint.version);
-    } else {
-      this.c
-        .stmt('UPDATE image_work_merchants SET due_at = ? WHERE merchant_id = ? AND version = ?')
-        .run(dueAt, hint.merchantId, hint.version);
+  async settleHints(settles: { hint: ImageWorkHint; dueAt: string | null }[]): Promise<void> {
+    for (const { hint, dueAt } of settles) {
+      if (dueAt === null) {
+        this.c.stmt('DELETE FROM image_work_merchants WHERE merchant_id = ? AND version = ?').run(hint.merchantId, hint.version);
+      } else {
+        this.c
+          .stmt('UPDATE image_work_merchants SET due_at = ? WHERE merchant_id = ? AND version = ?')
+          .run(dueAt, hint.merchantId, hint.version);
+      }
     }
   }
 
@@ -130,10 +137,9 @@ class SqliteImageClaimQueries implements ImageClaimQueries {
     for (const image of images) lease.run(leaseUntil, image.merchant_id, image.url);
   }
 
-  async failingOrigins(merchantId: number): Promise<Pick<ImageOriginState, 'origin' | 'down_since' | 'next_probe_at' | 'last_error'>[]> {
-    return this.c
-      .stmt('SELECT origin, down_since, next_probe_at, last_error FROM image_origins WHERE merchant_id = ?')
-      .all(merchantId) as Pick<ImageOriginState, 'origin' | 'down_since' | 'next_probe_at' | 'last_error'>[];
+  async failingOrigins(merchantIds: number[]): Promise<Map<number, FailingOrigin[]>> {
+    const statement = this.c.stmt('SELECT origin, down_since, next_probe_at, last_error FROM image_origins WHERE merchant_id = ?');
+    return new Map(merchantIds.map((merchantId) => [merchantId, statement.all(merchantId) as FailingOrigin[]]));
   }
 
   async leaseProbe(merchantId: number, origin: string, until: string): Promise<void> {

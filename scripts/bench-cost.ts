@@ -412,11 +412,12 @@ async function runEngine(engine: Engine, peers: Peers, tempDir: string): Promise
       try {
         const admin = new AdminClient(serve.base, ADMIN_TOKEN);
         const measure = async (
-          work: () => Promise<{ units: number; end?: CpuMark; endScrape?: Scrape; detail: Record<string, unknown> }>,
+          work: () => Promise<{ units: number; start?: CpuMark; end?: CpuMark; endScrape?: Scrape; detail: Record<string, unknown> }>,
         ): Promise<Omit<UnitResult, 'idleMsPerSecond' | 'unit'>> => {
           const scrape0 = await scrape(serve);
-          const mark0 = mark(pid, postgres);
+          const done0 = mark(pid, postgres);
           const done = await work();
+          const mark0 = done.start ?? done0;
           const mark1 = done.end ?? mark(pid, postgres);
           const scrape1 = done.endScrape ?? (await scrape(serve));
           const cpu = spent(pid, mark0, mark1);
@@ -507,10 +508,15 @@ async function runEngine(engine: Engine, peers: Peers, tempDir: string): Promise
             );
             if (last.deliveries === 0) log(`no delivery reached the receiver; serve's output:\n${serve.output().slice(-4000)}`);
             const cold = spent(pid, fromStart, last.mark);
+            // An outbox the warm-up drained (a small run) leaves the window nothing: the unit is then
+            // the figure from /readyz on.
+            const drained = WARMUP_DELIVERIES > 0 && last.deliveries === beforeWindow;
+            if (drained) log(`the warm-up drained the outbox (${beforeWindow} deliveries): the unit is measured from /readyz on`);
             return {
               // With a warm-up, the deliveries in the window; without one, those the receiver had
               // before the window opened too (counted as units, their CPU not).
-              units: WARMUP_DELIVERIES > 0 ? last.deliveries - beforeWindow : last.deliveries,
+              units: WARMUP_DELIVERIES > 0 && !drained ? last.deliveries - beforeWindow : last.deliveries,
+              ...(drained ? { start: fromStart } : {}),
               end: last.mark,
               endScrape: last.scrape,
               // What was still waiting at the end, the outcomes serve counted, and the figure from
@@ -519,6 +525,7 @@ async function runEngine(engine: Engine, peers: Peers, tempDir: string): Promise
                 before_window: beforeWindow,
                 waiting_at_end: waitingIn(latest),
                 outcomes,
+                warmup_drained: drained,
                 from_start: {
                   units: last.deliveries,
                   cpuMsPerUnit: (cold.serveMs + cold.dbMs) / Math.max(1, last.deliveries),

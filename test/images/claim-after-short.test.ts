@@ -3,14 +3,10 @@
 // is a write transaction; with many merchants a few images due each, and several processes, claiming
 // again at every freed slot cost more than the images). A poll or a wake-up claims again.
 import { describe, expect, it, vi } from 'vitest';
-import { CatalogPublisher } from '../../src/catalog/publish.js';
-import type { Config } from '../../src/config.js';
-import { LocalFolderMediaStore } from '../../src/images/media-store.js';
-import { atCap, HttpImageFetcher, ImageMirror } from '../../src/images/mirror.js';
-import { AddressGuard } from '../../src/outbound/address-guard.js';
+import { atCap } from '../../src/images/mirror.js';
 import type { ClaimedImageMirror } from '../../src/storage/port.js';
-import { cleanupsAfterEach, listeningStorage, sleep, timingCalls } from '../support/idle-worker.js';
-import { startImageWorld, type ImageWorld } from './world.js';
+import { cleanupsAfterEach, sleep } from '../support/idle-worker.js';
+import { countingMirror, startImageWorld, type ImageWorld } from './world.js';
 
 let world: ImageWorld | undefined;
 const cleanups = cleanupsAfterEach(async () => {
@@ -19,23 +15,8 @@ const cleanups = cleanupsAfterEach(async () => {
 });
 
 /** A started mirror of one fetch slot, its timed poll out of the way (a minute), counting its claims. */
-async function startedMirror(w: ImageWorld) {
-  const claims: number[] = [];
-  const counted = timingCalls(await listeningStorage(w.service, false, cleanups), 'claimDueImageMirrors', claims);
-  const config: Config['images'] = { ...w.service.config.images, concurrency: 1, pollIntervalMs: 60_000, idlePollMaxMs: 60_000 };
-  const mirror = new ImageMirror(
-    counted,
-    new LocalFolderMediaStore(w.mediaDir),
-    new HttpImageFetcher(new AddressGuard(['127.0.0.1']), config),
-    config,
-    w.service.url,
-    w.clock.now,
-    new CatalogPublisher(w.clock.now, 2000),
-  );
-  mirror.start();
-  cleanups.push(() => mirror.stop());
-  return { claims, storage: counted };
-}
+const startedMirror = (w: ImageWorld) =>
+  countingMirror(w, { concurrency: 1, pollIntervalMs: 60_000, idlePollMaxMs: 60_000 }, false, cleanups);
 
 describe('a mirror after a claim that took every due image', () => {
   it('fetches what it queued without claiming again, and claims again at a wake-up', async () => {

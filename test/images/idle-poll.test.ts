@@ -2,14 +2,9 @@
 // its claims, and a write that adds images (on PostgreSQL from another process's connection, NOTIFY;
 // on SQLite this process's commit) wakes it at once.
 import { describe, expect, it, vi } from 'vitest';
-import { CatalogPublisher } from '../../src/catalog/publish.js';
-import type { Config } from '../../src/config.js';
-import { LocalFolderMediaStore } from '../../src/images/media-store.js';
-import { HttpImageFetcher, ImageMirror } from '../../src/images/mirror.js';
-import { AddressGuard } from '../../src/outbound/address-guard.js';
 import { severalConnections, TEST_ENGINE } from '../support/engine.js';
-import { backedOff, cleanupsAfterEach, listeningStorage, sleep, timingCalls } from '../support/idle-worker.js';
-import { startImageWorld, type ImageWorld } from './world.js';
+import { backedOff, cleanupsAfterEach, sleep } from '../support/idle-worker.js';
+import { countingMirror, startImageWorld, type ImageWorld } from './world.js';
 
 let world: ImageWorld | undefined;
 const cleanups = cleanupsAfterEach(async () => {
@@ -17,29 +12,10 @@ const cleanups = cleanupsAfterEach(async () => {
   world = undefined;
 });
 
-/** A started mirror of its own on `storage` (on PostgreSQL another process's), counting its claims with the time of each. */
-async function idleMirror(w: ImageWorld, images: Partial<Config['images']>, otherConnection: boolean) {
-  const claims: number[] = [];
-  const counted = timingCalls(await listeningStorage(w.service, otherConnection, cleanups), 'claimDueImageMirrors', claims);
-  const config = { ...w.service.config.images, ...images };
-  const mirror = new ImageMirror(
-    counted,
-    new LocalFolderMediaStore(w.mediaDir),
-    new HttpImageFetcher(new AddressGuard(['127.0.0.1']), config),
-    config,
-    w.service.url,
-    w.clock.now,
-    new CatalogPublisher(w.clock.now, 2000),
-  );
-  mirror.start();
-  cleanups.push(() => mirror.stop());
-  return { claims };
-}
-
 describe('an idle mirror', () => {
   it('claims at most 14 times in 1.2 s while wake-ups are heard (60 at its 20 ms interval)', async () => {
     world = await startImageWorld();
-    const { claims } = await idleMirror(world, { pollIntervalMs: 20, idlePollMaxMs: 250 }, false);
+    const { claims } = await countingMirror(world, { pollIntervalMs: 20, idlePollMaxMs: 250 }, false, cleanups);
     await sleep(1200);
     expect(claims.length).toBeGreaterThanOrEqual(4);
     expect(claims.length).toBeLessThanOrEqual(14);
@@ -47,7 +23,7 @@ describe('an idle mirror', () => {
 
   severalConnections.it('is woken at once by a write that adds images (on PostgreSQL from another process)', async () => {
     world = await startImageWorld();
-    const { claims } = await idleMirror(world, { pollIntervalMs: 20, idlePollMaxMs: 60_000 }, TEST_ENGINE === 'postgres');
+    const { claims } = await countingMirror(world, { pollIntervalMs: 20, idlePollMaxMs: 60_000 }, TEST_ENGINE === 'postgres', cleanups);
     await backedOff(claims);
     const lastIdleClaim = claims.at(-1)!;
     const url = world.images.url('/png/woken.png');

@@ -19,6 +19,7 @@ import { adminOk, createMerchant, importNdjson, type MerchantHandle } from '../s
 import { fakeClock, type FakeClock } from '../support/clock.js';
 import { ImageServer } from '../support/image-server.js';
 import { startTestService, type TestResponse, type TestService } from '../support/service.js';
+import { listeningStorage, timingCalls } from '../support/idle-worker.js';
 
 export { HOUR, MINUTE, SECOND, fakeClock, type FakeClock } from '../support/clock.js';
 
@@ -241,3 +242,31 @@ export function byProduct(recorded: Record<Slug, Recorded[]>): Record<Slug, Reco
 }
 
 export const NOTHING: Record<Slug, Recorded[]> = { de: [], pl: [] };
+
+/**
+ * A started mirror of its own on the world's storage (`otherConnection`: on PostgreSQL another
+ * process's, opened anew), with `images` over the world's settings, counting its claims with the
+ * time of each; stopped (and its storage closed) by `cleanups`.
+ */
+export async function countingMirror(
+  w: ImageWorld,
+  images: Partial<Config['images']>,
+  otherConnection: boolean,
+  cleanups: (() => Promise<void>)[],
+): Promise<{ claims: number[]; storage: CatalogStorage }> {
+  const claims: number[] = [];
+  const counted = timingCalls(await listeningStorage(w.service, otherConnection, cleanups), 'claimDueImageMirrors', claims);
+  const config = { ...w.service.config.images, ...images };
+  const mirror = new ImageMirror(
+    counted,
+    new LocalFolderMediaStore(w.mediaDir),
+    new HttpImageFetcher(new AddressGuard(['127.0.0.1']), config),
+    config,
+    w.service.url,
+    w.clock.now,
+    new CatalogPublisher(w.clock.now, 2000),
+  );
+  mirror.start();
+  cleanups.push(() => mirror.stop());
+  return { claims, storage: counted };
+}

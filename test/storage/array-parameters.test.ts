@@ -5,6 +5,7 @@
 import { expect, it } from 'vitest';
 import type { CatalogStorage } from '../../src/storage/port.js';
 import { storagePerTest, TEST_ENGINE } from '../support/engine.js';
+import { STORE } from '../support/storage-fixtures.js';
 
 const AT = '2026-11-26T08:00:00.000Z';
 const ODD = ['with "quotes"', 'back\\slash', 'comma,here', '{braces}', ' spaced ', 'NULL', 'Zürich ✓', '', 'a\\"b'];
@@ -14,14 +15,7 @@ storagePerTest('array-parameters', (fresh) => ({ storage } = fresh));
 
 it(`keeps odd SKU, EAN and hash values, nulls and ids as written (${TEST_ENGINE})`, async () => {
   const merchant = await storage.createMerchant({ name: 'Arrays', sku_pattern: null, owner_emails: [], created_at: AT });
-  const store = await storage.upsertStore(merchant.id, 'de', {
-    name: 'DE',
-    locale: 'de-DE',
-    currency: 'EUR',
-    is_default: true,
-    active: true,
-    exclude_out_of_stock: false,
-  });
+  const store = await storage.upsertStore(merchant.id, 'de', STORE);
   const rows = ODD.map((value, i) => {
     const ean = i % 3 === 0 ? null : `${value}-ean`;
     return {

@@ -102,6 +102,9 @@
 //   [--tenants M] [--tenant-products P] [--seed-changes C (1000000)] [--seed-deliveries D (100000)]
 //   [--baseline-env CPS_X=V,...] [--candidate-env CPS_X=V,...]  settings of each version's measured services
 //   [--logs DIR]  every service's whole output in DIR, a file per process
+//   [--statement-stats]  PostgreSQL: the server loads pg_stat_statements, and each phase reports the
+//                     statements that took the database's most time in it (calls, ms, rows and
+//                     buffers per call), beside the serve's own statement histogram
 //   (e.g. --baseline HEAD --baseline-env CPS_WORKERS=inline: one commit, two settings, side by side)
 // With --json, stdout carries only the result (progress on stderr). Exits 0 whatever the verdicts;
 // 1 when the run itself fails.
@@ -171,6 +174,7 @@ const { values: flags } = parseArgs({
     'baseline-env': { type: 'string' },
     'candidate-env': { type: 'string' },
     logs: { type: 'string' },
+    'statement-stats': { type: 'boolean' },
   },
 });
 const int = (name: string, value: string | undefined, min = 0) => {
@@ -196,6 +200,8 @@ const LIVE_IMAGES = flags['live-images'] ? int('live-images', flags['live-images
 const QUIET_SECONDS = flags['quiet-seconds'] ? Number(flags['quiet-seconds']) : Math.max(1, Math.min(30, PHASE_SECONDS / 2));
 if (!(QUIET_SECONDS > 0)) throw new Error('--quiet-seconds must be a positive number');
 const FRESH_PRODUCTS = Math.min(200, PRODUCTS);
+/** PostgreSQL: each phase's statements by the database's own account (pg_stat_statements), most time first. */
+const STATEMENT_STATS = flags['statement-stats'] === true;
 const LAYOUT: CatalogLayout = {
   products: PRODUCTS,
   liveProducts: liveProductsFor(LIVE_IMAGES, PRODUCTS),
@@ -894,6 +900,17 @@ interface Version extends Checkout {
   notes: string[];
 }
 
+/** A statement's share of a phase by PostgreSQL's own account (pg_stat_statements). */
+interface DatabaseStatement {
+  query: string;
+  calls: number;
+  total_ms: number;
+  ms_per_call: number;
+  rows_per_call: number;
+  /** Shared buffers hit or read per call: the pages it looked at. */
+  blocks_per_call: number;
+}
+
 interface PhaseResult {
   key: PhaseKey;
   title: string;
@@ -909,6 +926,8 @@ interface PhaseResult {
   cpu?: PhaseCpu | null;
   throughput: { value: number | null; unit: string; detail: Record<string, unknown> };
   pages?: { name: string; path: string; status: number; n: number; p50: number | null; max: number | null; error?: string }[];
+  /** --statement-stats: the database's statements over the phase, most time first. */
+  database_statements?: DatabaseStatement[];
   verdicts: { goal: string; measured: string; pass: boolean }[];
 }
 
@@ -1208,7 +1227,12 @@ async function newDatabase(tempDir: string, name: string): Promise<DatabaseRef> 
   if (!postgres) {
     // The server runs as `postgres` when we are root: it must be able to pass through the temp dir.
     fs.chmodSync(tempDir, 0o711);
-    postgres = await startPostgresServer({ dir: path.join(tempDir, 'postgres'), durable: false, maxConnections: 300 });
+    postgres = await startPostgresServer({
+      dir: path.join(tempDir, 'postgres'),
+      durable: false,
+      maxConnections: 300,
+      settings: STATEMENT_STATS ? ['shared_preload_libraries=pg_stat_statements', 'pg_stat_statements.track=all'] : [],
+    });
     log(`PostgreSQL on 127.0.0.1:${postgres.port} (${postgres.bindir}, non-durable)`);
   }
   const client = new pg.Client({ connectionString: postgres.url });
@@ -1252,6 +1276,27 @@ class DatabaseProbe {
         params,
       )
     ).rows as T[];
+  }
+
+  /** PostgreSQL with --statement-stats: forgets what pg_stat_statements counted so far (a phase begins). */
+  async resetStatementStats(): Promise<void> {
+    if (!this.client || !STATEMENT_STATS) return;
+    await this.client.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+    await this.client.query('SELECT pg_stat_statements_reset()');
+  }
+
+  /** PostgreSQL with --statement-stats: the statements that took the database's most time since the reset. */
+  async statementStats(limit = 12): Promise<DatabaseStatement[] | undefined> {
+    if (!this.client || !STATEMENT_STATS) return undefined;
+    const { rows } = await this.client.query<DatabaseStatement>(
+      `SELECT left(regexp_replace(query, '\\s+', ' ', 'g'), 160) AS query, calls::integer AS calls,
+        round(total_exec_time::numeric, 1)::float AS total_ms, round((total_exec_time / calls)::numeric, 3)::float AS ms_per_call,
+        round((rows::numeric / calls), 1)::float AS rows_per_call,
+        round(((shared_blks_hit + shared_blks_read)::numeric / calls), 1)::float AS blocks_per_call
+      FROM pg_stat_statements WHERE calls > 0 AND query NOT LIKE '%pg_stat_statements%' ORDER BY total_exec_time DESC LIMIT $1`,
+      [limit],
+    );
+    return rows;
   }
 
   /** The merchant's images of one host by state: a range of the primary key (merchant, url). */
@@ -1409,9 +1454,10 @@ async function runMainPhases(version: Version, peers: Peers, tempDir: string): P
   let startedFresh = true;
   const dbProbe = await DatabaseProbe.open(db);
 
-  const record = (phase: Omit<PhaseResult, 'verdicts'>) => {
+  const record = async (phase: Omit<PhaseResult, 'verdicts'>) => {
     withCpuPerUnit(phase);
-    const full = { ...phase, verdicts: verdictsOf(phase) };
+    const database_statements = await dbProbe.statementStats();
+    const full = { ...phase, ...(database_statements ? { database_statements } : {}), verdicts: verdictsOf(phase) };
     version.phases.push(full);
     printPhase(version, full);
   };
@@ -1635,6 +1681,7 @@ async function runMainPhases(version: Version, peers: Peers, tempDir: string): P
   };
 
   for (const key of MAIN_PHASES) {
+    await dbProbe.resetStatementStats();
     if (key !== 'a' && key !== 'g') await scrapeAll(deployment);
     if (key === 'a') {
       // The window from `listening`: the workers start on the whole catalog's backlog.
@@ -1645,7 +1692,7 @@ async function runMainPhases(version: Version, peers: Peers, tempDir: string): P
       const to = now();
       const counts1 = await peers.counts();
       const images = await imagesThroughput(deployment, from, to, counts0.images);
-      record({
+      await record({
         ...(await measured('a', from, to, budget, true, deployment)),
         throughput: { ...images, detail: { ...images.detail, deliveries: counts1.deliveries - counts0.deliveries } },
       });
@@ -1663,12 +1710,12 @@ async function runMainPhases(version: Version, peers: Peers, tempDir: string): P
       }
       const to = now();
       const throughput = await imagesThroughput(deployment, from, to, counts0.images);
-      record({
+      await record({
         ...(await measured('c', from, to, budget, true, deployment)),
         throughput: { ...throughput, detail: { ...throughput.detail, live_origin_pending_at_end: live.pending } },
       });
     } else if (key === 'i') {
-      record(await deadOriginPhase(deployment));
+      await record(await deadOriginPhase(deployment));
     } else if (key === 'd') {
       const rates = (await fetch(`${admin(deployment)}/exchange-rates`, {
         headers: { Authorization: `Bearer ${ADMIN_TOKEN}` },
@@ -1686,7 +1733,7 @@ async function runMainPhases(version: Version, peers: Peers, tempDir: string): P
       const to = now();
       const done = 'status' in write;
       if ('failed' in write) version.notes.push(`phase d: the write failed: ${write.failed}`);
-      record({
+      await record({
         ...(await measured('d', from, to, WRITE_BUDGET_S, done, deployment)),
         throughput: {
           value: done ? PRODUCTS / (write.ms / 1000) : null,
@@ -1714,7 +1761,7 @@ async function runMainPhases(version: Version, peers: Peers, tempDir: string): P
       if ('failed' in write) version.notes.push(`phase ${key}: the import failed: ${write.failed}`);
       if (key === 'e') {
         const to = now();
-        record({
+        await record({
           ...(await measured('e', from, to, WRITE_BUDGET_S, done, deployment)),
           throughput: {
             value: done ? count / (write.ms / 1000) : null,
@@ -1744,7 +1791,7 @@ async function runMainPhases(version: Version, peers: Peers, tempDir: string): P
         peak = Math.max(peak, (series[j]!.deliveries - series[i]!.deliveries) / ((series[j]!.at - series[i]!.at) / 1000));
       }
       const total = series.at(-1)!.deliveries - counts0.deliveries;
-      record({
+      await record({
         ...(await measured('f', from, to, WRITE_BUDGET_S + PHASE_SECONDS, done, deployment)),
         throughput: {
           value:
@@ -1763,7 +1810,7 @@ async function runMainPhases(version: Version, peers: Peers, tempDir: string): P
       const pages = await panelPages(deployment, main);
       const to = now();
       const slowest = Math.max(...pages.map((p) => p.max ?? Infinity));
-      record({
+      await record({
         ...(await measured(
           'h',
           from,
@@ -1793,7 +1840,7 @@ async function runMainPhases(version: Version, peers: Peers, tempDir: string): P
       const spawnedAt = deployment.serves[0]!.spawnedAt;
       const to = Math.max(pruned ?? now(), from + Math.min(PHASE_SECONDS / 2, 10) * 1000);
       await sleep(Math.max(0, to - now()));
-      record({
+      await record({
         ...(await measured('g', from, to, budget, pruned !== null, deployment)),
         throughput: {
           value: pruned ? SEED_CHANGES / ((pruned - spawnedAt) / 1000) : null,
@@ -1974,6 +2021,10 @@ function printPhase(version: Version, phase: PhaseResult): void {
       ? `  statements: ${el.statements.count} in ${el.statements.seconds.toFixed(2)} s, ${el.statements.over_100ms} over 100 ms; most time: ${el.statements.top.map((t) => `${t.name} ${t.count}x ${t.seconds.toFixed(2)} s${t.over_100ms ? ` (${t.over_100ms} > 100 ms)` : ''}`).join(', ')}`
       : '  statement durations: n/a (no statement histogram in /metrics)',
   );
+  for (const st of phase.database_statements ?? [])
+    lines.push(
+      `  db ${st.total_ms.toFixed(0).padStart(7)} ms ${String(st.calls).padStart(7)}x ${st.ms_per_call.toFixed(3)} ms ${st.rows_per_call} rows ${st.blocks_per_call} blocks: ${st.query}`,
+    );
   if (phase.cpu) {
     const c = phase.cpu;
     lines.push(

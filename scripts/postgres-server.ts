@@ -68,6 +68,8 @@ export interface PostgresServerOptions {
   /** Throwaway servers (tests): no fsync, no full-page writes, commits not waited for. */
   durable?: boolean;
   maxConnections?: number;
+  /** More server settings, each `name=value` (passed as `-c name=value`). */
+  settings?: string[];
 }
 
 export interface PostgresServer {
@@ -128,6 +130,7 @@ export async function startPostgresServer(options: PostgresServerOptions): Promi
     `-k ${socket}`,
     `-c max_connections=${options.maxConnections ?? 200}`,
     ...(options.durable === false ? ['-c fsync=off', '-c synchronous_commit=off', '-c full_page_writes=off'] : []),
+    ...(options.settings ?? []).map((setting) => `-c ${setting}`),
   ];
   for (let attempt = 1; ; attempt++) {
     const port = options.port ?? (await freePort());

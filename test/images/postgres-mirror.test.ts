@@ -1,5 +1,6 @@
 // Several image mirrors on one PostgreSQL database: each a service with its own
 // pool, as separate processes run them, claiming image work from one table.
+import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { ConfigOverrides } from '../../src/config.js';
 import { adminOk, createMerchant, importNdjson, type MerchantHandle } from '../support/admin-http.js';
@@ -97,5 +98,43 @@ describe('several image mirrors on one PostgreSQL database', () => {
       interval: 20,
     });
     expect(images!.hits('/png/wake.png')).toBe(1);
+  });
+
+  it("commits a merchant's images while another merchant's commit waits for its locks", async () => {
+    const { merchant, importProducts, a } = await twoMirrors({ concurrency: 2 });
+    const other = await createMerchant(world!.admin, 'Other Outfitters');
+    await adminOk(world!.admin, 'PUT', `${other.base}/stores/de`, { name: 'Store de', locale: 'de-DE', currency: 'EUR' });
+    await importProducts({ MINE: ['/png/mine.png'] });
+    const imported = await importNdjson(world!.admin, other.id, [
+      {
+        op: 'upsert_product',
+        product: {
+          ref: 'THEIRS',
+          content: { de: { title: 'Theirs', description: null } },
+          images: [{ url: images!.url('/png/theirs.png') }],
+        },
+      },
+    ]);
+    expect(imported.status, imported.text).toBe(200);
+    // Another transaction holds the first merchant's change sequencer (as a commit of its own would).
+    const holder = new pg.Client(world!.url);
+    await holder.connect();
+    await holder.query('BEGIN');
+    await holder.query('SELECT 1 FROM change_sequences WHERE merchant_id = $1 FOR UPDATE', [merchant.id]);
+    const tick = a.mirror.tick();
+    try {
+      // Both images fetched in one batch; the other merchant's commit does not wait for the first's.
+      await vi.waitFor(async () => expect(await a.storage.imageStateCounts(other.id)).toEqual({ pending: 0, mirrored: 1, dead: 0 }), {
+        timeout: 5000,
+        interval: 20,
+      });
+      expect(images!.hits('/png/mine.png')).toBe(1);
+      expect(await a.storage.imageStateCounts(merchant.id)).toEqual({ pending: 1, mirrored: 0, dead: 0 });
+    } finally {
+      await holder.query('ROLLBACK');
+      await holder.end();
+    }
+    expect(await tick).toBe(2);
+    expect(await a.storage.imageStateCounts(merchant.id)).toEqual({ pending: 0, mirrored: 1, dead: 0 });
   });
 });

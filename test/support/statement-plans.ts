@@ -92,6 +92,20 @@ export function sqlitePlan(location: string, ran: Ran): string[] {
   }
 }
 
+/** PostgreSQL: the statement's plan as EXPLAIN (ANALYZE) prints it, run and rolled back. */
+export async function postgresPlan(location: string, ran: Ran): Promise<string> {
+  const client = new pg.Client(location);
+  await client.connect();
+  try {
+    await client.query('BEGIN');
+    const { rows } = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN (ANALYZE) ${ran.sql}`, ran.params);
+    await client.query('ROLLBACK');
+    return rows.map((row) => row['QUERY PLAN']).join('\n');
+  } finally {
+    await client.end();
+  }
+}
+
 /** PostgreSQL: the rows the statement reads (every scan node's rows out and rows filtered away), run and rolled back. */
 export async function postgresRowsRead(location: string, ran: Ran): Promise<number> {
   const client = new pg.Client(location);

@@ -17,6 +17,8 @@ export interface PgServices {
   /** The services, one per "process", on one database. */
   services: Service[];
   storages: PostgresStorage[];
+  /** The database they share. */
+  url: string;
   /** The admin API of the first service, in the shape the admin-http helpers take. */
   admin: TestService;
   close(): Promise<void>;
@@ -63,6 +65,7 @@ export async function startPgServices(postgres: TestPostgres, count: number, ove
   return {
     services,
     storages,
+    url,
     admin: { adminApi } as unknown as TestService,
     async close() {
       await server.close();

@@ -1264,4 +1264,18 @@ ALTER TABLE import_job_chunks ALTER COLUMN operations SET STORAGE EXTERNAL;
 ALTER TABLE products ADD COLUMN links_key text COLLATE "C";
 `,
   },
+  {
+    id: 56,
+    name: 'feed_window_from_its_index',
+    sql: `
+-- A window of a store's feed is read from its index alone: the index carries the rest of what the
+-- window returns, so no row of the table is visited (where the visibility map allows; change rows
+-- are only ever inserted and pruned). A store's changes sit among every other store's in the table,
+-- so a window of 1,000 visited up to a page per change (4,769 buffers a window at 100,000 products
+-- beside 316 other merchants, 12-179 ms).
+CREATE INDEX changes_feed_covering ON changes(store_id, created_at, id) INCLUDE (product_id, change_type);
+DROP INDEX changes_feed;
+ALTER INDEX changes_feed_covering RENAME TO changes_feed;
+`,
+  },
 ];

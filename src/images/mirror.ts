@@ -153,9 +153,10 @@ const LEASE_MARGIN_MS = 60_000;
 export const CLAIM_AHEAD = 16;
 
 /**
- * Transitions of images fetched meanwhile are committed together, at most this many per batch (a
- * transaction per merchant of it: one merchant context, one commit, each product re-published once
- * however many of its images changed), while the fetch slots they freed fetch the next images.
+ * Transitions of images fetched meanwhile are committed together, at most this many per batch (one
+ * transaction, or one per merchant where writers run at once: a merchant context each, each product
+ * re-published once however many of its images changed), while the fetch slots they freed fetch the
+ * next images.
  */
 export const TRANSITIONS_PER_COMMIT = 64;
 
@@ -166,7 +167,7 @@ export const TRANSITIONS_PER_COMMIT = 64;
  */
 const COMMIT_GATHER_MS = 25;
 
-/** A batch's merchants committed at once, each in a transaction of its own (a pooled connection each on PostgreSQL). */
+/** Where writers run at once (PostgreSQL), a batch's merchants committed at once, each in a transaction of its own (a pooled connection each). */
 const MERCHANT_COMMITS_AT_ONCE = 4;
 
 /** Fetched images waiting for their transition's commit, at most: no more is started beyond it. */
@@ -663,33 +664,37 @@ export class ImageMirror {
     this.gathering = null;
     if (this.committing || this.waitingTransitions.length === 0) return;
     const batch = this.waitingTransitions.splice(0, TRANSITIONS_PER_COMMIT);
+    // Where writers run at once and lock what they write (PostgreSQL), each merchant's transitions
+    // are a transaction of their own, up to MERCHANT_COMMITS_AT_ONCE at once: it holds its
+    // merchant's products and change sequencer until it commits, and no other merchant's. (One
+    // transaction for the batch held each merchant until the last one was written: with mirrors in
+    // three processes and 316 merchants, every commit waited for the others', and one in a shutdown
+    // took 6 s.) With one writer at a time (SQLite) the batch is one transaction: a transaction per
+    // merchant cost 5 times as much there.
     const merchants = transitionsByMerchant(batch);
+    const commits = this.storage.concurrentWrites ? merchants.map((merchant) => [merchant]) : [merchants];
     let next = 0;
     let failures = 0;
-    // Each merchant's transitions in a transaction of its own, up to MERCHANT_COMMITS_AT_ONCE at
-    // once: a transaction holds its merchant's products and change sequencer until it commits, and
-    // no other merchant's. (One transaction for the batch held each merchant until the last one
-    // was written: with mirrors in three processes and 316 merchants, every commit waited for the
-    // others', and one in a shutdown took 6 s.)
     const commitNext = async (): Promise<void> => {
-      for (let taken = merchants[next++]; taken !== undefined; taken = merchants[next++]) {
-        const [merchantId, transitions] = taken;
+      for (let commit = commits[next++]; commit !== undefined; commit = commits[next++]) {
         try {
           await this.storage.transaction(async (tx) => {
             // A claim is cross-tenant; each merchant's images, once claimed, are written through its
             // scope, all in a few statements, and their products re-published once.
-            const merchant = scopeToMerchant(tx, merchantId);
-            const changes = transitions.map(({ image, patch }) => ({ url: image.url, patch }));
-            await this.publisher.publishProducts(tx, merchant, await merchant.updateImageMirrors(changes));
+            for (const [merchantId, transitions] of commit) {
+              const merchant = scopeToMerchant(tx, merchantId);
+              const changes = transitions.map(({ image, patch }) => ({ url: image.url, patch }));
+              await this.publisher.publishProducts(tx, merchant, await merchant.updateImageMirrors(changes));
+            }
           });
-          for (const waiting of transitions) waiting.committed();
+          for (const [, transitions] of commit) for (const waiting of transitions) waiting.committed();
         } catch (error) {
           failures++;
-          for (const waiting of transitions) waiting.failed(error);
+          for (const [, transitions] of commit) for (const waiting of transitions) waiting.failed(error);
         }
       }
     };
-    this.committing = Promise.all(Array.from({ length: Math.min(MERCHANT_COMMITS_AT_ONCE, merchants.length) }, commitNext))
+    this.committing = Promise.all(Array.from({ length: Math.min(MERCHANT_COMMITS_AT_ONCE, commits.length) }, commitNext))
       .then(() => {
         // No more claims after a failed commit: the next poll tries again.
         if (this.running && failures === 0) this.pump();
@@ -703,7 +708,10 @@ export class ImageMirror {
 
 /**
  * A commit's transitions by merchant, merchants in ascending id order, each merchant's in the
- * order they were fetched (its last change of an image wins).
+ * order they were fetched (its last change of an image wins). In one transaction for the batch
+ * each merchant's part locks its products and change sequencer until COMMIT: two transactions of
+ * the same merchants take them in one order (in the order of the fetches, two `serve`s and a
+ * `worker` on PostgreSQL deadlocked 160 times in a minute of bench:scale's many-tenants phase).
  */
 export function transitionsByMerchant<T extends { image: ImageMirrorWork }>(batch: readonly T[]): [merchantId: number, transitions: T[]][] {
   const byMerchant = new Map<number, T[]>();

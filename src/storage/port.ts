@@ -658,6 +658,12 @@ export interface CatalogStorage extends StorageOperations {
    * promise resolves, and nothing when it rejects. Transactions do not nest: pass tx down.
    */
   transaction<T>(fn: (tx: StorageTx) => Promise<T>): Promise<T>;
+  /**
+   * Whether write transactions run at once, each locking the rows it writes until it commits
+   * (PostgreSQL): independent writes are then cheapest in transactions of their own, none holding
+   * what another waits for. Otherwise (SQLite: one writer at a time) one transaction for them is.
+   */
+  readonly concurrentWrites?: boolean;
   /** Runs fn's reads on one consistent snapshot of the committed data. */
   snapshot<T>(fn: (reader: StorageOperations) => Promise<T>): Promise<T>;
   close(): Promise<void>;

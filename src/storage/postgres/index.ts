@@ -165,6 +165,7 @@ export interface PostgresStorage extends StorageOperations {}
 
 export class PostgresStorage implements CatalogStorage {
   /* eslint-enable @typescript-eslint/no-unsafe-declaration-merging, @typescript-eslint/no-empty-object-type */
+  readonly concurrentWrites = true;
   private migrating: Promise<void>;
   private closed = false;
   /** Each pooled client's operations, made once per client and mode. */

@@ -484,6 +484,14 @@ export interface DeliveryStore {
     health: { id: number; health: WebhookEndpointHealthRecord }[],
   ): Promise<void>;
   /**
+   * Successful outcomes (status `succeeded`) recorded as recordAttemptOutcomesWithHealth records
+   * them, when each of their endpoints is active with no failure counted: a success then changes
+   * nothing of its health but last_success_at (health.ts afterSuccess), so it is written unread, in
+   * one statement that is a transaction of its own (where each statement is a round trip). False,
+   * and nothing written, when an endpoint is not so (or gone): the caller records them as usual.
+   */
+  recordSuccessfulAttempts?(outcomes: AttemptOutcome[], endpoints: { id: number; lastSuccessAt: string }[]): Promise<boolean>;
+  /**
    * Names `replacementId` as the latest resend of `originalId`. An original still waiting for a
    * retry (pending or failed) is dropped: it makes no further attempt; any other keeps its status.
    */

@@ -5,7 +5,7 @@
 import type { Config } from '../config.js';
 import { WEBHOOKS, type WebhookPayload, type WebhookSchemaError } from '../generated/public-webhooks.js';
 import type { AttemptOutcome, CatalogStorage, StorageTx } from '../storage/port.js';
-import type { OutboxWindowGroup } from '../storage/records.js';
+import type { OutboxEntry, OutboxWindowGroup } from '../storage/records.js';
 import type { ClaimedDelivery, DeliveryRecord, NotificationRecord, WebhookEndpointRecord } from './model.js';
 import { afterFailure, afterGone, afterSuccess, conditionsEnded, onChange, type EndpointHealth, type HealthPolicy } from './health.js';
 import { silentLogger, type Logger } from '../operations/log.js';
@@ -105,6 +105,9 @@ interface EndedAttempt {
   resolve: (outcome: DeliveryOutcome | null) => void;
   reject: (error: unknown) => void;
 }
+
+/** A delivery a coalescing pass makes, with when the oldest change it carries was recorded. */
+type CoalescedDelivery = Parameters<StorageTx['insertCoalescedDeliveries']>[0][number];
 
 /** A coalescing pass takes at most this many batches' worth of the oldest outbox rows (batchSize each). */
 export const OUTBOX_WINDOW_BATCHES = 20;
@@ -283,11 +286,17 @@ export class WebhookDispatcher {
         const trimmed: { id: number; productIds: number[] }[] = [];
         // Each endpoint read (PostgreSQL: its pass lock taken) once a pass, for all of its groups.
         const endpoints = new Map<number, WebhookEndpointRecord | 'busy' | undefined>();
-        let made = 0;
-        for (const group of groups) made += await this.coalesceGroup(tx, group, now, taken, trimmed, endpoints);
+        const due: OutboxWindowGroup[] = [];
+        for (const group of groups) if (await this.dueGroup(tx, group, now, endpoints)) due.push(group);
+        // The rows of every due group held in one statement, and their deliveries inserted in one:
+        // on PostgreSQL each is a round trip, and a pass has a few groups per endpoint.
+        const held = await this.holdRows(tx, due);
+        const deliveries: CoalescedDelivery[] = [];
+        for (const group of due) await this.coalesceGroup(tx, group, held.get(group)!, now, taken, trimmed, endpoints, deliveries);
+        await tx.insertCoalescedDeliveries(deliveries);
         await tx.deleteOutboxRows(taken);
         await tx.trimOutboxRows(trimmed);
-        return { made, full: groups.reduce((rows, group) => rows + group.count, 0) >= window };
+        return { made: deliveries.length, full: groups.reduce((rows, group) => rows + group.count, 0) >= window };
       });
       created += pass.made;
       if (!pass.full || pass.made === 0 || this.stopping) return created;
@@ -296,33 +305,55 @@ export class WebhookDispatcher {
   }
 
   /**
-   * Creates the group's due deliveries; the ids of the rows they took (or that no endpoint wants)
-   * go into `taken`, the rows of which they took only some products into `trimmed` with the rest.
+   * Whether the group's batch is due (its time is up, or it has a batch's worth) and its endpoint
+   * not busy; reads the endpoint (PostgreSQL: takes its pass lock) once a pass, into `endpoints`.
+   */
+  private async dueGroup(
+    tx: StorageTx,
+    group: OutboxWindowGroup,
+    now: Date,
+    endpoints: Map<number, WebhookEndpointRecord | 'busy' | undefined>,
+  ): Promise<boolean> {
+    const waitedMs = now.getTime() - Date.parse(group.oldestAt);
+    if (waitedMs < this.config.coalesceMs && group.count < this.config.batchSize) return false;
+    if (!endpoints.has(group.endpointId)) endpoints.set(group.endpointId, await tx.coalescingEndpoint(group.endpointId));
+    // Busy (PostgreSQL: a drop of its pending deliveries under way, or a paused endpoint's row held
+    // by an attempt's health update or another pass): its rows wait for the next pass.
+    return endpoints.get(group.endpointId) !== 'busy';
+  }
+
+  /**
+   * The due groups' rows of the window that no other coalescer took meanwhile, held to the pass's
+   * end, with the products they carry now (another coalescer may have trimmed one), by group.
+   */
+  private async holdRows(tx: StorageTx, groups: OutboxWindowGroup[]): Promise<Map<OutboxWindowGroup, OutboxEntry[]>> {
+    const held = new Map((await tx.holdOutboxRows(groups.flatMap((group) => group.rows))).map((row) => [row.id, row]));
+    return new Map(groups.map((group) => [group, group.rows.flatMap((row) => held.get(row.id) ?? [])]));
+  }
+
+  /**
+   * Adds the group's due deliveries to `deliveries`; the ids of the rows they took (or that no
+   * endpoint wants) go into `taken`, the rows of which they took only some products into `trimmed`
+   * with the rest.
    */
   private async coalesceGroup(
     tx: StorageTx,
     group: OutboxWindowGroup,
+    /** The group's rows this pass holds (holdRows). */
+    rows: OutboxEntry[],
     now: Date,
     taken: number[],
     trimmed: { id: number; productIds: number[] }[],
     /** The endpoints this pass has read, by id: what the pass holds and has written of each is as read here. */
     endpoints: Map<number, WebhookEndpointRecord | 'busy' | undefined>,
-  ): Promise<number> {
-    const waitedMs = now.getTime() - Date.parse(group.oldestAt);
-    const timeIsUp = waitedMs >= this.config.coalesceMs;
-    if (!timeIsUp && group.count < this.config.batchSize) return 0;
-    if (!endpoints.has(group.endpointId)) endpoints.set(group.endpointId, await tx.coalescingEndpoint(group.endpointId));
+    deliveries: CoalescedDelivery[],
+  ): Promise<void> {
+    const timeIsUp = now.getTime() - Date.parse(group.oldestAt) >= this.config.coalesceMs;
     const endpoint = endpoints.get(group.endpointId);
-    // Busy (PostgreSQL: a drop of its pending deliveries under way, or a paused endpoint's row held
-    // by an attempt's health update or another pass): its rows wait for the next pass.
-    if (endpoint === 'busy') return 0;
-    // The group's rows of the window that no other coalescer took meanwhile, held to this pass's
-    // end, with the products they carry now (another coalescer may have trimmed one).
-    const rows = await tx.holdOutboxRows(group.rows);
-    if (rows.length === 0) return 0;
+    if (rows.length === 0 || endpoint === 'busy') return;
     if (!endpoint) {
       for (const row of rows) taken.push(row.id);
-      return 0;
+      return;
     }
     // spec 3: a change after the cooldown resumes a paused endpoint; during it, nothing is sent:
     // the changes become `dropped` deliveries, which an operator can recover.
@@ -368,21 +399,23 @@ export class WebhookDispatcher {
       open.clear();
     }
     const createdAt = now.toISOString();
-    await tx.insertCoalescedDeliveries(
-      batches.map((batch) => ({
-        delivery: {
-          endpoint_id: endpoint.id,
-          event: group.event,
-          store_id: group.storeId,
-          product_ids: batch.productIds.sort((a, b) => a - b),
-          occurred_at: null,
-          status: deliver ? 'pending' : 'dropped',
-          attempts: 0,
-          next_attempt_at: deliver ? createdAt : null,
-          created_at: createdAt,
-        },
-        oldestChangeAt: batch.oldestAt,
-      })),
+    deliveries.push(
+      ...batches.map(
+        (batch): CoalescedDelivery => ({
+          delivery: {
+            endpoint_id: endpoint.id,
+            event: group.event,
+            store_id: group.storeId,
+            product_ids: batch.productIds.sort((a, b) => a - b),
+            occurred_at: null,
+            status: deliver ? 'pending' : 'dropped',
+            attempts: 0,
+            next_attempt_at: deliver ? createdAt : null,
+            created_at: createdAt,
+          },
+          oldestChangeAt: batch.oldestAt,
+        }),
+      ),
     );
     // The batched rows are deleted (or trimmed to what waits) in the pass's transaction: together
     // with their deliveries or not at all.
@@ -391,7 +424,6 @@ export class WebhookDispatcher {
       if (!rest) taken.push(row.id);
       else if (rest.length < row.productIds.length) trimmed.push({ id: row.id, productIds: rest });
     }
-    return batches.length;
   }
 
   /**
@@ -680,6 +712,7 @@ export class WebhookDispatcher {
 
   /** One transaction for the batch; settles each item after the commit. Rejects (settling none) when it fails. */
   private async recordTogether(batch: EndedAttempt[]): Promise<void> {
+    if (await this.recordSuccesses(batch)) return;
     let notifications: NotificationRecord[] = [];
     let statuses = new Map<number, WebhookEndpointRecord['status']>();
     const outcomes = await this.storage.transaction(async (tx) => {
@@ -694,6 +727,33 @@ export class WebhookDispatcher {
     }
     for (const notification of notifications) this.deps.notifier.email(notification);
     for (const [i, item] of batch.entries()) item.resolve(outcomes[i]!);
+  }
+
+  /**
+   * A batch of successes to endpoints that are healthy is recorded in one statement where the
+   * storage has it (PostgreSQL: one round trip, where a transaction that reads each endpoint under
+   * its lock first took four): their health moves by last_success_at alone. False, nothing
+   * recorded, for any other batch, or when an endpoint turned out not to be healthy.
+   */
+  private async recordSuccesses(batch: EndedAttempt[]): Promise<boolean> {
+    if (!this.storage.recordSuccessfulAttempts || batch.some((item) => item.result.error !== null)) return false;
+    /** Each endpoint's last success of the batch: its last_success_at after the outcomes, applied in order. */
+    const lastSuccessAt = new Map<number, string>();
+    const outcomes = batch.map(({ delivery, endpoint, request, result, at }): AttemptOutcome => {
+      lastSuccessAt.set(endpoint.id, at.toISOString());
+      return {
+        deliveryId: delivery.id,
+        attempt: attemptRecord(result, at, request),
+        status: 'succeeded',
+        attempts: delivery.attempts + 1,
+        next_attempt_at: null,
+      };
+    });
+    const endpoints = [...lastSuccessAt].map(([id, at]) => ({ id, lastSuccessAt: at }));
+    if (!(await this.storage.recordSuccessfulAttempts(outcomes, endpoints))) return false;
+    for (const id of lastSuccessAt.keys()) this.inactive.delete(id);
+    for (const item of batch) item.resolve('succeeded');
+    return true;
   }
 
   private async applyOutcomes(

@@ -537,6 +537,37 @@ describe.skipIf(onPglite())(`bounded statements at ${PRODUCTS.toLocaleString('en
       expect(groups).toEqual([expect.objectContaining({ endpointId: endpoint.id, event: 'price', storeId, count: 200 })]);
     });
 
+    it("reads a coalescing pass's window from the outbox rows that carry its changes, not as many rows as it has changes", async () => {
+      const endpoint = await storage.createWebhookEndpoint({
+        merchant_id: big,
+        url: 'https://hooks.example/window',
+        store_id: null,
+        events: ['price'],
+        secret: 'whsec_w',
+        created_at: AT,
+      });
+      const before = Math.max(0, ...(await storage.outboxWindow(Number.MAX_SAFE_INTEGER)).flatMap((g) => g.rows.map((r) => r.id)));
+      // An import's rows: each carries a chunk's hundred products.
+      await storage.transaction((tx) =>
+        tx.insertOutbox(
+          Array.from({ length: 300 }, (_, row) => ({
+            endpointId: endpoint.id,
+            event: 'price' as const,
+            storeId,
+            productIds: Array.from({ length: 100 }, (_, i) => row * 100 + i + 1),
+            createdAt: NOW,
+          })),
+        ),
+      );
+      await analyze();
+      let groups: Awaited<ReturnType<CatalogStorage['outboxWindow']>> = [];
+      // PostgreSQL walks a page of rows at a time: two pages at most here, where reading 2,000 rows read all 300.
+      await expectBounded(async () => {
+        groups = await storage.outboxWindow(2000, before);
+      }, 100);
+      expect(groups.map((g) => [g.endpointId, g.count, g.rows.length])).toEqual([[endpoint.id, 2000, 20]]);
+    });
+
     it('finds a numbered page and a keyset page of the store from its blocks and one read within a block, never from every id', async () => {
       const ids = await storage.publishedProductIds(storeId);
       const reads = new CatalogReads(storage);

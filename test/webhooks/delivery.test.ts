@@ -8,7 +8,7 @@ import type { WebhookPayload } from '../support/receiver.js';
 import { coalescePassGapMs, WebhookDispatcher } from '../../src/webhooks/dispatcher.js';
 import { OwnerNotifier } from '../../src/webhooks/notifier.js';
 import type { DeliverySender, SendResult } from '../../src/webhooks/sender.js';
-import type { CatalogStorage, StorageTx } from '../../src/storage/port.js';
+import type { AttemptOutcome, CatalogStorage, StorageTx } from '../../src/storage/port.js';
 import type { Config } from '../../src/config.js';
 import { SECOND, startWebhookWorld, type WebhookWorld } from './harness.js';
 
@@ -340,10 +340,17 @@ describe('connections and concurrency', () => {
 
   it('records the attempts to an endpoint that end within a few turns of the event loop in one transaction, not one each', async () => {
     world = await startWebhookWorld({ stores: ['de'] });
-    /** Per transaction that recorded outcomes, how many. */
+    /** Per transaction (or statement that is one: PostgreSQL's successes to a healthy endpoint) that recorded outcomes, how many. */
     const recorded: number[] = [];
     const storage = new Proxy(world.service.storage, {
       get(target, key, receiver) {
+        if (key === 'recordSuccessfulAttempts' && target.recordSuccessfulAttempts) {
+          return async (outcomes: AttemptOutcome[], endpoints: { id: number; lastSuccessAt: string }[]) => {
+            const done = await target.recordSuccessfulAttempts!(outcomes, endpoints);
+            if (done) recorded.push(outcomes.length);
+            return done;
+          };
+        }
         if (key === 'transaction') {
           return <T>(fn: (tx: StorageTx) => Promise<T>) =>
             target.transaction((tx) => {

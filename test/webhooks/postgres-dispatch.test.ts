@@ -2,6 +2,7 @@
 // pool, as separate processes run them, sending to one real receiver on 127.0.0.1.
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { DeliveryRecord } from '../../src/webhooks/model.js';
+import type { AttemptOutcome } from '../../src/storage/port.js';
 import { adminOk, createMerchant, importNdjson, simpleProduct, type MerchantHandle } from '../support/admin-http.js';
 import { Receiver } from '../support/receiver.js';
 import { startTestPostgres, type TestPostgres } from '../storage/pg-server.js';
@@ -186,6 +187,70 @@ describe('several dispatchers on one PostgreSQL database', () => {
     // B holds the row as it is now: the two products A left, none of the three A batched.
     const heldByB = await b.storage.transaction((tx) => tx.holdOutboxRows(seenByB));
     expect(heldByB).toEqual([{ ...row, productIds: row.productIds.slice(3) }]);
+  });
+
+  it("records successes to a healthy endpoint in one statement, and nothing when another process's failure made it failing meanwhile", async () => {
+    const { merchant, endpointId, a, b, deliveries } = await twoDispatchers({ batchSize: 1 });
+    await importProducts(merchant, ['SUCCESS-1', 'SUCCESS-2']);
+    expect(await a.dispatcher.coalesce()).toBe(2);
+    const [first, second] = await a.storage.claimDueDeliveries({
+      now: () => new Date(),
+      leaseMs: 60_000,
+      limit: 10,
+      perEndpoint: 2,
+      inFlightByEndpoint: new Map(),
+      perMerchant: 10,
+    });
+    const success = (deliveryId: number, at: string): AttemptOutcome => ({
+      deliveryId,
+      attempt: {
+        at,
+        status_code: 204,
+        error: null,
+        latency_ms: 3,
+        response_snippet: '',
+        request_url: 'http://127.0.0.1/r',
+        request_headers: {},
+      },
+      status: 'succeeded',
+      attempts: 1,
+      next_attempt_at: null,
+    });
+    const firstAt = new Date().toISOString();
+    expect(await a.storage.recordSuccessfulAttempts!([success(first!.id, firstAt)], [{ id: endpointId, lastSuccessAt: firstAt }])).toBe(
+      true,
+    );
+    expect(await a.storage.listAttempts(first!.id)).toEqual([expect.objectContaining({ at: firstAt, status_code: 204, error: null })]);
+    expect(await a.storage.getDelivery(first!.id)).toMatchObject({ status: 'succeeded', attempts: 1, next_attempt_at: null });
+    expect(await a.storage.getWebhookEndpoint(endpointId)).toMatchObject({
+      status: 'active',
+      consecutive_failures: 0,
+      last_success_at: firstAt,
+    });
+
+    // The other process records a failure under the endpoint's row lock; the statement waits for
+    // it, then finds the endpoint failing: it writes nothing, and the caller records the usual way.
+    const failedAt = new Date(Date.now() + 1000).toISOString();
+    const secondAt = new Date(Date.now() + 2000).toISOString();
+    let recorded: Promise<boolean> | undefined;
+    await b.storage.transaction(async (tx) => {
+      const endpoint = (await tx.getWebhookEndpoint(endpointId))!;
+      recorded = a.storage.recordSuccessfulAttempts!([success(second!.id, secondAt)], [{ id: endpointId, lastSuccessAt: secondAt }]);
+      await vi.waitFor(
+        async () => expect((await world!.storages[0]!.pool.query('SELECT 1 FROM pg_locks WHERE NOT granted')).rows).not.toEqual([]),
+        { timeout: 5000, interval: 5 },
+      );
+      await tx.updateWebhookEndpointsHealth([
+        {
+          id: endpointId,
+          health: { ...endpoint, consecutive_failures: 1, failure_streak_started_at: failedAt, last_failure_at: failedAt },
+        },
+      ]);
+    });
+    expect(await recorded).toBe(false);
+    expect(await a.storage.listAttempts(second!.id)).toEqual([]);
+    expect((await deliveries()).find((d) => d.id === second!.id)).toMatchObject({ status: 'pending', attempts: 0 });
+    expect(await a.storage.getWebhookEndpoint(endpointId)).toMatchObject({ consecutive_failures: 1, last_success_at: firstAt });
   });
 
   it("coalesces while an attempt's health update holds the endpoint's row, and claims without waiting for that row", async () => {

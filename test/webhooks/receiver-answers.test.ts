@@ -144,7 +144,7 @@ function refusing(storage: CatalogStorage, refuses: (operation: string, args: un
 /** True when the operation stores an attempt whose response snippet holds `marker`. */
 const storesSnippet = (marker: string) => (operation: string, args: unknown[]) => {
   const attempts =
-    operation === 'recordAttemptOutcomes' || operation === 'recordAttemptOutcomesWithHealth'
+    operation === 'recordAttemptOutcomes' || operation === 'recordAttemptOutcomesWithHealth' || operation === 'recordSuccessfulAttempts'
       ? (args[0] as { attempt: { response_snippet: string | null } }[]).map((o) => o.attempt)
       : operation === 'recordAttempt'
         ? [args[1] as { response_snippet: string | null }]

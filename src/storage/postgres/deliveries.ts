@@ -36,6 +36,7 @@ export class PgDeliveries implements DeliveryStore {
     'recordAttemptOutcomesWithHealth',
     'replaceDelivery',
     'fillWaitingDelivery',
+    // Not recordSuccessfulAttempts: one statement, committed on its own without BEGIN and COMMIT.
   ] as const;
 
   constructor(private readonly c: PgConnection) {}
@@ -330,6 +331,54 @@ export class PgDeliveries implements DeliveryStore {
         FROM outcome AS o WHERE d.id = o.delivery_id`,
       withHealth ? [...outcomeParams, ...healthParams(health)] : outcomeParams,
     );
+  }
+
+  async recordSuccessfulAttempts(outcomes: AttemptOutcome[], endpoints: { id: number; lastSuccessAt: string }[]): Promise<boolean> {
+    if (outcomes.length === 0) return true;
+    if (new Set(outcomes.map((o) => o.deliveryId)).size !== outcomes.length)
+      throw new TypeError('recordSuccessfulAttempts: deliveries must be distinct');
+    if (outcomes.some((o) => o.status !== 'succeeded')) throw new TypeError('recordSuccessfulAttempts: every outcome is a success');
+    const sorted = [...endpoints].sort((a, b) => a.id - b.id);
+    // The endpoints' rows are updated first (locked in id order, as every writer of several locks
+    // them), and only when every one is healthy are the attempts and deliveries written. An
+    // endpoint's row updated while another was not is written again by the caller's usual way, to
+    // the same health. Autocommit: the statement is the transaction.
+    const rows = await this.c.preparedRows<{ recorded: boolean }>(
+      'deliveries.successes',
+      `WITH outcome AS (
+        SELECT * FROM unnest($1::bigint[], $2::text[], $3::integer[], $4::text[], $5::integer[], $6::text[], $7::integer[], $8::text[], $9::text[])
+          WITH ORDINALITY AS o(delivery_id, at, status_code, error, latency_ms, response_snippet, attempts, request_url, request_headers, ordinal)
+      ), healthy AS (
+        UPDATE webhook_endpoints AS e SET failure_streak_started_at = NULL, paused_until = NULL, last_success_at = s.at
+        FROM (SELECT * FROM unnest($10::bigint[], $11::text[]) AS s(id, at) ORDER BY id) AS s
+        WHERE e.id = s.id AND e.status = 'active' AND e.consecutive_failures = 0
+        RETURNING e.id
+      ), verdict AS (
+        SELECT count(*) = cardinality($10::bigint[]) AS recorded FROM healthy
+      ), attempt AS (
+        INSERT INTO webhook_attempts (delivery_id, at, status_code, error, latency_ms, response_snippet, request_url, request_headers)
+          SELECT delivery_id, at, status_code, error, latency_ms, response_snippet, request_url, request_headers FROM outcome
+          WHERE (SELECT recorded FROM verdict) ORDER BY ordinal
+      ), delivery AS (
+        UPDATE webhook_deliveries AS d SET attempts = o.attempts, leased_until = NULL, status = 'succeeded', next_attempt_at = NULL
+          FROM outcome AS o WHERE d.id = o.delivery_id AND (SELECT recorded FROM verdict)
+      )
+      SELECT recorded FROM verdict`,
+      [
+        outcomes.map((o) => o.deliveryId),
+        outcomes.map((o) => o.attempt.at),
+        outcomes.map((o) => o.attempt.status_code),
+        outcomes.map((o) => o.attempt.error),
+        outcomes.map((o) => o.attempt.latency_ms),
+        outcomes.map((o) => o.attempt.response_snippet),
+        outcomes.map((o) => o.attempts),
+        outcomes.map((o) => o.attempt.request_url ?? null),
+        outcomes.map((o) => (o.attempt.request_headers ? JSON.stringify(o.attempt.request_headers) : null)),
+        sorted.map((e) => e.id),
+        sorted.map((e) => e.lastSuccessAt),
+      ],
+    );
+    return rows[0]?.recorded === true;
   }
 
   async replaceDelivery(originalId: number, replacementId: number): Promise<void> {

@@ -191,6 +191,8 @@ async function applyOperations(
   const at = write.at;
   // The upserted products as written (the last write of an id wins), re-published from these records.
   const upserted = new Map<number, ProductRecord>();
+  // Those the chunk created: no store has a payload of theirs to look for.
+  const created = new Set<number>();
   let upsertCount = 0;
   const deletedIds: number[] = [];
   // Runs of upserts with distinct refs are written together (upsertProductSources: the same
@@ -202,7 +204,8 @@ async function applyOperations(
   const flush = async () => {
     if (run.length === 0) return;
     const written = await tx.upsertProductSources(run, at);
-    for (const [index, { id, unchanged }] of written.entries()) {
+    for (const [index, { id, created: isNew, unchanged }] of written.entries()) {
+      if (isNew) created.add(id);
       // A source sent again unchanged resolves to the payloads it has (every write that changes what
       // resolution reads re-publishes, in its own transaction or its publish run): nothing to
       // publish, unless an earlier line of the chunk changed it.
@@ -232,7 +235,7 @@ async function applyOperations(
     }
   }
   await flush();
-  const published = await write.publishRecords([...upserted.values()]);
+  const published = await write.publishRecords([...upserted.values()], created);
   const removed = await write.unpublishProducts(deletedIds);
   return {
     upserted: upsertCount,

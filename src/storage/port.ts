@@ -264,8 +264,10 @@ export interface PublishedStore {
    * Writes payloads. Every write of published payloads records the changes it makes (recordChanges)
    * in the same transaction: that moves the merchant's published version (PublishedVersionRead),
    * which tells readers holding bytes read earlier whether they still hold the stored ones.
+   * `created`: products created in this transaction (no store can have a row of theirs yet), whose
+   * rows are inserted without looking for one.
    */
-  upsertPublished(storeId: number, rows: PublishedRow[]): Promise<void>;
+  upsertPublished(storeId: number, rows: PublishedRow[], created?: ReadonlySet<number>): Promise<void>;
   /**
    * Replaces the payload and price hash of products already published in the store whose content
    * hash is unchanged (a price change alone): their exclusion reason, sku and ean, all part of the

@@ -29,9 +29,13 @@ export interface CatalogWrite {
   publishProducts: (productIds: number[]) => Promise<PublishSummary>;
   /**
    * Re-publishes these products, as their sources were just written in the write's transaction
-   * (`created`: those it created).
+   * (`created`: those it created; `whileResolving`: sent once what they resolve from is read).
    */
-  publishRecords: (products: ProductRecord[], created?: ReadonlySet<number>) => Promise<PublishSummary>;
+  publishRecords: (
+    products: ProductRecord[],
+    created?: ReadonlySet<number>,
+    whileResolving?: () => Promise<void>,
+  ) => Promise<PublishSummary>;
   /** Removes these products of the merchant from every store, in the write's transaction. */
   unpublishProducts: (productIds: number[]) => Promise<PublishSummary>;
   /** Begins re-publishing the merchant's catalog (these stores; null: every store), driven to its end after the commit. */
@@ -116,7 +120,7 @@ export class CatalogWrites {
       run: null,
       audit: (action, detail) => audit(tx, merchantId, actor, action, detail, now()),
       publishProducts: (productIds) => publisher.publishProducts(tx, merchant, productIds),
-      publishRecords: (products, created) => publisher.publishRecords(tx, merchant, products, created),
+      publishRecords: (products, created, whileResolving) => publisher.publishRecords(tx, merchant, products, created, whileResolving),
       unpublishProducts: (productIds) => publisher.unpublishProducts(tx, merchant, productIds),
       republish: async (storeIds) => {
         write.run = await publishRuns.begin(tx, merchantId, storeIds);

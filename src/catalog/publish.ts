@@ -91,13 +91,16 @@ export class CatalogPublisher {
    * publishProducts for products whose sources the caller has just written in `tx` (an import's
    * chunk): resolved from those records, in id order, without reading them back. `created`: those
    * of them created in `tx`, which no store has yet (their payloads are neither looked for nor
-   * checked for before they are inserted).
+   * checked for before they are inserted). `whileResolving`: writes of the transaction that nothing
+   * publishing reads depends on, sent once the first chunk's reads are done (the database runs them
+   * while the products resolve; awaited with the chunk's writes).
    */
   async publishRecords(
     tx: StorageTx,
     merchant: MerchantScope,
     records: ProductRecord[],
     created: ReadonlySet<number> = NONE,
+    whileResolving?: () => Promise<void>,
   ): Promise<PublishSummary> {
     const summary = { resolved: 0, changes: 0 };
     // Nothing to publish (a chunk of sources sent again unchanged): not even the context is read.
@@ -106,7 +109,17 @@ export class CatalogPublisher {
     const products = [...records].sort((a, b) => a.id - b.id);
     for (let i = 0; i < products.length; i += this.chunkSize) {
       await yieldToOthers();
-      await this.publishChunk(tx, merchant, context, publishedStores(context), products.slice(i, i + this.chunkSize), summary, created);
+      const chunk = products.slice(i, i + this.chunkSize);
+      await this.publishChunk(
+        tx,
+        merchant,
+        context,
+        publishedStores(context),
+        chunk,
+        summary,
+        created,
+        i === 0 ? whileResolving : undefined,
+      );
     }
     return summary;
   }
@@ -222,6 +235,7 @@ export class CatalogPublisher {
     products: ProductRecord[],
     summary: PublishSummary,
     created: ReadonlySet<number> = NONE,
+    whileResolving?: () => Promise<void>,
   ): Promise<void> {
     if (products.length === 0) return;
     // Products created in this transaction have no payloads yet: only the others' are read.
@@ -237,7 +251,8 @@ export class CatalogPublisher {
     const listEndpoints = () => (endpoints ??= merchant.listWebhookEndpoints());
     // A store's writes go out while the next store resolves (node resolves while the database
     // writes): the transaction still runs them in the same order, each store's after the one before.
-    let writing: Promise<void> = Promise.resolve();
+    let writing: Promise<void> = whileResolving ? whileResolving() : Promise.resolve();
+    writing.catch(() => {});
     // Every store's changes are recorded together, once the stores' payloads are written: on
     // PostgreSQL recording them takes the merchant's change sequencer to COMMIT (every other write
     // of the merchant waits for it), which must not be held while the next store resolves.

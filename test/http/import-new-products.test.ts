@@ -28,6 +28,7 @@ const retitled = (line: ReturnType<typeof simpleProduct>, title: string) => ({
   ...line,
   product: { ...line.product, content: { de: { title, description: null } } },
 });
+const withImage = (line: ReturnType<typeof simpleProduct>, url: string) => ({ ...line, product: { ...line.product, images: [{ url }] } });
 const ndjson = (lines: object[]) => `${lines.map((line) => JSON.stringify(line)).join('\n')}\n`;
 const idOf = async (ref: string) => (await service.storage.productsAfter(merchant.id, 0, 1000)).find((p) => p.ref === ref)?.id;
 
@@ -45,11 +46,17 @@ async function statementsOf(watched: string[], fn: () => Promise<void>): Promise
 }
 
 const WATCHED = ['published.publishedHashes', 'webhookEndpoints.listWebhookEndpoints'];
+const OLD_IMAGE = 'https://images.fresh-outfitters.com/old.jpg';
+const NEW_IMAGE = 'https://images.fresh-outfitters.com/new.jpg';
 
 it('publishes a chunk of new products in every store without looking for their payloads', async () => {
   const position = await service.storage.latestFeedPosition(merchant.id);
   const ran = await statementsOf(WATCHED, async () => {
-    const response = await importNdjson(service, merchant.id, ndjson([simpleProduct('NEW-1', '10.00'), simpleProduct('NEW-2', '12.00')]));
+    const response = await importNdjson(
+      service,
+      merchant.id,
+      ndjson([withImage(simpleProduct('NEW-1', '10.00'), OLD_IMAGE), simpleProduct('NEW-2', '12.00')]),
+    );
     expect(response.status, response.text).toBe(200);
   });
   expect(ran).toEqual([0, 1]);
@@ -74,9 +81,9 @@ it('a chunk mixing new products, changed ones and a ref deleted and sent again p
       merchant.id,
       ndjson([
         retitled(simpleProduct('NEW-2', '12.00'), 'Zelt NEW-2'),
-        simpleProduct('NEW-3', '9.00'),
+        withImage(simpleProduct('NEW-3', '9.00'), NEW_IMAGE),
         { op: 'delete_product', ref: 'NEW-1' },
-        simpleProduct('NEW-1', '11.00'),
+        withImage(simpleProduct('NEW-1', '11.00'), NEW_IMAGE),
       ]),
     );
     expect(response.status, response.text).toBe(200);
@@ -88,6 +95,9 @@ it('a chunk mixing new products, changed ones and a ref deleted and sent again p
   const newId = (await idOf('NEW-1'))!;
   expect(newId).not.toBe(oldId);
   const ids = [newId, (await idOf('NEW-2'))!, (await idOf('NEW-3'))!];
+  // The links the lines before the delete wrote were in place for it; the deleted product's are gone.
+  expect(await service.storage.productIdsWithImage(merchant.id, OLD_IMAGE)).toEqual([]);
+  expect(await service.storage.productIdsWithImage(merchant.id, NEW_IMAGE)).toEqual([ids[2]!, newId].sort((a, b) => a - b));
   for (const storeId of storeIds) {
     expect((await service.storage.publishedHashes(storeId, [oldId])).size).toBe(0);
     expect((await service.storage.publishedHashes(storeId, ids)).size).toBe(3);

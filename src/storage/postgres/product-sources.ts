@@ -43,11 +43,14 @@ export class PgProductSources extends SqlProductSources<PgConnection> {
    * sent again unchanged keeps its links, and so does a changed one whose links are the same (a new
    * cost): each row keeps a key of the links it was last relinked to by a run (links_key, migration
    * 54; null when unknown), compared with the new source's, so their links are not sent again.
+   * With `linkLater`, the relinking statement is handed there instead of run: the caller sends it
+   * while it resolves the products (the database writes the links meanwhile).
    */
   async upsertProductSources(
     merchantId: number,
     products: { ref: string; source: ProductSourceDocument; json?: string }[],
     at: string,
+    linkLater?: (link: () => Promise<void>) => void,
   ): Promise<{ id: number; created: boolean; unchanged: boolean }[]> {
     if (products.length === 0) return [];
     if (new Set(products.map((p) => p.ref)).size !== products.length) throw new TypeError('upsertProductSources: refs must be distinct');
@@ -88,7 +91,10 @@ export class PgProductSources extends SqlProductSources<PgConnection> {
     rows.forEach((row, index) => {
       if (row.relink) relinked.push({ productId: row.id, source: products[index]!.source, created: row.created });
     });
-    if (relinked.length > 0) await this.relinkMany(merchantId, relinked, at);
+    if (relinked.length > 0) {
+      if (linkLater) linkLater(() => this.relinkMany(merchantId, relinked, at));
+      else await this.relinkMany(merchantId, relinked, at);
+    }
     return rows.map((r) => ({ id: r.id, created: r.created, unchanged: r.same }));
   }
 

@@ -27,8 +27,15 @@ export interface CatalogWrite {
   audit: (action: AuditAction, detail: string) => Promise<void>;
   /** Re-publishes these products of the merchant in the write's transaction. */
   publishProducts: (productIds: number[]) => Promise<PublishSummary>;
-  /** Re-publishes these products, as their sources were just written in the write's transaction. */
-  publishRecords: (products: ProductRecord[]) => Promise<PublishSummary>;
+  /**
+   * Re-publishes these products, as their sources were just written in the write's transaction
+   * (`created`: those it created; `whileResolving`: sent once what they resolve from is read).
+   */
+  publishRecords: (
+    products: ProductRecord[],
+    created?: ReadonlySet<number>,
+    whileResolving?: () => Promise<void>,
+  ) => Promise<PublishSummary>;
   /** Removes these products of the merchant from every store, in the write's transaction. */
   unpublishProducts: (productIds: number[]) => Promise<PublishSummary>;
   /** Begins re-publishing the merchant's catalog (these stores; null: every store), driven to its end after the commit. */
@@ -113,7 +120,7 @@ export class CatalogWrites {
       run: null,
       audit: (action, detail) => audit(tx, merchantId, actor, action, detail, now()),
       publishProducts: (productIds) => publisher.publishProducts(tx, merchant, productIds),
-      publishRecords: (products) => publisher.publishRecords(tx, merchant, products),
+      publishRecords: (products, created, whileResolving) => publisher.publishRecords(tx, merchant, products, created, whileResolving),
       unpublishProducts: (productIds) => publisher.unpublishProducts(tx, merchant, productIds),
       republish: async (storeIds) => {
         write.run = await publishRuns.begin(tx, merchantId, storeIds);

@@ -191,6 +191,8 @@ async function applyOperations(
   const at = write.at;
   // The upserted products as written (the last write of an id wins), re-published from these records.
   const upserted = new Map<number, ProductRecord>();
+  // Those the chunk created: no store has a payload of theirs to look for.
+  const created = new Set<number>();
   let upsertCount = 0;
   const deletedIds: number[] = [];
   // Runs of upserts with distinct refs are written together (upsertProductSources: the same
@@ -199,10 +201,18 @@ async function applyOperations(
   // still applies in line order.
   let run: { ref: string; source: ProductSourceDocument; json: string }[] = [];
   let runRefs = new Set<string>();
+  // The runs' links and image rows, where the engine leaves them to a statement of their own
+  // (PostgreSQL): sent once the chunk's publishing has read what it resolves from, so that the
+  // database writes them while the products resolve; before a delete (which reads links), or at the end.
+  const links: (() => Promise<void>)[] = [];
+  const link = async () => {
+    for (const write of links.splice(0)) await write();
+  };
   const flush = async () => {
     if (run.length === 0) return;
-    const written = await tx.upsertProductSources(run, at);
-    for (const [index, { id, unchanged }] of written.entries()) {
+    const written = await tx.upsertProductSources(run, at, (write) => links.push(write));
+    for (const [index, { id, created: isNew, unchanged }] of written.entries()) {
+      if (isNew) created.add(id);
       // A source sent again unchanged resolves to the payloads it has (every write that changes what
       // resolution reads re-publishes, in its own transaction or its publish run): nothing to
       // publish, unless an earlier line of the chunk changed it.
@@ -224,6 +234,7 @@ async function applyOperations(
       runRefs.add(operation.ref);
     } else {
       await flush();
+      await link();
       const existing = await tx.findProductByRef(operation.ref);
       if (!existing) continue;
       await tx.deleteProduct(existing.id);
@@ -232,7 +243,8 @@ async function applyOperations(
     }
   }
   await flush();
-  const published = await write.publishRecords([...upserted.values()]);
+  const published = await write.publishRecords([...upserted.values()], created, link);
+  await link();
   const removed = await write.unpublishProducts(deletedIds);
   return {
     upserted: upsertCount,

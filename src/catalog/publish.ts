@@ -18,6 +18,10 @@ import { ChangeRecorder, type DetectedChange } from '../changes/recorder.js';
 import { yieldToOthers } from '../shared/cooperative.js';
 import type { PublishedHashes, PublishedPriceRow, PublishedRow, StorageTx } from '../storage/port.js';
 import type { MerchantScope } from '../storage/merchant-scope.js';
+import type { WebhookEndpointRecord } from '../webhooks/model.js';
+
+/** No product created in the transaction (publishRecords' default). */
+const NONE: ReadonlySet<number> = new Set();
 
 /** Products resolved between two checks of the event loop's time slice. */
 const RESOLVE_STEP = 16;
@@ -85,9 +89,19 @@ export class CatalogPublisher {
 
   /**
    * publishProducts for products whose sources the caller has just written in `tx` (an import's
-   * chunk): resolved from those records, in id order, without reading them back.
+   * chunk): resolved from those records, in id order, without reading them back. `created`: those
+   * of them created in `tx`, which no store has yet (their payloads are neither looked for nor
+   * checked for before they are inserted). `whileResolving`: writes of the transaction that nothing
+   * publishing reads depends on, sent once the first chunk's reads are done (the database runs them
+   * while the products resolve; awaited with the chunk's writes).
    */
-  async publishRecords(tx: StorageTx, merchant: MerchantScope, records: ProductRecord[]): Promise<PublishSummary> {
+  async publishRecords(
+    tx: StorageTx,
+    merchant: MerchantScope,
+    records: ProductRecord[],
+    created: ReadonlySet<number> = NONE,
+    whileResolving?: () => Promise<void>,
+  ): Promise<PublishSummary> {
     const summary = { resolved: 0, changes: 0 };
     // Nothing to publish (a chunk of sources sent again unchanged): not even the context is read.
     if (records.length === 0) return summary;
@@ -95,7 +109,17 @@ export class CatalogPublisher {
     const products = [...records].sort((a, b) => a.id - b.id);
     for (let i = 0; i < products.length; i += this.chunkSize) {
       await yieldToOthers();
-      await this.publishChunk(tx, merchant, context, publishedStores(context), products.slice(i, i + this.chunkSize), summary);
+      const chunk = products.slice(i, i + this.chunkSize);
+      await this.publishChunk(
+        tx,
+        merchant,
+        context,
+        publishedStores(context),
+        chunk,
+        summary,
+        created,
+        i === 0 ? whileResolving : undefined,
+      );
     }
     return summary;
   }
@@ -183,6 +207,9 @@ export class CatalogPublisher {
     const summary = { resolved: 0, changes: 0 };
     if (productIds.length === 0) return summary;
     const touched: number[] = [];
+    // The merchant's webhook endpoints, read once for the outbox rows of every store.
+    let endpoints: Promise<WebhookEndpointRecord[]> | undefined;
+    const listEndpoints = () => (endpoints ??= merchant.listWebhookEndpoints());
     for (const store of (await merchant.listStores()).filter((s) => s.active)) {
       const published = [...(await tx.publishedHashes(store.id, productIds)).keys()];
       if (published.length === 0) continue;
@@ -191,6 +218,7 @@ export class CatalogPublisher {
         tx,
         merchant,
         published.map((productId) => ({ storeId: store.id, productId, changeType: 'removed' as const })),
+        listEndpoints,
       );
       summary.changes += published.length;
       touched.push(store.id);
@@ -206,17 +234,25 @@ export class CatalogPublisher {
     stores: StoreRecord[],
     products: ProductRecord[],
     summary: PublishSummary,
+    created: ReadonlySet<number> = NONE,
+    whileResolving?: () => Promise<void>,
   ): Promise<void> {
     if (products.length === 0) return;
-    const ids = products.map((p) => p.id);
+    // Products created in this transaction have no payloads yet: only the others' are read.
+    const ids = products.flatMap((p) => (created.has(p.id) ? [] : [p.id]));
     const mirrors = await merchant.imageMirrors([...new Set(products.flatMap((p) => p.source.images.map((i) => i.url)))]);
     // Every store's published hashes first: a store's writes below touch only its own rows, so they
     // read the same before them as between them.
     const previousByStore: Map<number, PublishedHashes>[] = [];
-    for (const store of stores) previousByStore.push(await tx.publishedHashes(store.id, ids));
+    for (const store of stores)
+      previousByStore.push(ids.length === 0 ? new Map<number, PublishedHashes>() : await tx.publishedHashes(store.id, ids));
+    // The merchant's webhook endpoints, read once for the chunk's outbox rows of every store.
+    let endpoints: Promise<WebhookEndpointRecord[]> | undefined;
+    const listEndpoints = () => (endpoints ??= merchant.listWebhookEndpoints());
     // A store's writes go out while the next store resolves (node resolves while the database
     // writes): the transaction still runs them in the same order, each store's after the one before.
-    let writing: Promise<void> = Promise.resolve();
+    let writing: Promise<void> = whileResolving ? whileResolving() : Promise.resolve();
+    writing.catch(() => {});
     // Every store's changes are recorded together, once the stores' payloads are written: on
     // PostgreSQL recording them takes the merchant's change sequencer to COMMIT (every other write
     // of the merchant waits for it), which must not be held while the next store resolves.
@@ -252,9 +288,9 @@ export class CatalogPublisher {
         }
       }
       writing = writing.then(async () => {
-        await tx.upsertPublished(store.id, rows);
+        await tx.upsertPublished(store.id, rows, created);
         await tx.updatePublishedPrices(store.id, prices);
-        await this.changes.outbox(tx, merchant, changes);
+        await this.changes.outbox(tx, merchant, changes, listEndpoints);
       });
       if (added) grown.push(store.id);
       chunkChanges.push(...changes);

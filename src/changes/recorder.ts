@@ -13,17 +13,34 @@ export type DetectedChange = RecordedChange;
 export class ChangeRecorder {
   constructor(private readonly now: () => Date) {}
 
-  /** Writes the merchant's changes in tx, the transaction of the data change that caused them (`merchant`: its scope on tx). */
-  async record(tx: StorageTx, merchant: MerchantScope, changes: DetectedChange[]): Promise<void> {
-    await this.outbox(tx, merchant, changes);
+  /**
+   * Writes the merchant's changes in tx, the transaction of the data change that caused them
+   * (`merchant`: its scope on tx; `endpoints`: as for outbox).
+   */
+  async record(
+    tx: StorageTx,
+    merchant: MerchantScope,
+    changes: DetectedChange[],
+    endpoints?: () => Promise<WebhookEndpointRecord[]>,
+  ): Promise<void> {
+    await this.outbox(tx, merchant, changes, endpoints);
     await this.positions(merchant, changes);
   }
 
-  /** The outbox rows of the changes (record's first half: a bulk write records its parts' as it goes). */
-  async outbox(tx: StorageTx, merchant: MerchantScope, changes: DetectedChange[]): Promise<void> {
+  /**
+   * The outbox rows of the changes (record's first half: a bulk write records its parts' as it
+   * goes); `endpoints` gives the merchant's endpoints when the caller has them (a chunk reads them
+   * once for all of its stores).
+   */
+  async outbox(
+    tx: StorageTx,
+    merchant: MerchantScope,
+    changes: DetectedChange[],
+    endpoints: () => Promise<WebhookEndpointRecord[]> = () => merchant.listWebhookEndpoints(),
+  ): Promise<void> {
     if (changes.length === 0) return;
     // Paused and disabled endpoints get rows too: the dispatcher records them as dropped deliveries.
-    await tx.insertOutbox(outboxRows(await merchant.listWebhookEndpoints(), changes, this.now().toISOString()));
+    await tx.insertOutbox(outboxRows(await endpoints(), changes, this.now().toISOString()));
   }
 
   /**

@@ -166,11 +166,15 @@ export interface ProductSourceStore {
    * rows, ids (new products numbered in the given order), links and image work; results in order,
    * `unchanged` where the product existed with this very source (only its time of the last write moved).
    * A product's `json`, when given, is its source as JSON.stringify writes it (the caller has it).
+   * With `linkLater`, an engine may leave the products' links and image rows to the statement it
+   * hands there, which the caller runs in the same transaction before anything reads them (the
+   * links, the image rows' counts; an image's state reads the same before it as after).
    */
   upsertProductSources(
     merchantId: number,
     products: { ref: string; source: ProductSourceDocument; json?: string }[],
     at: string,
+    linkLater?: (link: () => Promise<void>) => void,
   ): Promise<{ id: number; created: boolean; unchanged: boolean }[]>;
   deleteProduct(merchantId: number, productId: number): Promise<void>;
   /** Products whose source excludes them from the store with this slug. */
@@ -264,8 +268,10 @@ export interface PublishedStore {
    * Writes payloads. Every write of published payloads records the changes it makes (recordChanges)
    * in the same transaction: that moves the merchant's published version (PublishedVersionRead),
    * which tells readers holding bytes read earlier whether they still hold the stored ones.
+   * `created`: products created in this transaction (no store can have a row of theirs yet), whose
+   * rows are inserted without looking for one.
    */
-  upsertPublished(storeId: number, rows: PublishedRow[]): Promise<void>;
+  upsertPublished(storeId: number, rows: PublishedRow[], created?: ReadonlySet<number>): Promise<void>;
   /**
    * Replaces the payload and price hash of products already published in the store whose content
    * hash is unchanged (a price change alone): their exclusion reason, sku and ean, all part of the

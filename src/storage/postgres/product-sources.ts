@@ -1,7 +1,7 @@
 // Product sources (what the merchant sent) on PostgreSQL: sql/product-sources.ts, with
 // PostgreSQL's writes (a run of products in one statement, the links of those whose source changed in another) and its image lookup,
 // which locks the products it finds. The document is kept as the JSON text the domain wrote.
-import { integerArray, joinJsonTexts, splitJsonTexts, textArray } from './json-texts.js';
+import { booleanArray, integerArray, joinJsonTexts, splitJsonTexts, textArray } from './json-texts.js';
 import type { ProductSourceDocument } from '../../catalog/model.js';
 import { hash } from 'node:crypto';
 import { productLinks } from '../product-links.js';
@@ -43,11 +43,14 @@ export class PgProductSources extends SqlProductSources<PgConnection> {
    * sent again unchanged keeps its links, and so does a changed one whose links are the same (a new
    * cost): each row keeps a key of the links it was last relinked to by a run (links_key, migration
    * 54; null when unknown), compared with the new source's, so their links are not sent again.
+   * With `linkLater`, the relinking statement is handed there instead of run: the caller sends it
+   * while it resolves the products (the database writes the links meanwhile).
    */
   async upsertProductSources(
     merchantId: number,
     products: { ref: string; source: ProductSourceDocument; json?: string }[],
     at: string,
+    linkLater?: (link: () => Promise<void>) => void,
   ): Promise<{ id: number; created: boolean; unchanged: boolean }[]> {
     if (products.length === 0) return [];
     if (new Set(products.map((p) => p.ref)).size !== products.length) throw new TypeError('upsertProductSources: refs must be distinct');
@@ -88,7 +91,10 @@ export class PgProductSources extends SqlProductSources<PgConnection> {
     rows.forEach((row, index) => {
       if (row.relink) relinked.push({ productId: row.id, source: products[index]!.source, created: row.created });
     });
-    if (relinked.length > 0) await this.relinkMany(merchantId, relinked, at);
+    if (relinked.length > 0) {
+      if (linkLater) linkLater(() => this.relinkMany(merchantId, relinked, at));
+      else await this.relinkMany(merchantId, relinked, at);
+    }
     return rows.map((r) => ({ id: r.id, created: r.created, unchanged: r.same }));
   }
 
@@ -120,16 +126,18 @@ export class PgProductSources extends SqlProductSources<PgConnection> {
     const ids: number[] = [];
     const kinds: string[] = [];
     const values: string[] = [];
-    for (const { productId, source } of products) {
+    const fresh: boolean[] = [];
+    for (const { productId, source, created } of products) {
       for (const key of productLinks(source)) {
         const space = key.indexOf(' ');
         ids.push(productId);
         kinds.push(key.slice(0, space));
         values.push(key.slice(space + 1));
+        fresh.push(created);
       }
     }
     await this.c.run(
-      `WITH wanted(product_id, kind, value) AS (SELECT * FROM unnest($3::bigint[], $4::text[], $5::text[])),
+      `WITH wanted(product_id, kind, value, fresh) AS (SELECT * FROM unnest($3::bigint[], $4::text[], $5::text[], $7::boolean[])),
       existing AS MATERIALIZED (
         -- Each product's links from the products' index, one probe per product (OFFSET 0 keeps it
         -- so; merchant_id + 0 is not a prefix of the primary key: a planner whose statistics predate
@@ -142,12 +150,19 @@ export class PgProductSources extends SqlProductSources<PgConnection> {
           SELECT e.ctid FROM existing AS e
           WHERE NOT EXISTS (SELECT 1 FROM wanted AS w WHERE w.product_id = e.product_id AND w.kind = e.kind AND w.value = e.value)))
         RETURNING l.kind, l.value
-      ), added AS (
+      ), added_fresh AS (
+        -- A product just created has no links: its own are inserted without ON CONFLICT (whose
+        -- check cost a probe of the primary key and a speculative insertion per link).
+        INSERT INTO product_links (merchant_id, kind, value, product_id) SELECT $1, w.kind, w.value, w.product_id FROM wanted AS w
+          WHERE w.fresh RETURNING kind, value
+      ), added_kept AS (
         -- Only the links a product did not have (a new price keeps them all): no probe of the
         -- primary key for each link kept.
         INSERT INTO product_links (merchant_id, kind, value, product_id) SELECT $1, w.kind, w.value, w.product_id FROM wanted AS w
-          WHERE NOT EXISTS (SELECT 1 FROM existing AS e WHERE e.product_id = w.product_id AND e.kind = w.kind AND e.value = w.value)
+          WHERE NOT w.fresh AND NOT EXISTS (SELECT 1 FROM existing AS e WHERE e.product_id = w.product_id AND e.kind = w.kind AND e.value = w.value)
         ON CONFLICT DO NOTHING RETURNING kind, value
+      ), added AS (
+        SELECT kind, value FROM added_fresh UNION ALL SELECT kind, value FROM added_kept
       ), ${imageCounting('$6')}
       SELECT pg_notify('${IMAGE_WORK_CHANNEL}', '') FROM listed WHERE inserted LIMIT 1`,
       [
@@ -157,6 +172,7 @@ export class PgProductSources extends SqlProductSources<PgConnection> {
         textArray(kinds),
         textArray(values),
         at,
+        booleanArray(fresh),
       ],
     );
   }

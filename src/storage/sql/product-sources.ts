@@ -29,6 +29,7 @@ export abstract class SqlProductSources<C extends SqlConnection = SqlConnection>
     merchantId: number,
     products: { ref: string; source: ProductSourceDocument; json?: string }[],
     at: string,
+    linkLater?: (link: () => Promise<void>) => void,
   ): Promise<{ id: number; created: boolean; unchanged: boolean }[]>;
   abstract deleteProduct(merchantId: number, productId: number): Promise<void>;
   abstract productIdsWithImage(merchantId: number, url: string): Promise<number[]>;

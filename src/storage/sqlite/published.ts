@@ -120,19 +120,23 @@ export class SqlitePublished implements PublishedStore {
     return hashes;
   }
 
-  async upsertPublished(storeId: number, rows: PublishedRow[]): Promise<void> {
+  async upsertPublished(storeId: number, rows: PublishedRow[], created?: ReadonlySet<number>): Promise<void> {
     if (rows.length === 0) return;
     // The store's counts per exclusion reason and per block of ids follow the rows (kept in code,
-    // a delta per key a call: migration 49), from the reasons stored before and written now.
+    // a delta per key a call: migration 49), from the reasons stored before and written now (none
+    // for a product created in this transaction: not looked for).
     const counts = new PublishedCountDeltas(storeId);
     const stored = new Map<number, string | null>();
-    for (const [productId, reason] of this.c
-      .stmt(
-        'SELECT product_id, exclusion_reason FROM published_products WHERE store_id = ? AND product_id IN (SELECT value FROM json_each(?))',
-      )
-      .raw()
-      .all(storeId, JSON.stringify(rows.map((row) => row.productId))) as [number, string | null][]) {
-      stored.set(productId, reason);
+    const existing = created === undefined ? rows : rows.filter((row) => !created.has(row.productId));
+    if (existing.length > 0) {
+      for (const [productId, reason] of this.c
+        .stmt(
+          'SELECT product_id, exclusion_reason FROM published_products WHERE store_id = ? AND product_id IN (SELECT value FROM json_each(?))',
+        )
+        .raw()
+        .all(storeId, JSON.stringify(existing.map((row) => row.productId))) as [number, string | null][]) {
+        stored.set(productId, reason);
+      }
     }
     const written = (productId: number, reason: string | null) => {
       counts.replaced(productId, stored.has(productId) ? stored.get(productId)! : undefined, reason);

@@ -1,8 +1,7 @@
 // The webhook outbox on PostgreSQL: sql/outbox.ts, its rows inserted in one statement that wakes
 // the dispatchers of every process at COMMIT.
-import type { ChangeType } from '../../changes/model.js';
 import type { OutboxRow, OutboxWindowGroup } from '../records.js';
-import { groupWindow, SqlOutbox } from '../sql/outbox.js';
+import { groupWindowRecords, SqlOutbox, type OutboxWindowRecord } from '../sql/outbox.js';
 import type { PgConnection } from './connection.js';
 import { DELIVERY_WORK_CHANNEL } from './deliveries.js';
 
@@ -16,14 +15,7 @@ export class PgOutbox extends SqlOutbox<PgConnection> {
    * shared statement does, read the whole outbox of a large import on every pass (3.5 ms for 19 rows).
    */
   override async outboxWindow(window: number, afterId = 0): Promise<OutboxWindowGroup[]> {
-    const rows = await this.c.preparedRows<{
-      id: number;
-      endpointId: number;
-      event: ChangeType;
-      storeId: number | null;
-      productIds: string;
-      createdAt: string;
-    }>(
+    const rows = await this.c.preparedRows<OutboxWindowRecord>(
       'outbox.window',
       `WITH RECURSIVE page (last_id, total) AS (
           SELECT $2::bigint, 0::bigint
@@ -39,16 +31,7 @@ export class PgOutbox extends SqlOutbox<PgConnection> {
       WHERE before < $1 ORDER BY id`,
       [window, afterId],
     );
-    return groupWindow(
-      rows.map((r) => [
-        Number(r.id),
-        Number(r.endpointId),
-        r.event,
-        r.storeId === null ? null : Number(r.storeId),
-        r.productIds,
-        r.createdAt,
-      ]),
-    );
+    return groupWindowRecords(rows);
   }
 
   async insertOutbox(rows: OutboxRow[]): Promise<void> {

@@ -43,14 +43,7 @@ export abstract class SqlOutbox<C extends SqlConnection = SqlConnection> impleme
   async outboxWindow(window: number, afterId = 0): Promise<OutboxWindowGroup[]> {
     // The oldest rows from the primary key, up to `window` changes (the rows before them carry fewer),
     // the group by in the caller (one statement, no sort).
-    const rows = await this.c.rows<{
-      id: number;
-      endpointId: number;
-      event: ChangeType;
-      storeId: number | null;
-      productIds: string;
-      createdAt: string;
-    }>(
+    const rows = await this.c.rows<OutboxWindowRecord>(
       `SELECT id, "endpointId", event, "storeId", "productIds", "createdAt" FROM (
         SELECT id, endpoint_id AS "endpointId", event, store_id AS "storeId", product_ids AS "productIds", created_at AS "createdAt",
           sum(product_count) OVER (ORDER BY id) - product_count AS before
@@ -58,16 +51,7 @@ export abstract class SqlOutbox<C extends SqlConnection = SqlConnection> impleme
       WHERE before < $1 ORDER BY id`,
       [window, afterId],
     );
-    return groupWindow(
-      rows.map((r) => [
-        Number(r.id),
-        Number(r.endpointId),
-        r.event,
-        r.storeId === null ? null : Number(r.storeId),
-        r.productIds,
-        r.createdAt,
-      ]),
-    );
+    return groupWindowRecords(rows);
   }
 
   async holdOutboxRows(rows: OutboxEntry[]): Promise<OutboxEntry[]> {
@@ -106,6 +90,30 @@ export abstract class SqlOutbox<C extends SqlConnection = SqlConnection> impleme
 
 /** A window row as [id, endpoint_id, event, store_id, product_ids (JSON), created_at], in id order. */
 export type OutboxWindowRow = [number, number, ChangeType, number | null, string, string];
+
+/** A window row as a statement names its columns (ids as the driver gives them). */
+export type OutboxWindowRecord = {
+  id: number;
+  endpointId: number;
+  event: ChangeType;
+  storeId: number | null;
+  productIds: string;
+  createdAt: string;
+};
+
+/** groupWindow of rows as a statement names them. */
+export function groupWindowRecords(rows: OutboxWindowRecord[]): OutboxWindowGroup[] {
+  return groupWindow(
+    rows.map((r) => [
+      Number(r.id),
+      Number(r.endpointId),
+      r.event,
+      r.storeId === null ? null : Number(r.storeId),
+      r.productIds,
+      r.createdAt,
+    ]),
+  );
+}
 
 /** The window's rows grouped as outboxGroups groups them: by endpoint id, then by each group's oldest row. */
 export function groupWindow(rows: OutboxWindowRow[]): OutboxWindowGroup[] {

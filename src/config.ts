@@ -83,6 +83,7 @@ function placed(s: z.output<typeof SETTINGS>) {
       concurrency: s.CPS_IMAGE_CONCURRENCY,
       merchantConcurrency: s.CPS_IMAGE_MERCHANT_CONCURRENCY,
       originConcurrency: s.CPS_IMAGE_ORIGIN_CONCURRENCY,
+      commitsAtOnce: s.CPS_IMAGE_COMMITS_AT_ONCE,
       originFailures: s.CPS_IMAGE_ORIGIN_FAILURES,
       originProbeMs: s.CPS_IMAGE_ORIGIN_PROBE_MS,
       originProbeMaxMs: s.CPS_IMAGE_ORIGIN_PROBE_MAX_MS,

@@ -94,6 +94,7 @@ const EVERY_VARIABLE = {
   CPS_IMAGE_CONCURRENCY: '5',
   CPS_IMAGE_MERCHANT_CONCURRENCY: '1',
   CPS_IMAGE_ORIGIN_CONCURRENCY: '1',
+  CPS_IMAGE_COMMITS_AT_ONCE: '2',
   CPS_IMAGE_ORIGIN_FAILURES: '7',
   CPS_IMAGE_ORIGIN_PROBE_MS: '5000',
   CPS_IMAGE_ORIGIN_PROBE_MAX_MS: '60000',
@@ -199,6 +200,7 @@ describe('configuration', () => {
         concurrency: 4,
         merchantConcurrency: 3,
         originConcurrency: 2,
+        commitsAtOnce: 4,
         originFailures: 20,
         originProbeMs: 30_000,
         originProbeMaxMs: 900_000,
@@ -340,6 +342,7 @@ describe('configuration', () => {
         concurrency: 5,
         merchantConcurrency: 1,
         originConcurrency: 1,
+        commitsAtOnce: 2,
         originFailures: 7,
         originProbeMs: 5000,
         originProbeMaxMs: 60_000,
@@ -445,8 +448,8 @@ describe('every setting refuses what it does not accept, the same way', () => {
     accepts: SETTING_DOCS.get(schema)?.accepts as Accepts,
   }));
 
-  it('declares what each of the 114 settings accepts', () => {
-    expect(settings).toHaveLength(120);
+  it('declares what each of the 121 settings accepts', () => {
+    expect(settings).toHaveLength(121);
     expect(settings.filter(({ accepts }) => !accepts)).toEqual([]);
   });
 

@@ -537,6 +537,12 @@ export const SETTINGS = z.object({
     min: 1,
     description: 'at most this many fetches from one origin (scheme, host, port) of one merchant',
   }),
+  CPS_IMAGE_COMMITS_AT_ONCE: integer({
+    default: 4,
+    min: 1,
+    description:
+      "on PostgreSQL, how many merchants' mirrored images one process commits at once, each merchant in a transaction of its own (a pooled connection each, at most `CPS_DB_POOL_SIZE`): one merchant's commit never holds another's products; on SQLite a batch is one transaction",
+  }),
   CPS_IMAGE_ORIGIN_FAILURES: integer({
     default: 20,
     min: 1,

@@ -167,9 +167,6 @@ export const TRANSITIONS_PER_COMMIT = 64;
  */
 const COMMIT_GATHER_MS = 25;
 
-/** Where writers run at once (PostgreSQL), a batch's merchants committed at once, each in a transaction of its own (a pooled connection each). */
-const MERCHANT_COMMITS_AT_ONCE = 4;
-
 /** Fetched images waiting for their transition's commit, at most: no more is started beyond it. */
 const TRANSITIONS_WAITING_MAX = 4 * TRANSITIONS_PER_COMMIT;
 
@@ -665,7 +662,7 @@ export class ImageMirror {
     if (this.committing || this.waitingTransitions.length === 0) return;
     const batch = this.waitingTransitions.splice(0, TRANSITIONS_PER_COMMIT);
     // Where writers run at once and lock what they write (PostgreSQL), each merchant's transitions
-    // are a transaction of their own, up to MERCHANT_COMMITS_AT_ONCE at once: it holds its
+    // are a transaction of their own, up to `commitsAtOnce` (CPS_IMAGE_COMMITS_AT_ONCE) at once: it holds its
     // merchant's products and change sequencer until it commits, and no other merchant's. (One
     // transaction for the batch held each merchant until the last one was written: with mirrors in
     // three processes and 316 merchants, every commit waited for the others', and one in a shutdown
@@ -694,7 +691,7 @@ export class ImageMirror {
         }
       }
     };
-    this.committing = Promise.all(Array.from({ length: Math.min(MERCHANT_COMMITS_AT_ONCE, commits.length) }, commitNext))
+    this.committing = Promise.all(Array.from({ length: Math.min(this.config.commitsAtOnce, commits.length) }, commitNext))
       .then(() => {
         // No more claims after a failed commit: the next poll tries again.
         if (this.running && failures === 0) this.pump();

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // The command line: serve, worker, import, imports, merchants, stores, keys, users, webhooks, demo. `--help` lists them.
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
 import { SingleBar, Presets } from 'cli-progress';
@@ -650,9 +651,27 @@ async function usersCommand(
   }
 }
 
+/**
+ * `worker` runs background work alone: on Linux each of its threads lowers its priority by
+ * CPS_WORKER_NICE, as serve's worker threads do, so that on a shared machine the serves' threads
+ * answering requests get a core first. The nice value belongs to a thread: every thread there is now
+ * (the V8 platform's among them), and the ones started later inherit the main thread's.
+ */
+function lowerWorkerPriority(config: Config, logger: Logger): void {
+  if (process.platform !== 'linux' || config.workerNice <= 0) return;
+  try {
+    for (const tid of fs.readdirSync('/proc/self/task').map(Number)) {
+      os.setPriority(tid, Math.min(19, os.getPriority(tid) + config.workerNice));
+    }
+  } catch (error) {
+    logger.warn({ err: error, nice: config.workerNice }, "could not lower the worker's priority");
+  }
+}
+
 async function workerCommand(config: ReturnType<typeof loadConfig>): Promise<void> {
   const service = createService(config);
   const { logger } = service;
+  lowerWorkerPriority(config, logger);
   // The operations listener first: a port in use stops the worker before it takes any work.
   const ops =
     config.operations.workerOpsPort === null

@@ -133,6 +133,17 @@ describe('graceful shutdown', () => {
     expect(metrics).toMatch(/^cps_event_loop_delay_max_seconds \d/m);
     expect(metrics).toMatch(/^cps_db_statement_duration_seconds_count\{engine="sqlite",statement="storage\.probe"\} [1-9]/m);
     expect((await fetch(`${base}/v1/stores`)).status).toBe(404);
+    if (process.platform === 'linux') {
+      // Every thread of the worker runs CPS_WORKER_NICE (10 by default) below the priority it started
+      // with: on a machine shared with serve, the threads answering requests get a core first (nice
+      // is field 19 of /proc/PID/task/TID/stat, the 17th after the command name).
+      const niceness = fs
+        .readdirSync(`/proc/${child.pid}/task`)
+        .map((tid) => fs.readFileSync(`/proc/${child.pid}/task/${tid}/stat`, 'utf8'))
+        .map((stat) => Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]));
+      expect(niceness.length).toBeGreaterThan(1);
+      expect(new Set(niceness)).toEqual(new Set([Math.min(19, os.getPriority() + 10)]));
+    }
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     child.kill('SIGTERM');
     expect(await exited).toBe(0);

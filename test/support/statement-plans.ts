@@ -134,3 +134,36 @@ export async function postgresRowsRead(location: string, ran: Ran): Promise<numb
     await client.end();
   }
 }
+
+/**
+ * PostgreSQL: the plans of the statements run inside the statement's functions (auto_explain's
+ * nested plans, with ANALYZE and BUFFERS), which EXPLAIN of the statement shows as a Function Scan;
+ * run and rolled back. Each plan as auto_explain prints it: its query text, then its nodes.
+ */
+export async function postgresNestedPlans(location: string, ran: Ran): Promise<string[]> {
+  const client = new pg.Client(location);
+  await client.connect();
+  const plans: string[] = [];
+  client.on('notice', (notice) => {
+    if (/plan:/.test(notice.message ?? '')) plans.push(notice.message!);
+  });
+  try {
+    await client.query("LOAD 'auto_explain'");
+    await client.query('BEGIN');
+    for (const setting of [
+      'auto_explain.log_min_duration = 0',
+      'auto_explain.log_nested_statements = on',
+      'auto_explain.log_analyze = on',
+      'auto_explain.log_buffers = on',
+      'auto_explain.log_level = notice',
+      'client_min_messages = notice',
+    ])
+      await client.query(`SET LOCAL ${setting}`);
+    await client.query(ran.sql, ran.params);
+    await client.query('ROLLBACK');
+    // The outer statement's own plan is logged too: only the nested ones.
+    return plans.filter((plan) => !plan.includes(ran.sql));
+  } finally {
+    await client.end();
+  }
+}

@@ -41,9 +41,9 @@ export class PgChanges implements ChangeStore {
   }
 
   async changesAfter(storeId: number, after: FeedPosition, limit: number): Promise<StoredChange[]> {
+    // feed_window (migration 57): the window in changes_feed's order, never a sort of the store's tail.
     return this.c.rows<StoredChange & Record<string, unknown>>(
-      `SELECT id, product_id, change_type, created_at FROM changes
-      WHERE store_id = $1 AND (created_at, id) > ($2, $3) ORDER BY created_at, id LIMIT $4`,
+      'SELECT id, product_id, change_type, created_at FROM feed_window($1, $2, $3, $4)',
       [storeId, after.at, after.id, limit],
     );
   }

@@ -1278,4 +1278,24 @@ DROP INDEX changes_feed;
 ALTER INDEX changes_feed_covering RENAME TO changes_feed;
 `,
   },
+  {
+    id: 57,
+    name: 'feed_window_in_index_order',
+    sql: `
+-- A window of a store's feed walks changes_feed from the cursor and stops at the window's size,
+-- whatever the table's statistics say. On a table never analyzed (a new database's first import,
+-- read before autovacuum reaches the table; a restored dump) the planner guessed ~700 rows for any
+-- store and cursor, fewer than a window, and chose a bitmap scan of every change of the store after
+-- the cursor and a sort: 200,000 rows and 66-180 ms a window at 100,000 products, against 24
+-- buffers and 0.3 ms in index order. The settings hold for this function's statement alone.
+CREATE FUNCTION feed_window(store bigint, after_at text, after_id bigint, size bigint)
+  RETURNS TABLE (id bigint, product_id bigint, change_type text, created_at text)
+  LANGUAGE plpgsql STABLE SET enable_sort = off SET enable_incremental_sort = off AS $$
+BEGIN
+  RETURN QUERY SELECT c.id, c.product_id, c.change_type, c.created_at FROM changes AS c
+    WHERE c.store_id = store AND (c.created_at, c.id) > (after_at, after_id) ORDER BY c.created_at, c.id LIMIT size;
+END
+$$;
+`,
+  },
 ];

@@ -270,6 +270,11 @@ export interface DeliveryClaim {
   ahead?: number;
   /** This process's deliveries claimed ahead and not started yet, per endpoint: held like those in flight. */
   waitingByEndpoint?: ReadonlyMap<number, number>;
+  /**
+   * Told the endpoints with due deliveries that this claim skipped because another process was
+   * claiming them at that moment (PostgreSQL; never waited for): the caller claims again soon.
+   */
+  busy?: (endpointIds: number[]) => void;
 }
 
 // Publish runs

@@ -120,6 +120,12 @@ export function coalescePassGapMs(coalesceMs: number): number {
   return Math.min(100, coalesceMs / 10);
 }
 
+/**
+ * A claim that skipped endpoints another process was claiming (DeliveryClaim.busy) is made again
+ * this much later, until none is skipped or a poll's interval has passed: that claim takes a few ms.
+ */
+export const BUSY_CLAIM_RETRY_MS = 5;
+
 /** A delivery claimed ahead, waiting in this process for one of its endpoint's slots. */
 interface WaitingDelivery {
   delivery: ClaimedDelivery;
@@ -154,6 +160,8 @@ export class WebhookDispatcher {
   private gathering: NodeJS.Timeout | null = null;
   /** The fallback poll's schedule, while started. */
   private schedule: IdlePoll | null = null;
+  /** Whether the last claim skipped endpoints another process was claiming: they may have due deliveries. */
+  private claimSkipped = false;
   /** Whether the last coalescing pass saw outbox rows (a batch waiting for its time is work in progress). */
   private outboxSeen = false;
   /** A coalescing pass asked for within the gap after the last one (start()). */
@@ -242,7 +250,7 @@ export class WebhookDispatcher {
     // work is a pass that saw outbox rows (a batch waiting for its time) or made deliveries, a round
     // that sent, sends in flight or deliveries claimed ahead waiting here.
     this.schedule = startIdlePoll(this.storage, 'deliveries', this.config, {
-      busy: () => this.outboxSeen || this.inflight.size > 0 || this.waiting.size > 0,
+      busy: () => this.outboxSeen || this.claimSkipped || this.inflight.size > 0 || this.waiting.size > 0,
       poll,
     });
   }
@@ -443,9 +451,21 @@ export class WebhookDispatcher {
         .finally(() => sending.delete(send));
       sending.add(send);
     };
-    for (let first = true; ; first = false) {
-      if (!this.stopping) await this.claimFreeSlots(start, !first);
-      if (sending.size === 0) return sent;
+    let afterSends = false;
+    let skippedSince: number | null = null;
+    for (;;) {
+      const skipped = !this.stopping && (await this.claimFreeSlots(start, afterSends));
+      if (sending.size === 0) {
+        // Endpoints another process was claiming: claimed again soon, not at the next poll.
+        if (!skipped || this.stopping) return sent;
+        skippedSince ??= performance.now();
+        if (performance.now() - skippedSince >= this.config.pollIntervalMs) return sent;
+        afterSends = false;
+        await sleep(BUSY_CLAIM_RETRY_MS);
+        continue;
+      }
+      skippedSince = null;
+      afterSends = true;
       await Promise.race(sending);
       // Sends that end together free their slots together: one claim for all of them.
       await new Promise<void>((resolve) => setImmediate(resolve));
@@ -459,27 +479,28 @@ export class WebhookDispatcher {
    * to a delivery claimed ahead for it; a claim takes, besides the free slots, up to claimAheadRounds
    * x perEndpointConcurrency more per endpoint whose leases are all this process's (DeliveryClaim.ahead),
    * which wait here for their endpoint's slots: a fast receiver costs a claim every few attempts,
-   * not one per attempt.
+   * not one per attempt. True when the claim skipped endpoints another process was claiming.
    */
   private claimFreeSlots(
     start: (delivery: ClaimedDelivery, endpoint: Promise<WebhookEndpointRecord | undefined>) => void,
     /** Called because sends ended: no claim when deliveries claimed ahead took every slot they freed. */
     afterSends = false,
-  ): Promise<void> {
+  ): Promise<boolean> {
     const turn = this.claiming.then(async () => {
-      if (this.stopping) return;
+      if (this.stopping) return false;
       // Those whose lease ran short are handed back first: this claim can take them again.
       await this.startWaiting(start);
       const freed = [...this.freed];
       this.freed.clear();
-      if (afterSends && freed.every((id) => (this.inflightByEndpoint.get(id) ?? 0) >= this.config.perEndpointConcurrency)) return;
+      if (afterSends && freed.every((id) => (this.inflightByEndpoint.get(id) ?? 0) >= this.config.perEndpointConcurrency)) return false;
       const free = this.config.overallConcurrency - this.inflight.size;
-      if (free <= 0) return;
+      if (free <= 0) return false;
       // send() counts each delivery in flight before it yields: the next claim sees it. Each
       // endpoint of the claim is read once for all its deliveries, as they start.
       const claimedAt = this.deps.now().getTime();
-      const claimed = await this.claim(free);
-      if (claimed.length === 0) return;
+      const { claimed, skipped } = await this.claim(free);
+      this.claimSkipped = skipped;
+      if (claimed.length === 0) return skipped;
       // The endpoints the claim did not read with the deliveries (ClaimedDelivery.endpoint), read once.
       const unread = claimed.filter((d) => !d.endpoint).map((d) => d.endpoint_id);
       const endpoints =
@@ -505,8 +526,12 @@ export class WebhookDispatcher {
         if (queue) queue.push(entry);
         else this.waiting.set(delivery.endpoint_id, [entry]);
       }
+      return skipped;
     });
-    this.claiming = turn.catch(() => undefined);
+    this.claiming = turn.then(
+      () => undefined,
+      () => undefined,
+    );
     return turn;
   }
 
@@ -568,8 +593,9 @@ export class WebhookDispatcher {
     return this.config.timeoutMs + this.config.leaseMarginMs;
   }
 
-  private claim(limit: number): Promise<ClaimedDelivery[]> {
-    return this.storage.claimDueDeliveries({
+  private async claim(limit: number): Promise<{ claimed: ClaimedDelivery[]; skipped: boolean }> {
+    let skipped = false;
+    const claimed = await this.storage.claimDueDeliveries({
       now: this.deps.now,
       leaseMs: this.leaseMs(),
       limit,
@@ -579,7 +605,11 @@ export class WebhookDispatcher {
       // Slots a merchant's hanging receivers cannot take stay free for the other merchants.
       perMerchant: this.config.perMerchantConcurrency,
       ahead: this.config.perEndpointConcurrency * claimAheadRounds(this.config.timeoutMs, this.config.leaseMarginMs),
+      busy: () => {
+        skipped = true;
+      },
     });
+    return { claimed, skipped };
   }
 
   /** One attempt of a claimed delivery, counted in flight for its endpoint until it is recorded. */

@@ -137,7 +137,14 @@ interface WaitingDelivery {
 }
 
 export class WebhookDispatcher {
+  /** Per endpoint, this process's attempts not recorded yet (their leases count them in every process). */
   private readonly inflightByEndpoint = new Map<number, number>();
+  /**
+   * Per endpoint, the attempts holding one of its slots: sent and not answered 2xx, or not recorded
+   * yet (sendingSlots in all). A success frees its slot before it is recorded (send()).
+   */
+  private readonly sendingByEndpoint = new Map<number, number>();
+  private sendingSlots = 0;
   /** Deliveries claimed ahead per endpoint, in claim order (claimFreeSlots). */
   private readonly waiting = new Map<number, WaitingDelivery[]>();
   /** Endpoints whose sends ended since the last claim (claimFreeSlots). */
@@ -146,6 +153,7 @@ export class WebhookDispatcher {
   private readonly inactive = new Set<number>();
   /** When this process last started an attempt to each rate-limited endpoint (ms on deps.now). */
   private readonly lastStartByEndpoint = new Map<number, number>();
+  /** This process's attempts until they are recorded, by delivery id. */
   private readonly inflight = new Map<number, Promise<void>>();
   private readonly policy: HealthPolicy;
   private readonly rounds = new Set<Promise<unknown>>();
@@ -199,7 +207,7 @@ export class WebhookDispatcher {
     /** A sending round, when a slot is free: it claims only what it can send at once. */
     const sendRound = (after: Promise<unknown> = Promise.resolve()) => {
       const round: Promise<unknown> = after
-        .then(() => (this.inflight.size < this.config.overallConcurrency && !this.stopping ? this.sendDue() : 0))
+        .then(() => (this.sendingSlots < this.config.overallConcurrency && !this.stopping ? this.sendDue() : 0))
         .then((sent) => sent > 0 && this.schedule?.work())
         .catch((error: unknown) => this.log.error({ err: error }, 'webhook dispatcher round failed'))
         .finally(() => this.rounds.delete(round));
@@ -215,7 +223,7 @@ export class WebhookDispatcher {
       // with 20 endpoints) takes minutes, and the deliveries it has made meanwhile must not wait for it.
       if (coalescing) {
         wokenMeanwhile = true;
-        if (!duringPass && this.inflight.size < this.config.overallConcurrency && !this.stopping) {
+        if (!duringPass && this.sendingSlots < this.config.overallConcurrency && !this.stopping) {
           duringPass = sendRound().finally(() => {
             duringPass = null;
           });
@@ -438,28 +446,47 @@ export class WebhookDispatcher {
    * Sends due deliveries: claims (atomically, so several dispatchers can run) as many as there are
    * free slots, at most overallConcurrency in flight, perMerchantConcurrency to one merchant's
    * endpoints and perEndpointConcurrency per endpoint, merchants then endpoints taking turns, and
-   * claims again whenever a send ends, until nothing more is due. Returns how many were sent.
+   * claims again whenever a slot is free again, until nothing more is due. Resolves, with how many
+   * were sent, once every attempt it started is recorded; rejects with the first that failed.
    */
   async sendDue(): Promise<number> {
     let sent = 0;
+    /** Slots this call's attempts hold: each settles when its attempt frees it. */
     const sending = new Set<Promise<void>>();
+    /** This call's attempts until recorded. */
+    const attempts = new Set<Promise<void>>();
+    let failure: { error: unknown } | null = null;
     const start = (delivery: ClaimedDelivery, endpoint: Promise<WebhookEndpointRecord | undefined>) => {
-      const send: Promise<void> = this.send(delivery, endpoint)
-        .then(() => {
-          sent++;
-        })
-        .finally(() => sending.delete(send));
-      sending.add(send);
+      const { slot, done } = this.send(delivery, endpoint);
+      const held: Promise<void> = slot.finally(() => sending.delete(held));
+      sending.add(held);
+      const recorded: Promise<void> = done
+        .then(
+          () => {
+            sent++;
+          },
+          (error: unknown) => {
+            failure ??= { error };
+          },
+        )
+        .finally(() => attempts.delete(recorded));
+      attempts.add(recorded);
+    };
+    const ended = async () => {
+      await Promise.all(attempts);
+      if (failure) throw failure.error;
+      return sent;
     };
     let afterSends = false;
     let skippedSince: number | null = null;
     for (;;) {
       const skipped = !this.stopping && (await this.claimFreeSlots(start, afterSends));
+      if (failure) return ended();
       if (sending.size === 0) {
         // Endpoints another process was claiming: claimed again soon, not at the next poll.
-        if (!skipped || this.stopping) return sent;
+        if (!skipped || this.stopping) return ended();
         skippedSince ??= performance.now();
-        if (performance.now() - skippedSince >= this.config.pollIntervalMs) return sent;
+        if (performance.now() - skippedSince >= this.config.pollIntervalMs) return ended();
         afterSends = false;
         await sleep(BUSY_CLAIM_RETRY_MS);
         continue;
@@ -492,8 +519,8 @@ export class WebhookDispatcher {
       await this.startWaiting(start);
       const freed = [...this.freed];
       this.freed.clear();
-      if (afterSends && freed.every((id) => (this.inflightByEndpoint.get(id) ?? 0) >= this.config.perEndpointConcurrency)) return false;
-      const free = this.config.overallConcurrency - this.inflight.size;
+      if (afterSends && freed.every((id) => this.sendingTo(id) >= this.config.perEndpointConcurrency)) return false;
+      const free = this.config.overallConcurrency - this.sendingSlots;
       if (free <= 0) return false;
       // send() counts each delivery in flight before it yields: the next claim sees it. Each
       // endpoint of the claim is read once for all its deliveries, as they start.
@@ -515,8 +542,11 @@ export class WebhookDispatcher {
         this.inactive.delete(delivery.endpoint_id);
         const endpoint = read ? Promise.resolve(read) : endpoints.then((byId) => byId.get(delivery.endpoint_id));
         const queue = this.waiting.get(delivery.endpoint_id);
-        const running = this.inflightByEndpoint.get(delivery.endpoint_id) ?? 0;
-        if (!queue && running < this.config.perEndpointConcurrency && this.inflight.size < this.config.overallConcurrency) {
+        if (
+          !queue &&
+          this.sendingTo(delivery.endpoint_id) < this.config.perEndpointConcurrency &&
+          this.sendingSlots < this.config.overallConcurrency
+        ) {
           start(delivery, endpoint);
           continue;
         }
@@ -548,8 +578,8 @@ export class WebhookDispatcher {
     const now = this.deps.now().getTime();
     const stale: WaitingDelivery[] = [];
     for (const [endpointId, queue] of this.waiting) {
-      while (queue.length > 0 && this.inflight.size < this.config.overallConcurrency) {
-        if ((this.inflightByEndpoint.get(endpointId) ?? 0) >= this.config.perEndpointConcurrency) break;
+      while (queue.length > 0 && this.sendingSlots < this.config.overallConcurrency) {
+        if (this.sendingTo(endpointId) >= this.config.perEndpointConcurrency) break;
         const next = queue.shift()!;
         if (this.inactive.has(endpointId)) continue;
         if (now + this.config.timeoutMs > next.leaseEnds) {
@@ -612,20 +642,60 @@ export class WebhookDispatcher {
     return { claimed, skipped };
   }
 
-  /** One attempt of a claimed delivery, counted in flight for its endpoint until it is recorded. */
-  private async send(delivery: ClaimedDelivery, endpoint: Promise<WebhookEndpointRecord | undefined>): Promise<void> {
-    this.inflightByEndpoint.set(delivery.endpoint_id, (this.inflightByEndpoint.get(delivery.endpoint_id) ?? 0) + 1);
-    const attempt = this.attempt(delivery, endpoint);
-    this.inflight.set(delivery.id, attempt);
-    try {
-      await attempt;
-    } finally {
+  /** The attempts holding a slot of the endpoint (sendingByEndpoint). */
+  private sendingTo(endpointId: number): number {
+    return this.sendingByEndpoint.get(endpointId) ?? 0;
+  }
+
+  /**
+   * One attempt of a claimed delivery, counted in flight for its endpoint until it is recorded
+   * (`done`). It holds one of the endpoint's slots (`slot` settles when it frees it) until then,
+   * or until a 2xx answer when fewer than perEndpointConcurrency successes of the endpoint (and
+   * overallConcurrency in all) wait for their record: the receiver is done with it, and the next
+   * attempts are sent while it is recorded (with them, in one statement). A failure keeps its slot
+   * until recorded: the endpoint's pause is known before its next attempt. Other processes count
+   * it by its lease either way.
+   */
+  private send(
+    delivery: ClaimedDelivery,
+    endpoint: Promise<WebhookEndpointRecord | undefined>,
+  ): { slot: Promise<void>; done: Promise<void> } {
+    const endpointId = delivery.endpoint_id;
+    const add = (counts: Map<number, number>, n: number) => {
+      const left = (counts.get(endpointId) ?? 0) + n;
+      if (left > 0) counts.set(endpointId, left);
+      else counts.delete(endpointId);
+    };
+    add(this.inflightByEndpoint, 1);
+    add(this.sendingByEndpoint, 1);
+    this.sendingSlots++;
+    let held = true;
+    let freeSlot = () => {};
+    const slot = new Promise<void>((resolve) => (freeSlot = resolve));
+    const release = () => {
+      if (!held) return;
+      held = false;
+      add(this.sendingByEndpoint, -1);
+      this.sendingSlots--;
+      this.freed.add(endpointId);
+      freeSlot();
+    };
+    // Freed a turn of the event loop after the answer: undici hands its connection back on a
+    // setImmediate of its own, and a request sent before that opens another connection.
+    const answered = () =>
+      setImmediate(() => {
+        if (!held) return;
+        const recordingHere = (this.inflightByEndpoint.get(endpointId) ?? 0) - this.sendingTo(endpointId);
+        const recordingAll = this.inflight.size - this.sendingSlots;
+        if (recordingHere < this.config.perEndpointConcurrency && recordingAll < this.config.overallConcurrency) release();
+      });
+    const done = this.attempt(delivery, endpoint, answered).finally(() => {
       this.inflight.delete(delivery.id);
-      const left = (this.inflightByEndpoint.get(delivery.endpoint_id) ?? 1) - 1;
-      if (left > 0) this.inflightByEndpoint.set(delivery.endpoint_id, left);
-      else this.inflightByEndpoint.delete(delivery.endpoint_id);
-      this.freed.add(delivery.endpoint_id);
-    }
+      add(this.inflightByEndpoint, -1);
+      release();
+    });
+    this.inflight.set(delivery.id, done);
+    return { slot, done };
   }
 
   /**
@@ -914,7 +984,12 @@ export class WebhookDispatcher {
     );
   }
 
-  private async attempt(delivery: ClaimedDelivery, endpointRead: Promise<WebhookEndpointRecord | undefined>): Promise<void> {
+  private async attempt(
+    delivery: ClaimedDelivery,
+    endpointRead: Promise<WebhookEndpointRecord | undefined>,
+    /** Called when the receiver answered 2xx, before the outcome is recorded. */
+    succeeded: () => void,
+  ): Promise<void> {
     const endpoint = await endpointRead;
     // Paused or disabled since the claim: the lease runs out and the delivery waits for the endpoint.
     if (!endpoint || endpoint.status !== 'active') return;
@@ -960,6 +1035,7 @@ export class WebhookDispatcher {
       this.responded(endpoint.id);
     }
     const at = this.deps.now();
+    if (result.error === null) succeeded();
     const outcome = await this.record(delivery, endpoint, request, result, at);
     if (!outcome) return;
     this.deps.metrics?.observeDelivery(outcome, result.latencyMs / 1000);

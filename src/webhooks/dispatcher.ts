@@ -95,6 +95,13 @@ const OUTCOMES_PER_TRANSACTION = 64;
  */
 export const RECORD_GATHER_MS = 2;
 
+/**
+ * Successes (whose slots their answers freed) wait this long at most after the first of them
+ * ended for more to record with them, up to OUTCOMES_PER_TRANSACTION: sends go on meanwhile, and
+ * each record is a round trip on PostgreSQL.
+ */
+export const RECORD_BATCH_MS = 10;
+
 /** An attempt that ended, waiting to be recorded (WebhookDispatcher.record). */
 interface EndedAttempt {
   delivery: DeliveryRecord;
@@ -102,6 +109,8 @@ interface EndedAttempt {
   request: SentRequest;
   result: SendResult;
   at: Date;
+  /** When it ended (performance.now()). */
+  endedAt: number;
   resolve: (outcome: DeliveryOutcome | null) => void;
   reject: (error: unknown) => void;
 }
@@ -630,7 +639,13 @@ export class WebhookDispatcher {
       leaseMs: this.leaseMs(),
       limit,
       perEndpoint: this.config.perEndpointConcurrency,
-      inFlightByEndpoint: this.inflightByEndpoint,
+      // Both as they are now: an attempt answered while the claim runs would otherwise leave one and not the other.
+      inFlightByEndpoint: new Map(this.sendingByEndpoint),
+      answeredByEndpoint: new Map(
+        [...this.inflightByEndpoint].flatMap(([endpointId, n]): [number, number][] =>
+          n > this.sendingTo(endpointId) ? [[endpointId, n - this.sendingTo(endpointId)]] : [],
+        ),
+      ),
       waitingByEndpoint: new Map([...this.waiting].map(([endpointId, queue]) => [endpointId, queue.length])),
       // Slots a merchant's hanging receivers cannot take stay free for the other merchants.
       perMerchant: this.config.perMerchantConcurrency,
@@ -650,9 +665,9 @@ export class WebhookDispatcher {
   /**
    * One attempt of a claimed delivery, counted in flight for its endpoint until it is recorded
    * (`done`). It holds one of the endpoint's slots (`slot` settles when it frees it) until then,
-   * or until a 2xx answer when fewer than perEndpointConcurrency successes of the endpoint (and
-   * overallConcurrency in all) wait for their record: the receiver is done with it, and the next
-   * attempts are sent while it is recorded (with them, in one statement). A failure keeps its slot
+   * or until a 2xx answer when fewer than OUTCOMES_PER_TRANSACTION successes wait for their
+   * record: the receiver is done with it, and the next attempts are sent while it is recorded
+   * (with them, in one statement: RECORD_BATCH_MS). A failure keeps its slot
    * until recorded: the endpoint's pause is known before its next attempt. Other processes count
    * it by its lease either way.
    */
@@ -685,9 +700,7 @@ export class WebhookDispatcher {
     const answered = () =>
       setImmediate(() => {
         if (!held) return;
-        const recordingHere = (this.inflightByEndpoint.get(endpointId) ?? 0) - this.sendingTo(endpointId);
-        const recordingAll = this.inflight.size - this.sendingSlots;
-        if (recordingHere < this.config.perEndpointConcurrency && recordingAll < this.config.overallConcurrency) release();
+        if (this.inflight.size - this.sendingSlots < OUTCOMES_PER_TRANSACTION) release();
       });
     const done = this.attempt(delivery, endpoint, answered).finally(() => {
       this.inflight.delete(delivery.id);
@@ -714,7 +727,7 @@ export class WebhookDispatcher {
     at: Date,
   ): Promise<DeliveryOutcome | null> {
     return new Promise((resolve, reject) => {
-      this.ended.push({ delivery, endpoint, request, result, at, resolve, reject });
+      this.ended.push({ delivery, endpoint, request, result, at, endedAt: performance.now(), resolve, reject });
       if (this.gathering && !this.stillAwaited()) this.recordSoon();
       if (this.recording) return;
       this.recording = true;
@@ -751,6 +764,12 @@ export class WebhookDispatcher {
   /** Records what has ended until nothing is left (never rejects: each failure rejects its own attempt). */
   private async recordEnded(): Promise<void> {
     while (this.ended.length > 0) {
+      // Only successes, fewer than a transaction's worth: their slots are free, more may end meanwhile.
+      const wait = this.ended[0]!.endedAt + RECORD_BATCH_MS - performance.now();
+      if (wait > 0 && this.ended.length < OUTCOMES_PER_TRANSACTION && this.ended.every((item) => item.result.error === null)) {
+        await sleep(wait);
+        continue;
+      }
       // A delivery appears once per transaction (a re-claimed one in flight twice waits for the next).
       const batch: EndedAttempt[] = [];
       const ids = new Set<number>();

@@ -424,15 +424,16 @@ describe('connections and concurrency', () => {
   });
 
   /**
-   * A world whose dispatcher records nothing until `recordingOpen()`: its transactions and
-   * PostgreSQL's one-statement record of successes wait; claims do not.
+   * `count` test deliveries to one receiver answering `status`, one at a time (per-endpoint
+   * concurrency 1), sendDue running, and nothing recorded until `recordingOpen()`: the
+   * dispatcher's transactions and PostgreSQL's one-statement record of successes wait; claims do not.
    */
-  async function recordingHeldBack(webhooks: Partial<Config['webhooks']>) {
+  async function sentWhileRecordingHeldBack(status: number, count: number) {
     let open = () => {};
     const gate = new Promise<void>((resolve) => (open = resolve));
     world = await startWebhookWorld({
       stores: ['de'],
-      webhooks,
+      webhooks: { perEndpointConcurrency: 1 },
       dispatcherStorage: (storage) =>
         new Proxy(storage, {
           get(target, key, receiver) {
@@ -447,15 +448,14 @@ describe('connections and concurrency', () => {
           },
         }),
     });
-    return { recordingOpen: open };
+    const receiver = await world.receiver({ behaviour: { status } });
+    const endpoint = await world.register(receiver);
+    for (let i = 0; i < count; i++) expect((await world.post(`/webhook-endpoints/${endpoint.id}/test`)).status).toBe(202);
+    return { receiver, endpoint, sending: world.dispatcher.sendDue(), recordingOpen: open };
   }
 
   it("sends an endpoint's next delivery while the last one's success is recorded: a 2xx answer frees its slot", async () => {
-    const { recordingOpen } = await recordingHeldBack({ perEndpointConcurrency: 1 });
-    const receiver = await world.receiver({ behaviour: { status: 204 } });
-    const endpoint = await world.register(receiver);
-    for (let i = 0; i < 3; i++) expect((await world.post(`/webhook-endpoints/${endpoint.id}/test`)).status).toBe(202);
-    const sending = world.dispatcher.sendDue();
+    const { receiver, endpoint, sending, recordingOpen } = await sentWhileRecordingHeldBack(204, 3);
     // Each answered before the one before it is recorded, one at a time.
     await vi.waitFor(() => expect(receiver.count).toBe(3), { timeout: 5000, interval: 5 });
     expect(receiver.maxInFlight).toBe(1);
@@ -465,11 +465,7 @@ describe('connections and concurrency', () => {
   });
 
   it("holds an endpoint's slot until a failure is recorded: the endpoint's health is known before its next delivery", async () => {
-    const { recordingOpen } = await recordingHeldBack({ perEndpointConcurrency: 1 });
-    const receiver = await world.receiver({ behaviour: { status: 500 } });
-    const endpoint = await world.register(receiver);
-    for (let i = 0; i < 2; i++) expect((await world.post(`/webhook-endpoints/${endpoint.id}/test`)).status).toBe(202);
-    const sending = world.dispatcher.sendDue();
+    const { receiver, sending, recordingOpen } = await sentWhileRecordingHeldBack(500, 2);
     await vi.waitFor(() => expect(receiver.count).toBe(1), { timeout: 5000, interval: 5 });
     await new Promise<void>((resolve) => setTimeout(resolve, 200));
     expect(receiver.count).toBe(1);

@@ -36,14 +36,17 @@ export function takeTurns(
   // rate whose every lease is this process's.
   const waiting = claim.waitingByEndpoint ?? new Map<number, number>();
   const ownOf = (endpointId: number) => (claim.inFlightByEndpoint.get(endpointId) ?? 0) + (waiting.get(endpointId) ?? 0);
+  // This process's answered attempts waiting for their record hold a lease but no slot.
+  const answered = claim.answeredByEndpoint ?? new Map<number, number>();
+  const leasesOf = (endpointId: number) => Math.max(0, (leases.get(endpointId) ?? 0) - (answered.get(endpointId) ?? 0));
   const aheadOf = (endpointId: number) =>
-    claim.ahead && !slotsOf.has(endpointId) && (leases.get(endpointId) ?? 0) <= ownOf(endpointId) ? claim.ahead : 0;
+    claim.ahead && !slotsOf.has(endpointId) && leasesOf(endpointId) <= ownOf(endpointId) ? claim.ahead : 0;
   const endpointTurns = new Map<number, number>();
   const taken = new Map<number, number>();
   const withinEndpoints = [...candidates]
     .sort((a, b) => a.endpointId - b.endpointId || byDue(a, b))
     .map((candidate) => {
-      const held = Math.max(leases.get(candidate.endpointId) ?? 0, ownOf(candidate.endpointId));
+      const held = Math.max(leasesOf(candidate.endpointId), ownOf(candidate.endpointId));
       const endpointTurn = (endpointTurns.get(candidate.endpointId) ?? held) + 1;
       endpointTurns.set(candidate.endpointId, endpointTurn);
       const nth = (taken.get(candidate.endpointId) ?? 0) + 1;
@@ -83,7 +86,7 @@ export function takeTurns(
   // their endpoint's own ends) only for an endpoint that now has all of its turns.
   const full = new Map<number, number>();
   for (const candidate of chosen) full.set(candidate.endpointId, Math.max(full.get(candidate.endpointId) ?? 0, candidate.endpointTurn));
-  const held = (endpointId: number) => Math.max(leases.get(endpointId) ?? 0, ownOf(endpointId));
+  const held = (endpointId: number) => Math.max(leasesOf(endpointId), ownOf(endpointId));
   const extra = ahead.filter((candidate) => Math.max(full.get(candidate.endpointId) ?? 0, held(candidate.endpointId)) >= claim.perEndpoint);
   return [...chosen, ...extra].map((candidate) => candidate.id);
 }

@@ -270,6 +270,16 @@ export interface DeliveryClaim {
   ahead?: number;
   /** This process's deliveries claimed ahead and not started yet, per endpoint: held like those in flight. */
   waitingByEndpoint?: ReadonlyMap<number, number>;
+  /**
+   * This process's attempts answered 2xx and not recorded yet, per endpoint (not in
+   * inFlightByEndpoint): their leases still count them in other processes, but here they hold no slot.
+   */
+  answeredByEndpoint?: ReadonlyMap<number, number>;
+  /**
+   * Told the endpoints with due deliveries that this claim skipped because another process was
+   * claiming them at that moment (PostgreSQL; never waited for): the caller claims again soon.
+   */
+  busy?: (endpointIds: number[]) => void;
 }
 
 // Publish runs

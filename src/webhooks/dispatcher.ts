@@ -95,6 +95,13 @@ const OUTCOMES_PER_TRANSACTION = 64;
  */
 export const RECORD_GATHER_MS = 2;
 
+/**
+ * Successes (whose slots their answers freed) wait this long at most after the first of them
+ * ended for more to record with them, up to OUTCOMES_PER_TRANSACTION: sends go on meanwhile, and
+ * each record is a round trip on PostgreSQL.
+ */
+export const RECORD_BATCH_MS = 10;
+
 /** An attempt that ended, waiting to be recorded (WebhookDispatcher.record). */
 interface EndedAttempt {
   delivery: DeliveryRecord;
@@ -102,6 +109,8 @@ interface EndedAttempt {
   request: SentRequest;
   result: SendResult;
   at: Date;
+  /** When it ended (performance.now()). */
+  endedAt: number;
   resolve: (outcome: DeliveryOutcome | null) => void;
   reject: (error: unknown) => void;
 }
@@ -120,6 +129,12 @@ export function coalescePassGapMs(coalesceMs: number): number {
   return Math.min(100, coalesceMs / 10);
 }
 
+/**
+ * A claim that skipped endpoints another process was claiming (DeliveryClaim.busy) is made again
+ * this much later, until none is skipped or a poll's interval has passed: that claim takes a few ms.
+ */
+export const BUSY_CLAIM_RETRY_MS = 5;
+
 /** A delivery claimed ahead, waiting in this process for one of its endpoint's slots. */
 interface WaitingDelivery {
   delivery: ClaimedDelivery;
@@ -131,7 +146,14 @@ interface WaitingDelivery {
 }
 
 export class WebhookDispatcher {
+  /** Per endpoint, this process's attempts not recorded yet (their leases count them in every process). */
   private readonly inflightByEndpoint = new Map<number, number>();
+  /**
+   * Per endpoint, the attempts holding one of its slots: sent and not answered 2xx, or not recorded
+   * yet (sendingSlots in all). A success frees its slot before it is recorded (send()).
+   */
+  private readonly sendingByEndpoint = new Map<number, number>();
+  private sendingSlots = 0;
   /** Deliveries claimed ahead per endpoint, in claim order (claimFreeSlots). */
   private readonly waiting = new Map<number, WaitingDelivery[]>();
   /** Endpoints whose sends ended since the last claim (claimFreeSlots). */
@@ -140,6 +162,7 @@ export class WebhookDispatcher {
   private readonly inactive = new Set<number>();
   /** When this process last started an attempt to each rate-limited endpoint (ms on deps.now). */
   private readonly lastStartByEndpoint = new Map<number, number>();
+  /** This process's attempts until they are recorded, by delivery id. */
   private readonly inflight = new Map<number, Promise<void>>();
   private readonly policy: HealthPolicy;
   private readonly rounds = new Set<Promise<unknown>>();
@@ -154,6 +177,8 @@ export class WebhookDispatcher {
   private gathering: NodeJS.Timeout | null = null;
   /** The fallback poll's schedule, while started. */
   private schedule: IdlePoll | null = null;
+  /** Whether the last claim skipped endpoints another process was claiming: they may have due deliveries. */
+  private claimSkipped = false;
   /** Whether the last coalescing pass saw outbox rows (a batch waiting for its time is work in progress). */
   private outboxSeen = false;
   /** A coalescing pass asked for within the gap after the last one (start()). */
@@ -191,7 +216,7 @@ export class WebhookDispatcher {
     /** A sending round, when a slot is free: it claims only what it can send at once. */
     const sendRound = (after: Promise<unknown> = Promise.resolve()) => {
       const round: Promise<unknown> = after
-        .then(() => (this.inflight.size < this.config.overallConcurrency && !this.stopping ? this.sendDue() : 0))
+        .then(() => (this.sendingSlots < this.config.overallConcurrency && !this.stopping ? this.sendDue() : 0))
         .then((sent) => sent > 0 && this.schedule?.work())
         .catch((error: unknown) => this.log.error({ err: error }, 'webhook dispatcher round failed'))
         .finally(() => this.rounds.delete(round));
@@ -207,7 +232,7 @@ export class WebhookDispatcher {
       // with 20 endpoints) takes minutes, and the deliveries it has made meanwhile must not wait for it.
       if (coalescing) {
         wokenMeanwhile = true;
-        if (!duringPass && this.inflight.size < this.config.overallConcurrency && !this.stopping) {
+        if (!duringPass && this.sendingSlots < this.config.overallConcurrency && !this.stopping) {
           duringPass = sendRound().finally(() => {
             duringPass = null;
           });
@@ -242,7 +267,7 @@ export class WebhookDispatcher {
     // work is a pass that saw outbox rows (a batch waiting for its time) or made deliveries, a round
     // that sent, sends in flight or deliveries claimed ahead waiting here.
     this.schedule = startIdlePoll(this.storage, 'deliveries', this.config, {
-      busy: () => this.outboxSeen || this.inflight.size > 0 || this.waiting.size > 0,
+      busy: () => this.outboxSeen || this.claimSkipped || this.inflight.size > 0 || this.waiting.size > 0,
       poll,
     });
   }
@@ -430,22 +455,53 @@ export class WebhookDispatcher {
    * Sends due deliveries: claims (atomically, so several dispatchers can run) as many as there are
    * free slots, at most overallConcurrency in flight, perMerchantConcurrency to one merchant's
    * endpoints and perEndpointConcurrency per endpoint, merchants then endpoints taking turns, and
-   * claims again whenever a send ends, until nothing more is due. Returns how many were sent.
+   * claims again whenever a slot is free again, until nothing more is due. Resolves, with how many
+   * were sent, once every attempt it started is recorded; rejects with the first that failed.
    */
   async sendDue(): Promise<number> {
     let sent = 0;
+    /** Slots this call's attempts hold: each settles when its attempt frees it. */
     const sending = new Set<Promise<void>>();
+    /** This call's attempts until recorded. */
+    const attempts = new Set<Promise<void>>();
+    let failure: { error: unknown } | null = null;
     const start = (delivery: ClaimedDelivery, endpoint: Promise<WebhookEndpointRecord | undefined>) => {
-      const send: Promise<void> = this.send(delivery, endpoint)
-        .then(() => {
-          sent++;
-        })
-        .finally(() => sending.delete(send));
-      sending.add(send);
+      const { slot, done } = this.send(delivery, endpoint);
+      const held: Promise<void> = slot.finally(() => sending.delete(held));
+      sending.add(held);
+      const recorded: Promise<void> = done
+        .then(
+          () => {
+            sent++;
+          },
+          (error: unknown) => {
+            failure ??= { error };
+          },
+        )
+        .finally(() => attempts.delete(recorded));
+      attempts.add(recorded);
     };
-    for (let first = true; ; first = false) {
-      if (!this.stopping) await this.claimFreeSlots(start, !first);
-      if (sending.size === 0) return sent;
+    const ended = async () => {
+      await Promise.all(attempts);
+      if (failure) throw failure.error;
+      return sent;
+    };
+    let afterSends = false;
+    let skippedSince: number | null = null;
+    for (;;) {
+      const skipped = !this.stopping && (await this.claimFreeSlots(start, afterSends));
+      if (failure) return ended();
+      if (sending.size === 0) {
+        // Endpoints another process was claiming: claimed again soon, not at the next poll.
+        if (!skipped || this.stopping) return ended();
+        skippedSince ??= performance.now();
+        if (performance.now() - skippedSince >= this.config.pollIntervalMs) return ended();
+        afterSends = false;
+        await sleep(BUSY_CLAIM_RETRY_MS);
+        continue;
+      }
+      skippedSince = null;
+      afterSends = true;
       await Promise.race(sending);
       // Sends that end together free their slots together: one claim for all of them.
       await new Promise<void>((resolve) => setImmediate(resolve));
@@ -459,27 +515,28 @@ export class WebhookDispatcher {
    * to a delivery claimed ahead for it; a claim takes, besides the free slots, up to claimAheadRounds
    * x perEndpointConcurrency more per endpoint whose leases are all this process's (DeliveryClaim.ahead),
    * which wait here for their endpoint's slots: a fast receiver costs a claim every few attempts,
-   * not one per attempt.
+   * not one per attempt. True when the claim skipped endpoints another process was claiming.
    */
   private claimFreeSlots(
     start: (delivery: ClaimedDelivery, endpoint: Promise<WebhookEndpointRecord | undefined>) => void,
     /** Called because sends ended: no claim when deliveries claimed ahead took every slot they freed. */
     afterSends = false,
-  ): Promise<void> {
+  ): Promise<boolean> {
     const turn = this.claiming.then(async () => {
-      if (this.stopping) return;
+      if (this.stopping) return false;
       // Those whose lease ran short are handed back first: this claim can take them again.
       await this.startWaiting(start);
       const freed = [...this.freed];
       this.freed.clear();
-      if (afterSends && freed.every((id) => (this.inflightByEndpoint.get(id) ?? 0) >= this.config.perEndpointConcurrency)) return;
-      const free = this.config.overallConcurrency - this.inflight.size;
-      if (free <= 0) return;
+      if (afterSends && freed.every((id) => this.sendingTo(id) >= this.config.perEndpointConcurrency)) return false;
+      const free = this.config.overallConcurrency - this.sendingSlots;
+      if (free <= 0) return false;
       // send() counts each delivery in flight before it yields: the next claim sees it. Each
       // endpoint of the claim is read once for all its deliveries, as they start.
       const claimedAt = this.deps.now().getTime();
-      const claimed = await this.claim(free);
-      if (claimed.length === 0) return;
+      const { claimed, skipped } = await this.claim(free);
+      this.claimSkipped = skipped;
+      if (claimed.length === 0) return skipped;
       // The endpoints the claim did not read with the deliveries (ClaimedDelivery.endpoint), read once.
       const unread = claimed.filter((d) => !d.endpoint).map((d) => d.endpoint_id);
       const endpoints =
@@ -494,8 +551,11 @@ export class WebhookDispatcher {
         this.inactive.delete(delivery.endpoint_id);
         const endpoint = read ? Promise.resolve(read) : endpoints.then((byId) => byId.get(delivery.endpoint_id));
         const queue = this.waiting.get(delivery.endpoint_id);
-        const running = this.inflightByEndpoint.get(delivery.endpoint_id) ?? 0;
-        if (!queue && running < this.config.perEndpointConcurrency && this.inflight.size < this.config.overallConcurrency) {
+        if (
+          !queue &&
+          this.sendingTo(delivery.endpoint_id) < this.config.perEndpointConcurrency &&
+          this.sendingSlots < this.config.overallConcurrency
+        ) {
           start(delivery, endpoint);
           continue;
         }
@@ -505,8 +565,12 @@ export class WebhookDispatcher {
         if (queue) queue.push(entry);
         else this.waiting.set(delivery.endpoint_id, [entry]);
       }
+      return skipped;
     });
-    this.claiming = turn.catch(() => undefined);
+    this.claiming = turn.then(
+      () => undefined,
+      () => undefined,
+    );
     return turn;
   }
 
@@ -523,8 +587,8 @@ export class WebhookDispatcher {
     const now = this.deps.now().getTime();
     const stale: WaitingDelivery[] = [];
     for (const [endpointId, queue] of this.waiting) {
-      while (queue.length > 0 && this.inflight.size < this.config.overallConcurrency) {
-        if ((this.inflightByEndpoint.get(endpointId) ?? 0) >= this.config.perEndpointConcurrency) break;
+      while (queue.length > 0 && this.sendingSlots < this.config.overallConcurrency) {
+        if (this.sendingTo(endpointId) >= this.config.perEndpointConcurrency) break;
         const next = queue.shift()!;
         if (this.inactive.has(endpointId)) continue;
         if (now + this.config.timeoutMs > next.leaseEnds) {
@@ -568,34 +632,83 @@ export class WebhookDispatcher {
     return this.config.timeoutMs + this.config.leaseMarginMs;
   }
 
-  private claim(limit: number): Promise<ClaimedDelivery[]> {
-    return this.storage.claimDueDeliveries({
+  private async claim(limit: number): Promise<{ claimed: ClaimedDelivery[]; skipped: boolean }> {
+    let skipped = false;
+    const claimed = await this.storage.claimDueDeliveries({
       now: this.deps.now,
       leaseMs: this.leaseMs(),
       limit,
       perEndpoint: this.config.perEndpointConcurrency,
-      inFlightByEndpoint: this.inflightByEndpoint,
+      // Both as they are now: an attempt answered while the claim runs would otherwise leave one and not the other.
+      inFlightByEndpoint: new Map(this.sendingByEndpoint),
+      answeredByEndpoint: new Map(
+        [...this.inflightByEndpoint].flatMap(([endpointId, n]): [number, number][] =>
+          n > this.sendingTo(endpointId) ? [[endpointId, n - this.sendingTo(endpointId)]] : [],
+        ),
+      ),
       waitingByEndpoint: new Map([...this.waiting].map(([endpointId, queue]) => [endpointId, queue.length])),
       // Slots a merchant's hanging receivers cannot take stay free for the other merchants.
       perMerchant: this.config.perMerchantConcurrency,
       ahead: this.config.perEndpointConcurrency * claimAheadRounds(this.config.timeoutMs, this.config.leaseMarginMs),
+      busy: () => {
+        skipped = true;
+      },
     });
+    return { claimed, skipped };
   }
 
-  /** One attempt of a claimed delivery, counted in flight for its endpoint until it is recorded. */
-  private async send(delivery: ClaimedDelivery, endpoint: Promise<WebhookEndpointRecord | undefined>): Promise<void> {
-    this.inflightByEndpoint.set(delivery.endpoint_id, (this.inflightByEndpoint.get(delivery.endpoint_id) ?? 0) + 1);
-    const attempt = this.attempt(delivery, endpoint);
-    this.inflight.set(delivery.id, attempt);
-    try {
-      await attempt;
-    } finally {
+  /** The attempts holding a slot of the endpoint (sendingByEndpoint). */
+  private sendingTo(endpointId: number): number {
+    return this.sendingByEndpoint.get(endpointId) ?? 0;
+  }
+
+  /**
+   * One attempt of a claimed delivery, counted in flight for its endpoint until it is recorded
+   * (`done`). It holds one of the endpoint's slots (`slot` settles when it frees it) until then,
+   * or until a 2xx answer when fewer than OUTCOMES_PER_TRANSACTION successes wait for their
+   * record: the receiver is done with it, and the next attempts are sent while it is recorded
+   * (with them, in one statement: RECORD_BATCH_MS). A failure keeps its slot
+   * until recorded: the endpoint's pause is known before its next attempt. Other processes count
+   * it by its lease either way.
+   */
+  private send(
+    delivery: ClaimedDelivery,
+    endpoint: Promise<WebhookEndpointRecord | undefined>,
+  ): { slot: Promise<void>; done: Promise<void> } {
+    const endpointId = delivery.endpoint_id;
+    const add = (counts: Map<number, number>, n: number) => {
+      const left = (counts.get(endpointId) ?? 0) + n;
+      if (left > 0) counts.set(endpointId, left);
+      else counts.delete(endpointId);
+    };
+    add(this.inflightByEndpoint, 1);
+    add(this.sendingByEndpoint, 1);
+    this.sendingSlots++;
+    let held = true;
+    let freeSlot = () => {};
+    const slot = new Promise<void>((resolve) => (freeSlot = resolve));
+    const release = () => {
+      if (!held) return;
+      held = false;
+      add(this.sendingByEndpoint, -1);
+      this.sendingSlots--;
+      this.freed.add(endpointId);
+      freeSlot();
+    };
+    // Freed a turn of the event loop after the answer: undici hands its connection back on a
+    // setImmediate of its own, and a request sent before that opens another connection.
+    const answered = () =>
+      setImmediate(() => {
+        if (!held) return;
+        if (this.inflight.size - this.sendingSlots < OUTCOMES_PER_TRANSACTION) release();
+      });
+    const done = this.attempt(delivery, endpoint, answered).finally(() => {
       this.inflight.delete(delivery.id);
-      const left = (this.inflightByEndpoint.get(delivery.endpoint_id) ?? 1) - 1;
-      if (left > 0) this.inflightByEndpoint.set(delivery.endpoint_id, left);
-      else this.inflightByEndpoint.delete(delivery.endpoint_id);
-      this.freed.add(delivery.endpoint_id);
-    }
+      add(this.inflightByEndpoint, -1);
+      release();
+    });
+    this.inflight.set(delivery.id, done);
+    return { slot, done };
   }
 
   /**
@@ -614,7 +727,7 @@ export class WebhookDispatcher {
     at: Date,
   ): Promise<DeliveryOutcome | null> {
     return new Promise((resolve, reject) => {
-      this.ended.push({ delivery, endpoint, request, result, at, resolve, reject });
+      this.ended.push({ delivery, endpoint, request, result, at, endedAt: performance.now(), resolve, reject });
       if (this.gathering && !this.stillAwaited()) this.recordSoon();
       if (this.recording) return;
       this.recording = true;
@@ -651,6 +764,12 @@ export class WebhookDispatcher {
   /** Records what has ended until nothing is left (never rejects: each failure rejects its own attempt). */
   private async recordEnded(): Promise<void> {
     while (this.ended.length > 0) {
+      // Only successes, fewer than a transaction's worth: their slots are free, more may end meanwhile.
+      const wait = this.ended[0]!.endedAt + RECORD_BATCH_MS - performance.now();
+      if (wait > 0 && this.ended.length < OUTCOMES_PER_TRANSACTION && this.ended.every((item) => item.result.error === null)) {
+        await sleep(wait);
+        continue;
+      }
       // A delivery appears once per transaction (a re-claimed one in flight twice waits for the next).
       const batch: EndedAttempt[] = [];
       const ids = new Set<number>();
@@ -884,7 +1003,12 @@ export class WebhookDispatcher {
     );
   }
 
-  private async attempt(delivery: ClaimedDelivery, endpointRead: Promise<WebhookEndpointRecord | undefined>): Promise<void> {
+  private async attempt(
+    delivery: ClaimedDelivery,
+    endpointRead: Promise<WebhookEndpointRecord | undefined>,
+    /** Called when the receiver answered 2xx, before the outcome is recorded. */
+    succeeded: () => void,
+  ): Promise<void> {
     const endpoint = await endpointRead;
     // Paused or disabled since the claim: the lease runs out and the delivery waits for the endpoint.
     if (!endpoint || endpoint.status !== 'active') return;
@@ -930,6 +1054,7 @@ export class WebhookDispatcher {
       this.responded(endpoint.id);
     }
     const at = this.deps.now();
+    if (result.error === null) succeeded();
     const outcome = await this.record(delivery, endpoint, request, result, at);
     if (!outcome) return;
     this.deps.metrics?.observeDelivery(outcome, result.latencyMs / 1000);

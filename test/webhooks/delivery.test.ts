@@ -1,7 +1,7 @@
 // Webhook delivery (spec 2.7, 4.5, 6; docs/decisions.md#webhook-delivery): what a change sends
 // to which endpoint, coalescing, and the payload's dispatch time. Every request the receivers get
 // is checked against the `webhooks:` section and its signature verified (test/support/receiver.ts).
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { importNdjson, simpleProduct } from '../support/admin-http.js';
 import { answers } from '../support/receiver.js';
 import type { WebhookPayload } from '../support/receiver.js';
@@ -403,7 +403,9 @@ describe('connections and concurrency', () => {
     await dispatcher.tick();
     await dispatcher.stop();
     expect(recorded.reduce((a, b) => a + b, 0)).toBe(16);
-    expect(recorded).toEqual([4, 4, 4, 4]);
+    // Gathered: their slots freed by the answers, the next four are sent while the first are
+    // recorded and may be recorded with them (how many each time depends on the machine's load).
+    expect(recorded.length).toBeLessThan(16 / 2);
     for (const delivery of await world.deliveries(endpoint.id)) expect(delivery.status).toBe('succeeded');
   });
 
@@ -419,6 +421,57 @@ describe('connections and concurrency', () => {
     await world.deliverDue();
     expect(receiver.count).toBe(10);
     expect(receiver.maxInFlight).toBe(4);
+  });
+
+  /**
+   * `count` test deliveries to one receiver answering `status`, one at a time (per-endpoint
+   * concurrency 1), sendDue running, and nothing recorded until `recordingOpen()`: the
+   * dispatcher's transactions and PostgreSQL's one-statement record of successes wait; claims do not.
+   */
+  async function sentWhileRecordingHeldBack(status: number, count: number) {
+    let open = () => {};
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    world = await startWebhookWorld({
+      stores: ['de'],
+      webhooks: { perEndpointConcurrency: 1 },
+      dispatcherStorage: (storage) =>
+        new Proxy(storage, {
+          get(target, key, receiver) {
+            const value = Reflect.get(target, key, receiver) as unknown;
+            if (typeof value !== 'function') return value;
+            if (key === 'transaction' || key === 'recordSuccessfulAttempts')
+              return async (...args: unknown[]) => {
+                await gate;
+                return (value as (...a: unknown[]) => unknown).apply(target, args);
+              };
+            return (value as (...a: unknown[]) => unknown).bind(target);
+          },
+        }),
+    });
+    const receiver = await world.receiver({ behaviour: { status } });
+    const endpoint = await world.register(receiver);
+    for (let i = 0; i < count; i++) expect((await world.post(`/webhook-endpoints/${endpoint.id}/test`)).status).toBe(202);
+    return { receiver, endpoint, sending: world.dispatcher.sendDue(), recordingOpen: open };
+  }
+
+  it("sends an endpoint's next delivery while the last one's success is recorded: a 2xx answer frees its slot", async () => {
+    const { receiver, endpoint, sending, recordingOpen } = await sentWhileRecordingHeldBack(204, 3);
+    // Each answered before the one before it is recorded, one at a time.
+    await vi.waitFor(() => expect(receiver.count).toBe(3), { timeout: 5000, interval: 5 });
+    expect(receiver.maxInFlight).toBe(1);
+    recordingOpen();
+    expect(await sending).toBe(3);
+    for (const delivery of await world.deliveries(endpoint.id)) expect(delivery).toMatchObject({ status: 'succeeded', attempts: 1 });
+  });
+
+  it("holds an endpoint's slot until a failure is recorded: the endpoint's health is known before its next delivery", async () => {
+    const { receiver, sending, recordingOpen } = await sentWhileRecordingHeldBack(500, 2);
+    await vi.waitFor(() => expect(receiver.count).toBe(1), { timeout: 5000, interval: 5 });
+    await new Promise<void>((resolve) => setTimeout(resolve, 200));
+    expect(receiver.count).toBe(1);
+    recordingOpen();
+    expect(await sending).toBe(2);
+    expect(receiver.count).toBe(2);
   });
 
   /** `count` test deliveries to one receiver answering after 20 ms, delivered; the size of each claim that took any. */

@@ -3,6 +3,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { DeliveryRecord } from '../../src/webhooks/model.js';
 import type { AttemptOutcome } from '../../src/storage/port.js';
+import type { DeliveryClaim } from '../../src/storage/records.js';
 import { adminOk, createMerchant, importNdjson, simpleProduct, type MerchantHandle } from '../support/admin-http.js';
 import { Receiver } from '../support/receiver.js';
 import { startTestPostgres, type TestPostgres } from '../storage/pg-server.js';
@@ -26,6 +27,20 @@ afterEach(async () => {
 });
 
 const tick = () => new Promise<void>((resolve) => setTimeout(resolve, 5));
+
+/** A claim of up to `limit` due deliveries, `perEndpoint` per endpoint, now, with nothing in flight here. */
+const claimNow = (perEndpoint: number, limit = 10, busy?: DeliveryClaim['busy']): DeliveryClaim => ({
+  now: () => new Date(),
+  leaseMs: 60_000,
+  limit,
+  perEndpoint,
+  inFlightByEndpoint: new Map(),
+  perMerchant: 10,
+  busy,
+});
+
+/** The lock requests of the database that wait for another transaction's lock. */
+const lockWaits = async () => (await world!.storages[0]!.pool.query('SELECT locktype FROM pg_locks WHERE NOT granted')).rows;
 
 /** Two services on one fresh database, a merchant with store `de`, and an endpoint for a receiver. */
 async function twoDispatchers(webhooks: ConfigOverrides['webhooks'], answer?: Parameters<Receiver['answer']>[0]) {
@@ -138,6 +153,50 @@ describe('several dispatchers on one PostgreSQL database', () => {
     expect(receiver.maxInFlight).toBe(1);
   });
 
+  it('skips an endpoint another process is claiming without waiting for it, says so, and leases the rest once that claim committed', async () => {
+    const { merchant, endpointId, a, b, deliveries } = await twoDispatchers({ batchSize: 1 });
+    await importProducts(merchant, ['SKIP-1', 'SKIP-2', 'SKIP-3']);
+    expect(await a.dispatcher.coalesce()).toBe(3);
+    const busy: number[][] = [];
+    let first: DeliveryRecord | undefined;
+    await a.storage.transaction(async (tx) => {
+      // A's claim leases one of the three and holds the endpoint's claim lock to its COMMIT.
+      [first] = await tx.claimDueDeliveries(claimNow(2, 1));
+      expect(first).toBeDefined();
+      // B's claim meanwhile neither waits nor leases: the endpoint is reported busy.
+      expect(await b.storage.claimDueDeliveries(claimNow(2, 10, (ids) => busy.push(ids)))).toEqual([]);
+      expect(busy).toEqual([[endpointId]]);
+      expect(await lockWaits()).toEqual([]);
+    });
+    // Committed: B's claim counts A's lease (two per endpoint in all) and leases one more, not busy.
+    const claimed = await b.storage.claimDueDeliveries(claimNow(2, 10, (ids) => busy.push(ids)));
+    expect(claimed).toHaveLength(1);
+    expect(busy).toHaveLength(1);
+    const leased = (await deliveries()).filter((d) => d.next_attempt_at! > new Date().toISOString());
+    expect(leased.map((d) => d.id).sort()).toEqual([first!.id, claimed[0]!.id].sort());
+  });
+
+  it('claims again soon after skipping a busy endpoint, not at its next poll, and sends each delivery once', async () => {
+    const { merchant, receiver, a, b, deliveries } = await twoDispatchers({ batchSize: 1, pollIntervalMs: 60_000 });
+    await importProducts(merchant, ['SOON-1', 'SOON-2', 'SOON-3', 'SOON-4']);
+    expect(await a.dispatcher.coalesce()).toBe(4);
+    let sending: Promise<number> | undefined;
+    await a.storage.transaction(async (tx) => {
+      // Another process's claim holds the endpoint (it leases nothing: a limit of 0) for 200 ms ...
+      expect(await tx.claimDueDeliveries(claimNow(4, 0))).toEqual([]);
+      sending = b.dispatcher.sendDue();
+      await new Promise<void>((resolve) => setTimeout(resolve, 200));
+      // ... while B's claims skip it without waiting: nothing sent yet.
+      expect(await lockWaits()).toEqual([]);
+      expect(receiver.count).toBe(0);
+    });
+    // Once it committed, B's next claim (ms later, not a minute's poll) takes and sends all four.
+    expect(await sending).toBe(4);
+    expect(receiver.count).toBe(4);
+    expect(new Set(receiver.payloads.flatMap((p) => p.product_ids)).size).toBe(4);
+    expect((await deliveries()).every((d) => d.status === 'succeeded' && d.attempts === 1)).toBe(true);
+  });
+
   it('gives the outbox rows of a group to one coalescer: another transaction meanwhile gets none of them', async () => {
     const { merchant, a, b } = await twoDispatchers({ batchSize: 100 });
     await importProducts(merchant, ['ROW-1', 'ROW-2', 'ROW-3']);
@@ -193,14 +252,7 @@ describe('several dispatchers on one PostgreSQL database', () => {
     const { merchant, endpointId, a, b, deliveries } = await twoDispatchers({ batchSize: 1 });
     await importProducts(merchant, ['SUCCESS-1', 'SUCCESS-2']);
     expect(await a.dispatcher.coalesce()).toBe(2);
-    const [first, second] = await a.storage.claimDueDeliveries({
-      now: () => new Date(),
-      leaseMs: 60_000,
-      limit: 10,
-      perEndpoint: 2,
-      inFlightByEndpoint: new Map(),
-      perMerchant: 10,
-    });
+    const [first, second] = await a.storage.claimDueDeliveries(claimNow(2));
     const success = (deliveryId: number, at: string): AttemptOutcome => ({
       deliveryId,
       attempt: {
@@ -236,10 +288,7 @@ describe('several dispatchers on one PostgreSQL database', () => {
     await b.storage.transaction(async (tx) => {
       const endpoint = (await tx.getWebhookEndpoint(endpointId))!;
       recorded = a.storage.recordSuccessfulAttempts!([success(second!.id, secondAt)], [{ id: endpointId, lastSuccessAt: secondAt }]);
-      await vi.waitFor(
-        async () => expect((await world!.storages[0]!.pool.query('SELECT 1 FROM pg_locks WHERE NOT granted')).rows).not.toEqual([]),
-        { timeout: 5000, interval: 5 },
-      );
+      await vi.waitFor(async () => expect(await lockWaits()).not.toEqual([]), { timeout: 5000, interval: 5 });
       await tx.updateWebhookEndpointsHealth([
         {
           id: endpointId,
@@ -264,14 +313,7 @@ describe('several dispatchers on one PostgreSQL database', () => {
       expect(await b.dispatcher.coalesce()).toBe(2);
       expect(await b.storage.outboxGroups()).toEqual([]);
       // A claim takes its per-endpoint lock of its own (an advisory lock), not the row: it leases at once.
-      const claimed = await b.storage.claimDueDeliveries({
-        now: () => new Date(),
-        leaseMs: 60_000,
-        limit: 10,
-        perEndpoint: 2,
-        inFlightByEndpoint: new Map(),
-        perMerchant: 10,
-      });
+      const claimed = await b.storage.claimDueDeliveries(claimNow(2));
       expect(claimed.map((d) => d.endpoint_id)).toEqual([endpointId, endpointId]);
     });
     expect((await deliveries()).map((d) => d.status)).toEqual(['pending', 'pending']);

@@ -24,6 +24,32 @@ export const DELIVERY_WORK_CHANNEL = 'cps_deliveries';
 /** The class (first key) of the advisory locks a delivery claim holds per endpoint (any fixed int4: "cpsc"). */
 const ENDPOINT_CLAIM_LOCK = 0x63707363;
 
+/** The outcomes as the arrays $1 to $9 of OUTCOME_ROWS: their attempts', then the deliveries' attempts count. */
+function attemptColumns(outcomes: AttemptOutcome[]): unknown[][] {
+  return [
+    outcomes.map((o) => o.deliveryId),
+    outcomes.map((o) => o.attempt.at),
+    outcomes.map((o) => o.attempt.status_code),
+    outcomes.map((o) => o.attempt.error),
+    outcomes.map((o) => o.attempt.latency_ms),
+    outcomes.map((o) => o.attempt.response_snippet),
+    outcomes.map((o) => o.attempt.request_url ?? null),
+    outcomes.map((o) => (o.attempt.request_headers ? JSON.stringify(o.attempt.request_headers) : null)),
+    outcomes.map((o) => o.attempts),
+  ];
+}
+
+/** The outcomes' rows (`outcome`) from attemptColumns' arrays and the columns `more` names ($10 on). */
+const OUTCOME_ROWS = (more: { column: string; type: string }[]) => `outcome AS (
+        SELECT * FROM unnest($1::bigint[], $2::text[], $3::integer[], $4::text[], $5::integer[], $6::text[], $7::text[], $8::text[],
+            $9::integer[]${more.map((m, i) => `, $${10 + i}::${m.type}[]`).join('')})
+          WITH ORDINALITY AS o(delivery_id, at, status_code, error, latency_ms, response_snippet, request_url, request_headers,
+            attempts${more.map((m) => `, ${m.column}`).join('')}, ordinal))`;
+
+/** The outcomes' attempts inserted (in their order, with ORDER BY ordinal after it). */
+const ATTEMPT_INSERT = `INSERT INTO webhook_attempts (delivery_id, at, status_code, error, latency_ms, response_snippet, request_url, request_headers)
+          SELECT delivery_id, at, status_code, error, latency_ms, response_snippet, request_url, request_headers FROM outcome`;
+
 export class PgDeliveries implements DeliveryStore {
   static readonly writes = [
     'insertDelivery',
@@ -104,22 +130,24 @@ export class PgDeliveries implements DeliveryStore {
   async claimDueDeliveries(claim: DeliveryClaim): Promise<ClaimedDelivery[]> {
     const at = claim.now();
     const now = at.toISOString();
-    // 1. The active endpoints with due deliveries, each claim-locked (in id order) to the end of this
-    // transaction, so one claim at a time counts an endpoint's leases and adds to them: per-endpoint
-    // concurrency holds across processes. A claim waits for another claim of the endpoint (brief)
-    // rather than skipping it: a skipped endpoint looks like one with nothing due, and the dispatcher
-    // would stop sending to it until its next poll. The claim lock is an advisory lock of its own,
-    // not the endpoint's row: a claim never waits for a coalescing pass or an attempt's health update
-    // that holds the row (with several dispatchers those serialized every claim).
-    const due = await this.c.preparedRows<{ id: number; merchant_id: number }>(
+    // 1. The active endpoints with due deliveries, each claim-locked to the end of this transaction
+    // if no other claim holds it, so one claim at a time counts an endpoint's leases and adds to
+    // them: per-endpoint concurrency holds across processes. An endpoint another process is claiming
+    // is skipped, not waited for (three dispatchers on one endpoint took turns, each waiting claim
+    // holding a connection), and reported busy: the dispatcher claims again soon. The claim lock is
+    // an advisory lock of its own, not the endpoint's row: a claim never meets a coalescing pass or
+    // an attempt's health update that holds the row.
+    const dueEndpoints = await this.c.preparedRows<{ id: number; merchant_id: number; claimed: boolean }>(
       'deliveries.claim.dueEndpoints',
-      `SELECT e.id, e.merchant_id, pg_advisory_xact_lock(${ENDPOINT_CLAIM_LOCK}, (e.id % 2147483648)::integer) AS claim_lock
-      FROM (SELECT e.id, e.merchant_id FROM webhook_endpoints AS e
-        WHERE e.status = 'active' AND EXISTS (SELECT 1 FROM webhook_deliveries AS d
-          WHERE d.endpoint_id = e.id AND d.status IN ('pending', 'failed') AND d.next_attempt_at <= $1)
-        ORDER BY e.id) AS e`,
+      `SELECT e.id, e.merchant_id, pg_try_advisory_xact_lock(${ENDPOINT_CLAIM_LOCK}, (e.id % 2147483648)::integer) AS claimed
+      FROM webhook_endpoints AS e
+      WHERE e.status = 'active' AND EXISTS (SELECT 1 FROM webhook_deliveries AS d
+        WHERE d.endpoint_id = e.id AND d.status IN ('pending', 'failed') AND d.next_attempt_at <= $1)`,
       [now],
     );
+    const busy = dueEndpoints.filter((r) => !r.claimed).map((r) => r.id);
+    if (busy.length > 0) claim.busy?.(busy);
+    const due = dueEndpoints.filter((r) => r.claimed);
     if (due.length === 0) return [];
     const endpointIds = due.map((r) => r.id);
     const merchantOfDue = new Map(due.map((r) => [r.id, r.merchant_id]));
@@ -299,31 +327,14 @@ export class PgDeliveries implements DeliveryStore {
     // One statement for every attempt and its delivery (the attempts' ids in the given order); an
     // outcome never makes a delivery pending again, so nothing is notified.
     if (outcomes.some((o) => o.status === 'pending')) throw new TypeError('recordAttemptOutcomes: an outcome is never pending');
-    const outcomeParams = [
-      outcomes.map((o) => o.deliveryId),
-      outcomes.map((o) => o.attempt.at),
-      outcomes.map((o) => o.attempt.status_code),
-      outcomes.map((o) => o.attempt.error),
-      outcomes.map((o) => o.attempt.latency_ms),
-      outcomes.map((o) => o.attempt.response_snippet),
-      outcomes.map((o) => o.status),
-      outcomes.map((o) => o.attempts),
-      outcomes.map((o) => o.next_attempt_at),
-      outcomes.map((o) => o.attempt.request_url ?? null),
-      outcomes.map((o) => (o.attempt.request_headers ? JSON.stringify(o.attempt.request_headers) : null)),
-    ];
+    const outcomeParams = [...attemptColumns(outcomes), outcomes.map((o) => o.status), outcomes.map((o) => o.next_attempt_at)];
     const withHealth = health.length > 0;
     await this.c.preparedRun(
       withHealth ? 'deliveries.outcomesWithHealth' : 'deliveries.outcomes',
-      `WITH outcome AS (
-        SELECT * FROM unnest($1::bigint[], $2::text[], $3::integer[], $4::text[], $5::integer[], $6::text[], $7::text[], $8::integer[], $9::text[],
-            $10::text[], $11::text[])
-          WITH ORDINALITY AS o(delivery_id, at, status_code, error, latency_ms, response_snippet, status, attempts, next_attempt_at,
-            request_url, request_headers, ordinal)
-      ), attempt AS (
-        INSERT INTO webhook_attempts (delivery_id, at, status_code, error, latency_ms, response_snippet, request_url, request_headers)
-          SELECT delivery_id, at, status_code, error, latency_ms, response_snippet, request_url, request_headers FROM outcome ORDER BY ordinal
-      )${withHealth ? `, health AS (${HEALTH_UPDATE(12)})` : ''}
+      `WITH ${OUTCOME_ROWS([
+        { column: 'status', type: 'text' },
+        { column: 'next_attempt_at', type: 'text' },
+      ])}, attempt AS (${ATTEMPT_INSERT} ORDER BY ordinal)${withHealth ? `, health AS (${HEALTH_UPDATE(12)})` : ''}
       -- Dropped meanwhile (a pause, a resend): only a success changes it; a failure never makes it due again.
       UPDATE webhook_deliveries AS d SET attempts = o.attempts, leased_until = NULL,
           status = CASE WHEN d.status = 'dropped' AND o.status <> 'succeeded' THEN 'dropped' ELSE o.status END,
@@ -345,38 +356,20 @@ export class PgDeliveries implements DeliveryStore {
     // the same health. Autocommit: the statement is the transaction.
     const rows = await this.c.preparedRows<{ recorded: boolean }>(
       'deliveries.successes',
-      `WITH outcome AS (
-        SELECT * FROM unnest($1::bigint[], $2::text[], $3::integer[], $4::text[], $5::integer[], $6::text[], $7::integer[], $8::text[], $9::text[])
-          WITH ORDINALITY AS o(delivery_id, at, status_code, error, latency_ms, response_snippet, attempts, request_url, request_headers, ordinal)
-      ), healthy AS (
+      `WITH ${OUTCOME_ROWS([])}, healthy AS (
         UPDATE webhook_endpoints AS e SET failure_streak_started_at = NULL, paused_until = NULL, last_success_at = s.at
         FROM (SELECT * FROM unnest($10::bigint[], $11::text[]) AS s(id, at) ORDER BY id) AS s
         WHERE e.id = s.id AND e.status = 'active' AND e.consecutive_failures = 0
         RETURNING e.id
       ), verdict AS (
         SELECT count(*) = cardinality($10::bigint[]) AS recorded FROM healthy
-      ), attempt AS (
-        INSERT INTO webhook_attempts (delivery_id, at, status_code, error, latency_ms, response_snippet, request_url, request_headers)
-          SELECT delivery_id, at, status_code, error, latency_ms, response_snippet, request_url, request_headers FROM outcome
-          WHERE (SELECT recorded FROM verdict) ORDER BY ordinal
+      ), attempt AS (${ATTEMPT_INSERT} WHERE (SELECT recorded FROM verdict) ORDER BY ordinal
       ), delivery AS (
         UPDATE webhook_deliveries AS d SET attempts = o.attempts, leased_until = NULL, status = 'succeeded', next_attempt_at = NULL
           FROM outcome AS o WHERE d.id = o.delivery_id AND (SELECT recorded FROM verdict)
       )
       SELECT recorded FROM verdict`,
-      [
-        outcomes.map((o) => o.deliveryId),
-        outcomes.map((o) => o.attempt.at),
-        outcomes.map((o) => o.attempt.status_code),
-        outcomes.map((o) => o.attempt.error),
-        outcomes.map((o) => o.attempt.latency_ms),
-        outcomes.map((o) => o.attempt.response_snippet),
-        outcomes.map((o) => o.attempts),
-        outcomes.map((o) => o.attempt.request_url ?? null),
-        outcomes.map((o) => (o.attempt.request_headers ? JSON.stringify(o.attempt.request_headers) : null)),
-        sorted.map((e) => e.id),
-        sorted.map((e) => e.lastSuccessAt),
-      ],
+      [...attemptColumns(outcomes), sorted.map((e) => e.id), sorted.map((e) => e.lastSuccessAt)],
     );
     return rows[0]?.recorded === true;
   }

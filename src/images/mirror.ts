@@ -475,9 +475,12 @@ export class ImageMirror {
     this.running = true;
     const poll = () => this.pump(true);
     // The fallback poll backs off while it finds nothing and wake-ups are heard (shared/idle-poll.ts):
-    // work is a claim that started fetches, or fetches, commits or claimed images under way here.
+    // work is a claim that started fetches, or fetches, commits or claimed images under way here
+    // while the last claim left due images unclaimed. Once it took every image due, a poll can only
+    // find what became due by time since (a retry, a probe: at most CPS_IMAGE_IDLE_POLL_MAX_MS late,
+    // as when idle): a fetch hanging until its time-out polled every second for nothing.
     this.schedule = startIdlePoll(this.storage, 'images', this.config, {
-      busy: () => this.fetches.size > 0 || this.transitions.size > 0 || this.queued.length > 0,
+      busy: () => !this.claimedAllDue && (this.fetches.size > 0 || this.transitions.size > 0 || this.queued.length > 0),
       poll,
     });
     poll();

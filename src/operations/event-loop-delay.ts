@@ -1,12 +1,14 @@
-// This process's event-loop delay, for /metrics: how late a timer due every `intervalMs` ran, in
-// an HDR histogram (perf_hooks.createHistogram) read and cleared at each scrape.
+// This process's event-loop delay, for /metrics: how late a timer due every `intervalMs` ran, read
+// and cleared at each scrape.
 //
-// Not perf_hooks.monitorEventLoopDelay: its reset() also forgets when its timer last ran, so the
-// interval in progress at a scrape is never recorded: a loop blocked right after a scrape (the
-// scrape's own work included) went unseen, 150 ms of it in a test. Here the time the next tick is
-// due survives the reset. One timer callback per interval (well under a microsecond each); the
-// timer does not keep the process alive.
-import { createHistogram, type RecordableHistogram } from 'node:perf_hooks';
+// The timer is perf_hooks.monitorEventLoopDelay's, run by libuv with no JavaScript per tick: a JS
+// setInterval every 10 ms (a callback, a histogram record and its garbage each time) cost an idle
+// serving thread more than everything else it did. Its reset() also forgets when the timer last
+// ran, so the interval in progress at a scrape is not recorded (a loop blocked right after a scrape,
+// the scrape's own work included: 150 ms of it in a test): a one-shot timer due one interval after
+// each take() records that interval's delay, within one interval, for the next take(). The timer
+// does not keep the process alive.
+import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 
 export interface LoopDelayWindow {
   /** Seconds, over the samples since the previous take(); all 0 when none was taken. */
@@ -16,40 +18,54 @@ export interface LoopDelayWindow {
 }
 
 export class EventLoopDelay {
-  private readonly histogram: RecordableHistogram = createHistogram();
-  private timer: NodeJS.Timeout | undefined;
-  private due = 0;
+  private monitor: IntervalHistogram | undefined;
+  /** The one-shot timer that times the interval in progress at the last take(). */
+  private straddling: NodeJS.Timeout | undefined;
+  /** How late (ns) the interval in progress at the last take() ended, once its timer ran; 0: not yet, or on time. */
+  private straddled = 0;
 
   constructor(readonly intervalMs: number) {}
 
   start(): void {
-    if (this.timer) return;
-    this.due = performance.now() + this.intervalMs;
-    this.timer = setInterval(() => {
-      const now = performance.now();
-      // Nanoseconds late (at least 1: the histogram records positive values; a timer may run a little early).
-      this.histogram.record(Math.max(1, Math.round((now - this.due) * 1e6)));
-      this.due = now + this.intervalMs;
-    }, this.intervalMs);
-    this.timer.unref();
+    if (this.monitor) return;
+    this.monitor = monitorEventLoopDelay({ resolution: this.intervalMs });
+    this.monitor.enable();
   }
 
   /** Whether its timer runs (between start() and stop()). */
   get running(): boolean {
-    return this.timer !== undefined;
+    return this.monitor !== undefined;
   }
 
   stop(): void {
-    clearInterval(this.timer);
-    this.timer = undefined;
+    this.monitor?.disable();
+    this.monitor = undefined;
+    clearTimeout(this.straddling);
+    this.straddling = undefined;
   }
 
   /** The delay since the previous take(), then a new window. */
   take(): LoopDelayWindow {
-    const h = this.histogram;
-    const seconds = (ns: number) => (h.count === 0 || ns <= 1 ? 0 : ns / 1e9);
-    const window = { p50: seconds(h.percentile(50)), p99: seconds(h.percentile(99)), max: seconds(h.max) };
+    const h = this.monitor;
+    if (!h) return { p50: 0, p99: 0, max: 0 };
+    // The monitor records each interval between its ticks (ns): the delay is what exceeds intervalMs.
+    const intervalNs = this.intervalMs * 1e6;
+    const seconds = (ns: number) => (ns <= intervalNs ? 0 : (ns - intervalNs) / 1e9);
+    const sampled = h.count > 0;
+    const window = {
+      p50: sampled ? seconds(h.percentile(50)) : 0,
+      p99: sampled ? seconds(h.percentile(99)) : 0,
+      max: Math.max(sampled ? seconds(h.max) : 0, this.straddled / 1e9),
+    };
     h.reset();
+    this.straddled = 0;
+    clearTimeout(this.straddling);
+    const due = performance.now() + this.intervalMs;
+    this.straddling = setTimeout(() => {
+      this.straddling = undefined;
+      this.straddled = Math.max(0, Math.round((performance.now() - due) * 1e6));
+    }, this.intervalMs);
+    this.straddling.unref();
     return window;
   }
 }

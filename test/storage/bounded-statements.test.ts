@@ -244,6 +244,32 @@ describe.skipIf(onPglite())(`bounded statements at ${PRODUCTS.toLocaleString('en
       });
       expect([...mirrors.keys()].sort()).toEqual([...urls].sort());
     });
+
+    it("reads and deletes a chunk's published rows of a store with a probe of the primary key per product", async () => {
+      const ids = Array.from({ length: 100 }, (_, i) => 101 + i);
+      let hashes = new Map<number, unknown>();
+      let payloads: Awaited<ReturnType<CatalogStorage['publishedPayloadsByIds']>> | undefined;
+      let prices: Uint8Array = new Uint8Array();
+      await expectBounded(async () => {
+        hashes = await storage.publishedHashes(storeId, [...ids, ids[0]!]);
+        payloads = await storage.publishedPayloadsByIds(storeId, [...ids, ids[0]!]);
+        prices = await storage.publishedPricesByIds(storeId, ids);
+      });
+      expect([...hashes.keys()].sort((a, b) => a - b)).toEqual(ids);
+      expect(payloads!.count).toBe(100);
+      expect((JSON.parse(`[${Buffer.from(payloads!.bytes).toString('utf8')}]`) as { id: number }[]).map((p) => p.id)).toEqual(ids);
+      expect((JSON.parse(`[${Buffer.from(prices).toString('utf8')}]`) as { id: number }[]).map((p) => p.id)).toEqual(ids);
+      await expectBounded(() =>
+        storage
+          .transaction(async (tx) => {
+            await tx.deletePublished(storeId, ids);
+            throw new RolledBack();
+          })
+          .catch((error: unknown) => {
+            if (!(error instanceof RolledBack)) throw error;
+          }),
+      );
+    });
   });
 
   describe('with statistics as a catalog of this size has them', () => {

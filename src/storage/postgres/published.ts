@@ -105,7 +105,7 @@ export class PgPublished implements PublishedStore {
     const hashes = new Map<number, PublishedHashes>();
     if (productIds.length === 0) return hashes;
     const rows = await this.c.rows<{ product_id: number; price_hash: string; content_hash: string }>(
-      `SELECT product_id, price_hash, content_hash FROM ${STORE_ROWS_OF_IDS('product_id, price_hash, content_hash')}`,
+      `SELECT product_id, price_hash, content_hash FROM ${STORE_ROWS_OF_IDS('product_id, price_hash, content_hash')} ORDER BY product_id`,
       [storeId, integerArray(productIds)],
     );
     for (const r of rows) hashes.set(r.product_id, { priceHash: r.price_hash, contentHash: r.content_hash });
@@ -162,14 +162,14 @@ export class PgPublished implements PublishedStore {
   async updatePublishedPrices(storeId: number, rows: PublishedPriceRow[]): Promise<void> {
     if (rows.length === 0) return;
     // One statement for the batch (a product listed twice keeps its last row); no indexed column is
-    // set, so each row can be updated in place (HOT).
+    // set, so each row can be updated in place (HOT). The store a column of the rows, as in deletePublished.
     const batch = [...new Map(rows.map((row) => [row.productId, row])).values()];
     await this.c.run(
       `UPDATE published_products AS p SET payload = u.payload, price_hash = u.price_hash
-      FROM unnest($2::bigint[], ${splitJsonTexts('$3')}, $4::text[]) AS u (product_id, payload, price_hash)
-      WHERE p.store_id = $1 AND p.product_id = u.product_id`,
+      FROM unnest($1::bigint[], $2::bigint[], ${splitJsonTexts('$3')}, $4::text[]) AS u (store_id, product_id, payload, price_hash)
+      WHERE p.store_id = u.store_id AND p.product_id = u.product_id`,
       [
-        storeId,
+        integerArray(batch.map(() => storeId)),
         integerArray(batch.map((r) => r.productId)),
         joinJsonTexts(batch.map((r) => r.payload)),
         textArray(batch.map((r) => r.priceHash)),
@@ -180,12 +180,13 @@ export class PgPublished implements PublishedStore {
   async deletePublished(storeId: number, productIds: number[]): Promise<void> {
     if (productIds.length === 0) return;
     // The store a column of the rows, not a constant: with `store_id = $1` a table without
-    // statistics yet is estimated at a few dozen rows of the store, and the planner may read all of
-    // them; here it can only probe the primary key once per id (or scan a table too small to matter).
+    // statistics yet is estimated at a few dozen rows of the store, and the planner read all of them
+    // (20,000 for a chunk of 500); here its choice is a probe of the primary key per id or a scan of
+    // the whole table, whose size it knows without statistics.
     await this.c.run(
       `DELETE FROM published_products AS p USING unnest($1::bigint[], $2::bigint[]) AS u(store_id, product_id)
       WHERE p.store_id = u.store_id AND p.product_id = u.product_id`,
-      [productIds.map(() => storeId), productIds],
+      [integerArray(productIds.map(() => storeId)), integerArray(productIds)],
     );
   }
 

@@ -1,5 +1,5 @@
 // Customer groups, exchange rates, pricing rules, suppliers and attribute definitions, written once
-// for both engines (dialect.ts).
+// for both engines (dialect.ts); with the merchant and its stores, the catalog setup a publish reads in one statement.
 import type { CatalogSetupRead, CatalogSetupStore } from '../port.js';
 import type {
   AttributeDefinitionRecord,

@@ -49,16 +49,9 @@ export class CatalogPublisher {
 
   /** Everything merchant-wide that resolution reads, loaded once per publish (through the merchant's scope on the transaction or snapshot). */
   async loadContext(scope: MerchantScope): Promise<MerchantContext> {
-    const merchant = await scope.getMerchant();
-    if (!merchant) throw new Error(`merchant ${scope.merchantId} does not exist`);
-    const [stores, customerGroups, pricingRules, exchangeRates, attributeDefinitions, suppliers] = await Promise.all([
-      scope.listStores(),
-      scope.listCustomerGroups(),
-      scope.listPricingRules(),
-      scope.listExchangeRates(),
-      scope.listAttributeDefinitions(),
-      scope.listSuppliers(),
-    ]);
+    const setup = await scope.catalogSetup();
+    if (!setup) throw new Error(`merchant ${scope.merchantId} does not exist`);
+    const { merchant, stores, customerGroups, pricingRules, exchangeRates, attributeDefinitions, suppliers } = setup;
     return {
       merchantId: scope.merchantId,
       skuPattern: merchant.sku_pattern,

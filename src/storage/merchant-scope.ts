@@ -24,6 +24,7 @@ export const MERCHANT_KEYED = [
   'findStore',
   'findDefaultStore',
   'upsertStore',
+  'catalogSetup',
   'listCustomerGroups',
   'createCustomerGroup',
   'updateCustomerGroup',

@@ -302,6 +302,75 @@ describe(`the storage contract on ${ENGINE}`, () => {
       expect(await storage.deleteAttributeDefinition(merchant.id, 'color')).toBe(true);
       expect(await storage.deleteAttributeDefinition(merchant.id, 'color')).toBe(false);
     });
+
+    it('reads the merchant with its stores and every list of its catalog setup in one statement, each as its own list reads it', async () => {
+      const { merchant, de } = await merchantWithStores();
+      const other = await merchantWithStores('Baltic Outdoor');
+      await storage.createCustomerGroup(other.merchant.id, 'theirs');
+      expect(await storage.catalogSetup(other.merchant.id + 1000)).toBeUndefined();
+      // An empty catalog setup reads as empty lists.
+      const bare = (await storage.catalogSetup(merchant.id))!;
+      expect(bare).toEqual({
+        merchant: await storage.getMerchant(merchant.id),
+        stores: await storage.listStores(merchant.id),
+        customerGroups: [],
+        pricingRules: [],
+        exchangeRates: [],
+        attributeDefinitions: [],
+        suppliers: [],
+      });
+      const group = await storage.createCustomerGroup(merchant.id, 'wholesale');
+      await storage.createCustomerGroup(merchant.id, 'retail');
+      for (const [priority, storeId] of [
+        [30, null],
+        [10, de.id],
+        [10, null],
+      ] as const) {
+        await storage.createPricingRule(merchant.id, {
+          priority,
+          customer_group_id: storeId === null ? null : group.id,
+          store_id: storeId,
+          manufacturer: storeId === null ? null : 'Alpenwerk "Süd"',
+          min_cost: storeId === null ? null : '10.00',
+          max_cost: null,
+          markup_percent: '40.50',
+          markup_amount: '0',
+          price_ending: storeId === null ? null : 99,
+        });
+      }
+      await storage.createPricingRule(
+        merchant.id,
+        {
+          priority: 1000,
+          customer_group_id: null,
+          store_id: null,
+          manufacturer: null,
+          min_cost: null,
+          max_cost: null,
+          markup_percent: '0',
+          markup_amount: '0',
+          price_ending: null,
+        },
+        true,
+      );
+      await storage.upsertExchangeRate(merchant.id, { base: 'USD', quote: 'EUR', rate: '0.9000' });
+      await storage.upsertExchangeRate(merchant.id, { base: 'EUR', quote: 'PLN', rate: '4.25' });
+      await storage.upsertAttributeDefinition(merchant.id, { key: 'weight', unit: 'kg', labels: { de: 'Gewicht', pl: 'Waga' } });
+      await storage.upsertAttributeDefinition(merchant.id, { key: 'color', unit: null, labels: {} });
+      await storage.upsertSupplier(merchant.id, 'zeta', 'Zeta');
+      await storage.upsertSupplier(merchant.id, 'alpine', 'Alpine');
+      await storage.upsertStore(merchant.id, 'at', { ...STORE, name: 'Österreich', is_default: true, active: false });
+      expect(await storage.catalogSetup(merchant.id)).toEqual({
+        merchant: await storage.getMerchant(merchant.id),
+        stores: await storage.listStores(merchant.id),
+        customerGroups: await storage.listCustomerGroups(merchant.id),
+        pricingRules: await storage.listPricingRules(merchant.id),
+        exchangeRates: await storage.listExchangeRates(merchant.id),
+        attributeDefinitions: await storage.listAttributeDefinitions(merchant.id),
+        suppliers: await storage.listSuppliers(merchant.id),
+      });
+      expect((await storage.catalogSetup(merchant.id))!.pricingRules.map((r) => r.priority)).toEqual([10, 10, 30, 1000]);
+    });
   });
 
   describe('product sources', () => {

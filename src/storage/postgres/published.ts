@@ -73,6 +73,14 @@ const PAGE_AGGREGATES = `coalesce(string_agg(payload, ',' ORDER BY product_id), 
 
 const EMPTY = Buffer.alloc(0);
 
+/**
+ * The store's rows of the ids in $2 (each once), a probe of the primary key per id, each its own
+ * subquery (OFFSET 0 keeps it one): as `product_id = ANY($2)` a table without statistics yet (a
+ * large import's first chunks, before autovacuum's ANALYZE) had the planner filter every row of the store.
+ */
+const STORE_ROWS_OF_IDS = (columns: string) => `(SELECT DISTINCT id FROM unnest($2::bigint[]) AS i(id)) AS u
+  CROSS JOIN LATERAL (SELECT ${columns} FROM published_products WHERE store_id = $1 AND product_id = u.id OFFSET 0) AS p`;
+
 /** The merchant's published version (records.ts PublishedVersionRead): the position of its latest change. */
 const PUBLISHED_VERSION = (merchantId: string) => `coalesce((SELECT last_id FROM change_sequences WHERE merchant_id = ${merchantId}), 0)`;
 
@@ -97,8 +105,7 @@ export class PgPublished implements PublishedStore {
     const hashes = new Map<number, PublishedHashes>();
     if (productIds.length === 0) return hashes;
     const rows = await this.c.rows<{ product_id: number; price_hash: string; content_hash: string }>(
-      `SELECT product_id, price_hash, content_hash
-      FROM published_products WHERE store_id = $1 AND product_id = ANY($2::bigint[])`,
+      `SELECT product_id, price_hash, content_hash FROM ${STORE_ROWS_OF_IDS('product_id, price_hash, content_hash')} ORDER BY product_id`,
       [storeId, integerArray(productIds)],
     );
     for (const r of rows) hashes.set(r.product_id, { priceHash: r.price_hash, contentHash: r.content_hash });
@@ -155,14 +162,14 @@ export class PgPublished implements PublishedStore {
   async updatePublishedPrices(storeId: number, rows: PublishedPriceRow[]): Promise<void> {
     if (rows.length === 0) return;
     // One statement for the batch (a product listed twice keeps its last row); no indexed column is
-    // set, so each row can be updated in place (HOT).
+    // set, so each row can be updated in place (HOT). The store a column of the rows, as in deletePublished.
     const batch = [...new Map(rows.map((row) => [row.productId, row])).values()];
     await this.c.run(
       `UPDATE published_products AS p SET payload = u.payload, price_hash = u.price_hash
-      FROM unnest($2::bigint[], ${splitJsonTexts('$3')}, $4::text[]) AS u (product_id, payload, price_hash)
-      WHERE p.store_id = $1 AND p.product_id = u.product_id`,
+      FROM unnest($1::bigint[], $2::bigint[], ${splitJsonTexts('$3')}, $4::text[]) AS u (store_id, product_id, payload, price_hash)
+      WHERE p.store_id = u.store_id AND p.product_id = u.product_id`,
       [
-        storeId,
+        integerArray(batch.map(() => storeId)),
         integerArray(batch.map((r) => r.productId)),
         joinJsonTexts(batch.map((r) => r.payload)),
         textArray(batch.map((r) => r.priceHash)),
@@ -172,7 +179,15 @@ export class PgPublished implements PublishedStore {
 
   async deletePublished(storeId: number, productIds: number[]): Promise<void> {
     if (productIds.length === 0) return;
-    await this.c.run('DELETE FROM published_products WHERE store_id = $1 AND product_id = ANY($2::bigint[])', [storeId, productIds]);
+    // The store a column of the rows, not a constant: with `store_id = $1` a table without
+    // statistics yet is estimated at a few dozen rows of the store, and the planner read all of them
+    // (20,000 for a chunk of 500); here its choice is a probe of the primary key per id or a scan of
+    // the whole table, whose size it knows without statistics.
+    await this.c.run(
+      `DELETE FROM published_products AS p USING unnest($1::bigint[], $2::bigint[]) AS u(store_id, product_id)
+      WHERE p.store_id = u.store_id AND p.product_id = u.product_id`,
+      [integerArray(productIds.map(() => storeId)), integerArray(productIds)],
+    );
   }
 
   async publishedPayload(storeId: number, productId: number): Promise<Uint8Array | undefined> {
@@ -279,7 +294,7 @@ export class PgPublished implements PublishedStore {
     const row = await this.c.one<{ page_bytes: string; page_digests: string; count: number; published_version: number }>(
       `SELECT
         ${PAGE_AGGREGATES}, count(*) AS count, ${PUBLISHED_VERSION('(SELECT merchant_id FROM stores WHERE id = $1)')} AS published_version
-      FROM published_products WHERE store_id = $1 AND product_id = ANY($2::bigint[])`,
+      FROM ${STORE_ROWS_OF_IDS('product_id, payload, price_hash, content_hash')}`,
       [storeId, productIds],
     );
     return { bytes: utf8(row!.page_bytes), digests: utf8(row!.page_digests), count: row!.count, publishedVersion: row!.published_version };
@@ -303,7 +318,7 @@ export class PgPublished implements PublishedStore {
     const row = await this.c.one<{ bytes: string }>(
       `SELECT coalesce(string_agg(
         '{"id":' || product_id || ',"prices":' || coalesce((payload::json -> 'prices')::text, 'null') || '}', ',' ORDER BY product_id), '') AS bytes
-      FROM published_products WHERE store_id = $1 AND product_id = ANY($2::bigint[])`,
+      FROM ${STORE_ROWS_OF_IDS('product_id, payload')}`,
       [storeId, productIds],
     );
     return utf8(row!.bytes);

@@ -1,6 +1,6 @@
 // Customer groups, exchange rates, pricing rules, suppliers and attribute definitions, written once
-// for both engines (dialect.ts).
-import type { CatalogSetupStore } from '../port.js';
+// for both engines (dialect.ts); with the merchant and its stores, the catalog setup a publish reads in one statement.
+import type { CatalogSetupRead, CatalogSetupStore } from '../port.js';
 import type {
   AttributeDefinitionRecord,
   CustomerGroupRecord,
@@ -9,8 +9,34 @@ import type {
   PricingRuleRecord,
   SupplierRecord,
 } from '../../catalog/model.js';
-import { toPricingRule } from '../rows.js';
-import type { Row, SqlConnection } from './dialect.js';
+import { toMerchant, toPricingRule, toStore } from '../rows.js';
+import type { Dialect, Row, SqlConnection } from './dialect.js';
+import { STORE_COLUMNS } from './tenancy.js';
+
+/** The rows' columns as one JSON array of objects (text), in `orderBy`'s order; an engine's own spelling (PostgreSQL: NULL for no rows). */
+function jsonRows(dialect: Dialect, columns: readonly string[], orderBy: string): string {
+  const pairs = columns.map((column) => `'${column}', ${column}`).join(', ');
+  return dialect.engine === 'sqlite'
+    ? `json_group_array(json_object(${pairs}) ORDER BY ${orderBy})`
+    : `json_agg(json_build_object(${pairs}) ORDER BY ${orderBy})::text`;
+}
+
+const PRICING_RULE_COLUMNS = [
+  'id',
+  'priority',
+  'customer_group_id',
+  'store_id',
+  'manufacturer',
+  'min_cost',
+  'max_cost',
+  'markup_percent',
+  'markup_amount',
+  'price_ending',
+  'is_catch_all',
+];
+
+/** A list of catalogSetup's row (JSON text; null: none). */
+const listOf = (value: unknown): Row[] => (value === null || value === undefined ? [] : (JSON.parse(value as string) as Row[]));
 
 export class SqlCatalogSetup implements CatalogSetupStore {
   static readonly writes = [
@@ -29,6 +55,32 @@ export class SqlCatalogSetup implements CatalogSetupStore {
   ] as const;
 
   constructor(private readonly c: SqlConnection) {}
+
+  async catalogSetup(merchantId: number): Promise<CatalogSetupRead | undefined> {
+    // Each list in the order its own list method reads it.
+    const d = this.c.dialect;
+    const row = await this.c.one(
+      `SELECT m.*,
+        (SELECT ${jsonRows(d, STORE_COLUMNS, 'is_default DESC, id')} FROM stores WHERE merchant_id = m.id) AS stores,
+        (SELECT ${jsonRows(d, ['id', 'name'], 'id')} FROM customer_groups WHERE merchant_id = m.id) AS customer_groups,
+        (SELECT ${jsonRows(d, PRICING_RULE_COLUMNS, 'priority, id')} FROM pricing_rules WHERE merchant_id = m.id) AS pricing_rules,
+        (SELECT ${jsonRows(d, ['base', 'quote', 'rate'], 'base, quote')} FROM exchange_rates WHERE merchant_id = m.id) AS exchange_rates,
+        (SELECT ${jsonRows(d, ['key', 'unit', 'labels'], 'key')} FROM attribute_definitions WHERE merchant_id = m.id) AS attribute_definitions,
+        (SELECT ${jsonRows(d, ['id', 'ref', 'name'], 'id')} FROM suppliers WHERE merchant_id = m.id) AS suppliers
+      FROM merchants AS m WHERE m.id = $1`,
+      [merchantId],
+    );
+    if (!row) return undefined;
+    return {
+      merchant: toMerchant(row),
+      stores: listOf(row.stores).map(toStore),
+      customerGroups: listOf(row.customer_groups) as unknown as CustomerGroupRecord[],
+      pricingRules: listOf(row.pricing_rules).map(toPricingRule),
+      exchangeRates: listOf(row.exchange_rates) as unknown as ExchangeRateRecord[],
+      attributeDefinitions: listOf(row.attribute_definitions).map(toAttributeDefinition),
+      suppliers: listOf(row.suppliers) as unknown as SupplierRecord[],
+    };
+  }
 
   async listCustomerGroups(merchantId: number): Promise<CustomerGroupRecord[]> {
     return this.c.rows<CustomerGroupRecord & Row>('SELECT id, name FROM customer_groups WHERE merchant_id = $1 ORDER BY id', [merchantId]);
@@ -186,11 +238,7 @@ export class SqlCatalogSetup implements CatalogSetupStore {
 
   async listAttributeDefinitions(merchantId: number): Promise<AttributeDefinitionRecord[]> {
     return (await this.c.rows('SELECT key, unit, labels FROM attribute_definitions WHERE merchant_id = $1 ORDER BY key', [merchantId])).map(
-      (r) => ({
-        key: r.key as string,
-        unit: (r.unit as string | null) ?? null,
-        labels: JSON.parse(r.labels as string) as AttributeDefinitionRecord['labels'],
-      }),
+      toAttributeDefinition,
     );
   }
 
@@ -206,4 +254,12 @@ export class SqlCatalogSetup implements CatalogSetupStore {
   async deleteAttributeDefinition(merchantId: number, key: string): Promise<boolean> {
     return (await this.c.run('DELETE FROM attribute_definitions WHERE merchant_id = $1 AND key = $2', [merchantId, key])) > 0;
   }
+}
+
+function toAttributeDefinition(r: Row): AttributeDefinitionRecord {
+  return {
+    key: r.key as string,
+    unit: (r.unit as string | null) ?? null,
+    labels: JSON.parse(r.labels as string) as AttributeDefinitionRecord['labels'],
+  };
 }

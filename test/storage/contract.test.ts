@@ -8,6 +8,7 @@ import type { CatalogStorage, DeliveryClaim, PublishedRow } from '../../src/stor
 import type { ClaimedDelivery, NewDelivery } from '../../src/webhooks/model.js';
 import type { ProductSourceDocument } from '../../src/catalog/model.js';
 import type { RecordedChange } from '../../src/changes/model.js';
+import { CATCH_ALL_RULE } from '../../src/catalog/pricing-rules.js';
 import { buildOutdoorCatalog, type OutdoorCatalog } from '../support/admin-http.js';
 import { fakeClock } from '../support/clock.js';
 import { postgresOnly, severalConnections, storagePerTest } from '../support/engine.js';
@@ -338,21 +339,7 @@ describe(`the storage contract on ${ENGINE}`, () => {
           price_ending: storeId === null ? null : 99,
         });
       }
-      await storage.createPricingRule(
-        merchant.id,
-        {
-          priority: 1000,
-          customer_group_id: null,
-          store_id: null,
-          manufacturer: null,
-          min_cost: null,
-          max_cost: null,
-          markup_percent: '0',
-          markup_amount: '0',
-          price_ending: null,
-        },
-        true,
-      );
+      await storage.createPricingRule(merchant.id, { ...CATCH_ALL_RULE, priority: 1000 }, true);
       await storage.upsertExchangeRate(merchant.id, { base: 'USD', quote: 'EUR', rate: '0.9000' });
       await storage.upsertExchangeRate(merchant.id, { base: 'EUR', quote: 'PLN', rate: '4.25' });
       await storage.upsertAttributeDefinition(merchant.id, { key: 'weight', unit: 'kg', labels: { de: 'Gewicht', pl: 'Waga' } });

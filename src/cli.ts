@@ -1,7 +1,6 @@
 #!/usr/bin/env node
 // The command line: serve, worker, import, imports, merchants, stores, keys, users, webhooks, demo. `--help` lists them.
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
 import { SingleBar, Presets } from 'cli-progress';
@@ -24,6 +23,7 @@ import { UsageError, parseCommandLine, positiveIntOption, secondsOption } from '
 import { createLogger, type Logger } from './operations/log.js';
 import { startOperationsServer, startServer } from './server.js';
 import { startWorkerThread } from './operations/worker-thread.js';
+import { lowerPriority } from './operations/thread-priority.js';
 import { createService, type Service } from './service.js';
 import { principalName } from './admin/accounts.js';
 import { PostgresStorage } from './storage/postgres/index.js';
@@ -651,27 +651,11 @@ async function usersCommand(
   }
 }
 
-/**
- * `worker` runs background work alone: on Linux each of its threads lowers its priority by
- * CPS_WORKER_NICE, as serve's worker threads do, so that on a shared machine the serves' threads
- * answering requests get a core first. The nice value belongs to a thread: every thread there is now
- * (the V8 platform's among them), and the ones started later inherit the main thread's.
- */
-function lowerWorkerPriority(config: Config, logger: Logger): void {
-  if (process.platform !== 'linux' || config.workerNice <= 0) return;
-  try {
-    for (const tid of fs.readdirSync('/proc/self/task').map(Number)) {
-      os.setPriority(tid, Math.min(19, os.getPriority(tid) + config.workerNice));
-    }
-  } catch (error) {
-    logger.warn({ err: error, nice: config.workerNice }, "could not lower the worker's priority");
-  }
-}
-
 async function workerCommand(config: ReturnType<typeof loadConfig>): Promise<void> {
   const service = createService(config);
   const { logger } = service;
-  lowerWorkerPriority(config, logger);
+  // `worker` runs background work alone: every thread yields to the serves' serving threads.
+  lowerPriority(config.workerNice, logger, true);
   // The operations listener first: a port in use stops the worker before it takes any work.
   const ops =
     config.operations.workerOpsPort === null

@@ -2,13 +2,13 @@
 // retention (the `workers` thread), or the publish runs the serving thread hands off (the
 // `publishing` thread), on connections of their own, reporting deliveries and statement timings to
 // the serving thread, and reading /metrics' database gauges for its scrapes.
-import os from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { loadConfig } from '../config.js';
 import { schedulePruning } from '../changes/retention.js';
 import { createService, openStorage } from '../service.js';
 import type { CatalogStorage, WorkTopic } from '../storage/port.js';
 import { createLogger } from './log.js';
+import { lowerPriority } from './thread-priority.js';
 import type { DeliveryOutcome } from './metrics.js';
 import { type FromWorkerThread, type ToWorkerThread, WORK_TOPICS, type WorkerThreadData } from './worker-thread.js';
 
@@ -27,17 +27,7 @@ const post = (message: FromWorkerThread) => port.postMessage(message);
 const config = loadConfig(process.env);
 const logger = createLogger(config.operations).child({ thread: data.name });
 
-// Background work yields the CPU to the thread that answers requests (on 2 cores, the
-// re-publishing and coalescing threads took the serving thread's turns, and reads' p99 with them).
-// On Linux the nice value belongs to the thread: setpriority(pid 0) lowers this thread alone (and
-// the threads it starts). Elsewhere it would lower the whole process, so it is left alone.
-if (process.platform === 'linux' && config.workerNice > 0) {
-  try {
-    os.setPriority(Math.min(19, os.getPriority() + config.workerNice));
-  } catch (error) {
-    logger.warn({ err: error, nice: config.workerNice }, "could not lower the worker thread's priority");
-  }
-}
+lowerPriority(config.workerNice, logger);
 
 /**
  * The storage, whose work listeners the serving thread's commits call too: SQLite tells only the

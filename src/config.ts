@@ -51,6 +51,7 @@ function placed(s: z.output<typeof SETTINGS>) {
       lockTimeoutMs: s.CPS_DB_LOCK_TIMEOUT_MS,
       checkpointIntervalMs: s.CPS_WAL_CHECKPOINT_INTERVAL_MS,
       poolSize: s.CPS_DB_POOL_SIZE,
+      poolIdleMs: s.CPS_DB_POOL_IDLE_MS,
     },
     webhooks: {
       allowHosts: s.CPS_WEBHOOK_ALLOW_HOSTS,

@@ -78,7 +78,11 @@ export interface ServiceOptions {
  */
 export function openStorage(config: Config, logger?: Logger): CatalogStorage {
   if (config.databaseUrl) {
-    return openPostgresStorage(config.databaseUrl, { poolSize: config.storage.poolSize, lockTimeoutMs: config.storage.lockTimeoutMs });
+    return openPostgresStorage(config.databaseUrl, {
+      poolSize: config.storage.poolSize,
+      poolIdleMs: config.storage.poolIdleMs,
+      lockTimeoutMs: config.storage.lockTimeoutMs,
+    });
   }
   return openSqliteStorage(config.databasePath, {
     lockTimeoutMs: config.storage.lockTimeoutMs,

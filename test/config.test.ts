@@ -20,6 +20,7 @@ const EVERY_VARIABLE = {
   CPS_DB_PATH: 'other/catalog.db',
   CPS_DATABASE_URL: 'postgres://cps:secret@db.example:5432/cps',
   CPS_DB_POOL_SIZE: '7',
+  CPS_DB_POOL_IDLE_MS: '5000',
   CPS_ADMIN_TOKEN: 'adm_configured',
   CPS_PUBLIC_BASE_URL: 'https://catalog.example.com//',
   CPS_TRUSTED_PROXIES: '10.0.0.0/8, 192.0.2.7',
@@ -169,7 +170,7 @@ describe('configuration', () => {
         maxProductOffers: 100,
         maxProductLocales: 100,
       },
-      storage: { writeSliceMs: 5, lockTimeoutMs: 30000, checkpointIntervalMs: 1000, poolSize: 10 },
+      storage: { writeSliceMs: 5, lockTimeoutMs: 30000, checkpointIntervalMs: 1000, poolSize: 10, poolIdleMs: 60_000 },
       webhooks: {
         allowHosts: [],
         timeoutMs: 10000,
@@ -311,7 +312,7 @@ describe('configuration', () => {
         maxProductOffers: 13,
         maxProductLocales: 11,
       },
-      storage: { writeSliceMs: 20, lockTimeoutMs: 21000, checkpointIntervalMs: 2200, poolSize: 7 },
+      storage: { writeSliceMs: 20, lockTimeoutMs: 21000, checkpointIntervalMs: 2200, poolSize: 7, poolIdleMs: 5000 },
       webhooks: {
         allowHosts: ['127.0.0.1', 'localhost'],
         timeoutMs: 3100,
@@ -448,8 +449,8 @@ describe('every setting refuses what it does not accept, the same way', () => {
     accepts: SETTING_DOCS.get(schema)?.accepts as Accepts,
   }));
 
-  it('declares what each of the 121 settings accepts', () => {
-    expect(settings).toHaveLength(121);
+  it('declares what each of the 122 settings accepts', () => {
+    expect(settings).toHaveLength(122);
     expect(settings.filter(({ accepts }) => !accepts)).toEqual([]);
   });
 

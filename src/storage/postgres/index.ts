@@ -61,6 +61,8 @@ const MAX_ATTEMPTS = 5;
 export interface PostgresOptions {
   /** Connections in the pool (default 10). */
   poolSize?: number;
+  /** How long a pooled connection may stay idle before it is closed (CPS_DB_POOL_IDLE_MS, default 60 s: longer than the periodic looks). */
+  poolIdleMs?: number;
   /** A pool to use instead of one made from the URL (tests: an embedded PostgreSQL adapter). */
   pool?: PgPoolLike;
   /** How long a statement waits for a lock (a row another transaction writes, the migration lock) before it fails (default 30 s). */
@@ -74,14 +76,6 @@ const types = {
     oid === INT8 ? Number : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
 };
 
-/**
- * How long a pooled connection may stay idle before it is closed (pg's default: 10 s). Longer than
- * the periodic looks (publish runs every 30 s), which then reuse a connection instead of starting a
- * backend each time; and a burst's connections are not ended and started again between bursts: an
- * ended backend that had worked cost PostgreSQL ~15 ms of CPU (bench:scale's quiet window).
- */
-const POOL_IDLE_TIMEOUT_MS = 60_000;
-
 /** Makes the pool and starts applying migrations; the storage is usable at once (operations wait). */
 export function openPostgresStorage(url: string, options: PostgresOptions = {}): PostgresStorage {
   const lockTimeoutMs = options.lockTimeoutMs ?? 30_000;
@@ -93,7 +87,7 @@ export function openPostgresStorage(url: string, options: PostgresOptions = {}):
       types,
       options: `-c lock_timeout=${lockTimeoutMs}`,
       application_name: 'catalog-publishing-service',
-      idleTimeoutMillis: POOL_IDLE_TIMEOUT_MS,
+      idleTimeoutMillis: options.poolIdleMs ?? 60_000,
     });
   if (pool instanceof pg.Pool) {
     // An idle client whose connection breaks (a server restart) is dropped from the pool; without a

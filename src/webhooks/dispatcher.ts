@@ -87,7 +87,7 @@ async function endConditions(tx: StorageTx, endpoint: WebhookEndpointRecord, aft
 }
 
 /** Outcomes recorded in one transaction at most. */
-const OUTCOMES_PER_TRANSACTION = 64;
+export const OUTCOMES_PER_TRANSACTION = 64;
 
 /**
  * An ended attempt waits this long at most for the attempts still awaiting their responses, to be

@@ -10,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { startPostgresServer, type PostgresServer } from '../../scripts/postgres-server.js';
+import { OUTCOMES_PER_TRANSACTION } from '../../src/webhooks/dispatcher.js';
 import { contractFetch } from '../support/contract.js';
 import { Receiver } from '../support/receiver.js';
 import type { ConsistencyReport } from '../support/verify.js';
@@ -186,9 +187,12 @@ export async function killWorkerOnPostgres(options: ScaleOutOptions): Promise<Sc
     const succeeded = await count("SELECT count(*) FROM webhook_deliveries WHERE status = 'succeeded'");
     if (succeeded !== deliveries) throw new Error(`${deliveries - succeeded} of ${deliveries} deliveries did not succeed`);
     if (bodies.size !== deliveries) throw new Error(`${deliveries} deliveries, but ${bodies.size} distinct payloads reached the receiver`);
-    // Only what the killed worker held can go twice: at most its share of the endpoint's concurrency.
-    if (sentTwice > Number(common.CPS_WEBHOOK_ENDPOINT_CONCURRENCY)) {
-      throw new Error(`${sentTwice} deliveries were sent twice: more than the killed worker can have held`);
+    // Only what the killed worker held can go twice: its attempts awaiting answers (the endpoint's
+    // concurrency at most) and its answered successes not yet recorded (OUTCOMES_PER_TRANSACTION at most).
+    if (sentTwice > Number(common.CPS_WEBHOOK_ENDPOINT_CONCURRENCY) + OUTCOMES_PER_TRANSACTION || sentTwice > heldByKilledWorker) {
+      throw new Error(
+        `${sentTwice} deliveries were sent twice: more than the killed worker can have held (${heldByKilledWorker} leased at the kill)`,
+      );
     }
     const retried = await count('SELECT count(*) FROM webhook_deliveries WHERE attempts > 1');
     log(

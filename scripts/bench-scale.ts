@@ -1309,6 +1309,19 @@ class DatabaseProbe {
     return { pending: of('pending'), mirrored: of('mirrored'), dead: of('dead') };
   }
 
+  /**
+   * How many of the merchant's products its unfinished publish run has re-published (up to its
+   * position), 0 without one: an unfinished re-pricing's rate. A run of an import counts chunks, not ids.
+   */
+  async republishedByRun(merchantId: number): Promise<number> {
+    const rows = await this.all<{ n: number | string | null }>(
+      `SELECT (SELECT count(*) FROM products WHERE merchant_id = ? AND id <= r.after_product_id) AS n
+       FROM publish_runs AS r WHERE r.merchant_id = ? AND r.import_job_id IS NULL ORDER BY r.id LIMIT 1`,
+      [merchantId, merchantId],
+    );
+    return Number(rows[0]?.n ?? 0);
+  }
+
   /** The host's pending images: how many are due now, and when the others are (leased, or waiting for a retry). */
   async pendingOfHost(
     merchantId: number,
@@ -1733,12 +1746,19 @@ async function runMainPhases(version: Version, peers: Peers, tempDir: string): P
       const to = now();
       const done = 'status' in write;
       if ('failed' in write) version.notes.push(`phase d: the write failed: ${write.failed}`);
+      // Not finished in its budget: how far its run got, read before the services stop.
+      const republished = done ? PRODUCTS : await dbProbe.republishedByRun(main.merchantId);
       await record({
         ...(await measured('d', from, to, WRITE_BUDGET_S, done, deployment)),
         throughput: {
           value: done ? PRODUCTS / (write.ms / 1000) : null,
           unit: 'products/s',
-          detail: { write_ms: write.ms, rate: `${current.rate} -> ${rate}`, resolutions: PRODUCTS },
+          detail: {
+            write_ms: write.ms,
+            rate: `${current.rate} -> ${rate}`,
+            resolutions: PRODUCTS,
+            ...(done ? {} : { republished_when_stopped: republished, republished_per_second: republished / ((to - from) / 1000) }),
+          },
         },
       });
     } else if (key === 'e' || key === 'f') {

@@ -1266,7 +1266,7 @@ ALTER TABLE products ADD COLUMN links_key text COLLATE "C";
   },
   {
     id: 55,
-    name: 'payloads_and_sources_half_pages_reasons_counted_per_row',
+    name: 'payloads_and_sources_half_pages',
     sql: `
 -- A new cost rewrites every source and payload an import inserted a moment before. At a fillfactor
 -- of 80 a page of fresh rows (~10 of ~770 bytes) had room for the new versions of two: the others
@@ -1276,32 +1276,6 @@ ALTER TABLE products ADD COLUMN links_key text COLLATE "C";
 -- already written keep their fill.
 ALTER TABLE published_products SET (fillfactor = 50);
 ALTER TABLE products SET (fillfactor = 50);
--- An update of payloads moves a store's counts only where a row's exclusion reason moves (or its
--- key: no writer of the service moves one), and a new cost moves none: counted per row, for those
--- rows alone, instead of by a statement trigger whose transition tables copied every updated row
--- twice (old and new, payload and all) to net them to nothing (~2 µs a row). A row's two counts
--- rows in one order, so that two writers moving reasons both ways take their locks alike.
-DROP TRIGGER published_counted_update ON published_products;
-CREATE FUNCTION published_row_moved() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  IF OLD.store_id <> NEW.store_id OR OLD.exclusion_reason IS DISTINCT FROM NEW.exclusion_reason THEN
-    INSERT INTO published_counts (store_id, exclusion_reason, n)
-      SELECT store_id, reason, n FROM (VALUES (OLD.store_id, coalesce(OLD.exclusion_reason, ''), -1),
-        (NEW.store_id, coalesce(NEW.exclusion_reason, ''), 1)) AS moved (store_id, reason, n) ORDER BY 1, 2
-      ON CONFLICT (store_id, exclusion_reason) DO UPDATE SET n = published_counts.n + excluded.n;
-  END IF;
-  IF OLD.store_id <> NEW.store_id OR OLD.product_id >> 10 <> NEW.product_id >> 10 THEN
-    INSERT INTO published_blocks (store_id, block, n)
-      SELECT store_id, block, n FROM (VALUES (OLD.store_id, OLD.product_id >> 10, -1),
-        (NEW.store_id, NEW.product_id >> 10, 1)) AS moved (store_id, block, n) ORDER BY 1, 2
-      ON CONFLICT (store_id, block) DO UPDATE SET n = published_blocks.n + excluded.n;
-  END IF;
-  RETURN NULL;
-END
-$$;
-CREATE TRIGGER published_row_moved AFTER UPDATE OF exclusion_reason, store_id, product_id ON published_products FOR EACH ROW
-  WHEN (OLD.exclusion_reason IS DISTINCT FROM NEW.exclusion_reason OR OLD.store_id <> NEW.store_id OR OLD.product_id >> 10 <> NEW.product_id >> 10)
-  EXECUTE FUNCTION published_row_moved();
 `,
   },
   {

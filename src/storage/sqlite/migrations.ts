@@ -1043,12 +1043,11 @@ ALTER TABLE products ADD COLUMN links_key TEXT;
   },
   {
     id: 55,
-    name: 'payloads_and_sources_half_pages_reasons_counted_per_row',
+    name: 'payloads_and_sources_half_pages',
     sql: `
 -- PostgreSQL leaves half of each new page of sources and published payloads free, so that a row's
--- next version is written in place (SQLite has no such setting), and counts a payload's moved
--- exclusion reason per row, as SQLite's writes count it. Kept so that both engines number their
--- migrations alike.
+-- next version is written in place; SQLite has no such setting. Kept so that both engines number
+-- their migrations alike.
 SELECT 1;
 `,
   },

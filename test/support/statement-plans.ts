@@ -106,7 +106,10 @@ export async function postgresPlan(location: string, ran: Ran): Promise<string> 
   }
 }
 
-/** PostgreSQL: the rows the statement reads (every scan node's rows out and rows filtered away), run and rolled back. */
+/**
+ * PostgreSQL: the rows the statement reads (every scan node's rows out and rows filtered away), run
+ * and rolled back. A Bitmap Index Scan's rows are those its Bitmap Heap Scan reads, counted there.
+ */
 export async function postgresRowsRead(location: string, ran: Ran): Promise<number> {
   const client = new pg.Client(location);
   await client.connect();
@@ -118,7 +121,7 @@ export async function postgresRowsRead(location: string, ran: Ran): Promise<numb
     const walk = (node: Record<string, unknown>) => {
       if (
         /Scan/.test(String(node['Node Type'])) &&
-        !/Function Scan|CTE Scan|Subquery Scan|Values Scan|WorkTable Scan/.test(String(node['Node Type']))
+        !/Function Scan|CTE Scan|Subquery Scan|Values Scan|WorkTable Scan|Bitmap Index Scan/.test(String(node['Node Type']))
       ) {
         read +=
           (Number(node['Actual Rows'] ?? 0) +

@@ -1265,6 +1265,20 @@ ALTER TABLE products ADD COLUMN links_key text COLLATE "C";
 `,
   },
   {
+    id: 55,
+    name: 'payloads_and_sources_half_pages',
+    sql: `
+-- A new cost rewrites every source and payload an import inserted a moment before. At a fillfactor
+-- of 80 a page of fresh rows (~10 of ~770 bytes) had room for the new versions of two: the others
+-- moved to another page with an entry in every index, 11-14 µs of the database's CPU a row against
+-- 6 in place (HOT). New pages keep half free: a row's next version fits beside it, and the dead one
+-- is pruned when the page is next read. Inserts and page reads cost the same (measured); pages
+-- already written keep their fill.
+ALTER TABLE published_products SET (fillfactor = 50);
+ALTER TABLE products SET (fillfactor = 50);
+`,
+  },
+  {
     id: 56,
     name: 'feed_window_from_its_index',
     sql: `

@@ -21,9 +21,6 @@ import { notifyWork } from './wakeups.js';
 /** The channel NOTIFY cps_deliveries uses (wakeups.ts, topic `deliveries`), for pg_notify inside a statement. */
 export const DELIVERY_WORK_CHANNEL = 'cps_deliveries';
 
-/** The class (first key) of the advisory locks a delivery claim holds per endpoint (any fixed int4: "cpsc"). */
-const ENDPOINT_CLAIM_LOCK = 0x63707363;
-
 /** The outcomes as the arrays $1 to $9 of OUTCOME_ROWS: their attempts', then the deliveries' attempts count. */
 function attemptColumns(outcomes: AttemptOutcome[]): unknown[][] {
   return [
@@ -137,52 +134,29 @@ export class PgDeliveries implements DeliveryStore {
     // holding a connection), and reported busy: the dispatcher claims again soon. The claim lock is
     // an advisory lock of its own, not the endpoint's row: a claim never meets a coalescing pass or
     // an attempt's health update that holds the row.
-    const dueEndpoints = await this.c.preparedRows<{ id: number; merchant_id: number; claimed: boolean }>(
-      'deliveries.claim.dueEndpoints',
-      `SELECT e.id, e.merchant_id, pg_try_advisory_xact_lock(${ENDPOINT_CLAIM_LOCK}, (e.id % 2147483648)::integer) AS claimed
-      FROM webhook_endpoints AS e
-      WHERE e.status = 'active' AND EXISTS (SELECT 1 FROM webhook_deliveries AS d
-        WHERE d.endpoint_id = e.id AND d.status IN ('pending', 'failed') AND d.next_attempt_at <= $1)`,
-      [now],
-    );
-    const busy = dueEndpoints.filter((r) => !r.claimed).map((r) => r.id);
-    if (busy.length > 0) claim.busy?.(busy);
-    const due = dueEndpoints.filter((r) => r.claimed);
-    if (due.length === 0) return [];
-    const endpointIds = due.map((r) => r.id);
-    const merchantOfDue = new Map(due.map((r) => [r.id, r.merchant_id]));
     // 2. A new statement (READ COMMITTED: a new snapshot) sees every lease committed by the claims
     // that held these endpoints before: each one's first due deliveries, and the leases it holds;
     // with the merchants of the endpoints this process sends to (a merchant's share counts all of
-    // them). One statement, one round trip: its rows tagged by what they are.
+    // them), and the rates of rate-limited endpoints (one claim at a time reserves an endpoint's
+    // slots). Both in one round trip: statements of their own in a function (migration 53), its
+    // rows tagged by what they are.
     const inFlightIds = [...claim.inFlightByEndpoint.keys()];
-    // The rates of rate-limited endpoints are read here too, after their claim locks: one claim at a
-    // time reserves an endpoint's slots.
     const found = await this.c.preparedRows<{
-      kind: 'candidate' | 'leases' | 'merchant' | 'rate';
+      kind: 'endpoint' | 'busy' | 'candidate' | 'leases' | 'merchant' | 'rate';
       id: number | null;
       endpointId: number;
       nextAttemptAt: string | null;
       n: number | null;
     }>(
-      'deliveries.claim.found',
-      `
-      SELECT 'candidate' AS kind, d.id, d.endpoint_id AS "endpointId", d.next_attempt_at AS "nextAttemptAt", NULL::integer AS n
-        FROM unnest($1::bigint[]) AS e(id) CROSS JOIN LATERAL (
-          SELECT x.id, x.endpoint_id, x.next_attempt_at FROM webhook_deliveries AS x
-          WHERE x.endpoint_id = e.id AND x.status IN ('pending', 'failed') AND x.next_attempt_at <= $2
-          ORDER BY x.next_attempt_at, x.id LIMIT $3 FOR UPDATE SKIP LOCKED) AS d
-      UNION ALL
-      SELECT 'leases', NULL, endpoint_id, NULL, count(*)::integer FROM webhook_deliveries
-        WHERE endpoint_id = ANY($1::bigint[]) AND leased_until > $2 GROUP BY endpoint_id
-      UNION ALL
-      SELECT 'merchant', merchant_id, id, NULL, NULL FROM webhook_endpoints WHERE id = ANY($4::bigint[])
-      UNION ALL
-      SELECT 'rate', NULL, e.id, r.next_at, e.max_per_second FROM webhook_endpoints AS e
-        LEFT JOIN webhook_endpoint_rates AS r ON r.endpoint_id = e.id
-        WHERE e.id = ANY($1::bigint[]) AND e.max_per_second IS NOT NULL`,
-      [endpointIds, now, claim.perEndpoint + (claim.ahead ?? 0), inFlightIds],
+      'deliveries.claim.candidates',
+      `SELECT kind, id, endpoint_id AS "endpointId", next_attempt_at AS "nextAttemptAt", n
+      FROM delivery_claim_candidates($1, $2, $3::bigint[])`,
+      [now, claim.perEndpoint + (claim.ahead ?? 0), inFlightIds],
     );
+    const busy = found.filter((r) => r.kind === 'busy').map((r) => r.endpointId);
+    if (busy.length > 0) claim.busy?.(busy);
+    const merchantOfDue = new Map(found.filter((r) => r.kind === 'endpoint').map((r) => [r.endpointId, r.id!]));
+    if (merchantOfDue.size === 0) return [];
     const candidates = found
       .filter((r) => r.kind === 'candidate')
       .map(

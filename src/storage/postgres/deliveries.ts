@@ -184,19 +184,22 @@ export class PgDeliveries implements DeliveryStore {
     // 3. The lease: next_attempt_at keeps the delivery from being due again; leased_until counts it
     // in flight for its endpoint, in every process, until its attempt is recorded. A delivery
     // waiting for its rate's slot holds its lease that much longer; the endpoints' next slots are
-    // written in the same statement (its own table: the endpoint's row is never waited for).
+    // written in the same statement (its own table: the endpoint's row is never waited for). The
+    // candidates' row locks (this transaction's) kept them as read: found by id alone, from the
+    // primary key (with their status and due time checked again, a generic plan walked every due
+    // delivery of the due index instead).
     const leaseUntil = new Date(at.getTime() + claim.leaseMs + (slots.sendAt.size > 0 ? RATE_HORIZON_MS : 0)).toISOString();
     const rows = await this.c.preparedRows(
       'deliveries.claim.lease',
       `WITH rates AS (
-        INSERT INTO webhook_endpoint_rates (endpoint_id, next_at) SELECT * FROM unnest($5::bigint[], $6::text[])
+        INSERT INTO webhook_endpoint_rates (endpoint_id, next_at) SELECT * FROM unnest($4::bigint[], $5::text[])
         ON CONFLICT (endpoint_id) DO UPDATE SET next_at = excluded.next_at)
       , leased AS (
         UPDATE webhook_deliveries SET next_attempt_at = $1, leased_until = $1, occurred_at = coalesce(occurred_at, $2)
-        WHERE id = ANY($3::bigint[]) AND status IN ('pending', 'failed') AND next_attempt_at <= $4
+        WHERE id = ANY($3::bigint[])
         RETURNING ${DELIVERY_COLUMNS})
       SELECT leased.*, row_to_json(e) AS endpoint FROM leased JOIN webhook_endpoints AS e ON e.id = leased.endpoint_id`,
-      [leaseUntil, wholeSecondIso(at), chosen, now, [...slots.nextAt.keys()], [...slots.nextAt.values()]],
+      [leaseUntil, wholeSecondIso(at), chosen, [...slots.nextAt.keys()], [...slots.nextAt.values()]],
     );
     // Each with its endpoint as this statement read it: the dispatcher needs no read of its own.
     return rows
@@ -313,7 +316,7 @@ export class PgDeliveries implements DeliveryStore {
       UPDATE webhook_deliveries AS d SET attempts = o.attempts, leased_until = NULL,
           status = CASE WHEN d.status = 'dropped' AND o.status <> 'succeeded' THEN 'dropped' ELSE o.status END,
           next_attempt_at = CASE WHEN d.status = 'dropped' AND o.status <> 'succeeded' THEN NULL ELSE o.next_attempt_at END
-        FROM outcome AS o WHERE d.id = o.delivery_id`,
+        FROM outcome AS o WHERE d.id = o.delivery_id AND d.id = ANY($1::bigint[])`,
       withHealth ? [...outcomeParams, ...healthParams(health)] : outcomeParams,
     );
   }
@@ -340,7 +343,7 @@ export class PgDeliveries implements DeliveryStore {
       ), attempt AS (${ATTEMPT_INSERT} WHERE (SELECT recorded FROM verdict) ORDER BY ordinal
       ), delivery AS (
         UPDATE webhook_deliveries AS d SET attempts = o.attempts, leased_until = NULL, status = 'succeeded', next_attempt_at = NULL
-          FROM outcome AS o WHERE d.id = o.delivery_id AND (SELECT recorded FROM verdict)
+          FROM outcome AS o WHERE d.id = o.delivery_id AND d.id = ANY($1::bigint[]) AND (SELECT recorded FROM verdict)
       )
       SELECT recorded FROM verdict`,
       [...attemptColumns(outcomes), sorted.map((e) => e.id), sorted.map((e) => e.lastSuccessAt)],

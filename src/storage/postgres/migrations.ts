@@ -1252,8 +1252,25 @@ CREATE INDEX webhook_outbox_waiting ON webhook_outbox(endpoint_id, created_at, p
   },
   {
     id: 53,
-    name: 'delivery_claim_candidates',
+    name: 'delivery_claim_candidates_attempt_hours_by_key',
     sql: `
+-- The attempt log's hourly counts find each new attempt's delivery by its primary key: joined as a
+-- whole, a table never analyzed (a new database's first deliveries) was read from end to end for
+-- every statement that recorded attempts (2.4 ms for 16 attempts beside 2,400 deliveries).
+CREATE OR REPLACE FUNCTION webhook_attempt_hours_counted() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO webhook_attempt_hours (endpoint_id, hour, outcome, attempts, latency_sum_ms, latency_max_ms)
+    SELECT d.endpoint_id, substr(a.at, 1, 13),
+      CASE WHEN a.error IS NULL THEN 'succeeded' WHEN a.status_code IS NULL THEN 'no_response' ELSE 'failed' END,
+      count(*), sum(a.latency_ms), max(a.latency_ms)
+    FROM new_rows AS a CROSS JOIN LATERAL (
+      SELECT x.endpoint_id FROM webhook_deliveries AS x WHERE x.id = a.delivery_id LIMIT 1) AS d
+    GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+    ON CONFLICT (endpoint_id, hour, outcome) DO UPDATE SET attempts = webhook_attempt_hours.attempts + excluded.attempts,
+      latency_sum_ms = webhook_attempt_hours.latency_sum_ms + excluded.latency_sum_ms,
+      latency_max_ms = greatest(webhook_attempt_hours.latency_max_ms, excluded.latency_max_ms);
+  RETURN NULL;
+END $$;
 -- A claim's first two steps in one round trip (PgDeliveries.claimDueDeliveries): the active
 -- endpoints with due deliveries, each claim-locked (an advisory lock of its class "cpsc") unless
 -- another claim holds it (then reported busy), and, in a statement of its own (READ COMMITTED: a
@@ -1262,7 +1279,7 @@ CREATE INDEX webhook_outbox_waiting ON webhook_outbox(endpoint_id, created_at, p
 -- of the endpoints in flight here and the rates of the rate-limited ones. The locks last to COMMIT.
 CREATE FUNCTION delivery_claim_candidates(now text, per_endpoint integer, in_flight bigint[])
   RETURNS TABLE (kind text, id bigint, endpoint_id bigint, next_attempt_at text, n integer)
-  LANGUAGE plpgsql VOLATILE AS $$
+  LANGUAGE plpgsql VOLATILE SET plan_cache_mode = force_generic_plan AS $$
 #variable_conflict use_column
 DECLARE
   due record;

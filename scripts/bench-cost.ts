@@ -49,6 +49,8 @@
 // Usage: npm run bench:cost -- [--engine sqlite|postgres|both (both)] [--products N (2000)]
 //   [--import-products N (20000)] [--images-per-product N (2)] [--unit-seconds S (300)]
 //   [--reference-images N (4000)] [--reference-deliveries N (1000)] [--warmup-deliveries N (400)]
+//   [--units LIST (all): a comma list of import, unchanged, new_cost, image, delivery; the delivery
+//             unit delivers what the units run before it left in the outbox, so it needs an import]
 //   [--profile DIR] [--json]
 //   [--keep]  leaves the temporary folder (each engine's database, media, the stopped PostgreSQL
 //             cluster) for a look afterwards, e.g. EXPLAIN of the statements a unit ran
@@ -88,6 +90,7 @@ const { values: flags } = parseArgs({
     'reference-images': { type: 'string', default: '4000' },
     'reference-deliveries': { type: 'string', default: '1000' },
     'warmup-deliveries': { type: 'string', default: '400' },
+    units: { type: 'string' },
     profile: { type: 'string' },
     keep: { type: 'boolean' },
     json: { type: 'boolean' },
@@ -121,6 +124,16 @@ const ADMIN_TOKEN = 'bench-cost-admin-token';
 const COST_STEP = 1.37;
 const UNITS = ['import', 'unchanged', 'new_cost', 'image', 'delivery'] as const;
 type Unit = (typeof UNITS)[number];
+/** The units --units names (all without it), in UNITS' order. */
+const RUN_UNITS: Unit[] = (() => {
+  if (flags.units === undefined) return [...UNITS];
+  const named = flags.units.split(',').map((u) => u.trim());
+  const unknown = named.filter((u) => !(UNITS as readonly string[]).includes(u));
+  if (unknown.length > 0 || named.length === 0) throw new Error(`--units takes a comma list of ${UNITS.join(', ')}, got "${flags.units}"`);
+  return UNITS.filter((u) => named.includes(u));
+})();
+/** How often the delivery unit counts the receiver's deliveries: its window ends at the sample that saw the last one. */
+const DELIVERY_SAMPLE_MS = 20;
 const UNIT_TITLES: Record<Unit, string> = {
   import: 'import, new product',
   unchanged: 're-import, unchanged',
@@ -385,7 +398,7 @@ async function runEngine(engine: Engine, peers: Peers, tempDir: string): Promise
     const results: UnitResult[] = [];
     const expectedImages = IMPORT_PRODUCTS * IMAGES_PER_PRODUCT;
     let imagesLeft = true;
-    for (const unit of UNITS) {
+    for (const unit of RUN_UNITS) {
       const unitEnv: Record<string, string> = { ...env };
       if (unit === 'import' || unit === 'unchanged' || unit === 'new_cost') {
         unitEnv.CPS_IMAGE_MIRRORING = 'false';
@@ -488,21 +501,35 @@ async function runEngine(engine: Engine, peers: Peers, tempDir: string): Promise
           }
           result = await measure(async () => {
             const beforeWindow = (await received()) - receivedBeforeStart;
-            let last = { mark: mark(pid, postgres), scrape: await scrape(serve), deliveries: beforeWindow, at: now() };
-            let latest = last.scrape;
+            let latest = await scrape(serve);
+            let last: { mark: CpuMark; scrape: Scrape | null; deliveries: number; at: number } = {
+              mark: mark(pid, postgres),
+              scrape: latest,
+              deliveries: beforeWindow,
+              at: now(),
+            };
             const waitingIn = (s: Scrape) =>
               gauge(s, 'cps_webhook_outbox_depth') +
               gauge(s, 'cps_webhook_deliveries_waiting{status="pending"}') +
               gauge(s, 'cps_webhook_deliveries_waiting{status="failed"}');
+            // The receiver's count every DELIVERY_SAMPLE_MS (the window ends at the sample that saw the
+            // last delivery: sampled every second, a 1.3 s drain counted as 2 s), /metrics every second.
             const started = now();
+            let scrapedAt = now();
             while (now() - started < UNIT_SECONDS * 1000) {
               const settled = waitingIn(latest) === 0 && last.deliveries > 0 && now() - last.at > 3000;
               if (settled) break;
-              await sleep(1000);
-              const [at, s, deliveries] = [mark(pid, postgres), await scrape(serve), (await received()) - receivedBeforeStart];
-              latest = s;
-              if (deliveries > last.deliveries) last = { mark: at, scrape: s, deliveries, at: now() };
+              await sleep(DELIVERY_SAMPLE_MS);
+              const deliveries = (await received()) - receivedBeforeStart;
+              if (deliveries > last.deliveries) last = { mark: mark(pid, postgres), scrape: null, deliveries, at: now() };
+              if (now() - scrapedAt >= 1000) {
+                latest = await scrape(serve);
+                scrapedAt = now();
+                // The statements counted up to the first scrape after the last delivery.
+                last.scrape ??= latest;
+              }
             }
+            last.scrape ??= await scrape(serve);
             const outcomes = Object.fromEntries(
               ['succeeded', 'failed', 'given_up', 'dropped'].map((o) => [o, gauge(latest, `cps_webhook_deliveries_total{outcome="${o}"}`)]),
             );

@@ -21,9 +21,6 @@ import { notifyWork } from './wakeups.js';
 /** The channel NOTIFY cps_deliveries uses (wakeups.ts, topic `deliveries`), for pg_notify inside a statement. */
 export const DELIVERY_WORK_CHANNEL = 'cps_deliveries';
 
-/** The class (first key) of the advisory locks a delivery claim holds per endpoint (any fixed int4: "cpsc"). */
-const ENDPOINT_CLAIM_LOCK = 0x63707363;
-
 /** The outcomes as the arrays $1 to $9 of OUTCOME_ROWS: their attempts', then the deliveries' attempts count. */
 function attemptColumns(outcomes: AttemptOutcome[]): unknown[][] {
   return [
@@ -137,52 +134,29 @@ export class PgDeliveries implements DeliveryStore {
     // holding a connection), and reported busy: the dispatcher claims again soon. The claim lock is
     // an advisory lock of its own, not the endpoint's row: a claim never meets a coalescing pass or
     // an attempt's health update that holds the row.
-    const dueEndpoints = await this.c.preparedRows<{ id: number; merchant_id: number; claimed: boolean }>(
-      'deliveries.claim.dueEndpoints',
-      `SELECT e.id, e.merchant_id, pg_try_advisory_xact_lock(${ENDPOINT_CLAIM_LOCK}, (e.id % 2147483648)::integer) AS claimed
-      FROM webhook_endpoints AS e
-      WHERE e.status = 'active' AND EXISTS (SELECT 1 FROM webhook_deliveries AS d
-        WHERE d.endpoint_id = e.id AND d.status IN ('pending', 'failed') AND d.next_attempt_at <= $1)`,
-      [now],
-    );
-    const busy = dueEndpoints.filter((r) => !r.claimed).map((r) => r.id);
-    if (busy.length > 0) claim.busy?.(busy);
-    const due = dueEndpoints.filter((r) => r.claimed);
-    if (due.length === 0) return [];
-    const endpointIds = due.map((r) => r.id);
-    const merchantOfDue = new Map(due.map((r) => [r.id, r.merchant_id]));
     // 2. A new statement (READ COMMITTED: a new snapshot) sees every lease committed by the claims
     // that held these endpoints before: each one's first due deliveries, and the leases it holds;
     // with the merchants of the endpoints this process sends to (a merchant's share counts all of
-    // them). One statement, one round trip: its rows tagged by what they are.
+    // them), and the rates of rate-limited endpoints (one claim at a time reserves an endpoint's
+    // slots). Both in one round trip: statements of their own in a function (migration 53), its
+    // rows tagged by what they are.
     const inFlightIds = [...claim.inFlightByEndpoint.keys()];
-    // The rates of rate-limited endpoints are read here too, after their claim locks: one claim at a
-    // time reserves an endpoint's slots.
     const found = await this.c.preparedRows<{
-      kind: 'candidate' | 'leases' | 'merchant' | 'rate';
+      kind: 'endpoint' | 'busy' | 'candidate' | 'leases' | 'merchant' | 'rate';
       id: number | null;
       endpointId: number;
       nextAttemptAt: string | null;
       n: number | null;
     }>(
-      'deliveries.claim.found',
-      `
-      SELECT 'candidate' AS kind, d.id, d.endpoint_id AS "endpointId", d.next_attempt_at AS "nextAttemptAt", NULL::integer AS n
-        FROM unnest($1::bigint[]) AS e(id) CROSS JOIN LATERAL (
-          SELECT x.id, x.endpoint_id, x.next_attempt_at FROM webhook_deliveries AS x
-          WHERE x.endpoint_id = e.id AND x.status IN ('pending', 'failed') AND x.next_attempt_at <= $2
-          ORDER BY x.next_attempt_at, x.id LIMIT $3 FOR UPDATE SKIP LOCKED) AS d
-      UNION ALL
-      SELECT 'leases', NULL, endpoint_id, NULL, count(*)::integer FROM webhook_deliveries
-        WHERE endpoint_id = ANY($1::bigint[]) AND leased_until > $2 GROUP BY endpoint_id
-      UNION ALL
-      SELECT 'merchant', merchant_id, id, NULL, NULL FROM webhook_endpoints WHERE id = ANY($4::bigint[])
-      UNION ALL
-      SELECT 'rate', NULL, e.id, r.next_at, e.max_per_second FROM webhook_endpoints AS e
-        LEFT JOIN webhook_endpoint_rates AS r ON r.endpoint_id = e.id
-        WHERE e.id = ANY($1::bigint[]) AND e.max_per_second IS NOT NULL`,
-      [endpointIds, now, claim.perEndpoint + (claim.ahead ?? 0), inFlightIds],
+      'deliveries.claim.candidates',
+      `SELECT kind, id, endpoint_id AS "endpointId", next_attempt_at AS "nextAttemptAt", n
+      FROM delivery_claim_candidates($1, $2, $3::bigint[])`,
+      [now, claim.perEndpoint + (claim.ahead ?? 0), inFlightIds],
     );
+    const busy = found.filter((r) => r.kind === 'busy').map((r) => r.endpointId);
+    if (busy.length > 0) claim.busy?.(busy);
+    const merchantOfDue = new Map(found.filter((r) => r.kind === 'endpoint').map((r) => [r.endpointId, r.id!]));
+    if (merchantOfDue.size === 0) return [];
     const candidates = found
       .filter((r) => r.kind === 'candidate')
       .map(
@@ -210,19 +184,22 @@ export class PgDeliveries implements DeliveryStore {
     // 3. The lease: next_attempt_at keeps the delivery from being due again; leased_until counts it
     // in flight for its endpoint, in every process, until its attempt is recorded. A delivery
     // waiting for its rate's slot holds its lease that much longer; the endpoints' next slots are
-    // written in the same statement (its own table: the endpoint's row is never waited for).
+    // written in the same statement (its own table: the endpoint's row is never waited for). The
+    // candidates' row locks (this transaction's) kept them as read: found by id alone, from the
+    // primary key (with their status and due time checked again, a generic plan walked every due
+    // delivery of the due index instead).
     const leaseUntil = new Date(at.getTime() + claim.leaseMs + (slots.sendAt.size > 0 ? RATE_HORIZON_MS : 0)).toISOString();
     const rows = await this.c.preparedRows(
       'deliveries.claim.lease',
       `WITH rates AS (
-        INSERT INTO webhook_endpoint_rates (endpoint_id, next_at) SELECT * FROM unnest($5::bigint[], $6::text[])
+        INSERT INTO webhook_endpoint_rates (endpoint_id, next_at) SELECT * FROM unnest($4::bigint[], $5::text[])
         ON CONFLICT (endpoint_id) DO UPDATE SET next_at = excluded.next_at)
       , leased AS (
         UPDATE webhook_deliveries SET next_attempt_at = $1, leased_until = $1, occurred_at = coalesce(occurred_at, $2)
-        WHERE id = ANY($3::bigint[]) AND status IN ('pending', 'failed') AND next_attempt_at <= $4
+        WHERE id = ANY($3::bigint[])
         RETURNING ${DELIVERY_COLUMNS})
       SELECT leased.*, row_to_json(e) AS endpoint FROM leased JOIN webhook_endpoints AS e ON e.id = leased.endpoint_id`,
-      [leaseUntil, wholeSecondIso(at), chosen, now, [...slots.nextAt.keys()], [...slots.nextAt.values()]],
+      [leaseUntil, wholeSecondIso(at), chosen, [...slots.nextAt.keys()], [...slots.nextAt.values()]],
     );
     // Each with its endpoint as this statement read it: the dispatcher needs no read of its own.
     return rows
@@ -339,7 +316,7 @@ export class PgDeliveries implements DeliveryStore {
       UPDATE webhook_deliveries AS d SET attempts = o.attempts, leased_until = NULL,
           status = CASE WHEN d.status = 'dropped' AND o.status <> 'succeeded' THEN 'dropped' ELSE o.status END,
           next_attempt_at = CASE WHEN d.status = 'dropped' AND o.status <> 'succeeded' THEN NULL ELSE o.next_attempt_at END
-        FROM outcome AS o WHERE d.id = o.delivery_id`,
+        FROM outcome AS o WHERE d.id = o.delivery_id AND d.id = ANY($1::bigint[])`,
       withHealth ? [...outcomeParams, ...healthParams(health)] : outcomeParams,
     );
   }
@@ -366,7 +343,7 @@ export class PgDeliveries implements DeliveryStore {
       ), attempt AS (${ATTEMPT_INSERT} WHERE (SELECT recorded FROM verdict) ORDER BY ordinal
       ), delivery AS (
         UPDATE webhook_deliveries AS d SET attempts = o.attempts, leased_until = NULL, status = 'succeeded', next_attempt_at = NULL
-          FROM outcome AS o WHERE d.id = o.delivery_id AND (SELECT recorded FROM verdict)
+          FROM outcome AS o WHERE d.id = o.delivery_id AND d.id = ANY($1::bigint[]) AND (SELECT recorded FROM verdict)
       )
       SELECT recorded FROM verdict`,
       [...attemptColumns(outcomes), sorted.map((e) => e.id), sorted.map((e) => e.lastSuccessAt)],

@@ -1251,6 +1251,74 @@ CREATE INDEX webhook_outbox_waiting ON webhook_outbox(endpoint_id, created_at, p
 `,
   },
   {
+    id: 53,
+    name: 'delivery_claim_candidates_attempt_hours_by_key',
+    sql: `
+-- The attempt log's hourly counts find each new attempt's delivery by its primary key: joined as a
+-- whole, a table never analyzed (a new database's first deliveries) was read from end to end for
+-- every statement that recorded attempts (2.4 ms for 16 attempts beside 2,400 deliveries).
+CREATE OR REPLACE FUNCTION webhook_attempt_hours_counted() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO webhook_attempt_hours (endpoint_id, hour, outcome, attempts, latency_sum_ms, latency_max_ms)
+    SELECT d.endpoint_id, substr(a.at, 1, 13),
+      CASE WHEN a.error IS NULL THEN 'succeeded' WHEN a.status_code IS NULL THEN 'no_response' ELSE 'failed' END,
+      count(*), sum(a.latency_ms), max(a.latency_ms)
+    FROM new_rows AS a CROSS JOIN LATERAL (
+      SELECT x.endpoint_id FROM webhook_deliveries AS x WHERE x.id = a.delivery_id LIMIT 1) AS d
+    GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+    ON CONFLICT (endpoint_id, hour, outcome) DO UPDATE SET attempts = webhook_attempt_hours.attempts + excluded.attempts,
+      latency_sum_ms = webhook_attempt_hours.latency_sum_ms + excluded.latency_sum_ms,
+      latency_max_ms = greatest(webhook_attempt_hours.latency_max_ms, excluded.latency_max_ms);
+  RETURN NULL;
+END $$;
+-- A claim's first two steps in one round trip (PgDeliveries.claimDueDeliveries): the active
+-- endpoints with due deliveries, each claim-locked (an advisory lock of its class "cpsc") unless
+-- another claim holds it (then reported busy), and, in a statement of its own (READ COMMITTED: a
+-- snapshot taken after the locks, so it sees every lease the claims that held them committed), the
+-- locked endpoints' first due deliveries (locked SKIP LOCKED), the leases they hold, the merchants
+-- of the endpoints in flight here and the rates of the rate-limited ones. The locks last to COMMIT.
+CREATE FUNCTION delivery_claim_candidates(now text, per_endpoint integer, in_flight bigint[])
+  RETURNS TABLE (kind text, id bigint, endpoint_id bigint, next_attempt_at text, n integer)
+  LANGUAGE plpgsql VOLATILE SET plan_cache_mode = force_generic_plan AS $$
+#variable_conflict use_column
+DECLARE
+  due record;
+  locked bigint[] := '{}';
+BEGIN
+  FOR due IN SELECT e.id, e.merchant_id, pg_try_advisory_xact_lock(1668314979, (e.id % 2147483648)::integer) AS got
+    FROM webhook_endpoints AS e
+    WHERE e.status = 'active' AND EXISTS (SELECT 1 FROM webhook_deliveries AS d
+      WHERE d.endpoint_id = e.id AND d.status IN ('pending', 'failed') AND d.next_attempt_at <= now)
+  LOOP
+    kind := CASE WHEN due.got THEN 'endpoint' ELSE 'busy' END;
+    id := due.merchant_id;
+    endpoint_id := due.id;
+    next_attempt_at := NULL;
+    n := NULL;
+    RETURN NEXT;
+    IF due.got THEN locked := locked || due.id; END IF;
+  END LOOP;
+  IF cardinality(locked) = 0 THEN RETURN; END IF;
+  RETURN QUERY
+    SELECT 'candidate'::text, d.id, d.endpoint_id, d.next_attempt_at, NULL::integer
+      FROM unnest(locked) AS e(id) CROSS JOIN LATERAL (
+        SELECT x.id, x.endpoint_id, x.next_attempt_at FROM webhook_deliveries AS x
+        WHERE x.endpoint_id = e.id AND x.status IN ('pending', 'failed') AND x.next_attempt_at <= now
+        ORDER BY x.next_attempt_at, x.id LIMIT per_endpoint FOR UPDATE SKIP LOCKED) AS d
+    UNION ALL
+    SELECT 'leases', NULL::bigint, l.endpoint_id, NULL::text, count(*)::integer FROM webhook_deliveries AS l
+      WHERE l.endpoint_id = ANY(locked) AND l.leased_until > now GROUP BY l.endpoint_id
+    UNION ALL
+    SELECT 'merchant', m.merchant_id, m.id, NULL::text, NULL::integer FROM webhook_endpoints AS m WHERE m.id = ANY(in_flight)
+    UNION ALL
+    SELECT 'rate', NULL::bigint, r.id, rate.next_at, r.max_per_second FROM webhook_endpoints AS r
+      LEFT JOIN webhook_endpoint_rates AS rate ON rate.endpoint_id = r.id
+      WHERE r.id = ANY(locked) AND r.max_per_second IS NOT NULL;
+END
+$$;
+`,
+  },
+  {
     id: 54,
     name: 'import_chunks_uncompressed_links_keyed',
     sql: `

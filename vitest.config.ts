@@ -1,20 +1,73 @@
 import { defineConfig } from 'vitest/config';
 import { findPostgresBinaries } from './scripts/postgres-server.js';
+import { SlowFirstSequencer } from './test/support/slow-first.js';
 
 // Two projects, one per storage engine (test/support/engine.ts reads CPS_TEST_ENGINE):
 // - sqlite: every suite, on SQLite files (the embedded default);
-// - postgres: the suites that run on either engine (HTTP, feed, webhooks, images, faults, storage),
-//   on one PostgreSQL server the globalSetup starts from the installed binaries
-//   (test/support/postgres.ts), or on the embedded pglite when there are none.
-// `npx vitest run --project sqlite` runs one of them.
+// - postgres: the suites whose behaviour depends on the engine (HTTP, feed, webhooks, images,
+//   faults, storage, less the files below that never reach it), on one PostgreSQL server the
+//   globalSetup starts from the installed binaries (test/support/postgres.ts), or on the embedded
+//   pglite when there are none.
+// `npx vitest run --project sqlite` runs one of them; `npm run test:quick` the inner loop (below).
 // The fault scenarios run `serve` in a child process on the project's database (on PostgreSQL they
 // need a server: skipped on pglite); test/faults/postgres-scale-out.test.ts is PostgreSQL's own.
 const ON_EITHER_ENGINE = ['http', 'changes', 'webhooks', 'images', 'storage', 'faults'].map((suite) => `test/${suite}/**/*.test.ts`);
+// Files of those suites that run the same whatever the engine, so once (on the sqlite project):
+const SAME_ON_EITHER_ENGINE = [
+  // They open no database at all (pure functions, in-memory parts, a socket without a service):
+  'test/changes/fair-turns.test.ts',
+  'test/http/canonical-address.test.ts',
+  'test/http/spool.test.ts',
+  'test/http/spool-budget.test.ts',
+  'test/http/unsent-bytes.test.ts',
+  'test/images/commit-order.test.ts',
+  'test/images/sniff.test.ts',
+  'test/webhooks/receiver.test.ts',
+  'test/webhooks/registry.test.ts',
+  'test/webhooks/retry.test.ts',
+  'test/webhooks/signing-keys.test.ts',
+  'test/webhooks/valid-text.test.ts',
+  // SQLite's own: its migrations and several better-sqlite3 connections on one file.
+  'test/changes/sequencer.test.ts',
+  'test/storage/sqlite.test.ts',
+  // Decided in the HTTP layer before storage is asked, or after it answered: body size and depth,
+  // byte order marks, form bytes, client aborts, coding and its cache, ETags, request ids, rate
+  // limits and sign-in address throttling held in memory, the password hashing pool, who may call
+  // which operation, reserved receiver names. Their storage calls run on PostgreSQL in the other files.
+  'test/http/admin-rate-limits.test.ts',
+  'test/http/api-key-scopes.test.ts',
+  'test/http/body-limits.test.ts',
+  'test/http/client-abort.test.ts',
+  'test/http/compression-cache.test.ts',
+  'test/http/features.test.ts',
+  'test/http/json-bom.test.ts',
+  'test/http/panel-form-utf8.test.ts',
+  'test/http/password-hashing.test.ts',
+  'test/http/reserved-webhook-names.test.ts',
+];
 // The PostgreSQL engine's own tests (several connections, LISTEN/NOTIFY, migrations under a lock):
 // only on the postgres project, and only with a real server.
 const NEEDS_POSTGRES_SERVER = ['test/**/postgres*.test.ts'];
+// Left out of `npm run test:quick` (CPS_TEST_QUICK=1, SQLite only, under 2 minutes on 2 cores): the
+// files that start services or browsers in child processes, and the CI-sized benchmark runs.
+const SLOW = [
+  'test/cli.test.ts',
+  'test/client/package.test.ts',
+  'test/config-table.test.ts',
+  'test/docs.test.ts',
+  'test/faults/**',
+  'test/http/connection-cap.test.ts',
+  'test/operations/backup-and-shutdown.test.ts',
+  'test/operations/worker-thread.test.ts',
+  'test/panel/**',
+  'test/scale/**',
+  'test/webhooks/crash.test.ts',
+  'test/webhooks/secret-rotation-cli.test.ts',
+  'test/workflows.test.ts',
+];
+const quick = process.env.CPS_TEST_QUICK === '1';
 const serverBinaries = process.env.CPS_TEST_PG_BINARIES !== 'none' && findPostgresBinaries() !== undefined;
-if (!serverBinaries && process.env.CPS_TEST_REQUIRE_POSTGRES !== '1' && !process.env.CPS_TEST_PGLITE_NOTED) {
+if (!serverBinaries && !quick && process.env.CPS_TEST_REQUIRE_POSTGRES !== '1' && !process.env.CPS_TEST_PGLITE_NOTED) {
   process.env.CPS_TEST_PGLITE_NOTED = '1'; // the config is read more than once per run
   console.warn(`[pglite] no PostgreSQL server binaries: skipped, they need a server: ${NEEDS_POSTGRES_SERVER.join(', ')}`);
 }
@@ -24,23 +77,36 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // Most files mostly wait (child processes, HTTP, PostgreSQL): vitest's default on 2 cores is one
+    // fork (cpus - 1); 4 keep both cores busy (measured against 1, 2 and 3: docs/testing.md#how-long).
+    maxWorkers: 4,
+    // The longest files first when vitest has no timings of an earlier run (a clean clone).
+    sequence: { sequencer: SlowFirstSequencer },
     projects: [
       {
         extends: true,
-        test: { name: 'sqlite', include: ['test/**/*.test.ts'], exclude: NEEDS_POSTGRES_SERVER, env: { CPS_TEST_ENGINE: 'sqlite' } },
-      },
-      {
-        extends: true,
         test: {
-          name: 'postgres',
-          include: ON_EITHER_ENGINE,
-          // Only about the SQLite engine itself (its file, WAL checkpoints, process locks).
-          exclude: ['test/storage/sqlite.test.ts', ...(serverBinaries ? [] : NEEDS_POSTGRES_SERVER)],
-          env: { CPS_TEST_ENGINE: 'postgres' },
-          globalSetup: ['test/support/postgres.ts'],
-          setupFiles: ['test/support/engine-setup.ts'],
+          name: 'sqlite',
+          include: ['test/**/*.test.ts'],
+          exclude: [...NEEDS_POSTGRES_SERVER, ...(quick ? SLOW : [])],
+          env: { CPS_TEST_ENGINE: 'sqlite' },
         },
       },
+      ...(quick
+        ? []
+        : [
+            {
+              extends: true as const,
+              test: {
+                name: 'postgres',
+                include: ON_EITHER_ENGINE,
+                exclude: [...SAME_ON_EITHER_ENGINE, ...(serverBinaries ? [] : NEEDS_POSTGRES_SERVER)],
+                env: { CPS_TEST_ENGINE: 'postgres' },
+                globalSetup: ['test/support/postgres.ts'],
+                setupFiles: ['test/support/engine-setup.ts'],
+              },
+            },
+          ]),
     ],
   },
 });

@@ -128,7 +128,9 @@ if (!serverBinaries && !quick && process.env.CPS_TEST_REQUIRE_POSTGRES !== '1' &
 
 export default defineConfig({
   test: {
-    testTimeout: 30_000,
+    // A guard against a hung test, not a bound on its time: 4 files at once on 2 shared cores can
+    // make a 10 s property run take several times that.
+    testTimeout: 120_000,
     hookTimeout: 60_000,
     pool: 'forks',
     // Most files mostly wait (child processes, HTTP, PostgreSQL): vitest's default on 2 cores is one

@@ -128,10 +128,10 @@ if (!serverBinaries && !quick && process.env.CPS_TEST_REQUIRE_POSTGRES !== '1' &
 
 export default defineConfig({
   test: {
-    // A guard against a hung test, not a bound on its time: 4 files at once on 2 shared cores can
-    // make a 10 s property run take several times that.
+    // Guards against a hung test or hook, not bounds on their time: 4 files at once on 2 shared
+    // cores can make a 10 s property run, or a 20,000-product beforeAll, take several times that.
     testTimeout: 120_000,
-    hookTimeout: 60_000,
+    hookTimeout: 300_000,
     pool: 'forks',
     // Most files mostly wait (child processes, HTTP, PostgreSQL): vitest's default on 2 cores is one
     // fork (cpus - 1); 4 keep both cores busy (measured against 1, 2 and 3: docs/testing.md#how-long).

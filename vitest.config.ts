@@ -134,7 +134,7 @@ export default defineConfig({
     hookTimeout: 300_000,
     pool: 'forks',
     // Most files mostly wait (child processes, HTTP, PostgreSQL): vitest's default on 2 cores is one
-    // fork (cpus - 1); 4 keep both cores busy (measured against 1, 2 and 3: docs/testing.md#how-long).
+    // fork (cpus - 1); 4 keep both cores busy while most of them wait (docs/testing.md#how-long).
     maxWorkers: 4,
     // The longest files first when vitest has no timings of an earlier run (a clean clone).
     sequence: { sequencer: SlowFirstSequencer },

@@ -3,14 +3,14 @@
 // running mirror (started, as `serve` and `worker` run it) keeps its slots busy without waiting for
 // a whole round, merchants take turns, a merchant holds at most CPS_IMAGE_MERCHANT_CONCURRENCY (3)
 // of the CPS_IMAGE_CONCURRENCY (4) slots and one origin of a merchant CPS_IMAGE_ORIGIN_CONCURRENCY
-// (2). Real image hosts on 127.0.0.1; the fetch time-out is short (3 s) and real, the clock real.
+// (2). Real image hosts on 127.0.0.1; the fetch time-out is short (5 s) and real, the clock real.
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { adminOk, createMerchant, importNdjson, type MerchantHandle } from '../support/admin-http.js';
 import { ImageServer } from '../support/image-server.js';
 import { startTestService, type TestService } from '../support/service.js';
 
-const TIMEOUT_MS = 3000;
+const TIMEOUT_MS = 5000;
 const POLL_MS = 100;
 
 let service: TestService | undefined;
@@ -64,7 +64,7 @@ describe('image mirroring shared fairly between merchants and origins', () => {
     expect(() => loadConfig({ CPS_IMAGE_ORIGIN_CONCURRENCY: 'two' })).toThrow(/CPS_IMAGE_ORIGIN_CONCURRENCY/);
   });
 
-  it("mirrors another merchant's image within a poll interval plus one fetch while 48 images of one merchant hang until their time-out", async () => {
+  it("mirrors another merchant's image while 48 images of one merchant hang, before any of them reaches its time-out", async () => {
     service = await startTestService({
       config: { images: { timeoutMs: TIMEOUT_MS, pollIntervalMs: POLL_MS }, webhooks: { allowHosts: ['127.0.0.1'] } },
     });
@@ -83,13 +83,11 @@ describe('image mirroring shared fairly between merchants and origins', () => {
 
     // The other merchant's image, on the same CDN, written while the noisy ones hang.
     await putImages(quiet, { 'Q-1': [shared.url('/png/quiet.png')] });
-    const written = Date.now();
     const mirrored = '/media/'; // the service's copy, not the supplier URL
     await vi.waitFor(async () => expect((await publishedImages(quiet, 'Q-1'))[0]).toContain(mirrored), { timeout: 10_000, interval: 10 });
-    const lag = Date.now() - written;
-    expect(lag, `mirrored ${lag} ms after it was written`).toBeLessThan(POLL_MS + 1000);
-    // None of the noisy fetches had timed out: the quiet image never waited for them.
-    expect(lag).toBeLessThan(TIMEOUT_MS);
+    // Both noisy fetches still hang (they end only at their time-out): the quiet image never waited
+    // for them. Ordering, not a wall-clock bound, which a loaded 2-core machine cannot promise.
+    expect(shared.open).toBe(2);
     // The noisy merchant's own image on another origin was not stuck behind its hanging origin either.
     expect((await publishedImages(noisy, 'N-GOOD'))[0]).toContain(mirrored);
     // The hanging origin held two of the noisy merchant's slots; the quiet merchant had its own.
@@ -128,9 +126,9 @@ describe('image mirroring shared fairly between merchants and origins', () => {
     await vi.waitFor(() => expect(noisyHits()).toBe(3), { timeout: 5000, interval: 5 });
 
     await putImages(quiet, { 'Q-1': [quietHost.url('/png/quiet.png')] });
-    const written = Date.now();
     await vi.waitFor(async () => expect((await publishedImages(quiet, 'Q-1'))[0]).toContain('/media/'), { timeout: 10_000, interval: 10 });
-    expect(Date.now() - written).toBeLessThan(POLL_MS + 1000);
+    // Mirrored while the noisy merchant's three fetches still hang, none timed out nor a fourth started.
     expect(noisyHits()).toBe(3);
+    expect(noisyHosts.reduce((n, host) => n + host.open, 0)).toBe(3);
   });
 });

@@ -29,9 +29,10 @@ export type Slug = (typeof SLUGS)[number];
 /**
  * The mirror's limits in these tests: small enough for a test image server to exceed quickly. Only
  * these fields are overridden: a whole `images` group from `loadConfig({})` would carry its
- * `mediaDir` (./data/media) instead of the folder beside the test database.
+ * `mediaDir` (./data/media) instead of the folder beside the test database. The time-out is long
+ * enough that a 404 or a 500 answered on a loaded machine is not taken for a time-out.
  */
-export const IMAGE_LIMITS = { timeoutMs: 300, maxBytes: 1024, concurrency: 2 } satisfies Partial<Config['images']>;
+export const IMAGE_LIMITS = { timeoutMs: 2000, maxBytes: 1024, concurrency: 2 } satisfies Partial<Config['images']>;
 
 /** The default image settings (docs/decisions.md#images): retry waits and the dead-after period. */
 export const IMAGE_DEFAULTS: Config['images'] = loadConfig({}).images;

@@ -5,7 +5,7 @@
 // On the real service (startTestService), on the project's engine: SQLite and PostgreSQL.
 import Database from 'better-sqlite3';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { StatementMetrics, statementName } from '../../src/operations/statements.js';
 import { adminOk, createMerchant, importNdjson, simpleProduct } from '../support/admin-http.js';
@@ -148,12 +148,25 @@ describe('slow statements', () => {
       await locker.connect();
       try {
         const key = await catalog(service);
-        // The read waits for the stores table: another connection holds it for 300 ms.
+        // The read waits for the stores table: another connection holds it for 300 ms from the
+        // moment the read is seen waiting (pg_locks), however late a loaded machine sends it.
         await locker.query('BEGIN');
         await locker.query('LOCK TABLE stores IN ACCESS EXCLUSIVE MODE');
-        const release = new Promise((resolve) => setTimeout(resolve, 300)).then(() => locker.query('COMMIT'));
-        expect((await service.api('/v1/products?store=de', key)).status).toBe(200);
-        await release;
+        const read = service.api('/v1/products?store=de', key);
+        await vi.waitFor(
+          async () =>
+            expect(
+              (
+                await locker.query<{ n: number }>(
+                  "SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted AND relation = 'stores'::regclass AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+                )
+              ).rows[0]!.n,
+            ).toBeGreaterThan(0),
+          { timeout: 30_000, interval: 5 },
+        );
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        await locker.query('COMMIT');
+        expect((await read).status).toBe(200);
         const lines = slowLines(logs);
         expect(lines.length).toBeGreaterThanOrEqual(1);
         for (const line of lines) {

@@ -110,6 +110,11 @@ export class ImageServer {
   /** The most requests this server had open at once. */
   maxInFlight = 0;
 
+  /** The requests open now (a hanging one stays open until the client gives up). */
+  get open(): number {
+    return this.inFlight;
+  }
+
   private constructor(
     private readonly server: http.Server,
     readonly origin: string,

@@ -107,6 +107,8 @@
 //                     them, the bench (its readers, peers, write clients) in its own; shared: all in the bench's
 //                     one session (one CPU share under the kernel's autogroups); --baseline HEAD
 //                     --baseline-sessions shared: both ways side by side
+//   [--worker-autogroup-nice N]  own sessions, the candidate's worker: its autogroup's nice set to N
+//                     (/proc/PID/autogroup), what CPS_WORKER_NICE would be worth between units
 //   [--statement-stats]  PostgreSQL: the server loads pg_stat_statements, and each phase reports the
 //                     statements that took the database's most time in it (calls, ms, rows and
 //                     buffers per call), beside the serve's own statement histogram
@@ -182,6 +184,7 @@ const { values: flags } = parseArgs({
     'statement-stats': { type: 'boolean' },
     sessions: { type: 'string', default: 'own' },
     'baseline-sessions': { type: 'string' },
+    'worker-autogroup-nice': { type: 'string' },
   },
 });
 const int = (name: string, value: string | undefined, min = 0) => {
@@ -1031,6 +1034,10 @@ async function startDeployment(
     serves.push(second);
     scraper.add(second);
     worker = await startCli(version, `${version.name} worker`, 'worker', env);
+  }
+  if (worker && flags['worker-autogroup-nice'] && version.name === 'candidate' && version.sessions === 'own') {
+    // What the worker's nice would be worth between units if it lowered its autogroup's weight too.
+    fs.writeFileSync(`/proc/${worker.child.pid}/autogroup`, flags['worker-autogroup-nice']);
   }
   logAutogroups(version, [...serves, ...(worker ? [worker] : [])]);
   const cpu = new CpuSampler(() => [...serves, ...(worker ? [worker] : [])], postgres ? dataDirOf(postgres.dir) : null);

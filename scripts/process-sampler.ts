@@ -166,13 +166,13 @@ export function threadSchedstat(pid: number, tid = pid): { runUs: number; waitUs
 }
 
 /**
- * The scheduler autogroup of `pid` (/proc/<pid>/autogroup, e.g. "/autogroup-42"): with
+ * The scheduler autogroup of `pid` and its nice (/proc/<pid>/autogroup, e.g. "/autogroup-42 nice 0"): with
  * kernel.sched_autogroup_enabled every session (setsid) is one, and the CPU is shared between
  * them first; null when gone or without autogroups.
  */
 export function autogroupOf(pid: number): string | null {
   try {
-    return /^(\S+)/.exec(fs.readFileSync(`/proc/${pid}/autogroup`, 'utf8'))?.[1] ?? null;
+    return fs.readFileSync(`/proc/${pid}/autogroup`, 'utf8').trim() || null;
   } catch {
     return null;
   }

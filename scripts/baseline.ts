@@ -47,9 +47,22 @@ export function resolveBaseline(requested: string | undefined): { ref: string; s
   );
 }
 
+/** Tracked children started in a session of their own (trackSession): killed with their whole process group. */
+const sessionLeaders = new Set<ChildProcess>();
+let sessionWatchdog: ChildProcess | null = null;
+
 /** Every tracked child, SIGKILLed (synchronous: also from a signal handler or on exit). */
 export function killTracked(): void {
-  for (const child of children) child.kill('SIGKILL');
+  for (const child of children) {
+    if (sessionLeaders.has(child) && child.pid && child.exitCode === null && child.signalCode === null) {
+      try {
+        process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        /* its group is gone already */
+      }
+    }
+    child.kill('SIGKILL');
+  }
 }
 
 /** Every tracked child stopped gracefully (stopChild), one after the other. */
@@ -61,6 +74,49 @@ export async function stopTracked(): Promise<void> {
 export function track<T extends ChildProcess>(child: T): T {
   children.add(child);
   child.once('exit', () => children.delete(child));
+  return child;
+}
+
+// Killing the bench's own process group (Ctrl-C, a job's kill) no longer reaches a child in a
+// session of its own: a watchdog in a session of its own too SIGKILLs their groups once the bench's
+// end closes its stdin, however the bench ended (SIGKILL included).
+const WATCHDOG = `
+  const groups = new Set();
+  let rest = '';
+  process.stdin.on('data', (chunk) => {
+    const lines = (rest + chunk).split('\\n');
+    rest = lines.pop();
+    for (const line of lines) (line[0] === '+' ? groups.add(line.slice(1)) : groups.delete(line.slice(1)));
+  });
+  process.stdin.on('close', () => {
+    for (const pid of groups) try { process.kill(-Number(pid), 'SIGKILL'); } catch {}
+    process.exit(0);
+  });`;
+
+function watchSession(pid: number, live: boolean): void {
+  if (!sessionWatchdog) {
+    sessionWatchdog = spawn(process.execPath, ['-e', WATCHDOG], { detached: true, stdio: ['pipe', 'ignore', 'ignore'] });
+    sessionWatchdog.unref();
+    sessionWatchdog.stdin!.on('error', () => {}); // a watchdog gone: only the bench's own clean-up is left
+    (sessionWatchdog.stdin as unknown as { unref(): void }).unref();
+  }
+  sessionWatchdog.stdin!.write(`${live ? '+' : '-'}${pid}\n`);
+}
+
+/**
+ * `track` for a child spawned with `detached: true` (setsid: a session and process group of its own,
+ * as a service's own unit runs it): killed with its group, also when the bench itself is killed.
+ */
+export function trackSession<T extends ChildProcess>(child: T): T {
+  track(child);
+  if (!child.pid) return child;
+  const pid = child.pid;
+  sessionLeaders.add(child);
+  watchSession(pid, true);
+  child.once('exit', () => {
+    sessionLeaders.delete(child);
+    watchSession(pid, false);
+  });
   return child;
 }
 

@@ -102,6 +102,13 @@
 //   [--tenants M] [--tenant-products P] [--seed-changes C (1000000)] [--seed-deliveries D (100000)]
 //   [--baseline-env CPS_X=V,...] [--candidate-env CPS_X=V,...]  settings of each version's measured services
 //   [--logs DIR]  every service's whole output in DIR, a file per process
+//   [--sessions own|shared (own)] [--baseline-sessions own|shared]  own: each measured service process
+//                     (serve, serve-2, worker) in a session of its own (setsid), as a deployment's units run
+//                     them, the bench (its readers, peers, write clients) in its own; shared: all in the bench's
+//                     one session (one CPU share under the kernel's autogroups); --baseline HEAD
+//                     --baseline-sessions shared: both ways side by side
+//   [--worker-autogroup-nice N]  own sessions, the candidate's worker: its autogroup's nice set to N
+//                     (/proc/PID/autogroup), what CPS_WORKER_NICE would be worth between units
 //   [--statement-stats]  PostgreSQL: the server loads pg_stat_statements, and each phase reports the
 //                     statements that took the database's most time in it (calls, ms, rows and
 //                     buffers per call), beside the serve's own statement histogram
@@ -114,10 +121,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { candidateDir, git, inheritedEnv, killTracked, runSideBySide, track, type Checkout } from './baseline.js';
+import { candidateDir, git, inheritedEnv, killTracked, runSideBySide, track, trackSession, type Checkout } from './baseline.js';
 import { startPeers, type Peers } from './peers.js';
 import { startPostgresServer, freePort, dataDirOf, type PostgresServer } from './postgres-server.js';
-import { postgresServerCpu, processCpu, threadCpu, threadSchedstat } from './process-sampler.js';
+import { autogroupOf, postgresProcesses, postgresServerCpu, processCpu, threadCpu, threadSchedstat } from './process-sampler.js';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import Database from 'better-sqlite3';
 import {
@@ -175,6 +182,9 @@ const { values: flags } = parseArgs({
     'candidate-env': { type: 'string' },
     logs: { type: 'string' },
     'statement-stats': { type: 'boolean' },
+    sessions: { type: 'string', default: 'own' },
+    'baseline-sessions': { type: 'string' },
+    'worker-autogroup-nice': { type: 'string' },
   },
 });
 const int = (name: string, value: string | undefined, min = 0) => {
@@ -227,6 +237,21 @@ const PHASES = new Set<PhaseKey>(
       })
     : PHASE_KEYS,
 );
+type Sessions = 'own' | 'shared';
+const sessionsFlag = (name: string, value: string): Sessions => {
+  if (value !== 'own' && value !== 'shared') throw new Error(`--${name} takes own or shared, got "${value}"`);
+  return value;
+};
+/**
+ * own: each service process in a session of its own (setsid), as its own unit runs it in a
+ * deployment: with the kernel's autogroups, a CPU share of its own beside each PostgreSQL backend's
+ * (each calls setsid) and the bench's (its readers, peers and write clients: the load from other
+ * machines). shared: every process in the bench's one session, one share among them all.
+ */
+const SESSIONS = {
+  candidate: sessionsFlag('sessions', flags.sessions),
+  baseline: sessionsFlag('baseline-sessions', flags['baseline-sessions'] ?? flags.sessions),
+};
 const MAIN_PHASES = PHASE_KEYS.filter((k) => k !== 'b' && PHASES.has(k));
 
 const ADMIN_TOKEN = 'bench-scale-admin-token';
@@ -298,17 +323,19 @@ function spawnCli(
   dir: string,
   args: string[],
   env: Record<string, string>,
+  sessions: Sessions,
 ): { child: ChildProcess; output: () => string; seen: Map<string, number>; onLine: (watch: (chunk: string) => void) => () => void } {
   // Node 20 refuses --cpu-prof* in NODE_OPTIONS: those go on the command line (a profile per thread).
   const options = (env.NODE_OPTIONS ?? '').split(/\s+/).filter(Boolean);
   const profiling = options.filter((o) => o.startsWith('--cpu-prof'));
   const childEnv = { ...inheritedEnv(), ...env };
   if (profiling.length) childEnv.NODE_OPTIONS = options.filter((o) => !o.startsWith('--cpu-prof')).join(' ');
-  const child = track(
+  const child = (sessions === 'own' ? trackSession : track)(
     spawn(process.execPath, [...profiling, '--import', 'tsx', 'src/cli.ts', ...args], {
       cwd: dir,
       env: childEnv,
       stdio: ['ignore', 'pipe', 'pipe'],
+      detached: sessions === 'own',
     }),
   );
   let tail = '';
@@ -353,19 +380,20 @@ const exitOf = (child: ChildProcess) =>
 
 /** `serve` (or `worker` with CPS_OPS_PORT) of one tree; resolves at its `listening` line (worker: /readyz). */
 async function startCli(
-  dir: string,
+  version: Version,
   name: string,
   command: 'serve' | 'worker',
   env: Record<string, string>,
   ready: 'log' | 'readyz' = command === 'serve' ? 'log' : 'readyz',
 ): Promise<ServiceProcess> {
+  const dir = version.dir;
   const port = await freePort();
   const settings =
     command === 'serve'
       ? { ...env, CPS_PORT: String(port), CPS_HOST: '127.0.0.1' }
       : { ...env, CPS_OPS_PORT: String(port), CPS_HOST: '127.0.0.1' };
   const spawnedAt = now();
-  const { child, output, onLine, seen } = spawnCli(dir, [command], settings);
+  const { child, output, onLine, seen } = spawnCli(dir, [command], settings, version.sessions);
   // A service that ends by itself (not by the bench's SIGTERM) is news: say so with its last output.
   child.once('exit', (code, signal) => {
     if (!terminating.has(child)) log(`*** ${name} exited by itself (${code ?? signal}); its last output:\n${output().slice(-4000)}`);
@@ -889,6 +917,10 @@ interface Deployment {
 }
 
 interface Version extends Checkout {
+  /** Where its measured services run: each in a session of its own, or all in the bench's. */
+  sessions: Sessions;
+  /** Each deployment's autogroups when it started (logAutogroups). */
+  autogroups: string[];
   mainDb: DatabaseRef | null;
   tenantsDb: DatabaseRef | null;
   main: MainCatalog | null;
@@ -967,7 +999,7 @@ async function startDeployment(
   probe: ReadTarget & { label: string },
 ): Promise<Deployment> {
   const env = { ...serviceEnv(db), ...versionEnv(version) };
-  const first = await startCli(version.dir, `${version.name} serve`, 'serve', env);
+  const first = await startCli(version, `${version.name} serve`, 'serve', env);
   // The first answer after `listening`: /v1/stores and page 1, sent at once.
   const firstAnswer = await (async () => {
     const get = async (url: string) => {
@@ -998,13 +1030,34 @@ async function startDeployment(
   const scraper = new Scraper(serves);
   let worker: ServiceProcess | null = null;
   if (db.engine === 'postgres') {
-    const second = await startCli(version.dir, `${version.name} serve-2`, 'serve', env);
+    const second = await startCli(version, `${version.name} serve-2`, 'serve', env);
     serves.push(second);
     scraper.add(second);
-    worker = await startCli(version.dir, `${version.name} worker`, 'worker', env);
+    worker = await startCli(version, `${version.name} worker`, 'worker', env);
   }
+  if (worker && flags['worker-autogroup-nice'] && version.name === 'candidate' && version.sessions === 'own') {
+    // What the worker's nice would be worth between units if it lowered its autogroup's weight too.
+    fs.writeFileSync(`/proc/${worker.child.pid}/autogroup`, flags['worker-autogroup-nice']);
+  }
+  logAutogroups(version, [...serves, ...(worker ? [worker] : [])]);
   const cpu = new CpuSampler(() => [...serves, ...(worker ? [worker] : [])], postgres ? dataDirOf(postgres.dir) : null);
   return { serves, worker, reader, scraper, firstAnswer, cpu };
+}
+
+/**
+ * Which scheduler autogroup (one per session, /proc/PID/autogroup) each measured process, the
+ * bench (its readers) and PostgreSQL's processes are in, logged and kept with the version.
+ */
+function logAutogroups(version: Version, services: ServiceProcess[]): void {
+  const groups = services.map((s) => `${s.name.replace(`${version.name} `, '')} ${autogroupOf(s.child.pid!) ?? '?'}`);
+  groups.push(`bench (readers) ${autogroupOf(process.pid) ?? '?'}`);
+  if (postgres) {
+    const backends = postgresProcesses(dataDirOf(postgres.dir)).map(autogroupOf);
+    groups.push(`PostgreSQL ${backends.length} processes in ${new Set(backends).size} autogroups`);
+  }
+  const line = `sessions ${version.sessions}: ${groups.join(', ')}`;
+  log(`${version.name}: ${line}`);
+  version.autogroups.push(line);
 }
 
 /** One scrape of every serve's /metrics now (beside the periodic ones). */
@@ -1372,7 +1425,7 @@ class DatabaseProbe {
 /** A `serve` for building a catalog through the admin API: workers off, quiet; stopped before anything is measured. */
 async function withBuilder<T>(version: Version, db: DatabaseRef, work: (admin: AdminClient) => Promise<T>): Promise<T> {
   const builder = await startCli(
-    version.dir,
+    version,
     `${version.name} builder`,
     'serve',
     {
@@ -2104,6 +2157,7 @@ function summary(versions: Version[]): void {
         `${v.name.padEnd(10)}SIGTERM (${s.after}) ${s.process}: exit ${s.code ?? s.signal} after ${s.ms.toFixed(0)} ms${s.killed ? ' (KILLED after 60 s)' : ''}: ${s.ms <= GOALS.shutdownMs && !s.killed ? 'PASS' : 'FAIL'} (<= ${GOALS.shutdownMs} ms)`,
       );
     for (const note of v.notes) out(`${v.name.padEnd(10)}note: ${note}`);
+    for (const line of v.autogroups) out(`${v.name.padEnd(10)}${line}`);
     const failed = v.phases.flatMap((p) => p.verdicts.filter((x) => !x.pass).map((x) => `${p.key}: ${x.goal} (${x.measured})`));
     out(`${v.name}: ${failed.length ? `${failed.length} goal(s) FAIL:\n  ${failed.join('\n  ')}` : 'every goal PASS'}`);
   }
@@ -2136,6 +2190,8 @@ async function bench(tempDir: string, checkouts: Checkout[]): Promise<void> {
   );
   const versions: Version[] = checkouts.map((c) => ({
     ...c,
+    sessions: SESSIONS[c.name],
+    autogroups: [],
     mainDb: null,
     tenantsDb: null,
     main: null,
@@ -2179,6 +2235,8 @@ async function bench(tempDir: string, checkouts: Checkout[]): Promise<void> {
             name: v.name,
             ref: v.ref,
             sha: v.sha,
+            sessions: v.sessions,
+            autogroups: v.autogroups,
             build: v.build,
             phases: v.phases,
             shutdowns: v.shutdowns,

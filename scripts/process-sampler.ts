@@ -166,6 +166,29 @@ export function threadSchedstat(pid: number, tid = pid): { runUs: number; waitUs
 }
 
 /**
+ * The scheduler autogroup of `pid` and its nice (/proc/<pid>/autogroup, e.g. "/autogroup-42 nice 0"): with
+ * kernel.sched_autogroup_enabled every session (setsid) is one, and the CPU is shared between
+ * them first; null when gone or without autogroups.
+ */
+export function autogroupOf(pid: number): string | null {
+  try {
+    return fs.readFileSync(`/proc/${pid}/autogroup`, 'utf8').trim() || null;
+  } catch {
+    return null;
+  }
+}
+
+/** A PostgreSQL server's processes now (the postmaster and its children), from its data folder's postmaster.pid. */
+export function postgresProcesses(dataDir: string): number[] {
+  const postmaster = Number(fs.readFileSync(path.join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+  const pids = [postmaster];
+  for (const entry of fs.readdirSync('/proc')) {
+    if (/^\d+$/.test(entry) && procCpu(Number(entry))?.ppid === postmaster) pids.push(Number(entry));
+  }
+  return pids;
+}
+
+/**
  * A PostgreSQL server's CPU so far (µs), from its data folder's postmaster.pid: the postmaster, its
  * live children (backends, walwriter, checkpointer, autovacuum, ...) and the children it has reaped
  * (a backend that ended counts there).

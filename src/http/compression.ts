@@ -76,7 +76,6 @@ export function compression(minBytes: number, cache?: CodedBodyCache): Middlewar
     await next();
     if (answeredWith(c) !== undefined) return;
     const res = c.res;
-    res.headers.append('Vary', 'Accept-Encoding');
     if (!coding || !res.body || res.status === 304 || res.status === 204 || res.headers.has('Content-Encoding')) return;
     if (!JSON_TYPE.test(res.headers.get('Content-Type') ?? '')) return;
     const etag = res.status === 200 ? res.headers.get('ETag') : null;

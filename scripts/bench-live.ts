@@ -409,7 +409,7 @@ async function main(): Promise<void> {
   }
 }
 
-/** One engine's figures as the Markdown tables of BENCHMARKS.md. */
+/** One engine's figures as the Markdown tables of docs/benchmarks/log.md. */
 function printEngine(engine: string, summaries: Summary[], load: string): void {
   log(`\n${engine}: latency from sending the write to the window arriving at each client (${ROUNDS - 1} rounds), ms; load average ${load}`);
   log(

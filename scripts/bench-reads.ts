@@ -27,8 +27,8 @@
 // meaningful when the load generator, not the server, limits req/s) are medians over the rounds.
 // Verdicts: the candidate's page 1 / static and last page / page 1 (req/s) are at least
 // the baseline's, within 5 % of noise. For reference, the absolute levels first recorded in
-// BENCHMARKS.md ("today's level", about 0.60 and 0.95) are printed too; autocannon sends no Accept-Encoding unless told.
-// The read path's targets (BENCHMARKS.md, "Reads close to the limit") are printed as verdicts on the candidate: CPU per request of page 1 and the
+// docs/benchmarks/log.md ("today's level", about 0.60 and 0.95) are printed too; autocannon sends no Accept-Encoding unless told.
+// The read path's targets (docs/benchmarks/log.md, "Reads close to the limit") are printed as verdicts on the candidate: CPU per request of page 1 and the
 // last page at most 1.5x the reference's, ?ids= at most 2x; a compressed page 1 at most the plain
 // one + 0.3 ms; page 1 on the wire at most 1.25x the sizes recorded there. The same figures for a first
 // read (uncached: both caches missed) are printed after them, for the record.
@@ -51,7 +51,7 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 8);
 const WARM_UP_SECONDS = 2;
 /** Ratios of the candidate may fall this far below the baseline's before they fail: the noise of this machine. */
 const NOISE = 0.05;
-/** The first recorded "today's level" (BENCHMARKS.md), printed for reference. */
+/** The first recorded "today's level" (docs/benchmarks/log.md), printed for reference. */
 const REFERENCE = { page1PerStatic: 0.6, lastPerPage1: 0.95 };
 /** The read path's limits: CPU per request against the reference target, and page 1 on the wire before it (gzip 6, brotli 4). */
 const ISSUE_15 = { pagePerReference: 1.5, idsPerReference: 2, codingUs: 300, wireFactor: 1.25, gzipBytes: 11_201, brBytes: 11_047 };

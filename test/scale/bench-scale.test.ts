@@ -1,4 +1,4 @@
-// A CI-sized run of `npm run bench:scale` (scripts/bench-scale.ts) on every
+// A CI-sized run of `npm run bench:scale` (scripts/bench/bench-scale.ts) on every
 // `npm test`, so a regression in the *shape* of the service at work is caught here: a phase that
 // never completes, a read that errors, a panel page or admin call that fails, a service that does not
 // start, answer or exit on SIGTERM. The figures themselves (latencies, rates, verdicts against the

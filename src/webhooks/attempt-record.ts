@@ -1,4 +1,4 @@
-// An attempt's row in the attempt log, as the dispatcher records it (dispatcher.ts).
+// An attempt's row in the attempt log, as the dispatcher records it (attempt-recorder.ts).
 import { validText } from '../shared/valid-text.js';
 import type { NewAttempt } from './model.js';
 import type { SendResult } from './sender.js';

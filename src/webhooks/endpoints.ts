@@ -11,7 +11,7 @@ import type { ChangeType } from '../changes/model.js';
 import type { AddressGuard } from '../outbound/address-guard.js';
 import { WEBHOOK_EVENTS } from '../generated/public-webhooks.js';
 import { audit, OPERATOR, type Actor } from '../admin/audit.js';
-import { deliveryBody } from './dispatcher.js';
+import { deliveryBody } from './delivery-body.js';
 import { attemptStatsRange, attemptWindows, type AttemptWindow } from './attempt-stats.js';
 import { conditionsEnded, healthState } from './health.js';
 import { newSigningSecret, secretsAt, suitsStandardWebhooks } from './signing.js';

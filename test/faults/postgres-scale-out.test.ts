@@ -2,7 +2,7 @@
 // npm run fault` runs 50,000 changes): two `serve` and three `worker` processes on one PostgreSQL
 // database, kill -9 of a worker during a delivery burst.
 import { describe, expect, it } from 'vitest';
-import { OUTCOMES_PER_TRANSACTION } from '../../src/webhooks/dispatcher.js';
+import { OUTCOMES_PER_TRANSACTION } from '../../src/webhooks/attempt-recorder.js';
 import { freshDatabase } from '../support/postgres.js';
 import { killWorkerOnPostgres } from './scale-out.js';
 

@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { startPostgresServer, type PostgresServer } from '../../scripts/dev/postgres-server.js';
-import { OUTCOMES_PER_TRANSACTION } from '../../src/webhooks/dispatcher.js';
+import { OUTCOMES_PER_TRANSACTION } from '../../src/webhooks/attempt-recorder.js';
 import { contractFetch } from '../support/contract.js';
 import { Receiver } from '../support/receiver.js';
 import type { ConsistencyReport } from '../support/verify.js';

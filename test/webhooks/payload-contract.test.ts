@@ -3,7 +3,7 @@
 // accept is never signed nor sent, and the operator sees why in the attempt log.
 import { afterEach, describe, expect, it } from 'vitest';
 import { WEBHOOK_PRODUCT_IDS_MAX_ITEMS } from '../../src/generated/public-limits.js';
-import { deliveryBody } from '../../src/webhooks/dispatcher.js';
+import { deliveryBody } from '../../src/webhooks/delivery-body.js';
 import { startWebhookWorld, type WebhookWorld } from './harness.js';
 
 let world: WebhookWorld | undefined;

@@ -6,7 +6,7 @@
 import { gzipSync } from 'node:zlib';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { CatalogStorage, StorageTx } from '../../src/storage/port.js';
-import { RECORDING_FAILED } from '../../src/webhooks/dispatcher.js';
+import { RECORDING_FAILED } from '../../src/webhooks/attempt-recorder.js';
 import { answers, type Answer } from '../support/receiver.js';
 import { HOUR, SECOND, WEBHOOK_DEFAULTS, plus, startWebhookWorld, type WebhookWorld } from './harness.js';
 

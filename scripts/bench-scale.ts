@@ -803,6 +803,8 @@ interface PhaseCpu {
       main_thread_waiting_cores: number;
       /** Its mean wait for a core each time it was put on one, ms. */
       main_thread_wait_per_slice_ms: number | null;
+      /** How often it was put on a core, per second: its wake-ups (a read's hops, a NOTIFY, a timer, a message), each a wait for a core on a busy machine. */
+      main_thread_wakeups_per_s: number;
     }
   >;
   database_cores: number | null;
@@ -878,6 +880,7 @@ class CpuSampler {
         main_thread_cores: cores(end.mainUs - start.mainUs),
         main_thread_waiting_cores: cores(end.mainWaitUs - start.mainWaitUs),
         main_thread_wait_per_slice_ms: slices > 0 ? Number(((end.mainWaitUs - start.mainWaitUs) / slices / 1000).toFixed(3)) : null,
+        main_thread_wakeups_per_s: Number((slices / seconds).toFixed(1)),
       };
     }
     const db = a.db !== null && b.db !== null ? b.db - a.db : null;
@@ -2104,7 +2107,7 @@ function printPhase(version: Version, phase: PhaseResult): void {
       `  CPU: ${c.cores.toFixed(2)} cores over ${c.seconds.toFixed(1)} s, load ${c.load.toFixed(1)} (${Object.entries(c.processes)
         .map(
           ([name, p]) =>
-            `${name} ${p.cores.toFixed(2)}, its main thread ${p.main_thread_cores.toFixed(2)} and queued for a core ${p.main_thread_waiting_cores.toFixed(2)} (${fmt(p.main_thread_wait_per_slice_ms, 2)} a wake-up)`,
+            `${name} ${p.cores.toFixed(2)}, its main thread ${p.main_thread_cores.toFixed(2)} and queued for a core ${p.main_thread_waiting_cores.toFixed(2)} (${fmt(p.main_thread_wait_per_slice_ms, 2)} a wake-up, ${p.main_thread_wakeups_per_s.toFixed(0)} wake-ups/s)`,
         )
         .join(
           '; ',

@@ -124,7 +124,15 @@ import pg from 'pg';
 import { candidateDir, git, inheritedEnv, killTracked, runSideBySide, track, trackSession, type Checkout } from './baseline.js';
 import { startPeers, type Peers } from './peers.js';
 import { startPostgresServer, freePort, dataDirOf, type PostgresServer } from './postgres-server.js';
-import { autogroupOf, postgresProcesses, postgresServerCpu, processCpu, threadCpu, threadSchedstat } from './process-sampler.js';
+import {
+  autogroupOf,
+  postgresProcesses,
+  postgresServerCpu,
+  processCpu,
+  threadCpu,
+  threadSchedstat,
+  threadSwitches,
+} from './process-sampler.js';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import Database from 'better-sqlite3';
 import {
@@ -783,7 +791,18 @@ function imagesBefore(scrapes: Scrape[], at: number): { mirrored: number; dead: 
  */
 interface CpuSample {
   at: number;
-  processes: Map<string, { us: number; mainUs: number; mainRunUs: number; mainWaitUs: number; mainSlices: number }>;
+  processes: Map<
+    string,
+    {
+      us: number;
+      mainUs: number;
+      mainRunUs: number;
+      mainWaitUs: number;
+      mainSlices: number;
+      mainVoluntary: number;
+      mainInvoluntary: number;
+    }
+  >;
   db: number | null;
   bench: { runUs: number; waitUs: number; slices: number } | null;
   benchLoopMaxMs: number;
@@ -803,8 +822,12 @@ interface PhaseCpu {
       main_thread_waiting_cores: number;
       /** Its mean wait for a core each time it was put on one, ms. */
       main_thread_wait_per_slice_ms: number | null;
-      /** How often it was put on a core, per second: its wake-ups (a read's hops, a NOTIFY, a timer, a message), each a wait for a core on a busy machine. */
+      /** How often it was put on a core, per second (after a wake-up or a preemption), each a wait for a core on a busy machine. */
       main_thread_wakeups_per_s: number;
+      /** Of them, after a wait it chose (voluntary context switches): the event loop's wake-ups proper. */
+      main_thread_voluntary_per_s: number;
+      /** Times it was preempted while it had work (involuntary context switches). */
+      main_thread_preempted_per_s: number;
     }
   >;
   database_cores: number | null;
@@ -842,12 +865,15 @@ class CpuSampler {
       const pid = p.child.pid!;
       if (p.child.exitCode !== null || p.child.signalCode !== null) continue;
       const sched = threadSchedstat(pid);
+      const switches = threadSwitches(pid);
       processes.set(p.name, {
         us: processCpu([pid]),
         mainUs: threadCpu(pid).find((t) => t.tid === pid)?.us ?? 0,
         mainRunUs: sched?.runUs ?? 0,
         mainWaitUs: sched?.waitUs ?? 0,
         mainSlices: sched?.slices ?? 0,
+        mainVoluntary: switches?.voluntary ?? 0,
+        mainInvoluntary: switches?.involuntary ?? 0,
       });
     }
     const benchLoopMaxMs = this.benchLoop.max / 1e6;
@@ -872,7 +898,15 @@ class CpuSampler {
     const processes: PhaseCpu['processes'] = {};
     let total = 0;
     for (const [name, end] of b.processes) {
-      const start = a.processes.get(name) ?? { us: 0, mainUs: 0, mainRunUs: 0, mainWaitUs: 0, mainSlices: 0 };
+      const start = a.processes.get(name) ?? {
+        us: 0,
+        mainUs: 0,
+        mainRunUs: 0,
+        mainWaitUs: 0,
+        mainSlices: 0,
+        mainVoluntary: 0,
+        mainInvoluntary: 0,
+      };
       total += end.us - start.us;
       const slices = end.mainSlices - start.mainSlices;
       processes[name] = {
@@ -881,6 +915,8 @@ class CpuSampler {
         main_thread_waiting_cores: cores(end.mainWaitUs - start.mainWaitUs),
         main_thread_wait_per_slice_ms: slices > 0 ? Number(((end.mainWaitUs - start.mainWaitUs) / slices / 1000).toFixed(3)) : null,
         main_thread_wakeups_per_s: Number((slices / seconds).toFixed(1)),
+        main_thread_voluntary_per_s: Number(((end.mainVoluntary - start.mainVoluntary) / seconds).toFixed(1)),
+        main_thread_preempted_per_s: Number(((end.mainInvoluntary - start.mainInvoluntary) / seconds).toFixed(1)),
       };
     }
     const db = a.db !== null && b.db !== null ? b.db - a.db : null;
@@ -2107,7 +2143,7 @@ function printPhase(version: Version, phase: PhaseResult): void {
       `  CPU: ${c.cores.toFixed(2)} cores over ${c.seconds.toFixed(1)} s, load ${c.load.toFixed(1)} (${Object.entries(c.processes)
         .map(
           ([name, p]) =>
-            `${name} ${p.cores.toFixed(2)}, its main thread ${p.main_thread_cores.toFixed(2)} and queued for a core ${p.main_thread_waiting_cores.toFixed(2)} (${fmt(p.main_thread_wait_per_slice_ms, 2)} a wake-up, ${p.main_thread_wakeups_per_s.toFixed(0)} wake-ups/s)`,
+            `${name} ${p.cores.toFixed(2)}, its main thread ${p.main_thread_cores.toFixed(2)} and queued for a core ${p.main_thread_waiting_cores.toFixed(2)} (${fmt(p.main_thread_wait_per_slice_ms, 2)} a wake-up, ${p.main_thread_wakeups_per_s.toFixed(0)} on a core/s: ${p.main_thread_voluntary_per_s.toFixed(0)} wake-ups, ${p.main_thread_preempted_per_s.toFixed(0)} preempted)`,
         )
         .join(
           '; ',

@@ -107,6 +107,8 @@
 //                     them, the bench (its readers, peers, write clients) in its own; shared: all in the bench's
 //                     one session (one CPU share under the kernel's autogroups); --baseline HEAD
 //                     --baseline-sessions shared: both ways side by side
+//   [--database-address tcp|socket (tcp)] [--baseline-database-address tcp|socket]  PostgreSQL: the measured
+//                     services reach the server on 127.0.0.1 or through its Unix socket
 //   [--worker-autogroup-nice N]  own sessions, the candidate's worker: its autogroup's nice set to N
 //                     (/proc/PID/autogroup), what CPS_WORKER_NICE would be worth between units
 //   [--statement-stats]  PostgreSQL: the server loads pg_stat_statements, and each phase reports the
@@ -192,6 +194,8 @@ const { values: flags } = parseArgs({
     'statement-stats': { type: 'boolean' },
     sessions: { type: 'string', default: 'own' },
     'baseline-sessions': { type: 'string' },
+    'database-address': { type: 'string', default: 'tcp' },
+    'baseline-database-address': { type: 'string' },
     'worker-autogroup-nice': { type: 'string' },
   },
 });
@@ -259,6 +263,18 @@ const sessionsFlag = (name: string, value: string): Sessions => {
 const SESSIONS = {
   candidate: sessionsFlag('sessions', flags.sessions),
   baseline: sessionsFlag('baseline-sessions', flags['baseline-sessions'] ?? flags.sessions),
+};
+const addressFlag = (name: string, value: string): 'tcp' | 'socket' => {
+  if (value !== 'tcp' && value !== 'socket') throw new Error(`--${name} takes tcp or socket, got "${value}"`);
+  return value;
+};
+/**
+ * How the measured services reach PostgreSQL: tcp, 127.0.0.1 (a loopback write runs the receiver's
+ * TCP work in the writer's thread); socket, the server's Unix socket, as a database on the same host can be reached.
+ */
+const DATABASE_ADDRESS = {
+  candidate: addressFlag('database-address', flags['database-address']),
+  baseline: addressFlag('baseline-database-address', flags['baseline-database-address'] ?? flags['database-address']),
 };
 const MAIN_PHASES = PHASE_KEYS.filter((k) => k !== 'b' && PHASES.has(k));
 
@@ -1002,6 +1018,15 @@ interface PhaseResult {
   verdicts: { goal: string; measured: string; pass: boolean }[];
 }
 
+/** --database-address socket: the version's measured services connect through the server's Unix socket. */
+function databaseAddressEnv(version: Version, db: DatabaseRef): Record<string, string> {
+  if (db.engine !== 'postgres' || DATABASE_ADDRESS[version.name] === 'tcp' || !postgres) return {};
+  const url = new URL(db.url);
+  return {
+    CPS_DATABASE_URL: `postgres://postgres@/${url.pathname.slice(1)}?host=${encodeURIComponent(path.join(postgres.dir, 'socket'))}&port=${postgres.port}`,
+  };
+}
+
 function serviceEnv(db: DatabaseRef): Record<string, string> {
   return {
     ...(db.engine === 'sqlite' ? { CPS_DB_PATH: db.path } : { CPS_DATABASE_URL: db.url }),
@@ -1037,7 +1062,7 @@ async function startDeployment(
   targets: (serves: ServiceProcess[], loop: number) => ReadTarget,
   probe: ReadTarget & { label: string },
 ): Promise<Deployment> {
-  const env = { ...serviceEnv(db), ...versionEnv(version) };
+  const env = { ...serviceEnv(db), ...databaseAddressEnv(version, db), ...versionEnv(version) };
   const first = await startCli(version, `${version.name} serve`, 'serve', env);
   // The first answer after `listening`: /v1/stores and page 1, sent at once.
   const firstAnswer = await (async () => {
@@ -1094,7 +1119,7 @@ function logAutogroups(version: Version, services: ServiceProcess[]): void {
     const backends = postgresProcesses(dataDirOf(postgres.dir)).map(autogroupOf);
     groups.push(`PostgreSQL ${backends.length} processes in ${new Set(backends).size} autogroups`);
   }
-  const line = `sessions ${version.sessions}: ${groups.join(', ')}`;
+  const line = `sessions ${version.sessions}, database over ${DATABASE_ADDRESS[version.name]}: ${groups.join(', ')}`;
   log(`${version.name}: ${line}`);
   version.autogroups.push(line);
 }

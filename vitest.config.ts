@@ -64,6 +64,7 @@ const NOT_QUICK = [
   'test/http/connection-cap.test.ts',
   'test/operations/backup-and-shutdown.test.ts',
   'test/operations/worker-thread.test.ts',
+  'test/operations/worker-autogroup.test.ts',
   'test/webhooks/crash.test.ts',
   'test/webhooks/secret-rotation-cli.test.ts',
   'test/admin/accounts.test.ts',

@@ -107,6 +107,8 @@
 //                     them, the bench (its readers, peers, write clients) in its own; shared: all in the bench's
 //                     one session (one CPU share under the kernel's autogroups); --baseline HEAD
 //                     --baseline-sessions shared: both ways side by side
+//   [--database-address tcp|socket (tcp)] [--baseline-database-address tcp|socket]  PostgreSQL: the measured
+//                     services reach the server on 127.0.0.1 or through its Unix socket
 //   [--worker-autogroup-nice N]  own sessions, the candidate's worker: its autogroup's nice set to N
 //                     (/proc/PID/autogroup), what CPS_WORKER_NICE would be worth between units
 //   [--statement-stats]  PostgreSQL: the server loads pg_stat_statements, and each phase reports the
@@ -124,7 +126,15 @@ import pg from 'pg';
 import { candidateDir, git, inheritedEnv, killTracked, runSideBySide, track, trackSession, type Checkout } from './baseline.js';
 import { startPeers, type Peers } from './peers.js';
 import { startPostgresServer, freePort, dataDirOf, type PostgresServer } from '../dev/postgres-server.js';
-import { autogroupOf, postgresProcesses, postgresServerCpu, processCpu, threadCpu, threadSchedstat } from './process-sampler.js';
+import {
+  autogroupOf,
+  postgresProcesses,
+  postgresServerCpu,
+  processCpu,
+  threadCpu,
+  threadSchedstat,
+  threadSwitches,
+} from './process-sampler.js';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import Database from 'better-sqlite3';
 import {
@@ -184,6 +194,8 @@ const { values: flags } = parseArgs({
     'statement-stats': { type: 'boolean' },
     sessions: { type: 'string', default: 'own' },
     'baseline-sessions': { type: 'string' },
+    'database-address': { type: 'string', default: 'tcp' },
+    'baseline-database-address': { type: 'string' },
     'worker-autogroup-nice': { type: 'string' },
   },
 });
@@ -251,6 +263,18 @@ const sessionsFlag = (name: string, value: string): Sessions => {
 const SESSIONS = {
   candidate: sessionsFlag('sessions', flags.sessions),
   baseline: sessionsFlag('baseline-sessions', flags['baseline-sessions'] ?? flags.sessions),
+};
+const addressFlag = (name: string, value: string): 'tcp' | 'socket' => {
+  if (value !== 'tcp' && value !== 'socket') throw new Error(`--${name} takes tcp or socket, got "${value}"`);
+  return value;
+};
+/**
+ * How the measured services reach PostgreSQL: tcp, 127.0.0.1 (a loopback write runs the receiver's
+ * TCP work in the writer's thread); socket, the server's Unix socket, as a database on the same host can be reached.
+ */
+const DATABASE_ADDRESS = {
+  candidate: addressFlag('database-address', flags['database-address']),
+  baseline: addressFlag('baseline-database-address', flags['baseline-database-address'] ?? flags['database-address']),
 };
 const MAIN_PHASES = PHASE_KEYS.filter((k) => k !== 'b' && PHASES.has(k));
 
@@ -783,7 +807,18 @@ function imagesBefore(scrapes: Scrape[], at: number): { mirrored: number; dead: 
  */
 interface CpuSample {
   at: number;
-  processes: Map<string, { us: number; mainUs: number; mainRunUs: number; mainWaitUs: number; mainSlices: number }>;
+  processes: Map<
+    string,
+    {
+      us: number;
+      mainUs: number;
+      mainRunUs: number;
+      mainWaitUs: number;
+      mainSlices: number;
+      mainVoluntary: number;
+      mainInvoluntary: number;
+    }
+  >;
   db: number | null;
   bench: { runUs: number; waitUs: number; slices: number } | null;
   benchLoopMaxMs: number;
@@ -803,6 +838,12 @@ interface PhaseCpu {
       main_thread_waiting_cores: number;
       /** Its mean wait for a core each time it was put on one, ms. */
       main_thread_wait_per_slice_ms: number | null;
+      /** How often it was put on a core, per second (after a wake-up or a preemption), each a wait for a core on a busy machine. */
+      main_thread_wakeups_per_s: number;
+      /** Of them, after a wait it chose (voluntary context switches): the event loop's wake-ups proper. */
+      main_thread_voluntary_per_s: number;
+      /** Times it was preempted while it had work (involuntary context switches). */
+      main_thread_preempted_per_s: number;
     }
   >;
   database_cores: number | null;
@@ -840,12 +881,15 @@ class CpuSampler {
       const pid = p.child.pid!;
       if (p.child.exitCode !== null || p.child.signalCode !== null) continue;
       const sched = threadSchedstat(pid);
+      const switches = threadSwitches(pid);
       processes.set(p.name, {
         us: processCpu([pid]),
         mainUs: threadCpu(pid).find((t) => t.tid === pid)?.us ?? 0,
         mainRunUs: sched?.runUs ?? 0,
         mainWaitUs: sched?.waitUs ?? 0,
         mainSlices: sched?.slices ?? 0,
+        mainVoluntary: switches?.voluntary ?? 0,
+        mainInvoluntary: switches?.involuntary ?? 0,
       });
     }
     const benchLoopMaxMs = this.benchLoop.max / 1e6;
@@ -870,7 +914,15 @@ class CpuSampler {
     const processes: PhaseCpu['processes'] = {};
     let total = 0;
     for (const [name, end] of b.processes) {
-      const start = a.processes.get(name) ?? { us: 0, mainUs: 0, mainRunUs: 0, mainWaitUs: 0, mainSlices: 0 };
+      const start = a.processes.get(name) ?? {
+        us: 0,
+        mainUs: 0,
+        mainRunUs: 0,
+        mainWaitUs: 0,
+        mainSlices: 0,
+        mainVoluntary: 0,
+        mainInvoluntary: 0,
+      };
       total += end.us - start.us;
       const slices = end.mainSlices - start.mainSlices;
       processes[name] = {
@@ -878,6 +930,9 @@ class CpuSampler {
         main_thread_cores: cores(end.mainUs - start.mainUs),
         main_thread_waiting_cores: cores(end.mainWaitUs - start.mainWaitUs),
         main_thread_wait_per_slice_ms: slices > 0 ? Number(((end.mainWaitUs - start.mainWaitUs) / slices / 1000).toFixed(3)) : null,
+        main_thread_wakeups_per_s: Number((slices / seconds).toFixed(1)),
+        main_thread_voluntary_per_s: Number(((end.mainVoluntary - start.mainVoluntary) / seconds).toFixed(1)),
+        main_thread_preempted_per_s: Number(((end.mainInvoluntary - start.mainInvoluntary) / seconds).toFixed(1)),
       };
     }
     const db = a.db !== null && b.db !== null ? b.db - a.db : null;
@@ -963,6 +1018,15 @@ interface PhaseResult {
   verdicts: { goal: string; measured: string; pass: boolean }[];
 }
 
+/** --database-address socket: the version's measured services connect through the server's Unix socket. */
+function databaseAddressEnv(version: Version, db: DatabaseRef): Record<string, string> {
+  if (db.engine !== 'postgres' || DATABASE_ADDRESS[version.name] === 'tcp' || !postgres) return {};
+  const url = new URL(db.url);
+  return {
+    CPS_DATABASE_URL: `postgres://postgres@/${url.pathname.slice(1)}?host=${encodeURIComponent(path.join(postgres.dir, 'socket'))}&port=${postgres.port}`,
+  };
+}
+
 function serviceEnv(db: DatabaseRef): Record<string, string> {
   return {
     ...(db.engine === 'sqlite' ? { CPS_DB_PATH: db.path } : { CPS_DATABASE_URL: db.url }),
@@ -998,7 +1062,7 @@ async function startDeployment(
   targets: (serves: ServiceProcess[], loop: number) => ReadTarget,
   probe: ReadTarget & { label: string },
 ): Promise<Deployment> {
-  const env = { ...serviceEnv(db), ...versionEnv(version) };
+  const env = { ...serviceEnv(db), ...databaseAddressEnv(version, db), ...versionEnv(version) };
   const first = await startCli(version, `${version.name} serve`, 'serve', env);
   // The first answer after `listening`: /v1/stores and page 1, sent at once.
   const firstAnswer = await (async () => {
@@ -1055,7 +1119,7 @@ function logAutogroups(version: Version, services: ServiceProcess[]): void {
     const backends = postgresProcesses(dataDirOf(postgres.dir)).map(autogroupOf);
     groups.push(`PostgreSQL ${backends.length} processes in ${new Set(backends).size} autogroups`);
   }
-  const line = `sessions ${version.sessions}: ${groups.join(', ')}`;
+  const line = `sessions ${version.sessions}, database over ${DATABASE_ADDRESS[version.name]}: ${groups.join(', ')}`;
   log(`${version.name}: ${line}`);
   version.autogroups.push(line);
 }
@@ -2104,7 +2168,7 @@ function printPhase(version: Version, phase: PhaseResult): void {
       `  CPU: ${c.cores.toFixed(2)} cores over ${c.seconds.toFixed(1)} s, load ${c.load.toFixed(1)} (${Object.entries(c.processes)
         .map(
           ([name, p]) =>
-            `${name} ${p.cores.toFixed(2)}, its main thread ${p.main_thread_cores.toFixed(2)} and queued for a core ${p.main_thread_waiting_cores.toFixed(2)} (${fmt(p.main_thread_wait_per_slice_ms, 2)} a wake-up)`,
+            `${name} ${p.cores.toFixed(2)}, its main thread ${p.main_thread_cores.toFixed(2)} and queued for a core ${p.main_thread_waiting_cores.toFixed(2)} (${fmt(p.main_thread_wait_per_slice_ms, 2)} a wake-up, ${p.main_thread_wakeups_per_s.toFixed(0)} on a core/s: ${p.main_thread_voluntary_per_s.toFixed(0)} wake-ups, ${p.main_thread_preempted_per_s.toFixed(0)} preempted)`,
         )
         .join(
           '; ',

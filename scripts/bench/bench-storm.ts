@@ -66,7 +66,9 @@ async function receiver(): Promise<{ url: string; arrivals: Arrival[]; ids: Set<
 
 /** The limited endpoint's receiver, in its own process (scripts/bench/bench-storm-receiver.ts). */
 async function receiverProcess(): Promise<{ url: string; child: ChildProcess; ask<T>(what: 'count' | 'report'): Promise<T> }> {
-  const child = track(fork(path.join(root, 'scripts', 'bench', 'bench-storm-receiver.ts'), [], { execArgv: ['--import', 'tsx'], stdio: 'inherit' }));
+  const child = track(
+    fork(path.join(root, 'scripts', 'bench', 'bench-storm-receiver.ts'), [], { execArgv: ['--import', 'tsx'], stdio: 'inherit' }),
+  );
   const port: number = await new Promise((resolve) => child.once('message', (m: { port: number }) => resolve(m.port)));
   return {
     url: `http://127.0.0.1:${port}/hooks`,

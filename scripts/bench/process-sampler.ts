@@ -166,6 +166,22 @@ export function threadSchedstat(pid: number, tid = pid): { runUs: number; waitUs
 }
 
 /**
+ * A thread's context switches so far (/proc/<pid>/task/<tid>/status): voluntary, each a wait it
+ * chose (its event loop found nothing to run: a read's next hop, a timer, a message, a NOTIFY) and so
+ * a wake-up later; involuntary, each a preemption while it had work; null when gone.
+ */
+export function threadSwitches(pid: number, tid = pid): { voluntary: number; involuntary: number } | null {
+  let text: string;
+  try {
+    text = fs.readFileSync(`/proc/${pid}/task/${tid}/status`, 'utf8');
+  } catch {
+    return null;
+  }
+  const field = (name: string) => Number(new RegExp(`^${name}:\\s*(\\d+)`, 'm').exec(text)?.[1] ?? 0);
+  return { voluntary: field('voluntary_ctxt_switches'), involuntary: field('nonvoluntary_ctxt_switches') };
+}
+
+/**
  * The scheduler autogroup of `pid` and its nice (/proc/<pid>/autogroup, e.g. "/autogroup-42 nice 0"): with
  * kernel.sched_autogroup_enabled every session (setsid) is one, and the CPU is shared between
  * them first; null when gone or without autogroups.

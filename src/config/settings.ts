@@ -445,7 +445,7 @@ export const SETTINGS = z.object({
     default: 10,
     max: 19,
     description:
-      "on Linux, the nice value `serve`'s worker threads, and every thread of a `worker` process, add to their own priority: on a busy machine the threads answering requests get the CPU first and the background work (re-publishing, imports, coalescing, deliveries, mirroring) what is left; `0` runs them at the same priority",
+      "on Linux, the nice value `serve`'s worker threads, and every thread of a `worker` process, add to their own priority: on a busy machine the threads answering requests get the CPU first and the background work (re-publishing, imports, coalescing, deliveries, mirroring) what is left; a `worker` that leads its session (a service unit's, `setsid`) adds it to its session's autogroup too, where the kernel's autogroups weigh each session alike whatever its threads' nice; `0` runs them at the same priority",
   }),
   CPS_WEBHOOK_ALLOW_HOSTS: list(z.string(), {
     default: [],

@@ -10,8 +10,8 @@
 // workers take it at once: the serving thread's, and (SQLite, whose commits tell only the
 // listeners of the connection that made them) each thread's own, which the serving thread passes on
 // to the other threads (an import applied by the publishing thread wakes the mirror and the
-// dispatcher of the workers thread). PostgreSQL's NOTIFY reaches every thread anyway, and the
-// serving thread's live feed hears the threads' NOTIFY. One thread also reads /metrics' database
+// dispatcher of the workers thread). PostgreSQL's NOTIFY reaches every thread anyway: the serving
+// thread listens only while its live feed has clients, and then hears the threads' NOTIFY. One thread also reads /metrics' database
 // gauges for each scrape (storage `operationalCounts`, a few statements on a snapshot: on SQLite
 // they held the serving loop for milliseconds per scrape, tens at a million products); the serving
 // thread reads them itself while no thread runs. A thread that
@@ -156,10 +156,14 @@ export function startWorkerThread(service: Service, data: WorkerThreadData): Wor
   };
   spawn();
 
-  // The serving thread's commits that add work (an import, an endpoint resent) wake the thread's workers.
-  const unsubscribe = WORK_TOPICS.map((topic) =>
-    service.storage.onWork?.(topic, () => worker?.postMessage({ type: 'work', topic } satisfies ToWorkerThread)),
-  );
+  // The serving thread's commits that add work (an import, an endpoint resent) wake the thread's
+  // workers. SQLite only: on PostgreSQL the thread hears every NOTIFY itself, and a LISTEN here would
+  // wake the serving event loop (and the thread a second time) at every commit of every process.
+  const unsubscribe = service.config.databaseUrl
+    ? []
+    : WORK_TOPICS.map((topic) =>
+        service.storage.onWork?.(topic, () => worker?.postMessage({ type: 'work', topic } satisfies ToWorkerThread)),
+      );
 
   return {
     started,

@@ -1,10 +1,10 @@
-// `npx tsx scripts/bench-reprice.ts`: the CPU one re-priced product costs, a merchant-wide publish
+// `npx tsx scripts/bench/bench-reprice.ts`: the CPU one re-priced product costs, a merchant-wide publish
 // run measured alone (bench:scale's phase d without the deployment around it), for one or more
 // source trees side by side on the same database.
 //
 // Per engine: the demo catalog (--products N, default 20,000; three stores, the UK one in GBP) and
 // --endpoints E webhook endpoints (default 20, never delivered to: nothing dispatches) are built
-// into a fresh database (PostgreSQL: a throwaway server, scripts/postgres-server.ts, non-durable).
+// into a fresh database (PostgreSQL: a throwaway server, scripts/dev/postgres-server.ts, non-durable).
 // Then, --rounds times, each tree in turn (the order alternating) runs in a process of its own
 // (`node --import tsx`, its own src/) that opens the database, re-prices once to warm up, and then
 // --repricings times PUTs a new EUR/GBP rate through the admin domain (CatalogAdmin's exchange
@@ -14,7 +14,7 @@
 // server's processes' CPU (/proc). Reported: CPU per product in microseconds (node, database, both)
 // and products per second, the median over the re-pricings of each tree.
 //
-// Usage: npx tsx scripts/bench-reprice.ts [--engine sqlite|postgres|both (postgres)] [--products N]
+// Usage: npx tsx scripts/bench/bench-reprice.ts [--engine sqlite|postgres|both (postgres)] [--products N]
 //   [--endpoints E] [--rounds R (2)] [--repricings K (3)] [--tree DIR ...] (default: this checkout)
 //   [--env CPS_X=V,...] (every tree's process) [--profile DIR] (a CPU profile of each re-pricing process) [--json]
 import { spawn } from 'node:child_process';
@@ -22,7 +22,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { dataDirOf, startPostgresServer, type PostgresServer } from './postgres-server.js';
+import { dataDirOf, startPostgresServer, type PostgresServer } from '../dev/postgres-server.js';
 import { postgresServerCpu } from './process-sampler.js';
 
 const { values: flags } = parseArgs({
@@ -62,14 +62,14 @@ async function child(tree: string, database: string, dataDir: string | undefined
     CPS_DEMO_ON_EMPTY: 'false',
     CPS_WEBHOOK_ALLOW_HOSTS: '127.0.0.1',
   };
-  const { loadConfig } = (await import(path.join(tree, 'src/config.ts'))) as typeof import('../src/config.js');
-  const { createService } = (await import(path.join(tree, 'src/service.ts'))) as typeof import('../src/service.js');
-  const { silentLogger } = (await import(path.join(tree, 'src/operations/log.ts'))) as typeof import('../src/operations/log.js');
+  const { loadConfig } = (await import(path.join(tree, 'src/config.ts'))) as typeof import('../../src/config.js');
+  const { createService } = (await import(path.join(tree, 'src/service.ts'))) as typeof import('../../src/service.js');
+  const { silentLogger } = (await import(path.join(tree, 'src/operations/log.ts'))) as typeof import('../../src/operations/log.js');
   const config = loadConfig({ ...process.env, ...env });
   const service = createService(config, { logger: silentLogger });
   const products = Number(flags.products);
   if (flags.build) {
-    const { buildDemoCatalog } = (await import(path.join(tree, 'src/admin/demo.ts'))) as typeof import('../src/admin/demo.js');
+    const { buildDemoCatalog } = (await import(path.join(tree, 'src/admin/demo.ts'))) as typeof import('../../src/admin/demo.js');
     const demo = await buildDemoCatalog(service.admin, products);
     for (let i = 0; i < Number(flags.endpoints); i++) {
       await service.endpoints.create(demo.merchant_id, { url: `http://127.0.0.1:9/hooks/${i}` });
@@ -128,7 +128,7 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.le
 
 async function main(): Promise<void> {
   if (flags.child) return child(flags.child, flags.database!, flags['data-dir']);
-  const trees = (flags.tree?.length ? flags.tree : [path.resolve(HERE, '..')]).map((t) => path.resolve(t));
+  const trees = (flags.tree?.length ? flags.tree : [path.resolve(HERE, '../..')]).map((t) => path.resolve(t));
   const engines = flags.engine === 'both' ? ['sqlite', 'postgres'] : [flags.engine];
   const temp = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-reprice-'));
   // The server runs as the postgres user: it must reach its folder inside.

@@ -149,7 +149,8 @@ export class CatalogPublisher {
    * or null when none is left. The chunk also takes each store's kept payloads in the same range of
    * ids whose product is gone (deleted while the store was inactive) out of it as `removed`: the
    * products and each store's payloads are walked side by side, a chunk ending where the first of
-   * them ends.
+   * them ends. Each store's payloads of the range are read once, with their hashes: the chunk's
+   * products compare with them (no probe per product).
    */
   async publishAfter(
     tx: StorageTx,
@@ -161,24 +162,25 @@ export class CatalogPublisher {
     const context = await this.loadContext(merchant);
     const stores = publishedStores(context, storeIds);
     const products = await merchant.productsAfter(afterId, this.chunkSize);
-    const keptByStore: number[][] = [];
-    for (const store of stores) keptByStore.push(await tx.publishedIdsAfter(store.id, afterId, this.chunkSize));
+    const keptByStore: Map<number, PublishedHashes>[] = [];
+    for (const store of stores) keptByStore.push(await tx.publishedHashesAfter(store.id, afterId, this.chunkSize));
     // The chunk covers ids up to where the first full list ends: beyond it, a list is not known.
     let upTo = Infinity;
     let last = 0;
-    for (const ids of [products.map((p) => p.id), ...keptByStore]) {
+    for (const ids of [products.map((p) => p.id), ...keptByStore.map((kept) => [...kept.keys()])]) {
       if (ids.length > 0) last = Math.max(last, ids[ids.length - 1]!);
       if (ids.length === this.chunkSize) upTo = Math.min(upTo, ids[ids.length - 1]!);
     }
     if (last === 0) return null;
     const end = Math.min(upTo, last);
     const covered = products.filter((p) => p.id <= end);
-    await this.publishChunk(tx, merchant, context, stores, covered, summary);
+    // Every covered product's payload, if it has one, is in its store's range read (its id is at most end).
+    await this.publishChunk(tx, merchant, context, stores, covered, summary, NONE, undefined, keptByStore);
     const present = new Set(covered.map((p) => p.id));
     const gone: DetectedChange[] = [];
     const touched: number[] = [];
     for (const [index, store] of stores.entries()) {
-      const orphans = keptByStore[index]!.filter((id) => id <= end && !present.has(id));
+      const orphans = [...keptByStore[index]!.keys()].filter((id) => id <= end && !present.has(id));
       if (orphans.length === 0) continue;
       await tx.deletePublished(store.id, orphans);
       gone.push(...orphans.map((productId) => ({ storeId: store.id, productId, changeType: 'removed' as const })));
@@ -229,6 +231,8 @@ export class CatalogPublisher {
     summary: PublishSummary,
     created: ReadonlySet<number> = NONE,
     whileResolving?: () => Promise<void>,
+    /** Each store's published hashes of (at least) these products, when the caller has read them. */
+    known?: Map<number, PublishedHashes>[],
   ): Promise<void> {
     if (products.length === 0) return;
     // Products created in this transaction have no payloads yet: only the others' are read.
@@ -236,9 +240,11 @@ export class CatalogPublisher {
     const mirrors = await merchant.imageMirrors([...new Set(products.flatMap((p) => p.source.images.map((i) => i.url)))]);
     // Every store's published hashes first: a store's writes below touch only its own rows, so they
     // read the same before them as between them.
-    const previousByStore: Map<number, PublishedHashes>[] = [];
-    for (const store of stores)
-      previousByStore.push(ids.length === 0 ? new Map<number, PublishedHashes>() : await tx.publishedHashes(store.id, ids));
+    const previousByStore: Map<number, PublishedHashes>[] = known ?? [];
+    if (!known) {
+      for (const store of stores)
+        previousByStore.push(ids.length === 0 ? new Map<number, PublishedHashes>() : await tx.publishedHashes(store.id, ids));
+    }
     // The merchant's webhook endpoints, read once for the chunk's outbox rows of every store.
     let endpoints: Promise<WebhookEndpointRecord[]> | undefined;
     const listEndpoints = () => (endpoints ??= merchant.listWebhookEndpoints());

@@ -24,16 +24,29 @@ import type {
   StoreRecord,
 } from './model.js';
 
+/** A conversion with its factor into minor units of the target currency (amount × toMinor, rounded once). */
+type MinorConversion = Conversion & { toMinor: Ratio };
+
 /** The conversions found per set of rates (one per merchant context), by "from>to". */
-const conversionsByRates = new WeakMap<readonly ExchangeRateRecord[], Map<string, Conversion | null>>();
+const conversionsByRates = new WeakMap<readonly ExchangeRateRecord[], Map<string, MinorConversion | null>>();
+
+/** conversionBetween with the factor into the target's minor units, found once per context. */
+function minorConversion(from: string, to: string, context: Pick<MerchantContext, 'exchangeRates'>): MinorConversion | null {
+  let found = conversionsByRates.get(context.exchangeRates);
+  if (!found) conversionsByRates.set(context.exchangeRates, (found = new Map<string, MinorConversion | null>()));
+  const key = `${from}>${to}`;
+  let conversion = found.get(key);
+  if (conversion === undefined) {
+    const plain = findConversion(from, to, context.exchangeRates);
+    conversion = plain && { ...plain, toMinor: multiply(plain.factor, { n: 10n ** BigInt(currencyExponent(to)), d: 1n }) };
+    found.set(key, conversion);
+  }
+  return conversion;
+}
 
 /** The conversion between two currencies over the context's rates (money.ts findConversion), found once per context. */
 export function conversionBetween(from: string, to: string, context: Pick<MerchantContext, 'exchangeRates'>): Conversion | null {
-  let found = conversionsByRates.get(context.exchangeRates);
-  if (!found) conversionsByRates.set(context.exchangeRates, (found = new Map<string, Conversion | null>()));
-  const key = `${from}>${to}`;
-  if (!found.has(key)) found.set(key, findConversion(from, to, context.exchangeRates));
-  return found.get(key)!;
+  return minorConversion(from, to, context);
 }
 
 /**
@@ -47,9 +60,10 @@ export function convertToMinorUnits(
   to: string,
   context: Pick<MerchantContext, 'exchangeRates'>,
 ): bigint | null {
-  const conversion = conversionBetween(from, to, context);
+  const conversion = minorConversion(from, to, context);
   if (!conversion) return null;
-  return toMinorUnits(multiply(parseDecimal(amount), conversion.factor), to);
+  // The same exact value as toMinorUnits(amount × factor, to): the factor is scaled once per context.
+  return roundHalfAwayFromZero(multiply(parseDecimal(amount), conversion.toMinor));
 }
 
 /** An offer usable in the store: its cost converted to the store currency. */
@@ -85,8 +99,14 @@ function offerOrder(a: PricedOffer, b: PricedOffer): number {
  * the lower supplier id. With no offer in stock, the lowest-cost offer (same ties).
  */
 export function bestSupplierOffer(offers: PricedOffer[]): PricedOffer | null {
-  const sorted = [...offers].sort(offerOrder);
-  return sorted.find((o) => o.quantity > 0) ?? sorted[0] ?? null;
+  // One pass: the first in offerOrder among those in stock, else among all.
+  let best: PricedOffer | null = null;
+  let bestInStock: PricedOffer | null = null;
+  for (const offer of offers) {
+    if (best === null || offerOrder(offer, best) < 0) best = offer;
+    if (offer.quantity > 0 && (bestInStock === null || offerOrder(offer, bestInStock) < 0)) bestInStock = offer;
+  }
+  return bestInStock ?? best;
 }
 
 /** spec 2.1 stock rules 1-3. */
@@ -106,9 +126,34 @@ export function baseCost(product: ProductRecord, best: PricedOffer | null, store
   return 0n;
 }
 
+/** A rule's decimals parsed once per rule record (a context's rules price every product of a chunk). */
+interface ParsedRule {
+  minCost: Ratio | null;
+  maxCost: Ratio | null;
+  /** 1 + markup_percent / 100. */
+  factor: Ratio;
+  markupAmount: Ratio;
+}
+
+const parsedRules = new WeakMap<PricingRuleRecord, ParsedRule>();
+
+function parsedRule(rule: PricingRuleRecord): ParsedRule {
+  let parsed = parsedRules.get(rule);
+  if (!parsed) {
+    const percent = parseDecimal(rule.markup_percent);
+    parsed = {
+      minCost: rule.min_cost === null ? null : parseDecimal(rule.min_cost),
+      maxCost: rule.max_cost === null ? null : parseDecimal(rule.max_cost),
+      factor: { n: percent.d * 100n + percent.n, d: percent.d * 100n },
+      markupAmount: parseDecimal(rule.markup_amount),
+    };
+    parsedRules.set(rule, parsed);
+  }
+  return parsed;
+}
+
 /** Sign of (minor units of `currency`) - (decimal bound), exactly: a bound is never rounded. */
-function compareWithBound(minor: bigint, bound: string, currency: string): number {
-  const { n, d } = parseDecimal(bound);
+function compareWithBound(minor: bigint, { n, d }: Ratio, currency: string): number {
   const left = minor * d;
   const right = n * 10n ** BigInt(currencyExponent(currency));
   return left < right ? -1 : left > right ? 1 : 0;
@@ -124,9 +169,11 @@ function ruleMatches(
   if (rule.customer_group_id !== null && rule.customer_group_id !== groupId) return false;
   if (rule.store_id !== null && rule.store_id !== store.id) return false;
   if (rule.manufacturer !== null && rule.manufacturer !== manufacturer) return false;
+  if (rule.min_cost === null && rule.max_cost === null) return true;
   // Inclusive bounds compared exactly: 1501 JPY is above a max_cost of 1500.5.
-  if (rule.min_cost !== null && compareWithBound(baseMinor, rule.min_cost, store.currency) < 0) return false;
-  if (rule.max_cost !== null && compareWithBound(baseMinor, rule.max_cost, store.currency) > 0) return false;
+  const { minCost, maxCost } = parsedRule(rule);
+  if (minCost !== null && compareWithBound(baseMinor, minCost, store.currency) < 0) return false;
+  if (maxCost !== null && compareWithBound(baseMinor, maxCost, store.currency) > 0) return false;
   return true;
 }
 
@@ -138,9 +185,8 @@ export function applicablePricingRule(
   manufacturer: string | null,
   baseMinor: bigint,
 ): PricingRuleRecord {
-  const rule = rules.find((r) => ruleMatches(r, groupId, store, manufacturer, baseMinor));
-  if (!rule) throw new Error('no pricing rule matched: the catch-all rule is missing');
-  return rule;
+  for (const rule of rules) if (ruleMatches(rule, groupId, store, manufacturer, baseMinor)) return rule;
+  throw new Error('no pricing rule matched: the catch-all rule is missing');
 }
 
 /** Raises a price to the next amount whose last digits are `ending` (e.g. 99 -> x.99). */
@@ -154,10 +200,9 @@ export function applyPriceEnding(priceMinor: bigint, ending: number | null): big
 
 /** computed = round(base × (1 + markup%/100)) + markup amount, never negative, then the ending. */
 export function computedPrice(baseMinor: bigint, rule: PricingRuleRecord, currency: string): bigint {
-  const percent = parseDecimal(rule.markup_percent);
-  const factor: Ratio = { n: percent.d * 100n + percent.n, d: percent.d * 100n };
+  const { factor, markupAmount } = parsedRule(rule);
   const marked = multiply({ n: baseMinor, d: 1n }, factor);
-  const withAmount = roundHalfAwayFromZero(marked) + toMinorUnits(parseDecimal(rule.markup_amount), currency);
+  const withAmount = roundHalfAwayFromZero(marked) + toMinorUnits(markupAmount, currency);
   return applyPriceEnding(withAmount > 0n ? withAmount : 0n, rule.price_ending);
 }
 
@@ -183,22 +228,34 @@ export function resolvedAttributes(
   store: StoreRecord,
   context: MerchantContext,
 ): { key: string; label: string; value: string }[] {
-  const bestSupplierRef = best?.offer.supplier_ref;
-  const supplierId = (ref: string) => context.suppliersByRef.get(ref)?.id ?? Number.MAX_SAFE_INTEGER;
-  const bySupplier = [...product.source.supplier_attributes].sort((a, b) => {
-    const aBest = a.supplier_ref === bestSupplierRef ? 0 : 1;
-    const bBest = b.supplier_ref === bestSupplierRef ? 0 : 1;
-    return aBest - bBest || supplierId(a.supplier_ref) - supplierId(b.supplier_ref);
-  });
+  const supplied = product.source.supplier_attributes;
   const values = new Map<string, string>();
-  for (const { key, value } of bySupplier) if (!values.has(key)) values.set(key, value);
+  if (supplied.length > 0) {
+    const bySupplier = supplied.length === 1 ? supplied : [...supplied].sort(supplierAttributeOrder(best?.offer.supplier_ref, context));
+    for (const { key, value } of bySupplier) if (!values.has(key)) values.set(key, value);
+  }
   for (const [key, value] of Object.entries(product.source.overrides)) values.set(key, value);
-  return [...values.keys()].sort().map((key) => {
+  const attributes: { key: string; label: string; value: string }[] = [];
+  for (const key of [...values.keys()].sort()) {
     const definition = context.attributeDefinitions.get(key);
     const name = (definition && localizedLabel(definition.labels, store.locale)) ?? key;
     const label = definition?.unit ? `${name} (${definition.unit})` : name;
-    return { key, label, value: values.get(key)! };
-  });
+    attributes.push({ key, label, value: values.get(key)! });
+  }
+  return attributes;
+}
+
+/** Supplier attributes' order: the best supplier's first, then by supplier id (an unknown supplier last). */
+function supplierAttributeOrder(
+  bestSupplierRef: string | undefined,
+  context: MerchantContext,
+): (a: { supplier_ref: string }, b: { supplier_ref: string }) => number {
+  const supplierId = (ref: string) => context.suppliersByRef.get(ref)?.id ?? Number.MAX_SAFE_INTEGER;
+  return (a, b) => {
+    const aBest = a.supplier_ref === bestSupplierRef ? 0 : 1;
+    const bBest = b.supplier_ref === bestSupplierRef ? 0 : 1;
+    return aBest - bBest || supplierId(a.supplier_ref) - supplierId(b.supplier_ref);
+  };
 }
 
 /** spec 2.1 image rules: mirrored -> hosted copy, not mirrored -> source URL, dead -> omitted. */
@@ -215,19 +272,44 @@ export function resolvedImages(product: ProductRecord, mirrors: Map<string, Imag
 /** The merchant's SKU pattern filled in; null without a pattern or when a token has no value. */
 export function exportedSku(pattern: string | null, product: ProductRecord): string | null {
   if (!pattern) return null;
-  const tokens: Record<string, string | null> = {
-    id: String(product.id),
-    ref: product.ref,
-    ean: product.source.eans[0] ?? null,
-    manufacturer: product.source.manufacturer,
-  };
-  let missing = false;
-  const sku = pattern.replace(/\{([a-z_]+)\}/g, (_, token: string) => {
-    const value = tokens[token];
-    if (value === null || value === undefined || value === '') missing = true;
-    return value ?? '';
-  });
-  return missing ? null : sku;
+  // The pattern split once (per pattern text): literal text at even indexes, token names at odd ones.
+  const parts = patternParts(pattern);
+  let sku = parts[0]!;
+  for (let i = 1; i < parts.length; i += 2) {
+    const value = skuToken(parts[i]!, product);
+    if (value === null || value === undefined || value === '') return null;
+    sku += value + parts[i + 1]!;
+  }
+  return sku;
+}
+
+const SKU_TOKEN = /\{([a-z_]+)\}/;
+const splitPatterns = new Map<string, string[]>();
+
+function patternParts(pattern: string): string[] {
+  let parts = splitPatterns.get(pattern);
+  if (!parts) {
+    parts = pattern.split(SKU_TOKEN);
+    // A bounded memo: a merchant has one pattern, a process a few.
+    if (splitPatterns.size >= 1000) splitPatterns.clear();
+    splitPatterns.set(pattern, parts);
+  }
+  return parts;
+}
+
+function skuToken(token: string, product: ProductRecord): string | null | undefined {
+  switch (token) {
+    case 'id':
+      return String(product.id);
+    case 'ref':
+      return product.ref;
+    case 'ean':
+      return product.source.eans[0] ?? null;
+    case 'manufacturer':
+      return product.source.manufacturer;
+    default:
+      return undefined;
+  }
 }
 
 /**
@@ -287,10 +369,11 @@ function decide(product: ProductRecord, store: StoreRecord, context: MerchantCon
   const content = localizedContent(product, store.locale);
   const reason = exclusionReason(product, store, content.title, stock, offers);
   const baseMinor = baseCost(product, best, store, context);
-  const prices = context.customerGroups.map((group) => {
+  const prices: Decisions['prices'] = [];
+  for (const group of context.customerGroups) {
     const rule = applicablePricingRule(context.pricingRules, group.id, store, product.source.manufacturer, baseMinor);
-    return { group, rule, priceMinor: computedPrice(baseMinor, rule, store.currency) };
-  });
+    prices.push({ group, rule, priceMinor: computedPrice(baseMinor, rule, store.currency) });
+  }
   return { offers, best, stock, content, reason, baseMinor, prices };
 }
 
@@ -304,15 +387,15 @@ export function resolveProduct(
   const title = content.title;
   const base = formatMinorUnits(baseMinor, store.currency);
   const currency = JSON.stringify(store.currency);
-  const prices = decided.map(({ group, rule, priceMinor }) => {
+  let pricesJson = '[';
+  for (const [index, { group, rule, priceMinor }] of decided.entries()) {
     const price = formatMinorUnits(priceMinor, store.currency);
     // Built by hand so amounts keep the currency's exact precision (12.30, not 12.3).
-    return (
-      `{"customer_group_id":${group.id},"customer_group":${JSON.stringify(group.name)},` +
-      `"base_cost":${base},"computed_price":${price},"currency":${currency},"applied_rule_id":${rule.id}}`
-    );
-  });
-  const pricesJson = `[${prices.join(',')}]`;
+    pricesJson +=
+      `${index === 0 ? '' : ','}{"customer_group_id":${group.id},"customer_group":${JSON.stringify(group.name)},` +
+      `"base_cost":${base},"computed_price":${price},"currency":${currency},"applied_rule_id":${rule.id}}`;
+  }
+  pricesJson += ']';
   const sku = exportedSku(context.skuPattern, product);
   const ean = product.source.eans[0] ?? null;
   const head = JSON.stringify({

@@ -310,10 +310,11 @@ export interface PublishedStore {
   /** The merchant's store (by slug, or its default store) and the merchant's published version, in one read. */
   storeAtPublishedVersion(merchantId: number, slug: string | undefined): Promise<PublishedVersionRead>;
   /**
-   * The ids of up to `limit` products published for the store after `afterId`, ascending (the
-   * primary key's range: a publish run's chunk finds the payloads whose product is gone with it).
+   * The hashes of up to `limit` products published for the store after `afterId`, by id ascending
+   * (the primary key's range): a publish run's chunk compares its products with them and finds the
+   * payloads whose product is gone, in one read rather than a probe per product.
    */
-  publishedIdsAfter(storeId: number, afterId: number, limit: number): Promise<number[]>;
+  publishedHashesAfter(storeId: number, afterId: number, limit: number): Promise<Map<number, PublishedHashes>>;
   /** Every product id published for the store, ascending (O(store): never on a request's path). */
   publishedProductIds(storeId: number): Promise<number[]>;
   /** The store's published products per block of ids, ascending by block, blocks with none left out (kept counts: O(blocks)). */

@@ -486,12 +486,15 @@ describe.skipIf(onPglite())(`bounded statements at ${PRODUCTS.toLocaleString('en
       expect(billed).toEqual(['EUR']);
     });
 
-    it("walks a store's published ids a chunk at a time from the primary key (a publish run finding payloads whose product is gone)", async () => {
-      let ids: number[] = [];
+    it("walks a store's published hashes a chunk at a time from the primary key (a publish run comparing its products, finding payloads whose product is gone)", async () => {
+      let hashes = new Map<number, unknown>();
       await expectBounded(async () => {
-        ids = await storage.publishedIdsAfter(storeId, 5000, 200);
+        hashes = await storage.publishedHashesAfter(storeId, 5000, 200);
       });
-      expect(ids).toEqual(Array.from({ length: 200 }, (_, i) => 5001 + i));
+      const ids = Array.from({ length: 200 }, (_, i) => 5001 + i);
+      expect([...hashes.keys()]).toEqual(ids);
+      // The same hashes a probe per product reads.
+      expect(hashes).toEqual(await storage.publishedHashes(storeId, ids));
     });
 
     it('prunes expired changes a bounded batch at a time, oldest first from an index, even when a whole re-pricing shares one second', async () => {

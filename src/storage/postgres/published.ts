@@ -246,13 +246,14 @@ export class PgPublished implements PublishedStore {
     return row ? { store: toStore(row), publishedVersion: row.published_version as number } : { store: undefined, publishedVersion: 0 };
   }
 
-  async publishedIdsAfter(storeId: number, afterId: number, limit: number): Promise<number[]> {
-    return (
-      await this.c.rows<{ product_id: number }>(
-        'SELECT product_id FROM published_products WHERE store_id = $1 AND product_id > $2 ORDER BY product_id LIMIT $3',
-        [storeId, afterId, limit],
-      )
-    ).map((r) => r.product_id);
+  async publishedHashesAfter(storeId: number, afterId: number, limit: number): Promise<Map<number, PublishedHashes>> {
+    const rows = await this.c.rows<{ product_id: number; price_hash: string; content_hash: string }>(
+      'SELECT product_id, price_hash, content_hash FROM published_products WHERE store_id = $1 AND product_id > $2 ORDER BY product_id LIMIT $3',
+      [storeId, afterId, limit],
+    );
+    const hashes = new Map<number, PublishedHashes>();
+    for (const r of rows) hashes.set(r.product_id, { priceHash: r.price_hash, contentHash: r.content_hash });
+    return hashes;
   }
 
   async publishedProductIds(storeId: number): Promise<number[]> {

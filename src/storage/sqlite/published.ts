@@ -275,11 +275,16 @@ export class SqlitePublished implements PublishedStore {
     return row ? { store: toStore(row), publishedVersion: row.published_version as number } : { store: undefined, publishedVersion: 0 };
   }
 
-  async publishedIdsAfter(storeId: number, afterId: number, limit: number): Promise<number[]> {
-    return this.c
-      .stmt('SELECT product_id FROM published_products WHERE store_id = ? AND product_id > ? ORDER BY product_id LIMIT ?')
-      .pluck()
-      .all(storeId, afterId, limit) as number[];
+  async publishedHashesAfter(storeId: number, afterId: number, limit: number): Promise<Map<number, PublishedHashes>> {
+    const rows = this.c
+      .stmt(
+        'SELECT product_id, price_hash, content_hash FROM published_products WHERE store_id = ? AND product_id > ? ORDER BY product_id LIMIT ?',
+      )
+      .raw()
+      .all(storeId, afterId, limit) as [number, string, string][];
+    const hashes = new Map<number, PublishedHashes>();
+    for (const [productId, priceHash, contentHash] of rows) hashes.set(productId, { priceHash, contentHash });
+    return hashes;
   }
 
   async publishedProductIds(storeId: number): Promise<number[]> {

@@ -139,6 +139,9 @@ export default defineConfig({
     maxWorkers: 2,
     // The longest files first when vitest has no timings of an earlier run (a clean clone).
     sequence: { sequencer: SlowFirstSequencer },
+    // The child processes tests start (the CLI, `serve`, `worker`) run a tree built once per run,
+    // not each through tsx's loader (test/support/build.ts).
+    globalSetup: ['test/support/build.ts'],
     projects: [
       {
         extends: true,
@@ -159,7 +162,7 @@ export default defineConfig({
                 include: ON_EITHER_ENGINE,
                 exclude: [...SAME_ON_EITHER_ENGINE, ...(serverBinaries ? [] : NEEDS_POSTGRES_SERVER)],
                 env: { CPS_TEST_ENGINE: 'postgres' },
-                globalSetup: ['test/support/postgres.ts'],
+                globalSetup: ['test/support/build.ts', 'test/support/postgres.ts'],
                 setupFiles: ['test/support/engine-setup.ts'],
               },
             },

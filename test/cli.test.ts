@@ -13,6 +13,7 @@ import { createService } from '../src/service.js';
 import { openSqliteStorage } from '../src/storage/sqlite/index.js';
 import { runCli, type CliResult } from './support/cli.js';
 import { contractFetch } from './support/contract.js';
+import { nodeArguments } from './support/node-command.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -372,9 +373,13 @@ describe('the operator commands', () => {
     // A named pipe: the file arrives while the import reads it, as a slow upload would.
     const fifo = path.join(dir, 'slow.ndjson');
     execFileSync('mkfifo', [fifo]);
-    const child = spawn('npx', ['tsx', 'src/cli.ts', 'import', fifo, '--merchant', '1', '--db', db, '--progress-seconds', '0.1'], {
-      cwd: ROOT,
-    });
+    const child = spawn(
+      process.execPath,
+      nodeArguments('src/cli.ts', ['import', fifo, '--merchant', '1', '--db', db, '--progress-seconds', '0.1']),
+      {
+        cwd: ROOT,
+      },
+    );
     let stderr = '';
     child.stderr.on('data', (chunk: Buffer) => {
       stderr += chunk.toString();

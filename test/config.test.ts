@@ -10,6 +10,7 @@ import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../src/config.js';
 import { SETTING_DOCS, SETTINGS, type Accepts } from '../src/config/settings.js';
+import { nodeArguments } from './support/node-command.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -517,7 +518,7 @@ describe('every setting refuses what it does not accept, the same way', () => {
 
   it('a value that was raised into range before (a panel session of 0 hours) now refuses the start, naming it', async () => {
     const run = promisify(execFile);
-    const failed = await run(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve'], {
+    const failed = await run(process.execPath, nodeArguments('src/cli.ts', ['serve']), {
       cwd: ROOT,
       env: { ...process.env, CPS_PANEL_SESSION_HOURS: '0', CPS_DB_PATH: path.join(os.tmpdir(), 'cps-unused.db') },
     }).then(

@@ -17,6 +17,7 @@ import pg from 'pg';
 import type { ConsistencyReport } from '../support/verify.js';
 import { contractFetch } from '../support/contract.js';
 import { Receiver } from '../support/receiver.js';
+import { nodeArguments } from '../support/node-command.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const ADMIN_TOKEN = 'adm_fault_test_token_0123456789';
@@ -40,23 +41,26 @@ export function killAllServices(): void {
 /** What each command prints once it is running. */
 const RUNNING: Record<'serve' | 'worker', string> = { serve: 'listening on', worker: 'webhook dispatcher and image mirroring running' };
 
-/** `node --import tsx src/cli.ts serve` (or `worker`) as a child process. */
+/** `serve` (or `worker`) as a child process (test/support/node-command.ts). */
 export class ServiceProcess {
   private constructor(
     readonly child: ChildProcess,
     private readonly log: () => string,
   ) {}
 
-  /** Starts `serve` (or `worker`), under a file descriptor limit when given, and resolves once it prints that it is running. */
+  /**
+   * Starts `serve` (or `worker`), under a file descriptor limit when given, and resolves once it
+   * prints that it is running. The time-out guards against a hang, not the start's time: under a load
+   * of 20 on 2 cores, starts took over 30 s.
+   */
   static start(
     env: Record<string, string>,
-    timeoutMs = 30_000,
+    timeoutMs = 90_000,
     command: 'serve' | 'worker' = 'serve',
     options: { descriptorLimit?: number; preload?: readonly string[] } = {},
   ): Promise<ServiceProcess> {
-    // A test's fault hooks (test/faults/stall-answers.ts) load after tsx, before the CLI.
-    const hooks = (options.preload ?? []).flatMap((module) => ['--import', module]);
-    const node = [process.execPath, '--import', 'tsx', ...hooks, 'src/cli.ts', command];
+    // A test's fault hooks (test/faults/stall-answers.ts) load before the CLI.
+    const node = [process.execPath, ...nodeArguments('src/cli.ts', [command], options.preload)];
     // Under `ulimit -n` (soft and hard alike: Node raises a soft limit to the hard one at start); exec keeps the pid.
     const [file, ...args] =
       options.descriptorLimit === undefined ? node : ['sh', '-c', `ulimit -n ${options.descriptorLimit} && exec "$@"`, 'sh', ...node];
@@ -519,7 +523,7 @@ export class FaultWorld {
     const output = await new Promise<string>((resolve, reject) => {
       execFile(
         process.execPath,
-        ['--import', 'tsx', path.join(ROOT, 'test', 'faults', 'verify-process.ts'), this.database.location],
+        nodeArguments('test/faults/verify-process.ts', [this.database.location]),
         { cwd: ROOT, maxBuffer: 64 * 1024 * 1024 },
         (error, stdout, stderr) => (error ? reject(new Error(`${error.message}\n${stderr}`)) : resolve(stdout)),
       );

@@ -15,6 +15,7 @@ import { contractFetch } from '../support/contract.js';
 import { Receiver } from '../support/receiver.js';
 import type { ConsistencyReport } from '../support/verify.js';
 import { catalogProduct, freePort, ndjson, ROOT, ServiceProcess, sleep, until } from './harness.js';
+import { nodeArguments } from '../support/node-command.js';
 
 const ADMIN_TOKEN = 'adm_scale_out_token_0123456789';
 
@@ -84,7 +85,7 @@ export async function killWorkerOnPostgres(options: ScaleOutOptions): Promise<Sc
       ports.map((port) => ServiceProcess.start({ ...common, CPS_PORT: String(port), CPS_WEBHOOK_DISPATCHER: 'false' })),
     );
     processes.push(...serves);
-    const workers = await Promise.all([0, 1, 2].map(() => ServiceProcess.start(common, 30_000, 'worker')));
+    const workers = await Promise.all([0, 1, 2].map(() => ServiceProcess.start(common, undefined, 'worker')));
     processes.push(...workers);
     log(
       `  2 serve (pids ${serves.map((s) => s.pid).join(', ')}) and 3 worker (pids ${workers.map((w) => w.pid).join(', ')}) on one PostgreSQL database`,
@@ -204,7 +205,7 @@ export async function killWorkerOnPostgres(options: ScaleOutOptions): Promise<Sc
     const report = await new Promise<ConsistencyReport>((resolve, reject) => {
       execFile(
         process.execPath,
-        ['--import', 'tsx', path.join(ROOT, 'test', 'faults', 'verify-process.ts'), url],
+        nodeArguments('test/faults/verify-process.ts', [url]),
         { cwd: ROOT, maxBuffer: 64 * 1024 * 1024 },
         (error, stdout, stderr) => (error ? reject(new Error(`${error.message}\n${stderr}`)) : resolve(JSON.parse(stdout))),
       );

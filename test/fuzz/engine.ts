@@ -974,6 +974,9 @@ interface Sent {
 }
 
 async function send(baseUrl: string, request: BuiltRequest): Promise<Sent> {
+  // Timers first: after seconds of drawing requests without a pause (a loaded machine), fetch would
+  // reuse a kept-alive connection whose time-out the server has yet to run, and meet its reset.
+  await new Promise((resolve) => setTimeout(resolve, 0));
   const body = typeof request.body === 'function' ? request.body() : request.body;
   const response = await fetch(`${baseUrl}${request.pathAndQuery}`, {
     method: request.method,

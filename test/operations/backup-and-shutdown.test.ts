@@ -11,6 +11,7 @@ import { promisify } from 'node:util';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../faults/harness.js';
+import { nodeArguments } from '../support/node-command.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const run = promisify(execFile);
@@ -22,7 +23,10 @@ beforeAll(() => {
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
 const cli = (...args: string[]) =>
-  run('npx', ['tsx', 'src/cli.ts', ...args], { cwd: ROOT, env: { ...process.env, CPS_DB_PATH: path.join(dir, 'unused.db') } });
+  run(process.execPath, nodeArguments('src/cli.ts', args), {
+    cwd: ROOT,
+    env: { ...process.env, CPS_DB_PATH: path.join(dir, 'unused.db') },
+  });
 
 function count(file: string, sql: string): number {
   const db = new Database(file, { readonly: true });
@@ -66,7 +70,7 @@ describe('graceful shutdown', () => {
   it('on SIGTERM answers /readyz 503 for CPS_SHUTDOWN_DELAY_MS while still serving, then exits 0 leaving a sound database, logging each step as JSON', async () => {
     const db = path.join(dir, 'serve.db');
     const port = await freePort();
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve'], {
+    const child = spawn(process.execPath, nodeArguments('src/cli.ts', ['serve']), {
       cwd: ROOT,
       env: {
         ...process.env,
@@ -113,7 +117,7 @@ describe('graceful shutdown', () => {
     const db = path.join(dir, 'worker.db');
     await cli('demo', '--db', db, '--products', '5', '--json');
     const port = await freePort();
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'worker'], {
+    const child = spawn(process.execPath, nodeArguments('src/cli.ts', ['worker']), {
       cwd: ROOT,
       env: { ...process.env, CPS_DB_PATH: db, CPS_OPS_PORT: String(port) },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -157,7 +161,7 @@ describe('graceful shutdown', () => {
     await new Promise<void>((resolve) => busy.listen(0, '127.0.0.1', resolve));
     try {
       const port = (busy.address() as net.AddressInfo).port;
-      const result = await run(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'worker'], {
+      const result = await run(process.execPath, nodeArguments('src/cli.ts', ['worker']), {
         cwd: ROOT,
         env: { ...process.env, CPS_DB_PATH: db, CPS_OPS_PORT: String(port) },
       }).then(

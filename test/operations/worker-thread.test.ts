@@ -14,6 +14,7 @@ import { loadConfig } from '../../src/config.js';
 import { freePort, ROOT, ServiceProcess, until } from '../faults/harness.js';
 import { ImageServer } from '../support/image-server.js';
 import { Receiver } from '../support/receiver.js';
+import { nodeArguments } from '../support/node-command.js';
 
 const ADMIN_TOKEN = 'adm_worker_thread_test';
 let images: ImageServer;
@@ -177,10 +178,11 @@ describe("serve's workers in a thread of their own (CPS_WORKERS)", () => {
       return String(product.data[0]?.images[0]);
     };
     // The first product's image, written by the serving thread, is mirrored: the mirror has made its
-    // first claim, and polls again only after CPS_IMAGE_POLL_INTERVAL_MS (a minute).
+    // first claim, and polls again only after CPS_IMAGE_POLL_INTERVAL_MS (a minute). A guard against
+    // a hang, not the claim (the wake-up below is): under a load of 20 on 2 cores it took over 15 s.
     await until(
       async () => (await firstImage()).startsWith(`${base}/media/`),
-      15_000,
+      60_000,
       () => 'the first image was not mirrored',
     );
     const merchant = (await admin('GET', '/admin/v1/merchants')).data[0];
@@ -235,7 +237,7 @@ describe("serve's workers in a thread of their own (CPS_WORKERS)", () => {
 
   it('refuses an unknown CPS_WORKERS value at start, naming the setting', async () => {
     const run = promisify(execFile);
-    const failed = await run(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve'], {
+    const failed = await run(process.execPath, nodeArguments('src/cli.ts', ['serve']), {
       cwd: ROOT,
       env: { ...process.env, CPS_WORKERS: 'process', CPS_DB_PATH: path.join(os.tmpdir(), 'cps-unused.db') },
     }).then(

@@ -16,6 +16,7 @@ import { migrations } from '../../src/storage/postgres/migrations.js';
 import { openPostgresStorage, type PostgresOptions, type PostgresStorage } from '../../src/storage/postgres/index.js';
 import { openSqliteStorage } from '../../src/storage/sqlite/index.js';
 import { startTestPostgres, type TestPostgres } from './pg-server.js';
+import { nodeArguments } from '../support/node-command.js';
 
 let server: TestPostgres;
 const opened: CatalogStorage[] = [];
@@ -805,7 +806,7 @@ describe('the command line on PostgreSQL', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cps-pg-cli-'));
     const cli = async (...args: string[]) => {
       try {
-        const { stdout } = await promisify(execFile)('npx', ['tsx', 'src/cli.ts', ...args], {
+        const { stdout } = await promisify(execFile)(process.execPath, nodeArguments('src/cli.ts', args), {
           cwd: ROOT,
           env: { ...process.env, CPS_DATABASE_URL: url, CPS_DB_PATH: path.join(dir, 'unused.db'), CPS_LOG_LEVEL: 'warn' },
         });

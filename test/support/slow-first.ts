@@ -3,7 +3,8 @@
 // runs one project after the other (every postgres file before any sqlite one), longest first only
 // within each, and by file size when it has no timings (a clean clone), which starts the short
 // files of the longest runs late. Here: every file by its last duration (node_modules/.vite), the
-// files known to take longest first when there is none, across both projects.
+// files known to take longest first when there is none, across both projects; then the short ones
+// a project at a time.
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
 /** `project:path`, longest first (`.ci/run` on 2 cores, one fork, 2026-11-29: 25 s to 230 s each). */
@@ -34,6 +35,9 @@ export const LONGEST = [
   'sqlite:test/webhooks/delivery.test.ts',
 ];
 
+/** Files estimated to take this long or longer start first whatever their project. */
+const LONG_MS = 5_000;
+
 export class SlowFirstSequencer extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
     const sorted = await super.sort(files);
@@ -45,9 +49,13 @@ export class SlowFirstSequencer extends BaseSequencer {
       if (index !== -1 && !this.ctx.cache.getFileTestResults(key)) return 1e9 - index;
       return this.ctx.cache.getFileTestResults(key)?.duration ?? 0;
     };
+    // Below LONG_MS, one project's files together: a fork runs one project's files one after the
+    // other without starting again (isolate: false) only while the next file is of its project.
+    const group = (file: TestSpecification, estimate: number) => (estimate >= LONG_MS ? 0 : file.project.name === 'postgres' ? 1 : 2);
     return sorted
       .map((file, index) => ({ file, index, estimate: estimate(file) }))
-      .sort((a, b) => b.estimate - a.estimate || a.index - b.index)
+      .map((entry) => ({ ...entry, group: group(entry.file, entry.estimate) }))
+      .sort((a, b) => a.group - b.group || b.estimate - a.estimate || a.index - b.index)
       .map(({ file }) => file);
   }
 }

@@ -24,6 +24,10 @@ const statementClass = Object.getPrototypeOf(new Database(':memory:').prepare('S
 /** Where the statements run go while an operation is watched (statementsOf). */
 let recording: Ran[] | null = null;
 
+type Spy = { mockImplementation(f: unknown): void; mockRestore(): void };
+/** The spies recordStatements installed last. */
+const spies: Spy[] = [];
+
 const TRANSACTION_CONTROL = /^\s*(BEGIN|COMMIT|ROLLBACK|SAVEPOINT|RELEASE|SELECT pg_notify|NOTIFY)/i;
 
 /**
@@ -31,10 +35,15 @@ const TRANSACTION_CONTROL = /^\s*(BEGIN|COMMIT|ROLLBACK|SAVEPOINT|RELEASE|SELECT
  * opens, since the storage keeps each prepared statement's methods as they were when it prepared it.
  */
 export function recordStatements(): void {
+  // An earlier file's spies first: a fork runs several files (isolate: false), and a spy wrapping
+  // the spy left before it would call itself.
+  for (const spy of spies.splice(0)) spy.mockRestore();
   if (TEST_ENGINE === 'sqlite') {
     for (const method of ['all', 'get', 'run', 'iterate'] as const) {
       const real = statementClass[method]!;
-      vi.spyOn(statementClass, method as never).mockImplementation(function (this: { source: string }, ...args: unknown[]) {
+      const spy = vi.spyOn(statementClass, method as never);
+      spies.push(spy);
+      spy.mockImplementation(function (this: { source: string }, ...args: unknown[]) {
         const result = real.apply(this, args);
         recording?.push({ sql: this.source, params: args, returned: Array.isArray(result) ? result.length : undefined });
         return result;
@@ -45,11 +54,9 @@ export function recordStatements(): void {
   for (const method of ['rows', 'one', 'run'] as const) {
     // eslint-disable-next-line @typescript-eslint/unbound-method -- called with its connection as `this` (real.call(this, …))
     const real = PgConnection.prototype[method] as (...args: unknown[]) => unknown;
-    (vi.spyOn(PgConnection.prototype, method) as unknown as { mockImplementation(f: unknown): void }).mockImplementation(function (
-      this: PgConnection,
-      sql: string,
-      values: unknown[] = [],
-    ) {
+    const spy = vi.spyOn(PgConnection.prototype, method) as unknown as Spy;
+    spies.push(spy);
+    spy.mockImplementation(function (this: PgConnection, sql: string, values: unknown[] = []) {
       recording?.push({ sql, params: values });
       return real.call(this, sql, values);
     });
@@ -58,12 +65,9 @@ export function recordStatements(): void {
   for (const method of ['prepared', 'preparedRows', 'preparedRun'] as const) {
     // eslint-disable-next-line @typescript-eslint/unbound-method -- called with its connection as `this` (real.call(this, …))
     const real = PgConnection.prototype[method] as (...args: unknown[]) => unknown;
-    (vi.spyOn(PgConnection.prototype, method) as unknown as { mockImplementation(f: unknown): void }).mockImplementation(function (
-      this: PgConnection,
-      name: string,
-      sql: string,
-      values: unknown[],
-    ) {
+    const spy = vi.spyOn(PgConnection.prototype, method) as unknown as Spy;
+    spies.push(spy);
+    spy.mockImplementation(function (this: PgConnection, name: string, sql: string, values: unknown[]) {
       recording?.push({ sql, params: values });
       return real.call(this, name, sql, values);
     });

@@ -13,6 +13,7 @@ import { simpleProduct } from '../support/admin-http.js';
 import { sqliteOnly } from '../support/engine.js';
 import { contractFetch } from '../support/contract.js';
 import { Receiver } from '../support/receiver.js';
+import { nodeArguments } from '../support/node-command.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const ADMIN_TOKEN = 'adm_crash_test_token_0123456789';
@@ -32,7 +33,7 @@ afterAll(async () => {
 
 /** Starts `serve` as a child process and resolves once it prints that it is listening. */
 function serve(env: Record<string, string>): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve'], {
+  const child = spawn(process.execPath, nodeArguments('src/cli.ts', ['serve']), {
     cwd: ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -40,7 +41,8 @@ function serve(env: Record<string, string>): Promise<ChildProcess> {
   children.push(child);
   let output = '';
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`serve did not start:\n${output}`)), 20_000);
+    // A guard against a hang, not a bound on the start (test/faults/harness.ts: under load starts took over 30 s).
+    const timer = setTimeout(() => reject(new Error(`serve did not start:\n${output}`)), 90_000);
     const onData = (chunk: Buffer) => {
       output += chunk.toString();
       if (output.includes('listening on')) {

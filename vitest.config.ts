@@ -1,5 +1,5 @@
 import { defineConfig } from 'vitest/config';
-import { findPostgresBinaries } from './scripts/postgres-server.js';
+import { findPostgresBinaries } from './scripts/dev/postgres-server.js';
 import { SlowFirstSequencer } from './test/support/slow-first.js';
 
 // Two projects, one per storage engine (test/support/engine.ts reads CPS_TEST_ENGINE):

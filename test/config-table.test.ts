@@ -1,5 +1,5 @@
 // The configuration table of docs/configuration.md is written from the settings' declarations
-// (scripts/config-table.ts, `npm run generate`), and `generate --check` (part of `npm test`) fails
+// (scripts/generate/config-table.ts, `npm run generate`), and `generate --check` (part of `npm test`) fails
 // when it is stale.
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
@@ -8,7 +8,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { CONFIG_DOC, configTable, TABLE_START, withConfigTable } from '../scripts/config-table.js';
+import { CONFIG_DOC, configTable, TABLE_START, withConfigTable } from '../scripts/generate/config-table.js';
 import { SETTINGS } from '../src/config/settings.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -39,7 +39,7 @@ describe('the configuration table of docs/configuration.md', () => {
     fs.writeFileSync(stale, PAGE.replace('| `CPS_PORT` | `8080` |', '| `CPS_PORT` | `8081` |'));
     const run = promisify(execFile);
     const check = (page: string) =>
-      run(process.execPath, ['--import', 'tsx', 'scripts/generate.ts', '--check', '--config-doc', page], { cwd: ROOT }).then(
+      run(process.execPath, ['--import', 'tsx', 'scripts/generate/generate.ts', '--check', '--config-doc', page], { cwd: ROOT }).then(
         ({ stdout }) => ({ code: 0, stdout, stderr: '' }),
         (error: { code: number; stdout: string; stderr: string }) => error,
       );

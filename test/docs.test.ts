@@ -1,5 +1,5 @@
 // The HTML docs of every document: `npm run build:docs` builds one page per API
-// (scripts/build-docs.ts), the server serves them at /docs, /admin/docs and /operations/docs, each
+// (scripts/generate/build-docs.ts), the server serves them at /docs, /admin/docs and /operations/docs, each
 // page links the others, and the panel links all three. They work offline: in a real
 // Chromium that may reach 127.0.0.1 only, nothing is fetched from anywhere else, and the documents
 // name no placeholder contact or server.
@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildDocs, withoutCdnAssets } from '../scripts/build-docs.js';
+import { buildDocs, withoutCdnAssets } from '../scripts/generate/build-docs.js';
 import adminDocument from '../src/generated/admin-openapi.json' with { type: 'json' };
 import operationsDocument from '../src/generated/operations-openapi.json' with { type: 'json' };
 import publicDocument from '../src/generated/public-openapi.json' with { type: 'json' };

@@ -1,8 +1,8 @@
-// The generated fast parsers (scripts/fast-parse-from-openapi.ts, src/generated/admin-fast-parse.ts):
+// The generated fast parsers (scripts/generate/fast-parse-from-openapi.ts, src/generated/admin-fast-parse.ts):
 // for any value, either undefined or exactly what the zod schema gives (the same JSON text, its
 // members in the same order), and the product sources an import sends are taken without zod.
 import { describe, expect, it } from 'vitest';
-import { emitFastParseModule } from '../scripts/fast-parse-from-openapi.js';
+import { emitFastParseModule } from '../scripts/generate/fast-parse-from-openapi.js';
 import { fastParseProductSourceInput } from '../src/generated/admin-fast-parse.js';
 import { ProductSourceInputSchema } from '../src/generated/admin-routes.js';
 

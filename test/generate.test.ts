@@ -1,12 +1,12 @@
-// The generators' shared `$ref` walker (scripts/openapi-refs.ts) and the admin route facts
-// (scripts/route-facts-from-openapi.ts): the facts the server wires its body checks by say what
+// The generators' shared `$ref` walker (scripts/generate/openapi-refs.ts) and the admin route facts
+// (scripts/generate/route-facts-from-openapi.ts): the facts the server wires its body checks by say what
 // admin.yaml says, and a `$ref` that points nowhere or loops fails generation, naming it.
 import { describe, expect, it } from 'vitest';
-import { deref, inline, pointer, refsIn } from '../scripts/openapi-refs.js';
-import { emitRouteFacts, routeFacts } from '../scripts/route-facts-from-openapi.js';
-import { emitWebhookEventDocs } from '../scripts/webhook-events-from-openapi.js';
-import { emitWebhookRegistry } from '../scripts/webhooks-from-openapi.js';
-import { emitZodModule } from '../scripts/zod-from-openapi.js';
+import { deref, inline, pointer, refsIn } from '../scripts/generate/openapi-refs.js';
+import { emitRouteFacts, routeFacts } from '../scripts/generate/route-facts-from-openapi.js';
+import { emitWebhookEventDocs } from '../scripts/generate/webhook-events-from-openapi.js';
+import { emitWebhookRegistry } from '../scripts/generate/webhooks-from-openapi.js';
+import { emitZodModule } from '../scripts/generate/zod-from-openapi.js';
 import adminDocument from '../src/generated/admin-openapi.json' with { type: 'json' };
 import { ADMIN_ROUTE_FACTS } from '../src/generated/admin-route-facts.js';
 

@@ -1,8 +1,8 @@
-// The zod generator (scripts/zod-from-openapi.ts) and free keys: zod's record skips a
+// The zod generator (scripts/generate/zod-from-openapi.ts) and free keys: zod's record skips a
 // member named `__proto__` unchecked, so a map whose documents allowed that key would drop it
 // silently. Generation refuses such a map; the generated maps refuse the key, naming it.
 import { describe, expect, it } from 'vitest';
-import { emitZodModule } from '../scripts/zod-from-openapi.js';
+import { emitZodModule } from '../scripts/generate/zod-from-openapi.js';
 import { AttributeDefinitionInputSchema, ProductSourceInputSchema, SupplierAttributeSchema } from '../src/generated/admin-routes.js';
 
 const documentWith = (map: Record<string, unknown>) => ({

@@ -1,6 +1,6 @@
 // Every setting, declared once: its variable, default, accepted values and description.
 // `SETTINGS` is a zod schema over the environment: src/config.ts places its values in the typed
-// `Config`, and scripts/generate.ts writes the configuration table of docs/configuration.md from it, in this order.
+// `Config`, and scripts/generate/generate.ts writes the configuration table of docs/configuration.md from it, in this order.
 // A value outside its bounds refuses the start, naming the variable, the value and the bounds (never
 // a silent clamp); an empty variable is an unset one. Defaults are the values of docs/decisions.md.
 import os from 'node:os';

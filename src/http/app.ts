@@ -10,7 +10,7 @@ import type { ConnectionsReadout } from '../operations/descriptors.js';
 import { Lifecycle } from '../operations/health.js';
 import type { Service } from '../service.js';
 import { accessLog } from './access-log.js';
-import { answeredWith } from './direct-answer.js';
+import { answeredWith, answerHeaders } from './direct-answer.js';
 import { adminApi } from './admin-api.js';
 import { CodedBodyCache } from './coded-body-cache.js';
 import { compression } from './compression.js';
@@ -39,6 +39,8 @@ export function createApp(service: Service, { docsDir, lifecycle = new Lifecycle
   const app = new Hono();
   app.onError(renderError);
   app.notFound(notFound);
+  // Before the middlewares that name a header of every answer (answerHeader), so it runs after them.
+  app.use('*', answerHeaders());
   app.use('*', requestId());
   app.use('*', accessLog(logger, metrics, config.operations.accessLog));
   // The Date header comes from the same clock as change timestamps: clients take it as a

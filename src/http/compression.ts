@@ -17,7 +17,7 @@ const gzip = promisify(zlib.gzip);
 const brotli = promisify(zlib.brotliCompress);
 
 // The levels with the least CPU per saved byte among those within 1.25x of the sizes of gzip 6 and
-// brotli 4 (`npm run bench:coding`, BENCHMARKS.md): on a page of 200 products (155 KB)
+// brotli 4 (`npm run bench:coding`, docs/benchmarks/log.md): on a page of 200 products (155 KB)
 // gzip 3 takes ~0.33 ms for 13.3 KB (gzip 6: ~0.69 ms, 11.2 KB) and brotli 3 ~0.42 ms for 12.2 KB
 // (brotli 4: ~0.59 ms, 11.0 KB); gzip 2 and brotli 1-2 are cheaper but larger than the bound.
 const GZIP_OPTIONS: zlib.ZlibOptions = { level: 3 };
@@ -76,7 +76,6 @@ export function compression(minBytes: number, cache?: CodedBodyCache): Middlewar
     await next();
     if (answeredWith(c) !== undefined) return;
     const res = c.res;
-    res.headers.append('Vary', 'Accept-Encoding');
     if (!coding || !res.body || res.status === 304 || res.status === 204 || res.headers.has('Content-Encoding')) return;
     if (!JSON_TYPE.test(res.headers.get('Content-Type') ?? '')) return;
     const etag = res.status === 200 ? res.headers.get('ETag') : null;

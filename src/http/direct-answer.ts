@@ -10,20 +10,39 @@
 // answer to a poll's headers, name for name.
 import type { ServerResponse } from 'node:http';
 import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response';
-import type { Context } from 'hono';
+import type { Context, MiddlewareHandler } from 'hono';
 import type { ContentCoding } from './compression.js';
 import { closeNonReader, unsentRoom } from './unsent-bytes.js';
 
 export type DirectAnswerEnv = { Variables: { answerHeaders?: Record<string, string>; answeredWith?: number } };
 
 /**
- * A header every response to this request carries, set by a middleware before its handler runs:
- * kept for a direct answer (the middleware sets it on the Response as well when there is one).
+ * A header every answer to this request carries, named once by a middleware before its handler
+ * runs: a direct answer writes it (answerDirectly), and answerHeaders sets it on the Response of
+ * any other answer, an error's included. `Vary` is appended to what the Response says, not replaced.
  */
 export function answerHeader(c: Context, name: string, value: string): void {
   let headers = c.get('answerHeaders') as Record<string, string> | undefined;
   if (!headers) c.set('answerHeaders', (headers = {}));
   headers[name] = value;
+}
+
+/**
+ * The one place the headers named by answerHeader reach an answer given as a Response (a direct
+ * answer wrote them itself): mounted before the middlewares that name them, so it runs after them.
+ */
+export function answerHeaders(): MiddlewareHandler<DirectAnswerEnv> {
+  return async (c, next) => {
+    await next();
+    const headers = c.get('answerHeaders');
+    if (!headers || answeredWith(c) !== undefined) return;
+    // Once: an app mounted inside another (operations-api.ts) has its own.
+    c.set('answerHeaders', undefined);
+    for (const [name, value] of Object.entries(headers)) {
+      if (name === 'Vary') c.res.headers.append(name, value);
+      else c.res.headers.set(name, value);
+    }
+  };
 }
 
 /** The status a direct answer sent, or undefined when the request is answered by its Response. */

@@ -1,4 +1,4 @@
-// The HTML docs of the three documents (built by `npm run build:docs`: scripts/build-docs.ts), served
+// The HTML docs of the three documents (built by `npm run build:docs`: scripts/generate/build-docs.ts), served
 // beside the documents themselves: /docs (public), /admin/docs and /operations/docs. Public, like the
 // documents: they describe the APIs, they hold no data.
 import fs from 'node:fs';

@@ -10,6 +10,7 @@ import { Lifecycle, readiness, type DatabaseProbe } from '../operations/health.j
 import { silentLogger, type Logger } from '../operations/log.js';
 import { PROMETHEUS_CONTENT_TYPE, type ServiceMetrics } from '../operations/metrics.js';
 import { accessLog, requestLog } from './access-log.js';
+import { answerHeaders } from './direct-answer.js';
 import { metricsTokenAuth } from './auth.js';
 import { notFound, renderError } from './errors.js';
 import { requestId } from './request-id.js';
@@ -52,6 +53,7 @@ export function operationsApp(deps: OperationsDependencies, logger: Logger, conf
   const app = new Hono();
   app.onError(renderError);
   app.notFound(notFound);
+  app.use('*', answerHeaders());
   app.use('*', requestId());
   app.use('*', accessLog(logger, deps.metrics, config.accessLog));
   app.route('/', operationsApi(deps));

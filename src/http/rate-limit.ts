@@ -4,7 +4,7 @@
 // with Retry-After when empty.
 import type { Context, Env, MiddlewareHandler } from 'hono';
 import type { AdminEnv, PublicEnv } from './auth.js';
-import { answerHeader, answeredWith } from './direct-answer.js';
+import { answerHeader } from './direct-answer.js';
 import { ProblemError } from '../shared/problem.js';
 
 export interface RateLimitSettings {
@@ -142,7 +142,5 @@ function limitedBy<E extends Env>(
     }
     for (const [name, value] of Object.entries(headers)) answerHeader(c, name, value);
     await next();
-    if (answeredWith(c) !== undefined) return;
-    for (const [name, value] of Object.entries(headers)) c.res.headers.set(name, value);
   };
 }

@@ -2,7 +2,7 @@
 // so one id follows a request through the caller's logs and ours; otherwise a random one.
 import { randomUUID } from 'node:crypto';
 import type { MiddlewareHandler } from 'hono';
-import { answerHeader, answeredWith } from './direct-answer.js';
+import { answerHeader } from './direct-answer.js';
 
 export type RequestIdEnv = { Variables: { requestId: string } };
 
@@ -16,6 +16,5 @@ export function requestId(): MiddlewareHandler<RequestIdEnv> {
     c.set('requestId', id);
     answerHeader(c, 'X-Request-Id', id);
     await next();
-    if (answeredWith(c) === undefined) c.res.headers.set('X-Request-Id', id);
   };
 }

@@ -1,5 +1,5 @@
 // The typed client is a package an integrator installs: `npm run pack:client`
-// packs it (scripts/pack-client.ts), the tarball installs OFFLINE into an empty project, and an
+// packs it (scripts/generate/pack-client.ts), the tarball installs OFFLINE into an empty project, and an
 // integrator's TypeScript example type-checks against the package's .d.ts and runs against the
 // real server: the paging iterator, pollChanges, a store's snapshot export and syncStore over it,
 // following the live feed (pollChanges with follow), and verifyWebhook
@@ -13,7 +13,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Webhook } from 'standardwebhooks';
-import { CLIENT_PACKAGE, packClient } from '../../scripts/pack-client.js';
+import { CLIENT_PACKAGE, packClient } from '../../scripts/generate/pack-client.js';
 import { adminOk, createMerchant, importNdjson } from '../support/admin-http.js';
 import { startTestService, type TestService } from '../support/service.js';
 

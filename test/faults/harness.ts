@@ -4,7 +4,7 @@
 // (test/support/receiver.ts); probes that query the database beside the running service on either
 // engine; and the checks every fault scenario ends with: the full recompute (test/support/verify.ts)
 // and "the receiver saw every change".
-// Used by the quick variants (test/faults/*.test.ts) and by `npm run fault` (scripts/fault.ts).
+// Used by the quick variants (test/faults/*.test.ts) and by `npm run fault` (scripts/dev/fault.ts).
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';

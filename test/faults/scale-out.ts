@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { startPostgresServer, type PostgresServer } from '../../scripts/postgres-server.js';
+import { startPostgresServer, type PostgresServer } from '../../scripts/dev/postgres-server.js';
 import { OUTCOMES_PER_TRANSACTION } from '../../src/webhooks/dispatcher.js';
 import { contractFetch } from '../support/contract.js';
 import { Receiver } from '../support/receiver.js';

@@ -13,6 +13,7 @@ import { accessLog } from '../../src/http/access-log.js';
 import { renderError } from '../../src/http/errors.js';
 import { TokenBucketLimiter } from '../../src/http/rate-limit.js';
 import { requestId } from '../../src/http/request-id.js';
+import { answerHeader, answerHeaders } from '../../src/http/direct-answer.js';
 import { LocalFolderMediaStore } from '../../src/images/media-store.js';
 import { adminOk, buildOutdoorCatalog, importNdjson, simpleProduct, type OutdoorCatalog } from '../support/admin-http.js';
 import { publicContract } from '../support/contract.js';
@@ -462,6 +463,30 @@ describe('gzip and brotli by Accept-Encoding', () => {
   });
 });
 
+describe('headers of every answer', () => {
+  it("reach every answer from the one place that names them: a handler's, an error's, with Vary appended", async () => {
+    const app = new Hono();
+    app.onError(renderError);
+    app.use('*', answerHeaders());
+    app.use('*', async (c, next) => {
+      answerHeader(c, 'X-Answer', 'named once');
+      answerHeader(c, 'Vary', 'Accept-Encoding');
+      await next();
+    });
+    app.get('/ok', (c) => c.json({ ok: true }, 200, { Vary: 'Authorization' }));
+    app.get('/boom', () => {
+      throw new Error('disk on fire');
+    });
+    const ok = await app.request('/ok');
+    expect(ok.headers.get('X-Answer')).toBe('named once');
+    expect(ok.headers.get('Vary')).toBe('Authorization, Accept-Encoding');
+    const boom = await app.request('/boom');
+    expect(boom.status).toBe(500);
+    expect(boom.headers.get('X-Answer')).toBe('named once');
+    expect(boom.headers.get('Vary')).toBe('Accept-Encoding');
+  });
+});
+
 describe('X-Request-Id', () => {
   let service: TestService;
   let key: string;
@@ -502,6 +527,7 @@ describe('X-Request-Id', () => {
     const logs = new LogCapture();
     const app = new Hono();
     app.onError(renderError);
+    app.use('*', answerHeaders());
     app.use('*', requestId());
     app.use('*', accessLog(logs.logger, { observeRequest: () => {} }, true));
     app.get('/boom', () => {

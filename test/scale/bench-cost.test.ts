@@ -1,10 +1,10 @@
-// A small run of `npm run bench:cost` (scripts/bench-cost.ts) on every `npm test`, so its shape
+// A small run of `npm run bench:cost` (scripts/bench/bench-cost.ts) on every `npm test`, so its shape
 // stays right: every unit on both engines (SQLite only without PostgreSQL binaries) measured from
 // serve's /proc figures, beside its reference, with the verdicts. The figures themselves belong to
-// the benchmark and BENCHMARKS.md: nothing here asserts a time or a ratio.
+// the benchmark and docs/benchmarks/log.md: nothing here asserts a time or a ratio.
 import { describe, expect, it } from 'vitest';
 import { runBenchScript } from '../support/bench-script.js';
-import { findPostgresBinaries } from '../../scripts/postgres-server.js';
+import { findPostgresBinaries } from '../../scripts/dev/postgres-server.js';
 
 const UNITS = ['import', 'unchanged', 'new_cost', 'image', 'delivery'];
 

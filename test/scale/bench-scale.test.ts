@@ -1,8 +1,8 @@
-// A CI-sized run of `npm run bench:scale` (scripts/bench-scale.ts) on every
+// A CI-sized run of `npm run bench:scale` (scripts/bench/bench-scale.ts) on every
 // `npm test`, so a regression in the *shape* of the service at work is caught here: a phase that
 // never completes, a read that errors, a panel page or admin call that fails, a service that does not
 // start, answer or exit on SIGTERM. The figures themselves (latencies, rates, verdicts against the
-// issue's goals) belong to the benchmark and BENCHMARKS.md: nothing here asserts a time.
+// issue's goals) belong to the benchmark and docs/benchmarks/log.md: nothing here asserts a time.
 //
 // The run: 2,000 products (2-5 images each; the demo's unresolvable host behind all of them, a
 // share on the local origin) and 10 tenants of 30, every phase (a c i d e f h g b) with windows of

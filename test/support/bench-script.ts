@@ -14,7 +14,7 @@ export function runBenchScript(
   timeoutMs: number,
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', `scripts/${script}`, ...args], {
+    const child = spawn(process.execPath, ['--import', 'tsx', `scripts/bench/${script}`, ...args], {
       cwd: ROOT,
       // The benches pass no CPS_* setting of this process on to their services anyway.
       env: process.env,

@@ -1,5 +1,5 @@
 // PostgreSQL for the test suite: the `postgres` project's globalSetup starts ONE real server per
-// `vitest run` from the binaries installed here (scripts/postgres-server.ts: initdb -A trust
+// `vitest run` from the binaries installed here (scripts/dev/postgres-server.ts: initdb -A trust
 // --no-sync, fsync off, 127.0.0.1 on a free port, a temporary folder owned by `postgres`), builds
 // one migrated template database, and stops and deletes everything at the end (also on Ctrl-C).
 // Each test then gets a fresh database in ~20 ms: CREATE DATABASE … TEMPLATE (freshDatabase()).
@@ -14,7 +14,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { inject } from 'vitest';
 import type { TestProject } from 'vitest/node';
-import { findPostgresBinaries, startPostgresServer, type PostgresServer } from '../../scripts/postgres-server.js';
+import { findPostgresBinaries, startPostgresServer, type PostgresServer } from '../../scripts/dev/postgres-server.js';
 
 /** What the setup hands the tests (serializable). */
 export type TestPostgres = { kind: 'server'; url: string; template: string; version: string } | { kind: 'pglite'; reason: string };

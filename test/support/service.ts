@@ -50,7 +50,7 @@ export interface TestResponse {
 export interface TestServiceOptions {
   now?: () => Date;
   config?: ConfigOverrides;
-  /** Where the built HTML docs are (scripts/build-docs.ts); by default a folder without them (the pages answer 404). */
+  /** Where the built HTML docs are (scripts/generate/build-docs.ts); by default a folder without them (the pages answer 404). */
   docsDir?: string;
   /** Where the service logs; by default nowhere (log level silent). */
   logger?: Logger;

@@ -1,7 +1,7 @@
 // The full-recompute consistency check (fault and load tests): after a crash, or at any
 // time, everything derived from the merchants' sources must agree with resolving them again.
 // Pure over the storage port, read in one snapshot; it writes nothing. Test support, not shipped:
-// the fault tests, their processes (test/faults) and scripts/soak.ts run it.
+// the fault tests, their processes (test/faults) and scripts/bench/soak.ts run it.
 //   (a) every stored payload of an active store (and its hashes) equals resolveProduct over the
 //       sources, and no payload is stored for a product that no longer exists (an inactive store
 //       is not published: it keeps the payloads it had until it is activated);

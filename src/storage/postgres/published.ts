@@ -6,7 +6,7 @@
 // bytea's ~1.2 ms (bytea travels as hex, twice the bytes) for the same Node CPU (~0.8 ms), and json's
 // operators read text directly. `pg` (8.23) decodes every field as UTF-8 into a string, also with
 // `binary: true` (brianc/node-postgres#3495), so the page's bytes cost a decode and a Buffer.from;
-// measured on the demo's 155 KB page 1 (BENCHMARKS.md), sending them as bytea (hex) or as base64 of
+// measured on the demo's 155 KB page 1 (docs/benchmarks/log.md), sending them as bytea (hex) or as base64 of
 // them saved node at most ~0.1 ms of that and cost PostgreSQL ~0.4 ms more to encode: text stays.
 import { booleanArray, integerArray, joinJsonTexts, splitJsonTexts, textArray } from './json-texts.js';
 import type { PublishedStore } from '../port.js';

@@ -2,8 +2,8 @@
 // whether the admin API's importProducts or the panel's upload, runs as a job whose progress (lines
 // read, products applied) and outcome (the counts, or the bad lines with their reasons) are written
 // to the database as it runs, so any process behind a load balancer shows it. The whole file is
-// checked first (import.ts checkImport); a valid file's operations are then staged, a chunk per row,
-// with a publish run (catalog/publish-runs.ts) that applies them a chunk per transaction:
+// checked first (import.ts checkImport), its operations sent a chunk per row as the lines are checked;
+// a valid file is then staged with a publish run (catalog/publish-runs.ts) that applies them a chunk per transaction:
 // by this process, or, when `serve` runs its workers in threads, by its publishing thread, so the
 // chunks' resolution and writes never hold the serving loop; a run its process left (SIGTERM, a
 // crash) is resumed from its next chunk by the next process that looks.

@@ -2,8 +2,8 @@
 // whether the admin API's importProducts or the panel's upload, runs as a job whose progress (lines
 // read, products applied) and outcome (the counts, or the bad lines with their reasons) are written
 // to the database as it runs, so any process behind a load balancer shows it. The whole file is
-// checked first (import.ts checkImport); a valid file's operations are then staged, a chunk per row,
-// with a publish run (catalog/publish-runs.ts) that applies them a chunk per transaction:
+// checked first (import.ts checkImport), its operations sent a chunk per row as the lines are checked;
+// a valid file is then staged with a publish run (catalog/publish-runs.ts) that applies them a chunk per transaction:
 // by this process, or, when `serve` runs its workers in threads, by its publishing thread, so the
 // chunks' resolution and writes never hold the serving loop; a run its process left (SIGTERM, a
 // crash) is resumed from its next chunk by the next process that looks.
@@ -150,22 +150,33 @@ export class ImportJobs implements ImportRunSteps {
       Math.max(1, Math.floor(this.options.stalledAfterMs / 4)),
     );
     heartbeat.unref();
+    // Chunks sent to the database (the last insert may be in flight): a file that fails its check has them deleted.
+    let sent = false;
+    let sending: Promise<void> = Promise.resolve();
+    // Ended meanwhile by another process as interrupted: its record stays as that process wrote it.
+    let interrupted = false;
     try {
-      // The operations as the chunks their run applies, one transaction each, written as the
-      // lines are checked (a chunk's text is one string, not a thousand parsed sources to keep).
-      const chunks: { seq: number; operations: string }[] = [];
+      // The operations as the chunks their run applies, one transaction each, each sent as soon as
+      // it is full (a chunk's text is one string, not a thousand parsed sources to keep): the
+      // database writes it while the next lines are checked. One insert in flight at a time.
+      let seq = 0;
       let pending: ProductOperation[] = [];
-      const stage = () => {
-        chunks.push({ seq: chunks.length + 1, operations: operationsJson(pending) });
+      const stage = async () => {
+        const chunk = { seq: ++seq, operations: operationsJson(pending) };
         pending = [];
+        await sending;
+        sent = true;
+        sending = this.storage.insertImportChunks(job.id, [chunk]);
+        // Awaited before the next chunk or the staging; a failure meanwhile is not an unhandled rejection.
+        sending.catch(() => undefined);
       };
       const operations = await checkImport(
         this.admin,
         job.merchant_id,
         source,
-        (operation) => {
+        async (operation) => {
           pending.push(operation);
-          if (pending.length >= this.options.chunkSize) stage();
+          if (pending.length >= this.options.chunkSize) await stage();
         },
         this.options.maxJsonDepth,
         async (lines) => {
@@ -176,11 +187,17 @@ export class ImportJobs implements ImportRunSteps {
           await write({ lines_read: lines });
         },
       );
-      if (pending.length > 0) stage();
+      if (pending.length > 0) await stage();
+      await sending;
       // Staged with its run in one transaction: from its COMMIT on, the import is applied to its end.
       const run = await this.storage.transaction(async (tx) => {
+        // Ended meanwhile as interrupted (this process stalled past stalledAfterMs): its chunks may be gone.
+        const current = await scopeToMerchant(tx, job.merchant_id).importJob(job.id);
+        if (current?.state !== 'running') {
+          interrupted = true;
+          throw new ProblemError('internal_error', current?.error ?? UNEXPECTED_FAILURE);
+        }
         await tx.updateImportJob(job.id, { lines_read: linesRead, operations, updated_at: this.now().toISOString() });
-        await tx.insertImportChunks(job.id, chunks);
         return this.runs.begin(tx, job.merchant_id, null, job.id);
       });
       staged = true;
@@ -196,6 +213,12 @@ export class ImportJobs implements ImportRunSteps {
     } catch (error) {
       // Once staged, the run writes the outcome (or the next process resumes it).
       if (staged) throw error;
+      // The chunks sent before the check failed: no run will apply them.
+      if (sent) {
+        await sending.catch(() => undefined);
+        await this.storage.deleteImportChunks(job.id).catch(() => undefined);
+      }
+      if (interrupted) throw error;
       const problem = error instanceof ProblemError ? error : undefined;
       await write({
         state: 'failed',
@@ -248,7 +271,10 @@ export class ImportJobs implements ImportRunSteps {
   async interruptAbandoned(): Promise<ImportJobRecord[]> {
     const now = this.now();
     const before = new Date(now.getTime() - this.options.stalledAfterMs).toISOString();
-    return this.storage.interruptStalledImportJobs(before, now.toISOString(), INTERRUPTED_IMPORT);
+    const interrupted = await this.storage.interruptStalledImportJobs(before, now.toISOString(), INTERRUPTED_IMPORT);
+    // The chunks such a job sent while its file was checked: no run will apply them.
+    for (const job of interrupted) await this.storage.deleteImportChunks(job.id);
+    return interrupted;
   }
 
   /**

@@ -156,6 +156,45 @@ describe('an import applied by a run', () => {
   });
 });
 
+describe('an import whose chunks are sent while its file is checked', () => {
+  it('has each full chunk in the database before the rest of the file arrives, and none left once applied', async () => {
+    const { imports } = aProcess();
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    const lines = file('E').split('\n');
+    async function* upload() {
+      // Two chunks and a part: the two full ones are sent while the rest is awaited.
+      yield new TextEncoder().encode(lines.slice(0, 2 * CHUNK + 3).join('\n') + '\n');
+      await gate;
+      yield new TextEncoder().encode(lines.slice(2 * CHUNK + 3).join('\n'));
+    }
+    const { job, done } = await imports.start(merchantId, 'operator', 'early.ndjson', upload());
+    await expect.poll(async () => (await service.storage.nextImportChunk(job.id))?.seq, { timeout: 5_000 }).toBe(1);
+    // Not staged yet: no run applies them until the whole file is checked.
+    expect(await service.storage.importJob(merchantId, job.id)).toMatchObject({ state: 'running', operations: null, products_applied: 0 });
+    open();
+    expect(await done).toEqual({ lines: PRODUCTS, upserted: PRODUCTS, deleted: 0 });
+    await expectApplied(job.id, 'E');
+  });
+
+  it('with a bad line after chunks were sent, applies nothing and leaves none of them', async () => {
+    const { imports } = aProcess();
+    const lines = file('B').trimEnd().split('\n');
+    lines[3 * CHUNK + 2] = '{"op":"upsert_product","product":{"ref":"B-bad","offers":"none"}}';
+    const { job, done } = await imports.start(merchantId, 'operator', 'bad.ndjson', `${lines.join('\n')}\n`);
+    await expect(done).rejects.toMatchObject({ status: 400 });
+    expect(await service.storage.importJob(merchantId, job.id)).toMatchObject({
+      state: 'failed',
+      error_code: 'invalid_body',
+      products_applied: 0,
+    });
+    expect(await service.storage.nextImportChunk(job.id)).toBeUndefined();
+    await expect(service.admin.productSource(merchantId, 'B-0')).rejects.toMatchObject({ status: 404 });
+  });
+});
+
 describe('an import whose process stopped while it checked the file', () => {
   const job = (fields: Partial<ImportJobRecord>) =>
     service.storage.insertImportJob({
@@ -179,6 +218,8 @@ describe('an import whose process stopped while it checked the file', () => {
 
   it('is ended as interrupted by the next look, with nothing applied; a staged or fresh one is not', async () => {
     const left = await job({});
+    // Its process had sent a chunk before it stopped: no run will apply it.
+    await service.storage.insertImportChunks(left.id, [{ seq: 1, operations: '[]' }]);
     const staged = await job({ operations: 45 });
     const fresh = await job({ updated_at: new Date().toISOString() });
     const { runs } = aProcess();
@@ -192,6 +233,7 @@ describe('an import whose process stopped while it checked the file', () => {
       products_applied: 0,
       finished_at: expect.any(String),
     });
+    expect(await service.storage.nextImportChunk(left.id)).toBeUndefined();
     // Staged: its run applies it (or resumes it); fresh: its process is checking it now.
     expect(await service.storage.importJob(merchantId, staged.id)).toMatchObject({ state: 'running', error_code: null });
     expect(await service.storage.importJob(merchantId, fresh.id)).toMatchObject({ state: 'running', error_code: null });

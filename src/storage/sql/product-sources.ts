@@ -55,12 +55,14 @@ export abstract class SqlProductSources<C extends SqlConnection = SqlConnection>
   }
 
   async productsAfter(merchantId: number, afterId: number, limit: number): Promise<ProductRecord[]> {
+    // In a write transaction the rows are locked (PostgreSQL), in id order, until it ends: a publish
+    // run's chunk writes payloads resolved from these sources, and an import committing a product
+    // meanwhile would otherwise have its new payload replaced by one resolved from the older source.
     return (
-      await this.c.rows('SELECT id, ref, source FROM products WHERE merchant_id = $1 AND id > $2 ORDER BY id LIMIT $3', [
-        merchantId,
-        afterId,
-        limit,
-      ])
+      await this.c.rows(
+        `SELECT id, ref, source FROM products WHERE merchant_id = $1 AND id > $2 ORDER BY id LIMIT $3${this.c.locksRows ? ' FOR NO KEY UPDATE' : ''}`,
+        [merchantId, afterId, limit],
+      )
     ).map(toProduct);
   }
 

@@ -9,6 +9,7 @@ import { afterAll, expect } from 'vitest';
 import { freePort, ServiceProcess } from '../faults/harness.js';
 import { onTestDatabase, scenarioIt } from '../faults/test-database.js';
 import { sample } from '../support/metrics.js';
+import { adminCalls } from '../support/admin-calls.js';
 
 const ADMIN_TOKEN = 'adm_connection_cap_test_token_01';
 const DESCRIPTOR_LIMIT = 200;
@@ -73,15 +74,7 @@ scenarioIt(
         'serve',
         { descriptorLimit: DESCRIPTOR_LIMIT },
       );
-      const admin = async (method: string, pathname: string, body?: unknown) => {
-        const response = await fetch(`${base}/admin/v1${pathname}`, {
-          method,
-          headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, 'Content-Type': 'application/json' },
-          body: body === undefined ? undefined : JSON.stringify(body),
-        });
-        if (!response.ok) throw new Error(`${method} ${pathname}: ${response.status} ${await response.text()}`);
-        return response.status === 204 ? undefined : response.json();
-      };
+      const admin = adminCalls(`${base}/admin/v1`, ADMIN_TOKEN);
       // A few merchants share the streams, so no cap per key or merchant is reached before the connection cap.
       const keys: string[] = [];
       for (let i = 0; i < MERCHANTS; i++) {

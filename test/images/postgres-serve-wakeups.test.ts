@@ -9,6 +9,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, ServiceProcess, until } from '../faults/harness.js';
 import { ImageServer } from '../support/image-server.js';
 import { freshDatabase, type FreshDatabase } from '../support/postgres.js';
+import { adminCalls } from '../support/admin-calls.js';
 
 const ADMIN_TOKEN = 'adm_serve_wakeups_test';
 let images: ImageServer;
@@ -66,15 +67,7 @@ describe("serve's serving thread on PostgreSQL", () => {
       30_000,
       () => service!.output,
     );
-    const admin = async (method: string, pathname: string, body?: unknown) => {
-      const response = await fetch(`${base}${pathname}`, {
-        method,
-        headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, 'Content-Type': 'application/json' },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
-      if (!response.ok) throw new Error(`${method} ${pathname}: ${response.status} ${await response.text()}`);
-      return response.status === 204 ? undefined : response.json();
-    };
+    const admin = adminCalls(base, ADMIN_TOKEN);
     const merchant = await admin('POST', '/admin/v1/merchants', { name: 'Wake-up Outfitters' });
     const scope = `/admin/v1/merchants/${merchant.id}`;
     await admin('PUT', `${scope}/stores/de`, { name: 'DE', locale: 'de-DE', currency: 'EUR' });

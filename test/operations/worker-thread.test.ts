@@ -15,6 +15,7 @@ import { freePort, ROOT, ServiceProcess, until } from '../faults/harness.js';
 import { ImageServer } from '../support/image-server.js';
 import { Receiver } from '../support/receiver.js';
 import { nodeArguments } from '../support/node-command.js';
+import { adminCalls } from '../support/admin-calls.js';
 
 const ADMIN_TOKEN = 'adm_worker_thread_test';
 let images: ImageServer;
@@ -63,15 +64,7 @@ async function startServe(
     10_000,
     () => service!.output,
   );
-  const admin = async (method: string, pathname: string, body?: unknown) => {
-    const response = await fetch(`${base}${pathname}`, {
-      method,
-      headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, 'Content-Type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    if (!response.ok) throw new Error(`${method} ${pathname}: ${response.status} ${await response.text()}`);
-    return response.status === 204 ? undefined : response.json();
-  };
+  const admin = adminCalls(base, ADMIN_TOKEN);
   return { base, admin };
 }
 

@@ -18,8 +18,30 @@ describe('several dispatchers on one database', () => {
   severalConnections.it('send every due delivery exactly once when they claim at the same time', async () => {
     // Small batches: many deliveries, so the two dispatchers' claims interleave. The endpoint takes
     // more at once than one dispatcher sends (per-endpoint concurrency counts both processes' leases).
-    world = await startWebhookWorld({ stores: ['de'], webhooks: { batchSize: 5, perEndpointConcurrency: 8, overallConcurrency: 4 } });
-    const receiver = await world.receiver();
+    // A claim another process is making is retried for up to a poll interval: long here, so a slow
+    // machine cannot turn the second dispatcher's first claim into "nothing due".
+    world = await startWebhookWorld({
+      stores: ['de'],
+      webhooks: { batchSize: 5, perEndpointConcurrency: 8, overallConcurrency: 4, pollIntervalMs: 30 * SECOND },
+    });
+    // The first 8 requests are answered only once all 8 are in: one dispatcher has at most 4 in
+    // flight (overallConcurrency), so both must be sending at once, however the machine schedules
+    // them (a first dispatcher answered at once could otherwise send all 40 before the second's
+    // first claim). After 20 s they are answered anyway, and the assertions below say what happened.
+    let arrived = 0;
+    let release = () => {};
+    const together = new Promise<void>((resolve) => {
+      release = resolve;
+      setTimeout(resolve, 20 * SECOND).unref();
+    });
+    const receiver = await world.receiver({
+      behaviour: () => {
+        arrived++;
+        if (arrived > 8) return { status: 200 };
+        if (arrived === 8) release();
+        return { status: 200, after: together };
+      },
+    });
     await world.register(receiver, { events: ['content'] });
     const imported = await importNdjson(
       world.service,

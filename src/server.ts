@@ -89,6 +89,7 @@ export async function startServer(service: Service, options: ServerOptions = {})
     connections,
     close: (graceMs = config.operations.shutdownGraceMs) => {
       lifecycle.shuttingDown = true;
+      lifecycle.closing = true;
       // The change feed's long-polls answer and its streams end now, not at the end of the grace period.
       service.liveFeed.close();
       return http.close(graceMs);

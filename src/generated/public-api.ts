@@ -1097,6 +1097,9 @@ export interface components {
          */
         BadRequest: {
             headers: {
+                Vary: components["headers"]["Vary"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
@@ -1110,6 +1113,7 @@ export interface components {
          */
         Unauthorized: {
             headers: {
+                Vary: components["headers"]["Vary"];
                 "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
@@ -1124,6 +1128,7 @@ export interface components {
          */
         Forbidden: {
             headers: {
+                Vary: components["headers"]["Vary"];
                 /** @description Always `Bearer error="insufficient_scope", scope="catalog:read"` (RFC 6750). */
                 "WWW-Authenticate": "Bearer error=\"insufficient_scope\", scope=\"catalog:read\"";
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1136,11 +1141,13 @@ export interface components {
         /**
          * @description The product is not in your merchant's catalog (code `not_found`), or the `store` slug is
          *     unknown or the store is inactive (code `store_not_found`). A product id of another merchant
-         *     answers exactly like an id that does not exist. On `GET /media/{key}`: no media file has that
-         *     key (code `not_found`).
+         *     answers exactly like an id that does not exist.
          */
         NotFound: {
             headers: {
+                Vary: components["headers"]["Vary"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
@@ -1157,6 +1164,7 @@ export interface components {
          */
         TooManyRequests: {
             headers: {
+                Vary: components["headers"]["Vary"];
                 "Retry-After": components["headers"]["Retry-After"];
                 "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                 RateLimit: components["headers"]["RateLimit"];
@@ -1168,15 +1176,65 @@ export interface components {
             };
         };
         /**
-         * @description This server is full for this kind of work (code `service_unavailable`): it holds as many exports
-         *     in flight, live change-feed connections, or bytes of exports waiting in temporary files as it
-         *     takes at once, over every merchant. It is not about your key or your merchant; wait the
-         *     `Retry-After` seconds and send the request again (another server behind the same address may
-         *     have room). A refused request is not counted against the rate limit's bucket.
+         * @description An unexpected error in the service (code `internal_error`): the answer says nothing of what
+         *     failed; the service logged it under this response's `X-Request-Id` (quote it when you report the
+         *     problem). Nothing was changed by a read; retry later, with backoff.
+         */
+        InternalError: {
+            headers: {
+                Vary: components["headers"]["Vary"];
+                "RateLimit-Policy": components["headers"]["RateLimit-PolicyWhenCounted"];
+                RateLimit: components["headers"]["RateLimitWhenCounted"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
+         * @description The server cannot take the request now (code `service_unavailable`); it is not about your key or
+         *     your merchant, and the key was not read. It is answered when the server:
+         *
+         *     - is shutting down, and the request came on a connection opened before: the answer closes the
+         *       connection (`Connection: close`); send the request again on a new one, which reaches another
+         *       server or this one restarted;
+         *     - holds its maximum of open connections (the operator's `CPS_MAX_CONNECTIONS`): the answer
+         *       closes the connection too.
+         *
+         *     Wait the `Retry-After` seconds and send the request again.
+         */
+        ServerUnavailable: {
+            headers: {
+                "Retry-After": components["headers"]["ServiceUnavailableRetry-After"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
+         * @description This server cannot take the request now (code `service_unavailable`); it is not about your key or
+         *     your merchant. Wait the `Retry-After` seconds and send the request again (another server behind
+         *     the same address may have room). It is answered when the server:
+         *
+         *     - holds as many exports in flight, live change-feed connections, or bytes of exports waiting in
+         *       temporary files as it takes at once, over every merchant (the request is not counted against
+         *       the rate limit's bucket, though it carries the bucket's state);
+         *     - holds its maximum of open connections (the operator's `CPS_MAX_CONNECTIONS`): retry on a new
+         *       connection;
+         *     - is shutting down, and the request came on a connection opened before: the answer closes the
+         *       connection (`Connection: close`); send the request again on a new one.
+         *
+         *     The last two are answered before the API key is read, without `RateLimit` headers.
          */
         ServiceUnavailable: {
             headers: {
-                "Retry-After": components["headers"]["Retry-After"];
+                "Retry-After": components["headers"]["ServiceUnavailableRetry-After"];
+                Vary: components["headers"]["VaryWhenCoded"];
+                "RateLimit-Policy": components["headers"]["RateLimit-PolicyWhenCounted"];
+                RateLimit: components["headers"]["RateLimitWhenCounted"];
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
@@ -1190,6 +1248,35 @@ export interface components {
          *     `GET /v1/products` and restart the feed (see the operation's description).
          */
         Gone: {
+            headers: {
+                Vary: components["headers"]["Vary"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
+         * @description No media file has that key, or the key is not of the form `{sha256}.{ext}` (code `not_found`).
+         *     Product payloads never point at such a URL.
+         */
+        MediaNotFound: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
+         * @description The image's file could not be read (code `internal_error`); the service logged why under this
+         *     response's `X-Request-Id`. Retry later.
+         */
+        MediaInternalError: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
@@ -1382,7 +1469,9 @@ export interface components {
          *     for HTTP" (draft-ietf-httpapi-ratelimit-headers-10): one policy named `default`, a token bucket
          *     of `q` requests that refills completely in `w` seconds (at `q`/`w` requests per second). With
          *     the default configuration: `"default";q=600;w=12`, that is 600 requests at once and 50 per
-         *     second sustained. The same on every response to an authenticated `/v1` request.
+         *     second sustained. Sent on every answer given once the key was read and its scope checked: every
+         *     `2xx` and `304`, `400`, `404`, `410`, `429`, and a `500` or `503` answered then; not on `401`
+         *     and `403`, answered before.
          */
         "RateLimit-Policy": string;
         /**
@@ -1411,6 +1500,25 @@ export interface components {
          */
         "Retry-After": number;
         /**
+         * @description The rate-limit policy of your API key, as `RateLimit-Policy` on the other answers: sent exactly
+         *     when `RateLimit` is (the request was counted against the key's bucket).
+         */
+        "RateLimit-PolicyWhenCounted": string;
+        /**
+         * @description The state of your API key's bucket, as `RateLimit` on the other answers: sent when the request
+         *     was counted against the bucket (a server that is full for exports or live connections refuses
+         *     it after counting, and gives the request back; a failure after the key was read), absent when
+         *     the server answered before reading the key (it is shutting down, or holds its maximum of
+         *     connections).
+         */
+        RateLimitWhenCounted: string;
+        /**
+         * @description Seconds to wait before sending the request again (RFC 9110 10.2.3): 1 while the server shuts
+         *     down, 10 at its maximum of connections, 5 to 10 at its maximum of live change-feed connections,
+         *     1 or 2 at its maximum of exports.
+         */
+        "ServiceUnavailableRetry-After": number;
+        /**
          * @description Strong entity tag of the export: a SHA-256 (base64url, 43 characters) of the snapshot's
          *     identity (the store and the position of the merchant's change feed it was read at) in double
          *     quotes, followed by `-gzip` or `-br` when the body is sent in that content coding. The same
@@ -1429,6 +1537,22 @@ export interface components {
          */
         "X-Next-Id": number;
         /**
+         * @description `Accept-Encoding` when the answer went through the service's content coding (every answer of
+         *     the API but those given before it: while the server shuts down, or at its maximum of
+         *     connections).
+         */
+        VaryWhenCoded: string;
+        /**
+         * @description `no-cache` on the event stream (`Accept: text/event-stream`), so that no cache keeps or replays
+         *     it; absent on the JSON window.
+         */
+        "EventStreamCache-Control": "no-cache";
+        /**
+         * @description `no` on the event stream (`Accept: text/event-stream`): a proxy that honours it (nginx) passes
+         *     each event on at once instead of buffering the stream; absent on the JSON window.
+         */
+        "X-Accel-Buffering": "no";
+        /**
          * @description Strong entity tag of the file: the SHA-256 hex of its bytes in double quotes, the same value as
          *     the first part of the key. Send it back in `If-None-Match` to revalidate.
          */
@@ -1438,6 +1562,13 @@ export interface components {
          *     never change and browsers, CDNs and proxies may cache it for a year without revalidating.
          */
         "Cache-Control": "public, max-age=31536000, immutable";
+        /**
+         * @description Should a browser open the file as a document, it runs nothing, loads nothing but the image and
+         *     is framed by no one.
+         */
+        "Content-Security-Policy": "default-src 'none'; img-src 'self'; style-src 'unsafe-inline'; sandbox; frame-ancestors 'none'";
+        /** @description Always `nosniff`: no browser takes the file for another type than the one sent. */
+        "X-Content-Type-Options": "nosniff";
         /** @description Size of the image in bytes (at most the mirroring size limit, 10 MiB by default). */
         "Content-Length": number;
     };
@@ -1525,6 +1656,8 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServerUnavailable"];
         };
     };
     exportProducts: {
@@ -1582,6 +1715,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -1636,6 +1770,8 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServerUnavailable"];
         };
     };
     listPrices: {
@@ -1678,6 +1814,8 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServerUnavailable"];
         };
     };
     listStores: {
@@ -1718,6 +1856,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServerUnavailable"];
         };
     };
     listChanges: {
@@ -1780,6 +1920,8 @@ export interface operations {
              */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["EventStreamCache-Control"];
+                    "X-Accel-Buffering": components["headers"]["X-Accel-Buffering"];
                     Vary: components["headers"]["Vary"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     RateLimit: components["headers"]["RateLimit"];
@@ -1797,6 +1939,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             410: components["responses"]["Gone"];
             429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -1833,6 +1976,8 @@ export interface operations {
                 headers: {
                     ETag: components["headers"]["ETag"];
                     "Cache-Control": components["headers"]["Cache-Control"];
+                    "Content-Security-Policy": components["headers"]["Content-Security-Policy"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                     "Content-Length": components["headers"]["Content-Length"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
@@ -1853,12 +1998,16 @@ export interface operations {
                 headers: {
                     ETag: components["headers"]["ETag"];
                     "Cache-Control": components["headers"]["Cache-Control"];
+                    "Content-Security-Policy": components["headers"]["Content-Security-Policy"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            404: components["responses"]["NotFound"];
+            404: components["responses"]["MediaNotFound"];
+            500: components["responses"]["MediaInternalError"];
+            503: components["responses"]["ServerUnavailable"];
         };
     };
     priceWebhook: {

@@ -12,6 +12,7 @@ import type { Service } from '../service.js';
 import { accessLog } from './access-log.js';
 import { answeredWith, answerHeaders } from './direct-answer.js';
 import { adminApi } from './admin-api.js';
+import { refuseWhenClosing } from './closing.js';
 import { CodedBodyCache } from './coded-body-cache.js';
 import { compression } from './compression.js';
 import { docsPages } from './docs.js';
@@ -50,6 +51,7 @@ export function createApp(service: Service, { docsDir, lifecycle = new Lifecycle
     if (answeredWith(c) === undefined) c.res.headers.set('Date', now().toUTCString());
   };
   app.use('*', dateHeader);
+  app.use('*', refuseWhenClosing(lifecycle));
 
   // JSON of the public API and the documents, coded when asked; media and the admin API are not.
   const codedBodies = config.compressionCacheBytes > 0 ? new CodedBodyCache(config.compressionCacheBytes, metrics) : undefined;

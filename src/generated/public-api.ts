@@ -1692,7 +1692,9 @@ export interface operations {
              * @description The store's products, one per line in `id` order, then the trailer line with the feed
              *     cursor of the snapshot. The body is NDJSON text; each line is a `ProductExportLine` (a
              *     `Product`, or the `ProductExportTrailer` last): the `contentSchema` of the body's string,
-             *     what OpenAPI 3.2 calls the `itemSchema` of a sequential media type.
+             *     what OpenAPI 3.2 calls the `itemSchema` of a sequential media type. Read it as text or as
+             *     a stream, never as one JSON value (a generated fetch client: `parseAs: 'text'` or
+             *     `'stream'`), and split it at each `\n`.
              */
             200: {
                 headers: {
@@ -1916,7 +1918,10 @@ export interface operations {
         responses: {
             /**
              * @description A window of changes (empty when caught up) and the cursor to continue from; with
-             *     `Accept: text/event-stream`, a stream of such windows as Server-Sent Events.
+             *     `Accept: text/event-stream`, a stream of such windows as Server-Sent Events. Both content
+             *     types are answers of this one operation: a generated client whose SDK function reads the
+             *     JSON window reads the stream with its Server-Sent Events support, each event's `data`
+             *     typed as this response's `ChangePage` (docs/client.md, "Generating your own client").
              */
             200: {
                 headers: {

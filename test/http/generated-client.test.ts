@@ -108,9 +108,7 @@ interface Integrator {
   catalog(baseUrl: string, apiKey: string): unknown;
   pagingSync(client: unknown, perPage: number): Promise<{ id: number }[]>;
   revalidate(client: unknown, id: number): Promise<{ first: number; again: number; title: string | null }>;
-  exportStore(
-    client: unknown,
-  ): Promise<{
+  exportStore(client: unknown): Promise<{
     products: { id: number }[];
     trailer: { store: string; count: number; next_since: string; next_id: number };
     contentType: string | null;

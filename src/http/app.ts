@@ -51,7 +51,8 @@ export function createApp(service: Service, { docsDir, lifecycle = new Lifecycle
     if (answeredWith(c) === undefined) c.res.headers.set('Date', now().toUTCString());
   };
   app.use('*', dateHeader);
-  app.use('*', refuseWhenClosing(lifecycle));
+  // The public API's paths only: the admin API and the panel are served until the grace period ends.
+  for (const path of ['/v1/*', '/media/*']) app.use(path, refuseWhenClosing(lifecycle));
 
   // JSON of the public API and the documents, coded when asked; media and the admin API are not.
   const codedBodies = config.compressionCacheBytes > 0 ? new CodedBodyCache(config.compressionCacheBytes, metrics) : undefined;

@@ -12,7 +12,7 @@ export type DatabaseProbe = Pick<CatalogStorage, 'ping' | 'missingMigrations'>;
 /** The process's lifecycle as the probes see it: set to shutting down on SIGTERM. */
 export class Lifecycle {
   shuttingDown = false;
-  /** The listener has stopped accepting: requests still arriving on open connections answer 503 (http/closing.ts). */
+  /** The listener has stopped accepting: public API requests still arriving on open connections answer 503 (http/closing.ts). */
   closing = false;
 }
 

@@ -1931,8 +1931,7 @@ export interface components {
              * @default null
              */
             stores: string[] | null;
-            /** @default [] */
-            allowed_origins: components["schemas"]["AllowedOrigins"];
+            allowed_origins?: components["schemas"]["AllowedOrigins"];
             /**
              * Format: date-time
              * @description When the key stops working (RFC 3339, in the future: a time already past answers `400

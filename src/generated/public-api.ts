@@ -1386,8 +1386,9 @@ export interface components {
          */
         CatalogETag: string;
         /**
-         * @description Always includes `Accept-Encoding`: the response may be gzip- or brotli-coded depending on that
-         *     request header, so caches keep one copy per coding.
+         * @description `Accept-Encoding, Origin`: the response may be gzip- or brotli-coded depending on that request
+         *     header, and may carry `Access-Control-Allow-Origin` depending on `Origin` (CORS: see
+         *     "Browsers"), so caches keep one copy per coding and origin.
          */
         Vary: string;
         /**

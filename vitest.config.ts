@@ -62,6 +62,8 @@ const NOT_QUICK = [
   'test/scale/**',
   'test/workflows.test.ts',
   'test/http/connection-cap.test.ts',
+  // Chromium and an esbuild bundle of the client.
+  'test/http/browser-feed.test.ts',
   'test/operations/backup-and-shutdown.test.ts',
   'test/operations/worker-thread.test.ts',
   'test/operations/worker-autogroup.test.ts',

@@ -7,6 +7,7 @@ import { SingleBar, Presets } from 'cli-progress';
 import {
   CreateApiKeyInputSchema,
   RollApiKeyInputSchema,
+  UpdateApiKeyInputSchema,
   CreateMerchantInputSchema,
   StoreInputSchema,
   WebhookEndpointInputSchema,
@@ -50,14 +51,17 @@ Commands:
   stores set --merchant ID --store SLUG --name N --locale L --currency C [--default] [--inactive] [--exclude-out-of-stock]
                                       create or replace a store (as PUT .../stores/{slug}: its products re-published)
   stores delete --merchant ID --store SLUG
-  keys create --merchant ID [--name N] [--scopes S,S] [--stores SLUG,SLUG] [--expires-at TIME]
+  keys create --merchant ID [--name N] [--scopes S,S] [--stores SLUG,SLUG] [--expires-at TIME] [--allowed-origins O,O]
                                       issue an API key (printed once); scopes of catalog:read (the default),
                                       catalog:write, webhooks:read, webhooks:write; stores: restrict it to those;
-                                      expires-at: when it stops working (RFC 3339; default never)
+                                      expires-at: when it stops working (RFC 3339; default never); allowed-origins:
+                                      the web origins whose browser pages may read with it (CORS; default none)
+  keys update --merchant ID --key ID [--name N] [--allowed-origins O,O]
+                                      rename a key or replace its allowed origins (--allowed-origins '' allows none)
   keys list --merchant ID             the merchant's API keys (prefix, name, created, revoked, expiry; never the key)
   keys revoke --merchant ID --key ID  revoke a key: it stops working at once
   keys roll --merchant ID --key ID [--expires-at TIME]
-                                      a new key with the same name, scopes and stores (printed once); the old one
+                                      a new key with the same name, scopes, stores and origins (printed once); the old one
                                       stops at TIME, up to 7 days later (RFC 3339; default now)
   users invite --merchant ID --email E [--role owner|member]
                                       a single-use panel invitation link (printed; valid 72 h)
@@ -134,6 +138,7 @@ async function main(argv: string[]): Promise<void> {
         scopes: { type: 'string' },
         stores: { type: 'string' },
         'expires-at': { type: 'string' },
+        'allowed-origins': { type: 'string' },
         endpoint: { type: 'string' },
         email: { type: 'string' },
         role: { type: 'string' },
@@ -184,13 +189,14 @@ async function main(argv: string[]): Promise<void> {
     } else if (command === 'keys' && rest[0] === 'create') {
       const merchantId = positiveInt(values.merchant, 'merchant');
       // As POST .../api-keys: comma-separated scopes (default catalog:read) and stores (default: every store).
-      const { name, scopes, stores, expires_at } = checked(CreateApiKeyInputSchema, {
+      const { name, scopes, stores, expires_at, allowed_origins } = checked(CreateApiKeyInputSchema, {
         name: values.name ?? 'cli',
         ...(values.scopes === undefined ? {} : { scopes: values.scopes.split(',') }),
         ...(values.stores === undefined ? {} : { stores: values.stores.split(',') }),
         ...(values['expires-at'] === undefined ? {} : { expires_at: values['expires-at'] }),
+        ...(values['allowed-origins'] === undefined ? {} : { allowed_origins: originList(values['allowed-origins']) }),
       });
-      const key = await admin.createApiKey(merchantId, name, CLI_OPERATOR, { scopes, stores, expires_at });
+      const key = await admin.createApiKey(merchantId, name, CLI_OPERATOR, { scopes, stores, expires_at, allowed_origins });
       console.log(values.json ? JSON.stringify(key) : `API key for merchant ${merchantId} (shown once): ${key.key}`);
     } else if (command === 'keys' && rest[0] === 'roll') {
       const merchantId = positiveInt(values.merchant, 'merchant');
@@ -322,6 +328,20 @@ async function setupCommand(
     }
     case 'keys list':
       return print((await admin.listApiKeys(merchantId())).map(({ merchant_id: _m, ...key }) => key));
+    case 'keys update': {
+      // As PATCH .../api-keys/{key_id}: only what is given changes.
+      const patch = checked(UpdateApiKeyInputSchema, {
+        ...(values.name === undefined ? {} : { name: values.name }),
+        ...(values['allowed-origins'] === undefined ? {} : { allowed_origins: originList(values['allowed-origins'] as string) }),
+      });
+      const { merchant_id: _m, ...key } = await admin.updateApiKey(
+        merchantId(),
+        positiveInt(values.key as string | undefined, 'key'),
+        patch,
+        CLI_OPERATOR,
+      );
+      return print(key);
+    }
     case 'keys revoke': {
       const id = merchantId();
       await admin.revokeApiKey(id, positiveInt(values.key as string | undefined, 'key'));
@@ -357,6 +377,9 @@ async function setupCommand(
 }
 
 /** The input as the admin document states it (the same checks as the admin API), or exit 2 naming each problem. */
+/** A comma-separated list of origins; an empty one lists none. */
+const originList = (text: string): string[] => text.split(',').filter((origin) => origin !== '');
+
 function checked<T>(
   schema: {
     safeParse(

@@ -157,6 +157,7 @@ function placed(s: z.output<typeof SETTINGS>) {
       heartbeatSeconds: s.CPS_FEED_HEARTBEAT_SECONDS,
       livePerKey: s.CPS_FEED_LIVE_PER_KEY,
       streamStallTimeoutMs: s.CPS_FEED_STALL_TIMEOUT_MS,
+      streamRetryMs: s.CPS_FEED_STREAM_RETRY_MS,
       livePerMerchant: s.CPS_FEED_LIVE_PER_MERCHANT,
       livePerProcess: s.CPS_FEED_LIVE_PER_PROCESS,
       livePollIntervalMs: s.CPS_FEED_LIVE_POLL_MS,

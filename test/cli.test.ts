@@ -152,6 +152,39 @@ describe('the command line', () => {
     expect((await publicGet('/v1/stores', next.key)).status).toBe(401);
   });
 
+  it("keys create --allowed-origins lists a key's browser origins; keys update replaces them (or, with '', removes them) and renames it; a path is refused", async () => {
+    const created = await cli(
+      'keys',
+      'create',
+      '--merchant',
+      '1',
+      '--name',
+      'pages',
+      '--allowed-origins',
+      'https://shop.example.com',
+      '--json',
+      '--db',
+      db,
+    );
+    expect(created.code, created.stderr).toBe(0);
+    const key = JSON.parse(created.stdout);
+    expect(key.allowed_origins).toEqual(['https://shop.example.com']);
+    const update = (...args: string[]) => cli('keys', 'update', '--merchant', '1', '--key', String(key.id), ...args, '--json', '--db', db);
+    const moved = await update('--allowed-origins', 'https://shop.example.com,http://localhost:5173', '--name', 'shop pages');
+    expect(moved.code, moved.stderr).toBe(0);
+    expect(JSON.parse(moved.stdout)).toMatchObject({
+      id: key.id,
+      name: 'shop pages',
+      allowed_origins: ['https://shop.example.com', 'http://localhost:5173'],
+    });
+    expect(JSON.parse(moved.stdout).key).toBeUndefined();
+    const none = await update('--allowed-origins', '');
+    expect(JSON.parse(none.stdout)).toMatchObject({ name: 'shop pages', allowed_origins: [] });
+    const refused = await update('--allowed-origins', 'https://shop.example.com/');
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toMatch(/allowed.origins/);
+  });
+
   it('keys create for an unknown merchant exits non-zero and issues nothing', async () => {
     const result = await cli('keys', 'create', '--merchant', '99', '--db', db);
     expect(result.code).not.toBe(0);

@@ -63,6 +63,7 @@ const EVERY_VARIABLE = {
   CPS_FEED_HEARTBEAT_SECONDS: '300',
   CPS_FEED_LIVE_PER_KEY: '29',
   CPS_FEED_STALL_TIMEOUT_MS: '4500',
+  CPS_FEED_STREAM_RETRY_MS: '2500',
   CPS_FEED_LIVE_PER_MERCHANT: '31',
   CPS_FEED_LIVE_PER_PROCESS: '37',
   CPS_UNSENT_BYTES_MAX: '4096',
@@ -268,6 +269,7 @@ describe('configuration', () => {
         heartbeatSeconds: 15,
         livePerKey: 20,
         streamStallTimeoutMs: 60000,
+        streamRetryMs: 5000,
         livePerMerchant: 100,
         livePerProcess: 1000,
         livePollIntervalMs: 1000,
@@ -410,6 +412,7 @@ describe('configuration', () => {
         heartbeatSeconds: 300,
         livePerKey: 29,
         streamStallTimeoutMs: 4500,
+        streamRetryMs: 2500,
         livePerMerchant: 31,
         livePerProcess: 37,
         livePollIntervalMs: 50,
@@ -450,8 +453,8 @@ describe('every setting refuses what it does not accept, the same way', () => {
     accepts: SETTING_DOCS.get(schema)?.accepts as Accepts,
   }));
 
-  it('declares what each of the 122 settings accepts', () => {
-    expect(settings).toHaveLength(122);
+  it('declares what each of the 123 settings accepts', () => {
+    expect(settings).toHaveLength(123);
     expect(settings.filter(({ accepts }) => !accepts)).toEqual([]);
   });
 

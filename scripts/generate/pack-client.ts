@@ -16,6 +16,8 @@ const run = promisify(execFile);
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 export const CLIENT_PACKAGE = 'catalog-publishing-client';
+/** The package's README, as npm shows it: install, every helper with an example, the cursor, errors. */
+export const CLIENT_README = 'src/client/README.md';
 /** The package's entry points: the read client, the admin client for merchants' systems, and the receiver kit (Node: node:crypto). */
 const ENTRY_POINTS = { '.': 'src/client/index', './admin': 'src/client/admin', './webhooks': 'src/client/webhooks' } as const;
 
@@ -88,18 +90,8 @@ export async function packClient(outDir: string): Promise<string> {
         2,
       )}\n`,
     );
-    fs.writeFileSync(
-      path.join(packageDir, 'README.md'),
-      [
-        `# ${CLIENT_PACKAGE}`,
-        '',
-        "The typed client (`import … from 'catalog-publishing-client'`), the admin client for merchants' systems",
-        "(`import … from 'catalog-publishing-client/admin'`) and the webhook receiver kit",
-        "(`import … from 'catalog-publishing-client/webhooks'`) of the Catalog Publishing Service.",
-        'Usage: docs/client.md ("Typed client") and docs/admin-client.md in the service\'s repository; the API reference: `/docs` on your deployment.',
-        '',
-      ].join('\n'),
-    );
+    // What npm shows for the package: written by hand beside the client's code (test/client/package.test.ts holds it to the exports).
+    fs.copyFileSync(path.join(root, CLIENT_README), path.join(packageDir, 'README.md'));
 
     fs.mkdirSync(outDir, { recursive: true });
     const { stdout } = await run('npm', ['pack', '--pack-destination', path.resolve(outDir), '--json'], { cwd: packageDir });

@@ -26,7 +26,7 @@ type Verbs<Noun extends string, Verb extends string> = `${Noun}.${Verb}`;
 /** Every action the audit log records (AuditEntry.action in openapi/admin describes them). */
 export type AuditAction =
   | Verbs<'merchant', 'create' | 'update'>
-  | Verbs<'api_key', 'create' | 'revoke' | 'roll'>
+  | Verbs<'api_key', 'create' | 'update' | 'revoke' | 'roll'>
   | Verbs<
       'store' | 'customer_group' | 'exchange_rate' | 'pricing_rule' | 'supplier' | 'attribute' | 'product',
       'create' | 'update' | 'delete'

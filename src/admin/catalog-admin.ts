@@ -30,7 +30,7 @@ import { scopeToMerchant } from '../storage/merchant-scope.js';
 import type { CatalogStorage, StorageOperations, StorageTx } from '../storage/port.js';
 import { MerchantApiKeys, type ActiveApiKeys, type ApiKeyGrant } from '../tenancy/api-keys.js';
 import { Merchants } from '../tenancy/merchants.js';
-import type { MerchantRecord } from '../tenancy/model.js';
+import type { ApiKeyPatch, MerchantRecord } from '../tenancy/model.js';
 import { OPERATOR, type Actor } from './audit.js';
 
 export class CatalogAdmin {
@@ -53,8 +53,8 @@ export class CatalogAdmin {
     readonly storage: CatalogStorage,
     readonly now: () => Date = () => new Date(),
     publishChunk = 500,
-    /** This process's API keys (http auth, open streams): a revoked key is forgotten, and its streams ended, at once. */
-    rememberedApiKeys?: Pick<ActiveApiKeys, 'forget'>,
+    /** This process's API keys (http auth, open streams): a revoked key is forgotten, and its streams ended, at once; a changed one read again. */
+    rememberedApiKeys?: Pick<ActiveApiKeys, 'forget' | 'changed'>,
     publishRunLeaseMs?: number,
     /** The bounds of one product's source (configuration: `config.limits`). */
     readonly productLimits: ProductLimits = DEFAULT_PRODUCT_LIMITS,
@@ -99,6 +99,9 @@ export class CatalogAdmin {
   }
   createApiKey(merchantId: number, name: string, actor: Actor = OPERATOR, grant: ApiKeyGrant = {}) {
     return this.apiKeys.create(merchantId, name, actor, grant);
+  }
+  updateApiKey(merchantId: number, keyId: number, patch: ApiKeyPatch, actor: Actor = OPERATOR) {
+    return this.apiKeys.update(merchantId, keyId, patch, actor);
   }
   revokeApiKey(merchantId: number, keyId: number, actor: Actor = OPERATOR) {
     return this.apiKeys.revoke(merchantId, keyId, actor);

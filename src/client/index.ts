@@ -1,7 +1,8 @@
 // The published typed client (spec 4.1-4.4, 5), one entry point that only re-exports:
 // catalog-client.ts (openapi-fetch typed on the public document, an auth middleware, waiting out
 // rate limits: 429 + Retry-After), small helpers over it (reads.ts: stores and products;
-// export.ts: a store's snapshot export; changes.ts: the change feed and a replica kept by it),
+// export.ts: a store's snapshot export; changes.ts: the change feed and a replica kept by it;
+// change-stream.ts: the feed as a stream read with fetch, for browsers),
 // errors.ts, and types.ts (the document's types every module shares, so that none imports this
 // one). Imports only types from the generated document, the openapi-fetch runtime and the
 // runtime-neutral src/shared/time.ts, never server code.
@@ -35,6 +36,7 @@ export {
   type StoreReplica,
   type SyncStoreOptions,
 } from './changes.js';
+export { streamChanges, type StreamChangesOptions } from './change-stream.js';
 export type {
   Attribute,
   CatalogClient,

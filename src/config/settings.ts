@@ -379,6 +379,13 @@ export const SETTINGS = z.object({
     description:
       'a change-feed stream (`Accept: text/event-stream`) with nothing to send for this long sends a comment line, so proxies keep it open',
   }),
+  CPS_FEED_STREAM_RETRY_MS: integer({
+    default: 5000,
+    min: 100,
+    max: 3_600_000,
+    description:
+      "the `retry:` a change-feed stream sends when it opens: how long a client (`EventSource`, the client package's `streamChanges`) waits before reconnecting once the stream ends, with the last event's `id` as `Last-Event-ID`",
+  }),
   CPS_FEED_STALL_TIMEOUT_MS: integer({
     default: 60_000,
     min: 100,

@@ -130,7 +130,16 @@ export interface paths {
         delete: operations["revokeApiKey"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Update an API key
+         * @description Changes the fields present in the body (`name`, `allowed_origins`) and leaves the others as
+         *     they are; the key's secret, scopes, stores and expiry stay. `allowed_origins` replaces the
+         *     list of web origins whose browser pages may read the public API with this key (CORS: the
+         *     public document's "Browsers" section); `[]` allows none again. The change is audited, and
+         *     takes effect in every serving process within `CPS_API_KEY_CACHE_MS` (at once in the process
+         *     that answered). A key id of another merchant answers `404`.
+         */
+        patch: operations["updateApiKey"];
         trace?: never;
     };
     "/admin/v1/merchants/{merchant_id}/api-keys/{key_id}/roll": {
@@ -156,7 +165,7 @@ export interface paths {
         /**
          * Roll an API key
          * @description Replaces a key's secret without downtime, as Stripe's "roll key" does: issues a **new key
-         *     record** (a new `id` and `prefix`, the same `name`, `scopes` and `stores`, `rolled_from` set to
+         *     record** (a new `id` and `prefix`, the same `name`, `scopes`, `stores` and `allowed_origins`, `rolled_from` set to
          *     the old key's id) and sets the old key's `expires_at` to the time given, from now up to 7 days
          *     later (default: now). Until then both keys work, so the integration can switch at its own
          *     pace; from then on the old key answers `401` and its open change streams and long-polls end.
@@ -1817,6 +1826,20 @@ export interface components {
          * @enum {string}
          */
         ApiKeyScope: "catalog:read" | "catalog:write" | "webhooks:read" | "webhooks:write";
+        /**
+         * @description The web origins whose browser pages may read the public API with this key (CORS): each exactly
+         *     as a browser sends it in `Origin`, the scheme, the host in lower case and the port only when it
+         *     is not the scheme's default (`https://shop.example.com`, `http://localhost:5173`), no path, no
+         *     trailing slash, no wildcard; anything else answers `400 invalid_body` naming it. Empty (the
+         *     default): no browser page may read with the key. A key's origins restrict browsers only: any
+         *     program that is not a browser can send any `Origin`, so a key used in a browser page is public
+         *     to whoever opens it. Give such a page a key of its own with `catalog:read` alone and the stores
+         *     the page shows. Changes reach every serving process within `CPS_API_KEY_CACHE_MS`.
+         * @example [
+         *       "https://shop.example.com"
+         *     ]
+         */
+        AllowedOrigins: string[];
         /** @description A merchant API key as listed. The secret key itself is never returned again. */
         ApiKey: {
             /**
@@ -1849,6 +1872,7 @@ export interface components {
              * @example null
              */
             stores: string[] | null;
+            allowed_origins: components["schemas"]["AllowedOrigins"];
             /**
              * Format: date-time
              * @description When the key was issued.
@@ -1907,6 +1931,7 @@ export interface components {
              * @default null
              */
             stores: string[] | null;
+            allowed_origins?: components["schemas"]["AllowedOrigins"];
             /**
              * Format: date-time
              * @description When the key stops working (RFC 3339, in the future: a time already past answers `400
@@ -1942,6 +1967,7 @@ export interface components {
              * @example null
              */
             stores: string[] | null;
+            allowed_origins: components["schemas"]["AllowedOrigins"];
             /**
              * Format: date-time
              * @description When the key was issued.
@@ -1975,6 +2001,15 @@ export interface components {
              *     `Authorization: Bearer <key>` on the public API. Shown once; store it securely.
              */
             key: string;
+        };
+        /**
+         * @description What changes on the key: only the fields present; an empty object changes nothing. The key's
+         *     secret, scopes and stores never change (issue a new key, or roll it, for those).
+         */
+        UpdateApiKeyInput: {
+            /** @description A new label for the key. */
+            name?: string;
+            allowed_origins?: components["schemas"]["AllowedOrigins"];
         };
         /** @description How long the rolled key's old secret keeps working. */
         RollApiKeyInput: {
@@ -2171,7 +2206,7 @@ export interface components {
              *     | noun | verbs |
              *     |---|---|
              *     | `merchant` | `create`, `update` |
-             *     | `api_key` | `create`, `revoke`, `roll` (the old key, the key it was rolled into, and when the old one expires) |
+             *     | `api_key` | `create`, `update` (its name or allowed origins), `revoke`, `roll` (the old key, the key it was rolled into, and when the old one expires) |
              *     | `store`, `customer_group`, `exchange_rate`, `pricing_rule`, `supplier`, `attribute`, `product` | `create`, `update`, `delete` (a `PUT` is a `create` or an `update`, as it was) |
              *     | `import` | `start` (one entry per import, whatever it applies; the import job tells its outcome) |
              *     | `image` | `retry_dead` |
@@ -4195,6 +4230,12 @@ export interface components {
                 "application/json": components["schemas"]["CreateApiKeyInput"];
             };
         };
+        /** @description The fields of the key to change. */
+        UpdateApiKey: {
+            content: {
+                "application/json": components["schemas"]["UpdateApiKeyInput"];
+            };
+        };
         /** @description Optional: when the old key stops working. Without a body (or with `{}`) it stops at once. */
         RollApiKey: {
             content: {
@@ -4697,6 +4738,80 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["IdempotencyKeyInUse"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+        };
+    };
+    updateApiKey: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this write safe, as Stripe's idempotency keys do: send a fresh random key (a
+                 *     UUID v4) with each new write, and the same key with each retry of it.
+                 *
+                 *     - The first request with a key runs, and its answer (status, body and headers) is kept with the
+                 *       key and a hash of the request (method, path and body) for `CPS_IDEMPOTENCY_HOURS` (24 by
+                 *       default). Keys are per credential: the admin token's keys are its own.
+                 *     - The same key with the same request within that time answers the kept answer again, with
+                 *       `Idempotent-Replayed: true`, without doing the work again (nothing is created or changed twice,
+                 *       and nothing is audited twice).
+                 *     - The same key with a different request (another method, path or body) answers
+                 *       `422 idempotency_key_reused`, and does nothing.
+                 *     - While the first request with the key is still running, another with it answers
+                 *       `409 idempotency_key_in_use`: retry after a moment.
+                 *     - Every answer the operation gave is kept, errors below 500 included (a `404`, a `409`, a `400`
+                 *       from the validation of the body), as Stripe keeps them: the retry gets the same error. Answers
+                 *       of `500` and above are not kept: a retry does the work. Nor are the answers given before the
+                 *       key is read (`401`, `413`, a body that is not well-formed UTF-8 JSON text), nor an import
+                 *       whose file was not read to its end: no key is taken then.
+                 *     - The answer commits in the same transaction as the write (the transaction of the request's
+                 *       last write waits for it), so a service stopped at any moment has either applied nothing (the
+                 *       retry does the work) or applied the write and kept its answer (the retry replays it). An
+                 *       operation whose work spans several transactions (an import, a re-publish of the whole catalog)
+                 *       marks the key in each: should the service stop after one of them committed and before the
+                 *       answer, the retry answers `409 conflict` rather than apply anything twice (docs/admin.md).
+                 *
+                 *     A key is 1 to 255 characters; a longer one answers `400 invalid_parameter`. Without the header
+                 *     the write runs as always.
+                 * @example 5f0c7a0e-3b7d-4a55-9f1e-2c8d1b6e4a90
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description Id of the merchant. A non-integer answers `400 invalid_parameter`; an unknown id `404`.
+                 * @example 1
+                 */
+                merchant_id: components["parameters"]["MerchantId"];
+                /**
+                 * @description Id of the API key (from the creation response or the key listing).
+                 * @example 7
+                 */
+                key_id: components["parameters"]["KeyId"];
+            };
+            cookie?: never;
+        };
+        requestBody: components["requestBodies"]["UpdateApiKey"];
+        responses: {
+            /** @description The key as it now is (without its secret). */
+            200: {
+                headers: {
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKey"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyKeyInUse"];
+            413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
         };

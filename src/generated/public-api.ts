@@ -337,8 +337,8 @@ export interface paths {
          *       soon as a change is recorded, or the empty window with the cursor you sent once the time is
          *       up (or when the service shuts down). Then send the next request with the cursor it returned.
          *       When changes already follow the cursor, it answers at once, as without `wait`.
-         *     - **Stream**: send `Accept: text/event-stream` (Server-Sent Events; `EventSource` in
-         *       browsers does; an `Accept` that lists `application/json` as high gets the JSON window). The response is a stream of events, one per non-empty window, in order: each
+         *     - **Stream**: send `Accept: text/event-stream` (Server-Sent Events; an `Accept` that lists
+         *       `application/json` as high gets the JSON window). The response is a stream of events, one per non-empty window, in order: each
          *       event's `id` is the cursor after its window, `{next_since}/{next_id}`, and its `data` the
          *       window as the JSON response would carry it (`changes`, `next_since`, `next_id`, `store`).
          *       The stream starts after `since`/`since_id` (or at the beginning of the retained history),
@@ -348,12 +348,25 @@ export interface paths {
          *       behind is sent the windows other streams of the store were already sent, from the part
          *       after its cursor on, so that one read serves them all. Lines
          *       starting with `:` are comments: one when the stream opens, and a heartbeat after 15 seconds
-         *       (by default) without an event, so that proxies keep the connection open. To resume after a
-         *       disconnect, send the last event's `id` as `Last-Event-ID` (`EventSource` does it by
-         *       itself): the stream continues exactly after that window. A bad cursor, store or
+         *       (by default) without an event, so that proxies keep the connection open. The stream opens
+         *       with `retry: 5000` (by default; the operator may configure another time): how many
+         *       milliseconds a client waits before it reconnects once the stream ends. To resume after a
+         *       disconnect, reconnect after that time and send the last event's `id` as `Last-Event-ID`:
+         *       the stream continues exactly after that window, nothing missed and nothing sent twice.
+         *       An SSE client that can send headers (Node's `eventsource` package, the client package's
+         *       `streamChanges`) does both by itself. A bad cursor, store or
          *       `Last-Event-ID` answers its error before the stream starts; the service ends streams when
          *       it shuts down (reconnect with `Last-Event-ID`), and a stream that cannot go on (its cursor
          *       expired meanwhile) ends too, so the reconnect answers the error.
+         *
+         *     **In a browser.** A browser's `EventSource` cannot send `Authorization`, and the API key is
+         *     never read from the URL (a key in the query string answers 401, and would end up in logs and
+         *     browser histories): `EventSource` cannot follow this feed. Read the stream with `fetch`
+         *     instead, which sends the header and streams the response body: the client package's
+         *     `streamChanges` does it, parses the events and reconnects with `Last-Event-ID` after the
+         *     stream's `retry:` (tested in Chromium). The page's origin must be one the key lists
+         *     (`allowed_origins`, see "Browsers" in the API description); a long-poll (`wait=N`) works from
+         *     a page the same way.
          *
          *     **When the API key is revoked.** Its open streams end (the body closes; reconnecting answers
          *     401) and its waiting long-polls answer 401 with code `unauthorized` instead of a window: on
@@ -1383,8 +1396,8 @@ export interface components {
         WaitParam: number;
         /**
          * @description The cursor to resume a stream (`Accept: text/event-stream`) from: the `id` of the last event
-         *     you received, `{next_since}/{next_id}` of its window. `EventSource` sends it by itself when it
-         *     reconnects. It takes precedence over `since` and `since_id`, and resumes exactly after that
+         *     you received, `{next_since}/{next_id}` of its window. An SSE client sends it by itself when it
+         *     reconnects (after the stream's `retry:`). It takes precedence over `since` and `since_id`, and resumes exactly after that
          *     window, like sending its `next_since` and `next_id` as `since` and `since_id`. It is read
          *     by the same parser as they are: the part before the slash must be a real UTC date-time in
          *     whole seconds (`YYYY-MM-DDThh:mm:ssZ`, hours 00-23, a day the month has, so `2025-02-29`,
@@ -1460,8 +1473,9 @@ export interface components {
          */
         CatalogETag: string;
         /**
-         * @description Always includes `Accept-Encoding`: the response may be gzip- or brotli-coded depending on that
-         *     request header, so caches keep one copy per coding.
+         * @description `Accept-Encoding, Origin`: the response may be gzip- or brotli-coded depending on that request
+         *     header, and may carry `Access-Control-Allow-Origin` depending on `Origin` (CORS: see
+         *     "Browsers"), so caches keep one copy per coding and origin.
          */
         Vary: string;
         /**
@@ -1900,8 +1914,8 @@ export interface operations {
             header?: {
                 /**
                  * @description The cursor to resume a stream (`Accept: text/event-stream`) from: the `id` of the last event
-                 *     you received, `{next_since}/{next_id}` of its window. `EventSource` sends it by itself when it
-                 *     reconnects. It takes precedence over `since` and `since_id`, and resumes exactly after that
+                 *     you received, `{next_since}/{next_id}` of its window. An SSE client sends it by itself when it
+                 *     reconnects (after the stream's `retry:`). It takes precedence over `since` and `since_id`, and resumes exactly after that
                  *     window, like sending its `next_since` and `next_id` as `since` and `since_id`. It is read
                  *     by the same parser as they are: the part before the slash must be a real UTC date-time in
                  *     whole seconds (`YYYY-MM-DDThh:mm:ssZ`, hours 00-23, a day the month has, so `2025-02-29`,

@@ -113,13 +113,18 @@ export function adminApi({
   );
   route(routes.listApiKeys, async (c) => c.json({ data: (await admin.listApiKeys(c.req.valid('param').merchant_id)).map(apiKey) }, 200));
   route(routes.createApiKey, async (c) => {
-    const { name, scopes, stores, expires_at } = c.req.valid('json');
+    const { name, scopes, stores, expires_at, allowed_origins } = c.req.valid('json');
     const { key, ...record } = await admin.createApiKey(c.req.valid('param').merchant_id, name, actorOf(c.var.credential), {
       scopes,
       stores,
       expires_at,
+      allowed_origins,
     });
     return c.json({ ...apiKey(record), key }, 201);
+  });
+  route(routes.updateApiKey, async (c) => {
+    const { merchant_id, key_id } = c.req.valid('param');
+    return c.json(apiKey(await admin.updateApiKey(merchant_id, key_id, c.req.valid('json'), actorOf(c.var.credential))), 200);
   });
   route(routes.rollApiKey, async (c) => {
     const { merchant_id, key_id } = c.req.valid('param');

@@ -13,6 +13,8 @@ import { accessLog } from './access-log.js';
 import { answeredWith, answerHeaders } from './direct-answer.js';
 import { adminApi } from './admin-api.js';
 import { refuseWhenClosing } from './closing.js';
+
+import { browserPreflight } from './browser-cors.js';
 import { CodedBodyCache } from './coded-body-cache.js';
 import { compression } from './compression.js';
 import { docsPages } from './docs.js';
@@ -63,6 +65,8 @@ export function createApp(service: Service, { docsDir, lifecycle = new Lifecycle
   app.get('/admin/openapi.json', (c) => c.body(adminJson, 200, { 'Content-Type': 'application/json' }));
   app.route('/', docsPages(docsDir));
 
+  // Browsers (CORS): preflights answered before any key is asked for; Vary: Origin on every answer.
+  app.use('/v1/*', browserPreflight(service.apiKeys));
   app.route(
     '/',
     publicApi(service, {

@@ -5,6 +5,7 @@
 import { timingSafeEqual, createHash } from 'node:crypto';
 import type { Context, MiddlewareHandler } from 'hono';
 import type { AuthFailureThrottle } from './auth-failures.js';
+import { keyAllowsOrigin } from './browser-cors.js';
 import type { ApiKeyUses } from '../tenancy/api-key-uses.js';
 import type { ActiveApiKeys } from '../tenancy/api-keys.js';
 import { ProblemError } from '../shared/problem.js';
@@ -15,7 +16,9 @@ import type { ActiveApiKeyRecord } from '../tenancy/model.js';
  * The merchant whose catalog the request reads, the API key it came with (rate limits are per
  * key), and the key as a credential (its scopes and stores).
  */
-export type PublicEnv = { Variables: { merchantId: number; apiKeyId: number; credential: KeyCredential } };
+export type PublicEnv = {
+  Variables: { merchantId: number; apiKeyId: number; credential: KeyCredential; allowedOrigins?: readonly string[] };
+};
 
 /** The credential an admin request acts as: the operator (admin token) or a merchant API key. */
 export type AdminEnv = { Variables: { credential: Credential } };
@@ -66,6 +69,7 @@ export function apiKeyAuth(apiKeys: Pick<ActiveApiKeys, 'find'>, uses?: Pick<Api
     const found = await apiKeys.find(key);
     if (!found) throw invalidApiKey();
     uses?.used(found.id);
+    keyAllowsOrigin(c, found.allowed_origins);
     if (!grants(found.scopes, 'catalog:read')) throw insufficientScope('catalog:read');
     c.set('merchantId', found.merchant_id);
     c.set('apiKeyId', found.id);

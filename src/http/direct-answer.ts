@@ -24,7 +24,8 @@ export type DirectAnswerEnv = { Variables: { answerHeaders?: Record<string, stri
 export function answerHeader(c: Context, name: string, value: string): void {
   let headers = c.get('answerHeaders') as Record<string, string> | undefined;
   if (!headers) c.set('answerHeaders', (headers = {}));
-  headers[name] = value;
+  // Two middlewares may each vary the answer on a header of theirs (Accept-Encoding, Origin).
+  headers[name] = name === 'Vary' && headers.Vary ? `${headers.Vary}, ${value}` : value;
 }
 
 /**

@@ -1,6 +1,7 @@
 // The change feed as Server-Sent Events (openapi/paths/v1_changes.yaml, "Waiting for
 // the next change"): `Accept: text/event-stream` turns `GET /v1/changes` into a stream of its
-// windows, each an event whose `id` is the cursor after it, resumed exactly by `Last-Event-ID`.
+// windows, each an event whose `id` is the cursor after it, resumed exactly by `Last-Event-ID`
+// (after the `retry:` the stream opens with).
 // The windows come from the domain's LiveStream (changes/live.ts); this module only frames them,
 // sends heartbeats as comments, and takes a rate-limit token for every event after the first.
 import type { ServerResponse } from 'node:http';
@@ -15,7 +16,8 @@ import type { TokenBucketLimiter } from './rate-limit.js';
 import { closeNonReader, unsentRoom } from './unsent-bytes.js';
 
 const encoder = new TextEncoder();
-const OPENED = encoder.encode(': connected\n\n');
+/** The stream's first bytes: a comment, and how long a client waits before it reconnects (CPS_FEED_STREAM_RETRY_MS). */
+const opened = (retryMs: number) => encoder.encode(`: connected\nretry: ${retryMs}\n\n`);
 const HEARTBEAT = encoder.encode(': heartbeat\n\n');
 
 /**
@@ -93,7 +95,12 @@ export interface EventStreamOptions {
   unsent?: { outgoing: ServerResponse | undefined; max: number; stallMs?: number };
   /** The stream's hold on its key (tenancy/held-api-keys.ts): the body ends once the key is revoked, and lets go when it ends. */
   hold?: KeyHold;
+  /** The `retry:` sent first (CPS_FEED_STREAM_RETRY_MS): how long a client waits to reconnect once the stream ends. */
+  retryMs?: number;
 }
+
+/** CPS_FEED_STREAM_RETRY_MS's default. */
+export const STREAM_RETRY_MS = 5000;
 
 /**
  * The response body: a comment at once (the headers go out with it), then each window of the
@@ -103,7 +110,7 @@ export interface EventStreamOptions {
  */
 export function changeEventStream(
   stream: LiveStream,
-  { limiter, keyId, log, unsent, hold }: EventStreamOptions,
+  { limiter, keyId, log, unsent, hold, retryMs = STREAM_RETRY_MS }: EventStreamOptions,
 ): ReadableStream<Uint8Array> {
   let first = true;
   /** Aborted once the body ends or the client cancels it: nothing is enqueued after that. */
@@ -131,7 +138,7 @@ export function changeEventStream(
   };
   return new ReadableStream<Uint8Array>({
     start(controller) {
-      controller.enqueue(OPENED);
+      controller.enqueue(opened(retryMs));
       if (unsent?.outgoing && unsent.stallMs !== undefined) {
         const outgoing = unsent.outgoing;
         unwatch = watchForStall(outgoing, unsent.stallMs, () => {

@@ -150,6 +150,7 @@ export function publicApi(
         log: service.logger,
         unsent: { outgoing, max: service.config.unsentBytesMax, stallMs: service.config.changes.streamStallTimeoutMs },
         hold,
+        retryMs: service.config.changes.streamRetryMs,
       });
       return c.body(body, 200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', 'X-Accel-Buffering': 'no' });
     }

@@ -18,6 +18,7 @@ export const MERCHANT_KEYED = [
   'updateMerchant',
   'listApiKeys',
   'countActiveApiKeys',
+  'updateApiKey',
   'revokeApiKey',
   'expireApiKey',
   'listStores',

@@ -34,7 +34,7 @@ import type {
   PublishedWindowRead,
   StorePageRead,
 } from './records.js';
-import type { ActiveApiKeyRecord, ApiKeyRecord, MerchantRecord, NewApiKey } from '../tenancy/model.js';
+import type { ActiveApiKeyRecord, ApiKeyPatch, ApiKeyRecord, MerchantRecord, NewApiKey } from '../tenancy/model.js';
 import type {
   AttemptRecord,
   ClaimedDelivery,
@@ -93,6 +93,8 @@ export interface TenancyStore {
   listApiKeys(merchantId: number): Promise<ApiKeyRecord[]>;
   /** The merchant's keys neither revoked nor expired at `at`; in a write transaction it serializes with other writes counting them (the merchant's row locked). */
   countActiveApiKeys(merchantId: number, at: string): Promise<number>;
+  /** Changes the fields of the patch on the merchant's key; undefined when it has no such key. */
+  updateApiKey(merchantId: number, keyId: number, patch: ApiKeyPatch): Promise<ApiKeyRecord | undefined>;
   revokeApiKey(merchantId: number, keyId: number, at: string): Promise<boolean>;
   /** Makes an unrevoked key expire at `at`, unless it expires sooner; whether the key was changed. */
   expireApiKey(merchantId: number, keyId: number, at: string): Promise<boolean>;
@@ -106,6 +108,8 @@ export interface TenancyStore {
   findActiveApiKey(keyHash: Buffer): Promise<(ActiveApiKeyRecord & { key_hash: Buffer }) | undefined>;
   /** Of these key ids, the keys that exist, are not revoked and not expired at `at` (the re-check of the keys open streams and long-polls hold). */
   activeApiKeyIds(keyIds: readonly number[], at: string): Promise<number[]>;
+  /** Every origin some key neither revoked nor expired at `at` allows, over the deployment (a preflight's answer: http/browser-cors.ts). */
+  browserOrigins(at: string): Promise<string[]>;
 
   listStores(merchantId: number): Promise<StoreRecord[]>;
   findStore(merchantId: number, slug: string): Promise<StoreRecord | undefined>;

@@ -6,7 +6,7 @@ import { notFound, type CatalogWrites } from '../catalog/catalog-writes.js';
 import { ProblemError, invalidInput } from '../shared/problem.js';
 import type { MerchantScope } from '../storage/merchant-scope.js';
 import type { TenancyStore } from '../storage/port.js';
-import type { ActiveApiKeyRecord, ApiKeyRecord } from './model.js';
+import type { ActiveApiKeyRecord, ApiKeyPatch, ApiKeyRecord } from './model.js';
 import { SCOPES, type Scope } from './credential.js';
 
 const KEY_PREFIX = 'cps_';
@@ -26,6 +26,8 @@ export interface ApiKeyGrant {
   expires_at?: string | null | undefined;
   /** The key a roll replaces. */
   rolled_from?: number | undefined;
+  /** The web origins whose browser pages may read with the key (CORS; default none). */
+  allowed_origins?: readonly string[] | undefined;
 }
 
 /** How long a rolled key's old secret may keep working at most (Stripe's roll: up to 7 days). */
@@ -39,6 +41,34 @@ function bodyTime(text: string, name: string): Date {
   const at = new Date(text);
   if (Number.isNaN(at.getTime())) throw invalidInput('body', [{ name, in: 'body', reason: 'must be an RFC 3339 date-time' }]);
   return at;
+}
+
+/**
+ * The origins as given when each is exactly what a browser sends in `Origin` (a URL's origin: no
+ * path, the default port left out, the host in lower case), or a 400 naming those that are not:
+ * a key allowing `https://shop.example.com/` would never match a request.
+ */
+export function checkedOrigins(origins: readonly string[], field = '/allowed_origins'): string[] {
+  const wrong = origins
+    .map((origin, index) => ({ origin, index }))
+    .filter(({ origin }) => {
+      try {
+        return new URL(origin).origin !== origin;
+      } catch {
+        return true;
+      }
+    });
+  if (wrong.length) {
+    throw invalidInput(
+      'body',
+      wrong.map(({ origin, index }) => ({
+        name: `${field}/${index}`,
+        in: 'body' as const,
+        reason: `is not an origin as a browser sends it (scheme://host[:port], no path): "${origin}"`,
+      })),
+    );
+  }
+  return [...origins];
 }
 
 /** Issues a key for the merchant; the plain key is returned here and never again. */
@@ -58,6 +88,7 @@ export async function issueApiKey(
     scopes: SCOPES.filter((scope) => (grant.scopes ?? ['catalog:read']).includes(scope)),
     stores: grant.stores ? [...grant.stores] : null,
     expires_at: grant.expires_at ?? null,
+    allowed_origins: [...(grant.allowed_origins ?? [])],
     ...(grant.rolled_from === undefined ? {} : { rolled_from: grant.rolled_from }),
   });
   return { ...record, key };
@@ -68,7 +99,7 @@ export class MerchantApiKeys {
   constructor(
     private readonly writes: CatalogWrites,
     /** This process's API keys (http auth; HeldApiKeys: open streams): a revoked key is forgotten, and its streams ended, at once. */
-    private readonly remembered?: Pick<ActiveApiKeys, 'forget'>,
+    private readonly remembered?: Pick<ActiveApiKeys, 'forget' | 'changed'>,
     /** Active keys one merchant may have (CPS_API_KEYS_PER_MERCHANT): caps per merchant then hold whatever its number of keys. */
     private readonly perMerchant = 100,
   ) {}
@@ -97,6 +128,7 @@ export class MerchantApiKeys {
         throw invalidInput('body', [{ name: '/expires_at', in: 'body', reason: 'must be in the future' }]);
       grant = { ...grant, expires_at: expiresAt.toISOString() };
     }
+    if (grant.allowed_origins) grant = { ...grant, allowed_origins: checkedOrigins(grant.allowed_origins) };
     return this.writes.write(merchantId, actor, async ({ tx, audit, at }) => {
       if (grant.stores) {
         const known = new Set((await tx.listStores()).map((store) => store.slug));
@@ -116,9 +148,10 @@ export class MerchantApiKeys {
       const created = await issueApiKey(tx, name, this.writes.now(), grant);
       const stores = created.stores ? `; stores ${created.stores.join(', ')}` : '';
       const expires = created.expires_at ? `; expires ${created.expires_at}` : '';
+      const origins = created.allowed_origins.length ? `; origins ${created.allowed_origins.join(', ')}` : '';
       await audit(
         'api_key.create',
-        `key ${created.id} "${created.name}" (${created.prefix}): ${created.scopes.join(', ')}${stores}${expires}`,
+        `key ${created.id} "${created.name}" (${created.prefix}): ${created.scopes.join(', ')}${stores}${expires}${origins}`,
       );
       return created;
     });
@@ -164,7 +197,12 @@ export class MerchantApiKeys {
       await tx.expireApiKey(keyId, until.toISOString());
       // The old key no longer counts once it has expired (a roll that ends it now never hits the limit).
       await this.refuseOverLimit(merchantId, until <= now ? active - 1 : active);
-      const rolled = await issueApiKey(tx, old.name, now, { scopes: old.scopes, stores: old.stores, rolled_from: old.id });
+      const rolled = await issueApiKey(tx, old.name, now, {
+        scopes: old.scopes,
+        stores: old.stores,
+        allowed_origins: old.allowed_origins,
+        rolled_from: old.id,
+      });
       const ends = until <= now ? 'now' : `at ${until.toISOString()}`;
       await audit(
         'api_key.roll',
@@ -175,6 +213,30 @@ export class MerchantApiKeys {
     // After the commit: an old key that expires now stops here at once, and its streams end (as a revocation's).
     if (until <= now) this.remembered?.forget(keyId);
     return created;
+  }
+
+  /**
+   * Changes a key's name or allowed origins (its secret, scopes, stores and expiry stay). This
+   * process reads the change at once; others within their key cache (CPS_API_KEY_CACHE_MS).
+   */
+  async update(merchantId: number, keyId: number, patch: ApiKeyPatch, actor: Actor = OPERATOR): Promise<ApiKeyRecord> {
+    const checked: ApiKeyPatch = {
+      ...(patch.name === undefined ? {} : { name: patch.name }),
+      ...(patch.allowed_origins === undefined ? {} : { allowed_origins: checkedOrigins(patch.allowed_origins) }),
+    };
+    const updated = await this.writes.write(merchantId, actor, async ({ tx, audit }) => {
+      const key = await tx.updateApiKey(keyId, checked);
+      if (!key) throw notFound(`API key ${keyId}`);
+      const changes = [
+        ...(checked.name === undefined ? [] : [`name "${key.name}"`]),
+        ...(checked.allowed_origins === undefined ? [] : [`origins ${key.allowed_origins.join(', ') || 'none'}`]),
+      ];
+      await audit('api_key.update', `key ${key.id} (${key.prefix}): ${changes.join('; ') || 'nothing changed'}`);
+      return key;
+    });
+    // Not forget(): the key stays valid, and its open streams go on.
+    this.remembered?.changed(keyId);
+    return updated;
   }
 
   async revoke(merchantId: number, keyId: number, actor: Actor = OPERATOR): Promise<void> {
@@ -214,8 +276,10 @@ const REMEMBERED_KEYS_MAX = 10_000;
 export class ActiveApiKeys {
   /** By the presented key's hash: the key's id and merchant, and until when (ms) they hold. */
   private readonly remembered = new Map<string, { key: ActiveApiKeyRecord; until: number }>();
-  /** Counts forget() calls: a lookup that a revocation overtook is not remembered. */
+  /** Counts forget() and changed() calls: a lookup that a revocation overtook is not remembered. */
   private revocations = 0;
+  /** Every origin some active key allows, as read last (allowsBrowserOrigin), and until when (ms) it holds. */
+  private origins: { read: Promise<Set<string>>; until: number } | undefined;
 
   constructor(
     private readonly storage: TenancyStore,
@@ -246,8 +310,38 @@ export class ActiveApiKeys {
 
   /** The key was revoked: this process stops accepting it now. */
   forget(keyId: number): void {
+    this.changed(keyId);
+  }
+
+  /** The key was changed (its origins, say) through this process: its next request reads it again, and so does the next preflight. */
+  changed(keyId: number): void {
     this.revocations++;
     for (const [hash, known] of this.remembered) if (known.key.id === keyId) this.remembered.delete(hash);
+    this.origins = undefined;
+  }
+
+  /**
+   * Whether some active key of the deployment allows this origin (a CORS preflight carries no key:
+   * http/browser-cors.ts), as this process last read every key's origins, for at most `ttlMs`.
+   */
+  async allowsBrowserOrigin(origin: string): Promise<boolean> {
+    const at = this.now();
+    if (!this.origins || at.getTime() >= this.origins.until) {
+      const revocations = this.revocations;
+      const read = this.storage.browserOrigins(at.toISOString()).then((list) => new Set(list));
+      const entry = { read, until: at.getTime() + this.ttlMs };
+      // Concurrent preflights share one read; a change meanwhile (changed()) makes the next one read again.
+      this.origins = entry;
+      read.then(
+        () => {
+          if (revocations !== this.revocations && this.origins === entry) this.origins = undefined;
+        },
+        () => {
+          if (this.origins === entry) this.origins = undefined;
+        },
+      );
+    }
+    return (await this.origins.read).has(origin);
   }
 }
 

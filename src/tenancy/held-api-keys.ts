@@ -38,7 +38,7 @@ export class HeldApiKeys {
   constructor(
     private readonly storage: Pick<TenancyStore, 'activeApiKeyIds'>,
     /** This process's remembered keys: a key found revoked is forgotten there too, so a reconnect gets 401 at once. */
-    private readonly remembered: Pick<ActiveApiKeys, 'forget'>,
+    private readonly remembered: Pick<ActiveApiKeys, 'forget' | 'changed'>,
     apiKeyCacheMs: number,
     private readonly log?: HeldApiKeysLog,
     /** The service's clock: a key whose expiry has passed is no longer active. */
@@ -78,6 +78,11 @@ export class HeldApiKeys {
     this.held.delete(keyId);
     if (this.held.size === 0) this.stopChecking();
     for (const holder of holders) holder.abort();
+  }
+
+  /** The key was changed, not revoked: this process reads it again on its next request; its streams go on. */
+  changed(keyId: number): void {
+    this.remembered.changed(keyId);
   }
 
   /** Stops re-checking (shutdown: the live feed ends the streams and long-polls itself). */

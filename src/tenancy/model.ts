@@ -12,8 +12,17 @@ export type ApiKeyRecord = AdminSchemas['ApiKey'] & { merchant_id: number };
  * A key to store: without scopes, a catalog:read key; without stores, one for every store; without
  * expires_at, one that works until revoked; rolled_from, the key a roll replaces.
  */
-export type NewApiKey = Omit<ApiKeyRecord, 'id' | 'revoked_at' | 'last_used_at' | 'scopes' | 'stores' | 'expires_at' | 'rolled_from'> &
-  Partial<Pick<ApiKeyRecord, 'scopes' | 'stores' | 'expires_at' | 'rolled_from'>> & { key_hash: Buffer };
+export type NewApiKey = Omit<
+  ApiKeyRecord,
+  'id' | 'revoked_at' | 'last_used_at' | 'scopes' | 'stores' | 'expires_at' | 'rolled_from' | 'allowed_origins'
+> &
+  Partial<Pick<ApiKeyRecord, 'scopes' | 'stores' | 'expires_at' | 'rolled_from' | 'allowed_origins'>> & { key_hash: Buffer };
 
-/** What a request needs of its unrevoked key: who it is, its merchant, scopes and stores, and when it expires. */
-export type ActiveApiKeyRecord = Pick<ApiKeyRecord, 'id' | 'merchant_id' | 'name' | 'prefix' | 'scopes' | 'stores' | 'expires_at'>;
+/** What an update of a key may change (admin.yaml: UpdateApiKeyInput); an absent field stays as it is. */
+export type ApiKeyPatch = Partial<Pick<ApiKeyRecord, 'name' | 'allowed_origins'>>;
+
+/** What a request needs of its unrevoked key: who it is, its merchant, scopes, stores and browser origins, and when it expires. */
+export type ActiveApiKeyRecord = Pick<
+  ApiKeyRecord,
+  'id' | 'merchant_id' | 'name' | 'prefix' | 'scopes' | 'stores' | 'allowed_origins' | 'expires_at'
+>;

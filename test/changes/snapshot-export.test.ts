@@ -259,7 +259,7 @@ describe('GET /v1/products/export', () => {
     const etag = plain.headers.get('etag')!;
     expect(etag).toMatch(/^"[A-Za-z0-9_-]{43}"$/);
     expect(plain.headers.get('content-encoding')).toBeNull();
-    expect(plain.headers.get('vary')).toBe('Accept-Encoding');
+    expect(plain.headers.get('vary')).toBe('Accept-Encoding, Origin');
     for (const coding of ['gzip', 'br']) {
       const coded = await exportOf(shop.key, 'store=de', { 'Accept-Encoding': coding });
       expect(coded.headers.get('content-encoding')).toBe(coding);

@@ -237,6 +237,7 @@ describe('the built client', () => {
         'src/client/admin-types.js',
         'src/client/admin.js',
         'src/client/catalog-client.js',
+        'src/client/change-stream.js',
         'src/client/changes.js',
         'src/client/errors.js',
         'src/client/export.js',

@@ -4,7 +4,8 @@
 // real server: the paging iterator, pollChanges, a store's snapshot export and syncStore over it,
 // following the live feed (pollChanges with follow), and verifyWebhook
 // and verifyWebhookDelivery (a Standard Webhooks delivery), with the generated payload
-// validator it ships, which needs no runtime dependency.
+// validator it ships, which needs no runtime dependency. Its README (what npm shows) names every
+// helper the package exports, each in an example.
 import { execFile } from 'node:child_process';
 import { createHmac } from 'node:crypto';
 import fs from 'node:fs';
@@ -13,7 +14,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Webhook } from 'standardwebhooks';
-import { CLIENT_PACKAGE, packClient } from '../../scripts/generate/pack-client.js';
+import { CLIENT_PACKAGE, CLIENT_README, packClient } from '../../scripts/generate/pack-client.js';
 import { adminOk, createMerchant, importNdjson } from '../support/admin-http.js';
 import { startTestService, type TestService } from '../support/service.js';
 
@@ -244,6 +245,27 @@ describe('the client package', () => {
   afterAll(async () => {
     await service?.close();
     fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('carries its README, which shows install, every helper each entry point exports, the cursor shape and the errors', async () => {
+    const readme = (await run('tar', ['xzOf', tarball, 'package/README.md'])).stdout;
+    expect(readme).toBe(fs.readFileSync(path.join(repo, CLIENT_README), 'utf8'));
+    expect(readme).toMatch(/^## Install$/m);
+    expect(readme).toContain('npm install ./catalog-publishing-client-');
+    // Every value an entry point exports (functions, classes, constants) is named in code in the README, and shown in an example.
+    const examples = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]!).join('\n');
+    for (const entry of ['index', 'admin', 'webhooks']) {
+      const exported = Object.keys(await import(path.join(repo, `src/client/${entry}.ts`)));
+      expect(exported.length, entry).toBeGreaterThan(3);
+      for (const name of exported) {
+        expect(readme, `${entry}: ${name} in the README`).toContain(`\`${name}`);
+        expect(examples, `${entry}: ${name} in an example`).toMatch(new RegExp(`\\b${name}\\b`));
+      }
+    }
+    // The cursor as the helpers take it, against the wire's names.
+    for (const words of ['ChangeCursor', '{ since, since_id }', 'next_since', 'next_id', 'CatalogApiError', 'problem.code']) {
+      expect(readme).toContain(words);
+    }
   });
 
   it('installs offline from its tarball into an empty project, with only its own dependencies', async () => {

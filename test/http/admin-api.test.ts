@@ -181,6 +181,7 @@ describe('API keys', () => {
       prefix: created.prefix,
       scopes: ['catalog:read'],
       stores: null,
+      allowed_origins: [],
       created_at: created.created_at,
       revoked_at: null,
       expires_at: null,

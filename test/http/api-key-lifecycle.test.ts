@@ -121,6 +121,7 @@ describe('rolling a key', () => {
       prefix: rolled.key.slice(0, 12),
       scopes: ['catalog:read', 'webhooks:write'],
       stores: ['de'],
+      allowed_origins: [],
       created_at: clock.iso,
       revoked_at: null,
       expires_at: null,

@@ -114,6 +114,7 @@ describe('admin operations by credential', () => {
         'updateMerchant',
         'listApiKeys',
         'createApiKey',
+        'updateApiKey',
         'revokeApiKey',
         'rollApiKey',
         'listPanelUsers',

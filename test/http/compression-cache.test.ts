@@ -98,7 +98,7 @@ describe('compressed pages through the cache', () => {
       for (const coded of [first, second]) {
         expect(coded.status).toBe(200);
         expect(coded.headers['content-encoding']).toBe(coding);
-        expect(coded.headers.vary).toBe('Accept-Encoding');
+        expect(coded.headers.vary).toBe('Accept-Encoding, Origin');
         expect(coded.headers.etag).toBe(`${identity.headers.etag!.slice(0, -1)}-${coding}"`);
         expect(coded.headers['content-type']).toBe('application/json');
         expect(coded.decoded.equals(identity.raw)).toBe(true);

@@ -252,7 +252,7 @@ describe('ETag and 304 Not Modified on catalog reads', () => {
     expect(again.text).toBe('');
     expect(again.headers.get('ETag')).toBe(etag);
     expect(again.headers.get('Content-Type')).toBeNull();
-    expect(again.headers.get('Vary')).toBe('Accept-Encoding');
+    expect(again.headers.get('Vary')).toBe('Accept-Encoding, Origin');
     expect(again.headers.get('RateLimit')).toMatch(/^"default";r=\d+;t=\d+$/);
     expect(again.headers.get('X-Request-Id')).toMatch(UUID);
   });
@@ -383,7 +383,7 @@ describe('gzip and brotli by Accept-Encoding', () => {
     const plain = await rawGet(service.url, PAGE, auth);
     expect(plain.status).toBe(200);
     expect(plain.headers.get('Content-Encoding')).toBeNull();
-    expect(plain.headers.get('Vary')).toBe('Accept-Encoding');
+    expect(plain.headers.get('Vary')).toBe('Accept-Encoding, Origin');
     expect(plain.raw.length).toBeGreaterThan(10_000);
     expect(JSON.parse(plain.raw.toString('utf8')).data).toHaveLength(50);
     const identity = await rawGet(service.url, PAGE, { ...auth, 'Accept-Encoding': 'identity' });
@@ -404,7 +404,7 @@ describe('gzip and brotli by Accept-Encoding', () => {
       const coded = await rawGet(service.url, PAGE, { ...auth, 'Accept-Encoding': accept });
       expect(coded.status).toBe(200);
       expect(coded.headers.get('Content-Encoding')).toBe(coding);
-      expect(coded.headers.get('Vary')).toBe('Accept-Encoding');
+      expect(coded.headers.get('Vary')).toBe('Accept-Encoding, Origin');
       expect(coded.headers.get('Content-Type')).toBe('application/json');
       expect(Number(coded.headers.get('Content-Length') ?? coded.raw.length)).toBe(coded.raw.length);
       expect(coded.raw.length).toBeLessThan(plain.raw.length / 4);

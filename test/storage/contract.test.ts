@@ -69,6 +69,7 @@ describe(`the storage contract on ${ENGINE}`, () => {
         // Without scopes, a catalog:read key for every store (as every key issued before scopes).
         scopes: ['catalog:read'],
         stores: null,
+        allowed_origins: [],
         created_at: AT,
         revoked_at: null,
         expires_at: null,
@@ -133,6 +134,47 @@ describe(`the storage contract on ${ENGINE}`, () => {
       expect(await storage.countActiveApiKeys(merchant.id, '2026-11-28T00:00:00.000Z')).toBe(1);
       expect(await storage.activeApiKeyIds([old.id, rolled.id], '2026-11-27T23:59:59.999Z')).toEqual([old.id, rolled.id]);
       expect(await storage.activeApiKeyIds([old.id, rolled.id], '2026-11-28T00:00:00.000Z')).toEqual([rolled.id]);
+    });
+
+    it("keeps a key's allowed origins, changes them and its name alone, and lists the origins of active keys over the deployment", async () => {
+      const { merchant } = await merchantWithStores();
+      const other = await storage.createMerchant({ name: 'Other origins', sku_pattern: null, owner_emails: [], created_at: AT });
+      const page = await storage.insertApiKey({
+        merchant_id: merchant.id,
+        name: 'pages',
+        prefix: 'cps_live_or',
+        key_hash: Buffer.alloc(32, 21),
+        created_at: AT,
+        allowed_origins: ['https://shop.example.com'],
+      });
+      const server = await storage.insertApiKey({
+        merchant_id: merchant.id,
+        name: 'server',
+        prefix: 'cps_live_os',
+        key_hash: Buffer.alloc(32, 22),
+        created_at: AT,
+      });
+      expect(page.allowed_origins).toEqual(['https://shop.example.com']);
+      expect(server.allowed_origins).toEqual([]);
+      expect(await storage.findActiveApiKey(Buffer.alloc(32, 21))).toMatchObject({ allowed_origins: ['https://shop.example.com'] });
+      expect(await storage.browserOrigins(AT)).toContain('https://shop.example.com');
+      // Another merchant's id changes nothing; a field left out stays as it is.
+      expect(await storage.updateApiKey(other.id, page.id, { name: 'x' })).toBeUndefined();
+      const renamed = await storage.updateApiKey(merchant.id, page.id, { name: 'shop pages' });
+      expect(renamed).toEqual({ ...page, name: 'shop pages' });
+      const moved = await storage.updateApiKey(merchant.id, server.id, { allowed_origins: ['http://localhost:5173', 'https://b.example'] });
+      expect(moved).toEqual({ ...server, allowed_origins: ['http://localhost:5173', 'https://b.example'] });
+      expect(await storage.browserOrigins(AT)).toEqual(
+        expect.arrayContaining(['https://shop.example.com', 'http://localhost:5173', 'https://b.example']),
+      );
+      // None again; a revoked or expired key's origins are no one's.
+      expect((await storage.updateApiKey(merchant.id, server.id, { allowed_origins: [] }))!.allowed_origins).toEqual([]);
+      expect(await storage.browserOrigins(AT)).not.toContain('http://localhost:5173');
+      await storage.expireApiKey(merchant.id, page.id, '2026-11-28T00:00:00.000Z');
+      expect(await storage.browserOrigins('2026-11-27T00:00:00.000Z')).toContain('https://shop.example.com');
+      expect(await storage.browserOrigins('2026-11-28T00:00:00.000Z')).not.toContain('https://shop.example.com');
+      await storage.revokeApiKey(merchant.id, page.id, AT);
+      expect(await storage.browserOrigins(AT)).not.toContain('https://shop.example.com');
     });
 
     it("keeps a key's scopes and stores, and lists the audit entries of one key with its name and prefix", async () => {

@@ -1,10 +1,11 @@
-// API keys of a merchant (docs/panel.md#pages, "API keys"): list with their scopes, stores, expiry
-// and last use, create (the operator and the merchant's owners, choosing scopes, stores and an
-// expiry; the key shown once, after a redirect: shown-once.tsx), roll (the same people: a new key,
-// the old one stopping now or up to 7 days later) and revoke with a confirmation step. Every change
-// is one call of service.admin, then the audit log.
+// API keys of a merchant (docs/panel.md#pages, "API keys"): list with their scopes, stores, allowed
+// origins, expiry and last use, create (the operator and the merchant's owners, choosing scopes,
+// stores, the browser origins and an expiry; the key shown once, after a redirect: shown-once.tsx),
+// change a key's allowed origins, roll (the same people: a new key, the old one stopping now or up
+// to 7 days later) and revoke with a confirmation step. Every change is one call of service.admin,
+// then the audit log.
 import { Hono } from 'hono';
-import { CreateApiKeyInputSchema } from '../../generated/admin-routes.js';
+import { CreateApiKeyInputSchema, UpdateApiKeyInputSchema } from '../../generated/admin-routes.js';
 import type { Service } from '../../service.js';
 import type { ApiKeyRecord } from '../../tenancy/model.js';
 import { principalName, type PanelAccounts, type PanelSession } from '../../admin/accounts.js';
@@ -36,7 +37,17 @@ interface KeyInput {
   scopes: string[];
   stores: string[];
   expires?: string;
+  /** The allowed origins as typed: one per line (or separated by spaces or commas). */
+  origins?: string;
 }
+
+/** The origins of the form's text: one per line, or separated by spaces or commas. */
+const originsOf = (text: string | undefined): string[] => (text ?? '').split(/[\s,]+/).filter((origin) => origin !== '');
+
+const ORIGINS_HELP =
+  "Allowed origins: the web origins whose pages may read the catalog with this key from their visitors' browsers (CORS), one per line, " +
+  'exactly as the browser sends them (https://shop.example.com, http://localhost:5173: no path, no trailing slash). None: no browser page may use the key. ' +
+  'A key used in a page is visible to whoever opens it: give it catalog:read alone and only the stores the page shows.';
 
 const DAY_MS = 24 * 3600_000;
 
@@ -95,6 +106,7 @@ function KeysPage(props: {
               <th>Prefix</th>
               <th>Scopes</th>
               <th>Stores</th>
+              <th>Allowed origins</th>
               <th>Created</th>
               <th>Expires</th>
               <th>Last used</th>
@@ -111,6 +123,15 @@ function KeysPage(props: {
                 </td>
                 <td class="key-scopes">{k.scopes.join(', ')}</td>
                 <td class="key-stores">{k.stores ? k.stores.join(', ') : 'all'}</td>
+                <td class="key-origins">
+                  {k.allowed_origins.length ? k.allowed_origins.join(', ') : <span class="muted">none</span>}
+                  {isActive(k, now) && issuesKeys(session) && (
+                    <>
+                      {' '}
+                      <a href={`/panel/merchants/${merchantId}/keys/${k.id}/origins`}>Change…</a>
+                    </>
+                  )}
+                </td>
                 <td>
                   <Time at={k.created_at} />
                 </td>
@@ -147,7 +168,10 @@ function KeysPage(props: {
       {issuesKeys(session) ? (
         <>
           <h2>Create a key</h2>
-          <ErrorMessage error={props.error} labels={{ name: 'Name', scopes: 'Scopes', stores: 'Stores' }} />
+          <ErrorMessage
+            error={props.error}
+            labels={{ name: 'Name', scopes: 'Scopes', stores: 'Stores', allowed_origins: 'Allowed origins' }}
+          />
           <form class="stacked" method="post" action={`/panel/merchants/${merchantId}/keys`}>
             <CsrfField session={session} />
             <label>
@@ -175,6 +199,12 @@ function KeysPage(props: {
               </fieldset>
             )}
             <label>
+              {ORIGINS_HELP}
+              <textarea name="origins" rows={2} placeholder="https://shop.example.com">
+                {input.origins ?? ''}
+              </textarea>
+            </label>
+            <label>
               Expires
               <select name="expires">
                 {EXPIRY_CHOICES.map((choice) => (
@@ -201,7 +231,8 @@ export function keyPages(service: Service, accounts: () => PanelAccounts) {
 
   pages.get('/', async (c) => {
     const merchantId = merchantOf(c);
-    const notice = c.req.query('done') === 'revoked' ? 'The key is revoked.' : undefined;
+    const done = c.req.query('done');
+    const notice = done === 'revoked' ? 'The key is revoked.' : done === 'origins' ? "The key's allowed origins are saved." : undefined;
     // A refused form, beside the form, as typed (refusals.ts).
     const refused = await refusalOf<KeyInput>(c, accounts);
     return c.html(
@@ -229,17 +260,19 @@ export function keyPages(service: Service, accounts: () => PanelAccounts) {
       scopes: fields(form, 'scopes'),
       stores: fields(form, 'stores'),
       expires: field(form, 'expires'),
+      origins: field(form, 'origins'),
     };
     const days = EXPIRY_CHOICES.find((choice) => choice.value === input.expires)?.days ?? null;
     const outcome = await formAction(() => {
       // No store ticked: every store (the schema's null).
-      const { name, scopes, stores, expires_at } = validated(CreateApiKeyInputSchema, {
+      const { name, scopes, stores, expires_at, allowed_origins } = validated(CreateApiKeyInputSchema, {
         name: input.name,
         scopes: input.scopes,
         stores: input.stores.length ? input.stores : null,
         expires_at: days === null ? null : new Date(service.now().getTime() + days * DAY_MS).toISOString(),
+        allowed_origins: originsOf(input.origins),
       });
-      return admin.createApiKey(merchantId, name, principalName(session.principal), { scopes, stores, expires_at });
+      return admin.createApiKey(merchantId, name, principalName(session.principal), { scopes, stores, expires_at, allowed_origins });
     });
     if (outcome.error) return redirectRefused(c, accounts, `/panel/merchants/${merchantId}/keys`, outcome.error, { input });
     const created = outcome.ok;
@@ -322,6 +355,49 @@ export function keyPages(service: Service, accounts: () => PanelAccounts) {
       name: rolled.name,
       key: rolled.key,
     } satisfies CreatedKey);
+  });
+
+  pages.get('/:keyId/origins', async (c) => {
+    const session = sessionOf(c);
+    const merchantId = merchantOf(c);
+    const keyId = idParam(c, 'keyId', 'API key');
+    const key = (await admin.listApiKeys(merchantId)).find((k) => k.id === keyId && isActive(k, service.now()));
+    if (!key || !issuesKeys(session)) return c.redirect(`/panel/merchants/${merchantId}/keys`, 303);
+    const refused = await refusalOf<{ origins: string }>(c, accounts);
+    return c.html(
+      <Layout title="Allowed origins" session={session} merchantId={merchantId}>
+        <p>
+          Key "{key.name}" (<code>{key.prefix}…</code>). Its secret, scopes and stores stay as they are.
+        </p>
+        <ErrorMessage error={refused?.error} labels={{ allowed_origins: 'Allowed origins' }} />
+        <form class="stacked" method="post" action={`/panel/merchants/${merchantId}/keys/${key.id}/origins`}>
+          <CsrfField session={session} />
+          <label>
+            {ORIGINS_HELP}
+            <textarea name="origins" rows={4} placeholder="https://shop.example.com">
+              {refused?.input?.origins ?? key.allowed_origins.join('\n')}
+            </textarea>
+          </label>
+          <button type="submit">Save the origins</button> <a href={`/panel/merchants/${merchantId}/keys`}>Cancel</a>
+        </form>
+      </Layout>,
+    );
+  });
+
+  pages.post('/:keyId/origins', async (c) => {
+    const session = sessionOf(c);
+    const merchantId = merchantOf(c);
+    const keyId = idParam(c, 'keyId', 'API key');
+    if (!issuesKeys(session)) throw new ProblemError('forbidden', "Keys are changed by the merchant's owners and the operator.");
+    const form = await formOf(c);
+    const input = { origins: field(form, 'origins') };
+    const outcome = await formAction(() => {
+      const patch = validated(UpdateApiKeyInputSchema, { allowed_origins: originsOf(input.origins) });
+      return admin.updateApiKey(merchantId, keyId, patch, principalName(session.principal));
+    });
+    const page = `/panel/merchants/${merchantId}/keys/${keyId}/origins`;
+    if (outcome.error) return redirectRefused(c, accounts, page, outcome.error, { input });
+    return c.redirect(`/panel/merchants/${merchantId}/keys?done=origins`, 303);
   });
 
   pages.get('/:keyId/revoke', async (c) => {

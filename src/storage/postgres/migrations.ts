@@ -1380,4 +1380,14 @@ END
 $$;
 `,
   },
+  {
+    id: 61,
+    name: 'api_key_allowed_origins',
+    sql: `
+-- The web origins whose browser pages may read the public API with the key (CORS), as a JSON array;
+-- NULL for none, so that a preflight, which cannot know the key, reads only the keys that have some.
+ALTER TABLE api_keys ADD COLUMN allowed_origins text;
+CREATE INDEX api_keys_with_origins ON api_keys(id) WHERE allowed_origins IS NOT NULL;
+`,
+  },
 ];

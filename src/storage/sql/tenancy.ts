@@ -1,7 +1,7 @@
 // Merchants, API keys and stores, written once for both engines (dialect.ts). A new store's id is
 // each engine's own: SqliteTenancy, PgTenancy.
 import type { TenancyStore } from '../port.js';
-import type { ActiveApiKeyRecord, ApiKeyRecord, MerchantRecord, NewApiKey } from '../../tenancy/model.js';
+import type { ActiveApiKeyRecord, ApiKeyPatch, ApiKeyRecord, MerchantRecord, NewApiKey } from '../../tenancy/model.js';
 import type { StoreInputRecord, StoreRecord } from '../../catalog/model.js';
 import { toMerchant, toStore } from '../rows.js';
 import type { Row, SqlConnection } from './dialect.js';
@@ -20,7 +20,12 @@ export const STORE_COLUMNS = [
   'catalog_version',
 ];
 
-const API_KEY_COLUMNS = 'id, merchant_id, name, prefix, scopes, stores, created_at, revoked_at, expires_at, rolled_from, last_used_at';
+const API_KEY_COLUMNS =
+  'id, merchant_id, name, prefix, scopes, stores, allowed_origins, created_at, revoked_at, expires_at, rolled_from, last_used_at';
+
+/** A key's allowed origins as kept: JSON text, NULL for none (so the index of keys with origins holds only those: migration 61). */
+const originsColumn = (origins: readonly string[] | undefined): string | null => (origins?.length ? JSON.stringify(origins) : null);
+const originsOf = (text: unknown): string[] => (typeof text === 'string' ? (JSON.parse(text) as string[]) : []);
 
 /** A key's row: its scopes and stores are kept as JSON text. */
 const toApiKey = (row: Row): ApiKeyRecord => ({
@@ -30,6 +35,7 @@ const toApiKey = (row: Row): ApiKeyRecord => ({
   prefix: row.prefix as string,
   scopes: JSON.parse(row.scopes as string) as ApiKeyRecord['scopes'],
   stores: row.stores === null || row.stores === undefined ? null : (JSON.parse(row.stores as string) as string[]),
+  allowed_origins: originsOf(row.allowed_origins),
   created_at: row.created_at as string,
   revoked_at: (row.revoked_at as string | null) ?? null,
   expires_at: (row.expires_at as string | null) ?? null,
@@ -45,6 +51,7 @@ export abstract class SqlTenancy<C extends SqlConnection = SqlConnection> implem
     'createMerchant',
     'updateMerchant',
     'insertApiKey',
+    'updateApiKey',
     'revokeApiKey',
     'expireApiKey',
     'recordApiKeyUse',
@@ -95,8 +102,8 @@ export abstract class SqlTenancy<C extends SqlConnection = SqlConnection> implem
 
   async insertApiKey(input: NewApiKey): Promise<ApiKeyRecord> {
     const row = await this.c.one(
-      `INSERT INTO api_keys (merchant_id, name, prefix, key_hash, created_at, scopes, stores, expires_at, rolled_from)
-      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING ${API_KEY_COLUMNS}`,
+      `INSERT INTO api_keys (merchant_id, name, prefix, key_hash, created_at, scopes, stores, expires_at, rolled_from, allowed_origins)
+      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING ${API_KEY_COLUMNS}`,
       [
         input.merchant_id,
         input.name,
@@ -107,9 +114,34 @@ export abstract class SqlTenancy<C extends SqlConnection = SqlConnection> implem
         input.stores ? JSON.stringify(input.stores) : null,
         input.expires_at ?? null,
         input.rolled_from ?? null,
+        originsColumn(input.allowed_origins),
       ],
     );
     return toApiKey(row!);
+  }
+
+  async updateApiKey(merchantId: number, keyId: number, patch: ApiKeyPatch): Promise<ApiKeyRecord | undefined> {
+    const row = await this.c.one(
+      `UPDATE api_keys SET name = coalesce($3, name), allowed_origins = CASE WHEN $4 THEN $5 ELSE allowed_origins END
+      WHERE merchant_id = $1 AND id = $2 RETURNING ${API_KEY_COLUMNS}`,
+      [
+        merchantId,
+        keyId,
+        patch.name ?? null,
+        this.c.dialect.bool(patch.allowed_origins !== undefined),
+        originsColumn(patch.allowed_origins),
+      ],
+    );
+    return row && toApiKey(row);
+  }
+
+  async browserOrigins(at: string): Promise<string[]> {
+    // Only keys with origins are in the partial index api_keys_with_origins (migration 61): bounded by them, not by every key.
+    const rows = await this.c.rows(
+      'SELECT allowed_origins FROM api_keys WHERE allowed_origins IS NOT NULL AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $1)',
+      [at],
+    );
+    return [...new Set(rows.flatMap((row) => originsOf(row.allowed_origins)))];
   }
 
   async countActiveApiKeys(merchantId: number, at: string): Promise<number> {
@@ -159,12 +191,12 @@ export abstract class SqlTenancy<C extends SqlConnection = SqlConnection> implem
 
   async findActiveApiKey(keyHash: Buffer): Promise<(ActiveApiKeyRecord & { key_hash: Buffer }) | undefined> {
     const row = await this.c.one(
-      'SELECT id, merchant_id, name, prefix, scopes, stores, expires_at, key_hash FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL',
+      'SELECT id, merchant_id, name, prefix, scopes, stores, allowed_origins, expires_at, key_hash FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL',
       [keyHash],
     );
     if (!row) return undefined;
-    const { id, merchant_id, name, prefix, scopes, stores, expires_at } = toApiKey(row);
-    return { id, merchant_id, name, prefix, scopes, stores, expires_at, key_hash: row.key_hash as Buffer };
+    const { id, merchant_id, name, prefix, scopes, stores, allowed_origins, expires_at } = toApiKey(row);
+    return { id, merchant_id, name, prefix, scopes, stores, allowed_origins, expires_at, key_hash: row.key_hash as Buffer };
   }
 
   async activeApiKeyIds(keyIds: readonly number[], at: string): Promise<number[]> {

@@ -79,8 +79,8 @@ Commands:
                                       CPS_WEBHOOK_SECRET_GRACE_HOURS more, or until confirm-secret
   webhooks confirm-secret --merchant ID --endpoint ID   sign with the rotated secret now
   webhooks enable --merchant ID --endpoint ID   re-enable a paused or disabled endpoint
-  webhooks deliveries --merchant ID --endpoint ID [--status S]   the attempt log, newest first
-  webhooks resend --merchant ID --endpoint ID --delivery ID
+  webhooks deliveries --merchant ID --endpoint ID [--status S] [--webhook-id dlv_…]   the attempt log, newest first
+  webhooks resend --merchant ID --endpoint ID --delivery ID|dlv_…
   webhooks recover --merchant ID --endpoint ID --since ISO-TIME  re-send failed deliveries since then
   webhooks notifications --merchant ID
 
@@ -139,6 +139,7 @@ async function main(argv: string[]): Promise<void> {
         role: { type: 'string' },
         user: { type: 'string' },
         delivery: { type: 'string' },
+        'webhook-id': { type: 'string' },
         since: { type: 'string' },
         to: { type: 'string' },
         status: { type: 'string' },
@@ -599,12 +600,20 @@ async function webhooksCommand(
       return print(await endpoints.sendTest(merchantId, endpointId()));
     case 'deliveries': {
       const status = values.status as DeliveryStatus | undefined;
-      const list = await endpoints.deliveries(merchantId, endpointId(), { status, limit: 50 });
+      const webhookId = values['webhook-id'] as string | undefined;
+      const list = await endpoints.deliveries(merchantId, endpointId(), { status, limit: 50, webhookId });
       const detail = await Promise.all(list.map((d) => endpoints.delivery(merchantId, endpointId(), d.id)));
       return print(list.map((d, i) => ({ ...d, attempt_log: detail[i]!.attempts })));
     }
-    case 'resend':
-      return print(await endpoints.resend(merchantId, endpointId(), positiveInt(values.delivery as string | undefined, 'delivery')));
+    case 'resend': {
+      // The delivery's id, or the webhook-id its receiver saw.
+      const delivery = values.delivery as string | undefined;
+      const deliveryId = delivery?.startsWith('dlv_')
+        ? ((await endpoints.deliveries(merchantId, endpointId(), { limit: 1, webhookId: delivery }))[0]?.id ??
+          fail(`no delivery of endpoint ${endpointId()} has webhook-id ${delivery}`))
+        : positiveInt(delivery, 'delivery');
+      return print(await endpoints.resend(merchantId, endpointId(), deliveryId));
+    }
     case 'recover': {
       const since = values.since as string | undefined;
       if (!since || Number.isNaN(Date.parse(since))) fail('--since must be an ISO 8601 time');

@@ -1522,6 +1522,8 @@ export interface paths {
          *     Paging: the first request omits `before_id`; each further request sends the `id` of the
          *     last entry received as `before_id`. A page with fewer than `limit` entries is the last one.
          *     New deliveries never shift the pages already read.
+         *
+         *     To find the delivery a receiver got, pass its `webhook-id` as `webhook_id`.
          */
         get: operations["listWebhookDeliveries"];
         put?: never;
@@ -3552,10 +3554,19 @@ export interface components {
              * Format: int64
              * @description Service-assigned delivery id, used as `delivery_id`; increases with creation. It stays
              *     the same across the delivery's retries; a resend is a new delivery with an id of its own,
-             *     which names the delivery it replaces (`replaces`).
+             *     which names the delivery it replaces (`replaces`). Receivers never see it: they see
+             *     `webhook_id`.
              * @example 90211
              */
             id: number;
+            /**
+             * @description The `webhook-id` header the receiver gets with this delivery, on every attempt: `dlv_` and
+             *     32 random hex digits (a delivery already attempted before the service moved to random ids
+             *     keeps the `dlv_` and number it was sent with). Find a delivery by it with
+             *     `GET .../deliveries?webhook_id=`.
+             * @example dlv_5f0c2a9e4b7d41c3a8e6f1d2b9c07a54
+             */
+            webhook_id: string;
             /**
              * @description The endpoint the delivery is for.
              * @example 4
@@ -3622,6 +3633,12 @@ export interface components {
              * @example null
              */
             replaced_by: number | null;
+            /**
+             * @description The `webhook_id` of the delivery this one re-sends (`replaces`): the `X-Service-Replaces`
+             *     header the receiver gets; `null` when `replaces` is.
+             * @example null
+             */
+            replaces_webhook_id: string | null;
         };
         /** @description Which deliveries to re-send. */
         RecoverDeliveriesInput: {
@@ -3723,6 +3740,8 @@ export interface components {
              *     delivery, naming this one in its `replaces`).
              */
             id: number;
+            /** @description The `webhook-id` header the receiver gets with this delivery, on every attempt. */
+            webhook_id: string;
             /** @description The endpoint the delivery is for. */
             endpoint_id: number;
             event: components["schemas"]["ChangeType"];
@@ -3760,6 +3779,11 @@ export interface components {
              *     retry when it was re-sent is `dropped` and makes no further attempt.
              */
             replaced_by: number | null;
+            /**
+             * @description The `webhook_id` of the delivery this one re-sends: the `X-Service-Replaces` header the
+             *     receiver gets; `null` when `replaces` is.
+             */
+            replaces_webhook_id: string | null;
             /**
              * @description The exact request body, as sent: every attempt sends the same bytes (`occurred_at` is
              *     fixed at the first attempt), signed with the attempt's `X-Service-Timestamp` (its
@@ -4163,6 +4187,13 @@ export interface components {
          * @example given_up
          */
         DeliveryStatusFilter: components["schemas"]["DeliveryStatus"];
+        /**
+         * @description Only the delivery with this `webhook-id` (as a receiver got it, or as `X-Service-Replaces`
+         *     named it): the page holds it, or nothing when the endpoint has no such delivery. Combines with
+         *     the other filters.
+         * @example dlv_5f0c2a9e4b7d41c3a8e6f1d2b9c07a54
+         */
+        WebhookIdFilter: string;
         /**
          * @description Return only deliveries with an `id` lower than this one. To page back through the log, send
          *     the `id` of the last (oldest) entry of the previous page; omit it for the newest entries.
@@ -7723,6 +7754,13 @@ export interface operations {
                  * @example given_up
                  */
                 status?: components["parameters"]["DeliveryStatusFilter"];
+                /**
+                 * @description Only the delivery with this `webhook-id` (as a receiver got it, or as `X-Service-Replaces`
+                 *     named it): the page holds it, or nothing when the endpoint has no such delivery. Combines with
+                 *     the other filters.
+                 * @example dlv_5f0c2a9e4b7d41c3a8e6f1d2b9c07a54
+                 */
+                webhook_id?: components["parameters"]["WebhookIdFilter"];
                 /**
                  * @description Maximum number of entries to return, 1 to 200; default 50. Unlike `per_page` on the public
                  *     API, a value outside the range (or not an integer) is not clamped but answers

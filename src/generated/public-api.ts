@@ -1326,10 +1326,13 @@ export interface components {
          */
         XServiceSignature: string;
         /**
-         * @description The delivery's id (`dlv_` and a number): the same on every retry of a delivery, and new for
-         *     each other delivery, a test event or a resend included. Deduplicate on it: a delivery whose id
-         *     you have already processed can be acknowledged and skipped. It is the `id` of the delivery in
-         *     the administration panel and the admin API (`dlv_` + `id`), and the `webhook-id` of the
+         * @description The delivery's id: `dlv_` and 32 random hex digits, the same on every retry of a delivery, and
+         *     new for each other delivery, a test or a resend included. It is opaque: it says nothing about
+         *     how many deliveries were made, and its order means nothing (a delivery already attempted before
+         *     the service moved to these ids keeps the `dlv_` and number it was sent with). Deduplicate on
+         *     it: a delivery whose id you have already processed can be acknowledged and skipped. The
+         *     administration panel and the admin API show it as the delivery's `webhook_id`, and the admin
+         *     API finds a delivery by it (`GET .../deliveries?webhook_id=`). It is the `webhook-id` of the
          *     Standard Webhooks specification. Under the `X-Service-Signature` scheme it is not part of the
          *     signed message (use it to deduplicate, not to authenticate); the Standard Webhooks signature
          *     (`webhook-signature`) covers it.
@@ -1337,9 +1340,9 @@ export interface components {
         WebhookId: string;
         /**
          * @description Sent only on a resend (a delivery re-sent from the panel or the admin API): the `webhook-id`
-         *     of the delivery it re-sends. The resend has an id of its own; if the original had not
-         *     succeeded yet it was stopped, otherwise both arrive. Like `webhook-id`, not part of the
-         *     `X-Service-Signature` message; covered by `webhook-signature`.
+         *     of the delivery it re-sends (its `replaces_webhook_id` in the admin API). The resend has an id
+         *     of its own; if the original had not succeeded yet it was stopped, otherwise both arrive. Like
+         *     `webhook-id`, not part of the `X-Service-Signature` message; covered by `webhook-signature`.
          */
         XServiceReplaces: string;
         /**
@@ -1878,10 +1881,13 @@ export interface operations {
                  */
                 "X-Service-Signature": components["parameters"]["XServiceSignature"];
                 /**
-                 * @description The delivery's id (`dlv_` and a number): the same on every retry of a delivery, and new for
-                 *     each other delivery, a test event or a resend included. Deduplicate on it: a delivery whose id
-                 *     you have already processed can be acknowledged and skipped. It is the `id` of the delivery in
-                 *     the administration panel and the admin API (`dlv_` + `id`), and the `webhook-id` of the
+                 * @description The delivery's id: `dlv_` and 32 random hex digits, the same on every retry of a delivery, and
+                 *     new for each other delivery, a test or a resend included. It is opaque: it says nothing about
+                 *     how many deliveries were made, and its order means nothing (a delivery already attempted before
+                 *     the service moved to these ids keeps the `dlv_` and number it was sent with). Deduplicate on
+                 *     it: a delivery whose id you have already processed can be acknowledged and skipped. The
+                 *     administration panel and the admin API show it as the delivery's `webhook_id`, and the admin
+                 *     API finds a delivery by it (`GET .../deliveries?webhook_id=`). It is the `webhook-id` of the
                  *     Standard Webhooks specification. Under the `X-Service-Signature` scheme it is not part of the
                  *     signed message (use it to deduplicate, not to authenticate); the Standard Webhooks signature
                  *     (`webhook-signature`) covers it.
@@ -1889,9 +1895,9 @@ export interface operations {
                 "webhook-id": components["parameters"]["WebhookId"];
                 /**
                  * @description Sent only on a resend (a delivery re-sent from the panel or the admin API): the `webhook-id`
-                 *     of the delivery it re-sends. The resend has an id of its own; if the original had not
-                 *     succeeded yet it was stopped, otherwise both arrive. Like `webhook-id`, not part of the
-                 *     `X-Service-Signature` message; covered by `webhook-signature`.
+                 *     of the delivery it re-sends (its `replaces_webhook_id` in the admin API). The resend has an id
+                 *     of its own; if the original had not succeeded yet it was stopped, otherwise both arrive. Like
+                 *     `webhook-id`, not part of the `X-Service-Signature` message; covered by `webhook-signature`.
                  */
                 "X-Service-Replaces"?: components["parameters"]["XServiceReplaces"];
                 /**
@@ -1948,10 +1954,13 @@ export interface operations {
                  */
                 "X-Service-Signature": components["parameters"]["XServiceSignature"];
                 /**
-                 * @description The delivery's id (`dlv_` and a number): the same on every retry of a delivery, and new for
-                 *     each other delivery, a test event or a resend included. Deduplicate on it: a delivery whose id
-                 *     you have already processed can be acknowledged and skipped. It is the `id` of the delivery in
-                 *     the administration panel and the admin API (`dlv_` + `id`), and the `webhook-id` of the
+                 * @description The delivery's id: `dlv_` and 32 random hex digits, the same on every retry of a delivery, and
+                 *     new for each other delivery, a test or a resend included. It is opaque: it says nothing about
+                 *     how many deliveries were made, and its order means nothing (a delivery already attempted before
+                 *     the service moved to these ids keeps the `dlv_` and number it was sent with). Deduplicate on
+                 *     it: a delivery whose id you have already processed can be acknowledged and skipped. The
+                 *     administration panel and the admin API show it as the delivery's `webhook_id`, and the admin
+                 *     API finds a delivery by it (`GET .../deliveries?webhook_id=`). It is the `webhook-id` of the
                  *     Standard Webhooks specification. Under the `X-Service-Signature` scheme it is not part of the
                  *     signed message (use it to deduplicate, not to authenticate); the Standard Webhooks signature
                  *     (`webhook-signature`) covers it.
@@ -1959,9 +1968,9 @@ export interface operations {
                 "webhook-id": components["parameters"]["WebhookId"];
                 /**
                  * @description Sent only on a resend (a delivery re-sent from the panel or the admin API): the `webhook-id`
-                 *     of the delivery it re-sends. The resend has an id of its own; if the original had not
-                 *     succeeded yet it was stopped, otherwise both arrive. Like `webhook-id`, not part of the
-                 *     `X-Service-Signature` message; covered by `webhook-signature`.
+                 *     of the delivery it re-sends (its `replaces_webhook_id` in the admin API). The resend has an id
+                 *     of its own; if the original had not succeeded yet it was stopped, otherwise both arrive. Like
+                 *     `webhook-id`, not part of the `X-Service-Signature` message; covered by `webhook-signature`.
                  */
                 "X-Service-Replaces"?: components["parameters"]["XServiceReplaces"];
                 /**
@@ -2018,10 +2027,13 @@ export interface operations {
                  */
                 "X-Service-Signature": components["parameters"]["XServiceSignature"];
                 /**
-                 * @description The delivery's id (`dlv_` and a number): the same on every retry of a delivery, and new for
-                 *     each other delivery, a test event or a resend included. Deduplicate on it: a delivery whose id
-                 *     you have already processed can be acknowledged and skipped. It is the `id` of the delivery in
-                 *     the administration panel and the admin API (`dlv_` + `id`), and the `webhook-id` of the
+                 * @description The delivery's id: `dlv_` and 32 random hex digits, the same on every retry of a delivery, and
+                 *     new for each other delivery, a test or a resend included. It is opaque: it says nothing about
+                 *     how many deliveries were made, and its order means nothing (a delivery already attempted before
+                 *     the service moved to these ids keeps the `dlv_` and number it was sent with). Deduplicate on
+                 *     it: a delivery whose id you have already processed can be acknowledged and skipped. The
+                 *     administration panel and the admin API show it as the delivery's `webhook_id`, and the admin
+                 *     API finds a delivery by it (`GET .../deliveries?webhook_id=`). It is the `webhook-id` of the
                  *     Standard Webhooks specification. Under the `X-Service-Signature` scheme it is not part of the
                  *     signed message (use it to deduplicate, not to authenticate); the Standard Webhooks signature
                  *     (`webhook-signature`) covers it.
@@ -2029,9 +2041,9 @@ export interface operations {
                 "webhook-id": components["parameters"]["WebhookId"];
                 /**
                  * @description Sent only on a resend (a delivery re-sent from the panel or the admin API): the `webhook-id`
-                 *     of the delivery it re-sends. The resend has an id of its own; if the original had not
-                 *     succeeded yet it was stopped, otherwise both arrive. Like `webhook-id`, not part of the
-                 *     `X-Service-Signature` message; covered by `webhook-signature`.
+                 *     of the delivery it re-sends (its `replaces_webhook_id` in the admin API). The resend has an id
+                 *     of its own; if the original had not succeeded yet it was stopped, otherwise both arrive. Like
+                 *     `webhook-id`, not part of the `X-Service-Signature` message; covered by `webhook-signature`.
                  */
                 "X-Service-Replaces"?: components["parameters"]["XServiceReplaces"];
                 /**

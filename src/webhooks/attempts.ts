@@ -64,8 +64,8 @@ export class DeliveryAttempts {
       {
         signing,
         pending: pending?.secret,
-        deliveryId: delivery.id,
-        replaces: delivery.replaces,
+        webhookId: delivery.webhook_id,
+        replaces: delivery.replaces_webhook_id,
         standardWebhooks: endpoint.standard_webhooks,
       },
       body,

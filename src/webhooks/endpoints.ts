@@ -428,7 +428,7 @@ export class WebhookEndpoints {
   deliveries(
     merchantId: number,
     endpointId: number,
-    filter: { status?: DeliveryStatus; limit: number; beforeId?: number },
+    filter: { status?: DeliveryStatus; limit: number; beforeId?: number; webhookId?: string },
   ): Promise<DeliveryRecord[]> {
     return this.storage.snapshot(async (reader) =>
       reader.listDeliveries((await this.endpointIn(reader, merchantId, endpointId)).id, filter),

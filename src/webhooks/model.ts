@@ -63,8 +63,11 @@ export type DeliveryRecord = AdminSchemas['Delivery'];
  * (PostgreSQL: no round trip of its own); absent, the dispatcher reads it.
  */
 export type ClaimedDelivery = DeliveryRecord & { send_at: string | null; endpoint?: WebhookEndpointRecord };
-/** A delivery to insert: a test or a resend says so (`replaced_by` is set later, by its resend). */
-export type NewDelivery = Omit<DeliveryRecord, 'id' | 'test' | 'replaces' | 'replaced_by'> &
+/**
+ * A delivery to insert: a test or a resend says so (`replaced_by` is set later, by its resend).
+ * Storage gives it its `webhook_id` and reads the `replaces_webhook_id` of the delivery it replaces.
+ */
+export type NewDelivery = Omit<DeliveryRecord, 'id' | 'webhook_id' | 'test' | 'replaces' | 'replaced_by' | 'replaces_webhook_id'> &
   Partial<Pick<DeliveryRecord, 'test' | 'replaces'>>;
 export type AttemptRecord = AdminSchemas['Attempt'];
 /** An attempt to record: the request it sent, when one was signed (read back as null otherwise). */

@@ -1438,6 +1438,8 @@ export interface paths {
          *     stores, the merchant's default store; `null` when the merchant has no store). It is sent
          *     whatever the endpoint's `events`, without waiting for coalescing, and otherwise behaves
          *     like any delivery: its attempts count for the endpoint's health and a failure is retried.
+         *     The receiver can tell it from a delivery of changes: it carries the header
+         *     `X-Service-Test: true` (so does a resend of it), which no other delivery does.
          *     Follow it with `GET .../deliveries/{delivery_id}`.
          *
          *     The endpoint must be `active`; a `paused` or `disabled` endpoint answers `409 conflict`
@@ -3616,7 +3618,8 @@ export interface components {
             created_at: string;
             /**
              * @description `true` for a delivery made by `POST .../test` (and for a resend of one): its product is a
-             *     sample, nothing changed. Receivers cannot tell (the payload is a real one).
+             *     sample, nothing changed. The receiver gets it with the header `X-Service-Test: true`
+             *     (its payload is the ordinary one of its event).
              * @example false
              */
             test: boolean;

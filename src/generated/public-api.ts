@@ -1346,6 +1346,15 @@ export interface components {
          */
         XServiceReplaces: string;
         /**
+         * @description Sent only on a test delivery (one made by "Send test" in the administration panel or
+         *     `POST .../test` in the admin API, and a resend of one), always `true`: its product is a sample
+         *     and nothing changed, so a receiver can acknowledge it without acting on it. Every other
+         *     delivery goes without it. The payload is the ordinary payload of its event, signed as always.
+         *     Like `webhook-id`, not part of either signed message: a receiver that acts on a delivery only
+         *     when the header is absent loses nothing if it is removed on the way.
+         */
+        XServiceTest: string;
+        /**
          * @description Sent when the endpoint receives the Standard Webhooks headers (`standard_webhooks: true`):
          *     Unix time in seconds at which this attempt was signed, the same value as
          *     `X-Service-Timestamp`. Part of the message `webhook-signature` signs.
@@ -1901,6 +1910,15 @@ export interface operations {
                  */
                 "X-Service-Replaces"?: components["parameters"]["XServiceReplaces"];
                 /**
+                 * @description Sent only on a test delivery (one made by "Send test" in the administration panel or
+                 *     `POST .../test` in the admin API, and a resend of one), always `true`: its product is a sample
+                 *     and nothing changed, so a receiver can acknowledge it without acting on it. Every other
+                 *     delivery goes without it. The payload is the ordinary payload of its event, signed as always.
+                 *     Like `webhook-id`, not part of either signed message: a receiver that acts on a delivery only
+                 *     when the header is absent loses nothing if it is removed on the way.
+                 */
+                "X-Service-Test"?: components["parameters"]["XServiceTest"];
+                /**
                  * @description Sent when the endpoint receives the Standard Webhooks headers (`standard_webhooks: true`):
                  *     Unix time in seconds at which this attempt was signed, the same value as
                  *     `X-Service-Timestamp`. Part of the message `webhook-signature` signs.
@@ -1974,6 +1992,15 @@ export interface operations {
                  */
                 "X-Service-Replaces"?: components["parameters"]["XServiceReplaces"];
                 /**
+                 * @description Sent only on a test delivery (one made by "Send test" in the administration panel or
+                 *     `POST .../test` in the admin API, and a resend of one), always `true`: its product is a sample
+                 *     and nothing changed, so a receiver can acknowledge it without acting on it. Every other
+                 *     delivery goes without it. The payload is the ordinary payload of its event, signed as always.
+                 *     Like `webhook-id`, not part of either signed message: a receiver that acts on a delivery only
+                 *     when the header is absent loses nothing if it is removed on the way.
+                 */
+                "X-Service-Test"?: components["parameters"]["XServiceTest"];
+                /**
                  * @description Sent when the endpoint receives the Standard Webhooks headers (`standard_webhooks: true`):
                  *     Unix time in seconds at which this attempt was signed, the same value as
                  *     `X-Service-Timestamp`. Part of the message `webhook-signature` signs.
@@ -2046,6 +2073,15 @@ export interface operations {
                  *     `webhook-id`, not part of the `X-Service-Signature` message; covered by `webhook-signature`.
                  */
                 "X-Service-Replaces"?: components["parameters"]["XServiceReplaces"];
+                /**
+                 * @description Sent only on a test delivery (one made by "Send test" in the administration panel or
+                 *     `POST .../test` in the admin API, and a resend of one), always `true`: its product is a sample
+                 *     and nothing changed, so a receiver can acknowledge it without acting on it. Every other
+                 *     delivery goes without it. The payload is the ordinary payload of its event, signed as always.
+                 *     Like `webhook-id`, not part of either signed message: a receiver that acts on a delivery only
+                 *     when the header is absent loses nothing if it is removed on the way.
+                 */
+                "X-Service-Test"?: components["parameters"]["XServiceTest"];
                 /**
                  * @description Sent when the endpoint receives the Standard Webhooks headers (`standard_webhooks: true`):
                  *     Unix time in seconds at which this attempt was signed, the same value as

@@ -25,6 +25,7 @@ export const WEBHOOK_HEADERS = [
   { name: "X-Service-Signature", required: true, pattern: new RegExp("^sha256=[0-9a-f]{64}$", 'u') },
   { name: "webhook-id", required: true, pattern: new RegExp("^dlv_(?:[0-9a-f]{32}|[1-9][0-9]{0,15})$", 'u') },
   { name: "X-Service-Replaces", required: false, pattern: new RegExp("^dlv_(?:[0-9a-f]{32}|[1-9][0-9]{0,15})$", 'u') },
+  { name: "X-Service-Test", required: false, pattern: new RegExp("^true$", 'u') },
   { name: "webhook-timestamp", required: false, pattern: new RegExp("^[0-9]+$", 'u') },
   { name: "webhook-signature", required: false, pattern: new RegExp("^v1,[A-Za-z0-9+/]{43}=( v1,[A-Za-z0-9+/]{43}=)*$", 'u') },
 ] as const;

@@ -67,6 +67,7 @@ export class DeliveryAttempts {
         webhookId: delivery.webhook_id,
         replaces: delivery.replaces_webhook_id,
         standardWebhooks: endpoint.standard_webhooks,
+        test: delivery.test,
       },
       body,
       now,

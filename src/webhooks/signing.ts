@@ -135,11 +135,14 @@ export interface DeliverySigning {
   replaces?: string | null;
   /** Whether the endpoint also receives `webhook-timestamp` and `webhook-signature`. */
   standardWebhooks?: boolean;
+  /** A test delivery (or a resend of one): `X-Service-Test: true`, so the receiver can tell. */
+  test?: boolean;
 }
 
 /**
- * The headers of a delivery signed now (spec 4.5, plus `webhook-id` and, when the endpoint chose
- * them, the Standard Webhooks headers). `webhook-signature` holds one signature per secret in
+ * The headers of a delivery signed now (spec 4.5, plus `webhook-id`, a resend's
+ * `X-Service-Replaces`, a test's `X-Service-Test` and, when the endpoint chose them, the Standard
+ * Webhooks headers). `webhook-signature` holds one signature per secret in
  * effect that suits the scheme: the signing one and, during a rotation, the new one.
  */
 export function signedHeaders(options: DeliverySigning, body: string, now: Date): DeliveryHeaders {
@@ -152,6 +155,7 @@ export function signedHeaders(options: DeliverySigning, body: string, now: Date)
     'webhook-id': id,
   };
   if (options.replaces) headers['X-Service-Replaces'] = options.replaces;
+  if (options.test) headers['X-Service-Test'] = 'true';
   if (options.standardWebhooks) {
     const secrets = [options.signing, options.pending].filter((s): s is string => !!s && suitsStandardWebhooks(s));
     if (secrets.length > 0) {

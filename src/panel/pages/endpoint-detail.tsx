@@ -400,8 +400,8 @@ function DeliveryPage(props: {
           <>
             <dt>Test</dt>
             <dd id="delivery-test">
-              <span class="tag tag-test">test</span> Sent with “Send test”: its product is a sample and nothing changed (the receiver cannot
-              tell).
+              <span class="tag tag-test">test</span> Sent with “Send test”: its product is a sample and nothing changed (the receiver gets
+              it with <code>X-Service-Test: true</code>).
             </dd>
           </>
         )}

@@ -68,11 +68,12 @@ Commands:
   demo [--db FILE] [--products N] [--json]
                                       build the deterministic demo catalog into a database (the configured one without --db)
   webhooks create --merchant ID --url URL [--store SLUG] [--events ${EVENTS.join(',')}]
-                  [--standard-webhooks on|off] [--max-per-second N]
+                  [--standard-webhooks on|off] [--max-per-second N] [--payload thin|full]
                                       --standard-webhooks on: also send the Standard Webhooks headers;
-                                      --max-per-second: at most N deliveries a second (1 to 1000)
+                                      --max-per-second: at most N deliveries a second (1 to 1000);
+                                      --payload full: deliveries also carry the changed products
   webhooks update --merchant ID --endpoint ID [--url URL] [--store SLUG|all] [--events LIST]
-                  [--standard-webhooks on|off] [--max-per-second N|none]
+                  [--standard-webhooks on|off] [--max-per-second N|none] [--payload thin|full]
   webhooks list --merchant ID         endpoints with their health
   webhooks rotate|delete|test --merchant ID --endpoint ID
                                       rotate: a new secret (printed once); the old one signs for
@@ -152,6 +153,7 @@ async function main(argv: string[]): Promise<void> {
         'exclude-out-of-stock': { type: 'boolean' },
         'progress-seconds': { type: 'string' },
         'standard-webhooks': { type: 'string' },
+        payload: { type: 'string' },
         'max-per-second': { type: 'string' },
         json: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
@@ -557,6 +559,7 @@ async function webhooksCommand(
         store,
         events,
         standard_webhooks: values['standard-webhooks'] === undefined ? undefined : onOff(values['standard-webhooks']),
+        payload: values.payload,
         max_per_second: perSecond(values['max-per-second']),
       });
       print(await endpoints.create(merchantId, input));
@@ -570,6 +573,7 @@ async function webhooksCommand(
         events,
         store: values.store === undefined ? undefined : values.store === 'all' ? null : values.store,
         standard_webhooks: values['standard-webhooks'] === undefined ? undefined : onOff(values['standard-webhooks']),
+        payload: values.payload,
         max_per_second: perSecond(values['max-per-second']),
       });
       return print(await endpoints.update(merchantId, endpointId(), input, CLI_OPERATOR));

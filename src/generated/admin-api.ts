@@ -3217,6 +3217,15 @@ export interface components {
              */
             standard_webhooks: boolean;
             /**
+             * @description What each delivery carries: `thin`, the spec's payload (`event`, `store_id`,
+             *     `product_ids`, `occurred_at`) and nothing else; `full`, also the changed products as the
+             *     store publishes them (`products`, and `products_omitted` for those it leaves out: see
+             *     the `webhooks:` section of the public API).
+             * @example thin
+             * @enum {string}
+             */
+            payload: "thin" | "full";
+            /**
              * @description The most deliveries a second this endpoint receives; `null` for no limit.
              * @example null
              */
@@ -3343,6 +3352,17 @@ export interface components {
              */
             standard_webhooks: boolean;
             /**
+             * @description `thin` (the default): each delivery carries the spec's payload alone, and the receiver
+             *     fetches the listed products. `full`: a `content` or `price` delivery also carries the
+             *     changed products as the store publishes them when the delivery is sent (`products`, each
+             *     as `GET /v1/products/{id}` answers it), within the deployment's bound on a delivery's size
+             *     (`CPS_WEBHOOK_FULL_PAYLOAD_BYTES`, 256 KiB by default); the ids it leaves out are listed
+             *     in `products_omitted`. A `removed` delivery carries ids only either way.
+             * @default thin
+             * @enum {string}
+             */
+            payload: "thin" | "full";
+            /**
              * @description The most deliveries a second this endpoint receives (its retries included), across every
              *     process of the service; `null` (the default): no limit beyond the dispatcher's
              *     concurrency. While deliveries wait for their turn, changes arriving meanwhile fill them up
@@ -3371,6 +3391,11 @@ export interface components {
             events: components["schemas"]["ChangeType"][];
             /** @description Whether deliveries also carry the Standard Webhooks headers (see `WebhookEndpoint`). */
             standard_webhooks: boolean;
+            /**
+             * @description What each delivery carries (see `WebhookEndpoint`).
+             * @enum {string}
+             */
+            payload: "thin" | "full";
             /** @description The most deliveries a second this endpoint receives; `null` for no limit. */
             max_per_second: number | null;
             /**
@@ -3505,6 +3530,16 @@ export interface components {
              *     holds `-` or `_` answers `409 conflict`: rotate its secret first. Applies from the next attempt.
              */
             standard_webhooks?: boolean;
+            /**
+             * @description `thin`: each delivery carries the spec's payload alone, and the receiver
+             *     fetches the listed products. `full`: a `content` or `price` delivery also carries the
+             *     changed products as the store publishes them when the delivery is sent (`products`, each
+             *     as `GET /v1/products/{id}` answers it), within the deployment's bound on a delivery's size
+             *     (`CPS_WEBHOOK_FULL_PAYLOAD_BYTES`, 256 KiB by default); the ids it leaves out are listed
+             *     in `products_omitted`. A `removed` delivery carries ids only either way. Applies from the next attempt.
+             * @enum {string}
+             */
+            payload?: "thin" | "full";
             /**
              * @description The most deliveries a second this endpoint receives (its retries included), across every
              *     process of the service; `null` (the default): no limit beyond the dispatcher's
@@ -3790,7 +3825,9 @@ export interface components {
             /**
              * @description The exact request body, as sent: every attempt sends the same bytes (`occurred_at` is
              *     fixed at the first attempt), signed with the attempt's `X-Service-Timestamp` (its
-             *     `request_headers`). `null` until the first attempt.
+             *     `request_headers`). `null` until the first attempt. For an endpoint with `payload: full`,
+             *     every attempt reads the products again: the body shows them as the store publishes them
+             *     now, as the next attempt would send them (an earlier attempt may have carried older ones).
              */
             body: string | null;
         };

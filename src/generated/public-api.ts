@@ -1057,6 +1057,25 @@ export interface components {
              * @example 2025-03-14T09:26:55Z
              */
             occurred_at: string;
+            /**
+             * @description Only for an endpoint registered with `payload: full`, and only in `content` and `price`
+             *     deliveries (a `removed` delivery carries ids only): the listed products as the store
+             *     publishes them when the delivery is sent, each exactly as `GET /v1/products/{id}` answers
+             *     it for this store, in the order of `product_ids`. Every attempt reads them again, so a
+             *     retry (same `webhook-id`) carries the products as they are then: never older than the
+             *     change the delivery announces, possibly newer. The spec's fields above are unchanged.
+             *     Each item is a `Product` (`#/components/schemas/Product`); the service checks the fields
+             *     above before it signs a delivery, and sends the products as it publishes them.
+             */
+            products?: Record<string, never>[];
+            /**
+             * @description Sent with `products`: the ids of `product_ids` the delivery does not carry, which the
+             *     receiver fetches as with a thin delivery; empty when it carries them all. A product is
+             *     left out when adding it would take the body beyond the deployment's bound on a full
+             *     delivery (`CPS_WEBHOOK_FULL_PAYLOAD_BYTES`, 256 KiB by default), or when the store no
+             *     longer publishes it when the delivery is sent (a fetch answers `404`).
+             */
+            products_omitted?: number[];
         };
         /** @description Body of a `price` webhook delivery. One or more listed products had a price change. Fetch them for the new `prices`. */
         PriceWebhookPayload: components["schemas"]["WebhookPayload"] & {

@@ -57,6 +57,7 @@ export const ENDPOINT_FIELDS = [
   'store_id',
   'events',
   'standard_webhooks',
+  'payload',
   'max_per_second',
   'secret',
   'pending_secret',

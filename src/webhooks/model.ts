@@ -8,6 +8,7 @@ type AdminSchemas = components['schemas'];
 
 export type DeliveryStatus = AdminSchemas['DeliveryStatus'];
 export type EndpointStatus = AdminSchemas['WebhookEndpoint']['status'];
+export type EndpointPayload = AdminSchemas['WebhookEndpoint']['payload'];
 export type NotificationKind = AdminSchemas['Notification']['kind'];
 
 /**
@@ -36,6 +37,8 @@ export interface WebhookEndpointRecord extends EndpointHealth {
   events: ChangeType[];
   /** Whether deliveries also carry the Standard Webhooks headers. */
   standard_webhooks: boolean;
+  /** `full`: deliveries also carry the changed products as the store publishes them (delivery-body.ts). */
+  payload: EndpointPayload;
   /** The most deliveries a second the endpoint receives, across processes; null: no limit. */
   max_per_second: number | null;
   /** The secret that signs; during a rotation, the old one (webhooks/signing.ts, secretsAt). */
@@ -53,7 +56,7 @@ export type WebhookEndpointInputRecord = Pick<
   WebhookEndpointRecord,
   'merchant_id' | 'url' | 'store_id' | 'events' | 'secret' | 'created_at'
 > &
-  Partial<Pick<WebhookEndpointRecord, 'standard_webhooks' | 'max_per_second'>>;
+  Partial<Pick<WebhookEndpointRecord, 'standard_webhooks' | 'max_per_second' | 'payload'>>;
 
 export type DeliveryRecord = AdminSchemas['Delivery'];
 /**

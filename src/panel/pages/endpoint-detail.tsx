@@ -304,6 +304,16 @@ function EndpointDetailPage(props: {
               </>
             )}
           </dd>
+          <dt>Payload</dt>
+          <dd id="endpoint-payload">
+            {endpoint.payload === 'full' ? (
+              <>
+                Full: <code>content</code> and <code>price</code> deliveries also carry the changed products (<code>products</code>)
+              </>
+            ) : (
+              <>Thin: the spec's payload (product ids; the receiver fetches the products)</>
+            )}
+          </dd>
           <dt>Rate</dt>
           <dd id="endpoint-rate">
             {endpoint.max_per_second === null ? 'No limit' : `At most ${endpoint.max_per_second} deliveries a second`}

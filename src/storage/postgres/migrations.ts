@@ -1382,7 +1382,7 @@ $$;
   },
   {
     id: 58,
-    name: 'opaque_delivery_ids',
+    name: 'opaque_delivery_ids_and_full_payloads',
     sql: `
 -- A delivery's webhook-id was dlv_ and its row id: a receiver learnt how many deliveries the whole
 -- deployment had made. New deliveries get dlv_ and 32 random hex digits (storage/delivery-ids.ts).
@@ -1395,6 +1395,8 @@ UPDATE webhook_deliveries SET webhook_id = CASE WHEN attempts > 0 OR occurred_at
 UPDATE webhook_deliveries AS d SET replaces_webhook_id = r.webhook_id FROM webhook_deliveries AS r WHERE r.id = d.replaces;
 ALTER TABLE webhook_deliveries ALTER COLUMN webhook_id SET NOT NULL;
 CREATE UNIQUE INDEX webhook_deliveries_webhook_id ON webhook_deliveries(webhook_id);
+-- What an endpoint's deliveries carry: the spec's payload alone (thin), or also the changed products (full).
+ALTER TABLE webhook_endpoints ADD COLUMN payload text COLLATE "C" NOT NULL DEFAULT 'thin' CHECK (payload IN ('thin', 'full'));
 `,
   },
 ];

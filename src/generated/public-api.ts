@@ -456,7 +456,7 @@ export interface webhooks {
         /**
          * Prices of products changed
          * @description Sent by the service to each registered receiver endpoint subscribed to `price` changes.
-         *     One or more of the listed products had a price change: fetch them for the new `prices`.
+         *     One or more of the listed products had a price change: fetch them for the new `prices`. An endpoint registered with `payload: full` gets them in the delivery: `products` (each as `GET /v1/products/{id}` answers it when the delivery is sent, read again by every retry) and `products_omitted` (the ids left out, beyond the deployment's size bound or no longer published: fetch those).
          *
          *     **Verify, then acknowledge quickly.** Verify `X-Service-Signature` over the raw body before
          *     parsing it (steps in the introduction), or `webhook-signature` with a Standard Webhooks
@@ -495,7 +495,7 @@ export interface webhooks {
         /**
          * Content of products changed
          * @description Sent by the service to each registered receiver endpoint subscribed to `content` changes.
-         *     One or more of the listed products had a content change (title, description, attributes, images or the `excluded` flag): fetch them for the new values.
+         *     One or more of the listed products had a content change (title, description, attributes, images or the `excluded` flag): fetch them for the new values. An endpoint registered with `payload: full` gets them in the delivery: `products` (each as `GET /v1/products/{id}` answers it when the delivery is sent, read again by every retry) and `products_omitted` (the ids left out, beyond the deployment's size bound or no longer published: fetch those).
          *
          *     **Verify, then acknowledge quickly.** Verify `X-Service-Signature` over the raw body before
          *     parsing it (steps in the introduction), or `webhook-signature` with a Standard Webhooks
@@ -534,7 +534,7 @@ export interface webhooks {
         /**
          * Products were removed from a store
          * @description Sent by the service to each registered receiver endpoint subscribed to `removed` changes.
-         *     One or more of the listed products were removed from the store's catalog (from every store when `store_id` is null): `GET /v1/products/{id}` now answers 404 for them, so delete them locally.
+         *     One or more of the listed products were removed from the store's catalog (from every store when `store_id` is null): `GET /v1/products/{id}` now answers 404 for them, so delete them locally. It carries ids only, whatever the endpoint's `payload`.
          *
          *     **Verify, then acknowledge quickly.** Verify `X-Service-Signature` over the raw body before
          *     parsing it (steps in the introduction), or `webhook-signature` with a Standard Webhooks

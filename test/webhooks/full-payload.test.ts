@@ -5,7 +5,10 @@
 // endpoint (the default) gets the spec's payload alone. Real receivers on 127.0.0.1, both engines.
 import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it } from 'vitest';
+import { createMerchant } from '../support/admin-http.js';
+import { runCli } from '../support/cli.js';
 import { answers } from '../support/receiver.js';
+import { startTestService } from '../support/service.js';
 import { publicContract } from '../support/contract.js';
 import { SECOND, startWebhookWorld, type WebhookWorld } from './harness.js';
 
@@ -128,5 +131,31 @@ describe('payload: full', () => {
     expect(retry.payload).toMatchObject({ product_ids: [id], occurred_at: first!.payload.occurred_at });
     expect((retry.payload as { products: unknown[] }).products).toEqual(after);
     expect((await w.deliveries(endpoint.id)).every((d) => d.status === 'succeeded')).toBe(true);
+  });
+});
+
+describe('the CLI', () => {
+  it('registers an endpoint with --payload full and turns it thin with webhooks update --payload thin', async () => {
+    const service = await startTestService();
+    try {
+      const merchant = await createMerchant(service, 'Command Line Outfitters');
+      const env = { ...service.database.env, CPS_DEMO_ON_EMPTY: 'false' };
+      const merchantArgs = ['--merchant', String(merchant.id), '--json'];
+      const created = await runCli(
+        ['webhooks', 'create', ...merchantArgs, '--url', 'https://hooks.outfitters-shop.com/c', '--payload', 'full'],
+        env,
+      );
+      expect(created.code, created.stderr).toBe(0);
+      const endpoint = JSON.parse(created.stdout) as { id: number; payload: string };
+      expect(endpoint.payload).toBe('full');
+      const updated = await runCli(['webhooks', 'update', ...merchantArgs, '--endpoint', String(endpoint.id), '--payload', 'thin'], env);
+      expect(updated.code, updated.stderr).toBe(0);
+      expect(JSON.parse(updated.stdout).payload).toBe('thin');
+      const refused = await runCli(['webhooks', 'update', ...merchantArgs, '--endpoint', String(endpoint.id), '--payload', 'fat'], env);
+      expect(refused.code).not.toBe(0);
+      expect(refused.stderr).toContain('payload');
+    } finally {
+      await service.close();
+    }
   });
 });

@@ -692,6 +692,7 @@ describe(`the storage contract on ${ENGINE}`, () => {
         store_id: de.id,
         events: ['price', 'content'],
         standard_webhooks: false,
+        payload: 'thin',
         max_per_second: null,
         secret: 'whsec_x',
         pending_secret: null,

@@ -72,19 +72,20 @@ Commands:
   demo [--db FILE] [--products N] [--json]
                                       build the deterministic demo catalog into a database (the configured one without --db)
   webhooks create --merchant ID --url URL [--store SLUG] [--events ${EVENTS.join(',')}]
-                  [--standard-webhooks on|off] [--max-per-second N]
+                  [--standard-webhooks on|off] [--max-per-second N] [--payload thin|full]
                                       --standard-webhooks on: also send the Standard Webhooks headers;
-                                      --max-per-second: at most N deliveries a second (1 to 1000)
+                                      --max-per-second: at most N deliveries a second (1 to 1000);
+                                      --payload full: deliveries also carry the changed products
   webhooks update --merchant ID --endpoint ID [--url URL] [--store SLUG|all] [--events LIST]
-                  [--standard-webhooks on|off] [--max-per-second N|none]
+                  [--standard-webhooks on|off] [--max-per-second N|none] [--payload thin|full]
   webhooks list --merchant ID         endpoints with their health
   webhooks rotate|delete|test --merchant ID --endpoint ID
                                       rotate: a new secret (printed once); the old one signs for
                                       CPS_WEBHOOK_SECRET_GRACE_HOURS more, or until confirm-secret
   webhooks confirm-secret --merchant ID --endpoint ID   sign with the rotated secret now
   webhooks enable --merchant ID --endpoint ID   re-enable a paused or disabled endpoint
-  webhooks deliveries --merchant ID --endpoint ID [--status S]   the attempt log, newest first
-  webhooks resend --merchant ID --endpoint ID --delivery ID
+  webhooks deliveries --merchant ID --endpoint ID [--status S] [--webhook-id dlv_…]   the attempt log, newest first
+  webhooks resend --merchant ID --endpoint ID --delivery ID|dlv_…
   webhooks recover --merchant ID --endpoint ID --since ISO-TIME  re-send failed deliveries since then
   webhooks notifications --merchant ID
 
@@ -144,6 +145,7 @@ async function main(argv: string[]): Promise<void> {
         role: { type: 'string' },
         user: { type: 'string' },
         delivery: { type: 'string' },
+        'webhook-id': { type: 'string' },
         since: { type: 'string' },
         to: { type: 'string' },
         status: { type: 'string' },
@@ -156,6 +158,7 @@ async function main(argv: string[]): Promise<void> {
         'exclude-out-of-stock': { type: 'boolean' },
         'progress-seconds': { type: 'string' },
         'standard-webhooks': { type: 'string' },
+        payload: { type: 'string' },
         'max-per-second': { type: 'string' },
         json: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
@@ -579,6 +582,7 @@ async function webhooksCommand(
         store,
         events,
         standard_webhooks: values['standard-webhooks'] === undefined ? undefined : onOff(values['standard-webhooks']),
+        payload: values.payload,
         max_per_second: perSecond(values['max-per-second']),
       });
       print(await endpoints.create(merchantId, input));
@@ -592,6 +596,7 @@ async function webhooksCommand(
         events,
         store: values.store === undefined ? undefined : values.store === 'all' ? null : values.store,
         standard_webhooks: values['standard-webhooks'] === undefined ? undefined : onOff(values['standard-webhooks']),
+        payload: values.payload,
         max_per_second: perSecond(values['max-per-second']),
       });
       return print(await endpoints.update(merchantId, endpointId(), input, CLI_OPERATOR));
@@ -622,12 +627,20 @@ async function webhooksCommand(
       return print(await endpoints.sendTest(merchantId, endpointId()));
     case 'deliveries': {
       const status = values.status as DeliveryStatus | undefined;
-      const list = await endpoints.deliveries(merchantId, endpointId(), { status, limit: 50 });
+      const webhookId = values['webhook-id'] as string | undefined;
+      const list = await endpoints.deliveries(merchantId, endpointId(), { status, limit: 50, webhookId });
       const detail = await Promise.all(list.map((d) => endpoints.delivery(merchantId, endpointId(), d.id)));
       return print(list.map((d, i) => ({ ...d, attempt_log: detail[i]!.attempts })));
     }
-    case 'resend':
-      return print(await endpoints.resend(merchantId, endpointId(), positiveInt(values.delivery as string | undefined, 'delivery')));
+    case 'resend': {
+      // The delivery's id, or the webhook-id its receiver saw.
+      const delivery = values.delivery as string | undefined;
+      const deliveryId = delivery?.startsWith('dlv_')
+        ? ((await endpoints.deliveries(merchantId, endpointId(), { limit: 1, webhookId: delivery }))[0]?.id ??
+          fail(`no delivery of endpoint ${endpointId()} has webhook-id ${delivery}`))
+        : positiveInt(delivery, 'delivery');
+      return print(await endpoints.resend(merchantId, endpointId(), deliveryId));
+    }
     case 'recover': {
       const since = values.since as string | undefined;
       if (!since || Number.isNaN(Date.parse(since))) fail('--since must be an ISO 8601 time');

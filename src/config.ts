@@ -58,6 +58,7 @@ function placed(s: z.output<typeof SETTINGS>) {
       timeoutMs: s.CPS_WEBHOOK_TIMEOUT_MS,
       coalesceMs: s.CPS_WEBHOOK_COALESCE_MS,
       batchSize: s.CPS_WEBHOOK_BATCH_SIZE,
+      fullPayloadBytes: s.CPS_WEBHOOK_FULL_PAYLOAD_BYTES,
       perEndpointConcurrency: s.CPS_WEBHOOK_ENDPOINT_CONCURRENCY,
       overallConcurrency: s.CPS_WEBHOOK_CONCURRENCY,
       perMerchantConcurrency: s.CPS_WEBHOOK_MERCHANT_CONCURRENCY,

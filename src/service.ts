@@ -174,7 +174,7 @@ export function createService(config: Config, options: ServiceOptions = {}): Ser
     apiKeys,
     heldApiKeys,
     apiKeyUses,
-    endpoints: new WebhookEndpoints(storage, guard, now, config.webhooks.secretGraceHours),
+    endpoints: new WebhookEndpoints(storage, guard, now, config.webhooks.secretGraceHours, config.webhooks.fullPayloadBytes),
     idempotencyKeys: new IdempotencyKeys(storage, now, config.changes.idempotencyHours),
     liveFeed,
     dispatcher,

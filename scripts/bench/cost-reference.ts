@@ -30,6 +30,7 @@ import { CatalogPublisher } from '../../src/catalog/publish.js';
 import { resolveProduct } from '../../src/catalog/resolve.js';
 import { loadConfig } from '../../src/config.js';
 import { openStorage } from '../../src/service.js';
+import { newWebhookId } from '../../src/storage/delivery-ids.js';
 import { scopeToMerchant } from '../../src/storage/merchant-scope.js';
 import { newSigningSecret, signedHeaders } from '../../src/webhooks/signing.js';
 import { wholeSecondIso } from '../../src/shared/time.js';
@@ -331,7 +332,7 @@ export async function referenceDeliveries(db: ReferenceDb, url: string, count: n
       const productIds = Array.from({ length: 100 }, (_, k) => 100_000 + i * 100 + k);
       const now = new Date();
       const body = JSON.stringify({ event: 'price', store_id: 1, product_ids: productIds, occurred_at: wholeSecondIso(now) });
-      const headers = signedHeaders({ signing: secret, deliveryId: i + 1 }, body, now);
+      const headers = signedHeaders({ signing: secret, webhookId: newWebhookId() }, body, now);
       const response = await request(url, { method: 'POST', headers, body, dispatcher });
       await response.body.text();
       if (response.statusCode >= 200 && response.statusCode < 300) delivered++;

@@ -477,6 +477,14 @@ export const SETTINGS = z.object({
     max: WEBHOOK_PRODUCT_IDS_MAX_ITEMS,
     description: 'product ids one delivery carries at most (see `CPS_WEBHOOK_COALESCE_MS`)',
   }),
+  CPS_WEBHOOK_FULL_PAYLOAD_BYTES: integer({
+    default: 256 * 1024,
+    min: 4096,
+    max: 16 * MIB,
+    bytes: true,
+    description:
+      'largest body of a delivery to an endpoint with `payload: full`: the changed products that would take it beyond this are left out and listed in `products_omitted`',
+  }),
   CPS_WEBHOOK_ENDPOINT_CONCURRENCY: integer({
     default: 4,
     min: 1,

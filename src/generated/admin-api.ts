@@ -1447,6 +1447,8 @@ export interface paths {
          *     stores, the merchant's default store; `null` when the merchant has no store). It is sent
          *     whatever the endpoint's `events`, without waiting for coalescing, and otherwise behaves
          *     like any delivery: its attempts count for the endpoint's health and a failure is retried.
+         *     The receiver can tell it from a delivery of changes: it carries the header
+         *     `X-Service-Test: true` (so does a resend of it), which no other delivery does.
          *     Follow it with `GET .../deliveries/{delivery_id}`.
          *
          *     The endpoint must be `active`; a `paused` or `disabled` endpoint answers `409 conflict`
@@ -1531,6 +1533,8 @@ export interface paths {
          *     Paging: the first request omits `before_id`; each further request sends the `id` of the
          *     last entry received as `before_id`. A page with fewer than `limit` entries is the last one.
          *     New deliveries never shift the pages already read.
+         *
+         *     To find the delivery a receiver got, pass its `webhook-id` as `webhook_id`.
          */
         get: operations["listWebhookDeliveries"];
         put?: never;
@@ -3248,6 +3252,15 @@ export interface components {
              */
             standard_webhooks: boolean;
             /**
+             * @description What each delivery carries: `thin`, the spec's payload (`event`, `store_id`,
+             *     `product_ids`, `occurred_at`) and nothing else; `full`, also the changed products as the
+             *     store publishes them (`products`, and `products_omitted` for those it leaves out: see
+             *     the `webhooks:` section of the public API).
+             * @example thin
+             * @enum {string}
+             */
+            payload: "thin" | "full";
+            /**
              * @description The most deliveries a second this endpoint receives; `null` for no limit.
              * @example null
              */
@@ -3374,6 +3387,17 @@ export interface components {
              */
             standard_webhooks: boolean;
             /**
+             * @description `thin` (the default): each delivery carries the spec's payload alone, and the receiver
+             *     fetches the listed products. `full`: a `content` or `price` delivery also carries the
+             *     changed products as the store publishes them when the delivery is sent (`products`, each
+             *     as `GET /v1/products/{id}` answers it), within the deployment's bound on a delivery's size
+             *     (`CPS_WEBHOOK_FULL_PAYLOAD_BYTES`, 256 KiB by default); the ids it leaves out are listed
+             *     in `products_omitted`. A `removed` delivery carries ids only either way.
+             * @default thin
+             * @enum {string}
+             */
+            payload: "thin" | "full";
+            /**
              * @description The most deliveries a second this endpoint receives (its retries included), across every
              *     process of the service; `null` (the default): no limit beyond the dispatcher's
              *     concurrency. While deliveries wait for their turn, changes arriving meanwhile fill them up
@@ -3402,6 +3426,11 @@ export interface components {
             events: components["schemas"]["ChangeType"][];
             /** @description Whether deliveries also carry the Standard Webhooks headers (see `WebhookEndpoint`). */
             standard_webhooks: boolean;
+            /**
+             * @description What each delivery carries (see `WebhookEndpoint`).
+             * @enum {string}
+             */
+            payload: "thin" | "full";
             /** @description The most deliveries a second this endpoint receives; `null` for no limit. */
             max_per_second: number | null;
             /**
@@ -3537,6 +3566,16 @@ export interface components {
              */
             standard_webhooks?: boolean;
             /**
+             * @description `thin`: each delivery carries the spec's payload alone, and the receiver
+             *     fetches the listed products. `full`: a `content` or `price` delivery also carries the
+             *     changed products as the store publishes them when the delivery is sent (`products`, each
+             *     as `GET /v1/products/{id}` answers it), within the deployment's bound on a delivery's size
+             *     (`CPS_WEBHOOK_FULL_PAYLOAD_BYTES`, 256 KiB by default); the ids it leaves out are listed
+             *     in `products_omitted`. A `removed` delivery carries ids only either way. Applies from the next attempt.
+             * @enum {string}
+             */
+            payload?: "thin" | "full";
+            /**
              * @description The most deliveries a second this endpoint receives (its retries included), across every
              *     process of the service; `null` (the default): no limit beyond the dispatcher's
              *     concurrency. While deliveries wait for their turn, changes arriving meanwhile fill them up
@@ -3587,10 +3626,19 @@ export interface components {
              * Format: int64
              * @description Service-assigned delivery id, used as `delivery_id`; increases with creation. It stays
              *     the same across the delivery's retries; a resend is a new delivery with an id of its own,
-             *     which names the delivery it replaces (`replaces`).
+             *     which names the delivery it replaces (`replaces`). Receivers never see it: they see
+             *     `webhook_id`.
              * @example 90211
              */
             id: number;
+            /**
+             * @description The `webhook-id` header the receiver gets with this delivery, on every attempt: `dlv_` and
+             *     32 random hex digits (a delivery already attempted before the service moved to random ids
+             *     keeps the `dlv_` and number it was sent with). Find a delivery by it with
+             *     `GET .../deliveries?webhook_id=`.
+             * @example dlv_5f0c2a9e4b7d41c3a8e6f1d2b9c07a54
+             */
+            webhook_id: string;
             /**
              * @description The endpoint the delivery is for.
              * @example 4
@@ -3640,7 +3688,8 @@ export interface components {
             created_at: string;
             /**
              * @description `true` for a delivery made by `POST .../test` (and for a resend of one): its product is a
-             *     sample, nothing changed. Receivers cannot tell (the payload is a real one).
+             *     sample, nothing changed. The receiver gets it with the header `X-Service-Test: true`
+             *     (its payload is the ordinary one of its event).
              * @example false
              */
             test: boolean;
@@ -3657,6 +3706,12 @@ export interface components {
              * @example null
              */
             replaced_by: number | null;
+            /**
+             * @description The `webhook_id` of the delivery this one re-sends (`replaces`): the `X-Service-Replaces`
+             *     header the receiver gets; `null` when `replaces` is.
+             * @example null
+             */
+            replaces_webhook_id: string | null;
         };
         /** @description Which deliveries to re-send. */
         RecoverDeliveriesInput: {
@@ -3758,6 +3813,8 @@ export interface components {
              *     delivery, naming this one in its `replaces`).
              */
             id: number;
+            /** @description The `webhook-id` header the receiver gets with this delivery, on every attempt. */
+            webhook_id: string;
             /** @description The endpoint the delivery is for. */
             endpoint_id: number;
             event: components["schemas"]["ChangeType"];
@@ -3796,9 +3853,16 @@ export interface components {
              */
             replaced_by: number | null;
             /**
+             * @description The `webhook_id` of the delivery this one re-sends: the `X-Service-Replaces` header the
+             *     receiver gets; `null` when `replaces` is.
+             */
+            replaces_webhook_id: string | null;
+            /**
              * @description The exact request body, as sent: every attempt sends the same bytes (`occurred_at` is
              *     fixed at the first attempt), signed with the attempt's `X-Service-Timestamp` (its
-             *     `request_headers`). `null` until the first attempt.
+             *     `request_headers`). `null` until the first attempt. For an endpoint with `payload: full`,
+             *     every attempt reads the products again: the body shows them as the store publishes them
+             *     now, as the next attempt would send them (an earlier attempt may have carried older ones).
              */
             body: string | null;
         };
@@ -4198,6 +4262,13 @@ export interface components {
          * @example given_up
          */
         DeliveryStatusFilter: components["schemas"]["DeliveryStatus"];
+        /**
+         * @description Only the delivery with this `webhook-id` (as a receiver got it, or as `X-Service-Replaces`
+         *     named it): the page holds it, or nothing when the endpoint has no such delivery. Combines with
+         *     the other filters.
+         * @example dlv_5f0c2a9e4b7d41c3a8e6f1d2b9c07a54
+         */
+        WebhookIdFilter: string;
         /**
          * @description Return only deliveries with an `id` lower than this one. To page back through the log, send
          *     the `id` of the last (oldest) entry of the previous page; omit it for the newest entries.
@@ -7838,6 +7909,13 @@ export interface operations {
                  * @example given_up
                  */
                 status?: components["parameters"]["DeliveryStatusFilter"];
+                /**
+                 * @description Only the delivery with this `webhook-id` (as a receiver got it, or as `X-Service-Replaces`
+                 *     named it): the page holds it, or nothing when the endpoint has no such delivery. Combines with
+                 *     the other filters.
+                 * @example dlv_5f0c2a9e4b7d41c3a8e6f1d2b9c07a54
+                 */
+                webhook_id?: components["parameters"]["WebhookIdFilter"];
                 /**
                  * @description Maximum number of entries to return, 1 to 200; default 50. Unlike `per_page` on the public
                  *     API, a value outside the range (or not an integer) is not clamped but answers

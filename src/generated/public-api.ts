@@ -469,7 +469,7 @@ export interface webhooks {
         /**
          * Prices of products changed
          * @description Sent by the service to each registered receiver endpoint subscribed to `price` changes.
-         *     One or more of the listed products had a price change: fetch them for the new `prices`.
+         *     One or more of the listed products had a price change: fetch them for the new `prices`. An endpoint registered with `payload: full` gets them in the delivery: `products` (each as `GET /v1/products/{id}` answers it when the delivery is sent, read again by every retry) and `products_omitted` (the ids left out, beyond the deployment's size bound or no longer published: fetch those).
          *
          *     **Verify, then acknowledge quickly.** Verify `X-Service-Signature` over the raw body before
          *     parsing it (steps in the introduction), or `webhook-signature` with a Standard Webhooks
@@ -508,7 +508,7 @@ export interface webhooks {
         /**
          * Content of products changed
          * @description Sent by the service to each registered receiver endpoint subscribed to `content` changes.
-         *     One or more of the listed products had a content change (title, description, attributes, images or the `excluded` flag): fetch them for the new values.
+         *     One or more of the listed products had a content change (title, description, attributes, images or the `excluded` flag): fetch them for the new values. An endpoint registered with `payload: full` gets them in the delivery: `products` (each as `GET /v1/products/{id}` answers it when the delivery is sent, read again by every retry) and `products_omitted` (the ids left out, beyond the deployment's size bound or no longer published: fetch those).
          *
          *     **Verify, then acknowledge quickly.** Verify `X-Service-Signature` over the raw body before
          *     parsing it (steps in the introduction), or `webhook-signature` with a Standard Webhooks
@@ -547,7 +547,7 @@ export interface webhooks {
         /**
          * Products were removed from a store
          * @description Sent by the service to each registered receiver endpoint subscribed to `removed` changes.
-         *     One or more of the listed products were removed from the store's catalog (from every store when `store_id` is null): `GET /v1/products/{id}` now answers 404 for them, so delete them locally.
+         *     One or more of the listed products were removed from the store's catalog (from every store when `store_id` is null): `GET /v1/products/{id}` now answers 404 for them, so delete them locally. It carries ids only, whatever the endpoint's `payload`.
          *
          *     **Verify, then acknowledge quickly.** Verify `X-Service-Signature` over the raw body before
          *     parsing it (steps in the introduction), or `webhook-signature` with a Standard Webhooks
@@ -1070,6 +1070,25 @@ export interface components {
              * @example 2025-03-14T09:26:55Z
              */
             occurred_at: string;
+            /**
+             * @description Only for an endpoint registered with `payload: full`, and only in `content` and `price`
+             *     deliveries (a `removed` delivery carries ids only): the listed products as the store
+             *     publishes them when the delivery is sent, each exactly as `GET /v1/products/{id}` answers
+             *     it for this store, in the order of `product_ids`. Every attempt reads them again, so a
+             *     retry (same `webhook-id`) carries the products as they are then: never older than the
+             *     change the delivery announces, possibly newer. The spec's fields above are unchanged.
+             *     Each item is a `Product` (`#/components/schemas/Product`); the service checks the fields
+             *     above before it signs a delivery, and sends the products as it publishes them.
+             */
+            products?: Record<string, never>[];
+            /**
+             * @description Sent with `products`: the ids of `product_ids` the delivery does not carry, which the
+             *     receiver fetches as with a thin delivery; empty when it carries them all. A product is
+             *     left out when adding it would take the body beyond the deployment's bound on a full
+             *     delivery (`CPS_WEBHOOK_FULL_PAYLOAD_BYTES`, 256 KiB by default), or when the store no
+             *     longer publishes it when the delivery is sent (a fetch answers `404`).
+             */
+            products_omitted?: number[];
         };
         /** @description Body of a `price` webhook delivery. One or more listed products had a price change. Fetch them for the new `prices`. */
         PriceWebhookPayload: components["schemas"]["WebhookPayload"] & {
@@ -1426,10 +1445,13 @@ export interface components {
          */
         XServiceSignature: string;
         /**
-         * @description The delivery's id (`dlv_` and a number): the same on every retry of a delivery, and new for
-         *     each other delivery, a test event or a resend included. Deduplicate on it: a delivery whose id
-         *     you have already processed can be acknowledged and skipped. It is the `id` of the delivery in
-         *     the administration panel and the admin API (`dlv_` + `id`), and the `webhook-id` of the
+         * @description The delivery's id: `dlv_` and 32 random hex digits, the same on every retry of a delivery, and
+         *     new for each other delivery, a test or a resend included. It is opaque: it says nothing about
+         *     how many deliveries were made, and its order means nothing (a delivery already attempted before
+         *     the service moved to these ids keeps the `dlv_` and number it was sent with). Deduplicate on
+         *     it: a delivery whose id you have already processed can be acknowledged and skipped. The
+         *     administration panel and the admin API show it as the delivery's `webhook_id`, and the admin
+         *     API finds a delivery by it (`GET .../deliveries?webhook_id=`). It is the `webhook-id` of the
          *     Standard Webhooks specification. Under the `X-Service-Signature` scheme it is not part of the
          *     signed message (use it to deduplicate, not to authenticate); the Standard Webhooks signature
          *     (`webhook-signature`) covers it.
@@ -1437,11 +1459,20 @@ export interface components {
         WebhookId: string;
         /**
          * @description Sent only on a resend (a delivery re-sent from the panel or the admin API): the `webhook-id`
-         *     of the delivery it re-sends. The resend has an id of its own; if the original had not
-         *     succeeded yet it was stopped, otherwise both arrive. Like `webhook-id`, not part of the
-         *     `X-Service-Signature` message; covered by `webhook-signature`.
+         *     of the delivery it re-sends (its `replaces_webhook_id` in the admin API). The resend has an id
+         *     of its own; if the original had not succeeded yet it was stopped, otherwise both arrive. Like
+         *     `webhook-id`, not part of the `X-Service-Signature` message; covered by `webhook-signature`.
          */
         XServiceReplaces: string;
+        /**
+         * @description Sent only on a test delivery (one made by "Send test" in the administration panel or
+         *     `POST .../test` in the admin API, and a resend of one), always `true`: its product is a sample
+         *     and nothing changed, so a receiver can acknowledge it without acting on it. Every other
+         *     delivery goes without it. The payload is the ordinary payload of its event, signed as always.
+         *     Like `webhook-id`, not part of either signed message: a receiver that acts on a delivery only
+         *     when the header is absent loses nothing if it is removed on the way.
+         */
+        XServiceTest: string;
         /**
          * @description Sent when the endpoint receives the Standard Webhooks headers (`standard_webhooks: true`):
          *     Unix time in seconds at which this attempt was signed, the same value as
@@ -2046,10 +2077,13 @@ export interface operations {
                  */
                 "X-Service-Signature": components["parameters"]["XServiceSignature"];
                 /**
-                 * @description The delivery's id (`dlv_` and a number): the same on every retry of a delivery, and new for
-                 *     each other delivery, a test event or a resend included. Deduplicate on it: a delivery whose id
-                 *     you have already processed can be acknowledged and skipped. It is the `id` of the delivery in
-                 *     the administration panel and the admin API (`dlv_` + `id`), and the `webhook-id` of the
+                 * @description The delivery's id: `dlv_` and 32 random hex digits, the same on every retry of a delivery, and
+                 *     new for each other delivery, a test or a resend included. It is opaque: it says nothing about
+                 *     how many deliveries were made, and its order means nothing (a delivery already attempted before
+                 *     the service moved to these ids keeps the `dlv_` and number it was sent with). Deduplicate on
+                 *     it: a delivery whose id you have already processed can be acknowledged and skipped. The
+                 *     administration panel and the admin API show it as the delivery's `webhook_id`, and the admin
+                 *     API finds a delivery by it (`GET .../deliveries?webhook_id=`). It is the `webhook-id` of the
                  *     Standard Webhooks specification. Under the `X-Service-Signature` scheme it is not part of the
                  *     signed message (use it to deduplicate, not to authenticate); the Standard Webhooks signature
                  *     (`webhook-signature`) covers it.
@@ -2057,11 +2091,20 @@ export interface operations {
                 "webhook-id": components["parameters"]["WebhookId"];
                 /**
                  * @description Sent only on a resend (a delivery re-sent from the panel or the admin API): the `webhook-id`
-                 *     of the delivery it re-sends. The resend has an id of its own; if the original had not
-                 *     succeeded yet it was stopped, otherwise both arrive. Like `webhook-id`, not part of the
-                 *     `X-Service-Signature` message; covered by `webhook-signature`.
+                 *     of the delivery it re-sends (its `replaces_webhook_id` in the admin API). The resend has an id
+                 *     of its own; if the original had not succeeded yet it was stopped, otherwise both arrive. Like
+                 *     `webhook-id`, not part of the `X-Service-Signature` message; covered by `webhook-signature`.
                  */
                 "X-Service-Replaces"?: components["parameters"]["XServiceReplaces"];
+                /**
+                 * @description Sent only on a test delivery (one made by "Send test" in the administration panel or
+                 *     `POST .../test` in the admin API, and a resend of one), always `true`: its product is a sample
+                 *     and nothing changed, so a receiver can acknowledge it without acting on it. Every other
+                 *     delivery goes without it. The payload is the ordinary payload of its event, signed as always.
+                 *     Like `webhook-id`, not part of either signed message: a receiver that acts on a delivery only
+                 *     when the header is absent loses nothing if it is removed on the way.
+                 */
+                "X-Service-Test"?: components["parameters"]["XServiceTest"];
                 /**
                  * @description Sent when the endpoint receives the Standard Webhooks headers (`standard_webhooks: true`):
                  *     Unix time in seconds at which this attempt was signed, the same value as
@@ -2116,10 +2159,13 @@ export interface operations {
                  */
                 "X-Service-Signature": components["parameters"]["XServiceSignature"];
                 /**
-                 * @description The delivery's id (`dlv_` and a number): the same on every retry of a delivery, and new for
-                 *     each other delivery, a test event or a resend included. Deduplicate on it: a delivery whose id
-                 *     you have already processed can be acknowledged and skipped. It is the `id` of the delivery in
-                 *     the administration panel and the admin API (`dlv_` + `id`), and the `webhook-id` of the
+                 * @description The delivery's id: `dlv_` and 32 random hex digits, the same on every retry of a delivery, and
+                 *     new for each other delivery, a test or a resend included. It is opaque: it says nothing about
+                 *     how many deliveries were made, and its order means nothing (a delivery already attempted before
+                 *     the service moved to these ids keeps the `dlv_` and number it was sent with). Deduplicate on
+                 *     it: a delivery whose id you have already processed can be acknowledged and skipped. The
+                 *     administration panel and the admin API show it as the delivery's `webhook_id`, and the admin
+                 *     API finds a delivery by it (`GET .../deliveries?webhook_id=`). It is the `webhook-id` of the
                  *     Standard Webhooks specification. Under the `X-Service-Signature` scheme it is not part of the
                  *     signed message (use it to deduplicate, not to authenticate); the Standard Webhooks signature
                  *     (`webhook-signature`) covers it.
@@ -2127,11 +2173,20 @@ export interface operations {
                 "webhook-id": components["parameters"]["WebhookId"];
                 /**
                  * @description Sent only on a resend (a delivery re-sent from the panel or the admin API): the `webhook-id`
-                 *     of the delivery it re-sends. The resend has an id of its own; if the original had not
-                 *     succeeded yet it was stopped, otherwise both arrive. Like `webhook-id`, not part of the
-                 *     `X-Service-Signature` message; covered by `webhook-signature`.
+                 *     of the delivery it re-sends (its `replaces_webhook_id` in the admin API). The resend has an id
+                 *     of its own; if the original had not succeeded yet it was stopped, otherwise both arrive. Like
+                 *     `webhook-id`, not part of the `X-Service-Signature` message; covered by `webhook-signature`.
                  */
                 "X-Service-Replaces"?: components["parameters"]["XServiceReplaces"];
+                /**
+                 * @description Sent only on a test delivery (one made by "Send test" in the administration panel or
+                 *     `POST .../test` in the admin API, and a resend of one), always `true`: its product is a sample
+                 *     and nothing changed, so a receiver can acknowledge it without acting on it. Every other
+                 *     delivery goes without it. The payload is the ordinary payload of its event, signed as always.
+                 *     Like `webhook-id`, not part of either signed message: a receiver that acts on a delivery only
+                 *     when the header is absent loses nothing if it is removed on the way.
+                 */
+                "X-Service-Test"?: components["parameters"]["XServiceTest"];
                 /**
                  * @description Sent when the endpoint receives the Standard Webhooks headers (`standard_webhooks: true`):
                  *     Unix time in seconds at which this attempt was signed, the same value as
@@ -2186,10 +2241,13 @@ export interface operations {
                  */
                 "X-Service-Signature": components["parameters"]["XServiceSignature"];
                 /**
-                 * @description The delivery's id (`dlv_` and a number): the same on every retry of a delivery, and new for
-                 *     each other delivery, a test event or a resend included. Deduplicate on it: a delivery whose id
-                 *     you have already processed can be acknowledged and skipped. It is the `id` of the delivery in
-                 *     the administration panel and the admin API (`dlv_` + `id`), and the `webhook-id` of the
+                 * @description The delivery's id: `dlv_` and 32 random hex digits, the same on every retry of a delivery, and
+                 *     new for each other delivery, a test or a resend included. It is opaque: it says nothing about
+                 *     how many deliveries were made, and its order means nothing (a delivery already attempted before
+                 *     the service moved to these ids keeps the `dlv_` and number it was sent with). Deduplicate on
+                 *     it: a delivery whose id you have already processed can be acknowledged and skipped. The
+                 *     administration panel and the admin API show it as the delivery's `webhook_id`, and the admin
+                 *     API finds a delivery by it (`GET .../deliveries?webhook_id=`). It is the `webhook-id` of the
                  *     Standard Webhooks specification. Under the `X-Service-Signature` scheme it is not part of the
                  *     signed message (use it to deduplicate, not to authenticate); the Standard Webhooks signature
                  *     (`webhook-signature`) covers it.
@@ -2197,11 +2255,20 @@ export interface operations {
                 "webhook-id": components["parameters"]["WebhookId"];
                 /**
                  * @description Sent only on a resend (a delivery re-sent from the panel or the admin API): the `webhook-id`
-                 *     of the delivery it re-sends. The resend has an id of its own; if the original had not
-                 *     succeeded yet it was stopped, otherwise both arrive. Like `webhook-id`, not part of the
-                 *     `X-Service-Signature` message; covered by `webhook-signature`.
+                 *     of the delivery it re-sends (its `replaces_webhook_id` in the admin API). The resend has an id
+                 *     of its own; if the original had not succeeded yet it was stopped, otherwise both arrive. Like
+                 *     `webhook-id`, not part of the `X-Service-Signature` message; covered by `webhook-signature`.
                  */
                 "X-Service-Replaces"?: components["parameters"]["XServiceReplaces"];
+                /**
+                 * @description Sent only on a test delivery (one made by "Send test" in the administration panel or
+                 *     `POST .../test` in the admin API, and a resend of one), always `true`: its product is a sample
+                 *     and nothing changed, so a receiver can acknowledge it without acting on it. Every other
+                 *     delivery goes without it. The payload is the ordinary payload of its event, signed as always.
+                 *     Like `webhook-id`, not part of either signed message: a receiver that acts on a delivery only
+                 *     when the header is absent loses nothing if it is removed on the way.
+                 */
+                "X-Service-Test"?: components["parameters"]["XServiceTest"];
                 /**
                  * @description Sent when the endpoint receives the Standard Webhooks headers (`standard_webhooks: true`):
                  *     Unix time in seconds at which this attempt was signed, the same value as

@@ -16,19 +16,19 @@ export const WEBHOOK_EVENT_DOCS: { readonly [Event in WebhookEvent]: WebhookEven
   "price": {
     event: "price",
     summary: "Prices of products changed",
-    lead: "Sent by the service to each registered receiver endpoint subscribed to `price` changes. One or more of the listed products had a price change: fetch them for the new `prices`.",
+    lead: "Sent by the service to each registered receiver endpoint subscribed to `price` changes. One or more of the listed products had a price change: fetch them for the new `prices`. An endpoint registered with `payload: full` gets them in the delivery: `products` (each as `GET /v1/products/{id}` answers it when the delivery is sent, read again by every retry) and `products_omitted` (the ids left out, beyond the deployment's size bound or no longer published: fetch those).",
     sample: { name: "PriceWebhookDe", summary: "Prices of two products changed in the store `de`", payload: {"event":"price","store_id":1,"product_ids":[1042,1043],"occurred_at":"2025-03-14T09:26:55Z"} },
   },
   "content": {
     event: "content",
     summary: "Content of products changed",
-    lead: "Sent by the service to each registered receiver endpoint subscribed to `content` changes. One or more of the listed products had a content change (title, description, attributes, images or the `excluded` flag): fetch them for the new values.",
+    lead: "Sent by the service to each registered receiver endpoint subscribed to `content` changes. One or more of the listed products had a content change (title, description, attributes, images or the `excluded` flag): fetch them for the new values. An endpoint registered with `payload: full` gets them in the delivery: `products` (each as `GET /v1/products/{id}` answers it when the delivery is sent, read again by every retry) and `products_omitted` (the ids left out, beyond the deployment's size bound or no longer published: fetch those).",
     sample: { name: "ContentWebhookPl", summary: "Content of a product changed in the store `pl`", payload: {"event":"content","store_id":2,"product_ids":[1051],"occurred_at":"2025-03-14T09:31:07Z"} },
   },
   "removed": {
     event: "removed",
     summary: "Products were removed from a store",
-    lead: "Sent by the service to each registered receiver endpoint subscribed to `removed` changes. One or more of the listed products were removed from the store's catalog (from every store when `store_id` is null): `GET /v1/products/{id}` now answers 404 for them, so delete them locally.",
+    lead: "Sent by the service to each registered receiver endpoint subscribed to `removed` changes. One or more of the listed products were removed from the store's catalog (from every store when `store_id` is null): `GET /v1/products/{id}` now answers 404 for them, so delete them locally. It carries ids only, whatever the endpoint's `payload`.",
     sample: { name: "RemovedWebhookDe", summary: "A product left the catalog of the store `de`", payload: {"event":"removed","store_id":1,"product_ids":[1077],"occurred_at":"2025-03-14T09:26:55Z"} },
   },
 };

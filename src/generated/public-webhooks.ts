@@ -23,8 +23,9 @@ export type WebhookPayload = { [Event in WebhookEvent]: WebhookPayloadOf<Event> 
 export const WEBHOOK_HEADERS = [
   { name: "X-Service-Timestamp", required: true, pattern: new RegExp("^[0-9]+$", 'u') },
   { name: "X-Service-Signature", required: true, pattern: new RegExp("^sha256=[0-9a-f]{64}$", 'u') },
-  { name: "webhook-id", required: true, pattern: new RegExp("^dlv_[1-9][0-9]{0,15}$", 'u') },
-  { name: "X-Service-Replaces", required: false, pattern: new RegExp("^dlv_[1-9][0-9]{0,15}$", 'u') },
+  { name: "webhook-id", required: true, pattern: new RegExp("^dlv_(?:[0-9a-f]{32}|[1-9][0-9]{0,15})$", 'u') },
+  { name: "X-Service-Replaces", required: false, pattern: new RegExp("^dlv_(?:[0-9a-f]{32}|[1-9][0-9]{0,15})$", 'u') },
+  { name: "X-Service-Test", required: false, pattern: new RegExp("^true$", 'u') },
   { name: "webhook-timestamp", required: false, pattern: new RegExp("^[0-9]+$", 'u') },
   { name: "webhook-signature", required: false, pattern: new RegExp("^v1,[A-Za-z0-9+/]{43}=( v1,[A-Za-z0-9+/]{43}=)*$", 'u') },
 ] as const;
@@ -68,11 +69,11 @@ function isDateTime(value: string): boolean {
   return (utcHour === 23 || utcHour === -1) && (utcMinute === 59 || utcMinute === -1) && second < 61;
 }
 
-const PROPERTIES_0 = new Set(["event","store_id","product_ids","occurred_at"]);
+const PROPERTIES_0 = new Set(["event","store_id","product_ids","occurred_at","products","products_omitted"]);
 const ENUM_1 = new Set<unknown>(["price","content","removed"]);
-const PROPERTIES_2 = new Set(["event","store_id","product_ids","occurred_at"]);
+const PROPERTIES_2 = new Set(["event","store_id","product_ids","occurred_at","products","products_omitted"]);
 const ENUM_3 = new Set<unknown>(["price","content","removed"]);
-const PROPERTIES_4 = new Set(["event","store_id","product_ids","occurred_at"]);
+const PROPERTIES_4 = new Set(["event","store_id","product_ids","occurred_at","products","products_omitted"]);
 const ENUM_5 = new Set<unknown>(["price","content","removed"]);
 
 /** components.schemas.PriceWebhookPayload, the body of a `price` delivery. */
@@ -123,15 +124,42 @@ function validatePriceWebhookPayload(value: unknown): WebhookSchemaError[] {
         if (!isDateTime(p11)) errors.push({ instancePath: "/occurred_at", message: "must match format \"date-time\"" });
       }
     }
+    const p13 = o0["products"];
+    if (p13 !== undefined) {
+      if (!(Array.isArray(p13))) errors.push({ instancePath: "/products", message: "must be array" });
+      if (Array.isArray(p13)) {
+        if (p13.length > 100) errors.push({ instancePath: "/products", message: "must NOT have more than 100 items" });
+        for (let i14 = 0; i14 < p13.length; i14++) {
+          const item15: unknown = p13[i14];
+          if (!((typeof item15 === 'object' && item15 !== null && !Array.isArray(item15)))) errors.push({ instancePath: "/products" + '/' + i14, message: "must be object" });
+        }
+      }
+    }
+    const p18 = o0["products_omitted"];
+    if (p18 !== undefined) {
+      if (!(Array.isArray(p18))) errors.push({ instancePath: "/products_omitted", message: "must be array" });
+      if (Array.isArray(p18)) {
+        if (p18.length > 100) errors.push({ instancePath: "/products_omitted", message: "must NOT have more than 100 items" });
+        for (let i19 = 0; i19 < p18.length; i19++) {
+          const item20: unknown = p18[i19];
+          if (!(Number.isInteger(item20))) errors.push({ instancePath: "/products_omitted" + '/' + i19, message: "must be integer" });
+          if (typeof item20 === 'number' && !Number.isInteger(item20)) errors.push({ instancePath: "/products_omitted" + '/' + i19, message: "must match format \"int64\"" });
+          if (typeof item20 === 'number') {
+            if (item20 < 1) errors.push({ instancePath: "/products_omitted" + '/' + i19, message: "must be >= 1" });
+            if (item20 > 9007199254740991) errors.push({ instancePath: "/products_omitted" + '/' + i19, message: "must be <= 9007199254740991" });
+          }
+        }
+      }
+    }
   }
   if (!((typeof value === 'object' && value !== null && !Array.isArray(value)))) errors.push({ instancePath: '', message: "must be object" });
   if ((typeof value === 'object' && value !== null && !Array.isArray(value))) {
-    const o13 = value as Record<string, unknown>;
-    if (o13["event"] === undefined) errors.push({ instancePath: '', message: "must have required property 'event'" });
-    const p14 = o13["event"];
-    if (p14 !== undefined) {
-      if (!(typeof p14 === 'string')) errors.push({ instancePath: "/event", message: "must be string" });
-      if (p14 !== "price") errors.push({ instancePath: "/event", message: "must be equal to constant" });
+    const o23 = value as Record<string, unknown>;
+    if (o23["event"] === undefined) errors.push({ instancePath: '', message: "must have required property 'event'" });
+    const p24 = o23["event"];
+    if (p24 !== undefined) {
+      if (!(typeof p24 === 'string')) errors.push({ instancePath: "/event", message: "must be string" });
+      if (p24 !== "price") errors.push({ instancePath: "/event", message: "must be equal to constant" });
     }
   }
   return errors;
@@ -142,58 +170,85 @@ function validateContentWebhookPayload(value: unknown): WebhookSchemaError[] {
   const errors: WebhookSchemaError[] = [];
   if (!((typeof value === 'object' && value !== null && !Array.isArray(value)))) errors.push({ instancePath: '', message: "must be object" });
   if ((typeof value === 'object' && value !== null && !Array.isArray(value))) {
-    const o17 = value as Record<string, unknown>;
-    if (o17["event"] === undefined) errors.push({ instancePath: '', message: "must have required property 'event'" });
-    if (o17["store_id"] === undefined) errors.push({ instancePath: '', message: "must have required property 'store_id'" });
-    if (o17["product_ids"] === undefined) errors.push({ instancePath: '', message: "must have required property 'product_ids'" });
-    if (o17["occurred_at"] === undefined) errors.push({ instancePath: '', message: "must have required property 'occurred_at'" });
-    for (const key18 in o17) if (!PROPERTIES_2.has(key18)) errors.push({ instancePath: '', message: "must NOT have additional properties" });
-    const p19 = o17["event"];
-    if (p19 !== undefined) {
-      if (!(typeof p19 === 'string')) errors.push({ instancePath: "/event", message: "must be string" });
-      if (!ENUM_3.has(p19)) errors.push({ instancePath: "/event", message: "must be equal to one of the allowed values" });
+    const o27 = value as Record<string, unknown>;
+    if (o27["event"] === undefined) errors.push({ instancePath: '', message: "must have required property 'event'" });
+    if (o27["store_id"] === undefined) errors.push({ instancePath: '', message: "must have required property 'store_id'" });
+    if (o27["product_ids"] === undefined) errors.push({ instancePath: '', message: "must have required property 'product_ids'" });
+    if (o27["occurred_at"] === undefined) errors.push({ instancePath: '', message: "must have required property 'occurred_at'" });
+    for (const key28 in o27) if (!PROPERTIES_2.has(key28)) errors.push({ instancePath: '', message: "must NOT have additional properties" });
+    const p29 = o27["event"];
+    if (p29 !== undefined) {
+      if (!(typeof p29 === 'string')) errors.push({ instancePath: "/event", message: "must be string" });
+      if (!ENUM_3.has(p29)) errors.push({ instancePath: "/event", message: "must be equal to one of the allowed values" });
     }
-    const p21 = o17["store_id"];
-    if (p21 !== undefined) {
-      if (!(Number.isInteger(p21) || p21 === null)) errors.push({ instancePath: "/store_id", message: "must be integer,null" });
-      if (typeof p21 === 'number') {
-        if (p21 < 1) errors.push({ instancePath: "/store_id", message: "must be >= 1" });
-        if (p21 > 9007199254740991) errors.push({ instancePath: "/store_id", message: "must be <= 9007199254740991" });
+    const p31 = o27["store_id"];
+    if (p31 !== undefined) {
+      if (!(Number.isInteger(p31) || p31 === null)) errors.push({ instancePath: "/store_id", message: "must be integer,null" });
+      if (typeof p31 === 'number') {
+        if (p31 < 1) errors.push({ instancePath: "/store_id", message: "must be >= 1" });
+        if (p31 > 9007199254740991) errors.push({ instancePath: "/store_id", message: "must be <= 9007199254740991" });
       }
     }
-    const p23 = o17["product_ids"];
-    if (p23 !== undefined) {
-      if (!(Array.isArray(p23))) errors.push({ instancePath: "/product_ids", message: "must be array" });
-      if (Array.isArray(p23)) {
-        if (p23.length < 1) errors.push({ instancePath: "/product_ids", message: "must NOT have fewer than 1 items" });
-        if (p23.length > 100) errors.push({ instancePath: "/product_ids", message: "must NOT have more than 100 items" });
-        for (let i24 = 0; i24 < p23.length; i24++) {
-          const item25: unknown = p23[i24];
-          if (!(Number.isInteger(item25))) errors.push({ instancePath: "/product_ids" + '/' + i24, message: "must be integer" });
-          if (typeof item25 === 'number' && !Number.isInteger(item25)) errors.push({ instancePath: "/product_ids" + '/' + i24, message: "must match format \"int64\"" });
-          if (typeof item25 === 'number') {
-            if (item25 < 1) errors.push({ instancePath: "/product_ids" + '/' + i24, message: "must be >= 1" });
-            if (item25 > 9007199254740991) errors.push({ instancePath: "/product_ids" + '/' + i24, message: "must be <= 9007199254740991" });
+    const p33 = o27["product_ids"];
+    if (p33 !== undefined) {
+      if (!(Array.isArray(p33))) errors.push({ instancePath: "/product_ids", message: "must be array" });
+      if (Array.isArray(p33)) {
+        if (p33.length < 1) errors.push({ instancePath: "/product_ids", message: "must NOT have fewer than 1 items" });
+        if (p33.length > 100) errors.push({ instancePath: "/product_ids", message: "must NOT have more than 100 items" });
+        for (let i34 = 0; i34 < p33.length; i34++) {
+          const item35: unknown = p33[i34];
+          if (!(Number.isInteger(item35))) errors.push({ instancePath: "/product_ids" + '/' + i34, message: "must be integer" });
+          if (typeof item35 === 'number' && !Number.isInteger(item35)) errors.push({ instancePath: "/product_ids" + '/' + i34, message: "must match format \"int64\"" });
+          if (typeof item35 === 'number') {
+            if (item35 < 1) errors.push({ instancePath: "/product_ids" + '/' + i34, message: "must be >= 1" });
+            if (item35 > 9007199254740991) errors.push({ instancePath: "/product_ids" + '/' + i34, message: "must be <= 9007199254740991" });
           }
         }
       }
     }
-    const p28 = o17["occurred_at"];
-    if (p28 !== undefined) {
-      if (!(typeof p28 === 'string')) errors.push({ instancePath: "/occurred_at", message: "must be string" });
-      if (typeof p28 === 'string') {
-        if (!isDateTime(p28)) errors.push({ instancePath: "/occurred_at", message: "must match format \"date-time\"" });
+    const p38 = o27["occurred_at"];
+    if (p38 !== undefined) {
+      if (!(typeof p38 === 'string')) errors.push({ instancePath: "/occurred_at", message: "must be string" });
+      if (typeof p38 === 'string') {
+        if (!isDateTime(p38)) errors.push({ instancePath: "/occurred_at", message: "must match format \"date-time\"" });
+      }
+    }
+    const p40 = o27["products"];
+    if (p40 !== undefined) {
+      if (!(Array.isArray(p40))) errors.push({ instancePath: "/products", message: "must be array" });
+      if (Array.isArray(p40)) {
+        if (p40.length > 100) errors.push({ instancePath: "/products", message: "must NOT have more than 100 items" });
+        for (let i41 = 0; i41 < p40.length; i41++) {
+          const item42: unknown = p40[i41];
+          if (!((typeof item42 === 'object' && item42 !== null && !Array.isArray(item42)))) errors.push({ instancePath: "/products" + '/' + i41, message: "must be object" });
+        }
+      }
+    }
+    const p45 = o27["products_omitted"];
+    if (p45 !== undefined) {
+      if (!(Array.isArray(p45))) errors.push({ instancePath: "/products_omitted", message: "must be array" });
+      if (Array.isArray(p45)) {
+        if (p45.length > 100) errors.push({ instancePath: "/products_omitted", message: "must NOT have more than 100 items" });
+        for (let i46 = 0; i46 < p45.length; i46++) {
+          const item47: unknown = p45[i46];
+          if (!(Number.isInteger(item47))) errors.push({ instancePath: "/products_omitted" + '/' + i46, message: "must be integer" });
+          if (typeof item47 === 'number' && !Number.isInteger(item47)) errors.push({ instancePath: "/products_omitted" + '/' + i46, message: "must match format \"int64\"" });
+          if (typeof item47 === 'number') {
+            if (item47 < 1) errors.push({ instancePath: "/products_omitted" + '/' + i46, message: "must be >= 1" });
+            if (item47 > 9007199254740991) errors.push({ instancePath: "/products_omitted" + '/' + i46, message: "must be <= 9007199254740991" });
+          }
+        }
       }
     }
   }
   if (!((typeof value === 'object' && value !== null && !Array.isArray(value)))) errors.push({ instancePath: '', message: "must be object" });
   if ((typeof value === 'object' && value !== null && !Array.isArray(value))) {
-    const o30 = value as Record<string, unknown>;
-    if (o30["event"] === undefined) errors.push({ instancePath: '', message: "must have required property 'event'" });
-    const p31 = o30["event"];
-    if (p31 !== undefined) {
-      if (!(typeof p31 === 'string')) errors.push({ instancePath: "/event", message: "must be string" });
-      if (p31 !== "content") errors.push({ instancePath: "/event", message: "must be equal to constant" });
+    const o50 = value as Record<string, unknown>;
+    if (o50["event"] === undefined) errors.push({ instancePath: '', message: "must have required property 'event'" });
+    const p51 = o50["event"];
+    if (p51 !== undefined) {
+      if (!(typeof p51 === 'string')) errors.push({ instancePath: "/event", message: "must be string" });
+      if (p51 !== "content") errors.push({ instancePath: "/event", message: "must be equal to constant" });
     }
   }
   return errors;
@@ -204,58 +259,85 @@ function validateRemovedWebhookPayload(value: unknown): WebhookSchemaError[] {
   const errors: WebhookSchemaError[] = [];
   if (!((typeof value === 'object' && value !== null && !Array.isArray(value)))) errors.push({ instancePath: '', message: "must be object" });
   if ((typeof value === 'object' && value !== null && !Array.isArray(value))) {
-    const o34 = value as Record<string, unknown>;
-    if (o34["event"] === undefined) errors.push({ instancePath: '', message: "must have required property 'event'" });
-    if (o34["store_id"] === undefined) errors.push({ instancePath: '', message: "must have required property 'store_id'" });
-    if (o34["product_ids"] === undefined) errors.push({ instancePath: '', message: "must have required property 'product_ids'" });
-    if (o34["occurred_at"] === undefined) errors.push({ instancePath: '', message: "must have required property 'occurred_at'" });
-    for (const key35 in o34) if (!PROPERTIES_4.has(key35)) errors.push({ instancePath: '', message: "must NOT have additional properties" });
-    const p36 = o34["event"];
-    if (p36 !== undefined) {
-      if (!(typeof p36 === 'string')) errors.push({ instancePath: "/event", message: "must be string" });
-      if (!ENUM_5.has(p36)) errors.push({ instancePath: "/event", message: "must be equal to one of the allowed values" });
+    const o54 = value as Record<string, unknown>;
+    if (o54["event"] === undefined) errors.push({ instancePath: '', message: "must have required property 'event'" });
+    if (o54["store_id"] === undefined) errors.push({ instancePath: '', message: "must have required property 'store_id'" });
+    if (o54["product_ids"] === undefined) errors.push({ instancePath: '', message: "must have required property 'product_ids'" });
+    if (o54["occurred_at"] === undefined) errors.push({ instancePath: '', message: "must have required property 'occurred_at'" });
+    for (const key55 in o54) if (!PROPERTIES_4.has(key55)) errors.push({ instancePath: '', message: "must NOT have additional properties" });
+    const p56 = o54["event"];
+    if (p56 !== undefined) {
+      if (!(typeof p56 === 'string')) errors.push({ instancePath: "/event", message: "must be string" });
+      if (!ENUM_5.has(p56)) errors.push({ instancePath: "/event", message: "must be equal to one of the allowed values" });
     }
-    const p38 = o34["store_id"];
-    if (p38 !== undefined) {
-      if (!(Number.isInteger(p38) || p38 === null)) errors.push({ instancePath: "/store_id", message: "must be integer,null" });
-      if (typeof p38 === 'number') {
-        if (p38 < 1) errors.push({ instancePath: "/store_id", message: "must be >= 1" });
-        if (p38 > 9007199254740991) errors.push({ instancePath: "/store_id", message: "must be <= 9007199254740991" });
+    const p58 = o54["store_id"];
+    if (p58 !== undefined) {
+      if (!(Number.isInteger(p58) || p58 === null)) errors.push({ instancePath: "/store_id", message: "must be integer,null" });
+      if (typeof p58 === 'number') {
+        if (p58 < 1) errors.push({ instancePath: "/store_id", message: "must be >= 1" });
+        if (p58 > 9007199254740991) errors.push({ instancePath: "/store_id", message: "must be <= 9007199254740991" });
       }
     }
-    const p40 = o34["product_ids"];
-    if (p40 !== undefined) {
-      if (!(Array.isArray(p40))) errors.push({ instancePath: "/product_ids", message: "must be array" });
-      if (Array.isArray(p40)) {
-        if (p40.length < 1) errors.push({ instancePath: "/product_ids", message: "must NOT have fewer than 1 items" });
-        if (p40.length > 100) errors.push({ instancePath: "/product_ids", message: "must NOT have more than 100 items" });
-        for (let i41 = 0; i41 < p40.length; i41++) {
-          const item42: unknown = p40[i41];
-          if (!(Number.isInteger(item42))) errors.push({ instancePath: "/product_ids" + '/' + i41, message: "must be integer" });
-          if (typeof item42 === 'number' && !Number.isInteger(item42)) errors.push({ instancePath: "/product_ids" + '/' + i41, message: "must match format \"int64\"" });
-          if (typeof item42 === 'number') {
-            if (item42 < 1) errors.push({ instancePath: "/product_ids" + '/' + i41, message: "must be >= 1" });
-            if (item42 > 9007199254740991) errors.push({ instancePath: "/product_ids" + '/' + i41, message: "must be <= 9007199254740991" });
+    const p60 = o54["product_ids"];
+    if (p60 !== undefined) {
+      if (!(Array.isArray(p60))) errors.push({ instancePath: "/product_ids", message: "must be array" });
+      if (Array.isArray(p60)) {
+        if (p60.length < 1) errors.push({ instancePath: "/product_ids", message: "must NOT have fewer than 1 items" });
+        if (p60.length > 100) errors.push({ instancePath: "/product_ids", message: "must NOT have more than 100 items" });
+        for (let i61 = 0; i61 < p60.length; i61++) {
+          const item62: unknown = p60[i61];
+          if (!(Number.isInteger(item62))) errors.push({ instancePath: "/product_ids" + '/' + i61, message: "must be integer" });
+          if (typeof item62 === 'number' && !Number.isInteger(item62)) errors.push({ instancePath: "/product_ids" + '/' + i61, message: "must match format \"int64\"" });
+          if (typeof item62 === 'number') {
+            if (item62 < 1) errors.push({ instancePath: "/product_ids" + '/' + i61, message: "must be >= 1" });
+            if (item62 > 9007199254740991) errors.push({ instancePath: "/product_ids" + '/' + i61, message: "must be <= 9007199254740991" });
           }
         }
       }
     }
-    const p45 = o34["occurred_at"];
-    if (p45 !== undefined) {
-      if (!(typeof p45 === 'string')) errors.push({ instancePath: "/occurred_at", message: "must be string" });
-      if (typeof p45 === 'string') {
-        if (!isDateTime(p45)) errors.push({ instancePath: "/occurred_at", message: "must match format \"date-time\"" });
+    const p65 = o54["occurred_at"];
+    if (p65 !== undefined) {
+      if (!(typeof p65 === 'string')) errors.push({ instancePath: "/occurred_at", message: "must be string" });
+      if (typeof p65 === 'string') {
+        if (!isDateTime(p65)) errors.push({ instancePath: "/occurred_at", message: "must match format \"date-time\"" });
+      }
+    }
+    const p67 = o54["products"];
+    if (p67 !== undefined) {
+      if (!(Array.isArray(p67))) errors.push({ instancePath: "/products", message: "must be array" });
+      if (Array.isArray(p67)) {
+        if (p67.length > 100) errors.push({ instancePath: "/products", message: "must NOT have more than 100 items" });
+        for (let i68 = 0; i68 < p67.length; i68++) {
+          const item69: unknown = p67[i68];
+          if (!((typeof item69 === 'object' && item69 !== null && !Array.isArray(item69)))) errors.push({ instancePath: "/products" + '/' + i68, message: "must be object" });
+        }
+      }
+    }
+    const p72 = o54["products_omitted"];
+    if (p72 !== undefined) {
+      if (!(Array.isArray(p72))) errors.push({ instancePath: "/products_omitted", message: "must be array" });
+      if (Array.isArray(p72)) {
+        if (p72.length > 100) errors.push({ instancePath: "/products_omitted", message: "must NOT have more than 100 items" });
+        for (let i73 = 0; i73 < p72.length; i73++) {
+          const item74: unknown = p72[i73];
+          if (!(Number.isInteger(item74))) errors.push({ instancePath: "/products_omitted" + '/' + i73, message: "must be integer" });
+          if (typeof item74 === 'number' && !Number.isInteger(item74)) errors.push({ instancePath: "/products_omitted" + '/' + i73, message: "must match format \"int64\"" });
+          if (typeof item74 === 'number') {
+            if (item74 < 1) errors.push({ instancePath: "/products_omitted" + '/' + i73, message: "must be >= 1" });
+            if (item74 > 9007199254740991) errors.push({ instancePath: "/products_omitted" + '/' + i73, message: "must be <= 9007199254740991" });
+          }
+        }
       }
     }
   }
   if (!((typeof value === 'object' && value !== null && !Array.isArray(value)))) errors.push({ instancePath: '', message: "must be object" });
   if ((typeof value === 'object' && value !== null && !Array.isArray(value))) {
-    const o47 = value as Record<string, unknown>;
-    if (o47["event"] === undefined) errors.push({ instancePath: '', message: "must have required property 'event'" });
-    const p48 = o47["event"];
-    if (p48 !== undefined) {
-      if (!(typeof p48 === 'string')) errors.push({ instancePath: "/event", message: "must be string" });
-      if (p48 !== "removed") errors.push({ instancePath: "/event", message: "must be equal to constant" });
+    const o77 = value as Record<string, unknown>;
+    if (o77["event"] === undefined) errors.push({ instancePath: '', message: "must have required property 'event'" });
+    const p78 = o77["event"];
+    if (p78 !== undefined) {
+      if (!(typeof p78 === 'string')) errors.push({ instancePath: "/event", message: "must be string" });
+      if (p78 !== "removed") errors.push({ instancePath: "/event", message: "must be equal to constant" });
     }
   }
   return errors;
@@ -337,6 +419,26 @@ export const WEBHOOKS: { readonly [Event in WebhookEvent]: WebhookDefinition<Eve
               "examples": [
                 "2025-03-14T09:26:55Z"
               ]
+            },
+            "products": {
+              "type": "array",
+              "maxItems": 100,
+              "description": "Only for an endpoint registered with `payload: full`, and only in `content` and `price`\ndeliveries (a `removed` delivery carries ids only): the listed products as the store\npublishes them when the delivery is sent, each exactly as `GET /v1/products/{id}` answers\nit for this store, in the order of `product_ids`. Every attempt reads them again, so a\nretry (same `webhook-id`) carries the products as they are then: never older than the\nchange the delivery announces, possibly newer. The spec's fields above are unchanged.\nEach item is a `Product` (`#/components/schemas/Product`); the service checks the fields\nabove before it signs a delivery, and sends the products as it publishes them.\n",
+              "items": {
+                "type": "object",
+                "description": "A `Product`, as `GET /v1/products/{id}` answers it (`data`)."
+              }
+            },
+            "products_omitted": {
+              "type": "array",
+              "maxItems": 100,
+              "description": "Sent with `products`: the ids of `product_ids` the delivery does not carry, which the\nreceiver fetches as with a thin delivery; empty when it carries them all. A product is\nleft out when adding it would take the body beyond the deployment's bound on a full\ndelivery (`CPS_WEBHOOK_FULL_PAYLOAD_BYTES`, 256 KiB by default), or when the store no\nlonger publishes it when the delivery is sent (a fetch answers `404`).\n",
+              "items": {
+                "type": "integer",
+                "maximum": 9007199254740991,
+                "format": "int64",
+                "minimum": 1
+              }
             }
           }
         },
@@ -418,6 +520,26 @@ export const WEBHOOKS: { readonly [Event in WebhookEvent]: WebhookDefinition<Eve
               "examples": [
                 "2025-03-14T09:26:55Z"
               ]
+            },
+            "products": {
+              "type": "array",
+              "maxItems": 100,
+              "description": "Only for an endpoint registered with `payload: full`, and only in `content` and `price`\ndeliveries (a `removed` delivery carries ids only): the listed products as the store\npublishes them when the delivery is sent, each exactly as `GET /v1/products/{id}` answers\nit for this store, in the order of `product_ids`. Every attempt reads them again, so a\nretry (same `webhook-id`) carries the products as they are then: never older than the\nchange the delivery announces, possibly newer. The spec's fields above are unchanged.\nEach item is a `Product` (`#/components/schemas/Product`); the service checks the fields\nabove before it signs a delivery, and sends the products as it publishes them.\n",
+              "items": {
+                "type": "object",
+                "description": "A `Product`, as `GET /v1/products/{id}` answers it (`data`)."
+              }
+            },
+            "products_omitted": {
+              "type": "array",
+              "maxItems": 100,
+              "description": "Sent with `products`: the ids of `product_ids` the delivery does not carry, which the\nreceiver fetches as with a thin delivery; empty when it carries them all. A product is\nleft out when adding it would take the body beyond the deployment's bound on a full\ndelivery (`CPS_WEBHOOK_FULL_PAYLOAD_BYTES`, 256 KiB by default), or when the store no\nlonger publishes it when the delivery is sent (a fetch answers `404`).\n",
+              "items": {
+                "type": "integer",
+                "maximum": 9007199254740991,
+                "format": "int64",
+                "minimum": 1
+              }
             }
           }
         },
@@ -499,6 +621,26 @@ export const WEBHOOKS: { readonly [Event in WebhookEvent]: WebhookDefinition<Eve
               "examples": [
                 "2025-03-14T09:26:55Z"
               ]
+            },
+            "products": {
+              "type": "array",
+              "maxItems": 100,
+              "description": "Only for an endpoint registered with `payload: full`, and only in `content` and `price`\ndeliveries (a `removed` delivery carries ids only): the listed products as the store\npublishes them when the delivery is sent, each exactly as `GET /v1/products/{id}` answers\nit for this store, in the order of `product_ids`. Every attempt reads them again, so a\nretry (same `webhook-id`) carries the products as they are then: never older than the\nchange the delivery announces, possibly newer. The spec's fields above are unchanged.\nEach item is a `Product` (`#/components/schemas/Product`); the service checks the fields\nabove before it signs a delivery, and sends the products as it publishes them.\n",
+              "items": {
+                "type": "object",
+                "description": "A `Product`, as `GET /v1/products/{id}` answers it (`data`)."
+              }
+            },
+            "products_omitted": {
+              "type": "array",
+              "maxItems": 100,
+              "description": "Sent with `products`: the ids of `product_ids` the delivery does not carry, which the\nreceiver fetches as with a thin delivery; empty when it carries them all. A product is\nleft out when adding it would take the body beyond the deployment's bound on a full\ndelivery (`CPS_WEBHOOK_FULL_PAYLOAD_BYTES`, 256 KiB by default), or when the store no\nlonger publishes it when the delivery is sent (a fetch answers `404`).\n",
+              "items": {
+                "type": "integer",
+                "maximum": 9007199254740991,
+                "format": "int64",
+                "minimum": 1
+              }
             }
           }
         },

@@ -78,8 +78,9 @@ export function registerWebhookRoutes(app: OpenAPIHono<AdminEnv>, endpoints: Web
   });
   route(routes.listWebhookDeliveries, async (c) => {
     const { merchant_id, endpoint_id } = c.req.valid('param');
-    const { status, limit, before_id } = c.req.valid('query');
-    return c.json({ data: await endpoints.deliveries(merchant_id, endpoint_id, { status, limit, beforeId: before_id }) }, 200);
+    const { status, limit, before_id, webhook_id } = c.req.valid('query');
+    const filter = { status, limit, beforeId: before_id, webhookId: webhook_id };
+    return c.json({ data: await endpoints.deliveries(merchant_id, endpoint_id, filter) }, 200);
   });
   route(routes.getWebhookDelivery, async (c) => {
     const { merchant_id, endpoint_id, delivery_id } = c.req.valid('param');

@@ -524,7 +524,11 @@ export interface DeliveryStore {
    * retry (pending or failed) is dropped: it makes no further attempt; any other keeps its status.
    */
   replaceDelivery(originalId: number, replacementId: number): Promise<void>;
-  listDeliveries(endpointId: number, filter: { status?: DeliveryStatus; limit: number; beforeId?: number }): Promise<DeliveryRecord[]>;
+  /** Newest first; `webhookId`: only the delivery with that webhook-id (by its unique index). */
+  listDeliveries(
+    endpointId: number,
+    filter: { status?: DeliveryStatus; limit: number; beforeId?: number; webhookId?: string },
+  ): Promise<DeliveryRecord[]>;
   listAttempts(deliveryId: number): Promise<AttemptRecord[]>;
   /**
    * The endpoint's attempts of the UTC hours in [from, to) (instants on the hour), counted per hour

@@ -57,6 +57,7 @@ export const ENDPOINT_FIELDS = [
   'store_id',
   'events',
   'standard_webhooks',
+  'payload',
   'max_per_second',
   'secret',
   'pending_secret',
@@ -79,6 +80,7 @@ export const toDelivery = ({ oldest_change_at: _bookkeeping, leased_until: _leas
   test: flag(r.test),
   replaces: (r.replaces as number | null) ?? null,
   replaced_by: (r.replaced_by as number | null) ?? null,
+  replaces_webhook_id: (r.replaces_webhook_id as string | null) ?? null,
 });
 
 /** The delivery's columns an update may set, and those a record is read from. */
@@ -92,7 +94,7 @@ export const DELIVERY_FIELDS = [
   'next_attempt_at',
   'created_at',
 ] as const;
-export const DELIVERY_COLUMNS = `id, endpoint_id, ${DELIVERY_FIELDS.join(', ')}, test, replaces, replaced_by`;
+export const DELIVERY_COLUMNS = `id, webhook_id, endpoint_id, ${DELIVERY_FIELDS.join(', ')}, test, replaces, replaced_by, replaces_webhook_id`;
 
 /** An attempt's columns, as listAttempts reads them (toAttempt). */
 export const ATTEMPT_COLUMNS = 'at, status_code, error, latency_ms, response_snippet, request_url, request_headers';

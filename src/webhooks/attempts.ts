@@ -6,7 +6,7 @@ import { wholeSecondIso } from '../shared/time.js';
 import { slotInterval } from '../storage/delivery-turns.js';
 import type { SentRequest } from './attempt-record.js';
 import type { AttemptRecorder } from './attempt-recorder.js';
-import { deliveryBody } from './delivery-body.js';
+import { carriesProducts, deliveryBody, publishedById, type FullProducts } from './delivery-body.js';
 import type { ClaimedDelivery, WebhookEndpointRecord } from './model.js';
 import type { DeliverySender, SendResult } from './sender.js';
 import { secretsAt, signedHeaders } from './signing.js';
@@ -24,6 +24,11 @@ export class DeliveryAttempts {
       sender: DeliverySender;
       metrics?: DeliveryObserver;
       waitUntil?: (at: Date) => Promise<void>;
+      /**
+       * For endpoints with `payload: full`: the store's published payloads of the listed products,
+       * ascending, joined by commas (PublishedStore.publishedPayloadsByIds), and the bound on a body.
+       */
+      published?: { read: (storeId: number, productIds: number[]) => Promise<Uint8Array>; maxBytes: number };
     },
     private readonly recorder: AttemptRecorder,
     private readonly log: Logger,
@@ -55,8 +60,10 @@ export class DeliveryAttempts {
       }
       this.lastStartByEndpoint.set(endpoint.id, this.deps.now().getTime());
     }
+    // A full delivery's products as the store publishes them now: read again by every attempt.
+    const full = endpoint.payload === 'full' ? await this.fullProducts(delivery) : undefined;
     const now = this.deps.now();
-    const payload = deliveryBody(delivery, delivery.occurred_at ?? wholeSecondIso(now));
+    const payload = deliveryBody(delivery, delivery.occurred_at ?? wholeSecondIso(now), full);
     if (!payload.ok) return this.recorder.giveUpInvalid(delivery, endpoint, payload.errors, now);
     const { body } = payload;
     const { signing, pending } = secretsAt(endpoint, now);
@@ -64,9 +71,10 @@ export class DeliveryAttempts {
       {
         signing,
         pending: pending?.secret,
-        deliveryId: delivery.id,
-        replaces: delivery.replaces,
+        webhookId: delivery.webhook_id,
+        replaces: delivery.replaces_webhook_id,
         standardWebhooks: endpoint.standard_webhooks,
+        test: delivery.test,
       },
       body,
       now,
@@ -97,5 +105,13 @@ export class DeliveryAttempts {
     };
     if (outcome === 'succeeded') this.log.debug(fields, 'webhook delivered');
     else this.log.warn({ ...fields, error: result.error }, 'webhook delivery failed');
+  }
+
+  /** The products a full delivery carries, or undefined when it carries ids only (a `removed`). */
+  private async fullProducts(delivery: ClaimedDelivery): Promise<FullProducts | undefined> {
+    const published = this.deps.published;
+    if (!published || !carriesProducts(delivery)) return undefined;
+    const ids = [...new Set(delivery.product_ids)].sort((a, b) => a - b);
+    return { published: publishedById(await published.read(delivery.store_id, ids)), maxBytes: published.maxBytes };
   }
 }

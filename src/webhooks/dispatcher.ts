@@ -82,7 +82,11 @@ export class WebhookDispatcher {
       if (status === 'active') this.inactive.delete(endpointId);
       else this.inactive.add(endpointId);
     });
-    this.attempts = new DeliveryAttempts(deps, recorder, this.log);
+    const published = {
+      read: async (storeId: number, productIds: number[]) => (await storage.publishedPayloadsByIds(storeId, productIds)).bytes,
+      maxBytes: config.fullPayloadBytes,
+    };
+    this.attempts = new DeliveryAttempts({ ...deps, published }, recorder, this.log);
   }
 
   /** One round: coalesce waiting changes, then send what is due; resolves when those sends ended. */

@@ -6,12 +6,12 @@ import { ProblemError, invalidInput, type InvalidParam } from '../shared/problem
 import type { components } from '../generated/admin-api.js';
 import type { CatalogStorage, StorageOperations, StorageTx } from '../storage/port.js';
 import { scopeToMerchant, type MerchantScope } from '../storage/merchant-scope.js';
-import type { AttemptRecord, DeliveryRecord, DeliveryStatus, NotificationRecord, WebhookEndpointRecord } from './model.js';
+import type { AttemptRecord, DeliveryRecord, DeliveryStatus, EndpointPayload, NotificationRecord, WebhookEndpointRecord } from './model.js';
 import type { ChangeType } from '../changes/model.js';
 import type { AddressGuard } from '../outbound/address-guard.js';
 import { WEBHOOK_EVENTS } from '../generated/public-webhooks.js';
 import { audit, OPERATOR, type Actor } from '../admin/audit.js';
-import { deliveryBody } from './delivery-body.js';
+import { carriesProducts, deliveryBody, publishedById } from './delivery-body.js';
 import { attemptStatsRange, attemptWindows, type AttemptWindow } from './attempt-stats.js';
 import { conditionsEnded, healthState } from './health.js';
 import { newSigningSecret, secretsAt, suitsStandardWebhooks } from './signing.js';
@@ -25,6 +25,8 @@ export interface EndpointInput {
   events?: ChangeType[];
   /** Also send the Standard Webhooks headers. */
   standard_webhooks?: boolean;
+  /** `full`: deliveries also carry the changed products. */
+  payload?: EndpointPayload;
   /** The most deliveries a second (null: no limit). */
   max_per_second?: number | null;
   /** `disabled` only as the endpoint's own status (a document from GET sent back): it changes nothing. */
@@ -50,6 +52,7 @@ async function endpointView(reader: StorageOperations, endpoint: WebhookEndpoint
     store,
     events: endpoint.events,
     standard_webhooks: endpoint.standard_webhooks,
+    payload: endpoint.payload,
     max_per_second: endpoint.max_per_second,
     status: endpoint.status,
     health: healthState(endpoint),
@@ -91,6 +94,8 @@ export class WebhookEndpoints {
     private readonly now: () => Date,
     /** How long the old secret keeps signing after a rotation (config webhooks.secretGraceHours). */
     private readonly secretGraceHours: number,
+    /** The bound on a full delivery's body (config webhooks.fullPayloadBytes), for the body a delivery shows. */
+    private readonly fullPayloadBytes = 256 * 1024,
   ) {}
 
   /** The merchant (404 otherwise): its scope on `reader`. */
@@ -151,6 +156,7 @@ export class WebhookEndpoints {
           store_id: storeId ?? null,
           events: inSpecOrder(input.events ?? EVENTS),
           standard_webhooks: input.standard_webhooks ?? false,
+          payload: input.payload ?? 'thin',
           max_per_second: input.max_per_second ?? null,
           secret,
           created_at: now.toISOString(),
@@ -160,6 +166,7 @@ export class WebhookEndpoints {
       );
       const options = [
         created.standard_webhooks && 'Standard Webhooks headers',
+        created.payload === 'full' && 'full payloads',
         created.max_per_second !== null && `at most ${created.max_per_second}/s`,
       ]
         .filter(Boolean)
@@ -211,6 +218,7 @@ export class WebhookEndpoints {
         ...(storeId !== undefined ? { store_id: storeId } : {}),
         ...(input.events !== undefined ? { events: inSpecOrder(input.events) } : {}),
         ...(input.standard_webhooks !== undefined ? { standard_webhooks: input.standard_webhooks } : {}),
+        ...(input.payload !== undefined ? { payload: input.payload } : {}),
         ...(input.max_per_second !== undefined ? { max_per_second: input.max_per_second } : {}),
         // Re-enabling clears the health record: the operator vouches for the receiver.
         ...(input.status === 'active'
@@ -238,6 +246,7 @@ export class WebhookEndpoints {
         before.store !== after.store && `store ${after.store ?? 'all stores'}`,
         before.events.join() !== after.events.join() && `events ${after.events.join(', ')}`,
         before.standard_webhooks !== after.standard_webhooks && `Standard Webhooks headers ${after.standard_webhooks ? 'on' : 'off'}`,
+        before.payload !== after.payload && `payload ${after.payload}`,
         before.max_per_second !== after.max_per_second &&
           `rate ${after.max_per_second === null ? 'unlimited' : `at most ${after.max_per_second}/s`}`,
         input.status !== undefined && `status ${input.status}`,
@@ -248,6 +257,7 @@ export class WebhookEndpoints {
         input.store === undefined &&
         input.events === undefined &&
         input.standard_webhooks === undefined &&
+        input.payload === undefined &&
         input.max_per_second === undefined;
       const action = statusOnly ? (input.status === 'paused' ? 'endpoint.pause' : 'endpoint.enable') : 'endpoint.update';
       await audit(
@@ -414,12 +424,28 @@ export class WebhookEndpoints {
   /**
    * One delivery with the exact body it sends and every attempt made so far, oldest first, each
    * with the request it sent (admin `DeliveryDetail`). The body is the dispatcher's own: every
-   * attempt sends the same bytes, `occurred_at` being fixed at the first.
+   * attempt sends the same spec fields, `occurred_at` being fixed at the first; a full delivery's
+   * products are as the store publishes them now, as the next attempt would read them.
    */
   delivery(merchantId: number, endpointId: number, deliveryId: number): Promise<DeliveryDetailView> {
     return this.storage.snapshot(async (reader) => {
       const delivery = await this.deliveryIn(reader, merchantId, endpointId, deliveryId);
-      const payload = delivery.occurred_at === null ? null : deliveryBody(delivery, delivery.occurred_at);
+      const endpoint = await this.endpointIn(reader, merchantId, endpointId);
+      const full =
+        endpoint.payload === 'full' && carriesProducts(delivery)
+          ? {
+              published: publishedById(
+                (
+                  await reader.publishedPayloadsByIds(
+                    delivery.store_id,
+                    [...new Set(delivery.product_ids)].sort((a, b) => a - b),
+                  )
+                ).bytes,
+              ),
+              maxBytes: this.fullPayloadBytes,
+            }
+          : undefined;
+      const payload = delivery.occurred_at === null ? null : deliveryBody(delivery, delivery.occurred_at, full);
       const attempts: AttemptRecord[] = await reader.listAttempts(delivery.id);
       return { ...delivery, attempts, body: payload?.ok ? payload.body : null };
     });
@@ -428,7 +454,7 @@ export class WebhookEndpoints {
   deliveries(
     merchantId: number,
     endpointId: number,
-    filter: { status?: DeliveryStatus; limit: number; beforeId?: number },
+    filter: { status?: DeliveryStatus; limit: number; beforeId?: number; webhookId?: string },
   ): Promise<DeliveryRecord[]> {
     return this.storage.snapshot(async (reader) =>
       reader.listDeliveries((await this.endpointIn(reader, merchantId, endpointId)).id, filter),

@@ -8,6 +8,7 @@ type AdminSchemas = components['schemas'];
 
 export type DeliveryStatus = AdminSchemas['DeliveryStatus'];
 export type EndpointStatus = AdminSchemas['WebhookEndpoint']['status'];
+export type EndpointPayload = AdminSchemas['WebhookEndpoint']['payload'];
 export type NotificationKind = AdminSchemas['Notification']['kind'];
 
 /**
@@ -36,6 +37,8 @@ export interface WebhookEndpointRecord extends EndpointHealth {
   events: ChangeType[];
   /** Whether deliveries also carry the Standard Webhooks headers. */
   standard_webhooks: boolean;
+  /** `full`: deliveries also carry the changed products as the store publishes them (delivery-body.ts). */
+  payload: EndpointPayload;
   /** The most deliveries a second the endpoint receives, across processes; null: no limit. */
   max_per_second: number | null;
   /** The secret that signs; during a rotation, the old one (webhooks/signing.ts, secretsAt). */
@@ -53,7 +56,7 @@ export type WebhookEndpointInputRecord = Pick<
   WebhookEndpointRecord,
   'merchant_id' | 'url' | 'store_id' | 'events' | 'secret' | 'created_at'
 > &
-  Partial<Pick<WebhookEndpointRecord, 'standard_webhooks' | 'max_per_second'>>;
+  Partial<Pick<WebhookEndpointRecord, 'standard_webhooks' | 'max_per_second' | 'payload'>>;
 
 export type DeliveryRecord = AdminSchemas['Delivery'];
 /**
@@ -63,8 +66,11 @@ export type DeliveryRecord = AdminSchemas['Delivery'];
  * (PostgreSQL: no round trip of its own); absent, the dispatcher reads it.
  */
 export type ClaimedDelivery = DeliveryRecord & { send_at: string | null; endpoint?: WebhookEndpointRecord };
-/** A delivery to insert: a test or a resend says so (`replaced_by` is set later, by its resend). */
-export type NewDelivery = Omit<DeliveryRecord, 'id' | 'test' | 'replaces' | 'replaced_by'> &
+/**
+ * A delivery to insert: a test or a resend says so (`replaced_by` is set later, by its resend).
+ * Storage gives it its `webhook_id` and reads the `replaces_webhook_id` of the delivery it replaces.
+ */
+export type NewDelivery = Omit<DeliveryRecord, 'id' | 'webhook_id' | 'test' | 'replaces' | 'replaced_by' | 'replaces_webhook_id'> &
   Partial<Pick<DeliveryRecord, 'test' | 'replaces'>>;
 export type AttemptRecord = AdminSchemas['Attempt'];
 /** An attempt to record: the request it sent, when one was signed (read back as null otherwise). */

@@ -124,37 +124,38 @@ export function standardSignatureFor(secret: string, id: string, timestamp: stri
   return `v1,${hmac.digest('base64')}`;
 }
 
-/** The `webhook-id` of a delivery: `dlv_` and its id, the same on every attempt. */
-export const webhookIdOf = (deliveryId: number) => `dlv_${deliveryId}`;
-
 export interface DeliverySigning {
   /** The secret that signs `X-Service-Signature` now (secretsAt). */
   signing: string;
   /** During a rotation's grace period, the new secret: `webhook-signature` carries its signature too. */
   pending?: string | null;
-  /** The delivery's id (`webhook-id` is `dlv_` + it). */
-  deliveryId: number;
-  /** The delivery a resend re-sends (`X-Service-Replaces`). */
-  replaces?: number | null;
+  /** The delivery's `webhook-id` (storage/delivery-ids.ts), the same on every attempt. */
+  webhookId: string;
+  /** The `webhook-id` of the delivery a resend re-sends (`X-Service-Replaces`). */
+  replaces?: string | null;
   /** Whether the endpoint also receives `webhook-timestamp` and `webhook-signature`. */
   standardWebhooks?: boolean;
+  /** A test delivery (or a resend of one): `X-Service-Test: true`, so the receiver can tell. */
+  test?: boolean;
 }
 
 /**
- * The headers of a delivery signed now (spec 4.5, plus `webhook-id` and, when the endpoint chose
- * them, the Standard Webhooks headers). `webhook-signature` holds one signature per secret in
+ * The headers of a delivery signed now (spec 4.5, plus `webhook-id`, a resend's
+ * `X-Service-Replaces`, a test's `X-Service-Test` and, when the endpoint chose them, the Standard
+ * Webhooks headers). `webhook-signature` holds one signature per secret in
  * effect that suits the scheme: the signing one and, during a rotation, the new one.
  */
 export function signedHeaders(options: DeliverySigning, body: string, now: Date): DeliveryHeaders {
   const timestamp = String(Math.floor(now.getTime() / 1000));
-  const id = webhookIdOf(options.deliveryId);
+  const id = options.webhookId;
   const headers: DeliveryHeaders = {
     'Content-Type': 'application/json',
     'X-Service-Timestamp': timestamp,
     'X-Service-Signature': signatureFor(options.signing, timestamp, body),
     'webhook-id': id,
   };
-  if (options.replaces) headers['X-Service-Replaces'] = webhookIdOf(options.replaces);
+  if (options.replaces) headers['X-Service-Replaces'] = options.replaces;
+  if (options.test) headers['X-Service-Test'] = 'true';
   if (options.standardWebhooks) {
     const secrets = [options.signing, options.pending].filter((s): s is string => !!s && suitsStandardWebhooks(s));
     if (secrets.length > 0) {

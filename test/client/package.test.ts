@@ -171,7 +171,7 @@ const imported = await importProducts(admin, merchant_id, [
 // 2. An endpoint for the price changes of store de, pointed at the receiver.
 const endpoint = await unwrap(admin.POST('/admin/v1/merchants/{merchant_id}/webhook-endpoints', {
   params: { path: { merchant_id } },
-  body: { url: 'http://127.0.0.1:' + (receiver.address() as AddressInfo).port + '/hooks', store: 'de', events: ['price'], standard_webhooks: false, max_per_second: null },
+  body: { url: 'http://127.0.0.1:' + (receiver.address() as AddressInfo).port + '/hooks', store: 'de', events: ['price'], standard_webhooks: false, payload: 'thin', max_per_second: null },
 }));
 secret = endpoint.secret;
 

@@ -82,7 +82,7 @@ describe('verifyWebhook', () => {
     ['a property the document does not state', { retry: 1 }, ''],
   ])('rejects a correctly signed payload with %s, saying where', (_name, change, instancePath) => {
     const body = JSON.stringify({ ...JSON.parse(BODY), ...change });
-    const signed = signedHeaders({ signing: SECRET, deliveryId: 7 }, body, new Date());
+    const signed = signedHeaders({ signing: SECRET, webhookId: 'dlv_7' }, body, new Date());
     expect(() => verifyWebhook({ secret: SECRET, headers: signed, rawBody: body })).toThrow(
       expect.objectContaining({ reason: 'invalid_payload', schemaErrors: [expect.objectContaining({ instancePath })] }),
     );
@@ -90,7 +90,7 @@ describe('verifyWebhook', () => {
 
   it('rejects a correctly signed body that is not a delivery payload', () => {
     const body = '{"event":"deleted","product_ids":[1]}';
-    const signed = signedHeaders({ signing: SECRET, deliveryId: 7 }, body, new Date());
+    const signed = signedHeaders({ signing: SECRET, webhookId: 'dlv_7' }, body, new Date());
     expect(() => verifyWebhook({ secret: SECRET, headers: signed, rawBody: body })).toThrow(
       expect.objectContaining({ reason: 'invalid_payload' }),
     );
@@ -103,7 +103,7 @@ describe('verifyWebhook with a list of secrets (a secret rotation)', () => {
 
   it('accepts a delivery signed with any of the secrets, in either order', () => {
     for (const signedWith of [SECRET, NEW_SECRET]) {
-      const signed = signedHeaders({ signing: signedWith, deliveryId: 7 }, body, new Date());
+      const signed = signedHeaders({ signing: signedWith, webhookId: 'dlv_7' }, body, new Date());
       for (const secret of [
         [SECRET, NEW_SECRET],
         [NEW_SECRET, SECRET],
@@ -117,11 +117,11 @@ describe('verifyWebhook with a list of secrets (a secret rotation)', () => {
   });
 
   it('rejects a delivery that none of the secrets signed, a tampered body and a stale timestamp as with one secret', () => {
-    const signed = signedHeaders({ signing: 'whsec_another', deliveryId: 7 }, body, new Date());
+    const signed = signedHeaders({ signing: 'whsec_another', webhookId: 'dlv_7' }, body, new Date());
     expect(() => verifyWebhook({ secret: [SECRET, NEW_SECRET], headers: signed, rawBody: body })).toThrow(
       expect.objectContaining({ reason: 'signature_mismatch' }),
     );
-    const genuine = signedHeaders({ signing: NEW_SECRET, deliveryId: 7 }, body, new Date());
+    const genuine = signedHeaders({ signing: NEW_SECRET, webhookId: 'dlv_7' }, body, new Date());
     expect(() => verifyWebhook({ secret: [SECRET, NEW_SECRET], headers: genuine, rawBody: body.replace('7', '8') })).toThrow(
       expect.objectContaining({ reason: 'signature_mismatch' }),
     );
@@ -131,7 +131,7 @@ describe('verifyWebhook with a list of secrets (a secret rotation)', () => {
   });
 
   it('refuses an empty list or an empty secret with a TypeError, whatever the delivery', () => {
-    const signed = signedHeaders({ signing: SECRET, deliveryId: 7 }, body, new Date());
+    const signed = signedHeaders({ signing: SECRET, webhookId: 'dlv_7' }, body, new Date());
     for (const secret of [[], [''], [SECRET, ''], '']) {
       expect(() => verifyWebhook({ secret, headers: signed, rawBody: body })).toThrow(TypeError);
     }
@@ -143,7 +143,11 @@ describe('verifyWebhookDelivery', () => {
   const STANDARD = 'whsec_4cG9t2VnQx8LrW7bYh3KpZ5mJd6FsA1eQ2m9Rb7Xk3Lp';
 
   it('verifies the Standard Webhooks scheme when the delivery carries it, and returns the id, what it replaces and the scheme', () => {
-    const signed = signedHeaders({ signing: STANDARD, deliveryId: 81723, replaces: 81690, standardWebhooks: true }, body, new Date());
+    const signed = signedHeaders(
+      { signing: STANDARD, webhookId: 'dlv_81723', replaces: 'dlv_81690', standardWebhooks: true },
+      body,
+      new Date(),
+    );
     expect(signed['webhook-signature']).toMatch(/^v1,/);
     const verified = verifyWebhookDelivery({ secret: STANDARD, headers: signed, rawBody: body });
     expect(verified).toMatchObject({
@@ -175,7 +179,7 @@ describe('verifyWebhookDelivery', () => {
 
   it('accepts a webhook-signature of two during a rotation with either secret, and refuses a malformed one', () => {
     const NEW = 'whsec_Q2m9Rb7Xk3Lp4cG9t2VnQx8LrW7bYh3KpZ5mJd6FsA1e';
-    const signed = signedHeaders({ signing: STANDARD, pending: NEW, deliveryId: 5, standardWebhooks: true }, body, new Date());
+    const signed = signedHeaders({ signing: STANDARD, pending: NEW, webhookId: 'dlv_5', standardWebhooks: true }, body, new Date());
     expect(signed['webhook-signature']!.split(' ')).toHaveLength(2);
     for (const secret of [STANDARD, NEW, [STANDARD, NEW]]) {
       expect(verifyWebhookDelivery({ secret, headers: signed, rawBody: body }).scheme).toBe('standard');
@@ -226,7 +230,11 @@ describe('the example receiver', () => {
   afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
 
   const post = (body: string, extra: Record<string, string> = {}) =>
-    fetch(url, { method: 'POST', headers: { ...signedHeaders({ signing: SECRET, deliveryId: 7 }, body, new Date()), ...extra }, body });
+    fetch(url, {
+      method: 'POST',
+      headers: { ...signedHeaders({ signing: SECRET, webhookId: 'dlv_7' }, body, new Date()), ...extra },
+      body,
+    });
 
   it('acknowledges a signed delivery, and processes a re-sent one only once', async () => {
     const body = '{"event":"content","store_id":2,"product_ids":[7,3],"occurred_at":"2026-11-25T10:00:00Z"}';
@@ -240,14 +248,14 @@ describe('the example receiver', () => {
     for (const secret of [SECRET, ROTATED]) {
       const response = await fetch(url, {
         method: 'POST',
-        headers: signedHeaders({ signing: secret, deliveryId: 7 }, body, new Date()),
+        headers: signedHeaders({ signing: secret, webhookId: 'dlv_7' }, body, new Date()),
         body,
       });
       expect(response.status).toBe(204);
     }
     const other = await fetch(url, {
       method: 'POST',
-      headers: signedHeaders({ signing: 'whsec_someone_else', deliveryId: 7 }, body, new Date()),
+      headers: signedHeaders({ signing: 'whsec_someone_else', webhookId: 'dlv_7' }, body, new Date()),
       body,
     });
     expect(other.status).toBe(400);

@@ -90,13 +90,25 @@ describe('inspecting deliveries in the browser', () => {
     expect(await page.locator('#payload').textContent()).toContain('store pl');
   });
 
+  it('finds the delivery a receiver names by its webhook-id, and shows that id in the log', async () => {
+    const [test, failed] = await deliveries();
+    await page.goto(detailUrl);
+    expect(await row(failed!.id).locator('code.webhook-id').textContent()).toBe(receiver.requests[0]!.headers['webhook-id']);
+    await page.locator('input[name="webhook_id"]').fill(failed!.webhook_id);
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await page.waitForURL(/webhook_id=dlv_/);
+    expect(await page.locator('tr[data-delivery]').count()).toBe(1);
+    expect(await row(failed!.id).count()).toBe(1);
+    expect(await row(test!.id).count()).toBe(0);
+  });
+
   it('shows the exact request each attempt sent, as the receiver got it, and each answer', async () => {
     const failed = (await deliveries()).find((d) => !d.test)!;
     await page.goto(`${detailUrl}/deliveries/${failed.id}`);
     const got = receiver.requests[0]!;
     expect(await page.locator('#request-body').textContent()).toBe(got.rawBody.toString('utf8'));
     const facts = await page.locator('#delivery-facts').textContent();
-    expect(facts).toContain(`${failed.id} (webhook-id: dlv_${failed.id}, the same in each retry`);
+    expect(facts).toContain(`${failed.id} (webhook-id: ${failed.webhook_id}, the same in each retry`);
     // The request line and the headers the service set, as recorded; then, labelled apart, the
     // ones the HTTP client added. Every line is compared with what the receiver received.
     const attemptRow = page.locator('tr.attempt').first();
@@ -116,7 +128,7 @@ describe('inspecting deliveries in the browser', () => {
       `Content-Type: ${got.headers['content-type']}`,
       `X-Service-Timestamp: ${got.timestamp}`,
       `X-Service-Signature: ${got.signature}`,
-      `webhook-id: dlv_${failed.id}`,
+      `webhook-id: ${failed.webhook_id}`,
     ]);
     expect(added).toEqual([`host: ${got.headers.host}`, `connection: ${got.headers.connection}`, `content-length: ${got.rawBody.length}`]);
     const attempt = await page.locator('tr.attempt').first().textContent();
@@ -143,7 +155,8 @@ describe('inspecting deliveries in the browser', () => {
     const resentId = Number(/\/deliveries\/(\d+)\?/.exec(page.url())![1]);
     expect(await page.getByRole('status').textContent()).toContain(`it re-sends #${failed.id}`);
     expect(await page.locator('#delivery-replaces').textContent()).toBe(
-      `Re-sends #${failed.id}. #${failed.id} makes no further attempt: the receiver gets this payload from this delivery alone.`,
+      `Re-sends #${failed.id}. #${failed.id} makes no further attempt: the receiver gets this payload from this delivery alone. ` +
+        `(X-Service-Replaces: ${failed.webhook_id})`,
     );
     await browser.screenshot(page, 'delivery-resent');
 

@@ -189,6 +189,39 @@ describe('registering and editing an endpoint in the browser', () => {
     expect(await endpoints()).toEqual([{ ...delivered, standard_webhooks: false, max_per_second: null }]);
   });
 
+  it('chooses full payloads in the form: the endpoint page says so and the next delivery carries the products', async () => {
+    const [endpoint] = await endpoints();
+    const edit = `${endpointsUrl}/${endpoint!.id}/edit`;
+    await page.goto(edit);
+    const full = page.getByLabel('Deliveries carry the changed products');
+    expect(await full.isChecked()).toBe(false);
+    expect(await page.locator('#full-payload-help').textContent()).toContain('products_omitted');
+    await full.check();
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.waitForURL(`${endpointsUrl}/${endpoint!.id}?done=updated`);
+    expect(await page.locator('#endpoint-payload').textContent()).toMatch(/^Full: /);
+    expect(await endpoints()).toEqual([{ ...endpoint, payload: 'full' }]);
+    const product = await service.admin.upsertProduct(merchantId, 'STOVE-1', {
+      content: { de: { title: 'Kocher' } },
+      offers: [{ supplier_ref: 'nordwind', quantity: 4, cost: '12.00', currency: 'EUR' }],
+    });
+    const received = after.count;
+    clock.advance(2_000);
+    await service.service.dispatcher.tick();
+    expect(after.count).toBeGreaterThan(received);
+    const payload = after.payloads.at(-1) as { product_ids: number[]; products?: { id: number }[] };
+    expect(payload.products?.map((p) => p.id)).toEqual(payload.product_ids);
+    expect(payload.product_ids).toContain(product.id);
+    // And back to thin: the spec's payload alone.
+    await page.goto(edit);
+    expect(await full.isChecked()).toBe(true);
+    await full.uncheck();
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.waitForURL(`${endpointsUrl}/${endpoint!.id}?done=updated`);
+    expect(await page.locator('#endpoint-payload').textContent()).toMatch(/^Thin: /);
+    expect((await endpoints())[0]!.payload).toBe('thin');
+  });
+
   it('shows refused input beside the form, as typed, and changes nothing', async () => {
     const [endpoint] = await endpoints();
     await page.goto(`${endpointsUrl}/${endpoint!.id}/edit`);

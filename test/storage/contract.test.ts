@@ -734,6 +734,7 @@ describe(`the storage contract on ${ENGINE}`, () => {
         store_id: de.id,
         events: ['price', 'content'],
         standard_webhooks: false,
+        payload: 'thin',
         max_per_second: null,
         secret: 'whsec_x',
         pending_secret: null,
@@ -1072,10 +1073,12 @@ describe(`the storage contract on ${ENGINE}`, () => {
       );
       expect(first).toEqual({
         id: first.id,
+        webhook_id: expect.stringMatching(/^dlv_[0-9a-f]{32}$/),
         ...deliveryInput(endpoint.id, { store_id: de.id, product_ids: [3, 1, 2] }),
         test: false,
         replaces: null,
         replaced_by: null,
+        replaces_webhook_id: null,
       });
       const later = await storage.insertDelivery(deliveryInput(endpoint.id, { next_attempt_at: '2026-11-26T08:10:00.000Z' }));
       expect(await storage.getDelivery(first.id)).toEqual(first);
@@ -1176,7 +1179,13 @@ describe(`the storage contract on ${ENGINE}`, () => {
       expect((await storage.claimDueDeliveries(claimAt('2026-11-26T08:00:00.000Z'))).map((d) => d.id)).toEqual([test.id, failed.id]);
       const resend = await storage.insertDelivery(deliveryInput(endpoint.id, { test: true, replaces: failed.id }));
       await storage.replaceDelivery(failed.id, resend.id);
-      expect(await storage.getDelivery(resend.id)).toMatchObject({ test: true, replaces: failed.id, replaced_by: null, status: 'pending' });
+      expect(await storage.getDelivery(resend.id)).toMatchObject({
+        test: true,
+        replaces: failed.id,
+        replaces_webhook_id: failed.webhook_id,
+        replaced_by: null,
+        status: 'pending',
+      });
       expect(await storage.getDelivery(failed.id)).toMatchObject({ status: 'dropped', next_attempt_at: null, replaced_by: resend.id });
       const attempt = { at: '2026-11-26T08:00:02.000Z', status_code: 503, error: 'http_status', latency_ms: 5, response_snippet: '' };
       await storage.recordAttemptOutcomes([

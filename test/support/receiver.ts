@@ -6,7 +6,8 @@
 // - spec 5: `X-Service-Signature` = `sha256=` + lowercase hex HMAC-SHA256 over
 //   `{timestamp}.{raw body}` keyed with the endpoint's secret, compared in constant time;
 // - the Standard Webhooks `webhook-signature`, when sent;
-// - the body against the schema of its event in the public document's `webhooks:` section.
+// - the body against the schema of its event in the public document's `webhooks:` section, and
+//   every header the service sets (X-Service-*, webhook-*) against the headers that event declares.
 // A request that fails a check is answered 400 (as the reference receivers do) and recorded; reading
 // the log of, or closing, a receiver that saw one throws.
 import { createHmac, timingSafeEqual } from 'node:crypto';
@@ -132,6 +133,13 @@ function check(
       problems.push(`event "${payload.event}" is not in the webhooks: section`);
     } else {
       try {
+        const declaredNames = (operation.parameters as { $ref: string }[]).map((p) =>
+          (parameters[p.$ref.split('/').pop()!]!.name as string).toLowerCase(),
+        );
+        // The service's own headers are all declared: one the document does not name is a contract break.
+        for (const name of Object.keys(headers))
+          if (/^(x-service-|webhook-)/.test(name) && !declaredNames.includes(name))
+            problems.push(`the ${name} header is not declared in the webhooks: section`);
         for (const parameter of operation.parameters as { $ref: string }[]) {
           const declared = parameters[parameter.$ref.split('/').pop()!]!;
           const name = (declared.name as string).toLowerCase();

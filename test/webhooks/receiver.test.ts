@@ -14,7 +14,14 @@ afterEach(async () => {
 });
 
 async function post(
-  options: { body?: string; timestamp?: string; signature?: string; contentType?: string; webhookId?: string | null } = {},
+  options: {
+    body?: string;
+    timestamp?: string;
+    signature?: string;
+    contentType?: string;
+    webhookId?: string | null;
+    headers?: Record<string, string>;
+  } = {},
 ) {
   const raw = options.body ?? body;
   const ts = options.timestamp ?? timestamp;
@@ -25,6 +32,7 @@ async function post(
       'X-Service-Timestamp': ts,
       'X-Service-Signature': options.signature ?? computeSignature(SECRET, ts, raw),
       ...(options.webhookId === null ? {} : { 'webhook-id': options.webhookId ?? 'dlv_1' }),
+      ...options.headers,
     },
     body: raw,
   });
@@ -40,6 +48,13 @@ describe('the test receiver', () => {
     expect(receiver.requests[0]!.verifiedWith).toBe(SECRET);
   });
 
+  it('accepts the opaque webhook-id and a test delivery marked X-Service-Test: true', async () => {
+    receiver = await Receiver.start({ now: () => NOW });
+    receiver.secret = SECRET;
+    expect(await post({ webhookId: `dlv_${'0a'.repeat(16)}`, headers: { 'X-Service-Test': 'true' } })).toBe(200);
+    expect(receiver.requests[0]!.headers['x-service-test']).toBe('true');
+  });
+
   it.each([
     ['a signature made with another secret', { signature: computeSignature('whsec_other', timestamp, body) }],
     ['an uppercase hex signature', { signature: computeSignature(SECRET, timestamp, body).toUpperCase().replace('SHA256=', 'sha256=') }],
@@ -48,7 +63,10 @@ describe('the test receiver', () => {
     ['a timestamp in milliseconds', { timestamp: String(NOW.getTime()) }],
     ['another content type', { contentType: 'text/plain' }],
     ['a delivery without webhook-id', { webhookId: null }],
-    ['a webhook-id that is not dlv_ and a number', { webhookId: 'msg_1' }],
+    ['a webhook-id that is not dlv_ and a number or 32 hex digits', { webhookId: 'msg_1' }],
+    ['a webhook-id of 31 hex digits', { webhookId: `dlv_${'a'.repeat(31)}` }],
+    ['an X-Service-Test header that is not true', { headers: { 'X-Service-Test': 'yes' } }],
+    ['a service header the webhooks: section does not declare', { headers: { 'X-Service-Sample': 'true' } }],
     [
       'a payload outside the webhooks: schema',
       { body: JSON.stringify({ event: 'price', store_id: 1, product_ids: [], occurred_at: '2025-03-14T09:26:55Z' }) },

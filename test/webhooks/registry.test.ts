@@ -38,6 +38,7 @@ describe('the webhook registry', () => {
       ['X-Service-Signature', true],
       ['webhook-id', true],
       ['X-Service-Replaces', false],
+      ['X-Service-Test', false],
       ['webhook-timestamp', false],
       ['webhook-signature', false],
     ]);

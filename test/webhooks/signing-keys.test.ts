@@ -31,7 +31,7 @@ describe('signing keys kept per secret', () => {
     expect(standardSignatureFor(rotated, 'dlv_2', '1700000001', body)).toBe(expectedStandard(rotated, 'dlv_2', '1700000001', body));
     // During a grace period the headers carry the signing secret's and the new one's signatures.
     const headers = signedHeaders(
-      { signing: old, pending: rotated, deliveryId: 3, standardWebhooks: true },
+      { signing: old, pending: rotated, webhookId: 'dlv_3', standardWebhooks: true },
       body,
       new Date(1_700_000_002_000),
     );

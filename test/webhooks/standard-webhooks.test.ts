@@ -31,7 +31,7 @@ const plainHeaders = (request: ReceivedRequest) =>
   );
 
 describe('webhook-id', () => {
-  it('is the same on every retry of a delivery, dlv_ and its id in the attempt log; a resend has its own and names the one it replaces', async () => {
+  it('is the same on every retry of a delivery, its webhook_id in the attempt log; a resend has its own and names the one it replaces', async () => {
     const w = await standardWorld();
     // The first attempt fails, every later one succeeds.
     let seen = 0;
@@ -43,25 +43,25 @@ describe('webhook-id', () => {
     expect(receiver.count).toBe(2);
     const [first, retry] = receiver.requests;
     const [delivery] = await w.deliveries(created.id);
-    expect(first!.headers['webhook-id']).toBe(`dlv_${delivery!.id}`);
+    expect(first!.headers['webhook-id']).toBe(delivery!.webhook_id);
     expect(retry!.headers['webhook-id']).toBe(first!.headers['webhook-id']);
     // Each attempt signed anew, the id unchanged; no resend header on an original delivery.
     expect(retry!.timestamp).not.toBe(first!.timestamp);
     expect(first!.headers['x-service-replaces']).toBeUndefined();
     // The attempt log keeps the id as sent.
     const detail = await w.delivery(created.id, delivery!.id);
-    expect(detail.attempts.map((a) => a.request_headers?.['webhook-id'])).toEqual([`dlv_${delivery!.id}`, `dlv_${delivery!.id}`]);
+    expect(detail.attempts.map((a) => a.request_headers?.['webhook-id'])).toEqual([delivery!.webhook_id, delivery!.webhook_id]);
 
     const resent = await w.post(`/webhook-endpoints/${created.id}/deliveries/${delivery!.id}/resend`);
     expect(resent.status, resent.text).toBe(202);
     await w.deliverDue();
     const again = receiver.requests.at(-1)!;
-    expect(again.headers['webhook-id']).toBe(`dlv_${resent.body.id}`);
+    expect(again.headers['webhook-id']).toBe(resent.body.webhook_id);
     expect(again.headers['webhook-id']).not.toBe(first!.headers['webhook-id']);
-    expect(again.headers['x-service-replaces']).toBe(`dlv_${delivery!.id}`);
+    expect(again.headers['x-service-replaces']).toBe(delivery!.webhook_id);
     // The receiver kit exposes both, whichever scheme verified.
     const verified = verifyWebhookDelivery({ secret: created.secret, headers: again.headers, rawBody: again.rawBody, now: w.clock.now });
-    expect(verified).toMatchObject({ id: `dlv_${resent.body.id}`, replaces: `dlv_${delivery!.id}`, scheme: 'service' });
+    expect(verified).toMatchObject({ id: resent.body.webhook_id, replaces: delivery!.webhook_id, scheme: 'service' });
     // Without the choice, no Standard Webhooks signature is sent.
     expect(again.headers['webhook-signature']).toBeUndefined();
     expect(again.headers['webhook-timestamp']).toBeUndefined();
@@ -164,7 +164,7 @@ describe('the Standard Webhooks headers', () => {
     await w.after(2 * SECOND);
     const last = receiver.requests.at(-1)!;
     expect(last.headers['webhook-signature']).toBeUndefined();
-    expect(last.headers['webhook-id']).toMatch(/^dlv_[0-9]+$/);
+    expect(last.headers['webhook-id']).toMatch(/^dlv_[0-9a-f]{32}$/);
     // Both changes are in the audit log, in plain words.
     const audit = (await w.service.adminApi('GET', `${w.merchant.base}/audit-log?limit=20`)).body.data as {
       action: string;

@@ -51,6 +51,8 @@ const NOTIFICATIONS_READ = 100;
 interface LogFilter {
   status?: DeliveryStatus | undefined;
   beforeId?: number | undefined;
+  /** The one delivery a receiver got with this `webhook-id`. */
+  webhookId?: string | undefined;
 }
 /** Where the page shows a failed action's error: beside the buttons of the secret, the deliveries' resend, the recovery form. */
 type ErrorAt = 'secret' | 'deliveries' | 'recover';
@@ -59,10 +61,10 @@ const errorAtOf = (at: string | undefined): ErrorAt | undefined =>
   at !== undefined && ERROR_AT.includes(at) ? (at as ErrorAt) : undefined;
 const detailPath = (merchantId: number, endpointId: number) => `/panel/merchants/${merchantId}/endpoints/${endpointId}`;
 
-/** The log's query, checked by the admin API's own query schema (status, before_id); '' means "any". */
+/** The log's query, checked by the admin API's own query schema (status, before_id, webhook_id); '' means "any". */
 function logFilter(c: PanelContext): LogFilter {
   const query: Record<string, string> = {};
-  for (const name of ['status', 'before_id']) {
+  for (const name of ['status', 'before_id', 'webhook_id']) {
     const value = c.req.query(name);
     if (value) query[name] = value;
   }
@@ -73,7 +75,7 @@ function logFilter(c: PanelContext): LogFilter {
       result.error.issues.map((issue) => ({ name: issue.path.map(String).join('.'), in: 'query', reason: plainReason(issue) })),
     );
   }
-  return { status: result.data.status, beforeId: result.data.before_id };
+  return { status: result.data.status, beforeId: result.data.before_id, webhookId: result.data.webhook_id };
 }
 
 /** A datetime-local value (no zone: the form says UTC) as the schema's date-time with offset. */
@@ -125,14 +127,19 @@ function DeliveryLog(props: {
             ))}
           </select>
         </label>{' '}
+        <label>
+          webhook-id
+          <input name="webhook_id" value={filter.webhookId ?? ''} placeholder="dlv_…" size={38} />
+        </label>{' '}
         <button type="submit">Filter</button>
       </form>
       {props.errorAt === 'deliveries' && <ErrorMessage error={props.error} />}
       {deliveries.length === 0 ? (
         <p>
           No deliveries{filter.status ? ` with status ${filter.status}` : ''}
+          {filter.webhookId ? ` with webhook-id ${filter.webhookId}` : ''}
           {filter.beforeId ? ' before these' : ''}
-          {filter.status || filter.beforeId
+          {filter.status || filter.beforeId || filter.webhookId
             ? '.'
             : ' yet: one is sent when a product the endpoint follows changes; "Send test" on the endpoints page sends one now.'}
         </p>
@@ -155,7 +162,7 @@ function DeliveryLog(props: {
             {deliveries.map((d) => (
               <tr data-delivery={d.id}>
                 <td>
-                  <a href={`${base}/deliveries/${d.id}`}>#{d.id}</a>
+                  <a href={`${base}/deliveries/${d.id}`}>#{d.id}</a> <code class="muted wrap webhook-id">{d.webhook_id}</code>
                   <DeliveryKind base={base} delivery={d} />
                 </td>
                 <td>{d.event}</td>
@@ -297,6 +304,16 @@ function EndpointDetailPage(props: {
               </>
             )}
           </dd>
+          <dt>Payload</dt>
+          <dd id="endpoint-payload">
+            {endpoint.payload === 'full' ? (
+              <>
+                Full: <code>content</code> and <code>price</code> deliveries also carry the changed products (<code>products</code>)
+              </>
+            ) : (
+              <>Thin: the spec's payload (product ids; the receiver fetches the products)</>
+            )}
+          </dd>
           <dt>Rate</dt>
           <dd id="endpoint-rate">
             {endpoint.max_per_second === null ? 'No limit' : `At most ${endpoint.max_per_second} deliveries a second`}
@@ -381,7 +398,8 @@ function DeliveryPage(props: {
         <dd>
           {delivery.id}{' '}
           <span class="muted">
-            (<code>webhook-id: dlv_{delivery.id}</code>, the same in each retry; a resend is a new delivery with its own id)
+            (<code class="wrap">webhook-id: {delivery.webhook_id}</code>, the same in each retry; a resend is a new delivery with its own
+            id)
           </span>
         </dd>
         <dt>Status</dt>
@@ -392,8 +410,8 @@ function DeliveryPage(props: {
           <>
             <dt>Test</dt>
             <dd id="delivery-test">
-              <span class="tag tag-test">test</span> Sent with “Send test”: its product is a sample and nothing changed (the receiver cannot
-              tell).
+              <span class="tag tag-test">test</span> Sent with “Send test”: its product is a sample and nothing changed (the receiver gets
+              it with <code>X-Service-Test: true</code>).
             </dd>
           </>
         )}
@@ -403,6 +421,10 @@ function DeliveryPage(props: {
             <dd id="delivery-replaces">
               Re-sends <a href={`${base}/deliveries/${delivery.replaces}`}>#{delivery.replaces}</a>.{' '}
               {original ? resendOutcome(original) : ''}
+              <span class="muted">
+                {' '}
+                (<code class="wrap">X-Service-Replaces: {delivery.replaces_webhook_id}</code>)
+              </span>
             </dd>
           </>
         )}

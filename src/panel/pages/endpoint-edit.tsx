@@ -76,6 +76,7 @@ export function endpointEditPages(service: Service, accounts: () => PanelAccount
       store: field(form, 'store'),
       events: fields(form, 'events'),
       standardWebhooks: field(form, 'standard_webhooks') === 'on',
+      fullPayload: field(form, 'full_payload') === 'on',
       maxPerSecond: field(form, 'max_per_second'),
     };
     const outcome = await formAction(() =>

@@ -13,6 +13,7 @@ export const ENDPOINT_FIELD_LABELS = {
   store: 'Store',
   events: 'Events',
   standard_webhooks: 'Standard Webhooks headers',
+  payload: 'Deliveries carry the changed products',
   max_per_second: 'Deliveries a second at most',
 } as const;
 
@@ -24,25 +25,33 @@ export interface EndpointFormInput {
   events: string[];
   /** The checkbox: also send the Standard Webhooks headers. */
   standardWebhooks: boolean;
+  /** The checkbox: deliveries also carry the changed products (`payload: full`). */
+  fullPayload: boolean;
   /** As typed: a whole number, or '' for no limit. */
   maxPerSecond: string;
 }
 
 /** The form's input as the admin document's endpoint input takes it. */
-export function endpointOptions(input: EndpointFormInput): { standard_webhooks: boolean; max_per_second: number | null } {
+export function endpointOptions(input: EndpointFormInput): {
+  standard_webhooks: boolean;
+  payload: 'thin' | 'full';
+  max_per_second: number | null;
+} {
   const typed = input.maxPerSecond.trim();
   // A number the schema then bounds; anything else is sent as typed so that the schema names it.
   const maxPerSecond = typed === '' ? null : /^[0-9]+$/.test(typed) ? Number(typed) : (typed as unknown as number);
-  return { standard_webhooks: input.standardWebhooks, max_per_second: maxPerSecond };
+  return { standard_webhooks: input.standardWebhooks, payload: input.fullPayload ? 'full' : 'thin', max_per_second: maxPerSecond };
 }
 
 /** The form's input from an endpoint as it is. */
 export function formOptionsOf(endpoint: {
   standard_webhooks: boolean;
+  payload: 'thin' | 'full';
   max_per_second: number | null;
-}): Pick<EndpointFormInput, 'standardWebhooks' | 'maxPerSecond'> {
+}): Pick<EndpointFormInput, 'standardWebhooks' | 'fullPayload' | 'maxPerSecond'> {
   return {
     standardWebhooks: endpoint.standard_webhooks,
+    fullPayload: endpoint.payload === 'full',
     maxPerSecond: endpoint.max_per_second === null ? '' : String(endpoint.max_per_second),
   };
 }
@@ -120,6 +129,15 @@ export function EndpointFields(props: { input: EndpointFormInput; stores: StoreR
         <p class="muted" id="standard-webhooks-help">
           <code>webhook-timestamp</code> and <code>webhook-signature</code>, beside the service's own headers, so the receiver can verify
           deliveries with a Standard Webhooks library. Every delivery carries <code>webhook-id</code>, the same on each retry.
+        </p>
+        <label>
+          <input type="checkbox" name="full_payload" value="on" checked={input.fullPayload} aria-describedby="full-payload-help" />{' '}
+          Deliveries carry the changed products
+        </label>
+        <p class="muted" id="full-payload-help">
+          <code>payload: full</code>: a <code>content</code> or <code>price</code> delivery also carries the products as the store publishes
+          them when it is sent (<code>products</code>), up to the deployment's size bound; those left out are listed in{' '}
+          <code>products_omitted</code>. A <code>removed</code> delivery carries ids only. Unchecked: the spec's payload alone.
         </p>
         <label>
           Deliveries a second at most

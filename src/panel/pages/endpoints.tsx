@@ -77,7 +77,7 @@ function EndpointsPage(props: {
 }) {
   const { session, merchantId } = props;
   const base = `/panel/merchants/${merchantId}/endpoints`;
-  const input = props.input ?? { url: '', store: '', events: [...EVENTS], standardWebhooks: false, maxPerSecond: '' };
+  const input = props.input ?? { url: '', store: '', events: [...EVENTS], standardWebhooks: false, fullPayload: false, maxPerSecond: '' };
   return (
     <Layout title="Webhook endpoints" session={session} merchantId={merchantId}>
       <Notice text={props.notice} />
@@ -186,6 +186,7 @@ export function endpointPages(service: Service, accounts: () => PanelAccounts) {
       store: field(form, 'store'),
       events: fields(form, 'events'),
       standardWebhooks: field(form, 'standard_webhooks') === 'on',
+      fullPayload: field(form, 'full_payload') === 'on',
       maxPerSecond: field(form, 'max_per_second'),
     };
     const outcome = await formAction(() =>

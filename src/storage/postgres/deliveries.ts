@@ -15,6 +15,7 @@ import type {
 import { ATTEMPT_COLUMNS, DELIVERY_COLUMNS, DELIVERY_FIELDS, fillIds, hourOf, toAttempt, toDelivery, toEndpoint } from '../rows.js';
 import { wholeSecondIso } from '../../shared/time.js';
 import { assignSlots, rateSlots, RATE_HORIZON_MS, takeTurns, type DueDelivery, type EndpointRate } from '../delivery-turns.js';
+import { newWebhookId } from '../delivery-ids.js';
 import type { PgConnection, Row } from './connection.js';
 import { notifyWork } from './wakeups.js';
 
@@ -70,8 +71,9 @@ export class PgDeliveries implements DeliveryStore {
     const row = await this.c.one(
       `WITH inserted AS (
         INSERT INTO webhook_deliveries (endpoint_id, event, store_id, product_ids, occurred_at, status, attempts,
-          next_attempt_at, created_at, oldest_change_at, test, replaces)
-        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING ${DELIVERY_COLUMNS})
+          next_attempt_at, created_at, oldest_change_at, test, replaces, webhook_id, replaces_webhook_id)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,
+          (SELECT r.webhook_id FROM webhook_deliveries AS r WHERE r.id = $12)) RETURNING ${DELIVERY_COLUMNS})
       SELECT inserted.* FROM inserted${input.status === 'pending' ? `, (SELECT pg_notify('${DELIVERY_WORK_CHANNEL}', '')) AS woken` : ''}`,
       [
         input.endpoint_id,
@@ -86,6 +88,7 @@ export class PgDeliveries implements DeliveryStore {
         oldestChangeAt,
         input.test ?? false,
         input.replaces ?? null,
+        newWebhookId(),
       ],
     );
     return toDelivery(row!);
@@ -99,9 +102,9 @@ export class PgDeliveries implements DeliveryStore {
       'deliveries.insertCoalesced',
       `WITH inserted AS (
         INSERT INTO webhook_deliveries (endpoint_id, event, store_id, product_ids, occurred_at, status, attempts,
-          next_attempt_at, created_at, oldest_change_at)
+          next_attempt_at, created_at, oldest_change_at, webhook_id)
         SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::integer[], $8::text[],
-          $9::text[], $10::text[])
+          $9::text[], $10::text[], $11::text[])
         RETURNING status)
       SELECT pg_notify('${DELIVERY_WORK_CHANNEL}', '') WHERE EXISTS (SELECT 1 FROM inserted WHERE status = 'pending')`,
       [
@@ -115,6 +118,7 @@ export class PgDeliveries implements DeliveryStore {
         column('next_attempt_at'),
         column('created_at'),
         deliveries.map((d) => d.oldestChangeAt),
+        deliveries.map(() => newWebhookId()),
       ],
     );
   }
@@ -363,15 +367,18 @@ export class PgDeliveries implements DeliveryStore {
 
   async listDeliveries(
     endpointId: number,
-    filter: { status?: DeliveryStatus; limit: number; beforeId?: number },
+    filter: { status?: DeliveryStatus; limit: number; beforeId?: number; webhookId?: string },
   ): Promise<DeliveryRecord[]> {
-    // Newest first by keyset: from (endpoint, id), or (endpoint, status, id) for one status (migration 19).
-    const values = [endpointId, filter.beforeId ?? Number.MAX_SAFE_INTEGER, filter.limit];
+    // Newest first by keyset: from (endpoint, id), or (endpoint, status, id) for one status (migration 19);
+    // one webhook-id: its unique index (migration 58).
+    const values: unknown[] = [endpointId, filter.beforeId ?? Number.MAX_SAFE_INTEGER, filter.limit];
+    const conditions = ['endpoint_id = $1', 'id < $2'];
+    if (filter.status !== undefined) conditions.push(`status = $${values.push(filter.status)}`);
+    if (filter.webhookId !== undefined) conditions.push(`webhook_id = $${values.push(filter.webhookId)}`);
     return (
       await this.c.rows(
-        `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE endpoint_id = $1
-      ${filter.status === undefined ? '' : 'AND status = $4'} AND id < $2 ORDER BY id DESC LIMIT $3`,
-        filter.status === undefined ? values : [...values, filter.status],
+        `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE ${conditions.join(' AND ')} ORDER BY id DESC LIMIT $3`,
+        values,
       )
     ).map(toDelivery);
   }

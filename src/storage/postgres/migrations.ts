@@ -1381,6 +1381,25 @@ $$;
 `,
   },
   {
+    id: 58,
+    name: 'opaque_delivery_ids_and_full_payloads',
+    sql: `
+-- A delivery's webhook-id was dlv_ and its row id: a receiver learnt how many deliveries the whole
+-- deployment had made. New deliveries get dlv_ and 32 random hex digits (storage/delivery-ids.ts).
+-- A delivery a receiver may have seen keeps the id it was sent with, so its retries and a resend's
+-- X-Service-Replaces still name it; one never attempted gets a random one.
+ALTER TABLE webhook_deliveries ADD COLUMN webhook_id text COLLATE "C";
+ALTER TABLE webhook_deliveries ADD COLUMN replaces_webhook_id text COLLATE "C";
+UPDATE webhook_deliveries SET webhook_id = CASE WHEN attempts > 0 OR occurred_at IS NOT NULL THEN 'dlv_' || id
+  ELSE 'dlv_' || md5(gen_random_uuid()::text) END;
+UPDATE webhook_deliveries AS d SET replaces_webhook_id = r.webhook_id FROM webhook_deliveries AS r WHERE r.id = d.replaces;
+ALTER TABLE webhook_deliveries ALTER COLUMN webhook_id SET NOT NULL;
+CREATE UNIQUE INDEX webhook_deliveries_webhook_id ON webhook_deliveries(webhook_id);
+-- What an endpoint's deliveries carry: the spec's payload alone (thin), or also the changed products (full).
+ALTER TABLE webhook_endpoints ADD COLUMN payload text COLLATE "C" NOT NULL DEFAULT 'thin' CHECK (payload IN ('thin', 'full'));
+`,
+  },
+  {
     id: 61,
     name: 'api_key_allowed_origins',
     sql: `

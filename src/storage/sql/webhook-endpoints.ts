@@ -29,8 +29,8 @@ export abstract class SqlWebhookEndpoints<C extends SqlConnection = SqlConnectio
 
   async createWebhookEndpoint(input: WebhookEndpointInputRecord): Promise<WebhookEndpointRecord> {
     const row = await this.c.one(
-      `INSERT INTO webhook_endpoints (merchant_id, url, store_id, events, standard_webhooks, max_per_second, secret, created_at)
-      VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING *`,
+      `INSERT INTO webhook_endpoints (merchant_id, url, store_id, events, standard_webhooks, max_per_second, secret, created_at, payload)
+      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING *`,
       [
         input.merchant_id,
         input.url,
@@ -40,6 +40,7 @@ export abstract class SqlWebhookEndpoints<C extends SqlConnection = SqlConnectio
         input.max_per_second ?? null,
         input.secret,
         input.created_at,
+        input.payload ?? 'thin',
       ],
     );
     return toEndpoint(row!);

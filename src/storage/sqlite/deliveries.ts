@@ -13,6 +13,7 @@ import type {
 import { ATTEMPT_COLUMNS, DELIVERY_COLUMNS, DELIVERY_FIELDS, fillIds, hourOf, toAttempt, toDelivery } from '../rows.js';
 import { wholeSecondIso } from '../../shared/time.js';
 import { assignSlots, rateSlots, RATE_HORIZON_MS, takeTurns, type DueDelivery, type EndpointRate } from '../delivery-turns.js';
+import { newWebhookId } from '../delivery-ids.js';
 import type { Row, SqliteConnection } from './connection.js';
 
 export class SqliteDeliveries implements DeliveryStore {
@@ -38,8 +39,8 @@ export class SqliteDeliveries implements DeliveryStore {
   async insertDelivery(input: NewDelivery, oldestChangeAt = input.created_at): Promise<DeliveryRecord> {
     const info = this.c
       .stmt(`INSERT INTO webhook_deliveries (endpoint_id, event, store_id, product_ids, occurred_at, status, attempts, next_attempt_at,
-        created_at, oldest_change_at, test, replaces)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+        created_at, oldest_change_at, test, replaces, webhook_id, replaces_webhook_id)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT r.webhook_id FROM webhook_deliveries AS r WHERE r.id = ?))`)
       .run(
         input.endpoint_id,
         input.event,
@@ -53,6 +54,8 @@ export class SqliteDeliveries implements DeliveryStore {
         oldestChangeAt,
         input.test ? 1 : 0,
         input.replaces ?? null,
+        newWebhookId(),
+        input.replaces ?? null,
       );
     if (input.status === 'pending') this.c.addedWork.add('deliveries');
     return this.delivery(Number(info.lastInsertRowid))!;
@@ -60,7 +63,7 @@ export class SqliteDeliveries implements DeliveryStore {
 
   async insertCoalescedDeliveries(deliveries: { delivery: NewDelivery; oldestChangeAt: string }[]): Promise<void> {
     const insert = this.c.stmt(`INSERT INTO webhook_deliveries (endpoint_id, event, store_id, product_ids, occurred_at, status, attempts,
-      next_attempt_at, created_at, oldest_change_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
+      next_attempt_at, created_at, oldest_change_at, webhook_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
     for (const { delivery: d, oldestChangeAt } of deliveries) {
       insert.run(
         d.endpoint_id,
@@ -73,6 +76,7 @@ export class SqliteDeliveries implements DeliveryStore {
         d.next_attempt_at,
         d.created_at,
         oldestChangeAt,
+        newWebhookId(),
       );
       if (d.status === 'pending') this.c.addedWork.add('deliveries');
     }
@@ -242,19 +246,24 @@ export class SqliteDeliveries implements DeliveryStore {
 
   async listDeliveries(
     endpointId: number,
-    filter: { status?: DeliveryStatus; limit: number; beforeId?: number },
+    filter: { status?: DeliveryStatus; limit: number; beforeId?: number; webhookId?: string },
   ): Promise<DeliveryRecord[]> {
     // Newest first by keyset: from (endpoint, id), or (endpoint, status, id) for one status (migration 19).
     const page = { endpointId, beforeId: filter.beforeId ?? Number.MAX_SAFE_INTEGER, limit: filter.limit };
     const rows =
-      filter.status === undefined
+      filter.webhookId !== undefined
         ? this.c
-            .stmt('SELECT * FROM webhook_deliveries WHERE endpoint_id = @endpointId AND id < @beforeId ORDER BY id DESC LIMIT @limit')
-            .all(page)
-        : this.c
-            .stmt(`SELECT * FROM webhook_deliveries WHERE endpoint_id = @endpointId AND status = @status AND id < @beforeId
+            .stmt(`SELECT * FROM webhook_deliveries WHERE webhook_id = @webhookId AND endpoint_id = @endpointId
+        AND (@status IS NULL OR status = @status) AND id < @beforeId LIMIT @limit`)
+            .all({ ...page, webhookId: filter.webhookId, status: filter.status ?? null })
+        : filter.status === undefined
+          ? this.c
+              .stmt('SELECT * FROM webhook_deliveries WHERE endpoint_id = @endpointId AND id < @beforeId ORDER BY id DESC LIMIT @limit')
+              .all(page)
+          : this.c
+              .stmt(`SELECT * FROM webhook_deliveries WHERE endpoint_id = @endpointId AND status = @status AND id < @beforeId
         ORDER BY id DESC LIMIT @limit`)
-            .all({ ...page, status: filter.status });
+              .all({ ...page, status: filter.status });
     return (rows as Row[]).map(toDelivery);
   }
 

@@ -1072,6 +1072,25 @@ SELECT 1;
 `,
   },
   {
+    id: 58,
+    name: 'opaque_delivery_ids_and_full_payloads',
+    sql: `
+-- A delivery's webhook-id was dlv_ and its row id: a receiver learnt how many deliveries the whole
+-- deployment had made. New deliveries get dlv_ and 32 random hex digits (storage/delivery-ids.ts).
+-- A delivery a receiver may have seen keeps the id it was sent with, so its retries and a resend's
+-- X-Service-Replaces still name it; one never attempted gets a random one.
+ALTER TABLE webhook_deliveries ADD COLUMN webhook_id TEXT;
+ALTER TABLE webhook_deliveries ADD COLUMN replaces_webhook_id TEXT;
+UPDATE webhook_deliveries SET webhook_id = CASE WHEN attempts > 0 OR occurred_at IS NOT NULL THEN 'dlv_' || id
+  ELSE 'dlv_' || lower(hex(randomblob(16))) END;
+UPDATE webhook_deliveries SET replaces_webhook_id = (SELECT r.webhook_id FROM webhook_deliveries AS r WHERE r.id = webhook_deliveries.replaces)
+  WHERE replaces IS NOT NULL;
+CREATE UNIQUE INDEX webhook_deliveries_webhook_id ON webhook_deliveries(webhook_id);
+-- What an endpoint's deliveries carry: the spec's payload alone (thin), or also the changed products (full).
+ALTER TABLE webhook_endpoints ADD COLUMN payload TEXT NOT NULL DEFAULT 'thin' CHECK (payload IN ('thin', 'full'));
+`,
+  },
+  {
     id: 61,
     name: 'api_key_allowed_origins',
     sql: `

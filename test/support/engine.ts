@@ -76,8 +76,11 @@ let sqliteTemplate: Promise<string> | undefined;
  */
 async function copyMigratedSqlite(file: string): Promise<void> {
   sqliteTemplate ??= (async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cps-sqlite-template-'));
-    process.once('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
+    // Beside the run's built tree, whose folder the global setup removes at the end (vitest ends its
+    // forks without their exit handlers); elsewhere (no build) in a folder removed on exit.
+    const built = process.env.CPS_TEST_BUILD;
+    const dir = fs.mkdtempSync(path.join(built ? path.dirname(built) : os.tmpdir(), 'cps-sqlite-template-'));
+    if (!built) process.once('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
     const template = path.join(dir, 'template.db');
     await openSqliteStorage(template).close();
     // Everything in the main file, no write-ahead log beside it: the file alone is the database.

@@ -120,10 +120,21 @@ export function trackSession<T extends ChildProcess>(child: T): T {
   return child;
 }
 
+/**
+ * The Node arguments that run `module` (a path in the tree, say `src/cli.ts`) of the tree at `dir`:
+ * `--import tsx module`; in a vitest run, this tree's modules from the JavaScript its global setup
+ * built (CPS_TEST_BUILD, test/support/build.ts), without tsx's loader and its second of CPU a start.
+ */
+export function moduleArguments(dir: string, module: string): string[] {
+  const built = process.env.CPS_TEST_BUILD;
+  if (built && path.resolve(dir) === candidateDir) return [path.join(built, module.replace(/\.tsx?$/, '.js'))];
+  return ['--import', 'tsx', module];
+}
+
 /** `tsx src/cli.ts ...args` of one tree, as `node --import tsx` so the child's pid is the service's. */
 export function cli(dir: string, args: string[], env: Record<string, string> = {}): { child: ChildProcess; output: () => string } {
   const child = track(
-    spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], {
+    spawn(process.execPath, [...moduleArguments(dir, 'src/cli.ts'), ...args], {
       cwd: dir,
       env: { ...inheritedEnv(), ...env },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -123,7 +123,17 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { candidateDir, git, inheritedEnv, killTracked, runSideBySide, track, trackSession, type Checkout } from './baseline.js';
+import {
+  candidateDir,
+  git,
+  inheritedEnv,
+  killTracked,
+  moduleArguments,
+  runSideBySide,
+  track,
+  trackSession,
+  type Checkout,
+} from './baseline.js';
 import { startPeers, type Peers } from './peers.js';
 import { startPostgresServer, freePort, dataDirOf, type PostgresServer } from '../dev/postgres-server.js';
 import {
@@ -355,7 +365,7 @@ function spawnCli(
   const childEnv = { ...inheritedEnv(), ...env };
   if (profiling.length) childEnv.NODE_OPTIONS = options.filter((o) => !o.startsWith('--cpu-prof')).join(' ');
   const child = (sessions === 'own' ? trackSession : track)(
-    spawn(process.execPath, [...profiling, '--import', 'tsx', 'src/cli.ts', ...args], {
+    spawn(process.execPath, [...profiling, ...moduleArguments(dir, 'src/cli.ts'), ...args], {
       cwd: dir,
       env: childEnv,
       stdio: ['ignore', 'pipe', 'pipe'],

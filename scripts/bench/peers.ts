@@ -3,7 +3,7 @@
 // hanging host, webhook receivers, all on 127.0.0.1), its ports, and the counts of what it served and received.
 import { fork } from 'node:child_process';
 import path from 'node:path';
-import { candidateDir, track } from './baseline.js';
+import { candidateDir, moduleArguments, track } from './baseline.js';
 import { DEAD_IMAGE_HOST, type ImageHosts } from './scale-catalog.js';
 
 export interface Peers {
@@ -13,10 +13,12 @@ export interface Peers {
 }
 
 export async function startPeers(): Promise<Peers> {
+  // The module last, Node's own arguments (tsx's loader, or none for the built tree) before it.
+  const node = moduleArguments(candidateDir, 'scripts/bench/scale-peers.ts');
   const child = track(
-    fork(path.join(candidateDir, 'scripts', 'bench', 'scale-peers.ts'), [], {
+    fork(path.resolve(candidateDir, node.at(-1)!), [], {
       cwd: candidateDir,
-      execArgv: ['--import', 'tsx'],
+      execArgv: node.slice(0, -1),
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     }),
   );

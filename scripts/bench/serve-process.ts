@@ -7,7 +7,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { inheritedEnv, keepOutput, stopChild, track } from './baseline.js';
+import { inheritedEnv, keepOutput, moduleArguments, stopChild, track } from './baseline.js';
 import { freePort, startPostgresServer, type PostgresServer } from '../dev/postgres-server.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -83,9 +83,7 @@ export async function startServe({ adminToken, env, nofile }: ServeOptions): Pro
   const node = [
     process.execPath,
     ...(process.env.BENCH_SERVE_NODE_ARGS?.split(' ').filter(Boolean) ?? []),
-    '--import',
-    'tsx',
-    'src/cli.ts',
+    ...moduleArguments(root, 'src/cli.ts'),
     'serve',
   ];
   // `exec` keeps serve's pid the child's (the benches read its /proc).

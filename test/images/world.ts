@@ -80,8 +80,11 @@ export interface ImageWorld {
   mediaUrl(bytes: Buffer, ext: 'png' | 'jpg'): string;
   /** Files in the media folder. */
   mediaFiles(): string[];
-  /** A mirror like `mirror` but with another SSRF guard or storage; closed with the world. */
-  otherMirror(options: { guard?: AddressGuard; storage?: CatalogStorage }): ImageMirror;
+  /**
+   * A mirror like `mirror` but with another SSRF guard, storage or fetch time-out (for sources that
+   * never answer, where IMAGE_LIMITS' would only be waited out); closed with the world.
+   */
+  otherMirror(options: { guard?: AddressGuard; storage?: CatalogStorage; timeoutMs?: number }): ImageMirror;
   close(): Promise<void>;
 }
 
@@ -122,12 +125,13 @@ export async function startImageWorld(
   const images = await ImageServer.start();
   const mirrors: ImageMirror[] = [];
   const fetched: string[] = [];
-  const newMirror = (guard: AddressGuard, storage: CatalogStorage = service.storage) => {
+  const newMirror = (guard: AddressGuard, storage: CatalogStorage = service.storage, timeoutMs = service.config.images.timeoutMs) => {
+    const config = { ...service.config.images, timeoutMs };
     const mirror = new ImageMirror(
       storage,
       new LocalFolderMediaStore(mediaDir),
-      new CountingFetcher(new HttpImageFetcher(guard, service.config.images, options.lookup), fetched),
-      service.config.images,
+      new CountingFetcher(new HttpImageFetcher(guard, config, options.lookup), fetched),
+      config,
       service.url,
       clock.now,
       new CatalogPublisher(clock.now, 2000),
@@ -217,7 +221,7 @@ export async function startImageWorld(
         .map((name) => path.basename(name))
         .sort();
     },
-    otherMirror: ({ guard = new AddressGuard(['127.0.0.1']), storage }) => newMirror(guard, storage),
+    otherMirror: ({ guard = new AddressGuard(['127.0.0.1']), storage, timeoutMs }) => newMirror(guard, storage, timeoutMs),
     async close() {
       for (const m of mirrors) await m.stop();
       await images.close();

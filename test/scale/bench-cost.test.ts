@@ -28,7 +28,7 @@ interface Result {
 describe('bench:cost, small', () => {
   it('measures every unit on each engine with its reference and gives the verdicts', async () => {
     const engines = findPostgresBinaries() ? ['sqlite', 'postgres'] : ['sqlite'];
-    const imported = 300;
+    const imported = 100;
     const { code, stdout, stderr } = await runBenchScript(
       'bench-cost.ts',
       [

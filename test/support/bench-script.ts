@@ -1,6 +1,7 @@
 // A benchmark script of scripts/ run as `npm run bench:*` runs it (test/scale: CI-sized runs that
 // check a benchmark's shape): `node --import tsx scripts/<script> ...args` from the repository's
-// root, its whole stdout (the --json result) and the end of its stderr (its progress).
+// root, its whole stdout (the --json result) and the end of its stderr (its progress). The services it
+// starts run from the tree built for this vitest run (moduleArguments of scripts/bench/baseline.ts).
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';

@@ -1,5 +1,5 @@
 // The read endpoints (spec 4.1-4.3) as small functions over the openapi-fetch client.
-import { IDS_MAX_ITEMS, PER_PAGE_MAXIMUM } from '../generated/public-limits.js';
+import { IDS_MAX_ITEMS, PER_PAGE_MAXIMUM, SKU_MAX_ITEMS } from '../generated/public-limits.js';
 import { unwrap } from './errors.js';
 import type { CatalogClient, Product, ProductPage, Store } from './types.js';
 
@@ -10,6 +10,9 @@ export interface StoreOption {
 
 /** The most ids one `GET /v1/products?ids=` request accepts (IdsParam `maxItems`). */
 export const MAX_IDS_PER_REQUEST = IDS_MAX_ITEMS;
+
+/** The most SKUs or EANs one `GET /v1/products?sku=` (or `?ean=`) request accepts (SkuParam and EanParam `maxItems`). */
+export const MAX_KEYS_PER_REQUEST = SKU_MAX_ITEMS;
 
 /** The merchant's active stores, default store first (spec 4.3). */
 export async function listStores(client: CatalogClient): Promise<Store[]> {
@@ -76,6 +79,36 @@ export async function fetchProductsByIds(client: CatalogClient, ids: Iterable<nu
     );
     products.push(...page.data);
     // Every batch reads the store the first one was resolved for, as iterateProducts does.
+    store = page.store;
+  }
+  return products;
+}
+
+/** Exact SKUs or EANs to look products up by (one of the two). */
+export type ProductKeys = { sku: Iterable<string> } | { ean: Iterable<string> };
+
+/**
+ * The store's products whose `sku` (or `ean`) is one of the values, exactly: every product that
+ * carries one (EANs, and SKUs built from them, repeat), in id order within each batch of at most
+ * 200 values (one `GET /v1/products?sku=` or `?ean=` request per batch; duplicates are sent once).
+ * A value no product carries is simply absent: compare each product's `sku` or `ean` with yours. A
+ * batch whose values match more than 200 products throws CatalogApiError `invalid_parameter`. A
+ * SKU containing a comma cannot be looked up (the comma separates values). No values, no request.
+ */
+export async function fetchProductsByKeys(client: CatalogClient, keys: ProductKeys, { store }: StoreOption = {}): Promise<Product[]> {
+  const field = 'sku' in keys ? 'sku' : 'ean';
+  const unique = [...new Set('sku' in keys ? keys.sku : keys.ean)];
+  const products: Product[] = [];
+  for (let start = 0; start < unique.length; start += MAX_KEYS_PER_REQUEST) {
+    const batch = unique.slice(start, start + MAX_KEYS_PER_REQUEST);
+    const page = await unwrap(
+      client.GET('/v1/products', {
+        params: { query: { store, [field]: batch } },
+        // SkuParam and EanParam are `style: form, explode: false`, as IdsParam.
+        querySerializer: { array: { style: 'form', explode: false } },
+      }),
+    );
+    products.push(...page.data);
     store = page.store;
   }
   return products;

@@ -35,6 +35,15 @@ export interface paths {
          *     same page shape: the products a webhook delivery or a change-feed window names, in one
          *     request. Ids outside the catalog are simply absent.
          *
+         *     **Look-ups by SKU or EAN.** `sku=ACME-1042,ACME-1043` or `ean=4006381333931` (at most 200
+         *     values) returns the products whose `sku` or `ean` equals one of the values exactly, in the
+         *     same page shape and id order as `ids`: every product that carries a value (EANs, and SKUs built
+         *     from them, are not unique: each product with it is returned), and nothing for a value no product
+         *     carries (compare the returned `sku` or `ean` with what you sent). `meta.per_page` is 200, the
+         *     most products one look-up answers; values matching more answer 400 naming the parameter. One of
+         *     `ids`, `sku` and `ean` at a time: two of them together answer 400 `invalid_parameter` naming
+         *     each, as `page`, `per_page` or `after_id` beside any of them do.
+         *
          *     **Full sync.** For a complete copy of a store, `GET /v1/products/export` is the exact way:
          *     every product from one consistent snapshot, in one streamed response, ending with the feed
          *     cursor of that snapshot. Paging works too: take a change-feed cursor first (see
@@ -48,7 +57,7 @@ export interface paths {
          *     and 50 per second after that (see `RateLimit-Policy`).
          *
          *     **Conditional reads.** Every page carries a strong `ETag` that identifies its exact bytes (in
-         *     every form: `page`, `after_id` and `ids`; see the header for how). Send it back in `If-None-Match` to revalidate a page
+         *     every form: `page`, `after_id`, `ids`, `sku` and `ean`; see the header for how). Send it back in `If-None-Match` to revalidate a page
          *     you hold: while no byte of it would change (its products, `store` and `meta`), the answer is
          *     `304 Not Modified` without a body. Any write that changes one of its products, or the number
          *     of products in the store, changes the tag.
@@ -183,7 +192,7 @@ export interface paths {
         };
         /**
          * Read the prices of some products
-         * @description Returns only `id` and `prices` of the listed products, resolved for the store: the place to
+         * @description Returns only `id`, `sku`, `ean` and `prices` of the listed products, resolved for the store: the place to
          *     fetch new prices after a `price` webhook or `price` change-feed entry, cheaper than the full
          *     products. The entries are exactly the `prices` of `GET /v1/products/{id}` (one per customer
          *     group, in the store's currency, with the currency's exact precision).
@@ -191,9 +200,14 @@ export interface paths {
          *     **Store.** `store` selects the store by slug; omitted, the merchant's default store is used.
          *     An unknown or inactive slug answers 404 with code `store_not_found`.
          *
-         *     **Ids.** `ids` is required: comma-separated product ids, at most 200. Ids outside the store's
-         *     catalog (removed, never there, or another merchant's) are absent from `data`; a malformed
-         *     list, more than 200 ids or a non-positive id answers 400 `invalid_parameter` naming `ids`.
+         *     **Which products.** Exactly one of `ids`, `sku` and `ean` is required (none, or two, answer 400
+         *     `invalid_parameter` naming them), each a comma-separated list of at most 200 values, with the
+         *     rules of `GET /v1/products`: `ids` are product ids, and ids outside the store's catalog
+         *     (removed, never there, or another merchant's) are absent from `data`; `sku` and `ean` are
+         *     exact values, every product carrying one is listed (each entry says its `sku` and `ean`, so
+         *     you can map the answer back to your keys), a value no product carries is absent, and values
+         *     matching more than 200 products answer 400 naming the parameter. A malformed list, more than
+         *     200 values or a non-positive id answers 400 `invalid_parameter` naming the parameter.
          */
         get: operations["listPrices"];
         put?: never;
@@ -906,7 +920,7 @@ export interface components {
         ProductResponse: {
             data: components["schemas"]["Product"];
         };
-        /** @description The prices of one product in one store (the `id` and `prices` of its Product). */
+        /** @description The prices of one product in one store (the `id`, `sku`, `ean` and `prices` of its Product). */
         ProductPrices: {
             /**
              * Format: int64
@@ -914,6 +928,16 @@ export interface components {
              * @example 1042
              */
             id: number;
+            /**
+             * @description The product's exported SKU, as in the Product (what a `sku=` look-up matched).
+             * @example ACME-1042
+             */
+            sku: string | null;
+            /**
+             * @description The product's primary EAN, as in the Product (what an `ean=` look-up matched).
+             * @example 4006381333931
+             */
+            ean: string | null;
             /** @description One entry per customer group, exactly as in the product's `prices`. */
             prices: components["schemas"]["PriceEntry"][];
         };
@@ -1243,6 +1267,30 @@ export interface components {
          */
         IdsParam: number[];
         /**
+         * @description Comma-separated SKUs (`sku=ACME-1042,ACME-1043`), at most 200: the products whose exported
+         *     `sku` equals one of them exactly (case and every character count; nothing is trimmed or
+         *     normalised), in id order, in the same response shape as `ids`. Several products can share a
+         *     SKU (a SKU pattern such as `{ean}` repeats when EANs do): each of them is returned. A SKU that
+         *     no product carries is simply absent, as an id outside the catalog is: compare the returned
+         *     `sku` values with the ones you sent. A SKU that itself contains a comma cannot be looked up
+         *     this way (the comma separates values). At most 200 products answer one request: values that
+         *     match more answer 400 `invalid_parameter` naming `sku` (send fewer at a time). Cannot be
+         *     combined with `ids`, `ean`, `page`, `per_page` or `after_id` (400 naming them).
+         */
+        SkuParam: string[];
+        /**
+         * @description Comma-separated EANs (`ean=4006381333931,4006381333948`), at most 200, each 8 to 14 digits:
+         *     the products whose primary `ean` equals one of them exactly (no check digit computed, no
+         *     leading zero added or removed), in id order, in the same response shape as `ids`. EANs are not
+         *     unique across a catalog (a product listed twice, variants sold under one code): every product
+         *     with the EAN is returned. An EAN that no product carries is simply absent, as an id outside the
+         *     catalog is: compare the returned `ean` values with the ones you sent. At most 200 products
+         *     answer one request: values that match more answer 400 `invalid_parameter` naming `ean` (send
+         *     fewer at a time). Cannot be combined with `ids`, `sku`, `page`, `per_page` or `after_id` (400
+         *     naming them).
+         */
+        EanParam: string[];
+        /**
          * @description Keyset paging, drift-free under concurrent writes: returns the store's products with an id
          *     greater than `after_id`, at most `per_page` of them, in id order. Send the last `id` of the
          *     previous response to continue (start with `after_id=0`). Unlike `page`, a product added or
@@ -1267,7 +1315,7 @@ export interface components {
         ProductIdParam: number;
         /**
          * @description Comma-separated product ids (`ids=1042,1043`), at most 200. Ids outside the store's catalog
-         *     are simply absent from the response.
+         *     are simply absent from the response. One of `ids`, `sku` and `ean` is required.
          */
         PriceIdsParam: number[];
         /**
@@ -1477,6 +1525,30 @@ export interface operations {
                  */
                 ids?: components["parameters"]["IdsParam"];
                 /**
+                 * @description Comma-separated SKUs (`sku=ACME-1042,ACME-1043`), at most 200: the products whose exported
+                 *     `sku` equals one of them exactly (case and every character count; nothing is trimmed or
+                 *     normalised), in id order, in the same response shape as `ids`. Several products can share a
+                 *     SKU (a SKU pattern such as `{ean}` repeats when EANs do): each of them is returned. A SKU that
+                 *     no product carries is simply absent, as an id outside the catalog is: compare the returned
+                 *     `sku` values with the ones you sent. A SKU that itself contains a comma cannot be looked up
+                 *     this way (the comma separates values). At most 200 products answer one request: values that
+                 *     match more answer 400 `invalid_parameter` naming `sku` (send fewer at a time). Cannot be
+                 *     combined with `ids`, `ean`, `page`, `per_page` or `after_id` (400 naming them).
+                 */
+                sku?: components["parameters"]["SkuParam"];
+                /**
+                 * @description Comma-separated EANs (`ean=4006381333931,4006381333948`), at most 200, each 8 to 14 digits:
+                 *     the products whose primary `ean` equals one of them exactly (no check digit computed, no
+                 *     leading zero added or removed), in id order, in the same response shape as `ids`. EANs are not
+                 *     unique across a catalog (a product listed twice, variants sold under one code): every product
+                 *     with the EAN is returned. An EAN that no product carries is simply absent, as an id outside the
+                 *     catalog is: compare the returned `ean` values with the ones you sent. At most 200 products
+                 *     answer one request: values that match more answer 400 `invalid_parameter` naming `ean` (send
+                 *     fewer at a time). Cannot be combined with `ids`, `sku`, `page`, `per_page` or `after_id` (400
+                 *     naming them).
+                 */
+                ean?: components["parameters"]["EanParam"];
+                /**
                  * @description Keyset paging, drift-free under concurrent writes: returns the store's products with an id
                  *     greater than `after_id`, at most `per_page` of them, in id order. Send the last `id` of the
                  *     previous response to continue (start with `after_id=0`). Unlike `page`, a product added or
@@ -1640,7 +1712,7 @@ export interface operations {
     };
     listPrices: {
         parameters: {
-            query: {
+            query?: {
                 /**
                  * @description Slug of the store to read (see `GET /v1/stores`). Omitted means the merchant's default store;
                  *     the response's `store` field says which store was used. An unknown or inactive slug answers
@@ -1650,9 +1722,33 @@ export interface operations {
                 store?: components["parameters"]["StoreParam"];
                 /**
                  * @description Comma-separated product ids (`ids=1042,1043`), at most 200. Ids outside the store's catalog
-                 *     are simply absent from the response.
+                 *     are simply absent from the response. One of `ids`, `sku` and `ean` is required.
                  */
-                ids: components["parameters"]["PriceIdsParam"];
+                ids?: components["parameters"]["PriceIdsParam"];
+                /**
+                 * @description Comma-separated SKUs (`sku=ACME-1042,ACME-1043`), at most 200: the products whose exported
+                 *     `sku` equals one of them exactly (case and every character count; nothing is trimmed or
+                 *     normalised), in id order, in the same response shape as `ids`. Several products can share a
+                 *     SKU (a SKU pattern such as `{ean}` repeats when EANs do): each of them is returned. A SKU that
+                 *     no product carries is simply absent, as an id outside the catalog is: compare the returned
+                 *     `sku` values with the ones you sent. A SKU that itself contains a comma cannot be looked up
+                 *     this way (the comma separates values). At most 200 products answer one request: values that
+                 *     match more answer 400 `invalid_parameter` naming `sku` (send fewer at a time). Cannot be
+                 *     combined with `ids`, `ean`, `page`, `per_page` or `after_id` (400 naming them).
+                 */
+                sku?: components["parameters"]["SkuParam"];
+                /**
+                 * @description Comma-separated EANs (`ean=4006381333931,4006381333948`), at most 200, each 8 to 14 digits:
+                 *     the products whose primary `ean` equals one of them exactly (no check digit computed, no
+                 *     leading zero added or removed), in id order, in the same response shape as `ids`. EANs are not
+                 *     unique across a catalog (a product listed twice, variants sold under one code): every product
+                 *     with the EAN is returned. An EAN that no product carries is simply absent, as an id outside the
+                 *     catalog is: compare the returned `ean` values with the ones you sent. At most 200 products
+                 *     answer one request: values that match more answer 400 `invalid_parameter` naming `ean` (send
+                 *     fewer at a time). Cannot be combined with `ids`, `sku`, `page`, `per_page` or `after_id` (400
+                 *     naming them).
+                 */
+                ean?: components["parameters"]["EanParam"];
             };
             header?: never;
             path?: never;

@@ -1,7 +1,7 @@
 // The public read API (spec 4.1-4.3): each handler reads validated input, calls one catalog
 // read, and returns the stored payload bytes as they are (with an ETag, or 304 when unchanged).
 import { OpenAPIHono } from '@hono/zod-openapi';
-import { clampPerPage, toPublicStore } from '../catalog/reads.js';
+import { clampPerPage, KEY_MATCHES_MAX, toPublicStore } from '../catalog/reads.js';
 import { routes } from '../generated/public-routes.js';
 import type { Service } from '../service.js';
 import { apiKeyAuth, invalidApiKey, type PublicEnv } from './auth.js';
@@ -17,6 +17,28 @@ import { validationHook } from './validation.js';
 import { keyStores } from './key-stores.js';
 import { CONTENT_TYPE_OF, MEDIA_KEY, type MediaStore } from '../images/media-store.js';
 import { sniffImageType } from '../images/sniff.js';
+
+/** Which products a read names: by id, or by SKU or EAN (exact values); each value once. */
+type ProductLookup = { name: 'ids'; ids: number[] } | { name: 'sku' | 'ean'; values: string[] };
+
+/** The one of `ids`, `sku` and `ean` a query gives (undefined when none); two or three answer 400 naming each. */
+function productLookup(query: { ids?: number[]; sku?: string[]; ean?: string[] }): ProductLookup | undefined {
+  const given = (['ids', 'sku', 'ean'] as const).filter((name) => query[name] !== undefined);
+  if (given.length > 1) {
+    throw invalidInput(
+      'query',
+      given.map((name) => ({
+        name,
+        in: 'query' as const,
+        reason: `cannot be combined with ${given.filter((other) => other !== name).join(' or ')}`,
+      })),
+    );
+  }
+  if (query.ids) return { name: 'ids', ids: [...new Set(query.ids)] };
+  if (query.sku) return { name: 'sku', values: [...new Set(query.sku)] };
+  if (query.ean) return { name: 'ean', values: [...new Set(query.ean)] };
+  return undefined;
+}
 
 /**
  * On every media response: no browser guesses another type than the one sent, and
@@ -88,18 +110,22 @@ export function publicApi(
 
   route(routes.listProducts, async (c) => {
     const query = c.req.valid('query');
-    if (query.ids) {
+    const lookup = productLookup(query);
+    if (lookup) {
       const paging = ['page', 'per_page', 'after_id'].filter((name) => c.req.query(name) !== undefined);
       if (paging.length) {
         throw invalidInput(
           'query',
-          paging.map((name) => ({ name, in: 'query' as const, reason: 'cannot be combined with ids' })),
+          paging.map((name) => ({ name, in: 'query' as const, reason: `cannot be combined with ${lookup.name}` })),
         );
       }
-      const ids = [...new Set(query.ids)];
-      const { store, bytes, digests, count, kept } = await reads.productsByIds(c.var.merchantId, query.store, ids);
-      // As a page: the ETag over the rows' stored hashes and the envelope.
-      const meta = { current_page: 1, per_page: ids.length, last_page: 1, total: count };
+      const { store, bytes, digests, count, kept } =
+        lookup.name === 'ids'
+          ? await reads.productsByIds(c.var.merchantId, query.store, lookup.ids)
+          : await reads.productsByKeys(c.var.merchantId, query.store, { field: lookup.name, values: lookup.values });
+      // As a page: the ETag over the rows' stored hashes and the envelope. per_page: the most the request could answer.
+      const perPage = lookup.name === 'ids' ? lookup.ids.length : KEY_MATCHES_MAX;
+      const meta = { current_page: 1, per_page: perPage, last_page: 1, total: count };
       const page = assembledPage(bytes, digests, { store: store.slug, meta }, kept);
       return conditionalJsonBytes(c, page.body, page);
     }
@@ -127,7 +153,12 @@ export function publicApi(
 
   route(routes.listPrices, async (c) => {
     const query = c.req.valid('query');
-    const { store, bytes } = await reads.pricesByIds(c.var.merchantId, query.store, [...new Set(query.ids)]);
+    const lookup = productLookup(query);
+    if (!lookup) throw invalidInput('query', [{ name: 'ids', in: 'query', reason: 'is required (or sku, or ean)' }]);
+    const { store, bytes } =
+      lookup.name === 'ids'
+        ? await reads.pricesByIds(c.var.merchantId, query.store, lookup.ids)
+        : await reads.pricesByKeys(c.var.merchantId, query.store, { field: lookup.name, values: lookup.values });
     return jsonPage<Schemas['PriceList']>(c, { data: storedPrices(bytes), store: store.slug });
   });
 

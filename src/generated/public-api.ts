@@ -1302,6 +1302,15 @@ export interface components {
          */
         AfterIdParam: number;
         /**
+         * @description Sparse fieldset: comma-separated top-level members of `Product` (`fields=id,sku,stock`); each
+         *     product then carries only those members, in the order of the `Product` schema, and always `id`
+         *     (whether listed or not). The members given are exactly as in the full product; the page's
+         *     `store` and `meta` are unchanged. Omitted, products are whole. A name that is not a member of
+         *     `Product` answers 400 `invalid_parameter` naming it. The `ETag` names the fields too: a tag
+         *     taken with one `fields` is answered `304` only for the same set of fields (in any order).
+         */
+        FieldsParam: ("id" | "sku" | "ean" | "title" | "description" | "manufacturer" | "images" | "store" | "excluded" | "exclusion_reason" | "attributes" | "prices" | "stock")[];
+        /**
          * @description Conditional request (RFC 9110 13.1.2): send the `ETag` of the copy you already hold. When it
          *     matches the current one (or is `*`), the service answers `304 Not Modified` without a body.
          *     A list of entity tags (`"a", "b"`) and weak tags (`W/"..."`) are accepted and compared weakly,
@@ -1559,6 +1568,15 @@ export interface operations {
                  *     or `ids` (400).
                  */
                 after_id?: components["parameters"]["AfterIdParam"];
+                /**
+                 * @description Sparse fieldset: comma-separated top-level members of `Product` (`fields=id,sku,stock`); each
+                 *     product then carries only those members, in the order of the `Product` schema, and always `id`
+                 *     (whether listed or not). The members given are exactly as in the full product; the page's
+                 *     `store` and `meta` are unchanged. Omitted, products are whole. A name that is not a member of
+                 *     `Product` answers 400 `invalid_parameter` naming it. The `ETag` names the fields too: a tag
+                 *     taken with one `fields` is answered `304` only for the same set of fields (in any order).
+                 */
+                fields?: components["parameters"]["FieldsParam"];
             };
             header?: {
                 /**
@@ -1609,6 +1627,15 @@ export interface operations {
                  *     `invalid_parameter`.
                  */
                 store?: components["parameters"]["StoreParam"];
+                /**
+                 * @description Sparse fieldset: comma-separated top-level members of `Product` (`fields=id,sku,stock`); each
+                 *     product then carries only those members, in the order of the `Product` schema, and always `id`
+                 *     (whether listed or not). The members given are exactly as in the full product; the page's
+                 *     `store` and `meta` are unchanged. Omitted, products are whole. A name that is not a member of
+                 *     `Product` answers 400 `invalid_parameter` naming it. The `ETag` names the fields too: a tag
+                 *     taken with one `fields` is answered `304` only for the same set of fields (in any order).
+                 */
+                fields?: components["parameters"]["FieldsParam"];
             };
             header?: {
                 /**
@@ -1667,6 +1694,15 @@ export interface operations {
                  *     `invalid_parameter`.
                  */
                 store?: components["parameters"]["StoreParam"];
+                /**
+                 * @description Sparse fieldset: comma-separated top-level members of `Product` (`fields=id,sku,stock`); each
+                 *     product then carries only those members, in the order of the `Product` schema, and always `id`
+                 *     (whether listed or not). The members given are exactly as in the full product; the page's
+                 *     `store` and `meta` are unchanged. Omitted, products are whole. A name that is not a member of
+                 *     `Product` answers 400 `invalid_parameter` naming it. The `ETag` names the fields too: a tag
+                 *     taken with one `fields` is answered `304` only for the same set of fields (in any order).
+                 */
+                fields?: components["parameters"]["FieldsParam"];
             };
             header?: {
                 /**

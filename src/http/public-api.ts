@@ -18,6 +18,16 @@ import { keyStores } from './key-stores.js';
 import { CONTENT_TYPE_OF, MEDIA_KEY, type MediaStore } from '../images/media-store.js';
 import { sniffImageType } from '../images/sniff.js';
 
+/**
+ * A page's payloads and the digests its ETag is computed over, cut down to `fields` when given: the
+ * projection (remembered with bytes the read cache holds), and the digests with the fields named
+ * after them, so that each set of fields has its own tag.
+ */
+function payloadsIn(fields: SparseFields | undefined, data: Uint8Array, digests: Uint8Array, kept: boolean): [Uint8Array, Uint8Array] {
+  if (!fields) return [data, digests];
+  return [projectedPayloads(data, fields, kept), Buffer.concat([digests, Buffer.from(`\nfields=${fields.key}`)])];
+}
+
 /** Which products a read names: by id, or by SKU or EAN (exact values); each value once. */
 type ProductLookup = { name: 'ids'; ids: number[] } | { name: 'sku' | 'ean'; values: string[] };
 
@@ -55,6 +65,7 @@ import { JsonItems, jsonBytesOf } from '../shared/json-bytes.js';
 import { assembledPage } from './assembled-pages.js';
 import { conditionalJsonBytes, conditionalJsonPage, documentedRoutes, jsonPage } from './documented-responses.js';
 import { SnapshotExports } from '../catalog/snapshot-export.js';
+import { projectedPayloads, SparseFields } from '../catalog/sparse-fields.js';
 import { productExport } from './snapshot-export.js';
 
 type Schemas = components['schemas'];
@@ -110,6 +121,7 @@ export function publicApi(
 
   route(routes.listProducts, async (c) => {
     const query = c.req.valid('query');
+    const fields = SparseFields.of(query.fields);
     const lookup = productLookup(query);
     if (lookup) {
       const paging = ['page', 'per_page', 'after_id'].filter((name) => c.req.query(name) !== undefined);
@@ -126,7 +138,7 @@ export function publicApi(
       // As a page: the ETag over the rows' stored hashes and the envelope. per_page: the most the request could answer.
       const perPage = lookup.name === 'ids' ? lookup.ids.length : KEY_MATCHES_MAX;
       const meta = { current_page: 1, per_page: perPage, last_page: 1, total: count };
-      const page = assembledPage(bytes, digests, { store: store.slug, meta }, kept);
+      const page = assembledPage(...payloadsIn(fields, bytes, digests, kept), { store: store.slug, meta }, kept);
       return conditionalJsonBytes(c, page.body, page);
     }
     if (query.after_id !== undefined && c.req.query('page') !== undefined) {
@@ -139,16 +151,26 @@ export function publicApi(
     });
     // The stored payload bytes go out as they are, framed by the page envelope; the ETag is
     // computed over the rows' stored hashes and the envelope rather than the ~155 KB of bytes.
-    const answer = assembledPage(page.data, page.digests, { store: store.slug, meta: page.meta }, page.kept);
+    const answer = assembledPage(
+      ...payloadsIn(fields, page.data, page.digests, page.kept),
+      { store: store.slug, meta: page.meta },
+      page.kept,
+    );
     return conditionalJsonBytes(c, answer.body, answer);
   });
 
   // Before getProduct: `export` is not a product id.
-  route(routes.exportProducts, (c) => snapshotExport(c, c.req.valid('query').store, c.req.valid('header')['if-none-match']));
+  route(routes.exportProducts, (c) => {
+    const query = c.req.valid('query');
+    return snapshotExport(c, query.store, c.req.valid('header')['if-none-match'], SparseFields.of(query.fields));
+  });
 
   route(routes.getProduct, async (c) => {
-    const payload = await reads.product(c.var.merchantId, c.req.valid('query').store, c.req.valid('param').id);
-    return conditionalJsonPage<Schemas['ProductResponse']>(c, { data: storedProduct(payload) });
+    const query = c.req.valid('query');
+    const payload = await reads.product(c.var.merchantId, query.store, c.req.valid('param').id);
+    const fields = SparseFields.of(query.fields);
+    // The ETag is computed over the bytes sent: it varies with the fields.
+    return conditionalJsonPage<Schemas['ProductResponse']>(c, { data: storedProduct(fields ? fields.project(payload) : payload) });
   });
 
   route(routes.listPrices, async (c) => {

@@ -767,6 +767,112 @@ export interface components {
             stock: number;
         };
         /**
+         * Format: int64
+         * @description The service's product ID. Stable across stores and over time; use it as your key.
+         * @example 1042
+         */
+        id: number;
+        /**
+         * @description Exported SKU, built from the merchant's SKU pattern (a template over the product's fields,
+         *     for example `ACME-{id}` or `{ean}`). `null` when the merchant has no pattern, or when a token
+         *     the pattern uses has no value for this product.
+         * @example ACME-1042
+         */
+        sku: string | null;
+        /**
+         * @description Primary EAN of the product; `null` when the product has none.
+         * @example 4006381333931
+         */
+        ean: string | null;
+        /**
+         * @description Title in the store's locale (exact locale first, then its language: `de-DE` falls back to
+         *     `de`). `null` when there is none, in which case the product is excluded with
+         *     `exclusion_reason: missing_title` (unless an earlier reason applies).
+         * @example Wanderrucksack Alpin 40 L
+         */
+        title: string | null;
+        /**
+         * @description Description in the store's locale (same fallback as `title`); `null` when there is none.
+         * @example Leichter Trekkingrucksack mit Rückenbelüftung und Regenhülle.
+         */
+        description: string | null;
+        /**
+         * @description Manufacturer name; `null` if none is set.
+         * @example Bergwerk Outdoor
+         */
+        manufacturer: string | null;
+        /**
+         * @description Ordered list of image URLs, in the order the merchant supplied the images. Image rules:
+         *
+         *     1. Once an image has been mirrored, its URL points at a service-hosted copy:
+         *        `{base_url}/media/{sha256}.{ext}` (SHA-256 hex of the image bytes, extension of its
+         *        content type: `jpg`, `png`, `gif`, `webp` or `avif`). These URLs are content-addressed
+         *        (a changed image gets a new URL), immutable and served without an API key
+         *        (`GET /media/{key}`).
+         *     2. Until an image is mirrored, its original supplier URL is returned.
+         *     3. Images whose source is permanently dead are omitted; every URL returned is expected to
+         *        be reachable. A source answering 404 or 410 is dead at once; other failures are retried
+         *        with backoff, and a source still failing 72 hours (by default) after its first failure
+         *        is dead.
+         *
+         *     Every transition (including a dead image that the merchant has fetched again, which shows
+         *     its supplier URL until it is mirrored) changes the list and is reported as a `content`
+         *     change.
+         */
+        images: string[];
+        /**
+         * @description Slug of the store this payload was resolved for.
+         * @example de
+         */
+        store: string;
+        /**
+         * @description Whether the product is excluded from this store's export. Excluded products stay in the
+         *     list and remain readable with `excluded: true`; a flip of this flag is a `content` change.
+         */
+        excluded: boolean;
+        /**
+         * @description Resolved attributes, sorted by `key`. The merchant's overrides win over the best supplier's
+         *     values, which win over other suppliers' values.
+         */
+        attributes: components["schemas"]["Attribute"][];
+        /** @description One entry per customer group of the merchant, ordered by `customer_group_id`. */
+        prices: components["schemas"]["PriceEntry"][];
+        /**
+         * @description Sellable quantity for the store. Stock rules:
+         *
+         *     1. If the merchant holds own stock for the product: own quantity + the best supplier's
+         *        quantity (own stock sells first, the supplier backfills).
+         *     2. If no own stock is held: the best supplier's quantity.
+         *     3. If there are no offers at all: 0. (When own stock is held but there are no offers,
+         *        rule 1 applies with a supplier quantity of 0, so `stock` is the own quantity.)
+         *
+         *     The best supplier is the offer with quantity > 0 and the lowest cost (converted to the store
+         *     currency); ties go to the larger quantity, then the lower supplier id. When no offer has
+         *     quantity > 0, the lowest-cost offer is the best one.
+         * @example 17
+         */
+        stock: number;
+        /**
+         * @description A `Product` cut down by `fields=` (a sparse fieldset): `id` and the members asked for, each
+         *     exactly as in the whole `Product`, in its order. Sent only when `fields` is given and leaves
+         *     some member out (so at most 12 members: a whole product is a `Product`).
+         */
+        SparseProduct: {
+            id: components["schemas"]["id"];
+            sku?: components["schemas"]["sku"];
+            ean?: components["schemas"]["ean"];
+            title?: components["schemas"]["title"];
+            description?: components["schemas"]["description"];
+            manufacturer?: components["schemas"]["manufacturer"];
+            images?: components["schemas"]["images"];
+            store?: components["schemas"]["store"];
+            excluded?: components["schemas"]["excluded"];
+            exclusion_reason?: components["schemas"]["ExclusionReason"];
+            attributes?: components["schemas"]["attributes"];
+            prices?: components["schemas"]["prices"];
+            stock?: components["schemas"]["stock"];
+        };
+        /**
          * @description Paging information of a `GET /v1/products` response. Paging rule: request `page` = 2, 3, ...
          *     until `current_page` equals `last_page`.
          */
@@ -796,7 +902,7 @@ export interface components {
         /** @description One page of the store's products, ordered by `id` ascending. */
         ProductPage: {
             /** @description The products of this page; empty when `page` is past `last_page`. */
-            data: components["schemas"]["Product"][];
+            data: (components["schemas"]["Product"] | components["schemas"]["SparseProduct"])[];
             /**
              * @description Slug of the store the page was resolved for (the default store when `store` was omitted).
              * @example de
@@ -914,11 +1020,13 @@ export interface components {
         /**
          * @description One line of `GET /v1/products/export`: a product of the store, or, as the last line, the
          *     trailer with the feed cursor of the snapshot. A line with a `next_id` member is the trailer.
+         *     With `fields`, product lines are `SparseProduct`s.
          */
-        ProductExportLine: components["schemas"]["Product"] | components["schemas"]["ProductExportTrailer"];
+        ProductExportLine: components["schemas"]["Product"] | components["schemas"]["SparseProduct"] | components["schemas"]["ProductExportTrailer"];
         /** @description A single product resolved for the requested store. */
         ProductResponse: {
-            data: components["schemas"]["Product"];
+            /** @description The `Product`, or a `SparseProduct` when `fields` is given. */
+            data: components["schemas"]["Product"] | components["schemas"]["SparseProduct"];
         };
         /** @description The prices of one product in one store (the `id`, `sku`, `ean` and `prices` of its Product). */
         ProductPrices: {

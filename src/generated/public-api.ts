@@ -44,6 +44,9 @@ export interface paths {
          *     `ids`, `sku` and `ean` at a time: two of them together answer 400 `invalid_parameter` naming
          *     each, as `page`, `per_page` or `after_id` beside any of them do.
          *
+         *     **Only some fields.** `fields=id,sku,stock` cuts each product down to those members (and
+         *     `id`, always), in every form (`page`, `after_id`, `ids`, `sku`, `ean`); see the parameter.
+         *
          *     **Full sync.** For a complete copy of a store, `GET /v1/products/export` is the exact way:
          *     every product from one consistent snapshot, in one streamed response, ending with the feed
          *     cursor of that snapshot. Paging works too: take a change-feed cursor first (see

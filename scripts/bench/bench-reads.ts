@@ -20,6 +20,9 @@
 //                 coded bodies (`X-Bench-App: uncached`): what the first reader of a page pays
 //                 (a baseline without a read cache answers them as page1 ... ids)
 //   page1-nolog - page 1 from an app with the access log off (what logging costs)
+//   page1-fields, page1-fields-gzip, page1-fields-uncached - page 1 with `&fields=<--fields>` (a sparse
+//                 fieldset, e.g. --fields id,sku,stock), measured only when --fields is given: what
+//                 the cut-down page costs beside the whole one (a baseline without fields= answers 400)
 // and once per round, not per version, the reference: scripts/bench/bench-reference-server.ts,
 // bare node:http + better-sqlite3 in its own process answering page 1's payloads from the
 // candidate's database file as one BLOB, the least a server can do for that page.
@@ -32,7 +35,7 @@
 // last page at most 1.5x the reference's, ?ids= at most 2x; a compressed page 1 at most the plain
 // one + 0.3 ms; page 1 on the wire at most 1.25x the sizes recorded there. The same figures for a first
 // read (uncached: both caches missed) are printed after them, for the record.
-// Usage: npm run bench:reads -- [--baseline REF] [--json] [--only page1,last,...]
+// Usage: npm run bench:reads -- [--baseline REF] [--json] [--only page1,last,...] [--fields id,sku,stock]
 //   --only measures those targets alone (and the reference), and prints their table without the
 //   verdicts, which need every target: a quick side-by-side check of one read.
 //   REF defaults to origin/main, else main, else HEAD~1. BENCH_PRODUCTS (100000), BENCH_SECONDS (5),
@@ -55,7 +58,9 @@ const NOISE = 0.05;
 const REFERENCE = { page1PerStatic: 0.6, lastPerPage1: 0.95 };
 /** The read path's limits: CPU per request against the reference target, and page 1 on the wire before it (gzip 6, brotli 4). */
 const ISSUE_15 = { pagePerReference: 1.5, idsPerReference: 2, codingUs: 300, wireFactor: 1.25, gzipBytes: 11_201, brBytes: 11_047 };
-const { values: flags } = parseArgs({ options: { baseline: { type: 'string' }, json: { type: 'boolean' }, only: { type: 'string' } } });
+const { values: flags } = parseArgs({
+  options: { baseline: { type: 'string' }, json: { type: 'boolean' }, only: { type: 'string' }, fields: { type: 'string' } },
+});
 // With --json, stdout carries only the result.
 const log = (line: string) => (flags.json ? console.error(line) : console.log(line));
 
@@ -72,15 +77,22 @@ const TARGETS = [
   'page1-gzip-uncached',
   'page1-br-uncached',
   'page1-nolog',
+  'page1-fields',
+  'page1-fields-gzip',
+  'page1-fields-uncached',
 ] as const;
 type Target = (typeof TARGETS)[number];
-/** The targets this run measures: all, or those --only names. */
+const isFieldsTarget = (t: string) => t.startsWith('page1-fields');
+/** The targets this run measures: all (the page1-fields ones with --fields alone), or those --only names. */
 const MEASURED: readonly Target[] = flags.only
   ? flags.only.split(',').map((t) => {
       if (!(TARGETS as readonly string[]).includes(t)) throw new Error(`--only takes targets of ${TARGETS.join(',')}, got "${t}"`);
+      if (isFieldsTarget(t) && !flags.fields) throw new Error(`--only ${t} needs --fields`);
       return t as Target;
     })
-  : TARGETS;
+  : TARGETS.filter((t) => flags.fields || !isFieldsTarget(t));
+/** Page 1 with the sparse fieldset --fields names (page 1 itself without it: not measured then). */
+const fieldsQuery = flags.fields ? `&fields=${flags.fields}` : '';
 interface Version extends Checkout {
   server: BenchServer;
   requests: Record<Target, { url: string; headers: Record<string, string> }>;
@@ -173,6 +185,9 @@ async function prepare(
         'page1-gzip-uncached': { url: page1Url, headers: { ...headers, 'Accept-Encoding': 'gzip', 'X-Bench-App': 'uncached' } },
         'page1-br-uncached': { url: page1Url, headers: { ...headers, 'Accept-Encoding': 'br', 'X-Bench-App': 'uncached' } },
         'page1-nolog': { url: page1Url, headers: { ...headers, 'X-Bench-App': 'quiet' } },
+        'page1-fields': { url: `${page1Url}${fieldsQuery}`, headers },
+        'page1-fields-gzip': { url: `${page1Url}${fieldsQuery}`, headers: { ...headers, 'Accept-Encoding': 'gzip' } },
+        'page1-fields-uncached': { url: `${page1Url}${fieldsQuery}`, headers: { ...headers, 'X-Bench-App': 'uncached' } },
       },
       bytes: {
         page1: Buffer.byteLength(page1),
@@ -429,6 +444,10 @@ await runSideBySide({ tempPrefix: 'cps-bench-reads-', baseline: flags.baseline, 
     log(`reference: page 1's payloads from ${path.basename(database)}, ${referenceBytes} bytes`);
     for (const v of versions) {
       log(`${v.name}: page 1 ${v.bytes.page1} bytes; last page (${v.bytes.lastPage}) ${v.bytes.last} bytes`);
+      if (flags.fields) {
+        const sparse = await fetch(v.requests['page1-fields'].url, { headers: v.requests['page1-fields'].headers });
+        log(`${v.name}: page 1 with fields=${flags.fields}: ${sparse.status}, ${Buffer.byteLength(await sparse.text())} bytes`);
+      }
     }
     // Round 0 warms the JIT and the page cache and is not counted. Which version goes first
     // alternates from one target to the next and from one round to the next.

@@ -345,6 +345,11 @@ const LIMITS = [
     doc: 'Product ids one `GET /v1/prices?ids=` request takes at most.',
   },
   {
+    name: 'SKU_MAX_ITEMS',
+    pointer: '#/components/parameters/SkuParam/schema/maxItems',
+    doc: 'SKUs one `GET /v1/products?sku=` request takes at most (as EANs for `?ean=`).',
+  },
+  {
     name: 'PER_PAGE_MAXIMUM',
     pointer: '#/components/schemas/PaginationMeta/properties/per_page/maximum',
     doc: '`per_page` is clamped to 1..this.',

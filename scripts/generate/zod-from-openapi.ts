@@ -253,6 +253,10 @@ export function zodForParameter(doc: Json, parameter: Json): string {
     if (schema.minItems !== undefined) list += `.min(${schema.minItems}, { error: 'must list at least ${schema.minItems}' })`;
     if (schema.maxItems !== undefined) list += `.max(${schema.maxItems}, { error: 'must list at most ${schema.maxItems}' })`;
     out = `z.string().transform((v) => v.split(',')).pipe(${list})`;
+  } else if (kind === 'string' && Array.isArray(schema.enum) && schema.enum.every((v: unknown) => typeof v === 'string')) {
+    // The 400 names the value refused (`fields` lists names a client chose), not only the options.
+    const expected = `is not one of ${schema.enum.join(', ')}`;
+    out = `z.enum(${literal(schema.enum)}, { error: (issue) => \`"\${String(issue.input)}" ${expected}\` })`;
   } else if (kind === 'string') {
     out = zodForSchema(doc, { ...schema, type: 'string' });
     if (schema.pattern)

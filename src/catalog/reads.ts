@@ -8,8 +8,9 @@
 import type { components } from '../generated/public-api.js';
 import { PER_PAGE_MAXIMUM } from '../generated/public-limits.js';
 import type { Store, StoreRecord } from './model.js';
-import { ProblemError } from '../shared/problem.js';
+import { ProblemError, invalidInput } from '../shared/problem.js';
 import type { CatalogStorage, PublishedPage, StorageOperations } from '../storage/port.js';
+import type { PublishedKeys } from '../storage/records.js';
 import { scopeToMerchant, type MerchantScope } from '../storage/merchant-scope.js';
 import type { PublishedExclusionCounts, PublishedProductSummary } from './model.js';
 import { PUBLISHED_BLOCK_BITS } from '../storage/records.js';
@@ -107,6 +108,15 @@ export interface ProductsByIds {
   count: number;
   /** The read cache holds `bytes`: the same object comes back for this list while it is current. */
   kept: boolean;
+}
+
+/** At most this many products answer one look-up by SKU or EAN (a page's most). */
+export const KEY_MATCHES_MAX = PER_PAGE_MAXIMUM;
+
+function tooManyMatches(field: PublishedKeys['field']): ProblemError {
+  return invalidInput('query', [
+    { name: field, in: 'query', reason: `matches more than ${KEY_MATCHES_MAX} products: send fewer values at a time` },
+  ]);
 }
 
 /** Page plans remembered per store and catalog version (the oldest forgotten first). */
@@ -232,10 +242,34 @@ export class CatalogReads {
     return { store, bytes: read.bytes, digests: read.digests, count: read.count, kept };
   }
 
-  /** `id` and `prices` of some products of the store, ascending. */
+  /**
+   * The store's products whose `sku` (or `ean`) is one of the values, every product that carries one
+   * (several may share it), ascending by id; values no product carries are absent. More than
+   * KEY_MATCHES_MAX products answer 400 naming the field: never a silently shortened answer.
+   */
+  async productsByKeys(merchantId: number, slug: string | undefined, keys: PublishedKeys): Promise<ProductsByIds> {
+    const store = await this.activeStore(merchantId, slug);
+    const read = await this.storage.publishedPayloadsByKeys(store.id, keys, KEY_MATCHES_MAX + 1);
+    if (read.count > KEY_MATCHES_MAX) throw tooManyMatches(keys.field);
+    return { store, bytes: read.bytes, digests: read.digests, count: read.count, kept: false };
+  }
+
+  /** `id`, `sku`, `ean` and `prices` of some products of the store, ascending. */
   async pricesByIds(merchantId: number, slug: string | undefined, ids: number[]): Promise<{ store: StoreRecord; bytes: Uint8Array }> {
     const store = await this.activeStore(merchantId, slug);
     return { store, bytes: await this.storage.publishedPricesByIds(store.id, ids) };
+  }
+
+  /** pricesByIds of the products productsByKeys finds, with the same bound. */
+  async pricesByKeys(
+    merchantId: number,
+    slug: string | undefined,
+    keys: PublishedKeys,
+  ): Promise<{ store: StoreRecord; bytes: Uint8Array }> {
+    const store = await this.activeStore(merchantId, slug);
+    const read = await this.storage.publishedPricesByKeys(store.id, keys, KEY_MATCHES_MAX + 1);
+    if (read.count > KEY_MATCHES_MAX) throw tooManyMatches(keys.field);
+    return { store, bytes: read.bytes };
   }
 
   /**

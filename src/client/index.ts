@@ -16,11 +16,14 @@ export {
 export { CatalogApiError, unwrap, type FetchResult, type Problem } from './errors.js';
 export {
   MAX_IDS_PER_REQUEST,
+  MAX_KEYS_PER_REQUEST,
   fetchProductsByIds,
+  fetchProductsByKeys,
   getProduct,
   iterateProducts,
   listProducts,
   listStores,
+  type ProductKeys,
   type StoreOption,
 } from './reads.js';
 export { IncompleteExportError, exportStore, type ExportStoreOptions, type StoreSnapshot } from './export.js';

@@ -7,6 +7,8 @@ export type { components, paths, webhooks } from '../generated/public-api.js';
 
 type Schemas = components['schemas'];
 export type Product = Schemas['Product'];
+/** A Product cut down by `fields=`: `id` and the members asked for. */
+export type SparseProduct = Schemas['SparseProduct'];
 export type Store = Schemas['Store'];
 export type PriceEntry = Schemas['PriceEntry'];
 export type Attribute = Schemas['Attribute'];

@@ -35,6 +35,18 @@ export interface paths {
          *     same page shape: the products a webhook delivery or a change-feed window names, in one
          *     request. Ids outside the catalog are simply absent.
          *
+         *     **Look-ups by SKU or EAN.** `sku=ACME-1042,ACME-1043` or `ean=4006381333931` (at most 200
+         *     values) returns the products whose `sku` or `ean` equals one of the values exactly, in the
+         *     same page shape and id order as `ids`: every product that carries a value (EANs, and SKUs built
+         *     from them, are not unique: each product with it is returned), and nothing for a value no product
+         *     carries (compare the returned `sku` or `ean` with what you sent). `meta.per_page` is 200, the
+         *     most products one look-up answers; values matching more answer 400 naming the parameter. One of
+         *     `ids`, `sku` and `ean` at a time: two of them together answer 400 `invalid_parameter` naming
+         *     each, as `page`, `per_page` or `after_id` beside any of them do.
+         *
+         *     **Only some fields.** `fields=id,sku,stock` cuts each product down to those members (and
+         *     `id`, always), in every form (`page`, `after_id`, `ids`, `sku`, `ean`); see the parameter.
+         *
          *     **Full sync.** For a complete copy of a store, `GET /v1/products/export` is the exact way:
          *     every product from one consistent snapshot, in one streamed response, ending with the feed
          *     cursor of that snapshot. Paging works too: take a change-feed cursor first (see
@@ -48,7 +60,7 @@ export interface paths {
          *     and 50 per second after that (see `RateLimit-Policy`).
          *
          *     **Conditional reads.** Every page carries a strong `ETag` that identifies its exact bytes (in
-         *     every form: `page`, `after_id` and `ids`; see the header for how). Send it back in `If-None-Match` to revalidate a page
+         *     every form: `page`, `after_id`, `ids`, `sku` and `ean`; see the header for how). Send it back in `If-None-Match` to revalidate a page
          *     you hold: while no byte of it would change (its products, `store` and `meta`), the answer is
          *     `304 Not Modified` without a body. Any write that changes one of its products, or the number
          *     of products in the store, changes the tag.
@@ -183,7 +195,7 @@ export interface paths {
         };
         /**
          * Read the prices of some products
-         * @description Returns only `id` and `prices` of the listed products, resolved for the store: the place to
+         * @description Returns only `id`, `sku`, `ean` and `prices` of the listed products, resolved for the store: the place to
          *     fetch new prices after a `price` webhook or `price` change-feed entry, cheaper than the full
          *     products. The entries are exactly the `prices` of `GET /v1/products/{id}` (one per customer
          *     group, in the store's currency, with the currency's exact precision).
@@ -191,9 +203,14 @@ export interface paths {
          *     **Store.** `store` selects the store by slug; omitted, the merchant's default store is used.
          *     An unknown or inactive slug answers 404 with code `store_not_found`.
          *
-         *     **Ids.** `ids` is required: comma-separated product ids, at most 200. Ids outside the store's
-         *     catalog (removed, never there, or another merchant's) are absent from `data`; a malformed
-         *     list, more than 200 ids or a non-positive id answers 400 `invalid_parameter` naming `ids`.
+         *     **Which products.** Exactly one of `ids`, `sku` and `ean` is required (none, or two, answer 400
+         *     `invalid_parameter` naming them), each a comma-separated list of at most 200 values, with the
+         *     rules of `GET /v1/products`: `ids` are product ids, and ids outside the store's catalog
+         *     (removed, never there, or another merchant's) are absent from `data`; `sku` and `ean` are
+         *     exact values, every product carrying one is listed (each entry says its `sku` and `ean`, so
+         *     you can map the answer back to your keys), a value no product carries is absent, and values
+         *     matching more than 200 products answer 400 naming the parameter. A malformed list, more than
+         *     200 values or a non-positive id answers 400 `invalid_parameter` naming the parameter.
          */
         get: operations["listPrices"];
         put?: never;
@@ -766,6 +783,112 @@ export interface components {
             stock: number;
         };
         /**
+         * Format: int64
+         * @description The service's product ID. Stable across stores and over time; use it as your key.
+         * @example 1042
+         */
+        id: number;
+        /**
+         * @description Exported SKU, built from the merchant's SKU pattern (a template over the product's fields,
+         *     for example `ACME-{id}` or `{ean}`). `null` when the merchant has no pattern, or when a token
+         *     the pattern uses has no value for this product.
+         * @example ACME-1042
+         */
+        sku: string | null;
+        /**
+         * @description Primary EAN of the product; `null` when the product has none.
+         * @example 4006381333931
+         */
+        ean: string | null;
+        /**
+         * @description Title in the store's locale (exact locale first, then its language: `de-DE` falls back to
+         *     `de`). `null` when there is none, in which case the product is excluded with
+         *     `exclusion_reason: missing_title` (unless an earlier reason applies).
+         * @example Wanderrucksack Alpin 40 L
+         */
+        title: string | null;
+        /**
+         * @description Description in the store's locale (same fallback as `title`); `null` when there is none.
+         * @example Leichter Trekkingrucksack mit Rückenbelüftung und Regenhülle.
+         */
+        description: string | null;
+        /**
+         * @description Manufacturer name; `null` if none is set.
+         * @example Bergwerk Outdoor
+         */
+        manufacturer: string | null;
+        /**
+         * @description Ordered list of image URLs, in the order the merchant supplied the images. Image rules:
+         *
+         *     1. Once an image has been mirrored, its URL points at a service-hosted copy:
+         *        `{base_url}/media/{sha256}.{ext}` (SHA-256 hex of the image bytes, extension of its
+         *        content type: `jpg`, `png`, `gif`, `webp` or `avif`). These URLs are content-addressed
+         *        (a changed image gets a new URL), immutable and served without an API key
+         *        (`GET /media/{key}`).
+         *     2. Until an image is mirrored, its original supplier URL is returned.
+         *     3. Images whose source is permanently dead are omitted; every URL returned is expected to
+         *        be reachable. A source answering 404 or 410 is dead at once; other failures are retried
+         *        with backoff, and a source still failing 72 hours (by default) after its first failure
+         *        is dead.
+         *
+         *     Every transition (including a dead image that the merchant has fetched again, which shows
+         *     its supplier URL until it is mirrored) changes the list and is reported as a `content`
+         *     change.
+         */
+        images: string[];
+        /**
+         * @description Slug of the store this payload was resolved for.
+         * @example de
+         */
+        store: string;
+        /**
+         * @description Whether the product is excluded from this store's export. Excluded products stay in the
+         *     list and remain readable with `excluded: true`; a flip of this flag is a `content` change.
+         */
+        excluded: boolean;
+        /**
+         * @description Resolved attributes, sorted by `key`. The merchant's overrides win over the best supplier's
+         *     values, which win over other suppliers' values.
+         */
+        attributes: components["schemas"]["Attribute"][];
+        /** @description One entry per customer group of the merchant, ordered by `customer_group_id`. */
+        prices: components["schemas"]["PriceEntry"][];
+        /**
+         * @description Sellable quantity for the store. Stock rules:
+         *
+         *     1. If the merchant holds own stock for the product: own quantity + the best supplier's
+         *        quantity (own stock sells first, the supplier backfills).
+         *     2. If no own stock is held: the best supplier's quantity.
+         *     3. If there are no offers at all: 0. (When own stock is held but there are no offers,
+         *        rule 1 applies with a supplier quantity of 0, so `stock` is the own quantity.)
+         *
+         *     The best supplier is the offer with quantity > 0 and the lowest cost (converted to the store
+         *     currency); ties go to the larger quantity, then the lower supplier id. When no offer has
+         *     quantity > 0, the lowest-cost offer is the best one.
+         * @example 17
+         */
+        stock: number;
+        /**
+         * @description A `Product` cut down by `fields=` (a sparse fieldset): `id` and the members asked for, each
+         *     exactly as in the whole `Product`, in its order. Sent only when `fields` is given and leaves
+         *     some member out (so at most 12 members: a whole product is a `Product`).
+         */
+        SparseProduct: {
+            id: components["schemas"]["id"];
+            sku?: components["schemas"]["sku"];
+            ean?: components["schemas"]["ean"];
+            title?: components["schemas"]["title"];
+            description?: components["schemas"]["description"];
+            manufacturer?: components["schemas"]["manufacturer"];
+            images?: components["schemas"]["images"];
+            store?: components["schemas"]["store"];
+            excluded?: components["schemas"]["excluded"];
+            exclusion_reason?: components["schemas"]["ExclusionReason"];
+            attributes?: components["schemas"]["attributes"];
+            prices?: components["schemas"]["prices"];
+            stock?: components["schemas"]["stock"];
+        };
+        /**
          * @description Paging information of a `GET /v1/products` response. Paging rule: request `page` = 2, 3, ...
          *     until `current_page` equals `last_page`.
          */
@@ -795,7 +918,7 @@ export interface components {
         /** @description One page of the store's products, ordered by `id` ascending. */
         ProductPage: {
             /** @description The products of this page; empty when `page` is past `last_page`. */
-            data: components["schemas"]["Product"][];
+            data: (components["schemas"]["Product"] | components["schemas"]["SparseProduct"])[];
             /**
              * @description Slug of the store the page was resolved for (the default store when `store` was omitted).
              * @example de
@@ -913,13 +1036,15 @@ export interface components {
         /**
          * @description One line of `GET /v1/products/export`: a product of the store, or, as the last line, the
          *     trailer with the feed cursor of the snapshot. A line with a `next_id` member is the trailer.
+         *     With `fields`, product lines are `SparseProduct`s.
          */
-        ProductExportLine: components["schemas"]["Product"] | components["schemas"]["ProductExportTrailer"];
+        ProductExportLine: components["schemas"]["Product"] | components["schemas"]["SparseProduct"] | components["schemas"]["ProductExportTrailer"];
         /** @description A single product resolved for the requested store. */
         ProductResponse: {
-            data: components["schemas"]["Product"];
+            /** @description The `Product`, or a `SparseProduct` when `fields` is given. */
+            data: components["schemas"]["Product"] | components["schemas"]["SparseProduct"];
         };
-        /** @description The prices of one product in one store (the `id` and `prices` of its Product). */
+        /** @description The prices of one product in one store (the `id`, `sku`, `ean` and `prices` of its Product). */
         ProductPrices: {
             /**
              * Format: int64
@@ -927,6 +1052,16 @@ export interface components {
              * @example 1042
              */
             id: number;
+            /**
+             * @description The product's exported SKU, as in the Product (what a `sku=` look-up matched).
+             * @example ACME-1042
+             */
+            sku: string | null;
+            /**
+             * @description The product's primary EAN, as in the Product (what an `ean=` look-up matched).
+             * @example 4006381333931
+             */
+            ean: string | null;
             /** @description One entry per customer group, exactly as in the product's `prices`. */
             prices: components["schemas"]["PriceEntry"][];
         };
@@ -1362,6 +1497,30 @@ export interface components {
          */
         IdsParam: number[];
         /**
+         * @description Comma-separated SKUs (`sku=ACME-1042,ACME-1043`), at most 200: the products whose exported
+         *     `sku` equals one of them exactly (case and every character count; nothing is trimmed or
+         *     normalised), in id order, in the same response shape as `ids`. Several products can share a
+         *     SKU (a SKU pattern such as `{ean}` repeats when EANs do): each of them is returned. A SKU that
+         *     no product carries is simply absent, as an id outside the catalog is: compare the returned
+         *     `sku` values with the ones you sent. A SKU that itself contains a comma cannot be looked up
+         *     this way (the comma separates values). At most 200 products answer one request: values that
+         *     match more answer 400 `invalid_parameter` naming `sku` (send fewer at a time). Cannot be
+         *     combined with `ids`, `ean`, `page`, `per_page` or `after_id` (400 naming them).
+         */
+        SkuParam: string[];
+        /**
+         * @description Comma-separated EANs (`ean=4006381333931,4006381333948`), at most 200, each 8 to 14 digits:
+         *     the products whose primary `ean` equals one of them exactly (no check digit computed, no
+         *     leading zero added or removed), in id order, in the same response shape as `ids`. EANs are not
+         *     unique across a catalog (a product listed twice, variants sold under one code): every product
+         *     with the EAN is returned. An EAN that no product carries is simply absent, as an id outside the
+         *     catalog is: compare the returned `ean` values with the ones you sent. At most 200 products
+         *     answer one request: values that match more answer 400 `invalid_parameter` naming `ean` (send
+         *     fewer at a time). Cannot be combined with `ids`, `sku`, `page`, `per_page` or `after_id` (400
+         *     naming them).
+         */
+        EanParam: string[];
+        /**
          * @description Keyset paging, drift-free under concurrent writes: returns the store's products with an id
          *     greater than `after_id`, at most `per_page` of them, in id order. Send the last `id` of the
          *     previous response to continue (start with `after_id=0`). Unlike `page`, a product added or
@@ -1372,6 +1531,15 @@ export interface components {
          *     or `ids` (400).
          */
         AfterIdParam: number;
+        /**
+         * @description Sparse fieldset: comma-separated top-level members of `Product` (`fields=id,sku,stock`); each
+         *     product then carries only those members, in the order of the `Product` schema, and always `id`
+         *     (whether listed or not). The members given are exactly as in the full product; the page's
+         *     `store` and `meta` are unchanged. Omitted, products are whole. A name that is not a member of
+         *     `Product` answers 400 `invalid_parameter` naming it. The `ETag` names the fields too: a tag
+         *     taken with one `fields` is answered `304` only for the same set of fields (in any order).
+         */
+        FieldsParam: ("id" | "sku" | "ean" | "title" | "description" | "manufacturer" | "images" | "store" | "excluded" | "exclusion_reason" | "attributes" | "prices" | "stock")[];
         /**
          * @description Conditional request (RFC 9110 13.1.2): send the `ETag` of the copy you already hold. When it
          *     matches the current one (or is `*`), the service answers `304 Not Modified` without a body.
@@ -1386,7 +1554,7 @@ export interface components {
         ProductIdParam: number;
         /**
          * @description Comma-separated product ids (`ids=1042,1043`), at most 200. Ids outside the store's catalog
-         *     are simply absent from the response.
+         *     are simply absent from the response. One of `ids`, `sku` and `ean` is required.
          */
         PriceIdsParam: number[];
         /**
@@ -1653,6 +1821,30 @@ export interface operations {
                  */
                 ids?: components["parameters"]["IdsParam"];
                 /**
+                 * @description Comma-separated SKUs (`sku=ACME-1042,ACME-1043`), at most 200: the products whose exported
+                 *     `sku` equals one of them exactly (case and every character count; nothing is trimmed or
+                 *     normalised), in id order, in the same response shape as `ids`. Several products can share a
+                 *     SKU (a SKU pattern such as `{ean}` repeats when EANs do): each of them is returned. A SKU that
+                 *     no product carries is simply absent, as an id outside the catalog is: compare the returned
+                 *     `sku` values with the ones you sent. A SKU that itself contains a comma cannot be looked up
+                 *     this way (the comma separates values). At most 200 products answer one request: values that
+                 *     match more answer 400 `invalid_parameter` naming `sku` (send fewer at a time). Cannot be
+                 *     combined with `ids`, `ean`, `page`, `per_page` or `after_id` (400 naming them).
+                 */
+                sku?: components["parameters"]["SkuParam"];
+                /**
+                 * @description Comma-separated EANs (`ean=4006381333931,4006381333948`), at most 200, each 8 to 14 digits:
+                 *     the products whose primary `ean` equals one of them exactly (no check digit computed, no
+                 *     leading zero added or removed), in id order, in the same response shape as `ids`. EANs are not
+                 *     unique across a catalog (a product listed twice, variants sold under one code): every product
+                 *     with the EAN is returned. An EAN that no product carries is simply absent, as an id outside the
+                 *     catalog is: compare the returned `ean` values with the ones you sent. At most 200 products
+                 *     answer one request: values that match more answer 400 `invalid_parameter` naming `ean` (send
+                 *     fewer at a time). Cannot be combined with `ids`, `sku`, `page`, `per_page` or `after_id` (400
+                 *     naming them).
+                 */
+                ean?: components["parameters"]["EanParam"];
+                /**
                  * @description Keyset paging, drift-free under concurrent writes: returns the store's products with an id
                  *     greater than `after_id`, at most `per_page` of them, in id order. Send the last `id` of the
                  *     previous response to continue (start with `after_id=0`). Unlike `page`, a product added or
@@ -1663,6 +1855,15 @@ export interface operations {
                  *     or `ids` (400).
                  */
                 after_id?: components["parameters"]["AfterIdParam"];
+                /**
+                 * @description Sparse fieldset: comma-separated top-level members of `Product` (`fields=id,sku,stock`); each
+                 *     product then carries only those members, in the order of the `Product` schema, and always `id`
+                 *     (whether listed or not). The members given are exactly as in the full product; the page's
+                 *     `store` and `meta` are unchanged. Omitted, products are whole. A name that is not a member of
+                 *     `Product` answers 400 `invalid_parameter` naming it. The `ETag` names the fields too: a tag
+                 *     taken with one `fields` is answered `304` only for the same set of fields (in any order).
+                 */
+                fields?: components["parameters"]["FieldsParam"];
             };
             header?: {
                 /**
@@ -1715,6 +1916,15 @@ export interface operations {
                  *     `invalid_parameter`.
                  */
                 store?: components["parameters"]["StoreParam"];
+                /**
+                 * @description Sparse fieldset: comma-separated top-level members of `Product` (`fields=id,sku,stock`); each
+                 *     product then carries only those members, in the order of the `Product` schema, and always `id`
+                 *     (whether listed or not). The members given are exactly as in the full product; the page's
+                 *     `store` and `meta` are unchanged. Omitted, products are whole. A name that is not a member of
+                 *     `Product` answers 400 `invalid_parameter` naming it. The `ETag` names the fields too: a tag
+                 *     taken with one `fields` is answered `304` only for the same set of fields (in any order).
+                 */
+                fields?: components["parameters"]["FieldsParam"];
             };
             header?: {
                 /**
@@ -1776,6 +1986,15 @@ export interface operations {
                  *     `invalid_parameter`.
                  */
                 store?: components["parameters"]["StoreParam"];
+                /**
+                 * @description Sparse fieldset: comma-separated top-level members of `Product` (`fields=id,sku,stock`); each
+                 *     product then carries only those members, in the order of the `Product` schema, and always `id`
+                 *     (whether listed or not). The members given are exactly as in the full product; the page's
+                 *     `store` and `meta` are unchanged. Omitted, products are whole. A name that is not a member of
+                 *     `Product` answers 400 `invalid_parameter` naming it. The `ETag` names the fields too: a tag
+                 *     taken with one `fields` is answered `304` only for the same set of fields (in any order).
+                 */
+                fields?: components["parameters"]["FieldsParam"];
             };
             header?: {
                 /**
@@ -1823,7 +2042,7 @@ export interface operations {
     };
     listPrices: {
         parameters: {
-            query: {
+            query?: {
                 /**
                  * @description Slug of the store to read (see `GET /v1/stores`). Omitted means the merchant's default store;
                  *     the response's `store` field says which store was used. An unknown or inactive slug answers
@@ -1833,9 +2052,33 @@ export interface operations {
                 store?: components["parameters"]["StoreParam"];
                 /**
                  * @description Comma-separated product ids (`ids=1042,1043`), at most 200. Ids outside the store's catalog
-                 *     are simply absent from the response.
+                 *     are simply absent from the response. One of `ids`, `sku` and `ean` is required.
                  */
-                ids: components["parameters"]["PriceIdsParam"];
+                ids?: components["parameters"]["PriceIdsParam"];
+                /**
+                 * @description Comma-separated SKUs (`sku=ACME-1042,ACME-1043`), at most 200: the products whose exported
+                 *     `sku` equals one of them exactly (case and every character count; nothing is trimmed or
+                 *     normalised), in id order, in the same response shape as `ids`. Several products can share a
+                 *     SKU (a SKU pattern such as `{ean}` repeats when EANs do): each of them is returned. A SKU that
+                 *     no product carries is simply absent, as an id outside the catalog is: compare the returned
+                 *     `sku` values with the ones you sent. A SKU that itself contains a comma cannot be looked up
+                 *     this way (the comma separates values). At most 200 products answer one request: values that
+                 *     match more answer 400 `invalid_parameter` naming `sku` (send fewer at a time). Cannot be
+                 *     combined with `ids`, `ean`, `page`, `per_page` or `after_id` (400 naming them).
+                 */
+                sku?: components["parameters"]["SkuParam"];
+                /**
+                 * @description Comma-separated EANs (`ean=4006381333931,4006381333948`), at most 200, each 8 to 14 digits:
+                 *     the products whose primary `ean` equals one of them exactly (no check digit computed, no
+                 *     leading zero added or removed), in id order, in the same response shape as `ids`. EANs are not
+                 *     unique across a catalog (a product listed twice, variants sold under one code): every product
+                 *     with the EAN is returned. An EAN that no product carries is simply absent, as an id outside the
+                 *     catalog is: compare the returned `ean` values with the ones you sent. At most 200 products
+                 *     answer one request: values that match more answer 400 `invalid_parameter` naming `ean` (send
+                 *     fewer at a time). Cannot be combined with `ids`, `sku`, `page`, `per_page` or `after_id` (400
+                 *     naming them).
+                 */
+                ean?: components["parameters"]["EanParam"];
             };
             header?: never;
             path?: never;

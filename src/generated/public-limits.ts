@@ -6,6 +6,9 @@ export const IDS_MAX_ITEMS = 200;
 /** Product ids one `GET /v1/prices?ids=` request takes at most. (components/parameters/PriceIdsParam/schema/maxItems) */
 export const PRICE_IDS_MAX_ITEMS = 200;
 
+/** SKUs one `GET /v1/products?sku=` request takes at most (as EANs for `?ean=`). (components/parameters/SkuParam/schema/maxItems) */
+export const SKU_MAX_ITEMS = 200;
+
 /** `per_page` is clamped to 1..this. (components/schemas/PaginationMeta/properties/per_page/maximum) */
 export const PER_PAGE_MAXIMUM = 200;
 

@@ -1,7 +1,7 @@
 // The public read API (spec 4.1-4.3): each handler reads validated input, calls one catalog
 // read, and returns the stored payload bytes as they are (with an ETag, or 304 when unchanged).
 import { OpenAPIHono } from '@hono/zod-openapi';
-import { clampPerPage, toPublicStore } from '../catalog/reads.js';
+import { clampPerPage, KEY_MATCHES_MAX, toPublicStore } from '../catalog/reads.js';
 import { routes } from '../generated/public-routes.js';
 import type { Service } from '../service.js';
 import { apiKeyAuth, invalidApiKey, type PublicEnv } from './auth.js';
@@ -19,6 +19,38 @@ import { CONTENT_TYPE_OF, MEDIA_KEY, type MediaStore } from '../images/media-sto
 import { sniffImageType } from '../images/sniff.js';
 
 /**
+ * A page's payloads and the digests its ETag is computed over, cut down to `fields` when given: the
+ * projection (remembered with bytes the read cache holds), and the digests with the fields named
+ * after them, so that each set of fields has its own tag.
+ */
+function payloadsIn(fields: SparseFields | undefined, data: Uint8Array, digests: Uint8Array, kept: boolean): [Uint8Array, Uint8Array] {
+  if (!fields) return [data, digests];
+  return [projectedPayloads(data, fields, kept), Buffer.concat([digests, Buffer.from(`\nfields=${fields.key}`)])];
+}
+
+/** Which products a read names: by id, or by SKU or EAN (exact values); each value once. */
+type ProductLookup = { name: 'ids'; ids: number[] } | { name: 'sku' | 'ean'; values: string[] };
+
+/** The one of `ids`, `sku` and `ean` a query gives (undefined when none); two or three answer 400 naming each. */
+function productLookup(query: { ids?: number[]; sku?: string[]; ean?: string[] }): ProductLookup | undefined {
+  const given = (['ids', 'sku', 'ean'] as const).filter((name) => query[name] !== undefined);
+  if (given.length > 1) {
+    throw invalidInput(
+      'query',
+      given.map((name) => ({
+        name,
+        in: 'query' as const,
+        reason: `cannot be combined with ${given.filter((other) => other !== name).join(' or ')}`,
+      })),
+    );
+  }
+  if (query.ids) return { name: 'ids', ids: [...new Set(query.ids)] };
+  if (query.sku) return { name: 'sku', values: [...new Set(query.sku)] };
+  if (query.ean) return { name: 'ean', values: [...new Set(query.ean)] };
+  return undefined;
+}
+
+/**
  * On every media response: no browser guesses another type than the one sent, and
  * should a copy be opened as a document it runs nothing, loads nothing and is framed by no one.
  */
@@ -33,6 +65,7 @@ import { JsonItems, jsonBytesOf } from '../shared/json-bytes.js';
 import { assembledPage } from './assembled-pages.js';
 import { conditionalJsonBytes, conditionalJsonPage, documentedRoutes, jsonPage } from './documented-responses.js';
 import { SnapshotExports } from '../catalog/snapshot-export.js';
+import { projectedPayloads, SparseFields } from '../catalog/sparse-fields.js';
 import { productExport } from './snapshot-export.js';
 
 type Schemas = components['schemas'];
@@ -88,19 +121,24 @@ export function publicApi(
 
   route(routes.listProducts, async (c) => {
     const query = c.req.valid('query');
-    if (query.ids) {
+    const fields = SparseFields.of(query.fields);
+    const lookup = productLookup(query);
+    if (lookup) {
       const paging = ['page', 'per_page', 'after_id'].filter((name) => c.req.query(name) !== undefined);
       if (paging.length) {
         throw invalidInput(
           'query',
-          paging.map((name) => ({ name, in: 'query' as const, reason: 'cannot be combined with ids' })),
+          paging.map((name) => ({ name, in: 'query' as const, reason: `cannot be combined with ${lookup.name}` })),
         );
       }
-      const ids = [...new Set(query.ids)];
-      const { store, bytes, digests, count, kept } = await reads.productsByIds(c.var.merchantId, query.store, ids);
-      // As a page: the ETag over the rows' stored hashes and the envelope.
-      const meta = { current_page: 1, per_page: ids.length, last_page: 1, total: count };
-      const page = assembledPage(bytes, digests, { store: store.slug, meta }, kept);
+      const { store, bytes, digests, count, kept } =
+        lookup.name === 'ids'
+          ? await reads.productsByIds(c.var.merchantId, query.store, lookup.ids)
+          : await reads.productsByKeys(c.var.merchantId, query.store, { field: lookup.name, values: lookup.values });
+      // As a page: the ETag over the rows' stored hashes and the envelope. per_page: the most the request could answer.
+      const perPage = lookup.name === 'ids' ? lookup.ids.length : KEY_MATCHES_MAX;
+      const meta = { current_page: 1, per_page: perPage, last_page: 1, total: count };
+      const page = assembledPage(...payloadsIn(fields, bytes, digests, kept), { store: store.slug, meta }, kept);
       return conditionalJsonBytes(c, page.body, page);
     }
     if (query.after_id !== undefined && c.req.query('page') !== undefined) {
@@ -113,21 +151,36 @@ export function publicApi(
     });
     // The stored payload bytes go out as they are, framed by the page envelope; the ETag is
     // computed over the rows' stored hashes and the envelope rather than the ~155 KB of bytes.
-    const answer = assembledPage(page.data, page.digests, { store: store.slug, meta: page.meta }, page.kept);
+    const answer = assembledPage(
+      ...payloadsIn(fields, page.data, page.digests, page.kept),
+      { store: store.slug, meta: page.meta },
+      page.kept,
+    );
     return conditionalJsonBytes(c, answer.body, answer);
   });
 
   // Before getProduct: `export` is not a product id.
-  route(routes.exportProducts, (c) => snapshotExport(c, c.req.valid('query').store, c.req.valid('header')['if-none-match']));
+  route(routes.exportProducts, (c) => {
+    const query = c.req.valid('query');
+    return snapshotExport(c, query.store, c.req.valid('header')['if-none-match'], SparseFields.of(query.fields));
+  });
 
   route(routes.getProduct, async (c) => {
-    const payload = await reads.product(c.var.merchantId, c.req.valid('query').store, c.req.valid('param').id);
-    return conditionalJsonPage<Schemas['ProductResponse']>(c, { data: storedProduct(payload) });
+    const query = c.req.valid('query');
+    const payload = await reads.product(c.var.merchantId, query.store, c.req.valid('param').id);
+    const fields = SparseFields.of(query.fields);
+    // The ETag is computed over the bytes sent: it varies with the fields.
+    return conditionalJsonPage<Schemas['ProductResponse']>(c, { data: storedProduct(fields ? fields.project(payload) : payload) });
   });
 
   route(routes.listPrices, async (c) => {
     const query = c.req.valid('query');
-    const { store, bytes } = await reads.pricesByIds(c.var.merchantId, query.store, [...new Set(query.ids)]);
+    const lookup = productLookup(query);
+    if (!lookup) throw invalidInput('query', [{ name: 'ids', in: 'query', reason: 'is required (or sku, or ean)' }]);
+    const { store, bytes } =
+      lookup.name === 'ids'
+        ? await reads.pricesByIds(c.var.merchantId, query.store, lookup.ids)
+        : await reads.pricesByKeys(c.var.merchantId, query.store, { field: lookup.name, values: lookup.values });
     return jsonPage<Schemas['PriceList']>(c, { data: storedPrices(bytes), store: store.slug });
   });
 

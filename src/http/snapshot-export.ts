@@ -19,6 +19,7 @@ import type { routes } from '../generated/public-routes.js';
 import { negotiateCoding, type ContentCoding } from './compression.js';
 import { etagDigest, etagMatches, etagOf } from './conditional.js';
 import { Spool } from './spool.js';
+import type { SparseFields } from '../catalog/sparse-fields.js';
 import { SpoolBudget } from './spool-budget.js';
 import { Slots } from '../shared/slots.js';
 
@@ -39,8 +40,13 @@ const encoderFor = (coding: ContentCoding): zlib.Gzip | zlib.BrotliCompress =>
     : zlib.createGzip({ level: 3 });
 
 /** The strong validator of a snapshot: what it is (the store, the merchant's feed position) names its bytes. */
-export function snapshotEtag({ store, cursor }: SnapshotHead, coding: ContentCoding | undefined): string {
-  return etagOf(etagDigest(Buffer.from(`products-export/1\n${store.id}\n${store.slug}\n${cursor.at}\n${cursor.id}`, 'utf8')), coding);
+export function snapshotEtag({ store, cursor }: SnapshotHead, coding: ContentCoding | undefined, fields?: SparseFields): string {
+  // The fields (when some are left out) are part of what the bytes are.
+  const sparse = fields ? `\nfields=${fields.key}` : '';
+  return etagOf(
+    etagDigest(Buffer.from(`products-export/1\n${store.id}\n${store.slug}\n${cursor.at}\n${cursor.id}${sparse}`, 'utf8')),
+    coding,
+  );
 }
 
 /**
@@ -56,6 +62,7 @@ export function productExport(exports: SnapshotExports, settings: Config['export
     c: Parameters<DocumentedHandler<ExportRoute, PublicEnv>>[0],
     slug: string | undefined,
     ifNoneMatch: string | undefined,
+    fields?: SparseFields,
   ): Promise<DocumentedResponse<ExportRoute>> => {
     // HEAD (Hono answers it with the GET handler's headers and drops its body): the snapshot's
     // headers only, nothing read past them, so it holds no spool and takes no export slot.
@@ -82,7 +89,7 @@ export function productExport(exports: SnapshotExports, settings: Config['export
       slug,
       {
         begin(head) {
-          const etag = snapshotEtag(head, coding);
+          const etag = snapshotEtag(head, coding, fields);
           const notModified = etagMatches(ifNoneMatch, etag);
           answer = { head, etag, notModified };
           if (!notModified && !headOnly && coding) {
@@ -93,7 +100,9 @@ export function productExport(exports: SnapshotExports, settings: Config['export
           begun();
           return !notModified && !headOnly;
         },
-        async write(lines) {
+        async write(stored) {
+          // Cut down as read (the trailer line is kept whole), so the spool and the coder see only what is sent.
+          const lines = fields ? fields.project(stored) : stored;
           // The spool budget full: the snapshot waits until bytes are taken (or the client is cut off).
           await spool.room();
           if (!encoder) return spool.push(lines);

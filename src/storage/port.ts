@@ -24,7 +24,9 @@ import type {
   PublishedHashes,
   PublishedLines,
   PublishedPage,
+  PublishedKeys,
   PublishedPayloads,
+  PublishedPrices,
   PublishedRow,
   PublishedPriceRow,
   PublishedBlock,
@@ -335,8 +337,15 @@ export interface PublishedStore {
    * (NDJSON lines): one bounded step (a primary-key range) of a snapshot export.
    */
   publishedLinesAfter(storeId: number, afterId: number, limit: number): Promise<PublishedLines>;
-  /** `{"id":…,"prices":[…]}` of the listed products found in the store, ascending, joined by commas. */
+  /**
+   * Payloads of the store's products whose `sku` (or `ean`) is one of the values, ascending by id,
+   * at most `limit`, as publishedPayloadsByIds reads them: from the field's index range per value.
+   */
+  publishedPayloadsByKeys(storeId: number, keys: PublishedKeys, limit: number): Promise<PublishedPayloads>;
+  /** `{"id":…,"sku":…,"ean":…,"prices":[…]}` of the listed products found in the store, ascending, joined by commas. */
   publishedPricesByIds(storeId: number, productIds: number[]): Promise<Uint8Array>;
+  /** publishedPricesByIds of the store's products whose `sku` (or `ean`) is one of the values, at most `limit`, and how many. */
+  publishedPricesByKeys(storeId: number, keys: PublishedKeys, limit: number): Promise<PublishedPrices>;
   /**
    * The store's published products whose payload has exactly this `sku` and/or `ean` (every field
    * given must match), ascending by id, at most `limit`.

@@ -195,6 +195,18 @@ export interface PublishedPayloads {
   publishedVersion: number;
 }
 
+/** Exact values of a published payload's `sku` or `ean` (kept beside it, indexed per store): a look-up by an integrator's own key. */
+export interface PublishedKeys {
+  field: 'sku' | 'ean';
+  values: string[];
+}
+
+/** `{"id":…,"sku":…,"ean":…,"prices":[…]}` of some products of a store, joined by commas, and how many. */
+export interface PublishedPrices {
+  bytes: Uint8Array;
+  count: number;
+}
+
 /** A bounded step of a store's payloads as NDJSON lines (PublishedStore.publishedLinesAfter). */
 export interface PublishedLines {
   /** The payloads (UTF-8 JSON), ascending by product id, each followed by a newline. */

@@ -159,30 +159,40 @@ describe('GET /v1/products?ids=', () => {
     const products = await service.api(`/v1/products?store=pl&ids=${changed.join(',')}`, key);
     expect(products.body.data.map((p: { id: number }) => p.id)).toEqual([...changed].sort((a, b) => a - b));
     const prices = await service.api(`/v1/prices?store=pl&ids=${changed.join(',')}`, key);
-    expect(prices.body.data).toEqual(products.body.data.map((p: { id: number; prices: unknown }) => ({ id: p.id, prices: p.prices })));
+    expect(prices.body.data).toEqual(
+      products.body.data.map((p: { id: number; sku: unknown; ean: unknown; prices: unknown }) => ({
+        id: p.id,
+        sku: p.sku,
+        ean: p.ean,
+        prices: p.prices,
+      })),
+    );
   });
 });
 
 describe('GET /v1/prices?ids=&store=', () => {
-  it('returns only id and prices of the listed products, in id order', async () => {
+  it('returns only id, sku, ean and prices of the listed products, in id order', async () => {
     const { backpack, tent, lamp } = catalog.products;
     const response = await service.api(`/v1/prices?store=pl&ids=${lamp.id},${precise},${backpack.id},${tent.id}`, key);
     expect(response.status).toBe(200);
     expect(Object.keys(response.body)).toEqual(['data', 'store']);
     expect(response.body.store).toBe('pl');
     expect(response.body.data.map((p: { id: number }) => p.id)).toEqual([backpack.id, tent.id, lamp.id, precise].sort((a, b) => a - b));
-    for (const entry of response.body.data) expect(Object.keys(entry)).toEqual(['id', 'prices']);
+    for (const entry of response.body.data) expect(Object.keys(entry)).toEqual(['id', 'sku', 'ean', 'prices']);
   });
 
   it.each([['de'], ['pl'], ['jp']])('answers exactly the prices of GET /v1/products/{id} in store %s, to the byte', async (store) => {
     const ids = [...catalogIds].sort((a, b) => a - b);
     const response = await service.api(`/v1/prices?store=${store}&ids=${ids.join(',')}`, key);
     expect(response.status).toBe(200);
-    const entries = [...response.text.matchAll(/\{"id":([0-9]+),"prices":(\[[^\]]*\])\}/g)].map((m) => [Number(m[1]), m[2]]);
-    const expected = await Promise.all(ids.map(async (id) => [id, rawPrices(await rawProduct(id, store))]));
-    expect(entries).toEqual(expected);
+    const entries = [...response.text.matchAll(/"prices":(\[[^\]]*\])\}/g)].map((m) => m[1]);
+    const products = await Promise.all(ids.map((id) => rawProduct(id, store)));
+    expect(entries).toEqual(products.map(rawPrices));
+    // The product's own sku and ean beside them: what a look-up by either maps back by.
+    const keys = (text: string) =>
+      JSON.stringify((({ sku, ean }) => ({ sku, ean }))(JSON.parse(text) as { sku: unknown; ean: unknown })).slice(1, -1);
     expect(response.text).toBe(
-      `{"data":[${expected.map(([id, prices]) => `{"id":${id},"prices":${prices}}`).join(',')}],"store":"${store}"}`,
+      `{"data":[${ids.map((id, i) => `{"id":${id},${keys(products[i]!)},"prices":${rawPrices(products[i]!)}}`).join(',')}],"store":"${store}"}`,
     );
     expect(response.text).toContain('"customer_group":"Stammkunde \\"VIP\\" \\\\ ✓"');
   });

@@ -515,10 +515,24 @@ describe(`the storage contract on ${ENGINE}`, () => {
       );
       expect(byIds.publishedVersion).toBe(0);
       expect(await storage.publishedPayloadsByIds(de.id, [])).toMatchObject({ count: 0, publishedVersion: 0 });
-      expect(utf8(await storage.publishedPricesByIds(de.id, [3, 1]))).toBe(
-        '{"id":1,"prices":[{"customer_group_id":1,"amount":10.00}]},{"id":3,"prices":[{"customer_group_id":1,"amount":1999.90}]}',
-      );
+      const prices =
+        '{"id":1,"sku":"SKU-1","ean":"4001","prices":[{"customer_group_id":1,"amount":10.00}]},{"id":3,"sku":"SKU-3","ean":"4003","prices":[{"customer_group_id":1,"amount":1999.90}]}';
+      expect(utf8(await storage.publishedPricesByIds(de.id, [3, 1]))).toBe(prices);
       expect(utf8(await storage.publishedPricesByIds(de.id, [99]))).toBe('');
+      // By SKU or EAN: the same bytes as by the ids they name, values no product carries left out, at most `limit`.
+      const bySku = await storage.publishedPayloadsByKeys(de.id, { field: 'sku', values: ['SKU-3', 'NONE', 'SKU-1'] }, 10);
+      expect([utf8(bySku.bytes), utf8(bySku.digests), bySku.count, bySku.publishedVersion]).toEqual([
+        utf8(byIds.bytes),
+        utf8(byIds.digests),
+        2,
+        0,
+      ]);
+      const byEan = await storage.publishedPayloadsByKeys(de.id, { field: 'ean', values: ['4004', '4002', '4001'] }, 2);
+      expect([utf8(byEan.bytes), byEan.count]).toEqual([`${published[0]!.payload},${published[1]!.payload}`, 2]);
+      const pricesBySku = await storage.publishedPricesByKeys(de.id, { field: 'sku', values: ['SKU-1', 'SKU-3'] }, 10);
+      expect([utf8(pricesBySku.bytes), pricesBySku.count]).toEqual([prices, 2]);
+      const none = await storage.publishedPricesByKeys(de.id, { field: 'ean', values: ['SKU-1'] }, 10);
+      expect([utf8(none.bytes), none.count]).toEqual(['', 0]);
     });
 
     it('reads a store and its expected page together, the page only while the store is that store at that catalog version', async () => {

@@ -525,7 +525,11 @@ describe('the core aggregates', () => {
     // The stored number literals are kept (jsonb would turn 12.50 into 12.50 but 9.990 / 1e3 forms into others).
     expect(postgres.prices.toString('utf8')).toContain('"amount":12.50,');
     expect(postgres.prices.toString('utf8')).toContain('"amount":9.990,');
-    expect(postgres.prices.toString('utf8').startsWith('{"id":1,"prices":[{"customer_group":null,"amount":12.50')).toBe(true);
+    expect(
+      postgres.prices
+        .toString('utf8')
+        .startsWith('{"id":1,"sku":"SKU-1","ean":"5901234123457","prices":[{"customer_group":null,"amount":12.50'),
+    ).toBe(true);
   });
 });
 

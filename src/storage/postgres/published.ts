@@ -15,7 +15,9 @@ import type {
   PublishedHashes,
   PublishedLines,
   PublishedPage,
+  PublishedKeys,
   PublishedPayloads,
+  PublishedPrices,
   PublishedRow,
   PublishedPriceRow,
   PublishedBlock,
@@ -80,6 +82,29 @@ const EMPTY = Buffer.alloc(0);
  */
 const STORE_ROWS_OF_IDS = (columns: string) => `(SELECT DISTINCT id FROM unnest($2::bigint[]) AS i(id)) AS u
   CROSS JOIN LATERAL (SELECT ${columns} FROM published_products WHERE store_id = $1 AND product_id = u.id OFFSET 0) AS p`;
+
+/**
+ * The store's rows whose `field` is one of the values in $2 (each once), ascending by id, at most
+ * $3: an equality range of the field's index (migration 23) per value, each its own subquery read
+ * in id order and cut at $3 (a value that hundreds of products share reads no more than the answer
+ * may hold), then the first $3 of them all.
+ */
+const STORE_ROWS_OF_KEYS = (field: PublishedKeys['field'], columns: string) => `(SELECT p.* FROM
+  (SELECT DISTINCT value FROM unnest($2::text[]) AS k(value)) AS k
+  CROSS JOIN LATERAL (SELECT ${columns} FROM published_products WHERE store_id = $1 AND ${field} = k.value ORDER BY product_id LIMIT $3) AS p
+  ORDER BY p.product_id LIMIT $3) AS published_products`;
+
+/**
+ * `{"id":…,"sku":…,"ean":…,"prices":[…]}` per row, in id order, joined by commas: json (not jsonb)
+ * keeps the stored text of each member, number literals and all, so amounts keep the currency's
+ * exact precision: the same bytes as SQLite's json().
+ */
+const PRICE_AGGREGATE = `coalesce(string_agg('{"id":' || product_id || ',"sku":' || coalesce((j -> 'sku')::text, 'null')
+  || ',"ean":' || coalesce((j -> 'ean')::text, 'null') || ',"prices":' || coalesce((j -> 'prices')::text, 'null')
+  || '}', ',' ORDER BY product_id), '')`;
+
+/** The rows of `from` with their payload parsed once (as `j`), for PRICE_AGGREGATE. */
+const PARSED = (from: string) => `(SELECT product_id, payload::json AS j FROM ${from}) AS parsed`;
 
 /** The merchant's published version (records.ts PublishedVersionRead): the position of its latest change. */
 const PUBLISHED_VERSION = (merchantId: string) => `coalesce((SELECT last_id FROM change_sequences WHERE merchant_id = ${merchantId}), 0)`;
@@ -312,17 +337,31 @@ export class PgPublished implements PublishedStore {
     return { bytes: row!.n === 0 ? EMPTY : utf8(row!.lines), count: row!.n, lastId: row!.last_id };
   }
 
+  async publishedPayloadsByKeys(storeId: number, keys: PublishedKeys, limit: number): Promise<PublishedPayloads> {
+    const row = await this.c.one<{ page_bytes: string; page_digests: string; count: number; published_version: number }>(
+      `SELECT
+        ${PAGE_AGGREGATES}, count(*) AS count, ${PUBLISHED_VERSION('(SELECT merchant_id FROM stores WHERE id = $1)')} AS published_version
+      FROM ${STORE_ROWS_OF_KEYS(keys.field, 'product_id, payload, price_hash, content_hash')}`,
+      [storeId, textArray(keys.values), limit],
+    );
+    return { bytes: utf8(row!.page_bytes), digests: utf8(row!.page_digests), count: row!.count, publishedVersion: row!.published_version };
+  }
+
   async publishedPricesByIds(storeId: number, productIds: number[]): Promise<Uint8Array> {
     if (productIds.length === 0) return EMPTY;
-    // json (not jsonb) keeps the stored text of the prices member, number literals and all, so
-    // amounts keep the currency's exact precision: the same bytes as SQLite's json().
     const row = await this.c.one<{ bytes: string }>(
-      `SELECT coalesce(string_agg(
-        '{"id":' || product_id || ',"prices":' || coalesce((payload::json -> 'prices')::text, 'null') || '}', ',' ORDER BY product_id), '') AS bytes
-      FROM ${STORE_ROWS_OF_IDS('product_id, payload')}`,
+      `SELECT ${PRICE_AGGREGATE} AS bytes FROM ${PARSED(STORE_ROWS_OF_IDS('product_id, payload'))}`,
       [storeId, productIds],
     );
     return utf8(row!.bytes);
+  }
+
+  async publishedPricesByKeys(storeId: number, keys: PublishedKeys, limit: number): Promise<PublishedPrices> {
+    const row = await this.c.one<{ bytes: string; count: number }>(
+      `SELECT ${PRICE_AGGREGATE} AS bytes, count(*)::integer AS count FROM ${PARSED(STORE_ROWS_OF_KEYS(keys.field, 'product_id, payload'))}`,
+      [storeId, textArray(keys.values), limit],
+    );
+    return { bytes: utf8(row!.bytes), count: row!.count };
   }
 
   async findPublishedProducts(storeId: number, match: { sku?: string; ean?: string }, limit: number): Promise<PublishedProductSummary[]> {

@@ -6,7 +6,9 @@ import type {
   PublishedHashes,
   PublishedLines,
   PublishedPage,
+  PublishedKeys,
   PublishedPayloads,
+  PublishedPrices,
   PublishedRow,
   PublishedPriceRow,
   PublishedBlock,
@@ -51,6 +53,25 @@ const PAGE_OF_STORE_SQL = (which: string) => `SELECT s.*, ${PUBLISHED_VERSION('@
 const SUMMARY_COLUMNS = `product_id AS id, json_extract(payload, '$.title') AS title, json_extract(payload, '$.sku') AS sku,
   json_extract(payload, '$.ean') AS ean, json_extract(payload, '$.excluded') AS excluded,
   json_extract(payload, '$.exclusion_reason') AS exclusion_reason`;
+
+/**
+ * The store's rows whose `field` is one of the JSON array @values, the first @limit by id: their ids
+ * from the field's index alone (migration 44; an equality range per value, sorted), then each row by
+ * its primary key, so a value that hundreds of products share reads no more rows than the answer
+ * holds. The index is named: with ORDER BY product_id and a LIMIT the planner may prefer walking
+ * the whole store in id order by its primary key over sorting the matches.
+ */
+const STORE_ROWS_OF_KEYS = (field: PublishedKeys['field']) => `published_products WHERE store_id = @storeId AND product_id IN
+  (SELECT product_id FROM published_products INDEXED BY published_products_${field}
+    WHERE store_id = @storeId AND ${field} IN (SELECT value FROM json_each(@values)) ORDER BY product_id LIMIT @limit)`;
+
+/**
+ * `{"id":…,"sku":…,"ean":…,"prices":[…]}` per row of the (ordered) FROM, joined by commas: json()
+ * keeps the stored text of each member (number literals and all, so amounts keep the currency's
+ * exact precision), as PostgreSQL's json operators do.
+ */
+const PRICE_AGGREGATE = `CAST(coalesce(group_concat(json_object('id', product_id, 'sku', json(coalesce(payload -> '$.sku', 'null')),
+  'ean', json(coalesce(payload -> '$.ean', 'null')), 'prices', json(json_extract(payload, '$.prices'))), ','), '') AS BLOB)`;
 
 function toSummary(row: Row): PublishedProductSummary {
   return {
@@ -337,14 +358,31 @@ export class SqlitePublished implements PublishedStore {
     return { bytes, count, lastId };
   }
 
+  async publishedPayloadsByKeys(storeId: number, keys: PublishedKeys, limit: number): Promise<PublishedPayloads> {
+    const [bytes, digests, count, publishedVersion] = this.c
+      .stmt(`SELECT ${PAGE_AGGREGATES}, count(*),
+        ${PUBLISHED_VERSION('(SELECT merchant_id FROM stores WHERE id = @storeId)')} FROM
+      (SELECT payload, price_hash, content_hash FROM ${STORE_ROWS_OF_KEYS(keys.field)} ORDER BY product_id LIMIT @limit)`)
+      .raw()
+      .get({ storeId, values: JSON.stringify(keys.values), limit }) as [Uint8Array, Uint8Array, number, number];
+    return { bytes, digests, count, publishedVersion };
+  }
+
   async publishedPricesByIds(storeId: number, productIds: number[]): Promise<Uint8Array> {
-    // json() keeps the stored number literals, so amounts keep the currency's exact precision.
     return this.c
-      .stmt(`SELECT CAST(coalesce(group_concat(json_object('id', product_id, 'prices', json(json_extract(payload, '$.prices'))), ','), '') AS BLOB)
-      FROM (SELECT product_id, payload FROM published_products
+      .stmt(`SELECT ${PRICE_AGGREGATE} FROM (SELECT product_id, payload FROM published_products
         WHERE store_id = ? AND product_id IN (SELECT value FROM json_each(?)) ORDER BY product_id)`)
       .pluck()
       .get(storeId, JSON.stringify(productIds)) as Uint8Array;
+  }
+
+  async publishedPricesByKeys(storeId: number, keys: PublishedKeys, limit: number): Promise<PublishedPrices> {
+    const [bytes, count] = this.c
+      .stmt(`SELECT ${PRICE_AGGREGATE}, count(*) FROM
+      (SELECT product_id, payload FROM ${STORE_ROWS_OF_KEYS(keys.field)} ORDER BY product_id LIMIT @limit)`)
+      .raw()
+      .get({ storeId, values: JSON.stringify(keys.values), limit }) as [Uint8Array, number];
+    return { bytes, count };
   }
 
   async findPublishedProducts(storeId: number, match: { sku?: string; ean?: string }, limit: number): Promise<PublishedProductSummary[]> {

@@ -34,7 +34,8 @@ export async function pagingSync(client: Catalog, perPage: number): Promise<Prod
   for (let page = 1; ; page++) {
     const { data, error } = await listProducts({ client, query: { page, per_page: perPage } });
     if (error) throw new Error('listProducts: ' + JSON.stringify(error));
-    products.push(...data.data);
+    // Without fields= every product is whole: the document's Product | SparseProduct narrowed.
+    products.push(...(data.data as Product[]));
     if (data.meta.current_page >= data.meta.last_page) return products;
   }
 }
@@ -45,7 +46,7 @@ export async function revalidate(client: Catalog, id: number): Promise<{ first: 
   if (first.error) throw new Error('getProduct: ' + JSON.stringify(first.error));
   const etag = first.response.headers.get('ETag') ?? '';
   const again = await getProduct({ client, path: { id }, headers: { 'If-None-Match': etag } });
-  return { first: first.response.status, again: again.response.status, title: first.data.data.title };
+  return { first: first.response.status, again: again.response.status, title: (first.data.data as Product).title };
 }
 
 /** The store whole, and the feed cursor of its snapshot (the trailer line). */

@@ -45,6 +45,7 @@ export const MERCHANT_KEYED = [
   'listAttributeDefinitions',
   'upsertAttributeDefinition',
   'deleteAttributeDefinition',
+  'sourceReferenceNames',
   'findProductByRef',
   'upsertProductSource',
   'upsertProductSources',

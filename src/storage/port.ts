@@ -165,6 +165,8 @@ export interface CatalogSetupStore {
 
 /** Products as the merchant sent them. */
 export interface ProductSourceStore {
+  /** The refs of the merchant's suppliers and the slugs of its stores (what a source may name), in one statement. */
+  sourceReferenceNames(merchantId: number): Promise<{ suppliers: string[]; stores: string[] }>;
   /** The product with this ref; in a write transaction its row stays locked until it ends (PostgreSQL). */
   findProductByRef(merchantId: number, ref: string): Promise<ProductRecord | undefined>;
   /**

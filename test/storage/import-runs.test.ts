@@ -154,7 +154,7 @@ describe('an import applied by a run', () => {
     expect(first.taken).toEqual([1, 2].map((seq) => ({ seq, readBack: false })));
   });
 
-  it('applies the chunks its own process staged without reading their text back, in two statements of the job a chunk', async () => {
+  it('applies the chunks its own process staged without reading their text back, in two statements of the job and one of the names it may refer to a chunk', async () => {
     const first = aProcess();
     expect(await (await first.imports.start(merchantId, 'operator', 'held.ndjson', file('M'))).done).toMatchObject({ upserted: PRODUCTS });
     const again = aProcess();
@@ -172,6 +172,10 @@ describe('an import applied by a run', () => {
     expect(ran.get('importJobs.nextImportChunk')).toBeUndefined();
     expect(ran.get('importJobs.deleteImportChunks')).toBeUndefined();
     expect(ran.get('importJobs.importJob')).toBe(2);
+    // The suppliers and stores a source may name: one statement for the check of the file and one a chunk.
+    expect(ran.get('productSources.sourceReferenceNames')).toBe(6);
+    expect(ran.get('catalogSetup.listSuppliers')).toBeUndefined();
+    expect(ran.get('tenancy.listStores')).toBeUndefined();
   });
 
   it('with a chunk that can no longer be applied, fails with the problem, drops the chunks left and keeps those before', async () => {

@@ -62,9 +62,10 @@ function importErrorCode(error: unknown): ImportErrorCode {
 const UNEXPECTED_FAILURE = 'The import stopped on an unexpected error.';
 
 /**
- * The chunks' text an import process keeps after staging them, at most (all its imports together):
- * its run reads back only the chunks it does not hold (another process's, one past this, or after
- * a restart). 64 MiB: ~180 chunks of 500 lines, a 90,000-line file.
+ * The chunks' text an import process keeps after staging them, at most (all its imports together),
+ * when it drives their run itself: the run reads back only the chunks it does not hold (another
+ * process's, those past this budget, or after a restart). 64 MiB: ~180 chunks of 500 lines, a
+ * 90,000-line file.
  */
 const HELD_CHUNK_CHARACTERS = 64 * 1024 * 1024;
 
@@ -250,9 +251,12 @@ export class ImportJobs implements ImportRunSteps {
     }
   }
 
-  /** Keeps a staged chunk's text for the run that applies it in this process, while the budget allows. */
+  /**
+   * Keeps a staged chunk's text for the run that applies it in this process, while the budget allows;
+   * none when the runs are left to another thread (serve's publishing thread reads them back).
+   */
   private hold(jobId: number, chunk: { seq: number; operations: string }): void {
-    if (this.heldCharacters + chunk.operations.length > HELD_CHUNK_CHARACTERS) return;
+    if (!this.runs.drivenHere || this.heldCharacters + chunk.operations.length > HELD_CHUNK_CHARACTERS) return;
     let chunks = this.held.get(jobId);
     if (!chunks) this.held.set(jobId, (chunks = new Map<number, string>()));
     chunks.set(chunk.seq, chunk.operations);

@@ -116,6 +116,8 @@ describe('an import applied by a run', () => {
       // Five chunks of ten, each applied by the follower (woken by the commit of the staged run).
       expect(follower.applied).toEqual([job.id, job.id, job.id, job.id, job.id]);
       expect(caller.applied).toEqual([]);
+      // The follower reads each chunk's text back: the caller staged them.
+      expect(follower.taken.every((chunk) => chunk.readBack)).toBe(true);
       await follower.runs.drained();
     } finally {
       stopFollowing();
@@ -176,6 +178,19 @@ describe('an import applied by a run', () => {
     expect(ran.get('productSources.sourceReferenceNames')).toBe(6);
     expect(ran.get('catalogSetup.listSuppliers')).toBeUndefined();
     expect(ran.get('tenancy.listStores')).toBeUndefined();
+  });
+
+  it("handed off to its own process's follow (PostgreSQL with the workers off), applies its chunks from memory", async () => {
+    const own = aProcess(true);
+    const stopFollowing = own.runs.follow(silentLogger, 60_000);
+    try {
+      const { done } = await own.imports.start(merchantId, 'operator', 'own.ndjson', file('O'));
+      expect(await done).toEqual({ lines: PRODUCTS, upserted: PRODUCTS, deleted: 0 });
+      expect(own.taken).toEqual([1, 2, 3, 4, 5].map((seq) => ({ seq, readBack: false })));
+      await own.runs.drained();
+    } finally {
+      stopFollowing();
+    }
   });
 
   it('with a chunk that can no longer be applied, fails with the problem, drops the chunks left and keeps those before', async () => {

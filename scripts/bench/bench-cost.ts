@@ -43,7 +43,13 @@
 // database server) <= 1.5x SQLite's and its rate >= 0.7x SQLite's.
 // --profile DIR: every unit's serve runs with `--cpu-prof --cpu-prof-dir=DIR/<engine>-<unit>
 // --cpu-prof-interval 500` (a profile per thread, written when it exits) and the report adds each
-// unit's top functions and files by self time, per thread.
+// unit's top functions and files by self time, per thread. The profiler's sampling (a sample every
+// 500 µs on each thread) is CPU of the serve: 130-235 ms a second while it is idle (the "idle" figure,
+// against 0-10 ms/s without --profile, 2026-11-30), counted in every unit's CPU of such a run, on both
+// engines. Compare CPU per unit only between runs without --profile.
+// The idle figure (the serve's CPU per second in the 2 s before an import unit) is shown, not
+// subtracted: without --profile it is 0-10 ms/s on both engines (the pool, timers), under 0.002 ms
+// a unit over a unit's window.
 // Everything runs on this machine; CPU per unit is the figure that stays meaningful when other
 // processes share it (rates less so).
 // Usage: npm run bench:cost -- [--engine sqlite|postgres|both (both)] [--products N (2000)]
@@ -779,6 +785,7 @@ async function main(): Promise<void> {
     log(
       `bench:cost: ${ENGINES.join(' and ')}; demo of ${PRODUCTS} products, ${IMPORT_PRODUCTS} products imported with ${IMAGES_PER_PRODUCT} images each; ${os.cpus().length} CPUs`,
     );
+    if (PROFILE_DIR) log("--profile: the profiler's sampling is in every unit's CPU (compare CPU per unit only between runs without it)");
     const peers = await startPeers();
     const results: EngineResult[] = [];
     for (const engine of ENGINES) results.push(await runEngine(engine, peers, tempDir));

@@ -109,8 +109,8 @@ export interface SourceReferences {
 
 /** The suppliers and stores the merchant's sources may name. */
 export async function sourceReferences(merchant: MerchantScope): Promise<SourceReferences> {
-  const [suppliers, stores] = await Promise.all([merchant.listSuppliers(), merchant.listStores()]);
-  return { suppliers: new Set(suppliers.map((s) => s.ref)), stores: new Set(stores.map((s) => s.slug)) };
+  const { suppliers, stores } = await merchant.sourceReferenceNames();
+  return { suppliers: new Set(suppliers), stores: new Set(stores) };
 }
 
 /** Problems with a source's references to suppliers and stores (JSON pointers under `base`). */

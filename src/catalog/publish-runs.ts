@@ -54,6 +54,11 @@ export class PublishRuns {
   handOff = false;
   /** How runs of imports apply their chunks (admin/import-jobs.ts sets it). */
   importSteps: ImportRunSteps | null = null;
+  /** Whether this process's runs are driven here: not handed off, or handed off to this process's own `follow`. */
+  get drivenHere(): boolean {
+    return !this.handOff || this.following;
+  }
+  private following = false;
 
   constructor(
     private readonly storage: CatalogStorage,
@@ -210,6 +215,7 @@ export class PublishRuns {
    */
   follow(logger: Logger, intervalMs = this.leaseMs / 2): () => void {
     this.log = logger.child({ component: 'publish-runs' });
+    this.following = true;
     const look = () =>
       void this.resumeStalled().catch((error: unknown) => this.log.error({ err: error }, 'looking for re-publishing to drive failed'));
     look();
@@ -217,6 +223,7 @@ export class PublishRuns {
     timer.unref();
     const unsubscribe = this.storage.onWork?.('publishing', look);
     return () => {
+      this.following = false;
       clearInterval(timer);
       unsubscribe?.();
     };

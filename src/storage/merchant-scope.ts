@@ -46,6 +46,7 @@ export const MERCHANT_KEYED = [
   'listAttributeDefinitions',
   'upsertAttributeDefinition',
   'deleteAttributeDefinition',
+  'sourceReferenceNames',
   'findProductByRef',
   'upsertProductSource',
   'upsertProductSources',

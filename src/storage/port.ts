@@ -171,6 +171,8 @@ export interface CatalogSetupStore {
 
 /** Products as the merchant sent them. */
 export interface ProductSourceStore {
+  /** The refs of the merchant's suppliers and the slugs of its stores (what a source may name), in one statement. */
+  sourceReferenceNames(merchantId: number): Promise<{ suppliers: string[]; stores: string[] }>;
   /** The product with this ref; in a write transaction its row stays locked until it ends (PostgreSQL). */
   findProductByRef(merchantId: number, ref: string): Promise<ProductRecord | undefined>;
   /**
@@ -637,6 +639,21 @@ export interface ImportJobStore {
   insertImportChunks(jobId: number, chunks: { seq: number; operations: string }[]): Promise<void>;
   /** The job's first chunk not applied yet, or undefined when none is left. */
   nextImportChunk(jobId: number): Promise<{ seq: number; operations: string } | undefined>;
+  /**
+   * Deletes the job's first chunk not applied yet (in the caller's transaction: back with a
+   * rollback) and returns it, its operations null when its seq is `heldSeq` (the caller holds
+   * them); undefined when none is left.
+   */
+  takeImportChunk(jobId: number, heldSeq?: number): Promise<{ seq: number; operations: string | null } | undefined>;
+  /**
+   * Adds a chunk's applied counts to the job's progress, and finishes the job (succeeded) when every
+   * operation is applied; undefined for an unknown job.
+   */
+  countImportChunk(
+    jobId: number,
+    applied: { products: number; upserted: number; deleted: number },
+    at: string,
+  ): Promise<{ finished: boolean } | undefined>;
   /** Deletes the job's chunk `seq`, or every chunk it has left (seq omitted). */
   deleteImportChunks(jobId: number, seq?: number): Promise<void>;
 }

@@ -48,7 +48,10 @@ const file = (prefix: string) =>
       })}\n`,
   ).join('');
 
-/** A process: its publish runs, and its import jobs applying their chunks (each call to applyNext counted). */
+/**
+ * A process: its publish runs, and its import jobs applying their chunks (each call to applyNext
+ * counted, and each chunk it took: its seq, and whether its text was read back from the database).
+ */
 function aProcess(handOff = false) {
   const runs = new PublishRuns(service.storage, service.admin.publisher, () => new Date());
   runs.handOff = handOff;
@@ -60,13 +63,29 @@ function aProcess(handOff = false) {
     runs,
   );
   const applied: number[] = [];
+  const taken: { seq: number; readBack: boolean }[] = [];
   const applyNext = imports.applyNext.bind(imports);
   imports.applyNext = async (tx, run) => {
-    const more = await applyNext(tx, run);
+    const recording = new Proxy(tx, {
+      get(target, name, receiver) {
+        if (name !== 'takeImportChunk') return Reflect.get(target, name, receiver) as unknown;
+        return async (jobId: number, heldSeq?: number) => {
+          const chunk = await target.takeImportChunk(jobId, heldSeq);
+          if (chunk) taken.push({ seq: chunk.seq, readBack: chunk.operations !== null });
+          return chunk;
+        };
+      },
+    });
+    const more = await applyNext(recording, run);
     applied.push(run.import_job_id!);
     return more;
   };
-  return { runs, imports, applied };
+  return { runs, imports, applied, taken };
+}
+
+/** The statements the service's storage ran since the last call, by name. */
+function statements(): Map<string, number> {
+  return new Map(service.service.metrics.drainStatements().map((s) => [s.name, s.count]));
 }
 
 /** Every product of the file is in the catalog, and nothing of the job is left to apply. */
@@ -97,6 +116,8 @@ describe('an import applied by a run', () => {
       // Five chunks of ten, each applied by the follower (woken by the commit of the staged run).
       expect(follower.applied).toEqual([job.id, job.id, job.id, job.id, job.id]);
       expect(caller.applied).toEqual([]);
+      // The follower reads each chunk's text back: the caller staged them.
+      expect(follower.taken.every((chunk) => chunk.readBack)).toBe(true);
       await follower.runs.drained();
     } finally {
       stopFollowing();
@@ -128,8 +149,48 @@ describe('an import applied by a run', () => {
     expect(await second.runs.resumeStalled()).toBe(1);
     await second.runs.drained();
     await expectApplied(job.id, 'S');
-    // Three chunks left: the second process applied those, and only those.
+    // Three chunks left: the second process applied those, and only those, their text read back
+    // (the first process staged them); the first had its two from memory.
     expect(second.applied).toHaveLength(3);
+    expect(second.taken).toEqual([3, 4, 5].map((seq) => ({ seq, readBack: true })));
+    expect(first.taken).toEqual([1, 2].map((seq) => ({ seq, readBack: false })));
+  });
+
+  it('applies the chunks its own process staged without reading their text back, in two statements of the job and one of the names it may refer to a chunk', async () => {
+    const first = aProcess();
+    expect(await (await first.imports.start(merchantId, 'operator', 'held.ndjson', file('M'))).done).toMatchObject({ upserted: PRODUCTS });
+    const again = aProcess();
+    statements();
+    const { job, done } = await again.imports.start(merchantId, 'operator', 'held-again.ndjson', file('M'));
+    expect(await done).toEqual({ lines: PRODUCTS, upserted: PRODUCTS, deleted: 0 });
+    const ran = statements();
+    await expectApplied(job.id, 'M');
+    // Five chunks, each taken (read and deleted in one statement) without its text, and counted in one.
+    expect(again.taken).toEqual([1, 2, 3, 4, 5].map((seq) => ({ seq, readBack: false })));
+    expect(ran.get('importJobs.takeImportChunk')).toBe(5);
+    expect(ran.get('importJobs.countImportChunk')).toBe(5);
+    // Neither the chunk nor the job is read by itself while the run applies it (the job twice by
+    // the request: before staging and once ended).
+    expect(ran.get('importJobs.nextImportChunk')).toBeUndefined();
+    expect(ran.get('importJobs.deleteImportChunks')).toBeUndefined();
+    expect(ran.get('importJobs.importJob')).toBe(2);
+    // The suppliers and stores a source may name: one statement for the check of the file and one a chunk.
+    expect(ran.get('productSources.sourceReferenceNames')).toBe(6);
+    expect(ran.get('catalogSetup.listSuppliers')).toBeUndefined();
+    expect(ran.get('tenancy.listStores')).toBeUndefined();
+  });
+
+  it("handed off to its own process's follow (PostgreSQL with the workers off), applies its chunks from memory", async () => {
+    const own = aProcess(true);
+    const stopFollowing = own.runs.follow(silentLogger, 60_000);
+    try {
+      const { done } = await own.imports.start(merchantId, 'operator', 'own.ndjson', file('O'));
+      expect(await done).toEqual({ lines: PRODUCTS, upserted: PRODUCTS, deleted: 0 });
+      expect(own.taken).toEqual([1, 2, 3, 4, 5].map((seq) => ({ seq, readBack: false })));
+      await own.runs.drained();
+    } finally {
+      stopFollowing();
+    }
   });
 
   it('with a chunk that can no longer be applied, fails with the problem, drops the chunks left and keeps those before', async () => {

@@ -252,4 +252,51 @@ describe(`links kept by a run whose new sources list the same links (${TEST_ENGI
     expect(await storage.productIdsWithImage(merchant.id, second)).toEqual([]);
     expect(await storage.imageStateCounts(merchant.id)).toEqual({ pending: 1, mirrored: 0, dead: 0 });
   });
+
+  it('after a run of unchanged sources, the next run relinks the products whose links changed and links the new ones, and keeps their keys right', async () => {
+    const merchant = await storage.createMerchant({ name: 'Keyed after unchanged', sku_pattern: null, owner_emails: [], created_at: AT });
+    const run = (products: [string, string, string][]) =>
+      storage.transaction((tx) =>
+        tx.upsertProductSources(
+          merchant.id,
+          products.map(([ref, url, cost]) => ({ ref, source: withCost(url, cost) })),
+          AT,
+        ),
+      );
+    const [a, b] = (
+      await run([
+        ['U-1', first, '1.00'],
+        ['U-2', first, '1.00'],
+      ])
+    ).map((r) => r.id);
+    // Unchanged: PostgreSQL's next run compares the sources before it works out any links.
+    expect(
+      await run([
+        ['U-1', first, '1.00'],
+        ['U-2', first, '1.00'],
+      ]),
+    ).toEqual([
+      { id: a, created: false, unchanged: true },
+      { id: b, created: false, unchanged: true },
+    ]);
+    // U-1 a new cost (same links), U-2 moved to the second image, U-3 new.
+    const [, , c] = (
+      await run([
+        ['U-1', first, '2.00'],
+        ['U-2', second, '2.00'],
+        ['U-3', second, '2.00'],
+      ])
+    ).map((r) => r.id);
+    expect(await storage.productIdsWithImage(merchant.id, first)).toEqual([a]);
+    expect(await storage.productIdsWithImage(merchant.id, second)).toEqual([b, c]);
+    // Back to the first image (a run that works out its keys first): U-2 is relinked by the key its
+    // relinking wrote (with U-1's key kept, a stale key would leave it on the second image).
+    await run([
+      ['U-2', first, '3.00'],
+      ['U-3', first, '3.00'],
+    ]);
+    expect(await storage.productIdsWithImage(merchant.id, first)).toEqual([a, b, c]);
+    expect(await storage.productIdsWithImage(merchant.id, second)).toEqual([]);
+    expect(await storage.imageStateCounts(merchant.id)).toEqual({ pending: 1, mirrored: 0, dead: 0 });
+  });
 });

@@ -43,6 +43,10 @@ export class PgProductSources extends SqlProductSources<PgConnection> {
    * sent again unchanged keeps its links, and so does a changed one whose links are the same (a new
    * cost): each row keeps a key of the links it was last relinked to by a run (links_key, migration
    * 54; null when unknown), compared with the new source's, so their links are not sent again.
+   * The keys are worked out (productLinks and a SHA-1 a line) only where the merchant's previous run
+   * in this process had a source that changed or was new: after an unchanged run the sources are
+   * compared first, and only the changed and new ones get theirs, sent with their relinking (a
+   * second write of those rows, the price of a file that changes midway).
    * With `linkLater`, the relinking statement is handed there instead of run: the caller sends it
    * while it resolves the products (the database writes the links meanwhile).
    */
@@ -54,20 +58,23 @@ export class PgProductSources extends SqlProductSources<PgConnection> {
   ): Promise<{ id: number; created: boolean; unchanged: boolean }[]> {
     if (products.length === 0) return [];
     if (new Set(products.map((p) => p.ref)).size !== products.length) throw new TypeError('upsertProductSources: refs must be distinct');
-    const links = products.map(({ source }) => productLinks(source));
+    const keyed = !lastRunUnchanged.has(merchantId);
+    const links = keyed ? products.map(({ source }) => productLinks(source)) : undefined;
     // Each ref found by one probe of (merchant_id, ref) (OFFSET 0 keeps the probe per ref: a planner
     // whose statistics predate a bulk load would rather read the merchant's every product and hash
     // them), the rows then updated by id; the stored text and links key compared with the ones sent.
-    const rows = await this.c.rows<{ id: number; created: boolean; same: boolean; relink: boolean }>(
+    // Without keys ($6 false) a row keeps its stored key, returned for the changed ones to compare.
+    const rows = await this.c.rows<{ id: number; created: boolean; same: boolean; relink: boolean; stored_key: string | null }>(
       `WITH input AS (
         SELECT * FROM unnest($2::text[], ${splitJsonTexts('$3')}, $5::text[]) WITH ORDINALITY AS i(ref, source, links_key, ordinal)
       ), found AS (
-        SELECT x.id, i.ref, i.source, i.links_key, x.same, x.links_same FROM input AS i CROSS JOIN LATERAL (
-          SELECT q.id, q.source = i.source AS same, q.links_key IS NOT DISTINCT FROM i.links_key AS links_same
+        SELECT x.id, i.ref, i.source, i.links_key, x.same, x.links_same, x.stored_key FROM input AS i CROSS JOIN LATERAL (
+          SELECT q.id, q.source = i.source AS same, q.links_key IS NOT DISTINCT FROM i.links_key AS links_same, q.links_key AS stored_key
           FROM products AS q WHERE q.merchant_id = $1 AND q.ref = i.ref OFFSET 0) AS x
       ), updated AS (
-        UPDATE products AS p SET source = f.source, updated_at = $4, links_key = f.links_key FROM found AS f
-        WHERE p.id = ANY(ARRAY(SELECT id FROM found)) AND p.id = f.id RETURNING p.id, p.ref, f.same, f.links_same
+        UPDATE products AS p SET source = f.source, updated_at = $4, links_key = CASE WHEN $6 THEN f.links_key ELSE p.links_key END
+        FROM found AS f
+        WHERE p.id = ANY(ARRAY(SELECT id FROM found)) AND p.id = f.id RETURNING p.id, p.ref, f.same, f.links_same, f.stored_key
       ), inserted AS (
         -- Update, else insert (as upsertProductSource: no identity value drawn for an update), in order.
         INSERT INTO products (merchant_id, ref, source, updated_at, links_key)
@@ -76,7 +83,7 @@ export class PgProductSources extends SqlProductSources<PgConnection> {
         RETURNING id, ref
       )
       SELECT coalesce(u.id, n.id) AS id, n.id IS NOT NULL AS created, coalesce(u.same, false) AS same,
-        n.id IS NOT NULL OR NOT (u.same OR u.links_same) AS relink
+        n.id IS NOT NULL OR NOT (u.same OR ($6 AND u.links_same)) AS relink, u.stored_key
       FROM input AS i LEFT JOIN updated AS u ON u.ref = i.ref LEFT JOIN inserted AS n ON n.ref = i.ref
       ORDER BY i.ordinal`,
       [
@@ -84,13 +91,27 @@ export class PgProductSources extends SqlProductSources<PgConnection> {
         textArray(products.map((p) => p.ref)),
         joinJsonTexts(products.map((p) => p.json ?? JSON.stringify(p.source))),
         at,
-        textArray(links.map(linksKey)),
+        links ? textArray(links.map(linksKey)) : null,
+        keyed,
       ],
     );
-    const relinked: { productId: number; source: ProductSourceDocument; created: boolean }[] = [];
+    const relinked: Relinked[] = [];
     rows.forEach((row, index) => {
-      if (row.relink) relinked.push({ productId: row.id, source: products[index]!.source, created: row.created });
+      if (!row.relink) return;
+      const { source } = products[index]!;
+      if (links) {
+        relinked.push({ productId: row.id, source, created: row.created, links: links[index] });
+        return;
+      }
+      // Not keyed: a changed source whose links have the key stored keeps them; the others are
+      // relinked and their key written.
+      const own = productLinks(source);
+      const key = linksKey(own);
+      if (!row.created && row.stored_key === key) return;
+      relinked.push({ productId: row.id, source, created: row.created, links: own, key });
     });
+    if (rows.every((row) => row.same)) lastRunUnchanged.add(merchantId);
+    else lastRunUnchanged.delete(merchantId);
     if (relinked.length > 0) {
       if (linkLater) linkLater(() => this.relinkMany(merchantId, relinked, at));
       else await this.relinkMany(merchantId, relinked, at);
@@ -118,17 +139,14 @@ export class PgProductSources extends SqlProductSources<PgConnection> {
    * counts, rows and work as relinking the products one after another. A product just created has
    * no links to look for.
    */
-  private async relinkMany(
-    merchantId: number,
-    products: { productId: number; source: ProductSourceDocument | null; created: boolean }[],
-    at: string,
-  ): Promise<void> {
+  private async relinkMany(merchantId: number, products: Relinked[], at: string): Promise<void> {
     const ids: number[] = [];
     const kinds: string[] = [];
     const values: string[] = [];
     const fresh: boolean[] = [];
-    for (const { productId, source, created } of products) {
-      for (const key of productLinks(source)) {
+    const keyed = products.filter((p) => p.key !== undefined);
+    for (const { productId, source, created, links } of products) {
+      for (const key of links ?? productLinks(source)) {
         const space = key.indexOf(' ');
         ids.push(productId);
         kinds.push(key.slice(0, space));
@@ -163,6 +181,9 @@ export class PgProductSources extends SqlProductSources<PgConnection> {
         ON CONFLICT DO NOTHING RETURNING kind, value
       ), added AS (
         SELECT kind, value FROM added_fresh UNION ALL SELECT kind, value FROM added_kept
+      ), keyed AS (
+        -- The keys of the links relinked here that the sources' write did not know (not keyed).
+        UPDATE products AS p SET links_key = k.key FROM unnest($8::bigint[], $9::text[]) AS k(id, key) WHERE p.id = k.id
       ), ${imageCounting('$6')}
       SELECT pg_notify('${IMAGE_WORK_CHANNEL}', '') FROM listed WHERE inserted LIMIT 1`,
       [
@@ -173,6 +194,8 @@ export class PgProductSources extends SqlProductSources<PgConnection> {
         textArray(values),
         at,
         booleanArray(fresh),
+        integerArray(keyed.map((p) => p.productId)),
+        textArray(keyed.map((p) => p.key!)),
       ],
     );
   }
@@ -217,6 +240,22 @@ function imageCounting(at: string): string {
         ON CONFLICT (merchant_id) DO UPDATE SET due_at = least(image_work_merchants.due_at, excluded.due_at), version = image_work_merchants.version + 1
       )`;
 }
+
+/** A product relinked by relinkMany: its links when worked out already, and their key to write when its row lacks it. */
+interface Relinked {
+  productId: number;
+  source: ProductSourceDocument | null;
+  created: boolean;
+  links?: Set<string>;
+  key?: string;
+}
+
+/**
+ * The merchants whose last run of upserts in this process had every source unchanged: their next
+ * run compares the sources before working out any links key (upsertProductSources). A hint only:
+ * either way the same rows and links are written.
+ */
+const lastRunUnchanged = new Set<number>();
 
 /**
  * A key of a product's links (productLinks' members, in its order): equal keys, equal links. Two

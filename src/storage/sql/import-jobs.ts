@@ -47,6 +47,8 @@ export class SqlImportJobs implements ImportJobStore {
     'updateImportJob',
     'interruptStalledImportJobs',
     'insertImportChunks',
+    'takeImportChunk',
+    'countImportChunk',
     'deleteImportChunks',
   ] as const;
 
@@ -110,6 +112,35 @@ export class SqlImportJobs implements ImportJobStore {
       'SELECT seq, operations FROM import_job_chunks WHERE job_id = $1 ORDER BY seq LIMIT 1',
       [jobId],
     );
+  }
+
+  async takeImportChunk(jobId: number, heldSeq?: number): Promise<{ seq: number; operations: string | null } | undefined> {
+    // Read and deleted in one statement; the text is sent back only when the caller does not hold
+    // it (~350 KB a chunk: the import that staged it keeps it in memory).
+    return this.c.one<{ seq: number; operations: string | null }>(
+      `DELETE FROM import_job_chunks
+      WHERE job_id = $1 AND seq = (SELECT min(seq) FROM import_job_chunks WHERE job_id = $1)
+      RETURNING seq, CASE WHEN seq = $2 THEN NULL ELSE operations END AS operations`,
+      [jobId, heldSeq ?? null],
+    );
+  }
+
+  async countImportChunk(
+    jobId: number,
+    applied: { products: number; upserted: number; deleted: number },
+    at: string,
+  ): Promise<{ finished: boolean } | undefined> {
+    // The job's progress moved by the chunk, and the job finished with its last one, in one statement
+    // (the SET's expressions read the row as it was).
+    const last = 'operations IS NOT NULL AND products_applied + $2 >= operations';
+    const row = await this.c.one<{ state: string }>(
+      `UPDATE import_jobs SET products_applied = products_applied + $2, upserted = upserted + $3, deleted = deleted + $4,
+        updated_at = $5, state = CASE WHEN ${last} THEN 'succeeded' ELSE state END,
+        finished_at = CASE WHEN ${last} THEN $5 ELSE finished_at END
+      WHERE id = $1 RETURNING state`,
+      [jobId, applied.products, applied.upserted, applied.deleted, at],
+    );
+    return row && { finished: row.state === 'succeeded' };
   }
 
   async deleteImportChunks(jobId: number, seq?: number): Promise<void> {

@@ -19,6 +19,18 @@ export abstract class SqlProductSources<C extends SqlConnection = SqlConnection>
 
   constructor(protected readonly c: C) {}
 
+  async sourceReferenceNames(merchantId: number): Promise<{ suppliers: string[]; stores: string[] }> {
+    // One round trip where listSuppliers and listStores took two (each chunk of an import checks them again).
+    const names = { suppliers: [] as string[], stores: [] as string[] };
+    for (const { store, name } of await this.c.rows<{ store: number; name: string }>(
+      'SELECT 0 AS store, ref AS name FROM suppliers WHERE merchant_id = $1 UNION ALL SELECT 1, slug FROM stores WHERE merchant_id = $1',
+      [merchantId],
+    )) {
+      (Number(store) === 1 ? names.stores : names.suppliers).push(name);
+    }
+    return names;
+  }
+
   abstract upsertProductSource(
     merchantId: number,
     ref: string,

@@ -70,6 +70,7 @@ export const MERCHANT_KEYED = [
   'storeAtPublishedVersion',
   'recordChanges',
   'latestFeedPosition',
+  'changeWindowOfStore',
   'listWebhookEndpoints',
   'findWebhookEndpoint',
   'oldestWaitingChangeAt',

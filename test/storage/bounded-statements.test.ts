@@ -700,7 +700,7 @@ describe.skipIf(onPglite())(`bounded statements at ${PRODUCTS.toLocaleString('en
       // The feed's poll reads the same window with the store and its horizon, in one statement, as bounded.
       let poll: Awaited<ReturnType<CatalogStorage['changeWindowOfStore']>> | undefined;
       const [polled] = await expectBounded(async () => {
-        poll = await storage.changeWindowOfStore(big, 'de', undefined, 1000);
+        poll = await storage.changeWindowOfStore(big, 'de', { at: '2026-11-19T00:00:00Z', id: 0 }, 1000);
       }, 1000);
       expect(poll!.store?.id).toBe(storeId);
       expect(poll!.changes).toEqual(window);

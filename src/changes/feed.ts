@@ -3,7 +3,7 @@
 // timestamps never going back (ChangeStore.recordChanges), so positions grow with the id and a
 // cursor resumes exactly where the previous window ended, whatever one second holds.
 import type { StoreRecord } from '../catalog/model.js';
-import { activeStore } from '../catalog/reads.js';
+import { storeNotFound } from '../catalog/reads.js';
 import { scopeToMerchant } from '../storage/merchant-scope.js';
 import type { components } from '../generated/public-api.js';
 import { ProblemError, invalidInput } from '../shared/problem.js';
@@ -61,31 +61,24 @@ export async function readChangeFeed(
 }
 
 /** readChangeFeed, with the store it read (the live feed waits on it: changes/live.ts). */
-export function readStoreChangeFeed(
+export async function readStoreChangeFeed(
   storage: CatalogStorage,
   merchantId: number,
   slug: string | undefined,
   cursor: { since?: string; sinceId?: number },
   window: number,
 ): Promise<{ store: StoreRecord; page: ChangePage }> {
-  // One snapshot: pruning committed (by another process) between reading the horizon and reading
-  // the window would otherwise let a cursor it just expired skip the deleted changes without a 410.
-  return storage.snapshot(async (reader) => {
-    const store = await activeStore(scopeToMerchant(reader, merchantId), slug);
-    return { store, page: { ...(await readWindow(reader, store, cursor, window)), store: store.slug } };
-  });
-}
-
-async function readWindow(
-  reader: StorageOperations,
-  store: StoreRecord,
-  cursor: { since?: string; sinceId?: number },
-  window: number,
-): Promise<ChangeWindow> {
-  const horizon = await reader.changeHorizon(store.id);
+  const asked = cursor.since === undefined ? undefined : cursorPosition(cursor.since, cursor.sinceId ?? 0);
+  // One statement: the store, its horizon and the window on one snapshot, so pruning committed by
+  // another process cannot fall between the horizon and the window (a cursor it just expired would
+  // skip the deleted changes without a 410), and no transaction's BEGIN and COMMIT round trips.
+  const read = await scopeToMerchant(storage, merchantId).changeWindowOfStore(slug, asked, window);
+  if (!read.store?.active) throw storeNotFound(slug);
   // cursor rule 3: the first poll starts at the beginning of the retained history.
-  const from = cursor.since === undefined ? (horizon ?? FEED_START) : cursorPosition(cursor.since, cursor.sinceId ?? 0);
-  return windowAfter(reader, store, from, horizon, window);
+  const from = asked ?? read.horizon ?? FEED_START;
+  refuseExpired(from, read.horizon);
+  const page = { ...windowOf(from, read.changes, latestPerProduct(read.changes)), store: read.store.slug };
+  return { store: read.store, page };
 }
 
 /**
@@ -100,49 +93,38 @@ export async function readWindowAfter(
   from: FeedPosition,
   window: number,
 ): Promise<{ window: ChangeWindow; full: boolean; ids: number[] }> {
-  let full = false;
-  const ids: number[] = [];
-  const read = await windowAfter(reader, store, from, await reader.changeHorizon(store.id), window, (rows, latest) => {
-    full = rows >= window;
-    ids.push(...latest);
-  });
-  return { window: read, full, ids };
+  refuseExpired(from, await reader.changeHorizon(store.id));
+  const rows = await reader.changesAfter(store.id, from, window);
+  const kept = latestPerProduct(rows);
+  return { window: windowOf(from, rows, kept), full: rows.length >= window, ids: kept.map((row) => row.id) };
 }
 
-async function windowAfter(
-  reader: StorageOperations,
-  store: StoreRecord,
-  from: FeedPosition,
-  horizon: FeedPosition | undefined,
-  window: number,
-  covered?: (rows: number, ids: number[]) => void,
-): Promise<ChangeWindow> {
+/** 410 when retention deleted changes after the position: the client must resync rather than skip them. */
+function refuseExpired(from: FeedPosition, horizon: FeedPosition | undefined): void {
   if (horizon && before(from, horizon)) {
     throw new ProblemError(
       'cursor_expired',
       'Changes after this cursor were deleted by retention. Resync the store from /v1/products, then poll with a new cursor.',
     );
   }
-  const rows = await reader.changesAfter(store.id, from, window);
-  if (rows.length === 0) {
-    covered?.(0, []);
-    return { changes: [], next_since: from.at, next_id: from.id };
-  }
-  // spec 6 rule 3: only the latest change per product in the window, in position order.
+}
+
+/** spec 6 rule 3: only the latest change per product in the window, in position order. */
+function latestPerProduct(rows: StoredChange[]): StoredChange[] {
   const latest = new Map<number, StoredChange>();
   for (const row of rows) {
     latest.delete(row.product_id);
     latest.set(row.product_id, row);
   }
-  const kept = [...latest.values()];
-  covered?.(
-    rows.length,
-    kept.map((row) => row.id),
-  );
-  const last = rows[rows.length - 1]!;
+  return [...latest.values()];
+}
+
+/** The window after `from` that covers `rows` (its next cursor is the last row's position, or `from`), answering `kept`. */
+function windowOf(from: FeedPosition, rows: StoredChange[], kept: StoredChange[]): ChangeWindow {
+  const last = rows[rows.length - 1];
   return {
     changes: kept.map((row) => ({ product_id: row.product_id, change_type: row.change_type, created_at: row.created_at })),
-    next_since: last.created_at,
-    next_id: last.id,
+    next_since: last ? last.created_at : from.at,
+    next_id: last ? last.id : from.id,
   };
 }

@@ -90,7 +90,7 @@ export interface paths {
          *     | `cps_read_cache_bytes` | gauge | | bytes the read cache holds now, each entry's bytes counted twice (as read and as answered; at most `CPS_READ_CACHE_BYTES`) |
          *     | `cps_read_cache_entries` | gauge | | pages and id lists the read cache holds now |
          *     | `cps_db_statement_duration_seconds` | histogram | `engine`, `statement` | time one SQL statement of this process took, named after the storage operation that ran it (`published.publishedPageOfStore`), never its SQL or parameters; `engine="sqlite"`: the event loop was blocked that long; `engine="postgres"`: from sending the query to its result. A statement slower than `CPS_SLOW_STATEMENT_MS` is also logged at `warn` |
-         *     | `cps_event_loop_delay_p50_seconds`, `cps_event_loop_delay_p99_seconds`, `cps_event_loop_delay_max_seconds` | gauge | | how late this process's event loop ran a timer due every 10 ms, since the previous scrape of this process's `/metrics` (0 when none was sampled). The timer starts at the process's first scrape: the first scrape answers 0, and a process nobody scrapes runs no timer |
+         *     | `cps_event_loop_delay_p50_seconds`, `cps_event_loop_delay_p99_seconds`, `cps_event_loop_delay_max_seconds` | gauge | | how late this process's event loop ran a timer due every 100 ms, since the previous scrape of this process's `/metrics` (0 when none was sampled). The timer starts at the process's first scrape: the first scrape answers 0, and a process nobody scrapes runs no timer |
          */
         get: operations["getMetrics"];
         put?: never;

@@ -12,10 +12,16 @@ import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 
 export interface LoopDelayWindow {
   /** Seconds, over the samples since the previous take(); all 0 when none was taken. */
+  min: number;
+  mean: number;
+  stddev: number;
   p50: number;
+  p90: number;
   p99: number;
   max: number;
 }
+
+const NONE: LoopDelayWindow = { min: 0, mean: 0, stddev: 0, p50: 0, p90: 0, p99: 0, max: 0 };
 
 export class EventLoopDelay {
   private monitor: IntervalHistogram | undefined;
@@ -47,16 +53,23 @@ export class EventLoopDelay {
   /** The delay since the previous take(), then a new window. */
   take(): LoopDelayWindow {
     const h = this.monitor;
-    if (!h) return { p50: 0, p99: 0, max: 0 };
+    if (!h) return { ...NONE };
     // The monitor records each interval between its ticks (ns): the delay is what exceeds intervalMs.
     const intervalNs = this.intervalMs * 1e6;
     const seconds = (ns: number) => (ns <= intervalNs ? 0 : (ns - intervalNs) / 1e9);
-    const sampled = h.count > 0;
-    const window = {
-      p50: sampled ? seconds(h.percentile(50)) : 0,
-      p99: sampled ? seconds(h.percentile(99)) : 0,
-      max: Math.max(sampled ? seconds(h.max) : 0, this.straddled / 1e9),
-    };
+    const window =
+      h.count > 0
+        ? {
+            min: seconds(h.min),
+            mean: seconds(h.mean),
+            stddev: h.stddev / 1e9,
+            p50: seconds(h.percentile(50)),
+            p90: seconds(h.percentile(90)),
+            p99: seconds(h.percentile(99)),
+            max: seconds(h.max),
+          }
+        : { ...NONE };
+    window.max = Math.max(window.max, this.straddled / 1e9);
     h.reset();
     this.straddled = 0;
     clearTimeout(this.straddling);

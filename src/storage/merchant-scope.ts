@@ -72,6 +72,7 @@ export const MERCHANT_KEYED = [
   'storeAtPublishedVersion',
   'recordChanges',
   'latestFeedPosition',
+  'changeWindowOfStore',
   'listWebhookEndpoints',
   'findWebhookEndpoint',
   'oldestWaitingChangeAt',

@@ -359,6 +359,16 @@ export interface PublishedStore {
   publishedCountsByExclusion(storeId: number): Promise<PublishedExclusionCounts>;
 }
 
+/** A window of a store's feed as one statement reads it (ChangeStore.changeWindowOfStore). */
+export interface StoreChangeWindow {
+  /** The store the slug names, active or not; undefined when the merchant has none. */
+  store: StoreRecord | undefined;
+  /** The position of the newest change of the store deleted by retention. */
+  horizon: FeedPosition | undefined;
+  /** The store's changes after the position asked for, in position order. */
+  changes: StoredChange[];
+}
+
 /** Changes (spec 2.6, 4.4) and the feed over them. */
 export interface ChangeStore {
   /**
@@ -378,6 +388,18 @@ export interface ChangeStore {
   latestFeedPosition(merchantId: number): Promise<FeedPosition | undefined>;
   /** The position of the newest change of the store deleted by retention. */
   changeHorizon(storeId: number): Promise<FeedPosition | undefined>;
+  /**
+   * A window of the feed of the merchant's store named by slug (its default store when omitted), in
+   * one statement, so on one snapshot without a transaction: the store, its horizon, and at most
+   * `limit` of its changes after `after`, or after the horizon when `after` is undefined (cursor
+   * rule 3). No changes when the store is inactive or `after` is before the horizon (410).
+   */
+  changeWindowOfStore(
+    merchantId: number,
+    slug: string | undefined,
+    after: FeedPosition | undefined,
+    limit: number,
+  ): Promise<StoreChangeWindow>;
   /** Deletes at most `limit` of the changes created before `cutoff`, moving horizons; returns the count. */
   pruneChangesBefore(cutoff: string, limit: number): Promise<number>;
 }

@@ -2,15 +2,15 @@
 // change per product in a window after an exact two-part cursor, per store, with monotonic
 // whole-second timestamps and retention. Real server on 127.0.0.1, real SQLite file, injected
 // clock; every poll is compared with a model of the window computed from the `changes` table.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { ProductSourceInput } from '../../src/catalog/product-sources.js';
 import { importNdjson } from '../../src/admin/import.js';
 import { readChangeFeed } from '../../src/changes/feed.js';
 import { pruneExpiredChanges } from '../../src/changes/retention.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { ProblemError } from '../../src/shared/problem.js';
+import { isStatementTimed } from '../../src/operations/statements.js';
 import type { PricingRuleRecord } from '../../src/catalog/model.js';
-import type { CatalogStorage, StorageOperations } from '../../src/storage/port.js';
 import type { StoreInputRecord } from '../../src/catalog/model.js';
 import { adminOk } from '../support/admin-http.js';
 import { severalConnections } from '../support/engine.js';
@@ -781,7 +781,7 @@ describe('retention', () => {
   });
 
   severalConnections.it(
-    'reads the horizon and the window on one snapshot, so pruning by another process never makes the feed skip',
+    'reads the horizon and the window in one statement, so pruning by another process never makes the feed skip',
     async () => {
       const local: Clock = { ms: D0 };
       const racing = await startTestService({ now: () => new Date(local.ms), config: changesConfig({ feedWindow: WINDOW }) });
@@ -793,43 +793,57 @@ describe('retention', () => {
         const store = (await racing.storage.findStore(m.id, 'de'))!;
         const cursor = { since: iso(D0), sinceId: (await storedChanges(racing, store.id))[0]!.id };
         const before = await readChangeFeed(racing.storage, m.id, 'de', cursor, WINDOW);
-        // Another process prunes between the feed's first and its next read of the database: right
-        // after the horizon is read, whether the feed reads it on a snapshot's reader or on storage.
-        let prunedMeanwhile = 0;
-        const pruningAfterHorizon = <T extends StorageOperations>(target: T): T =>
-          new Proxy(target, {
-            get(object, property) {
-              if (property === 'changeHorizon') {
-                return async (storeId: number) => {
-                  const horizon = await object.changeHorizon(storeId);
-                  prunedMeanwhile += await pruneExpiredChanges(otherProcess, new Date(D0 + 31 * DAY), 30);
-                  return horizon;
-                };
-              }
-              if (property === 'snapshot') {
-                return <R>(fn: (reader: StorageOperations) => Promise<R>) =>
-                  (object as unknown as CatalogStorage).snapshot((reader) => fn(pruningAfterHorizon(reader)));
-              }
-              const value = Reflect.get(object, property, object);
-              return typeof value === 'function' ? value.bind(object) : value;
-            },
-          });
-        const storage = pruningAfterHorizon<CatalogStorage>(racing.storage);
-        let read: Awaited<ReturnType<typeof readChangeFeed>>;
-        try {
-          read = await readChangeFeed(storage, m.id, 'de', cursor, WINDOW);
-          expect(prunedMeanwhile).toBeGreaterThan(0);
-        } catch (error) {
-          // Equally correct: the pruning is seen and the cursor has expired.
-          expect(error).toBeInstanceOf(ProblemError);
-          expect((error as ProblemError).code).toBe('cursor_expired');
-          return;
+        // Another process prunes the day's changes one at a time while the feed is read over and
+        // over: each read is the window before any pruning past the cursor, or 410, never a window
+        // with the pruned changes missing.
+        let pruning = true;
+        const pruner = (async () => {
+          while ((await otherProcess.pruneChangesBefore(iso(D0 + DAY), 1)) > 0) await new Promise((resolve) => setImmediate(resolve));
+          pruning = false;
+        })();
+        const seen = { window: 0, expired: 0 };
+        for (let reads = 0; pruning || reads === 0; reads++) {
+          // The pruner's turn (on SQLite both are synchronous statements: nothing else would interleave).
+          await new Promise((resolve) => setImmediate(resolve));
+          try {
+            expect(await readChangeFeed(racing.storage, m.id, 'de', cursor, WINDOW)).toEqual(before);
+            seen.window++;
+          } catch (error) {
+            expect(error).toBeInstanceOf(ProblemError);
+            expect((error as ProblemError).code).toBe('cursor_expired');
+            seen.expired++;
+          }
         }
-        expect(read).toEqual(before);
+        await pruner;
+        await expect(readChangeFeed(racing.storage, m.id, 'de', cursor, WINDOW)).rejects.toMatchObject({ code: 'cursor_expired' });
+        expect(seen.window + seen.expired).toBeGreaterThan(1);
       } finally {
         await otherProcess.close();
         await racing.close();
       }
     },
   );
+
+  it('reads a window in one statement, the store, its horizon and its changes, without a snapshot', async () => {
+    const storage = await service.database.open();
+    const statements: string[] = [];
+    try {
+      if (!isStatementTimed(storage)) throw new Error('the storage times its statements');
+      storage.observeStatements({ observeStatement: (_engine, name) => statements.push(name) });
+      const snapshot = vi.spyOn(storage, 'snapshot');
+      const transaction = vi.spyOn(storage, 'transaction');
+      const first = await readChangeFeed(storage, merchant.id, 'de', {}, WINDOW);
+      expect(first.changes.length).toBeGreaterThan(0);
+      const next = await readChangeFeed(storage, merchant.id, undefined, { since: first.next_since, sinceId: first.next_id }, WINDOW);
+      expect(next.store).toBe('de');
+      await expect(readChangeFeed(storage, merchant.id, 'de', { since: midD0.since, sinceId: midD0.id }, WINDOW)).rejects.toMatchObject({
+        code: 'cursor_expired',
+      });
+      expect(statements).toEqual(['changes.changeWindowOfStore', 'changes.changeWindowOfStore', 'changes.changeWindowOfStore']);
+      expect(snapshot).not.toHaveBeenCalled();
+      expect(transaction).not.toHaveBeenCalled();
+    } finally {
+      await storage.close();
+    }
+  });
 });

@@ -697,6 +697,19 @@ describe.skipIf(onPglite())(`bounded statements at ${PRODUCTS.toLocaleString('en
       } else {
         expect(sqlitePlan(database.location, statement!).join('\n')).toMatch(/SEARCH changes USING INDEX changes_feed \(store_id=\? AND/);
       }
+      // The feed's poll reads the same window with the store and its horizon, in one statement, as bounded.
+      let poll: Awaited<ReturnType<CatalogStorage['changeWindowOfStore']>> | undefined;
+      const [polled] = await expectBounded(async () => {
+        poll = await storage.changeWindowOfStore(big, 'de', { at: '2026-11-19T00:00:00Z', id: 0 }, 1000);
+      }, 1000);
+      expect(poll!.store?.id).toBe(storeId);
+      expect(poll!.changes).toEqual(window);
+      if (TEST_ENGINE === 'postgres') {
+        const plan = (await postgresNestedPlans(database.location, polled!)).find((p) => /FROM changes/.test(p)) ?? '';
+        expect(plan).toMatch(/Index Only Scan using changes_feed on changes/);
+      } else {
+        expect(sqlitePlan(database.location, polled!).join('\n')).toMatch(/SEARCH changes USING INDEX changes_feed \(store_id=\? AND/);
+      }
     });
   });
 });

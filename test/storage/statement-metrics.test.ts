@@ -8,6 +8,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { StatementMetrics, statementName } from '../../src/operations/statements.js';
+import { EVENT_LOOP_SAMPLE_MS } from '../../src/operations/metrics.js';
 import { adminOk, createMerchant, importNdjson, simpleProduct } from '../support/admin-http.js';
 import { onPglite, sqliteOnly, TEST_ENGINE } from '../support/engine.js';
 import { LogCapture, type LogLine } from '../support/logs.js';
@@ -62,10 +63,11 @@ describe('statement durations and the event-loop delay in /metrics', () => {
     expect(after).not.toMatch(/SELECT|INSERT/);
   });
 
-  it('shows the event-loop delay since the previous scrape: a loop blocked 150 ms shows in the max', async () => {
+  it('shows the event-loop delay since the previous scrape: a loop blocked 150 ms past a sampling interval shows in the max', async () => {
     await scrape(service);
     const start = performance.now();
-    while (performance.now() - start < 150) {
+    // The timer is due once an interval: blocked that long and 150 ms more, it runs at least 150 ms late.
+    while (performance.now() - start < EVENT_LOOP_SAMPLE_MS + 150) {
       /* blocks this process's event loop, the server's too */
     }
     // The monitor's timer, due during the block, runs now and records how late it is.
@@ -76,8 +78,28 @@ describe('statement durations and the event-loop delay in /metrics', () => {
     expect(max).toBeLessThan(5);
     expect(sample(metrics, 'cps_event_loop_delay_p50_seconds')).toBeLessThanOrEqual(max);
     expect(sample(metrics, 'cps_event_loop_delay_p99_seconds')).toBeLessThanOrEqual(max);
+    // prom-client's series by their names, from the same sampler.
+    expect(sample(metrics, 'nodejs_eventloop_lag_max_seconds')).toBe(max);
     // A new window from each scrape: nothing blocked since the last one.
     expect(sample(await scrape(service), 'cps_event_loop_delay_max_seconds')).toBeLessThan(max);
+  });
+
+  it("shows prom-client's default process metrics, its event-loop lag series once each, as how late the service's one sampler ran", async () => {
+    await scrape(service);
+    await new Promise((resolve) => setTimeout(resolve, 3 * EVENT_LOOP_SAMPLE_MS));
+    const metrics = await scrape(service);
+    const names = [...metrics.matchAll(/^# TYPE (\S+) /gm)].map((match) => match[1]!);
+    for (const which of ['', '_min', '_max', '_mean', '_stddev', '_p50', '_p90', '_p99'])
+      expect(names.filter((name) => name === `nodejs_eventloop_lag${which}_seconds`)).toHaveLength(1);
+    for (const name of [
+      'process_cpu_seconds_total',
+      'process_resident_memory_bytes',
+      'nodejs_heap_size_used_bytes',
+      'nodejs_gc_duration_seconds',
+    ])
+      expect(names).toContain(name);
+    // How late a tick ran, not the whole interval between two ticks (what prom-client's own sampler recorded).
+    expect(sample(metrics, 'nodejs_eventloop_lag_min_seconds')).toBeLessThan(EVENT_LOOP_SAMPLE_MS / 1000 / 2);
   });
 });
 

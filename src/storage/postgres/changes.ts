@@ -1,10 +1,27 @@
 // Changes (spec 2.6, 4.4), the per-merchant sequencer and retention horizons on PostgreSQL.
-import type { ChangeStore } from '../port.js';
+import type { ChangeStore, StoreChangeWindow } from '../port.js';
 import type { FeedPosition, RecordedChange, StoredChange } from '../../changes/model.js';
 import { wholeSecondIso } from '../../shared/time.js';
+import { toStoreChangeWindow } from '../sql/change-windows.js';
+import { STORE_COLUMNS } from '../sql/tenancy.js';
 import type { PgConnection } from './connection.js';
 import { integerArray, textArray } from './json-texts.js';
 import { CHANGES_CHANNEL, changedStoresPayload } from './wakeups.js';
+
+/**
+ * The store, its horizon and the window after the cursor ($2, $3; after the horizon when null, or
+ * after '' : every change) in one statement: one snapshot (feed_window is STABLE: it reads the
+ * calling statement's), so no pruning can commit between the horizon and the window. Nothing is
+ * read past the store's row when it is inactive or the cursor is before its horizon.
+ */
+const WINDOW_OF_STORE_SQL = (which: string) => `SELECT ${STORE_COLUMNS.map((column) => `s.${column}`).join(', ')},
+    h.created_at AS horizon_at, h.change_id AS horizon_id,
+    (SELECT json_agg(json_build_array(w.id, w.product_id, w.change_type, w.created_at) ORDER BY w.created_at, w.id)
+      FROM feed_window(s.id, coalesce($2::text, h.created_at, ''), coalesce($3::bigint, h.change_id, 0),
+        CASE WHEN s.active AND NOT coalesce(($2::text, $3::bigint) < (h.created_at, h.change_id), false) THEN $4::bigint ELSE 0 END) AS w
+    ) AS changes
+  FROM stores AS s LEFT JOIN change_horizons AS h ON h.store_id = s.id
+  WHERE s.merchant_id = $1 AND ${which}`;
 
 export class PgChanges implements ChangeStore {
   static readonly writes = ['recordChanges', 'pruneChangesBefore'] as const;
@@ -60,6 +77,21 @@ export class PgChanges implements ChangeStore {
       'SELECT created_at AS at, change_id AS id FROM change_horizons WHERE store_id = $1',
       [storeId],
     );
+  }
+
+  async changeWindowOfStore(
+    merchantId: number,
+    slug: string | undefined,
+    after: FeedPosition | undefined,
+    limit: number,
+  ): Promise<StoreChangeWindow> {
+    // Prepared: the feed's poll is one of the hottest reads.
+    const row = await this.c.prepared(
+      slug === undefined ? 'changeWindowOfDefaultStore' : 'changeWindowOfStore',
+      WINDOW_OF_STORE_SQL(slug === undefined ? 's.is_default' : 's.slug = $5'),
+      [merchantId, after?.at ?? null, after?.id ?? null, limit, ...(slug === undefined ? [] : [slug])],
+    );
+    return toStoreChangeWindow(row, row?.changes);
   }
 
   async pruneChangesBefore(cutoff: string, limit: number): Promise<number> {

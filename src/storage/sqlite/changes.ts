@@ -1,9 +1,29 @@
 // Changes (spec 2.6, 4.4), the change clock and retention horizons on SQLite.
-import type { ChangeStore } from '../port.js';
+import type { ChangeStore, StoreChangeWindow } from '../port.js';
 import type { FeedPosition, RecordedChange, StoredChange } from '../../changes/model.js';
 import { monotonicSecond } from '../../shared/time.js';
+import { toStoreChangeWindow } from '../sql/change-windows.js';
+import { STORE_COLUMNS } from '../sql/tenancy.js';
+import type { Row } from '../rows.js';
 import type { SqliteConnection } from './connection.js';
 import { inBatches, valueRows } from './batches.js';
+
+/**
+ * The store, its horizon and the window after the cursor (after the horizon when none, or after '':
+ * every change) in one statement, so one read transaction: no pruning commits between the horizon
+ * and the window. Nothing is read past the store's row when it is inactive or the cursor is before
+ * its horizon.
+ */
+const WINDOW_OF_STORE_SQL = (which: string) => `SELECT ${STORE_COLUMNS.map((column) => `s.${column}`).join(', ')},
+    h.created_at AS horizon_at, h.change_id AS horizon_id,
+    (SELECT json_group_array(json_array(w.id, w.product_id, w.change_type, w.created_at) ORDER BY w.created_at, w.id)
+      FROM (SELECT id, product_id, change_type, created_at FROM changes
+        WHERE store_id = s.id AND (created_at, id) > (coalesce(@afterAt, h.created_at, ''), coalesce(@afterId, h.change_id, 0))
+          AND s.active AND NOT coalesce((@afterAt, @afterId) < (h.created_at, h.change_id), 0)
+        ORDER BY created_at, id LIMIT @limit) AS w
+    ) AS changes
+  FROM stores AS s LEFT JOIN change_horizons AS h ON h.store_id = s.id
+  WHERE s.merchant_id = @merchantId AND ${which}`;
 
 export class SqliteChanges implements ChangeStore {
   static readonly writes = ['recordChanges', 'pruneChangesBefore'] as const;
@@ -54,6 +74,22 @@ export class SqliteChanges implements ChangeStore {
     return this.c.stmt('SELECT created_at AS at, change_id AS id FROM change_horizons WHERE store_id = ?').get(storeId) as
       | FeedPosition
       | undefined;
+  }
+
+  async changeWindowOfStore(
+    merchantId: number,
+    slug: string | undefined,
+    after: FeedPosition | undefined,
+    limit: number,
+  ): Promise<StoreChangeWindow> {
+    const row = this.c.stmt(WINDOW_OF_STORE_SQL(slug === undefined ? 's.is_default' : 's.slug = @slug')).get({
+      merchantId,
+      afterAt: after?.at ?? null,
+      afterId: after?.id ?? null,
+      limit,
+      ...(slug === undefined ? {} : { slug }),
+    }) as Row | undefined;
+    return toStoreChangeWindow(row, row?.changes);
   }
 
   async pruneChangesBefore(cutoff: string, limit: number): Promise<number> {

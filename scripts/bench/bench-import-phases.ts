@@ -18,14 +18,12 @@
 //
 // Usage: npx tsx scripts/bench/bench-import-phases.ts [--engine sqlite|postgres|both (both)] [--products N (200)]
 //   [--lines L (20000)] [--rounds R (2)] [--repeats K (2)] [--tree DIR ...] (default: this checkout) [--statements] [--json]
-import { spawn } from 'node:child_process';
-import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { dataDirOf, startPostgresServer, type PostgresServer } from '../dev/postgres-server.js';
 import { demoImportBody } from './baseline.js';
 import { postgresServerCpu } from './process-sampler.js';
+import { inAlternatingRounds, median, onEachEngine, runInTree } from './tree-rounds.js';
 
 const { values: flags } = parseArgs({
   options: {
@@ -128,68 +126,38 @@ async function child(tree: string, database: string, dataDir: string | undefined
 }
 
 function runChild(tree: string, database: string, dataDir: string | undefined, build: boolean): Promise<string> {
-  const args = ['--import', 'tsx', path.join(HERE, 'bench-import-phases.ts'), '--child', tree, '--database', database];
+  const args = ['--child', tree, '--database', database];
   args.push('--products', flags.products, '--lines', flags.lines, '--repeats', flags.repeats);
   if (dataDir) args.push('--data-dir', dataDir);
   if (build) args.push('--build');
   if (flags.statements) args.push('--statements');
-  const proc = spawn(process.execPath, args, { cwd: tree, env: process.env, stdio: ['ignore', 'pipe', 'inherit'] });
-  let out = '';
-  proc.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
-  return new Promise((resolve, reject) =>
-    proc.on('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`${tree}: exited ${code}`)))),
-  );
+  return runInTree(tree, path.join(HERE, 'bench-import-phases.ts'), args);
 }
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
 
 async function main(): Promise<void> {
   if (flags.child) return child(flags.child, flags.database!, flags['data-dir']);
   const trees = (flags.tree?.length ? flags.tree : [path.resolve(HERE, '../..')]).map((t) => path.resolve(t));
   const engines = flags.engine === 'both' ? ['sqlite', 'postgres'] : [flags.engine];
-  const temp = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-import-phases-'));
-  // The server runs as the postgres user: it must reach its folder inside.
-  fs.chmodSync(temp, 0o711);
   const report: Record<string, Record<string, Measured[]>> = {};
-  let server: PostgresServer | undefined;
-  try {
-    for (const engine of engines) {
-      let database = path.join(temp, 'catalog.db');
-      let dataDir: string | undefined;
-      if (engine === 'postgres') {
-        server = await startPostgresServer({ dir: path.join(temp, 'pg'), durable: false });
-        database = server.url;
-        dataDir = dataDirOf(server.dir);
-      }
-      const t0 = performance.now();
-      await runChild(trees[0]!, database, undefined, true);
-      log(
-        `${engine}: demo catalog of ${flags.products} products and ${LINES} imported in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
-      );
-      const measured: Record<string, Measured[]> = Object.fromEntries(trees.map((t) => [t, []]));
-      for (let round = 0; round < Number(flags.rounds); round++) {
-        const order = round % 2 === 0 ? trees : [...trees].reverse();
-        for (const tree of order) {
-          if (flags.statements) console.error(`${engine} round ${round + 1} ${tree}:`);
-          const results = JSON.parse(await runChild(tree, database, dataDir, false)) as Measured[];
-          measured[tree]!.push(...results);
-          const line = results
-            .map(
-              (r) =>
-                `${r.kind} ${((r.check.node_us + r.apply.node_us) / r.lines).toFixed(0)}+${((r.check.db_us + r.apply.db_us) / r.lines).toFixed(0)} µs`,
-            )
-            .join(', ');
-          log(`${engine} round ${round + 1} ${tree}: ${line} (load ${os.loadavg()[0]!.toFixed(1)})`);
-        }
-      }
-      report[engine] = measured;
-      await server?.stop();
-      server = undefined;
-    }
-  } finally {
-    await server?.stop();
-    fs.rmSync(temp, { recursive: true, force: true });
-  }
+  await onEachEngine(engines, 'bench-import-phases-', async ({ engine, database, dataDir }) => {
+    const t0 = performance.now();
+    await runChild(trees[0]!, database, undefined, true);
+    log(`${engine}: demo catalog of ${flags.products} products and ${LINES} imported in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+    const measured: Record<string, Measured[]> = Object.fromEntries(trees.map((t) => [t, []]));
+    await inAlternatingRounds(trees, Number(flags.rounds), async (tree, round) => {
+      if (flags.statements) console.error(`${engine} round ${round + 1} ${tree}:`);
+      const results = JSON.parse(await runChild(tree, database, dataDir, false)) as Measured[];
+      measured[tree]!.push(...results);
+      const line = results
+        .map(
+          (r) =>
+            `${r.kind} ${((r.check.node_us + r.apply.node_us) / r.lines).toFixed(0)}+${((r.check.db_us + r.apply.db_us) / r.lines).toFixed(0)} µs`,
+        )
+        .join(', ');
+      log(`${engine} round ${round + 1} ${tree}: ${line} (load ${os.loadavg()[0]!.toFixed(1)})`);
+    });
+    report[engine] = measured;
+  });
   const rows = Object.entries(report).flatMap(([engine, byTree]) =>
     Object.entries(byTree).flatMap(([tree, results]) =>
       KINDS.map((kind) => {

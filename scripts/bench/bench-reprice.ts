@@ -17,13 +17,11 @@
 // Usage: npx tsx scripts/bench/bench-reprice.ts [--engine sqlite|postgres|both (postgres)] [--products N]
 //   [--endpoints E] [--rounds R (2)] [--repricings K (3)] [--tree DIR ...] (default: this checkout)
 //   [--env CPS_X=V,...] (every tree's process) [--profile DIR] (a CPU profile of each re-pricing process) [--json]
-import { spawn } from 'node:child_process';
-import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { dataDirOf, startPostgresServer, type PostgresServer } from '../dev/postgres-server.js';
 import { postgresServerCpu } from './process-sampler.js';
+import { inAlternatingRounds, median, onEachEngine, runInTree } from './tree-rounds.js';
 
 const { values: flags } = parseArgs({
   options: {
@@ -105,68 +103,40 @@ async function child(tree: string, database: string, dataDir: string | undefined
 }
 
 function runChild(tree: string, database: string, dataDir: string | undefined, build: boolean): Promise<string> {
-  const extra = Object.fromEntries(
+  const env = Object.fromEntries(
     (flags.env ?? '')
       .split(',')
       .filter(Boolean)
       .map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]),
   );
-  const profile = flags.profile && !build ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(flags.profile)}`] : [];
-  const args = [...profile, '--import', 'tsx', path.join(HERE, 'bench-reprice.ts'), '--child', tree, '--database', database];
+  const nodeArgs = flags.profile && !build ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(flags.profile)}`] : [];
+  const args = ['--child', tree, '--database', database];
   args.push('--products', flags.products, '--endpoints', flags.endpoints, '--repricings', flags.repricings);
   if (dataDir) args.push('--data-dir', dataDir);
   if (build) args.push('--build');
-  const proc = spawn(process.execPath, args, { cwd: tree, env: { ...process.env, ...extra }, stdio: ['ignore', 'pipe', 'inherit'] });
-  let out = '';
-  proc.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
-  return new Promise((resolve, reject) =>
-    proc.on('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`${tree}: exited ${code}`)))),
-  );
+  return runInTree(tree, path.join(HERE, 'bench-reprice.ts'), args, { nodeArgs, env });
 }
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
 
 async function main(): Promise<void> {
   if (flags.child) return child(flags.child, flags.database!, flags['data-dir']);
   const trees = (flags.tree?.length ? flags.tree : [path.resolve(HERE, '../..')]).map((t) => path.resolve(t));
   const engines = flags.engine === 'both' ? ['sqlite', 'postgres'] : [flags.engine];
-  const temp = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-reprice-'));
-  // The server runs as the postgres user: it must reach its folder inside.
-  fs.chmodSync(temp, 0o711);
   const report: Record<string, Record<string, Measured[]>> = {};
-  let server: PostgresServer | undefined;
-  try {
-    for (const engine of engines) {
-      let database = path.join(temp, 'catalog.db');
-      let dataDir: string | undefined;
-      if (engine === 'postgres') {
-        server = await startPostgresServer({ dir: path.join(temp, 'pg'), durable: false });
-        database = server.url;
-        dataDir = dataDirOf(server.dir);
-      }
-      const t0 = performance.now();
-      await runChild(trees[0]!, database, undefined, true);
-      log(
-        `${engine}: demo catalog of ${flags.products} products, ${flags.endpoints} endpoints in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
-      );
-      const measured: Record<string, Measured[]> = Object.fromEntries(trees.map((t) => [t, []]));
-      for (let round = 0; round < Number(flags.rounds); round++) {
-        const order = round % 2 === 0 ? trees : [...trees].reverse();
-        for (const tree of order) {
-          const results = JSON.parse(await runChild(tree, database, dataDir, false)) as Measured[];
-          measured[tree]!.push(...results);
-          const line = results.map((r) => `${(r.node_us / r.products).toFixed(0)}+${(r.db_us / r.products).toFixed(0)} us`).join(', ');
-          log(`${engine} round ${round + 1} ${tree}: ${line} (load ${os.loadavg()[0]!.toFixed(1)})`);
-        }
-      }
-      report[engine] = measured;
-      await server?.stop();
-      server = undefined;
-    }
-  } finally {
-    await server?.stop();
-    fs.rmSync(temp, { recursive: true, force: true });
-  }
+  await onEachEngine(engines, 'bench-reprice-', async ({ engine, database, dataDir }) => {
+    const t0 = performance.now();
+    await runChild(trees[0]!, database, undefined, true);
+    log(
+      `${engine}: demo catalog of ${flags.products} products, ${flags.endpoints} endpoints in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
+    );
+    const measured: Record<string, Measured[]> = Object.fromEntries(trees.map((t) => [t, []]));
+    await inAlternatingRounds(trees, Number(flags.rounds), async (tree, round) => {
+      const results = JSON.parse(await runChild(tree, database, dataDir, false)) as Measured[];
+      measured[tree]!.push(...results);
+      const line = results.map((r) => `${(r.node_us / r.products).toFixed(0)}+${(r.db_us / r.products).toFixed(0)} us`).join(', ');
+      log(`${engine} round ${round + 1} ${tree}: ${line} (load ${os.loadavg()[0]!.toFixed(1)})`);
+    });
+    report[engine] = measured;
+  });
   const rows = Object.entries(report).flatMap(([engine, byTree]) =>
     Object.entries(byTree).map(([tree, results]) => ({
       engine,

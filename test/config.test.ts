@@ -64,6 +64,7 @@ const EVERY_VARIABLE = {
   CPS_FEED_LIVE_PER_KEY: '29',
   CPS_FEED_STALL_TIMEOUT_MS: '4500',
   CPS_FEED_STREAM_RETRY_MS: '2500',
+  CPS_WEBHOOK_FULL_PAYLOAD_BYTES: '65536',
   CPS_FEED_LIVE_PER_MERCHANT: '31',
   CPS_FEED_LIVE_PER_PROCESS: '37',
   CPS_UNSENT_BYTES_MAX: '4096',
@@ -187,6 +188,7 @@ describe('configuration', () => {
         pauseAfterFailures: 20,
         pauseMinStreakMinutes: 60,
         cooldownMinutes: 60,
+        fullPayloadBytes: 262144,
         pollIntervalMs: 250,
         idlePollMaxMs: 5000,
         leaseMarginMs: 30000,
@@ -330,6 +332,7 @@ describe('configuration', () => {
         pauseAfterFailures: 21,
         pauseMinStreakMinutes: 0,
         cooldownMinutes: 61,
+        fullPayloadBytes: 65536,
         pollIntervalMs: 10,
         idlePollMaxMs: 2000,
         leaseMarginMs: 0,
@@ -453,8 +456,8 @@ describe('every setting refuses what it does not accept, the same way', () => {
     accepts: SETTING_DOCS.get(schema)?.accepts as Accepts,
   }));
 
-  it('declares what each of the 123 settings accepts', () => {
-    expect(settings).toHaveLength(123);
+  it('declares what each of the 124 settings accepts', () => {
+    expect(settings).toHaveLength(124);
     expect(settings.filter(({ accepts }) => !accepts)).toEqual([]);
   });
 

@@ -106,11 +106,12 @@ async function expectBounded(operation: () => Promise<unknown>, rowsMax = ROWS_R
       // A SCAN is allowed only of a JSON parameter (json_each, a virtual table, under whatever
       // alias), an intermediate result (a subquery's or a CTE's bounded rows), a constant row, or the
       // tenancy's small tables (stores, endpoints: a row or two here, where the planner scans rather
-      // than use their merchant index).
+      // than use their merchant index), and each store's change horizon (change_horizons, h: a row per
+      // store, keyed by it; scanned beside the stores where the planner finds both a few rows long).
       // The image counts kept per merchant (three rows each) are read whole for the service's totals,
       // and so are the failing image origins (a row per origin whose last fetch failed), counted up to a bound.
       const allowed =
-        /^SCAN (json_each|\w+ VIRTUAL TABLE\b|\(subquery-\d+\)|w\b|page\b|origins\b|o\b|CONSTANT ROW|\d+ CONSTANT ROWS|v\b|stores\b|s\b|webhook_endpoints\b|e\b|image_state_counts\b|image_origins\b)/;
+        /^SCAN (json_each|\w+ VIRTUAL TABLE\b|\(subquery-\d+\)|w\b|page\b|origins\b|o\b|CONSTANT ROW|\d+ CONSTANT ROWS|v\b|stores\b|s\b|h\b|webhook_endpoints\b|e\b|image_state_counts\b|image_origins\b)/;
       // And a table read in primary-key order under a LIMIT (the outbox's oldest rows): bounded by it.
       // Or anything under a count's LIMIT (a backlog counted up to a bound: the outbox's changes in its first rows).
       const oldestFirst = (line: string) =>

@@ -23,7 +23,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { demoImportBody } from './baseline.js';
 import { postgresServerCpu } from './process-sampler.js';
-import { inAlternatingRounds, median, onEachEngine, runInTree } from './tree-rounds.js';
+import { inAlternatingRounds, median, onEachEngine, runInTree, serviceOfTree } from './tree-rounds.js';
 
 const { values: flags } = parseArgs({
   options: {
@@ -65,17 +65,7 @@ const images = (n: number) => [`http://127.0.0.1:9/p/phases/${n}/1.jpg`, `http:/
 
 /** One tree's process: builds the catalog and imports the file once (--build), or measures the re-imports. */
 async function child(tree: string, database: string, dataDir: string | undefined): Promise<void> {
-  const env: Record<string, string> = {
-    ...(database.startsWith('postgres') ? { CPS_DATABASE_URL: database } : { CPS_DB_PATH: database }),
-    CPS_ADMIN_TOKEN: 'bench-import-phases-admin-token-0123456789',
-    CPS_DEMO_ON_EMPTY: 'false',
-    CPS_WEBHOOK_ALLOW_HOSTS: '127.0.0.1',
-  };
-  const { loadConfig } = (await import(path.join(tree, 'src/config.ts'))) as typeof import('../../src/config.js');
-  const { createService } = (await import(path.join(tree, 'src/service.ts'))) as typeof import('../../src/service.js');
-  const { silentLogger } = (await import(path.join(tree, 'src/operations/log.ts'))) as typeof import('../../src/operations/log.js');
-  const config = loadConfig({ ...process.env, ...env });
-  const service = createService(config, { logger: silentLogger });
+  const { config, service } = await serviceOfTree(tree, database, 'bench-import-phases-admin-token-0123456789');
   const importOnce = async (body: string) => {
     const started = await service.imports.start(1, 'bench', null, body);
     await started.staged;

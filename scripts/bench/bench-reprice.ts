@@ -21,7 +21,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { postgresServerCpu } from './process-sampler.js';
-import { inAlternatingRounds, median, onEachEngine, runInTree } from './tree-rounds.js';
+import { inAlternatingRounds, median, onEachEngine, runInTree, serviceOfTree } from './tree-rounds.js';
 
 const { values: flags } = parseArgs({
   options: {
@@ -54,17 +54,7 @@ interface Measured {
 
 /** One tree's process: builds the catalog (--build) or re-prices (the first to warm up). */
 async function child(tree: string, database: string, dataDir: string | undefined): Promise<void> {
-  const env: Record<string, string> = {
-    ...(database.startsWith('postgres') ? { CPS_DATABASE_URL: database } : { CPS_DB_PATH: database }),
-    CPS_ADMIN_TOKEN: 'bench-reprice-admin-token-0123456789',
-    CPS_DEMO_ON_EMPTY: 'false',
-    CPS_WEBHOOK_ALLOW_HOSTS: '127.0.0.1',
-  };
-  const { loadConfig } = (await import(path.join(tree, 'src/config.ts'))) as typeof import('../../src/config.js');
-  const { createService } = (await import(path.join(tree, 'src/service.ts'))) as typeof import('../../src/service.js');
-  const { silentLogger } = (await import(path.join(tree, 'src/operations/log.ts'))) as typeof import('../../src/operations/log.js');
-  const config = loadConfig({ ...process.env, ...env });
-  const service = createService(config, { logger: silentLogger });
+  const { service } = await serviceOfTree(tree, database, 'bench-reprice-admin-token-0123456789');
   const products = Number(flags.products);
   if (flags.build) {
     const { buildDemoCatalog } = (await import(path.join(tree, 'src/admin/demo.ts'))) as typeof import('../../src/admin/demo.js');

@@ -70,3 +70,21 @@ export async function inAlternatingRounds(
     for (const tree of round % 2 === 0 ? trees : [...trees].reverse()) await run(tree, round);
   }
 }
+
+/**
+ * The service of `tree`'s own src/ on `database`, opened in a child as CPS_WORKERS=inline would
+ * (this process drives the work), with its configuration.
+ */
+export async function serviceOfTree(tree: string, database: string, adminToken: string) {
+  const env: Record<string, string> = {
+    ...(database.startsWith('postgres') ? { CPS_DATABASE_URL: database } : { CPS_DB_PATH: database }),
+    CPS_ADMIN_TOKEN: adminToken,
+    CPS_DEMO_ON_EMPTY: 'false',
+    CPS_WEBHOOK_ALLOW_HOSTS: '127.0.0.1',
+  };
+  const { loadConfig } = (await import(path.join(tree, 'src/config.ts'))) as typeof import('../../src/config.js');
+  const { createService } = (await import(path.join(tree, 'src/service.ts'))) as typeof import('../../src/service.js');
+  const { silentLogger } = (await import(path.join(tree, 'src/operations/log.ts'))) as typeof import('../../src/operations/log.js');
+  const config = loadConfig({ ...process.env, ...env });
+  return { config, service: createService(config, { logger: silentLogger }) };
+}
